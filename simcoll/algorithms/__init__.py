@@ -1,0 +1,15 @@
+"""Collective algorithms, registered by ``(collective, name)``; one module per family."""
+
+from __future__ import annotations
+
+from simcoll.algorithms import naive, parameter_server, ring
+from simcoll.algorithms.registry import (
+    ENTRY_POINT_GROUP,
+    AlgorithmSpec,
+    algorithms,
+    get_algorithm,
+    register,
+)
+
+__all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP",
+           "naive", "parameter_server", "ring"]

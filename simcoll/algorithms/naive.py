@@ -1,0 +1,32 @@
+"""Naive all-reduce: every rank sends its whole buffer to every other rank."""
+
+from __future__ import annotations
+
+from simcoll.algorithms.registry import register
+from simcoll.ops import ReduceOp
+
+__all__ = ["naive_all_reduce"]
+
+
+@register("all_reduce", "naive")
+def naive_all_reduce(comm, x, *, op=ReduceOp.SUM):
+    """Naive all-reduce: send x to all p-1 peers at once, reduce what arrives in rank order.
+
+    Reducing in rank order (x_0 op x_1 op ... op x_{p-1}) gives every rank the same bits.
+
+    Cost on the single-port alpha-beta network (derived here): the p-1 sends of each rank
+    share its link, as do the p-1 receives, so every message drains at 1/((p-1) beta) and
+    all arrive together; then p-1 reductions run one after another:
+    alpha + (p-1) n beta + (p-1) n gamma. Each rank sends and receives (p-1) n bytes.
+    """
+    p, r = comm.size, comm.rank
+    for peer in range(p):
+        if peer != r:
+            comm.send(x, dst=peer)
+    acc = x
+    for peer in range(p):
+        if peer == r:
+            continue
+        got = yield comm.recv(src=peer)
+        acc = yield (comm.reduce(got, acc, op) if peer < r else comm.reduce(acc, got, op))
+    return acc

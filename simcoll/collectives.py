@@ -1,0 +1,154 @@
+"""What each collective computes: its numpy reference, its buffer sizes and busbw factor.
+
+Inputs and outputs follow torch.distributed, with ``np.array_split`` sizing wherever a
+buffer is cut into p blocks that do not divide evenly:
+
+* ``all_reduce``: x -> op over every rank's x.
+* ``reduce_scatter``: x -> block ``rank`` of the op over every rank's x.
+* ``all_gather``: x -> every rank's x, concatenated in rank order.
+* ``broadcast(root)``: x -> root's x.
+* ``reduce(root)``: x -> on root, the op over every rank's x (other ranks' outputs unchecked).
+* ``all_to_all``: x cut into p blocks -> block ``rank`` of every rank's x, concatenated.
+* ``gather(root)``: x -> on root, every rank's x concatenated (others unchecked).
+* ``scatter(root)``: root's x cut into p blocks -> block ``rank``.
+* ``barrier``: no data.
+
+algbw and busbw follow nccl-tests' PERFORMANCE.md: algbw = S / time with S the per-rank
+buffer (``nbytes``) except for all_gather and gather, whose S is ``p * nbytes``; busbw =
+algbw * factor(p).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcoll.errors import UnknownCollectiveError
+from simcoll.ops import ReduceOp
+
+__all__ = ["Collective", "COLLECTIVES", "collective", "finish_avg"]
+
+Arrays = list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A collective's contract. ``reference(inputs, op, root)`` gives every rank's output
+    (``None`` where unchecked); ``out_count(p, count, rank, root)`` its element count."""
+
+    name: str
+    reduces: bool
+    rooted: bool
+    reference: Callable[[Arrays, ReduceOp, int], list[np.ndarray | None]]
+    out_count: Callable[[int, int, int, int], int | None]
+    size_factor: Callable[[int], int]
+    busbw_factor: Callable[[int], float]
+
+
+def _combine(inputs: Arrays, op: ReduceOp) -> np.ndarray:
+    """The op over all inputs, in float64 for floats, in the dtype (modular) for integers."""
+    wide = np.float64 if inputs[0].dtype.kind == "f" else inputs[0].dtype
+    acc = inputs[0].astype(wide, copy=True)
+    for x in inputs[1:]:
+        op.ufunc(acc, x.astype(wide, copy=False), out=acc)
+    return finish_avg(acc, op, len(inputs))
+
+
+def finish_avg(total: np.ndarray, op: ReduceOp, p: int) -> np.ndarray:
+    """Turn a SUM into an AVG for ``op == AVG`` (integers truncate toward zero, as C)."""
+    if op is not ReduceOp.AVG:
+        return total
+    if total.dtype.kind == "f":
+        return total / total.dtype.type(p)
+    return (np.sign(total) * (np.abs(total) // p)).astype(total.dtype)
+
+
+def _blocks(count: int, p: int) -> list[int]:
+    q, r = divmod(count, p)
+    return [q + 1 if i < r else q for i in range(p)]
+
+
+def _all_reduce(inputs, op, root):
+    out = _combine(inputs, op)
+    return [out] * len(inputs)
+
+
+def _reduce_scatter(inputs, op, root):
+    return np.array_split(_combine(inputs, op), len(inputs))
+
+
+def _all_gather(inputs, op, root):
+    out = np.concatenate(inputs)
+    return [out] * len(inputs)
+
+
+def _broadcast(inputs, op, root):
+    return [inputs[root]] * len(inputs)
+
+
+def _reduce(inputs, op, root):
+    out: list[np.ndarray | None] = [None] * len(inputs)
+    out[root] = _combine(inputs, op)
+    return out
+
+
+def _all_to_all(inputs, op, root):
+    p = len(inputs)
+    blocks = [np.array_split(x, p) for x in inputs]
+    return [np.concatenate([blocks[j][r] for j in range(p)]) for r in range(p)]
+
+
+def _gather(inputs, op, root):
+    out: list[np.ndarray | None] = [None] * len(inputs)
+    out[root] = np.concatenate(inputs)
+    return out
+
+
+def _scatter(inputs, op, root):
+    return np.array_split(inputs[root], len(inputs))
+
+
+def _barrier(inputs, op, root):
+    return [None] * len(inputs)
+
+
+def _fraction(p: int) -> float:
+    return (p - 1) / p
+
+
+COLLECTIVES: dict[str, Collective] = {c.name: c for c in [
+    Collective("all_reduce", True, False, _all_reduce, lambda p, n, r, root: n,
+               lambda p: 1, lambda p: 2 * (p - 1) / p),
+    Collective("reduce_scatter", True, False, _reduce_scatter,
+               lambda p, n, r, root: _blocks(n, p)[r], lambda p: 1, _fraction),
+    Collective("all_gather", False, False, _all_gather, lambda p, n, r, root: p * n,
+               lambda p: p, _fraction),
+    Collective("broadcast", False, True, _broadcast, lambda p, n, r, root: n,
+               lambda p: 1, lambda p: 1.0),
+    Collective("reduce", True, True, _reduce,
+               lambda p, n, r, root: n if r == root else None, lambda p: 1, lambda p: 1.0),
+    Collective("all_to_all", False, False, _all_to_all,
+               lambda p, n, r, root: p * _blocks(n, p)[r], lambda p: 1, _fraction),
+    Collective("gather", False, True, _gather,
+               lambda p, n, r, root: p * n if r == root else None, lambda p: p, _fraction),
+    Collective("scatter", False, True, _scatter,
+               lambda p, n, r, root: _blocks(n, p)[r], lambda p: 1, _fraction),
+    Collective("barrier", False, False, _barrier, lambda p, n, r, root: None,
+               lambda p: 1, lambda p: 1.0),
+]}
+
+
+def collective(name: str) -> Collective:
+    """The collective called ``name``.
+
+    Raises:
+        UnknownCollectiveError: listing the known collectives.
+    """
+    try:
+        return COLLECTIVES[name]
+    except (KeyError, TypeError):
+        raise UnknownCollectiveError(
+            f"unknown collective {name!r}; known collectives: {', '.join(COLLECTIVES)}"
+        ) from None

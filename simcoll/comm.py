@@ -1,0 +1,169 @@
+"""The per-rank communicator that algorithms see, and nothing else.
+
+An algorithm is a generator function ``fn(comm, x, *, op, ...)``; it yields the events
+that ``comm`` returns and returns its output. Names follow mpi4py / torch.distributed:
+``rank``, ``size``, ``src``, ``dst``, ``tag``, ``group``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from simpy.events import PENDING, Event, Timeout
+
+from simcoll import buffers
+from simcoll.buffers import Buffer, VirtualBuffer
+from simcoll.errors import CommUsageError
+from simcoll.ops import ReduceOp
+from simcoll.runtime import Joint, Runtime, done_event, snapshot
+
+__all__ = ["Comm"]
+
+
+class Comm:
+    """One rank's view of a communicator (the whole machine, or a group of it).
+
+    Attributes:
+        rank: this endpoint's rank in the communicator (0..size-1; hosts: see ``hosts``).
+        size: number of GPU ranks in the communicator.
+        hosts: ranks of the server hosts (``size``, ``size + 1``, ...; world only).
+    """
+
+    __slots__ = ("rank", "size", "hosts", "_rt", "_env", "_address", "_members", "_context",
+                 "_ranks")
+
+    def __init__(self, runtime: Runtime, rank: int, members: Sequence[int] | None = None,
+                 context: int = 0):
+        self._rt = runtime
+        self._env = runtime.env
+        self._context = context
+        if members is None:
+            self.size = runtime.nranks
+            self._ranks = runtime.endpoints
+            self.hosts: tuple[int, ...] = tuple(range(runtime.nranks, runtime.endpoints))
+            self._members = None
+            self._address = rank
+        else:
+            self.size = self._ranks = len(members)
+            self.hosts = ()
+            self._members = tuple(members)
+            self._address = self._members[rank]
+        self.rank = rank
+
+    # -- point to point ------------------------------------------------------------------
+    def _peer(self, peer: int, role: str) -> int:
+        if type(peer) is not int and not isinstance(peer, (int, np.integer)):
+            raise CommUsageError(f"rank {self.rank}: {role}={peer!r} is not an integer rank")
+        if not 0 <= peer < self._ranks:
+            raise CommUsageError(f"rank {self.rank}: {role}={peer} is out of range; "
+                                 f"ranks are 0..{self._ranks - 1}")
+        if peer == self.rank:
+            raise CommUsageError(f"rank {self.rank}: {role}={peer} is this rank itself; "
+                                 f"keep local data local instead of messaging it")
+        return peer if self._members is None else self._members[peer]
+
+    def send(self, data: Any, dst: int, *, tag: Any = 0) -> Event:
+        """Send a snapshot of ``data`` to ``dst``; the event fires when it has arrived.
+
+        The transfer starts at once; yield the event only to wait for its arrival.
+        """
+        target = self._peer(dst, "dst")
+        done = Event(self._env)
+        self._post(data, target, tag, done)
+        return done
+
+    def _post(self, data: Any, target: int, tag: Any, done: Event) -> None:
+        payload = snapshot(data)
+        nbytes = buffers.nbytes_of(payload)
+        self._rt.post_send((self._context, self._address, target, tag), payload, nbytes,
+                           self._address, target, tag, done)
+
+    def recv(self, src: int, *, tag: Any = 0) -> Event:
+        """Receive the next message from ``src`` with ``tag``; the event's value is it."""
+        source = self._peer(src, "src")
+        event = Event(self._env)
+        payload = self._rt.post_recv((self._context, source, self._address, tag), event)
+        if payload is not PENDING:
+            event._ok = True
+            event._value = payload
+            event.callbacks = None
+        return event
+
+    def sendrecv(self, data: Any, dst: int, src: int, *, tag: Any = 0,
+                 recv_tag: Any = None) -> Event:
+        """Send ``data`` to ``dst`` and receive from ``src`` at once.
+
+        The event fires when both are done; its value is the received payload.
+        ``recv_tag`` defaults to ``tag``.
+        """
+        target = self._peer(dst, "dst")
+        source = self._peer(src, "src")
+        joint = Joint(self._env, 2)
+        payload = self._rt.post_recv(
+            (self._context, source, self._address, tag if recv_tag is None else recv_tag),
+            joint)
+        if payload is not PENDING:
+            joint.pending = 1
+            joint.payload = payload
+        self._post(data, target, tag, joint)
+        return joint
+
+    # -- local work ----------------------------------------------------------------------
+    def reduce(self, a: Buffer, b: Buffer, op: ReduceOp) -> Event:
+        """Combine ``a`` and ``b`` element-wise with ``op`` into a new buffer.
+
+        Takes ``nbytes / reduce_bandwidth`` of this GPU's reduction engine, one reduction
+        at a time (the gamma term). The inputs are left unchanged.
+        """
+        if type(a) is VirtualBuffer or type(b) is VirtualBuffer:
+            if a is not b and (getattr(a, "count", None) != getattr(b, "count", None)
+                               or a.dtype != b.dtype):
+                raise CommUsageError(f"rank {self.rank}: cannot reduce {a!r} with {b!r}")
+            out = a
+        else:
+            if a.shape != b.shape:
+                raise CommUsageError(f"rank {self.rank}: cannot reduce arrays of shapes "
+                                     f"{a.shape} and {b.shape}")
+            out = op(a, b)
+        delay = self._rt.reduce_delay(self._address, out.nbytes)
+        if delay == 0:
+            return done_event(self._env, out)
+        return Timeout(self._env, delay, out)
+
+    def compute(self, seconds: float) -> Event:
+        """Keep this GPU's compute stream busy for ``seconds`` (FIFO with earlier work)."""
+        if not seconds >= 0:
+            raise CommUsageError(f"rank {self.rank}: compute({seconds!r}) needs seconds >= 0")
+        return self._rt.after(self._rt.compute_delay(self._address, seconds), None)
+
+    # -- buffers and groups --------------------------------------------------------------
+    @staticmethod
+    def split_buffer(x: Buffer, parts: int) -> Sequence[Buffer]:
+        """Cut ``x`` into ``parts`` chunks sized as ``np.array_split`` does (both modes)."""
+        return buffers.split(x, parts)
+
+    @staticmethod
+    def join(chunks: Sequence[Buffer]) -> Buffer:
+        """Concatenate chunks into one buffer (both modes)."""
+        return buffers.join(chunks)
+
+    def group(self, ranks: Sequence[int]) -> Comm:
+        """A communicator over ``ranks`` (world ranks, in their new rank order).
+
+        Every member must call it with the same list; messages in the group never match
+        messages outside it.
+        """
+        members = tuple(int(r) for r in ranks)
+        if self._members is not None:
+            members = tuple(self._members[r] for r in members)
+        if self._address not in members:
+            raise CommUsageError(f"rank {self.rank} is not in group {list(ranks)}")
+        if len(set(members)) != len(members):
+            raise CommUsageError(f"group {list(ranks)} lists a rank twice")
+        context = self._rt.contexts.setdefault(members, len(self._rt.contexts) + 1)
+        return Comm(self._rt, members.index(self._address), members, context)
+
+    def __repr__(self) -> str:
+        return f"Comm(rank={self.rank}, size={self.size})"

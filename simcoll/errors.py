@@ -1,0 +1,66 @@
+"""The exceptions simcoll raises; every one derives from :class:`SimCollError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "SimCollError", "TopologyError", "UnknownAlgorithmError", "UnknownCollectiveError",
+    "UnknownNetworkError", "InvalidInputError", "DeadlockError", "UnmatchedMessageError",
+    "AlgorithmError", "CommUsageError",
+]
+
+
+class SimCollError(Exception):
+    """Root of every error simcoll raises on purpose."""
+
+
+class TopologyError(SimCollError, ValueError):
+    """A topology is malformed: bad link values, unknown devices, or not connected."""
+
+
+class InvalidInputError(SimCollError, ValueError):
+    """Arguments to ``simulate`` (data, sizes, dtypes, ops, parameters) are not accepted."""
+
+
+class UnknownCollectiveError(InvalidInputError, KeyError):
+    """No collective of that name; the message lists the known ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class UnknownAlgorithmError(InvalidInputError, KeyError):
+    """No algorithm of that name for the collective; the message lists the known ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class UnknownNetworkError(InvalidInputError, KeyError):
+    """No network model of that name; the message lists the known ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class CommUsageError(SimCollError, ValueError):
+    """An algorithm called the communicator wrongly (bad peer rank, self-send, bad tag)."""
+
+
+class AlgorithmError(SimCollError):
+    """An algorithm raised inside one rank; the message names the rank."""
+
+
+class DeadlockError(SimCollError):
+    """The simulation ran out of events while ranks were still waiting.
+
+    Attributes:
+        waiting: ``{rank: description of what it waits for}`` for every stuck rank.
+    """
+
+    def __init__(self, message: str, waiting: dict[int, str]):
+        super().__init__(message)
+        self.waiting = waiting
+
+
+class UnmatchedMessageError(SimCollError):
+    """The simulation finished but some messages were sent and never received."""

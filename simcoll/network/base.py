@@ -1,0 +1,60 @@
+"""The seam between communicators and network models, and the traffic counters.
+
+A network model turns "``nbytes`` from endpoint ``src`` to endpoint ``dst``" into a call of
+``on_arrival(token)`` at the simulated time the last byte arrives. Models differ only in
+how they compute that time; all count traffic the same way, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import simpy
+
+from simcoll.topology.graph import Topology
+
+__all__ = ["Network", "Arrival"]
+
+Arrival = Callable[[Any], None]
+
+
+class Network:
+    """Base class: routes, traffic counters, and the ``transfer`` interface.
+
+    Attributes:
+        sent: payload bytes each endpoint injected (ranks first, then hosts).
+        received: payload bytes addressed to each endpoint.
+        link_bytes: bytes that crossed each directed link (index as in ``Route.links``).
+        messages: number of point-to-point messages.
+    """
+
+    name: ClassVar[str] = "base"
+
+    def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
+        self.env = env
+        self.topology = topology
+        self.sent = [0] * endpoints
+        self.received = [0] * endpoints
+        self.link_bytes = [0] * (2 * len(topology.links))
+        self.messages = 0
+        self._routes: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
+
+    def _route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
+        route = self.topology.route(src, dst)
+        entry = self._routes[(src, dst)] = (route.links, route.latency, route.bandwidth)
+        return entry
+
+    def _count(self, src: int, dst: int, nbytes: int,
+               links: tuple[int, ...]) -> None:
+        self.sent[src] += nbytes
+        self.received[dst] += nbytes
+        self.messages += 1
+        link_bytes = self.link_bytes
+        for d in links:
+            link_bytes[d] += nbytes
+
+    def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
+                 token: Any) -> None:
+        """Start moving ``nbytes`` from ``src`` to ``dst``; call ``on_arrival(token)`` on arrival."""
+        raise NotImplementedError

@@ -1,0 +1,48 @@
+"""Reduction operators, named and behaving as in ``torch.distributed.ReduceOp``."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ReduceOp"]
+
+_UFUNCS = {"SUM": np.add, "PRODUCT": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
+           "AVG": np.add}
+
+
+class ReduceOp(enum.Enum):
+    """An element-wise reduction. ``op(a, b)`` combines two buffers.
+
+    ``AVG`` combines like ``SUM``; the collective divides the final sum by the number of
+    ranks once, as NCCL's ``ncclAvg`` does (integer dtypes truncate toward zero, as C does).
+    """
+
+    SUM = "sum"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+    AVG = "avg"
+
+    @property
+    def ufunc(self) -> np.ufunc:
+        """The numpy ufunc that combines two buffers for this op."""
+        return _UFUNCS[self.name]
+
+    def __call__(self, a: Any, b: Any) -> Any:
+        return _UFUNCS[self.name](a, b)
+
+    @classmethod
+    def parse(cls, op: ReduceOp | str) -> ReduceOp:
+        """Accept a ReduceOp or its name (``"sum"``, ``"SUM"``, ...)."""
+        from simcoll.errors import InvalidInputError
+
+        if isinstance(op, ReduceOp):
+            return op
+        try:
+            return cls[str(op).upper()]
+        except KeyError:
+            names = ", ".join(m.name for m in cls)
+            raise InvalidInputError(f"unknown reduction op {op!r}; use one of {names}") from None

@@ -1,0 +1,184 @@
+"""State shared by the communicators of one simulation: message matching and timelines.
+
+Messages are matched MPI-style: a receive from ``src`` with ``tag`` takes the oldest
+unclaimed message that ``src`` sent to it with that tag, in send order, whatever order the
+network delivers them in (non-overtaking). A transfer starts as soon as it is sent
+(eager); its send event fires when the last byte arrives.
+
+Events that complete at the moment they are created, or that nobody waits on yet when
+they complete, are marked processed directly instead of going through SimPy's queue: a
+process that yields a processed event resumes at once with its value. This keeps free
+reductions and already-arrived receives off the event queue.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.events import PENDING, Event, Timeout
+
+from simcoll.network.base import Network
+
+__all__ = ["Runtime", "done_event"]
+
+
+def done_event(env: simpy.Environment, value: Any = None) -> Event:
+    """An event that is already processed: yielding it resumes at once with ``value``."""
+    event = Event(env)
+    event._ok = True
+    event._value = value
+    event.callbacks = None
+    return event
+
+
+def _complete(event: Event, value: Any) -> None:
+    """Trigger ``event``; skip the queue when no process waits on it yet."""
+    event._ok = True
+    event._value = value
+    if event.callbacks:
+        event.env.schedule(event)
+    else:
+        event.callbacks = None
+
+
+class Joint(Event):
+    """Fires when both halves of a sendrecv are done, with the received payload."""
+
+    __slots__ = ("pending", "payload")
+
+    def __init__(self, env: simpy.Environment, pending: int, payload: Any = None):
+        super().__init__(env)
+        self.pending = pending
+        self.payload = payload
+
+
+def _notify(event: Event, payload: Any, is_receive: bool) -> None:
+    if type(event) is Joint:
+        if is_receive:
+            event.payload = payload
+        event.pending -= 1
+        if event.pending == 0:
+            _complete(event, event.payload)
+    else:
+        _complete(event, payload if is_receive else None)
+
+
+class Message:
+    """One point-to-point message: its payload, and who to tell when it arrives."""
+
+    __slots__ = ("payload", "arrived", "receiver", "sender", "src", "dst", "tag")
+
+    def __init__(self, payload: Any, sender: Event, src: int, dst: int, tag: Any):
+        self.payload = payload
+        self.arrived = False
+        self.receiver: Event | None = None
+        self.sender = sender
+        self.src = src
+        self.dst = dst
+        self.tag = tag
+
+
+class Channel:
+    """Messages from one source to one destination with one tag, in send order."""
+
+    __slots__ = ("unclaimed", "waiting")
+
+    def __init__(self) -> None:
+        self.unclaimed: deque[Message] = deque()
+        self.waiting: deque[Event] = deque()
+
+
+class Runtime:
+    """Everything the communicators of one run share."""
+
+    def __init__(self, env: simpy.Environment, network: Network, nranks: int,
+                 reduce_bandwidth: list[float]):
+        self.env = env
+        self.network = network
+        self.nranks = nranks
+        self.endpoints = len(reduce_bandwidth)
+        self.reduce_bandwidth = reduce_bandwidth
+        self.reduce_free_at = [0.0] * self.endpoints
+        self.compute_free_at = [0.0] * self.endpoints
+        self.channels: dict[tuple, Channel] = {}
+        self.contexts: dict[tuple[int, ...], int] = {}
+
+    # -- messages ------------------------------------------------------------------------
+    def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
+                  tag: Any, sender: Event) -> None:
+        channel = self.channels.get(key)
+        if channel is None:
+            channel = self.channels[key] = Channel()
+        message = Message(payload, sender, src, dst, tag)
+        if channel.waiting:
+            message.receiver = channel.waiting.popleft()
+        else:
+            channel.unclaimed.append(message)
+        self.network.transfer(src, dst, nbytes, self.arrive, message)
+
+    def post_recv(self, key: tuple, receiver: Event) -> Any:
+        """Bind ``receiver`` to the next message of the channel; return the payload if it
+        has already arrived (then ``receiver`` is left untouched), else ``PENDING``."""
+        channel = self.channels.get(key)
+        if channel is None:
+            channel = self.channels[key] = Channel()
+        if channel.unclaimed:
+            message = channel.unclaimed.popleft()
+            if message.arrived:
+                return message.payload
+            message.receiver = receiver
+        else:
+            channel.waiting.append(receiver)
+        return PENDING
+
+    def arrive(self, message: Message) -> None:
+        message.arrived = True
+        if message.receiver is not None:
+            _notify(message.receiver, message.payload, True)
+        _notify(message.sender, None, False)
+
+    # -- local work ----------------------------------------------------------------------
+    def reduce_delay(self, endpoint: int, nbytes: int) -> float:
+        """Reserve the endpoint's reduction engine for ``nbytes``; return the wait + work."""
+        bandwidth = self.reduce_bandwidth[endpoint]
+        if bandwidth == math.inf:
+            return 0.0
+        now = self.env._now
+        end = max(now, self.reduce_free_at[endpoint]) + nbytes / bandwidth
+        self.reduce_free_at[endpoint] = end
+        return end - now
+
+    def compute_delay(self, endpoint: int, seconds: float) -> float:
+        now = self.env._now
+        end = max(now, self.compute_free_at[endpoint]) + seconds
+        self.compute_free_at[endpoint] = end
+        return end - now
+
+    def after(self, delay: float, value: Any) -> Event:
+        if delay == 0:
+            return done_event(self.env, value)
+        return Timeout(self.env, delay, value)
+
+    # -- end of run ----------------------------------------------------------------------
+    def waiting_receives(self) -> dict[int, list[str]]:
+        """What each endpoint is blocked on: receives posted that no message matched."""
+        waits: dict[int, list[str]] = {}
+        for (context, src, dst, tag), channel in self.channels.items():
+            if channel.waiting:
+                where = "" if context == 0 else f" in group {context}"
+                waits.setdefault(dst, []).append(f"recv from {src} (tag {tag!r}){where}")
+        return waits
+
+    def unclaimed_messages(self) -> list[Message]:
+        return [m for ch in self.channels.values() for m in ch.unclaimed]
+
+
+def snapshot(data: Any) -> Any:
+    """The payload a send carries: a private copy of an array, anything else as is."""
+    if type(data) is np.ndarray:
+        return data.copy()
+    return data

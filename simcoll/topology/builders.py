@@ -1,0 +1,123 @@
+"""Builders for common machines: ring, fully connected, switch, torus, cluster.
+
+Every builder takes ``reduce_bandwidth`` for its GPUs (bytes of reduction output per
+second; ``inf``, the default, makes reductions free). Bandwidths are per direction.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+from simcoll.errors import TopologyError
+from simcoll.topology.graph import Topology
+from simcoll.units import GB, us
+
+__all__ = ["ring", "fully_connected", "switch", "torus", "cluster"]
+
+
+def _check_count(name: str, value: int, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise TopologyError(f"{name} {value!r} is not accepted; use an integer >= {minimum}")
+    return value
+
+
+def _gpus(topo: Topology, n: int, reduce_bandwidth: float) -> list[str]:
+    return [topo.add_gpu(reduce_bandwidth=reduce_bandwidth) for _ in range(n)]
+
+
+def ring(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
+         kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
+    """``n`` GPUs, GPU i linked to GPU i+1 (mod n)."""
+    _check_count("ring size n", n)
+    topo = Topology(f"ring({n})")
+    gpus = _gpus(topo, n, reduce_bandwidth)
+    for i in range(n if n > 2 else n - 1):
+        topo.add_link(gpus[i], gpus[(i + 1) % n], bandwidth=bandwidth, latency=latency, kind=kind)
+    return topo
+
+
+def fully_connected(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
+                    kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
+    """``n`` GPUs with a direct link between every pair."""
+    _check_count("number of GPUs n", n)
+    topo = Topology(f"fully_connected({n})")
+    gpus = _gpus(topo, n, reduce_bandwidth)
+    for a, b in itertools.combinations(gpus, 2):
+        topo.add_link(a, b, bandwidth=bandwidth, latency=latency, kind=kind)
+    return topo
+
+
+def switch(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
+           kind: str = "nvswitch", servers: int = 0, server_bandwidth: float | None = None,
+           server_latency: float | None = None, reduce_bandwidth: float = math.inf,
+           server_reduce_bandwidth: float = math.inf) -> Topology:
+    """``n`` GPUs (and ``servers`` server hosts) each on one link to a non-blocking switch.
+
+    With ``latency = alpha / 2`` and ``bandwidth = 1 / beta`` this is the single-port
+    alpha-beta reference network: a message costs alpha + n beta between any two ranks.
+    Server links default to the GPUs' bandwidth and latency.
+    """
+    _check_count("number of GPUs n", n)
+    _check_count("servers", servers, minimum=0)
+    topo = Topology(f"switch({n}" + (f", servers={servers})" if servers else ")"))
+    sw = topo.add_switch("switch")
+    for gpu in _gpus(topo, n, reduce_bandwidth):
+        topo.add_link(gpu, sw, bandwidth=bandwidth, latency=latency, kind=kind)
+    for _ in range(servers):
+        host = topo.add_host(reduce_bandwidth=server_reduce_bandwidth)
+        topo.add_link(host, sw, kind=kind,
+                      bandwidth=bandwidth if server_bandwidth is None else server_bandwidth,
+                      latency=latency if server_latency is None else server_latency)
+    return topo
+
+
+def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 1 * us,
+          kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
+    """A torus of GPUs with wrap-around links; rank = row-major index of its coordinates.
+
+    A dimension of size 2 gets one link (not two) between its two GPUs; size 1 gets none.
+    """
+    dims = tuple(dims)
+    if not dims:
+        raise TopologyError("torus dims is empty; give at least one dimension, e.g. (4, 4)")
+    for d in dims:
+        _check_count("torus dimension", d)
+    topo = Topology(f"torus{dims}")
+    coords = list(itertools.product(*(range(d) for d in dims)))
+    gpus = {c: g for c, g in zip(coords, _gpus(topo, len(coords), reduce_bandwidth))}
+    for c in coords:
+        for axis, size in enumerate(dims):
+            if size == 1 or (size == 2 and c[axis] == 1):
+                continue
+            nxt = list(c)
+            nxt[axis] = (c[axis] + 1) % size
+            topo.add_link(gpus[c], gpus[tuple(nxt)], bandwidth=bandwidth, latency=latency,
+                          kind=kind)
+    return topo
+
+
+def cluster(nodes: int, gpus_per_node: int, *, intra_bandwidth: float = 300 * GB,
+            intra_latency: float = 1 * us, inter_bandwidth: float = 25 * GB,
+            inter_latency: float = 2 * us, intra_kind: str = "nvswitch", inter_kind: str = "ib",
+            reduce_bandwidth: float = math.inf) -> Topology:
+    """``nodes`` servers of ``gpus_per_node`` GPUs.
+
+    The GPUs of a node sit on a node switch (links of ``intra_bandwidth``); each node
+    switch has one uplink of ``inter_bandwidth`` to a non-blocking network switch. Rank
+    ``node * gpus_per_node + local`` is GPU ``local`` of node ``node``.
+    """
+    _check_count("nodes", nodes)
+    _check_count("gpus_per_node", gpus_per_node)
+    topo = Topology(f"cluster({nodes}x{gpus_per_node})")
+    core = topo.add_switch("network")
+    node_switches = [topo.add_switch(f"node{k}") for k in range(nodes)]
+    for sw in node_switches:
+        for _ in range(gpus_per_node):
+            gpu = topo.add_gpu(reduce_bandwidth=reduce_bandwidth)
+            topo.add_link(gpu, sw, bandwidth=intra_bandwidth, latency=intra_latency,
+                          kind=intra_kind)
+        topo.add_link(sw, core, bandwidth=inter_bandwidth, latency=inter_latency,
+                      kind=inter_kind)
+    return topo

@@ -1,0 +1,330 @@
+"""The machine a collective runs on: devices, full-duplex links, and routes.
+
+A :class:`Topology` holds devices (GPUs, hosts, switches, NICs) and links between them.
+Every link is full duplex: each direction has the link's ``bandwidth`` (bytes/s) to
+itself. GPUs are the ranks (0..n-1, in the order they were added); hosts are extra
+endpoints (parameter servers) numbered after the GPUs; switches and NICs only forward.
+
+Routes are shortest paths in hops, ties broken by the order links were added, so they are
+deterministic. They are computed on first use and cached. On a tree (every builder except
+``ring``, ``fully_connected`` and ``torus``) a route is found by climbing to the lowest
+common ancestor in O(depth); otherwise by a breadth-first search from the source that stops
+at the destination.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from simcoll.errors import TopologyError
+
+__all__ = ["Device", "Link", "Route", "Topology", "DEVICE_KINDS"]
+
+DEVICE_KINDS = ("gpu", "host", "switch", "nic")
+_ENDPOINT_KINDS = ("gpu", "host")
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device. ``reduce_bandwidth`` (bytes of output per second) matters for endpoints."""
+
+    name: str
+    kind: str
+    reduce_bandwidth: float = math.inf
+
+
+@dataclass(frozen=True)
+class Link:
+    """A full-duplex link; ``bandwidth`` is per direction, in bytes/s; ``latency`` in s."""
+
+    u: str
+    v: str
+    bandwidth: float
+    latency: float
+    kind: str
+
+
+@dataclass(frozen=True)
+class Route:
+    """The directed links a message crosses, their summed latency and least bandwidth."""
+
+    links: tuple[int, ...]
+    latency: float
+    bandwidth: float
+
+
+def _check_rate(name: str, value: float, *, allow_inf: bool) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise TopologyError(f"{name} {value!r} is not a number") from None
+    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
+        accepted = "a positive number or inf" if allow_inf else "a positive finite number"
+        raise TopologyError(f"{name} {value!r} is not accepted; use {accepted} (bytes/s)")
+    return value
+
+
+class Topology:
+    """A machine description; build it with the builders or by hand.
+
+    Example:
+        >>> t = Topology("two GPUs")
+        >>> a, b = t.add_gpu(), t.add_gpu()
+        >>> t.add_link(a, b, bandwidth=50e9, latency=1e-6, kind="nvlink")
+        >>> t.nranks
+        2
+    """
+
+    def __init__(self, name: str = "custom"):
+        self.name = name
+        self._devices: dict[str, Device] = {}
+        self._index: dict[str, int] = {}
+        self._adjacency: list[list[tuple[int, int]]] = []
+        self._links: list[Link] = []
+        self._pairs: set[frozenset[str]] = set()
+        self._gpus: list[str] = []
+        self._hosts: list[str] = []
+        self._routes: dict[tuple[int, int], Route] = {}
+        self._tree: tuple[list[int], list[int], list[int]] | None = None
+        self._tree_checked = False
+
+    # -- building ------------------------------------------------------------------------
+    def _add(self, kind: str, name: str | None, reduce_bandwidth: float) -> str:
+        if name is None:
+            prefix = {"gpu": "gpu", "host": "server", "switch": "switch", "nic": "nic"}[kind]
+            count = sum(1 for d in self._devices.values() if d.kind == kind)
+            name = f"{prefix}{count}"
+            while name in self._devices:
+                count += 1
+                name = f"{prefix}{count}"
+        if not isinstance(name, str) or not name:
+            raise TopologyError(f"device name {name!r} is not a non-empty string")
+        if name in self._devices:
+            raise TopologyError(f"device {name!r} already exists in topology {self.name!r}")
+        rb = _check_rate(f"reduce_bandwidth of {name!r}", reduce_bandwidth, allow_inf=True)
+        self._devices[name] = Device(name, kind, rb)
+        self._index[name] = len(self._adjacency)
+        self._adjacency.append([])
+        if kind == "gpu":
+            self._gpus.append(name)
+        elif kind == "host":
+            self._hosts.append(name)
+        self._invalidate()
+        return name
+
+    def add_gpu(self, name: str | None = None, *, reduce_bandwidth: float = math.inf) -> str:
+        """Add a GPU; it becomes the next rank. Returns its name (default ``gpu<rank>``)."""
+        return self._add("gpu", name, reduce_bandwidth)
+
+    def add_host(self, name: str | None = None, *, reduce_bandwidth: float = math.inf) -> str:
+        """Add a server host (a parameter-server endpoint). Returns its name."""
+        return self._add("host", name, reduce_bandwidth)
+
+    def add_switch(self, name: str | None = None) -> str:
+        """Add a switch (forwards only). Returns its name."""
+        return self._add("switch", name, math.inf)
+
+    def add_nic(self, name: str | None = None) -> str:
+        """Add a NIC (forwards only). Returns its name."""
+        return self._add("nic", name, math.inf)
+
+    def add_link(self, u: str, v: str, *, bandwidth: float, latency: float = 0.0,
+                 kind: str = "custom") -> Link:
+        """Join devices ``u`` and ``v`` with a full-duplex link.
+
+        Args:
+            bandwidth: bytes/s in each direction, > 0 and finite.
+            latency: seconds, >= 0 and finite.
+            kind: a label such as "nvlink", "nvswitch", "pcie", "ib", "ethernet".
+
+        Raises:
+            TopologyError: unknown device, self-loop, duplicate link, bad bandwidth/latency.
+        """
+        for end in (u, v):
+            if end not in self._devices:
+                known = ", ".join(list(self._devices)[:10])
+                raise TopologyError(
+                    f"unknown device {end!r} in link ({u!r}, {v!r}); known devices: {known}"
+                    + (" ..." if len(self._devices) > 10 else ""))
+        if u == v:
+            raise TopologyError(f"link ({u!r}, {v!r}) joins a device to itself")
+        if frozenset((u, v)) in self._pairs:
+            raise TopologyError(f"devices {u!r} and {v!r} are already linked")
+        bandwidth = _check_rate(f"bandwidth of link ({u!r}, {v!r})", bandwidth, allow_inf=False)
+        try:
+            latency = float(latency)
+        except (TypeError, ValueError):
+            raise TopologyError(f"latency {latency!r} of link ({u!r}, {v!r}) is not a number"
+                                ) from None
+        if not (latency >= 0 and math.isfinite(latency)):
+            raise TopologyError(f"latency {latency!r} of link ({u!r}, {v!r}) is not accepted; "
+                                f"use a finite number of seconds >= 0")
+        link = Link(u, v, bandwidth, latency, str(kind))
+        index = len(self._links)
+        self._links.append(link)
+        self._pairs.add(frozenset((u, v)))
+        self._adjacency[self._index[u]].append((self._index[v], 2 * index))
+        self._adjacency[self._index[v]].append((self._index[u], 2 * index + 1))
+        self._invalidate()
+        return link
+
+    def _invalidate(self) -> None:
+        self._routes.clear()
+        self._tree = None
+        self._tree_checked = False
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def nranks(self) -> int:
+        """Number of GPUs (ranks)."""
+        return len(self._gpus)
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        """GPU names in rank order."""
+        return tuple(self._gpus)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """Server-host names; host i has endpoint address ``nranks + i``."""
+        return tuple(self._hosts)
+
+    @property
+    def devices(self) -> tuple[Device, ...]:
+        return tuple(self._devices.values())
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        return tuple(self._links)
+
+    def device(self, name: str) -> Device:
+        try:
+            return self._devices[name]
+        except KeyError:
+            raise TopologyError(f"unknown device {name!r}") from None
+
+    def endpoint_name(self, address: int) -> str:
+        """Device name of an endpoint address (ranks first, then hosts)."""
+        n = len(self._gpus)
+        if 0 <= address < n:
+            return self._gpus[address]
+        if n <= address < n + len(self._hosts):
+            return self._hosts[address - n]
+        raise TopologyError(f"endpoint address {address} out of range 0..{n + len(self._hosts) - 1}")
+
+    def directed_link(self, index: int) -> tuple[str, str]:
+        """The (from, to) device names of directed link ``index``."""
+        link = self._links[index >> 1]
+        return (link.u, link.v) if index % 2 == 0 else (link.v, link.u)
+
+    def directed_bandwidths(self) -> list[float]:
+        """Bandwidth of every directed link, indexed as routes index them."""
+        return [link.bandwidth for link in self._links for _ in (0, 1)]
+
+    def validate(self) -> None:
+        """Check there is a GPU and every endpoint can reach every other one.
+
+        Raises:
+            TopologyError: naming the endpoints that cannot be reached.
+        """
+        if not self._gpus:
+            raise TopologyError(f"topology {self.name!r} has no GPU; add one with add_gpu()")
+        start = self._index[self._gpus[0]]
+        seen = {start}
+        queue = deque([start])
+        while queue:
+            for nbr, _ in self._adjacency[queue.popleft()]:
+                if nbr not in seen:
+                    seen.add(nbr)
+                    queue.append(nbr)
+        lost = [n for n in self._gpus + self._hosts if self._index[n] not in seen]
+        if lost:
+            shown = ", ".join(lost[:8]) + (" ..." if len(lost) > 8 else "")
+            raise TopologyError(
+                f"topology {self.name!r} is not connected: {shown} cannot reach "
+                f"{self._gpus[0]!r}; add links so every GPU and host is reachable")
+
+    # -- routing -------------------------------------------------------------------------
+    def route(self, src: int, dst: int) -> Route:
+        """The route from endpoint ``src`` to endpoint ``dst`` (addresses, not names)."""
+        key = (src, dst)
+        route = self._routes.get(key)
+        if route is None:
+            a = self._index[self.endpoint_name(src)]
+            b = self._index[self.endpoint_name(dst)]
+            links = self._tree_path(a, b) if self._is_tree() else self._bfs_path(a, b)
+            if links is None:
+                raise TopologyError(f"no route from {self.endpoint_name(src)!r} to "
+                                    f"{self.endpoint_name(dst)!r}")
+            ls = [self._links[d >> 1] for d in links]
+            route = Route(tuple(links), sum(link.latency for link in ls),
+                          min((link.bandwidth for link in ls), default=math.inf))
+            self._routes[key] = route
+        return route
+
+    def _is_tree(self) -> bool:
+        if not self._tree_checked:
+            self._tree_checked = True
+            if len(self._links) == len(self._adjacency) - 1:
+                self._tree = self._root_tree()
+        return self._tree is not None
+
+    def _root_tree(self) -> tuple[list[int], list[int], list[int]] | None:
+        n = len(self._adjacency)
+        parent, up_link, depth = [-1] * n, [-1] * n, [-1] * n
+        depth[0] = 0
+        queue = deque([0])
+        while queue:
+            node = queue.popleft()
+            for nbr, dlink in self._adjacency[node]:
+                if depth[nbr] < 0:
+                    depth[nbr] = depth[node] + 1
+                    parent[nbr] = node
+                    up_link[nbr] = dlink ^ 1  # from nbr up to node
+                    queue.append(nbr)
+        if min(depth) < 0:
+            return None
+        return parent, up_link, depth
+
+    def _tree_path(self, a: int, b: int) -> list[int]:
+        parent, up_link, depth = self._tree  # type: ignore[misc]
+        up: list[int] = []
+        down: list[int] = []
+        while depth[a] > depth[b]:
+            up.append(up_link[a])
+            a = parent[a]
+        while depth[b] > depth[a]:
+            down.append(up_link[b] ^ 1)
+            b = parent[b]
+        while a != b:
+            up.append(up_link[a])
+            a = parent[a]
+            down.append(up_link[b] ^ 1)
+            b = parent[b]
+        return up + down[::-1]
+
+    def _bfs_path(self, a: int, b: int) -> list[int] | None:
+        if a == b:
+            return []
+        via: dict[int, tuple[int, int]] = {a: (-1, -1)}
+        queue = deque([a])
+        while queue:
+            node = queue.popleft()
+            for nbr, dlink in self._adjacency[node]:
+                if nbr in via:
+                    continue
+                via[nbr] = (node, dlink)
+                if nbr == b:
+                    path = []
+                    while nbr != a:
+                        nbr, d = via[nbr]
+                        path.append(d)
+                    return path[::-1]
+                queue.append(nbr)
+        return None
+
+    def __repr__(self) -> str:
+        return (f"Topology({self.name!r}, gpus={len(self._gpus)}, hosts={len(self._hosts)}, "
+                f"devices={len(self._devices)}, links={len(self._links)})")
