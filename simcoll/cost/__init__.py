@@ -134,11 +134,13 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
                 gamma: float = 0.0) -> Bounds:
     """Latency, bandwidth and computation lower bounds (Chan et al. 2007, table 1).
 
-    With n the per-rank input bytes: all_reduce: ceil(log2 p) alpha, 2 (p-1)/p n beta,
-    (p-1)/p n gamma; reduce_scatter: ceil(log2 p) alpha, (p-1)/p n beta, (p-1)/p n gamma;
-    all_gather: ceil(log2 p) alpha, (p-1) n beta; broadcast and scatter: ceil(log2 p)
-    alpha, n beta (scatter: (p-1)/p n beta); reduce: ceil(log2 p) alpha, n beta... see
-    ``_BOUNDS`` for every collective.
+    With n the per-rank input bytes and L = ceil(log2 p) (a message at most doubles the
+    ranks that know something per round), the latency bound is L alpha for every
+    collective. Bandwidth bounds: all_reduce 2 (p-1)/p n beta (Patarasuk & Yuan 2009);
+    reduce_scatter, all_to_all and scatter (p-1)/p n beta; all_gather and gather
+    (p-1) n beta (each rank receives every other rank's n bytes); broadcast and reduce
+    n beta. Computation bounds: (p-1)/p n gamma for all_reduce, reduce_scatter and reduce,
+    0 otherwise.
     """
     _check(p, nbytes)
     if p == 1:
