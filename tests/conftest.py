@@ -1,0 +1,36 @@
+"""Shared test helpers: input data and the alpha-beta reference network."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+
+ALPHA = 1e-6
+BETA = 1 / (100 * sc.GB)
+GAMMA = 1 / (400 * sc.GB)
+
+
+def make_data(p: int, count: int, dtype, op: sc.ReduceOp = sc.ReduceOp.SUM, seed: int = 0):
+    """One array per rank, with values that keep ``op`` well inside the dtype's range."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        if op is sc.ReduceOp.PRODUCT:
+            return [rng.uniform(0.8, 1.25, count).astype(dtype) for _ in range(p)]
+        return [(rng.standard_normal(count) * 10).astype(dtype) for _ in range(p)]
+    high = 4 if op is sc.ReduceOp.PRODUCT else 1000
+    return [rng.integers(-high, high, count).astype(dtype) for _ in range(p)]
+
+
+def reference_network(p: int, servers: int = 0) -> sc.Topology:
+    """DESIGN.md's single-port alpha-beta network with a finite gamma."""
+    return sc.topology.switch(p, bandwidth=1 / BETA, latency=ALPHA / 2,
+                              reduce_bandwidth=1 / GAMMA, servers=servers,
+                              server_reduce_bandwidth=1 / GAMMA)
+
+
+@pytest.fixture
+def alpha_beta():
+    return ALPHA, BETA, GAMMA
