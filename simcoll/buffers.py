@@ -71,7 +71,7 @@ class VirtualBuffer:
         return f"VirtualBuffer({self.count}, {self.dtype})"
 
 
-Buffer = Union[np.ndarray, VirtualBuffer]
+Buffer = Union[np.ndarray, VirtualBuffer]  # noqa: UP007 (a runtime alias on 3.10)
 """What an algorithm holds: an ndarray in data mode, a VirtualBuffer in data-free mode."""
 
 

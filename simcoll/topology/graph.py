@@ -212,7 +212,8 @@ class Topology:
             return self._gpus[address]
         if n <= address < n + len(self._hosts):
             return self._hosts[address - n]
-        raise TopologyError(f"endpoint address {address} out of range 0..{n + len(self._hosts) - 1}")
+        last = n + len(self._hosts) - 1
+        raise TopologyError(f"endpoint address {address} out of range 0..{last}")
 
     def directed_link(self, index: int) -> tuple[str, str]:
         """The (from, to) device names of directed link ``index``."""

@@ -1,0 +1,133 @@
+"""Communicator semantics: snapshots, matching order, groups, reduction and compute time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+
+
+def run(fn, p=2, topo=None, **kwargs):
+    name = f"test_comm_{fn.__name__}"
+    sc.register("all_reduce", name)(fn)
+    return sc.simulate(topo or sc.topology.switch(p, bandwidth=1e9, latency=0.5e-6),
+                       "all_reduce", algorithm=name, **kwargs)
+
+
+def test_a_sent_payload_is_a_snapshot():
+    def mutate_after_send(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            buf = x.copy()
+            done = comm.send(buf, dst=1)
+            buf[:] = -1
+            yield done
+            return x
+        got = yield comm.recv(src=0)
+        return got
+
+    res = run(mutate_after_send, data=[np.arange(4.0), np.zeros(4)], check=False)
+    np.testing.assert_array_equal(res.outputs[1], np.arange(4.0))
+
+
+def test_messages_between_a_pair_match_in_send_order_even_if_a_later_one_arrives_first():
+    # The 1-element message overtakes the 1000-element one on the wire; recv still
+    # matches messages in the order they were sent.
+    def big_then_small(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            comm.send(x[:0], dst=1)
+            comm.send(x, dst=1)
+            comm.send(x[:1], dst=1)
+            yield from ()
+            return x
+        sizes = []
+        for _ in range(3):
+            got = yield comm.recv(src=0)
+            sizes.append(len(got))
+        return np.array(sizes, dtype=x.dtype)
+
+    res = run(big_then_small, data=[np.arange(1000.0), np.zeros(1000)], check=False)
+    np.testing.assert_array_equal(res.outputs[1], [0, 1000, 1])
+
+
+def test_tags_separate_streams():
+    def tagged(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            comm.send(x[:1], dst=1, tag="a")
+            comm.send(x[:2], dst=1, tag="b")
+            yield from ()
+            return x
+        b = yield comm.recv(src=0, tag="b")
+        a = yield comm.recv(src=0, tag="a")
+        return np.array([len(a), len(b)], dtype=x.dtype)
+
+    res = run(tagged, data=[np.arange(3.0), np.zeros(3)], check=False)
+    np.testing.assert_array_equal(res.outputs[1], [1, 2])
+
+
+def test_reductions_take_nbytes_over_reduce_bandwidth_one_at_a_time():
+    def two_reductions(comm, x, *, op=sc.ReduceOp.SUM):
+        first = comm.reduce(x, x, op)
+        second = comm.reduce(x, x, op)
+        yield first
+        t1 = comm._env.now
+        yield second
+        return np.array([t1, comm._env.now])
+
+    topo = sc.topology.switch(1, reduce_bandwidth=1e9)
+    res = run(two_reductions, topo=topo, data=[np.zeros(250, np.float32)], check=False)
+    np.testing.assert_allclose(res.outputs[0], [1e-6, 2e-6], rtol=1e-12)
+
+
+def test_compute_is_fifo_and_separate_from_reductions():
+    def work(comm, x, *, op=sc.ReduceOp.SUM):
+        a = comm.compute(2e-6)
+        b = comm.compute(3e-6)
+        c = comm.reduce(x, x, op)
+        yield c
+        tc = comm._env.now
+        yield a
+        yield b
+        return np.array([tc, comm._env.now])
+
+    topo = sc.topology.switch(1, reduce_bandwidth=1e9)
+    res = run(work, topo=topo, data=[np.zeros(250, np.float32)], check=False)
+    np.testing.assert_allclose(res.outputs[0], [1e-6, 5e-6], rtol=1e-12)
+
+
+def test_groups_translate_ranks_and_keep_their_messages_apart():
+    def in_groups(comm, x, *, op=sc.ReduceOp.SUM):
+        evens = comm.rank % 2 == 0
+        group = comm.group([0, 2] if evens else [1, 3])
+        assert group.size == 2 and group.rank == comm.rank // 2
+        peer = 1 - group.rank
+        got = yield group.sendrecv(x, dst=peer, src=peer)
+        return (yield comm.reduce(x, got, op))
+
+    data = [np.full(3, float(r)) for r in range(4)]
+    res = run(in_groups, p=4, data=data, check=False)
+    for r in range(4):
+        np.testing.assert_array_equal(res.outputs[r], np.full(3, 2.0 if r % 2 == 0 else 4.0))
+
+
+def test_sendrecv_waits_for_both_halves():
+    # Rank 0 sends 1e6 bytes and receives 10 bytes: it resumes when its own send is done.
+    def lopsided(comm, x, *, op=sc.ReduceOp.SUM):
+        mine = x if comm.rank == 0 else x[:10]
+        got = yield comm.sendrecv(mine, dst=1 - comm.rank, src=1 - comm.rank)
+        return np.array([comm._env.now, len(got)])
+
+    res = run(lopsided, data=[np.zeros(1_000_000, np.uint8)] * 2, check=False)
+    assert res.outputs[0][0] == pytest.approx(1e-6 + 1e6 / 1e9)
+    assert res.outputs[0][1] == 10
+    assert res.outputs[1][0] == pytest.approx(1e-6 + 1e6 / 1e9)
+    assert res.rank_times == pytest.approx([1e-6 + 1e-3] * 2)
+
+
+def test_virtual_buffers_split_and_join_like_numpy():
+    buf = sc.VirtualBuffer.of(11, np.float32)
+    chunks = sc.Comm.split_buffer(buf, 4)
+    assert [c.count for c in chunks] == [len(a) for a in np.array_split(np.arange(11), 4)]
+    chunks[1] = sc.VirtualBuffer.of(7, np.float32)
+    assert sc.Comm.join(chunks).count == 11 - 3 + 7
+    assert buf[2:9].nbytes == 28 and len(buf[::2]) == 6

@@ -1,0 +1,205 @@
+"""Bad input is refused before the run, with a message naming the value; failures inside
+a run name the rank."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll.errors import TopologyError
+
+
+def topo4():
+    return sc.topology.switch(4)
+
+
+def test_every_error_derives_from_the_root():
+    for name in sc.__all__:
+        obj = getattr(sc, name)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert issubclass(obj, sc.SimCollError)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(collective="all_reduce_x", algorithm="ring"), "all_reduce_x.*all_reduce"),
+    (dict(collective="all_reduce", algorithm="rnig"), "rnig.*naive.*ring"),
+    (dict(collective="all_reduce", algorithm="ring", network="fluid"), "fluid.*analytical"),
+])
+def test_unknown_names_list_the_known_ones(kwargs, match):
+    collective = kwargs.pop("collective")
+    with pytest.raises(sc.SimCollError, match=match):
+        sc.simulate(topo4(), collective, nbytes=64, **kwargs)
+
+
+def test_unknown_name_errors_are_specific():
+    with pytest.raises(sc.UnknownCollectiveError):
+        sc.simulate(topo4(), "allreduce", algorithm="ring", nbytes=64)
+    with pytest.raises(sc.UnknownAlgorithmError):
+        sc.simulate(topo4(), "all_reduce", algorithm="rnig", nbytes=64)
+    with pytest.raises(sc.UnknownNetworkError):
+        sc.simulate(topo4(), "all_reduce", algorithm="ring", nbytes=64, network="x")
+
+
+def arrays(p=4, n=8, dtype=np.float32):
+    return [np.ones(n, dtype=dtype) for _ in range(p)]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(), "exactly one of data"),
+    (dict(data=arrays(), nbytes=64), "exactly one of data"),
+    (dict(data=arrays(p=3)), "3 arrays but the topology has 4 ranks"),
+    (dict(data=arrays()[:3] + [np.ones(9, np.float32)]), r"data\[3\].*same shape"),
+    (dict(data=arrays()[:3] + [np.ones(8, np.float64)]), r"data\[3\].*float64"),
+    (dict(data=arrays()[:3] + [[1.0] * 8]), r"data\[3\] is a list"),
+    (dict(data=[np.ones((2, 4), np.float32)] * 4), r"shape \(2, 4\).*1-D"),
+    (dict(data=np.ones((4, 8))), "list of 4 numpy arrays"),
+    (dict(data=[np.array(["a"] * 8)] * 4), "dtype <U1"),
+    (dict(nbytes=-8), "nbytes=-8"),
+    (dict(nbytes=10), "nbytes=10 is not a multiple of the float32 item size"),
+    (dict(nbytes="12 parsecs"), "12 parsecs"),
+    (dict(nbytes=64, dtype="complex128"), "complex128"),
+    (dict(nbytes=64, op="median"), "median.*SUM"),
+    (dict(nbytes=64, chunkz=4), r"\['chunkz'\]"),
+])
+def test_bad_arguments_are_refused_before_the_run(kwargs, match):
+    with pytest.raises(sc.InvalidInputError, match=match):
+        sc.simulate(topo4(), "all_reduce", algorithm="ring", **kwargs)
+
+
+def test_parameter_server_refuses_more_servers_than_hosts():
+    with pytest.raises(sc.InvalidInputError, match="servers=3 but the topology has 2 server"):
+        sc.simulate(sc.topology.switch(4, servers=2), "all_reduce",
+                    algorithm="parameter_server", nbytes=64, servers=3)
+    with pytest.raises(sc.InvalidInputError, match="servers=5 but the topology has 4 ranks"):
+        sc.simulate(topo4(), "all_reduce", algorithm="parameter_server", nbytes=64, servers=5)
+
+
+@pytest.mark.parametrize("bandwidth", [0, -1, math.inf, math.nan, "fast"])
+def test_bad_bandwidth(bandwidth):
+    with pytest.raises(TopologyError, match="bandwidth"):
+        sc.topology.switch(2, bandwidth=bandwidth)
+
+
+@pytest.mark.parametrize("latency", [-1e-6, math.inf, math.nan])
+def test_bad_latency(latency):
+    with pytest.raises(TopologyError, match="latency"):
+        sc.topology.ring(3, latency=latency)
+
+
+def test_disconnected_topology_is_refused():
+    topo = sc.Topology("islands")
+    a, b, c = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=1e9)
+    with pytest.raises(TopologyError, match="not connected: gpu2"):
+        sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=64)
+    assert c == "gpu2"
+
+
+def test_hand_built_topology_errors():
+    topo = sc.Topology()
+    a = topo.add_gpu()
+    with pytest.raises(TopologyError, match="unknown device 'nope'"):
+        topo.add_link(a, "nope", bandwidth=1e9)
+    with pytest.raises(TopologyError, match="to itself"):
+        topo.add_link(a, a, bandwidth=1e9)
+    with pytest.raises(TopologyError, match="already exists"):
+        topo.add_gpu(a)
+    b = topo.add_gpu()
+    topo.add_link(a, b, bandwidth=1e9)
+    with pytest.raises(TopologyError, match="already linked"):
+        topo.add_link(b, a, bandwidth=1e9)
+    with pytest.raises(TopologyError, match="no GPU"):
+        sc.Topology().validate()
+    with pytest.raises(TopologyError, match="reduce_bandwidth"):
+        topo.add_gpu(reduce_bandwidth=0)
+
+
+@pytest.mark.parametrize("builder, args", [
+    (sc.topology.switch, (0,)), (sc.topology.ring, (-1,)), (sc.topology.torus, ((2, 0),)),
+    (sc.topology.cluster, (2, 0)), (sc.topology.fully_connected, (2.5,)),
+])
+def test_builder_counts_are_checked(builder, args):
+    with pytest.raises(TopologyError, match="not accepted"):
+        builder(*args)
+
+
+def test_root_out_of_range_is_refused():
+    @sc.register("broadcast", "test_root_check")
+    def bcast(comm, x, *, root=0):
+        yield from ()
+        return x
+
+    with pytest.raises(sc.InvalidInputError, match="root=4 is not a rank; use 0..3"):
+        sc.simulate(topo4(), "broadcast", algorithm="test_root_check", nbytes=64, root=4)
+
+
+def test_deadlock_names_every_stuck_rank():
+    @sc.register("all_reduce", "test_deadlock")
+    def everyone_receives_first(comm, x, *, op=sc.ReduceOp.SUM):
+        got = yield comm.recv(src=(comm.rank + 1) % comm.size)
+        yield comm.send(x, dst=(comm.rank - 1) % comm.size)
+        return got
+
+    with pytest.raises(sc.DeadlockError) as info:
+        sc.simulate(topo4(), "all_reduce", algorithm="test_deadlock", nbytes=64)
+    assert info.value.waiting == {r: f"recv from {(r + 1) % 4} (tag 0)" for r in range(4)}
+    assert "rank 0 waits for recv from 1 (tag 0)" in str(info.value)
+    assert "rank 3 waits for recv from 0" in str(info.value)
+
+
+def test_partial_deadlock_names_only_stuck_ranks():
+    @sc.register("all_reduce", "test_partial_deadlock")
+    def rank_two_waits(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 2:
+            yield comm.recv(src=0, tag=7)
+        yield from ()
+        return x
+
+    with pytest.raises(sc.DeadlockError, match="rank 2 waits for recv from 0 .tag 7.") as info:
+        sc.simulate(topo4(), "all_reduce", algorithm="test_partial_deadlock", nbytes=64)
+    assert list(info.value.waiting) == [2]
+
+
+def test_unreceived_messages_are_reported():
+    @sc.register("all_reduce", "test_leaky")
+    def leaky(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            yield comm.send(x, dst=1, tag="lost")
+        return x
+
+    with pytest.raises(sc.UnmatchedMessageError, match="0->1 .tag 'lost'."):
+        sc.simulate(topo4(), "all_reduce", algorithm="test_leaky", nbytes=64)
+
+
+def test_exception_in_a_rank_names_it():
+    @sc.register("all_reduce", "test_crash")
+    def crash(comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.compute(1e-6)
+        if comm.rank == 3:
+            raise RuntimeError("boom")
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match="rank 3 raised RuntimeError.*boom"):
+        sc.simulate(topo4(), "all_reduce", algorithm="test_crash", nbytes=64)
+
+
+@pytest.mark.parametrize("dst, match", [(4, "dst=4 is out of range; ranks are 0..3"),
+                                        (1, "dst=1 is this rank itself"),
+                                        ("2", "dst='2' is not an integer rank")])
+def test_bad_peer_inside_an_algorithm(dst, match):
+    @sc.register("all_reduce", f"test_bad_peer_{dst}")
+    def bad(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 1:
+            yield comm.send(x, dst=dst)
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match=f"rank 1 raised CommUsageError.*{match}"):
+        sc.simulate(topo4(), "all_reduce", algorithm=f"test_bad_peer_{dst}", nbytes=64)
+
+
+def test_registering_a_plain_function_is_refused():
+    with pytest.raises(TypeError, match="not a generator function"):
+        sc.register("all_reduce", "test_plain")(lambda comm, x: x)

@@ -1,0 +1,69 @@
+"""Topology builders and routes."""
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll as sc
+
+
+def route_names(topo, src, dst):
+    return [topo.directed_link(d) for d in topo.route(src, dst).links]
+
+
+def test_switch_routes_through_the_switch():
+    topo = sc.topology.switch(4, servers=2, bandwidth=10e9, latency=1e-6,
+                              server_bandwidth=5e9)
+    assert topo.nranks == 4 and topo.hosts == ("server0", "server1")
+    assert route_names(topo, 0, 3) == [("gpu0", "switch"), ("switch", "gpu3")]
+    route = topo.route(2, 5)
+    assert route.latency == pytest.approx(2e-6) and route.bandwidth == 5e9
+    assert route_names(topo, 5, 1) == [("server1", "switch"), ("switch", "gpu1")]
+
+
+def test_ring_routes_take_the_shorter_way_round():
+    topo = sc.topology.ring(6)
+    assert route_names(topo, 0, 2) == [("gpu0", "gpu1"), ("gpu1", "gpu2")]
+    assert route_names(topo, 0, 4) == [("gpu0", "gpu5"), ("gpu5", "gpu4")]
+    assert len(topo.route(0, 3).links) == 3
+
+
+def test_cluster_routes_stay_inside_a_node_when_they_can():
+    topo = sc.topology.cluster(2, 4, intra_bandwidth=300e9, inter_bandwidth=25e9)
+    assert topo.nranks == 8
+    assert route_names(topo, 0, 3) == [("gpu0", "node0"), ("node0", "gpu3")]
+    assert route_names(topo, 1, 6) == [("gpu1", "node0"), ("node0", "network"),
+                                       ("network", "node1"), ("node1", "gpu6")]
+    assert topo.route(1, 6).bandwidth == 25e9
+
+
+def test_torus_and_fully_connected_link_counts():
+    assert len(sc.topology.torus((4, 4)).links) == 32
+    assert len(sc.topology.torus((2, 3)).links) == 3 + 2 * 3
+    assert len(sc.topology.fully_connected(5).links) == 10
+    assert len(sc.topology.ring(2).links) == 1 and len(sc.topology.ring(1).links) == 0
+
+
+def test_hand_built_machine_with_a_cycle_uses_fewest_hops():
+    topo = sc.Topology("diamond")
+    a, b = topo.add_gpu("a"), topo.add_gpu("b")
+    s1, s2, s3 = topo.add_switch("s1"), topo.add_switch("s2"), topo.add_switch("s3")
+    topo.add_link(a, s1, bandwidth=1e9)
+    topo.add_link(s1, s2, bandwidth=1e9)
+    topo.add_link(s2, b, bandwidth=1e9)
+    topo.add_link(a, s3, bandwidth=1e9)
+    topo.add_link(s3, b, bandwidth=2e9, latency=3e-6)
+    assert route_names(topo, 0, 1) == [("a", "s3"), ("s3", "b")]
+    assert topo.route(0, 1).latency == pytest.approx(3e-6)
+
+
+@pytest.mark.parametrize("text, value", [("256MiB", 256 << 20), ("1G", 10**9), ("4096", 4096),
+                                         ("1.5KB", 1500), (" 2 gib ", 2 << 30), (7, 7)])
+def test_parse_size(text, value):
+    assert sc.parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["1.5B", "12 parsecs", "", "-3"])
+def test_parse_size_refuses(text):
+    with pytest.raises(ValueError, match="size"):
+        sc.parse_size(text)
