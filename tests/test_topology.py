@@ -67,3 +67,39 @@ def test_parse_size(text, value):
 def test_parse_size_refuses(text):
     with pytest.raises(ValueError, match="size"):
         sc.parse_size(text)
+
+
+def test_dgx_a100_cluster_routes_inside_over_nvlink_and_across_over_ib():
+    topo = sc.topology.dgx_a100(nodes=2)
+    assert topo.nranks == 16
+    inside = topo.route(0, 7)
+    assert [topo.directed_link(d) for d in inside.links] == [("gpu0", "nvswitch0"),
+                                                             ("nvswitch0", "gpu7")]
+    assert inside.bandwidth == 300 * sc.GB
+    across = topo.route(0, 8)
+    assert route_names(topo, 0, 8) == [("gpu0", "nic0"), ("nic0", "ib"), ("ib", "nic8"),
+                                       ("nic8", "gpu8")]
+    assert across.bandwidth == 200 * sc.Gbps
+    assert across.latency == pytest.approx(2 * 1e-6 + 2 * 1.5e-6)
+    assert len(sc.topology.dgx_h100().links) == 8
+
+
+def test_topology_survives_a_round_trip_through_a_file(tmp_path):
+    topo = sc.topology.switch(3, servers=1, reduce_bandwidth=5e9)
+    path = tmp_path / "machine.json"
+    sc.topology.save(topo, path)
+    again = sc.topology.load(path)
+    assert again.devices == topo.devices and again.links == topo.links
+    a = sc.simulate(topo, "all_reduce", algorithm="parameter_server", nbytes=1200)
+    b = sc.simulate(again, "all_reduce", algorithm="parameter_server", nbytes=1200)
+    assert a.time == b.time and a.link_bytes == b.link_bytes
+
+
+def test_bad_topology_file_is_refused(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"devices": [{"name": "g", "kind": "tpu"}], "links": []}')
+    with pytest.raises(sc.TopologyError, match="kind 'tpu'"):
+        sc.topology.load(path)
+    path.write_text("{not json")
+    with pytest.raises(sc.TopologyError, match="not valid JSON"):
+        sc.topology.load(path)

@@ -1,9 +1,12 @@
-"""Machines: devices, full-duplex links, deterministic routes, and builders."""
+"""Machines: devices, full-duplex links, deterministic routes, builders, presets, files."""
 
 from __future__ import annotations
 
 from simcoll.topology.builders import cluster, fully_connected, ring, switch, torus
 from simcoll.topology.graph import DEVICE_KINDS, Device, Link, Route, Topology
+from simcoll.topology.io import from_dict, load, save, to_dict
+from simcoll.topology.presets import dgx, dgx_a100, dgx_h100
 
 __all__ = ["Topology", "Device", "Link", "Route", "DEVICE_KINDS",
-           "ring", "fully_connected", "switch", "torus", "cluster"]
+           "ring", "fully_connected", "switch", "torus", "cluster",
+           "dgx", "dgx_a100", "dgx_h100", "to_dict", "from_dict", "save", "load"]
