@@ -31,15 +31,18 @@ from simcoll.errors import (
 )
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
+from simcoll.plot import plot_scaling
 from simcoll.result import Result
 from simcoll.simulate import simulate
+from simcoll.sweep import sweep
 from simcoll.topology import Topology
 from simcoll.units import GB, KB, MB, TB, Gbps, GiB, KiB, MiB, TiB, ms, ns, parse_size, us
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "simulate", "Result", "Topology", "Comm", "ReduceOp", "VirtualBuffer", "register",
+    "simulate", "sweep", "plot_scaling", "Result", "Topology", "Comm", "ReduceOp",
+    "VirtualBuffer", "register",
     "get_algorithm", "list_algorithms", "COLLECTIVES", "NETWORKS", "topology", "algorithms",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",
     "UnknownAlgorithmError", "UnknownNetworkError", "DeadlockError", "UnmatchedMessageError",
