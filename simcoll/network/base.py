@@ -56,5 +56,5 @@ class Network:
 
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
                  token: Any) -> None:
-        """Start moving ``nbytes`` from ``src`` to ``dst``; call ``on_arrival(token)`` on arrival."""
+        """Move ``nbytes`` from ``src`` to ``dst``; call ``on_arrival(token)`` on arrival."""
         raise NotImplementedError

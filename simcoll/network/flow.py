@@ -6,26 +6,44 @@ fairly (progressive filling, as in SimGrid's flow-level model without its TCP co
 factors): a flow alone on its path drains at the path's least bandwidth, so it takes
 exactly ``sum(latency) + nbytes / min(bandwidth)``; k equal flows on one link get 1/k each.
 
-How rates are kept up to date, and what it costs:
+How rates are kept up to date, and what it costs. Each directed link keeps the set of
+flows draining across it, and a count of the flows in flight on it (draining, or still in
+their latency phase). A draining flow is in one of three regimes:
 
-* Each directed link keeps the ordered set of flows draining across it.
-* When a flow starts draining and every link on its route is idle, its rate is the route's
-  bottleneck and nothing else changes: O(route length).
-* Otherwise, and whenever a flow ends while other flows share one of its links, only the
-  *component* of flows that share links with it, transitively, can change rate. That
-  component is found by a graph search and re-solved by progressive filling: repeatedly
-  take the link with the smallest fair share (remaining capacity / unfrozen flows), freeze
-  its flows at that share, and subtract them from their other links. Cost
-  O(F * R + I * L) for a component of F flows on L links with routes of R links, where I
-  (the number of distinct bottleneck levels) is 1 in the common cases (incast, all-to-all
-  on a switch).
-* A flow whose rate did not change keeps its scheduled completion. A flow whose rate
-  changed gets a new completion event; the stale one is recognised and ignored when it
-  fires (SimPy events cannot be cancelled).
+* **Alone.** A flow sent while nothing at all is in flight on its links (the common case
+  of rings and trees) is *reserved*: one SimPy event at ``latency + nbytes / bottleneck``
+  and nothing else. If another flow starts draining on one of its links before it ends,
+  the reservation is turned back into what the general regime would hold at that moment
+  (draining at the bottleneck since its start, or still in its latency phase), which is
+  exact because nothing shared its links until then. A flow that starts draining on idle
+  links is alone too: its rate is the route's bottleneck, O(route length).
+* **Single bottleneck (processor sharing).** When every flow of a component crosses one
+  link L whose bandwidth is the least on each of their routes (incast: many senders to
+  one receiver), max-min fairness gives every flow ``capacity(L) / n``: every other link
+  d carries at most n of these flows and has at least L's bandwidth. The group keeps a
+  virtual clock (bytes served to each member since the group formed) and a heap of the
+  members' finishing values, so a flow joining or leaving costs O(log n) and only one
+  completion event is pending for the whole group. A flow may join when L is on its route,
+  L is its bottleneck, and every flow on its links is a member.
+* **General.** Otherwise only the *component* of flows that share links with the change,
+  transitively, can change rate. That component is found by a graph search and re-solved
+  by progressive filling: repeatedly take the link with the smallest fair share (remaining
+  capacity / unfrozen flows), freeze its flows at that share, and subtract them from their
+  other links. Cost O(F * R + I * L) for a component of F flows on L links with routes of
+  R links, where I (the number of distinct bottleneck levels) is 1 in the common cases.
+  Re-solving is deferred to the end of the current instant: all starts and ends that
+  happen at the same simulated time are solved once (exact, since rates only matter over
+  intervals of positive length). A flow whose rate did not change keeps its scheduled
+  completion; a flow whose rate changed gets a new one, and the stale event is recognised
+  and ignored when it fires (SimPy events cannot be cancelled).
+
+Groups touched by a flow that cannot join them are dissolved into the general regime, once
+(O(n)).
 """
 
 from __future__ import annotations
 
+from heapq import heappop, heappush
 from typing import Any
 
 import simpy
@@ -39,7 +57,7 @@ __all__ = ["FlowNetwork"]
 
 class _Flow:
     __slots__ = ("links", "remaining", "bottleneck", "rate", "updated", "event",
-                 "on_arrival", "token")
+                 "on_arrival", "token", "start", "reserved", "group", "key")
 
     def __init__(self, links: tuple[int, ...], nbytes: float, bottleneck: float,
                  on_arrival: Arrival, token: Any):
@@ -51,50 +69,236 @@ class _Flow:
         self.event: Timeout | None = None
         self.on_arrival = on_arrival
         self.token = token
+        self.start = 0.0
+        self.reserved = False
+        self.group: _Group | None = None
+        self.key = 0.0
+
+
+class _Group:
+    """Flows that all share bottleneck link ``link`` and nothing else: processor sharing.
+
+    ``virtual`` is the number of bytes each member has been served since the group formed,
+    as of time ``stamp``; a member finishes when ``virtual`` reaches its ``key``.
+    """
+
+    __slots__ = ("link", "capacity", "heap", "virtual", "stamp", "event", "seq")
+
+    def __init__(self, link: int, capacity: float, now: float):
+        self.link = link
+        self.capacity = capacity
+        self.heap: list[tuple[float, int, _Flow]] = []
+        self.virtual = 0.0
+        self.stamp = now
+        self.event: Timeout | None = None
+        self.seq = 0
+
+    def advance(self, now: float) -> None:
+        if self.heap:
+            self.virtual += self.capacity / len(self.heap) * (now - self.stamp)
+        self.stamp = now
+
+    def push(self, flow: _Flow, remaining: float) -> None:
+        flow.group = self
+        flow.event = None
+        flow.key = self.virtual + remaining
+        self.seq += 1
+        heappush(self.heap, (flow.key, self.seq, flow))
 
 
 class FlowNetwork(Network):
     """Max-min fair flow-level model; see the module docstring for the algorithm."""
 
     name = "flow"
+    fast = True
+    """Use the alone and single-bottleneck regimes; ``False`` sends every flow through the
+    general solver (for tests that compare the two)."""
 
     def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
         super().__init__(env, topology, endpoints)
         self._capacity = topology.directed_bandwidths()
         self._on_link: list[dict[_Flow, None]] = [{} for _ in self._capacity]
+        self._load = [0] * len(self._capacity)
+        self._dirty: dict[int, None] = {}
+        self._settling = False
 
+    # -- starting ------------------------------------------------------------------------
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
                  token: Any) -> None:
         entry = self._routes.get((src, dst)) or self._route(src, dst)
         links, latency, bandwidth = entry
         self._count(src, dst, nbytes, links)
+        env = self.env
+        if nbytes <= 0:
+            if latency > 0:
+                Timeout(env, latency, (on_arrival, token)).callbacks.append(_deliver)
+            else:
+                on_arrival(token)
+            return
         flow = _Flow(links, nbytes, bandwidth, on_arrival, token)
+        load = self._load
+        for d in links:
+            if load[d] or not self.fast:
+                break
+        else:
+            on_link = self._on_link
+            for d in links:
+                load[d] = 1
+                on_link[d][flow] = None
+            flow.reserved = True
+            flow.start = flow.updated = env._now + latency
+            flow.rate = bandwidth
+            event = flow.event = Timeout(env, latency + nbytes / bandwidth, flow)
+            event.callbacks.append(self._finish)
+            return
+        for d in links:
+            load[d] += 1
         if latency > 0:
-            Timeout(self.env, latency, flow).callbacks.append(self._start)
+            Timeout(env, latency, flow).callbacks.append(self._start)
         else:
             self._activate(flow)
 
     def _start(self, event: Timeout) -> None:
         self._activate(event._value)
 
-    def _activate(self, flow: _Flow) -> None:
-        if flow.remaining <= 0:
-            flow.on_arrival(flow.token)
+    def _unreserve(self, flow: _Flow, now: float) -> None:
+        """Turn a reservation into the state the general regime would hold at ``now``."""
+        flow.reserved = False
+        if flow.start <= now:
             return
         on_link = self._on_link
-        shared = False
+        for d in flow.links:
+            del on_link[d][flow]
+        flow.event = None
+        Timeout(self.env, flow.start - now, flow).callbacks.append(self._start)
+
+    def _activate(self, flow: _Flow) -> None:
+        now = self.env._now
+        on_link = self._on_link
+        flow.updated = now
+        group: _Group | None = None
+        general: _Flow | None = None
+        mixed = False
+        for d in flow.links:
+            flows = on_link[d]
+            if not flows:
+                continue
+            first = next(iter(flows))
+            if first.reserved:
+                self._unreserve(first, now)
+                if not flows:
+                    continue
+            if first.group is not None:
+                if group is None:
+                    group = first.group
+                elif group is not first.group:
+                    mixed = True
+            elif len(flows) == 1 and (general is None or general is first):
+                general = first
+            else:
+                mixed = True
+        if group is None and general is None and not mixed:
+            for d in flow.links:
+                on_link[d][flow] = None
+            flow.rate = flow.bottleneck
+            self._schedule(flow)
+            return
+        if not mixed and self.fast:
+            if general is None:
+                if self._capacity[group.link] == flow.bottleneck and group.link in flow.links:
+                    self._join(group, flow, now)
+                    return
+            elif group is None and self._pair(general, flow, now):
+                return
+        self._go_general(flow, now)
+
+    def _pair(self, other: _Flow, flow: _Flow, now: float) -> bool:
+        """Form a group of ``other`` (alone on its links) and ``flow`` if they qualify."""
+        if other.bottleneck != flow.bottleneck:
+            return False
+        on_link = self._on_link
+        for d in other.links:
+            if len(on_link[d]) != 1:
+                return False
+        capacity = self._capacity
+        for d in flow.links:
+            if capacity[d] == flow.bottleneck and d in other.links:
+                break
+        else:
+            return False
+        group = _Group(d, capacity[d], now)
+        group.push(other, other.remaining - other.rate * (now - other.updated))
+        self._join(group, flow, now)
+        return True
+
+    def _join(self, group: _Group, flow: _Flow, now: float) -> None:
+        group.advance(now)
+        group.push(flow, flow.remaining)
+        on_link = self._on_link
+        for d in flow.links:
+            on_link[d][flow] = None
+        self._wake(group)
+
+    def _wake(self, group: _Group) -> None:
+        """Schedule the group's next completion."""
+        heap = group.heap
+        delay = (heap[0][0] - group.virtual) * len(heap) / group.capacity
+        event = group.event = Timeout(self.env, delay if delay > 0 else 0.0, group)
+        event.callbacks.append(self._group_finish)
+
+    def _group_finish(self, event: Timeout) -> None:
+        group = event._value
+        if group.event is not event:
+            return
+        heap = group.heap
+        key = heap[0][0]
+        group.virtual = key
+        group.stamp = self.env._now
+        on_link, load = self._on_link, self._load
+        done = []
+        while heap and heap[0][0] <= key:
+            flow = heappop(heap)[2]
+            flow.group = None
+            for d in flow.links:
+                del on_link[d][flow]
+                load[d] -= 1
+            done.append(flow)
+        if heap:
+            self._wake(group)
+        else:
+            group.event = None
+        for flow in done:
+            flow.on_arrival(flow.token)
+
+    def _dissolve(self, group: _Group, now: float) -> None:
+        """Hand the group's members to the general regime (they keep their rates)."""
+        group.advance(now)
+        rate = group.capacity / len(group.heap)
+        dirty = self._dirty
+        for key, _, flow in group.heap:
+            flow.group = None
+            flow.remaining = key - group.virtual
+            flow.rate = rate
+            flow.updated = now
+            for d in flow.links:
+                dirty[d] = None
+        group.heap = []
+        group.event = None
+
+    def _go_general(self, flow: _Flow, now: float) -> None:
+        on_link = self._on_link
+        dirty = self._dirty
         for d in flow.links:
             flows = on_link[d]
             if flows:
-                shared = True
+                first = next(iter(flows))
+                if first.group is not None:
+                    self._dissolve(first.group, now)
             flows[flow] = None
-        flow.updated = self.env._now
-        if shared:
-            self._rebalance((flow,))
-        else:
-            flow.rate = flow.bottleneck
-            self._schedule(flow)
+            dirty[d] = None
+        self._defer()
 
+    # -- draining ------------------------------------------------------------------------
     def _schedule(self, flow: _Flow) -> None:
         remaining = flow.remaining
         delay = remaining / flow.rate if remaining > 0 else 0.0
@@ -105,33 +309,49 @@ class FlowNetwork(Network):
         flow = event._value
         if flow.event is not event:
             return
-        on_link = self._on_link
-        neighbours: list[_Flow] = []
+        on_link, load = self._on_link, self._load
+        shared = False
         for d in flow.links:
             flows = on_link[d]
             del flows[flow]
+            load[d] -= 1
             if flows:
-                neighbours.extend(flows)
-        if neighbours:
-            self._rebalance(neighbours)
+                shared = True
+                self._dirty[d] = None
+        if shared:
+            self._defer()
         flow.on_arrival(flow.token)
 
-    def _rebalance(self, seeds) -> None:
-        """Re-solve max-min rates for the component of flows that share links with seeds."""
+    def _defer(self) -> None:
+        """Re-solve the dirty links once, after everything else at this instant."""
+        if not self._settling:
+            self._settling = True
+            Timeout(self.env, 0.0).callbacks.append(self._settle)
+
+    def _settle(self, _event: Timeout) -> None:
+        self._settling = False
+        dirty, self._dirty = self._dirty, {}
+        self._rebalance(dirty)
+
+    def _rebalance(self, seeds: dict[int, None]) -> None:
+        """Re-solve max-min rates for the general flows on and around the seed links."""
         now = self.env._now
         on_link = self._on_link
         component: dict[_Flow, None] = {}
         links: dict[int, None] = {}
-        stack = list(seeds)
+        stack = [d for d in seeds]
         while stack:
-            flow = stack.pop()
-            if flow in component:
+            d = stack.pop()
+            if d in links:
                 continue
-            component[flow] = None
-            for d in flow.links:
-                if d not in links:
-                    links[d] = None
-                    stack.extend(g for g in on_link[d] if g not in component)
+            flows = on_link[d]
+            if not flows or next(iter(flows)).group is not None:
+                continue
+            links[d] = None
+            for flow in flows:
+                if flow not in component:
+                    component[flow] = None
+                    stack.extend(flow.links)
         for flow in component:
             flow.remaining -= flow.rate * (now - flow.updated)
             flow.updated = now
@@ -154,3 +374,8 @@ class FlowNetwork(Network):
             if rate != flow.rate or flow.event is None:
                 flow.rate = rate
                 self._schedule(flow)
+
+
+def _deliver(event: Timeout) -> None:
+    on_arrival, token = event._value
+    on_arrival(token)
