@@ -16,7 +16,8 @@ import simcoll as sc
 from simcoll import cost
 from simcoll.errors import InvalidInputError
 
-PAIRS = [pair for pair in sc.list_algorithms() if not pair[1].startswith("test_")]
+PAIRS = [pair for pair in sc.list_algorithms()
+         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")]
 RANKS = [1, 2, 3, 4, 5, 8, 16]
 
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from simcoll.algorithms import naive, parameter_server, ring
+from simcoll.algorithms import (
+    bruck,
+    direct,
+    naive,
+    pairwise,
+    parameter_server,
+    recursive,
+    ring,
+)
 from simcoll.algorithms.registry import (
     ENTRY_POINT_GROUP,
     AlgorithmSpec,
@@ -12,4 +20,4 @@ from simcoll.algorithms.registry import (
 )
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP",
-           "naive", "parameter_server", "ring"]
+           "bruck", "direct", "naive", "pairwise", "parameter_server", "recursive", "ring"]

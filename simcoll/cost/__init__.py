@@ -54,16 +54,32 @@ class CostModel:
 
 @dataclass(frozen=True)
 class Bounds:
-    """Lower bounds on a collective's time (Chan et al. 2007), and their sum's max."""
+    """Lower bounds on a collective's time (Chan et al. 2007), in seconds.
+
+    Attributes:
+        latency: ceil(log2 p) alpha, the latency bound of single-port algorithms (one
+            message in flight per rank at a time).
+        bandwidth: bytes a rank must move, times beta.
+        computation: bytes a rank must reduce, times gamma.
+        message: alpha if any message is needed (p > 1), else 0.
+    """
 
     latency: float
     bandwidth: float
     computation: float
+    message: float
 
     @property
     def total(self) -> float:
-        """Each bound holds on its own, so their maximum does too."""
-        return max(self.latency, self.bandwidth, self.computation)
+        """A bound that holds on the reference network for every algorithm.
+
+        A message drains only after its latency, and a link moves at most 1/beta bytes/s,
+        so no collective ends before ``message + bandwidth``, nor before its reductions.
+        ``latency`` is left out: the network lets a rank overlap the latencies of
+        concurrent messages (direct and naive algorithms do), so it binds only
+        single-port algorithms.
+        """
+        return max(self.message + self.bandwidth, self.computation)
 
 
 _MODELS: dict[tuple[str, str], CostModel] = {}
@@ -135,8 +151,8 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
     """Latency, bandwidth and computation lower bounds (Chan et al. 2007, table 1).
 
     With n the per-rank input bytes and L = ceil(log2 p) (a message at most doubles the
-    ranks that know something per round), the latency bound is L alpha for every
-    collective. Bandwidth bounds: all_reduce 2 (p-1)/p n beta (Patarasuk & Yuan 2009);
+    ranks that know something per round), the single-port latency bound is L alpha for
+    every collective. Bandwidth bounds: all_reduce 2 (p-1)/p n beta (Patarasuk & Yuan 2009);
     reduce_scatter, all_to_all and scatter (p-1)/p n beta; all_gather and gather
     (p-1) n beta (each rank receives every other rank's n bytes); broadcast and reduce
     n beta. Computation bounds: (p-1)/p n gamma for all_reduce, reduce_scatter and reduce,
@@ -144,7 +160,7 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
     """
     _check(p, nbytes)
     if p == 1:
-        return Bounds(0.0, 0.0, 0.0)
+        return Bounds(0.0, 0.0, 0.0, 0.0)
     steps = int(np.ceil(np.log2(p)))
     frac = (p - 1) / p
     n = nbytes
@@ -163,4 +179,8 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
         raise InvalidInputError(f"no lower bound for collective {collective!r}; known: "
                                 f"{', '.join(table)}")
     lat, bw, comp = table[collective]
-    return Bounds(lat * alpha, bw * beta, comp * gamma)
+    return Bounds(lat * alpha, bw * beta, comp * gamma, alpha)
+
+
+# The models register themselves on import; they need the names above, so they come last.
+from simcoll.cost import bruck, direct, pairwise, recursive  # noqa: E402, F401
