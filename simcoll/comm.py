@@ -54,6 +54,8 @@ class Comm:
 
     # -- point to point ------------------------------------------------------------------
     def _peer(self, peer: int, role: str) -> int:
+        if type(peer) is int and 0 <= peer < self._ranks and peer != self.rank:
+            return peer if self._members is None else self._members[peer]
         if type(peer) is not int and not isinstance(peer, (int, np.integer)):
             raise CommUsageError(f"rank {self.rank}: {role}={peer!r} is not an integer rank")
         if not 0 <= peer < self._ranks:
@@ -75,10 +77,14 @@ class Comm:
         return done
 
     def _post(self, data: Any, target: int, tag: Any, done: Event) -> None:
-        payload = snapshot(data)
-        nbytes = buffers.nbytes_of(payload)
-        self._rt.post_send((self._context, self._address, target, tag), payload, nbytes,
-                           self._address, target, tag, done)
+        if type(data) is VirtualBuffer:
+            payload, nbytes = data, data.nbytes
+        else:
+            payload = snapshot(data)
+            nbytes = buffers.nbytes_of(payload)
+        address = self._address
+        self._rt.post_send((self._context, address, target, tag), payload, nbytes,
+                           address, target, tag, done)
 
     def recv(self, src: int, *, tag: Any = 0) -> Event:
         """Receive the next message from ``src`` with ``tag``; the event's value is it."""

@@ -56,17 +56,6 @@ class Joint(Event):
         self.payload = payload
 
 
-def _notify(event: Event, payload: Any, is_receive: bool) -> None:
-    if type(event) is Joint:
-        if is_receive:
-            event.payload = payload
-        event.pending -= 1
-        if event.pending == 0:
-            _complete(event, event.payload)
-    else:
-        _complete(event, payload if is_receive else None)
-
-
 class Message:
     """One point-to-point message: its payload, and who to tell when it arrives."""
 
@@ -105,6 +94,7 @@ class Runtime:
         self.reduce_free_at = [0.0] * self.endpoints
         self.compute_free_at = [0.0] * self.endpoints
         self.channels: dict[tuple, Channel] = {}
+        self._arrive = self.arrive
         self.contexts: dict[tuple[int, ...], int] = {}
 
     # -- messages ------------------------------------------------------------------------
@@ -118,7 +108,7 @@ class Runtime:
             message.receiver = channel.waiting.popleft()
         else:
             channel.unclaimed.append(message)
-        self.network.transfer(src, dst, nbytes, self.arrive, message)
+        self.network.transfer(src, dst, nbytes, self._arrive, message)
 
     def post_recv(self, key: tuple, receiver: Event) -> Any:
         """Bind ``receiver`` to the next message of the channel; return the payload if it
@@ -137,9 +127,22 @@ class Runtime:
 
     def arrive(self, message: Message) -> None:
         message.arrived = True
-        if message.receiver is not None:
-            _notify(message.receiver, message.payload, True)
-        _notify(message.sender, None, False)
+        receiver = message.receiver
+        if receiver is not None:
+            if type(receiver) is Joint:
+                receiver.payload = message.payload
+                receiver.pending -= 1
+                if receiver.pending == 0:
+                    _complete(receiver, receiver.payload)
+            else:
+                _complete(receiver, message.payload)
+        sender = message.sender
+        if type(sender) is Joint:
+            sender.pending -= 1
+            if sender.pending == 0:
+                _complete(sender, sender.payload)
+        else:
+            _complete(sender, None)
 
     # -- local work ----------------------------------------------------------------------
     def reduce_delay(self, endpoint: int, nbytes: int) -> float:

@@ -127,7 +127,12 @@ class FlowNetwork(Network):
                  token: Any) -> None:
         entry = self._routes.get((src, dst)) or self._route(src, dst)
         links, latency, bandwidth = entry
-        self._count(src, dst, nbytes, links)
+        self.sent[src] += nbytes
+        self.received[dst] += nbytes
+        self.messages += 1
+        link_bytes = self.link_bytes
+        for d in links:
+            link_bytes[d] += nbytes
         env = self.env
         if nbytes <= 0:
             if latency > 0:
@@ -138,19 +143,20 @@ class FlowNetwork(Network):
         flow = _Flow(links, nbytes, bandwidth, on_arrival, token)
         load = self._load
         for d in links:
-            if load[d] or not self.fast:
+            if load[d]:
                 break
         else:
-            on_link = self._on_link
-            for d in links:
-                load[d] = 1
-                on_link[d][flow] = None
-            flow.reserved = True
-            flow.start = flow.updated = env._now + latency
-            flow.rate = bandwidth
-            event = flow.event = Timeout(env, latency + nbytes / bandwidth, flow)
-            event.callbacks.append(self._finish)
-            return
+            if self.fast:
+                on_link = self._on_link
+                for d in links:
+                    load[d] = 1
+                    on_link[d][flow] = None
+                flow.reserved = True
+                flow.start = flow.updated = env._now + latency
+                flow.rate = bandwidth
+                event = flow.event = Timeout(env, latency + nbytes / bandwidth, flow)
+                event.callbacks.append(self._finish)
+                return
         for d in links:
             load[d] += 1
         if latency > 0:
@@ -309,6 +315,7 @@ class FlowNetwork(Network):
         flow = event._value
         if flow.event is not event:
             return
+        flow.event = None
         on_link, load = self._on_link, self._load
         shared = False
         for d in flow.links:
