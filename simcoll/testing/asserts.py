@@ -1,0 +1,146 @@
+"""Assertions that compare a simulation with a formula, and say where they differ.
+
+Every failure message puts the expected and the simulated values side by side; traffic
+failures list the ranks that differ.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from simcoll import cost
+from simcoll.result import Result
+
+__all__ = ["assert_time", "assert_traffic", "assert_matches_model"]
+
+_SHOWN = 16
+
+
+def _what(res: Result) -> str:
+    params = "".join(f", {k}={v!r}" for k, v in res.params.items())
+    return f"{res.collective}/{res.algorithm} (p={res.nranks}, nbytes={res.nbytes}{params})"
+
+
+def assert_time(res: Result, expected: float, *, rtol: float = 1e-9,
+                atol: float = 0.0) -> None:
+    """Assert ``res.time`` is within ``atol + rtol * |expected|`` of ``expected`` seconds.
+
+    Raises:
+        AssertionError: naming the run, with expected and simulated times side by side.
+    """
+    _assert_time(res, expected, rtol, atol, "the formula")
+
+
+def _assert_time(res: Result, expected: float, rtol: float, atol: float,
+                 source: str) -> None:
+    diff = res.time - expected
+    if abs(diff) <= atol + rtol * abs(expected):
+        return
+    rel = abs(diff) / abs(expected) if expected else float("inf")
+    raise AssertionError(
+        f"time of {_what(res)} differs from {source}:\n"
+        f"  expected  {expected:.12g} s\n"
+        f"  simulated {res.time:.12g} s\n"
+        f"  difference {diff:+.6g} s (relative {rel:.3g}; rtol={rtol:g}, atol={atol:g})")
+
+
+def _check_bytes(name: str, simulated: np.ndarray, expected: ArrayLike,
+                 rtol: float) -> list[str]:
+    want = np.broadcast_to(np.asarray(expected, dtype=np.float64), simulated.shape) \
+        if np.ndim(expected) == 0 else np.asarray(expected, dtype=np.float64)
+    if want.shape != simulated.shape:
+        return [f"{name}: expected {want.size} values, one per rank, but the run has "
+                f"{simulated.size}"]
+    bad = np.flatnonzero(np.abs(simulated - want) > rtol * np.abs(want))
+    if not bad.size:
+        return []
+    who = "host" if name.startswith("host") else "rank"
+    lines = [f"{name}: {bad.size} of {simulated.size} {who}s differ",
+             f"  {who:>6} {'expected':>16} {'simulated':>16} {'difference':>12}"]
+    for i in bad[:_SHOWN]:
+        lines.append(f"  {i:>6} {want[i]:>16.15g} {simulated[i]:>16d} "
+                     f"{simulated[i] - want[i]:>+12.6g}")
+    if bad.size > _SHOWN:
+        lines.append(f"  ... and {bad.size - _SHOWN} more")
+    return lines
+
+
+def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
+                   received: ArrayLike | None = None, host_sent: ArrayLike | None = None,
+                   host_received: ArrayLike | None = None, rtol: float = 1e-12) -> None:
+    """Assert the payload bytes of every rank (or server host).
+
+    Each expectation is one number for every rank, or one per rank (per host for
+    ``host_*``). ``rtol`` only absorbs the rounding of formulas written in floats.
+
+    Raises:
+        AssertionError: naming the run; a table of the ranks that differ with expected and
+            simulated bytes side by side.
+        ValueError: no expectation given.
+    """
+    if sent is None and received is None and host_sent is None and host_received is None:
+        raise ValueError("assert_traffic needs sent=, received=, host_sent= or "
+                         "host_received=")
+    _assert_traffic(res, (sent, received, host_sent, host_received), rtol, "the formula")
+
+
+def _assert_traffic(res: Result, expected: tuple, rtol: float, source: str) -> None:
+    simulated = (res.bytes_sent, res.bytes_received, res.host_bytes_sent,
+                 res.host_bytes_received)
+    names = ("bytes_sent", "bytes_received", "host_bytes_sent", "host_bytes_received")
+    lines = []
+    for name, got, want in zip(names, simulated, expected):
+        if want is not None:
+            lines += _check_bytes(name, got, want, rtol)
+    if lines:
+        raise AssertionError(f"traffic of {_what(res)} differs from {source}:\n"
+                             + "\n".join(lines))
+
+
+def _model_params(res: Result) -> dict[str, Any]:
+    """The run's algorithm parameters, plus ``hosts`` for models of host algorithms."""
+    params = dict(res.params)
+    traffic_fn = cost._model(res.collective, res.algorithm).traffic
+    if "hosts" in inspect.signature(traffic_fn).parameters:
+        params["hosts"] = int(res.host_bytes_sent.size)
+    return params
+
+
+def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float = 0.0,
+                         rtol: float = 1e-9) -> None:
+    """Assert ``res`` agrees with the registered cost model of the algorithm that ran.
+
+    Checks that the outputs were correct (data mode), that the traffic equals
+    ``simcoll.cost.traffic`` exactly, that the time is at least the collective's lower
+    bound, and, where the model says its time is exact, that the time equals
+    ``simcoll.cost.predict`` to ``rtol``. ``res`` must come from the alpha-beta reference
+    network with these constants (:func:`~simcoll.testing.alpha_beta_network`).
+
+    Raises:
+        AssertionError: the first check that fails, values side by side.
+        UnknownAlgorithmError: the algorithm has no cost model.
+    """
+    if res.correct is False:
+        raise AssertionError(f"{_what(res)} computed a wrong result "
+                             f"(largest error {res.max_error!r})")
+    params = _model_params(res)
+    args = {"p": res.nranks, "nbytes": res.nbytes}
+    itemsize = np.dtype(res.dtype).itemsize
+    t = cost.traffic(res.collective, res.algorithm, itemsize=itemsize, **args, **params)
+    # A model of an algorithm without hosts leaves the host arrays empty: nothing moves.
+    hosts = [h if h.size else 0 for h in (t.host_sent, t.host_received)]
+    _assert_traffic(res, (t.sent, t.received, *hosts), 0.0, "simcoll.cost.traffic")
+    bound = cost.lower_bound(res.collective, alpha=alpha, beta=beta, gamma=gamma,
+                             **args).total
+    if res.time < bound * (1 - rtol):
+        raise AssertionError(f"time of {_what(res)} beats the lower bound:\n"
+                             f"  lower bound {bound:.12g} s\n"
+                             f"  simulated   {res.time:.12g} s")
+    if cost.is_exact(res.collective, res.algorithm, itemsize=itemsize, **args, **params):
+        expected = cost.predict(res.collective, res.algorithm, alpha=alpha, beta=beta,
+                                gamma=gamma, **args, **params)
+        _assert_time(res, expected, rtol, 0.0, "simcoll.cost.predict")

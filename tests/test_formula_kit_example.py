@@ -1,0 +1,94 @@
+"""The formula-test kit as the README shows it: pin an algorithm's formula in a few lines.
+
+Uses only the public API: ``simcoll.simulate``, ``simcoll.register`` and
+``simcoll.testing`` (with the ``simcoll_reference`` fixture of its pytest plugin).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll.cost.ring  # noqa: F401  (until simcoll.cost imports its model modules)
+from simcoll import register, simulate
+from simcoll.testing import (
+    alpha_beta_network,
+    assert_matches_model,
+    assert_time,
+    assert_traffic,
+    sweep,
+)
+
+ALPHA, BETA = 1e-6, 1e-11
+
+
+@register("all_gather", "direct_example")
+def direct_all_gather(comm, x):
+    """Every rank sends its x straight to every other rank at once.
+
+    Cost: alpha + (p-1) n beta (the p-1 messages share each link). Each rank sends and
+    receives (p-1) n bytes.
+    """
+    for peer in range(comm.size):
+        if peer != comm.rank:
+            comm.send(x, dst=peer)
+    blocks = []
+    for peer in range(comm.size):
+        blocks.append(x if peer == comm.rank else (yield comm.recv(src=peer)))
+    return comm.join(blocks)
+
+
+@sweep(p=[2, 4, 8], nbytes=[1 << 10, 1 << 20, 64 << 20])
+def test_ring_all_reduce_matches_its_formula(p, nbytes):
+    net = alpha_beta_network(p, alpha=ALPHA, beta=BETA)
+    res = simulate(net, "all_reduce", algorithm="ring", nbytes=nbytes)
+    assert_traffic(res, sent=2 * (p - 1) / p * nbytes, received=2 * (p - 1) / p * nbytes)
+    assert_time(res, 2 * (p - 1) * ALPHA + 2 * (p - 1) / p * nbytes * BETA, rtol=1e-9)
+
+
+@sweep(p=[1, 3, 5], nbytes=[0, 4, 1 << 16])
+def test_my_algorithm_matches_its_formula(p, nbytes):
+    net = alpha_beta_network(p, alpha=ALPHA, beta=BETA)
+    res = simulate(net, "all_gather", algorithm="direct_example", nbytes=nbytes)
+    assert_traffic(res, sent=(p - 1) * nbytes, received=(p - 1) * nbytes)
+    assert_time(res, (ALPHA + (p - 1) * nbytes * BETA) if p > 1 else 0.0)
+
+
+@sweep(chunks=[1, 2, 4], p=[3, 8])
+def test_ring_matches_the_cost_model(simcoll_reference, p, chunks):
+    res = simulate(simcoll_reference.network(p), "all_reduce", algorithm="ring",
+                   nbytes=p * chunks * 4096, chunks=chunks)
+    simcoll_reference.check(res)
+
+
+def test_a_wrong_time_formula_fails_with_both_values_side_by_side():
+    res = simulate(alpha_beta_network(4, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="ring", nbytes=4096)
+    wrong = 2 * 3 * ALPHA + 3 / 4 * 4096 * BETA  # forgot the all-gather's bytes
+    right = 2 * 3 * ALPHA + 2 * 3 / 4 * 4096 * BETA
+    with pytest.raises(AssertionError, match=(
+            rf"(?s)time of all_reduce/ring \(p=4, nbytes=4096\).*"
+            rf"expected +{wrong:.12g} s\n +simulated +{right:.12g} s")):
+        assert_time(res, wrong)
+
+
+def test_a_wrong_traffic_formula_names_the_ranks_that_differ():
+    res = simulate(alpha_beta_network(4, alpha=ALPHA, beta=BETA), "all_gather",
+                   algorithm="direct_example", nbytes=100)
+    with pytest.raises(AssertionError, match=(
+            r"(?s)bytes_received: 2 of 4 ranks differ\n"
+            r" +rank +expected +simulated +difference\n"
+            r" +1 +400 +300 +-100\n +3 +200 +300 +\+100")):
+        assert_traffic(res, sent=300, received=[300, 400, 300, 200])
+
+
+def test_a_wrong_model_is_caught_by_assert_matches_model():
+    res = simulate(alpha_beta_network(8, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="ring", nbytes=8 << 10)
+    assert_matches_model(res, alpha=ALPHA, beta=BETA)
+    with pytest.raises(AssertionError, match=r"expected .*\n +simulated"):
+        assert_matches_model(res, alpha=2 * ALPHA, beta=BETA)
+
+
+def test_sweep_needs_values():
+    with pytest.raises(ValueError, match="axis 'p' has no values"):
+        sweep(p=[], nbytes=[1])
