@@ -16,6 +16,7 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import simpy
 
@@ -53,9 +54,10 @@ def ring_case(n: int, network: str, nbytes: str) -> dict:
             "wall": wall, "base": base, "rss": rss, "sim_time": res.time}
 
 
-def in_subprocess(fn: str, *args: object) -> dict:
-    """Run ``fn(*args)`` of this module in a fresh interpreter; return its JSON result."""
-    code = (f"import json, sys; sys.path.insert(0, {sys.path[0]!r}); import ring_throughput as m; "
+def in_subprocess(fn: str, *args: object, module: str = "ring_throughput") -> dict:
+    """Run ``module.fn(*args)`` in a fresh interpreter; return its JSON result."""
+    here = str(Path(__file__).resolve().parent)
+    code = (f"import json, sys; sys.path.insert(0, {here!r}); import {module} as m; "
             f"print(json.dumps(m.{fn}(*{args!r})))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True).stdout

@@ -54,6 +54,11 @@ from simcoll.topology.graph import Topology
 
 __all__ = ["FlowNetwork"]
 
+_TIE = 1e-12
+"""Links whose fair share is within this relative distance of the least one are
+bottlenecks of the same level. Without it, rounding in the subtractions splits one level
+into rates a few ulps apart, and flows that should end together end at many instants."""
+
 
 class _Flow:
     __slots__ = ("links", "remaining", "bottleneck", "rate", "updated", "event",
@@ -366,17 +371,17 @@ class FlowNetwork(Network):
         unfrozen = {d: len(on_link[d]) for d in links}
         rates: dict[_Flow, float] = {}
         while len(rates) < len(component):
-            bottleneck, share = -1, float("inf")
-            for d, count in unfrozen.items():
-                if count and capacity[d] < share * count:
-                    bottleneck, share = d, capacity[d] / count
+            share = min(capacity[d] / count for d, count in unfrozen.items() if count)
+            level = share + abs(share) * _TIE
             share = max(share, 0.0)
-            for flow in on_link[bottleneck]:
-                if flow not in rates:
-                    rates[flow] = share
-                    for d in flow.links:
-                        capacity[d] -= share
-                        unfrozen[d] -= 1
+            tied = [d for d, count in unfrozen.items() if count and capacity[d] <= level * count]
+            for bottleneck in tied:
+                for flow in on_link[bottleneck]:
+                    if flow not in rates:
+                        rates[flow] = share
+                        for d in flow.links:
+                            capacity[d] -= share
+                            unfrozen[d] -= 1
         for flow, rate in rates.items():
             if rate != flow.rate or flow.event is None:
                 flow.rate = rate

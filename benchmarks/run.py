@@ -1,0 +1,180 @@
+"""The simcoll benchmark suite: one table of figures and ratios (issue 4), never timed tests.
+
+    python benchmarks/run.py            # everything, N = 4096 included (about 10 minutes)
+    python benchmarks/run.py --quick    # without the N = 4096 row
+
+Every case runs in its own subprocess, so its peak RSS is its own. Ratios are measured in
+the same subprocess as the case they compare:
+
+* ring rows: wall time over a bare SimPy run with the same number of message events
+  (tokens passed through ``simpy.Store`` rings, one timeout per message);
+* data rows: wall time over the numpy floor, defined per rank as the copies of the
+  2(p-1) chunks a ring all_reduce receives plus one ``np.add`` into a new array for each
+  of the p-1 chunks it reduces (nothing else: no splitting, joining or checking).
+"""
+
+from __future__ import annotations
+
+import platform
+import resource
+import sys
+import time
+
+import numpy as np
+from ring_throughput import in_subprocess, ring_case
+
+__all__ = ["ring_case", "contention_case", "data_case", "sweep_case"]
+
+
+def _rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _staggered_incast(comm, x, *, op=None):
+    """Every worker sends the server a different size, so every departure changes rates."""
+    p, r = comm.size, comm.rank
+    server = comm.hosts[0]
+    del op
+    if r < p:
+        yield comm.send(x[: len(x) * (r + 1) // p], dst=server)
+    return x
+
+
+def _server(comm, *, op=None):
+    for w in range(comm.size):
+        yield comm.recv(src=w)
+
+
+def contention_case(kind: str, n: int, fast: bool = True) -> dict:
+    """Incast (parameter_server, or staggered sizes) or all_to_all direct on switch(n)."""
+    import simcoll as sc
+    from simcoll.algorithms.registry import register
+    from simcoll.network.flow import FlowNetwork
+
+    FlowNetwork.fast = fast
+    if kind == "staggered incast":
+        register("all_reduce", "bench_staggered_incast", host=_server)(_staggered_incast)
+        topo = sc.topology.switch(n, servers=1)
+        args = ("all_reduce", "bench_staggered_incast")
+    elif kind == "parameter_server":
+        topo = sc.topology.switch(n, servers=1)
+        args = ("all_reduce", "parameter_server")
+    else:
+        import simcoll.algorithms.direct  # noqa: F401
+        topo = sc.topology.switch(n)
+        args = ("all_to_all", "direct")
+    start = time.perf_counter()
+    res = sc.simulate(topo, args[0], algorithm=args[1], nbytes=64 * 2**20)
+    wall = time.perf_counter() - start
+    return {"kind": kind, "n": n, "fast": fast, "flows": res.messages, "wall": wall,
+            "rss": _rss()}
+
+
+def numpy_floor(data: list[np.ndarray]) -> float:
+    """Seconds numpy needs for the copies and additions a ring all_reduce cannot avoid."""
+    p = len(data)
+    start = time.perf_counter()
+    for x in data:
+        chunks = np.array_split(x, p)
+        for s in range(p - 1):
+            got = chunks[(s + 1) % p].copy()
+            np.add(chunks[s], got)
+        for s in range(p - 1):
+            chunks[s].copy()
+    return time.perf_counter() - start
+
+
+def data_case(p: int, nbytes: int) -> dict:
+    """Ring all_reduce in data mode (with and without the correctness check) vs the floor."""
+    import simcoll as sc
+
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal(nbytes // 4, dtype=np.float32) for _ in range(p)]
+    topo = sc.topology.switch(p)
+    walls = {}
+    for check in (False, True):
+        start = time.perf_counter()
+        res = sc.simulate(topo, "all_reduce", algorithm="ring", data=data, check=check)
+        walls[check] = time.perf_counter() - start
+        del res
+    floor = min(numpy_floor(data) for _ in range(2))
+    return {"p": p, "nbytes": nbytes, "wall": walls[False], "wall_checked": walls[True],
+            "floor": floor, "rss": _rss()}
+
+
+def sweep_case(workers: int) -> dict:
+    """200 small data-free simulations through simcoll.sweep."""
+    import simcoll as sc
+    from simcoll.sweep import sweep
+
+    algorithms = ["ring", "naive", "parameter_server", "recursive_doubling"]
+    known = {name for _, name in sc.algorithms.algorithms("all_reduce")}
+    algorithms = [a for a in algorithms if a in known][:4]
+    while len(algorithms) < 4:
+        algorithms.append("ring")
+    sizes = [2**k for k in range(10, 30, 2)]
+    start = time.perf_counter()
+    results = sweep(sc.topology.switch, "all_reduce", algorithms=algorithms,
+                    ranks=[2, 4, 8, 16, 32], sizes=sizes, workers=workers)
+    return {"workers": workers, "points": len(results), "wall": time.perf_counter() - start}
+
+
+def main(argv: list[str]) -> None:
+    quick = "--quick" in argv
+    print(f"simcoll benchmarks on {platform.processor() or platform.machine()}, "
+          f"Python {platform.python_version()}, {_cpus()} CPUs")
+    print(f"{'case':<44}{'work':>16}{'wall s':>9}{'rate':>16}{'peak MiB':>10}"
+          f"{'floor s':>9}{'ratio':>7}")
+
+    def line(case, work, wall, rate, rss, floor):
+        ratio = f"{wall / floor:7.2f}" if floor else ""
+        floor_s = f"{floor:9.2f}" if floor else ""
+        print(f"{case:<44}{work:>16}{wall:9.2f}{rate:>16}{rss / 2**20:10.0f}{floor_s}{ratio}",
+              flush=True)
+
+    print("-- 1. message throughput, ring all_reduce 1 GiB data-free on switch(N); "
+          "floor = bare SimPy")
+    for n in (64, 256, 1024) + (() if quick else (4096,)):
+        for network in ("flow", "analytical") if n < 4096 else ("flow",):
+            c = in_subprocess("ring_case", n, network, "1GiB")
+            line(f"ring N={n} {network}", f"{c['messages']:,} msgs", c["wall"],
+                 f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s", c["rss"], c["base"])
+
+    print("-- 2. contention, 64 MiB per rank, flow model (us/flow = wall / flows)")
+    for kind, sizes in (("parameter_server", (256, 1024)), ("staggered incast", (256, 1024)),
+                        ("all_to_all direct", (64, 256))):
+        for n in sizes:
+            for fast in (True, False) if kind == "staggered incast" else (True,):
+                c = in_subprocess("contention_case", kind, n, fast, module="run")
+                label = f"{kind} N={n}" + ("" if fast else " (general solver only)")
+                line(label, f"{c['flows']:,} flows", c["wall"],
+                     f"{c['wall'] / c['flows'] * 1e6:.1f} us/flow", c["rss"], 0)
+
+    print("-- 3. data mode, ring all_reduce float32; floor = numpy copies + adds "
+          "(wall without / with the numpy check)")
+    for p, nbytes in ((8, 256 * 2**20), (64, 16 * 2**20)):
+        c = in_subprocess("data_case", p, nbytes, module="run")
+        line(f"ring data p={p} {nbytes >> 20} MiB", "", c["wall"], "", c["rss"], c["floor"])
+        line(f"ring data p={p} {nbytes >> 20} MiB, check=True", "", c["wall_checked"], "",
+             c["rss"], c["floor"])
+
+    print("-- 5. sweep of 200 small simulations (simcoll.sweep)")
+    try:
+        import simcoll.sweep  # noqa: F401
+    except ImportError:
+        print("simcoll.sweep does not exist; skipped")
+        return
+    for workers in (1, 2):
+        c = in_subprocess("sweep_case", workers, module="run")
+        line(f"sweep workers={workers}", f"{c['points']} sims", c["wall"],
+             f"{c['points'] / c['wall']:.0f} sims/s", 0, 0)
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
