@@ -9,9 +9,6 @@ import simcoll as sc
 import simcoll.algorithms.bruck
 import simcoll.algorithms.direct
 import simcoll.algorithms.pairwise
-import simcoll.cost.bruck
-import simcoll.cost.direct
-import simcoll.cost.pairwise  # noqa: F401
 from simcoll import cost
 from simcoll.algorithms.registry import algorithms
 from simcoll.cost.bruck import slots_with_bit

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-import simcoll.cost.ring  # noqa: F401  (until simcoll.cost imports its model modules)
 from simcoll import register, simulate
 from simcoll.testing import (
     alpha_beta_network,

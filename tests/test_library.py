@@ -75,7 +75,8 @@ def test_traffic_and_time_match_the_cost_model(pair, p, count_per_rank):
     expected = cost.traffic(coll, pair[1], p=p, nbytes=nbytes, itemsize=4, **params)
     np.testing.assert_array_equal(res.bytes_sent, expected.sent)
     np.testing.assert_array_equal(res.bytes_received, expected.received)
-    bound = cost.lower_bound(coll, p=p, nbytes=nbytes, alpha=ALPHA, beta=BETA, gamma=GAMMA)
+    bound = cost.lower_bound(coll, p=p, nbytes=nbytes, alpha=ALPHA, beta=BETA, gamma=GAMMA,
+                             itemsize=4)
     assert res.time >= bound.total * (1 - 1e-12)
     if cost.is_exact(coll, pair[1], p=p, nbytes=nbytes, itemsize=4, **params):
         predicted = cost.predict(coll, pair[1], p=p, nbytes=nbytes, alpha=ALPHA, beta=BETA,

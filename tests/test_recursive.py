@@ -7,7 +7,6 @@ import pytest
 
 import simcoll as sc
 import simcoll.algorithms.recursive  # noqa: F401  (registers the algorithms)
-import simcoll.cost.recursive  # noqa: F401  (registers the cost models)
 from simcoll import cost
 
 ALPHA, BETA, GAMMA = 1e-6, 1 / 100e9, 1 / 400e9

@@ -9,8 +9,6 @@ import pytest
 from conftest import ALPHA, BETA, GAMMA, make_data, reference_network
 
 import simcoll as sc
-import simcoll.cost.basic  # noqa: F401  (registers the naive and parameter-server models)
-import simcoll.cost.ring  # noqa: F401  (registers the ring models)
 from simcoll import cost
 
 RANKS = [1, 2, 3, 4, 5, 8, 16]

@@ -9,8 +9,6 @@ from conftest import ALPHA, BETA, GAMMA, make_data, reference_network
 import simcoll as sc
 import simcoll.algorithms.pipeline
 import simcoll.algorithms.tree
-import simcoll.cost.pipeline
-import simcoll.cost.tree  # noqa: F401  (registers the models)
 from simcoll import cost
 from simcoll.algorithms.pipeline import double_binary_tree
 from simcoll.cost.tree import processor_sharing
@@ -101,14 +99,14 @@ def test_barrier_runs_ceil_log2_p_rounds_of_empty_messages(p):
 
 
 def lower_bound(coll, p, count, itemsize, root):
-    """cost.lower_bound, except for scatter with uneven blocks: its (p-1)/p n beta
-    assumes the root keeps n/p bytes, but it keeps its own block, which may be larger."""
+    """cost.lower_bound, checked for scatter against the block the root really keeps."""
     nbytes = count * itemsize
-    bound = cost.lower_bound(coll, p=p, nbytes=nbytes, alpha=ALPHA, beta=BETA, gamma=GAMMA)
-    if coll != "scatter" or count % p == 0:
-        return bound.total
-    kept = len(np.array_split(np.arange(count), p)[root]) * itemsize
-    return bound.message + (nbytes - kept) * BETA
+    bound = cost.lower_bound(coll, p=p, nbytes=nbytes, alpha=ALPHA, beta=BETA, gamma=GAMMA,
+                             itemsize=itemsize)
+    if coll == "scatter":
+        kept = len(np.array_split(np.arange(count), p)[root]) * itemsize
+        assert bound.bandwidth <= (nbytes - kept) * BETA * (1 + 1e-12)
+    return bound.total
 
 
 def model_params(pair, root, chunks):

@@ -8,8 +8,10 @@ from simcoll.algorithms import (
     naive,
     pairwise,
     parameter_server,
+    pipeline,
     recursive,
     ring,
+    tree,
 )
 from simcoll.algorithms.registry import (
     ENTRY_POINT_GROUP,
@@ -20,4 +22,5 @@ from simcoll.algorithms.registry import (
 )
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP",
-           "bruck", "direct", "naive", "pairwise", "parameter_server", "recursive", "ring"]
+           "bruck", "direct", "naive", "pairwise", "parameter_server", "pipeline", "recursive",
+           "ring", "tree"]

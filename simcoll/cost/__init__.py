@@ -147,16 +147,17 @@ def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: 
 
 
 def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: float,
-                gamma: float = 0.0) -> Bounds:
+                gamma: float = 0.0, itemsize: int = 1) -> Bounds:
     """Latency, bandwidth and computation lower bounds (Chan et al. 2007, table 1).
 
     With n the per-rank input bytes and L = ceil(log2 p) (a message at most doubles the
     ranks that know something per round), the single-port latency bound is L alpha for
     every collective. Bandwidth bounds: all_reduce 2 (p-1)/p n beta (Patarasuk & Yuan 2009);
-    reduce_scatter, all_to_all and scatter (p-1)/p n beta; all_gather and gather
-    (p-1) n beta (each rank receives every other rank's n bytes); broadcast and reduce
-    n beta. Computation bounds: (p-1)/p n gamma for all_reduce, reduce_scatter and reduce,
-    0 otherwise.
+    reduce_scatter and all_to_all (p-1)/p n beta; scatter (n - b) beta, where b is the
+    largest block the root may keep (ceil(count/p) elements of ``itemsize`` bytes, as
+    ``np.array_split`` cuts); all_gather and gather (p-1) n beta (each rank receives every
+    other rank's n bytes); broadcast and reduce n beta. Computation bounds: (p-1)/p n gamma
+    for all_reduce, reduce_scatter and reduce, 0 otherwise.
     """
     _check(p, nbytes)
     if p == 1:
@@ -172,7 +173,7 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
         "reduce": (steps, n, frac * n),
         "all_to_all": (steps, frac * n, 0.0),
         "gather": (steps, (p - 1) * n, 0.0),
-        "scatter": (steps, frac * n, 0.0),
+        "scatter": (steps, n - -(-(n // itemsize) // p) * itemsize, 0.0),
         "barrier": (steps, 0.0, 0.0),
     }
     if collective not in table:
@@ -183,4 +184,13 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
 
 
 # The models register themselves on import; they need the names above, so they come last.
-from simcoll.cost import bruck, direct, pairwise, recursive  # noqa: E402, F401
+from simcoll.cost import (  # noqa: E402, F401
+    basic,
+    bruck,
+    direct,
+    pairwise,
+    pipeline,
+    recursive,
+    ring,
+    tree,
+)

@@ -135,7 +135,7 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     hosts = [h if h.size else 0 for h in (t.host_sent, t.host_received)]
     _assert_traffic(res, (t.sent, t.received, *hosts), 0.0, "simcoll.cost.traffic")
     bound = cost.lower_bound(res.collective, alpha=alpha, beta=beta, gamma=gamma,
-                             **args).total
+                             itemsize=itemsize, **args).total
     if res.time < bound * (1 - rtol):
         raise AssertionError(f"time of {_what(res)} beats the lower bound:\n"
                              f"  lower bound {bound:.12g} s\n"
