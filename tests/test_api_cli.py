@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+
 import simcoll as sc
 from simcoll.cli import main
 
@@ -58,3 +60,32 @@ def test_bad_cli_input_is_a_clear_error(capsys):
     assert "cannot read topology 'bogus:3'" in capsys.readouterr().err
     assert main(["run", "--algorithm", "rnig"]) == 2
     assert "known algorithms" in capsys.readouterr().err
+
+
+def test_algorithms_from_other_packages_arrive_through_entry_points(monkeypatch, tmp_path):
+    from importlib.metadata import EntryPoint
+
+    import simcoll.algorithms.registry as registry
+
+    plugin = tmp_path / "my_simcoll_plugin.py"
+    plugin.write_text(
+        "import simcoll as sc\n"
+        "@sc.register('broadcast', 'plugin_flat')\n"
+        "def flat(comm, x, *, root=0):\n"
+        "    if comm.rank == root:\n"
+        "        for peer in range(comm.size):\n"
+        "            if peer != root:\n"
+        "                comm.send(x, dst=peer)\n"
+        "        return x\n"
+        "    return (yield comm.recv(src=root))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = registry.ENTRY_POINT_GROUP
+    point = EntryPoint(name="mine", value="my_simcoll_plugin", group=group)
+    monkeypatch.setattr(registry, "entry_points",
+                        lambda group: [point] if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(registry, "_plugins_loaded", False)
+    assert ("broadcast", "plugin_flat") in sc.list_algorithms()
+    data = [np.arange(5.0) * (r + 1) for r in range(3)]
+    res = sc.simulate(sc.topology.switch(3), "broadcast", algorithm="plugin_flat", data=data,
+                      root=2)
+    assert res.correct and list(res.bytes_sent) == [0, 0, 80]
