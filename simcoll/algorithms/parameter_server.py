@@ -60,14 +60,15 @@ def parameter_server_all_reduce(comm, x, *, op=ReduceOp.SUM, servers=None):
     topology's server hosts when it has some (``servers=k`` uses the first k, default all),
     otherwise ranks 0..k-1 double as servers (default k = 1, rank 0).
 
-    Cost on the single-port alpha-beta network (derived here), with s = ceil(n/k) the
-    largest shard. With dedicated hosts, each server's link carries p concurrent pushes
-    (the bottleneck while p >= k), then p - 1 reductions, then p concurrent pulls:
-    2 alpha + 2 p s beta + (p-1) s gamma. With servers among the ranks a server's own
-    shard stays local, so p - 1 replaces p on the link: 2 alpha + 2 (p-1) s beta +
-    (p-1) s gamma (for p - 1 >= k). Each worker sends and receives n bytes
-    (a co-located server sends and receives its own shard less), and the servers
-    together receive p n bytes (hosts) or (p-1) n bytes (co-located).
+    Cost on the single-port alpha-beta network (derived here), with s = n/k the shard
+    size (exact when the element count divides by k). With dedicated hosts, each server's
+    link carries p concurrent pushes and each worker's link k (whichever is busier is the
+    bottleneck), then the server makes p - 1 reductions, then the pulls mirror the pushes:
+    2 alpha + 2 max(p, k) s beta + (p-1) s gamma. With servers among the ranks a server's
+    own shard stays local, so p - 1 replaces p on its link: 2 alpha + 2 (p-1) s beta +
+    (p-1) s gamma for every k <= p. Each worker sends and receives n bytes (a co-located
+    server j sends and receives n + (p-2) s_j), and the servers together receive p n
+    bytes (hosts) or (p-1) n bytes (co-located).
     """
     p, r = comm.size, comm.rank
     server_ranks = _servers(comm, servers)
