@@ -103,3 +103,13 @@ def test_bad_topology_file_is_refused(tmp_path):
     path.write_text("{not json")
     with pytest.raises(sc.TopologyError, match="not valid JSON"):
         sc.topology.load(path)
+
+
+def test_gpus_know_their_node():
+    assert sc.topology.cluster(3, 2).gpu_nodes == (0, 0, 1, 1, 2, 2)
+    assert sc.topology.dgx_h100(2).gpu_nodes == (0,) * 8 + (1,) * 8
+    assert sc.topology.switch(4).gpu_nodes == (0, 0, 0, 0)
+    again = sc.topology.from_dict(sc.topology.to_dict(sc.topology.cluster(2, 2)))
+    assert again.gpu_nodes == (0, 0, 1, 1)
+    with pytest.raises(sc.TopologyError, match="node -1 of 'g' is not accepted"):
+        sc.Topology().add_gpu("g", node=-1)

@@ -106,16 +106,16 @@ def cluster(nodes: int, gpus_per_node: int, *, intra_bandwidth: float = 300 * GB
 
     The GPUs of a node sit on a node switch (links of ``intra_bandwidth``); each node
     switch has one uplink of ``inter_bandwidth`` to a non-blocking network switch. Rank
-    ``node * gpus_per_node + local`` is GPU ``local`` of node ``node``.
+    ``node * gpus_per_node + local`` is GPU ``local`` of node ``node`` (its ``node``).
     """
     _check_count("nodes", nodes)
     _check_count("gpus_per_node", gpus_per_node)
     topo = Topology(f"cluster({nodes}x{gpus_per_node})")
     core = topo.add_switch("network")
     node_switches = [topo.add_switch(f"node{k}") for k in range(nodes)]
-    for sw in node_switches:
+    for node, sw in enumerate(node_switches):
         for _ in range(gpus_per_node):
-            gpu = topo.add_gpu(reduce_bandwidth=reduce_bandwidth)
+            gpu = topo.add_gpu(reduce_bandwidth=reduce_bandwidth, node=node)
             topo.add_link(gpu, sw, bandwidth=intra_bandwidth, latency=intra_latency,
                           kind=intra_kind)
         topo.add_link(sw, core, bandwidth=inter_bandwidth, latency=inter_latency,

@@ -28,11 +28,13 @@ _ENDPOINT_KINDS = ("gpu", "host")
 
 @dataclass(frozen=True)
 class Device:
-    """A device. ``reduce_bandwidth`` (bytes of output per second) matters for endpoints."""
+    """A device. ``reduce_bandwidth`` (bytes of output per second) matters for endpoints;
+    ``node`` (the server a GPU sits in) lets hierarchical algorithms group ranks."""
 
     name: str
     kind: str
     reduce_bandwidth: float = math.inf
+    node: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class Topology:
         self._tree_checked = False
 
     # -- building ------------------------------------------------------------------------
-    def _add(self, kind: str, name: str | None, reduce_bandwidth: float) -> str:
+    def _add(self, kind: str, name: str | None, reduce_bandwidth: float, node: int = 0) -> str:
         if name is None:
             prefix = {"gpu": "gpu", "host": "server", "switch": "switch", "nic": "nic"}[kind]
             count = sum(1 for d in self._devices.values() if d.kind == kind)
@@ -104,7 +106,10 @@ class Topology:
         if name in self._devices:
             raise TopologyError(f"device {name!r} already exists in topology {self.name!r}")
         rb = _check_rate(f"reduce_bandwidth of {name!r}", reduce_bandwidth, allow_inf=True)
-        self._devices[name] = Device(name, kind, rb)
+        if isinstance(node, bool) or not isinstance(node, int) or node < 0:
+            raise TopologyError(f"node {node!r} of {name!r} is not accepted; use an integer "
+                                f">= 0 (the server the GPU sits in)")
+        self._devices[name] = Device(name, kind, rb, node)
         self._index[name] = len(self._adjacency)
         self._adjacency.append([])
         if kind == "gpu":
@@ -114,9 +119,13 @@ class Topology:
         self._invalidate()
         return name
 
-    def add_gpu(self, name: str | None = None, *, reduce_bandwidth: float = math.inf) -> str:
-        """Add a GPU; it becomes the next rank. Returns its name (default ``gpu<rank>``)."""
-        return self._add("gpu", name, reduce_bandwidth)
+    def add_gpu(self, name: str | None = None, *, reduce_bandwidth: float = math.inf,
+                node: int = 0) -> str:
+        """Add a GPU; it becomes the next rank. Returns its name (default ``gpu<rank>``).
+
+        ``node`` is the server it sits in (0 by default: one server).
+        """
+        return self._add("gpu", name, reduce_bandwidth, node)
 
     def add_host(self, name: str | None = None, *, reduce_bandwidth: float = math.inf) -> str:
         """Add a server host (a parameter-server endpoint). Returns its name."""
@@ -185,6 +194,11 @@ class Topology:
     def gpus(self) -> tuple[str, ...]:
         """GPU names in rank order."""
         return tuple(self._gpus)
+
+    @property
+    def gpu_nodes(self) -> tuple[int, ...]:
+        """The node (server) of each rank, in rank order."""
+        return tuple(self._devices[g].node for g in self._gpus)
 
     @property
     def hosts(self) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Save a topology to JSON and load it back, so any machine can live in a file.
 
-The format is one object: ``{"name": ..., "devices": [{"name", "kind",
+The format is one object: ``{"name": ..., "devices": [{"name", "kind", "node",
 "reduce_bandwidth"}...], "links": [{"u", "v", "bandwidth", "latency", "kind"}...]}``,
 devices in the order they were added (GPU order is rank order). ``reduce_bandwidth`` is
 ``null`` for infinity.
@@ -24,7 +24,7 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     """The JSON-ready description of ``topology``."""
     return {
         "name": topology.name,
-        "devices": [{"name": d.name, "kind": d.kind,
+        "devices": [{"name": d.name, "kind": d.kind, "node": d.node,
                      "reduce_bandwidth": None if math.isinf(d.reduce_bandwidth)
                      else d.reduce_bandwidth} for d in topology.devices],
         "links": [{"u": link.u, "v": link.v, "bandwidth": link.bandwidth,
@@ -47,8 +47,10 @@ def from_dict(spec: dict[str, Any]) -> Topology:
                                     f"{', '.join(DEVICE_KINDS)}")
             rb = dev.get("reduce_bandwidth")
             rb = math.inf if rb is None else rb
-            if kind in ("gpu", "host"):
-                getattr(topo, f"add_{kind}")(dev["name"], reduce_bandwidth=rb)
+            if kind == "gpu":
+                topo.add_gpu(dev["name"], reduce_bandwidth=rb, node=dev.get("node", 0))
+            elif kind == "host":
+                topo.add_host(dev["name"], reduce_bandwidth=rb)
             else:
                 getattr(topo, f"add_{kind}")(dev["name"])
         for link in spec["links"]:

@@ -38,7 +38,7 @@ def dgx(nodes: int, *, nvlink_bandwidth: float, pcie_bandwidth: float, nic_bandw
         nvswitch = topo.add_switch(f"nvswitch{node}")
         for local in range(gpus_per_node):
             gpu = topo.add_gpu(f"gpu{node * gpus_per_node + local}",
-                               reduce_bandwidth=reduce_bandwidth)
+                               reduce_bandwidth=reduce_bandwidth, node=node)
             topo.add_link(gpu, nvswitch, bandwidth=nvlink_bandwidth, latency=nvlink_latency,
                           kind="nvlink")
             if ib is not None:
