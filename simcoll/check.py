@@ -10,6 +10,8 @@ within ``2 p eps * |reference|``; MIN and MAX are exact.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from simcoll.collectives import Collective
@@ -18,39 +20,90 @@ from simcoll.ops import ReduceOp
 __all__ = ["compare"]
 
 
+class _Magnitudes(Sequence):
+    """|x| in float64 for each input, made one at a time when the reference reads it."""
+
+    def __init__(self, inputs: list[np.ndarray]):
+        self._inputs = inputs
+
+    def __len__(self) -> int:
+        return len(self._inputs)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [np.abs(x, dtype=np.float64) for x in self._inputs[index]]
+        return np.abs(self._inputs[index], dtype=np.float64)
+
+
+Bound = tuple[np.ndarray, float, float]
+"""``(array, scale, offset)``: an element may be off by ``scale * |array| + offset``."""
+
+
 def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
-            refs: list[np.ndarray | None]) -> list[np.ndarray | None]:
+            refs: list[np.ndarray | None]) -> list[Bound | None]:
+    """Per-output error bounds; ``None`` where the result must be exact."""
     p = len(inputs)
     eps = float(np.finfo(inputs[0].dtype).eps)
     if op in (ReduceOp.MIN, ReduceOp.MAX):
-        return [None if r is None else np.zeros(r.shape) for r in refs]
+        return [None] * len(refs)
     if op is ReduceOp.PRODUCT:
-        return [None if r is None else 2 * p * eps * np.abs(r) for r in refs]
-    mags = coll.reference([np.abs(x.astype(np.float64)) for x in inputs], op, root)
+        return [None if r is None else (r, 2 * p * eps, 0.0) for r in refs]
     tiny = float(np.finfo(inputs[0].dtype).smallest_normal)
-    return [None if m is None else 2 * p * eps * m + tiny for m in mags]
+    mags = coll.reference(_Magnitudes(inputs), op, root)
+    return [None if m is None else (m, 2 * p * eps, tiny) for m in mags]
+
+
+_BLOCK = 1 << 16
+"""Elements checked at a time where the reference is element-wise: temporaries stay small
+and in cache."""
+_ELEMENTWISE = ("all_reduce", "reduce")
+
+
+def _compare_arrays(coll: Collective, inputs: list[np.ndarray], outputs: list[np.ndarray | None],
+                    op: ReduceOp, root: int) -> tuple[bool, float]:
+    """Compare outputs already known to have the reference's shape and dtype."""
+    refs = coll.reference(inputs, op, root)
+    inexact = coll.reduces and inputs[0].dtype.kind == "f"
+    bounds = _bounds(coll, inputs, op, root, refs) if inexact else [None] * len(refs)
+    ok, worst = True, 0.0
+    for out, ref, bound in zip(outputs, refs, bounds):
+        if ref is None or out is None or out.size == 0:
+            continue
+        diff = np.abs(out.astype(np.float64) - ref)
+        worst = max(worst, float(np.nanmax(diff)))
+        if bound is None:
+            ok = ok and bool(np.array_equal(out, ref.astype(out.dtype), equal_nan=True))
+        else:
+            array, scale, offset = bound
+            ok = ok and bool(np.all(diff <= scale * np.abs(array) + offset))
+    return ok, worst
 
 
 def compare(coll: Collective, inputs: list[np.ndarray], outputs: list, op: ReduceOp,
             root: int) -> tuple[bool, float]:
     """Return (every checked output matches, largest absolute error)."""
-    refs = coll.reference(inputs, op, root)
-    dtype = inputs[0].dtype if inputs else None
-    inexact = coll.reduces and dtype is not None and dtype.kind == "f"
-    bounds = _bounds(coll, inputs, op, root, refs) if inexact else [None] * len(refs)
-    ok, worst = True, 0.0
-    for out, ref, bound in zip(outputs, refs, bounds):
-        if ref is None:
-            continue
-        if not isinstance(out, np.ndarray) or out.dtype != dtype or out.shape != ref.shape:
+    p = len(inputs)
+    dtype = inputs[0].dtype
+    count = inputs[0].size
+    ok, checked = True, []
+    for rank, out in enumerate(outputs):
+        expected = coll.out_count(p, count, rank, root)
+        if expected is None:
+            checked.append(None)
+        elif (not isinstance(out, np.ndarray) or out.dtype != dtype
+              or out.shape != (expected,)):
             ok = False
-            continue
-        if out.size == 0:
-            continue
-        diff = np.abs(out.astype(np.float64) - ref.astype(np.float64))
-        worst = max(worst, float(np.nanmax(diff)))
-        if bound is None:
-            ok = ok and bool(np.array_equal(out, ref.astype(dtype), equal_nan=True))
+            checked.append(None)
         else:
-            ok = ok and bool(np.all(diff <= bound))
+            checked.append(out)
+    if coll.name not in _ELEMENTWISE:
+        same, worst = _compare_arrays(coll, inputs, checked, op, root)
+        return ok and same, worst
+    worst = 0.0
+    for start in range(0, count, _BLOCK):
+        piece = slice(start, start + _BLOCK)
+        same, error = _compare_arrays(coll, [x[piece] for x in inputs],
+                                      [None if o is None else o[piece] for o in checked],
+                                      op, root)
+        ok, worst = ok and same, max(worst, error)
     return ok, worst

@@ -49,10 +49,11 @@ class Collective:
 
 def _combine(inputs: Arrays, op: ReduceOp) -> np.ndarray:
     """The op over all inputs, in float64 for floats, in the dtype (modular) for integers."""
-    wide = np.float64 if inputs[0].dtype.kind == "f" else inputs[0].dtype
-    acc = inputs[0].astype(wide, copy=True)
-    for x in inputs[1:]:
-        op.ufunc(acc, x.astype(wide, copy=False), out=acc)
+    first = inputs[0]
+    wide = np.float64 if first.dtype.kind == "f" else first.dtype
+    acc = first.astype(wide, copy=True)
+    for i in range(1, len(inputs)):
+        op.ufunc(acc, inputs[i].astype(wide, copy=False), out=acc)
     return finish_avg(acc, op, len(inputs))
 
 

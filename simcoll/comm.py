@@ -17,7 +17,7 @@ from simcoll import buffers
 from simcoll.buffers import Buffer, VirtualBuffer
 from simcoll.errors import CommUsageError
 from simcoll.ops import ReduceOp
-from simcoll.runtime import Joint, Runtime, done_event, snapshot
+from simcoll.runtime import Joint, Runtime, done_event, frozen, snapshot
 
 __all__ = ["Comm"]
 
@@ -69,7 +69,9 @@ class Comm:
     def send(self, data: Any, dst: int, *, tag: Any = 0) -> Event:
         """Send a snapshot of ``data`` to ``dst``; the event fires when it has arrived.
 
-        The transfer starts at once; yield the event only to wait for its arrival.
+        The transfer starts at once; yield the event only to wait for its arrival. Arrays
+        in data mode are read-only, so the receiver gets the very array sent, and no copy
+        is made (a writeable array is copied once).
         """
         target = self._peer(dst, "dst")
         done = Event(self._env)
@@ -121,7 +123,7 @@ class Comm:
         """Combine ``a`` and ``b`` element-wise with ``op`` into a new buffer.
 
         Takes ``nbytes / reduce_bandwidth`` of this GPU's reduction engine, one reduction
-        at a time (the gamma term). The inputs are left unchanged.
+        at a time (the gamma term). The inputs are left unchanged; the result is read-only.
         """
         if type(a) is VirtualBuffer or type(b) is VirtualBuffer:
             if a is not b and (getattr(a, "count", None) != getattr(b, "count", None)
@@ -132,7 +134,7 @@ class Comm:
             if a.shape != b.shape:
                 raise CommUsageError(f"rank {self.rank}: cannot reduce arrays of shapes "
                                      f"{a.shape} and {b.shape}")
-            out = op(a, b)
+            out = frozen(op(a, b))
         delay = self._rt.reduce_delay(self._address, out.nbytes)
         if delay == 0:
             return done_event(self._env, out)
@@ -152,8 +154,9 @@ class Comm:
 
     @staticmethod
     def join(chunks: Sequence[Buffer]) -> Buffer:
-        """Concatenate chunks into one buffer (both modes)."""
-        return buffers.join(chunks)
+        """Concatenate chunks into one new (read-only) buffer (both modes)."""
+        out = buffers.join(chunks)
+        return frozen(out) if type(out) is np.ndarray else out
 
     def group(self, ranks: Sequence[int]) -> Comm:
         """A communicator over ``ranks`` (world ranks, in their new rank order).

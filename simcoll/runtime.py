@@ -180,8 +180,20 @@ class Runtime:
         return [m for ch in self.channels.values() for m in ch.unclaimed]
 
 
+def frozen(array: np.ndarray) -> np.ndarray:
+    """Mark ``array`` read-only and return it."""
+    array.flags.writeable = False
+    return array
+
+
 def snapshot(data: Any) -> Any:
-    """The payload a send carries: a private copy of an array, anything else as is."""
-    if type(data) is np.ndarray:
-        return data.copy()
+    """The payload a send carries: an array nobody can change any more.
+
+    Algorithms only ever hold read-only arrays (inputs are handed over as read-only views;
+    ``comm.reduce``, ``comm.join`` and received payloads are read-only), so those are sent
+    as they are, without a copy: immutability is what makes them snapshots. A writeable
+    array is copied once into a read-only one.
+    """
+    if type(data) is np.ndarray and data.flags.writeable:
+        return frozen(data.copy())
     return data

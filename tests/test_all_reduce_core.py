@@ -193,3 +193,30 @@ def test_link_bytes_on_a_switch():
     for r in range(p):
         assert res.link_bytes[(f"gpu{r}", "switch")] == (p - 1) * m
         assert res.link_bytes[("switch", f"gpu{r}")] == (p - 1) * m
+
+
+@pytest.mark.parametrize("wrong", ["short", "none", "dtype"])
+def test_outputs_of_the_wrong_shape_or_type_are_incorrect(wrong):
+    name = f"test_wrong_output_{wrong}"
+
+    @sc.register("all_reduce", name)
+    def bad_output(comm, x, *, op=sc.ReduceOp.SUM):
+        out = yield from sc.get_algorithm("all_reduce", "ring").fn(comm, x, op=op)
+        if comm.rank == 2:
+            out = {"short": out[:-1], "none": None, "dtype": out.astype(np.float64)}[wrong]
+        return out
+
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm=name,
+                      data=make_data(4, 300_000, "float32"))
+    assert res.correct is False
+
+
+def test_outputs_are_writeable_and_independent_of_inputs_and_each_other():
+    data = make_data(3, 10, "float32")
+    res = sc.simulate(sc.topology.switch(3), "broadcast", algorithm="binomial", data=data,
+                      root=1)
+    assert res.correct
+    res.outputs[0][:] = 0
+    res.outputs[1][:] = 1
+    np.testing.assert_array_equal(res.outputs[2], data[1])
+    assert not np.shares_memory(res.outputs[1], data[1])
