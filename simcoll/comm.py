@@ -158,6 +158,19 @@ class Comm:
         out = buffers.join(chunks)
         return frozen(out) if type(out) is np.ndarray else out
 
+    def node_of(self, rank: int) -> int:
+        """The node (server) that GPU ``rank`` of this communicator sits in.
+
+        Hierarchical algorithms use it to form node-local groups; it says nothing about
+        links or bandwidths.
+        """
+        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) \
+                or not 0 <= rank < self.size:
+            raise CommUsageError(f"rank {self.rank}: node_of({rank!r}) needs a GPU rank "
+                                 f"0..{self.size - 1}")
+        address = rank if self._members is None else self._members[rank]
+        return self._rt.nodes[address]
+
     def group(self, ranks: Sequence[int]) -> Comm:
         """A communicator over ``ranks`` (world ranks, in their new rank order).
 

@@ -85,10 +85,11 @@ class Runtime:
     """Everything the communicators of one run share."""
 
     def __init__(self, env: simpy.Environment, network: Network, nranks: int,
-                 reduce_bandwidth: list[float]):
+                 reduce_bandwidth: list[float], nodes: tuple[int, ...] | None = None):
         self.env = env
         self.network = network
         self.nranks = nranks
+        self.nodes = nodes if nodes is not None else (0,) * nranks
         self.endpoints = len(reduce_bandwidth)
         self.reduce_bandwidth = reduce_bandwidth
         self.reduce_free_at = [0.0] * self.endpoints

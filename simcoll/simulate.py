@@ -198,15 +198,14 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     if coll.rooted:
         kwargs["root"] = int(root)
     _check_params(spec, kwargs)
-    if spec.validate is not None:
-        spec.validate(p, count, hosts, **params)
+    spec.check(p, count, hosts, topology.gpu_nodes, params)
 
     env = simpy.Environment()
     endpoints = p + hosts
     net = net_cls(env, topology, endpoints)
     reduce_bw = [topology.device(topology.endpoint_name(a)).reduce_bandwidth
                  for a in range(endpoints)]
-    rt = Runtime(env, net, p, reduce_bw)
+    rt = Runtime(env, net, p, reduce_bw, topology.gpu_nodes)
     rank_times = np.zeros(p)
 
     def finished(rank: int, label: str):

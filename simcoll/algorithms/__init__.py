@@ -5,6 +5,7 @@ from __future__ import annotations
 from simcoll.algorithms import (
     bruck,
     direct,
+    hierarchical,
     naive,
     pairwise,
     parameter_server,
@@ -22,5 +23,5 @@ from simcoll.algorithms.registry import (
 )
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP",
-           "bruck", "direct", "naive", "pairwise", "parameter_server", "pipeline", "recursive",
-           "ring", "tree"]
+           "bruck", "direct", "hierarchical", "naive", "pairwise", "parameter_server",
+           "pipeline", "recursive", "ring", "tree"]

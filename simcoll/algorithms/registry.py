@@ -28,8 +28,10 @@ class AlgorithmSpec:
     Attributes:
         fn: per-rank generator function ``fn(comm, x, **kwargs)``.
         host: generator function run on each server host, ``host(comm, **kwargs)``, or None.
-        validate: ``validate(p, count, **params)`` raising ``InvalidInputError`` for rank
-            counts, sizes or parameters the algorithm does not accept, or None.
+        validate: ``validate(p, count, hosts, **params)`` raising ``InvalidInputError``
+            for rank counts, sizes or parameters the algorithm does not accept, or None.
+            A validate that declares a keyword-only ``nodes`` parameter also gets the node
+            of every rank (hierarchical algorithms refuse uneven nodes that way).
     """
 
     collective: str
@@ -37,6 +39,15 @@ class AlgorithmSpec:
     fn: Callable[..., Any]
     host: Callable[..., Any] | None = None
     validate: Callable[..., None] | None = None
+
+    def check(self, p: int, count: int, hosts: int, nodes: tuple[int, ...],
+              params: dict[str, Any]) -> None:
+        """Run ``validate`` (if any) before the simulation starts."""
+        if self.validate is None:
+            return
+        if "nodes" in inspect.signature(self.validate).parameters:
+            params = {**params, "nodes": nodes}
+        self.validate(p, count, hosts, **params)
 
     @property
     def params(self) -> tuple[str, ...]:

@@ -188,6 +188,7 @@ from simcoll.cost import (  # noqa: E402, F401
     basic,
     bruck,
     direct,
+    hierarchical,
     pairwise,
     pipeline,
     recursive,

@@ -1,0 +1,97 @@
+"""Hierarchical all_reduce on two-level machines: result, traffic and time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_data
+
+import simcoll as sc
+from simcoll import cost
+from simcoll.cost.hierarchical import hierarchical_time
+
+L1, B1 = 0.5e-6, 200e9      # GPU <-> node switch
+L2, B2 = 2e-6, 50e9         # node switch <-> network switch (one uplink per node)
+GAMMA = 1 / 400e9
+
+
+def machine(nodes, per_node):
+    return sc.topology.cluster(nodes, per_node, intra_bandwidth=B1, intra_latency=L1,
+                               inter_bandwidth=B2, inter_latency=L2,
+                               reduce_bandwidth=1 / GAMMA)
+
+
+@pytest.mark.parametrize("nodes, per_node", [(1, 1), (1, 4), (2, 1), (2, 2), (2, 4), (3, 2),
+                                             (4, 2), (2, 3)])
+@pytest.mark.parametrize("inter", ["ring", "recursive_doubling", "tree", "direct"])
+def test_result_matches_numpy(nodes, per_node, inter):
+    p = nodes * per_node
+    for count in sorted({8 * p, 8 * p + 5, max(p - 1, 1)}):
+        for dtype, op in (("float32", sc.ReduceOp.SUM), ("int32", sc.ReduceOp.MAX),
+                          ("float64", sc.ReduceOp.AVG)):
+            data = make_data(p, count, dtype, op)
+            res = sc.simulate(machine(nodes, per_node), "all_reduce",
+                              algorithm="hierarchical", data=data, op=op, inter=inter)
+            assert res.correct, (count, dtype, op, res.max_error)
+
+
+@pytest.mark.parametrize("nodes, per_node", [(2, 2), (2, 4), (4, 2), (3, 4), (8, 2)])
+def test_time_and_traffic_match_the_two_level_formula(nodes, per_node):
+    p = nodes * per_node
+    nbytes = 4 * p * 4096
+    res = sc.simulate(machine(nodes, per_node), "all_reduce", algorithm="hierarchical",
+                      nbytes=nbytes)
+    # Inside a node a message crosses two GPU links; across nodes also two uplinks, which
+    # the node's G concurrent cross-node flows share.
+    expected = hierarchical_time(nodes, per_node, nbytes, alpha=2 * L1, beta=1 / B1,
+                                 alpha_inter=2 * L1 + 2 * L2, beta_inter=per_node / B2,
+                                 gamma=GAMMA)
+    assert res.time == pytest.approx(expected, rel=1e-9)
+    model = cost.traffic("all_reduce", "hierarchical", p=p, nbytes=nbytes, nodes=nodes)
+    np.testing.assert_array_equal(res.bytes_sent, model.sent)
+    np.testing.assert_array_equal(res.bytes_received, model.received)
+    g, n = per_node, nodes
+    assert list(res.bytes_sent) == [2 * (g - 1) * nbytes // g + 2 * (n - 1) * nbytes // (n * g)] * p
+    uplink = res.link_bytes[("node0", "network")]
+    assert uplink == g * 2 * (n - 1) * nbytes // (n * g)
+
+
+@pytest.mark.parametrize("count", [1001, 3])
+def test_traffic_with_uneven_blocks(count):
+    res = sc.simulate(machine(3, 2), "all_reduce", algorithm="hierarchical", nbytes=4 * count)
+    model = cost.traffic("all_reduce", "hierarchical", p=6, nbytes=4 * count, nodes=3)
+    np.testing.assert_array_equal(res.bytes_sent, model.sent)
+    np.testing.assert_array_equal(res.bytes_received, model.received)
+
+
+def test_hierarchical_beats_a_flat_ring_when_the_network_is_slow():
+    topo = machine(4, 8)
+    flat = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=64 << 20)
+    tiered = sc.simulate(topo, "all_reduce", algorithm="hierarchical", nbytes=64 << 20)
+    assert tiered.time < flat.time
+    # Only 1/G of each GPU's buffer leaves the node, in 2(N-1) steps instead of 2(p-1).
+    assert tiered.link_bytes[("node0", "network")] < flat.link_bytes[("node0", "network")]
+
+
+def test_uneven_nodes_and_unknown_inter_algorithms_are_refused():
+    topo = sc.Topology("lopsided")
+    sw = topo.add_switch()
+    for node in (0, 0, 1, 1, 1):
+        topo.add_link(topo.add_gpu(node=node), sw, bandwidth=1e9)
+    with pytest.raises(sc.InvalidInputError, match=r"same number of GPUs on every node, "
+                                                   r"got \[2, 3\]"):
+        sc.simulate(topo, "all_reduce", algorithm="hierarchical", nbytes=64)
+    with pytest.raises(sc.InvalidInputError, match="inter='parameter_server'"):
+        sc.simulate(machine(2, 2), "all_reduce", algorithm="hierarchical", nbytes=64,
+                    inter="parameter_server")
+
+
+def test_node_of_reports_each_ranks_node():
+    @sc.register("all_reduce", "test_node_of")
+    def report(comm, x, *, op=sc.ReduceOp.SUM):
+        yield from ()
+        return np.array([comm.node_of(r) for r in range(comm.size)], dtype=x.dtype)
+
+    res = sc.simulate(machine(3, 2), "all_reduce", algorithm="test_node_of",
+                      data=[np.zeros(6, np.int64)] * 6, check=False)
+    np.testing.assert_array_equal(res.outputs[4], [0, 0, 1, 1, 2, 2])
