@@ -39,7 +39,7 @@ __all__ = ["simulate"]
 _DTYPE_KINDS = "iuf"
 
 
-def _check_data(data: Any, p: int, coll: Collective) -> list[np.ndarray]:
+def _check_data(data: Any, p: int) -> list[np.ndarray]:
     if isinstance(data, np.ndarray) or not isinstance(data, Sequence):
         raise InvalidInputError(
             f"data must be a list of {p} numpy arrays (one per rank), got {type(data).__name__}")
@@ -119,17 +119,78 @@ def _owned(outputs: list[Any]) -> list[Any]:
     return owned
 
 
-def _run(env: simpy.Environment) -> None:
+def _run(env: simpy.Environment, labels: dict[simpy.Process, str], what: str) -> None:
     """Run to the end with the cyclic garbage collector paused: the event loop creates no
     reference cycles, and collections triggered by its many short-lived objects cost
-    about a quarter of a data-free run."""
+    about a quarter of a data-free run. A yield of something that is not an event is
+    reported with the rank that made it."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         env.run()
+    except RuntimeError as exc:
+        if "Invalid yield value" not in str(exc):
+            raise
+        label = labels.get(env.active_process, "a rank")
+        raise AlgorithmError(f"{label} in {what} yielded something that is not an event "
+                             f"({str(exc).strip().splitlines()[-1]}); yield what comm "
+                             f"returns") from None
     finally:
         if enabled:
             gc.enable()
+
+
+def _start(env: simpy.Environment, rt: Runtime, spec: AlgorithmSpec, topology: Topology,
+           inputs: list[Any], kwargs: dict[str, Any], what: str
+           ) -> tuple[list[simpy.Process], dict[simpy.Process, str], np.ndarray]:
+    """One process per rank (and per host, if the algorithm has a host part)."""
+    p = topology.nranks
+    rank_times = np.zeros(p)
+    labels: dict[simpy.Process, str] = {}
+
+    def finished(rank: int, label: str):
+        def callback(event: simpy.Process) -> None:
+            if not event._ok:
+                exc = event._value
+                event._defused = True
+                raise AlgorithmError(f"{label} raised {type(exc).__name__} in {what}: {exc}"
+                                     ) from exc
+            if rank < p:
+                rank_times[rank] = env.now
+        return callback
+
+    procs = []
+    for r in range(p):
+        proc = env.process(spec.fn(Comm(rt, r), inputs[r], **kwargs))
+        proc.callbacks.append(finished(r, f"rank {r}"))
+        labels[proc] = f"rank {r}"
+        procs.append(proc)
+    if spec.host is not None:
+        for h in range(p, p + len(topology.hosts)):
+            gen = spec.host(Comm(rt, h), **kwargs)
+            if inspect.isgenerator(gen):
+                label = f"host {topology.endpoint_name(h)}"
+                proc = env.process(gen)
+                proc.callbacks.append(finished(h, label))
+                labels[proc] = label
+    return procs, labels, rank_times
+
+
+def _raise_if_unfinished(rt: Runtime, procs: list[simpy.Process], what: str,
+                         now: float) -> None:
+    """DeadlockError for ranks still waiting, UnmatchedMessageError for lost messages."""
+    stuck = [r for r, proc in enumerate(procs) if proc.is_alive]
+    if stuck:
+        waits = rt.waiting_receives()
+        waiting = {r: "; ".join(waits.get(r, ["an event that never fires"])) for r in stuck}
+        shown = "; ".join(f"rank {r} waits for {w}" for r, w in list(waiting.items())[:16])
+        more = f" (and {len(stuck) - 16} more ranks)" if len(stuck) > 16 else ""
+        raise DeadlockError(f"deadlock in {what} at t={now:.9g} s: {shown}{more}", waiting)
+    unclaimed = rt.unclaimed_messages()
+    if unclaimed:
+        shown = ", ".join(f"{m.src}->{m.dst} (tag {m.tag!r})" for m in unclaimed[:16])
+        raise UnmatchedMessageError(f"{what} finished with {len(unclaimed)} message(s) "
+                                    f"never received: {shown}")
 
 
 def simulate(topology: Topology, collective: str, *, algorithm: str,
@@ -181,7 +242,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         raise InvalidInputError("pass exactly one of data= (arrays, data mode) or nbytes= "
                                 "(sizes only, data-free mode)")
     if data is not None:
-        arrays = _check_data(data, p, coll)
+        arrays = _check_data(data, p)
         dt = arrays[0].dtype
         size = arrays[0].nbytes
         inputs: list[Any] = [_read_only_view(x) for x in arrays]
@@ -206,47 +267,10 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     reduce_bw = [topology.device(topology.endpoint_name(a)).reduce_bandwidth
                  for a in range(endpoints)]
     rt = Runtime(env, net, p, reduce_bw, topology.gpu_nodes)
-    rank_times = np.zeros(p)
-
-    def finished(rank: int, label: str):
-        def callback(event: simpy.Process) -> None:
-            if not event._ok:
-                exc = event._value
-                event._defused = True
-                raise AlgorithmError(
-                    f"{label} raised {type(exc).__name__} in {collective}/{algorithm}: {exc}"
-                ) from exc
-            if rank < p:
-                rank_times[rank] = env.now
-        return callback
-
-    procs = []
-    for r in range(p):
-        proc = env.process(spec.fn(Comm(rt, r), inputs[r], **kwargs))
-        proc.callbacks.append(finished(r, f"rank {r}"))
-        procs.append(proc)
-    if spec.host is not None:
-        for h in range(p, endpoints):
-            gen = spec.host(Comm(rt, h), **kwargs)
-            if inspect.isgenerator(gen):
-                env.process(gen).callbacks.append(
-                    finished(h, f"host {topology.endpoint_name(h)}"))
-    _run(env)
-
-    stuck = [r for r, proc in enumerate(procs) if proc.is_alive]
-    if stuck:
-        waits = rt.waiting_receives()
-        waiting = {r: "; ".join(waits.get(r, ["an event that never fires"])) for r in stuck}
-        shown = "; ".join(f"rank {r} waits for {w}" for r, w in list(waiting.items())[:16])
-        more = f" (and {len(stuck) - 16} more ranks)" if len(stuck) > 16 else ""
-        raise DeadlockError(f"deadlock in {collective}/{algorithm} at t={env.now:.9g} s: "
-                            f"{shown}{more}", waiting)
-    unclaimed = rt.unclaimed_messages()
-    if unclaimed:
-        shown = ", ".join(f"{m.src}->{m.dst} (tag {m.tag!r})" for m in unclaimed[:16])
-        raise UnmatchedMessageError(
-            f"{collective}/{algorithm} finished with {len(unclaimed)} message(s) never "
-            f"received: {shown}")
+    what = f"{collective}/{algorithm}"
+    procs, labels, rank_times = _start(env, rt, spec, topology, inputs, kwargs, what)
+    _run(env, labels, what)
+    _raise_if_unfinished(rt, procs, what, env.now)
 
     outputs = _owned([proc.value for proc in procs])
     if coll.reduces and reduce_op is ReduceOp.AVG and arrays is not None:

@@ -203,3 +203,16 @@ def test_bad_peer_inside_an_algorithm(dst, match):
 def test_registering_a_plain_function_is_refused():
     with pytest.raises(TypeError, match="not a generator function"):
         sc.register("all_reduce", "test_plain")(lambda comm, x: x)
+
+
+def test_yielding_something_that_is_not_an_event_names_the_rank():
+    @sc.register("all_reduce", "test_bad_yield")
+    def bad_yield(comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.compute(1e-6)
+        if comm.rank == 2:
+            yield 5
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match="rank 2 in all_reduce/test_bad_yield yielded "
+                                                "something that is not an event"):
+        sc.simulate(topo4(), "all_reduce", algorithm="test_bad_yield", nbytes=64)
