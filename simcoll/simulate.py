@@ -18,8 +18,8 @@ import simpy
 from simcoll.algorithms.registry import AlgorithmSpec, get_algorithm
 from simcoll.buffers import VirtualBuffer
 from simcoll.check import compare
-from simcoll.collectives import Collective, finish_avg
 from simcoll.collectives import collective as get_collective
+from simcoll.collectives import finish_avg
 from simcoll.comm import Comm
 from simcoll.errors import (
     AlgorithmError,
