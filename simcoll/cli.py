@@ -12,6 +12,7 @@ import numpy as np
 import simcoll as sc
 from simcoll.errors import SimCollError
 from simcoll.topology.graph import Topology
+from simcoll.trace import save_chrome
 
 __all__ = ["main", "demo"]
 
@@ -78,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--network", default="flow")
     run.add_argument("--data", action="store_true", help="move real random arrays")
     run.add_argument("--json", action="store_true")
+    run.add_argument("--trace", metavar="PATH",
+                     help="also write a Chrome / Perfetto trace of the run to PATH")
     sub.add_parser("list", help="list registered algorithms")
     args = parser.parse_args(argv)
     try:
@@ -98,8 +101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   for _ in range(topo.nranks)]
             else:
                 kwargs.update(nbytes=size, dtype=args.dtype)
-            results = [sc.simulate(topo, args.collective, algorithm=args.algorithm, **kwargs)]
-    except (SimCollError, ValueError) as exc:
+            results = [sc.simulate(topo, args.collective, algorithm=args.algorithm,
+                                   trace=args.trace is not None, **kwargs)]
+            if args.trace is not None:
+                save_chrome(results[0], args.trace)
+    except (SimCollError, ValueError, OSError) as exc:
         print(f"simcoll: error: {exc}", file=sys.stderr)
         return 2
     if args.json:

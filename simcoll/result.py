@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.runtime import TraceEvent
+
 __all__ = ["Result"]
 
 
@@ -28,6 +30,8 @@ class Result:
         rank_times: simulated time at which each rank's algorithm returned.
         algbw, busbw: nccl-tests bandwidths (see ``simcoll.collectives``).
         max_error: largest absolute deviation from the reference (data mode, else None).
+        trace: every message, reduction and compute span, in the order they ended
+            (``simulate(..., trace=True)``), else None.
     """
 
     collective: str
@@ -52,6 +56,7 @@ class Result:
     algbw: float
     busbw: float
     max_error: float | None = None
+    trace: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (no outputs; link keys as ``"from->to"``)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,21 @@ from simpy.events import PENDING, Event, Timeout
 
 from simcoll.network.base import Network
 
-__all__ = ["Runtime", "done_event"]
+__all__ = ["Runtime", "TracingRuntime", "TraceEvent", "done_event"]
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One span of a traced run: a message (``rank`` sent ``nbytes`` to ``peer``, from the
+    send to the arrival of its last byte), or a reduction or compute span on ``rank``."""
+
+    kind: str
+    rank: int
+    peer: int | None
+    tag: Any
+    nbytes: int
+    start: float
+    end: float
 
 
 def done_event(env: simpy.Environment, value: Any = None) -> Event:
@@ -59,9 +74,11 @@ class Joint(Event):
 class Message:
     """One point-to-point message: its payload, and who to tell when it arrives."""
 
-    __slots__ = ("payload", "arrived", "receiver", "sender", "src", "dst", "tag")
+    __slots__ = ("payload", "arrived", "receiver", "sender", "src", "dst", "tag", "nbytes",
+                 "start")
 
-    def __init__(self, payload: Any, sender: Event, src: int, dst: int, tag: Any):
+    def __init__(self, payload: Any, sender: Event, src: int, dst: int, tag: Any,
+                 nbytes: int, start: float):
         self.payload = payload
         self.arrived = False
         self.receiver: Event | None = None
@@ -69,6 +86,8 @@ class Message:
         self.src = src
         self.dst = dst
         self.tag = tag
+        self.nbytes = nbytes
+        self.start = start
 
 
 class Channel:
@@ -104,7 +123,7 @@ class Runtime:
         channel = self.channels.get(key)
         if channel is None:
             channel = self.channels[key] = Channel()
-        message = Message(payload, sender, src, dst, tag)
+        message = Message(payload, sender, src, dst, tag, nbytes, self.env._now)
         if channel.waiting:
             message.receiver = channel.waiting.popleft()
         else:
@@ -179,6 +198,33 @@ class Runtime:
 
     def unclaimed_messages(self) -> list[Message]:
         return [m for ch in self.channels.values() for m in ch.unclaimed]
+
+
+class TracingRuntime(Runtime):
+    """A runtime that also records every message, reduction and compute span."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.events: list[TraceEvent] = []
+
+    def arrive(self, message: Message) -> None:
+        self.events.append(TraceEvent("message", message.src, message.dst, message.tag,
+                                      message.nbytes, message.start, self.env._now))
+        super().arrive(message)
+
+    def reduce_delay(self, endpoint: int, nbytes: int) -> float:
+        delay = super().reduce_delay(endpoint, nbytes)
+        if delay:
+            end = self.env._now + delay
+            start = end - nbytes / self.reduce_bandwidth[endpoint]
+            self.events.append(TraceEvent("reduce", endpoint, None, None, nbytes, start, end))
+        return delay
+
+    def compute_delay(self, endpoint: int, seconds: float) -> float:
+        delay = super().compute_delay(endpoint, seconds)
+        end = self.env._now + delay
+        self.events.append(TraceEvent("compute", endpoint, None, None, 0, end - seconds, end))
+        return delay
 
 
 def frozen(array: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ from simcoll.errors import (
 from simcoll.network import network_class
 from simcoll.ops import ReduceOp
 from simcoll.result import Result
-from simcoll.runtime import Runtime
+from simcoll.runtime import Runtime, TracingRuntime
 from simcoll.topology.graph import Topology
 from simcoll.units import parse_size
 
@@ -196,7 +196,8 @@ def _raise_if_unfinished(rt: Runtime, procs: list[simpy.Process], what: str,
 def simulate(topology: Topology, collective: str, *, algorithm: str,
              data: Sequence[np.ndarray] | None = None, nbytes: int | str | None = None,
              dtype: Any = np.float32, op: ReduceOp | str = ReduceOp.SUM, root: int = 0,
-             network: str = "flow", check: bool = True, **params: Any) -> Result:
+             network: str = "flow", check: bool = True, trace: bool = False,
+             **params: Any) -> Result:
     """Run one collective on ``topology`` and return its time, traffic and correctness.
 
     Args:
@@ -212,6 +213,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         root: root rank for broadcast, reduce, gather and scatter.
         network: network model, ``"flow"`` (default) or ``"analytical"``.
         check: compare outputs with numpy (data mode).
+        trace: record every message, reduction and compute span in ``Result.trace``
+            (see :mod:`simcoll.trace` for Chrome / Perfetto export).
         **params: algorithm parameters (``chunks=``, ``servers=``, ...).
 
     Returns:
@@ -266,7 +269,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     net = net_cls(env, topology, endpoints)
     reduce_bw = [topology.device(topology.endpoint_name(a)).reduce_bandwidth
                  for a in range(endpoints)]
-    rt = Runtime(env, net, p, reduce_bw, topology.gpu_nodes)
+    rt = (TracingRuntime if trace else Runtime)(env, net, p, reduce_bw, topology.gpu_nodes)
     what = f"{collective}/{algorithm}"
     procs, labels, rank_times = _start(env, rt, spec, topology, inputs, kwargs, what)
     _run(env, labels, what)
@@ -295,4 +298,5 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         host_bytes_sent=np.array(net.sent[p:], dtype=np.int64),
         host_bytes_received=np.array(net.received[p:], dtype=np.int64),
         link_bytes=links, messages=net.messages, rank_times=rank_times,
-        algbw=algbw, busbw=algbw * factor if factor else 0.0, max_error=max_error)
+        algbw=algbw, busbw=algbw * factor if factor else 0.0, max_error=max_error,
+        trace=tuple(rt.events) if trace else None)

@@ -89,3 +89,12 @@ def test_algorithms_from_other_packages_arrive_through_entry_points(monkeypatch,
     res = sc.simulate(sc.topology.switch(3), "broadcast", algorithm="plugin_flat", data=data,
                       root=2)
     assert res.correct and list(res.bytes_sent) == [0, 0, 80]
+
+
+def test_run_writes_a_trace(tmp_path, capsys):
+    path = tmp_path / "trace.json"
+    assert main(["run", "--topology", "switch:4", "--size", "4KiB", "--trace", str(path)]) == 0
+    events = json.loads(path.read_text())["traceEvents"]
+    assert sum(e["ph"] == "b" for e in events) == 2 * 4 * 3
+    assert main(["run", "--size", "4KiB", "--trace", str(tmp_path / "no" / "t.json")]) == 2
+    assert "t.json" in capsys.readouterr().err
