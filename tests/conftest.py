@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import simpy
 
 import simcoll as sc
+from simcoll.network import NETWORKS, Network
 
 ALPHA = 1e-6
 BETA = 1 / (100 * sc.GB)
@@ -34,3 +36,22 @@ def reference_network(p: int, servers: int = 0) -> sc.Topology:
 @pytest.fixture
 def alpha_beta():
     return ALPHA, BETA, GAMMA
+
+
+def run_flows(topo: sc.Topology, flows, network: str | type[Network] = "flow") -> list[float]:
+    """Start ``(start_time, src, dst, nbytes)`` transfers on a bare network model (by
+    name or class); return each one's arrival time."""
+    cls = NETWORKS[network] if isinstance(network, str) else network
+    env = simpy.Environment()
+    net = cls(env, topo, topo.nranks + len(topo.hosts))
+    arrived: dict[int, float] = {}
+
+    def starter(i, src, dst, nbytes):
+        def start(_):
+            net.transfer(src, dst, nbytes, lambda token: arrived.__setitem__(token, env.now), i)
+        return start
+
+    for i, (t0, src, dst, nbytes) in enumerate(flows):
+        env.timeout(t0).callbacks.append(starter(i, src, dst, nbytes))
+    env.run()
+    return [arrived[i] for i in range(len(flows))]

@@ -4,26 +4,10 @@ from __future__ import annotations
 
 import pytest
 import simpy
+from conftest import run_flows
 
 import simcoll as sc
 from simcoll.network import NETWORKS
-
-
-def run_flows(topo: sc.Topology, flows, model: str = "flow") -> list[float]:
-    """Start ``(start_time, src, dst, nbytes)`` transfers; return each arrival time."""
-    env = simpy.Environment()
-    net = NETWORKS[model](env, topo, topo.nranks + len(topo.hosts))
-    arrived: dict[int, float] = {}
-
-    def starter(i, src, dst, nbytes):
-        def start(_):
-            net.transfer(src, dst, nbytes, lambda token: arrived.__setitem__(token, env.now), i)
-        return start
-
-    for i, (t0, src, dst, nbytes) in enumerate(flows):
-        env.timeout(t0).callbacks.append(starter(i, src, dst, nbytes))
-    env.run()
-    return [arrived[i] for i in range(len(flows))]
 
 
 def line(bandwidths, latency=0.0) -> sc.Topology:

@@ -7,32 +7,14 @@ import random
 
 import numpy as np
 import pytest
-import simpy
+from conftest import run_flows
 
 import simcoll as sc
-import simcoll.algorithms.direct  # noqa: F401  (registers all_to_all/direct)
 from simcoll.network.flow import FlowNetwork
 
 
 class GeneralFlowNetwork(FlowNetwork):
     fast = False
-
-
-def run_flows(topo: sc.Topology, flows, cls=FlowNetwork) -> list[float]:
-    """Start ``(start_time, src, dst, nbytes)`` transfers; return each arrival time."""
-    env = simpy.Environment()
-    net = cls(env, topo, topo.nranks + len(topo.hosts))
-    arrived: dict[int, float] = {}
-
-    def starter(i, src, dst, nbytes):
-        def start(_):
-            net.transfer(src, dst, nbytes, lambda token: arrived.__setitem__(token, env.now), i)
-        return start
-
-    for i, (t0, src, dst, nbytes) in enumerate(flows):
-        env.timeout(t0).callbacks.append(starter(i, src, dst, nbytes))
-    env.run()
-    return [arrived[i] for i in range(len(flows))]
 
 
 @pytest.fixture
