@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from simcoll.algorithms import (
     bruck,
+    bucketed,
     direct,
     hierarchical,
     naive,
@@ -23,5 +24,5 @@ from simcoll.algorithms.registry import (
 )
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP",
-           "bruck", "direct", "hierarchical", "naive", "pairwise", "parameter_server",
+           "bruck", "bucketed", "direct", "hierarchical", "naive", "pairwise", "parameter_server",
            "pipeline", "recursive", "ring", "tree"]

@@ -187,6 +187,7 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
 from simcoll.cost import (  # noqa: E402, F401
     basic,
     bruck,
+    bucketed,
     direct,
     hierarchical,
     pairwise,

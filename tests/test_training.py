@@ -1,0 +1,72 @@
+"""DDP-style bucketed all-reduce overlapped with the backward pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ALPHA, BETA, GAMMA, make_data, reference_network
+
+import simcoll as sc
+from simcoll import cost
+from simcoll.training import data_parallel_step
+
+
+def ring_time(p, nbytes):
+    return 2 * (p - 1) * ALPHA + 2 * (p - 1) / p * nbytes * (BETA + GAMMA / 2)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+@pytest.mark.parametrize("buckets", [1, 4, 16])
+@pytest.mark.parametrize("compute_per_bucket_vs_allreduce", [0.0, 0.5, 1.0, 3.0])
+def test_step_time_is_the_overlap_formula(p, buckets, compute_per_bucket_vs_allreduce):
+    m = 4 * p * buckets * 4096
+    t_a = ring_time(p, m // buckets)
+    t_c = compute_per_bucket_vs_allreduce * t_a
+    res = sc.simulate(reference_network(p), "all_reduce", algorithm="bucketed", nbytes=m,
+                      buckets=buckets, compute=t_c * buckets)
+    expected = t_c + t_a + (buckets - 1) * max(t_c, t_a)
+    assert res.time == pytest.approx(expected, rel=1e-9)
+    assert res.time == pytest.approx(cost.predict(
+        "all_reduce", "bucketed", p=p, nbytes=m, alpha=ALPHA, beta=BETA, gamma=GAMMA,
+        buckets=buckets, compute=t_c * buckets), rel=1e-9)
+    np.testing.assert_array_equal(res.bytes_sent, [2 * (p - 1) * m // p] * p)
+
+
+@pytest.mark.parametrize("inner", ["ring", "recursive_doubling", "tree", "direct"])
+@pytest.mark.parametrize("p", [3, 4])
+def test_bucketed_result_and_traffic(inner, p):
+    data = make_data(p, 1003, "float32")
+    res = sc.simulate(reference_network(p), "all_reduce", algorithm="bucketed", data=data,
+                      buckets=5, compute=1e-5, inner=inner, op="avg")
+    assert res.correct
+    model = cost.traffic("all_reduce", "bucketed", p=p, nbytes=4 * 1003, buckets=5,
+                         inner=inner)
+    np.testing.assert_array_equal(res.bytes_sent, model.sent)
+
+
+def test_ddp_step_hides_communication_behind_a_long_backward_pass():
+    topo = reference_network(8)
+    grads = 100 * sc.MiB
+    bucket_time = ring_time(8, 4 * sc.MiB)
+    slow = data_parallel_step(topo, gradient_bytes=grads, forward=1e-3, backward=1.0,
+                              bucket_bytes=4 * sc.MiB)
+    assert slow.buckets == 25
+    # Only the last bucket's all-reduce sticks out of a long backward pass.
+    assert slow.exposed_communication == pytest.approx(bucket_time, rel=1e-9)
+    assert slow.step_time == pytest.approx(1e-3 + 1.0 + bucket_time, rel=1e-9)
+    fast = data_parallel_step(topo, gradient_bytes=grads, forward=1e-3, backward=1e-4,
+                              bucket_bytes=4 * sc.MiB)
+    # A short backward pass hides behind communication instead.
+    assert fast.allreduce.time == pytest.approx(1e-4 / 25 + 25 * bucket_time, rel=1e-9)
+
+
+def test_bad_training_arguments():
+    with pytest.raises(sc.InvalidInputError, match="bucket_bytes=0"):
+        data_parallel_step(reference_network(2), gradient_bytes=8, forward=0, backward=0,
+                           bucket_bytes=0)
+    with pytest.raises(sc.InvalidInputError, match="buckets=0"):
+        sc.simulate(reference_network(2), "all_reduce", algorithm="bucketed", nbytes=8,
+                    buckets=0)
+    with pytest.raises(sc.InvalidInputError, match="inner='bucketed'"):
+        sc.simulate(reference_network(2), "all_reduce", algorithm="bucketed", nbytes=8,
+                    inner="bucketed")
