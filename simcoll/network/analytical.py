@@ -9,16 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from simpy.events import Timeout
-
 from simcoll.network.base import Arrival, Network
 
 __all__ = ["AnalyticalNetwork"]
-
-
-def _fire(event: Timeout) -> None:
-    on_arrival, token = event._value
-    on_arrival(token)
 
 
 class AnalyticalNetwork(Network):
@@ -31,4 +24,4 @@ class AnalyticalNetwork(Network):
         entry = self._routes.get((src, dst)) or self._route(src, dst)
         links, latency, bandwidth = entry
         self._count(src, dst, nbytes, links)
-        Timeout(self.env, latency + nbytes / bandwidth, (on_arrival, token)).callbacks.append(_fire)
+        self._arrive_after(latency + nbytes / bandwidth, on_arrival, token)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import simpy
+from simpy.events import Timeout
 
 from simcoll.topology.graph import Topology
 
@@ -54,7 +55,16 @@ class Network:
         for d in links:
             link_bytes[d] += nbytes
 
+    def _arrive_after(self, delay: float, on_arrival: Arrival, token: Any) -> None:
+        """Call ``on_arrival(token)`` ``delay`` seconds from now."""
+        Timeout(self.env, delay, (on_arrival, token)).callbacks.append(_deliver)
+
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
                  token: Any) -> None:
         """Move ``nbytes`` from ``src`` to ``dst``; call ``on_arrival(token)`` on arrival."""
         raise NotImplementedError
+
+
+def _deliver(event: Timeout) -> None:
+    on_arrival, token = event._value
+    on_arrival(token)

@@ -132,16 +132,11 @@ class FlowNetwork(Network):
                  token: Any) -> None:
         entry = self._routes.get((src, dst)) or self._route(src, dst)
         links, latency, bandwidth = entry
-        self.sent[src] += nbytes
-        self.received[dst] += nbytes
-        self.messages += 1
-        link_bytes = self.link_bytes
-        for d in links:
-            link_bytes[d] += nbytes
+        self._count(src, dst, nbytes, links)
         env = self.env
         if nbytes <= 0:
             if latency > 0:
-                Timeout(env, latency, (on_arrival, token)).callbacks.append(_deliver)
+                self._arrive_after(latency, on_arrival, token)
             else:
                 on_arrival(token)
             return
@@ -386,8 +381,3 @@ class FlowNetwork(Network):
             if rate != flow.rate or flow.event is None:
                 flow.rate = rate
                 self._schedule(flow)
-
-
-def _deliver(event: Timeout) -> None:
-    on_arrival, token = event._value
-    on_arrival(token)
