@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import simpy
 
 import simcoll as sc
@@ -31,11 +30,6 @@ def reference_network(p: int, servers: int = 0) -> sc.Topology:
     return sc.topology.switch(p, bandwidth=1 / BETA, latency=ALPHA / 2,
                               reduce_bandwidth=1 / GAMMA, servers=servers,
                               server_reduce_bandwidth=1 / GAMMA)
-
-
-@pytest.fixture
-def alpha_beta():
-    return ALPHA, BETA, GAMMA
 
 
 def run_flows(topo: sc.Topology, flows, network: str | type[Network] = "flow") -> list[float]:
