@@ -29,9 +29,7 @@ class _Magnitudes(Sequence):
     def __len__(self) -> int:
         return len(self._inputs)
 
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [np.abs(x, dtype=np.float64) for x in self._inputs[index]]
+    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
         return np.abs(self._inputs[index], dtype=np.float64)
 
 

@@ -74,11 +74,9 @@ class Joint(Event):
 class Message:
     """One point-to-point message: its payload, and who to tell when it arrives."""
 
-    __slots__ = ("payload", "arrived", "receiver", "sender", "src", "dst", "tag", "nbytes",
-                 "start")
+    __slots__ = ("payload", "arrived", "receiver", "sender", "src", "dst", "tag")
 
-    def __init__(self, payload: Any, sender: Event, src: int, dst: int, tag: Any,
-                 nbytes: int, start: float):
+    def __init__(self, payload: Any, sender: Event, src: int, dst: int, tag: Any):
         self.payload = payload
         self.arrived = False
         self.receiver: Event | None = None
@@ -86,8 +84,6 @@ class Message:
         self.src = src
         self.dst = dst
         self.tag = tag
-        self.nbytes = nbytes
-        self.start = start
 
 
 class Channel:
@@ -119,16 +115,17 @@ class Runtime:
 
     # -- messages ------------------------------------------------------------------------
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
-                  tag: Any, sender: Event) -> None:
+                  tag: Any, sender: Event) -> Message:
         channel = self.channels.get(key)
         if channel is None:
             channel = self.channels[key] = Channel()
-        message = Message(payload, sender, src, dst, tag, nbytes, self.env._now)
+        message = Message(payload, sender, src, dst, tag)
         if channel.waiting:
             message.receiver = channel.waiting.popleft()
         else:
             channel.unclaimed.append(message)
         self.network.transfer(src, dst, nbytes, self._arrive, message)
+        return message
 
     def post_recv(self, key: tuple, receiver: Event) -> Any:
         """Bind ``receiver`` to the next message of the channel; return the payload if it
@@ -206,10 +203,20 @@ class TracingRuntime(Runtime):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.events: list[TraceEvent] = []
+        self._sent: dict[Message, tuple[float, int]] = {}
+
+    def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
+                  tag: Any, sender: Event) -> Message:
+        start = self.env._now
+        message = super().post_send(key, payload, nbytes, src, dst, tag, sender)
+        if not message.arrived:  # an empty message on a zero-latency route already has
+            self._sent[message] = (start, nbytes)
+        return message
 
     def arrive(self, message: Message) -> None:
+        start, nbytes = self._sent.pop(message, (self.env._now, 0))
         self.events.append(TraceEvent("message", message.src, message.dst, message.tag,
-                                      message.nbytes, message.start, self.env._now))
+                                      nbytes, start, self.env._now))
         super().arrive(message)
 
     def reduce_delay(self, endpoint: int, nbytes: int) -> float:
