@@ -15,7 +15,8 @@ from typing import Any, Union
 
 import numpy as np
 
-__all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "split", "join", "nbytes_of"]
+__all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "split", "join", "nbytes_of", "frozen",
+           "snapshot", "memory_owner"]
 
 
 class VirtualBuffer:
@@ -172,3 +173,36 @@ def nbytes_of(payload: Any) -> int:
         raise TypeError(
             f"cannot send a {type(payload).__name__}; send a numpy array, a VirtualBuffer, "
             f"or None (an empty message)") from None
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """Mark ``array`` read-only and return it."""
+    array.flags.writeable = False
+    return array
+
+
+def snapshot(data: Any, trusted: frozenset[int] = frozenset()) -> Any:
+    """The payload a send carries: an array nobody can change any more.
+
+    Algorithms only ever hold read-only arrays (inputs are handed over as read-only views;
+    ``comm.reduce``, ``comm.join`` and received payloads are read-only), so those are sent
+    as they are, without a copy: immutability is what makes them snapshots. An array is
+    copied once into a read-only one if it is writeable, or if it is a read-only view of
+    memory that something else may still write: an array that owns writeable memory and
+    whose ``id`` is not in ``trusted`` (the run's inputs, which nothing changes).
+    """
+    if type(data) is not np.ndarray:
+        return data
+    if data.flags.writeable:
+        return frozen(data.copy())
+    base = memory_owner(data)
+    if base is not data and base.flags.writeable and id(base) not in trusted:
+        return frozen(data.copy())
+    return data
+
+
+def memory_owner(array: np.ndarray) -> np.ndarray:
+    """The array at the end of ``array``'s chain of bases: the one whose memory it views."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from simpy.events import PENDING, Event, Timeout
+from simpy.events import PENDING, Event
 
 from simcoll import buffers
-from simcoll.buffers import Buffer, VirtualBuffer
+from simcoll.buffers import Buffer, VirtualBuffer, frozen, snapshot
 from simcoll.errors import CommUsageError
 from simcoll.ops import ReduceOp
-from simcoll.runtime import Joint, Runtime, done_event, frozen, snapshot
+from simcoll.runtime import Joint, Runtime
 
 __all__ = ["Comm"]
 
@@ -82,7 +82,7 @@ class Comm:
         if type(data) is VirtualBuffer:
             payload, nbytes = data, data.nbytes
         else:
-            payload = snapshot(data)
+            payload = snapshot(data, self._rt.inputs)
             nbytes = buffers.nbytes_of(payload)
         address = self._address
         self._rt.post_send((self._context, address, target, tag), payload, nbytes,
@@ -94,9 +94,7 @@ class Comm:
         event = Event(self._env)
         payload = self._rt.post_recv((self._context, source, self._address, tag), event)
         if payload is not PENDING:
-            event._ok = True
-            event._value = payload
-            event.callbacks = None
+            return self._rt.done(payload)
         return event
 
     def sendrecv(self, data: Any, dst: int, src: int, *, tag: Any = 0,
@@ -135,10 +133,7 @@ class Comm:
                 raise CommUsageError(f"rank {self.rank}: cannot reduce arrays of shapes "
                                      f"{a.shape} and {b.shape}")
             out = frozen(op(a, b))
-        delay = self._rt.reduce_delay(self._address, out.nbytes)
-        if delay == 0:
-            return done_event(self._env, out)
-        return Timeout(self._env, delay, out)
+        return self._rt.after(self._rt.reduce_delay(self._address, out.nbytes), out)
 
     def compute(self, seconds: float) -> Event:
         """Keep this GPU's compute stream busy for ``seconds`` (FIFO with earlier work)."""

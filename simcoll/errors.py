@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = [
     "SimCollError", "TopologyError", "UnknownAlgorithmError", "UnknownCollectiveError",
     "UnknownNetworkError", "InvalidInputError", "DeadlockError", "UnmatchedMessageError",
-    "AlgorithmError", "CommUsageError",
+    "AlgorithmError", "CommUsageError", "RunLimitError",
 ]
 
 
@@ -64,3 +64,15 @@ class DeadlockError(SimCollError):
 
 class UnmatchedMessageError(SimCollError):
     """The simulation finished but some messages were sent and never received."""
+
+
+class RunLimitError(SimCollError):
+    """A run went past its simulated-time or event limit (``simulate(until=, max_events=)``).
+
+    Attributes:
+        running: the ranks (and hosts) whose programs had not returned.
+    """
+
+    def __init__(self, message: str, running: list[str]):
+        super().__init__(message)
+        self.running = running

@@ -6,9 +6,9 @@ network delivers them in (non-overtaking). A transfer starts as soon as it is se
 (eager); its send event fires when the last byte arrives.
 
 Events that complete at the moment they are created, or that nobody waits on yet when
-they complete, are marked processed directly instead of going through SimPy's queue: a
-process that yields a processed event resumes at once with its value. This keeps free
-reductions and already-arrived receives off the event queue.
+they complete, are marked processed directly instead of going through SimPy's queue
+(:mod:`simcoll.engine`): a process that yields a processed event resumes at once with its
+value. This keeps free reductions and already-arrived receives off the event queue.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ import numpy as np
 import simpy
 from simpy.events import PENDING, Event, Timeout
 
+from simcoll.buffers import memory_owner
+from simcoll.engine import RunStop, complete, done_event
 from simcoll.network.base import Network
 
-__all__ = ["Runtime", "TracingRuntime", "TraceEvent", "done_event"]
+__all__ = ["Runtime", "TracingRuntime", "TraceEvent"]
 
 
 @dataclass(frozen=True)
@@ -39,25 +41,6 @@ class TraceEvent:
     nbytes: int
     start: float
     end: float
-
-
-def done_event(env: simpy.Environment, value: Any = None) -> Event:
-    """An event that is already processed: yielding it resumes at once with ``value``."""
-    event = Event(env)
-    event._ok = True
-    event._value = value
-    event.callbacks = None
-    return event
-
-
-def _complete(event: Event, value: Any) -> None:
-    """Trigger ``event``; skip the queue when no process waits on it yet."""
-    event._ok = True
-    event._value = value
-    if event.callbacks:
-        event.env.schedule(event)
-    else:
-        event.callbacks = None
 
 
 class Joint(Event):
@@ -100,7 +83,8 @@ class Runtime:
     """Everything the communicators of one run share."""
 
     def __init__(self, env: simpy.Environment, network: Network, nranks: int,
-                 reduce_bandwidth: list[float], nodes: tuple[int, ...] | None = None):
+                 reduce_bandwidth: list[float], nodes: tuple[int, ...] | None = None,
+                 max_instant: int = 10**9, inputs: tuple[np.ndarray, ...] = ()):
         self.env = env
         self.network = network
         self.nranks = nranks
@@ -112,6 +96,10 @@ class Runtime:
         self.channels: dict[tuple, Channel] = {}
         self._arrive = self.arrive
         self.contexts: dict[tuple[int, ...], int] = {}
+        self.instant_left = max_instant
+        self.inputs = frozenset(id(memory_owner(x)) for x in inputs)
+        """The arrays handed to the ranks as inputs: nothing changes them during the run,
+        so read-only views of them travel without a copy."""
 
     # -- messages ------------------------------------------------------------------------
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
@@ -150,16 +138,16 @@ class Runtime:
                 receiver.payload = message.payload
                 receiver.pending -= 1
                 if receiver.pending == 0:
-                    _complete(receiver, receiver.payload)
+                    complete(receiver, receiver.payload)
             else:
-                _complete(receiver, message.payload)
+                complete(receiver, message.payload)
         sender = message.sender
         if type(sender) is Joint:
             sender.pending -= 1
             if sender.pending == 0:
-                _complete(sender, sender.payload)
+                complete(sender, sender.payload)
         else:
-            _complete(sender, None)
+            complete(sender, None)
 
     # -- local work ----------------------------------------------------------------------
     def reduce_delay(self, endpoint: int, nbytes: int) -> float:
@@ -179,9 +167,19 @@ class Runtime:
         return end - now
 
     def after(self, delay: float, value: Any) -> Event:
+        """An event that fires ``delay`` seconds from now with ``value``."""
         if delay == 0:
-            return done_event(self.env, value)
+            return self.done(value)
         return Timeout(self.env, delay, value)
+
+    def done(self, value: Any) -> Event:
+        """An already-processed event: work that took no time. Such events never reach the
+        event loop, so they are counted here: a rank program that spins on them forever
+        hits the run's event limit like one that spins on timed events."""
+        self.instant_left -= 1
+        if self.instant_left < 0:
+            raise RunStop("events", self.env._now)
+        return done_event(self.env, value)
 
     # -- end of run ----------------------------------------------------------------------
     def waiting_receives(self) -> dict[int, list[str]]:
@@ -232,22 +230,3 @@ class TracingRuntime(Runtime):
         end = self.env._now + delay
         self.events.append(TraceEvent("compute", endpoint, None, None, 0, end - seconds, end))
         return delay
-
-
-def frozen(array: np.ndarray) -> np.ndarray:
-    """Mark ``array`` read-only and return it."""
-    array.flags.writeable = False
-    return array
-
-
-def snapshot(data: Any) -> Any:
-    """The payload a send carries: an array nobody can change any more.
-
-    Algorithms only ever hold read-only arrays (inputs are handed over as read-only views;
-    ``comm.reduce``, ``comm.join`` and received payloads are read-only), so those are sent
-    as they are, without a copy: immutability is what makes them snapshots. A writeable
-    array is copied once into a read-only one.
-    """
-    if type(data) is np.ndarray and data.flags.writeable:
-        return frozen(data.copy())
-    return data

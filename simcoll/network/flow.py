@@ -34,8 +34,9 @@ their latency phase). A draining flow is in one of three regimes:
   Re-solving is deferred to the end of the current instant: all starts and ends that
   happen at the same simulated time are solved once (exact, since rates only matter over
   intervals of positive length). A flow whose rate did not change keeps its scheduled
-  completion; a flow whose rate changed gets a new one, and the stale event is recognised
-  and ignored when it fires (SimPy events cannot be cancelled).
+  completion; a flow whose rate changed gets a new one and its old one is cancelled
+  (:func:`simcoll.engine.cancel`: it stays in SimPy's queue, but the run loop drops it
+  without moving the clock, so a superseded completion never shows in the run's time).
 
 Groups touched by a flow that cannot join them are dissolved into the general regime, once
 (O(n)).
@@ -49,6 +50,7 @@ from typing import Any
 import simpy
 from simpy.events import Timeout
 
+from simcoll.engine import cancel
 from simcoll.network.base import Arrival, Network
 from simcoll.topology.graph import Topology
 
@@ -105,7 +107,9 @@ class _Group:
 
     def push(self, flow: _Flow, remaining: float) -> None:
         flow.group = self
-        flow.event = None
+        if flow.event is not None:
+            cancel(flow.event)
+            flow.event = None
         flow.key = self.virtual + remaining
         self.seq += 1
         heappush(self.heap, (flow.key, self.seq, flow))
@@ -175,6 +179,7 @@ class FlowNetwork(Network):
         on_link = self._on_link
         for d in flow.links:
             del on_link[d][flow]
+        cancel(flow.event)
         flow.event = None
         Timeout(self.env, flow.start - now, flow).callbacks.append(self._start)
 
@@ -249,13 +254,14 @@ class FlowNetwork(Network):
         """Schedule the group's next completion."""
         heap = group.heap
         delay = (heap[0][0] - group.virtual) * len(heap) / group.capacity
+        if group.event is not None:
+            cancel(group.event)
         event = group.event = Timeout(self.env, delay if delay > 0 else 0.0, group)
         event.callbacks.append(self._group_finish)
 
     def _group_finish(self, event: Timeout) -> None:
         group = event._value
-        if group.event is not event:
-            return
+        group.event = None
         heap = group.heap
         key = heap[0][0]
         group.virtual = key
@@ -271,8 +277,6 @@ class FlowNetwork(Network):
             done.append(flow)
         if heap:
             self._wake(group)
-        else:
-            group.event = None
         for flow in done:
             flow.on_arrival(flow.token)
 
@@ -289,7 +293,9 @@ class FlowNetwork(Network):
             for d in flow.links:
                 dirty[d] = None
         group.heap = []
-        group.event = None
+        if group.event is not None:
+            cancel(group.event)
+            group.event = None
 
     def _go_general(self, flow: _Flow, now: float) -> None:
         on_link = self._on_link
@@ -306,6 +312,8 @@ class FlowNetwork(Network):
 
     # -- draining ------------------------------------------------------------------------
     def _schedule(self, flow: _Flow) -> None:
+        if flow.event is not None:
+            cancel(flow.event)
         remaining = flow.remaining
         delay = remaining / flow.rate if remaining > 0 else 0.0
         event = flow.event = Timeout(self.env, delay, flow)
@@ -313,8 +321,6 @@ class FlowNetwork(Network):
 
     def _finish(self, event: Timeout) -> None:
         flow = event._value
-        if flow.event is not event:
-            return
         flow.event = None
         on_link, load = self._on_link, self._load
         shared = False

@@ -1,0 +1,111 @@
+"""The event loop, and the only place simcoll reaches below SimPy's public API.
+
+Rank programs are plain SimPy processes: generators that yield SimPy events. Every
+message, reduction and flow completion goes through the few helpers here, so they use
+SimPy's event fields directly where the public API would cost an extra trip through the
+event queue per message (SimPy's ``Event.succeed`` always schedules; its events cannot be
+cancelled; ``Environment.run`` moves the clock for events nobody waits on):
+
+* :func:`done_event`: an event that is already processed; a process that yields it
+  resumes at once, without a trip through the queue.
+* :func:`complete`: trigger an event; schedule it only if somebody waits on it already.
+* :func:`cancel`: forget an event that was scheduled but must no longer do anything (a
+  flow completion superseded by a rate change). It keeps its place in the queue (SimPy
+  offers no removal) but loses its callbacks.
+* :func:`run`: SimPy's ``Environment.run`` loop with two differences. An event that
+  nobody waits on (a cancelled one, or a timeout no process yielded) is dropped without
+  moving the clock, so ``env.now`` after the run is the instant of the last event that
+  did something: the last message delivered or the last process resumed. And the run
+  stops with :class:`~simcoll.errors.RunLimitError` past a simulated time or an event
+  count, so a program that never ends cannot hang the caller.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop
+from typing import Any
+
+import simpy
+from simpy.events import Event, Process
+
+__all__ = ["done_event", "complete", "cancel", "run", "RunStop"]
+
+
+def done_event(env: simpy.Environment, value: Any = None) -> Event:
+    """An event that is already processed: yielding it resumes at once with ``value``."""
+    event = Event(env)
+    event._ok = True
+    event._value = value
+    event.callbacks = None
+    return event
+
+
+def complete(event: Event, value: Any) -> None:
+    """Trigger ``event`` with ``value``; skip the queue when no process waits on it yet
+    (a process that yields it later resumes at once)."""
+    event._ok = True
+    event._value = value
+    if event.callbacks:
+        event.env.schedule(event)
+    else:
+        event.callbacks = None
+
+
+def cancel(event: Event) -> None:
+    """Make a scheduled event do nothing when its time comes, and not move the clock."""
+    event.callbacks = []
+
+
+class RunStop(Exception):
+    """Raised by :func:`run` when a limit is reached; ``reason`` says which."""
+
+    def __init__(self, reason: str, now: float):
+        super().__init__(reason)
+        self.reason = reason
+        self.now = now
+
+
+class InvalidYield(Exception):
+    """A process yielded something that is not an event; ``process`` is the culprit."""
+
+    def __init__(self, process: Process, detail: str):
+        super().__init__(detail)
+        self.process = process
+
+
+def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
+    """Process events until none is left; return how many were processed.
+
+    Raises:
+        RunStop: the next event lies beyond ``until`` seconds, or ``max_events`` events
+            were processed.
+        InvalidYield: a process yielded something that is not an event.
+    """
+    queue = env._queue
+    processed = 0
+    while queue:
+        when, _, _, event = heappop(queue)
+        callbacks = event.callbacks
+        event.callbacks = None
+        if not callbacks:
+            if not event._ok and not hasattr(event, "_defused"):
+                raise event._value
+            continue
+        if when > until or processed >= max_events:
+            raise RunStop("time" if when > until else "events", env._now)
+        env._now = when
+        processed += 1
+        for callback in callbacks:
+            try:
+                callback(event)
+            except (RuntimeError, AttributeError) as exc:
+                # A rank program's own exceptions never get here (its process catches
+                # them and fails); what escapes a process's resume is SimPy refusing the
+                # value it yielded.
+                owner = getattr(callback, "__self__", None)
+                if isinstance(owner, Process):
+                    raise InvalidYield(owner, str(exc).strip().splitlines()[-1]) from None
+                raise
+        if not event._ok and not hasattr(event, "_defused"):
+            raise event._value
+    return processed
