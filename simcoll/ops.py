@@ -34,6 +34,25 @@ class ReduceOp(enum.Enum):
     def __call__(self, a: Any, b: Any) -> Any:
         return _UFUNCS[self.name](a, b)
 
+    def finish(self, total: np.ndarray, p: int) -> np.ndarray:
+        """A rank's output from its combined buffer: ``AVG`` divides by ``p``; other ops
+        return ``total`` unchanged.
+
+        Integer averages truncate toward zero, as C's division does: the magnitude is
+        divided in uint64, where every integer's magnitude fits (``abs`` of the dtype's
+        minimum does not fit the dtype itself), then the sign is put back.
+        """
+        if self is not ReduceOp.AVG:
+            return total
+        if total.dtype.kind == "f":
+            return total / total.dtype.type(p)
+        if total.dtype.kind == "u":
+            return (total.astype(np.uint64) // np.uint64(p)).astype(total.dtype)
+        wide = total.astype(np.int64)
+        magnitude = np.where(wide < 0, -(wide.view(np.uint64)), wide.view(np.uint64))
+        quotient = (magnitude // np.uint64(p)).view(np.int64)
+        return np.where(wide < 0, -quotient, quotient).astype(total.dtype)
+
     @classmethod
     def parse(cls, op: ReduceOp | str) -> ReduceOp:
         """Accept a ReduceOp or its name (``"sum"``, ``"SUM"``, ...)."""

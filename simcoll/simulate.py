@@ -19,7 +19,6 @@ from simcoll.algorithms.registry import AlgorithmSpec, get_algorithm
 from simcoll.buffers import VirtualBuffer
 from simcoll.check import compare
 from simcoll.collectives import collective as get_collective
-from simcoll.collectives import finish_avg
 from simcoll.comm import Comm
 from simcoll.engine import InvalidYield, RunStop, run
 from simcoll.errors import (
@@ -296,7 +295,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
 
     outputs = _owned([proc.value for proc in procs])
     if coll.reduces and reduce_op is ReduceOp.AVG and arrays is not None:
-        outputs = [finish_avg(o, reduce_op, p) if isinstance(o, np.ndarray) else o
+        outputs = [reduce_op.finish(o, p) if isinstance(o, np.ndarray) else o
                    for o in outputs]
     correct = max_error = None
     if arrays is not None and check:
