@@ -13,10 +13,16 @@ BETA = 1 / (100 * sc.GB)
 GAMMA = 1 / (400 * sc.GB)
 
 
-def make_data(p: int, count: int, dtype, op: sc.ReduceOp = sc.ReduceOp.SUM, seed: int = 0):
-    """One array per rank, with values that keep ``op`` well inside the dtype's range."""
+def make_data(p: int, count: int, dtype, op: sc.ReduceOp = sc.ReduceOp.SUM, seed: int = 0,
+              *, full_range: bool = False):
+    """One array per rank, with values that keep ``op`` well inside the dtype's range (or,
+    for integers with ``full_range``, anywhere in it, so that sums and products wrap)."""
     rng = np.random.default_rng(seed)
     dtype = np.dtype(dtype)
+    if full_range and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return [rng.integers(info.min, info.max, count, dtype=dtype, endpoint=True)
+                for _ in range(p)]
     if dtype.kind == "f":
         if op is sc.ReduceOp.PRODUCT:
             return [rng.uniform(0.8, 1.25, count).astype(dtype) for _ in range(p)]

@@ -1,12 +1,16 @@
-"""Property-based checks (hypothesis): any algorithm, rank count, size and dtype gives the
-numpy result and the cost model's traffic; the flow model's shortcuts never change times."""
+"""Property-based checks (hypothesis): any algorithm, machine, rank count, size, dtype and op
+gives the tests' own reference result (``reference.py``, not simcoll's checker) and the
+cost model's traffic; the flow model's shortcuts never change times."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from conftest import make_data, reference_network, run_flows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from machines import KINDS, random_machine
+from reference import assert_outputs_match
 
 import simcoll as sc
 from simcoll import cost
@@ -14,29 +18,84 @@ from simcoll.network.flow import FlowNetwork
 
 PAIRS = [pair for pair in sc.list_algorithms()
          if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")]
-OPS = [sc.ReduceOp.SUM, sc.ReduceOp.MIN, sc.ReduceOp.MAX, sc.ReduceOp.AVG]
+OPS = list(sc.ReduceOp)
+DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "int32", "int64",
+          "uint64"]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pair=st.sampled_from(PAIRS), p=st.integers(1, 9), count=st.integers(0, 40),
-       dtype=st.sampled_from(["float32", "float64", "int32", "int16"]),
-       op=st.sampled_from(OPS), seed=st.integers(0, 2**16), data=st.data())
-def test_any_run_is_correct_and_moves_the_modelled_bytes(pair, p, count, dtype, op, seed,
-                                                        data):
+def draw_case(data, pair, p, hosts=0):
+    """Root and servers for the pair, drawn where the collective or algorithm takes them."""
+    coll, alg = pair
+    kwargs = {}
+    if sc.COLLECTIVES[coll].rooted:
+        kwargs["root"] = data.draw(st.integers(0, p - 1), label="root")
+    if alg == "parameter_server":
+        kwargs["servers"] = data.draw(st.integers(1, hosts or p), label="servers")
+    return kwargs
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pair=st.sampled_from(PAIRS), p=st.integers(1, 17), count=st.integers(0, 300),
+       dtype=st.sampled_from(DTYPES), op=st.sampled_from(OPS), seed=st.integers(0, 2**16),
+       data=st.data())
+def test_any_run_gives_the_reference_result_and_the_modelled_bytes(pair, p, count, dtype,
+                                                                   op, seed, data):
     coll, alg = pair
     collective = sc.COLLECTIVES[coll]
-    kwargs = {"op": op} if collective.reduces else {}
-    if collective.rooted:
-        kwargs["root"] = data.draw(st.integers(0, p - 1), label="root")
-    inputs = make_data(p, 0 if coll == "barrier" else count, dtype, op, seed)
+    kwargs = draw_case(data, pair, p)
+    if collective.reduces:
+        kwargs["op"] = op
+    inputs = make_data(p, 0 if coll == "barrier" else count, dtype, op, seed,
+                       full_range=True)
     res = sc.simulate(reference_network(p), coll, algorithm=alg, data=inputs, **kwargs)
     assert res.correct, res.max_error
-    params = {"root": kwargs["root"]} if collective.rooted else {}
-    itemsize = np.dtype(dtype).itemsize
-    model = cost.traffic(coll, alg, p=p, nbytes=inputs[0].nbytes, itemsize=itemsize,
-                         **params)
+    assert_outputs_match(res, inputs, op, kwargs.get("root", 0))
+    params = {k: v for k, v in kwargs.items() if k != "op"}
+    model = cost.traffic(coll, alg, p=p, nbytes=inputs[0].nbytes,
+                         itemsize=np.dtype(dtype).itemsize, **params)
     np.testing.assert_array_equal(res.bytes_sent, model.sent)
     np.testing.assert_array_equal(res.bytes_received, model.received)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pair=st.sampled_from(PAIRS), kind=st.sampled_from(KINDS), machine=st.integers(0, 10**6),
+       hosts=st.integers(0, 2), count=st.integers(0, 200), dtype=st.sampled_from(DTYPES),
+       op=st.sampled_from(OPS), seed=st.integers(0, 2**16), data=st.data())
+def test_results_do_not_depend_on_the_machine(pair, kind, machine, hosts, count, dtype, op,
+                                              seed, data):
+    coll, alg = pair
+    topo = random_machine(kind, machine, hosts=hosts)
+    kwargs = draw_case(data, pair, topo.nranks, hosts)
+    if sc.COLLECTIVES[coll].reduces:
+        kwargs["op"] = op
+    inputs = make_data(topo.nranks, 0 if coll == "barrier" else count, dtype, op, seed,
+                       full_range=True)
+    res = sc.simulate(topo, coll, algorithm=alg, data=inputs, **kwargs)
+    assert res.correct, res.max_error
+    assert_outputs_match(res, inputs, op, kwargs.get("root", 0))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
+def test_integer_avg_of_a_sum_that_wraps_to_the_dtype_minimum(dtype):
+    # Two ranks of -2^(b-2) sum to -2^(b-1), the dtype's minimum; the average is
+    # -2^(b-2) again (np.abs of the minimum overflows, which once gave +2^(b-2)).
+    quarter = np.iinfo(dtype).min // 2
+    inputs = [np.array([quarter, -7, 7], dtype=dtype)] * 2
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", data=inputs,
+                      op="avg")
+    for out in res.outputs:
+        assert out.tolist() == [quarter, -7, 7]
+    assert res.correct
+
+
+def test_integer_avg_truncates_toward_zero_where_the_sum_wraps():
+    # int8, 3 ranks: -128 * 3 = -384 wraps to -128, and -128 / 3 truncates to -42;
+    # 127 * 3 = 381 wraps to 125, and 125 / 3 truncates to 41.
+    inputs = [np.array([-128, 127, -5, 5], dtype=np.int8)] * 3
+    res = sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="naive", data=inputs,
+                      op="avg")
+    assert res.outputs[0].tolist() == [-42, 41, -5, 5]
+    assert res.correct
 
 
 class GeneralOnly(FlowNetwork):

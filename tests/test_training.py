@@ -32,6 +32,32 @@ def test_step_time_is_the_overlap_formula(p, buckets, compute_per_bucket_vs_allr
     np.testing.assert_array_equal(res.bytes_sent, [2 * (p - 1) * m // p] * p)
 
 
+FLAT = [name for _, name in sc.list_algorithms("all_reduce")
+        if name not in ("bucketed", "parameter_server", "hierarchical")]
+
+
+@pytest.mark.parametrize("inner", FLAT)
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 5, 6, 8, 12])
+def test_bucketed_time_equals_the_model_wherever_it_claims_exactness(inner, p):
+    claimed = 0
+    for buckets in (1, 3, 4):
+        nbytes = 4 * p * buckets * 1000
+        t_a = cost.predict("all_reduce", inner, p=p, nbytes=nbytes // buckets, alpha=ALPHA,
+                           beta=BETA, gamma=GAMMA)
+        for compute in (0.0, 0.5 * t_a * buckets, 4 * t_a * buckets):
+            params = dict(buckets=buckets, compute=compute, inner=inner)
+            res = sc.simulate(reference_network(p), "all_reduce", algorithm="bucketed",
+                              nbytes=nbytes, **params)
+            if cost.is_exact("all_reduce", "bucketed", p=p, nbytes=nbytes, itemsize=4,
+                             **params):
+                claimed += 1
+                t_c = compute / buckets
+                expected = t_c + t_a + (buckets - 1) * max(t_c, t_a)
+                assert res.time == pytest.approx(expected, rel=1e-9, abs=1e-18), params
+    single = cost.is_exact("all_reduce", inner, p=p, nbytes=4 * p * 1000, itemsize=4)
+    assert (claimed > 0) == single
+
+
 @pytest.mark.parametrize("inner", ["ring", "recursive_doubling", "tree", "direct"])
 @pytest.mark.parametrize("p", [3, 4])
 def test_bucketed_result_and_traffic(inner, p):

@@ -1,0 +1,115 @@
+"""The tests' own reference for every collective, written apart from simcoll's.
+
+simcoll checks its outputs against ``simcoll.collectives`` (``Result.correct``); these
+tests must not lean on that code alone. Here integers are combined in exact Python
+arithmetic and wrapped into the dtype afterwards (what modular arithmetic in the dtype
+gives, in any order), integer AVG truncates toward zero as C does, and floats are combined
+in float64 (``longdouble`` for wider inputs), with the rounding allowance of a p-term sum.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import simcoll as sc
+
+
+def _wrap(value: int, dtype: np.dtype) -> int:
+    info = np.iinfo(dtype)
+    span = int(info.max) - int(info.min) + 1
+    return (value - int(info.min)) % span + int(info.min)
+
+
+def _combine_ints(columns: list[list[int]], op: sc.ReduceOp, dtype: np.dtype) -> np.ndarray:
+    out = []
+    for values in zip(*columns):
+        if op in (sc.ReduceOp.SUM, sc.ReduceOp.AVG):
+            v = _wrap(sum(values), dtype)
+            if op is sc.ReduceOp.AVG:
+                v = abs(v) // len(values) * (1 if v >= 0 else -1)
+        elif op is sc.ReduceOp.PRODUCT:
+            v = _wrap(math.prod(values), dtype)
+        else:
+            v = min(values) if op is sc.ReduceOp.MIN else max(values)
+        out.append(v)
+    return np.array(out, dtype=dtype)
+
+
+def reduced(inputs: list[np.ndarray], op: sc.ReduceOp) -> np.ndarray:
+    """The element-wise reduction of all inputs (exact for integers, float64 for floats)."""
+    dtype = inputs[0].dtype
+    if dtype.kind in "iu":
+        return _combine_ints([x.tolist() for x in inputs], op, dtype)
+    stack = np.stack(inputs).astype(np.result_type(dtype, np.float64))
+    if op is sc.ReduceOp.SUM:
+        return stack.sum(axis=0)
+    if op is sc.ReduceOp.AVG:
+        return stack.sum(axis=0) / len(inputs)
+    if op is sc.ReduceOp.PRODUCT:
+        return stack.prod(axis=0)
+    return stack.min(axis=0) if op is sc.ReduceOp.MIN else stack.max(axis=0)
+
+
+def _blocks(x: np.ndarray, p: int) -> list[np.ndarray]:
+    """x cut into p consecutive blocks, the first ``len(x) % p`` one element longer."""
+    q, r = divmod(len(x), p)
+    edges = [0]
+    for i in range(p):
+        edges.append(edges[-1] + q + (i < r))
+    return [x[edges[i]:edges[i + 1]] for i in range(p)]
+
+
+def expected_outputs(collective: str, inputs: list[np.ndarray], op: sc.ReduceOp,
+                     root: int = 0) -> list[np.ndarray | None]:
+    """Every rank's expected output (None where the collective leaves it unspecified)."""
+    p = len(inputs)
+    if collective == "all_reduce":
+        return [reduced(inputs, op)] * p
+    if collective == "reduce_scatter":
+        return _blocks(reduced(inputs, op), p)
+    if collective == "reduce":
+        return [reduced(inputs, op) if r == root else None for r in range(p)]
+    if collective == "all_gather":
+        return [np.concatenate(inputs)] * p
+    if collective == "gather":
+        return [np.concatenate(inputs) if r == root else None for r in range(p)]
+    if collective == "broadcast":
+        return [inputs[root]] * p
+    if collective == "scatter":
+        return _blocks(inputs[root], p)
+    if collective == "all_to_all":
+        blocks = [_blocks(x, p) for x in inputs]
+        return [np.concatenate([blocks[j][r] for j in range(p)]) for r in range(p)]
+    if collective == "barrier":
+        return [None] * p
+    raise ValueError(collective)
+
+
+def assert_outputs_match(res: sc.Result, inputs: list[np.ndarray], op: sc.ReduceOp,
+                         root: int = 0) -> None:
+    """Every rank's output has the input dtype, the expected length and the expected
+    values: exact for integers and data movement, within rounding for float reductions."""
+    coll = sc.COLLECTIVES[res.collective]
+    p = len(inputs)
+    dtype = inputs[0].dtype
+    magnitudes = expected_outputs(res.collective, [np.abs(x.astype(np.float64))
+                                                   for x in inputs], sc.ReduceOp.SUM, root) \
+        if coll.reduces and dtype.kind == "f" else None
+    for rank, (out, ref) in enumerate(zip(res.outputs, expected_outputs(
+            res.collective, inputs, op, root))):
+        if ref is None:
+            continue
+        assert out.dtype == dtype and out.shape == ref.shape, (rank, out.dtype, out.shape)
+        if magnitudes is None or op in (sc.ReduceOp.MIN, sc.ReduceOp.MAX):
+            np.testing.assert_array_equal(out, ref.astype(dtype), err_msg=f"rank {rank}")
+        else:
+            eps = float(np.finfo(dtype).eps)
+            scale = np.abs(ref) if op is sc.ReduceOp.PRODUCT else magnitudes[rank]
+            if op is sc.ReduceOp.AVG:
+                scale = scale / p
+            # p - 1 additions in any order, plus the rounding of the dtype's own result
+            allowed = (p + 1) * eps * scale + float(np.finfo(dtype).smallest_normal)
+            error = np.abs(out.astype(ref.dtype) - ref)
+            assert np.all(error <= allowed), (rank, float(error.max()))
