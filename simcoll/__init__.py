@@ -22,6 +22,7 @@ from simcoll.errors import (
     CommUsageError,
     DeadlockError,
     InvalidInputError,
+    RunLimitError,
     SimCollError,
     TopologyError,
     UnknownAlgorithmError,
@@ -47,7 +48,7 @@ __all__ = [
     "training",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",
     "UnknownAlgorithmError", "UnknownNetworkError", "DeadlockError", "UnmatchedMessageError",
-    "AlgorithmError", "CommUsageError",
+    "AlgorithmError", "CommUsageError", "RunLimitError",
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "Gbps", "ms", "us", "ns",
     "parse_size", "__version__",
 ]

@@ -16,7 +16,7 @@ from typing import Any, Union
 import numpy as np
 
 __all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "split", "join", "nbytes_of", "frozen",
-           "snapshot", "memory_owner"]
+           "snapshot", "memory_owner", "owned"]
 
 
 class VirtualBuffer:
@@ -206,3 +206,20 @@ def memory_owner(array: np.ndarray) -> np.ndarray:
     while isinstance(array.base, np.ndarray):
         array = array.base
     return array
+
+
+def owned(outputs: Sequence[Any]) -> list[Any]:
+    """The outputs a run hands back: every array writeable and sharing memory with nothing
+    else (algorithms pass read-only arrays around without copying them, so one array may
+    be several ranks' output, or a view of an input)."""
+    seen: set[int] = set()
+    result = []
+    for out in outputs:
+        if isinstance(out, np.ndarray):
+            if out.base is not None or id(out) in seen:
+                out = out.copy()
+            else:
+                out.flags.writeable = True
+            seen.add(id(out))
+        result.append(out)
+    return result

@@ -56,7 +56,7 @@ class Comm:
     def _peer(self, peer: int, role: str) -> int:
         if type(peer) is int and 0 <= peer < self._ranks and peer != self.rank:
             return peer if self._members is None else self._members[peer]
-        if type(peer) is not int and not isinstance(peer, (int, np.integer)):
+        if isinstance(peer, (bool, np.bool_)) or not isinstance(peer, (int, np.integer)):
             raise CommUsageError(f"rank {self.rank}: {role}={peer!r} is not an integer rank")
         if not 0 <= peer < self._ranks:
             raise CommUsageError(f"rank {self.rank}: {role}={peer} is out of range; "
@@ -172,7 +172,7 @@ class Comm:
         Every member must call it with the same list; messages in the group never match
         messages outside it.
         """
-        members = tuple(int(r) for r in ranks)
+        members = tuple(self._member(r) for r in ranks)
         if self._members is not None:
             members = tuple(self._members[r] for r in members)
         if self._address not in members:
@@ -181,6 +181,13 @@ class Comm:
             raise CommUsageError(f"group {list(ranks)} lists a rank twice")
         context = self._rt.contexts.setdefault(members, len(self._rt.contexts) + 1)
         return Comm(self._rt, members.index(self._address), members, context)
+
+    def _member(self, rank: Any) -> int:
+        if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \
+                or not 0 <= rank < self.size:
+            raise CommUsageError(f"rank {self.rank}: group member {rank!r} is not a rank of "
+                                 f"this communicator; use 0..{self.size - 1}")
+        return int(rank)
 
     def __repr__(self) -> str:
         return f"Comm(rank={self.rank}, size={self.size})"

@@ -8,7 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.collectives import Collective
+from simcoll.network.base import Network
+from simcoll.ops import ReduceOp
 from simcoll.runtime import TraceEvent
+from simcoll.topology.graph import Topology
 
 __all__ = ["Result"]
 
@@ -57,6 +61,31 @@ class Result:
     busbw: float
     max_error: float | None = None
     trace: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_run(cls, *, coll: Collective, algorithm: str, topology: Topology,
+                 network: Network, time: float, nbytes: int, dtype: np.dtype,
+                 op: ReduceOp | None, params: dict[str, Any], outputs: list[Any] | None,
+                 correct: bool | None, max_error: float | None, rank_times: np.ndarray,
+                 trace: tuple[TraceEvent, ...] | None) -> Result:
+        """The result of a finished run: its traffic counters turned into arrays, and the
+        nccl-tests bandwidths of ``time``."""
+        p = topology.nranks
+        total = nbytes * coll.size_factor(p)
+        algbw = total / time if time > 0 else math.inf
+        factor = coll.busbw_factor(p)
+        sent = np.array(network.sent, dtype=np.int64)
+        received = np.array(network.received, dtype=np.int64)
+        return cls(
+            collective=coll.name, algorithm=algorithm, network=network.name,
+            topology=topology.name, nranks=p, nbytes=nbytes, dtype=str(dtype),
+            op=None if op is None else op.name, params=params, time=time, correct=correct,
+            outputs=outputs, bytes_sent=sent[:p], bytes_received=received[:p],
+            host_bytes_sent=sent[p:], host_bytes_received=received[p:],
+            link_bytes={topology.directed_link(d): b
+                        for d, b in enumerate(network.link_bytes)},
+            messages=network.messages, rank_times=rank_times, algbw=algbw,
+            busbw=algbw * factor if factor else 0.0, max_error=max_error, trace=trace)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (no outputs; link keys as ``"from->to"``)."""

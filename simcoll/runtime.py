@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import simpy
-from simpy.events import PENDING, Event, Timeout
+from simpy.events import PENDING, Event, Process, Timeout
 
 from simcoll.buffers import memory_owner
 from simcoll.engine import RunStop, complete, done_event
+from simcoll.errors import AlgorithmError
 from simcoll.network.base import Network
 
 __all__ = ["Runtime", "TracingRuntime", "TraceEvent"]
@@ -100,6 +102,32 @@ class Runtime:
         self.inputs = frozenset(id(memory_owner(x)) for x in inputs)
         """The arrays handed to the ranks as inputs: nothing changes them during the run,
         so read-only views of them travel without a copy."""
+        self.programs: list[tuple[Process, str, int]] = []
+        """Every program started, with the label errors name it by and its endpoint."""
+        self.what = "the run"
+        """What is being simulated, for error messages (e.g. "all_reduce/ring")."""
+
+    # -- programs ------------------------------------------------------------------------
+    def start(self, program: Generator[Event, Any, Any], label: str, address: int) -> Process:
+        """Run ``program`` as a process of its own, on endpoint ``address``.
+
+        An exception inside it ends the run with an :class:`AlgorithmError` naming
+        ``label``; KeyboardInterrupt, SystemExit and a run limit pass through at once.
+        """
+        process = self.env.process(program)
+        process.callbacks.append(lambda event: self._raise_failure(event, label))
+        self.programs.append((process, label, address))
+        return process
+
+    def _raise_failure(self, event: Event, label: str) -> None:
+        if event.ok:
+            return
+        exc = event.value
+        event.defused = True
+        if isinstance(exc, RunStop) or not isinstance(exc, Exception):
+            raise exc
+        raise AlgorithmError(f"{label} raised {type(exc).__name__} in {self.what}: {exc}"
+                             ) from exc
 
     # -- messages ------------------------------------------------------------------------
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,

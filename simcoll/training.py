@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from simcoll.errors import InvalidInputError
+from simcoll.checks import integer, real
 from simcoll.result import Result
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
@@ -57,10 +57,10 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
     Raises:
         InvalidInputError: non-positive sizes or negative times.
     """
-    if not (isinstance(bucket_bytes, int) and bucket_bytes > 0):
-        raise InvalidInputError(f"bucket_bytes={bucket_bytes!r} is not accepted; use bytes > 0")
-    if not (forward >= 0 and backward >= 0):
-        raise InvalidInputError(f"forward={forward!r}, backward={backward!r}: use seconds >= 0")
+    bucket_bytes = integer(bucket_bytes, "bucket_bytes", minimum=1, what="bytes")
+    gradient_bytes = integer(gradient_bytes, "gradient_bytes", minimum=0, what="bytes")
+    forward = real(forward, "forward", what="seconds")
+    backward = real(backward, "backward", what="seconds")
     buckets = max(1, math.ceil(gradient_bytes / bucket_bytes))
     if "data" not in kwargs:
         kwargs["nbytes"] = gradient_bytes

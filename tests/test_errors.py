@@ -132,7 +132,8 @@ def test_root_out_of_range_is_refused():
         yield from ()
         return x
 
-    with pytest.raises(sc.InvalidInputError, match="root=4 is not a rank; use 0..3"):
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"root=4 is not accepted; use an integer >= 0 and <= 3"):
         sc.simulate(topo4(), "broadcast", algorithm="test_root_check", nbytes=64, root=4)
 
 

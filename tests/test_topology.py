@@ -111,5 +111,5 @@ def test_gpus_know_their_node():
     assert sc.topology.switch(4).gpu_nodes == (0, 0, 0, 0)
     again = sc.topology.from_dict(sc.topology.to_dict(sc.topology.cluster(2, 2)))
     assert again.gpu_nodes == (0, 0, 1, 1)
-    with pytest.raises(sc.TopologyError, match="node -1 of 'g' is not accepted"):
+    with pytest.raises(sc.TopologyError, match="node of 'g' = -1 is not accepted"):
         sc.Topology().add_gpu("g", node=-1)

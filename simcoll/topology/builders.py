@@ -10,6 +10,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from simcoll.checks import integer
 from simcoll.errors import TopologyError
 from simcoll.topology.graph import Topology
 from simcoll.units import GB, us
@@ -18,9 +19,7 @@ __all__ = ["ring", "fully_connected", "switch", "torus", "cluster"]
 
 
 def _check_count(name: str, value: int, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise TopologyError(f"{name} {value!r} is not accepted; use an integer >= {minimum}")
-    return value
+    return integer(value, name, minimum=minimum, error=TopologyError)
 
 
 def _gpus(topo: Topology, n: int, reduce_bandwidth: float) -> list[str]:
@@ -30,7 +29,7 @@ def _gpus(topo: Topology, n: int, reduce_bandwidth: float) -> list[str]:
 def ring(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
          kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
     """``n`` GPUs, GPU i linked to GPU i+1 (mod n)."""
-    _check_count("ring size n", n)
+    n = _check_count("ring size n", n)
     topo = Topology(f"ring({n})")
     gpus = _gpus(topo, n, reduce_bandwidth)
     for i in range(n if n > 2 else n - 1):
@@ -41,7 +40,7 @@ def ring(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
 def fully_connected(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
                     kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
     """``n`` GPUs with a direct link between every pair."""
-    _check_count("number of GPUs n", n)
+    n = _check_count("number of GPUs n", n)
     topo = Topology(f"fully_connected({n})")
     gpus = _gpus(topo, n, reduce_bandwidth)
     for a, b in itertools.combinations(gpus, 2):
@@ -59,8 +58,8 @@ def switch(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
     alpha-beta reference network: a message costs alpha + n beta between any two ranks.
     Server links default to the GPUs' bandwidth and latency.
     """
-    _check_count("number of GPUs n", n)
-    _check_count("servers", servers, minimum=0)
+    n = _check_count("number of GPUs n", n)
+    servers = _check_count("servers", servers, minimum=0)
     topo = Topology(f"switch({n}" + (f", servers={servers})" if servers else ")"))
     sw = topo.add_switch("switch")
     for gpu in _gpus(topo, n, reduce_bandwidth):
@@ -79,11 +78,12 @@ def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 
 
     A dimension of size 2 gets one link (not two) between its two GPUs; size 1 gets none.
     """
-    dims = tuple(dims)
+    if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence):
+        raise TopologyError(f"torus dims={dims!r} is not accepted; give the size of each "
+                            f"dimension as a sequence, e.g. (4,) or (4, 4)")
     if not dims:
         raise TopologyError("torus dims is empty; give at least one dimension, e.g. (4, 4)")
-    for d in dims:
-        _check_count("torus dimension", d)
+    dims = tuple(_check_count("torus dimension", d) for d in dims)
     topo = Topology(f"torus{dims}")
     coords = list(itertools.product(*(range(d) for d in dims)))
     gpus = {c: g for c, g in zip(coords, _gpus(topo, len(coords), reduce_bandwidth))}
@@ -108,8 +108,8 @@ def cluster(nodes: int, gpus_per_node: int, *, intra_bandwidth: float = 300 * GB
     switch has one uplink of ``inter_bandwidth`` to a non-blocking network switch. Rank
     ``node * gpus_per_node + local`` is GPU ``local`` of node ``node`` (its ``node``).
     """
-    _check_count("nodes", nodes)
-    _check_count("gpus_per_node", gpus_per_node)
+    nodes = _check_count("nodes", nodes)
+    gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     topo = Topology(f"cluster({nodes}x{gpus_per_node})")
     core = topo.add_switch("network")
     node_switches = [topo.add_switch(f"node{k}") for k in range(nodes)]

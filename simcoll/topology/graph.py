@@ -18,6 +18,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from simcoll.checks import integer, real
 from simcoll.errors import TopologyError
 
 __all__ = ["Device", "Link", "Route", "Topology", "DEVICE_KINDS"]
@@ -58,14 +59,8 @@ class Route:
 
 
 def _check_rate(name: str, value: float, *, allow_inf: bool) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise TopologyError(f"{name} {value!r} is not a number") from None
-    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
-        accepted = "a positive number or inf" if allow_inf else "a positive finite number"
-        raise TopologyError(f"{name} {value!r} is not accepted; use {accepted} (bytes/s)")
-    return value
+    return real(value, name, strict=True, allow_inf=allow_inf, error=TopologyError,
+                what="bytes/s")
 
 
 class Topology:
@@ -91,12 +86,13 @@ class Topology:
         self._routes: dict[tuple[int, int], Route] = {}
         self._tree: tuple[list[int], list[int], list[int]] | None = None
         self._tree_checked = False
+        self._kind_count: dict[str, int] = {}
 
     # -- building ------------------------------------------------------------------------
     def _add(self, kind: str, name: str | None, reduce_bandwidth: float, node: int = 0) -> str:
         if name is None:
             prefix = {"gpu": "gpu", "host": "server", "switch": "switch", "nic": "nic"}[kind]
-            count = sum(1 for d in self._devices.values() if d.kind == kind)
+            count = self._kind_count.get(kind, 0)
             name = f"{prefix}{count}"
             while name in self._devices:
                 count += 1
@@ -106,9 +102,9 @@ class Topology:
         if name in self._devices:
             raise TopologyError(f"device {name!r} already exists in topology {self.name!r}")
         rb = _check_rate(f"reduce_bandwidth of {name!r}", reduce_bandwidth, allow_inf=True)
-        if isinstance(node, bool) or not isinstance(node, int) or node < 0:
-            raise TopologyError(f"node {node!r} of {name!r} is not accepted; use an integer "
-                                f">= 0 (the server the GPU sits in)")
+        node = integer(node, f"node of {name!r}", minimum=0, error=TopologyError,
+                       what="the server the GPU sits in")
+        self._kind_count[kind] = self._kind_count.get(kind, 0) + 1
         self._devices[name] = Device(name, kind, rb, node)
         self._index[name] = len(self._adjacency)
         self._adjacency.append([])
@@ -152,6 +148,9 @@ class Topology:
             TopologyError: unknown device, self-loop, duplicate link, bad bandwidth/latency.
         """
         for end in (u, v):
+            if not isinstance(end, str):
+                raise TopologyError(f"link end {end!r} is not a device name; pass the names "
+                                    f"add_gpu() / add_switch() returned")
             if end not in self._devices:
                 known = ", ".join(list(self._devices)[:10])
                 raise TopologyError(
@@ -162,14 +161,8 @@ class Topology:
         if frozenset((u, v)) in self._pairs:
             raise TopologyError(f"devices {u!r} and {v!r} are already linked")
         bandwidth = _check_rate(f"bandwidth of link ({u!r}, {v!r})", bandwidth, allow_inf=False)
-        try:
-            latency = float(latency)
-        except (TypeError, ValueError):
-            raise TopologyError(f"latency {latency!r} of link ({u!r}, {v!r}) is not a number"
-                                ) from None
-        if not (latency >= 0 and math.isfinite(latency)):
-            raise TopologyError(f"latency {latency!r} of link ({u!r}, {v!r}) is not accepted; "
-                                f"use a finite number of seconds >= 0")
+        latency = real(latency, f"latency of link ({u!r}, {v!r})", error=TopologyError,
+                       what="seconds")
         link = Link(u, v, bandwidth, latency, str(kind))
         index = len(self._links)
         self._links.append(link)

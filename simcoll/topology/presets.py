@@ -30,8 +30,8 @@ def dgx(nodes: int, *, nvlink_bandwidth: float, pcie_bandwidth: float, nic_bandw
     GPU -> NIC (PCIe) -> IB switch -> NIC -> GPU, so its bandwidth is the lesser of the
     NIC and PCIe bandwidths. Rank ``node * gpus_per_node + local``.
     """
-    _check_count("nodes", nodes)
-    _check_count("gpus_per_node", gpus_per_node)
+    nodes = _check_count("nodes", nodes)
+    gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     topo = Topology(f"{name}x{nodes}")
     ib = topo.add_switch("ib") if nodes > 1 else None
     for node in range(nodes):

@@ -1,0 +1,80 @@
+"""Checks for numbers given by users: one rule everywhere a count or a quantity is taken.
+
+Counts accept Python and numpy integers and return a plain ``int``; quantities accept
+Python and numpy reals and return a ``float``. Booleans and strings are refused for both
+(``True`` is not a bandwidth, ``"1e9"`` is not a count), as are NaN and, unless allowed,
+infinity. Every refusal names the value and what would be accepted, with the error class
+of the caller's layer (``TopologyError`` for machines, ``InvalidInputError`` for runs).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from simcoll.errors import InvalidInputError, SimCollError
+
+__all__ = ["integer", "real"]
+
+
+def _subject(name: str, value: Any) -> str:
+    """``chunks=0`` for a parameter name, ``latency of link ('a', 'b') = -1.0`` otherwise."""
+    return f"{name}={value!r}" if name.isidentifier() else f"{name} = {value!r}"
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def integer(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None,
+            error: type[SimCollError] = InvalidInputError, what: str = "") -> int:
+    """``value`` as an ``int`` within ``[minimum, maximum]``.
+
+    Raises:
+        ``error``: not an integer (bools and strings included), or out of range.
+    """
+    given = value
+    ok = not _is_bool(value) and isinstance(value, (int, np.integer))
+    if ok:
+        value = int(value)
+        ok = (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+    if not ok:
+        bounds = " ".join(filter(None, [
+            f">= {minimum}" if minimum is not None else "",
+            "and" if minimum is not None and maximum is not None else "",
+            f"<= {maximum}" if maximum is not None else ""]))
+        raise error(f"{_subject(name, given)} is not accepted; use an integer"
+                    f"{' ' + bounds if bounds else ''}{' (' + what + ')' if what else ''}")
+    return value
+
+
+def real(value: Any, name: str, *, minimum: float = 0.0, strict: bool = False,
+         allow_inf: bool = False, error: type[SimCollError] = InvalidInputError,
+         what: str = "") -> float:
+    """``value`` as a ``float`` >= ``minimum`` (> with ``strict``).
+
+    A strictly positive quantity must also be a normal float (>= 2.2e-308): its inverse,
+    which times are made of, would otherwise overflow to infinity.
+
+    Raises:
+        ``error``: not a real number (bools and strings included), NaN, infinite where
+            not allowed, or out of range.
+    """
+    given = value
+    ok = not _is_bool(value) and isinstance(value, (int, float, np.integer, np.floating))
+    if ok:
+        value = float(value)
+        ok = (not math.isnan(value) and (allow_inf or not math.isinf(value))
+              and (value > minimum if strict else value >= minimum)
+              and not (strict and minimum == 0 and value < sys.float_info.min))
+    if not ok:
+        bound = f"{'>' if strict else '>='} {minimum:g}"
+        if strict and minimum == 0 and isinstance(value, float) and 0 < value < 1:
+            bound = f">= {sys.float_info.min:.3g} (smaller ones overflow when inverted)"
+        finite = " or inf" if allow_inf else ", finite"
+        raise error(f"{_subject(name, given)} is not accepted; use a number {bound}{finite}"
+                    f"{' (' + what + ')' if what else ''}")
+    return value

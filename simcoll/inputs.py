@@ -1,0 +1,167 @@
+"""The checks ``simulate`` runs on its arguments before any work is done.
+
+Each check names the bad value and what would be accepted, and turns what it accepts into
+the form the run uses (numpy integers to ``int``, sizes to bytes, arrays to read-only
+views).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simcoll.buffers import Buffer, VirtualBuffer
+from simcoll.checks import integer, real
+from simcoll.collectives import Collective
+from simcoll.errors import InvalidInputError
+from simcoll.topology.graph import Topology
+from simcoll.units import parse_size
+
+__all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits"]
+
+_DTYPE_KINDS = "iuf"
+_COUNTER_LIMIT = 2**63
+"""Traffic counters are int64 (``Result.bytes_sent``, ...)."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the ranks start from.
+
+    Attributes:
+        arrays: the user's arrays (data mode), else None.
+        buffers: each rank's input as the algorithm sees it: a read-only view of its array,
+            or a VirtualBuffer (data-free mode).
+        dtype, nbytes, count: element type, bytes and elements of each rank's input.
+    """
+
+    arrays: list[np.ndarray] | None
+    buffers: list[Buffer]
+    dtype: np.dtype
+    nbytes: int
+    count: int
+
+
+def check_topology(topology: Any) -> Topology:
+    """``topology`` if it is a valid, connected simcoll Topology."""
+    if not isinstance(topology, Topology):
+        raise InvalidInputError(f"topology must be a simcoll Topology, got "
+                                f"{type(topology).__name__}")
+    topology.validate()
+    return topology
+
+
+def _check_dtype(dtype: Any, where: str) -> np.dtype:
+    if dtype is None:
+        raise InvalidInputError(f"{where}=None is not accepted; name an integer or floating "
+                                f"dtype such as 'float32'")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise InvalidInputError(f"{where}={dtype!r} is not a numpy dtype") from None
+    if dt.kind not in _DTYPE_KINDS:
+        raise InvalidInputError(f"{where} {dt} is not accepted; use an integer or floating "
+                                f"dtype")
+    if not dt.isnative:
+        raise InvalidInputError(
+            f"{where} {dt.str} is not in this machine's byte order; convert it first "
+            f"(x.astype(x.dtype.newbyteorder('=')))")
+    return dt
+
+
+def _check_arrays(data: Any, p: int) -> list[np.ndarray]:
+    if isinstance(data, np.ndarray) or not isinstance(data, Sequence):
+        raise InvalidInputError(
+            f"data must be a list of {p} numpy arrays (one per rank), got {type(data).__name__}")
+    if len(data) != p:
+        raise InvalidInputError(f"data has {len(data)} arrays but the topology has {p} ranks; "
+                                f"pass exactly one array per rank")
+    for r, x in enumerate(data):
+        if not isinstance(x, np.ndarray):
+            raise InvalidInputError(f"data[{r}] is a {type(x).__name__}, not a numpy array")
+        if x.ndim != 1:
+            raise InvalidInputError(f"data[{r}] has shape {x.shape}; pass 1-D arrays "
+                                    f"(use x.ravel())")
+        _check_dtype(x.dtype, f"data[{r}] dtype")
+        if x.dtype != data[0].dtype or x.shape != data[0].shape:
+            raise InvalidInputError(
+                f"data[{r}] is {x.dtype}{list(x.shape)} but data[0] is "
+                f"{data[0].dtype}{list(data[0].shape)}; every rank needs the same shape and "
+                f"dtype")
+    return list(data)
+
+
+def _read_only_view(x: np.ndarray) -> np.ndarray:
+    view = x.view()
+    view.flags.writeable = False
+    return view
+
+
+def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective) -> Inputs:
+    """The ranks' inputs, from ``data`` (data mode) or ``nbytes`` and ``dtype``.
+
+    Raises:
+        InvalidInputError: both or neither of data and nbytes; arrays of the wrong number,
+            shape or dtype; a size that is not whole elements, or so large that traffic
+            counters could overflow.
+    """
+    if (data is None) == (nbytes is None) and coll.name != "barrier":
+        raise InvalidInputError("pass exactly one of data= (arrays, data mode) or nbytes= "
+                                "(sizes only, data-free mode)")
+    if data is not None:
+        arrays = _check_arrays(data, p)
+        dt = arrays[0].dtype
+        size = arrays[0].nbytes
+        buffers: list[Buffer] = [_read_only_view(x) for x in arrays]
+    else:
+        arrays = None
+        dt = _check_dtype(dtype, "dtype")
+        size = _check_size(0 if nbytes is None else nbytes, dt)
+    # Every algorithm here moves less than 2 p^2 input buffers in all, so no counter (a
+    # rank's, a host's or a link's) can pass 2 p^2 nbytes.
+    if size * 2 * p * p >= _COUNTER_LIMIT:
+        raise InvalidInputError(
+            f"nbytes={size} on {p} ranks could overflow the int64 traffic counters; use "
+            f"nbytes < {_COUNTER_LIMIT // (2 * p * p)}")
+    if arrays is None:
+        buffers = [VirtualBuffer.of(size // dt.itemsize, dt)] * p
+    return Inputs(arrays, buffers, dt, size, size // dt.itemsize)
+
+
+def _check_size(nbytes: Any, dtype: np.dtype) -> int:
+    if isinstance(nbytes, np.integer) and not isinstance(nbytes, np.bool_):
+        nbytes = int(nbytes)
+    try:
+        size = parse_size(nbytes)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise InvalidInputError(f"nbytes={nbytes!r} is not accepted: {exc}") from None
+    if size % dtype.itemsize:
+        raise InvalidInputError(f"nbytes={size} is not a multiple of the {dtype} item size "
+                                f"({dtype.itemsize} bytes)")
+    return size
+
+
+def check_root(coll: Collective, root: Any, p: int) -> int | None:
+    """The root rank of a rooted collective (0 if not given); None for the others.
+
+    Raises:
+        InvalidInputError: a root that is not a rank, or a root for a collective that has
+            none.
+    """
+    if not coll.rooted:
+        if root is not None:
+            raise InvalidInputError(f"{coll.name} has no root, but root={root!r} was given; "
+                                    f"root= is for broadcast, reduce, gather and scatter")
+        return None
+    return 0 if root is None else integer(root, "root", minimum=0, maximum=p - 1,
+                                          what="a rank")
+
+
+def check_limits(until: Any, max_events: Any) -> tuple[float, int]:
+    """The run's simulated-time and event limits."""
+    limit = real(until, "until", strict=True, allow_inf=True, what="simulated seconds")
+    events = integer(max_events, "max_events", minimum=1)
+    return limit, events

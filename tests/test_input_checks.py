@@ -1,0 +1,181 @@
+"""Bad input is refused before any work with a SimCollError that names the value; numpy
+integers are accepted wherever an int is; interrupts pass through at once; a run that
+would never end stops at its limit and names who was still running."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll.comm import Comm
+
+
+def switch(p=4):
+    return sc.topology.switch(p)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"nbytes": 10**30}, r"nbytes=10{30} on 4 ranks could overflow"),
+    ({"nbytes": "abc"}, r"nbytes='abc' is not accepted"),
+    ({"nbytes": 64, "dtype": None}, r"dtype=None is not accepted"),
+    ({"nbytes": 64, "dtype": "U4"}, r"dtype <U4 is not accepted"),
+    ({"nbytes": 64, "dtype": ">f4"}, r"dtype >f4 is not in this machine's byte order"),
+    ({"nbytes": 64, "root": 1}, r"all_reduce has no root, but root=1 was given"),
+    ({"nbytes": 64, "until": 0}, r"until=0 is not accepted; use a number > 0"),
+    ({"nbytes": 64, "max_events": True}, r"max_events=True is not accepted; use an integer"),
+])
+def test_bad_run_arguments_are_refused_naming_the_value(kwargs, match):
+    with pytest.raises(sc.InvalidInputError, match=match):
+        sc.simulate(switch(), "all_reduce", algorithm="ring", **kwargs)
+
+
+def test_counter_overflow_is_refused_before_the_run_not_after():
+    # naive on 16 ranks with 2^60 bytes each once overflowed the int64 counters after
+    # the whole run; the bound 2 p^2 nbytes < 2^63 refuses it up front.
+    with pytest.raises(sc.InvalidInputError, match=r"use nbytes < 18014398509481984"):
+        sc.simulate(switch(16), "all_reduce", algorithm="naive", nbytes=2**60, dtype="uint8")
+    res = sc.simulate(switch(16), "all_reduce", algorithm="naive", nbytes=2**53,
+                      dtype="uint8", until=math.inf)
+    assert res.bytes_sent.dtype == np.int64 and res.bytes_sent[0] == 15 * 2**53
+
+
+def test_big_endian_arrays_are_refused_with_how_to_convert():
+    data = [np.arange(4, dtype=">f4")] * 2
+    with pytest.raises(sc.InvalidInputError, match=r"newbyteorder"):
+        sc.simulate(switch(2), "all_reduce", algorithm="ring", data=data)
+
+
+def test_numpy_integers_are_accepted_for_counts_and_roots():
+    a = sc.simulate(sc.topology.switch(np.int64(4)), "broadcast", algorithm="binomial",
+                    nbytes=np.int64(4096), root=np.int32(2))
+    b = sc.simulate(sc.topology.switch(4), "broadcast", algorithm="binomial", nbytes=4096,
+                    root=2)
+    assert a.time == b.time and a.nranks == 4
+    np.testing.assert_array_equal(a.bytes_sent, b.bytes_sent)
+
+
+@pytest.mark.parametrize("build, match", [
+    (lambda: sc.topology.switch(2, bandwidth=True), r"bandwidth .* = True is not accepted"),
+    (lambda: sc.topology.switch(2, bandwidth="1e9"), r"= '1e9' is not accepted"),
+    (lambda: sc.topology.switch(2, bandwidth=1e-320), r"use a number >= 2.23e-308"),
+    (lambda: sc.topology.switch(2, latency=-1), r"latency .* = -1 is not accepted"),
+    (lambda: sc.topology.switch(2, latency=math.inf), r"latency .* = inf is not accepted"),
+    (lambda: sc.topology.switch(True), r"number of GPUs n = True is not accepted"),
+    (lambda: sc.topology.switch(2.0), r"number of GPUs n = 2.0 is not accepted"),
+    (lambda: sc.topology.torus(4), r"torus dims=4 is not accepted; give the size of each"),
+    (lambda: sc.topology.cluster(2, "8"), r"gpus_per_node='8' is not accepted"),
+])
+def test_bad_machine_arguments_are_refused(build, match):
+    with pytest.raises(sc.TopologyError, match=match):
+        build()
+
+
+def test_a_link_end_that_is_not_a_name_is_refused():
+    topo = sc.Topology()
+    a = topo.add_gpu()
+    with pytest.raises(sc.TopologyError, match=r"link end \['x'\] is not a device name"):
+        topo.add_link(["x"], a, bandwidth=1e9)
+
+
+def test_training_step_refuses_a_string_time():
+    with pytest.raises(sc.InvalidInputError, match=r"forward='1' is not accepted"):
+        sc.training.data_parallel_step(switch(2), gradient_bytes=1024, forward="1",
+                                       backward=0.1)
+
+
+def run_program(program, p=2, **kwargs):
+    name = f"_prog_{program.__name__}"
+    if ("all_to_all", name) not in sc.list_algorithms("all_to_all"):
+        sc.register("all_to_all", name)(program)
+    return sc.simulate(switch(p), "all_to_all", algorithm=name, nbytes=8, **kwargs)
+
+
+def test_a_bool_is_not_a_send_destination():
+    def bool_dst(comm: Comm, x):
+        yield comm.send(x, dst=True)
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match=r"dst=True is not an integer rank"):
+        run_program(bool_dst)
+
+
+def test_a_group_member_out_of_range_is_refused():
+    def bad_group(comm: Comm, x):
+        comm.group([comm.rank, 99])
+        yield from ()
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match=r"group member 99 is not a rank of this "
+                                                r"communicator; use 0..1"):
+        run_program(bad_group)
+
+
+def test_keyboard_interrupt_in_a_rank_propagates_as_itself():
+    def interrupted(comm: Comm, x):
+        yield comm.compute(1e-6)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_program(interrupted, p=8)
+
+
+def test_system_exit_in_a_rank_propagates_as_itself():
+    def exiting(comm: Comm, x):
+        yield comm.compute(1e-6)
+        raise SystemExit(3)
+
+    with pytest.raises(SystemExit):
+        run_program(exiting)
+
+
+def test_a_program_that_never_ends_stops_at_the_time_limit_naming_it():
+    def forever(comm: Comm, x):
+        while True:
+            yield comm.compute(1.0)
+
+    with pytest.raises(sc.RunLimitError, match=r"simulated-time limit until=100 s .* rank 0, "
+                                               r"rank 1 still running") as info:
+        run_program(forever, until=100)
+    assert info.value.running == ["rank 0", "rank 1"]
+
+
+def test_a_program_spinning_on_instant_events_stops_at_the_event_limit():
+    def spinning(comm: Comm, x):
+        while True:
+            yield comm.compute(0)
+
+    with pytest.raises(sc.RunLimitError, match=r"event limit max_events=5000"):
+        run_program(spinning, max_events=5000)
+
+
+def test_messages_that_never_end_stop_at_the_event_limit():
+    def ping_pong(comm: Comm, x):
+        while True:
+            yield comm.sendrecv(x, dst=1 - comm.rank, src=1 - comm.rank)
+
+    with pytest.raises(sc.RunLimitError, match=r"event limit max_events=1000"):
+        run_program(ping_pong, max_events=1000)
+
+
+def test_a_read_only_view_of_writeable_memory_is_sent_as_a_snapshot():
+    def sender(comm: Comm, x):
+        if comm.rank == 0:
+            base = np.arange(4, dtype=np.float32)
+            view = base.view()
+            view.flags.writeable = False
+            sent = comm.send(view, dst=1)
+            base[:] = -1  # after the send: the receiver must not see this
+            yield sent
+            return x
+        got = yield comm.recv(0)
+        return got[:2]
+
+    name = "_prog_snapshot"
+    if ("all_to_all", name) not in sc.list_algorithms("all_to_all"):
+        sc.register("all_to_all", name)(sender)
+    res = sc.simulate(switch(2), "all_to_all", algorithm=name,
+                      data=[np.zeros(2, np.float32)] * 2, check=False)
+    assert res.outputs[1].tolist() == [0.0, 1.0]
