@@ -2,12 +2,17 @@
 
 An algorithm is a generator function ``fn(comm, x, *, op, ...)``; it yields the events
 that ``comm`` returns and returns its output. Names follow mpi4py / torch.distributed:
-``rank``, ``size``, ``src``, ``dst``, ``tag``, ``group``.
+``rank``, ``size``, ``src``, ``dst``, ``tag``, ``group``. Besides point-to-point messages
+and local work, a rank can start work that runs alongside it (``start``) and any
+registered collective (``collective``, ``all_reduce``, ...), as torch's ``async_op=True``.
+The reduce *collective* is ``comm.collective("reduce", x, root=...)``: ``comm.reduce`` is
+the local reduction of two buffers that every algorithm is built from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -141,6 +146,74 @@ class Comm:
             raise CommUsageError(f"rank {self.rank}: compute({seconds!r}) needs seconds >= 0")
         return self._rt.after(self._rt.compute_delay(self._address, seconds), None)
 
+    # -- concurrent work and collectives --------------------------------------------------
+    @property
+    def now(self) -> float:
+        """The simulated time in seconds (for traces and tests: an algorithm decides what
+        to send from its rank, size and arguments, never from the clock)."""
+        return self._env.now
+
+    def start(self, program: Generator[Event, Any, Any]) -> Event:
+        """Run ``program`` (a generator yielding this communicator's events) alongside the
+        caller, as a CUDA stream or torch's ``async_op=True`` handle does.
+
+        Returns an event that fires with the program's return value: ``out = yield h``.
+        The program shares this GPU's links, reduction engine and compute stream; an
+        exception inside it ends the run, naming this rank.
+        """
+        if not inspect.isgenerator(program):
+            raise CommUsageError(f"rank {self.rank}: start() needs a generator (call the "
+                                 f"generator function), got {type(program).__name__}")
+        number = self._rt.count(("program", self._address))
+        return self._rt.start(program, f"rank {self._address} (started program {number})",
+                              self._address)
+
+    def collective(self, collective: str, x: Buffer | None = None, *, algorithm: str,
+                   op: ReduceOp | str = ReduceOp.SUM, root: int | None = None,
+                   **params: Any) -> Event:
+        """Start the registered ``algorithm`` of ``collective`` on this communicator now.
+
+        Every member must start the same collectives in the same order (as with NCCL and
+        torch.distributed); each gets a matching context of its own, so the messages of
+        concurrent collectives never cross. Returns an event whose value is this rank's
+        output (AVG already divided), so ``out = yield comm.all_reduce(x, ...)`` waits
+        for it and two started collectives run side by side.
+
+        Raises:
+            CommUsageError: an unknown collective or algorithm, bad parameters, or an
+                algorithm that needs server hosts (they run only at the top level).
+        """
+        from simcoll.startable import start_collective
+
+        return start_collective(self, collective, x, algorithm, op, root, params)
+
+    def all_reduce(self, x: Buffer, *, algorithm: str = "ring",
+                   op: ReduceOp | str = ReduceOp.SUM, **params: Any) -> Event:
+        """Start an all_reduce of ``x`` (see :meth:`collective`)."""
+        return self.collective("all_reduce", x, algorithm=algorithm, op=op, **params)
+
+    def reduce_scatter(self, x: Buffer, *, algorithm: str = "ring",
+                       op: ReduceOp | str = ReduceOp.SUM, **params: Any) -> Event:
+        """Start a reduce_scatter of ``x`` (see :meth:`collective`)."""
+        return self.collective("reduce_scatter", x, algorithm=algorithm, op=op, **params)
+
+    def all_gather(self, x: Buffer, *, algorithm: str = "ring", **params: Any) -> Event:
+        """Start an all_gather of ``x`` (see :meth:`collective`)."""
+        return self.collective("all_gather", x, algorithm=algorithm, **params)
+
+    def broadcast(self, x: Buffer, *, root: int = 0, algorithm: str = "binomial",
+                  **params: Any) -> Event:
+        """Start a broadcast of ``x`` from ``root`` (see :meth:`collective`)."""
+        return self.collective("broadcast", x, algorithm=algorithm, root=root, **params)
+
+    def all_to_all(self, x: Buffer, *, algorithm: str = "pairwise", **params: Any) -> Event:
+        """Start an all_to_all of ``x`` (see :meth:`collective`)."""
+        return self.collective("all_to_all", x, algorithm=algorithm, **params)
+
+    def barrier(self, *, algorithm: str = "dissemination") -> Event:
+        """Start a barrier (see :meth:`collective`)."""
+        return self.collective("barrier", None, algorithm=algorithm)
+
     # -- buffers and groups --------------------------------------------------------------
     @staticmethod
     def split_buffer(x: Buffer, parts: int) -> Sequence[Buffer]:
@@ -179,8 +252,18 @@ class Comm:
             raise CommUsageError(f"rank {self.rank} is not in group {list(ranks)}")
         if len(set(members)) != len(members):
             raise CommUsageError(f"group {list(ranks)} lists a rank twice")
-        context = self._rt.contexts.setdefault(members, len(self._rt.contexts) + 1)
+        contexts = self._rt.contexts
+        context = contexts.setdefault(("group", self._context, members), len(contexts) + 1)
         return Comm(self._rt, members.index(self._address), members, context)
+
+    def fresh_context(self) -> Comm:
+        """This communicator again, with a matching context of its own: the n-th context
+        a rank asks for on a communicator meets the n-th of every other member, and no
+        other message."""
+        number = self._rt.count(("context", self._context, self._address))
+        contexts = self._rt.contexts
+        context = contexts.setdefault(("started", self._context, number), len(contexts) + 1)
+        return Comm(self._rt, self.rank, self._members, context)
 
     def _member(self, rank: Any) -> int:
         if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \

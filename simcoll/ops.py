@@ -34,6 +34,13 @@ class ReduceOp(enum.Enum):
     def __call__(self, a: Any, b: Any) -> Any:
         return _UFUNCS[self.name](a, b)
 
+    @property
+    def combining(self) -> ReduceOp:
+        """The op that combines buffers: SUM for AVG (whose division comes once, at the
+        end), the op itself otherwise. An algorithm built from other collectives passes
+        this to them, so that AVG is divided once, by whoever returns the final output."""
+        return ReduceOp.SUM if self is ReduceOp.AVG else self
+
     def finish(self, total: np.ndarray, p: int) -> np.ndarray:
         """A rank's output from its combined buffer: ``AVG`` divides by ``p``; other ops
         return ``total`` unchanged.

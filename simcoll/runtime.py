@@ -97,17 +97,25 @@ class Runtime:
         self.compute_free_at = [0.0] * self.endpoints
         self.channels: dict[tuple, Channel] = {}
         self._arrive = self.arrive
-        self.contexts: dict[tuple[int, ...], int] = {}
+        self.contexts: dict[tuple, int] = {}
         self.instant_left = max_instant
         self.inputs = frozenset(id(memory_owner(x)) for x in inputs)
         """The arrays handed to the ranks as inputs: nothing changes them during the run,
         so read-only views of them travel without a copy."""
         self.programs: list[tuple[Process, str, int]] = []
         """Every program started, with the label errors name it by and its endpoint."""
+        self._counts: dict[Any, int] = {}
         self.what = "the run"
         """What is being simulated, for error messages (e.g. "all_reduce/ring")."""
 
     # -- programs ------------------------------------------------------------------------
+    def count(self, key: Any) -> int:
+        """How many times ``key`` was counted before (0 the first time), then count it."""
+        number = self._counts.get(key, 0)
+        self._counts[key] = number + 1
+        return number
+
+
     def start(self, program: Generator[Event, Any, Any], label: str, address: int) -> Process:
         """Run ``program`` as a process of its own, on endpoint ``address``.
 

@@ -1,0 +1,71 @@
+"""Collectives started from inside a rank program (``comm.all_reduce(...)`` and friends).
+
+A started collective is the registered algorithm's rank program run as a program of its
+own (:meth:`Comm.start`) on a communicator with the caller's members and a fresh matching
+context. The context is the n-th collective started on the caller's communicator, so
+ranks that start the same collectives in the same order (as NCCL requires) meet in the
+same context, and messages of collectives running side by side never match each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from simpy.events import Event
+
+from simcoll.algorithms.registry import get_algorithm
+from simcoll.collectives import collective as get_collective
+from simcoll.errors import CommUsageError, SimCollError
+from simcoll.ops import ReduceOp
+
+if TYPE_CHECKING:
+    from simcoll.comm import Comm
+
+__all__ = ["start_collective"]
+
+
+def _finished(program: Generator[Event, Any, Any], op: ReduceOp,
+              p: int) -> Generator[Event, Any, Any]:
+    """The program, with its sum turned into an average when ``op`` is AVG."""
+    out = yield from program
+    return op.finish(out, p) if isinstance(out, np.ndarray) else out
+
+
+def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
+                     op: ReduceOp | str, root: int | None,
+                     params: dict[str, Any]) -> Event:
+    """Start ``algorithm`` of ``collective`` for ``comm``'s rank; see ``Comm.collective``."""
+    try:
+        coll = get_collective(collective)
+        spec = get_algorithm(collective, algorithm)
+        reduce_op = ReduceOp.parse(op)
+    except SimCollError as exc:
+        raise CommUsageError(f"rank {comm.rank}: {exc}") from None
+    if spec.host is not None:
+        raise CommUsageError(f"rank {comm.rank}: {collective}/{algorithm} runs programs on "
+                             f"server hosts, which only a top-level simulate() starts")
+    if comm.rank >= comm.size:
+        raise CommUsageError(f"host {comm.rank} cannot start collectives; only GPU ranks can")
+    kwargs = dict(params)
+    if coll.reduces:
+        kwargs["op"] = reduce_op
+    if coll.rooted:
+        kwargs["root"] = 0 if root is None else root
+        if not 0 <= kwargs["root"] < comm.size:
+            raise CommUsageError(f"rank {comm.rank}: root={root!r} is not a rank of this "
+                                 f"communicator; use 0..{comm.size - 1}")
+    elif root is not None:
+        raise CommUsageError(f"rank {comm.rank}: {collective} has no root")
+    count = 0 if x is None else int(x.size)
+    nodes = tuple(comm.node_of(r) for r in range(comm.size))
+    try:
+        spec.check(comm.size, count, 0, nodes, params)
+    except SimCollError as exc:
+        raise CommUsageError(f"rank {comm.rank}: {exc}") from None
+    sub = comm.fresh_context()
+    program = spec.fn(sub, x, **kwargs)
+    if reduce_op is ReduceOp.AVG and coll.reduces:
+        program = _finished(program, reduce_op, comm.size)
+    return comm.start(program)

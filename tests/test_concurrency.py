@@ -1,0 +1,185 @@
+"""Concurrent work inside a rank: ``comm.start`` and collectives started from a rank
+program (``comm.all_reduce(...)``), side by side, each in a context of its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ALPHA, BETA, make_data
+from reference import assert_outputs_match
+
+import simcoll as sc
+from simcoll.comm import Comm
+
+
+def network(p):
+    """The alpha-beta reference network with free reductions."""
+    return sc.topology.switch(p, bandwidth=1 / BETA, latency=ALPHA / 2)
+
+
+def register(collective, name):
+    def decorator(fn):
+        if (collective, name) not in sc.list_algorithms(collective):
+            sc.register(collective, name)(fn)
+        return fn
+    return decorator
+
+
+@register("all_reduce", "_halves_side_by_side")
+def halves_side_by_side(comm: Comm, x, *, op=sc.ReduceOp.SUM):
+    first, second = comm.split_buffer(x, 2)
+    a = comm.all_reduce(first, algorithm="ring", op=op.combining)
+    b = comm.all_reduce(second, algorithm="ring", op=op.combining)
+    return comm.join([(yield a), (yield b)])
+
+
+@register("all_reduce", "_halves_one_after_the_other")
+def halves_one_after_the_other(comm: Comm, x, *, op=sc.ReduceOp.SUM):
+    first, second = comm.split_buffer(x, 2)
+    a = yield comm.all_reduce(first, algorithm="ring", op=op.combining)
+    b = yield comm.all_reduce(second, algorithm="ring", op=op.combining)
+    return comm.join([a, b])
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 8])
+@pytest.mark.parametrize("op", [sc.ReduceOp.SUM, sc.ReduceOp.AVG, sc.ReduceOp.MAX])
+def test_two_started_all_reduces_give_the_whole_result(p, op):
+    inputs = make_data(p, 16 * p + 3, "float64", op)
+    for name in ("_halves_side_by_side", "_halves_one_after_the_other"):
+        res = sc.simulate(network(p), "all_reduce", algorithm=name, data=inputs, op=op)
+        assert res.correct
+        assert_outputs_match(res, inputs, op)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+def test_side_by_side_halves_share_the_links_fairly(p):
+    # Hand-worked: the two rings step in lockstep, so in each of their 2(p-1) steps two
+    # messages of n/(2p) bytes share every link: alpha + 2 (n/(2p)) beta per step, the
+    # time of one ring on all n bytes. One after the other they pay the latency twice.
+    n = 8 * 2 * p * 1000
+    side = sc.simulate(network(p), "all_reduce", algorithm="_halves_side_by_side", nbytes=n)
+    seq = sc.simulate(network(p), "all_reduce", algorithm="_halves_one_after_the_other",
+                      nbytes=n)
+    assert side.time == pytest.approx(2 * (p - 1) * (ALPHA + n / p * BETA), rel=1e-12)
+    assert seq.time == pytest.approx(4 * (p - 1) * ALPHA + 2 * (p - 1) * n / p * BETA,
+                                     rel=1e-12)
+    # Same bytes either way: 2 (p-1)/p n per rank.
+    np.testing.assert_array_equal(side.bytes_sent, [2 * (p - 1) * n // p] * p)
+    np.testing.assert_array_equal(seq.bytes_sent, side.bytes_sent)
+
+
+@register("all_gather", "_gather_and_broadcast_at_once")
+def gather_and_broadcast(comm: Comm, x):
+    """An all_gather built from p broadcasts started at once, one per root: p collectives
+    in flight between the same ranks, whose messages must not cross."""
+    handles = [comm.broadcast(x, root=r, algorithm="binomial") for r in range(comm.size)]
+    parts = []
+    for h in handles:
+        parts.append((yield h))
+    return comm.join(parts)
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 8])
+def test_many_concurrent_collectives_between_the_same_ranks_never_cross(p):
+    inputs = make_data(p, 7, "int32")
+    res = sc.simulate(network(p), "all_gather", algorithm="_gather_and_broadcast_at_once",
+                      data=inputs)
+    assert res.correct
+    assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
+
+
+@register("all_reduce", "_node_groups_then_leaders")
+def node_groups_then_leaders(comm: Comm, x, *, op=sc.ReduceOp.SUM):
+    """Reduce inside each node, all-reduce among node leaders, broadcast inside the node:
+    started collectives on groups."""
+    nodes = [comm.node_of(r) for r in range(comm.size)]
+    local = comm.group([r for r in range(comm.size) if nodes[r] == nodes[comm.rank]])
+    reduced = yield local.collective("reduce", x, algorithm="binomial", op=op.combining,
+                                     root=0)
+    if local.rank == 0:
+        leaders = comm.group([nodes.index(k) for k in sorted(set(nodes))])
+        reduced = yield leaders.all_reduce(reduced, algorithm="ring", op=op.combining)
+    return (yield local.broadcast(reduced, root=0))
+
+
+def test_started_collectives_work_on_groups():
+    topo = sc.topology.cluster(3, 2)
+    inputs = make_data(6, 11, "int64")
+    res = sc.simulate(topo, "all_reduce", algorithm="_node_groups_then_leaders", data=inputs)
+    assert res.correct
+    assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
+
+
+def test_start_runs_a_program_alongside_and_returns_its_value():
+    events = []
+
+    def side(comm: Comm, delay):
+        yield comm.compute(delay)
+        events.append(("side done", comm.rank, comm.now))
+        return delay * 2
+
+    @register("broadcast", "_start_demo")
+    def demo(comm: Comm, x, *, root=0):
+        h = comm.start(side(comm, 3e-6))
+        peer = 1 - comm.rank
+        yield comm.sendrecv(x, dst=peer, src=peer)
+        events.append(("main at", comm.rank, comm.now))
+        value = yield h
+        assert value == 6e-6
+        return x
+
+    res = sc.simulate(sc.topology.switch(2, latency=0.5e-6, bandwidth=1e12),
+                      "broadcast", algorithm="_start_demo", nbytes=0)
+    # The exchange (1 us of latency, no bytes) ends before the 3 us of compute.
+    assert ("main at", 0, pytest.approx(1e-6)) in events
+    assert ("side done", 1, pytest.approx(3e-6)) in events
+    assert res.time == pytest.approx(3e-6)
+
+
+def test_an_exception_in_a_started_program_names_the_rank():
+    def failing(comm: Comm):
+        yield comm.compute(1e-6)
+        raise ValueError("boom")
+
+    @register("broadcast", "_start_fails")
+    def fails(comm: Comm, x, *, root=0):
+        h = comm.start(failing(comm))
+        yield h
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match=r"rank 0 \(started program 0\) raised "
+                                                r"ValueError in broadcast/_start_fails: boom"):
+        sc.simulate(network(2), "broadcast", algorithm="_start_fails", nbytes=8)
+
+
+def test_a_deadlocked_started_collective_is_reported():
+    @register("broadcast", "_mismatched_starts")
+    def mismatched(comm: Comm, x, *, root=0):
+        # Rank 0 starts one collective, rank 1 none: rank 0's started program waits forever.
+        if comm.rank == 0:
+            yield comm.all_reduce(x, algorithm="ring")
+        return x
+        yield  # noqa: unreachable (makes this a generator on every path)
+
+    with pytest.raises(sc.DeadlockError, match=r"rank 0 \(started program 0\) waits for "
+                                               r"recv from 1"):
+        sc.simulate(network(2), "broadcast", algorithm="_mismatched_starts", nbytes=8)
+
+
+def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
+    @register("broadcast", "_bad_starts")
+    def bad(comm: Comm, x, *, root=0, case="plain"):
+        if case == "plain":
+            comm.start(lambda: None)
+        elif case == "unknown":
+            comm.all_reduce(x, algorithm="nope")
+        elif case == "hosts":
+            comm.all_reduce(x, algorithm="parameter_server")
+        yield from ()
+        return x
+
+    for case, match in [("plain", "start\\(\\) needs a generator"),
+                        ("unknown", "unknown algorithm 'nope'"),
+                        ("hosts", "runs programs on server hosts")]:
+        with pytest.raises(sc.AlgorithmError, match=match):
+            sc.simulate(network(2), "broadcast", algorithm="_bad_starts", nbytes=8, case=case)
