@@ -22,6 +22,7 @@ from simcoll.errors import (
     CommUsageError,
     DeadlockError,
     InvalidInputError,
+    LinkFailureError,
     RunLimitError,
     SimCollError,
     TopologyError,
@@ -30,6 +31,7 @@ from simcoll.errors import (
     UnknownNetworkError,
     UnmatchedMessageError,
 )
+from simcoll.faults import Faults, LinkFault
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
 from simcoll.plot import plot_scaling
@@ -48,7 +50,8 @@ __all__ = [
     "training",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",
     "UnknownAlgorithmError", "UnknownNetworkError", "DeadlockError", "UnmatchedMessageError",
-    "AlgorithmError", "CommUsageError", "RunLimitError",
+    "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError", "Faults",
+    "LinkFault",
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "Gbps", "ms", "us", "ns",
     "parse_size", "__version__",
 ]

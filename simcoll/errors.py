@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = [
     "SimCollError", "TopologyError", "UnknownAlgorithmError", "UnknownCollectiveError",
     "UnknownNetworkError", "InvalidInputError", "DeadlockError", "UnmatchedMessageError",
-    "AlgorithmError", "CommUsageError", "RunLimitError",
+    "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError",
 ]
 
 
@@ -76,3 +76,17 @@ class RunLimitError(SimCollError):
     def __init__(self, message: str, running: list[str]):
         super().__init__(message)
         self.running = running
+
+
+class LinkFailureError(SimCollError):
+    """A link failed with messages in flight across it and no route around it.
+
+    Attributes:
+        link: the failed link's ``(u, v)`` device names.
+        lost: ``(src, dst)`` endpoint addresses of the messages that could not go on.
+    """
+
+    def __init__(self, message: str, link: tuple[str, str], lost: list[tuple[int, int]]):
+        super().__init__(message)
+        self.link = link
+        self.lost = lost

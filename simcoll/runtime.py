@@ -95,6 +95,8 @@ class Runtime:
         self.reduce_bandwidth = reduce_bandwidth
         self.reduce_free_at = [0.0] * self.endpoints
         self.compute_free_at = [0.0] * self.endpoints
+        self.compute_scale: list[float] | None = None
+        """Each endpoint's compute slow-down factor (None: all 1)."""
         self.channels: dict[tuple, Channel] = {}
         self._arrive = self.arrive
         self.contexts: dict[tuple, int] = {}
@@ -197,6 +199,10 @@ class Runtime:
         return end - now
 
     def compute_delay(self, endpoint: int, seconds: float) -> float:
+        """Reserve the endpoint's compute stream for ``seconds`` of work (longer on a slow
+        GPU); return the wait + work."""
+        if self.compute_scale is not None:
+            seconds *= self.compute_scale[endpoint]
         now = self.env._now
         end = max(now, self.compute_free_at[endpoint]) + seconds
         self.compute_free_at[endpoint] = end
@@ -262,7 +268,8 @@ class TracingRuntime(Runtime):
         return delay
 
     def compute_delay(self, endpoint: int, seconds: float) -> float:
+        start = max(self.env._now, self.compute_free_at[endpoint])
         delay = super().compute_delay(endpoint, seconds)
         end = self.env._now + delay
-        self.events.append(TraceEvent("compute", endpoint, None, None, 0, end - seconds, end))
+        self.events.append(TraceEvent("compute", endpoint, None, None, 0, start, end))
         return delay

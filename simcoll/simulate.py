@@ -29,6 +29,7 @@ from simcoll.errors import (
     RunLimitError,
     UnmatchedMessageError,
 )
+from simcoll.faults import Faults
 from simcoll.inputs import check_inputs, check_limits, check_root, check_topology
 from simcoll.network import network_class
 from simcoll.ops import ReduceOp
@@ -51,8 +52,10 @@ def _check_params(spec: AlgorithmSpec, kwargs: dict[str, Any]) -> None:
 
 
 def _start(rt: Runtime, spec: AlgorithmSpec, topology: Topology, inputs: list[Any],
-           kwargs: dict[str, Any]) -> tuple[list[simpy.Process], np.ndarray]:
-    """One process per rank (and per host, if the algorithm has a host part)."""
+           kwargs: dict[str, Any], plan: Any
+           ) -> tuple[list[simpy.Process], np.ndarray]:
+    """One process per rank (and per host, if the algorithm has a host part); a late
+    rank's program starts late."""
     p = topology.nranks
     rank_times = np.zeros(p)
 
@@ -63,7 +66,10 @@ def _start(rt: Runtime, spec: AlgorithmSpec, topology: Topology, inputs: list[An
 
     procs = []
     for r in range(p):
-        proc = rt.start(spec.fn(Comm(rt, r), inputs[r], **kwargs), f"rank {r}", r)
+        program = spec.fn(Comm(rt, r), inputs[r], **kwargs)
+        if plan is not None:
+            program = plan.delayed(r, program, rt.env)
+        proc = rt.start(program, f"rank {r}", r)
         proc.callbacks.append(finished(r))
         procs.append(proc)
     if spec.host is not None:
@@ -127,7 +133,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
              dtype: Any = np.float32, op: ReduceOp | str = ReduceOp.SUM,
              root: int | None = None, network: str = "flow", check: bool = True,
              trace: bool = False, until: float = 1e6, max_events: int = 10**9,
-             **params: Any) -> Result:
+             faults: Faults | None = None, **params: Any) -> Result:
     """Run one collective on ``topology`` and return its time, traffic and correctness.
 
     Args:
@@ -150,6 +156,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             10^6 s, about 11.6 days; ``math.inf`` for no limit).
         max_events: stop with ``RunLimitError`` after this many events (default 10^9,
             some 15 times what a ring all_reduce on 4096 GPUs needs).
+        faults: link failures and slow-downs, slow or late GPUs, message jitter
+            (:class:`~simcoll.faults.Faults`).
         **params: algorithm parameters (``chunks=``, ``servers=``, ...).
 
     Returns:
@@ -163,6 +171,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         AlgorithmError: an algorithm raised; the message names the rank.
         RunLimitError: the run went past ``until`` or ``max_events``; the message names
             the ranks still running.
+        LinkFailureError: a link failed under messages that have no route around it.
     """
     coll = get_collective(collective)
     spec = get_algorithm(collective, algorithm)
@@ -173,6 +182,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     the_root = check_root(coll, root, p)
     inputs = check_inputs(p, data, nbytes, dtype, coll)
     limit, events = check_limits(until, max_events)
+    if faults is not None and not isinstance(faults, Faults):
+        raise InvalidInputError(f"faults={faults!r} is not accepted; pass a simcoll.Faults")
+    plan = None if faults is None else faults.checked(topology)
     kwargs = dict(params)
     if coll.reduces:
         kwargs["op"] = reduce_op
@@ -186,10 +198,15 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     net = net_cls(env, topology, endpoints)
     reduce_bw = [topology.device(topology.endpoint_name(a)).reduce_bandwidth
                  for a in range(endpoints)]
+    if plan is not None:
+        reduce_bw = plan.reduce_bandwidths(reduce_bw)
+        plan.install(net)
     rt = (TracingRuntime if trace else Runtime)(env, net, p, reduce_bw, topology.gpu_nodes,
                                                 events, tuple(inputs.arrays or ()))
     rt.what = f"{collective}/{algorithm}"
-    procs, rank_times = _start(rt, spec, topology, inputs.buffers, kwargs)
+    if plan is not None:
+        rt.compute_scale = plan.compute_scale(endpoints)
+    procs, rank_times = _start(rt, spec, topology, inputs.buffers, kwargs, plan)
     _run(rt, limit, events)
     _raise_if_unfinished(rt)
 

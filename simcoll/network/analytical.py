@@ -24,4 +24,6 @@ class AnalyticalNetwork(Network):
         entry = self._routes.get((src, dst)) or self._route(src, dst)
         links, latency, bandwidth = entry
         self._count(src, dst, nbytes, links)
+        if self.jitter is not None:
+            latency += self.jitter()
         self._arrive_after(latency + nbytes / bandwidth, on_arrival, token)

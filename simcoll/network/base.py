@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import simpy
 from simpy.events import Timeout
 
+from simcoll.errors import InvalidInputError
 from simcoll.topology.graph import Topology
 
 __all__ = ["Network", "Arrival"]
@@ -39,12 +40,33 @@ class Network:
         self.received = [0] * endpoints
         self.link_bytes = [0] * (2 * len(topology.links))
         self.messages = 0
+        self.jitter: Callable[[], float] | None = None
+        """Extra latency drawn for each message (random per-message jitter), if set."""
+        self._capacity = topology.directed_bandwidths()
+        self._failed: frozenset[int] = frozenset()
         self._routes: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
 
     def _route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
-        route = self.topology.route(src, dst)
-        entry = self._routes[(src, dst)] = (route.links, route.latency, route.bandwidth)
+        """(directed links, latency, least bandwidth) of the route, as links stand now."""
+        route = self.topology.route(src, dst, avoid=self._failed)
+        capacity = self._capacity
+        bandwidth = min((capacity[d] for d in route.links), default=route.bandwidth)
+        entry = self._routes[(src, dst)] = (route.links, route.latency, bandwidth)
         return entry
+
+    def track_flows(self) -> None:
+        """Prepare for :meth:`change_link` (called before the run starts).
+
+        Raises:
+            InvalidInputError: this network model does not model link faults.
+        """
+        raise InvalidInputError(f"the {self.name!r} network model does not model link "
+                                f"faults; use network='flow'")
+
+    def change_link(self, index: int, factor: float) -> None:
+        """Set link ``index`` to ``factor`` times its nominal bandwidth (both directions)
+        from now on; ``factor == 0`` fails it, and later messages route around it."""
+        raise NotImplementedError
 
     def _count(self, src: int, dst: int, nbytes: int,
                links: tuple[int, ...]) -> None:

@@ -51,6 +51,7 @@ import simpy
 from simpy.events import Timeout
 
 from simcoll.engine import cancel
+from simcoll.errors import LinkFailureError, TopologyError
 from simcoll.network.base import Arrival, Network
 from simcoll.topology.graph import Topology
 
@@ -64,10 +65,12 @@ into rates a few ulps apart, and flows that should end together end at many inst
 
 class _Flow:
     __slots__ = ("links", "remaining", "bottleneck", "rate", "updated", "event",
-                 "on_arrival", "token", "start", "reserved", "group", "key")
+                 "on_arrival", "token", "start", "reserved", "group", "key", "src", "dst")
 
     def __init__(self, links: tuple[int, ...], nbytes: float, bottleneck: float,
-                 on_arrival: Arrival, token: Any):
+                 on_arrival: Arrival, token: Any, src: int, dst: int):
+        self.src = src
+        self.dst = dst
         self.links = links
         self.remaining = nbytes
         self.bottleneck = bottleneck
@@ -125,11 +128,17 @@ class FlowNetwork(Network):
 
     def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
         super().__init__(env, topology, endpoints)
-        self._capacity = topology.directed_bandwidths()
         self._on_link: list[dict[_Flow, None]] = [{} for _ in self._capacity]
         self._load = [0] * len(self._capacity)
         self._dirty: dict[int, None] = {}
         self._settling = False
+        self._in_flight: dict[_Flow, None] | None = None
+        """Every flow in flight, kept only when link faults are planned."""
+
+    def track_flows(self) -> None:
+        """Keep the set of flows in flight, which link faults need to find the flows
+        crossing a link."""
+        self._in_flight = {}
 
     # -- starting ------------------------------------------------------------------------
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
@@ -137,6 +146,8 @@ class FlowNetwork(Network):
         entry = self._routes.get((src, dst)) or self._route(src, dst)
         links, latency, bandwidth = entry
         self._count(src, dst, nbytes, links)
+        if self.jitter is not None:
+            latency += self.jitter()
         env = self.env
         if nbytes <= 0:
             if latency > 0:
@@ -144,7 +155,9 @@ class FlowNetwork(Network):
             else:
                 on_arrival(token)
             return
-        flow = _Flow(links, nbytes, bandwidth, on_arrival, token)
+        flow = _Flow(links, nbytes, bandwidth, on_arrival, token, src, dst)
+        if self._in_flight is not None:
+            self._in_flight[flow] = None
         load = self._load
         for d in links:
             if load[d]:
@@ -275,6 +288,8 @@ class FlowNetwork(Network):
                 del on_link[d][flow]
                 load[d] -= 1
             done.append(flow)
+            if self._in_flight is not None:
+                del self._in_flight[flow]
         if heap:
             self._wake(group)
         for flow in done:
@@ -322,6 +337,8 @@ class FlowNetwork(Network):
     def _finish(self, event: Timeout) -> None:
         flow = event._value
         flow.event = None
+        if self._in_flight is not None:
+            del self._in_flight[flow]
         on_link, load = self._on_link, self._load
         shared = False
         for d in flow.links:
@@ -387,3 +404,93 @@ class FlowNetwork(Network):
             if rate != flow.rate or flow.event is None:
                 flow.rate = rate
                 self._schedule(flow)
+
+    # -- faults --------------------------------------------------------------------------
+    def change_link(self, index: int, factor: float) -> None:
+        """Set link ``index`` to ``factor`` times its nominal bandwidth, both directions,
+        from now on (needs :meth:`track_flows`).
+
+        Every flow crossing the link is first brought to the general regime (its
+        reservation or processor-sharing group undone, exactly as of now). A degraded link
+        is then re-solved with its new capacity. A failed one (``factor == 0``) moves each
+        of its flows to the shortest route around the failed links, from the failure on:
+        the bytes it has not yet sent cross the new route (and are counted there), with no
+        extra latency.
+
+        Raises:
+            LinkFailureError: no route around the failed links exists for some flows;
+                names the link and those messages.
+        """
+        if self._in_flight is None:
+            raise RuntimeError("change_link needs track_flows() before the run starts")
+        now = self.env._now
+        directed = (2 * index, 2 * index + 1)
+        affected = [f for f in self._in_flight if directed[0] in f.links
+                    or directed[1] in f.links]
+        for flow in affected:
+            if flow.reserved:
+                self._unreserve(flow, now)
+            if flow.group is not None:
+                self._dissolve(flow.group, now)
+        nominal = self.topology.links[index].bandwidth
+        self._routes.clear()
+        if factor > 0:
+            for d in directed:
+                self._capacity[d] = nominal * factor
+            for flow in affected:
+                flow.bottleneck = min(self._capacity[d] for d in flow.links)
+                if flow in self._on_link[flow.links[0]]:
+                    for d in flow.links:
+                        self._dirty[d] = None
+        else:
+            self._failed = self._failed | {index}
+            lost = []
+            for flow in affected:
+                try:
+                    route = self.topology.route(flow.src, flow.dst, avoid=self._failed)
+                except TopologyError:
+                    lost.append(flow)
+                    continue
+                self._move(flow, route.links, now)
+            if lost:
+                u, v = self.topology.directed_link(directed[0])
+                shown = ", ".join(f"{self.topology.endpoint_name(f.src)}->"
+                                  f"{self.topology.endpoint_name(f.dst)} "
+                                  f"({self._left(f, now):.0f} bytes left)" for f in lost[:16])
+                raise LinkFailureError(
+                    f"link ({u!r}, {v!r}) failed at t={now:.9g} s and no route goes around "
+                    f"it for {len(lost)} message(s) in flight: {shown}", (u, v),
+                    [(f.src, f.dst) for f in lost])
+        self._defer()
+
+    def _left(self, flow: _Flow, now: float) -> float:
+        """Bytes ``flow`` has still to send at ``now``."""
+        if flow in self._on_link[flow.links[0]]:
+            return flow.remaining - flow.rate * (now - flow.updated)
+        return flow.remaining
+
+    def _move(self, flow: _Flow, links: tuple[int, ...], now: float) -> None:
+        """Send the rest of ``flow`` along ``links`` from now on."""
+        on_link, load, counted = self._on_link, self._load, self.link_bytes
+        draining = flow in on_link[flow.links[0]]
+        if draining:
+            flow.remaining = self._left(flow, now)
+            flow.updated = now
+            if flow.event is not None:
+                cancel(flow.event)
+                flow.event = None
+        left = round(flow.remaining)
+        for d in flow.links:
+            load[d] -= 1
+            counted[d] -= left
+            if draining:
+                del on_link[d][flow]
+                if on_link[d]:
+                    self._dirty[d] = None
+        flow.links = links
+        flow.bottleneck = min(self._capacity[d] for d in links)
+        for d in links:
+            load[d] += 1
+            counted[d] += left
+        if draining:
+            self._activate(flow)

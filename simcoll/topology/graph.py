@@ -222,6 +222,17 @@ class Topology:
         last = n + len(self._hosts) - 1
         raise TopologyError(f"endpoint address {address} out of range 0..{last}")
 
+    def link_index(self, u: str, v: str) -> int:
+        """The index (into ``links``) of the link between devices ``u`` and ``v``.
+
+        Raises:
+            TopologyError: no such link.
+        """
+        for i, link in enumerate(self._links):
+            if {link.u, link.v} == {u, v}:
+                return i
+        raise TopologyError(f"topology {self.name!r} has no link between {u!r} and {v!r}")
+
     def directed_link(self, index: int) -> tuple[str, str]:
         """The (from, to) device names of directed link ``index``."""
         link = self._links[index >> 1]
@@ -255,21 +266,33 @@ class Topology:
                 f"{self._gpus[0]!r}; add links so every GPU and host is reachable")
 
     # -- routing -------------------------------------------------------------------------
-    def route(self, src: int, dst: int) -> Route:
-        """The route from endpoint ``src`` to endpoint ``dst`` (addresses, not names)."""
+    def route(self, src: int, dst: int, *, avoid: frozenset[int] = frozenset()) -> Route:
+        """The route from endpoint ``src`` to endpoint ``dst`` (addresses, not names).
+
+        ``avoid`` holds links (indexes into ``links``) the route must not cross, such as
+        failed ones; such routes are shortest paths over the other links, not cached.
+
+        Raises:
+            TopologyError: no route exists (with ``avoid``: none around those links).
+        """
         key = (src, dst)
-        route = self._routes.get(key)
+        route = None if avoid else self._routes.get(key)
         if route is None:
             a = self._index[self.endpoint_name(src)]
             b = self._index[self.endpoint_name(dst)]
-            links = self._tree_path(a, b) if self._is_tree() else self._bfs_path(a, b)
+            if avoid:
+                links = self._bfs_path(a, b, avoid)
+            else:
+                links = self._tree_path(a, b) if self._is_tree() else self._bfs_path(a, b)
             if links is None:
                 raise TopologyError(f"no route from {self.endpoint_name(src)!r} to "
-                                    f"{self.endpoint_name(dst)!r}")
+                                    f"{self.endpoint_name(dst)!r}"
+                                    + (" around the failed links" if avoid else ""))
             ls = [self._links[d >> 1] for d in links]
             route = Route(tuple(links), sum(link.latency for link in ls),
                           min((link.bandwidth for link in ls), default=math.inf))
-            self._routes[key] = route
+            if not avoid:
+                self._routes[key] = route
         return route
 
     def _is_tree(self) -> bool:
@@ -313,7 +336,7 @@ class Topology:
             b = parent[b]
         return up + down[::-1]
 
-    def _bfs_path(self, a: int, b: int) -> list[int] | None:
+    def _bfs_path(self, a: int, b: int, avoid: frozenset[int] = frozenset()) -> list[int] | None:
         if a == b:
             return []
         via: dict[int, tuple[int, int]] = {a: (-1, -1)}
@@ -321,7 +344,7 @@ class Topology:
         while queue:
             node = queue.popleft()
             for nbr, dlink in self._adjacency[node]:
-                if nbr in via:
+                if nbr in via or dlink >> 1 in avoid:
                     continue
                 via[nbr] = (node, dlink)
                 if nbr == b:

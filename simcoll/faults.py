@@ -1,0 +1,135 @@
+"""Faults and stragglers: what goes wrong on a real machine, as inputs to a run.
+
+``simulate(..., faults=Faults(...))`` runs a collective on a machine where
+
+* a link fails or slows down at a given time (``LinkFault``): flows crossing a failed
+  link move to the shortest route around it (or the run ends with ``LinkFailureError``
+  naming the link and the messages that could not go on); a degraded link is shared at
+  its new bandwidth from that instant (flow network model only);
+* a GPU is slow: its compute and its reductions take ``slow[rank]`` times as long;
+* a GPU is late: its program starts ``late[rank]`` seconds after the others;
+* every message waits a random extra latency, uniform in ``[0, jitter)`` seconds, drawn
+  from a generator seeded with ``seed``, so a run is reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from simpy.events import Event, Timeout
+
+from simcoll.checks import integer, real
+from simcoll.errors import InvalidInputError
+from simcoll.network.base import Network
+from simcoll.topology.graph import Topology
+
+__all__ = ["LinkFault", "Faults"]
+
+
+@dataclass(frozen=True)
+class LinkFault:
+    """Link ``(u, v)`` runs at ``factor`` times its nominal bandwidth from time ``at`` on
+    (``factor=0``, the default: it fails)."""
+
+    u: str
+    v: str
+    at: float
+    factor: float = 0.0
+
+
+@dataclass(frozen=True)
+class Faults:
+    """What goes wrong in a run; see the module docstring.
+
+    Attributes:
+        links: link failures and slow-downs.
+        slow: ``{rank: factor > 0}`` compute and reduction slow-down of a GPU (2: twice
+            as long).
+        late: ``{rank: seconds >= 0}`` start offset of a GPU's program.
+        jitter: each message's latency grows by a uniform draw in ``[0, jitter)`` s.
+        seed: seed of the jitter draws.
+    """
+
+    links: Sequence[LinkFault] = ()
+    slow: Mapping[int, float] = field(default_factory=dict)
+    late: Mapping[int, float] = field(default_factory=dict)
+    jitter: float = 0.0
+    seed: int = 0
+
+    def checked(self, topology: Topology) -> _Plan:
+        """The faults as a plan for ``topology``, every value checked.
+
+        Raises:
+            InvalidInputError: an unknown link or rank, or a value out of range.
+        """
+        p = topology.nranks
+        links = []
+        for fault in self.links:
+            if not isinstance(fault, LinkFault):
+                raise InvalidInputError(f"faults.links holds {fault!r}; give LinkFault(u, v, "
+                                        f"at=..., factor=...) items")
+            try:
+                index = topology.link_index(fault.u, fault.v)
+            except Exception as exc:
+                raise InvalidInputError(f"faults.links: {exc}") from None
+            links.append((real(fault.at, "LinkFault at", what="seconds"), index,
+                          real(fault.factor, "LinkFault factor", what="0 fails the link")))
+        slow = {integer(r, "faults.slow rank", minimum=0, maximum=p - 1):
+                real(f, f"faults.slow[{r}]", strict=True, what="slow-down factor")
+                for r, f in dict(self.slow).items()}
+        late = {integer(r, "faults.late rank", minimum=0, maximum=p - 1):
+                real(t, f"faults.late[{r}]", what="seconds")
+                for r, t in dict(self.late).items()}
+        jitter = real(self.jitter, "faults.jitter", what="seconds")
+        seed = integer(self.seed, "faults.seed", minimum=0)
+        return _Plan(sorted(links), slow, late, jitter, seed)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    links: list[tuple[float, int, float]]
+    slow: dict[int, float]
+    late: dict[int, float]
+    jitter: float
+    seed: int
+
+    def reduce_bandwidths(self, bandwidths: list[float]) -> list[float]:
+        """Each endpoint's reduction bandwidth with its slow-down applied."""
+        return [bw / self.slow.get(a, 1.0) for a, bw in enumerate(bandwidths)]
+
+    def compute_scale(self, endpoints: int) -> list[float] | None:
+        """Each endpoint's compute slow-down (None when no GPU is slow)."""
+        if not self.slow:
+            return None
+        return [self.slow.get(a, 1.0) for a in range(endpoints)]
+
+    def delayed(self, rank: int, program: Generator[Event, Any, Any],
+                env: Any) -> Generator[Event, Any, Any]:
+        """``program``, started ``late[rank]`` seconds from now."""
+        if self.late.get(rank, 0.0) == 0.0:
+            return program
+        return _after(Timeout(env, self.late[rank]), program)
+
+    def install(self, network: Network) -> None:
+        """Give the network its jitter and schedule the link faults.
+
+        Raises:
+            InvalidInputError: link faults on a network model that does not model them.
+        """
+        if self.jitter > 0:
+            rng = np.random.default_rng(self.seed)
+            jitter = self.jitter
+            network.jitter = lambda: float(rng.uniform(0.0, jitter))
+        if self.links:
+            network.track_flows()
+            for at, index, factor in self.links:
+                Timeout(network.env, at).callbacks.append(
+                    lambda _event, i=index, f=factor: network.change_link(i, f))
+
+
+def _after(wait: Event, program: Generator[Event, Any, Any]) -> Generator[Event, Any, Any]:
+    yield wait
+    return (yield from program)

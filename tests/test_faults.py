@@ -1,0 +1,216 @@
+"""Faults and stragglers: links that fail or slow down mid-run, slow and late GPUs, and
+per-message jitter, checked against hand-worked times and against equivalent runs built
+without them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ALPHA, BETA, GAMMA, make_data, reference_network
+from reference import assert_outputs_match
+
+import simcoll as sc
+from simcoll.comm import Comm
+
+
+def register(collective, name):
+    def decorator(fn):
+        if (collective, name) not in sc.list_algorithms(collective):
+            sc.register(collective, name)(fn)
+        return fn
+    return decorator
+
+
+@register("all_to_all", "_sends")
+def sends(comm: Comm, x, *, plan=()):
+    """Rank-level script: ``plan`` holds (start, src, dst, nbytes); each rank sends and
+    receives its messages, in plan order."""
+    for start, src, dst, nbytes in plan:
+        if comm.rank == src:
+            yield comm.compute(start - comm.now) if start > comm.now else comm.compute(0)
+            yield comm.send(sc.VirtualBuffer.of(nbytes, np.uint8), dst)
+        elif comm.rank == dst:
+            yield comm.recv(src)
+    return x
+
+
+def line(n=2, bandwidth=1e9):
+    topo = sc.Topology("line")
+    gpus = [topo.add_gpu() for _ in range(n)]
+    for a, b in zip(gpus, gpus[1:]):
+        topo.add_link(a, b, bandwidth=bandwidth)
+    return topo
+
+
+def run(topo, plan, faults, **kwargs):
+    return sc.simulate(topo, "all_to_all", algorithm="_sends", nbytes=topo.nranks,
+                       dtype=np.uint8, plan=tuple(plan), faults=faults, trace=True, **kwargs)
+
+
+def test_a_link_that_slows_down_mid_message():
+    # 1 GB at 1 GB/s; at 0.5 s the link drops to 0.5 GB/s: 0.5 GB left take 1 s more.
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5, factor=0.5)])
+    res = run(line(), [(0, 0, 1, 10**9)], faults)
+    assert res.time == pytest.approx(1.5, rel=1e-12)
+
+
+def test_a_link_that_slows_down_under_an_incast_group():
+    # Three 1 GB flows into gpu3 through one switch share its 3 GB/s link (1 GB/s each,
+    # a processor-sharing group). At 0.5 s that link drops to 1 GB/s: the 0.5 GB each
+    # has left drains at 1/3 GB/s, 1.5 s more.
+    topo = sc.Topology("star")
+    sw = topo.add_switch()
+    for i in range(4):
+        topo.add_link(topo.add_gpu(), sw, bandwidth=3e9 if i == 3 else 10e9)
+    faults = sc.Faults(links=[sc.LinkFault("gpu3", "switch0", at=0.5, factor=1 / 3)])
+    res = run(topo, [(0, s, 3, 10**9) for s in range(3)], faults)
+    assert res.time == pytest.approx(2.0, rel=1e-12)
+    np.testing.assert_allclose(res.rank_times, [2.0, 2.0, 2.0, 2.0], rtol=1e-12)
+
+
+def four_gpu_cycle():
+    topo = sc.Topology("cycle")
+    gpus = [topo.add_gpu() for _ in range(4)]
+    for i in range(4):
+        topo.add_link(gpus[i], gpus[(i + 1) % 4], bandwidth=1e9)
+    return topo
+
+
+def test_a_failed_link_moves_its_flow_around_the_ring():
+    # gpu0 -> gpu1 (1 GB at 1 GB/s) over their direct link, which fails at 0.25 s: the
+    # 0.75 GB left go 0 -> 3 -> 2 -> 1, still at 1 GB/s: arrival at 1.0 s.
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.25)])
+    res = run(four_gpu_cycle(), [(0, 0, 1, 10**9)], faults)
+    assert res.time == pytest.approx(1.0, rel=1e-12)
+    assert res.link_bytes[("gpu0", "gpu1")] == 25 * 10**7
+    for hop in [("gpu0", "gpu3"), ("gpu3", "gpu2"), ("gpu2", "gpu1")]:
+        assert res.link_bytes[hop] == 75 * 10**7, hop
+    assert res.bytes_sent[0] == 10**9 and res.bytes_received[1] == 10**9
+
+
+def test_messages_sent_after_a_failure_take_the_route_around_it():
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.1)])
+    res = run(four_gpu_cycle(), [(0.2, 0, 1, 10**9)], faults)
+    # Three hops, no latency, 1 GB/s: 1 s from its start at 0.2 s.
+    assert res.time == pytest.approx(1.2, rel=1e-12)
+    assert res.link_bytes[("gpu0", "gpu1")] == 0
+
+
+def test_a_failed_link_with_no_way_around_ends_the_run_naming_it():
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5)])
+    with pytest.raises(sc.LinkFailureError, match=r"link \('gpu0', 'gpu1'\) failed at "
+                                                  r"t=0.5 s .* gpu0->gpu1 \(500000000 bytes "
+                                                  r"left\)") as info:
+        run(line(), [(0, 0, 1, 10**9)], faults)
+    assert info.value.link == ("gpu0", "gpu1") and info.value.lost == [(0, 1)]
+
+
+def test_collectives_stay_correct_when_links_fail_and_slow_down():
+    # A leaf-spine fabric with two spines: the failure of one leaf-spine link leaves a
+    # way around; every output still matches the reference.
+    topo = sc.Topology("leaf-spine")
+    leaves = [topo.add_switch(f"leaf{i}") for i in range(2)]
+    spines = [topo.add_switch(f"spine{i}") for i in range(2)]
+    for leaf in leaves:
+        for spine in spines:
+            topo.add_link(leaf, spine, bandwidth=2e9, latency=1e-6)
+    for i in range(6):
+        topo.add_link(topo.add_gpu(), leaves[i % 2], bandwidth=4e9, latency=1e-6)
+    inputs = make_data(6, 4000, "float64")
+    for when in [0.0, 1e-6, 5e-6, 2e-5]:
+        faults = sc.Faults(links=[sc.LinkFault("leaf0", "spine0", at=when),
+                                  sc.LinkFault("leaf1", "spine1", at=when / 2, factor=0.3)])
+        res = sc.simulate(topo, "all_reduce", algorithm="ring", data=inputs, faults=faults,
+                          trace=True)
+        assert res.correct
+        assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
+        ends = [e.end for e in res.trace if e.kind == "message"]
+        assert res.time == max([*ends, *res.rank_times])
+        healthy = sc.simulate(topo, "all_reduce", algorithm="ring", data=inputs)
+        assert res.time > healthy.time
+        assert res.link_bytes[("leaf0", "spine0")] < healthy.link_bytes[("leaf0", "spine0")]
+
+
+@pytest.mark.parametrize("factor", [1.5, 4.0])
+def test_a_slow_gpu_is_a_gpu_with_slower_reductions_and_compute(factor):
+    p, slow = 5, 2
+    faults = sc.Faults(slow={slow: factor})
+    # The same machine built with that GPU's reduction bandwidth divided by the factor.
+    topo = sc.Topology("built slow")
+    sw = topo.add_switch()
+    for r in range(p):
+        bw = 1 / GAMMA / (factor if r == slow else 1)
+        topo.add_link(topo.add_gpu(reduce_bandwidth=bw), sw, bandwidth=1 / BETA,
+                      latency=ALPHA / 2)
+    for alg in ["ring", "tree", "rabenseifner"]:
+        a = sc.simulate(reference_network(p), "all_reduce", algorithm=alg, nbytes=4 * 8000,
+                        faults=faults)
+        b = sc.simulate(topo, "all_reduce", algorithm=alg, nbytes=4 * 8000)
+        assert a.time == pytest.approx(b.time, rel=1e-12), alg
+        np.testing.assert_allclose(a.rank_times, b.rank_times, rtol=1e-12)
+    # Compute too: DDP's backward pass on the slow GPU takes factor times as long.
+    step = sc.simulate(reference_network(p), "all_reduce", algorithm="bucketed",
+                       nbytes=4 * 8000, compute=1e-3, faults=faults)
+    assert step.rank_times[slow] >= factor * 1e-3
+
+
+@register("all_reduce", "_ring_after_compute")
+def ring_after_compute(comm: Comm, x, *, op=sc.ReduceOp.SUM, rank=0, delay=0.0):
+    """The ring, with rank ``rank`` first busy for ``delay`` seconds."""
+    if comm.rank == rank:
+        yield comm.compute(delay)
+    ring = sc.get_algorithm("all_reduce", "ring").fn
+    return (yield from ring(comm, x, op=op))
+
+
+@pytest.mark.parametrize("late", [1e-7, 3e-6, 1e-4])
+def test_a_late_gpu_is_a_gpu_that_starts_with_idle_time(late):
+    p = 6
+    a = sc.simulate(reference_network(p), "all_reduce", algorithm="ring", nbytes=4 * 6000,
+                    faults=sc.Faults(late={4: late}))
+    b = sc.simulate(reference_network(p), "all_reduce", algorithm="_ring_after_compute",
+                    nbytes=4 * 6000, rank=4, delay=late)
+    assert a.time == pytest.approx(b.time, rel=1e-12)
+    np.testing.assert_allclose(a.rank_times, b.rank_times, rtol=1e-12)
+    assert a.time >= late + sc.simulate(reference_network(p), "all_reduce", algorithm="ring",
+                                        nbytes=4 * 6000).time * 0.5
+
+
+def test_jitter_is_a_seeded_uniform_extra_latency_per_message():
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=1e-6)
+    base = run(topo, [(0, 0, 1, 1000)], None).time
+    for seed in range(5):
+        res = run(topo, [(0, 0, 1, 1000)], sc.Faults(jitter=1e-6, seed=seed))
+        draw = np.random.default_rng(seed).uniform(0.0, 1e-6)
+        assert res.time == pytest.approx(base + draw, rel=1e-12)
+    a = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                    faults=sc.Faults(jitter=2e-6, seed=7))
+    b = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                    faults=sc.Faults(jitter=2e-6, seed=7))
+    c = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                    faults=sc.Faults(jitter=2e-6, seed=8))
+    assert a.time == b.time != c.time
+
+
+@pytest.mark.parametrize("faults, match", [
+    (sc.Faults(links=[sc.LinkFault("gpu0", "gpu3", at=0)]), r"no link between 'gpu0' and"),
+    (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=-1)]), r"LinkFault at = -1 is not"),
+    (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0, factor=-0.5)]), r"factor"),
+    (sc.Faults(slow={7: 2.0}), r"faults.slow rank = 7 is not accepted"),
+    (sc.Faults(slow={1: 0.0}), r"faults.slow\[1\] = 0.0 is not accepted"),
+    (sc.Faults(late={0: -1e-6}), r"faults.late\[0\] = -1e-06 is not accepted"),
+    (sc.Faults(jitter=float("nan")), r"faults.jitter = nan is not accepted"),
+    ("slow", r"faults='slow' is not accepted"),
+])
+def test_bad_faults_are_refused_before_the_run(faults, match):
+    with pytest.raises(sc.InvalidInputError, match=match):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
+                    faults=faults)
+
+
+def test_link_faults_need_the_flow_model():
+    with pytest.raises(sc.InvalidInputError, match=r"'analytical' network model does not "
+                                                   r"model link faults"):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
+                    network="analytical",
+                    faults=sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0)]))
