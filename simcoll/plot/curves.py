@@ -72,13 +72,17 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
 
 
 def _ticks(values: list[float]) -> list[float]:
-    """The data's own x values if few, else powers of two spread over their range."""
+    """The data's own x values if few, else powers of two over their range, every 2nd,
+    5th or 10th power (so sizes land on 1 KiB, 1 MiB, 1 GiB), at most 10 of them."""
     distinct = sorted(set(values))
     if len(distinct) <= 12:
         return distinct
-    lo, hi = math.floor(math.log2(distinct[0])), math.ceil(math.log2(distinct[-1]))
-    step = math.ceil((hi - lo + 1) / 10)
-    return [2.0 ** e for e in range(lo, hi + 1, step)]
+    lo, hi = math.ceil(math.log2(distinct[0])), math.floor(math.log2(distinct[-1]))
+    for step in (1, 2, 5, 10, 20):
+        exponents = [e for e in range(lo, hi + 1) if e % step == 0]
+        if len(exponents) <= 10:
+            break
+    return [2.0 ** e for e in exponents]
 
 
 def _style_axes(ax: Any, x: str, y: str, xs: list[float], y_label: str) -> None:
