@@ -281,15 +281,19 @@ def test_plot_scaling_is_scaling_returning_its_axes(grid):
 
 # -- timeline -----------------------------------------------------------------------------
 def bars(fig) -> dict[str, list[tuple[float, float]]]:
-    """Each broken_barh collection's (start, end) spans, by its gid."""
-    out = {}
+    """The (start, end) of every bar drawn, by its collection's gid (rank/stream)."""
+    out: dict[str, list[tuple[float, float]]] = {}
     for collection in fig.axes[0].collections:
-        spans = []
         for path in collection.get_paths():
             x = path.vertices[:, 0]
-            spans.append((float(x.min()), float(x.max())))
-        out[collection.get_gid()] = sorted(spans)
-    return out
+            out.setdefault(collection.get_gid(), []).append((float(x.min()), float(x.max())))
+    return {gid: sorted(spans) for gid, spans in out.items()}
+
+
+def bar_rows(fig, gid: str) -> list[tuple[float, float]]:
+    """The (bottom, top) of each bar of ``gid``, in drawing order."""
+    return [(float(path.vertices[:, 1].min()), float(path.vertices[:, 1].max()))
+            for c in fig.axes[0].collections if c.get_gid() == gid for path in c.get_paths()]
 
 
 def test_timeline_bars_are_the_trace_spans_per_rank_and_stream():
@@ -318,6 +322,25 @@ def test_timeline_bars_are_the_trace_spans_per_rank_and_stream():
     assert legend == ["send", "receive", "reduction", "idle (gap)"]
     assert "all_reduce/ring on switch(4)" in ax.get_title()
     assert "16 KiB per rank" in ax.get_title()
+
+
+def test_overlapping_messages_get_lanes_of_their_own():
+    # Naive all_reduce: each rank sends to the p-1 others at once.
+    p = 4
+    res = sc.simulate(reference(p), "all_reduce", algorithm="naive", nbytes=4096, trace=True)
+    fig = timeline(res)
+    for r in range(p):
+        for stream in ("send", "recv"):
+            rows = bar_rows(fig, f"rank {r}/{stream}")
+            assert len(rows) == p - 1
+            # p-1 equal, disjoint lanes inside the stream's row.
+            rows.sort()
+            heights = [top - bottom for bottom, top in rows]
+            assert heights == pytest.approx([heights[0]] * (p - 1))
+            assert all(a[1] <= b[0] + 1e-12 for a, b in zip(rows, rows[1:]))
+    ring = sc.simulate(reference(p), "all_reduce", algorithm="ring", nbytes=4096, trace=True)
+    rows = bar_rows(timeline(ring), "rank 0/send")
+    assert len(rows) == 2 * (p - 1) and len(set(rows)) == 1
 
 
 def test_timeline_shows_hosts_and_compute():

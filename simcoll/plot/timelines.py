@@ -44,6 +44,19 @@ def _shown(result: Result, endpoints: int, ranks: Sequence[int] | None,
     return list(range(max_ranks - hosts)) + list(range(result.nranks, result.nranks + hosts))
 
 
+def _lanes(spans: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:
+    """The spans packed into as few lanes as hold them without overlap (first fit)."""
+    lanes: list[list[tuple[float, float]]] = []
+    for span in sorted(spans):
+        for lane in lanes:
+            if lane[-1][1] <= span[0]:
+                lane.append(span)
+                break
+        else:
+            lanes.append([span])
+    return lanes
+
+
 def timeline(result: Result, *, ranks: Sequence[int] | None = None, max_ranks: int = 16,
              ax: Any = None, save: str | os.PathLike | None = None) -> Any:
     """Draw a traced run as one band per rank (and server host), one row per stream.
@@ -51,8 +64,8 @@ def timeline(result: Result, *, ranks: Sequence[int] | None = None, max_ranks: i
     Each band holds up to four rows: the messages the rank sent (from the send to the
     arrival of the last byte), the messages it received (the same spans, on the
     receiver), its reductions and its compute spans; streams that never occur are left
-    out. Gaps are idle time. Overlapping spans (several messages in flight) are drawn
-    over each other, with a thin outline each.
+    out. Gaps are idle time. Where messages overlap (several in flight at once), their
+    row splits into as many thinner lanes as are needed to draw each one apart.
 
     Args:
         result: a result of ``simulate(..., trace=True)``.
@@ -96,10 +109,12 @@ def timeline(result: Result, *, ranks: Sequence[int] | None = None, max_ranks: i
     for band, address in enumerate(shown):
         label = _endpoint_label(result, address)
         for j, stream in enumerate(streams):
-            bars = [(s * factor, (t - s) * factor) for s, t in spans.get((address, stream), [])]
-            if bars:
-                ax.broken_barh(bars, (band - 0.45 + j * height + 0.04 * height,
-                                      0.92 * height),
+            lanes = _lanes(spans.get((address, stream), []))
+            top = band - 0.45 + j * height + 0.04 * height
+            for k, lane in enumerate(lanes):
+                lane_height = 0.92 * height / len(lanes)
+                ax.broken_barh([(s * factor, (t - s) * factor) for s, t in lane],
+                               (top + k * lane_height, lane_height),
                                facecolors=_COLOURS[stream], edgecolors="white",
                                linewidth=outline, gid=f"{label}/{stream}")
         if band:
