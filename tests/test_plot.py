@@ -86,6 +86,20 @@ def test_the_title_names_the_fixed_size_and_each_line_its_algorithm(grid):
     assert sorted(line.get_label() for line in lines(fig, "simulated")) == ["naive", "ring"]
 
 
+def test_labels_name_what_differs_between_lines_and_the_title_what_does_not():
+    results = [sc.simulate(reference(8), c, algorithm="ring", nbytes=n)
+               for c in ("all_reduce", "all_gather") for n in (1 << 10, 1 << 20)]
+    fig = scaling(results, x="nbytes", y="algbw")
+    assert fig.axes[0].get_title() == "on switch(8), 8 ranks"
+    by_label = {line.get_label(): xy(line) for line in lines(fig, "simulated")}
+    assert sorted(by_label) == ["ring (all_gather)", "ring (all_reduce)"]
+    gather = sorted((r.nbytes, r.algbw / 1e9) for r in results if r.collective == "all_gather")
+    assert by_label["ring (all_gather)"] == ([n for n, _ in gather], [b for _, b in gather])
+    fig = scaling(results, x="nbytes", y="algbw", by="collective")
+    assert sorted(line.get_label() for line in lines(fig, "simulated")) == [
+        "all_gather", "all_reduce"]
+
+
 def test_time_is_shown_in_a_unit_chosen_from_the_data(grid):
     small = [r for r in grid if r.nbytes == 1 << 20]
     assert max(r.time for r in small) < 1e-3

@@ -221,7 +221,8 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
 def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str) -> str:
     first = dict(zip(_KEY, next(iter(groups))))
     fixed = {name: first[name] for name, vary in zip(_KEY, varies) if not vary}
-    head = " on ".join(str(fixed[k]) for k in ("collective", "topology") if k in fixed)
+    head = " ".join([str(fixed.get("collective", ""))]
+                    + ([f"on {fixed['topology']}"] if "topology" in fixed else [])).strip()
     tail = [_split_text(split, fixed["split"])] if "split" in fixed else []
     return ", ".join([head] + tail if head else tail)
 
