@@ -11,7 +11,7 @@ predicts::
 
 from __future__ import annotations
 
-from simcoll import algorithms, topology, training
+from simcoll import algorithms, plot, topology, training
 from simcoll.algorithms.registry import algorithms as list_algorithms
 from simcoll.algorithms.registry import get_algorithm, register
 from simcoll.buffers import VirtualBuffer
@@ -47,7 +47,7 @@ __all__ = [
     "simulate", "sweep", "plot_scaling", "Result", "Topology", "Comm", "ReduceOp",
     "VirtualBuffer", "register",
     "get_algorithm", "list_algorithms", "COLLECTIVES", "NETWORKS", "topology", "algorithms",
-    "training",
+    "training", "plot",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",
     "UnknownAlgorithmError", "UnknownNetworkError", "DeadlockError", "UnmatchedMessageError",
     "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError", "Faults",

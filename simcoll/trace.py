@@ -1,9 +1,17 @@
 """Export a traced run (``simulate(..., trace=True)``) as a Chrome / Perfetto trace.
 
-Open the JSON file in https://ui.perfetto.dev or chrome://tracing. Each rank (and server
-host) is a process row: its messages are async spans from send to arrival (they may
-overlap), its reductions and compute spans sit on threads of their own. Times are in
-microseconds, as the format requires.
+Open the JSON file in https://ui.perfetto.dev (or chrome://tracing). Each rank (and server
+host) is a process row. A message is an async span on its sender, from the send to the
+arrival of its last byte (messages may overlap, so they are async spans rather than
+thread slices), with a flow arrow to an instant "from <sender>" on the receiver at the
+arrival. Reductions and compute spans sit on threads of their own. Given the topology, a
+"links" process adds a counter track per directed link: its load in bytes/s over time,
+taking each message at its average rate over its span (see :mod:`simcoll.link_load`).
+Times are in microseconds, as the format requires.
+
+The arrows are flow events of the format's second version (``bind_id`` with ``flow_out``
+on the send span, ``flow_in`` on the arrival), because the first version's ``s`` / ``f``
+events bind only to thread slices, which cannot hold overlapping messages.
 """
 
 from __future__ import annotations
@@ -14,52 +22,91 @@ from pathlib import Path
 from typing import Any
 
 from simcoll.errors import InvalidInputError
+from simcoll.link_load import link_loads, rate_steps
 from simcoll.result import Result
+from simcoll.topology.graph import Topology
 
 __all__ = ["to_chrome", "save_chrome"]
 
 _THREADS = {"message": 0, "reduce": 1, "compute": 2}
 
 
-def to_chrome(result: Result) -> dict[str, Any]:
+def _names(result: Result, endpoints: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for pid in range(endpoints):
+        name = f"rank {pid}" if pid < result.nranks else f"host {pid - result.nranks}"
+        events.append({"ph": "M", "name": "process_name", "pid": pid,
+                       "args": {"name": name}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": pid,
+                       "args": {"sort_index": pid}})
+        for thread, tid in _THREADS.items():
+            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                           "args": {"name": thread}})
+    return events
+
+
+def _counters(result: Result, topology: Topology, pid: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "links"}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}]
+    for load in link_loads(result, topology):
+        times, rates = rate_steps(load)
+        if times[0] > 0:
+            events.append({"ph": "C", "name": load.name, "pid": pid, "ts": 0.0,
+                           "args": {"bytes/s": 0.0}})
+        for t, rate in zip(times, rates):
+            events.append({"ph": "C", "name": load.name, "pid": pid, "ts": t * 1e6,
+                           "args": {"bytes/s": float(rate)}})
+    return events
+
+
+def to_chrome(result: Result, topology: Topology | None = None) -> dict[str, Any]:
     """The Chrome trace-event JSON object of a traced result.
 
+    Args:
+        result: a result of ``simulate(..., trace=True)``.
+        topology: the topology it ran on; when given, a counter track per directed link
+            that carried bytes is added.
+
     Raises:
-        InvalidInputError: the result was simulated without ``trace=True``.
+        InvalidInputError: the result was simulated without ``trace=True``, or
+            ``topology`` is not the one it ran on.
     """
     if result.trace is None:
         raise InvalidInputError("this result has no trace; simulate with trace=True")
-    events: list[dict[str, Any]] = []
-    ranks = sorted({e.rank for e in result.trace} | set(range(result.nranks)))
-    for rank in ranks:
-        name = f"rank {rank}" if rank < result.nranks else f"host {rank}"
-        events.append({"ph": "M", "name": "process_name", "pid": rank,
-                       "args": {"name": name}})
-        for thread, tid in _THREADS.items():
-            events.append({"ph": "M", "name": "thread_name", "pid": rank, "tid": tid,
-                           "args": {"name": thread}})
+    endpoints = max([result.nranks + len(result.host_bytes_sent)]
+                    + [max(e.rank, e.peer or 0) + 1 for e in result.trace])
+    counters = _counters(result, topology, endpoints) if topology is not None else []
+    events = _names(result, endpoints)
     for i, e in enumerate(result.trace):
-        start, duration = e.start * 1e6, (e.end - e.start) * 1e6
+        start, end = e.start * 1e6, e.end * 1e6
         tid = _THREADS[e.kind]
         if e.kind == "message":
             common = {"cat": "message", "id": i, "pid": e.rank, "tid": tid,
                       "name": f"to {e.peer}"}
             args = {"bytes": e.nbytes, "tag": repr(e.tag), "dst": e.peer}
-            events.append({**common, "ph": "b", "ts": start, "args": args})
-            events.append({**common, "ph": "e", "ts": start + duration})
+            events.append({**common, "ph": "b", "ts": start, "args": args,
+                           "bind_id": i, "flow_out": True})
+            events.append({**common, "ph": "e", "ts": end})
+            events.append({"ph": "n", "cat": "message", "id": f"arrival {i}",
+                           "pid": e.peer, "tid": tid, "name": f"from {e.rank}", "ts": end,
+                           "args": {"bytes": e.nbytes, "tag": repr(e.tag), "src": e.rank},
+                           "bind_id": i, "flow_in": True})
         else:
             events.append({"ph": "X", "cat": e.kind, "name": e.kind, "pid": e.rank,
-                           "tid": tid, "ts": start, "dur": duration,
+                           "tid": tid, "ts": start, "dur": end - start,
                            "args": {"bytes": e.nbytes}})
-    return {"traceEvents": events, "displayTimeUnit": "ns",
+    return {"traceEvents": events + counters, "displayTimeUnit": "ns",
             "otherData": {"collective": result.collective, "algorithm": result.algorithm,
-                          "nranks": result.nranks, "nbytes": result.nbytes,
-                          "time_s": result.time}}
+                          "topology": result.topology, "nranks": result.nranks,
+                          "nbytes": result.nbytes, "time_s": result.time}}
 
 
-def save_chrome(result: Result, path: str | os.PathLike) -> None:
+def save_chrome(result: Result, path: str | os.PathLike,
+                topology: Topology | None = None) -> None:
     """Write :func:`to_chrome` to ``path`` (via a temporary file, then renamed)."""
     path = Path(path)
+    text = json.dumps(to_chrome(result, topology))
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(to_chrome(result)))
+    tmp.write_text(text)
     tmp.replace(path)

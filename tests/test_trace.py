@@ -51,14 +51,99 @@ def test_chrome_export(tmp_path):
                       trace=True)
     path = tmp_path / "ring.json"
     save_chrome(res, path)
+    assert [p.name for p in tmp_path.iterdir()] == ["ring.json"]
     events = json.loads(path.read_text())["traceEvents"]
     begins = [e for e in events if e["ph"] == "b"]
     ends = [e for e in events if e["ph"] == "e"]
     assert len(begins) == len(ends) == res.messages
+    # Every async begin has its end: same category, id and process, not before it.
+    end_of = {(e["cat"], e["id"], e["pid"]): e for e in ends}
+    assert len(end_of) == len(ends)
+    messages = [e for e in res.trace if e.kind == "message"]
+    for b, message in zip(begins, messages):
+        e = end_of[(b["cat"], b["id"], b["pid"])]
+        assert (b["pid"], b["args"]["dst"], b["args"]["bytes"]) == (
+            message.rank, message.peer, message.nbytes)
+        assert (b["ts"], e["ts"]) == pytest.approx((message.start * 1e6, message.end * 1e6))
     assert {e["pid"] for e in begins} == {0, 1, 2}
     spans = [e for e in events if e["ph"] == "X"]
     assert len(spans) == 3 * 2 and all(e["name"] == "reduce" for e in spans)
     assert max(e["ts"] for e in ends) == pytest.approx(res.time * 1e6)
+    assert not [e for e in events if e["ph"] == "C"]
     untraced = sc.simulate(reference_network(3), "all_reduce", algorithm="ring", nbytes=12)
     with pytest.raises(sc.InvalidInputError, match="trace=True"):
         to_chrome(untraced)
+
+
+def test_flow_arrows_lead_from_each_send_to_its_arrival_at_the_receiver():
+    res = sc.simulate(reference_network(4), "all_reduce", algorithm="naive", nbytes=4096,
+                      trace=True)
+    events = to_chrome(res)["traceEvents"]
+    outs = [e for e in events if e.get("flow_out")]
+    ins = {e["bind_id"]: e for e in events if e.get("flow_in")}
+    assert len(outs) == len(ins) == res.messages == 4 * 3
+    assert len({e["bind_id"] for e in outs}) == len(outs)
+    end_of = {(e["cat"], e["id"], e["pid"]): e for e in events if e["ph"] == "e"}
+    for out in outs:
+        assert out["ph"] == "b"
+        arrival = ins[out["bind_id"]]
+        assert arrival["ph"] == "n" and arrival["pid"] == out["args"]["dst"]
+        assert arrival["args"]["src"] == out["pid"] and arrival["name"] == f"from {out['pid']}"
+        assert arrival["ts"] == end_of[(out["cat"], out["id"], out["pid"])]["ts"]
+    # Async ids (and so Perfetto's tracks) of sends and arrivals never collide.
+    ids = [(e["cat"], e["id"]) for e in events if e["ph"] in "bn"]
+    assert len(set(ids)) == len(ids)
+
+
+def counter_tracks(events) -> dict[str, list[tuple[float, float]]]:
+    tracks: dict[str, list[tuple[float, float]]] = {}
+    for e in events:
+        if e["ph"] == "C":
+            tracks.setdefault(e["name"], []).append((e["ts"], e["args"]["bytes/s"]))
+    return {name: sorted(points) for name, points in tracks.items()}
+
+
+def test_link_counters_integrate_to_the_bytes_each_link_carried():
+    topo = reference_network(4)
+    for algorithm in ("ring", "naive", "parameter_server"):
+        res = sc.simulate(topo, "all_reduce", algorithm=algorithm, nbytes=4096, trace=True)
+        trace = json.loads(json.dumps(to_chrome(res, topo)))
+        tracks = counter_tracks(trace["traceEvents"])
+        carried = {f"{u}->{v}": b for (u, v), b in res.link_bytes.items() if b}
+        assert sorted(tracks) == sorted(carried)
+        for name, points in tracks.items():
+            ts = [t for t, _ in points]
+            rates = [r for _, r in points]
+            assert ts == sorted(set(ts)) and ts[0] == 0.0
+            assert min(rates) >= 0 and rates[-1] == 0
+            assert ts[-1] <= res.time * 1e6 * (1 + 1e-12)
+            area = sum(r * (t1 - t0) / 1e6 for (t0, r), (t1, _) in zip(points, points[1:]))
+            assert area == pytest.approx(carried[name], rel=1e-9), (algorithm, name)
+        links = [e for e in trace["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "process_name"
+                 and e["args"]["name"] == "links"]
+        assert [e["pid"] for e in links] == [4]
+
+
+def test_a_lone_message_counts_its_average_rate_on_each_link_of_its_route():
+    @sc.register("all_reduce", "test_trace_lone_message")
+    def lone(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            yield comm.compute(2e-6)
+            yield comm.send(x, dst=2)
+        elif comm.rank == 2:
+            yield comm.recv(src=0)
+        return x
+
+    topo = sc.topology.switch(3, bandwidth=1e9, latency=0.5e-6)
+    res = sc.simulate(topo, "all_reduce", algorithm="test_trace_lone_message", nbytes=3000,
+                      trace=True)
+    tracks = counter_tracks(to_chrome(res, topo)["traceEvents"])
+    rate = 3000 / (1e-6 + 3000 / 1e9)          # 2 links of 0.5 us, then 3000 B at 1 GB/s
+    for name in ("gpu0->switch", "switch->gpu2"):
+        (t0, r0), (t1, r1), (t2, r2) = tracks[name]
+        assert (t0, r0, r2) == (0.0, 0.0, 0.0)
+        assert (t1, r1, t2) == pytest.approx((2.0, rate, 6.0), rel=1e-9)
+    assert sorted(tracks) == ["gpu0->switch", "switch->gpu2"]
+    with pytest.raises(sc.InvalidInputError, match="not the one the result ran on"):
+        to_chrome(res, sc.topology.switch(4))

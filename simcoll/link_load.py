@@ -1,0 +1,123 @@
+"""Load on each directed link over time, worked out from a traced run's messages.
+
+A trace records each message's sender, receiver, size and span (from the send to the
+arrival of its last byte), not the rates the network model gave it moment by moment. Here
+each message is taken to move its bytes at one average rate, ``nbytes / (end - start)``,
+over its whole span, on every directed link of its route. That is exact when no two flows
+share a link at the same time, and an approximation under contention (the flow model
+re-shares bandwidth whenever a flow starts or ends). Either way a link's rate integrates
+to exactly the bytes it carried.
+
+Used by the Chrome export's counter tracks and by ``simcoll.plot.link_utilization``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcoll.errors import InvalidInputError
+from simcoll.result import Result
+from simcoll.topology.graph import Topology
+
+__all__ = ["LinkLoad", "link_loads", "rate_steps", "binned_bytes"]
+
+
+@dataclass(frozen=True)
+class LinkLoad:
+    """The messages that crossed one directed link.
+
+    Attributes:
+        link: ``(from_device, to_device)``.
+        bandwidth: the link's bandwidth in bytes/s (one direction).
+        starts, ends: each message's span in seconds.
+        rates: each message's average rate over its span, bytes/s.
+    """
+
+    link: tuple[str, str]
+    bandwidth: float
+    starts: np.ndarray
+    ends: np.ndarray
+    rates: np.ndarray
+
+    @property
+    def name(self) -> str:
+        """``"gpu0->switch"``, as ``Result.to_dict`` writes link keys."""
+        return f"{self.link[0]}->{self.link[1]}"
+
+
+def _check(result: Result, topology: Topology) -> None:
+    if result.trace is None:
+        raise InvalidInputError("this result has no trace; simulate with trace=True")
+    endpoints = result.nranks + len(result.host_bytes_sent)
+    if (topology.name != result.topology or topology.nranks != result.nranks
+            or topology.nranks + len(topology.hosts) != endpoints):
+        raise InvalidInputError(
+            f"topology {topology.name!r} ({topology.nranks} ranks, {len(topology.hosts)} "
+            f"hosts) is not the one the result ran on ({result.topology!r}, "
+            f"{result.nranks} ranks, {endpoints - result.nranks} hosts); pass that "
+            f"topology")
+
+
+def link_loads(result: Result, topology: Topology) -> list[LinkLoad]:
+    """Every directed link that carried bytes, with the messages that crossed it.
+
+    Args:
+        result: a traced result (``simulate(..., trace=True)``).
+        topology: the topology it ran on (routes come from ``topology.route``).
+
+    Returns:
+        One :class:`LinkLoad` per directed link with traffic, in the topology's link order.
+
+    Raises:
+        InvalidInputError: the result has no trace, or ran on another topology.
+    """
+    _check(result, topology)
+    spans: dict[int, list[tuple[float, float, float]]] = {}
+    for e in result.trace or ():
+        # An empty message, or one that took no time, moved no bytes over any span.
+        if e.kind != "message" or e.nbytes == 0 or e.end <= e.start or e.peer is None:
+            continue
+        rate = e.nbytes / (e.end - e.start)
+        for index in topology.route(e.rank, e.peer).links:
+            spans.setdefault(index, []).append((e.start, e.end, rate))
+    bandwidths = topology.directed_bandwidths()
+    loads = []
+    for index in sorted(spans):
+        s, t, r = (np.array(column, dtype=float) for column in zip(*spans[index]))
+        loads.append(LinkLoad(topology.directed_link(index), bandwidths[index], s, t, r))
+    return loads
+
+
+def rate_steps(load: LinkLoad) -> tuple[np.ndarray, np.ndarray]:
+    """The link's total rate as a step function.
+
+    Returns:
+        ``(times, rates)``: from ``times[i]`` until ``times[i+1]`` the link carries
+        ``rates[i]`` bytes/s. The times are every start and end, sorted and distinct; the
+        last rate is 0. Each rate is summed afresh from the messages in flight (no running
+        sum), so it is never negative and exactly 0 when none is.
+    """
+    times = np.unique(np.concatenate([load.starts, load.ends]))
+    rates = np.empty(times.size)
+    # Blocks of times keep the (times x messages) mask near a million cells.
+    step = max(1, 1_000_000 // load.rates.size)
+    for i in range(0, times.size, step):
+        t = times[i:i + step, None]
+        active = (load.starts[None, :] <= t) & (load.ends[None, :] > t)
+        rates[i:i + step] = np.where(active, load.rates[None, :], 0.0).sum(axis=1)
+    return times, rates
+
+
+def binned_bytes(load: LinkLoad, edges: np.ndarray) -> np.ndarray:
+    """Bytes the link carried in each time bin ``[edges[i], edges[i+1])``.
+
+    Each message contributes its rate times its overlap with the bin, so the bins sum to
+    every byte whose span lies inside ``edges[0]..edges[-1]``.
+    """
+    edges = np.asarray(edges, dtype=float)
+    durations = (load.ends - load.starts)[:, None]
+    carried = load.rates[:, None] * np.clip(edges[None, :] - load.starts[:, None], 0,
+                                            durations)
+    return np.diff(carried.sum(axis=0))

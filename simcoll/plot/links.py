@@ -1,0 +1,72 @@
+"""Link utilization heatmaps: how busy each directed link was over time."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from simcoll.errors import InvalidInputError
+from simcoll.link_load import binned_bytes, link_loads
+from simcoll.plot.style import checked_save_path, finish, format_size, new_axes, time_unit
+from simcoll.result import Result
+from simcoll.topology.graph import Topology
+
+__all__ = ["link_utilization"]
+
+
+def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax: Any = None,
+                     save: str | os.PathLike | None = None) -> Any:
+    """Draw a links x time heatmap of the fraction of each link's bandwidth in use.
+
+    A trace holds each message's span and size, not the rates the network gave it from
+    moment to moment, so each message counts at its average rate over its span,
+    ``nbytes / (end - start)``, on every directed link of its route
+    (``topology.route(src, dst)``); a cell is the bytes that puts into its time bin,
+    divided by the bin's length and the link's bandwidth. That is exact when no two flows
+    share a link at once (a message alone on its path shows nbytes / duration / bandwidth
+    in every bin it covers), and an approximation under contention. Each row's bytes add
+    up to the link's total traffic. Only links that carried bytes get a row; colours are
+    clipped to 0..1.
+
+    Args:
+        result: a result of ``simulate(..., trace=True)``.
+        topology: the topology it ran on (the result holds only its name).
+        bins: number of equal time bins from 0 to ``result.time``.
+        ax: a matplotlib Axes to draw on (a new figure otherwise).
+        save: write the figure there (PNG, SVG, PDF, ... by extension).
+
+    Returns:
+        The matplotlib Figure.
+
+    Raises:
+        InvalidInputError: no trace, another topology, bad ``bins`` or save path, or no
+            message that moved bytes.
+    """
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
+        raise InvalidInputError(f"bins={bins!r} is not accepted; use an integer >= 1")
+    path = checked_save_path(save)
+    loads = link_loads(result, topology)
+    if not loads or not result.time > 0:
+        raise InvalidInputError("no message in this trace moved bytes over a link; "
+                                "nothing to draw")
+    edges = np.linspace(0.0, result.time, bins + 1)
+    width = result.time / bins
+    grid = np.array([binned_bytes(load, edges) / width / load.bandwidth for load in loads])
+
+    unit, factor = time_unit(result.time)
+    fig, ax = new_axes(ax, (8.0, min(11.0, max(2.6, 1.5 + 0.18 * len(loads)))))
+    mesh = ax.pcolormesh(edges * factor, np.arange(len(loads) + 1), np.clip(grid, 0.0, 1.0),
+                         vmin=0.0, vmax=1.0, cmap="viridis", shading="flat")
+    ax.set_ylim(len(loads), 0)
+    every = max(1, -(-len(loads) // 40))
+    ax.set_yticks(np.arange(0, len(loads), every) + 0.5)
+    ax.set_yticklabels([load.name for load in loads[::every]],
+                       fontsize="small" if len(loads) > 12 else "medium")
+    ax.set_xlabel(f"time ({unit})")
+    fig.colorbar(mesh, ax=ax, label="fraction of link bandwidth")
+    ax.set_title(f"Link utilization: {result.collective}/{result.algorithm} on "
+                 f"{result.topology}, {format_size(result.nbytes)} per rank",
+                 fontsize="medium")
+    return finish(fig, path)

@@ -1,0 +1,115 @@
+"""Scaling-plot input: ``Result`` objects or their ``to_dict()`` form, read alike."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from simcoll.errors import InvalidInputError
+from simcoll.result import Result
+
+__all__ = ["Point", "read_points", "topology_templates"]
+
+_REQUIRED = ("collective", "algorithm", "nranks", "nbytes")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One simulated point: what ran, and its time and bandwidths (``None`` if unknown)."""
+
+    collective: str
+    algorithm: str
+    topology: str
+    network: str
+    dtype: str
+    nranks: int
+    nbytes: int
+    hosts: int
+    time: float | None
+    algbw: float | None
+    busbw: float | None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def value(self, name: str) -> float | None:
+        """``nranks``, ``nbytes``, ``time``, ``algbw`` or ``busbw``."""
+        v = getattr(self, name)
+        return None if v is None else float(v)
+
+
+def _number(v: Any) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
+    for key in _REQUIRED:
+        if key not in r:
+            raise InvalidInputError(
+                f"record {i} has no {key!r} field; records are Result objects or dicts as "
+                f"Result.to_dict() writes them (a sweep file's lines)")
+    nranks, nbytes = r["nranks"], r["nbytes"]
+    if (isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1
+            or isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
+        raise InvalidInputError(f"record {i} has nranks={nranks!r}, nbytes={nbytes!r}; "
+                                f"expected integers >= 1 and >= 0")
+    return Point(str(r["collective"]), str(r["algorithm"]), str(r.get("topology", "?")),
+                 str(r.get("network", "flow")), str(r.get("dtype", "?")), nranks, nbytes,
+                 len(r.get("host_bytes_sent") or ()), _number(r.get("time")),
+                 _number(r.get("algbw")), _number(r.get("busbw")),
+                 dict(r.get("params") or {}))
+
+
+def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
+    """Every record as a :class:`Point`; records marked with an ``error`` are left out.
+
+    Raises:
+        InvalidInputError: a record is neither a Result nor a mapping, or lacks a field.
+    """
+    if isinstance(records, (Result, Mapping)):
+        records = [records]
+    points = []
+    for i, r in enumerate(records):
+        if isinstance(r, Result):
+            points.append(Point(r.collective, r.algorithm, r.topology, r.network, r.dtype,
+                                r.nranks, r.nbytes, len(r.host_bytes_sent), _number(r.time),
+                                _number(r.algbw), _number(r.busbw), dict(r.params)))
+        elif isinstance(r, Mapping):
+            if not r.get("error"):
+                points.append(_from_mapping(i, r))
+        else:
+            raise InvalidInputError(f"record {i} is a {type(r).__name__}; records are "
+                                    f"Result objects or dicts from Result.to_dict()")
+    return points
+
+
+def topology_templates(points: list[Point]) -> list[str]:
+    """Each point's topology name with the numbers that change across the records made
+    into placeholders: ``p`` where the number is the rank count, else ``n``.
+
+    So ``switch(2)``, ``switch(4)``, ... all read ``switch(p)``, and ``dgx_a100x1``,
+    ``dgx_a100x2`` read ``dgx_a100xn``; a name that never changes stays as it is.
+    """
+    parts = [re.split(r"(\d+)", p.topology) for p in points]
+    families: dict[tuple[str, ...], list[int]] = {}
+    for i, tokens in enumerate(parts):
+        families.setdefault(tuple(tokens[0::2]), []).append(i)
+    names = [p.topology for p in points]
+    for members in families.values():
+        numbers = [parts[i][1::2] for i in members]
+        for position in range(len(numbers[0])):
+            if len({n[position] for n in numbers}) == 1:
+                continue
+            is_p = all(int(parts[i][2 * position + 1]) == points[i].nranks for i in members)
+            for i in members:
+                parts[i][2 * position + 1] = "p" if is_p else "n"
+        for i in members:
+            names[i] = "".join(parts[i])
+    return names

@@ -1,0 +1,84 @@
+"""Units, labels and figure plumbing shared by simcoll's plots (matplotlib imported lazily)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from simcoll.errors import InvalidInputError
+
+__all__ = ["format_size", "time_unit", "format_duration", "checked_save_path", "new_axes",
+           "finish"]
+
+_SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_TIME_UNITS = ((1.0, "s", 1.0), (1e-3, "ms", 1e3), (1e-6, "µs", 1e6), (0.0, "ns", 1e9))
+
+
+def format_size(nbytes: float) -> str:
+    """A size in binary units: ``8 B``, ``1 KiB``, ``1.5 MiB``, ``64 MiB``, ``1 GiB``."""
+    value, unit = float(nbytes), 0
+    while abs(value) >= 1024 and unit < len(_SIZE_UNITS) - 1:
+        value /= 1024
+        unit += 1
+    return f"{value:.4g} {_SIZE_UNITS[unit]}"
+
+
+def time_unit(largest: float) -> tuple[str, float]:
+    """The unit to show times up to ``largest`` seconds in: ``(name, factor)``, where a
+    time in seconds times ``factor`` is in that unit (s, ms, µs or ns)."""
+    for threshold, name, factor in _TIME_UNITS:
+        if largest >= threshold:
+            return name, factor
+    return "ns", 1e9
+
+
+def format_duration(seconds: float) -> str:
+    """``1.23 ms``, ``850 µs``."""
+    name, factor = time_unit(seconds)
+    return f"{seconds * factor:.3g} {name}"
+
+
+def checked_save_path(save: str | os.PathLike | None) -> Path | None:
+    """``save`` as a path, after checking matplotlib can write its format and its folder
+    exists, so a bad path fails before any drawing.
+
+    Raises:
+        InvalidInputError: naming the path and the accepted extensions.
+    """
+    if save is None:
+        return None
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(save)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix[1:].lower() not in formats:
+        raise InvalidInputError(f"cannot save a figure as {str(path)!r}; use one of the "
+                                f"extensions {', '.join('.' + f for f in sorted(formats))}")
+    if not path.parent.is_dir():
+        raise InvalidInputError(f"cannot save {str(path)!r}: folder {str(path.parent)!r} "
+                                f"does not exist")
+    return path
+
+
+def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
+    """``(figure, axes)``: ``ax`` and its figure, or a new pyplot figure of ``figsize``."""
+    if ax is not None:
+        return ax.figure, ax
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return fig, ax
+
+
+def finish(fig: Any, path: Path | None) -> Any:
+    """Save ``fig`` to ``path`` (if given) through a temporary file, so an existing file
+    is never left half written; return ``fig``."""
+    if path is not None:
+        tmp = path.with_name(f".{path.name}.part")
+        try:
+            fig.savefig(tmp, format=path.suffix[1:].lower(), dpi=150)
+            tmp.replace(path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return fig

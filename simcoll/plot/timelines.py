@@ -1,0 +1,142 @@
+"""Timelines of traced runs: what each rank did when, and where it sat idle."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from simcoll.errors import InvalidInputError
+from simcoll.plot.style import (
+    checked_save_path,
+    finish,
+    format_duration,
+    format_size,
+    new_axes,
+    time_unit,
+)
+from simcoll.result import Result
+
+__all__ = ["timeline"]
+
+_STREAMS = ("send", "recv", "reduce", "compute")
+_LEGEND = {"send": "send", "recv": "receive", "reduce": "reduction", "compute": "compute"}
+_COLOURS = {"send": "#1f77b4", "recv": "#ff7f0e", "reduce": "#2ca02c", "compute": "#d62728"}
+
+
+def _endpoint_label(result: Result, address: int) -> str:
+    return f"rank {address}" if address < result.nranks else f"host {address - result.nranks}"
+
+
+def _shown(result: Result, endpoints: int, ranks: Sequence[int] | None,
+           max_ranks: int) -> list[int]:
+    if ranks is not None:
+        shown = list(ranks)
+        bad = [r for r in shown if isinstance(r, bool) or not isinstance(r, int)
+               or not 0 <= r < endpoints]
+        if bad or not shown:
+            raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a non-empty list "
+                                    f"of rank (or host) addresses in 0..{endpoints - 1}")
+        return shown
+    if endpoints <= max_ranks:
+        return list(range(endpoints))
+    hosts = min(endpoints - result.nranks, max_ranks // 2)
+    return list(range(max_ranks - hosts)) + list(range(result.nranks, result.nranks + hosts))
+
+
+def _lanes(spans: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:
+    """The spans packed into as few lanes as hold them without overlap (first fit)."""
+    lanes: list[list[tuple[float, float]]] = []
+    for span in sorted(spans):
+        for lane in lanes:
+            if lane[-1][1] <= span[0]:
+                lane.append(span)
+                break
+        else:
+            lanes.append([span])
+    return lanes
+
+
+def timeline(result: Result, *, ranks: Sequence[int] | None = None, max_ranks: int = 16,
+             ax: Any = None, save: str | os.PathLike | None = None) -> Any:
+    """Draw a traced run as one band per rank (and server host), one row per stream.
+
+    Each band holds up to four rows: the messages the rank sent (from the send to the
+    arrival of the last byte), the messages it received (the same spans, on the
+    receiver), its reductions and its compute spans; streams that never occur are left
+    out. Gaps are idle time. Where messages overlap (several in flight at once), their
+    row splits into as many thinner lanes as are needed to draw each one apart.
+
+    Args:
+        result: a result of ``simulate(..., trace=True)``.
+        ranks: the rank (or host) addresses to show, top to bottom; by default all of
+            them, or the first ``max_ranks`` (hosts included) with a note in the title.
+        max_ranks: the most bands drawn when ``ranks`` is not given.
+        ax: a matplotlib Axes to draw on (a new figure otherwise).
+        save: write the figure there (PNG, SVG, PDF, ... by extension).
+
+    Returns:
+        The matplotlib Figure.
+
+    Raises:
+        InvalidInputError: the result has no trace, or bad ``ranks`` / ``max_ranks`` /
+            save path.
+    """
+    if result.trace is None:
+        raise InvalidInputError("this result has no trace; simulate with trace=True")
+    if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 1:
+        raise InvalidInputError(f"max_ranks={max_ranks!r} is not accepted; use an integer "
+                                f">= 1")
+    endpoints = result.nranks + len(result.host_bytes_sent)
+    shown = _shown(result, endpoints, ranks, max_ranks)
+    path = checked_save_path(save)
+    spans: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    for e in result.trace:
+        if e.kind == "message" and e.peer is not None:
+            spans.setdefault((e.rank, "send"), []).append((e.start, e.end))
+            spans.setdefault((e.peer, "recv"), []).append((e.start, e.end))
+        else:
+            spans.setdefault((e.rank, e.kind), []).append((e.start, e.end))
+    streams = [s for s in _STREAMS if any(key[1] == s for key in spans)] or ["send"]
+
+    from matplotlib.patches import Patch
+
+    unit, factor = time_unit(result.time)
+    rows = len(shown) * len(streams)
+    fig, ax = new_axes(ax, (8.0, min(11.0, max(2.6, 1.4 + 0.16 * rows))))
+    height = 0.9 / len(streams)
+    outline = 0.4 if len(result.trace) <= 4000 else 0.0
+    for band, address in enumerate(shown):
+        label = _endpoint_label(result, address)
+        for j, stream in enumerate(streams):
+            lanes = _lanes(spans.get((address, stream), []))
+            top = band - 0.45 + j * height + 0.04 * height
+            for k, lane in enumerate(lanes):
+                lane_height = 0.92 * height / len(lanes)
+                ax.broken_barh([(s * factor, (t - s) * factor) for s, t in lane],
+                               (top + k * lane_height, lane_height),
+                               facecolors=_COLOURS[stream], edgecolors="white",
+                               linewidth=outline, gid=f"{label}/{stream}")
+        if band:
+            ax.axhline(band - 0.5, color="0.8", linewidth=0.6)
+    ax.set_ylim(len(shown) - 0.5, -0.5)
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([_endpoint_label(result, a) for a in shown],
+                       fontsize="small" if len(shown) > 8 else "medium")
+    ax.tick_params(axis="y", length=0)
+    ax.set_xlim(0, result.time * factor)
+    ax.set_xlabel(f"time ({unit})")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    handles = [Patch(facecolor=_COLOURS[s], label=_LEGEND[s]) for s in streams]
+    handles.append(Patch(facecolor="white", edgecolor="0.6", label="idle (gap)"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              fontsize="small", title="rows in each band", title_fontsize="small")
+    title = (f"{result.collective}/{result.algorithm} on {result.topology}, "
+             f"{format_size(result.nbytes)} per rank: {format_duration(result.time)}")
+    if len(shown) < endpoints and ranks is None:
+        title += (f"\nshowing {len(shown)} of {endpoints} ranks"
+                  f"{' and hosts' if endpoints > result.nranks else ''}; "
+                  f"pass ranks=[...] to choose")
+    ax.set_title(title, fontsize="medium")
+    return finish(fig, path)

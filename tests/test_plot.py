@@ -1,0 +1,497 @@
+"""Plots draw what the records and traces say, in the units their labels state."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+import numpy as np
+import pytest
+from conftest import ALPHA, BETA, GAMMA, reference_network
+
+import simcoll as sc
+from simcoll.plot import link_utilization, plot_scaling, scaling, timeline
+from simcoll.plot.records import read_points, topology_templates
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def reference(p: int) -> sc.Topology:
+    """The alpha-beta reference network with free reductions (gamma = 0)."""
+    return sc.topology.switch(p, bandwidth=1 / BETA, latency=ALPHA / 2)
+
+
+def lines(fig, gid: str) -> list:
+    return [line for line in fig.axes[0].get_lines() if line.get_gid() == gid]
+
+
+def xy(line) -> tuple[list[float], list[float]]:
+    return [float(v) for v in line.get_xdata()], [float(v) for v in line.get_ydata()]
+
+
+def tick_texts(fig, axis: str) -> list[str]:
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    return [t.get_text() for t in labels]
+
+
+@pytest.fixture(scope="module")
+def grid():
+    """ring and naive all_reduce at 2, 4, 8 ranks and two sizes, on the reference network."""
+    return [sc.simulate(reference(p), "all_reduce", algorithm=a, nbytes=n)
+            for a in ("ring", "naive") for p in (2, 4, 8) for n in (1 << 20, 64 << 20)]
+
+
+# -- scaling ------------------------------------------------------------------------------
+def test_one_line_per_algorithm_and_size_with_busbw_in_gb_per_s(grid):
+    fig = scaling(grid, x="nranks", y="busbw")
+    drawn = lines(fig, "simulated")
+    assert len(drawn) == 4
+    by_label = {line.get_label(): xy(line) for line in drawn}
+    for algorithm in ("ring", "naive"):
+        for n, size in ((1 << 20, "1 MiB"), (64 << 20, "64 MiB")):
+            points = sorted((r.nranks, r.busbw) for r in grid
+                            if r.algorithm == algorithm and r.nbytes == n)
+            xs, ys = by_label[f"{algorithm} ({size} per rank)"]
+            assert xs == [p for p, _ in points]
+            assert ys == pytest.approx([b / 1e9 for _, b in points], rel=1e-12)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "busbw (GB/s)" and ax.get_xlabel() == "ranks"
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert ax.get_title() == "all_reduce on switch(p)"
+    assert tick_texts(fig, "x") == ["2", "4", "8"]
+    assert ax.get_legend() is not None
+
+
+def test_dicts_from_a_sweep_file_draw_the_same_lines(grid):
+    records = [json.loads(json.dumps(r.to_dict())) for r in grid]
+    from_dicts = {line.get_label(): xy(line)
+                  for line in lines(scaling(records, y="algbw"), "simulated")}
+    from_results = {line.get_label(): xy(line)
+                    for line in lines(scaling(grid, y="algbw"), "simulated")}
+    assert from_dicts == from_results and len(from_dicts) == 4
+
+
+def test_the_title_names_the_fixed_size_and_each_line_its_algorithm(grid):
+    fig = scaling([r for r in grid if r.nbytes == 64 << 20], y="time")
+    assert fig.axes[0].get_title() == "all_reduce on switch(p), 64 MiB per rank"
+    assert sorted(line.get_label() for line in lines(fig, "simulated")) == ["naive", "ring"]
+
+
+def test_labels_name_what_differs_between_lines_and_the_title_what_does_not():
+    results = [sc.simulate(reference(8), c, algorithm="ring", nbytes=n)
+               for c in ("all_reduce", "all_gather") for n in (1 << 10, 1 << 20)]
+    fig = scaling(results, x="nbytes", y="algbw")
+    assert fig.axes[0].get_title() == "on switch(8), 8 ranks"
+    by_label = {line.get_label(): xy(line) for line in lines(fig, "simulated")}
+    assert sorted(by_label) == ["ring (all_gather)", "ring (all_reduce)"]
+    gather = sorted((r.nbytes, r.algbw / 1e9) for r in results if r.collective == "all_gather")
+    assert by_label["ring (all_gather)"] == ([n for n, _ in gather], [b for _, b in gather])
+    fig = scaling(results, x="nbytes", y="algbw", by="collective")
+    assert sorted(line.get_label() for line in lines(fig, "simulated")) == [
+        "all_gather", "all_reduce"]
+
+
+def test_time_is_shown_in_a_unit_chosen_from_the_data(grid):
+    small = [r for r in grid if r.nbytes == 1 << 20]
+    assert max(r.time for r in small) < 1e-3
+    fig = scaling(small, y="time")
+    assert fig.axes[0].get_ylabel() == "time (µs)"
+    for line in lines(fig, "simulated"):
+        algorithm = line.get_label()
+        expected = sorted((r.nranks, r.time * 1e6) for r in small if r.algorithm == algorithm)
+        assert xy(line)[1] == pytest.approx([t for _, t in expected], rel=1e-12)
+    big = [r for r in grid if r.nbytes == 64 << 20]
+    assert 1e-3 <= max(r.time for r in big) < 1
+    fig = scaling(big, y="time")
+    assert fig.axes[0].get_ylabel() == "time (ms)"
+    ring = sorted((r.nranks, r.time) for r in big if r.algorithm == "ring")
+    (line,) = [line for line in lines(fig, "simulated") if line.get_label() == "ring"]
+    assert xy(line)[1] == pytest.approx([t * 1e3 for _, t in ring], rel=1e-12)
+
+
+def test_sizes_are_labelled_in_binary_units():
+    sizes = [8, 1 << 10, 1 << 20, 1 << 30]
+    results = [sc.simulate(reference(8), "all_reduce", algorithm="ring", nbytes=n)
+               for n in sizes]
+    fig = scaling(results, x="nbytes", y="time")
+    assert tick_texts(fig, "x") == ["8 B", "1 KiB", "1 MiB", "1 GiB"]
+    assert fig.axes[0].get_xlabel() == "size per rank"
+    assert fig.axes[0].get_title() == "all_reduce on switch(8), 8 ranks"
+    (line,) = lines(fig, "simulated")
+    assert xy(line)[0] == sizes
+
+
+def test_many_sizes_get_thinned_power_of_two_ticks():
+    sizes = [1 << k for k in range(3, 31)]
+    results = [{"collective": "all_reduce", "algorithm": "ring", "topology": "switch(8)",
+                "nranks": 8, "nbytes": n, "time": 1e-6 + n * 1e-11} for n in sizes]
+    texts = tick_texts(scaling(results, x="nbytes", y="time"), "x")
+    assert texts == ["32 B", "1 KiB", "32 KiB", "1 MiB", "32 MiB", "1 GiB"]
+
+
+def test_formula_lines_are_the_alpha_beta_model_dashed_in_the_line_colour(grid):
+    fig = scaling(grid, y="busbw", formula=True, alpha=ALPHA, beta=BETA, gamma=0.0)
+    model = lines(fig, "formula")
+    assert len(model) == 4 and all(line.get_linestyle() == "--" for line in model)
+    simulated = lines(fig, "simulated")
+    for line, sim in zip(model, simulated):
+        assert line.get_color() == sim.get_markerfacecolor()
+    ring_64 = [line for line, sim in zip(model, simulated)
+               if sim.get_label() == "ring (64 MiB per rank)"][0]
+    n = 64 << 20
+    xs, ys = xy(ring_64)
+    assert xs == [2, 4, 8]
+    # Ring: 2(p-1) alpha + 2(p-1)/p n beta; busbw = n / t * 2(p-1)/p.
+    expected = [n / (2 * (p - 1) * ALPHA + 2 * (p - 1) / p * n * BETA) * 2 * (p - 1) / p / 1e9
+                for p in xs]
+    assert ys == pytest.approx(expected, rel=1e-12)
+    naive_1 = [line for line, sim in zip(model, simulated)
+               if sim.get_label() == "naive (1 MiB per rank)"][0]
+    # Naive: alpha + (p-1) n beta with free reductions.
+    n = 1 << 20
+    assert xy(naive_1)[1] == pytest.approx(
+        [n / (ALPHA + (p - 1) * n * BETA) * 2 * (p - 1) / p / 1e9 for p in (2, 4, 8)],
+        rel=1e-12)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "α-β-γ model (dashed)" in labels
+
+
+def test_formula_time_with_gamma_matches_the_hand_formula():
+    results = [sc.simulate(reference_network(p), "all_reduce", algorithm="ring", nbytes=n)
+               for p in (2, 3, 5) for n in (3 * 5 * 4096,)]
+    fig = scaling(results, y="time", formula=True, alpha=ALPHA, beta=BETA, gamma=GAMMA)
+    (model,) = lines(fig, "formula")
+    n = 3 * 5 * 4096
+    expected = [2 * (p - 1) * ALPHA + 2 * (p - 1) / p * n * BETA + (p - 1) / p * n * GAMMA
+                for p in (2, 3, 5)]
+    assert fig.axes[0].get_ylabel() == "time (µs)"
+    assert xy(model)[1] == pytest.approx([t * 1e6 for t in expected], rel=1e-12)
+    (sim,) = lines(fig, "simulated")
+    assert xy(sim)[1] == pytest.approx(xy(model)[1], rel=1e-9)
+
+
+def test_points_without_a_model_are_skipped_and_the_legend_says_so():
+    @sc.register("all_reduce", "test_plot_unmodelled")
+    def unmodelled(comm, x, *, op=sc.ReduceOp.SUM):
+        return (yield from sc.get_algorithm("all_reduce", "ring").fn(comm, x, op=op))
+
+    results = [sc.simulate(reference(p), "all_reduce", algorithm=a, nbytes=1 << 20)
+               for a in ("ring", "test_plot_unmodelled") for p in (2, 4)]
+    fig = scaling(results, formula=True, alpha=ALPHA, beta=BETA, gamma=0.0)
+    labels = sorted(line.get_label() for line in lines(fig, "simulated"))
+    assert labels == ["ring", "test_plot_unmodelled (no model)"]
+    assert len(lines(fig, "formula")) == 1
+
+
+def test_formula_needs_alpha_beta_and_gamma(grid):
+    with pytest.raises(sc.InvalidInputError, match="alpha.*beta.*gamma"):
+        scaling(grid, formula=True, alpha=ALPHA, beta=BETA)
+
+
+def test_points_that_cannot_sit_on_log_axes_are_left_out():
+    results = [sc.simulate(reference(p), "all_reduce", algorithm="ring", nbytes=4096)
+               for p in (1, 2, 4)]
+    assert results[0].busbw == 0
+    (line,) = lines(scaling(results, y="busbw"), "simulated")
+    assert xy(line)[0] == [2, 4]
+    failed = {"collective": "all_reduce", "algorithm": "ring", "nranks": 8, "nbytes": 64,
+              "error": "TopologyError: ..."}
+    (line,) = lines(scaling([r.to_dict() for r in results] + [failed], y="busbw"),
+                    "simulated")
+    assert xy(line)[0] == [2, 4]
+
+
+def test_a_rerun_point_replaces_the_earlier_one_and_lines_never_zigzag(grid):
+    again = [r.to_dict() for r in grid] + [dict(grid[0].to_dict(), time=0.5e-3)]
+    for line in lines(scaling(again, y="time"), "simulated"):
+        xs = xy(line)[0]
+        assert xs == sorted(set(xs))
+    fig = scaling(again, y="time")
+    label = f"{grid[0].algorithm} (1 MiB per rank)"
+    (line,) = [line for line in lines(fig, "simulated") if line.get_label() == label]
+    assert xy(line)[1][0] == pytest.approx(0.5)
+
+
+def test_different_topologies_get_lines_of_their_own_or_are_refused_at_one_x():
+    a = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=4096)
+    b = sc.simulate(sc.topology.switch(4, servers=1), "all_reduce", algorithm="ring",
+                    nbytes=4096)
+    assert sorted(line.get_label() for line in lines(scaling([a, b]), "simulated")) == [
+        "ring (switch(4))", "ring (switch(4, servers=1))"]
+    # Both read cluster(nxn) as the numbers change, and both have 8 ranks.
+    c = sc.simulate(sc.topology.cluster(2, 4), "all_reduce", algorithm="ring", nbytes=4096)
+    d = sc.simulate(sc.topology.cluster(4, 2), "all_reduce", algorithm="ring", nbytes=4096)
+    with pytest.raises(sc.InvalidInputError, match="different topologies"):
+        scaling([c, d])
+
+
+def test_topology_names_become_templates_where_their_numbers_change():
+    def point(topology: str, nranks: int) -> dict:
+        return {"collective": "all_reduce", "algorithm": "ring", "topology": topology,
+                "nranks": nranks, "nbytes": 8, "time": 1.0}
+
+    points = read_points([point("switch(2)", 2), point("switch(16)", 16),
+                          point("dgx_a100x1", 8), point("dgx_a100x2", 16),
+                          point("ring(4)", 4)])
+    assert topology_templates(points) == ["switch(p)", "switch(p)", "dgx_a100xn",
+                                          "dgx_a100xn", "ring(4)"]
+
+
+def test_bad_arguments_are_refused_before_drawing(grid, tmp_path):
+    before = plt.get_fignums()
+    for kwargs, match in [({"y": "speed"}, "y='speed'"), ({"x": "time"}, "x='time'"),
+                          ({"x": "nbytes", "split": "nbytes"}, "split='nbytes'"),
+                          ({"by": "colour"}, "by='colour'"),
+                          ({"save": tmp_path / "a.xyz"}, r"a\.xyz.*\.png"),
+                          ({"save": tmp_path / "no" / "a.png"}, "does not exist")]:
+        with pytest.raises(sc.InvalidInputError, match=match):
+            scaling(grid, **kwargs)
+    with pytest.raises(sc.InvalidInputError, match="no record"):
+        scaling([])
+    with pytest.raises(sc.InvalidInputError, match="'nbytes'"):
+        scaling([{"collective": "all_reduce", "algorithm": "ring", "nranks": 2}])
+    with pytest.raises(sc.InvalidInputError, match="record 0 is a str"):
+        scaling(["ring"])
+    assert plt.get_fignums() == before
+
+
+def test_save_writes_the_figure_and_a_failed_save_keeps_the_old_file(grid, tmp_path,
+                                                                      monkeypatch):
+    path = tmp_path / "busbw.png"
+    scaling(grid, y="busbw", save=path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    old = path.read_bytes()
+    from matplotlib.figure import Figure
+
+    def broken(self, fname, **kwargs):
+        with open(fname, "wb") as f:
+            f.write(b"half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Figure, "savefig", broken)
+    with pytest.raises(OSError, match="disk full"):
+        scaling(grid, y="time", save=path)
+    assert path.read_bytes() == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["busbw.png"]
+
+
+def test_plot_scaling_is_scaling_returning_its_axes(grid):
+    ax = plot_scaling(grid, x="nranks", y="busbw")
+    fig = scaling(grid, x="nranks", y="busbw")
+    assert [xy(line) for line in ax.get_lines()] == [xy(line) for line in fig.axes[0].get_lines()]
+    assert sc.plot_scaling is plot_scaling
+    _, own = plt.subplots()
+    assert plot_scaling(grid, ax=own) is own
+
+
+# -- timeline -----------------------------------------------------------------------------
+def bars(fig) -> dict[str, list[tuple[float, float]]]:
+    """The (start, end) of every bar drawn, by its collection's gid (rank/stream)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for collection in fig.axes[0].collections:
+        for path in collection.get_paths():
+            x = path.vertices[:, 0]
+            out.setdefault(collection.get_gid(), []).append((float(x.min()), float(x.max())))
+    return {gid: sorted(spans) for gid, spans in out.items()}
+
+
+def bar_rows(fig, gid: str) -> list[tuple[float, float]]:
+    """The (bottom, top) of each bar of ``gid``, in drawing order."""
+    return [(float(path.vertices[:, 1].min()), float(path.vertices[:, 1].max()))
+            for c in fig.axes[0].collections if c.get_gid() == gid for path in c.get_paths()]
+
+
+def test_timeline_bars_are_the_trace_spans_per_rank_and_stream():
+    p, n = 4, 4 * 4 * 1024
+    res = sc.simulate(reference_network(p), "all_reduce", algorithm="ring", nbytes=n,
+                      trace=True)
+    fig = timeline(res)
+    drawn = bars(fig)
+    assert set(drawn) == {f"rank {r}/{s}" for r in range(p) for s in ("send", "recv", "reduce")}
+    for r in range(p):
+        sends = sorted((e.start * 1e6, e.end * 1e6) for e in res.trace
+                       if e.kind == "message" and e.rank == r)
+        recvs = sorted((e.start * 1e6, e.end * 1e6) for e in res.trace
+                       if e.kind == "message" and e.peer == r)
+        reductions = sorted((e.start * 1e6, e.end * 1e6) for e in res.trace
+                            if e.kind == "reduce" and e.rank == r)
+        assert len(sends) == len(recvs) == 2 * (p - 1) and len(reductions) == p - 1
+        for stream, spans in (("send", sends), ("recv", recvs), ("reduce", reductions)):
+            got = drawn[f"rank {r}/{stream}"]
+            assert np.array(got) == pytest.approx(np.array(spans), rel=1e-9, abs=1e-9)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "time (µs)"
+    assert ax.get_xlim() == pytest.approx((0, res.time * 1e6))
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r}" for r in range(p)]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["send", "receive", "reduction", "idle (gap)"]
+    assert "all_reduce/ring on switch(4)" in ax.get_title()
+    assert "16 KiB per rank" in ax.get_title()
+
+
+def test_overlapping_messages_get_lanes_of_their_own():
+    # Naive all_reduce: each rank sends to the p-1 others at once.
+    p = 4
+    res = sc.simulate(reference(p), "all_reduce", algorithm="naive", nbytes=4096, trace=True)
+    fig = timeline(res)
+    for r in range(p):
+        for stream in ("send", "recv"):
+            rows = bar_rows(fig, f"rank {r}/{stream}")
+            assert len(rows) == p - 1
+            # p-1 equal, disjoint lanes inside the stream's row.
+            rows.sort()
+            heights = [top - bottom for bottom, top in rows]
+            assert heights == pytest.approx([heights[0]] * (p - 1))
+            assert all(a[1] <= b[0] + 1e-12 for a, b in zip(rows, rows[1:]))
+    ring = sc.simulate(reference(p), "all_reduce", algorithm="ring", nbytes=4096, trace=True)
+    rows = bar_rows(timeline(ring), "rank 0/send")
+    assert len(rows) == 2 * (p - 1) and len(set(rows)) == 1
+
+
+def test_timeline_shows_hosts_and_compute():
+    @sc.register("all_reduce", "test_plot_compute")
+    def busy(comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.compute(2e-6 * (comm.rank + 1))
+        return x
+
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_plot_compute",
+                      nbytes=8, trace=True)
+    drawn = bars(timeline(res))
+    assert drawn == {"rank 0/compute": [(0.0, pytest.approx(2.0))],
+                     "rank 1/compute": [(0.0, pytest.approx(4.0))]}
+    res = sc.simulate(sc.topology.switch(3, servers=1), "all_reduce",
+                      algorithm="parameter_server", nbytes=3 * 1024, trace=True)
+    fig = timeline(res)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [
+        "rank 0", "rank 1", "rank 2", "host 0"]
+    assert len(bars(fig)["host 0/recv"]) == 3
+
+
+def test_a_large_timeline_is_clipped_with_a_note_and_ranks_can_be_chosen():
+    res = sc.simulate(sc.topology.switch(64), "all_reduce", algorithm="ring", nbytes=64 * 64,
+                      trace=True)
+    fig = timeline(res)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r}" for r in range(16)]
+    assert "showing 16 of 64 ranks" in ax.get_title()
+    assert {gid.split("/")[0] for gid in bars(fig)} == {f"rank {r}" for r in range(16)}
+    fig = timeline(res, ranks=[40, 3])
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["rank 40", "rank 3"]
+    assert "showing" not in fig.axes[0].get_title()
+    res = sc.simulate(sc.topology.switch(20, servers=2), "all_reduce",
+                      algorithm="parameter_server", nbytes=20 * 64, trace=True)
+    labels = [t.get_text() for t in timeline(res, max_ranks=8).axes[0].get_yticklabels()]
+    assert labels == [f"rank {r}" for r in range(6)] + ["host 0", "host 1"]
+
+
+def test_timeline_refuses_bad_input():
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=64)
+    with pytest.raises(sc.InvalidInputError, match="trace=True"):
+        timeline(res)
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=64,
+                      trace=True)
+    with pytest.raises(sc.InvalidInputError, match=r"ranks=\[2\].*0\.\.1"):
+        timeline(res, ranks=[2])
+    with pytest.raises(sc.InvalidInputError, match="max_ranks=0"):
+        timeline(res, max_ranks=0)
+
+
+# -- link utilization ---------------------------------------------------------------------
+L, B, N, T0 = 0.5e-6, 1e9, 3000, 4e-6
+
+
+@pytest.fixture(scope="module")
+def lone_message():
+    """Rank 0 computes for T0, then sends N bytes to rank 1, alone on its path."""
+    @sc.register("all_reduce", "test_plot_lone_message")
+    def lone(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            yield comm.compute(T0)
+            yield comm.send(x, dst=1)
+        else:
+            yield comm.recv(src=0)
+        return x
+
+    topo = sc.topology.switch(2, bandwidth=B, latency=L)
+    res = sc.simulate(topo, "all_reduce", algorithm="test_plot_lone_message", nbytes=N,
+                      trace=True)
+    return topo, res
+
+
+def mesh_of(fig):
+    (mesh,) = [c for c in fig.axes[0].collections if hasattr(c, "get_coordinates")]
+    return mesh
+
+
+def test_a_lone_message_fills_each_link_of_its_route_at_its_rate(lone_message):
+    topo, res = lone_message
+    duration = 2 * L + N / B            # two links of latency L, then N bytes at B
+    assert res.time == pytest.approx(T0 + duration, rel=1e-12)
+    utilization = N / duration / B      # 0.75
+    fig = link_utilization(res, topo, bins=8)
+    mesh = mesh_of(fig)
+    grid = np.asarray(mesh.get_array()).reshape(2, 8)
+    # T0 = duration = 4 us: the first four 1-us bins are idle, the last four covered.
+    expected = np.array([[0.0] * 4 + [utilization] * 4] * 2)
+    np.testing.assert_allclose(grid, expected, rtol=1e-9, atol=1e-12)
+    x_edges = mesh.get_coordinates()[0, :, 0]
+    np.testing.assert_allclose(x_edges, np.linspace(0, 8, 9), rtol=1e-12)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["gpu0->switch", "switch->gpu1"]
+    assert ax.get_xlabel() == "time (µs)"
+    assert mesh.norm.vmin == 0 and mesh.norm.vmax == 1
+    assert fig.axes[1].get_ylabel() == "fraction of link bandwidth"
+    # Three bins of 8/3 us: the message covers half of the middle one and all the last.
+    grid = np.asarray(mesh_of(link_utilization(res, topo, bins=3)).get_array())
+    np.testing.assert_allclose(grid.reshape(2, 3), [[0, utilization / 2, utilization]] * 2,
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_each_row_adds_up_to_the_bytes_the_network_counted_on_that_link():
+    topo = reference_network(4)
+    for algorithm in ("ring", "naive"):
+        res = sc.simulate(topo, "all_reduce", algorithm=algorithm, nbytes=4 * 1024,
+                          trace=True)
+        fig = link_utilization(res, topo, bins=37)
+        ax = fig.axes[0]
+        names = [t.get_text() for t in ax.get_yticklabels()]
+        carried = {f"{u}->{v}": b for (u, v), b in res.link_bytes.items() if b}
+        assert sorted(names) == sorted(carried)
+        grid = np.asarray(mesh_of(fig).get_array()).reshape(len(names), 37)
+        assert grid.min() >= 0 and grid.max() <= 1
+        width = res.time / 37
+        for name, row in zip(names, grid):
+            assert row.sum() * width / BETA == pytest.approx(carried[name], rel=1e-9)
+
+
+def test_link_utilization_refuses_bad_input(lone_message):
+    topo, res = lone_message
+    with pytest.raises(sc.InvalidInputError, match="bins=0"):
+        link_utilization(res, topo, bins=0)
+    with pytest.raises(sc.InvalidInputError, match="not the one the result ran on"):
+        link_utilization(res, sc.topology.ring(2))
+    untraced = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=64)
+    with pytest.raises(sc.InvalidInputError, match="trace=True"):
+        link_utilization(untraced, topo)
+
+
+def test_plotting_leaves_the_core_free_of_matplotlib():
+    import subprocess
+    import sys
+
+    code = ("import sys, simcoll as sc; "
+            "sc.simulate(sc.topology.switch(2), 'all_reduce', algorithm='ring', nbytes=8); "
+            "import simcoll.plot, simcoll.trace, simcoll.link_load; "
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
