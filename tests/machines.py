@@ -24,7 +24,7 @@ def _link(topo: sc.Topology, rng: np.random.Generator, u: str, v: str) -> None:
 def _chords(topo: sc.Topology, rng: np.random.Generator, names: list[str], count: int) -> None:
     """Up to ``count`` extra links between random pairs not linked yet."""
     linked = {frozenset((link.u, link.v)) for link in topo.links}
-    for _ in range(count):
+    for _ in range(count if len(names) > 1 else 0):
         a, b = (names[i] for i in rng.choice(len(names), 2, replace=False))
         if frozenset((a, b)) not in linked:
             linked.add(frozenset((a, b)))

@@ -1,0 +1,79 @@
+"""The large property run: 10,000 random cases, outside the default test run.
+
+    python -m pytest -m slow tests/test_large_property_run.py
+
+Each case draws a machine (tree, cycle, leaf-spine or random graph, uneven bandwidths and
+latencies, sometimes server hosts), a registered algorithm, a size, a dtype and an op,
+runs it in data mode, and checks the outputs against the tests' own reference, the traffic
+against the cost model's, and the time against the last real activity; one case in four
+also runs with every flow through the general solver and compares every rank's time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_data
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from machines import KINDS, random_machine
+from reference import assert_outputs_match
+
+import simcoll as sc
+from simcoll import cost
+from simcoll.network import NETWORKS
+from simcoll.network.flow import FlowNetwork
+
+PAIRS = [pair for pair in sc.list_algorithms()
+         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")]
+DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "int32", "int64",
+          "uint64"]
+
+
+class GeneralOnly(FlowNetwork):
+    name = "flow_general"
+    fast = False
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(pair=st.sampled_from(PAIRS), kind=st.sampled_from(KINDS),
+       machine=st.integers(0, 10**9), hosts=st.integers(0, 2), count=st.integers(0, 500),
+       dtype=st.sampled_from(DTYPES), op=st.sampled_from(list(sc.ReduceOp)),
+       seed=st.integers(0, 2**32 - 1), general=st.integers(0, 3), data=st.data())
+def test_ten_thousand_random_cases(pair, kind, machine, hosts, count, dtype, op, seed,
+                                   general, data):
+    coll, alg = pair
+    topo = random_machine(kind, machine, hosts=hosts, gpus=data.draw(st.integers(1, 12)))
+    p = topo.nranks
+    kwargs: dict = {}
+    if sc.COLLECTIVES[coll].rooted:
+        kwargs["root"] = data.draw(st.integers(0, p - 1), label="root")
+    if alg == "parameter_server":
+        kwargs["servers"] = data.draw(st.integers(1, hosts or p), label="servers")
+    reduces = sc.COLLECTIVES[coll].reduces
+    inputs = make_data(p, 0 if coll == "barrier" else count, dtype, op, seed,
+                       full_range=True)
+    res = sc.simulate(topo, coll, algorithm=alg, data=inputs, trace=True,
+                      **({"op": op} if reduces else {}), **kwargs)
+    assert res.correct, res.max_error
+    assert_outputs_match(res, inputs, op, kwargs.get("root", 0))
+    ends = [e.end for e in res.trace if e.kind == "message"]
+    assert res.time == max([*ends, *res.rank_times.tolist()])
+    params = dict(kwargs, **({"hosts": len(topo.hosts)} if alg == "parameter_server" else {}))
+    model = cost.traffic(coll, alg, p=p, nbytes=inputs[0].nbytes,
+                         itemsize=np.dtype(dtype).itemsize, **params)
+    np.testing.assert_array_equal(res.bytes_sent, model.sent)
+    np.testing.assert_array_equal(res.bytes_received, model.received)
+    if alg == "parameter_server":
+        np.testing.assert_array_equal(res.host_bytes_sent, model.host_sent)
+        np.testing.assert_array_equal(res.host_bytes_received, model.host_received)
+    if general == 0:
+        NETWORKS["flow_general"] = GeneralOnly
+        try:
+            other = sc.simulate(topo, coll, algorithm=alg, data=inputs, network="flow_general",
+                                **({"op": op} if reduces else {}), **kwargs)
+        finally:
+            del NETWORKS["flow_general"]
+        np.testing.assert_allclose(other.rank_times, res.rank_times, rtol=1e-9, atol=1e-18)
