@@ -35,7 +35,8 @@ from simcoll.faults import Faults, LinkFault
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
 from simcoll.plot import plot_scaling
-from simcoll.result import Result
+from simcoll.programs import run_program
+from simcoll.result import Result, RunResult
 from simcoll.simulate import simulate
 from simcoll.sweep import sweep
 from simcoll.topology import Topology
@@ -44,7 +45,8 @@ from simcoll.units import GB, KB, MB, TB, Gbps, GiB, KiB, MiB, TiB, ms, ns, pars
 __version__ = "0.1.0"
 
 __all__ = [
-    "simulate", "sweep", "plot_scaling", "Result", "Topology", "Comm", "ReduceOp",
+    "simulate", "run_program", "RunResult", "sweep", "plot_scaling", "Result", "Topology",
+    "Comm", "ReduceOp",
     "VirtualBuffer", "register",
     "get_algorithm", "list_algorithms", "COLLECTIVES", "NETWORKS", "topology", "algorithms",
     "training", "plot",

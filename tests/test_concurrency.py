@@ -183,3 +183,32 @@ def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
                         ("hosts", "runs programs on server hosts")]:
         with pytest.raises(sc.AlgorithmError, match=match):
             sc.simulate(network(2), "broadcast", algorithm="_bad_starts", nbytes=8, case=case)
+
+
+def overlap_step(comm: Comm, x, *, compute):
+    """A training-step-like program: compute, then an all-reduce started while a second
+    compute span runs."""
+    yield comm.compute(compute)
+    reduced = comm.all_reduce(x, algorithm="ring")
+    yield comm.compute(compute)
+    return (yield reduced)
+
+
+@pytest.mark.parametrize("p", [2, 4])
+def test_run_program_runs_any_rank_program(p):
+    n = 4 * p * 1000
+    compute = 1e-4
+    res = sc.run_program(network(p), overlap_step, sc.VirtualBuffer.of(n // 4, np.float32),
+                         compute=compute)
+    ring = 2 * (p - 1) * (ALPHA + n / p * BETA)
+    # The all-reduce starts after the first compute span and overlaps the second.
+    assert res.time == pytest.approx(compute + max(compute, ring), rel=1e-12)
+    assert all(out.count == n // 4 for out in res.outputs)
+    np.testing.assert_array_equal(res.bytes_sent, [2 * (p - 1) * n // p] * p)
+    assert res.messages == 2 * (p - 1) * p
+    np.testing.assert_allclose(res.rank_times, [res.time] * p)
+
+
+def test_run_program_refuses_what_is_not_a_program():
+    with pytest.raises(sc.InvalidInputError, match="is not a generator function"):
+        sc.run_program(network(2), lambda comm: None)

@@ -1,0 +1,156 @@
+"""One run on a machine: the environment, the network, the runtime and their programs.
+
+``simulate`` (one collective) and ``run_program`` (any rank program) both build an
+:class:`Execution`, start programs on it and run it. Everything is checked when it is
+built, before any program starts; running it either returns with every program finished
+or raises (deadlock, lost messages, a failing program, a limit).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.events import Event
+
+from simcoll.comm import Comm
+from simcoll.engine import InvalidYield, RunStop, run
+from simcoll.errors import (
+    AlgorithmError,
+    DeadlockError,
+    InvalidInputError,
+    RunLimitError,
+    UnmatchedMessageError,
+)
+from simcoll.faults import Faults
+from simcoll.inputs import check_limits
+from simcoll.network import network_class
+from simcoll.runtime import Runtime, TracingRuntime
+from simcoll.topology.graph import Topology
+
+__all__ = ["Execution"]
+
+Program = Generator[Event, Any, Any]
+
+
+class Execution:
+    """A machine ready to run programs.
+
+    Attributes:
+        topology, network, runtime, env: what the run is made of.
+        rank_times: the instant each rank's program returned (0 until it does).
+    """
+
+    def __init__(self, topology: Topology, *, network: str = "flow", trace: bool = False,
+                 until: float = 1e6, max_events: int = 10**9, faults: Faults | None = None,
+                 inputs: tuple[np.ndarray, ...] = (), what: str = "the run"):
+        net_cls = network_class(network)
+        self.until, self.max_events = check_limits(until, max_events)
+        if faults is not None and not isinstance(faults, Faults):
+            raise InvalidInputError(f"faults={faults!r} is not accepted; pass a simcoll.Faults")
+        self._plan = None if faults is None else faults.checked(topology)
+        self.topology = topology
+        p = topology.nranks
+        endpoints = p + len(topology.hosts)
+        self.env = env = simpy.Environment()
+        self.network = net_cls(env, topology, endpoints)
+        reduce_bw = [topology.device(topology.endpoint_name(a)).reduce_bandwidth
+                     for a in range(endpoints)]
+        if self._plan is not None:
+            reduce_bw = self._plan.reduce_bandwidths(reduce_bw)
+            self._plan.install(self.network)
+        self.runtime = (TracingRuntime if trace else Runtime)(
+            env, self.network, p, reduce_bw, topology.gpu_nodes, self.max_events, inputs)
+        self.runtime.what = what
+        if self._plan is not None:
+            self.runtime.compute_scale = self._plan.compute_scale(endpoints)
+        self.rank_times = np.zeros(p)
+
+    def start_ranks(self, program_of: Callable[[Comm], Program]) -> list[simpy.Process]:
+        """Start ``program_of(comm)`` on every rank (a late rank's starts late)."""
+        procs = []
+        for r in range(self.topology.nranks):
+            program = program_of(Comm(self.runtime, r))
+            if self._plan is not None:
+                program = self._plan.delayed(r, program, self.env)
+            proc = self.runtime.start(program, f"rank {r}", r)
+            proc.callbacks.append(self._finished(r))
+            procs.append(proc)
+        return procs
+
+    def start_hosts(self, program_of: Callable[[Comm], Program | None]) -> None:
+        """Start ``program_of(comm)`` on every server host that gets a program."""
+        p = self.topology.nranks
+        for h in range(p, p + len(self.topology.hosts)):
+            program = program_of(Comm(self.runtime, h))
+            if program is not None:
+                self.runtime.start(program, f"host {self.topology.endpoint_name(h)}", h)
+
+    def _finished(self, rank: int) -> Callable[[Event], None]:
+        def record(event: Event) -> None:
+            self.rank_times[rank] = event.env.now
+        return record
+
+    def run(self) -> None:
+        """Run every program to its end.
+
+        Raises:
+            AlgorithmError: a program raised, or yielded something that is not an event.
+            RunLimitError: past ``until`` seconds or ``max_events`` events.
+            DeadlockError: programs still waiting when no event is left.
+            UnmatchedMessageError: messages sent but never received.
+        """
+        # The cyclic garbage collector is paused: the event loop creates no reference
+        # cycles, and collections triggered by its many short-lived objects cost about a
+        # quarter of a data-free run.
+        rt = self.runtime
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            run(self.env, until=self.until, max_events=self.max_events)
+        except InvalidYield as exc:
+            label = next((label for proc, label, _ in rt.programs if proc is exc.process),
+                         "a rank")
+            raise AlgorithmError(f"{label} in {rt.what} yielded something that is not an "
+                                 f"event ({exc}); yield what comm returns") from None
+        except RunStop as stop:
+            running = [label for proc, label, _ in rt.programs if proc.is_alive]
+            shown = ", ".join(running[:16]) + (f" and {len(running) - 16} more"
+                                                if len(running) > 16 else "")
+            limit = (f"the simulated-time limit until={self.until:g} s"
+                     if stop.reason == "time"
+                     else f"the event limit max_events={self.max_events}")
+            raise RunLimitError(f"{rt.what} reached {limit} at t={stop.now:.9g} s with "
+                                f"{shown or 'no program'} still running; raise the limit "
+                                f"if the run is meant to be that long", running) from None
+        finally:
+            if enabled:
+                gc.enable()
+        self._raise_if_unfinished()
+
+    def _raise_if_unfinished(self) -> None:
+        rt = self.runtime
+        stuck = [(label, address) for proc, label, address in rt.programs if proc.is_alive]
+        if stuck:
+            waits = rt.waiting_receives()
+            waiting = {address: "; ".join(waits.get(address, ["an event that never fires"]))
+                       for _, address in stuck}
+            shown = "; ".join(f"{label} waits for {waiting[address]}"
+                              for label, address in stuck[:16])
+            more = f" (and {len(stuck) - 16} more)" if len(stuck) > 16 else ""
+            raise DeadlockError(f"deadlock in {rt.what} at t={self.env.now:.9g} s: "
+                                f"{shown}{more}", waiting)
+        unclaimed = rt.unclaimed_messages()
+        if unclaimed:
+            shown = ", ".join(f"{m.src}->{m.dst} (tag {m.tag!r})" for m in unclaimed[:16])
+            raise UnmatchedMessageError(f"{rt.what} finished with {len(unclaimed)} "
+                                        f"message(s) never received: {shown}")
+
+    @property
+    def trace(self) -> tuple[Any, ...] | None:
+        """Every message, reduction and compute span, if traced."""
+        rt = self.runtime
+        return tuple(rt.events) if isinstance(rt, TracingRuntime) else None
