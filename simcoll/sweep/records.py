@@ -51,6 +51,8 @@ _SCALARS = ("collective", "algorithm", "network", "topology", "nranks", "nbytes"
             "op", "time", "correct", "max_error", "messages", "algbw", "busbw")
 _ARRAYS = ("bytes_sent", "bytes_received", "host_bytes_sent", "host_bytes_received")
 _REQUIRED = (*IDENTITY, "topology", "error")
+_RESULT = ("time", "correct", "max_error", *_ARRAYS, "link_bytes", "messages", "rank_times",
+           "algbw", "busbw")
 
 
 @dataclass(frozen=True)
@@ -139,10 +141,8 @@ def point_key(record: dict[str, Any]) -> tuple[Any, ...]:
 def result_fields(result: Result) -> dict[str, Any]:
     """The record fields of a simulated point (see the module docstring)."""
     summary = result.to_dict()
-    fields = {k: summary[k] for k in ("time", "correct", "max_error", *_ARRAYS, "messages",
-                                      "rank_times", "algbw", "busbw")}
-    fields["link_bytes"] = [[u, v, int(b)] for (u, v), b in result.link_bytes.items()]
-    return fields
+    links = [[u, v, int(b)] for (u, v), b in result.link_bytes.items()]
+    return {k: links if k == "link_bytes" else summary[k] for k in _RESULT}
 
 
 def check_record(record: Any, where: str) -> dict[str, Any]:
@@ -150,6 +150,11 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise InvalidInputError(f"{where} is not a simcoll sweep record (a JSON object)")
     missing = [k for k in _REQUIRED if k not in record]
+    error = record.get("error")
+    if error is None:
+        missing += [k for k in _RESULT if k not in record]
+    elif not isinstance(error, dict) or not {"type", "message"} <= set(error):
+        missing.append("error type and message")
     if missing:
         raise InvalidInputError(f"{where} is not a simcoll sweep record: it lacks {missing}")
     return record

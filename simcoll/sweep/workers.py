@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import queue
 import signal
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -118,9 +119,14 @@ def completed(points: Sequence[Point], *, workers: int, executor: Executor | Non
         pool = executor = ProcessPoolExecutor(max_workers=min(workers, len(points)),
                                               initializer=_init_worker)
     futures: list[Future[dict[str, Any]]] = []
+    # as_completed yields the futures already done when it starts in no particular order;
+    # a queue filled by done-callbacks keeps the order in which points finished.
+    finished: queue.SimpleQueue[Future[dict[str, Any]]] = queue.SimpleQueue()
     try:
-        futures = [executor.submit(run_point, point) for point in points]
-        yield (future.result() for future in as_completed(futures))
+        for point in points:
+            futures.append(executor.submit(run_point, point))
+            futures[-1].add_done_callback(finished.put)
+        yield (finished.get().result() for _ in futures)
     except BaseException:
         for future in futures:
             future.cancel()
