@@ -481,18 +481,25 @@ GOOD = dict(algorithms=["ring"], ranks=[2], sizes=[64])
     (dict(save=42), "save=42 is not a file path"),
 ])
 def test_bad_arguments_are_refused_before_any_work(tmp_path, calls, bad, match):
+    built = []
     args = {**GOOD, "save": tmp_path / "points.jsonl", **bad}
     with pytest.raises(sc.InvalidInputError, match=match):
-        sweep(sc.topology.switch, "all_reduce", **args)
-    assert calls == [] and not (tmp_path / "points.jsonl").exists()
+        sweep(lambda p: built.append(p) or sc.topology.switch(p), "all_reduce", **args)
+    assert built == [] and calls == [] and not (tmp_path / "points.jsonl").exists()
 
 
 def test_a_directory_or_a_missing_folder_is_refused_as_save(tmp_path, calls):
+    built = []
+
+    def factory(p):
+        built.append(p)
+        return sc.topology.switch(p)
+
     with pytest.raises(sc.InvalidInputError, match=f"save='{tmp_path}' is a directory"):
-        sweep(sc.topology.switch, "all_reduce", save=tmp_path, **GOOD)
+        sweep(factory, "all_reduce", save=tmp_path, **GOOD)
     with pytest.raises(sc.InvalidInputError, match="does not exist"):
-        sweep(sc.topology.switch, "all_reduce", save=tmp_path / "no" / "p.jsonl", **GOOD)
-    assert calls == [] and list(tmp_path.iterdir()) == []
+        sweep(factory, "all_reduce", save=tmp_path / "no" / "p.jsonl", **GOOD)
+    assert built == [] and calls == [] and list(tmp_path.iterdir()) == []
 
 
 def test_workers_and_executor_together_and_bad_factories_are_refused(calls):
@@ -534,7 +541,7 @@ def test_a_dask_cluster_runs_the_same_sweep(tmp_path):
     distributed = pytest.importorskip("distributed")
     path = tmp_path / "points.jsonl"
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address="127.0.0.1:0") as cluster, \
             distributed.Client(cluster) as client:
         got = sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "tree"],
                     ranks=[2, 5], sizes=[64, 4096], save=path,

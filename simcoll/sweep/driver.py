@@ -14,7 +14,7 @@ import numpy as np
 from simcoll.errors import InvalidInputError
 from simcoll.sweep.grid import make_grid
 from simcoll.sweep.records import SweepResults, decode, point_key
-from simcoll.sweep.storage import ResultFile
+from simcoll.sweep.storage import ResultFile, check_save_path
 from simcoll.sweep.workers import completed, run_point
 from simcoll.topology.graph import Topology
 
@@ -99,6 +99,8 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
             point finished so far is in ``save``.
     """
     workers = _check_options(workers, executor, progress, retry_failed)
+    if save is not None:
+        check_save_path(save)
     grid = make_grid(topology, collective, algorithms=algorithms, ranks=ranks, sizes=sizes,
                      kwargs=simulate_kwargs)
     store = None if save is None else ResultFile(save)
@@ -113,6 +115,7 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
     runnable = [point for point in todo if point.error is None]
     try:
         with completed(runnable, workers=workers, executor=executor) as records:
+            # imported when a sweep runs, so that import simcoll stays light
             from tqdm import tqdm  # type: ignore[import-untyped]
 
             failures = sum(record["error"] is not None for record in done.values())

@@ -19,7 +19,8 @@ record decodes to a :class:`Result` equal to the one simulated.
 The identity of a point (:func:`point_key`) is its collective, algorithm, network,
 topology hash, nranks, nbytes, dtype, op, root and params: two runs that agree on these
 simulate the same thing, whatever the factory was called and whichever simcoll version
-ran them.
+ran them. Run limits (``until``, ``max_events``) are not part of it: a point that failed
+on a limit is run again with a higher one through ``retry_failed=True``.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class FailedPoint:
         return f"{self.error_type}: {self.error_message}"
 
 
-class SweepResults(list):  # type: ignore[type-arg]  # items: Result | FailedPoint
+class SweepResults(list["Result | FailedPoint"]):
     """The points of a sweep in grid order: a :class:`Result` for each point that ran, a
     :class:`FailedPoint` for each that failed. A plain list in every other respect."""
 

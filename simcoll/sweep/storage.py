@@ -19,7 +19,7 @@ from typing import Any
 from simcoll.errors import InvalidInputError
 from simcoll.sweep.records import SweepResults, check_record, decode, point_key
 
-__all__ = ["ResultFile", "load_results", "RECORD_START"]
+__all__ = ["ResultFile", "load_results", "check_save_path", "RECORD_START"]
 
 # Every record's line starts so (its first field is the collective); a truncated line is a
 # prefix of a record, and a file whose partial last line is not one is not a sweep file.
@@ -82,6 +82,19 @@ def _check_path(path: str | os.PathLike[str], what: str) -> Path:
     return resolved
 
 
+def check_save_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path, if it can be a save file (not a folder, in a folder that exists).
+
+    Raises:
+        InvalidInputError: naming the path and what is wrong with it.
+    """
+    resolved = _check_path(path, "save")
+    if not resolved.parent.is_dir():
+        raise InvalidInputError(f"save={str(path)!r}: folder {str(resolved.parent)!r} "
+                                f"does not exist")
+    return resolved
+
+
 def load_results(path: str | os.PathLike[str]) -> SweepResults:
     """Read a file that ``sweep(save=...)`` wrote back into results.
 
@@ -120,10 +133,7 @@ class ResultFile:
             InvalidInputError: ``path`` is a directory, its folder does not exist, or it
                 holds a line that is not a sweep record.
         """
-        self.path = _check_path(path, "save")
-        if not self.path.parent.is_dir():
-            raise InvalidInputError(f"save={str(path)!r}: folder {str(self.path.parent)!r} "
-                                    f"does not exist")
+        self.path = check_save_path(path)
         created = not self.path.exists()
         records: list[dict[str, Any]] = []
         if not created:
