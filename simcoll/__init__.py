@@ -38,16 +38,16 @@ from simcoll.plot import plot_scaling
 from simcoll.programs import run_program
 from simcoll.result import Result, RunResult
 from simcoll.simulate import simulate
-from simcoll.sweep import sweep
+from simcoll.sweep import FailedPoint, SweepResults, load_results, sweep
 from simcoll.topology import Topology
 from simcoll.units import GB, KB, MB, TB, Gbps, GiB, KiB, MiB, TiB, ms, ns, parse_size, us
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "simulate", "run_program", "RunResult", "sweep", "plot_scaling", "Result", "Topology",
-    "Comm", "ReduceOp",
-    "VirtualBuffer", "register",
+    "simulate", "run_program", "RunResult", "sweep", "load_results", "SweepResults",
+    "FailedPoint", "plot_scaling", "Result", "Topology", "Comm", "ReduceOp", "VirtualBuffer",
+    "register",
     "get_algorithm", "list_algorithms", "COLLECTIVES", "NETWORKS", "topology", "algorithms",
     "training", "plot",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",

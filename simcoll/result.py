@@ -130,12 +130,13 @@ class Result(RunResult):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (no outputs; link keys as ``"from->to"``)."""
+        run = super().to_dict()
         return {
             "collective": self.collective, "algorithm": self.algorithm,
-            **super().to_dict(),
+            "network": self.network, "topology": self.topology, "nranks": self.nranks,
             "nbytes": self.nbytes, "dtype": self.dtype, "op": self.op,
-            "params": dict(self.params), "correct": self.correct,
-            "max_error": self.max_error, "algbw": _num(self.algbw),
+            "params": dict(self.params), "time": self.time, "correct": self.correct,
+            "max_error": self.max_error, **run, "algbw": _num(self.algbw),
             "busbw": _num(self.busbw),
         }
 

@@ -208,6 +208,11 @@ def test_points_that_cannot_sit_on_log_axes_are_left_out():
     (line,) = lines(scaling([r.to_dict() for r in results] + [failed], y="busbw"),
                     "simulated")
     assert xy(line)[0] == [2, 4]
+    swept = sc.sweep(reference, "all_reduce", algorithms=["parameter_server"],
+                     ranks=[2, 4], sizes=[4096], servers=3, progress=False)
+    assert len(swept.failed) == 1  # 3 servers on 2 ranks is refused
+    (line,) = lines(scaling(swept, y="busbw"), "simulated")
+    assert xy(line)[0] == [4]
 
 
 def test_a_rerun_point_replaces_the_earlier_one_and_lines_never_zigzag(grid):

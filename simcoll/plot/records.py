@@ -10,6 +10,7 @@ from typing import Any
 
 from simcoll.errors import InvalidInputError
 from simcoll.result import Result
+from simcoll.sweep.records import FailedPoint
 
 __all__ = ["Point", "read_points", "topology_templates"]
 
@@ -68,7 +69,8 @@ def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
 
 
 def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
-    """Every record as a :class:`Point`; records marked with an ``error`` are left out.
+    """Every record as a :class:`Point`; failed sweep points (a ``FailedPoint``, or a
+    dict marked with an ``error``) are left out.
 
     Raises:
         InvalidInputError: a record is neither a Result nor a mapping, or lacks a field.
@@ -84,7 +86,7 @@ def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
         elif isinstance(r, Mapping):
             if not r.get("error"):
                 points.append(_from_mapping(i, r))
-        else:
+        elif not isinstance(r, FailedPoint):
             raise InvalidInputError(f"record {i} is a {type(r).__name__}; records are "
                                     f"Result objects or dicts from Result.to_dict()")
     return points

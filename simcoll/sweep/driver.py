@@ -1,0 +1,138 @@
+"""``sweep``: check, skip what is saved, run the rest, save each point as it finishes."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import Executor
+from typing import Any
+
+import numpy as np
+
+from simcoll.errors import InvalidInputError
+from simcoll.sweep.grid import make_grid
+from simcoll.sweep.records import SweepResults, decode, point_key
+from simcoll.sweep.storage import ResultFile, check_save_path
+from simcoll.sweep.workers import completed, run_point
+from simcoll.topology.graph import Topology
+
+__all__ = ["sweep"]
+
+
+def _check_options(workers: Any, executor: Any, progress: Any, retry_failed: Any) -> int:
+    if isinstance(workers, (bool, np.bool_)) or not isinstance(workers, (int, np.integer)) \
+            or workers < 1:
+        raise InvalidInputError(f"workers={workers!r} is not accepted; use an integer >= 1")
+    if executor is not None:
+        if not isinstance(executor, Executor):
+            raise InvalidInputError(f"executor={executor!r} is not a "
+                                    f"concurrent.futures.Executor")
+        if workers != 1:
+            raise InvalidInputError(f"pass workers= (a local process pool) or executor=, not "
+                                    f"both (got workers={workers!r})")
+    if progress is not None and not isinstance(progress, bool):
+        raise InvalidInputError(f"progress={progress!r} is not accepted; use True, False or "
+                                f"None (on when stderr is a terminal)")
+    if not isinstance(retry_failed, bool):
+        raise InvalidInputError(f"retry_failed={retry_failed!r} is not accepted; use True "
+                                f"or False")
+    return int(workers)
+
+
+def _show_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def sweep(topology: Callable[[int], Topology], collective: str, *,
+          algorithms: Iterable[str], ranks: Iterable[int], sizes: Iterable[int | str],
+          workers: int = 1, save: str | os.PathLike[str] | None = None,
+          executor: Executor | None = None, progress: bool | None = None,
+          retry_failed: bool = False, **simulate_kwargs: Any) -> SweepResults:
+    """Simulate every (algorithm, rank count, size) in data-free mode.
+
+    Each point is saved to ``save`` as soon as it finishes. Run again with the same
+    ``save``, a sweep skips the points already there (by their identity, see
+    :mod:`simcoll.sweep.records`: a changed topology, size or parameter is a new point)
+    and returns the whole grid, loaded and new points alike.
+
+    Args:
+        topology: builds the machine for ``p`` ranks, e.g. ``simcoll.topology.switch``.
+            It must build exactly ``p`` GPUs (a preset that takes nodes needs a wrapper,
+            e.g. ``lambda p: dgx_a100(p // 8)``). It is called in this process, once per
+            rank count, so any callable works with any number of workers.
+        collective: the collective to run.
+        algorithms: algorithm names for ``collective``.
+        ranks: rank counts (Python or numpy integers >= 1).
+        sizes: per-rank sizes, in bytes or as strings like ``"1MiB"``.
+        workers: local worker processes (1 runs in this process). In a script that uses
+            the ``spawn`` or ``forkserver`` start method, call ``sweep`` under
+            ``if __name__ == "__main__":``, as for any process pool.
+        save: a JSON-lines file: one record per point, appended as each finishes,
+            synced to disk; read it back with :func:`simcoll.load_results`.
+        executor: run the points on this ``concurrent.futures.Executor`` instead of a
+            local pool, e.g. ``dask.distributed.Client(...).get_executor()``.
+        progress: a tqdm progress bar on stderr; ``None`` shows it when stderr is a
+            terminal.
+        retry_failed: run again the points saved as failed (otherwise their saved
+            failure is returned).
+        **simulate_kwargs: passed to :func:`simcoll.simulate`: ``network``, ``dtype``,
+            ``op``, ``root``, ``until``, ``max_events``, ``check`` and algorithm
+            parameters (``chunks=``, ``servers=``, ...), the same for every point.
+
+    Returns:
+        A :class:`SweepResults` (a list) in grid order, algorithms outermost, then rank
+        counts, then sizes: the :class:`~simcoll.Result` of each point that ran, a
+        :class:`FailedPoint` (its error type and message) for each point whose
+        simulation raised a :class:`~simcoll.SimCollError`.
+
+    Raises:
+        InvalidInputError (or a subclass): a bad argument, an empty axis, a factory that
+            builds another number of ranks than asked, a ``save`` path that is a
+            directory or a file that is not a sweep's, a point that cannot be pickled
+            for the local pool; all before any point runs.
+        KeyboardInterrupt: Ctrl-C; the local pool's workers are ended at once, and every
+            point finished so far is in ``save``.
+    """
+    workers = _check_options(workers, executor, progress, retry_failed)
+    if save is not None:
+        check_save_path(save)
+    grid = make_grid(topology, collective, algorithms=algorithms, ranks=ranks, sizes=sizes,
+                     kwargs=simulate_kwargs)
+    store = None if save is None else ResultFile(save)
+    saved = {} if store is None else store.saved
+    done = {}
+    for point in grid.points:
+        record = saved.get(point.key)
+        if record is not None and (record["error"] is None or not retry_failed):
+            done[point.key] = record
+    todo = [point for point in grid.points if point.key not in done]
+    unbuilt = [point for point in todo if point.error is not None]
+    runnable = [point for point in todo if point.error is None]
+    try:
+        with completed(runnable, workers=workers, executor=executor) as records:
+            # imported when a sweep runs, so that import simcoll stays light
+            from tqdm import tqdm  # type: ignore[import-untyped]
+
+            failures = sum(record["error"] is not None for record in done.values())
+            with tqdm(total=len(grid.points), initial=len(done), unit="point",
+                      desc=f"sweep {collective}", disable=not _show_progress(progress),
+                      file=sys.stderr, postfix={"failed": failures} if failures else None
+                      ) as bar:
+                for record in itertools.chain(map(run_point, unbuilt), records):
+                    if store is not None:
+                        store.append(record)
+                    done[point_key(record)] = record
+                    failures += record["error"] is not None
+                    if failures:
+                        bar.set_postfix(failed=failures, refresh=False)
+                    bar.update()
+    finally:
+        if store is not None:
+            store.close()
+    decoded = {key: decode(done[key]) for key in dict.fromkeys(grid.order)}
+    return SweepResults(decoded[key] for key in grid.order)

@@ -1,0 +1,205 @@
+"""Check a sweep's arguments and lay out its points, before anything is simulated.
+
+Every argument is checked here, and the topology for each rank count is built here, in
+the calling process: a factory whose topology has another number of ranks than asked is
+refused, and the points sent to workers carry built topologies, so the factory itself
+never has to be pickled (a lambda works with any number of workers).
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simcoll.algorithms.registry import get_algorithm
+from simcoll.collectives import collective as get_collective
+from simcoll.errors import InvalidInputError, SimCollError
+from simcoll.network import network_class
+from simcoll.ops import ReduceOp
+from simcoll.sweep.records import point_key, topology_hash
+from simcoll.topology.graph import Topology
+from simcoll.units import parse_size
+
+__all__ = ["Point", "Grid", "make_grid"]
+
+# simulate() arguments a sweep sets itself, and what to use instead.
+_RESERVED = {"data": "sweeps run in data-free mode; give sizes=",
+             "nbytes": "give sizes=", "algorithm": "give algorithms=",
+             "trace": "traces are not saved; call simulate(..., trace=True) for one point"}
+# simulate() arguments that limit or check a run but do not change what is simulated.
+_RUN_OPTIONS = ("until", "max_events", "check")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of the grid: the record head that identifies it, what runs it.
+
+    Attributes:
+        head: the identifying and provenance fields of its record (JSON-ready).
+        topology: the machine, or ``None`` when the factory failed for this rank count.
+        error: the factory's error for this rank count (``{"type", "message"}``) or None.
+        options: ``until`` / ``max_events`` / ``check`` for ``simulate``.
+    """
+
+    head: dict[str, Any]
+    topology: Topology | None
+    error: dict[str, str] | None
+    options: dict[str, Any]
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """The point's identity (:func:`simcoll.sweep.records.point_key`)."""
+        return point_key(self.head)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The distinct points in grid order, and the key of every grid position (a grid
+    with repeated values has the same point at several positions)."""
+
+    points: list[Point]
+    order: list[tuple[Any, ...]]
+
+
+def _listed(name: str, values: Any) -> list[Any]:
+    if isinstance(values, (str, bytes, dict)) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{name}={values!r} is not accepted; give a list, e.g. "
+                                f"{name}=[{values!r}]")
+    listed = list(values)
+    if not listed:
+        raise InvalidInputError(f"{name} is empty; the sweep grid needs at least one value")
+    return listed
+
+
+def _rank_count(p: Any) -> int:
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)) or p < 1:
+        raise InvalidInputError(f"ranks value {p!r} is not accepted; ranks are integers "
+                                f">= 1 (Python or numpy integers)")
+    return int(p)
+
+
+def _size(size: Any, dtype: np.dtype) -> int:
+    if isinstance(size, (bool, np.bool_)):
+        raise InvalidInputError(f"sizes value {size!r} is not a size")
+    try:
+        nbytes = parse_size(int(size) if isinstance(size, np.integer) else size)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInputError(f"sizes value {size!r} is not accepted: {exc}") from None
+    if nbytes % dtype.itemsize:
+        raise InvalidInputError(f"sizes value {size!r} ({nbytes} bytes) is not a multiple "
+                                f"of the {dtype} item size ({dtype.itemsize} bytes)")
+    return nbytes
+
+
+def _json_param(name: str, value: Any) -> Any:
+    """``value`` as it reads back from JSON, so what runs is what the record says."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, np.generic):
+            return v.item()
+        raise TypeError(type(v).__name__)
+
+    try:
+        return json.loads(json.dumps(value, default=plain))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"algorithm parameter {name}={value!r} is not accepted in a "
+                                f"sweep: it must be saved as JSON ({exc})") from None
+
+
+def importable_name(obj: Any) -> str | None:
+    """``module:qualname`` if importing that gives back ``obj``, else None."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        return None
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return f"{module}:{qualname}" if found is obj else None
+
+
+def _describe(factory: Any) -> str:
+    return importable_name(factory) or repr(factory)
+
+
+def _build(factory: Callable[[int], Topology], p: int
+           ) -> tuple[Topology | None, dict[str, str] | None]:
+    """The topology for ``p`` ranks, or the SimCollError the factory raised for it."""
+    try:
+        topology = factory(p)
+    except SimCollError as exc:
+        return None, {"type": type(exc).__name__, "message": str(exc)}
+    if not isinstance(topology, Topology):
+        raise InvalidInputError(f"topology factory {_describe(factory)} returned a "
+                                f"{type(topology).__name__} for p={p}, not a Topology")
+    if topology.nranks != p:
+        raise InvalidInputError(
+            f"topology factory {_describe(factory)} built {topology.name!r} with "
+            f"{topology.nranks} ranks for ranks value p={p}; sweep's ranks are rank "
+            f"counts, so the factory must build exactly p ranks (for a preset that takes "
+            f"nodes, e.g. lambda p: dgx_a100(p // 8) with ranks that are multiples of 8)")
+    return topology, None
+
+
+def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms: Any,
+              ranks: Any, sizes: Any, kwargs: dict[str, Any]) -> Grid:
+    """Check every argument, build each rank count's topology, and lay out the points.
+
+    Raises:
+        InvalidInputError (or a subclass): any bad argument, or a factory that builds
+            something else than a topology of the asked rank count.
+    """
+    import simcoll
+
+    if not callable(factory):
+        raise InvalidInputError(f"topology={factory!r} is not a topology factory; give a "
+                                f"function of the rank count, e.g. simcoll.topology.switch")
+    coll = get_collective(collective)
+    names = _listed("algorithms", algorithms)
+    for name in names:
+        if not isinstance(name, str):
+            raise InvalidInputError(f"algorithms value {name!r} is not an algorithm name")
+        get_algorithm(collective, name)
+    counts = [_rank_count(p) for p in _listed("ranks", ranks)]
+    kwargs = dict(kwargs)
+    for name, instead in _RESERVED.items():
+        if name in kwargs:
+            raise InvalidInputError(f"sweep does not take {name}=: {instead}")
+    network = network_class(kwargs.pop("network", "flow")).name
+    try:
+        dtype = np.dtype(kwargs.pop("dtype", np.float32))
+    except TypeError as exc:
+        raise InvalidInputError(f"dtype is not a numpy dtype: {exc}") from None
+    op = ReduceOp.parse(kwargs.pop("op", ReduceOp.SUM)).name if coll.reduces else None
+    root = kwargs.pop("root", 0)
+    if isinstance(root, (bool, np.bool_)) or not isinstance(root, (int, np.integer)) \
+            or root < 0:
+        raise InvalidInputError(f"root={root!r} is not a rank; use an integer >= 0")
+    options = {k: kwargs.pop(k) for k in _RUN_OPTIONS if k in kwargs}
+    params = {k: _json_param(k, v) for k, v in sorted(kwargs.items())}
+    nbytes = [_size(s, dtype) for s in _listed("sizes", sizes)]
+
+    built = {p: _build(factory, p) for p in dict.fromkeys(counts)}
+    digests = {p: None if t is None else topology_hash(t) for p, (t, _) in built.items()}
+    source = importable_name(factory)
+    points: dict[tuple[Any, ...], Point] = {}
+    order = []
+    for name, p, size in itertools.product(names, counts, nbytes):
+        topology, error = built[p]
+        head = {"collective": collective, "algorithm": name, "network": network,
+                "topology": None if topology is None else topology.name, "nranks": p,
+                "nbytes": size, "dtype": str(dtype), "op": op,
+                "root": int(root) if coll.rooted else None, "params": params,
+                "topology_hash": digests[p],
+                "topology_factory": source, "simcoll_version": simcoll.__version__}
+        point = Point(head, topology, error, options)
+        points.setdefault(point.key, point)
+        order.append(point.key)
+    return Grid(list(points.values()), order)

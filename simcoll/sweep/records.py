@@ -1,0 +1,192 @@
+"""Sweep records: one JSON-ready dict per point, and what a sweep returns for them.
+
+A record is a flat dict. Its first fields say what ran and identify the point::
+
+    collective, algorithm, network, topology, nranks, nbytes, dtype, op, root, params,
+    topology_hash, topology_factory, simcoll_version, error
+
+``topology`` is the topology's name, ``topology_hash`` a digest of its full description
+(devices, links, bandwidths, latencies; see :func:`topology_hash`), ``topology_factory``
+the factory's importable ``module:qualname`` (``None`` for a lambda or a partial), ``op``
+is ``None`` for collectives that do not reduce and ``root`` ``None`` for unrooted ones.
+``error`` is ``None`` for a point that ran, else ``{"type": ..., "message": ...}``.
+
+A point that ran also carries the fields of :meth:`Result.to_dict` (``time``, ``correct``,
+``max_error``, ``bytes_sent``, ..., ``algbw``, ``busbw``), except that ``link_bytes`` is a
+list of ``[from, to, bytes]`` over every directed link, idle ones included, so that a
+record decodes to a :class:`Result` equal to the one simulated.
+
+The identity of a point (:func:`point_key`) is its collective, algorithm, network,
+topology hash, nranks, nbytes, dtype, op, root and params: two runs that agree on these
+simulate the same thing, whatever the factory was called and whichever simcoll version
+ran them. Run limits (``until``, ``max_events``) are not part of it: a point that failed
+on a limit is run again with a higher one through ``retry_failed=True``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from simcoll.errors import InvalidInputError
+from simcoll.result import Result
+from simcoll.topology.graph import Topology
+from simcoll.topology.io import to_dict
+
+if TYPE_CHECKING:
+    import pandas  # type: ignore[import-untyped]
+
+__all__ = ["FailedPoint", "SweepResults", "IDENTITY", "point_key", "topology_hash",
+           "result_fields", "decode"]
+
+IDENTITY = ("collective", "algorithm", "network", "topology_hash", "nranks", "nbytes",
+            "dtype", "op", "root", "params")
+
+# The scalar fields of Result.to_dict, in its order: the columns of to_pandas.
+_SCALARS = ("collective", "algorithm", "network", "topology", "nranks", "nbytes", "dtype",
+            "op", "time", "correct", "max_error", "messages", "algbw", "busbw")
+_ARRAYS = ("bytes_sent", "bytes_received", "host_bytes_sent", "host_bytes_received")
+_REQUIRED = (*IDENTITY, "topology", "error")
+_RESULT = ("time", "correct", "max_error", *_ARRAYS, "link_bytes", "messages", "rank_times",
+           "algbw", "busbw")
+
+
+@dataclass(frozen=True)
+class FailedPoint:
+    """A sweep point whose simulation raised a :class:`~simcoll.SimCollError`.
+
+    It stands in the results where the point's :class:`~simcoll.Result` would be, with
+    the same identifying fields (``topology`` is ``None`` when the topology factory
+    itself failed for that rank count).
+
+    Attributes:
+        error_type: the exception's class name, e.g. ``"InvalidInputError"``.
+        error_message: its message.
+    """
+
+    collective: str
+    algorithm: str
+    network: str
+    topology: str | None
+    nranks: int
+    nbytes: int
+    dtype: str
+    op: str | None
+    root: int | None
+    params: dict[str, Any]
+    error_type: str
+    error_message: str
+
+    @property
+    def error(self) -> str:
+        """``"ErrorType: message"``."""
+        return f"{self.error_type}: {self.error_message}"
+
+
+class SweepResults(list["Result | FailedPoint"]):
+    """The points of a sweep in grid order: a :class:`Result` for each point that ran, a
+    :class:`FailedPoint` for each that failed. A plain list in every other respect."""
+
+    @property
+    def ok(self) -> list[Result]:
+        """The results of the points that ran (what ``plot_scaling`` takes)."""
+        return [r for r in self if isinstance(r, Result)]
+
+    @property
+    def failed(self) -> list[FailedPoint]:
+        """The points that failed."""
+        return [r for r in self if isinstance(r, FailedPoint)]
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """One row per point: every scalar field of ``Result.to_dict`` and ``error``.
+
+        ``error`` is ``None`` for a point that ran and ``"ErrorType: message"`` for one
+        that failed (its time, bandwidths and traffic are then missing).
+
+        Raises:
+            ImportError: pandas is not installed (``pip install simcoll[pandas]``).
+        """
+        try:
+            import pandas  # type: ignore[import-untyped]
+        except ImportError:
+            raise ImportError("SweepResults.to_pandas needs pandas; install it with "
+                              "pip install 'simcoll[pandas]'") from None
+        rows = []
+        for item in self:
+            if isinstance(item, Result):
+                summary = item.to_dict()
+                rows.append({**{k: summary[k] for k in _SCALARS}, "error": None})
+            else:
+                rows.append({**{k: getattr(item, k, None) for k in _SCALARS},
+                             "error": item.error})
+        return pandas.DataFrame(rows, columns=[*_SCALARS, "error"])
+
+
+def topology_hash(topology: Topology) -> str:
+    """A short digest of everything that defines ``topology`` (its saved description)."""
+    text = json.dumps(to_dict(topology), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def point_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    """The identity of the point a record (or a record head) describes."""
+    return tuple(json.dumps(record[k], sort_keys=True) if k == "params" else record[k]
+                 for k in IDENTITY)
+
+
+def result_fields(result: Result) -> dict[str, Any]:
+    """The record fields of a simulated point (see the module docstring)."""
+    summary = result.to_dict()
+    links = [[u, v, int(b)] for (u, v), b in result.link_bytes.items()]
+    return {k: links if k == "link_bytes" else summary[k] for k in _RESULT}
+
+
+def check_record(record: Any, where: str) -> dict[str, Any]:
+    """``record`` if it has the fields of a sweep record, else an error naming ``where``."""
+    if not isinstance(record, dict):
+        raise InvalidInputError(f"{where} is not a simcoll sweep record (a JSON object)")
+    missing = [k for k in _REQUIRED if k not in record]
+    error = record.get("error")
+    if error is None:
+        missing += [k for k in _RESULT if k not in record]
+    elif not isinstance(error, dict) or not {"type", "message"} <= set(error):
+        missing.append("error type and message")
+    if missing:
+        raise InvalidInputError(f"{where} is not a simcoll sweep record: it lacks {missing}")
+    return record
+
+
+def decode(record: dict[str, Any]) -> Result | FailedPoint:
+    """The :class:`Result` (or :class:`FailedPoint`) that ``record`` describes."""
+    error = record["error"]
+    if error is not None:
+        return FailedPoint(
+            collective=record["collective"], algorithm=record["algorithm"],
+            network=record["network"], topology=record["topology"],
+            nranks=record["nranks"], nbytes=record["nbytes"], dtype=record["dtype"],
+            op=record["op"], root=record["root"], params=dict(record["params"]),
+            error_type=error["type"], error_message=error["message"])
+
+    def rate(value: float | None) -> float:
+        # Result.to_dict writes an infinite rate (a zero-time run) as null.
+        return math.inf if value is None else value
+
+    return Result(
+        collective=record["collective"], algorithm=record["algorithm"],
+        network=record["network"], topology=record["topology"], nranks=record["nranks"],
+        nbytes=record["nbytes"], dtype=record["dtype"], op=record["op"],
+        params=dict(record["params"]), time=record["time"], correct=record["correct"],
+        outputs=None, bytes_sent=np.array(record["bytes_sent"], dtype=np.int64),
+        bytes_received=np.array(record["bytes_received"], dtype=np.int64),
+        host_bytes_sent=np.array(record["host_bytes_sent"], dtype=np.int64),
+        host_bytes_received=np.array(record["host_bytes_received"], dtype=np.int64),
+        link_bytes={(u, v): b for u, v, b in record["link_bytes"]},
+        messages=record["messages"],
+        rank_times=np.array(record["rank_times"], dtype=np.float64),
+        algbw=rate(record["algbw"]), busbw=rate(record["busbw"]),
+        max_error=record["max_error"])

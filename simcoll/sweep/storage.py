@@ -1,0 +1,187 @@
+"""The JSON-lines file a sweep saves to: one record per line, appended and synced.
+
+Each record is written with one ``write`` of the whole line, flushed and ``fsync``'d
+before the sweep goes on, so a stopped or killed sweep keeps every point it finished. A
+process killed in the middle of a write leaves a truncated last line: reading tolerates
+it (it is ignored, with a warning) and :class:`ResultFile` cuts it off before appending,
+so it is never glued to the next record. Any other line that is not a record is an error:
+the file is then left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from simcoll.errors import InvalidInputError
+from simcoll.sweep.records import SweepResults, check_record, decode, point_key
+
+__all__ = ["ResultFile", "load_results", "check_save_path", "RECORD_START"]
+
+# Every record's line starts so (its first field is the collective); a truncated line is a
+# prefix of a record, and a file whose partial last line is not one is not a sweep file.
+RECORD_START = b'{"collective": '
+
+
+def _read(path: Path) -> tuple[list[dict[str, Any]], int | None]:
+    """The records of ``path``, and the offset of a truncated last line (None if none)."""
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # what follows the last newline
+    records = [_parse(line, f"{path} line {number}")
+               for number, line in enumerate(lines, start=1) if line.strip()]
+    if not tail.strip():
+        return records, None
+    where = f"{path} line {len(lines) + 1}"
+    try:
+        record = json.loads(tail)
+    except ValueError:
+        if RECORD_START.startswith(tail) or tail.startswith(RECORD_START):
+            return records, len(data) - len(tail)
+        raise InvalidInputError(f"{where} is not a simcoll sweep record; give save= a new "
+                                f"file or one a sweep wrote") from None
+    records.append(check_record(record, where))  # whole, it only lacks its newline
+    return records, None
+
+
+def _parse(line: bytes, where: str) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise InvalidInputError(f"{where} is not a simcoll sweep record ({exc}); give "
+                                f"save= a new file or one a sweep wrote") from None
+    return check_record(record, where)
+
+
+def _warn_truncated(path: Path, size: int, end: int) -> None:
+    warnings.warn(f"{path}: ignored a truncated last line ({size - end} bytes), left by a "
+                  f"sweep stopped while writing it; that point counts as not run",
+                  stacklevel=3)
+
+
+def _latest(records: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """One record per point: the last one saved (a retried failure is saved again)."""
+    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for record in records:
+        key = point_key(record)
+        latest.pop(key, None)
+        latest[key] = record
+    return latest
+
+
+def _check_path(path: str | os.PathLike[str], what: str) -> Path:
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise InvalidInputError(f"{what}={path!r} is not a file path")
+    resolved = Path(path)
+    if resolved.is_dir():
+        raise InvalidInputError(f"{what}={str(path)!r} is a directory; give a file path, "
+                                f"e.g. {str(resolved / 'sweep.jsonl')!r}")
+    return resolved
+
+
+def check_save_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path, if it can be a save file (not a folder, in a folder that exists).
+
+    Raises:
+        InvalidInputError: naming the path and what is wrong with it.
+    """
+    resolved = _check_path(path, "save")
+    if not resolved.parent.is_dir():
+        raise InvalidInputError(f"save={str(path)!r}: folder {str(resolved.parent)!r} "
+                                f"does not exist")
+    return resolved
+
+
+def load_results(path: str | os.PathLike[str]) -> SweepResults:
+    """Read a file that ``sweep(save=...)`` wrote back into results.
+
+    Args:
+        path: the JSON-lines file.
+
+    Returns:
+        A :class:`SweepResults` with one :class:`~simcoll.Result` or ``FailedPoint`` per
+        point, in the order they were saved; a point saved twice (a failure run again
+        with ``retry_failed=True``) appears once, as last saved.
+
+    Raises:
+        InvalidInputError: the path is a directory, does not exist, or holds a line that
+            is not a sweep record (a truncated last line is ignored with a warning).
+    """
+    resolved = _check_path(path, "path")
+    if not resolved.is_file():
+        raise InvalidInputError(f"path={str(path)!r} does not exist")
+    records, cut = _read(resolved)
+    if cut is not None:
+        _warn_truncated(resolved, resolved.stat().st_size, cut)
+    return SweepResults(decode(r) for r in _latest(records).values())
+
+
+class ResultFile:
+    """A sweep's save file, opened for appending after reading what it already holds.
+
+    Attributes:
+        saved: the last record saved for each point, by :func:`point_key`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        """Check ``path``, read its records and cut off a truncated last line.
+
+        Raises:
+            InvalidInputError: ``path`` is a directory, its folder does not exist, or it
+                holds a line that is not a sweep record.
+        """
+        self.path = check_save_path(path)
+        created = not self.path.exists()
+        records: list[dict[str, Any]] = []
+        if not created:
+            records, cut = _read(self.path)
+            if cut is not None:
+                _warn_truncated(self.path, self.path.stat().st_size, cut)
+                os.truncate(self.path, cut)
+        self.saved = _latest(records)
+        self._file = self.path.open("ab")
+        if not created and not _ends_line(self.path):
+            self._write(b"\n")
+        if created and os.name == "posix":
+            _sync_folder(self.path.parent)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write ``record`` as one line and make it durable before returning."""
+        self._write(json.dumps(record).encode() + b"\n")
+        self.saved[point_key(record)] = record
+
+    def _write(self, data: bytes) -> None:
+        self._file.write(data)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Close the file (every record is already on disk)."""
+        self._file.close()
+
+    def __enter__(self) -> ResultFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _ends_line(path: Path) -> bool:
+    """Whether ``path`` is empty or ends with a newline."""
+    with path.open("rb") as f:
+        if f.seek(0, os.SEEK_END) == 0:
+            return True
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a new file's directory entry durable too."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,719 @@
+"""sweep: every point saved as it finishes, resumed without duplicates, failures recorded,
+workers that never outlive the sweep, any Executor, and the saved file read back.
+
+Expected values come from direct ``simcoll.simulate`` calls, one per point, written out in
+the tests, never from the sweep itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
+from concurrent.futures import Executor, Future
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll.sweep import FailedPoint, SweepResults, load_results, sweep, workers
+
+SWITCH = "simcoll.topology.builders:switch"
+LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def expected(collective, algorithms, ranks, sizes, factory=sc.topology.switch, **kwargs):
+    """Direct simulate() calls in grid order: algorithms, then ranks, then sizes."""
+    out = []
+    for algorithm in algorithms:
+        for p in ranks:
+            for size in sizes:
+                try:
+                    out.append(sc.simulate(factory(p), collective, algorithm=algorithm,
+                                           nbytes=size, **kwargs))
+                except sc.SimCollError as exc:
+                    out.append((type(exc).__name__, str(exc)))
+    return out
+
+
+def assert_same(got, want):
+    """Every field of a Result (arrays by value and dtype), or a failure's type and text."""
+    if isinstance(want, tuple):
+        assert isinstance(got, FailedPoint), got
+        assert (got.error_type, got.error_message) == want
+        return
+    if isinstance(want, FailedPoint):
+        assert got == want
+        return
+    assert isinstance(got, sc.Result), got
+    for field in dataclasses.fields(sc.Result):
+        a, b = getattr(got, field.name), getattr(want, field.name)
+        if isinstance(b, np.ndarray):
+            assert a.dtype == b.dtype and np.array_equal(a, b), field.name
+        else:
+            assert a == b, (field.name, a, b)
+
+
+def assert_all_same(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_same(g, w)
+
+
+def records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def identity(record):
+    return (record["algorithm"], record["nranks"], record["nbytes"])
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Count (and log) the simulations a sweep runs in this process."""
+    log = []
+    real = workers.simulate
+
+    def counting(topology, collective, **kwargs):
+        log.append((kwargs["algorithm"], topology.nranks, kwargs["nbytes"]))
+        return real(topology, collective, **kwargs)
+
+    monkeypatch.setattr(workers, "simulate", counting)
+    return log
+
+
+# --- what a sweep returns and saves -----------------------------------------------------
+
+def test_results_and_records_match_direct_simulations_field_by_field(tmp_path):
+    path = tmp_path / "points.jsonl"
+    got = sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "naive"],
+                ranks=[2, 3], sizes=["1KiB", 4096], save=path, chunks=2)
+    assert isinstance(got, SweepResults) and isinstance(got, list)
+    want = expected("all_reduce", ["ring", "naive"], [2, 3], [1024, 4096], chunks=2)
+    assert not any(isinstance(w, tuple) for w in want[:4])  # ring takes chunks ...
+    assert all(isinstance(w, tuple) and "chunks" in w[1] for w in want[4:])  # naive not
+    assert_all_same(got, want)
+    saved = records(path)
+    assert [identity(r) for r in saved] == [(a, p, n) for a in ("ring", "naive")
+                                            for p in (2, 3) for n in (1024, 4096)]
+    for record, result in zip(saved[:4], want[:4]):
+        summary = result.to_dict()
+        for key, value in summary.items():
+            if key != "link_bytes":
+                assert record[key] == value, key
+        assert record["link_bytes"] == [[u, v, b] for (u, v), b in result.link_bytes.items()]
+        assert len(record["link_bytes"]) == 2 * len(sc.topology.switch(record["nranks"]).links)
+        assert record["error"] is None and record["root"] is None
+        assert record["topology_factory"] == SWITCH
+        assert record["simcoll_version"] == sc.__version__
+    for record, (kind, message) in zip(saved[4:], want[4:]):
+        assert record["error"] == {"type": kind, "message": message}
+        assert "time" not in record and record["params"] == {"chunks": 2}
+
+
+def test_records_carry_root_op_dtype_and_network_as_run(tmp_path):
+    path = tmp_path / "points.jsonl"
+    got = sweep(sc.topology.switch, "broadcast", algorithms=["binomial"], ranks=[4],
+                sizes=[4096], save=path, root=np.int64(3), dtype="float64",
+                network="analytical")
+    want = sc.simulate(sc.topology.switch(4), "broadcast", algorithm="binomial",
+                       nbytes=4096, root=3, dtype=np.float64, network="analytical")
+    assert_same(got[0], want)
+    (record,) = records(path)
+    assert (record["root"], record["op"], record["dtype"], record["network"]) == \
+        (3, None, "float64", "analytical")
+
+
+def test_a_lambda_factory_runs_in_two_workers_like_in_process():
+    def grid(**extra):
+        return sweep(lambda p: sc.topology.cluster(p // 2, 2), "all_reduce",
+                     algorithms=["ring", "hierarchical"], ranks=[4, 8],
+                     sizes=[1 << 16, 3 << 10], **extra)
+
+    one, two = grid(), grid(workers=2)
+    want = expected("all_reduce", ["ring", "hierarchical"], [4, 8], [1 << 16, 3 << 10],
+                    factory=lambda p: sc.topology.cluster(p // 2, 2))
+    assert_all_same(one, want)
+    assert_all_same(two, want)
+
+
+def test_numpy_integers_are_rank_counts_and_sizes():
+    got = sweep(sc.topology.switch, "all_gather", algorithms=["ring"],
+                ranks=np.array([2, 4]), sizes=np.array([64, 128]))
+    assert_all_same(got, expected("all_gather", ["ring"], [2, 4], [64, 128]))
+    assert all(type(r.nranks) is int and type(r.nbytes) is int for r in got)
+
+
+def test_repeated_grid_values_run_once_and_fill_every_position(tmp_path, calls):
+    path = tmp_path / "points.jsonl"
+    got = sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 2],
+                sizes=["1KiB", 1024], save=path)
+    assert calls == [("ring", 2, 1024)]
+    assert len(got) == 4 and all(r is got[0] for r in got)
+    assert len(records(path)) == 1
+
+
+# --- saving: as each point finishes, synced, in completion order -------------------------
+
+def test_each_record_is_synced_before_the_next_point_runs(tmp_path, monkeypatch, calls):
+    path = tmp_path / "points.jsonl"
+    synced, lines_at_call = [], []
+    real_fsync, real_simulate = os.fsync, workers.simulate
+
+    def fsync(fd):
+        real_fsync(fd)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            synced.append(path.read_bytes())
+
+    def simulate(topology, collective, **kwargs):
+        lines_at_call.append(path.read_bytes().count(b"\n"))
+        return real_simulate(topology, collective, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(workers, "simulate", simulate)
+    sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "tree"], ranks=[2, 5],
+          sizes=[8, 800], save=path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 8
+    assert synced == [b"".join(lines[:k]) for k in range(1, 9)]
+    assert lines_at_call == list(range(8))
+
+
+class ReversingExecutor(Executor):
+    """Finishes the submitted points last first, each only once the save file holds every
+    point finished before it (so a sweep that saves late, or in grid order, fails)."""
+
+    def __init__(self, n: int, path):
+        self.n, self.path, self.jobs = n, path, []
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: Future = Future()
+        self.jobs.append((future, fn, args, kwargs))
+        if len(self.jobs) == self.n:
+            threading.Thread(target=self._finish, daemon=True).start()
+        return future
+
+    def _finish(self):
+        for done, (future, fn, args, kwargs) in enumerate(reversed(self.jobs)):
+            deadline = time.monotonic() + 5
+            while self.path.read_bytes().count(b"\n") < done:
+                if time.monotonic() > deadline:
+                    future.set_exception(AssertionError(f"{done} finished points, fewer "
+                                                        f"saved after 5 s"))
+                    return
+                time.sleep(0.001)
+            future.set_running_or_notify_cancel()
+            future.set_result(fn(*args, **kwargs))
+
+
+def test_points_are_saved_as_they_finish_in_completion_order(tmp_path):
+    path = tmp_path / "points.jsonl"
+    grid = [(a, p, n) for a in ("ring", "naive") for p in (2, 4) for n in (64, 4096)]
+    got = sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "naive"],
+                ranks=[2, 4], sizes=[64, 4096], save=path,
+                executor=ReversingExecutor(len(grid), path))
+    assert [identity(r) for r in records(path)] == grid[::-1]
+    assert_all_same(got, expected("all_reduce", ["ring", "naive"], [2, 4], [64, 4096]))
+
+
+# --- rerunning: skip what is saved, tolerate a truncated line ------------------------------
+
+def test_a_rerun_runs_only_the_new_points_and_returns_the_whole_grid(tmp_path, calls):
+    path = tmp_path / "points.jsonl"
+    sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 4],
+          sizes=[64], save=path)
+    first = path.read_bytes()
+    calls.clear()
+    got = sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[4, 2, 8],
+                sizes=[64, 256], save=path)
+    assert sorted(calls) == sorted([("ring", 2, 256), ("ring", 4, 256), ("ring", 8, 64),
+                                    ("ring", 8, 256)])
+    assert path.read_bytes().startswith(first)
+    saved = [identity(r) for r in records(path)]
+    assert len(saved) == len(set(saved)) == 6
+    assert_all_same(got, expected("all_reduce", ["ring"], [4, 2, 8], [64, 256]))
+    calls.clear()
+    again = sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[4, 2, 8],
+                  sizes=[64, 256], save=path)
+    assert calls == [] and len(records(path)) == 6
+    assert_all_same(again, got)
+
+
+def test_a_changed_topology_is_a_new_point_and_a_renamed_factory_is_not(tmp_path, calls):
+    path = tmp_path / "points.jsonl"
+    grid = dict(algorithms=["ring"], ranks=[2, 3], sizes=[64], save=path)
+    sweep(sc.topology.switch, "all_reduce", **grid)
+    calls.clear()
+    sweep(lambda p: sc.topology.switch(p), "all_reduce", **grid)
+    assert calls == []
+    got = sweep(lambda p: sc.topology.switch(p, bandwidth=1e9), "all_reduce", **grid)
+    assert sorted(calls) == [("ring", 2, 64), ("ring", 3, 64)]
+    assert_all_same(got, expected("all_reduce", ["ring"], [2, 3], [64],
+                                  factory=lambda p: sc.topology.switch(p, bandwidth=1e9)))
+    assert [r["topology_factory"] for r in records(path)] == [SWITCH, SWITCH, None, None]
+
+
+def test_a_truncated_last_line_is_cut_off_and_its_point_run_again(tmp_path, calls):
+    path = tmp_path / "points.jsonl"
+    grid = dict(algorithms=["ring", "tree"], ranks=[3], sizes=[64, 96], save=path)
+    clean = sweep(sc.topology.switch, "all_reduce", **grid)
+    whole = path.read_bytes()
+    last = whole.splitlines(keepends=True)[-1]
+    path.write_bytes(whole[:-len(last) // 2])  # killed half way through the last write
+    calls.clear()
+    with pytest.warns(UserWarning, match="truncated last line"):
+        got = sweep(sc.topology.switch, "all_reduce", **grid)
+    assert calls == [("tree", 3, 96)]
+    assert path.read_bytes() == whole  # the cut line rewritten whole, nothing glued
+    assert_all_same(got, clean)
+
+
+def test_a_last_record_without_its_newline_is_kept(tmp_path, calls):
+    path = tmp_path / "points.jsonl"
+    grid = dict(algorithms=["ring"], ranks=[2, 3], sizes=[64], save=path)
+    sweep(sc.topology.switch, "all_reduce", **grid)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-1])
+    calls.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = sweep(sc.topology.switch, "all_reduce", ranks=[2, 3, 4],
+                    **{k: v for k, v in grid.items() if k != "ranks"})
+    assert calls == [("ring", 4, 64)]
+    assert path.read_bytes().startswith(whole)
+    assert [identity(r) for r in records(path)] == [("ring", 2, 64), ("ring", 3, 64),
+                                                    ("ring", 4, 64)]
+    assert_all_same(got, expected("all_reduce", ["ring"], [2, 3, 4], [64]))
+
+
+@pytest.mark.parametrize("content", [b"time,busbw\n1,2\n", b'{"collective": "x"}\n',
+                                     b"not json at all"])
+def test_a_file_that_is_not_a_sweep_file_is_refused_and_left_alone(tmp_path, content,
+                                                                    calls):
+    path = tmp_path / "points.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(sc.InvalidInputError, match="line 1 is not a simcoll sweep record"):
+        sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+              sizes=[64], save=path)
+    assert path.read_bytes() == content and calls == []
+
+
+def test_a_record_without_its_results_is_refused_before_any_work(tmp_path, calls):
+    path = tmp_path / "points.jsonl"
+    sweep(sc.topology.switch, "all_reduce", save=path, **GOOD)
+    (record,) = records(path)
+    del record["time"]
+    path.write_text(json.dumps(record) + "\n")
+    calls.clear()
+    with pytest.raises(sc.InvalidInputError, match=r"line 1 .* lacks \['time'\]"):
+        sweep(sc.topology.switch, "all_reduce", save=path, **GOOD)
+    with pytest.raises(sc.InvalidInputError, match=r"line 1 .* lacks \['time'\]"):
+        load_results(path)
+    assert calls == []
+
+
+# --- failures ------------------------------------------------------------------------------
+
+def test_failing_points_are_recorded_and_not_retried_unless_asked(tmp_path, calls):
+    path = tmp_path / "points.jsonl"
+    grid = dict(algorithms=["parameter_server"], ranks=[4, 2, 8, 1], sizes=[64, 128],
+                save=path, servers=3)
+    want = expected("all_reduce", ["parameter_server"], [4, 2, 8, 1], [64, 128], servers=3)
+    assert [isinstance(w, tuple) for w in want] == [False, False, True, True,
+                                                    False, False, True, True]
+    got = sweep(sc.topology.switch, "all_reduce", **grid)
+    assert_all_same(got, want)
+    assert [f.nranks for f in got.failed] == [2, 2, 1, 1]
+    assert got.failed[0] == FailedPoint(
+        collective="all_reduce", algorithm="parameter_server", network="flow",
+        topology="switch(2)", nranks=2, nbytes=64, dtype="float32", op="SUM", root=None,
+        params={"servers": 3}, error_type=want[2][0], error_message=want[2][1])
+    assert got.failed[0].error == f"{want[2][0]}: {want[2][1]}"
+    assert [r.nranks for r in got.ok] == [4, 4, 8, 8]
+    saved = records(path)
+    assert [r["error"] for r in saved] == [
+        None if not isinstance(w, tuple) else {"type": w[0], "message": w[1]} for w in want]
+
+    calls.clear()
+    assert_all_same(sweep(sc.topology.switch, "all_reduce", **grid), want)
+    assert calls == [] and len(records(path)) == 8
+    retried = sweep(sc.topology.switch, "all_reduce", retry_failed=True, **grid)
+    assert sorted(calls) == sorted([("parameter_server", p, n) for p in (2, 1)
+                                    for n in (64, 128)])
+    assert_all_same(retried, want)
+    assert len(records(path)) == 12  # each retry saved: the latest one counts
+    loaded = load_results(path)
+    assert len(loaded) == 8
+    assert sorted((r.nranks, r.nbytes) for r in loaded) == sorted(
+        (p, n) for p in (4, 2, 8, 1) for n in (64, 128))
+
+
+def test_a_factory_that_fails_for_a_rank_count_fails_only_those_points(tmp_path):
+    def even_switch(p):
+        if p % 2:
+            raise sc.TopologyError(f"even_switch takes even rank counts, not {p}")
+        return sc.topology.switch(p)
+
+    got = sweep(even_switch, "all_reduce", algorithms=["ring"], ranks=[2, 3, 4],
+                sizes=[64], save=tmp_path / "points.jsonl")
+    assert_all_same(got[::2], expected("all_reduce", ["ring"], [2, 4], [64]))
+    assert got[1] == FailedPoint(
+        collective="all_reduce", algorithm="ring", network="flow", topology=None,
+        nranks=3, nbytes=64, dtype="float32", op="SUM", root=None, params={},
+        error_type="TopologyError", error_message="even_switch takes even rank counts, not 3")
+
+
+def test_an_error_that_is_not_a_simcoll_error_stops_the_sweep(tmp_path, monkeypatch):
+    path = tmp_path / "points.jsonl"
+    real, seen = workers.simulate, []
+
+    def broken(topology, collective, **kwargs):
+        seen.append(1)
+        if len(seen) == 3:
+            raise RuntimeError("a bug")
+        return real(topology, collective, **kwargs)
+
+    monkeypatch.setattr(workers, "simulate", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 3, 4, 5],
+              sizes=[64], save=path)
+    assert [identity(r) for r in records(path)] == [("ring", 2, 64), ("ring", 3, 64)]
+
+
+def test_ctrl_c_in_process_keeps_the_points_saved_before_it(tmp_path, monkeypatch):
+    path = tmp_path / "points.jsonl"
+    real, seen = workers.simulate, []
+
+    def interrupted(topology, collective, **kwargs):
+        seen.append(1)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return real(topology, collective, **kwargs)
+
+    monkeypatch.setattr(workers, "simulate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 3, 4],
+              sizes=[64], save=path)
+    assert_all_same(load_results(path), expected("all_reduce", ["ring"], [2, 3], [64]))
+
+
+def test_a_failing_save_ends_the_workers_at_once(tmp_path, monkeypatch):
+    from simcoll.sweep import storage
+
+    real, written = storage.ResultFile.append, []
+
+    def append(self, record):
+        if len(written) == 2:
+            raise OSError("disk full")
+        written.append(record)
+        real(self, record)
+
+    monkeypatch.setattr(storage.ResultFile, "append", append)
+    start = time.monotonic()
+    with pytest.raises(OSError, match="disk full"):
+        # ring at p=1024 alone takes some 25 s; it must be ended, not waited for
+        sweep(sc.topology.switch, "all_reduce", algorithms=["ring"],
+              ranks=[1024, 2, 3, 4, 5], sizes=[64], workers=2,
+              save=tmp_path / "points.jsonl")
+    assert time.monotonic() - start < 10
+    assert multiprocessing.active_children() == []
+    assert [identity(r) for r in written] == [("ring", 2, 64), ("ring", 3, 64)]
+
+
+# --- arguments -----------------------------------------------------------------------------
+
+def test_ranks_are_rank_counts_not_nodes():
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"simcoll.topology.presets:dgx_a100 built 'dgx_a100x1' with 8 "
+                             r"ranks for ranks value p=1"):
+        sweep(sc.topology.dgx_a100, "all_reduce", algorithms=["ring"], ranks=[1, 2],
+              sizes=[1024])
+    got = sweep(lambda p: sc.topology.dgx_a100(p // 8), "all_reduce", algorithms=["ring"],
+                ranks=[8, 16], sizes=[1024])
+    assert [r.nranks for r in got] == [8, 16]
+    assert_all_same(got, expected("all_reduce", ["ring"], [8, 16], [1024],
+                                  factory=lambda p: sc.topology.dgx_a100(p // 8)))
+
+
+GOOD = dict(algorithms=["ring"], ranks=[2], sizes=[64])
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(sizes=["abc"]), "sizes value 'abc'"),
+    (dict(sizes=[True]), "sizes value True"),
+    (dict(sizes=[-8]), "sizes value -8"),
+    (dict(sizes=[6]), "sizes value 6 .* multiple of the float32 item size"),
+    (dict(sizes=64), "sizes=64 is not accepted; give a list"),
+    (dict(sizes=[]), "sizes is empty"),
+    (dict(ranks=[0]), "ranks value 0"),
+    (dict(ranks=[-1]), "ranks value -1"),
+    (dict(ranks=[True]), "ranks value True"),
+    (dict(ranks=[np.True_]), r"ranks value (np\.)?True"),
+    (dict(ranks=["2"]), "ranks value '2'"),
+    (dict(ranks=[2.0]), "ranks value 2.0"),
+    (dict(ranks="24"), "ranks='24' is not accepted"),
+    (dict(algorithms="ring"), "algorithms='ring' is not accepted; give a list"),
+    (dict(algorithms=["ring", "nope"]), "unknown algorithm 'nope'"),
+    (dict(algorithms=[]), "algorithms is empty"),
+    (dict(workers=0), "workers=0"),
+    (dict(workers=True), "workers=True"),
+    (dict(workers=1.5), "workers=1.5"),
+    (dict(executor="pool"), "executor='pool' is not a concurrent.futures.Executor"),
+    (dict(progress="yes"), "progress='yes'"),
+    (dict(retry_failed=1), "retry_failed=1"),
+    (dict(data=[np.zeros(4)]), "sweep does not take data="),
+    (dict(nbytes=64), "sweep does not take nbytes="),
+    (dict(trace=True), "sweep does not take trace="),
+    (dict(network="nope"), "unknown network model 'nope'"),
+    (dict(op="nope"), "unknown reduction op 'nope'"),
+    (dict(dtype="nope"), "dtype is not a numpy dtype"),
+    (dict(root=-1), "root=-1"),
+    (dict(chunks=object()), "algorithm parameter chunks=<object"),
+    (dict(save=42), "save=42 is not a file path"),
+])
+def test_bad_arguments_are_refused_before_any_work(tmp_path, calls, bad, match):
+    built = []
+    args = {**GOOD, "save": tmp_path / "points.jsonl", **bad}
+    with pytest.raises(sc.InvalidInputError, match=match):
+        sweep(lambda p: built.append(p) or sc.topology.switch(p), "all_reduce", **args)
+    assert built == [] and calls == [] and not (tmp_path / "points.jsonl").exists()
+
+
+def test_a_directory_or_a_missing_folder_is_refused_as_save(tmp_path, calls):
+    built = []
+
+    def factory(p):
+        built.append(p)
+        return sc.topology.switch(p)
+
+    with pytest.raises(sc.InvalidInputError, match=f"save='{tmp_path}' is a directory"):
+        sweep(factory, "all_reduce", save=tmp_path, **GOOD)
+    with pytest.raises(sc.InvalidInputError, match="does not exist"):
+        sweep(factory, "all_reduce", save=tmp_path / "no" / "p.jsonl", **GOOD)
+    assert built == [] and calls == [] and list(tmp_path.iterdir()) == []
+
+
+def test_workers_and_executor_together_and_bad_factories_are_refused(calls):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool, pytest.raises(sc.InvalidInputError, match="not both"):
+        sweep(sc.topology.switch, "all_reduce", workers=2, executor=pool, **GOOD)
+    with pytest.raises(sc.InvalidInputError, match="is not a topology factory"):
+        sweep(sc.topology.switch(2), "all_reduce", **GOOD)
+    with pytest.raises(sc.InvalidInputError, match="returned a str for p=2, not a Topology"):
+        sweep(lambda p: "switch", "all_reduce", **GOOD)
+    with pytest.raises(sc.UnknownCollectiveError, match="'allreduce'"):
+        sweep(sc.topology.switch, "allreduce", **GOOD)
+    assert calls == []
+
+
+def test_points_that_cannot_be_pickled_are_refused_before_any_work(tmp_path):
+    class LocalTopology(sc.Topology):  # a local class does not pickle
+        pass
+
+    def factory(p):
+        topology = LocalTopology("local")
+        hub = topology.add_switch()
+        for _ in range(p):
+            topology.add_link(topology.add_gpu(), hub, bandwidth=1e9)
+        return topology
+
+    path = tmp_path / "points.jsonl"
+    with pytest.raises(sc.InvalidInputError, match="cannot be sent to worker processes"):
+        sweep(factory, "all_reduce", workers=2, save=path, **GOOD)
+    assert path.read_bytes() == b""
+    assert_all_same(sweep(factory, "all_reduce", **GOOD),
+                    expected("all_reduce", ["ring"], [2], [64], factory=factory))
+
+
+# --- executors, progress, pandas, loading --------------------------------------------------
+
+def test_a_dask_cluster_runs_the_same_sweep(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    path = tmp_path / "points.jsonl"
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address="127.0.0.1:0") as cluster, \
+            distributed.Client(cluster) as client:
+        got = sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "tree"],
+                    ranks=[2, 5], sizes=[64, 4096], save=path,
+                    executor=client.get_executor())
+    assert_all_same(got, expected("all_reduce", ["ring", "tree"], [2, 5], [64, 4096]))
+    assert sorted(identity(r) for r in records(path)) == sorted(
+        (a, p, n) for a in ("ring", "tree") for p in (2, 5) for n in (64, 4096))
+
+
+def test_progress_bar_on_stderr_only_when_asked_or_on_a_terminal(capsys):
+    sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 3],
+          sizes=[64, 128], progress=True)
+    assert "4/4" in capsys.readouterr().err
+    sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2], sizes=[64],
+          progress=False)
+    sweep(sc.topology.switch, "all_reduce", **GOOD)  # captured stderr: not a terminal
+    assert capsys.readouterr().err == ""
+
+
+def test_to_pandas_has_a_row_per_point_with_every_scalar_and_the_error(monkeypatch):
+    pytest.importorskip("pandas")
+    got = sweep(sc.topology.switch, "all_reduce", algorithms=["parameter_server"],
+                ranks=[4, 2], sizes=[64], servers=3)
+    frame = got.to_pandas()
+    want = expected("all_reduce", ["parameter_server"], [4, 2], [64], servers=3)
+    scalars = [k for k, v in want[0].to_dict().items() if not isinstance(v, (list, dict))]
+    assert list(frame.columns) == scalars + ["error"]
+    row = frame.iloc[0].to_dict()
+    for key in scalars:
+        value = want[0].to_dict()[key]
+        assert row[key] == value or (value is None and row[key] is None), key
+    assert row["error"] is None or row["error"] != row["error"]  # None or NaN
+    failed = frame.iloc[1]
+    assert failed["error"] == f"{want[1][0]}: {want[1][1]}"
+    assert (failed["nranks"], failed["nbytes"], failed["algorithm"]) == (2, 64,
+                                                                         "parameter_server")
+    assert failed["time"] != failed["time"]  # missing
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match=r"simcoll\[pandas\]"):
+        got.to_pandas()
+
+
+def test_load_results_reads_back_what_the_sweep_returned(tmp_path):
+    path = tmp_path / "points.jsonl"
+    got = sweep(sc.topology.switch, "all_reduce", algorithms=["parameter_server", "ring"],
+                ranks=[3, 4], sizes=[64, 1 << 20], save=path, servers=4)
+    loaded = load_results(path)
+    assert isinstance(loaded, SweepResults)
+    assert_all_same(loaded, list(got))  # in-process: saved in grid order
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"collective": "all_re')
+    with pytest.warns(UserWarning, match="truncated last line"):
+        assert_all_same(load_results(path), list(got))
+    assert path.read_bytes() == whole + b'{"collective": "all_re'  # a reader changes nothing
+    path.write_bytes(whole + b"oops\n")
+    with pytest.raises(sc.InvalidInputError, match=f"line {len(got) + 1} is not a simcoll"):
+        load_results(path)
+    with pytest.raises(sc.InvalidInputError, match="is a directory"):
+        load_results(tmp_path)
+    with pytest.raises(sc.InvalidInputError, match="does not exist"):
+        load_results(tmp_path / "missing.jsonl")
+
+
+# --- real processes: SIGKILL and Ctrl-C ----------------------------------------------------
+
+def _children(pid):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _start(tmp_path, grid, save):
+    script = textwrap.dedent(f"""
+        import simcoll as sc
+        sc.sweep(sc.topology.switch, "all_reduce", workers=2, save={str(save)!r},
+                 progress=False, **{grid!r})
+    """)
+    out = (tmp_path / "stderr.txt").open("wb")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
+                            stderr=out, start_new_session=True)
+    return proc, out
+
+
+def _wait_for_lines(path, proc, n):
+    deadline = time.monotonic() + 15
+    while not (path.exists() and path.read_bytes().count(b"\n") >= n):
+        assert proc.poll() is None, "the sweep ended before it could be stopped"
+        assert time.monotonic() < deadline, "the sweep saved nothing in 15 s"
+        time.sleep(0.002)
+
+
+def _assert_no_survivor(kids):
+    deadline = time.monotonic() + 3
+    while any(_alive(k) for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = [k for k in kids if _alive(k)]
+    for pid in survivors:  # do not leave them behind a failing test
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []
+
+
+KILL_GRID = dict(algorithms=["parameter_server"], ranks=[64, 48, 32, 16, 2],
+                 sizes=[2 ** k for k in range(10, 30, 2)], servers=3)
+
+
+@LINUX
+def test_a_killed_sweep_leaves_no_worker_and_resumes_exactly(tmp_path):
+    path = tmp_path / "points.jsonl"
+    proc, err = _start(tmp_path, KILL_GRID, path)
+    try:
+        _wait_for_lines(path, proc, 5)
+        kids = _children(proc.pid)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        err.close()
+    assert len(kids) == 2, kids
+    _assert_no_survivor(kids)
+    total = len(KILL_GRID["ranks"]) * len(KILL_GRID["sizes"])
+    before = path.read_bytes().count(b"\n")
+    assert 5 <= before < total
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a truncated last line, if the kill cut one
+        resumed = sweep(sc.topology.switch, "all_reduce", workers=2, save=path, **KILL_GRID)
+    clean_path = tmp_path / "clean.jsonl"
+    clean = sweep(sc.topology.switch, "all_reduce", save=clean_path, **KILL_GRID)
+    assert_all_same(resumed, list(clean))
+    saved = {identity(r): r for r in records(path)}
+    assert len(saved) == len(records(path)) == total
+    assert saved == {identity(r): r for r in records(clean_path)}
+    assert len(resumed.failed) == len(KILL_GRID["sizes"])  # servers=3 refuses p=2
+
+
+@LINUX
+def test_ctrl_c_ends_the_sweep_and_its_workers_at_once(tmp_path):
+    path = tmp_path / "points.jsonl"
+    # the first point, ring at p=1024, alone takes some 25 s
+    grid = dict(algorithms=["ring"], ranks=[1024, 4, 8, 16], sizes=[64])
+    proc, err = _start(tmp_path, grid, path)
+    try:
+        _wait_for_lines(path, proc, 3)
+        kids = _children(proc.pid)
+        start = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C does
+        proc.wait(timeout=10)
+        took = time.monotonic() - start
+    finally:
+        proc.kill()
+        err.close()
+    assert took < 5
+    assert "KeyboardInterrupt" in (tmp_path / "stderr.txt").read_text()
+    assert len(kids) == 2, kids
+    _assert_no_survivor(kids)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every saved line whole
+        loaded = load_results(path)
+    assert_all_same(loaded, expected("all_reduce", ["ring"], [4, 8, 16], [64]))
