@@ -155,7 +155,7 @@ def from_astra_dict(data: Any, ctx: Context) -> Topology:
         if not isinstance(n, int) or n < 1:
             raise ctx.error(("npus_count", i), f"expected a whole number >= 1, got {n!r}")
     try:
-        return multi_dim(blocks, npus, [b * GB for b in bandwidth], [t * 1e-9 for t in latency])
+        return multi_dim(blocks, npus, [b * GB for b in bandwidth], [t / 1e9 for t in latency])
     except TopologyError as exc:
         raise ctx.error((), str(exc)) from None
 

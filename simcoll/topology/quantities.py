@@ -20,7 +20,9 @@ _QUANTITY_RE = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµ/]*)\s*$")
 _PREFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
              "ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30, "ti": 2.0**40}
 _RATE_UNIT_RE = re.compile(r"^([kKmMgGtT]i?)?(B/s|Bps|b/s|bps)$")
-_TIMES = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_PER_SECOND = {"": 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9}
+"""Units per second: dividing by these (exact in binary) rounds ``500ns`` to the float
+nearest 5e-7, as the literal ``500e-9`` does; multiplying by ``1e-9`` would not."""
 _RATE_HELP = "a rate such as 100GB/s, 400Gbps, 25e9 (bytes/s) or inf"
 _TIME_HELP = "a time such as 1us, 500ns, 2ms or 1e-6 (seconds)"
 
@@ -60,9 +62,9 @@ def parse_time(text: Any) -> float:
         ValueError: ``text`` is not a time; the message shows accepted forms.
     """
     value, unit = _split(text, _TIME_HELP)
-    if unit not in _TIMES:
+    if unit not in _PER_SECOND:
         raise ValueError(f"{text!r} has unit {unit!r}, not a time unit; write {_TIME_HELP}")
-    return value * _TIMES[unit]
+    return value / _PER_SECOND[unit]
 
 
 def parse_number(text: Any) -> float:
