@@ -124,12 +124,13 @@ def resolve_dtype(name: str) -> np.dtype:
 
 def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
     """The options that say what to simulate (topology, collective, algorithm, ...)."""
-    parser.add_argument("--topology", default="switch:8", metavar="SPEC",
-                        help="a builder or preset with its arguments, e.g. switch:8, "
-                             "'switch:ranks=8,bandwidth=100GB/s,latency=1us', cluster:2x8, "
-                             "dgx_h100:nodes=2, torus:4x4, or a topology file (.json, "
-                             ".yaml, .toml, or an ASTRA-sim network .yml); 'simcoll list' "
-                             "shows every builder (default: switch:8)")
+    default = "switch" if sweep else "switch:8"
+    parser.add_argument("--topology", default=default, metavar="SPEC",
+                        help=f"a builder or preset with its arguments, e.g. switch:8, "
+                             f"'switch:ranks=8,bandwidth=100GB/s,latency=1us', cluster:2x8, "
+                             f"dgx_h100:nodes=2, torus:4x4, or a topology file (.json, "
+                             f".yaml, .toml, or an ASTRA-sim network .yml); 'simcoll list' "
+                             f"shows every builder (default: {default})")
     parser.add_argument("--collective", default="all_reduce",
                         help=f"{', '.join(COLLECTIVES)} (default: all_reduce)")
     if not sweep:

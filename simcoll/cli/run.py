@@ -89,7 +89,7 @@ def sizes(minbytes: int, maxbytes: int, stepbytes: int, stepfactor: int) -> list
     if minbytes < maxbytes and (stepfactor == 1 and stepbytes == 0 or
                                 stepfactor > 1 and minbytes == 0):
         raise CommandLineError("the sizes never grow: use -b >= 1 with -f, or -i >= 1")
-    steps = (maxbytes - minbytes) // stepbytes if stepfactor == 1 else 0
+    steps = (maxbytes - minbytes) // stepbytes if stepfactor == 1 and stepbytes else 0
     if steps >= MAX_SIZES:
         raise CommandLineError(f"-b {minbytes} -e {maxbytes} -i {stepbytes} gives "
                                f"{steps + 1} sizes; at most {MAX_SIZES}: raise -i or use -f")
