@@ -303,7 +303,7 @@ def test_list_shows_algorithms_formulas_and_builders(capsys):
     formula = " ".join(" ".join(ring[1:]).split())
     assert formula.startswith("K = 1: 2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma")
     flat = " ".join(topologies.split())
-    for name, fn in sc.topology.spec.builders().items():
+    for name, fn in sc.topology.catalog.builders().items():
         entry = flat.split(f" {name}: ")[1]
         for param in inspect.signature(fn).parameters:
             assert param in entry

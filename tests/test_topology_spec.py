@@ -10,9 +10,9 @@ import pytest
 
 import simcoll as sc
 from simcoll.topology import builders as builder_module
+from simcoll.topology.catalog import builders, parameters
 from simcoll.topology.graph import Topology
 from simcoll.topology.quantities import format_rate, format_time, parse_rate, parse_time
-from simcoll.topology.spec import builders, parameters
 
 T = sc.topology
 SPECS = [

@@ -14,7 +14,7 @@ from simcoll.algorithms.registry import algorithms, get_algorithm
 from simcoll.collectives import COLLECTIVES
 from simcoll.cost import _model
 from simcoll.errors import UnknownAlgorithmError
-from simcoll.topology.spec import builders, describe
+from simcoll.topology.catalog import builders, describe
 
 __all__ = ["add_parser", "formula"]
 

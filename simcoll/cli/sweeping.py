@@ -22,8 +22,9 @@ from simcoll.cli.options import (
 )
 from simcoll.result import Result
 from simcoll.sweep import sweep
+from simcoll.topology.catalog import parameters
 from simcoll.topology.graph import Topology
-from simcoll.topology.spec import from_spec, is_file_spec, parameters
+from simcoll.topology.spec import from_spec, is_file_spec
 
 __all__ = ["add_parser", "topology_for", "template"]
 

@@ -153,7 +153,7 @@ def _build(data: Any, ctx: Context) -> Topology:
 
 
 def _preset(data: dict[str, Any], ctx: Context) -> Topology:
-    from simcoll.topology.spec import build
+    from simcoll.topology.catalog import build
 
     _mapping(data, ctx, (), _PRESET_KEYS, "a mapping with 'preset' and 'args'")
     name = data["preset"]
