@@ -312,6 +312,24 @@ def test_list_shows_algorithms_formulas_and_builders(capsys):
     assert only == collectives + "\n"
 
 
+def test_list_shows_algorithms_without_a_cost_model(capsys, monkeypatch):
+    def flat(comm, x, *, root=0, fanout=2):
+        """Root sends to everyone at once."""
+        if comm.rank == root:
+            for peer in range(comm.size):
+                if peer != root:
+                    comm.send(x, dst=peer)
+            return x
+        return (yield comm.recv(src=root))
+
+    monkeypatch.setitem(registry._REGISTRY, ("broadcast", "flat_cli"),
+                        registry.AlgorithmSpec("broadcast", "flat_cli", flat))
+    _, out, _ = cli(capsys, "list", "algorithms")
+    entry = out.split("\n    flat_cli")[1].split("\n    ")
+    assert entry[0].strip() == "fanout=2"
+    assert entry[1].strip() == "Root sends to everyone at once. (no cost model)"
+
+
 def test_sweep_writes_every_point(capsys, tmp_path):
     out_csv = tmp_path / "points.csv"
     status, _, err = cli(capsys, "sweep", "--topology", "switch:{p},bandwidth=10GB/s",
@@ -332,6 +350,29 @@ def test_sweep_writes_every_point(capsys, tmp_path):
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["nranks"] for r in records] == [8, 16]
     assert [r["spec"] for r in records] == ["dgx_a100:nodes=1", "dgx_a100:nodes=2"]
+
+
+def test_a_failing_sweep_keeps_the_points_it_finished(capsys, tmp_path, monkeypatch):
+    calls = []
+
+    def fail_second(*args, **kwargs):
+        calls.append(kwargs["nbytes"])
+        if len(calls) == 2:
+            raise sc.DeadlockError("rank 1 waits for recv from 0 (tag 0)", {1: "recv"})
+        return sc.simulate(*args, **kwargs)
+
+    monkeypatch.setattr(sys.modules["simcoll.sweep"], "simulate", fail_second)
+    out = tmp_path / "points.json"
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",
+                         "--sizes", "1K,2K,4K", "--output", str(out))
+    assert status == 1 and not out.exists()
+    assert "rank 1 waits for recv" in err and "points.json.partial.jsonl" in err
+    [saved] = (tmp_path / "points.json.partial.jsonl").read_text().splitlines()
+    assert json.loads(saved)["nbytes"] == 1024
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",
+                         "--sizes", "1K,6", "--output", str(out))
+    assert status == 2 and "6 bytes is not a whole number of float32 elements" in err
+    assert len(calls) == 2  # refused before any simulation
 
 
 def test_plot_draws_a_sweep(capsys, tmp_path):

@@ -6,6 +6,7 @@ import argparse
 import csv
 import itertools
 import json
+import math
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -124,14 +125,14 @@ def _requested(args: argparse.Namespace) -> list[int]:
     return sizes(low, high, args.stepbytes, args.stepfactor)
 
 
-def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]
-          ) -> Iterator[tuple[table.Row, dict[str, Any]]]:
+def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
+          requested: list[int]) -> Iterator[tuple[table.Row, dict[str, Any]]]:
     """Simulate each size; yield its table row and its JSON record."""
     coll = get_collective(args.collective)
     dtype = resolve_dtype(args.dtype)
     p = topo.nranks
     shapes = [nccl_shape(coll, p, s, dtype.itemsize) for s in (
-        [0] if coll.name == "barrier" else _requested(args))]
+        [0] if coll.name == "barrier" else requested)]
     if args.check:
         checking.check_memory(p, max(nbytes * max(coll.size_factor(p), 1)
                                      for nbytes, _, _ in shapes))
@@ -154,12 +155,18 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]
                         res.busbw / 1e9, wrong)
         record = {"spec": topo.spec, "size": size, "count": count, "type": type_name,
                   "redop": row.redop, "root": row.root, "time_us": row.time_us,
-                  "algbw_GBps": row.algbw, "busbw_GBps": row.busbw, "wrong": wrong,
-                  **res.to_dict()}
+                  "algbw_GBps": _finite(row.algbw), "busbw_GBps": _finite(row.busbw),
+                  "wrong": wrong, **res.to_dict()}
         yield row, record
 
 
-def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) -> list[str]:
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: a zero-time run's bandwidth is null, as Result.to_dict does."""
+    return value if math.isfinite(value) else None
+
+
+def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
+              requested: list[int]) -> list[str]:
     from simcoll import __version__
 
     params = " ".join(f"{k}={v}" for k, v in args.param) or "none"
@@ -168,7 +175,8 @@ def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) 
             f"{kwargs['network']}, params: {params}",
             f"# topology {topo.spec} ({topo.name}: {topo.nranks} ranks, "
             f"{len(topo.devices)} devices, {len(topo.links)} links)",
-            f"# nRanks {topo.nranks} step: {step} validation: {1 if args.check else 0}"]
+            f"# nRanks {topo.nranks} minBytes {requested[0]} maxBytes {requested[-1]} "
+            f"step: {step} validation: {1 if args.check else 0}"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -179,14 +187,15 @@ def run(args: argparse.Namespace) -> int:
     """
     topo = from_spec(args.topology)
     kwargs = run_kwargs(args)
-    rows = _rows(args, topo, kwargs)
+    requested = _requested(args)
+    rows = _rows(args, topo, kwargs, requested)
     first = next(rows)
     done: list[table.Row] = []
     writer = csv.writer(sys.stdout, lineterminator="\n") if args.csv else None
     if writer is not None:
         writer.writerow(_CSV_FIELDS)
     elif not args.json:
-        print("\n".join(_preamble(args, topo, kwargs) + table.header()))
+        print("\n".join(_preamble(args, topo, kwargs, requested) + table.header()))
     for row, record in itertools.chain([first], rows):
         done.append(row)
         if args.json:

@@ -118,7 +118,11 @@ def _csv(records: list[dict[str, Any]]) -> str:
 def _run(args: argparse.Namespace) -> int:
     spec = template(args.topology)
     kwargs = run_kwargs(args)
-    kwargs["dtype"] = resolve_dtype(args.dtype)
+    kwargs["dtype"] = dtype = resolve_dtype(args.dtype)
+    for size in args.sizes:
+        if size % dtype.itemsize:
+            raise CommandLineError(f"--sizes: {size} bytes is not a whole number of "
+                                   f"{dtype} elements ({dtype.itemsize} bytes each)")
     for algorithm in args.algorithms:
         get_algorithm(args.collective, algorithm)
     for p in args.ranks:
