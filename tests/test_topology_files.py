@@ -67,7 +67,10 @@ def test_every_format_round_trips(tmp_path, suffix, make):
 
 
 def test_yaml_is_written_as_yaml_and_toml_as_toml(tmp_path):
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
 
     topo = sc.topology.switch(2, reduce_bandwidth=1e9)
     sc.topology.save(topo, tmp_path / "x.yaml")

@@ -8,6 +8,7 @@ import itertools
 import json
 import math
 import sys
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,15 +39,14 @@ _NCCL_OPS = {"SUM": "sum", "PRODUCT": "prod", "MIN": "min", "MAX": "max", "AVG":
 _CSV_FIELDS = ["collective", "algorithm", "spec", "network", "nranks", "size", "count",
                "type", "redop", "root", "time_us", "algbw_GBps", "busbw_GBps", "wrong"]
 
-DESCRIPTION = f"""\
-Simulate one collective over a range of sizes and print nccl-tests' table.
-
-Sizes follow nccl-tests: -b/-e give the size column, the larger of a rank's send and
-receive buffers (all_gather and gather: p times each rank's input); sizes grow by -f
-(a factor) or else by -i (bytes). {SIZE_HELP}.
-Without -c the run is data-free (sizes only) and #wrong is N/A; with -c every rank
-moves real random arrays and #wrong counts elements that fail the numpy check.
-Exit status: 0, 1 if a check failed, 2 for bad arguments."""
+DESCRIPTION = "\n\n".join(textwrap.fill(text, 88) for text in [
+    "Simulate one collective over a range of sizes and print nccl-tests' table.",
+    "Sizes follow nccl-tests: -b/-e give the size column, the larger of a rank's send and "
+    "receive buffers (all_gather and gather: p times each rank's input); sizes grow by -f "
+    f"(a factor) or else by -i (bytes). {SIZE_HELP}.",
+    "Without -c the run is data-free (sizes only) and #wrong is N/A; with -c every rank "
+    "moves real random arrays and #wrong counts elements that fail the numpy check.",
+    "Exit status: 0, 1 if a check failed, 2 for bad arguments."])
 
 
 def add_parser(sub: Any) -> None:
