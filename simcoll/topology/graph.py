@@ -66,6 +66,12 @@ def _check_rate(name: str, value: float, *, allow_inf: bool) -> float:
 class Topology:
     """A machine description; build it with the builders or by hand.
 
+    Attributes:
+        name: a label, e.g. ``"switch(8)"``.
+        spec: what rebuilds this machine with ``simcoll.topology.from_spec`` (a builder
+            spec or a file path; set by ``from_spec`` and ``load``), or None. Adding a
+            device or a link clears it, so it never describes a different machine.
+
     Example:
         >>> t = Topology("two GPUs")
         >>> a, b = t.add_gpu(), t.add_gpu()
@@ -76,6 +82,7 @@ class Topology:
 
     def __init__(self, name: str = "custom"):
         self.name = name
+        self.spec: str | None = None
         self._devices: dict[str, Device] = {}
         self._index: dict[str, int] = {}
         self._adjacency: list[list[tuple[int, int]]] = []
@@ -106,6 +113,7 @@ class Topology:
                        what="the server the GPU sits in")
         self._kind_count[kind] = self._kind_count.get(kind, 0) + 1
         self._devices[name] = Device(name, kind, rb, node)
+        self.spec = None
         self._index[name] = len(self._adjacency)
         self._adjacency.append([])
         if kind == "gpu":
@@ -164,6 +172,7 @@ class Topology:
         latency = real(latency, f"latency of link ({u!r}, {v!r})", error=TopologyError,
                        what="seconds")
         link = Link(u, v, bandwidth, latency, str(kind))
+        self.spec = None
         index = len(self._links)
         self._links.append(link)
         self._pairs.add(frozenset((u, v)))

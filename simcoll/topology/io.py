@@ -1,27 +1,55 @@
-"""Save a topology to JSON and load it back, so any machine can live in a file.
+"""Topology files: a machine in JSON, YAML or TOML, device by device or as a preset.
 
-The format is one object: ``{"name": ..., "devices": [{"name", "kind", "node",
-"reduce_bandwidth"}...], "links": [{"u", "v", "bandwidth", "latency", "kind"}...]}``,
-devices in the order they were added (GPU order is rank order). ``reduce_bandwidth`` is
-``null`` for infinity.
+``load(path)`` and ``save(topology, path)`` choose the format by extension (``.json``,
+``.yaml`` / ``.yml``, ``.toml``); any other extension is refused. The same keys serve
+every format. A machine listed device by device (YAML shown)::
+
+    name: two nodes                      # optional
+    devices:                             # in order; GPUs are the ranks, in this order
+      - {name: gpu0, kind: gpu, node: 0, reduce_bandwidth: 400GB/s}
+      - {name: gpu1, kind: gpu, node: 1}
+      - {name: sw, kind: switch}         # kinds: gpu, host, switch, nic
+    links:                               # full duplex; bandwidth is per direction
+      - {u: gpu0, v: sw, bandwidth: 300GB/s, latency: 0.5us, kind: nvlink}
+      - {u: gpu1, v: sw, bandwidth: 400Gbps, latency: 1e-6}
+
+``node`` (default 0) is the server a GPU sits in; ``reduce_bandwidth`` (GPUs and hosts,
+default ``inf``: free reductions) is bytes of reduction output per second; a link's
+``latency`` defaults to 0 and its ``kind`` to ``"custom"``. Rates and times are plain SI
+numbers or carry units (:mod:`simcoll.topology.quantities`). Or a builder or preset with
+its arguments, exactly as a spec names them (:mod:`simcoll.topology.spec`)::
+
+    preset: dgx_h100
+    args: {nodes: 2}
+
+A file holding an ASTRA-sim network config is read by :mod:`simcoll.topology.astra`.
+Unknown keys are refused, so a misspelt key never goes unnoticed. ``save`` writes
+devices and links (the JSON form keeps ``null`` for an infinite ``reduce_bandwidth``),
+via a temporary file, so an existing file is never left half-written.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
 from typing import Any
 
 from simcoll.errors import TopologyError
+from simcoll.topology.formats import Context, Key, check_suffix, dump, read
 from simcoll.topology.graph import DEVICE_KINDS, Topology
+from simcoll.topology.quantities import parse_rate, parse_time
 
 __all__ = ["to_dict", "from_dict", "save", "load"]
 
+_TOP_KEYS = ("name", "devices", "links")
+_PRESET_KEYS = ("preset", "args")
+_DEVICE_KEYS = ("name", "kind", "node", "reduce_bandwidth")
+_LINK_KEYS = ("u", "v", "bandwidth", "latency", "kind")
+
 
 def to_dict(topology: Topology) -> dict[str, Any]:
-    """The JSON-ready description of ``topology``."""
+    """The JSON-ready description of ``topology`` (``null`` for infinite rates)."""
     return {
         "name": topology.name,
         "devices": [{"name": d.name, "kind": d.kind, "node": d.node,
@@ -32,48 +60,174 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     }
 
 
-def from_dict(spec: dict[str, Any]) -> Topology:
-    """Build a topology from :func:`to_dict`'s format.
+def _compact(data: dict[str, Any]) -> dict[str, Any]:
+    """Drop what the defaults say (for YAML and TOML, which have no null)."""
+    devices = []
+    for d in data["devices"]:
+        entry = {"name": d["name"], "kind": d["kind"]}
+        if d["kind"] == "gpu":
+            entry["node"] = d["node"]
+        if d["reduce_bandwidth"] is not None:
+            entry["reduce_bandwidth"] = d["reduce_bandwidth"]
+        devices.append(entry)
+    return {"name": data["name"], "devices": devices, "links": data["links"]}
 
-    Raises:
-        TopologyError: a missing field, an unknown device kind, or any bad link value.
-    """
+
+def _mapping(value: Any, ctx: Context, path: Key, keys: tuple[str, ...],
+             what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ctx.error(path, f"expected {what}, got {type(value).__name__} {value!r:.60}")
+    for key in value:
+        if key not in keys:
+            raise ctx.error(path + (str(key),), f"unknown key; expected one of "
+                                                f"{', '.join(keys)}")
+    return value
+
+
+def _field(entry: dict[str, Any], key: str, ctx: Context, path: Key, *, kind: str,
+           default: Any = ...) -> Any:
+    """One field, checked and converted; a missing one takes ``default`` if given."""
+    where = path + (key,)
+    if key not in entry:
+        if default is ...:
+            raise ctx.error(where, "missing")
+        return default
+    value = entry[key]
+    if kind == "name":
+        if not isinstance(value, str) or not value:
+            raise ctx.error(where, f"expected a non-empty string, got {value!r}")
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ctx.error(where, f"expected a whole number >= 0, got {value!r}")
+        return value
+    if value is None and kind == "rate":
+        return math.inf
     try:
-        topo = Topology(spec.get("name", "custom"))
-        for i, dev in enumerate(spec["devices"]):
-            kind = dev["kind"]
-            if kind not in DEVICE_KINDS:
-                raise TopologyError(f"devices[{i}] has kind {kind!r}; use one of "
-                                    f"{', '.join(DEVICE_KINDS)}")
-            rb = dev.get("reduce_bandwidth")
-            rb = math.inf if rb is None else rb
-            if kind == "gpu":
-                topo.add_gpu(dev["name"], reduce_bandwidth=rb, node=dev.get("node", 0))
-            elif kind == "host":
-                topo.add_host(dev["name"], reduce_bandwidth=rb)
+        return parse_rate(value) if kind == "rate" else parse_time(value)
+    except ValueError as exc:
+        raise ctx.error(where, str(exc)) from None
+
+
+def _build(data: Any, ctx: Context) -> Topology:
+    topo_data = _mapping(data, ctx, (), _TOP_KEYS, "a mapping with 'devices' and 'links'")
+    name = topo_data.get("name", "custom")
+    topo = Topology(name if isinstance(name, str) else str(name))
+    for key in ("devices", "links"):
+        if not isinstance(topo_data.get(key), list):
+            raise ctx.error((key,), f"expected a list, got {topo_data.get(key)!r:.60}")
+    for i, raw in enumerate(topo_data["devices"]):
+        path: Key = ("devices", i)
+        dev = _mapping(raw, ctx, path, _DEVICE_KEYS, "a mapping with name and kind")
+        dev_name = _field(dev, "name", ctx, path, kind="name")
+        kind = _field(dev, "kind", ctx, path, kind="name")
+        if kind not in DEVICE_KINDS:
+            raise ctx.error(path + ("kind",), f"kind {kind!r} is not a device kind; "
+                                              f"expected one of {', '.join(DEVICE_KINDS)}")
+        node = _field(dev, "node", ctx, path, kind="int", default=0)
+        rb = _field(dev, "reduce_bandwidth", ctx, path, kind="rate", default=math.inf)
+        if kind != "gpu" and node:
+            raise ctx.error(path + ("node",), "node applies to GPUs only")
+        if kind in ("switch", "nic") and not math.isinf(rb):
+            raise ctx.error(path + ("reduce_bandwidth",), "applies to GPUs and hosts only")
+        try:
+            if kind in ("gpu", "host"):
+                getattr(topo, f"add_{kind}")(dev_name, reduce_bandwidth=rb,
+                                             **({"node": node} if kind == "gpu" else {}))
             else:
-                getattr(topo, f"add_{kind}")(dev["name"])
-        for link in spec["links"]:
-            topo.add_link(link["u"], link["v"], bandwidth=link["bandwidth"],
-                          latency=link.get("latency", 0.0), kind=link.get("kind", "custom"))
-    except (KeyError, TypeError) as exc:
-        raise TopologyError(f"topology description is missing or mistypes {exc}") from None
+                getattr(topo, f"add_{kind}")(dev_name)
+        except TopologyError as exc:
+            raise ctx.error(path, str(exc)) from None
+    for i, raw in enumerate(topo_data["links"]):
+        path = ("links", i)
+        link = _mapping(raw, ctx, path, _LINK_KEYS, "a mapping with u, v and bandwidth")
+        ends = [_field(link, end, ctx, path, kind="name") for end in ("u", "v")]
+        bandwidth = _field(link, "bandwidth", ctx, path, kind="rate")
+        latency = _field(link, "latency", ctx, path, kind="time", default=0.0)
+        kind = _field(link, "kind", ctx, path, kind="name", default="custom")
+        try:
+            topo.add_link(*ends, bandwidth=bandwidth, latency=latency, kind=kind)
+        except TopologyError as exc:
+            raise ctx.error(path, str(exc)) from None
     return topo
 
 
+def _preset(data: dict[str, Any], ctx: Context) -> Topology:
+    from simcoll.topology.catalog import build
+
+    _mapping(data, ctx, (), _PRESET_KEYS, "a mapping with 'preset' and 'args'")
+    name = data["preset"]
+    if not isinstance(name, str):
+        raise ctx.error(("preset",), f"expected a builder or preset name, got {name!r}")
+    args = data.get("args", {})
+    if not isinstance(args, dict):
+        raise ctx.error(("args",), f"expected a mapping of parameter: value, got {args!r:.60}")
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, (list, tuple)):
+            return "x".join(str(v) for v in value)
+        return "none" if value is None else str(value)
+
+    place = ctx.place(("args",) if "args" in data else ("preset",))
+    return build(name, {str(k): text(v) for k, v in args.items()}, place)
+
+
+def from_dict(data: Any, *, source: str = "topology description",
+              context: Context | None = None) -> Topology:
+    """Build a topology from the plain data of a topology file (any of its forms).
+
+    Args:
+        data: devices and links, a preset with ``args``, or an ASTRA-sim network config.
+        source: what to call the data in errors (a file name).
+        context: where each key came from (set by :func:`load`).
+
+    Raises:
+        TopologyError: naming the source, the key (and line, where known) and what was
+            expected.
+    """
+    ctx = context or Context(source)
+    if isinstance(data, dict) and "preset" in data:
+        return _preset(data, ctx)
+    if isinstance(data, dict) and ("npus_count" in data or isinstance(data.get("topology"),
+                                                                       list)):
+        from simcoll.topology.astra import from_astra_dict
+
+        return from_astra_dict(data, ctx)
+    if not isinstance(data, dict):
+        raise ctx.error((), f"expected a mapping with 'devices' and 'links' (or 'preset'), "
+                            f"got {type(data).__name__} {data!r:.60}")
+    return _build(data, ctx)
+
+
 def save(topology: Topology, path: str | os.PathLike) -> None:
-    """Write ``topology`` as JSON to ``path`` (written to a temporary file, then renamed,
-    so an existing file is never left half-written)."""
+    """Write ``topology``'s devices and links to ``path``, in the format its extension
+    names (via a temporary file, then renamed).
+
+    Raises:
+        TopologyError: an unknown extension, or .toml without the optional tomli_w.
+    """
     path = Path(path)
+    check_suffix(path)
+    data = to_dict(topology)
+    text = dump(data if path.suffix.lower() == ".json" else _compact(data), path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(to_dict(topology), indent=1))
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
 
 
 def load(path: str | os.PathLike) -> Topology:
-    """Read a topology written by :func:`save`."""
-    try:
-        spec = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
-        raise TopologyError(f"{path} is not valid JSON: {exc}") from None
-    return from_dict(spec)
+    """Read a topology file (:func:`save`'s output, a preset, or an ASTRA-sim config).
+
+    ``topology.spec`` is the preset's spec for a preset file, else the path.
+
+    Raises:
+        TopologyError: an unknown extension, an unreadable or malformed file; the
+            message names the file, the key or line, and what was expected.
+    """
+    data, ctx = read(path)
+    topology = from_dict(data, context=ctx)
+    if topology.spec is None:
+        topology.spec = str(path)
+    return topology

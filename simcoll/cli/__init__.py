@@ -1,0 +1,78 @@
+"""Command line: ``simcoll run | demo | list | sweep | plot | trace`` (or ``python -m
+simcoll``). Each subcommand lives in a module of its own; this one parses, dispatches,
+and turns errors into one line on standard error."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from simcoll.cli import demo, listing, plotting, run, sweeping, tracing
+from simcoll.cli.options import CommandLineError, Parser
+from simcoll.errors import InvalidInputError, SimCollError, TopologyError
+
+__all__ = ["main", "build_parser"]
+
+_COMMANDS = (run, demo, listing, sweeping, plotting, tracing)
+_USAGE_ERRORS = (CommandLineError, InvalidInputError, TopologyError, OSError)
+
+
+def build_parser() -> Parser:
+    """The ``simcoll`` parser with every subcommand."""
+    from simcoll import __version__
+
+    parser = Parser(prog="simcoll", description="Simulate collective communication on "
+                    "simulated GPU machines, checked against numpy, formulas and nccl-tests' "
+                    "definitions.")
+    parser.add_argument("--version", action="version", version=f"simcoll {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in _COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, point stdout at devnull so the interpreter's final flush does
+    not fail again (Python's documented way, see the signal module's note on SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status.
+
+    0 on success, 1 if a result failed its check (or the simulation failed), 2 for bad
+    arguments or input, 130 when interrupted. Errors are one line on standard error.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except CommandLineError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help and --version print, then exit
+        return exc.code if isinstance(exc.code, int) else 0
+    try:
+        status: int = args.handler(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 1
+    except KeyboardInterrupt:
+        print(f"simcoll {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print(f"simcoll {args.command}: error: out of memory; use smaller sizes (or drop -c)",
+              file=sys.stderr)
+        return 2
+    except _USAGE_ERRORS as exc:
+        print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except SimCollError as exc:
+        print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)
+        return 1

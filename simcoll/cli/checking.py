@@ -1,0 +1,81 @@
+"""Data mode for ``simcoll run -c``: the input arrays, a memory check before any of them
+is made, and nccl-tests' ``#wrong``, the number of elements that fail the numpy check."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from simcoll.check import _bounds
+from simcoll.cli.options import CommandLineError
+from simcoll.collectives import Collective
+from simcoll.ops import ReduceOp
+from simcoll.result import Result
+
+__all__ = ["inputs", "check_memory", "count_wrong"]
+
+
+def inputs(p: int, count: int, dtype: np.dtype) -> list[np.ndarray]:
+    """One array of ``count`` elements per rank, seeded by the rank: standard normal
+    floats, or small integers (so products stay readable; overflow would wrap exactly)."""
+    out = []
+    for rank in range(p):
+        rng = np.random.default_rng(rank)
+        if dtype.kind == "f":
+            out.append(rng.standard_normal(count).astype(dtype))
+        else:
+            low = 0 if dtype.kind == "u" else -8
+            out.append(rng.integers(low, 8, size=count, dtype=dtype))
+    return out
+
+
+def check_memory(p: int, largest: int) -> None:
+    """Refuse a data-mode run whose arrays would not fit in this machine's memory.
+
+    Every rank holds an input and an output, and the check builds a float64 reference,
+    so a run needs some 4 p times the largest per-rank buffer.
+
+    Raises:
+        CommandLineError: the estimate exceeds the physical memory.
+    """
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return
+    need = 4 * p * largest
+    if need > physical:
+        raise CommandLineError(
+            f"-c moves real arrays: {p} ranks x {largest} bytes needs about "
+            f"{need / 2**30:.1f} GiB, more than this machine's {physical / 2**30:.1f} GiB; "
+            f"lower -e or run without -c (data-free)")
+
+
+def count_wrong(coll: Collective, data: list[np.ndarray], result: Result, op: ReduceOp,
+                root: int) -> int:
+    """Elements of the checked outputs outside the bounds ``simcoll.check`` allows.
+
+    0 when the run was found correct, at least 1 when it was not; an output of the wrong
+    shape or dtype counts every element it should have had.
+    """
+    if result.correct:
+        return 0
+    outputs = result.outputs or []
+    refs = coll.reference(data, op, root)
+    inexact = coll.reduces and data[0].dtype.kind == "f"
+    bounds = _bounds(coll, data, op, root, refs) if inexact else [None] * len(refs)
+    wrong = 0
+    for out, ref, bound in zip(outputs, refs, bounds):
+        if ref is None:
+            continue
+        if not isinstance(out, np.ndarray) or out.shape != ref.shape or \
+                out.dtype != data[0].dtype:
+            wrong += ref.size
+        elif bound is None:
+            same = (out == ref.astype(out.dtype)) | (np.isnan(out) & np.isnan(ref))
+            wrong += int(np.count_nonzero(~same))
+        else:
+            array, scale, offset = bound
+            diff = np.abs(out.astype(np.float64) - ref)
+            wrong += int(np.count_nonzero(~(diff <= scale * np.abs(array) + offset)))
+    return max(wrong, 1)

@@ -1,0 +1,95 @@
+"""``simcoll list``: collectives, algorithms with their time formula and parameters, and
+the topology builders and presets with theirs."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import re
+import shutil
+import textwrap
+from typing import Any
+
+from simcoll.algorithms.registry import algorithms, get_algorithm
+from simcoll.collectives import COLLECTIVES
+from simcoll.cost import _model
+from simcoll.errors import UnknownAlgorithmError
+from simcoll.topology.catalog import builders, describe
+
+__all__ = ["add_parser", "formula"]
+
+_WHAT = ("collectives", "algorithms", "topologies")
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``list`` to the subcommands."""
+    p = sub.add_parser("list", help="collectives, algorithms and topology builders",
+                       description="List the collectives, the algorithms with their time "
+                                   "on the alpha-beta reference network (from simcoll.cost) "
+                                   "and parameters, and the topology builders and presets "
+                                   "with theirs.")
+    p.add_argument("what", nargs="?", choices=_WHAT, help="list only these")
+    p.set_defaults(handler=_run)
+
+
+def formula(collective: str, algorithm: str) -> str:
+    """The summary paragraph of the algorithm's cost model, on one line (or the first line
+    of the algorithm's own docstring, for algorithms without a model)."""
+    try:
+        doc = inspect.getdoc(_model(collective, algorithm).time) or ""
+        summary = " ".join(doc.split("\n\n")[0].split())
+        summary = re.sub(r":\w+:`([^`]*)`", r"\1", summary).replace("``", "")
+    except UnknownAlgorithmError:
+        doc = inspect.getdoc(get_algorithm(collective, algorithm).fn) or ""
+        summary = (doc.splitlines()[0] if doc else "") + " (no cost model)"
+    return summary
+
+
+def _signature(collective: str, name: str) -> str:
+    spec = get_algorithm(collective, name)
+    params = inspect.signature(spec.fn).parameters
+    return ", ".join(f"{p}={params[p].default!r}" if params[p].default is not params[p].empty
+                     else p for p in spec.params)
+
+
+def _collectives() -> list[str]:
+    lines = ["Collectives (torch.distributed names; --op for those that reduce, --root for "
+             "those with a root):"]
+    for name, coll in COLLECTIVES.items():
+        flags = [f for f, on in (("reduces", coll.reduces), ("root", coll.rooted)) if on]
+        lines.append(f"  {name:<15} {', '.join(flags)}".rstrip())
+    return lines
+
+
+def _algorithms(width: int) -> list[str]:
+    lines = ["Algorithms (time on the alpha-beta reference network: p ranks, n bytes per "
+             "rank; --param NAME=VALUE sets a parameter):"]
+    current = None
+    for collective, name in algorithms():
+        if collective != current:
+            current = collective
+            lines.append(f"  {collective}")
+        params = _signature(collective, name)
+        lines.append(f"    {name:<21} {params}".rstrip())
+        lines.extend(textwrap.wrap(formula(collective, name), width, initial_indent=" " * 8,
+                                   subsequent_indent=" " * 8))
+    return lines
+
+
+def _topologies(width: int) -> list[str]:
+    lines = ["Topologies (--topology NAME:ARGS, e.g. switch:ranks=8,bandwidth=100GB/s; "
+             "rates like 100GB/s or 400Gbps, times like 1us; ranks= stands for n; or a "
+             ".json / .yaml / .toml file):"]
+    for name in builders():
+        lines.extend(textwrap.wrap(describe(name), width, initial_indent="  ",
+                                   subsequent_indent=" " * 6))
+    return lines
+
+
+def _run(args: argparse.Namespace) -> int:
+    width = max(60, min(100, shutil.get_terminal_size().columns))
+    sections = {"collectives": _collectives, "algorithms": lambda: _algorithms(width),
+                "topologies": lambda: _topologies(width)}
+    chosen = [args.what] if args.what else list(_WHAT)
+    print("\n\n".join("\n".join(sections[name]()) for name in chosen))
+    return 0

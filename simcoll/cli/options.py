@@ -1,0 +1,178 @@
+"""What the subcommands share: the argument parser, sizes as nccl-tests reads them, and
+the options that say what to simulate (topology, collective, algorithm, ...)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from simcoll.collectives import COLLECTIVES
+from simcoll.collectives import collective as get_collective
+from simcoll.network import NETWORKS
+from simcoll.ops import ReduceOp
+
+__all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
+           "run_kwargs", "resolve_dtype", "check_output", "MAX_BYTES"]
+
+MAX_BYTES = 2**50
+"""Largest size accepted (1 PiB): byte counters are int64, and a rank may send p times
+its buffer."""
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*$")
+_BINARY = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
+           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+SIZE_HELP = ("K, M, G, T are powers of 1024, as nccl-tests reads them (8G = 8 GiB = "
+             "8589934592 bytes; KiB, MiB, GiB also work); KB, MB, GB are refused as "
+             "ambiguous (in Python, sc.parse_size reads them as powers of 1000)")
+NCCL_TYPES = {"half": "float16", "float": "float32", "double": "float64"}
+NCCL_OPS = {"prod": "product"}
+
+
+class CommandLineError(Exception):
+    """A bad command line; main prints it on one line and exits with status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line and never exit the interpreter."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandLineError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
+
+
+def parse_bytes(text: str) -> int:
+    """Bytes named by ``text``, with nccl-tests' binary K, M, G, T.
+
+    Raises:
+        argparse.ArgumentTypeError: not a size, not whole, negative, or above 1 PiB.
+    """
+    match = _SIZE_RE.match(text)
+    unit = match.group(2).lower() if match else ""
+    if match is not None and unit in ("kb", "mb", "gb", "tb"):
+        raise argparse.ArgumentTypeError(
+            f"size {text!r} is ambiguous: this command line reads K, M, G, T as powers of "
+            f"1024, as nccl-tests does; write {match.group(1)}{unit[0].upper()} or "
+            f"{match.group(1)}{unit[0].upper()}iB for that, or the number of bytes")
+    if match is None or unit not in _BINARY:
+        raise argparse.ArgumentTypeError(
+            f"cannot read size {text!r}; write bytes with an optional K, M, G or T (powers "
+            f"of 1024, as nccl-tests reads them), e.g. 8, 64K, 1M, 8G")
+    value = Fraction(match.group(1)) * _BINARY[unit]
+    if value.denominator != 1:
+        raise argparse.ArgumentTypeError(f"size {text!r} is {float(value)} bytes, not a "
+                                         f"whole number of bytes")
+    if value > MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"size {text!r} is above the largest accepted "
+                                         f"size, 1 PiB (2^50 bytes)")
+    return int(value)
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """``chunks=4`` -> ("chunks", 4); values are int, float, bool, none or text."""
+    key, eq, raw = text.partition("=")
+    if not eq or not key.strip().isidentifier():
+        raise argparse.ArgumentTypeError(f"--param {text!r} is not NAME=VALUE, e.g. "
+                                         f"--param chunks=4")
+    value: Any = raw.strip()
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        value = lowered == "true"
+    elif lowered == "none":
+        value = None
+    else:
+        for kind in (int, float):
+            try:
+                value = kind(value)
+                break
+            except ValueError:
+                continue
+    return key.strip(), value
+
+
+def check_output(path: str, suffixes: tuple[str, ...]) -> Path:
+    """``path`` as a Path, refused before any work if its folder is missing or its
+    extension is not one of ``suffixes``.
+
+    Raises:
+        CommandLineError: naming the path and what is accepted.
+    """
+    out = Path(path)
+    if out.suffix.lower() not in suffixes:
+        raise CommandLineError(f"--output {path}: use a file ending in {', '.join(suffixes)}")
+    if not out.parent.is_dir():
+        raise CommandLineError(f"--output {path}: folder {out.parent} does not exist")
+    return out
+
+
+def resolve_dtype(name: str) -> np.dtype:
+    """A numpy dtype from an nccl-tests name (half, float, double) or a numpy name.
+
+    Raises:
+        CommandLineError: not a dtype name.
+    """
+    try:
+        return np.dtype(NCCL_TYPES.get(name, name))
+    except TypeError:
+        raise CommandLineError(
+            f"unknown dtype {name!r}; use an nccl-tests name (int8, uint8, int32, uint32, "
+            f"int64, uint64, half, float, double) or a numpy name (float32, ...)") from None
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
+    """The options that say what to simulate (topology, collective, algorithm, ...)."""
+    default = "switch" if sweep else "switch:8"
+    parser.add_argument("--topology", default=default, metavar="SPEC",
+                        help=f"a builder or preset with its arguments, e.g. switch:8, "
+                             f"'switch:ranks=8,bandwidth=100GB/s,latency=1us', cluster:2x8, "
+                             f"dgx_h100:nodes=2, torus:4x4, or a topology file (.json, "
+                             f".yaml, .toml, or an ASTRA-sim network .yml); 'simcoll list' "
+                             f"shows every builder (default: {default})")
+    parser.add_argument("--collective", default="all_reduce",
+                        help=f"{', '.join(COLLECTIVES)} (default: all_reduce)")
+    if not sweep:
+        parser.add_argument("--algorithm", default="ring",
+                            help="a registered algorithm (default: ring; 'simcoll list')")
+    parser.add_argument("--param", action="append", type=parse_param, default=[],
+                        metavar="NAME=VALUE",
+                        help="an algorithm parameter, e.g. chunks=4 (repeatable)")
+    parser.add_argument("-d", "--dtype", "--datatype", default="float",
+                        help="element type: int8, uint8, int32, uint32, int64, uint64, half, "
+                             "float (default), double, or a numpy name")
+    parser.add_argument("-o", "--op", help="reduction: sum (default), prod, min, max, avg "
+                                           "(reducing collectives only)")
+    parser.add_argument("-r", "--root", type=int,
+                        help="root rank (default 0; broadcast, reduce, gather, scatter only)")
+    parser.add_argument("--network", default="flow",
+                        help=f"network model: {', '.join(NETWORKS)} (default: flow, max-min "
+                             f"fair sharing; analytical: no contention)")
+
+
+def run_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """``simulate`` keyword arguments from the options of :func:`add_run_options`.
+
+    Raises:
+        CommandLineError: --op for a collective that does not reduce, --root for one
+            without a root, or a parameter given twice.
+    """
+    coll = get_collective(args.collective)
+    kwargs: dict[str, Any] = {"network": args.network}
+    if args.op is not None:
+        if not coll.reduces:
+            raise CommandLineError(f"--op applies to reducing collectives only; "
+                                   f"{args.collective} does not reduce")
+        kwargs["op"] = ReduceOp.parse(NCCL_OPS.get(args.op.lower(), args.op))
+    if args.root is not None:
+        if not coll.rooted:
+            raise CommandLineError(f"--root applies to broadcast, reduce, gather and "
+                                   f"scatter; {args.collective} has no root")
+        kwargs["root"] = args.root
+    for key, value in args.param:
+        if key in kwargs or key in ("op", "root", "dtype", "network"):
+            raise CommandLineError(f"--param {key}= is given twice or is not an algorithm "
+                                   f"parameter; use --op, --root, --dtype, --network")
+        kwargs[key] = value
+    return kwargs

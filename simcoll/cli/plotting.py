@@ -1,0 +1,81 @@
+"""``simcoll plot``: a sweep's records drawn by ``sc.plot.scaling`` into PNG, SVG or PDF."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from simcoll.cli.options import CommandLineError, check_output
+from simcoll.plot import scaling
+
+__all__ = ["add_parser", "read_records"]
+
+_PICTURES = (".png", ".svg", ".pdf")
+_NEEDED = ("collective", "algorithm", "nranks", "nbytes", "time", "algbw", "busbw")
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``plot`` to the subcommands."""
+    p = sub.add_parser("plot", help="a sweep's records to a PNG / SVG / PDF plot",
+                       description="Plot the records of 'simcoll sweep' (or 'simcoll run "
+                                   "--json'): y against x, one line per algorithm.")
+    p.add_argument("records", help="a .jsonl (JSON lines) or .json (list) file of records")
+    p.add_argument("--output", required=True, metavar="PATH",
+                   help="the picture: .png, .svg or .pdf")
+    p.add_argument("--x", default="nranks", help="nranks (default) or nbytes")
+    p.add_argument("--y", default="busbw", help="busbw (default), algbw or time")
+    p.set_defaults(handler=_run)
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Records from a JSON-lines or JSON file, as ``Result.to_dict()`` writes them.
+
+    Raises:
+        CommandLineError: an unreadable file, a bad line (named), or a record without the
+            fields a plot needs.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandLineError(f"cannot read {path}: {exc}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CommandLineError(f"{path}, line {exc.lineno}: not valid JSON: {exc.msg}"
+                                   ) from None
+        if not isinstance(items, list):
+            raise CommandLineError(f"{path}: expected a JSON list of records")
+        rows = list(enumerate(items, start=1))
+    else:
+        rows = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((n, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise CommandLineError(f"{path}, line {n}: not valid JSON: {exc.msg}"
+                                       ) from None
+    records = []
+    for n, item in rows:
+        if isinstance(item, dict) and item.get("error"):
+            continue
+        missing = [k for k in _NEEDED if not isinstance(item, dict) or k not in item]
+        if missing:
+            raise CommandLineError(f"{path}: record {n} lacks {', '.join(missing)}; give "
+                                   f"the output of 'simcoll sweep' or 'simcoll run --json'")
+        records.append(item)
+    if not records:
+        raise CommandLineError(f"{path} holds no records of points that ran")
+    return records
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = check_output(args.output, _PICTURES)
+    records = read_records(Path(args.records))
+    scaling(records, x=args.x, y=args.y, save=out)
+    print(f"{len(records)} records plotted to {out}")
+    return 0

@@ -1,0 +1,212 @@
+"""``simcoll run``: nccl-tests' ``*_perf`` on a simulated machine, one row per size."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import math
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+from simcoll.cli import checking, table
+from simcoll.cli.options import (
+    SIZE_HELP,
+    CommandLineError,
+    add_run_options,
+    parse_bytes,
+    resolve_dtype,
+    run_kwargs,
+)
+from simcoll.collectives import Collective
+from simcoll.collectives import collective as get_collective
+from simcoll.ops import ReduceOp
+from simcoll.simulate import simulate
+from simcoll.topology.graph import Topology
+from simcoll.topology.spec import from_spec
+
+__all__ = ["add_parser", "sizes", "nccl_shape"]
+
+MAX_SIZES = 10_000
+_SPLIT = ("reduce_scatter", "all_to_all", "scatter")
+"""Collectives whose buffer nccl-tests cuts into one block per rank: it rounds the size
+down to whole blocks and reports the block's count (``*GetCollByteCount``)."""
+_NCCL_NAMES = {"float16": "half", "float32": "float", "float64": "double"}
+_NCCL_OPS = {"SUM": "sum", "PRODUCT": "prod", "MIN": "min", "MAX": "max", "AVG": "avg"}
+_CSV_FIELDS = ["collective", "algorithm", "spec", "network", "nranks", "size", "count",
+               "type", "redop", "root", "time_us", "algbw_GBps", "busbw_GBps", "wrong"]
+
+DESCRIPTION = "\n\n".join(textwrap.fill(text, 88) for text in [
+    "Simulate one collective over a range of sizes and print nccl-tests' table.",
+    "Sizes follow nccl-tests: -b/-e give the size column, the larger of a rank's send and "
+    "receive buffers (all_gather and gather: p times each rank's input); sizes grow by -f "
+    f"(a factor) or else by -i (bytes). {SIZE_HELP}.",
+    "Without -c the run is data-free (sizes only) and #wrong is N/A; with -c every rank "
+    "moves real random arrays and #wrong counts elements that fail the numpy check.",
+    "Exit status: 0, 1 if a check failed, 2 for bad arguments."])
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``run`` to the subcommands."""
+    p = sub.add_parser("run", help="nccl-tests' *_perf on a simulated machine",
+                       description=DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_options(p)
+    p.add_argument("-b", "--minbytes", type=parse_bytes, metavar="SIZE",
+                   help="smallest size (default 32M)")
+    p.add_argument("-e", "--maxbytes", type=parse_bytes, metavar="SIZE",
+                   help="largest size (default 32M)")
+    p.add_argument("-i", "--stepbytes", type=parse_bytes, default=2**20, metavar="SIZE",
+                   help="size increment when -f is 1 (default 1M)")
+    p.add_argument("-f", "--stepfactor", type=_positive, default=1, metavar="N",
+                   help="size multiplication factor (default 1: use -i)")
+    p.add_argument("--size", type=parse_bytes, help="one size (same as -b SIZE -e SIZE)")
+    p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, metavar="0/1",
+                   help="data mode: move real arrays and check them with numpy (-c or -c 1)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--csv", action="store_true", help="print CSV instead of the table")
+    out.add_argument("--json", action="store_true",
+                     help="print one JSON object per size (JSON lines)")
+    p.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return int(text)
+
+
+def sizes(minbytes: int, maxbytes: int, stepbytes: int, stepfactor: int) -> list[int]:
+    """nccl-tests' size loop: from -b while <= -e, times -f if -f > 1, else plus -i.
+
+    Raises:
+        CommandLineError: -b above -e, a loop that would not grow, or over 10,000 sizes.
+    """
+    if minbytes > maxbytes:
+        raise CommandLineError(f"invalid sizes: -b {minbytes} is larger than -e {maxbytes}")
+    if minbytes < maxbytes and (stepfactor == 1 and stepbytes == 0 or
+                                stepfactor > 1 and minbytes == 0):
+        raise CommandLineError("the sizes never grow: use -b >= 1 with -f, or -i >= 1")
+    steps = (maxbytes - minbytes) // stepbytes if stepfactor == 1 and stepbytes else 0
+    if steps >= MAX_SIZES:
+        raise CommandLineError(f"-b {minbytes} -e {maxbytes} -i {stepbytes} gives "
+                               f"{steps + 1} sizes; at most {MAX_SIZES}: raise -i or use -f")
+    out = [minbytes]
+    while True:
+        nxt = out[-1] * stepfactor if stepfactor > 1 else out[-1] + stepbytes
+        if nxt > maxbytes or nxt == out[-1]:
+            return out
+        out.append(nxt)
+
+
+def nccl_shape(coll: Collective, p: int, size: int, itemsize: int) -> tuple[int, int, int]:
+    """``(nbytes, count, size)``: simulate's per-rank input bytes, nccl-tests' count and
+    size columns, for a requested size in bytes (rounded down to whole elements)."""
+    count = size // itemsize
+    if coll.size_factor(p) != 1:
+        per = count // p
+        return per * itemsize, per, per * p * itemsize
+    if coll.name in _SPLIT:
+        per = count // p
+        return per * p * itemsize, per, per * p * itemsize
+    return count * itemsize, count, count * itemsize
+
+
+def _requested(args: argparse.Namespace) -> list[int]:
+    if args.size is not None:
+        if args.minbytes is not None or args.maxbytes is not None:
+            raise CommandLineError("give --size or -b/-e, not both")
+        return [args.size]
+    low = 32 * 2**20 if args.minbytes is None else args.minbytes
+    high = max(low, 32 * 2**20) if args.maxbytes is None else args.maxbytes
+    return sizes(low, high, args.stepbytes, args.stepfactor)
+
+
+def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
+          requested: list[int]) -> Iterator[tuple[table.Row, dict[str, Any]]]:
+    """Simulate each size; yield its table row and its JSON record."""
+    coll = get_collective(args.collective)
+    dtype = resolve_dtype(args.dtype)
+    p = topo.nranks
+    shapes = [nccl_shape(coll, p, s, dtype.itemsize) for s in (
+        [0] if coll.name == "barrier" else requested)]
+    if args.check:
+        checking.check_memory(p, max(nbytes * max(coll.size_factor(p), 1)
+                                     for nbytes, _, _ in shapes))
+    op = kwargs.get("op", ReduceOp.SUM)
+    root = kwargs.get("root", 0)
+    type_name = _NCCL_NAMES.get(dtype.name, dtype.name)
+    for nbytes, count, size in shapes:
+        data = None
+        if args.check and coll.name != "barrier":
+            data = checking.inputs(p, nbytes // dtype.itemsize, dtype)
+            res = simulate(topo, args.collective, algorithm=args.algorithm, data=data,
+                           **kwargs)
+        else:
+            res = simulate(topo, args.collective, algorithm=args.algorithm, nbytes=nbytes,
+                           dtype=dtype, **kwargs)
+        wrong = None if data is None else checking.count_wrong(coll, data, res, op, root)
+        row = table.Row(size, count, type_name,
+                        _NCCL_OPS[op.name] if coll.reduces else "none",
+                        root if coll.rooted else -1, res.time * 1e6, res.algbw / 1e9,
+                        res.busbw / 1e9, wrong)
+        record = {"spec": topo.spec, "size": size, "count": count, "type": type_name,
+                  "redop": row.redop, "root": row.root, "time_us": row.time_us,
+                  "algbw_GBps": _finite(row.algbw), "busbw_GBps": _finite(row.busbw),
+                  "wrong": wrong, **res.to_dict()}
+        yield row, record
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: a zero-time run's bandwidth is null, as Result.to_dict does."""
+    return value if math.isfinite(value) else None
+
+
+def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
+              requested: list[int]) -> list[str]:
+    from simcoll import __version__
+
+    params = " ".join(f"{k}={v}" for k, v in args.param) or "none"
+    step = f"{args.stepfactor}(factor)" if args.stepfactor > 1 else f"{args.stepbytes}(bytes)"
+    return [f"# simcoll {__version__}: {args.collective} / {args.algorithm}, network "
+            f"{kwargs['network']}, params: {params}",
+            f"# topology {topo.spec} ({topo.name}: {topo.nranks} ranks, "
+            f"{len(topo.devices)} devices, {len(topo.links)} links)",
+            f"# nRanks {topo.nranks} minBytes {requested[0]} maxBytes {requested[-1]} "
+            f"step: {step} validation: {1 if args.check else 0}"]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``simcoll run``; every argument is checked before the first line is printed.
+
+    Returns:
+        0, or 1 if any size failed the numpy check.
+    """
+    topo = from_spec(args.topology)
+    kwargs = run_kwargs(args)
+    requested = _requested(args)
+    rows = _rows(args, topo, kwargs, requested)
+    first = next(rows)
+    done: list[table.Row] = []
+    writer = csv.writer(sys.stdout, lineterminator="\n") if args.csv else None
+    if writer is not None:
+        writer.writerow(_CSV_FIELDS)
+    elif not args.json:
+        print("\n".join(_preamble(args, topo, kwargs, requested) + table.header()))
+    for row, record in itertools.chain([first], rows):
+        done.append(row)
+        if args.json:
+            print(json.dumps(record), flush=True)
+        elif writer is not None:
+            writer.writerow([record["collective"], record["algorithm"], topo.spec,
+                             record["network"], record["nranks"], row.size, row.count,
+                             row.type, row.redop, row.root, row.time_us, row.algbw,
+                             row.busbw, "" if row.wrong is None else row.wrong])
+        else:
+            print(table.row(row), flush=True)
+    if not args.csv and not args.json:
+        print("\n".join(table.footer(done, checked=bool(args.check))))
+    return 1 if any(r.wrong for r in done) else 0

@@ -1,0 +1,60 @@
+"""``simcoll trace``: one run written as a Chrome / Perfetto trace."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from simcoll.cli import checking
+from simcoll.cli.options import (
+    SIZE_HELP,
+    add_run_options,
+    check_output,
+    parse_bytes,
+    resolve_dtype,
+    run_kwargs,
+)
+from simcoll.cli.run import nccl_shape
+from simcoll.collectives import collective as get_collective
+from simcoll.simulate import simulate
+from simcoll.topology.spec import from_spec
+from simcoll.trace import save_chrome
+
+__all__ = ["add_parser"]
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``trace`` to the subcommands."""
+    p = sub.add_parser("trace", help="one run to a Chrome / Perfetto trace (JSON)",
+                       description="Simulate one collective with every message, reduction "
+                                   "and compute span recorded, and write them as Chrome "
+                                   "trace JSON (open it in ui.perfetto.dev).")
+    add_run_options(p)
+    p.add_argument("--size", type=parse_bytes, default=2**20,
+                   help=f"nccl-tests' size, as in 'simcoll run' (default 1M); {SIZE_HELP}")
+    p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, metavar="0/1",
+                   help="data mode: move real arrays and check them with numpy")
+    p.add_argument("--output", required=True, metavar="PATH",
+                   help="where to write the trace (JSON)")
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = check_output(args.output, (".json",))
+    topo = from_spec(args.topology)
+    kwargs = run_kwargs(args)
+    coll = get_collective(args.collective)
+    dtype = resolve_dtype(args.dtype)
+    nbytes, _, _ = nccl_shape(coll, topo.nranks, args.size, dtype.itemsize)
+    if args.check:
+        checking.check_memory(topo.nranks, nbytes * coll.size_factor(topo.nranks))
+        data = checking.inputs(topo.nranks, nbytes // dtype.itemsize, dtype)
+        res = simulate(topo, args.collective, algorithm=args.algorithm, data=data,
+                       trace=True, **kwargs)
+    else:
+        res = simulate(topo, args.collective, algorithm=args.algorithm, nbytes=nbytes,
+                       dtype=dtype, trace=True, **kwargs)
+    save_chrome(res, out)
+    print(f"{res.summary()}\ntrace of {len(res.trace or ())} events written to "
+          f"{args.output} (open it in ui.perfetto.dev)")
+    return 1 if res.correct is False else 0

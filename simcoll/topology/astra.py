@@ -1,0 +1,175 @@
+"""Multi-dimensional machines as ASTRA-sim builds them, and its network config files.
+
+ASTRA-sim's analytical network backend reads a YAML file such as (the format of
+``common/network-parser/NetworkParser.cpp`` in astra-sim/astra-network-analytical,
+commit 599a047, and of the inputs in astra-sim/astra-sim ``inputs/network/*.yml``)::
+
+    topology: [ Ring, FullyConnected, Switch ]   # one building block per dimension
+    npus_count: [ 2, 8, 4 ]                      # NPUs along each dimension: 64 in all
+    bandwidth: [ 200.0, 100.0, 50.0 ]            # GB/s per link and direction
+    latency: [ 50.0, 500.0, 2000.0 ]             # ns per link
+
+What it means, from the same code:
+
+* NPU ids: dimension 0 varies fastest. ``MultiDimTopology::translate_address`` puts NPU
+  47 of ``[2, 8, 4]`` at address ``[1, 7, 2]``: id = a0 + n0 (a1 + n1 a2).
+* Along dimension d, the NPUs whose other coordinates agree form one group of n_d NPUs
+  joined by that dimension's block: ``Ring`` (bidirectional, NPU k linked to k+1 mod n),
+  ``FullyConnected`` (a link between every pair) or ``Switch`` (every NPU on one link
+  to a switch of the group, so a message crosses two links and pays the latency twice,
+  as ASTRA-sim's ``Switch::compute_hops_count`` returns 2).
+* ``bandwidth`` is per link and direction, in GB/s with GB = 2^30 bytes
+  (``bw_GBps_to_Bpns`` in ``common/NetworkFunction.cpp``: "1 GB is 2^30 B");
+  ``latency`` is per link, in ns.
+
+Where simcoll differs: a message between NPUs that differ in several coordinates follows
+its shortest route through every dimension it crosses (ASTRA-sim's congestion-unaware
+backend charges only the first differing dimension; its collectives send along one
+dimension at a time, where the two agree), and a ring of 2 NPUs is one link (ASTRA-sim
+links the pair twice). With two or more dimensions a GPU's ``node`` is its dimension-0
+group (rank // n0), so hierarchical algorithms treat dimension 0 as the server.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from simcoll.errors import TopologyError
+from simcoll.topology.formats import Context, read
+from simcoll.topology.graph import Topology
+
+__all__ = ["multi_dim", "from_astra_sim", "from_astra_dict"]
+
+_BLOCKS = {"ring": "Ring", "fullyconnected": "FullyConnected", "switch": "Switch"}
+_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+GB = 2**30
+"""ASTRA-sim's gigabyte."""
+
+
+def _block(name: Any) -> str:
+    key = str(name).lower().replace("_", "") if isinstance(name, str) else ""
+    if key not in _BLOCKS:
+        raise TopologyError(f"building block {name!r} is not one of Ring, FullyConnected, "
+                            f"Switch")
+    return _BLOCKS[key]
+
+
+def multi_dim(blocks: Sequence[str], npus: Sequence[int], bandwidths: Sequence[float],
+              latencies: Sequence[float], *, reduce_bandwidth: float = math.inf) -> Topology:
+    """A multi-dimensional machine with ASTRA-sim's semantics (see the module docstring).
+
+    Args:
+        blocks: per dimension, ``"Ring"``, ``"FullyConnected"`` or ``"Switch"`` (case
+            and underscores ignored).
+        npus: NPUs (GPUs) along each dimension; dimension 0 varies fastest in rank order.
+        bandwidths: bytes/s per link and direction, per dimension.
+        latencies: seconds per link, per dimension.
+        reduce_bandwidth: of every GPU (bytes of reduction output per second).
+
+    Raises:
+        TopologyError: lists of different lengths, an unknown block, a count below 1,
+            or a bad bandwidth or latency (naming the dimension).
+    """
+    dims = len(blocks)
+    if not dims or not len(npus) == len(bandwidths) == len(latencies) == dims:
+        raise TopologyError(f"multi_dim needs one entry per dimension in blocks, npus, "
+                            f"bandwidths and latencies; got {dims}, {len(npus)}, "
+                            f"{len(bandwidths)}, {len(latencies)}")
+    names = [_block(b) for b in blocks]
+    for d, n in enumerate(npus):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise TopologyError(f"dimension {d} has {n!r} NPUs; use a whole number >= 1")
+    total = math.prod(npus)
+    topo = Topology(f"{'_'.join(names)}({'x'.join(str(n) for n in npus)})")
+    gpus = [topo.add_gpu(f"gpu{rank}", reduce_bandwidth=reduce_bandwidth,
+                         node=rank // npus[0] if dims > 1 else 0) for rank in range(total)]
+    for d, (block, n, bandwidth, latency) in enumerate(zip(names, npus, bandwidths,
+                                                           latencies)):
+        stride = math.prod(npus[:d])
+        kind = f"dim{d}-{block.lower()}"
+        starts = [r for r in range(total) if (r // stride) % n == 0]
+        for group, start in enumerate(starts):
+            members = [gpus[start + k * stride] for k in range(n)]
+            if block == "Ring":
+                links = n if n > 2 else n - 1
+                pairs = [(members[k], members[(k + 1) % n]) for k in range(links)]
+            elif block == "FullyConnected":
+                pairs = list(itertools.combinations(members, 2))
+            else:
+                hub = topo.add_switch(f"dim{d}-switch{group}")
+                pairs = [(m, hub) for m in members]
+            try:
+                for u, v in pairs:
+                    topo.add_link(u, v, bandwidth=bandwidth, latency=latency, kind=kind)
+            except TopologyError as exc:
+                raise TopologyError(f"dimension {d} ({block}): {exc}") from None
+    return topo
+
+
+def _numbers(data: dict[str, Any], key: str, ctx: Context, what: str) -> list[Any]:
+    values = data[key]
+    if not isinstance(values, list) or not values:
+        raise ctx.error((key,), f"expected a non-empty list ({what}), got {values!r:.60}")
+    for i, v in enumerate(values):
+        if key != "topology" and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ctx.error((key, i), f"expected a number ({what}), got {v!r}")
+    return values
+
+
+def from_astra_dict(data: Any, ctx: Context) -> Topology:
+    """The machine an ASTRA-sim network config (already parsed) describes.
+
+    Raises:
+        TopologyError: a missing or unknown key, lists of different lengths, a value
+            that is not a number, naming the file, key and line.
+    """
+    if not isinstance(data, dict):
+        raise ctx.error((), f"expected an ASTRA-sim network config (a mapping with "
+                            f"{', '.join(_KEYS)}), got {type(data).__name__}")
+    for key in data:
+        if key not in _KEYS:
+            raise ctx.error((str(key),), f"unknown key in an ASTRA-sim network config; "
+                                         f"expected {', '.join(_KEYS)}")
+    for key in _KEYS:
+        if key not in data:
+            raise ctx.error((key,), "missing (an ASTRA-sim network config has "
+                                    f"{', '.join(_KEYS)})")
+    blocks = _numbers(data, "topology", ctx, "Ring, FullyConnected or Switch per dimension")
+    for i, b in enumerate(blocks):
+        try:
+            _block(b)
+        except TopologyError as exc:
+            raise ctx.error(("topology", i), str(exc)) from None
+    npus = _numbers(data, "npus_count", ctx, "NPUs per dimension")
+    bandwidth = _numbers(data, "bandwidth", ctx, "GB/s per link, GB = 2^30 bytes")
+    latency = _numbers(data, "latency", ctx, "ns per link")
+    for key, values in (("npus_count", npus), ("bandwidth", bandwidth), ("latency", latency)):
+        if len(values) != len(blocks):
+            raise ctx.error((key,), f"has {len(values)} entries but topology has "
+                                    f"{len(blocks)} dimensions")
+    for i, n in enumerate(npus):
+        if not isinstance(n, int) or n < 1:
+            raise ctx.error(("npus_count", i), f"expected a whole number >= 1, got {n!r}")
+    try:
+        return multi_dim(blocks, npus, [b * GB for b in bandwidth], [t / 1e9 for t in latency])
+    except TopologyError as exc:
+        raise ctx.error((), str(exc)) from None
+
+
+def from_astra_sim(path: str | os.PathLike) -> Topology:
+    """Read an ASTRA-sim network config (YAML) into the equivalent simcoll machine.
+
+    ``sc.topology.load`` does the same for any file whose content looks like one.
+
+    Raises:
+        TopologyError: the file is unreadable or not such a config; the message names the
+            file, the key or line, and what was expected.
+    """
+    data, ctx = read(path)
+    topology = from_astra_dict(data, ctx)
+    topology.spec = str(path)
+    return topology

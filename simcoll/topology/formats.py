@@ -1,0 +1,148 @@
+"""Text formats of topology files: JSON, YAML and TOML, read with safe loaders only.
+
+:func:`read` turns a file into plain data (dicts, lists, strings, numbers) and a
+:class:`Context` that words errors with the file name, the key path and, for YAML, the
+line; :func:`dump` writes plain data back. What the data means is
+:mod:`simcoll.topology.io`'s business.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simcoll.errors import TopologyError
+
+__all__ = ["SUFFIXES", "Context", "read", "dump", "check_suffix"]
+
+SUFFIXES = {".json": "JSON", ".yaml": "YAML", ".yml": "YAML", ".toml": "TOML"}
+
+Key = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where data came from, to name the place of an error.
+
+    Attributes:
+        source: the file name (or a label for data not read from a file).
+        lines: 1-based line of each key path, where the format tells (YAML).
+    """
+
+    source: str
+    lines: dict[Key, int] = field(default_factory=dict)
+
+    def place(self, path: Key) -> str:
+        """``"machine.yaml, line 7: devices[2].kind"``: the file, line and key of ``path``."""
+        where = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+        line = next((self.lines[path[:i]] for i in range(len(path), -1, -1)
+                     if path[:i] in self.lines), None)
+        place = self.source + (f", line {line}" if line is not None else "")
+        return f"{place}: {where}" if where else place
+
+    def error(self, path: Key, message: str) -> TopologyError:
+        """A TopologyError naming the file, the line (if known), the key and the problem."""
+        return TopologyError(f"{self.place(path)}: {message}")
+
+
+def check_suffix(path: Path) -> str:
+    """The format name for ``path``'s extension.
+
+    Raises:
+        TopologyError: an extension other than .json, .yaml, .yml, .toml.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise TopologyError(f"{path}: unknown topology file type {suffix or '(none)'!r}; "
+                            f"use one of {', '.join(SUFFIXES)}")
+    return SUFFIXES[suffix]
+
+
+def _yaml_lines(node: Any, path: Key, out: dict[Key, int]) -> None:
+    import yaml
+
+    out[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = path + (str(key_node.value),)
+            _yaml_lines(value_node, key, out)
+            out[key] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _yaml_lines(item, path + (i,), out)
+
+
+def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
+    lines: dict[Key, int] = {}
+    if kind == "JSON":
+        try:
+            return json.loads(text), lines
+        except json.JSONDecodeError as exc:
+            raise TopologyError(f"{source}, line {exc.lineno}: not valid JSON: {exc.msg} "
+                                f"(column {exc.colno})") from None
+    if kind == "YAML":
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f", line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise TopologyError(f"{source}{line}: not valid YAML: {problem}") from None
+        if node is not None:
+            _yaml_lines(node, (), lines)
+        return data, lines
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        return tomllib.loads(text), lines
+    except tomllib.TOMLDecodeError as exc:
+        raise TopologyError(f"{source}: not valid TOML: {exc}") from None
+
+
+def read(path: str | os.PathLike) -> tuple[Any, Context]:
+    """The plain data in a topology file, chosen by its extension, and its Context.
+
+    Raises:
+        TopologyError: an unknown extension, a file that cannot be read, or text that is
+            not valid in its format (naming the line where the parser says).
+    """
+    path = Path(path)
+    kind = check_suffix(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TopologyError(f"cannot read topology file {path}: {reason}") from None
+    data, lines = _parse(text, kind, str(path))
+    return data, Context(str(path), lines)
+
+
+def dump(data: dict[str, Any], path: Path) -> str:
+    """``data`` as the text of ``path``'s format.
+
+    Raises:
+        TopologyError: an unknown extension, or TOML without the optional ``tomli_w``.
+    """
+    kind = check_suffix(path)
+    if kind == "JSON":
+        return json.dumps(data, indent=1) + "\n"
+    if kind == "YAML":
+        import yaml
+
+        return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
+    try:
+        import tomli_w
+    except ImportError:
+        raise TopologyError(f"{path}: writing TOML needs the optional package tomli_w "
+                            f"(pip install 'simcoll[toml]'); or save as .yaml or .json"
+                            ) from None
+    return str(tomli_w.dumps(data))

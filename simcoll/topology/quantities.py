@@ -1,0 +1,100 @@
+"""Read and write link rates and times with their units: ``100GB/s``, ``400Gbps``, ``1us``.
+
+Topology specs (``switch:bandwidth=100GB/s``) and topology files share these readers. A
+plain number is SI (bytes per second, seconds). Rates: ``B/s`` or ``Bps`` for bytes and
+``b/s`` or ``bps`` for bits, after an optional prefix ``K``, ``M``, ``G``, ``T`` (powers
+of 1000, case ignored) or ``Ki``, ``Mi``, ``Gi``, ``Ti`` (powers of 1024); so ``GB/s`` is
+10^9 bytes/s and ``Gb/s`` is 10^9 bits/s. Times: ``s``, ``ms``, ``us`` (or ``µs``), ``ns``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+__all__ = ["parse_rate", "parse_time", "parse_number", "format_rate", "format_time"]
+
+_NUMBER = r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?inf(?:inity)?)"
+_QUANTITY_RE = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµ/]*)\s*$")
+_PREFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
+             "ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30, "ti": 2.0**40}
+_RATE_UNIT_RE = re.compile(r"^([kKmMgGtT]i?)?(B/s|Bps|b/s|bps)$")
+_PER_SECOND = {"": 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9}
+"""Units per second: dividing by these (exact in binary) rounds ``500ns`` to the float
+nearest 5e-7, as the literal ``500e-9`` does; multiplying by ``1e-9`` would not."""
+_RATE_HELP = "a rate such as 100GB/s, 400Gbps, 25e9 (bytes/s) or inf"
+_TIME_HELP = "a time such as 1us, 500ns, 2ms or 1e-6 (seconds)"
+
+
+def _split(text: Any, what: str) -> tuple[float, str]:
+    if isinstance(text, bool):
+        raise ValueError(f"{text!r} is not {what}")
+    if isinstance(text, (int, float)):
+        return float(text), ""
+    match = _QUANTITY_RE.match(str(text))
+    if match is None:
+        raise ValueError(f"{text!r} is not {what}")
+    return float(match.group(1)), match.group(2)
+
+
+def parse_rate(text: Any) -> float:
+    """Bytes per second named by ``text`` (a number is bytes/s already).
+
+    Raises:
+        ValueError: ``text`` is not a rate; the message shows accepted forms.
+    """
+    value, unit = _split(text, _RATE_HELP)
+    if not unit:
+        return value
+    match = _RATE_UNIT_RE.match(unit)
+    if match is None:
+        raise ValueError(f"{text!r} has unit {unit!r}, not a rate unit; write {_RATE_HELP}")
+    scale = _PREFIXES[(match.group(1) or "").lower()]
+    bits = match.group(2) in ("b/s", "bps")
+    return value * scale / 8 if bits else value * scale
+
+
+def parse_time(text: Any) -> float:
+    """Seconds named by ``text`` (a number is seconds already).
+
+    Raises:
+        ValueError: ``text`` is not a time; the message shows accepted forms.
+    """
+    value, unit = _split(text, _TIME_HELP)
+    if unit not in _PER_SECOND:
+        raise ValueError(f"{text!r} has unit {unit!r}, not a time unit; write {_TIME_HELP}")
+    return value / _PER_SECOND[unit]
+
+
+def parse_number(text: Any) -> float:
+    """A plain number (``inf`` allowed), as written in a spec or file.
+
+    Raises:
+        ValueError: ``text`` is not a number.
+    """
+    value, unit = _split(text, "a number")
+    if unit:
+        raise ValueError(f"{text!r} is not a plain number (unexpected unit {unit!r})")
+    return value
+
+
+def _scaled(value: float, units: list[tuple[float, str]]) -> str:
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    for scale, name in units:
+        if abs(value) >= scale * (1 - 1e-12):
+            return f"{value / scale:.12g}{name}"
+    scale, name = units[-1]
+    return f"{value / scale:.12g}{name}"
+
+
+def format_rate(value: float) -> str:
+    """``1e11`` -> ``"100GB/s"``: the largest SI prefix that keeps the number >= 1."""
+    return _scaled(value, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "KB/s"),
+                           (1.0, "B/s")])
+
+
+def format_time(value: float) -> str:
+    """``1e-6`` -> ``"1us"``: the largest unit that keeps the number >= 1."""
+    return _scaled(value, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")])

@@ -1,0 +1,105 @@
+"""Topology specs: one string that names a machine, as the command line takes it.
+
+A spec is a builder or preset name, optionally followed by ``:`` and its arguments,
+positional first, then ``key=value``, separated by commas::
+
+    switch:8                                  switch(8)
+    switch:ranks=8,bandwidth=100GB/s,latency=1us
+    cluster:nodes=2,gpus_per_node=8           cluster:2x8 (AxB fills two positional slots)
+    torus:4x4                                 torus((4, 4))
+    dgx_a100:1   dgx_h100:nodes=2
+
+or the path of a topology file (see :mod:`simcoll.topology.io`). Builders, parameters
+and value types come from the functions' signatures (:mod:`simcoll.topology.catalog`),
+so a new builder needs no change here. The Topology built records a canonical spec in
+``topology.spec`` (every given argument by keyword, in signature order), and
+``from_spec(topology.spec)`` builds the same machine again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from simcoll.errors import TopologyError
+from simcoll.topology.catalog import (
+    FILE_SUFFIXES,
+    Parameter,
+    build,
+    builders,
+    describe,
+    parameters,
+)
+from simcoll.topology.graph import Topology
+
+__all__ = ["from_spec", "is_file_spec"]
+
+
+def _split_args(name: str, params: tuple[Parameter, ...], args: str,
+                fail: Callable[[str], TopologyError]) -> dict[str, str]:
+    """Map each argument's text to its key; positional values go to their parameters."""
+    slots = [p for p in params if p.positional]
+    given: dict[str, str] = {}
+    seen_keyword = False
+    for item in args.split(",") if args.strip() else []:
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if eq:
+            seen_keyword = True
+            if key in given:
+                raise fail(f"{key} is given twice")
+            given[key] = value
+            continue
+        if seen_keyword:
+            raise fail(f"positional value {key!r} comes after key=value arguments; put "
+                       f"positional values first")
+        free = [p for p in slots if p.name not in given]
+        values = key.lower().split("x") if "x" in key.lower() and free and \
+            free[0].kind == "int" else [key]
+        if len(values) > len(free):
+            raise fail(f"too many positional values ({key!r}); {name} takes "
+                       f"{', '.join(p.name for p in slots) or 'none'} by position")
+        given.update((slot.name, text) for slot, text in zip(free, values))
+    return given
+
+
+def _from_builder(spec: str) -> Topology:
+    name, _, args = spec.strip().partition(":")
+    name = name.strip()
+    context = f"topology spec {spec!r}"
+    params = parameters(name)
+
+    def fail(message: str) -> TopologyError:
+        return TopologyError(f"{context}: {message}; {describe(name)}")
+
+    return build(name, _split_args(name, params, args, fail), context)
+
+
+def is_file_spec(spec: str) -> bool:
+    """Whether ``spec`` names a topology file: it ends in a topology file extension, or
+    it is an existing file and not a builder's name."""
+    path = Path(spec)
+    if path.suffix.lower() in FILE_SUFFIXES:
+        return True
+    return spec.partition(":")[0].strip() not in builders() and path.is_file()
+
+
+def from_spec(spec: str) -> Topology:
+    """Build the machine that ``spec`` names (a builder with arguments, or a file).
+
+    Example:
+        >>> from_spec("switch:ranks=4,bandwidth=1GB/s,latency=0").links[0].bandwidth
+        1000000000.0
+
+    Raises:
+        TopologyError: an unknown builder, parameter or value; the message names it and
+            lists the builder's parameters with their defaults.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise TopologyError(f"topology spec {spec!r} is not accepted; write a builder "
+                            f"such as 'switch:8' or the path of a topology file")
+    if is_file_spec(spec):
+        from simcoll.topology.io import load
+
+        return load(spec)
+    return _from_builder(spec)

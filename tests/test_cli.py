@@ -1,0 +1,443 @@
+"""The command line: nccl-tests' run table against simulate and hand-computed figures,
+sizes, one-line errors with exit status 2, list / sweep / plot / trace / demo, and real
+subprocesses for --version, a closed pipe and exit codes."""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll.algorithms import registry
+from simcoll.cli import main
+from simcoll.cli.options import parse_bytes
+from simcoll.cli.run import sizes
+from simcoll.cli.table import fixed
+
+NCCL_HEAD = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s"
+"""nccl-tests 2.19.6 src/util.cu writeResultHeader, first block of columns."""
+NCCL_ROW = "%12d  %12d  %8s  %6s  %6s"
+NCCL_BODY = "  %7s  %6s  %6s    N/A"
+
+
+def cli(capsys, *argv):
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def table_rows(out):
+    return [line.split() for line in out.splitlines() if line and not line.startswith("#")]
+
+
+def test_ring_all_reduce_by_hand(capsys):
+    """p = 4 at 1 GB/s, no latency, 1 MiB: time = 2 (p-1)/p n / B, busbw = B exactly."""
+    status, out, err = cli(capsys, "run", "--topology",
+                           "switch:ranks=4,bandwidth=1GB/s,latency=0", "--size", "1M")
+    assert status == 0 and err == ""
+    time_us = 2 * 3 / 4 * 2**20 / 1e9 * 1e6
+    [row] = table_rows(out)
+    assert row == ["1048576", "262144", "float", "sum", "-1", "1572.86", "0.67", "1.00", "N/A"]
+    assert f"{time_us:.2f}" == "1572.86"
+    assert "# Avg bus bandwidth    : 1 \n" in out
+    status, out, _ = cli(capsys, "run", "--topology", "switch:ranks=4,bandwidth=1GB/s,latency=0",
+                         "--size", "1M", "--json")
+    record = json.loads(out)
+    assert record["time"] == pytest.approx(2 * 3 / 4 * 2**20 / 1e9, rel=1e-12)
+    assert record["busbw_GBps"] == pytest.approx(1.0, rel=1e-12)
+    assert record["algbw_GBps"] == pytest.approx(2 / 3, rel=1e-12)
+    assert record["bytes_sent"] == [2 * 3 * 2**20 // 4] * 4
+    assert record["spec"] == "switch:n=4,bandwidth=1GB/s,latency=0"
+
+
+def test_table_layout_is_nccl_tests(capsys):
+    status, out, _ = cli(capsys, "run", "--topology", "cluster:2x4", "-b", "1K", "-e", "1M",
+                         "-f", "32")
+    lines = out.splitlines()
+    start = lines.index("#")
+    assert lines[start + 2] == NCCL_HEAD % ("size", "count", "type", "redop", "root", "time",
+                                            "algbw", "busbw", "#wrong")
+    assert lines[start + 3] == NCCL_HEAD % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
+                                            "(GB/s)", "")
+    topo = sc.topology.cluster(2, 4)
+    rows = [line for line in lines if line and not line.startswith("#")]
+    busbw = []
+    for line, size in zip(rows, [1024, 32 * 1024, 1024 * 1024], strict=True):
+        res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=size)
+        busbw.append(res.busbw / 1e9)
+        expected = NCCL_ROW % (size, size // 4, "float", "sum", "-1") + NCCL_BODY % (
+            fixed(res.time * 1e6, 7), fixed(res.algbw / 1e9, 6), fixed(res.busbw / 1e9, 6))
+        assert line == expected
+    assert lines[-2] == "# Avg bus bandwidth    : %g " % (sum(busbw) / 3)
+    assert lines[-1] == "#"
+
+
+@pytest.mark.parametrize("value, width, text", [
+    (1572.864, 7, "1572.86"), (12646.3, 7, "12646.3"), (126460.3, 7, " 126460"),
+    (180.71, 6, "180.71"),
+    (1234.5, 6, "1234.5"), (123456.7, 6, "123457"), (1234567.0, 6, " 1e+06"),
+    (0.004, 6, "  0.00"), (12345678.0, 7, "1.2e+07"), (135.8, 7, " 135.80")])
+def test_number_format_is_getfloatstr(value, width, text):
+    assert fixed(value, width) == text
+
+
+@pytest.mark.parametrize("collective, algorithm, extra, size, nbytes, count, kwargs, columns", [
+    ("all_gather", "ring", [], 8192, 2048, 512, {}, ("none", -1)),
+    ("gather", "binomial", ["--root", "1"], 8192, 2048, 512, {"root": 1}, ("none", 1)),
+    ("reduce_scatter", "ring", ["--op", "max"], 8200, 8192, 512, {"op": "max"}, ("max", -1)),
+    ("all_to_all", "pairwise", [], 4100, 4096, 256, {}, ("none", -1)),
+    ("scatter", "binomial", ["--root", "3"], 4096, 4096, 256, {"root": 3}, ("none", 3)),
+    ("broadcast", "pipeline", ["--root", "2", "--param", "chunks=3"], 4096, 4096, 1024,
+     {"root": 2, "chunks": 3}, ("none", 2)),
+    ("reduce", "binomial", ["--op", "prod", "--root", "1"], 4096, 4096, 1024,
+     {"op": "product", "root": 1}, ("prod", 1)),
+    ("all_reduce", "tree", ["--op", "min"], 4099, 4096, 1024, {"op": "min"}, ("min", -1)),
+])
+def test_columns_follow_nccl_tests_for_every_collective(capsys, collective, algorithm, extra,
+                                                          size, nbytes, count, kwargs,
+                                                          columns):
+    """size = the larger of send and receive buffers, count = nccl-tests' count argument
+    (per rank, or per block where a buffer is cut in p blocks), whole elements only."""
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--collective", collective,
+                         "--algorithm", algorithm, "--size", str(size), "--json", *extra)
+    record = json.loads(out)
+    res = sc.simulate(sc.topology.switch(4), collective, algorithm=algorithm, nbytes=nbytes,
+                      **kwargs)
+    assert status == 0
+    assert (record["nbytes"], record["count"]) == (nbytes, count)
+    assert record["size"] == (4 * nbytes if collective in ("all_gather", "gather") else nbytes)
+    assert (record["redop"], record["root"]) == columns
+    assert record["time"] == res.time and record["busbw_GBps"] == res.busbw / 1e9
+    assert record["algbw_GBps"] == record["size"] / res.time / 1e9
+    assert record["params"] == {k: v for k, v in kwargs.items() if k == "chunks"}
+
+
+def test_dtype_and_op_columns(capsys):
+    status, out, _ = cli(capsys, "run", "--topology", "ring:3", "--size", "4K", "-d", "double",
+                         "--op", "avg", "--csv")
+    [row] = list(csv.DictReader(io.StringIO(out)))
+    assert (row["type"], row["redop"], row["count"], row["size"]) == ("double", "avg", "512",
+                                                                      "4096")
+    assert row["spec"] == "ring:n=3" and row["wrong"] == ""
+    res = sc.simulate(sc.topology.ring(3), "all_reduce", algorithm="ring", nbytes=4096,
+                      dtype="float64", op="avg")
+    assert float(row["time_us"]) == res.time * 1e6
+
+
+def test_check_mode_counts_no_wrong_elements(capsys):
+    status, out, _ = cli(capsys, "run", "-c", "--topology", "ring:5", "-b", "1K", "-e", "16K",
+                         "-f", "4", "--collective", "all_gather", "-d", "int32")
+    assert status == 0
+    rows = table_rows(out)
+    assert [r[0] for r in rows] == ["1020", "4080", "16380"]  # 5 x whole int32 per rank
+    assert [r[-1] for r in rows] == ["0", "0", "0"]
+    assert "# Out of bounds values : 0 OK" in out
+
+
+def test_check_mode_counts_wrong_elements(capsys, monkeypatch):
+    ring = registry.get_algorithm("all_reduce", "ring").fn
+
+    def broken(comm, x, *, op=sc.ReduceOp.SUM):
+        out = yield from ring(comm, x, op=op)
+        if comm.rank == 0 and isinstance(out, np.ndarray):
+            out = out.copy()
+            out[:3] += 1000
+        return out
+
+    monkeypatch.setitem(registry._REGISTRY, ("all_reduce", "broken"),
+                        registry.AlgorithmSpec("all_reduce", "broken", broken))
+    status, out, _ = cli(capsys, "run", "-c", "1", "--topology", "switch:4", "--algorithm",
+                         "broken", "-b", "64", "-e", "128", "-f", "2")
+    assert status == 1
+    assert [r[-1] for r in table_rows(out)] == ["3", "3"]
+    assert "# Out of bounds values : 2 FAILED" in out
+    status, out, _ = cli(capsys, "run", "-c", "0", "--topology", "switch:4", "--algorithm",
+                         "broken", "--size", "64")
+    assert status == 0 and table_rows(out)[0][-1] == "N/A"
+
+
+def test_params_and_network_reach_simulate(capsys):
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--size", "64K",
+                         "--param", "chunks=4", "--network", "analytical", "--json")
+    record = json.loads(out)
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=65536,
+                      chunks=4, network="analytical")
+    assert record["params"] == {"chunks": 4} and record["network"] == "analytical"
+    assert record["time"] == res.time and record["messages"] == res.messages == 2 * 3 * 4 * 4
+
+
+def test_topology_files_and_astra_configs_run(capsys, tmp_path):
+    path = tmp_path / "m.yaml"
+    sc.topology.save(sc.topology.cluster(2, 2), path)
+    _, out, _ = cli(capsys, "run", "--topology", str(path), "--size", "1M", "--json")
+    res = sc.simulate(sc.topology.cluster(2, 2), "all_reduce", algorithm="ring", nbytes=2**20)
+    assert json.loads(out)["time"] == res.time and json.loads(out)["spec"] == str(path)
+    astra = tmp_path / "net.yml"
+    astra.write_text("topology: [Switch]\nnpus_count: [4]\nbandwidth: [1]\nlatency: [0]\n")
+    _, out, _ = cli(capsys, "run", "--topology", str(astra), "--size", "1M", "--json")
+    assert json.loads(out)["time"] == pytest.approx(2 * 3 / 4 * 2**20 / 2**30, rel=1e-12)
+
+
+@pytest.mark.parametrize("text, value", [("8", 8), ("8G", 8 * 2**30), ("8g", 8 * 2**30),
+                                         ("1.5K", 1536), ("1M", 2**20), ("64KiB", 65536),
+                                         ("2 GiB", 2 * 2**30), ("0", 0), ("1T", 2**40)])
+def test_sizes_are_read_as_nccl_tests_reads_them(text, value):
+    assert parse_bytes(text) == value
+
+
+@pytest.mark.parametrize("text, word", [("8GB", "ambiguous"), ("1.3K", "not a whole"),
+                                        ("99999999999999999999999", "above"), ("-1", "cannot"),
+                                        ("abc", "cannot"), ("1 parsec", "cannot")])
+def test_bad_sizes(text, word):
+    with pytest.raises(Exception, match=word):
+        parse_bytes(text)
+
+
+def test_size_loop():
+    assert sizes(8, 8 * 2**30, 2**20, 2) == [2**k for k in range(3, 34)]
+    assert sizes(0, 3 * 2**20, 2**20, 1) == [0, 2**20, 2 * 2**20, 3 * 2**20]
+    assert sizes(5, 5, 0, 1) == [5]
+    assert sizes(3, 100, 1, 10) == [3, 30]
+
+
+BAD = [
+    (["run", "--size", "99999999999999999999999"], "above the largest"),
+    (["run", "--size", "3x"], "cannot read size '3x'"),
+    (["run", "--bogus"], "unrecognized arguments: --bogus"),
+    (["run", "--topology", "swich:8"], "did you mean 'switch'"),
+    (["run", "--topology", "switch:8,bandwith=1GB/s"], "no parameter 'bandwith'"),
+    (["run", "--algorithm", "rnig"], "known algorithms"),
+    (["run", "--collective", "all_gathr"], "known collectives"),
+    (["run", "--param", "chunks"], "is not NAME=VALUE"),
+    (["run", "--param", "chunkz=4"], "does not take parameter(s) ['chunkz']"),
+    (["run", "--root", "1"], "all_reduce has no root"),
+    (["run", "--collective", "all_gather", "--op", "max"], "all_gather does not reduce"),
+    (["run", "--op", "median"], "unknown reduction op"),
+    (["run", "-b", "8", "-e", "4"], "-b 8 is larger than -e 4"),
+    (["run", "-b", "8", "-e", "8G", "-i", "1"], "at most 10000"),
+    (["run", "-b", "0", "-e", "8", "-f", "2"], "never grow"),
+    (["run", "-f", "0"], "not a whole number >= 1"),
+    (["run", "--size", "1K", "-b", "8"], "--size or -b/-e"),
+    (["run", "--dtype", "float42"], "unknown dtype 'float42'"),
+    (["run", "--network", "flo"], "unknown network model"),
+    (["run", "--collective", "broadcast", "--algorithm", "binomial", "--root", "9"],
+     "root=9 is not accepted"),
+    (["run", "--topology", "nope.yaml"], "cannot read topology file nope.yaml"),
+    (["run", "-c", "--size", "1T", "--topology", "switch:64"], "lower -e or run without -c"),
+    (["demo", "--size", "3"], "multiple of 4 bytes"),
+    ([], "required: COMMAND"),
+    (["list", "everything"], "invalid choice"),
+    (["trace", "--output", "no/such/dir/t.json"], "folder no/such/dir does not exist"),
+    (["trace", "--output", "t.txt"], "ending in .json"),
+    (["plot", "missing.jsonl", "--output", "p.png"], "cannot read missing.jsonl"),
+    (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "--topology",
+      "cluster:2x4"], "write {p} in it"),
+    (["sweep", "--algorithms", "ring", "--ranks", "2,x", "--sizes", "1K"], "whole numbers"),
+]
+
+
+@pytest.mark.parametrize("argv, words", BAD, ids=[" ".join(a) or "none" for a, _ in BAD])
+def test_bad_arguments_are_one_line_and_status_2(capsys, tmp_path, monkeypatch, argv, words):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = cli(capsys, *argv)
+    assert status == 2
+    assert out == ""  # refused before any line of output
+    assert err.count("\n") == 1 and err.startswith("simcoll") and "Traceback" not in err
+    assert words in err
+
+
+def test_interrupt_is_one_line_and_status_130(capsys, monkeypatch):
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("simcoll.cli.run.simulate", stop)
+    status, _, err = cli(capsys, "run", "--size", "1K")
+    assert status == 130 and err == "simcoll run: interrupted\n"
+
+
+def test_help_exits_cleanly(capsys):
+    assert main(["run", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "powers of 1024" in text and "sc.parse_size" in text and "-b" in text
+
+
+def test_demo_sizes_below_10_kB_are_readable(capsys):
+    status, out, _ = cli(capsys, "demo", "--size", "4K")
+    assert status == 0
+    rows = {line.split()[0] + line.split()[1]: line for line in out.splitlines()[2:]}
+    assert "7.00 KiB" in rows["ringswitch(8)"]  # 2 (p-1)/p n = 7168 bytes
+    assert "28.00 KiB" in rows["naiveswitch(8)"]  # (p-1) n = 28672 bytes
+    assert "0.00" not in out.replace("0.00 KiB", "")
+    assert out.count("True") == 4
+    status, out, _ = cli(capsys, "demo", "--size", "64K", "--json")
+    records = json.loads(out)
+    assert [r["algorithm"] for r in records] == ["parameter_server", "parameter_server",
+                                                 "naive", "ring"]
+    assert all(r["nbytes"] == 65536 and r["correct"] for r in records)
+
+
+def test_list_shows_algorithms_formulas_and_builders(capsys):
+    status, out, _ = cli(capsys, "list")
+    assert status == 0
+    collectives, algorithms, topologies = out.split("\n\n")
+    assert [line.split()[0] for line in collectives.splitlines()[1:]] == list(sc.COLLECTIVES)
+    groups: dict[str, list[str]] = {}
+    for line in algorithms.splitlines()[1:]:
+        if not line.startswith("    "):
+            groups[line.strip()] = []
+        elif not line.startswith("        "):
+            groups[list(groups)[-1]].append(line.split()[0])
+    expected: dict[str, list[str]] = {}
+    for collective, name in sc.list_algorithms():
+        expected.setdefault(collective, []).append(name)
+    assert groups == expected
+    ring = algorithms.split("\n  all_reduce\n")[1].split("\n    ring ")[1].split("\n    ")
+    assert ring[0].strip() == "chunks=1"
+    formula = " ".join(" ".join(ring[1:]).split())
+    assert formula.startswith("K = 1: 2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma")
+    flat = " ".join(topologies.split())
+    for name, fn in sc.topology.catalog.builders().items():
+        entry = flat.split(f" {name}: ")[1]
+        for param in inspect.signature(fn).parameters:
+            assert param in entry
+    assert "cluster: nodes, gpus_per_node, intra_bandwidth=300GB/s, intra_latency=1us" in flat
+    _, only, _ = cli(capsys, "list", "collectives")
+    assert only == collectives + "\n"
+
+
+def test_list_shows_algorithms_without_a_cost_model(capsys, monkeypatch):
+    def flat(comm, x, *, root=0, fanout=2):
+        """Root sends to everyone at once."""
+        if comm.rank == root:
+            for peer in range(comm.size):
+                if peer != root:
+                    comm.send(x, dst=peer)
+            return x
+        return (yield comm.recv(src=root))
+
+    monkeypatch.setitem(registry._REGISTRY, ("broadcast", "flat_cli"),
+                        registry.AlgorithmSpec("broadcast", "flat_cli", flat))
+    _, out, _ = cli(capsys, "list", "algorithms")
+    entry = out.split("\n    flat_cli")[1].split("\n    ")
+    assert entry[0].strip() == "fanout=2"
+    assert entry[1].strip() == "Root sends to everyone at once. (no cost model)"
+
+
+def test_sweep_writes_every_point(capsys, tmp_path):
+    out_csv = tmp_path / "points.csv"
+    status, _, err = cli(capsys, "sweep", "--topology", "switch:{p},bandwidth=10GB/s",
+                         "--algorithms", "ring,naive", "--ranks", "2,4", "--sizes", "1K,4K",
+                         "--output", str(out_csv))
+    assert status == 0 and "8 points written" in err
+    rows = list(csv.DictReader(out_csv.open()))
+    assert [(r["algorithm"], int(r["nranks"]), int(r["nbytes"])) for r in rows] == [
+        (a, p, n) for a in ("ring", "naive") for p in (2, 4) for n in (1024, 4096)]
+    for r in rows:
+        res = sc.simulate(sc.topology.switch(int(r["nranks"]), bandwidth=1e10), "all_reduce",
+                          algorithm=r["algorithm"], nbytes=int(r["nbytes"]))
+        assert float(r["time"]) == res.time and float(r["busbw"]) == res.busbw
+        assert r["spec"] == f"switch:{r['nranks']},bandwidth=10GB/s"
+    assert not (tmp_path / "points.csv.partial.jsonl").exists()
+    status, out, _ = cli(capsys, "sweep", "--topology", "dgx_a100:nodes={p}", "--algorithms",
+                         "ring", "--ranks", "1,2", "--sizes", "1M", "--workers", "2", "--json")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["nranks"] for r in records] == [8, 16]
+    assert [r["spec"] for r in records] == ["dgx_a100:nodes=1", "dgx_a100:nodes=2"]
+
+
+def test_a_failing_point_is_recorded_and_the_others_go_on(capsys, tmp_path, monkeypatch):
+    calls = []
+
+    def fail_second(*args, **kwargs):
+        calls.append(kwargs["nbytes"])
+        if len(calls) == 2:
+            raise sc.DeadlockError("rank 1 waits for recv from 0 (tag 0)", {1: "recv"})
+        return sc.simulate(*args, **kwargs)
+
+    monkeypatch.setattr(sys.modules["simcoll.sweep.workers"], "simulate", fail_second)
+    out = tmp_path / "points.json"
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",
+                         "--sizes", "1K,2K,4K", "--output", str(out))
+    assert status == 1 and "1 of 3 points failed" in err
+    records = json.loads(out.read_text())
+    assert [r["nbytes"] for r in records] == [1024, 2048, 4096]
+    assert [bool(r["error"]) for r in records] == [False, True, False]
+    assert "rank 1 waits for recv" in records[1]["error"]
+    assert records[2]["time"] == sc.simulate(sc.topology.switch(2), "all_reduce",
+                                             algorithm="ring", nbytes=4096).time
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",
+                         "--sizes", "1K,6", "--output", str(out))
+    assert status == 2 and "6 bytes is not a whole number of float32 elements" in err
+    assert len(calls) == 3  # the second sweep is refused before any simulation
+
+
+def test_plot_draws_a_sweep(capsys, tmp_path):
+    points = tmp_path / "points.jsonl"
+    cli(capsys, "sweep", "--algorithms", "ring,naive", "--ranks", "2,4,8", "--sizes", "1M",
+        "--output", str(points))
+    for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):
+        picture = tmp_path / f"busbw{suffix}"
+        status, out, _ = cli(capsys, "plot", str(points), "--output", str(picture))
+        assert status == 0 and "6 records" in out
+        assert picture.read_bytes().startswith(magic)
+    points.write_text(points.read_text() + "{broken\n")
+    status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"))
+    assert status == 2 and "points.jsonl, line 7: not valid JSON" in err
+
+
+def test_trace_writes_chrome_json(capsys, tmp_path):
+    path = tmp_path / "trace.json"
+    status, out, _ = cli(capsys, "trace", "--topology", "switch:4", "--size", "4K",
+                         "--output", str(path))
+    assert status == 0 and str(path) in out
+    events = json.loads(path.read_text())["traceEvents"]
+    assert sum(e["ph"] == "b" for e in events) == 2 * 4 * 3  # ring: 2 (p-1) steps per rank
+    status, out, _ = cli(capsys, "trace", "-c", "--collective", "reduce", "--algorithm",
+                         "binomial", "--root", "2", "--op", "max", "--topology", "switch:4",
+                         "--output", str(path))
+    assert status == 0 and "correct" in out
+
+
+def run_module(*argv, **kwargs):
+    return subprocess.run([sys.executable, "-m", "simcoll", *argv], capture_output=True,
+                          text=True, timeout=120, **kwargs)
+
+
+def test_version_and_exit_codes_in_a_real_process():
+    done = run_module("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"simcoll {sc.__version__}\n", "")
+    done = run_module("run", "--size", "99999999999999999999999")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "above the largest" in done.stderr
+    done = run_module("run", "--topology", "switch:2", "--size", "1K")
+    assert done.returncode == 0 and "# Avg bus bandwidth" in done.stdout
+
+
+def test_a_pipe_closed_early_ends_cleanly():
+    """``simcoll ... --json | head -1``: the output (about 300 kB) outgrows the pipe, so
+    the writer meets the closed pipe; no traceback, exit status 1 (Python's convention)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simcoll", "run", "--json", "--collective", "broadcast",
+         "--algorithm", "binomial", "--topology", "switch:256", "-b", "8", "-e", "1M", "-f",
+         "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1
+    assert json.loads(first)["size"] == 8
+    assert err == b""
+    proc = subprocess.Popen([sys.executable, "-m", "simcoll", "demo", "--json", "--size", "64K"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # closed before demo writes its first line
+    assert proc.wait(timeout=120) == 1 and proc.stderr.read() == b""
+    done = subprocess.run(f"{sys.executable} -m simcoll demo --json --size 64K | head -1",
+                          shell=True,
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout == "[\n" and done.stderr == ""

@@ -1,0 +1,253 @@
+"""Topology files (JSON, YAML, TOML; devices and links, or a preset), their errors, and
+ASTRA-sim network configs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+import yaml
+
+import simcoll as sc
+from simcoll.topology.graph import Device, Link
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "topologies"
+GiB = 2**30
+
+
+def same_machine(a, b):
+    assert a.devices == b.devices and a.links == b.links
+    assert (a.gpus, a.hosts, a.gpu_nodes) == (b.gpus, b.hosts, b.gpu_nodes)
+
+
+def two_nodes_by_hand() -> sc.Topology:
+    topo = sc.Topology("two nodes")
+    gpus = [topo.add_gpu(f"gpu{i}", reduce_bandwidth=400e9, node=i // 2) for i in range(4)]
+    nvs = [topo.add_switch("nvswitch0"), topo.add_switch("nvswitch1")]
+    ib = topo.add_switch("ib")
+    for i, g in enumerate(gpus):
+        topo.add_link(g, nvs[i // 2], bandwidth=300e9, latency=0.5e-6, kind="nvlink")
+    for s in nvs:
+        topo.add_link(s, ib, bandwidth=400e9 / 8, latency=2e-6, kind="ib")
+    return topo
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", ["two_nodes.yaml", "two_nodes.toml"])
+def test_example_files_describe_the_hand_built_machine(name):
+    topo = sc.topology.load(EXAMPLES / name)
+    same_machine(topo, two_nodes_by_hand())
+    assert topo.name == "two nodes" and topo.spec == str(EXAMPLES / name)
+    assert topo.devices[0] == Device("gpu0", "gpu", 4e11, 0)
+    assert topo.links[4] == Link("nvswitch0", "ib", 5e10, 2e-6, "ib")
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml", ".yml", ".toml"])
+@pytest.mark.parametrize("make", [lambda: sc.topology.switch(3, servers=1, reduce_bandwidth=5e9),
+                                  lambda: sc.topology.dgx_h100(2), two_nodes_by_hand,
+                                  lambda: sc.topology.torus((2, 3))])
+def test_every_format_round_trips(tmp_path, suffix, make):
+    topo = make()
+    path = tmp_path / f"machine{suffix}"
+    sc.topology.save(topo, path)
+    again = sc.topology.load(path)
+    same_machine(again, topo)
+    assert again.name == topo.name and again.spec == str(path)
+    a = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1200)
+    b = sc.simulate(again, "all_reduce", algorithm="ring", nbytes=1200)
+    assert a.time == b.time and a.link_bytes == b.link_bytes
+
+
+def test_yaml_is_written_as_yaml_and_toml_as_toml(tmp_path):
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+
+    topo = sc.topology.switch(2, reduce_bandwidth=1e9)
+    sc.topology.save(topo, tmp_path / "x.yaml")
+    text = (tmp_path / "x.yaml").read_text()
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    data = yaml.safe_load(text)
+    assert data["devices"][1] == {"name": "gpu0", "kind": "gpu", "node": 0,
+                                  "reduce_bandwidth": 1e9}
+    assert data["devices"][0] == {"name": "switch", "kind": "switch"}
+    sc.topology.save(topo, tmp_path / "x.toml")
+    assert tomllib.loads((tmp_path / "x.toml").read_text())["links"][0]["bandwidth"] == 1e11
+
+
+def test_unknown_extensions_are_refused_before_writing(tmp_path):
+    with pytest.raises(sc.TopologyError, match=r"unknown topology file type '\.txt'.*\.yaml"):
+        sc.topology.save(sc.topology.ring(2), tmp_path / "x.txt")
+    assert not list(tmp_path.iterdir())
+    path = write(tmp_path, "x.cfg", "{}")
+    with pytest.raises(sc.TopologyError, match="unknown topology file type '.cfg'"):
+        sc.topology.load(path)
+
+
+def test_toml_writing_without_tomli_w_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tomli_w", None)
+    with pytest.raises(sc.TopologyError, match=r"simcoll\[toml\]"):
+        sc.topology.save(sc.topology.ring(2), tmp_path / "x.toml")
+    assert not (tmp_path / "x.toml").exists()
+
+
+@pytest.mark.parametrize("name, text, direct, spec", [
+    ("p.yaml", "preset: dgx_h100\nargs: {nodes: 2}\n", lambda: sc.topology.dgx_h100(2),
+     "dgx_h100:nodes=2"),
+    ("p.toml", 'preset = "cluster"\n[args]\nnodes = 2\ngpus_per_node = 4\n'
+               'inter_bandwidth = "400Gbps"\nintra_latency = 2.5e-7\n',
+     lambda: sc.topology.cluster(2, 4, inter_bandwidth=5e10, intra_latency=2.5e-7),
+     "cluster:nodes=2,gpus_per_node=4,intra_latency=2.5e-07,inter_bandwidth=400Gbps"),
+    ("p.json", '{"preset": "torus", "args": {"dims": [2, 3], "latency": "3us"}}',
+     lambda: sc.topology.torus((2, 3), latency=3e-6), "torus:dims=2x3,latency=3us"),
+    ("p.yml", "preset: switch\nargs: {ranks: 3, servers: 1, server_latency: null}\n",
+     lambda: sc.topology.switch(3, servers=1), "switch:n=3,servers=1,server_latency=none"),
+])
+def test_preset_files(tmp_path, name, text, direct, spec):
+    topo = sc.topology.load(write(tmp_path, name, text))
+    same_machine(topo, direct())
+    assert topo.spec == spec
+    assert sc.topology.from_spec(spec).links == topo.links
+    same_machine(sc.topology.load(EXAMPLES / "dgx_h100x2.yaml"), sc.topology.dgx_h100(2))
+
+
+@pytest.mark.parametrize("name, text, words", [
+    ("e.json", "[]", ["e.json: expected a mapping with 'devices' and 'links'", "got list"]),
+    ("e.yaml", "[]\n", ["e.yaml", "got list"]),
+    ("e.yaml", "", ["e.yaml", "got NoneType"]),
+    ("k.yaml", "devices:\n  - {name: g, kind: gpu}\n  - name: s\n    kind: swtch\nlinks: []\n",
+     ["k.yaml, line 4: devices[1].kind", "'swtch' is not a device kind", "gpu, host"]),
+    ("l.yaml", "devices:\n  - {name: g, kind: gpu}\n  - {name: h, kind: gpu}\nlinks:\n"
+               "  - {u: g, v: h, bandwith: 1GB/s}\n",
+     ["l.yaml, line 5: links[0].bandwith: unknown key", "u, v, bandwidth, latency, kind"]),
+    ("m.yaml", "devices:\n  - {name: g, kind: gpu}\n  - {name: h, kind: gpu}\nlinks:\n"
+               "  - {u: g, v: h}\n", ["links[0].bandwidth: missing"]),
+    ("u.yaml", "devices:\n  - {name: g, kind: gpu}\n  - {name: h, kind: gpu}\nlinks:\n"
+               "  - {u: g, v: h, bandwidth: 1GB/s, latency: 1GB/s}\n",
+     ["line 5: links[0].latency", "not a time unit"]),
+    ("n.yaml", "devices:\n  - {name: g, kind: gpu, node: -1}\nlinks: []\n",
+     ["devices[0].node: expected a whole number >= 0, got -1"]),
+    ("v.yaml", "devices:\n  - {name: g, kind: gpu}\nlinks:\n  - {u: g, v: x, bandwidth: 1}\n",
+     ["links[0]", "unknown device 'x'"]),
+    ("s.yaml", "devices:\n  - {name: s, kind: switch, reduce_bandwidth: 1GB/s}\nlinks: []\n",
+     ["devices[0].reduce_bandwidth: applies to GPUs and hosts only"]),
+    ("y.yaml", "devices: [\n  {name: g\nlinks: []\n", ["y.yaml, line", "not valid YAML"]),
+    ("t.toml", "name = \n", ["t.toml: not valid TOML", "line 1"]),
+    ("j.json", '{\n"devices": [,]}', ["j.json, line 2: not valid JSON"]),
+    ("d.yaml", "devices: {}\nlinks: []\n", ["d.yaml, line 1: devices: expected a list"]),
+    ("x.yaml", "preset: switch\nargs: {n: 2, bandwith: 1GB/s}\n",
+     ["x.yaml, line 2: args", "no parameter 'bandwith'", "did you mean 'bandwidth'"]),
+    ("z.yaml", "preset: switch\nargs: {n: 2}\ndevices: []\n",
+     ["z.yaml, line 3: devices: unknown key", "preset, args"]),
+    ("w.yaml", "preset: warp_drive\n", ["unknown topology builder 'warp_drive'"]),
+    ("a.yaml", "!!python/object/apply:os.system ['echo unsafe']\n",
+     ["a.yaml", "not valid YAML", "python/object/apply"]),
+])
+def test_malformed_files_name_file_key_line_and_expectation(tmp_path, name, text, words):
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(write(tmp_path, name, text))
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_missing_and_unreadable_files(tmp_path):
+    with pytest.raises(sc.TopologyError, match="cannot read topology file .*nope.yaml"):
+        sc.topology.load(tmp_path / "nope.yaml")
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(sc.TopologyError, match="bin.json"):
+        sc.topology.load(tmp_path / "bin.json")
+
+
+def astra(tmp_path, blocks, npus, bandwidth, latency, name="net.yml"):
+    return write(tmp_path, name, f"topology: {blocks}\nnpus_count: {npus}\n"
+                                 f"bandwidth: {bandwidth}  # GB/s\nlatency: {latency}  # ns\n")
+
+
+def test_astra_sim_config_in_three_dimensions():
+    topo = sc.topology.from_astra_sim(EXAMPLES / "astra_ring_fc_switch.yml")
+    assert topo.nranks == 64
+    # ring of 2: one link per pair (32 groups); fully connected 8: 28 links in 8 groups;
+    # switch of 4: 4 links and one switch in 16 groups
+    assert len(topo.links) == 32 + 8 * 28 + 16 * 4
+    assert len(topo.devices) == 64 + 16
+    assert topo.gpu_nodes == tuple(r // 2 for r in range(64))
+    # NPU 47 sits at [1, 7, 2] (ASTRA-sim's translate_address example): its dimension-0
+    # neighbour is 46, dimension 1 joins it to 33, 35, ..., 45, dimension 2 to 15, 31, 63
+    route = topo.route(47, 46)
+    assert len(route.links) == 1
+    assert (route.bandwidth, route.latency) == (200 * GiB, 50e-9)
+    for peer in range(33, 47, 2):
+        route = topo.route(47, peer)
+        assert len(route.links) == 1 and route.bandwidth == 100 * GiB
+        assert route.latency == 500e-9
+    for peer in (15, 31, 63):
+        route = topo.route(47, peer)
+        assert len(route.links) == 2 and route.bandwidth == 50 * GiB
+        assert route.latency == 2 * 2000e-9
+    assert len(topo.route(47, 0).links) == 1 + 1 + 2  # one hop per dimension crossed
+    assert topo.spec == str(EXAMPLES / "astra_ring_fc_switch.yml")
+
+
+def test_astra_two_rings_are_a_torus_with_dimension_0_fastest(tmp_path):
+    topo = sc.topology.load(astra(tmp_path, "[Ring, Ring]", "[4, 8]", "[80.0, 80.0]",
+                                  "[1000.0, 1000.0]"))
+    torus = sc.topology.torus((8, 4), bandwidth=80 * GiB, latency=1e-6)
+
+    def pairs(t):
+        return {frozenset((link.u, link.v)) for link in t.links}
+
+    assert pairs(topo) == pairs(torus) and len(topo.links) == 64
+    assert {(link.bandwidth, link.latency) for link in topo.links} == {(80 * GiB, 1e-6)}
+
+
+def test_astra_switch_matches_the_switch_builder(tmp_path):
+    topo = sc.topology.load(astra(tmp_path, "[ Switch ]", "[ 8 ]", "[ 400.0 ]", "[ 936.25 ]"))
+    ref = sc.topology.switch(8, bandwidth=400 * GiB, latency=936.25e-9)
+    for algorithm in ("ring", "direct", "tree"):
+        a = sc.simulate(topo, "all_reduce", algorithm=algorithm, nbytes=1 << 20)
+        b = sc.simulate(ref, "all_reduce", algorithm=algorithm, nbytes=1 << 20)
+        assert a.time == b.time and list(a.bytes_sent) == list(b.bytes_sent)
+    full = sc.topology.load(astra(tmp_path, "[FullyConnected]", "[5]", "[1]", "[0]", "f.yml"))
+    assert {frozenset((x.u, x.v)) for x in full.links} == \
+        {frozenset(p) for p in combinations(full.gpus, 2)}
+
+
+@pytest.mark.parametrize("text, words", [
+    ("topology: [Ring]\nnpus_count: [8]\nbandwidth: [tbd]\nlatency: [1]\n",
+     ["line 3: bandwidth[0]: expected a number", "'tbd'"]),
+    ("topology: [Ring, Ring]\nnpus_count: [8]\nbandwidth: [1, 1]\nlatency: [1, 1]\n",
+     ["npus_count: has 1 entries but topology has 2 dimensions"]),
+    ("topology: [Torus]\nnpus_count: [8]\nbandwidth: [1]\nlatency: [1]\n",
+     ["line 1: topology[0]", "'Torus' is not one of Ring, FullyConnected, Switch"]),
+    ("topology: [Ring]\nnpus_count: [0]\nbandwidth: [1]\nlatency: [1]\n",
+     ["npus_count[0]: expected a whole number >= 1, got 0"]),
+    ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [0]\nlatency: [1]\n",
+     ["dimension 0 (Ring)", "bandwidth"]),
+    ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1]\n", ["latency: missing"]),
+    ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1]\nlatency: [1]\nlinks: 3\n",
+     ["links: unknown key in an ASTRA-sim network config"]),
+])
+def test_bad_astra_configs(tmp_path, text, words):
+    path = write(tmp_path, "bad.yml", text)
+    for reader in (sc.topology.load, sc.topology.from_astra_sim):
+        with pytest.raises(sc.TopologyError) as info:
+            reader(path)
+        for word in ["bad.yml", *words]:
+            assert word in str(info.value)
+
+
+def test_from_astra_sim_refuses_other_files(tmp_path):
+    path = tmp_path / "m.yaml"
+    sc.topology.save(sc.topology.ring(3), path)
+    with pytest.raises(sc.TopologyError, match="m.yaml, line 1: name: unknown key in an ASTRA-sim"):
+        sc.topology.from_astra_sim(path)

@@ -1,0 +1,190 @@
+"""Topology specs: every field of a parsed spec against the builder called directly, units,
+round trips through ``topology.spec``, and errors that name the bad key or value."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import pytest
+
+import simcoll as sc
+from simcoll.topology import builders as builder_module
+from simcoll.topology.catalog import builders, parameters
+from simcoll.topology.graph import Topology
+from simcoll.topology.quantities import format_rate, format_time, parse_rate, parse_time
+
+T = sc.topology
+SPECS = [
+    ("switch:8", lambda: T.switch(8)),
+    ("switch:ranks=8,bandwidth=40GB/s,latency=500ns",
+     lambda: T.switch(8, bandwidth=40e9, latency=500e-9)),
+    ("switch:4,servers=2,server_bandwidth=5GB/s,server_latency=none,reduce_bandwidth=1TB/s",
+     lambda: T.switch(4, servers=2, server_bandwidth=5e9, reduce_bandwidth=1e12)),
+    ("cluster:nodes=2,gpus_per_node=8", lambda: T.cluster(2, 8)),
+    ("cluster:2x8", lambda: T.cluster(2, 8)),
+    ("cluster:3,2,inter_bandwidth=400Gbps,intra_latency=250ns,inter_kind=roce",
+     lambda: T.cluster(3, 2, inter_bandwidth=400e9 / 8, intra_latency=250e-9,
+                       inter_kind="roce")),
+    ("torus:4x4", lambda: T.torus((4, 4))),
+    ("torus:2x3,bandwidth=10GiB/s,latency=2us", lambda: T.torus((2, 3), bandwidth=10 * 2**30,
+                                                                latency=2e-6)),
+    ("ring:5,kind=pcie,latency=0", lambda: T.ring(5, kind="pcie", latency=0.0)),
+    ("fully_connected:3,bandwidth=1e9", lambda: T.fully_connected(3, bandwidth=1e9)),
+    ("dgx_a100:1", lambda: T.dgx_a100(1)),
+    ("dgx_h100:nodes=2", lambda: T.dgx_h100(nodes=2)),
+    ("dgx_h100", lambda: T.dgx_h100()),
+    ("dgx:2,nvlink_bandwidth=1GB/s,pcie_bandwidth=2GB/s,nic_bandwidth=3Gbps,name=mine,"
+     "gpus_per_node=2,ib_latency=3us",
+     lambda: T.dgx(2, nvlink_bandwidth=1e9, pcie_bandwidth=2e9, nic_bandwidth=3e9 / 8,
+                   name="mine", gpus_per_node=2, ib_latency=3e-6)),
+]
+
+
+def same_machine(a: Topology, b: Topology) -> None:
+    """Every device (name, kind, reduce_bandwidth, node) and link (ends, bandwidth,
+    latency, kind) in order, and the derived rank, host and node lists."""
+    assert a.devices == b.devices
+    assert a.links == b.links
+    assert (a.nranks, a.gpus, a.hosts, a.gpu_nodes) == (b.nranks, b.gpus, b.hosts, b.gpu_nodes)
+
+
+@pytest.mark.parametrize("spec, direct", SPECS, ids=[s for s, _ in SPECS])
+def test_spec_builds_what_the_builder_builds(spec, direct):
+    topo = sc.topology.from_spec(spec)
+    same_machine(topo, direct())
+    again = sc.topology.from_spec(topo.spec)
+    same_machine(again, topo)
+    assert again.spec == topo.spec
+
+
+def test_hand_checked_values_of_a_spec():
+    topo = sc.topology.from_spec("switch:ranks=4,bandwidth=1GB/s,latency=0")
+    assert topo.nranks == 4 and len(topo.links) == 4
+    assert {link.bandwidth for link in topo.links} == {1e9}
+    assert {link.latency for link in topo.links} == {0.0}
+    topo = sc.topology.from_spec("cluster:2x3,inter_bandwidth=400Gbps,intra_latency=250ns")
+    assert topo.gpu_nodes == (0, 0, 0, 1, 1, 1)
+    inter = [link for link in topo.links if link.kind == "ib"]
+    assert [link.bandwidth for link in inter] == [5e10, 5e10]
+    assert [link.latency for link in topo.links if link.kind == "nvswitch"] == [2.5e-7] * 6
+    # canonical: every given argument by keyword, in the builder's signature order
+    assert topo.spec == "cluster:nodes=2,gpus_per_node=3,intra_latency=250ns," \
+                        "inter_bandwidth=400Gbps"
+
+
+@pytest.mark.parametrize("text, value", [
+    ("100GB/s", 1e11), ("400Gbps", 5e10), ("1 Gb/s", 1.25e8), ("25e9", 25e9),
+    ("2GiB/s", 2 * 2**30), ("1.5TB/s", 1.5e12), ("8Kbps", 1000.0), ("512B/s", 512.0),
+    ("3MBps", 3e6), ("inf", math.inf), (7, 7.0)])
+def test_parse_rate(text, value):
+    assert parse_rate(text) == value
+
+
+@pytest.mark.parametrize("text, value", [
+    ("1us", 1e-6), ("500ns", 500e-9), ("2ms", 2e-3), ("0", 0.0), ("1e-6", 1e-6),
+    ("936.25ns", 936.25e-9), ("0.5us", 0.5e-6),
+    ("1µs", 1e-6), ("3s", 3.0), (0.5, 0.5)])
+def test_parse_time(text, value):
+    assert parse_time(text) == value
+
+
+@pytest.mark.parametrize("text", ["1us", "fast", "1 parsec", "GB/s", True, "1 GB/h"])
+def test_parse_rate_refuses(text):
+    with pytest.raises(ValueError, match="rate"):
+        parse_rate(text)
+
+
+@pytest.mark.parametrize("text", ["1GB/s", "soon", "1 min", True])
+def test_parse_time_refuses(text):
+    with pytest.raises(ValueError, match="time"):
+        parse_time(text)
+
+
+@pytest.mark.parametrize("value, text", [(1e11, "100GB/s"), (2.5e10, "25GB/s"),
+                                         (512.0, "512B/s"), (math.inf, "inf")])
+def test_format_rate_reads_back(value, text):
+    assert format_rate(value) == text and parse_rate(text) == value
+
+
+@pytest.mark.parametrize("value, text", [(1e-6, "1us"), (5e-7, "500ns"), (1.5e-6, "1.5us"),
+                                         (2.0, "2s"), (0.0, "0")])
+def test_format_time_reads_back(value, text):
+    assert format_time(value) == text and parse_time(text) == value
+
+
+def test_parameters_come_from_the_signature():
+    for name, fn in builders().items():
+        sig = inspect.signature(fn)
+        params = parameters(name)
+        assert [p.name for p in params] == list(sig.parameters)
+        for p in params:
+            assert p.required == (sig.parameters[p.name].default is inspect.Parameter.empty)
+    kinds = {p.name: p.kind for p in parameters("switch")}
+    assert kinds == {"n": "int", "bandwidth": "rate", "latency": "time", "kind": "str",
+                     "servers": "int", "server_bandwidth": "rate", "server_latency": "time",
+                     "reduce_bandwidth": "rate", "server_reduce_bandwidth": "rate"}
+    assert {p.name: p.kind for p in parameters("torus")}["dims"] == "dims"
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("swich:8", ["unknown topology builder 'swich'", "did you mean 'switch'"]),
+    ("switch:8,bandwith=1GB/s", ["'switch:8,bandwith=1GB/s'", "no parameter 'bandwith'",
+                                 "did you mean 'bandwidth'"]),
+    ("switch:8,latency=1GB/s", ["latency=1GB/s", "not a time unit"]),
+    ("switch:8,bandwidth=fast", ["bandwidth=fast", "not a rate"]),
+    ("switch", ["n is missing"]),
+    ("switch:latency=1us,8", ["positional value '8' comes after"]),
+    ("cluster:2x8x3", ["too many positional values"]),
+    ("switch:n=8,ranks=4", ["n is given twice"]),
+    ("switch:8,latency=", ["latency= has no value"]),
+    ("dgx_a100:nodes=1.5", ["nodes=1.5", "not a whole number"]),
+    ("torus:4xa", ["dims=4xa", "joined by 'x'"]),
+    ("switch:0", ["topology spec 'switch:0'", "n = 0 is not accepted"]),
+    ("", ["write a builder such as 'switch:8'"]),
+])
+def test_bad_specs_name_the_problem_and_list_the_parameters(spec, words):
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.from_spec(spec)
+    message = str(info.value)
+    for word in words:
+        assert word in message
+    name = spec.partition(":")[0]
+    if name in builders() and "is not accepted" not in message:
+        for param in inspect.signature(builders()[name]).parameters:
+            assert param in message
+
+
+def test_a_new_builder_needs_no_change(monkeypatch):
+    def pair(n: int, *, bandwidth: float = 1e9, latency: float = 0.0) -> Topology:
+        topo = Topology(f"pair{n}")
+        gpus = [topo.add_gpu() for _ in range(n)]
+        for a, b in zip(gpus, gpus[1:]):
+            topo.add_link(a, b, bandwidth=bandwidth, latency=latency)
+        return topo
+
+    monkeypatch.setattr(builder_module, "pair", pair, raising=False)
+    monkeypatch.setattr(builder_module, "__all__", [*builder_module.__all__, "pair"])
+    topo = sc.topology.from_spec("pair:3,bandwidth=2GB/s,latency=1us")
+    same_machine(topo, pair(3, bandwidth=2e9, latency=1e-6))
+    assert topo.spec == "pair:n=3,bandwidth=2GB/s,latency=1us"
+    assert "pair" in builders()
+
+
+def test_changing_a_topology_clears_its_spec():
+    topo = sc.topology.from_spec("switch:2")
+    assert topo.spec == "switch:n=2"
+    topo.add_gpu()
+    assert topo.spec is None
+    topo = sc.topology.from_spec("ring:3")
+    topo.add_link("gpu0", topo.add_switch(), bandwidth=1e9)
+    assert topo.spec is None
+    assert sc.topology.switch(4).spec is None
+
+
+def test_a_spec_may_name_a_file(tmp_path):
+    path = tmp_path / "m.yaml"
+    sc.topology.save(sc.topology.cluster(2, 2), path)
+    topo = sc.topology.from_spec(str(path))
+    same_machine(topo, sc.topology.cluster(2, 2))
+    assert topo.spec == str(path)
