@@ -34,10 +34,12 @@ class Comm:
         rank: this endpoint's rank in the communicator (0..size-1; hosts: see ``hosts``).
         size: number of GPU ranks in the communicator.
         hosts: ranks of the server hosts (``size``, ``size + 1``, ...; world only).
+        in_network: ranks of the switches and NICs that compute in the network (after the
+            hosts; world only).
     """
 
-    __slots__ = ("rank", "size", "hosts", "_rt", "_env", "_address", "_members", "_context",
-                 "_ranks")
+    __slots__ = ("rank", "size", "hosts", "in_network", "_rt", "_env", "_address",
+                 "_members", "_context", "_ranks")
 
     def __init__(self, runtime: Runtime, rank: int, members: Sequence[int] | None = None,
                  context: int = 0):
@@ -47,12 +49,15 @@ class Comm:
         if members is None:
             self.size = runtime.nranks
             self._ranks = runtime.endpoints
-            self.hosts: tuple[int, ...] = tuple(range(runtime.nranks, runtime.endpoints))
+            self.hosts: tuple[int, ...] = tuple(range(runtime.nranks,
+                                                      runtime.nranks + runtime.hosts))
+            self.in_network: tuple[int, ...] = tuple(range(runtime.nranks + runtime.hosts,
+                                                           runtime.endpoints))
             self._members = None
             self._address = rank
         else:
             self.size = self._ranks = len(members)
-            self.hosts = ()
+            self.hosts = self.in_network = ()
             self._members = tuple(members)
             self._address = self._members[rank]
         self.rank = rank
@@ -120,6 +125,30 @@ class Comm:
             joint.payload = payload
         self._post(data, target, tag, joint)
         return joint
+
+    def multicast(self, data: Any, dsts: Sequence[int], *, tag: Any = 0) -> Event:
+        """Send one copy of ``data`` that the network replicates to every rank in ``dsts``
+        (NVLink SHARP and InfiniBand multicast): each byte crosses each link of the union
+        of the routes once. Every destination receives it with ``recv`` as any message;
+        the event fires when all of them have it.
+        """
+        targets = tuple(self._peer(d, "dsts") for d in dsts)
+        if not targets:
+            raise CommUsageError(f"rank {self.rank}: multicast needs at least one "
+                                 f"destination")
+        if len(set(targets)) != len(targets):
+            raise CommUsageError(f"rank {self.rank}: multicast dsts={list(dsts)} lists a "
+                                 f"rank twice")
+        if type(data) is VirtualBuffer:
+            payload, nbytes = data, data.nbytes
+        else:
+            payload = snapshot(data, self._rt.inputs)
+            nbytes = buffers.nbytes_of(payload)
+        done = Joint(self._env, len(targets))
+        address = self._address
+        self._rt.post_multicast([(self._context, address, t, tag) for t in targets], payload,
+                                nbytes, address, targets, tag, done)
+        return done
 
     # -- local work ----------------------------------------------------------------------
     def reduce(self, a: Buffer, b: Buffer, op: ReduceOp) -> Event:
@@ -238,6 +267,23 @@ class Comm:
                                  f"0..{self.size - 1}")
         address = rank if self._members is None else self._members[rank]
         return self._rt.nodes[address]
+
+    def attached(self, device: int) -> tuple[int, ...]:
+        """The GPU ranks directly linked to in-network device ``device`` (world only):
+        whose data it can reduce without another hop."""
+        if self._members is not None or device not in self.in_network:
+            raise CommUsageError(f"rank {self.rank}: {device!r} is not an in-network device "
+                                 f"of the world communicator (those are "
+                                 f"{list(self.in_network)})")
+        return self._rt.attached[device]
+
+    def reducer_of(self, rank: int) -> int | None:
+        """The in-network device directly linked to GPU ``rank`` (world only), where an
+        in-network reduction of its data takes place, or None if it has none."""
+        for device in self.in_network:
+            if rank in self._rt.attached[device]:
+                return device
+        return None
 
     def group(self, ranks: Sequence[int]) -> Comm:
         """A communicator over ``ranks`` (world ranks, in their new rank order).

@@ -54,7 +54,7 @@ class Execution:
         self._plan = None if faults is None else faults.checked(topology)
         self.topology = topology
         p = topology.nranks
-        endpoints = p + len(topology.hosts)
+        endpoints = topology.endpoints
         self.env = env = simpy.Environment()
         self.network = net_cls(env, topology, endpoints)
         reduce_bw = [topology.device(topology.endpoint_name(a)).reduce_bandwidth
@@ -63,7 +63,8 @@ class Execution:
             reduce_bw = self._plan.reduce_bandwidths(reduce_bw)
             self._plan.install(self.network)
         self.runtime = (TracingRuntime if trace else Runtime)(
-            env, self.network, p, reduce_bw, topology.gpu_nodes, self.max_events, inputs)
+            env, self.network, p, reduce_bw, topology.gpu_nodes, self.max_events, inputs,
+            len(topology.hosts), _attached(topology))
         self.runtime.what = what
         if self._plan is not None:
             self.runtime.compute_scale = self._plan.compute_scale(endpoints)
@@ -88,6 +89,15 @@ class Execution:
             program = program_of(Comm(self.runtime, h))
             if program is not None:
                 self.runtime.start(program, f"host {self.topology.endpoint_name(h)}", h)
+
+    def start_in_network(self, program_of: Callable[[Comm], Program | None]) -> None:
+        """Start ``program_of(comm)`` on every in-network device that gets a program."""
+        first = self.topology.nranks + len(self.topology.hosts)
+        for address in range(first, self.topology.endpoints):
+            program = program_of(Comm(self.runtime, address))
+            if program is not None:
+                name = self.topology.endpoint_name(address)
+                self.runtime.start(program, f"in-network device {name}", address)
 
     def _finished(self, rank: int) -> Callable[[Event], None]:
         def record(event: Event) -> None:
@@ -154,3 +164,11 @@ class Execution:
         """Every message, reduction and compute span, if traced."""
         rt = self.runtime
         return tuple(rt.events) if isinstance(rt, TracingRuntime) else None
+
+
+def _attached(topology: Topology) -> dict[int, tuple[int, ...]]:
+    """The GPU ranks directly linked to each in-network device, by endpoint address."""
+    ranks = {name: r for r, name in enumerate(topology.gpus)}
+    return {topology.address(device): tuple(ranks[n] for n in topology.neighbors(device)
+                                            if n in ranks)
+            for device in topology.in_network}

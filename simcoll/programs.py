@@ -24,7 +24,7 @@ __all__ = ["run_program"]
 def run_program(topology: Topology, program: Callable[..., Any], *args: Any,
                 network: str = "flow", trace: bool = False, until: float = 1e6,
                 max_events: int = 10**9, faults: Faults | None = None,
-                **kwargs: Any) -> RunResult:
+                in_network: Callable[..., Any] | None = None, **kwargs: Any) -> RunResult:
     """Run ``program(comm, *args, **kwargs)`` on every rank of ``topology``.
 
     ``program`` is a generator function, written like an algorithm: it yields the events
@@ -33,6 +33,9 @@ def run_program(topology: Topology, program: Callable[..., Any], *args: Any,
 
     Args:
         network, trace, until, max_events, faults: as for :func:`simcoll.simulate`.
+        in_network: a generator function run as ``in_network(comm, *args, **kwargs)`` on
+            every switch or NIC that computes in the network (``comm.rank`` is its
+            address; ``comm.attached(comm.rank)`` its GPUs).
 
     Raises:
         InvalidInputError, TopologyError: bad input, before the run starts.
@@ -40,12 +43,16 @@ def run_program(topology: Topology, program: Callable[..., Any], *args: Any,
         LinkFailureError: as for :func:`simcoll.simulate`.
     """
     topology = check_topology(topology)
-    if not inspect.isgeneratorfunction(program):
-        raise InvalidInputError(f"program={program!r} is not a generator function; a rank "
-                                f"program yields the events comm returns")
+    for name, fn in (("program", program), ("in_network", in_network)):
+        if fn is not None and not inspect.isgeneratorfunction(fn):
+            raise InvalidInputError(f"{name}={fn!r} is not a generator function; a program "
+                                    f"yields the events comm returns")
     run = Execution(topology, network=network, trace=trace, until=until,
                     max_events=max_events, faults=faults,
                     what=getattr(program, "__name__", "the program"))
     procs = run.start_ranks(lambda comm: program(comm, *args, **kwargs))
+    if in_network is not None:
+        device_program = in_network
+        run.start_in_network(lambda comm: device_program(comm, *args, **kwargs))
     run.run()
     return RunResult.of(run, [proc.value for proc in procs])

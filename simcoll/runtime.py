@@ -86,10 +86,16 @@ class Runtime:
 
     def __init__(self, env: simpy.Environment, network: Network, nranks: int,
                  reduce_bandwidth: list[float], nodes: tuple[int, ...] | None = None,
-                 max_instant: int = 10**9, inputs: tuple[np.ndarray, ...] = ()):
+                 max_instant: int = 10**9, inputs: tuple[np.ndarray, ...] = (),
+                 hosts: int = 0, attached: dict[int, tuple[int, ...]] | None = None):
         self.env = env
         self.network = network
         self.nranks = nranks
+        self.hosts = hosts
+        """Number of server hosts (addresses nranks .. nranks + hosts - 1); in-network
+        devices follow them."""
+        self.attached = attached or {}
+        """GPU ranks directly linked to each in-network device (by address)."""
         self.nodes = nodes if nodes is not None else (0,) * nranks
         self.endpoints = len(reduce_bandwidth)
         self.reduce_bandwidth = reduce_bandwidth
@@ -152,6 +158,27 @@ class Runtime:
             channel.unclaimed.append(message)
         self.network.transfer(src, dst, nbytes, self._arrive, message)
         return message
+
+    def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
+                       dsts: tuple[int, ...], tag: Any, sender: Joint) -> list[Message]:
+        """One message per destination, delivered together by one network multicast."""
+        messages = []
+        for key, dst in zip(keys, dsts):
+            channel = self.channels.get(key)
+            if channel is None:
+                channel = self.channels[key] = Channel()
+            message = Message(payload, sender, src, dst, tag)
+            if channel.waiting:
+                message.receiver = channel.waiting.popleft()
+            else:
+                channel.unclaimed.append(message)
+            messages.append(message)
+        self.network.multicast(src, dsts, nbytes, self._arrive_all, messages)
+        return messages
+
+    def _arrive_all(self, messages: list[Message]) -> None:
+        for message in messages:
+            self.arrive(message)
 
     def post_recv(self, key: tuple, receiver: Event) -> Any:
         """Bind ``receiver`` to the next message of the channel; return the payload if it
@@ -252,6 +279,15 @@ class TracingRuntime(Runtime):
         if not message.arrived:  # an empty message on a zero-latency route already has
             self._sent[message] = (start, nbytes)
         return message
+
+    def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
+                       dsts: tuple[int, ...], tag: Any, sender: Joint) -> list[Message]:
+        start = self.env._now
+        messages = super().post_multicast(keys, payload, nbytes, src, dsts, tag, sender)
+        for message in messages:
+            if not message.arrived:
+                self._sent[message] = (start, nbytes)
+        return messages
 
     def arrive(self, message: Message) -> None:
         start, nbytes = self._sent.pop(message, (self.env._now, 0))

@@ -139,8 +139,10 @@ def test_preset_files(tmp_path, name, text, direct, spec):
      ["devices[0].node: expected a whole number >= 0, got -1"]),
     ("v.yaml", "devices:\n  - {name: g, kind: gpu}\nlinks:\n  - {u: g, v: x, bandwidth: 1}\n",
      ["links[0]", "unknown device 'x'"]),
-    ("s.yaml", "devices:\n  - {name: s, kind: switch, reduce_bandwidth: 1GB/s}\nlinks: []\n",
-     ["devices[0].reduce_bandwidth: applies to GPUs and hosts only"]),
+    ("s.yaml", "devices:\n  - {name: g, kind: gpu, in_network: true}\nlinks: []\n",
+     ["devices[0].in_network: applies to switches and NICs only"]),
+    ("t.yaml", "devices:\n  - {name: s, kind: switch, in_network: 1}\nlinks: []\n",
+     ["devices[0].in_network: expected true or false, got 1"]),
     ("y.yaml", "devices: [\n  {name: g\nlinks: []\n", ["y.yaml, line", "not valid YAML"]),
     ("t.toml", "name = \n", ["t.toml: not valid TOML", "line 1"]),
     ("j.json", '{\n"devices": [,]}', ["j.json, line 2: not valid JSON"]),
@@ -251,3 +253,23 @@ def test_from_astra_sim_refuses_other_files(tmp_path):
     sc.topology.save(sc.topology.ring(3), path)
     with pytest.raises(sc.TopologyError, match="m.yaml, line 1: name: unknown key in an ASTRA-sim"):
         sc.topology.from_astra_sim(path)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml", ".toml"])
+def test_in_network_devices_round_trip(tmp_path, suffix):
+    topo = sc.Topology("nvls")
+    sw = topo.add_switch("nvswitch", reduce_bandwidth=4e11)
+    free = topo.add_switch("sharp", reduce_bandwidth=float("inf"))
+    plain = topo.add_switch("plain")
+    for _ in range(2):
+        topo.add_link(topo.add_gpu(), sw, bandwidth=1e11)
+    topo.add_link(sw, free, bandwidth=1e11)
+    topo.add_link(free, plain, bandwidth=1e11)
+    path = tmp_path / f"m{suffix}"
+    sc.topology.save(topo, path)
+    again = sc.topology.load(path)
+    assert again.in_network == ("nvswitch", "sharp")
+    assert [(d.name, d.in_network, d.reduce_bandwidth) for d in again.devices] == [
+        ("nvswitch", True, 4e11), ("sharp", True, float("inf")),
+        ("plain", False, float("inf")), ("gpu0", False, float("inf")),
+        ("gpu1", False, float("inf"))]

@@ -19,11 +19,7 @@ class AnalyticalNetwork(Network):
 
     name = "analytical"
 
-    def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
-                 token: Any) -> None:
-        entry = self._routes.get((src, dst)) or self._route(src, dst)
-        links, latency, bandwidth = entry
-        self._count(src, dst, nbytes, links)
-        if self.jitter is not None:
-            latency += self.jitter()
+    def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
+                links: tuple[int, ...], latency: float, bandwidth: float,
+                on_arrival: Arrival, token: Any) -> None:
         self._arrive_after(latency + nbytes / bandwidth, on_arrival, token)

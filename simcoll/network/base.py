@@ -7,6 +7,7 @@ how they compute that time; all count traffic the same way, here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -46,13 +47,46 @@ class Network:
         self._failed: frozenset[int] = frozenset()
         self._routes: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
 
-    def _route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
-        """(directed links, latency, least bandwidth) of the route, as links stand now."""
-        route = self.topology.route(src, dst, avoid=self._failed)
+    def _route(self, src: int, dst: int | tuple[int, ...]
+               ) -> tuple[tuple[int, ...], float, float]:
+        """(directed links, latency, least bandwidth) of the route, as links stand now.
+
+        For a tuple of destinations (a multicast) the links are the union of the routes,
+        each once, and the latency is the longest route's.
+        """
+        links: list[int] = []
+        latency = 0.0
+        for d in dst if isinstance(dst, tuple) else (dst,):
+            route = self.topology.route(src, d, avoid=self._failed)
+            latency = max(latency, route.latency)
+            links.extend(link for link in route.links if link not in links)
         capacity = self._capacity
-        bandwidth = min((capacity[d] for d in route.links), default=route.bandwidth)
-        entry = self._routes[(src, dst)] = (route.links, route.latency, bandwidth)
+        bandwidth = min((capacity[d] for d in links), default=math.inf)
+        entry = self._routes[(src, dst)] = (tuple(links), latency, bandwidth)  # type: ignore[index]
         return entry
+
+    def multicast(self, src: int, dsts: tuple[int, ...], nbytes: int, on_arrival: Arrival,
+                  token: Any) -> None:
+        """Move ``nbytes`` from ``src`` to every endpoint of ``dsts`` as one message that
+        the network replicates where the routes part: each byte crosses each link of the
+        union of the routes once. ``on_arrival(token)`` is called once, when every
+        destination has the last byte (after the longest route's latency)."""
+        links, latency, bandwidth = self._routes.get((src, dsts)) or self._route(src, dsts)
+        self.sent[src] += nbytes
+        for d in dsts:
+            self.received[d] += nbytes
+        self.messages += 1
+        for d in links:
+            self.link_bytes[d] += nbytes
+        if self.jitter is not None:
+            latency += self.jitter()
+        self._launch(src, dsts, nbytes, links, latency, bandwidth, on_arrival, token)
+
+    def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
+                links: tuple[int, ...], latency: float, bandwidth: float,
+                on_arrival: Arrival, token: Any) -> None:
+        """Deliver a counted message: call ``on_arrival(token)`` when its bytes are in."""
+        raise NotImplementedError
 
     def track_flows(self) -> None:
         """Prepare for :meth:`change_link` (called before the run starts).
@@ -84,7 +118,11 @@ class Network:
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
                  token: Any) -> None:
         """Move ``nbytes`` from ``src`` to ``dst``; call ``on_arrival(token)`` on arrival."""
-        raise NotImplementedError
+        links, latency, bandwidth = self._routes.get((src, dst)) or self._route(src, dst)
+        self._count(src, dst, nbytes, links)
+        if self.jitter is not None:
+            latency += self.jitter()
+        self._launch(src, dst, nbytes, links, latency, bandwidth, on_arrival, token)
 
 
 def _deliver(event: Timeout) -> None:

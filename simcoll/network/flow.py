@@ -68,9 +68,10 @@ class _Flow:
                  "on_arrival", "token", "start", "reserved", "group", "key", "src", "dst")
 
     def __init__(self, links: tuple[int, ...], nbytes: float, bottleneck: float,
-                 on_arrival: Arrival, token: Any, src: int, dst: int):
+                 on_arrival: Arrival, token: Any, src: int, dst: int | tuple[int, ...]):
         self.src = src
         self.dst = dst
+        """One endpoint, or a tuple of them for a multicast."""
         self.links = links
         self.remaining = nbytes
         self.bottleneck = bottleneck
@@ -141,13 +142,9 @@ class FlowNetwork(Network):
         self._in_flight = {}
 
     # -- starting ------------------------------------------------------------------------
-    def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
-                 token: Any) -> None:
-        entry = self._routes.get((src, dst)) or self._route(src, dst)
-        links, latency, bandwidth = entry
-        self._count(src, dst, nbytes, links)
-        if self.jitter is not None:
-            latency += self.jitter()
+    def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
+                links: tuple[int, ...], latency: float, bandwidth: float,
+                on_arrival: Arrival, token: Any) -> None:
         env = self.env
         if nbytes <= 0:
             if latency > 0:
@@ -447,21 +444,26 @@ class FlowNetwork(Network):
             lost = []
             for flow in affected:
                 try:
-                    route = self.topology.route(flow.src, flow.dst, avoid=self._failed)
+                    links = self._route(flow.src, flow.dst)[0]
                 except TopologyError:
                     lost.append(flow)
                     continue
-                self._move(flow, route.links, now)
+                self._move(flow, links, now)
             if lost:
                 u, v = self.topology.directed_link(directed[0])
-                shown = ", ".join(f"{self.topology.endpoint_name(f.src)}->"
-                                  f"{self.topology.endpoint_name(f.dst)} "
-                                  f"({self._left(f, now):.0f} bytes left)" for f in lost[:16])
+                shown = ", ".join(f"{self._describe(f)} ({self._left(f, now):.0f} bytes left)"
+                                  for f in lost[:16])
                 raise LinkFailureError(
                     f"link ({u!r}, {v!r}) failed at t={now:.9g} s and no route goes around "
                     f"it for {len(lost)} message(s) in flight: {shown}", (u, v),
                     [(f.src, f.dst) for f in lost])
         self._defer()
+
+    def _describe(self, flow: _Flow) -> str:
+        """``gpu0->gpu1`` (``gpu0->gpu1+gpu2`` for a multicast)."""
+        name = self.topology.endpoint_name
+        dsts = flow.dst if isinstance(flow.dst, tuple) else (flow.dst,)
+        return f"{name(flow.src)}->{'+'.join(name(d) for d in dsts)}"
 
     def _left(self, flow: _Flow, now: float) -> float:
         """Bytes ``flow`` has still to send at ``now``."""

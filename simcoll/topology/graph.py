@@ -30,12 +30,14 @@ _ENDPOINT_KINDS = ("gpu", "host")
 @dataclass(frozen=True)
 class Device:
     """A device. ``reduce_bandwidth`` (bytes of output per second) matters for endpoints;
-    ``node`` (the server a GPU sits in) lets hierarchical algorithms group ranks."""
+    ``node`` (the server a GPU sits in) lets hierarchical algorithms group ranks;
+    ``in_network`` marks a switch or NIC that also reduces (NVLS, SHARP)."""
 
     name: str
     kind: str
     reduce_bandwidth: float = math.inf
     node: int = 0
+    in_network: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,9 +96,11 @@ class Topology:
         self._tree: tuple[list[int], list[int], list[int]] | None = None
         self._tree_checked = False
         self._kind_count: dict[str, int] = {}
+        self._in_network: list[str] = []
 
     # -- building ------------------------------------------------------------------------
-    def _add(self, kind: str, name: str | None, reduce_bandwidth: float, node: int = 0) -> str:
+    def _add(self, kind: str, name: str | None, reduce_bandwidth: float, node: int = 0,
+             in_network: bool = False) -> str:
         if name is None:
             prefix = {"gpu": "gpu", "host": "server", "switch": "switch", "nic": "nic"}[kind]
             count = self._kind_count.get(kind, 0)
@@ -112,7 +116,7 @@ class Topology:
         node = integer(node, f"node of {name!r}", minimum=0, error=TopologyError,
                        what="the server the GPU sits in")
         self._kind_count[kind] = self._kind_count.get(kind, 0) + 1
-        self._devices[name] = Device(name, kind, rb, node)
+        self._devices[name] = Device(name, kind, rb, node, in_network)
         self.spec = None
         self._index[name] = len(self._adjacency)
         self._adjacency.append([])
@@ -120,6 +124,8 @@ class Topology:
             self._gpus.append(name)
         elif kind == "host":
             self._hosts.append(name)
+        elif in_network:
+            self._in_network.append(name)
         self._invalidate()
         return name
 
@@ -135,13 +141,28 @@ class Topology:
         """Add a server host (a parameter-server endpoint). Returns its name."""
         return self._add("host", name, reduce_bandwidth)
 
-    def add_switch(self, name: str | None = None) -> str:
-        """Add a switch (forwards only). Returns its name."""
-        return self._add("switch", name, math.inf)
+    def add_switch(self, name: str | None = None, *,
+                   reduce_bandwidth: float | None = None) -> str:
+        """Add a switch. Returns its name.
 
-    def add_nic(self, name: str | None = None) -> str:
-        """Add a NIC (forwards only). Returns its name."""
-        return self._add("nic", name, math.inf)
+        With ``reduce_bandwidth`` (bytes of output per second) the switch also computes in
+        the network, as NVSwitch does with NVLink SHARP (NVLS) and InfiniBand switches with
+        SHARP: algorithms may run a program on it that reduces and multicasts. Without,
+        it only forwards.
+        """
+        return self._add_forwarder("switch", name, reduce_bandwidth)
+
+    def add_nic(self, name: str | None = None, *,
+                reduce_bandwidth: float | None = None) -> str:
+        """Add a NIC (forwards only, or also reduces with ``reduce_bandwidth``, as
+        :meth:`add_switch`). Returns its name."""
+        return self._add_forwarder("nic", name, reduce_bandwidth)
+
+    def _add_forwarder(self, kind: str, name: str | None,
+                       reduce_bandwidth: float | None) -> str:
+        if reduce_bandwidth is None:
+            return self._add(kind, name, math.inf)
+        return self._add(kind, name, reduce_bandwidth, in_network=True)
 
     def add_link(self, u: str, v: str, *, bandwidth: float, latency: float = 0.0,
                  kind: str = "custom") -> Link:
@@ -208,6 +229,36 @@ class Topology:
         return tuple(self._hosts)
 
     @property
+    def in_network(self) -> tuple[str, ...]:
+        """Names of the switches and NICs that compute in the network; device i has
+        endpoint address ``nranks + len(hosts) + i``."""
+        return tuple(self._in_network)
+
+    @property
+    def endpoints(self) -> int:
+        """Number of endpoint addresses: GPUs, then hosts, then in-network devices."""
+        return len(self._gpus) + len(self._hosts) + len(self._in_network)
+
+    def address(self, name: str) -> int:
+        """The endpoint address of device ``name`` (a GPU, host or in-network device).
+
+        Raises:
+            TopologyError: the device is not an endpoint.
+        """
+        for offset, names in ((0, self._gpus), (len(self._gpus), self._hosts),
+                              (len(self._gpus) + len(self._hosts), self._in_network)):
+            if name in names:
+                return offset + names.index(name)
+        raise TopologyError(f"device {name!r} is not an endpoint (a GPU, a host or an "
+                            f"in-network device) of topology {self.name!r}")
+
+    def neighbors(self, name: str) -> tuple[str, ...]:
+        """The devices linked to device ``name``, in the order the links were added."""
+        index = self._index[self.device(name).name]
+        names = list(self._devices)
+        return tuple(names[nbr] for nbr, _ in self._adjacency[index])
+
+    @property
     def devices(self) -> tuple[Device, ...]:
         return tuple(self._devices.values())
 
@@ -222,14 +273,13 @@ class Topology:
             raise TopologyError(f"unknown device {name!r}") from None
 
     def endpoint_name(self, address: int) -> str:
-        """Device name of an endpoint address (ranks first, then hosts)."""
-        n = len(self._gpus)
-        if 0 <= address < n:
-            return self._gpus[address]
-        if n <= address < n + len(self._hosts):
-            return self._hosts[address - n]
-        last = n + len(self._hosts) - 1
-        raise TopologyError(f"endpoint address {address} out of range 0..{last}")
+        """Device name of an endpoint address (ranks first, then hosts, then in-network
+        devices)."""
+        endpoints = self._gpus + self._hosts + self._in_network
+        if 0 <= address < len(endpoints):
+            return endpoints[address]
+        raise TopologyError(f"endpoint address {address} out of range "
+                            f"0..{len(endpoints) - 1}")
 
     def link_index(self, u: str, v: str) -> int:
         """The index (into ``links``) of the link between devices ``u`` and ``v``.
@@ -267,7 +317,8 @@ class Topology:
                 if nbr not in seen:
                     seen.add(nbr)
                     queue.append(nbr)
-        lost = [n for n in self._gpus + self._hosts if self._index[n] not in seen]
+        lost = [n for n in self._gpus + self._hosts + self._in_network
+                if self._index[n] not in seen]
         if lost:
             shown = ", ".join(lost[:8]) + (" ..." if len(lost) > 8 else "")
             raise TopologyError(

@@ -14,7 +14,9 @@ every format. A machine listed device by device (YAML shown)::
       - {u: gpu1, v: sw, bandwidth: 400Gbps, latency: 1e-6}
 
 ``node`` (default 0) is the server a GPU sits in; ``reduce_bandwidth`` (GPUs and hosts,
-default ``inf``: free reductions) is bytes of reduction output per second; a link's
+default ``inf``: free reductions) is bytes of reduction output per second; on a switch or
+NIC it makes the device compute in the network (NVLS, SHARP: ``in_network: true``
+marks one with free reductions, where JSON has ``null`` for ``inf``); a link's
 ``latency`` defaults to 0 and its ``kind`` to ``"custom"``. Rates and times are plain SI
 numbers or carry units (:mod:`simcoll.topology.quantities`). Or a builder or preset with
 its arguments, exactly as a spec names them (:mod:`simcoll.topology.spec`)::
@@ -44,7 +46,7 @@ __all__ = ["to_dict", "from_dict", "save", "load"]
 
 _TOP_KEYS = ("name", "devices", "links")
 _PRESET_KEYS = ("preset", "args")
-_DEVICE_KEYS = ("name", "kind", "node", "reduce_bandwidth")
+_DEVICE_KEYS = ("name", "kind", "node", "reduce_bandwidth", "in_network")
 _LINK_KEYS = ("u", "v", "bandwidth", "latency", "kind")
 
 
@@ -54,7 +56,9 @@ def to_dict(topology: Topology) -> dict[str, Any]:
         "name": topology.name,
         "devices": [{"name": d.name, "kind": d.kind, "node": d.node,
                      "reduce_bandwidth": None if math.isinf(d.reduce_bandwidth)
-                     else d.reduce_bandwidth} for d in topology.devices],
+                     else d.reduce_bandwidth,
+                     **({"in_network": True} if d.in_network else {})}
+                    for d in topology.devices],
         "links": [{"u": link.u, "v": link.v, "bandwidth": link.bandwidth,
                    "latency": link.latency, "kind": link.kind} for link in topology.links],
     }
@@ -69,6 +73,8 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
             entry["node"] = d["node"]
         if d["reduce_bandwidth"] is not None:
             entry["reduce_bandwidth"] = d["reduce_bandwidth"]
+        if d.get("in_network"):
+            entry["in_network"] = True
         devices.append(entry)
     return {"name": data["name"], "devices": devices, "links": data["links"]}
 
@@ -126,14 +132,20 @@ def _build(data: Any, ctx: Context) -> Topology:
                                               f"expected one of {', '.join(DEVICE_KINDS)}")
         node = _field(dev, "node", ctx, path, kind="int", default=0)
         rb = _field(dev, "reduce_bandwidth", ctx, path, kind="rate", default=math.inf)
+        in_network = dev.get("in_network", False)
+        if not isinstance(in_network, bool):
+            raise ctx.error(path + ("in_network",), f"expected true or false, got "
+                                                    f"{in_network!r:.60}")
         if kind != "gpu" and node:
             raise ctx.error(path + ("node",), "node applies to GPUs only")
-        if kind in ("switch", "nic") and not math.isinf(rb):
-            raise ctx.error(path + ("reduce_bandwidth",), "applies to GPUs and hosts only")
+        if kind in ("gpu", "host") and in_network:
+            raise ctx.error(path + ("in_network",), "applies to switches and NICs only")
         try:
             if kind in ("gpu", "host"):
                 getattr(topo, f"add_{kind}")(dev_name, reduce_bandwidth=rb,
                                              **({"node": node} if kind == "gpu" else {}))
+            elif in_network or "reduce_bandwidth" in dev and dev["reduce_bandwidth"] is not None:
+                getattr(topo, f"add_{kind}")(dev_name, reduce_bandwidth=rb)
             else:
                 getattr(topo, f"add_{kind}")(dev_name)
         except TopologyError as exc:
