@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import simcoll as sc
 from simcoll.numeric import (
@@ -523,3 +525,30 @@ def test_jobs_cannot_be_changed_by_a_run():
     for name, value in params.items():
         np.testing.assert_array_equal(JOB.params[name], value)
         assert not JOB.params[name].flags.writeable
+
+
+# -- random shapes: uneven shards, uneven tensor-parallel splits, odd GPU counts -----------
+
+@settings(max_examples=25, deadline=None)
+@given(widths=st.lists(st.integers(2, 7), min_size=5, max_size=5),
+       layers=st.sampled_from([2, 4]), replicas=st.integers(1, 3), per_replica=st.integers(1, 3),
+       strategy=st.sampled_from(["ddp", "zero2", "zero3", "pipeline", "tensor_parallel"]),
+       algorithm=st.sampled_from(["ring", "recursive_doubling", "tree", "direct"]),
+       zero_algorithms=st.sampled_from(ZERO_ALGORITHMS + [("pairwise", "bruck"),
+                                                          ("direct", "direct")]))
+def test_random_shapes_train_like_one_process(widths, layers, replicas, per_replica, strategy,
+                                              algorithm, zero_algorithms):
+    model = MLP(tuple(widths[:layers + 1]))
+    model_parallel = 2 if strategy in ("pipeline", "tensor_parallel") else 1
+    job = job_for(model, batch=replicas * per_replica * 2, steps=2, seed=sum(widths))
+    topo = sc.topology.switch(replicas * model_parallel)
+    if strategy == "ddp":
+        run = ddp(topo, job, bucket_bytes=8 * widths[0], algorithm=algorithm)
+    elif strategy.startswith("zero"):
+        rs, ag = zero_algorithms
+        run = zero(topo, job, stage=int(strategy[-1]), reduce_scatter=rs, all_gather=ag)
+    elif strategy == "pipeline":
+        run = pipeline(topo, job, stages=2, micro_batches=2, algorithm=algorithm)
+    else:
+        run = tensor_parallel(topo, job, tp=2, algorithm=algorithm)
+    assert_matches_reference(run, train_reference(job), job)

@@ -175,16 +175,16 @@ def _stage3_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
         return comm.all_gather(shards[layer], algorithm=ag_algorithm)
 
     for batch in job.batches:
-        x = batch.rows(*share(batch.samples, p, r))
+        mine = batch.rows(*share(batch.samples, p, r))
         caches = []
-        out, ahead = x.x, gather(0)
+        out, ahead = mine.x, gather(0)
         for layer in range(model.layers):
             current, ahead = ahead, gather(layer + 1) if layer < last else None
             weights = _layer_params(model, layer, (yield current))
             out, (cache,) = yield from forward_layers(comm, model, weights, [layer], out,
                                                       flop_rate)
             caches.append(cache)
-        loss, grad = model.loss_and_grad(out, x.target)
+        loss, grad = model.loss_and_grad(out, mine.target)
         scattered = {}
         ahead = gather(last)
         for layer in reversed(range(model.layers)):
