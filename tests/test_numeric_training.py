@@ -1,0 +1,554 @@
+"""Real numpy training through the simulated collectives (simcoll.numeric).
+
+Every strategy must give, after every step, the parameters of single-process full-batch
+training to float64 rounding; ranks holding copies must hold the very same numbers; each
+step must report its simulated time. The reference trainer is itself checked against
+finite differences and hand-worked optimizer steps, and times and traffic against
+formulas worked out here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import simcoll as sc
+from simcoll.numeric import (
+    MLP,
+    SGD,
+    Adam,
+    Batch,
+    TrainingJob,
+    data_parallel,
+    ddp,
+    ddp_buckets,
+    pipeline,
+    pipeline_schedule,
+    shard_name,
+    tensor_parallel,
+    train_reference,
+    zero,
+)
+from simcoll.testing import alpha_beta_network
+
+MODEL = MLP((8, 16, 16, 8))            # every tensor's size divides by 8
+TP_MODEL = MLP((8, 16, 12, 16, 8))     # two column / row pairs
+GPUS = [1, 2, 4, 8]
+ALGORITHMS = ["ring", "recursive_doubling"]
+
+
+def job_for(model: MLP, *, batch: int = 128, steps: int = 3, optimizer=None, seed: int = 0):
+    return TrainingJob.synthetic(model, batch=batch, steps=steps,
+                                 optimizer=optimizer or Adam(lr=1e-2), seed=seed)
+
+
+JOB = job_for(MODEL)
+REF = train_reference(JOB)
+TP_JOB = job_for(TP_MODEL)
+TP_REF = train_reference(TP_JOB)
+
+
+def assert_close(actual, expected):
+    np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-15)
+
+
+def assert_matches_reference(run, ref, job):
+    """Parameters after every step and every step's loss equal the reference's, and every
+    step reports a positive simulated time; the steps add up to the run."""
+    assert run.steps == len(ref.params) == job.steps
+    for step in range(job.steps):
+        assert list(run.params[step]) == list(job.model.parameter_names)
+        for name, expected in ref.params[step].items():
+            assert run.params[step][name].shape == expected.shape
+            assert_close(run.params[step][name], expected)
+    np.testing.assert_allclose(run.losses, ref.losses, rtol=1e-12)
+    assert len(run.step_times) == job.steps
+    assert all(t > 0 for t in run.step_times)
+    assert sum(run.step_times) == pytest.approx(run.time, rel=1e-12)
+
+
+def assert_same_holdings(run, ranks):
+    """The ranks hold exactly the same tensors (bit for bit) after every step."""
+    for held in run.held:
+        first = held[ranks[0]]
+        for r in ranks[1:]:
+            assert list(held[r]) == list(first)
+            for name in first:
+                np.testing.assert_array_equal(held[r][name], first[name])
+
+
+def flop_seconds(model: MLP, samples: int, rate: float) -> float:
+    """Forward 2*b*in*out per layer; backward twice that, once for the first layer."""
+    total = 0
+    for i in range(model.layers):
+        fwd = 2 * samples * model.sizes[i] * model.sizes[i + 1]
+        total += fwd + (2 * fwd if i > 0 else fwd)
+    return total / rate
+
+
+# -- the source material's example: 4 GPUs, 128 samples, 32 each -------------------------
+
+def test_four_gpus_take_32_of_128_samples_each_and_step_like_one_process():
+    alpha, beta, rate = 2e-6, 1e-11, 1e10
+    topo = alpha_beta_network(4, alpha=alpha, beta=beta)
+    run = data_parallel(topo, JOB, algorithm="ring", flop_rate=rate)
+    assert JOB.batch == 128
+    assert_matches_reference(run, REF, JOB)
+    assert_same_holdings(run, [0, 1, 2, 3])
+    # One ring all_reduce per tensor after the backward pass of 32 samples, each waited for.
+    sizes = [v.size for v in JOB.params.values()]
+    ring = sum(2 * 3 * alpha + 2 * 3 / 4 * 8 * n * beta for n in sizes)
+    for t in run.step_times:
+        assert t == pytest.approx(flop_seconds(MODEL, 32, rate) + ring, rel=1e-9)
+    np.testing.assert_array_equal(run.run.bytes_sent, [3 * 2 * 3 * 8 * sum(sizes) // 4] * 4)
+
+
+# -- the reference trainer, checked on its own ---------------------------------------------
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+@pytest.mark.parametrize("loss", ["mse", "cross_entropy"])
+def test_gradients_match_finite_differences(activation, loss):
+    model = MLP((3, 5, 4, 3), activation=activation, loss=loss)
+    job = job_for(model, batch=6, steps=1)
+    params = {k: v.copy() for k, v in job.params.items()}
+    batch = job.batches[0]
+    value, grads = model.gradients(params, batch.x, batch.target)
+    h = 1e-6
+    for name, tensor in params.items():
+        numeric = np.zeros_like(tensor)
+        for idx in np.ndindex(tensor.shape):
+            saved = tensor[idx]
+            tensor[idx] = saved + h
+            up, _ = model.gradients(params, batch.x, batch.target)
+            tensor[idx] = saved - h
+            down, _ = model.gradients(params, batch.x, batch.target)
+            tensor[idx] = saved
+            numeric[idx] = (up - down) / (2 * h)
+        np.testing.assert_allclose(grads[name], numeric, rtol=1e-6, atol=1e-9)
+    out = batch.x
+    for i in range(model.layers):
+        out = out @ params[f"layer{i}.weight"].T + params[f"layer{i}.bias"]
+        if i < model.layers - 1:
+            out = np.tanh(out) if activation == "tanh" else np.maximum(out, 0)
+    if loss == "mse":
+        expected = np.mean((out - batch.target) ** 2)
+    else:
+        p = np.exp(out) / np.exp(out).sum(axis=1, keepdims=True)
+        expected = -np.mean(np.log(p[np.arange(6), batch.target]))
+    assert value == pytest.approx(expected, rel=1e-12)
+
+
+def test_adam_steps_worked_by_hand():
+    adam = Adam(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8)
+    p0 = np.array([1.0, -2.0])
+    state = adam.init(p0)
+    p1, state = adam.update(p0, np.array([0.5, -4.0]), state)
+    # t = 1: m_hat = g and v_hat = g^2, so the step is lr * g / (|g| + eps).
+    assert_close(p1, [1.0 - 0.1 * 0.5 / (0.5 + 1e-8), -2.0 + 0.1 * 4.0 / (4.0 + 1e-8)])
+    p2, state = adam.update(p1, np.array([-0.25, 0.0]), state)
+    m = np.array([0.9 * 0.05 + 0.1 * -0.25, 0.9 * -0.4])
+    v = np.array([0.999 * 0.00025 + 0.001 * 0.0625, 0.999 * 0.016])
+    expected = p1 - 0.1 * (m / 0.19) / (np.sqrt(v / (1 - 0.999 ** 2)) + 1e-8)
+    assert_close(p2, expected)
+    assert state.step == 2
+    assert_close(state.m, m)
+    assert_close(state.v, v)
+
+
+def test_reference_sgd_step_follows_the_full_batch_gradient():
+    model = MLP((3, 4, 2))
+    job = job_for(model, batch=10, steps=2, optimizer=SGD(lr=0.5))
+    ref = train_reference(job)
+    params = dict(job.params)
+    for step, batch in enumerate(job.batches):
+        # The full-batch gradient is the mean of the per-sample gradients.
+        per_sample = [model.gradients(params, batch.x[i:i + 1], batch.target[i:i + 1])[1]
+                      for i in range(10)]
+        params = {k: v - 0.5 * np.mean([g[k] for g in per_sample], axis=0)
+                  for k, v in params.items()}
+        for k in params:
+            np.testing.assert_allclose(ref.params[step][k], params[k], rtol=1e-13,
+                                       atol=1e-15)
+    assert not np.allclose(ref.params[-1]["layer0.weight"], job.params["layer0.weight"])
+
+
+# -- data parallel: the plain loop and DDP ---------------------------------------------------
+
+@pytest.mark.parametrize("p", GPUS)
+@pytest.mark.parametrize("algorithm", ALGORITHMS + ["tree"])
+def test_data_parallel_plain_loop_equals_full_batch(p, algorithm):
+    run = data_parallel(sc.topology.switch(p), JOB, algorithm=algorithm)
+    assert run.strategy == "data_parallel"
+    assert_matches_reference(run, REF, JOB)
+    assert_same_holdings(run, list(range(p)))
+
+
+@pytest.mark.parametrize("p", GPUS)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_ddp_buckets_equal_full_batch(p, algorithm):
+    run = ddp(sc.topology.switch(p), JOB, algorithm=algorithm, bucket_bytes=1000)
+    assert run.strategy == "ddp"
+    assert_matches_reference(run, REF, JOB)
+    assert_same_holdings(run, list(range(p)))
+    # Three buckets, each launched once, one all_reduce each: ring sends 2(p-1)/p of each.
+    if algorithm == "ring":
+        total = sum(v.size for v in JOB.params.values())
+        assert run.run.bytes_sent.sum() == 3 * 2 * (p - 1) * 8 * total
+
+
+def test_ddp_buckets_follow_reverse_parameter_order():
+    # 8-byte gradients: layer2 is 64 + 1024 bytes, layer1 128 + 2048, layer0 128 + 1024.
+    assert ddp_buckets(MODEL, 1000) == (
+        ("layer2.bias", "layer2.weight"), ("layer1.bias", "layer1.weight"),
+        ("layer0.bias", "layer0.weight"))
+    assert ddp_buckets(MODEL, 1088) == ddp_buckets(MODEL, 1000)
+    assert ddp_buckets(MODEL, 1089) == (
+        ("layer2.bias", "layer2.weight", "layer1.bias"), ("layer1.weight",),
+        ("layer0.bias", "layer0.weight"))
+    assert ddp_buckets(MODEL, 25 * sc.MiB) == (tuple(reversed(MODEL.parameter_names)),)
+    assert ddp_buckets(MODEL, 1) == tuple((n,) for n in reversed(MODEL.parameter_names))
+
+
+def test_ddp_exposes_only_the_last_bucket_when_backward_is_slow():
+    alpha, beta, rate, p = 2e-6, 1e-11, 1e8, 4
+    topo = alpha_beta_network(p, alpha=alpha, beta=beta)
+    run = ddp(topo, JOB, algorithm="ring", bucket_bytes=1000, flop_rate=rate)
+    last_bucket = 8 * (16 * 8 + 16)          # layer0's weight and bias
+    exposed = 2 * (p - 1) * alpha + 2 * (p - 1) / p * last_bucket * beta
+    for t in run.step_times:
+        assert t == pytest.approx(flop_seconds(MODEL, 32, rate) + exposed, rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("rate", [1e8, 1e12])
+def test_ddp_is_faster_than_the_plain_loop(p, algorithm, rate):
+    topo = alpha_beta_network(p, alpha=2e-6, beta=1e-11)
+    plain = data_parallel(topo, JOB, algorithm=algorithm, flop_rate=rate)
+    bucketed = ddp(topo, JOB, algorithm=algorithm, bucket_bytes=1000, flop_rate=rate)
+    for a, b in zip(bucketed.step_times, plain.step_times):
+        assert a < b
+    # Grouping tensors into buckets changes when bytes move, not how many.
+    assert plain.run.bytes_sent.sum() == bucketed.run.bytes_sent.sum()
+
+
+# -- ZeRO ---------------------------------------------------------------------------------
+
+def expected_shard(params, layer, p, r):
+    """Shard r of the layer's weight-then-bias vector, zero-padded to a multiple of p."""
+    flat = np.concatenate([params[f"layer{layer}.weight"].ravel(),
+                           params[f"layer{layer}.bias"]])
+    size = math.ceil(flat.size / p)
+    flat = np.concatenate([flat, np.zeros(size * p - flat.size)])
+    return flat[r * size:(r + 1) * size]
+
+
+ZERO_ALGORITHMS = [("ring", "ring"), ("recursive_halving", "recursive_doubling")]
+
+
+@pytest.mark.parametrize("p", GPUS)
+@pytest.mark.parametrize("stage", [1, 2, 3])
+@pytest.mark.parametrize("algorithms", ZERO_ALGORITHMS)
+def test_zero_stages_equal_full_batch(p, stage, algorithms):
+    rs, ag = algorithms
+    run = zero(sc.topology.switch(p), JOB, stage=stage, reduce_scatter=rs, all_gather=ag)
+    assert run.strategy == f"zero{stage}"
+    assert_matches_reference(run, REF, JOB)
+    if stage < 3:
+        assert_same_holdings(run, list(range(p)))
+        return
+    for step, held in enumerate(run.held):
+        for r in range(p):
+            assert list(held[r]) == [shard_name(i) for i in range(MODEL.layers)]
+            for layer in range(MODEL.layers):
+                assert_close(held[r][shard_name(layer)],
+                             expected_shard(REF.params[step], layer, p, r))
+
+
+def test_zero3_pads_shards_that_do_not_divide():
+    model = MLP((3, 5, 2))                  # layers of 20 and 12 elements
+    job = job_for(model, batch=24)
+    ref = train_reference(job)
+    run = zero(sc.topology.switch(8), job, stage=3)
+    assert_matches_reference(run, ref, job)
+    assert [h[shard_name(0)].size for h in run.held[0]] == [3] * 8
+    assert [h[shard_name(1)].size for h in run.held[0]] == [2] * 8
+    for step, held in enumerate(run.held):
+        for r in range(8):
+            for layer in range(2):
+                assert_close(held[r][shard_name(layer)],
+                             expected_shard(ref.params[step], layer, 8, r))
+    # The padding stays zero: its gradient is zero and so is its Adam step.
+    assert np.all(run.held[-1][7][shard_name(0)][-1:] == 0.0)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+def test_zero_traffic_is_2_psi_for_stages_1_and_2_and_3_psi_for_stage_3(p):
+    psi = sum(v.size for v in JOB.params.values())       # 552, every layer divides by 8
+    for stage, volume in [(1, 2), (2, 2), (3, 3)]:
+        run = zero(sc.topology.switch(p), JOB, stage=stage)
+        per_step = volume * (p - 1) * 8 * psi // p
+        np.testing.assert_array_equal(run.run.bytes_sent, [JOB.steps * per_step] * p)
+        np.testing.assert_array_equal(run.run.bytes_received, [JOB.steps * per_step] * p)
+
+
+def test_zero2_overlaps_its_reduce_scatters_with_backward():
+    topo = alpha_beta_network(4, alpha=2e-6, beta=1e-11)
+    one, two = (zero(topo, JOB, stage=s, flop_rate=1e8) for s in (1, 2))
+    for a, b in zip(two.step_times, one.step_times):
+        assert a < b
+
+
+# -- pipeline -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_two_stage_pipeline_equals_full_batch(p, schedule, algorithm):
+    run = pipeline(sc.topology.switch(p), JOB, stages=2, micro_batches=4, schedule=schedule,
+                   algorithm=algorithm)
+    assert run.strategy == f"pipeline-{schedule}"
+    assert_matches_reference(run, REF, JOB)
+    stage_names = [["layer0.weight", "layer0.bias", "layer1.weight", "layer1.bias"],
+                   ["layer2.weight", "layer2.bias"]]
+    for step, held in enumerate(run.held):
+        for r in range(p):
+            assert list(held[r]) == stage_names[r % 2]
+            for name in stage_names[r % 2]:
+                assert_close(held[r][name], REF.params[step][name])
+    for stage in (0, 1):
+        assert_same_holdings(run, list(range(stage, p, 2)))
+
+
+def test_pipeline_sends_activations_forward_and_their_gradients_back():
+    run = pipeline(sc.topology.switch(2), JOB, stages=2, micro_batches=4)
+    # Every sample's 16 activations at the cut go forward once, their gradients back once.
+    per_step = 128 * 16 * 8
+    np.testing.assert_array_equal(run.run.bytes_sent, [3 * per_step] * 2)
+    assert run.run.messages == 3 * 2 * 4
+
+
+def test_pipeline_schedules_by_hand():
+    assert pipeline_schedule("gpipe", 2, 0, 3) == (
+        ("F", 0), ("F", 1), ("F", 2), ("B", 2), ("B", 1), ("B", 0))
+    assert pipeline_schedule("1f1b", 2, 0, 4) == (
+        ("F", 0), ("F", 1), ("B", 0), ("F", 2), ("B", 1), ("F", 3), ("B", 2), ("B", 3))
+    assert pipeline_schedule("1f1b", 2, 1, 4) == (
+        ("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2), ("F", 3), ("B", 3))
+    for stages in (2, 3, 4):
+        for stage in range(stages):
+            order = pipeline_schedule("1f1b", stages, stage, 8)
+            in_flight = np.cumsum([1 if kind == "F" else -1 for kind, _ in order])
+            assert in_flight.max() == stages - stage
+            assert sorted(order) == sorted(pipeline_schedule("gpipe", stages, stage, 8))
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_pipeline_time_is_the_schedule_critical_path_when_communication_is_free(schedule):
+    rate, m = 1e9, 4
+    topo = sc.topology.switch(2, bandwidth=1e30, latency=0.0)
+    run = pipeline(topo, JOB, stages=2, micro_batches=m, schedule=schedule, flop_rate=rate)
+    b = 32                                          # samples per micro-batch
+    forward = [(2 * b * 8 * 16 + 2 * b * 16 * 16) / rate, 2 * b * 16 * 8 / rate]
+    backward = [(2 * b * 8 * 16 + 4 * b * 16 * 16) / rate, 4 * b * 16 * 8 / rate]
+    orders = {"gpipe": [[("F", i) for i in range(m)] + [("B", i) for i in (3, 2, 1, 0)]] * 2,
+              "1f1b": [[("F", 0), ("F", 1), ("B", 0), ("F", 2), ("B", 1), ("F", 3),
+                        ("B", 2), ("B", 3)],
+                       [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2),
+                        ("F", 3), ("B", 3)]]}[schedule]
+    # Longest path: an op starts when its stage is free and its input exists.
+    end: dict = {}
+    pending = [list(orders[0]), list(orders[1])]
+    free = [0.0, 0.0]
+    while pending[0] or pending[1]:
+        for s in (0, 1):
+            while pending[s]:
+                kind, i = pending[s][0]
+                need = (kind, s - 1, i) if kind == "F" and s == 1 else \
+                    (kind, s + 1, i) if kind == "B" and s == 0 else None
+                if need is not None and need not in end:
+                    break
+                start = max(free[s], end.get(need, 0.0))
+                free[s] = end[(kind, s, i)] = start + (forward if kind == "F" else backward)[s]
+                pending[s].pop(0)
+    for t in run.step_times:
+        assert t == pytest.approx(max(free), rel=1e-9)
+
+
+# -- tensor parallel ----------------------------------------------------------------------
+
+def expected_pieces(params, index):
+    """2-way Megatron split of TP_MODEL: rows of layers 0 and 2, columns of 1 and 3."""
+    rows = slice(8 * index, 8 * index + 8)
+    return {"layer0.weight": params["layer0.weight"][rows], "layer0.bias":
+            params["layer0.bias"][rows], "layer1.weight": params["layer1.weight"][:, rows],
+            "layer1.bias": params["layer1.bias"], "layer2.weight":
+            params["layer2.weight"][rows], "layer2.bias": params["layer2.bias"][rows],
+            "layer3.weight": params["layer3.weight"][:, rows],
+            "layer3.bias": params["layer3.bias"]}
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_two_way_tensor_parallel_equals_full_batch(p, algorithm):
+    run = tensor_parallel(sc.topology.switch(p), TP_JOB, tp=2, algorithm=algorithm)
+    assert run.strategy == "tensor_parallel"
+    assert_matches_reference(run, TP_REF, TP_JOB)
+    for step, held in enumerate(run.held):
+        for r in range(p):
+            expected = expected_pieces(TP_REF.params[step], r % 2)
+            assert list(held[r]) == list(expected)
+            for name, value in expected.items():
+                assert held[r][name].shape == value.shape
+                assert_close(held[r][name], value)
+    for index in (0, 1):
+        assert_same_holdings(run, list(range(index, p, 2)))
+
+
+def test_tensor_parallel_all_reduces_once_forward_and_once_backward_per_pair():
+    run = tensor_parallel(sc.topology.switch(2), TP_JOB, tp=2, algorithm="ring")
+    # Forward: the 128 x 12 output of pair 0 and the 128 x 8 output of pair 1; backward:
+    # the 128 x 12 input gradient of pair 1 (pair 0's input is the data). A 2-rank ring
+    # sends half of each buffer twice, so a whole buffer per rank, in two messages.
+    per_step = 8 * (128 * 12 + 128 * 8 + 128 * 12)
+    np.testing.assert_array_equal(run.run.bytes_sent, [3 * per_step] * 2)
+    assert run.run.messages == 3 * 3 * 2 * 2
+
+
+# -- other models and optimizers -----------------------------------------------------------
+
+STRATEGIES = {
+    "data_parallel": lambda topo, job: data_parallel(topo, job, algorithm="tree"),
+    "ddp": lambda topo, job: ddp(topo, job, bucket_bytes=1),
+    "zero1": lambda topo, job: zero(topo, job, stage=1),
+    "zero3": lambda topo, job: zero(topo, job, stage=3),
+    "pipeline": lambda topo, job: pipeline(topo, job, stages=2, micro_batches=2),
+    "tensor_parallel": lambda topo, job: tensor_parallel(topo, job, tp=2),
+}
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_cross_entropy_relu_and_sgd_train_the_same(strategy):
+    model = MLP((6, 8, 8, 6, 4), loss="cross_entropy", activation="relu")
+    job = job_for(model, batch=32, optimizer=SGD(lr=0.3), seed=3)
+    ref = train_reference(job)
+    run = STRATEGIES[strategy](sc.topology.switch(4), job)
+    assert_matches_reference(run, ref, job)
+    assert ref.losses[-1] < ref.losses[0]
+
+
+def test_three_stage_pipeline_and_four_way_tensor_parallel():
+    four_layers = MLP((8, 16, 12, 16, 8))
+    job = job_for(four_layers)
+    ref = train_reference(job)
+    assert_matches_reference(pipeline(sc.topology.switch(6), job, stages=3, micro_batches=2,
+                                      schedule="1f1b"), ref, job)
+    assert_matches_reference(tensor_parallel(sc.topology.switch(8), job, tp=4), ref, job)
+
+
+# -- bad input, refused before the run -----------------------------------------------------
+
+def test_bad_configurations_are_refused_with_clear_errors():
+    four = sc.topology.switch(4)
+    odd_batch = job_for(MODEL, batch=30)
+    with pytest.raises(sc.InvalidInputError, match=r"30 samples.*4 data-parallel"):
+        data_parallel(four, odd_batch)
+    with pytest.raises(sc.InvalidInputError, match=r"30 samples.*4 data-parallel"):
+        zero(four, odd_batch, stage=2)
+    with pytest.raises(sc.InvalidInputError, match=r"micro_batches=3 does not divide the 64"):
+        pipeline(four, JOB, stages=2, micro_batches=3)
+    with pytest.raises(sc.InvalidInputError, match=r"stages=4 is more than the model's 3"):
+        pipeline(four, JOB, stages=4)
+    with pytest.raises(sc.InvalidInputError, match=r"stages=3 does not divide the 4 GPUs"):
+        pipeline(four, JOB, stages=3)
+    with pytest.raises(sc.InvalidInputError, match=r"schedule='zb'"):
+        pipeline(four, JOB, schedule="zb")
+    with pytest.raises(sc.InvalidInputError, match=r"3 layers, use an even number"):
+        tensor_parallel(four, JOB)
+    with pytest.raises(sc.InvalidInputError, match=r"tp=3 does not divide the 4 GPUs"):
+        tensor_parallel(four, TP_JOB, tp=3)
+    with pytest.raises(sc.InvalidInputError, match=r"tp=32 is more than 16"):
+        tensor_parallel(sc.topology.switch(32), TP_JOB, tp=32)
+    for stage in (0, 4, True):
+        with pytest.raises(sc.InvalidInputError, match=r"stage="):
+            zero(four, JOB, stage=stage)
+    with pytest.raises(sc.UnknownAlgorithmError, match=r"'rign'.*ring"):
+        data_parallel(four, JOB, algorithm="rign")
+    with pytest.raises(sc.UnknownAlgorithmError, match=r"all_gather"):
+        zero(four, JOB, stage=1, all_gather="recursive_halving")
+    with pytest.raises(sc.InvalidInputError, match=r"parameter_server.*server hosts"):
+        ddp(four, JOB, algorithm="parameter_server")
+    with pytest.raises(sc.InvalidInputError, match=r"flop_rate=0"):
+        data_parallel(four, JOB, flop_rate=0)
+    with pytest.raises(sc.InvalidInputError, match=r"bucket_bytes=0"):
+        ddp(four, JOB, bucket_bytes=0)
+    with pytest.raises(sc.InvalidInputError, match=r"TrainingJob"):
+        data_parallel(four, REF)
+
+
+def test_bad_models_and_jobs_are_refused():
+    with pytest.raises(sc.InvalidInputError, match=r"sizes=\(4,\)"):
+        MLP((4,))
+    with pytest.raises(sc.InvalidInputError, match=r"sizes\[1\] = 0"):
+        MLP((4, 0, 2))
+    with pytest.raises(sc.InvalidInputError, match=r"activation='gelu'"):
+        MLP((4, 2), activation="gelu")
+    with pytest.raises(sc.InvalidInputError, match=r"loss='l1'"):
+        MLP((4, 2), loss="l1")
+    with pytest.raises(sc.InvalidInputError, match=r"lr=-1"):
+        Adam(lr=-1)
+    with pytest.raises(sc.InvalidInputError, match=r"beta2=1.0"):
+        Adam(beta2=1.0)
+    with pytest.raises(sc.InvalidInputError, match=r"optimizer="):
+        TrainingJob(MODEL, JOB.params, JOB.batches, "adam")
+    bad = dict(JOB.params, **{"layer0.bias": np.zeros(3)})
+    with pytest.raises(sc.InvalidInputError, match=r"layer0.bias.*\(3,\).*\(16,\)"):
+        TrainingJob(MODEL, bad, JOB.batches, Adam())
+    short = Batch(np.zeros((4, 7)), np.zeros((4, 8)))
+    with pytest.raises(sc.InvalidInputError, match=r"batches\[0\].x has shape \(4, 7\)"):
+        TrainingJob(MODEL, JOB.params, (short,), Adam())
+    with pytest.raises(sc.InvalidInputError, match=r"non-empty"):
+        TrainingJob(MODEL, JOB.params, (), Adam())
+    ce = MLP((8, 3), loss="cross_entropy")
+    with pytest.raises(sc.InvalidInputError, match=r"class indices outside 0..2"):
+        TrainingJob(ce, ce.init(), (Batch(np.zeros((2, 8)), np.array([0, 3])),), Adam())
+
+
+def test_jobs_cannot_be_changed_by_a_run():
+    params = {k: v.copy() for k, v in JOB.params.items()}
+    data_parallel(sc.topology.switch(2), JOB)
+    zero(sc.topology.switch(2), JOB, stage=3)
+    for name, value in params.items():
+        np.testing.assert_array_equal(JOB.params[name], value)
+        assert not JOB.params[name].flags.writeable
+
+
+# -- random shapes: uneven shards, uneven tensor-parallel splits, odd GPU counts -----------
+
+@settings(max_examples=25, deadline=None)
+@given(widths=st.lists(st.integers(2, 7), min_size=5, max_size=5),
+       layers=st.sampled_from([2, 4]), replicas=st.integers(1, 3), per_replica=st.integers(1, 3),
+       strategy=st.sampled_from(["ddp", "zero2", "zero3", "pipeline", "tensor_parallel"]),
+       algorithm=st.sampled_from(["ring", "recursive_doubling", "tree", "direct"]),
+       zero_algorithms=st.sampled_from(ZERO_ALGORITHMS + [("pairwise", "bruck"),
+                                                          ("direct", "direct")]))
+def test_random_shapes_train_like_one_process(widths, layers, replicas, per_replica, strategy,
+                                              algorithm, zero_algorithms):
+    model = MLP(tuple(widths[:layers + 1]))
+    model_parallel = 2 if strategy in ("pipeline", "tensor_parallel") else 1
+    job = job_for(model, batch=replicas * per_replica * 2, steps=2, seed=sum(widths))
+    topo = sc.topology.switch(replicas * model_parallel)
+    if strategy == "ddp":
+        run = ddp(topo, job, bucket_bytes=8 * widths[0], algorithm=algorithm)
+    elif strategy.startswith("zero"):
+        rs, ag = zero_algorithms
+        run = zero(topo, job, stage=int(strategy[-1]), reduce_scatter=rs, all_gather=ag)
+    elif strategy == "pipeline":
+        run = pipeline(topo, job, stages=2, micro_batches=2, algorithm=algorithm)
+    else:
+        run = tensor_parallel(topo, job, tp=2, algorithm=algorithm)
+    assert_matches_reference(run, train_reference(job), job)
