@@ -302,6 +302,10 @@ class Comm:
         context = contexts.setdefault(("group", self._context, members), len(contexts) + 1)
         return Comm(self._rt, members.index(self._address), members, context)
 
+    def snapshot(self, data: Any) -> Any:
+        """``data`` as a payload nobody can change any more (see ``send``)."""
+        return snapshot(data, self._rt.inputs)
+
     def fresh_context(self) -> Comm:
         """This communicator again, with a matching context of its own: the n-th context
         a rank asks for on a communicator meets the n-th of every other member, and no

@@ -65,7 +65,9 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     except SimCollError as exc:
         raise CommUsageError(f"rank {comm.rank}: {exc}") from None
     sub = comm.fresh_context()
-    program = spec.fn(sub, x, **kwargs)
+    # The algorithm holds a read-only snapshot, as at the top level: what the caller does
+    # to x afterwards never reaches it, and an output that is x itself is read-only too.
+    program = spec.fn(sub, comm.snapshot(x), **kwargs)
     if reduce_op is ReduceOp.AVG and coll.reduces:
         program = _finished(program, reduce_op, comm.size)
     return comm.start(program)

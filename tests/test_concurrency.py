@@ -212,3 +212,20 @@ def test_run_program_runs_any_rank_program(p):
 def test_run_program_refuses_what_is_not_a_program():
     with pytest.raises(sc.InvalidInputError, match="is not a generator function"):
         sc.run_program(network(2), lambda comm: None)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "recursive_doubling", "tree", "naive"])
+@pytest.mark.parametrize("p", [1, 2])
+def test_a_started_collective_works_on_a_snapshot_and_returns_read_only(algorithm, p):
+    def program(comm: Comm, _):
+        mine = np.full(3, comm.rank + 1.0)
+        h = comm.all_reduce(mine, algorithm=algorithm)
+        mine[:] = 100.0  # after the start: the collective must not see it
+        out = yield h
+        return out
+
+    res = sc.run_program(network(p), program, None)
+    expected = sum(range(1, p + 1))
+    for out in res.outputs:
+        assert out.tolist() == [expected] * 3
+        assert not out.flags.writeable
