@@ -104,6 +104,8 @@ class Layer:
             scale linearly with the number of sequences).
         block: whether it is a transformer block (what tensor parallelism splits and
             what pipeline stages are cut from).
+        attention_share: the fraction of a block's FLOPs in its attention half (before
+            tensor parallelism's first all-reduce); the MLP half has the rest.
     """
 
     name: str
@@ -111,12 +113,16 @@ class Layer:
     forward_flops: float
     backward_flops: float
     block: bool = False
+    attention_share: float = 0.5
 
     def __post_init__(self) -> None:
         for i, t in enumerate(self.tensors):
             integer(t, f"tensors[{i}]", minimum=1, what="elements")
         real(self.forward_flops, "forward_flops", what="FLOPs")
         real(self.backward_flops, "backward_flops", what="FLOPs")
+        if not 0 <= real(self.attention_share, "attention_share") <= 1:
+            raise InvalidInputError(f"attention_share={self.attention_share!r} is not "
+                                    f"accepted; use a fraction in [0, 1]")
 
     @property
     def params(self) -> int:
@@ -231,12 +237,14 @@ def gpt(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, batch: i
     """
     n, h, a, s, v, b = _shape(layers, hidden, heads, seq_len, vocab, batch)
     fwd = 24 * b * s * h * h + 4 * b * s * s * h
+    attention = (8 * b * s * h * h + 4 * b * s * s * h) / fwd
     block = (3 * h * h, 3 * h, h * h, h, h, h, 4 * h * h, 4 * h, 4 * h * h, h, h, h)
     logits = 2 * b * s * h * v
     return Model(
         name or f"GPT l={n} h={h}",
         (Layer("embedding", (v * h, s * h), 0.0, 0.0),
-         *(Layer(f"block{i}", block, fwd, 2 * fwd, block=True) for i in range(n)),
+         *(Layer(f"block{i}", block, fwd, 2 * fwd, block=True, attention_share=attention)
+           for i in range(n)),
          Layer("logits", (), logits, 2 * logits)),
         batch=b, seq_len=s, hidden=h, heads=a, precision=precision)
 
@@ -265,12 +273,13 @@ def llama(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, batch:
     kv = h // a * g
     matrices = (h * h, h * kv, h * kv, h * h, h * f, h * f, f * h)
     fwd = 2 * b * s * sum(matrices) + 4 * b * s * s * h
+    attention = (2 * b * s * sum(matrices[:4]) + 4 * b * s * s * h) / fwd
     logits = 2 * b * s * h * v
     return Model(
         name or f"Llama l={n} h={h}",
         (Layer("embedding", (v * h,), 0.0, 0.0),
          *(Layer(f"block{i}", (h, *matrices[:4], h, *matrices[4:]), fwd, 2 * fwd,
-                 block=True) for i in range(n)),
+                 block=True, attention_share=attention) for i in range(n)),
          Layer("logits", (h, v * h), logits, 2 * logits)),
         batch=b, seq_len=s, hidden=h, heads=a, precision=precision)
 
