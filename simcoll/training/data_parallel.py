@@ -83,7 +83,7 @@ def _groups(model: Model, strategy: str, bucket_cap_mb: float,
 
 
 def _program(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names: list[str],
-             groups: list[list[tuple[int, int]]], strategy: str, algorithm: str,
+             groups: list[list[tuple[int, int]]], overlap: bool, algorithm: str,
              itemsize: int) -> Generator[Event, Any, float]:
     r = comm.rank
     for (fwd, _), name in zip(times, names):
@@ -95,9 +95,9 @@ def _program(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
     previous: list[Event] = []
     for k, group in enumerate(groups):
         elements = sum(n for _, n in group)
-        # DDP waits for the layer that produces the bucket's last gradient; the others
-        # wait for the whole backward pass (layer 0's backward ends it).
-        ready = done[min(i for i, _ in group)] if strategy == "ddp" else done[0]
+        # Overlapped, a bucket waits for the layer that produces its last gradient;
+        # otherwise for the whole backward pass (layer 0's backward ends it).
+        ready = done[min(i for i, _ in group)] if overlap else done[0]
         buf = buffer_of(elements, itemsize)
         previous = [rec.on_stream(
             comm, r, "dp", "all_reduce",
@@ -111,7 +111,8 @@ def _program(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
 
 def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
                   gpu: GPU = H100, algorithm: str = "ring", bucket_cap_mb: float = 25,
-                  first_bucket_mb: float = 1, network: str = "flow") -> DataParallelResult:
+                  first_bucket_mb: float = 1, overlap: bool = True,
+                  network: str = "flow") -> DataParallelResult:
     """Simulate one data-parallel step of ``model`` on every GPU of ``topology``.
 
     Args:
@@ -121,6 +122,8 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
         gpu: the GPUs' rate (compute time = FLOPs / rate).
         algorithm: any registered all_reduce algorithm that runs on ranks.
         bucket_cap_mb, first_bucket_mb: DDP's bucket limits in MiB.
+        overlap: DDP only: launch each bucket as soon as it is full (True, as DDP does)
+            or all of them after the backward pass (False, for comparison).
         network: network model.
 
     Raises:
@@ -135,8 +138,9 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
     names = [layer.name for layer in model.layers]
     itemsize = model.precision.grad_bytes
     rec = Recorder()
-    run = run_program(topology, _program, rec, times, names, groups, strategy, algorithm,
-                      itemsize, network=network)
+    run = run_program(topology, _program, rec, times, names, groups,
+                      strategy == "ddp" and bool(overlap), algorithm, itemsize,
+                      network=network)
     compute = sum(f + b for f, b in times)
     step = run.time
     return DataParallelResult(

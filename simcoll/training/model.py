@@ -33,7 +33,8 @@ from simcoll.checks import integer, real
 from simcoll.errors import InvalidInputError
 
 __all__ = ["GPU", "A100", "H100", "Precision", "MIXED_PRECISION_ADAM", "Layer", "Model",
-           "gpt", "llama", "gpt2_1_5b", "llama_7b", "llama_70b"]
+           "gpt", "llama", "gpt2_1_5b", "llama_7b", "llama_70b", "split_blocks",
+           "per_layer_seconds"]
 
 
 @dataclass(frozen=True)
