@@ -11,23 +11,23 @@ import simcoll as sc
 from simcoll import training as tr
 
 
-def narayanan_params(l, h, s, v):
+def narayanan_params(n, h, s, v):
     """Narayanan et al. 2021: 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)), exactly."""
-    return 12 * l * h * h * (1 + Fraction(13, 12 * h) + Fraction(v + s, 12 * l * h))
+    return 12 * n * h * h * (1 + Fraction(13, 12 * h) + Fraction(v + s, 12 * n * h))
 
 
-def model_flops(b, s, l, h, v):
+def model_flops(b, s, n, h, v):
     """Korthikanti et al. 2022: 72 B s l h^2 (1 + s/(6h) + V/(12lh)), exactly."""
-    return 72 * b * s * l * h * h * (1 + Fraction(s, 6 * h) + Fraction(v, 12 * l * h))
+    return 72 * b * s * n * h * h * (1 + Fraction(s, 6 * h) + Fraction(v, 12 * n * h))
 
 
-@pytest.mark.parametrize("l,h,a,s,v,b", [(2, 64, 4, 16, 128, 1), (12, 768, 12, 1024, 50257, 8),
+@pytest.mark.parametrize("n,h,a,s,v,b", [(2, 64, 4, 16, 128, 1), (12, 768, 12, 1024, 50257, 8),
                                          (48, 1600, 25, 1024, 50257, 3), (5, 120, 6, 7, 99, 2)])
-def test_gpt_parameters_and_flops_are_the_papers_formulas(l, h, a, s, v, b):
-    m = tr.gpt(l, h, a, s, v, b)
-    assert m.params == narayanan_params(l, h, s, v)
-    assert Fraction(m.flops) == pytest.approx(model_flops(b, s, l, h, v), rel=1e-12)
-    assert m.blocks == l and (m.batch, m.seq_len, m.hidden, m.heads) == (b, s, h, a)
+def test_gpt_parameters_and_flops_are_the_papers_formulas(n, h, a, s, v, b):
+    m = tr.gpt(n, h, a, s, v, b)
+    assert m.params == narayanan_params(n, h, s, v)
+    assert Fraction(m.flops) == pytest.approx(model_flops(b, s, n, h, v), rel=1e-12)
+    assert m.blocks == n and (m.batch, m.seq_len, m.hidden, m.heads) == (b, s, h, a)
     # Backward costs twice the forward pass.
     assert m.flops == pytest.approx(3 * m.forward_flops, rel=1e-12)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from simpy.events import Event
@@ -101,10 +102,12 @@ def _program(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
         buf = buffer_of(elements, itemsize)
         previous = [rec.on_stream(
             comm, r, "dp", "all_reduce",
-            lambda buf=buf: stream.all_reduce(buf, algorithm=algorithm),
+            partial(stream.all_reduce, buf, algorithm=algorithm),
             after=[ready, *previous], nbytes=elements * itemsize, label=f"all-reduce {k}")]
     yield done[0]
-    for event in previous:
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in previous:  # noqa: UP028
         yield event
     return comm.now
 

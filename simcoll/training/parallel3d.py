@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from simpy.events import Event
@@ -174,13 +175,14 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
         shard = buffer_of(shard_params[k] // dp, cfg.itemsize)
         last_gather[:] = [rec.on_stream(
             comm, r, "dp_gather", "all_gather",
-            lambda: dp_gather.all_gather(shard, algorithm=cfg.algorithm),
+            partial(dp_gather.all_gather, shard, algorithm=cfg.algorithm),
             after=list(last_gather), nbytes=shard.nbytes, label=label)]
         return last_gather[0]
 
     def run_pass(pass_name: str, j: int, last: bool) -> Generator[Event, Any, None]:
-        indices = range(len(layers)) if pass_name == "forward" else reversed(range(len(layers)))
-        indices = list(indices)
+        indices = list(range(len(layers)))
+        if pass_name != "forward":
+            indices.reverse()
         gathered: dict[int, Event] = {}
         sharded = zero == 3 and dp_gather is not None
         for n, k in enumerate(indices):
@@ -202,13 +204,10 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                 yield rec.compute(comm, r, time, pass_name, label)
             if last and dp_reduce is not None and shard_params[k]:
                 grads = buffer_of(shard_params[k], cfg.grad_bytes)
-                if zero == 0:
-                    op = (lambda g=grads: dp_reduce.all_reduce(g, algorithm=cfg.algorithm))
-                else:
-                    op = (lambda g=grads: dp_reduce.reduce_scatter(g,
-                                                                   algorithm=cfg.algorithm))
+                kind = "all_reduce" if zero == 0 else "reduce_scatter"
                 last_reduce[:] = [rec.on_stream(
-                    comm, r, "dp", "all_reduce" if zero == 0 else "reduce_scatter", op,
+                    comm, r, "dp", kind,
+                    partial(dp_reduce.collective, kind, grads, algorithm=cfg.algorithm),
                     after=list(last_reduce), nbytes=grads.nbytes, label=layer.name)]
 
     for k, (pass_name, j) in enumerate(order):
@@ -236,10 +235,12 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                 shard = buffer_of(params // dp, cfg.itemsize)
                 last_gather[:] = [rec.on_stream(
                     comm, r, "dp_gather", "all_gather",
-                    lambda shard=shard: dp_gather.all_gather(shard, algorithm=cfg.algorithm),
+                    partial(dp_gather.all_gather, shard, algorithm=cfg.algorithm),
                     after=[*last_reduce, *last_gather], nbytes=shard.nbytes,
                     label=layers[k].name)]
-    for event in (*sends, *last_reduce, *last_gather):
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in (*sends, *last_reduce, *last_gather):  # noqa: UP028
         yield event
     return comm.now
 

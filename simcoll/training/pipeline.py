@@ -135,7 +135,9 @@ def _program(comm: Comm, stage: _Stage, schedule: str,
                 sends.append(stage.send(comm, r, stage.ranks[s - 1], ("grad", j),
                                         f"gradient {j}"))
     stage.in_flight[s] = peak
-    for event in sends:
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in sends:  # noqa: UP028
         yield event
     return comm.now
 

@@ -76,7 +76,9 @@ class Recorder:
     def _run(self, comm: Comm, rank: int, stream: str, kind: str,
              operation: Callable[[], Event], after: Sequence[Event], nbytes: int,
              label: str) -> Generator[Event, Any, Any]:
-        for event in after:
+        # SimPy sends each event's value into the generator, which a plain
+        # iterator cannot take, so no `yield from` over a sequence here.
+        for event in after:  # noqa: UP028
             yield event
         start = comm.now
         out = yield operation()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -50,18 +51,18 @@ def block_pass(comm: Comm, group: Comm | None, rec: Recorder, rank: int, layer: 
         part = f"{label} {'attention' if (k == 0) == (pass_name == 'forward') else 'MLP'}"
         if group is not None and sequence_parallel:
             yield rec.on_stream(comm, rank, "tp", "all_gather",
-                                lambda: group.all_gather(shard, algorithm=algorithm),
+                                partial(group.all_gather, shard, algorithm=algorithm),
                                 nbytes=shard.nbytes, label=part)
         computed = rec.compute(comm, rank, seconds * share, pass_name, part)
         if group is None:
             yield computed
         elif sequence_parallel:
             yield rec.on_stream(comm, rank, "tp", "reduce_scatter",
-                                lambda: group.reduce_scatter(full, algorithm=algorithm),
+                                partial(group.reduce_scatter, full, algorithm=algorithm),
                                 after=[computed], nbytes=full.nbytes, label=part)
         else:
             yield rec.on_stream(comm, rank, "tp", "all_reduce",
-                                lambda: group.all_reduce(full, algorithm=algorithm),
+                                partial(group.all_reduce, full, algorithm=algorithm),
                                 after=[computed], nbytes=full.nbytes, label=part)
 
 
@@ -137,7 +138,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     fraction = b / model.batch / t
     times = (gpu.seconds(block.forward_flops * fraction),
              gpu.seconds(block.backward_flops * fraction))
-    rec, marks = Recorder(), {}
+    rec, marks = Recorder(), dict[str, float]()
     run = run_program(topology, _program, rec, chosen, block, times, elements,
                       model.precision.activation_bytes, bool(sequence_parallel), algorithm,
                       marks, network=network)

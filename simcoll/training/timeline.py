@@ -11,7 +11,7 @@ from typing import Any
 
 from simcoll.errors import InvalidInputError
 from simcoll.plot.style import checked_save_path, finish, format_duration, new_axes, time_unit
-from simcoll.training.streams import COMPUTE, Span
+from simcoll.training.streams import Span
 
 __all__ = ["plot_timeline"]
 

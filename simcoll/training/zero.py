@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from simpy.events import Event
@@ -128,12 +129,8 @@ def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
     previous: list[Event] = []
     for k, (first_layer, elements) in enumerate(buckets):
         buf = buffer_of(elements, itemsize)
-        if stage == 0:
-            op = (lambda buf=buf: reduce_stream.all_reduce(buf, algorithm=algorithm))
-            kind = "all_reduce"
-        else:
-            op = (lambda buf=buf: reduce_stream.reduce_scatter(buf, algorithm=algorithm))
-            kind = "reduce_scatter"
+        kind = "all_reduce" if stage == 0 else "reduce_scatter"
+        op = partial(reduce_stream.collective, kind, buf, algorithm=algorithm)
         previous = [rec.on_stream(comm, r, kind, kind, op, after=[done[first_layer],
                                                                   *previous],
                                   nbytes=elements * itemsize, label=f"bucket {k}")]
@@ -142,11 +139,13 @@ def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
             shard = buffer_of(elements // n, itemsize)
             previous = [rec.on_stream(
                 comm, r, "all_gather", "all_gather",
-                lambda shard=shard: gather_stream.all_gather(shard, algorithm=algorithm),
+                partial(gather_stream.all_gather, shard, algorithm=algorithm),
                 after=[done[0], *previous], nbytes=elements // n * itemsize,
                 label=f"bucket {k}")]
     yield done[0]
-    for event in previous:
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in previous:  # noqa: UP028
         yield event
     return comm.now
 
@@ -173,7 +172,7 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
         shard = buffer_of(units[i] // n, itemsize)
         gathered[j] = rec.on_stream(
             comm, r, "all_gather", "all_gather",
-            lambda: gather_stream.all_gather(shard, algorithm=algorithm),
+            partial(gather_stream.all_gather, shard, algorithm=algorithm),
             after=list(last_gather), nbytes=units[i] // n * itemsize,
             label=f"{names[i]} ({pass_name})")
         last_gather[:] = [gathered[j]]
@@ -194,11 +193,13 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
             grads = buffer_of(units[i], itemsize)
             last_reduce[:] = [rec.on_stream(
                 comm, r, "reduce_scatter", "reduce_scatter",
-                lambda grads=grads: reduce_stream.reduce_scatter(grads, algorithm=algorithm),
+                partial(reduce_stream.reduce_scatter, grads, algorithm=algorithm),
                 after=[computed, *last_reduce], nbytes=units[i] * itemsize,
                 label=names[i])]
         yield computed
-    for event in last_reduce:
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in last_reduce:  # noqa: UP028
         yield event
     return comm.now
 
