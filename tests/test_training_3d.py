@@ -192,3 +192,26 @@ def test_timeline_refusals():
                            backward=1e-3, activation_bytes=8)
     with pytest.raises(sc.InvalidInputError, match=r"ranks=\[5\]"):
         tr.plot_timeline(res, ranks=[5])
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tr.data_parallel(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2),
+                             algorithm="nope"),
+    lambda: tr.zero_step(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2), stage=3,
+                         algorithm="bruck"),  # an all_gather algorithm, no reduce_scatter
+    lambda: tr.tensor_parallel_layer(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2), tp=2,
+                                     algorithm="nope"),
+    lambda: tr.step(tr.gpt(2, 64, 4, 16, 128, batch=2), sc.topology.switch(2), dp=2,
+                    algorithm="nope"),
+])
+def test_unknown_algorithms_are_refused_before_the_run(monkeypatch, call):
+    for module in ("data_parallelism", "zero", "tensor", "parallel3d"):
+        monkeypatch.setattr(f"simcoll.training.{module}.run_program", _never_run)
+    with pytest.raises(sc.UnknownAlgorithmError):
+        call()
+
+
+def test_algorithms_that_need_server_hosts_are_refused():
+    with pytest.raises(sc.InvalidInputError, match="server hosts"):
+        tr.data_parallel(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2),
+                         algorithm="parameter_server")

@@ -55,7 +55,11 @@ def test_three_ways_against_the_formulas(p):
     loop = tr.data_parallel(model, topo, strategy="loop", gpu=UNIT)
     assert loop.all_reduces == (n,) * 4
     assert loop.step_time == pytest.approx(fwd + bwd + 4 * t_a, rel=1e-9)
-    for res in (ddp, fused, loop):
+    for res, name in ((ddp, "ddp"), (fused, "fused"), (loop, "loop")):
+        assert res.strategy == name
+        assert {s.rank for s in res.spans} == set(range(p))
+        assert sum(1 for s in res.spans if s.rank == 0 and s.stream == "dp") == len(
+            res.all_reduces)
         assert res.compute_time == pytest.approx(fwd + bwd, rel=1e-12)
         assert res.scaling_efficiency == pytest.approx((fwd + bwd) / res.step_time)
         np.testing.assert_array_equal(res.run.bytes_sent, [2 * (p - 1) * 4 * n // p] * p)

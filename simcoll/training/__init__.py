@@ -2,7 +2,7 @@
 
 * :mod:`~simcoll.training.model`: layers, parameter and FLOP counts, GPT / Llama shapes
   and presets, GPUs, bytes per parameter.
-* :mod:`~simcoll.training.data_parallel`: data parallelism three ways (a loop of
+* :mod:`~simcoll.training.data_parallelism`: data parallelism three ways (a loop of
   all-reduces, one fused all-reduce, DDP's overlapped buckets).
 * :mod:`~simcoll.training.zero`: ZeRO stages 0-3 / FSDP: memory and communication.
 * :mod:`~simcoll.training.pipeline`: GPipe and 1F1B pipelines.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from simcoll.training.bucketed_step import DataParallelStep, data_parallel_step
 from simcoll.training.common import ddp_buckets
-from simcoll.training.data_parallel import DataParallelResult, data_parallel
+from simcoll.training.data_parallelism import DataParallelResult, data_parallel
 from simcoll.training.model import (
     A100,
     GPU,

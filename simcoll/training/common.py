@@ -6,13 +6,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import VirtualBuffer
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
 from simcoll.topology.graph import Topology
 from simcoll.units import MiB
 
-__all__ = ["buffer_of", "ddp_buckets", "check_ranks", "padded"]
+__all__ = ["buffer_of", "ddp_buckets", "check_ranks", "padded", "check_algorithm"]
 
 
 def buffer_of(elements: int, itemsize: int) -> VirtualBuffer:
@@ -60,6 +61,21 @@ def ddp_buckets(tensor_bytes: Sequence[int], *, bucket_cap_mb: float = 25,
     if current:
         buckets.append(current)
     return buckets
+
+
+def check_algorithm(algorithm: str, collectives: Sequence[str]) -> None:
+    """Refuse, before any run, an algorithm that is not registered for every one of
+    ``collectives`` or that needs server hosts (a training step runs on GPU ranks).
+
+    Raises:
+        UnknownAlgorithmError: naming the algorithms registered for that collective.
+        InvalidInputError: an algorithm that runs programs on server hosts.
+    """
+    for collective in collectives:
+        if get_algorithm(collective, algorithm).host is not None:
+            raise InvalidInputError(f"algorithm={algorithm!r} runs programs on server "
+                                    f"hosts; a training step's {collective} runs on GPU "
+                                    f"ranks only")
 
 
 def check_ranks(topology: Topology, ranks: Sequence[int] | None, count: int,

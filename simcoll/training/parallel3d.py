@@ -32,7 +32,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, padded
+from simcoll.training.common import buffer_of, check_algorithm, padded
 from simcoll.training.model import GPU, H100, Layer, Model, split_blocks
 from simcoll.training.pipeline import SCHEDULES, schedule_of
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
@@ -259,7 +259,8 @@ def _send(comm: Comm, rec: Recorder, peer: int, elements: int, itemsize: int,
 
 def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_stage: int,
              micro_batches: int, schedule: str, order: Sequence[str],
-             sequence_parallel: bool) -> tuple[int, int, int, int, int, tuple[str, ...]]:
+             sequence_parallel: bool,
+             algorithm: str) -> tuple[int, int, int, int, int, tuple[str, ...]]:
     dp = integer(dp, "dp", minimum=1)
     tp = integer(tp, "tp", minimum=1)
     pp = integer(pp, "pp", minimum=1)
@@ -283,6 +284,11 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
     if model.heads % tp:
         raise InvalidInputError(f"tp={tp} does not divide the {model.heads} attention "
                                 f"heads of {model.name}")
+    collectives = {"all_reduce"} if zero_stage == 0 else {"reduce_scatter", "all_gather"}
+    if tp > 1:
+        collectives |= ({"all_gather", "reduce_scatter"} if sequence_parallel
+                        else {"all_reduce"})
+    check_algorithm(algorithm, sorted(collectives))
     if sequence_parallel and model.seq_len % tp:
         raise InvalidInputError(f"sequence parallelism needs tp={tp} to divide "
                                 f"seq_len={model.seq_len}")
@@ -316,11 +322,11 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     Raises:
         InvalidInputError: dp x tp x pp not the GPU count, micro-batches that do not
             divide the batch, more stages than blocks, tp not dividing the heads, an
-            unknown schedule or a bad order.
+            unknown schedule or algorithm, or a bad order.
     """
     dp, tp, pp, zero_stage, m, order = _checked(model, topology, dp, tp, pp, zero_stage,
                                                 micro_batches, schedule, order,
-                                                sequence_parallel)
+                                                sequence_parallel, algorithm)
     stages = split_blocks(model, pp)
     sequences = model.batch // (dp * m)
     fraction = sequences / model.batch / tp

@@ -28,7 +28,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, check_ranks
+from simcoll.training.common import buffer_of, check_algorithm, check_ranks
 from simcoll.training.model import GPU, H100, Layer, Model
 from simcoll.training.streams import Recorder, Span
 
@@ -122,11 +122,14 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
             model.
 
     Raises:
-        InvalidInputError: a model without transformer blocks, bad sizes or ranks, or (with
+        InvalidInputError: a model without transformer blocks, bad sizes, ranks or
+            algorithm, or (with
             sequence parallelism) b s h not divisible by t.
     """
     t = integer(tp, "tp", minimum=1)
     b = integer(sequences, "sequences", minimum=1)
+    check_algorithm(algorithm, ["all_gather", "reduce_scatter"] if sequence_parallel
+                    else ["all_reduce"])
     block = next((layer for layer in model.layers if layer.block), None)
     if block is None:
         raise InvalidInputError(f"{model.name} has no transformer block to split")

@@ -31,7 +31,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, ddp_buckets, padded
+from simcoll.training.common import buffer_of, check_algorithm, ddp_buckets, padded
 from simcoll.training.model import GPU, H100, Model, per_layer_seconds
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 
@@ -227,10 +227,12 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
         prefetch: stage 3 only: all-gather the next layer while this one computes.
 
     Raises:
-        InvalidInputError: a stage other than 0-3; gradients and parameters of different
-            sizes in stages 1-3.
+        InvalidInputError: a stage other than 0-3, an algorithm not registered for the
+            stage's collectives, gradients and parameters of different sizes in stages 1-3.
     """
     stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
+    check_algorithm(algorithm, ["all_reduce"] if stage == 0 else
+                    ["reduce_scatter", "all_gather"])
     n = topology.nranks
     precision = model.precision
     itemsize = precision.grad_bytes

@@ -31,7 +31,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, ddp_buckets
+from simcoll.training.common import buffer_of, check_algorithm, ddp_buckets
 from simcoll.training.model import GPU, H100, Model, per_layer_seconds
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 
@@ -130,12 +130,13 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
         network: network model.
 
     Raises:
-        InvalidInputError: an unknown strategy, or bad bucket limits.
-        CommUsageError, AlgorithmError: an all_reduce algorithm that cannot run here.
+        InvalidInputError: an unknown strategy or all_reduce algorithm (one that needs
+            server hosts included), or bad bucket limits.
     """
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy={strategy!r} is not accepted; use one of "
                                 f"{', '.join(map(repr, STRATEGIES))}")
+    check_algorithm(algorithm, ["all_reduce"])
     groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]
