@@ -1,0 +1,97 @@
+"""Helpers the training steps share: gradient buffers, DDP's bucket assignment, rank lists."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from simcoll.algorithms.registry import get_algorithm
+from simcoll.buffers import VirtualBuffer
+from simcoll.checks import integer
+from simcoll.errors import InvalidInputError
+from simcoll.topology.graph import Topology
+from simcoll.units import MiB
+
+__all__ = ["buffer_of", "ddp_buckets", "check_ranks", "padded", "check_algorithm"]
+
+
+def buffer_of(elements: int, itemsize: int) -> VirtualBuffer:
+    """A data-free buffer of ``elements`` elements of ``itemsize`` bytes (a float type
+    where there is one of that size, else bytes)."""
+    if itemsize in (2, 4, 8):
+        return VirtualBuffer.of(elements, np.dtype(f"f{itemsize}"))
+    return VirtualBuffer.of(elements * itemsize, np.uint8)
+
+
+def padded(elements: int, parts: int) -> int:
+    """``elements`` rounded up to a multiple of ``parts`` (equal shards, as FSDP's flat
+    parameters are padded)."""
+    return -(-elements // parts) * parts
+
+
+def ddp_buckets(tensor_bytes: Sequence[int], *, bucket_cap_mb: float = 25,
+                first_bucket_mb: float = 1) -> list[list[int]]:
+    """PyTorch DDP's bucket assignment: tensor indices, buckets in reduction order.
+
+    As ``torch.distributed._compute_bucket_assignment_by_size`` (Li et al. 2020,
+    Sec. 3.2.3): the tensors are taken in reverse order (roughly the order the backward
+    pass produces their gradients), each is added to the open bucket, and the bucket is
+    closed once it holds at least its limit: ``first_bucket_mb`` MiB for the first
+    bucket, ``bucket_cap_mb`` MiB for the others. A tensor is never split.
+
+    Raises:
+        InvalidInputError: a non-positive limit.
+    """
+    limits = []
+    for value, name in ((first_bucket_mb, "first_bucket_mb"), (bucket_cap_mb, "bucket_cap_mb")):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise InvalidInputError(f"{name}={value!r} is not accepted; use a number of "
+                                    f"MiB > 0")
+        limits.append(value * MiB)
+    buckets: list[list[int]] = []
+    current: list[int] = []
+    size = 0
+    for index in reversed(range(len(tensor_bytes))):
+        current.append(index)
+        size += tensor_bytes[index]
+        if size >= limits[min(len(buckets), 1)]:
+            buckets.append(current)
+            current, size = [], 0
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+def check_algorithm(algorithm: str, collectives: Sequence[str]) -> None:
+    """Refuse, before any run, an algorithm that is not registered for every one of
+    ``collectives`` or that needs server hosts (a training step runs on GPU ranks).
+
+    Raises:
+        UnknownAlgorithmError: naming the algorithms registered for that collective.
+        InvalidInputError: an algorithm that runs programs on server hosts.
+    """
+    for collective in collectives:
+        if get_algorithm(collective, algorithm).host is not None:
+            raise InvalidInputError(f"algorithm={algorithm!r} runs programs on server "
+                                    f"hosts; a training step's {collective} runs on GPU "
+                                    f"ranks only")
+
+
+def check_ranks(topology: Topology, ranks: Sequence[int] | None, count: int,
+                name: str) -> list[int]:
+    """``ranks`` (default ``0..count-1``) as distinct GPU ranks of ``topology``.
+
+    Raises:
+        InvalidInputError: the wrong number of ranks, a repeated one or one out of range.
+    """
+    if ranks is None:
+        if count > topology.nranks:
+            raise InvalidInputError(f"{name}={count} needs {count} GPUs; {topology.name} has "
+                                    f"{topology.nranks}")
+        return list(range(count))
+    chosen = [integer(r, "rank", minimum=0, maximum=topology.nranks - 1) for r in ranks]
+    if len(chosen) != count or len(set(chosen)) != count:
+        raise InvalidInputError(f"ranks={list(ranks)!r} is not accepted; give {count} "
+                                f"distinct GPU ranks of {topology.name} ({name}={count})")
+    return chosen

@@ -1,0 +1,156 @@
+"""Data parallelism three ways: a loop of all-reduces, one fused all-reduce, and DDP.
+
+Every GPU holds the whole model, runs forward and backward on its own share of the batch,
+and the gradients are summed over the GPUs (then divided by their number) so that every
+copy takes the same optimizer step:
+
+* ``"loop"``: after the backward pass, one all-reduce per parameter tensor in the
+  model's order, one after the other (the hand-written loop
+  ``for p in model.parameters(): dist.all_reduce(p.grad)``, then ``p.grad /= size``);
+* ``"fused"``: after the backward pass, one all-reduce of all gradients at once;
+* ``"ddp"``: PyTorch DDP (Li et al. 2020, "PyTorch Distributed: Experiences on
+  Accelerating Data Parallel Training"): gradients in buckets (``bucket_cap_mb`` 25,
+  first bucket 1 MiB, tensors in reverse order), each bucket all-reduced as soon as the
+  backward pass has produced all of its gradients, on one communication stream (bucket
+  i's all-reduce starts after bucket i-1's), while the backward pass goes on.
+
+The division by the world size is element-wise work on the GPU and is not charged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from simpy.events import Event
+
+from simcoll.comm import Comm
+from simcoll.errors import InvalidInputError
+from simcoll.programs import run_program
+from simcoll.result import RunResult
+from simcoll.topology.graph import Topology
+from simcoll.training.common import buffer_of, check_algorithm, ddp_buckets
+from simcoll.training.model import GPU, H100, Model, per_layer_seconds
+from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
+
+__all__ = ["DataParallelResult", "data_parallel", "STRATEGIES"]
+
+STRATEGIES = ("loop", "fused", "ddp")
+
+
+@dataclass(frozen=True)
+class DataParallelResult:
+    """One simulated data-parallel step (every GPU runs ``model.batch`` sequences).
+
+    Attributes:
+        strategy: ``"loop"``, ``"fused"`` or ``"ddp"``.
+        step_time: from the first forward to the last gradient reduced, seconds.
+        compute_time: forward + backward on one GPU, seconds (the step time on one GPU).
+        exposed_communication: ``step_time - compute_time``, seconds.
+        scaling_efficiency: ``compute_time / step_time``: the throughput of N GPUs over
+            N times that of one (weak scaling, the per-GPU batch fixed).
+        all_reduces: bytes of each all-reduce, in the order they ran.
+        breakdown: compute, exposed communication (stream ``"dp"``) and idle time.
+        run: the simulation (traffic, rank times).
+        spans: every compute and all-reduce span, per rank.
+    """
+
+    strategy: str
+    step_time: float
+    compute_time: float
+    exposed_communication: float
+    scaling_efficiency: float
+    all_reduces: tuple[int, ...]
+    breakdown: Breakdown
+    run: RunResult
+    spans: tuple[Span, ...]
+
+
+def _groups(model: Model, strategy: str, bucket_cap_mb: float,
+            first_bucket_mb: float) -> list[list[tuple[int, int]]]:
+    """(layer, tensor size) of each all-reduce, in the order they run."""
+    tensors = [(i, n) for i, layer in enumerate(model.layers) for n in layer.tensors]
+    if strategy == "loop":
+        return [[t] for t in tensors]
+    if strategy == "fused":
+        return [tensors] if tensors else []
+    grad = model.precision.grad_bytes
+    return [[tensors[k] for k in bucket]
+            for bucket in ddp_buckets([n * grad for _, n in tensors],
+                                      bucket_cap_mb=bucket_cap_mb,
+                                      first_bucket_mb=first_bucket_mb)]
+
+
+def _program(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names: list[str],
+             groups: list[list[tuple[int, int]]], overlap: bool, algorithm: str,
+             itemsize: int) -> Generator[Event, Any, float]:
+    r = comm.rank
+    for (fwd, _), name in zip(times, names):
+        rec.compute(comm, r, fwd, "forward", name)
+    done: dict[int, Event] = {}
+    for i in reversed(range(len(times))):
+        done[i] = rec.compute(comm, r, times[i][1], "backward", names[i])
+    stream = comm.fresh_context()
+    previous: list[Event] = []
+    for k, group in enumerate(groups):
+        elements = sum(n for _, n in group)
+        # Overlapped, a bucket waits for the layer that produces its last gradient;
+        # otherwise for the whole backward pass (layer 0's backward ends it).
+        ready = done[min(i for i, _ in group)] if overlap else done[0]
+        buf = buffer_of(elements, itemsize)
+        previous = [rec.on_stream(
+            comm, r, "dp", "all_reduce",
+            partial(stream.all_reduce, buf, algorithm=algorithm),
+            after=[ready, *previous], nbytes=elements * itemsize, label=f"all-reduce {k}")]
+    yield done[0]
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in previous:  # noqa: UP028
+        yield event
+    return comm.now
+
+
+def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
+                  gpu: GPU = H100, algorithm: str = "ring", bucket_cap_mb: float = 25,
+                  first_bucket_mb: float = 1, overlap: bool = True,
+                  network: str = "flow") -> DataParallelResult:
+    """Simulate one data-parallel step of ``model`` on every GPU of ``topology``.
+
+    Args:
+        model: the model; each GPU runs ``model.batch`` sequences (use
+            ``model.with_batch(b)`` to change it).
+        strategy: ``"loop"``, ``"fused"`` or ``"ddp"`` (see the module docstring).
+        gpu: the GPUs' rate (compute time = FLOPs / rate).
+        algorithm: any registered all_reduce algorithm that runs on ranks.
+        bucket_cap_mb, first_bucket_mb: DDP's bucket limits in MiB.
+        overlap: DDP only: launch each bucket as soon as it is full (True, as DDP does)
+            or all of them after the backward pass (False, for comparison).
+        network: network model.
+
+    Raises:
+        InvalidInputError: an unknown strategy or all_reduce algorithm (one that needs
+            server hosts included), or bad bucket limits.
+    """
+    if strategy not in STRATEGIES:
+        raise InvalidInputError(f"strategy={strategy!r} is not accepted; use one of "
+                                f"{', '.join(map(repr, STRATEGIES))}")
+    check_algorithm(algorithm, ["all_reduce"])
+    groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
+    times = per_layer_seconds(model.layers, gpu, 1.0)
+    names = [layer.name for layer in model.layers]
+    itemsize = model.precision.grad_bytes
+    rec = Recorder()
+    run = run_program(topology, _program, rec, times, names, groups,
+                      strategy == "ddp" and bool(overlap), algorithm, itemsize,
+                      network=network)
+    compute = sum(f + b for f, b in times)
+    step = run.time
+    return DataParallelResult(
+        strategy=strategy, step_time=step, compute_time=compute,
+        exposed_communication=step - compute,
+        scaling_efficiency=compute / step if step > 0 else 1.0,
+        all_reduces=tuple(sum(n for _, n in g) * itemsize for g in groups),
+        breakdown=breakdown(rec.spans, range(topology.nranks), step),
+        run=run, spans=tuple(rec.spans))

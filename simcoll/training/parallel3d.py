@@ -1,0 +1,364 @@
+"""A 3D-parallel training step: data, tensor and pipeline parallelism (and ZeRO) at once.
+
+Narayanan et al. 2021, "Efficient large-scale language model training on GPU clusters
+using Megatron-LM": t-way tensor parallelism inside a node (its all-reduces are on the
+critical path and want NVLink), p pipeline stages across nodes (point-to-point traffic
+only at stage boundaries), and d data-parallel replicas outermost (one gradient
+reduction per step, overlapped with the last micro-batch's backward pass). Each replica
+splits its B / d sequences into m micro-batches run by the pipeline schedule (1F1B by
+default); every block's forward and backward runs on its tensor-parallel group with the
+group's collectives (:func:`simcoll.training.tensor.block_pass`); with ZeRO the
+data-parallel group reduce-scatters gradients and all-gathers parameters instead of
+all-reducing gradients (:mod:`simcoll.training.zero`).
+
+Simplifications, each small next to what is modelled: embeddings and the output layer
+are split over the tensor-parallel group without their own (small) collectives; the tied
+embedding's gradient all-reduce between the first and last stage is left out; the
+optimizer step is not charged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from simpy.events import Event
+
+from simcoll.checks import integer
+from simcoll.comm import Comm
+from simcoll.errors import InvalidInputError
+from simcoll.programs import run_program
+from simcoll.result import RunResult
+from simcoll.topology.graph import Topology
+from simcoll.training.common import buffer_of, check_algorithm, padded
+from simcoll.training.model import GPU, H100, Layer, Model, split_blocks
+from simcoll.training.pipeline import SCHEDULES, schedule_of
+from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
+from simcoll.training.tensor import block_pass
+from simcoll.training.zero import ZeroMemory, zero_memory
+
+__all__ = ["Placement", "Step", "step"]
+
+DIMENSIONS = ("tp", "pp", "dp")
+KIND_OF_STREAM = {"tp": "tp", "pp": "pp", "dp": "dp", "dp_gather": "dp"}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Which GPU holds which (data-parallel replica, pipeline stage, tensor shard).
+
+    ``order`` lists the dimensions innermost first: ``("tp", "pp", "dp")`` (the default)
+    gives consecutive ranks to a tensor-parallel group (inside a node on the DGX
+    presets), then steps through the stages, then the replicas.
+    """
+
+    dp: int
+    tp: int
+    pp: int
+    order: tuple[str, ...] = DIMENSIONS
+
+    def rank(self, d: int, s: int, t: int) -> int:
+        """The GPU of replica ``d``, stage ``s``, tensor shard ``t``."""
+        coords = {"dp": d, "pp": s, "tp": t}
+        sizes = {"dp": self.dp, "pp": self.pp, "tp": self.tp}
+        rank, stride = 0, 1
+        for dim in self.order:
+            rank += coords[dim] * stride
+            stride *= sizes[dim]
+        return rank
+
+    def coords(self, rank: int) -> tuple[int, int, int]:
+        """(replica, stage, tensor shard) of ``rank``."""
+        sizes = {"dp": self.dp, "pp": self.pp, "tp": self.tp}
+        coords = {}
+        for dim in self.order:
+            rank, coords[dim] = divmod(rank, sizes[dim])
+        return coords["dp"], coords["pp"], coords["tp"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One simulated 3D-parallel training step.
+
+    Attributes:
+        dp, tp, pp, zero_stage, micro_batches, schedule: the configuration.
+        placement: which GPU runs which shard.
+        step_time: seconds, the first forward to the last collective.
+        compute_time: busy seconds of the compute stream, averaged over the GPUs.
+        exposed: per kind (``"tp"``, ``"pp"``, ``"dp"``), seconds the compute stream
+            waited while that kind of communication ran, averaged over the GPUs.
+        idle: seconds the compute stream waited with nothing to wait for (the pipeline
+            bubble), averaged; ``step_time = compute_time + sum(exposed) + idle``.
+        memory: model-state bytes per GPU of each stage (ZeRO over the replicas).
+        activation_memory: bytes of stored activations per GPU of each stage at its
+            peak of micro-batches in flight.
+        memory_per_gpu: the most bytes one GPU holds (model states + activations).
+        model_flops: FLOPs of the iteration without recomputation.
+        mfu: model FLOPs utilisation, model_flops / (step_time x GPUs x peak).
+        breakdown: the same per stream (``"dp_gather"`` apart from ``"dp"``).
+        run, spans: the simulation and every span, for :func:`plot_timeline`.
+    """
+
+    dp: int
+    tp: int
+    pp: int
+    zero_stage: int
+    micro_batches: int
+    schedule: str
+    placement: Placement
+    step_time: float
+    compute_time: float
+    exposed: dict[str, float]
+    idle: float
+    memory: tuple[ZeroMemory, ...]
+    activation_memory: tuple[float, ...]
+    memory_per_gpu: float
+    model_flops: float
+    mfu: float
+    breakdown: Breakdown
+    run: RunResult = field(repr=False)
+    spans: tuple[Span, ...] = field(repr=False)
+
+
+@dataclass
+class _Config:
+    """What every rank program of one step shares."""
+
+    placement: Placement
+    stages: list[list[Layer]]
+    seconds: list[list[tuple[float, float]]]
+    micro_batches: int
+    schedule: str
+    zero_stage: int
+    sequence_parallel: bool
+    elements: int
+    itemsize: int
+    grad_bytes: int
+    algorithm: str
+    rec: Recorder
+    in_flight: dict[int, int] = field(default_factory=dict)
+
+
+def _groups(comm: Comm, pl: Placement, d: int, s: int, t: int) -> tuple[Any, ...]:
+    """This GPU's tensor-parallel group and data-parallel streams (reduce, gather).
+
+    A group's matching context depends only on its members, and each stream is the
+    group's first or second fresh context, so the members agree on all of them."""
+    tp_group = None
+    if pl.tp > 1:
+        tp_group = comm.group([pl.rank(d, s, tt) for tt in range(pl.tp)]).fresh_context()
+    if pl.dp == 1:
+        return tp_group, None, None
+    dp_group = comm.group([pl.rank(dd, s, t) for dd in range(pl.dp)])
+    return tp_group, dp_group.fresh_context(), dp_group.fresh_context()
+
+
+def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
+    pl, rec, r = cfg.placement, cfg.rec, comm.rank
+    d, s, t = pl.coords(r)
+    tp_group, dp_reduce, dp_gather = _groups(comm, pl, d, s, t)
+    layers, seconds = cfg.stages[s], cfg.seconds[s]
+    dp, zero = pl.dp, cfg.zero_stage
+    # Per layer, this GPU's parameters (its tensor shard), padded to whole DP shards.
+    shard_params = [padded(-(-x.params // pl.tp), dp) if x.params else 0 for x in layers]
+    message = cfg.elements // (pl.tp if cfg.sequence_parallel else 1)
+    last_reduce: list[Event] = []
+    last_gather: list[Event] = []
+    sends: list[Event] = []
+    order = schedule_of(cfg.schedule, pl.pp, s, cfg.micro_batches)
+    final_backward = max(k for k, (kind, _) in enumerate(order) if kind == "B")
+    live = peak = 0
+
+    def gather(k: int, label: str) -> Event:
+        shard = buffer_of(shard_params[k] // dp, cfg.itemsize)
+        last_gather[:] = [rec.on_stream(
+            comm, r, "dp_gather", "all_gather",
+            partial(dp_gather.all_gather, shard, algorithm=cfg.algorithm),
+            after=list(last_gather), nbytes=shard.nbytes, label=label)]
+        return last_gather[0]
+
+    def run_pass(pass_name: str, j: int, last: bool) -> Generator[Event, Any, None]:
+        indices = list(range(len(layers)))
+        if pass_name != "forward":
+            indices.reverse()
+        gathered: dict[int, Event] = {}
+        sharded = zero == 3 and dp_gather is not None
+        for n, k in enumerate(indices):
+            layer = layers[k]
+            label = f"{layer.name} mb{j}"
+            if sharded and shard_params[k]:
+                if k not in gathered:
+                    gathered[k] = gather(k, label)
+                upcoming = next((x for x in indices[n + 1:] if shard_params[x]), None)
+                if upcoming is not None:
+                    gathered[upcoming] = gather(upcoming, f"{layers[upcoming].name} mb{j}")
+                yield gathered[k]
+            time = seconds[k][0] if pass_name == "forward" else seconds[k][1]
+            if layer.block:
+                yield from block_pass(comm, tp_group, rec, r, layer, time, pass_name,
+                                      cfg.elements, cfg.itemsize, cfg.sequence_parallel,
+                                      cfg.algorithm, label)
+            else:
+                yield rec.compute(comm, r, time, pass_name, label)
+            if last and dp_reduce is not None and shard_params[k]:
+                grads = buffer_of(shard_params[k], cfg.grad_bytes)
+                kind = "all_reduce" if zero == 0 else "reduce_scatter"
+                last_reduce[:] = [rec.on_stream(
+                    comm, r, "dp", kind,
+                    partial(dp_reduce.collective, kind, grads, algorithm=cfg.algorithm),
+                    after=list(last_reduce), nbytes=grads.nbytes, label=layer.name)]
+
+    for k, (pass_name, j) in enumerate(order):
+        if pass_name == "F":
+            if s > 0:
+                yield comm.recv(pl.rank(d, s - 1, t), tag=("act", j))
+            live += 1
+            peak = max(peak, live)
+            yield from run_pass("forward", j, False)
+            if s < pl.pp - 1:
+                sends.append(_send(comm, rec, pl.rank(d, s + 1, t), message, cfg.itemsize,
+                                   ("act", j)))
+        else:
+            if s < pl.pp - 1:
+                yield comm.recv(pl.rank(d, s + 1, t), tag=("grad", j))
+            yield from run_pass("backward", j, k == final_backward)
+            live -= 1
+            if s > 0:
+                sends.append(_send(comm, rec, pl.rank(d, s - 1, t), message, cfg.itemsize,
+                                   ("grad", j)))
+    cfg.in_flight[s] = max(cfg.in_flight.get(s, 0), peak)
+    if zero in (1, 2) and dp_gather is not None:
+        for k, params in enumerate(shard_params):
+            if params:
+                shard = buffer_of(params // dp, cfg.itemsize)
+                last_gather[:] = [rec.on_stream(
+                    comm, r, "dp_gather", "all_gather",
+                    partial(dp_gather.all_gather, shard, algorithm=cfg.algorithm),
+                    after=[*last_reduce, *last_gather], nbytes=shard.nbytes,
+                    label=layers[k].name)]
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in (*sends, *last_reduce, *last_gather):  # noqa: UP028
+        yield event
+    return comm.now
+
+
+def _send(comm: Comm, rec: Recorder, peer: int, elements: int, itemsize: int,
+          tag: tuple[str, int]) -> Event:
+    def transfer() -> Generator[Event, Any, None]:
+        buf = buffer_of(elements, itemsize)
+        start = comm.now
+        yield comm.send(buf, peer, tag=tag)
+        label = f"{'activation' if tag[0] == 'act' else 'gradient'} mb{tag[1]}"
+        rec.spans.append(Span(comm.rank, "pp", "send", start, comm.now, buf.nbytes, label))
+        rec.spans.append(Span(peer, "pp", "recv", start, comm.now, buf.nbytes, label))
+    return comm.start(transfer())
+
+
+def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_stage: int,
+             micro_batches: int, schedule: str, order: Sequence[str],
+             sequence_parallel: bool,
+             algorithm: str) -> tuple[int, int, int, int, int, tuple[str, ...]]:
+    dp = integer(dp, "dp", minimum=1)
+    tp = integer(tp, "tp", minimum=1)
+    pp = integer(pp, "pp", minimum=1)
+    zero_stage = integer(zero_stage, "zero_stage", minimum=0, maximum=3, what="ZeRO stage")
+    m = integer(micro_batches, "micro_batches", minimum=1)
+    if dp * tp * pp != topology.nranks:
+        raise InvalidInputError(f"dp x tp x pp = {dp} x {tp} x {pp} = {dp * tp * pp} GPUs, "
+                                f"but {topology.name} has {topology.nranks}; choose sizes "
+                                f"whose product is {topology.nranks}")
+    if schedule not in SCHEDULES:
+        raise InvalidInputError(f"schedule={schedule!r} is not accepted; use one of "
+                                f"{', '.join(map(repr, SCHEDULES))}")
+    if tuple(sorted(order)) != tuple(sorted(DIMENSIONS)):
+        raise InvalidInputError(f"order={tuple(order)!r} is not accepted; list 'tp', 'pp' "
+                                f"and 'dp' once each, innermost first")
+    if model.batch % (dp * m):
+        raise InvalidInputError(
+            f"micro_batches={m} does not divide the batch: {model.batch} sequences over "
+            f"dp={dp} replicas leaves {model.batch / dp:g} per replica, which does not "
+            f"split into {m} equal micro-batches")
+    if model.heads % tp:
+        raise InvalidInputError(f"tp={tp} does not divide the {model.heads} attention "
+                                f"heads of {model.name}")
+    collectives = {"all_reduce"} if zero_stage == 0 else {"reduce_scatter", "all_gather"}
+    if tp > 1:
+        collectives |= ({"all_gather", "reduce_scatter"} if sequence_parallel
+                        else {"all_reduce"})
+    check_algorithm(algorithm, sorted(collectives))
+    if sequence_parallel and model.seq_len % tp:
+        raise InvalidInputError(f"sequence parallelism needs tp={tp} to divide "
+                                f"seq_len={model.seq_len}")
+    return dp, tp, pp, zero_stage, m, tuple(order)
+
+
+def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
+         zero_stage: int = 0, micro_batches: int = 1, schedule: str = "1f1b",
+         sequence_parallel: bool = False, recompute: bool = False, gpu: GPU = H100,
+         order: Sequence[str] = DIMENSIONS, algorithm: str = "ring",
+         network: str = "flow") -> Step:
+    """Simulate one training step of ``model`` with ``dp x tp x pp`` parallelism.
+
+    ``model.batch`` is the global batch B; each replica runs B / dp sequences in
+    ``micro_batches`` micro-batches of B / (dp m). Everything is checked before the run.
+
+    Args:
+        dp, tp, pp: data-parallel replicas, tensor-parallel group size, pipeline stages;
+            their product must be the topology's GPU count.
+        zero_stage: ZeRO over the data-parallel group (0: all-reduce of gradients).
+        micro_batches: m per replica.
+        schedule: ``"1f1b"`` or ``"gpipe"``.
+        sequence_parallel: Megatron's sequence parallelism in the tensor-parallel group.
+        recompute: full activation recomputation (one more forward pass per block in
+            the backward pass; only each block's input is kept).
+        gpu: the GPUs' rate and peak (MFU).
+        order: the placement, innermost dimension first (default TP inside nodes, PP
+            across, DP outermost).
+        algorithm: the algorithm of every collective; network: the network model.
+
+    Raises:
+        InvalidInputError: dp x tp x pp not the GPU count, micro-batches that do not
+            divide the batch, more stages than blocks, tp not dividing the heads, an
+            unknown schedule or algorithm, or a bad order.
+    """
+    dp, tp, pp, zero_stage, m, order = _checked(model, topology, dp, tp, pp, zero_stage,
+                                                micro_batches, schedule, order,
+                                                sequence_parallel, algorithm)
+    stages = split_blocks(model, pp)
+    sequences = model.batch // (dp * m)
+    fraction = sequences / model.batch / tp
+    seconds = [[(gpu.seconds(x.forward_flops * fraction),
+                 gpu.seconds((x.backward_flops + (x.forward_flops if recompute and x.block
+                                                  else 0.0)) * fraction))
+                for x in layers] for layers in stages]
+    placement = Placement(dp, tp, pp, order)
+    precision = model.precision
+    cfg = _Config(placement, stages, seconds, m, schedule, zero_stage, bool(sequence_parallel),
+                  sequences * model.seq_len * model.hidden, precision.activation_bytes,
+                  precision.grad_bytes, algorithm, Recorder())
+    run = run_program(topology, _program, cfg, network=network)
+    step_time = run.time
+    parts = breakdown(cfg.rec.spans, range(topology.nranks), step_time)
+    exposed: dict[str, float] = {}
+    for stream, seconds_exposed in parts.exposed.items():
+        kind = KIND_OF_STREAM.get(stream, stream)
+        exposed[kind] = exposed.get(kind, 0.0) + seconds_exposed
+    memory = tuple(zero_memory(-(-sum(x.params for x in layers) // tp), dp, zero_stage,
+                               precision.optimizer_bytes, param_bytes=precision.param_bytes,
+                               grad_bytes=precision.grad_bytes) for layers in stages)
+    activations = tuple(
+        cfg.in_flight[s] * sum(model.block_activation_memory(
+            sequences, tp=tp, sequence_parallel=bool(sequence_parallel), recompute=recompute)
+            for x in layers if x.block) for s, layers in enumerate(stages))
+    model_flops = model.flops
+    return Step(
+        dp=dp, tp=tp, pp=pp, zero_stage=zero_stage, micro_batches=m, schedule=schedule,
+        placement=placement, step_time=step_time, compute_time=parts.compute,
+        exposed=exposed, idle=parts.idle, memory=memory, activation_memory=activations,
+        memory_per_gpu=max(mem.total + act for mem, act in zip(memory, activations)),
+        model_flops=model_flops,
+        mfu=model_flops / (step_time * topology.nranks * gpu.peak_flops),
+        breakdown=parts, run=run, spans=tuple(cfg.rec.spans))

@@ -1,0 +1,206 @@
+"""Pipeline parallelism: p stages, m micro-batches, GPipe or 1F1B, over the topology.
+
+Stage s runs on one GPU; it receives each micro-batch's activations from stage s-1,
+runs its forward pass and sends its output to stage s+1; in the backward pass it
+receives the gradient of its output from stage s+1 and sends the gradient of its input
+to stage s-1. The schedules (Narayanan et al. 2021, "Efficient large-scale language
+model training on GPU clusters using Megatron-LM", Sec. 2.2):
+
+* ``"gpipe"`` (Huang et al. 2019): every forward, then every backward (last micro-batch
+  first); each stage holds the activations of all m micro-batches at once.
+* ``"1f1b"`` (PipeDream-Flush, Narayanan et al. 2019/2021): stage s runs
+  min(p - s - 1, m) warm-up forwards, then alternates one forward and one backward, then
+  finishes the remaining backwards; it holds at most p - s micro-batches at once.
+
+With equal stages and free communication both take (m + p - 1)(t_f + t_b), so the
+pipeline bubble, the fraction of GPU time spent idle, is (p - 1) / (m + p - 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from simpy.events import Event
+
+from simcoll.checks import integer, real
+from simcoll.comm import Comm
+from simcoll.errors import InvalidInputError
+from simcoll.programs import run_program
+from simcoll.result import RunResult
+from simcoll.topology.graph import Topology
+from simcoll.training.common import buffer_of, check_ranks
+from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
+
+__all__ = ["PipelineStep", "pipeline_step", "schedule_of", "SCHEDULES"]
+
+SCHEDULES = ("gpipe", "1f1b")
+
+
+@dataclass(frozen=True)
+class PipelineStep:
+    """One simulated pipeline step (every micro-batch forward and backward once).
+
+    Attributes:
+        schedule, stages, micro_batches: what ran.
+        step_time: seconds until the last stage's last backward and message.
+        bubble_fraction: 1 - (busy GPU time) / (stages x step_time), measured from the
+            simulated timeline.
+        peak_in_flight: per stage, the most micro-batches whose forward had started and
+            whose backward had not finished.
+        activation_memory: per stage, ``peak_in_flight x`` the activation bytes a stage
+            keeps per micro-batch.
+        ranks: the GPU of each stage.
+        breakdown: compute, exposed communication (stream ``"pp"``) and idle time,
+            averaged over the stages.
+        run, spans: the simulation and every compute and transfer span.
+    """
+
+    schedule: str
+    stages: int
+    micro_batches: int
+    step_time: float
+    bubble_fraction: float
+    peak_in_flight: tuple[int, ...]
+    activation_memory: tuple[float, ...]
+    ranks: tuple[int, ...]
+    breakdown: Breakdown
+    run: RunResult
+    spans: tuple[Span, ...]
+
+
+def schedule_of(schedule: str, stages: int, stage: int,
+                micro_batches: int) -> list[tuple[str, int]]:
+    """The order in which ``stage`` runs its passes: ``("F", j)`` / ``("B", j)``."""
+    m = micro_batches
+    if schedule == "gpipe":
+        return [("F", j) for j in range(m)] + [("B", j) for j in reversed(range(m))]
+    warmup = min(stages - stage - 1, m)
+    order = [("F", j) for j in range(warmup)]
+    for i in range(m - warmup):
+        order += [("F", warmup + i), ("B", i)]
+    return order + [("B", j) for j in range(m - warmup, m)]
+
+
+class _Stage:
+    """What one stage needs to run its schedule inside a rank program."""
+
+    def __init__(self, rec: Recorder, ranks: Sequence[int], forward: Sequence[float],
+                 backward: Sequence[float], message_bytes: int, itemsize: int):
+        self.rec, self.ranks = rec, list(ranks)
+        self.forward, self.backward = forward, backward
+        self.message_bytes, self.itemsize = message_bytes, itemsize
+        self.in_flight: dict[int, int] = {}
+
+    def send(self, comm: Comm, rank: int, peer: int, tag: tuple[str, int],
+             label: str) -> Event:
+        """Send one activation (or its gradient) to ``peer``; record it on both GPUs."""
+        buf = buffer_of(self.message_bytes // self.itemsize, self.itemsize)
+        return comm.start(self._transfer(comm, rank, peer, buf, tag, label))
+
+    def _transfer(self, comm: Comm, rank: int, peer: int, buf: Any, tag: tuple[str, int],
+                  label: str) -> Generator[Event, Any, None]:
+        start = comm.now
+        yield comm.send(buf, peer, tag=tag)
+        self.rec.spans.append(Span(rank, "pp", "send", start, comm.now, buf.nbytes, label))
+        self.rec.spans.append(Span(peer, "pp", "recv", start, comm.now, buf.nbytes, label))
+
+
+def _program(comm: Comm, stage: _Stage, schedule: str,
+             micro_batches: int) -> Generator[Event, Any, float]:
+    r = comm.rank
+    if r not in stage.ranks:
+        return 0.0
+    s, p = stage.ranks.index(r), len(stage.ranks)
+    rec = stage.rec
+    sends: list[Event] = []
+    live = peak = 0
+    for pass_name, j in schedule_of(schedule, p, s, micro_batches):
+        if pass_name == "F":
+            if s > 0:
+                yield comm.recv(stage.ranks[s - 1], tag=("act", j))
+            live += 1
+            peak = max(peak, live)
+            yield rec.compute(comm, r, stage.forward[s], "forward", f"micro-batch {j}")
+            if s < p - 1:
+                sends.append(stage.send(comm, r, stage.ranks[s + 1], ("act", j),
+                                        f"activation {j}"))
+        else:
+            if s < p - 1:
+                yield comm.recv(stage.ranks[s + 1], tag=("grad", j))
+            yield rec.compute(comm, r, stage.backward[s], "backward", f"micro-batch {j}")
+            live -= 1
+            if s > 0:
+                sends.append(stage.send(comm, r, stage.ranks[s - 1], ("grad", j),
+                                        f"gradient {j}"))
+    stage.in_flight[s] = peak
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in sends:  # noqa: UP028
+        yield event
+    return comm.now
+
+
+def _per_stage(value: float | Sequence[float], stages: int, name: str) -> list[float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [real(value, name, what="seconds per micro-batch")] * stages
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or \
+            len(value) != stages:
+        raise InvalidInputError(f"{name}={value!r} is not accepted; give seconds per "
+                                f"micro-batch, one number or one per stage ({stages})")
+    return [real(v, f"{name}[{i}]", what="seconds per micro-batch")
+            for i, v in enumerate(value)]
+
+
+def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
+                  forward: float | Sequence[float], backward: float | Sequence[float],
+                  activation_bytes: int, schedule: str = "1f1b",
+                  activation_memory: float | None = None,
+                  ranks: Sequence[int] | None = None, itemsize: int = 2,
+                  network: str = "flow") -> PipelineStep:
+    """Simulate one pipeline-parallel step.
+
+    Args:
+        stages: p, one GPU each.
+        micro_batches: m.
+        forward, backward: seconds per micro-batch on each stage (one number for every
+            stage, or one per stage).
+        activation_bytes: bytes of the activations one micro-batch sends from a stage to
+            the next (its gradient travels back with the same size).
+        schedule: ``"gpipe"`` or ``"1f1b"``.
+        activation_memory: bytes a stage keeps per micro-batch in flight (default
+            ``activation_bytes``).
+        ranks: the GPU of each stage (default 0..p-1).
+        itemsize: bytes per element of the activations.
+
+    Raises:
+        InvalidInputError: an unknown schedule, sizes below 1, bad times or ranks, or
+            ``activation_bytes`` not a whole number of elements.
+    """
+    if schedule not in SCHEDULES:
+        raise InvalidInputError(f"schedule={schedule!r} is not accepted; use one of "
+                                f"{', '.join(map(repr, SCHEDULES))}")
+    p = integer(stages, "stages", minimum=1)
+    m = integer(micro_batches, "micro_batches", minimum=1)
+    nbytes = integer(activation_bytes, "activation_bytes", minimum=0, what="bytes")
+    itemsize = integer(itemsize, "itemsize", minimum=1, what="bytes per element")
+    if nbytes % itemsize:
+        raise InvalidInputError(f"activation_bytes={nbytes} is not a whole number of "
+                                f"{itemsize}-byte elements")
+    kept = nbytes if activation_memory is None else real(activation_memory,
+                                                         "activation_memory", what="bytes")
+    chosen = check_ranks(topology, ranks, p, "stages")
+    stage = _Stage(Recorder(), chosen, _per_stage(forward, p, "forward"),
+                   _per_stage(backward, p, "backward"), nbytes, itemsize)
+    run = run_program(topology, _program, stage, schedule, m, network=network)
+    step = max(float(run.rank_times[r]) for r in chosen)
+    spans = stage.rec.spans
+    busy = sum(s.end - s.start for s in spans if s.stream == "compute")
+    peaks = tuple(stage.in_flight[s] for s in range(p))
+    return PipelineStep(
+        schedule=schedule, stages=p, micro_batches=m, step_time=step,
+        bubble_fraction=1 - busy / (p * step) if step > 0 else 0.0,
+        peak_in_flight=peaks, activation_memory=tuple(k * kept for k in peaks),
+        ranks=tuple(chosen), breakdown=breakdown(spans, chosen, step), run=run,
+        spans=tuple(spans))

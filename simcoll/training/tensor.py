@@ -1,0 +1,153 @@
+"""Tensor parallelism (Megatron-LM): one transformer block split over t GPUs.
+
+Shoeybi et al. 2019, "Megatron-LM: training multi-billion parameter language models
+using model parallelism", Sec. 3: the attention heads and the MLP's inner dimension are
+split over the t GPUs of a tensor-parallel group, so a block needs two all-reduces of its
+b x s x h activations in the forward pass (after the attention's output projection and
+after the MLP's second matrix: the g operator) and two in the backward pass (the f
+operators before them). With sequence parallelism (Korthikanti et al. 2022, Sec. 4.2.2)
+each all-reduce becomes a reduce-scatter, and an all-gather comes before each half: the
+same bytes (a ring all-reduce is a reduce-scatter and an all-gather), with the layer norms
+and dropouts split over the sequence. These collectives sit on the critical path: the
+next matrix multiplication needs their result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+from simpy.events import Event
+
+from simcoll.checks import integer
+from simcoll.comm import Comm
+from simcoll.errors import InvalidInputError
+from simcoll.programs import run_program
+from simcoll.result import RunResult
+from simcoll.topology.graph import Topology
+from simcoll.training.common import buffer_of, check_algorithm, check_ranks
+from simcoll.training.model import GPU, H100, Layer, Model
+from simcoll.training.streams import Recorder, Span
+
+__all__ = ["TensorParallelLayer", "tensor_parallel_layer", "block_pass"]
+
+
+def block_pass(comm: Comm, group: Comm | None, rec: Recorder, rank: int, layer: Layer,
+               seconds: float, pass_name: str, activation_elements: int, itemsize: int,
+               sequence_parallel: bool, algorithm: str,
+               label: str) -> Generator[Event, Any, None]:
+    """One block's forward or backward pass on one GPU of its tensor-parallel ``group``
+    (None: no tensor parallelism): two halves of compute, each with its collectives."""
+    halves = [layer.attention_share, 1 - layer.attention_share]
+    if pass_name != "forward":
+        halves.reverse()
+    t = 1 if group is None else group.size
+    full = buffer_of(activation_elements, itemsize)
+    shard = buffer_of(activation_elements // t, itemsize)
+    for k, share in enumerate(halves):
+        part = f"{label} {'attention' if (k == 0) == (pass_name == 'forward') else 'MLP'}"
+        if group is not None and sequence_parallel:
+            yield rec.on_stream(comm, rank, "tp", "all_gather",
+                                partial(group.all_gather, shard, algorithm=algorithm),
+                                nbytes=shard.nbytes, label=part)
+        computed = rec.compute(comm, rank, seconds * share, pass_name, part)
+        if group is None:
+            yield computed
+        elif sequence_parallel:
+            yield rec.on_stream(comm, rank, "tp", "reduce_scatter",
+                                partial(group.reduce_scatter, full, algorithm=algorithm),
+                                after=[computed], nbytes=full.nbytes, label=part)
+        else:
+            yield rec.on_stream(comm, rank, "tp", "all_reduce",
+                                partial(group.all_reduce, full, algorithm=algorithm),
+                                after=[computed], nbytes=full.nbytes, label=part)
+
+
+@dataclass(frozen=True)
+class TensorParallelLayer:
+    """One transformer block's forward and backward pass on a tensor-parallel group.
+
+    Attributes:
+        tp, sequence_parallel, ranks: what ran where.
+        forward_time, backward_time, time: seconds (time = forward + backward).
+        compute_time: seconds of compute per GPU (the block's FLOPs / t).
+        communication_time: seconds the group spent in its collectives (all exposed).
+        bytes_sent: bytes each GPU of the group sent.
+        run, spans: the simulation and every span.
+    """
+
+    tp: int
+    sequence_parallel: bool
+    ranks: tuple[int, ...]
+    forward_time: float
+    backward_time: float
+    time: float
+    compute_time: float
+    communication_time: float
+    bytes_sent: np.ndarray
+    run: RunResult
+    spans: tuple[Span, ...]
+
+
+def _program(comm: Comm, rec: Recorder, ranks: Sequence[int], layer: Layer,
+             times: tuple[float, float], elements: int, itemsize: int, sp: bool,
+             algorithm: str, marks: dict[str, float]) -> Generator[Event, Any, float]:
+    if comm.rank not in ranks:
+        return 0.0
+    group = comm.group(ranks).fresh_context() if len(ranks) > 1 else None
+    for pass_name, seconds in zip(("forward", "backward"), times):
+        yield from block_pass(comm, group, rec, comm.rank, layer, seconds, pass_name,
+                              elements, itemsize, sp, algorithm, layer.name)
+        marks[pass_name] = max(marks.get(pass_name, 0.0), comm.now)
+    return comm.now
+
+
+def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequences: int = 1,
+                          sequence_parallel: bool = False, ranks: Sequence[int] | None = None,
+                          gpu: GPU = H100, algorithm: str = "ring",
+                          network: str = "flow") -> TensorParallelLayer:
+    """Simulate one of ``model``'s transformer blocks, forward and backward, split over
+    ``tp`` GPUs, for ``sequences`` sequences.
+
+    Args:
+        tp: t, the tensor-parallel group size.
+        sequences: b, sequences in the micro-batch.
+        sequence_parallel: all-gather / reduce-scatter instead of all-reduce.
+        ranks: the group's GPUs (default 0..t-1: inside a node on the DGX presets;
+            e.g. ``[0, 8]`` puts it across two nodes).
+        gpu, algorithm, network: the GPUs' rate, the collectives' algorithm, the network
+            model.
+
+    Raises:
+        InvalidInputError: a model without transformer blocks, bad sizes, ranks or
+            algorithm, or (with
+            sequence parallelism) b s h not divisible by t.
+    """
+    t = integer(tp, "tp", minimum=1)
+    b = integer(sequences, "sequences", minimum=1)
+    check_algorithm(algorithm, ["all_gather", "reduce_scatter"] if sequence_parallel
+                    else ["all_reduce"])
+    block = next((layer for layer in model.layers if layer.block), None)
+    if block is None:
+        raise InvalidInputError(f"{model.name} has no transformer block to split")
+    elements = b * model.seq_len * model.hidden
+    if sequence_parallel and elements % t:
+        raise InvalidInputError(f"sequence parallelism needs b s h = {elements} divisible "
+                                f"by tp={t}")
+    chosen = check_ranks(topology, ranks, t, "tp")
+    fraction = b / model.batch / t
+    times = (gpu.seconds(block.forward_flops * fraction),
+             gpu.seconds(block.backward_flops * fraction))
+    rec, marks = Recorder(), dict[str, float]()
+    run = run_program(topology, _program, rec, chosen, block, times, elements,
+                      model.precision.activation_bytes, bool(sequence_parallel), algorithm,
+                      marks, network=network)
+    comm_time = sum(s.end - s.start for s in rec.spans if s.stream == "tp") / t
+    return TensorParallelLayer(
+        tp=t, sequence_parallel=bool(sequence_parallel), ranks=tuple(chosen),
+        forward_time=marks["forward"], backward_time=marks["backward"] - marks["forward"],
+        time=marks["backward"], compute_time=sum(times), communication_time=comm_time,
+        bytes_sent=run.bytes_sent[chosen], run=run, spans=tuple(rec.spans))

@@ -1,0 +1,134 @@
+"""Timelines of training steps: per GPU, its compute stream and each communication stream.
+
+matplotlib is imported only when a timeline is drawn.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from simcoll.errors import InvalidInputError
+from simcoll.plot.style import checked_save_path, finish, format_duration, new_axes, time_unit
+from simcoll.training.streams import Span
+
+__all__ = ["plot_timeline"]
+
+_KIND_COLOURS = {
+    "forward": "#4c72b0", "backward": "#8fb0d9", "all_reduce": "#dd8452",
+    "reduce_scatter": "#c44e52", "all_gather": "#55a868", "send": "#8172b3",
+    "recv": "#b5a8d9",
+}
+_KIND_NAMES = {"all_reduce": "all-reduce", "reduce_scatter": "reduce-scatter",
+               "all_gather": "all-gather", "recv": "receive"}
+_STREAM_NAMES = {"compute": "compute", "tp": "TP", "pp": "PP", "dp": "DP",
+                 "dp_gather": "DP gather", "all_reduce": "all-reduce",
+                 "reduce_scatter": "reduce-scatter", "all_gather": "all-gather"}
+_STREAM_ORDER = ("compute", "tp", "pp", "dp", "dp_gather", "all_reduce", "reduce_scatter",
+                 "all_gather")
+
+
+def _lanes(spans: list[Span]) -> list[list[Span]]:
+    """Spans packed first-fit into lanes in which none overlap."""
+    lanes: list[list[Span]] = []
+    for span in sorted(spans, key=lambda s: (s.start, s.end)):
+        for lane in lanes:
+            if lane[-1].end <= span.start:
+                lane.append(span)
+                break
+        else:
+            lanes.append([span])
+    return lanes
+
+
+def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks: int = 8,
+                  title: str | None = None, ax: Any = None,
+                  save: str | os.PathLike | None = None) -> Any:
+    """Draw a training step: one band per GPU, one row per stream.
+
+    The first row of a band is the compute stream (forward and backward passes), the
+    others its communication streams (tensor-, pipeline- and data-parallel, or the
+    collectives of a ZeRO stage). A gap in the compute row is time the GPU waited;
+    overlapping operations on one stream (a send and a receive) split their row into
+    lanes.
+
+    Args:
+        result: any training-step result with ``spans`` (``data_parallel``,
+            ``zero_step``, ``pipeline_step``, ``tensor_parallel_layer``, ``step``).
+        ranks: the GPUs to show, top to bottom (default the first ``max_ranks`` that did
+            something).
+        title: the figure's title (default: what ran and how long it took).
+        ax: a matplotlib Axes to draw on; save: write the figure there.
+
+    Returns:
+        The matplotlib Figure.
+
+    Raises:
+        InvalidInputError: a result without spans, or bad ``ranks`` / save path.
+    """
+    spans: Sequence[Span] | None = getattr(result, "spans", None)
+    if not spans:
+        raise InvalidInputError("this result has no spans to draw; pass the result of a "
+                                "simcoll.training step function")
+    active = sorted({s.rank for s in spans})
+    if ranks is None:
+        shown = active[:max_ranks]
+    else:
+        shown = list(ranks)
+        if not shown or any(r not in active for r in shown):
+            raise InvalidInputError(f"ranks={ranks!r} is not accepted; give GPUs that took "
+                                    f"part: {active[:16]}{' ...' if len(active) > 16 else ''}")
+    path = checked_save_path(save)
+    streams = [s for s in _STREAM_ORDER if any(x.stream == s for x in spans)]
+    streams += sorted({x.stream for x in spans} - set(streams))
+    end = max(s.end for s in spans)
+    unit, factor = time_unit(end)
+    rows = len(shown) * len(streams)
+    fig, ax = new_axes(ax, (9.0, min(11.0, max(2.8, 1.2 + 0.28 * rows))))
+
+    from matplotlib.patches import Patch
+
+    height = 0.9 / len(streams)
+    # White outlines part neighbouring bars; on crowded rows they would hide the bars.
+    outline = 0.3 if sum(s.rank in shown for s in spans) <= 300 else 0.0
+    kinds: set[str] = set()
+    ticks, labels = [], []
+    for band, rank in enumerate(shown):
+        for j, stream in enumerate(streams):
+            top = band - 0.45 + j * height
+            ticks.append(top + height / 2)
+            labels.append(f"GPU {rank} {_STREAM_NAMES.get(stream, stream)}" if j == 0
+                          else _STREAM_NAMES.get(stream, stream))
+            lanes = _lanes([s for s in spans if s.rank == rank and s.stream == stream])
+            for k, lane in enumerate(lanes):
+                lane_height = 0.9 * height / len(lanes)
+                for kind in {s.kind for s in lane}:
+                    kinds.add(kind)
+                    ax.broken_barh([(s.start * factor, (s.end - s.start) * factor)
+                                    for s in lane if s.kind == kind],
+                                   (top + 0.05 * height + k * lane_height, lane_height),
+                                   facecolors=_KIND_COLOURS.get(kind, "0.5"),
+                                   edgecolors="white", linewidth=outline)
+        if band:
+            ax.axhline(band - 0.5, color="0.6", linewidth=0.8)
+    ax.set_ylim(len(shown) - 0.5, -0.5)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(labels, fontsize="x-small" if rows > 24 else "small")
+    ax.tick_params(axis="y", length=0)
+    ax.set_xlim(0, end * factor)
+    ax.set_xlabel(f"time ({unit})")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    order = [k for k in _KIND_COLOURS if k in kinds] + sorted(kinds - set(_KIND_COLOURS))
+    handles = [Patch(facecolor=_KIND_COLOURS.get(k, "0.5"), label=_KIND_NAMES.get(k, k))
+               for k in order]
+    handles.append(Patch(facecolor="white", edgecolor="0.6", label="waiting (gap)"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              fontsize="small")
+    if title is None:
+        title = f"training step: {format_duration(end)}"
+        if len(shown) < len(active) and ranks is None:
+            title += f" (showing {len(shown)} of {len(active)} GPUs)"
+    ax.set_title(title, fontsize="medium")
+    return finish(fig, path)

@@ -1,0 +1,272 @@
+"""ZeRO stages 0-3 and FSDP: memory per GPU, and the communication each stage really does.
+
+Rajbhandari et al. 2020, "ZeRO: memory optimizations toward training trillion parameter
+models" (Sec. 5 and Figure 1). With Psi parameters, N data-parallel GPUs and
+mixed-precision Adam (2 bytes per fp16 parameter, 2 per fp16 gradient, K = 12 bytes of
+optimizer state), each GPU holds
+
+* stage 0 (plain data parallelism): (2 + 2 + K) Psi;
+* stage 1 (optimizer states partitioned, P_os): 2 Psi + 2 Psi + K Psi / N;
+* stage 2 (+ gradients, P_os+g): 2 Psi + (2 + K) Psi / N;
+* stage 3 (+ parameters, P_os+g+p; FSDP's FULL_SHARD): (2 + 2 + K) Psi / N.
+
+Per step each GPU sends, in parameters (Sec. 7): stage 0 an all-reduce, 2 Psi (N-1)/N;
+stages 1 and 2 a reduce-scatter of the gradients and an all-gather of the updated
+parameters, also 2 Psi (N-1)/N; stage 3 an all-gather of the parameters in the forward
+pass, another in the backward pass and a reduce-scatter of the gradients, 3 Psi (N-1)/N.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from simpy.events import Event
+
+from simcoll.checks import integer
+from simcoll.comm import Comm
+from simcoll.errors import InvalidInputError
+from simcoll.programs import run_program
+from simcoll.result import RunResult
+from simcoll.topology.graph import Topology
+from simcoll.training.common import buffer_of, check_algorithm, ddp_buckets, padded
+from simcoll.training.model import GPU, H100, Model, per_layer_seconds
+from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
+
+__all__ = ["ZeroMemory", "zero_memory", "ZeroStep", "zero_step"]
+
+
+@dataclass(frozen=True)
+class ZeroMemory:
+    """Bytes of model state on one GPU (the largest shard where Psi / N is not whole).
+
+    Attributes:
+        params, gradients, optimizer_states: bytes of each.
+    """
+
+    params: int
+    gradients: int
+    optimizer_states: int
+
+    @property
+    def total(self) -> int:
+        """All model-state bytes on the GPU."""
+        return self.params + self.gradients + self.optimizer_states
+
+
+def zero_memory(params: int, world_size: int, stage: int, k: int = 12, *,
+                param_bytes: int = 2, grad_bytes: int = 2) -> ZeroMemory:
+    """Model-state bytes per GPU under ZeRO ``stage`` (see the module docstring).
+
+    A partitioned state takes ceil(Psi / N) parameters' worth on each GPU (the largest
+    shard when Psi does not divide evenly).
+
+    Args:
+        params: Psi, the number of parameters.
+        world_size: N, the data-parallel GPUs the states are partitioned over.
+        stage: 0, 1, 2 or 3.
+        k: optimizer-state bytes per parameter (12 for mixed-precision Adam).
+        param_bytes, grad_bytes: bytes per parameter and per gradient (2 for fp16).
+
+    Raises:
+        InvalidInputError: a stage other than 0-3, or a negative or non-integer size.
+    """
+    psi = integer(params, "params", minimum=0)
+    n = integer(world_size, "world_size", minimum=1)
+    stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
+    k = integer(k, "k", minimum=0, what="optimizer bytes per parameter")
+    param_bytes = integer(param_bytes, "param_bytes", minimum=0)
+    grad_bytes = integer(grad_bytes, "grad_bytes", minimum=0)
+    shard = -(-psi // n)
+    return ZeroMemory(params=param_bytes * (shard if stage >= 3 else psi),
+                      gradients=grad_bytes * (shard if stage >= 2 else psi),
+                      optimizer_states=k * (shard if stage >= 1 else psi))
+
+
+@dataclass(frozen=True)
+class ZeroStep:
+    """One simulated ZeRO / FSDP step on every GPU of a machine.
+
+    Attributes:
+        stage: the ZeRO stage.
+        step_time, compute_time: seconds (compute: forward + backward on one GPU).
+        exposed: seconds the compute stream waited per communication stream
+            (``"all_reduce"``, ``"reduce_scatter"``, ``"all_gather"``), averaged over GPUs.
+        bytes_sent: bytes each GPU sent (the run's counters).
+        communicated_params: the paper's volume in parameters, 2 Psi (stages 0-2) or
+            3 Psi (stage 3), with Psi padded to whole shards where the stage pads; a
+            ring-based algorithm sends (N-1)/N of it, times the bytes per element.
+        memory: model-state bytes per GPU.
+        breakdown, run, spans: where the time went, the simulation, every span.
+    """
+
+    stage: int
+    step_time: float
+    compute_time: float
+    exposed: dict[str, float]
+    bytes_sent: Any
+    communicated_params: int
+    memory: ZeroMemory
+    breakdown: Breakdown
+    run: RunResult
+    spans: tuple[Span, ...]
+
+
+def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
+              names: list[str], buckets: list[tuple[int, int]], stage: int,
+              algorithm: str, itemsize: int) -> Generator[Event, Any, float]:
+    """Stages 0-2: backward with bucketed all-reduce (0) or reduce-scatter (1, 2) as each
+    bucket fills, then (1, 2) an all-gather of every bucket's updated shard."""
+    r, n = comm.rank, comm.size
+    for (fwd, _), name in zip(times, names):
+        rec.compute(comm, r, fwd, "forward", name)
+    done: dict[int, Event] = {}
+    for i in reversed(range(len(times))):
+        done[i] = rec.compute(comm, r, times[i][1], "backward", names[i])
+    reduce_stream, gather_stream = comm.fresh_context(), comm.fresh_context()
+    previous: list[Event] = []
+    for k, (first_layer, elements) in enumerate(buckets):
+        buf = buffer_of(elements, itemsize)
+        kind = "all_reduce" if stage == 0 else "reduce_scatter"
+        op = partial(reduce_stream.collective, kind, buf, algorithm=algorithm)
+        previous = [rec.on_stream(comm, r, kind, kind, op, after=[done[first_layer],
+                                                                  *previous],
+                                  nbytes=elements * itemsize, label=f"bucket {k}")]
+    if stage > 0:
+        for k, (_, elements) in enumerate(buckets):
+            shard = buffer_of(elements // n, itemsize)
+            previous = [rec.on_stream(
+                comm, r, "all_gather", "all_gather",
+                partial(gather_stream.all_gather, shard, algorithm=algorithm),
+                after=[done[0], *previous], nbytes=elements // n * itemsize,
+                label=f"bucket {k}")]
+    yield done[0]
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in previous:  # noqa: UP028
+        yield event
+    return comm.now
+
+
+def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names: list[str],
+             units: list[int], algorithm: str, itemsize: int,
+             prefetch: bool) -> Generator[Event, Any, float]:
+    """Stage 3 / FSDP: each layer's parameters all-gathered just before its forward and
+    again before its backward (the next one prefetched while it computes), each layer's
+    gradients reduce-scattered after its backward."""
+    r, n = comm.rank, comm.size
+    gather_stream, reduce_stream = comm.fresh_context(), comm.fresh_context()
+    passes = [("forward", i) for i in range(len(times))] + \
+             [("backward", i) for i in reversed(range(len(times)))]
+    needs = [j for j, (_, i) in enumerate(passes) if units[i]]
+    gathered: dict[int, Event] = {}
+    last_gather: list[Event] = []
+    last_reduce: list[Event] = []
+
+    def gather(j: int) -> None:
+        if j in gathered:
+            return
+        pass_name, i = passes[j]
+        shard = buffer_of(units[i] // n, itemsize)
+        gathered[j] = rec.on_stream(
+            comm, r, "all_gather", "all_gather",
+            partial(gather_stream.all_gather, shard, algorithm=algorithm),
+            after=list(last_gather), nbytes=units[i] // n * itemsize,
+            label=f"{names[i]} ({pass_name})")
+        last_gather[:] = [gathered[j]]
+
+    if prefetch and needs:
+        gather(needs[0])
+    for j, (pass_name, i) in enumerate(passes):
+        if units[i]:
+            if prefetch:
+                later = [x for x in needs if x > j]
+                if later:
+                    gather(later[0])
+            gather(j)
+            yield gathered[j]
+        seconds = times[i][0] if pass_name == "forward" else times[i][1]
+        computed = rec.compute(comm, r, seconds, pass_name, names[i])
+        if pass_name == "backward" and units[i]:
+            grads = buffer_of(units[i], itemsize)
+            last_reduce[:] = [rec.on_stream(
+                comm, r, "reduce_scatter", "reduce_scatter",
+                partial(reduce_stream.reduce_scatter, grads, algorithm=algorithm),
+                after=[computed, *last_reduce], nbytes=units[i] * itemsize,
+                label=names[i])]
+        yield computed
+    # SimPy sends each event's value into the generator, which a plain
+    # iterator cannot take, so no `yield from` over a sequence here.
+    for event in last_reduce:  # noqa: UP028
+        yield event
+    return comm.now
+
+
+def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
+              algorithm: str = "ring", bucket_cap_mb: float = 25, first_bucket_mb: float = 1,
+              prefetch: bool = True, network: str = "flow") -> ZeroStep:
+    """Simulate one ZeRO ``stage`` step of ``model`` on every GPU of ``topology``.
+
+    Stage 0 is DDP (buckets all-reduced as the backward pass fills them). Stages 1 and 2
+    reduce-scatter the same buckets as they fill, then all-gather every bucket's updated
+    parameters after the step (their communication is the same; they differ in memory).
+    Stage 3 (FSDP) all-gathers each layer's parameters just in time in the forward pass
+    and again in the backward pass, the next layer's while this one computes
+    (``prefetch``), and reduce-scatters each layer's gradients after its backward, on
+    separate all-gather and reduce-scatter streams. Sharded buffers are padded to a
+    multiple of the GPU count, as FSDP pads its flat parameters. Gradients travel in
+    ``model.precision.grad_bytes``, parameters in ``param_bytes``.
+
+    Args:
+        stage: 0, 1, 2 or 3.
+        gpu: the GPUs' rate; algorithm: the algorithm of every collective (it must be
+            registered for each collective the stage uses, as ``"ring"`` is).
+        bucket_cap_mb, first_bucket_mb: bucket limits for stages 0-2 (MiB).
+        prefetch: stage 3 only: all-gather the next layer while this one computes.
+
+    Raises:
+        InvalidInputError: a stage other than 0-3, an algorithm not registered for the
+            stage's collectives, gradients and parameters of different sizes in stages 1-3.
+    """
+    stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
+    check_algorithm(algorithm, ["all_reduce"] if stage == 0 else
+                    ["reduce_scatter", "all_gather"])
+    n = topology.nranks
+    precision = model.precision
+    itemsize = precision.grad_bytes
+    if stage > 0 and precision.param_bytes != itemsize:
+        raise InvalidInputError(f"ZeRO stage {stage} needs parameters and gradients of one "
+                                f"size here; {model.name} has {precision.param_bytes} and "
+                                f"{itemsize} bytes")
+    times = per_layer_seconds(model.layers, gpu, 1.0)
+    names = [layer.name for layer in model.layers]
+    rec = Recorder()
+    if stage < 3:
+        tensors = [(i, t) for i, layer in enumerate(model.layers) for t in layer.tensors]
+        buckets = []
+        for bucket in ddp_buckets([t * itemsize for _, t in tensors],
+                                  bucket_cap_mb=bucket_cap_mb, first_bucket_mb=first_bucket_mb):
+            elements = sum(tensors[k][1] for k in bucket)
+            buckets.append((min(tensors[k][0] for k in bucket),
+                            elements if stage == 0 else padded(elements, n)))
+        run = run_program(topology, _bucketed, rec, times, names, buckets, stage, algorithm,
+                          itemsize, network=network)
+        # An all-reduce moves 2 Psi (N-1)/N (a reduce-scatter and an all-gather), as
+        # do stages 1 and 2's reduce-scatter and all-gather.
+        communicated = 2 * sum(e for _, e in buckets)
+    else:
+        units = [padded(layer.params, n) if layer.params else 0 for layer in model.layers]
+        run = run_program(topology, _sharded, rec, times, names, units, algorithm, itemsize,
+                          prefetch, network=network)
+        communicated = 3 * sum(units)
+    step = run.time
+    parts = breakdown(rec.spans, range(n), step)
+    return ZeroStep(stage=stage, step_time=step, compute_time=sum(f + b for f, b in times),
+                    exposed=parts.exposed, bytes_sent=run.bytes_sent,
+                    communicated_params=communicated,
+                    memory=zero_memory(model.params, n, stage, precision.optimizer_bytes,
+                                       param_bytes=precision.param_bytes,
+                                       grad_bytes=precision.grad_bytes),
+                    breakdown=parts, run=run, spans=tuple(rec.spans))

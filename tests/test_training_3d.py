@@ -1,0 +1,217 @@
+"""Tensor parallelism and the 3D-parallel step: traffic and times against formulas,
+placements, memory, MFU, the time identity, the timeline, and refusals before the run."""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pytest
+from conftest import ALPHA, BETA, GAMMA, reference_network
+
+import simcoll as sc
+from simcoll import training as tr
+
+matplotlib.use("Agg")
+UNIT = tr.GPU("1 FLOP/s", 1.0)
+
+
+def ring_time(p, nbytes):
+    return 2 * (p - 1) * ALPHA + 2 * (p - 1) / p * nbytes * BETA + (p - 1) / p * nbytes * GAMMA
+
+
+def uniform(blocks, seconds_fwd=1e-3, params=4096, batch=8):
+    """``blocks`` equal blocks of one tensor each; forward FLOPs are seconds on UNIT."""
+    layer = [tr.Layer(f"b{i}", (params,), seconds_fwd, 2 * seconds_fwd, block=True)
+             for i in range(blocks)]
+    return tr.Model("uniform", tuple(layer), batch=batch, seq_len=16, hidden=64, heads=8)
+
+
+@pytest.mark.parametrize("t", [2, 4, 8])
+@pytest.mark.parametrize("sp", [False, True])
+def test_tensor_parallel_traffic_is_four_all_reduces(t, sp):
+    model = tr.gpt(2, 256, 8, 64, 1000, batch=2)
+    res = tr.tensor_parallel_layer(model, sc.topology.switch(t), tp=t, sequences=2,
+                                   sequence_parallel=sp)
+    bsh = 2 * 64 * 256 * 2  # bytes of b x s x h fp16
+    # Four ring all-reduces, or four reduce-scatters and four all-gathers: the same bytes.
+    np.testing.assert_array_equal(res.bytes_sent, [4 * 2 * (t - 1) * bsh // t] * t)
+    kinds = sorted(s.kind for s in res.spans if s.rank == 0 and s.stream == "tp")
+    assert kinds == (["all_gather"] * 4 + ["reduce_scatter"] * 4 if sp else ["all_reduce"] * 4)
+    assert res.time == pytest.approx(res.forward_time + res.backward_time)
+
+
+@pytest.mark.parametrize("t", [2, 4])
+def test_tensor_parallel_time_on_the_reference_network(t):
+    model = tr.gpt(1, 128, 4, 32, 100, batch=1)
+    gpu = tr.GPU("slow", 1e12)
+    res = tr.tensor_parallel_layer(model, reference_network(t), tp=t, gpu=gpu)
+    block = model.layers[1]
+    bsh = 32 * 128 * 2
+    fwd = block.forward_flops / t / 1e12
+    assert res.compute_time == pytest.approx(3 * fwd)
+    assert res.forward_time == pytest.approx(fwd + 2 * ring_time(t, bsh), rel=1e-9)
+    assert res.time == pytest.approx(3 * fwd + 4 * ring_time(t, bsh), rel=1e-9)
+    assert res.communication_time == pytest.approx(4 * ring_time(t, bsh), rel=1e-9)
+
+
+def test_tensor_parallel_inside_a_node_beats_across_nodes():
+    topo = sc.topology.dgx_h100(2)
+    model = tr.llama_7b()
+    inside = tr.tensor_parallel_layer(model, topo, tp=2, ranks=[0, 1])
+    across = tr.tensor_parallel_layer(model, topo, tp=2, ranks=[0, 8])
+    assert inside.communication_time * 5 < across.communication_time
+    np.testing.assert_array_equal(inside.bytes_sent, across.bytes_sent)
+    assert inside.compute_time == across.compute_time
+    alone = tr.tensor_parallel_layer(model, topo, tp=1)
+    assert alone.communication_time == 0 and alone.time == pytest.approx(alone.compute_time)
+
+
+def test_placement_round_trip_and_default_order():
+    pl = tr.Placement(dp=2, tp=4, pp=3)
+    ranks = [pl.rank(d, s, t) for d in range(2) for s in range(3) for t in range(4)]
+    assert sorted(ranks) == list(range(24))
+    assert all(pl.coords(pl.rank(d, s, t)) == (d, s, t)
+               for d in range(2) for s in range(3) for t in range(4))
+    assert [pl.rank(0, 0, t) for t in range(4)] == [0, 1, 2, 3]  # TP consecutive
+    assert [pl.rank(0, s, 0) for s in range(3)] == [0, 4, 8]
+    assert [pl.rank(d, 0, 0) for d in range(2)] == [0, 12]
+    other = tr.Placement(dp=2, tp=4, pp=3, order=("dp", "tp", "pp"))
+    assert [other.rank(d, 0, 0) for d in range(2)] == [0, 1]
+
+
+@pytest.mark.parametrize("p,m,schedule", [(2, 4, "1f1b"), (4, 4, "gpipe"), (4, 8, "1f1b"),
+                                          (3, 2, "1f1b")])
+def test_pipeline_in_the_3d_step_has_the_textbook_bubble(p, m, schedule):
+    free = sc.topology.switch(p, bandwidth=1e300, latency=0)
+    model = uniform(2 * p, batch=m)
+    res = tr.step(model, free, dp=1, pp=p, micro_batches=m, schedule=schedule, gpu=UNIT)
+    tf, tb = 2 * 1e-3 / m, 2 * 2e-3 / m  # two blocks per stage, 1/m of the batch
+    assert res.step_time == pytest.approx((m + p - 1) * (tf + tb), rel=1e-9)
+    assert res.idle == pytest.approx((p - 1) * (tf + tb), rel=1e-9)
+    assert res.exposed == {}
+    assert res.mfu == pytest.approx(m / (m + p - 1), rel=1e-9)
+
+
+def test_mfu_is_the_efficiency_when_communication_is_free():
+    free = sc.topology.switch(4, bandwidth=1e300, latency=0)
+    gpu = tr.GPU("half", 1e12, efficiency=0.5)
+    res = tr.step(tr.gpt(4, 64, 4, 16, 128, batch=8), free, dp=4, gpu=gpu)
+    assert res.mfu == pytest.approx(0.5, rel=1e-9)
+    with_recompute = tr.step(tr.gpt(4, 64, 4, 16, 128, batch=8), free, dp=4, gpu=gpu,
+                             recompute=True)
+    assert with_recompute.mfu < res.mfu
+
+
+def test_recomputation_runs_narayanan_equation_3():
+    # One GPU runs all of it: busy time x rate = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
+    b, s, n, h, v = 2, 32, 3, 64, 200
+    res = tr.step(tr.gpt(n, h, 4, s, v, batch=b), sc.topology.switch(1), dp=1,
+                  recompute=True, gpu=tr.GPU("1 GFLOP/s", 1e9))
+    assert res.compute_time * 1e9 == pytest.approx(
+        96 * b * s * n * h * h * (1 + s / (6 * h) + v / (16 * n * h)), rel=1e-12)
+
+
+@pytest.mark.parametrize("t,m", [(2, 1), (4, 2)])
+def test_tensor_parallel_traffic_in_the_3d_step(t, m):
+    model = tr.gpt(3, 64, 4, 16, 128, batch=4)
+    res = tr.step(model, sc.topology.switch(t), dp=1, tp=t, micro_batches=m)
+    bsh = 4 // m * 16 * 64 * 2
+    expected = m * 3 * 4 * 2 * (t - 1) * bsh // t
+    np.testing.assert_array_equal(res.run.bytes_sent, [expected] * t)
+    assert set(res.exposed) == {"tp"}
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+def test_data_parallel_traffic_in_the_3d_step(zero):
+    d = 4
+    model = tr.gpt(2, 64, 4, 16, 128, batch=8)
+    res = tr.step(model, sc.topology.switch(d), dp=d, zero_stage=zero, micro_batches=2)
+    psi = model.params
+    # ZeRO 0-2 once per step; stage 3 gathers every layer in each pass of each of the
+    # two micro-batches and reduce-scatters once: (2 x 2 + 1) Psi.
+    volume = {0: 2, 1: 2, 2: 2, 3: 5}[zero] * psi
+    np.testing.assert_array_equal(res.run.bytes_sent, [volume * (d - 1) // d * 2] * d)
+    assert res.memory == (tr.zero_memory(psi, d, zero),)
+    assert res.step_time == pytest.approx(res.compute_time + sum(res.exposed.values())
+                                          + res.idle, rel=1e-9)
+
+
+def test_the_7b_step_on_four_dgx_h100():
+    model = tr.llama_7b(batch=16)
+    res = tr.step(model, sc.topology.dgx_h100(4), dp=2, tp=8, pp=2, micro_batches=2,
+                  sequence_parallel=True)
+    assert (res.dp, res.tp, res.pp, res.micro_batches) == (2, 8, 2, 2)
+    assert res.step_time == pytest.approx(res.compute_time + sum(res.exposed.values())
+                                          + res.idle, rel=1e-9)
+    assert set(res.exposed) == {"tp", "pp", "dp"}
+    assert 0 < res.mfu < 1
+    assert res.mfu == pytest.approx(model.flops / (res.step_time * 32 * tr.H100.peak_flops))
+    stages = tr.split_blocks(model, 2)
+    for s, layers in enumerate(stages):
+        params = -(-sum(x.params for x in layers) // 8)
+        assert res.memory[s] == tr.zero_memory(params, 2, 0)
+        per_block = model.block_activation_memory(4, tp=8, sequence_parallel=True)
+        blocks = sum(x.block for x in layers)
+        assert res.activation_memory[s] == pytest.approx(min(2 - s, 2) * blocks * per_block)
+    assert res.memory_per_gpu == max(m.total + a for m, a in
+                                     zip(res.memory, res.activation_memory))
+    # TP inside nodes: GPU 0's tensor-parallel peers are 1..7, its next stage GPU 8.
+    assert {s.rank for s in res.spans if s.stream == "tp"} == set(range(32))
+    fig = tr.plot_timeline(res, ranks=[0, 8])
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[:2] == ["GPU 0 compute", "TP"] and "GPU 8 compute" in labels
+    assert {"PP", "DP"} <= set(labels)
+
+
+def _never_run(*args, **kwargs):
+    raise AssertionError("the step ran although its configuration is bad")
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(dp=2, tp=2, pp=1), r"dp x tp x pp = 2 x 2 x 1 = 4 GPUs, but .* has 8"),
+    (dict(dp=2, tp=2, pp=2, micro_batches=3), "micro_batches=3 does not divide the batch"),
+    (dict(dp=1, tp=1, pp=8), "pp=8 pipeline stages is more than the 4 transformer blocks"),
+    (dict(dp=8, micro_batches=2), "micro_batches=2 does not divide the batch"),
+    (dict(dp=1, tp=8, pp=1), "tp=8 does not divide the 4 attention heads"),
+    (dict(dp=2, tp=2, pp=2, zero_stage=4), "zero_stage=4"),
+    (dict(dp=2, tp=2, pp=2, schedule="zb"), "schedule='zb'"),
+    (dict(dp=2, tp=2, pp=2, order=("tp", "dp")), "order=\\('tp', 'dp'\\)"),
+    (dict(dp=0, tp=8, pp=1), "dp=0"),
+])
+def test_bad_configurations_are_refused_before_the_run(monkeypatch, kwargs, match):
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _never_run)
+    model = tr.gpt(4, 64, 4, 16, 128, batch=8)
+    with pytest.raises(sc.InvalidInputError, match=match):
+        tr.step(model, sc.topology.switch(8), **kwargs)
+
+
+def test_timeline_refusals():
+    with pytest.raises(sc.InvalidInputError, match="no spans"):
+        tr.plot_timeline(object())
+    res = tr.pipeline_step(sc.topology.switch(2), stages=2, micro_batches=1, forward=1e-3,
+                           backward=1e-3, activation_bytes=8)
+    with pytest.raises(sc.InvalidInputError, match=r"ranks=\[5\]"):
+        tr.plot_timeline(res, ranks=[5])
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tr.data_parallel(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2),
+                             algorithm="nope"),
+    lambda: tr.zero_step(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2), stage=3,
+                         algorithm="bruck"),  # an all_gather algorithm, no reduce_scatter
+    lambda: tr.tensor_parallel_layer(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2), tp=2,
+                                     algorithm="nope"),
+    lambda: tr.step(tr.gpt(2, 64, 4, 16, 128, batch=2), sc.topology.switch(2), dp=2,
+                    algorithm="nope"),
+])
+def test_unknown_algorithms_are_refused_before_the_run(monkeypatch, call):
+    for module in ("data_parallelism", "zero", "tensor", "parallel3d"):
+        monkeypatch.setattr(f"simcoll.training.{module}.run_program", _never_run)
+    with pytest.raises(sc.UnknownAlgorithmError):
+        call()
+
+
+def test_algorithms_that_need_server_hosts_are_refused():
+    with pytest.raises(sc.InvalidInputError, match="server hosts"):
+        tr.data_parallel(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2),
+                         algorithm="parameter_server")

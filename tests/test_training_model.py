@@ -1,0 +1,110 @@
+"""Model descriptions: parameter and FLOP counts against the papers' formulas and the
+published totals, activation memory against Korthikanti et al.'s, and input checks."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+import simcoll as sc
+from simcoll import training as tr
+
+
+def narayanan_params(n, h, s, v):
+    """Narayanan et al. 2021: 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)), exactly."""
+    return 12 * n * h * h * (1 + Fraction(13, 12 * h) + Fraction(v + s, 12 * n * h))
+
+
+def model_flops(b, s, n, h, v):
+    """Korthikanti et al. 2022: 72 B s l h^2 (1 + s/(6h) + V/(12lh)), exactly."""
+    return 72 * b * s * n * h * h * (1 + Fraction(s, 6 * h) + Fraction(v, 12 * n * h))
+
+
+@pytest.mark.parametrize("n,h,a,s,v,b", [(2, 64, 4, 16, 128, 1), (12, 768, 12, 1024, 50257, 8),
+                                         (48, 1600, 25, 1024, 50257, 3), (5, 120, 6, 7, 99, 2)])
+def test_gpt_parameters_and_flops_are_the_papers_formulas(n, h, a, s, v, b):
+    m = tr.gpt(n, h, a, s, v, b)
+    assert m.params == narayanan_params(n, h, s, v)
+    assert Fraction(m.flops) == pytest.approx(model_flops(b, s, n, h, v), rel=1e-12)
+    assert m.blocks == n and (m.batch, m.seq_len, m.hidden, m.heads) == (b, s, h, a)
+    # Backward costs twice the forward pass.
+    assert m.flops == pytest.approx(3 * m.forward_flops, rel=1e-12)
+
+
+def test_presets_against_published_totals():
+    # Radford et al. 2019, Table 2: 1542M for the 48-layer GPT-2.
+    gpt2 = tr.gpt2_1_5b()
+    assert gpt2.params == pytest.approx(1542e6, rel=0.02)
+    assert gpt2.params == narayanan_params(48, 1600, 1024, 50257)
+    # Touvron et al. 2023 (LLaMA, Table 2): 6.7B for this shape; Llama 2: 70B.
+    l7, h7, f7, v = 32, 4096, 11008, 32000
+    assert tr.llama_7b().params == pytest.approx(6.7e9, rel=0.02)
+    assert tr.llama_7b().params == l7 * (4 * h7 * h7 + 3 * h7 * f7 + 2 * h7) + 2 * v * h7 + h7
+    l70, h70, f70, kv = 80, 8192, 28672, 8 * 128
+    assert tr.llama_70b().params == pytest.approx(70e9, rel=0.02)
+    assert tr.llama_70b().params == (l70 * (2 * h70 * h70 + 2 * h70 * kv + 3 * h70 * f70
+                                            + 2 * h70) + 2 * v * h70 + h70)
+    # 6 N D (Kaplan et al. 2020) over the matrix parameters (not the embedding lookup
+    # or the norms), plus the attention scores: 3 x 4 B s^2 h per block.
+    m = tr.llama_7b(batch=2)
+    tokens = 2 * 4096
+    matrices = m.params - v * h7 - (2 * l7 + 1) * h7
+    attention = 3 * 4 * 2 * 4096 * 4096 * h7 * l7
+    assert m.flops == pytest.approx(6 * matrices * tokens + attention, rel=1e-12)
+
+
+def test_with_batch_scales_flops_only():
+    m = tr.gpt(4, 64, 4, 16, 128, 2)
+    m6 = m.with_batch(6)
+    assert m6.batch == 6 and m6.params == m.params
+    assert m6.flops == pytest.approx(3 * m.flops, rel=1e-12)
+    assert m.activation_bytes(3) == 3 * 16 * 64 * 2
+
+
+@pytest.mark.parametrize("t", [1, 2, 4, 8])
+def test_block_activation_memory_is_korthikanti(t):
+    m = tr.gpt(4, 256, 8, 128, 1000)
+    s, b, h, a = 128, 3, 256, 8
+    sbh = s * b * h
+    assert m.block_activation_memory(b, tp=t) == pytest.approx(
+        sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert m.block_activation_memory(b, tp=t, sequence_parallel=True) == pytest.approx(
+        sbh / t * (34 + 5 * a * s / h))
+    assert m.block_activation_memory(b, tp=t, recompute=True) == 2 * sbh
+    assert m.block_activation_memory(b, tp=t, sequence_parallel=True,
+                                     recompute=True) == pytest.approx(2 * sbh / t)
+    if t == 1:  # no parallelism: s b h (34 + 5 a s / h)
+        assert m.block_activation_memory(b) == pytest.approx(sbh * (34 + 5 * a * s / h))
+
+
+def test_split_blocks():
+    m = tr.gpt(5, 64, 4, 16, 128)
+    parts = tr.split_blocks(m, 2)
+    assert [[x.name for x in p] for p in parts] == [
+        ["embedding", "block0", "block1", "block2"], ["block3", "block4", "logits"]]
+    assert sum(len(p) for p in tr.split_blocks(m, 5)) == len(m.layers)
+    with pytest.raises(sc.InvalidInputError, match="pp=6 .* 5 transformer blocks"):
+        tr.split_blocks(m, 6)
+
+
+def test_gpu_rate():
+    gpu = tr.GPU("half", 100.0, efficiency=0.5)
+    assert gpu.flops_per_second == 50.0 and gpu.seconds(100.0) == 2.0
+    assert tr.H100.peak_flops == 989e12 and tr.A100.peak_flops == 312e12
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: tr.gpt(0, 64, 4, 16, 128), "layers=0"),
+    (lambda: tr.gpt(2, 65, 4, 16, 128), "hidden=65 is not a multiple of heads=4"),
+    (lambda: tr.llama(2, 64, 4, 16, 128, ffn=100, kv_heads=3), "heads=4 .* kv_heads=3"),
+    (lambda: tr.GPU("x", 0.0), "peak_flops=0.0"),
+    (lambda: tr.GPU("x", 1.0, efficiency=1.5), "efficiency=1.5"),
+    (lambda: tr.Layer("x", (0,), 1.0, 1.0), r"tensors\[0\] = 0"),
+    (lambda: tr.Layer("x", (1,), -1.0, 1.0), "forward_flops=-1.0"),
+    (lambda: tr.Model("empty", (), 1, 1, 1, 1), "no layers"),
+    (lambda: tr.Precision(param_bytes=-2), "param_bytes=-2"),
+])
+def test_bad_model_input(call, match):
+    with pytest.raises(sc.InvalidInputError, match=match):
+        call()

@@ -1,0 +1,107 @@
+"""Pipelines: bubble against (p-1)/(m+p-1) with free communication, step time with
+communication against a hand-derived formula, micro-batches in flight, traffic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ALPHA, BETA, reference_network
+
+import simcoll as sc
+from simcoll import training as tr
+
+FREE = sc.topology.switch(8, bandwidth=1e300, latency=0)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("p,m", [(1, 1), (1, 4), (2, 1), (2, 2), (3, 7), (4, 4), (4, 8),
+                                 (5, 3), (8, 1), (8, 16)])
+@pytest.mark.parametrize("tf,tb", [(1.0, 1.0), (1.0, 2.0), (0.3, 0.7)])
+def test_bubble_with_free_communication(schedule, p, m, tf, tb):
+    res = tr.pipeline_step(FREE, stages=p, micro_batches=m, forward=tf, backward=tb,
+                           activation_bytes=1 << 20, schedule=schedule)
+    assert res.step_time == pytest.approx((m + p - 1) * (tf + tb), rel=1e-12)
+    assert res.bubble_fraction == pytest.approx((p - 1) / (m + p - 1), rel=1e-9, abs=1e-12)
+    assert res.breakdown.idle == pytest.approx((p - 1) * (tf + tb), rel=1e-9, abs=1e-12)
+    assert res.breakdown.compute == pytest.approx(m * (tf + tb), rel=1e-12)
+    if schedule == "gpipe":
+        assert res.peak_in_flight == (m,) * p
+    else:
+        assert res.peak_in_flight == tuple(min(p - s, m) for s in range(p))
+        assert max(res.peak_in_flight) <= p
+    assert res.activation_memory == tuple(k * (1 << 20) for k in res.peak_in_flight)
+    assert (res.schedule, res.stages, res.micro_batches) == (schedule, p, m)
+
+
+@pytest.mark.parametrize("p,m", [(2, 3), (4, 4), (5, 2)])
+def test_gpipe_step_time_with_communication(p, m):
+    # Each hop costs c = alpha + n beta on the reference network. Stage s finishes
+    # forward j at s (tf + c) + (j + 1) tf (derived by induction on s and j), and the
+    # backward pass mirrors it, so the step takes (m + p - 1)(tf + tb) + 2 (p - 1) c.
+    n = 1 << 20
+    c = ALPHA + n * BETA
+    tf, tb = 20 * c, 35 * c
+    res = tr.pipeline_step(reference_network(p), stages=p, micro_batches=m, forward=tf,
+                           backward=tb, activation_bytes=n, schedule="gpipe")
+    expected = (m + p - 1) * (tf + tb) + 2 * (p - 1) * c
+    assert res.step_time == pytest.approx(expected, rel=1e-9)
+    assert res.bubble_fraction == pytest.approx(1 - m * (tf + tb) / expected, rel=1e-9)
+    assert res.bubble_fraction > (p - 1) / (m + p - 1)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_communication_only_adds_to_the_bubble(schedule):
+    for bandwidth in (1e9, 1e10, 1e11):
+        topo = sc.topology.switch(4, bandwidth=bandwidth, latency=1e-6)
+        res = tr.pipeline_step(topo, stages=4, micro_batches=6, forward=1e-3, backward=2e-3,
+                               activation_bytes=4 << 20, schedule=schedule)
+        assert res.bubble_fraction > 3 / 9
+        assert res.step_time == pytest.approx(
+            res.breakdown.compute + res.breakdown.exposed_total + res.breakdown.idle)
+
+
+@pytest.mark.parametrize("p,m", [(2, 3), (4, 5)])
+def test_traffic_is_one_activation_and_one_gradient_per_micro_batch(p, m):
+    n = 3 << 10
+    res = tr.pipeline_step(reference_network(p), stages=p, micro_batches=m, forward=1e-4,
+                           backward=1e-4, activation_bytes=n)
+    sent = [m * n * ((s < p - 1) + (s > 0)) for s in range(p)]
+    np.testing.assert_array_equal(res.run.bytes_sent, sent)
+    assert res.run.messages == 2 * m * (p - 1)
+
+
+def test_stages_on_chosen_ranks_and_per_stage_times():
+    topo = sc.topology.dgx_h100(2)
+    res = tr.pipeline_step(topo, stages=2, micro_batches=2, forward=[1e-3, 2e-3],
+                           backward=[2e-3, 4e-3], activation_bytes=1 << 20, ranks=[3, 12])
+    assert res.ranks == (3, 12)
+    assert {s.rank for s in res.spans} == {3, 12}
+    sent = res.run.bytes_sent
+    assert sent[3] == sent[12] == 2 * (1 << 20) and sent.sum() == 4 * (1 << 20)
+    busy = {r: sum(s.end - s.start for s in res.spans if s.rank == r
+                   and s.stream == "compute") for r in (3, 12)}
+    assert busy[3] == pytest.approx(2 * 3e-3) and busy[12] == pytest.approx(2 * 6e-3)
+
+
+def test_schedules_by_hand():
+    assert tr.schedule_of("1f1b", 3, 0, 4) == [("F", 0), ("F", 1), ("F", 2), ("B", 0),
+                                               ("F", 3), ("B", 1), ("B", 2), ("B", 3)]
+    assert tr.schedule_of("1f1b", 3, 2, 2) == [("F", 0), ("B", 0), ("F", 1), ("B", 1)]
+    assert tr.schedule_of("gpipe", 3, 1, 2) == [("F", 0), ("F", 1), ("B", 1), ("B", 0)]
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(schedule="interleaved"), "schedule='interleaved'"),
+    (dict(stages=0), "stages=0"),
+    (dict(micro_batches=0), "micro_batches=0"),
+    (dict(forward=[1.0]), r"forward=\[1.0\]"),
+    (dict(backward=-1.0), "backward=-1.0"),
+    (dict(activation_bytes=3), "activation_bytes=3 is not a whole number"),
+    (dict(ranks=[0, 0]), r"ranks=\[0, 0\]"),
+    (dict(stages=9), "stages=9 needs 9 GPUs"),
+])
+def test_refusals(kwargs, match):
+    args = dict(stages=2, micro_batches=2, forward=1.0, backward=1.0, activation_bytes=8)
+    args.update(kwargs)
+    with pytest.raises(sc.InvalidInputError, match=match):
+        tr.pipeline_step(FREE, **args)

@@ -1,0 +1,137 @@
+"""ZeRO memory against the paper's Figure 1 and hand-worked values; each stage's
+measured traffic against 2 Psi / 3 Psi with the exact (N-1)/N factors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll import training as tr
+
+
+def test_figure_1_of_the_zero_paper():
+    # Rajbhandari et al. 2020, Figure 1: Psi = 7.5B, N = 64, K = 12.
+    psi, n = 7_500_000_000, 64
+    expected = {0: 120e9, 1: 31.4e9, 2: 16.6e9, 3: 1.9e9}  # as printed, GB
+    exact = {0: 16 * psi, 1: 4 * psi + 12 * psi / n, 2: 2 * psi + 14 * psi / n,
+             3: 16 * psi / n}
+    for stage in range(4):
+        mem = tr.zero_memory(psi, n, stage)
+        assert mem.total == pytest.approx(exact[stage], rel=1e-12)
+        assert mem.total == pytest.approx(expected[stage], abs=0.05e9)
+        assert mem.total == mem.params + mem.gradients + mem.optimizer_states
+
+
+@pytest.mark.parametrize("psi,n,stage,k,expected", [
+    # (params, gradients, optimizer states), worked by hand; 1000 / 3 -> shards of 334.
+    (1000, 3, 0, 12, (2000, 2000, 12000)),
+    (1000, 3, 1, 12, (2000, 2000, 12 * 334)),
+    (1000, 3, 2, 12, (2000, 2 * 334, 12 * 334)),
+    (1000, 3, 3, 12, (2 * 334, 2 * 334, 12 * 334)),
+    (1000, 1, 3, 12, (2000, 2000, 12000)),
+    (1024, 8, 2, 12, (2048, 256, 1536)),
+    (1024, 8, 3, 8, (256, 256, 1024)),
+    (10, 16, 3, 12, (2, 2, 12)),
+    (0, 4, 3, 12, (0, 0, 0)),
+])
+def test_zero_memory_by_hand(psi, n, stage, k, expected):
+    mem = tr.zero_memory(psi, n, stage, k)
+    assert (mem.params, mem.gradients, mem.optimizer_states) == expected
+    assert mem.total == sum(expected)
+
+
+def test_zero_memory_with_other_byte_sizes():
+    mem = tr.zero_memory(100, 4, 1, 16, param_bytes=4, grad_bytes=4)
+    assert (mem.params, mem.gradients, mem.optimizer_states) == (400, 400, 16 * 25)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(params=10, world_size=2, stage=4), "stage=4"),
+    (dict(params=10, world_size=0, stage=1), "world_size=0"),
+    (dict(params=-1, world_size=2, stage=1), "params=-1"),
+    (dict(params=1.5, world_size=2, stage=1), "params=1.5"),
+    (dict(params=10, world_size=2, stage=1, k=-1), "k=-1"),
+])
+def test_zero_memory_refuses(kwargs, match):
+    with pytest.raises(sc.InvalidInputError, match=match):
+        tr.zero_memory(**kwargs)
+
+
+# Every tensor of this model is a multiple of 64 elements, so every shard is whole.
+SMALL = tr.gpt(3, 64, 4, 16, 128, batch=2)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 8])
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+@pytest.mark.parametrize("algorithm", ["ring", "direct"])
+def test_stage_traffic_is_the_papers_volume(n, stage, algorithm):
+    res = tr.zero_step(SMALL, sc.topology.switch(n), stage=stage, algorithm=algorithm,
+                       bucket_cap_mb=0.1, first_bucket_mb=0.05)
+    psi = SMALL.params
+    volume = 3 * psi if stage == 3 else 2 * psi
+    expected = volume * (n - 1) // n * 2  # fp16: 2 bytes per parameter
+    assert volume * (n - 1) % n == 0
+    np.testing.assert_array_equal(res.bytes_sent, [expected] * n)
+    np.testing.assert_array_equal(res.run.bytes_received, [expected] * n)
+    assert res.communicated_params == volume
+    assert res.memory == tr.zero_memory(psi, n, stage)
+    assert res.step_time >= res.compute_time
+    assert res.step_time == pytest.approx(res.compute_time + res.breakdown.exposed_total
+                                          + res.breakdown.idle, rel=1e-9)
+    if n == 1:
+        assert res.exposed == {} and res.step_time == pytest.approx(res.compute_time)
+    else:
+        kinds = {0: {"all_reduce"}, 3: {"all_gather", "reduce_scatter"}}.get(
+            stage, {"all_gather", "reduce_scatter"})
+        assert set(res.exposed) == kinds
+
+
+def test_stage_3_pads_layers_to_whole_shards():
+    n = 3
+    res = tr.zero_step(SMALL, sc.topology.switch(n), stage=3)
+    shards = sum(-(-layer.params // n) for layer in SMALL.layers)
+    # Ring all-gather and reduce-scatter each send (N-1) shards per layer.
+    np.testing.assert_array_equal(res.bytes_sent, [3 * (n - 1) * shards * 2] * n)
+
+
+def test_collectives_of_each_stage():
+    n = 4
+    kinds = {}
+    for stage in range(4):
+        res = tr.zero_step(SMALL, sc.topology.switch(n), stage=stage)
+        kinds[stage] = {(s.stream, s.kind) for s in res.spans if s.stream != "compute"}
+        counts = {k: sum(1 for s in res.spans if s.rank == 0 and s.kind == k)
+                  for k in ("all_reduce", "reduce_scatter", "all_gather")}
+        if stage == 3:
+            # one all-gather per layer with parameters in each pass, one reduce-scatter.
+            layers = sum(1 for layer in SMALL.layers if layer.params)
+            assert counts == {"all_reduce": 0, "reduce_scatter": layers,
+                              "all_gather": 2 * layers}
+        elif stage == 0:
+            assert counts["reduce_scatter"] == counts["all_gather"] == 0
+        else:
+            assert counts["all_reduce"] == 0
+            assert counts["reduce_scatter"] == counts["all_gather"] > 0
+    assert kinds[0] == {("all_reduce", "all_reduce")}
+    assert kinds[1] == kinds[2] == {("reduce_scatter", "reduce_scatter"),
+                                    ("all_gather", "all_gather")}
+
+
+def test_prefetch_hides_all_gathers():
+    topo = sc.topology.switch(4, bandwidth=50 * sc.GB)
+    model = tr.gpt(6, 512, 8, 512, 1024, batch=4)
+    slow_gpu = tr.GPU("slow", 20e12)
+    eager = tr.zero_step(model, topo, stage=3, gpu=slow_gpu, prefetch=True)
+    lazy = tr.zero_step(model, topo, stage=3, gpu=slow_gpu, prefetch=False)
+    assert eager.step_time < lazy.step_time
+    assert eager.exposed["all_gather"] < lazy.exposed["all_gather"]
+    np.testing.assert_array_equal(eager.bytes_sent, lazy.bytes_sent)
+
+
+def test_zero_step_refuses_bad_stage():
+    with pytest.raises(sc.InvalidInputError, match="stage=5"):
+        tr.zero_step(SMALL, sc.topology.switch(2), stage=5)
+    mixed = tr.gpt(2, 64, 4, 16, 128, precision=tr.Precision(param_bytes=2, grad_bytes=4))
+    with pytest.raises(sc.InvalidInputError, match="2 and 4 bytes"):
+        tr.zero_step(mixed, sc.topology.switch(2), stage=1)
