@@ -500,3 +500,21 @@ def test_plotting_leaves_the_core_free_of_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_timeline_draws_a_program_run():
+    def program(comm, x):
+        yield comm.compute(2e-6)
+        out = yield comm.all_reduce(x, algorithm="ring")
+        return out
+
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0)
+    res = sc.run_program(topo, program, sc.VirtualBuffer.of(1000, "float32"), trace=True)
+    fig = sc.plot.timeline(res)
+    ax = fig.axes[0]
+    assert ax.get_title().startswith("a program on switch(2): ")
+    computes = [c for c in ax.collections if c.get_gid() == "rank 0/compute"]
+    (bars,) = computes
+    (path,) = bars.get_paths()
+    xs = path.vertices[:, 0]
+    assert (min(xs), max(xs)) == pytest.approx((0.0, 2.0))  # us: the compute span

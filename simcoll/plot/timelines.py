@@ -15,7 +15,7 @@ from simcoll.plot.style import (
     new_axes,
     time_unit,
 )
-from simcoll.result import Result
+from simcoll.result import Result, RunResult
 
 __all__ = ["timeline"]
 
@@ -24,11 +24,11 @@ _LEGEND = {"send": "send", "recv": "receive", "reduce": "reduction", "compute": 
 _COLOURS = {"send": "#1f77b4", "recv": "#ff7f0e", "reduce": "#2ca02c", "compute": "#d62728"}
 
 
-def _endpoint_label(result: Result, address: int) -> str:
+def _endpoint_label(result: RunResult, address: int) -> str:
     return f"rank {address}" if address < result.nranks else f"host {address - result.nranks}"
 
 
-def _shown(result: Result, endpoints: int, ranks: Sequence[int] | None,
+def _shown(result: RunResult, endpoints: int, ranks: Sequence[int] | None,
            max_ranks: int) -> list[int]:
     if ranks is not None:
         shown = list(ranks)
@@ -57,7 +57,7 @@ def _lanes(spans: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:
     return lanes
 
 
-def timeline(result: Result, *, ranks: Sequence[int] | None = None, max_ranks: int = 16,
+def timeline(result: RunResult, *, ranks: Sequence[int] | None = None, max_ranks: int = 16,
              ax: Any = None, save: str | os.PathLike | None = None) -> Any:
     """Draw a traced run as one band per rank (and server host), one row per stream.
 
@@ -68,7 +68,8 @@ def timeline(result: Result, *, ranks: Sequence[int] | None = None, max_ranks: i
     row splits into as many thinner lanes as are needed to draw each one apart.
 
     Args:
-        result: a result of ``simulate(..., trace=True)``.
+        result: a result of ``simulate(..., trace=True)`` or
+            ``run_program(..., trace=True)``.
         ranks: the rank (or host) addresses to show, top to bottom; by default all of
             them, or the first ``max_ranks`` (hosts included) with a note in the title.
         max_ranks: the most bands drawn when ``ranks`` is not given.
@@ -132,8 +133,11 @@ def timeline(result: Result, *, ranks: Sequence[int] | None = None, max_ranks: i
     handles.append(Patch(facecolor="white", edgecolor="0.6", label="idle (gap)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               fontsize="small", title="rows in each band", title_fontsize="small")
-    title = (f"{result.collective}/{result.algorithm} on {result.topology}, "
-             f"{format_size(result.nbytes)} per rank: {format_duration(result.time)}")
+    if isinstance(result, Result):
+        title = (f"{result.collective}/{result.algorithm} on {result.topology}, "
+                 f"{format_size(result.nbytes)} per rank: {format_duration(result.time)}")
+    else:
+        title = f"a program on {result.topology}: {format_duration(result.time)}"
     if len(shown) < endpoints and ranks is None:
         title += (f"\nshowing {len(shown)} of {endpoints} ranks"
                   f"{' and hosts' if endpoints > result.nranks else ''}; "
