@@ -11,7 +11,7 @@ replaced with a buffer of another size, so a rank's p chunks cost O(1) memory.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import numpy as np
 
@@ -102,10 +102,15 @@ class VirtualChunks(Sequence):
     def __len__(self) -> int:
         return self._parts
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type of every chunk."""
+        return self._dtype
+
     def _default(self, i: int) -> VirtualBuffer:
         return self._big if i < self._nbig else self._small
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._parts))]
         i = index + self._parts if index < 0 else index
@@ -157,10 +162,10 @@ def split(buf: Buffer, parts: int) -> list[np.ndarray] | VirtualChunks:
 def join(chunks: Sequence[Buffer]) -> Buffer:
     """Concatenate chunks (the inverse of :func:`split`)."""
     if isinstance(chunks, VirtualChunks):
-        return VirtualBuffer.of(chunks.total(), chunks._dtype)
+        return VirtualBuffer.of(chunks.total(), chunks.dtype)
     if len(chunks) and isinstance(chunks[0], VirtualBuffer):
-        return VirtualBuffer.of(sum(c.count for c in chunks), chunks[0].dtype)
-    return np.concatenate(chunks)
+        return VirtualBuffer.of(sum(c.size for c in chunks), chunks[0].dtype)
+    return np.concatenate(cast("Sequence[np.ndarray]", chunks))
 
 
 def nbytes_of(payload: Any) -> int:

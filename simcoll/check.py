@@ -100,7 +100,8 @@ def _compare(coll: Collective, inputs: list[np.ndarray], outputs: list, op: Redu
     p = len(inputs)
     dtype = inputs[0].dtype
     count = inputs[0].size
-    ok, checked = True, []
+    ok = True
+    checked: list[np.ndarray | None] = []
     for rank, out in enumerate(outputs):
         expected = coll.out_count(p, count, rank, root)
         if expected is None:

@@ -20,7 +20,7 @@ algbw * factor(p).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +30,7 @@ from simcoll.ops import ReduceOp
 
 __all__ = ["Collective", "COLLECTIVES", "collective"]
 
-Arrays = list[np.ndarray]
+Arrays = Sequence[np.ndarray]
 
 
 @dataclass(frozen=True)

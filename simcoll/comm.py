@@ -182,7 +182,7 @@ class Comm:
         to send from its rank, size and arguments, never from the clock)."""
         return self._env.now
 
-    def start(self, program: Generator[Event, Any, Any]) -> Event:
+    def start(self, program: Generator[Any, Any, Any]) -> Event:
         """Run ``program`` (a generator yielding this communicator's events) alongside the
         caller, as a CUDA stream or torch's ``async_op=True`` handle does.
 

@@ -36,7 +36,7 @@ def done_event(env: simpy.Environment, value: Any = None) -> Event:
     event = Event(env)
     event._ok = True
     event._value = value
-    event.callbacks = None
+    event.callbacks = None  # type: ignore[assignment]  # SimPy's mark of "processed"
     return event
 
 
@@ -48,7 +48,7 @@ def complete(event: Event, value: Any) -> None:
     if event.callbacks:
         event.env.schedule(event)
     else:
-        event.callbacks = None
+        event.callbacks = None  # type: ignore[assignment]  # processed, as above
 
 
 def cancel(event: Event) -> None:
@@ -86,7 +86,7 @@ def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
     while queue:
         when, _, _, event = heappop(queue)
         callbacks = event.callbacks
-        event.callbacks = None
+        event.callbacks = None  # type: ignore[assignment]  # processed, as SimPy's step does
         if not callbacks:
             if not event._ok and not hasattr(event, "_defused"):
                 raise event._value

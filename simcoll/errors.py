@@ -83,10 +83,12 @@ class LinkFailureError(SimCollError):
 
     Attributes:
         link: the failed link's ``(u, v)`` device names.
-        lost: ``(src, dst)`` endpoint addresses of the messages that could not go on.
+        lost: ``(src, dst)`` endpoint addresses of the messages that could not go on
+            (``dst`` a tuple of them for a multicast).
     """
 
-    def __init__(self, message: str, link: tuple[str, str], lost: list[tuple[int, int]]):
+    def __init__(self, message: str, link: tuple[str, str],
+                 lost: list[tuple[int, int | tuple[int, ...]]]):
         super().__init__(message)
         self.link = link
         self.lost = lost

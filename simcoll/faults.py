@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,8 +126,13 @@ class _Plan:
         if self.links:
             network.track_flows()
             for at, index, factor in self.links:
-                Timeout(network.env, at).callbacks.append(
-                    lambda _event, i=index, f=factor: network.change_link(i, f))
+                Timeout(network.env, at).callbacks.append(_changer(network, index, factor))
+
+
+def _changer(network: Network, index: int, factor: float) -> Callable[[Event], None]:
+    def change(_event: Event) -> None:
+        network.change_link(index, factor)
+    return change
 
 
 def _after(wait: Event, program: Generator[Event, Any, Any]) -> Generator[Event, Any, Any]:

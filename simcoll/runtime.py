@@ -17,7 +17,7 @@ import math
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import simpy
@@ -124,7 +124,7 @@ class Runtime:
         return number
 
 
-    def start(self, program: Generator[Event, Any, Any], label: str, address: int) -> Process:
+    def start(self, program: Generator[Any, Any, Any], label: str, address: int) -> Process:
         """Run ``program`` as a process of its own, on endpoint ``address``.
 
         An exception inside it ends the run with an :class:`AlgorithmError` naming
@@ -138,7 +138,7 @@ class Runtime:
     def _raise_failure(self, event: Event, label: str) -> None:
         if event.ok:
             return
-        exc = event.value
+        exc = cast(BaseException, event.value)
         event.defused = True
         if isinstance(exc, RunStop) or not isinstance(exc, Exception):
             raise exc

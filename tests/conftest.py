@@ -32,7 +32,8 @@ def make_data(p: int, count: int, dtype, op: sc.ReduceOp = sc.ReduceOp.SUM, seed
 
 
 def reference_network(p: int, servers: int = 0) -> sc.Topology:
-    """DESIGN.md's single-port alpha-beta network with a finite gamma."""
+    """The single-port alpha-beta reference network (README, "The network model"), with a
+    finite gamma."""
     return sc.topology.switch(p, bandwidth=1 / BETA, latency=ALPHA / 2,
                               reduce_bandwidth=1 / GAMMA, servers=servers,
                               server_reduce_bandwidth=1 / GAMMA)

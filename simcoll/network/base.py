@@ -45,7 +45,8 @@ class Network:
         """Extra latency drawn for each message (random per-message jitter), if set."""
         self._capacity = topology.directed_bandwidths()
         self._failed: frozenset[int] = frozenset()
-        self._routes: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
+        self._routes: dict[tuple[int, int | tuple[int, ...]],
+                           tuple[tuple[int, ...], float, float]] = {}
 
     def _route(self, src: int, dst: int | tuple[int, ...]
                ) -> tuple[tuple[int, ...], float, float]:
@@ -62,7 +63,7 @@ class Network:
             links.extend(link for link in route.links if link not in links)
         capacity = self._capacity
         bandwidth = min((capacity[d] for d in links), default=math.inf)
-        entry = self._routes[(src, dst)] = (tuple(links), latency, bandwidth)  # type: ignore[index]
+        entry = self._routes[(src, dst)] = (tuple(links), latency, bandwidth)
         return entry
 
     def multicast(self, src: int, dsts: tuple[int, ...], nbytes: int, on_arrival: Arrival,

@@ -189,8 +189,9 @@ class FlowNetwork(Network):
         on_link = self._on_link
         for d in flow.links:
             del on_link[d][flow]
-        cancel(flow.event)
-        flow.event = None
+        if flow.event is not None:
+            cancel(flow.event)
+            flow.event = None
         Timeout(self.env, flow.start - now, flow).callbacks.append(self._start)
 
     def _activate(self, flow: _Flow) -> None:
@@ -225,11 +226,11 @@ class FlowNetwork(Network):
             self._schedule(flow)
             return
         if not mixed and self.fast:
-            if general is None:
+            if group is not None and general is None:
                 if self._capacity[group.link] == flow.bottleneck and group.link in flow.links:
                     self._join(group, flow, now)
                     return
-            elif group is None and self._pair(general, flow, now):
+            elif group is None and general is not None and self._pair(general, flow, now):
                 return
         self._go_general(flow, now)
 

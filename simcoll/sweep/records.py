@@ -112,7 +112,7 @@ class SweepResults(list["Result | FailedPoint"]):
             ImportError: pandas is not installed (``pip install simcoll[pandas]``).
         """
         try:
-            import pandas  # type: ignore[import-untyped]
+            import pandas
         except ImportError:
             raise ImportError("SweepResults.to_pandas needs pandas; install it with "
                               "pip install 'simcoll[pandas]'") from None

@@ -101,7 +101,7 @@ def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+        import tomli as tomllib  # type: ignore[import-not-found]
     try:
         return tomllib.loads(text), lines
     except tomllib.TOMLDecodeError as exc:
