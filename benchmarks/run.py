@@ -49,6 +49,28 @@ def _server(comm, *, op=None):
         yield comm.recv(src=w)
 
 
+def _staggered_model():
+    """The incast's cost model: the server's link is busy until every byte is in."""
+    from simcoll.cost import CostModel, Traffic
+
+    def sent(p, nbytes, itemsize):
+        count = nbytes // itemsize
+        return np.array([count * (r + 1) // p * itemsize for r in range(p)], dtype=np.int64)
+
+    def time(p, nbytes, alpha, beta, gamma):
+        return alpha + int(sent(p, nbytes, 1).sum()) * beta
+
+    def traffic(p, nbytes, itemsize):
+        out = sent(p, nbytes, itemsize)
+        return Traffic(out, np.zeros(p, np.int64), np.zeros(1, np.int64),
+                       np.array([out.sum()], np.int64))
+
+    def exact(p, nbytes, itemsize):
+        return (nbytes // itemsize) % p == 0
+
+    return CostModel(time=time, traffic=traffic, exact=exact)
+
+
 def contention_case(kind: str, n: int, fast: bool = True) -> dict:
     """Incast (parameter_server, or staggered sizes) or all_to_all direct on switch(n)."""
     import simcoll as sc
@@ -57,7 +79,8 @@ def contention_case(kind: str, n: int, fast: bool = True) -> dict:
 
     FlowNetwork.fast = fast
     if kind == "staggered incast":
-        register("all_reduce", "bench_staggered_incast", host=_server)(_staggered_incast)
+        register("all_reduce", "bench_staggered_incast", host=_server,
+                 cost=_staggered_model())(_staggered_incast)
         topo = sc.topology.switch(n, servers=1)
         args = ("all_reduce", "bench_staggered_incast")
     elif kind == "parameter_server":

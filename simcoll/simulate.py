@@ -87,17 +87,6 @@ def _check_dtype(dtype: Any) -> np.dtype:
     return dt
 
 
-def _check_params(spec: AlgorithmSpec, kwargs: dict[str, Any]) -> None:
-    sig = inspect.signature(spec.fn)
-    try:
-        sig.bind(None, None, **kwargs)
-    except TypeError:
-        unknown = sorted(set(kwargs) - set(sig.parameters))
-        raise InvalidInputError(
-            f"{spec.collective}/{spec.name} does not take parameter(s) {unknown}; it accepts "
-            f"{list(spec.params) or 'none'}") from None
-
-
 def _read_only_view(x: np.ndarray) -> np.ndarray:
     view = x.view()
     view.flags.writeable = False
@@ -273,13 +262,12 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         inputs = [VirtualBuffer.of(size // dt.itemsize, dt)] * p
     count = size // dt.itemsize
 
-    kwargs = dict(params)
+    params = spec.check(p, count, hosts, topology.gpu_nodes, params)
+    kwargs = spec.arguments(params)
     if coll.reduces:
         kwargs["op"] = reduce_op
     if coll.rooted:
         kwargs["root"] = int(root)
-    _check_params(spec, kwargs)
-    spec.check(p, count, hosts, topology.gpu_nodes, params)
 
     env = simpy.Environment()
     endpoints = p + hosts

@@ -1,20 +1,16 @@
-"""Collective algorithms, registered by ``(collective, name)``; one module per family."""
+"""Collective algorithms, registered by ``(collective, name)``; one module per family.
+
+Every module of this package is imported here, so an algorithm registered in a new family
+module is listed without being named anywhere else. ``registry`` holds the registry,
+``params`` the parameter specs, ``fold`` helpers shared by the recursive families.
+"""
 
 from __future__ import annotations
 
-from simcoll.algorithms import (
-    bruck,
-    bucketed,
-    direct,
-    hierarchical,
-    naive,
-    pairwise,
-    parameter_server,
-    pipeline,
-    recursive,
-    ring,
-    tree,
-)
+import importlib
+import pkgutil
+
+from simcoll.algorithms.params import Choice, Int, Optional, Param, Real
 from simcoll.algorithms.registry import (
     ENTRY_POINT_GROUP,
     AlgorithmSpec,
@@ -23,6 +19,11 @@ from simcoll.algorithms.registry import (
     register,
 )
 
+MODULES = tuple(sorted(info.name for info in pkgutil.iter_modules(__path__)))
+"""The modules of this package, every one imported (family modules register on import)."""
+
+for _module in MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP",
-           "bruck", "bucketed", "direct", "hierarchical", "naive", "pairwise", "parameter_server",
-           "pipeline", "recursive", "ring", "tree"]
+           "Param", "Int", "Real", "Choice", "Optional", "MODULES"]
