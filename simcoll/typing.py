@@ -14,10 +14,14 @@ from simpy.events import Event
 
 from simcoll.buffers import Buffer
 
-__all__ = ["Program", "HostProgram", "Steps"]
+__all__ = ["Program", "BufferProgram", "HostProgram", "Steps"]
 
 Program = Generator[Event, Any, Buffer | None]
-"""What a rank program returns when called: a generator of events with the output."""
+"""What a rank program returns when called: a generator of events whose value is the
+rank's output (None where the collective leaves the rank without one)."""
+
+BufferProgram = Generator[Event, Any, Buffer]
+"""A rank program whose every rank returns a buffer (a :data:`Program` too)."""
 
 HostProgram = Generator[Event, Any, None]
 """What a server host's program returns when called (hosts have no output)."""

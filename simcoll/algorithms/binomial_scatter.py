@@ -31,7 +31,7 @@ from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, block_bytes, block_start, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, even_blocks, gpu_traffic, processor_sharing
-from simcoll.typing import Program
+from simcoll.typing import BufferProgram, Program
 
 __all__ = ["binomial_gather", "binomial_scatter", "scatter_allgather_broadcast"]
 
@@ -131,7 +131,7 @@ def _scatter_traffic(p: int, nbytes: int, itemsize: int, *, root: int) -> Traffi
 
 @register("scatter", "binomial", cost=CostModel(
     time=_scatter_time, traffic=_scatter_traffic, exact=even_blocks))
-def binomial_scatter(comm: Comm, x: Buffer, *, root: int) -> Program:
+def binomial_scatter(comm: Comm, x: Buffer, *, root: int) -> BufferProgram:
     """Binomial-tree scatter (MPICH): each rank passes its children their subtree's blocks.
 
     The root's x is cut into p blocks as np.array_split does; rank r gets block r.
@@ -198,7 +198,7 @@ def _scatter_allgather_traffic(p: int, nbytes: int, itemsize: int, *, root: int)
 
 @register("broadcast", "scatter_allgather", cost=CostModel(
     time=_scatter_allgather_time, traffic=_scatter_allgather_traffic, exact=even_blocks))
-def scatter_allgather_broadcast(comm: Comm, x: Buffer, *, root: int) -> Program:
+def scatter_allgather_broadcast(comm: Comm, x: Buffer, *, root: int) -> BufferProgram:
     """Van de Geijn broadcast: binomial scatter of p blocks, then a ring all-gather.
 
     x is cut into p blocks as np.array_split does (the first count % p blocks get one

@@ -33,7 +33,7 @@ from simcoll.buffers import Buffer
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic, processor_sharing
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program, Steps
+from simcoll.typing import BufferProgram, Program, Steps
 
 __all__ = ["binomial_broadcast", "binomial_reduce", "tree_all_reduce", "binomial_children",
            "binomial_parent", "subtree_size", "tree_steps"]
@@ -114,7 +114,7 @@ def _broadcast_traffic(p: int, nbytes: int, itemsize: int, *, root: int) -> Traf
 
 @register("broadcast", "binomial", cost=CostModel(
     time=_broadcast_time, traffic=_broadcast_traffic))
-def binomial_broadcast(comm: Comm, x: Buffer, *, root: int) -> Program:
+def binomial_broadcast(comm: Comm, x: Buffer, *, root: int) -> BufferProgram:
     """Binomial-tree broadcast (MPICH's short-message broadcast).
 
     Each rank receives x from its parent, then sends it to its children one at a time,
@@ -196,7 +196,7 @@ def _all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 
 @register("all_reduce", "tree", cost=CostModel(
     time=_all_reduce_time, traffic=_all_reduce_traffic))
-def tree_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> Program:
+def tree_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Binomial reduce to rank 0, then binomial broadcast from rank 0.
 
     Cost: ceil(log2 p) (2 alpha + 2 n beta + n gamma) for p a power of two; otherwise

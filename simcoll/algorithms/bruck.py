@@ -19,7 +19,7 @@ from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, block_size, split, split_sizes
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, even_blocks, gpu_traffic
-from simcoll.typing import Program
+from simcoll.typing import BufferProgram
 
 __all__ = ["bruck_all_gather", "bruck_all_to_all", "slots_with_bit"]
 
@@ -48,7 +48,7 @@ def _all_gather_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 
 @register("all_gather", "bruck", cost=CostModel(
     time=_all_gather_time, traffic=_all_gather_traffic, ends_together=True))
-def bruck_all_gather(comm: Comm, x: Buffer) -> Program:
+def bruck_all_gather(comm: Comm, x: Buffer) -> BufferProgram:
     """Bruck concatenation all-gather, any p.
 
     Rank r holds the blocks of ranks r, r+1, ... (mod p) contiguously. In step k it sends
@@ -117,7 +117,7 @@ def _slots(p: int, dist: int) -> Iterator[int]:
 
 @register("all_to_all", "bruck", cost=CostModel(
     time=_all_to_all_time, traffic=_all_to_all_traffic, exact=even_blocks))
-def bruck_all_to_all(comm: Comm, x: Buffer) -> Program:
+def bruck_all_to_all(comm: Comm, x: Buffer) -> BufferProgram:
     """Bruck index all-to-all, any p.
 
     After a local rotation, slot i of rank r holds the block rank r sends to rank r+i. In

@@ -25,7 +25,7 @@ from simcoll.buffers import Buffer, block_bytes, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program
+from simcoll.typing import BufferProgram
 
 __all__ = ["bucketed_all_reduce"]
 
@@ -74,7 +74,7 @@ def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, bucke
 @register("all_reduce", "bucketed", params=PARAMS,
           cost=CostModel(time=_time, traffic=_traffic, exact=_exact))
 def bucketed_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, buckets: int,
-                        compute: float, inner: str) -> Program:
+                        compute: float, inner: str) -> BufferProgram:
     """All-reduce ``buckets`` pieces of x, each as soon as ``compute / buckets`` of compute
     for it is done, on a stream of its own while the compute stream goes on.
 

@@ -22,7 +22,7 @@ from simcoll.buffers import Buffer, block_bytes, repeat, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, even_blocks, exchange_traffic, gpu_traffic
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program, Steps
+from simcoll.typing import BufferProgram, Steps
 
 __all__ = ["direct_all_reduce", "direct_reduce_scatter", "direct_all_gather",
            "direct_all_to_all"]
@@ -61,7 +61,7 @@ def _reduce_scatter_time(p: int, nbytes: int, alpha: float, beta: float,
 @register("reduce_scatter", "direct", cost=CostModel(
     time=_reduce_scatter_time, traffic=exchange_traffic, exact=even_blocks,
     ends_together=True))
-def direct_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> Program:
+def direct_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Direct reduce-scatter: send block j to rank j for all j at once, reduce in rank order.
 
     With m = n/p: each rank's p-1 sends share its link and its p-1 receives share its
@@ -96,7 +96,7 @@ def _all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 @register("all_reduce", "direct", cost=CostModel(
     time=_all_reduce_time, traffic=_all_reduce_traffic, exact=even_blocks,
     ends_together=True))
-def direct_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> Program:
+def direct_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Direct all-reduce: a direct reduce-scatter, then every rank sends its share to all.
 
     Rank r reduces block r from the p-1 blocks its peers send it at once (in rank order),
@@ -132,7 +132,7 @@ def _all_gather_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 
 @register("all_gather", "direct", cost=CostModel(
     time=_all_gather_time, traffic=_all_gather_traffic, ends_together=True))
-def direct_all_gather(comm: Comm, x: Buffer) -> Program:
+def direct_all_gather(comm: Comm, x: Buffer) -> BufferProgram:
     """Direct all-gather: send x to all p-1 peers at once, concatenate in rank order.
 
     Cost: alpha + (p-1) n beta (derived here: the p-1 sends share the link). Each rank
@@ -162,7 +162,7 @@ def _all_to_all_time(p: int, nbytes: int, alpha: float, beta: float, gamma: floa
 @register("all_to_all", "direct", cost=CostModel(
     time=_all_to_all_time, traffic=exchange_traffic, exact=even_blocks,
     ends_together=True))
-def direct_all_to_all(comm: Comm, x: Buffer) -> Program:
+def direct_all_to_all(comm: Comm, x: Buffer) -> BufferProgram:
     """Direct all-to-all: send block j of x to rank j for all j at once (p^2 flows).
 
     Cost: alpha + (p-1)/p n beta (derived here; with uneven blocks the largest block,

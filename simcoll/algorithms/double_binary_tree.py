@@ -22,11 +22,11 @@ from simpy.events import Event
 
 from simcoll.algorithms.params import Int
 from simcoll.algorithms.registry import register
-from simcoll.buffers import Buffer, block_bytes, split
+from simcoll.buffers import Buffer, Chunks, block_bytes, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic, processor_sharing
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program, Steps
+from simcoll.typing import BufferProgram, Steps
 
 __all__ = ["double_binary_tree_all_reduce", "binary_tree", "double_binary_tree"]
 
@@ -90,19 +90,20 @@ def _reduce_piece(comm: Comm, piece: Buffer, children: list[int], op: ReduceOp,
     return acc
 
 
-def _up(comm: Comm, parts: Any, parent: int, children: list[int], op: ReduceOp,
+def _up(comm: Comm, parts: Chunks, parent: int, children: list[int], op: ReduceOp,
         tag: int) -> Steps:
     """A non-root rank: reduce each piece with its children's, send it to the parent."""
-    sending = None
+    sending: list[Event] = []
     for part in list(parts):
         acc = yield from _reduce_piece(comm, part, children, op, tag)
-        if sending is not None:
-            yield sending
-        sending = comm.send(acc, dst=parent, tag=tag)
-    yield sending
+        for event in sending:
+            yield event
+        sending = [comm.send(acc, dst=parent, tag=tag)]
+    for event in sending:
+        yield event
 
 
-def _down(comm: Comm, parts: Any, parent: int, children: list[int], tag: int) -> Steps:
+def _down(comm: Comm, parts: Chunks, parent: int, children: list[int], tag: int) -> Steps:
     """A non-root rank: take each reduced piece from the parent, pass it to the children."""
     sending: list[Event] = []
     for k in range(len(parts)):
@@ -114,7 +115,7 @@ def _down(comm: Comm, parts: Any, parent: int, children: list[int], tag: int) ->
         yield event
 
 
-def _root(comm: Comm, parts: Any, children: list[int], op: ReduceOp, tag: int) -> Steps:
+def _root(comm: Comm, parts: Chunks, children: list[int], op: ReduceOp, tag: int) -> Steps:
     """The root: finish each piece's reduction and start it down the tree."""
     sending: list[Event] = []
     for k in range(len(parts)):
@@ -219,7 +220,7 @@ def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
 @register("all_reduce", "double_binary_tree", params=CHUNKS, cost=CostModel(
     time=_time, traffic=_traffic, exact=_exact))
 def double_binary_tree_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp,
-                                  chunks: int) -> Program:
+                                  chunks: int) -> BufferProgram:
     """NCCL's double binary tree all-reduce: half the buffer on each of two trees.
 
     x is cut in two halves (np.array_split); half t is reduced up tree t and broadcast

@@ -39,7 +39,7 @@ from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program
+from simcoll.typing import BufferProgram
 
 __all__ = ["hierarchical_all_reduce", "hierarchical_time", "INTER_ALGORITHMS"]
 
@@ -130,7 +130,7 @@ def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, nodes
 
 @register("all_reduce", "hierarchical", params=PARAMS, validate=_validate,
           cost=CostModel(time=_time, traffic=_traffic, exact=_exact, machine=MACHINE))
-def hierarchical_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, inter: str) -> Program:
+def hierarchical_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, inter: str) -> BufferProgram:
     """Hierarchical all-reduce: ring reduce-scatter in each node, all-reduce across nodes
     of each block, ring all-gather in each node.
 

@@ -9,7 +9,7 @@ from simcoll.buffers import Buffer
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program
+from simcoll.typing import BufferProgram
 
 __all__ = ["naive_all_reduce"]
 
@@ -29,7 +29,7 @@ def _traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 
 @register("all_reduce", "naive", cost=CostModel(time=_time, traffic=_traffic,
                                                 ends_together=True))
-def naive_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> Program:
+def naive_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Naive all-reduce: send x to all p-1 peers at once, reduce what arrives in rank order.
 
     Reducing in rank order (x_0 op x_1 op ... op x_{p-1}) gives every rank the same bits.

@@ -17,7 +17,7 @@ from simcoll.buffers import Buffer, repeat, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, even_blocks, exchange_traffic
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program
+from simcoll.typing import BufferProgram
 
 __all__ = ["pairwise_reduce_scatter", "pairwise_all_to_all"]
 
@@ -32,7 +32,7 @@ def _reduce_scatter_time(p: int, nbytes: int, alpha: float, beta: float,
 @register("reduce_scatter", "pairwise", cost=CostModel(
     time=_reduce_scatter_time, traffic=exchange_traffic, exact=even_blocks,
     ends_together=True))
-def pairwise_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> Program:
+def pairwise_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Pairwise-exchange reduce-scatter (MPICH's long-message reduce-scatter).
 
     In step s = 1..p-1 rank r sends block (r+s) mod p to rank (r+s) mod p, receives its
@@ -59,7 +59,7 @@ def _all_to_all_time(p: int, nbytes: int, alpha: float, beta: float, gamma: floa
 @register("all_to_all", "pairwise", cost=CostModel(
     time=_all_to_all_time, traffic=exchange_traffic, exact=even_blocks,
     ends_together=True))
-def pairwise_all_to_all(comm: Comm, x: Buffer) -> Program:
+def pairwise_all_to_all(comm: Comm, x: Buffer) -> BufferProgram:
     """Pairwise-exchange all-to-all (MPICH's long-message all-to-all, any p).
 
     In step s = 1..p-1 rank r sends block (r+s) mod p to rank (r+s) mod p and receives

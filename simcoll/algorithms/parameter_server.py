@@ -16,7 +16,7 @@ from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
-from simcoll.typing import HostProgram, Program, Steps
+from simcoll.typing import BufferProgram, HostProgram, Steps
 
 __all__ = ["parameter_server_all_reduce", "parameter_server_host"]
 
@@ -111,7 +111,7 @@ def parameter_server_host(comm: Comm, *, op: ReduceOp, servers: int | None) -> H
           validate=_validate, cost=CostModel(time=_time, traffic=_traffic, exact=_exact,
                                              machine=MACHINE))
 def parameter_server_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp,
-                                servers: int | None) -> Program:
+                                servers: int | None) -> BufferProgram:
     """Parameter server: the buffer is cut into k shards, shard j lives on server j.
 
     Every worker pushes shard j to server j; server j reduces the p shards it receives (in

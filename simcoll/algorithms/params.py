@@ -195,7 +195,7 @@ class Optional(Param):
     doc: str = ""
 
     @property
-    def default(self) -> None:  # type: ignore[override]
+    def default(self) -> None:
         return None
 
     def accepted(self) -> str:

@@ -20,7 +20,7 @@ from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
-from simcoll.typing import Program
+from simcoll.typing import BufferProgram
 
 __all__ = ["pipeline_broadcast"]
 
@@ -54,7 +54,7 @@ def _exact(p: int, nbytes: int, itemsize: int, *, chunks: int) -> bool:
 
 @register("broadcast", "pipeline", params=CHUNKS,
           cost=CostModel(time=_time, traffic=_traffic, exact=_exact))
-def pipeline_broadcast(comm: Comm, x: Buffer, *, root: int, chunks: int) -> Program:
+def pipeline_broadcast(comm: Comm, x: Buffer, *, root: int, chunks: int) -> BufferProgram:
     """Pipelined chain broadcast: root -> root+1 -> ... -> root-1, in K pieces.
 
     The root sends the pieces one after another; every other rank forwards each piece

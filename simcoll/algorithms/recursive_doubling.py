@@ -36,7 +36,7 @@ from simcoll.buffers import Buffer
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program, Steps
+from simcoll.typing import BufferProgram, Steps
 
 __all__ = ["recursive_doubling_all_reduce", "recursive_doubling_all_gather"]
 
@@ -76,7 +76,7 @@ def _exact_pow2(p: int, nbytes: int, itemsize: int) -> bool:
 @register("all_reduce", "recursive_doubling", cost=CostModel(
     time=_all_reduce_time, traffic=_all_reduce_traffic, exact=_exact_pow2,
     ends_together=True))
-def recursive_doubling_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> Program:
+def recursive_doubling_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Recursive-doubling all-reduce: log2 p rounds of whole-buffer exchange and reduce.
 
     In round k (mask 2^k) rank r swaps its whole buffer with rank r ^ 2^k and reduces.
@@ -167,7 +167,7 @@ def _pass_on(comm: Comm, buf: Buffer, mask: int, present: int, count: int) -> St
 @register("all_gather", "recursive_doubling", cost=CostModel(
     time=_all_gather_time, traffic=_all_gather_traffic, exact=_exact_pow2,
     ends_together=True))
-def recursive_doubling_all_gather(comm: Comm, x: Buffer) -> Program:
+def recursive_doubling_all_gather(comm: Comm, x: Buffer) -> BufferProgram:
     """Recursive-doubling all-gather: log2 p exchanges of everything gathered so far.
 
     At mask 2^k rank r swaps its blocks with rank r ^ 2^k, so it holds the blocks of the

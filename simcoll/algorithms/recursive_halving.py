@@ -35,7 +35,7 @@ from simcoll.buffers import Buffer, block_start
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program, Steps
+from simcoll.typing import BufferProgram, Program, Steps
 
 __all__ = ["rabenseifner_all_reduce", "recursive_halving_reduce_scatter",
            "rabenseifner_reduce"]
@@ -154,7 +154,7 @@ def _all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 
 @register("all_reduce", "rabenseifner", cost=CostModel(
     time=_all_reduce_time, traffic=_all_reduce_traffic, exact=_exact, ends_together=True))
-def rabenseifner_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> Program:
+def rabenseifner_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Rabenseifner all-reduce: recursive-halving reduce-scatter, recursive-doubling all-gather.
 
     The buffer is cut into p' blocks (np.array_split). The halving leaves survivor i with
@@ -212,7 +212,7 @@ def _reduce_scatter_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 @register("reduce_scatter", "recursive_halving", cost=CostModel(
     time=_reduce_scatter_time, traffic=_reduce_scatter_traffic, exact=_exact,
     ends_together=True))
-def recursive_halving_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> Program:
+def recursive_halving_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Recursive-halving reduce-scatter: exchange half the range with distance p/2, ..., 1.
 
     At distance d rank r keeps the half of its current block range that holds block r,

@@ -20,9 +20,10 @@ from typing import Any, TypeVar
 from simcoll.algorithms.params import Int, Param, named_arguments
 from simcoll.buffers import Buffer
 from simcoll.collectives import collective as _collective
+from simcoll.comm import Comm
 from simcoll.cost.model import CostModel
 from simcoll.errors import InvalidInputError, UnknownAlgorithmError
-from simcoll.typing import HostProgram, Program
+from simcoll.typing import HostProgram, Program, Steps
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP"]
 
@@ -93,7 +94,7 @@ class AlgorithmSpec:
         """The rank program's parameter keywords: every default, updated by ``params``."""
         return {**self.defaults, **params}
 
-    def program(self, comm: Any, x: Buffer, **kwargs: Any) -> Program:
+    def program(self, comm: Comm, x: Buffer, **kwargs: Any) -> Steps:
         """This rank's program, for running it inside another one (``op``, ``root`` and
         parameters as keywords; parameters not given take their defaults).
 

@@ -32,18 +32,16 @@ operations in MPICH", IJHPCA 19(1), 2005.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from simpy.events import Event
 
 from simcoll.algorithms.params import Int
 from simcoll.algorithms.registry import register
-from simcoll.buffers import Buffer, block_bytes, repeat, split
+from simcoll.buffers import Buffer, Chunks, block_bytes, repeat, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.ops import ReduceOp
-from simcoll.typing import Program, Steps
+from simcoll.typing import BufferProgram, Program, Steps
 
 __all__ = ["ring_all_reduce", "ring_reduce_scatter", "ring_all_gather", "ring_reduce"]
 
@@ -63,7 +61,7 @@ def _glue(comm: Comm, pieces: list[Buffer]) -> Buffer:
     return pieces[0] if len(pieces) == 1 else comm.join(pieces)
 
 
-def _reduce_scatter_steps(comm: Comm, blocks: Any, op: ReduceOp, pieces: int,
+def _reduce_scatter_steps(comm: Comm, blocks: Chunks, op: ReduceOp, pieces: int,
                           start: int) -> Steps:
     """p - 1 pipelined ring reduce-scatter steps over the p ``blocks``.
 
@@ -89,7 +87,7 @@ def _reduce_scatter_steps(comm: Comm, blocks: Any, op: ReduceOp, pieces: int,
     return send, ready
 
 
-def _all_gather_steps(comm: Comm, blocks: Any, pieces: int, start: int, send: list[Buffer],
+def _all_gather_steps(comm: Comm, blocks: Chunks, pieces: int, start: int, send: list[Buffer],
                       ready: list[Event] | None = None) -> Steps:
     """p - 1 pipelined ring all-gather steps that fill the p ``blocks``.
 
@@ -153,7 +151,7 @@ def _even_pieces(p: int, nbytes: int, itemsize: int, *, chunks: int) -> bool:
 @register("all_reduce", "ring", params=CHUNKS, cost=CostModel(
     time=_all_reduce_time, traffic=_all_reduce_traffic, exact=_even_blocks,
     ends_together=True))
-def ring_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, chunks: int) -> Program:
+def ring_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, chunks: int) -> BufferProgram:
     """Ring all-reduce: a ring reduce-scatter, then a ring all-gather.
 
     The buffer is cut into p blocks. In step s of the reduce-scatter, rank r sends block
@@ -204,7 +202,7 @@ def _reduce_scatter_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 @register("reduce_scatter", "ring", params=CHUNKS, cost=CostModel(
     time=_reduce_scatter_time, traffic=_reduce_scatter_traffic, exact=_even_blocks,
     ends_together=True))
-def ring_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, chunks: int) -> Program:
+def ring_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, chunks: int) -> BufferProgram:
     """Ring reduce-scatter: p - 1 ring steps leave rank r with block r of the reduction.
 
     The schedule of the all-reduce's first phase, shifted by one block: in step s rank r
@@ -239,7 +237,7 @@ def _all_gather_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 @register("all_gather", "ring", params=CHUNKS, cost=CostModel(
     time=_all_gather_time, traffic=_all_gather_traffic, exact=_even_pieces,
     ends_together=True))
-def ring_all_gather(comm: Comm, x: Buffer, *, chunks: int) -> Program:
+def ring_all_gather(comm: Comm, x: Buffer, *, chunks: int) -> BufferProgram:
     """Ring all-gather: in step s rank r forwards block (r - s) mod p to rank r + 1.
 
     Rank r's input is block r of the output; after p - 1 steps every rank holds all p
@@ -306,17 +304,16 @@ def ring_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, chunks: int) 
         for part in parts:
             yield comm.send(part, dst=toward)
         return None
-    sending = None
+    sending: list[Event] = []
     for k in range(len(parts)):
         got = yield comm.recv(src=away)
         acc = yield comm.reduce(parts[k], got, op)
         if v == 0:
             parts[k] = acc
             continue
-        if sending is not None:
-            yield sending
-        sending = comm.send(acc, dst=toward)
-    if v:
-        yield sending
-        return None
-    return comm.join(parts)
+        for event in sending:
+            yield event
+        sending = [comm.send(acc, dst=toward)]
+    for event in sending:
+        yield event
+    return None if v else comm.join(parts)
