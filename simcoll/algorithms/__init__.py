@@ -19,11 +19,18 @@ from simcoll.algorithms.registry import (
     register,
 )
 
-MODULES = tuple(sorted(info.name for info in pkgutil.iter_modules(__path__)))
-"""The modules of this package, every one imported (family modules register on import)."""
 
-for _module in MODULES:
-    importlib.import_module(f"{__name__}.{_module}")
+def import_all() -> tuple[str, ...]:
+    """Import every module of this package (family modules register on import); return
+    their names, sorted."""
+    names = tuple(sorted(info.name for info in pkgutil.iter_modules(__path__)))
+    for name in names:
+        importlib.import_module(f"{__name__}.{name}")
+    return names
+
+
+MODULES = import_all()
+"""The modules of this package, every one imported."""
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP",
-           "Param", "Int", "Real", "Choice", "Optional", "MODULES"]
+           "Param", "Int", "Real", "Choice", "Optional", "MODULES", "import_all"]

@@ -197,7 +197,8 @@ def _scatter_allgather_traffic(p: int, nbytes: int, itemsize: int, *, root: int)
 
 
 @register("broadcast", "scatter_allgather", cost=CostModel(
-    time=_scatter_allgather_time, traffic=_scatter_allgather_traffic, exact=even_blocks))
+    time=_scatter_allgather_time, traffic=_scatter_allgather_traffic, exact=even_blocks,
+    ends_together=True))
 def scatter_allgather_broadcast(comm: Comm, x: Buffer, *, root: int) -> BufferProgram:
     """Van de Geijn broadcast: binomial scatter of p blocks, then a ring all-gather.
 

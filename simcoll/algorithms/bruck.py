@@ -116,7 +116,8 @@ def _slots(p: int, dist: int) -> Iterator[int]:
 
 
 @register("all_to_all", "bruck", cost=CostModel(
-    time=_all_to_all_time, traffic=_all_to_all_traffic, exact=even_blocks))
+    time=_all_to_all_time, traffic=_all_to_all_traffic, exact=even_blocks,
+    ends_together=True))
 def bruck_all_to_all(comm: Comm, x: Buffer) -> BufferProgram:
     """Bruck index all-to-all, any p.
 

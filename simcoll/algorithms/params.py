@@ -179,7 +179,7 @@ class Choice(Param):
     def normalize(self, name: str, value: Any) -> str:
         if not isinstance(value, str) or value not in self.options():
             raise self.refusal(name, value)
-        return value
+        return str(value)
 
 
 @dataclass(frozen=True)
