@@ -325,3 +325,35 @@ def test_a_family_module_added_to_the_package_is_found(tmp_path, monkeypatch):
     res = sc.simulate(reference_network(3), "barrier", algorithm="zz_found")
     assert res.messages == 0
     sys.modules.pop("simcoll.algorithms.zz_new_family", None)
+
+
+# -- the specs themselves --------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, value, normalized", [
+    (Int(1, minimum=1, maximum=8), np.uint8(8), 8),
+    (Int(1, minimum=-3), np.int64(-3), -3),
+    (Real(0.0, minimum=0.0), np.float32(0.25), 0.25),
+    (Real(0.0, allow_inf=True), math.inf, math.inf),
+    (Real(0.0, maximum=1.0), 1, 1.0),
+    (Optional(Int(minimum=1)), None, None),
+    (Optional(Int(minimum=1)), np.int32(3), 3),
+    (Choice("a", ("a", "b")), np.str_("b"), "b"),
+])
+def test_specs_normalize_to_plain_python_values(spec, value, normalized):
+    got = spec.normalize("x", value)
+    assert got == normalized and type(got) is type(normalized)
+
+
+@pytest.mark.parametrize("spec, value, accepted", [
+    (Int(1, minimum=1, maximum=8), 9, "an integer in 1..8"),
+    (Int(1, maximum=8), np.int64(9), "an integer <= 8"),
+    (Int(1), 1.0, "an integer"),
+    (Real(0.5, minimum=0.25, maximum=2.0), 3.0, "a finite number in 0.25..2"),
+    (Real(0.0, allow_inf=True), math.nan, "a number"),
+    (Optional(Int(minimum=1)), 0, "None or an integer >= 1"),
+    (Choice("a", ("a", "b")), "c", "one of 'a', 'b'"),
+])
+def test_specs_refuse_naming_the_value_and_the_accepted_range(spec, value, accepted):
+    with pytest.raises(sc.InvalidInputError) as info:
+        spec.normalize("x", value)
+    assert str(info.value) == f"x={value!r} is not accepted; use {accepted}"

@@ -67,12 +67,15 @@ def _is_integer(value: Any) -> bool:
 
 
 def _range(kind: str, minimum: float | None, maximum: float | None) -> str:
+    def text(bound: float) -> str:
+        return str(bound) if isinstance(bound, int) else f"{bound:g}"
+
     if minimum is not None and maximum is not None:
-        return f"{kind} in {minimum:g}..{maximum:g}"
+        return f"{kind} in {text(minimum)}..{text(maximum)}"
     if minimum is not None:
-        return f"{kind} >= {minimum:g}"
+        return f"{kind} >= {text(minimum)}"
     if maximum is not None:
-        return f"{kind} <= {maximum:g}"
+        return f"{kind} <= {text(maximum)}"
     return kind
 
 
