@@ -49,6 +49,28 @@ def _server(comm, *, op=None):
         yield comm.recv(src=w)
 
 
+def _staggered_model():
+    """The incast's cost model: the server's link is busy until every byte is in."""
+    from simcoll.cost import CostModel, Traffic
+
+    def sent(p, nbytes, itemsize):
+        count = nbytes // itemsize
+        return np.array([count * (r + 1) // p * itemsize for r in range(p)], dtype=np.int64)
+
+    def time(p, nbytes, alpha, beta, gamma):
+        return alpha + int(sent(p, nbytes, 1).sum()) * beta
+
+    def traffic(p, nbytes, itemsize):
+        out = sent(p, nbytes, itemsize)
+        return Traffic(out, np.zeros(p, np.int64), np.zeros(1, np.int64),
+                       np.array([out.sum()], np.int64))
+
+    def exact(p, nbytes, itemsize):
+        return (nbytes // itemsize) % p == 0
+
+    return CostModel(time=time, traffic=traffic, exact=exact)
+
+
 def contention_case(kind: str, n: int, fast: bool = True) -> dict:
     """Incast (parameter_server, or staggered sizes) or all_to_all direct on switch(n)."""
     import simcoll as sc
@@ -57,7 +79,8 @@ def contention_case(kind: str, n: int, fast: bool = True) -> dict:
 
     FlowNetwork.fast = fast
     if kind == "staggered incast":
-        register("all_reduce", "bench_staggered_incast", host=_server)(_staggered_incast)
+        register("all_reduce", "bench_staggered_incast", host=_server,
+                 cost=_staggered_model())(_staggered_incast)
         topo = sc.topology.switch(n, servers=1)
         args = ("all_reduce", "bench_staggered_incast")
     elif kind == "parameter_server":
@@ -138,6 +161,19 @@ def data_case(p: int, nbytes: int) -> dict:
             "rss": _rss()}
 
 
+def rooted_case(collective: str, algorithm: str, p: int) -> dict:
+    """One data-free rooted collective (40 MB per rank) on ``switch(p)``; peak RSS counts
+    from after the topology is built, so it is the run's own."""
+    import simcoll as sc
+
+    topo = sc.topology.switch(p)
+    before = _rss()
+    start = time.perf_counter()
+    res = sc.simulate(topo, collective, algorithm=algorithm, nbytes=40 * 10**6, root=p // 2)
+    return {"messages": res.messages, "wall": time.perf_counter() - start,
+            "rss": _rss(), "run_rss": _rss() - before}
+
+
 def sweep_case(workers: int) -> dict:
     """200 small data-free simulations through simcoll.sweep."""
     import simcoll as sc
@@ -194,7 +230,15 @@ def main(argv: list[str]) -> None:
         line(f"{label}, check=True", "", c["wall_checked"], "", c["rss"], c["floor"])
 
     print("-- 4. memory: peak MiB of the ring N=4096 row above (1 GiB data-free)")
-    print("-- 5. sweep of 200 small simulations (simcoll.sweep)")
+    print("-- 5. memory per rank in data-free mode: rooted collectives, 40 MB per rank on "
+          "switch(10000); peak MiB of the whole process, run's own in the rate column")
+    for collective, algorithm in (("scatter", "binomial"), ("broadcast", "binomial"),
+                                  ("gather", "binomial")):
+        c = in_subprocess("rooted_case", collective, algorithm, 10_000, module="run")
+        line(f"{collective} {algorithm} p=10000", f"{c['messages']:,} msgs", c["wall"],
+             f"+{c['run_rss'] / 2**20:.0f} MiB", c["rss"], 0)
+
+    print("-- 6. sweep of 200 small simulations (simcoll.sweep)")
     for workers in (1, 2):
         c = in_subprocess("sweep_case", workers, module="run")
         line(f"sweep workers={workers}", f"{c['points']} sims", c["wall"],

@@ -11,12 +11,49 @@ replaced with a buffer of another size, so a rank's p chunks cost O(1) memory.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Union, cast
+from typing import Any, Union, cast, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
-__all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "split", "join", "nbytes_of", "frozen",
-           "snapshot", "memory_owner", "owned"]
+__all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "Chunks", "split_sizes", "block_counts",
+           "block_bytes", "block_size", "block_start", "split", "repeat", "join", "nbytes_of",
+           "frozen", "snapshot", "memory_owner", "owned"]
+
+
+def split_sizes(count: int, parts: int) -> tuple[int, int]:
+    """``(q, big)``: ``np.array_split`` gives the first ``big`` of ``parts`` blocks q + 1
+    of the ``count`` elements and the others q. Every block size in simcoll comes from
+    here."""
+    return divmod(count, parts)
+
+
+def block_counts(count: int, parts: int) -> NDArray[np.int64]:
+    """Elements in each of ``parts`` blocks of ``count`` elements, as ``np.array_split``
+    cuts them: the first ``count % parts`` blocks hold one element more."""
+    small, big = split_sizes(count, parts)
+    counts = np.full(parts, small, dtype=np.int64)
+    counts[:big] += 1
+    return counts
+
+
+def block_bytes(nbytes: int, parts: int, itemsize: int) -> NDArray[np.int64]:
+    """Bytes in each of ``parts`` blocks of an ``nbytes`` buffer of ``itemsize``-byte
+    elements, cut by elements as :func:`block_counts` does."""
+    return block_counts(nbytes // itemsize, parts) * itemsize
+
+
+def block_size(count: int, parts: int, i: int) -> int:
+    """Elements in block ``i`` of :func:`block_counts`, in O(1) (no array)."""
+    small, big = split_sizes(count, parts)
+    return small + (i < big)
+
+
+def block_start(count: int, parts: int, i: int) -> int:
+    """First element of block ``i`` (``0 <= i <= parts``) of :func:`block_counts`, in O(1);
+    ``block_start(count, parts, parts) == count``."""
+    small, big = split_sizes(count, parts)
+    return i * small + min(i, big)
 
 
 class VirtualBuffer:
@@ -29,7 +66,7 @@ class VirtualBuffer:
     __slots__ = ("count", "dtype", "nbytes")
     _interned: dict[tuple[int, np.dtype], VirtualBuffer] = {}
 
-    def __init__(self, count: int, dtype: np.dtype):
+    def __init__(self, count: int, dtype: np.dtype) -> None:
         if count < 0:
             raise ValueError(f"VirtualBuffer count {count} is negative")
         self.count = count
@@ -76,12 +113,7 @@ Buffer = Union[np.ndarray, VirtualBuffer]  # noqa: UP007 (a runtime alias on 3.1
 """What an algorithm holds: an ndarray in data mode, a VirtualBuffer in data-free mode."""
 
 
-def _split_counts(count: int, parts: int) -> tuple[int, int]:
-    """``np.array_split`` sizing: the first ``count % parts`` chunks get one more element."""
-    return divmod(count, parts)
-
-
-class VirtualChunks(Sequence):
+class VirtualChunks(Sequence[VirtualBuffer]):
     """``parts`` consecutive chunks of a VirtualBuffer, sized as ``np.array_split`` does.
 
     Reading a chunk builds nothing; assigning one stores it only if its size differs from
@@ -90,13 +122,13 @@ class VirtualChunks(Sequence):
 
     __slots__ = ("_dtype", "_parts", "_small", "_big", "_nbig", "_changed")
 
-    def __init__(self, buf: VirtualBuffer, parts: int):
-        q, r = _split_counts(buf.count, parts)
+    def __init__(self, buf: VirtualBuffer, parts: int) -> None:
+        small, big = split_sizes(buf.count, parts)
         self._dtype = buf.dtype
         self._parts = parts
-        self._small = VirtualBuffer.of(q, buf.dtype)
-        self._big = VirtualBuffer.of(q + 1, buf.dtype)
-        self._nbig = r
+        self._small = VirtualBuffer.of(small, buf.dtype)
+        self._big = VirtualBuffer.of(small + 1, buf.dtype)
+        self._nbig = big
         self._changed: dict[int, VirtualBuffer] | None = None
 
     def __len__(self) -> int:
@@ -110,7 +142,13 @@ class VirtualChunks(Sequence):
     def _default(self, i: int) -> VirtualBuffer:
         return self._big if i < self._nbig else self._small
 
-    def __getitem__(self, index: Any) -> Any:
+    @overload
+    def __getitem__(self, index: int) -> VirtualBuffer: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[VirtualBuffer]: ...
+
+    def __getitem__(self, index: int | slice) -> VirtualBuffer | list[VirtualBuffer]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._parts))]
         i = index + self._parts if index < 0 else index
@@ -120,7 +158,7 @@ class VirtualChunks(Sequence):
             return self._changed[i]
         return self._big if i < self._nbig else self._small
 
-    def __setitem__(self, index: int, value: VirtualBuffer) -> None:
+    def __setitem__(self, index: int, value: Buffer) -> None:
         i = index + self._parts if index < 0 else index
         if not 0 <= i < self._parts:
             raise IndexError(f"chunk index {index} out of range for {self._parts} chunks")
@@ -146,7 +184,11 @@ class VirtualChunks(Sequence):
         return count
 
 
-def split(buf: Buffer, parts: int) -> list[np.ndarray] | VirtualChunks:
+Chunks = Union[list[Buffer], VirtualChunks]  # noqa: UP007 (a runtime alias on 3.10)
+"""What :func:`split` returns: a list of arrays, or O(1)-memory data-free chunks."""
+
+
+def split(buf: Buffer, parts: int) -> Chunks:
     """Cut ``buf`` into ``parts`` consecutive chunks sized as ``np.array_split`` does.
 
     In data mode the chunks are views of ``buf``; algorithms replace chunks, they never
@@ -156,7 +198,15 @@ def split(buf: Buffer, parts: int) -> list[np.ndarray] | VirtualChunks:
         raise ValueError(f"cannot split a buffer into {parts} parts; parts must be >= 1")
     if isinstance(buf, VirtualBuffer):
         return VirtualChunks(buf, parts)
-    return np.array_split(buf, parts)
+    return [*np.array_split(buf, parts)]
+
+
+def repeat(block: Buffer, parts: int) -> Chunks:
+    """``parts`` chunks that all start as ``block``, for an algorithm to replace one by one
+    (an output of p equal blocks): a list in data mode, O(1)-memory in data-free mode."""
+    if isinstance(block, VirtualBuffer):
+        return VirtualChunks(VirtualBuffer.of(block.count * parts, block.dtype), parts)
+    return [block] * parts
 
 
 def join(chunks: Sequence[Buffer]) -> Buffer:
@@ -164,7 +214,8 @@ def join(chunks: Sequence[Buffer]) -> Buffer:
     if isinstance(chunks, VirtualChunks):
         return VirtualBuffer.of(chunks.total(), chunks.dtype)
     if len(chunks) and isinstance(chunks[0], VirtualBuffer):
-        return VirtualBuffer.of(sum(c.size for c in chunks), chunks[0].dtype)
+        return VirtualBuffer.of(sum(len(c) for c in chunks), chunks[0].dtype)
+    # Chunks come from one mode: here every chunk is an array.
     return np.concatenate(cast("Sequence[np.ndarray]", chunks))
 
 

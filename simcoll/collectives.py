@@ -25,12 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcoll.buffers import block_size
 from simcoll.errors import UnknownCollectiveError
 from simcoll.ops import ReduceOp
 
 __all__ = ["Collective", "COLLECTIVES", "collective"]
 
 Arrays = Sequence[np.ndarray]
+Outputs = list[np.ndarray | None]
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Collective:
     name: str
     reduces: bool
     rooted: bool
-    reference: Callable[[Arrays, ReduceOp, int], list[np.ndarray | None]]
+    reference: Callable[[Arrays, ReduceOp, int], Outputs]
     out_count: Callable[[int, int, int, int], int | None]
     size_factor: Callable[[int], int]
     busbw_factor: Callable[[int], float]
@@ -69,52 +71,51 @@ def _combine(inputs: Arrays, op: ReduceOp) -> np.ndarray:
     return (floor + inexact.astype(total.dtype)).astype(acc.dtype)
 
 
-def _blocks(count: int, p: int) -> list[int]:
-    q, r = divmod(count, p)
-    return [q + 1 if i < r else q for i in range(p)]
+# The references cut buffers with numpy itself, not with simcoll.buffers (which the
+# algorithms use), so that the check never compares that code with itself.
 
 
-def _all_reduce(inputs, op, root):
+def _all_reduce(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
     out = _combine(inputs, op)
     return [out] * len(inputs)
 
 
-def _reduce_scatter(inputs, op, root):
-    return np.array_split(_combine(inputs, op), len(inputs))
+def _reduce_scatter(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
+    return [*np.array_split(_combine(inputs, op), len(inputs))]
 
 
-def _all_gather(inputs, op, root):
+def _all_gather(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
     out = np.concatenate(inputs)
     return [out] * len(inputs)
 
 
-def _broadcast(inputs, op, root):
+def _broadcast(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
     return [inputs[root]] * len(inputs)
 
 
-def _reduce(inputs, op, root):
+def _reduce(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
     out: list[np.ndarray | None] = [None] * len(inputs)
     out[root] = _combine(inputs, op)
     return out
 
 
-def _all_to_all(inputs, op, root):
+def _all_to_all(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
     p = len(inputs)
     blocks = [np.array_split(x, p) for x in inputs]
     return [np.concatenate([blocks[j][r] for j in range(p)]) for r in range(p)]
 
 
-def _gather(inputs, op, root):
+def _gather(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
     out: list[np.ndarray | None] = [None] * len(inputs)
     out[root] = np.concatenate(inputs)
     return out
 
 
-def _scatter(inputs, op, root):
-    return np.array_split(inputs[root], len(inputs))
+def _scatter(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
+    return [*np.array_split(inputs[root], len(inputs))]
 
 
-def _barrier(inputs, op, root):
+def _barrier(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
     return [None] * len(inputs)
 
 
@@ -126,7 +127,7 @@ COLLECTIVES: dict[str, Collective] = {c.name: c for c in [
     Collective("all_reduce", True, False, _all_reduce, lambda p, n, r, root: n,
                lambda p: 1, lambda p: 2 * (p - 1) / p),
     Collective("reduce_scatter", True, False, _reduce_scatter,
-               lambda p, n, r, root: _blocks(n, p)[r], lambda p: 1, _fraction),
+               lambda p, n, r, root: block_size(n, p, r), lambda p: 1, _fraction),
     Collective("all_gather", False, False, _all_gather, lambda p, n, r, root: p * n,
                lambda p: p, _fraction),
     Collective("broadcast", False, True, _broadcast, lambda p, n, r, root: n,
@@ -134,11 +135,11 @@ COLLECTIVES: dict[str, Collective] = {c.name: c for c in [
     Collective("reduce", True, True, _reduce,
                lambda p, n, r, root: n if r == root else None, lambda p: 1, lambda p: 1.0),
     Collective("all_to_all", False, False, _all_to_all,
-               lambda p, n, r, root: p * _blocks(n, p)[r], lambda p: 1, _fraction),
+               lambda p, n, r, root: p * block_size(n, p, r), lambda p: 1, _fraction),
     Collective("gather", False, True, _gather,
                lambda p, n, r, root: p * n if r == root else None, lambda p: p, _fraction),
     Collective("scatter", False, True, _scatter,
-               lambda p, n, r, root: _blocks(n, p)[r], lambda p: 1, _fraction),
+               lambda p, n, r, root: block_size(n, p, r), lambda p: 1, _fraction),
     Collective("barrier", False, False, _barrier, lambda p, n, r, root: None,
                lambda p: 1, lambda p: 1.0),
 ]}

@@ -14,13 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.registry import AlgorithmSpec, get_algorithm
+from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import owned
 from simcoll.check import compare
 from simcoll.collectives import collective as get_collective
-from simcoll.errors import (
-    InvalidInputError,
-)
 from simcoll.execution import Execution
 from simcoll.faults import Faults
 from simcoll.inputs import check_inputs, check_root, check_topology
@@ -31,15 +28,6 @@ from simcoll.topology.graph import Topology
 __all__ = ["simulate"]
 
 
-def _check_params(spec: AlgorithmSpec, kwargs: dict[str, Any]) -> None:
-    sig = inspect.signature(spec.fn)
-    try:
-        sig.bind(None, None, **kwargs)
-    except TypeError:
-        unknown = sorted(set(kwargs) - set(sig.parameters))
-        raise InvalidInputError(
-            f"{spec.collective}/{spec.name} does not take parameter(s) {unknown}; it accepts "
-            f"{list(spec.params) or 'none'}") from None
 
 
 def simulate(topology: Topology, collective: str, *, algorithm: str,
@@ -94,13 +82,12 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     reduce_op = ReduceOp.parse(op)
     the_root = check_root(coll, root, p)
     inputs = check_inputs(p, data, nbytes, dtype, coll)
-    kwargs = dict(params)
+    params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
+    kwargs = spec.arguments(params)
     if coll.reduces:
         kwargs["op"] = reduce_op
     if the_root is not None:
         kwargs["root"] = the_root
-    _check_params(spec, kwargs)
-    spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
 
     run = Execution(topology, network=network, trace=trace, until=until,
                     max_events=max_events, faults=faults, inputs=tuple(inputs.arrays or ()),

@@ -48,7 +48,12 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                              f"server hosts, which only a top-level simulate() starts")
     if comm.rank >= comm.size:
         raise CommUsageError(f"host {comm.rank} cannot start collectives; only GPU ranks can")
-    kwargs = dict(params)
+    count = 0 if x is None else int(x.size)
+    nodes = tuple(comm.node_of(r) for r in range(comm.size))
+    try:
+        kwargs = spec.arguments(spec.check(comm.size, count, 0, nodes, params))
+    except SimCollError as exc:
+        raise CommUsageError(f"rank {comm.rank}: {exc}") from None
     if coll.reduces:
         kwargs["op"] = reduce_op
     if coll.rooted:
@@ -58,12 +63,6 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                                  f"communicator; use 0..{comm.size - 1}")
     elif root is not None:
         raise CommUsageError(f"rank {comm.rank}: {collective} has no root")
-    count = 0 if x is None else int(x.size)
-    nodes = tuple(comm.node_of(r) for r in range(comm.size))
-    try:
-        spec.check(comm.size, count, 0, nodes, params)
-    except SimCollError as exc:
-        raise CommUsageError(f"rank {comm.rank}: {exc}") from None
     sub = comm.fresh_context()
     # The algorithm holds a read-only snapshot, as at the top level: what the caller does
     # to x afterwards never reaches it, and an output that is x itself is read-only too.

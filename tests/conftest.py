@@ -6,11 +6,33 @@ import numpy as np
 import simpy
 
 import simcoll as sc
+from simcoll.algorithms import Value
+from simcoll.cost import CostModel
 from simcoll.network import NETWORKS, Network
 
 ALPHA = 1e-6
 BETA = 1 / (100 * sc.GB)
 GAMMA = 1 / (400 * sc.GB)
+
+
+def _no_formula(*args, **kwargs):
+    raise AssertionError("a test-only program has no formula; nothing may ask for its cost")
+
+
+NO_FORMULA = CostModel(time=_no_formula, traffic=_no_formula, exact=_no_formula)
+"""The cost model of the programs tests register to provoke errors or probe the engine:
+every algorithm must carry one, and these are never checked against a formula."""
+
+
+def register_probe(collective: str, name: str, **defaults):
+    """Register a test's probe program once (tests re-import), with ``NO_FORMULA`` and a
+    ``Value`` parameter for each keyword default given."""
+    def decorator(fn):
+        if (collective, name) not in sc.list_algorithms(collective):
+            sc.register(collective, name, cost=NO_FORMULA,
+                        params={k: Value(v) for k, v in defaults.items()})(fn)
+        return fn
+    return decorator
 
 
 def make_data(p: int, count: int, dtype, op: sc.ReduceOp = sc.ReduceOp.SUM, seed: int = 0,

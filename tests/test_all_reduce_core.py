@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, GAMMA, make_data, reference_network
+from conftest import ALPHA, BETA, GAMMA, NO_FORMULA, make_data, reference_network
 
 import simcoll as sc
 
@@ -47,9 +47,9 @@ def test_result_matches_numpy_and_inputs_stay_unchanged(algorithm, p, dtype, op)
 
 
 def test_a_wrong_result_is_reported_as_incorrect():
-    @sc.register("all_reduce", "test_off_by_one")
+    @sc.register("all_reduce", "test_off_by_one", cost=NO_FORMULA)
     def off_by_one(comm, x, *, op=sc.ReduceOp.SUM):
-        out = yield from sc.get_algorithm("all_reduce", "ring").fn(comm, x, op=op)
+        out = yield from sc.get_algorithm("all_reduce", "ring").program(comm, x, op=op)
         if comm.rank == 1:
             out = out + 1
         return out
@@ -198,9 +198,9 @@ def test_link_bytes_on_a_switch():
 def test_outputs_of_the_wrong_shape_or_type_are_incorrect(wrong):
     name = f"test_wrong_output_{wrong}"
 
-    @sc.register("all_reduce", name)
+    @sc.register("all_reduce", name, cost=NO_FORMULA)
     def bad_output(comm, x, *, op=sc.ReduceOp.SUM):
-        out = yield from sc.get_algorithm("all_reduce", "ring").fn(comm, x, op=op)
+        out = yield from sc.get_algorithm("all_reduce", "ring").program(comm, x, op=op)
         if comm.rank == 2:
             out = {"short": out[:-1], "none": None, "dtype": out.astype(np.float64)}[wrong]
         return out

@@ -38,8 +38,18 @@ def test_algorithms_from_other_packages_arrive_through_entry_points(monkeypatch,
 
     plugin = tmp_path / "my_simcoll_plugin.py"
     plugin.write_text(
+        "import numpy as np\n"
         "import simcoll as sc\n"
-        "@sc.register('broadcast', 'plugin_flat')\n"
+        "from simcoll.cost import CostModel, gpu_traffic\n"
+        "def time(p, nbytes, alpha, beta, gamma):\n"
+        "    return alpha + (p - 1) * nbytes * beta if p > 1 else 0.0\n"
+        "def traffic(p, nbytes, itemsize, *, root):\n"
+        "    sent = np.zeros(p, np.int64)\n"
+        "    sent[root] = (p - 1) * nbytes\n"
+        "    received = np.full(p, nbytes)\n"
+        "    received[root] = 0\n"
+        "    return gpu_traffic(sent, received)\n"
+        "@sc.register('broadcast', 'plugin_flat', cost=CostModel(time=time, traffic=traffic))\n"
         "def flat(comm, x, *, root=0):\n"
         "    if comm.rank == root:\n"
         "        for peer in range(comm.size):\n"
@@ -58,3 +68,9 @@ def test_algorithms_from_other_packages_arrive_through_entry_points(monkeypatch,
     res = sc.simulate(sc.topology.switch(3), "broadcast", algorithm="plugin_flat", data=data,
                       root=2)
     assert res.correct and list(res.bytes_sent) == [0, 0, 80]
+    # The plugin's cost model answers through simcoll.cost like a built-in one.
+    assert sc.cost.predict("broadcast", "plugin_flat", p=3, nbytes=40, alpha=1.0,
+                           beta=0.5) == 1.0 + 2 * 40 * 0.5
+    model = sc.cost.traffic("broadcast", "plugin_flat", p=3, nbytes=40, root=2)
+    assert list(model.sent) == [0, 0, 80] and list(model.received) == [40, 40, 0]
+

@@ -13,13 +13,15 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import NO_FORMULA
 
 import simcoll as sc
-from simcoll.algorithms import registry
+from simcoll.algorithms import Int, registry
 from simcoll.cli import main
 from simcoll.cli.options import parse_bytes
 from simcoll.cli.run import sizes
 from simcoll.cli.table import fixed
+from simcoll.cost import CostModel
 
 NCCL_HEAD = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s"
 """nccl-tests 2.19.6 src/util.cu writeResultHeader, first block of columns."""
@@ -142,17 +144,17 @@ def test_check_mode_counts_no_wrong_elements(capsys):
 
 
 def test_check_mode_counts_wrong_elements(capsys, monkeypatch):
-    ring = registry.get_algorithm("all_reduce", "ring").fn
+    ring = registry.get_algorithm("all_reduce", "ring")
 
     def broken(comm, x, *, op=sc.ReduceOp.SUM):
-        out = yield from ring(comm, x, op=op)
+        out = yield from ring.program(comm, x, op=op)
         if comm.rank == 0 and isinstance(out, np.ndarray):
             out = out.copy()
             out[:3] += 1000
         return out
 
     monkeypatch.setitem(registry._REGISTRY, ("all_reduce", "broken"),
-                        registry.AlgorithmSpec("all_reduce", "broken", broken))
+                        registry.AlgorithmSpec("all_reduce", "broken", broken, NO_FORMULA))
     status, out, _ = cli(capsys, "run", "-c", "1", "--topology", "switch:4", "--algorithm",
                          "broken", "-b", "64", "-e", "128", "-f", "2")
     assert status == 1
@@ -312,9 +314,8 @@ def test_list_shows_algorithms_formulas_and_builders(capsys):
     assert only == collectives + "\n"
 
 
-def test_list_shows_algorithms_without_a_cost_model(capsys, monkeypatch):
-    def flat(comm, x, *, root=0, fanout=2):
-        """Root sends to everyone at once."""
+def test_list_shows_a_registered_algorithms_parameters_and_formula(capsys, monkeypatch):
+    def flat(comm, x, *, root, fanout):
         if comm.rank == root:
             for peer in range(comm.size):
                 if peer != root:
@@ -322,12 +323,20 @@ def test_list_shows_algorithms_without_a_cost_model(capsys, monkeypatch):
             return x
         return (yield comm.recv(src=root))
 
-    monkeypatch.setitem(registry._REGISTRY, ("broadcast", "flat_cli"),
-                        registry.AlgorithmSpec("broadcast", "flat_cli", flat))
+    def flat_time(p, nbytes, alpha, beta, gamma):
+        """alpha + (p-1) n beta: the root sends to everyone at once.
+
+        (A second paragraph the listing leaves out.)"""
+        return alpha + (p - 1) * nbytes * beta
+
+    spec = registry.AlgorithmSpec("broadcast", "flat_cli", flat,
+                                  CostModel(time=flat_time, traffic=flat_time),
+                                  params={"fanout": Int(2, minimum=1)})
+    monkeypatch.setitem(registry._REGISTRY, ("broadcast", "flat_cli"), spec)
     _, out, _ = cli(capsys, "list", "algorithms")
     entry = out.split("\n    flat_cli")[1].split("\n    ")
     assert entry[0].strip() == "fanout=2"
-    assert entry[1].strip() == "Root sends to everyone at once. (no cost model)"
+    assert entry[1].strip() == "alpha + (p-1) n beta: the root sends to everyone at once."
 
 
 def test_sweep_writes_every_point(capsys, tmp_path):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import NO_FORMULA
 
 import simcoll as sc
 
 
 def run(fn, p=2, topo=None, **kwargs):
     name = f"test_comm_{fn.__name__}"
-    sc.register("all_reduce", name)(fn)
+    sc.register("all_reduce", name, cost=NO_FORMULA)(fn)
     return sc.simulate(topo or sc.topology.switch(p, bandwidth=1e9, latency=0.5e-6),
                        "all_reduce", algorithm=name, **kwargs)
 

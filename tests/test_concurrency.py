@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, make_data
+from conftest import ALPHA, BETA, make_data, register_probe
 from reference import assert_outputs_match
 
 import simcoll as sc
@@ -17,15 +17,7 @@ def network(p):
     return sc.topology.switch(p, bandwidth=1 / BETA, latency=ALPHA / 2)
 
 
-def register(collective, name):
-    def decorator(fn):
-        if (collective, name) not in sc.list_algorithms(collective):
-            sc.register(collective, name)(fn)
-        return fn
-    return decorator
-
-
-@register("all_reduce", "_halves_side_by_side")
+@register_probe("all_reduce", "_halves_side_by_side")
 def halves_side_by_side(comm: Comm, x, *, op=sc.ReduceOp.SUM):
     first, second = comm.split_buffer(x, 2)
     a = comm.all_reduce(first, algorithm="ring", op=op.combining)
@@ -33,7 +25,7 @@ def halves_side_by_side(comm: Comm, x, *, op=sc.ReduceOp.SUM):
     return comm.join([(yield a), (yield b)])
 
 
-@register("all_reduce", "_halves_one_after_the_other")
+@register_probe("all_reduce", "_halves_one_after_the_other")
 def halves_one_after_the_other(comm: Comm, x, *, op=sc.ReduceOp.SUM):
     first, second = comm.split_buffer(x, 2)
     a = yield comm.all_reduce(first, algorithm="ring", op=op.combining)
@@ -68,7 +60,7 @@ def test_side_by_side_halves_share_the_links_fairly(p):
     np.testing.assert_array_equal(seq.bytes_sent, side.bytes_sent)
 
 
-@register("all_gather", "_gather_and_broadcast_at_once")
+@register_probe("all_gather", "_gather_and_broadcast_at_once")
 def gather_and_broadcast(comm: Comm, x):
     """An all_gather built from p broadcasts started at once, one per root: p collectives
     in flight between the same ranks, whose messages must not cross."""
@@ -88,7 +80,7 @@ def test_many_concurrent_collectives_between_the_same_ranks_never_cross(p):
     assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
 
 
-@register("all_reduce", "_node_groups_then_leaders")
+@register_probe("all_reduce", "_node_groups_then_leaders")
 def node_groups_then_leaders(comm: Comm, x, *, op=sc.ReduceOp.SUM):
     """Reduce inside each node, all-reduce among node leaders, broadcast inside the node:
     started collectives on groups."""
@@ -118,7 +110,7 @@ def test_start_runs_a_program_alongside_and_returns_its_value():
         events.append(("side done", comm.rank, comm.now))
         return delay * 2
 
-    @register("broadcast", "_start_demo")
+    @register_probe("broadcast", "_start_demo")
     def demo(comm: Comm, x, *, root=0):
         h = comm.start(side(comm, 3e-6))
         peer = 1 - comm.rank
@@ -141,7 +133,7 @@ def test_an_exception_in_a_started_program_names_the_rank():
         yield comm.compute(1e-6)
         raise ValueError("boom")
 
-    @register("broadcast", "_start_fails")
+    @register_probe("broadcast", "_start_fails")
     def fails(comm: Comm, x, *, root=0):
         h = comm.start(failing(comm))
         yield h
@@ -153,7 +145,7 @@ def test_an_exception_in_a_started_program_names_the_rank():
 
 
 def test_a_deadlocked_started_collective_is_reported():
-    @register("broadcast", "_mismatched_starts")
+    @register_probe("broadcast", "_mismatched_starts")
     def mismatched(comm: Comm, x, *, root=0):
         # Rank 0 starts one collective, rank 1 none: rank 0's started program waits forever.
         if comm.rank == 0:
@@ -167,8 +159,8 @@ def test_a_deadlocked_started_collective_is_reported():
 
 
 def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
-    @register("broadcast", "_bad_starts")
-    def bad(comm: Comm, x, *, root=0, case="plain"):
+    @register_probe("broadcast", "_bad_starts", case="plain")
+    def bad(comm: Comm, x, *, root=0, case):
         if case == "plain":
             comm.start(lambda: None)
         elif case == "unknown":

@@ -6,12 +6,9 @@ import numpy as np
 import pytest
 
 import simcoll as sc
-import simcoll.algorithms.bruck
-import simcoll.algorithms.direct
-import simcoll.algorithms.pairwise
 from simcoll import cost
+from simcoll.algorithms.bruck import slots_with_bit
 from simcoll.algorithms.registry import algorithms
-from simcoll.cost.bruck import slots_with_bit
 
 ALPHA, BETA, GAMMA = 1e-6, 1 / 100e9, 1 / 400e9
 PAIRS = [("all_reduce", "direct"), ("reduce_scatter", "direct"), ("all_gather", "direct"),

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import NO_FORMULA
 
 import simcoll as sc
 from simcoll.errors import TopologyError
@@ -127,7 +128,7 @@ def test_builder_counts_are_checked(builder, args):
 
 
 def test_root_out_of_range_is_refused():
-    @sc.register("broadcast", "test_root_check")
+    @sc.register("broadcast", "test_root_check", cost=NO_FORMULA)
     def bcast(comm, x, *, root=0):
         yield from ()
         return x
@@ -138,7 +139,7 @@ def test_root_out_of_range_is_refused():
 
 
 def test_deadlock_names_every_stuck_rank():
-    @sc.register("all_reduce", "test_deadlock")
+    @sc.register("all_reduce", "test_deadlock", cost=NO_FORMULA)
     def everyone_receives_first(comm, x, *, op=sc.ReduceOp.SUM):
         got = yield comm.recv(src=(comm.rank + 1) % comm.size)
         yield comm.send(x, dst=(comm.rank - 1) % comm.size)
@@ -152,7 +153,7 @@ def test_deadlock_names_every_stuck_rank():
 
 
 def test_partial_deadlock_names_only_stuck_ranks():
-    @sc.register("all_reduce", "test_partial_deadlock")
+    @sc.register("all_reduce", "test_partial_deadlock", cost=NO_FORMULA)
     def rank_two_waits(comm, x, *, op=sc.ReduceOp.SUM):
         if comm.rank == 2:
             yield comm.recv(src=0, tag=7)
@@ -165,7 +166,7 @@ def test_partial_deadlock_names_only_stuck_ranks():
 
 
 def test_unreceived_messages_are_reported():
-    @sc.register("all_reduce", "test_leaky")
+    @sc.register("all_reduce", "test_leaky", cost=NO_FORMULA)
     def leaky(comm, x, *, op=sc.ReduceOp.SUM):
         if comm.rank == 0:
             yield comm.send(x, dst=1, tag="lost")
@@ -176,7 +177,7 @@ def test_unreceived_messages_are_reported():
 
 
 def test_exception_in_a_rank_names_it():
-    @sc.register("all_reduce", "test_crash")
+    @sc.register("all_reduce", "test_crash", cost=NO_FORMULA)
     def crash(comm, x, *, op=sc.ReduceOp.SUM):
         yield comm.compute(1e-6)
         if comm.rank == 3:
@@ -191,7 +192,7 @@ def test_exception_in_a_rank_names_it():
                                         (1, "dst=1 is this rank itself"),
                                         ("2", "dst='2' is not an integer rank")])
 def test_bad_peer_inside_an_algorithm(dst, match):
-    @sc.register("all_reduce", f"test_bad_peer_{dst}")
+    @sc.register("all_reduce", f"test_bad_peer_{dst}", cost=NO_FORMULA)
     def bad(comm, x, *, op=sc.ReduceOp.SUM):
         if comm.rank == 1:
             yield comm.send(x, dst=dst)
@@ -203,11 +204,11 @@ def test_bad_peer_inside_an_algorithm(dst, match):
 
 def test_registering_a_plain_function_is_refused():
     with pytest.raises(TypeError, match="not a generator function"):
-        sc.register("all_reduce", "test_plain")(lambda comm, x: x)
+        sc.register("all_reduce", "test_plain", cost=NO_FORMULA)(lambda comm, x: x)
 
 
 def test_yielding_something_that_is_not_an_event_names_the_rank():
-    @sc.register("all_reduce", "test_bad_yield")
+    @sc.register("all_reduce", "test_bad_yield", cost=NO_FORMULA)
     def bad_yield(comm, x, *, op=sc.ReduceOp.SUM):
         yield comm.compute(1e-6)
         if comm.rank == 2:

@@ -6,23 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, GAMMA, make_data, reference_network
+from conftest import ALPHA, BETA, GAMMA, make_data, reference_network, register_probe
 from reference import assert_outputs_match
 
 import simcoll as sc
 from simcoll.comm import Comm
 
 
-def register(collective, name):
-    def decorator(fn):
-        if (collective, name) not in sc.list_algorithms(collective):
-            sc.register(collective, name)(fn)
-        return fn
-    return decorator
-
-
-@register("all_to_all", "_sends")
-def sends(comm: Comm, x, *, plan=()):
+@register_probe("all_to_all", "_sends", plan=())
+def sends(comm: Comm, x, *, plan):
     """Rank-level script: ``plan`` holds (start, src, dst, nbytes); each rank sends and
     receives its messages, in plan order."""
     for start, src, dst, nbytes in plan:
@@ -154,13 +146,12 @@ def test_a_slow_gpu_is_a_gpu_with_slower_reductions_and_compute(factor):
     assert step.rank_times[slow] >= factor * 1e-3
 
 
-@register("all_reduce", "_ring_after_compute")
-def ring_after_compute(comm: Comm, x, *, op=sc.ReduceOp.SUM, rank=0, delay=0.0):
+@register_probe("all_reduce", "_ring_after_compute", rank=0, delay=0.0)
+def ring_after_compute(comm: Comm, x, *, op, rank, delay):
     """The ring, with rank ``rank`` first busy for ``delay`` seconds."""
     if comm.rank == rank:
         yield comm.compute(delay)
-    ring = sc.get_algorithm("all_reduce", "ring").fn
-    return (yield from ring(comm, x, op=op))
+    return (yield from sc.get_algorithm("all_reduce", "ring").program(comm, x, op=op))
 
 
 @pytest.mark.parametrize("late", [1e-7, 3e-6, 1e-4])

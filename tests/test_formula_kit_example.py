@@ -1,14 +1,16 @@
 """The formula-test kit as the README shows it: pin an algorithm's formula in a few lines.
 
-Uses only the public API: ``simcoll.simulate``, ``simcoll.register`` and
-``simcoll.testing`` (with the ``simcoll_reference`` fixture of its pytest plugin).
+Uses only the public API: ``simcoll.simulate``, ``simcoll.register``, ``simcoll.cost``
+and ``simcoll.testing`` (with the ``simcoll_reference`` fixture of its pytest plugin).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from simcoll import register, simulate
+from simcoll.cost import CostModel, gpu_traffic
 from simcoll.testing import (
     alpha_beta_network,
     assert_matches_model,
@@ -20,7 +22,19 @@ from simcoll.testing import (
 ALPHA, BETA = 1e-6, 1e-11
 
 
-@register("all_gather", "direct_example")
+def direct_time(p, nbytes, alpha, beta, gamma):
+    """alpha + (p-1) n beta: the p-1 messages of a rank share its link (0 for p = 1)."""
+    return alpha + (p - 1) * nbytes * beta if p > 1 else 0.0
+
+
+def direct_traffic(p, nbytes, itemsize):
+    """Every rank sends and receives (p-1) n bytes."""
+    each = np.full(p, (p - 1) * nbytes)
+    return gpu_traffic(each, each)
+
+
+@register("all_gather", "direct_example",
+          cost=CostModel(time=direct_time, traffic=direct_traffic))
 def direct_all_gather(comm, x):
     """Every rank sends its x straight to every other rank at once.
 
@@ -86,6 +100,13 @@ def test_a_wrong_model_is_caught_by_assert_matches_model():
     assert_matches_model(res, alpha=ALPHA, beta=BETA)
     with pytest.raises(AssertionError, match=r"expected .*\n +simulated"):
         assert_matches_model(res, alpha=2 * ALPHA, beta=BETA)
+
+
+@sweep(p=[1, 2, 5], nbytes=[0, 12, 4096])
+def test_my_algorithm_matches_its_registered_cost_model(simcoll_reference, p, nbytes):
+    res = simulate(simcoll_reference.network(p), "all_gather", algorithm="direct_example",
+                   nbytes=nbytes)
+    simcoll_reference.check(res)
 
 
 def test_sweep_needs_values():

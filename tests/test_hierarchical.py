@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import make_data
+from conftest import NO_FORMULA, make_data
 
 import simcoll as sc
 from simcoll import cost
-from simcoll.cost.hierarchical import hierarchical_time
+from simcoll.algorithms.hierarchical import hierarchical_time
 
 L1, B1 = 0.5e-6, 200e9      # GPU <-> node switch
 L2, B2 = 2e-6, 50e9         # node switch <-> network switch (one uplink per node)
@@ -87,7 +87,7 @@ def test_uneven_nodes_and_unknown_inter_algorithms_are_refused():
 
 
 def test_node_of_reports_each_ranks_node():
-    @sc.register("all_reduce", "test_node_of")
+    @sc.register("all_reduce", "test_node_of", cost=NO_FORMULA)
     def report(comm, x, *, op=sc.ReduceOp.SUM):
         yield from ()
         return np.array([comm.node_of(r) for r in range(comm.size)], dtype=x.dtype)

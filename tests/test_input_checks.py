@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import NO_FORMULA
 
 import simcoll as sc
 from simcoll.comm import Comm
@@ -89,7 +90,7 @@ def test_training_step_refuses_a_string_time():
 def run_program(program, p=2, **kwargs):
     name = f"_prog_{program.__name__}"
     if ("all_to_all", name) not in sc.list_algorithms("all_to_all"):
-        sc.register("all_to_all", name)(program)
+        sc.register("all_to_all", name, cost=NO_FORMULA)(program)
     return sc.simulate(switch(p), "all_to_all", algorithm=name, nbytes=8, **kwargs)
 
 
@@ -175,7 +176,7 @@ def test_a_read_only_view_of_writeable_memory_is_sent_as_a_snapshot():
 
     name = "_prog_snapshot"
     if ("all_to_all", name) not in sc.list_algorithms("all_to_all"):
-        sc.register("all_to_all", name)(sender)
+        sc.register("all_to_all", name, cost=NO_FORMULA)(sender)
     res = sc.simulate(switch(2), "all_to_all", algorithm=name,
                       data=[np.zeros(2, np.float32)] * 2, check=False)
     assert res.outputs[1].tolist() == [0.0, 1.0]

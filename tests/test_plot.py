@@ -7,9 +7,10 @@ import json
 import matplotlib
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, GAMMA, reference_network
+from conftest import ALPHA, BETA, GAMMA, reference_network, register_probe
 
 import simcoll as sc
+from simcoll.cost import CostModel
 from simcoll.plot import link_utilization, plot_scaling, scaling, timeline
 from simcoll.plot.records import read_points, topology_templates
 
@@ -180,9 +181,14 @@ def test_formula_time_with_gamma_matches_the_hand_formula():
 
 
 def test_points_without_a_model_are_skipped_and_the_legend_says_so():
-    @sc.register("all_reduce", "test_plot_unmodelled")
-    def unmodelled(comm, x, *, op=sc.ReduceOp.SUM):
-        return (yield from sc.get_algorithm("all_reduce", "ring").fn(comm, x, op=op))
+    def no_closed_form(*args, **kwargs):
+        raise sc.InvalidInputError("this algorithm has no closed form")
+
+    if ("all_reduce", "test_plot_unmodelled") not in sc.list_algorithms("all_reduce"):
+        @sc.register("all_reduce", "test_plot_unmodelled",
+                     cost=CostModel(time=no_closed_form, traffic=no_closed_form))
+        def unmodelled(comm, x, *, op):
+            return (yield from sc.get_algorithm("all_reduce", "ring").program(comm, x, op=op))
 
     results = [sc.simulate(reference(p), "all_reduce", algorithm=a, nbytes=1 << 20)
                for a in ("ring", "test_plot_unmodelled") for p in (2, 4)]
@@ -363,8 +369,8 @@ def test_overlapping_messages_get_lanes_of_their_own():
 
 
 def test_timeline_shows_hosts_and_compute():
-    @sc.register("all_reduce", "test_plot_compute")
-    def busy(comm, x, *, op=sc.ReduceOp.SUM):
+    @register_probe("all_reduce", "test_plot_compute")
+    def busy(comm, x, *, op):
         yield comm.compute(2e-6 * (comm.rank + 1))
         return x
 
@@ -417,8 +423,8 @@ L, B, N, T0 = 0.5e-6, 1e9, 3000, 4e-6
 @pytest.fixture(scope="module")
 def lone_message():
     """Rank 0 computes for T0, then sends N bytes to rank 1, alone on its path."""
-    @sc.register("all_reduce", "test_plot_lone_message")
-    def lone(comm, x, *, op=sc.ReduceOp.SUM):
+    @register_probe("all_reduce", "test_plot_lone_message")
+    def lone(comm, x, *, op):
         if comm.rank == 0:
             yield comm.compute(T0)
             yield comm.send(x, dst=1)

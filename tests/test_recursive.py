@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import simcoll as sc
-import simcoll.algorithms.recursive  # noqa: F401  (registers the algorithms)
 from simcoll import cost
 
 ALPHA, BETA, GAMMA = 1e-6, 1 / 100e9, 1 / 400e9

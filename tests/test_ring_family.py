@@ -57,6 +57,11 @@ def test_ring_is_correct_with_exact_traffic_in_both_modes(coll, p, chunks):
     topo = reference_network(p)
     for count in counts(p):
         data = make_data(p, count, np.float32)
+        if chunks > max(count, 1):
+            with pytest.raises(sc.InvalidInputError, match=rf"chunks={chunks} is more than "
+                                                           rf"the {count} elements"):
+                run(coll, topo, data=data, chunks=chunks)
+            continue
         kept = [x.copy() for x in data]
         res = run(coll, topo, data=data, chunks=chunks)
         assert res.correct, (count, res.max_error)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import run_flows
+from conftest import NO_FORMULA, run_flows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from machines import KINDS, maxmin_arrivals, random_machine
@@ -38,11 +38,14 @@ def last_activity(res: sc.Result) -> float:
     return max([*res.rank_times.tolist(), *ends])
 
 
-@sc.register("all_to_all", "_two_senders_to_rank_2")
-def _two_senders(comm: Comm, x, *, sizes=(10**9, 25 * 10**7)):
+SIZES = (10**9, 25 * 10**7)
+
+
+@sc.register("all_to_all", "_two_senders_to_rank_2", cost=NO_FORMULA)
+def _two_senders(comm: Comm, x):
     """Ranks 0 and 1 each send one message to rank 2 (the issue's reproduction)."""
     if comm.rank < 2:
-        yield comm.send(sc.VirtualBuffer.of(sizes[comm.rank], np.uint8), 2)
+        yield comm.send(sc.VirtualBuffer.of(SIZES[comm.rank], np.uint8), 2)
     else:
         yield comm.recv(0)
         yield comm.recv(1)

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, GAMMA, reference_network
+from conftest import ALPHA, BETA, GAMMA, NO_FORMULA, reference_network, register_probe
 
 import simcoll as sc
 from simcoll.trace import save_chrome, to_chrome
@@ -31,7 +31,7 @@ def test_ring_trace_holds_every_message_and_reduction_with_its_times():
 
 
 def test_compute_spans_are_traced_and_untraced_runs_have_none():
-    @sc.register("all_reduce", "test_traced_compute")
+    @sc.register("all_reduce", "test_traced_compute", cost=NO_FORMULA)
     def busy(comm, x, *, op=sc.ReduceOp.SUM):
         yield comm.compute(3e-6)
         yield comm.compute(2e-6)
@@ -126,8 +126,8 @@ def test_link_counters_integrate_to_the_bytes_each_link_carried():
 
 
 def test_a_lone_message_counts_its_average_rate_on_each_link_of_its_route():
-    @sc.register("all_reduce", "test_trace_lone_message")
-    def lone(comm, x, *, op=sc.ReduceOp.SUM):
+    @register_probe("all_reduce", "test_trace_lone_message")
+    def lone(comm, x, *, op):
         if comm.rank == 0:
             yield comm.compute(2e-6)
             yield comm.send(x, dst=2)

@@ -6,36 +6,75 @@ the backward pass has produced it, while the backward pass goes on with the next
 the backward pass is ``compute`` seconds spread evenly over the buckets on each GPU's
 compute stream, and the buckets are reduced one after another on the communication stream
 (as NCCL runs them on one stream) with the flat all_reduce algorithm ``inner``.
+
+Cost model (ours): bucket i of B is ready at (i+1) t_c, t_c = compute / B, and takes t_a
+(the ``inner`` algorithm's time on n/B bytes) once the previous bucket is done, so the
+last bucket ends at t_c + t_a + (B-1) max(t_c, t_a). Exact where ``inner``'s model is
+exact for a bucket, the element count divides by B, and ``inner`` ends every rank at the
+same instant (its model's ``ends_together``), or B = 1. With an inner algorithm whose ranks
+finish apart (trees), a rank that finishes bucket i early starts bucket i+1 before the
+rest, which the bucket-after-bucket sum does not see.
 """
 
 from __future__ import annotations
 
-from simcoll.algorithms.registry import get_algorithm, register
-from simcoll.errors import InvalidInputError, UnknownAlgorithmError
+from simcoll import cost
+from simcoll.algorithms.params import Choice, Int, Real
+from simcoll.algorithms.registry import algorithms, get_algorithm, register
+from simcoll.buffers import Buffer, block_bytes, split
+from simcoll.comm import Comm
+from simcoll.cost.model import CostModel, Traffic
 from simcoll.ops import ReduceOp
+from simcoll.typing import BufferProgram
 
 __all__ = ["bucketed_all_reduce"]
 
 _NOT_INNER = ("bucketed", "parameter_server", "hierarchical")
 
 
-def validate(p, count, hosts, *, buckets=1, compute=0.0, inner="ring"):
-    """Refuse bucket counts, compute times and inner algorithms that make no sense."""
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
-        raise InvalidInputError(f"buckets={buckets!r} is not accepted; use an integer >= 1")
-    if not (isinstance(compute, (int, float)) and compute >= 0):
-        raise InvalidInputError(f"compute={compute!r} is not accepted; use seconds >= 0")
-    if inner in _NOT_INNER:
-        raise InvalidInputError(f"inner={inner!r} is not accepted; use a flat all_reduce "
-                                f"algorithm such as 'ring'")
-    try:
-        get_algorithm("all_reduce", inner)
-    except UnknownAlgorithmError as exc:
-        raise InvalidInputError(f"inner={inner!r}: {exc}") from None
+def _flat_all_reduce() -> list[str]:
+    """All-reduce algorithms that can reduce one bucket: all but the composite ones."""
+    return [name for _, name in algorithms("all_reduce") if name not in _NOT_INNER]
 
 
-@register("all_reduce", "bucketed", validate=validate)
-def bucketed_all_reduce(comm, x, *, op=ReduceOp.SUM, buckets=1, compute=0.0, inner="ring"):
+PARAMS = {
+    "buckets": Int(1, minimum=1, at_most_elements=True,
+                   doc="buckets B the buffer is cut into"),
+    "compute": Real(0.0, minimum=0.0,
+                    doc="seconds of backward compute per GPU, spread over the buckets"),
+    "inner": Choice("ring", _flat_all_reduce,
+                    doc="flat all_reduce algorithm that reduces each bucket"),
+}
+
+
+def _traffic(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str) -> Traffic:
+    parts = [cost.traffic("all_reduce", inner, p=p, nbytes=int(b), itemsize=itemsize)
+             for b in block_bytes(nbytes, buckets, itemsize)]
+    return Traffic(*(sum(getattr(t, f) for t in parts)
+                     for f in ("sent", "received", "host_sent", "host_received")))
+
+
+def _exact(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str) -> bool:
+    return ((nbytes // itemsize) % buckets == 0
+            and (buckets == 1 or get_algorithm("all_reduce", inner).cost.ends_together)
+            and cost.is_exact("all_reduce", inner, p=p, nbytes=nbytes // buckets,
+                              itemsize=itemsize))
+
+
+def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, buckets: int,
+          compute: float, inner: str) -> float:
+    """t_c + t_a + (B-1) max(t_c, t_a), with t_c = compute / B and t_a = ``inner``'s
+    predicted time for n / B bytes."""
+    t_c = compute / buckets
+    t_a = cost.predict("all_reduce", inner, p=p, nbytes=nbytes // buckets, alpha=alpha,
+                       beta=beta, gamma=gamma)
+    return t_c + t_a + (buckets - 1) * max(t_c, t_a)
+
+
+@register("all_reduce", "bucketed", params=PARAMS,
+          cost=CostModel(time=_time, traffic=_traffic, exact=_exact))
+def bucketed_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, buckets: int,
+                        compute: float, inner: str) -> BufferProgram:
     """All-reduce ``buckets`` pieces of x, each as soon as ``compute / buckets`` of compute
     for it is done, on a stream of its own while the compute stream goes on.
 
@@ -45,17 +84,12 @@ def bucketed_all_reduce(comm, x, *, op=ReduceOp.SUM, buckets=1, compute=0.0, inn
     t_c + t_a + (B-1) max(t_c, t_a): communication hides behind compute except for the
     last bucket when t_a <= t_c, and compute hides behind communication otherwise. Each
     rank sends what ``inner`` sends for each bucket.
-
-    Args:
-        buckets: number of buckets B (pieces cut as np.array_split does).
-        compute: seconds of backward compute on each GPU, spread evenly over the buckets.
-        inner: the flat all_reduce algorithm that reduces each bucket.
     """
-    reduce_bucket = get_algorithm("all_reduce", inner).fn
-    pieces = comm.split_buffer(x, buckets)
+    reduce_bucket = get_algorithm("all_reduce", inner)
+    pieces = split(x, buckets)
     ready = [comm.compute(compute / buckets) for _ in range(buckets)]
     reduced = []
     for piece, produced in zip(pieces, ready):
         yield produced
-        reduced.append((yield from reduce_bucket(comm, piece, op=op)))
+        reduced.append((yield from reduce_bucket.program(comm, piece, op=op)))
     return comm.join(reduced)

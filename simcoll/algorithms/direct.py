@@ -5,24 +5,36 @@ they share the rank's link and all arrive together: one alpha per round instead 
 per message (the flow model overlaps latencies; the single-port alpha-beta model of
 Thakur, Rabenseifner & Gropp 2005 would charge (p-1) alpha). This is how NCCL's and
 MPICH's "isend/irecv to everyone" all-to-all and scattered collectives behave.
+
+Times (derived here for the flow model on the reference network): a round in which every
+rank sends k messages at once and receives k at once shares each link max-min fairly
+among them, so a round of k equal messages of m bytes takes alpha + k m beta. With uneven
+blocks (count not divisible by p) every receiver still drains its p-1 equal blocks at
+1/(p-1) of its link, but the formulas use m = n/p there and are estimates.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from simcoll.algorithms.registry import register
+from simcoll.buffers import Buffer, block_bytes, repeat, split
+from simcoll.comm import Comm
+from simcoll.cost.model import CostModel, Traffic, even_blocks, exchange_traffic, gpu_traffic
 from simcoll.ops import ReduceOp
+from simcoll.typing import BufferProgram, Steps
 
 __all__ = ["direct_all_reduce", "direct_reduce_scatter", "direct_all_gather",
            "direct_all_to_all"]
 
 
-def _scatter_reduce(comm, x, op):
+def _scatter_reduce(comm: Comm, x: Buffer, op: ReduceOp) -> Steps:
     """Send block j of x to rank j for every j at once; reduce block ``rank`` in rank order.
 
     Reducing x_0 op x_1 op ... op x_{p-1} makes the result independent of arrival order.
     """
     p, r = comm.size, comm.rank
-    chunks = comm.split_buffer(x, p)
+    chunks = split(x, p)
     for peer in range(p):
         if peer != r:
             comm.send(chunks[peer], dst=peer)
@@ -33,8 +45,23 @@ def _scatter_reduce(comm, x, op):
     return acc
 
 
-@register("reduce_scatter", "direct")
-def direct_reduce_scatter(comm, x, *, op=ReduceOp.SUM):
+def _reduce_scatter_time(p: int, nbytes: int, alpha: float, beta: float,
+                         gamma: float) -> float:
+    """alpha + (p-1)/p n (beta + gamma) for p > 1, else 0.
+
+    All blocks arrive at alpha + (p-1) m beta, then p-1 reductions of m bytes follow.
+    Exact when count is divisible by p (else m is the largest block, which needs the
+    element size).
+    """
+    if p == 1:
+        return 0.0
+    return alpha + (p - 1) / p * nbytes * (beta + gamma)
+
+
+@register("reduce_scatter", "direct", cost=CostModel(
+    time=_reduce_scatter_time, traffic=exchange_traffic, exact=even_blocks,
+    ends_together=True))
+def direct_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Direct reduce-scatter: send block j to rank j for all j at once, reduce in rank order.
 
     With m = n/p: each rank's p-1 sends share its link and its p-1 receives share its
@@ -46,8 +73,30 @@ def direct_reduce_scatter(comm, x, *, op=ReduceOp.SUM):
     return (yield from _scatter_reduce(comm, x, op))
 
 
-@register("all_reduce", "direct")
-def direct_all_reduce(comm, x, *, op=ReduceOp.SUM):
+def _all_reduce_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
+    """2 alpha + 2 (p-1)/p n beta + (p-1)/p n gamma for p > 1, else 0.
+
+    Round 1 (direct reduce-scatter) ends at alpha + (p-1) m (beta + gamma); all ranks
+    start round 2 together and its p-1 sends of m bytes take alpha + (p-1) m beta.
+    Exact when count is divisible by p; otherwise the ranks with larger blocks finish
+    later and rounds may overlap, so this is an estimate.
+    """
+    if p == 1:
+        return 0.0
+    share = (p - 1) / p * nbytes
+    return 2 * alpha + 2 * share * beta + share * gamma
+
+
+def _all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    blocks = block_bytes(nbytes, p, itemsize)
+    volume = blocks.sum() - blocks + (p - 1) * blocks
+    return gpu_traffic(volume, volume)
+
+
+@register("all_reduce", "direct", cost=CostModel(
+    time=_all_reduce_time, traffic=_all_reduce_traffic, exact=even_blocks,
+    ends_together=True))
+def direct_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Direct all-reduce: a direct reduce-scatter, then every rank sends its share to all.
 
     Rank r reduces block r from the p-1 blocks its peers send it at once (in rank order),
@@ -61,14 +110,29 @@ def direct_all_reduce(comm, x, *, op=ReduceOp.SUM):
     for peer in range(p):
         if peer != r:
             comm.send(mine, dst=peer, tag=1)
-    blocks = []
+    blocks = split(x, p)
+    blocks[r] = mine
     for peer in range(p):
-        blocks.append(mine if peer == r else (yield comm.recv(src=peer, tag=1)))
+        if peer != r:
+            blocks[peer] = yield comm.recv(src=peer, tag=1)
     return comm.join(blocks)
 
 
-@register("all_gather", "direct")
-def direct_all_gather(comm, x):
+def _all_gather_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
+    """alpha + (p-1) n beta for p > 1, else 0; exact for every size."""
+    if p == 1:
+        return 0.0
+    return alpha + (p - 1) * nbytes * beta
+
+
+def _all_gather_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    volume = np.full(p, (p - 1) * nbytes)
+    return gpu_traffic(volume, volume)
+
+
+@register("all_gather", "direct", cost=CostModel(
+    time=_all_gather_time, traffic=_all_gather_traffic, ends_together=True))
+def direct_all_gather(comm: Comm, x: Buffer) -> BufferProgram:
     """Direct all-gather: send x to all p-1 peers at once, concatenate in rank order.
 
     Cost: alpha + (p-1) n beta (derived here: the p-1 sends share the link). Each rank
@@ -78,14 +142,27 @@ def direct_all_gather(comm, x):
     for peer in range(p):
         if peer != r:
             comm.send(x, dst=peer)
-    blocks = []
+    blocks = repeat(x, p)
     for peer in range(p):
-        blocks.append(x if peer == r else (yield comm.recv(src=peer)))
+        if peer != r:
+            blocks[peer] = yield comm.recv(src=peer)
     return comm.join(blocks)
 
 
-@register("all_to_all", "direct")
-def direct_all_to_all(comm, x):
+def _all_to_all_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
+    """alpha + (p-1)/p n beta for p > 1, else 0.
+
+    Exact when count is divisible by p (else n/p stands for the largest block).
+    """
+    if p == 1:
+        return 0.0
+    return alpha + (p - 1) / p * nbytes * beta
+
+
+@register("all_to_all", "direct", cost=CostModel(
+    time=_all_to_all_time, traffic=exchange_traffic, exact=even_blocks,
+    ends_together=True))
+def direct_all_to_all(comm: Comm, x: Buffer) -> BufferProgram:
     """Direct all-to-all: send block j of x to rank j for all j at once (p^2 flows).
 
     Cost: alpha + (p-1)/p n beta (derived here; with uneven blocks the largest block,
@@ -93,11 +170,12 @@ def direct_all_to_all(comm, x):
     (p-1) m_r bytes, m_r the size of block r.
     """
     p, r = comm.size, comm.rank
-    chunks = comm.split_buffer(x, p)
+    chunks = split(x, p)
     for peer in range(p):
         if peer != r:
             comm.send(chunks[peer], dst=peer)
-    blocks = []
+    blocks = repeat(chunks[r], p)
     for peer in range(p):
-        blocks.append(chunks[r] if peer == r else (yield comm.recv(src=peer)))
+        if peer != r:
+            blocks[peer] = yield comm.recv(src=peer)
     return comm.join(blocks)

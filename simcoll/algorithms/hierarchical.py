@@ -8,25 +8,57 @@ inter-node network per GPU, and the G cross-node all-reduces run in parallel.
 
 The algorithm learns the node of each rank from ``comm.node_of`` (the topology's
 ``node`` of each GPU); it never looks at links or bandwidths.
+
+Cost model: the machine has N nodes of G GPUs (p = N G, ranks numbered node by node). A
+message inside a node costs alpha + m beta; between nodes alpha_inter + m beta_inter,
+where beta_inter is the time per byte of one GPU's cross-node flow while all G GPUs of
+its node send at once (on ``cluster``, whose nodes have one uplink each:
+G / inter_bandwidth, unless a GPU's own link is slower). With ``nodes=1`` (the reference
+network) the algorithm is a ring reduce-scatter followed by a ring all-gather: the ring
+all-reduce's time. Derivation (ours), for a count divisible by G N and the ring across
+nodes: the intra-node ring reduce-scatter takes G-1 steps of alpha + n/G beta + n/G gamma
+(every GPU's link carries one flow each way); the G cross-node ring all-reduces of n/G
+bytes run in lockstep, 2(N-1) steps of alpha_inter + n/(G N) beta_inter plus
+(N-1)/N n/G gamma of reductions; the intra-node all-gather takes G-1 steps of
+alpha + n/G beta.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
+import numpy as np
+
+from simcoll import cost
+from simcoll.algorithms.params import Choice, Int, Optional, Real
 from simcoll.algorithms.registry import get_algorithm, register
 from simcoll.algorithms.ring import ring_all_gather, ring_reduce_scatter
-from simcoll.errors import InvalidInputError, UnknownAlgorithmError
+from simcoll.buffers import Buffer, block_bytes
+from simcoll.comm import Comm
+from simcoll.cost.model import CostModel, Traffic, gpu_traffic
+from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
+from simcoll.typing import BufferProgram
 
-__all__ = ["hierarchical_all_reduce", "INTER_ALGORITHMS"]
+__all__ = ["hierarchical_all_reduce", "hierarchical_time", "INTER_ALGORITHMS"]
 
 INTER_ALGORITHMS = ("ring", "recursive_doubling", "rabenseifner", "direct", "tree",
                     "double_binary_tree", "naive")
 """Flat all_reduce algorithms the cross-node phase can use."""
 
+PARAMS = {"inter": Choice("ring", INTER_ALGORITHMS,
+                          doc="flat all_reduce algorithm across nodes")}
+MACHINE = {
+    "nodes": Int(1, minimum=1, doc="nodes N of p / N GPUs each"),
+    "alpha_inter": Optional(Real(minimum=0.0), doc="seconds per message between nodes; "
+                                                   "default alpha"),
+    "beta_inter": Optional(Real(minimum=0.0), doc="seconds per byte between nodes; "
+                                                  "default beta"),
+}
 
-def _nodes(node_of, size: int) -> list[list[int]]:
+
+def _nodes(node_of: Callable[[int], int], size: int) -> list[list[int]]:
     """Ranks of each node, nodes in order of their id, ranks in rank order."""
     members: dict[int, list[int]] = defaultdict(list)
     for rank in range(size):
@@ -34,11 +66,8 @@ def _nodes(node_of, size: int) -> list[list[int]]:
     return [members[node] for node in sorted(members)]
 
 
-def validate(p, count, hosts, *, inter="ring", nodes=()):
-    """Refuse nodes of unequal size and unknown cross-node algorithms."""
-    if inter not in INTER_ALGORITHMS:
-        raise InvalidInputError(f"inter={inter!r} is not accepted; use one of "
-                                f"{', '.join(INTER_ALGORITHMS)}")
+def _validate(p: int, count: int, hosts: int, *, nodes: tuple[int, ...]) -> None:
+    """Refuse nodes of unequal size."""
     sizes = sorted({len(m) for m in _nodes(lambda r: nodes[r], p)})
     if len(sizes) > 1:
         raise InvalidInputError(
@@ -46,8 +75,62 @@ def validate(p, count, hosts, *, inter="ring", nodes=()):
             f"{sizes}; give every node as many GPUs, or use a flat algorithm")
 
 
-@register("all_reduce", "hierarchical", validate=validate)
-def hierarchical_all_reduce(comm, x, *, op=ReduceOp.SUM, inter="ring"):
+def _gpus_per_node(p: int, nodes: int) -> int:
+    if p % nodes:
+        raise InvalidInputError(f"nodes={nodes} does not divide p={p}; the model needs "
+                                f"equal nodes")
+    return p // nodes
+
+
+def _traffic(p: int, nbytes: int, itemsize: int, *, inter: str, nodes: int) -> Traffic:
+    """Ring reduce-scatter and all-gather in each node, ``inter`` across nodes."""
+    g = _gpus_per_node(p, nodes)
+    blocks = block_bytes(nbytes, g, itemsize)
+    total = int(blocks.sum())
+    sent, received = np.zeros(p, np.int64), np.zeros(p, np.int64)
+    for rank in range(p):
+        i = rank % g
+        # reduce-scatter: all blocks but i out, all but i-1 in; all-gather of the
+        # reduced blocks: all but i+1 out, all but i in.
+        sent[rank] = 2 * total - blocks[i] - blocks[(i + 1) % g]
+        received[rank] = 2 * total - blocks[(i - 1) % g] - blocks[i]
+        if nodes > 1:
+            across = cost.traffic("all_reduce", inter, p=nodes, nbytes=int(blocks[i]),
+                                  itemsize=itemsize)
+            sent[rank] += across.sent[rank // g]
+            received[rank] += across.received[rank // g]
+    return gpu_traffic(sent, received)
+
+
+def _exact(p: int, nbytes: int, itemsize: int, *, inter: str, nodes: int) -> bool:
+    return (nodes == 1 or inter == "ring") and (nbytes // itemsize) % p == 0
+
+
+def hierarchical_time(nodes: int, gpus_per_node: int, nbytes: int, *, alpha: float,
+                      beta: float, alpha_inter: float, beta_inter: float,
+                      gamma: float = 0.0) -> float:
+    """Seconds of the hierarchical all-reduce with the ring across nodes (see module)."""
+    g, n = gpus_per_node, nodes
+    m = nbytes
+    intra = 2 * (g - 1) * (alpha + m / g * beta) + (g - 1) / g * m * gamma
+    across = 2 * (n - 1) * (alpha_inter + m / (g * n) * beta_inter) + \
+        (n - 1) / n * m / g * gamma
+    return intra + across
+
+
+def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, nodes: int,
+          alpha_inter: float | None, beta_inter: float | None) -> float:
+    """:func:`hierarchical_time` on ``nodes`` nodes (1 on the reference network)."""
+    return hierarchical_time(nodes, _gpus_per_node(p, nodes), nbytes, alpha=alpha,
+                             beta=beta,
+                             alpha_inter=alpha if alpha_inter is None else alpha_inter,
+                             beta_inter=beta if beta_inter is None else beta_inter,
+                             gamma=gamma)
+
+
+@register("all_reduce", "hierarchical", params=PARAMS, validate=_validate,
+          cost=CostModel(time=_time, traffic=_traffic, exact=_exact, machine=MACHINE))
+def hierarchical_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, inter: str) -> BufferProgram:
     """Hierarchical all-reduce: ring reduce-scatter in each node, all-reduce across nodes
     of each block, ring all-gather in each node.
 
@@ -61,22 +144,16 @@ def hierarchical_all_reduce(comm, x, *, op=ReduceOp.SUM, inter="ring"):
     1 / inter_bandwidth). On a single node it is the ring all-reduce:
     2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma. Each rank sends
     2 (G-1)/G n + 2 (N-1)/N n/G bytes for sizes that divide evenly.
-
-    Args:
-        inter: the flat all_reduce algorithm used across nodes (default "ring").
-
-    Raises:
-        UnknownAlgorithmError: ``inter`` is not registered.
     """
+    local, cross = _groups(comm)
+    block = yield from ring_reduce_scatter(local, x, op=op, chunks=1)
+    block = yield from get_algorithm("all_reduce", inter).program(cross, block, op=op)
+    return (yield from ring_all_gather(local, block, chunks=1))
+
+
+def _groups(comm: Comm) -> tuple[Comm, Comm]:
+    """This rank's node (local group) and the ranks of its local index on every node."""
     nodes = _nodes(comm.node_of, comm.size)
     mine = next(m for m in nodes if comm.rank in m)
     local = comm.group(mine)
-    index = local.rank
-    cross = comm.group([m[index] for m in nodes])
-    try:
-        across = get_algorithm("all_reduce", inter).fn
-    except UnknownAlgorithmError as exc:
-        raise InvalidInputError(str(exc)) from None
-    block = yield from ring_reduce_scatter(local, x, op=op)
-    block = yield from across(cross, block, op=op)
-    return (yield from ring_all_gather(local, block))
+    return local, comm.group([m[local.rank] for m in nodes])

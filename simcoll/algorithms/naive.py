@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from simcoll.algorithms.registry import register
+from simcoll.buffers import Buffer
+from simcoll.comm import Comm
+from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.ops import ReduceOp
+from simcoll.typing import BufferProgram
 
 __all__ = ["naive_all_reduce"]
 
 
-@register("all_reduce", "naive")
-def naive_all_reduce(comm, x, *, op=ReduceOp.SUM):
+def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
+    """alpha + (p-1) n beta + (p-1) n gamma: p-1 equal flows share each link, then the p-1
+    reductions run one after another (0 for p = 1)."""
+    if p == 1:
+        return 0.0
+    return alpha + (p - 1) * nbytes * (beta + gamma)
+
+
+def _traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    each = np.full(p, (p - 1) * (nbytes // itemsize) * itemsize, dtype=np.int64)
+    return gpu_traffic(each, each)
+
+
+@register("all_reduce", "naive", cost=CostModel(time=_time, traffic=_traffic,
+                                                ends_together=True))
+def naive_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Naive all-reduce: send x to all p-1 peers at once, reduce what arrives in rank order.
 
     Reducing in rank order (x_0 op x_1 op ... op x_{p-1}) gives every rank the same bits.

@@ -1,21 +1,38 @@
 """Pairwise-exchange algorithms: p-1 steps, in step s rank r sends to r+s, hears from r-s.
 
+Every rank sends and receives one block per step, so a single-port network carries each
+step at full speed. With equal blocks all ranks stay in lockstep and the times are exact;
+with uneven blocks ranks drift apart and may receive two steps' blocks at once, so the
+times with m = n/p are estimates there.
+
 Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
 MPICH", IJHPCA 19(1), 2005 (reduce-scatter for long messages, all-to-all for long
-messages). Every rank sends and receives one block per step, so a single-port network
-carries each step at full speed.
+messages).
 """
 
 from __future__ import annotations
 
 from simcoll.algorithms.registry import register
+from simcoll.buffers import Buffer, repeat, split
+from simcoll.comm import Comm
+from simcoll.cost.model import CostModel, even_blocks, exchange_traffic
 from simcoll.ops import ReduceOp
+from simcoll.typing import BufferProgram
 
 __all__ = ["pairwise_reduce_scatter", "pairwise_all_to_all"]
 
 
-@register("reduce_scatter", "pairwise")
-def pairwise_reduce_scatter(comm, x, *, op=ReduceOp.SUM):
+def _reduce_scatter_time(p: int, nbytes: int, alpha: float, beta: float,
+                         gamma: float) -> float:
+    """(p-1) (alpha + n/p beta + n/p gamma): each step is a sendrecv, then a reduction."""
+    block = nbytes / p
+    return (p - 1) * (alpha + block * beta + block * gamma)
+
+
+@register("reduce_scatter", "pairwise", cost=CostModel(
+    time=_reduce_scatter_time, traffic=exchange_traffic, exact=even_blocks,
+    ends_together=True))
+def pairwise_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     """Pairwise-exchange reduce-scatter (MPICH's long-message reduce-scatter).
 
     In step s = 1..p-1 rank r sends block (r+s) mod p to rank (r+s) mod p, receives its
@@ -25,7 +42,7 @@ def pairwise_reduce_scatter(comm, x, *, op=ReduceOp.SUM):
     sends n - m bytes and receives (p-1) m bytes, m = its own block.
     """
     p, r = comm.size, comm.rank
-    chunks = comm.split_buffer(x, p)
+    chunks = split(x, p)
     acc = chunks[r]
     for step in range(1, p):
         dst, src = (r + step) % p, (r - step) % p
@@ -34,8 +51,15 @@ def pairwise_reduce_scatter(comm, x, *, op=ReduceOp.SUM):
     return acc
 
 
-@register("all_to_all", "pairwise")
-def pairwise_all_to_all(comm, x):
+def _all_to_all_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
+    """(p-1) (alpha + n/p beta)."""
+    return (p - 1) * (alpha + nbytes / p * beta)
+
+
+@register("all_to_all", "pairwise", cost=CostModel(
+    time=_all_to_all_time, traffic=exchange_traffic, exact=even_blocks,
+    ends_together=True))
+def pairwise_all_to_all(comm: Comm, x: Buffer) -> BufferProgram:
     """Pairwise-exchange all-to-all (MPICH's long-message all-to-all, any p).
 
     In step s = 1..p-1 rank r sends block (r+s) mod p to rank (r+s) mod p and receives
@@ -45,8 +69,8 @@ def pairwise_all_to_all(comm, x):
     and receives (p-1) m_r bytes, m_r the size of block r.
     """
     p, r = comm.size, comm.rank
-    chunks = comm.split_buffer(x, p)
-    blocks = [chunks[r]] * p
+    chunks = split(x, p)
+    blocks = repeat(chunks[r], p)
     for step in range(1, p):
         dst, src = (r + step) % p, (r - step) % p
         blocks[src] = yield comm.sendrecv(chunks[dst], dst=dst, src=src)

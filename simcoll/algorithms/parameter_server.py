@@ -5,22 +5,42 @@ Li et al., "Scaling distributed machine learning with the parameter server", OSD
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import numpy as np
+
+from simcoll.algorithms.params import Int, Optional
 from simcoll.algorithms.registry import register
+from simcoll.buffers import Buffer, block_bytes, split
+from simcoll.comm import Comm
+from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
+from simcoll.typing import BufferProgram, HostProgram, Steps
 
 __all__ = ["parameter_server_all_reduce", "parameter_server_host"]
 
+PARAMS = {"servers": Optional(Int(minimum=1), doc="number of servers k; default: every "
+                                                  "server host, else rank 0 alone")}
+MACHINE = {"hosts": Int(0, minimum=0, doc="server hosts in the topology; 0: the servers "
+                                          "are ranks")}
 
-def _servers(comm, servers):
+
+def _server_count(servers: int | None, hosts: int) -> int:
+    """Number of servers k: ``servers`` if given, else every host, else one rank."""
+    if servers is not None:
+        return servers
+    return hosts if hosts else 1
+
+
+def _servers(comm: Comm, servers: int | None) -> tuple[int, ...]:
     """Ranks of the servers: the topology's hosts if it has any, else ranks 0..k-1."""
-    if comm.hosts:
-        k = len(comm.hosts) if servers is None else servers
-        return comm.hosts[:k]
-    return tuple(range(1 if servers is None else servers))
+    k = _server_count(servers, len(comm.hosts))
+    return comm.hosts[:k] if comm.hosts else tuple(range(k))
 
 
-def _reduce_shard(comm, shard, workers, op):
+def _reduce_shard(comm: Comm, shard: Buffer | None, workers: Iterable[int],
+                  op: ReduceOp) -> Steps:
     """Receive each worker's shard in rank order and reduce it into ``shard``."""
     acc = shard
     for w in workers:
@@ -29,19 +49,55 @@ def _reduce_shard(comm, shard, workers, op):
     return acc
 
 
-def validate(p, count, hosts, *, servers=None):
+def _validate(p: int, count: int, hosts: int, *, servers: int | None) -> None:
     """Refuse server counts the topology cannot provide."""
-    if servers is None:
-        return
-    if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
-        raise InvalidInputError(f"servers={servers!r} is not accepted; use an integer >= 1")
     limit, what = (hosts, "server hosts") if hosts else (p, "ranks")
-    if servers > limit:
+    if servers is not None and servers > limit:
         raise InvalidInputError(
             f"servers={servers} but the topology has {limit} {what}; use 1..{limit}")
 
 
-def parameter_server_host(comm, *, op=ReduceOp.SUM, servers=None):
+def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
+          servers: int | None, hosts: int) -> float:
+    """Push, reduce, pull, with s = n / k the shard size of k servers.
+
+    Server hosts (``hosts > 0``): 2 alpha + 2 max(p, k) s beta + (p-1) s gamma. Each
+    server's link carries p concurrent pushes, then p concurrent pulls; when k > p the
+    workers' links, carrying k shards each, are the bottleneck instead.
+    Servers among the ranks: 2 alpha + 2 (p-1) s beta + (p-1) s gamma for every k <= p
+    (0 for p = 1): a server's own shard stays local, and a worker's k <= p - 1 shards
+    never outrun the servers' links.
+    """
+    k = _server_count(servers, hosts)
+    s = nbytes / k
+    if hosts:
+        return 2 * alpha + 2 * max(p, k) * s * beta + (p - 1) * s * gamma
+    if p == 1:
+        return 0.0
+    return 2 * alpha + (p - 1) * s * (2 * beta + gamma)
+
+
+def _traffic(p: int, nbytes: int, itemsize: int, *, servers: int | None,
+             hosts: int) -> Traffic:
+    """Workers push and pull every shard held elsewhere; server j pulls and pushes shard j
+    from and to every worker other than itself."""
+    k = _server_count(servers, hosts)
+    shards = block_bytes(nbytes, k, itemsize)
+    sent = np.full(p, int(shards.sum()), dtype=np.int64)
+    if hosts:
+        on_hosts = np.zeros(hosts, dtype=np.int64)
+        on_hosts[:k] = p * shards
+        return Traffic(sent, sent.copy(), on_hosts, on_hosts.copy())
+    sent[:k] += (p - 2) * shards
+    return gpu_traffic(sent, sent)
+
+
+def _exact(p: int, nbytes: int, itemsize: int, *, servers: int | None, hosts: int) -> bool:
+    """Exact for equal shards; unequal shards use their mean size in ``time``."""
+    return (nbytes // itemsize) % _server_count(servers, hosts) == 0
+
+
+def parameter_server_host(comm: Comm, *, op: ReduceOp, servers: int | None) -> HostProgram:
     """A dedicated server host: reduce its shard from every worker, send the result back."""
     if comm.rank not in _servers(comm, servers):
         return None
@@ -51,8 +107,11 @@ def parameter_server_host(comm, *, op=ReduceOp.SUM, servers=None):
     return None
 
 
-@register("all_reduce", "parameter_server", host=parameter_server_host, validate=validate)
-def parameter_server_all_reduce(comm, x, *, op=ReduceOp.SUM, servers=None):
+@register("all_reduce", "parameter_server", params=PARAMS, host=parameter_server_host,
+          validate=_validate, cost=CostModel(time=_time, traffic=_traffic, exact=_exact,
+                                             machine=MACHINE))
+def parameter_server_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp,
+                                servers: int | None) -> BufferProgram:
     """Parameter server: the buffer is cut into k shards, shard j lives on server j.
 
     Every worker pushes shard j to server j; server j reduces the p shards it receives (in
@@ -73,7 +132,7 @@ def parameter_server_all_reduce(comm, x, *, op=ReduceOp.SUM, servers=None):
     p, r = comm.size, comm.rank
     server_ranks = _servers(comm, servers)
     k = len(server_ranks)
-    shards = comm.split_buffer(x, k)
+    shards = split(x, k)
     for j, server in enumerate(server_ranks):
         if server != r:
             comm.send(shards[j], dst=server)

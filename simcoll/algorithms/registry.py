@@ -1,24 +1,38 @@
-"""The algorithm registry, keyed by ``(collective, name)``.
+"""The algorithm registry: one entry per ``(collective, name)`` carries all of an algorithm.
 
-Algorithms register with the :func:`register` decorator. Third-party packages add theirs
-through the entry-point group ``simcoll.algorithms``: each entry point names a module (or
-callable) that registers algorithms when loaded; they are loaded on first lookup.
+An entry holds the rank program, its parameters (typed specs with their defaults, see
+:mod:`simcoll.algorithms.params`), its cost model (:class:`simcoll.cost.CostModel`) and,
+where needed, a server-host program and a check across parameters. Algorithms register
+with :func:`register` in the module of their family; ``simcoll.algorithms`` imports every
+module of its package. Third-party packages add theirs through the entry-point group
+``simcoll.algorithms``: each entry point names a module (or callable) that registers
+algorithms when loaded; they are loaded on first lookup.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, TypeVar
 
+from simcoll.algorithms.params import Int, Param, named_arguments
+from simcoll.buffers import Buffer
 from simcoll.collectives import collective as _collective
-from simcoll.errors import UnknownAlgorithmError
+from simcoll.comm import Comm
+from simcoll.cost.model import CostModel
+from simcoll.errors import InvalidInputError, UnknownAlgorithmError
+from simcoll.typing import HostProgram, Program, Steps
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "simcoll.algorithms"
+
+ROOT = Int(0, minimum=0, doc="rank that holds the input or gets the output")
+"""``root``, which the cost models of rooted collectives may name."""
+
+Fn = TypeVar("Fn", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -26,63 +40,207 @@ class AlgorithmSpec:
     """A registered algorithm.
 
     Attributes:
-        fn: per-rank generator function ``fn(comm, x, **kwargs)``.
-        host: generator function run on each server host, ``host(comm, **kwargs)``, or None.
-        validate: ``validate(p, count, hosts, **params)`` raising ``InvalidInputError``
-            for rank counts, sizes or parameters the algorithm does not accept, or None.
-            A validate that declares a keyword-only ``nodes`` parameter also gets the node
-            of every rank (hierarchical algorithms refuse uneven nodes that way).
+        collective, name: the key.
+        fn: the rank program, ``fn(comm, x, *, op, root, **params) -> Program`` (``op``
+            for reducing collectives, ``root`` for rooted ones).
+        cost: its cost model.
+        params: its parameters and their specs (defaults, accepted values, docs).
+        host: program run on each server host, ``host(comm, **same keywords)``, or None.
+        validate: ``validate(p, count, hosts, **params)`` raising ``InvalidInputError`` for
+            rank counts, sizes or combinations of parameters the algorithm does not accept,
+            or None. It is given the parameters it names (defaults filled in) and, if it
+            names it, ``nodes``: the node of every rank.
     """
 
     collective: str
     name: str
-    fn: Callable[..., Any]
-    host: Callable[..., Any] | None = None
+    fn: Callable[..., Program]
+    cost: CostModel
+    params: Mapping[str, Param] = field(default_factory=dict)
+    host: Callable[..., HostProgram] | None = None
     validate: Callable[..., None] | None = None
 
-    def check(self, p: int, count: int, hosts: int, nodes: tuple[int, ...],
-              params: dict[str, Any]) -> None:
-        """Run ``validate`` (if any) before the simulation starts."""
-        if self.validate is None:
-            return
-        if "nodes" in inspect.signature(self.validate).parameters:
-            params = {**params, "nodes": nodes}
-        self.validate(p, count, hosts, **params)
-
     @property
-    def params(self) -> tuple[str, ...]:
-        """Keyword parameters the algorithm accepts beyond ``op`` and ``root``."""
-        sig = inspect.signature(self.fn)
-        return tuple(name for name, p in sig.parameters.items()
-                     if p.kind is p.KEYWORD_ONLY and name not in ("op", "root"))
+    def defaults(self) -> dict[str, Any]:
+        """Every parameter's default."""
+        return {name: spec.default for name, spec in self.params.items()}
+
+    def check(self, p: int, count: int, hosts: int, nodes: tuple[int, ...],
+              params: Mapping[str, Any]) -> dict[str, Any]:
+        """Check user-given ``params`` for a run, before it starts; return them normalized.
+
+        Refuses unknown names, values a parameter's spec does not accept (also for
+        buffers of ``count`` elements per rank), then runs ``validate``.
+
+        Raises:
+            InvalidInputError: naming the value and what is accepted.
+        """
+        given = _normalized(self, params, self.params)
+        for name, value in given.items():
+            self.params[name].check_size(name, value, count)
+        if self.validate is not None:
+            args = {**self.defaults, **given, "nodes": nodes}
+            try:
+                self.validate(p, count, hosts, **named_arguments(self.validate, args))
+            except InvalidInputError:
+                raise
+            except Exception as exc:
+                raise InvalidInputError(
+                    f"{self.collective}/{self.name}: its validate function raised "
+                    f"{type(exc).__name__}: {exc}") from exc
+        return given
+
+    def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The rank program's parameter keywords: every default, updated by ``params``."""
+        return {**self.defaults, **params}
+
+    def program(self, comm: Comm, x: Buffer, **kwargs: Any) -> Steps:
+        """This rank's program, for running it inside another one (``op``, ``root`` and
+        parameters as keywords; parameters not given take their defaults).
+
+        Raises:
+            InvalidInputError: an unknown parameter or a value its spec refuses.
+        """
+        params = {k: v for k, v in kwargs.items() if k not in ("op", "root")}
+        fixed = {k: v for k, v in kwargs.items() if k in ("op", "root")}
+        return self.fn(comm, x, **fixed, **self.arguments(_normalized(self, params,
+                                                                       self.params)))
+
+    def model_arguments(self, p: int, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The keywords a cost-model query passes on: the algorithm's parameters, ``root``
+        (rooted collectives) and the model's machine parameters, defaults filled in.
+
+        Raises:
+            InvalidInputError: an unknown name, a value its spec refuses, or a root that
+                is not a rank.
+        """
+        specs = {**self.params, **self.cost.machine}
+        if _collective(self.collective).rooted:
+            specs["root"] = ROOT
+        given = _normalized(self, params, specs)
+        if given.get("root", 0) >= p:
+            raise InvalidInputError(f"root={given['root']} is not a rank; use 0..{p - 1}")
+        return {**{name: spec.default for name, spec in specs.items()}, **given}
+
+
+def _normalized(spec: AlgorithmSpec, params: Mapping[str, Any],
+                specs: Mapping[str, Param]) -> dict[str, Any]:
+    unknown = sorted(set(params) - set(specs), key=str)
+    if unknown:
+        accepted = "; ".join(f"{name} ({s.doc + ', ' if s.doc else ''}default {s.default!r})"
+                             for name, s in specs.items())
+        raise InvalidInputError(f"{spec.collective}/{spec.name} does not take parameter(s) "
+                                f"{unknown}; it accepts {accepted or 'none'}")
+    return {name: specs[name].normalize(name, value) for name, value in params.items()}
 
 
 _REGISTRY: dict[tuple[str, str], AlgorithmSpec] = {}
 _plugins_loaded = False
 
 
-def register(collective: str, name: str, *, host: Callable[..., Any] | None = None,
-             validate: Callable[..., None] | None = None) -> Callable:
-    """Decorator: register a generator function as ``name`` for ``collective``.
+def register(collective: str, name: str, *, cost: CostModel | None = None,
+             params: Mapping[str, Param] | None = None,
+             host: Callable[..., HostProgram] | None = None,
+             validate: Callable[..., None] | None = None) -> Callable[[Fn], Fn]:
+    """Decorator: register a rank program as ``name`` for ``collective``, with its cost.
+
+    Args:
+        collective: a collective's name (``"all_reduce"``, ...).
+        name: the algorithm's name, a non-empty string.
+        cost: its :class:`~simcoll.cost.CostModel` (required).
+        params: ``{name: spec}`` of its parameters; the program takes each as a
+            keyword-only argument without a default (the spec holds the default).
+        host: program for each server host, taking the same keywords, or None.
+        validate: cross-parameter check (see :class:`AlgorithmSpec`), or None.
 
     Raises:
         UnknownCollectiveError: the collective does not exist.
-        ValueError: the pair is already registered.
-        TypeError: ``fn`` is not a generator function.
+        InvalidInputError: the name is not a non-empty string.
+        TypeError: no cost model, a parameter that is not a spec, a program that is not a
+            generator function or whose keywords differ from the declared parameters, a
+            model function naming a keyword nobody passes.
+        ValueError: the pair is already registered (with another program).
     """
-    _collective(collective)
+    for what, value in (("collective", collective), ("name", name)):
+        if not isinstance(value, str) or not value:
+            raise InvalidInputError(f"register: {what}={value!r} is not accepted; use a "
+                                    f"non-empty string")
+    coll = _collective(collective)
+    what = f"{collective}/{name}"
+    if cost is None:
+        raise TypeError(f"{what}: register() needs cost=CostModel(time=..., traffic=...): "
+                        f"every algorithm carries its cost model (see simcoll.cost)")
+    if not isinstance(cost, CostModel):
+        raise TypeError(f"{what}: cost={cost!r} is not a simcoll.cost.CostModel")
+    specs = dict(params or {})
+    _check_specs(what, {**specs, **cost.machine})
+    # op and root belong to the collective; validate gets the ranks' nodes as ``nodes``.
+    taken = ({"op", "root", "nodes"} & set(specs)) | ({"op", "root", *specs} & set(cost.machine))
+    if taken:
+        raise TypeError(f"{what}: {sorted(taken)} cannot be declared as parameters (taken)")
+    model_names = {*specs, *cost.machine, *(("root",) if coll.rooted else ())}
+    for fn in (cost.time, cost.traffic, cost.exact):
+        _check_keywords(what, fn, model_names, "cost model function")
+    if validate is not None:
+        _check_keywords(what, validate, {*specs, "nodes"}, "validate")
+    keywords = {*specs, *(("op",) if coll.reduces else ()), *(("root",) if coll.rooted else ())}
 
-    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def decorator(fn: Fn) -> Fn:
         if not inspect.isgeneratorfunction(fn):
-            raise TypeError(f"{collective}/{name}: {fn!r} is not a generator function; an "
-                            f"algorithm yields the events comm returns")
+            raise TypeError(f"{what}: {fn!r} is not a generator function; an algorithm "
+                            f"yields the events comm returns")
+        _check_program(what, fn, keywords, specs)
+        if host is not None:
+            _check_program(what, host, keywords, specs)
         key = (collective, name)
         if key in _REGISTRY and _REGISTRY[key].fn is not fn:
             raise ValueError(f"algorithm {name!r} is already registered for {collective!r}")
-        _REGISTRY[key] = AlgorithmSpec(collective, name, fn, host, validate)
+        _REGISTRY[key] = AlgorithmSpec(collective, name, fn, cost, specs, host, validate)
         return fn
 
     return decorator
+
+
+def _check_specs(what: str, specs: Mapping[str, Param]) -> None:
+    for pname, spec in specs.items():
+        if not isinstance(pname, str) or not pname.isidentifier():
+            raise TypeError(f"{what}: parameter name {pname!r} is not an identifier")
+        if not isinstance(spec, Param):
+            raise TypeError(f"{what}: parameter {pname}={spec!r} is not a spec; use Int, "
+                            f"Real, Choice or Optional from simcoll.algorithms.params")
+        try:
+            spec.check_default(pname)
+        except InvalidInputError as exc:
+            raise TypeError(f"{what}: the default of {pname} is refused by its own spec: "
+                            f"{exc}") from None
+
+
+def _check_keywords(what: str, fn: Callable[..., Any], known: set[str], role: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"{what}: {role} {fn!r} is not callable")
+    named = {n for n, par in inspect.signature(fn).parameters.items()
+             if par.kind is par.KEYWORD_ONLY}
+    if named - known:
+        raise TypeError(f"{what}: {role} {getattr(fn, '__name__', fn)!r} takes "
+                        f"{sorted(named - known)}, which nobody passes; it may take "
+                        f"{sorted(known) or 'none'}")
+
+
+def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
+                   specs: Mapping[str, Param]) -> None:
+    pars = inspect.signature(fn).parameters.values()
+    if any(par.kind is par.VAR_KEYWORD for par in pars):
+        return
+    named = {par.name: par for par in pars if par.kind is par.KEYWORD_ONLY}
+    missing, extra = keywords - set(named), set(named) - keywords
+    if missing or extra:
+        raise TypeError(f"{what}: {fn.__name__} takes keyword-only {sorted(named)} but is "
+                        f"passed {sorted(keywords)}; declare each parameter in params= and "
+                        f"take it as a keyword-only argument")
+    defaulted = sorted(n for n in specs if named[n].default is not inspect.Parameter.empty)
+    if defaulted:
+        raise TypeError(f"{what}: {fn.__name__} gives {defaulted} a default; declare "
+                        f"defaults once, in params=")
 
 
 def _load_plugins() -> None:
@@ -97,7 +255,13 @@ def _load_plugins() -> None:
 
 
 def algorithms(collective: str | None = None) -> list[tuple[str, str]]:
-    """Registered ``(collective, name)`` pairs, optionally for one collective, sorted."""
+    """Registered ``(collective, name)`` pairs, optionally for one collective, sorted.
+
+    Raises:
+        UnknownCollectiveError: ``collective`` is given and unknown.
+    """
+    if collective is not None:
+        _collective(collective)
     _load_plugins()
     return sorted(k for k in _REGISTRY if collective is None or k[0] == collective)
 
@@ -107,11 +271,12 @@ def get_algorithm(collective: str, name: str) -> AlgorithmSpec:
 
     Raises:
         UnknownCollectiveError: unknown collective.
-        UnknownAlgorithmError: unknown algorithm; the message lists the known ones.
+        UnknownAlgorithmError: unknown algorithm (or not a name); the message lists the
+            known ones.
     """
     _collective(collective)
     _load_plugins()
-    spec = _REGISTRY.get((collective, name))
+    spec = _REGISTRY.get((collective, name)) if isinstance(name, str) else None
     if spec is None:
         known = ", ".join(n for _, n in algorithms(collective)) or "none yet"
         raise UnknownAlgorithmError(

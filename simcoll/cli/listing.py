@@ -12,8 +12,6 @@ from typing import Any
 
 from simcoll.algorithms.registry import algorithms, get_algorithm
 from simcoll.collectives import COLLECTIVES
-from simcoll.cost import _model
-from simcoll.errors import UnknownAlgorithmError
 from simcoll.topology.catalog import builders, describe
 
 __all__ = ["add_parser", "formula"]
@@ -35,21 +33,14 @@ def add_parser(sub: Any) -> None:
 def formula(collective: str, algorithm: str) -> str:
     """The summary paragraph of the algorithm's cost model, on one line (or the first line
     of the algorithm's own docstring, for algorithms without a model)."""
-    try:
-        doc = inspect.getdoc(_model(collective, algorithm).time) or ""
-        summary = " ".join(doc.split("\n\n")[0].split())
-        summary = re.sub(r":\w+:`([^`]*)`", r"\1", summary).replace("``", "")
-    except UnknownAlgorithmError:
-        doc = inspect.getdoc(get_algorithm(collective, algorithm).fn) or ""
-        summary = (doc.splitlines()[0] if doc else "") + " (no cost model)"
-    return summary
+    doc = inspect.getdoc(get_algorithm(collective, algorithm).cost.time) or ""
+    summary = " ".join(doc.split("\n\n")[0].split())
+    return re.sub(r":\w+:`([^`]*)`", r"\1", summary).replace("``", "")
 
 
 def _signature(collective: str, name: str) -> str:
     spec = get_algorithm(collective, name)
-    params = inspect.signature(spec.fn).parameters
-    return ", ".join(f"{p}={params[p].default!r}" if params[p].default is not params[p].empty
-                     else p for p in spec.params)
+    return ", ".join(f"{name}={value!r}" for name, value in spec.defaults.items())
 
 
 def _collectives() -> list[str]:

@@ -1,4 +1,4 @@
-"""Closed-form alpha-beta-gamma cost models, one per registered algorithm.
+"""Closed-form alpha-beta-gamma cost models: ask any registered algorithm for its figures.
 
 All formulas are for the single-port alpha-beta reference network of DESIGN.md
 (``switch(p, bandwidth=1/beta, latency=alpha/2)``, every GPU with
@@ -6,50 +6,29 @@ All formulas are for the single-port alpha-beta reference network of DESIGN.md
 one and receives one message at full speed at a time, and reducing n bytes costs n gamma.
 ``nbytes`` is always each rank's input buffer size, as in ``simulate``.
 
-Models live in one module per algorithm family and register with :func:`cost_model`.
+Each algorithm's model is part of its registration (``register(..., cost=CostModel(...))``
+in the module of its family, under ``simcoll/algorithms/``); the functions here find it
+there, check and complete the parameters (defaults from the algorithm's parameter specs)
+and call it. :func:`lower_bound` holds the bounds every algorithm of a collective obeys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simcoll.algorithms.params import named_arguments
+from simcoll.buffers import block_size
+from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.errors import InvalidInputError, UnknownAlgorithmError
 
-__all__ = ["CostModel", "Traffic", "Bounds", "cost_model", "predict", "traffic",
-           "lower_bound", "models"]
+if TYPE_CHECKING:
+    from simcoll.algorithms.registry import AlgorithmSpec
 
-
-@dataclass(frozen=True)
-class Traffic:
-    """Payload bytes each rank (and server host) sends and receives."""
-
-    sent: np.ndarray
-    received: np.ndarray
-    host_sent: np.ndarray
-    host_received: np.ndarray
-
-
-@dataclass(frozen=True)
-class CostModel:
-    """A registered model.
-
-    Attributes:
-        time: ``time(p, nbytes, alpha, beta, gamma, **params) -> seconds``.
-        traffic: ``traffic(p, nbytes, itemsize, **params) -> Traffic``; exact in bytes for
-            every size (chunks are cut by elements, as ``np.array_split`` does).
-        exact: ``exact(p, nbytes, itemsize, **params) -> bool``: whether ``time`` is exact
-            (not just an estimate) on the reference network for these arguments.
-    """
-
-    collective: str
-    algorithm: str
-    time: Callable[..., float]
-    traffic: Callable[..., Traffic]
-    exact: Callable[..., bool]
+__all__ = ["CostModel", "Traffic", "Bounds", "gpu_traffic", "predict", "traffic",
+           "is_exact", "lower_bound", "models"]
 
 
 @dataclass(frozen=True)
@@ -82,68 +61,80 @@ class Bounds:
         return max(self.message + self.bandwidth, self.computation)
 
 
-_MODELS: dict[tuple[str, str], CostModel] = {}
-
-
-def cost_model(collective: str, algorithm: str, *, traffic: Callable[..., Traffic],
-               exact: Callable[..., bool] | None = None) -> Callable:
-    """Decorator on the time formula: register a model for ``(collective, algorithm)``.
-
-    ``exact`` defaults to "exact for every argument".
-    """
-    def decorator(time: Callable[..., float]) -> Callable[..., float]:
-        _MODELS[(collective, algorithm)] = CostModel(
-            collective, algorithm, time, traffic, exact or (lambda *a, **k: True))
-        return time
-
-    return decorator
-
-
 def models() -> list[tuple[str, str]]:
-    """Every ``(collective, algorithm)`` pair with a cost model, sorted."""
-    return sorted(_MODELS)
+    """Every ``(collective, algorithm)`` pair with a cost model (every registered one)."""
+    from simcoll.algorithms.registry import algorithms
+
+    return algorithms()
 
 
-def _model(collective: str, algorithm: str) -> CostModel:
+def _entry(collective: str, algorithm: str) -> AlgorithmSpec:
+    # Imported here, not above: the registry imports simcoll.cost.model, so this package
+    # must load without it.
+    from simcoll.algorithms.registry import get_algorithm
+
     try:
-        return _MODELS[(collective, algorithm)]
-    except KeyError:
+        return get_algorithm(collective, algorithm)
+    except UnknownAlgorithmError:
         known = ", ".join(f"{c}/{a}" for c, a in models())
         raise UnknownAlgorithmError(
             f"no cost model for {collective}/{algorithm}; known: {known}") from None
 
 
-def _check(p: int, nbytes: int) -> None:
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
+def _sizes(p: Any, nbytes: Any) -> tuple[int, int]:
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)) or p < 1:
         raise InvalidInputError(f"p={p!r} is not accepted; use an integer >= 1")
-    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+    if (isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, (int, np.integer))
+            or nbytes < 0):
         raise InvalidInputError(f"nbytes={nbytes!r} is not accepted; use an integer >= 0")
+    return int(p), int(nbytes)
 
 
 def predict(collective: str, algorithm: str, *, p: int, nbytes: int, alpha: float,
             beta: float, gamma: float = 0.0, **params: Any) -> float:
     """Predicted seconds on the alpha-beta reference network.
 
+    Args:
+        params: the algorithm's parameters, ``root`` for rooted collectives, and the
+            model's machine parameters (``hosts``, ``nodes``, ...); defaults as declared.
+
     Raises:
         UnknownAlgorithmError: no model for the pair; the message lists the known ones.
+        InvalidInputError: a bad p, nbytes or parameter.
     """
-    model = _model(collective, algorithm)
-    _check(p, nbytes)
-    return float(model.time(p, nbytes, alpha, beta, gamma, **params))
+    spec = _entry(collective, algorithm)
+    p, nbytes = _sizes(p, nbytes)
+    args = spec.model_arguments(p, params)
+    time = spec.cost.time
+    return float(time(p, nbytes, alpha, beta, gamma, **named_arguments(time, args)))
 
 
 def traffic(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: int = 4,
             **params: Any) -> Traffic:
-    """Bytes each rank sends and receives (exact, for elements of ``itemsize`` bytes)."""
-    model = _model(collective, algorithm)
-    _check(p, nbytes)
-    return model.traffic(p, nbytes, itemsize, **params)
+    """Bytes each rank sends and receives (exact, for elements of ``itemsize`` bytes).
+
+    Raises:
+        UnknownAlgorithmError, InvalidInputError: as :func:`predict`.
+    """
+    spec = _entry(collective, algorithm)
+    p, nbytes = _sizes(p, nbytes)
+    args = spec.model_arguments(p, params)
+    fn = spec.cost.traffic
+    return fn(p, nbytes, itemsize, **named_arguments(fn, args))
 
 
 def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: int = 4,
              **params: Any) -> bool:
-    """Whether ``predict`` is exact (not an estimate) for these arguments."""
-    return bool(_model(collective, algorithm).exact(p, nbytes, itemsize, **params))
+    """Whether ``predict`` is exact (not an estimate) for these arguments.
+
+    Raises:
+        UnknownAlgorithmError, InvalidInputError: as :func:`predict`.
+    """
+    spec = _entry(collective, algorithm)
+    p, nbytes = _sizes(p, nbytes)
+    args = spec.model_arguments(p, params)
+    fn = spec.cost.exact
+    return bool(fn(p, nbytes, itemsize, **named_arguments(fn, args)))
 
 
 def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: float,
@@ -158,11 +149,14 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
     ``np.array_split`` cuts); all_gather and gather (p-1) n beta (each rank receives every
     other rank's n bytes); broadcast and reduce n beta. Computation bounds: (p-1)/p n gamma
     for all_reduce, reduce_scatter and reduce, 0 otherwise.
+
+    Raises:
+        InvalidInputError: a bad p or nbytes, or a collective without bounds.
     """
-    _check(p, nbytes)
+    p, nbytes = _sizes(p, nbytes)
     if p == 1:
         return Bounds(0.0, 0.0, 0.0, 0.0)
-    steps = int(np.ceil(np.log2(p)))
+    steps = (p - 1).bit_length()
     frac = (p - 1) / p
     n = nbytes
     table = {
@@ -173,7 +167,7 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
         "reduce": (steps, n, frac * n),
         "all_to_all": (steps, frac * n, 0.0),
         "gather": (steps, (p - 1) * n, 0.0),
-        "scatter": (steps, n - -(-(n // itemsize) // p) * itemsize, 0.0),
+        "scatter": (steps, n - block_size(n // itemsize, p, 0) * itemsize, 0.0),
         "barrier": (steps, 0.0, 0.0),
     }
     if collective not in table:
@@ -181,18 +175,3 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
                                 f"{', '.join(table)}")
     lat, bw, comp = table[collective]
     return Bounds(lat * alpha, bw * beta, comp * gamma, alpha)
-
-
-# The models register themselves on import; they need the names above, so they come last.
-from simcoll.cost import (  # noqa: E402, F401
-    basic,
-    bruck,
-    bucketed,
-    direct,
-    hierarchical,
-    pairwise,
-    pipeline,
-    recursive,
-    ring,
-    tree,
-)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from simcoll import cost
+from simcoll.algorithms.registry import get_algorithm
 from simcoll.collectives import collective as collective_spec
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.plot.records import Point, read_points, topology_templates
@@ -55,8 +55,7 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
     """The cost model's value of ``y`` at ``p``, or None where it does not apply."""
     params = dict(p.params)
     try:
-        model = cost._model(p.collective, p.algorithm)
-        if "hosts" in inspect.signature(model.time).parameters:
+        if "hosts" in get_algorithm(p.collective, p.algorithm).cost.machine:
             params["hosts"] = p.hosts
         t = cost.predict(p.collective, p.algorithm, p=p.nranks, nbytes=p.nbytes,
                          alpha=alpha, beta=beta, gamma=gamma, **params)

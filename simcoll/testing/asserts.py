@@ -6,13 +6,13 @@ failures list the ranks that differ.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from simcoll import cost
+from simcoll.algorithms.registry import get_algorithm
 from simcoll.result import Result
 
 __all__ = ["assert_time", "assert_traffic", "assert_matches_model"]
@@ -104,8 +104,7 @@ def _assert_traffic(res: Result, expected: tuple, rtol: float, source: str) -> N
 def _model_params(res: Result) -> dict[str, Any]:
     """The run's algorithm parameters, plus ``hosts`` for models of host algorithms."""
     params = dict(res.params)
-    traffic_fn = cost._model(res.collective, res.algorithm).traffic
-    if "hosts" in inspect.signature(traffic_fn).parameters:
+    if "hosts" in get_algorithm(res.collective, res.algorithm).cost.machine:
         params["hosts"] = int(res.host_bytes_sent.size)
     return params
 

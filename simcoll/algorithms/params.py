@@ -1,0 +1,251 @@
+"""Typed algorithm parameters, declared once: default, accepted values and a doc line.
+
+An algorithm's registration maps each parameter name to one of these specs::
+
+    params={"chunks": Int(1, minimum=1, at_most_elements=True,
+                          doc="pieces each block is cut into")}
+
+A spec normalizes what a user passes (numpy integers become ``int``, numbers ``float``)
+and refuses what it does not accept (bools and strings for numbers, ``inf`` and NaN
+unless allowed, anything but a string for a name) with an :class:`InvalidInputError`
+that names the value and what is accepted. The default is the spec's, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from simcoll.errors import InvalidInputError
+
+__all__ = ["Param", "Int", "Real", "Choice", "Optional", "Value", "named_arguments"]
+
+
+class Param(ABC):
+    """One parameter of an algorithm (or of a cost model): its default and its checks."""
+
+    default: Any
+    doc: str
+
+    @abstractmethod
+    def accepted(self) -> str:
+        """What the parameter accepts, in words ("an integer >= 1")."""
+
+    @abstractmethod
+    def normalize(self, name: str, value: Any) -> Any:
+        """``value`` in canonical form (``int`` for numpy integers, ...).
+
+        Raises:
+            InvalidInputError: the value is not accepted; the message names it.
+        """
+
+    def check_size(self, name: str, value: Any, count: int) -> None:  # noqa: B027
+        """Refuse a normalized ``value`` that makes no sense for buffers of ``count``
+        elements per rank (the run's size is known only when a run starts); most
+        parameters accept every value whatever the size, as this default does."""
+
+    def check_default(self, name: str) -> None:
+        """Refuse a default that this spec itself does not accept (at registration)."""
+        self.normalize(name, self.default)
+
+    def refusal(self, name: str, value: Any) -> InvalidInputError:
+        """The error for a value this parameter does not accept."""
+        what = f" ({self.doc})" if self.doc else ""
+        return InvalidInputError(f"{name}={value!r} is not accepted; use {self.accepted()}"
+                                 f"{what}")
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _range(kind: str, minimum: float | None, maximum: float | None) -> str:
+    def text(bound: float) -> str:
+        return str(bound) if isinstance(bound, int) else f"{bound:g}"
+
+    if minimum is not None and maximum is not None:
+        return f"{kind} in {text(minimum)}..{text(maximum)}"
+    if minimum is not None:
+        return f"{kind} >= {text(minimum)}"
+    if maximum is not None:
+        return f"{kind} <= {text(maximum)}"
+    return kind
+
+
+@dataclass(frozen=True)
+class Int(Param):
+    """An integer (``int`` or a numpy integer; never a bool, a float or a string).
+
+    Attributes:
+        default: the value when none is given (None only inside :class:`Optional`).
+        minimum, maximum: inclusive bounds, or None.
+        at_most_elements: the value is a number of pieces a buffer is cut into: values
+            above the element count per rank (pieces that would mostly be empty) are
+            refused when given (a default applies as it is, empty pieces and all).
+        doc: one line saying what the parameter does.
+    """
+
+    default: int | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    at_most_elements: bool = False
+    doc: str = ""
+
+    def accepted(self) -> str:
+        return _range("an integer", self.minimum, self.maximum)
+
+    def normalize(self, name: str, value: Any) -> int:
+        if not _is_integer(value):
+            raise self.refusal(name, value)
+        number = int(value)
+        if ((self.minimum is not None and number < self.minimum)
+                or (self.maximum is not None and number > self.maximum)):
+            raise self.refusal(name, value)
+        return number
+
+    def check_size(self, name: str, value: Any, count: int) -> None:
+        if self.at_most_elements and value > max(count, 1):
+            low = 1 if self.minimum is None else self.minimum
+            raise InvalidInputError(
+                f"{name}={value} is more than the {count} elements of each rank's buffer, "
+                f"so most pieces would be empty; use {low}..{max(count, 1)}")
+
+
+@dataclass(frozen=True)
+class Real(Param):
+    """A real number (int, float or numpy number; never a bool or a string; NaN never).
+
+    Attributes:
+        default: the value when none is given (None only inside :class:`Optional`).
+        minimum, maximum: inclusive bounds, or None.
+        allow_inf: whether ``inf`` (or ``-inf``) is accepted.
+        doc: one line saying what the parameter does (with its unit).
+    """
+
+    default: float | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    allow_inf: bool = False
+    doc: str = ""
+
+    def accepted(self) -> str:
+        kind = "a number" if self.allow_inf else "a finite number"
+        return _range(kind, self.minimum, self.maximum)
+
+    def normalize(self, name: str, value: Any) -> float:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)):
+            raise self.refusal(name, value)
+        number = float(value)
+        if (math.isnan(number) or (math.isinf(number) and not self.allow_inf)
+                or (self.minimum is not None and number < self.minimum)
+                or (self.maximum is not None and number > self.maximum)):
+            raise self.refusal(name, value)
+        return number
+
+
+@dataclass(frozen=True)
+class Choice(Param):
+    """One name out of a set (a string; lists and other types are refused).
+
+    Attributes:
+        default: the name used when none is given.
+        choices: the accepted names, or a function returning them (asked at each check,
+            so it can list algorithms registered later).
+        doc: one line saying what the parameter does.
+    """
+
+    default: str
+    choices: tuple[str, ...] | Callable[[], Iterable[str]]
+    doc: str = ""
+
+    def options(self) -> tuple[str, ...]:
+        """The accepted names, now."""
+        return self.choices if isinstance(self.choices, tuple) else tuple(self.choices())
+
+    def accepted(self) -> str:
+        return "one of " + ", ".join(repr(c) for c in self.options())
+
+    def check_default(self, name: str) -> None:
+        # Choices given as a function may name algorithms not registered yet.
+        if callable(self.choices) and isinstance(self.default, str):
+            return
+        super().check_default(name)
+
+    def normalize(self, name: str, value: Any) -> str:
+        if not isinstance(value, str) or value not in self.options():
+            raise self.refusal(name, value)
+        return str(value)
+
+
+@dataclass(frozen=True)
+class Optional(Param):
+    """None (the default), or a value that ``param`` accepts.
+
+    Attributes:
+        param: the spec of the value when one is given.
+        doc: one line saying what the parameter does, and what None means.
+    """
+
+    param: Param
+    doc: str = ""
+
+    @property
+    def default(self) -> None:
+        return None
+
+    def accepted(self) -> str:
+        return f"None or {self.param.accepted()}"
+
+    def normalize(self, name: str, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return self.param.normalize(name, value)
+        except InvalidInputError:
+            raise self.refusal(name, value) from None
+
+    def check_size(self, name: str, value: Any, count: int) -> None:
+        if value is not None:
+            self.param.check_size(name, value, count)
+
+
+@dataclass(frozen=True)
+class Value(Param):
+    """Any value, taken as it is: for parameters no simpler spec describes (a schedule, a
+    tuple of sizes); the algorithm's ``validate`` checks it.
+
+    Attributes:
+        default: the value used when none is given.
+        doc: one line saying what the parameter does.
+    """
+
+    default: Any
+    doc: str = ""
+
+    def accepted(self) -> str:
+        return "any value"
+
+    def normalize(self, name: str, value: Any) -> Any:
+        return value
+
+
+@cache
+def _keywords(fn: Callable[..., Any]) -> tuple[frozenset[str], bool]:
+    pars = inspect.signature(fn).parameters.values()
+    return (frozenset(p.name for p in pars if p.kind is p.KEYWORD_ONLY),
+            any(p.kind is p.VAR_KEYWORD for p in pars))
+
+
+def named_arguments(fn: Callable[..., Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``args`` that ``fn`` takes as keyword-only arguments (all of them if
+    it takes ``**kwargs``): model and validate functions name what they use."""
+    names, takes_all = _keywords(fn)
+    return dict(args) if takes_all else {k: v for k, v in args.items() if k in names}

@@ -1,0 +1,359 @@
+"""The registry: one registration per algorithm with its parameters and cost model.
+
+Parameters are declared once as typed specs; every declared parameter of every registered
+algorithm is checked here for normalization (numpy numbers become plain ones) and for
+refusals that name the value and the accepted range, before any run starts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import NO_FORMULA, reference_network
+
+import simcoll as sc
+import simcoll.algorithms as algorithms_package
+from simcoll import cost
+from simcoll.algorithms import Choice, Int, Optional, Real, registry
+from simcoll.cost import CostModel
+
+P, COUNT = 4, 64          # ranks and float32 elements per rank of every run below
+
+SPECS = [(pair, name, spec) for pair in sc.list_algorithms()
+         for name, spec in sc.get_algorithm(*pair).params.items()
+         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")]
+
+
+def ids(case):
+    (coll, alg), name, _ = case
+    return f"{coll}/{alg}:{name}"
+
+
+def simulate(pair, **params):
+    coll, alg = pair
+    return sc.simulate(reference_network(P), coll, algorithm=alg, nbytes=4 * COUNT, **params)
+
+
+def other_value(spec):
+    """A valid value other than the default, as the plain Python type."""
+    if isinstance(spec, Optional):
+        return other_value(spec.param) if spec.param.default is not None else \
+            (spec.param.minimum or 0) + 1
+    if isinstance(spec, Int):
+        return spec.default + 1
+    if isinstance(spec, Real):
+        return spec.default + 1e-6
+    raise AssertionError(f"no test value for {spec!r}: teach other_value this spec")
+
+
+def bad_values(spec):
+    """Values the spec must refuse, each with the words that must name what is accepted."""
+    if isinstance(spec, Optional):
+        inner = bad_values(spec.param)
+        return [(v, "None or " + words) for v, words in inner]
+    if isinstance(spec, Int):
+        words = "an integer"
+        cases = [True, "2", 1.5, 2.0, [1], np.float64(3.0)]
+        if spec.minimum is not None:
+            words += f" >= {spec.minimum}"
+            cases += [spec.minimum - 1, np.int64(spec.minimum - 1), -(10**30)]
+        return [(v, words) for v in cases]
+    if isinstance(spec, Real):
+        words = "a finite number" if not spec.allow_inf else "a number"
+        cases = [True, np.bool_(False), "1e-3", math.nan, [0.0]]
+        if not spec.allow_inf:
+            cases += [math.inf, -math.inf]
+        if spec.minimum is not None:
+            words += f" >= {spec.minimum:g}"
+            cases += [spec.minimum - 1.0]
+        return [(v, words) for v in cases]
+    if isinstance(spec, Choice):
+        words = "one of " + ", ".join(repr(c) for c in spec.options())
+        return [(v, words) for v in (["ring"], ("ring",), 3, None, "no_such_name")]
+    raise AssertionError(f"no bad values for {spec!r}: teach bad_values this spec")
+
+
+def test_every_algorithm_is_checked_here():
+    assert {case[0] for case in SPECS} >= {("all_reduce", "ring"), ("all_reduce", "bucketed"),
+                                           ("all_reduce", "parameter_server"),
+                                           ("all_reduce", "hierarchical")}
+    for _, _, spec in SPECS:
+        bad_values(spec)
+        if not isinstance(spec, Choice):
+            other_value(spec)
+
+
+@pytest.mark.parametrize("case", [c for c in SPECS if not isinstance(c[2], Choice)], ids=ids)
+def test_numpy_numbers_give_the_same_result_as_plain_ones(case):
+    pair, name, spec = case
+    value = other_value(spec)
+    numpy_value = np.int64(value) if isinstance(value, int) else np.float64(value)
+    plain, numpy = simulate(pair, **{name: value}), simulate(pair, **{name: numpy_value})
+    assert plain.time == numpy.time and plain.messages == numpy.messages
+    np.testing.assert_array_equal(plain.bytes_sent, numpy.bytes_sent)
+    np.testing.assert_array_equal(plain.bytes_received, numpy.bytes_received)
+    np.testing.assert_array_equal(plain.rank_times, numpy.rank_times)
+    assert plain.link_bytes == numpy.link_bytes
+    assert numpy.params == {name: value} and type(numpy.params[name]) is type(value)
+    assert json.loads(json.dumps(numpy.to_dict()))["params"] == {name: value}
+    # The value took effect: the run differs from one with the default.
+    default = simulate(pair)
+    assert (default.time, default.messages) != (plain.time, plain.messages) or \
+        name == "compute" and default.time < plain.time
+
+
+@pytest.mark.parametrize("case", SPECS, ids=ids)
+def test_bad_values_are_refused_naming_the_value_and_what_is_accepted(case):
+    pair, name, spec = case
+    for value, words in bad_values(spec):
+        with pytest.raises(sc.InvalidInputError) as info:
+            simulate(pair, **{name: value})
+        message = str(info.value)
+        assert f"{name}={value!r}" in message, message
+        assert words in message, message
+        # The cost model refuses it the same way.
+        with pytest.raises(sc.InvalidInputError, match=f"{name}="):
+            cost.predict(*pair, p=P, nbytes=4 * COUNT, alpha=1e-6, beta=1e-9, **{name: value})
+
+
+@pytest.mark.parametrize("case", [c for c in SPECS if getattr(c[2], "at_most_elements", 0)],
+                         ids=ids)
+def test_more_pieces_than_elements_are_refused_naming_both_numbers(case):
+    pair, name, spec = case
+    with pytest.raises(sc.InvalidInputError, match=rf"{name}=1000000 is more than the 16 "
+                                                   rf"elements .*use 1\.\.16"):
+        sc.simulate(reference_network(P), *pair[:1], algorithm=pair[1], nbytes=64,
+                    **{name: 10**6})
+    res = sc.simulate(reference_network(P), *pair[:1], algorithm=pair[1], nbytes=64,
+                      **{name: 16})
+    assert res.params == {name: 16}
+
+
+def test_unknown_parameters_list_what_is_accepted_for_runs_and_models():
+    with pytest.raises(sc.InvalidInputError, match=r"\['chunkz'\].*chunks \(pieces each ring "
+                                                   r"block is cut into, default 1\)"):
+        simulate(("all_reduce", "ring"), chunkz=2)
+    with pytest.raises(sc.InvalidInputError, match=r"\['servers'\].*accepts none"):
+        cost.predict("all_reduce", "naive", p=4, nbytes=8, alpha=1, beta=1, servers=2)
+    with pytest.raises(sc.InvalidInputError, match=r"\['hosts'\]"):
+        simulate(("all_reduce", "parameter_server"), hosts=1)   # a model parameter only
+    with pytest.raises(sc.InvalidInputError, match="root=4 is not a rank; use 0..3"):
+        cost.traffic("broadcast", "binomial", p=4, nbytes=8, root=4)
+
+
+def test_non_string_algorithm_names_are_refused_cleanly():
+    for name in (["ring"], 3, None):
+        with pytest.raises(sc.UnknownAlgorithmError, match=rf"unknown algorithm "
+                                                           rf"{re.escape(repr(name))}.*known "
+                                                           rf"algorithms: .*ring"):
+            sc.simulate(reference_network(2), "all_reduce", algorithm=name, nbytes=8)
+        with pytest.raises(sc.UnknownAlgorithmError, match="no cost model"):
+            cost.predict("all_reduce", name, p=2, nbytes=8, alpha=1, beta=1)
+    with pytest.raises(sc.UnknownCollectiveError, match="unknown collective 3"):
+        sc.list_algorithms(3)
+
+
+def test_numpy_sizes_are_accepted_by_the_models():
+    plain = cost.predict("all_reduce", "rabenseifner", p=6, nbytes=600, alpha=1, beta=1)
+    numpy = cost.predict("all_reduce", "rabenseifner", p=np.int64(6), nbytes=np.int32(600),
+                         alpha=1, beta=1)
+    assert plain == numpy
+    for bad in (True, 0, 2.0, "4"):
+        with pytest.raises(sc.InvalidInputError, match=f"p={bad!r}"):
+            cost.predict("all_reduce", "ring", p=bad, nbytes=8, alpha=1, beta=1)
+
+
+def test_compute_takes_seconds_as_any_finite_number():
+    res = simulate(("all_reduce", "bucketed"), buckets=np.int16(2), compute=np.float32(0.5))
+    assert res.params == {"buckets": 2, "compute": 0.5}
+    assert [type(v) for v in res.params.values()] == [int, float]
+    assert res.time > 0.5
+
+
+# -- registration ----------------------------------------------------------------------
+
+def _flat(comm, x):
+    for peer in range(comm.size):
+        if peer != comm.rank:
+            comm.send(x, dst=peer)
+    blocks = []
+    for peer in range(comm.size):
+        blocks.append(x if peer == comm.rank else (yield comm.recv(src=peer)))
+    return comm.join(blocks)
+
+
+def test_a_registration_without_a_cost_model_fails_naming_the_pair():
+    with pytest.raises(TypeError, match=r"all_gather/test_no_cost: register\(\) needs "
+                                        r"cost=CostModel"):
+        sc.register("all_gather", "test_no_cost")(_flat)
+    with pytest.raises(TypeError, match="all_gather/test_bad_cost: cost=.* is not a "
+                                        "simcoll.cost.CostModel"):
+        sc.register("all_gather", "test_bad_cost", cost=lambda p: 0.0)(_flat)
+    assert ("all_gather", "test_no_cost") not in sc.list_algorithms()
+
+
+@pytest.mark.parametrize("collective, name", [("all_reduce", 123), ("all_reduce", ""),
+                                              (None, "x"), ("all_reduce", ("ring",))])
+def test_names_must_be_non_empty_strings(collective, name):
+    with pytest.raises(sc.InvalidInputError, match="use a non-empty string"):
+        sc.register(collective, name, cost=NO_FORMULA)
+    assert ("all_reduce", "ring") in sc.list_algorithms()   # the registry still works
+
+
+def test_a_program_takes_exactly_its_declared_parameters_without_defaults():
+    chunks = {"chunks": Int(1, minimum=1)}
+
+    def undeclared(comm, x, *, width):
+        yield from ()
+
+    def missing(comm, x):
+        yield from ()
+
+    def defaulted(comm, x, *, chunks=1):
+        yield from ()
+
+    with pytest.raises(TypeError, match=r"takes keyword-only \['width'\] but is passed \[\]"):
+        sc.register("all_gather", "test_undeclared", cost=NO_FORMULA)(undeclared)
+    with pytest.raises(TypeError, match=r"takes keyword-only \[\] but is passed \['chunks'\]"):
+        sc.register("all_gather", "test_missing", params=chunks, cost=NO_FORMULA)(missing)
+    with pytest.raises(TypeError, match=r"gives \['chunks'\] a default; declare defaults "
+                                        r"once, in params="):
+        sc.register("all_gather", "test_defaulted", params=chunks, cost=NO_FORMULA)(defaulted)
+    with pytest.raises(TypeError, match=r"\['op'\] but is passed \['root'\]"):
+        sc.register("broadcast", "test_op", cost=NO_FORMULA)(
+            lambda comm, x, *, op: (yield from ()))
+
+
+def test_specs_and_model_functions_are_checked_at_registration():
+    with pytest.raises(TypeError, match="parameter chunks=1 is not a spec"):
+        sc.register("all_gather", "test_spec", params={"chunks": 1}, cost=NO_FORMULA)
+    with pytest.raises(TypeError, match="default of chunks is refused by its own spec"):
+        sc.register("all_gather", "test_spec", params={"chunks": Int(0, minimum=1)},
+                    cost=NO_FORMULA)
+    with pytest.raises(TypeError, match=r"\['op'\] cannot be declared"):
+        sc.register("all_reduce", "test_spec", params={"op": Int(1)}, cost=NO_FORMULA)
+
+    def time(p, nbytes, alpha, beta, gamma, *, chunk):
+        return 0.0
+
+    with pytest.raises(TypeError, match=r"cost model function 'time' takes \['chunk'\], which "
+                                        r"nobody passes; it may take \['chunks'\]"):
+        sc.register("all_gather", "test_spec", params={"chunks": Int(1, minimum=1)},
+                    cost=CostModel(time=time, traffic=NO_FORMULA.traffic))
+    assert ("all_gather", "test_spec") not in sc.list_algorithms()
+
+
+def _refuses(kind):
+    def validate(p, count, hosts, *, width):
+        if width > p:
+            raise kind(f"width={width} is more than the {p} ranks")
+    return validate
+
+
+@pytest.mark.parametrize("kind", [ValueError, KeyError, ZeroDivisionError])
+def test_a_validate_that_raises_is_reported_as_invalid_input(kind):
+    name = f"test_validate_{kind.__name__}"
+
+    @sc.register("all_gather", name, params={"width": Int(1, minimum=1)},
+                 validate=_refuses(kind), cost=NO_FORMULA)
+    def program(comm, x, *, width):
+        return (yield from _flat(comm, x))
+
+    with pytest.raises(sc.InvalidInputError, match=rf"all_gather/{name}: its validate function "
+                                                   rf"raised {kind.__name__}: .*width=9 is more "
+                                                   rf"than the 4 ranks") as info:
+        simulate(("all_gather", name), width=9)
+    assert isinstance(info.value.__cause__, kind)
+    assert simulate(("all_gather", name), width=3).params == {"width": 3}
+
+
+def test_a_validate_that_refuses_properly_is_passed_through():
+    sc.register("all_gather", "test_validate_ok", params={"width": Int(1, minimum=1)},
+                validate=_refuses(sc.InvalidInputError), cost=NO_FORMULA)(
+        lambda comm, x, *, width: (yield from _flat(comm, x)))
+    with pytest.raises(sc.InvalidInputError, match=r"^width=9 is more than the 4 ranks$"):
+        simulate(("all_gather", "test_validate_ok"), width=9)
+
+
+def test_a_validate_that_is_interrupted_stops_at_once():
+    def interrupted(p, count, hosts):
+        raise KeyboardInterrupt
+
+    sc.register("all_gather", "test_validate_interrupt", validate=interrupted,
+                cost=NO_FORMULA)(_flat)
+    with pytest.raises(KeyboardInterrupt):
+        simulate(("all_gather", "test_validate_interrupt"))
+
+
+# -- discovery -------------------------------------------------------------------------
+
+def test_every_module_of_the_package_is_imported():
+    on_disk = sorted(p.stem for p in Path(algorithms_package.__file__).parent.glob("*.py")
+                     if p.stem != "__init__")
+    assert list(algorithms_package.MODULES) == on_disk
+    for name in on_disk:
+        assert f"simcoll.algorithms.{name}" in sys.modules
+    families = {sc.get_algorithm(*pair).fn.__module__ or "" for pair in sc.list_algorithms()}
+    assert {m for m in families if m.startswith("simcoll.")} <= {
+        f"simcoll.algorithms.{name}" for name in on_disk}
+
+
+def test_a_family_module_added_to_the_package_is_found(tmp_path, monkeypatch):
+    (tmp_path / "zz_new_family.py").write_text(
+        "import numpy as np\n"
+        "import simcoll as sc\n"
+        "from simcoll.cost import CostModel, gpu_traffic\n"
+        "def traffic(p, nbytes, itemsize):\n"
+        "    return gpu_traffic(np.zeros(p), np.zeros(p))\n"
+        "@sc.register('barrier', 'zz_found', cost=CostModel(time=lambda *a: 0.0,\n"
+        "                                                    traffic=traffic))\n"
+        "def found(comm, x):\n"
+        "    yield from ()\n")
+    monkeypatch.setattr(algorithms_package, "__path__", [*algorithms_package.__path__,
+                                                         str(tmp_path)])
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.delitem(sys.modules, "simcoll.algorithms.zz_new_family", raising=False)
+    assert ("barrier", "zz_found") not in sc.list_algorithms()
+    assert "zz_new_family" in algorithms_package.import_all()
+    assert ("barrier", "zz_found") in sc.list_algorithms()
+    res = sc.simulate(reference_network(3), "barrier", algorithm="zz_found")
+    assert res.messages == 0
+    sys.modules.pop("simcoll.algorithms.zz_new_family", None)
+
+
+# -- the specs themselves --------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, value, normalized", [
+    (Int(1, minimum=1, maximum=8), np.uint8(8), 8),
+    (Int(1, minimum=-3), np.int64(-3), -3),
+    (Real(0.0, minimum=0.0), np.float32(0.25), 0.25),
+    (Real(0.0, allow_inf=True), math.inf, math.inf),
+    (Real(0.0, maximum=1.0), 1, 1.0),
+    (Optional(Int(minimum=1)), None, None),
+    (Optional(Int(minimum=1)), np.int32(3), 3),
+    (Choice("a", ("a", "b")), np.str_("b"), "b"),
+])
+def test_specs_normalize_to_plain_python_values(spec, value, normalized):
+    got = spec.normalize("x", value)
+    assert got == normalized and type(got) is type(normalized)
+
+
+@pytest.mark.parametrize("spec, value, accepted", [
+    (Int(1, minimum=1, maximum=8), 9, "an integer in 1..8"),
+    (Int(1, maximum=8), np.int64(9), "an integer <= 8"),
+    (Int(1), 1.0, "an integer"),
+    (Real(0.5, minimum=0.25, maximum=2.0), 3.0, "a finite number in 0.25..2"),
+    (Real(0.0, allow_inf=True), math.nan, "a number"),
+    (Optional(Int(minimum=1)), 0, "None or an integer >= 1"),
+    (Choice("a", ("a", "b")), "c", "one of 'a', 'b'"),
+])
+def test_specs_refuse_naming_the_value_and_the_accepted_range(spec, value, accepted):
+    with pytest.raises(sc.InvalidInputError) as info:
+        spec.normalize("x", value)
+    assert str(info.value) == f"x={value!r} is not accepted; use {accepted}"
