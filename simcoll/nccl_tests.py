@@ -46,7 +46,7 @@ ITEMSIZE = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 
 
 _PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?[ \t]?")
 _SRUN = re.compile(r"^\s*\d+: ")
-_ROW_START = re.compile(r"^\s*\d+\s+\d+\s")
+_ROW_START = re.compile(r"^\s*[-+]?[\d.]+\s+(?:\S+\s+){5}\S")
 _PROGRAM = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / ")
 _DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+"
@@ -246,11 +246,11 @@ def parse(text: str, *, collective: str | None = None) -> NcclTestsTable:
             row that does not fit the column layout, naming its line number and what was
             expected; a ``collective`` that disagrees with the text.
     """
-    tables = parse_all(text, collective=collective)
-    if len(tables) > 1:
-        raise InvalidInputError(f"the text holds {len(tables)} runs (the second starts at "
-                                f"line {tables[1].rows[0].line}); parse_all reads each")
-    return tables[0]
+    runs = _parse_runs(text, collective)
+    if len(runs) > 1:
+        raise InvalidInputError(f"the text holds {len(runs)} runs (the second starts at "
+                                f"line {runs[1][0]}); parse_all reads each")
+    return runs[0][1]
 
 
 def parse_all(text: str, *, collective: str | None = None) -> list[NcclTestsTable]:
@@ -261,6 +261,11 @@ def parse_all(text: str, *, collective: str | None = None) -> list[NcclTestsTabl
     Raises:
         InvalidInputError: as :func:`parse`; also when no run has a result row.
     """
+    return [table for _, table in _parse_runs(text, collective)]
+
+
+def _parse_runs(text: str, collective: str | None) -> list[tuple[int, NcclTestsTable]]:
+    """Each run's first line and table."""
     if not isinstance(text, str):
         raise InvalidInputError(f"parse takes the printed text as a str, not "
                                 f"{type(text).__name__}")
@@ -286,12 +291,12 @@ def parse_all(text: str, *, collective: str | None = None) -> list[NcclTestsTabl
         else:
             _read_log_line(run, stripped)
     runs.append(run)
-    tables = [_table(r, wanted) for r in runs if r.rows]
+    tables = [(r.start, _table(r, wanted)) for r in runs if r.rows]
     if not tables:
         raise InvalidInputError(
-            "no result rows found: expected nccl-tests' table, rows such as '   1048576  "
-            "   262144  float  sum  -1  76.71  13.67  23.92  0 ...' under the column "
-            "titles '#  size  count  type  redop  root  time  algbw  busbw  #wrong ...'")
+            "no result rows found: expected nccl-tests' table, rows of 'size count type "
+            "redop root' then 'time algbw busbw #wrong' per block, under the column titles "
+            "'#  size  count  type  redop  root  time  algbw  busbw  #wrong ...'")
     return tables
 
 
