@@ -85,7 +85,7 @@ TABLES: tuple[PublicTable, ...] = (
         gpu="NVIDIA A100-SXM4-40GB", gpus_per_node=8, nodes=1,
         fabric="OCI BM.GPU4.8: 8 A100 SXM4 40 GB on NVSwitch (NVLink 3)", nics="",
         nccl_version=None, env={},
-        source=_OCI_TUTORIAL, date="2022 (before the tutorial's December 2022 rewrite)",
+        source=_OCI_TUTORIAL, date="2022, before the tutorial's December 2022 rewrite",
         notes="all_reduce_perf -b 64 -e 10G -f 2 -g 8, one process, inside the Horovod "
               "container; NCCL chose the algorithm.",
         rows=(
@@ -110,7 +110,7 @@ TABLES: tuple[PublicTable, ...] = (
              "16 listed in NCCL_IB_HCA",
         nccl_version=None,
         env={"NCCL_IB_HCA": "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_6,...,mlx5_17 (16 ports)"},
-        source=_OCI_TUTORIAL, date="2022 (before the tutorial's December 2022 rewrite)",
+        source=_OCI_TUTORIAL, date="2022, before the tutorial's December 2022 rewrite",
         notes="mpirun -np 16, one GPU per process. The fabric was noisy: busbw dips at "
               "16 MiB and from 64 to 256 MiB (64 MiB in-place took 3709.5 us against "
               "6058.5 us out-of-place); the tutorial quotes about 72 GB/s busbw at large "
