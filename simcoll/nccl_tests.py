@@ -21,6 +21,7 @@ line number.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -164,7 +165,7 @@ class NcclTestsTable:
     def between(self, low: int = 0, high: int | None = None) -> NcclTestsTable:
         """The same table with only the rows whose size lies in [low, high]."""
         keep = tuple(r for r in self.rows if r.size >= low and (high is None or r.size <= high))
-        return _replace_rows(self, keep)
+        return dataclasses.replace(self, rows=keep)
 
     def to_pandas(self) -> Any:
         """One DataFrame row per size: the head columns, then ``time_us``, ``algbw``,
@@ -190,12 +191,6 @@ class NcclTestsTable:
                                    f"{prefix}wrong": block.wrong})
             records.append(record)
         return pd.DataFrame.from_records(records)
-
-
-def _replace_rows(table: NcclTestsTable, rows: tuple[NcclTestsRow, ...]) -> NcclTestsTable:
-    return NcclTestsTable(rows, table.collective, table.nranks, table.devices, table.hosts,
-                          dict(table.settings), table.nccl_version, table.avg_busbw,
-                          table.out_of_bounds)
 
 
 @dataclass

@@ -231,6 +231,22 @@ def test_log_lines_between_rows_and_a_prefix_inside_a_row():
     check_rows(table, "all_reduce", 4, SIZES[:3])
 
 
+def test_per_iteration_columns():
+    """-I 1 adds i_min i_max i_p99 i_cv% after each block (util.cu's per_iter_timing)."""
+    extra = "  {:>7}  {:>7}  {:>7}  {:>7}".format("20.10", "25.00", "24.90", "3.2")
+    row = (f"{1024:12d}  {256:12d}  {'float':>8}  {'sum':>6}  {-1:6d}"
+           f"  {'21.00':>7}  {'0.05':>6}  {'0.09':>6}  {'0':>6}" + extra +
+           f"  {'20.00':>7}  {'0.05':>6}  {'0.09':>6}  {'0':>6}" + extra)
+    titles = ("# " + " ".join(["size", "count", "type", "redop", "root"]
+                              + ["time", "algbw", "busbw", "#wrong", "i_min", "i_max",
+                                 "i_p99", "i_cv%"] * 2))
+    text = "#  out-of-place (+ per-iteration)  in-place (+ per-iteration)\n" + titles + \
+        "\n" + row
+    (got,) = parse(text).rows
+    assert got.out_of_place == sc.nccl_tests.Measurement(21.0, 0.05, 0.09, 0.0)
+    assert got.in_place == sc.nccl_tests.Measurement(20.0, 0.05, 0.09, 0.0)
+
+
 def test_rows_without_column_titles():
     rows = "\n".join(row_text(s, 4, "all_reduce") for s in SIZES[:3])
     check_rows(parse(rows), "all_reduce", 4, SIZES[:3])
