@@ -11,10 +11,11 @@ predicts::
 
 from __future__ import annotations
 
-from simcoll import algorithms, plot, topology, training
+from simcoll import algorithms, nccl_tests, plot, topology, training
 from simcoll.algorithms.registry import algorithms as list_algorithms
 from simcoll.algorithms.registry import get_algorithm, register
 from simcoll.buffers import VirtualBuffer
+from simcoll.calibration import Calibration, calibrate
 from simcoll.collectives import COLLECTIVES
 from simcoll.comm import Comm
 from simcoll.errors import (
@@ -49,7 +50,7 @@ __all__ = [
     "FailedPoint", "plot_scaling", "Result", "Topology", "Comm", "ReduceOp", "VirtualBuffer",
     "register",
     "get_algorithm", "list_algorithms", "COLLECTIVES", "NETWORKS", "topology", "algorithms",
-    "training", "plot",
+    "training", "plot", "nccl_tests", "calibrate", "Calibration",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",
     "UnknownAlgorithmError", "UnknownNetworkError", "DeadlockError", "UnmatchedMessageError",
     "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError", "Faults",

@@ -1,0 +1,142 @@
+"""Simulated against measured: every public nccl-tests table of nccl_public.py.
+
+For each table, build the matching simcoll machine (``dgx_a100(nodes)`` for A100 SXM
+nodes, ``dgx_h100(nodes)`` for H100 SXM nodes, NIC overrides where the preset takes
+them), simulate all_reduce at every size of the table in data-free mode, and print the
+simulated and measured time and busbw per size, the relative time error, the
+geometric-mean absolute error per table (exp(mean |log(simulated / measured)|) - 1) and
+over all rows of all tables, and the worst table. Figures are printed, never asserted.
+
+    python benchmarks/nccl_tests_compare.py                  # algorithm "nccl" if registered
+    python benchmarks/nccl_tests_compare.py --algorithm ring --tables a100x8_oci
+
+Where a table set NCCL_ALGO and the algorithm is "nccl", the run passes ``algo=`` to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from nccl_public import TABLES, PublicTable  # noqa: E402
+
+import simcoll as sc  # noqa: E402
+
+NIC_OVERRIDES: dict[str, dict[str, Any]] = {
+    "a100x16_oci_roce": {"nics_per_node": 16, "nic_bandwidth": 100 * sc.Gbps},
+}
+"""Preset arguments that describe a table's NICs where the preset's defaults do not."""
+
+
+def machine(public: PublicTable) -> tuple[sc.Topology, str, list[str]]:
+    """The preset for the table's GPUs and node count, the call that built it, and notes
+    on what differs from the published machine."""
+    notes = []
+    if "A100-SXM4" in public.gpu:
+        preset = sc.topology.dgx_a100
+    elif "H100" in public.gpu and "PCIe" not in public.gpu:
+        preset = sc.topology.dgx_h100
+    else:
+        raise SystemExit(f"{public.id}: no preset for {public.gpu}; add one to machine()")
+    accepted = inspect.signature(preset).parameters
+    extra = {k: v for k, v in NIC_OVERRIDES.get(public.id, {}).items() if k in accepted}
+    missing = sorted(set(NIC_OVERRIDES.get(public.id, {})) - set(extra))
+    if missing:
+        notes.append(f"{preset.__name__} takes no {', '.join(missing)}: its default NICs "
+                     f"stand in for {public.nics}")
+    call = ", ".join([str(public.nodes)] + [f"{k}={v:g}" for k, v in extra.items()])
+    return preset(public.nodes, **extra), f"{preset.__name__}({call})", notes
+
+
+def choose_algorithm(requested: str | None) -> tuple[str, str | None]:
+    """The algorithm to run and a note when the default had to fall back."""
+    if requested is not None:
+        return requested, None
+    try:
+        sc.get_algorithm("all_reduce", "nccl")
+        return "nccl", None
+    except sc.UnknownAlgorithmError:
+        return "ring", ("note: no all_reduce algorithm 'nccl' is registered yet; comparing "
+                        "with 'ring'")
+
+
+def compare(public: PublicTable, algorithm: str, network: str) -> tuple[list[float], str]:
+    """Print one table's comparison; return its log errors and its summary line."""
+    topo, call, notes = machine(public)
+    params: dict[str, Any] = {}
+    if algorithm == "nccl" and public.algorithm:
+        params["algo"] = public.algorithm
+    print(f"\n== {public.id}: {public.nodes} x {public.gpus_per_node} {public.gpu}"
+          f"{', ' + public.nics if public.nics else ''}")
+    print(f"   {public.fabric}; NCCL {public.nccl_version or 'version not printed'}; env "
+          f"{public.env or 'none'}")
+    print(f"   source: {public.source} ({public.date})")
+    print(f"   simulated: {call}, all_reduce / {algorithm}"
+          f"{' ' + str(params) if params else ''}, network {network}")
+    for note in notes:
+        print(f"   note: {note}")
+    print(f"   {'size (B)':>12} {'measured us':>12} {'simulated us':>13} {'time error':>11} "
+          f"{'busbw meas':>11} {'busbw sim':>10}")
+    logs = []
+    for size, time_us, _, busbw in public.rows:
+        res = sc.simulate(topo, "all_reduce", algorithm=algorithm, nbytes=size,
+                          network=network, **params)
+        sim_us = res.time * 1e6
+        logs.append(math.log(sim_us / time_us))
+        print(f"   {size:>12d} {time_us:>12.2f} {sim_us:>13.2f} {sim_us / time_us - 1:>+11.1%} "
+              f"{busbw:>11.2f} {res.busbw / 1e9:>10.2f}")
+    summary = f"{public.id:<22} {geomean(logs):>8.1%}  ({len(logs)} sizes)"
+    print(f"   geometric-mean |time error|: {geomean(logs):.1%}")
+    return logs, summary
+
+
+def geomean(logs: list[float]) -> float:
+    """exp(mean |log(simulated / measured)|) - 1."""
+    return math.exp(sum(abs(v) for v in logs) / len(logs)) - 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algorithm", help="all_reduce algorithm (default: nccl if "
+                                            "registered, else ring)")
+    parser.add_argument("--network", default="flow", help="network model (default: flow)")
+    parser.add_argument("--tables", help="comma-separated table ids (default: all): "
+                                         + ", ".join(t.id for t in TABLES))
+    args = parser.parse_args(argv)
+    algorithm, note = choose_algorithm(args.algorithm)
+    if note:
+        print(note)
+    chosen = TABLES
+    if args.tables:
+        wanted = args.tables.split(",")
+        unknown = sorted(set(wanted) - {t.id for t in TABLES})
+        if unknown:
+            parser.error(f"unknown table ids {unknown}")
+        chosen = tuple(t for t in TABLES if t.id in wanted)
+    start = time.perf_counter()
+    every: list[float] = []
+    per_table = []
+    for public in chosen:
+        logs, summary = compare(public, algorithm, args.network)
+        every += logs
+        per_table.append((geomean(logs), summary))
+    print(f"\n== summary: all_reduce / {algorithm}, network {args.network}")
+    print(f"   {'table':<22} geometric-mean |time error|")
+    for _, summary in per_table:
+        print(f"   {summary}")
+    worst = max(per_table)
+    print(f"   over all {len(every)} sizes of {len(per_table)} tables: {geomean(every):.1%}")
+    print(f"   worst table: {worst[1].split()[0]} ({worst[0]:.1%})")
+    print(f"   ({time.perf_counter() - start:.1f} s of simulation)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

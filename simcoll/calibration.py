@@ -1,0 +1,289 @@
+"""Fit a machine's free constants to a measured nccl-tests table.
+
+``calibrate(build, table, free={"bandwidth": (initial, low, high), ...})`` simulates every
+size of the table in data-free mode and moves the free constants (arguments of ``build``,
+which returns a Topology) until the simulated times match the measured ones in the
+least-squares sense on log time, so that a 10% miss counts the same at 8 B and at 8 GiB.
+The fit is scipy's bounded trust-region least squares (``least_squares(method="trf")``);
+constants whose lower bound is positive are fitted on a log scale, since bandwidths and
+latencies span many decades and only their ratios matter.
+
+scipy is an optional dependency: ``pip install "simcoll[calibrate]"``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simcoll.algorithms.registry import get_algorithm
+from simcoll.cli.run import nccl_shape
+from simcoll.collectives import collective as get_collective
+from simcoll.errors import InvalidInputError, SimCollError
+from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable
+from simcoll.simulate import simulate
+from simcoll.topology.graph import Topology
+
+__all__ = ["Calibration", "calibrate"]
+
+Factory = Callable[..., Topology]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What :func:`calibrate` found.
+
+    Attributes:
+        values: the fitted constants, by name.
+        initial: the constants the fit started from.
+        topology: ``build(**values)``, the calibrated machine.
+        sizes: the table's size column (bytes) for the sizes fitted.
+        measured: the measured times, seconds.
+        before, after: the simulated times with the initial and the fitted constants.
+        evaluations: simulations run (one per size per trial point).
+        message: scipy's account of why the fit stopped.
+    """
+
+    values: Mapping[str, float] = field(hash=False)
+    initial: Mapping[str, float] = field(hash=False)
+    topology: Topology
+    sizes: tuple[int, ...]
+    measured: tuple[float, ...]
+    before: tuple[float, ...]
+    after: tuple[float, ...]
+    evaluations: int
+    message: str
+
+    @property
+    def error_before(self) -> tuple[float, ...]:
+        """(simulated - measured) / measured per size, with the initial constants."""
+        return tuple(s / m - 1 for s, m in zip(self.before, self.measured))
+
+    @property
+    def error_after(self) -> tuple[float, ...]:
+        """(simulated - measured) / measured per size, with the fitted constants."""
+        return tuple(s / m - 1 for s, m in zip(self.after, self.measured))
+
+    def report(self) -> str:
+        """The fitted constants and the per-size error before and after, as text."""
+        lines = ["constant             initial        fitted"]
+        lines += [f"{name:<16} {self.initial[name]:>11.4g} {value:>13.6g}"
+                  for name, value in self.values.items()]
+        lines += ["", "      size   measured (us)   before (us)   after (us)   error before"
+                  "   error after"]
+        for size, m, b, a, eb, ea in zip(self.sizes, self.measured, self.before, self.after,
+                                         self.error_before, self.error_after):
+            lines.append(f"{size:>10d}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  {a * 1e6:>11.2f}"
+                         f"  {eb:>+12.1%}  {ea:>+12.1%}")
+        lines += ["", f"geometric-mean |error|: {_geomean(self.error_before):.1%} before, "
+                      f"{_geomean(self.error_after):.1%} after ({self.evaluations} "
+                      f"simulations; {self.message})"]
+        return "\n".join(lines)
+
+
+def _geomean(errors: tuple[float, ...]) -> float:
+    """exp(mean |log(simulated / measured)|) - 1: the typical factor off, as a fraction."""
+    return math.exp(sum(abs(math.log1p(e)) for e in errors) / len(errors)) - 1
+
+
+def calibrate(build: Factory | str, table: NcclTestsTable, *,
+              free: Mapping[str, tuple[float, float, float]], collective: str | None = None,
+              algorithm: str = "ring", place: str = "out_of_place",
+              max_evaluations: int = 20_000, **simulate_kwargs: Any) -> Calibration:
+    """Fit the ``free`` constants of ``build`` so the simulated times match ``table``.
+
+    Args:
+        build: a function ``build(**values) -> Topology`` (a preset with keyword
+            arguments, or your own), or a builder / preset name with fixed arguments as a
+            topology spec takes them (``"dgx_a100:nodes=2"``); the free constants are
+            passed as keyword arguments.
+        table: the measurements, from :func:`simcoll.nccl_tests.parse`.
+        free: ``{name: (initial, low, high)}`` for each constant to fit, low < high.
+        collective: the collective simulated; by default the table's.
+        algorithm: the registered algorithm to simulate.
+        place: the table's block to fit, ``"out_of_place"`` or ``"in_place"``.
+        max_evaluations: the most simulations the fit may run before it stops.
+        **simulate_kwargs: passed to :func:`simcoll.simulate` (``network=``, algorithm
+            parameters, ...).
+
+    Returns:
+        The fitted constants, the calibrated topology, and the time per size measured,
+        before and after.
+
+    Raises:
+        InvalidInputError: an empty table, no free constant, a name ``build`` does not
+            take, bounds that are not ``low <= initial <= high`` with ``low < high``, a
+            collective or algorithm that does not exist, a table with a different rank
+            count than the machine; all before the first simulation.
+        ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
+    """
+    factory = _factory(build)
+    bounds = _check_free(factory, free)
+    if not table.rows:
+        raise InvalidInputError("the table has no rows to calibrate against")
+    name = collective or table.collective
+    if name is None:
+        raise InvalidInputError("the table does not say which collective it measured; pass "
+                                "collective='all_reduce' (or the one measured)")
+    coll = get_collective(name)
+    get_algorithm(coll.name, algorithm)
+    measured = np.array([row.measurement(place).time for row in table.rows])
+    try:
+        from scipy.optimize import least_squares  # type: ignore[import-untyped]
+    except ImportError as err:
+        raise ImportError('simcoll.calibrate needs scipy: pip install "simcoll[calibrate]"') \
+            from err
+    initial = {k: float(v[0]) for k, v in free.items()}
+    topology = _built(factory, initial)
+    if table.nranks is not None and table.nranks != topology.nranks:
+        raise InvalidInputError(f"the table was measured on {table.nranks} ranks, but the "
+                                f"machine built has {topology.nranks}")
+    shapes = [_nbytes(coll.name, topology.nranks, row.size, row.type) for row in table.rows]
+    empty = [row.size for row, (nbytes, _) in zip(table.rows, shapes) if nbytes == 0]
+    if empty:
+        raise InvalidInputError(f"sizes {empty} give each of the {topology.nranks} ranks no "
+                                f"whole element of {coll.name}; drop them with "
+                                f"table.between(low=...)")
+    names = list(free)
+    scale = [_Scale(*bounds[k]) for k in names]
+    count = [0]
+
+    def times(values: dict[str, float]) -> np.ndarray:
+        topo = _built(factory, values)
+        count[0] += len(shapes)
+        return np.array([simulate(topo, coll.name, algorithm=algorithm, nbytes=nbytes,
+                                  dtype=dtype, **simulate_kwargs).time
+                         for nbytes, dtype in shapes])
+
+    def values_of(x: np.ndarray) -> dict[str, float]:
+        return {k: s.value(u) for k, s, u in zip(names, scale, x)}
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return np.log(times(values_of(x))) - np.log(measured)
+
+    before = times(initial)
+    x0 = np.array([s.unit(initial[k]) for k, s in zip(names, scale)])
+    fit = least_squares(residuals, x0, bounds=([s.low_unit for s in scale],
+                                               [s.high_unit for s in scale]),
+                        method="trf", x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
+                        max_nfev=max(1, max_evaluations // len(shapes)))
+    fitted = values_of(fit.x)
+    after = times(fitted)
+    return Calibration(fitted, initial, _built(factory, fitted), table.sizes,
+                       tuple(measured.tolist()), tuple(before.tolist()),
+                       tuple(after.tolist()), count[0], str(fit.message))
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """How one constant maps to the fit's variable: log scale where low > 0, else linear
+    in units of the bounds' span."""
+
+    low: float
+    high: float
+
+    @property
+    def log(self) -> bool:
+        return self.low > 0
+
+    def unit(self, value: float) -> float:
+        return math.log(value) if self.log else value / (self.high - self.low)
+
+    def value(self, unit: float) -> float:
+        value = math.exp(unit) if self.log else unit * (self.high - self.low)
+        return min(max(value, self.low), self.high)
+
+    @property
+    def low_unit(self) -> float:
+        return self.unit(self.low)
+
+    @property
+    def high_unit(self) -> float:
+        return self.unit(self.high)
+
+
+def _factory(build: Factory | str) -> Factory:
+    """A callable from a callable, or from a builder name with fixed spec arguments."""
+    if callable(build):
+        return build
+    if not isinstance(build, str):
+        raise InvalidInputError(f"build must be a function returning a Topology or a "
+                                f"builder name such as 'dgx_a100:nodes=2', not "
+                                f"{type(build).__name__}")
+    from simcoll.topology.catalog import builders, parameters
+    from simcoll.topology.spec import from_spec
+
+    name, _, args = build.partition(":")
+    name = name.strip()
+    known = builders()
+    if name not in known:
+        raise InvalidInputError(f"unknown builder {name!r}; known: {', '.join(sorted(known))}")
+    fixed = args.strip()
+
+    def factory(**values: float) -> Topology:
+        given = ",".join(f"{k}={float(v)!r}" for k, v in values.items())
+        return from_spec(f"{name}:{fixed}{',' if fixed and given else ''}{given}")
+
+    factory.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY) for p in parameters(name)])
+    return factory
+
+
+def _check_free(factory: Factory, free: Mapping[str, tuple[float, float, float]]
+                ) -> dict[str, tuple[float, float]]:
+    """Every free constant is a parameter of the factory with sane bounds."""
+    if not isinstance(free, Mapping) or not free:
+        raise InvalidInputError("free must name at least one constant to fit, as {name: "
+                                "(initial, low, high)}")
+    params: Mapping[str, inspect.Parameter]
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_any = not params or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                   for p in params.values())
+    bounds = {}
+    for name, spec in free.items():
+        if not takes_any and name not in params:
+            raise InvalidInputError(f"free constant {name!r} is not a parameter of the "
+                                    f"machine's builder; it takes {', '.join(params)}")
+        try:
+            initial, low, high = (float(v) for v in spec)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"free[{name!r}] = {spec!r} is not (initial, low, "
+                                    f"high)") from None
+        if not all(math.isfinite(v) for v in (initial, low, high)) or not low < high:
+            raise InvalidInputError(f"free[{name!r}]: bounds ({low:g}, {high:g}) need finite "
+                                    f"low < high")
+        if not low <= initial <= high:
+            raise InvalidInputError(f"free[{name!r}]: initial {initial:g} lies outside its "
+                                    f"bounds [{low:g}, {high:g}]")
+        bounds[name] = (low, high)
+    return bounds
+
+
+def _built(factory: Factory, values: Mapping[str, float]) -> Topology:
+    try:
+        topo = factory(**values)
+    except SimCollError:
+        raise
+    except TypeError as err:
+        raise InvalidInputError(f"the machine's builder refused {dict(values)}: {err}") \
+            from err
+    if not isinstance(topo, Topology):
+        raise InvalidInputError(f"the machine's builder returned {type(topo).__name__}, not "
+                                f"a Topology")
+    return topo
+
+
+def _nbytes(collective: str, p: int, size: int, type_name: str) -> tuple[int, Any]:
+    """simulate's per-rank bytes and dtype for a row of nccl-tests' size column."""
+    itemsize = ITEMSIZE.get(type_name, 4)
+    nbytes, _, _ = nccl_shape(get_collective(collective), p, size, itemsize)
+    dtype = {1: np.uint8, 2: np.float16, 4: np.float32, 8: np.float64}[itemsize]
+    return nbytes, np.dtype(dtype)

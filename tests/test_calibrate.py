@@ -1,0 +1,156 @@
+"""simcoll.calibrate recovers constants a table was made with, and refuses bad input
+before it simulates anything."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import sys
+
+import pytest
+
+import simcoll as sc
+import simcoll.calibration
+from simcoll.cli import main
+from simcoll.errors import InvalidInputError, UnknownAlgorithmError, UnknownCollectiveError
+from simcoll.nccl_tests import Measurement, NcclTestsRow, NcclTestsTable, parse
+
+pytest.importorskip("scipy")
+
+BANDWIDTH, LATENCY = 100 * sc.GB, 1.5 * sc.us
+
+
+def switch8(bandwidth: float, latency: float) -> sc.Topology:
+    return sc.topology.switch(8, bandwidth=bandwidth, latency=latency)
+
+
+def simcoll_run_table(*args: str) -> NcclTestsTable:
+    """A table printed by `simcoll run` on switch(8) at the known constants, read back."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["run", "--topology", "switch:ranks=8,bandwidth=100GB/s,latency=1.5us", *args])
+    return parse(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def table() -> NcclTestsTable:
+    return simcoll_run_table("-b", "8", "-e", "1G", "-f", "8")
+
+
+def test_recovers_known_constants_from_a_simcoll_table(table):
+    assert table.sizes[0] == 8 and table.sizes[-1] == 2**30 and len(table) == 10
+    free = {"bandwidth": (BANDWIDTH / 3, 1e9, 1e12), "latency": (LATENCY * 2.5, 1e-8, 1e-4)}
+    cal = sc.calibrate(switch8, table, free=free, algorithm="ring")
+    assert cal.values["bandwidth"] == pytest.approx(BANDWIDTH, rel=0.01)
+    assert cal.values["latency"] == pytest.approx(LATENCY, rel=0.01)
+    assert cal.initial == {"bandwidth": BANDWIDTH / 3, "latency": LATENCY * 2.5}
+    assert {link.bandwidth for link in cal.topology.links} == {cal.values["bandwidth"]}
+    assert {link.latency for link in cal.topology.links} == {cal.values["latency"]}
+    assert cal.sizes == table.sizes
+    assert cal.measured == tuple(r.out_of_place.time for r in table.rows)
+    # before: the switch at the initial constants, simulated here independently
+    start = switch8(BANDWIDTH / 3, LATENCY * 2.5)
+    for size, before in zip(cal.sizes, cal.before):
+        assert before == pytest.approx(sc.simulate(start, "all_reduce", algorithm="ring",
+                                                   nbytes=size).time, rel=1e-12)
+    for size, after in zip(cal.sizes, cal.after):
+        assert after == pytest.approx(sc.simulate(cal.topology, "all_reduce",
+                                                  algorithm="ring", nbytes=size).time,
+                                      rel=1e-12)
+    assert cal.error_before == pytest.approx([b / m - 1 for b, m in
+                                              zip(cal.before, cal.measured)], rel=1e-12)
+    assert min(cal.error_before) > 0.5          # started well off
+    assert max(abs(e) for e in cal.error_after) < 0.002   # printed times have 4+ digits
+    assert cal.evaluations > 0 and cal.evaluations % len(table) == 0
+    assert isinstance(cal.message, str) and cal.message
+
+
+def test_a_builder_name_with_fixed_arguments(table):
+    free = {"bandwidth": (BANDWIDTH * 2, 1e9, 1e12), "latency": (LATENCY / 3, 1e-8, 1e-4)}
+    cal = sc.calibrate("switch:ranks=8", table, free=free)
+    assert cal.values["bandwidth"] == pytest.approx(BANDWIDTH, rel=0.01)
+    assert cal.values["latency"] == pytest.approx(LATENCY, rel=0.01)
+    assert cal.topology.nranks == 8 and cal.topology.spec.startswith("switch:")
+
+
+def test_exact_table_other_collective_and_linear_bounds():
+    """From exact times (not printed ones), all_gather, a constant whose lower bound is 0."""
+    truth = switch8(40 * sc.GB, 3 * sc.us)
+    rows = []
+    for i, size in enumerate(8 * 2**k for k in (3, 7, 11, 15, 19, 23, 27)):
+        t = sc.simulate(truth, "all_gather", algorithm="ring", nbytes=size // 8).time
+        rows.append(NcclTestsRow(size, size // 4, "float", "none", -1,
+                                 Measurement(t * 1e6, 0.0, 0.0, None), None, i + 1))
+    table = NcclTestsTable(tuple(rows), "all_gather", 8)
+    cal = sc.calibrate(switch8, table, free={"bandwidth": (15e9, 1e9, 1e12),
+                                             "latency": (8e-6, 0.0, 1e-4)})
+    assert cal.values["bandwidth"] == pytest.approx(40e9, rel=1e-4)
+    assert cal.values["latency"] == pytest.approx(3e-6, rel=1e-4)
+    assert max(abs(e) for e in cal.error_after) < 1e-6
+
+
+def test_report(table):
+    cal = sc.calibrate(switch8, table.between(8, 2**20),
+                       free={"bandwidth": (5e10, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)})
+    text = cal.report()
+    assert "bandwidth" in text and "latency" in text
+    assert text.count("\n") == 2 + 2 + len(cal.sizes) + 2
+    for size, m in zip(cal.sizes, cal.measured):
+        assert f"{size:>10d}  {m * 1e6:>14.2f}" in text
+    geo_before = math.exp(sum(abs(math.log(b / m)) for b, m in
+                              zip(cal.before, cal.measured)) / len(cal.sizes)) - 1
+    assert f"{geo_before:.1%} before" in text
+
+
+@pytest.fixture()
+def no_simulation(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("simulated before the inputs were checked")
+    monkeypatch.setattr(simcoll.calibration, "simulate", refuse)
+
+
+GOOD = {"bandwidth": (1e11, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)}
+
+
+@pytest.mark.parametrize("free,message", [
+    ({"bandwith": (1e11, 1e9, 1e12)}, "'bandwith' is not a parameter.*bandwidth, latency"),
+    ({"bandwidth": (1e13, 1e9, 1e12)}, r"initial 1e\+13 lies outside its bounds"),
+    ({"bandwidth": (1e11, 1e12, 1e9)}, "need finite low < high"),
+    ({"bandwidth": (1e11, 1e9, math.inf)}, "need finite low < high"),
+    ({"bandwidth": (1e11, 1e9)}, r"is not \(initial, low, high\)"),
+    ({}, "at least one constant"),
+])
+def test_bad_free_constants(no_simulation, table, free, message):
+    with pytest.raises(InvalidInputError, match=message):
+        sc.calibrate(switch8, table, free=free)
+
+
+def test_bad_tables_and_names(no_simulation, table):
+    with pytest.raises(InvalidInputError, match="no rows"):
+        sc.calibrate(switch8, table.between(2**40), free=GOOD)
+    with pytest.raises(UnknownCollectiveError):
+        sc.calibrate(switch8, table, free=GOOD, collective="allreduce")
+    with pytest.raises(UnknownAlgorithmError):
+        sc.calibrate(switch8, table, free=GOOD, algorithm="fastest")
+    unnamed = NcclTestsTable(table.rows, None, 8)
+    with pytest.raises(InvalidInputError, match="pass collective="):
+        sc.calibrate(switch8, unnamed, free=GOOD)
+    with pytest.raises(InvalidInputError, match="measured on 8 ranks.*has 4"):
+        sc.calibrate(lambda bandwidth, latency: sc.topology.switch(4), table, free=GOOD)
+    with pytest.raises(InvalidInputError, match="sizes \\[8\\] give each of the 8 ranks"):
+        sc.calibrate(switch8, table, free=GOOD, collective="all_gather")
+    with pytest.raises(InvalidInputError, match="unknown builder 'swtich'"):
+        sc.calibrate("swtich:8", table, free=GOOD)
+    with pytest.raises(InvalidInputError, match="not a parameter"):
+        sc.calibrate("switch:8", table, free={"speed": (1.0, 0.5, 2.0)})
+    with pytest.raises(InvalidInputError, match="returned int, not a Topology"):
+        sc.calibrate(lambda **kw: 3, table, free=GOOD)
+    with pytest.raises(InvalidInputError, match="not int"):
+        sc.calibrate(8, table, free=GOOD)
+
+
+def test_missing_scipy_names_the_extra(monkeypatch, table, no_simulation):
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)
+    with pytest.raises(ImportError, match=r"simcoll\[calibrate\]"):
+        sc.calibrate(switch8, table, free=GOOD)

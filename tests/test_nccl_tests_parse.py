@@ -1,0 +1,364 @@
+"""simcoll.nccl_tests.parse against tables written here in nccl-tests' printed format.
+
+The fixtures follow src/util.cu of NVIDIA/nccl-tests 2.19.6 (the header lines, the column
+titles, ``%12li  %12li  %8s  %6s  %6s`` for the head, ``getFloatStr`` widths 7 / 6 / 6 for
+time / algbw / busbw, ``%6g`` or ``N/A`` for #wrong, the footer) and older layouts (no
+root column, an ``error`` column). Their numbers come from a formula, not from a real
+run: time = 20 us + size / 150 GB/s, so every expected value is worked out in the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+
+import simcoll as sc
+from simcoll.cli import main
+from simcoll.errors import InvalidInputError
+from simcoll.nccl_tests import parse, parse_all
+
+BUSBW = {"all_reduce": lambda p: 2 * (p - 1) / p, "all_gather": lambda p: (p - 1) / p,
+         "reduce_scatter": lambda p: (p - 1) / p, "alltoall": lambda p: (p - 1) / p,
+         "broadcast": lambda p: 1.0, "reduce": lambda p: 1.0, "sendrecv": lambda p: 1.0}
+# (redop, root) each program prints in 2.19.6 (src/<name>.cu's RunTest)
+HEAD = {"all_reduce": ("sum", -1), "all_gather": ("none", -1), "reduce_scatter": ("sum", -1),
+        "alltoall": ("none", -1), "broadcast": ("none", 0), "reduce": ("sum", 0),
+        "sendrecv": ("sum", -1)}
+
+
+def float_str(value: float, width: int) -> str:
+    """nccl-tests' getFloatStr, written out again here from its C source."""
+    for fmt in (f"{{:{width}.2f}}", f"{{:{width}.1f}}", f"{{:{width}.0f}}"):
+        text = fmt.format(value)
+        if len(text) <= width:
+            return text
+    return (f"{{:{width}.1e}}" if width >= 7 else f"{{:{width}.0e}}").format(value)[:width]
+
+
+def model(size: int, p: int, program: str, in_place: bool) -> tuple[float, float, float]:
+    """Time (us), algbw and busbw (GB/s) of the made-up machine; in-place 1% faster."""
+    time_us = (20.0 + size / 150e9 * 1e6) * (0.99 if in_place else 1.0)
+    algbw = size / (time_us * 1e-6) / 1e9
+    return time_us, algbw, algbw * BUSBW[program](p)
+
+
+def block(size: int, p: int, program: str, in_place: bool, wrong: str) -> str:
+    t, a, b = model(size, p, program, in_place)
+    return f"  {float_str(t, 7)}  {float_str(a, 6)}  {float_str(b, 6)}  {wrong:>6}"
+
+
+def row_text(size: int, p: int, program: str, *, wrong: str = "0") -> str:
+    redop, root = HEAD[program]
+    count = size // 4
+    return (f"{size:12d}  {count:12d}  {'float':>8}  {redop:>6}  {root:6d}"
+            + block(size, p, program, False, wrong) + block(size, p, program, True, wrong))
+
+
+SIZES = [8 * 4**i for i in range(14)]           # 8 B ... 512 MiB
+
+
+def nccl_text(program: str = "all_reduce", p: int = 8, sizes: list[int] = SIZES, *,
+              version: bool = True) -> str:
+    """A whole 2.19.6-style run: header, devices, titles, rows and footer."""
+    lines = []
+    if version:
+        lines += ["# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803",
+                  f"# Collective test starting: {program}_perf"]
+    lines += [f"# nThread 1 nGpus {p} minBytes {sizes[0]} maxBytes {sizes[-1]} step: "
+              f"4(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0 "
+              f"unalign: 0", "#", "# Using devices"]
+    for r in range(p):
+        lines.append(f"#  Rank {r:2d} Group {0:2d} Pid {4242:6d} on {'node0':>10} device "
+                     f"{r:2d} [0000:{16 * r + 7:02x}:00] NVIDIA H100 80GB HBM3")
+    lines += ["#", f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}           out-of-place"
+              f"                       in-place          ",
+              f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  "
+              f"{'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6}  {'time':>7}  "
+              f"{'algbw':>6}  {'busbw':>6}  {'#wrong':>6} ",
+              f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>7}  "
+              f"{'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  "
+              f"{'(GB/s)':>6}  {'':>6} "]
+    lines += [row_text(s, p, program) for s in sizes]
+    avg = sum(float(float_str(model(s, p, program, False)[2], 6)) for s in sizes) / len(sizes)
+    lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {avg:g} ", "#",
+              f"# Collective test concluded: {program}_perf", ""]
+    return "\n".join(lines)
+
+
+def printed(value: float, width: int) -> float:
+    return float(float_str(value, width))
+
+
+def check_rows(table, program: str, p: int, sizes: list[int]) -> None:
+    redop, root = HEAD[program]
+    assert table.sizes == tuple(sizes)
+    for row, size in zip(table.rows, sizes):
+        assert (row.size, row.count, row.type, row.redop, row.root) == \
+            (size, size // 4, "float", redop, root)
+        for place, in_place in (("out_of_place", False), ("in_place", True)):
+            got = row.measurement(place)
+            t, a, b = model(size, p, program, in_place)
+            assert got.time_us == printed(t, 7)
+            assert abs(got.time_us - t) <= 0.005 + 1e-12 or t >= 1e4
+            assert (got.algbw, got.busbw, got.wrong) == (printed(a, 6), printed(b, 6), 0.0)
+            assert got.time == pytest.approx(got.time_us * 1e-6, rel=1e-15)
+
+
+def test_reads_a_whole_run_and_every_field():
+    text = nccl_text("all_reduce", 8)
+    table = parse(text)
+    assert table.collective == "all_reduce"
+    assert table.nranks == 8 and len(table) == len(SIZES)
+    assert table.devices == ("NVIDIA H100 80GB HBM3",) * 8
+    assert table.hosts == ("node0",) * 8
+    assert table.nccl_version == "2.28.3"
+    assert table.settings == {"nThread": 1, "nGpus": 8, "minBytes": 8,
+                              "maxBytes": SIZES[-1], "step": 4, "step_kind": "factor",
+                              "warmup iters": 5, "iters": 20, "agg iters": 1,
+                              "validation": 1, "graph": 0, "unalign": 0}
+    assert table.out_of_bounds == 0
+    expected_avg = sum(printed(model(s, 8, "all_reduce", False)[2], 6) for s in SIZES) / 14
+    assert table.avg_busbw == pytest.approx(expected_avg, rel=1e-5)
+    check_rows(table, "all_reduce", 8, SIZES)
+    # row line numbers point into the text
+    lines = text.splitlines()
+    assert all(lines[r.line - 1].split()[0] == str(r.size) for r in table.rows)
+
+
+@pytest.mark.parametrize("program,collective", [
+    ("all_reduce", "all_reduce"), ("all_gather", "all_gather"),
+    ("reduce_scatter", "reduce_scatter"), ("alltoall", "all_to_all"),
+    ("broadcast", "broadcast"), ("reduce", "reduce"), ("sendrecv", "sendrecv")])
+@pytest.mark.parametrize("p", [2, 5, 8])
+def test_every_program_layout(program, collective, p):
+    table = parse(nccl_text(program, p, SIZES[:6]))
+    assert (table.collective, table.nranks) == (collective, p)
+    check_rows(table, program, p, SIZES[:6])
+
+
+def test_collective_from_the_command_line_or_the_layout_or_the_argument():
+    body = nccl_text("all_gather", 4, SIZES[:3], version=False)
+    assert parse(body).collective is None                  # nothing says which
+    assert parse(body, collective="all_gather_perf").collective == "all_gather"
+    assert parse("$ ./build/all_gather_perf -b 8 -e 128 -f 4 -g 4\n" + body).collective == \
+        "all_gather"
+    assert parse(nccl_text("broadcast", 4, SIZES[:3], version=False)).collective == "broadcast"
+    assert parse(nccl_text("reduce", 4, SIZES[:3], version=False)).collective == "reduce"
+    with pytest.raises(InvalidInputError, match="'reduce_scatter' was given.*'all_gather'"):
+        parse(nccl_text("all_gather", 4, SIZES[:3]), collective="reduce_scatter")
+    with pytest.raises(InvalidInputError, match="'allreduce'.*known: all_gather"):
+        parse(body, collective="allreduce")
+
+
+OLD = "\n".join([
+    '# nThread 1 nGpus 2 minBytes 32 maxBytes 1024 step: 2(factor)'
+    ' warmup iters: 5 iters: 20 validation: 1',
+    '',
+    '# Using devices',
+    '#  Rank  0 Pid  31337 on     oldbox device  0 [0x00] Tesla V100-SXM2-16GB',
+    '#  Rank  1 Pid  31337 on     oldbox device  1 [0x00] Tesla V100-SXM2-16GB',
+    '',
+    '#                                                    out-of-'
+    'place                       in-place',
+    '#      size         count    type   redop     time   algbw  '
+    ' busbw  error     time   algbw   busbw  error',
+    '#       (B)    (elements)                     (us)  (GB/s)  '
+    '(GB/s)            (us)  (GB/s)  (GB/s)',
+    '          32             8   float     sum    10.25    0.00 '
+    '   0.00  0e+00    10.50    0.00    0.00  2e-07',
+    '        1024           256   float     sum    11.00    0.09 '
+    '   0.09  0e+00    12.00    0.09    0.09  0e+00',
+    '# Out of bounds values : 0 OK',
+    '# Avg bus bandwidth    : 0.045',
+    '',
+    ""])
+
+
+def test_old_layout_without_root_and_with_an_error_column():
+    table = parse(OLD, collective="all_reduce")
+    assert table.collective == "all_reduce"
+    assert (table.nranks, table.devices) == (2, ("Tesla V100-SXM2-16GB",) * 2)
+    assert (table.avg_busbw, table.out_of_bounds, table.nccl_version) == (0.045, 0, None)
+    assert table.settings["iters"] == 20 and "unalign" not in table.settings
+    first, second = table.rows
+    assert (first.size, first.count, first.type, first.redop, first.root) == \
+        (32, 8, "float", "sum", None)
+    assert first.out_of_place == sc.nccl_tests.Measurement(10.25, 0.0, 0.0, 0.0)
+    assert first.in_place == sc.nccl_tests.Measurement(10.5, 0.0, 0.0, 2e-07)
+    assert second.out_of_place.time_us == 11.0 and second.in_place.time_us == 12.0
+
+
+OLD_ALL_GATHER = """\
+#                                             out-of-place                    in-place
+#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)             (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+        4096           512   float    21.50    0.19    0.14  0e+00    21.00    0.20    0.15  0e+00
+# Avg bus bandwidth    : 0.14
+"""
+
+
+def test_old_layout_without_redop_or_root():
+    (row,) = parse(OLD_ALL_GATHER).rows
+    assert (row.size, row.count, row.type, row.redop, row.root) == (4096, 512, "float",
+                                                                      None, None)
+    assert row.out_of_place == sc.nccl_tests.Measurement(21.5, 0.19, 0.14, 0.0)
+    assert row.in_place == sc.nccl_tests.Measurement(21.0, 0.2, 0.15, 0.0)
+
+
+@pytest.mark.parametrize("prefix", ["[0] ", "[1,0]<stdout>:", " 0: ", "[3]"])
+def test_launcher_prefixes(prefix):
+    text = nccl_text("all_reduce", 4, SIZES[:5])
+    prefixed = "\n".join(prefix + line if line else line for line in text.splitlines())
+    table = parse(prefixed)
+    assert (table.collective, table.nranks, table.avg_busbw) == ("all_reduce", 4,
+                                                                 parse(text).avg_busbw)
+    check_rows(table, "all_reduce", 4, SIZES[:5])
+
+
+def test_log_lines_between_rows_and_a_prefix_inside_a_row():
+    text = nccl_text("all_reduce", 4, SIZES[:3]).splitlines()
+    rows_at = [i for i, line in enumerate(text) if line.startswith("           8")][0]
+    text.insert(rows_at, "node0:4242:4242 [0] NCCL INFO comm 0x55 rank 0 nranks 4 - Init "
+                         "COMPLETE")
+    text.insert(rows_at, "NCCL version 2.21.5+cuda12.4")
+    broken = text[rows_at + 3]                     # the second row, split by a log prefix
+    cut = broken.index("  ", 60)
+    text[rows_at + 3] = "[0]" + broken[:cut] + "[0]" + broken[cut:]
+    table = parse("\n".join(text))
+    assert table.nccl_version == "2.21.5"          # the 'NCCL version' line wins
+    check_rows(table, "all_reduce", 4, SIZES[:3])
+
+
+def test_per_iteration_columns():
+    """-I 1 adds i_min i_max i_p99 i_cv% after each block (util.cu's per_iter_timing)."""
+    extra = "  {:>7}  {:>7}  {:>7}  {:>7}".format("20.10", "25.00", "24.90", "3.2")
+    row = (f"{1024:12d}  {256:12d}  {'float':>8}  {'sum':>6}  {-1:6d}"
+           f"  {'21.00':>7}  {'0.05':>6}  {'0.09':>6}  {'0':>6}" + extra +
+           f"  {'20.00':>7}  {'0.05':>6}  {'0.09':>6}  {'0':>6}" + extra)
+    titles = ("# " + " ".join(["size", "count", "type", "redop", "root"]
+                              + ["time", "algbw", "busbw", "#wrong", "i_min", "i_max",
+                                 "i_p99", "i_cv%"] * 2))
+    text = "#  out-of-place (+ per-iteration)  in-place (+ per-iteration)\n" + titles + \
+        "\n" + row
+    (got,) = parse(text).rows
+    assert got.out_of_place == sc.nccl_tests.Measurement(21.0, 0.05, 0.09, 0.0)
+    assert got.in_place == sc.nccl_tests.Measurement(20.0, 0.05, 0.09, 0.0)
+
+
+def test_rows_without_column_titles():
+    rows = "\n".join(row_text(s, 4, "all_reduce") for s in SIZES[:3])
+    check_rows(parse(rows), "all_reduce", 4, SIZES[:3])
+    one_block = "\n".join(f"{s:12d}  {s // 4:12d}  {'float':>8}  {'sum':>6}  {-1:6d}"
+                          + block(s, 4, "all_reduce", False, "N/A") for s in SIZES[:2])
+    table = parse(one_block)
+    assert all(r.in_place is None and r.out_of_place.wrong is None for r in table.rows)
+    old = "          64            16   float    none       0    10.00    0.01    0.01  0e+00"
+    (row,) = parse(old).rows
+    assert (row.redop, row.root, row.in_place) == ("none", 0, None)
+    rooted = "          64            16   float       3    10.00    0.01    0.01  0e+00"
+    assert parse(rooted).rows[0].root == 3 and parse(rooted).rows[0].redop is None
+
+
+def test_two_runs():
+    text = nccl_text("all_reduce", 8, SIZES[:3]) + nccl_text("all_gather", 8, SIZES[:4])
+    with pytest.raises(InvalidInputError,
+                       match=r"2 runs \(the second starts at line 25\); parse_all"):
+        parse(text)
+    first, second = parse_all(text)
+    assert (first.collective, len(first), second.collective, len(second)) == \
+        ("all_reduce", 3, "all_gather", 4)
+    check_rows(second, "all_gather", 8, SIZES[:4])
+
+
+MALFORMED = [
+    ("drop a field", lambda line: line.rsplit(None, 1)[0],
+     r"line {n}: expected 13 fields \(size count type redop root time algbw busbw wrong"),
+    ("text for a time", lambda line: line.replace(line.split()[5], "fast", 1),
+     r"line {n}: expected a number for the time \(us\), found 'fast'"),
+    ("negative busbw", lambda line: line.replace(" " + line.split()[7], "  -" +
+                                                 line.split()[7], 1),
+     r"line {n}: expected a non-negative number for busbw"),
+    ("a fraction of a byte", lambda line: line.replace(line.split()[0], "8.5", 1),
+     r"line {n}: expected a whole number for size, found '8.5'"),
+    ("a word for #wrong", lambda line: line.rsplit(None, 1)[0] + "   bad",
+     r"line {n}: expected a number for #wrong \(a count, an error, or N/A\), found 'bad'"),
+    ("a word for the root", lambda line: line.replace(" -1 ", " xx ", 1),
+     r"line {n}: expected a whole number for root, found 'xx'"),
+]
+
+
+@pytest.mark.parametrize("what,damage,message", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_rows_name_their_line(what, damage, message):
+    lines = nccl_text("all_reduce", 8, SIZES[:4]).splitlines()
+    n = [i for i, line in enumerate(lines) if line.startswith(f"{512:12d}")][0]
+    lines[n] = damage(lines[n])
+    with pytest.raises(InvalidInputError, match=message.format(n=n + 1)):
+        parse("\n".join(lines))
+
+
+def test_malformed_inputs():
+    with pytest.raises(InvalidInputError, match="no result rows found"):
+        parse("# nThread 1 nGpus 1 minBytes 8 maxBytes 8\n# Using devices\n")
+    with pytest.raises(InvalidInputError, match="no result rows found"):
+        parse("")
+    with pytest.raises(InvalidInputError, match="not bytes"):
+        parse(b"  8  2  float  sum  -1  1.0  0.0  0.0  0")
+    with pytest.raises(InvalidInputError, match=r"line 1: a result row has 10 fields"):
+        parse("  8  2  float  sum  -1  1.0  0.0  0.0  0  1.0")
+    with pytest.raises(InvalidInputError, match="line 2: cannot read the column titles"):
+        parse("#  out-of-place in-place\n#  size  count  type  time  algbw  speed\n")
+    with pytest.raises(InvalidInputError, match="line 1: expected a number after"):
+        parse("# Avg bus bandwidth    : \n")
+    with pytest.raises(InvalidInputError, match="no in-place block"):
+        parse("  8  2  float  sum  -1  1.0  0.0  0.0  0").rows[0].measurement("in_place")
+    with pytest.raises(InvalidInputError, match="'sideways' is not"):
+        parse("  8  2  float  sum  -1  1.0  0.0  0.0  0").rows[0].measurement("sideways")
+
+
+def test_between_and_to_pandas():
+    table = parse(nccl_text("all_reduce", 8, SIZES[:6]))
+    middle = table.between(32, 2048)
+    assert middle.sizes == (32, 128, 512, 2048)
+    assert (middle.collective, middle.nranks, middle.devices) == \
+        (table.collective, table.nranks, table.devices)
+    frame = table.to_pandas()
+    assert list(frame.columns) == ["size", "count", "type", "redop", "root", "time_us",
+                                   "algbw", "busbw", "wrong", "in_place_time_us",
+                                   "in_place_algbw", "in_place_busbw", "in_place_wrong"]
+    assert frame["size"].tolist() == SIZES[:6]
+    assert frame["in_place_time_us"].tolist() == [r.in_place.time_us for r in table.rows]
+
+
+def run_cli(*args: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["run", *args]) == 0
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("collective,algorithm,factor", [
+    ("all_reduce", "ring", 1), ("all_gather", "ring", 4), ("broadcast", "binomial", 1),
+    ("reduce_scatter", "ring", 1)])
+def test_round_trip_through_simcoll_run(collective, algorithm, factor):
+    """What `simcoll run` prints reads back as the simulation's own values."""
+    topo = sc.topology.switch(4, bandwidth=50 * sc.GB, latency=2 * sc.us)
+    text = run_cli("--topology", "switch:ranks=4,bandwidth=50GB/s,latency=2us",
+                   "--collective", collective, "--algorithm", algorithm, "-b", "64", "-e",
+                   "4M", "-f", "8", "-c")
+    table = parse(text)
+    assert (table.collective, table.nranks, table.out_of_bounds) == (collective, 4, 0)
+    assert table.sizes == (64, 512, 4096, 32768, 262144, 2097152)
+    simulated = []
+    for row in table.rows:
+        nbytes = row.size // factor
+        res = sc.simulate(topo, collective, algorithm=algorithm, nbytes=nbytes)
+        simulated.append(res.busbw / 1e9)
+        got = row.out_of_place
+        assert row.in_place is None and got.wrong == 0
+        assert got.time_us == pytest.approx(res.time * 1e6, abs=0.006)
+        assert got.algbw == pytest.approx(res.algbw / 1e9, abs=0.006)
+        assert got.busbw == pytest.approx(res.busbw / 1e9, abs=0.006)
+        assert row.count == nbytes // 4 // (4 if collective == "reduce_scatter" else 1)
+    assert table.avg_busbw == pytest.approx(sum(simulated) / len(simulated), rel=1e-5)
