@@ -96,6 +96,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     if spec.host is not None:
         host = spec.host
         run.start_hosts(lambda comm: _generator_or_none(host(comm, **kwargs)))
+    if spec.in_network is not None:
+        device = spec.in_network
+        run.start_in_network(lambda comm: _generator_or_none(device(comm, **kwargs)))
     run.run()
 
     outputs = correct = max_error = None
@@ -113,5 +116,6 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
 
 
 def _generator_or_none(program: Any) -> Any:
-    """A host part may be a plain function that returns at once (nothing to run)."""
+    """A host or in-network part may be a plain function that returns at once (nothing
+    to run there)."""
     return program if inspect.isgenerator(program) else None

@@ -43,9 +43,10 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         reduce_op = ReduceOp.parse(op)
     except SimCollError as exc:
         raise CommUsageError(f"rank {comm.rank}: {exc}") from None
-    if spec.host is not None:
+    if spec.host is not None or spec.in_network is not None:
+        where = "server hosts" if spec.host is not None else "in-network devices"
         raise CommUsageError(f"rank {comm.rank}: {collective}/{algorithm} runs programs on "
-                             f"server hosts, which only a top-level simulate() starts")
+                             f"{where}, which only a top-level simulate() starts")
     if comm.rank >= comm.size:
         raise CommUsageError(f"host {comm.rank} cannot start collectives; only GPU ranks can")
     count = 0 if x is None else int(x.size)

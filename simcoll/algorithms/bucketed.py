@@ -18,6 +18,8 @@ rest, which the bucket-after-bucket sum does not see.
 
 from __future__ import annotations
 
+from simpy.events import Event
+
 from simcoll import cost
 from simcoll.algorithms.params import Choice, Int, Real
 from simcoll.algorithms.registry import algorithms, get_algorithm, register
@@ -76,7 +78,8 @@ def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, bucke
 def bucketed_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, buckets: int,
                         compute: float, inner: str) -> BufferProgram:
     """All-reduce ``buckets`` pieces of x, each as soon as ``compute / buckets`` of compute
-    for it is done, on a stream of its own while the compute stream goes on.
+    for it is done, on a communication stream of its own (a started program, each bucket a
+    started collective) while the compute stream goes on.
 
     With t_c = compute / B per bucket and t_a the time of ``inner`` on one bucket of n/B
     bytes, bucket i is ready at (i+1) t_c and its reduction starts when both it is ready
@@ -85,11 +88,22 @@ def bucketed_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, buckets: int,
     last bucket when t_a <= t_c, and compute hides behind communication otherwise. Each
     rank sends what ``inner`` sends for each bucket.
     """
-    reduce_bucket = get_algorithm("all_reduce", inner)
-    pieces = split(x, buckets)
-    ready = [comm.compute(compute / buckets) for _ in range(buckets)]
+    last: Event | None = None
+    handles = []
+    for piece in split(x, buckets):
+        yield comm.compute(compute / buckets)  # the backward pass produces this bucket
+        last = comm.start(_after(last, comm, piece, inner, op))
+        handles.append(last)
     reduced = []
-    for piece, produced in zip(pieces, ready):
-        yield produced
-        reduced.append((yield from reduce_bucket.program(comm, piece, op=op)))
+    for handle in handles:
+        reduced.append((yield handle))
     return comm.join(reduced)
+
+
+def _after(previous: Event | None, comm: Comm, piece: Buffer, inner: str,
+           op: ReduceOp) -> BufferProgram:
+    """The communication stream's next bucket: its all-reduce starts once the previous
+    bucket's is done (one stream, as NCCL runs them), and returns the bucket's sum."""
+    if previous is not None:
+        yield previous
+    return (yield comm.all_reduce(piece, algorithm=inner, op=op.combining))

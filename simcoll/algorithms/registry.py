@@ -50,6 +50,8 @@ class AlgorithmSpec:
             rank counts, sizes or combinations of parameters the algorithm does not accept,
             or None. It is given the parameters it names (defaults filled in) and, if it
             names it, ``nodes``: the node of every rank.
+        in_network: program run on each switch or NIC that computes in the network,
+            ``in_network(comm, **same keywords)``, or None.
     """
 
     collective: str
@@ -59,6 +61,7 @@ class AlgorithmSpec:
     params: Mapping[str, Param] = field(default_factory=dict)
     host: Callable[..., HostProgram] | None = None
     validate: Callable[..., None] | None = None
+    in_network: Callable[..., HostProgram] | None = None
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -141,6 +144,7 @@ _plugins_loaded = False
 def register(collective: str, name: str, *, cost: CostModel | None = None,
              params: Mapping[str, Param] | None = None,
              host: Callable[..., HostProgram] | None = None,
+             in_network: Callable[..., HostProgram] | None = None,
              validate: Callable[..., None] | None = None) -> Callable[[Fn], Fn]:
     """Decorator: register a rank program as ``name`` for ``collective``, with its cost.
 
@@ -151,6 +155,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         params: ``{name: spec}`` of its parameters; the program takes each as a
             keyword-only argument without a default (the spec holds the default).
         host: program for each server host, taking the same keywords, or None.
+        in_network: program for each switch or NIC that computes in the network (NVLS,
+            SHARP), taking the same keywords, or None.
         validate: cross-parameter check (see :class:`AlgorithmSpec`), or None.
 
     Raises:
@@ -190,12 +196,14 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
             raise TypeError(f"{what}: {fn!r} is not a generator function; an algorithm "
                             f"yields the events comm returns")
         _check_program(what, fn, keywords, specs)
-        if host is not None:
-            _check_program(what, host, keywords, specs)
+        for part in (host, in_network):
+            if part is not None:
+                _check_program(what, part, keywords, specs)
         key = (collective, name)
         if key in _REGISTRY and _REGISTRY[key].fn is not fn:
             raise ValueError(f"algorithm {name!r} is already registered for {collective!r}")
-        _REGISTRY[key] = AlgorithmSpec(collective, name, fn, cost, specs, host, validate)
+        _REGISTRY[key] = AlgorithmSpec(collective, name, fn, cost, specs, host, validate,
+                                       in_network)
         return fn
 
     return decorator
