@@ -8,10 +8,11 @@ endpoints (parameter servers) numbered after the GPUs; switches and NICs only fo
 Routes are shortest paths in hops, ties broken by the order links were added, so they are
 deterministic. A GPU may name a device its messages to other GPUs are staged through
 (``staging``, e.g. host memory when GPUs have no peer-to-peer access): its route to another
-GPU is then the shortest path to that device followed by the shortest path from it. They are computed on first use and cached. On a tree (every builder except
-``ring``, ``fully_connected`` and ``torus``) a route is found by climbing to the lowest
-common ancestor in O(depth); otherwise by a breadth-first search from the source that stops
-at the destination.
+GPU is then the shortest path to that device followed by the shortest path from it.
+Routes are computed on first use and cached. On a tree (every builder except ``ring``,
+``fully_connected``, ``torus`` and the multi-node DGX presets) a route is found by
+climbing to the lowest common ancestor in O(depth); otherwise by a breadth-first search
+from the source that stops at the destination.
 """
 
 from __future__ import annotations
