@@ -254,8 +254,7 @@ def _pairs(pairs, n):
             events.append(comm.send(sc.VirtualBuffer.of(n, np.uint8), sends[comm.rank]))
         if comm.rank in recvs:
             events.append(comm.recv(recvs[comm.rank]))
-        for event in events:
-            yield event
+        yield from events
     return program
 
 
