@@ -254,7 +254,9 @@ def _pairs(pairs, n):
             events.append(comm.send(sc.VirtualBuffer.of(n, np.uint8), sends[comm.rank]))
         if comm.rank in recvs:
             events.append(comm.recv(recvs[comm.rank]))
-        yield from events
+        # Not ``yield from``: SimPy sends each event's value back, which a list cannot take.
+        for event in events:  # noqa: UP028
+            yield event
     return program
 
 
