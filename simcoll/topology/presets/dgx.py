@@ -26,11 +26,13 @@ its PCIe link):
 * same node: GPU -> NVSwitch -> GPU;
 * local GPU i to local GPU i of another node (same rail): GPU -> NIC i -> leaf i ->
   NIC i -> GPU, plus leaf -> spine -> leaf between leaf groups;
-* local GPU i to local GPU j != i of another node (cross-rail): three routes tie at six
-  hops (NVLink to local GPU j then rail j; rail i then NVLink on the far node; rail i,
-  spine, rail j). The first wins: GPU i -> NVSwitch -> GPU j -> NIC j -> leaf j ->
-  NIC j -> GPU j, the path NCCL's PXN takes, so cross-rail traffic loads GPU j's NVLink
-  and NIC and never the spine.
+* local GPU i to local GPU j != i of another node under the same leaves (cross-rail):
+  three routes tie at six hops (NVLink to local GPU j then rail j; rail i then NVLink on
+  the far node; rail i, spine, rail j). The first wins: GPU i -> NVSwitch -> GPU j ->
+  NIC j -> leaf j -> NIC j -> GPU j, the path NCCL's PXN takes, so cross-rail traffic
+  loads GPU j's NVLink and NIC and not the spine;
+* cross-rail between leaf groups: rail i up to the spine and down rail j (shorter than
+  any detour over NVLink).
 
 Latencies are round typical values, not measurements (calibration fits them): 0.5 us per
 NVLink hop, 1 us GPU to NIC over PCIe, 1.5 us per network hop (NIC-leaf, leaf-spine).
