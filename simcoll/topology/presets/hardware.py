@@ -34,13 +34,14 @@ GPU memory:
     A100 SXM4 80 GB: 2,039 GB/s (HBM2e); A100 PCIe 80 GB: 1,935 GB/s; H100 SXM5 80 GB:
     3.35 TB/s (HBM3) (NVIDIA A100 datasheet, 2021; NVIDIA H100 datasheet, 2022).
 
-Where to read them: NVIDIA A100 datasheet (nvidia.com, nvidia-a100-datasheet-us-nvidia-
-1758950-r4-web.pdf); NVIDIA H100 datasheet and the Hopper architecture whitepaper; "Upgrading
-Multi-GPU Interconnectivity with the Third-Generation NVIDIA NVSwitch" (NVIDIA technical
-blog, 2022: NVLink 4, NVSwitch SHARP in-network reductions); NVIDIA DGX SuperPOD reference
-architectures (rail-optimised compute fabric; scalable units of 20 DGX A100 and 32 DGX
-H100); QM87xx (40-port HDR) and QM97xx (64-port NDR) InfiniBand switch user manuals
-(docs.nvidia.com/networking); NCCL's src/graph/topo.h, topo.cc and tuning.cc at 2.30.7.
+Where to read them: NVIDIA A100 datasheet (on nvidia.com:
+nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); NVIDIA H100 datasheet and the Hopper
+architecture whitepaper; "Upgrading Multi-GPU Interconnectivity with the Third-Generation
+NVIDIA NVSwitch" (NVIDIA technical blog, 2022: NVLink 4, NVSwitch SHARP in-network
+reductions); NVIDIA DGX SuperPOD reference architectures (rail-optimised compute fabric;
+scalable units of 20 DGX A100 and 32 DGX H100); QM87xx (40-port HDR) and QM97xx (64-port
+NDR) InfiniBand switch user manuals (docs.nvidia.com/networking); NCCL's src/graph/topo.h,
+topo.cc and tuning.cc at 2.30.7.
 
 The reduction rule: an elementwise reduction of two inputs into one output reads two
 bytes and writes one for every byte of output, and on large buffers it is bound by memory,
