@@ -433,7 +433,7 @@ def test_a_failing_save_ends_the_workers_at_once(tmp_path, monkeypatch):
 
 def test_ranks_are_rank_counts_not_nodes():
     with pytest.raises(sc.InvalidInputError,
-                       match=r"simcoll.topology.presets:dgx_a100 built 'dgx_a100x1' with 8 "
+                       match=r"simcoll.topology.presets.dgx:dgx_a100 built 'dgx_a100x1' with 8 "
                              r"ranks for ranks value p=1"):
         sweep(sc.topology.dgx_a100, "all_reduce", algorithms=["ring"], ranks=[1, 2],
               sizes=[1024])

@@ -35,9 +35,9 @@ SPECS = [
     ("dgx_h100:nodes=2", lambda: T.dgx_h100(nodes=2)),
     ("dgx_h100", lambda: T.dgx_h100()),
     ("dgx:2,nvlink_bandwidth=1GB/s,pcie_bandwidth=2GB/s,nic_bandwidth=3Gbps,name=mine,"
-     "gpus_per_node=2,ib_latency=3us",
+     "gpus_per_node=2,network_latency=3us",
      lambda: T.dgx(2, nvlink_bandwidth=1e9, pcie_bandwidth=2e9, nic_bandwidth=3e9 / 8,
-                   name="mine", gpus_per_node=2, ib_latency=3e-6)),
+                   name="mine", gpus_per_node=2, network_latency=3e-6)),
 ]
 
 

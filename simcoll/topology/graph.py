@@ -6,10 +6,13 @@ itself. GPUs are the ranks (0..n-1, in the order they were added); hosts are ext
 endpoints (parameter servers) numbered after the GPUs; switches and NICs only forward.
 
 Routes are shortest paths in hops, ties broken by the order links were added, so they are
-deterministic. They are computed on first use and cached. On a tree (every builder except
-``ring``, ``fully_connected`` and ``torus``) a route is found by climbing to the lowest
-common ancestor in O(depth); otherwise by a breadth-first search from the source that stops
-at the destination.
+deterministic. A GPU may name a device its messages to other GPUs are staged through
+(``staging``, e.g. host memory when GPUs have no peer-to-peer access): its route to another
+GPU is then the shortest path to that device followed by the shortest path from it.
+Routes are computed on first use and cached. On a tree (every builder except ``ring``,
+``fully_connected``, ``torus`` and the multi-node DGX presets) a route is found by
+climbing to the lowest common ancestor in O(depth); otherwise by a breadth-first search
+from the source that stops at the destination.
 """
 
 from __future__ import annotations
@@ -31,13 +34,16 @@ _ENDPOINT_KINDS = ("gpu", "host")
 class Device:
     """A device. ``reduce_bandwidth`` (bytes of output per second) matters for endpoints;
     ``node`` (the server a GPU sits in) lets hierarchical algorithms group ranks;
-    ``in_network`` marks a switch or NIC that also reduces (NVLS, SHARP)."""
+    ``in_network`` marks a switch or NIC that also reduces (NVLS, SHARP); ``staging``
+    names the device a GPU's messages to other GPUs pass through (host memory, for GPUs
+    without peer-to-peer access), or None."""
 
     name: str
     kind: str
     reduce_bandwidth: float = math.inf
     node: int = 0
     in_network: bool = False
+    staging: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,7 @@ class Topology:
 
     # -- building ------------------------------------------------------------------------
     def _add(self, kind: str, name: str | None, reduce_bandwidth: float, node: int = 0,
-             in_network: bool = False) -> str:
+             in_network: bool = False, staging: str | None = None) -> str:
         if name is None:
             prefix = {"gpu": "gpu", "host": "server", "switch": "switch", "nic": "nic"}[kind]
             count = self._kind_count.get(kind, 0)
@@ -115,8 +121,12 @@ class Topology:
         rb = _check_rate(f"reduce_bandwidth of {name!r}", reduce_bandwidth, allow_inf=True)
         node = integer(node, f"node of {name!r}", minimum=0, error=TopologyError,
                        what="the server the GPU sits in")
+        if staging is not None and (not isinstance(staging, str) or not staging
+                                    or staging == name):
+            raise TopologyError(f"staging of {name!r} = {staging!r} is not accepted; name "
+                                f"another device (e.g. host memory), or None")
         self._kind_count[kind] = self._kind_count.get(kind, 0) + 1
-        self._devices[name] = Device(name, kind, rb, node, in_network)
+        self._devices[name] = Device(name, kind, rb, node, in_network, staging)
         self.spec = None
         self._index[name] = len(self._adjacency)
         self._adjacency.append([])
@@ -130,12 +140,15 @@ class Topology:
         return name
 
     def add_gpu(self, name: str | None = None, *, reduce_bandwidth: float = math.inf,
-                node: int = 0) -> str:
+                node: int = 0, staging: str | None = None) -> str:
         """Add a GPU; it becomes the next rank. Returns its name (default ``gpu<rank>``).
 
-        ``node`` is the server it sits in (0 by default: one server).
+        ``node`` is the server it sits in (0 by default: one server). ``staging`` names a
+        device (added before or after) that every message from this GPU to another GPU
+        passes through, as through host memory without peer-to-peer access: the route is
+        the shortest path to it, then the shortest path from it.
         """
-        return self._add("gpu", name, reduce_bandwidth, node)
+        return self._add("gpu", name, reduce_bandwidth, node, staging=staging)
 
     def add_host(self, name: str | None = None, *, reduce_bandwidth: float = math.inf) -> str:
         """Add a server host (a parameter-server endpoint). Returns its name."""
@@ -317,6 +330,8 @@ class Topology:
                 if nbr not in seen:
                     seen.add(nbr)
                     queue.append(nbr)
+        for gpu in self._gpus:
+            self._staging_index(gpu)
         lost = [n for n in self._gpus + self._hosts + self._in_network
                 if self._index[n] not in seen]
         if lost:
@@ -338,12 +353,15 @@ class Topology:
         key = (src, dst)
         route = None if avoid else self._routes.get(key)
         if route is None:
-            a = self._index[self.endpoint_name(src)]
-            b = self._index[self.endpoint_name(dst)]
-            if avoid:
-                links = self._bfs_path(a, b, avoid)
+            a_name, b_name = self.endpoint_name(src), self.endpoint_name(dst)
+            a, b = self._index[a_name], self._index[b_name]
+            stage = (self._staging_index(a_name)
+                     if src != dst and self._devices[b_name].kind == "gpu" else None)
+            if stage is None:
+                links = self._path(a, b, avoid)
             else:
-                links = self._tree_path(a, b) if self._is_tree() else self._bfs_path(a, b)
+                first, second = self._path(a, stage, avoid), self._path(stage, b, avoid)
+                links = None if first is None or second is None else first + second
             if links is None:
                 raise TopologyError(f"no route from {self.endpoint_name(src)!r} to "
                                     f"{self.endpoint_name(dst)!r}"
@@ -354,6 +372,21 @@ class Topology:
             if not avoid:
                 self._routes[key] = route
         return route
+
+    def _path(self, a: int, b: int, avoid: frozenset[int]) -> list[int] | None:
+        if avoid:
+            return self._bfs_path(a, b, avoid)
+        return self._tree_path(a, b) if self._is_tree() else self._bfs_path(a, b)
+
+    def _staging_index(self, gpu: str) -> int | None:
+        """The index of the device ``gpu``'s messages are staged through, or None."""
+        stage = self._devices[gpu].staging
+        if stage is None:
+            return None
+        if stage not in self._index:
+            raise TopologyError(f"GPU {gpu!r} stages its messages through {stage!r}, which "
+                                f"is not a device of topology {self.name!r}; add it")
+        return self._index[stage]
 
     def _is_tree(self) -> bool:
         if not self._tree_checked:

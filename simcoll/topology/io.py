@@ -13,13 +13,15 @@ every format. A machine listed device by device (YAML shown)::
       - {u: gpu0, v: sw, bandwidth: 300GB/s, latency: 0.5us, kind: nvlink}
       - {u: gpu1, v: sw, bandwidth: 400Gbps, latency: 1e-6}
 
-``node`` (default 0) is the server a GPU sits in; ``reduce_bandwidth`` (GPUs and hosts,
-default ``inf``: free reductions) is bytes of reduction output per second; on a switch or
-NIC it makes the device compute in the network (NVLS, SHARP: ``in_network: true``
-marks one with free reductions, where JSON has ``null`` for ``inf``); a link's
-``latency`` defaults to 0 and its ``kind`` to ``"custom"``. Rates and times are plain SI
-numbers or carry units (:mod:`simcoll.topology.quantities`). Or a builder or preset with
-its arguments, exactly as a spec names them (:mod:`simcoll.topology.spec`)::
+``node`` (default 0) is the server a GPU sits in; ``staging`` (GPUs only) names the
+device its messages to other GPUs pass through (host memory, without peer-to-peer
+access); ``reduce_bandwidth`` (GPUs and hosts, default ``inf``: free reductions) is bytes
+of reduction output per second; on a switch or NIC it makes the device compute in the
+network (NVLS, SHARP: ``in_network: true`` marks one with free reductions, where JSON has
+``null`` for ``inf``); a link's ``latency`` defaults to 0 and its ``kind`` to
+``"custom"``. Rates and times are plain SI numbers or carry units
+(:mod:`simcoll.topology.quantities`). Or a builder or preset with its arguments, exactly
+as a spec names them (:mod:`simcoll.topology.spec`)::
 
     preset: dgx_h100
     args: {nodes: 2}
@@ -46,7 +48,7 @@ __all__ = ["to_dict", "from_dict", "save", "load"]
 
 _TOP_KEYS = ("name", "devices", "links")
 _PRESET_KEYS = ("preset", "args")
-_DEVICE_KEYS = ("name", "kind", "node", "reduce_bandwidth", "in_network")
+_DEVICE_KEYS = ("name", "kind", "node", "reduce_bandwidth", "in_network", "staging")
 _LINK_KEYS = ("u", "v", "bandwidth", "latency", "kind")
 
 
@@ -57,7 +59,8 @@ def to_dict(topology: Topology) -> dict[str, Any]:
         "devices": [{"name": d.name, "kind": d.kind, "node": d.node,
                      "reduce_bandwidth": None if math.isinf(d.reduce_bandwidth)
                      else d.reduce_bandwidth,
-                     **({"in_network": True} if d.in_network else {})}
+                     **({"in_network": True} if d.in_network else {}),
+                     **({"staging": d.staging} if d.staging is not None else {})}
                     for d in topology.devices],
         "links": [{"u": link.u, "v": link.v, "bandwidth": link.bandwidth,
                    "latency": link.latency, "kind": link.kind} for link in topology.links],
@@ -75,6 +78,8 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
             entry["reduce_bandwidth"] = d["reduce_bandwidth"]
         if d.get("in_network"):
             entry["in_network"] = True
+        if d.get("staging") is not None:
+            entry["staging"] = d["staging"]
         devices.append(entry)
     return {"name": data["name"], "devices": devices, "links": data["links"]}
 
@@ -140,10 +145,14 @@ def _build(data: Any, ctx: Context) -> Topology:
             raise ctx.error(path + ("node",), "node applies to GPUs only")
         if kind in ("gpu", "host") and in_network:
             raise ctx.error(path + ("in_network",), "applies to switches and NICs only")
+        staging = _field(dev, "staging", ctx, path, kind="name", default=None)
+        if kind != "gpu" and staging is not None:
+            raise ctx.error(path + ("staging",), "applies to GPUs only")
         try:
-            if kind in ("gpu", "host"):
-                getattr(topo, f"add_{kind}")(dev_name, reduce_bandwidth=rb,
-                                             **({"node": node} if kind == "gpu" else {}))
+            if kind == "gpu":
+                topo.add_gpu(dev_name, reduce_bandwidth=rb, node=node, staging=staging)
+            elif kind == "host":
+                topo.add_host(dev_name, reduce_bandwidth=rb)
             elif in_network or "reduce_bandwidth" in dev and dev["reduce_bandwidth"] is not None:
                 getattr(topo, f"add_{kind}")(dev_name, reduce_bandwidth=rb)
             else:

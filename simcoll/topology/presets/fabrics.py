@@ -1,0 +1,106 @@
+"""Two-level fat trees (leaves and a spine) and generic GPU servers on one.
+
+A leaf switch has ``leaf_radix`` ports at the NIC rate: half face the nodes, half face the
+spine, so a leaf serves ``leaf_radix // 2`` nodes without oversubscription. The spine
+layer is drawn as one non-blocking switch joined to every leaf by one link that carries
+the leaf's whole uplink capacity, ``leaf_radix // 2 x nic_bandwidth / oversubscription``:
+a fat tree whose uplinks share the load perfectly (ideal adaptive routing or ECMP), with
+unique routes. With ``oversubscription = 2`` a leaf has half as much capacity up as down.
+A machine whose NICs all fit one leaf gets no spine.
+
+Rail-optimised fabrics (DGX SuperPOD): NIC k of every node sits on leaf k of the node's
+leaf group (rail k), so GPUs with the same local index talk through one leaf. NVIDIA's
+DGX SuperPOD reference architectures build scalable units of 20 DGX A100 (on 40-port
+HDR QM8700 leaves) and 32 DGX H100 (on 64-port NDR QM9700 leaves), one leaf per rail.
+"""
+
+from __future__ import annotations
+
+import math
+
+from simcoll.checks import integer, real
+from simcoll.errors import TopologyError
+from simcoll.topology.builders import _check_count
+from simcoll.topology.graph import Topology
+from simcoll.units import GB, Gbps, us
+
+__all__ = ["fat_tree", "attach_fat_tree"]
+
+
+def _leaf_capacity(leaf_radix: int, oversubscription: float) -> tuple[int, float]:
+    """Nodes per leaf (half the ports) and the checked oversubscription ratio."""
+    radix = integer(leaf_radix, "leaf_radix", minimum=2, error=TopologyError,
+                    what="ports per leaf switch; half face the nodes")
+    ratio = real(oversubscription, "oversubscription", strict=True, error=TopologyError,
+                 what="leaf down-link capacity over up-link capacity, e.g. 1.0 or 2.0")
+    return radix // 2, ratio
+
+
+def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: float,
+                    latency: float, kind: str, leaf_radix: int,
+                    oversubscription: float) -> None:
+    """Join ``nics[node][rail]`` by leaves (one per rail and group of nodes) and a spine.
+
+    Leaves are named ``leaf<rail>`` (``leaf<rail>_<group>`` once there are several
+    groups of ``leaf_radix // 2`` nodes), the spine ``spine``. Every NIC-leaf and
+    leaf-spine link has ``latency`` and ``kind``.
+
+    Raises:
+        TopologyError: a bad ``leaf_radix`` or ``oversubscription``.
+    """
+    per_leaf, ratio = _leaf_capacity(leaf_radix, oversubscription)
+    groups = -(-len(nics) // per_leaf)
+    rails = len(nics[0])
+    leaves = {(g, r): topo.add_switch(f"leaf{r}" if groups == 1 else f"leaf{r}_{g}")
+              for g in range(groups) for r in range(rails)}
+    for node, row in enumerate(nics):
+        for rail, nic in enumerate(row):
+            topo.add_link(nic, leaves[node // per_leaf, rail], bandwidth=nic_bandwidth,
+                          latency=latency, kind=kind)
+    if len(leaves) > 1:
+        spine = topo.add_switch("spine")
+        for leaf in leaves.values():
+            topo.add_link(leaf, spine, bandwidth=per_leaf * nic_bandwidth / ratio,
+                          latency=latency, kind=kind)
+
+
+def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.0,
+             leaf_radix: int = 32, intra_bandwidth: float = 300 * GB,
+             intra_latency: float = 1 * us, nic_bandwidth: float = 100 * Gbps,
+             pcie_bandwidth: float = 24 * GB, pcie_latency: float = 1 * us,
+             network_latency: float = 1.5 * us, network_kind: str = "ib",
+             reduce_bandwidth: float = math.inf) -> Topology:
+    """Generic GPU servers, one NIC each, on a two-level fat tree.
+
+    The GPUs of a node share a node switch (links of ``intra_bandwidth``); the node
+    switch reaches the node's NIC over PCIe (``pcie_bandwidth``, NCCL's Gen4 x16 figure
+    by default); the NICs sit ``leaf_radix // 2`` to a leaf, and leaves reach a spine
+    with ``oversubscription`` times less capacity up than down (see the module). A
+    message from GPU a to GPU b of another node under the same leaf crosses
+    a -> node switch -> NIC -> leaf -> NIC -> node switch -> b; under another leaf it
+    also crosses the spine. Rank ``node * gpus_per_node + local`` (its ``node``).
+
+    Raises:
+        TopologyError: a count, ratio, bandwidth or latency that is not accepted.
+    """
+    nodes = _check_count("nodes", nodes)
+    gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
+    _leaf_capacity(leaf_radix, oversubscription)
+    topo = Topology(f"fat_tree({nodes}x{gpus_per_node})")
+    nics = []
+    for node in range(nodes):
+        sw = topo.add_switch(f"node{node}")
+        for _ in range(gpus_per_node):
+            gpu = topo.add_gpu(reduce_bandwidth=reduce_bandwidth, node=node)
+            topo.add_link(gpu, sw, bandwidth=intra_bandwidth, latency=intra_latency,
+                          kind="nvswitch")
+        if nodes > 1:
+            nic = topo.add_nic(f"nic{node}")
+            topo.add_link(sw, nic, bandwidth=pcie_bandwidth, latency=pcie_latency,
+                          kind="pcie")
+            nics.append([nic])
+    if nics:
+        attach_fat_tree(topo, nics, nic_bandwidth=nic_bandwidth, latency=network_latency,
+                        kind=network_kind, leaf_radix=leaf_radix,
+                        oversubscription=oversubscription)
+    return topo

@@ -1,0 +1,95 @@
+"""A PCIe server: GPUs on PCIe switches under the CPUs' root complexes, with or without
+GPU peer-to-peer access.
+
+The machine: ``gpus`` GPUs, ``gpus_per_switch`` to a PCIe switch (``pcie<j>``), each
+switch on one x16 uplink to the root complex of its CPU socket (``cpu<s>``; switches
+spread evenly over ``sockets``), each socket's host memory (``memory<s>``) on a link of
+the memory bandwidth, and two sockets joined by their inter-socket link (UPI / Infinity
+Fabric). Every PCIe link is x16 of generation ``gen``: NCCL's usable figure by default
+(Gen3 12, Gen4 24, Gen5 48 GB/s per direction; nominal 15.75, 31.5, 63; see
+:mod:`simcoll.topology.presets.hardware`). ``pcie_latency`` is GPU to root complex, half
+on each of the two links.
+
+With ``p2p=True`` GPUs write into each other's memory through the PCIe switches: GPUs on
+one switch meet there, GPUs on two switches of one socket at the root complex, GPUs of
+two sockets across the inter-socket link.
+
+With ``p2p=False`` (no peer-to-peer access: NCCL then uses its SHM transport, staging
+data in host memory) every message between two GPUs is staged through the sender's host
+memory (``staging`` of each GPU): it crosses the sender's PCIe links up to the root
+complex and into memory, then out of memory and down the receiver's PCIe links (and the
+inter-socket link when the receiver sits on the other socket). The uplink of a PCIe
+switch is then shared by all the traffic its GPUs send and, in the other direction,
+receive, and the memory link carries each staged byte once in each direction. Host
+memory copies are not charged separately: the memory link's rate is their only cost.
+
+Defaults: A100 PCIe 80GB GPUs (reductions at 1,935 / 3 = 645 GB/s), host memory of one
+AMD EPYC 7002/7003 socket (8 channels of DDR4-3200: 8 x 25.6 = 204.8 GB/s, AMD's EPYC
+specifications), and the inter-socket figure NCCL 2.30.7 assumes for AMD CPUs, ``AMD_BW
+16.0`` GB/s (src/graph/topo.h). Latencies are round typical values, not measurements.
+"""
+
+from __future__ import annotations
+
+from simcoll.checks import integer
+from simcoll.errors import TopologyError
+from simcoll.topology.builders import _check_count
+from simcoll.topology.graph import Topology
+from simcoll.topology.presets.hardware import A100_PCIE, pcie_x16_nccl
+from simcoll.units import GB, us
+
+__all__ = ["pcie_node"]
+
+
+def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch: int = 4,
+              sockets: int = 1, pcie_bandwidth: float | None = None,
+              pcie_latency: float = 1 * us, memory_bandwidth: float = 204.8 * GB,
+              memory_latency: float = 0.1 * us, inter_socket_bandwidth: float = 16 * GB,
+              inter_socket_latency: float = 0.5 * us,
+              reduce_bandwidth: float = A100_PCIE.reduce_bandwidth) -> Topology:
+    """GPUs on PCIe switches under 1 or 2 CPU sockets (see the module for the model).
+
+    Args:
+        gpus: GPUs (ranks), all on node 0.
+        gen: PCI Express generation, 3, 4 or 5.
+        p2p: GPU peer-to-peer access; False stages every GPU-to-GPU message through
+            the sender's host memory.
+        gpus_per_switch: GPUs per PCIe switch.
+        sockets: CPU sockets (root complexes), 1 or 2.
+        pcie_bandwidth: per x16 link and direction; default NCCL's figure for ``gen``.
+        pcie_latency: GPU to root complex, seconds.
+        memory_bandwidth, memory_latency: the link of each socket's host memory.
+        inter_socket_bandwidth, inter_socket_latency: the link between two sockets.
+        reduce_bandwidth: each GPU's reduction output, bytes/s.
+
+    Raises:
+        TopologyError: a count, generation, rate or latency that is not accepted.
+    """
+    gpus = _check_count("gpus", gpus)
+    per_switch = _check_count("gpus_per_switch", gpus_per_switch)
+    sockets = integer(sockets, "sockets", minimum=1, maximum=2, error=TopologyError,
+                      what="CPU sockets (root complexes): 1 or 2")
+    if not isinstance(p2p, bool):
+        raise TopologyError(f"p2p={p2p!r} is not accepted; use True or False")
+    bandwidth = pcie_x16_nccl(gen) if pcie_bandwidth is None else pcie_bandwidth
+    topo = Topology(f"pcie_node({gpus}, gen{gen}{'' if p2p else ', no p2p'})")
+    cpus = [topo.add_switch(f"cpu{s}") for s in range(sockets)]
+    memories = [topo.add_switch(f"memory{s}") for s in range(sockets)]
+    for cpu, memory in zip(cpus, memories):
+        topo.add_link(cpu, memory, bandwidth=memory_bandwidth, latency=memory_latency,
+                      kind="memory")
+    if sockets == 2:
+        topo.add_link(cpus[0], cpus[1], bandwidth=inter_socket_bandwidth,
+                      latency=inter_socket_latency, kind="inter_socket")
+    switches = -(-gpus // per_switch)
+    for j in range(switches):
+        socket = j * sockets // switches
+        sw = topo.add_switch(f"pcie{j}")
+        topo.add_link(sw, cpus[socket], bandwidth=bandwidth, latency=pcie_latency / 2,
+                      kind="pcie")
+        for rank in range(j * per_switch, min(gpus, (j + 1) * per_switch)):
+            gpu = topo.add_gpu(f"gpu{rank}", reduce_bandwidth=reduce_bandwidth,
+                               staging=None if p2p else memories[socket])
+            topo.add_link(gpu, sw, bandwidth=bandwidth, latency=pcie_latency / 2,
+                          kind="pcie")
+    return topo
