@@ -76,19 +76,25 @@ class Comm:
                                  f"keep local data local instead of messaging it")
         return peer if self._members is None else self._members[peer]
 
-    def send(self, data: Any, dst: int, *, tag: Any = 0) -> Event:
+    def send(self, data: Any, dst: int, *, tag: Any = 0, delay: float = 0.0,
+             wire_bytes: int | None = None) -> Event:
         """Send a snapshot of ``data`` to ``dst``; the event fires when it has arrived.
 
         The transfer starts at once; yield the event only to wait for its arrival. Arrays
         in data mode are read-only, so the receiver gets the very array sent, and no copy
         is made (a writeable array is copied once).
+
+        A protocol (NCCL's LL, LL128) may put ``wire_bytes`` on the links instead of the
+        payload's bytes, and add ``delay`` seconds of per-step overhead to the route's
+        latency; the endpoints' traffic counters count the payload either way.
         """
         target = self._peer(dst, "dst")
         done = Event(self._env)
-        self._post(data, target, tag, done)
+        self._post(data, target, tag, done, delay, wire_bytes)
         return done
 
-    def _post(self, data: Any, target: int, tag: Any, done: Event) -> None:
+    def _post(self, data: Any, target: int, tag: Any, done: Event, delay: float = 0.0,
+              wire_bytes: int | None = None) -> None:
         if type(data) is VirtualBuffer:
             payload, nbytes = data, data.nbytes
         else:
@@ -96,7 +102,7 @@ class Comm:
             nbytes = buffers.nbytes_of(payload)
         address = self._address
         self._rt.post_send((self._context, address, target, tag), payload, nbytes,
-                           address, target, tag, done)
+                           address, target, tag, done, delay, wire_bytes)
 
     def recv(self, src: int, *, tag: Any = 0) -> Event:
         """Receive the next message from ``src`` with ``tag``; the event's value is it."""
@@ -108,11 +114,13 @@ class Comm:
         return event
 
     def sendrecv(self, data: Any, dst: int, src: int, *, tag: Any = 0,
-                 recv_tag: Any = None) -> Event:
+                 recv_tag: Any = None, delay: float = 0.0,
+                 wire_bytes: int | None = None) -> Event:
         """Send ``data`` to ``dst`` and receive from ``src`` at once.
 
         The event fires when both are done; its value is the received payload.
-        ``recv_tag`` defaults to ``tag``.
+        ``recv_tag`` defaults to ``tag``; ``delay`` and ``wire_bytes`` are the send's, as
+        for :meth:`send`.
         """
         target = self._peer(dst, "dst")
         source = self._peer(src, "src")
@@ -123,14 +131,15 @@ class Comm:
         if payload is not PENDING:
             joint.pending = 1
             joint.payload = payload
-        self._post(data, target, tag, joint)
+        self._post(data, target, tag, joint, delay, wire_bytes)
         return joint
 
-    def multicast(self, data: Any, dsts: Sequence[int], *, tag: Any = 0) -> Event:
+    def multicast(self, data: Any, dsts: Sequence[int], *, tag: Any = 0,
+                  delay: float = 0.0) -> Event:
         """Send one copy of ``data`` that the network replicates to every rank in ``dsts``
         (NVLink SHARP and InfiniBand multicast): each byte crosses each link of the union
         of the routes once. Every destination receives it with ``recv`` as any message;
-        the event fires when all of them have it.
+        the event fires when all of them have it. ``delay`` is as for :meth:`send`.
         """
         targets = tuple(self._peer(d, "dsts") for d in dsts)
         if not targets:
@@ -147,7 +156,7 @@ class Comm:
         done = Joint(self._env, len(targets))
         address = self._address
         self._rt.post_multicast([(self._context, address, t, tag) for t in targets], payload,
-                                nbytes, address, targets, tag, done)
+                                nbytes, address, targets, tag, done, delay)
         return done
 
     # -- local work ----------------------------------------------------------------------

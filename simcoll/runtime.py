@@ -147,7 +147,8 @@ class Runtime:
 
     # -- messages ------------------------------------------------------------------------
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
-                  tag: Any, sender: Event) -> Message:
+                  tag: Any, sender: Event, delay: float = 0.0,
+                  wire_bytes: int | None = None) -> Message:
         channel = self.channels.get(key)
         if channel is None:
             channel = self.channels[key] = Channel()
@@ -156,11 +157,12 @@ class Runtime:
             message.receiver = channel.waiting.popleft()
         else:
             channel.unclaimed.append(message)
-        self.network.transfer(src, dst, nbytes, self._arrive, message)
+        self.network.transfer(src, dst, nbytes, self._arrive, message, delay, wire_bytes)
         return message
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
-                       dsts: tuple[int, ...], tag: Any, sender: Joint) -> list[Message]:
+                       dsts: tuple[int, ...], tag: Any, sender: Joint,
+                       delay: float = 0.0) -> list[Message]:
         """One message per destination, delivered together by one network multicast."""
         messages = []
         for key, dst in zip(keys, dsts):
@@ -173,7 +175,7 @@ class Runtime:
             else:
                 channel.unclaimed.append(message)
             messages.append(message)
-        self.network.multicast(src, dsts, nbytes, self._arrive_all, messages)
+        self.network.multicast(src, dsts, nbytes, self._arrive_all, messages, delay)
         return messages
 
     def _arrive_all(self, messages: list[Message]) -> None:
@@ -273,17 +275,21 @@ class TracingRuntime(Runtime):
         self._sent: dict[Message, tuple[float, int]] = {}
 
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
-                  tag: Any, sender: Event) -> Message:
+                  tag: Any, sender: Event, delay: float = 0.0,
+                  wire_bytes: int | None = None) -> Message:
         start = self.env._now
-        message = super().post_send(key, payload, nbytes, src, dst, tag, sender)
+        message = super().post_send(key, payload, nbytes, src, dst, tag, sender, delay,
+                                    wire_bytes)
         if not message.arrived:  # an empty message on a zero-latency route already has
             self._sent[message] = (start, nbytes)
         return message
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
-                       dsts: tuple[int, ...], tag: Any, sender: Joint) -> list[Message]:
+                       dsts: tuple[int, ...], tag: Any, sender: Joint,
+                       delay: float = 0.0) -> list[Message]:
         start = self.env._now
-        messages = super().post_multicast(keys, payload, nbytes, src, dsts, tag, sender)
+        messages = super().post_multicast(keys, payload, nbytes, src, dsts, tag, sender,
+                                          delay)
         for message in messages:
             if not message.arrived:
                 self._sent[message] = (start, nbytes)

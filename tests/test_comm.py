@@ -132,3 +132,23 @@ def test_virtual_buffers_split_and_join_like_numpy():
     chunks[1] = sc.VirtualBuffer.of(7, np.float32)
     assert sc.Comm.join(chunks).count == 11 - 3 + 7
     assert buf[2:9].nbytes == 28 and len(buf[::2]) == 6
+
+
+def test_a_protocol_puts_wire_bytes_on_the_links_and_waits_its_delay():
+    topo = sc.Topology("pair")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=1e9, latency=1e-6)
+
+    def program(comm, x):
+        if comm.rank == 0:
+            yield comm.send(x, 1, delay=3e-6, wire_bytes=2 * 10**6)
+            return x
+        return (yield comm.recv(0))
+
+    x = sc.VirtualBuffer.of(10**6, "uint8")
+    res = sc.run_program(topo, program, x)
+    # Hand-worked: 1 us of link latency + 3 us of protocol delay + 2 MB at 1 GB/s.
+    assert res.time == pytest.approx(1e-6 + 3e-6 + 2e-3, rel=1e-12)
+    assert res.bytes_sent.tolist() == [10**6, 0] and res.bytes_received.tolist() == [0, 10**6]
+    assert res.link_bytes[("gpu0", "gpu1")] == 2 * 10**6
+    assert res.link_bytes[("gpu1", "gpu0")] == 0

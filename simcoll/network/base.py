@@ -67,11 +67,12 @@ class Network:
         return entry
 
     def multicast(self, src: int, dsts: tuple[int, ...], nbytes: int, on_arrival: Arrival,
-                  token: Any) -> None:
+                  token: Any, delay: float = 0.0) -> None:
         """Move ``nbytes`` from ``src`` to every endpoint of ``dsts`` as one message that
         the network replicates where the routes part: each byte crosses each link of the
         union of the routes once. ``on_arrival(token)`` is called once, when every
-        destination has the last byte (after the longest route's latency)."""
+        destination has the last byte (after the longest route's latency, plus ``delay``
+        as for :meth:`transfer`)."""
         links, latency, bandwidth = self._routes.get((src, dsts)) or self._route(src, dsts)
         self.sent[src] += nbytes
         for d in dsts:
@@ -79,6 +80,7 @@ class Network:
         self.messages += 1
         for d in links:
             self.link_bytes[d] += nbytes
+        latency += delay
         if self.jitter is not None:
             latency += self.jitter()
         self._launch(src, dsts, nbytes, links, latency, bandwidth, on_arrival, token)
@@ -103,27 +105,36 @@ class Network:
         from now on; ``factor == 0`` fails it, and later messages route around it."""
         raise NotImplementedError
 
-    def _count(self, src: int, dst: int, nbytes: int,
-               links: tuple[int, ...]) -> None:
+    def _count(self, src: int, dst: int, nbytes: int, links: tuple[int, ...],
+               wire_bytes: int) -> None:
         self.sent[src] += nbytes
         self.received[dst] += nbytes
         self.messages += 1
         link_bytes = self.link_bytes
         for d in links:
-            link_bytes[d] += nbytes
+            link_bytes[d] += wire_bytes
 
     def _arrive_after(self, delay: float, on_arrival: Arrival, token: Any) -> None:
         """Call ``on_arrival(token)`` ``delay`` seconds from now."""
         Timeout(self.env, delay, (on_arrival, token)).callbacks.append(_deliver)
 
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
-                 token: Any) -> None:
-        """Move ``nbytes`` from ``src`` to ``dst``; call ``on_arrival(token)`` on arrival."""
+                 token: Any, delay: float = 0.0, wire_bytes: int | None = None) -> None:
+        """Move ``nbytes`` of payload from ``src`` to ``dst``; call ``on_arrival(token)``
+        on arrival.
+
+        A protocol may put more bytes on the wire than the payload (``wire_bytes``: what
+        crosses every link and takes its time; the payload is what the endpoints count)
+        and wait ``delay`` seconds more than the route's latency before the bytes move
+        (a per-step overhead).
+        """
         links, latency, bandwidth = self._routes.get((src, dst)) or self._route(src, dst)
-        self._count(src, dst, nbytes, links)
+        wire = nbytes if wire_bytes is None else wire_bytes
+        self._count(src, dst, nbytes, links, wire)
+        latency += delay
         if self.jitter is not None:
             latency += self.jitter()
-        self._launch(src, dst, nbytes, links, latency, bandwidth, on_arrival, token)
+        self._launch(src, dst, wire, links, latency, bandwidth, on_arrival, token)
 
 
 def _deliver(event: Timeout) -> None:
