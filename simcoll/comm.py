@@ -23,6 +23,7 @@ from simcoll.buffers import Buffer, VirtualBuffer, frozen, snapshot
 from simcoll.errors import CommUsageError
 from simcoll.ops import ReduceOp
 from simcoll.runtime import Joint, Runtime
+from simcoll.topology.graph import Topology
 
 __all__ = ["Comm"]
 
@@ -178,6 +179,13 @@ class Comm:
             out = frozen(op(a, b))
         return self._rt.after(self._rt.reduce_delay(self._address, out.nbytes), out)
 
+    def sleep(self, seconds: float) -> Event:
+        """Wait ``seconds`` without using any engine: a fixed overhead such as a kernel
+        launch, which neither links nor the compute stream see."""
+        if not seconds >= 0:
+            raise CommUsageError(f"rank {self.rank}: sleep({seconds!r}) needs seconds >= 0")
+        return self._rt.after(seconds, None)
+
     def compute(self, seconds: float) -> Event:
         """Keep this GPU's compute stream busy for ``seconds`` (FIFO with earlier work)."""
         if not seconds >= 0:
@@ -314,6 +322,16 @@ class Comm:
     def snapshot(self, data: Any) -> Any:
         """``data`` as a payload nobody can change any more (see ``send``)."""
         return snapshot(data, self._rt.inputs)
+
+    @property
+    def topology(self) -> Topology:
+        """The machine (for choosing among algorithms before one starts, as NCCL's tuner
+        does; an algorithm itself decides from its rank, size and arguments)."""
+        return self._rt.network.topology
+
+    def world_ranks(self) -> tuple[int, ...]:
+        """The world rank of every member of this communicator, in rank order."""
+        return tuple(range(self.size)) if self._members is None else self._members
 
     def fresh_context(self) -> Comm:
         """This communicator again, with a matching context of its own: the n-th context

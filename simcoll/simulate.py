@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.buffers import owned
+from simcoll.buffers import VirtualBuffer, owned
 from simcoll.check import compare
 from simcoll.collectives import collective as get_collective
 from simcoll.execution import Execution
@@ -83,6 +83,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     the_root = check_root(coll, root, p)
     inputs = check_inputs(p, data, nbytes, dtype, coll)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
+    shape = VirtualBuffer.of(inputs.count, inputs.dtype)
+    if spec.resolve is not None:
+        params = spec.resolved(topology, tuple(range(p)), shape, params)
     kwargs = spec.arguments(params)
     if coll.reduces:
         kwargs["op"] = reduce_op
@@ -98,7 +101,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         run.start_hosts(lambda comm: _generator_or_none(host(comm, **kwargs)))
     if spec.in_network is not None:
         device = spec.in_network
-        run.start_in_network(lambda comm: _generator_or_none(device(comm, **kwargs)))
+        run.start_in_network(lambda comm: _generator_or_none(device(comm, shape, **kwargs)))
     run.run()
 
     outputs = correct = max_error = None

@@ -16,6 +16,7 @@ import numpy as np
 from simpy.events import Event
 
 from simcoll.algorithms.registry import get_algorithm
+from simcoll.buffers import VirtualBuffer
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import CommUsageError, SimCollError
 from simcoll.ops import ReduceOp
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from simcoll.comm import Comm
 
 __all__ = ["start_collective"]
+
+
+def _dtype(x: Any) -> Any:
+    return np.dtype(np.uint8) if x is None else x.dtype
 
 
 def _finished(program: Generator[Event, Any, Any], op: ReduceOp,
@@ -43,16 +48,19 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         reduce_op = ReduceOp.parse(op)
     except SimCollError as exc:
         raise CommUsageError(f"rank {comm.rank}: {exc}") from None
-    if spec.host is not None or spec.in_network is not None:
-        where = "server hosts" if spec.host is not None else "in-network devices"
+    if spec.host is not None:
         raise CommUsageError(f"rank {comm.rank}: {collective}/{algorithm} runs programs on "
-                             f"{where}, which only a top-level simulate() starts")
+                             f"server hosts, which only a top-level simulate() starts")
     if comm.rank >= comm.size:
         raise CommUsageError(f"host {comm.rank} cannot start collectives; only GPU ranks can")
     count = 0 if x is None else int(x.size)
     nodes = tuple(comm.node_of(r) for r in range(comm.size))
     try:
-        kwargs = spec.arguments(spec.check(comm.size, count, 0, nodes, params))
+        checked = spec.check(comm.size, count, 0, nodes, params)
+        if spec.resolve is not None:
+            checked = spec.resolved(comm.topology, comm.world_ranks(),
+                                    VirtualBuffer.of(count, _dtype(x)), checked)
+        kwargs = spec.arguments(checked)
     except SimCollError as exc:
         raise CommUsageError(f"rank {comm.rank}: {exc}") from None
     if coll.reduces:
@@ -64,6 +72,15 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                                  f"communicator; use 0..{comm.size - 1}")
     elif root is not None:
         raise CommUsageError(f"rank {comm.rank}: {collective} has no root")
+    if spec.in_network is not None:
+        # An in-network part has work only for some choices (NCCL's NVLS); it runs only
+        # when a top-level simulate() starts it.
+        device_work = spec.in_network(comm, VirtualBuffer.of(count, _dtype(x)), **kwargs)
+        if device_work is not None:
+            device_work.close()
+            raise CommUsageError(f"rank {comm.rank}: {collective}/{algorithm} with "
+                                 f"{checked} runs programs on in-network devices, which "
+                                 f"only a top-level simulate() starts")
     sub = comm.fresh_context()
     # The algorithm holds a read-only snapshot, as at the top level: what the caller does
     # to x afterwards never reaches it, and an output that is x itself is read-only too.

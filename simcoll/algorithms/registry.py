@@ -18,11 +18,12 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from simcoll.algorithms.params import Int, Param, named_arguments
-from simcoll.buffers import Buffer
+from simcoll.buffers import Buffer, VirtualBuffer
 from simcoll.collectives import collective as _collective
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel
 from simcoll.errors import InvalidInputError, UnknownAlgorithmError
+from simcoll.topology.graph import Topology
 from simcoll.typing import HostProgram, Program, Steps
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP"]
@@ -51,7 +52,13 @@ class AlgorithmSpec:
             or None. It is given the parameters it names (defaults filled in) and, if it
             names it, ``nodes``: the node of every rank.
         in_network: program run on each switch or NIC that computes in the network,
-            ``in_network(comm, **same keywords)``, or None.
+            ``in_network(comm, x, **same keywords)`` with ``x`` a VirtualBuffer the size and
+            type of every rank's input, or None.
+        resolve: ``resolve(topology, ranks, x, **params) -> params`` choosing parameter
+            values from the machine before a run (NCCL's tuner: algorithm, protocol,
+            channels), or None; ``ranks`` are the members' world ranks, ``x`` a
+            VirtualBuffer like each rank's input, ``params`` every parameter (defaults
+            filled in). What it returns is what the run uses and ``Result.params`` shows.
     """
 
     collective: str
@@ -62,6 +69,7 @@ class AlgorithmSpec:
     host: Callable[..., HostProgram] | None = None
     validate: Callable[..., None] | None = None
     in_network: Callable[..., HostProgram] | None = None
+    resolve: Callable[..., dict[str, Any]] | None = None
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -92,6 +100,16 @@ class AlgorithmSpec:
                     f"{self.collective}/{self.name}: its validate function raised "
                     f"{type(exc).__name__}: {exc}") from exc
         return given
+
+    def resolved(self, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
+                 params: Mapping[str, Any]) -> dict[str, Any]:
+        """Every parameter for a run on ``ranks`` of ``topology``: ``params`` (checked),
+        defaults for the others, and the values ``resolve`` chooses from the machine."""
+        full = self.arguments(params)
+        if self.resolve is None:
+            return full
+        chosen = self.resolve(topology, ranks, x, **full)
+        return _normalized(self, {**full, **chosen}, self.params)
 
     def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The rank program's parameter keywords: every default, updated by ``params``."""
@@ -145,7 +163,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
              params: Mapping[str, Param] | None = None,
              host: Callable[..., HostProgram] | None = None,
              in_network: Callable[..., HostProgram] | None = None,
-             validate: Callable[..., None] | None = None) -> Callable[[Fn], Fn]:
+             validate: Callable[..., None] | None = None,
+             resolve: Callable[..., dict[str, Any]] | None = None) -> Callable[[Fn], Fn]:
     """Decorator: register a rank program as ``name`` for ``collective``, with its cost.
 
     Args:
@@ -156,7 +175,9 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
             keyword-only argument without a default (the spec holds the default).
         host: program for each server host, taking the same keywords, or None.
         in_network: program for each switch or NIC that computes in the network (NVLS,
-            SHARP), taking the same keywords, or None.
+            SHARP), ``in_network(comm, x, **same keywords)``, or None.
+        resolve: chooses parameter values from the machine before a run (see
+            :class:`AlgorithmSpec`), or None.
         validate: cross-parameter check (see :class:`AlgorithmSpec`), or None.
 
     Raises:
@@ -203,7 +224,7 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         if key in _REGISTRY and _REGISTRY[key].fn is not fn:
             raise ValueError(f"algorithm {name!r} is already registered for {collective!r}")
         _REGISTRY[key] = AlgorithmSpec(collective, name, fn, cost, specs, host, validate,
-                                       in_network)
+                                       in_network, resolve)
         return fn
 
     return decorator

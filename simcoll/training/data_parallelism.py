@@ -107,7 +107,7 @@ def _program(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
     yield done[0]
     # SimPy sends each event's value into the generator, which a plain
     # iterator cannot take, so no `yield from` over a sequence here.
-    for event in previous:  # noqa: UP028
+    for event in previous:
         yield event
     return comm.now
 

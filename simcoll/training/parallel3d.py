@@ -240,7 +240,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                     label=layers[k].name)]
     # SimPy sends each event's value into the generator, which a plain
     # iterator cannot take, so no `yield from` over a sequence here.
-    for event in (*sends, *last_reduce, *last_gather):  # noqa: UP028
+    for event in (*sends, *last_reduce, *last_gather):
         yield event
     return comm.now
 

@@ -137,7 +137,7 @@ def _program(comm: Comm, stage: _Stage, schedule: str,
     stage.in_flight[s] = peak
     # SimPy sends each event's value into the generator, which a plain
     # iterator cannot take, so no `yield from` over a sequence here.
-    for event in sends:  # noqa: UP028
+    for event in sends:
         yield event
     return comm.now
 

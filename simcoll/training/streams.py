@@ -78,7 +78,7 @@ class Recorder:
              label: str) -> Generator[Event, Any, Any]:
         # SimPy sends each event's value into the generator, which a plain
         # iterator cannot take, so no `yield from` over a sequence here.
-        for event in after:  # noqa: UP028
+        for event in after:
             yield event
         start = comm.now
         out = yield operation()

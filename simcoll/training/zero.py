@@ -145,7 +145,7 @@ def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
     yield done[0]
     # SimPy sends each event's value into the generator, which a plain
     # iterator cannot take, so no `yield from` over a sequence here.
-    for event in previous:  # noqa: UP028
+    for event in previous:
         yield event
     return comm.now
 
@@ -199,7 +199,7 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
         yield computed
     # SimPy sends each event's value into the generator, which a plain
     # iterator cannot take, so no `yield from` over a sequence here.
-    for event in last_reduce:  # noqa: UP028
+    for event in last_reduce:
         yield event
     return comm.now
 

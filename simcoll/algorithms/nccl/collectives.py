@@ -1,0 +1,292 @@
+"""``algorithm="nccl"`` for every collective: NCCL's tuner picks, then the pick runs.
+
+Each registration takes NCCL's overrides as parameters: ``algo`` (NCCL_ALGO: "ring",
+"tree", "nvls", "nvls_tree"; "p2p" for all_to_all), ``proto`` (NCCL_PROTO: "LL", "LL128",
+"Simple"), ``channels`` (0: as NCCL would), ``arch`` (the GPU generation NCCL's constants
+are indexed by; "auto" reads Hopper where GPUs sit on an NVLS switch, Ampere otherwise)
+and ``intra`` (the link class between GPUs of a node; "auto" reads it from the routes).
+Before the run the tuner turns every "auto" into a choice, from the machine the run is on,
+and ``Result.params`` shows what was chosen.
+
+Cost models (estimates, on the alpha-beta reference network, where the tuner always runs
+rings: one node, no NVLS): the ring's 2(p-1) (reduce_scatter and all_gather: p-1;
+broadcast and reduce: p-1 along a chain) steps each cost alpha plus the protocol's step
+latency, plus the wire bytes at beta and the reductions at gamma, after the protocol's
+launch cost. Traffic is exact: the payload a ring moves (protocol framing counts only on
+the links).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from simcoll.algorithms.nccl import nvls, rings, trees
+from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
+from simcoll.algorithms.nccl.constants import ARCHS
+from simcoll.algorithms.nccl.machine import Machine, describe
+from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol
+from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
+from simcoll.algorithms.params import Choice, Int
+from simcoll.algorithms.registry import register
+from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, join, split
+from simcoll.comm import Comm
+from simcoll.cost.model import CostModel, Traffic, gpu_traffic
+from simcoll.errors import CommUsageError
+from simcoll.ops import ReduceOp
+from simcoll.topology.graph import Topology
+from simcoll.typing import BufferProgram, HostProgram, Program
+
+__all__ = ["nccl_all_reduce", "nccl_reduce_scatter", "nccl_all_gather", "nccl_broadcast",
+           "nccl_reduce", "nccl_all_to_all"]
+
+
+def _params(collective: str) -> dict[str, Any]:
+    return {
+        "algo": Choice("auto", ("auto", *ALGORITHMS[collective]),
+                       doc="NCCL algorithm, as NCCL_ALGO (auto: NCCL's tuner picks)"),
+        "proto": Choice("auto", ("auto", "LL", "LL128", "Simple"),
+                        doc="NCCL protocol, as NCCL_PROTO (auto: NCCL's tuner picks)"),
+        "channels": Int(0, minimum=0, maximum=64,
+                        doc="channels (0: as NCCL chooses for the size)"),
+        "arch": Choice("auto", ("auto", *ARCHS),
+                       doc="GPU generation of NCCL's constants (auto: from the machine)"),
+        "intra": Choice("auto", ("auto", "nvlink", "pci"),
+                        doc="link class between GPUs of a node (auto: from the routes)"),
+    }
+
+
+def _tuner_bytes(collective: str, x: VirtualBuffer, p: int) -> int:
+    """The size NCCL's tuner reasons on: the whole buffer of an all_gather (every rank's
+    input); each rank's buffer otherwise."""
+    return x.nbytes * (p if collective == "all_gather" else 1)
+
+
+def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
+             *, algo: str, proto: str, channels: int, arch: str, intra: str
+             ) -> dict[str, Any]:
+    machine = describe(topology, ranks, arch)
+    choice = choose(machine, collective, _tuner_bytes(collective, x, len(ranks)), algo=algo,
+                    proto=proto, channels=channels)
+    return {"algo": choice.algo, "proto": choice.proto, "channels": choice.channels,
+            "arch": machine.arch, "intra": machine.intra if intra == "auto" else intra}
+
+
+def _chosen(comm: Comm, algo: str, proto: str, channels: int, intra: str) -> Protocol:
+    if "auto" in (algo, proto, intra) or channels == 0:
+        raise CommUsageError(f"rank {comm.rank}: NCCL's tuner has not run (algo={algo!r}, "
+                             f"proto={proto!r}, channels={channels}); start it through "
+                             f"simulate() or comm.collective()")
+    return PROTOCOL[proto]
+
+
+def _rings(comm: Comm, channels: int) -> list[list[int]]:
+    return rings.channel_rings([comm.node_of(r) for r in range(comm.size)], channels)
+
+
+# -- cost models on the reference network ----------------------------------------------
+def _reference(p: int, beta: float) -> Machine:
+    """The reference network as NCCL's tuner sees it: one node, links of 1/beta."""
+    return Machine(p, 1, "nvlink", 1 / beta if beta > 0 else np.inf, 0.0, False, "ampere")
+
+
+def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
+                   p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
+                   algo: str, proto: str, channels: int, arch: str, intra: str) -> float:
+    """Launch + ``steps`` x (alpha + step latency) + wire bytes x beta + reductions."""
+    if p == 1:
+        return 0.0
+    if proto == "auto":
+        proto = choose(_reference(p, beta), collective, nbytes, algo="ring").proto
+    protocol = PROTOCOL[proto]
+    link = "nvlink" if intra == "auto" else intra
+    return (protocol.base("ring") + steps * (alpha + protocol.hop("ring", link))
+            + protocol.wire(int(volume * nbytes)) * beta + reduced * nbytes * gamma)
+
+
+def _ring_all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    """Rank r sends every block but its own and its successor's (rings on one node are
+    rotations of rank order, so r's successor is r + 1 on every channel)."""
+    b = block_bytes(nbytes, p, itemsize)
+    sent = 2 * int(b.sum()) - b - np.roll(b, -1)
+    return gpu_traffic(sent, np.roll(sent, 1))
+
+
+def _ring_reduce_scatter_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    """Rank r sends every block but its own and its successor's... until the last step:
+    every block but its own; it receives every block but its predecessor's."""
+    b = block_bytes(nbytes, p, itemsize)
+    total = int(b.sum())
+    return gpu_traffic(total - b, total - np.roll(b, 1))
+
+
+def _ring_all_gather_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    each = np.full(p, (p - 1) * (nbytes // itemsize) * itemsize, dtype=np.int64)
+    return gpu_traffic(each, each.copy())
+
+
+def _chain_traffic(towards_root: bool) -> Any:
+    def traffic(p: int, nbytes: int, itemsize: int, *, root: int) -> Traffic:
+        """Along the chain every rank but its last sends n and every rank but its first
+        receives n (the chain ends at the root for reduce, starts there for broadcast)."""
+        n = (nbytes // itemsize) * itemsize
+        sent, received = np.full(p, n, dtype=np.int64), np.full(p, n, dtype=np.int64)
+        first, last = ((root + 1) % p, root) if towards_root else (root, (root - 1) % p)
+        sent[last], received[first] = 0, 0
+        return gpu_traffic(sent, received)
+    return traffic
+
+
+def _p2p_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    """Rank r sends every block but its own and receives block r from every other rank."""
+    b = block_bytes(nbytes, p, itemsize)
+    return gpu_traffic(np.full(p, int(b.sum()), dtype=np.int64) - b, (p - 1) * b)
+
+
+def _model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any) -> CostModel:
+    def time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, **kw: Any) -> float:
+        return _ring_estimate(collective, steps(p), volume(p), reduced(p), p, nbytes, alpha,
+                              beta, gamma, **{k: kw[k] for k in
+                                               ("algo", "proto", "channels", "arch",
+                                                "intra")})
+    time.__doc__ = _ring_estimate.__doc__
+    return CostModel(time=time, traffic=traffic, exact=lambda *a, **k: False)
+
+
+def _register(collective: str, model: CostModel, in_network: Any = None) -> Any:
+    return register(collective, "nccl", params=_params(collective), cost=model,
+                    resolve=functools.partial(_resolve, collective), in_network=in_network)
+
+
+# -- the programs ---------------------------------------------------------------------
+def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto: str,
+                 channels: int, arch: str, intra: str) -> HostProgram | None:
+    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise)."""
+    return nvls.switch_all_reduce(comm, x, channels, op) if algo == "nvls" else None
+
+
+@_register("all_reduce", _model(
+    "all_reduce", lambda p: 2 * (p - 1), lambda p: 2 * (p - 1) / p, lambda p: (p - 1) / p,
+    _ring_all_reduce_traffic), in_network=_nvls_switch)
+def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
+                    channels: int, arch: str, intra: str) -> BufferProgram:
+    """NCCL's all_reduce: a ring (2(p-1) steps per channel), a double binary tree across
+    nodes with a chain inside each (up, then down), or NVLS on the NVSwitch."""
+    protocol = _chosen(comm, algo, proto, channels, intra)
+    p = comm.size
+    if p == 1:
+        return x
+    yield comm.sleep(protocol.base(algo))
+    blocks = list(split(x, p))
+    if algo == "ring":
+        block_parts = by_channel(blocks, channels)
+        ring = _rings(comm, channels)
+        outs = yield from run_channels(comm, channels, lambda c: rings.all_reduce(
+            comm, block_parts[c], ring[c], protocol, op, intra, c))
+        return join([glue([outs[c][b] for c in range(channels)]) for b in range(p)])
+    parts = list(split(x, channels))
+    if algo == "tree":
+        outs = yield from run_channels(comm, channels, lambda c: trees.all_reduce(
+            comm, parts[c], c, protocol, op, intra))
+        return glue(outs)
+    yield comm.sleep(protocol.hop("nvls", "nvlink"))  # NVLS's one fixed latency
+    outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_reduce(
+        comm, parts[c], c, protocol))
+    return glue(outs)
+
+
+@_register("reduce_scatter", _model(
+    "reduce_scatter", lambda p: p - 1, lambda p: (p - 1) / p, lambda p: (p - 1) / p,
+    _ring_reduce_scatter_traffic))
+def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
+                        channels: int, arch: str, intra: str) -> BufferProgram:
+    """NCCL's ring reduce_scatter: p-1 steps per channel."""
+    protocol = _chosen(comm, algo, proto, channels, intra)
+    p = comm.size
+    if p == 1:
+        return x
+    yield comm.sleep(protocol.base(algo))
+    parts = by_channel(list(split(x, p)), channels)
+    ring = _rings(comm, channels)
+    outs = yield from run_channels(comm, channels, lambda c: rings.reduce_scatter(
+        comm, parts[c], ring[c], protocol, op, intra, c))
+    return glue(outs)
+
+
+@_register("all_gather", _model(
+    "all_gather", lambda p: p - 1, lambda p: p - 1, lambda p: 0.0, _ring_all_gather_traffic))
+def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
+                    arch: str, intra: str) -> BufferProgram:
+    """NCCL's ring all_gather: p-1 steps per channel."""
+    protocol = _chosen(comm, algo, proto, channels, intra)
+    p = comm.size
+    if p == 1:
+        return x
+    yield comm.sleep(protocol.base(algo))
+    own = list(split(x, channels))
+    ring = _rings(comm, channels)
+    outs = yield from run_channels(comm, channels, lambda c: rings.all_gather(
+        comm, own[c], ring[c], protocol, intra, c))
+    return join([glue([outs[c][b] for c in range(channels)]) for b in range(p)])
+
+
+@_register("broadcast", _model(
+    "broadcast", lambda p: p - 1, lambda p: 1.0, lambda p: 0.0, _chain_traffic(False)))
+def nccl_broadcast(comm: Comm, x: Buffer, *, root: int, algo: str, proto: str,
+                   channels: int, arch: str, intra: str) -> BufferProgram:
+    """NCCL's ring broadcast: a pipelined chain from the root along each channel's ring."""
+    protocol = _chosen(comm, algo, proto, channels, intra)
+    if comm.size == 1:
+        return x
+    yield comm.sleep(protocol.base(algo))
+    parts = list(split(x, channels))
+    ring = _rings(comm, channels)
+    outs = yield from run_channels(comm, channels, lambda c: rings.broadcast(
+        comm, parts[c], ring[c], protocol, intra, c, root))
+    return glue(outs)
+
+
+@_register("reduce", _model(
+    "reduce", lambda p: p - 1, lambda p: 1.0, lambda p: 1.0, _chain_traffic(True)))
+def nccl_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, algo: str, proto: str,
+                channels: int, arch: str, intra: str) -> Program:
+    """NCCL's ring reduce: a pipelined chain along each channel's ring, ending at the
+    root."""
+    protocol = _chosen(comm, algo, proto, channels, intra)
+    if comm.size == 1:
+        return x
+    yield comm.sleep(protocol.base(algo))
+    parts = list(split(x, channels))
+    ring = _rings(comm, channels)
+    outs = yield from run_channels(comm, channels, lambda c: rings.reduce(
+        comm, parts[c], ring[c], protocol, op, intra, c, root))
+    return glue(outs) if comm.rank == root else None
+
+
+@_register("all_to_all", _model(
+    "all_to_all", lambda p: 1, lambda p: (p - 1) / p, lambda p: 0.0, _p2p_traffic))
+def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
+                    arch: str, intra: str) -> BufferProgram:
+    """NCCL's all_to_all: a grouped send and receive to and from every peer at once (its
+    point-to-point operations), each message with the protocol's framing and step cost."""
+    protocol = _chosen(comm, algo, proto, channels, intra)
+    p, r = comm.size, comm.rank
+    if p == 1:
+        return x
+    yield comm.sleep(protocol.base("ring"))
+    blocks = list(split(x, p))
+    sent = []
+    for step in range(1, p):
+        peer = (r + step) % p
+        link = "net" if comm.node_of(peer) != comm.node_of(r) else intra
+        sent.append(comm.send(blocks[peer], peer, delay=protocol.hop("ring", link),
+                              wire_bytes=protocol.wire(blocks[peer].nbytes)))
+    got: list[Buffer] = list(blocks)
+    for step in range(1, p):
+        peer = (r - step) % p
+        got[peer] = yield comm.recv(peer)
+    for event in sent:
+        yield event
+    return join(got)

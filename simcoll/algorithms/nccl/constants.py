@@ -1,0 +1,103 @@
+"""NCCL's own constants, as NCCL 2.30.7 ships them (``src/graph/tuning.cc``,
+``src/include/device.h``, ``src/init.cc``, ``src/graph/topo.h``).
+
+Latencies are in microseconds and bandwidths in GB/s (10^9 bytes/s), as NCCL writes them;
+the rest of simcoll converts them to seconds and bytes/s where they are used. Indexes
+follow NCCL's order: protocols (LL, LL128, Simple), link classes (NVLink, PCI, network).
+"""
+
+from __future__ import annotations
+
+__all__ = ["NCCL_VERSION", "PROTOCOLS", "LINKS", "BASE_LATENCY", "HW_LATENCY", "NCCL_STEPS",
+           "BUFFER_BYTES", "LL_MAX_BW", "PER_CHANNEL_MAX_RING_LL128_BW",
+           "PER_CHANNEL_MAX_TREE_BW", "PER_CHANNEL_MAX_TREE_LL128_BW", "NVLS_EFFICIENCY",
+           "ARCHS", "NVLINK_BW_PER_LINK", "THREAD_THRESHOLD", "MAX_THREADS",
+           "NET_OVERHEAD_US", "TREE_CORRECTION"]
+
+NCCL_VERSION = "2.30.7"
+"""The NCCL release these constants are read from (makefiles/version.mk)."""
+
+PROTOCOLS = ("LL", "LL128", "Simple")
+LINKS = ("nvlink", "pci", "net")
+ARCHS = ("volta", "ampere", "hopper", "blackwell")
+
+BASE_LATENCY = {
+    "tree": {"LL": 6.8, "LL128": 14.0, "Simple": 8.4},
+    "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
+    "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+    "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+}
+"""``baseLatencies`` (us): the fixed cost of launching one collective of each algorithm."""
+
+HW_LATENCY = {
+    "nvlink": {"tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
+               "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4},
+               "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0},
+               "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0}},
+    "pci": {"tree": {"LL": 1.0, "LL128": 1.9, "Simple": 4.0},
+            "ring": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7},
+            "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+            "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0}},
+    "net": {"tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
+            "ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0},
+            "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 18.0},
+            "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 20.9}},
+}
+"""``hwLatencies`` (us): the cost of one step of an algorithm and protocol over one link
+class (one hop of a ring, one level of a tree)."""
+
+NCCL_STEPS = 8
+"""Slots of a connection's FIFO (``NCCL_STEPS``); a step's buffer is the protocol's
+buffer divided by it."""
+
+BUFFER_BYTES = {"LL": 8 * 512 * NCCL_STEPS * 16,
+                "LL128": 120 * 640 * NCCL_STEPS * 8,
+                "Simple": 1 << 22}
+"""Default connection buffer per protocol (``DEFAULT_LL_BUFFSIZE``: 8 lines per thread x
+512 threads x 8 steps x 16-byte lines; ``DEFAULT_LL128_BUFFSIZE``: 120 elements per thread
+x 640 threads x 8 steps x 8 bytes; ``DEFAULT_BUFFSIZE``: 4 MiB)."""
+
+LL_MAX_BW = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0),
+             "hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0)}
+"""``llMaxBws`` (GB/s) for one node; the other two columns are for the CPU kinds of
+multi-node runs (Intel, AMD), which simcoll reads as 2 and >2 nodes."""
+
+PER_CHANNEL_MAX_RING_LL128_BW = {"volta": (20.0, 20.0, 20.0), "ampere": (20.0, 20.0, 20.0),
+                                 "hopper": (36.7, 36.7, 36.7),
+                                 "blackwell": (40.0, 40.0, 40.0)}
+"""``perChMaxRingLL128Bws`` (GB/s per channel), for 1, 2 and more nodes."""
+
+PER_CHANNEL_MAX_TREE_LL128_BW = {"volta": (20.0, 20.0, 20.0), "ampere": (20.0, 20.0, 20.0),
+                                 "hopper": (36.7, 36.7, 29.0),
+                                 "blackwell": (55.6, 31.67, 20.0)}
+"""``perChMaxTreeLL128Bws`` (GB/s per channel), for 1, 2 and more nodes."""
+
+PER_CHANNEL_MAX_TREE_BW = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8),
+                           "hopper": (38.7, 41.4, 36.0), "blackwell": (70.0, 42.8, 24.0)}
+"""``perChMaxTreeBws`` (GB/s per channel), for 1, 2 and more nodes."""
+
+NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
+"""``nvlsEfficiency``: the share of NVLink bandwidth NVLS reaches (none before Hopper)."""
+
+NVLINK_BW_PER_LINK = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
+"""``SM70/SM80/SM90/SM100_NVLINK_BW`` (src/graph/topo.h, GB/s per link and direction)."""
+
+THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
+"""``NCCL_*_THREAD_THRESHOLD``: bytes per thread below which NCCL uses fewer channels
+(the ring's LL threshold is multiplied by the rank count)."""
+
+MAX_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
+"""``NCCL_LL_MAX_NTHREADS``, ``NCCL_LL128_MAX_NTHREADS``, ``NCCL_SIMPLE_MAX_NTHREADS``."""
+
+NET_OVERHEAD_US = 1.0
+"""``getNetOverhead`` on Intel CPUs (us per network step; 3x for Simple)."""
+
+TREE_CORRECTION = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9,
+           1.0, 1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9,
+              .9, .9, 1.0, 1.0, 1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7,
+               .8, .9, .9, .9),
+}
+"""``treeCorrectionFactor``: the tree all_reduce's bandwidth factor by log2(bytes / 64)."""

@@ -1,0 +1,86 @@
+"""What NCCL's tuner learns from its topology search, read off a simcoll topology.
+
+NCCL measures its machine once (``src/graph/``: paths, bandwidths, the ring and tree
+graphs) and its tuner (``src/graph/tuning.cc``) reasons on a few figures: ranks, nodes,
+GPUs per node, whether GPUs of a node talk over NVLink or PCI, the bandwidth a GPU has to
+its node and to the network, and the GPU generation. :func:`describe` reads them from the
+routes of a simcoll topology, so any machine, preset or hand-built, gets a tuner.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from simcoll.topology.graph import Topology
+
+__all__ = ["Machine", "describe", "node_order"]
+
+_NVLINK_KINDS = ("nvlink", "nvswitch")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The figures NCCL's tuner works with, for one communicator.
+
+    Attributes:
+        nranks, nnodes: ranks and nodes of the communicator; ``ppn`` ranks per node.
+        intra: "nvlink" when GPUs of a node reach each other over NVLink only, else "pci".
+        intra_bw: bytes/s a GPU has to another GPU of its node (inf with one per node).
+        inter_bw: bytes/s a node has to the network, over all its GPUs' routes to the
+            next node (0 with one node).
+        nvls: every GPU has an in-network device (NVLink SHARP) directly linked to it.
+        arch: the GPU generation NCCL's constants are indexed by.
+    """
+
+    nranks: int
+    nnodes: int
+    intra: str
+    intra_bw: float
+    inter_bw: float
+    nvls: bool
+    arch: str
+
+    @property
+    def ppn(self) -> float:
+        """Ranks per node."""
+        return self.nranks / self.nnodes
+
+
+def node_order(nodes: list[int]) -> list[list[int]]:
+    """Positions grouped by node, nodes in order of first appearance, positions in order."""
+    groups: dict[int, list[int]] = {}
+    for position, node in enumerate(nodes):
+        groups.setdefault(node, []).append(position)
+    return list(groups.values())
+
+
+def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> Machine:
+    """The tuner's view of ``ranks`` (world ranks) of ``topology``.
+
+    ``arch="auto"`` reads Hopper where the GPUs have NVLink SHARP (an in-network switch)
+    and Ampere otherwise; name it to choose.
+    """
+    nodes = [topology.gpu_nodes[r] for r in ranks]
+    groups = [[ranks[i] for i in group] for group in node_order(nodes)]
+    first = groups[0]
+    intra, intra_bw = "nvlink", math.inf
+    if len(first) > 1:
+        route = topology.route(first[0], first[1])
+        kinds = {topology.links[d >> 1].kind for d in route.links}
+        intra = "nvlink" if kinds <= set(_NVLINK_KINDS) else "pci"
+        intra_bw = route.bandwidth
+    inter_bw = 0.0
+    if len(groups) > 1:
+        # GPUs whose routes to the next node meet at one bottleneck link share it.
+        bottlenecks: dict[int, float] = {}
+        for a, b in zip(first, groups[1]):
+            route = topology.route(a, b)
+            link = min(route.links, key=lambda d: topology.links[d >> 1].bandwidth)
+            bottlenecks[link] = route.bandwidth
+        inter_bw = sum(bottlenecks.values())
+    attached = {n for d in topology.in_network for n in topology.neighbors(d)}
+    nvls = all(topology.gpus[r] in attached for r in ranks)
+    if arch == "auto":
+        arch = "hopper" if nvls else "ampere"
+    return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch)

@@ -1,0 +1,75 @@
+"""NCCL's three protocols, as bytes on the wire, message sizes and per-step overheads.
+
+* **Simple** moves data as it is (one wire byte per data byte) in steps of 512 KiB (the
+  4 MiB connection buffer over 8 FIFO slots); a ring moves a slice of two steps at a time
+  (``ALLREDUCE_SLICESTEPS``), so 4 slices fit in a connection's FIFO; it has the largest
+  per-step latency, as it synchronises through flags in memory after each slice.
+* **LL** (low latency) writes every 8 data bytes with two 4-byte flags next to them in a
+  16-byte line, so the receiver polls the data itself: half the link's bandwidth carries
+  data, and a step is cheap. Steps are 64 KiB of lines (32 KiB of data).
+* **LL128** packs 120 data bytes and an 8-byte flag in each 128-byte line: 15/16 of the
+  bandwidth for a latency between the other two. Steps are 614,400 bytes of lines.
+
+Sources: NCCL 2.30.7 ``src/include/device.h`` (``ncclLLFifoLine``, ``NCCL_LL128_LINESIZE``,
+``NCCL_LL128_DATAELEMS``), ``src/init.cc`` (default buffer sizes), ``src/enqueue.cc``
+(``calcCollChunking``: chunk and slice sizes), ``src/graph/tuning.cc`` (latencies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simcoll.algorithms.nccl.constants import (
+    BASE_LATENCY,
+    BUFFER_BYTES,
+    HW_LATENCY,
+    NCCL_STEPS,
+)
+
+__all__ = ["Protocol", "PROTOCOL"]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One protocol's framing and pipelining.
+
+    Attributes:
+        name: "LL", "LL128" or "Simple".
+        line_data, line_bytes: data bytes carried per wire line, and the line's size.
+        slice_bytes: data bytes a ring moves per message (one slice).
+        window: messages a connection may have in flight (FIFO slots per slice).
+    """
+
+    name: str
+    line_data: int
+    line_bytes: int
+    slice_bytes: int
+    window: int
+
+    def wire(self, nbytes: int) -> int:
+        """Bytes on the wire for ``nbytes`` of data: whole lines, each with its flags."""
+        if self.line_data == self.line_bytes:
+            return nbytes
+        return -(-nbytes // self.line_data) * self.line_bytes
+
+    def hop(self, algorithm: str, link: str) -> float:
+        """Seconds one step of ``algorithm`` costs over a ``link`` class ("nvlink", "pci",
+        "net") beyond moving its bytes (NCCL's ``hwLatencies``)."""
+        return HW_LATENCY[link][algorithm][self.name] * 1e-6
+
+    def base(self, algorithm: str) -> float:
+        """Seconds of fixed launch cost of one collective (NCCL's ``baseLatencies``)."""
+        return BASE_LATENCY[algorithm][self.name] * 1e-6
+
+
+def _step(protocol: str) -> int:
+    return BUFFER_BYTES[protocol] // NCCL_STEPS
+
+
+PROTOCOL = {
+    "Simple": Protocol("Simple", 1, 1, slice_bytes=2 * _step("Simple"), window=NCCL_STEPS // 2),
+    "LL": Protocol("LL", 8, 16, slice_bytes=_step("LL") // 2, window=NCCL_STEPS),
+    "LL128": Protocol("LL128", 120, 128, slice_bytes=_step("LL128") // 128 * 120,
+                      window=NCCL_STEPS),
+}
+"""The protocols by name."""

@@ -1,0 +1,210 @@
+"""NCCL's rings, simulated: channels, rails, slices, protocols and per-step overheads.
+
+A collective of n bytes runs on k channels at once (``channels=k``). Each rank's buffer is
+cut into blocks, one per rank, and every block into k parts; channel c carries part c of
+every block around its own ring. Rings keep a node's GPUs together; ring c enters node j
+at local GPU (c - j) mod G and leaves from the GPU before it, and the next node's ring
+enters at that same local GPU, so on a rail-optimised machine each node crossing goes
+GPU i -> NIC i -> rail switch i -> NIC i -> GPU i, and the k channels spread over the
+rails (NCCL's ring search does the same: ``src/graph/rings.cc``, ``search.cc``).
+
+On its ring a channel moves each block in slices of the protocol's size, each a message
+whose wire bytes are the protocol's (``Protocol.wire``) and whose latency grows by the
+protocol's per-step cost over that hop's link class (``Protocol.hop``: NVLink, PCI or the
+network); a connection has at most ``Protocol.window`` slices in flight, as NCCL's FIFO
+of 8 steps allows. A rank forwards a slice as soon as it has received (and reduced) it,
+so slices pipeline around the ring. The collective starts after the protocol's launch
+cost (``Protocol.base``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from simpy.events import Event
+
+from simcoll.algorithms.nccl.machine import node_order
+from simcoll.algorithms.nccl.protocols import Protocol
+from simcoll.buffers import Buffer, join, split
+from simcoll.comm import Comm
+from simcoll.ops import ReduceOp
+from simcoll.typing import Steps
+
+__all__ = ["channel_rings", "Sender", "pieces", "all_reduce", "reduce_scatter",
+           "all_gather", "broadcast", "reduce"]
+
+
+def channel_rings(nodes: list[int], channels: int) -> list[list[int]]:
+    """The ring of each channel, as ranks in ring order (``nodes[r]`` is rank r's node).
+
+    Channel c enters node 0 at local GPU c and goes round the node in local order, leaving
+    from the local GPU before c; it enters the next node at that same local GPU (the same
+    rail) and goes round it the other way, leaving from the GPU after it; and so on,
+    alternately. With an even number of nodes the ring comes back to node 0 on local GPU
+    c's rail too, so every node crossing stays on one rail.
+    """
+    groups = node_order(nodes)
+    rings = []
+    for c in range(channels):
+        ring: list[int] = []
+        start = c % len(groups[0])
+        for j, group in enumerate(groups):
+            g = len(group)
+            start %= g
+            order = [group[(start + k) % g] for k in range(g)] if j % 2 == 0 else \
+                [group[(start - k) % g] for k in range(g)]
+            ring.extend(order)
+            start = (start - 1) % g if j % 2 == 0 else (start + 1) % g
+        rings.append(ring)
+    return rings
+
+
+class Sender:
+    """One connection of a channel: slices to one peer, at most ``window`` in flight."""
+
+    def __init__(self, comm: Comm, peer: int, protocol: Protocol, delay: float, tag: int) -> None:
+        self.comm, self.peer, self.protocol = comm, peer, protocol
+        self.delay, self.tag = delay, tag
+        self.in_flight: deque[Event] = deque()
+
+    def send(self, piece: Buffer) -> Steps:
+        """Send ``piece`` once a FIFO slot is free."""
+        if len(self.in_flight) >= self.protocol.window:
+            yield self.in_flight.popleft()
+        self.in_flight.append(self.comm.send(
+            piece, self.peer, tag=self.tag, delay=self.delay,
+            wire_bytes=self.protocol.wire(piece.nbytes)))
+
+    def drain(self) -> Steps:
+        """Wait until every slice sent has arrived."""
+        while self.in_flight:
+            yield self.in_flight.popleft()
+
+
+def pieces(block: Buffer, protocol: Protocol) -> list[Buffer]:
+    """``block`` cut into slices of at most the protocol's slice size (equal ones)."""
+    per = max(1, protocol.slice_bytes // block.dtype.itemsize)
+    count = -(-block.size // per)
+    return [block] if count <= 1 else list(split(block, count))
+
+
+def _neighbours(comm: Comm, ring: list[int]) -> tuple[int, int, int]:
+    i = ring.index(comm.rank)
+    p = len(ring)
+    return i, ring[(i + 1) % p], ring[(i - 1) % p]
+
+
+def _sender(comm: Comm, right: int, protocol: Protocol, intra: str, tag: int) -> Sender:
+    link = "net" if comm.node_of(right) != comm.node_of(comm.rank) else intra
+    return Sender(comm, right, protocol, protocol.hop("ring", link), tag)
+
+
+def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Protocol,
+               op: ReduceOp, intra: str, tag: int) -> Steps:
+    """One channel's ring all-reduce of ``blocks`` (one per rank, by rank); returns them
+    reduced. Reduce-scatter then all-gather, 2(p-1) block steps, slices pipelined."""
+    p = len(ring)
+    i, right, left = _neighbours(comm, ring)
+    # Position-block q is rank ring[q-1]'s block: position i ends the reduce-scatter with
+    # position-block i + 1, its own rank's block.
+    slices = [pieces(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
+    out = _sender(comm, right, protocol, intra, tag)
+    for piece in slices[i]:
+        yield from out.send(piece)
+    for s in range(p - 1):
+        mine = slices[(i - s - 1) % p]
+        for k in range(len(mine)):
+            got = yield comm.recv(left, tag=tag)
+            mine[k] = yield comm.reduce(mine[k], got, op)
+            yield from out.send(mine[k])
+    for s in range(p - 1):
+        block = slices[(i - s) % p]
+        for k in range(len(block)):
+            block[k] = yield comm.recv(left, tag=tag)
+            if s < p - 2:
+                yield from out.send(block[k])
+    yield from out.drain()
+    return [join(slices[(ring.index(r) + 1) % p]) for r in range(p)]
+
+
+def reduce_scatter(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Protocol,
+                   op: ReduceOp, intra: str, tag: int) -> Steps:
+    """One channel's ring reduce-scatter; returns this rank's block, reduced."""
+    p = len(ring)
+    i, right, left = _neighbours(comm, ring)
+    slices = [pieces(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
+    out = _sender(comm, right, protocol, intra, tag)
+    for piece in slices[i]:
+        yield from out.send(piece)
+    for s in range(p - 1):
+        mine = slices[(i - s - 1) % p]
+        for k in range(len(mine)):
+            got = yield comm.recv(left, tag=tag)
+            mine[k] = yield comm.reduce(mine[k], got, op)
+            if s < p - 2:
+                yield from out.send(mine[k])
+    yield from out.drain()
+    return join(slices[(i + 1) % p])
+
+
+def all_gather(comm: Comm, own: Buffer, ring: list[int], protocol: Protocol, intra: str,
+               tag: int) -> Steps:
+    """One channel's ring all-gather of each rank's ``own`` part; returns every rank's
+    part, by rank."""
+    p = len(ring)
+    i, right, left = _neighbours(comm, ring)
+    got: list[Buffer | None] = [None] * p
+    got[comm.rank] = own
+    out = _sender(comm, right, protocol, intra, tag)
+    for piece in pieces(own, protocol):
+        yield from out.send(piece)
+    for s in range(p - 1):
+        source = ring[(i - s - 1) % p]
+        parts = pieces(own, protocol)  # every rank's part has this rank's part's size
+        for k in range(len(parts)):
+            parts[k] = yield comm.recv(left, tag=tag)
+            if s < p - 2:
+                yield from out.send(parts[k])
+        got[source] = join(parts)
+    yield from out.drain()
+    return got
+
+
+def broadcast(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, intra: str,
+              tag: int, root: int) -> Steps:
+    """One channel's pipelined chain broadcast from ``root`` along its ring."""
+    p = len(ring)
+    start = ring.index(root)
+    chain = ring[start:] + ring[:start]
+    i = chain.index(comm.rank)
+    slices = pieces(block, protocol)
+    out = _sender(comm, chain[(i + 1) % p], protocol, intra, tag) if i < p - 1 else None
+    for k in range(len(slices)):
+        if i > 0:
+            slices[k] = yield comm.recv(chain[i - 1], tag=tag)
+        if out is not None:
+            yield from out.send(slices[k])
+    if out is not None:
+        yield from out.drain()
+    return join(slices)
+
+
+def reduce(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, op: ReduceOp,
+           intra: str, tag: int, root: int) -> Steps:
+    """One channel's pipelined chain reduce to ``root``: the chain starts after the root
+    in ring order and ends at it."""
+    p = len(ring)
+    start = (ring.index(root) + 1) % p
+    chain = ring[start:] + ring[:start]
+    i = chain.index(comm.rank)
+    slices = pieces(block, protocol)
+    out = _sender(comm, chain[i + 1], protocol, intra, tag) if i < p - 1 else None
+    for k in range(len(slices)):
+        if i > 0:
+            got = yield comm.recv(chain[i - 1], tag=tag)
+            slices[k] = yield comm.reduce(slices[k], got, op)
+        if out is not None:
+            yield from out.send(slices[k])
+    if out is not None:
+        yield from out.drain()
+    return join(slices)

@@ -1,0 +1,93 @@
+"""NCCL's tree all_reduce, simulated: a double binary tree across nodes, a chain in each.
+
+Channel c works on tree c mod 2 of NCCL's double binary tree over the nodes (the two trees
+are complementary, so every node is a leaf in one of them: ``ncclGetDtree`` in
+``src/graph/trees.cc``, the same construction as the ``double_binary_tree`` algorithm).
+Inside a node the channel's GPUs form a chain, starting at local GPU c mod G; the chain's
+head talks to the heads of its parent and child nodes, which sit on the same rail. Data
+goes up (reduced at every GPU from its chain successor and, at a head, from its child
+nodes' heads) and comes down the same way, slice by slice: a GPU runs its up and down
+streams side by side, as NCCL's split tree kernel does, so a slice can travel down while
+later ones still travel up. Every step costs the protocol's tree latency over its link
+class (``hwLatencies[...][TREE]``).
+"""
+
+from __future__ import annotations
+
+from simcoll.algorithms.double_binary_tree import double_binary_tree
+from simcoll.algorithms.nccl.machine import node_order
+from simcoll.algorithms.nccl.protocols import Protocol
+from simcoll.algorithms.nccl.rings import Sender, pieces
+from simcoll.buffers import Buffer, join
+from simcoll.comm import Comm
+from simcoll.ops import ReduceOp
+from simcoll.typing import Steps
+
+__all__ = ["all_reduce"]
+
+
+def _layout(comm: Comm, channel: int) -> tuple[int | None, list[int], list[int]]:
+    """(where this rank sends up, where it receives from going up, where it sends down):
+    its chain predecessor or its node's parent head; its chain successor and, at a head,
+    its child nodes' heads."""
+    groups = node_order([comm.node_of(r) for r in range(comm.size)])
+    chains = [g[channel % len(g):] + g[:channel % len(g)] for g in groups]
+    mine = next(j for j, g in enumerate(groups) if comm.rank in g)
+    chain = chains[mine]
+    pos = chain.index(comm.rank)
+    below = [chain[pos + 1]] if pos + 1 < len(chain) else []
+    if pos > 0:
+        return chain[pos - 1], below, below
+    parent, children = double_binary_tree(len(groups), mine, channel % 2)
+    heads = [chains[k][0] for k in children]
+    return (None if parent is None else chains[parent][0]), below + heads, below + heads
+
+
+def _sender(comm: Comm, peer: int, protocol: Protocol, intra: str, tag: int) -> Sender:
+    link = "net" if comm.node_of(peer) != comm.node_of(comm.rank) else intra
+    return Sender(comm, peer, protocol, protocol.hop("tree", link), tag)
+
+
+def _up(comm: Comm, slices: list[Buffer], up: int | None, sources: list[int],
+        downs: list[Sender], protocol: Protocol, op: ReduceOp, intra: str,
+        tag: int) -> Steps:
+    """Reduce every slice from ``sources`` and pass it up; at the root, send it down."""
+    out = None if up is None else _sender(comm, up, protocol, intra, tag)
+    for k in range(len(slices)):
+        for source in sources:
+            got = yield comm.recv(source, tag=tag)
+            slices[k] = yield comm.reduce(slices[k], got, op)
+        for sender in ([out] if out is not None else downs):
+            yield from sender.send(slices[k])
+    for sender in ([out] if out is not None else downs):
+        yield from sender.drain()
+    return slices
+
+
+def _down(comm: Comm, count: int, up: int, downs: list[Sender], tag: int) -> Steps:
+    """Receive every slice from above and pass it down."""
+    got = []
+    for _ in range(count):
+        piece = yield comm.recv(up, tag=tag + 1)
+        for sender in downs:
+            yield from sender.send(piece)
+        got.append(piece)
+    for sender in downs:
+        yield from sender.drain()
+    return got
+
+
+def all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol, op: ReduceOp,
+               intra: str) -> Steps:
+    """One channel's tree all-reduce of this rank's ``part``; returns it reduced."""
+    up, sources, below = _layout(comm, channel)
+    tag = 2 * channel  # up on this tag, down on the next
+    slices = pieces(part, protocol)
+    downs = [_sender(comm, b, protocol, intra, tag + 1) for b in below]
+    if up is None:
+        result = yield from _up(comm, slices, None, sources, downs, protocol, op, intra, tag)
+        return join(result)
+    climbing = comm.start(_up(comm, slices, up, sources, downs, protocol, op, intra, tag))
+    result = yield from _down(comm, len(slices), up, downs, tag)
+    yield climbing
+    return join(result)

@@ -1,0 +1,204 @@
+"""NCCL's tuner: the algorithm, protocol and channel count NCCL would pick.
+
+NCCL predicts each (algorithm, protocol) pair's time as latency + bytes / bandwidth from
+a few constants and its topology's figures (``ncclTopoTuneModel``, ``ncclTopoGetAlgoTime``
+in ``src/graph/tuning.cc``) and runs the fastest; it then lowers the channel count for
+small sizes (``topoGetAlgoInfo`` in ``src/enqueue.cc``). This module redoes that
+arithmetic on a :class:`~simcoll.algorithms.nccl.machine.Machine`. Its predictions only
+choose: what a choice costs is then simulated, message by message.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from simcoll.algorithms.nccl.constants import (
+    LL_MAX_BW,
+    MAX_THREADS,
+    NET_OVERHEAD_US,
+    NVLS_EFFICIENCY,
+    PER_CHANNEL_MAX_RING_LL128_BW,
+    PER_CHANNEL_MAX_TREE_BW,
+    PER_CHANNEL_MAX_TREE_LL128_BW,
+    PROTOCOLS,
+    THREAD_THRESHOLD,
+    TREE_CORRECTION,
+)
+from simcoll.algorithms.nccl.machine import Machine
+from simcoll.algorithms.nccl.protocols import PROTOCOL
+from simcoll.errors import InvalidInputError
+
+__all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_channels"]
+
+ALGORITHMS = {
+    "all_reduce": ("ring", "tree", "nvls"),
+    "reduce_scatter": ("ring",),
+    "all_gather": ("ring",),
+    "broadcast": ("ring",),
+    "reduce": ("ring",),
+    "all_to_all": ("p2p",),
+}
+"""The NCCL algorithms each collective can run here. Not modelled (yet): NVLS for
+reduce_scatter and all_gather, NVLS-tree across nodes, CollNet (IB SHARP) and PAT."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What runs: ``algo`` with ``proto`` over ``channels`` channels, and NCCL's own
+    prediction of its time (seconds)."""
+
+    algo: str
+    proto: str
+    channels: int
+    predicted: float
+
+
+def max_channels(machine: Machine, algo: str) -> int:
+    """The channels NCCL opens on this machine for ``algo`` before it trims them for
+    small sizes: 16 rings or trees over NVLink (NCCL's search finds 16 to 32 on DGX
+    nodes; 16 already fill the links), 4 over PCI, and ``NCCL_NVLS_NCHANNELS``'s 16 for
+    NVLS."""
+    if algo in ("nvls", "nvls_tree"):
+        return 16
+    return 16 if machine.intra == "nvlink" else 4
+
+
+def _column(machine: Machine) -> int:
+    return min(machine.nnodes, 3) - 1
+
+
+def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
+                   channels: int) -> float:
+    """NCCL's bus bandwidth (GB/s) of a pair, 0 where it does not apply."""
+    arch, col = machine.arch, _column(machine)
+    intra = machine.intra_bw / 1e9
+    bw = intra if machine.nnodes == 1 else min(intra, machine.inter_bw / 1e9)
+    if algo in ("nvls", "nvls_tree"):
+        if proto != "Simple" or not machine.nvls or channels < 2 or NVLS_EFFICIENCY[arch] == 0:
+            return 0.0
+        nvls = intra * NVLS_EFFICIENCY[arch] * (channels - 1) / channels
+        nvls *= 2.0 if collective == "all_reduce" else (machine.ppn - 1) / machine.ppn
+        inter = (machine.inter_bw / 1e9) * (2 if algo == "nvls_tree" and machine.nnodes <= 2
+                                            else 1) if machine.nnodes > 1 else math.inf
+        return min(nvls, inter)
+    if algo == "p2p":
+        return bw
+    if algo == "ring":
+        if proto == "LL":
+            return min(LL_MAX_BW[arch][col], bw * 0.5)
+        if proto == "LL128":
+            return min(bw * 0.92, channels * PER_CHANNEL_MAX_RING_LL128_BW[arch][col])
+        return bw
+    if collective != "all_reduce":
+        return 0.0
+    bw = min(bw * 0.92, channels * PER_CHANNEL_MAX_TREE_BW[arch][col])
+    if proto == "LL":
+        return min(bw / 3.8, LL_MAX_BW[arch][col])
+    if proto == "LL128":
+        factor = 7.0 / 9.0 if machine.nnodes == 1 else 120.0 / 128.0
+        return min(bw * factor, channels * PER_CHANNEL_MAX_TREE_LL128_BW[arch][col])
+    return bw
+
+
+def _latency(machine: Machine, collective: str, algo: str, proto: str) -> float:
+    """NCCL's latency (us) of a pair."""
+    protocol = PROTOCOL[proto]
+    p, nodes = machine.nranks, machine.nnodes
+    base = protocol.base(algo if algo != "p2p" else "ring") * 1e6
+    intra = protocol.hop(algo if algo != "p2p" else "ring", machine.intra) * 1e6
+    inter = protocol.hop("tree" if machine.ppn == 1 and algo != "p2p" else
+                         (algo if algo != "p2p" else "ring"), "net") * 1e6
+    if algo == "ring":
+        steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1,
+                 "all_gather": p - 1}.get(collective, p)
+        if collective in ("broadcast", "reduce"):
+            return base + steps * (intra if nodes == 1 else inter)
+        if nodes > 1:
+            intra = max(intra, NET_OVERHEAD_US * (3 if proto == "Simple" else 1))
+        inter_steps = 0 if nodes == 1 else (2 if collective == "all_reduce" else 1) * (nodes - 1)
+        return base + (steps - inter_steps) * intra + inter_steps * inter
+    if algo == "tree":
+        return base + 2 * ((machine.ppn - 1) * intra + math.log2(nodes) * inter)
+    if algo == "nvls":
+        return intra + (inter if nodes > 1 else 0.0)
+    if algo == "nvls_tree":
+        return base + intra + 2 * math.log2(nodes) * inter
+    return base + (p - 1) * intra  # p2p: one step to every peer
+
+
+def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: str,
+            channels: int) -> float:
+    """NCCL's predicted seconds for ``algo`` / ``proto`` on ``channels`` channels, or
+    inf where NCCL would not run that pair."""
+    bus = _bus_bandwidth(machine, collective, algo, proto, channels)
+    if bus <= 0:
+        return math.inf
+    p = machine.nranks
+    steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1,
+             "all_gather": p - 1}.get(collective, p)
+    if algo in ("ring", "nvls", "nvls_tree", "p2p"):
+        algbw = bus * p / steps if algo != "p2p" else bus
+    else:
+        algbw = bus * 0.5
+    if algo == "tree" and nbytes >= 64:
+        size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else 0
+        if size < len(TREE_CORRECTION[proto]) - 1:
+            algbw *= TREE_CORRECTION[proto][size]
+    latency = _latency(machine, collective, algo, proto)
+    if (algo == "ring" and proto == "Simple" and machine.nnodes > 1
+            and collective == "all_reduce" and nbytes / (channels * p) >= 64):
+        latency *= 1.4  # NCCL's "plateau effect of ring" (Ampere and newer)
+    return (latency + nbytes / (1000 * algbw)) * 1e-6
+
+
+def candidates(machine: Machine, collective: str) -> tuple[str, ...]:
+    """The algorithms NCCL could run for ``collective`` on this machine."""
+    return tuple(a for a in ALGORITHMS[collective]
+                 if not (a == "nvls" and (not machine.nvls or machine.nnodes > 1)))
+
+
+def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int) -> int:
+    """NCCL's channel count for a size: fewer channels while the buffer is too small to
+    give every thread of every channel its threshold of bytes (NVLS keeps its own)."""
+    if algo in ("nvls", "nvls_tree"):
+        return channels
+    threshold = THREAD_THRESHOLD[proto] * (nranks if algo == "ring" and proto == "LL" else 1)
+    while channels >= 2 and nbytes < channels * MAX_THREADS[proto] * threshold:
+        channels -= 1
+    return channels
+
+
+def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
+           proto: str = "auto", channels: int = 0) -> Choice:
+    """The pair NCCL predicts fastest (``algo`` and ``proto`` narrow the search, as
+    NCCL_ALGO and NCCL_PROTO do; ``channels`` fixes the count, as NCCL_MIN_NCHANNELS
+    and NCCL_MAX_NCHANNELS together do).
+
+    Raises:
+        InvalidInputError: the named algorithm or protocol cannot run here.
+    """
+    algos = candidates(machine, collective)
+    if machine.nranks == 1:  # nothing to move: NCCL returns at once
+        return Choice(algo if algo != "auto" else algos[0],
+                      proto if proto != "auto" else "Simple", channels or 1, 0.0)
+    if algo != "auto":
+        if algo not in algos:
+            raise InvalidInputError(
+                f"algo={algo!r} cannot run {collective} on this machine; it can run "
+                f"{', '.join(algos)}" + ("" if machine.nvls else
+                                         " (NVLS needs GPUs on an in-network NVSwitch)"))
+        algos = (algo,)
+    protos = PROTOCOLS if proto == "auto" else (proto,)
+    best: Choice | None = None
+    for a in algos:
+        for pr in protos:
+            nc = channels or max_channels(machine, a)
+            t = predict(machine, collective, nbytes, a, pr, nc)
+            if best is None or t < best.predicted:
+                best = Choice(a, pr, nc if channels else trim_channels(
+                    nbytes, a, pr, nc, machine.nranks), t)
+    if best is None or math.isinf(best.predicted):
+        raise InvalidInputError(f"no NCCL algorithm and protocol can run {collective} with "
+                                f"algo={algo!r}, proto={proto!r} on this machine")
+    return best
