@@ -38,12 +38,15 @@ Latencies are round typical values, not measurements (calibration fits them): 0.
 NVLink hop, 1 us GPU to NIC over PCIe, 1.5 us per network hop (NIC-leaf, leaf-spine).
 
 On DGX H100 the NVSwitch reduces in the network (NVLink SHARP, NVLS): the switch is an
-in-network device (``in_network``) whose ``reduce_bandwidth`` defaults to the line rate
-its ports feed it, (gpus - 1) x ``nvlink_bandwidth`` bytes of pairwise-reduction output
-per second (370.8 GB/s x 7 = 2.6 TB/s), so the NVLink ports, not the switch's arithmetic,
-bound an NVLS collective; NCCL 2.30.7's tuner models NVLS the same way, as NVLink
-bandwidth times an efficiency (0.85 on Hopper, ``nvlsEfficiency`` in
-src/graph/tuning.cc). Calibration against nccl-tests may lower it.
+in-network device (``in_network``) with a ``reduce_bandwidth`` of its own, in bytes of
+pairwise-reduction output per second. Its line rate would be what its ports feed it,
+(gpus - 1) x ``nvlink_bandwidth`` (7 x 370.8 GB/s = 2.6 TB/s), but NVLS does not reach
+it: NCCL 2.30.7's tuner discounts NVLS by an efficiency (``nvlsEfficiency``, 0.85 on
+Hopper, src/graph/tuning.cc), and nccl-tests measures about 475 GB/s busbw on one DGX
+H100 where the line rate would give 650. The default, 1.86 TB/s (0.72 of the line
+rate), is what ``simcoll.calibrate`` fits to that measurement (nccl-tests issue #290,
+sizes from 512 MiB to 4 GiB, where the switch's reduction rate is what limits; 2.4 %
+geometric-mean error after the fit): ``benchmarks/nccl_tests_compare.py`` shows it.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ from simcoll.topology.presets.hardware import (
 from simcoll.units import us
 
 __all__ = ["dgx", "dgx_a100", "dgx_h100"]
+
+NVSWITCH_REDUCE_BANDWIDTH_H100 = 1.86e12
+"""The H100 NVSwitch's NVLS reduction rate, fitted to nccl-tests (see the module)."""
 
 
 def _nic_layout(gpus: int, nics: int | None) -> int:
@@ -189,8 +195,8 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
     Defaults: NVLink 370.8 GB/s per GPU and direction (NCCL's 18 x 20.6 GB/s; nominal
     450 GB/s), PCIe 48 GB/s (NCCL's Gen5 x16; nominal 63), NICs 50 GB/s, 32 nodes per
     leaf (64-port NDR leaves), reductions at 3,350 / 3 = 1,116.7 GB/s. The NVSwitch
-    reduces in the network at ``nvswitch_reduce_bandwidth`` (default 7 x
-    ``nvlink_bandwidth``, see the module); ``nvls=False`` makes it forward only.
+    reduces in the network at ``nvswitch_reduce_bandwidth`` (default 1.86 TB/s, fitted to
+    nccl-tests: see the module); ``nvls=False`` makes it forward only.
     See :func:`dgx`.
 
     Raises:
@@ -201,7 +207,7 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
                             f"not accepted with nvls=False (a switch that only forwards); "
                             f"leave it out, or set nvls=True")
     if nvls and nvswitch_reduce_bandwidth is None:
-        nvswitch_reduce_bandwidth = 7 * nvlink_bandwidth
+        nvswitch_reduce_bandwidth = NVSWITCH_REDUCE_BANDWIDTH_H100
     return dgx(nodes, nvlink_bandwidth=nvlink_bandwidth, pcie_bandwidth=pcie_bandwidth,
                nic_bandwidth=nic_bandwidth, name="dgx_h100", nics_per_node=nics_per_node,
                nvlink_latency=nvlink_latency, pcie_latency=pcie_latency,
