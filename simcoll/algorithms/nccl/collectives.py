@@ -18,6 +18,7 @@ the links).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -27,7 +28,7 @@ from simcoll.algorithms.nccl import nvls, rings, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
 from simcoll.algorithms.nccl.constants import ARCHS
 from simcoll.algorithms.nccl.machine import Machine, describe
-from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol
+from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
 from simcoll.algorithms.params import Choice, Int
 from simcoll.algorithms.registry import register
@@ -74,12 +75,16 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
             "arch": machine.arch, "intra": machine.intra if intra == "auto" else intra}
 
 
-def _chosen(comm: Comm, algo: str, proto: str, channels: int, intra: str) -> Protocol:
-    if "auto" in (algo, proto, intra) or channels == 0:
+def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
+            intra: str) -> Protocol:
+    """The protocol the tuner chose, with its per-channel rate on this machine."""
+    if "auto" in (algo, proto, intra, arch) or channels == 0:
         raise CommUsageError(f"rank {comm.rank}: NCCL's tuner has not run (algo={algo!r}, "
                              f"proto={proto!r}, channels={channels}); start it through "
                              f"simulate() or comm.collective()")
-    return PROTOCOL[proto]
+    nodes = len({comm.node_of(r) for r in range(comm.size)})
+    return dataclasses.replace(PROTOCOL[proto],
+                               rate=channel_rate(proto, algo, arch, nodes))
 
 
 def _rings(comm: Comm, channels: int) -> list[list[int]]:
@@ -174,7 +179,7 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
                     channels: int, arch: str, intra: str) -> BufferProgram:
     """NCCL's all_reduce: a ring (2(p-1) steps per channel), a double binary tree across
     nodes with a chain inside each (up, then down), or NVLS on the NVSwitch."""
-    protocol = _chosen(comm, algo, proto, channels, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1:
         return x
@@ -203,7 +208,7 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
 def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
                         channels: int, arch: str, intra: str) -> BufferProgram:
     """NCCL's ring reduce_scatter: p-1 steps per channel."""
-    protocol = _chosen(comm, algo, proto, channels, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1:
         return x
@@ -220,7 +225,7 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
 def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
                     arch: str, intra: str) -> BufferProgram:
     """NCCL's ring all_gather: p-1 steps per channel."""
-    protocol = _chosen(comm, algo, proto, channels, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1:
         return x
@@ -237,7 +242,7 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
 def nccl_broadcast(comm: Comm, x: Buffer, *, root: int, algo: str, proto: str,
                    channels: int, arch: str, intra: str) -> BufferProgram:
     """NCCL's ring broadcast: a pipelined chain from the root along each channel's ring."""
-    protocol = _chosen(comm, algo, proto, channels, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra)
     if comm.size == 1:
         return x
     yield comm.sleep(protocol.base(algo))
@@ -254,7 +259,7 @@ def nccl_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, algo: str, pr
                 channels: int, arch: str, intra: str) -> Program:
     """NCCL's ring reduce: a pipelined chain along each channel's ring, ending at the
     root."""
-    protocol = _chosen(comm, algo, proto, channels, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra)
     if comm.size == 1:
         return x
     yield comm.sleep(protocol.base(algo))
@@ -271,7 +276,7 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
                     arch: str, intra: str) -> BufferProgram:
     """NCCL's all_to_all: a grouped send and receive to and from every peer at once (its
     point-to-point operations), each message with the protocol's framing and step cost."""
-    protocol = _chosen(comm, algo, proto, channels, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p, r = comm.size, comm.rank
     if p == 1:
         return x

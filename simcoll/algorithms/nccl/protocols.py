@@ -17,16 +17,21 @@ Sources: NCCL 2.30.7 ``src/include/device.h`` (``ncclLLFifoLine``, ``NCCL_LL128_
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from simcoll.algorithms.nccl.constants import (
     BASE_LATENCY,
     BUFFER_BYTES,
     HW_LATENCY,
+    LL_MAX_BW,
     NCCL_STEPS,
+    PER_CHANNEL_MAX_RING_LL128_BW,
+    PER_CHANNEL_MAX_TREE_BW,
+    PER_CHANNEL_MAX_TREE_LL128_BW,
 )
 
-__all__ = ["Protocol", "PROTOCOL"]
+__all__ = ["Protocol", "PROTOCOL", "channel_rate"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class Protocol:
         line_data, line_bytes: data bytes carried per wire line, and the line's size.
         slice_bytes: data bytes a ring moves per message (one slice).
         window: messages a connection may have in flight (FIFO slots per slice).
+        rate: data bytes per second one channel's threads can move (inf: the links
+            limit); see :func:`channel_rate`.
     """
 
     name: str
@@ -45,6 +52,7 @@ class Protocol:
     line_bytes: int
     slice_bytes: int
     window: int
+    rate: float = math.inf
 
     def wire(self, nbytes: int) -> int:
         """Bytes on the wire for ``nbytes`` of data: whole lines, each with its flags."""
@@ -60,6 +68,25 @@ class Protocol:
     def base(self, algorithm: str) -> float:
         """Seconds of fixed launch cost of one collective (NCCL's ``baseLatencies``)."""
         return BASE_LATENCY[algorithm][self.name] * 1e-6
+
+
+def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int) -> float:
+    """Bytes per second of data one channel moves at most, from NCCL's per-channel caps:
+    ``perChMaxRingLL128Bws`` for ring LL128, ``perChMaxTreeBws`` and
+    ``perChMaxTreeLL128Bws`` for trees, and ``llMaxBws`` (a cap on all channels) spread
+    over the 16 channels NCCL opens, for LL; unlimited for Simple rings and NVLS, whose
+    threads keep up with their links. The caps are NCCL's bus bandwidths, which a ring
+    moves on every link, so they cap the data a channel sends."""
+    column = min(nodes, 3) - 1
+    if protocol == "LL" and algorithm in ("ring", "tree"):
+        return LL_MAX_BW[arch][column] * 1e9 / 16
+    if protocol == "LL128" and algorithm == "ring":
+        return PER_CHANNEL_MAX_RING_LL128_BW[arch][column] * 1e9
+    if protocol == "LL128" and algorithm == "tree":
+        return PER_CHANNEL_MAX_TREE_LL128_BW[arch][column] * 1e9
+    if protocol == "Simple" and algorithm == "tree":
+        return PER_CHANNEL_MAX_TREE_BW[arch][column] * 1e9
+    return math.inf
 
 
 def _step(protocol: str) -> int:

@@ -19,6 +19,7 @@ cost (``Protocol.base``).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 from simpy.events import Event
@@ -68,7 +69,10 @@ class Sender:
         self.in_flight: deque[Event] = deque()
 
     def send(self, piece: Buffer) -> Steps:
-        """Send ``piece`` once a FIFO slot is free."""
+        """Send ``piece`` once a FIFO slot is free, after the channel's threads have
+        moved it (at the protocol's rate per channel)."""
+        if self.protocol.rate != math.inf:
+            yield self.comm.sleep(piece.nbytes / self.protocol.rate)
         if len(self.in_flight) >= self.protocol.window:
             yield self.in_flight.popleft()
         self.in_flight.append(self.comm.send(
