@@ -24,9 +24,12 @@ def one_link(bandwidth=100e9, latency=0.5e-6):
     return topo
 
 
-# NCCL 2.30.7, src/graph/tuning.cc: ring base latencies and NVLink step latencies (us).
+# NCCL 2.30.7, src/graph/tuning.cc: ring base latencies and NVLink step latencies (us),
+# and what one channel's threads move per second on one Ampere node: llMaxBws' 87.7 GB/s
+# over 16 channels for LL, perChMaxRingLL128Bws' 20 GB/s for LL128, no cap for Simple.
 BASE = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
 STEP = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}
+RATE = {"LL": 87.7e9 / 16, "LL128": 20e9, "Simple": math.inf}
 
 
 @pytest.mark.parametrize("proto, nbytes, wire", [
@@ -38,10 +41,11 @@ STEP = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}
 ])
 def test_each_protocol_alone_on_one_link(proto, nbytes, wire):
     # A broadcast between two GPUs on one channel: one message smaller than a slice.
-    # Hand-worked: launch + one step + the link's latency + wire bytes at the link's rate.
+    # Hand-worked: launch + the channel's threads moving the data + one step + the
+    # link's latency + wire bytes at the link's rate.
     res = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=nbytes,
                       dtype="uint8", proto=proto, channels=1)
-    expected = (BASE[proto] + STEP[proto] + 0.5) * US + wire / 100e9
+    expected = (BASE[proto] + STEP[proto] + 0.5) * US + nbytes / RATE[proto] + wire / 100e9
     assert res.time == pytest.approx(expected, rel=1e-12)
     assert res.bytes_sent.tolist() == [nbytes, 0]                      # payload
     assert res.link_bytes[("gpu0", "gpu1")] == wire                    # on the wire
