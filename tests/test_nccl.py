@@ -208,3 +208,22 @@ def test_the_cost_model_estimate_is_a_lower_bound_shaped_like_the_run():
         t = sc.cost.predict("all_reduce", "nccl", p=8, nbytes=n, alpha=1e-6, beta=1e-11)
         assert 0.5 < t / res.time < 2.0, (n, t, res.time)
         assert math.isfinite(t)
+
+
+@pytest.mark.parametrize("nodes", [2, 3])
+def test_nvls_tree_gives_the_reference_result_across_nodes(nodes):
+    topo = sc.topology.dgx_h100(nodes)
+    inputs = make_data(topo.nranks, 3001, "float64")
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo="nvls_tree",
+                      op="avg")
+    assert res.correct and res.params["algo"] == "nvls_tree"
+    assert_outputs_match(res, inputs, sc.ReduceOp.AVG)
+
+
+def test_the_tuner_uses_nvls_tree_across_h100_nodes_for_large_buffers():
+    # NVLS-tree's bus bandwidth on 2 nodes: min(NVLS 591, 2 x the node's 8 x 50 GB/s,
+    # 16 channels x 57.7) = 591 GB/s against the ring's min(370.8, 400) = 370.8: at
+    # 1 GiB it wins (25 + 2 x 20.9 + 1,940 us against the ring's 1.4 x ... + 3,090).
+    machine = describe(sc.topology.dgx_h100(2), tuple(range(16)))
+    assert choose(machine, "all_reduce", 2**30).algo == "nvls_tree"
+    assert choose(machine, "all_reduce", 8).proto == "LL"

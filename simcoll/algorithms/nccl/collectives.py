@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.nccl import nvls, rings, trees
+from simcoll.algorithms.nccl import nvls, nvls_tree, rings, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
 from simcoll.algorithms.nccl.constants import ARCHS
 from simcoll.algorithms.nccl.machine import Machine, describe
@@ -168,8 +168,13 @@ def _register(collective: str, model: CostModel, in_network: Any = None) -> Any:
 # -- the programs ---------------------------------------------------------------------
 def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto: str,
                  channels: int, arch: str, intra: str) -> HostProgram | None:
-    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise)."""
-    return nvls.switch_all_reduce(comm, x, channels, op) if algo == "nvls" else None
+    """The NVSwitch's program when the tuner picked NVLS or NVLS-tree (nothing
+    otherwise)."""
+    if algo == "nvls":
+        return nvls.switch_all_reduce(comm, x, channels, op)
+    if algo == "nvls_tree":
+        return nvls_tree.switch_all_reduce(comm, x, channels, op)
+    return None
 
 
 @_register("all_reduce", _model(
@@ -196,9 +201,13 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
         outs = yield from run_channels(comm, channels, lambda c: trees.all_reduce(
             comm, parts[c], c, protocol, op, intra))
         return glue(outs)
-    yield comm.sleep(protocol.hop("nvls", "nvlink"))  # NVLS's one fixed latency
-    outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_reduce(
-        comm, parts[c], c, protocol))
+    yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
+    if algo == "nvls":
+        outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_reduce(
+            comm, parts[c], c, protocol))
+    else:
+        outs = yield from run_channels(comm, channels, lambda c: nvls_tree.gpu_all_reduce(
+            comm, parts[c], c, protocol, op))
     return glue(outs)
 
 

@@ -32,7 +32,7 @@ from simcoll.errors import InvalidInputError
 __all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_channels"]
 
 ALGORITHMS = {
-    "all_reduce": ("ring", "tree", "nvls"),
+    "all_reduce": ("ring", "tree", "nvls", "nvls_tree"),
     "reduce_scatter": ("ring",),
     "all_gather": ("ring",),
     "broadcast": ("ring",),
@@ -40,7 +40,7 @@ ALGORITHMS = {
     "all_to_all": ("p2p",),
 }
 """The NCCL algorithms each collective can run here. Not modelled (yet): NVLS for
-reduce_scatter and all_gather, NVLS-tree across nodes, CollNet (IB SHARP) and PAT."""
+reduce_scatter and all_gather, CollNet (IB SHARP) and PAT."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,8 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
 def candidates(machine: Machine, collective: str) -> tuple[str, ...]:
     """The algorithms NCCL could run for ``collective`` on this machine."""
     return tuple(a for a in ALGORITHMS[collective]
-                 if not (a == "nvls" and (not machine.nvls or machine.nnodes > 1)))
+                 if not (a == "nvls" and (not machine.nvls or machine.nnodes > 1))
+                 and not (a == "nvls_tree" and (not machine.nvls or machine.nnodes == 1)))
 
 
 def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int) -> int:

@@ -1,0 +1,167 @@
+"""NVLS-tree, simulated: NVLink SHARP inside each node, a tree between nodes.
+
+For each channel, every GPU's part is cut into one block per local GPU; local GPU g owns
+block g, and talks to the other nodes over its own rail. Three streams run side by side:
+
+1. every GPU pushes all its slices into its node's NVSwitch, which reduces each slice over
+   the node's GPUs and sends it to the slice's owner;
+2. each owner all-reduces its block's slices with the owners of the same block on the
+   other nodes (same local GPU, same rail) over NCCL's double binary tree of the nodes:
+   reduced up the tree, sent back down;
+3. each owner hands every finished slice back to the switch, which multicasts it to every
+   GPU of the node.
+
+A GPU sends n and receives n bytes inside its node, as with NVLS, plus its block's tree
+traffic on its NIC; the switch reduces n x (G - 1) bytes. NCCL's NVLS-tree latency is
+``hwLatencies[NVLINK][NVLS_TREE][SIMPLE]`` (25 us) once, plus a network step per tree
+level. Sources: NCCL 2.30.7 ``src/device/all_reduce.h`` (``runRing``'s NVLS-tree
+sibling), ``src/graph/tuning.cc``.
+"""
+
+from __future__ import annotations
+
+from simcoll.algorithms.double_binary_tree import double_binary_tree
+from simcoll.algorithms.nccl.channels import run_channels
+from simcoll.algorithms.nccl.machine import node_order
+from simcoll.algorithms.nccl.nvls import CHUNK_BYTES
+from simcoll.algorithms.nccl.protocols import Protocol
+from simcoll.algorithms.nccl.rings import Sender
+from simcoll.buffers import Buffer, VirtualBuffer, join, split
+from simcoll.comm import Comm
+from simcoll.ops import ReduceOp
+from simcoll.typing import Steps
+
+__all__ = ["gpu_all_reduce", "switch_all_reduce"]
+
+_PUSH, _BACK, _UP, _DOWN = 0, 1, 2, 3
+"""Tag offsets within a channel's four: GPU -> switch pushes and switch -> owner sends;
+owner -> switch results and switch multicasts; up and down the tree of nodes."""
+
+
+def _blocks(part: Buffer, g: int) -> list[list[Buffer]]:
+    """``part`` in one block per local GPU, each block in NVLS-sized slices."""
+    out = []
+    for block in split(part, g):
+        per = max(1, CHUNK_BYTES // block.dtype.itemsize)
+        count = -(-block.size // per)
+        out.append([block] if count <= 1 else list(split(block, count)))
+    return out
+
+
+def _round_robin(blocks: list[list[Buffer]]) -> list[tuple[int, int]]:
+    """(block, slice) pairs in the order the switch handles them: slice k of every block
+    before slice k + 1 of any, so every owner's tree starts at once."""
+    longest = max(len(block) for block in blocks)
+    return [(b, k) for k in range(longest) for b in range(len(blocks)) if k < len(blocks[b])]
+
+
+def _node_layout(comm: Comm) -> tuple[list[list[int]], int, int]:
+    """(the ranks of every node, this rank's node index, its local index)."""
+    groups = node_order([comm.node_of(r) for r in range(comm.size)])
+    node = next(j for j, members in enumerate(groups) if comm.rank in members)
+    return groups, node, groups[node].index(comm.rank)
+
+
+def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: int,
+          local: int, channel: int, protocol: Protocol, op: ReduceOp, base: int,
+          finish: Sender) -> Steps:
+    """All-reduce this GPU's block, ``count`` slices that arrive one by one from
+    ``switch`` (reduced over the node), with the same local GPU of every node over the
+    channel's tree of nodes; hand every finished slice to ``finish`` as soon as it is
+    done: the root as it reduces it, the others as it comes down (their up and down
+    streams run side by side)."""
+    parent, children = double_binary_tree(len(groups), node, channel % 2)
+    peer = [members[local] for members in groups]
+    hop = protocol.hop("tree", "net")
+    up_tag, down_tag = base + _UP, base + _DOWN
+    downs = [Sender(comm, peer[k], protocol, hop, down_tag) for k in children]
+
+    def down(source: int) -> Steps:
+        for _ in range(count):
+            piece = yield comm.recv(source, tag=down_tag)
+            for sender in downs:
+                yield from sender.send(piece)
+            yield from finish.send(piece)
+        for sender in downs:
+            yield from sender.drain()
+
+    descending = None if parent is None else comm.start(down(peer[parent]))
+    up = None if parent is None else Sender(comm, peer[parent], protocol, hop, up_tag)
+    for _ in range(count):
+        piece = yield comm.recv(switch, tag=base + _PUSH)
+        for child in children:
+            got = yield comm.recv(peer[child], tag=up_tag)
+            piece = yield comm.reduce(piece, got, op)
+        if up is not None:
+            yield from up.send(piece)
+            continue
+        for sender in downs:
+            yield from sender.send(piece)
+        yield from finish.send(piece)
+    if up is not None and descending is not None:
+        yield from up.drain()
+        yield descending
+    for sender in downs:
+        yield from sender.drain()
+
+
+def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
+                   op: ReduceOp) -> Steps:
+    """One channel on a GPU: push, own one block across the nodes, take results back."""
+    switch = comm.reducer_of(comm.rank)
+    if switch is None:
+        raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS-tree needs every GPU "
+                         f"on an in-network NVSwitch")
+    groups, node, local = _node_layout(comm)
+    blocks = _blocks(part, len(groups[node]))
+    base = 4 * channel
+
+    order = _round_robin(blocks)
+
+    def push() -> Steps:
+        sender = Sender(comm, switch, protocol, 0.0, base + _PUSH)
+        for b, k in order:
+            yield from sender.send(blocks[b][k])
+        yield from sender.drain()
+
+    def own() -> Steps:
+        back = Sender(comm, switch, protocol, 0.0, base + _BACK)
+        yield from _tree(comm, len(blocks[local]), switch, groups, node, local, channel,
+                         protocol, op, base, back)
+        yield from back.drain()
+
+    pushing, owning = comm.start(push()), comm.start(own())
+    result: list[list[Buffer]] = [list(block) for block in blocks]
+    for b, k in order:
+        result[b][k] = yield comm.recv(switch, tag=base + _BACK)
+    yield pushing
+    yield owning
+    return join([join(block) for block in result])
+
+
+def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp) -> Steps:
+    """The switch's side of every channel: reduce each slice over its node's GPUs and
+    send it to the slice's owner; multicast every finished slice the owners send back."""
+    gpus = comm.attached(comm.rank)
+    parts = list(split(x, channels))
+
+    def channel(c: int) -> Steps:
+        order = _round_robin(_blocks(parts[c], len(gpus)))
+        base = 4 * c
+
+        def reduce_to_owners() -> Steps:
+            for b, _ in order:
+                total = yield comm.recv(gpus[0], tag=base + _PUSH)
+                for gpu in gpus[1:]:
+                    total = yield comm.reduce(total, (yield comm.recv(
+                        gpu, tag=base + _PUSH)), op)
+                comm.send(total, gpus[b], tag=base + _PUSH)
+
+        reducing = comm.start(reduce_to_owners())
+        for b, _ in order:
+            finished = yield comm.recv(gpus[b], tag=base + _BACK)
+            comm.multicast(finished, gpus, tag=base + _BACK)
+        yield reducing
+
+    yield from run_channels(comm, channels, channel)
+    return None
