@@ -26,10 +26,11 @@ def one_link(bandwidth=100e9, latency=0.5e-6):
 
 # NCCL 2.30.7, src/graph/tuning.cc: ring base latencies and NVLink step latencies (us),
 # and what one channel's threads move per second on one Ampere node: llMaxBws' 87.7 GB/s
-# over 16 channels for LL, perChMaxRingLL128Bws' 20 GB/s for LL128, no cap for Simple.
+# for all channels together in LL (here one channel), perChMaxRingLL128Bws' 20 GB/s for
+# LL128, no cap for Simple.
 BASE = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
 STEP = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}
-RATE = {"LL": 87.7e9 / 16, "LL128": 20e9, "Simple": math.inf}
+RATE = {"LL": 87.7e9, "LL128": 20e9, "Simple": math.inf}
 
 
 @pytest.mark.parametrize("proto, nbytes, wire", [

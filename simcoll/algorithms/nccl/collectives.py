@@ -84,7 +84,7 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
                              f"simulate() or comm.collective()")
     nodes = len({comm.node_of(r) for r in range(comm.size)})
     return dataclasses.replace(PROTOCOL[proto],
-                               rate=channel_rate(proto, algo, arch, nodes))
+                               rate=channel_rate(proto, algo, arch, nodes, channels))
 
 
 def _rings(comm: Comm, channels: int) -> list[list[int]]:

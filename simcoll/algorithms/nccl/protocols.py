@@ -70,16 +70,17 @@ class Protocol:
         return BASE_LATENCY[algorithm][self.name] * 1e-6
 
 
-def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int) -> float:
-    """Bytes per second of data one channel moves at most, from NCCL's per-channel caps:
-    ``perChMaxRingLL128Bws`` for ring LL128, ``perChMaxTreeBws`` and
-    ``perChMaxTreeLL128Bws`` for trees, and ``llMaxBws`` (a cap on all channels) spread
-    over the 16 channels NCCL opens, for LL; unlimited for Simple rings and NVLS, whose
+def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,
+                 channels: int) -> float:
+    """Bytes per second of data one of ``channels`` channels moves at most, from NCCL's
+    caps: ``perChMaxRingLL128Bws`` per channel for ring LL128, ``perChMaxTreeBws`` and
+    ``perChMaxTreeLL128Bws`` for trees, and ``llMaxBws`` (a cap on all channels
+    together) shared by the channels for LL; unlimited for Simple rings and NVLS, whose
     threads keep up with their links. The caps are NCCL's bus bandwidths, which a ring
     moves on every link, so they cap the data a channel sends."""
     column = min(nodes, 3) - 1
     if protocol == "LL" and algorithm in ("ring", "tree"):
-        return LL_MAX_BW[arch][column] * 1e9 / 16
+        return LL_MAX_BW[arch][column] * 1e9 / channels
     if protocol == "LL128" and algorithm == "ring":
         return PER_CHANNEL_MAX_RING_LL128_BW[arch][column] * 1e9
     if protocol == "LL128" and algorithm == "tree":
