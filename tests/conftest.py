@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import simpy
 
 import simcoll as sc
+from simcoll.algorithms import registry
 from simcoll.network import NETWORKS, Network
 
 ALPHA = 1e-6
 BETA = 1 / (100 * sc.GB)
 GAMMA = 1 / (400 * sc.GB)
+
+
+@pytest.fixture(autouse=True)
+def _algorithms_registered_by_a_test_end_with_it():
+    """Forget what a test registered, so that the suite can run twice in one process (a
+    mutation-testing tool does): the test's second run registers a new function object
+    under the same name, which the registry refuses."""
+    saved = dict(registry._REGISTRY)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
 
 
 def make_data(p: int, count: int, dtype, op: sc.ReduceOp = sc.ReduceOp.SUM, seed: int = 0,
