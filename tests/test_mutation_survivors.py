@@ -1,0 +1,370 @@
+"""Behaviour that mutants survived: each test here pins something that a mutant of
+network/, runtime.py, collectives.py or check.py changed while the rest of the suite
+passed (see the README's Testing section for the mutation run).
+
+Expected values come from outside the code under test: nccl-tests' bandwidth definitions,
+numpy's seeded generator, times worked out by hand on small machines, exact integer
+arithmetic, and the tests' own max-min reference (``machines.maxmin_arrivals``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import simpy
+from conftest import make_data, reference_network, run_flows
+from machines import maxmin_arrivals
+
+import simcoll as sc
+from simcoll.comm import Comm
+from simcoll.network import FlowNetwork
+
+# -- what a run reports ----------------------------------------------------------------
+
+# nccl-tests' PERFORMANCE.md, for p = 4 ranks: the data size S that algbw divides by
+# (in units of the per-rank input buffer) and the busbw / algbw factor.
+NCCL_TESTS_P4 = {
+    "all_reduce": (1, 2 * 3 / 4),
+    "reduce_scatter": (1, 3 / 4),
+    "all_gather": (4, 3 / 4),
+    "all_to_all": (1, 3 / 4),
+    "gather": (4, 3 / 4),
+    "scatter": (1, 3 / 4),
+    "broadcast": (1, 1.0),
+    "reduce": (1, 1.0),
+}
+
+
+@pytest.mark.parametrize("collective", sorted(NCCL_TESTS_P4))
+def test_algbw_and_busbw_follow_nccl_tests(collective):
+    p, nbytes = 4, 4 * 1024
+    algorithm = sc.list_algorithms(collective)[0][1]
+    res = sc.simulate(reference_network(p), collective, algorithm=algorithm, nbytes=nbytes)
+    size, factor = NCCL_TESTS_P4[collective]
+    assert res.algbw == pytest.approx(size * nbytes / res.time, rel=1e-12)
+    assert res.busbw == pytest.approx(size * nbytes / res.time * factor, rel=1e-12)
+
+
+CHECKED = {"all_reduce": "ring", "reduce_scatter": "ring", "all_gather": "ring",
+           "broadcast": "binomial", "reduce": "binomial", "all_to_all": "pairwise",
+           "gather": "binomial", "scatter": "binomial"}
+
+
+def _one_element_off(collective: str, rank: int, delta):
+    """Register (once) an algorithm that runs a library algorithm of the collective, then
+    adds ``delta`` to the last element of ``rank``'s output; return its name."""
+    name = f"_off_at_{rank}_by_{delta}"
+    if (collective, name) in sc.list_algorithms(collective):
+        return name
+    coll = sc.COLLECTIVES[collective]
+    inner = sc.get_algorithm(collective, CHECKED[collective]).fn
+
+    def off(comm: Comm, x, *, op=sc.ReduceOp.SUM, root=0):
+        kwargs = {}
+        if coll.reduces:
+            kwargs["op"] = op
+        if coll.rooted:
+            kwargs["root"] = root
+        out = yield from inner(comm, x, **kwargs)
+        if comm.rank == rank:
+            out = out.copy()
+            out[-1] += delta
+        return out
+
+    sc.register(collective, name)(off)
+    return name
+
+
+@pytest.mark.parametrize("collective", sorted(CHECKED))
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_a_wrong_element_in_a_checked_output_is_flagged(collective, dtype):
+    p, count = 4, 10
+    coll = sc.COLLECTIVES[collective]
+    root = 2 if coll.rooted else None
+    rank = 2 if collective in ("reduce", "gather") else 3   # a rank whose output is checked
+    inputs = make_data(p, count, dtype, seed=5)
+    kwargs = {"root": root} if coll.rooted else {}
+    exact = sc.simulate(reference_network(p), collective, data=inputs,
+                        algorithm=_one_element_off(collective, rank, 0), **kwargs)
+    assert exact.correct is True
+    assert exact.max_error <= (1e-12 if dtype == "float64" else 0.0)
+    wrong = sc.simulate(reference_network(p), collective, data=inputs,
+                        algorithm=_one_element_off(collective, rank, 1), **kwargs)
+    assert wrong.correct is False
+    # Integers must match exactly, so the error is the 1 that was added; a float reduction
+    # may differ from the float64 reference by rounding, far below 1.
+    assert wrong.max_error == pytest.approx(1.0, abs=1e-9)
+
+
+def test_an_output_of_the_wrong_length_dtype_or_type_is_flagged():
+    p = 3
+    inputs = make_data(p, 6, "int64")
+    for bad in ["short", "dtype", "list"]:
+        name = f"_bad_output_{bad}"
+
+        def program(comm: Comm, x, *, op=sc.ReduceOp.SUM, bad=bad):
+            out = yield comm.all_reduce(x, algorithm="ring", op=op)
+            if comm.rank == 1:
+                out = {"short": out[:-1], "dtype": out.astype(np.int32),
+                       "list": list(out)}[bad]
+            return out
+
+        sc.register("all_reduce", name)(program)
+        res = sc.simulate(reference_network(p), "all_reduce", algorithm=name, data=inputs)
+        assert res.correct is False, bad
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(np.float64).max,
+                    reason="longdouble is float64 on this platform")
+def test_a_wrong_sum_beyond_float64_range_is_flagged():
+    # Sums of longdouble values past float64's range: the rounding allowance must be
+    # worked out in longdouble too, or it is infinite and lets any output through.
+    big = np.longdouble("1e4000")
+    inputs = [np.full(4, big * (r + 1), dtype=np.longdouble) for r in range(2)]
+    name = _one_element_off("all_reduce", 1, big)
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=name, data=inputs)
+    assert res.correct is False
+    exact = sc.simulate(sc.topology.switch(2), "all_reduce",
+                        algorithm=_one_element_off("all_reduce", 1, 0), data=inputs)
+    assert exact.correct is True
+    np.testing.assert_array_equal(exact.outputs[0], np.full(4, 3 * big, dtype=np.longdouble))
+
+
+# -- the runtime: local work, started programs, what a deadlock names -----------------
+
+def _register(collective, name, fn):
+    sc.register(collective, name)(fn)
+    return name
+
+
+@pytest.mark.parametrize("slow", [None, 3.0])
+def test_compute_queues_on_the_stream_and_a_slow_gpu_stretches_every_piece(slow):
+    def program(comm: Comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.compute(1.0)             # [0, 1] (x slow)
+        yield comm.compute(0.5)             # issued once the first is done
+        first = comm.compute(0.25)          # two issued at once queue one after the other
+        second = comm.compute(0.125)
+        yield second
+        assert first.processed
+        return x
+
+    name = _register("all_reduce", "_compute_queue", program)
+    faults = sc.Faults(slow={0: slow}) if slow else None
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=name, nbytes=8,
+                      faults=faults)
+    scale = slow or 1.0
+    np.testing.assert_allclose(res.rank_times, [1.875 * scale, 1.875], rtol=1e-12)
+    assert res.time == pytest.approx(1.875 * scale, rel=1e-12)
+
+
+def test_the_second_started_program_is_named_program_1():
+    def quiet(comm: Comm):
+        yield comm.compute(1e-6)
+
+    def failing(comm: Comm):
+        yield comm.compute(2e-6)
+        raise ValueError("boom")
+
+    def program(comm: Comm, x, *, root=0):
+        a = comm.start(quiet(comm))
+        b = comm.start(failing(comm))
+        yield a
+        yield b
+        return x
+
+    name = _register("broadcast", "_second_start_fails", program)
+    with pytest.raises(sc.AlgorithmError, match=r"rank 0 \(started program 1\) raised "
+                                                r"ValueError"):
+        sc.simulate(sc.topology.switch(2), "broadcast", algorithm=name, nbytes=8)
+
+
+def test_a_deadlock_inside_a_group_says_so():
+    def program(comm: Comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank in (1, 2):
+            pair = comm.group([1, 2])
+            if pair.rank == 0:
+                yield pair.recv(src=1)      # group rank 1 (global rank 2) never sends
+        yield from ()
+        return x
+
+    name = _register("all_reduce", "_group_deadlock", program)
+    with pytest.raises(sc.DeadlockError) as info:
+        sc.simulate(sc.topology.switch(3), "all_reduce", algorithm=name, nbytes=8)
+    assert list(info.value.waiting) == [1]
+    assert info.value.waiting[1].startswith("recv from 2 (tag 0) in group ")
+    assert "rank 1 waits for recv from 2 (tag 0) in group " in str(info.value)
+
+
+# -- the analytical model ----------------------------------------------------------------
+
+def test_jitter_on_the_analytical_model_adds_the_seeded_draw():
+    # One message of 1000 B over two 1 us, 1 GB/s hops: 2 us + 1 us, plus the first
+    # draw of numpy's generator seeded as the faults say.
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=1e-6)
+    for seed in range(3):
+        res = sc.simulate(topo, "broadcast", algorithm="binomial", nbytes=1000,
+                          network="analytical", faults=sc.Faults(jitter=1e-6, seed=seed))
+        draw = np.random.default_rng(seed).uniform(0.0, 1e-6)
+        assert res.time == pytest.approx(3e-6 + draw, rel=1e-12)
+
+
+# -- the flow model: sub-unit rates, link faults, and its own bookkeeping ----------------
+
+class GeneralSolverOnly(FlowNetwork):
+    """The flow model with its shortcuts off: every flow through progressive filling."""
+
+    fast = False
+
+
+def pair(bandwidth: float, latency: float = 0.0) -> sc.Topology:
+    topo = sc.Topology("pair")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=bandwidth, latency=latency)
+    return topo
+
+
+@pytest.mark.parametrize("network", [FlowNetwork, GeneralSolverOnly])
+def test_fair_shares_below_one_byte_per_second(network):
+    # Two flows of 1 and 2 bytes share a 1 B/s link: 0.5 B/s each until the first ends
+    # at 2 s, then the second's last byte alone at 1 B/s: 3 s.
+    flows = [(0.0, 0, 1, 1), (0.0, 0, 1, 2)]
+    assert run_flows(pair(1.0), flows, network) == pytest.approx([2.0, 3.0], rel=1e-12)
+    assert maxmin_arrivals(pair(1.0), flows) == pytest.approx([2.0, 3.0], rel=1e-12)
+
+
+def cycle4(latency: float = 0.0) -> sc.Topology:
+    topo = sc.Topology("cycle")
+    gpus = [topo.add_gpu() for _ in range(4)]
+    for i in range(4):
+        topo.add_link(gpus[i], gpus[(i + 1) % 4], bandwidth=1e9, latency=latency)
+    return topo
+
+
+def _sends_at_once(comm: Comm, x, *, messages=()):
+    """Every (src, dst, nbytes) message sent at time 0; each rank waits for its own."""
+    events = []
+    for src, dst, nbytes in messages:
+        if comm.rank == src:
+            events.append(comm.send(sc.VirtualBuffer.of(nbytes, np.uint8), dst))
+        elif comm.rank == dst:
+            events.append(comm.recv(src))
+    for event in events:  # noqa: UP028 (SimPy sends values in, which a list cannot take)
+        yield event
+    return x
+
+
+def send_at_once(topo, messages, faults):
+    if ("all_to_all", "_sends_at_once") not in sc.list_algorithms("all_to_all"):
+        sc.register("all_to_all", "_sends_at_once")(_sends_at_once)
+    return sc.simulate(topo, "all_to_all", algorithm="_sends_at_once", nbytes=topo.nranks,
+                       dtype=np.uint8, messages=tuple(messages), faults=faults)
+
+
+def test_a_flow_moved_off_a_failed_link_after_its_latency_counts_from_its_drain_start():
+    # 1 GB from gpu0 to gpu1, 0.1 s of latency on every link: it drains from 0.1 s and
+    # has sent 0.25 GB when the link fails at 0.35 s; the 0.75 GB left go round the
+    # other three links at 1 GB/s (no new latency): arrival at 1.1 s.
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.35)])
+    res = send_at_once(cycle4(latency=0.1), [(0, 1, 10**9)], faults)
+    assert res.time == pytest.approx(1.1, rel=1e-12)
+    assert res.link_bytes[("gpu0", "gpu1")] == 25 * 10**7
+    for hop in [("gpu0", "gpu3"), ("gpu3", "gpu2"), ("gpu2", "gpu1")]:
+        assert res.link_bytes[hop] == 75 * 10**7, hop
+
+
+def test_a_moved_flow_adds_its_bytes_to_what_its_new_links_carried():
+    # gpu0 sends 1 GB to gpu1 and 1 GB to gpu3 at once, on separate links (1 GB/s each).
+    # gpu0-gpu1 fails at 0.25 s: the 0.75 GB left of the first go 0 -> 3 -> 2 -> 1 and
+    # share gpu0 -> gpu3 with the 0.75 GB left of the second: 0.5 GB/s each, both end
+    # at 0.25 + 1.5 = 1.75 s.
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.25)])
+    res = send_at_once(cycle4(), [(0, 1, 10**9), (0, 3, 10**9)], faults)
+    assert res.time == pytest.approx(1.75, rel=1e-12)
+    np.testing.assert_allclose(res.rank_times, [1.75, 1.75, 0.0, 1.75], rtol=1e-12)
+    assert res.link_bytes[("gpu0", "gpu1")] == 25 * 10**7
+    assert res.link_bytes[("gpu0", "gpu3")] == 10**9 + 75 * 10**7
+    assert res.link_bytes[("gpu3", "gpu2")] == 75 * 10**7
+    assert res.link_bytes[("gpu2", "gpu1")] == 75 * 10**7
+    np.testing.assert_array_equal(res.bytes_sent, [2 * 10**9, 0, 0, 0])
+    np.testing.assert_array_equal(res.bytes_received, [0, 10**9, 0, 10**9])
+
+
+def test_every_message_lost_on_a_failed_link_is_named_the_first_16_shown():
+    # 17 messages of 1 GB share a 1.7 GB/s link (0.1 GB/s each); it fails at 0.5 s with
+    # 0.95 GB left of each.
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5)])
+    with pytest.raises(sc.LinkFailureError) as info:
+        send_at_once(pair(1.7e9), [(0, 1, 10**9)] * 17, faults)
+    assert info.value.lost == [(0, 1)] * 17
+    text = str(info.value)
+    assert "no route goes around it for 17 message(s) in flight: " in text
+    shown = text.split("in flight: ")[1]
+    assert shown == ", ".join(["gpu0->gpu1 (950000000 bytes left)"] * 16)
+
+
+def test_a_lost_message_counts_its_bytes_left_from_its_drain_start():
+    # 1 GB at 1 GB/s behind 0.1 s of latency; the only link fails at 0.5 s: 0.6 GB left.
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5)])
+    with pytest.raises(sc.LinkFailureError, match=r"gpu0->gpu1 \(600000000 bytes left\)"):
+        send_at_once(pair(1e9, latency=0.1), [(0, 1, 10**9)], faults)
+
+
+def test_change_link_without_tracked_flows_is_a_programming_error():
+    env = simpy.Environment()
+    net = FlowNetwork(env, pair(1e9), 2)
+    with pytest.raises(RuntimeError, match=r"change_link needs track_flows\(\)"):
+        net.change_link(0, 0.5)
+
+
+def _bare_network(topo, flows, faults=()):
+    """A bare flow model carrying ``(start, src, dst, nbytes)`` flows, with ``(at, link,
+    factor)`` faults; returns the network after the run and each flow's arrival."""
+    env = simpy.Environment()
+    net = FlowNetwork(env, topo, topo.nranks)
+    if faults:
+        net.track_flows()
+    arrived = {}
+    for i, (start, src, dst, nbytes) in enumerate(flows):
+        env.timeout(start).callbacks.append(
+            lambda _e, i=i, src=src, dst=dst, n=nbytes: net.transfer(
+                src, dst, n, lambda token: arrived.__setitem__(token, env.now), i))
+    for at, index, factor in faults:
+        env.timeout(at).callbacks.append(lambda _e, i=index, f=factor: net.change_link(i, f))
+    env.run()
+    return net, [arrived[i] for i in range(len(flows))]
+
+
+@pytest.mark.parametrize("case", ["incast", "general", "moved", "slowed"])
+def test_nothing_is_left_on_any_link_once_every_flow_has_arrived(case):
+    # The per-link count of flows in flight decides whether a new flow may take the
+    # one-event shortcut; a count left behind sends every later flow on that link down
+    # the general path. Once all have arrived, every count is back to zero.
+    if case == "incast":
+        topo = sc.topology.switch(4, bandwidth=1e9, latency=0.0)
+        flows = [(0.0, s, 0, 10**6 * s) for s in (1, 2, 3)]
+        net, times = _bare_network(topo, flows)
+        # 1 MB, 2 MB, 3 MB into one 1 GB/s link: 3 ms, 5 ms, 6 ms.
+        assert times == pytest.approx([3e-3, 5e-3, 6e-3], rel=1e-12)
+    elif case == "general":
+        topo = sc.Topology("line")
+        g = [topo.add_gpu() for _ in range(3)]
+        topo.add_link(g[0], g[1], bandwidth=0.8e9)
+        topo.add_link(g[1], g[2], bandwidth=1e9)
+        flows = [(0.0, 0, 2, 10**9), (0.0, 1, 2, 25 * 10**7)]
+        net, times = _bare_network(topo, flows)
+        assert times == pytest.approx([1.4375, 0.5], rel=1e-12)   # issue 7's repro
+    else:
+        topo = cycle4()
+        index = topo.link_index("gpu0", "gpu1")
+        flows = [(0.0, 0, 1, 10**9), (0.0, 0, 3, 10**9), (0.0, 2, 1, 10**9)]
+        if case == "moved":
+            net, times = _bare_network(topo, flows, [(0.25, index, 0.0)])
+            # The moved 0.75 GB shares 0->3 with flow 1 and 2->1 with flow 2 (0.5 GB/s
+            # each on both): flows 1 and 2 have 0.75 GB left at 0.25 s and end at 1.75 s.
+            assert times == pytest.approx([1.75, 1.75, 1.75], rel=1e-12)
+        else:
+            net, times = _bare_network(topo, flows, [(0.25, index, 0.5)])
+            # 0.75 GB left at 0.5 GB/s: 1.75 s; the others never shared a link: 1 s.
+            assert times == pytest.approx([1.75, 1.0, 1.0], rel=1e-12)
+    assert net._load == [0] * len(net._load)
+    assert all(not flows for flows in net._on_link)
