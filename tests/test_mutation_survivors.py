@@ -312,7 +312,8 @@ def test_a_lost_message_counts_its_bytes_left_from_its_drain_start():
 def test_change_link_without_tracked_flows_is_a_programming_error():
     env = simpy.Environment()
     net = FlowNetwork(env, pair(1e9), 2)
-    with pytest.raises(RuntimeError, match=r"^change_link needs track_flows\(\) before the run starts$"):
+    with pytest.raises(RuntimeError,
+                       match=r"^change_link needs track_flows\(\) before the run starts$"):
         net.change_link(0, 0.5)
 
 
@@ -368,3 +369,42 @@ def test_nothing_is_left_on_any_link_once_every_flow_has_arrived(case):
             assert times == pytest.approx([1.75, 1.0, 1.0], rel=1e-12)
     assert net._load == [0] * len(net._load)
     assert all(not flows for flows in net._on_link)
+
+
+# -- traces ------------------------------------------------------------------------------
+
+def test_trace_spans_hold_their_tags_sizes_and_absolute_times():
+    # One 1 GB/s link without latency, reductions at 10 GB/s on each GPU.
+    topo = sc.Topology("traced pair")
+    a, b = topo.add_gpu(reduce_bandwidth=1e10), topo.add_gpu(reduce_bandwidth=1e10)
+    topo.add_link(a, b, bandwidth=1e9)
+
+    def program(comm: Comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            sent = comm.send(sc.VirtualBuffer.of(100, np.uint8), dst=1, tag="a")
+            empty = comm.send(sc.VirtualBuffer.of(0, np.uint8), dst=1, tag=7)
+            block = sc.VirtualBuffer.of(1000, np.uint8)
+            first = comm.reduce(block, block, op)
+            second = comm.reduce(block, block, op)
+            work = comm.compute(1e-6)
+            for event in (sent, empty, first, second, work):  # noqa: UP028 (as above)
+                yield event
+        else:
+            yield comm.recv(src=0, tag="a")
+            yield comm.recv(src=0, tag=7)
+        return x
+
+    name = _register("all_reduce", "_traced_spans", program)
+    res = sc.simulate(topo, "all_reduce", algorithm=name, nbytes=8, trace=True)
+    spans = sorted(((e.kind, e.rank, e.peer, str(e.tag), e.nbytes, e.start, e.end)
+                    for e in res.trace), key=lambda s: (s[0], s[5], s[3]))
+    expected = [
+        ("compute", 0, None, "None", 0, 0.0, 1e-6),
+        ("message", 0, 1, "7", 0, 0.0, 0.0),            # empty, no latency: arrives at once
+        ("message", 0, 1, "a", 100, 0.0, 100 / 1e9),
+        ("reduce", 0, None, "None", 1000, 0.0, 1000 / 1e10),
+        ("reduce", 0, None, "None", 1000, 1000 / 1e10, 2000 / 1e10),   # queued behind it
+    ]
+    assert [s[:5] for s in spans] == [s[:5] for s in expected]
+    np.testing.assert_allclose([s[5:] for s in spans], [s[5:] for s in expected],
+                               rtol=1e-12, atol=0)
