@@ -16,6 +16,7 @@ from conftest import make_data, reference_network, run_flows
 from machines import maxmin_arrivals
 
 import simcoll as sc
+from simcoll import check
 from simcoll.comm import Comm
 from simcoll.network import FlowNetwork
 
@@ -88,12 +89,65 @@ def test_a_wrong_element_in_a_checked_output_is_flagged(collective, dtype):
                         algorithm=_one_element_off(collective, rank, 0), **kwargs)
     assert exact.correct is True
     assert exact.max_error <= (1e-12 if dtype == "float64" else 0.0)
+    # Integers must match exactly, so the error is what was added; a float reduction may
+    # differ from the float64 reference by rounding, far below the 0.5 added.
+    delta = 1 if dtype == "int32" else 0.5
     wrong = sc.simulate(reference_network(p), collective, data=inputs,
-                        algorithm=_one_element_off(collective, rank, 1), **kwargs)
+                        algorithm=_one_element_off(collective, rank, delta), **kwargs)
     assert wrong.correct is False
-    # Integers must match exactly, so the error is the 1 that was added; a float reduction
-    # may differ from the float64 reference by rounding, far below 1.
-    assert wrong.max_error == pytest.approx(1.0, abs=1e-9)
+    assert wrong.max_error == pytest.approx(delta, abs=1e-9)
+
+
+@pytest.mark.parametrize("op", ["product", "avg", "min", "max"])
+def test_a_wrong_element_is_flagged_for_every_op(op):
+    p = 4
+    inputs = make_data(p, 10, "float32", sc.ReduceOp(op), seed=3)
+    exact = sc.simulate(reference_network(p), "all_reduce", data=inputs, op=op,
+                        algorithm=_one_element_off("all_reduce", 3, 0))
+    assert exact.correct is True
+    wrong = sc.simulate(reference_network(p), "all_reduce", data=inputs, op=op,
+                        algorithm=_one_element_off("all_reduce", 3, 0.5))
+    assert wrong.correct is False
+    # AVG divides by p once, after the algorithm has returned its sum (NCCL's ncclAvg).
+    assert wrong.max_error == pytest.approx(0.5 / p if op == "avg" else 0.5, rel=1e-5)
+
+
+def _ulps_off(value: float, ulps: int) -> np.ndarray:
+    out = np.array([value], dtype=np.float32)
+    for _ in range(ulps):
+        out = np.nextafter(out, np.float32(np.inf))
+    return out
+
+
+@pytest.mark.parametrize("op, ref, bound_ulps", [
+    # SUM of four 1.0: the allowance is 2 p eps sum|x| = 2 * 4 * 2^-23 * 4 = 2^-18, which
+    # is 8 ulps of 4.0 (2^-21 each). AVG: 2 p eps sum|x| / p = 2^-20, 8 ulps of 1.0.
+    # PRODUCT: 2 p eps |1.0| = 2^-20, 8 ulps of 1.0 too.
+    ("sum", 4.0, 8), ("avg", 1.0, 8), ("product", 1.0, 8),
+])
+def test_the_rounding_allowance_is_exactly_2_p_eps(op, ref, bound_ulps):
+    p = 4
+    coll = sc.COLLECTIVES["all_reduce"]
+    inputs = [np.ones(1, dtype=np.float32) for _ in range(p)]
+    op = sc.ReduceOp(op)
+    for ulps, ok in [(bound_ulps, True), (bound_ulps + 1, False)]:
+        outputs = [_ulps_off(ref, 0)] * (p - 1) + [_ulps_off(ref, ulps)]
+        correct, worst = check.compare(coll, inputs, outputs, op, 0)
+        assert correct is ok, (op, ulps)
+        assert worst == float(outputs[-1][0]) - ref
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_an_average_that_underflows_into_subnormals_is_accepted(dtype):
+    # (1 + 2) / 2 smallest subnormals: 1.5 of them, which the dtype rounds to 2; the
+    # allowance must cover the dtype's underflow, not only float64's.
+    tiny = np.finfo(dtype).smallest_subnormal
+    inputs = [np.array([tiny], dtype=dtype), np.array([2 * tiny], dtype=dtype)]
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", data=inputs,
+                      op="avg")
+    assert res.correct is True
+    np.testing.assert_array_equal(res.outputs[0], np.array([2 * tiny], dtype=dtype))
+    assert res.max_error == pytest.approx(0.5 * float(tiny), rel=1e-12)
 
 
 def test_an_output_of_the_wrong_length_dtype_or_type_is_flagged():
