@@ -14,6 +14,7 @@ import pytest
 import simpy
 from conftest import make_data, reference_network, run_flows
 from machines import maxmin_arrivals
+from reference import expected_outputs
 
 import simcoll as sc
 from simcoll import check
@@ -462,3 +463,99 @@ def test_trace_spans_hold_their_tags_sizes_and_absolute_times():
     assert [s[:5] for s in spans] == [s[:5] for s in expected]
     np.testing.assert_allclose([s[5:] for s in spans], [s[5:] for s in expected],
                                rtol=1e-12, atol=0)
+
+
+# -- the output check on its own: infinities, NaNs, exact dtypes, long buffers ---------
+
+INF, NAN = np.inf, np.nan
+
+
+@pytest.mark.parametrize("a, b, out, ok", [
+    (INF, 1.0, INF, True),          # an infinite sum must come back infinite...
+    (INF, 1.0, 1e308, False),       # ...not finite
+    (INF, 1.0, -INF, False),        # ...nor of the other sign
+    (NAN, 1.0, NAN, True),          # a NaN sum comes back NaN
+    (INF, -INF, NAN, True),         # inf - inf is NaN in any order
+    (INF, -INF, INF, False),
+    (1.0, 2.0, NAN, False),         # a NaN where the sum is finite is wrong
+    (1.0, 2.0, 3.0, True),
+])
+def test_sums_with_infinities_and_nans(a, b, out, ok):
+    inputs = [np.array([a]), np.array([b])]
+    outputs = [np.array([out])] * 2
+    with np.errstate(all="raise"):        # the check itself raises no floating-point error
+        correct, worst = check.compare(sc.COLLECTIVES["all_reduce"], inputs, outputs,
+                                       sc.ReduceOp.SUM, 0)
+    assert correct is ok
+    # An infinite or NaN mismatch reports an error beyond every finite float64 error.
+    assert worst == 0.0 if ok else worst >= np.finfo(np.float64).max
+
+
+@pytest.mark.xfail(strict=True, reason="check.py's np.nan_to_num(error, nan=inf) also turns "
+                                       "an infinite error into float64's largest value")
+def test_an_infinite_mismatch_reports_an_infinite_error():
+    inputs = [np.array([INF]), np.array([1.0])]
+    res = check.compare(sc.COLLECTIVES["all_reduce"], inputs, [np.array([1.0])] * 2,
+                        sc.ReduceOp.SUM, 0)
+    assert res == (False, INF)
+
+
+@pytest.mark.parametrize("collective, op", [("all_gather", "sum"), ("all_reduce", "max")])
+def test_exact_comparisons_take_nan_for_nan_and_nothing_else(collective, op):
+    coll, op = sc.COLLECTIVES[collective], sc.ReduceOp(op)
+    inputs = [np.array([NAN, 1.0]), np.array([NAN, 2.0])]
+    expected = expected_outputs(collective, inputs, op)
+    assert check.compare(coll, inputs, expected, op, 0) == (True, 0.0)
+    wrong = [x.copy() for x in expected]
+    wrong[1][-1] = NAN                    # where the reference is a number
+    correct, worst = check.compare(coll, inputs, wrong, op, 0)
+    assert correct is False and worst >= np.finfo(np.float64).max
+
+
+def test_exact_comparisons_report_the_largest_difference():
+    coll = sc.COLLECTIVES["all_gather"]
+    inputs = [np.array([5, -7], dtype=np.int32), np.array([100, 3], dtype=np.int32)]
+    expected = expected_outputs("all_gather", inputs, sc.ReduceOp.SUM)
+    wrong = [x.copy() for x in expected]
+    wrong[0][3] += 3
+    wrong[1][1] -= 2
+    assert check.compare(coll, inputs, wrong, sc.ReduceOp.SUM, 0) == (False, 3.0)
+
+
+def test_int64_outputs_are_compared_in_int64():
+    # 2^60 + 1 and 2^60 are the same float64: the comparison must not go through it.
+    coll = sc.COLLECTIVES["all_gather"]
+    inputs = [np.array([2**60 + 1], dtype=np.int64), np.array([-(2**60) - 1], dtype=np.int64)]
+    expected = expected_outputs("all_gather", inputs, sc.ReduceOp.SUM)
+    assert check.compare(coll, inputs, expected, sc.ReduceOp.SUM, 0)[0] is True
+    wrong = [x.copy() for x in expected]
+    wrong[1][0] -= 1
+    assert check.compare(coll, inputs, wrong, sc.ReduceOp.SUM, 0)[0] is False
+
+
+@pytest.mark.parametrize("collective, count, index", [
+    ("all_reduce", 65536 + 10, 0),             # first element of the first 65536-block
+    ("all_reduce", 65536 + 10, 65536 + 9),     # last element, in the second block
+    ("reduce", 3 * 65536, 2 * 65536),          # first element of the third block
+    ("all_gather", 40000, 79999),              # an output longer than one block
+    ("all_to_all", 70000, 0),
+])
+def test_every_element_of_a_long_buffer_is_checked(collective, count, index):
+    p = 2
+    coll = sc.COLLECTIVES[collective]
+    inputs = make_data(p, count, "int32", seed=1)
+    expected = expected_outputs(collective, inputs, sc.ReduceOp.SUM)
+    rank = 0 if collective == "reduce" else 1
+    assert check.compare(coll, inputs, expected, sc.ReduceOp.SUM, 0) == (True, 0.0)
+    wrong = [None if x is None else x.copy() for x in expected]
+    wrong[rank][index] += 1
+    assert check.compare(coll, inputs, wrong, sc.ReduceOp.SUM, 0) == (False, 1.0)
+
+
+@pytest.mark.parametrize("collective", ["all_gather", "all_reduce"])
+def test_a_short_output_fails_the_check_whatever_else_matches(collective):
+    coll = sc.COLLECTIVES[collective]
+    inputs = make_data(3, 5, "int32")
+    outputs = expected_outputs(collective, inputs, sc.ReduceOp.SUM)
+    outputs = [outputs[0], outputs[1][:-1], outputs[2]]
+    assert check.compare(coll, inputs, outputs, sc.ReduceOp.SUM, 0)[0] is False
