@@ -479,6 +479,7 @@ INF, NAN = np.inf, np.nan
     (INF, -INF, INF, False),
     (1.0, 2.0, NAN, False),         # a NaN where the sum is finite is wrong
     (1.0, 2.0, 3.0, True),
+    (1e308, 1e308, INF, True),      # a sum that overflows is infinite in any order
 ])
 def test_sums_with_infinities_and_nans(a, b, out, ok):
     inputs = [np.array([a]), np.array([b])]
