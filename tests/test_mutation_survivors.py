@@ -562,3 +562,79 @@ def test_a_short_output_fails_the_check_whatever_else_matches(collective):
     outputs = expected_outputs(collective, inputs, sc.ReduceOp.SUM)
     outputs = [outputs[0], outputs[1][:-1], outputs[2]]
     assert check.compare(coll, inputs, outputs, sc.ReduceOp.SUM, 0)[0] is False
+
+
+# -- the runtime: nodes, the event cap, and what a lone flow costs -----------------------
+
+def test_node_of_names_each_rank_s_server():
+    seen = {}
+
+    def program(comm: Comm, x, *, op=sc.ReduceOp.SUM):
+        seen[comm.rank] = [comm.node_of(r) for r in range(comm.size)]
+        yield from ()
+        return x
+
+    name = _register("all_reduce", "_nodes_seen", program)
+    sc.simulate(sc.topology.cluster(3, 2), "all_reduce", algorithm=name, nbytes=8)
+    assert seen == {r: [0, 0, 1, 1, 2, 2] for r in range(6)}
+
+
+def _spinner(spins: int) -> str:
+    def program(comm: Comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            for _ in range(spins):
+                yield comm.compute(0)       # work that takes no time: no queued event
+        return x
+        yield
+
+    return _register("all_reduce", f"_instant_spins_{spins}", program)
+
+
+@pytest.mark.parametrize("spins, stopped", [(50, False), (51, True)])
+def test_max_events_allows_exactly_that_many_instant_events(spins, stopped):
+    name = _spinner(spins)
+    if stopped:
+        with pytest.raises(sc.RunLimitError, match=r"event limit max_events=50 at t=0 s"):
+            sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=name, nbytes=8,
+                        max_events=50)
+    else:
+        res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=name, nbytes=8,
+                          max_events=50)
+        assert res.time == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="the event cap on instant events stops the spinning "
+                                       "program by raising inside it, so the error says "
+                                       "'no program still running' instead of naming it")
+def test_the_event_limit_on_instant_events_names_the_spinning_rank():
+    with pytest.raises(sc.RunLimitError) as info:
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=_spinner(51), nbytes=8,
+                    max_events=50)
+    assert "rank 0 still running" in str(info.value)
+    assert info.value.running == ["rank 0"]
+
+
+class CountingEnvironment(simpy.Environment):
+    """Counts the events scheduled (the work a simulation costs, event by event)."""
+
+    scheduled = 0
+
+    def schedule(self, event, priority=1, delay=0):
+        self.scheduled += 1
+        super().schedule(event, priority, delay)
+
+
+def test_a_flow_alone_on_its_links_costs_one_event():
+    # Three disjoint transfers through a switch: one start event each (this test's) and
+    # one arrival event each; no re-solving, before or after.
+    topo = sc.topology.switch(6, bandwidth=1e9, latency=1e-6)
+    env = CountingEnvironment()
+    net = FlowNetwork(env, topo, 6)
+    arrived = []
+    for src, dst in [(0, 1), (2, 3), (4, 5)]:
+        env.timeout(0.0).callbacks.append(
+            lambda _e, s=src, d=dst: net.transfer(s, d, 1000, arrived.append, (s, d)))
+    env.run()
+    assert sorted(arrived) == [(0, 1), (2, 3), (4, 5)]
+    assert env.now == pytest.approx(2e-6 + 1000 / 1e9, rel=1e-12)
+    assert env.scheduled == 6
