@@ -638,3 +638,16 @@ def test_a_flow_alone_on_its_links_costs_one_event():
     assert sorted(arrived) == [(0, 1), (2, 3), (4, 5)]
     assert env.now == pytest.approx(2e-6 + 1000 / 1e9, rel=1e-12)
     assert env.scheduled == 6
+
+
+def test_unknown_names_list_the_known_ones_comma_separated():
+    with pytest.raises(sc.UnknownCollectiveError,
+                       match=r"^unknown collective 'allreduce'; known collectives: all_reduce, "
+                             r"reduce_scatter, all_gather, broadcast, reduce, all_to_all, "
+                             r"gather, scatter, barrier$"):
+        sc.simulate(sc.topology.switch(2), "allreduce", algorithm="ring", nbytes=8)
+    with pytest.raises(sc.UnknownNetworkError,
+                       match=r"^unknown network model 'fluid'; known models: analytical, "
+                             r"flow$"):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8,
+                    network="fluid")
