@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import simpy
 
 import simcoll as sc
-from simcoll.algorithms import Value
+from simcoll.algorithms import Value, registry
 from simcoll.cost import CostModel
 from simcoll.network import NETWORKS, Network
 
@@ -26,13 +27,31 @@ every algorithm must carry one, and these are never checked against a formula.""
 
 def register_probe(collective: str, name: str, **defaults):
     """Register a test's probe program once (tests re-import), with ``NO_FORMULA`` and a
-    ``Value`` parameter for each keyword default given."""
+    ``Value`` parameter for each keyword default given, or for each keyword-only
+    parameter the program gives a default (other than ``op`` and ``root``): the spec
+    takes the default over, as the registry wants."""
     def decorator(fn):
+        if not hasattr(fn, "probe_defaults"):  # taken over once, kept for re-registering
+            kept = dict(fn.__kwdefaults__ or {})
+            fn.probe_defaults = {k: kept.pop(k) for k in list(kept) if k not in ("op", "root")}
+            fn.__kwdefaults__ = kept or None
         if (collective, name) not in sc.list_algorithms(collective):
+            specs = {**fn.probe_defaults, **defaults}
             sc.register(collective, name, cost=NO_FORMULA,
-                        params={k: Value(v) for k, v in defaults.items()})(fn)
+                        params={k: Value(v) for k, v in specs.items()})(fn)
         return fn
     return decorator
+
+
+@pytest.fixture(autouse=True)
+def _algorithms_registered_by_a_test_end_with_it():
+    """Forget what a test registered, so that the suite can run twice in one process (a
+    mutation-testing tool does): the test's second run registers a new function object
+    under the same name, which the registry refuses."""
+    saved = dict(registry._REGISTRY)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
 
 
 def make_data(p: int, count: int, dtype, op: sc.ReduceOp = sc.ReduceOp.SUM, seed: int = 0,

@@ -30,6 +30,7 @@ def test_every_error_derives_from_the_root():
     (dict(collective="all_reduce", algorithm="ring", network="fluid"), "fluid.*analytical"),
 ])
 def test_unknown_names_list_the_known_ones(kwargs, match):
+    kwargs = dict(kwargs)  # the parameter's dict is shared by every run of this test
     collective = kwargs.pop("collective")
     with pytest.raises(sc.SimCollError, match=match):
         sc.simulate(topo4(), collective, nbytes=64, **kwargs)
