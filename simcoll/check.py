@@ -84,7 +84,7 @@ def _compare_arrays(coll: Collective, inputs: list[np.ndarray], outputs: list[np
             error = np.where(finite, np.abs(wide - ref), np.where(exact, 0.0, np.inf))
             same = np.where(finite, error <= scale * np.abs(array) + offset, exact)
         ok = ok and bool(np.all(same))
-        worst = max(worst, float(np.nan_to_num(error, nan=np.inf).max()))
+        worst = max(worst, float(np.nan_to_num(error, nan=np.inf, posinf=np.inf).max()))
     return ok, worst
 
 

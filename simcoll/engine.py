@@ -63,6 +63,8 @@ class RunStop(Exception):
         super().__init__(reason)
         self.reason = reason
         self.now = now
+        self.stopped: list[str] = []
+        """Programs the limit stopped from inside (one spinning on instant events)."""
 
 
 class InvalidYield(Exception):

@@ -127,7 +127,8 @@ class Execution:
             raise AlgorithmError(f"{label} in {rt.what} yielded something that is not an "
                                  f"event ({exc}); yield what comm returns") from None
         except RunStop as stop:
-            running = [label for proc, label, _ in rt.programs if proc.is_alive]
+            running = stop.stopped + [label for proc, label, _ in rt.programs
+                                      if proc.is_alive]
             shown = ", ".join(running[:16]) + (f" and {len(running) - 16} more"
                                                 if len(running) > 16 else "")
             limit = (f"the simulated-time limit until={self.until:g} s"

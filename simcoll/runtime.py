@@ -140,6 +140,8 @@ class Runtime:
             return
         exc = cast(BaseException, event.value)
         event.defused = True
+        if isinstance(exc, RunStop):
+            exc.stopped.append(label)
         if isinstance(exc, RunStop) or not isinstance(exc, Exception):
             raise exc
         raise AlgorithmError(f"{label} raised {type(exc).__name__} in {self.what}: {exc}"

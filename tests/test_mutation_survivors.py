@@ -488,8 +488,6 @@ def test_sums_with_infinities_and_nans(a, b, out, ok):
     assert worst == 0.0 if ok else worst >= np.finfo(np.float64).max
 
 
-@pytest.mark.xfail(strict=True, reason="check.py's np.nan_to_num(error, nan=inf) also turns "
-                                       "an infinite error into float64's largest value")
 def test_an_infinite_mismatch_reports_an_infinite_error():
     inputs = [np.array([INF]), np.array([1.0])]
     res = check.compare(sc.COLLECTIVES["all_reduce"], inputs, [np.array([1.0])] * 2,
@@ -597,9 +595,6 @@ def test_max_events_allows_exactly_that_many_instant_events(spins, stopped):
         assert res.time == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="the event cap on instant events stops the spinning "
-                                       "program by raising inside it, so the error says "
-                                       "'no program still running' instead of naming it")
 def test_the_event_limit_on_instant_events_names_the_spinning_rank():
     with pytest.raises(sc.RunLimitError) as info:
         sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=_spinner(51), nbytes=8,
