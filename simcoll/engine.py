@@ -12,6 +12,9 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
 * :func:`cancel`: forget an event that was scheduled but must no longer do anything (a
   flow completion superseded by a rate change). It keeps its place in the queue (SimPy
   offers no removal) but loses its callbacks.
+* :func:`schedule_at`: an event at an absolute instant, exactly (SimPy's ``Timeout`` adds
+  a delay to the clock, which rounds), optionally after everything else at that instant
+  (priority :data:`LATE`): the flow model settles all the changes of one instant once.
 * :func:`run`: SimPy's ``Environment.run`` loop with two differences. An event that
   nobody waits on (a cancelled one, or a timeout no process yielded) is dropped without
   moving the clock, so ``env.now`` after the run is the instant of the last event that
@@ -22,13 +25,18 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
 
 from __future__ import annotations
 
-from heapq import heappop
+from collections.abc import Callable
+from heapq import heappop, heappush
 from typing import Any
 
 import simpy
-from simpy.events import Event, Process
+from simpy.events import Event, EventPriority, Process
 
-__all__ = ["done_event", "complete", "cancel", "run", "RunStop"]
+__all__ = ["done_event", "complete", "cancel", "schedule_at", "run", "RunStop", "LATE"]
+
+LATE = 2
+"""Priority of events that run after every other event of their instant (SimPy's own
+events use 0, urgent, and 1, normal)."""
 
 
 def done_event(env: simpy.Environment, value: Any = None) -> Event:
@@ -54,6 +62,17 @@ def complete(event: Event, value: Any) -> None:
 def cancel(event: Event) -> None:
     """Make a scheduled event do nothing when its time comes, and not move the clock."""
     event.callbacks = []
+
+
+def schedule_at(env: simpy.Environment, when: float, callback: Callable[[Event], None],
+                value: Any = None, priority: int = LATE) -> Event:
+    """Schedule an event at exactly ``when`` (not before now) that calls ``callback``."""
+    event = Event(env)
+    event._ok = True
+    event._value = value
+    event.callbacks.append(callback)
+    heappush(env._queue, (when, EventPriority(priority), next(env._eid), event))
+    return event
 
 
 class RunStop(Exception):
