@@ -57,6 +57,7 @@ from simcoll.engine import LATE, cancel, schedule_at
 from simcoll.errors import LinkFailureError, TopologyError
 from simcoll.network.base import Arrival, Network
 from simcoll.network.general import GeneralFlows
+from simcoll.network.maxmin import CROSSOVER
 from simcoll.network.regimes import Flow, Group
 from simcoll.topology.graph import Topology
 
@@ -70,12 +71,15 @@ class FlowNetwork(Network):
     fast = True
     """Use the alone and single-bottleneck regimes; ``False`` sends every flow through the
     general solver (for tests that compare the two)."""
+    vectorized_from = CROSSOVER
+    """Flows in a re-solve from which the numpy solver is used (0: always; tests)."""
 
     def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
         super().__init__(env, topology, endpoints)
         self._on_link: list[dict[Flow, None]] = [{} for _ in self._capacity]
         self._load = [0] * len(self._capacity)
-        self._general = GeneralFlows(env, self._capacity, self._general_due)
+        self._general = GeneralFlows(env, self._capacity, self._general_due,
+                                     self.vectorized_from)
         self._settling = False
         self._in_flight: dict[Flow, None] | None = None
         """Every flow in flight, kept only when link faults are planned."""

@@ -36,11 +36,14 @@ class GeneralFlows:
         env: the simulation environment.
         capacity: bytes/s of each directed link.
         due: called by the pending completion event at its instant.
+        vectorized_from: re-solve with :func:`~simcoll.network.maxmin.fill_arrays` from
+            this many flows on, with :func:`~simcoll.network.maxmin.fill` below.
     """
 
     def __init__(self, env: simpy.Environment, capacity: list[float],
-                 due: Callable[[Event], None]):
+                 due: Callable[[Event], None], vectorized_from: int = CROSSOVER):
         self.env = env
+        self.vectorized_from = vectorized_from
         self._pad = len(capacity)
         self.capacity = np.array([*capacity, np.inf])
         self._due = due
@@ -169,7 +172,7 @@ class GeneralFlows:
                                weights=np.repeat(self.rate[fixed], self.links.shape[1]),
                                minlength=len(capacity))
             capacity = capacity - load
-        if len(chosen) < CROSSOVER:
+        if len(chosen) < self.vectorized_from:
             flows = self.flows
             routes = [flow.links for flow in (flows[s] for s in chosen.tolist()) if flow]
             involved = sorted({d for route in routes for d in route})
