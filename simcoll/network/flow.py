@@ -58,7 +58,7 @@ from simcoll.errors import LinkFailureError, TopologyError
 from simcoll.network.base import Arrival, Network
 from simcoll.network.general import GeneralFlows
 from simcoll.network.maxmin import CROSSOVER
-from simcoll.network.regimes import Flow, Group
+from simcoll.network.regimes import Batches, Flow, Group
 from simcoll.topology.graph import Topology
 
 __all__ = ["FlowNetwork"]
@@ -80,7 +80,10 @@ class FlowNetwork(Network):
         self._load = [0] * len(self._capacity)
         self._general = GeneralFlows(env, self._capacity, self._general_due,
                                      self.vectorized_from)
+        self._ending = Batches(env, self._finish)
+        self._starting = Batches(env, self._start)
         self._settling = False
+        self._waking: dict[Group, None] = {}
         self._in_flight: dict[Flow, None] | None = None
         """Every flow in flight, kept only when link faults are planned."""
 
@@ -118,36 +121,33 @@ class FlowNetwork(Network):
         for d in links:
             load[d] += 1
         if latency > 0:
-            Timeout(env, latency, flow).callbacks.append(self._start)
+            self._starting.add(flow, latency)
         else:
             self._activate(flow)
 
     def _reserve(self, flow: Flow, start: float, delay: float) -> None:
-        """Give ``flow`` (alone on its links, drains from ``start`` at its bottleneck) its
-        own completion event, ``delay`` seconds from now."""
+        """Give ``flow`` (alone on its links, drains from ``start`` at its bottleneck) a
+        completion ``delay`` seconds from now, shared with the flows ending then."""
         flow.reserved = True
         flow.start = flow.updated = start
         flow.rate = flow.bottleneck
-        event = flow.event = Timeout(self.env, delay, flow)
-        flow.finish = self.env._now + delay
-        event.callbacks.append(self._finish)
+        flow.finish = self._ending.add(flow, delay)
 
-    def _start(self, event: Timeout) -> None:
-        self._activate(event._value)
+    def _start(self, flows: list[Flow]) -> None:
+        for flow in flows:
+            self._activate(flow)
 
     def _unreserve(self, flow: Flow, now: float) -> None:
         """Turn a reservation into the state the general regime would hold at ``now``."""
         flow.reserved = False
-        if flow.event is not None:
-            cancel(flow.event)
-            flow.event = None
+        self._ending.remove(flow)
         if flow.start <= now:
             self._general.add(flow, flow.remaining, flow.rate, flow.start, flow.finish)
             return
         on_link = self._on_link
         for d in flow.links:
             del on_link[d][flow]
-        Timeout(self.env, flow.start - now, flow).callbacks.append(self._start)
+        self._starting.add_at(flow, flow.start)
 
     def _activate(self, flow: Flow) -> None:
         now = self.env._now
@@ -213,7 +213,12 @@ class FlowNetwork(Network):
         on_link = self._on_link
         for d in flow.links:
             on_link[d][flow] = None
-        self._wake(group)
+        # Woken once at the end of the instant, however many flows join it now.
+        if group.event is not None:
+            cancel(group.event)
+            group.event = None
+        self._waking[group] = None
+        self._defer()
 
     def _wake(self, group: Group) -> None:
         """Schedule the group's next completion."""
@@ -272,17 +277,17 @@ class FlowNetwork(Network):
         self._defer()
 
     # -- draining ------------------------------------------------------------------------
-    def _finish(self, event: Timeout) -> None:
-        """A reserved flow's completion (nothing shared its links)."""
-        flow = event._value
-        flow.event = None
-        if self._in_flight is not None:
-            del self._in_flight[flow]
-        on_link, load = self._on_link, self._load
-        for d in flow.links:
-            del on_link[d][flow]
-            load[d] -= 1
-        flow.on_arrival(flow.token)
+    def _finish(self, flows: list[Flow]) -> None:
+        """Reserved flows' completions (nothing shared their links)."""
+        on_link, load, in_flight = self._on_link, self._load, self._in_flight
+        for flow in flows:
+            if in_flight is not None:
+                del in_flight[flow]
+            for d in flow.links:
+                del on_link[d][flow]
+                load[d] -= 1
+        for flow in flows:
+            flow.on_arrival(flow.token)
 
     def _general_due(self, _event: Event) -> None:
         """The general regime's pending completion: deliver the flows that end now, then
@@ -301,8 +306,7 @@ class FlowNetwork(Network):
         for flow in done:
             flow.on_arrival(flow.token)
         if not settling:
-            self._settling = False
-            self._general.solve(self.env._now)
+            self._settle(_event)
 
     def _defer(self) -> None:
         """Re-solve once, after everything else at this instant."""
@@ -312,6 +316,10 @@ class FlowNetwork(Network):
 
     def _settle(self, _event: Event) -> None:
         self._settling = False
+        waking, self._waking = self._waking, {}
+        for group in waking:
+            if group.heap:
+                self._wake(group)
         self._general.solve(self.env._now)
 
     # -- faults --------------------------------------------------------------------------
