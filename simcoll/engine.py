@@ -8,7 +8,8 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
 
 * :func:`done_event`: an event that is already processed; a process that yields it
   resumes at once, without a trip through the queue.
-* :func:`complete`: trigger an event; schedule it only if somebody waits on it already.
+* :func:`complete`: trigger an event and process it at once: a process waiting on it
+  resumes without a trip through the queue (an arrival completes the receive it ends).
 * :func:`cancel`: forget an event that was scheduled but must no longer do anything (a
   flow completion superseded by a rate change). It keeps its place in the queue (SimPy
   offers no removal) but loses its callbacks.
@@ -49,14 +50,25 @@ def done_event(env: simpy.Environment, value: Any = None) -> Event:
 
 
 def complete(event: Event, value: Any) -> None:
-    """Trigger ``event`` with ``value``; skip the queue when no process waits on it yet
-    (a process that yields it later resumes at once)."""
+    """Trigger ``event`` with ``value`` and process it now: a process waiting on it resumes
+    at once (a process that yields it later resumes at once too).
+
+    Only a network or timer callback completes events this way (no process is running):
+    a process that completes an event for another (a message on a route of zero length
+    and zero latency) schedules it, so that processes never run inside each other.
+    """
     event._ok = True
     event._value = value
-    if event.callbacks:
-        event.env.schedule(event)
-    else:
-        event.callbacks = None  # type: ignore[assignment]  # processed, as above
+    callbacks = event.callbacks
+    event.callbacks = None  # type: ignore[assignment]  # processed, as above
+    if callbacks:
+        env = event.env
+        if env._active_proc is not None:
+            event.callbacks = callbacks
+            env.schedule(event)
+            return
+        for callback in callbacks:
+            _call(callback, event)
 
 
 def cancel(event: Event) -> None:
@@ -92,6 +104,18 @@ class InvalidYield(Exception):
         self.process = process
 
 
+def _call(callback: Callable[[Event], None], event: Event) -> None:
+    try:
+        callback(event)
+    except (RuntimeError, AttributeError) as exc:
+        # A rank program's own exceptions never get here (its process catches them and
+        # fails); what escapes a process's resume is SimPy refusing the value it yielded.
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, Process):
+            raise InvalidYield(owner, str(exc).strip().splitlines()[-1]) from None
+        raise
+
+
 def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
     """Process events until none is left; return how many were processed.
 
@@ -115,16 +139,7 @@ def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
         env._now = when
         processed += 1
         for callback in callbacks:
-            try:
-                callback(event)
-            except (RuntimeError, AttributeError) as exc:
-                # A rank program's own exceptions never get here (its process catches
-                # them and fails); what escapes a process's resume is SimPy refusing the
-                # value it yielded.
-                owner = getattr(callback, "__self__", None)
-                if isinstance(owner, Process):
-                    raise InvalidYield(owner, str(exc).strip().splitlines()[-1]) from None
-                raise
+            _call(callback, event)
         if not event._ok and not hasattr(event, "_defused"):
             raise event._value
     return processed
