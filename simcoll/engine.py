@@ -68,7 +68,10 @@ def complete(event: Event, value: Any) -> None:
             env.schedule(event)
             return
         for callback in callbacks:
-            _call(callback, event)
+            try:
+                callback(event)
+            except (RuntimeError, AttributeError) as exc:
+                _refused(callback, exc)
 
 
 def cancel(event: Event) -> None:
@@ -104,16 +107,14 @@ class InvalidYield(Exception):
         self.process = process
 
 
-def _call(callback: Callable[[Event], None], event: Event) -> None:
-    try:
-        callback(event)
-    except (RuntimeError, AttributeError) as exc:
-        # A rank program's own exceptions never get here (its process catches them and
-        # fails); what escapes a process's resume is SimPy refusing the value it yielded.
-        owner = getattr(callback, "__self__", None)
-        if isinstance(owner, Process):
-            raise InvalidYield(owner, str(exc).strip().splitlines()[-1]) from None
-        raise
+def _refused(callback: Callable[[Event], None], exc: Exception) -> None:
+    """Re-raise ``exc``, escaped from ``callback``, as :class:`InvalidYield` if it is SimPy
+    refusing the value a process yielded (a rank program's own exceptions never get here:
+    its process catches them and fails)."""
+    owner = getattr(callback, "__self__", None)
+    if isinstance(owner, Process):
+        raise InvalidYield(owner, str(exc).strip().splitlines()[-1]) from None
+    raise exc
 
 
 def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
@@ -139,7 +140,10 @@ def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
         env._now = when
         processed += 1
         for callback in callbacks:
-            _call(callback, event)
+            try:
+                callback(event)
+            except (RuntimeError, AttributeError) as exc:
+                _refused(callback, exc)
         if not event._ok and not hasattr(event, "_defused"):
             raise event._value
     return processed

@@ -93,6 +93,35 @@ class FlowNetwork(Network):
         self._in_flight = {}
 
     # -- starting ------------------------------------------------------------------------
+    def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
+                 token: Any) -> None:
+        """Move ``nbytes`` from ``src`` to ``dst``; call ``on_arrival(token)`` on arrival.
+
+        The base class's counting and launching, in one call: this is every message's
+        path, and a flow alone on idle links is reserved right here.
+        """
+        links, latency, bandwidth = self._routes.get((src, dst)) or self._route(src, dst)
+        self.sent[src] += nbytes
+        self.received[dst] += nbytes
+        self.messages += 1
+        link_bytes, load = self.link_bytes, self._load
+        idle = nbytes > 0 and self.fast
+        for d in links:
+            link_bytes[d] += nbytes
+            if load[d]:
+                idle = False
+        if self.jitter is not None:
+            latency += self.jitter()
+        if not idle or self._in_flight is not None:
+            self._launch(src, dst, nbytes, links, latency, bandwidth, on_arrival, token)
+            return
+        flow = Flow(links, nbytes, bandwidth, on_arrival, token, src, dst)
+        on_link = self._on_link
+        for d in links:
+            load[d] = 1
+            on_link[d][flow] = None
+        self._reserve(flow, self.env._now + latency, latency + nbytes / bandwidth)
+
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
                 on_arrival: Arrival, token: Any) -> None:
