@@ -11,8 +11,11 @@ flows draining across it, and a count of the flows in flight on it (draining, or
 their latency phase). A draining flow is in one of three regimes:
 
 * **Alone.** A flow sent while nothing at all is in flight on its links (the common case
-  of rings and trees) is *reserved*: one SimPy event at ``latency + nbytes / bottleneck``
-  and nothing else. If another flow starts draining on one of its links before it ends,
+  of rings and trees) is *reserved*: it completes at ``latency + nbytes / bottleneck``,
+  in one SimPy event shared with every flow that completes at that instant (a ring step's
+  p messages: one event; :class:`~simcoll.network.regimes.Batches`), and nothing else.
+  Flows that wait out their latency start draining in the same way, one event per
+  instant. If another flow starts draining on one of its links before it ends,
   the reservation is turned back into what the general regime would hold at that moment
   (draining at the bottleneck since its start, or still in its latency phase), which is
   exact because nothing shared its links until then. A flow that starts draining on idle
@@ -42,7 +45,7 @@ their latency phase). A draining flow is in one of three regimes:
   all-to-all) get the same rate and end at the same instant: one event for all of them.
 
 Groups touched by a flow that cannot join them are dissolved into the general regime, once
-(O(n)).
+(O(n)). Link faults are in :mod:`simcoll.network.rerouting`.
 """
 
 from __future__ import annotations
@@ -54,11 +57,11 @@ import simpy
 from simpy.events import Event, Timeout
 
 from simcoll.engine import LATE, cancel, schedule_at
-from simcoll.errors import LinkFailureError, TopologyError
 from simcoll.network.base import Arrival, Network
 from simcoll.network.general import GeneralFlows
 from simcoll.network.maxmin import CROSSOVER
 from simcoll.network.regimes import Batches, Flow, Group
+from simcoll.network.rerouting import change_link
 from simcoll.topology.graph import Topology
 
 __all__ = ["FlowNetwork"]
@@ -77,6 +80,10 @@ class FlowNetwork(Network):
     def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
         super().__init__(env, topology, endpoints)
         self._on_link: list[dict[Flow, None]] = [{} for _ in self._capacity]
+        """The flows draining across each link, reserved ones excepted."""
+        self._owner: list[Flow | None] = [None] * len(self._capacity)
+        """The reserved flow on each link, if any (it is alone there): a list, not one
+        dict per link, because every message of a ring or tree is reserved."""
         self._load = [0] * len(self._capacity)
         self._general = GeneralFlows(env, self._capacity, self._general_due,
                                      self.vectorized_from)
@@ -116,10 +123,10 @@ class FlowNetwork(Network):
             self._launch(src, dst, nbytes, links, latency, bandwidth, on_arrival, token)
             return
         flow = Flow(links, nbytes, bandwidth, on_arrival, token, src, dst)
-        on_link = self._on_link
+        owner = self._owner
         for d in links:
             load[d] = 1
-            on_link[d][flow] = None
+            owner[d] = flow
         self._reserve(flow, self.env._now + latency, latency + nbytes / bandwidth)
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
@@ -141,10 +148,10 @@ class FlowNetwork(Network):
                 break
         else:
             if self.fast:
-                on_link = self._on_link
+                owner = self._owner
                 for d in links:
                     load[d] = 1
-                    on_link[d][flow] = None
+                    owner[d] = flow
                 self._reserve(flow, env._now + latency, latency + nbytes / bandwidth)
                 return
         for d in links:
@@ -170,30 +177,32 @@ class FlowNetwork(Network):
         """Turn a reservation into the state the general regime would hold at ``now``."""
         flow.reserved = False
         self._ending.remove(flow)
+        owner = self._owner
+        for d in flow.links:
+            owner[d] = None
         if flow.start <= now:
+            on_link = self._on_link
+            for d in flow.links:
+                on_link[d][flow] = None
             self._general.add(flow, flow.remaining, flow.rate, flow.start, flow.finish)
             return
-        on_link = self._on_link
-        for d in flow.links:
-            del on_link[d][flow]
         self._starting.add_at(flow, flow.start)
 
     def _activate(self, flow: Flow) -> None:
         now = self.env._now
-        on_link = self._on_link
+        on_link, owner = self._on_link, self._owner
         flow.updated = now
         group: Group | None = None
         general: Flow | None = None
         mixed = False
         for d in flow.links:
+            reserved = owner[d]
+            if reserved is not None:
+                self._unreserve(reserved, now)
             flows = on_link[d]
             if not flows:
                 continue
             first = next(iter(flows))
-            if first.reserved:
-                self._unreserve(first, now)
-                if not flows:
-                    continue
             if first.group is not None:
                 if group is None:
                     group = first.group
@@ -205,7 +214,7 @@ class FlowNetwork(Network):
                 mixed = True
         if group is None and general is None and not mixed and self.fast:
             for d in flow.links:
-                on_link[d][flow] = None
+                owner[d] = flow
             self._reserve(flow, now, flow.remaining / flow.bottleneck)
             return
         if not mixed and self.fast:
@@ -308,12 +317,12 @@ class FlowNetwork(Network):
     # -- draining ------------------------------------------------------------------------
     def _finish(self, flows: list[Flow]) -> None:
         """Reserved flows' completions (nothing shared their links)."""
-        on_link, load, in_flight = self._on_link, self._load, self._in_flight
+        owner, load, in_flight = self._owner, self._load, self._in_flight
         for flow in flows:
             if in_flight is not None:
                 del in_flight[flow]
             for d in flow.links:
-                del on_link[d][flow]
+                owner[d] = None
                 load[d] -= 1
         for flow in flows:
             flow.on_arrival(flow.token)
@@ -354,89 +363,11 @@ class FlowNetwork(Network):
     # -- faults --------------------------------------------------------------------------
     def change_link(self, index: int, factor: float) -> None:
         """Set link ``index`` to ``factor`` times its nominal bandwidth, both directions,
-        from now on (needs :meth:`track_flows`).
-
-        Every flow crossing the link is first brought to the general regime (its
-        reservation or processor-sharing group undone, exactly as of now). A degraded link
-        is then re-solved with its new capacity. A failed one (``factor == 0``) moves each
-        of its flows to the shortest route around the failed links, from the failure on:
-        the bytes it has not yet sent cross the new route (and are counted there), with no
-        extra latency.
+        from now on (needs :meth:`track_flows`); see
+        :func:`simcoll.network.rerouting.change_link`.
 
         Raises:
             LinkFailureError: no route around the failed links exists for some flows;
                 names the link and those messages.
         """
-        if self._in_flight is None:
-            raise RuntimeError("change_link needs track_flows() before the run starts")
-        now = self.env._now
-        directed = (2 * index, 2 * index + 1)
-        affected = [f for f in self._in_flight if directed[0] in f.links
-                    or directed[1] in f.links]
-        for flow in affected:
-            if flow.reserved:
-                self._unreserve(flow, now)
-            if flow.group is not None:
-                self._dissolve(flow.group, now)
-        nominal = self.topology.links[index].bandwidth
-        self._routes.clear()
-        if factor > 0:
-            for d in directed:
-                self._capacity[d] = nominal * factor
-                self._general.set_capacity(d, nominal * factor)
-            for flow in affected:
-                flow.bottleneck = min(self._capacity[d] for d in flow.links)
-        else:
-            self._failed = self._failed | {index}
-            lost = []
-            for flow in affected:
-                try:
-                    links = self._route(flow.src, flow.dst)[0]
-                except TopologyError:
-                    lost.append(flow)
-                    continue
-                self._move(flow, links, now)
-            if lost:
-                u, v = self.topology.directed_link(directed[0])
-                shown = ", ".join(f"{self._describe(f)} ({self._left(f, now):.0f} bytes left)"
-                                  for f in lost[:16])
-                raise LinkFailureError(
-                    f"link ({u!r}, {v!r}) failed at t={now:.9g} s and no route goes around "
-                    f"it for {len(lost)} message(s) in flight: {shown}", (u, v),
-                    [(f.src, f.dst) for f in lost])
-        self._defer()
-
-    def _describe(self, flow: Flow) -> str:
-        """``gpu0->gpu1`` (``gpu0->gpu1+gpu2`` for a multicast)."""
-        name = self.topology.endpoint_name
-        dsts = flow.dst if isinstance(flow.dst, tuple) else (flow.dst,)
-        return f"{name(flow.src)}->{'+'.join(name(d) for d in dsts)}"
-
-    def _left(self, flow: Flow, now: float) -> float:
-        """Bytes ``flow`` (general, or in its latency phase) has still to send at ``now``."""
-        if flow.slot >= 0:
-            return self._general.left(flow, now)
-        return flow.remaining
-
-    def _move(self, flow: Flow, links: tuple[int, ...], now: float) -> None:
-        """Send the rest of ``flow`` (general, or in its latency phase) along ``links``
-        from now on."""
-        on_link, load, counted = self._on_link, self._load, self.link_bytes
-        draining = flow.slot >= 0
-        if draining:
-            flow.remaining = self._general.take(flow, now)
-            flow.updated = now
-            self._general.changed(flow.rate)
-        left = round(flow.remaining)
-        for d in flow.links:
-            load[d] -= 1
-            counted[d] -= left
-            if draining:
-                del on_link[d][flow]
-        flow.links = links
-        flow.bottleneck = min(self._capacity[d] for d in links)
-        for d in links:
-            load[d] += 1
-            counted[d] += left
-        if draining:
-            self._activate(flow)
+        change_link(self, index, factor)
