@@ -60,7 +60,6 @@ class GeneralFlows:
         """Rates at or above this level must be re-solved (inf: nothing to do)."""
         self.pending: Event | None = None
         self.pending_at = np.inf
-        self.solves = 0
 
     # -- membership ----------------------------------------------------------------------
     def _grow(self, width: int) -> None:
@@ -156,7 +155,6 @@ class GeneralFlows:
         if floor == np.inf or not self.count:
             self.rearm()
             return
-        self.solves += 1
         used = self.used
         if floor > 0:
             cutoff = floor * (1 - 4 * TIE)
