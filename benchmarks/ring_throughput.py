@@ -1,9 +1,15 @@
-"""Message throughput: data-free ring all_reduce on ``switch(N)`` against a bare SimPy floor.
+"""Message throughput: data-free ring all_reduce on ``switch(N)`` against three floors.
 
 Each case runs in its own subprocess, so peak memory (``ru_maxrss``) is that case's alone.
-The subprocess first runs simcoll, reads its peak RSS, then runs the baseline: the same
-number of message events with the least possible work (N SimPy processes passing tokens
-through ``simpy.Store`` objects, one timeout per message, 2(N-1) messages per rank).
+The subprocess first runs simcoll, reads its peak RSS, then runs the floors, each with the
+same number of messages (2(N-1) per rank):
+
+* ``timeout``: N SimPy processes, each yielding one ``env.timeout`` per message (one event
+  and one process resume per message: the least a SimPy simulation of the ring can do);
+* ``heapq``: the same schedule as a plain ``heapq`` loop (one push and one pop per
+  message, no SimPy);
+* ``store``: N SimPy processes passing tokens around a ring of ``simpy.Store`` objects,
+  one timeout per message (three events per message; the README's former floor).
 
     python benchmarks/ring_throughput.py            # N = 64, 256, 1024
     python benchmarks/ring_throughput.py 64 256 4096
@@ -11,6 +17,7 @@ through ``simpy.Store`` objects, one timeout per message, 2(N-1) messages per ra
 
 from __future__ import annotations
 
+import heapq
 import json
 import resource
 import subprocess
@@ -19,6 +26,35 @@ import time
 from pathlib import Path
 
 import simpy
+
+
+def timeout_floor(n: int, steps: int) -> float:
+    """Wall seconds for ``n`` SimPy processes yielding ``steps`` timeouts each."""
+    env = simpy.Environment()
+
+    def rank():
+        for _ in range(steps):
+            yield env.timeout(1e-6)
+
+    for _ in range(n):
+        env.process(rank())
+    start = time.perf_counter()
+    env.run()
+    return time.perf_counter() - start
+
+
+def heapq_floor(n: int, steps: int) -> float:
+    """Wall seconds for the same schedule as a bare heapq loop: pop a rank's next
+    message, push the one after it."""
+    start = time.perf_counter()
+    queue = [(1e-6, r, 1) for r in range(n)]
+    heapq.heapify(queue)
+    pop, push = heapq.heappop, heapq.heappush
+    while queue:
+        when, r, step = pop(queue)
+        if step < steps:
+            push(queue, (when + 1e-6, r, step + 1))
+    return time.perf_counter() - start
 
 
 def baseline(n: int, steps: int) -> float:
@@ -40,18 +76,39 @@ def baseline(n: int, steps: int) -> float:
     return time.perf_counter() - start
 
 
+def count_events() -> list[int]:
+    """Make every later run record how many events it put on SimPy's queue (processed or
+    cancelled) in the returned list's only element."""
+    import simcoll.execution as execution
+
+    counted = [0]
+    run = execution.run
+
+    def counting(env, **limits):
+        done = run(env, **limits)
+        counted[0] = next(env._eid)
+        return done
+
+    execution.run = counting
+    return counted
+
+
 def ring_case(n: int, network: str, nbytes: str) -> dict:
     """Run one data-free ring all_reduce and its baseline in this process."""
     import simcoll as sc
 
     topo = sc.topology.switch(n)
+    events = count_events()
     start = time.perf_counter()
     res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=nbytes, network=network)
     wall = time.perf_counter() - start
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    base = baseline(n, 2 * (n - 1))
+    steps = 2 * (n - 1)
+    floors = {"timeout": timeout_floor(n, steps), "heapq": heapq_floor(n, steps)}
+    floors["store"] = baseline(n, steps) if n <= 1024 else None
     return {"n": n, "network": network, "nbytes": nbytes, "messages": res.messages,
-            "wall": wall, "base": base, "rss": rss, "sim_time": res.time}
+            "wall": wall, "base": floors["timeout"], "floors": floors, "rss": rss,
+            "sim_time": res.time, "events": events[0]}
 
 
 def in_subprocess(fn: str, *args: object, module: str = "ring_throughput") -> dict:
@@ -66,9 +123,12 @@ def in_subprocess(fn: str, *args: object, module: str = "ring_throughput") -> di
 
 def row(case: dict) -> str:
     rate = case["messages"] / case["wall"]
+    floors = "  ".join(f"{name} {t:.2f} s (x{case['wall'] / t:.2f})"
+                       for name, t in case["floors"].items() if t)
     return (f"ring {case['network']:<10} N={case['n']:<5} {case['messages']:>10,d} msgs "
-            f"{case['wall']:8.2f} s {rate / 1e3:8.1f} kmsg/s  peak {case['rss'] / 2**20:7.1f} MiB"
-            f"  baseline {case['base']:7.2f} s  ratio {case['wall'] / case['base']:.2f}")
+            f"{case['wall']:8.2f} s {rate / 1e3:8.1f} kmsg/s "
+            f"{case['events'] / case['messages']:.2f} events/msg  "
+            f"peak {case['rss'] / 2**20:7.1f} MiB  floors: {floors}")
 
 
 def main(argv: list[str]) -> None:

@@ -1,13 +1,19 @@
-"""The simcoll benchmark suite: one table of figures and ratios (issue 4), never timed tests.
+"""The simcoll benchmark suite: one table of figures and ratios (issues 4 and 12), never
+timed tests.
 
-    python benchmarks/run.py            # everything, N = 4096 included (about 10 minutes)
-    python benchmarks/run.py --quick    # without the N = 4096 row
+    python benchmarks/run.py            # everything, N = 4096 included (13 minutes here)
+    python benchmarks/run.py --quick    # without the N = 4096 and switch(128) rows
 
 Every case runs in its own subprocess, so its peak RSS is its own. Ratios are measured in
 the same subprocess as the case they compare:
 
-* ring rows: wall time over a bare SimPy run with the same number of message events
-  (tokens passed through ``simpy.Store`` rings, one timeout per message);
+* ring rows: wall time over the one-timeout-per-message SimPy ring (N processes, each
+  yielding one ``env.timeout`` per message), then over a plain ``heapq`` loop of the same
+  schedule and over the former floor (tokens through a ring of ``simpy.Store``s, three
+  events per message); ``ev/msg`` is the events simcoll put on SimPy's queue per message
+  (processed or cancelled);
+* SimGrid rows: the same case through SimGrid's Python API (``simgrid_cases.py``, run by
+  the interpreter that has Debian's ``python3-simgrid``), in the same run, when present;
 * data rows: wall time over the numpy floor, the work any ring all_reduce must do: per
   rank, one ``np.add`` into a new array for each of the p-1 chunks it reduces, and every
   element of its output written once (see ``numpy_floor``). The
@@ -25,7 +31,8 @@ import sys
 import time
 
 import numpy as np
-from ring_throughput import in_subprocess, ring_case
+from ring_throughput import count_events, in_subprocess, ring_case
+from workloads import simgrid
 
 __all__ = ["ring_case", "contention_case", "data_case", "sweep_case"]
 
@@ -90,11 +97,12 @@ def contention_case(kind: str, n: int, fast: bool = True) -> dict:
         import simcoll.algorithms.direct  # noqa: F401
         topo = sc.topology.switch(n)
         args = ("all_to_all", "direct")
+    events = count_events()
     start = time.perf_counter()
     res = sc.simulate(topo, args[0], algorithm=args[1], nbytes=64 * 2**20)
     wall = time.perf_counter() - start
     return {"kind": kind, "n": n, "fast": fast, "flows": res.messages, "wall": wall,
-            "rss": _rss()}
+            "messages": res.messages, "events": events[0], "rss": _rss()}
 
 
 def numpy_floor(data: list[np.ndarray]) -> float:
@@ -191,24 +199,51 @@ def main(argv: list[str]) -> None:
     quick = "--quick" in argv
     print(f"simcoll benchmarks on {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, {_cpus()} CPUs")
-    print(f"{'case':<44}{'work':>16}{'wall s':>9}{'rate':>16}{'peak MiB':>10}"
+    print(f"{'case':<46}{'work':>16}{'wall s':>9}{'rate':>16}{'ev/msg':>7}{'peak MiB':>9}"
           f"{'floor s':>9}{'ratio':>7}")
 
-    def line(case, work, wall, rate, rss, floor):
+    def line(case, work, wall, rate="", rss=0, floor=0.0, events=""):
         ratio = f"{wall / floor:7.2f}" if floor else ""
         floor_s = f"{floor:9.2f}" if floor else ""
-        print(f"{case:<44}{work:>16}{wall:9.2f}{rate:>16}{rss / 2**20:10.0f}{floor_s}{ratio}",
+        memory = f"{rss / 2**20:9.0f}" if rss else f"{'':9}"
+        print(f"{case:<46}{work:>16}{wall:9.2f}{rate:>16}{events:>7}{memory}{floor_s}{ratio}",
               flush=True)
 
-    print("-- 1. message throughput, ring all_reduce 1 GiB data-free on switch(N); "
-          "floor = bare SimPy")
+    def per_message(c):
+        return f"{c['events'] / c['messages']:.2f}"
+
+    print("-- 1. ring all_reduce 1 GiB data-free on switch(N); floor = one SimPy timeout per "
+          "message, then heapq, then simpy.Store ring")
     for n in (64, 256, 1024) + (() if quick else (4096,)):
         for network in ("flow", "analytical") if n < 4096 else ("flow",):
             c = in_subprocess("ring_case", n, network, "1GiB")
+            floors = c["floors"]
             line(f"ring N={n} {network}", f"{c['messages']:,} msgs", c["wall"],
-                 f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s", c["rss"], c["base"])
+                 f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s", c["rss"], floors["timeout"],
+                 per_message(c))
+            line("  same vs plain heapq loop", "", c["wall"], floor=floors["heapq"])
+            if floors["store"]:
+                line("  same vs simpy.Store ring", "", c["wall"], floor=floors["store"])
+        if n <= 256:
+            g = simgrid("ring", n)
+            if g:
+                line(f"  SimGrid {_simgrid_version()} Python API, same ring", "", g["wall"],
+                     f"{g['messages'] / g['wall'] / 1e3:.0f} kmsg/s")
 
-    print("-- 2. contention, 64 MiB per rank, flow model (us/flow = wall / flows)")
+    print("-- 2. uneven all-to-all (rank i sends (1 + ((7i + 13j) mod 97)/97) x 65536 float32 "
+          "to rank j, all at once), flow model")
+    for n in (64,) + (() if quick else (128,)):
+        c = in_subprocess("alltoallv_case", n, module="workloads")
+        line(f"all_to_allv-like switch({n})", f"{c['messages']:,} msgs", c["wall"],
+             f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
+        g = simgrid("alltoallv", n)
+        if g:
+            line(f"  SimGrid {_simgrid_version()} Python API, same case", "", g["wall"],
+                 f"{g['wall'] / g['messages'] * 1e6:.0f} us/msg")
+            line(f"  simulated time simcoll {c['time'] * 1e6:.3f} us, SimGrid "
+                 f"{g['time'] * 1e6:.3f} us", "", c["wall"], floor=g["wall"])
+
+    print("-- 3. contention, 64 MiB per rank, flow model (us/flow = wall / flows)")
     for kind, sizes in (("parameter_server", (256, 1024)), ("staggered incast", (256, 1024)),
                         ("all_to_all direct", (64, 256))):
         for n in sizes:
@@ -216,21 +251,26 @@ def main(argv: list[str]) -> None:
                 c = in_subprocess("contention_case", kind, n, fast, module="run")
                 label = f"{kind} N={n}" + ("" if fast else " (general solver only)")
                 line(label, f"{c['flows']:,} flows", c["wall"],
-                     f"{c['wall'] / c['flows'] * 1e6:.1f} us/flow", c["rss"], 0)
+                     f"{c['wall'] / c['flows'] * 1e6:.1f} us/flow", c["rss"], 0,
+                     per_message(c))
 
-    print("-- 3. data mode, ring all_reduce float32; floor = numpy adds + output writes "
-          "(best of 2; first run; with the numpy check)")
+    print("-- 4. mixed training step on dgx_h100(4): TP all_reduce 32 MiB in each node, "
+          "MoE uneven all-to-all (x1/4) over 32 GPUs, DP ring all_reduce 256 MiB, concurrent")
+    c = in_subprocess("mixed_case", 4, module="workloads")
+    line("mixed step dgx_h100(4)", f"{c['messages']:,} msgs", c["wall"],
+         f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
+
+    print("-- 5. data mode, ring all_reduce float32; floor = numpy adds + output writes "
+          "(best of 2; first run; narrow floor; with the numpy check)")
     for p, nbytes in ((8, 256 * 2**20), (64, 16 * 2**20)):
         c = in_subprocess("data_case", p, nbytes, module="run")
         label = f"ring data p={p} {nbytes >> 20} MiB"
         line(label, "", c["wall"], "", c["rss"], c["floor"])
         line(f"{label}, first run", "", c["cold"], "", c["rss"], c["floor_cold"])
-        line(f"{label}, narrow floor", "", c["wall"], "", c["rss"],
-             c["floor_discarded"])
+        line(f"{label}, narrow floor", "", c["wall"], "", c["rss"], c["floor_discarded"])
         line(f"{label}, check=True", "", c["wall_checked"], "", c["rss"], c["floor"])
 
-    print("-- 4. memory: peak MiB of the ring N=4096 row above (1 GiB data-free)")
-    print("-- 5. memory per rank in data-free mode: rooted collectives, 40 MB per rank on "
+    print("-- 6. memory per rank in data-free mode: rooted collectives, 40 MB per rank on "
           "switch(10000); peak MiB of the whole process, run's own in the rate column")
     for collective, algorithm in (("scatter", "binomial"), ("broadcast", "binomial"),
                                   ("gather", "binomial")):
@@ -238,11 +278,20 @@ def main(argv: list[str]) -> None:
         line(f"{collective} {algorithm} p=10000", f"{c['messages']:,} msgs", c["wall"],
              f"+{c['run_rss'] / 2**20:.0f} MiB", c["rss"], 0)
 
-    print("-- 6. sweep of 200 small simulations (simcoll.sweep)")
+    print("-- 7. topology building")
+    c = in_subprocess("build_case", 32768, module="workloads")
+    line("sc.topology.switch(32768)", f"{c['links']:,} links", c["wall"], "", c["rss"])
+
+    print("-- 8. sweep of 200 small simulations (simcoll.sweep)")
     for workers in (1, 2):
         c = in_subprocess("sweep_case", workers, module="run")
         line(f"sweep workers={workers}", f"{c['points']} sims", c["wall"],
-             f"{c['points'] / c['wall']:.0f} sims/s", 0, 0)
+             f"{c['points'] / c['wall']:.0f} sims/s")
+
+
+def _simgrid_version() -> str:
+    g = simgrid("version", 0)
+    return g["version"] if g else "?"
 
 
 def _cpus() -> int:

@@ -123,16 +123,31 @@ class Comm:
         ``recv_tag`` defaults to ``tag``; ``delay`` and ``wire_bytes`` are the send's, as
         for :meth:`send`.
         """
-        target = self._peer(dst, "dst")
-        source = self._peer(src, "src")
+        # The checks of _peer, inline for in-range integer peers: every message of a ring
+        # or tree comes this way.
+        members, rank, ranks = self._members, self.rank, self._ranks
+        if type(dst) is int and 0 <= dst < ranks and dst != rank:
+            target = dst if members is None else members[dst]
+        else:
+            target = self._peer(dst, "dst")
+        if type(src) is int and 0 <= src < ranks and src != rank:
+            source = src if members is None else members[src]
+        else:
+            source = self._peer(src, "src")
         joint = Joint(self._env, 2)
-        payload = self._rt.post_recv(
-            (self._context, source, self._address, tag if recv_tag is None else recv_tag),
-            joint)
+        rt, address, context = self._rt, self._address, self._context
+        payload = rt.post_recv(
+            (context, source, address, tag if recv_tag is None else recv_tag), joint)
         if payload is not PENDING:
             joint.pending = 1
             joint.payload = payload
-        self._post(data, target, tag, joint, delay, wire_bytes)
+        if type(data) is VirtualBuffer:
+            payload, nbytes = data, data.nbytes
+        else:
+            payload = snapshot(data, rt.inputs)
+            nbytes = buffers.nbytes_of(payload)
+        rt.post_send((context, address, target, tag), payload, nbytes, address, target, tag,
+                     joint, delay, wire_bytes)
         return joint
 
     def multicast(self, data: Any, dsts: Sequence[int], *, tag: Any = 0,

@@ -8,10 +8,14 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
 
 * :func:`done_event`: an event that is already processed; a process that yields it
   resumes at once, without a trip through the queue.
-* :func:`complete`: trigger an event; schedule it only if somebody waits on it already.
+* :func:`complete`: trigger an event and process it at once: a process waiting on it
+  resumes without a trip through the queue (an arrival completes the receive it ends).
 * :func:`cancel`: forget an event that was scheduled but must no longer do anything (a
   flow completion superseded by a rate change). It keeps its place in the queue (SimPy
   offers no removal) but loses its callbacks.
+* :func:`schedule_at`: an event at an absolute instant, exactly (SimPy's ``Timeout`` adds
+  a delay to the clock, which rounds), optionally after everything else at that instant
+  (priority :data:`LATE`): the flow model settles all the changes of one instant once.
 * :func:`run`: SimPy's ``Environment.run`` loop with two differences. An event that
   nobody waits on (a cancelled one, or a timeout no process yielded) is dropped without
   moving the clock, so ``env.now`` after the run is the instant of the last event that
@@ -22,13 +26,18 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
 
 from __future__ import annotations
 
-from heapq import heappop
+from collections.abc import Callable
+from heapq import heappop, heappush
 from typing import Any
 
 import simpy
-from simpy.events import Event, Process
+from simpy.events import Event, EventPriority, Process
 
-__all__ = ["done_event", "complete", "cancel", "run", "RunStop"]
+__all__ = ["done_event", "complete", "cancel", "schedule_at", "run", "RunStop", "LATE"]
+
+LATE = 2
+"""Priority of events that run after every other event of their instant (SimPy's own
+events use 0, urgent, and 1, normal)."""
 
 
 def done_event(env: simpy.Environment, value: Any = None) -> Event:
@@ -41,19 +50,44 @@ def done_event(env: simpy.Environment, value: Any = None) -> Event:
 
 
 def complete(event: Event, value: Any) -> None:
-    """Trigger ``event`` with ``value``; skip the queue when no process waits on it yet
-    (a process that yields it later resumes at once)."""
+    """Trigger ``event`` with ``value`` and process it now: a process waiting on it resumes
+    at once (a process that yields it later resumes at once too).
+
+    Only a network or timer callback completes events this way (no process is running):
+    a process that completes an event for another (a message on a route of zero length
+    and zero latency) schedules it, so that processes never run inside each other.
+    """
     event._ok = True
     event._value = value
-    if event.callbacks:
-        event.env.schedule(event)
-    else:
-        event.callbacks = None  # type: ignore[assignment]  # processed, as above
+    callbacks = event.callbacks
+    event.callbacks = None  # type: ignore[assignment]  # processed, as above
+    if callbacks:
+        env = event.env
+        if env._active_proc is not None:
+            event.callbacks = callbacks
+            env.schedule(event)
+            return
+        for callback in callbacks:
+            try:
+                callback(event)
+            except (RuntimeError, AttributeError) as exc:
+                _refused(callback, exc)
 
 
 def cancel(event: Event) -> None:
     """Make a scheduled event do nothing when its time comes, and not move the clock."""
     event.callbacks = []
+
+
+def schedule_at(env: simpy.Environment, when: float, callback: Callable[[Event], None],
+                value: Any = None, priority: int = LATE) -> Event:
+    """Schedule an event at exactly ``when`` (not before now) that calls ``callback``."""
+    event = Event(env)
+    event._ok = True
+    event._value = value
+    event.callbacks.append(callback)
+    heappush(env._queue, (when, EventPriority(priority), next(env._eid), event))
+    return event
 
 
 class RunStop(Exception):
@@ -73,6 +107,16 @@ class InvalidYield(Exception):
     def __init__(self, process: Process, detail: str):
         super().__init__(detail)
         self.process = process
+
+
+def _refused(callback: Callable[[Event], None], exc: Exception) -> None:
+    """Re-raise ``exc``, escaped from ``callback``, as :class:`InvalidYield` if it is SimPy
+    refusing the value a process yielded (a rank program's own exceptions never get here:
+    its process catches them and fails)."""
+    owner = getattr(callback, "__self__", None)
+    if isinstance(owner, Process):
+        raise InvalidYield(owner, str(exc).strip().splitlines()[-1]) from None
+    raise exc
 
 
 def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
@@ -101,13 +145,7 @@ def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
             try:
                 callback(event)
             except (RuntimeError, AttributeError) as exc:
-                # A rank program's own exceptions never get here (its process catches
-                # them and fails); what escapes a process's resume is SimPy refusing the
-                # value it yielded.
-                owner = getattr(callback, "__self__", None)
-                if isinstance(owner, Process):
-                    raise InvalidYield(owner, str(exc).strip().splitlines()[-1]) from None
-                raise
+                _refused(callback, exc)
         if not event._ok and not hasattr(event, "_defused"):
             raise event._value
     return processed

@@ -613,20 +613,22 @@ class CountingEnvironment(simpy.Environment):
         super().schedule(event, priority, delay)
 
 
-def test_a_flow_alone_on_its_links_costs_one_event():
+@pytest.mark.parametrize("sizes, events", [((1000, 2000, 3000), 6), ((1000, 1000, 1000), 4)])
+def test_a_flow_alone_on_its_links_costs_one_event(sizes, events):
     # Three disjoint transfers through a switch: one start event each (this test's) and
-    # one arrival event each; no re-solving, before or after.
+    # one arrival event per distinct arrival instant (arrivals at one instant share one);
+    # no re-solving, before or after.
     topo = sc.topology.switch(6, bandwidth=1e9, latency=1e-6)
     env = CountingEnvironment()
     net = FlowNetwork(env, topo, 6)
     arrived = []
-    for src, dst in [(0, 1), (2, 3), (4, 5)]:
+    for (src, dst), size in zip([(0, 1), (2, 3), (4, 5)], sizes):
         env.timeout(0.0).callbacks.append(
-            lambda _e, s=src, d=dst: net.transfer(s, d, 1000, arrived.append, (s, d)))
+            lambda _e, s=src, d=dst, n=size: net.transfer(s, d, n, arrived.append, (s, d)))
     env.run()
     assert sorted(arrived) == [(0, 1), (2, 3), (4, 5)]
-    assert env.now == pytest.approx(2e-6 + 1000 / 1e9, rel=1e-12)
-    assert env.scheduled == 6
+    assert env.now == pytest.approx(2e-6 + max(sizes) / 1e9, rel=1e-12)
+    assert env.scheduled == events
 
 
 def test_unknown_names_list_the_known_ones_comma_separated():

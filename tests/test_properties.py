@@ -122,3 +122,26 @@ def test_flow_shortcuts_agree_with_the_general_solver(flows, bandwidths):
     fast = run_flows(topo, flows)
     general = run_flows(topo, flows, GeneralOnly)
     np.testing.assert_allclose(fast, general, rtol=1e-9)
+
+
+class Vectorized(GeneralOnly):
+    vectorized_from = 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(flows=st.lists(flow, min_size=1, max_size=12),
+       bandwidths=st.lists(st.sampled_from([1e6, 2e6, 5e6]), min_size=6, max_size=6))
+def test_vectorized_general_solver_agrees_with_the_shortcuts(flows, bandwidths):
+    topo = sc.Topology("two switches")
+    a, b = topo.add_switch("a"), topo.add_switch("b")
+    topo.add_link(a, b, bandwidth=bandwidths[5], latency=0.25)
+    for i in range(5):
+        topo.add_link(topo.add_gpu(), a if i < 3 else b, bandwidth=bandwidths[i],
+                      latency=0.1 * i)
+    flows = [(t, s, d, n) for t, s, d, n in flows if s != d]
+    if not flows:
+        return
+    np.testing.assert_allclose(run_flows(topo, flows, Vectorized), run_flows(topo, flows),
+                               rtol=1e-9)
+    np.testing.assert_allclose(run_flows(topo, flows, Vectorized),
+                               run_flows(topo, flows, GeneralOnly), rtol=1e-12)

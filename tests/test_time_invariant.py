@@ -137,3 +137,57 @@ def test_the_reference_itself_on_a_hand_worked_case():
     # Same line as above, as bare flows: (start, src, dst, bytes).
     arrivals = maxmin_arrivals(line_of_three(), [(0.0, 0, 2, 10**9), (0.0, 1, 2, 25 * 10**7)])
     assert arrivals == pytest.approx([1.4375, 0.5], rel=1e-12)
+
+
+class Vectorized(GeneralOnly):
+    """The general regime re-solved over numpy arrays every time, however few flows."""
+
+    name = "flow_vectorized"
+    vectorized_from = 0
+
+
+class PythonSolver(GeneralOnly):
+    """The general regime re-solved in pure Python every time, however many flows."""
+
+    vectorized_from = 10**9
+
+
+@pytest.fixture(autouse=True)
+def vectorized_network(monkeypatch):
+    monkeypatch.setitem(NETWORKS, "flow_vectorized", Vectorized)
+
+
+@settings(max_examples=150, deadline=None)
+@given(kind=st.sampled_from(KINDS), seed=st.integers(0, 10**6),
+       flows=st.lists(flow, min_size=1, max_size=14))
+def test_vectorized_solver_matches_the_python_solver_and_the_reference(kind, seed, flows):
+    topo = random_machine(kind, seed)
+    p = topo.nranks
+    flows = [(t, s % p, d % p, n) for t, s, d, n in flows if s % p != d % p]
+    if not flows:
+        return
+    python = run_flows(topo, flows, PythonSolver)
+    vectorized = run_flows(topo, flows, Vectorized)
+    np.testing.assert_allclose(vectorized, python, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(vectorized, maxmin_arrivals(topo, flows), rtol=1e-9,
+                               atol=1e-15)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(KINDS), seed=st.integers(0, 10**6), pair=st.sampled_from(PAIRS),
+       count=st.integers(0, 3000), data=st.data())
+def test_time_is_the_last_activity_with_the_vectorized_solver(kind, seed, pair, count,
+                                                               data):
+    coll, alg = pair
+    topo = random_machine(kind, seed)
+    kwargs: dict = {}
+    if sc.COLLECTIVES[coll].rooted:
+        kwargs["root"] = data.draw(st.integers(0, topo.nranks - 1), label="root")
+    nbytes = 0 if coll == "barrier" else 4 * count
+    fast = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True, **kwargs)
+    vectorized = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True,
+                             network="flow_vectorized", **kwargs)
+    assert vectorized.time == last_activity(vectorized)
+    np.testing.assert_allclose(vectorized.rank_times, fast.rank_times, rtol=1e-9,
+                               atol=1e-18)
+    assert vectorized.link_bytes == fast.link_bytes

@@ -1,4 +1,4 @@
-"""The "analytical" network model: no contention, one event per message.
+"""The "analytical" network model: no contention, one event per arrival instant.
 
 A message takes ``sum(latency on its route) + nbytes / min(bandwidth on its route)``
 whatever else is in flight, as in ASTRA-sim's analytical backend. It is exact when no two

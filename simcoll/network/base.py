@@ -47,6 +47,7 @@ class Network:
         self._failed: frozenset[int] = frozenset()
         self._routes: dict[tuple[int, int | tuple[int, ...]],
                            tuple[tuple[int, ...], float, float]] = {}
+        self._arriving: dict[float, list[tuple[Arrival, Any]]] = {}
 
     def _route(self, src: int, dst: int | tuple[int, ...]
                ) -> tuple[tuple[int, ...], float, float]:
@@ -115,8 +116,18 @@ class Network:
             link_bytes[d] += wire_bytes
 
     def _arrive_after(self, delay: float, on_arrival: Arrival, token: Any) -> None:
-        """Call ``on_arrival(token)`` ``delay`` seconds from now."""
-        Timeout(self.env, delay, (on_arrival, token)).callbacks.append(_deliver)
+        """Call ``on_arrival(token)`` ``delay`` seconds from now. Arrivals at one instant
+        share one event and are delivered in the order they were sent."""
+        when = self.env._now + delay
+        batch = self._arriving.get(when)
+        if batch is None:
+            batch = self._arriving[when] = []
+            Timeout(self.env, delay, when).callbacks.append(self._deliver)
+        batch.append((on_arrival, token))
+
+    def _deliver(self, event: Timeout) -> None:
+        for on_arrival, token in self._arriving.pop(event._value):
+            on_arrival(token)
 
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
                  token: Any, delay: float = 0.0, wire_bytes: int | None = None) -> None:
@@ -136,7 +147,3 @@ class Network:
             latency += self.jitter()
         self._launch(src, dst, wire, links, latency, bandwidth, on_arrival, token)
 
-
-def _deliver(event: Timeout) -> None:
-    on_arrival, token = event._value
-    on_arrival(token)

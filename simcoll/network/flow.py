@@ -11,12 +11,15 @@ flows draining across it, and a count of the flows in flight on it (draining, or
 their latency phase). A draining flow is in one of three regimes:
 
 * **Alone.** A flow sent while nothing at all is in flight on its links (the common case
-  of rings and trees) is *reserved*: one SimPy event at ``latency + nbytes / bottleneck``
-  and nothing else. If another flow starts draining on one of its links before it ends,
+  of rings and trees) is *reserved*: it completes at ``latency + nbytes / bottleneck``,
+  in one SimPy event shared with every flow that completes at that instant (a ring step's
+  p messages: one event; :class:`~simcoll.network.regimes.Batches`), and nothing else.
+  Flows that wait out their latency start draining in the same way, one event per
+  instant. If another flow starts draining on one of its links before it ends,
   the reservation is turned back into what the general regime would hold at that moment
   (draining at the bottleneck since its start, or still in its latency phase), which is
   exact because nothing shared its links until then. A flow that starts draining on idle
-  links is alone too: its rate is the route's bottleneck, O(route length).
+  links is reserved the same way, from that instant.
 * **Single bottleneck (processor sharing).** When every flow of a component crosses one
   link L whose bandwidth is the least on each of their routes (incast: many senders to
   one receiver), max-min fairness gives every flow ``capacity(L) / n``: every other link
@@ -25,98 +28,43 @@ their latency phase). A draining flow is in one of three regimes:
   members' finishing values, so a flow joining or leaving costs O(log n) and only one
   completion event is pending for the whole group. A flow may join when L is on its route,
   L is its bottleneck, and every flow on its links is a member.
-* **General.** Otherwise only the *component* of flows that share links with the change,
-  transitively, can change rate. That component is found by a graph search and re-solved
-  by progressive filling: repeatedly take the link with the smallest fair share (remaining
-  capacity / unfrozen flows), freeze its flows at that share, and subtract them from their
-  other links. Cost O(F * R + I * L) for a component of F flows on L links with routes of
-  R links, where I (the number of distinct bottleneck levels) is 1 in the common cases.
-  Re-solving is deferred to the end of the current instant: all starts and ends that
-  happen at the same simulated time are solved once (exact, since rates only matter over
-  intervals of positive length). A flow whose rate did not change keeps its scheduled
-  completion; a flow whose rate changed gets a new one and its old one is cancelled
-  (:func:`simcoll.engine.cancel`: it stays in SimPy's queue, but the run loop drops it
-  without moving the clock, so a superseded completion never shows in the run's time).
+* **General.** Otherwise the flow joins the general regime
+  (:mod:`simcoll.network.general`): every general flow is a row of arrays, and their
+  rates are re-solved by progressive filling (:mod:`simcoll.network.maxmin`: repeatedly
+  take the link with the smallest fair share, freeze its flows at that share, subtract
+  them from their other links; in pure Python for a few flows, over numpy arrays for
+  many). A flow that ends re-solves only the flows at least as fast as it was: slower
+  ones cannot change. Re-solving is deferred to the end of the current instant (an event
+  of priority :data:`simcoll.engine.LATE`): all starts and ends at one simulated time are
+  solved once (exact, since rates only matter over intervals of positive length). A flow
+  whose rate did not change keeps its finishing instant, and only one completion is
+  pending for the whole regime, at the earliest finishing instant: when rates change it
+  is moved (the old event cancelled with :func:`simcoll.engine.cancel`: it stays in
+  SimPy's queue but the run loop drops it without moving the clock). Flows that start
+  together on the same links with the same size (a bulk-synchronous step such as an
+  all-to-all) get the same rate and end at the same instant: one event for all of them.
 
 Groups touched by a flow that cannot join them are dissolved into the general regime, once
-(O(n)).
+(O(n)). Link faults are in :mod:`simcoll.network.rerouting`.
 """
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
+from heapq import heappop
 from typing import Any
 
 import simpy
-from simpy.events import Timeout
+from simpy.events import Event, Timeout
 
-from simcoll.engine import cancel
-from simcoll.errors import LinkFailureError, TopologyError
+from simcoll.engine import LATE, cancel, schedule_at
 from simcoll.network.base import Arrival, Network
+from simcoll.network.general import GeneralFlows
+from simcoll.network.maxmin import CROSSOVER
+from simcoll.network.regimes import Batches, Flow, Group
+from simcoll.network.rerouting import change_link
 from simcoll.topology.graph import Topology
 
 __all__ = ["FlowNetwork"]
-
-_TIE = 1e-12
-"""Links whose fair share is within this relative distance of the least one are
-bottlenecks of the same level. Without it, rounding in the subtractions splits one level
-into rates a few ulps apart, and flows that should end together end at many instants."""
-
-
-class _Flow:
-    __slots__ = ("links", "remaining", "bottleneck", "rate", "updated", "event",
-                 "on_arrival", "token", "start", "reserved", "group", "key", "src", "dst")
-
-    def __init__(self, links: tuple[int, ...], nbytes: float, bottleneck: float,
-                 on_arrival: Arrival, token: Any, src: int, dst: int | tuple[int, ...]):
-        self.src = src
-        self.dst = dst
-        """One endpoint, or a tuple of them for a multicast."""
-        self.links = links
-        self.remaining = nbytes
-        self.bottleneck = bottleneck
-        self.rate = 0.0
-        self.updated = 0.0
-        self.event: Timeout | None = None
-        self.on_arrival = on_arrival
-        self.token = token
-        self.start = 0.0
-        self.reserved = False
-        self.group: _Group | None = None
-        self.key = 0.0
-
-
-class _Group:
-    """Flows that all share bottleneck link ``link`` and nothing else: processor sharing.
-
-    ``virtual`` is the number of bytes each member has been served since the group formed,
-    as of time ``stamp``; a member finishes when ``virtual`` reaches its ``key``.
-    """
-
-    __slots__ = ("link", "capacity", "heap", "virtual", "stamp", "event", "seq")
-
-    def __init__(self, link: int, capacity: float, now: float):
-        self.link = link
-        self.capacity = capacity
-        self.heap: list[tuple[float, int, _Flow]] = []
-        self.virtual = 0.0
-        self.stamp = now
-        self.event: Timeout | None = None
-        self.seq = 0
-
-    def advance(self, now: float) -> None:
-        if self.heap:
-            self.virtual += self.capacity / len(self.heap) * (now - self.stamp)
-        self.stamp = now
-
-    def push(self, flow: _Flow, remaining: float) -> None:
-        flow.group = self
-        if flow.event is not None:
-            cancel(flow.event)
-            flow.event = None
-        flow.key = self.virtual + remaining
-        self.seq += 1
-        heappush(self.heap, (flow.key, self.seq, flow))
 
 
 class FlowNetwork(Network):
@@ -126,14 +74,24 @@ class FlowNetwork(Network):
     fast = True
     """Use the alone and single-bottleneck regimes; ``False`` sends every flow through the
     general solver (for tests that compare the two)."""
+    vectorized_from = CROSSOVER
+    """Flows in a re-solve from which the numpy solver is used (0: always; tests)."""
 
     def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
         super().__init__(env, topology, endpoints)
-        self._on_link: list[dict[_Flow, None]] = [{} for _ in self._capacity]
+        self._on_link: list[dict[Flow, None]] = [{} for _ in self._capacity]
+        """The flows draining across each link, reserved ones excepted."""
+        self._owner: list[Flow | None] = [None] * len(self._capacity)
+        """The reserved flow on each link, if any (it is alone there): a list, not one
+        dict per link, because every message of a ring or tree is reserved."""
         self._load = [0] * len(self._capacity)
-        self._dirty: dict[int, None] = {}
+        self._general = GeneralFlows(env, self._capacity, self._general_due,
+                                     self.vectorized_from)
+        self._ending = Batches(env, self._finish)
+        self._starting = Batches(env, self._start)
         self._settling = False
-        self._in_flight: dict[_Flow, None] | None = None
+        self._waking: dict[Group, None] = {}
+        self._in_flight: dict[Flow, None] | None = None
         """Every flow in flight, kept only when link faults are planned."""
 
     def track_flows(self) -> None:
@@ -142,6 +100,38 @@ class FlowNetwork(Network):
         self._in_flight = {}
 
     # -- starting ------------------------------------------------------------------------
+    def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
+                 token: Any, delay: float = 0.0, wire_bytes: int | None = None) -> None:
+        """Move ``nbytes`` of payload from ``src`` to ``dst``; call ``on_arrival(token)``
+        on arrival (``delay`` and ``wire_bytes`` as for :meth:`Network.transfer`).
+
+        The base class's counting and launching, in one call: this is every message's
+        path, and a flow alone on idle links is reserved right here.
+        """
+        links, latency, bandwidth = self._routes.get((src, dst)) or self._route(src, dst)
+        wire = nbytes if wire_bytes is None else wire_bytes
+        self.sent[src] += nbytes
+        self.received[dst] += nbytes
+        self.messages += 1
+        link_bytes, load = self.link_bytes, self._load
+        idle = wire > 0 and self.fast
+        for d in links:
+            link_bytes[d] += wire
+            if load[d]:
+                idle = False
+        latency += delay
+        if self.jitter is not None:
+            latency += self.jitter()
+        if not idle or self._in_flight is not None:
+            self._launch(src, dst, wire, links, latency, bandwidth, on_arrival, token)
+            return
+        flow = Flow(links, wire, bandwidth, on_arrival, token, src, dst)
+        owner = self._owner
+        for d in links:
+            load[d] = 1
+            owner[d] = flow
+        self._reserve(flow, self.env._now + latency, latency + wire / bandwidth)
+
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
                 on_arrival: Arrival, token: Any) -> None:
@@ -152,7 +142,7 @@ class FlowNetwork(Network):
             else:
                 on_arrival(token)
             return
-        flow = _Flow(links, nbytes, bandwidth, on_arrival, token, src, dst)
+        flow = Flow(links, nbytes, bandwidth, on_arrival, token, src, dst)
         if self._in_flight is not None:
             self._in_flight[flow] = None
         load = self._load
@@ -161,55 +151,61 @@ class FlowNetwork(Network):
                 break
         else:
             if self.fast:
-                on_link = self._on_link
+                owner = self._owner
                 for d in links:
                     load[d] = 1
-                    on_link[d][flow] = None
-                flow.reserved = True
-                flow.start = flow.updated = env._now + latency
-                flow.rate = bandwidth
-                event = flow.event = Timeout(env, latency + nbytes / bandwidth, flow)
-                event.callbacks.append(self._finish)
+                    owner[d] = flow
+                self._reserve(flow, env._now + latency, latency + nbytes / bandwidth)
                 return
         for d in links:
             load[d] += 1
         if latency > 0:
-            Timeout(env, latency, flow).callbacks.append(self._start)
+            self._starting.add(flow, latency)
         else:
             self._activate(flow)
 
-    def _start(self, event: Timeout) -> None:
-        self._activate(event._value)
+    def _reserve(self, flow: Flow, start: float, delay: float) -> None:
+        """Give ``flow`` (alone on its links, drains from ``start`` at its bottleneck) a
+        completion ``delay`` seconds from now, shared with the flows ending then."""
+        flow.reserved = True
+        flow.start = flow.updated = start
+        flow.rate = flow.bottleneck
+        flow.finish = self._ending.add(flow, delay)
 
-    def _unreserve(self, flow: _Flow, now: float) -> None:
+    def _start(self, flows: list[Flow]) -> None:
+        for flow in flows:
+            self._activate(flow)
+
+    def _unreserve(self, flow: Flow, now: float) -> None:
         """Turn a reservation into the state the general regime would hold at ``now``."""
         flow.reserved = False
-        if flow.start <= now:
-            return
-        on_link = self._on_link
+        self._ending.remove(flow)
+        owner = self._owner
         for d in flow.links:
-            del on_link[d][flow]
-        if flow.event is not None:
-            cancel(flow.event)
-            flow.event = None
-        Timeout(self.env, flow.start - now, flow).callbacks.append(self._start)
+            owner[d] = None
+        if flow.start <= now:
+            on_link = self._on_link
+            for d in flow.links:
+                on_link[d][flow] = None
+            self._general.add(flow, flow.remaining, flow.rate, flow.start, flow.finish)
+            return
+        self._starting.add_at(flow, flow.start)
 
-    def _activate(self, flow: _Flow) -> None:
+    def _activate(self, flow: Flow) -> None:
         now = self.env._now
-        on_link = self._on_link
+        on_link, owner = self._on_link, self._owner
         flow.updated = now
-        group: _Group | None = None
-        general: _Flow | None = None
+        group: Group | None = None
+        general: Flow | None = None
         mixed = False
         for d in flow.links:
+            reserved = owner[d]
+            if reserved is not None:
+                self._unreserve(reserved, now)
             flows = on_link[d]
             if not flows:
                 continue
             first = next(iter(flows))
-            if first.reserved:
-                self._unreserve(first, now)
-                if not flows:
-                    continue
             if first.group is not None:
                 if group is None:
                     group = first.group
@@ -219,11 +215,10 @@ class FlowNetwork(Network):
                 general = first
             else:
                 mixed = True
-        if group is None and general is None and not mixed:
+        if group is None and general is None and not mixed and self.fast:
             for d in flow.links:
-                on_link[d][flow] = None
-            flow.rate = flow.bottleneck
-            self._schedule(flow)
+                owner[d] = flow
+            self._reserve(flow, now, flow.remaining / flow.bottleneck)
             return
         if not mixed and self.fast:
             if group is not None and general is None:
@@ -234,7 +229,7 @@ class FlowNetwork(Network):
                 return
         self._go_general(flow, now)
 
-    def _pair(self, other: _Flow, flow: _Flow, now: float) -> bool:
+    def _pair(self, other: Flow, flow: Flow, now: float) -> bool:
         """Form a group of ``other`` (alone on its links) and ``flow`` if they qualify."""
         if other.bottleneck != flow.bottleneck:
             return False
@@ -248,20 +243,25 @@ class FlowNetwork(Network):
                 break
         else:
             return False
-        group = _Group(d, capacity[d], now)
-        group.push(other, other.remaining - other.rate * (now - other.updated))
+        group = Group(d, capacity[d], now)
+        group.push(other, self._general.take(other, now))
         self._join(group, flow, now)
         return True
 
-    def _join(self, group: _Group, flow: _Flow, now: float) -> None:
+    def _join(self, group: Group, flow: Flow, now: float) -> None:
         group.advance(now)
         group.push(flow, flow.remaining)
         on_link = self._on_link
         for d in flow.links:
             on_link[d][flow] = None
-        self._wake(group)
+        # Woken once at the end of the instant, however many flows join it now.
+        if group.event is not None:
+            cancel(group.event)
+            group.event = None
+        self._waking[group] = None
+        self._defer()
 
-    def _wake(self, group: _Group) -> None:
+    def _wake(self, group: Group) -> None:
         """Schedule the group's next completion."""
         heap = group.heap
         delay = (heap[0][0] - group.virtual) * len(heap) / group.capacity
@@ -293,26 +293,20 @@ class FlowNetwork(Network):
         for flow in done:
             flow.on_arrival(flow.token)
 
-    def _dissolve(self, group: _Group, now: float) -> None:
+    def _dissolve(self, group: Group, now: float) -> None:
         """Hand the group's members to the general regime (they keep their rates)."""
         group.advance(now)
         rate = group.capacity / len(group.heap)
-        dirty = self._dirty
         for key, _, flow in group.heap:
             flow.group = None
-            flow.remaining = key - group.virtual
-            flow.rate = rate
-            flow.updated = now
-            for d in flow.links:
-                dirty[d] = None
+            self._general.add(flow, key - group.virtual, rate, now)
         group.heap = []
         if group.event is not None:
             cancel(group.event)
             group.event = None
 
-    def _go_general(self, flow: _Flow, now: float) -> None:
+    def _go_general(self, flow: Flow, now: float) -> None:
         on_link = self._on_link
-        dirty = self._dirty
         for d in flow.links:
             flows = on_link[d]
             if flows:
@@ -320,180 +314,63 @@ class FlowNetwork(Network):
                 if first.group is not None:
                     self._dissolve(first.group, now)
             flows[flow] = None
-            dirty[d] = None
+        self._general.add(flow, flow.remaining, 0.0, now)
         self._defer()
 
     # -- draining ------------------------------------------------------------------------
-    def _schedule(self, flow: _Flow) -> None:
-        if flow.event is not None:
-            cancel(flow.event)
-        remaining = flow.remaining
-        delay = remaining / flow.rate if remaining > 0 else 0.0
-        event = flow.event = Timeout(self.env, delay, flow)
-        event.callbacks.append(self._finish)
+    def _finish(self, flows: list[Flow]) -> None:
+        """Reserved flows' completions (nothing shared their links)."""
+        owner, load, in_flight = self._owner, self._load, self._in_flight
+        for flow in flows:
+            if in_flight is not None:
+                del in_flight[flow]
+            for d in flow.links:
+                owner[d] = None
+                load[d] -= 1
+        for flow in flows:
+            flow.on_arrival(flow.token)
 
-    def _finish(self, event: Timeout) -> None:
-        flow = event._value
-        flow.event = None
-        if self._in_flight is not None:
-            del self._in_flight[flow]
+    def _general_due(self, _event: Event) -> None:
+        """The general regime's pending completion: deliver the flows that end now, then
+        re-solve (this event runs after everything else at its instant)."""
+        done = self._general.pop_due(self.env._now)
         on_link, load = self._on_link, self._load
-        shared = False
-        for d in flow.links:
-            flows = on_link[d]
-            del flows[flow]
-            load[d] -= 1
-            if flows:
-                shared = True
-                self._dirty[d] = None
-        if shared:
-            self._defer()
-        flow.on_arrival(flow.token)
+        in_flight = self._in_flight
+        for flow in done:
+            for d in flow.links:
+                del on_link[d][flow]
+                load[d] -= 1
+            if in_flight is not None:
+                del in_flight[flow]
+        settling = self._settling
+        self._settling = True
+        for flow in done:
+            flow.on_arrival(flow.token)
+        if not settling:
+            self._settle(_event)
 
     def _defer(self) -> None:
-        """Re-solve the dirty links once, after everything else at this instant."""
+        """Re-solve once, after everything else at this instant."""
         if not self._settling:
             self._settling = True
-            Timeout(self.env, 0.0).callbacks.append(self._settle)
+            schedule_at(self.env, self.env._now, self._settle, priority=LATE)
 
-    def _settle(self, _event: Timeout) -> None:
+    def _settle(self, _event: Event) -> None:
         self._settling = False
-        dirty, self._dirty = self._dirty, {}
-        self._rebalance(dirty)
-
-    def _rebalance(self, seeds: dict[int, None]) -> None:
-        """Re-solve max-min rates for the general flows on and around the seed links."""
-        now = self.env._now
-        on_link = self._on_link
-        component: dict[_Flow, None] = {}
-        links: dict[int, None] = {}
-        stack = [d for d in seeds]
-        while stack:
-            d = stack.pop()
-            if d in links:
-                continue
-            flows = on_link[d]
-            if not flows or next(iter(flows)).group is not None:
-                continue
-            links[d] = None
-            for flow in flows:
-                if flow not in component:
-                    component[flow] = None
-                    stack.extend(flow.links)
-        for flow in component:
-            flow.remaining -= flow.rate * (now - flow.updated)
-            flow.updated = now
-        capacity = {d: self._capacity[d] for d in links}
-        unfrozen = {d: len(on_link[d]) for d in links}
-        rates: dict[_Flow, float] = {}
-        while len(rates) < len(component):
-            share = min(capacity[d] / count for d, count in unfrozen.items() if count)
-            level = share + abs(share) * _TIE
-            share = max(share, 0.0)
-            tied = [d for d, count in unfrozen.items() if count and capacity[d] <= level * count]
-            for bottleneck in tied:
-                for flow in on_link[bottleneck]:
-                    if flow not in rates:
-                        rates[flow] = share
-                        for d in flow.links:
-                            capacity[d] -= share
-                            unfrozen[d] -= 1
-        for flow, rate in rates.items():
-            if rate != flow.rate or flow.event is None:
-                flow.rate = rate
-                self._schedule(flow)
+        waking, self._waking = self._waking, {}
+        for group in waking:
+            if group.heap:
+                self._wake(group)
+        self._general.solve(self.env._now)
 
     # -- faults --------------------------------------------------------------------------
     def change_link(self, index: int, factor: float) -> None:
         """Set link ``index`` to ``factor`` times its nominal bandwidth, both directions,
-        from now on (needs :meth:`track_flows`).
-
-        Every flow crossing the link is first brought to the general regime (its
-        reservation or processor-sharing group undone, exactly as of now). A degraded link
-        is then re-solved with its new capacity. A failed one (``factor == 0``) moves each
-        of its flows to the shortest route around the failed links, from the failure on:
-        the bytes it has not yet sent cross the new route (and are counted there), with no
-        extra latency.
+        from now on (needs :meth:`track_flows`); see
+        :func:`simcoll.network.rerouting.change_link`.
 
         Raises:
             LinkFailureError: no route around the failed links exists for some flows;
                 names the link and those messages.
         """
-        if self._in_flight is None:
-            raise RuntimeError("change_link needs track_flows() before the run starts")
-        now = self.env._now
-        directed = (2 * index, 2 * index + 1)
-        affected = [f for f in self._in_flight if directed[0] in f.links
-                    or directed[1] in f.links]
-        for flow in affected:
-            if flow.reserved:
-                self._unreserve(flow, now)
-            if flow.group is not None:
-                self._dissolve(flow.group, now)
-        nominal = self.topology.links[index].bandwidth
-        self._routes.clear()
-        if factor > 0:
-            for d in directed:
-                self._capacity[d] = nominal * factor
-            for flow in affected:
-                flow.bottleneck = min(self._capacity[d] for d in flow.links)
-                if flow in self._on_link[flow.links[0]]:
-                    for d in flow.links:
-                        self._dirty[d] = None
-        else:
-            self._failed = self._failed | {index}
-            lost = []
-            for flow in affected:
-                try:
-                    links = self._route(flow.src, flow.dst)[0]
-                except TopologyError:
-                    lost.append(flow)
-                    continue
-                self._move(flow, links, now)
-            if lost:
-                u, v = self.topology.directed_link(directed[0])
-                shown = ", ".join(f"{self._describe(f)} ({self._left(f, now):.0f} bytes left)"
-                                  for f in lost[:16])
-                raise LinkFailureError(
-                    f"link ({u!r}, {v!r}) failed at t={now:.9g} s and no route goes around "
-                    f"it for {len(lost)} message(s) in flight: {shown}", (u, v),
-                    [(f.src, f.dst) for f in lost])
-        self._defer()
-
-    def _describe(self, flow: _Flow) -> str:
-        """``gpu0->gpu1`` (``gpu0->gpu1+gpu2`` for a multicast)."""
-        name = self.topology.endpoint_name
-        dsts = flow.dst if isinstance(flow.dst, tuple) else (flow.dst,)
-        return f"{name(flow.src)}->{'+'.join(name(d) for d in dsts)}"
-
-    def _left(self, flow: _Flow, now: float) -> float:
-        """Bytes ``flow`` has still to send at ``now``."""
-        if flow in self._on_link[flow.links[0]]:
-            return flow.remaining - flow.rate * (now - flow.updated)
-        return flow.remaining
-
-    def _move(self, flow: _Flow, links: tuple[int, ...], now: float) -> None:
-        """Send the rest of ``flow`` along ``links`` from now on."""
-        on_link, load, counted = self._on_link, self._load, self.link_bytes
-        draining = flow in on_link[flow.links[0]]
-        if draining:
-            flow.remaining = self._left(flow, now)
-            flow.updated = now
-            if flow.event is not None:
-                cancel(flow.event)
-                flow.event = None
-        left = round(flow.remaining)
-        for d in flow.links:
-            load[d] -= 1
-            counted[d] -= left
-            if draining:
-                del on_link[d][flow]
-                if on_link[d]:
-                    self._dirty[d] = None
-        flow.links = links
-        flow.bottleneck = min(self._capacity[d] for d in links)
-        for d in links:
-            load[d] += 1
-            counted[d] += left
-        if draining:
-            self._activate(flow)
+        change_link(self, index, factor)

@@ -1,0 +1,61 @@
+"""Pure-Python against numpy progressive filling: where the crossover lies.
+
+Each problem is what an uneven all-to-all on ``switch(p)`` leaves mid-run: a random share
+of the p (p - 1) flows, each crossing its sender's up link and its receiver's down link,
+on links of one bandwidth or of three (more bottleneck levels). Both solvers
+run on the same problems in this process, best of several runs each.
+
+    python benchmarks/solvers.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from simcoll.network.maxmin import CROSSOVER, fill, fill_arrays
+
+
+def problem(p: int, share: float, rng: np.random.Generator, kinds: int):
+    routes = [(2 * i, 2 * j + 1) for i in range(p) for j in range(p)
+              if i != j and rng.random() < share]
+    capacity = rng.choice([1e10, 2.5e10, 1e11][:kinds], 2 * p).tolist()
+    return routes, capacity
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def compare(p: int, share: float, kinds: int, seed: int = 0) -> tuple[int, float, float]:
+    """(flows, Python seconds, numpy seconds) for one problem."""
+    routes, capacity = problem(p, share, np.random.default_rng(seed), kinds)
+    links = np.array(routes, dtype=np.intp)
+    cap = np.array([*capacity, np.inf])
+    mapping = dict(enumerate(capacity))
+    repeat = 20 if len(routes) < 500 else 5
+    python = best(lambda: fill(routes, mapping), repeat)
+    vectorized = best(lambda: fill_arrays(links, cap), repeat)
+    return len(routes), python, vectorized
+
+
+def main() -> None:
+    print(f"{'links':>14}{'flows':>7}{'python ms':>11}{'numpy ms':>10}{'numpy/python':>14}")
+    for kinds in (1, 3):
+        for p, share in ((3, 1.0), (4, 1.0), (6, 0.8), (8, 0.8), (12, 0.5), (16, 0.5),
+                         (24, 0.5), (32, 0.5), (48, 0.5), (64, 0.5), (96, 0.5)):
+            flows, python, vectorized = compare(p, share, kinds)
+            label = "equal" if kinds == 1 else "3 bandwidths"
+            print(f"{label:>14}{flows:>7}{python * 1e3:>11.3f}{vectorized * 1e3:>10.3f}"
+                  f"{vectorized / python:>14.2f}", flush=True)
+    print(f"simcoll uses numpy from {CROSSOVER} flows on (simcoll.network.maxmin.CROSSOVER)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""The flow model's general regime: flows kept in arrays, one pending completion for all.
+
+Every general flow has a row: its route (padded), its rate, the bytes it had left at its
+last update and when that was, and its finishing instant. A single event is pending, at
+the earliest finishing instant; when rates change only that event is moved (the old one
+cancelled: it stays in SimPy's queue but never fires), so a re-solve costs one queue
+entry however many flows changed rate.
+
+Re-solving starts from the lowest level that can have changed (:attr:`GeneralFlows.floor`).
+In progressive filling a flow frozen below level x is frozen by links that fill below x,
+and a flow leaving the network only lowers the load of its own links, which do not fill
+before its rate r: every flow slower than r keeps its rate, and the flows at r or faster
+are re-solved on what the slower ones leave of each link. Flows arriving, links changing
+capacity and groups dissolving re-solve everything (floor 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import simpy
+from simpy.events import Event
+
+from simcoll.engine import cancel, schedule_at
+from simcoll.network.maxmin import CROSSOVER, TIE, fill, fill_arrays
+from simcoll.network.regimes import Flow
+
+__all__ = ["GeneralFlows"]
+
+
+class GeneralFlows:
+    """Flows in the general regime, and their single pending completion.
+
+    Args:
+        env: the simulation environment.
+        capacity: bytes/s of each directed link.
+        due: called by the pending completion event at its instant.
+        vectorized_from: re-solve with :func:`~simcoll.network.maxmin.fill_arrays` from
+            this many flows on, with :func:`~simcoll.network.maxmin.fill` below.
+    """
+
+    def __init__(self, env: simpy.Environment, capacity: list[float],
+                 due: Callable[[Event], None], vectorized_from: int = CROSSOVER):
+        self.env = env
+        self.vectorized_from = vectorized_from
+        self._pad = len(capacity)
+        self.capacity = np.array([*capacity, np.inf])
+        self._due = due
+        self.flows: list[Flow | None] = []
+        self.used = np.zeros(0, dtype=bool)
+        self.links = np.zeros((0, 1), dtype=np.intp)
+        self.rate = np.zeros(0)
+        self.remaining = np.zeros(0)
+        self.updated = np.zeros(0)
+        self.finish = np.zeros(0)
+        self._free: list[int] = []
+        self.count = 0
+        self.floor = np.inf
+        """Rates at or above this level must be re-solved (inf: nothing to do)."""
+        self.pending: Event | None = None
+        self.pending_at = np.inf
+
+    # -- membership ----------------------------------------------------------------------
+    def _grow(self, width: int) -> None:
+        size = max(16, 2 * len(self.flows)) if not self._free else len(self.flows)
+        width = max(width, self.links.shape[1])
+        old = len(self.flows)
+        links = np.full((size, width), self._pad, dtype=np.intp)
+        links[:old, :self.links.shape[1]] = self.links
+        self.links = links
+        for name in ("rate", "remaining", "updated"):
+            setattr(self, name, np.concatenate([getattr(self, name), np.zeros(size - old)]))
+        self.finish = np.concatenate([self.finish, np.full(size - old, np.inf)])
+        self.used = np.concatenate([self.used, np.zeros(size - old, dtype=bool)])
+        self.flows.extend([None] * (size - old))
+        self._free.extend(range(size - 1, old - 1, -1))
+
+    def add(self, flow: Flow, remaining: float, rate: float = 0.0, updated: float = 0.0,
+            finish: float = np.inf) -> None:
+        """Take ``flow`` in, with ``remaining`` bytes left at ``updated`` at ``rate``,
+        finishing at ``finish`` (inf: not solved yet); everything is re-solved."""
+        links = flow.links
+        if not self._free or len(links) > self.links.shape[1]:
+            self._grow(len(links))
+        slot = self._free.pop()
+        row = self.links[slot]
+        row[:len(links)] = links
+        row[len(links):] = self._pad
+        self.rate[slot] = rate
+        self.remaining[slot] = remaining
+        self.updated[slot] = updated
+        self.finish[slot] = finish
+        self.used[slot] = True
+        self.flows[slot] = flow
+        flow.slot = slot
+        self.count += 1
+        self.floor = 0.0
+
+    def _release(self, slot: int) -> None:
+        self.used[slot] = False
+        self.finish[slot] = np.inf
+        self.rate[slot] = 0.0
+        self.flows[slot] = None
+        self._free.append(slot)
+        self.count -= 1
+
+    def left(self, flow: Flow, now: float) -> float:
+        """Bytes ``flow`` has still to send at ``now``."""
+        slot = flow.slot
+        return float(self.remaining[slot] - self.rate[slot] * (now - self.updated[slot]))
+
+    def take(self, flow: Flow, now: float) -> float:
+        """Remove ``flow`` (leaving the regime, not finished); return its bytes left and
+        set ``flow.rate`` to its last rate. The caller says what to re-solve."""
+        slot = flow.slot
+        left = self.left(flow, now)
+        flow.rate = float(self.rate[slot])
+        at = self.finish[slot]
+        self._release(slot)
+        flow.slot = -1
+        if at == self.pending_at:
+            self.rearm()
+        return left
+
+    def pop_due(self, now: float) -> list[Flow]:
+        """Remove and return the flows finishing at ``now`` (the pending event fired)."""
+        self.pending = None
+        self.pending_at = np.inf
+        done = []
+        rate = self.rate
+        for slot in np.flatnonzero(self.finish <= now).tolist():
+            flow = self.flows[slot]
+            assert flow is not None
+            self.floor = min(self.floor, float(rate[slot]))
+            self._release(slot)
+            flow.slot = -1
+            done.append(flow)
+        return done
+
+    def changed(self, level: float) -> None:
+        """Rates at or above ``level`` may have changed."""
+        if level < self.floor:
+            self.floor = level
+
+    def set_capacity(self, link: int, capacity: float) -> None:
+        self.capacity[link] = capacity
+        self.floor = 0.0
+
+    # -- solving -------------------------------------------------------------------------
+    def solve(self, now: float) -> None:
+        """Re-solve the rates at or above :attr:`floor`, then move the pending completion
+        to the earliest finishing instant."""
+        floor, self.floor = self.floor, np.inf
+        if floor == np.inf or not self.count:
+            self.rearm()
+            return
+        used = self.used
+        if floor > 0:
+            cutoff = floor * (1 - 4 * TIE)
+            free = used & (self.rate >= cutoff)
+            fixed = np.flatnonzero(used & (self.rate < cutoff))
+        else:
+            free = used
+            fixed = np.zeros(0, dtype=np.intp)
+        chosen = np.flatnonzero(free)
+        capacity = self.capacity
+        if len(fixed):
+            load = np.bincount(self.links[fixed].ravel(),
+                               weights=np.repeat(self.rate[fixed], self.links.shape[1]),
+                               minlength=len(capacity))
+            capacity = capacity - load
+        if len(chosen) < self.vectorized_from:
+            flows = self.flows
+            routes = [flow.links for flow in (flows[s] for s in chosen.tolist()) if flow]
+            involved = sorted({d for route in routes for d in route})
+            rates = np.array(fill(routes, dict(zip(involved,
+                                                   capacity[involved].tolist()))))
+        else:
+            routes_matrix = self.links[chosen]
+            if self._pad > 8 * routes_matrix.size:
+                # Renumber the links these flows cross, so passes cost O(flows), not
+                # O(links of the machine).
+                links, inverse = np.unique(np.append(routes_matrix.ravel(), self._pad),
+                                           return_inverse=True)
+                routes_matrix = inverse[:-1].reshape(routes_matrix.shape)
+                capacity = capacity[links]
+            rates = fill_arrays(routes_matrix, capacity)
+        old = self.rate[chosen]
+        self.remaining[chosen] -= old * (now - self.updated[chosen])
+        self.updated[chosen] = now
+        moved = (rates != old) | (self.finish[chosen] == np.inf)
+        slots = chosen[moved]
+        new = rates[moved]
+        self.rate[slots] = new
+        left = self.remaining[slots]
+        delay = np.zeros(len(slots))
+        np.divide(left, new, out=delay, where=left > 0)
+        self.finish[slots] = now + delay
+        self.rearm()
+
+    def rearm(self) -> None:
+        """Keep exactly one completion pending, at the earliest finishing instant."""
+        at = float(self.finish.min()) if self.count else np.inf
+        if at == self.pending_at:
+            return
+        if self.pending is not None:
+            cancel(self.pending)
+            self.pending = None
+        self.pending_at = at
+        if at < np.inf:
+            self.pending = schedule_at(self.env, at, self._due)

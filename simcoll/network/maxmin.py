@@ -1,0 +1,119 @@
+"""Max-min fair rates by progressive filling, in pure Python and over numpy arrays.
+
+Both solvers take the flows' routes (directed link indices) and what each link can still
+carry, and return every flow's rate: repeatedly take the link with the smallest fair share
+(capacity left / flows on it not yet frozen), freeze its flows at that share, and subtract
+them from every other link they cross. Links whose share is within :data:`TIE` (relative)
+of the smallest are frozen in the same pass, at the smallest share.
+
+:func:`fill` loops over Python dicts and costs O(F R + I L) for F flows with routes of R
+links over L links with I bottleneck levels; :func:`fill_arrays` does the same passes with
+numpy over a padded flow-link incidence matrix and the link-to-flow incidence in CSR form,
+so a pass costs a dozen numpy calls whatever the number of flows it freezes. The pure
+Python solver is faster below about :data:`CROSSOVER` flows (``benchmarks/solvers.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["TIE", "CROSSOVER", "fill", "fill_arrays"]
+
+TIE = 1e-12
+"""Links whose fair share is within this relative distance of the least one are
+bottlenecks of the same level. Without it, rounding in the subtractions splits one level
+into rates a few ulps apart, and flows that should end together end at many instants."""
+
+CROSSOVER = 512
+"""Flows in one solve from which :func:`fill_arrays` beats :func:`fill` (measured)."""
+
+
+def fill(routes: Sequence[Sequence[int]], capacity: Mapping[int, float]) -> list[float]:
+    """Max-min fair rates of flows with the given routes.
+
+    Args:
+        routes: each flow's directed links (at least one each).
+        capacity: bytes/s each link of the routes can still carry.
+
+    Returns:
+        Each flow's rate, in the order of ``routes``.
+    """
+    on_link: dict[int, list[int]] = {}
+    for i, links in enumerate(routes):
+        for d in links:
+            on_link.setdefault(d, []).append(i)
+    left = {d: capacity[d] for d in on_link}
+    unfrozen = {d: len(flows) for d, flows in on_link.items()}
+    rates = [-1.0] * len(routes)
+    frozen = 0
+    while frozen < len(routes):
+        share = min(left[d] / count for d, count in unfrozen.items() if count)
+        level = share + abs(share) * TIE
+        share = max(share, 0.0)
+        tied = [d for d, count in unfrozen.items() if count and left[d] <= level * count]
+        for bottleneck in tied:
+            for i in on_link[bottleneck]:
+                if rates[i] < 0:
+                    rates[i] = share
+                    frozen += 1
+                    for d in routes[i]:
+                        left[d] -= share
+                        unfrozen[d] -= 1
+    return rates
+
+
+def fill_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Max-min fair rates, vectorized: the same passes as :func:`fill`.
+
+    Each pass costs a dozen numpy calls on arrays of the links and of the flows it
+    freezes (found through the link-to-flow incidence in CSR form), not of all flows.
+
+    Args:
+        links: ``(flows, R)`` link indices, each row one flow's route padded with
+            ``len(capacity) - 1`` (a link that never limits anything).
+        capacity: bytes/s each link can still carry, the padding link last.
+
+    Returns:
+        Each flow's rate, in row order.
+    """
+    flows, width = links.shape
+    size = len(capacity)
+    flat = links.ravel()
+    counts = np.bincount(flat, minlength=size)
+    owner = np.argsort(flat, kind="stable") // width
+    start = np.zeros(size + 1, dtype=np.intp)
+    np.cumsum(counts, out=start[1:])
+    count = counts.astype(np.float64)
+    left = capacity.astype(np.float64, copy=True)
+    # A link no unfrozen flow crosses (the padding link among them) has share inf.
+    count[size - 1] = 0.0
+    left[count == 0.0] = np.inf
+    frozen = np.zeros(flows, dtype=bool)
+    rates = np.empty(flows)
+    remaining = flows
+    with np.errstate(divide="ignore", invalid="ignore"):
+        while remaining:
+            shares = left / count
+            least = int(shares.argmin())
+            share = float(shares[least])
+            level = share + abs(share) * TIE
+            tied = np.flatnonzero(left <= level * count)
+            if len(tied) == 1:
+                members = owner[start[least]:start[least + 1]]
+            else:
+                members = np.unique(np.concatenate([owner[start[d]:start[d + 1]]
+                                                    for d in tied.tolist()]))
+            members = members[~frozen[members]]
+            share = max(share, 0.0)
+            frozen[members] = True
+            rates[members] = share
+            remaining -= len(members)
+            crossed = np.bincount(links[members].ravel(), minlength=size)
+            crossed[size - 1] = 0
+            left -= crossed * share
+            count -= crossed
+            left[count == 0.0] = np.inf
+    return rates

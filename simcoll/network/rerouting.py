@@ -1,0 +1,108 @@
+"""Link faults in the flow model: a link slowed down or failed in the middle of a run.
+
+Every flow crossing the link is first brought to the general regime exactly as of now;
+a degraded link is re-solved with its new capacity, and the flows of a failed one move to
+the shortest route around the failed links.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simcoll.errors import LinkFailureError, TopologyError
+from simcoll.network.regimes import Flow
+
+if TYPE_CHECKING:
+    from simcoll.network.flow import FlowNetwork
+
+__all__ = ["change_link"]
+
+
+def change_link(net: FlowNetwork, index: int, factor: float) -> None:
+    """Set link ``index`` of ``net`` to ``factor`` times its nominal bandwidth, both
+    directions, from now on (needs :meth:`FlowNetwork.track_flows`).
+
+    Every flow crossing the link is first brought to the general regime (its
+    reservation or processor-sharing group undone, exactly as of now). A degraded link
+    is then re-solved with its new capacity. A failed one (``factor == 0``) moves each
+    of its flows to the shortest route around the failed links, from the failure on:
+    the bytes it has not yet sent cross the new route (and are counted there), with no
+    extra latency.
+
+    Raises:
+        LinkFailureError: no route around the failed links exists for some flows;
+            names the link and those messages.
+    """
+    if net._in_flight is None:
+        raise RuntimeError("change_link needs track_flows() before the run starts")
+    now = net.env._now
+    directed = (2 * index, 2 * index + 1)
+    affected = [f for f in net._in_flight if directed[0] in f.links
+                or directed[1] in f.links]
+    for flow in affected:
+        if flow.reserved:
+            net._unreserve(flow, now)
+        if flow.group is not None:
+            net._dissolve(flow.group, now)
+    nominal = net.topology.links[index].bandwidth
+    net._routes.clear()
+    if factor > 0:
+        for d in directed:
+            net._capacity[d] = nominal * factor
+            net._general.set_capacity(d, nominal * factor)
+        for flow in affected:
+            flow.bottleneck = min(net._capacity[d] for d in flow.links)
+    else:
+        net._failed = net._failed | {index}
+        lost = []
+        for flow in affected:
+            try:
+                links = net._route(flow.src, flow.dst)[0]
+            except TopologyError:
+                lost.append(flow)
+                continue
+            _move(net, flow, links, now)
+        if lost:
+            u, v = net.topology.directed_link(directed[0])
+            shown = ", ".join(f"{_describe(net, f)} ({_left(net, f, now):.0f} bytes left)"
+                              for f in lost[:16])
+            raise LinkFailureError(
+                f"link ({u!r}, {v!r}) failed at t={now:.9g} s and no route goes around "
+                f"it for {len(lost)} message(s) in flight: {shown}", (u, v),
+                [(f.src, f.dst) for f in lost])
+    net._defer()
+
+def _describe(net: FlowNetwork, flow: Flow) -> str:
+    """``gpu0->gpu1`` (``gpu0->gpu1+gpu2`` for a multicast)."""
+    name = net.topology.endpoint_name
+    dsts = flow.dst if isinstance(flow.dst, tuple) else (flow.dst,)
+    return f"{name(flow.src)}->{'+'.join(name(d) for d in dsts)}"
+
+def _left(net: FlowNetwork, flow: Flow, now: float) -> float:
+    """Bytes ``flow`` (general, or in its latency phase) has still to send at ``now``."""
+    if flow.slot >= 0:
+        return net._general.left(flow, now)
+    return flow.remaining
+
+def _move(net: FlowNetwork, flow: Flow, links: tuple[int, ...], now: float) -> None:
+    """Send the rest of ``flow`` (general, or in its latency phase) along ``links``
+    from now on."""
+    on_link, load, counted = net._on_link, net._load, net.link_bytes
+    draining = flow.slot >= 0
+    if draining:
+        flow.remaining = net._general.take(flow, now)
+        flow.updated = now
+        net._general.changed(flow.rate)
+    left = round(flow.remaining)
+    for d in flow.links:
+        load[d] -= 1
+        counted[d] -= left
+        if draining:
+            del on_link[d][flow]
+    flow.links = links
+    flow.bottleneck = min(net._capacity[d] for d in links)
+    for d in links:
+        load[d] += 1
+        counted[d] += left
+    if draining:
+        net._activate(flow)

@@ -1,0 +1,108 @@
+"""The numpy check's shortcuts (outputs compared byte for byte with one already checked,
+the |reference| bound tried before sum |x_i|) give the verdict of the full check: wrong
+outputs are caught wherever they hide, right ones pass, on cases worked out here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simcoll.check import compare, same_bytes
+from simcoll.collectives import COLLECTIVES
+from simcoll.ops import ReduceOp
+
+SUM = ReduceOp.SUM
+
+
+def all_reduce_inputs(p=4, count=200_000, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(count).astype(np.float32) for _ in range(p)]
+
+
+def exact_sum(inputs):
+    return np.sum([x.astype(np.float64) for x in inputs], axis=0)
+
+
+def test_same_bytes_tells_bytes_apart():
+    a = np.array([0.0, 1.0, np.nan], dtype=np.float32)
+    assert same_bytes(a, a.copy())
+    b = a.copy()
+    b[0] = -0.0  # equal value, other bytes
+    assert not same_bytes(a, b)
+    assert not same_bytes(a, a.astype(np.float64))
+    odd = np.arange(7, dtype=np.uint8)  # 7 bytes: compared byte by byte
+    assert same_bytes(odd, odd.copy())
+    changed = odd.copy()
+    changed[6] = 99
+    assert not same_bytes(odd, changed)
+    assert same_bytes(np.arange(12.0)[::2], np.arange(0.0, 12.0, 2.0))  # not contiguous
+
+
+@pytest.mark.parametrize("rank", [0, 2, 3])
+def test_one_wrong_element_of_any_rank_is_caught(rank):
+    inputs = all_reduce_inputs()
+    right = exact_sum(inputs).astype(np.float32)
+    outputs = [right.copy() for _ in inputs]
+    outputs[rank][123_456] += 1.0
+    ok, worst = compare(COLLECTIVES["all_reduce"], inputs, outputs, SUM, 0)
+    assert not ok
+    assert worst == pytest.approx(1.0, rel=1e-5)
+
+
+def test_ranks_with_different_roundings_within_the_bound_pass():
+    inputs = all_reduce_inputs()
+    reference = exact_sum(inputs)
+    down = np.nextafter(reference.astype(np.float32), np.float32(-np.inf))
+    outputs = [reference.astype(np.float32), down, reference.astype(np.float32), down]
+    ok, worst = compare(COLLECTIVES["all_reduce"], inputs, outputs, SUM, 0)
+    assert ok
+    assert worst == pytest.approx(np.max(np.abs(down - reference)), rel=1e-12)
+
+
+def test_cancellation_is_judged_against_the_sum_of_magnitudes():
+    # x + (-x) + tiny: the reference is tiny, |reference| allows almost nothing, and the
+    # bound 2 p eps sum |x_i| (p = 3, eps = 2^-23) allows up to about 7.15e-7 * 2 |x|.
+    x = np.full(5, 1000.0, dtype=np.float32)
+    inputs = [x, -x, np.full(5, 1e-3, dtype=np.float32)]
+    allowed = 2 * 3 * 2.0**-23 * (2000.0 + 1e-3)
+    inside = np.full(5, 1e-3 + 0.9 * allowed, dtype=np.float32)
+    outside = np.full(5, 1e-3 + 1.1 * allowed, dtype=np.float32)
+    coll = COLLECTIVES["all_reduce"]
+    assert compare(coll, inputs, [inside] * 3, SUM, 0)[0]
+    bad = [inside, inside.copy(), inside.copy()]
+    bad[1][4] = outside[4]
+    assert not compare(coll, inputs, bad, SUM, 0)[0]
+
+
+def test_all_gather_outputs_are_each_checked_unless_identical():
+    rng = np.random.default_rng(1)
+    inputs = [rng.integers(-5, 5, 1000).astype(np.int32) for _ in range(5)]
+    right = np.concatenate(inputs)
+    coll = COLLECTIVES["all_gather"]
+    assert compare(coll, inputs, [right.copy() for _ in range(5)], SUM, 0) == (True, 0.0)
+    outputs = [right.copy() for _ in range(5)]
+    outputs[4][4999] += 3
+    assert compare(coll, inputs, outputs, SUM, 0) == (False, 3.0)
+    # Every output wrong the same way: the first full check already fails.
+    wrong = right.copy()
+    wrong[0] -= 2
+    assert compare(coll, inputs, [wrong] * 5, SUM, 0) == (False, 2.0)
+
+
+def test_infinities_and_nans_must_match_exactly():
+    inputs = [np.array([np.inf, 1.0, np.nan], dtype=np.float32),
+              np.array([1.0, 2.0, 1.0], dtype=np.float32)]
+    coll = COLLECTIVES["all_reduce"]
+    right = np.array([np.inf, 3.0, np.nan], dtype=np.float32)
+    assert compare(coll, inputs, [right, right.copy()], SUM, 0) == (True, 0.0)
+    wrong = np.array([-np.inf, 3.0, np.nan], dtype=np.float32)
+    ok, worst = compare(coll, inputs, [right, wrong], SUM, 0)
+    # An infinite mismatch is reported as an infinite error.
+    assert not ok and worst == np.inf
+
+
+def test_a_signed_zero_is_equal_though_its_bytes_differ():
+    inputs = [np.array([0.0, 2.0], dtype=np.float32), np.array([0.0, -2.0], dtype=np.float32)]
+    # MAX of (0, 2) and (0, -2) is (0, 2); rank 1 reports -0 for the first element.
+    outputs = [np.array([0.0, 2.0], dtype=np.float32), np.array([-0.0, 2.0], dtype=np.float32)]
+    assert compare(COLLECTIVES["all_reduce"], inputs, outputs, ReduceOp.MAX, 0) == (True, 0.0)
