@@ -42,11 +42,12 @@ RATE = {"LL": 87.7e9, "LL128": 20e9, "Simple": math.inf}
 ])
 def test_each_protocol_alone_on_one_link(proto, nbytes, wire):
     # A broadcast between two GPUs on one channel: one message smaller than a slice.
-    # Hand-worked: launch + the channel's threads moving the data + one step + the
-    # link's latency + wire bytes at the link's rate.
+    # Hand-worked: launch + one step (NCCL's step latency holds the link's 0.5 us, which
+    # is below every step latency here) + wire bytes at the link's rate. The channel's
+    # threads start forwarding the first line at once, so their rate adds nothing.
     res = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=nbytes,
                       dtype="uint8", proto=proto, channels=1)
-    expected = (BASE[proto] + STEP[proto] + 0.5) * US + nbytes / RATE[proto] + wire / 100e9
+    expected = (BASE[proto] + STEP[proto]) * US + wire / 100e9
     assert res.time == pytest.approx(expected, rel=1e-12)
     assert res.bytes_sent.tolist() == [nbytes, 0]                      # payload
     assert res.link_bytes[("gpu0", "gpu1")] == wire                    # on the wire
@@ -54,14 +55,28 @@ def test_each_protocol_alone_on_one_link(proto, nbytes, wire):
                           "intra": "nvlink"}
 
 
-def test_simple_slices_pipeline_within_the_fifo_window():
-    # 3 MiB in Simple: three 1 MiB slices, all in flight at once (a window of 4), so
-    # they drain together after one step: launch + step + latency + 3 MiB / rate.
-    n = 3 * 2**20
-    res = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=n, dtype="uint8",
-                      proto="Simple", channels=1)
-    assert res.messages == 3
-    assert res.time == pytest.approx((8.4 + 3.4 + 0.5) * US + n / 100e9, rel=1e-12)
+@pytest.mark.parametrize("proto", ["LL", "LL128", "Simple"])
+def test_a_link_slower_than_the_step_latency_costs_its_own_latency(proto):
+    # 5 us of link latency is more than any NVLink step latency: the step then costs the
+    # link's latency alone (NCCL's figure already holds the wire's time).
+    res = sc.simulate(one_link(latency=5e-6), "broadcast", algorithm="nccl", nbytes=8,
+                      dtype="uint8", proto=proto, channels=1)
+    wire = {"LL": 16, "LL128": 128, "Simple": 8}[proto]
+    assert res.time == pytest.approx((BASE[proto] + 5.0) * US + wire / 100e9, rel=1e-12)
+
+
+def test_the_channel_rate_paces_a_stream_of_slices():
+    # 320 KiB in LL: ten 32 KiB slices (64 KiB of lines each). The threads' 87.7 GB/s
+    # lets a slice leave every 32768 / 87.7e9 s; a slice's lines take 65536 / 400e9 s on
+    # the 400 GB/s link, less than that, so the slices never share the link and the last
+    # leaves 9 slice-times after the first. The FIFO's 8 slots never fill: the first
+    # slice is back after 0.6 us + 0.16 us, before the ninth is ready.
+    n = 10 * 32768
+    res = sc.simulate(one_link(bandwidth=400e9), "broadcast", algorithm="nccl", nbytes=n,
+                      dtype="uint8", proto="LL", channels=1)
+    assert res.messages == 10
+    expected = (BASE["LL"] + STEP["LL"]) * US + 9 * 32768 / RATE["LL"] + 65536 / 400e9
+    assert res.time == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize("nbytes, expected", [

@@ -10,10 +10,10 @@ and ``Result.params`` shows what was chosen.
 
 Cost models (estimates, on the alpha-beta reference network, where the tuner always runs
 rings: one node, no NVLS): the ring's 2(p-1) (reduce_scatter and all_gather: p-1;
-broadcast and reduce: p-1 along a chain) steps each cost alpha plus the protocol's step
-latency, plus the wire bytes at beta and the reductions at gamma, after the protocol's
-launch cost. Traffic is exact: the payload a ring moves (protocol framing counts only on
-the links).
+broadcast and reduce: p-1 along a chain) steps each cost the protocol's step latency or
+alpha, whichever is more (NCCL measured its step latencies end to end), plus the wire
+bytes at beta and the reductions at gamma, after the protocol's launch cost. Traffic is
+exact: the payload a ring moves (protocol framing counts only on the links).
 """
 
 from __future__ import annotations
@@ -100,14 +100,15 @@ def _reference(p: int, beta: float) -> Machine:
 def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
                    algo: str, proto: str, channels: int, arch: str, intra: str) -> float:
-    """Launch + ``steps`` x (alpha + step latency) + wire bytes x beta + reductions."""
+    """Launch + ``steps`` x max(alpha, step latency) + wire bytes x beta + reductions (a
+    step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``)."""
     if p == 1:
         return 0.0
     if proto == "auto":
         proto = choose(_reference(p, beta), collective, nbytes, algo="ring").proto
     protocol = PROTOCOL[proto]
     link = "nvlink" if intra == "auto" else intra
-    return (protocol.base("ring") + steps * (alpha + protocol.hop("ring", link))
+    return (protocol.base("ring") + steps * max(alpha, protocol.hop("ring", link))
             + protocol.wire(int(volume * nbytes)) * beta + reduced * nbytes * gamma)
 
 
@@ -295,7 +296,8 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     for step in range(1, p):
         peer = (r + step) % p
         link = "net" if comm.node_of(peer) != comm.node_of(r) else intra
-        sent.append(comm.send(blocks[peer], peer, delay=protocol.hop("ring", link),
+        delay = rings.beyond_route(comm, peer, protocol.hop("ring", link))
+        sent.append(comm.send(blocks[peer], peer, delay=delay,
                               wire_bytes=protocol.wire(blocks[peer].nbytes)))
     got: list[Buffer] = list(blocks)
     for step in range(1, p):

@@ -9,12 +9,13 @@ GPU i -> NIC i -> rail switch i -> NIC i -> GPU i, and the k channels spread ove
 rails (NCCL's ring search does the same: ``src/graph/rings.cc``, ``search.cc``).
 
 On its ring a channel moves each block in slices of the protocol's size, each a message
-whose wire bytes are the protocol's (``Protocol.wire``) and whose latency grows by the
-protocol's per-step cost over that hop's link class (``Protocol.hop``: NVLink, PCI or the
-network); a connection has at most ``Protocol.window`` slices in flight, as NCCL's FIFO
-of 8 steps allows. A rank forwards a slice as soon as it has received (and reduced) it,
-so slices pipeline around the ring. The collective starts after the protocol's launch
-cost (``Protocol.base``).
+whose wire bytes are the protocol's (``Protocol.wire``) and whose latency is the
+protocol's step latency over that hop's link class (``Protocol.hop``: NVLink, PCI or the
+network), or the route's own latency where that is more; a connection has at most
+``Protocol.window`` slices in flight, as NCCL's FIFO of 8 steps allows, and sends at most
+the protocol's rate per channel. A rank forwards a slice as soon as it has received (and
+reduced) it, so slices pipeline around the ring. The collective starts after the
+protocol's launch cost (``Protocol.base``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["channel_rings", "Sender", "pieces", "all_reduce", "reduce_scatter",
+__all__ = ["channel_rings", "beyond_route", "Sender", "pieces", "all_reduce", "reduce_scatter",
            "all_gather", "broadcast", "reduce"]
 
 
@@ -60,19 +61,43 @@ def channel_rings(nodes: list[int], channels: int) -> list[list[int]]:
     return rings
 
 
-class Sender:
-    """One connection of a channel: slices to one peer, at most ``window`` in flight."""
+def beyond_route(comm: Comm, peer: int, step: float) -> float:
+    """What NCCL's step latency ``step`` (measured end to end) adds to the latency of the
+    route from this rank to ``peer``: the part of it the links do not already take."""
+    if step <= 0:
+        return 0.0
+    world = comm.world_ranks()
+    return max(0.0, step - comm.topology.route(world[comm.rank], world[peer]).latency)
 
-    def __init__(self, comm: Comm, peer: int, protocol: Protocol, delay: float, tag: int) -> None:
-        self.comm, self.peer, self.protocol = comm, peer, protocol
-        self.delay, self.tag = delay, tag
+
+class Sender:
+    """One connection of a channel: slices to one peer, at most ``window`` in flight.
+
+    ``step`` is NCCL's latency for one step over this hop (``Protocol.hop``). NCCL
+    measured it end to end, so it already holds the time the bytes spend on the links:
+    each message waits only what the step costs beyond the route's own latency.
+
+    The channel's threads move at most ``protocol.rate`` bytes per second through the
+    connection: a slice leaves once they have moved the one before it. They forward LL
+    and LL128 data line by line as it arrives, so a slice is not held back at every hop
+    for its whole size: the rate paces a connection, it does not add to each hop.
+    """
+
+    def __init__(self, comm: Comm, peer: int, protocol: Protocol, step: float, tag: int) -> None:
+        self.comm, self.peer, self.protocol, self.tag = comm, peer, protocol, tag
+        self.delay = beyond_route(comm, peer, step)
         self.in_flight: deque[Event] = deque()
+        self.free_at = -math.inf
 
     def send(self, piece: Buffer) -> Steps:
-        """Send ``piece`` once a FIFO slot is free, after the channel's threads have
-        moved it (at the protocol's rate per channel)."""
-        if self.protocol.rate != math.inf:
-            yield self.comm.sleep(piece.nbytes / self.protocol.rate)
+        """Send ``piece`` once a FIFO slot is free and the channel's threads have moved
+        the slice before it (at the protocol's rate per channel)."""
+        rate = self.protocol.rate
+        if rate != math.inf:
+            now = self.comm.now
+            if self.free_at > now:
+                yield self.comm.sleep(self.free_at - now)
+            self.free_at = max(now, self.free_at) + piece.nbytes / rate
         if len(self.in_flight) >= self.protocol.window:
             yield self.in_flight.popleft()
         self.in_flight.append(self.comm.send(

@@ -9,7 +9,7 @@ goes up (reduced at every GPU from its chain successor and, at a head, from its 
 nodes' heads) and comes down the same way, slice by slice: a GPU runs its up and down
 streams side by side, as NCCL's split tree kernel does, so a slice can travel down while
 later ones still travel up. Every step costs the protocol's tree latency over its link
-class (``hwLatencies[...][TREE]``).
+class (``hwLatencies[...][TREE]``), or the route's latency where that is more.
 """
 
 from __future__ import annotations
