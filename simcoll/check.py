@@ -6,7 +6,9 @@ Floating-point reductions are checked against a reference computed in float64 (i
 input's own dtype if it is wider, such as ``longdouble``) and may differ from it by
 rounding: for SUM and AVG every element must lie within ``2 p eps * sum_i |x_i|`` of it
 (the classic bound on a sum of p terms in any order, Higham 2002, section 4.2, doubled for
-margin), for PRODUCT within ``2 p eps * |reference|``; MIN and MAX are exact. Where the
+margin), for PRODUCT within ``2 p eps * |reference|``; MIN and MAX are exact. ``eps`` is the
+dtype's own (``ml_dtypes.finfo`` for bfloat16 and fp8, which ``np.finfo`` does not know), so
+each dtype is checked in its own precision. Where the
 reference is infinite or NaN (the inputs hold infinities or NaNs) every order of the
 reduction gives that same value, so it must match exactly.
 """
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from simcoll.collectives import Collective
+from simcoll.dtypes import float_info, is_float
 from simcoll.ops import ReduceOp
 
 __all__ = ["compare"]
@@ -45,12 +48,11 @@ def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
             refs: list[np.ndarray | None]) -> list[Bound | None]:
     """Per-output error bounds; ``None`` where the result must be exact."""
     p = len(inputs)
-    eps = float(np.finfo(inputs[0].dtype).eps)
     if op in (ReduceOp.MIN, ReduceOp.MAX):
         return [None] * len(refs)
+    eps, tiny = float_info(inputs[0].dtype)
     if op is ReduceOp.PRODUCT:
         return [None if r is None else (r, 2 * p * eps, 0.0) for r in refs]
-    tiny = float(np.finfo(inputs[0].dtype).smallest_normal)
     mags = coll.reference(_Magnitudes(inputs), op, root)
     return [None if m is None else (m, 2 * p * eps, tiny) for m in mags]
 
@@ -65,7 +67,7 @@ def _compare_arrays(coll: Collective, inputs: list[np.ndarray], outputs: list[np
                     op: ReduceOp, root: int) -> tuple[bool, float]:
     """Compare outputs already known to have the reference's shape and dtype."""
     refs = coll.reference(inputs, op, root)
-    inexact = coll.reduces and inputs[0].dtype.kind == "f"
+    inexact = coll.reduces and is_float(inputs[0].dtype)
     bounds = _bounds(coll, inputs, op, root, refs) if inexact else [None] * len(refs)
     ok, worst = True, 0.0
     for out, ref, bound in zip(outputs, refs, bounds):
@@ -73,7 +75,7 @@ def _compare_arrays(coll: Collective, inputs: list[np.ndarray], outputs: list[np
             continue
         if bound is None:
             same = out == ref.astype(out.dtype)
-            if out.dtype.kind == "f":
+            if is_float(out.dtype):
                 same |= np.isnan(out) & np.isnan(ref)
             error = np.where(same, 0.0, np.abs(out.astype(np.float64) - ref.astype(np.float64)))
         else:
