@@ -41,6 +41,11 @@ def test_an_alias_runs_the_collective_it_names(alias, name, algorithm, p):
     # the registry answers for the alias as for the name
     assert sc.list_algorithms(alias) == sc.list_algorithms(name)
     assert sc.get_algorithm(alias, algorithm) is sc.get_algorithm(name, algorithm)
+    # and the cost models: the same figures under either name
+    model = dict(p=p, nbytes=4096, alpha=1e-6, beta=1e-9)
+    assert sc.cost.predict(alias, algorithm, **model) == sc.cost.predict(name, algorithm,
+                                                                         **model)
+    assert sc.cost.lower_bound(alias, **model) == sc.cost.lower_bound(name, **model)
 
 
 @pytest.mark.parametrize("collective, torch_name, algorithm", ROOTS)
@@ -129,3 +134,8 @@ def test_sweeps_and_the_command_line_take_the_aliases(capsys):
                  "--topology", "switch:4", "--size", "4K", "-c", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert (record["collective"], record["wrong"], record["nranks"]) == ("all_to_all", 0, 4)
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    for alias, name, _ in ALIASES:
+        assert any(line.split()[0] == name and line.endswith(f"also {alias}")
+                   for line in listed if line.startswith("  ") and line.split())
