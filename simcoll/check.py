@@ -7,10 +7,10 @@ input's own dtype if it is wider, such as ``longdouble``) and may differ from it
 rounding: for SUM and AVG every element must lie within ``2 p eps * sum_i |x_i|`` of it
 (the classic bound on a sum of p terms in any order, Higham 2002, section 4.2, doubled for
 margin), for PRODUCT within ``2 p eps * |reference|``; MIN and MAX are exact. ``eps`` is the
-dtype's own (``ml_dtypes.finfo`` for bfloat16 and fp8, which ``np.finfo`` does not know), so
-each dtype is checked in its own precision. Where the
-reference is infinite or NaN (the inputs hold infinities or NaNs) every order of the
-reduction gives that same value, so it must match exactly.
+dtype's own (``ml_dtypes.finfo`` for bfloat16 and fp8, which ``np.finfo`` does not know),
+so each dtype is checked in its own precision. Where the reference is infinite or NaN (the
+inputs hold infinities or NaNs) every order of the reduction gives that same value, so it
+must match exactly.
 """
 
 from __future__ import annotations

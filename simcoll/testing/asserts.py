@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.collectives import collective
+from simcoll.dtypes import as_dtype
 from simcoll.result import Result
 
 __all__ = ["assert_time", "assert_traffic", "assert_matches_model"]
@@ -135,7 +136,7 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     if collective(res.collective).rooted:
         params["root"] = root
     args = {"p": res.nranks, "nbytes": res.nbytes}
-    itemsize = np.dtype(res.dtype).itemsize
+    itemsize = as_dtype(res.dtype).itemsize
     t = cost.traffic(res.collective, res.algorithm, itemsize=itemsize, **args, **params)
     # A model of an algorithm without hosts leaves the host arrays empty: nothing moves.
     hosts = [h if h.size else 0 for h in (t.host_sent, t.host_received)]
