@@ -114,6 +114,9 @@ def test_fp8_average_divides_even_by_more_ranks_than_fp8_can_count():
     ("bool", "bool is not accepted; use an integer or floating dtype"),
     (np.complex64, "complex64 is not accepted"),
     ("float9", "dtype='float9' is not a numpy dtype"),
+    # ml_dtypes types outside the three simcoll takes: the fnuz fp8 variants, int4
+    (ml_dtypes.float8_e4m3fnuz, "float8_e4m3fnuz is not accepted"),
+    (ml_dtypes.int4, "int4 is not accepted"),
 ])
 def test_other_types_are_still_refused(bad, match):
     with pytest.raises(sc.InvalidInputError, match=match):
