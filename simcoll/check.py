@@ -6,9 +6,11 @@ Floating-point reductions are checked against a reference computed in float64 (i
 input's own dtype if it is wider, such as ``longdouble``) and may differ from it by
 rounding: for SUM and AVG every element must lie within ``2 p eps * sum_i |x_i|`` of it
 (the classic bound on a sum of p terms in any order, Higham 2002, section 4.2, doubled for
-margin), for PRODUCT within ``2 p eps * |reference|``; MIN and MAX are exact. Where the
-reference is infinite or NaN (the inputs hold infinities or NaNs) every order of the
-reduction gives that same value, so it must match exactly.
+margin), for PRODUCT within ``2 p eps * |reference|``; MIN and MAX are exact. ``eps`` is the
+dtype's own (``ml_dtypes.finfo`` for bfloat16 and fp8, which ``np.finfo`` does not know),
+so each dtype is checked in its own precision. Where the reference is infinite or NaN (the
+inputs hold infinities or NaNs) every order of the reduction gives that same value, so it
+must match exactly.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
 of :data:`_BLOCK` elements, so temporaries stay in cache. An output whose bytes equal an
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from simcoll.collectives import Collective
+from simcoll.dtypes import float_info, is_float
 from simcoll.ops import ReduceOp
 
 __all__ = ["compare"]
@@ -54,12 +57,11 @@ def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
     """Per-output error bounds; ``None`` where the result must be exact (what the command
     line's ``#wrong`` counts against; :func:`compare` applies the same bounds)."""
     p = len(inputs)
-    eps = float(np.finfo(inputs[0].dtype).eps)
     if op in (ReduceOp.MIN, ReduceOp.MAX):
         return [None] * len(refs)
+    eps, tiny = float_info(inputs[0].dtype)
     if op is ReduceOp.PRODUCT:
         return [None if r is None else (r, 2 * p * eps, 0.0) for r in refs]
-    tiny = float(np.finfo(inputs[0].dtype).smallest_normal)
     mags = coll.reference(_Magnitudes(inputs), op, root)
     return [None if m is None else (m, 2 * p * eps, tiny) for m in mags]
 
@@ -95,7 +97,7 @@ def _exact(out: np.ndarray, ref: np.ndarray) -> tuple[bool, float]:
     if ref.dtype == out.dtype and same_bytes(out, ref):
         return True, 0.0
     same = out == ref.astype(out.dtype)
-    if out.dtype.kind == "f":
+    if is_float(out.dtype):
         same |= np.isnan(out) & np.isnan(ref)
     error = np.where(same, 0.0, np.abs(out.astype(np.float64) - ref.astype(np.float64)))
     return bool(np.all(same)), float(np.nan_to_num(error, nan=np.inf, posinf=np.inf).max())
@@ -106,9 +108,9 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     """Compare rank ``rank``'s floating-point reduction with its reference under the
     rounding bound (exactly where the reference is not finite)."""
     p = len(inputs)
-    eps = float(np.finfo(inputs[0].dtype).eps)
+    eps, tiny = float_info(inputs[0].dtype)
     scale = 2 * p * eps
-    offset = 0.0 if op is ReduceOp.PRODUCT else float(np.finfo(inputs[0].dtype).smallest_normal)
+    offset = 0.0 if op is ReduceOp.PRODUCT else tiny
     wide = out.astype(ref.dtype)
     error = np.abs(wide - ref)
     finite = np.isfinite(ref)
@@ -139,7 +141,7 @@ def _compare_arrays(coll: Collective, inputs: list[np.ndarray], outputs: list[np
                     op: ReduceOp, root: int) -> tuple[bool, float]:
     """Compare outputs already known to have the reference's shape and dtype."""
     refs = coll.reference(inputs, op, root)
-    inexact = coll.reduces and inputs[0].dtype.kind == "f"
+    inexact = coll.reduces and is_float(inputs[0].dtype)
     ok, worst = True, 0.0
     for rank, (out, ref) in enumerate(zip(outputs, refs)):
         if ref is None or out is None or out.size == 0:

@@ -13,6 +13,10 @@ buffer is cut into p blocks that do not divide evenly:
 * ``scatter(root)``: root's x cut into p blocks -> block ``rank``.
 * ``barrier``: no data.
 
+torch.distributed's flat-tensor names ``all_gather_into_tensor``, ``reduce_scatter_tensor``
+and ``all_to_all_single`` name all_gather, reduce_scatter and all_to_all (:data:`ALIASES`),
+and its ``src=`` / ``dst=`` name the root (:func:`root_argument`).
+
 algbw and busbw follow nccl-tests' PERFORMANCE.md: algbw = S / time with S the per-rank
 buffer (``nbytes``) except for all_gather and gather, whose S is ``p * nbytes``; busbw =
 algbw * factor(p).
@@ -22,14 +26,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from simcoll.buffers import block_size
-from simcoll.errors import UnknownCollectiveError
+from simcoll.dtypes import is_float
+from simcoll.errors import InvalidInputError, UnknownCollectiveError
 from simcoll.ops import ReduceOp
 
-__all__ = ["Collective", "COLLECTIVES", "collective"]
+__all__ = ["Collective", "COLLECTIVES", "ALIASES", "ROOT_NAMES", "collective",
+           "root_argument"]
 
 Arrays = Sequence[np.ndarray]
 Outputs = list[np.ndarray | None]
@@ -50,17 +57,19 @@ class Collective:
 
 
 def _combine(inputs: Arrays, op: ReduceOp) -> np.ndarray:
-    """The op over all inputs, in float64 for floats (the dtype itself for wider ones), in
-    the dtype (modular) for integers; AVG divides the sum once, integers toward zero."""
+    """The op over all inputs, in float64 for floats (bfloat16 and fp8 too; the dtype
+    itself for wider ones), in the dtype (modular) for integers; AVG divides the sum once,
+    integers toward zero."""
     first = inputs[0]
-    wide = np.result_type(first.dtype, np.float64) if first.dtype.kind == "f" else first.dtype
+    floating = is_float(first.dtype)
+    wide = np.result_type(first.dtype, np.float64) if floating else first.dtype
     acc = first.astype(wide, copy=True)
     for i in range(1, len(inputs)):
         op.ufunc(acc, inputs[i].astype(wide, copy=False), out=acc)
     if op is not ReduceOp.AVG:
         return acc
     p = len(inputs)
-    if acc.dtype.kind == "f":
+    if floating:
         return acc / p
     # Written apart from ReduceOp.finish (the output path) so that the check does not
     # compare that code with itself: floor division, then one step back toward zero where
@@ -145,15 +154,51 @@ COLLECTIVES: dict[str, Collective] = {c.name: c for c in [
 ]}
 
 
+ALIASES: dict[str, str] = {"all_gather_into_tensor": "all_gather",
+                           "reduce_scatter_tensor": "reduce_scatter",
+                           "all_to_all_single": "all_to_all"}
+"""torch.distributed's names for the flat-tensor forms, accepted for the collective they
+name; results and records carry the canonical name (the value)."""
+
+ROOT_NAMES: dict[str, str] = {"broadcast": "src", "scatter": "src", "reduce": "dst",
+                              "gather": "dst"}
+"""torch.distributed's name for each rooted collective's root: the rank data comes from
+(``src``) or goes to (``dst``)."""
+
+
 def collective(name: str) -> Collective:
-    """The collective called ``name``.
+    """The collective called ``name``, or named by one of torch's :data:`ALIASES`.
 
     Raises:
-        UnknownCollectiveError: listing the known collectives.
+        UnknownCollectiveError: listing the known collectives and aliases.
     """
     try:
-        return COLLECTIVES[name]
+        return COLLECTIVES[ALIASES.get(name, name)]
     except (KeyError, TypeError):
         raise UnknownCollectiveError(
-            f"unknown collective {name!r}; known collectives: {', '.join(COLLECTIVES)}"
+            f"unknown collective {name!r}; known collectives: {', '.join(COLLECTIVES)} "
+            f"(and torch's {', '.join(ALIASES)})"
         ) from None
+
+
+def root_argument(coll: Collective, root: Any, src: Any = None, dst: Any = None) -> Any:
+    """The root a caller gave, as ``root=`` or under torch's name (``src=`` for broadcast
+    and scatter, ``dst=`` for reduce and gather); None if none was given. The value is
+    checked as a rank by the caller.
+
+    Raises:
+        InvalidInputError: ``src=`` or ``dst=`` where torch does not use that name (a
+            collective without a root, or the other one of the two), or a root given twice.
+    """
+    given = {k: v for k, v in (("root", root), ("src", src), ("dst", dst)) if v is not None}
+    torch_name = ROOT_NAMES.get(coll.name)
+    for name in ("src", "dst"):
+        if name in given and name != torch_name:
+            accepted = (f"{coll.name} takes root= or {torch_name}=" if torch_name else
+                        f"{coll.name} has no root")
+            raise InvalidInputError(f"{name}={given[name]!r} is not accepted: {accepted}")
+    if len(given) > 1:
+        both = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        raise InvalidInputError(f"the root is given twice ({both}); pass root= or "
+                                f"{torch_name}=, not both")
+    return next(iter(given.values()), None)

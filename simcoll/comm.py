@@ -231,6 +231,7 @@ class Comm:
 
     def collective(self, collective: str, x: Buffer | None = None, *, algorithm: str,
                    op: ReduceOp | str = ReduceOp.SUM, root: int | None = None,
+                   src: int | None = None, dst: int | None = None,
                    **params: Any) -> Event:
         """Start the registered ``algorithm`` of ``collective`` on this communicator now.
 
@@ -238,15 +239,19 @@ class Comm:
         torch.distributed); each gets a matching context of its own, so the messages of
         concurrent collectives never cross. Returns an event whose value is this rank's
         output (AVG already divided), so ``out = yield comm.all_reduce(x, ...)`` waits
-        for it and two started collectives run side by side.
+        for it and two started collectives run side by side. torch's names are accepted
+        too: ``all_gather_into_tensor``, ``reduce_scatter_tensor``, ``all_to_all_single``
+        for the collective, ``src=`` (broadcast, scatter) or ``dst=`` (reduce, gather)
+        for the root.
 
         Raises:
-            CommUsageError: an unknown collective or algorithm, bad parameters, or an
-                algorithm that needs server hosts (they run only at the top level).
+            CommUsageError: an unknown collective or algorithm, bad parameters, a root
+                given twice, or an algorithm that needs server hosts (they run only at
+                the top level).
         """
         from simcoll.startable import start_collective
 
-        return start_collective(self, collective, x, algorithm, op, root, params)
+        return start_collective(self, collective, x, algorithm, op, root, src, dst, params)
 
     def all_reduce(self, x: Buffer, *, algorithm: str = "ring",
                    op: ReduceOp | str = ReduceOp.SUM, **params: Any) -> Event:
@@ -262,10 +267,12 @@ class Comm:
         """Start an all_gather of ``x`` (see :meth:`collective`)."""
         return self.collective("all_gather", x, algorithm=algorithm, **params)
 
-    def broadcast(self, x: Buffer, *, root: int = 0, algorithm: str = "binomial",
-                  **params: Any) -> Event:
-        """Start a broadcast of ``x`` from ``root`` (see :meth:`collective`)."""
-        return self.collective("broadcast", x, algorithm=algorithm, root=root, **params)
+    def broadcast(self, x: Buffer, *, root: int | None = None, src: int | None = None,
+                  algorithm: str = "binomial", **params: Any) -> Event:
+        """Start a broadcast of ``x`` from ``root`` (torch: ``src``; default 0; see
+        :meth:`collective`)."""
+        return self.collective("broadcast", x, algorithm=algorithm, root=root, src=src,
+                               **params)
 
     def all_to_all(self, x: Buffer, *, algorithm: str = "pairwise", **params: Any) -> Event:
         """Start an all_to_all of ``x`` (see :meth:`collective`)."""

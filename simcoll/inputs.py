@@ -16,13 +16,13 @@ import numpy as np
 from simcoll.buffers import Buffer, VirtualBuffer
 from simcoll.checks import integer, real
 from simcoll.collectives import Collective
+from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
 from simcoll.topology.graph import Topology
 from simcoll.units import parse_size
 
 __all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits"]
 
-_DTYPE_KINDS = "iuf"
 _COUNTER_LIMIT = 2**63
 """Traffic counters are int64 (``Result.bytes_sent``, ...)."""
 
@@ -54,24 +54,6 @@ def check_topology(topology: Any) -> Topology:
     return topology
 
 
-def _check_dtype(dtype: Any, where: str) -> np.dtype:
-    if dtype is None:
-        raise InvalidInputError(f"{where}=None is not accepted; name an integer or floating "
-                                f"dtype such as 'float32'")
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        raise InvalidInputError(f"{where}={dtype!r} is not a numpy dtype") from None
-    if dt.kind not in _DTYPE_KINDS:
-        raise InvalidInputError(f"{where} {dt} is not accepted; use an integer or floating "
-                                f"dtype")
-    if not dt.isnative:
-        raise InvalidInputError(
-            f"{where} {dt.str} is not in this machine's byte order; convert it first "
-            f"(x.astype(x.dtype.newbyteorder('=')))")
-    return dt
-
-
 def _check_arrays(data: Any, p: int) -> list[np.ndarray]:
     if isinstance(data, np.ndarray) or not isinstance(data, Sequence):
         raise InvalidInputError(
@@ -85,7 +67,7 @@ def _check_arrays(data: Any, p: int) -> list[np.ndarray]:
         if x.ndim != 1:
             raise InvalidInputError(f"data[{r}] has shape {x.shape}; pass 1-D arrays "
                                     f"(use x.ravel())")
-        _check_dtype(x.dtype, f"data[{r}] dtype")
+        as_dtype(x.dtype, f"data[{r}] dtype")
         if x.dtype != data[0].dtype or x.shape != data[0].shape:
             raise InvalidInputError(
                 f"data[{r}] is {x.dtype}{list(x.shape)} but data[0] is "
@@ -118,7 +100,7 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective) -
         buffers: list[Buffer] = [_read_only_view(x) for x in arrays]
     else:
         arrays = None
-        dt = _check_dtype(dtype, "dtype")
+        dt = as_dtype(dtype, "dtype")
         size = _check_size(0 if nbytes is None else nbytes, dt)
     # Every algorithm here moves less than 2 p^2 input buffers in all, so no counter (a
     # rank's, a host's or a link's) can pass 2 p^2 nbytes.

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.dtypes import is_float
+
 __all__ = ["ReduceOp"]
 
 _UFUNCS = {"SUM": np.add, "PRODUCT": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
@@ -53,6 +55,9 @@ class ReduceOp(enum.Enum):
             return total
         if total.dtype.kind == "f":
             return total / total.dtype.type(p)
+        if is_float(total.dtype):
+            # bfloat16 and fp8 divide in float32: p itself may not fit fp8 (e4m3 stops at 448).
+            return (total.astype(np.float32) / np.float32(p)).astype(total.dtype)
         if total.dtype.kind == "u":
             return (total.astype(np.uint64) // np.uint64(p)).astype(total.dtype)
         wide = total.astype(np.int64)

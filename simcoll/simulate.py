@@ -18,6 +18,7 @@ from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import VirtualBuffer, owned
 from simcoll.check import compare
 from simcoll.collectives import collective as get_collective
+from simcoll.collectives import root_argument
 from simcoll.execution import Execution
 from simcoll.faults import Faults
 from simcoll.inputs import check_inputs, check_root, check_topology
@@ -33,7 +34,8 @@ __all__ = ["simulate"]
 def simulate(topology: Topology, collective: str, *, algorithm: str,
              data: Sequence[np.ndarray] | None = None, nbytes: int | str | None = None,
              dtype: Any = np.float32, op: ReduceOp | str = ReduceOp.SUM,
-             root: int | None = None, network: str = "flow", check: bool = True,
+             root: int | None = None, src: int | None = None, dst: int | None = None,
+             network: str = "flow", check: bool = True,
              trace: bool = False, until: float = 1e6, max_events: int = 10**9,
              faults: Faults | None = None, **params: Any) -> Result:
     """Run one collective on ``topology`` and return its time, traffic and correctness.
@@ -41,7 +43,10 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     Args:
         topology: the machine; its GPUs are the ranks.
         collective: ``all_reduce``, ``reduce_scatter``, ``all_gather``, ``broadcast``,
-            ``reduce``, ``all_to_all``, ``gather``, ``scatter`` or ``barrier``.
+            ``reduce``, ``all_to_all``, ``gather``, ``scatter`` or ``barrier``; torch's
+            ``all_gather_into_tensor``, ``reduce_scatter_tensor`` and
+            ``all_to_all_single`` name the same collectives (``Result.collective`` holds
+            the name above).
         algorithm: a registered algorithm name for that collective.
         data: one 1-D array per rank (data mode). Exclusive with ``nbytes``.
         nbytes: each rank's input buffer size in bytes, or a size string like "256MiB"
@@ -50,6 +55,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         op: reduction (``ReduceOp`` or its name) for reducing collectives.
         root: root rank for broadcast, reduce, gather and scatter (default 0); refused
             for collectives without a root.
+        src, dst: torch's names for the root: ``src=`` for broadcast and scatter,
+            ``dst=`` for reduce and gather (give one of them or ``root=``, not both).
         network: network model, ``"flow"`` (default) or ``"analytical"``.
         check: compare outputs with numpy (data mode).
         trace: record every message, reduction and compute span in ``Result.trace``
@@ -76,11 +83,11 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         LinkFailureError: a link failed under messages that have no route around it.
     """
     coll = get_collective(collective)
-    spec = get_algorithm(collective, algorithm)
+    spec = get_algorithm(coll.name, algorithm)
     topology = check_topology(topology)
     p = topology.nranks
     reduce_op = ReduceOp.parse(op)
-    the_root = check_root(coll, root, p)
+    the_root = check_root(coll, root_argument(coll, root, src, dst), p)
     inputs = check_inputs(p, data, nbytes, dtype, coll)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
     shape = VirtualBuffer.of(inputs.count, inputs.dtype)
@@ -94,7 +101,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
 
     run = Execution(topology, network=network, trace=trace, until=until,
                     max_events=max_events, faults=faults, inputs=tuple(inputs.arrays or ()),
-                    what=f"{collective}/{algorithm}")
+                    what=f"{coll.name}/{algorithm}")
     procs = run.start_ranks(lambda comm: spec.fn(comm, inputs.buffers[comm.rank], **kwargs))
     if spec.host is not None:
         host = spec.host

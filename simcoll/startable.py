@@ -18,6 +18,7 @@ from simpy.events import Event
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import VirtualBuffer
 from simcoll.collectives import collective as get_collective
+from simcoll.collectives import root_argument
 from simcoll.errors import CommUsageError, SimCollError
 from simcoll.ops import ReduceOp
 
@@ -39,17 +40,18 @@ def _finished(program: Generator[Event, Any, Any], op: ReduceOp,
 
 
 def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
-                     op: ReduceOp | str, root: int | None,
-                     params: dict[str, Any]) -> Event:
+                     op: ReduceOp | str, root: int | None, src: int | None,
+                     dst: int | None, params: dict[str, Any]) -> Event:
     """Start ``algorithm`` of ``collective`` for ``comm``'s rank; see ``Comm.collective``."""
     try:
         coll = get_collective(collective)
-        spec = get_algorithm(collective, algorithm)
+        spec = get_algorithm(coll.name, algorithm)
         reduce_op = ReduceOp.parse(op)
+        root = root_argument(coll, root, src, dst)
     except SimCollError as exc:
         raise CommUsageError(f"rank {comm.rank}: {exc}") from None
     if spec.host is not None:
-        raise CommUsageError(f"rank {comm.rank}: {collective}/{algorithm} runs programs on "
+        raise CommUsageError(f"rank {comm.rank}: {coll.name}/{algorithm} runs programs on "
                              f"server hosts, which only a top-level simulate() starts")
     if comm.rank >= comm.size:
         raise CommUsageError(f"host {comm.rank} cannot start collectives; only GPU ranks can")
@@ -71,14 +73,14 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
             raise CommUsageError(f"rank {comm.rank}: root={root!r} is not a rank of this "
                                  f"communicator; use 0..{comm.size - 1}")
     elif root is not None:
-        raise CommUsageError(f"rank {comm.rank}: {collective} has no root")
+        raise CommUsageError(f"rank {comm.rank}: {coll.name} has no root")
     if spec.in_network is not None:
         # An in-network part has work only for some choices (NCCL's NVLS); it runs only
         # when a top-level simulate() starts it.
         device_work = spec.in_network(comm, VirtualBuffer.of(count, _dtype(x)), **kwargs)
         if device_work is not None:
             device_work.close()
-            raise CommUsageError(f"rank {comm.rank}: {collective}/{algorithm} with "
+            raise CommUsageError(f"rank {comm.rank}: {coll.name}/{algorithm} with "
                                  f"{checked} runs programs on in-network devices, which "
                                  f"only a top-level simulate() starts")
     sub = comm.fresh_context()

@@ -4,7 +4,8 @@ simcoll checks its outputs against ``simcoll.collectives`` (``Result.correct``);
 tests must not lean on that code alone. Here integers are combined in exact Python
 arithmetic and wrapped into the dtype afterwards (what modular arithmetic in the dtype
 gives, in any order), integer AVG truncates toward zero as C does, and floats are combined
-in float64 (``longdouble`` for wider inputs), with the rounding allowance of a p-term sum.
+in float64 (``longdouble`` for wider inputs), with the rounding allowance of a p-term sum
+in the dtype's own precision (ml_dtypes' bfloat16 and fp8 included, with ml_dtypes.finfo).
 """
 
 from __future__ import annotations
@@ -14,6 +15,22 @@ import math
 import numpy as np
 
 import simcoll as sc
+
+ML_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """numpy's floats and the ml_dtypes floats (whose numpy kind is 'V')."""
+    return dtype.kind == "f" or dtype.name in ML_FLOATS
+
+
+def float_info(dtype: np.dtype):
+    """finfo of a float dtype; ml_dtypes' own for its types, which np.finfo refuses."""
+    if dtype.kind == "f":
+        return np.finfo(dtype)
+    import ml_dtypes
+
+    return ml_dtypes.finfo(dtype)
 
 
 def _wrap(value: int, dtype: np.dtype) -> int:
@@ -96,7 +113,7 @@ def assert_outputs_match(res: sc.Result, inputs: list[np.ndarray], op: sc.Reduce
     dtype = inputs[0].dtype
     magnitudes = expected_outputs(res.collective, [np.abs(x.astype(np.float64))
                                                    for x in inputs], sc.ReduceOp.SUM, root) \
-        if coll.reduces and dtype.kind == "f" else None
+        if coll.reduces and is_float(dtype) else None
     for rank, (out, ref) in enumerate(zip(res.outputs, expected_outputs(
             res.collective, inputs, op, root))):
         if ref is None:
@@ -105,11 +122,12 @@ def assert_outputs_match(res: sc.Result, inputs: list[np.ndarray], op: sc.Reduce
         if magnitudes is None or op in (sc.ReduceOp.MIN, sc.ReduceOp.MAX):
             np.testing.assert_array_equal(out, ref.astype(dtype), err_msg=f"rank {rank}")
         else:
-            eps = float(np.finfo(dtype).eps)
+            info = float_info(dtype)
+            eps = float(info.eps)
             scale = np.abs(ref) if op is sc.ReduceOp.PRODUCT else magnitudes[rank]
             if op is sc.ReduceOp.AVG:
                 scale = scale / p
             # p - 1 additions in any order, plus the rounding of the dtype's own result
-            allowed = (p + 1) * eps * scale + float(np.finfo(dtype).smallest_normal)
+            allowed = (p + 1) * eps * scale + float(info.smallest_normal)
             error = np.abs(out.astype(ref.dtype) - ref)
             assert np.all(error <= allowed), (rank, float(error.max()))

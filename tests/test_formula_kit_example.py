@@ -102,6 +102,19 @@ def test_a_wrong_model_is_caught_by_assert_matches_model():
         assert_matches_model(res, alpha=2 * ALPHA, beta=BETA)
 
 
+def test_assert_matches_model_takes_the_root_of_a_rooted_run(simcoll_reference):
+    """A binomial broadcast from rank 3 of 4, by hand: rank 3 sends 1000 bytes to each of
+    two ranks, rank 1 (two ranks on from the root) to one more; a model queried for
+    root 0 disagrees."""
+    res = simulate(simcoll_reference.network(4), "broadcast", algorithm="binomial",
+                   nbytes=1000, root=3)
+    assert_traffic(res, sent=[0, 1000, 0, 2000], received=[1000, 1000, 1000, 0])
+    assert_matches_model(res, alpha=ALPHA, beta=BETA, root=3)
+    simcoll_reference.check(res, root=3)
+    with pytest.raises(AssertionError, match=r"bytes_sent: .* ranks differ"):
+        assert_matches_model(res, alpha=ALPHA, beta=BETA)
+
+
 @sweep(p=[1, 2, 5], nbytes=[0, 12, 4096])
 def test_my_algorithm_matches_its_registered_cost_model(simcoll_reference, p, nbytes):
     res = simulate(simcoll_reference.network(p), "all_gather", algorithm="direct_example",

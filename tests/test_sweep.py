@@ -475,7 +475,7 @@ GOOD = dict(algorithms=["ring"], ranks=[2], sizes=[64])
     (dict(trace=True), "sweep does not take trace="),
     (dict(network="nope"), "unknown network model 'nope'"),
     (dict(op="nope"), "unknown reduction op 'nope'"),
-    (dict(dtype="nope"), "dtype is not a numpy dtype"),
+    (dict(dtype="nope"), "dtype='nope' is not a numpy dtype"),
     (dict(root=-1), "root=-1"),
     (dict(chunks=object()), "algorithm parameter chunks=<object"),
     (dict(save=42), "save=42 is not a file path"),

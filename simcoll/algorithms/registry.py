@@ -193,6 +193,7 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
             raise InvalidInputError(f"register: {what}={value!r} is not accepted; use a "
                                     f"non-empty string")
     coll = _collective(collective)
+    collective = coll.name
     what = f"{collective}/{name}"
     if cost is None:
         raise TypeError(f"{what}: register() needs cost=CostModel(time=..., traffic=...): "
@@ -290,7 +291,7 @@ def algorithms(collective: str | None = None) -> list[tuple[str, str]]:
         UnknownCollectiveError: ``collective`` is given and unknown.
     """
     if collective is not None:
-        _collective(collective)
+        collective = _collective(collective).name
     _load_plugins()
     return sorted(k for k in _REGISTRY if collective is None or k[0] == collective)
 
@@ -303,7 +304,7 @@ def get_algorithm(collective: str, name: str) -> AlgorithmSpec:
         UnknownAlgorithmError: unknown algorithm (or not a name); the message lists the
             known ones.
     """
-    _collective(collective)
+    collective = _collective(collective).name  # torch's aliases name the same entries
     _load_plugins()
     spec = _REGISTRY.get((collective, name)) if isinstance(name, str) else None
     if spec is None:

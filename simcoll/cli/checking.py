@@ -10,6 +10,7 @@ import numpy as np
 from simcoll.check import _bounds
 from simcoll.cli.options import CommandLineError
 from simcoll.collectives import Collective
+from simcoll.dtypes import is_float
 from simcoll.ops import ReduceOp
 from simcoll.result import Result
 
@@ -22,7 +23,7 @@ def inputs(p: int, count: int, dtype: np.dtype) -> list[np.ndarray]:
     out = []
     for rank in range(p):
         rng = np.random.default_rng(rank)
-        if dtype.kind == "f":
+        if is_float(dtype):
             out.append(rng.standard_normal(count).astype(dtype))
         else:
             low = 0 if dtype.kind == "u" else -8
@@ -62,7 +63,7 @@ def count_wrong(coll: Collective, data: list[np.ndarray], result: Result, op: Re
         return 0
     outputs = result.outputs or []
     refs = coll.reference(data, op, root)
-    inexact = coll.reduces and data[0].dtype.kind == "f"
+    inexact = coll.reduces and is_float(data[0].dtype)
     bounds = _bounds(coll, data, op, root, refs) if inexact else [None] * len(refs)
     wrong = 0
     for out, ref, bound in zip(outputs, refs, bounds):

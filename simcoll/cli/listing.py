@@ -11,7 +11,7 @@ import textwrap
 from typing import Any
 
 from simcoll.algorithms.registry import algorithms, get_algorithm
-from simcoll.collectives import COLLECTIVES
+from simcoll.collectives import ALIASES, COLLECTIVES
 from simcoll.topology.catalog import builders, describe
 
 __all__ = ["add_parser", "formula"]
@@ -48,6 +48,7 @@ def _collectives() -> list[str]:
              "those with a root):"]
     for name, coll in COLLECTIVES.items():
         flags = [f for f, on in (("reduces", coll.reduces), ("root", coll.rooted)) if on]
+        flags += [f"also {alias}" for alias, target in ALIASES.items() if target == name]
         lines.append(f"  {name:<15} {', '.join(flags)}".rstrip())
     return lines
 

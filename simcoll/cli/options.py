@@ -13,6 +13,8 @@ import numpy as np
 
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
+from simcoll.dtypes import LOW_PRECISION, as_dtype
+from simcoll.errors import InvalidInputError
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
 
@@ -29,7 +31,8 @@ _BINARY = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
 SIZE_HELP = ("K, M, G, T are powers of 1024, as nccl-tests reads them (8G = 8 GiB = "
              "8589934592 bytes; KiB, MiB, GiB also work); KB, MB, GB are refused as "
              "ambiguous (in Python, sc.parse_size reads them as powers of 1000)")
-NCCL_TYPES = {"half": "float16", "float": "float32", "double": "float64"}
+NCCL_TYPES = {"half": "float16", "float": "float32", "double": "float64",
+              "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 NCCL_OPS = {"prod": "product"}
 
 
@@ -109,17 +112,23 @@ def check_output(path: str, suffixes: tuple[str, ...]) -> Path:
 
 
 def resolve_dtype(name: str) -> np.dtype:
-    """A numpy dtype from an nccl-tests name (half, float, double) or a numpy name.
+    """A numpy dtype from an nccl-tests name (half, float, double, bfloat16, f8e4m3,
+    f8e5m2), a numpy name or an ml_dtypes name (float8_e4m3fn, float8_e5m2).
 
     Raises:
-        CommandLineError: not a dtype name.
+        CommandLineError: not the name of a dtype simcoll reduces.
+        InvalidInputError: an ml_dtypes name without ml_dtypes installed (naming the extra).
     """
+    resolved = NCCL_TYPES.get(name, name)
     try:
-        return np.dtype(NCCL_TYPES.get(name, name))
-    except TypeError:
+        return as_dtype(resolved, "--dtype")
+    except InvalidInputError:
+        if resolved in LOW_PRECISION:
+            raise
         raise CommandLineError(
             f"unknown dtype {name!r}; use an nccl-tests name (int8, uint8, int32, uint32, "
-            f"int64, uint64, half, float, double) or a numpy name (float32, ...)") from None
+            f"int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2) or a numpy or "
+            f"ml_dtypes name (float32, float8_e4m3fn, ...)") from None
 
 
 def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
@@ -141,7 +150,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> 
                         help="an algorithm parameter, e.g. chunks=4 (repeatable)")
     parser.add_argument("-d", "--dtype", "--datatype", default="float",
                         help="element type: int8, uint8, int32, uint32, int64, uint64, half, "
-                             "float (default), double, or a numpy name")
+                             "float (default), double, bfloat16, f8e4m3, f8e5m2 (the last "
+                             "three need simcoll[ml_dtypes]), or a numpy name")
     parser.add_argument("-o", "--op", help="reduction: sum (default), prod, min, max, avg "
                                            "(reducing collectives only)")
     parser.add_argument("-r", "--root", type=int,

@@ -34,7 +34,8 @@ MAX_SIZES = 10_000
 _SPLIT = ("reduce_scatter", "all_to_all", "scatter")
 """Collectives whose buffer nccl-tests cuts into one block per rank: it rounds the size
 down to whole blocks and reports the block's count (``*GetCollByteCount``)."""
-_NCCL_NAMES = {"float16": "half", "float32": "float", "float64": "double"}
+_NCCL_NAMES = {"float16": "half", "float32": "float", "float64": "double",
+               "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
 _NCCL_OPS = {"SUM": "sum", "PRODUCT": "prod", "MIN": "min", "MAX": "max", "AVG": "avg"}
 _CSV_FIELDS = ["collective", "algorithm", "spec", "network", "nranks", "size", "count",
                "type", "redop", "root", "time_us", "algbw_GBps", "busbw_GBps", "wrong"]

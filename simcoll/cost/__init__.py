@@ -21,6 +21,7 @@ import numpy as np
 
 from simcoll.algorithms.params import named_arguments
 from simcoll.buffers import block_size
+from simcoll.collectives import ALIASES
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.errors import InvalidInputError, UnknownAlgorithmError
 
@@ -154,6 +155,7 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
         InvalidInputError: a bad p or nbytes, or a collective without bounds.
     """
     p, nbytes = _sizes(p, nbytes)
+    collective = ALIASES.get(collective, collective)
     if p == 1:
         return Bounds(0.0, 0.0, 0.0, 0.0)
     steps = (p - 1).bit_length()

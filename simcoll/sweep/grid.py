@@ -19,6 +19,7 @@ import numpy as np
 
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.collectives import collective as get_collective
+from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.network import network_class
 from simcoll.ops import ReduceOp
@@ -173,10 +174,7 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
         if name in kwargs:
             raise InvalidInputError(f"sweep does not take {name}=: {instead}")
     network = network_class(kwargs.pop("network", "flow")).name
-    try:
-        dtype = np.dtype(kwargs.pop("dtype", np.float32))
-    except TypeError as exc:
-        raise InvalidInputError(f"dtype is not a numpy dtype: {exc}") from None
+    dtype = as_dtype(kwargs.pop("dtype", np.float32))
     op = ReduceOp.parse(kwargs.pop("op", ReduceOp.SUM)).name if coll.reduces else None
     root = kwargs.pop("root", 0)
     if isinstance(root, (bool, np.bool_)) or not isinstance(root, (int, np.integer)) \
@@ -193,7 +191,7 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
     order = []
     for name, p, size in itertools.product(names, counts, nbytes):
         topology, error = built[p]
-        head = {"collective": collective, "algorithm": name, "network": network,
+        head = {"collective": coll.name, "algorithm": name, "network": network,
                 "topology": None if topology is None else topology.name, "nranks": p,
                 "nbytes": size, "dtype": str(dtype), "op": op,
                 "root": int(root) if coll.rooted else None, "params": params,

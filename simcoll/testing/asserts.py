@@ -13,6 +13,8 @@ from numpy.typing import ArrayLike
 
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
+from simcoll.collectives import collective
+from simcoll.dtypes import as_dtype
 from simcoll.result import Result
 
 __all__ = ["assert_time", "assert_traffic", "assert_matches_model"]
@@ -110,7 +112,7 @@ def _model_params(res: Result) -> dict[str, Any]:
 
 
 def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float = 0.0,
-                         rtol: float = 1e-9) -> None:
+                         rtol: float = 1e-9, root: int = 0) -> None:
     """Assert ``res`` agrees with the registered cost model of the algorithm that ran.
 
     Checks that the outputs were correct (data mode), that the traffic equals
@@ -118,6 +120,10 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     bound, and, where the model says its time is exact, that the time equals
     ``simcoll.cost.predict`` to ``rtol``. ``res`` must come from the alpha-beta reference
     network with these constants (:func:`~simcoll.testing.alpha_beta_network`).
+
+    Args:
+        root: the root the run used, for rooted collectives (a Result does not record it;
+            the models of rooted collectives depend on it).
 
     Raises:
         AssertionError: the first check that fails, values side by side.
@@ -127,8 +133,10 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
         raise AssertionError(f"{_what(res)} computed a wrong result "
                              f"(largest error {res.max_error!r})")
     params = _model_params(res)
+    if collective(res.collective).rooted:
+        params["root"] = root
     args = {"p": res.nranks, "nbytes": res.nbytes}
-    itemsize = np.dtype(res.dtype).itemsize
+    itemsize = as_dtype(res.dtype).itemsize
     t = cost.traffic(res.collective, res.algorithm, itemsize=itemsize, **args, **params)
     # A model of an algorithm without hosts leaves the host arrays empty: nothing moves.
     hosts = [h if h.size else 0 for h in (t.host_sent, t.host_received)]

@@ -1,0 +1,170 @@
+"""bfloat16 and fp8 (ml_dtypes) as element types: every algorithm in data mode against the
+tests' own reference, data-free sizes, the numpy check in the dtype's own precision, the
+command line, sweeps, and the error that names the extra when ml_dtypes is missing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import reference_network
+from reference import assert_outputs_match
+
+import simcoll as sc
+from simcoll.check import compare
+from simcoll.cli import main
+
+LOW = [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2]
+NAMES = ["bfloat16", "float8_e4m3fn", "float8_e5m2"]
+PAIRS = [pair for pair in sc.list_algorithms()
+         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")]
+OPS = [sc.ReduceOp.SUM, sc.ReduceOp.AVG, sc.ReduceOp.MAX, sc.ReduceOp.PRODUCT]
+
+
+def normal(p: int, count: int, dtype, seed: int = 0) -> list[np.ndarray]:
+    """Standard normal values rounded to ``dtype``: sums of up to 8 stay far inside
+    float8_e4m3fn's range (448)."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(count).astype(dtype) for _ in range(p)]
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids="/".join)
+@pytest.mark.parametrize("dtype", LOW, ids=NAMES)
+def test_every_algorithm_reduces_in_the_dtype_itself(pair, dtype):
+    coll = sc.COLLECTIVES[pair[0]]
+    p = 5
+    count = 0 if pair[0] == "barrier" else 4 * p + 3  # blocks that do not divide evenly
+    for op in OPS if coll.reduces else [sc.ReduceOp.SUM]:
+        data = normal(p, count, dtype)
+        kwargs = {"op": op} if coll.reduces else {}
+        if coll.rooted:
+            kwargs["root"] = 2
+        res = sc.simulate(reference_network(p), pair[0], algorithm=pair[1], data=data,
+                          **kwargs)
+        assert res.correct, (op, res.max_error)
+        assert res.dtype == np.dtype(dtype).name
+        if pair[0] != "barrier":
+            assert_outputs_match(res, data, op, kwargs.get("root", 0))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_data_free_runs_move_bytes_as_any_type_of_the_same_size(name):
+    """Data-free sizes: a bfloat16 run moves what a float16 run of the same bytes moves,
+    an fp8 run what a uint8 run moves (the network sees bytes, not values)."""
+    topo = sc.topology.switch(4, bandwidth=10 * sc.GB, latency=1 * sc.us)
+    same_size = {"bfloat16": np.float16}.get(name, np.uint8)
+    named = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096, dtype=name)
+    typed = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                        dtype=getattr(ml_dtypes, name))
+    other = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096, dtype=same_size)
+    for res in (named, typed):
+        assert res.dtype == name and res.nbytes == 4096 and res.correct is None
+        assert res.time == other.time and res.messages == other.messages
+        np.testing.assert_array_equal(res.bytes_sent, other.bytes_sent)
+        np.testing.assert_array_equal(res.bytes_received, other.bytes_received)
+        assert res.link_bytes == other.link_bytes
+    # 2(p-1)/p of the buffer leaves every rank of a ring, worked by hand for p = 4
+    assert list(named.bytes_sent) == [2 * 3 * 4096 // 4] * 4
+    if name == "bfloat16":
+        with pytest.raises(sc.InvalidInputError, match="not a multiple of the bfloat16 item "
+                                                        "size"):
+            sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4095, dtype=name)
+
+
+def test_the_check_uses_the_dtypes_own_epsilon():
+    """A bfloat16 ring sum is off by more than float32's rounding allows, within
+    bfloat16's; an output off by more than bfloat16's allowance is caught."""
+    p, count = 8, 4096
+    data = normal(p, count, ml_dtypes.bfloat16, seed=3)
+    res = sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring", data=data)
+    wide = np.stack([x.astype(np.float64) for x in data])
+    exact, magnitude = wide.sum(axis=0), np.abs(wide).sum(axis=0)
+    error = np.abs(res.outputs[0].astype(np.float64) - exact)
+    eps32 = float(np.finfo(np.float32).eps)
+    eps16 = 2.0 ** -7  # bfloat16 keeps 7 fraction bits
+    assert np.any(error > 2 * p * eps32 * magnitude)  # float32's bound would refuse it
+    assert res.correct and np.all(error <= 2 * p * eps16 * magnitude)
+
+    coll = sc.COLLECTIVES["all_reduce"]
+    rounded = exact.astype(ml_dtypes.bfloat16)
+    assert compare(coll, data, [rounded] * p, sc.ReduceOp.SUM, 0)[0]
+    worst = int(np.argmax(magnitude))
+    wrong = exact.copy()
+    wrong[worst] += 3 * 2 * p * eps16 * magnitude[worst]
+    bad = wrong.astype(ml_dtypes.bfloat16)
+    assert bad[worst] != rounded[worst]
+    ok, max_error = compare(coll, data, [rounded] * (p - 1) + [bad], sc.ReduceOp.SUM, 0)
+    assert not ok and max_error >= 2 * 2 * p * eps16 * magnitude[worst]
+
+
+def test_fp8_average_divides_even_by_more_ranks_than_fp8_can_count():
+    """float8_e4m3fn stops at 448: the average of a sum over 512 ranks must not divide
+    by a rank count rounded to NaN. 384 / 512 = 0.75, exact in e4m3."""
+    total = np.array([384.0, -48.0, 0.0], dtype=ml_dtypes.float8_e4m3fn)
+    out = sc.ReduceOp.AVG.finish(total, 512)
+    assert out.dtype == total.dtype
+    np.testing.assert_array_equal(out.astype(np.float64), [0.75, -0.09375, 0.0])
+
+
+@pytest.mark.parametrize("bad, match", [
+    ("bool", "bool is not accepted; use an integer or floating dtype"),
+    (np.complex64, "complex64 is not accepted"),
+    ("float9", "dtype='float9' is not a numpy dtype"),
+    # ml_dtypes types outside the three simcoll takes: the fnuz fp8 variants, int4
+    (ml_dtypes.float8_e4m3fnuz, "float8_e4m3fnuz is not accepted"),
+    (ml_dtypes.int4, "int4 is not accepted"),
+])
+def test_other_types_are_still_refused(bad, match):
+    with pytest.raises(sc.InvalidInputError, match=match):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=64,
+                    dtype=bad)
+
+
+def test_command_line_checks_bfloat16_and_fp8(capsys):
+    assert main(["run", "--topology", "switch:4", "-b", "1K", "-e", "64K", "-f", "64",
+                 "-d", "bfloat16", "-c"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()
+             if not line.startswith("#")]
+    assert [(row[0], row[1], row[2], row[-1]) for row in lines] == [
+        ("1024", "512", "bfloat16", "0"), ("65536", "32768", "bfloat16", "0")]
+    # nccl-tests' names for the fp8 types, and the JSON record's numpy name
+    assert main(["run", "--topology", "switch:4", "--size", "4K", "-d", "f8e4m3", "-c",
+                 "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert (record["type"], record["dtype"], record["count"], record["wrong"]) == \
+        ("f8e4m3", "float8_e4m3fn", 4096, 0)
+
+
+def test_a_sweep_records_the_name():
+    results = sc.sweep(sc.topology.switch, "all_gather", algorithms=["ring"], ranks=[2, 4],
+                       sizes=[1024], dtype="bfloat16", progress=False)
+    assert [r.dtype for r in results] == ["bfloat16", "bfloat16"]
+    # all_gather moves (p-1) buffers out of every rank
+    assert [int(r.bytes_sent[0]) for r in results] == [1024, 3 * 1024]
+
+
+HIDDEN = "import sys; sys.modules['ml_dtypes'] = None\n"
+
+
+@pytest.mark.parametrize("code", [
+    "import simcoll as sc\n"
+    "try:\n"
+    "    sc.simulate(sc.topology.switch(2), 'all_reduce', algorithm='ring', nbytes=64,\n"
+    "                dtype='bfloat16')\n"
+    "except sc.InvalidInputError as exc:\n"
+    "    print(exc)\n",
+    "from simcoll.cli import main\n"
+    "sys.exit(main(['run', '--size', '64', '-d', 'f8e5m2']))\n",
+])
+def test_without_ml_dtypes_the_error_names_the_extra(code):
+    done = subprocess.run([sys.executable, "-c", HIDDEN + code], capture_output=True,
+                          text=True, timeout=120)
+    said = (done.stdout + done.stderr).strip()
+    assert "Traceback" not in said
+    assert said.endswith('needs the ml_dtypes package: pip install "simcoll[ml_dtypes]"')
+    assert len(said.splitlines()) == 1
+    assert done.returncode == (2 if "main" in code else 0)
