@@ -110,6 +110,15 @@ def test_the_tuner_uses_nvls_on_a_dgx_h100_for_large_buffers():
     assert "nvls" not in {choose(two, "all_reduce", s).algo for s in (8, 2**20, 2**30)}
 
 
+def test_algo_and_proto_are_read_in_any_case_as_nccl_reads_its_variables():
+    res = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl", nbytes=2**20,
+                      algo="RING", proto="simple")
+    assert (res.params["algo"], res.params["proto"]) == ("ring", "Simple")
+    exact = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl",
+                        nbytes=2**20, algo="ring", proto="Simple")
+    assert res.time == exact.time
+
+
 def test_named_algorithms_that_cannot_run_are_refused_before_the_run():
     with pytest.raises(sc.InvalidInputError, match="algo='nvls' cannot run all_reduce"):
         sc.simulate(sc.topology.dgx_a100(1), "all_reduce", algorithm="nccl", nbytes=64,

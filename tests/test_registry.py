@@ -349,6 +349,8 @@ def test_a_family_module_added_to_the_package_is_found(tmp_path, monkeypatch):
     (Optional(Int(minimum=1)), None, None),
     (Optional(Int(minimum=1)), np.int32(3), 3),
     (Choice("a", ("a", "b")), np.str_("b"), "b"),
+    (Choice("ring", ("ring", "LL128", "Simple"), ignore_case=True), "simple", "Simple"),
+    (Choice("ring", ("ring", "LL128", "Simple"), ignore_case=True), "ll128", "LL128"),
 ])
 def test_specs_normalize_to_plain_python_values(spec, value, normalized):
     got = spec.normalize("x", value)
@@ -363,6 +365,8 @@ def test_specs_normalize_to_plain_python_values(spec, value, normalized):
     (Real(0.0, allow_inf=True), math.nan, "a number"),
     (Optional(Int(minimum=1)), 0, "None or an integer >= 1"),
     (Choice("a", ("a", "b")), "c", "one of 'a', 'b'"),
+    (Choice("a", ("a", "B")), "b", "one of 'a', 'B'"),
+    (Choice("a", ("a", "B"), ignore_case=True), "c", "one of 'a', 'B'"),
 ])
 def test_specs_refuse_naming_the_value_and_the_accepted_range(spec, value, accepted):
     with pytest.raises(sc.InvalidInputError) as info:

@@ -160,11 +160,14 @@ class Choice(Param):
         choices: the accepted names, or a function returning them (asked at each check,
             so it can list algorithms registered later).
         doc: one line saying what the parameter does.
+        ignore_case: accept any capitalisation of a name and give it as ``choices``
+            spells it (as NCCL reads ``NCCL_ALGO`` and ``NCCL_PROTO``).
     """
 
     default: str
     choices: tuple[str, ...] | Callable[[], Iterable[str]]
     doc: str = ""
+    ignore_case: bool = False
 
     def options(self) -> tuple[str, ...]:
         """The accepted names, now."""
@@ -180,7 +183,13 @@ class Choice(Param):
         super().check_default(name)
 
     def normalize(self, name: str, value: Any) -> str:
-        if not isinstance(value, str) or value not in self.options():
+        if not isinstance(value, str):
+            raise self.refusal(name, value)
+        options = self.options()
+        if self.ignore_case:
+            spelled = {option.casefold(): option for option in options}
+            value = spelled.get(value.casefold(), value)
+        if value not in options:
             raise self.refusal(name, value)
         return str(value)
 

@@ -47,9 +47,11 @@ __all__ = ["nccl_all_reduce", "nccl_reduce_scatter", "nccl_all_gather", "nccl_br
 def _params(collective: str) -> dict[str, Any]:
     return {
         "algo": Choice("auto", ("auto", *ALGORITHMS[collective]),
-                       doc="NCCL algorithm, as NCCL_ALGO (auto: NCCL's tuner picks)"),
+                       doc="NCCL algorithm, as NCCL_ALGO (auto: NCCL's tuner picks)",
+                       ignore_case=True),
         "proto": Choice("auto", ("auto", "LL", "LL128", "Simple"),
-                        doc="NCCL protocol, as NCCL_PROTO (auto: NCCL's tuner picks)"),
+                        doc="NCCL protocol, as NCCL_PROTO (auto: NCCL's tuner picks)",
+                        ignore_case=True),
         "channels": Int(0, minimum=0, maximum=64,
                         doc="channels (0: as NCCL chooses for the size)"),
         "arch": Choice("auto", ("auto", *ARCHS),
