@@ -151,7 +151,6 @@ def test_a_deadlocked_started_collective_is_reported():
         if comm.rank == 0:
             yield comm.all_reduce(x, algorithm="ring")
         return x
-        yield  # noqa: unreachable (makes this a generator on every path)
 
     with pytest.raises(sc.DeadlockError, match=r"rank 0 \(started program 0\) waits for "
                                                r"recv from 1"):
