@@ -9,8 +9,11 @@ over all rows of all tables, and the worst table. Figures are printed, never ass
 
     python benchmarks/nccl_tests_compare.py                  # algorithm "nccl" if registered
     python benchmarks/nccl_tests_compare.py --algorithm ring --tables a100x8_oci
+    python benchmarks/nccl_tests_compare.py --tables h100x16_ndr_ring --proto Simple
 
-Where a table set NCCL_ALGO and the algorithm is "nccl", the run passes ``algo=`` to it.
+Where a table set NCCL_ALGO and the algorithm is "nccl", the run passes ``algo=`` to it;
+``--proto`` fixes NCCL's protocol for every table (a what-if: which protocol did the
+measured run use?).
 """
 
 from __future__ import annotations
@@ -67,12 +70,15 @@ def choose_algorithm(requested: str | None) -> tuple[str, str | None]:
                         "with 'ring'")
 
 
-def compare(public: PublicTable, algorithm: str, network: str) -> tuple[list[float], str]:
+def compare(public: PublicTable, algorithm: str, network: str,
+            proto: str | None = None) -> tuple[list[float], str]:
     """Print one table's comparison; return its log errors and its summary line."""
     topo, call, notes = machine(public)
     params: dict[str, Any] = {}
     if algorithm == "nccl" and public.algorithm:
         params["algo"] = public.algorithm
+    if proto is not None:
+        params["proto"] = proto
     print(f"\n== {public.id}: {public.nodes} x {public.gpus_per_node} {public.gpu}"
           f"{', ' + public.nics if public.nics else ''}")
     print(f"   {public.fabric}; NCCL {public.nccl_version or 'version not printed'}; env "
@@ -109,10 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--network", default="flow", help="network model (default: flow)")
     parser.add_argument("--tables", help="comma-separated table ids (default: all): "
                                          + ", ".join(t.id for t in TABLES))
+    parser.add_argument("--proto", help="NCCL protocol for every size (LL, LL128, "
+                                        "Simple; default: NCCL's tuner picks)")
     args = parser.parse_args(argv)
     algorithm, note = choose_algorithm(args.algorithm)
     if note:
         print(note)
+    if args.proto is not None and algorithm != "nccl":
+        parser.error(f"--proto {args.proto} needs --algorithm nccl, not {algorithm}")
     chosen = TABLES
     if args.tables:
         wanted = args.tables.split(",")
@@ -124,10 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     every: list[float] = []
     per_table = []
     for public in chosen:
-        logs, summary = compare(public, algorithm, args.network)
+        logs, summary = compare(public, algorithm, args.network, args.proto)
         every += logs
         per_table.append((geomean(logs), summary))
-    print(f"\n== summary: all_reduce / {algorithm}, network {args.network}")
+    fixed = f", proto {args.proto}" if args.proto else ""
+    print(f"\n== summary: all_reduce / {algorithm}{fixed}, network {args.network}")
     print(f"   {'table':<22} geometric-mean |time error|")
     for _, summary in per_table:
         print(f"   {summary}")
