@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from simcoll.algorithms.params import named_arguments
 from simcoll.buffers import block_size
@@ -103,7 +104,7 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
     return int(p), int(nbytes)
 
 
-def predict(collective: str, algorithm: str, *, p: int, nbytes: int, alpha: float,
+def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike, alpha: float,
             beta: float, gamma: float = 0.0, **params: Any) -> float:
     """Predicted seconds on the alpha-beta reference network.
 
@@ -122,7 +123,8 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int, alpha: floa
     return float(time(p, nbytes, alpha, beta, gamma, **named_arguments(time, args)))
 
 
-def traffic(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: int = 4,
+def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
+            itemsize: int = 4,
             **params: Any) -> Traffic:
     """Bytes each rank sends and receives (exact, for elements of ``itemsize`` bytes).
 
@@ -136,7 +138,8 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: i
     return fn(p, nbytes, itemsize, **named_arguments(fn, args))
 
 
-def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: int = 4,
+def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
+             itemsize: int = 4,
              **params: Any) -> bool:
     """Whether ``predict`` is exact (not an estimate) for these arguments.
 
@@ -150,7 +153,7 @@ def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: 
     return bool(fn(p, nbytes, itemsize, **named_arguments(fn, args)))
 
 
-def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: float,
+def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: float, beta: float,
                 gamma: float = 0.0, itemsize: int = 1) -> Bounds:
     """Latency, bandwidth and computation lower bounds (Chan et al. 2007, table 1).
 
@@ -174,12 +177,11 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
         p, sizes = _sizes(p, nbytes, collective)
         steps, moved, reduced, needed = uneven_bounds(collective, p, sizes)
         return Bounds(steps * alpha, moved * beta, reduced * gamma, alpha if needed else 0.0)
-    p, nbytes = _sizes(p, nbytes)
+    p, n = _sizes(p, nbytes)
     if p == 1:
         return Bounds(0.0, 0.0, 0.0, 0.0)
     steps = (p - 1).bit_length()
     frac = (p - 1) / p
-    n = nbytes
     table = {
         "all_reduce": (steps, 2 * frac * n, frac * n),
         "reduce_scatter": (steps, frac * n, frac * n),
