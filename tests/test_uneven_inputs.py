@@ -220,3 +220,28 @@ def test_command_line_and_sweep_refuse_v_collectives(capsys):
     listed = capsys.readouterr().out
     assert "all_to_allv     sizes per rank, Python only" in listed
     assert "alpha + beta max_r max(sent_r, received_r)" in listed
+
+
+@pytest.mark.parametrize("coll,splits", [("all_gatherv", (2, 0, 3)),
+                                         ("reduce_scatterv", (2, 0, 3)),
+                                         ("all_to_allv", ((1, 2, 0), (0, 0, 3), (2, 2, 2)))])
+def test_the_check_finds_one_wrong_element_on_one_rank(coll, splits):
+    from reference import expected_outputs
+
+    from simcoll.check import compare
+
+    shaped = sc.COLLECTIVES[coll].shaped(splits)
+    lengths = shaped.uneven.inputs(splits)
+    inputs = [np.arange(n, dtype=np.float32) + 10 * r for r, n in enumerate(lengths)]
+    outputs = [np.array(o, dtype=np.float32) for o in
+               expected_outputs(coll, inputs, sc.ReduceOp.SUM, 0, splits)]
+    assert compare(shaped, inputs, outputs, sc.ReduceOp.SUM, 0) == (True, 0.0)
+    rank = 2
+    outputs[rank] = outputs[rank].copy()
+    outputs[rank][-1] += 1
+    ok, worst = compare(shaped, inputs, outputs, sc.ReduceOp.SUM, 0)
+    assert not ok and worst == pytest.approx(1.0)
+    outputs[rank] = outputs[rank][:-1]                      # one element short
+    assert compare(shaped, inputs, outputs, sc.ReduceOp.SUM, 0)[0] is False
+    with pytest.raises(sc.InvalidInputError, match="need its splits"):
+        sc.COLLECTIVES[coll].reference(inputs, sc.ReduceOp.SUM, 0)
