@@ -17,8 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "Chunks", "split_sizes", "block_counts",
-           "block_bytes", "block_size", "block_start", "split", "repeat", "join", "nbytes_of",
-           "frozen", "snapshot", "memory_owner", "owned"]
+           "block_bytes", "block_size", "block_start", "split", "split_counts", "repeat", "join",
+           "nbytes_of", "frozen", "snapshot", "memory_owner", "owned"]
 
 
 def split_sizes(count: int, parts: int) -> tuple[int, int]:
@@ -199,6 +199,23 @@ def split(buf: Buffer, parts: int) -> Chunks:
     if isinstance(buf, VirtualBuffer):
         return VirtualChunks(buf, parts)
     return [*np.array_split(buf, parts)]
+
+
+def split_counts(buf: Buffer, counts: Sequence[int]) -> list[Buffer]:
+    """Cut ``buf`` into consecutive chunks of ``counts[i]`` elements (a v-collective's
+    blocks; the counts add up to its length): views in data mode, VirtualBuffers in
+    data-free mode (one list of ``len(counts)`` per call)."""
+    if isinstance(buf, VirtualBuffer):
+        return [VirtualBuffer.of(c, buf.dtype) for c in counts]
+    chunks: list[Buffer] = []
+    start = 0
+    for c in counts:
+        chunks.append(buf[start:start + c])
+        start += c
+    if start != len(buf):
+        raise ValueError(f"counts {list(counts)} add up to {start}, not to the buffer's "
+                         f"{len(buf)} elements")
+    return chunks
 
 
 def repeat(block: Buffer, parts: int) -> Chunks:

@@ -70,7 +70,7 @@ _BLOCK = 1 << 16
 """Elements checked at a time where the reference is element-wise: temporaries stay small
 and in cache."""
 _ELEMENTWISE = ("all_reduce", "reduce")
-_SHARED = ("all_reduce", "all_gather", "broadcast")
+_SHARED = ("all_reduce", "all_gather", "broadcast", "all_gatherv")
 """Collectives whose reference is one array for every rank."""
 
 

@@ -13,20 +13,36 @@ buffer is cut into p blocks that do not divide evenly:
 * ``scatter(root)``: root's x cut into p blocks -> block ``rank``.
 * ``barrier``: no data.
 
+The v-collectives take sizes that differ between ranks (MPI's ``MPI_Allgatherv``,
+``MPI_Reduce_scatter``, ``MPI_Alltoallv``; torch's ``all_to_all_single`` with split
+sizes), given as ``splits`` in elements:
+
+* ``all_gatherv``: rank r contributes c_r elements (``splits = (c_0, ..., c_{p-1})``) ->
+  every rank's x concatenated in rank order.
+* ``reduce_scatterv``: every rank's x has n = sum c_r elements -> rank r gets block r of
+  the op over every rank's x, blocks of c_0, ..., c_{p-1} elements.
+* ``all_to_allv``: a p x p matrix S, S[i][j] the elements rank i sends rank j; rank i's
+  x is its blocks for j = 0..p-1 concatenated (sum_j S[i][j] elements) -> blocks from
+  i = 0..p-1 concatenated (sum_i S[i][j] elements); torch's input and output split sizes
+  are the rows and the columns of S.
+
 torch.distributed's flat-tensor names ``all_gather_into_tensor``, ``reduce_scatter_tensor``
 and ``all_to_all_single`` name all_gather, reduce_scatter and all_to_all (:data:`ALIASES`),
 and its ``src=`` / ``dst=`` name the root (:func:`root_argument`).
 
 algbw and busbw follow nccl-tests' PERFORMANCE.md: algbw = S / time with S the per-rank
 buffer (``nbytes``) except for all_gather and gather, whose S is ``p * nbytes``; busbw =
-algbw * factor(p).
+algbw * factor(p). nccl-tests has no v-collectives; simcoll takes for S what reduces to
+the even collective's S when every block is equal: all_gatherv the output (sum c_r),
+reduce_scatterv the input (sum c_r), all_to_allv the mean input (sum of S over p), each
+times the itemsize, with the even collective's factor (p-1)/p.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Union
 
 import numpy as np
 
@@ -35,11 +51,31 @@ from simcoll.dtypes import is_float
 from simcoll.errors import InvalidInputError, UnknownCollectiveError
 from simcoll.ops import ReduceOp
 
-__all__ = ["Collective", "COLLECTIVES", "ALIASES", "ROOT_NAMES", "collective",
-           "root_argument"]
+__all__ = ["Collective", "Shape", "Splits", "COLLECTIVES", "ALIASES", "ROOT_NAMES",
+           "collective", "root_argument"]
 
 Arrays = Sequence[np.ndarray]
 Outputs = list[np.ndarray | None]
+Splits = Union[tuple[int, ...], tuple[tuple[int, ...], ...]]  # noqa: UP007 (runtime alias on 3.10)
+"""A v-collective's sizes in elements: p counts, or a p x p matrix (tuple of rows)."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How a v-collective's sizes shape its buffers (all counts in elements).
+
+    Attributes:
+        matrix: ``splits`` is a p x p matrix (all_to_allv), else p counts.
+        reference: ``reference(inputs, op, splits)``, every rank's output.
+        inputs, outputs: each rank's input and output element counts for ``splits``.
+        algbw_count: the elements S of algbw = S itemsize / time (module docstring).
+    """
+
+    matrix: bool
+    reference: Callable[[Arrays, ReduceOp, Splits], Outputs]
+    inputs: Callable[[Splits], list[int]]
+    outputs: Callable[[Splits], list[int]]
+    algbw_count: Callable[[Splits], float]
 
 
 @dataclass(frozen=True)
@@ -54,6 +90,22 @@ class Collective:
     out_count: Callable[[int, int, int, int], int | None]
     size_factor: Callable[[int], int]
     busbw_factor: Callable[[int], float]
+    uneven: Shape | None = None
+
+    def shaped(self, splits: Splits) -> Collective:
+        """This v-collective for one run's ``splits``: its ``reference`` and
+        ``out_count`` are bound to them (what the check of a run compares with)."""
+        shape = self.uneven
+        if shape is None:
+            raise InvalidInputError(f"{self.name} takes no splits")
+        counts = shape.outputs(splits)
+
+        def reference(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
+            assert shape is not None
+            return shape.reference(inputs, op, splits)
+
+        return replace(self, reference=reference,
+                       out_count=lambda p, n, rank, root: counts[rank])
 
 
 def _combine(inputs: Arrays, op: ReduceOp) -> np.ndarray:
@@ -132,6 +184,62 @@ def _fraction(p: int) -> float:
     return (p - 1) / p
 
 
+def _cut(x: np.ndarray, counts: Sequence[int]) -> list[np.ndarray]:
+    """x cut into consecutive blocks of ``counts`` elements, by numpy."""
+    return np.split(x, np.cumsum(counts, dtype=np.int64)[:-1])
+
+
+def _all_gatherv(inputs: Arrays, op: ReduceOp, splits: Splits) -> Outputs:
+    out = np.concatenate(list(inputs))
+    return [out] * len(inputs)
+
+
+def _reduce_scatterv(inputs: Arrays, op: ReduceOp, splits: Splits) -> Outputs:
+    return [*_cut(_combine(inputs, op), splits)]  # type: ignore[arg-type]
+
+
+def _all_to_allv(inputs: Arrays, op: ReduceOp, splits: Splits) -> Outputs:
+    p = len(inputs)
+    blocks = [_cut(inputs[i], splits[i]) for i in range(p)]  # type: ignore[arg-type]
+    return [np.concatenate([blocks[i][j] for i in range(p)]) for j in range(p)]
+
+
+def _unshaped(name: str) -> InvalidInputError:
+    return InvalidInputError(f"{name}'s reference and sizes need its splits: use "
+                             f"collective({name!r}).shaped(splits)")
+
+
+def _unshaped_reference(inputs: Arrays, op: ReduceOp, root: int) -> Outputs:
+    raise _unshaped("a v-collective")
+
+
+def _unshaped_count(p: int, count: int, rank: int, root: int) -> int | None:
+    raise _unshaped("a v-collective")
+
+
+def _vector(splits: Splits) -> list[int]:
+    return [int(c) for c in splits]  # type: ignore[arg-type]
+
+
+def _row_sums(splits: Splits) -> list[int]:
+    return [sum(row) for row in splits]  # type: ignore[arg-type]
+
+
+def _column_sums(splits: Splits) -> list[int]:
+    return [int(c) for c in np.sum(np.array(splits, dtype=np.int64).reshape(len(splits), -1),
+                                   axis=0)]
+
+
+def _total(splits: Splits) -> list[int]:
+    return [sum(_vector(splits))] * len(splits)
+
+
+_ALL_GATHERV = Shape(False, _all_gatherv, _vector, _total, lambda s: sum(_vector(s)))
+_REDUCE_SCATTERV = Shape(False, _reduce_scatterv, _total, _vector, lambda s: sum(_vector(s)))
+_ALL_TO_ALLV = Shape(True, _all_to_allv, _row_sums, _column_sums,
+                     lambda s: sum(_row_sums(s)) / len(s))
+
+
 COLLECTIVES: dict[str, Collective] = {c.name: c for c in [
     Collective("all_reduce", True, False, _all_reduce, lambda p, n, r, root: n,
                lambda p: 1, lambda p: 2 * (p - 1) / p),
@@ -151,6 +259,12 @@ COLLECTIVES: dict[str, Collective] = {c.name: c for c in [
                lambda p, n, r, root: block_size(n, p, r), lambda p: 1, _fraction),
     Collective("barrier", False, False, _barrier, lambda p, n, r, root: None,
                lambda p: 1, lambda p: 1.0),
+    Collective("all_gatherv", False, False, _unshaped_reference, _unshaped_count, lambda p: 1,
+               _fraction, _ALL_GATHERV),
+    Collective("reduce_scatterv", True, False, _unshaped_reference, _unshaped_count, lambda p: 1,
+               _fraction, _REDUCE_SCATTERV),
+    Collective("all_to_allv", False, False, _unshaped_reference, _unshaped_count, lambda p: 1,
+               _fraction, _ALL_TO_ALLV),
 ]}
 
 

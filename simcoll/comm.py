@@ -231,7 +231,7 @@ class Comm:
 
     def collective(self, collective: str, x: Buffer | None = None, *, algorithm: str,
                    op: ReduceOp | str = ReduceOp.SUM, root: int | None = None,
-                   src: int | None = None, dst: int | None = None,
+                   src: int | None = None, dst: int | None = None, splits: Any = None,
                    **params: Any) -> Event:
         """Start the registered ``algorithm`` of ``collective`` on this communicator now.
 
@@ -242,7 +242,8 @@ class Comm:
         for it and two started collectives run side by side. torch's names are accepted
         too: ``all_gather_into_tensor``, ``reduce_scatter_tensor``, ``all_to_all_single``
         for the collective, ``src=`` (broadcast, scatter) or ``dst=`` (reduce, gather)
-        for the root.
+        for the root. The v-collectives take ``splits=``, every rank's sizes in elements
+        (the same on every rank; see ``simulate``), and ``x`` must be this rank's share.
 
         Raises:
             CommUsageError: an unknown collective or algorithm, bad parameters, a root
@@ -251,7 +252,8 @@ class Comm:
         """
         from simcoll.startable import start_collective
 
-        return start_collective(self, collective, x, algorithm, op, root, src, dst, params)
+        return start_collective(self, collective, x, algorithm, op, root, src, dst, params,
+                                splits)
 
     def all_reduce(self, x: Buffer, *, algorithm: str = "ring",
                    op: ReduceOp | str = ReduceOp.SUM, **params: Any) -> Event:
@@ -277,6 +279,27 @@ class Comm:
     def all_to_all(self, x: Buffer, *, algorithm: str = "pairwise", **params: Any) -> Event:
         """Start an all_to_all of ``x`` (see :meth:`collective`)."""
         return self.collective("all_to_all", x, algorithm=algorithm, **params)
+
+    def all_gatherv(self, x: Buffer, splits: Sequence[int], *, algorithm: str = "ring",
+                    **params: Any) -> Event:
+        """Start an all_gatherv of ``x``: ``splits`` holds every rank's element count
+        (``x`` has ``splits[rank]``); see :meth:`collective`."""
+        return self.collective("all_gatherv", x, algorithm=algorithm, splits=splits,
+                               **params)
+
+    def reduce_scatterv(self, x: Buffer, splits: Sequence[int], *, algorithm: str = "ring",
+                        op: ReduceOp | str = ReduceOp.SUM, **params: Any) -> Event:
+        """Start a reduce_scatterv of ``x`` (``sum(splits)`` elements): rank r gets block
+        r, of ``splits[r]`` elements; see :meth:`collective`."""
+        return self.collective("reduce_scatterv", x, algorithm=algorithm, op=op,
+                               splits=splits, **params)
+
+    def all_to_allv(self, x: Buffer, splits: Sequence[Sequence[int]], *,
+                    algorithm: str = "pairwise", **params: Any) -> Event:
+        """Start an all_to_allv of ``x``: ``splits[i][j]`` elements go from rank i to rank
+        j (``x`` has ``sum(splits[rank])``); see :meth:`collective`."""
+        return self.collective("all_to_allv", x, algorithm=algorithm, splits=splits,
+                               **params)
 
     def barrier(self, *, algorithm: str = "dissemination") -> Event:
         """Start a barrier (see :meth:`collective`)."""

@@ -15,10 +15,18 @@ import numpy as np
 
 from simcoll.buffers import Buffer, VirtualBuffer
 from simcoll.checks import integer, real
-from simcoll.collectives import Collective
+from simcoll.collectives import Collective, Splits
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
 from simcoll.topology.graph import Topology
+from simcoll.uneven import (
+    as_splits,
+    check_arrays,
+    check_nbytes,
+    check_splits,
+    refuse_sizes_of_even,
+    splits_of_arrays,
+)
 from simcoll.units import parse_size
 
 __all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits"]
@@ -35,7 +43,9 @@ class Inputs:
         arrays: the user's arrays (data mode), else None.
         buffers: each rank's input as the algorithm sees it: a read-only view of its array,
             or a VirtualBuffer (data-free mode).
-        dtype, nbytes, count: element type, bytes and elements of each rank's input.
+        dtype, nbytes, count: element type, bytes and elements of each rank's input (for
+            a v-collective: the mean input bytes, rounded down, and the largest count).
+        splits: a v-collective's sizes in elements (:mod:`simcoll.uneven`), else None.
     """
 
     arrays: list[np.ndarray] | None
@@ -43,6 +53,7 @@ class Inputs:
     dtype: np.dtype
     nbytes: int
     count: int
+    splits: Splits | None = None
 
 
 def check_topology(topology: Any) -> Topology:
@@ -82,17 +93,25 @@ def _read_only_view(x: np.ndarray) -> np.ndarray:
     return view
 
 
-def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective) -> Inputs:
-    """The ranks' inputs, from ``data`` (data mode) or ``nbytes`` and ``dtype``.
+def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
+                 splits: Any = None) -> Inputs:
+    """The ranks' inputs, from ``data`` (data mode) or ``nbytes`` and ``dtype``, and for a
+    v-collective its ``splits`` (:mod:`simcoll.uneven`).
 
     Raises:
         InvalidInputError: both or neither of data and nbytes; arrays of the wrong number,
             shape or dtype; a size that is not whole elements, or so large that traffic
-            counters could overflow.
+            counters could overflow; splits for a collective without them, or sizes of
+            the wrong shape for a v-collective.
     """
     if (data is None) == (nbytes is None) and coll.name != "barrier":
         raise InvalidInputError("pass exactly one of data= (arrays, data mode) or nbytes= "
                                 "(sizes only, data-free mode)")
+    if coll.uneven is not None:
+        return _uneven_inputs(p, data, nbytes, dtype, coll, splits)
+    if splits is not None:
+        check_splits(coll, splits, p)
+    refuse_sizes_of_even(coll, nbytes)
     if data is not None:
         arrays = _check_arrays(data, p)
         dt = arrays[0].dtype
@@ -102,15 +121,46 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective) -
         arrays = None
         dt = as_dtype(dtype, "dtype")
         size = _check_size(0 if nbytes is None else nbytes, dt)
-    # Every algorithm here moves less than 2 p^2 input buffers in all, so no counter (a
-    # rank's, a host's or a link's) can pass 2 p^2 nbytes.
-    if size * 2 * p * p >= _COUNTER_LIMIT:
-        raise InvalidInputError(
-            f"nbytes={size} on {p} ranks could overflow the int64 traffic counters; use "
-            f"nbytes < {_COUNTER_LIMIT // (2 * p * p)}")
+    _check_counters(size, p)
     if arrays is None:
         buffers = [VirtualBuffer.of(size // dt.itemsize, dt)] * p
     return Inputs(arrays, buffers, dt, size, size // dt.itemsize)
+
+
+def _check_counters(size: int, p: int, largest: bool = False) -> None:
+    # Every algorithm here moves less than 2 p^2 input buffers in all (the largest input,
+    # for a v-collective), so no counter (a rank's, a host's or a link's) can pass that.
+    if size * 2 * p * p >= _COUNTER_LIMIT:
+        subject = f"a rank's input of {size} bytes" if largest else f"nbytes={size}"
+        raise InvalidInputError(
+            f"{subject} on {p} ranks could overflow the int64 traffic counters; use "
+            f"{'inputs' if largest else 'nbytes'} < {_COUNTER_LIMIT // (2 * p * p)}")
+
+
+def _uneven_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
+                   splits: Any) -> Inputs:
+    """A v-collective's inputs: arrays and ``splits=`` in elements, or ``nbytes=``."""
+    assert coll.uneven is not None
+    if data is not None:
+        arrays: list[np.ndarray] | None = check_arrays(coll, data, p)
+        assert arrays is not None
+        dt = arrays[0].dtype
+        shape = splits_of_arrays(coll, arrays, splits)
+    else:
+        if splits is not None:
+            raise InvalidInputError(
+                f"splits={splits!r} is not accepted without data=: in data-free mode "
+                f"{coll.name} takes its sizes as nbytes= in bytes")
+        arrays = None
+        dt = as_dtype(dtype, "dtype")
+        shape = as_splits(check_nbytes(coll, nbytes, p, dt.itemsize) // dt.itemsize)
+    counts = coll.uneven.inputs(shape)
+    _check_counters(max(counts) * dt.itemsize, p, largest=True)
+    if arrays is None:
+        buffers: list[Buffer] = [VirtualBuffer.of(c, dt) for c in counts]
+    else:
+        buffers = [_read_only_view(x) for x in arrays]
+    return Inputs(arrays, buffers, dt, sum(counts) * dt.itemsize // p, max(counts), shape)
 
 
 def _check_size(nbytes: Any, dtype: np.dtype) -> int:

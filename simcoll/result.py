@@ -9,13 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simcoll.collectives import Collective
+from simcoll.collectives import Collective, Splits
 from simcoll.runtime import TraceEvent
 
 if TYPE_CHECKING:
     from simcoll.execution import Execution
 
 __all__ = ["RunResult", "Result"]
+
+
+def _listed(splits: Splits) -> list[Any]:
+    return [list(row) if isinstance(row, tuple) else row for row in splits]
 
 
 def _num(v: float) -> float | None:
@@ -96,10 +100,15 @@ class Result(RunResult):
     Attributes (besides :class:`RunResult`'s):
         collective, algorithm, params: what ran.
         nbytes, dtype, op: each rank's input size and element type, and the reduction.
+            For a v-collective ``nbytes`` is the ranks' mean input in bytes, rounded down
+            (exact when every rank's input has one size); ``splits`` holds the sizes.
         correct: every checked output matched the numpy reference (``None`` in data-free
             mode, where there are no values to check).
-        algbw, busbw: nccl-tests bandwidths (see ``simcoll.collectives``).
+        algbw, busbw: nccl-tests bandwidths (see ``simcoll.collectives``, which also
+            defines them for the v-collectives).
         max_error: largest absolute deviation from the reference (data mode, else None).
+        splits: a v-collective's sizes in elements (p counts, or all_to_allv's p x p
+            matrix as a tuple of rows; bytes are these times the itemsize), else None.
     """
 
     collective: str
@@ -112,31 +121,38 @@ class Result(RunResult):
     algbw: float
     busbw: float
     max_error: float | None = None
+    splits: Splits | None = None
 
     @classmethod
     def from_run(cls, run: Execution, outputs: list[Any] | None, *, coll: Collective,
                  algorithm: str, nbytes: int, dtype: str, op: str | None,
                  params: dict[str, Any], correct: bool | None,
-                 max_error: float | None) -> Result:
+                 max_error: float | None, splits: Splits | None = None,
+                 size: float | None = None) -> Result:
         """The result of a finished collective run, with the nccl-tests bandwidths of its
-        time (algbw = S / time, busbw = algbw x the collective's factor)."""
+        time (algbw = S / time, busbw = algbw x the collective's factor). S is ``size``
+        if given (the v-collectives'), else ``nbytes`` times the collective's factor."""
         measured = cls._measured(run, outputs)
         p, time = measured["nranks"], measured["time"]
-        algbw = nbytes * coll.size_factor(p) / time if time > 0 else math.inf
+        volume = nbytes * coll.size_factor(p) if size is None else size
+        algbw = volume / time if time > 0 else math.inf
         factor = coll.busbw_factor(p)
         return cls(**measured, collective=coll.name, algorithm=algorithm, nbytes=nbytes,
                    dtype=dtype, op=op, params=params, correct=correct, algbw=algbw,
-                   busbw=algbw * factor if factor else 0.0, max_error=max_error)
+                   busbw=algbw * factor if factor else 0.0, max_error=max_error,
+                   splits=splits)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (no outputs; link keys as ``"from->to"``)."""
+        """A JSON-ready summary (no outputs; link keys as ``"from->to"``); a v-collective's
+        also has ``"splits"`` (lists of elements)."""
         run = super().to_dict()
+        shape = {} if self.splits is None else {"splits": _listed(self.splits)}
         return {
             "collective": self.collective, "algorithm": self.algorithm,
             "network": self.network, "topology": self.topology, "nranks": self.nranks,
             "nbytes": self.nbytes, "dtype": self.dtype, "op": self.op,
             "params": dict(self.params), "time": self.time, "correct": self.correct,
-            "max_error": self.max_error, **run, "algbw": _num(self.algbw),
+            "max_error": self.max_error, **shape, **run, "algbw": _num(self.algbw),
             "busbw": _num(self.busbw),
         }
 

@@ -35,7 +35,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
              data: Sequence[np.ndarray] | None = None, nbytes: int | str | None = None,
              dtype: Any = np.float32, op: ReduceOp | str = ReduceOp.SUM,
              root: int | None = None, src: int | None = None, dst: int | None = None,
-             network: str = "flow", check: bool = True,
+             splits: Any = None, network: str = "flow", check: bool = True,
              trace: bool = False, until: float = 1e6, max_events: int = 10**9,
              faults: Faults | None = None, **params: Any) -> Result:
     """Run one collective on ``topology`` and return its time, traffic and correctness.
@@ -46,11 +46,19 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             ``reduce``, ``all_to_all``, ``gather``, ``scatter`` or ``barrier``; torch's
             ``all_gather_into_tensor``, ``reduce_scatter_tensor`` and
             ``all_to_all_single`` name the same collectives (``Result.collective`` holds
-            the name above).
+            the name above); or one with sizes that differ between ranks:
+            ``all_gatherv``, ``reduce_scatterv``, ``all_to_allv`` (see ``splits``).
         algorithm: a registered algorithm name for that collective.
         data: one 1-D array per rank (data mode). Exclusive with ``nbytes``.
         nbytes: each rank's input buffer size in bytes, or a size string like "256MiB"
-            (data-free mode: sizes only, O(ranks) memory).
+            (data-free mode: sizes only, O(ranks) memory). For the v-collectives, bytes
+            per rank (all_gatherv: each rank's input; reduce_scatterv: each rank's output
+            block, the input being their sum) or a p x p matrix of bytes per pair
+            (all_to_allv: ``nbytes[i][j]`` from rank i to rank j).
+        splits: the v-collectives' sizes in elements with ``data=``: p counts
+            (reduce_scatterv: the output blocks; all_gatherv: optional, the arrays'
+            lengths) or the p x p matrix of all_to_allv (its rows are torch's input split
+            sizes, its columns the output split sizes). Refused for other collectives.
         dtype: element type in data-free mode (ignored in data mode).
         op: reduction (``ReduceOp`` or its name) for reducing collectives.
         root: root rank for broadcast, reduce, gather and scatter (default 0); refused
@@ -88,7 +96,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     p = topology.nranks
     reduce_op = ReduceOp.parse(op)
     the_root = check_root(coll, root_argument(coll, root, src, dst), p)
-    inputs = check_inputs(p, data, nbytes, dtype, coll)
+    inputs = check_inputs(p, data, nbytes, dtype, coll, splits)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
     shape = VirtualBuffer.of(inputs.count, inputs.dtype)
     if spec.resolve is not None:
@@ -98,6 +106,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         kwargs["op"] = reduce_op
     if the_root is not None:
         kwargs["root"] = the_root
+    if inputs.splits is not None:
+        kwargs["splits"] = inputs.splits
 
     run = Execution(topology, network=network, trace=trace, until=until,
                     max_events=max_events, faults=faults, inputs=tuple(inputs.arrays or ()),
@@ -117,12 +127,17 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
                          if coll.reduces and isinstance(proc.value, np.ndarray)
                          else proc.value for proc in procs])
         if check:
-            correct, max_error = compare(coll, inputs.arrays, outputs, reduce_op,
+            shaped = coll if inputs.splits is None else coll.shaped(inputs.splits)
+            correct, max_error = compare(shaped, inputs.arrays, outputs, reduce_op,
                                          the_root or 0)
+    size = None
+    if coll.uneven is not None and inputs.splits is not None:
+        size = coll.uneven.algbw_count(inputs.splits) * inputs.dtype.itemsize
     return Result.from_run(
         run, outputs, coll=coll, algorithm=algorithm, nbytes=inputs.nbytes,
         dtype=str(inputs.dtype), op=reduce_op.name if coll.reduces else None,
-        params=dict(params), correct=correct, max_error=max_error)
+        params=dict(params), correct=correct, max_error=max_error, splits=inputs.splits,
+        size=size)
 
 
 def _generator_or_none(program: Any) -> Any:

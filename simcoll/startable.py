@@ -17,10 +17,11 @@ from simpy.events import Event
 
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import VirtualBuffer
+from simcoll.collectives import Collective, Splits, root_argument
 from simcoll.collectives import collective as get_collective
-from simcoll.collectives import root_argument
-from simcoll.errors import CommUsageError, SimCollError
+from simcoll.errors import CommUsageError, InvalidInputError, SimCollError
 from simcoll.ops import ReduceOp
+from simcoll.uneven import check_splits, what_it_takes
 
 if TYPE_CHECKING:
     from simcoll.comm import Comm
@@ -39,15 +40,34 @@ def _finished(program: Generator[Event, Any, Any], op: ReduceOp,
     return op.finish(out, p) if isinstance(out, np.ndarray) else out
 
 
+def _shape(comm: Comm, coll: Collective, x: Any, splits: Any) -> Splits | None:
+    """A started v-collective's splits, checked against this rank's buffer."""
+    if coll.uneven is None:
+        if splits is not None:
+            check_splits(coll, splits, comm.size)
+        return None
+    if splits is None:
+        raise InvalidInputError(f"{coll.name} needs splits= (every rank must know every "
+                                f"rank's sizes): {what_it_takes(coll, 'elements')}")
+    checked = check_splits(coll, splits, comm.size)
+    need = coll.uneven.inputs(checked)[comm.rank]
+    if x is None or int(x.size) != need:
+        raise InvalidInputError(f"x has {None if x is None else int(x.size)} elements but "
+                                f"splits={list(checked)!r} give rank {comm.rank} an input "
+                                f"of {need}")
+    return checked
+
+
 def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                      op: ReduceOp | str, root: int | None, src: int | None,
-                     dst: int | None, params: dict[str, Any]) -> Event:
+                     dst: int | None, params: dict[str, Any], splits: Any = None) -> Event:
     """Start ``algorithm`` of ``collective`` for ``comm``'s rank; see ``Comm.collective``."""
     try:
         coll = get_collective(collective)
         spec = get_algorithm(coll.name, algorithm)
         reduce_op = ReduceOp.parse(op)
         root = root_argument(coll, root, src, dst)
+        shape = _shape(comm, coll, x, splits)
     except SimCollError as exc:
         raise CommUsageError(f"rank {comm.rank}: {exc}") from None
     if spec.host is not None:
@@ -74,6 +94,8 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                                  f"communicator; use 0..{comm.size - 1}")
     elif root is not None:
         raise CommUsageError(f"rank {comm.rank}: {coll.name} has no root")
+    if shape is not None:
+        kwargs["splits"] = shape
     if spec.in_network is not None:
         # An in-network part has work only for some choices (NCCL's NVLS); it runs only
         # when a top-level simulate() starts it.

@@ -16,6 +16,14 @@ BETA = 1 / (100 * sc.GB)
 GAMMA = 1 / (400 * sc.GB)
 
 
+V_COLLECTIVES = ("all_gatherv", "reduce_scatterv", "all_to_allv")
+"""The collectives whose sizes differ between ranks. The generic tests over every
+registered algorithm give every rank one size (``nbytes=``, one array length), which these
+do not take; tests/test_uneven.py runs the same checks on them (numpy results, modelled
+traffic and time, data-free against data mode, time == last activity on random machines)
+with random splits."""
+
+
 def _no_formula(*args, **kwargs):
     raise AssertionError("a test-only program has no formula; nothing may ask for its cost")
 

@@ -78,10 +78,28 @@ def _blocks(x: np.ndarray, p: int) -> list[np.ndarray]:
     return [x[edges[i]:edges[i + 1]] for i in range(p)]
 
 
+def _cut(x: np.ndarray, counts) -> list[np.ndarray]:
+    """x cut into consecutive blocks of ``counts`` elements (which must use all of x)."""
+    out, start = [], 0
+    for c in counts:
+        out.append(x[start:start + int(c)])
+        start += int(c)
+    assert start == len(x), (list(counts), len(x))
+    return out
+
+
 def expected_outputs(collective: str, inputs: list[np.ndarray], op: sc.ReduceOp,
-                     root: int = 0) -> list[np.ndarray | None]:
-    """Every rank's expected output (None where the collective leaves it unspecified)."""
+                     root: int = 0, splits=None) -> list[np.ndarray | None]:
+    """Every rank's expected output (None where the collective leaves it unspecified);
+    ``splits`` are a v-collective's sizes in elements."""
     p = len(inputs)
+    if collective == "all_gatherv":
+        return [np.concatenate(inputs)] * p
+    if collective == "reduce_scatterv":
+        return _cut(reduced(inputs, op), splits)
+    if collective == "all_to_allv":
+        blocks = [_cut(x, row) for x, row in zip(inputs, splits)]
+        return [np.concatenate([blocks[i][j] for i in range(p)]) for j in range(p)]
     if collective == "all_reduce":
         return [reduced(inputs, op)] * p
     if collective == "reduce_scatter":
@@ -111,11 +129,13 @@ def assert_outputs_match(res: sc.Result, inputs: list[np.ndarray], op: sc.Reduce
     coll = sc.COLLECTIVES[res.collective]
     p = len(inputs)
     dtype = inputs[0].dtype
+    splits = res.splits
     magnitudes = expected_outputs(res.collective, [np.abs(x.astype(np.float64))
-                                                   for x in inputs], sc.ReduceOp.SUM, root) \
+                                                   for x in inputs], sc.ReduceOp.SUM, root,
+                                  splits) \
         if coll.reduces and is_float(dtype) else None
     for rank, (out, ref) in enumerate(zip(res.outputs, expected_outputs(
-            res.collective, inputs, op, root))):
+            res.collective, inputs, op, root, splits))):
         if ref is None:
             continue
         assert out.dtype == dtype and out.shape == ref.shape, (rank, out.dtype, out.shape)

@@ -635,7 +635,8 @@ def test_unknown_names_list_the_known_ones_comma_separated():
     with pytest.raises(sc.UnknownCollectiveError,
                        match=r"^unknown collective 'allreduce'; known collectives: all_reduce, "
                              r"reduce_scatter, all_gather, broadcast, reduce, all_to_all, "
-                             r"gather, scatter, barrier \(and torch's all_gather_into_tensor, "
+                             r"gather, scatter, barrier, all_gatherv, reduce_scatterv, "
+                             r"all_to_allv \(and torch's all_gather_into_tensor, "
                              r"reduce_scatter_tensor, all_to_all_single\)$"):
         sc.simulate(sc.topology.switch(2), "allreduce", algorithm="ring", nbytes=8)
     with pytest.raises(sc.UnknownNetworkError,

@@ -34,6 +34,8 @@ ROOT = Int(0, minimum=0, doc="rank that holds the input or gets the output")
 """``root``, which the cost models of rooted collectives may name."""
 
 Fn = TypeVar("Fn", bound=Callable[..., Any])
+_FIXED = ("op", "root", "splits")
+"""Keywords of a rank program that belong to the collective, not to the algorithm."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,9 @@ class AlgorithmSpec:
 
     Attributes:
         collective, name: the key.
-        fn: the rank program, ``fn(comm, x, *, op, root, **params) -> Program`` (``op``
-            for reducing collectives, ``root`` for rooted ones).
+        fn: the rank program, ``fn(comm, x, *, op, root, splits, **params) -> Program``
+            (``op`` for reducing collectives, ``root`` for rooted ones, ``splits`` for the
+            v-collectives: their sizes in elements, a tuple of p ints or of p rows).
         cost: its cost model.
         params: its parameters and their specs (defaults, accepted values, docs).
         host: program run on each server host, ``host(comm, **same keywords)``, or None.
@@ -116,14 +119,14 @@ class AlgorithmSpec:
         return {**self.defaults, **params}
 
     def program(self, comm: Comm, x: Buffer, **kwargs: Any) -> Steps:
-        """This rank's program, for running it inside another one (``op``, ``root`` and
-        parameters as keywords; parameters not given take their defaults).
+        """This rank's program, for running it inside another one (``op``, ``root``,
+        ``splits`` and parameters as keywords; parameters not given take their defaults).
 
         Raises:
             InvalidInputError: an unknown parameter or a value its spec refuses.
         """
-        params = {k: v for k, v in kwargs.items() if k not in ("op", "root")}
-        fixed = {k: v for k, v in kwargs.items() if k in ("op", "root")}
+        params = {k: v for k, v in kwargs.items() if k not in _FIXED}
+        fixed = {k: v for k, v in kwargs.items() if k in _FIXED}
         return self.fn(comm, x, **fixed, **self.arguments(_normalized(self, params,
                                                                        self.params)))
 
@@ -202,8 +205,10 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         raise TypeError(f"{what}: cost={cost!r} is not a simcoll.cost.CostModel")
     specs = dict(params or {})
     _check_specs(what, {**specs, **cost.machine})
-    # op and root belong to the collective; validate gets the ranks' nodes as ``nodes``.
-    taken = ({"op", "root", "nodes"} & set(specs)) | ({"op", "root", *specs} & set(cost.machine))
+    # op, root and splits belong to the collective; validate gets the ranks' nodes as
+    # ``nodes``.
+    taken = (({"op", "root", "splits", "nodes"} & set(specs))
+             | ({"op", "root", "splits", *specs} & set(cost.machine)))
     if taken:
         raise TypeError(f"{what}: {sorted(taken)} cannot be declared as parameters (taken)")
     model_names = {*specs, *cost.machine, *(("root",) if coll.rooted else ())}
@@ -211,7 +216,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         _check_keywords(what, fn, model_names, "cost model function")
     if validate is not None:
         _check_keywords(what, validate, {*specs, "nodes"}, "validate")
-    keywords = {*specs, *(("op",) if coll.reduces else ()), *(("root",) if coll.rooted else ())}
+    keywords = {*specs, *(("op",) if coll.reduces else ()), *(("root",) if coll.rooted else ()),
+                *(("splits",) if coll.uneven is not None else ())}
 
     def decorator(fn: Fn) -> Fn:
         if not inspect.isgeneratorfunction(fn):

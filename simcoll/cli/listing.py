@@ -49,6 +49,7 @@ def _collectives() -> list[str]:
     for name, coll in COLLECTIVES.items():
         flags = [f for f, on in (("reduces", coll.reduces), ("root", coll.rooted)) if on]
         flags += [f"also {alias}" for alias, target in ALIASES.items() if target == name]
+        flags += ["sizes per rank, Python only"] if coll.uneven is not None else []
         lines.append(f"  {name:<15} {', '.join(flags)}".rstrip())
     return lines
 

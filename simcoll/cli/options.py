@@ -141,7 +141,9 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> 
                              f".yaml, .toml, or an ASTRA-sim network .yml); 'simcoll list' "
                              f"shows every builder (default: {default})")
     parser.add_argument("--collective", default="all_reduce",
-                        help=f"{', '.join(COLLECTIVES)} (default: all_reduce)")
+                        help=f"{', '.join(n for n, c in COLLECTIVES.items() if c.uneven is None)} "
+                             f"(default: all_reduce; the v-collectives, whose sizes differ "
+                             f"between ranks, are for Python only)")
     if not sweep:
         parser.add_argument("--algorithm", default="ring",
                             help="a registered algorithm (default: ring; 'simcoll list')")
@@ -165,10 +167,15 @@ def run_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """``simulate`` keyword arguments from the options of :func:`add_run_options`.
 
     Raises:
-        CommandLineError: --op for a collective that does not reduce, --root for one
-            without a root, or a parameter given twice.
+        CommandLineError: a v-collective (sizes per rank are for Python), --op for a
+            collective that does not reduce, --root for one without a root, or a
+            parameter given twice.
     """
     coll = get_collective(args.collective)
+    if coll.uneven is not None:
+        raise CommandLineError(f"--collective {coll.name} is not supported on the command "
+                               f"line: it takes sizes per rank or per pair; use "
+                               f"simcoll.simulate(..., nbytes=[...]) from Python")
     kwargs: dict[str, Any] = {"network": args.network}
     if args.op is not None:
         if not coll.reduces:

@@ -4,7 +4,10 @@ All formulas are for the single-port alpha-beta reference network of DESIGN.md
 (``switch(p, bandwidth=1/beta, latency=alpha/2)``, every GPU with
 ``reduce_bandwidth=1/gamma``): a message of n bytes costs alpha + n beta, each rank sends
 one and receives one message at full speed at a time, and reducing n bytes costs n gamma.
-``nbytes`` is always each rank's input buffer size, as in ``simulate``.
+``nbytes`` is always each rank's input buffer size, as in ``simulate``; for the
+v-collectives it is what ``simulate`` takes as their ``nbytes``: p bytes per rank
+(all_gatherv, reduce_scatterv) or the p x p matrix of bytes per pair (all_to_allv), which
+the models get as an int64 array (:mod:`simcoll.cost.uneven`).
 
 Each algorithm's model is part of its registration (``register(..., cost=CostModel(...))``
 in the module of its family, under ``simcoll/algorithms/``); the functions here find it
@@ -18,12 +21,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from simcoll.algorithms.params import named_arguments
 from simcoll.buffers import block_size
 from simcoll.collectives import ALIASES
+from simcoll.collectives import collective as get_collective
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
+from simcoll.cost.uneven import uneven_bounds
 from simcoll.errors import InvalidInputError, UnknownAlgorithmError
+from simcoll.uneven import check_nbytes
 
 if TYPE_CHECKING:
     from simcoll.algorithms.registry import AlgorithmSpec
@@ -82,16 +89,22 @@ def _entry(collective: str, algorithm: str) -> AlgorithmSpec:
             f"no cost model for {collective}/{algorithm}; known: {known}") from None
 
 
-def _sizes(p: Any, nbytes: Any) -> tuple[int, int]:
+def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any]:
+    """(p, nbytes) checked: an int, or for a v-collective a read-only int64 array."""
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)) or p < 1:
         raise InvalidInputError(f"p={p!r} is not accepted; use an integer >= 1")
+    coll = None if collective is None else get_collective(collective)
+    if coll is not None and coll.uneven is not None:
+        sizes = check_nbytes(coll, nbytes, int(p))
+        sizes.flags.writeable = False
+        return int(p), sizes
     if (isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, (int, np.integer))
             or nbytes < 0):
         raise InvalidInputError(f"nbytes={nbytes!r} is not accepted; use an integer >= 0")
     return int(p), int(nbytes)
 
 
-def predict(collective: str, algorithm: str, *, p: int, nbytes: int, alpha: float,
+def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike, alpha: float,
             beta: float, gamma: float = 0.0, **params: Any) -> float:
     """Predicted seconds on the alpha-beta reference network.
 
@@ -104,13 +117,14 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int, alpha: floa
         InvalidInputError: a bad p, nbytes or parameter.
     """
     spec = _entry(collective, algorithm)
-    p, nbytes = _sizes(p, nbytes)
+    p, nbytes = _sizes(p, nbytes, spec.collective)
     args = spec.model_arguments(p, params)
     time = spec.cost.time
     return float(time(p, nbytes, alpha, beta, gamma, **named_arguments(time, args)))
 
 
-def traffic(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: int = 4,
+def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
+            itemsize: int = 4,
             **params: Any) -> Traffic:
     """Bytes each rank sends and receives (exact, for elements of ``itemsize`` bytes).
 
@@ -118,13 +132,14 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: i
         UnknownAlgorithmError, InvalidInputError: as :func:`predict`.
     """
     spec = _entry(collective, algorithm)
-    p, nbytes = _sizes(p, nbytes)
+    p, nbytes = _sizes(p, nbytes, spec.collective)
     args = spec.model_arguments(p, params)
     fn = spec.cost.traffic
     return fn(p, nbytes, itemsize, **named_arguments(fn, args))
 
 
-def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: int = 4,
+def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
+             itemsize: int = 4,
              **params: Any) -> bool:
     """Whether ``predict`` is exact (not an estimate) for these arguments.
 
@@ -132,13 +147,13 @@ def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int, itemsize: 
         UnknownAlgorithmError, InvalidInputError: as :func:`predict`.
     """
     spec = _entry(collective, algorithm)
-    p, nbytes = _sizes(p, nbytes)
+    p, nbytes = _sizes(p, nbytes, spec.collective)
     args = spec.model_arguments(p, params)
     fn = spec.cost.exact
     return bool(fn(p, nbytes, itemsize, **named_arguments(fn, args)))
 
 
-def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: float,
+def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: float, beta: float,
                 gamma: float = 0.0, itemsize: int = 1) -> Bounds:
     """Latency, bandwidth and computation lower bounds (Chan et al. 2007, table 1).
 
@@ -151,16 +166,22 @@ def lower_bound(collective: str, *, p: int, nbytes: int, alpha: float, beta: flo
     other rank's n bytes); broadcast and reduce n beta. Computation bounds: (p-1)/p n gamma
     for all_reduce, reduce_scatter and reduce, 0 otherwise.
 
+    The v-collectives take ``nbytes`` as their models do (bytes per rank or per pair);
+    their bounds are in :func:`simcoll.cost.uneven.uneven_bounds`.
+
     Raises:
         InvalidInputError: a bad p or nbytes, or a collective without bounds.
     """
-    p, nbytes = _sizes(p, nbytes)
     collective = ALIASES.get(collective, collective)
+    if collective in ("all_gatherv", "reduce_scatterv", "all_to_allv"):
+        p, sizes = _sizes(p, nbytes, collective)
+        steps, moved, reduced, needed = uneven_bounds(collective, p, sizes)
+        return Bounds(steps * alpha, moved * beta, reduced * gamma, alpha if needed else 0.0)
+    p, n = _sizes(p, nbytes)
     if p == 1:
         return Bounds(0.0, 0.0, 0.0, 0.0)
     steps = (p - 1).bit_length()
     frac = (p - 1) / p
-    n = nbytes
     table = {
         "all_reduce": (steps, 2 * frac * n, frac * n),
         "reduce_scatter": (steps, frac * n, frac * n),

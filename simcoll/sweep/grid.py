@@ -163,6 +163,10 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
         raise InvalidInputError(f"topology={factory!r} is not a topology factory; give a "
                                 f"function of the rank count, e.g. simcoll.topology.switch")
     coll = get_collective(collective)
+    if coll.uneven is not None:
+        raise InvalidInputError(f"sweep does not take {coll.name}: its sizes differ between "
+                                f"ranks, and a sweep gives every rank one size per point; "
+                                f"run simcoll.simulate(..., nbytes=[...]) for each case")
     names = _listed("algorithms", algorithms)
     for name in names:
         if not isinstance(name, str):

@@ -135,8 +135,10 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     params = _model_params(res)
     if collective(res.collective).rooted:
         params["root"] = root
-    args = {"p": res.nranks, "nbytes": res.nbytes}
     itemsize = as_dtype(res.dtype).itemsize
+    # A v-collective's models take its sizes in bytes, per rank or per pair.
+    sizes = res.nbytes if res.splits is None else np.array(res.splits) * itemsize
+    args: dict[str, Any] = {"p": res.nranks, "nbytes": sizes}
     t = cost.traffic(res.collective, res.algorithm, itemsize=itemsize, **args, **params)
     # A model of an algorithm without hosts leaves the host arrays empty: nothing moves.
     hosts = [h if h.size else 0 for h in (t.host_sent, t.host_received)]

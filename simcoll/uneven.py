@@ -1,0 +1,177 @@
+"""The sizes of the v-collectives (all_gatherv, reduce_scatterv, all_to_allv), checked.
+
+A v-collective's shape is ``splits``: p element counts, or a p x p matrix of them for
+all_to_allv (what each collective means by them: :mod:`simcoll.collectives`). Users give
+it as ``splits=`` in elements beside ``data=`` (all_gatherv reads it from the arrays'
+lengths), or as ``nbytes=`` in bytes (data-free mode); cost-model queries take the same
+bytes. Every function here refuses a bad value with an ``InvalidInputError`` naming it and
+what is accepted, and returns plain Python ints (splits) or an int64 array (bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from simcoll.collectives import Collective, Splits
+from simcoll.dtypes import as_dtype
+from simcoll.errors import InvalidInputError
+
+__all__ = ["V_COLLECTIVES", "what_it_takes", "check_splits", "check_nbytes",
+           "splits_of_arrays", "check_arrays", "refuse_sizes_of_even", "as_splits"]
+
+V_COLLECTIVES = ("all_gatherv", "reduce_scatterv", "all_to_allv")
+
+
+def what_it_takes(coll: Collective, unit: str) -> str:
+    """The shape ``coll`` takes, in words (``unit``: "elements" or "bytes")."""
+    assert coll.uneven is not None
+    if coll.uneven.matrix:
+        return (f"a p x p matrix of {unit} (row i: what rank i sends to ranks 0..p-1), "
+                f"non-negative integers")
+    what = ("each rank's input" if coll.name == "all_gatherv"
+            else "each rank's output block (the input is their sum)")
+    return f"a sequence of p non-negative integers, {what} in {unit}"
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
+
+
+def _count(value: Any) -> int | None:
+    """``value`` as an int if it is a non-negative integer (numpy's too), else None."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        return None
+    return int(value) if value >= 0 else None
+
+
+def _counts(value: Any, name: str, p: int, coll: Collective, unit: str) -> NDArray[np.int64]:
+    """``value`` as an int64 array of the collective's shape for p ranks."""
+    assert coll.uneven is not None
+    matrix = coll.uneven.matrix
+    accepted = what_it_takes(coll, unit)
+    if not _is_sequence(value):
+        raise InvalidInputError(f"{name}={value!r} is not accepted: {coll.name} takes "
+                                f"{accepted}, here with p={p}")
+    rows = list(value)
+    if len(rows) != p:
+        raise InvalidInputError(f"{name} has {len(rows)} {'rows' if matrix else 'entries'} "
+                                f"but there are {p} ranks; {coll.name} takes {accepted}")
+    if matrix:
+        for i, row in enumerate(rows):
+            if not _is_sequence(row) or len(row) != p:
+                raise InvalidInputError(
+                    f"{name}[{i}]={row!r} is not a row of {p} entries; {coll.name} takes "
+                    f"{accepted}")
+    flat = [(f"{name}[{i}][{j}]", v) for i, row in enumerate(rows) for j, v in enumerate(row)] \
+        if matrix else [(f"{name}[{i}]", v) for i, v in enumerate(rows)]
+    out = []
+    for where, v in flat:
+        c = _count(v)
+        if c is None:
+            raise InvalidInputError(f"{where}={v!r} is not accepted; {coll.name} takes "
+                                    f"{accepted}")
+        out.append(c)
+    return np.array(out, dtype=np.int64).reshape((p, p) if matrix else (p,))
+
+
+def as_splits(counts: NDArray[np.int64]) -> Splits:
+    if counts.ndim == 2:
+        return tuple(tuple(int(c) for c in row) for row in counts)
+    return tuple(int(c) for c in counts)
+
+
+def check_splits(coll: Collective, splits: Any, p: int) -> Splits:
+    """``splits`` (elements) for ``coll`` on p ranks, as a tuple (of tuples).
+
+    Raises:
+        InvalidInputError: ``splits`` for a collective that takes none, a wrong shape, an
+            entry that is not a non-negative integer.
+    """
+    if coll.uneven is None:
+        raise InvalidInputError(f"splits={splits!r} is not accepted: {coll.name} takes no "
+                                f"splits (only {', '.join(V_COLLECTIVES)} do)")
+    return as_splits(_counts(splits, "splits", p, coll, "elements"))
+
+
+def check_nbytes(coll: Collective, nbytes: Any, p: int,
+                 itemsize: int | None = None) -> NDArray[np.int64]:
+    """``nbytes`` of a v-collective (bytes per rank or per pair) as an int64 array.
+
+    Raises:
+        InvalidInputError: a single size, a wrong shape, an entry that is not a
+            non-negative integer, or (given ``itemsize``) not a whole number of elements.
+    """
+    assert coll.uneven is not None
+    counts = _counts(nbytes, "nbytes", p, coll, "bytes")
+    if itemsize is not None and np.any(counts % itemsize):
+        where = tuple(int(i) for i in np.argwhere(counts % itemsize)[0])
+        index = "".join(f"[{i}]" for i in where)
+        raise InvalidInputError(f"nbytes{index}={int(counts[where])} is not a multiple of "
+                                f"the item size ({itemsize} bytes); every entry must be "
+                                f"whole elements")
+    return counts
+
+
+def refuse_sizes_of_even(coll: Collective, nbytes: Any) -> None:
+    """Refuse a sequence ``nbytes`` for a collective that takes one size."""
+    if coll.uneven is None and _is_sequence(nbytes):
+        raise InvalidInputError(
+            f"nbytes={nbytes!r} is not accepted: {coll.name} takes one size (each rank's "
+            f"input in bytes, or a size string like '256MiB'); sizes per rank or per pair "
+            f"are for {', '.join(V_COLLECTIVES)}")
+
+
+def splits_of_arrays(coll: Collective, arrays: list[np.ndarray], splits: Any) -> Splits:
+    """The splits of a data-mode run: ``splits=`` checked against the arrays' lengths
+    (all_gatherv may leave it out: the lengths are its counts).
+
+    Raises:
+        InvalidInputError: no splits where they are needed, or splits that do not add up
+            to the arrays' lengths.
+    """
+    assert coll.uneven is not None
+    p = len(arrays)
+    lengths = [int(x.size) for x in arrays]
+    if splits is None:
+        if coll.name == "all_gatherv":
+            return tuple(lengths)
+        raise InvalidInputError(f"{coll.name} with data= needs splits=: "
+                                f"{what_it_takes(coll, 'elements')}")
+    checked = check_splits(coll, splits, p)
+    needed = coll.uneven.inputs(checked)
+    for r, (length, need) in enumerate(zip(lengths, needed)):
+        if length != need:
+            raise InvalidInputError(
+                f"data[{r}] has {length} elements but splits={list(checked)!r} give rank "
+                f"{r} an input of {need}; the splits must add up to each rank's array")
+    return checked
+
+
+def check_arrays(coll: Collective, data: Any, p: int) -> list[np.ndarray]:
+    """One 1-D array per rank, all of one dtype; all of one length where the collective
+    needs that (reduce_scatterv)."""
+    if isinstance(data, np.ndarray) or not isinstance(data, Sequence):
+        raise InvalidInputError(f"data must be a list of {p} numpy arrays (one per rank), "
+                                f"got {type(data).__name__}")
+    if len(data) != p:
+        raise InvalidInputError(f"data has {len(data)} arrays but the topology has {p} "
+                                f"ranks; pass exactly one array per rank")
+    for r, x in enumerate(data):
+        if not isinstance(x, np.ndarray):
+            raise InvalidInputError(f"data[{r}] is a {type(x).__name__}, not a numpy array")
+        if x.ndim != 1:
+            raise InvalidInputError(f"data[{r}] has shape {x.shape}; pass 1-D arrays "
+                                    f"(use x.ravel())")
+        as_dtype(x.dtype, f"data[{r}] dtype")
+        if x.dtype != data[0].dtype:
+            raise InvalidInputError(f"data[{r}] is {x.dtype} but data[0] is "
+                                    f"{data[0].dtype}; every rank needs the same dtype")
+        if coll.name == "reduce_scatterv" and x.shape != data[0].shape:
+            raise InvalidInputError(f"data[{r}] has {x.size} elements but data[0] has "
+                                    f"{data[0].size}; reduce_scatterv reduces arrays of "
+                                    f"one length")
+    return list(data)
