@@ -26,9 +26,11 @@ https://simgrid.org/doc/latest/Models.html. What differs from SimGrid:
   of acknowledgements on the reverse route (``network/crosstraffic``).
 * Routes of zero latency are refused: their weight would be infinite. SimGrid gives a
   flow whose route has zero latency a penalty of 1 (as if its route took one second);
-  here the first message on such a route raises :class:`~simcoll.errors.InvalidInputError`
-  naming the route and its links, before it moves: give those links a latency, or use
-  ``network="flow"``.
+  here the model, when it is built (before the run), raises
+  :class:`~simcoll.errors.InvalidInputError` naming such a route and its links: give
+  those links a latency, or use ``network="flow"``. (It checks the routes between the
+  endpoints that links of zero latency join, the only ones that can be of zero latency;
+  a route taken around a failed link is checked when it is taken.)
 * A multicast's weight is the inverse of the summed latency of every link of its tree.
 * After a link fault moves a flow to another route, its weight follows the new route.
 
@@ -42,8 +44,11 @@ equal messages costs O(n^2) here against O(n log n) in the flow model.
 
 from __future__ import annotations
 
+import simpy
+
 from simcoll.errors import InvalidInputError
 from simcoll.network.flow import FlowNetwork
+from simcoll.topology.graph import Topology
 
 __all__ = ["FlowRttNetwork"]
 
@@ -54,6 +59,40 @@ class FlowRttNetwork(FlowNetwork):
 
     name = "flow_rtt"
     groups = False
+
+    def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
+        """Raises:
+            InvalidInputError: a route between two endpoints has latency 0.
+        """
+        super().__init__(env, topology, endpoints)
+        self._check_zero_latency_routes(endpoints)
+
+    def _check_zero_latency_routes(self, endpoints: int) -> None:
+        """Find every route of zero latency now, before the run: such a route crosses
+        only links of zero latency, so its ends are joined by such links. Group the
+        endpoints by the components that links of zero latency form and route each pair
+        of a group (the routes are kept for the run)."""
+        topo = self.topology
+        parent: dict[str, str] = {}
+
+        def root(name: str) -> str:
+            while parent.setdefault(name, name) != name:
+                name = parent[name] = parent[parent[name]]
+            return name
+
+        for link in topo.links:
+            if link.latency <= 0:
+                parent[root(link.u)] = root(link.v)
+        groups: dict[str, list[int]] = {}
+        for address in range(endpoints):
+            name = topo.endpoint_name(address)
+            if name in parent:
+                groups.setdefault(root(name), []).append(address)
+        for members in groups.values():
+            for src in members:
+                for dst in members:
+                    if src != dst and (src, dst) not in self._routes:
+                        self._route(src, dst)
 
     def _penalties(self) -> list[float]:
         """Each directed link's latency: a flow's weight is 1 / their sum over its links."""

@@ -13,6 +13,13 @@ flows (the same costs: O(F R + I L) in pure Python, a dozen numpy calls per bott
 level over arrays), and the same tie rule (:data:`~simcoll.network.maxmin.TIE`). A link
 keeps a count of its unfrozen flows too, so that it stops limiting anything when the
 count, not a sum of weights that rounding may leave a few ulps from zero, reaches zero.
+
+A link's sum of weights is kept by subtracting the weights of the flows that freeze. When
+that leaves less than :data:`REFRESH` of the sum before (a heavy flow left, light ones
+remain), the difference has lost digits (rounding error of the old sum over a small new
+one), so the sum is recomputed over the link's unfrozen flows. A sum can only shrink by
+that factor a few times (log of the ratio of the heaviest to the lightest weight over
+log 1/REFRESH), so this keeps the costs above.
 """
 
 from __future__ import annotations
@@ -24,7 +31,11 @@ from numpy.typing import NDArray
 
 from simcoll.network.maxmin import TIE
 
-__all__ = ["fill_weighted", "fill_arrays_weighted"]
+__all__ = ["REFRESH", "fill_weighted", "fill_arrays_weighted"]
+
+REFRESH = 1e-3
+"""A link's sum of unfrozen weights is recomputed when a subtraction leaves less than
+this fraction of it."""
 
 
 def fill_weighted(routes: Sequence[Sequence[int]], capacity: Mapping[int, float],
@@ -63,8 +74,11 @@ def fill_weighted(routes: Sequence[Sequence[int]], capacity: Mapping[int, float]
                     frozen += 1
                     for d in routes[i]:
                         left[d] -= rate
-                        weight[d] -= w
+                        before = weight[d]
+                        weight[d] = before - w
                         unfrozen[d] -= 1
+                        if weight[d] < before * REFRESH and unfrozen[d]:
+                            weight[d] = sum(weights[j] for j in on_link[d] if rates[j] < 0)
     return rates
 
 
@@ -122,9 +136,13 @@ def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
                                          minlength=size)
             left -= np.bincount(crossed, weights=np.repeat(rates[members], width),
                                 minlength=size)
+            before = weight.copy()
             weight -= crossed_weight
             count -= crossed_count
             empty = count == 0.0
             left[empty] = np.inf
             weight[empty] = 0.0
+            for d in np.flatnonzero((weight < before * REFRESH) & ~empty).tolist():
+                flows_on = owner[start[d]:start[d + 1]]
+                weight[d] = weights[flows_on[~frozen[flows_on]]].sum()
     return rates
