@@ -65,7 +65,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             for collectives without a root.
         src, dst: torch's names for the root: ``src=`` for broadcast and scatter,
             ``dst=`` for reduce and gather (give one of them or ``root=``, not both).
-        network: network model, ``"flow"`` (default) or ``"analytical"``.
+        network: network model, ``"flow"`` (default: max-min fair sharing),
+            ``"flow_rtt"`` (shares in proportion to 1 / route latency, TCP-like) or
+            ``"analytical"`` (no contention).
         check: compare outputs with numpy (data mode).
         trace: record every message, reduction and compute span in ``Result.trace``
             (see :mod:`simcoll.trace` for Chrome / Perfetto export).

@@ -641,6 +641,6 @@ def test_unknown_names_list_the_known_ones_comma_separated():
         sc.simulate(sc.topology.switch(2), "allreduce", algorithm="ring", nbytes=8)
     with pytest.raises(sc.UnknownNetworkError,
                        match=r"^unknown network model 'fluid'; known models: analytical, "
-                             r"flow$"):
+                             r"flow, flow_rtt$"):
         sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8,
                     network="fluid")

@@ -160,7 +160,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> 
                         help="root rank (default 0; broadcast, reduce, gather, scatter only)")
     parser.add_argument("--network", default="flow",
                         help=f"network model: {', '.join(NETWORKS)} (default: flow, max-min "
-                             f"fair sharing; analytical: no contention)")
+                             f"fair sharing; flow_rtt: shares in proportion to 1 / route "
+                             f"latency, TCP-like; analytical: no contention)")
 
 
 def run_kwargs(args: argparse.Namespace) -> dict[str, Any]:

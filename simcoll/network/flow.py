@@ -76,6 +76,9 @@ class FlowNetwork(Network):
     general solver (for tests that compare the two)."""
     vectorized_from = CROSSOVER
     """Flows in a re-solve from which the numpy solver is used (0: always; tests)."""
+    groups = True
+    """Serve flows behind one bottleneck link as a processor-sharing group (equal shares
+    for all: a model that weighs flows turns it off)."""
 
     def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
         super().__init__(env, topology, endpoints)
@@ -86,13 +89,18 @@ class FlowNetwork(Network):
         dict per link, because every message of a ring or tree is reserved."""
         self._load = [0] * len(self._capacity)
         self._general = GeneralFlows(env, self._capacity, self._general_due,
-                                     self.vectorized_from)
+                                     self.vectorized_from, self._penalties())
         self._ending = Batches(env, self._finish)
         self._starting = Batches(env, self._start)
         self._settling = False
         self._waking: dict[Group, None] = {}
         self._in_flight: dict[Flow, None] | None = None
         """Every flow in flight, kept only when link faults are planned."""
+
+    def _penalties(self) -> list[float] | None:
+        """Each directed link's sharing penalty, for weighted sharing (None: unweighted,
+        every flow's share is equal)."""
+        return None
 
     def track_flows(self) -> None:
         """Keep the set of flows in flight, which link faults need to find the flows
@@ -220,7 +228,7 @@ class FlowNetwork(Network):
                 owner[d] = flow
             self._reserve(flow, now, flow.remaining / flow.bottleneck)
             return
-        if not mixed and self.fast:
+        if not mixed and self.fast and self.groups:
             if group is not None and general is None:
                 if self._capacity[group.link] == flow.bottleneck and group.link in flow.links:
                     self._join(group, flow, now)

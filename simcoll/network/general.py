@@ -12,11 +12,16 @@ and a flow leaving the network only lowers the load of its own links, which do n
 before its rate r: every flow slower than r keeps its rate, and the flows at r or faster
 are re-solved on what the slower ones leave of each link. Flows arriving, links changing
 capacity and groups dissolving re-solve everything (floor 0).
+
+Weighted sharing (``penalty`` given, the ``"flow_rtt"`` model): a flow's weight is the
+inverse of the summed penalty of its links, and rates are re-solved by weighted
+progressive filling (:mod:`simcoll.network.weighted`). The floor is then a level (rate
+per unit weight), not a rate, and the argument above holds for levels unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import simpy
@@ -25,6 +30,7 @@ from simpy.events import Event
 from simcoll.engine import cancel, schedule_at
 from simcoll.network.maxmin import CROSSOVER, TIE, fill, fill_arrays
 from simcoll.network.regimes import Flow
+from simcoll.network.weighted import fill_arrays_weighted, fill_weighted
 
 __all__ = ["GeneralFlows"]
 
@@ -38,10 +44,14 @@ class GeneralFlows:
         due: called by the pending completion event at its instant.
         vectorized_from: re-solve with :func:`~simcoll.network.maxmin.fill_arrays` from
             this many flows on, with :func:`~simcoll.network.maxmin.fill` below.
+        penalty: if given, each directed link's sharing penalty (> 0 summed over any
+            flow's links): a flow's weight is ``1 / sum(penalty[d] for d in its links)``
+            and rates are weighted max-min fair; if None, plain max-min fair.
     """
 
     def __init__(self, env: simpy.Environment, capacity: list[float],
-                 due: Callable[[Event], None], vectorized_from: int = CROSSOVER):
+                 due: Callable[[Event], None], vectorized_from: int = CROSSOVER,
+                 penalty: Sequence[float] | None = None):
         self.env = env
         self.vectorized_from = vectorized_from
         self._pad = len(capacity)
@@ -54,6 +64,9 @@ class GeneralFlows:
         self.remaining = np.zeros(0)
         self.updated = np.zeros(0)
         self.finish = np.zeros(0)
+        self._penalty = None if penalty is None else list(penalty)
+        self.weight: np.ndarray | None = None if penalty is None else np.zeros(0)
+        """Each row's weight (weighted sharing only; 1 in unused rows)."""
         self._free: list[int] = []
         self.count = 0
         self.floor = np.inf
@@ -73,6 +86,8 @@ class GeneralFlows:
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(size - old)]))
         self.finish = np.concatenate([self.finish, np.full(size - old, np.inf)])
         self.used = np.concatenate([self.used, np.zeros(size - old, dtype=bool)])
+        if self.weight is not None:
+            self.weight = np.concatenate([self.weight, np.ones(size - old)])
         self.flows.extend([None] * (size - old))
         self._free.extend(range(size - 1, old - 1, -1))
 
@@ -92,6 +107,10 @@ class GeneralFlows:
         self.updated[slot] = updated
         self.finish[slot] = finish
         self.used[slot] = True
+        if self.weight is not None:
+            penalty = self._penalty
+            assert penalty is not None
+            self.weight[slot] = 1.0 / sum(penalty[d] for d in links)
         self.flows[slot] = flow
         flow.slot = slot
         self.count += 1
@@ -104,6 +123,13 @@ class GeneralFlows:
         self.flows[slot] = None
         self._free.append(slot)
         self.count -= 1
+
+    def level(self, flow: Flow) -> float:
+        """``flow``'s rate per unit weight (its rate, without weights)."""
+        slot = flow.slot
+        if self.weight is None:
+            return float(self.rate[slot])
+        return float(self.rate[slot] / self.weight[slot])
 
     def left(self, flow: Flow, now: float) -> float:
         """Bytes ``flow`` has still to send at ``now``."""
@@ -128,11 +154,11 @@ class GeneralFlows:
         self.pending = None
         self.pending_at = np.inf
         done = []
-        rate = self.rate
+        level = self.rate if self.weight is None else self.rate / self.weight
         for slot in np.flatnonzero(self.finish <= now).tolist():
             flow = self.flows[slot]
             assert flow is not None
-            self.floor = min(self.floor, float(rate[slot]))
+            self.floor = min(self.floor, float(level[slot]))
             self._release(slot)
             flow.slot = -1
             done.append(flow)
@@ -156,10 +182,12 @@ class GeneralFlows:
             self.rearm()
             return
         used = self.used
+        weight = self.weight
         if floor > 0:
             cutoff = floor * (1 - 4 * TIE)
-            free = used & (self.rate >= cutoff)
-            fixed = np.flatnonzero(used & (self.rate < cutoff))
+            level = self.rate if weight is None else self.rate / weight
+            free = used & (level >= cutoff)
+            fixed = np.flatnonzero(used & (level < cutoff))
         else:
             free = used
             fixed = np.zeros(0, dtype=np.intp)
@@ -174,8 +202,9 @@ class GeneralFlows:
             flows = self.flows
             routes = [flow.links for flow in (flows[s] for s in chosen.tolist()) if flow]
             involved = sorted({d for route in routes for d in route})
-            rates = np.array(fill(routes, dict(zip(involved,
-                                                   capacity[involved].tolist()))))
+            left = dict(zip(involved, capacity[involved].tolist()))
+            rates = np.array(fill(routes, left) if weight is None
+                             else fill_weighted(routes, left, weight[chosen].tolist()))
         else:
             routes_matrix = self.links[chosen]
             if self._pad > 8 * routes_matrix.size:
@@ -185,7 +214,8 @@ class GeneralFlows:
                                            return_inverse=True)
                 routes_matrix = inverse[:-1].reshape(routes_matrix.shape)
                 capacity = capacity[links]
-            rates = fill_arrays(routes_matrix, capacity)
+            rates = (fill_arrays(routes_matrix, capacity) if weight is None
+                     else fill_arrays_weighted(routes_matrix, capacity, weight[chosen]))
         old = self.rate[chosen]
         self.remaining[chosen] -= old * (now - self.updated[chosen])
         self.updated[chosen] = now

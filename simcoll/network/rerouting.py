@@ -90,9 +90,10 @@ def _move(net: FlowNetwork, flow: Flow, links: tuple[int, ...], now: float) -> N
     on_link, load, counted = net._on_link, net._load, net.link_bytes
     draining = flow.slot >= 0
     if draining:
+        level = net._general.level(flow)
         flow.remaining = net._general.take(flow, now)
         flow.updated = now
-        net._general.changed(flow.rate)
+        net._general.changed(level)
     left = round(flow.remaining)
     for d in flow.links:
         load[d] -= 1

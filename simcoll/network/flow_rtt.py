@@ -1,0 +1,121 @@
+"""The "flow_rtt" network model: links shared in proportion to 1 / route latency.
+
+The flow model (:mod:`simcoll.network.flow`) with one change: flows that compete for a
+link share it in proportion to their *weights*, and a flow's weight is the inverse of
+its route's latency (the sum of the latencies of the directed links it crosses). Rates
+are weighted max-min fair (weighted progressive filling,
+:mod:`simcoll.network.weighted`): on each link the share per unit weight is the capacity
+left over the summed weight of its unfrozen flows, and the link where that share is least
+freezes its flows at ``weight * share``. Two flows of route latencies 1 us and 3 us alone
+on one link get 3/4 and 1/4 of it. A flow alone on its path still takes exactly
+``sum(latency) + nbytes / min(bandwidth)``, and flows of equal route latencies share as in
+the flow model. This is how TCP-like transports (Ethernet, RoCE without perfect
+congestion control) share a bottleneck, short round trips getting more; credit-based
+fabrics (NVLink, InfiniBand) are closer to the flow model's equal shares.
+
+Source: SimGrid's CM02 model (Casanova & Marchal, LIP RR-2002-40), as implemented in
+SimGrid's ``src/kernel/resource/models/network_cm02.cpp`` (``NetworkCm02Model::
+communicate``: a flow's *sharing penalty* is its route's latency, the lmm solver gives it
+a share proportional to 1 / penalty) and documented at
+https://simgrid.org/doc/latest/Models.html. What differs from SimGrid:
+
+* No ``weight_S`` term: LV08 (SimGrid's default, ``network/weight-S = 20537``) adds
+  ``weight_S / bandwidth`` per link of the route to the penalty; CM02 (``weight-S = 0``)
+  does not, and neither does this model. No latency or bandwidth correction factors
+  (LV08's 13.01 and 0.97), no TCP window bound (``network/TCP-gamma``), no cross-traffic
+  of acknowledgements on the reverse route (``network/crosstraffic``).
+* Routes of zero latency are refused: their weight would be infinite. SimGrid gives a
+  flow whose route has zero latency a penalty of 1 (as if its route took one second);
+  here the model, when it is built (before the run), raises
+  :class:`~simcoll.errors.InvalidInputError` naming such a route and its links: give
+  those links a latency, or use ``network="flow"``. (It checks the routes between the
+  endpoints that links of zero latency join, the only ones that can be of zero latency;
+  a route taken around a failed link is checked when it is taken.)
+* A multicast's weight is the inverse of the summed latency of every link of its tree.
+* After a link fault moves a flow to another route, its weight follows the new route.
+
+Cost. A flow alone on its links is reserved exactly as in the flow model (its rate is
+its bottleneck whatever its weight), but flows behind one bottleneck link are not served
+as a processor-sharing group (that regime assumes equal shares): every contended flow is
+in the general regime, so each start or end among n contended flows costs a weighted
+re-solve, O(n R) for routes of R links, instead of the group's O(log n). An incast of n
+equal messages costs O(n^2) here against O(n log n) in the flow model.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from simcoll.errors import InvalidInputError
+from simcoll.network.flow import FlowNetwork
+from simcoll.topology.graph import Topology
+
+__all__ = ["FlowRttNetwork"]
+
+
+class FlowRttNetwork(FlowNetwork):
+    """Weighted max-min sharing, a flow's weight the inverse of its route's latency; see
+    the module docstring."""
+
+    name = "flow_rtt"
+    groups = False
+
+    def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
+        """Raises:
+            InvalidInputError: a route between two endpoints has latency 0.
+        """
+        super().__init__(env, topology, endpoints)
+        self._check_zero_latency_routes(endpoints)
+
+    def _check_zero_latency_routes(self, endpoints: int) -> None:
+        """Find every route of zero latency now, before the run: such a route crosses
+        only links of zero latency, so its ends are joined by such links. Group the
+        endpoints by the components that links of zero latency form and route each pair
+        of a group (the routes are kept for the run)."""
+        topo = self.topology
+        parent: dict[str, str] = {}
+
+        def root(name: str) -> str:
+            while parent.setdefault(name, name) != name:
+                name = parent[name] = parent[parent[name]]
+            return name
+
+        for link in topo.links:
+            if link.latency <= 0:
+                parent[root(link.u)] = root(link.v)
+        groups: dict[str, list[int]] = {}
+        for address in range(endpoints):
+            name = topo.endpoint_name(address)
+            if name in parent:
+                groups.setdefault(root(name), []).append(address)
+        for members in groups.values():
+            for src in members:
+                for dst in members:
+                    if src != dst and (src, dst) not in self._routes:
+                        self._route(src, dst)
+
+    def _penalties(self) -> list[float]:
+        """Each directed link's latency: a flow's weight is 1 / their sum over its links."""
+        return [link.latency for link in self.topology.links for _ in (0, 1)]
+
+    def _route(self, src: int, dst: int | tuple[int, ...]
+               ) -> tuple[tuple[int, ...], float, float]:
+        """The route as :meth:`Network._route` finds it, refused if it crosses links and
+        its latency is zero (its weight would be infinite).
+
+        Raises:
+            InvalidInputError: the route's latency is zero; names it and its links.
+        """
+        entry = super()._route(src, dst)
+        links, latency, _ = entry
+        if links and latency <= 0:
+            del self._routes[(src, dst)]
+            topo = self.topology
+            dsts = dst if isinstance(dst, tuple) else (dst,)
+            shown = ", ".join(repr(topo.directed_link(d)) for d in links)
+            raise InvalidInputError(
+                f"network 'flow_rtt' weighs each flow by 1 / its route's latency, and the "
+                f"route {topo.endpoint_name(src)}->"
+                f"{'+'.join(topo.endpoint_name(d) for d in dsts)} has latency 0 (links "
+                f"{shown}); give these links a latency > 0, or use network='flow'")
+        return entry

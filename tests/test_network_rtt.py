@@ -1,0 +1,362 @@
+"""The "flow_rtt" network model (links shared in proportion to 1 / route latency) against
+times worked out by hand, the "flow" model where every competing route has the same
+latency, and an independent weighted max-min reference on random machines."""
+
+from __future__ import annotations
+
+import json
+from unittest import mock
+
+import machines
+import numpy as np
+import pytest
+from conftest import register_probe, run_flows
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import simcoll as sc
+from simcoll.cli import main
+from simcoll.comm import Comm
+from simcoll.errors import InvalidInputError
+from simcoll.network import NETWORKS, FlowRttNetwork
+from simcoll.network.maxmin import fill
+from simcoll.network.weighted import fill_arrays_weighted, fill_weighted
+
+POSITIVE_LATENCIES = [1e-7, 5e-7, 1e-6, 3e-6]
+
+
+class Vectorized(FlowRttNetwork):
+    """flow_rtt with every re-solve over numpy arrays, however few flows."""
+
+    vectorized_from = 0
+
+
+class GeneralOnly(FlowRttNetwork):
+    """flow_rtt with every flow in the general regime (no reservations either)."""
+
+    fast = False
+
+
+def positive_machine(kind: str, seed: int, **kwargs) -> sc.Topology:
+    """A random machine of ``tests/machines.py`` whose links all have a latency > 0."""
+    with mock.patch.object(machines, "LATENCIES", POSITIVE_LATENCIES):
+        return machines.random_machine(kind, seed, **kwargs)
+
+
+def vee(bandwidth=1e9, latency_a=1e-6, latency_b=3e-6) -> sc.Topology:
+    """gpu0 and gpu1 reach gpu2 through switch0; only switch0->gpu2 (``bandwidth``, no
+    latency) limits anything, so the route latencies are ``latency_a`` and ``latency_b``."""
+    topo = sc.Topology("vee")
+    a, b, d = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
+    s = topo.add_switch()
+    topo.add_link(a, s, bandwidth=1e12, latency=latency_a)
+    topo.add_link(b, s, bandwidth=1e12, latency=latency_b)
+    topo.add_link(s, d, bandwidth=bandwidth)
+    return topo
+
+
+# -- by hand ---------------------------------------------------------------------------
+def test_two_flows_of_latencies_1_and_3_share_a_link_3_to_1():
+    # gpu0->gpu2 (route latency 1 us, 0.75 MB) starts at 2 us, gpu1->gpu2 (3 us, 1 MB) at
+    # 0: both drain from 3 us. Weights 1/1 and 1/3: the 1 GB/s link splits 0.75 : 0.25
+    # GB/s. The short one ends after 0.75e6 / 0.75e9 = 1 ms, at 1.003 ms; the long one
+    # has sent 0.25 MB by then and drains its 0.75 MB left alone at 1 GB/s: 0.75 ms more,
+    # 1.753 ms. Equal shares ("flow") end the short one at 3 us + 1.5 ms instead.
+    flows = [(2e-6, 0, 2, 750_000), (0.0, 1, 2, 1_000_000)]
+    assert run_flows(vee(), flows, "flow_rtt") == pytest.approx([1.003e-3, 1.753e-3],
+                                                                rel=1e-9)
+    assert run_flows(vee(), flows, "flow") == pytest.approx([1.503e-3, 1.753e-3], rel=1e-9)
+
+
+def test_three_flows_of_different_latencies_on_two_links():
+    # Line g0 -(1 GB/s, 1 us)- g1 -(2 GB/s, 2 us)- g2. f1: g0->g1 (latency 1 us, weight 1),
+    # f2: g0->g2 (3 us, weight 1/3), f3: g1->g2 (2 us, weight 1/2), started at 2, 0 and
+    # 1 us so that all drain from 3 us. Link 01: 1 GB/s over weight 4/3 = 0.75 per unit;
+    # link 12: 2 GB/s over 5/6 = 2.4 per unit. Link 01 fills first: f1 = 0.75, f2 = 0.25
+    # GB/s; f3 takes the 1.75 GB/s link 12 has left. f1 (0.75 GB) ends 1 s in. Then
+    # link 01 offers f2 1 GB/s over weight 1/3 = 3 per unit, link 12 2 GB/s over 5/6 =
+    # 2.4 per unit: f2 = 0.8, f3 = 1.2 GB/s. f2 (0.65 GB) has 0.4 GB left: ends 1.5 s in.
+    # f3 (4.35 GB) has sent 1.75 + 0.6 = 2.35 GB: its 2 GB left alone at 2 GB/s end
+    # 2.5 s in.
+    topo = sc.Topology("line")
+    g0, g1, g2 = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
+    topo.add_link(g0, g1, bandwidth=1e9, latency=1e-6)
+    topo.add_link(g1, g2, bandwidth=2e9, latency=2e-6)
+    flows = [(2e-6, 0, 1, 0.75e9), (0.0, 0, 2, 0.65e9), (1e-6, 1, 2, 4.35e9)]
+    expected = [3e-6 + 1.0, 3e-6 + 1.5, 3e-6 + 2.5]
+    for network in ("flow_rtt", GeneralOnly, Vectorized):
+        assert run_flows(topo, flows, network) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_flow_alone_takes_latency_plus_size_over_bottleneck():
+    topo = vee(bandwidth=2e9)
+    assert run_flows(topo, [(0.0, 1, 2, 10**6)], "flow_rtt") == pytest.approx(
+        [3e-6 + 10**6 / 2e9], rel=1e-12)
+
+
+@register_probe("all_to_all", "_rtt_sends", plan=())
+def sends(comm: Comm, x, *, plan):
+    """Each rank sends and receives its messages of ``plan`` ((start, src, dst, nbytes)),
+    in plan order."""
+    for start, src, dst, nbytes in plan:
+        if comm.rank == src:
+            yield comm.compute(start - comm.now) if start > comm.now else comm.compute(0)
+            yield comm.send(sc.VirtualBuffer.of(nbytes, np.uint8), dst)
+        elif comm.rank == dst:
+            yield comm.recv(src)
+    return x
+
+
+def arrivals(res: sc.Result) -> dict[int, float]:
+    return {e.rank: e.end for e in res.trace if e.kind == "message"}
+
+
+def test_a_link_that_slows_down_under_weighted_flows():
+    # As in the 3:1 case, both drain from 3 us at 0.75 and 0.25 GB/s. At 3 us + 0.5 ms the
+    # shared link drops to 0.5 GB/s: the short one has 0.375 MB left at 0.375 GB/s, 1 ms
+    # more; the long one has sent 0.125 + 0.125 MB by then and its 0.75 MB left take
+    # 1.5 ms alone at 0.5 GB/s: 3 us + 3 ms.
+    t0 = 3e-6
+    faults = sc.Faults(links=[sc.LinkFault("switch0", "gpu2", at=t0 + 0.5e-3, factor=0.5)])
+    plan = ((2e-6, 0, 2, 750_000), (0.0, 1, 2, 1_000_000))
+    res = sc.simulate(vee(), "all_to_all", algorithm="_rtt_sends", nbytes=3,
+                      dtype=np.uint8, plan=plan, faults=faults, trace=True,
+                      network="flow_rtt")
+    got = arrivals(res)
+    assert [got[0], got[1]] == pytest.approx([t0 + 1.5e-3, t0 + 3e-3], rel=1e-9)
+    assert res.time == pytest.approx(t0 + 3e-3, rel=1e-9)
+
+
+def test_a_failed_link_moves_a_flow_to_a_route_of_another_weight():
+    # gpu0 reaches gpu2 through switch0 (1 us, then the shared 1 GB/s link) or, once
+    # gpu0-switch0 fails, through switch1 (3 us) and the same link: its weight drops from
+    # 1/1 to 1/3 per us. gpu1 (route latency 1 us) shares the link with it. Both start
+    # draining at 1 us at 0.5 GB/s each (equal latencies); at 1 us + 1 ms gpu0's flow moves
+    # (0.5 MB left of 1 MB) and the link splits 1/3 : 1 per us, 0.25 : 0.75 GB/s; gpu1's
+    # 1 MB (0.5 MB left) ends 2/3 ms later, when gpu0's flow has 0.5 - 1/6 = 1/3 MB left,
+    # drained alone at 1 GB/s in 1/3 ms: it arrives at 1 us + 2 ms.
+    topo = sc.Topology("detour")
+    a, b, d = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
+    s0, s1, s2 = topo.add_switch(), topo.add_switch(), topo.add_switch()
+    topo.add_link(a, s0, bandwidth=1e12, latency=0.5e-6)
+    topo.add_link(a, s1, bandwidth=1e12, latency=1.5e-6)
+    topo.add_link(s0, s2, bandwidth=1e12, latency=0.5e-6)
+    topo.add_link(s1, s2, bandwidth=1e12, latency=1.5e-6)
+    topo.add_link(b, s2, bandwidth=1e12, latency=1e-6)
+    topo.add_link(s2, d, bandwidth=1e9)
+    t0 = 1e-6
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "switch0", at=t0 + 1e-3, factor=0)])
+    plan = ((0.0, 0, 2, 1_000_000), (0.0, 1, 2, 1_000_000))
+    res = sc.simulate(topo, "all_to_all", algorithm="_rtt_sends", nbytes=3,
+                      dtype=np.uint8, plan=plan, faults=faults, trace=True,
+                      network="flow_rtt")
+    got = arrivals(res)
+    assert [got[0], got[1]] == pytest.approx([t0 + 2e-3, t0 + 1e-3 + 2e-3 / 3], rel=1e-9)
+
+
+# -- zero latency ----------------------------------------------------------------------
+def test_a_route_of_zero_latency_is_refused_by_name():
+    topo = sc.Topology("line")
+    g0, g1 = topo.add_gpu(), topo.add_gpu()
+    topo.add_link(g0, g1, bandwidth=1e9)
+    with pytest.raises(InvalidInputError, match=r"route gpu0->gpu1 has latency 0 "
+                       r"\(links \('gpu0', 'gpu1'\)\); give these links a latency > 0, "
+                       r"or use network='flow'"):
+        sc.simulate(topo, "all_to_all", algorithm="direct", nbytes=64, network="flow_rtt")
+
+
+def test_zero_latency_links_are_fine_on_routes_of_positive_latency():
+    # switch0->gpu2 has latency 0 in vee(); every route also crosses a link of 1 or 3 us.
+    assert run_flows(vee(), [(0.0, 0, 2, 10**6)], "flow_rtt") == pytest.approx(
+        [1e-6 + 1e-3], rel=1e-12)
+    # With gpu1-switch0 of zero latency too, gpu1->gpu2 is refused when the model is
+    # built, before any message (even one that does not take that route) moves.
+    with pytest.raises(InvalidInputError, match="route gpu1->gpu2 has latency 0"):
+        run_flows(vee(latency_b=0.0), [(0.0, 0, 2, 10**6)], "flow_rtt")
+
+
+# -- the weighted solvers ----------------------------------------------------------------
+def weighted_reference(routes, capacity, weights):
+    """Weighted progressive filling the slow way: raise a common level, each unfrozen
+    flow's rate being its weight times the level, until a link fills; freeze its flows."""
+    rates: dict[int, float] = {}
+    left = {d: capacity[d] for links in routes for d in links}
+    level = 0.0
+    while len(rates) < len(routes):
+        users = {d: [i for i, links in enumerate(routes) if d in links and i not in rates]
+                 for d in left}
+        step = min(left[d] / sum(weights[i] for i in u) for d, u in users.items() if u)
+        level += step
+        for d, u in users.items():
+            left[d] -= step * sum(weights[i] for i in u)
+        for d, u in users.items():
+            if u and left[d] <= 1e-9 * capacity[d]:
+                for i in u:
+                    rates.setdefault(i, weights[i] * level)
+    return [rates[i] for i in range(len(routes))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), links=st.integers(1, 6), flows=st.integers(1, 12))
+def test_weighted_solvers_match_the_slow_reference(data, links, flows):
+    capacity = data.draw(st.lists(st.sampled_from([1.0, 2.5, 4.0, 10.0]), min_size=links,
+                                  max_size=links), label="capacity")
+    routes = [sorted(set(data.draw(st.lists(st.integers(0, links - 1), min_size=1,
+                                            max_size=3), label="route")))
+              for _ in range(flows)]
+    weights = data.draw(st.lists(st.sampled_from([1 / 3, 0.5, 1.0, 2.0, 1e6, 1e7]),
+                                 min_size=flows, max_size=flows), label="weights")
+    expected = weighted_reference(routes, capacity, weights)
+    # A rate can be what a link has left after much larger ones: it is then exact to
+    # rounding relative to the link's capacity, not to itself.
+    atol = 1e-12 * max(capacity)
+    python = fill_weighted(routes, dict(enumerate(capacity)), weights)
+    np.testing.assert_allclose(python, expected, rtol=1e-9, atol=atol)
+    width = max(len(r) for r in routes)
+    matrix = np.array([r + [links] * (width - len(r)) for r in routes], dtype=np.intp)
+    arrays = fill_arrays_weighted(matrix, np.array([*capacity, np.inf]), np.array(weights))
+    np.testing.assert_allclose(arrays, expected, rtol=1e-9, atol=atol)
+    # Equal weights: plain max-min fairness.
+    same = fill_weighted(routes, dict(enumerate(capacity)), [0.25] * flows)
+    np.testing.assert_allclose(same, fill(routes, dict(enumerate(capacity))), rtol=1e-12)
+
+
+# -- random machines -------------------------------------------------------------------
+def weighted_arrivals(topo: sc.Topology, flows) -> list[float]:
+    """Arrival times of ``(start, src, dst, nbytes)`` flows under flow_rtt, the slow way:
+    a fluid simulation that gives every draining flow its weighted max-min fair rate
+    (weight 1 / route latency, :func:`weighted_reference`) between consecutive events.
+    A flow waits its route's latency from its start, then drains."""
+    capacity = [link.bandwidth for link in topo.links for _ in (0, 1)]
+    routes = [topo.route(src, dst) for _, src, dst, _ in flows]
+    begins = [start + route.latency for (start, *_), route in zip(flows, routes)]
+    remaining = [float(n) for *_, n in flows]
+    arrival: list[float | None] = [None] * len(flows)
+    now = 0.0
+    while any(a is None for a in arrival):
+        draining = [i for i, a in enumerate(arrival) if a is None and begins[i] <= now]
+        for i in draining:
+            if remaining[i] <= 0:
+                arrival[i] = now
+        draining = [i for i in draining if arrival[i] is None]
+        rates = weighted_reference([routes[i].links for i in draining], capacity,
+                                   [1 / routes[i].latency for i in draining])
+        upcoming = [begins[i] for i, a in enumerate(arrival) if a is None and begins[i] > now]
+        ends = {i: now + remaining[i] / r for i, r in zip(draining, rates)}
+        if not upcoming and not ends:
+            continue
+        nxt = min(upcoming + list(ends.values()))
+        for i, r in zip(draining, rates):
+            if ends[i] <= nxt * (1 + 1e-12):
+                remaining[i] = 0.0
+            else:
+                remaining[i] -= r * (nxt - now)
+        now = nxt
+    return [float(a) for a in arrival]  # type: ignore[arg-type]
+
+
+flow = st.tuples(st.floats(0, 2e-6), st.integers(0, 8), st.integers(0, 8),
+                 st.sampled_from([0, 1, 1000, 10**5, 10**6, 3 * 10**6]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(kind=st.sampled_from(machines.KINDS), seed=st.integers(0, 10**6),
+       flows=st.lists(flow, min_size=1, max_size=14))
+def test_flow_rtt_matches_an_independent_weighted_reference(kind, seed, flows):
+    topo = positive_machine(kind, seed)
+    p = topo.nranks
+    flows = [(t, s % p, d % p, n) for t, s, d, n in flows if s % p != d % p]
+    if not flows:
+        return
+    expected = weighted_arrivals(topo, flows)
+    for network in ("flow_rtt", GeneralOnly, Vectorized):
+        np.testing.assert_allclose(run_flows(topo, flows, network), expected, rtol=1e-9,
+                                   atol=1e-15)
+
+
+@settings(max_examples=100, deadline=None)
+@given(kind=st.sampled_from(machines.KINDS), seed=st.integers(0, 10**6),
+       flows=st.lists(flow, min_size=1, max_size=14))
+def test_equal_route_latencies_share_as_the_flow_model(kind, seed, flows):
+    # Every link 1 us: routes of as many hops have equal latencies. Keep the flows of the
+    # most common hop count.
+    with mock.patch.object(machines, "LATENCIES", [1e-6]):
+        topo = machines.random_machine(kind, seed)
+    p = topo.nranks
+    flows = [(t, s % p, d % p, n) for t, s, d, n in flows if s % p != d % p]
+    if not flows:
+        return
+    hops = [len(topo.route(s, d).links) for _, s, d, _ in flows]
+    common = max(set(hops), key=hops.count)
+    flows = [f for f, h in zip(flows, hops) if h == common]
+    np.testing.assert_allclose(run_flows(topo, flows, "flow_rtt"), run_flows(topo, flows),
+                               rtol=1e-9, atol=1e-15)
+
+
+def last_activity(res: sc.Result) -> float:
+    ends = [e.end for e in res.trace if e.kind == "message"]
+    return max([*res.rank_times.tolist(), *ends])
+
+
+PAIRS = [pair for pair in sc.list_algorithms()
+         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(machines.KINDS), seed=st.integers(0, 10**6),
+       pair=st.sampled_from(PAIRS), count=st.integers(0, 3000), hosts=st.integers(0, 2),
+       data=st.data())
+def test_time_is_the_last_activity_and_traffic_is_the_flow_models(kind, seed, pair, count,
+                                                                   hosts, data):
+    coll, alg = pair
+    topo = positive_machine(kind, seed, hosts=hosts)
+    kwargs: dict = {}
+    if sc.COLLECTIVES[coll].rooted:
+        kwargs["root"] = data.draw(st.integers(0, topo.nranks - 1), label="root")
+    if alg == "parameter_server" and hosts:
+        kwargs["servers"] = data.draw(st.integers(1, hosts), label="servers")
+    nbytes = 0 if coll == "barrier" else 4 * count
+    rtt = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True,
+                      network="flow_rtt", **kwargs)
+    flow = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, **kwargs)
+    assert rtt.time == last_activity(rtt)
+    assert rtt.network == "flow_rtt"
+    assert_same_traffic(rtt, flow)
+
+
+def assert_same_traffic(a: sc.Result, b: sc.Result) -> None:
+    np.testing.assert_array_equal(a.bytes_sent, b.bytes_sent)
+    np.testing.assert_array_equal(a.bytes_received, b.bytes_received)
+    np.testing.assert_array_equal(a.host_bytes_sent, b.host_bytes_sent)
+    np.testing.assert_array_equal(a.host_bytes_received, b.host_bytes_received)
+    assert a.link_bytes == b.link_bytes
+    assert a.messages == b.messages
+
+
+# -- collectives and the command line ----------------------------------------------------
+@pytest.mark.parametrize("coll, alg", [("all_reduce", "ring"), ("all_to_all", "pairwise")])
+def test_collectives_on_a_fat_tree_move_the_flow_models_bytes(coll, alg):
+    # 4 nodes of 4 GPUs, 2 leaves, 2:1 oversubscribed: intra-node routes (2 us) and
+    # inter-node ones (7 us or more) compete for the node switches' links.
+    topo = sc.topology.fat_tree(4, 4, leaf_radix=4, oversubscription=2)
+    rng = np.random.default_rng(7)
+    data = [rng.standard_normal(16 * 4096).astype(np.float32) for _ in range(16)]
+    rtt = sc.simulate(topo, coll, algorithm=alg, data=data, network="flow_rtt")
+    flow = sc.simulate(topo, coll, algorithm=alg, data=data)
+    assert rtt.correct is True and flow.correct is True
+    assert_same_traffic(rtt, flow)
+    if coll == "all_to_all":
+        # Short intra-node routes get more of the shared links: the times differ.
+        assert rtt.time != pytest.approx(flow.time, rel=1e-6)
+
+
+def test_flow_rtt_is_registered_and_the_cli_runs_it(capsys):
+    assert NETWORKS["flow_rtt"] is FlowRttNetwork
+    status = main(["run", "--topology", "cluster:2x2", "--collective", "all_to_all",
+                   "--algorithm", "direct", "--size", "1M", "--network", "flow_rtt",
+                   "--json"])
+    record = json.loads(capsys.readouterr().out)
+    res = sc.simulate(sc.topology.cluster(2, 2), "all_to_all", algorithm="direct",
+                      nbytes=2**20, network="flow_rtt")
+    assert status == 0 and record["network"] == "flow_rtt"
+    assert record["time"] == res.time
