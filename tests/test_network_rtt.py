@@ -10,7 +10,7 @@ from unittest import mock
 import machines
 import numpy as np
 import pytest
-from conftest import register_probe, run_flows
+from conftest import V_COLLECTIVES, register_probe, run_flows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -315,7 +315,13 @@ def test_time_is_the_last_activity_and_traffic_is_the_flow_models(kind, seed, pa
         kwargs["root"] = data.draw(st.integers(0, topo.nranks - 1), label="root")
     if alg == "parameter_server" and hosts:
         kwargs["servers"] = data.draw(st.integers(1, hosts), label="servers")
-    nbytes = 0 if coll == "barrier" else 4 * count
+    nbytes: object = 0 if coll == "barrier" else 4 * count
+    if coll in V_COLLECTIVES:  # sizes per rank (per pair for all_to_allv), zeros included
+        shape = (topo.nranks,) * (2 if coll == "all_to_allv" else 1)
+        size = int(np.prod(shape))
+        counts = data.draw(st.lists(st.integers(0, count), min_size=size, max_size=size),
+                           label="counts")
+        nbytes = 4 * np.asarray(counts).reshape(shape)
     rtt = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True,
                       network="flow_rtt", **kwargs)
     flow = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, **kwargs)
