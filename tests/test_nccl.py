@@ -166,6 +166,33 @@ def test_rings_and_trees_across_nodes_give_the_reference_result(algo, machine):
         assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
 
 
+@pytest.mark.parametrize("nodes", [3, 4])
+def test_tree_channels_put_one_channel_of_each_tree_on_every_nic(nodes):
+    # NCCL duplicates each tree pattern (chain and NIC) onto both trees: channel c on
+    # tree 0, channel c + n on tree 1 (connectTrees in src/graph/connect.cc). On 8-GPU
+    # nodes with 16 channels every NIC then carries one channel of each tree, so the NICs
+    # of a node move the same bytes; over all NICs, each of the nodes - 1 edges of each
+    # channel's tree carries its part once up and once down: 2 (nodes - 1) n in all.
+    topo = sc.topology.dgx_h100(nodes)
+    n = 16 * 2**20
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="tree",
+                      proto="Simple", channels=16)
+    uplinks: dict[int, list[int]] = {}
+    for (src, dst), moved in res.link_bytes.items():
+        if src.startswith("nic") and dst.startswith("leaf"):
+            uplinks.setdefault(int(src[3:]) // 8, []).append(moved)
+    assert sorted(uplinks) == list(range(nodes))
+    for node, moved in uplinks.items():
+        assert len(moved) == 8 and len(set(moved)) == 1, (node, moved)
+    assert sum(sum(moved) for moved in uplinks.values()) == 2 * (nodes - 1) * n
+    # Channels trimmed below 8 are the first ones, all on tree 0, as in NCCL: tree 0 alone
+    # leaves a node's NICs as loaded as the node's place in that one tree says.
+    few = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="tree",
+                      proto="Simple", channels=8)
+    assert sum(v for (src, dst), v in few.link_bytes.items()
+               if src.startswith("nic") and dst.startswith("leaf")) == 2 * (nodes - 1) * n
+
+
 def test_nvls_sends_and_receives_n_bytes_per_gpu_and_the_switch_reduces_right():
     topo = sc.topology.dgx_h100(1)
     inputs = make_data(8, 60_000, "float32")

@@ -1,10 +1,16 @@
 """NCCL's tree all_reduce, simulated: a double binary tree across nodes, a chain in each.
 
-Channel c works on tree c mod 2 of NCCL's double binary tree over the nodes (the two trees
-are complementary, so every node is a leaf in one of them: ``ncclGetDtree`` in
-``src/graph/trees.cc``, the same construction as the ``double_binary_tree`` algorithm).
-Inside a node the channel's GPUs form a chain, starting at local GPU c mod G; the chain's
-head talks to the heads of its parent and child nodes, which sit on the same rail. Data
+NCCL's double binary tree over the nodes has two complementary trees, so that every node
+is a leaf in one of them (``ncclGetDtree`` in ``src/graph/trees.cc``, the same
+construction as the ``double_binary_tree`` algorithm). NCCL finds one tree pattern per
+search channel and duplicates it: channel c and channel c + n (n search channels) share
+the chain and the NIC, channel c on tree 0 and c + n on tree 1 (``connectTrees`` in
+``src/graph/connect.cc``), so every NIC carries one channel of each tree and the load of
+interior and leaf nodes evens out. Here, on nodes of G GPUs, n = G: channel c works on
+tree (c div G) mod 2, and inside a node its GPUs form a chain starting at local GPU
+c mod G; the chain's head talks to the heads of its parent and child nodes, which sit on
+the same rail. Channels trimmed for small sizes are the first ones, all on tree 0, as in
+NCCL. Data
 goes up (reduced at every GPU from its chain successor and, at a head, from its child
 nodes' heads) and comes down the same way, slice by slice: a GPU runs its up and down
 streams side by side, as NCCL's split tree kernel does, so a slice can travel down while
@@ -38,7 +44,7 @@ def _layout(comm: Comm, channel: int) -> tuple[int | None, list[int], list[int]]
     below = [chain[pos + 1]] if pos + 1 < len(chain) else []
     if pos > 0:
         return chain[pos - 1], below, below
-    parent, children = double_binary_tree(len(groups), mine, channel % 2)
+    parent, children = double_binary_tree(len(groups), mine, channel // len(groups[0]) % 2)
     heads = [chains[k][0] for k in children]
     return (None if parent is None else chains[parent][0]), below + heads, below + heads
 
