@@ -10,6 +10,7 @@ over all rows of all tables, and the worst table. Figures are printed, never ass
     python benchmarks/nccl_tests_compare.py                  # algorithm "nccl" if registered
     python benchmarks/nccl_tests_compare.py --algorithm ring --tables a100x8_oci
     python benchmarks/nccl_tests_compare.py --tables h100x16_ndr_ring --proto Simple
+    python benchmarks/nccl_tests_compare.py --max-size 1GiB     # skip the slowest sizes
 
 Where a table set NCCL_ALGO and the algorithm is "nccl", the run passes ``algo=`` to it;
 ``--proto`` fixes NCCL's protocol for every table (a what-if: which protocol did the
@@ -70,8 +71,8 @@ def choose_algorithm(requested: str | None) -> tuple[str, str | None]:
                         "with 'ring'")
 
 
-def compare(public: PublicTable, algorithm: str, network: str,
-            proto: str | None = None) -> tuple[list[float], str]:
+def compare(public: PublicTable, algorithm: str, network: str, proto: str | None = None,
+            max_size: float = math.inf) -> tuple[list[float], str]:
     """Print one table's comparison; return its log errors and its summary line."""
     topo, call, notes = machine(public)
     params: dict[str, Any] = {}
@@ -91,14 +92,19 @@ def compare(public: PublicTable, algorithm: str, network: str,
     print(f"   {'size (B)':>12} {'measured us':>12} {'simulated us':>13} {'time error':>11} "
           f"{'busbw meas':>11} {'busbw sim':>10}")
     logs = []
-    for size, time_us, _, busbw in public.rows:
+    skipped = [row[0] for row in public.rows if row[0] > max_size]
+    for size, time_us, _, busbw in (row for row in public.rows if row[0] <= max_size):
         res = sc.simulate(topo, "all_reduce", algorithm=algorithm, nbytes=size,
                           network=network, **params)
         sim_us = res.time * 1e6
         logs.append(math.log(sim_us / time_us))
         print(f"   {size:>12d} {time_us:>12.2f} {sim_us:>13.2f} {sim_us / time_us - 1:>+11.1%} "
               f"{busbw:>11.2f} {res.busbw / 1e9:>10.2f}")
-    summary = f"{public.id:<22} {geomean(logs):>8.1%}  ({len(logs)} sizes)"
+    if skipped:
+        print(f"   not simulated (--max-size): {', '.join(map(str, skipped))}")
+    if not logs:
+        return logs, f"{public.id:<22} {'-':>8}  (no size simulated)"
+    summary = f"{public.id:<22} {geomean(logs):>8.1%}  ({len(logs)} of {len(public.rows)} sizes)"
     print(f"   geometric-mean |time error|: {geomean(logs):.1%}")
     return logs, summary
 
@@ -115,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--network", default="flow", help="network model (default: flow)")
     parser.add_argument("--tables", help="comma-separated table ids (default: all): "
                                          + ", ".join(t.id for t in TABLES))
+    parser.add_argument("--max-size", type=sc.parse_size, default=math.inf,
+                        help="simulate only sizes up to this (e.g. 1GiB; default: all)")
     parser.add_argument("--proto", help="NCCL protocol for every size (LL, LL128, "
                                         "Simple; default: NCCL's tuner picks)")
     args = parser.parse_args(argv)
@@ -134,14 +142,18 @@ def main(argv: list[str] | None = None) -> int:
     every: list[float] = []
     per_table = []
     for public in chosen:
-        logs, summary = compare(public, algorithm, args.network, args.proto)
+        logs, summary = compare(public, algorithm, args.network, args.proto, args.max_size)
         every += logs
-        per_table.append((geomean(logs), summary))
+        if logs:
+            per_table.append((geomean(logs), summary))
     fixed = f", proto {args.proto}" if args.proto else ""
     print(f"\n== summary: all_reduce / {algorithm}{fixed}, network {args.network}")
     print(f"   {'table':<22} geometric-mean |time error|")
     for _, summary in per_table:
         print(f"   {summary}")
+    if not per_table:
+        print("   no size simulated (every size is above --max-size)")
+        return 0
     worst = max(per_table)
     print(f"   over all {len(every)} sizes of {len(per_table)} tables: {geomean(every):.1%}")
     print(f"   worst table: {worst[1].split()[0]} ({worst[0]:.1%})")
