@@ -59,6 +59,18 @@ def test_ring_all_reduce_by_hand(capsys):
     assert record["spec"] == "switch:n=4,bandwidth=1GB/s,latency=0"
 
 
+def test_header_gives_the_sizes_asked_for_as_nccl_tests_does(capsys):
+    # -b 1K -e 512K -f 32 runs 1K and 32K (the next, 1M, is past 512K); nccl-tests prints
+    # minBytes and maxBytes as given.
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "-b", "1K", "-e", "512K",
+                         "-f", "32")
+    assert status == 0
+    assert [row[0] for row in table_rows(out)] == ["1024", "32768"]
+    assert "# nRanks 4 minBytes 1024 maxBytes 524288 step: 32(factor) validation: 0" in out
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--size", "4K")
+    assert "minBytes 4096 maxBytes 4096 " in out
+
+
 def test_table_layout_is_nccl_tests(capsys):
     status, out, _ = cli(capsys, "run", "--topology", "cluster:2x4", "-b", "1K", "-e", "1M",
                          "-f", "32")

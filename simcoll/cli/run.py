@@ -116,13 +116,21 @@ def nccl_shape(coll: Collective, p: int, size: int, itemsize: int) -> tuple[int,
     return count * itemsize, count, count * itemsize
 
 
-def _requested(args: argparse.Namespace) -> list[int]:
+def _bounds(args: argparse.Namespace) -> tuple[int, int]:
+    """The smallest and largest size asked for (``-b`` / ``-e``, or ``--size`` for both)."""
     if args.size is not None:
         if args.minbytes is not None or args.maxbytes is not None:
             raise CommandLineError("give --size or -b/-e, not both")
-        return [args.size]
+        return args.size, args.size
     low = 32 * 2**20 if args.minbytes is None else args.minbytes
     high = max(low, 32 * 2**20) if args.maxbytes is None else args.maxbytes
+    return low, high
+
+
+def _requested(args: argparse.Namespace) -> list[int]:
+    low, high = _bounds(args)
+    if args.size is not None:
+        return [args.size]
     return sizes(low, high, args.stepbytes, args.stepfactor)
 
 
@@ -166,17 +174,17 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
-              requested: list[int]) -> list[str]:
+def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) -> list[str]:
     from simcoll import __version__
 
     params = " ".join(f"{k}={v}" for k, v in args.param) or "none"
+    low, high = _bounds(args)  # as given, as nccl-tests prints them
     step = f"{args.stepfactor}(factor)" if args.stepfactor > 1 else f"{args.stepbytes}(bytes)"
     return [f"# simcoll {__version__}: {args.collective} / {args.algorithm}, network "
             f"{kwargs['network']}, params: {params}",
             f"# topology {topo.spec} ({topo.name}: {topo.nranks} ranks, "
             f"{len(topo.devices)} devices, {len(topo.links)} links)",
-            f"# nRanks {topo.nranks} minBytes {requested[0]} maxBytes {requested[-1]} "
+            f"# nRanks {topo.nranks} minBytes {low} maxBytes {high} "
             f"step: {step} validation: {1 if args.check else 0}"]
 
 
@@ -196,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     if writer is not None:
         writer.writerow(_CSV_FIELDS)
     elif not args.json:
-        print("\n".join(_preamble(args, topo, kwargs, requested) + table.header()))
+        print("\n".join(_preamble(args, topo, kwargs) + table.header()))
     for row, record in itertools.chain([first], rows):
         done.append(row)
         if args.json:
