@@ -222,7 +222,7 @@ class GeneralFlows:
                                weights=np.repeat(self.rate[fixed], self.links.shape[1]),
                                minlength=len(capacity))
             capacity = capacity - load
-        rates = (self._fill(chosen, capacity) if len(chosen) < GROUP_FROM
+        rates = (self._fill(chosen, capacity, len(chosen)) if len(chosen) < GROUP_FROM
                  else self._fill_grouped(chosen, capacity))
         old = self.rate[chosen]
         self.remaining[chosen] -= old * (now - self.updated[chosen])
@@ -248,20 +248,22 @@ class GeneralFlows:
             one = np.empty(len(occurs), dtype=np.intp)
             one[ids] = chosen
             by_id = np.empty(len(occurs))
-            by_id[present] = self._fill(one[present], capacity, occurs[present])
+            by_id[present] = self._fill(one[present], capacity, len(ids), occurs[present])
             return by_id[ids]
         _, first, inverse, multiplicity = np.unique(ids, return_index=True,
                                                     return_inverse=True, return_counts=True)
-        return self._fill(chosen[first], capacity, multiplicity)[inverse]
+        return self._fill(chosen[first], capacity, len(ids), multiplicity)[inverse]
 
-    def _fill(self, slots: np.ndarray, capacity: np.ndarray,
+    def _fill(self, slots: np.ndarray, capacity: np.ndarray, flows: int,
               multiplicity: np.ndarray | None = None) -> np.ndarray:
         """Rates of the flows in ``slots`` on links that can carry ``capacity``, each
-        standing for ``multiplicity`` flows with its links (None: one)."""
+        standing for ``multiplicity`` flows with its links (None: one), ``flows`` in
+        all: the pure Python solver below :attr:`vectorized_from` flows (measured on
+        grouped problems too), the numpy one from there on."""
         weight = self.weight
-        if len(slots) < self.vectorized_from:
-            flows = self.flows
-            routes = [flow.links for flow in (flows[s] for s in slots.tolist()) if flow]
+        if flows < self.vectorized_from:
+            rows = self.flows
+            routes = [flow.links for flow in (rows[s] for s in slots.tolist()) if flow]
             involved = sorted({d for route in routes for d in route})
             left = dict(zip(involved, capacity[involved].tolist()))
             many = None if multiplicity is None else multiplicity.tolist()

@@ -142,6 +142,7 @@ def fill_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64],
             frozen[members] = True
             rates[members] = share
             remaining -= len(members)
+            crossed: NDArray[np.intp] | NDArray[np.float64]
             if multiplicity is None:
                 crossed = np.bincount(links[members].ravel(), minlength=size)
             else:
@@ -157,4 +158,5 @@ def flows_on(flat: NDArray[np.intp], multiplicity: NDArray[np.intp], width: int,
              size: int) -> NDArray[np.float64]:
     """Flows on each of ``size`` links, for rows of ``width`` links flattened into
     ``flat``, row i standing for ``multiplicity[i]`` flows (integers: exact sums)."""
-    return np.bincount(flat, weights=np.repeat(multiplicity, width), minlength=size)
+    counted = np.bincount(flat, weights=np.repeat(multiplicity, width), minlength=size)
+    return counted.astype(np.float64, copy=False)

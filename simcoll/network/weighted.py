@@ -155,6 +155,7 @@ def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
             rates[members] = weights[members] * share
             remaining -= len(members)
             crossed = links[members].ravel()
+            crossed_count: NDArray[np.intp] | NDArray[np.float64]
             if multiplicity is None:
                 crossed_count = np.bincount(crossed, minlength=size)
                 taken = rates[members]
