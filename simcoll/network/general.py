@@ -245,6 +245,8 @@ class GeneralFlows:
             # Route ids are few: count them directly, no sort.
             occurs = np.bincount(ids)
             present = np.flatnonzero(occurs)
+            if len(present) == len(ids):
+                return self._fill(chosen, capacity, len(ids))
             one = np.empty(len(occurs), dtype=np.intp)
             one[ids] = chosen
             by_id = np.empty(len(occurs))
