@@ -114,8 +114,13 @@ def fill_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64],
     owner = np.argsort(flat, kind="stable") // width
     start = np.zeros(size + 1, dtype=np.intp)
     np.cumsum(counts, out=start[1:])
-    count = counts.astype(np.float64) if multiplicity is None else flows_on(flat, multiplicity,
-                                                                         width, size)
+    bounds = start.tolist()
+    count: NDArray[np.float64] | NDArray[np.intp]
+    if multiplicity is None:
+        count = counts.astype(np.float64)
+    else:
+        row_flows = np.repeat(multiplicity.astype(np.float64), width).reshape(flows, width)
+        count = np.bincount(flat, weights=row_flows.ravel(), minlength=size)
     left = capacity.astype(np.float64, copy=True)
     # A link no unfrozen flow crosses (the padding link among them) has share inf.
     count[size - 1] = 0.0
@@ -129,13 +134,13 @@ def fill_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64],
             least = int(shares.argmin())
             share = float(shares[least])
             level = share + abs(share) * TIE
-            tied = np.flatnonzero(left <= level * count)
+            tied = (left <= level * count).nonzero()[0]
             if len(tied) == 1:
-                members = owner[start[least]:start[least + 1]]
+                members = owner[bounds[least]:bounds[least + 1]]
                 members = members[~frozen[members]]
             else:
                 reached = np.zeros(flows, dtype=bool)
-                reached[np.concatenate([owner[start[d]:start[d + 1]]
+                reached[np.concatenate([owner[bounds[d]:bounds[d + 1]]
                                         for d in tied.tolist()])] = True
                 members = np.flatnonzero(reached & ~frozen)
             share = max(share, 0.0)
@@ -146,7 +151,8 @@ def fill_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64],
             if multiplicity is None:
                 crossed = np.bincount(links[members].ravel(), minlength=size)
             else:
-                crossed = flows_on(links[members].ravel(), multiplicity[members], width, size)
+                crossed = np.bincount(links[members].ravel(), weights=row_flows[members].ravel(),
+                                      minlength=size)
             crossed[size - 1] = 0
             left -= crossed * share
             count -= crossed
