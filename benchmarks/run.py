@@ -34,7 +34,7 @@ import numpy as np
 from ring_throughput import count_events, in_subprocess, ring_case
 from workloads import simgrid
 
-__all__ = ["ring_case", "contention_case", "data_case", "sweep_case"]
+__all__ = ["ring_case", "contention_case", "nccl_case", "data_case", "sweep_case"]
 
 
 def _rss() -> int:
@@ -103,6 +103,23 @@ def contention_case(kind: str, n: int, fast: bool = True) -> dict:
     wall = time.perf_counter() - start
     return {"kind": kind, "n": n, "fast": fast, "flows": res.messages, "wall": wall,
             "messages": res.messages, "events": events[0], "rss": _rss()}
+
+
+def nccl_case(nodes: int, nbytes: int, grouped: bool = True) -> dict:
+    """NCCL's all_reduce (16 channels, up to 8 slices in flight per connection) on
+    ``dgx_h100(nodes)``; ``grouped=False`` re-solves every flow, not one per route."""
+    import simcoll as sc
+    from simcoll.network import general
+
+    if not grouped:
+        general.GROUP_FROM = sys.maxsize
+    topo = sc.topology.dgx_h100(nodes)
+    events = count_events()
+    start = time.perf_counter()
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes)
+    wall = time.perf_counter() - start
+    return {"wall": wall, "messages": res.messages, "events": events[0], "rss": _rss(),
+            "time": res.time}
 
 
 def numpy_floor(data: list[np.ndarray]) -> float:
@@ -253,6 +270,15 @@ def main(argv: list[str]) -> None:
                 line(label, f"{c['flows']:,} flows", c["wall"],
                      f"{c['wall'] / c['flows'] * 1e6:.1f} us/flow", c["rss"], 0,
                      per_message(c))
+
+    print("-- 3b. NCCL model on dgx_h100(8), 64 MiB: all_reduce of 64 GPUs, 16 channels, "
+          "up to 8 slices in flight per connection (general solver, flows grouped by route; "
+          "then without grouping)")
+    for grouped in (True, False):
+        c = in_subprocess("nccl_case", 8, 64 * 2**20, grouped, module="run")
+        label = "nccl all_reduce dgx_h100(8)" + ("" if grouped else " (ungrouped)")
+        line(label, f"{c['messages']:,} msgs", c["wall"],
+             f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
 
     print("-- 4. mixed training step on dgx_h100(4): TP all_reduce 32 MiB in each node, "
           "MoE uneven all-to-all (x1/4) over 32 GPUs, DP ring all_reduce 256 MiB, concurrent")

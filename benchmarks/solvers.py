@@ -5,6 +5,11 @@ of the p (p - 1) flows, each crossing its sender's up link and its receiver's do
 on links of one bandwidth or of three (more bottleneck levels). Both solvers
 run on the same problems in this process, best of several runs each.
 
+Then the same problems with every route taken by ``copies`` flows (as the slices in
+flight of one NCCL connection are): each solver on every flow, against each solver on
+one row per route with its multiplicity, the grouping (``np.unique`` of route ids) timed
+with it.
+
     python benchmarks/solvers.py
 """
 
@@ -14,6 +19,7 @@ import time
 
 import numpy as np
 
+from simcoll.network.general import GROUP_FROM
 from simcoll.network.maxmin import CROSSOVER, fill, fill_arrays
 
 
@@ -45,6 +51,33 @@ def compare(p: int, share: float, kinds: int, seed: int = 0) -> tuple[int, float
     return len(routes), python, vectorized
 
 
+def compare_grouped(p: int, share: float, kinds: int, copies: int,
+                    seed: int = 0) -> tuple[int, int, float, float, float, float]:
+    """(flows, routes, Python s, Python grouped s, numpy s, numpy grouped s)."""
+    routes, capacity = problem(p, share, np.random.default_rng(seed), kinds)
+    ids = np.repeat(np.arange(len(routes)), copies)
+    every = [routes[i] for i in ids.tolist()]
+    links = np.array(every, dtype=np.intp)
+    cap = np.array([*capacity, np.inf])
+    mapping = dict(enumerate(capacity))
+
+    def grouped_python():
+        _, first, inverse, many = np.unique(ids, return_index=True, return_inverse=True,
+                                            return_counts=True)
+        rows = [every[i] for i in first.tolist()]
+        return np.array(fill(rows, mapping, many.tolist()))[inverse]
+
+    def grouped_numpy():
+        _, first, inverse, many = np.unique(ids, return_index=True, return_inverse=True,
+                                            return_counts=True)
+        return fill_arrays(links[first], cap, many)[inverse]
+
+    repeat = 10 if len(every) < 2000 else 3
+    return (len(every), len(routes), best(lambda: fill(every, mapping), repeat),
+            best(grouped_python, repeat), best(lambda: fill_arrays(links, cap), repeat),
+            best(grouped_numpy, repeat))
+
+
 def main() -> None:
     print(f"{'links':>14}{'flows':>7}{'python ms':>11}{'numpy ms':>10}{'numpy/python':>14}")
     for kinds in (1, 3):
@@ -55,6 +88,19 @@ def main() -> None:
             print(f"{label:>14}{flows:>7}{python * 1e3:>11.3f}{vectorized * 1e3:>10.3f}"
                   f"{vectorized / python:>14.2f}", flush=True)
     print(f"simcoll uses numpy from {CROSSOVER} flows on (simcoll.network.maxmin.CROSSOVER)")
+    print(f"{'links':>14}{'flows':>7}{'routes':>7}{'python ms':>11}{'grouped':>9}"
+          f"{'numpy ms':>10}{'grouped':>9}")
+    for kinds in (1, 3):
+        for p, share, copies in ((4, 1.0, 2), (4, 1.0, 8), (8, 0.8, 2), (8, 0.8, 8),
+                                 (16, 0.5, 4), (16, 0.5, 8), (32, 0.5, 8)):
+            flows, routes, python, python_g, vectorized, vectorized_g = compare_grouped(
+                p, share, kinds, copies)
+            label = "equal" if kinds == 1 else "3 bandwidths"
+            print(f"{label:>14}{flows:>7}{routes:>7}{python * 1e3:>11.3f}"
+                  f"{python_g * 1e3:>9.3f}{vectorized * 1e3:>10.3f}{vectorized_g * 1e3:>9.3f}",
+                  flush=True)
+    print(f"simcoll groups by route from {GROUP_FROM} flows on "
+          "(simcoll.network.general.GROUP_FROM)")
 
 
 if __name__ == "__main__":

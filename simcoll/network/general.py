@@ -17,6 +17,20 @@ Weighted sharing (``penalty`` given, the ``"flow_rtt"`` model): a flow's weight 
 inverse of the summed penalty of its links, and rates are re-solved by weighted
 progressive filling (:mod:`simcoll.network.weighted`). The floor is then a level (rate
 per unit weight), not a rate, and the argument above holds for levels unchanged.
+
+Flows on one route are solved once (from :data:`GROUP_FROM` flows in a re-solve). Many
+general flows often cross exactly the same links (the slices in flight of one NCCL
+connection, channels whose paths coincide), and max-min fairness, weighted or not, gives
+flows with the same links the same rate (per unit weight; flows on one route have one
+weight): progressive filling freezes every unfrozen flow of a link in the same pass.
+Each row keeps an id of its route (given when the flow joins: a route only changes when
+a link fault moves the flow, which takes it out and adds it back), the re-solve groups
+the flows it solves by route id, solves one row per route counted as many times as it
+occurs (the ``multiplicity`` of :func:`~simcoll.network.maxmin.fill` and its siblings),
+and hands each flow its route's rate. The numpy solvers then compute the ungrouped
+solve's numbers exactly (unweighted) or up to rounding of sums of weights, the pure
+Python ones up to rounding (see :mod:`simcoll.network.maxmin`); a solve costs as much
+as its distinct routes, not its flows.
 """
 
 from __future__ import annotations
@@ -32,7 +46,11 @@ from simcoll.network.maxmin import CROSSOVER, TIE, fill, fill_arrays
 from simcoll.network.regimes import Flow
 from simcoll.network.weighted import fill_arrays_weighted, fill_weighted
 
-__all__ = ["GeneralFlows"]
+__all__ = ["GROUP_FROM", "GeneralFlows"]
+
+GROUP_FROM = 16
+"""Flows in a re-solve from which they are grouped by route (measured:
+``benchmarks/solvers.py``); ``sys.maxsize`` never groups."""
 
 
 class GeneralFlows:
@@ -67,6 +85,9 @@ class GeneralFlows:
         self._penalty = None if penalty is None else list(penalty)
         self.weight: np.ndarray | None = None if penalty is None else np.zeros(0)
         """Each row's weight (weighted sharing only; 1 in unused rows)."""
+        self.route = np.zeros(0, dtype=np.intp)
+        """Each row's route id: rows with one id have the same links."""
+        self._route_ids: dict[tuple[int, ...], int] = {}
         self._free: list[int] = []
         self.count = 0
         self.floor = np.inf
@@ -86,6 +107,7 @@ class GeneralFlows:
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(size - old)]))
         self.finish = np.concatenate([self.finish, np.full(size - old, np.inf)])
         self.used = np.concatenate([self.used, np.zeros(size - old, dtype=bool)])
+        self.route = np.concatenate([self.route, np.zeros(size - old, dtype=np.intp)])
         if self.weight is not None:
             self.weight = np.concatenate([self.weight, np.ones(size - old)])
         self.flows.extend([None] * (size - old))
@@ -107,6 +129,8 @@ class GeneralFlows:
         self.updated[slot] = updated
         self.finish[slot] = finish
         self.used[slot] = True
+        ids = self._route_ids
+        self.route[slot] = ids.setdefault(links, len(ids))
         if self.weight is not None:
             penalty = self._penalty
             assert penalty is not None
@@ -198,24 +222,8 @@ class GeneralFlows:
                                weights=np.repeat(self.rate[fixed], self.links.shape[1]),
                                minlength=len(capacity))
             capacity = capacity - load
-        if len(chosen) < self.vectorized_from:
-            flows = self.flows
-            routes = [flow.links for flow in (flows[s] for s in chosen.tolist()) if flow]
-            involved = sorted({d for route in routes for d in route})
-            left = dict(zip(involved, capacity[involved].tolist()))
-            rates = np.array(fill(routes, left) if weight is None
-                             else fill_weighted(routes, left, weight[chosen].tolist()))
-        else:
-            routes_matrix = self.links[chosen]
-            if self._pad > 8 * routes_matrix.size:
-                # Renumber the links these flows cross, so passes cost O(flows), not
-                # O(links of the machine).
-                links, inverse = np.unique(np.append(routes_matrix.ravel(), self._pad),
-                                           return_inverse=True)
-                routes_matrix = inverse[:-1].reshape(routes_matrix.shape)
-                capacity = capacity[links]
-            rates = (fill_arrays(routes_matrix, capacity) if weight is None
-                     else fill_arrays_weighted(routes_matrix, capacity, weight[chosen]))
+        rates = (self._fill(chosen, capacity, len(chosen)) if len(chosen) < GROUP_FROM
+                 else self._fill_grouped(chosen, capacity))
         old = self.rate[chosen]
         self.remaining[chosen] -= old * (now - self.updated[chosen])
         self.updated[chosen] = now
@@ -228,6 +236,52 @@ class GeneralFlows:
         np.divide(left, new, out=delay, where=left > 0)
         self.finish[slots] = now + delay
         self.rearm()
+
+    def _fill_grouped(self, chosen: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        """:meth:`_fill` of one flow per route among ``chosen``, counted as many times as
+        its route occurs; each flow gets its route's rate."""
+        ids = self.route[chosen]
+        if len(self._route_ids) <= 8 * len(ids):
+            # Route ids are few: count them directly, no sort.
+            occurs = np.bincount(ids)
+            present = np.flatnonzero(occurs)
+            if len(present) == len(ids):
+                return self._fill(chosen, capacity, len(ids))
+            one = np.empty(len(occurs), dtype=np.intp)
+            one[ids] = chosen
+            by_id = np.empty(len(occurs))
+            by_id[present] = self._fill(one[present], capacity, len(ids), occurs[present])
+            return by_id[ids]
+        _, first, inverse, multiplicity = np.unique(ids, return_index=True,
+                                                    return_inverse=True, return_counts=True)
+        return self._fill(chosen[first], capacity, len(ids), multiplicity)[inverse]
+
+    def _fill(self, slots: np.ndarray, capacity: np.ndarray, flows: int,
+              multiplicity: np.ndarray | None = None) -> np.ndarray:
+        """Rates of the flows in ``slots`` on links that can carry ``capacity``, each
+        standing for ``multiplicity`` flows with its links (None: one), ``flows`` in
+        all: the pure Python solver below :attr:`vectorized_from` flows (measured on
+        grouped problems too), the numpy one from there on."""
+        weight = self.weight
+        if flows < self.vectorized_from:
+            rows = self.flows
+            routes = [flow.links for flow in (rows[s] for s in slots.tolist()) if flow]
+            involved = sorted({d for route in routes for d in route})
+            left = dict(zip(involved, capacity[involved].tolist()))
+            many = None if multiplicity is None else multiplicity.tolist()
+            return np.array(fill(routes, left, many) if weight is None
+                            else fill_weighted(routes, left, weight[slots].tolist(), many))
+        routes_matrix = self.links[slots]
+        if self._pad > 8 * routes_matrix.size:
+            # Renumber the links these flows cross, so passes cost O(flows), not
+            # O(links of the machine).
+            links, inverse = np.unique(np.append(routes_matrix.ravel(), self._pad),
+                                       return_inverse=True)
+            routes_matrix = inverse[:-1].reshape(routes_matrix.shape)
+            capacity = capacity[links]
+        return (fill_arrays(routes_matrix, capacity, multiplicity) if weight is None
+                else fill_arrays_weighted(routes_matrix, capacity, weight[slots],
+                                          multiplicity))
 
     def rearm(self) -> None:
         """Keep exactly one completion pending, at the earliest finishing instant."""

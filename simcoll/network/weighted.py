@@ -20,6 +20,14 @@ remain), the difference has lost digits (rounding error of the old sum over a sm
 one), so the sum is recomputed over the link's unfrozen flows. A sum can only shrink by
 that factor a few times (log of the ratio of the heaviest to the lightest weight over
 log 1/REFRESH), so this keeps the costs above.
+
+Both take an optional ``multiplicity``, as the unweighted solvers do: row i stands for
+that many flows with route i and weight ``weights[i]``, each of which gets row i's rate.
+Flows with the same links get the same rate per unit weight (a link's unfrozen flows all
+freeze in one pass at one level), so m flows of weight w on one route count on each of
+its links as weight m w, m flows, and take m times their rate when they freeze. The
+sums of weights then differ from the ungrouped ones by rounding only (m w once against
+w added m times), well inside :data:`~simcoll.network.maxmin.TIE`.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from simcoll.network.maxmin import TIE
+from simcoll.network.maxmin import TIE, flows_on
 
 __all__ = ["REFRESH", "fill_weighted", "fill_arrays_weighted"]
 
@@ -39,13 +47,15 @@ this fraction of it."""
 
 
 def fill_weighted(routes: Sequence[Sequence[int]], capacity: Mapping[int, float],
-                  weights: Sequence[float]) -> list[float]:
+                  weights: Sequence[float],
+                  multiplicity: Sequence[int] | None = None) -> list[float]:
     """Weighted max-min fair rates of flows with the given routes.
 
     Args:
         routes: each flow's directed links (at least one each).
         capacity: bytes/s each link of the routes can still carry.
         weights: each flow's weight (> 0), in the order of ``routes``.
+        multiplicity: how many flows each route stands for (None: one each).
 
     Returns:
         Each flow's rate (its weight times the level at which it froze), in the order of
@@ -56,8 +66,13 @@ def fill_weighted(routes: Sequence[Sequence[int]], capacity: Mapping[int, float]
         for d in links:
             on_link.setdefault(d, []).append(i)
     left = {d: capacity[d] for d in on_link}
-    unfrozen = {d: len(flows) for d, flows in on_link.items()}
-    weight = {d: sum(weights[i] for i in flows) for d, flows in on_link.items()}
+    if multiplicity is None:
+        multiplicity = [1] * len(routes)
+        mass = weights
+    else:
+        mass = [w * m for w, m in zip(weights, multiplicity)]
+    unfrozen = {d: sum(multiplicity[i] for i in flows) for d, flows in on_link.items()}
+    weight = {d: sum(mass[i] for i in flows) for d, flows in on_link.items()}
     rates = [-1.0] * len(routes)
     frozen = 0
     while frozen < len(routes):
@@ -69,21 +84,23 @@ def fill_weighted(routes: Sequence[Sequence[int]], capacity: Mapping[int, float]
         for bottleneck in tied:
             for i in on_link[bottleneck]:
                 if rates[i] < 0:
-                    w = weights[i]
-                    rate = rates[i] = w * share
+                    rate = rates[i] = weights[i] * share
                     frozen += 1
+                    many, w = multiplicity[i], mass[i]
+                    taken = rate * many
                     for d in routes[i]:
-                        left[d] -= rate
+                        left[d] -= taken
                         before = weight[d]
                         weight[d] = before - w
-                        unfrozen[d] -= 1
+                        unfrozen[d] -= many
                         if weight[d] < before * REFRESH and unfrozen[d]:
-                            weight[d] = sum(weights[j] for j in on_link[d] if rates[j] < 0)
+                            weight[d] = sum(mass[j] for j in on_link[d] if rates[j] < 0)
     return rates
 
 
 def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
-                         weights: NDArray[np.float64]) -> NDArray[np.float64]:
+                         weights: NDArray[np.float64],
+                         multiplicity: NDArray[np.intp] | None = None) -> NDArray[np.float64]:
     """Weighted max-min fair rates, vectorized: the same passes as :func:`fill_weighted`.
 
     Args:
@@ -91,6 +108,7 @@ def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
             ``len(capacity) - 1`` (a link that never limits anything).
         capacity: bytes/s each link can still carry, the padding link last.
         weights: each flow's weight (> 0), in row order.
+        multiplicity: how many flows each row stands for (None: one each).
 
     Returns:
         Each flow's rate, in row order.
@@ -102,8 +120,13 @@ def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
     owner = np.argsort(flat, kind="stable") // width
     start = np.zeros(size + 1, dtype=np.intp)
     np.cumsum(counts, out=start[1:])
-    count = counts.astype(np.float64)
-    weight = np.bincount(flat, weights=np.repeat(weights, width), minlength=size)
+    if multiplicity is None:
+        count = counts.astype(np.float64)
+        mass = weights
+    else:
+        count = flows_on(flat, multiplicity, width, size)
+        mass = weights * multiplicity
+    weight = np.bincount(flat, weights=np.repeat(mass, width), minlength=size)
     left = capacity.astype(np.float64, copy=True)
     # A link no unfrozen flow crosses (the padding link among them) has share inf / 0.
     count[size - 1] = 0.0
@@ -121,21 +144,28 @@ def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
             tied = np.flatnonzero(left <= level * weight)
             if len(tied) == 1:
                 members = owner[start[least]:start[least + 1]]
+                members = members[~frozen[members]]
             else:
-                members = np.unique(np.concatenate([owner[start[d]:start[d + 1]]
-                                                    for d in tied.tolist()]))
-            members = members[~frozen[members]]
+                reached = np.zeros(flows, dtype=bool)
+                reached[np.concatenate([owner[start[d]:start[d + 1]]
+                                        for d in tied.tolist()])] = True
+                members = np.flatnonzero(reached & ~frozen)
             share = max(share, 0.0)
             frozen[members] = True
             rates[members] = weights[members] * share
             remaining -= len(members)
             crossed = links[members].ravel()
-            crossed_count = np.bincount(crossed, minlength=size)
+            crossed_count: NDArray[np.intp] | NDArray[np.float64]
+            if multiplicity is None:
+                crossed_count = np.bincount(crossed, minlength=size)
+                taken = rates[members]
+            else:
+                crossed_count = flows_on(crossed, multiplicity[members], width, size)
+                taken = rates[members] * multiplicity[members]
             crossed_count[size - 1] = 0
-            crossed_weight = np.bincount(crossed, weights=np.repeat(weights[members], width),
+            crossed_weight = np.bincount(crossed, weights=np.repeat(mass[members], width),
                                          minlength=size)
-            left -= np.bincount(crossed, weights=np.repeat(rates[members], width),
-                                minlength=size)
+            left -= np.bincount(crossed, weights=np.repeat(taken, width), minlength=size)
             before = weight.copy()
             weight -= crossed_weight
             count -= crossed_count
@@ -143,6 +173,6 @@ def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
             left[empty] = np.inf
             weight[empty] = 0.0
             for d in np.flatnonzero((weight < before * REFRESH) & ~empty).tolist():
-                flows_on = owner[start[d]:start[d + 1]]
-                weight[d] = weights[flows_on[~frozen[flows_on]]].sum()
+                rows_on = owner[start[d]:start[d + 1]]
+                weight[d] = mass[rows_on[~frozen[rows_on]]].sum()
     return rates
