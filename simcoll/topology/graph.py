@@ -103,6 +103,7 @@ class Topology:
         self._tree_checked = False
         self._kind_count: dict[str, int] = {}
         self._in_network: list[str] = []
+        self._endpoints: list[str] | None = None
 
     # -- building ------------------------------------------------------------------------
     def _add(self, kind: str, name: str | None, reduce_bandwidth: float, node: int = 0,
@@ -216,6 +217,7 @@ class Topology:
         return link
 
     def _invalidate(self) -> None:
+        self._endpoints = None
         self._routes.clear()
         self._tree = None
         self._tree_checked = False
@@ -288,7 +290,9 @@ class Topology:
     def endpoint_name(self, address: int) -> str:
         """Device name of an endpoint address (ranks first, then hosts, then in-network
         devices)."""
-        endpoints = self._gpus + self._hosts + self._in_network
+        endpoints = self._endpoints
+        if endpoints is None:  # built once per shape of the machine: O(1) per call after
+            endpoints = self._endpoints = self._gpus + self._hosts + self._in_network
         if 0 <= address < len(endpoints):
             return endpoints[address]
         raise TopologyError(f"endpoint address {address} out of range "
