@@ -32,7 +32,8 @@ __all__ = ["simulate"]
 
 
 def simulate(topology: Topology, collective: str, *, algorithm: str,
-             data: Sequence[np.ndarray] | None = None, nbytes: int | str | None = None,
+             data: Sequence[np.ndarray] | None = None,
+             nbytes: int | str | Sequence[Any] | np.ndarray | None = None,
              dtype: Any = np.float32, op: ReduceOp | str = ReduceOp.SUM,
              root: int | None = None, src: int | None = None, dst: int | None = None,
              splits: Any = None, network: str = "flow", check: bool = True,
