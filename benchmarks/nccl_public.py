@@ -206,4 +206,57 @@ TABLES: tuple[PublicTable, ...] = (
             (268435456, 1955.1, 137.30, 270.31), (536870912, 3517.3, 152.64, 300.51),
             (1073741824, 7370.5, 145.68, 286.81), (2147483648, 13252, 162.05, 319.03),
             (4294967296, 26438, 162.45, 319.83), (8589934592, 52733, 162.90, 320.70))),
+    PublicTable(
+        id="rtx5090x4_genoa_shm",
+        gpu="NVIDIA GeForce RTX 5090", gpus_per_node=4, nodes=1,
+        fabric="4 GeForce RTX 5090 on PCIe (host GENOA-01, AMD EPYC Genoa: PCIe Gen5), no "
+               "NVLink and no GPU peer-to-peer: GeForce cards do not support P2P (an NVIDIA "
+               "maintainer's reply), p2pBandwidthLatencyTest on the sister host GENOA-05 "
+               "prints CANNOT Access Peer, and NCCL's log there connects via SHM",
+        nics="", nccl_version=None, env={},
+        source="https://github.com/NVIDIA/nccl-tests/issues/287", date="2025-03-14",
+        notes="all_reduce_perf -b 8 -e 128M -f 2 -g 4, one process. Posted to confirm that "
+              "the just-released NCCL 2.26.2 fixed the 5090 launch failure; the run prints no "
+              "NCCL version. PCIe switches, sockets and host memory are not stated (bus ids "
+              "0x01, 0x21, 0x41, 0x61).",
+        rows=(
+            (8, 15.60, 0.00, 0.00), (16, 15.32, 0.00, 0.00), (32, 15.52, 0.00, 0.00),
+            (64, 15.44, 0.00, 0.01), (128, 15.46, 0.01, 0.01), (256, 15.82, 0.02, 0.02),
+            (512, 15.81, 0.03, 0.05), (1024, 15.88, 0.06, 0.10), (2048, 26.16, 0.08, 0.12),
+            (4096, 27.21, 0.15, 0.23), (8192, 27.45, 0.30, 0.45),
+            (16384, 31.06, 0.53, 0.79), (32768, 31.64, 1.04, 1.55),
+            (65536, 32.58, 2.01, 3.02), (131072, 35.19, 3.72, 5.59),
+            (262144, 45.84, 5.72, 8.58), (524288, 70.24, 7.46, 11.20),
+            (1048576, 93.45, 11.22, 16.83), (2097152, 152.9, 13.72, 20.57),
+            (4194304, 261.4, 16.04, 24.07), (8388608, 490.3, 17.11, 25.67),
+            (16777216, 935.7, 17.93, 26.90), (33554432, 1860.0, 18.04, 27.06),
+            (67108864, 3708.9, 18.09, 27.14), (134217728, 7384.4, 18.18, 27.26))),
+    PublicTable(
+        id="rtx5090x8_turin_p2p",
+        gpu="NVIDIA GeForce RTX 5090", gpus_per_node=8, nodes=1,
+        fabric="8 GeForce RTX 5090 on PCIe in a dual-socket AMD EPYC 9575F (Turin) host "
+               "(PCIe Gen5), no NVLink; GPU peer-to-peer over PCIe BAR1, enabled by the "
+               "repository's patched open kernel driver (p2pBandwidthLatencyTest on the same "
+               "host: 55.6 GB/s P2P writes between every pair)",
+        nics="", nccl_version="2.29.7", env={"NCCL_P2P_LEVEL": "SYS"},
+        source="https://github.com/aikitoria/open-gpu-kernel-modules, README.md, section "
+               "\"Sample nccl-tests all_reduce_perf output\" (revision "
+               "08dc34555bf8cdacdd89237da42419e6ce5efdc4)",
+        date="2026 (no date printed; nccl-tests 2.18.2 with NCCL 2.29.7)",
+        notes="all_reduce_perf -b 8 -e 128M -f 2 -g 8, one process, 1 warm-up iteration; "
+              "nccl-library=22907 printed. Times above 100 us are printed with two decimals "
+              "(this nccl-tests release). PCIe switches and the GPUs' split over the two "
+              "sockets are not stated (bus ids 0x01, 0x11, 0x61, 0x71, 0x81, 0x91, 0xe1, 0xf1).",
+        rows=(
+            (8, 25.47, 0.00, 0.00), (16, 24.52, 0.00, 0.00), (32, 24.65, 0.00, 0.00),
+            (64, 24.72, 0.00, 0.00), (128, 24.67, 0.01, 0.01), (256, 24.77, 0.01, 0.02),
+            (512, 24.62, 0.02, 0.04), (1024, 24.66, 0.04, 0.07), (2048, 24.54, 0.08, 0.15),
+            (4096, 36.29, 0.11, 0.20), (8192, 37.00, 0.22, 0.39),
+            (16384, 38.06, 0.43, 0.75), (32768, 39.33, 0.83, 1.46),
+            (65536, 40.96, 1.60, 2.80), (131072, 42.19, 3.11, 5.44),
+            (262144, 45.87, 5.71, 10.00), (524288, 56.96, 9.20, 16.11),
+            (1048576, 74.74, 14.03, 24.55), (2097152, 104.50, 20.07, 35.12),
+            (4194304, 176.93, 23.71, 41.48), (8388608, 326.13, 25.72, 45.01),
+            (16777216, 646.48, 25.95, 45.42), (33554432, 1284.81, 26.12, 45.70),
+            (67108864, 2585.56, 25.96, 45.42), (134217728, 5355.16, 25.06, 43.86))),
 )

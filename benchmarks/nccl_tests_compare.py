@@ -2,7 +2,8 @@
 
 For each table, build the matching simcoll machine (``dgx_a100(nodes)`` for A100 SXM
 nodes, ``dgx_h100(nodes)`` for H100 SXM nodes, NIC overrides where the preset takes
-them), simulate all_reduce at every size of the table in data-free mode, and print the
+them, ``pcie_node(gpus, gen, p2p)`` for the PCIe servers of PCIE_SERVERS), simulate
+all_reduce at every size of the table in data-free mode, and print the
 simulated and measured time and busbw per size, the relative time error, the
 geometric-mean absolute error per table (exp(mean |log(simulated / measured)|) - 1) and
 over all rows of all tables, and the worst table. Figures are printed, never asserted.
@@ -38,11 +39,32 @@ NIC_OVERRIDES: dict[str, dict[str, Any]] = {
 }
 """Preset arguments that describe a table's NICs where the preset's defaults do not."""
 
+PCIE_SERVERS: dict[str, tuple[dict[str, Any], str]] = {
+    "rtx5090x4_genoa_shm": (
+        {"gen": 5, "p2p": False},
+        "pcie_node's A100 PCIe reduction rate, Ampere tuner constants, 4 GPUs on one PCIe "
+        "switch and DDR4 host memory (204.8 GB/s) stand in for RTX 5090s (Blackwell) whose "
+        "switches, sockets and memory the source does not state"),
+    "rtx5090x8_turin_p2p": (
+        {"gen": 5, "p2p": True, "sockets": 2},
+        "pcie_node's A100 PCIe reduction rate, Ampere tuner constants, 4 GPUs per PCIe "
+        "switch and NCCL's 16 GB/s AMD inter-socket figure stand in for RTX 5090s "
+        "(Blackwell) in a dual EPYC 9575F host whose switches and socket link the source "
+        "does not state"),
+}
+"""pcie_node arguments the source states (PCIe generation, P2P, sockets), and what the
+preset's defaults stand in for."""
+
 
 def machine(public: PublicTable) -> tuple[sc.Topology, str, list[str]]:
     """The preset for the table's GPUs and node count, the call that built it, and notes
     on what differs from the published machine."""
     notes = []
+    if public.id in PCIE_SERVERS:
+        kwargs, differs = PCIE_SERVERS[public.id]
+        call = ", ".join([str(public.gpus_per_node)] + [f"{k}={v}" for k, v in kwargs.items()])
+        return (sc.topology.pcie_node(public.gpus_per_node, **kwargs), f"pcie_node({call})",
+                [differs])
     if "A100-SXM4" in public.gpu:
         preset = sc.topology.dgx_a100
     elif "H100" in public.gpu and "PCIe" not in public.gpu:
