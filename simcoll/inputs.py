@@ -21,7 +21,6 @@ from simcoll.errors import InvalidInputError
 from simcoll.topology.graph import Topology
 from simcoll.uneven import (
     as_splits,
-    check_arrays,
     check_nbytes,
     check_splits,
     refuse_sizes_of_even,
@@ -65,7 +64,8 @@ def check_topology(topology: Any) -> Topology:
     return topology
 
 
-def _check_arrays(data: Any, p: int) -> list[np.ndarray]:
+def _rank_arrays(data: Any, p: int) -> list[np.ndarray]:
+    """``data`` as one 1-D numpy array per rank, each of a dtype simcoll takes."""
     if isinstance(data, np.ndarray) or not isinstance(data, Sequence):
         raise InvalidInputError(
             f"data must be a list of {p} numpy arrays (one per rank), got {type(data).__name__}")
@@ -79,12 +79,33 @@ def _check_arrays(data: Any, p: int) -> list[np.ndarray]:
             raise InvalidInputError(f"data[{r}] has shape {x.shape}; pass 1-D arrays "
                                     f"(use x.ravel())")
         as_dtype(x.dtype, f"data[{r}] dtype")
-        if x.dtype != data[0].dtype or x.shape != data[0].shape:
+    return list(data)
+
+
+def _check_arrays(data: Any, p: int) -> list[np.ndarray]:
+    arrays = _rank_arrays(data, p)
+    for r, x in enumerate(arrays):
+        if x.dtype != arrays[0].dtype or x.shape != arrays[0].shape:
             raise InvalidInputError(
                 f"data[{r}] is {x.dtype}{list(x.shape)} but data[0] is "
-                f"{data[0].dtype}{list(data[0].shape)}; every rank needs the same shape and "
-                f"dtype")
-    return list(data)
+                f"{arrays[0].dtype}{list(arrays[0].shape)}; every rank needs the same shape "
+                f"and dtype")
+    return arrays
+
+
+def _check_uneven_arrays(coll: Collective, data: Any, p: int) -> list[np.ndarray]:
+    """One array per rank, all of one dtype; all of one length where the collective
+    needs that (reduce_scatterv)."""
+    arrays = _rank_arrays(data, p)
+    for r, x in enumerate(arrays):
+        if x.dtype != arrays[0].dtype:
+            raise InvalidInputError(f"data[{r}] is {x.dtype} but data[0] is "
+                                    f"{arrays[0].dtype}; every rank needs the same dtype")
+        if coll.name == "reduce_scatterv" and x.shape != arrays[0].shape:
+            raise InvalidInputError(f"data[{r}] has {x.size} elements but data[0] has "
+                                    f"{arrays[0].size}; reduce_scatterv reduces arrays of "
+                                    f"one length")
+    return arrays
 
 
 def _read_only_view(x: np.ndarray) -> np.ndarray:
@@ -142,7 +163,7 @@ def _uneven_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
     """A v-collective's inputs: arrays and ``splits=`` in elements, or ``nbytes=``."""
     assert coll.uneven is not None
     if data is not None:
-        arrays: list[np.ndarray] | None = check_arrays(coll, data, p)
+        arrays: list[np.ndarray] | None = _check_uneven_arrays(coll, data, p)
         assert arrays is not None
         dt = arrays[0].dtype
         shape = splits_of_arrays(coll, arrays, splits)

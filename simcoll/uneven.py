@@ -17,11 +17,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from simcoll.collectives import Collective, Splits
-from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
 
 __all__ = ["V_COLLECTIVES", "what_it_takes", "check_splits", "check_nbytes",
-           "splits_of_arrays", "check_arrays", "refuse_sizes_of_even", "as_splits"]
+           "splits_of_arrays", "refuse_sizes_of_even", "as_splits"]
 
 V_COLLECTIVES = ("all_gatherv", "reduce_scatterv", "all_to_allv")
 
@@ -149,29 +148,3 @@ def splits_of_arrays(coll: Collective, arrays: list[np.ndarray], splits: Any) ->
                 f"data[{r}] has {length} elements but splits={list(checked)!r} give rank "
                 f"{r} an input of {need}; the splits must add up to each rank's array")
     return checked
-
-
-def check_arrays(coll: Collective, data: Any, p: int) -> list[np.ndarray]:
-    """One 1-D array per rank, all of one dtype; all of one length where the collective
-    needs that (reduce_scatterv)."""
-    if isinstance(data, np.ndarray) or not isinstance(data, Sequence):
-        raise InvalidInputError(f"data must be a list of {p} numpy arrays (one per rank), "
-                                f"got {type(data).__name__}")
-    if len(data) != p:
-        raise InvalidInputError(f"data has {len(data)} arrays but the topology has {p} "
-                                f"ranks; pass exactly one array per rank")
-    for r, x in enumerate(data):
-        if not isinstance(x, np.ndarray):
-            raise InvalidInputError(f"data[{r}] is a {type(x).__name__}, not a numpy array")
-        if x.ndim != 1:
-            raise InvalidInputError(f"data[{r}] has shape {x.shape}; pass 1-D arrays "
-                                    f"(use x.ravel())")
-        as_dtype(x.dtype, f"data[{r}] dtype")
-        if x.dtype != data[0].dtype:
-            raise InvalidInputError(f"data[{r}] is {x.dtype} but data[0] is "
-                                    f"{data[0].dtype}; every rank needs the same dtype")
-        if coll.name == "reduce_scatterv" and x.shape != data[0].shape:
-            raise InvalidInputError(f"data[{r}] has {x.size} elements but data[0] has "
-                                    f"{data[0].size}; reduce_scatterv reduces arrays of "
-                                    f"one length")
-    return list(data)
