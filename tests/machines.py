@@ -7,9 +7,12 @@ with uneven bandwidths and latencies (zero included) and, sometimes, server host
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 import simcoll as sc
+from simcoll.topology.graph import Route
 
 BANDWIDTHS = [1e9, 2.5e9, 1e10, 4e10, 1e11]
 LATENCIES = [0.0, 0.0, 1e-7, 1e-6, 3e-6]
@@ -80,11 +83,13 @@ def random_machine(kind: str, seed: int, *, gpus: int | None = None,
     return topo
 
 
-def maxmin_arrivals(topo: sc.Topology, flows: list[tuple[float, int, int, int]]
+def maxmin_arrivals(topo: sc.Topology, flows: list[tuple[float, int, int, int]],
+                    rates_of: Callable[[list[Route], list[float]], list[float]] | None = None
                     ) -> list[float]:
     """Arrival times of ``(start, src, dst, nbytes)`` flows under the flow model, computed
     the slow, obvious way: a fluid simulation that, between consecutive events, gives
-    every draining flow its max-min fair rate by progressive filling over all links.
+    every draining flow its max-min fair rate by progressive filling over all links
+    (``rates_of(routes, capacity)``, one rate per route, for another sharing rule).
     A flow waits its route's latency from its start, then drains."""
     capacity = [link.bandwidth for link in topo.links for _ in (0, 1)]
     routes = [topo.route(src, dst) for _, src, dst, _ in flows]
@@ -98,7 +103,10 @@ def maxmin_arrivals(topo: sc.Topology, flows: list[tuple[float, int, int, int]]
             if remaining[i] <= 0:
                 arrival[i] = now
         draining = [i for i in draining if arrival[i] is None]
-        rates = _fair_rates({i: routes[i].links for i in draining}, capacity)
+        if rates_of is None:
+            rates = _fair_rates({i: routes[i].links for i in draining}, capacity)
+        else:
+            rates = dict(zip(draining, rates_of([routes[i] for i in draining], capacity)))
         upcoming = [begins[i] for i, a in enumerate(arrival) if a is None and begins[i] > now]
         ends = {i: now + remaining[i] / rates[i] for i in draining}
         if not upcoming and not ends:

@@ -224,35 +224,11 @@ def test_weighted_solvers_match_the_slow_reference(data, links, flows):
 # -- random machines -------------------------------------------------------------------
 def weighted_arrivals(topo: sc.Topology, flows) -> list[float]:
     """Arrival times of ``(start, src, dst, nbytes)`` flows under flow_rtt, the slow way:
-    a fluid simulation that gives every draining flow its weighted max-min fair rate
-    (weight 1 / route latency, :func:`weighted_reference`) between consecutive events.
-    A flow waits its route's latency from its start, then drains."""
-    capacity = [link.bandwidth for link in topo.links for _ in (0, 1)]
-    routes = [topo.route(src, dst) for _, src, dst, _ in flows]
-    begins = [start + route.latency for (start, *_), route in zip(flows, routes)]
-    remaining = [float(n) for *_, n in flows]
-    arrival: list[float | None] = [None] * len(flows)
-    now = 0.0
-    while any(a is None for a in arrival):
-        draining = [i for i, a in enumerate(arrival) if a is None and begins[i] <= now]
-        for i in draining:
-            if remaining[i] <= 0:
-                arrival[i] = now
-        draining = [i for i in draining if arrival[i] is None]
-        rates = weighted_reference([routes[i].links for i in draining], capacity,
-                                   [1 / routes[i].latency for i in draining])
-        upcoming = [begins[i] for i, a in enumerate(arrival) if a is None and begins[i] > now]
-        ends = {i: now + remaining[i] / r for i, r in zip(draining, rates)}
-        if not upcoming and not ends:
-            continue
-        nxt = min(upcoming + list(ends.values()))
-        for i, r in zip(draining, rates):
-            if ends[i] <= nxt * (1 + 1e-12):
-                remaining[i] = 0.0
-            else:
-                remaining[i] -= r * (nxt - now)
-        now = nxt
-    return [float(a) for a in arrival]  # type: ignore[arg-type]
+    the tests' fluid simulation (``machines.maxmin_arrivals``) with every draining flow at
+    its weighted max-min fair rate (weight 1 / route latency, :func:`weighted_reference`)."""
+    return machines.maxmin_arrivals(
+        topo, flows, lambda routes, capacity: weighted_reference(
+            [r.links for r in routes], capacity, [1 / r.latency for r in routes]))
 
 
 flow = st.tuples(st.floats(0, 2e-6), st.integers(0, 8), st.integers(0, 8),
