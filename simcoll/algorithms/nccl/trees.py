@@ -10,12 +10,11 @@ interior and leaf nodes evens out. Here, on nodes of G GPUs, n = G: channel c wo
 tree (c div G) mod 2, and inside a node its GPUs form a chain starting at local GPU
 c mod G; the chain's head talks to the heads of its parent and child nodes, which sit on
 the same rail. Channels trimmed for small sizes are the first ones, all on tree 0, as in
-NCCL. Data
-goes up (reduced at every GPU from its chain successor and, at a head, from its child
-nodes' heads) and comes down the same way, slice by slice: a GPU runs its up and down
-streams side by side, as NCCL's split tree kernel does, so a slice can travel down while
-later ones still travel up. Every step costs the protocol's tree latency over its link
-class (``hwLatencies[...][TREE]``), or the route's latency where that is more.
+NCCL. Data goes up (reduced at every GPU from its chain successor and, at a head, from
+its child nodes' heads) and comes down the same way, slice by slice: a GPU runs its up
+and down streams side by side, as NCCL's split tree kernel does, so a slice can travel
+down while later ones still travel up. Every step costs the protocol's tree latency over
+its link class (``hwLatencies[...][TREE]``), or the route's latency where that is more.
 """
 
 from __future__ import annotations
