@@ -117,6 +117,10 @@ def test_algo_and_proto_are_read_in_any_case_as_nccl_reads_its_variables():
     exact = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl",
                         nbytes=2**20, algo="ring", proto="Simple")
     assert res.time == exact.time
+    # NCCL_ALGO spells NVLS-tree "NVLSTree".
+    tree = sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl",
+                       nbytes=2**20, algo="NVLSTree")
+    assert tree.params["algo"] == "nvls_tree"
 
 
 def test_named_algorithms_that_cannot_run_are_refused_before_the_run():

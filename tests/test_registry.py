@@ -351,6 +351,7 @@ def test_a_family_module_added_to_the_package_is_found(tmp_path, monkeypatch):
     (Choice("a", ("a", "b")), np.str_("b"), "b"),
     (Choice("ring", ("ring", "LL128", "Simple"), ignore_case=True), "simple", "Simple"),
     (Choice("ring", ("ring", "LL128", "Simple"), ignore_case=True), "ll128", "LL128"),
+    (Choice("ring", ("ring", "nvls_tree"), ignore_case=True), "NVLSTree", "nvls_tree"),
 ])
 def test_specs_normalize_to_plain_python_values(spec, value, normalized):
     got = spec.normalize("x", value)

@@ -160,8 +160,9 @@ class Choice(Param):
         choices: the accepted names, or a function returning them (asked at each check,
             so it can list algorithms registered later).
         doc: one line saying what the parameter does.
-        ignore_case: accept any capitalisation of a name and give it as ``choices``
-            spells it (as NCCL reads ``NCCL_ALGO`` and ``NCCL_PROTO``).
+        ignore_case: accept any capitalisation of a name, with or without its
+            underscores, and give it as ``choices`` spells it (as NCCL reads ``NCCL_ALGO``
+            and ``NCCL_PROTO``: ``NVLSTree`` for ``nvls_tree``).
     """
 
     default: str
@@ -187,11 +188,16 @@ class Choice(Param):
             raise self.refusal(name, value)
         options = self.options()
         if self.ignore_case:
-            spelled = {option.casefold(): option for option in options}
-            value = spelled.get(value.casefold(), value)
+            spelled = {_loose(option): option for option in options}
+            value = spelled.get(_loose(value), value)
         if value not in options:
             raise self.refusal(name, value)
         return str(value)
+
+
+def _loose(name: str) -> str:
+    """``name`` as :class:`Choice` compares it with ``ignore_case``."""
+    return name.casefold().replace("_", "")
 
 
 @dataclass(frozen=True)
