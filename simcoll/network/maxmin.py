@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TIE", "CROSSOVER", "fill", "fill_arrays", "flows_on"]
+__all__ = ["TIE", "CROSSOVER", "fill", "fill_arrays", "incidence", "unfrozen_on", "flows_on"]
 
 TIE = 1e-12
 """Links whose fair share is within this relative distance of the least one are
@@ -109,12 +109,7 @@ def fill_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64],
     """
     flows, width = links.shape
     size = len(capacity)
-    flat = links.ravel()
-    counts = np.bincount(flat, minlength=size)
-    owner = np.argsort(flat, kind="stable") // width
-    start = np.zeros(size + 1, dtype=np.intp)
-    np.cumsum(counts, out=start[1:])
-    bounds = start.tolist()
+    flat, counts, owner, bounds = incidence(links, size)
     count: NDArray[np.float64] | NDArray[np.intp]
     if multiplicity is None:
         count = counts.astype(np.float64)
@@ -135,14 +130,7 @@ def fill_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64],
             share = float(shares[least])
             level = share + abs(share) * TIE
             tied = (left <= level * count).nonzero()[0]
-            if len(tied) == 1:
-                members = owner[bounds[least]:bounds[least + 1]]
-                members = members[~frozen[members]]
-            else:
-                reached = np.zeros(flows, dtype=bool)
-                reached[np.concatenate([owner[bounds[d]:bounds[d + 1]]
-                                        for d in tied.tolist()])] = True
-                members = np.flatnonzero(reached & ~frozen)
+            members = unfrozen_on(tied, least, owner, bounds, frozen)
             share = max(share, 0.0)
             frozen[members] = True
             rates[members] = share
@@ -158,6 +146,32 @@ def fill_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64],
             count -= crossed
             left[count == 0.0] = np.inf
     return rates
+
+
+def incidence(links: NDArray[np.intp], size: int
+              ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp], list[int]]:
+    """The flow-link incidence of padded routes ``links`` over ``size`` links: the routes
+    flattened, the rows on each link, and in CSR form the rows crossing each link
+    (``owner[bounds[d]:bounds[d + 1]]`` for link d)."""
+    width = links.shape[1]
+    flat = links.ravel()
+    counts = np.bincount(flat, minlength=size)
+    owner = np.argsort(flat, kind="stable") // width
+    start = np.zeros(size + 1, dtype=np.intp)
+    np.cumsum(counts, out=start[1:])
+    return flat, counts, owner, start.tolist()
+
+
+def unfrozen_on(tied: NDArray[np.intp], least: int, owner: NDArray[np.intp],
+                bounds: list[int], frozen: NDArray[np.bool_]) -> NDArray[np.intp]:
+    """The rows not yet frozen that cross a link of ``tied`` (``least`` when it is the
+    only one), each once."""
+    if len(tied) == 1:
+        members = owner[bounds[least]:bounds[least + 1]]
+        return members[~frozen[members]]
+    reached = np.zeros(len(frozen), dtype=bool)
+    reached[np.concatenate([owner[bounds[d]:bounds[d + 1]] for d in tied.tolist()])] = True
+    return np.flatnonzero(reached & ~frozen)
 
 
 def flows_on(flat: NDArray[np.intp], multiplicity: NDArray[np.intp], width: int,

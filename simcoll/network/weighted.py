@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from simcoll.network.maxmin import TIE, flows_on
+from simcoll.network.maxmin import TIE, flows_on, incidence, unfrozen_on
 
 __all__ = ["REFRESH", "fill_weighted", "fill_arrays_weighted"]
 
@@ -115,11 +115,7 @@ def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
     """
     flows, width = links.shape
     size = len(capacity)
-    flat = links.ravel()
-    counts = np.bincount(flat, minlength=size)
-    owner = np.argsort(flat, kind="stable") // width
-    start = np.zeros(size + 1, dtype=np.intp)
-    np.cumsum(counts, out=start[1:])
+    flat, counts, owner, start = incidence(links, size)
     if multiplicity is None:
         count = counts.astype(np.float64)
         mass = weights
@@ -142,14 +138,7 @@ def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
             share = float(shares[least])
             level = share + abs(share) * TIE
             tied = np.flatnonzero(left <= level * weight)
-            if len(tied) == 1:
-                members = owner[start[least]:start[least + 1]]
-                members = members[~frozen[members]]
-            else:
-                reached = np.zeros(flows, dtype=bool)
-                reached[np.concatenate([owner[start[d]:start[d + 1]]
-                                        for d in tied.tolist()])] = True
-                members = np.flatnonzero(reached & ~frozen)
+            members = unfrozen_on(tied, least, owner, start, frozen)
             share = max(share, 0.0)
             frozen[members] = True
             rates[members] = weights[members] * share
