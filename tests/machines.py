@@ -139,3 +139,22 @@ def _fair_rates(routes: dict[int, tuple[int, ...]], capacity: list[float]) -> di
             for i in users[d]:
                 rates.setdefault(i, level)
     return rates
+
+
+def last_activity(res: sc.Result) -> float:
+    """The last thing that happened in a traced run: a rank's return or a message's
+    arrival (what ``Result.time`` must be)."""
+    ends = [e.end for e in res.trace if e.kind == "message"]
+    return max([*res.rank_times.tolist(), *ends])
+
+
+def planned_sends(comm, x, *, plan):
+    """Rank-level script: ``plan`` holds (start, src, dst, nbytes); each rank sends and
+    receives its messages, in plan order."""
+    for start, src, dst, nbytes in plan:
+        if comm.rank == src:
+            yield comm.compute(start - comm.now) if start > comm.now else comm.compute(0)
+            yield comm.send(sc.VirtualBuffer.of(nbytes, np.uint8), dst)
+        elif comm.rank == dst:
+            yield comm.recv(src)
+    return x

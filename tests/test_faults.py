@@ -7,23 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import ALPHA, BETA, GAMMA, make_data, reference_network, register_probe
+from machines import planned_sends
 from reference import assert_outputs_match
 
 import simcoll as sc
 from simcoll.comm import Comm
 
-
-@register_probe("all_to_all", "_sends", plan=())
-def sends(comm: Comm, x, *, plan):
-    """Rank-level script: ``plan`` holds (start, src, dst, nbytes); each rank sends and
-    receives its messages, in plan order."""
-    for start, src, dst, nbytes in plan:
-        if comm.rank == src:
-            yield comm.compute(start - comm.now) if start > comm.now else comm.compute(0)
-            yield comm.send(sc.VirtualBuffer.of(nbytes, np.uint8), dst)
-        elif comm.rank == dst:
-            yield comm.recv(src)
-    return x
+register_probe("all_to_all", "_sends", plan=())(planned_sends)
 
 
 def line(n=2, bandwidth=1e9):

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 import simcoll as sc
 from simcoll.cli import main
-from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.network import NETWORKS, FlowRttNetwork
 from simcoll.network.maxmin import fill
@@ -94,17 +93,7 @@ def test_a_flow_alone_takes_latency_plus_size_over_bottleneck():
         [3e-6 + 10**6 / 2e9], rel=1e-12)
 
 
-@register_probe("all_to_all", "_rtt_sends", plan=())
-def sends(comm: Comm, x, *, plan):
-    """Each rank sends and receives its messages of ``plan`` ((start, src, dst, nbytes)),
-    in plan order."""
-    for start, src, dst, nbytes in plan:
-        if comm.rank == src:
-            yield comm.compute(start - comm.now) if start > comm.now else comm.compute(0)
-            yield comm.send(sc.VirtualBuffer.of(nbytes, np.uint8), dst)
-        elif comm.rank == dst:
-            yield comm.recv(src)
-    return x
+register_probe("all_to_all", "_rtt_sends", plan=())(machines.planned_sends)
 
 
 def arrivals(res: sc.Result) -> dict[int, float]:
@@ -269,11 +258,6 @@ def test_equal_route_latencies_share_as_the_flow_model(kind, seed, flows):
                                rtol=1e-9, atol=1e-15)
 
 
-def last_activity(res: sc.Result) -> float:
-    ends = [e.end for e in res.trace if e.kind == "message"]
-    return max([*res.rank_times.tolist(), *ends])
-
-
 PAIRS = [pair for pair in sc.list_algorithms()
          if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")]
 
@@ -301,7 +285,7 @@ def test_time_is_the_last_activity_and_traffic_is_the_flow_models(kind, seed, pa
     rtt = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True,
                       network="flow_rtt", **kwargs)
     flow = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, **kwargs)
-    assert rtt.time == last_activity(rtt)
+    assert rtt.time == machines.last_activity(rtt)
     assert rtt.network == "flow_rtt"
     assert_same_traffic(rtt, flow)
 

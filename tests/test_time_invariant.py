@@ -13,7 +13,7 @@ import pytest
 from conftest import NO_FORMULA, V_COLLECTIVES, run_flows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from machines import KINDS, maxmin_arrivals, random_machine
+from machines import KINDS, last_activity, maxmin_arrivals, random_machine
 
 import simcoll as sc
 from simcoll.comm import Comm
@@ -31,11 +31,6 @@ class GeneralOnly(FlowNetwork):
 @pytest.fixture(autouse=True)
 def general_network(monkeypatch):
     monkeypatch.setitem(NETWORKS, "flow_general", GeneralOnly)
-
-
-def last_activity(res: sc.Result) -> float:
-    ends = [e.end for e in res.trace if e.kind == "message"]
-    return max([*res.rank_times.tolist(), *ends])
 
 
 SIZES = (10**9, 25 * 10**7)

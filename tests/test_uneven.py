@@ -10,7 +10,7 @@ import pytest
 from conftest import ALPHA, BETA, GAMMA, V_COLLECTIVES, make_data, reference_network
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from machines import KINDS, random_machine
+from machines import KINDS, last_activity, random_machine
 from reference import assert_outputs_match
 
 import simcoll as sc
@@ -306,11 +306,6 @@ class GeneralOnly(FlowNetwork):
 @pytest.fixture(autouse=True)
 def general_network(monkeypatch):
     monkeypatch.setitem(NETWORKS, "flow_general_v", GeneralOnly)
-
-
-def last_activity(res: sc.Result) -> float:
-    ends = [e.end for e in res.trace if e.kind == "message"]
-    return max([*res.rank_times.tolist(), *ends])
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
