@@ -41,19 +41,22 @@ NIC_OVERRIDES: dict[str, dict[str, Any]] = {
 
 PCIE_SERVERS: dict[str, tuple[dict[str, Any], str]] = {
     "rtx5090x4_genoa_shm": (
-        {"gen": 5, "p2p": False},
-        "pcie_node's A100 PCIe reduction rate, Ampere tuner constants, 4 GPUs on one PCIe "
-        "switch and DDR4 host memory (204.8 GB/s) stand in for RTX 5090s (Blackwell) whose "
-        "switches, sockets and memory the source does not state"),
+        {"gen": 5, "p2p": False, "gpus_per_switch": 1},
+        "pcie_node's A100 PCIe reduction rate, Ampere tuner constants and DDR4 host memory "
+        "(204.8 GB/s) stand in for RTX 5090s (Blackwell) and the host's DDR5; one GPU per "
+        "x16 root port is read from the bus ids (0x01, 0x21, 0x41, 0x61: one per root "
+        "complex of the EPYC's I/O die), which the source does not state"),
     "rtx5090x8_turin_p2p": (
-        {"gen": 5, "p2p": True, "sockets": 2},
-        "pcie_node's A100 PCIe reduction rate, Ampere tuner constants, 4 GPUs per PCIe "
-        "switch and NCCL's 16 GB/s AMD inter-socket figure stand in for RTX 5090s "
-        "(Blackwell) in a dual EPYC 9575F host whose switches and socket link the source "
-        "does not state"),
+        {"gen": 5, "p2p": True, "sockets": 2, "inter_socket_bandwidth": 55.6 * sc.GB},
+        "pcie_node's A100 PCIe reduction rate, Ampere tuner constants and 4 GPUs per PCIe "
+        "switch stand in for RTX 5090s (Blackwell) in a dual EPYC 9575F host whose "
+        "switches the source does not state; the socket link is given the 55.6 GB/s that "
+        "the source's p2pBandwidthLatencyTest measures between every pair of GPUs, those "
+        "on two sockets included (NCCL's tuner assumes 16 GB/s for AMD)"),
 }
-"""pcie_node arguments the source states (PCIe generation, P2P, sockets), and what the
-preset's defaults stand in for."""
+"""pcie_node arguments the source states or shows (PCIe generation, P2P, sockets, the
+layout its bus ids give, measured pair bandwidth), and what the preset's defaults stand
+in for."""
 
 
 def machine(public: PublicTable) -> tuple[sc.Topology, str, list[str]]:
@@ -62,7 +65,8 @@ def machine(public: PublicTable) -> tuple[sc.Topology, str, list[str]]:
     notes = []
     if public.id in PCIE_SERVERS:
         kwargs, differs = PCIE_SERVERS[public.id]
-        call = ", ".join([str(public.gpus_per_node)] + [f"{k}={v}" for k, v in kwargs.items()])
+        shown = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in kwargs.items()]
+        call = ", ".join([str(public.gpus_per_node)] + shown)
         return (sc.topology.pcie_node(public.gpus_per_node, **kwargs), f"pcie_node({call})",
                 [differs])
     if "A100-SXM4" in public.gpu:

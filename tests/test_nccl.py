@@ -96,6 +96,32 @@ def test_the_tuner_picks_what_nccl_picks_on_a_dgx_a100(nbytes, expected):
     assert res.params["arch"] == "ampere" and res.params["intra"] == "nvlink"
 
 
+def test_the_tuner_leaves_ll128_off_over_pci_unless_asked():
+    # NCCL 2.30.7 enables LL128 by default only where GPUs talk over NVLink
+    # (tuning.cc: typeIntra <= PATH_NVB). Worked from its model on pcie_node(8, gen=4):
+    # 8 ranks, 24 GB/s PCIe Gen4, 4 channels, Ampere, PCI step latencies; algbw = busbw
+    # x 8 / 14. At 1 MiB: LL 6.6 + 14 x 1.0 = 20.6 us + 2^20 B / (12 GB/s x 8/14) =
+    # 173.5 us; LL128 14 + 14 x 2.5 = 49 us + 2^20 / (0.92 x 24 x 8/14) = 132.1 us;
+    # Simple 8.4 + 14 x 5.7 = 88.2 us + 2^20 / (24 x 8/14) = 164.7 us. LL128 would win;
+    # off, Simple does.
+    machine = describe(sc.topology.pcie_node(8, gen=4), tuple(range(8)))
+    assert machine.intra == "pci" and not machine.ll128_by_default
+    mib = 2**20
+    assert (choose(machine, "all_reduce", mib).algo, choose(machine, "all_reduce", mib).proto) \
+        == ("ring", "Simple")
+    assert choose(machine, "all_reduce", mib).predicted == pytest.approx(
+        (88.2 + mib * 14 / (8 * 24e3)) * US, rel=1e-9)
+    forced = choose(machine, "all_reduce", mib, proto="LL128")   # NCCL_PROTO=LL128
+    assert forced.proto == "LL128"
+    assert forced.predicted == pytest.approx((49 + mib * 14 / (8 * 0.92 * 24e3)) * US, rel=1e-9)
+    # Over the sizes of an nccl-tests sweep, never LL128 unless named; NVLink keeps it.
+    sizes = [2**k for k in range(3, 31)]
+    assert "LL128" not in {choose(machine, "all_reduce", n).proto for n in sizes}
+    dgx = describe(sc.topology.dgx_a100(1), tuple(range(8)))
+    assert dgx.ll128_by_default
+    assert "LL128" in {choose(dgx, "all_reduce", n).proto for n in sizes}
+
+
 def test_the_tuner_uses_nvls_on_a_dgx_h100_for_large_buffers():
     # NVLS: 25 us, bus bandwidth 370.8 x 0.85 x 15/16 x 2 = 591 GB/s against the ring's
     # 370.8: at 1 GiB NVLS wins (25 + 3,177 us against 56 + 5,058); at 8 B its 25 us

@@ -46,6 +46,17 @@ class Machine:
         """Ranks per node."""
         return self.nranks / self.nnodes
 
+    @property
+    def ll128_by_default(self) -> bool:
+        """Whether NCCL enables LL128 here without being asked: only where a node's GPUs
+        talk over NVLink (``typeIntra <= PATH_NVB``, src/graph/tuning.cc of NCCL 2.30.7).
+        LL128 relies on 128-byte stores arriving whole, which NCCL trusts NVLink for and
+        not PCI. NCCL also asks that the GPU-to-NIC path stays within a PCIe switch
+        (``typeInter <= PATH_PXB``, ``PATH_PXN`` on Hopper and newer); simcoll's presets
+        put each NIC on its GPU's PCIe switch, and :func:`describe` does not check it on
+        hand-built machines."""
+        return self.intra == "nvlink"
+
 
 def node_order(nodes: list[int]) -> list[list[int]]:
     """Positions grouped by node, nodes in order of first appearance, positions in order."""

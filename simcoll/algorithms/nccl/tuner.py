@@ -174,7 +174,9 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
            proto: str = "auto", channels: int = 0) -> Choice:
     """The pair NCCL predicts fastest (``algo`` and ``proto`` narrow the search, as
     NCCL_ALGO and NCCL_PROTO do; ``channels`` fixes the count, as NCCL_MIN_NCHANNELS
-    and NCCL_MAX_NCHANNELS together do).
+    and NCCL_MAX_NCHANNELS together do). LL128 is a candidate only where NCCL enables it
+    by default (:attr:`Machine.ll128_by_default`: not over PCI), or where ``proto``
+    names it, as NCCL_PROTO=LL128 forces it on.
 
     Raises:
         InvalidInputError: the named algorithm or protocol cannot run here.
@@ -190,7 +192,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                 f"{', '.join(algos)}" + ("" if machine.nvls else
                                          " (NVLS needs GPUs on an in-network NVSwitch)"))
         algos = (algo,)
-    protos = PROTOCOLS if proto == "auto" else (proto,)
+    protos = (tuple(p for p in PROTOCOLS if p != "LL128" or machine.ll128_by_default)
+              if proto == "auto" else (proto,))
     best: Choice | None = None
     for a in algos:
         for pr in protos:
