@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nccl_public import TABLES, PublicTable  # noqa: E402
 
 import simcoll as sc  # noqa: E402
+from simcoll.topology.presets import RTX_5090  # noqa: E402
 
 NIC_OVERRIDES: dict[str, dict[str, Any]] = {
     "a100x16_oci_roce": {"nics_per_node": 16, "nic_bandwidth": 100 * sc.Gbps},
@@ -41,22 +42,27 @@ NIC_OVERRIDES: dict[str, dict[str, Any]] = {
 
 PCIE_SERVERS: dict[str, tuple[dict[str, Any], str]] = {
     "rtx5090x4_genoa_shm": (
-        {"gen": 5, "p2p": False, "gpus_per_switch": 1},
-        "pcie_node's A100 PCIe reduction rate, Ampere tuner constants and DDR4 host memory "
-        "(204.8 GB/s) stand in for RTX 5090s (Blackwell) and the host's DDR5; one GPU per "
-        "x16 root port is read from the bus ids (0x01, 0x21, 0x41, 0x61: one per root "
-        "complex of the EPYC's I/O die), which the source does not state"),
+        {"gen": 5, "p2p": False, "gpus_per_switch": 1,
+         "reduce_bandwidth": RTX_5090.reduce_bandwidth},
+        "DDR4 host memory (204.8 GB/s) stands in for the host's DDR5; one GPU per x16 root "
+        "port is read from the bus ids (0x01, 0x21, 0x41, 0x61: one per root complex of "
+        "the EPYC's I/O die), which the source does not state"),
     "rtx5090x8_turin_p2p": (
-        {"gen": 5, "p2p": True, "sockets": 2, "inter_socket_bandwidth": 55.6 * sc.GB},
-        "pcie_node's A100 PCIe reduction rate, Ampere tuner constants and 4 GPUs per PCIe "
-        "switch stand in for RTX 5090s (Blackwell) in a dual EPYC 9575F host whose "
-        "switches the source does not state; the socket link is given the 55.6 GB/s that "
-        "the source's p2pBandwidthLatencyTest measures between every pair of GPUs, those "
-        "on two sockets included (NCCL's tuner assumes 16 GB/s for AMD)"),
+        {"gen": 5, "p2p": True, "sockets": 2, "inter_socket_bandwidth": 55.6 * sc.GB,
+         "reduce_bandwidth": RTX_5090.reduce_bandwidth},
+        "4 GPUs per PCIe switch stand in for a layout the source does not state; the "
+        "socket link is given the 55.6 GB/s that the source's p2pBandwidthLatencyTest "
+        "measures between every pair of GPUs, those on two sockets included (NCCL's "
+        "tuner assumes 16 GB/s for AMD)"),
 }
 """pcie_node arguments the source states or shows (PCIe generation, P2P, sockets, the
-layout its bus ids give, measured pair bandwidth), and what the preset's defaults stand
-in for."""
+layout its bus ids give, measured pair bandwidth; the GPU's reduction rate from its
+memory bandwidth), and what the preset's defaults stand in for."""
+
+ARCH: dict[str, str] = {"rtx5090x4_genoa_shm": "blackwell", "rtx5090x8_turin_p2p": "blackwell"}
+"""NCCL's constants for GPUs the tuner cannot tell from the machine: an RTX 5090 is
+compute capability 12.0, which NCCL 2.30.7 indexes as Blackwell (``compCapIndex`` in
+src/graph/tuning.cc: 10.0 and above)."""
 
 
 def machine(public: PublicTable) -> tuple[sc.Topology, str, list[str]]:
@@ -104,6 +110,8 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
     params: dict[str, Any] = {}
     if algorithm == "nccl" and public.algorithm:
         params["algo"] = public.algorithm
+    if algorithm == "nccl" and public.id in ARCH:
+        params["arch"] = ARCH[public.id]
     if proto is not None:
         params["proto"] = proto
     print(f"\n== {public.id}: {public.nodes} x {public.gpus_per_node} {public.gpu}"

@@ -72,6 +72,11 @@ def test_hardware_figures_match_their_sources():
     assert a100.reduce_bandwidth == pytest.approx(A100_REDUCE)
     assert h100.reduce_bandwidth == pytest.approx(H100_REDUCE)
     assert pcie.reduce_bandwidth == pytest.approx(A100_PCIE_REDUCE)
+    # RTX 5090: 512-bit GDDR7 at 28 Gb/s per pin = 1,792 GB/s; PCIe Gen5; no NVLink.
+    rtx = presets.RTX_5090
+    assert rtx.memory_bandwidth == pytest.approx(512 * 28e9 / 8)
+    assert rtx.reduce_bandwidth == pytest.approx(512 * 28e9 / 8 / 3)
+    assert (rtx.pcie_gen, rtx.nvlink_links, rtx.nvlink_bandwidth) == (5, 0, 0)
     assert presets.reduce_bandwidth_of(3e12) == pytest.approx(1e12)
     with pytest.raises(sc.TopologyError, match=r"gen=6 is not accepted.*3, 4 or 5"):
         presets.pcie_x16(6)

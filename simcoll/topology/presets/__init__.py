@@ -13,6 +13,7 @@ from simcoll.topology.presets.hardware import (
     A100_PCIE,
     A100_SXM,
     H100_SXM,
+    RTX_5090,
     GPUSpec,
     pcie_x16,
     pcie_x16_nccl,
@@ -21,4 +22,4 @@ from simcoll.topology.presets.hardware import (
 from simcoll.topology.presets.pcie import pcie_node
 
 __all__ = ["dgx_a100", "dgx_h100", "dgx", "fat_tree", "pcie_node", "GPUSpec", "A100_SXM",
-           "A100_PCIE", "H100_SXM", "pcie_x16", "pcie_x16_nccl", "reduce_bandwidth_of"]
+           "A100_PCIE", "H100_SXM", "RTX_5090", "pcie_x16", "pcie_x16_nccl", "reduce_bandwidth_of"]
