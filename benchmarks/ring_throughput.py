@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -111,13 +112,15 @@ def ring_case(n: int, network: str, nbytes: str) -> dict:
             "sim_time": res.time, "events": events[0]}
 
 
-def in_subprocess(fn: str, *args: object, module: str = "ring_throughput") -> dict:
-    """Run ``module.fn(*args)`` in a fresh interpreter; return its JSON result."""
+def in_subprocess(fn: str, *args: object, module: str = "ring_throughput",
+                  env: dict[str, str] | None = None) -> dict:
+    """Run ``module.fn(*args)`` in a fresh interpreter (with ``env`` added to the
+    environment); return its JSON result."""
     here = str(Path(__file__).resolve().parent)
     code = (f"import json, sys; sys.path.insert(0, {here!r}); import {module} as m; "
             f"print(json.dumps(m.{fn}(*{args!r})))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                         text=True).stdout
+                         text=True, env=None if env is None else {**os.environ, **env}).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

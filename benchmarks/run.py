@@ -12,6 +12,9 @@ the same subprocess as the case they compare:
   schedule and over the former floor (tokens through a ring of ``simpy.Store``s, three
   events per message); ``ev/msg`` is the events simcoll put on SimPy's queue per message
   (processed or cancelled);
+* contended rows (sections 2 and 3b) run with the compiled max-min solvers where numba
+  is installed, and once more with the pure ones (``SIMCOLL_NO_JIT=1``); the solvers are
+  compiled (and cached) before the first row;
 * SimGrid rows: the same case through SimGrid's Python API (``simgrid_cases.py``, run by
   the interpreter that has Debian's ``python3-simgrid``), in the same run, when present;
 * data rows: wall time over the numpy floor, the work any ring all_reduce must do: per
@@ -34,7 +37,15 @@ import numpy as np
 from ring_throughput import count_events, in_subprocess, ring_case
 from workloads import simgrid
 
-__all__ = ["ring_case", "contention_case", "nccl_case", "data_case", "sweep_case"]
+from simcoll.network import compiled
+
+JIT = compiled.AVAILABLE
+"""Whether numba compiles the max-min solvers here; the contended rows then run a second
+time with the pure solvers."""
+NO_JIT = {"SIMCOLL_NO_JIT": "1"}
+
+__all__ = ["ring_case", "contention_case", "nccl_case", "data_case", "compile_case",
+           "sweep_case"]
 
 
 def _rss() -> int:
@@ -199,6 +210,20 @@ def rooted_case(collective: str, algorithm: str, p: int) -> dict:
             "rss": _rss(), "run_rss": _rss() - before}
 
 
+def compile_case() -> dict:
+    """Compile (or load from numba's cache) the max-min solvers, on a small problem."""
+    import numba
+
+    from simcoll.network import compiled
+
+    start = time.perf_counter()
+    for kind in ("rows", "arrays"):
+        solve = compiled.solver(kind)
+        assert solve is not None
+        solve(np.array([[0, 1]]), np.array([1.0, np.inf]), None)
+    return {"wall": time.perf_counter() - start, "numba": numba.__version__}
+
+
 def sweep_case(workers: int) -> dict:
     """200 small data-free simulations through simcoll.sweep."""
     import simcoll as sc
@@ -229,6 +254,11 @@ def main(argv: list[str]) -> None:
     def per_message(c):
         return f"{c['events'] / c['messages']:.2f}"
 
+    if JIT:
+        c = in_subprocess("compile_case", module="run")
+        print(f"(numba {c['numba']} compiled the max-min solvers in {c['wall']:.1f} s, or "
+              f"loaded them from its cache)")
+
     print("-- 1. ring all_reduce 1 GiB data-free on switch(N); floor = one SimPy timeout per "
           "message, then heapq, then simpy.Store ring")
     for n in (64, 256, 1024) + (() if quick else (4096,)):
@@ -253,6 +283,11 @@ def main(argv: list[str]) -> None:
         c = in_subprocess("alltoallv_case", n, module="workloads")
         line(f"all_to_allv-like switch({n})", f"{c['messages']:,} msgs", c["wall"],
              f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
+        if JIT:
+            pure = in_subprocess("alltoallv_case", n, module="workloads", env=NO_JIT)
+            line("  same, pure solvers (SIMCOLL_NO_JIT=1)", "", pure["wall"],
+                 f"{pure['wall'] / pure['messages'] * 1e6:.0f} us/msg", pure["rss"], 0,
+                 per_message(pure))
         g = simgrid("alltoallv", n)
         if g:
             line(f"  SimGrid {_simgrid_version()} Python API, same case", "", g["wall"],
@@ -274,9 +309,10 @@ def main(argv: list[str]) -> None:
     print("-- 3b. NCCL model on dgx_h100(8), 64 MiB: all_reduce of 64 GPUs, 16 channels, "
           "up to 8 slices in flight per connection (general solver, flows grouped by route; "
           "then without grouping)")
-    for grouped in (True, False):
-        c = in_subprocess("nccl_case", 8, 64 * 2**20, grouped, module="run")
-        label = "nccl all_reduce dgx_h100(8)" + ("" if grouped else " (ungrouped)")
+    for grouped, env in ((True, None), (False, None)) + (((True, NO_JIT),) if JIT else ()):
+        c = in_subprocess("nccl_case", 8, 64 * 2**20, grouped, module="run", env=env)
+        label = "nccl all_reduce dgx_h100(8)" + ("" if grouped else " (ungrouped)") + (
+            ", pure solvers" if env else "")
         line(label, f"{c['messages']:,} msgs", c["wall"],
              f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
 

@@ -1,9 +1,11 @@
-"""Pure-Python against numpy progressive filling: where the crossover lies.
+"""Pure-Python against numpy progressive filling: where the crossover lies; and both
+compiled with numba (``simcoll.network.compiled``), where it is installed.
 
 Each problem is what an uneven all-to-all on ``switch(p)`` leaves mid-run: a random share
 of the p (p - 1) flows, each crossing its sender's up link and its receiver's down link,
-on links of one bandwidth or of three (more bottleneck levels). Both solvers
-run on the same problems in this process, best of several runs each.
+on links of one bandwidth or of three (more bottleneck levels). The solvers run on the
+same problems in this process, best of several runs each (the compiled ones after a first
+call that compiles them or loads them from numba's cache).
 
 Then the same problems with every route taken by ``copies`` flows (as the slices in
 flight of one NCCL connection are): each solver on every flow, against each solver on
@@ -19,6 +21,7 @@ import time
 
 import numpy as np
 
+from simcoll.network import compiled
 from simcoll.network.general import GROUP_FROM
 from simcoll.network.maxmin import CROSSOVER, fill, fill_arrays
 
@@ -39,8 +42,10 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
-def compare(p: int, share: float, kinds: int, seed: int = 0) -> tuple[int, float, float]:
-    """(flows, Python seconds, numpy seconds) for one problem."""
+def compare(p: int, share: float, kinds: int, seed: int = 0
+            ) -> tuple[int, float, float, float | None, float | None]:
+    """(flows, Python s, numpy s, compiled Python-order s, compiled numpy-order s) for one
+    problem; the compiled times are None without numba."""
     routes, capacity = problem(p, share, np.random.default_rng(seed), kinds)
     links = np.array(routes, dtype=np.intp)
     cap = np.array([*capacity, np.inf])
@@ -48,7 +53,13 @@ def compare(p: int, share: float, kinds: int, seed: int = 0) -> tuple[int, float
     repeat = 20 if len(routes) < 500 else 5
     python = best(lambda: fill(routes, mapping), repeat)
     vectorized = best(lambda: fill_arrays(links, cap), repeat)
-    return len(routes), python, vectorized
+    rows, arrays = compiled.solver("rows"), compiled.solver("arrays")
+    if rows is None or arrays is None:
+        return len(routes), python, vectorized, None, None
+    rows(links, cap, None)
+    arrays(links, cap, None)
+    return (len(routes), python, vectorized, best(lambda: rows(links, cap, None), repeat),
+            best(lambda: arrays(links, cap, None), repeat))
 
 
 def compare_grouped(p: int, share: float, kinds: int, copies: int,
@@ -79,14 +90,17 @@ def compare_grouped(p: int, share: float, kinds: int, copies: int,
 
 
 def main() -> None:
-    print(f"{'links':>14}{'flows':>7}{'python ms':>11}{'numpy ms':>10}{'numpy/python':>14}")
+    print(f"{'links':>14}{'flows':>7}{'python ms':>11}{'numpy ms':>10}{'numpy/python':>14}"
+          f"{'compiled: python order ms':>27}{'numpy order ms':>16}")
     for kinds in (1, 3):
         for p, share in ((3, 1.0), (4, 1.0), (6, 0.8), (8, 0.8), (12, 0.5), (16, 0.5),
                          (24, 0.5), (32, 0.5), (48, 0.5), (64, 0.5), (96, 0.5)):
-            flows, python, vectorized = compare(p, share, kinds)
+            flows, python, vectorized, rows, arrays = compare(p, share, kinds)
             label = "equal" if kinds == 1 else "3 bandwidths"
+            jit = (f"{rows * 1e3:>27.3f}{arrays * 1e3:>16.3f}" if rows is not None
+                   and arrays is not None else f"{'(no numba)':>27}")
             print(f"{label:>14}{flows:>7}{python * 1e3:>11.3f}{vectorized * 1e3:>10.3f}"
-                  f"{vectorized / python:>14.2f}", flush=True)
+                  f"{vectorized / python:>14.2f}{jit}", flush=True)
     print(f"simcoll uses numpy from {CROSSOVER} flows on (simcoll.network.maxmin.CROSSOVER)")
     print(f"{'links':>14}{'flows':>7}{'routes':>7}{'python ms':>11}{'grouped':>9}"
           f"{'numpy ms':>10}{'grouped':>9}")

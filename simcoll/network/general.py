@@ -42,6 +42,7 @@ import simpy
 from simpy.events import Event
 
 from simcoll.engine import cancel, schedule_at
+from simcoll.network import compiled
 from simcoll.network.maxmin import CROSSOVER, TIE, fill, fill_arrays
 from simcoll.network.regimes import Flow
 from simcoll.network.weighted import fill_arrays_weighted, fill_weighted
@@ -261,8 +262,15 @@ class GeneralFlows:
         """Rates of the flows in ``slots`` on links that can carry ``capacity``, each
         standing for ``multiplicity`` flows with its links (None: one), ``flows`` in
         all: the pure Python solver below :attr:`vectorized_from` flows (measured on
-        grouped problems too), the numpy one from there on."""
+        grouped problems too), the numpy one from there on; each compiled
+        (:mod:`simcoll.network.compiled`, same rates bit for bit) where numba is
+        installed, unweighted."""
         weight = self.weight
+        solve = None if weight is not None else compiled.solver(
+            "rows" if flows < self.vectorized_from else "arrays")
+        if solve is not None:
+            routes_matrix, capacity = self._compact(self.links[slots], capacity)
+            return solve(routes_matrix, capacity, multiplicity)
         if flows < self.vectorized_from:
             rows = self.flows
             routes = [flow.links for flow in (rows[s] for s in slots.tolist()) if flow]
@@ -271,17 +279,21 @@ class GeneralFlows:
             many = None if multiplicity is None else multiplicity.tolist()
             return np.array(fill(routes, left, many) if weight is None
                             else fill_weighted(routes, left, weight[slots].tolist(), many))
-        routes_matrix = self.links[slots]
-        if self._pad > 8 * routes_matrix.size:
-            # Renumber the links these flows cross, so passes cost O(flows), not
-            # O(links of the machine).
-            links, inverse = np.unique(np.append(routes_matrix.ravel(), self._pad),
-                                       return_inverse=True)
-            routes_matrix = inverse[:-1].reshape(routes_matrix.shape)
-            capacity = capacity[links]
+        routes_matrix, capacity = self._compact(self.links[slots], capacity)
         return (fill_arrays(routes_matrix, capacity, multiplicity) if weight is None
                 else fill_arrays_weighted(routes_matrix, capacity, weight[slots],
                                           multiplicity))
+
+    def _compact(self, routes_matrix: np.ndarray, capacity: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows and capacities renumbered to the links the rows cross (in index
+        order, the padding link last) where the machine has many more links, so that a
+        pass costs O(flows), not O(links of the machine)."""
+        if self._pad <= 8 * routes_matrix.size:
+            return routes_matrix, capacity
+        links, inverse = np.unique(np.append(routes_matrix.ravel(), self._pad),
+                                   return_inverse=True)
+        return inverse[:-1].reshape(routes_matrix.shape), capacity[links]
 
     def rearm(self) -> None:
         """Keep exactly one completion pending, at the earliest finishing instant."""

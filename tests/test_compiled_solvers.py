@@ -1,0 +1,134 @@
+"""The compiled max-min solvers (simcoll.network.compiled) give the pure solvers' rates bit
+for bit: uncompiled on random problems (whether numba is installed or not), compiled
+where numba is, and whole runs with and without them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_maxmin import problems
+
+import simcoll as sc
+from simcoll.network import compiled
+from simcoll.network.maxmin import fill, fill_arrays
+
+
+def padded(routes: list[tuple[int, ...]], links: int) -> np.ndarray:
+    """Routes as the general regime keeps them: one row each, padded with link ``links``."""
+    width = max(len(r) for r in routes)
+    matrix = np.full((len(routes), width), links, dtype=np.intp)
+    for i, route in enumerate(routes):
+        matrix[i, :len(route)] = route
+    return matrix
+
+
+@st.composite
+def weighted_problems(draw):
+    """A problem of test_maxmin's kind, with how many flows each route stands for (None:
+    one each)."""
+    routes, capacity = draw(problems())
+    many = draw(st.none() | st.lists(st.integers(1, 9), min_size=len(routes),
+                                     max_size=len(routes)))
+    return routes, capacity, many
+
+
+def _pure(routes, capacity, many):
+    """(the Python solver's rates, the numpy solver's rates)."""
+    python = np.array(fill(routes, dict(enumerate(capacity)), many))
+    arrays = fill_arrays(padded(routes, len(capacity)), np.array([*capacity, np.inf]),
+                         None if many is None else np.array(many))
+    return python, arrays
+
+
+def _arguments(routes, capacity, many):
+    multiplicity = np.ones(len(routes)) if many is None else np.array(many, dtype=float)
+    return padded(routes, len(capacity)), np.array([*capacity, np.inf]), multiplicity
+
+
+@settings(max_examples=300, deadline=None)
+@given(weighted_problems())
+def test_uncompiled_solvers_are_the_pure_ones_bit_for_bit(problem):
+    python, arrays = _pure(*problem)
+    args = _arguments(*problem)
+    np.testing.assert_array_equal(compiled.fill_rows(*args), python)
+    np.testing.assert_array_equal(compiled.fill_arrays_rows(*args), arrays)
+
+
+def test_a_hand_worked_chain_with_and_without_multiplicity():
+    # Link 0 (3 B/s) carries a and b, link 1 (4 B/s) a and c, link 2 (10 B/s) c and d:
+    # link 0 fills first at 1.5, link 1 leaves c 2.5, link 2 leaves d 7.5. With route a
+    # standing for 2 flows, link 0 has 3 flows at 1.0, link 1 leaves c 4 - 2 = 2 and
+    # link 2 leaves d 8.
+    routes = [(0, 1), (0,), (1, 2), (2,)]
+    for many, expected in ((None, [1.5, 1.5, 2.5, 7.5]), ([2, 1, 1, 1], [1.0, 1.0, 2.0, 8.0])):
+        args = _arguments(routes, [3.0, 4.0, 10.0], many)
+        assert compiled.fill_rows(*args).tolist() == expected
+        assert compiled.fill_arrays_rows(*args).tolist() == expected
+
+
+numba_only = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not installed")
+
+
+@numba_only
+@settings(max_examples=300, deadline=None)
+@given(weighted_problems())
+def test_compiled_solvers_are_the_pure_ones_bit_for_bit(problem):
+    routes, capacity, many = problem
+    python, arrays = _pure(*problem)
+    links, cap, _ = _arguments(*problem)
+    multiplicity = None if many is None else np.array(many)
+    rows, vectorized = compiled.solver("rows"), compiled.solver("arrays")
+    assert rows is not None and vectorized is not None
+    np.testing.assert_array_equal(rows(links, cap, multiplicity), python)
+    np.testing.assert_array_equal(vectorized(links, cap, multiplicity), arrays)
+
+
+def _uneven_all_to_all(comm):
+    p, r = comm.size, comm.rank
+    waits = [comm.send(sc.VirtualBuffer.of(1000 * (1 + (7 * r + 13 * j) % 11), np.float32),
+                       j) for j in range(p) if j != r]
+    waits += [comm.recv(j) for j in range(p) if j != r]
+    for event in waits:  # noqa: UP028 (a list cannot take SimPy's values)
+        yield event
+
+
+def _runs():
+    return (sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl",
+                        nbytes="16MiB"),
+            sc.run_program(sc.topology.switch(24), _uneven_all_to_all))
+
+
+@numba_only
+def test_runs_are_the_same_with_and_without_the_compiled_solvers(monkeypatch):
+    fast = _runs()
+    monkeypatch.setattr(compiled, "AVAILABLE", False)
+    pure = _runs()
+    for a, b in zip(fast, pure):
+        assert a.time == b.time
+        assert a.link_bytes == b.link_bytes
+        np.testing.assert_array_equal(a.rank_times, b.rank_times)
+
+
+def test_a_numba_that_cannot_be_imported_falls_back_to_the_pure_solvers(monkeypatch):
+    monkeypatch.setattr(compiled, "AVAILABLE", True)
+    monkeypatch.setattr(compiled, "_SOLVERS", None)
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    with pytest.warns(RuntimeWarning, match="numba is installed but cannot be imported"):
+        assert compiled.solver("arrays") is None
+    assert compiled.AVAILABLE is False
+    res = sc.run_program(sc.topology.switch(6), _uneven_all_to_all)
+    assert res.time > 0
+
+
+def test_simcoll_no_jit_turns_the_compiled_solvers_off():
+    env = dict(os.environ, SIMCOLL_NO_JIT="1")
+    out = subprocess.run([sys.executable, "-c", "from simcoll.network import compiled; "
+                          "print(compiled.AVAILABLE)"], env=env, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "False"
