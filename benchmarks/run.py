@@ -218,7 +218,7 @@ def compile_case() -> dict:
 
     start = time.perf_counter()
     for kind in ("rows", "arrays"):
-        solve = compiled.solver(kind)
+        solve = compiled.solver(kind, compiled.WARMUP)
         assert solve is not None
         solve(np.array([[0, 1]]), np.array([1.0, np.inf]), None)
     return {"wall": time.perf_counter() - start, "numba": numba.__version__}

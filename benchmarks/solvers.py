@@ -53,7 +53,8 @@ def compare(p: int, share: float, kinds: int, seed: int = 0
     repeat = 20 if len(routes) < 500 else 5
     python = best(lambda: fill(routes, mapping), repeat)
     vectorized = best(lambda: fill_arrays(links, cap), repeat)
-    rows, arrays = compiled.solver("rows"), compiled.solver("arrays")
+    rows = compiled.solver("rows", compiled.WARMUP)
+    arrays = compiled.solver("arrays", compiled.WARMUP)
     if rows is None or arrays is None:
         return len(routes), python, vectorized, None, None
     rows(links, cap, None)

@@ -83,7 +83,9 @@ def test_compiled_solvers_are_the_pure_ones_bit_for_bit(problem):
     python, arrays = _pure(*problem)
     links, cap, _ = _arguments(*problem)
     multiplicity = None if many is None else np.array(many)
-    rows, vectorized = compiled.solver("rows"), compiled.solver("arrays")
+    # Work of WARMUP loads the compiled solvers whatever the process did before.
+    rows = compiled.solver("rows", compiled.WARMUP)
+    vectorized = compiled.solver("arrays", compiled.WARMUP)
     assert rows is not None and vectorized is not None
     np.testing.assert_array_equal(rows(links, cap, multiplicity), python)
     np.testing.assert_array_equal(vectorized(links, cap, multiplicity), arrays)
@@ -105,8 +107,15 @@ def _runs():
 
 
 @numba_only
-def test_runs_are_the_same_with_and_without_the_compiled_solvers(monkeypatch):
+@pytest.mark.parametrize("warmup", [0, 30_000])
+def test_runs_are_the_same_with_and_without_the_compiled_solvers(monkeypatch, warmup):
+    # warmup=0: compiled from the first solve; 30,000: the pure solvers first, then the
+    # compiled ones from mid-run (the NCCL run alone gives them more than that).
+    monkeypatch.setattr(compiled, "WARMUP", warmup)
+    monkeypatch.setattr(compiled, "_work", 0)
+    monkeypatch.setattr(compiled, "_SOLVERS", None)
     fast = _runs()
+    assert compiled._SOLVERS is not None
     monkeypatch.setattr(compiled, "AVAILABLE", False)
     pure = _runs()
     for a, b in zip(fast, pure):
@@ -115,8 +124,20 @@ def test_runs_are_the_same_with_and_without_the_compiled_solvers(monkeypatch):
         np.testing.assert_array_equal(a.rank_times, b.rank_times)
 
 
+def test_the_compiled_solvers_wait_for_enough_pure_work(monkeypatch):
+    monkeypatch.setattr(compiled, "AVAILABLE", True)
+    monkeypatch.setattr(compiled, "WARMUP", 100)
+    monkeypatch.setattr(compiled, "_work", 0)
+    monkeypatch.setattr(compiled, "_SOLVERS", None)
+    monkeypatch.setitem(sys.modules, "numba", None)  # would warn if it were imported
+    assert compiled.solver("rows", 60) is None
+    assert compiled.solver("arrays", 39) is None
+    assert compiled._work == 99
+
+
 def test_a_numba_that_cannot_be_imported_falls_back_to_the_pure_solvers(monkeypatch):
     monkeypatch.setattr(compiled, "AVAILABLE", True)
+    monkeypatch.setattr(compiled, "WARMUP", 0)
     monkeypatch.setattr(compiled, "_SOLVERS", None)
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
     with pytest.warns(RuntimeWarning, match="numba is installed but cannot be imported"):

@@ -25,7 +25,9 @@ The functions below are plain Python either way; the tests run them uncompiled t
 against the pure solvers.
 
 Compiled code is cached next to this module (numba's ``cache=True``); the first run
-after an install compiles both solvers (2.5 s here).
+after an install compiles both solvers (2.5 s here). Where that directory is not
+writable numba compiles them again in every process that needs them; its
+``NUMBA_CACHE_DIR`` environment variable moves the cache elsewhere.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from numpy.typing import NDArray
 
 from simcoll.network.maxmin import TIE
 
-__all__ = ["AVAILABLE", "fill_rows", "fill_arrays_rows", "solver"]
+__all__ = ["AVAILABLE", "WARMUP", "fill_rows", "fill_arrays_rows", "solver"]
 
 
 def fill_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
@@ -214,19 +216,33 @@ def fill_arrays_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
 _SOLVERS: tuple[Callable[..., Any], Callable[..., Any]] | None = None
 AVAILABLE = (not os.environ.get("SIMCOLL_NO_JIT")
              and importlib.util.find_spec("numba") is not None)
-"""Whether the general regime uses the compiled solvers: numba is installed and
-``SIMCOLL_NO_JIT`` is not set. numba itself is imported at the first solve, not with
-simcoll; if that import fails the pure solvers run, after a warning."""
+"""Whether the general regime may use the compiled solvers: numba is installed and
+``SIMCOLL_NO_JIT`` is not set. numba itself is imported only once a process has given
+the pure solvers :data:`WARMUP` of work, not with simcoll; if that import fails the pure
+solvers go on, after a warning."""
+
+WARMUP = 1_000_000
+"""Route entries (flows x links per route, summed over solves) the pure solvers take in a
+process before the compiled ones are loaded. Loading them (importing numba and its cached
+machine code) costs about 0.6 s once per process here, as much as the pure solvers spend
+on roughly a million entries, so short runs never pay it and long ones switch early; the
+rates are the same either way, so switching mid-run changes nothing else."""
+
+_work = 0
 
 
-def solver(kind: str) -> Callable[..., Any] | None:
+def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:
     """The compiled :func:`fill_rows` (``kind="rows"``) or :func:`fill_arrays_rows`
-    (``"arrays"``), called as ``(links, capacity, multiplicity or None)``; None where
-    numba is not available."""
-    global _SOLVERS, AVAILABLE
+    (``"arrays"``), called as ``(links, capacity, multiplicity or None)``, for a solve of
+    ``work`` route entries; None where numba is not available, or while the process has
+    not yet given the pure solvers :data:`WARMUP` of work (this solve's included)."""
+    global _SOLVERS, AVAILABLE, _work
     if not AVAILABLE:
         return None
     if _SOLVERS is None:
+        _work += work
+        if _work < WARMUP:
+            return None
         try:
             import numba
         except ImportError as error:

@@ -267,7 +267,8 @@ class GeneralFlows:
         installed, unweighted."""
         weight = self.weight
         solve = None if weight is not None else compiled.solver(
-            "rows" if flows < self.vectorized_from else "arrays")
+            "rows" if flows < self.vectorized_from else "arrays",
+            len(slots) * self.links.shape[1])
         if solve is not None:
             routes_matrix, capacity = self._compact(self.links[slots], capacity)
             return solve(routes_matrix, capacity, multiplicity)
