@@ -72,6 +72,15 @@ def test_a_hand_worked_chain_with_and_without_multiplicity():
         assert compiled.fill_arrays_rows(*args).tolist() == expected
 
 
+def test_a_solve_that_cannot_progress_raises_instead_of_spinning():
+    # A NaN capacity makes every comparison false: no link ever fills. The pure Python
+    # solver would loop for ever; the compiled ones stop with an error.
+    args = _arguments([(0,), (0, 1)], [float("nan"), 2.0], None)
+    for solve in (compiled.fill_rows, compiled.fill_arrays_rows):
+        with pytest.raises(ValueError, match="no link is a bottleneck"):
+            solve(*args)
+
+
 numba_only = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not installed")
 
 

@@ -110,6 +110,8 @@ def fill_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
             if unfrozen[d] != 0.0 and left[d] <= level * unfrozen[d]:
                 tied[ntied] = d
                 ntied += 1
+        if ntied == 0:  # a NaN capacity or share: no link can ever fill
+            raise ValueError("max-min solve stopped: no link is a bottleneck")
         for t in range(ntied):
             bottleneck = tied[t]
             for j in range(on_link[bottleneck], on_link[bottleneck + 1]):
@@ -189,6 +191,8 @@ def fill_arrays_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
                     frozen[i] = True
                     members[nmembers] = i
                     nmembers += 1
+        if nmembers == 0:  # a NaN capacity or share: no link can ever fill
+            raise ValueError("max-min solve stopped: no link is a bottleneck")
         if share < 0.0:
             share = 0.0
         ntouched = 0
