@@ -23,7 +23,9 @@ BANDWIDTH = 100e9
 LATENCY = 1e-6
 
 
-def _engine(n: int):
+def star(bandwidths: list[float], latencies: list[float], config: tuple[str, ...] = ()):
+    """SimGrid, its engine (CM02, factors off, plus ``config``) and the hosts of a star:
+    host i on a split-duplex link of ``bandwidths[i]`` bytes/s and ``latencies[i]`` s."""
     import simgrid
 
     engine = simgrid.Engine(["bench", "--log=root.thres:critical",
@@ -31,17 +33,22 @@ def _engine(n: int):
                              "--cfg=network/latency-factor:1",
                              "--cfg=network/bandwidth-factor:1",
                              "--cfg=network/weight-S:0",
-                             "--cfg=network/crosstraffic:0"])
+                             "--cfg=network/crosstraffic:0",
+                             *(f"--cfg={c}" for c in config)])
     zone = simgrid.NetZone.create_star_zone("switch")
     hosts = []
-    for i in range(n):
+    for i, (bandwidth, latency) in enumerate(zip(bandwidths, latencies)):
         host = zone.create_host(f"gpu{i}", 1e9)
-        link = zone.create_split_duplex_link(f"link{i}", BANDWIDTH).set_latency(LATENCY)
+        link = zone.create_split_duplex_link(f"link{i}", bandwidth).set_latency(latency)
         zone.add_route(host.netpoint, None, None, None,
                        [simgrid.LinkInRoute(link, simgrid.LinkInRoute.UP)], True)
         hosts.append(host)
     zone.seal()
     return simgrid, engine, hosts
+
+
+def _engine(n: int):
+    return star([BANDWIDTH] * n, [LATENCY] * n)
 
 
 def ring(n: int, nbytes: float) -> dict:

@@ -107,26 +107,12 @@ def simgrid_arrivals(case: dict[str, Any]) -> list[float]:
 
 def _simgrid_main() -> None:
     """Run the case read from stdin in SimGrid; print the arrival times as JSON."""
-    import simgrid
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from simgrid_cases import star
 
     case = json.loads(sys.stdin.read())
-    engine = simgrid.Engine(["crosscheck", "--log=root.thres:critical",
-                             "--cfg=network/model:CM02",
-                             "--cfg=network/latency-factor:1",
-                             "--cfg=network/bandwidth-factor:1",
-                             "--cfg=network/weight-S:0",
-                             "--cfg=network/crosstraffic:0",
-                             "--cfg=network/optim:Full",
-                             "--cfg=surf/precision:1e-15"])
-    zone = simgrid.NetZone.create_star_zone("star")
-    hosts = []
-    for i, (bandwidth, latency) in enumerate(zip(case["bandwidth"], case["latency"])):
-        host = zone.create_host(f"h{i}", 1e9)
-        link = zone.create_split_duplex_link(f"l{i}", bandwidth).set_latency(latency)
-        zone.add_route(host.netpoint, None, None, None,
-                       [simgrid.LinkInRoute(link, simgrid.LinkInRoute.UP)], True)
-        hosts.append(host)
-    zone.seal()
+    simgrid, engine, hosts = star(case["bandwidth"], case["latency"],
+                                  ("network/optim:Full", "surf/precision:1e-15"))
     arrivals = [0.0] * len(case["messages"])
 
     def message(i: int, src: int, dst: int, size: int, start: float) -> None:

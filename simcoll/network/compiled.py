@@ -61,32 +61,18 @@ def fill_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     flows, width = links.shape
     size = capacity.shape[0]
     pad = size - 1
-    unfrozen = np.zeros(size)
-    on_link = np.zeros(size + 1, dtype=np.int64)
+    unfrozen, on_link, owner = _crossings(links, multiplicity, size, False)
+    # The links in the order the routes first cross them (the Python solver's dicts).
     order = np.empty(size, dtype=np.int64)
     seen = np.zeros(size, dtype=np.bool_)
     links_seen = 0
     for i in range(flows):
         for k in range(width):
             d = links[i, k]
-            if d == pad:
-                continue
-            unfrozen[d] += multiplicity[i]
-            on_link[d + 1] += 1
-            if not seen[d]:
+            if d != pad and not seen[d]:
                 seen[d] = True
                 order[links_seen] = d
                 links_seen += 1
-    for d in range(size):
-        on_link[d + 1] += on_link[d]
-    slot = on_link[:-1].copy()
-    owner = np.empty(flows * width, dtype=np.int64)
-    for i in range(flows):
-        for k in range(width):
-            d = links[i, k]
-            if d != pad:
-                owner[slot[d]] = i
-                slot[d] += 1
     left = capacity.copy()
     rates = np.full(flows, -1.0)
     tied = np.empty(size, dtype=np.int64)
@@ -136,22 +122,7 @@ def fill_arrays_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     flows, width = links.shape
     size = capacity.shape[0]
     pad = size - 1
-    count = np.zeros(size)
-    on_link = np.zeros(size + 1, dtype=np.int64)
-    for i in range(flows):
-        for k in range(width):
-            d = links[i, k]
-            count[d] += multiplicity[i]
-            on_link[d + 1] += 1
-    for d in range(size):
-        on_link[d + 1] += on_link[d]
-    slot = on_link[:-1].copy()
-    owner = np.empty(flows * width, dtype=np.int64)
-    for i in range(flows):
-        for k in range(width):
-            d = links[i, k]
-            owner[slot[d]] = i
-            slot[d] += 1
+    count, on_link, owner = _crossings(links, multiplicity, size, True)
     left = capacity.copy()
     count[pad] = 0.0
     for d in range(size):
@@ -217,6 +188,35 @@ def fill_arrays_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     return rates
 
 
+def _crossings(links: NDArray[np.intp], multiplicity: NDArray[np.float64], size: int,
+               with_pad: bool) -> tuple[NDArray[np.float64], NDArray[np.int64],
+                                        NDArray[np.int64]]:
+    """The flows crossing each of ``size`` links (summed multiplicities) and, in CSR form,
+    the rows on each link in row order (``owner[on_link[d]:on_link[d + 1]]``); the
+    padding link (the last) counted only ``with_pad``."""
+    flows, width = links.shape
+    pad = size - 1
+    count = np.zeros(size)
+    on_link = np.zeros(size + 1, dtype=np.int64)
+    for i in range(flows):
+        for k in range(width):
+            d = links[i, k]
+            if with_pad or d != pad:
+                count[d] += multiplicity[i]
+                on_link[d + 1] += 1
+    for d in range(size):
+        on_link[d + 1] += on_link[d]
+    slot = on_link[:-1].copy()
+    owner = np.empty(flows * width, dtype=np.int64)
+    for i in range(flows):
+        for k in range(width):
+            d = links[i, k]
+            if with_pad or d != pad:
+                owner[slot[d]] = i
+                slot[d] += 1
+    return count, on_link, owner
+
+
 _SOLVERS: tuple[Callable[..., Any], Callable[..., Any]] | None = None
 AVAILABLE = (not os.environ.get("SIMCOLL_NO_JIT")
              and importlib.util.find_spec("numba") is not None)
@@ -255,6 +255,10 @@ def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:
                           f"runs its pure max-min solvers", RuntimeWarning, stacklevel=2)
             return None
         jit = numba.njit(cache=True, nogil=True)
+        # The solvers call _crossings by its global name: compiled, they need it compiled
+        # (called from Python, the compiled one does what the plain one does).
+        if not hasattr(_crossings, "py_func"):  # not compiled yet in this process
+            globals()["_crossings"] = jit(_crossings)
         rows, arrays = jit(fill_rows), jit(fill_arrays_rows)
 
         def on_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
