@@ -16,8 +16,8 @@ a capacity array, and return each row's rate.
 
 Measured on re-solves recorded from two runs (NCCL's all_reduce of 64 MiB on
 ``dgx_h100(8)``, 122 routes standing for 740 flows on average; the uneven all-to-all on
-``switch(64)``, 1,700 flows): 32 and 64 us per solve compiled, against 360 and 730 us
-for the numpy solver (2026-12-03, ``benchmarks/solvers.py`` has the grid). numba is
+``switch(64)``, 1,700 flows): 30 to 36 and 54 to 75 us per solve compiled, against 360
+and 730 us for the numpy solver (2026-12-03, ``benchmarks/solvers.py`` has the grid). numba is
 optional (``pip install simcoll[fast]``): without it, or with the environment variable
 ``SIMCOLL_NO_JIT`` set to a non-empty value, :data:`AVAILABLE` is False and the general
 regime runs the pure solvers (weighted sharing, ``network="flow_rtt"``, always does).
