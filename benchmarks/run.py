@@ -211,7 +211,8 @@ def rooted_case(collective: str, algorithm: str, p: int) -> dict:
 
 
 def compile_case() -> dict:
-    """Compile (or load from numba's cache) the max-min solvers, on a small problem."""
+    """Compile (or load from numba's cache) the max-min solvers and the general regime's
+    re-solve, on a small problem."""
     import numba
 
     from simcoll.network import compiled
@@ -221,6 +222,11 @@ def compile_case() -> dict:
         solve = compiled.solver(kind, compiled.WARMUP)
         assert solve is not None
         solve(np.array([[0, 1]]), np.array([1.0, np.inf]), None)
+    resolve = compiled.solver("resolve")
+    assert resolve is not None
+    resolve(np.array([[0, 1]]), np.ones(1, dtype=bool), np.zeros(1), np.ones(1), np.zeros(1),
+            np.full(1, np.inf), np.zeros(1, dtype=np.intp), np.array([1.0, np.inf]), 0.0,
+            0.0, 1e-9, 16, 512, 1, np.full(2, -1, dtype=np.int64))
     return {"wall": time.perf_counter() - start, "numba": numba.__version__}
 
 

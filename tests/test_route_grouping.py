@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from machines import _fair_rates
 
 import simcoll as sc
-from simcoll.network import FlowNetwork, general
+from simcoll.network import FlowNetwork, compiled, general
 from simcoll.network.maxmin import fill, fill_arrays
 from simcoll.network.rerouting import change_link
 from simcoll.network.weighted import fill_arrays_weighted, fill_weighted
@@ -133,7 +133,9 @@ def nccl_run(network: str, monkeypatch, group_from: int) -> sc.Result:
 
 @pytest.fixture
 def grouped_solves(monkeypatch) -> list[tuple[int, int]]:
-    """(flows, distinct routes) of every grouped re-solve."""
+    """(flows, distinct routes) of every grouped re-solve of the numpy path (the compiled
+    re-solve, which test_resolve_kernel checks against it, is turned off)."""
+    monkeypatch.setattr(compiled, "AVAILABLE", False)
     seen: list[tuple[int, int]] = []
     solve = general.GeneralFlows._fill_grouped
 

@@ -5,7 +5,9 @@
 same floating-point operations in the same order, so each gives its model's rates bit for
 bit: a run's results do not depend on whether numba is installed. Both take the padded
 route matrix the general regime keeps (one row per flow, padded with the last link) and
-a capacity array, and return each row's rate.
+a capacity array, and return each row's rate. The general regime calls them through
+:func:`simcoll.network.resolve_kernel.resolve`, its whole re-solve in one compiled call,
+which :func:`solver` compiles with them.
 
 * :func:`fill_rows` follows the pure Python solver: links in the order the routes first
   cross them, each pass freezing the flows of the tied links in that order, each frozen
@@ -25,9 +27,9 @@ The functions below are plain Python either way; the tests run them uncompiled t
 against the pure solvers.
 
 Compiled code is cached next to this module (numba's ``cache=True``); the first run
-after an install compiles both solvers (2.5 s here). Where that directory is not
-writable numba compiles them again in every process that needs them; its
-``NUMBA_CACHE_DIR`` environment variable moves the cache elsewhere.
+after an install compiles the solvers and the re-solve (about 5 s here). Where that
+directory is not writable numba compiles them again in every process that needs them;
+its ``NUMBA_CACHE_DIR`` environment variable moves the cache elsewhere.
 """
 
 from __future__ import annotations
@@ -217,7 +219,7 @@ def _crossings(links: NDArray[np.intp], multiplicity: NDArray[np.float64], size:
     return count, on_link, owner
 
 
-_SOLVERS: tuple[Callable[..., Any], Callable[..., Any]] | None = None
+_SOLVERS: dict[str, Callable[..., Any]] | None = None
 AVAILABLE = (not os.environ.get("SIMCOLL_NO_JIT")
              and importlib.util.find_spec("numba") is not None)
 """Whether the general regime may use the compiled solvers: numba is installed and
@@ -236,10 +238,14 @@ _work = 0
 
 
 def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:
-    """The compiled :func:`fill_rows` (``kind="rows"``) or :func:`fill_arrays_rows`
-    (``"arrays"``), called as ``(links, capacity, multiplicity or None)``, for a solve of
-    ``work`` route entries; None where numba is not available, or while the process has
-    not yet given the pure solvers :data:`WARMUP` of work (this solve's included)."""
+    """A compiled function for ``work`` route entries, or None where numba is not
+    available or while the process has not yet given the pure solvers :data:`WARMUP` of
+    work (this call's included).
+
+    ``kind`` is ``"rows"`` (:func:`fill_rows`) or ``"arrays"`` (:func:`fill_arrays_rows`),
+    each called as ``(links, capacity, multiplicity or None)``, or ``"resolve"``
+    (:func:`simcoll.network.resolve_kernel.resolve`, with its own arguments).
+    """
     global _SOLVERS, AVAILABLE, _work
     if not AVAILABLE:
         return None
@@ -254,23 +260,33 @@ def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:
             warnings.warn(f"numba is installed but cannot be imported ({error}); simcoll "
                           f"runs its pure max-min solvers", RuntimeWarning, stacklevel=2)
             return None
-        jit = numba.njit(cache=True, nogil=True)
-        # The solvers call _crossings by its global name: compiled, they need it compiled
-        # (called from Python, the compiled one does what the plain one does).
-        if not hasattr(_crossings, "py_func"):  # not compiled yet in this process
-            globals()["_crossings"] = jit(_crossings)
-        rows, arrays = jit(fill_rows), jit(fill_arrays_rows)
+        _SOLVERS = _compile(numba)
+    return _SOLVERS[kind]
 
-        def on_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
-                    multiplicity: NDArray[np.intp] | None) -> NDArray[np.float64]:
-            return rows(links, capacity, _as_floats(multiplicity, len(links)))
 
-        def on_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64],
-                      multiplicity: NDArray[np.intp] | None) -> NDArray[np.float64]:
-            return arrays(links, capacity, _as_floats(multiplicity, len(links)))
+def _compile(numba: Any) -> dict[str, Callable[..., Any]]:
+    from simcoll.network import resolve_kernel
 
-        _SOLVERS = (on_rows, on_arrays)
-    return _SOLVERS[0] if kind == "rows" else _SOLVERS[1]
+    # The solvers call _crossings by its global name, and resolve calls the solvers by
+    # theirs: compiled, they need them compiled (called from Python, a compiled function
+    # does what the plain one does). This module keeps its plain solvers under their names.
+    jit = numba.njit(cache=True, nogil=True)
+    if not hasattr(_crossings, "py_func"):  # not compiled yet in this process
+        globals()["_crossings"] = jit(_crossings)
+    rows, arrays = jit(fill_rows), jit(fill_arrays_rows)
+    resolve_kernel.fill_rows, resolve_kernel.fill_arrays_rows = rows, arrays
+    # numpy's error model: a rate of 0 gives an infinite finishing instant, not an error.
+    resolve = numba.njit(cache=True, nogil=True, error_model="numpy")(resolve_kernel.resolve)
+
+    def on_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
+                multiplicity: NDArray[np.intp] | None) -> NDArray[np.float64]:
+        return rows(links, capacity, _as_floats(multiplicity, len(links)))
+
+    def on_arrays(links: NDArray[np.intp], capacity: NDArray[np.float64],
+                  multiplicity: NDArray[np.intp] | None) -> NDArray[np.float64]:
+        return arrays(links, capacity, _as_floats(multiplicity, len(links)))
+
+    return {"rows": on_rows, "arrays": on_arrays, "resolve": resolve}
 
 
 def _as_floats(multiplicity: NDArray[np.intp] | None, rows: int) -> NDArray[np.float64]:

@@ -75,6 +75,8 @@ class GeneralFlows:
         self.vectorized_from = vectorized_from
         self._pad = len(capacity)
         self.capacity = np.array([*capacity, np.inf])
+        self._marks = np.full(len(self.capacity), -1, dtype=np.int64)
+        """Scratch for the compiled re-solve (:mod:`simcoll.network.resolve_kernel`)."""
         self._due = due
         self.flows: list[Flow | None] = []
         self.used = np.zeros(0, dtype=bool)
@@ -206,6 +208,14 @@ class GeneralFlows:
         if floor == np.inf or not self.count:
             self.rearm()
             return
+        if self.weight is None:
+            resolve = compiled.solver("resolve", self.count * self.links.shape[1])
+            if resolve is not None:
+                self.rearm(resolve(self.links, self.used, self.rate, self.remaining,
+                                   self.updated, self.finish, self.route, self.capacity,
+                                   floor, now, TIE, GROUP_FROM, self.vectorized_from,
+                                   len(self._route_ids), self._marks))
+                return
         used = self.used
         weight = self.weight
         if floor > 0:
@@ -262,16 +272,8 @@ class GeneralFlows:
         """Rates of the flows in ``slots`` on links that can carry ``capacity``, each
         standing for ``multiplicity`` flows with its links (None: one), ``flows`` in
         all: the pure Python solver below :attr:`vectorized_from` flows (measured on
-        grouped problems too), the numpy one from there on; each compiled
-        (:mod:`simcoll.network.compiled`, same rates bit for bit) where numba is
-        installed, unweighted."""
+        grouped problems too), the numpy one from there on."""
         weight = self.weight
-        solve = None if weight is not None else compiled.solver(
-            "rows" if flows < self.vectorized_from else "arrays",
-            len(slots) * self.links.shape[1])
-        if solve is not None:
-            routes_matrix, capacity = self._compact(self.links[slots], capacity)
-            return solve(routes_matrix, capacity, multiplicity)
         if flows < self.vectorized_from:
             rows = self.flows
             routes = [flow.links for flow in (rows[s] for s in slots.tolist()) if flow]
@@ -296,9 +298,11 @@ class GeneralFlows:
                                    return_inverse=True)
         return inverse[:-1].reshape(routes_matrix.shape), capacity[links]
 
-    def rearm(self) -> None:
-        """Keep exactly one completion pending, at the earliest finishing instant."""
-        at = float(self.finish.min()) if self.count else np.inf
+    def rearm(self, at: float | None = None) -> None:
+        """Keep exactly one completion pending, at the earliest finishing instant (``at``,
+        where the caller knows it)."""
+        if at is None:
+            at = float(self.finish.min()) if self.count else np.inf
         if at == self.pending_at:
             return
         if self.pending is not None:
