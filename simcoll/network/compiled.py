@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 
 from simcoll.network.maxmin import TIE
 
-__all__ = ["AVAILABLE", "WARMUP", "fill_rows", "fill_arrays_rows", "solver"]
+__all__ = ["AVAILABLE", "WARMUP", "add_work", "fill_rows", "fill_arrays_rows", "solver"]
 
 
 def fill_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
@@ -235,6 +235,12 @@ on roughly a million entries, so short runs never pay it and long ones switch ea
 rates are the same either way, so switching mid-run changes nothing else."""
 
 _work = 0
+
+
+def add_work(work: int) -> None:
+    """Count ``work`` route entries the pure solvers took, toward :data:`WARMUP`."""
+    global _work
+    _work += work
 
 
 def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:

@@ -209,7 +209,7 @@ class GeneralFlows:
             self.rearm()
             return
         if self.weight is None:
-            resolve = compiled.solver("resolve", self.count * self.links.shape[1])
+            resolve = compiled.solver("resolve")
             if resolve is not None:
                 self.rearm(resolve(self.links, self.used, self.rate, self.remaining,
                                    self.updated, self.finish, self.route, self.capacity,
@@ -272,8 +272,11 @@ class GeneralFlows:
         """Rates of the flows in ``slots`` on links that can carry ``capacity``, each
         standing for ``multiplicity`` flows with its links (None: one), ``flows`` in
         all: the pure Python solver below :attr:`vectorized_from` flows (measured on
-        grouped problems too), the numpy one from there on."""
+        grouped problems too), the numpy one from there on. Unweighted, the work counts
+        toward loading the compiled re-solve (:data:`compiled.WARMUP`)."""
         weight = self.weight
+        if weight is None:
+            compiled.add_work(len(slots) * self.links.shape[1])
         if flows < self.vectorized_from:
             rows = self.flows
             routes = [flow.links for flow in (rows[s] for s in slots.tolist()) if flow]
