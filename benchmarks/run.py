@@ -23,7 +23,9 @@ the same subprocess as the case they compare:
   floor runs first, then the simulation twice, then the floor again; the faster run of
   each counts, so both work on memory the process has already touched. The first runs
   of each (the floor's, then the simulation's, each touching new memory) are shown too,
-  and so is the ratio to ``copies_floor``, the narrower floor of issue 4's wording.
+  and so is the ratio to ``copies_floor``, the narrower floor of issue 4's wording. Last,
+  the check alone (``simcoll.check.compare`` on one run's outputs, which allocates no
+  large array) on one thread and on ``check.WORKERS``, best of 2 each.
 """
 
 from __future__ import annotations
@@ -186,15 +188,37 @@ def data_case(p: int, nbytes: int) -> dict:
         assert check is False or res.correct
         return time.perf_counter() - start
 
+    def check_alone(workers: int) -> float:
+        """Best of 2: the check of one run's outputs on ``workers`` threads."""
+        from simcoll import check
+        from simcoll.collectives import COLLECTIVES
+        from simcoll.ops import ReduceOp
+
+        default, check.WORKERS = check.WORKERS, workers
+        try:
+            walls = []
+            for _ in range(2):
+                start = time.perf_counter()
+                assert check.compare(COLLECTIVES["all_reduce"], data, outputs, ReduceOp.SUM,
+                                     0)[0]
+                walls.append(time.perf_counter() - start)
+            return min(walls)
+        finally:
+            check.WORKERS = default
+
+    from simcoll.check import WORKERS
+
     floor_cold = numpy_floor(data)
     cold = timed(False)
     warm = min(cold, timed(False))
-    checked = timed(True)
+    checked = min(timed(True), timed(True))
     floor = min(floor_cold, numpy_floor(data))
     discarded = min(copies_floor(data) for _ in range(2))
+    outputs = sc.simulate(topo, "all_reduce", algorithm="ring", data=data).outputs
     return {"p": p, "nbytes": nbytes, "cold": cold, "wall": warm, "wall_checked": checked,
             "floor": floor, "floor_cold": floor_cold, "floor_discarded": discarded,
-            "rss": _rss()}
+            "check_serial": check_alone(1), "check_threads": check_alone(WORKERS),
+            "workers": WORKERS, "rss": _rss()}
 
 
 def rooted_case(collective: str, algorithm: str, p: int) -> dict:
@@ -329,7 +353,7 @@ def main(argv: list[str]) -> None:
          f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
 
     print("-- 5. data mode, ring all_reduce float32; floor = numpy adds + output writes "
-          "(best of 2; first run; narrow floor; with the numpy check)")
+          "(best of 2; first run; narrow floor; with the numpy check; the check alone)")
     for p, nbytes in ((8, 256 * 2**20), (64, 16 * 2**20)):
         c = in_subprocess("data_case", p, nbytes, module="run")
         label = f"ring data p={p} {nbytes >> 20} MiB"
@@ -337,6 +361,9 @@ def main(argv: list[str]) -> None:
         line(f"{label}, first run", "", c["cold"], "", c["rss"], c["floor_cold"])
         line(f"{label}, narrow floor", "", c["wall"], "", c["rss"], c["floor_discarded"])
         line(f"{label}, check=True", "", c["wall_checked"], "", c["rss"], c["floor"])
+        line(f"{label}, the check alone, 1 thread", "", c["check_serial"], "", 0, c["floor"])
+        line(f"{label}, the check alone, {c['workers']} threads", "", c["check_threads"], "",
+             0, c["floor"])
 
     print("-- 6. memory per rank in data-free mode: rooted collectives, 40 MB per rank on "
           "switch(10000); peak MiB of the whole process, run's own in the rate column")

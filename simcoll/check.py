@@ -13,7 +13,9 @@ inputs hold infinities or NaNs) every order of the reduction gives that same val
 must match exactly.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
-of :data:`_BLOCK` elements, so temporaries stay in cache. An output whose bytes equal an
+of :data:`_BLOCK` elements, so temporaries stay in cache, the blocks spread over up to
+:data:`WORKERS` threads (numpy releases the GIL in its loops; the verdict and the largest
+error do not depend on the order in which blocks finish). An output whose bytes equal an
 output already checked against the same reference (every rank's all_reduce, all_gather
 and broadcast output has one reference) gets that output's verdict without a second
 check, and an output byte for byte equal to its reference needs nothing else. For sums,
@@ -23,7 +25,11 @@ an element within ``2 p eps * |reference|`` is within the bound (``|sum x_i| <= 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 
@@ -69,6 +75,30 @@ def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
 _BLOCK = 1 << 16
 """Elements checked at a time where the reference is element-wise: temporaries stay small
 and in cache."""
+WORKERS = min(8, os.cpu_count() or 1)
+"""Threads a large check spreads its blocks and byte comparisons over."""
+_PARALLEL_FROM = 4 * _BLOCK
+"""Elements per output from which a check uses threads (below, starting them costs more
+than they save)."""
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def _spread(work: Callable[[_T], _R], items: Sequence[_T], elements: int) -> list[_R]:
+    """``[work(item) for item in items]``, on :data:`WORKERS` threads where ``elements``
+    (per output) make it worth it. An exception (KeyboardInterrupt included) cancels the
+    items not started and is raised once the running ones end (one block each)."""
+    if WORKERS == 1 or elements < _PARALLEL_FROM or len(items) < 2:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(WORKERS) as pool:
+        futures = [pool.submit(work, item) for item in items]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
 _ELEMENTWISE = ("all_reduce", "reduce")
 _SHARED = ("all_reduce", "all_gather", "broadcast", "all_gatherv")
 """Collectives whose reference is one array for every rank."""
@@ -100,7 +130,13 @@ def _exact(out: np.ndarray, ref: np.ndarray) -> tuple[bool, float]:
     if is_float(out.dtype):
         same |= np.isnan(out) & np.isnan(ref)
     error = np.where(same, 0.0, np.abs(out.astype(np.float64) - ref.astype(np.float64)))
-    return bool(np.all(same)), float(np.nan_to_num(error, nan=np.inf, posinf=np.inf).max())
+    return bool(np.all(same)), _largest(error)
+
+
+def _largest(error: np.ndarray) -> float:
+    """The largest element of a non-empty array, NaN counting as infinite."""
+    worst = float(error.max())
+    return math.inf if worst != worst else worst
 
 
 def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: np.ndarray,
@@ -111,21 +147,29 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     eps, tiny = float_info(inputs[0].dtype)
     scale = 2 * p * eps
     offset = 0.0 if op is ReduceOp.PRODUCT else tiny
-    wide = out.astype(ref.dtype)
-    error = np.abs(wide - ref)
-    finite = np.isfinite(ref)
-    all_finite = bool(finite.all())
+    # |out - ref|, |ref| and the bound computed in place: each pass reuses its array.
+    error = out.astype(ref.dtype)
+    np.subtract(error, ref, out=error)
+    np.abs(error, out=error)
+    worst = _largest(error)
+    # Every difference finite implies every reference element finite.
+    all_finite = worst < math.inf or bool(np.isfinite(ref).all())
     if not all_finite:
+        finite = np.isfinite(ref)
+        wide = out.astype(ref.dtype)
         exact = (wide == ref) | (np.isnan(wide) & np.isnan(ref))
         error = np.where(finite, error, np.where(exact, 0.0, np.inf))
-    worst = float(np.nan_to_num(error, nan=np.inf, posinf=np.inf).max())
+        worst = _largest(error)
     # For PRODUCT this is the bound; for sums a lower bound of it (|sum x| <= sum |x|).
-    within = error <= scale * np.abs(ref) + offset
+    bound = np.abs(ref)
+    bound *= scale
+    bound += offset
+    within = error <= bound
     if not all_finite:
         within = np.where(finite, within, exact)
     if within.all():
         return True, worst
-    if op is ReduceOp.PRODUCT or not np.all(within | finite):
+    if op is ReduceOp.PRODUCT or (not all_finite and not np.all(within | finite)):
         return False, worst
     where = np.flatnonzero(~within)
     if coll.name in _ELEMENTWISE:
@@ -182,16 +226,22 @@ def _compare(coll: Collective, inputs: list[np.ndarray], outputs: list, op: Redu
         # One reference for all: check the first output, and every other output that
         # differs from it in some byte; the others share its verdict.
         first = next((out for out in checked if out is not None), None)
-        checked = [out if out is None or first is None or out is first
-                   or not same_bytes(out, first) else None for out in checked]
+        if first is not None:
+            differs = _spread(lambda out: out is not None and out is not first
+                              and not same_bytes(out, first), checked, first.size)
+            checked = [out if out is first or different else None
+                       for out, different in zip(checked, differs)]
     if coll.name not in _ELEMENTWISE:
         same, worst = _compare_arrays(coll, inputs, checked, op, root)
         return ok and same, worst
-    worst = 0.0
-    for start in range(0, count, _BLOCK):
+
+    def block(start: int) -> tuple[bool, float]:
         piece = slice(start, start + _BLOCK)
-        same, error = _compare_arrays(coll, [x[piece] for x in inputs],
-                                      [None if o is None else o[piece] for o in checked],
-                                      op, root)
-        ok, worst = ok and same, max(worst, error)
-    return ok, worst
+        with np.errstate(invalid="ignore", over="ignore"):  # per thread
+            return _compare_arrays(coll, [x[piece] for x in inputs],
+                                   [None if o is None else o[piece] for o in checked],
+                                   op, root)
+
+    verdicts = _spread(block, range(0, count, _BLOCK), count)
+    return (ok and all(same for same, _ in verdicts),
+            max((error for _, error in verdicts), default=0.0))

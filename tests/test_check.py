@@ -4,9 +4,12 @@ outputs are caught wherever they hide, right ones pass, on cases worked out here
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
+from simcoll import check
 from simcoll.check import compare, same_bytes
 from simcoll.collectives import COLLECTIVES
 from simcoll.ops import ReduceOp
@@ -47,6 +50,49 @@ def test_one_wrong_element_of_any_rank_is_caught(rank):
     ok, worst = compare(COLLECTIVES["all_reduce"], inputs, outputs, SUM, 0)
     assert not ok
     assert worst == pytest.approx(1.0, rel=1e-5)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_check_spread_over_threads_gives_the_same_verdict(monkeypatch, workers):
+    # 10 blocks of 2^16 elements: on 3 threads the blocks finish in any order; the
+    # verdict and the largest error are those worked out here either way.
+    monkeypatch.setattr(check, "WORKERS", workers)
+    inputs = all_reduce_inputs(p=3, count=10 * 2**16 - 5)
+    reference = exact_sum(inputs)
+    right = reference.astype(np.float32)
+    rounding = float(np.max(np.abs(right - reference)))
+    assert compare(COLLECTIVES["all_reduce"], inputs, [right] * 3, SUM, 0) == (True, rounding)
+    for where in (0, 5 * 2**16 + 7, 10 * 2**16 - 6):
+        outputs = [right.copy() for _ in inputs]
+        outputs[1][where] -= 4.0
+        ok, worst = compare(COLLECTIVES["all_reduce"], inputs, outputs, SUM, 0)
+        assert not ok
+        assert worst == pytest.approx(4.0, rel=1e-5)
+    gathered = np.concatenate(inputs)
+    outputs = [gathered.copy() for _ in inputs]
+    outputs[2][-1] += 0.5  # caught by the byte comparison with rank 0's output
+    assert compare(COLLECTIVES["all_gather"], inputs, outputs, SUM, 0) == \
+        (False, float(np.abs(outputs[2][-1] - np.float64(gathered[-1]))))
+
+
+def test_ctrl_c_in_a_threaded_check_stops_it_without_the_remaining_blocks(monkeypatch):
+    monkeypatch.setattr(check, "WORKERS", 2)
+    inputs = all_reduce_inputs(p=2, count=40 * 2**16)
+    outputs = [exact_sum(inputs).astype(np.float32)] * 2
+    compared = check._compare_arrays
+    calls = []
+
+    def interrupted(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        time.sleep(0.01)  # the blocks after it take long enough for the cancel to land
+        return compared(*args)
+
+    monkeypatch.setattr(check, "_compare_arrays", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        compare(COLLECTIVES["all_reduce"], inputs, outputs, SUM, 0)
+    assert len(calls) < 40  # the blocks not started were cancelled
 
 
 def test_ranks_with_different_roundings_within_the_bound_pass():
