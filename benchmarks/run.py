@@ -248,9 +248,11 @@ def compile_case() -> dict:
         solve(np.array([[0, 1]]), np.array([1.0, np.inf]), None)
     resolve = compiled.solver("resolve")
     assert resolve is not None
-    resolve(np.array([[0, 1]]), np.ones(1, dtype=bool), np.zeros(1), np.ones(1), np.zeros(1),
-            np.full(1, np.inf), np.zeros(1, dtype=np.intp), np.array([1.0, np.inf]), 0.0,
-            0.0, 1e-9, 16, 512, 1, np.full(2, -1, dtype=np.int64))
+    for weighted in (False, True):
+        resolve(np.array([[0, 1]]), np.ones(1, dtype=bool), np.zeros(1), np.ones(1),
+                np.zeros(1), np.full(1, np.inf), np.zeros(1, dtype=np.intp),
+                np.array([1.0, np.inf]), np.ones(1), weighted, 0.0, 0.0, 1e-9, 16, 512, 1,
+                np.full(2, -1, dtype=np.int64))
     return {"wall": time.perf_counter() - start, "numba": numba.__version__}
 
 
@@ -318,6 +320,14 @@ def main(argv: list[str]) -> None:
             line("  same, pure solvers (SIMCOLL_NO_JIT=1)", "", pure["wall"],
                  f"{pure['wall'] / pure['messages'] * 1e6:.0f} us/msg", pure["rss"], 0,
                  per_message(pure))
+        if n == 64:
+            for env, label in ((None, ""), (NO_JIT, ", pure solvers")) if JIT else \
+                    ((None, ", pure solvers"),):
+                rtt = in_subprocess("alltoallv_case", n, "flow_rtt", module="workloads",
+                                    env=env)
+                line(f"  same, network flow_rtt{label}", "", rtt["wall"],
+                     f"{rtt['wall'] / rtt['messages'] * 1e6:.0f} us/msg", rtt["rss"], 0,
+                     per_message(rtt))
         g = simgrid("alltoallv", n)
         if g:
             line(f"  SimGrid {_simgrid_version()} Python API, same case", "", g["wall"],

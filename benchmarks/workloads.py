@@ -45,14 +45,14 @@ def alltoallv(comm, scale: float = 1.0):
         yield event
 
 
-def alltoallv_case(n: int) -> dict:
+def alltoallv_case(n: int, network: str = "flow") -> dict:
     """The uneven all-to-all on ``switch(n)``: wall time, events per message, memory."""
     import simcoll as sc
 
     topo = sc.topology.switch(n)
     events = count_events()
     start = time.perf_counter()
-    res = sc.run_program(topo, alltoallv)
+    res = sc.run_program(topo, alltoallv, network=network)
     wall = time.perf_counter() - start
     return {"n": n, "wall": wall, "messages": res.messages, "events": events[0],
             "time": res.time, "rss": _rss()}

@@ -109,24 +109,27 @@ def _uneven_all_to_all(comm):
         yield event
 
 
-def _runs():
+def _runs(network):
     return (sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl",
-                        nbytes="16MiB"),
-            sc.run_program(sc.topology.switch(24), _uneven_all_to_all))
+                        nbytes="16MiB", network=network),
+            sc.run_program(sc.topology.switch(24), _uneven_all_to_all, network=network))
 
 
 @numba_only
+@pytest.mark.parametrize("network", ["flow", "flow_rtt"])
 @pytest.mark.parametrize("warmup", [0, 30_000])
-def test_runs_are_the_same_with_and_without_the_compiled_solvers(monkeypatch, warmup):
+def test_runs_are_the_same_with_and_without_the_compiled_solvers(monkeypatch, warmup,
+                                                                 network):
     # warmup=0: compiled from the first solve; 30,000: the pure solvers first, then the
     # compiled ones from mid-run (the NCCL run alone gives them more than that).
+    # flow_rtt: weighted sharing (dgx_h100's links have unequal latencies).
     monkeypatch.setattr(compiled, "WARMUP", warmup)
     monkeypatch.setattr(compiled, "_work", 0)
     monkeypatch.setattr(compiled, "_SOLVERS", None)
-    fast = _runs()
+    fast = _runs(network)
     assert compiled._SOLVERS is not None
     monkeypatch.setattr(compiled, "AVAILABLE", False)
-    pure = _runs()
+    pure = _runs(network)
     for a, b in zip(fast, pure):
         assert a.time == b.time
         assert a.link_bytes == b.link_bytes

@@ -12,7 +12,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcoll.network import compiled, resolve_kernel
+from simcoll.network import compiled, resolve_kernel, weighted_kernels
 from simcoll.network.general import GeneralFlows
 from simcoll.network.regimes import Flow
 
@@ -67,42 +67,55 @@ def _scenario(seed: int, regime: GeneralFlows, rng_links: int) -> list[str]:
     return states
 
 
-def _regime(links: int, vectorized_from: int) -> GeneralFlows:
-    capacity = [float(c) for c in np.random.default_rng(links).choice([1.0, 2.0, 3.0, 8.0],
-                                                                      size=links)]
+def _regime(links: int, vectorized_from: int, weighted: bool) -> GeneralFlows:
+    rng = np.random.default_rng(links)
+    capacity = [float(c) for c in rng.choice([1.0, 2.0, 3.0, 8.0], size=links)]
+    # flow_rtt's penalties: route latencies, so weights 1 / (sum of a route's) differ.
+    penalty = [float(p) for p in rng.choice([1e-6, 2.5e-6, 7e-7], size=links)] \
+        if weighted else None
     return GeneralFlows(simpy.Environment(), capacity, lambda event: None,
-                        vectorized_from=vectorized_from)
+                        vectorized_from=vectorized_from, penalty=penalty)
 
 
-def _compare(monkeypatch, seed: int, links: int, vectorized_from: int, kernel) -> None:
+def _compare(monkeypatch, seed: int, links: int, vectorized_from: int, weighted: bool,
+             kernel) -> None:
     monkeypatch.setattr(compiled, "solver", _none)
-    expected = _scenario(seed, _regime(links, vectorized_from), links)
-    monkeypatch.setattr(compiled, "solver", kernel)
-    got = _scenario(seed, _regime(links, vectorized_from), links)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = _scenario(seed, _regime(links, vectorized_from, weighted), links)
+        monkeypatch.setattr(compiled, "solver", kernel)
+        got = _scenario(seed, _regime(links, vectorized_from, weighted), links)
     assert got == expected
 
 
-@settings(max_examples=150, deadline=None)
+def _plain_solvers(monkeypatch) -> None:
+    """The kernel calling the uncompiled solvers, even once a test has compiled them."""
+    for name in ("fill_rows", "fill_arrays_rows"):
+        monkeypatch.setattr(resolve_kernel, name, getattr(compiled, name))
+    for name in ("fill_weighted_rows", "fill_arrays_weighted_rows"):
+        monkeypatch.setattr(resolve_kernel, name, getattr(weighted_kernels, name))
+
+
+@settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), links=st.sampled_from([3, 6, 12, 400]),
-       vectorized_from=st.sampled_from([1, 8, 10**9]))
-def test_the_uncompiled_kernel_is_the_numpy_path_bit_for_bit(seed, links, vectorized_from):
+       vectorized_from=st.sampled_from([1, 8, 10**9]), weighted=st.booleans())
+def test_the_uncompiled_kernel_is_the_numpy_path_bit_for_bit(seed, links, vectorized_from,
+                                                             weighted):
     # 400 links: the chosen rows cross few of them, so the kernel renumbers them (as
-    # _compact does); vectorized_from picks the Python-order or the numpy-order solver.
+    # _compact does); vectorized_from picks the Python-order or the numpy-order solver;
+    # weighted, flow_rtt's weighted sharing.
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(resolve_kernel, "fill_rows", compiled.fill_rows)
-        monkeypatch.setattr(resolve_kernel, "fill_arrays_rows", compiled.fill_arrays_rows)
-        _compare(monkeypatch, seed, links, vectorized_from, _plain)
+        _plain_solvers(monkeypatch)
+        _compare(monkeypatch, seed, links, vectorized_from, weighted, _plain)
 
 
 def test_many_route_ids_group_through_unique_in_id_order(monkeypatch):
     # More route ids than 8 x the chosen flows: the numpy path groups with np.unique, in
     # route-id order even where every route occurs once. Ids 0..199 are given, then only
     # 20 flows stay, on routes given in decreasing id order.
-    monkeypatch.setattr(resolve_kernel, "fill_rows", compiled.fill_rows)
-    monkeypatch.setattr(resolve_kernel, "fill_arrays_rows", compiled.fill_arrays_rows)
+    _plain_solvers(monkeypatch)
 
     def run() -> tuple[bytes, float]:
-        regime = _regime(30, 10**9)
+        regime = _regime(30, 10**9, False)
         distinct = list(itertools.permutations(range(30), 2))[:200]
         gone = []
         for links in distinct:
@@ -138,7 +151,8 @@ def test_a_hand_worked_resolve_with_a_floor():
     route = np.arange(3)
     marks = np.full(3, -1, dtype=np.int64)
     earliest = resolve_kernel.resolve(links, used, rate, remaining, updated, finish, route,
-                                      capacity, 5.0, 1.0, 1e-9, 16, 10**9, 3, marks)
+                                      capacity, rate, False, 5.0, 1.0, 1e-9, 16, 10**9, 3,
+                                      marks)
     assert rate.tolist() == [2.0, 2.0, 8.0]
     assert remaining.tolist() == [16.0, 16.0, 31.0]
     assert updated.tolist() == [0.0, 0.0, 1.0]
@@ -152,12 +166,13 @@ numba_only = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not ins
 
 
 @numba_only
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), links=st.sampled_from([3, 6, 12, 400]),
-       vectorized_from=st.sampled_from([1, 8, 10**9]))
-def test_the_compiled_kernel_is_the_numpy_path_bit_for_bit(seed, links, vectorized_from):
+       vectorized_from=st.sampled_from([1, 8, 10**9]), weighted=st.booleans())
+def test_the_compiled_kernel_is_the_numpy_path_bit_for_bit(seed, links, vectorized_from,
+                                                           weighted):
     kernel = compiled.solver("resolve", compiled.WARMUP)
     assert kernel is not None
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _compare(monkeypatch, seed, links, vectorized_from,
+        _compare(monkeypatch, seed, links, vectorized_from, weighted,
                  lambda kind, work=0: kernel if kind == "resolve" else None)

@@ -22,12 +22,12 @@ Measured on re-solves recorded from two runs (NCCL's all_reduce of 64 MiB on
 and 730 us for the numpy solver (2026-12-03, ``benchmarks/solvers.py`` has the grid). numba is
 optional (``pip install simcoll[fast]``): without it, or with the environment variable
 ``SIMCOLL_NO_JIT`` set to a non-empty value, :data:`AVAILABLE` is False and the general
-regime runs the pure solvers (weighted sharing, ``network="flow_rtt"``, always does).
-The functions below are plain Python either way; the tests run them uncompiled too,
-against the pure solvers.
+regime runs the pure solvers. The weighted solvers of ``network="flow_rtt"`` have their
+compiled replicas in :mod:`simcoll.network.weighted_kernels`. The functions below are
+plain Python either way; the tests run them uncompiled too, against the pure solvers.
 
 Compiled code is cached next to this module (numba's ``cache=True``); the first run
-after an install compiles the solvers and the re-solve (about 5 s here). Where that
+after an install compiles the solvers and the re-solve (about 10 s here). Where that
 directory is not writable numba compiles them again in every process that needs them;
 its ``NUMBA_CACHE_DIR`` environment variable moves the cache elsewhere.
 """
@@ -249,7 +249,10 @@ def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:
     work (this call's included).
 
     ``kind`` is ``"rows"`` (:func:`fill_rows`) or ``"arrays"`` (:func:`fill_arrays_rows`),
-    each called as ``(links, capacity, multiplicity or None)``, or ``"resolve"``
+    each called as ``(links, capacity, multiplicity or None)``; ``"weighted_rows"`` or
+    ``"weighted_arrays"`` (their weighted siblings in
+    :mod:`simcoll.network.weighted_kernels`, called as ``(links, capacity, weights,
+    multiplicity as floats)``); or ``"resolve"``
     (:func:`simcoll.network.resolve_kernel.resolve`, with its own arguments).
     """
     global _SOLVERS, AVAILABLE, _work
@@ -271,18 +274,28 @@ def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:
 
 
 def _compile(numba: Any) -> dict[str, Callable[..., Any]]:
-    from simcoll.network import resolve_kernel
+    from simcoll.network import resolve_kernel, weighted_kernels
 
-    # The solvers call _crossings by its global name, and resolve calls the solvers by
-    # theirs: compiled, they need them compiled (called from Python, a compiled function
-    # does what the plain one does). This module keeps its plain solvers under their names.
+    # The solvers call _crossings (and pairwise_sum, _block_sum) by their global names, and resolve
+    # calls the solvers by theirs: compiled, they need them compiled (called from Python,
+    # a compiled function does what the plain one does). This module keeps its plain
+    # solvers under their names.
     jit = numba.njit(cache=True, nogil=True)
+    # numpy's error model where the pure code divides numpy floats: x / 0 is inf or NaN.
+    numpy_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
     if not hasattr(_crossings, "py_func"):  # not compiled yet in this process
         globals()["_crossings"] = jit(_crossings)
+    weighted_kernels._crossings = globals()["_crossings"]
+    for name in ("pairwise_sum", "_block_sum"):
+        plain = getattr(weighted_kernels, name)
+        if not hasattr(plain, "py_func"):
+            setattr(weighted_kernels, name, jit(plain))
     rows, arrays = jit(fill_rows), jit(fill_arrays_rows)
     resolve_kernel.fill_rows, resolve_kernel.fill_arrays_rows = rows, arrays
-    # numpy's error model: a rate of 0 gives an infinite finishing instant, not an error.
-    resolve = numba.njit(cache=True, nogil=True, error_model="numpy")(resolve_kernel.resolve)
+    resolve_kernel.fill_weighted_rows = jit(weighted_kernels.fill_weighted_rows)
+    resolve_kernel.fill_arrays_weighted_rows = numpy_jit(
+        weighted_kernels.fill_arrays_weighted_rows)
+    resolve = numpy_jit(resolve_kernel.resolve)
 
     def on_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
                 multiplicity: NDArray[np.intp] | None) -> NDArray[np.float64]:
@@ -292,7 +305,9 @@ def _compile(numba: Any) -> dict[str, Callable[..., Any]]:
                   multiplicity: NDArray[np.intp] | None) -> NDArray[np.float64]:
         return arrays(links, capacity, _as_floats(multiplicity, len(links)))
 
-    return {"rows": on_rows, "arrays": on_arrays, "resolve": resolve}
+    return {"rows": on_rows, "arrays": on_arrays, "resolve": resolve,
+            "weighted_rows": resolve_kernel.fill_weighted_rows,
+            "weighted_arrays": resolve_kernel.fill_arrays_weighted_rows}
 
 
 def _as_floats(multiplicity: NDArray[np.intp] | None, rows: int) -> NDArray[np.float64]:

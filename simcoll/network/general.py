@@ -208,14 +208,15 @@ class GeneralFlows:
         if floor == np.inf or not self.count:
             self.rearm()
             return
-        if self.weight is None:
-            resolve = compiled.solver("resolve")
-            if resolve is not None:
-                self.rearm(resolve(self.links, self.used, self.rate, self.remaining,
-                                   self.updated, self.finish, self.route, self.capacity,
-                                   floor, now, TIE, GROUP_FROM, self.vectorized_from,
-                                   len(self._route_ids), self._marks))
-                return
+        resolve = compiled.solver("resolve")
+        if resolve is not None:
+            weight = self.weight  # unweighted: the rates stand in, unread
+            self.rearm(resolve(self.links, self.used, self.rate, self.remaining, self.updated,
+                               self.finish, self.route, self.capacity,
+                               self.rate if weight is None else weight, weight is not None,
+                               floor, now, TIE, GROUP_FROM, self.vectorized_from,
+                               len(self._route_ids), self._marks))
+            return
         used = self.used
         weight = self.weight
         if floor > 0:
@@ -272,11 +273,10 @@ class GeneralFlows:
         """Rates of the flows in ``slots`` on links that can carry ``capacity``, each
         standing for ``multiplicity`` flows with its links (None: one), ``flows`` in
         all: the pure Python solver below :attr:`vectorized_from` flows (measured on
-        grouped problems too), the numpy one from there on. Unweighted, the work counts
-        toward loading the compiled re-solve (:data:`compiled.WARMUP`)."""
+        grouped problems too), the numpy one from there on. The work counts toward
+        loading the compiled re-solve (:data:`compiled.WARMUP`)."""
         weight = self.weight
-        if weight is None:
-            compiled.add_work(len(slots) * self.links.shape[1])
+        compiled.add_work(len(slots) * self.links.shape[1])
         if flows < self.vectorized_from:
             rows = self.flows
             routes = [flow.links for flow in (rows[s] for s in slots.tolist()) if flow]

@@ -1,11 +1,12 @@
-"""The general regime's unweighted re-solve in one call, for numba to compile.
+"""The general regime's re-solve in one call, for numba to compile.
 
 :func:`resolve` does what :meth:`GeneralFlows.solve <simcoll.network.general.GeneralFlows.solve>`
 does between choosing what to re-solve and moving the pending completion: it picks the
 rows whose rates may change (those at or above the floor), takes what the others use off
 each link's capacity, groups the chosen rows by route, renumbers the links they cross,
 runs the solver (:func:`~simcoll.network.compiled.fill_rows` below ``vectorized_from``
-flows, :func:`~simcoll.network.compiled.fill_arrays_rows` from there on), and updates
+flows, :func:`~simcoll.network.compiled.fill_arrays_rows` from there on, or their
+weighted siblings of :mod:`simcoll.network.weighted_kernels`), and updates
 each row's bytes left, rate and finishing instant. Every floating-point operation is the
 one numpy does there, in the same order (``np.bincount`` adds weights in element order;
 the rest is element-wise), and the rows reach the solver in the same order, so the rates
@@ -24,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from simcoll.network.compiled import fill_arrays_rows, fill_rows
+from simcoll.network.weighted_kernels import fill_arrays_weighted_rows, fill_weighted_rows
 
 __all__ = ["resolve"]
 
@@ -31,17 +33,20 @@ __all__ = ["resolve"]
 def resolve(links: NDArray[np.intp], used: NDArray[np.bool_], rate: NDArray[np.float64],
             remaining: NDArray[np.float64], updated: NDArray[np.float64],
             finish: NDArray[np.float64], route: NDArray[np.intp],
-            capacity: NDArray[np.float64], floor: float, now: float, tie: float,
-            group_from: int, vectorized_from: int, routes: int,
-            marks: NDArray[np.int64]) -> float:
-    """Re-solve the rows of ``used`` whose rate is at or above ``floor`` (all of them when
-    ``floor`` is 0) at ``now``; update ``rate``, ``remaining``, ``updated`` and ``finish``
-    in place and return the earliest finishing instant of all rows.
+            capacity: NDArray[np.float64], weight: NDArray[np.float64], weighted: bool,
+            floor: float, now: float, tie: float, group_from: int, vectorized_from: int,
+            routes: int, marks: NDArray[np.int64]) -> float:
+    """Re-solve the rows of ``used`` whose level (rate, or rate per unit weight where
+    ``weighted``) is at or above ``floor`` (all of them when ``floor`` is 0) at ``now``;
+    update ``rate``, ``remaining``, ``updated`` and ``finish`` in place and return the
+    earliest finishing instant of all rows.
 
     Args:
         links: ``(rows, R)`` routes padded with the last link of ``capacity``.
         route: each row's route id (rows with one id cross the same links); ``routes``
             ids have been given in all.
+        weight: each row's weight, read only where ``weighted`` (the ``"flow_rtt"``
+            model's weighted max-min sharing).
         tie: :data:`~simcoll.network.maxmin.TIE`.
         group_from, vectorized_from: the regime's thresholds (``GROUP_FROM``, and the
             flows from which the numpy solver runs).
@@ -59,10 +64,11 @@ def resolve(links: NDArray[np.intp], used: NDArray[np.bool_], rate: NDArray[np.f
         nfixed = 0
         for i in range(rows):
             if used[i]:
-                if rate[i] >= cutoff:
+                level = rate[i] / weight[i] if weighted else rate[i]
+                if level >= cutoff:
                     chosen[nchosen] = i
                     nchosen += 1
-                elif rate[i] < cutoff:
+                elif level < cutoff:
                     nfixed += 1
                     for k in range(width):
                         load[links[i, k]] += rate[i]
@@ -141,7 +147,15 @@ def resolve(links: NDArray[np.intp], used: NDArray[np.bool_], rate: NDArray[np.f
                 matrix[j, k] = marks[matrix[j, k]]
         for j in range(ncrossed):
             marks[crossed[j]] = -1
-    if nchosen < vectorized_from:
+    if weighted:
+        weights = np.empty(len(selected))
+        for j in range(len(selected)):
+            weights[j] = weight[selected[j]]
+        if nchosen < vectorized_from:
+            solved = fill_weighted_rows(matrix, solve_capacity, weights, multiplicity)
+        else:
+            solved = fill_arrays_weighted_rows(matrix, solve_capacity, weights, multiplicity)
+    elif nchosen < vectorized_from:
         solved = fill_rows(matrix, solve_capacity, multiplicity)
     else:
         solved = fill_arrays_rows(matrix, solve_capacity, multiplicity)
