@@ -118,7 +118,7 @@ def contention_case(kind: str, n: int, fast: bool = True) -> dict:
             "messages": res.messages, "events": events[0], "rss": _rss()}
 
 
-def nccl_case(nodes: int, nbytes: int, grouped: bool = True) -> dict:
+def nccl_case(nodes: int, nbytes: int, grouped: bool = True, network: str = "flow") -> dict:
     """NCCL's all_reduce (16 channels, up to 8 slices in flight per connection) on
     ``dgx_h100(nodes)``; ``grouped=False`` re-solves every flow, not one per route."""
     import simcoll as sc
@@ -129,7 +129,7 @@ def nccl_case(nodes: int, nbytes: int, grouped: bool = True) -> dict:
     topo = sc.topology.dgx_h100(nodes)
     events = count_events()
     start = time.perf_counter()
-    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes, network=network)
     wall = time.perf_counter() - start
     return {"wall": wall, "messages": res.messages, "events": events[0], "rss": _rss(),
             "time": res.time}
@@ -353,6 +353,12 @@ def main(argv: list[str]) -> None:
         c = in_subprocess("nccl_case", 8, 64 * 2**20, grouped, module="run", env=env)
         label = "nccl all_reduce dgx_h100(8)" + ("" if grouped else " (ungrouped)") + (
             ", pure solvers" if env else "")
+        line(label, f"{c['messages']:,} msgs", c["wall"],
+             f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
+    for env in (None,) + ((NO_JIT,) if JIT else ()):
+        c = in_subprocess("nccl_case", 8, 64 * 2**20, True, "flow_rtt", module="run", env=env)
+        label = "nccl all_reduce dgx_h100(8), flow_rtt" + (
+            ", pure solvers" if env or not JIT else "")
         line(label, f"{c['messages']:,} msgs", c["wall"],
              f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
 
