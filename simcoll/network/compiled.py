@@ -276,10 +276,10 @@ def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:
 def _compile(numba: Any) -> dict[str, Callable[..., Any]]:
     from simcoll.network import resolve_kernel, weighted_kernels
 
-    # The solvers call _crossings (and pairwise_sum, _block_sum) by their global names, and resolve
-    # calls the solvers by theirs: compiled, they need them compiled (called from Python,
-    # a compiled function does what the plain one does). This module keeps its plain
-    # solvers under their names.
+    # The solvers call _crossings (and pairwise_sum, _block_sum) by their global names,
+    # and resolve calls the solvers by theirs: compiled, they need them compiled (called
+    # from Python, a compiled function does what the plain one does). This module keeps
+    # its plain solvers under their names.
     jit = numba.njit(cache=True, nogil=True)
     # numpy's error model where the pure code divides numpy floats: x / 0 is inf or NaN.
     numpy_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
