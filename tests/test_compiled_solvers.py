@@ -165,3 +165,25 @@ def test_simcoll_no_jit_turns_the_compiled_solvers_off():
                           "print(compiled.AVAILABLE)"], env=env, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_cached_code_of_changed_kernels_is_dropped(tmp_path):
+    package = tmp_path
+    for name in compiled.KERNEL_MODULES:
+        (package / f"{name}.py").write_text(f"# {name}\n")
+    cache = package / "__pycache__"
+    cache.mkdir()
+    cached = [cache / "resolve_kernel.resolve-31.py311.nbi",
+              cache / "weighted_kernels.pairwise_sum-40.py311.1.nbc"]
+    other = cache / "general.cpython-311.pyc"
+    for path in [*cached, other]:
+        path.write_text("")
+    compiled._drop_stale_cache(package)  # no stamp yet: whatever is cached may be stale
+    assert not any(path.exists() for path in cached) and other.exists()
+    for path in cached:
+        path.write_text("")
+    compiled._drop_stale_cache(package)  # same sources: the cache stays
+    assert all(path.exists() for path in cached)
+    (package / "weighted_kernels.py").write_text("# changed\n")
+    compiled._drop_stale_cache(package)
+    assert not any(path.exists() for path in cached) and other.exists()

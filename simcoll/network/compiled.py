@@ -29,16 +29,20 @@ plain Python either way; the tests run them uncompiled too, against the pure sol
 Compiled code is cached next to this module (numba's ``cache=True``); the first run
 after an install compiles the solvers and the re-solve (about 10 s here). Where that
 directory is not writable numba compiles them again in every process that needs them;
-its ``NUMBA_CACHE_DIR`` environment variable moves the cache elsewhere.
+its ``NUMBA_CACHE_DIR`` environment variable moves the cache elsewhere. numba checks only
+a function's own file for changes, and the re-solve calls the solvers of two other files:
+:func:`_drop_stale_cache` deletes the cached code of all three when any of them changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import math
 import os
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -273,8 +277,35 @@ def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:
     return _SOLVERS[kind]
 
 
+KERNEL_MODULES = ("compiled", "resolve_kernel", "weighted_kernels")
+"""The modules whose functions numba compiles, all cached in this package's
+``__pycache__``."""
+
+
+def _drop_stale_cache(package: Path) -> None:
+    """Delete numba's cached code of :data:`KERNEL_MODULES` in ``package/__pycache__``
+    unless it was made from the modules' present sources (a digest of them is kept
+    there). Nothing happens where the directory cannot be written."""
+    digest = hashlib.sha256(b"".join((package / f"{name}.py").read_bytes()
+                                     for name in KERNEL_MODULES)).hexdigest()
+    cache = package / "__pycache__"
+    stamp = cache / "simcoll-kernels.sha256"
+    try:
+        if stamp.is_file() and stamp.read_text() == digest:
+            return
+        for name in KERNEL_MODULES:
+            for path in [*cache.glob(f"{name}.*.nbi"), *cache.glob(f"{name}.*.nbc")]:
+                path.unlink()
+        cache.mkdir(exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:
+        return
+
+
 def _compile(numba: Any) -> dict[str, Callable[..., Any]]:
     from simcoll.network import resolve_kernel, weighted_kernels
+
+    _drop_stale_cache(Path(__file__).parent)
 
     # The solvers call _crossings (and pairwise_sum, _block_sum) by their global names,
     # and resolve calls the solvers by theirs: compiled, they need them compiled (called
