@@ -68,42 +68,13 @@ def fill_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     size = capacity.shape[0]
     pad = size - 1
     unfrozen, on_link, owner = _crossings(links, multiplicity, size, False)
-    # The links in the order the routes first cross them (the Python solver's dicts).
-    order = np.empty(size, dtype=np.int64)
-    seen = np.zeros(size, dtype=np.bool_)
-    links_seen = 0
-    for i in range(flows):
-        for k in range(width):
-            d = links[i, k]
-            if d != pad and not seen[d]:
-                seen[d] = True
-                order[links_seen] = d
-                links_seen += 1
+    order, links_seen = _crossing_order(links, pad)
     left = capacity.copy()
     rates = np.full(flows, -1.0)
     tied = np.empty(size, dtype=np.int64)
     frozen = 0
     while frozen < flows:
-        share = math.inf
-        first = True
-        for j in range(links_seen):
-            d = order[j]
-            if unfrozen[d] != 0.0:
-                value = left[d] / unfrozen[d]
-                if first or value < share:
-                    share = value
-                    first = False
-        level = share + abs(share) * TIE
-        if share < 0.0:
-            share = 0.0
-        ntied = 0
-        for j in range(links_seen):
-            d = order[j]
-            if unfrozen[d] != 0.0 and left[d] <= level * unfrozen[d]:
-                tied[ntied] = d
-                ntied += 1
-        if ntied == 0:  # a NaN capacity or share: no link can ever fill
-            raise ValueError("max-min solve stopped: no link is a bottleneck")
+        share, ntied = _bottlenecks(order, links_seen, unfrozen, left, unfrozen, tied)
         for t in range(ntied):
             bottleneck = tied[t]
             for j in range(on_link[bottleneck], on_link[bottleneck + 1]):
@@ -192,6 +163,56 @@ def fill_arrays_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
                     left[d] = math.inf
             crossed[d] = 0.0
     return rates
+
+
+def _crossing_order(links: NDArray[np.intp], pad: int) -> tuple[NDArray[np.int64], int]:
+    """The links the rows cross (``pad`` left out) in the order they are first crossed,
+    which is the order of the Python solvers' dicts, and how many there are."""
+    flows, width = links.shape
+    order = np.empty(pad + 1, dtype=np.int64)
+    seen = np.zeros(pad + 1, dtype=np.bool_)
+    links_seen = 0
+    for i in range(flows):
+        for k in range(width):
+            d = links[i, k]
+            if d != pad and not seen[d]:
+                seen[d] = True
+                order[links_seen] = d
+                links_seen += 1
+    return order, links_seen
+
+
+def _bottlenecks(order: NDArray[np.int64], links_seen: int, unfrozen: NDArray[np.float64],
+                 left: NDArray[np.float64], per: NDArray[np.float64],
+                 tied: NDArray[np.int64]) -> tuple[float, int]:
+    """One pass of the Python solvers: over the links some unfrozen flow crosses, in
+    ``order``, the first least share ``left / per`` and the links within :data:`TIE` of
+    it, written to ``tied``. Returns (the share, at least 0; how many links tie).
+
+    Raises:
+        ValueError: no link ties (a NaN capacity or share: no link can ever fill).
+    """
+    share = math.inf
+    first = True
+    for j in range(links_seen):
+        d = order[j]
+        if unfrozen[d] != 0.0:
+            value = left[d] / per[d]
+            if first or value < share:
+                share = value
+                first = False
+    level = share + abs(share) * TIE
+    if share < 0.0:
+        share = 0.0
+    ntied = 0
+    for j in range(links_seen):
+        d = order[j]
+        if unfrozen[d] != 0.0 and left[d] <= level * per[d]:
+            tied[ntied] = d
+            ntied += 1
+    if ntied == 0:
+        raise ValueError("max-min solve stopped: no link is a bottleneck")
+    return share, ntied
 
 
 def _crossings(links: NDArray[np.intp], multiplicity: NDArray[np.float64], size: int,
@@ -307,16 +328,17 @@ def _compile(numba: Any) -> dict[str, Callable[..., Any]]:
 
     _drop_stale_cache(Path(__file__).parent)
 
-    # The solvers call _crossings (and pairwise_sum, _block_sum) by their global names,
-    # and resolve calls the solvers by theirs: compiled, they need them compiled (called
+    # The solvers call their helpers (_crossings, ..., pairwise_sum) by their global
+    # names, and resolve calls the solvers by theirs: compiled, they need them compiled (called
     # from Python, a compiled function does what the plain one does). This module keeps
     # its plain solvers under their names.
     jit = numba.njit(cache=True, nogil=True)
     # numpy's error model where the pure code divides numpy floats: x / 0 is inf or NaN.
     numpy_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
-    if not hasattr(_crossings, "py_func"):  # not compiled yet in this process
-        globals()["_crossings"] = jit(_crossings)
-    weighted_kernels._crossings = globals()["_crossings"]
+    for name in ("_crossings", "_crossing_order", "_bottlenecks"):
+        if not hasattr(globals()[name], "py_func"):  # not compiled yet in this process
+            globals()[name] = jit(globals()[name])
+        setattr(weighted_kernels, name, globals()[name])
     for name in ("pairwise_sum", "_block_sum"):
         plain = getattr(weighted_kernels, name)
         if not hasattr(plain, "py_func"):

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from simcoll.network.compiled import _crossings
+from simcoll.network.compiled import _bottlenecks, _crossing_order, _crossings
 from simcoll.network.maxmin import TIE
 from simcoll.network.weighted import REFRESH
 
@@ -114,16 +114,7 @@ def fill_weighted_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     for i in range(flows):
         mass[i] = weights[i] * multiplicity[i]
     weight = np.zeros(size)
-    order = np.empty(size, dtype=np.int64)
-    seen = np.zeros(size, dtype=np.bool_)
-    links_seen = 0
-    for i in range(flows):
-        for k in range(width):
-            d = links[i, k]
-            if d != pad and not seen[d]:
-                seen[d] = True
-                order[links_seen] = d
-                links_seen += 1
+    order, links_seen = _crossing_order(links, pad)
     for j in range(links_seen):
         d = order[j]
         total = 0.0
@@ -135,26 +126,7 @@ def fill_weighted_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     tied = np.empty(size, dtype=np.int64)
     frozen = 0
     while frozen < flows:
-        share = math.inf
-        first = True
-        for j in range(links_seen):
-            d = order[j]
-            if unfrozen[d] != 0.0:
-                value = left[d] / weight[d]
-                if first or value < share:
-                    share = value
-                    first = False
-        level = share + abs(share) * TIE
-        if share < 0.0:
-            share = 0.0
-        ntied = 0
-        for j in range(links_seen):
-            d = order[j]
-            if unfrozen[d] != 0.0 and left[d] <= level * weight[d]:
-                tied[ntied] = d
-                ntied += 1
-        if ntied == 0:  # a NaN capacity or share: no link can ever fill
-            raise ValueError("max-min solve stopped: no link is a bottleneck")
+        share, ntied = _bottlenecks(order, links_seen, unfrozen, left, weight, tied)
         for t in range(ntied):
             bottleneck = tied[t]
             for j in range(on_link[bottleneck], on_link[bottleneck + 1]):
