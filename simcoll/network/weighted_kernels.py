@@ -110,9 +110,7 @@ def fill_weighted_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     size = capacity.shape[0]
     pad = size - 1
     unfrozen, on_link, owner = _crossings(links, multiplicity, size, False)
-    mass = np.empty(flows)
-    for i in range(flows):
-        mass[i] = weights[i] * multiplicity[i]
+    mass = weights * multiplicity
     weight = np.zeros(size)
     order, links_seen = _crossing_order(links, pad)
     for j in range(links_seen):
@@ -165,9 +163,7 @@ def fill_arrays_weighted_rows(links: NDArray[np.intp], capacity: NDArray[np.floa
     size = capacity.shape[0]
     pad = size - 1
     count, on_link, owner = _crossings(links, multiplicity, size, True)
-    mass = np.empty(flows)
-    for i in range(flows):
-        mass[i] = weights[i] * multiplicity[i]
+    mass = weights * multiplicity
     weight = np.zeros(size)
     for i in range(flows):
         for k in range(width):
