@@ -19,13 +19,13 @@ the same subprocess as the case they compare:
   the interpreter that has Debian's ``python3-simgrid``), in the same run, when present;
 * data rows: wall time over the numpy floor, the work any ring all_reduce must do: per
   rank, one ``np.add`` into a new array for each of the p-1 chunks it reduces, and every
-  element of its output written once (see ``numpy_floor``). The
-  floor runs first, then the simulation twice, then the floor again; the faster run of
-  each counts, so both work on memory the process has already touched. The first runs
-  of each (the floor's, then the simulation's, each touching new memory) are shown too,
-  and so is the ratio to ``copies_floor``, the narrower floor of issue 4's wording. Last,
-  the check alone (``simcoll.check.compare`` on one run's outputs, which allocates no
-  large array) on one thread and on ``check.WORKERS``, best of 2 each.
+  element of its output written once (see ``numpy_floor``). The floor runs first, then
+  the simulation twice, then twice with the numpy check, then the floor again; the
+  faster run of each counts, so all work on memory the process has already touched. The
+  first runs of each (the floor's, then the simulation's, each touching new memory) are
+  shown too, and so is the ratio to ``copies_floor``, the narrower floor of issue 4's
+  wording. Last, the check alone (``simcoll.check.compare`` on one run's outputs, which
+  allocates no large array) on one thread and on ``check.WORKERS``, best of 2 each.
 """
 
 from __future__ import annotations
@@ -377,9 +377,9 @@ def main(argv: list[str]) -> None:
         line(f"{label}, first run", "", c["cold"], "", c["rss"], c["floor_cold"])
         line(f"{label}, narrow floor", "", c["wall"], "", c["rss"], c["floor_discarded"])
         line(f"{label}, check=True", "", c["wall_checked"], "", c["rss"], c["floor"])
-        line(f"{label}, the check alone, 1 thread", "", c["check_serial"], "", 0, c["floor"])
-        line(f"{label}, the check alone, {c['workers']} threads", "", c["check_threads"], "",
-             0, c["floor"])
+        line(f"{label}, check only, 1 thread", "", c["check_serial"], "", 0, c["floor"])
+        line(f"{label}, check only, {c['workers']} threads", "", c["check_threads"], "", 0,
+             c["floor"])
 
     print("-- 6. memory per rank in data-free mode: rooted collectives, 40 MB per rank on "
           "switch(10000); peak MiB of the whole process, run's own in the rate column")
