@@ -7,11 +7,13 @@ does and :func:`fill_arrays_weighted_rows` what
 operations in the same order, on the padded rows the general regime keeps (as
 :mod:`simcoll.network.compiled` does for the unweighted solvers):
 
-* sums of weights the Python solver takes with ``sum`` are taken left to right, as
+* the Python solver's sums of weights are taken left to right, as its
   :func:`~simcoll.network.weighted._total` does;
-* sums the numpy solver takes with ``np.bincount`` are taken in element order, and the
-  one it takes with ``ndarray.sum`` (a link's weight recomputed) with numpy's pairwise
-  summation (:func:`pairwise_sum`);
+* the sums the numpy solver takes with ``np.bincount`` are taken in element order, and
+  the one it takes with ``ndarray.sum`` (a link's weight recomputed) with numpy's
+  pairwise summation (:func:`pairwise_sum`; numpy's ``pairwise_sum`` in
+  ``numpy/_core/src/umath/loops_utils.h.src``, checked against ``ndarray.sum`` by the
+  tests for lengths from 0 to 65,537);
 * the numpy solver's rows frozen in a pass are in ascending order where several links
   tie (``np.flatnonzero``), in the order they cross the one link otherwise, and its
   sums over them follow that order.
