@@ -78,6 +78,13 @@ def test_pairwise_sum_is_numpys_sum(n):
     assert weighted_kernels.pairwise_sum(values, 3, n) == values[3:].sum()
 
 
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 128, 200])
+def test_pairwise_sum_keeps_numpys_signed_zeros(n):
+    for values in (np.full(n, -0.0), np.full(n, 0.0), np.array([-0.0, 0.0] * n)[:n]):
+        assert np.float64(weighted_kernels.pairwise_sum(values, 0, n)).tobytes() == \
+            values.sum().tobytes()
+
+
 numba_only = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not installed")
 
 

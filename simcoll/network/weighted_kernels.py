@@ -39,10 +39,11 @@ __all__ = ["pairwise_sum", "fill_weighted_rows", "fill_arrays_weighted_rows"]
 def pairwise_sum(values: NDArray[np.float64], start: int, n: int) -> float:
     """``values[start:start + n].sum()`` as numpy computes it for float64 (its
     ``pairwise_sum``: sequential below 8 values, eight running sums up to 128, the two
-    halves summed apart above, split at a multiple of 8), bit for bit. numpy recurses;
-    this walks the same tree with a stack (numba cannot cache recursive functions)."""
+    halves summed apart above, split at a multiple of 8, all added to the reduction's
+    initial 0.0), bit for bit. numpy recurses; this walks the same tree with a stack
+    (numba cannot cache recursive functions)."""
     if n <= 128:
-        return _block_sum(values, start, n)
+        return 0.0 + _block_sum(values, start, n)
     depth = 2 * (int(math.log2(n)) + 2)
     first = np.empty(depth, dtype=np.int64)
     length = np.empty(depth, dtype=np.int64)
@@ -70,13 +71,14 @@ def pairwise_sum(values: NDArray[np.float64], start: int, n: int) -> float:
             sums[nsums - 2] = sums[nsums - 2] + sums[nsums - 1]
             nsums -= 1
             top -= 1
-    return sums[0]
+    return 0.0 + sums[0]
 
 
 def _block_sum(values: NDArray[np.float64], start: int, n: int) -> float:
-    """numpy's pairwise sum of at most 128 values (no halving)."""
+    """numpy's pairwise sum of at most 128 values (no halving); below 8 values it starts
+    from -0.0, so that a sum of negative zeros stays one."""
     if n < 8:
-        total = 0.0
+        total = -0.0
         for i in range(start, start + n):
             total += values[i]
         return total
