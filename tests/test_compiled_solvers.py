@@ -13,19 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_maxmin import problems
+from test_route_grouping import padded
 
 import simcoll as sc
 from simcoll.network import compiled
 from simcoll.network.maxmin import fill, fill_arrays
-
-
-def padded(routes: list[tuple[int, ...]], links: int) -> np.ndarray:
-    """Routes as the general regime keeps them: one row each, padded with link ``links``."""
-    width = max(len(r) for r in routes)
-    matrix = np.full((len(routes), width), links, dtype=np.intp)
-    for i, route in enumerate(routes):
-        matrix[i, :len(route)] = route
-    return matrix
 
 
 @st.composite

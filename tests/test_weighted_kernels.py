@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_compiled_solvers import padded
 from test_maxmin import problems
+from test_route_grouping import padded
 
 from simcoll.network import compiled, weighted_kernels
 from simcoll.network.weighted import fill_arrays_weighted, fill_weighted

@@ -90,12 +90,11 @@ def resolve(links: NDArray[np.intp], used: NDArray[np.bool_], rate: NDArray[np.f
         occurs = np.zeros(routes, dtype=np.int64)
         for c in range(nchosen):
             occurs[ids[c]] += 1
+        # One row stands for its route (rows of one route cross the same links).
         first = np.full(routes, -1, dtype=np.int64)
-        last = np.full(routes, -1, dtype=np.int64)
         for c in range(nchosen):
             if first[ids[c]] < 0:
                 first[ids[c]] = c
-            last[ids[c]] = c
         distinct = 0
         for r in range(routes):
             if occurs[r]:
@@ -110,7 +109,7 @@ def resolve(links: NDArray[np.intp], used: NDArray[np.bool_], rate: NDArray[np.f
             j = 0
             for r in range(routes):
                 if occurs[r]:
-                    selected[j] = chosen[last[r] if direct else first[r]]
+                    selected[j] = chosen[first[r]]
                     multiplicity[j] = occurs[r]
                     position[r] = j
                     j += 1
