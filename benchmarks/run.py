@@ -16,7 +16,10 @@ the same subprocess as the case they compare:
   is installed, and once more with the pure ones (``SIMCOLL_NO_JIT=1``); the solvers are
   compiled (and cached) before the first row;
 * SimGrid rows: the same case through SimGrid's Python API (``simgrid_cases.py``, run by
-  the interpreter that has Debian's ``python3-simgrid``), in the same run, when present;
+  the interpreter that has Debian's ``python3-simgrid``) and on its C++ engine
+  (``simgrid_cases.cpp``, built with g++ where SimGrid's headers are: Debian's
+  ``libsimgrid-dev``), in the same run, when present; the ratio is simcoll's wall time
+  over SimGrid's;
 * data rows: wall time over the numpy floor, the work any ring all_reduce must do: per
   rank, one ``np.add`` into a new array for each of the p-1 chunks it reduces, and every
   element of its output written once (see ``numpy_floor``). The floor runs first, then
@@ -37,7 +40,7 @@ import time
 
 import numpy as np
 from ring_throughput import count_events, in_subprocess, ring_case
-from workloads import simgrid
+from workloads import simgrid, simgrid_cpp
 
 from simcoll.network import compiled
 
@@ -296,6 +299,8 @@ def main(argv: list[str]) -> None:
     for n in (64, 256, 1024) + (() if quick else (4096,)):
         for network in ("flow", "analytical") if n < 4096 else ("flow",):
             c = in_subprocess("ring_case", n, network, "1GiB")
+            if network == "flow":
+                flow = c
             floors = c["floors"]
             line(f"ring N={n} {network}", f"{c['messages']:,} msgs", c["wall"],
                  f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s", c["rss"], floors["timeout"],
@@ -308,6 +313,12 @@ def main(argv: list[str]) -> None:
             if g:
                 line(f"  SimGrid {_simgrid_version()} Python API, same ring", "", g["wall"],
                      f"{g['messages'] / g['wall'] / 1e3:.0f} kmsg/s")
+        g = simgrid_cpp("ring", n) if n <= 1024 else None
+        if g:
+            line(f"  SimGrid {g['version']} C++, same ring", "", g["wall"],
+                 f"{g['messages'] / g['wall'] / 1e3:.0f} kmsg/s", g["rss"])
+            line(f"  flow vs SimGrid C++: simulated {flow['sim_time'] * 1e3:.6f} ms "
+                 f"and {g['time'] * 1e3:.6f} ms", "", flow["wall"], floor=g["wall"])
 
     print("-- 2. uneven all-to-all (rank i sends (1 + ((7i + 13j) mod 97)/97) x 65536 float32 "
           "to rank j, all at once), flow model")
@@ -332,6 +343,12 @@ def main(argv: list[str]) -> None:
         if g:
             line(f"  SimGrid {_simgrid_version()} Python API, same case", "", g["wall"],
                  f"{g['wall'] / g['messages'] * 1e6:.0f} us/msg")
+            line(f"  simulated time simcoll {c['time'] * 1e6:.3f} us, SimGrid "
+                 f"{g['time'] * 1e6:.3f} us", "", c["wall"], floor=g["wall"])
+        g = simgrid_cpp("alltoallv", n)
+        if g:
+            line(f"  SimGrid {g['version']} C++, same case", "", g["wall"],
+                 f"{g['wall'] / g['messages'] * 1e6:.0f} us/msg", g["rss"])
             line(f"  simulated time simcoll {c['time'] * 1e6:.3f} us, SimGrid "
                  f"{g['time'] * 1e6:.3f} us", "", c["wall"], floor=g["wall"])
 

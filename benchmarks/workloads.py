@@ -7,17 +7,20 @@ and returns a dict of what it measured.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import resource
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 from ring_throughput import count_events
 
-__all__ = ["alltoallv", "alltoallv_case", "mixed_case", "build_case", "simgrid"]
+__all__ = ["alltoallv", "alltoallv_case", "mixed_case", "build_case", "simgrid", "simgrid_cpp"]
 
 SIMGRID_PYTHON = "/usr/bin/python3"
 """An interpreter with SimGrid's Python bindings (Debian's python3-simgrid)."""
@@ -112,3 +115,34 @@ def simgrid(kind: str, n: int) -> dict | None:
     if done.returncode != 0:
         return None
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def simgrid_cpp(kind: str, n: int) -> dict | None:
+    """The same case on SimGrid's C++ engine (``simgrid_cases.cpp``), or None if it cannot
+    be built here (no g++, or no SimGrid headers: Debian's libsimgrid-dev)."""
+    binary = _simgrid_binary()
+    if binary is None:
+        return None
+    done = subprocess.run([str(binary), kind, str(n)], capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@functools.cache
+def _simgrid_binary() -> Path | None:
+    """``simgrid_cases.cpp`` compiled once per version of its source (kept in the temp
+    directory), or None if it does not build here."""
+    compiler = shutil.which("g++")
+    if compiler is None:
+        return None
+    source = Path(__file__).resolve().parent / "simgrid_cases.cpp"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    binary = Path(tempfile.gettempdir()) / f"simcoll-simgrid-cases-{digest}"
+    if not binary.exists():
+        done = subprocess.run([compiler, "-O2", "-o", str(binary), str(source), "-lsimgrid"],
+                              capture_output=True)
+        if done.returncode != 0:
+            return None
+    return binary
+
