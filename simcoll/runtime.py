@@ -46,12 +46,18 @@ class TraceEvent:
 
 
 class Joint(Event):
-    """Fires when both halves of a sendrecv are done, with the received payload."""
+    """Fires when both halves of a sendrecv are done, with the received payload.
+
+    Its constructor sets SimPy's three event fields itself (what ``Event.__init__``
+    does) rather than calling it: one call less on every message of a ring or tree.
+    """
 
     __slots__ = ("pending", "payload")
 
     def __init__(self, env: simpy.Environment, pending: int, payload: Any = None):
-        super().__init__(env)
+        self.env = env
+        self.callbacks = []
+        self._value = PENDING
         self.pending = pending
         self.payload = payload
 

@@ -138,7 +138,11 @@ class FlowNetwork(Network):
         for d in links:
             load[d] = 1
             owner[d] = flow
-        self._reserve(flow, self.env._now + latency, latency + wire / bandwidth)
+        # _reserve, inline: every message of a ring or tree comes this way.
+        flow.reserved = True
+        flow.start = flow.updated = self.env._now + latency
+        flow.rate = bandwidth
+        flow.finish = self._ending.add(flow, latency + wire / bandwidth)
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
