@@ -214,18 +214,36 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
     return glue(outs)
 
 
+def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str,
+                                proto: str, channels: int, arch: str,
+                                intra: str) -> HostProgram | None:
+    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise)."""
+    return nvls.switch_reduce_scatter(comm, x, channels, op) if algo == "nvls" else None
+
+
+def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: str,
+                            channels: int, arch: str, intra: str) -> HostProgram | None:
+    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise)."""
+    return nvls.switch_all_gather(comm, x, channels) if algo == "nvls" else None
+
+
 @_register("reduce_scatter", _model(
     "reduce_scatter", lambda p: p - 1, lambda p: (p - 1) / p, lambda p: (p - 1) / p,
-    _ring_reduce_scatter_traffic))
+    _ring_reduce_scatter_traffic), in_network=_nvls_switch_reduce_scatter)
 def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
                         channels: int, arch: str, intra: str) -> BufferProgram:
-    """NCCL's ring reduce_scatter: p-1 steps per channel."""
+    """NCCL's reduce_scatter: a ring (p-1 steps per channel), or NVLS on the NVSwitch."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1:
         return x
     yield comm.sleep(protocol.base(algo))
     parts = by_channel(list(split(x, p)), channels)
+    if algo == "nvls":
+        yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
+        outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_reduce_scatter(
+            comm, parts[c], c, protocol))
+        return glue(outs)
     ring = _rings(comm, channels)
     outs = yield from run_channels(comm, channels, lambda c: rings.reduce_scatter(
         comm, parts[c], ring[c], protocol, op, intra, c))
@@ -233,19 +251,25 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
 
 
 @_register("all_gather", _model(
-    "all_gather", lambda p: p - 1, lambda p: p - 1, lambda p: 0.0, _ring_all_gather_traffic))
+    "all_gather", lambda p: p - 1, lambda p: p - 1, lambda p: 0.0, _ring_all_gather_traffic),
+    in_network=_nvls_switch_all_gather)
 def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
                     arch: str, intra: str) -> BufferProgram:
-    """NCCL's ring all_gather: p-1 steps per channel."""
+    """NCCL's all_gather: a ring (p-1 steps per channel), or NVLS on the NVSwitch."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1:
         return x
     yield comm.sleep(protocol.base(algo))
     own = list(split(x, channels))
-    ring = _rings(comm, channels)
-    outs = yield from run_channels(comm, channels, lambda c: rings.all_gather(
-        comm, own[c], ring[c], protocol, intra, c))
+    if algo == "nvls":
+        yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
+        outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_gather(
+            comm, own[c], c, protocol))
+    else:
+        ring = _rings(comm, channels)
+        outs = yield from run_channels(comm, channels, lambda c: rings.all_gather(
+            comm, own[c], ring[c], protocol, intra, c))
     return join([glue([outs[c][b] for c in range(channels)]) for b in range(p)])
 
 

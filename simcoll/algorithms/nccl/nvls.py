@@ -1,13 +1,27 @@
 """NVLink SHARP (NVLS), simulated: the NVSwitch reduces and multicasts.
 
-Every GPU pushes its buffer into the NVSwitch slice by slice; for each slice the switch
-reduces what every GPU of the node pushed (at its own reduction bandwidth, one reduction
-at a time) and multicasts the result back, each byte crossing each switch-to-GPU link
-once. A GPU so sends n bytes and receives n bytes, whatever the rank count, against
-2(p-1)/p n each way for a ring; the switch does all the reductions. Channels run side by
-side on the GPUs and on the switch. NCCL models the whole operation's latency as one
-fixed cost (``hwLatencies[NVLINK][NVLS][SIMPLE]``, 25 us), paid once at the start.
-Slices are NCCL's NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB).
+all_reduce: every GPU pushes its buffer into the NVSwitch slice by slice; for each slice
+the switch reduces what every GPU of the node pushed (at its own reduction bandwidth, one
+reduction at a time) and multicasts the result back, each byte crossing each
+switch-to-GPU link once. A GPU so sends n bytes and receives n bytes, whatever the rank
+count, against 2(p-1)/p n each way for a ring; the switch does all the reductions.
+
+reduce_scatter (NCCL reads its block with ``multimem.ld_reduce``, which has the switch
+fetch that block from every GPU and reduce it): every GPU pushes every block, the switch
+reduces block j over the GPUs and sends it to GPU j. A GPU sends n bytes and receives
+n/p (a ring: (p-1)/p n each way).
+
+all_gather (NCCL writes its part with ``multimem.st`` to the multicast group, the writer
+included): every GPU pushes its part, the switch multicasts it to every GPU of the node.
+A GPU sends its n/p bytes and receives all p parts, n bytes (a ring: (p-1)/p n each way).
+
+Channels run side by side on the GPUs and on the switch, and the switch handles slice k
+of every block (reduce_scatter) or every GPU's part (all_gather) before slice k + 1, so
+all GPUs progress together. NCCL models the whole operation's latency as one fixed cost
+(``hwLatencies[NVLINK][NVLS][SIMPLE]``, 25 us), paid once at the start. Slices are NCCL's
+NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB). NCCL runs NVLS reduce_scatter and
+all_gather on one node only (across nodes they need CollNet, which is not modelled);
+device code: ``src/device/reduce_scatter.h`` and ``all_gather.h`` (NCCL 2.30.7).
 """
 
 from __future__ import annotations
@@ -20,7 +34,8 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["CHUNK_BYTES", "gpu_all_reduce", "switch_all_reduce"]
+__all__ = ["CHUNK_BYTES", "gpu_all_reduce", "switch_all_reduce", "gpu_reduce_scatter",
+           "switch_reduce_scatter", "gpu_all_gather", "switch_all_gather"]
 
 CHUNK_BYTES = 128 * 1024
 """``NCCL_NVLS_CHUNKSIZE``'s default (``nvlsChunkSize`` in ``src/init.cc``)."""
@@ -32,12 +47,25 @@ def _slices(part: Buffer) -> list[Buffer]:
     return [part] if count <= 1 else list(split(part, count))
 
 
-def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol) -> Steps:
-    """One channel on a GPU: push every slice into the switch, take the results back."""
+def _switch(comm: Comm) -> int:
     switch = comm.reducer_of(comm.rank)
     if switch is None:
         raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS needs every GPU on "
                          f"an in-network NVSwitch")
+    return switch
+
+
+def _interleaved(parts: list[Buffer]) -> list[tuple[int, int, Buffer]]:
+    """``(k, j, slice)`` for slice k of every part j, slice by slice (k outer), as the
+    switch handles them."""
+    sliced = [_slices(part) for part in parts]
+    return [(k, j, pieces[k]) for k in range(max(len(s) for s in sliced))
+            for j, pieces in enumerate(sliced) if k < len(pieces)]
+
+
+def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol) -> Steps:
+    """One channel on a GPU: push every slice into the switch, take the results back."""
+    switch = _switch(comm)
     slices = _slices(part)
     push = Sender(comm, switch, protocol, 0.0, channel)
     for piece in slices:
@@ -62,6 +90,71 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp)
             for gpu in gpus[1:]:
                 total = yield comm.reduce(total, (yield comm.recv(gpu, tag=c)), op)
             comm.multicast(total, gpus, tag=c)
+        return None
+
+    yield from run_channels(comm, channels, channel)
+    return None
+
+
+def gpu_reduce_scatter(comm: Comm, parts: list[Buffer], channel: int,
+                       protocol: Protocol) -> Steps:
+    """One channel on a GPU: push this channel's part of every block (``parts[j]``,
+    block j) into the switch, take this rank's block back reduced."""
+    switch = _switch(comm)
+    push = Sender(comm, switch, protocol, 0.0, channel)
+    for _, _, piece in _interleaved(parts):
+        yield from push.send(piece)
+    mine = _slices(parts[comm.rank])
+    for k in range(len(mine)):
+        mine[k] = yield comm.recv(switch, tag=channel)
+    yield from push.drain()
+    return join(mine)
+
+
+def switch_reduce_scatter(comm: Comm, x: VirtualBuffer, channels: int,
+                          op: ReduceOp) -> Steps:
+    """The switch's side of every channel: reduce slice k of block j over the attached
+    GPUs and send it to GPU j, slice by slice."""
+    gpus = sorted(comm.attached(comm.rank))  # block j goes to GPU rank j
+    blocks = list(split(x, len(gpus)))
+
+    def channel(c: int) -> Steps:
+        parts = [list(split(block, channels))[c] for block in blocks]
+        for _, j, _ in _interleaved(parts):
+            total = yield comm.recv(gpus[0], tag=c)
+            for gpu in gpus[1:]:
+                total = yield comm.reduce(total, (yield comm.recv(gpu, tag=c)), op)
+            comm.send(total, gpus[j], tag=c)
+        return None
+
+    yield from run_channels(comm, channels, channel)
+    return None
+
+
+def gpu_all_gather(comm: Comm, own: Buffer, channel: int, protocol: Protocol) -> Steps:
+    """One channel on a GPU: push this rank's part into the switch, take every rank's
+    part back (its own included) from the switch's multicasts; returns them by rank."""
+    switch = _switch(comm)
+    push = Sender(comm, switch, protocol, 0.0, channel)
+    for piece in _slices(own):
+        yield from push.send(piece)
+    # Every rank's part has this rank's part's size.
+    got: list[list[Buffer]] = [_slices(own) for _ in range(comm.size)]
+    for k, j, _ in _interleaved([own] * comm.size):
+        got[j][k] = yield comm.recv(switch, tag=channel)
+    yield from push.drain()
+    return [join(pieces) for pieces in got]
+
+
+def switch_all_gather(comm: Comm, x: VirtualBuffer, channels: int) -> Steps:
+    """The switch's side of every channel: multicast slice k of every GPU's part to every
+    GPU, slice by slice."""
+    gpus = sorted(comm.attached(comm.rank))
+    part = list(split(x, channels))
+
+    def channel(c: int) -> Steps:
+        for _, j, _ in _interleaved([part[c]] * len(gpus)):
+            comm.multicast((yield comm.recv(gpus[j], tag=c)), gpus, tag=c)
         return None
 
     yield from run_channels(comm, channels, channel)

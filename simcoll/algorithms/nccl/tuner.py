@@ -33,14 +33,14 @@ __all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_chann
 
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree"),
-    "reduce_scatter": ("ring",),
-    "all_gather": ("ring",),
+    "reduce_scatter": ("ring", "nvls"),
+    "all_gather": ("ring", "nvls"),
     "broadcast": ("ring",),
     "reduce": ("ring",),
     "all_to_all": ("p2p",),
 }
-"""The NCCL algorithms each collective can run here. Not modelled (yet): NVLS for
-reduce_scatter and all_gather, CollNet (IB SHARP) and PAT."""
+"""The NCCL algorithms each collective can run here (NVLS on one node only, as NCCL
+without CollNet). Not modelled: CollNet (IB SHARP) and PAT."""
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,10 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
     p = machine.nranks
     steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1,
              "all_gather": p - 1}.get(collective, p)
-    if algo in ("ring", "nvls", "nvls_tree", "p2p"):
-        algbw = bus * p / steps if algo != "p2p" else bus
+    if algo == "p2p" or (algo == "nvls" and collective != "all_reduce"):
+        algbw = bus  # NCCL converts no bus bandwidth but the ring's for these
+    elif algo in ("ring", "nvls", "nvls_tree"):
+        algbw = bus * p / steps
     else:
         algbw = bus * 0.5
     if algo == "tree" and nbytes >= 64:

@@ -1,0 +1,154 @@
+"""NVLS reduce_scatter and all_gather (``algorithm="nccl"``, ``algo="nvls"``): results
+against the tests' numpy reference, every GPU's bytes worked out by hand, times worked out
+by hand on a switch that reduces without limit, and NCCL's tuner, which (with NCCL
+2.30.7's constants) never prefers them to a ring on one DGX H100."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import make_data
+from reference import assert_outputs_match
+
+import simcoll as sc
+from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.tuner import choose, predict
+
+US = 1e-6
+P = 8
+
+
+@pytest.mark.parametrize("count", [60_000, 60_001, 5])
+def test_nvls_reduce_scatter_gives_the_reference_and_moves_n_up_and_one_block_down(count):
+    topo = sc.topology.dgx_h100(1)
+    inputs = make_data(P, count, "float32")
+    res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", data=inputs, algo="nvls",
+                      op="avg")
+    assert res.correct and res.params["algo"] == "nvls" and res.params["proto"] == "Simple"
+    assert_outputs_match(res, inputs, sc.ReduceOp.AVG)
+    # Block r of np.array_split(count, 8) goes to rank r, reduced by the switch: every GPU
+    # sends its whole buffer up and receives its own block only.
+    block = [len(b) * 4 for b in np.array_split(np.arange(count), P)]
+    n = count * 4
+    assert res.bytes_sent.tolist() == [n] * P
+    assert res.bytes_received.tolist() == block
+    for g in range(P):
+        assert res.link_bytes[(f"gpu{g}", "nvswitch0")] == n
+        assert res.link_bytes[("nvswitch0", f"gpu{g}")] == block[g]
+
+
+@pytest.mark.parametrize("count", [60_000, 7])
+def test_nvls_all_gather_gives_the_reference_and_every_gpu_receives_all_parts(count):
+    topo = sc.topology.dgx_h100(1)
+    inputs = make_data(P, count, "int32")
+    res = sc.simulate(topo, "all_gather", algorithm="nccl", data=inputs, algo="nvls")
+    assert res.correct and res.params["algo"] == "nvls"
+    assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
+    # Each GPU pushes its part once; the switch multicasts it to all 8 GPUs, the writer
+    # included (multimem.st writes to the whole group): 8 parts come down every link.
+    n = count * 4
+    assert res.bytes_sent.tolist() == [n] * P
+    assert res.bytes_received.tolist() == [P * n] * P
+    for g in range(P):
+        assert res.link_bytes[(f"gpu{g}", "nvswitch0")] == n
+        assert res.link_bytes[("nvswitch0", f"gpu{g}")] == P * n
+
+
+def unlimited_switch(bandwidth=100e9, latency=0.5e-6):
+    """One node of 8 GPUs whose NVSwitch reduces without limit, so links set the time."""
+    return sc.topology.dgx_h100(1, nvlink_bandwidth=bandwidth, nvlink_latency=latency,
+                                nvswitch_reduce_bandwidth=1e18)
+
+
+@pytest.mark.parametrize("per_rank", [2**21, 2**24])
+def test_nvls_all_gather_time_worked_out_by_hand(per_rank):
+    # NCCL's fixed NVLS latency, 25 us (hwLatencies[NVLINK][NVLS][SIMPLE]). Then every one
+    # of the 16 channels pushes its first window (4 slices of 128 KiB, or its whole part
+    # if smaller) at once; sharing the GPU's up link fairly, they all arrive together.
+    # From then on the down links are the bottleneck: all 8 parts, 8 x per_rank bytes,
+    # come down at 100 GB/s. Plus one latency up and one down (0.5 us each).
+    bw, channels = 100e9, 16
+    res = sc.simulate(unlimited_switch(bw), "all_gather", algorithm="nccl",
+                      nbytes=per_rank, algo="nvls")
+    assert res.params["channels"] == channels
+    first_window = channels * min(4 * 131072, per_rank // channels)
+    expected = 25 * US + first_window / bw + P * per_rank / bw + 2 * 0.5 * US
+    assert res.time == pytest.approx(expected, rel=1e-9)
+
+
+def test_nvls_reduce_scatter_time_is_bounded_by_the_up_link_and_the_last_block():
+    # Every GPU sends its whole buffer n up (the bottleneck, the switch reducing without
+    # limit) and, at the end, the last slices of its own block come down: at least
+    # 25 us + n / bw, at most that plus one block per channel's last slice down
+    # (n / 8 at worst) and the two latencies.
+    bw, n = 100e9, 2**24
+    res = sc.simulate(unlimited_switch(bw), "reduce_scatter", algorithm="nccl", nbytes=n,
+                      algo="nvls")
+    floor = 25 * US + n / bw
+    assert floor < res.time <= floor + (n / P) / bw + 2 * US
+
+
+def test_nvls_reduce_scatter_time_worked_out_by_hand_when_the_switch_reduction_is_slow():
+    # Per channel the buffer is 8 blocks of 128 KiB (one slice each: 2^24 / 8 / 16 bytes),
+    # pushed 4 at a time: the first 4 slices of all 16 channels share the up link and
+    # arrive together after 16 x 4 x 128 KiB / 100 GB/s. From then the switch's one
+    # reduction engine is the bottleneck: it reduces 7 of every 8 bytes it receives
+    # (p - 1 reductions of each slice), 7 n bytes at 50 GB/s, while the links keep ahead.
+    # Then the last reduced slice goes down (128 KiB at 100 GB/s), plus one latency up
+    # and one down, after NCCL's fixed 25 us.
+    n, bw, reduce_rate, piece = 2**24, 100e9, 50e9, 131072
+    topo = sc.topology.dgx_h100(1, nvlink_bandwidth=bw, nvswitch_reduce_bandwidth=reduce_rate)
+    res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=n, algo="nvls")
+    expected = (25 * US + 16 * 4 * piece / bw + (P - 1) * n / reduce_rate + piece / bw
+                + 2 * 0.5 * US)
+    assert res.time == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_tuner_prefers_rings_to_nvls_for_reduce_scatter_and_all_gather():
+    # NCCL 2.30.7 (tuning.cc): NVLS's bus bandwidth for these is the NVLink bandwidth x
+    # 0.85 (Hopper's nvlsEfficiency) x 15/16 (16 channels) x 7/8 ((ppn - 1) / ppn), and
+    # NCCL does not convert it to an algorithm bandwidth (only rings' is); its latency is
+    # 25 us. At 1 GiB: 25 + 2^30 / 258.6 GB/s = 4,177 us. The Simple ring: 8.4 + 7 x 3.4
+    # us + 2^30 / (370.8 x 8/7 GB/s) = 2,566 us; at 8 B the ring's LL costs 6.6 + 7 x 0.6
+    # = 10.8 us against NVLS's 25. So NCCL would run rings unless NCCL_ALGO=NVLS.
+    machine = describe(sc.topology.dgx_h100(1), tuple(range(P)))
+    nvls_bw = 370.8e9 * 0.85 * 15 / 16 * 7 / 8
+    for collective in ("reduce_scatter", "all_gather"):
+        assert predict(machine, collective, 2**30, "nvls", "Simple", 16) == pytest.approx(
+            25 * US + 2**30 / nvls_bw, rel=1e-6)
+        assert predict(machine, collective, 2**30, "ring", "Simple", 16) == pytest.approx(
+            (8.4 + 7 * 3.4) * US + 2**30 / (370.8e9 * 8 / 7), rel=1e-6)
+        assert {choose(machine, collective, 2**k).algo for k in range(3, 34, 2)} == {"ring"}
+        assert choose(machine, collective, 2**30, algo="nvls").algo == "nvls"
+
+
+@pytest.mark.parametrize("topo", [sc.topology.dgx_a100(1), sc.topology.dgx_h100(2)],
+                         ids=["no NVLS switch", "two nodes"])
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_nvls_reduce_scatter_and_all_gather_are_refused_where_nccl_cannot_run_them(
+        topo, collective):
+    with pytest.raises(sc.InvalidInputError, match=f"algo='nvls' cannot run {collective}"):
+        sc.simulate(topo, collective, algorithm="nccl", nbytes=2**20, algo="nvls")
+
+
+def test_started_nvls_reduce_scatter_is_refused_as_for_all_reduce():
+    def program(comm, x):
+        out = yield comm.reduce_scatter(x, algorithm="nccl", algo="nvls")
+        return out
+
+    x = sc.VirtualBuffer.of(2**20, "float32")
+    with pytest.raises(sc.AlgorithmError, match="runs programs on in-network devices"):
+        sc.run_program(sc.topology.dgx_h100(1), program, x)
+
+
+def test_nvls_all_gather_is_slower_than_the_ring_at_large_sizes_on_8_gpus():
+    # At large sizes a ring moves 7/8 of the output into each GPU, NVLS all of it: the
+    # ring's busbw is the higher, by about 8/7.
+    topo = sc.topology.dgx_h100(1)
+    ring = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=2**27, algo="ring",
+                       proto="Simple")
+    nvls = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=2**27, algo="nvls")
+    assert ring.time < nvls.time
+    assert math.isclose(nvls.time / ring.time, 8 / 7, rel_tol=0.1)
