@@ -1,4 +1,5 @@
-"""The event loop, and the only place simcoll reaches below SimPy's public API.
+"""The event loop, and where simcoll reaches below SimPy's public API (elsewhere only
+:class:`simcoll.runtime.Joint`'s constructor, which sets an event's fields itself).
 
 Rank programs are plain SimPy processes: generators that yield SimPy events. Every
 message, reduction and flow completion goes through the few helpers here, so they use
