@@ -10,7 +10,8 @@ from __future__ import annotations
 
 __all__ = ["NCCL_VERSION", "PROTOCOLS", "LINKS", "BASE_LATENCY", "HW_LATENCY", "NCCL_STEPS",
            "BUFFER_BYTES", "LL_MAX_BW", "PER_CHANNEL_MAX_RING_LL128_BW",
-           "PER_CHANNEL_MAX_TREE_BW", "PER_CHANNEL_MAX_TREE_LL128_BW", "NVLS_EFFICIENCY",
+           "PER_CHANNEL_MAX_TREE_BW", "PER_CHANNEL_MAX_TREE_LL128_BW",
+           "PER_CHANNEL_MAX_NVLS_TREE_BW", "NVLS_EFFICIENCY",
            "ARCHS", "NVLINK_BW_PER_LINK", "THREAD_THRESHOLD", "MAX_THREADS",
            "NET_OVERHEAD_US", "TREE_CORRECTION"]
 
@@ -75,6 +76,11 @@ PER_CHANNEL_MAX_TREE_LL128_BW = {"volta": (20.0, 20.0, 20.0), "ampere": (20.0, 2
 PER_CHANNEL_MAX_TREE_BW = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8),
                            "hopper": (38.7, 41.4, 36.0), "blackwell": (70.0, 42.8, 24.0)}
 """``perChMaxTreeBws`` (GB/s per channel), for 1, 2 and more nodes."""
+
+PER_CHANNEL_MAX_NVLS_TREE_BW = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8),
+                                "hopper": (0.0, 57.7, 45.5), "blackwell": (0.0, 96.0, 80.0)}
+"""``perChMaxNVLSTreeBws`` (GB/s per channel), for 1, 2 and more nodes (NVLS-tree never
+runs on one node)."""
 
 NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
 """``nvlsEfficiency``: the share of NVLink bandwidth NVLS reaches (none before Hopper)."""

@@ -18,6 +18,7 @@ from simcoll.algorithms.nccl.constants import (
     MAX_THREADS,
     NET_OVERHEAD_US,
     NVLS_EFFICIENCY,
+    PER_CHANNEL_MAX_NVLS_TREE_BW,
     PER_CHANNEL_MAX_RING_LL128_BW,
     PER_CHANNEL_MAX_TREE_BW,
     PER_CHANNEL_MAX_TREE_LL128_BW,
@@ -81,7 +82,9 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         nvls *= 2.0 if collective == "all_reduce" else (machine.ppn - 1) / machine.ppn
         inter = (machine.inter_bw / 1e9) * (2 if algo == "nvls_tree" and machine.nnodes <= 2
                                             else 1) if machine.nnodes > 1 else math.inf
-        return min(nvls, inter)
+        cap = channels * PER_CHANNEL_MAX_NVLS_TREE_BW[arch][col] if algo == "nvls_tree" \
+            else math.inf
+        return min(nvls, inter, cap)
     if algo == "p2p":
         return bw
     if algo == "ring":
