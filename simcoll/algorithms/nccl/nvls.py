@@ -26,7 +26,7 @@ device code: ``src/device/reduce_scatter.h`` and ``all_gather.h`` (NCCL 2.30.7).
 
 from __future__ import annotations
 
-from simcoll.algorithms.nccl.channels import run_channels
+from simcoll.algorithms.nccl.channels import by_channel, run_channels
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
 from simcoll.buffers import Buffer, VirtualBuffer, join, split
@@ -116,11 +116,10 @@ def switch_reduce_scatter(comm: Comm, x: VirtualBuffer, channels: int,
     """The switch's side of every channel: reduce slice k of block j over the attached
     GPUs and send it to GPU j, slice by slice."""
     gpus = sorted(comm.attached(comm.rank))  # block j goes to GPU rank j
-    blocks = list(split(x, len(gpus)))
+    parts = by_channel(list(split(x, len(gpus))), channels)
 
     def channel(c: int) -> Steps:
-        parts = [list(split(block, channels))[c] for block in blocks]
-        for _, j, _ in _interleaved(parts):
+        for _, j, _ in _interleaved(parts[c]):
             total = yield comm.recv(gpus[0], tag=c)
             for gpu in gpus[1:]:
                 total = yield comm.reduce(total, (yield comm.recv(gpu, tag=c)), op)
