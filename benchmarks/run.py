@@ -19,7 +19,9 @@ the same subprocess as the case they compare:
   the interpreter that has Debian's ``python3-simgrid``) and on its C++ engine
   (``simgrid_cases.cpp``, built with g++ where SimGrid's headers are: Debian's
   ``libsimgrid-dev``), in the same run, when present; the ratio is simcoll's wall time
-  over SimGrid's;
+  over SimGrid's. The uneven all-to-all also runs a second time in its process: the
+  first run pays for loading numba and its cached machine code (about 0.6 s here), the
+  second does not;
 * data rows: wall time over the numpy floor, the work any ring all_reduce must do: per
   rank, one ``np.add`` into a new array for each of the p-1 chunks it reduces, and every
   element of its output written once (see ``numpy_floor``). The floor runs first, then
@@ -323,9 +325,11 @@ def main(argv: list[str]) -> None:
     print("-- 2. uneven all-to-all (rank i sends (1 + ((7i + 13j) mod 97)/97) x 65536 float32 "
           "to rank j, all at once), flow model")
     for n in (64,) + (() if quick else (128,)):
-        c = in_subprocess("alltoallv_case", n, module="workloads")
+        c = in_subprocess("alltoallv_case", n, "flow", True, module="workloads")
         line(f"all_to_allv-like switch({n})", f"{c['messages']:,} msgs", c["wall"],
              f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
+        line("  same, run again in that process", "", c["warm"],
+             f"{c['warm'] / c['messages'] * 1e6:.0f} us/msg")
         if JIT:
             pure = in_subprocess("alltoallv_case", n, module="workloads", env=NO_JIT)
             line("  same, pure solvers (SIMCOLL_NO_JIT=1)", "", pure["wall"],
@@ -351,6 +355,8 @@ def main(argv: list[str]) -> None:
                  f"{g['wall'] / g['messages'] * 1e6:.0f} us/msg", g["rss"])
             line(f"  simulated time simcoll {c['time'] * 1e6:.3f} us, SimGrid "
                  f"{g['time'] * 1e6:.3f} us", "", c["wall"], floor=g["wall"])
+            line("  simcoll's second run against SimGrid C++", "", c["warm"],
+                 floor=g["wall"])
 
     print("-- 3. contention, 64 MiB per rank, flow model (us/flow = wall / flows)")
     for kind, sizes in (("parameter_server", (256, 1024)), ("staggered incast", (256, 1024)),
