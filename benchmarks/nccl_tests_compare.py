@@ -11,11 +11,13 @@ over all rows of all tables, and the worst table. Figures are printed, never ass
     python benchmarks/nccl_tests_compare.py                  # algorithm "nccl" if registered
     python benchmarks/nccl_tests_compare.py --algorithm ring --tables a100x8_oci
     python benchmarks/nccl_tests_compare.py --tables h100x16_ndr_ring --proto Simple
+    python benchmarks/nccl_tests_compare.py --proto ^LL128   # NCCL_PROTO=^LL128
     python benchmarks/nccl_tests_compare.py --max-size 1GiB     # skip the slowest sizes
 
 Where a table set NCCL_ALGO and the algorithm is "nccl", the run passes ``algo=`` to it;
-``--proto`` fixes NCCL's protocol for every table (a what-if: which protocol did the
-measured run use?).
+``--proto`` narrows NCCL's protocols for every table as NCCL_PROTO does (one, several
+separated by commas, or ``^`` and those to leave out): a what-if, which protocols did the
+measured run have?
 """
 
 from __future__ import annotations
@@ -157,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
                                          + ", ".join(t.id for t in TABLES))
     parser.add_argument("--max-size", type=sc.parse_size, default=math.inf,
                         help="simulate only sizes up to this (e.g. 1GiB; default: all)")
-    parser.add_argument("--proto", help="NCCL protocol for every size (LL, LL128, "
-                                        "Simple; default: NCCL's tuner picks)")
+    parser.add_argument("--proto", help="NCCL protocols for every size, as NCCL_PROTO: "
+                                        "LL, LL128, Simple, several separated by commas, "
+                                        "or ^ and those to leave out (default: NCCL's "
+                                        "tuner picks among its defaults)")
     args = parser.parse_args(argv)
     algorithm, note = choose_algorithm(args.algorithm)
     if note:

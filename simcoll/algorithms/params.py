@@ -25,7 +25,8 @@ import numpy as np
 
 from simcoll.errors import InvalidInputError
 
-__all__ = ["Param", "Int", "Real", "Choice", "Optional", "Value", "named_arguments"]
+__all__ = ["Param", "Int", "Real", "Choice", "Names", "Optional", "Value",
+           "named_arguments"]
 
 
 class Param(ABC):
@@ -193,6 +194,59 @@ class Choice(Param):
         if value not in options:
             raise self.refusal(name, value)
         return str(value)
+
+
+@dataclass(frozen=True)
+class Names(Param):
+    """Some names out of a set, as NCCL reads ``NCCL_ALGO`` and ``NCCL_PROTO``: one name,
+    names separated by commas, or ``^`` followed by the names to leave out (every other
+    one is then chosen), in any capitalisation, with or without underscores
+    (``parseList`` in NCCL 2.30.7's ``src/graph/tuning.cc``; its per-function prefixes,
+    ``allreduce:...``, are not taken: a parameter is given per call).
+
+    The canonical form lists the chosen names in the order of ``choices``, separated by
+    commas: ``"^LL128"`` becomes ``"LL,Simple"``. ``default`` (such as ``"auto"``) is
+    accepted on its own and means that nothing was chosen.
+
+    Attributes:
+        default: the value meaning "no choice made", accepted alone.
+        choices: the names that can be chosen.
+        doc: one line saying what the parameter does.
+    """
+
+    default: str
+    choices: tuple[str, ...]
+    doc: str = ""
+
+    def accepted(self) -> str:
+        names = ", ".join(repr(c) for c in self.choices)
+        return (f"{self.default!r}, one of {names}, several of them separated by commas, "
+                f"or '^' followed by those to leave out")
+
+    def normalize(self, name: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise self.refusal(name, value)
+        text = value.strip()
+        if _loose(text) == _loose(self.default):
+            return self.default
+        spelled = {_loose(choice): choice for choice in self.choices}
+        leave_out = text.startswith("^")
+        if not leave_out and "," not in text:
+            if _loose(text) not in spelled:
+                raise self.refusal(name, value)
+            return spelled[_loose(text)]
+        listed = set()
+        for item in (text[1:] if leave_out else text).split(","):
+            choice = spelled.get(_loose(item.strip()))
+            if choice is None:
+                raise InvalidInputError(f"{name}={value!r} names {item.strip()!r}, which is "
+                                        f"not accepted; use {self.accepted()}")
+            listed.add(choice)
+        chosen = [choice for choice in self.choices if (choice in listed) != leave_out]
+        if not chosen:
+            raise InvalidInputError(f"{name}={value!r} leaves out every one of "
+                                    f"{', '.join(self.choices)}; use {self.accepted()}")
+        return ",".join(chosen)
 
 
 def _loose(name: str) -> str:

@@ -2,9 +2,11 @@
 
 Each registration takes NCCL's overrides as parameters: ``algo`` (NCCL_ALGO: "ring",
 "tree", "nvls", "nvls_tree"; "p2p" for all_to_all), ``proto`` (NCCL_PROTO: "LL", "LL128",
-"Simple"), ``channels`` (0: as NCCL would), ``arch`` (the GPU generation NCCL's constants
-are indexed by; "auto" reads Hopper where GPUs sit on an NVLS switch, Ampere otherwise)
-and ``intra`` (the link class between GPUs of a node; "auto" reads it from the routes).
+"Simple"), each one name, several separated by commas or ``^`` and those to leave out, as
+NCCL reads them (:class:`~simcoll.algorithms.params.Names`), ``channels`` (0: as NCCL
+would), ``arch`` (the GPU generation NCCL's constants are indexed by; "auto" reads Hopper
+where GPUs sit on an NVLS switch, Ampere otherwise) and ``intra`` (the link class between
+GPUs of a node; "auto" reads it from the routes).
 Before the run the tuner turns every "auto" into a choice, from the machine the run is on,
 and ``Result.params`` shows what was chosen.
 
@@ -26,11 +28,11 @@ import numpy as np
 
 from simcoll.algorithms.nccl import nvls, nvls_tree, rings, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
-from simcoll.algorithms.nccl.constants import ARCHS
+from simcoll.algorithms.nccl.constants import ARCHS, PROTOCOLS
 from simcoll.algorithms.nccl.machine import Machine, describe
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
-from simcoll.algorithms.params import Choice, Int
+from simcoll.algorithms.params import Choice, Int, Names
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, join, split
 from simcoll.comm import Comm
@@ -46,12 +48,10 @@ __all__ = ["nccl_all_reduce", "nccl_reduce_scatter", "nccl_all_gather", "nccl_br
 
 def _params(collective: str) -> dict[str, Any]:
     return {
-        "algo": Choice("auto", ("auto", *ALGORITHMS[collective]),
-                       doc="NCCL algorithm, as NCCL_ALGO (auto: NCCL's tuner picks)",
-                       ignore_case=True),
-        "proto": Choice("auto", ("auto", "LL", "LL128", "Simple"),
-                        doc="NCCL protocol, as NCCL_PROTO (auto: NCCL's tuner picks)",
-                        ignore_case=True),
+        "algo": Names("auto", ALGORITHMS[collective],
+                      doc="NCCL algorithms, as NCCL_ALGO (auto: NCCL's tuner picks)"),
+        "proto": Names("auto", PROTOCOLS,
+                       doc="NCCL protocols, as NCCL_PROTO (auto: NCCL's tuner picks)"),
         "channels": Int(0, minimum=0, maximum=64,
                         doc="channels (0: as NCCL chooses for the size)"),
         "arch": Choice("auto", ("auto", *ARCHS),
@@ -80,7 +80,7 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
 def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
             intra: str) -> Protocol:
     """The protocol the tuner chose, with its per-channel rate on this machine."""
-    if "auto" in (algo, proto, intra, arch) or channels == 0:
+    if "auto" in (algo, proto, intra, arch) or "," in algo + proto or channels == 0:
         raise CommUsageError(f"rank {comm.rank}: NCCL's tuner has not run (algo={algo!r}, "
                              f"proto={proto!r}, channels={channels}); start it through "
                              f"simulate() or comm.collective()")
@@ -106,8 +106,8 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
     step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``)."""
     if p == 1:
         return 0.0
-    if proto == "auto":
-        proto = choose(_reference(p, beta), collective, nbytes, algo="ring").proto
+    if proto == "auto" or "," in proto:
+        proto = choose(_reference(p, beta), collective, nbytes, algo="ring", proto=proto).proto
     protocol = PROTOCOL[proto]
     link = "nvlink" if intra == "auto" else intra
     return (protocol.base("ring") + steps * max(alpha, protocol.hop("ring", link))

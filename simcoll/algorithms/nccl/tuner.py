@@ -177,28 +177,38 @@ def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int
 
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
            proto: str = "auto", channels: int = 0) -> Choice:
-    """The pair NCCL predicts fastest (``algo`` and ``proto`` narrow the search, as
-    NCCL_ALGO and NCCL_PROTO do; ``channels`` fixes the count, as NCCL_MIN_NCHANNELS
-    and NCCL_MAX_NCHANNELS together do). LL128 is a candidate only where NCCL enables it
-    by default (:attr:`Machine.ll128_by_default`: not over PCI), or where ``proto``
-    names it, as NCCL_PROTO=LL128 forces it on.
+    """The pair NCCL predicts fastest (``channels`` fixes the count, as NCCL_MIN_NCHANNELS
+    and NCCL_MAX_NCHANNELS together do).
+
+    ``algo`` and ``proto`` narrow the search as NCCL_ALGO and NCCL_PROTO do: "auto", or
+    names separated by commas (the canonical form of
+    :class:`~simcoll.algorithms.params.Names`). Of several algorithms, those that cannot
+    run here are passed over; one named alone must run. With ``proto="auto"`` LL128 is a
+    candidate only where NCCL enables it by default (:attr:`Machine.ll128_by_default`:
+    not over PCI); a ``proto`` that names it forces it on, as NCCL_PROTO does (and so
+    does one that leaves out another protocol with ``^``: NCCL then enables every
+    protocol it does not leave out).
 
     Raises:
-        InvalidInputError: the named algorithm or protocol cannot run here.
+        InvalidInputError: the named algorithm cannot run here, or none of the named
+            ones can.
     """
     algos = candidates(machine, collective)
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
-        return Choice(algo if algo != "auto" else algos[0],
-                      proto if proto != "auto" else "Simple", channels or 1, 0.0)
+        protos = ("Simple",) if proto == "auto" else tuple(proto.split(","))
+        return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
+                      "Simple" if "Simple" in protos else protos[0], channels or 1, 0.0)
     if algo != "auto":
-        if algo not in algos:
+        named = algo.split(",")
+        runnable = tuple(a for a in algos if a in named)
+        if not runnable:
             raise InvalidInputError(
                 f"algo={algo!r} cannot run {collective} on this machine; it can run "
                 f"{', '.join(algos)}" + ("" if machine.nvls else
                                          " (NVLS needs GPUs on an in-network NVSwitch)"))
-        algos = (algo,)
+        algos = runnable
     protos = (tuple(p for p in PROTOCOLS if p != "LL128" or machine.ll128_by_default)
-              if proto == "auto" else (proto,))
+              if proto == "auto" else tuple(proto.split(",")))
     best: Choice | None = None
     for a in algos:
         for pr in protos:

@@ -1,0 +1,132 @@
+"""NCCL_ALGO and NCCL_PROTO as NCCL reads them: several names, or ``^`` and those to leave
+out, narrowing the tuner's search (parseList and the protocol switches of NCCL 2.30.7's
+src/graph/tuning.cc)."""
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll as sc
+from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.tuner import choose
+from simcoll.algorithms.params import Names
+from simcoll.cli import main
+
+US = 1e-6
+PROTO = Names("auto", ("LL", "LL128", "Simple"))
+ALGO = Names("auto", ("ring", "tree", "nvls", "nvls_tree"))
+
+
+@pytest.mark.parametrize("spec, value, expected", [
+    (PROTO, "^LL128", "LL,Simple"),           # every protocol but LL128
+    (PROTO, "^ll", "LL128,Simple"),           # leaving out LL turns LL128 on, as in NCCL
+    (PROTO, " simple , ll ", "LL,Simple"),    # any order, case and spacing
+    (PROTO, "LL,LL", "LL"),
+    (PROTO, "LL128", "LL128"),
+    (PROTO, "AUTO", "auto"),
+    (ALGO, "NVLSTree,Ring", "ring,nvls_tree"),  # NCCL's own spelling of NVLS-tree
+    (ALGO, "^nvls,NVLS_TREE", "ring,tree"),
+    (ALGO, "tree", "tree"),
+])
+def test_names_are_read_as_nccl_reads_its_lists(spec, value, expected):
+    assert spec.normalize("x", value) == expected
+
+
+@pytest.mark.parametrize("value, says", [
+    (42, "x=42 is not accepted"),
+    ("", "x='' is not accepted"),
+    ("Fast", "x='Fast' is not accepted"),
+    ("LL,Fast", "names 'Fast', which is not accepted"),
+    ("LL,", "names '', which is not accepted"),
+    ("^", "names '', which is not accepted"),
+    ("auto,LL", "names 'auto', which is not accepted"),
+    ("^LL,LL128,Simple", "leaves out every one of LL, LL128, Simple"),
+])
+def test_bad_lists_are_refused_with_what_is_accepted(value, says):
+    with pytest.raises(sc.InvalidInputError) as error:
+        PROTO.normalize("x", value)
+    assert says in str(error.value)
+    assert "'^' followed by those to leave out" in str(error.value)
+
+
+def test_leaving_ll128_out_picks_the_best_of_the_others():
+    # dgx_h100(8) at 16 MiB: NCCL's model picks tree with LL128 (199 us). Without LL128,
+    # worked out from NCCL 2.30.7's constants: NVLS-tree with Simple has bus bandwidth
+    # min(370.8 x 0.85 x 15/16 x 2, 384, 16 x 45.5) = 384 GB/s, algorithm bandwidth
+    # 384 x 64 / 126, latency 25 + 2 log2(8) x 20.9 = 150.4 us: 150.4 + 86.0 = 236.4 us,
+    # ahead of tree with Simple (289 us) and everything with LL.
+    machine = describe(sc.topology.dgx_h100(8), tuple(range(64)))
+    nbytes = 16 * 2**20
+    assert choose(machine, "all_reduce", nbytes).proto == "LL128"
+    left = choose(machine, "all_reduce", nbytes, proto="LL,Simple")
+    assert (left.algo, left.proto) == ("nvls_tree", "Simple")
+    assert left.predicted == pytest.approx((150.4 + nbytes * 126 / (64 * 384e3)) * US,
+                                           rel=1e-9)
+    # Over a sweep, the narrowed search is the better of the two protocols alone.
+    for size in [2**k for k in range(3, 33, 3)]:
+        both = choose(machine, "all_reduce", size, proto="LL,Simple")
+        alone = min((choose(machine, "all_reduce", size, proto=p) for p in ("LL", "Simple")),
+                    key=lambda c: c.predicted)
+        assert both == alone
+
+
+def test_leaving_another_protocol_out_turns_ll128_on_over_pci():
+    # NCCL enables every protocol a ^-list does not name, LL128 included where it would
+    # stay off by default. pcie_node(8, gen=4) at 1 MiB (test_nccl's hand-worked figures):
+    # LL128 132.1 us, Simple 164.7 us, LL 173.5 us; by default LL128 is off.
+    machine = describe(sc.topology.pcie_node(8, gen=4), tuple(range(8)))
+    mib = 2**20
+    assert choose(machine, "all_reduce", mib).proto == "Simple"
+    on = choose(machine, "all_reduce", mib, proto=PROTO.normalize("proto", "^LL"))
+    assert on.proto == "LL128"
+    assert on.predicted == pytest.approx((49 + mib * 14 / (8 * 0.92 * 24e3)) * US, rel=1e-9)
+
+
+def test_algorithms_that_cannot_run_are_passed_over_in_a_list():
+    # NVLS runs on one node only (without CollNet): on two nodes a list passes it over,
+    # while naming it alone is refused.
+    two = sc.topology.dgx_h100(2)
+    listed = sc.simulate(two, "all_reduce", algorithm="nccl", nbytes="16MiB",
+                         algo="nvls,ring")
+    alone = sc.simulate(two, "all_reduce", algorithm="nccl", nbytes="16MiB", algo="ring")
+    assert listed.params == alone.params and listed.params["algo"] == "ring"
+    assert listed.time == alone.time
+    assert listed.link_bytes == alone.link_bytes
+    with pytest.raises(sc.InvalidInputError, match="algo='nvls' cannot run all_reduce"):
+        sc.simulate(two, "all_reduce", algorithm="nccl", nbytes="16MiB", algo="nvls")
+    with pytest.raises(sc.InvalidInputError,
+                       match="algo='nvls,nvls_tree' cannot run all_reduce on this machine"):
+        sc.simulate(sc.topology.dgx_a100(1), "all_reduce", algorithm="nccl", nbytes=64,
+                    algo="^ring,tree")
+
+
+def test_a_narrowed_run_is_the_run_of_what_it_chose():
+    two = sc.topology.dgx_h100(2)
+    for nbytes in (2**20, 16 * 2**20):
+        narrowed = sc.simulate(two, "all_reduce", algorithm="nccl", nbytes=nbytes,
+                               proto="^LL128")
+        assert narrowed.params["proto"] in ("LL", "Simple")
+        named = sc.simulate(two, "all_reduce", algorithm="nccl", nbytes=nbytes,
+                            algo=narrowed.params["algo"], proto=narrowed.params["proto"])
+        assert narrowed.params == named.params
+        assert narrowed.time == named.time
+        assert narrowed.bytes_sent.tolist() == named.bytes_sent.tolist()
+
+
+def test_one_rank_runs_with_a_list():
+    res = sc.simulate(sc.topology.switch(1), "all_reduce", algorithm="nccl", nbytes=64,
+                      algo="tree,ring", proto="^Simple")
+    assert res.time == 0
+    assert (res.params["algo"], res.params["proto"]) == ("ring", "LL")
+
+
+def test_the_command_line_takes_nccl_lists(capsys):
+    status = main(["run", "--topology", "dgx_h100:nodes=2", "--algorithm", "nccl",
+                   "--size", "16M", "--param", "proto=^LL128", "--param", "algo=ring,tree"])
+    out = capsys.readouterr().out
+    assert status == 0
+    expected = sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl",
+                           nbytes=16 * 2**20, proto="^LL128", algo="ring,tree")
+    row = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
+    assert len(row) == 1
+    assert float(row[0][5]) == pytest.approx(expected.time / US, rel=5e-3)
