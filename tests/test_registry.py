@@ -20,7 +20,7 @@ from conftest import NO_FORMULA, reference_network
 import simcoll as sc
 import simcoll.algorithms as algorithms_package
 from simcoll import cost
-from simcoll.algorithms import Choice, Int, Optional, Real, registry
+from simcoll.algorithms import Choice, Int, Names, Optional, Real, registry
 from simcoll.cost import CostModel
 
 P, COUNT = 4, 64          # ranks and float32 elements per rank of every run below
@@ -80,6 +80,12 @@ def bad_values(spec):
     if isinstance(spec, Choice):
         words = "one of " + ", ".join(repr(c) for c in spec.options())
         return [(v, words) for v in (["ring"], ("ring",), 3, None, "no_such_name")]
+    if isinstance(spec, Names):
+        words = ("one of " + ", ".join(repr(c) for c in spec.choices)
+                 + ", several of them separated by commas")
+        return [(v, words) for v in (["ring"], ("ring",), 3, None, "no_such_name",
+                                     f"{spec.choices[0]},no_such_name",
+                                     "^" + ",".join(spec.choices))]
     raise AssertionError(f"no bad values for {spec!r}: teach bad_values this spec")
 
 
@@ -89,11 +95,12 @@ def test_every_algorithm_is_checked_here():
                                            ("all_reduce", "hierarchical")}
     for _, _, spec in SPECS:
         bad_values(spec)
-        if not isinstance(spec, Choice):
+        if not isinstance(spec, (Choice, Names)):
             other_value(spec)
 
 
-@pytest.mark.parametrize("case", [c for c in SPECS if not isinstance(c[2], Choice)], ids=ids)
+@pytest.mark.parametrize("case", [c for c in SPECS if not isinstance(c[2], (Choice, Names))],
+                         ids=ids)
 def test_numpy_numbers_give_the_same_result_as_plain_ones(case):
     pair, name, spec = case
     value = other_value(spec)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from simcoll.algorithms.params import Choice, Int, Optional, Param, Real, Value
+from simcoll.algorithms.params import Choice, Int, Names, Optional, Param, Real, Value
 from simcoll.algorithms.registry import (
     ENTRY_POINT_GROUP,
     AlgorithmSpec,
@@ -33,4 +33,5 @@ MODULES = import_all()
 """The modules of this package, every one imported."""
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP",
-           "Param", "Int", "Real", "Choice", "Optional", "Value", "MODULES", "import_all"]
+           "Param", "Int", "Real", "Choice", "Names", "Optional", "Value", "MODULES",
+           "import_all"]
