@@ -5,6 +5,8 @@ src/graph/tuning.cc)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
@@ -30,6 +32,32 @@ ALGO = Names("auto", ("ring", "tree", "nvls", "nvls_tree"))
 ])
 def test_names_are_read_as_nccl_reads_its_lists(spec, value, expected):
     assert spec.normalize("x", value) == expected
+
+
+def parse_list(text: str, elems: tuple[str, ...]) -> set[str]:
+    """NCCL's parseList for one entry without a prefix, redone: every element is set to
+    "unset" (1 after ``^``, else 0), then each listed one to "set", compared case-blind."""
+    leave_out = text.startswith("^")
+    enabled = {e: leave_out for e in elems}
+    for token in (text[1:] if leave_out else text).split(","):
+        match = [e for e in elems if e.lower() == token.lower()]
+        assert match, token
+        enabled[match[0]] = not leave_out
+    return {e for e, on in enabled.items() if on}
+
+
+@given(st.lists(st.sampled_from(["LL", "ll128", "SIMPLE", "Simple", "lL"]), min_size=1,
+                max_size=4), st.booleans())
+def test_names_choose_what_nccls_parse_list_enables(tokens, leave_out):
+    text = ("^" if leave_out else "") + ",".join(tokens)
+    enabled = parse_list(text, ("LL", "LL128", "Simple"))
+    if not enabled:
+        with pytest.raises(sc.InvalidInputError, match="leaves out every one"):
+            PROTO.normalize("proto", text)
+        return
+    chosen = PROTO.normalize("proto", text)
+    assert set(chosen.split(",")) == enabled
+    assert PROTO.normalize("proto", chosen) == chosen     # the canonical form is stable
 
 
 @pytest.mark.parametrize("value, says", [
