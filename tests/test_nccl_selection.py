@@ -158,3 +158,17 @@ def test_the_command_line_takes_nccl_lists(capsys):
     row = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
     assert len(row) == 1
     assert float(row[0][5]) == pytest.approx(expected.time / US, rel=5e-3)
+
+
+def test_the_cost_estimate_takes_a_list_as_the_tuner_does():
+    # On the reference network the estimate runs rings; a list of protocols estimates
+    # the one the tuner picks among them, so it is one of the single estimates.
+    def estimate(proto, nbytes):
+        return sc.cost.predict("all_reduce", "nccl", p=8, nbytes=nbytes, alpha=1e-6,
+                               beta=1 / 100e9, proto=proto)
+
+    for nbytes in (8, 2**20, 2**30):
+        singles = {estimate(proto, nbytes) for proto in ("LL", "Simple")}
+        assert estimate("^LL128", nbytes) in singles
+        assert estimate("Simple,LL", nbytes) == estimate("^LL128", nbytes)
+        assert estimate("^LL,Simple", nbytes) == estimate("LL128", nbytes)
