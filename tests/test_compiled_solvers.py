@@ -159,6 +159,32 @@ def test_simcoll_no_jit_turns_the_compiled_solvers_off():
     assert out.stdout.strip() == "False"
 
 
+_LOAD_WITHOUT_BLAS = """
+import sys
+from simcoll.network import compiled
+compiled.WARMUP = 0
+compiled.solver("resolve")
+print("numba.np.arraymath" in sys.modules,
+      sys.modules.get("scipy.linalg.cython_blas", "absent"))
+try:
+    import scipy.linalg.cython_blas
+except ModuleNotFoundError:
+    print("no scipy")
+else:
+    print("scipy.linalg.cython_blas" in sys.modules)
+"""
+
+
+@numba_only
+def test_numbas_numpy_support_loads_without_probing_blas_and_leaves_it_importable():
+    # A fresh interpreter: numba's numpy support is imported with SciPy's BLAS answered
+    # absent, no None entry is left behind, and SciPy's BLAS imports afterwards.
+    out = subprocess.run([sys.executable, "-c", _LOAD_WITHOUT_BLAS], capture_output=True,
+                         text=True, check=True).stdout.split("\n")
+    assert out[0] == "True absent"
+    assert out[1] in ("True", "no scipy")
+
+
 def test_cached_code_of_changed_kernels_is_dropped(tmp_path):
     package = tmp_path
     for name in compiled.KERNEL_MODULES:

@@ -40,6 +40,7 @@ import hashlib
 import importlib.util
 import math
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -255,7 +256,7 @@ solvers go on, after a warning."""
 WARMUP = 1_000_000
 """Route entries (flows x links per route, summed over solves) the pure solvers take in a
 process before the compiled ones are loaded. Loading them (importing numba and its cached
-machine code) costs about 0.6 s once per process here, as much as the pure solvers spend
+machine code) costs about 0.4 s once per process here, as much as the pure solvers spend
 on roughly a million entries, so short runs never pay it and long ones switch early; the
 rates are the same either way, so switching mid-run changes nothing else."""
 
@@ -294,8 +295,34 @@ def solver(kind: str, work: int = 0) -> Callable[..., Any] | None:
             warnings.warn(f"numba is installed but cannot be imported ({error}); simcoll "
                           f"runs its pure max-min solvers", RuntimeWarning, stacklevel=2)
             return None
+        _import_numpy_support_without_blas()
         _SOLVERS = _compile(numba)
     return _SOLVERS[kind]
+
+
+_BLAS = "scipy.linalg.cython_blas"
+
+
+def _import_numpy_support_without_blas() -> None:
+    """Import numba's numpy support (``numba.np.arraymath``) as if SciPy's BLAS were absent,
+    unless it is imported already.
+
+    On import that module probes for BLAS by importing ``scipy.linalg.cython_blas``, which
+    costs about 0.25 s where SciPy is installed (measured here, numba 0.68.1). The kernels
+    here use no BLAS, so the probe is answered "absent" by a ``None`` entry in
+    ``sys.modules`` for the length of the import, then the entry is removed: SciPy's BLAS
+    imports as usual afterwards. The one effect on other numba code of the process is that
+    numba's compiled ``np.correlate`` and ``np.convolve`` then take their inner products
+    in a loop instead of through BLAS (the same results up to rounding).
+    """
+    if "numba.np.arraymath" in sys.modules or _BLAS in sys.modules:
+        return
+    sys.modules[_BLAS] = None  # type: ignore[assignment]  # import then raises ImportError
+    try:
+        importlib.import_module("numba.np.arraymath")
+    finally:
+        if sys.modules.get(_BLAS, _BLAS) is None:
+            del sys.modules[_BLAS]
 
 
 KERNEL_MODULES = ("compiled", "resolve_kernel", "weighted_kernels")
