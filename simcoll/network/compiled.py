@@ -256,7 +256,7 @@ solvers go on, after a warning."""
 WARMUP = 1_000_000
 """Route entries (flows x links per route, summed over solves) the pure solvers take in a
 process before the compiled ones are loaded. Loading them (importing numba and its cached
-machine code) costs about 0.4 s once per process here, as much as the pure solvers spend
+machine code) costs about 0.5 s once per process here, as much as the pure solvers spend
 on roughly a million entries, so short runs never pay it and long ones switch early; the
 rates are the same either way, so switching mid-run changes nothing else."""
 
