@@ -194,10 +194,11 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             ones can.
     """
     algos = candidates(machine, collective)
+    named_protos = None if proto == "auto" else tuple(proto.split(","))
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
-        protos = ("Simple",) if proto == "auto" else tuple(proto.split(","))
         return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
-                      "Simple" if "Simple" in protos else protos[0], channels or 1, 0.0)
+                      "Simple" if named_protos is None or "Simple" in named_protos
+                      else named_protos[0], channels or 1, 0.0)
     if algo != "auto":
         named = algo.split(",")
         runnable = tuple(a for a in algos if a in named)
@@ -207,8 +208,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                 f"{', '.join(algos)}" + ("" if machine.nvls else
                                          " (NVLS needs GPUs on an in-network NVSwitch)"))
         algos = runnable
-    protos = (tuple(p for p in PROTOCOLS if p != "LL128" or machine.ll128_by_default)
-              if proto == "auto" else tuple(proto.split(",")))
+    protos = named_protos or tuple(p for p in PROTOCOLS
+                                   if p != "LL128" or machine.ll128_by_default)
     best: Choice | None = None
     for a in algos:
         for pr in protos:
