@@ -1,7 +1,7 @@
 """The simcoll benchmark suite: one table of figures and ratios (issues 4 and 12), never
 timed tests.
 
-    python benchmarks/run.py            # everything, N = 4096 included (13 minutes here)
+    python benchmarks/run.py            # everything, N = 4096 included (13 to 15 minutes here)
     python benchmarks/run.py --quick    # without the N = 4096 and switch(128) rows
 
 Every case runs in its own subprocess, so its peak RSS is its own. Ratios are measured in
