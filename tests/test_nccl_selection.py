@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import choose
+from simcoll.algorithms.nccl.tuner import candidates, choose
 from simcoll.algorithms.params import Names
 from simcoll.cli import main
 
@@ -172,3 +172,44 @@ def test_the_cost_estimate_takes_a_list_as_the_tuner_does():
         assert estimate("^LL128", nbytes) in singles
         assert estimate("Simple,LL", nbytes) == estimate("^LL128", nbytes)
         assert estimate("^LL,Simple", nbytes) == estimate("LL128", nbytes)
+
+
+MACHINES = {
+    "dgx_a100(1)": (lambda: sc.topology.dgx_a100(1), 8),
+    "dgx_h100(1)": (lambda: sc.topology.dgx_h100(1), 8),
+    "dgx_h100(2)": (lambda: sc.topology.dgx_h100(2), 16),
+    "pcie_node(8)": (lambda: sc.topology.pcie_node(8, gen=4), 8),
+}
+DESCRIBED = {name: describe(build(), tuple(range(p))) for name, (build, p) in MACHINES.items()}
+
+
+@given(st.sampled_from(sorted(DESCRIBED)), st.sampled_from(["all_reduce", "all_gather"]),
+       st.sets(st.sampled_from(["ring", "tree", "nvls", "nvls_tree"]), min_size=1),
+       st.sets(st.sampled_from(["LL", "LL128", "Simple"]), min_size=1),
+       st.integers(3, 33))
+def test_a_list_picks_the_best_of_its_runnable_members(name, collective, algos, protos, k):
+    # The tuner with lists is the least predicted time over the pairs it names, each
+    # pair as the tuner gives it when named alone (ties to the first in NCCL's order);
+    # pairs NCCL would not run (NVLS with LL, say) are refused alone and skipped in a
+    # list, which is refused only when none is left.
+    machine, nbytes = DESCRIBED[name], 2**k
+    algo = ALGO.normalize("algo", ",".join(algos))
+    proto = PROTO.normalize("proto", ",".join(protos))
+    runnable = [a for a in algo.split(",") if a in candidates(machine, collective)]
+    if not runnable:
+        with pytest.raises(sc.InvalidInputError, match="cannot run"):
+            choose(machine, collective, nbytes, algo=algo, proto=proto)
+        return
+    singles = []
+    for a in runnable:
+        for p in proto.split(","):
+            try:
+                singles.append(choose(machine, collective, nbytes, algo=a, proto=p))
+            except sc.InvalidInputError as refused:
+                assert "no NCCL algorithm and protocol can run" in str(refused)
+    if not singles:
+        with pytest.raises(sc.InvalidInputError, match="no NCCL algorithm and protocol"):
+            choose(machine, collective, nbytes, algo=algo, proto=proto)
+        return
+    best = min(singles, key=lambda c: c.predicted)
+    assert choose(machine, collective, nbytes, algo=algo, proto=proto) == best
