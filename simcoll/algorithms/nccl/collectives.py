@@ -5,8 +5,10 @@ Each registration takes NCCL's overrides as parameters: ``algo`` (NCCL_ALGO: "ri
 "Simple"), each one name, several separated by commas or ``^`` and those to leave out, as
 NCCL reads them (:class:`~simcoll.algorithms.params.Names`), ``channels`` (0: as NCCL
 would), ``arch`` (the GPU generation NCCL's constants are indexed by; "auto" reads Hopper
-where GPUs sit on an NVLS switch, Ampere otherwise) and ``intra`` (the link class between
-GPUs of a node; "auto" reads it from the routes).
+where GPUs sit on an NVLS switch, Ampere otherwise), ``intra`` (the link class between
+GPUs of a node; "auto" reads it from the routes) and ``tuner`` (the NCCL release whose
+tuner chooses: "2.30.7" or "2.26.2"; only the choice depends on it, what runs is the
+same).
 Before the run the tuner turns every "auto" into a choice, from the machine the run is on,
 and ``Result.params`` shows what was chosen.
 
@@ -28,7 +30,7 @@ import numpy as np
 
 from simcoll.algorithms.nccl import nvls, nvls_tree, rings, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
-from simcoll.algorithms.nccl.constants import ARCHS, PROTOCOLS
+from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
 from simcoll.algorithms.nccl.machine import Machine, describe
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
@@ -58,6 +60,8 @@ def _params(collective: str) -> dict[str, Any]:
                        doc="GPU generation of NCCL's constants (auto: from the machine)"),
         "intra": Choice("auto", ("auto", "nvlink", "pci"),
                         doc="link class between GPUs of a node (auto: from the routes)"),
+        "tuner": Choice(NCCL_VERSION, TUNERS,
+                        doc="NCCL release whose tuner chooses (the run is the same)"),
     }
 
 
@@ -68,13 +72,14 @@ def _tuner_bytes(collective: str, x: VirtualBuffer, p: int) -> int:
 
 
 def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
-             *, algo: str, proto: str, channels: int, arch: str, intra: str
+             *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str
              ) -> dict[str, Any]:
     machine = describe(topology, ranks, arch)
     choice = choose(machine, collective, _tuner_bytes(collective, x, len(ranks)), algo=algo,
-                    proto=proto, channels=channels)
+                    proto=proto, channels=channels, tuner=tuner)
     return {"algo": choice.algo, "proto": choice.proto, "channels": choice.channels,
-            "arch": machine.arch, "intra": machine.intra if intra == "auto" else intra}
+            "arch": machine.arch, "intra": machine.intra if intra == "auto" else intra,
+            "tuner": tuner}
 
 
 def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
@@ -101,13 +106,15 @@ def _reference(p: int, beta: float) -> Machine:
 
 def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
-                   algo: str, proto: str, channels: int, arch: str, intra: str) -> float:
+                   algo: str, proto: str, channels: int, arch: str, intra: str,
+                   tuner: str) -> float:
     """Launch + ``steps`` x max(alpha, step latency) + wire bytes x beta + reductions (a
     step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``)."""
     if p == 1:
         return 0.0
     if proto == "auto" or "," in proto:
-        proto = choose(_reference(p, beta), collective, nbytes, algo="ring", proto=proto).proto
+        proto = choose(_reference(p, beta), collective, nbytes, algo="ring", proto=proto,
+                       tuner=tuner).proto
     protocol = PROTOCOL[proto]
     link = "nvlink" if intra == "auto" else intra
     return (protocol.base("ring") + steps * max(alpha, protocol.hop("ring", link))
@@ -158,7 +165,7 @@ def _model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any)
         return _ring_estimate(collective, steps(p), volume(p), reduced(p), p, nbytes, alpha,
                               beta, gamma, **{k: kw[k] for k in
                                                ("algo", "proto", "channels", "arch",
-                                                "intra")})
+                                                "intra", "tuner")})
     time.__doc__ = _ring_estimate.__doc__
     return CostModel(time=time, traffic=traffic, exact=lambda *a, **k: False)
 
@@ -170,7 +177,7 @@ def _register(collective: str, model: CostModel, in_network: Any = None) -> Any:
 
 # -- the programs ---------------------------------------------------------------------
 def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto: str,
-                 channels: int, arch: str, intra: str) -> HostProgram | None:
+                 channels: int, arch: str, intra: str, tuner: str) -> HostProgram | None:
     """The NVSwitch's program when the tuner picked NVLS or NVLS-tree (nothing
     otherwise)."""
     if algo == "nvls":
@@ -184,7 +191,7 @@ def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto
     "all_reduce", lambda p: 2 * (p - 1), lambda p: 2 * (p - 1) / p, lambda p: (p - 1) / p,
     _ring_all_reduce_traffic), in_network=_nvls_switch)
 def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
-                    channels: int, arch: str, intra: str) -> BufferProgram:
+                    channels: int, arch: str, intra: str, tuner: str) -> BufferProgram:
     """NCCL's all_reduce: a ring (2(p-1) steps per channel), a double binary tree across
     nodes with a chain inside each (up, then down), or NVLS on the NVSwitch."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
@@ -216,13 +223,13 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
 
 def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str,
                                 proto: str, channels: int, arch: str,
-                                intra: str) -> HostProgram | None:
+                                intra: str, tuner: str) -> HostProgram | None:
     """The NVSwitch's program when the tuner picked NVLS (nothing otherwise)."""
     return nvls.switch_reduce_scatter(comm, x, channels, op) if algo == "nvls" else None
 
 
 def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: str,
-                            channels: int, arch: str, intra: str) -> HostProgram | None:
+                            channels: int, arch: str, intra: str, tuner: str) -> HostProgram | None:
     """The NVSwitch's program when the tuner picked NVLS (nothing otherwise)."""
     return nvls.switch_all_gather(comm, x, channels) if algo == "nvls" else None
 
@@ -231,7 +238,7 @@ def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: s
     "reduce_scatter", lambda p: p - 1, lambda p: (p - 1) / p, lambda p: (p - 1) / p,
     _ring_reduce_scatter_traffic), in_network=_nvls_switch_reduce_scatter)
 def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
-                        channels: int, arch: str, intra: str) -> BufferProgram:
+                        channels: int, arch: str, intra: str, tuner: str) -> BufferProgram:
     """NCCL's reduce_scatter: a ring (p-1 steps per channel), or NVLS on the NVSwitch."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
@@ -254,7 +261,7 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
     "all_gather", lambda p: p - 1, lambda p: p - 1, lambda p: 0.0, _ring_all_gather_traffic),
     in_network=_nvls_switch_all_gather)
 def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
-                    arch: str, intra: str) -> BufferProgram:
+                    arch: str, intra: str, tuner: str) -> BufferProgram:
     """NCCL's all_gather: a ring (p-1 steps per channel), or NVLS on the NVSwitch."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
@@ -276,7 +283,7 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
 @_register("broadcast", _model(
     "broadcast", lambda p: p - 1, lambda p: 1.0, lambda p: 0.0, _chain_traffic(False)))
 def nccl_broadcast(comm: Comm, x: Buffer, *, root: int, algo: str, proto: str,
-                   channels: int, arch: str, intra: str) -> BufferProgram:
+                   channels: int, arch: str, intra: str, tuner: str) -> BufferProgram:
     """NCCL's ring broadcast: a pipelined chain from the root along each channel's ring."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     if comm.size == 1:
@@ -292,7 +299,7 @@ def nccl_broadcast(comm: Comm, x: Buffer, *, root: int, algo: str, proto: str,
 @_register("reduce", _model(
     "reduce", lambda p: p - 1, lambda p: 1.0, lambda p: 1.0, _chain_traffic(True)))
 def nccl_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, algo: str, proto: str,
-                channels: int, arch: str, intra: str) -> Program:
+                channels: int, arch: str, intra: str, tuner: str) -> Program:
     """NCCL's ring reduce: a pipelined chain along each channel's ring, ending at the
     root."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
@@ -309,7 +316,7 @@ def nccl_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, algo: str, pr
 @_register("all_to_all", _model(
     "all_to_all", lambda p: 1, lambda p: (p - 1) / p, lambda p: 0.0, _p2p_traffic))
 def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
-                    arch: str, intra: str) -> BufferProgram:
+                    arch: str, intra: str, tuner: str) -> BufferProgram:
     """NCCL's all_to_all: a grouped send and receive to and from every peer at once (its
     point-to-point operations), each message with the protocol's framing and step cost."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)

@@ -13,7 +13,9 @@ __all__ = ["NCCL_VERSION", "PROTOCOLS", "LINKS", "BASE_LATENCY", "HW_LATENCY", "
            "PER_CHANNEL_MAX_TREE_BW", "PER_CHANNEL_MAX_TREE_LL128_BW",
            "PER_CHANNEL_MAX_NVLS_TREE_BW", "NVLS_EFFICIENCY",
            "ARCHS", "NVLINK_BW_PER_LINK", "THREAD_THRESHOLD", "MAX_THREADS",
-           "NET_OVERHEAD_US", "TREE_CORRECTION"]
+           "NET_OVERHEAD_US", "TREE_CORRECTION", "TUNERS", "HW_LATENCY_BY_TUNER",
+           "PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER", "PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER",
+           "PER_CHANNEL_MAX_TREE_BW_BY_TUNER"]
 
 NCCL_VERSION = "2.30.7"
 """The NCCL release these constants are read from (makefiles/version.mk)."""
@@ -107,3 +109,45 @@ TREE_CORRECTION = {
                .8, .9, .9, .9),
 }
 """``treeCorrectionFactor``: the tree all_reduce's bandwidth factor by log2(bytes / 64)."""
+
+TUNERS = ("2.30.7", "2.26.2")
+"""NCCL releases whose tuner simcoll can run: 2.30.7 (the tables above) and 2.26.2 (the
+release nccl-tests issue #309's 2-node H100 table printed). Between the two,
+``src/graph/tuning.cc`` changed the NVLS and NVLS-tree bus bandwidth (2.26.2: the
+graph's ``min(bwIntra, bwInter)``, half of ``bwInter`` for NVLS-tree beyond 2 nodes,
+times 5/6 for all_reduce; 2.30.7 added ``nvlsEfficiency``, the ``(nChannels - 1) /
+nChannels`` share, the doubling for all_reduce's two pipelined operations and
+``perChMaxNVLSTreeBws``), NVLS-tree's network step latency and Blackwell's per-channel
+caps (the ``*_BY_TUNER`` tables); the rest of what the tuner reads is the same in both,
+and so is ``enqueue.cc``'s channel trimming for the algorithms simcoll runs."""
+
+
+def _replaced(table: dict[str, tuple[float, float, float]], arch: str,
+              row: tuple[float, float, float]) -> dict[str, tuple[float, float, float]]:
+    return {**table, arch: row}
+
+
+HW_LATENCY_BY_TUNER = {
+    "2.30.7": HW_LATENCY,
+    "2.26.2": {**HW_LATENCY, "net": {**HW_LATENCY["net"], "nvls_tree": {
+        "LL": 0.0, "LL128": 0.0, "Simple": 14.0}}},
+}
+"""``hwLatencies`` (us) per tuner release: 2.26.2's NVLS-tree network step is 14 us."""
+
+PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER = {
+    "2.30.7": PER_CHANNEL_MAX_RING_LL128_BW,
+    "2.26.2": _replaced(PER_CHANNEL_MAX_RING_LL128_BW, "blackwell", (73.4, 73.4, 73.4)),
+}
+"""``perChMaxRingLL128Bws`` per tuner release (2.26.2: Blackwell's twice Hopper's)."""
+
+PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER = {
+    "2.30.7": PER_CHANNEL_MAX_TREE_LL128_BW,
+    "2.26.2": _replaced(PER_CHANNEL_MAX_TREE_LL128_BW, "blackwell", (73.4, 73.4, 58.0)),
+}
+"""``perChMaxTreeLL128Bws`` per tuner release (2.26.2: Blackwell's twice Hopper's)."""
+
+PER_CHANNEL_MAX_TREE_BW_BY_TUNER = {
+    "2.30.7": PER_CHANNEL_MAX_TREE_BW,
+    "2.26.2": _replaced(PER_CHANNEL_MAX_TREE_BW, "blackwell", (77.4, 82.8, 72.0)),
+}
+"""``perChMaxTreeBws`` per tuner release (2.26.2: Blackwell's twice Hopper's)."""

@@ -4,8 +4,10 @@ NCCL predicts each (algorithm, protocol) pair's time as latency + bytes / bandwi
 a few constants and its topology's figures (``ncclTopoTuneModel``, ``ncclTopoGetAlgoTime``
 in ``src/graph/tuning.cc``) and runs the fastest; it then lowers the channel count for
 small sizes (``topoGetAlgoInfo`` in ``src/enqueue.cc``). This module redoes that
-arithmetic on a :class:`~simcoll.algorithms.nccl.machine.Machine`. Its predictions only
-choose: what a choice costs is then simulated, message by message.
+arithmetic on a :class:`~simcoll.algorithms.nccl.machine.Machine`, with NCCL 2.30.7's
+formulas and constants or, given ``tuner="2.26.2"``, with 2.26.2's (they differ for NVLS
+and NVLS-tree; see :data:`~simcoll.algorithms.nccl.constants.TUNERS`). Its predictions
+only choose: what a choice costs is then simulated, message by message.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import math
 from dataclasses import dataclass
 
 from simcoll.algorithms.nccl.constants import (
+    HW_LATENCY_BY_TUNER,
     LL_MAX_BW,
     MAX_THREADS,
+    NCCL_VERSION,
     NET_OVERHEAD_US,
     NVLS_EFFICIENCY,
     PER_CHANNEL_MAX_NVLS_TREE_BW,
-    PER_CHANNEL_MAX_RING_LL128_BW,
-    PER_CHANNEL_MAX_TREE_BW,
-    PER_CHANNEL_MAX_TREE_LL128_BW,
+    PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER,
+    PER_CHANNEL_MAX_TREE_BW_BY_TUNER,
+    PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER,
     PROTOCOLS,
     THREAD_THRESHOLD,
     TREE_CORRECTION,
@@ -69,49 +73,71 @@ def _column(machine: Machine) -> int:
     return min(machine.nnodes, 3) - 1
 
 
+def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: int,
+                        tuner: str) -> float:
+    """NCCL's bus bandwidth (GB/s) of NVLS or NVLS-tree with Simple: 2.30.7 counts the
+    share of NVLink that NVLS reaches (``nvlsEfficiency``, one channel's share left out,
+    doubled for all_reduce's two pipelined operations) and caps NVLS-tree per channel;
+    2.26.2 takes the lesser of NVLink and the network (half of it for NVLS-tree beyond
+    2 nodes)."""
+    arch, col = machine.arch, _column(machine)
+    intra, inter = machine.intra_bw / 1e9, machine.inter_bw / 1e9
+    multi = machine.nnodes > 1
+    if NVLS_EFFICIENCY[arch] == 0:  # no NVLS before Hopper, in either release
+        return 0.0
+    if tuner == "2.26.2":
+        return min(intra, inter if algo == "nvls" or machine.nnodes <= 2 else inter / 2) \
+            if multi else intra
+    if channels < 2:
+        return 0.0
+    nvls = intra * NVLS_EFFICIENCY[arch] * (channels - 1) / channels
+    nvls *= 2.0 if collective == "all_reduce" else (machine.ppn - 1) / machine.ppn
+    reach = inter * (2 if algo == "nvls_tree" and machine.nnodes <= 2 else 1) if multi \
+        else math.inf
+    cap = channels * PER_CHANNEL_MAX_NVLS_TREE_BW[arch][col] if algo == "nvls_tree" \
+        else math.inf
+    return min(nvls, reach, cap)
+
+
 def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
-                   channels: int) -> float:
+                   channels: int, tuner: str) -> float:
     """NCCL's bus bandwidth (GB/s) of a pair, 0 where it does not apply."""
     arch, col = machine.arch, _column(machine)
     intra = machine.intra_bw / 1e9
     bw = intra if machine.nnodes == 1 else min(intra, machine.inter_bw / 1e9)
     if algo in ("nvls", "nvls_tree"):
-        if proto != "Simple" or not machine.nvls or channels < 2 or NVLS_EFFICIENCY[arch] == 0:
+        if proto != "Simple" or not machine.nvls:
             return 0.0
-        nvls = intra * NVLS_EFFICIENCY[arch] * (channels - 1) / channels
-        nvls *= 2.0 if collective == "all_reduce" else (machine.ppn - 1) / machine.ppn
-        inter = (machine.inter_bw / 1e9) * (2 if algo == "nvls_tree" and machine.nnodes <= 2
-                                            else 1) if machine.nnodes > 1 else math.inf
-        cap = channels * PER_CHANNEL_MAX_NVLS_TREE_BW[arch][col] if algo == "nvls_tree" \
-            else math.inf
-        return min(nvls, inter, cap)
+        return _nvls_bus_bandwidth(machine, collective, algo, channels, tuner)
     if algo == "p2p":
         return bw
     if algo == "ring":
         if proto == "LL":
             return min(LL_MAX_BW[arch][col], bw * 0.5)
         if proto == "LL128":
-            return min(bw * 0.92, channels * PER_CHANNEL_MAX_RING_LL128_BW[arch][col])
+            return min(bw * 0.92, channels
+                       * PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER[tuner][arch][col])
         return bw
     if collective != "all_reduce":
         return 0.0
-    bw = min(bw * 0.92, channels * PER_CHANNEL_MAX_TREE_BW[arch][col])
+    bw = min(bw * 0.92, channels * PER_CHANNEL_MAX_TREE_BW_BY_TUNER[tuner][arch][col])
     if proto == "LL":
         return min(bw / 3.8, LL_MAX_BW[arch][col])
     if proto == "LL128":
         factor = 7.0 / 9.0 if machine.nnodes == 1 else 120.0 / 128.0
-        return min(bw * factor, channels * PER_CHANNEL_MAX_TREE_LL128_BW[arch][col])
+        return min(bw * factor,
+                   channels * PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER[tuner][arch][col])
     return bw
 
 
-def _latency(machine: Machine, collective: str, algo: str, proto: str) -> float:
+def _latency(machine: Machine, collective: str, algo: str, proto: str, tuner: str) -> float:
     """NCCL's latency (us) of a pair."""
-    protocol = PROTOCOL[proto]
     p, nodes = machine.nranks, machine.nnodes
-    base = protocol.base(algo if algo != "p2p" else "ring") * 1e6
-    intra = protocol.hop(algo if algo != "p2p" else "ring", machine.intra) * 1e6
-    inter = protocol.hop("tree" if machine.ppn == 1 and algo != "p2p" else
-                         (algo if algo != "p2p" else "ring"), "net") * 1e6
+    kind = algo if algo != "p2p" else "ring"
+    hw = HW_LATENCY_BY_TUNER[tuner]
+    base = PROTOCOL[proto].base(kind) * 1e6
+    intra = hw[machine.intra][kind][proto]
+    inter = hw["net"]["tree" if machine.ppn == 1 and algo != "p2p" else kind][proto]
     if algo == "ring":
         steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1,
                  "all_gather": p - 1}.get(collective, p)
@@ -131,10 +157,11 @@ def _latency(machine: Machine, collective: str, algo: str, proto: str) -> float:
 
 
 def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: str,
-            channels: int) -> float:
+            channels: int, tuner: str = NCCL_VERSION) -> float:
     """NCCL's predicted seconds for ``algo`` / ``proto`` on ``channels`` channels, or
-    inf where NCCL would not run that pair."""
-    bus = _bus_bandwidth(machine, collective, algo, proto, channels)
+    inf where NCCL would not run that pair, by the tuner of NCCL release ``tuner`` (one
+    of :data:`~simcoll.algorithms.nccl.constants.TUNERS`)."""
+    bus = _bus_bandwidth(machine, collective, algo, proto, channels, tuner)
     if bus <= 0:
         return math.inf
     p = machine.nranks
@@ -142,6 +169,8 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
              "all_gather": p - 1}.get(collective, p)
     if algo == "p2p" or (algo == "nvls" and collective != "all_reduce"):
         algbw = bus  # NCCL converts no bus bandwidth but the ring's for these
+    elif algo in ("nvls", "nvls_tree") and tuner == "2.26.2":
+        algbw = bus * 5 / 6
     elif algo in ("ring", "nvls", "nvls_tree"):
         algbw = bus * p / steps
     else:
@@ -150,7 +179,7 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
         size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else 0
         if size < len(TREE_CORRECTION[proto]) - 1:
             algbw *= TREE_CORRECTION[proto][size]
-    latency = _latency(machine, collective, algo, proto)
+    latency = _latency(machine, collective, algo, proto, tuner)
     if (algo == "ring" and proto == "Simple" and machine.nnodes > 1
             and collective == "all_reduce" and nbytes / (channels * p) >= 64):
         latency *= 1.4  # NCCL's "plateau effect of ring" (Ampere and newer)
@@ -176,9 +205,9 @@ def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int
 
 
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
-           proto: str = "auto", channels: int = 0) -> Choice:
+           proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION) -> Choice:
     """The pair NCCL predicts fastest (``channels`` fixes the count, as NCCL_MIN_NCHANNELS
-    and NCCL_MAX_NCHANNELS together do).
+    and NCCL_MAX_NCHANNELS together do), by the tuner of NCCL release ``tuner``.
 
     ``algo`` and ``proto`` narrow the search as NCCL_ALGO and NCCL_PROTO do: "auto", or
     names separated by commas (the canonical form of
@@ -214,7 +243,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     for a in algos:
         for pr in protos:
             nc = channels or max_channels(machine, a)
-            t = predict(machine, collective, nbytes, a, pr, nc)
+            t = predict(machine, collective, nbytes, a, pr, nc, tuner)
             if best is None or t < best.predicted:
                 best = Choice(a, pr, nc if channels else trim_channels(
                     nbytes, a, pr, nc, machine.nranks), t)

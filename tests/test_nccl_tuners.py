@@ -1,0 +1,134 @@
+"""The tuner of NCCL 2.26.2 next to 2.30.7's (``tuner=``): expected values worked out from
+2.26.2's src/graph/tuning.cc (``ncclTopoTuneModel``: NVLS and NVLS-tree take the graph's
+``min(bwIntra, bwInter)``, half of ``bwInter`` for NVLS-tree beyond 2 nodes, all_reduce
+converts them at 5/6; ``hwLat`` NET / NVLSTree / Simple = 14 us; Blackwell's per-channel
+caps twice Hopper's)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import simcoll as sc
+from simcoll.algorithms.nccl.machine import Machine, describe
+from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose, predict
+from simcoll.cli import main
+
+US = 1e-6
+MIB = 1 << 20
+
+
+def h100(nodes: int) -> Machine:
+    return describe(sc.topology.dgx_h100(nodes), tuple(range(8 * nodes)))
+
+
+def test_two_h100_nodes_at_1_mib_pick_nvls_tree_by_2_26_2_and_a_tree_by_2_30_7():
+    machine = h100(2)
+    intra, inter = machine.intra_bw / 1e9, machine.inter_bw / 1e9       # GB/s
+    # 2.26.2: bus bandwidth min(NVLink, network) = NVLink here, times 5/6; latency: NVLS
+    # tree's NVLink step (25 us) + 2 log2(2) network steps of 14 us.
+    nvls_tree = (25 + 2 * 14 + MIB / (1000 * min(intra, inter) * 5 / 6)) * US
+    old = choose(machine, "all_reduce", MIB, tuner="2.26.2")
+    assert (old.algo, old.proto, old.channels) == ("nvls_tree", "Simple", 16)
+    assert old.predicted == pytest.approx(nvls_tree, rel=1e-12)
+    # 2.30.7: 0.85 x 15/16 x 2 of NVLink (below the network's 2 x and 16 x 57.7 GB/s),
+    # converted at p / (2 (p - 1)), and a 20.9 us network step: slower than a tree with
+    # LL128, which both releases predict alike.
+    bus = min(intra * 0.85 * 15 / 16 * 2, 2 * inter, 16 * 57.7)
+    new_nvls_tree = (25 + 2 * 20.9 + MIB / (1000 * bus * 16 / 30)) * US
+    assert predict(machine, "all_reduce", MIB, "nvls_tree", "Simple", 16) == pytest.approx(
+        new_nvls_tree, rel=1e-12)
+    new = choose(machine, "all_reduce", MIB)
+    assert (new.algo, new.proto) == ("tree", "LL128")
+    assert nvls_tree < new.predicted < new_nvls_tree
+    assert predict(machine, "all_reduce", MIB, "tree", "LL128", 16, "2.26.2") == new.predicted
+
+
+def test_beyond_two_nodes_2_26_2_halves_the_network_for_nvls_tree():
+    machine = h100(8)
+    intra, inter = machine.intra_bw / 1e9, machine.inter_bw / 1e9
+    gib = 1 << 30
+    expected = (25 + 2 * 3 * 14 + gib / (1000 * min(intra, inter / 2) * 5 / 6)) * US
+    assert predict(machine, "all_reduce", gib, "nvls_tree", "Simple", 16,
+                   "2.26.2") == pytest.approx(expected, rel=1e-12)
+    # So 2.26.2 prefers a tree or a ring at 1 GiB, where 2.30.7 keeps NVLS-tree.
+    assert choose(machine, "all_reduce", gib, tuner="2.26.2").algo in ("tree", "ring")
+    assert choose(machine, "all_reduce", gib).algo == "nvls_tree"
+
+
+def test_one_h100_node_nvls_by_2_26_2():
+    machine = h100(1)
+    intra = machine.intra_bw / 1e9
+    size = 1 << 30
+    # all_reduce: NVLink at 5/6 after one 25 us step; reduce_scatter and all_gather:
+    # NVLink as it is (NCCL converts no NVLS bus bandwidth but all_reduce's).
+    assert predict(machine, "all_reduce", size, "nvls", "Simple", 16, "2.26.2") == \
+        pytest.approx((25 + size / (1000 * intra * 5 / 6)) * US, rel=1e-12)
+    for collective in ("reduce_scatter", "all_gather"):
+        assert predict(machine, collective, size, "nvls", "Simple", 16, "2.26.2") == \
+            pytest.approx((25 + size / (1000 * intra)) * US, rel=1e-12)
+
+
+def test_no_nvls_before_hopper_in_either_release():
+    ampere = Machine(8, 1, "nvlink", 300e9, 0.0, True, "ampere")
+    for tuner in ("2.30.7", "2.26.2"):
+        assert math.isinf(predict(ampere, "all_reduce", MIB, "nvls", "Simple", 16, tuner))
+
+
+def test_blackwell_per_channel_caps_were_twice_hoppers_in_2_26_2():
+    # One node of fast NVLink, so the per-channel caps bind: ring LL128 on 1 channel,
+    # 0.92 x NVLink against 73.4 GB/s (2.26.2) or 40 (2.30.7); trees with Simple at
+    # 2 nodes: 0.92 x NVLink against 82.8 or 42.8 GB/s per channel, then halved.
+    machine = Machine(8, 1, "nvlink", 900e9, 0.0, False, "blackwell")
+    latency = (14.0 + 14 * 1.9) * US                     # base + 2(p-1) LL128 steps
+    for tuner, cap in (("2.26.2", 73.4), ("2.30.7", 40.0)):
+        assert predict(machine, "all_reduce", MIB, "ring", "LL128", 1, tuner) == \
+            pytest.approx(latency + MIB / (1000 * cap * 8 / 14) * US, rel=1e-12)
+    two = Machine(16, 2, "nvlink", 900e9, 900e9, False, "blackwell")
+    gib = 1 << 30                                        # no tree correction this large
+    for tuner, cap in (("2.26.2", 82.8), ("2.30.7", 42.8)):
+        bus = min(900 * 0.92, 2 * cap)
+        lat = 8.4 + 2 * (7 * 4.0 + 1 * 14.0)            # base + 2 (chain + log2 nodes)
+        assert predict(two, "all_reduce", gib, "tree", "Simple", 2, tuner) == \
+            pytest.approx((lat + gib / (1000 * bus * 0.5)) * US, rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 8])
+def test_the_releases_agree_on_every_pair_but_nvls_before_blackwell(nodes):
+    machine = h100(nodes)
+    a100 = describe(sc.topology.dgx_a100(nodes), tuple(range(8 * nodes)))
+    for m in (machine, a100):
+        for collective, algos in ALGORITHMS.items():
+            for algo in algos:
+                if algo.startswith("nvls"):
+                    continue
+                for proto in ("LL", "LL128", "Simple"):
+                    for size in (8, 4096, MIB, 1 << 30):
+                        assert predict(m, collective, size, algo, proto, 16, "2.26.2") == \
+                            predict(m, collective, size, algo, proto, 16, "2.30.7")
+
+
+def test_the_tuner_only_chooses_what_runs():
+    h = sc.topology.dgx_h100(2)
+    old = sc.simulate(h, "all_reduce", algorithm="nccl", nbytes=MIB, tuner="2.26.2")
+    assert old.params == {"algo": "nvls_tree", "proto": "Simple", "channels": 16,
+                          "arch": "hopper", "intra": "nvlink", "tuner": "2.26.2"}
+    forced = sc.simulate(h, "all_reduce", algorithm="nccl", nbytes=MIB, algo="nvls_tree",
+                         proto="Simple")
+    assert forced.params["tuner"] == "2.30.7"
+    assert old.time == forced.time
+    assert old.bytes_sent.tolist() == forced.bytes_sent.tolist()
+    assert old.link_bytes == forced.link_bytes
+
+
+def test_an_unknown_release_is_refused_before_the_run():
+    with pytest.raises(sc.InvalidInputError, match=r"tuner='2\.27'.*'2\.30\.7', '2\.26\.2'"):
+        sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl",
+                    nbytes=MIB, tuner="2.27")
+
+
+def test_the_command_line_takes_the_release(capsys):
+    assert main(["run", "--topology", "dgx_h100:nodes=2", "--algorithm", "nccl",
+                 "--size", "1M", "--param", "tuner=2.26.2", "--json"]) == 0
+    assert '"nvls_tree"' in capsys.readouterr().out
