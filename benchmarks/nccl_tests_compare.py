@@ -12,12 +12,15 @@ over all rows of all tables, and the worst table. Figures are printed, never ass
     python benchmarks/nccl_tests_compare.py --algorithm ring --tables a100x8_oci
     python benchmarks/nccl_tests_compare.py --tables h100x16_ndr_ring --proto Simple
     python benchmarks/nccl_tests_compare.py --proto ^LL128   # NCCL_PROTO=^LL128
+    python benchmarks/nccl_tests_compare.py --tuner 2.26.2   # NCCL 2.26.2's tuner for all
     python benchmarks/nccl_tests_compare.py --max-size 1GiB     # skip the slowest sizes
 
 Where a table set NCCL_ALGO and the algorithm is "nccl", the run passes ``algo=`` to it;
 ``--proto`` narrows NCCL's protocols for every table as NCCL_PROTO does (one, several
 separated by commas, or ``^`` and those to leave out): a what-if, which protocols did the
-measured run have?
+measured run have? Where a table printed an NCCL release whose tuner simcoll has
+(``simcoll.algorithms.nccl.constants.TUNERS``), the run chooses with that release's tuner,
+and with 2.30.7's elsewhere; ``--tuner`` names one for every table.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nccl_public import TABLES, PublicTable  # noqa: E402
 
 import simcoll as sc  # noqa: E402
+from simcoll.algorithms.nccl.constants import TUNERS  # noqa: E402
 from simcoll.topology.presets import RTX_5090  # noqa: E402
 
 NIC_OVERRIDES: dict[str, dict[str, Any]] = {
@@ -106,7 +110,8 @@ def choose_algorithm(requested: str | None) -> tuple[str, str | None]:
 
 
 def compare(public: PublicTable, algorithm: str, network: str, proto: str | None = None,
-            max_size: float = math.inf) -> tuple[list[float], str]:
+            max_size: float = math.inf, tuner: str | None = None
+            ) -> tuple[list[float], str]:
     """Print one table's comparison; return its log errors and its summary line."""
     topo, call, notes = machine(public)
     params: dict[str, Any] = {}
@@ -116,6 +121,10 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
         params["arch"] = ARCH[public.id]
     if proto is not None:
         params["proto"] = proto
+    if algorithm == "nccl":
+        printed = public.nccl_version if public.nccl_version in TUNERS else None
+        if tuner or printed:
+            params["tuner"] = tuner or printed
     print(f"\n== {public.id}: {public.nodes} x {public.gpus_per_node} {public.gpu}"
           f"{', ' + public.nics if public.nics else ''}")
     print(f"   {public.fabric}; NCCL {public.nccl_version or 'version not printed'}; env "
@@ -163,12 +172,18 @@ def main(argv: list[str] | None = None) -> int:
                                         "LL, LL128, Simple, several separated by commas, "
                                         "or ^ and those to leave out (default: NCCL's "
                                         "tuner picks among its defaults)")
+    parser.add_argument("--tuner", choices=TUNERS,
+                        help="the NCCL release whose tuner chooses, for every table "
+                             "(default: the release a table printed where simcoll has "
+                             "its tuner, else 2.30.7)")
     args = parser.parse_args(argv)
     algorithm, note = choose_algorithm(args.algorithm)
     if note:
         print(note)
     if args.proto is not None and algorithm != "nccl":
         parser.error(f"--proto {args.proto} needs --algorithm nccl, not {algorithm}")
+    if args.tuner is not None and algorithm != "nccl":
+        parser.error(f"--tuner {args.tuner} needs --algorithm nccl, not {algorithm}")
     chosen = TABLES
     if args.tables:
         wanted = args.tables.split(",")
@@ -180,11 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     every: list[float] = []
     per_table = []
     for public in chosen:
-        logs, summary = compare(public, algorithm, args.network, args.proto, args.max_size)
+        logs, summary = compare(public, algorithm, args.network, args.proto, args.max_size,
+                                args.tuner)
         every += logs
         if logs:
             per_table.append((geomean(logs), summary))
-    fixed = f", proto {args.proto}" if args.proto else ""
+    fixed = (f", proto {args.proto}" if args.proto else "") + \
+        (f", tuner {args.tuner}" if args.tuner else "")
     print(f"\n== summary: all_reduce / {algorithm}{fixed}, network {args.network}")
     print(f"   {'table':<22} geometric-mean |time error|")
     for _, summary in per_table:
