@@ -31,7 +31,7 @@ import numpy as np
 from simcoll.algorithms.nccl import nvls, nvls_tree, rings, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
-from simcoll.algorithms.nccl.machine import Machine, describe
+from simcoll.algorithms.nccl.machine import Machine, describe, sharp_groups
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
 from simcoll.algorithms.params import Choice, Int, Names
@@ -62,6 +62,10 @@ def _params(collective: str) -> dict[str, Any]:
                         doc="link class between GPUs of a node (auto: from the routes)"),
         "tuner": Choice(NCCL_VERSION, TUNERS,
                         doc="NCCL release whose tuner chooses (the run is the same)"),
+        **({"collnet": Int(0, minimum=0, maximum=1,
+                           doc="NCCL_COLLNET_ENABLE: 1 lets NVLS run across nodes "
+                               "through the fabric's SHARP switches")}
+           if collective == "all_reduce" else {}),
     }
 
 
@@ -72,14 +76,14 @@ def _tuner_bytes(collective: str, x: VirtualBuffer, p: int) -> int:
 
 
 def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
-             *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str
-             ) -> dict[str, Any]:
+             *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str,
+             collnet: int = 0) -> dict[str, Any]:
     machine = describe(topology, ranks, arch)
     choice = choose(machine, collective, _tuner_bytes(collective, x, len(ranks)), algo=algo,
-                    proto=proto, channels=channels, tuner=tuner)
+                    proto=proto, channels=channels, tuner=tuner, collnet=collnet)
     return {"algo": choice.algo, "proto": choice.proto, "channels": choice.channels,
             "arch": machine.arch, "intra": machine.intra if intra == "auto" else intra,
-            "tuner": tuner}
+            "tuner": tuner, **({"collnet": collnet} if collective == "all_reduce" else {})}
 
 
 def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
@@ -176,24 +180,49 @@ def _register(collective: str, model: CostModel, in_network: Any = None) -> Any:
 
 
 # -- the programs ---------------------------------------------------------------------
+def _across_nodes(comm: Comm) -> bool:
+    return len({comm.node_of(r) for r in range(comm.size)}) > 1
+
+
+def _sharp_owners(comm: Comm) -> dict[tuple[int, int], list[int]]:
+    """NVLS across nodes: (SHARP switch address, local index) -> the owners, by rank."""
+    groups = sharp_groups(comm.topology, comm.world_ranks())
+    if groups is None:
+        raise CommUsageError(f"rank {comm.rank}: NVLS across nodes needs every GPU of a "
+                             f"local index to reach one SHARP switch (an in-network "
+                             f"device no GPU is linked to), e.g. dgx_h100(nodes, sharp=True)")
+    return {(comm.topology.address(switch), local): owners
+            for (switch, local), owners in groups.items()}
+
+
 def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto: str,
-                 channels: int, arch: str, intra: str, tuner: str) -> HostProgram | None:
-    """The NVSwitch's program when the tuner picked NVLS or NVLS-tree (nothing
-    otherwise)."""
-    if algo == "nvls":
+                 channels: int, arch: str, intra: str, tuner: str,
+                 collnet: int) -> HostProgram | None:
+    """The in-network devices' program when the tuner picked NVLS or NVLS-tree: the
+    NVSwitches', and with NVLS across nodes the SHARP switches' (nothing otherwise)."""
+    if algo not in ("nvls", "nvls_tree"):
+        return None
+    if comm.rank in comm.in_network and not comm.attached(comm.rank):
+        # a SHARP switch: only NVLS across nodes uses it
+        if algo == "nvls_tree" or not _across_nodes(comm):
+            return None
+        owners = {local: ranks for (switch, local), ranks in _sharp_owners(comm).items()
+                  if switch == comm.rank}
+        return nvls_tree.sharp_all_reduce(comm, x, channels, op, owners) if owners else None
+    if algo == "nvls" and not _across_nodes(comm):
         return nvls.switch_all_reduce(comm, x, channels, op)
-    if algo == "nvls_tree":
-        return nvls_tree.switch_all_reduce(comm, x, channels, op)
-    return None
+    return nvls_tree.switch_all_reduce(comm, x, channels, op)
 
 
 @_register("all_reduce", _model(
     "all_reduce", lambda p: 2 * (p - 1), lambda p: 2 * (p - 1) / p, lambda p: (p - 1) / p,
     _ring_all_reduce_traffic), in_network=_nvls_switch)
 def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
-                    channels: int, arch: str, intra: str, tuner: str) -> BufferProgram:
+                    channels: int, arch: str, intra: str, tuner: str,
+                    collnet: int) -> BufferProgram:
     """NCCL's all_reduce: a ring (2(p-1) steps per channel), a double binary tree across
-    nodes with a chain inside each (up, then down), or NVLS on the NVSwitch."""
+    nodes with a chain inside each (up, then down), NVLS on the NVSwitch, NVLS-tree, or
+    NVLS across nodes through SHARP switches (``collnet=1``)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1:
@@ -212,12 +241,14 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
             comm, parts[c], c, protocol, op, intra))
         return glue(outs)
     yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
-    if algo == "nvls":
+    if algo == "nvls" and not _across_nodes(comm):
         outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_reduce(
             comm, parts[c], c, protocol))
-    else:
-        outs = yield from run_channels(comm, channels, lambda c: nvls_tree.gpu_all_reduce(
-            comm, parts[c], c, protocol, op))
+        return glue(outs)
+    sharp = None if algo == "nvls_tree" else next(
+        switch for (switch, _), owners in _sharp_owners(comm).items() if comm.rank in owners)
+    outs = yield from run_channels(comm, channels, lambda c: nvls_tree.gpu_all_reduce(
+        comm, parts[c], c, protocol, op, sharp))
     return glue(outs)
 
 

@@ -5,6 +5,13 @@ graphs) and its tuner (``src/graph/tuning.cc``) reasons on a few figures: ranks,
 GPUs per node, whether GPUs of a node talk over NVLink or PCI, the bandwidth a GPU has to
 its node and to the network, and the GPU generation. :func:`describe` reads them from the
 routes of a simcoll topology, so any machine, preset or hand-built, gets a tuner.
+
+With ``NCCL_COLLNET_ENABLE=1`` and a fabric whose switches reduce in the network
+(InfiniBand SHARP), NCCL runs NVLS across nodes (``nvls_tree.py``): each owner of a
+block reaches the other nodes' owners through one SHARP switch. Here a SHARP switch is an
+in-network device no GPU is linked to directly (a leaf of ``dgx_h100(nodes,
+sharp=True)``, or any such device of a hand-built topology); a GPU's is the first one on
+its route to the GPU of the same local index on the next node.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from dataclasses import dataclass
 
 from simcoll.topology.graph import Topology
 
-__all__ = ["Machine", "describe", "node_order"]
+__all__ = ["Machine", "describe", "node_order", "network_reducers", "sharp_groups"]
 
 _NVLINK_KINDS = ("nvlink", "nvswitch")
 
@@ -31,6 +38,8 @@ class Machine:
             next node (0 with one node).
         nvls: every GPU has an in-network device (NVLink SHARP) directly linked to it.
         arch: the GPU generation NCCL's constants are indexed by.
+        sharp: the nodes are joined through switches that reduce in the network
+            (InfiniBand SHARP; see :func:`sharp_groups`), so NVLS can run across them.
     """
 
     nranks: int
@@ -40,6 +49,7 @@ class Machine:
     inter_bw: float
     nvls: bool
     arch: str
+    sharp: bool = False
 
     @property
     def ppn(self) -> float:
@@ -64,6 +74,47 @@ def node_order(nodes: list[int]) -> list[list[int]]:
     for position, node in enumerate(nodes):
         groups.setdefault(node, []).append(position)
     return list(groups.values())
+
+
+def network_reducers(topology: Topology) -> frozenset[str]:
+    """The in-network devices no GPU is linked to directly: SHARP switches and NICs."""
+    gpus = set(topology.gpus)
+    return frozenset(d for d in topology.in_network
+                     if not gpus.intersection(topology.neighbors(d)))
+
+
+def _first_reducer(topology: Topology, src: int, dst: int,
+                   reducers: frozenset[str]) -> str | None:
+    for d in topology.route(src, dst).links:
+        link = topology.links[d >> 1]
+        ahead = link.v if d & 1 == 0 else link.u
+        if ahead in reducers:
+            return ahead
+    return None
+
+
+def sharp_groups(topology: Topology, ranks: tuple[int, ...]
+                 ) -> dict[tuple[str, int], list[int]] | None:
+    """The owner groups of NVLS across nodes over ``ranks`` (world ranks): for each
+    (SHARP switch, local index), the positions of the GPUs with that local index, one
+    per node, in node order. None where there is one node, nodes differ in size, or
+    some group has no single SHARP switch in common."""
+    reducers = network_reducers(topology)
+    if not reducers:
+        return None
+    groups = node_order([topology.gpu_nodes[r] for r in ranks])
+    if len(groups) < 2 or len({len(g) for g in groups}) > 1:
+        return None
+    owners: dict[tuple[str, int], list[int]] = {}
+    for local in range(len(groups[0])):
+        switches = {_first_reducer(topology, ranks[members[local]],
+                                   ranks[groups[(j + 1) % len(groups)][local]], reducers)
+                    for j, members in enumerate(groups)}
+        switch = switches.pop()
+        if switches or switch is None:
+            return None
+        owners[(switch, local)] = [members[local] for members in groups]
+    return owners
 
 
 def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> Machine:
@@ -94,4 +145,5 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
     nvls = all(topology.gpus[r] in attached for r in ranks)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
-    return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch)
+    return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
+                   sharp_groups(topology, ranks) is not None)

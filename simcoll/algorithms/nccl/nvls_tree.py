@@ -1,4 +1,5 @@
-"""NVLS-tree, simulated: NVLink SHARP inside each node, a tree between nodes.
+"""NVLS-tree, simulated: NVLink SHARP inside each node, a tree between nodes; and NVLS
+across nodes, where an InfiniBand SHARP switch takes the tree's place.
 
 For each channel, every GPU's part is cut into one block per local GPU; local GPU g owns
 block g, and talks to the other nodes over its own rail. Three streams run side by side:
@@ -16,6 +17,16 @@ traffic on its NIC; the switch reduces n x (G - 1) bytes. NCCL's NVLS-tree laten
 ``hwLatencies[NVLINK][NVLS_TREE][SIMPLE]`` (25 us) once, plus a network step per tree
 level. Sources: NCCL 2.30.7 ``src/device/all_reduce.h`` (``runRing``'s NVLS-tree
 sibling), ``src/graph/tuning.cc``.
+
+NVLS across nodes (NCCL's NVLS algorithm with ``NCCL_COLLNET_ENABLE=1`` on a SHARP
+fabric; ``runNvls`` with ``nNodes > 1``) runs the same three streams with step 2 done by
+the network: each owner sends every slice of its block through its NIC to its rail's
+SHARP switch (:func:`~simcoll.algorithms.nccl.machine.sharp_groups`), which reduces it
+over the nodes' owners and multicasts it back to them. An owner's NIC carries its block
+once each way, n / G bytes, whatever the node count. NCCL's latency for it is 25 us
+once inside the node plus ``hwLatencies[NET][NVLS][SIMPLE]`` (18 us) across; here each
+slice sent to the switch waits those 18 us beyond its route's own latency, so they
+overlap as a tree's steps do.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["gpu_all_reduce", "switch_all_reduce"]
+__all__ = ["gpu_all_reduce", "switch_all_reduce", "sharp_all_reduce"]
 
 _PUSH, _BACK, _UP, _DOWN = 0, 1, 2, 3
 """Tag offsets within a channel's four: GPU -> switch pushes and switch -> owner sends;
@@ -105,9 +116,29 @@ def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: in
         yield from sender.drain()
 
 
+def _sharp(comm: Comm, count: int, switch: int, sharp: int, protocol: Protocol, base: int,
+           finish: Sender) -> Steps:
+    """All-reduce this GPU's block, ``count`` slices that arrive one by one from
+    ``switch`` (reduced over the node), through the SHARP switch ``sharp``, which
+    reduces each over the nodes and multicasts it back; hand every finished slice to
+    ``finish`` (sending and receiving run side by side)."""
+    up = Sender(comm, sharp, protocol, protocol.hop("nvls", "net"), base + _UP)
+
+    def down() -> Steps:
+        for _ in range(count):
+            yield from finish.send((yield comm.recv(sharp, tag=base + _DOWN)))
+
+    descending = comm.start(down())
+    for _ in range(count):
+        yield from up.send((yield comm.recv(switch, tag=base + _PUSH)))
+    yield from up.drain()
+    yield descending
+
+
 def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
-                   op: ReduceOp) -> Steps:
-    """One channel on a GPU: push, own one block across the nodes, take results back."""
+                   op: ReduceOp, sharp: int | None = None) -> Steps:
+    """One channel on a GPU: push, own one block across the nodes (over the tree of
+    nodes, or through SHARP switch ``sharp``), take results back."""
     switch = comm.reducer_of(comm.rank)
     if switch is None:
         raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS-tree needs every GPU "
@@ -126,8 +157,11 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
 
     def own() -> Steps:
         back = Sender(comm, switch, protocol, 0.0, base + _BACK)
-        yield from _tree(comm, len(blocks[local]), switch, groups, node, local, channel,
-                         protocol, op, base, back)
+        if sharp is None:
+            yield from _tree(comm, len(blocks[local]), switch, groups, node, local, channel,
+                             protocol, op, base, back)
+        else:
+            yield from _sharp(comm, len(blocks[local]), switch, sharp, protocol, base, back)
         yield from back.drain()
 
     pushing, owning = comm.start(push()), comm.start(own())
@@ -162,6 +196,31 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp)
             finished = yield comm.recv(gpus[b], tag=base + _BACK)
             comm.multicast(finished, gpus, tag=base + _BACK)
         yield reducing
+
+    yield from run_channels(comm, channels, channel)
+    return None
+
+
+def sharp_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp,
+                     owners: dict[int, list[int]]) -> Steps:
+    """A SHARP switch's side of every channel: ``owners`` maps each local index it
+    serves to its owners (one GPU per node); reduce each slice of that block over them
+    and multicast it back to them."""
+    gpus_per_node = comm.size // len(next(iter(owners.values())))  # one owner per node
+    parts = list(split(x, channels))
+
+    def group(c: int, local: int, members: list[int]) -> Steps:
+        base = 4 * c
+        for _ in _blocks(parts[c], gpus_per_node)[local]:
+            total = yield comm.recv(members[0], tag=base + _UP)
+            for gpu in members[1:]:
+                total = yield comm.reduce(total, (yield comm.recv(gpu, tag=base + _UP)), op)
+            comm.multicast(total, members, tag=base + _DOWN)
+
+    def channel(c: int) -> Steps:
+        running = [comm.start(group(c, local, members)) for local, members in owners.items()]
+        for done in running:
+            yield done
 
     yield from run_channels(comm, channels, channel)
     return None

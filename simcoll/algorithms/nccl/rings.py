@@ -63,11 +63,13 @@ def channel_rings(nodes: list[int], channels: int) -> list[list[int]]:
 
 def beyond_route(comm: Comm, peer: int, step: float) -> float:
     """What NCCL's step latency ``step`` (measured end to end) adds to the latency of the
-    route from this rank to ``peer``: the part of it the links do not already take."""
+    route from this rank to ``peer`` (a rank, or an in-network device): the part of it
+    the links do not already take."""
     if step <= 0:
         return 0.0
     world = comm.world_ranks()
-    return max(0.0, step - comm.topology.route(world[comm.rank], world[peer]).latency)
+    target = peer if peer in comm.in_network else world[peer]
+    return max(0.0, step - comm.topology.route(world[comm.rank], target).latency)
 
 
 class Sender:

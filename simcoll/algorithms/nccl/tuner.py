@@ -44,8 +44,9 @@ ALGORITHMS = {
     "reduce": ("ring",),
     "all_to_all": ("p2p",),
 }
-"""The NCCL algorithms each collective can run here (NVLS on one node only, as NCCL
-without CollNet). Not modelled: CollNet (IB SHARP) and PAT."""
+"""The NCCL algorithms each collective can run here (NVLS on one node only, but for
+all_reduce with CollNet on a SHARP fabric: see :func:`candidates`). Not modelled:
+CollNet Direct and Chain, and PAT."""
 
 
 @dataclass(frozen=True)
@@ -186,10 +187,14 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
     return (latency + nbytes / (1000 * algbw)) * 1e-6
 
 
-def candidates(machine: Machine, collective: str) -> tuple[str, ...]:
-    """The algorithms NCCL could run for ``collective`` on this machine."""
+def candidates(machine: Machine, collective: str, collnet: int = 0) -> tuple[str, ...]:
+    """The algorithms NCCL could run for ``collective`` on this machine; ``collnet`` is
+    NCCL_COLLNET_ENABLE, which lets NVLS all_reduce run across nodes on a SHARP fabric
+    (NCCL disables NVLS across nodes without it, ``ncclTopoTuneModel``)."""
+    across = bool(collnet) and machine.sharp and collective == "all_reduce"
     return tuple(a for a in ALGORITHMS[collective]
-                 if not (a == "nvls" and (not machine.nvls or machine.nnodes > 1))
+                 if not (a == "nvls" and (not machine.nvls
+                                          or (machine.nnodes > 1 and not across)))
                  and not (a == "nvls_tree" and (not machine.nvls or machine.nnodes == 1)))
 
 
@@ -205,9 +210,11 @@ def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int
 
 
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
-           proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION) -> Choice:
+           proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION,
+           collnet: int = 0) -> Choice:
     """The pair NCCL predicts fastest (``channels`` fixes the count, as NCCL_MIN_NCHANNELS
-    and NCCL_MAX_NCHANNELS together do), by the tuner of NCCL release ``tuner``.
+    and NCCL_MAX_NCHANNELS together do), by the tuner of NCCL release ``tuner``, with
+    NCCL_COLLNET_ENABLE set to ``collnet`` (see :func:`candidates`).
 
     ``algo`` and ``proto`` narrow the search as NCCL_ALGO and NCCL_PROTO do: "auto", or
     names separated by commas (the canonical form of
@@ -222,7 +229,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         InvalidInputError: the named algorithm cannot run here, or none of the named
             ones can.
     """
-    algos = candidates(machine, collective)
+    algos = candidates(machine, collective, collnet)
     named_protos = None if proto == "auto" else tuple(proto.split(","))
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
         return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
@@ -235,7 +242,9 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             raise InvalidInputError(
                 f"algo={algo!r} cannot run {collective} on this machine; it can run "
                 f"{', '.join(algos)}" + ("" if machine.nvls else
-                                         " (NVLS needs GPUs on an in-network NVSwitch)"))
+                                         " (NVLS needs GPUs on an in-network NVSwitch)")
+                + (" (NVLS across nodes needs collnet=1 and a SHARP fabric, for all_reduce)"
+                   if machine.nvls and machine.nnodes > 1 and "nvls" in named else ""))
         algos = runnable
     protos = named_protos or tuple(p for p in PROTOCOLS
                                    if p != "LL128" or machine.ll128_by_default)

@@ -111,7 +111,7 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
         pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
         network_kind: str = "ib", leaf_radix: int = 64, oversubscription: float = 1.0,
         reduce_bandwidth: float = math.inf,
-        nvswitch_reduce_bandwidth: float | None = None) -> Topology:
+        nvswitch_reduce_bandwidth: float | None = None, sharp: bool = False) -> Topology:
     """``nodes`` DGX-style servers on a rail-optimised fat tree (see the module).
 
     Args:
@@ -131,10 +131,15 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
         reduce_bandwidth: each GPU's reduction output, bytes/s.
         nvswitch_reduce_bandwidth: makes each NVSwitch reduce in the network at this
             rate (NVLS); None for a switch that only forwards.
+        sharp: makes every leaf switch reduce in the network (InfiniBand SHARP), which
+            needs every node under one leaf per rail (at most ``leaf_radix // 2``).
 
     Raises:
-        TopologyError: a count, layout, rate or latency that is not accepted.
+        TopologyError: a count, layout, rate or latency that is not accepted, or
+            ``sharp`` that is not a bool or has more nodes than one leaf serves.
     """
+    if not isinstance(sharp, bool):
+        raise TopologyError(f"sharp={sharp!r} is not accepted; use True or False")
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     nics = _nic_layout(gpus_per_node, nics_per_node)
@@ -157,7 +162,7 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
     if rails:
         attach_fat_tree(topo, rails, nic_bandwidth=nic_bandwidth, latency=network_latency,
                         kind=network_kind, leaf_radix=leaf_radix,
-                        oversubscription=oversubscription)
+                        oversubscription=oversubscription, sharp=sharp)
     return topo
 
 
@@ -189,15 +194,16 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
              pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
              network_kind: str = "ib", leaf_radix: int = 64, oversubscription: float = 1.0,
              reduce_bandwidth: float = H100_SXM.reduce_bandwidth, nvls: bool = True,
-             nvswitch_reduce_bandwidth: float | None = None) -> Topology:
+             nvswitch_reduce_bandwidth: float | None = None, sharp: bool = False) -> Topology:
     """DGX H100: 8 H100 SXM5 on NVSwitch with NVLS, 8 x 400 Gb/s NDR NICs on PCIe Gen5.
 
     Defaults: NVLink 370.8 GB/s per GPU and direction (NCCL's 18 x 20.6 GB/s; nominal
     450 GB/s), PCIe 48 GB/s (NCCL's Gen5 x16; nominal 63), NICs 50 GB/s, 32 nodes per
     leaf (64-port NDR leaves), reductions at 3,350 / 3 = 1,116.7 GB/s. The NVSwitch
     reduces in the network at ``nvswitch_reduce_bandwidth`` (default 1.86 TB/s, fitted to
-    nccl-tests: see the module); ``nvls=False`` makes it forward only.
-    See :func:`dgx`.
+    nccl-tests: see the module); ``nvls=False`` makes it forward only. ``sharp=True``
+    makes the NDR leaves reduce in the network (Quantum-2 SHARP, for NCCL's NVLS across
+    nodes with ``collnet=1``), up to 32 nodes. See :func:`dgx`.
 
     Raises:
         TopologyError: as :func:`dgx`, or a reduction rate given with ``nvls=False``.
@@ -214,4 +220,5 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
                network_latency=network_latency, network_kind=network_kind,
                leaf_radix=leaf_radix, oversubscription=oversubscription,
                reduce_bandwidth=reduce_bandwidth,
-               nvswitch_reduce_bandwidth=nvswitch_reduce_bandwidth if nvls else None)
+               nvswitch_reduce_bandwidth=nvswitch_reduce_bandwidth if nvls else None,
+               sharp=sharp)

@@ -38,20 +38,28 @@ def _leaf_capacity(leaf_radix: int, oversubscription: float) -> tuple[int, float
 
 def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: float,
                     latency: float, kind: str, leaf_radix: int,
-                    oversubscription: float) -> None:
+                    oversubscription: float, sharp: bool = False) -> None:
     """Join ``nics[node][rail]`` by leaves (one per rail and group of nodes) and a spine.
 
     Leaves are named ``leaf<rail>`` (``leaf<rail>_<group>`` once there are several
     groups of ``leaf_radix // 2`` nodes), the spine ``spine``. Every NIC-leaf and
-    leaf-spine link has ``latency`` and ``kind``.
+    leaf-spine link has ``latency`` and ``kind``. ``sharp=True`` makes every leaf reduce
+    in the network (InfiniBand SHARP: in-network devices, reductions at line rate,
+    drawn as free), which needs every node under one leaf per rail.
 
     Raises:
-        TopologyError: a bad ``leaf_radix`` or ``oversubscription``.
+        TopologyError: a bad ``leaf_radix`` or ``oversubscription``, or ``sharp`` with
+            more nodes than one leaf serves.
     """
     per_leaf, ratio = _leaf_capacity(leaf_radix, oversubscription)
     groups = -(-len(nics) // per_leaf)
+    if sharp and groups > 1:
+        raise TopologyError(f"sharp=True needs every node under one leaf per rail: at most "
+                            f"{per_leaf} nodes with leaf_radix={leaf_radix}, got "
+                            f"{len(nics)}; SHARP across a spine is not modelled")
     rails = len(nics[0])
-    leaves = {(g, r): topo.add_switch(f"leaf{r}" if groups == 1 else f"leaf{r}_{g}")
+    leaves = {(g, r): topo.add_switch(f"leaf{r}" if groups == 1 else f"leaf{r}_{g}",
+                                      reduce_bandwidth=math.inf if sharp else None)
               for g in range(groups) for r in range(rails)}
     for node, row in enumerate(nics):
         for rail, nic in enumerate(row):
