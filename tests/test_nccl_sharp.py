@@ -41,6 +41,8 @@ def test_the_tuner_sees_sharp_only_across_nodes_of_a_sharp_fabric():
     assert not describe(sc.topology.dgx_h100(1, sharp=True), tuple(range(8))).sharp
     groups = sharp_groups(sc.topology.dgx_h100(3, sharp=True), tuple(range(24)))
     assert groups == {(f"leaf{g}", g): [g, 8 + g, 16 + g] for g in range(8)}
+    saved = sc.topology.from_dict(sc.topology.to_dict(sc.topology.dgx_h100(3, sharp=True)))
+    assert sharp_groups(saved, tuple(range(24))) == groups
 
 
 def test_eight_nodes_with_collnet_pick_nvls_across_nodes_at_1_gib():
@@ -57,6 +59,11 @@ def test_eight_nodes_with_collnet_pick_nvls_across_nodes_at_1_gib():
     tree = predict(machine, "all_reduce", 1 << 30, "nvls_tree", "Simple", 16)
     assert tree == pytest.approx(expected + (2 * 3 * 20.9 - 18) * US, rel=1e-12)
     assert choose(machine, "all_reduce", 1 << 30).algo == "nvls_tree"
+    # NCCL 2.26.2: NVLS takes min(bwIntra, bwInter) = NVLink's 370.8, converted at 5/6.
+    old = choose(machine, "all_reduce", 1 << 30, collnet=1, tuner="2.26.2")
+    assert (old.algo, old.proto) == ("nvls", "Simple")
+    assert old.predicted == pytest.approx(
+        (25 + 18 + (1 << 30) / (1000 * NVLINK / 1e9 * 5 / 6)) * US, rel=1e-12)
 
 
 def test_two_nodes_keep_nvls_tree_at_large_sizes_and_nvls_is_all_reduce_only():
