@@ -16,7 +16,7 @@ from conftest import make_data
 from reference import assert_outputs_match
 
 import simcoll as sc
-from simcoll.algorithms.nccl.machine import describe, sharp_groups
+from simcoll.algorithms.nccl.machine import SharpTree, describe, sharp_groups
 from simcoll.algorithms.nccl.tuner import choose, predict
 
 US = 1e-6
@@ -24,13 +24,13 @@ MIB = 1 << 20
 PCIE, NDR, NVLINK = 48e9, 50e9, 370.8e9      # dgx_h100's defaults, bytes/s
 
 
-def test_the_preset_makes_its_leaves_reduce_and_refuses_more_nodes_than_a_leaf_serves():
+def test_the_preset_makes_its_switches_reduce():
     topo = sc.topology.dgx_h100(4, sharp=True)
     assert set(topo.in_network) == {f"nvswitch{n}" for n in range(4)} | {
-        f"leaf{r}" for r in range(8)}
-    assert "leaf0" not in sc.topology.dgx_h100(4).in_network
-    with pytest.raises(sc.TopologyError, match=r"at most 32 nodes.*got 33"):
-        sc.topology.dgx_h100(33, sharp=True)
+        f"leaf{r}" for r in range(8)} | {"spine"}
+    assert not {"leaf0", "spine"} & set(sc.topology.dgx_h100(4).in_network)
+    big = sc.topology.dgx_h100(33, sharp=True)            # two leaf groups and a spine
+    assert {"spine", "leaf0_0", "leaf7_1"} <= set(big.in_network)
     with pytest.raises(sc.TopologyError, match="sharp='yes'"):
         sc.topology.dgx_h100(2, sharp="yes")
 
@@ -40,7 +40,11 @@ def test_the_tuner_sees_sharp_only_across_nodes_of_a_sharp_fabric():
     assert not describe(sc.topology.dgx_h100(2), tuple(range(16))).sharp
     assert not describe(sc.topology.dgx_h100(1, sharp=True), tuple(range(8))).sharp
     groups = sharp_groups(sc.topology.dgx_h100(3, sharp=True), tuple(range(24)))
-    assert groups == {(f"leaf{g}", g): [g, 8 + g, 16 + g] for g in range(8)}
+    assert groups == {g: SharpTree({f"leaf{g}": (g, 8 + g, 16 + g)}, None) for g in range(8)}
+    # 33 nodes: leaf group 0 holds nodes 0-31, group 1 node 32; the spine joins them.
+    big = sharp_groups(sc.topology.dgx_h100(33, sharp=True), tuple(range(264)))
+    assert big is not None and big[5] == SharpTree(
+        {"leaf5_0": tuple(range(5, 256, 8)), "leaf5_1": (261,)}, "spine")
     saved = sc.topology.from_dict(sc.topology.to_dict(sc.topology.dgx_h100(3, sharp=True)))
     assert sharp_groups(saved, tuple(range(24))) == groups
 
@@ -117,6 +121,30 @@ def test_nvls_across_nodes_takes_the_same_time_on_any_number_of_nodes_and_its_bo
     assert bound < times[0] < 1.2 * bound
 
 
+def test_across_leaf_groups_the_spine_reduces_what_the_leaves_reduced():
+    # 3 nodes on 4-port leaves: nodes 0 and 1 under leaf<r>_0, node 2 under leaf<r>_1.
+    topo = sc.topology.dgx_h100(3, sharp=True, leaf_radix=4)
+    count = 16 * 8 * 500
+    inputs = make_data(24, count, "float32")
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo="nvls",
+                      collnet=1)
+    assert res.correct
+    assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
+    n = count * 4
+    for r in range(8):
+        for group, nodes in ((0, (0, 1)), (1, (2,))):
+            leaf = f"leaf{r}_{group}"
+            # each leaf sends the spine its block once, reduced, and gets it back once
+            assert res.link_bytes[(leaf, "spine")] == res.link_bytes[("spine", leaf)] == n // 8
+            for node in nodes:
+                nic = f"nic{8 * node + r}"
+                assert res.link_bytes[(nic, leaf)] == res.link_bytes[(leaf, nic)] == n // 8
+    # the extra hop through the spine costs time; the flat fabric does not
+    flat = sc.simulate(sc.topology.dgx_h100(3, sharp=True), "all_reduce", algorithm="nccl",
+                       nbytes=n, algo="nvls", collnet=1)
+    assert res.time > flat.time
+
+
 def two_rail_machine(shared: bool, plain: bool = False) -> sc.Topology:
     """Two nodes of two GPUs on an in-network NVSwitch each, one NIC per GPU; the NICs of
     rail r on SHARP switch ``sharp<r>`` (or all on ``sharp0`` if ``shared``; rail 1 on
@@ -144,7 +172,8 @@ def two_rail_machine(shared: bool, plain: bool = False) -> sc.Topology:
 def test_nvls_across_nodes_on_a_hand_built_machine(shared):
     topo = two_rail_machine(shared)
     groups = sharp_groups(topo, (0, 1, 2, 3))
-    assert groups == {("sharp0", 0): [0, 2], ("sharp0" if shared else "sharp1", 1): [1, 3]}
+    assert groups == {0: SharpTree({"sharp0": (0, 2)}, None),
+                      1: SharpTree({"sharp0" if shared else "sharp1": (1, 3)}, None)}
     count = 16 * 2 * 500
     inputs = make_data(4, count, "float64")
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo="nvls",

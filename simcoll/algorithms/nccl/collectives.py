@@ -31,7 +31,7 @@ import numpy as np
 from simcoll.algorithms.nccl import nvls, nvls_tree, rings, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
-from simcoll.algorithms.nccl.machine import Machine, describe, sharp_groups
+from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, sharp_groups
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
 from simcoll.algorithms.params import Choice, Int, Names
@@ -184,15 +184,29 @@ def _across_nodes(comm: Comm) -> bool:
     return len({comm.node_of(r) for r in range(comm.size)}) > 1
 
 
-def _sharp_owners(comm: Comm) -> dict[tuple[int, int], list[int]]:
-    """NVLS across nodes: (SHARP switch address, local index) -> the owners, by rank."""
-    groups = sharp_groups(comm.topology, comm.world_ranks())
-    if groups is None:
-        raise CommUsageError(f"rank {comm.rank}: NVLS across nodes needs every GPU of a "
-                             f"local index to reach one SHARP switch (an in-network "
-                             f"device no GPU is linked to), e.g. dgx_h100(nodes, sharp=True)")
-    return {(comm.topology.address(switch), local): owners
-            for (switch, local), owners in groups.items()}
+def _sharp_trees(comm: Comm) -> dict[int, SharpTree]:
+    """NVLS across nodes: the SHARP tree of every local index (owners by rank)."""
+    trees = sharp_groups(comm.topology, comm.world_ranks())
+    if trees is None:
+        raise CommUsageError(f"rank {comm.rank}: NVLS across nodes needs the GPUs of every "
+                             f"local index to meet through SHARP switches (in-network "
+                             f"devices no GPU is linked to), e.g. dgx_h100(nodes, sharp=True)")
+    return trees
+
+
+def _sharp_roles(comm: Comm) -> list[tuple[int, list[int], int | None]]:
+    """What this SHARP switch does in every local index's tree: (local, children,
+    parent), as :func:`nvls_tree.sharp_all_reduce` takes them."""
+    address = comm.topology.address
+    roles: list[tuple[int, list[int], int | None]] = []
+    for local, tree in _sharp_trees(comm).items():
+        parent = None if tree.root is None else address(tree.root)
+        for leaf, owners in tree.leaves.items():
+            if address(leaf) == comm.rank:
+                roles.append((local, list(owners), parent))
+        if parent == comm.rank:
+            roles.append((local, [address(leaf) for leaf in tree.leaves], None))
+    return roles
 
 
 def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto: str,
@@ -206,9 +220,8 @@ def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto
         # a SHARP switch: only NVLS across nodes uses it
         if algo == "nvls_tree" or not _across_nodes(comm):
             return None
-        owners = {local: ranks for (switch, local), ranks in _sharp_owners(comm).items()
-                  if switch == comm.rank}
-        return nvls_tree.sharp_all_reduce(comm, x, channels, op, owners) if owners else None
+        roles = _sharp_roles(comm)
+        return nvls_tree.sharp_all_reduce(comm, x, channels, op, roles) if roles else None
     if algo == "nvls" and not _across_nodes(comm):
         return nvls.switch_all_reduce(comm, x, channels, op)
     return nvls_tree.switch_all_reduce(comm, x, channels, op)
@@ -246,7 +259,8 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
             comm, parts[c], c, protocol))
         return glue(outs)
     sharp = None if algo == "nvls_tree" else next(
-        switch for (switch, _), owners in _sharp_owners(comm).items() if comm.rank in owners)
+        comm.topology.address(leaf) for tree in _sharp_trees(comm).values()
+        for leaf, owners in tree.leaves.items() if comm.rank in owners)
     outs = yield from run_channels(comm, channels, lambda c: nvls_tree.gpu_all_reduce(
         comm, parts[c], c, protocol, op, sharp))
     return glue(outs)

@@ -7,11 +7,13 @@ its node and to the network, and the GPU generation. :func:`describe` reads them
 routes of a simcoll topology, so any machine, preset or hand-built, gets a tuner.
 
 With ``NCCL_COLLNET_ENABLE=1`` and a fabric whose switches reduce in the network
-(InfiniBand SHARP), NCCL runs NVLS across nodes (``nvls_tree.py``): each owner of a
-block reaches the other nodes' owners through one SHARP switch. Here a SHARP switch is an
-in-network device no GPU is linked to directly (a leaf of ``dgx_h100(nodes,
-sharp=True)``, or any such device of a hand-built topology); a GPU's is the first one on
-its route to the GPU of the same local index on the next node.
+(InfiniBand SHARP), NCCL runs NVLS across nodes (``nvls_tree.py``): the owners of a
+block on every node all-reduce it through a tree of SHARP switches. Here a SHARP switch
+is an in-network device no GPU is linked to directly (a leaf or the spine of
+``dgx_h100(nodes, sharp=True)``, or any such device of a hand-built topology); an
+owner's leaf is the first one on its route to the owner on the next node, and several
+leaves must meet at one more, the first on the routes between them (see
+:func:`sharp_groups`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 
 from simcoll.topology.graph import Topology
 
-__all__ = ["Machine", "describe", "node_order", "network_reducers", "sharp_groups"]
+__all__ = ["Machine", "describe", "node_order", "network_reducers", "SharpTree",
+           "sharp_groups"]
 
 _NVLINK_KINDS = ("nvlink", "nvswitch")
 
@@ -93,28 +96,60 @@ def _first_reducer(topology: Topology, src: int, dst: int,
     return None
 
 
-def sharp_groups(topology: Topology, ranks: tuple[int, ...]
-                 ) -> dict[tuple[str, int], list[int]] | None:
-    """The owner groups of NVLS across nodes over ``ranks`` (world ranks): for each
-    (SHARP switch, local index), the positions of the GPUs with that local index, one
-    per node, in node order. None where there is one node, nodes differ in size, or
-    some group has no single SHARP switch in common."""
+@dataclass(frozen=True)
+class SharpTree:
+    """How the owners of one local index (one GPU per node) all-reduce through SHARP.
+
+    Attributes:
+        leaves: each SHARP switch the owners reach first, with the positions of the
+            owners it serves, in node order.
+        root: the SHARP switch that joins the leaves (None where one leaf serves all).
+    """
+
+    leaves: dict[str, tuple[int, ...]]
+    root: str | None
+
+
+def _sharp_tree(topology: Topology, owners: list[int], reducers: frozenset[str]
+                ) -> SharpTree | None:
+    """The SHARP tree of ``owners`` (world ranks, one per node, in node order), or None:
+    each owner's leaf is the first SHARP switch on its route to the next owner, and
+    several leaves must meet at one more SHARP switch on the routes between them."""
+    leaves: dict[str, list[int]] = {}
+    for i, owner in enumerate(owners):
+        leaf = _first_reducer(topology, owner, owners[(i + 1) % len(owners)], reducers)
+        if leaf is None:
+            return None
+        leaves.setdefault(leaf, []).append(i)
+    names = list(leaves)
+    roots = {_first_reducer(topology, topology.address(a), topology.address(b),
+                            reducers - {a, b})
+             for a, b in zip(names, names[1:] + names[:1])} if len(names) > 1 else {None}
+    root = roots.pop()
+    if roots or (root is None and len(names) > 1) or root in leaves:
+        return None
+    return SharpTree({leaf: tuple(positions) for leaf, positions in leaves.items()}, root)
+
+
+def sharp_groups(topology: Topology, ranks: tuple[int, ...]) -> dict[int, SharpTree] | None:
+    """For NVLS across nodes over ``ranks`` (world ranks), the SHARP tree of each local
+    index, whose owners are given by position; None where there is one node, nodes differ
+    in size, or some local index has no SHARP tree."""
     reducers = network_reducers(topology)
     if not reducers:
         return None
     groups = node_order([topology.gpu_nodes[r] for r in ranks])
     if len(groups) < 2 or len({len(g) for g in groups}) > 1:
         return None
-    owners: dict[tuple[str, int], list[int]] = {}
+    trees: dict[int, SharpTree] = {}
     for local in range(len(groups[0])):
-        switches = {_first_reducer(topology, ranks[members[local]],
-                                   ranks[groups[(j + 1) % len(groups)][local]], reducers)
-                    for j, members in enumerate(groups)}
-        switch = switches.pop()
-        if switches or switch is None:
+        positions = [members[local] for members in groups]
+        tree = _sharp_tree(topology, [ranks[q] for q in positions], reducers)
+        if tree is None:
             return None
-        owners[(switch, local)] = [members[local] for members in groups]
-    return owners
+        trees[local] = SharpTree({leaf: tuple(positions[i] for i in served)
+                                  for leaf, served in tree.leaves.items()}, tree.root)
+    return trees
 
 
 def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> Machine:

@@ -22,7 +22,10 @@ NVLS across nodes (NCCL's NVLS algorithm with ``NCCL_COLLNET_ENABLE=1`` on a SHA
 fabric; ``runNvls`` with ``nNodes > 1``) runs the same three streams with step 2 done by
 the network: each owner sends every slice of its block through its NIC to its rail's
 SHARP switch (:func:`~simcoll.algorithms.nccl.machine.sharp_groups`), which reduces it
-over the nodes' owners and multicasts it back to them. An owner's NIC carries its block
+over the nodes' owners and multicasts it back to them; where the owners sit under
+several leaves, each leaf sends its sum up to the SHARP switch that joins them (the
+spine), which reduces the leaves' sums and multicasts the result back down through the
+leaves (InfiniBand SHARP's aggregation tree). An owner's NIC carries its block
 once each way, n / G bytes, whatever the node count. NCCL's latency for it is 25 us
 once inside the node plus ``hwLatencies[NET][NVLS][SIMPLE]`` (18 us) across; here each
 slice sent to the switch waits those 18 us beyond its route's own latency, so they
@@ -116,17 +119,24 @@ def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: in
         yield from sender.drain()
 
 
+def _sharp_tags(channel: int, local: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The tags of one channel's SHARP traffic for the block of local GPU ``local``, up
+    the SHARP tree and down it (apart for every block: one switch may serve several)."""
+    return (channel, local, _UP), (channel, local, _DOWN)
+
+
 def _sharp(comm: Comm, count: int, switch: int, sharp: int, protocol: Protocol, base: int,
-           finish: Sender) -> Steps:
+           tags: tuple[tuple[int, ...], tuple[int, ...]], finish: Sender) -> Steps:
     """All-reduce this GPU's block, ``count`` slices that arrive one by one from
     ``switch`` (reduced over the node), through the SHARP switch ``sharp``, which
     reduces each over the nodes and multicasts it back; hand every finished slice to
     ``finish`` (sending and receiving run side by side)."""
-    up = Sender(comm, sharp, protocol, protocol.hop("nvls", "net"), base + _UP)
+    up_tag, down_tag = tags
+    up = Sender(comm, sharp, protocol, protocol.hop("nvls", "net"), up_tag)
 
     def down() -> Steps:
         for _ in range(count):
-            yield from finish.send((yield comm.recv(sharp, tag=base + _DOWN)))
+            yield from finish.send((yield comm.recv(sharp, tag=down_tag)))
 
     descending = comm.start(down())
     for _ in range(count):
@@ -161,7 +171,8 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
             yield from _tree(comm, len(blocks[local]), switch, groups, node, local, channel,
                              protocol, op, base, back)
         else:
-            yield from _sharp(comm, len(blocks[local]), switch, sharp, protocol, base, back)
+            yield from _sharp(comm, len(blocks[local]), switch, sharp, protocol, base,
+                              _sharp_tags(channel, local), back)
         yield from back.drain()
 
     pushing, owning = comm.start(push()), comm.start(own())
@@ -202,23 +213,37 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp)
 
 
 def sharp_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp,
-                     owners: dict[int, list[int]]) -> Steps:
-    """A SHARP switch's side of every channel: ``owners`` maps each local index it
-    serves to its owners (one GPU per node); reduce each slice of that block over them
-    and multicast it back to them."""
-    gpus_per_node = comm.size // len(next(iter(owners.values())))  # one owner per node
+                     roles: list[tuple[int, list[int], int | None]]) -> Steps:
+    """A SHARP switch's side of every channel. Each role ``(local, children, parent)``
+    has it reduce every slice of local GPU ``local``'s block over ``children`` (the
+    owners, or the leaves below it) and send the result up to ``parent``, or, at the top
+    of the tree, multicast it back down; what comes down from ``parent`` it multicasts
+    to its children."""
+    gpus_per_node = comm.size // len({comm.node_of(r) for r in range(comm.size)})
     parts = list(split(x, channels))
 
-    def group(c: int, local: int, members: list[int]) -> Steps:
-        base = 4 * c
-        for _ in _blocks(parts[c], gpus_per_node)[local]:
-            total = yield comm.recv(members[0], tag=base + _UP)
-            for gpu in members[1:]:
-                total = yield comm.reduce(total, (yield comm.recv(gpu, tag=base + _UP)), op)
-            comm.multicast(total, members, tag=base + _DOWN)
+    def role(c: int, local: int, children: list[int], parent: int | None) -> Steps:
+        up, down = _sharp_tags(c, local)
+        count = len(_blocks(parts[c], gpus_per_node)[local])
+
+        def descend(source: int) -> Steps:
+            for _ in range(count):
+                comm.multicast((yield comm.recv(source, tag=down)), children, tag=down)
+
+        descending = None if parent is None else comm.start(descend(parent))
+        for _ in range(count):
+            total = yield comm.recv(children[0], tag=up)
+            for child in children[1:]:
+                total = yield comm.reduce(total, (yield comm.recv(child, tag=up)), op)
+            if parent is None:
+                comm.multicast(total, children, tag=down)
+            else:
+                comm.send(total, parent, tag=up)
+        if descending is not None:
+            yield descending
 
     def channel(c: int) -> Steps:
-        running = [comm.start(group(c, local, members)) for local, members in owners.items()]
+        running = [comm.start(role(c, *r)) for r in roles]
         for done in running:
             yield done
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Hashable
 
 from simpy.events import Event
 
@@ -85,7 +86,8 @@ class Sender:
     for its whole size: the rate paces a connection, it does not add to each hop.
     """
 
-    def __init__(self, comm: Comm, peer: int, protocol: Protocol, step: float, tag: int) -> None:
+    def __init__(self, comm: Comm, peer: int, protocol: Protocol, step: float,
+                 tag: Hashable) -> None:
         self.comm, self.peer, self.protocol, self.tag = comm, peer, protocol, tag
         self.delay = beyond_route(comm, peer, step)
         self.in_flight: deque[Event] = deque()

@@ -131,12 +131,11 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
         reduce_bandwidth: each GPU's reduction output, bytes/s.
         nvswitch_reduce_bandwidth: makes each NVSwitch reduce in the network at this
             rate (NVLS); None for a switch that only forwards.
-        sharp: makes every leaf switch reduce in the network (InfiniBand SHARP), which
-            needs every node under one leaf per rail (at most ``leaf_radix // 2``).
+        sharp: makes the fabric's switches reduce in the network (InfiniBand SHARP).
 
     Raises:
-        TopologyError: a count, layout, rate or latency that is not accepted, or
-            ``sharp`` that is not a bool or has more nodes than one leaf serves.
+        TopologyError: a count, layout, rate or latency that is not accepted, or a
+            ``sharp`` that is not a bool.
     """
     if not isinstance(sharp, bool):
         raise TopologyError(f"sharp={sharp!r} is not accepted; use True or False")
@@ -202,8 +201,8 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
     leaf (64-port NDR leaves), reductions at 3,350 / 3 = 1,116.7 GB/s. The NVSwitch
     reduces in the network at ``nvswitch_reduce_bandwidth`` (default 1.86 TB/s, fitted to
     nccl-tests: see the module); ``nvls=False`` makes it forward only. ``sharp=True``
-    makes the NDR leaves reduce in the network (Quantum-2 SHARP, for NCCL's NVLS across
-    nodes with ``collnet=1``), up to 32 nodes. See :func:`dgx`.
+    makes the NDR leaves and spine reduce in the network (Quantum-2 SHARP, for NCCL's
+    NVLS across nodes with ``collnet=1``). See :func:`dgx`.
 
     Raises:
         TopologyError: as :func:`dgx`, or a reduction rate given with ``nvls=False``.

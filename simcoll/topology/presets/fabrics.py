@@ -43,30 +43,26 @@ def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: flo
 
     Leaves are named ``leaf<rail>`` (``leaf<rail>_<group>`` once there are several
     groups of ``leaf_radix // 2`` nodes), the spine ``spine``. Every NIC-leaf and
-    leaf-spine link has ``latency`` and ``kind``. ``sharp=True`` makes every leaf reduce
-    in the network (InfiniBand SHARP: in-network devices, reductions at line rate,
-    drawn as free), which needs every node under one leaf per rail.
+    leaf-spine link has ``latency`` and ``kind``. ``sharp=True`` makes every switch
+    reduce in the network (InfiniBand SHARP: in-network devices, reductions at line
+    rate, drawn as free): each leaf aggregates its nodes, and the spine the leaves.
 
     Raises:
-        TopologyError: a bad ``leaf_radix`` or ``oversubscription``, or ``sharp`` with
-            more nodes than one leaf serves.
+        TopologyError: a bad ``leaf_radix`` or ``oversubscription``.
     """
     per_leaf, ratio = _leaf_capacity(leaf_radix, oversubscription)
     groups = -(-len(nics) // per_leaf)
-    if sharp and groups > 1:
-        raise TopologyError(f"sharp=True needs every node under one leaf per rail: at most "
-                            f"{per_leaf} nodes with leaf_radix={leaf_radix}, got "
-                            f"{len(nics)}; SHARP across a spine is not modelled")
     rails = len(nics[0])
+    reduces = math.inf if sharp else None
     leaves = {(g, r): topo.add_switch(f"leaf{r}" if groups == 1 else f"leaf{r}_{g}",
-                                      reduce_bandwidth=math.inf if sharp else None)
+                                      reduce_bandwidth=reduces)
               for g in range(groups) for r in range(rails)}
     for node, row in enumerate(nics):
         for rail, nic in enumerate(row):
             topo.add_link(nic, leaves[node // per_leaf, rail], bandwidth=nic_bandwidth,
                           latency=latency, kind=kind)
     if len(leaves) > 1:
-        spine = topo.add_switch("spine")
+        spine = topo.add_switch("spine", reduce_bandwidth=reduces)
         for leaf in leaves.values():
             topo.add_link(leaf, spine, bandwidth=per_leaf * nic_bandwidth / ratio,
                           latency=latency, kind=kind)
