@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.nccl import nvls, nvls_tree, rings, trees
+from simcoll.algorithms.nccl import nvls, nvls_tree, rings, sharp, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
 from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, sharp_groups
@@ -196,7 +196,7 @@ def _sharp_trees(comm: Comm) -> dict[int, SharpTree]:
 
 def _sharp_roles(comm: Comm) -> list[tuple[int, list[int], int | None]]:
     """What this SHARP switch does in every local index's tree: (local, children,
-    parent), as :func:`nvls_tree.sharp_all_reduce` takes them."""
+    parent), as :func:`sharp.switch_all_reduce` takes them."""
     address = comm.topology.address
     roles: list[tuple[int, list[int], int | None]] = []
     for local, tree in _sharp_trees(comm).items():
@@ -221,7 +221,10 @@ def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto
         if algo == "nvls_tree" or not _across_nodes(comm):
             return None
         roles = _sharp_roles(comm)
-        return nvls_tree.sharp_all_reduce(comm, x, channels, op, roles) if roles else None
+        g = comm.size // len({comm.node_of(r) for r in range(comm.size)})
+        counts = [{local: len(block) for local, block in
+                   enumerate(nvls_tree.block_slices(part, g))} for part in split(x, channels)]
+        return sharp.switch_all_reduce(comm, op, roles, counts) if roles else None
     if algo == "nvls" and not _across_nodes(comm):
         return nvls.switch_all_reduce(comm, x, channels, op)
     return nvls_tree.switch_all_reduce(comm, x, channels, op)
@@ -258,11 +261,11 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
         outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_reduce(
             comm, parts[c], c, protocol))
         return glue(outs)
-    sharp = None if algo == "nvls_tree" else next(
+    leaf = None if algo == "nvls_tree" else next(
         comm.topology.address(leaf) for tree in _sharp_trees(comm).values()
         for leaf, owners in tree.leaves.items() if comm.rank in owners)
     outs = yield from run_channels(comm, channels, lambda c: nvls_tree.gpu_all_reduce(
-        comm, parts[c], c, protocol, op, sharp))
+        comm, parts[c], c, protocol, op, leaf))
     return glue(outs)
 
 

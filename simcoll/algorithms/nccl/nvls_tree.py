@@ -40,19 +40,20 @@ from simcoll.algorithms.nccl.machine import node_order
 from simcoll.algorithms.nccl.nvls import CHUNK_BYTES
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
+from simcoll.algorithms.nccl.sharp import downlink, uplink
 from simcoll.buffers import Buffer, VirtualBuffer, join, split
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["gpu_all_reduce", "switch_all_reduce", "sharp_all_reduce"]
+__all__ = ["gpu_all_reduce", "switch_all_reduce", "block_slices"]
 
 _PUSH, _BACK, _UP, _DOWN = 0, 1, 2, 3
 """Tag offsets within a channel's four: GPU -> switch pushes and switch -> owner sends;
 owner -> switch results and switch multicasts; up and down the tree of nodes."""
 
 
-def _blocks(part: Buffer, g: int) -> list[list[Buffer]]:
+def block_slices(part: Buffer, g: int) -> list[list[Buffer]]:
     """``part`` in one block per local GPU, each block in NVLS-sized slices."""
     out = []
     for block in split(part, g):
@@ -119,32 +120,6 @@ def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: in
         yield from sender.drain()
 
 
-def _sharp_tags(channel: int, local: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The tags of one channel's SHARP traffic for the block of local GPU ``local``, up
-    the SHARP tree and down it (apart for every block: one switch may serve several)."""
-    return (channel, local, _UP), (channel, local, _DOWN)
-
-
-def _sharp(comm: Comm, count: int, switch: int, sharp: int, protocol: Protocol, base: int,
-           tags: tuple[tuple[int, ...], tuple[int, ...]], finish: Sender) -> Steps:
-    """All-reduce this GPU's block, ``count`` slices that arrive one by one from
-    ``switch`` (reduced over the node), through the SHARP switch ``sharp``, which
-    reduces each over the nodes and multicasts it back; hand every finished slice to
-    ``finish`` (sending and receiving run side by side)."""
-    up_tag, down_tag = tags
-    up = Sender(comm, sharp, protocol, protocol.hop("nvls", "net"), up_tag)
-
-    def down() -> Steps:
-        for _ in range(count):
-            yield from finish.send((yield comm.recv(sharp, tag=down_tag)))
-
-    descending = comm.start(down())
-    for _ in range(count):
-        yield from up.send((yield comm.recv(switch, tag=base + _PUSH)))
-    yield from up.drain()
-    yield descending
-
-
 def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
                    op: ReduceOp, sharp: int | None = None) -> Steps:
     """One channel on a GPU: push, own one block across the nodes (over the tree of
@@ -154,7 +129,7 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
         raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS-tree needs every GPU "
                          f"on an in-network NVSwitch")
     groups, node, local = _node_layout(comm)
-    blocks = _blocks(part, len(groups[node]))
+    blocks = block_slices(part, len(groups[node]))
     base = 4 * channel
 
     order = _round_robin(blocks)
@@ -171,8 +146,13 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
             yield from _tree(comm, len(blocks[local]), switch, groups, node, local, channel,
                              protocol, op, base, back)
         else:
-            yield from _sharp(comm, len(blocks[local]), switch, sharp, protocol, base,
-                              _sharp_tags(channel, local), back)
+            count = len(blocks[local])
+            up = uplink(comm, sharp, protocol.hop("nvls", "net"), protocol, (channel, local))
+            descending = comm.start(downlink(comm, sharp, (channel, local), count, [back]))
+            for _ in range(count):
+                yield from up.send((yield comm.recv(switch, tag=base + _PUSH)))
+            yield from up.drain()
+            yield descending
         yield from back.drain()
 
     pushing, owning = comm.start(push()), comm.start(own())
@@ -191,7 +171,7 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp)
     parts = list(split(x, channels))
 
     def channel(c: int) -> Steps:
-        order = _round_robin(_blocks(parts[c], len(gpus)))
+        order = _round_robin(block_slices(parts[c], len(gpus)))
         base = 4 * c
 
         def reduce_to_owners() -> Steps:
@@ -207,45 +187,6 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp)
             finished = yield comm.recv(gpus[b], tag=base + _BACK)
             comm.multicast(finished, gpus, tag=base + _BACK)
         yield reducing
-
-    yield from run_channels(comm, channels, channel)
-    return None
-
-
-def sharp_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp,
-                     roles: list[tuple[int, list[int], int | None]]) -> Steps:
-    """A SHARP switch's side of every channel. Each role ``(local, children, parent)``
-    has it reduce every slice of local GPU ``local``'s block over ``children`` (the
-    owners, or the leaves below it) and send the result up to ``parent``, or, at the top
-    of the tree, multicast it back down; what comes down from ``parent`` it multicasts
-    to its children."""
-    gpus_per_node = comm.size // len({comm.node_of(r) for r in range(comm.size)})
-    parts = list(split(x, channels))
-
-    def role(c: int, local: int, children: list[int], parent: int | None) -> Steps:
-        up, down = _sharp_tags(c, local)
-        count = len(_blocks(parts[c], gpus_per_node)[local])
-
-        def descend(source: int) -> Steps:
-            for _ in range(count):
-                comm.multicast((yield comm.recv(source, tag=down)), children, tag=down)
-
-        descending = None if parent is None else comm.start(descend(parent))
-        for _ in range(count):
-            total = yield comm.recv(children[0], tag=up)
-            for child in children[1:]:
-                total = yield comm.reduce(total, (yield comm.recv(child, tag=up)), op)
-            if parent is None:
-                comm.multicast(total, children, tag=down)
-            else:
-                comm.send(total, parent, tag=up)
-        if descending is not None:
-            yield descending
-
-    def channel(c: int) -> Steps:
-        running = [comm.start(role(c, *r)) for r in roles]
-        for done in running:
-            yield done
 
     yield from run_channels(comm, channels, channel)
     return None
