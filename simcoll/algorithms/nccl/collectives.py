@@ -30,6 +30,12 @@ import numpy as np
 
 from simcoll.algorithms.nccl import nvls, nvls_tree, rings, sharp, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
+from simcoll.algorithms.nccl.collnet import (
+    chain_all_reduce,
+    chunk_bytes,
+    direct_all_reduce,
+    switch_counts,
+)
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
 from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, sharp_groups
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
@@ -194,6 +200,12 @@ def _sharp_trees(comm: Comm) -> dict[int, SharpTree]:
     return trees
 
 
+def _leaf(comm: Comm) -> int:
+    """The SHARP switch this GPU sends its block to: the first of its tree."""
+    return next(comm.topology.address(leaf) for tree in _sharp_trees(comm).values()
+                for leaf, owners in tree.leaves.items() if comm.rank in owners)
+
+
 def _sharp_roles(comm: Comm) -> list[tuple[int, list[int], int | None]]:
     """What this SHARP switch does in every local index's tree: (local, children,
     parent), as :func:`sharp.switch_all_reduce` takes them."""
@@ -209,22 +221,31 @@ def _sharp_roles(comm: Comm) -> list[tuple[int, list[int], int | None]]:
     return roles
 
 
-def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto: str,
-                 channels: int, arch: str, intra: str, tuner: str,
-                 collnet: int) -> HostProgram | None:
-    """The in-network devices' program when the tuner picked NVLS or NVLS-tree: the
-    NVSwitches', and with NVLS across nodes the SHARP switches' (nothing otherwise)."""
-    if algo not in ("nvls", "nvls_tree"):
+def _ppn(comm: Comm) -> int:
+    return comm.size // len({comm.node_of(r) for r in range(comm.size)})
+
+
+def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto: str,
+                channels: int, arch: str, intra: str, tuner: str,
+                collnet: int) -> HostProgram | None:
+    """The in-network devices' program: the NVSwitches' for NVLS and NVLS-tree, the
+    SHARP switches' for NVLS across nodes and CollNet (nothing otherwise)."""
+    if algo not in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain"):
         return None
-    if comm.rank in comm.in_network and not comm.attached(comm.rank):
-        # a SHARP switch: only NVLS across nodes uses it
+    if comm.rank in comm.in_network and not comm.attached(comm.rank):  # a SHARP switch
         if algo == "nvls_tree" or not _across_nodes(comm):
             return None
         roles = _sharp_roles(comm)
-        g = comm.size // len({comm.node_of(r) for r in range(comm.size)})
-        counts = [{local: len(block) for local, block in
-                   enumerate(nvls_tree.block_slices(part, g))} for part in split(x, channels)]
+        parts, g = list(split(x, channels)), _ppn(comm)
+        if algo == "nvls":
+            counts = [{local: len(block) for local, block in
+                       enumerate(nvls_tree.block_slices(part, g))} for part in parts]
+        else:
+            counts = switch_counts(
+                algo, parts, g, chunk_bytes(algo, x.nbytes, channels, g))
         return sharp.switch_all_reduce(comm, op, roles, counts) if roles else None
+    if algo.startswith("collnet"):
+        return None
     if algo == "nvls" and not _across_nodes(comm):
         return nvls.switch_all_reduce(comm, x, channels, op)
     return nvls_tree.switch_all_reduce(comm, x, channels, op)
@@ -232,13 +253,14 @@ def _nvls_switch(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto
 
 @_register("all_reduce", _model(
     "all_reduce", lambda p: 2 * (p - 1), lambda p: 2 * (p - 1) / p, lambda p: (p - 1) / p,
-    _ring_all_reduce_traffic), in_network=_nvls_switch)
+    _ring_all_reduce_traffic), in_network=_in_network)
 def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
                     channels: int, arch: str, intra: str, tuner: str,
                     collnet: int) -> BufferProgram:
     """NCCL's all_reduce: a ring (2(p-1) steps per channel), a double binary tree across
-    nodes with a chain inside each (up, then down), NVLS on the NVSwitch, NVLS-tree, or
-    NVLS across nodes through SHARP switches (``collnet=1``)."""
+    nodes with a chain inside each (up, then down), NVLS on the NVSwitch, NVLS-tree, and
+    with ``collnet=1`` NVLS across nodes, CollNet Direct or CollNet Chain through SHARP
+    switches."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1:
@@ -256,16 +278,23 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
         outs = yield from run_channels(comm, channels, lambda c: trees.all_reduce(
             comm, parts[c], c, protocol, op, intra))
         return glue(outs)
+    if algo.startswith("collnet"):
+        leaf, chunk = _leaf(comm), chunk_bytes(algo, x.nbytes, channels, _ppn(comm))
+        if algo == "collnet_direct":
+            outs = yield from run_channels(comm, channels, lambda c: direct_all_reduce(
+                comm, parts[c], c, protocol, op, intra, chunk, leaf))
+        else:
+            outs = yield from run_channels(comm, channels, lambda c: chain_all_reduce(
+                comm, parts[c], c, protocol, op, intra, chunk, leaf))
+        return glue(outs)
     yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
     if algo == "nvls" and not _across_nodes(comm):
         outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_reduce(
             comm, parts[c], c, protocol))
         return glue(outs)
-    leaf = None if algo == "nvls_tree" else next(
-        comm.topology.address(leaf) for tree in _sharp_trees(comm).values()
-        for leaf, owners in tree.leaves.items() if comm.rank in owners)
+    across = None if algo == "nvls_tree" else _leaf(comm)
     outs = yield from run_channels(comm, channels, lambda c: nvls_tree.gpu_all_reduce(
-        comm, parts[c], c, protocol, op, leaf))
+        comm, parts[c], c, protocol, op, across))
     return glue(outs)
 
 

@@ -15,7 +15,8 @@ __all__ = ["NCCL_VERSION", "PROTOCOLS", "LINKS", "BASE_LATENCY", "HW_LATENCY", "
            "ARCHS", "NVLINK_BW_PER_LINK", "THREAD_THRESHOLD", "MAX_THREADS",
            "NET_OVERHEAD_US", "TREE_CORRECTION", "TUNERS", "HW_LATENCY_BY_TUNER",
            "PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER", "PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER",
-           "PER_CHANNEL_MAX_TREE_BW_BY_TUNER"]
+           "PER_CHANNEL_MAX_TREE_BW_BY_TUNER", "COLLNET_THREADS", "COLLNET_THREAD_THRESHOLD",
+           "COLLNET_DIRECT_HOP_US"]
 
 NCCL_VERSION = "2.30.7"
 """The NCCL release these constants are read from (makefiles/version.mk)."""
@@ -29,6 +30,8 @@ BASE_LATENCY = {
     "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
     "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
     "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+    "collnet_direct": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+    "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
 }
 """``baseLatencies`` (us): the fixed cost of launching one collective of each algorithm."""
 
@@ -36,15 +39,21 @@ HW_LATENCY = {
     "nvlink": {"tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
                "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4},
                "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0},
-               "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0}},
+               "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0},
+               "collnet_direct": {"LL": 0.0, "LL128": 0.0, "Simple": 3.7},
+               "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 2.8}},
     "pci": {"tree": {"LL": 1.0, "LL128": 1.9, "Simple": 4.0},
             "ring": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7},
             "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
-            "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0}},
+            "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+            "collnet_direct": {"LL": 0.0, "LL128": 0.0, "Simple": 3.7},
+            "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 2.8}},
     "net": {"tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
             "ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0},
             "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 18.0},
-            "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 20.9}},
+            "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 20.9},
+            "collnet_direct": {"LL": 0.0, "LL128": 0.0, "Simple": 31.0},
+            "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 30.0}},
 }
 """``hwLatencies`` (us): the cost of one step of an algorithm and protocol over one link
 class (one hop of a ring, one level of a tree)."""
@@ -96,6 +105,13 @@ THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
 
 MAX_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
 """``NCCL_LL_MAX_NTHREADS``, ``NCCL_LL128_MAX_NTHREADS``, ``NCCL_SIMPLE_MAX_NTHREADS``."""
+
+COLLNET_THREADS, COLLNET_THREAD_THRESHOLD = 640, 512
+"""CollNet's threads per channel (``NCCL_MAX_NTHREADS``) and bytes per thread below which
+NCCL uses fewer channels (``threadThresholds[COLLNET_*][SIMPLE]``)."""
+
+COLLNET_DIRECT_HOP_US = 0.4
+"""CollNet Direct's "arity serialization latency" per local peer (us, tuning.cc)."""
 
 NET_OVERHEAD_US = 1.0
 """``getNetOverhead`` on Intel CPUs (us per network step; 3x for Simple)."""

@@ -43,6 +43,8 @@ class Machine:
         arch: the GPU generation NCCL's constants are indexed by.
         sharp: the nodes are joined through switches that reduce in the network
             (InfiniBand SHARP; see :func:`sharp_groups`), so NVLS can run across them.
+        rails: a node's paths to the network: the links that bound its GPUs' routes to
+            the next node (one per NIC on the presets; 0 with one node).
     """
 
     nranks: int
@@ -53,6 +55,7 @@ class Machine:
     nvls: bool
     arch: str
     sharp: bool = False
+    rails: int = 0
 
     @property
     def ppn(self) -> float:
@@ -168,9 +171,9 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
         intra = "nvlink" if kinds <= set(_NVLINK_KINDS) else "pci"
         intra_bw = route.bandwidth
     inter_bw = 0.0
+    bottlenecks: dict[int, float] = {}
     if len(groups) > 1:
         # GPUs whose routes to the next node meet at one bottleneck link share it.
-        bottlenecks: dict[int, float] = {}
         for a, b in zip(first, groups[1]):
             route = topology.route(a, b)
             link = min(route.links, key=lambda d: topology.links[d >> 1].bandwidth)
@@ -181,4 +184,4 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
-                   sharp_groups(topology, ranks) is not None)
+                   sharp_groups(topology, ranks) is not None, len(bottlenecks))

@@ -27,7 +27,7 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["uplink", "downlink", "switch_all_reduce"]
+__all__ = ["uplink", "downlink", "relay", "switch_all_reduce"]
 
 
 def _tags(key: tuple[int, int]) -> tuple[Hashable, Hashable]:
@@ -42,19 +42,25 @@ def uplink(comm: Comm, switch: int, step: float, protocol: Protocol,
     return Sender(comm, switch, protocol, step, _tags(key)[0])
 
 
-def downlink(comm: Comm, switch: int, key: tuple[int, int], count: int,
-             downs: list[Sender]) -> Steps:
-    """Receive ``count`` reduced slices of ``key`` from SHARP switch ``switch``, pass
-    each on to ``downs`` as it comes; returns them in order."""
+def relay(comm: Comm, source: int, tag: Hashable, count: int, downs: list[Sender]) -> Steps:
+    """Receive ``count`` slices from ``source`` on ``tag``, pass each on to ``downs`` as
+    it comes; returns them in order."""
     got: list[Buffer] = []
     for _ in range(count):
-        piece = yield comm.recv(switch, tag=_tags(key)[1])
+        piece = yield comm.recv(source, tag=tag)
         for sender in downs:
             yield from sender.send(piece)
         got.append(piece)
     for sender in downs:
         yield from sender.drain()
     return got
+
+
+def downlink(comm: Comm, switch: int, key: tuple[int, int], count: int,
+             downs: list[Sender]) -> Steps:
+    """Receive ``count`` reduced slices of ``key`` from SHARP switch ``switch``, pass
+    each on to ``downs`` as it comes; returns them in order."""
+    return (yield from relay(comm, switch, _tags(key)[1], count, downs))
 
 
 def switch_all_reduce(comm: Comm, op: ReduceOp, roles: list[tuple[int, list[int], int | None]],

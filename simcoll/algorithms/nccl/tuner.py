@@ -16,6 +16,9 @@ import math
 from dataclasses import dataclass
 
 from simcoll.algorithms.nccl.constants import (
+    COLLNET_DIRECT_HOP_US,
+    COLLNET_THREAD_THRESHOLD,
+    COLLNET_THREADS,
     HW_LATENCY_BY_TUNER,
     LL_MAX_BW,
     MAX_THREADS,
@@ -37,16 +40,16 @@ from simcoll.errors import InvalidInputError
 __all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_channels"]
 
 ALGORITHMS = {
-    "all_reduce": ("ring", "tree", "nvls", "nvls_tree"),
+    "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
     "reduce_scatter": ("ring", "nvls"),
     "all_gather": ("ring", "nvls"),
     "broadcast": ("ring",),
     "reduce": ("ring",),
     "all_to_all": ("p2p",),
 }
-"""The NCCL algorithms each collective can run here (NVLS on one node only, but for
-all_reduce with CollNet on a SHARP fabric: see :func:`candidates`). Not modelled:
-CollNet Direct and Chain, and PAT."""
+"""The NCCL algorithms each collective can run here (NVLS on one node only but for
+all_reduce with CollNet on a SHARP fabric, as CollNet Direct and Chain: see
+:func:`candidates`). Not modelled: PAT."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,20 @@ def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: 
     return min(nvls, reach, cap)
 
 
+def _collnet_bus_bandwidth(machine: Machine, algo: str, proto: str, bw: float) -> float:
+    """NCCL's bus bandwidth (GB/s) of CollNet Direct or Chain: the collnet graph's, which
+    its search bounds by the NICs on its path (``bw``, as for rings), Simple only;
+    Direct divided by ``factor = ppn / NICs`` less half its excess over 1 (NCCL: "all
+    GPUs need a local NIC to work at full speed") and, from Hopper on, times 0.85."""
+    if proto != "Simple":
+        return 0.0
+    if algo == "collnet_chain":
+        return bw
+    factor = machine.ppn / max(machine.rails, 1)
+    factor -= (factor - 1) / 2
+    return bw / factor * (0.85 if machine.arch in ("hopper", "blackwell") else 1.0)
+
+
 def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
                    channels: int, tuner: str) -> float:
     """NCCL's bus bandwidth (GB/s) of a pair, 0 where it does not apply."""
@@ -112,6 +129,8 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         return _nvls_bus_bandwidth(machine, collective, algo, channels, tuner)
     if algo == "p2p":
         return bw
+    if algo.startswith("collnet"):
+        return _collnet_bus_bandwidth(machine, algo, proto, bw)
     if algo == "ring":
         if proto == "LL":
             return min(LL_MAX_BW[arch][col], bw * 0.5)
@@ -150,6 +169,11 @@ def _latency(machine: Machine, collective: str, algo: str, proto: str, tuner: st
         return base + (steps - inter_steps) * intra + inter_steps * inter
     if algo == "tree":
         return base + 2 * ((machine.ppn - 1) * intra + math.log2(nodes) * inter)
+    if algo == "collnet_direct":
+        ppn = machine.ppn
+        return base + 2 * (min(1, ppn - 1) * intra + (ppn - 1) * COLLNET_DIRECT_HOP_US) + inter
+    if algo == "collnet_chain":
+        return base + 2 * (machine.ppn - 1) * intra + inter
     if algo == "nvls":
         return intra + (inter if nodes > 1 else 0.0)
     if algo == "nvls_tree":
@@ -188,20 +212,57 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
 
 
 def candidates(machine: Machine, collective: str, collnet: int = 0) -> tuple[str, ...]:
-    """The algorithms NCCL could run for ``collective`` on this machine; ``collnet`` is
-    NCCL_COLLNET_ENABLE, which lets NVLS all_reduce run across nodes on a SHARP fabric
-    (NCCL disables NVLS across nodes without it, ``ncclTopoTuneModel``)."""
+    """The algorithms NCCL could run for ``collective`` on this machine. ``collnet`` is
+    NCCL_COLLNET_ENABLE: on a SHARP fabric it enables CollNet Direct and Chain and lets
+    NVLS all_reduce run across nodes, which NCCL disables without it
+    (``ncclTopoTuneModel``); CollNet Direct also needs NVSwitch (NVLink here) and at
+    most 8 GPUs per node (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does."""
     across = bool(collnet) and machine.sharp and collective == "all_reduce"
-    return tuple(a for a in ALGORITHMS[collective]
-                 if not (a == "nvls" and (not machine.nvls
-                                          or (machine.nnodes > 1 and not across)))
-                 and not (a == "nvls_tree" and (not machine.nvls or machine.nnodes == 1)))
+    collnet_ok = across and machine.ppn <= 8
+
+    def runs(a: str) -> bool:
+        if a == "nvls":
+            return machine.nvls and (machine.nnodes == 1 or across)
+        if a == "nvls_tree":
+            return machine.nvls and machine.nnodes > 1
+        if a == "collnet_direct":
+            return collnet_ok and machine.intra == "nvlink"
+        if a == "collnet_chain":
+            return collnet_ok
+        return True
+
+    return tuple(a for a in ALGORITHMS[collective] if runs(a))
 
 
-def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int) -> int:
+def _trim_collnet_direct(nbytes: int, channels: int, heads: int) -> int:
+    """``topoGetAlgoInfo``'s CollNet channel tuning: down to 16, 8, 4, 2, 1 channels in
+    turn while the buffer gives a thread of each head of each channel less than its
+    threshold, which halves on the way down at 1.5 times each step."""
+    threshold, switch, short = COLLNET_THREAD_THRESHOLD, 16, True
+    while switch >= 1 and short:
+        while True:
+            short = nbytes < channels * COLLNET_THREADS * heads * threshold
+            if not (short and channels > switch):
+                break
+            if channels == switch + switch // 2:
+                threshold //= 2
+            channels -= 1
+        switch //= 2
+    return channels
+
+
+def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int,
+                  ppn: int = 1) -> int:
     """NCCL's channel count for a size: fewer channels while the buffer is too small to
-    give every thread of every channel its threshold of bytes (NVLS keeps its own)."""
+    give every thread of every channel its threshold of bytes (NVLS keeps its own;
+    CollNet Direct counts its ``ppn`` heads)."""
     if algo in ("nvls", "nvls_tree"):
+        return channels
+    if algo == "collnet_direct":
+        return _trim_collnet_direct(nbytes, channels, ppn)
+    if algo == "collnet_chain":
+        while channels >= 2 and nbytes < channels * COLLNET_THREADS * COLLNET_THREAD_THRESHOLD:
+            channels -= 1
         return channels
     threshold = THREAD_THRESHOLD[proto] * (nranks if algo == "ring" and proto == "LL" else 1)
     while channels >= 2 and nbytes < channels * MAX_THREADS[proto] * threshold:
@@ -239,12 +300,15 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         named = algo.split(",")
         runnable = tuple(a for a in algos if a in named)
         if not runnable:
+            hints = [] if machine.nvls else ["NVLS needs GPUs on an in-network NVSwitch"]
+            if machine.nvls and machine.nnodes > 1 and "nvls" in named:
+                hints.append("NVLS across nodes needs collnet=1 and a SHARP fabric")
+            if any(a.startswith("collnet") for a in named):
+                hints.append("CollNet needs collnet=1, nodes joined by a SHARP fabric, at "
+                             "most 8 GPUs per node, and NVLink for Direct")
             raise InvalidInputError(
                 f"algo={algo!r} cannot run {collective} on this machine; it can run "
-                f"{', '.join(algos)}" + ("" if machine.nvls else
-                                         " (NVLS needs GPUs on an in-network NVSwitch)")
-                + (" (NVLS across nodes needs collnet=1 and a SHARP fabric, for all_reduce)"
-                   if machine.nvls and machine.nnodes > 1 and "nvls" in named else ""))
+                f"{', '.join(algos)}" + "".join(f" ({hint})" for hint in hints))
         algos = runnable
     protos = named_protos or tuple(p for p in PROTOCOLS
                                    if p != "LL128" or machine.ll128_by_default)
@@ -255,7 +319,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             t = predict(machine, collective, nbytes, a, pr, nc, tuner)
             if best is None or t < best.predicted:
                 best = Choice(a, pr, nc if channels else trim_channels(
-                    nbytes, a, pr, nc, machine.nranks), t)
+                    nbytes, a, pr, nc, machine.nranks, int(machine.ppn)), t)
     if best is None or math.isinf(best.predicted):
         raise InvalidInputError(f"no NCCL algorithm and protocol can run {collective} with "
                                 f"algo={algo!r}, proto={proto!r} on this machine")

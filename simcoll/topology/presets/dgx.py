@@ -170,21 +170,24 @@ def dgx_a100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = H
              pcie_bandwidth: float = pcie_x16_nccl(4), nvlink_latency: float = 0.5 * us,
              pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
              network_kind: str = "ib", leaf_radix: int = 40, oversubscription: float = 1.0,
-             reduce_bandwidth: float = A100_SXM.reduce_bandwidth) -> Topology:
+             reduce_bandwidth: float = A100_SXM.reduce_bandwidth,
+             sharp: bool = False) -> Topology:
     """DGX A100: 8 A100 SXM4 80GB on NVSwitch, 8 x 200 Gb/s HDR NICs on PCIe Gen4.
 
     Defaults: NVLink 240 GB/s per GPU and direction (NCCL's 12 x 20 GB/s; nominal
     300 GB/s, pass ``nvlink_bandwidth=300 * sc.GB``), PCIe 24 GB/s (NCCL's Gen4 x16;
     nominal 31.5), NICs 25 GB/s, 20 nodes per leaf (40-port HDR leaves), reductions at
     2,039 / 3 = 679.7 GB/s. ``dgx_a100(2, nics_per_node=16, nic_bandwidth=100 *
-    sc.Gbps)`` is a node with 16 x 100 Gb/s NICs, two per GPU. See :func:`dgx`.
+    sc.Gbps)`` is a node with 16 x 100 Gb/s NICs, two per GPU. ``sharp=True`` makes the
+    HDR leaves and spine reduce in the network (Quantum SHARP, for NCCL's CollNet with
+    ``collnet=1``). See :func:`dgx`.
     """
     return dgx(nodes, nvlink_bandwidth=nvlink_bandwidth, pcie_bandwidth=pcie_bandwidth,
                nic_bandwidth=nic_bandwidth, name="dgx_a100", nics_per_node=nics_per_node,
                nvlink_latency=nvlink_latency, pcie_latency=pcie_latency,
                network_latency=network_latency, network_kind=network_kind,
                leaf_radix=leaf_radix, oversubscription=oversubscription,
-               reduce_bandwidth=reduce_bandwidth)
+               reduce_bandwidth=reduce_bandwidth, sharp=sharp)
 
 
 def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = NDR,
@@ -202,7 +205,7 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
     reduces in the network at ``nvswitch_reduce_bandwidth`` (default 1.86 TB/s, fitted to
     nccl-tests: see the module); ``nvls=False`` makes it forward only. ``sharp=True``
     makes the NDR leaves and spine reduce in the network (Quantum-2 SHARP, for NCCL's
-    NVLS across nodes with ``collnet=1``). See :func:`dgx`.
+    NVLS across nodes and CollNet with ``collnet=1``). See :func:`dgx`.
 
     Raises:
         TopologyError: as :func:`dgx`, or a reduction rate given with ``nvls=False``.

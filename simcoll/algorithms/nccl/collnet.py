@@ -1,0 +1,160 @@
+"""NCCL's CollNet all_reduce, simulated: InfiniBand SHARP across nodes, GPUs inside them.
+
+With ``NCCL_COLLNET_ENABLE=1`` on a fabric whose switches reduce (SHARP, :mod:`.sharp`),
+NCCL can run two CollNet algorithms (``src/device/all_reduce.h``, NCCL 2.30.7; Simple
+protocol only):
+
+* **CollNet Direct**: each channel's part is cut into one block per local GPU, the
+  block's head. Every GPU scatters each block to its head over NVLink; the head reduces
+  the node's copies on the GPU and sends the sum through its NIC to the SHARP switches,
+  which reduce it over the nodes and send it back; the head then sends the result to
+  every other GPU of its node. A GPU sends and receives 2 (G - 1) / G n bytes inside its
+  node and n / G through its NIC each way. Latency (``tuning.cc``): 2 (3.7 us + 0.4 us
+  per other local GPU) + 31 us.
+* **CollNet Chain**: the node's GPUs form a chain per channel, starting at local GPU
+  c mod G (the head, as for NCCL's trees); slices are reduced up the chain, the head
+  sends the node's sum through its NIC to the SHARP switches and passes what comes back
+  down the chain. Latency: 2 (G - 1) 2.8 us + 30 us.
+
+Each step waits NCCL's step latency for its link class (``hwLatencies``) beyond its
+route's own latency, as rings and trees do. Slices are NCCL's chunks
+(``calcCollChunking`` in ``src/enqueue.cc``): 512 KiB for Direct and 256 KiB for Chain,
+halved for small buffers (see :func:`chunk_bytes`).
+"""
+
+from __future__ import annotations
+
+from simcoll.algorithms.nccl import sharp
+from simcoll.algorithms.nccl.machine import node_order
+from simcoll.algorithms.nccl.protocols import Protocol
+from simcoll.algorithms.nccl.rings import Sender
+from simcoll.buffers import Buffer, join, split
+from simcoll.comm import Comm
+from simcoll.ops import ReduceOp
+from simcoll.typing import Steps
+
+__all__ = ["chunk_bytes", "slices", "direct_all_reduce", "chain_all_reduce", "switch_counts"]
+
+_STEP = 512 * 1024
+"""A Simple step: NCCL's 4 MiB buffer over its 8 FIFO slots."""
+
+
+def chunk_bytes(algo: str, nbytes: int, channels: int, ppn: int) -> int:
+    """NCCL's CollNet chunk for a buffer of ``nbytes``: Direct starts from a step (512
+    KiB) and halves while each of the ``channels`` x ``ppn`` heads would get fewer than
+    2 x 64 chunks (down to 128 KiB), then fewer than 2 x 8 (down to 32 KiB); Chain
+    starts from 256 KiB and halves while a channel would get fewer than 64 ppn chunks
+    (down to 128 KiB), 8 ppn (down to 64 KiB), then ppn (down to 32 KiB)."""
+    if algo == "collnet_direct":
+        chunk, share = _STEP, channels * ppn
+        for depth, floor in ((2 * 64, 131072), (2 * 8, 65536), (2 * 8, 32768)):
+            while nbytes // (share * chunk) < depth and chunk > floor:
+                chunk //= 2
+        return chunk
+    chunk = min(256 * 1024, _STEP)
+    for depth, floor in ((ppn * 64, 131072), (ppn * 8, 65536), (ppn, 32768)):
+        while nbytes // (channels * chunk) < depth and chunk > floor:
+            chunk //= 2
+    return chunk
+
+
+def slices(block: Buffer, chunk: int) -> list[Buffer]:
+    """``block`` cut into slices of at most ``chunk`` bytes (equal ones)."""
+    per = max(1, chunk // block.dtype.itemsize)
+    count = -(-block.size // per)
+    return [block] if count <= 1 else list(split(block, count))
+
+
+def switch_counts(algo: str, parts: list[Buffer], ppn: int, chunk: int
+                  ) -> list[dict[int, int]]:
+    """Per channel, the slices each local index's SHARP tree moves (what
+    :func:`sharp.switch_all_reduce` takes): every block's for Direct, the head's whole
+    part for Chain."""
+    if algo == "collnet_direct":
+        return [{local: len(slices(block, chunk)) for local, block in
+                 enumerate(split(part, ppn))} for part in parts]
+    return [{c % ppn: len(slices(part, chunk))} for c, part in enumerate(parts)]
+
+
+def _node(comm: Comm) -> tuple[list[int], int]:
+    """The ranks of this rank's node, local index by local index, and its own index."""
+    groups = node_order([comm.node_of(r) for r in range(comm.size)])
+    mine = next(g for g in groups if comm.rank in g)
+    return mine, mine.index(comm.rank)
+
+
+def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
+                      op: ReduceOp, intra: str, chunk: int, leaf: int) -> Steps:
+    """One channel of CollNet Direct on a GPU: scatter every block to its head, head
+    this GPU's block through SHARP switch ``leaf``, gather the others' results."""
+    peers, local = _node(comm)
+    blocks = [slices(block, chunk) for block in split(part, len(peers))]
+    others = [h for h in range(len(peers)) if h != local]
+    longest = max(len(block) for block in blocks)
+    hop = protocol.hop("collnet_direct", intra)
+    scatter_tag, bcast_tag = (channel, "collnet scatter"), (channel, "collnet bcast")
+
+    def scatter() -> Steps:
+        senders = {h: Sender(comm, peers[h], protocol, hop, scatter_tag) for h in others}
+        for k in range(longest):
+            for h in others:
+                if k < len(blocks[h]):
+                    yield from senders[h].send(blocks[h][k])
+        for sender in senders.values():
+            yield from sender.drain()
+
+    def head() -> Steps:
+        mine, key = blocks[local], (channel, local)
+        up = sharp.uplink(comm, leaf, protocol.hop("collnet_direct", "net"), protocol, key)
+        downs = [Sender(comm, peers[h], protocol, hop, bcast_tag) for h in others]
+        descending = comm.start(sharp.downlink(comm, leaf, key, len(mine), downs))
+        for k in range(len(mine)):
+            total = mine[k]
+            for h in others:
+                got = yield comm.recv(peers[h], tag=scatter_tag)
+                total = yield comm.reduce(total, got, op)
+            yield from up.send(total)
+        yield from up.drain()
+        return (yield descending)
+
+    scattering, heading = comm.start(scatter()), comm.start(head())
+    result = [list(block) for block in blocks]
+    for k in range(longest):
+        for h in others:
+            if k < len(blocks[h]):
+                result[h][k] = yield comm.recv(peers[h], tag=bcast_tag)
+    yield scattering
+    result[local] = yield heading
+    return join([join(block) for block in result])
+
+
+def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
+                     op: ReduceOp, intra: str, chunk: int, leaf: int | None) -> Steps:
+    """One channel of CollNet Chain on a GPU: reduce up the node's chain, the head
+    through SHARP switch ``leaf`` (None on the other GPUs), results down the chain."""
+    peers, _ = _node(comm)
+    start = channel % len(peers)
+    chain = peers[start:] + peers[:start]
+    pos = chain.index(comm.rank)
+    pieces = slices(part, chunk)
+    hop = protocol.hop("collnet_chain", intra)
+    up_tag, down_tag = (channel, "chain up"), (channel, "chain down")
+    downs = [Sender(comm, chain[pos + 1], protocol, hop, down_tag)] \
+        if pos + 1 < len(chain) else []
+    if pos == 0:
+        if leaf is None:
+            raise ValueError(f"rank {comm.rank} heads channel {channel}'s chain but has "
+                             f"no SHARP switch")
+        key = (channel, start)
+        up = sharp.uplink(comm, leaf, protocol.hop("collnet_chain", "net"), protocol, key)
+        descending = comm.start(sharp.downlink(comm, leaf, key, len(pieces), downs))
+    else:
+        up = Sender(comm, chain[pos - 1], protocol, hop, up_tag)
+        descending = comm.start(sharp.relay(comm, chain[pos - 1], down_tag, len(pieces),
+                                            downs))
+    for piece in pieces:
+        if downs:
+            piece = yield comm.reduce(piece, (yield comm.recv(chain[pos + 1], tag=up_tag)), op)
+        yield from up.send(piece)
+    yield from up.drain()
+    return join((yield descending))
