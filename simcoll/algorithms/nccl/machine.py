@@ -38,11 +38,13 @@ class Machine:
         intra: "nvlink" when GPUs of a node reach each other over NVLink only, else "pci".
         intra_bw: bytes/s a GPU has to another GPU of its node (inf with one per node).
         inter_bw: bytes/s a node has to the network, over all its GPUs' routes to the
-            next node (0 with one node).
+            next node, each sharing the links it crosses with the others (0 with one
+            node).
         nvls: every GPU has an in-network device (NVLink SHARP) directly linked to it.
         arch: the GPU generation NCCL's constants are indexed by.
         sharp: the nodes are joined through switches that reduce in the network
-            (InfiniBand SHARP; see :func:`sharp_groups`), so NVLS can run across them.
+            (InfiniBand SHARP; see :func:`sharp_groups`), so NVLS and CollNet can run
+            across them.
         rails: a node's paths to the network: the links that bound its GPUs' routes to
             the next node (one per NIC on the presets; 0 with one node).
     """
@@ -155,6 +157,26 @@ def sharp_groups(topology: Topology, ranks: tuple[int, ...]) -> dict[int, SharpT
     return trees
 
 
+def _network_share(topology: Topology, here: list[int], there: list[int]
+                   ) -> tuple[float, int]:
+    """(bytes/s, paths): what the GPUs ``here`` can send at once to the GPUs ``there``
+    (another node, local GPU to local GPU), each route getting the least share of a link
+    it crosses (the link's bandwidth over the routes crossing it), and how many links
+    bound them (the most shared of a route's tightest links)."""
+    routes = [topology.route(a, b).links for a, b in zip(here, there)]
+    crossing: dict[int, int] = {}
+    for links in routes:
+        for d in links:
+            crossing[d] = crossing.get(d, 0) + 1
+    total, bounds = 0.0, set()
+    for links in routes:
+        share = {d: topology.links[d >> 1].bandwidth / crossing[d] for d in links}
+        tightest = min(share.values())
+        total += tightest
+        bounds.add(max((d for d in links if share[d] == tightest), key=lambda d: crossing[d]))
+    return total, len(bounds)
+
+
 def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> Machine:
     """The tuner's view of ``ranks`` (world ranks) of ``topology``.
 
@@ -170,18 +192,11 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
         kinds = {topology.links[d >> 1].kind for d in route.links}
         intra = "nvlink" if kinds <= set(_NVLINK_KINDS) else "pci"
         intra_bw = route.bandwidth
-    inter_bw = 0.0
-    bottlenecks: dict[int, float] = {}
-    if len(groups) > 1:
-        # GPUs whose routes to the next node meet at one bottleneck link share it.
-        for a, b in zip(first, groups[1]):
-            route = topology.route(a, b)
-            link = min(route.links, key=lambda d: topology.links[d >> 1].bandwidth)
-            bottlenecks[link] = route.bandwidth
-        inter_bw = sum(bottlenecks.values())
+    inter_bw, rails = (_network_share(topology, first, groups[1])
+                       if len(groups) > 1 else (0.0, 0))
     attached = {n for d in topology.in_network for n in topology.neighbors(d)}
     nvls = all(topology.gpus[r] in attached for r in ranks)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
-                   sharp_groups(topology, ranks) is not None, len(bottlenecks))
+                   sharp_groups(topology, ranks) is not None, rails)

@@ -1,0 +1,143 @@
+"""NCCL's CollNet Direct and Chain over InfiniBand SHARP (``collnet=1``).
+
+Expected values are worked out by hand from NCCL 2.30.7 (src/graph/tuning.cc: CollNet's
+latencies, 0 base + 2 (3.7 + 0.4 (ppn - 1)) + 31 us for Direct and 2 (ppn - 1) 2.8 + 30
+us for Chain; its bus bandwidth, the graph's, here the lesser of NVLink and the NICs,
+Direct's divided by its GPU / NIC factor and times 0.85 from Hopper on, then halved into
+algorithm bandwidth; src/enqueue.cc: the channel and chunk tuning), and from the
+algorithms' messages: Direct scatters (G - 1)/G n to the other heads and sends as much
+back, a head sends its block n/G through its NIC each way; Chain moves every slice once
+up and once down the node's chain, and the head's part through its NIC.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_data
+from reference import assert_outputs_match
+
+import simcoll as sc
+from simcoll.algorithms.nccl.collnet import chunk_bytes
+from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.tuner import candidates, choose, predict, trim_channels
+
+US = 1e-6
+MIB = 1 << 20
+A100_NVLINK, A100_PCIE = 240.0, 24.0        # GB/s, dgx_a100's defaults (NCCL's figures)
+
+
+def a100(nodes: int):
+    return describe(sc.topology.dgx_a100(nodes, sharp=True), tuple(range(8 * nodes)))
+
+
+def test_collnet_runs_only_where_enabled_on_a_sharp_fabric():
+    machine = a100(2)
+    assert machine.sharp and machine.rails == 8
+    assert "collnet_direct" not in candidates(machine, "all_reduce")
+    assert {"collnet_direct", "collnet_chain"} <= set(candidates(machine, "all_reduce", 1))
+    assert not {"collnet_direct", "collnet_chain"} & set(
+        candidates(describe(sc.topology.dgx_a100(2), tuple(range(16))), "all_reduce", 1))
+    assert "collnet_direct" not in candidates(machine, "reduce_scatter", 1)
+    # 16 GPUs per node are more than CollNet's 8 (NCCL_MAX_DIRECT_ARITY + 1)
+    wide = sc.topology.dgx(2, nvlink_bandwidth=240e9, pcie_bandwidth=24e9,
+                           nic_bandwidth=25e9, gpus_per_node=16, sharp=True)
+    assert not {"collnet_direct", "collnet_chain"} & set(
+        candidates(describe(wide, tuple(range(32))), "all_reduce", 1))
+    with pytest.raises(sc.InvalidInputError, match="CollNet needs collnet=1"):
+        sc.simulate(sc.topology.dgx_a100(2, sharp=True), "all_reduce", algorithm="nccl",
+                    nbytes=MIB, algo="collnet_chain")
+
+
+def test_two_a100_nodes_pick_collnet_direct_at_64_mib_and_a_ring_at_1_gib():
+    machine = a100(2)
+    bus = min(A100_NVLINK, 8 * A100_PCIE)             # 192 GB/s: one NIC path per GPU
+    direct = 2 * (3.7 + 7 * 0.4) + 31                  # 44 us
+    chain = 2 * 7 * 2.8 + 30                           # 69.2 us
+    for nbytes in (64 * MIB, 1 << 30):
+        assert predict(machine, "all_reduce", nbytes, "collnet_direct", "Simple", 16) == \
+            pytest.approx((direct + nbytes / (1000 * bus / 2)) * US, rel=1e-12)
+        assert predict(machine, "all_reduce", nbytes, "collnet_chain", "Simple", 16) == \
+            pytest.approx((chain + nbytes / (1000 * bus / 2)) * US, rel=1e-12)
+        assert predict(machine, "all_reduce", nbytes, "collnet_direct", "LL", 16) == float("inf")
+    # The ring's latency, (8.4 + 28 x 3.4 + 2 x 14) x 1.4, is higher, its bandwidth
+    # (192 x 16 / 30) too: Direct wins at 64 MiB, the ring at 1 GiB.
+    assert choose(machine, "all_reduce", 64 * MIB, collnet=1).algo == "collnet_direct"
+    assert choose(machine, "all_reduce", 1 << 30, collnet=1).algo == "ring"
+
+
+def test_collnet_direct_on_hopper_counts_085_and_the_gpu_nic_ratio():
+    h100 = describe(sc.topology.dgx_h100(2, sharp=True), tuple(range(16)))
+    bus = min(370.8, 8 * 48.0) * 0.85
+    assert predict(h100, "all_reduce", 1 << 30, "collnet_direct", "Simple", 16) == \
+        pytest.approx((44 + (1 << 30) / (1000 * bus / 2)) * US, rel=1e-12)
+    # 4 NICs for 8 GPUs: factor 2 - (2 - 1) / 2 = 1.5; 4 NICs give 4 x 24 GB/s
+    half = sc.topology.dgx_a100(2, nics_per_node=4, sharp=True)
+    machine = describe(half, tuple(range(16)))
+    assert machine.rails == 4
+    assert predict(machine, "all_reduce", 1 << 30, "collnet_direct", "Simple", 16) == \
+        pytest.approx((44 + (1 << 30) / (1000 * min(240, 4 * 24) / 1.5 / 2)) * US, rel=1e-12)
+
+
+def test_channel_trimming_and_chunks_as_worked_out_by_hand():
+    # Direct, 1 MiB, 8 heads: 16 -> 8 (threshold 512 -> 256 at 12), -> 4 (128 at 6),
+    # -> 2 (64 at 3), where 2 x 640 x 8 x 64 = 655,360 <= 1 MiB.
+    assert trim_channels(MIB, "collnet_direct", "Simple", 16, 16, 8) == 2
+    # 1 GiB: no channel of 16 x 640 x 8 x 512 = 42 MB... 1 GiB is more: all 16 stay.
+    assert trim_channels(1 << 30, "collnet_direct", "Simple", 16, 16, 8) == 16
+    # Chain: one channel per 640 x 512 = 327,680 bytes: 1 MiB keeps 3.
+    assert trim_channels(MIB, "collnet_chain", "Simple", 16, 16, 8) == 3
+    # Direct's chunk at 1 MiB on 2 channels of 8 heads: 512 -> 128 KiB (fewer than 128
+    # chunks per head), -> 32 KiB (fewer than 16); at 1 GiB on 16 channels 512 KiB stays
+    # down to... 1 GiB / (128 x 512 KiB) = 16 < 128: 128 KiB, where 64 >= 16.
+    assert chunk_bytes("collnet_direct", MIB, 2, 8) == 32 * 1024
+    assert chunk_bytes("collnet_direct", 1 << 30, 16, 8) == 128 * 1024
+    # Chain at 64 MiB on 16 channels, depth 8: 64 MiB / (16 x 256 KiB) = 16 < 512 -> 128
+    # KiB (32 < 512, stop at 128 KiB), 32 < 64 -> 64 KiB (64 >= 64, stop).
+    assert chunk_bytes("collnet_chain", 64 * MIB, 16, 8) == 64 * 1024
+
+
+@pytest.mark.parametrize("algo", ["collnet_direct", "collnet_chain"])
+@pytest.mark.parametrize("machine", ["a100x2", "a100x3_two_leaves"])
+def test_collnet_reduces_right_and_moves_what_its_messages_say(algo, machine):
+    nodes = 2 if machine == "a100x2" else 3
+    topo = sc.topology.dgx_a100(nodes, sharp=True, leaf_radix=40 if nodes == 2 else 4)
+    p = 8 * nodes
+    count = 16 * 8 * 2000
+    inputs = make_data(p, count, "float32")
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo=algo,
+                      collnet=1, channels=16)
+    assert res.correct and res.params["algo"] == algo
+    assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
+    exact = np.sum([x.astype(np.float64) for x in inputs], axis=0)
+    for out in res.outputs:
+        np.testing.assert_allclose(out, exact, rtol=1e-5, atol=1e-4)
+    n, g = count * 4, 8
+    nvlink_out = [res.link_bytes[(f"gpu{r}", f"nvswitch{r // g}")] for r in range(p)]
+    nic_up = [res.link_bytes[(f"nic{r}", res_leaf(topo, r))] for r in range(p)]
+    nic_down = [res.link_bytes[(res_leaf(topo, r), f"nic{r}")] for r in range(p)]
+    if algo == "collnet_direct":
+        # (G-1)/G n scattered, (G-1) blocks of n/G sent back; a block each way per NIC
+        assert nvlink_out == [2 * (g - 1) * n // g] * p
+        assert nic_up == nic_down == [n // g] * p
+        assert res.bytes_sent.tolist() == [2 * (g - 1) * n // g + n // g] * p
+    else:
+        # per channel a chain of G GPUs: G - 1 parts up and G - 1 down per node; each
+        # GPU heads 2 of the 16 channels (c mod 8) and sends their parts to its NIC
+        for node in range(nodes):
+            assert sum(nvlink_out[node * g:(node + 1) * g]) == 2 * (g - 1) * n
+        assert nic_up == nic_down == [2 * n // 16] * p
+
+
+def res_leaf(topo: sc.Topology, rank: int) -> str:
+    """The leaf NIC ``rank`` hangs on (dgx_a100: one NIC per GPU, NIC r on rail r mod 8)."""
+    return next(d for d in topo.neighbors(f"nic{rank}") if d.startswith("leaf"))
+
+
+def test_collnet_direct_takes_the_same_time_on_any_number_of_nodes_under_one_leaf():
+    times = [sc.simulate(sc.topology.dgx_a100(nodes, sharp=True), "all_reduce",
+                         algorithm="nccl", nbytes=64 * MIB, algo="collnet_direct",
+                         collnet=1).time for nodes in (2, 4, 8)]
+    assert times[0] == times[1] == times[2]
+    # no faster than its latency and its NIC: n/8 at 24 GB/s each way through PCIe
+    assert times[0] > 44 * US + 64 * MIB / 8 / 24e9
