@@ -83,13 +83,14 @@ def test_channel_trimming_and_chunks_as_worked_out_by_hand():
     # Direct, 1 MiB, 8 heads: 16 -> 8 (threshold 512 -> 256 at 12), -> 4 (128 at 6),
     # -> 2 (64 at 3), where 2 x 640 x 8 x 64 = 655,360 <= 1 MiB.
     assert trim_channels(MIB, "collnet_direct", "Simple", 16, 16, 8) == 2
-    # 1 GiB: no channel of 16 x 640 x 8 x 512 = 42 MB... 1 GiB is more: all 16 stay.
+    # 1 GiB is more than 16 x 640 x 8 x 512 bytes (42 MB): all 16 channels stay.
     assert trim_channels(1 << 30, "collnet_direct", "Simple", 16, 16, 8) == 16
     # Chain: one channel per 640 x 512 = 327,680 bytes: 1 MiB keeps 3.
     assert trim_channels(MIB, "collnet_chain", "Simple", 16, 16, 8) == 3
     # Direct's chunk at 1 MiB on 2 channels of 8 heads: 512 -> 128 KiB (fewer than 128
-    # chunks per head), -> 32 KiB (fewer than 16); at 1 GiB on 16 channels 512 KiB stays
-    # down to... 1 GiB / (128 x 512 KiB) = 16 < 128: 128 KiB, where 64 >= 16.
+    # chunks per head), -> 32 KiB (fewer than 16). At 1 GiB on 16 channels of 8 heads:
+    # 1 GiB / (128 x 512 KiB) = 16 < 128, so 128 KiB (the first floor), where
+    # 1 GiB / (128 x 128 KiB) = 64 >= 16 stops the other halvings.
     assert chunk_bytes("collnet_direct", MIB, 2, 8) == 32 * 1024
     assert chunk_bytes("collnet_direct", 1 << 30, 16, 8) == 128 * 1024
     # Chain at 64 MiB on 16 channels, depth 8: 64 MiB / (16 x 256 KiB) = 16 < 512 -> 128

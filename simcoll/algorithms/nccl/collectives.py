@@ -69,8 +69,9 @@ def _params(collective: str) -> dict[str, Any]:
         "tuner": Choice(NCCL_VERSION, TUNERS,
                         doc="NCCL release whose tuner chooses (the run is the same)"),
         **({"collnet": Int(0, minimum=0, maximum=1,
-                           doc="NCCL_COLLNET_ENABLE: 1 lets NVLS run across nodes "
-                               "through the fabric's SHARP switches")}
+                           doc="NCCL_COLLNET_ENABLE: 1 enables CollNet over the "
+                               "fabric's SHARP switches (CollNet Direct and Chain, "
+                               "NVLS across nodes)")}
            if collective == "all_reduce" else {}),
     }
 
