@@ -10,7 +10,9 @@ protocol only):
   which reduce it over the nodes and send it back; the head then sends the result to
   every other GPU of its node. A GPU sends and receives 2 (G - 1) / G n bytes inside its
   node and n / G through its NIC each way. Latency (``tuning.cc``): 2 (3.7 us + 0.4 us
-  per other local GPU) + 31 us.
+  per other local GPU) + 31 us. Here every GPU is a head; NCCL makes one per NIC, which
+  moves the same bytes through each NIC where GPUs share one (two heads of n / G each
+  against one of 2 n / G).
 * **CollNet Chain**: the node's GPUs form a chain per channel, starting at local GPU
   c mod G (the head, as for NCCL's trees); slices are reduced up the chain, the head
   sends the node's sum through its NIC to the SHARP switches and passes what comes back
