@@ -113,7 +113,7 @@ def test_nvls_across_nodes_takes_the_same_time_on_any_number_of_nodes_and_its_bo
     n = 256 * MIB
     times = [sc.simulate(sc.topology.dgx_h100(nodes, sharp=True), "all_reduce",
                          algorithm="nccl", nbytes=n, algo="nvls", collnet=1).time
-             for nodes in (2, 4, 8)]
+             for nodes in (2, 3, 4)]
     assert times[0] == times[1] == times[2]
     # No faster than its latency plus its busiest resource: the NVSwitch reduces 7 n
     # at 1.86 TB/s, more than NVLink's 9n/8 at 370.8 GB/s and the NIC's n/8 at 48 GB/s.
