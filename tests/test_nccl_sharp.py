@@ -195,3 +195,12 @@ def test_without_one_sharp_switch_per_rail_nvls_does_not_run_across_nodes():
     with pytest.raises(sc.InvalidInputError, match="needs collnet=1 and a SHARP fabric"):
         sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=MIB, algo="nvls",
                     collnet=1, arch="hopper")
+
+
+def test_the_sharp_trees_follow_the_machine_when_it_changes():
+    topo = two_rail_machine(False)
+    assert sharp_groups(topo, (0, 1, 2, 3)) is not None
+    generation = topo.generation
+    topo.add_link("n01", "n11", bandwidth=10e9)      # rail 1 now meets without its switch
+    assert topo.generation != generation
+    assert sharp_groups(topo, (0, 1, 2, 3)) is None

@@ -104,6 +104,7 @@ class Topology:
         self._kind_count: dict[str, int] = {}
         self._in_network: list[str] = []
         self._endpoints: list[str] | None = None
+        self._generation = 0
 
     # -- building ------------------------------------------------------------------------
     def _add(self, kind: str, name: str | None, reduce_bandwidth: float, node: int = 0,
@@ -217,12 +218,19 @@ class Topology:
         return link
 
     def _invalidate(self) -> None:
+        self._generation += 1
         self._endpoints = None
         self._routes.clear()
         self._tree = None
         self._tree_checked = False
 
     # -- reading -------------------------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        """A count that changes whenever the machine does (a device or a link added):
+        what is computed from its routes can be kept until it changes."""
+        return self._generation
+
     @property
     def nranks(self) -> int:
         """Number of GPUs (ranks)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from simcoll.topology.graph import Topology
 
@@ -136,10 +137,29 @@ def _sharp_tree(topology: Topology, owners: list[int], reducers: frozenset[str]
     return SharpTree({leaf: tuple(positions) for leaf, positions in leaves.items()}, root)
 
 
+_SHARP_TREES: WeakKeyDictionary[Topology, tuple[int, dict[tuple[int, ...],
+                                                       dict[int, SharpTree] | None]]] = \
+    WeakKeyDictionary()
+"""What :func:`sharp_groups` found, per topology and its generation, by ranks: every GPU
+of a run asks for the same trees."""
+
+
 def sharp_groups(topology: Topology, ranks: tuple[int, ...]) -> dict[int, SharpTree] | None:
-    """For NVLS across nodes over ``ranks`` (world ranks), the SHARP tree of each local
-    index, whose owners are given by position; None where there is one node, nodes differ
-    in size, or some local index has no SHARP tree."""
+    """For NVLS across nodes and CollNet over ``ranks`` (world ranks), the SHARP tree of
+    each local index, whose owners are given by position; None where there is one node,
+    nodes differ in size, or some local index has no SHARP tree. Kept until the topology
+    changes (the trees are shared: do not modify them)."""
+    generation, known = _SHARP_TREES.get(topology, (-1, {}))
+    if generation != topology.generation:
+        known = {}
+        _SHARP_TREES[topology] = (topology.generation, known)
+    if ranks not in known:
+        known[ranks] = _find_sharp_groups(topology, ranks)
+    return known[ranks]
+
+
+def _find_sharp_groups(topology: Topology, ranks: tuple[int, ...]
+                       ) -> dict[int, SharpTree] | None:
     reducers = network_reducers(topology)
     if not reducers:
         return None
