@@ -192,12 +192,14 @@ def _across_nodes(comm: Comm) -> bool:
 
 
 def _sharp_trees(comm: Comm) -> dict[int, SharpTree]:
-    """NVLS across nodes: the SHARP tree of every local index (owners by rank)."""
+    """NVLS across nodes and CollNet: the SHARP tree of every local index (owners by
+    rank)."""
     trees = sharp_groups(comm.topology, comm.world_ranks())
     if trees is None:
-        raise CommUsageError(f"rank {comm.rank}: NVLS across nodes needs the GPUs of every "
-                             f"local index to meet through SHARP switches (in-network "
-                             f"devices no GPU is linked to), e.g. dgx_h100(nodes, sharp=True)")
+        raise CommUsageError(f"rank {comm.rank}: NVLS across nodes and CollNet need the GPUs "
+                             f"of every local index to meet through SHARP switches "
+                             f"(in-network devices no GPU is linked to), e.g. "
+                             f"dgx_h100(nodes, sharp=True)")
     return trees
 
 

@@ -44,12 +44,13 @@ _STEP = 512 * 1024
 def chunk_bytes(algo: str, nbytes: int, channels: int, ppn: int) -> int:
     """NCCL's CollNet chunk for a buffer of ``nbytes``: Direct starts from a step (512
     KiB) and halves while each of the ``channels`` x ``ppn`` heads would get fewer than
-    2 x 64 chunks (down to 128 KiB), then fewer than 2 x 8 (down to 32 KiB); Chain
-    starts from 256 KiB and halves while a channel would get fewer than 64 ppn chunks
-    (down to 128 KiB), 8 ppn (down to 64 KiB), then ppn (down to 32 KiB)."""
+    64 d chunks (down to 128 KiB), then fewer than 8 d (down to 32 KiB), where d, its
+    depth, is 2 with other GPUs in the node and 1 alone; Chain starts from 256 KiB and
+    halves while a channel would get fewer than 64 ppn chunks (down to 128 KiB), 8 ppn
+    (down to 64 KiB), then ppn (down to 32 KiB)."""
     if algo == "collnet_direct":
-        chunk, share = _STEP, channels * ppn
-        for depth, floor in ((2 * 64, 131072), (2 * 8, 65536), (2 * 8, 32768)):
+        chunk, share, d = _STEP, channels * ppn, 1 if ppn == 1 else 2
+        for depth, floor in ((d * 64, 131072), (d * 8, 65536), (d * 8, 32768)):
             while nbytes // (share * chunk) < depth and chunk > floor:
                 chunk //= 2
         return chunk
@@ -131,9 +132,9 @@ def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol
 
 
 def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
-                     op: ReduceOp, intra: str, chunk: int, leaf: int | None) -> Steps:
+                     op: ReduceOp, intra: str, chunk: int, leaf: int) -> Steps:
     """One channel of CollNet Chain on a GPU: reduce up the node's chain, the head
-    through SHARP switch ``leaf`` (None on the other GPUs), results down the chain."""
+    through its SHARP switch ``leaf``, results down the chain."""
     peers, _ = _node(comm)
     start = channel % len(peers)
     chain = peers[start:] + peers[:start]
@@ -144,9 +145,6 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
     downs = [Sender(comm, chain[pos + 1], protocol, hop, down_tag)] \
         if pos + 1 < len(chain) else []
     if pos == 0:
-        if leaf is None:
-            raise ValueError(f"rank {comm.rank} heads channel {channel}'s chain but has "
-                             f"no SHARP switch")
         key = (channel, start)
         up = sharp.uplink(comm, leaf, protocol.hop("collnet_chain", "net"), protocol, key)
         descending = comm.start(sharp.downlink(comm, leaf, key, len(pieces), downs))

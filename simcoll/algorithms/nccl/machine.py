@@ -7,8 +7,9 @@ its node and to the network, and the GPU generation. :func:`describe` reads them
 routes of a simcoll topology, so any machine, preset or hand-built, gets a tuner.
 
 With ``NCCL_COLLNET_ENABLE=1`` and a fabric whose switches reduce in the network
-(InfiniBand SHARP), NCCL runs NVLS across nodes (``nvls_tree.py``): the owners of a
-block on every node all-reduce it through a tree of SHARP switches. Here a SHARP switch
+(InfiniBand SHARP), NCCL can run NVLS across nodes (``nvls_tree.py``) and CollNet
+(``collnet.py``): the owners of a block on every node all-reduce it through a tree of
+SHARP switches (``sharp.py``). Here a SHARP switch
 is an in-network device no GPU is linked to directly (a leaf or the spine of
 ``dgx_h100(nodes, sharp=True)``, or any such device of a hand-built topology); an
 owner's leaf is the first one on its route to the owner on the next node, and several
