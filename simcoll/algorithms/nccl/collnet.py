@@ -29,7 +29,7 @@ from __future__ import annotations
 from simcoll.algorithms.nccl import sharp
 from simcoll.algorithms.nccl.machine import node_order
 from simcoll.algorithms.nccl.protocols import Protocol
-from simcoll.algorithms.nccl.rings import Sender
+from simcoll.algorithms.nccl.rings import Sender, relay
 from simcoll.buffers import Buffer, join, split
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
@@ -150,8 +150,7 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
         descending = comm.start(sharp.downlink(comm, leaf, key, len(pieces), downs))
     else:
         up = Sender(comm, chain[pos - 1], protocol, hop, up_tag)
-        descending = comm.start(sharp.relay(comm, chain[pos - 1], down_tag, len(pieces),
-                                            downs))
+        descending = comm.start(relay(comm, chain[pos - 1], down_tag, len(pieces), downs))
     for piece in pieces:
         if downs:
             piece = yield comm.reduce(piece, (yield comm.recv(chain[pos + 1], tag=up_tag)), op)

@@ -33,8 +33,8 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["channel_rings", "beyond_route", "Sender", "pieces", "all_reduce", "reduce_scatter",
-           "all_gather", "broadcast", "reduce"]
+__all__ = ["channel_rings", "beyond_route", "Sender", "relay", "pieces", "all_reduce",
+           "reduce_scatter", "all_gather", "broadcast", "reduce"]
 
 
 def channel_rings(nodes: list[int], channels: int) -> list[list[int]]:
@@ -112,6 +112,20 @@ class Sender:
         """Wait until every slice sent has arrived."""
         while self.in_flight:
             yield self.in_flight.popleft()
+
+
+def relay(comm: Comm, source: int, tag: Hashable, count: int, downs: list[Sender]) -> Steps:
+    """Receive ``count`` slices from ``source`` on ``tag``, pass each on to ``downs`` as
+    it comes; returns them in order (a tree's or a chain's way down)."""
+    got: list[Buffer] = []
+    for _ in range(count):
+        piece = yield comm.recv(source, tag=tag)
+        for sender in downs:
+            yield from sender.send(piece)
+        got.append(piece)
+    for sender in downs:
+        yield from sender.drain()
+    return got
 
 
 def pieces(block: Buffer, protocol: Protocol) -> list[Buffer]:

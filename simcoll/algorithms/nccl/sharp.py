@@ -21,13 +21,12 @@ from collections.abc import Hashable
 
 from simcoll.algorithms.nccl.channels import run_channels
 from simcoll.algorithms.nccl.protocols import Protocol
-from simcoll.algorithms.nccl.rings import Sender
-from simcoll.buffers import Buffer
+from simcoll.algorithms.nccl.rings import Sender, relay
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["uplink", "downlink", "relay", "switch_all_reduce"]
+__all__ = ["uplink", "downlink", "switch_all_reduce"]
 
 
 def _tags(key: tuple[int, int]) -> tuple[Hashable, Hashable]:
@@ -40,20 +39,6 @@ def uplink(comm: Comm, switch: int, step: float, protocol: Protocol,
     """This GPU's connection up to SHARP switch ``switch`` for ``key``'s slices, each
     step costing ``step`` seconds end to end (beyond the route: see ``rings.Sender``)."""
     return Sender(comm, switch, protocol, step, _tags(key)[0])
-
-
-def relay(comm: Comm, source: int, tag: Hashable, count: int, downs: list[Sender]) -> Steps:
-    """Receive ``count`` slices from ``source`` on ``tag``, pass each on to ``downs`` as
-    it comes; returns them in order."""
-    got: list[Buffer] = []
-    for _ in range(count):
-        piece = yield comm.recv(source, tag=tag)
-        for sender in downs:
-            yield from sender.send(piece)
-        got.append(piece)
-    for sender in downs:
-        yield from sender.drain()
-    return got
 
 
 def downlink(comm: Comm, switch: int, key: tuple[int, int], count: int,

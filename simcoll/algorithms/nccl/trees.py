@@ -22,7 +22,7 @@ from __future__ import annotations
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.machine import node_order
 from simcoll.algorithms.nccl.protocols import Protocol
-from simcoll.algorithms.nccl.rings import Sender, pieces
+from simcoll.algorithms.nccl.rings import Sender, pieces, relay
 from simcoll.buffers import Buffer, join
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
@@ -69,19 +69,6 @@ def _up(comm: Comm, slices: list[Buffer], up: int | None, sources: list[int],
     return slices
 
 
-def _down(comm: Comm, count: int, up: int, downs: list[Sender], tag: int) -> Steps:
-    """Receive every slice from above and pass it down."""
-    got = []
-    for _ in range(count):
-        piece = yield comm.recv(up, tag=tag + 1)
-        for sender in downs:
-            yield from sender.send(piece)
-        got.append(piece)
-    for sender in downs:
-        yield from sender.drain()
-    return got
-
-
 def all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol, op: ReduceOp,
                intra: str) -> Steps:
     """One channel's tree all-reduce of this rank's ``part``; returns it reduced."""
@@ -93,6 +80,6 @@ def all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol, op: R
         result = yield from _up(comm, slices, None, sources, downs, protocol, op, intra, tag)
         return join(result)
     climbing = comm.start(_up(comm, slices, up, sources, downs, protocol, op, intra, tag))
-    result = yield from _down(comm, len(slices), up, downs, tag)
+    result = yield from relay(comm, up, tag + 1, len(slices), downs)
     yield climbing
     return join(result)
