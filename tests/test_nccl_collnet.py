@@ -202,3 +202,14 @@ def test_sharp_algorithms_on_random_machines(seed):
         up = sum(res.link_bytes.get((f"g{node}_{local}", f"n{node}_{local}"), 0)
                  for node in range(nodes) for local in range(g))
         assert up == nodes * count * 8, (seed, algo)
+
+
+@pytest.mark.parametrize("algo", ["collnet_direct", "collnet_chain", "nvls"])
+def test_started_sharp_collectives_are_refused_as_nvls_is(algo):
+    def program(comm, x):
+        out = yield comm.all_reduce(x, algorithm="nccl", algo=algo, collnet=1)
+        return out
+
+    topo = sc.topology.dgx_h100(2, sharp=True)
+    with pytest.raises(sc.AlgorithmError, match="runs programs on in-network devices"):
+        sc.run_program(topo, program, sc.VirtualBuffer.of(2**20, "float32"))

@@ -248,7 +248,11 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
                 algo, parts, g, chunk_bytes(algo, x.nbytes, channels, g))
         return sharp.switch_all_reduce(comm, op, roles, counts) if roles else None
     if algo.startswith("collnet"):
-        return None
+        # NVSwitches only forward; asked from a rank program (comm.all_reduce, where
+        # comm.rank is a GPU), CollNet still needs the SHARP switches' programs, which
+        # only a top-level simulate() starts.
+        in_network = comm.rank in comm.in_network
+        return None if in_network else sharp.switch_all_reduce(comm, op, [], [])
     if algo == "nvls" and not _across_nodes(comm):
         return nvls.switch_all_reduce(comm, x, channels, op)
     return nvls_tree.switch_all_reduce(comm, x, channels, op)
