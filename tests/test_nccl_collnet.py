@@ -213,3 +213,24 @@ def test_started_sharp_collectives_are_refused_as_nvls_is(algo):
     topo = sc.topology.dgx_h100(2, sharp=True)
     with pytest.raises(sc.AlgorithmError, match="runs programs on in-network devices"):
         sc.run_program(topo, program, sc.VirtualBuffer.of(2**20, "float32"))
+
+
+@pytest.mark.parametrize("algo", ["collnet_direct", "collnet_chain"])
+def test_collnet_on_a_generic_fat_tree_sends_each_node_buffer_once_through_its_nic(algo):
+    # 3 servers of 4 GPUs, one NIC each, on 4-port leaves (2 nodes per leaf) and a spine
+    topo = sc.topology.fat_tree(3, 4, sharp=True, leaf_radix=4)
+    with pytest.raises(sc.TopologyError, match="sharp=1 is not accepted"):
+        sc.topology.fat_tree(3, 4, sharp=1)
+    machine = describe(topo, tuple(range(12)))
+    assert machine.sharp and machine.rails == 1    # one NIC serves the node's 4 GPUs
+    count = 16 * 4 * 300
+    inputs = make_data(12, count, "float32")
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo=algo,
+                      collnet=1, channels=16)
+    assert res.correct
+    assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
+    n = count * 4
+    for node, leaf in ((0, "leaf0_0"), (1, "leaf0_0"), (2, "leaf0_1")):
+        assert res.link_bytes[(f"nic{node}", leaf)] == res.link_bytes[(leaf, f"nic{node}")] == n
+    for leaf in ("leaf0_0", "leaf0_1"):
+        assert res.link_bytes[(leaf, "spine")] == res.link_bytes[("spine", leaf)] == n

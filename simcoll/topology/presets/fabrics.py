@@ -73,7 +73,7 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
              intra_latency: float = 1 * us, nic_bandwidth: float = 100 * Gbps,
              pcie_bandwidth: float = 24 * GB, pcie_latency: float = 1 * us,
              network_latency: float = 1.5 * us, network_kind: str = "ib",
-             reduce_bandwidth: float = math.inf) -> Topology:
+             reduce_bandwidth: float = math.inf, sharp: bool = False) -> Topology:
     """Generic GPU servers, one NIC each, on a two-level fat tree.
 
     The GPUs of a node share a node switch (links of ``intra_bandwidth``); the node
@@ -83,10 +83,15 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     message from GPU a to GPU b of another node under the same leaf crosses
     a -> node switch -> NIC -> leaf -> NIC -> node switch -> b; under another leaf it
     also crosses the spine. Rank ``node * gpus_per_node + local`` (its ``node``).
+    ``sharp=True`` makes the leaves and the spine reduce in the network (InfiniBand
+    SHARP, for NCCL's CollNet with ``collnet=1``).
 
     Raises:
-        TopologyError: a count, ratio, bandwidth or latency that is not accepted.
+        TopologyError: a count, ratio, bandwidth or latency that is not accepted, or a
+            ``sharp`` that is not a bool.
     """
+    if not isinstance(sharp, bool):
+        raise TopologyError(f"sharp={sharp!r} is not accepted; use True or False")
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     _leaf_capacity(leaf_radix, oversubscription)
@@ -106,5 +111,5 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     if nics:
         attach_fat_tree(topo, nics, nic_bandwidth=nic_bandwidth, latency=network_latency,
                         kind=network_kind, leaf_radix=leaf_radix,
-                        oversubscription=oversubscription)
+                        oversubscription=oversubscription, sharp=sharp)
     return topo
