@@ -27,7 +27,7 @@ halved for small buffers (see :func:`chunk_bytes`).
 from __future__ import annotations
 
 from simcoll.algorithms.nccl import sharp
-from simcoll.algorithms.nccl.machine import node_order
+from simcoll.algorithms.nccl.machine import node_layout
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender, relay
 from simcoll.buffers import Buffer, join, split
@@ -79,18 +79,12 @@ def switch_counts(algo: str, parts: list[Buffer], ppn: int, chunk: int
     return [{c % ppn: len(slices(part, chunk))} for c, part in enumerate(parts)]
 
 
-def _node(comm: Comm) -> tuple[list[int], int]:
-    """The ranks of this rank's node, local index by local index, and its own index."""
-    groups = node_order([comm.node_of(r) for r in range(comm.size)])
-    mine = next(g for g in groups if comm.rank in g)
-    return mine, mine.index(comm.rank)
-
-
 def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
                       op: ReduceOp, intra: str, chunk: int, leaf: int) -> Steps:
     """One channel of CollNet Direct on a GPU: scatter every block to its head, head
     this GPU's block through SHARP switch ``leaf``, gather the others' results."""
-    peers, local = _node(comm)
+    groups, node, local = node_layout(comm)
+    peers = groups[node]
     blocks = [slices(block, chunk) for block in split(part, len(peers))]
     others = [h for h in range(len(peers)) if h != local]
     longest = max(len(block) for block in blocks)
@@ -135,7 +129,8 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
                      op: ReduceOp, intra: str, chunk: int, leaf: int) -> Steps:
     """One channel of CollNet Chain on a GPU: reduce up the node's chain, the head
     through its SHARP switch ``leaf``, results down the chain."""
-    peers, _ = _node(comm)
+    groups, node, _ = node_layout(comm)
+    peers = groups[node]
     start = channel % len(peers)
     chain = peers[start:] + peers[:start]
     pos = chain.index(comm.rank)

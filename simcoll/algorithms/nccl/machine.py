@@ -23,9 +23,10 @@ import math
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
+from simcoll.comm import Comm
 from simcoll.topology.graph import Topology
 
-__all__ = ["Machine", "describe", "node_order", "network_reducers", "SharpTree",
+__all__ = ["Machine", "describe", "node_order", "node_layout", "network_reducers", "SharpTree",
            "sharp_groups"]
 
 _NVLINK_KINDS = ("nvlink", "nvswitch")
@@ -84,6 +85,13 @@ def node_order(nodes: list[int]) -> list[list[int]]:
     for position, node in enumerate(nodes):
         groups.setdefault(node, []).append(position)
     return list(groups.values())
+
+
+def node_layout(comm: Comm) -> tuple[list[list[int]], int, int]:
+    """(the ranks of every node, this rank's node index, its local index)."""
+    groups = node_order([comm.node_of(r) for r in range(comm.size)])
+    node = next(j for j, members in enumerate(groups) if comm.rank in members)
+    return groups, node, groups[node].index(comm.rank)
 
 
 def network_reducers(topology: Topology) -> frozenset[str]:

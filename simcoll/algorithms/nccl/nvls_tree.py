@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.channels import run_channels
-from simcoll.algorithms.nccl.machine import node_order
+from simcoll.algorithms.nccl.machine import node_layout
 from simcoll.algorithms.nccl.nvls import CHUNK_BYTES
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
@@ -68,13 +68,6 @@ def _round_robin(blocks: list[list[Buffer]]) -> list[tuple[int, int]]:
     before slice k + 1 of any, so every owner's tree starts at once."""
     longest = max(len(block) for block in blocks)
     return [(b, k) for k in range(longest) for b in range(len(blocks)) if k < len(blocks[b])]
-
-
-def _node_layout(comm: Comm) -> tuple[list[list[int]], int, int]:
-    """(the ranks of every node, this rank's node index, its local index)."""
-    groups = node_order([comm.node_of(r) for r in range(comm.size)])
-    node = next(j for j, members in enumerate(groups) if comm.rank in members)
-    return groups, node, groups[node].index(comm.rank)
 
 
 def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: int,
@@ -128,7 +121,7 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
     if switch is None:
         raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS-tree needs every GPU "
                          f"on an in-network NVSwitch")
-    groups, node, local = _node_layout(comm)
+    groups, node, local = node_layout(comm)
     blocks = block_slices(part, len(groups[node]))
     base = 4 * channel
 
