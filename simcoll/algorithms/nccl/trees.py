@@ -20,7 +20,7 @@ its link class (``hwLatencies[...][TREE]``), or the route's latency where that i
 from __future__ import annotations
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
-from simcoll.algorithms.nccl.machine import node_order
+from simcoll.algorithms.nccl.machine import node_layout
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender, pieces, relay
 from simcoll.buffers import Buffer, join
@@ -35,9 +35,8 @@ def _layout(comm: Comm, channel: int) -> tuple[int | None, list[int], list[int]]
     """(where this rank sends up, where it receives from going up, where it sends down):
     its chain predecessor or its node's parent head; its chain successor and, at a head,
     its child nodes' heads."""
-    groups = node_order([comm.node_of(r) for r in range(comm.size)])
+    groups, mine, _ = node_layout(comm)
     chains = [g[channel % len(g):] + g[:channel % len(g)] for g in groups]
-    mine = next(j for j, g in enumerate(groups) if comm.rank in g)
     chain = chains[mine]
     pos = chain.index(comm.rank)
     below = [chain[pos + 1]] if pos + 1 < len(chain) else []
