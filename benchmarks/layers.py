@@ -12,9 +12,13 @@ receiving as many from the left, and adds one layer to the row before it:
    arrivals), on the analytical network;
 4. ``comm, flow``: the same program on the flow network (routes, traffic counters, flows
    reserved alone on their links, one batch per instant);
-5. ``ring all_reduce``: ``sc.simulate(..., algorithm="ring")`` on the flow network: the
-   ring algorithm's blocks, reductions and bookkeeping, and simulate's own set-up and
-   result.
+5. ``ring all_reduce``: ``sc.simulate(..., algorithm="ring")`` on the flow network, its
+   rank programs run (``simcoll.lone_flows.enabled = False``): the ring algorithm's
+   blocks, reductions and bookkeeping, and simulate's own set-up and result.
+
+A last row, apart from the layers, is what ``sc.simulate`` does by default on this
+machine: it times the ring over arrays (``simcoll.lone_flows``), every step for all
+ranks at once, without SimPy.
 
 Each row is the best of ``--repeat`` runs in one process, rows alternated, and is shown
 against the row before it and against the first.
@@ -83,11 +87,14 @@ def comm_ring(n: int, steps: int, network: str) -> float:
     return time.perf_counter() - start
 
 
-def _ring_all_reduce(n: int) -> float:
+def _ring_all_reduce(n: int, arrays: bool = False) -> float:
     topo = sc.topology.switch(n)
+    sc.lone_flows.enabled = arrays
     start = time.perf_counter()
     sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 30)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    sc.lone_flows.enabled = True
+    return wall
 
 
 LAYERS: list[tuple[str, Callable[[int, int], float]]] = [
@@ -98,6 +105,9 @@ LAYERS: list[tuple[str, Callable[[int, int], float]]] = [
     ("ring all_reduce (sc.simulate), flow network", lambda n, s: _ring_all_reduce(n)),
 ]
 """The layers, each adding to the one before it."""
+ARRAYS = ("ring all_reduce timed over arrays (the default)",
+          lambda n, s: _ring_all_reduce(n, arrays=True))
+"""Apart from the layers: what ``sc.simulate`` does on this ring by default."""
 
 
 def main() -> None:
@@ -109,14 +119,16 @@ def main() -> None:
         steps = 2 * (n - 1)
         messages = n * steps
         _ring_all_reduce(min(n, 8))  # imports and first-call costs out of the way
-        best = [float("inf")] * len(LAYERS)
+        rows = [*LAYERS, ARRAYS]
+        best = [float("inf")] * len(rows)
         for _ in range(args.repeat):
-            for i, (_, layer) in enumerate(LAYERS):
+            for i, (_, layer) in enumerate(rows):
                 best[i] = min(best[i], layer(n, steps))
         print(f"ring of N = {n} ranks, {messages:,} messages, best of {args.repeat}")
         print(f"{'layer':<50}{'wall s':>8}{'us/msg':>8}{'added us/msg':>14}{'x first':>9}")
-        for i, (label, _) in enumerate(LAYERS):
-            added = "" if i == 0 else f"{(best[i] - best[i - 1]) / messages * 1e6:14.2f}"
+        for i, (label, _) in enumerate(rows):
+            added = ("" if i in (0, len(LAYERS))
+                     else f"{(best[i] - best[i - 1]) / messages * 1e6:14.2f}")
             print(f"{label:<50}{best[i]:8.3f}{best[i] / messages * 1e6:8.2f}{added:>14}"
                   f"{best[i] / best[0]:9.2f}")
 

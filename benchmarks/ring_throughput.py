@@ -1,8 +1,10 @@
 """Message throughput: data-free ring all_reduce on ``switch(N)`` against three floors.
 
 Each case runs in its own subprocess, so peak memory (``ru_maxrss``) is that case's alone.
-The subprocess first runs simcoll, reads its peak RSS, then runs the floors, each with the
-same number of messages (2(N-1) per rank):
+simcoll runs the ring's rank programs (``programs``) or, as ``sc.simulate`` does by
+default where no message shares a link, times it over arrays (``arrays``,
+``simcoll.lone_flows``). The subprocess first runs simcoll, reads its peak RSS, then
+runs the floors, each with the same number of messages (2(N-1) per rank):
 
 * ``timeout``: N SimPy processes, each yielding one ``env.timeout`` per message (one event
   and one process resume per message: the least a SimPy simulation of the ring can do);
@@ -94,10 +96,13 @@ def count_events() -> list[int]:
     return counted
 
 
-def ring_case(n: int, network: str, nbytes: str) -> dict:
-    """Run one data-free ring all_reduce and its baseline in this process."""
+def ring_case(n: int, network: str, nbytes: str, arrays: bool = False) -> dict:
+    """Run one data-free ring all_reduce and its baseline in this process: its rank
+    programs, or (``arrays``) timed over arrays as ``sc.simulate`` does by default
+    (``simcoll.lone_flows``)."""
     import simcoll as sc
 
+    sc.lone_flows.enabled = arrays
     topo = sc.topology.switch(n)
     events = count_events()
     start = time.perf_counter()
@@ -107,7 +112,8 @@ def ring_case(n: int, network: str, nbytes: str) -> dict:
     steps = 2 * (n - 1)
     floors = {"timeout": timeout_floor(n, steps), "heapq": heapq_floor(n, steps)}
     floors["store"] = baseline(n, steps) if n <= 1024 else None
-    return {"n": n, "network": network, "nbytes": nbytes, "messages": res.messages,
+    return {"n": n, "network": network, "arrays": arrays, "nbytes": nbytes,
+            "messages": res.messages,
             "wall": wall, "base": floors["timeout"], "floors": floors, "rss": rss,
             "sim_time": res.time, "events": events[0]}
 
@@ -128,7 +134,9 @@ def row(case: dict) -> str:
     rate = case["messages"] / case["wall"]
     floors = "  ".join(f"{name} {t:.2f} s (x{case['wall'] / t:.2f})"
                        for name, t in case["floors"].items() if t)
-    return (f"ring {case['network']:<10} N={case['n']:<5} {case['messages']:>10,d} msgs "
+    path = "arrays" if case["arrays"] else "programs"
+    return (f"ring {case['network']:<10} {path:<8} N={case['n']:<5} "
+            f"{case['messages']:>10,d} msgs "
             f"{case['wall']:8.2f} s {rate / 1e3:8.1f} kmsg/s "
             f"{case['events'] / case['messages']:.2f} events/msg  "
             f"peak {case['rss'] / 2**20:7.1f} MiB  floors: {floors}")
@@ -138,7 +146,8 @@ def main(argv: list[str]) -> None:
     sizes = [int(a) for a in argv] or [64, 256, 1024]
     for n in sizes:
         for network in ("flow", "analytical"):
-            print(row(in_subprocess("ring_case", n, network, "1GiB")), flush=True)
+            for arrays in (False, True):
+                print(row(in_subprocess("ring_case", n, network, "1GiB", arrays)), flush=True)
 
 
 if __name__ == "__main__":

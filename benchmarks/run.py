@@ -7,7 +7,9 @@ timed tests.
 Every case runs in its own subprocess, so its peak RSS is its own. Ratios are measured in
 the same subprocess as the case they compare:
 
-* ring rows: wall time over the one-timeout-per-message SimPy ring (N processes, each
+* ring rows: the ring's rank programs, then the same ring timed over arrays as
+  ``sc.simulate`` does by default where no message shares a link
+  (``simcoll.lone_flows``); wall time over the one-timeout-per-message SimPy ring (N processes, each
   yielding one ``env.timeout`` per message), then over a plain ``heapq`` loop of the same
   schedule and over the former floor (tokens through a ring of ``simpy.Store``s, three
   events per message); ``ev/msg`` is the events simcoll put on SimPy's queue per message
@@ -296,20 +298,25 @@ def main(argv: list[str]) -> None:
         print(f"(numba {c['numba']} compiled the max-min solvers in {c['wall']:.1f} s, or "
               f"loaded them from its cache)")
 
-    print("-- 1. ring all_reduce 1 GiB data-free on switch(N); floor = one SimPy timeout per "
-          "message, then heapq, then simpy.Store ring")
+    print("-- 1. ring all_reduce 1 GiB data-free on switch(N): its rank programs, then timed "
+          "over arrays (sc.simulate's default here); floor = one SimPy timeout per message, "
+          "then heapq, then simpy.Store ring")
     for n in (64, 256, 1024) + (() if quick else (4096,)):
         for network in ("flow", "analytical") if n < 4096 else ("flow",):
-            c = in_subprocess("ring_case", n, network, "1GiB")
-            if network == "flow":
-                flow = c
-            floors = c["floors"]
-            line(f"ring N={n} {network}", f"{c['messages']:,} msgs", c["wall"],
-                 f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s", c["rss"], floors["timeout"],
-                 per_message(c))
-            line("  same vs plain heapq loop", "", c["wall"], floor=floors["heapq"])
-            if floors["store"]:
-                line("  same vs simpy.Store ring", "", c["wall"], floor=floors["store"])
+            for arrays in (False, True):
+                c = in_subprocess("ring_case", n, network, "1GiB", arrays)
+                if network == "flow" and arrays:
+                    arrays_flow = c
+                elif network == "flow":
+                    flow = c
+                floors = c["floors"]
+                path = "arrays" if arrays else "programs"
+                line(f"ring N={n} {network}, {path}", f"{c['messages']:,} msgs", c["wall"],
+                     f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s", c["rss"],
+                     floors["timeout"], per_message(c))
+                line("  same vs plain heapq loop", "", c["wall"], floor=floors["heapq"])
+                if floors["store"] and not arrays:
+                    line("  same vs simpy.Store ring", "", c["wall"], floor=floors["store"])
         if n <= 256:
             g = simgrid("ring", n)
             if g:
@@ -319,8 +326,10 @@ def main(argv: list[str]) -> None:
         if g:
             line(f"  SimGrid {g['version']} C++, same ring", "", g["wall"],
                  f"{g['messages'] / g['wall'] / 1e3:.0f} kmsg/s", g["rss"])
-            line(f"  flow vs SimGrid C++: simulated {flow['sim_time'] * 1e3:.6f} ms "
-                 f"and {g['time'] * 1e3:.6f} ms", "", flow["wall"], floor=g["wall"])
+            for label, case in (("programs", flow), ("arrays", arrays_flow)):
+                line(f"  flow {label} vs SimGrid C++: simulated "
+                     f"{case['sim_time'] * 1e3:.6f} ms and {g['time'] * 1e3:.6f} ms", "",
+                     case["wall"], floor=g["wall"])
 
     print("-- 2. uneven all-to-all (rank i sends (1 + ((7i + 13j) mod 97)/97) x 65536 float32 "
           "to rank j, all at once), flow model")

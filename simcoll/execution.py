@@ -42,6 +42,7 @@ class Execution:
     Attributes:
         topology, network, runtime, env: what the run is made of.
         rank_times: the instant each rank's program returned (0 until it does).
+        end: the instant the run ended, if it was timed without its events.
     """
 
     def __init__(self, topology: Topology, *, network: str = "flow", trace: bool = False,
@@ -69,6 +70,18 @@ class Execution:
         if self._plan is not None:
             self.runtime.compute_scale = self._plan.compute_scale(endpoints)
         self.rank_times = np.zeros(p)
+        self.end: float | None = None
+        """The run's end when it was timed without events (:mod:`simcoll.lone_flows`)."""
+
+    @property
+    def faulty(self) -> bool:
+        """Whether faults (failures, slow or late GPUs, jitter) are planned."""
+        return self._plan is not None
+
+    @property
+    def time(self) -> float:
+        """Simulated seconds until the last real activity of the finished run."""
+        return self.env.now if self.end is None else self.end
 
     def start_ranks(self, program_of: Callable[[Comm], Program]) -> list[simpy.Process]:
         """Start ``program_of(comm)`` on every rank (a late rank's starts late)."""

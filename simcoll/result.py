@@ -67,7 +67,7 @@ class RunResult:
         sent = np.array(network.sent, dtype=np.int64)
         received = np.array(network.received, dtype=np.int64)
         return dict(
-            network=network.name, topology=topology.name, nranks=p, time=run.env.now,
+            network=network.name, topology=topology.name, nranks=p, time=run.time,
             outputs=outputs, bytes_sent=sent[:p], bytes_received=received[:p],
             host_bytes_sent=sent[p:], host_bytes_received=received[p:],
             link_bytes={topology.directed_link(d): b

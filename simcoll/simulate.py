@@ -22,13 +22,12 @@ from simcoll.collectives import root_argument
 from simcoll.execution import Execution
 from simcoll.faults import Faults
 from simcoll.inputs import check_inputs, check_root, check_topology
+from simcoll.lone_flows import time_without_events
 from simcoll.ops import ReduceOp
 from simcoll.result import Result
 from simcoll.topology.graph import Topology
 
 __all__ = ["simulate"]
-
-
 
 
 def simulate(topology: Topology, collective: str, *, algorithm: str,
@@ -115,6 +114,12 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     run = Execution(topology, network=network, trace=trace, until=until,
                     max_events=max_events, faults=faults, inputs=tuple(inputs.arrays or ()),
                     what=f"{coll.name}/{algorithm}")
+    if inputs.arrays is None and time_without_events(
+            run, spec.timeline, inputs.count, inputs.dtype.itemsize, spec.arguments(params)):
+        return Result.from_run(
+            run, None, coll=coll, algorithm=algorithm, nbytes=inputs.nbytes,
+            dtype=str(inputs.dtype), op=reduce_op.name if coll.reduces else None,
+            params=dict(params), correct=None, max_error=None)
     procs = run.start_ranks(lambda comm: spec.fn(comm, inputs.buffers[comm.rank], **kwargs))
     if spec.host is not None:
         host = spec.host

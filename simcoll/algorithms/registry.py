@@ -62,6 +62,10 @@ class AlgorithmSpec:
             channels), or None; ``ranks`` are the members' world ranks, ``x`` a
             VirtualBuffer like each rank's input, ``params`` every parameter (defaults
             filled in). What it returns is what the run uses and ``Result.params`` shows.
+        timeline: the data-free run as steps over every rank at once,
+            ``timeline(lanes, count, **params)`` on a :class:`simcoll.lone_flows.Lanes`,
+            which ``simulate`` uses instead of the rank programs where no message can
+            share a link (see :mod:`simcoll.lone_flows`), or None.
     """
 
     collective: str
@@ -73,6 +77,7 @@ class AlgorithmSpec:
     validate: Callable[..., None] | None = None
     in_network: Callable[..., HostProgram] | None = None
     resolve: Callable[..., dict[str, Any]] | None = None
+    timeline: Callable[..., None] | None = None
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -167,7 +172,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
              host: Callable[..., HostProgram] | None = None,
              in_network: Callable[..., HostProgram] | None = None,
              validate: Callable[..., None] | None = None,
-             resolve: Callable[..., dict[str, Any]] | None = None) -> Callable[[Fn], Fn]:
+             resolve: Callable[..., dict[str, Any]] | None = None,
+             timeline: Callable[..., None] | None = None) -> Callable[[Fn], Fn]:
     """Decorator: register a rank program as ``name`` for ``collective``, with its cost.
 
     Args:
@@ -182,6 +188,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         resolve: chooses parameter values from the machine before a run (see
             :class:`AlgorithmSpec`), or None.
         validate: cross-parameter check (see :class:`AlgorithmSpec`), or None.
+        timeline: the run over arrays where no message shares a link (see
+            :class:`AlgorithmSpec`), or None; it takes the algorithm's parameters.
 
     Raises:
         UnknownCollectiveError: the collective does not exist.
@@ -216,6 +224,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         _check_keywords(what, fn, model_names, "cost model function")
     if validate is not None:
         _check_keywords(what, validate, {*specs, "nodes"}, "validate")
+    if timeline is not None:
+        _check_keywords(what, timeline, set(specs), "timeline")
     keywords = {*specs, *(("op",) if coll.reduces else ()), *(("root",) if coll.rooted else ()),
                 *(("splits",) if coll.uneven is not None else ())}
 
@@ -231,7 +241,7 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         if key in _REGISTRY and _REGISTRY[key].fn is not fn:
             raise ValueError(f"algorithm {name!r} is already registered for {collective!r}")
         _REGISTRY[key] = AlgorithmSpec(collective, name, fn, cost, specs, host, validate,
-                                       in_network, resolve)
+                                       in_network, resolve, timeline)
         return fn
 
     return decorator

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 from simpy.events import Event
 
+from simcoll.algorithms import ring_timelines
 from simcoll.algorithms.params import Int
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, Chunks, block_bytes, repeat, split
@@ -148,7 +149,8 @@ def _even_pieces(p: int, nbytes: int, itemsize: int, *, chunks: int) -> bool:
     return p == 1 or (nbytes // itemsize) % chunks == 0
 
 
-@register("all_reduce", "ring", params=CHUNKS, cost=CostModel(
+@register("all_reduce", "ring", params=CHUNKS, timeline=ring_timelines.all_reduce,
+          cost=CostModel(
     time=_all_reduce_time, traffic=_all_reduce_traffic, exact=_even_blocks,
     ends_together=True))
 def ring_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, chunks: int) -> BufferProgram:
@@ -199,7 +201,8 @@ def _reduce_scatter_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
     return gpu_traffic(total - b, total - np.roll(b, 1))
 
 
-@register("reduce_scatter", "ring", params=CHUNKS, cost=CostModel(
+@register("reduce_scatter", "ring", params=CHUNKS, timeline=ring_timelines.reduce_scatter,
+          cost=CostModel(
     time=_reduce_scatter_time, traffic=_reduce_scatter_traffic, exact=_even_blocks,
     ends_together=True))
 def ring_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, chunks: int) -> BufferProgram:
@@ -234,7 +237,8 @@ def _all_gather_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
     return gpu_traffic(each, each)
 
 
-@register("all_gather", "ring", params=CHUNKS, cost=CostModel(
+@register("all_gather", "ring", params=CHUNKS, timeline=ring_timelines.all_gather,
+          cost=CostModel(
     time=_all_gather_time, traffic=_all_gather_traffic, exact=_even_pieces,
     ends_together=True))
 def ring_all_gather(comm: Comm, x: Buffer, *, chunks: int) -> BufferProgram:

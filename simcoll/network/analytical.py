@@ -19,6 +19,10 @@ class AnalyticalNetwork(Network):
 
     name = "analytical"
 
+    def times_alone(self, routes: list[tuple[int, ...]]) -> bool:
+        """Always, without jitter: messages never slow each other down."""
+        return self.jitter is None
+
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
                 on_arrival: Arrival, token: Any) -> None:

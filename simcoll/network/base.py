@@ -67,6 +67,18 @@ class Network:
         entry = self._routes[(src, dst)] = (tuple(links), latency, bandwidth)
         return entry
 
+    def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
+        """(directed links, latency, least bandwidth) of the route from ``src`` to ``dst``
+        that a message sent now takes."""
+        return self._routes.get((src, dst)) or self._route(src, dst)
+
+    def times_alone(self, routes: list[tuple[int, ...]]) -> bool:
+        """Whether every message on one of ``routes`` (directed links), each route
+        carrying one message at a time and nothing else in flight, arrives exactly
+        ``latency + nbytes / least bandwidth`` after it is sent (see
+        :mod:`simcoll.lone_flows`)."""
+        return False
+
     def multicast(self, src: int, dsts: tuple[int, ...], nbytes: int, on_arrival: Arrival,
                   token: Any, delay: float = 0.0) -> None:
         """Move ``nbytes`` from ``src`` to every endpoint of ``dsts`` as one message that

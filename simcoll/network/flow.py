@@ -107,6 +107,14 @@ class FlowNetwork(Network):
         crossing a link."""
         self._in_flight = {}
 
+    def times_alone(self, routes: list[tuple[int, ...]]) -> bool:
+        """Where no two routes cross one directed link, without jitter or link faults:
+        every message is then a flow alone on its links, reserved at its bottleneck."""
+        if not self.fast or self.jitter is not None or self._in_flight is not None:
+            return False
+        crossed = [link for links in routes for link in links]
+        return len(crossed) == len(set(crossed))
+
     # -- starting ------------------------------------------------------------------------
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
                  token: Any, delay: float = 0.0, wire_bytes: int | None = None) -> None:

@@ -1,0 +1,80 @@
+"""The ring programs of :mod:`simcoll.algorithms.ring`, step by step for every rank at once.
+
+Each function follows its rank program's loops exactly (the same blocks, pieces, waits and
+reductions, in the same order) on a :class:`~simcoll.lone_flows.Lanes`, whose clocks then
+hold what the event-driven run gives where no message shares a link (see
+:mod:`simcoll.lone_flows`). Arrays index ranks: rank r's block ``(start + r - s) mod p``
+in step s is ``blocks[(start + ranks - s) % p]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from simcoll.buffers import block_counts
+from simcoll.lone_flows import Lanes
+
+__all__ = ["all_reduce", "reduce_scatter", "all_gather"]
+
+Ready = list[NDArray[np.float64]]
+
+
+def _piece(counts: NDArray[np.int64], pieces: int, k: int) -> NDArray[np.int64]:
+    """Elements of piece k when blocks of ``counts`` are cut into ``pieces``
+    (``np.array_split`` sizing, as ``buffers.split``)."""
+    return counts // pieces + (k < counts % pieces)
+
+
+def _reduce_scatter_steps(lanes: Lanes, blocks: NDArray[np.int64], pieces: int,
+                          start: int) -> Ready:
+    """``ring._reduce_scatter_steps``: returns each piece's reduction instants."""
+    p = lanes.p
+    ranks = np.arange(p)
+    ready: Ready | None = None
+    for step in range(p - 1):
+        send = blocks[(start + ranks - step) % p]
+        mine = blocks[(start + ranks - step - 1) % p]
+        reductions = []
+        for k in range(pieces):
+            if ready is not None:
+                lanes.wait(ready[k])
+            lanes.sendrecv(_piece(send, pieces, k))
+            reductions.append(lanes.reduce(_piece(mine, pieces, k)))
+        ready = reductions
+    assert ready is not None
+    return ready
+
+
+def _all_gather_steps(lanes: Lanes, blocks: NDArray[np.int64], pieces: int, start: int,
+                      ready: Ready | None = None) -> None:
+    """``ring._all_gather_steps``, waiting for ``ready`` before step 0's pieces."""
+    p = lanes.p
+    ranks = np.arange(p)
+    for step in range(p - 1):
+        send = blocks[(start + ranks - step) % p]
+        for k in range(pieces):
+            if ready is not None:
+                lanes.wait(ready[k])
+            lanes.sendrecv(_piece(send, pieces, k))
+        ready = None
+
+
+def all_reduce(lanes: Lanes, count: int, *, chunks: int) -> None:
+    """``ring.ring_all_reduce``: reduce-scatter, then all-gather from block r + 1."""
+    blocks = block_counts(count, lanes.p)
+    ready = _reduce_scatter_steps(lanes, blocks, chunks, 0)
+    _all_gather_steps(lanes, blocks, chunks, 1, ready)
+
+
+def reduce_scatter(lanes: Lanes, count: int, *, chunks: int) -> None:
+    """``ring.ring_reduce_scatter``: the steps shifted by one block, then the last
+    reductions awaited."""
+    blocks = block_counts(count, lanes.p)
+    for ready in _reduce_scatter_steps(lanes, blocks, chunks, -1):
+        lanes.wait(ready)
+
+
+def all_gather(lanes: Lanes, count: int, *, chunks: int) -> None:
+    """``ring.ring_all_gather``: every block is one rank's whole input."""
+    _all_gather_steps(lanes, np.full(lanes.p, count, dtype=np.int64), chunks, 0)

@@ -1,0 +1,192 @@
+"""Runs timed over arrays (``simcoll.lone_flows``) against the event-driven run.
+
+Where no ring message can share a link, ``simulate`` times a data-free ring run step by
+step over arrays. Every field of its result must be what the rank programs give through
+SimPy and the network, on random hand-built machines, and where sharing is possible it
+must not be used at all.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll import lone_flows
+from simcoll.errors import RunLimitError
+from tests.machines import KINDS, random_machine
+
+RING = ("all_reduce", "reduce_scatter", "all_gather")
+simulate_module = sys.modules["simcoll.simulate"]   # the package's name is the function
+
+
+@pytest.fixture
+def timed(monkeypatch):
+    """Record whether each ``simulate`` call was timed over arrays."""
+    calls: list[bool] = []
+    original = simulate_module.time_without_events
+
+    def recording(*args, **kwargs):
+        calls.append(original(*args, **kwargs))
+        return calls[-1]
+
+    monkeypatch.setattr(simulate_module, "time_without_events", recording)
+    return calls
+
+
+def _event_driven(monkeypatch, *args, **kwargs) -> sc.Result:
+    with monkeypatch.context() as m:
+        m.setattr(lone_flows, "enabled", False)
+        return sc.simulate(*args, **kwargs)
+
+
+def _same(a: sc.Result, b: sc.Result) -> None:
+    """Every field of two results equal, exactly."""
+    assert a.to_dict() == b.to_dict()
+    assert np.array_equal(a.rank_times, b.rank_times)
+    assert a.time == b.time and a.algbw == b.algbw and a.busbw == b.busbw
+    assert a.outputs is None and b.outputs is None and a.trace is None and b.trace is None
+
+
+def _disjoint(topo: sc.Topology) -> bool:
+    """Whether the routes rank -> rank + 1 cross every directed link at most once
+    (worked out here from the topology's routes)."""
+    p = topo.nranks
+    links = [d for r in range(p) for d in topo.route(r, (r + 1) % p).links]
+    return len(links) == len(set(links))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(12))
+def test_random_machines_give_the_event_driven_result(monkeypatch, timed, kind, seed):
+    rng = np.random.default_rng(seed)
+    topo = random_machine(kind, seed)
+    p = topo.nranks
+    collective = RING[seed % 3]
+    chunks = int(rng.integers(1, 4))
+    count = int(rng.integers(p * chunks, 40 * p * chunks))
+    dtype = ("float32", "float16", "float64")[seed % 3]
+    nbytes = count * np.dtype(dtype).itemsize
+    for network in ("flow", "analytical"):
+        args = (topo, collective)
+        kwargs = dict(algorithm="ring", nbytes=nbytes, dtype=dtype, network=network,
+                      chunks=chunks)
+        fast = sc.simulate(*args, **kwargs)
+        assert timed[-1] == (network == "analytical" or _disjoint(topo))
+        _same(fast, _event_driven(monkeypatch, *args, **kwargs))
+
+
+def test_the_random_machines_include_many_with_disjoint_ring_routes():
+    """The test above times its analytical runs over arrays and its flow runs where
+    the ring's routes are disjoint: a good share of them (21 of 48), else it would check
+    little there."""
+    disjoint = sum(_disjoint(random_machine(kind, seed)) for kind in KINDS
+                   for seed in range(12))
+    assert disjoint >= 16
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_flow_rtt_on_cycles_with_latencies(monkeypatch, timed, seed):
+    rng = np.random.default_rng(100 + seed)
+    p = int(rng.integers(3, 9))
+    topo = sc.Topology(f"cycle-{seed}")
+    names = [topo.add_gpu(reduce_bandwidth=float(rng.choice([1e10, 1e11, np.inf])))
+             for _ in range(p)]
+    for a, b in zip(names, names[1:] + names[:1]):
+        topo.add_link(a, b, bandwidth=float(rng.choice([1e9, 1e10, 5e10])),
+                      latency=float(rng.choice([1e-7, 1e-6, 5e-6])))
+    kwargs = dict(algorithm="ring", nbytes=4 * p * 1000 + 4 * seed, network="flow_rtt",
+                  chunks=1 + seed % 3)
+    fast = sc.simulate(topo, "all_reduce", **kwargs)
+    assert timed[-1]
+    _same(fast, _event_driven(monkeypatch, topo, "all_reduce", **kwargs))
+
+
+def test_a_switch_by_hand(timed):
+    """4 GPUs on a switch, 1 us and 100 GB/s per link, reductions at 1 TB/s, 4 MB float32:
+    a block is 1 MB; a message crosses two links, c = 2 + 10 = 12 us; a reduction
+    g = 1 us. With one piece every reduce-scatter step waits for its reduction:
+    3 (c + g) + 3 c = 75 us; each rank sends 2 x 3 blocks."""
+    topo = sc.Topology("star")
+    topo.add_switch("s")
+    for _ in range(4):
+        topo.add_link(topo.add_gpu(reduce_bandwidth=1e12), "s", bandwidth=100e9,
+                      latency=1e-6)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4_000_000)
+    assert timed == [True]
+    assert res.time == pytest.approx(75e-6, rel=1e-12)
+    assert np.allclose(res.rank_times, 75e-6, rtol=1e-12)
+    assert res.bytes_sent.tolist() == [6_000_000] * 4
+    assert res.bytes_received.tolist() == [6_000_000] * 4
+    assert res.messages == 24
+    assert res.link_bytes[("gpu0", "s")] == 6_000_000
+    assert res.link_bytes[("s", "gpu1")] == 6_000_000
+
+
+def test_uneven_neighbours_by_hand(monkeypatch, timed):
+    """A cycle of 3 GPUs whose links take 1, 1 and 3 us for the 8-byte message (latency;
+    the bytes take 8 fs at 1 PB/s):
+    an all_gather's rank r waits for its own message and its left neighbour's.
+    Step 1: arrivals 1, 1, 3 -> ranks go on at 3, 1, 3. Step 2: arrivals 4, 2, 6 ->
+    6, 4, 6."""
+    topo = sc.Topology("uneven")
+    g = [topo.add_gpu() for _ in range(3)]
+    for (a, b), latency in zip([(g[0], g[1]), (g[1], g[2]), (g[2], g[0])],
+                               [1e-6, 1e-6, 3e-6]):
+        topo.add_link(a, b, bandwidth=1e15, latency=latency)
+    res = sc.simulate(topo, "all_gather", algorithm="ring", nbytes=8)
+    assert timed == [True]
+    assert res.rank_times == pytest.approx([6e-6, 4e-6, 6e-6], rel=1e-8)
+    assert res.time == pytest.approx(6e-6, rel=1e-8)
+    _same(res, _event_driven(monkeypatch, topo, "all_gather", algorithm="ring", nbytes=8))
+
+
+def test_shared_links_run_the_rank_programs(monkeypatch, timed):
+    """Two switches joined by one link, the GPUs alternating between them: every ring
+    message crosses the middle link, so the flow model shares it and the rank programs
+    run; the analytical model ignores sharing and is timed over arrays."""
+    topo = sc.Topology("dumbbell")
+    topo.add_switch("a")
+    topo.add_switch("b")
+    topo.add_link("a", "b", bandwidth=50e9, latency=1e-6)
+    for i in range(6):
+        topo.add_link(topo.add_gpu(), "ab"[i % 2], bandwidth=100e9, latency=1e-6)
+    assert not _disjoint(topo)
+    flow = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=6 << 20)
+    analytical = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=6 << 20,
+                             network="analytical")
+    assert timed == [False, True]
+    assert flow.time > analytical.time
+    _same(analytical, _event_driven(monkeypatch, topo, "all_reduce", algorithm="ring",
+                                    nbytes=6 << 20, network="analytical"))
+
+
+@pytest.mark.parametrize("case", ["empty pieces", "trace", "jitter", "data", "one rank",
+                                  "other algorithm"])
+def test_what_is_left_to_the_rank_programs(timed, case):
+    topo = sc.topology.switch(4 if case != "one rank" else 1)
+    kwargs: dict = dict(algorithm="ring", nbytes=4 << 10)
+    if case == "empty pieces":
+        kwargs.update(nbytes=4 * 7, chunks=2)      # 7 elements: some of the 8 pieces empty
+    elif case == "trace":
+        kwargs["trace"] = True
+    elif case == "jitter":
+        kwargs["faults"] = sc.Faults(jitter=1e-6, seed=1)
+    elif case == "data":
+        kwargs = dict(algorithm="ring", data=[np.ones(16, np.float32)] * 4)
+    elif case == "other algorithm":
+        kwargs["algorithm"] = "naive"
+    res = sc.simulate(topo, "all_reduce", **kwargs)
+    assert not any(timed)
+    assert res.time >= 0
+
+
+def test_limits_stop_as_the_event_driven_run_does(timed):
+    topo = sc.topology.switch(8)
+    with pytest.raises(RunLimitError, match="until="):
+        sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 20, until=1e-6)
+    with pytest.raises(RunLimitError, match="max_events="):
+        sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 20, max_events=3)
+    assert timed == [False, False]
