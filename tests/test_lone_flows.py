@@ -190,3 +190,22 @@ def test_limits_stop_as_the_event_driven_run_does(timed):
     with pytest.raises(RunLimitError, match="max_events="):
         sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 20, max_events=3)
     assert timed == [False, False]
+
+
+@pytest.mark.parametrize("collective", RING)
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_reductions_slower_than_links(monkeypatch, timed, collective, chunks):
+    """Engines of 1 to 3 GB/s behind 100 GB/s links: pieces queue on the engines and ranks
+    wait for them, unevenly (each GPU its own rate)."""
+    topo = sc.Topology("slow-engines")
+    topo.add_switch("s")
+    for i in range(5):
+        topo.add_link(topo.add_gpu(reduce_bandwidth=(1 + i % 3) * 1e9), "s",
+                      bandwidth=100e9, latency=(1 + i) * 1e-7)
+    kwargs = dict(algorithm="ring", nbytes=4 * 5 * chunks * 997, chunks=chunks)
+    fast = sc.simulate(topo, collective, **kwargs)
+    assert timed == [True]
+    _same(fast, _event_driven(monkeypatch, topo, collective, **kwargs))
+    if collective != "all_gather":
+        # Every rank reduces 4 blocks of 997 x chunks float32, at 3 GB/s at best.
+        assert fast.time > 4 * (4 * 997 * chunks) / 3e9
