@@ -11,7 +11,7 @@ predicts::
 
 from __future__ import annotations
 
-from simcoll import algorithms, nccl_tests, plot, topology, training
+from simcoll import algorithms, lone_flows, nccl_tests, plot, topology, training
 from simcoll.algorithms.registry import algorithms as list_algorithms
 from simcoll.algorithms.registry import get_algorithm, register
 from simcoll.buffers import VirtualBuffer
@@ -50,7 +50,7 @@ __all__ = [
     "FailedPoint", "plot_scaling", "Result", "Topology", "Comm", "ReduceOp", "VirtualBuffer",
     "register",
     "get_algorithm", "list_algorithms", "COLLECTIVES", "NETWORKS", "topology", "algorithms",
-    "training", "plot", "nccl_tests", "calibrate", "Calibration",
+    "training", "plot", "nccl_tests", "lone_flows", "calibrate", "Calibration",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",
     "UnknownAlgorithmError", "UnknownNetworkError", "DeadlockError", "UnmatchedMessageError",
     "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError", "Faults",
