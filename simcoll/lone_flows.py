@@ -1,7 +1,8 @@
 """Runs in which no message ever shares a link, timed over arrays instead of events.
 
 In a ring every rank sends to its right neighbour only, one message at a time (a rank's
-next send waits for its previous ``sendrecv``). When no two of the p routes rank ->
+next send waits for its previous ``sendrecv``; the uneven rings send no message for an
+empty block). When no two of the p routes rank ->
 rank + 1 cross a directed link, no two messages are ever on one link at once, and the
 flow model times each message as it times any flow alone on its links: it arrives
 ``latency + bytes / bottleneck`` after it was sent, whatever the other ranks do. The
@@ -14,7 +15,9 @@ rank at once, instead of p messages through SimPy, the communicator and the netw
   arrived and its left neighbour's has;
 * a reduction: ``end_r = max(t_r, free_r) + b / reduce_bandwidth_r``, one at a time per
   GPU, ready at ``t_r + (end_r - t_r)``;
-* waiting for a reduction: ``t_r = max(t_r, ready_r)``.
+* waiting for a reduction: ``t_r = max(t_r, ready_r)``;
+* an uneven ring's step: as a ``sendrecv``, without the message of an empty block
+  (rank r goes on at the latest of ``t_r`` and the arrivals it waits for).
 
 Each line does the floating-point operations the event-driven run does, in its order
 (``network.flow`` reserves a lone flow at ``now + (latency + wire / bandwidth)``,
@@ -88,18 +91,39 @@ class Lanes:
         """
         if counts.min() <= 0:
             raise NotLone("an empty message")
-        nbytes = counts * self.itemsize
-        arrival = self.clock + (self._latency + nbytes / self._bandwidth)
+        arrival = self._send(counts)
         self.clock = np.maximum(arrival, np.roll(arrival, 1))
-        self.sent += nbytes
         self.messages += self.p
 
-    def reduce(self, counts: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Start a reduction of ``counts[r]`` elements on every rank now; return the
-        instants they are ready. An infinitely fast engine is ready at once (its
-        ``free`` never passes the clock, which only grows)."""
+    def exchange(self, counts: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Rank r sends ``counts[r]`` elements to rank r + 1 and receives from r - 1, as
+        ``uneven_exchange.exchange`` does: an empty block is no message (a rank then only
+        receives, only sends, or goes on at once). Returns which ranks received."""
+        sending = counts > 0
+        arrival = np.where(sending, self._send(counts), -np.inf)
+        received = np.roll(sending, 1)
+        self.clock = np.maximum(self.clock, np.maximum(arrival, np.roll(arrival, 1)))
+        self.messages += int(sending.sum())
+        return received
+
+    def _send(self, counts: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Each rank's message of ``counts`` elements, sent now: its arrival instants."""
+        nbytes = counts * self.itemsize
+        self.sent += nbytes
+        return self.clock + (self._latency + nbytes / self._bandwidth)
+
+    def reduce(self, counts: NDArray[np.int64],
+               where: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
+        """Start a reduction of ``counts[r]`` elements on every rank now (on the ranks of
+        ``where`` only, if given); return the instants they are ready (now where none
+        starts). An infinitely fast engine is ready at once (its ``free`` never passes
+        the clock, which only grows)."""
         now = self.clock
         end = np.maximum(now, self._reduce_free) + counts * self.itemsize / self._reduce_bandwidth
+        if where is not None:
+            end = np.where(where, end, self._reduce_free)
+            self._reduce_free = end
+            return np.where(where, now + (end - now), now)
         self._reduce_free = end
         return now + (end - now)
 
@@ -110,7 +134,8 @@ class Lanes:
 
 Timeline = Callable[..., None]
 """``timeline(lanes, count, **params)``: an algorithm's data-free run as steps of
-:class:`Lanes`, for buffers of ``count`` elements per rank."""
+:class:`Lanes`, for buffers of ``count`` elements per rank (a v-collective's also takes
+``splits``, as its program does)."""
 
 
 def time_without_events(run: Execution, timeline: Timeline | None, count: int,

@@ -114,12 +114,23 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     run = Execution(topology, network=network, trace=trace, until=until,
                     max_events=max_events, faults=faults, inputs=tuple(inputs.arrays or ()),
                     what=f"{coll.name}/{algorithm}")
-    if inputs.arrays is None and time_without_events(
-            run, spec.timeline, inputs.count, inputs.dtype.itemsize, spec.arguments(params)):
+    size = None
+    if coll.uneven is not None and inputs.splits is not None:
+        size = coll.uneven.algbw_count(inputs.splits) * inputs.dtype.itemsize
+
+    def result(outputs: list[Any] | None, correct: bool | None,
+               max_error: float | None) -> Result:
         return Result.from_run(
-            run, None, coll=coll, algorithm=algorithm, nbytes=inputs.nbytes,
+            run, outputs, coll=coll, algorithm=algorithm, nbytes=inputs.nbytes,
             dtype=str(inputs.dtype), op=reduce_op.name if coll.reduces else None,
-            params=dict(params), correct=None, max_error=None)
+            params=dict(params), correct=correct, max_error=max_error,
+            splits=inputs.splits, size=size)
+
+    shaped = {} if inputs.splits is None else {"splits": inputs.splits}
+    if inputs.arrays is None and time_without_events(
+            run, spec.timeline, inputs.count, inputs.dtype.itemsize,
+            {**spec.arguments(params), **shaped}):
+        return result(None, None, None)
     procs = run.start_ranks(lambda comm: spec.fn(comm, inputs.buffers[comm.rank], **kwargs))
     if spec.host is not None:
         host = spec.host
@@ -135,17 +146,10 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
                          if coll.reduces and isinstance(proc.value, np.ndarray)
                          else proc.value for proc in procs])
         if check:
-            shaped = coll if inputs.splits is None else coll.shaped(inputs.splits)
-            correct, max_error = compare(shaped, inputs.arrays, outputs, reduce_op,
+            reference = coll if inputs.splits is None else coll.shaped(inputs.splits)
+            correct, max_error = compare(reference, inputs.arrays, outputs, reduce_op,
                                          the_root or 0)
-    size = None
-    if coll.uneven is not None and inputs.splits is not None:
-        size = coll.uneven.algbw_count(inputs.splits) * inputs.dtype.itemsize
-    return Result.from_run(
-        run, outputs, coll=coll, algorithm=algorithm, nbytes=inputs.nbytes,
-        dtype=str(inputs.dtype), op=reduce_op.name if coll.reduces else None,
-        params=dict(params), correct=correct, max_error=max_error, splits=inputs.splits,
-        size=size)
+    return result(outputs, correct, max_error)
 
 
 def _generator_or_none(program: Any) -> Any:

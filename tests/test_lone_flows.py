@@ -209,3 +209,44 @@ def test_reductions_slower_than_links(monkeypatch, timed, collective, chunks):
     if collective != "all_gather":
         # Every rank reduces 4 blocks of 997 x chunks float32, at 3 GB/s at best.
         assert fast.time > 4 * (4 * 997 * chunks) / 3e9
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(6))
+def test_uneven_rings_on_random_machines(monkeypatch, timed, kind, seed):
+    """all_gatherv and reduce_scatterv rings, blocks of random sizes with empty ones (an
+    empty block is no message: a rank then only sends, only receives, or goes on)."""
+    rng = np.random.default_rng(1000 + seed)
+    topo = random_machine(kind, 50 + seed, hosts=seed % 2)
+    p = topo.nranks
+    counts = rng.integers(0, 3000, size=p) * (rng.random(p) < 0.7)
+    for collective in ("all_gatherv", "reduce_scatterv"):
+        for network in ("flow", "analytical"):
+            kwargs = dict(algorithm="ring", nbytes=[4 * int(c) for c in counts],
+                          network=network)
+            fast = sc.simulate(topo, collective, **kwargs)
+            assert timed[-1] == (network == "analytical" or _disjoint(topo))
+            _same(fast, _event_driven(monkeypatch, topo, collective, **kwargs))
+            assert fast.splits == tuple(int(c) for c in counts)
+
+
+def test_uneven_ring_by_hand(timed):
+    """3 GPUs on a switch, links of 1 us and 1 GB/s: an all_gatherv of blocks 1000, 0 and
+    2000 bytes. Step 0: rank 0 sends 1000 B (arrives at 2 + 1 us), rank 1 nothing, rank 2
+    2000 B (2 + 2 us): ranks go on at 4 (block 2 from rank 2), 3 (block 0) and 4 us (its
+    own message; block 1 is empty). Step 1: rank 0 forwards block 2 (sent at 4, arrives
+    4 + 4 = 8 us), rank 1 block 0 (sent at 3, arrives 6 us), rank 2 nothing: rank 0 ends
+    at 8, rank 1 at 8 (block 2 from rank 0), rank 2 at 6. Rank 0 sends 3000 B, rank 1
+    1000 B, rank 2 2000 B."""
+    topo = sc.Topology("three")
+    topo.add_switch("s")
+    for _ in range(3):
+        topo.add_link(topo.add_gpu(), "s", bandwidth=1e9, latency=1e-6)
+    res = sc.simulate(topo, "all_gatherv", algorithm="ring", nbytes=[1000, 0, 2000],
+                      dtype="uint8")
+    assert timed == [True]
+    assert res.rank_times == pytest.approx([8e-6, 8e-6, 6e-6], rel=1e-12)
+    assert res.time == pytest.approx(8e-6, rel=1e-12)
+    assert res.bytes_sent.tolist() == [3000, 1000, 2000]
+    assert res.bytes_received.tolist() == [2000, 3000, 1000]
+    assert res.messages == 4

@@ -189,7 +189,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
             :class:`AlgorithmSpec`), or None.
         validate: cross-parameter check (see :class:`AlgorithmSpec`), or None.
         timeline: the run over arrays where no message shares a link (see
-            :class:`AlgorithmSpec`), or None; it takes the algorithm's parameters.
+            :class:`AlgorithmSpec`), or None; it takes the algorithm's parameters (and
+            ``splits`` for the v-collectives).
 
     Raises:
         UnknownCollectiveError: the collective does not exist.
@@ -225,7 +226,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
     if validate is not None:
         _check_keywords(what, validate, {*specs, "nodes"}, "validate")
     if timeline is not None:
-        _check_keywords(what, timeline, set(specs), "timeline")
+        _check_keywords(what, timeline,
+                        {*specs, *(("splits",) if coll.uneven is not None else ())}, "timeline")
     keywords = {*specs, *(("op",) if coll.reduces else ()), *(("root",) if coll.rooted else ()),
                 *(("splits",) if coll.uneven is not None else ())}
 

@@ -1,4 +1,5 @@
-"""The ring programs of :mod:`simcoll.algorithms.ring`, step by step for every rank at once.
+"""The ring programs of :mod:`simcoll.algorithms.ring` and
+:mod:`simcoll.algorithms.uneven_ring`, step by step for every rank at once.
 
 Each function follows its rank program's loops exactly (the same blocks, pieces, waits and
 reductions, in the same order) on a :class:`~simcoll.lone_flows.Lanes`, whose clocks then
@@ -15,7 +16,7 @@ from numpy.typing import NDArray
 from simcoll.buffers import block_counts
 from simcoll.lone_flows import Lanes
 
-__all__ = ["all_reduce", "reduce_scatter", "all_gather"]
+__all__ = ["all_reduce", "reduce_scatter", "all_gather", "all_gatherv", "reduce_scatterv"]
 
 Ready = list[NDArray[np.float64]]
 
@@ -78,3 +79,24 @@ def reduce_scatter(lanes: Lanes, count: int, *, chunks: int) -> None:
 def all_gather(lanes: Lanes, count: int, *, chunks: int) -> None:
     """``ring.ring_all_gather``: every block is one rank's whole input."""
     _all_gather_steps(lanes, np.full(lanes.p, count, dtype=np.int64), chunks, 0)
+
+
+def all_gatherv(lanes: Lanes, count: int, *, splits: tuple[int, ...]) -> None:
+    """``uneven_ring.ring_all_gatherv``: in step s rank r forwards block r - s, if it is
+    not empty."""
+    p = lanes.p
+    blocks = np.array(splits, dtype=np.int64)
+    ranks = np.arange(p)
+    for step in range(p - 1):
+        lanes.exchange(blocks[(ranks - step) % p])
+
+
+def reduce_scatterv(lanes: Lanes, count: int, *, splits: tuple[int, ...]) -> None:
+    """``uneven_ring.ring_reduce_scatterv``: in step s rank r sends its partial block
+    r - s - 1 and, if block r - s - 2 came, reduces into it and waits for that."""
+    p = lanes.p
+    blocks = np.array(splits, dtype=np.int64)
+    ranks = np.arange(p)
+    for step in range(p - 1):
+        received = lanes.exchange(blocks[(ranks - step - 1) % p])
+        lanes.wait(lanes.reduce(blocks[(ranks - step - 2) % p], where=received))
