@@ -22,9 +22,10 @@ Ready = list[NDArray[np.float64]]
 
 
 def _piece(counts: NDArray[np.int64], pieces: int, k: int) -> NDArray[np.int64]:
-    """Elements of piece k when blocks of ``counts`` are cut into ``pieces``
-    (``np.array_split`` sizing, as ``buffers.split``)."""
-    return counts // pieces + (k < counts % pieces)
+    """Elements of piece k when blocks of ``counts`` are cut into ``pieces``, as
+    ``buffers.split`` cuts them (the rule of ``buffers.split_sizes``, over arrays)."""
+    small, big = np.divmod(counts, pieces)
+    return small + (k < big)
 
 
 def _reduce_scatter_steps(lanes: Lanes, blocks: NDArray[np.int64], pieces: int,
