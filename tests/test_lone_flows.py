@@ -250,3 +250,18 @@ def test_uneven_ring_by_hand(timed):
     assert res.bytes_sent.tolist() == [3000, 1000, 2000]
     assert res.bytes_received.tolist() == [2000, 3000, 1000]
     assert res.messages == 4
+
+
+@pytest.mark.parametrize("machine, lone", [
+    (lambda: sc.topology.dgx_h100(2), True), (lambda: sc.topology.dgx_a100(2), True),
+    (lambda: sc.topology.cluster(2, 4), True), (lambda: sc.topology.torus((4, 4)), True),
+    (lambda: sc.topology.pcie_node(8, gen=4, p2p=False), False)])
+def test_the_machines_the_readme_names(monkeypatch, timed, machine, lone):
+    """The README lists these as timed over arrays or not (their ring routes share no
+    link, or do); either way the result is the event-driven run's."""
+    topo = machine()
+    assert _disjoint(topo) == lone
+    fast = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 20)
+    assert timed == [lone]
+    _same(fast, _event_driven(monkeypatch, topo, "all_reduce", algorithm="ring",
+                              nbytes=1 << 20))
