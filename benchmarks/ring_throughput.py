@@ -118,6 +118,22 @@ def ring_case(n: int, network: str, nbytes: str, arrays: bool = False) -> dict:
             "sim_time": res.time, "events": events[0]}
 
 
+def uneven_ring_case(n: int, arrays: bool) -> dict:
+    """A data-free ring all_gatherv on ``switch(n)`` with blocks of 0 to 400 KB drawn at
+    random (seed 0), through its rank programs or timed over arrays."""
+    import numpy as np
+
+    import simcoll as sc
+
+    sc.lone_flows.enabled = arrays
+    topo = sc.topology.switch(n)
+    blocks = [4 * int(c) for c in np.random.default_rng(0).integers(0, 100_000, n)]
+    start = time.perf_counter()
+    res = sc.simulate(topo, "all_gatherv", algorithm="ring", nbytes=blocks)
+    return {"n": n, "arrays": arrays, "messages": res.messages,
+            "wall": time.perf_counter() - start, "sim_time": res.time}
+
+
 def in_subprocess(fn: str, *args: object, module: str = "ring_throughput",
                   env: dict[str, str] | None = None) -> dict:
     """Run ``module.fn(*args)`` in a fresh interpreter (with ``env`` added to the

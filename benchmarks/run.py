@@ -9,7 +9,8 @@ the same subprocess as the case they compare:
 
 * ring rows: the ring's rank programs, then the same ring timed over arrays as
   ``sc.simulate`` does by default where no message shares a link
-  (``simcoll.lone_flows``); wall time over the one-timeout-per-message SimPy ring (N processes, each
+  (``simcoll.lone_flows``), and an uneven ring (all_gatherv) both ways; wall time over
+  the one-timeout-per-message SimPy ring (N processes, each
   yielding one ``env.timeout`` per message), then over a plain ``heapq`` loop of the same
   schedule and over the former floor (tokens through a ring of ``simpy.Store``s, three
   events per message); ``ev/msg`` is the events simcoll put on SimPy's queue per message
@@ -331,6 +332,13 @@ def main(argv: list[str]) -> None:
                   f"{arrays_flow['sim_time'] * 1e3:.6f} ms")
             for label, case in (("programs", flow), ("arrays", arrays_flow)):
                 line(f"  flow, {label}, vs SimGrid C++", "", case["wall"], floor=g["wall"])
+
+    for arrays in (False, True):
+        c = in_subprocess("uneven_ring_case", 1024, arrays)
+        line(f"ring all_gatherv N=1024, random blocks, {'arrays' if arrays else 'programs'}",
+             f"{c['messages']:,} msgs", c["wall"],
+             f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s")
+        print(f"  simulated {c['sim_time'] * 1e3:.9f} ms")
 
     print("-- 2. uneven all-to-all (rank i sends (1 + ((7i + 13j) mod 97)/97) x 65536 float32 "
           "to rank j, all at once), flow model")
