@@ -335,7 +335,7 @@ def main(argv: list[str]) -> None:
 
     for arrays in (False, True):
         c = in_subprocess("uneven_ring_case", 1024, arrays)
-        line(f"ring all_gatherv N=1024, random blocks, {'arrays' if arrays else 'programs'}",
+        line(f"all_gatherv ring N=1024, {'arrays' if arrays else 'programs'}",
              f"{c['messages']:,} msgs", c["wall"],
              f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s")
         print(f"  simulated {c['sim_time'] * 1e3:.9f} ms")
