@@ -7,6 +7,10 @@ latencies, sometimes server hosts), a registered algorithm, a size, a dtype and 
 runs it in data mode, and checks the outputs against the tests' own reference, the traffic
 against the cost model's, and the time against the last real activity; one case in four
 also runs with every flow through the general solver and compares every rank's time.
+
+Then 2,000 data-free rings (even and uneven) on random machines: the run ``simulate`` times
+over arrays where it can (``simcoll.lone_flows``) against the rank programs' run, every
+field of the result.
 """
 
 from __future__ import annotations
@@ -79,3 +83,39 @@ def test_ten_thousand_random_cases(pair, kind, machine, hosts, count, dtype, op,
         finally:
             del NETWORKS["flow_general"]
         np.testing.assert_allclose(other.rank_times, res.rank_times, rtol=1e-9, atol=1e-18)
+
+
+RINGS = [("all_reduce", "ring"), ("reduce_scatter", "ring"), ("all_gather", "ring"),
+         ("all_gatherv", "ring"), ("reduce_scatterv", "ring")]
+
+
+@pytest.mark.slow
+@settings(max_examples=2_000, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(pair=st.sampled_from(RINGS), kind=st.sampled_from(KINDS),
+       machine=st.integers(0, 10**9), hosts=st.integers(0, 2), count=st.integers(1, 5000),
+       chunks=st.integers(1, 4), network=st.sampled_from(["flow", "analytical"]),
+       dtype=st.sampled_from(["float32", "float64", "float16", "int8"]), data=st.data())
+def test_rings_timed_over_arrays_match_their_rank_programs(pair, kind, machine, hosts,
+                                                           count, chunks, network, dtype,
+                                                           data):
+    """Data-free rings on random machines: the run timed over arrays, wherever simulate
+    takes it, gives every field of the rank programs' run (``simcoll.lone_flows``)."""
+    coll, alg = pair
+    topo = random_machine(kind, machine, hosts=hosts, gpus=data.draw(st.integers(2, 12)))
+    p = topo.nranks
+    itemsize = np.dtype(dtype).itemsize
+    if coll in V_COLLECTIVES:
+        blocks = data.draw(st.lists(st.integers(0, count), min_size=p, max_size=p))
+        kwargs: dict = dict(nbytes=[itemsize * b for b in blocks])
+    else:
+        kwargs = dict(nbytes=itemsize * count, chunks=min(chunks, count))
+    kwargs.update(algorithm=alg, dtype=dtype, network=network)
+    fast = sc.simulate(topo, coll, **kwargs)
+    sc.lone_flows.enabled = False
+    try:
+        slow = sc.simulate(topo, coll, **kwargs)
+    finally:
+        sc.lone_flows.enabled = True
+    assert fast.to_dict() == slow.to_dict()
+    assert np.array_equal(fast.rank_times, slow.rank_times)
