@@ -28,12 +28,14 @@ the same subprocess as the case they compare:
 * data rows: wall time over the numpy floor, the work any ring all_reduce must do: per
   rank, one ``np.add`` into a new array for each of the p-1 chunks it reduces, and every
   element of its output written once (see ``numpy_floor``). The floor runs first, then
-  the simulation twice, then twice with the numpy check, then the floor again; the
-  faster run of each counts, so all work on memory the process has already touched. The
-  first runs of each (the floor's, then the simulation's, each touching new memory) are
-  shown too, and so is the ratio to ``copies_floor``, the narrower floor of issue 4's
-  wording. Last, the check alone (``simcoll.check.compare`` on one run's outputs, which
-  allocates no large array) on one thread and on ``check.WORKERS``, best of 2 each.
+  the simulation twice, then twice with the numpy check, then twice with the check
+  through the rank programs (``sc.lone_flows.enabled = False``, the path every data-mode
+  ring took before the ninth full run), then the floor again; the faster run of each
+  counts, so all work on memory the process has already touched. The first runs of each
+  (the floor's, then the simulation's, each touching new memory) are shown too, and so
+  is the ratio to ``copies_floor``, the narrower floor of issue 4's wording. Last, the
+  check alone (``simcoll.check.compare`` on one run's outputs, which allocates no large
+  array) on one thread and on ``check.WORKERS``, best of 2 each.
 """
 
 from __future__ import annotations
@@ -190,11 +192,15 @@ def data_case(p: int, nbytes: int) -> dict:
     data = [rng.standard_normal(nbytes // 4, dtype=np.float32) for _ in range(p)]
     topo = sc.topology.switch(p)
 
-    def timed(check: bool) -> float:
-        start = time.perf_counter()
-        res = sc.simulate(topo, "all_reduce", algorithm="ring", data=data, check=check)
-        assert check is False or res.correct
-        return time.perf_counter() - start
+    def timed(check: bool, arrays: bool = True) -> float:
+        sc.lone_flows.enabled = arrays
+        try:
+            start = time.perf_counter()
+            res = sc.simulate(topo, "all_reduce", algorithm="ring", data=data, check=check)
+            assert check is False or res.correct
+            return time.perf_counter() - start
+        finally:
+            sc.lone_flows.enabled = True
 
     def check_alone(workers: int) -> float:
         """Best of 2: the check of one run's outputs on ``workers`` threads."""
@@ -220,10 +226,12 @@ def data_case(p: int, nbytes: int) -> dict:
     cold = timed(False)
     warm = min(cold, timed(False))
     checked = min(timed(True), timed(True))
+    programs = min(timed(True, arrays=False), timed(True, arrays=False))
     floor = min(floor_cold, numpy_floor(data))
     discarded = min(copies_floor(data) for _ in range(2))
     outputs = sc.simulate(topo, "all_reduce", algorithm="ring", data=data).outputs
     return {"p": p, "nbytes": nbytes, "cold": cold, "wall": warm, "wall_checked": checked,
+            "programs_checked": programs,
             "floor": floor, "floor_cold": floor_cold, "floor_discarded": discarded,
             "check_serial": check_alone(1), "check_threads": check_alone(WORKERS),
             "workers": WORKERS, "rss": _rss()}
@@ -418,6 +426,8 @@ def main(argv: list[str]) -> None:
         line(f"{label}, first run", "", c["cold"], "", c["rss"], c["floor_cold"])
         line(f"{label}, narrow floor", "", c["wall"], "", c["rss"], c["floor_discarded"])
         line(f"{label}, check=True", "", c["wall_checked"], "", c["rss"], c["floor"])
+        line(f"{label}, check=True, rank programs", "", c["programs_checked"], "", c["rss"],
+             c["floor"])
         line(f"{label}, check only, 1 thread", "", c["check_serial"], "", 0, c["floor"])
         line(f"{label}, check only, {c['workers']} threads", "", c["check_threads"], "", 0,
              c["floor"])

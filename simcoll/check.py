@@ -160,10 +160,10 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
         exact = (wide == ref) | (np.isnan(wide) & np.isnan(ref))
         error = np.where(finite, error, np.where(exact, 0.0, np.inf))
         worst = _largest(error)
-    # For PRODUCT this is the bound; for sums a lower bound of it (|sum x| <= sum |x|).
+    # For PRODUCT this is the bound; for sums a lower bound of it (|sum x| <= sum |x|,
+    # and the offset left out): an element that misses it gets the full bound below.
     bound = np.abs(ref)
     bound *= scale
-    bound += offset
     within = error <= bound
     if not all_finite:
         within = np.where(finite, within, exact)
@@ -225,12 +225,14 @@ def _compare(coll: Collective, inputs: list[np.ndarray], outputs: list, op: Redu
     if coll.name in _SHARED:
         # One reference for all: check the first output, and every other output that
         # differs from it in some byte; the others share its verdict.
-        first = next((out for out in checked if out is not None), None)
-        if first is not None:
-            differs = _spread(lambda out: out is not None and out is not first
-                              and not same_bytes(out, first), checked, first.size)
-            checked = [out if out is first or different else None
-                       for out, different in zip(checked, differs)]
+        at = next((rank for rank, out in enumerate(checked) if out is not None), None)
+        if at is not None:
+            first = checked[at]
+            assert first is not None
+            differs = _spread(lambda out: out is not None and not same_bytes(out, first),
+                              checked, first.size)
+            checked = [out if rank == at or different else None
+                       for rank, (out, different) in enumerate(zip(checked, differs))]
     if coll.name not in _ELEMENTWISE:
         same, worst = _compare_arrays(coll, inputs, checked, op, root)
         return ok and same, worst

@@ -6,8 +6,8 @@ empty block). When no two of the p routes rank ->
 rank + 1 cross a directed link, no two messages are ever on one link at once, and the
 flow model times each message as it times any flow alone on its links: it arrives
 ``latency + bytes / bottleneck`` after it was sent, whatever the other ranks do. The
-analytical model times every message that way on any route. A data-free run of such an
-algorithm is then a recurrence over its steps, one numpy operation per step for every
+analytical model times every message that way on any route. The timing of such an
+algorithm's run is then a recurrence over its steps, one numpy operation per step for every
 rank at once, instead of p messages through SimPy, the communicator and the network:
 
 * a ``sendrecv`` of step s: rank r's message arrives at ``a_r = t_r + (lat_r + b_r /
@@ -26,9 +26,13 @@ are the counters (every message's bytes on its sender, its receiver and each lin
 route). ``tests/test_lone_flows.py`` compares every field of the result with the
 event-driven run on random machines.
 
-It runs only where it is exact and nothing is lost by skipping the events: data-free
-runs of an algorithm registered with a ``timeline`` (the rings), without trace, faults
-or jitter, on the analytical model or on the flow models' lone-flow path, with every
+In data mode the algorithm's ``outputs`` (registered with the timeline) compute what the
+rank programs return, block by block, with the same operations in the same order
+(:mod:`simcoll.algorithms.ring_outputs`), so the outputs are the same bit for bit too.
+
+It runs only where it is exact and nothing is lost by skipping the events: runs of an
+algorithm registered with a ``timeline`` (the rings; in data mode, with ``outputs``
+too), without trace, faults or jitter, on the analytical model or on the flow models' lone-flow path, with every
 message non-empty and each message taking time, and within ``until`` and
 ``max_events``; anywhere else ``simulate`` runs the rank programs. Set
 ``simcoll.lone_flows.enabled = False`` to always run them.

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.registry import get_algorithm
+from simcoll.algorithms.registry import AlgorithmSpec, get_algorithm
 from simcoll.buffers import VirtualBuffer, owned
 from simcoll.check import compare
 from simcoll.collectives import collective as get_collective
@@ -127,11 +127,36 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             splits=inputs.splits, size=size)
 
     shaped = {} if inputs.splits is None else {"splits": inputs.splits}
-    if inputs.arrays is None and time_without_events(
+    if (inputs.arrays is None or spec.outputs is not None) and time_without_events(
             run, spec.timeline, inputs.count, inputs.dtype.itemsize,
             {**spec.arguments(params), **shaped}):
-        return result(None, None, None)
-    procs = run.start_ranks(lambda comm: spec.fn(comm, inputs.buffers[comm.rank], **kwargs))
+        if inputs.arrays is None:
+            return result(None, None, None)
+        assert spec.outputs is not None
+        values = spec.outputs(inputs.buffers, **kwargs)
+    else:
+        values = _run_programs(run, spec, inputs.buffers, shape, kwargs)
+        if inputs.arrays is None:
+            return result(None, None, None)
+
+    finished: dict[int, Any] = {}
+    for value in values:
+        if coll.reduces and isinstance(value, np.ndarray) and id(value) not in finished:
+            finished[id(value)] = reduce_op.finish(value, p)
+    outputs = [finished.get(id(value), value) for value in values]
+    correct = max_error = None
+    if check:
+        reference = coll if inputs.splits is None else coll.shaped(inputs.splits)
+        correct, max_error = compare(reference, inputs.arrays, outputs, reduce_op,
+                                     the_root or 0)
+    return result(owned(outputs), correct, max_error)
+
+
+def _run_programs(run: Execution, spec: AlgorithmSpec, buffers: Sequence[Any],
+                  shape: VirtualBuffer, kwargs: dict[str, Any]) -> list[Any]:
+    """Run the algorithm's rank programs (and its host and in-network parts); return
+    what each rank's program returned."""
+    procs = run.start_ranks(lambda comm: spec.fn(comm, buffers[comm.rank], **kwargs))
     if spec.host is not None:
         host = spec.host
         run.start_hosts(lambda comm: _generator_or_none(host(comm, **kwargs)))
@@ -139,17 +164,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         device = spec.in_network
         run.start_in_network(lambda comm: _generator_or_none(device(comm, shape, **kwargs)))
     run.run()
-
-    outputs = correct = max_error = None
-    if inputs.arrays is not None:
-        outputs = owned([reduce_op.finish(proc.value, p)
-                         if coll.reduces and isinstance(proc.value, np.ndarray)
-                         else proc.value for proc in procs])
-        if check:
-            reference = coll if inputs.splits is None else coll.shaped(inputs.splits)
-            correct, max_error = compare(reference, inputs.arrays, outputs, reduce_op,
-                                         the_root or 0)
-    return result(outputs, correct, max_error)
+    return [proc.value for proc in procs]
 
 
 def _generator_or_none(program: Any) -> Any:

@@ -135,6 +135,29 @@ def test_all_gather_outputs_are_each_checked_unless_identical():
     assert compare(coll, inputs, [wrong] * 5, SUM, 0) == (False, 2.0)
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_one_array_listed_for_every_rank_is_checked_once(monkeypatch, shared):
+    """Outputs that are one array (as ``simulate`` lists a result every rank shares) or
+    equal copies of it: only the first rank's is compared with the reference, once per
+    block."""
+    inputs = all_reduce_inputs(p=5, count=3 * check._BLOCK)
+    right = exact_sum(inputs).astype(np.float32)
+    compared = []
+    original = check._bounded
+
+    def counting(coll, inputs, out, ref, op, root, rank):
+        compared.append(rank)
+        return original(coll, inputs, out, ref, op, root, rank)
+
+    monkeypatch.setattr(check, "_bounded", counting)
+    outputs = [right] * 5 if shared else [right.copy() for _ in range(5)]
+    assert compare(COLLECTIVES["all_reduce"], inputs, outputs, SUM, 0)[0]
+    assert compared == [0, 0, 0]
+    wrong = right.copy()
+    wrong[-1] += 1.0
+    assert not compare(COLLECTIVES["all_reduce"], inputs, [right] * 4 + [wrong], SUM, 0)[0]
+
+
 def test_infinities_and_nans_must_match_exactly():
     inputs = [np.array([np.inf, 1.0, np.nan], dtype=np.float32),
               np.array([1.0, 2.0, 1.0], dtype=np.float32)]

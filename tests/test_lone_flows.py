@@ -1,20 +1,24 @@
 """Runs timed over arrays (``simcoll.lone_flows``) against the event-driven run.
 
-Where no ring message can share a link, ``simulate`` times a data-free ring run step by
-step over arrays. Every field of its result must be what the rank programs give through
-SimPy and the network, on random hand-built machines, and where sharing is possible it
-must not be used at all.
+Where no ring message can share a link, ``simulate`` times a ring run step by step over
+arrays (and, in data mode, computes its outputs block by block). Every field of its result
+must be what the rank programs give through SimPy and the network, on random hand-built
+machines, and where sharing is possible it must not be used at all.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import simcoll as sc
 from simcoll import lone_flows
+from simcoll.algorithms import registry
+from simcoll.algorithms.registry import get_algorithm
+from simcoll.dtypes import as_dtype
 from simcoll.errors import RunLimitError
 from tests.machines import KINDS, random_machine
 
@@ -163,7 +167,7 @@ def test_shared_links_run_the_rank_programs(monkeypatch, timed):
                                     nbytes=6 << 20, network="analytical"))
 
 
-@pytest.mark.parametrize("case", ["empty pieces", "trace", "jitter", "data", "one rank",
+@pytest.mark.parametrize("case", ["empty pieces", "trace", "jitter", "one rank",
                                   "other algorithm"])
 def test_what_is_left_to_the_rank_programs(timed, case):
     topo = sc.topology.switch(4 if case != "one rank" else 1)
@@ -174,8 +178,6 @@ def test_what_is_left_to_the_rank_programs(timed, case):
         kwargs["trace"] = True
     elif case == "jitter":
         kwargs["faults"] = sc.Faults(jitter=1e-6, seed=1)
-    elif case == "data":
-        kwargs = dict(algorithm="ring", data=[np.ones(16, np.float32)] * 4)
     elif case == "other algorithm":
         kwargs["algorithm"] = "naive"
     res = sc.simulate(topo, "all_reduce", **kwargs)
@@ -265,3 +267,113 @@ def test_the_machines_the_readme_names(monkeypatch, timed, machine, lone):
     assert timed == [lone]
     _same(fast, _event_driven(monkeypatch, topo, "all_reduce", algorithm="ring",
                               nbytes=1 << 20))
+
+
+# -- data mode: outputs computed block by block ---------------------------------------------
+DTYPES = ("float32", "float64", "float16", "int32", "int8", "bfloat16")
+OPS = ("sum", "avg", "product", "min", "max")
+
+
+def _inputs(rng: np.random.Generator, counts: list[int], dtype: str) -> list[np.ndarray]:
+    """Random arrays of ``counts`` elements: small integers (whose products wrap in the
+    narrow integer types) or normal floats."""
+    if dtype.startswith("int"):
+        return [rng.integers(-9, 10, size=c).astype(dtype) for c in counts]
+    return [rng.standard_normal(c).astype(as_dtype(dtype)) for c in counts]
+
+
+def _same_data(a: sc.Result, b: sc.Result) -> None:
+    """Every field equal, and every rank's output the same bytes, each rank's its own
+    writeable array."""
+    assert a.to_dict() == b.to_dict()
+    assert np.array_equal(a.rank_times, b.rank_times)
+    assert a.correct is True and b.correct is True and a.max_error == b.max_error
+    assert a.outputs is not None and b.outputs is not None
+    for x, y in zip(a.outputs, b.outputs, strict=True):
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+        assert x.flags.writeable and x.base is None
+    assert len({id(x) for x in a.outputs}) == len(a.outputs)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(8))
+def test_data_mode_gives_the_rank_programs_outputs(monkeypatch, timed, kind, seed):
+    """Ring runs with real arrays on random machines: where the ring routes are disjoint
+    the run is timed over arrays and its outputs computed block by block; every field
+    and every output byte is what the rank programs give."""
+    rng = np.random.default_rng(2000 + seed)
+    topo = random_machine(kind, 200 + seed, hosts=seed % 2)
+    p = topo.nranks
+    collective = (*RING, "all_gatherv", "reduce_scatterv")[seed % 5]
+    dtype = DTYPES[(seed + KINDS.index(kind)) % len(DTYPES)]
+    op = OPS[seed % len(OPS)]
+    kwargs: dict = dict(algorithm="ring", network=("flow", "analytical")[seed % 2])
+    if collective in RING:
+        chunks = int(rng.integers(1, 4))
+        kwargs.update(chunks=chunks, data=_inputs(rng, [int(rng.integers(
+            p * chunks, 30 * p * chunks))] * p, dtype))
+    elif collective == "all_gatherv":
+        kwargs["data"] = _inputs(rng, [int(c) for c in rng.integers(1, 300, size=p)], dtype)
+    else:
+        splits = [int(c) for c in rng.integers(0, 300, size=p) * (rng.random(p) < 0.7)]
+        splits[0] += 1
+        kwargs.update(splits=splits, data=_inputs(rng, [sum(splits)] * p, dtype))
+    if collective in ("all_reduce", "reduce_scatter", "reduce_scatterv"):
+        kwargs["op"] = op
+    fast = sc.simulate(topo, collective, **kwargs)
+    assert timed[-1] == (kwargs["network"] == "analytical" or _disjoint(topo))
+    _same_data(fast, _event_driven(monkeypatch, topo, collective, **kwargs))
+
+
+@pytest.mark.parametrize("op", ["sum", "avg"])
+def test_data_mode_all_reduce_by_hand(timed, op):
+    """3 GPUs on a switch, integers 0..5 per rank: rank r holds r * 10 + i. A ring all_reduce
+    sums each element over the ranks: 3 i + 30 (AVG: i + 10, exact in int32); every rank
+    gets its own copy."""
+    topo = sc.topology.switch(3)
+    data = [np.arange(6, dtype=np.int32) + 10 * r for r in range(3)]
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", data=data, op=op)
+    assert timed == [True]
+    expected = 3 * np.arange(6) + 30 if op == "sum" else np.arange(6) + 10
+    assert res.correct is True and res.max_error == 0.0
+    assert res.outputs is not None
+    for out in res.outputs:
+        assert out.dtype == np.int32 and out.tolist() == expected.tolist()
+    res.outputs[0][0] = -1
+    assert res.outputs[1][0] == expected[0] and data[0][0] == 0
+
+
+def test_data_mode_float_order_is_the_rings(timed):
+    """float32 values whose sum depends on the order: block c of a 3-rank ring
+    all_reduce is reduced as x_{c+2} + (x_{c+1} + x_c). With 1e8, -1e8 and 1 at element 0
+    of ranks 0, 1, 2 (block 0, starting at rank 0): 1 + (-1e8 + 1e8) = 1; an order that
+    adds 1 to 1e8 first would lose it (1e8 + 1 rounds to 1e8 in float32). Element 1 (block
+    1, from rank 1): x_0 + (x_2 + x_1) = 1e8 + (1 + -1e8) = 0 in float32, since
+    1 - 1e8 rounds to -1e8."""
+    topo = sc.topology.switch(3)
+    column = np.array([1e8, -1e8, 1.0], dtype=np.float32)
+    data = [np.array([column[r], column[r], 0.0], dtype=np.float32) for r in range(3)]
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", data=data)
+    assert timed == [True]
+    assert res.outputs is not None
+    assert [out.tolist() for out in res.outputs] == [[1.0, 0.0, 0.0]] * 3
+    assert res.correct is True and res.max_error == 1.0
+
+
+def test_data_mode_without_outputs_runs_the_rank_programs(monkeypatch, timed):
+    """``outputs=`` needs ``timeline=``; an algorithm with a timeline but no outputs is
+    timed over arrays without data only (here the ring, registered again without
+    them)."""
+    ring = get_algorithm("all_reduce", "ring")
+    with pytest.raises(TypeError, match="outputs= computes a run that timeline= times"):
+        sc.register("all_reduce", "outputs-only", cost=ring.cost, params=ring.params,
+                    outputs=ring.outputs)
+    monkeypatch.setitem(registry._REGISTRY, ("all_reduce", "timeline-only"),
+                        replace(ring, name="timeline-only", outputs=None))
+    topo = sc.topology.switch(4)
+    data = [np.full(8, r, np.float32) for r in range(4)]
+    res = sc.simulate(topo, "all_reduce", algorithm="timeline-only", data=data)
+    assert timed == [] and res.correct is True
+    assert res.outputs is not None and res.outputs[3].tolist() == [6.0] * 8
+    sc.simulate(topo, "all_reduce", algorithm="timeline-only", nbytes=32)
+    assert timed == [True]

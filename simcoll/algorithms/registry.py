@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
+import numpy as np
+
 from simcoll.algorithms.params import Int, Param, named_arguments
 from simcoll.buffers import Buffer, VirtualBuffer
 from simcoll.collectives import collective as _collective
@@ -66,6 +68,10 @@ class AlgorithmSpec:
             ``timeline(lanes, count, **params)`` on a :class:`simcoll.lone_flows.Lanes`,
             which ``simulate`` uses instead of the rank programs where no message can
             share a link (see :mod:`simcoll.lone_flows`), or None.
+        outputs: what the rank programs return in data mode when ``timeline`` times
+            the run, ``outputs(inputs, **same keywords as the program)`` -> one array per
+            rank (one array listed for several ranks if they get equal outputs), or None
+            (data-mode runs then always run the rank programs).
     """
 
     collective: str
@@ -78,6 +84,7 @@ class AlgorithmSpec:
     in_network: Callable[..., HostProgram] | None = None
     resolve: Callable[..., dict[str, Any]] | None = None
     timeline: Callable[..., None] | None = None
+    outputs: Callable[..., list[np.ndarray]] | None = None
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -173,7 +180,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
              in_network: Callable[..., HostProgram] | None = None,
              validate: Callable[..., None] | None = None,
              resolve: Callable[..., dict[str, Any]] | None = None,
-             timeline: Callable[..., None] | None = None) -> Callable[[Fn], Fn]:
+             timeline: Callable[..., None] | None = None,
+             outputs: Callable[..., list[np.ndarray]] | None = None) -> Callable[[Fn], Fn]:
     """Decorator: register a rank program as ``name`` for ``collective``, with its cost.
 
     Args:
@@ -191,6 +199,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         timeline: the run over arrays where no message shares a link (see
             :class:`AlgorithmSpec`), or None; it takes the algorithm's parameters (and
             ``splits`` for the v-collectives).
+        outputs: the data-mode outputs of a run timed by ``timeline`` (see
+            :class:`AlgorithmSpec`), or None; it takes the program's keywords.
 
     Raises:
         UnknownCollectiveError: the collective does not exist.
@@ -230,6 +240,11 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
                         {*specs, *(("splits",) if coll.uneven is not None else ())}, "timeline")
     keywords = {*specs, *(("op",) if coll.reduces else ()), *(("root",) if coll.rooted else ()),
                 *(("splits",) if coll.uneven is not None else ())}
+    if outputs is not None:
+        if timeline is None:
+            raise TypeError(f"{what}: outputs= computes a run that timeline= times; give "
+                            f"both or neither")
+        _check_keywords(what, outputs, keywords, "outputs")
 
     def decorator(fn: Fn) -> Fn:
         if not inspect.isgeneratorfunction(fn):
@@ -243,7 +258,7 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         if key in _REGISTRY and _REGISTRY[key].fn is not fn:
             raise ValueError(f"algorithm {name!r} is already registered for {collective!r}")
         _REGISTRY[key] = AlgorithmSpec(collective, name, fn, cost, specs, host, validate,
-                                       in_network, resolve, timeline)
+                                       in_network, resolve, timeline, outputs)
         return fn
 
     return decorator

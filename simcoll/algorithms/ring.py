@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from simpy.events import Event
 
-from simcoll.algorithms import ring_timelines
+from simcoll.algorithms import ring_outputs, ring_timelines
 from simcoll.algorithms.params import Int
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, Chunks, block_bytes, repeat, split
@@ -150,6 +150,7 @@ def _even_pieces(p: int, nbytes: int, itemsize: int, *, chunks: int) -> bool:
 
 
 @register("all_reduce", "ring", params=CHUNKS, timeline=ring_timelines.all_reduce,
+          outputs=ring_outputs.all_reduce,
           cost=CostModel(
     time=_all_reduce_time, traffic=_all_reduce_traffic, exact=_even_blocks,
     ends_together=True))
@@ -202,6 +203,7 @@ def _reduce_scatter_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 
 
 @register("reduce_scatter", "ring", params=CHUNKS, timeline=ring_timelines.reduce_scatter,
+          outputs=ring_outputs.reduce_scatter,
           cost=CostModel(
     time=_reduce_scatter_time, traffic=_reduce_scatter_traffic, exact=_even_blocks,
     ends_together=True))
@@ -238,6 +240,7 @@ def _all_gather_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
 
 
 @register("all_gather", "ring", params=CHUNKS, timeline=ring_timelines.all_gather,
+          outputs=ring_outputs.all_gather,
           cost=CostModel(
     time=_all_gather_time, traffic=_all_gather_traffic, exact=_even_pieces,
     ends_together=True))

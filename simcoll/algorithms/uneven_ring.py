@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcoll.algorithms import ring_timelines
+from simcoll.algorithms import ring_outputs, ring_timelines
 from simcoll.algorithms.registry import register
 from simcoll.algorithms.uneven_exchange import exchange
 from simcoll.buffers import Buffer, split_counts
@@ -49,7 +49,8 @@ def _all_gatherv_traffic(p: int, nbytes: Bytes, itemsize: int) -> Traffic:
     return gpu_traffic(total - np.roll(nbytes, -1), total - nbytes)
 
 
-@register("all_gatherv", "ring", timeline=ring_timelines.all_gatherv, cost=CostModel(
+@register("all_gatherv", "ring", timeline=ring_timelines.all_gatherv,
+          outputs=ring_outputs.all_gatherv, cost=CostModel(
     time=_all_gatherv_time, traffic=_all_gatherv_traffic))
 def ring_all_gatherv(comm: Comm, x: Buffer, *, splits: Counts) -> BufferProgram:
     """Ring all_gatherv: in step s = 0..p-2 rank r forwards block (r - s) mod p to r + 1
@@ -86,6 +87,7 @@ def _reduce_scatterv_traffic(p: int, nbytes: Bytes, itemsize: int) -> Traffic:
 
 
 @register("reduce_scatterv", "ring", timeline=ring_timelines.reduce_scatterv,
+          outputs=ring_outputs.reduce_scatterv,
           cost=CostModel(time=_reduce_scatterv_time, traffic=_reduce_scatterv_traffic))
 def ring_reduce_scatterv(comm: Comm, x: Buffer, *, op: ReduceOp,
                          splits: Counts) -> BufferProgram:
