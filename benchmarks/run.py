@@ -2,7 +2,8 @@
 timed tests.
 
     python benchmarks/run.py            # everything, N = 4096 included (13 to 15 minutes here)
-    python benchmarks/run.py --quick    # without the N = 4096 and switch(128) rows
+    python benchmarks/run.py --quick    # without the N = 4096, switch(128) and p = 2000 rows
+    python benchmarks/run.py --only=5,6 # some sections only (1, 2, 3, 3b, 4, 5, 6, 7, 8)
 
 Every case runs in its own subprocess, so its peak RSS is its own. Ratios are measured in
 the same subprocess as the case they compare:
@@ -237,15 +238,17 @@ def data_case(p: int, nbytes: int) -> dict:
             "workers": WORKERS, "rss": _rss()}
 
 
-def rooted_case(collective: str, algorithm: str, p: int) -> dict:
-    """One data-free rooted collective (40 MB per rank) on ``switch(p)``; peak RSS counts
-    from after the topology is built, so it is the run's own."""
+def memory_case(collective: str, algorithm: str, p: int) -> dict:
+    """One data-free collective (40 MB per rank; rooted ones at rank p / 2) on
+    ``switch(p)``; peak RSS counts from after the topology is built, so it is the run's
+    own."""
     import simcoll as sc
 
     topo = sc.topology.switch(p)
     before = _rss()
     start = time.perf_counter()
-    res = sc.simulate(topo, collective, algorithm=algorithm, nbytes=40 * 10**6, root=p // 2)
+    root = None if collective == "all_to_all" else p // 2
+    res = sc.simulate(topo, collective, algorithm=algorithm, nbytes=40 * 10**6, root=root)
     return {"messages": res.messages, "wall": time.perf_counter() - start,
             "rss": _rss(), "run_rss": _rss() - before}
 
@@ -285,28 +288,19 @@ def sweep_case(workers: int) -> dict:
     return {"workers": workers, "points": len(results), "wall": time.perf_counter() - start}
 
 
-def main(argv: list[str]) -> None:
-    quick = "--quick" in argv
-    print(f"simcoll benchmarks on {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}, {_cpus()} CPUs")
-    print(f"{'case':<46}{'work':>16}{'wall s':>9}{'rate':>16}{'ev/msg':>7}{'peak MiB':>9}"
-          f"{'floor s':>9}{'ratio':>7}")
+def _line(case, work, wall, rate="", rss=0, floor=0.0, events=""):
+    ratio = f"{wall / floor:7.2f}" if floor else ""
+    floor_s = f"{floor:9.2f}" if floor else ""
+    memory = f"{rss / 2**20:9.0f}" if rss else f"{'':9}"
+    print(f"{case:<46}{work:>16}{wall:9.2f}{rate:>16}{events:>7}{memory}{floor_s}{ratio}",
+          flush=True)
 
-    def line(case, work, wall, rate="", rss=0, floor=0.0, events=""):
-        ratio = f"{wall / floor:7.2f}" if floor else ""
-        floor_s = f"{floor:9.2f}" if floor else ""
-        memory = f"{rss / 2**20:9.0f}" if rss else f"{'':9}"
-        print(f"{case:<46}{work:>16}{wall:9.2f}{rate:>16}{events:>7}{memory}{floor_s}{ratio}",
-              flush=True)
 
-    def per_message(c):
-        return f"{c['events'] / c['messages']:.2f}"
+def _per_message(c):
+    return f"{c['events'] / c['messages']:.2f}"
 
-    if JIT:
-        c = in_subprocess("compile_case", module="run")
-        print(f"(numba {c['numba']} compiled the max-min solvers in {c['wall']:.1f} s, or "
-              f"loaded them from its cache)")
 
+def _rings(quick: bool) -> None:
     print("-- 1. ring all_reduce 1 GiB data-free on switch(N): its rank programs, then timed "
           "over arrays (sc.simulate's default here); floor = one SimPy timeout per message, "
           "then heapq, then simpy.Store ring")
@@ -320,70 +314,74 @@ def main(argv: list[str]) -> None:
                     flow = c
                 floors = c["floors"]
                 path = "arrays" if arrays else "programs"
-                line(f"ring N={n} {network}, {path}", f"{c['messages']:,} msgs", c["wall"],
-                     f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s", c["rss"],
-                     floors["timeout"], per_message(c))
-                line("  same vs plain heapq loop", "", c["wall"], floor=floors["heapq"])
+                _line(f"ring N={n} {network}, {path}", f"{c['messages']:,} msgs", c["wall"],
+                      f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s", c["rss"],
+                      floors["timeout"], _per_message(c))
+                _line("  same vs plain heapq loop", "", c["wall"], floor=floors["heapq"])
                 if floors["store"] and not arrays:
-                    line("  same vs simpy.Store ring", "", c["wall"], floor=floors["store"])
+                    _line("  same vs simpy.Store ring", "", c["wall"], floor=floors["store"])
         if n <= 256:
             g = simgrid("ring", n)
             if g:
-                line(f"  SimGrid {_simgrid_version()} Python API, same ring", "", g["wall"],
-                     f"{g['messages'] / g['wall'] / 1e3:.0f} kmsg/s")
+                _line(f"  SimGrid {_simgrid_version()} Python API, same ring", "", g["wall"],
+                      f"{g['messages'] / g['wall'] / 1e3:.0f} kmsg/s")
         g = simgrid_cpp("ring", n) if n <= 1024 else None
         if g:
-            line(f"  SimGrid {g['version']} C++, same ring", "", g["wall"],
-                 f"{g['messages'] / g['wall'] / 1e3:.0f} kmsg/s", g["rss"])
+            _line(f"  SimGrid {g['version']} C++, same ring", "", g["wall"],
+                  f"{g['messages'] / g['wall'] / 1e3:.0f} kmsg/s", g["rss"])
             print(f"  simulated: SimGrid {g['time'] * 1e3:.6f} ms, simcoll's flow programs "
                   f"{flow['sim_time'] * 1e3:.6f} ms and arrays "
                   f"{arrays_flow['sim_time'] * 1e3:.6f} ms")
             for label, case in (("programs", flow), ("arrays", arrays_flow)):
-                line(f"  flow, {label}, vs SimGrid C++", "", case["wall"], floor=g["wall"])
+                _line(f"  flow, {label}, vs SimGrid C++", "", case["wall"], floor=g["wall"])
 
     for arrays in (False, True):
         c = in_subprocess("uneven_ring_case", 1024, arrays)
-        line(f"all_gatherv ring N=1024, {'arrays' if arrays else 'programs'}",
-             f"{c['messages']:,} msgs", c["wall"],
-             f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s")
+        _line(f"all_gatherv ring N=1024, {'arrays' if arrays else 'programs'}",
+              f"{c['messages']:,} msgs", c["wall"],
+              f"{c['messages'] / c['wall'] / 1e3:.0f} kmsg/s")
         print(f"  simulated {c['sim_time'] * 1e3:.9f} ms")
 
+
+def _all_to_allv(quick: bool) -> None:
     print("-- 2. uneven all-to-all (rank i sends (1 + ((7i + 13j) mod 97)/97) x 65536 float32 "
           "to rank j, all at once), flow model")
     for n in (64,) + (() if quick else (128,)):
         c = in_subprocess("alltoallv_case", n, "flow", True, module="workloads")
-        line(f"all_to_allv-like switch({n})", f"{c['messages']:,} msgs", c["wall"],
-             f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
-        line("  same, run again in that process", "", c["warm"],
-             f"{c['warm'] / c['messages'] * 1e6:.0f} us/msg")
+        _line(f"all_to_allv-like switch({n})", f"{c['messages']:,} msgs", c["wall"],
+              f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, _per_message(c))
+        _line("  same, run again in that process", "", c["warm"],
+              f"{c['warm'] / c['messages'] * 1e6:.0f} us/msg")
         if JIT:
             pure = in_subprocess("alltoallv_case", n, module="workloads", env=NO_JIT)
-            line("  same, pure solvers (SIMCOLL_NO_JIT=1)", "", pure["wall"],
-                 f"{pure['wall'] / pure['messages'] * 1e6:.0f} us/msg", pure["rss"], 0,
-                 per_message(pure))
+            _line("  same, pure solvers (SIMCOLL_NO_JIT=1)", "", pure["wall"],
+                  f"{pure['wall'] / pure['messages'] * 1e6:.0f} us/msg", pure["rss"], 0,
+                  _per_message(pure))
         if n == 64:
             for env, label in ((None, ""), (NO_JIT, ", pure solvers")) if JIT else \
                     ((None, ", pure solvers"),):
                 rtt = in_subprocess("alltoallv_case", n, "flow_rtt", module="workloads",
                                     env=env)
-                line(f"  same, network flow_rtt{label}", "", rtt["wall"],
-                     f"{rtt['wall'] / rtt['messages'] * 1e6:.0f} us/msg", rtt["rss"], 0,
-                     per_message(rtt))
+                _line(f"  same, network flow_rtt{label}", "", rtt["wall"],
+                      f"{rtt['wall'] / rtt['messages'] * 1e6:.0f} us/msg", rtt["rss"], 0,
+                      _per_message(rtt))
         g = simgrid("alltoallv", n)
         if g:
-            line(f"  SimGrid {_simgrid_version()} Python API, same case", "", g["wall"],
-                 f"{g['wall'] / g['messages'] * 1e6:.0f} us/msg")
-            line(f"  simulated time simcoll {c['time'] * 1e6:.3f} us, SimGrid "
-                 f"{g['time'] * 1e6:.3f} us", "", c["wall"], floor=g["wall"])
+            _line(f"  SimGrid {_simgrid_version()} Python API, same case", "", g["wall"],
+                  f"{g['wall'] / g['messages'] * 1e6:.0f} us/msg")
+            _line(f"  simulated time simcoll {c['time'] * 1e6:.3f} us, SimGrid "
+                  f"{g['time'] * 1e6:.3f} us", "", c["wall"], floor=g["wall"])
         g = simgrid_cpp("alltoallv", n)
         if g:
-            line(f"  SimGrid {g['version']} C++, same case", "", g["wall"],
-                 f"{g['wall'] / g['messages'] * 1e6:.0f} us/msg", g["rss"])
-            line(f"  simulated time simcoll {c['time'] * 1e6:.3f} us, SimGrid "
-                 f"{g['time'] * 1e6:.3f} us", "", c["wall"], floor=g["wall"])
-            line("  simcoll's second run against SimGrid C++", "", c["warm"],
-                 floor=g["wall"])
+            _line(f"  SimGrid {g['version']} C++, same case", "", g["wall"],
+                  f"{g['wall'] / g['messages'] * 1e6:.0f} us/msg", g["rss"])
+            _line(f"  simulated time simcoll {c['time'] * 1e6:.3f} us, SimGrid "
+                  f"{g['time'] * 1e6:.3f} us", "", c["wall"], floor=g["wall"])
+            _line("  simcoll's second run against SimGrid C++", "", c["warm"],
+                  floor=g["wall"])
 
+
+def _contention(quick: bool) -> None:
     print("-- 3. contention, 64 MiB per rank, flow model (us/flow = wall / flows)")
     for kind, sizes in (("parameter_server", (256, 1024)), ("staggered incast", (256, 1024)),
                         ("all_to_all direct", (64, 256))):
@@ -391,10 +389,12 @@ def main(argv: list[str]) -> None:
             for fast in (True, False) if kind == "staggered incast" else (True,):
                 c = in_subprocess("contention_case", kind, n, fast, module="run")
                 label = f"{kind} N={n}" + ("" if fast else " (general solver only)")
-                line(label, f"{c['flows']:,} flows", c["wall"],
-                     f"{c['wall'] / c['flows'] * 1e6:.1f} us/flow", c["rss"], 0,
-                     per_message(c))
+                _line(label, f"{c['flows']:,} flows", c["wall"],
+                      f"{c['wall'] / c['flows'] * 1e6:.1f} us/flow", c["rss"], 0,
+                      _per_message(c))
 
+
+def _nccl(quick: bool) -> None:
     print("-- 3b. NCCL model on dgx_h100(8), 64 MiB: all_reduce of 64 GPUs, 16 channels, "
           "up to 8 slices in flight per connection (general solver, flows grouped by route; "
           "then without grouping)")
@@ -402,53 +402,93 @@ def main(argv: list[str]) -> None:
         c = in_subprocess("nccl_case", 8, 64 * 2**20, grouped, module="run", env=env)
         label = "nccl all_reduce dgx_h100(8)" + ("" if grouped else " (ungrouped)") + (
             ", pure solvers" if env else "")
-        line(label, f"{c['messages']:,} msgs", c["wall"],
-             f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
+        _line(label, f"{c['messages']:,} msgs", c["wall"],
+              f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, _per_message(c))
     for env in (None,) + ((NO_JIT,) if JIT else ()):
         c = in_subprocess("nccl_case", 8, 64 * 2**20, True, "flow_rtt", module="run", env=env)
         label = "nccl all_reduce dgx_h100(8), flow_rtt" + (
             ", pure solvers" if env or not JIT else "")
-        line(label, f"{c['messages']:,} msgs", c["wall"],
-             f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
+        _line(label, f"{c['messages']:,} msgs", c["wall"],
+              f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, _per_message(c))
 
+
+def _mixed(quick: bool) -> None:
     print("-- 4. mixed training step on dgx_h100(4): TP all_reduce 32 MiB in each node, "
           "MoE uneven all-to-all (x1/4) over 32 GPUs, DP ring all_reduce 256 MiB, concurrent")
     c = in_subprocess("mixed_case", 4, module="workloads")
-    line("mixed step dgx_h100(4)", f"{c['messages']:,} msgs", c["wall"],
-         f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, per_message(c))
+    _line("mixed step dgx_h100(4)", f"{c['messages']:,} msgs", c["wall"],
+          f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, _per_message(c))
 
+
+def _data(quick: bool) -> None:
     print("-- 5. data mode, ring all_reduce float32; floor = numpy adds + output writes "
           "(best of 2; first run; narrow floor; with the numpy check; the check alone)")
     for p, nbytes in ((8, 256 * 2**20), (64, 16 * 2**20)):
         c = in_subprocess("data_case", p, nbytes, module="run")
         label = f"ring data p={p} {nbytes >> 20} MiB"
-        line(label, "", c["wall"], "", c["rss"], c["floor"])
-        line(f"{label}, first run", "", c["cold"], "", c["rss"], c["floor_cold"])
-        line(f"{label}, narrow floor", "", c["wall"], "", c["rss"], c["floor_discarded"])
-        line(f"{label}, check=True", "", c["wall_checked"], "", c["rss"], c["floor"])
-        line(f"{label}, check=True, rank programs", "", c["programs_checked"], "", c["rss"],
-             c["floor"])
-        line(f"{label}, check only, 1 thread", "", c["check_serial"], "", 0, c["floor"])
-        line(f"{label}, check only, {c['workers']} threads", "", c["check_threads"], "", 0,
-             c["floor"])
+        _line(label, "", c["wall"], "", c["rss"], c["floor"])
+        _line(f"{label}, first run", "", c["cold"], "", c["rss"], c["floor_cold"])
+        _line(f"{label}, narrow floor", "", c["wall"], "", c["rss"], c["floor_discarded"])
+        _line(f"{label}, check=True", "", c["wall_checked"], "", c["rss"], c["floor"])
+        _line(f"{label}, check=True, rank programs", "", c["programs_checked"], "", c["rss"],
+              c["floor"])
+        _line(f"{label}, check only, 1 thread", "", c["check_serial"], "", 0, c["floor"])
+        _line(f"{label}, check only, {c['workers']} threads", "", c["check_threads"], "", 0,
+              c["floor"])
 
-    print("-- 6. memory per rank in data-free mode: rooted collectives, 40 MB per rank on "
-          "switch(10000); peak MiB of the whole process, run's own in the rate column")
-    for collective, algorithm in (("scatter", "binomial"), ("broadcast", "binomial"),
-                                  ("gather", "binomial")):
-        c = in_subprocess("rooted_case", collective, algorithm, 10_000, module="run")
-        line(f"{collective} {algorithm} p=10000", f"{c['messages']:,} msgs", c["wall"],
-             f"+{c['run_rss'] / 2**20:.0f} MiB", c["rss"], 0)
 
+def _memory(quick: bool) -> None:
+    print("-- 6. memory in data-free mode, 40 MB per rank on switch(p): rooted collectives "
+          "at p = 10,000, the pairwise all_to_all (p^2 messages) at p = 500 to 2,000; peak "
+          "MiB of the whole process, the run's own in the rate column")
+    cases = [("scatter", "binomial", 10_000), ("broadcast", "binomial", 10_000),
+             ("gather", "binomial", 10_000), ("all_to_all", "pairwise", 500),
+             ("all_to_all", "pairwise", 1000)] + ([] if quick else [
+             ("all_to_all", "pairwise", 2000)])
+    for collective, algorithm, p in cases:
+        c = in_subprocess("memory_case", collective, algorithm, p, module="run")
+        _line(f"{collective} {algorithm} p={p}", f"{c['messages']:,} msgs", c["wall"],
+              f"+{c['run_rss'] / 2**20:.0f} MiB", c["rss"], 0)
+
+
+def _topology(quick: bool) -> None:
     print("-- 7. topology building")
     c = in_subprocess("build_case", 32768, module="workloads")
-    line("sc.topology.switch(32768)", f"{c['links']:,} links", c["wall"], "", c["rss"])
+    _line("sc.topology.switch(32768)", f"{c['links']:,} links", c["wall"], "", c["rss"])
 
+
+def _sweep(quick: bool) -> None:
     print("-- 8. sweep of 200 small simulations (simcoll.sweep)")
     for workers in (1, 2):
         c = in_subprocess("sweep_case", workers, module="run")
-        line(f"sweep workers={workers}", f"{c['points']} sims", c["wall"],
-             f"{c['points'] / c['wall']:.0f} sims/s")
+        _line(f"sweep workers={workers}", f"{c['points']} sims", c["wall"],
+              f"{c['points'] / c['wall']:.0f} sims/s")
+
+
+SECTIONS = {"1": _rings, "2": _all_to_allv, "3": _contention, "3b": _nccl, "4": _mixed,
+            "5": _data, "6": _memory, "7": _topology, "8": _sweep}
+"""The sections of the table, in its order (``--only=`` picks some)."""
+
+
+def main(argv: list[str]) -> None:
+    quick = "--quick" in argv
+    only = next((a.split("=", 1)[1].split(",") for a in argv if a.startswith("--only=")),
+                list(SECTIONS))
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown:
+        raise SystemExit(f"--only: no section {', '.join(unknown)}; sections are "
+                         f"{', '.join(SECTIONS)}")
+    print(f"simcoll benchmarks on {platform.processor() or platform.machine()}, "
+          f"Python {platform.python_version()}, {_cpus()} CPUs")
+    print(f"{'case':<46}{'work':>16}{'wall s':>9}{'rate':>16}{'ev/msg':>7}{'peak MiB':>9}"
+          f"{'floor s':>9}{'ratio':>7}")
+    if JIT:
+        c = in_subprocess("compile_case", module="run")
+        print(f"(numba {c['numba']} compiled the max-min solvers in {c['wall']:.1f} s, or "
+              f"loaded them from its cache)")
+    for key in SECTIONS:
+        if key in only:
+            SECTIONS[key](quick)
 
 
 def _simgrid_version() -> str:

@@ -32,9 +32,9 @@ rank programs return, block by block, with the same operations in the same order
 
 It runs only where it is exact and nothing is lost by skipping the events: runs of an
 algorithm registered with a ``timeline`` (the rings; in data mode, with ``outputs``
-too), without trace, faults or jitter, on the analytical model or on the flow models' lone-flow path, with every
-message non-empty and each message taking time, and within ``until`` and
-``max_events``; anywhere else ``simulate`` runs the rank programs. Set
+too), without trace, faults or jitter, on the analytical model or on the flow models'
+lone-flow path, with every message non-empty and each message taking time, and within
+``until`` and ``max_events``; anywhere else ``simulate`` runs the rank programs. Set
 ``simcoll.lone_flows.enabled = False`` to always run them.
 """
 

@@ -15,7 +15,7 @@ import simpy
 from simpy.events import Timeout
 
 from simcoll.errors import InvalidInputError
-from simcoll.topology.graph import Topology
+from simcoll.topology.graph import ROUTES_KEPT, Topology
 
 __all__ = ["Network", "Arrival"]
 
@@ -64,6 +64,8 @@ class Network:
             links.extend(link for link in route.links if link not in links)
         capacity = self._capacity
         bandwidth = min((capacity[d] for d in links), default=math.inf)
+        if len(self._routes) >= ROUTES_KEPT:
+            self._routes.clear()
         entry = self._routes[(src, dst)] = (tuple(links), latency, bandwidth)
         return entry
 

@@ -9,10 +9,10 @@ Routes are shortest paths in hops, ties broken by the order links were added, so
 deterministic. A GPU may name a device its messages to other GPUs are staged through
 (``staging``, e.g. host memory when GPUs have no peer-to-peer access): its route to another
 GPU is then the shortest path to that device followed by the shortest path from it.
-Routes are computed on first use and cached. On a tree (every builder except ``ring``,
-``fully_connected``, ``torus`` and the multi-node DGX presets) a route is found by
-climbing to the lowest common ancestor in O(depth); otherwise by a breadth-first search
-from the source that stops at the destination.
+Routes are computed on first use and cached (up to :data:`ROUTES_KEPT`). On a tree
+(every builder except ``ring``, ``fully_connected``, ``torus`` and the multi-node DGX
+presets) a route is found by climbing to the lowest common ancestor in O(depth);
+otherwise by a breadth-first search from the source that stops at the destination.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ from simcoll.errors import TopologyError
 __all__ = ["Device", "Link", "Route", "Topology", "DEVICE_KINDS"]
 
 DEVICE_KINDS = ("gpu", "host", "switch", "nic")
+ROUTES_KEPT = 1 << 17
+"""Routes a topology (and a run's network) keeps cached at most: past that the cache
+starts over, so that a run through all p^2 pairs (an all-to-all) holds O(1) routes, not
+O(p^2), while rings and trees, which use O(p) pairs, keep every route."""
 _ENDPOINT_KINDS = ("gpu", "host")
 
 
@@ -382,6 +386,8 @@ class Topology:
             route = Route(tuple(links), sum(link.latency for link in ls),
                           min((link.bandwidth for link in ls), default=math.inf))
             if not avoid:
+                if len(self._routes) >= ROUTES_KEPT:
+                    self._routes.clear()
                 self._routes[key] = route
         return route
 

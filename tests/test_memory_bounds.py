@@ -1,0 +1,107 @@
+"""Tables that grow with the pairs a run uses stay bounded: message channels (empty ones
+are swept) and cached routes (the cache starts over past its size), with the same result
+as without the bound, and with deadlocks and lost messages still reported."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import NO_FORMULA
+
+import simcoll as sc
+from simcoll import runtime
+from simcoll.network import base
+from simcoll.topology import graph
+
+
+@pytest.fixture
+def channels_in_use(monkeypatch):
+    """Sweep from 8 channels on, and record the table's size after each new channel."""
+    monkeypatch.setattr(runtime, "_SWEEP_FROM", 8)
+    sizes: list[int] = []
+    original = runtime.Runtime._new_channel
+
+    def recording(self, key):
+        channel = original(self, key)
+        sizes.append(len(self.channels))
+        return channel
+
+    monkeypatch.setattr(runtime.Runtime, "_new_channel", recording)
+    return sizes
+
+
+def _pairwise(p: int, **kwargs) -> sc.Result:
+    return sc.simulate(sc.topology.switch(p), "all_to_all", algorithm="pairwise", **kwargs)
+
+
+@pytest.mark.parametrize("data", [False, True])
+def test_an_all_to_all_keeps_o_p_channels_and_its_result(monkeypatch, channels_in_use, data):
+    """A pairwise all_to_all on 12 ranks uses 132 channels one after another; with the
+    sweep the table never holds more than the ones in use (two per rank in a step) and
+    the last sweep's doubling, and every field of the result, outputs included, is the
+    run's without it (a table too large to sweep)."""
+    p = 12
+    rng = np.random.default_rng(0)
+    kwargs: dict = ({"data": [rng.standard_normal(5 * p).astype(np.float32) for _ in range(p)]}
+                    if data else {"nbytes": 4 * 5 * p})
+    swept = _pairwise(p, **kwargs)
+    assert len(channels_in_use) >= p * (p - 1)      # each pair's channel made once at least
+    assert max(channels_in_use) <= 2 * 2 * p + 1
+    monkeypatch.setattr(runtime, "_SWEEP_FROM", 10**9)
+    whole = _pairwise(p, **kwargs)
+    assert swept.to_dict() == whole.to_dict()
+    assert np.array_equal(swept.rank_times, whole.rank_times)
+    if data:
+        assert swept.correct is True
+        for a, b in zip(swept.outputs, whole.outputs, strict=True):
+            assert a.tobytes() == b.tobytes()
+
+
+def test_a_deadlock_is_reported_through_sweeps(channels_in_use):
+    """Rank 0 waits on a message nobody sends while the others exchange enough messages
+    to sweep the table several times: the waiting receive survives every sweep."""
+    @sc.register("all_reduce", "test_sweep_deadlock", cost=NO_FORMULA)
+    def waits_while_others_talk(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            yield comm.recv(src=1, tag="never")
+        else:
+            # A ring of ranks 1, 2, 3 with a new tag (a new channel) every step.
+            for step in range(40):
+                yield comm.sendrecv(x, dst=1 + comm.rank % 3, src=1 + (comm.rank + 1) % 3,
+                                    tag=step)
+        return x
+
+    with pytest.raises(sc.DeadlockError, match="rank 0 waits for recv from 1 .tag 'never'."):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="test_sweep_deadlock",
+                    nbytes=64)
+    assert max(channels_in_use) >= 8
+
+
+def test_a_lost_message_is_reported_through_sweeps(channels_in_use):
+    @sc.register("all_reduce", "test_sweep_lost", cost=NO_FORMULA)
+    def one_message_lost(comm, x, *, op=sc.ReduceOp.SUM):
+        if comm.rank == 0:
+            yield comm.send(x, dst=1, tag="lost")
+        for tag in range(20):
+            yield comm.sendrecv(x, dst=(comm.rank + 1) % comm.size,
+                                src=(comm.rank - 1) % comm.size, tag=tag)
+        return x
+
+    with pytest.raises(sc.UnmatchedMessageError, match="0->1 .tag 'lost'."):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="test_sweep_lost",
+                    nbytes=64)
+    assert max(channels_in_use) >= 8
+
+
+def test_route_caches_start_over_past_their_size(monkeypatch):
+    """With room for 5 routes, a pairwise all_to_all on 6 ranks (30 pairs) gives the
+    result it gives with every route kept, and neither cache holds more than 5."""
+    whole = _pairwise(6, nbytes=4 * 6 * 100)
+    monkeypatch.setattr(graph, "ROUTES_KEPT", 5)
+    monkeypatch.setattr(base, "ROUTES_KEPT", 5)
+    topo = sc.topology.switch(6)
+    kept = sc.simulate(topo, "all_to_all", algorithm="pairwise", nbytes=4 * 6 * 100)
+    assert kept.to_dict() == whole.to_dict()
+    assert 0 < len(topo._routes) <= 5
+    assert [topo.route(0, d).links for d in range(1, 6)] == [
+        sc.topology.switch(6).route(0, d).links for d in range(1, 6)]
