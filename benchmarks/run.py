@@ -430,7 +430,7 @@ def _data(quick: bool) -> None:
         _line(f"{label}, first run", "", c["cold"], "", c["rss"], c["floor_cold"])
         _line(f"{label}, narrow floor", "", c["wall"], "", c["rss"], c["floor_discarded"])
         _line(f"{label}, check=True", "", c["wall_checked"], "", c["rss"], c["floor"])
-        _line(f"{label}, check=True, rank programs", "", c["programs_checked"], "", c["rss"],
+        _line(f"{label}, check=True, programs", "", c["programs_checked"], "", c["rss"],
               c["floor"])
         _line(f"{label}, check only, 1 thread", "", c["check_serial"], "", 0, c["floor"])
         _line(f"{label}, check only, {c['workers']} threads", "", c["check_threads"], "", 0,
