@@ -8,9 +8,9 @@ runs it in data mode, and checks the outputs against the tests' own reference, t
 against the cost model's, and the time against the last real activity; one case in four
 also runs with every flow through the general solver and compares every rank's time.
 
-Then 2,000 data-free rings (even and uneven) on random machines: the run ``simulate`` times
-over arrays where it can (``simcoll.lone_flows``) against the rank programs' run, every
-field of the result.
+Then 2,000 rings (even and uneven, half of them in data mode) on random machines: the run
+``simulate`` times over arrays where it can (``simcoll.lone_flows``) against the rank
+programs' run, every field of the result, outputs included.
 """
 
 from __future__ import annotations
@@ -95,22 +95,40 @@ RINGS = [("all_reduce", "ring"), ("reduce_scatter", "ring"), ("all_gather", "rin
 @given(pair=st.sampled_from(RINGS), kind=st.sampled_from(KINDS),
        machine=st.integers(0, 10**9), hosts=st.integers(0, 2), count=st.integers(1, 5000),
        chunks=st.integers(1, 4), network=st.sampled_from(["flow", "analytical"]),
-       dtype=st.sampled_from(["float32", "float64", "float16", "int8"]), data=st.data())
+       dtype=st.sampled_from(["float32", "float64", "float16", "int8"]),
+       with_data=st.booleans(), op=st.sampled_from(list(sc.ReduceOp)),
+       seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_rings_timed_over_arrays_match_their_rank_programs(pair, kind, machine, hosts,
                                                            count, chunks, network, dtype,
-                                                           data):
-    """Data-free rings on random machines: the run timed over arrays, wherever simulate
-    takes it, gives every field of the rank programs' run (``simcoll.lone_flows``)."""
+                                                           with_data, op, seed, data):
+    """Rings on random machines, half of them in data mode: the run timed over arrays,
+    wherever simulate takes it, gives every field of the rank programs' run, outputs
+    included, bit for bit (``simcoll.lone_flows``, ``algorithms/ring_outputs.py``); in
+    data mode the outputs also match the tests' own reference."""
     coll, alg = pair
     topo = random_machine(kind, machine, hosts=hosts, gpus=data.draw(st.integers(2, 12)))
     p = topo.nranks
     itemsize = np.dtype(dtype).itemsize
+    kwargs: dict = dict(algorithm=alg, network=network)
+    blocks: list[int] | None = None
     if coll in V_COLLECTIVES:
         blocks = data.draw(st.lists(st.integers(0, count), min_size=p, max_size=p))
-        kwargs: dict = dict(nbytes=[itemsize * b for b in blocks])
     else:
-        kwargs = dict(nbytes=itemsize * count, chunks=min(chunks, count))
-    kwargs.update(algorithm=alg, dtype=dtype, network=network)
+        kwargs["chunks"] = min(chunks, count)
+    if not with_data:
+        kwargs.update(dtype=dtype, nbytes=[itemsize * b for b in blocks] if blocks is not None
+                      else itemsize * count)
+    elif coll == "all_gatherv":
+        assert blocks is not None
+        kwargs["data"] = [x[:b] for x, b in zip(make_data(p, max(blocks), dtype, op, seed,
+                                                           full_range=True), blocks)]
+    else:
+        kwargs["data"] = make_data(p, count if blocks is None else sum(blocks), dtype, op,
+                                   seed, full_range=True)
+        if blocks is not None:
+            kwargs["splits"] = blocks
+    if with_data and sc.COLLECTIVES[coll].reduces:
+        kwargs["op"] = op
     fast = sc.simulate(topo, coll, **kwargs)
     sc.lone_flows.enabled = False
     try:
@@ -119,3 +137,7 @@ def test_rings_timed_over_arrays_match_their_rank_programs(pair, kind, machine, 
         sc.lone_flows.enabled = True
     assert fast.to_dict() == slow.to_dict()
     assert np.array_equal(fast.rank_times, slow.rank_times)
+    if with_data:
+        assert fast.correct and fast.max_error == slow.max_error
+        assert [x.tobytes() for x in fast.outputs] == [x.tobytes() for x in slow.outputs]
+        assert_outputs_match(fast, kwargs["data"], op, 0)
