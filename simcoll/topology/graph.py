@@ -24,9 +24,12 @@ from dataclasses import dataclass
 from simcoll.checks import integer, real
 from simcoll.errors import TopologyError
 
-__all__ = ["Device", "Link", "Route", "Topology", "DEVICE_KINDS"]
+__all__ = ["Device", "Link", "Route", "Topology", "DEVICE_KINDS", "CPU_VENDORS"]
 
 DEVICE_KINDS = ("gpu", "host", "switch", "nic")
+
+CPU_VENDORS = ("intel", "amd", "arm", "unknown")
+"""The CPU vendors a topology may name (NCCL's tuner tells Intel and AMD apart)."""
 ROUTES_KEPT = 1 << 17
 """Routes a topology (and a run's network) keeps cached at most: past that the cache
 starts over, so that a run through all p^2 pairs (an all-to-all) holds O(1) routes, not
@@ -83,6 +86,10 @@ class Topology:
         spec: what rebuilds this machine with ``simcoll.topology.from_spec`` (a builder
             spec or a file path; set by ``from_spec`` and ``load``), or None. Adding a
             device or a link clears it, so it never describes a different machine.
+        cpu: the servers' CPU vendor, one of :data:`CPU_VENDORS` ("unknown" unless a
+            preset or the user sets it). Only NCCL's tuner reads it, as NCCL does: its
+            LL bandwidth cap across nodes and its network overhead per step depend on it
+            (``algorithm="nccl"``).
 
     Example:
         >>> t = Topology("two GPUs")
@@ -95,6 +102,7 @@ class Topology:
     def __init__(self, name: str = "custom"):
         self.name = name
         self.spec: str | None = None
+        self._cpu = "unknown"
         self._devices: dict[str, Device] = {}
         self._index: dict[str, int] = {}
         self._adjacency: list[list[tuple[int, int]]] = []
@@ -109,6 +117,18 @@ class Topology:
         self._in_network: list[str] = []
         self._endpoints: list[str] | None = None
         self._generation = 0
+
+    @property
+    def cpu(self) -> str:
+        """The servers' CPU vendor: "intel", "amd", "arm" or "unknown"."""
+        return self._cpu
+
+    @cpu.setter
+    def cpu(self, vendor: str) -> None:
+        if vendor not in CPU_VENDORS:
+            raise TopologyError(f"cpu={vendor!r} is not accepted; use one of "
+                                f"{', '.join(map(repr, CPU_VENDORS))}")
+        self._cpu = vendor
 
     # -- building ------------------------------------------------------------------------
     def _add(self, kind: str, name: str | None, reduce_bandwidth: float, node: int = 0,

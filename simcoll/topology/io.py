@@ -5,6 +5,7 @@
 every format. A machine listed device by device (YAML shown)::
 
     name: two nodes                      # optional
+    cpu: amd                             # optional: intel, amd, arm (for NCCL's tuner)
     devices:                             # in order; GPUs are the ranks, in this order
       - {name: gpu0, kind: gpu, node: 0, reduce_bandwidth: 400GB/s}
       - {name: gpu1, kind: gpu, node: 1}
@@ -41,12 +42,12 @@ from typing import Any
 
 from simcoll.errors import TopologyError
 from simcoll.topology.formats import Context, Key, check_suffix, dump, read
-from simcoll.topology.graph import DEVICE_KINDS, Topology
+from simcoll.topology.graph import CPU_VENDORS, DEVICE_KINDS, Topology
 from simcoll.topology.quantities import parse_rate, parse_time
 
 __all__ = ["to_dict", "from_dict", "save", "load"]
 
-_TOP_KEYS = ("name", "devices", "links")
+_TOP_KEYS = ("name", "cpu", "devices", "links")
 _PRESET_KEYS = ("preset", "args")
 _DEVICE_KEYS = ("name", "kind", "node", "reduce_bandwidth", "in_network", "staging")
 _LINK_KEYS = ("u", "v", "bandwidth", "latency", "kind")
@@ -56,6 +57,7 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     """The JSON-ready description of ``topology`` (``null`` for infinite rates)."""
     return {
         "name": topology.name,
+        **({"cpu": topology.cpu} if topology.cpu != "unknown" else {}),
         "devices": [{"name": d.name, "kind": d.kind, "node": d.node,
                      "reduce_bandwidth": None if math.isinf(d.reduce_bandwidth)
                      else d.reduce_bandwidth,
@@ -81,7 +83,8 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
         if d.get("staging") is not None:
             entry["staging"] = d["staging"]
         devices.append(entry)
-    return {"name": data["name"], "devices": devices, "links": data["links"]}
+    return {"name": data["name"], **({"cpu": data["cpu"]} if "cpu" in data else {}),
+            "devices": devices, "links": data["links"]}
 
 
 def _mapping(value: Any, ctx: Context, path: Key, keys: tuple[str, ...],
@@ -124,6 +127,10 @@ def _build(data: Any, ctx: Context) -> Topology:
     topo_data = _mapping(data, ctx, (), _TOP_KEYS, "a mapping with 'devices' and 'links'")
     name = topo_data.get("name", "custom")
     topo = Topology(name if isinstance(name, str) else str(name))
+    cpu = topo_data.get("cpu", "unknown")
+    if cpu not in CPU_VENDORS:
+        raise ctx.error(("cpu",), f"expected one of {', '.join(CPU_VENDORS)}, got {cpu!r:.60}")
+    topo.cpu = cpu
     for key in ("devices", "links"):
         if not isinstance(topo_data.get(key), list):
             raise ctx.error((key,), f"expected a list, got {topo_data.get(key)!r:.60}")

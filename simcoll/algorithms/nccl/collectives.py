@@ -102,7 +102,8 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
                              f"simulate() or comm.collective()")
     nodes = len({comm.node_of(r) for r in range(comm.size)})
     return dataclasses.replace(PROTOCOL[proto],
-                               rate=channel_rate(proto, algo, arch, nodes, channels))
+                               rate=channel_rate(proto, algo, arch, nodes, channels,
+                                                 comm.topology.cpu))
 
 
 def _rings(comm: Comm, channels: int) -> list[list[int]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = ["NCCL_VERSION", "PROTOCOLS", "LINKS", "BASE_LATENCY", "HW_LATENCY", "NCCL_STEPS",
            "BUFFER_BYTES", "LL_MAX_BW", "PER_CHANNEL_MAX_RING_LL128_BW",
-           "PER_CHANNEL_MAX_TREE_BW", "PER_CHANNEL_MAX_TREE_LL128_BW",
+           "PER_CHANNEL_MAX_TREE_BW", "PER_CHANNEL_MAX_TREE_LL128_BW", "ll_max_bw",
            "PER_CHANNEL_MAX_NVLS_TREE_BW", "NVLS_EFFICIENCY",
            "ARCHS", "NVLINK_BW_PER_LINK", "THREAD_THRESHOLD", "MAX_THREADS",
            "NET_OVERHEAD_US", "TREE_CORRECTION", "TUNERS", "HW_LATENCY_BY_TUNER",
@@ -71,8 +71,21 @@ x 640 threads x 8 steps x 8 bytes; ``DEFAULT_BUFFSIZE``: 4 MiB)."""
 
 LL_MAX_BW = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0),
              "hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0)}
-"""``llMaxBws`` (GB/s) for one node; the other two columns are for the CPU kinds of
-multi-node runs (Intel, AMD), which simcoll reads as 2 and >2 nodes."""
+"""``llMaxBws`` (GB/s), NCCL's four rows of three columns (1 node, 2 nodes, more), read
+as NCCL reads them: on one node the row of the GPU generation (column 1), across nodes
+the row of the CPU vendor, Intel and others the first (39.0, 20.4), AMD the second
+(22.5, 19.0); the Hopper and Blackwell rows' other columns are never read (see
+:func:`ll_max_bw`)."""
+
+
+def ll_max_bw(arch: str, nodes: int, cpu: str) -> float:
+    """NCCL's cap on LL's bus bandwidth (GB/s, ``llMaxBw`` in ``ncclTopoTuneModel``): on
+    one node by GPU generation, across nodes by CPU vendor (``index1``: AMD, or a mix
+    of vendors, reads the second row; Intel and every other CPU the first)."""
+    if nodes <= 1:
+        return LL_MAX_BW[arch][0]
+    return LL_MAX_BW["ampere" if cpu == "amd" else "volta"][min(nodes, 3) - 1]
+
 
 PER_CHANNEL_MAX_RING_LL128_BW = {"volta": (20.0, 20.0, 20.0), "ampere": (20.0, 20.0, 20.0),
                                  "hopper": (36.7, 36.7, 36.7),
@@ -113,8 +126,9 @@ NCCL uses fewer channels (``threadThresholds[COLLNET_*][SIMPLE]``)."""
 COLLNET_DIRECT_HOP_US = 0.4
 """CollNet Direct's "arity serialization latency" per local peer (us, tuning.cc)."""
 
-NET_OVERHEAD_US = 1.0
-"""``getNetOverhead`` on Intel CPUs (us per network step; 3x for Simple)."""
+NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "arm": 1.0, "unknown": 1.0}
+"""``getNetOverhead`` by CPU vendor (us per network step; 3x for Simple): 2 us on AMD,
+1 us on Intel and every other CPU."""
 
 TREE_CORRECTION = {
     "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9,

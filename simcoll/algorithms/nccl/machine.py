@@ -50,6 +50,8 @@ class Machine:
             across them.
         rails: a node's paths to the network: the links that bound its GPUs' routes to
             the next node (one per NIC on the presets; 0 with one node).
+        cpu: the servers' CPU vendor (``Topology.cpu``): NCCL's LL cap across nodes and
+            its network overhead per step depend on it.
     """
 
     nranks: int
@@ -61,6 +63,7 @@ class Machine:
     arch: str
     sharp: bool = False
     rails: int = 0
+    cpu: str = "unknown"
 
     @property
     def ppn(self) -> float:
@@ -228,4 +231,4 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
-                   sharp_groups(topology, ranks) is not None, rails)
+                   sharp_groups(topology, ranks) is not None, rails, topology.cpu)

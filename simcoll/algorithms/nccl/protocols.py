@@ -24,11 +24,11 @@ from simcoll.algorithms.nccl.constants import (
     BASE_LATENCY,
     BUFFER_BYTES,
     HW_LATENCY,
-    LL_MAX_BW,
     NCCL_STEPS,
     PER_CHANNEL_MAX_RING_LL128_BW,
     PER_CHANNEL_MAX_TREE_BW,
     PER_CHANNEL_MAX_TREE_LL128_BW,
+    ll_max_bw,
 )
 
 __all__ = ["Protocol", "PROTOCOL", "channel_rate"]
@@ -71,16 +71,18 @@ class Protocol:
 
 
 def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,
-                 channels: int) -> float:
+                 channels: int, cpu: str = "unknown") -> float:
     """Bytes per second of data one of ``channels`` channels moves at most, from NCCL's
     caps: ``perChMaxRingLL128Bws`` per channel for ring LL128, ``perChMaxTreeBws`` and
     ``perChMaxTreeLL128Bws`` for trees, and ``llMaxBws`` (a cap on all channels
-    together) shared by the channels for LL; unlimited for Simple rings and NVLS, whose
-    threads keep up with their links. The caps are NCCL's bus bandwidths, which a ring
-    moves on every link, so they cap the data a channel sends."""
+    together, by GPU generation on one node and by ``cpu`` vendor across nodes: see
+    :func:`~simcoll.algorithms.nccl.constants.ll_max_bw`) shared by the channels for
+    LL; unlimited for Simple rings and NVLS, whose threads keep up with their links.
+    The caps are NCCL's bus bandwidths, which a ring moves on every link, so they cap
+    the data a channel sends."""
     column = min(nodes, 3) - 1
     if protocol == "LL" and algorithm in ("ring", "tree"):
-        return LL_MAX_BW[arch][column] * 1e9 / channels
+        return ll_max_bw(arch, nodes, cpu) * 1e9 / channels
     if protocol == "LL128" and algorithm == "ring":
         return PER_CHANNEL_MAX_RING_LL128_BW[arch][column] * 1e9
     if protocol == "LL128" and algorithm == "tree":

@@ -20,7 +20,6 @@ from simcoll.algorithms.nccl.constants import (
     COLLNET_THREAD_THRESHOLD,
     COLLNET_THREADS,
     HW_LATENCY_BY_TUNER,
-    LL_MAX_BW,
     MAX_THREADS,
     NCCL_VERSION,
     NET_OVERHEAD_US,
@@ -32,6 +31,7 @@ from simcoll.algorithms.nccl.constants import (
     PROTOCOLS,
     THREAD_THRESHOLD,
     TREE_CORRECTION,
+    ll_max_bw,
 )
 from simcoll.algorithms.nccl.machine import Machine
 from simcoll.algorithms.nccl.protocols import PROTOCOL
@@ -133,7 +133,7 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         return _collnet_bus_bandwidth(machine, algo, proto, bw)
     if algo == "ring":
         if proto == "LL":
-            return min(LL_MAX_BW[arch][col], bw * 0.5)
+            return min(ll_max_bw(arch, machine.nnodes, machine.cpu), bw * 0.5)
         if proto == "LL128":
             return min(bw * 0.92, channels
                        * PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER[tuner][arch][col])
@@ -142,7 +142,7 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         return 0.0
     bw = min(bw * 0.92, channels * PER_CHANNEL_MAX_TREE_BW_BY_TUNER[tuner][arch][col])
     if proto == "LL":
-        return min(bw / 3.8, LL_MAX_BW[arch][col])
+        return min(bw / 3.8, ll_max_bw(arch, machine.nnodes, machine.cpu))
     if proto == "LL128":
         factor = 7.0 / 9.0 if machine.nnodes == 1 else 120.0 / 128.0
         return min(bw * factor,
@@ -150,9 +150,16 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
     return bw
 
 
+def _log2i(n: int) -> int:
+    """NCCL's ``log2i``: the floor of log2 n."""
+    return n.bit_length() - 1
+
+
 def _latency(machine: Machine, collective: str, algo: str, proto: str, tuner: str) -> float:
-    """NCCL's latency (us) of a pair."""
+    """NCCL's latency (us) of a pair. As in NCCL, tree depths are ``log2i(nodes)`` (log2
+    rounded down) and GPUs per node ``nRanks / nNodes`` in integer division."""
     p, nodes = machine.nranks, machine.nnodes
+    local = p // nodes
     kind = algo if algo != "p2p" else "ring"
     hw = HW_LATENCY_BY_TUNER[tuner]
     base = PROTOCOL[proto].base(kind) * 1e6
@@ -164,20 +171,20 @@ def _latency(machine: Machine, collective: str, algo: str, proto: str, tuner: st
         if collective in ("broadcast", "reduce"):
             return base + steps * (intra if nodes == 1 else inter)
         if nodes > 1:
-            intra = max(intra, NET_OVERHEAD_US * (3 if proto == "Simple" else 1))
+            intra = max(intra, NET_OVERHEAD_US[machine.cpu] * (3 if proto == "Simple" else 1))
         inter_steps = 0 if nodes == 1 else (2 if collective == "all_reduce" else 1) * (nodes - 1)
         return base + (steps - inter_steps) * intra + inter_steps * inter
     if algo == "tree":
-        return base + 2 * ((machine.ppn - 1) * intra + math.log2(nodes) * inter)
+        return base + 2 * ((local - 1) * intra + _log2i(nodes) * inter)
     if algo == "collnet_direct":
-        ppn = machine.ppn
-        return base + 2 * (min(1, ppn - 1) * intra + (ppn - 1) * COLLNET_DIRECT_HOP_US) + inter
+        return base + 2 * (min(1, local - 1) * intra + (local - 1) * COLLNET_DIRECT_HOP_US) \
+            + inter
     if algo == "collnet_chain":
-        return base + 2 * (machine.ppn - 1) * intra + inter
+        return base + 2 * (local - 1) * intra + inter
     if algo == "nvls":
         return intra + (inter if nodes > 1 else 0.0)
     if algo == "nvls_tree":
-        return base + intra + 2 * math.log2(nodes) * inter
+        return base + intra + 2 * _log2i(nodes) * inter
     return base + (p - 1) * intra  # p2p: one step to every peer
 
 

@@ -111,7 +111,8 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
         pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
         network_kind: str = "ib", leaf_radix: int = 64, oversubscription: float = 1.0,
         reduce_bandwidth: float = math.inf,
-        nvswitch_reduce_bandwidth: float | None = None, sharp: bool = False) -> Topology:
+        nvswitch_reduce_bandwidth: float | None = None, sharp: bool = False,
+        cpu: str = "unknown") -> Topology:
     """``nodes`` DGX-style servers on a rail-optimised fat tree (see the module).
 
     Args:
@@ -132,6 +133,7 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
         nvswitch_reduce_bandwidth: makes each NVSwitch reduce in the network at this
             rate (NVLS); None for a switch that only forwards.
         sharp: makes the fabric's switches reduce in the network (InfiniBand SHARP).
+        cpu: the servers' CPU vendor (``Topology.cpu``), which NCCL's tuner reads.
 
     Raises:
         TopologyError: a count, layout, rate or latency that is not accepted, or a
@@ -144,6 +146,7 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
     nics = _nic_layout(gpus_per_node, nics_per_node)
     _leaf_capacity(leaf_radix, oversubscription)
     topo = Topology(f"{name}x{nodes}")
+    topo.cpu = cpu
     rails: list[list[str]] = []
     for node in range(nodes):
         nvswitch = topo.add_switch(f"nvswitch{node}",
@@ -171,7 +174,7 @@ def dgx_a100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = H
              pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
              network_kind: str = "ib", leaf_radix: int = 40, oversubscription: float = 1.0,
              reduce_bandwidth: float = A100_SXM.reduce_bandwidth,
-             sharp: bool = False) -> Topology:
+             sharp: bool = False, cpu: str = "amd") -> Topology:
     """DGX A100: 8 A100 SXM4 80GB on NVSwitch, 8 x 200 Gb/s HDR NICs on PCIe Gen4.
 
     Defaults: NVLink 240 GB/s per GPU and direction (NCCL's 12 x 20 GB/s; nominal
@@ -180,14 +183,15 @@ def dgx_a100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = H
     2,039 / 3 = 679.7 GB/s. ``dgx_a100(2, nics_per_node=16, nic_bandwidth=100 *
     sc.Gbps)`` is a node with 16 x 100 Gb/s NICs, two per GPU. ``sharp=True`` makes the
     HDR leaves and spine reduce in the network (Quantum SHARP, for NCCL's CollNet with
-    ``collnet=1``). See :func:`dgx`.
+    ``collnet=1``). Two AMD EPYC 7742 CPUs (``cpu="amd"``; the DGX A100 datasheet).
+    See :func:`dgx`.
     """
     return dgx(nodes, nvlink_bandwidth=nvlink_bandwidth, pcie_bandwidth=pcie_bandwidth,
                nic_bandwidth=nic_bandwidth, name="dgx_a100", nics_per_node=nics_per_node,
                nvlink_latency=nvlink_latency, pcie_latency=pcie_latency,
                network_latency=network_latency, network_kind=network_kind,
                leaf_radix=leaf_radix, oversubscription=oversubscription,
-               reduce_bandwidth=reduce_bandwidth, sharp=sharp)
+               reduce_bandwidth=reduce_bandwidth, sharp=sharp, cpu=cpu)
 
 
 def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = NDR,
@@ -196,7 +200,8 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
              pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
              network_kind: str = "ib", leaf_radix: int = 64, oversubscription: float = 1.0,
              reduce_bandwidth: float = H100_SXM.reduce_bandwidth, nvls: bool = True,
-             nvswitch_reduce_bandwidth: float | None = None, sharp: bool = False) -> Topology:
+             nvswitch_reduce_bandwidth: float | None = None, sharp: bool = False,
+             cpu: str = "intel") -> Topology:
     """DGX H100: 8 H100 SXM5 on NVSwitch with NVLS, 8 x 400 Gb/s NDR NICs on PCIe Gen5.
 
     Defaults: NVLink 370.8 GB/s per GPU and direction (NCCL's 18 x 20.6 GB/s; nominal
@@ -205,7 +210,8 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
     reduces in the network at ``nvswitch_reduce_bandwidth`` (default 1.86 TB/s, fitted to
     nccl-tests: see the module); ``nvls=False`` makes it forward only. ``sharp=True``
     makes the NDR leaves and spine reduce in the network (Quantum-2 SHARP, for NCCL's
-    NVLS across nodes and CollNet with ``collnet=1``). See :func:`dgx`.
+    NVLS across nodes and CollNet with ``collnet=1``). Two Intel Xeon Platinum 8480C
+    CPUs (``cpu="intel"``; the DGX H100 user guide). See :func:`dgx`.
 
     Raises:
         TopologyError: as :func:`dgx`, or a reduction rate given with ``nvls=False``.
@@ -223,4 +229,4 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
                leaf_radix=leaf_radix, oversubscription=oversubscription,
                reduce_bandwidth=reduce_bandwidth,
                nvswitch_reduce_bandwidth=nvswitch_reduce_bandwidth if nvls else None,
-               sharp=sharp)
+               sharp=sharp, cpu=cpu)

@@ -1,0 +1,114 @@
+"""What NCCL's tuner reads off the servers' CPU (``Topology.cpu``), and how it rounds tree
+depths. Expected values are worked out by hand from NCCL 2.30.7's src/graph/tuning.cc:
+
+* ``llMaxBws`` across nodes is indexed by CPU vendor, not GPU generation: Intel (and any
+  CPU but AMD) 39.0 GB/s on 2 nodes and 20.4 beyond, AMD 22.5 and 19.0; one node reads
+  its GPU generation's row (Hopper: 141.0).
+* ``getNetOverhead``: 1 us per network step on Intel, 2 us on AMD, times 3 for Simple; a
+  ring's intra-node steps across nodes cost at least that.
+* Tree latencies count ``log2i(nNodes)`` levels (log2 rounded down) and
+  ``nRanks / nNodes - 1`` GPUs of a chain.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import simcoll as sc
+from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.protocols import channel_rate
+from simcoll.algorithms.nccl.tuner import predict
+from simcoll.errors import TopologyError
+from simcoll.topology.io import from_dict, load, save, to_dict
+
+US = 1e-6
+MIB = 1 << 20
+
+
+def h100(nodes: int, cpu: str):
+    return describe(sc.topology.dgx_h100(nodes, cpu=cpu), tuple(range(8 * nodes)))
+
+
+@pytest.mark.parametrize("cpu, cap, overhead", [("intel", 39.0, 1.0), ("amd", 22.5, 2.0),
+                                                ("arm", 39.0, 1.0), ("unknown", 39.0, 1.0)])
+def test_a_ring_with_ll_on_two_nodes_is_capped_and_delayed_by_the_cpu(cpu, cap, overhead):
+    machine = h100(2, cpu)
+    assert machine.cpu == cpu
+    p, steps, net_steps = 16, 30, 2
+    bw = min(machine.intra_bw, machine.inter_bw) / 1e9
+    assert bw * 0.5 > cap  # the cap binds: 370.8 GB/s NVLink, 8 x 50 GB/s NICs
+    # LL ring: base 6.6 us; 28 steps inside nodes at max(0.6 us NVLink, the overhead),
+    # 2 network steps of 2.7 us.
+    latency = 6.6 + (steps - net_steps) * max(0.6, overhead) + net_steps * 2.7
+    expected = (latency + MIB / (1000 * cap * p / steps)) * US
+    assert predict(machine, "all_reduce", MIB, "ring", "LL", 16) == pytest.approx(
+        expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes, intel, amd", [(1, 141.0, 141.0), (2, 39.0, 22.5),
+                                               (3, 20.4, 19.0), (8, 20.4, 19.0)])
+def test_the_ll_rate_of_a_channel_shares_the_cpus_cap(nodes, intel, amd):
+    for cpu, cap in (("intel", intel), ("amd", amd)):
+        for algo in ("ring", "tree"):
+            assert channel_rate("LL", algo, "hopper", nodes, 4, cpu) == pytest.approx(
+                cap * 1e9 / 4, rel=1e-12)
+
+
+def test_the_presets_name_their_cpus_and_a_run_reads_them():
+    assert sc.topology.dgx_a100(2).cpu == "amd"      # 2 x AMD EPYC 7742
+    assert sc.topology.dgx_h100(2).cpu == "intel"    # 2 x Intel Xeon 8480C
+    assert sc.topology.switch(4).cpu == "unknown"
+    # A rate-bound LL ring across two nodes runs slower with AMD's cap (22.5 GB/s
+    # against 39.0), everything else the same.
+    times = {cpu: sc.simulate(sc.topology.dgx_h100(2, cpu=cpu), "all_reduce",
+                              algorithm="nccl", nbytes=4 * MIB, algo="ring", proto="LL",
+                              channels=2).time for cpu in ("intel", "amd")}
+    assert times["amd"] > 1.4 * times["intel"]
+
+
+def test_tree_latency_counts_whole_levels_and_whole_gpus_per_node():
+    machine = h100(3, "intel")                       # 24 GPUs: log2i(3) = 1 level
+    # Below 64 bytes NCCL applies no tree correction, so time is linear in size there
+    # and the latency is 2 t(32) - t(64) (64 bytes: correction factor 1.0 for LL).
+    def latency(proto: str) -> float:
+        t32, t64 = (predict(machine, "all_reduce", n, "tree", proto, 16) for n in (32, 64))
+        return (2 * t32 - t64) / US
+    # LL: base 6.8 + 2 ((8 - 1) x 0.6 NVLink + 1 x 5.0 network) = 25.2 us.
+    assert latency("LL") == pytest.approx(6.8 + 2 * (7 * 0.6 + 1 * 5.0), rel=1e-9)
+    uneven = describe(sc.topology.cluster(3, 3), tuple(range(8)))  # 3 + 3 + 2 GPUs
+    # nRanks / nNodes = 8 // 3 = 2 GPUs per chain; intra-node hops over the cluster's
+    # links count as NVLink or PCI as describe() reads them.
+    hw = {"nvlink": 0.6, "pci": 1.0}[uneven.intra]
+    t32, t64 = (predict(uneven, "all_reduce", n, "tree", "LL", 4) for n in (32, 64))
+    assert (2 * t32 - t64) / US == pytest.approx(6.8 + 2 * ((2 - 1) * hw + 1 * 5.0),
+                                                 rel=1e-9)
+
+
+def test_a_topology_keeps_its_cpu_through_files_and_specs(tmp_path):
+    topo = sc.topology.switch(4)
+    topo.cpu = "amd"
+    assert to_dict(topo)["cpu"] == "amd"
+    assert from_dict(to_dict(topo)).cpu == "amd"
+    assert "cpu" not in to_dict(sc.topology.switch(4))
+    for suffix in (".json", ".yaml"):
+        path = tmp_path / f"machine{suffix}"
+        save(topo, path)
+        assert load(path).cpu == "amd"
+    assert sc.topology.from_spec("dgx_h100:nodes=2,cpu=amd").cpu == "amd"
+
+
+def test_an_unknown_cpu_is_refused_with_what_is_accepted(tmp_path):
+    with pytest.raises(TopologyError, match=r"cpu='via' is not accepted.*'intel', 'amd'"):
+        sc.topology.dgx_a100(1, cpu="via")
+    topo = sc.topology.switch(2)
+    with pytest.raises(TopologyError, match="cpu="):
+        topo.cpu = "Intel"
+    assert topo.cpu == "unknown"
+    data = to_dict(topo)
+    data["cpu"] = "sparc"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(TopologyError, match=r"cpu.*expected one of intel, amd, arm"):
+        load(path)
