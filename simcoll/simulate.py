@@ -102,7 +102,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
     shape = VirtualBuffer.of(inputs.count, inputs.dtype)
     if spec.resolve is not None:
-        params = spec.resolved(topology, tuple(range(p)), shape, params)
+        params = spec.resolved(topology, tuple(range(p)), shape, params,
+                               reduce_op if coll.reduces else None)
     kwargs = spec.arguments(params)
     if coll.reduces:
         kwargs["op"] = reduce_op

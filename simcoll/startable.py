@@ -81,7 +81,8 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         checked = spec.check(comm.size, count, 0, nodes, params)
         if spec.resolve is not None:
             checked = spec.resolved(comm.topology, comm.world_ranks(),
-                                    VirtualBuffer.of(count, _dtype(x)), checked)
+                                    VirtualBuffer.of(count, _dtype(x)), checked,
+                                    reduce_op if coll.reduces else None)
         kwargs = spec.arguments(checked)
     except SimCollError as exc:
         raise CommUsageError(f"rank {comm.rank}: {exc}") from None

@@ -25,6 +25,7 @@ from simcoll.collectives import collective as _collective
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel
 from simcoll.errors import InvalidInputError, UnknownAlgorithmError
+from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Topology
 from simcoll.typing import HostProgram, Program, Steps
 
@@ -63,7 +64,8 @@ class AlgorithmSpec:
             values from the machine before a run (NCCL's tuner: algorithm, protocol,
             channels), or None; ``ranks`` are the members' world ranks, ``x`` a
             VirtualBuffer like each rank's input, ``params`` every parameter (defaults
-            filled in). What it returns is what the run uses and ``Result.params`` shows.
+            filled in), and ``op`` the reduction if it names an ``op`` keyword. What it
+            returns is what the run uses and ``Result.params`` shows.
         timeline: the data-free run as steps over every rank at once,
             ``timeline(lanes, count, **params)`` on a :class:`simcoll.lone_flows.Lanes`,
             which ``simulate`` uses instead of the rank programs where no message can
@@ -117,13 +119,15 @@ class AlgorithmSpec:
         return given
 
     def resolved(self, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
-                 params: Mapping[str, Any]) -> dict[str, Any]:
+                 params: Mapping[str, Any], op: ReduceOp | None = None) -> dict[str, Any]:
         """Every parameter for a run on ``ranks`` of ``topology``: ``params`` (checked),
-        defaults for the others, and the values ``resolve`` chooses from the machine."""
+        defaults for the others, and the values ``resolve`` chooses from the machine (and
+        from the reduction ``op``, for a ``resolve`` that takes an ``op`` keyword)."""
         full = self.arguments(params)
         if self.resolve is None:
             return full
-        chosen = self.resolve(topology, ranks, x, **full)
+        extra = named_arguments(self.resolve, {"op": op}) if op is not None else {}
+        chosen = self.resolve(topology, ranks, x, **full, **extra)
         return _normalized(self, {**full, **chosen}, self.params)
 
     def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.nccl import nvls, nvls_tree, rings, sharp, trees
+from simcoll.algorithms.nccl import nvls, nvls_tree, pat, rings, sharp, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
 from simcoll.algorithms.nccl.collnet import (
     chain_all_reduce,
@@ -84,10 +84,11 @@ def _tuner_bytes(collective: str, x: VirtualBuffer, p: int) -> int:
 
 def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
              *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str,
-             collnet: int = 0) -> dict[str, Any]:
+             collnet: int = 0, op: ReduceOp | None = None) -> dict[str, Any]:
     machine = describe(topology, ranks, arch)
     choice = choose(machine, collective, _tuner_bytes(collective, x, len(ranks)), algo=algo,
-                    proto=proto, channels=channels, tuner=tuner, collnet=collnet)
+                    proto=proto, channels=channels, tuner=tuner, collnet=collnet,
+                    averages=op is ReduceOp.AVG)
     return {"algo": choice.algo, "proto": choice.proto, "channels": choice.channels,
             "arch": machine.arch, "intra": machine.intra if intra == "auto" else intra,
             "tuner": tuner, **({"collnet": collnet} if collective == "all_reduce" else {})}
@@ -324,13 +325,19 @@ def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: s
     _ring_reduce_scatter_traffic), in_network=_nvls_switch_reduce_scatter)
 def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
                         channels: int, arch: str, intra: str, tuner: str) -> BufferProgram:
-    """NCCL's reduce_scatter: a ring (p-1 steps per channel), or NVLS on the NVSwitch."""
+    """NCCL's reduce_scatter: a ring (p-1 steps per channel), NVLS on the NVSwitch, or
+    PAT with one GPU per node (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1:
         return x
     yield comm.sleep(protocol.base(algo))
     parts = by_channel(list(split(x, p)), channels)
+    if algo == "pat":
+        chunk = pat.chunk_bytes("reduce_scatter", x.nbytes, channels)
+        outs = yield from run_channels(comm, channels, lambda c: pat.reduce_scatter(
+            comm, parts[c], protocol, op, c, chunk))
+        return glue(outs)
     if algo == "nvls":
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
         outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_reduce_scatter(
@@ -347,14 +354,19 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
     in_network=_nvls_switch_all_gather)
 def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
                     arch: str, intra: str, tuner: str) -> BufferProgram:
-    """NCCL's all_gather: a ring (p-1 steps per channel), or NVLS on the NVSwitch."""
+    """NCCL's all_gather: a ring (p-1 steps per channel), NVLS on the NVSwitch, or PAT
+    with one GPU per node (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1:
         return x
     yield comm.sleep(protocol.base(algo))
     own = list(split(x, channels))
-    if algo == "nvls":
+    if algo == "pat":
+        chunk = pat.chunk_bytes("all_gather", x.nbytes * p, channels)
+        outs = yield from run_channels(comm, channels, lambda c: pat.all_gather(
+            comm, own[c], protocol, c, chunk))
+    elif algo == "nvls":
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
         outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_gather(
             comm, own[c], c, protocol))

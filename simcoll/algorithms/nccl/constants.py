@@ -32,6 +32,7 @@ BASE_LATENCY = {
     "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
     "collnet_direct": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
     "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+    "pat": {"LL": 8.0, "LL128": 8.0, "Simple": 8.0},
 }
 """``baseLatencies`` (us): the fixed cost of launching one collective of each algorithm."""
 
@@ -41,19 +42,22 @@ HW_LATENCY = {
                "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0},
                "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0},
                "collnet_direct": {"LL": 0.0, "LL128": 0.0, "Simple": 3.7},
-               "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 2.8}},
+               "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 2.8},
+               "pat": {"LL": 0.0, "LL128": 0.0, "Simple": 4.0}},
     "pci": {"tree": {"LL": 1.0, "LL128": 1.9, "Simple": 4.0},
             "ring": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7},
             "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
             "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
             "collnet_direct": {"LL": 0.0, "LL128": 0.0, "Simple": 3.7},
-            "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 2.8}},
+            "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 2.8},
+            "pat": {"LL": 0.0, "LL128": 0.0, "Simple": 4.0}},
     "net": {"tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
             "ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0},
             "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 18.0},
             "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 20.9},
             "collnet_direct": {"LL": 0.0, "LL128": 0.0, "Simple": 31.0},
-            "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 30.0}},
+            "collnet_chain": {"LL": 0.0, "LL128": 0.0, "Simple": 30.0},
+            "pat": {"LL": 0.0, "LL128": 0.0, "Simple": 14.0}},
 }
 """``hwLatencies`` (us): the cost of one step of an algorithm and protocol over one link
 class (one hop of a ring, one level of a tree)."""

@@ -93,9 +93,10 @@ class Sender:
         self.in_flight: deque[Event] = deque()
         self.free_at = -math.inf
 
-    def send(self, piece: Buffer) -> Steps:
+    def send(self, piece: Buffer, wire_bytes: int | None = None) -> Steps:
         """Send ``piece`` once a FIFO slot is free and the channel's threads have moved
-        the slice before it (at the protocol's rate per channel)."""
+        the slice before it (at the protocol's rate per channel); ``wire_bytes`` puts
+        that many bytes on the links instead of the protocol's framing of ``piece``."""
         rate = self.protocol.rate
         if rate != math.inf:
             now = self.comm.now
@@ -106,7 +107,8 @@ class Sender:
             yield self.in_flight.popleft()
         self.in_flight.append(self.comm.send(
             piece, self.peer, tag=self.tag, delay=self.delay,
-            wire_bytes=self.protocol.wire(piece.nbytes)))
+            wire_bytes=self.protocol.wire(piece.nbytes) if wire_bytes is None
+            else wire_bytes))
 
     def drain(self) -> Steps:
         """Wait until every slice sent has arrived."""

@@ -41,15 +41,15 @@ __all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_chann
 
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
-    "reduce_scatter": ("ring", "nvls"),
-    "all_gather": ("ring", "nvls"),
+    "reduce_scatter": ("ring", "nvls", "pat"),
+    "all_gather": ("ring", "nvls", "pat"),
     "broadcast": ("ring",),
     "reduce": ("ring",),
     "all_to_all": ("p2p",),
 }
 """The NCCL algorithms each collective can run here (NVLS on one node only but for
-all_reduce with CollNet on a SHARP fabric, as CollNet Direct and Chain: see
-:func:`candidates`). Not modelled: PAT."""
+all_reduce with CollNet on a SHARP fabric, as CollNet Direct and Chain; PAT with one GPU
+per node: see :func:`candidates`)."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def max_channels(machine: Machine, algo: str) -> int:
     NVLS."""
     if algo in ("nvls", "nvls_tree"):
         return 16
-    return 16 if machine.intra == "nvlink" else 4
+    return 16 if machine.intra == "nvlink" else 4  # PAT runs on the rings' channels
 
 
 def _column(machine: Machine) -> int:
@@ -129,6 +129,8 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         return _nvls_bus_bandwidth(machine, collective, algo, channels, tuner)
     if algo == "p2p":
         return bw
+    if algo == "pat":
+        return bw * 0.75 if proto == "Simple" else 0.0
     if algo.startswith("collnet"):
         return _collnet_bus_bandwidth(machine, algo, proto, bw)
     if algo == "ring":
@@ -185,6 +187,8 @@ def _latency(machine: Machine, collective: str, algo: str, proto: str, tuner: st
         return intra + (inter if nodes > 1 else 0.0)
     if algo == "nvls_tree":
         return base + intra + 2 * _log2i(nodes) * inter
+    if algo == "pat":  # NCCL: "Still a linear part; hopefully we'll manage to remove it"
+        return base + _log2i(nodes) * (inter / 3.5) + p * 2.8
     return base + (p - 1) * intra  # p2p: one step to every peer
 
 
@@ -199,7 +203,7 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
     p = machine.nranks
     steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1,
              "all_gather": p - 1}.get(collective, p)
-    if algo == "p2p" or (algo == "nvls" and collective != "all_reduce"):
+    if algo in ("p2p", "pat") or (algo == "nvls" and collective != "all_reduce"):
         algbw = bus  # NCCL converts no bus bandwidth but the ring's for these
     elif algo in ("nvls", "nvls_tree") and tuner == "2.26.2":
         algbw = bus * 5 / 6
@@ -218,12 +222,16 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
     return (latency + nbytes / (1000 * algbw)) * 1e-6
 
 
-def candidates(machine: Machine, collective: str, collnet: int = 0) -> tuple[str, ...]:
+def candidates(machine: Machine, collective: str, collnet: int = 0,
+               averages: bool = False) -> tuple[str, ...]:
     """The algorithms NCCL could run for ``collective`` on this machine. ``collnet`` is
     NCCL_COLLNET_ENABLE: on a SHARP fabric it enables CollNet Direct and Chain and lets
     NVLS all_reduce run across nodes, which NCCL disables without it
     (``ncclTopoTuneModel``); CollNet Direct also needs NVSwitch (NVLink here) and at
-    most 8 GPUs per node (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does."""
+    most 8 GPUs per node (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does. PAT runs
+    reduce_scatter and all_gather with one GPU per node (``ncclPatEnable``), but not a
+    reduce_scatter that ``averages`` (op=avg: NCCL's ``topoGetAlgoInfo`` leaves PAT out
+    of scaled reductions)."""
     across = bool(collnet) and machine.sharp and collective == "all_reduce"
     collnet_ok = across and machine.ppn <= 8
 
@@ -236,6 +244,9 @@ def candidates(machine: Machine, collective: str, collnet: int = 0) -> tuple[str
             return collnet_ok and machine.intra == "nvlink"
         if a == "collnet_chain":
             return collnet_ok
+        if a == "pat":
+            return machine.nnodes == machine.nranks > 1 and not (
+                averages and collective == "reduce_scatter")
         return True
 
     return tuple(a for a in ALGORITHMS[collective] if runs(a))
@@ -261,9 +272,9 @@ def _trim_collnet_direct(nbytes: int, channels: int, heads: int) -> int:
 def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int,
                   ppn: int = 1) -> int:
     """NCCL's channel count for a size: fewer channels while the buffer is too small to
-    give every thread of every channel its threshold of bytes (NVLS keeps its own;
+    give every thread of every channel its threshold of bytes (NVLS and PAT keep theirs;
     CollNet Direct counts its ``ppn`` heads)."""
-    if algo in ("nvls", "nvls_tree"):
+    if algo in ("nvls", "nvls_tree", "pat"):  # PAT: NCCL sets no thread count to trim by
         return channels
     if algo == "collnet_direct":
         return _trim_collnet_direct(nbytes, channels, ppn)
@@ -279,10 +290,11 @@ def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int
 
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
            proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION,
-           collnet: int = 0) -> Choice:
+           collnet: int = 0, averages: bool = False) -> Choice:
     """The pair NCCL predicts fastest (``channels`` fixes the count, as NCCL_MIN_NCHANNELS
     and NCCL_MAX_NCHANNELS together do), by the tuner of NCCL release ``tuner``, with
-    NCCL_COLLNET_ENABLE set to ``collnet`` (see :func:`candidates`).
+    NCCL_COLLNET_ENABLE set to ``collnet``, for a reduction that ``averages`` or not
+    (see :func:`candidates`).
 
     ``algo`` and ``proto`` narrow the search as NCCL_ALGO and NCCL_PROTO do: "auto", or
     names separated by commas (the canonical form of
@@ -297,7 +309,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         InvalidInputError: the named algorithm cannot run here, or none of the named
             ones can.
     """
-    algos = candidates(machine, collective, collnet)
+    algos = candidates(machine, collective, collnet, averages)
     named_protos = None if proto == "auto" else tuple(proto.split(","))
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
         return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
@@ -307,12 +319,16 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         named = algo.split(",")
         runnable = tuple(a for a in algos if a in named)
         if not runnable:
-            hints = [] if machine.nvls else ["NVLS needs GPUs on an in-network NVSwitch"]
+            hints = ["NVLS needs GPUs on an in-network NVSwitch"] if not machine.nvls and \
+                any(a.startswith("nvls") for a in named) else []
             if machine.nvls and machine.nnodes > 1 and "nvls" in named:
                 hints.append("NVLS across nodes needs collnet=1 and a SHARP fabric")
             if any(a.startswith("collnet") for a in named):
                 hints.append("CollNet needs collnet=1, nodes joined by a SHARP fabric, at "
                              "most 8 GPUs per node, and NVLink for Direct")
+            if "pat" in named:
+                hints.append("PAT needs one GPU per node" + (
+                    ", and NCCL leaves it out of op=avg" if averages else ""))
             raise InvalidInputError(
                 f"algo={algo!r} cannot run {collective} on this machine; it can run "
                 f"{', '.join(algos)}" + "".join(f" ({hint})" for hint in hints))

@@ -1,0 +1,155 @@
+"""NCCL's PAT reduce_scatter and all_gather (one GPU per node).
+
+Expected values come from numpy, from NCCL's PAT code worked through by hand
+(src/include/collectives.h of NCCL 2.30.7), and from its tuner's formulas
+(src/graph/tuning.cc: PAT latency 8 + log2i(nodes) x 14 / 3.5 + 2.8 x ranks us, bus
+bandwidth 0.75 of the network's, taken as the algorithm bandwidth).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.pat_schedule import schedule
+from simcoll.algorithms.nccl.tuner import choose, predict
+from simcoll.errors import InvalidInputError
+
+US = 1e-6
+
+
+def one_gpu_per_node(nodes: int) -> sc.topology.Topology:
+    """Nodes of one GPU each: GPU -(300 GB/s, 1 us)- node switch -(25 GB/s, 2 us)- core."""
+    return sc.topology.cluster(nodes, 1)
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 5, 6, 7, 8, 12, 13, 16, 33])
+@pytest.mark.parametrize("count, channels", [(1, 1), (37, 2), (70_000, 1), (40_000, 3)])
+def test_pat_reduce_scatter_and_all_gather_give_numpy_s_results(nranks, count, channels):
+    # 70,000 int64 per block make 560 kB: two chunks of NCCL's 512 KiB at most.
+    topo = one_gpu_per_node(nranks)
+    rng = np.random.default_rng(nranks * 7919 + count)
+    data = [rng.integers(-1000, 1000, size=nranks * count + nranks // 2) for _ in range(nranks)]
+    res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", data=data, algo="pat",
+                      channels=channels)
+    assert res.params["algo"] == "pat" and res.params["proto"] == "Simple"
+    total = np.sum(np.stack(data).astype(np.int64), axis=0)
+    for r, block in enumerate(np.array_split(total, nranks)):  # uneven blocks
+        np.testing.assert_array_equal(res.outputs[r], block)
+    own = [x[:count] for x in data]
+    res = sc.simulate(topo, "all_gather", algorithm="nccl", data=own, algo="pat",
+                      channels=channels)
+    for r in range(nranks):
+        np.testing.assert_array_equal(res.outputs[r], np.concatenate(own))
+
+
+@pytest.mark.parametrize("op, reference", [("max", np.max), ("min", np.min),
+                                           ("product", np.prod)])
+def test_pat_reduce_scatter_applies_every_op(op, reference):
+    nranks = 6
+    rng = np.random.default_rng(3)
+    data = [rng.uniform(0.5, 1.5, size=6 * 500).astype(np.float64) for _ in range(nranks)]
+    res = sc.simulate(one_gpu_per_node(nranks), "reduce_scatter", algorithm="nccl",
+                      data=data, algo="pat", channels=2, op=op)
+    expected = np.array_split(reference(np.stack(data), axis=0), nranks)
+    for r in range(nranks):
+        np.testing.assert_allclose(res.outputs[r], expected[r], rtol=1e-12)
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 6, 8, 11])
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_pat_moves_what_a_ring_moves_in_log_p_messages_for_small_buffers(nranks, collective):
+    block = 64  # bytes per rank's block: every block fits one aggregated step
+    nbytes = block * nranks if collective == "reduce_scatter" else block
+    res = sc.simulate(one_gpu_per_node(nranks), collective, algorithm="nccl", nbytes=nbytes,
+                      algo="pat", channels=1)
+    # Every block reaches every rank once along a binomial tree: p - 1 blocks in and
+    # out per rank, as a ring; aggregated, one message per dimension: ceil(log2 p).
+    expected = np.full(nranks, (nranks - 1) * block)
+    np.testing.assert_array_equal(res.bytes_sent, expected)
+    np.testing.assert_array_equal(res.bytes_received, expected)
+    assert res.messages == nranks * math.ceil(math.log2(nranks))
+
+
+def test_the_wire_carries_the_slots_that_skipped_ops_leave_empty():
+    # p = 6: aggFactor 4, aggDelta 2 (8 / 4). Phase 0 of reduce_scatter sends the blocks
+    # s = mirrorInvert(a, 4) x 2 + 1 = 7, 5, 3, 1 into slots a = 0..3 of one step on
+    # dimension 0; s = 7 >= 6 is skipped, and NCCL's proxy sends the step up to its last
+    # slot: 4 blocks' worth for 3 blocks. Dimension 1 holds block s = 2 at slot 1 (2
+    # blocks' worth), dimension 2 block 4 at slot 0 (1): 7 blocks' worth on the wire for
+    # the 5 blocks of payload.
+    nranks, block = 6, 4
+    res = sc.simulate(one_gpu_per_node(nranks), "reduce_scatter", algorithm="nccl",
+                      nbytes=nranks * block, algo="pat", channels=1)
+    np.testing.assert_array_equal(res.bytes_sent, np.full(nranks, 5 * block))
+    for r in range(nranks):
+        assert res.link_bytes[(f"gpu{r}", f"node{r}")] == 7 * block
+
+
+def test_pat_steps_cost_nccl_s_step_latency_one_dimension_after_another():
+    # all_gather of 4 bytes per rank on 8 nodes, one channel: rank r sends its block to
+    # r - 4, then {own, r+4's} to r - 2 once r+4's has come, then four blocks to r - 1:
+    # 3 steps one after the other, each 14 us (NCCL's PAT step over the network, more
+    # than the route's 1 + 2 + 2 + 1 us), after the 8 us launch, plus 4, 8 and 16 bytes
+    # through the 25 GB/s uplinks.
+    res = sc.simulate(one_gpu_per_node(8), "all_gather", algorithm="nccl", nbytes=4,
+                      algo="pat", channels=1)
+    assert res.time == pytest.approx(8 * US + 3 * 14 * US + (4 + 8 + 16) / 25e9, rel=1e-9)
+
+
+def test_data_free_and_data_mode_take_the_same_time():
+    topo = one_gpu_per_node(5)
+    data = [np.ones(5 * 30_000, dtype=np.float32) for _ in range(5)]
+    with_data = sc.simulate(topo, "reduce_scatter", algorithm="nccl", data=data, algo="pat")
+    data_free = sc.simulate(topo, "reduce_scatter", algorithm="nccl",
+                            nbytes=data[0].nbytes, algo="pat")
+    assert with_data.time == data_free.time
+    assert with_data.messages == data_free.messages
+    np.testing.assert_array_equal(with_data.bytes_sent, data_free.bytes_sent)
+
+
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_every_connection_sends_as_many_steps_as_its_peer_receives(collective):
+    # NCCL's proxy counts each dimension's steps from the same ops on both sides; the
+    # schedule is the same on every rank, so sends and receives match per dimension.
+    for nranks in range(2, 70):
+        for count, chunk in ((1, 16384), (5000, 16384), (300_000, 131072), (9, 4)):
+            plan = schedule(collective, nranks, count, chunk, 4)
+            assert plan.sends == plan.recvs
+            assert len(plan.sends) == math.ceil(math.log2(nranks))
+
+
+def test_the_tuner_picks_pat_where_its_log_latency_wins():
+    def machine(nodes):
+        return describe(one_gpu_per_node(nodes), tuple(range(nodes)))
+    # 16 nodes, 8 bytes: PAT 8 + log2i(16) x 14 / 3.5 + 16 x 2.8 = 68.8 us; a ring with
+    # LL 6.6 + 15 x 5.0 = 81.6 us (one GPU per node: the tree's network latency).
+    sixteen = machine(16)
+    pat = (8 + 4 * 14 / 3.5 + 16 * 2.8 + 8 / (1000 * 25 * 0.75)) * US
+    assert predict(sixteen, "all_gather", 8, "pat", "Simple", 16) == pytest.approx(
+        pat, rel=1e-12)
+    chosen = choose(sixteen, "all_gather", 8)
+    assert (chosen.algo, chosen.proto, chosen.channels) == ("pat", "Simple", 16)
+    # 8 nodes: PAT 8 + 3 x 4 + 8 x 2.8 = 42.4 us, the LL ring 6.6 + 7 x 5.0 = 41.6 us.
+    assert choose(machine(8), "reduce_scatter", 8).algo == "ring"
+    # 1 GiB on 16 nodes: the ring's algorithm bandwidth 25 x 16 / 15 GB/s beats PAT's
+    # 0.75 x 25.
+    assert choose(sixteen, "reduce_scatter", 1 << 30).algo == "ring"
+
+
+def test_pat_only_runs_with_one_gpu_per_node_and_never_averages():
+    with pytest.raises(InvalidInputError, match=r"algo='pat' cannot run all_gather.*one GPU"):
+        sc.simulate(sc.topology.dgx_h100(2), "all_gather", algorithm="nccl", nbytes=1024,
+                    algo="pat")
+    topo = one_gpu_per_node(16)
+    assert sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=1024).params[
+        "algo"] == "pat"
+    averaged = sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=1024, op="avg")
+    assert averaged.params["algo"] == "ring"
+    with pytest.raises(InvalidInputError, match="op=avg"):
+        sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=1024, op="avg",
+                    algo="pat")
