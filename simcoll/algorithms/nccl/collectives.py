@@ -1,7 +1,8 @@
 """``algorithm="nccl"`` for every collective: NCCL's tuner picks, then the pick runs.
 
 Each registration takes NCCL's overrides as parameters: ``algo`` (NCCL_ALGO: "ring",
-"tree", "nvls", "nvls_tree"; "p2p" for all_to_all), ``proto`` (NCCL_PROTO: "LL", "LL128",
+"tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain" for all_reduce; "ring",
+"nvls", "pat" for reduce_scatter and all_gather; "p2p" for all_to_all), ``proto`` (NCCL_PROTO: "LL", "LL128",
 "Simple"), each one name, several separated by commas or ``^`` and those to leave out, as
 NCCL reads them (:class:`~simcoll.algorithms.params.Names`), ``channels`` (0: as NCCL
 would), ``arch`` (the GPU generation NCCL's constants are indexed by; "auto" reads Hopper
