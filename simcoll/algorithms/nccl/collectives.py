@@ -2,14 +2,14 @@
 
 Each registration takes NCCL's overrides as parameters: ``algo`` (NCCL_ALGO: "ring",
 "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain" for all_reduce; "ring",
-"nvls", "pat" for reduce_scatter and all_gather; "p2p" for all_to_all), ``proto`` (NCCL_PROTO: "LL", "LL128",
-"Simple"), each one name, several separated by commas or ``^`` and those to leave out, as
-NCCL reads them (:class:`~simcoll.algorithms.params.Names`), ``channels`` (0: as NCCL
-would), ``arch`` (the GPU generation NCCL's constants are indexed by; "auto" reads Hopper
-where GPUs sit on an NVLS switch, Ampere otherwise), ``intra`` (the link class between
-GPUs of a node; "auto" reads it from the routes) and ``tuner`` (the NCCL release whose
-tuner chooses: "2.30.7" or "2.26.2"; only the choice depends on it, what runs is the
-same).
+"nvls", "pat" for reduce_scatter and all_gather; "p2p" for all_to_all), ``proto``
+(NCCL_PROTO: "LL", "LL128", "Simple"), each one name, several separated by commas or
+``^`` and those to leave out, as NCCL reads them
+(:class:`~simcoll.algorithms.params.Names`), ``channels`` (0: as NCCL would), ``arch``
+(the GPU generation NCCL's constants are indexed by; "auto" reads Hopper where GPUs sit
+on an NVLS switch, Ampere otherwise), ``intra`` (the link class between GPUs of a node;
+"auto" reads it from the routes) and ``tuner`` (the NCCL release whose tuner chooses:
+"2.30.7" or "2.26.2"; only the choice depends on it, what runs is the same).
 Before the run the tuner turns every "auto" into a choice, from the machine the run is on,
 and ``Result.params`` shows what was chosen.
 
