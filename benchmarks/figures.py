@@ -11,6 +11,10 @@
    reductions run at 200 GB/s, so the reduce-scatter steps wait for them.
 3. ``link_utilization_ps.png``: the links x time heatmap of a parameter-server all_reduce
    on 8 ranks (server on rank 0): its link is the bottleneck while the others idle.
+4. ``pat_vs_ring.png``: NCCL's all_gather of 64 KiB per rank on 2 to 128 nodes of one GPU
+   (``cluster(n, 1)``: 25 GB/s per node), PAT against the ring (the protocol NCCL's tuner
+   picks for each), simulated, with NCCL's own predictions dashed, and what
+   ``algorithm="nccl"`` runs marked.
 """
 
 from __future__ import annotations
@@ -58,13 +62,60 @@ def link_figure(out: Path) -> Path:
     return path
 
 
+def pat_figure(out: Path) -> Path:
+    from simcoll.algorithms.nccl.machine import describe
+    from simcoll.algorithms.nccl.tuner import choose
+
+    nodes = [2, 4, 8, 16, 32, 64, 128]
+    per_rank = 64 * sc.KiB
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    colours = {"pat": "#c0504d", "ring": "#4f81bd"}
+    chosen = []
+    for algo, label in (("pat", "PAT"), ("ring", "ring")):
+        simulated, predicted = [], []
+        for n in nodes:
+            topo = sc.topology.cluster(n, 1)
+            res = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=per_rank, algo=algo)
+            simulated.append(res.time * 1e6)
+            pick = choose(describe(topo, tuple(range(n))), "all_gather", per_rank * n,
+                          algo=algo)
+            predicted.append(pick.predicted * 1e6)
+            if algo == "pat":
+                chosen.append(sc.simulate(topo, "all_gather", algorithm="nccl",
+                                          nbytes=per_rank).params["algo"])
+        ax.plot(nodes, simulated, "o-", color=colours[algo],
+                label=f"{label}, simulated ({res.params['proto']})")
+        ax.plot(nodes, predicted, "--", color=colours[algo], alpha=0.7,
+                label=f"{label}, NCCL's prediction")
+    runs = {"pat": [], "ring": []}
+    for n, algo in zip(nodes, chosen):
+        runs[algo].append(n)
+    for algo, ns in runs.items():
+        if ns:
+            ax.plot([], [], " ", label=f"nccl picks {algo.upper() if algo == 'pat' else algo}"
+                    f" at {', '.join(map(str, ns))} nodes")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(nodes, [str(n) for n in nodes])
+    ax.set_xlabel("nodes (one GPU each)")
+    ax.set_ylabel("all_gather time (us)")
+    ax.set_title("all_gather, 64 KiB per rank: PAT's log p steps against the ring's p - 1",
+                 fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / "pat_vs_ring.png"
+    fig.savefig(path, dpi=150)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).resolve().parents[1] / "docs" / "img")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for make in (scaling_figure, timeline_figure, link_figure):
+    for make in (scaling_figure, timeline_figure, link_figure, pat_figure):
         start = time.perf_counter()
         path = make(args.out)
         plt.close("all")
