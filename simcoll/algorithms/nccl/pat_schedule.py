@@ -53,15 +53,6 @@ def _mirror_invert(i: int, maximum: int) -> int:
     return ret
 
 
-def _mirror(i: int, maximum: int) -> int:
-    ret, mask, imask = 0, 1, maximum // 2
-    while mask < maximum:
-        if i & mask:
-            ret += imask
-        mask, imask = mask << 1, imask >> 1
-    return ret
-
-
 def _new_peer(i: int, pow2: int) -> bool:
     return _bits_set((i ^ (pow2 - 1)) + 1) == 1
 
@@ -389,10 +380,10 @@ class Schedule:
     """One rank's PAT ops for one channel, and what each connection step holds.
 
     Attributes:
-        ops: the ops NCCL's workers run (skipped ones left out), in order, each with
-            ``recv_step`` / ``send_step`` (the absolute step of its connection it reads
-            or writes, -1 for none) and ``posts`` (the send step it completes, or -1).
-        frees: per op, the receive step it completes (-1 for none).
+        ops: the ops NCCL's workers run (skipped ones left out), in order, each as
+            ``(op, recv_step, send_step, posts, frees)``: the absolute steps of its
+            connections it reads and writes (-1 for none), the send step it completes
+            and sends, and the receive step it completes (-1 for none).
         layout: ``(dim, step) -> ((send_offset, shift, offset, nelem), ...)``: the
             blocks a send step holds, by offset, as the first op writing each offset
             named them.
