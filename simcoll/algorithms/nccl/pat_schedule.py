@@ -116,6 +116,22 @@ class _PatBase:
     def _nelem(self) -> int:
         return min(self.chunk, self.end - self.offset)
 
+    def _reset(self) -> None:
+        raise NotImplementedError
+
+    def _reset_a(self) -> None:
+        raise NotImplementedError
+
+    def _advance(self, ps: PatOp, chunk_done: bool) -> None:
+        """After a phase: the next phase, the next chunk, or ``last = 2`` on the final
+        op (NCCL's ``getNextOp`` tail, alike in both classes)."""
+        if not chunk_done:
+            self._reset_a()
+        elif self.offset >= self.end:
+            ps.last = 2
+        else:
+            self._reset()
+
 
 class ReduceScatterOps(_PatBase):
     """NCCL's ``PatRSAlgorithm``: ops in NCCL's order (see :meth:`next_op`)."""
@@ -237,13 +253,7 @@ class ReduceScatterOps(_PatBase):
                           else 3 if phase == 2
                           else (2 if self.scale < self.agg else 4) if phase == 3
                           else 5)
-            if phase == 4:
-                if self.offset >= self.end:
-                    ps.last = 2
-                else:
-                    self._reset()
-            else:
-                self._reset_a()
+            self._advance(ps, phase == 4)
         elif self.phase == 4 and self.offset >= self.end:
             ps.last = 1
         ps.skipped = skip
@@ -360,14 +370,10 @@ class AllGatherOps(_PatBase):
                           else (0 if self.as_ % 2 == 1 else 1) if phase == 1 else 1)
             if phase == 0 or (phase == 1 and self.as_ % 2 == 0):
                 self.as_ = self._next_as()
-            if phase == 0 and self.as_ == self.agg_delta // 2:
+            chunk_done = phase == 0 and self.as_ == self.agg_delta // 2
+            if chunk_done:
                 self.offset += self.chunk
-                if self.offset >= self.end:
-                    ps.last = 2
-                else:
-                    self._reset()
-            else:
-                self._reset_a()
+            self._advance(ps, chunk_done)
         elif self.phase == 0 and self.as_ == 1 and self.offset + self.chunk >= self.end and \
                 a - 1 >= ((last_a - 1) // self.parallel) * self.parallel:
             ps.last = 1
