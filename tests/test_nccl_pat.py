@@ -153,3 +153,48 @@ def test_pat_only_runs_with_one_gpu_per_node_and_never_averages():
     with pytest.raises(InvalidInputError, match="op=avg"):
         sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=1024, op="avg",
                     algo="pat")
+
+
+def random_one_gpu_nodes(seed: int) -> sc.topology.Topology:
+    """Servers of one GPU each under a random tree of switches (or, half the time, a
+    cycle of switches), links of uneven bandwidths (5 to 100 GB/s) and latencies (0.1 to
+    5 us), GPUs with uneven reduction rates."""
+    rng = np.random.default_rng(seed)
+    topo = sc.topology.Topology(f"random {seed}")
+    switches = [topo.add_switch() for _ in range(int(rng.integers(1, 6)))]
+
+    def link(u: str, v: str) -> None:
+        topo.add_link(u, v, bandwidth=float(rng.uniform(5, 100)) * 1e9,
+                      latency=float(rng.uniform(0.1, 5)) * 1e-6)
+    for k in range(1, len(switches)):
+        parent = int(rng.integers(0, k))
+        link(switches[k], switches[parent])
+        if k == len(switches) - 1 and parent != 0 and seed % 2:
+            link(switches[k], switches[0])  # a cycle: routes take the shortest way round
+    for node in range(int(rng.integers(2, 12))):
+        gpu = topo.add_gpu(node=node, reduce_bandwidth=float(rng.uniform(50, 500)) * 1e9)
+        link(gpu, switches[int(rng.integers(0, len(switches)))])
+    return topo
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_pat_on_random_machines_is_right_moves_a_ring_s_bytes_and_waits_its_steps(seed):
+    topo = random_one_gpu_nodes(seed)
+    p = topo.nranks
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(1, 3000))
+    data = [rng.standard_normal(p * count) for _ in range(p)]
+    res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", data=data, algo="pat",
+                      channels=int(rng.integers(1, 4)))
+    expected = np.array_split(np.sum(np.stack(data), axis=0), p)
+    for r in range(p):
+        np.testing.assert_allclose(res.outputs[r], expected[r], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(res.bytes_sent, np.full(p, (p - 1) * count * 8))
+    np.testing.assert_array_equal(res.bytes_received, np.full(p, (p - 1) * count * 8))
+    # Each dimension's step waits for the one before it: the launch (8 us) and
+    # ceil(log2 p) steps of at least NCCL's 14 us each.
+    assert res.time >= (8 + math.ceil(math.log2(p)) * 14) * US * (1 - 1e-12)
+    own = [x[:count] for x in data]
+    res = sc.simulate(topo, "all_gather", algorithm="nccl", data=own, algo="pat")
+    for r in range(p):
+        np.testing.assert_array_equal(res.outputs[r], np.concatenate(own))
