@@ -187,6 +187,34 @@ def test_params_and_network_reach_simulate(capsys):
     assert record["time"] == res.time and record["messages"] == res.messages == 2 * 3 * 4 * 4
 
 
+def test_the_parameters_nccl_chose_follow_the_table(capsys):
+    """algorithm=nccl picks algo, proto and channels per size: the lines after the table
+    give, for each size, what simulate reports for that size; a parameter the user fixed
+    is not listed; the output still reads as an nccl-tests table."""
+    argv = ["run", "--topology", "dgx_h100:nodes=2", "--algorithm", "nccl", "-b", "8",
+            "-e", "256M", "-f", "1024"]
+    status, out, _ = cli(capsys, *argv)
+    assert status == 0
+    lines = out.splitlines()
+    start = lines.index("# parameters the algorithm chose (in --json's params):")
+    expected = []
+    for size in (8, 8 << 10, 8 << 20):
+        params = sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl",
+                             nbytes=size).params
+        expected.append([str(size), params["algo"], params["proto"], str(params["channels"])])
+        assert params["arch"] == "hopper" and params["intra"] == "nvlink"
+    assert [line.split()[1:] for line in lines[start + 3:start + 6]] == expected
+    assert lines[start + 1] == ("#   at every size: arch=hopper intra=nvlink tuner=2.30.7 "
+                                "collnet=0")
+    assert expected[0][1:3] == ["tree", "LL"] and expected[2][2] == "Simple"
+    parsed = sc.nccl_tests.parse(out)
+    assert [row.size for row in parsed.rows] == [8, 8 << 10, 8 << 20]
+    status, out, _ = cli(capsys, *argv, "--param", "proto=simple")
+    assert "proto" not in out.split("# parameters")[1] and " Simple " not in out
+    status, out, _ = cli(capsys, "run", "--size", "1K")
+    assert "# parameters" not in out
+
+
 def test_topology_files_and_astra_configs_run(capsys, tmp_path):
     path = tmp_path / "m.yaml"
     sc.topology.save(sc.topology.cluster(2, 2), path)

@@ -28,7 +28,7 @@ from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
 from simcoll.topology.spec import from_spec
 
-__all__ = ["add_parser", "sizes", "nccl_shape"]
+__all__ = ["add_parser", "sizes", "nccl_shape", "chosen"]
 
 MAX_SIZES = 10_000
 _SPLIT = ("reduce_scatter", "all_to_all", "scatter")
@@ -188,6 +188,31 @@ def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) 
             f"step: {step} validation: {1 if args.check else 0}"]
 
 
+def chosen(records: list[dict[str, Any]], given: set[str]) -> list[str]:
+    """The parameters a run chose itself (``algorithm="nccl"``'s algo, proto and channels),
+    as ``#`` lines after the table: one line for those equal at every size, then one row
+    per size for those that vary. Nothing when the runs chose nothing beyond ``given``.
+    """
+    picked = [{k: v for k, v in r["params"].items() if k not in given} for r in records]
+    names = [k for k in picked[0] if all(k in p for p in picked)] if picked else []
+    if not names:
+        return []
+    fixed = [k for k in names if all(p[k] == picked[0][k] for p in picked)]
+    varying = [k for k in names if k not in fixed]
+    lines = ["# parameters the algorithm chose (in --json's params):"]
+    if fixed:
+        lines.append("#   at every size: " + " ".join(f"{k}={picked[0][k]}" for k in fixed))
+    if varying:
+        widths = [max(len(k), *(len(str(p[k])) for p in picked)) for k in varying]
+        lines.append(f"# {'size (B)':>12}  " + "  ".join(
+            f"{k:>{w}}" for k, w in zip(varying, widths)))
+        for record, p in zip(records, picked):
+            lines.append(f"# {record['size']:12d}  " + "  ".join(
+                f"{p[k]!s:>{w}}" for k, w in zip(varying, widths)))
+    lines.append("#")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``simcoll run``; every argument is checked before the first line is printed.
 
@@ -200,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
     rows = _rows(args, topo, kwargs, requested)
     first = next(rows)
     done: list[table.Row] = []
+    records: list[dict[str, Any]] = []
     writer = csv.writer(sys.stdout, lineterminator="\n") if args.csv else None
     if writer is not None:
         writer.writerow(_CSV_FIELDS)
@@ -207,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(_preamble(args, topo, kwargs) + table.header()))
     for row, record in itertools.chain([first], rows):
         done.append(row)
+        records.append(record)
         if args.json:
             print(json.dumps(record), flush=True)
         elif writer is not None:
@@ -217,5 +244,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(table.row(row), flush=True)
     if not args.csv and not args.json:
-        print("\n".join(table.footer(done, checked=bool(args.check))))
+        print("\n".join(table.footer(done, checked=bool(args.check))
+                        + chosen(records, {k for k, _ in args.param})))
     return 1 if any(r.wrong for r in done) else 0
