@@ -39,6 +39,7 @@ from simcoll.algorithms.nccl.collnet import (
 )
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
 from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, sharp_groups
+from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
 from simcoll.algorithms.params import Choice, Int, Names
@@ -60,9 +61,14 @@ def _params(collective: str) -> dict[str, Any]:
         "algo": Names("auto", ALGORITHMS[collective],
                       doc="NCCL algorithms, as NCCL_ALGO (auto: NCCL's tuner picks)"),
         "proto": Names("auto", PROTOCOLS,
-                       doc="NCCL protocols, as NCCL_PROTO (auto: NCCL's tuner picks)"),
+                       doc="NCCL protocols, as NCCL_PROTO (auto: NCCL's tuner picks)")
+        if collective != "all_to_all" else Names(
+            "auto", P2P_PROTOCOLS, doc="LL or Simple (auto: LL up to 16 KiB per channel "
+                                       "of a peer's send, as NCCL's sends and receives)"),
         "channels": Int(0, minimum=0, maximum=64,
-                        doc="channels (0: as NCCL chooses for the size)"),
+                        doc="channels (0: as NCCL chooses for the size)"
+                        if collective != "all_to_all" else
+                        "channels each peer's send is split over (0: as NCCL does)"),
         "arch": Choice("auto", ("auto", *ARCHS),
                        doc="GPU generation of NCCL's constants (auto: from the machine)"),
         "intra": Choice("auto", ("auto", "nvlink", "pci"),
@@ -79,7 +85,10 @@ def _params(collective: str) -> dict[str, Any]:
 
 def _tuner_bytes(collective: str, x: VirtualBuffer, p: int) -> int:
     """The size NCCL's tuner reasons on: the whole buffer of an all_gather (every rank's
-    input); each rank's buffer otherwise."""
+    input); the largest block, sent to one peer, of an all_to_all; each rank's buffer
+    otherwise."""
+    if collective == "all_to_all":
+        return int(block_bytes(x.nbytes, p, x.dtype.itemsize).max())
     return x.nbytes * (p if collective == "all_gather" else 1)
 
 
@@ -126,7 +135,10 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
     step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``)."""
     if p == 1:
         return 0.0
-    if proto == "auto" or "," in proto:
+    if collective == "all_to_all":
+        proto = choose(_reference(p, beta), collective, -(-nbytes // p), algo="p2p",
+                       proto=proto, channels=channels, tuner=tuner).proto
+    elif proto == "auto" or "," in proto:
         proto = choose(_reference(p, beta), collective, nbytes, algo="ring", proto=proto,
                        tuner=tuner).proto
     protocol = PROTOCOL[proto]
@@ -416,7 +428,14 @@ def nccl_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, algo: str, pr
 def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
                     arch: str, intra: str, tuner: str) -> BufferProgram:
     """NCCL's all_to_all: a grouped send and receive to and from every peer at once (its
-    point-to-point operations), each message with the protocol's framing and step cost."""
+    point-to-point operations), each message with the protocol's framing and step cost.
+
+    The protocol and ``channels`` are NCCL's for a send of one block
+    (:mod:`simcoll.algorithms.nccl.p2p`). NCCL cuts a send into ``channels`` parts that
+    leave at once on one route; one message per peer stands for them, which takes the
+    same time where links are shared fairly (the flow models; the analytical model,
+    which shares nothing, would give parts in parallel the whole bandwidth each).
+    """
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p, r = comm.size, comm.rank
     if p == 1:

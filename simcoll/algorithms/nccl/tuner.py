@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from simcoll.algorithms.nccl import p2p
 from simcoll.algorithms.nccl.constants import (
     COLLNET_DIRECT_HOP_US,
     COLLNET_THREAD_THRESHOLD,
@@ -288,13 +289,34 @@ def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int
     return channels
 
 
+def _point_to_point(machine: Machine, nbytes: int, algo: str, proto: str, channels: int,
+                    tuner: str) -> Choice:
+    """An all_to_all's sends and receives of ``nbytes`` each: the parts and protocol
+    ``addP2pToPlan`` picks (:mod:`~simcoll.algorithms.nccl.p2p`; ``channels`` fixes the
+    parts), not the tuner's model, which NCCL does not consult for them."""
+    if algo not in ("auto", "p2p"):
+        raise InvalidInputError(f"algo={algo!r} cannot run all_to_all: NCCL runs it as "
+                                f"point-to-point sends and receives, algo='p2p'")
+    if channels:
+        count = channels
+    else:
+        low, high = p2p.channels_per_peer(machine, max_channels(machine, "ring"))
+        count = p2p.parts(machine, nbytes, low, high)
+    chosen = p2p.protocol(nbytes, count, proto)
+    return Choice("p2p", chosen, count,
+                  predict(machine, "all_to_all", nbytes * machine.nranks, "p2p", chosen,
+                          count, tuner))
+
+
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
            proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION,
            collnet: int = 0, averages: bool = False) -> Choice:
     """The pair NCCL predicts fastest (``channels`` fixes the count, as NCCL_MIN_NCHANNELS
     and NCCL_MAX_NCHANNELS together do), by the tuner of NCCL release ``tuner``, with
     NCCL_COLLNET_ENABLE set to ``collnet``, for a reduction that ``averages`` or not
-    (see :func:`candidates`).
+    (see :func:`candidates`). ``nbytes`` is what the tuner reasons on: each rank's buffer,
+    the whole output of an all_gather, and for an all_to_all the bytes sent to each peer,
+    whose sends and receives NCCL plans without its tuner (:func:`_point_to_point`).
 
     ``algo`` and ``proto`` narrow the search as NCCL_ALGO and NCCL_PROTO do: "auto", or
     names separated by commas (the canonical form of
@@ -311,6 +333,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     """
     algos = candidates(machine, collective, collnet, averages)
     named_protos = None if proto == "auto" else tuple(proto.split(","))
+    if collective == "all_to_all" and machine.nranks > 1:
+        return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
         return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
                       "Simple" if named_protos is None or "Simple" in named_protos

@@ -1,0 +1,119 @@
+"""NCCL's all_to_all: sends and receives whose protocol and parts follow addP2pToPlan
+(src/enqueue.cc of NCCL 2.30.7), not the collective tuner.
+
+Before 2026-12-04 simcoll chose an all_to_all's protocol with the collective tuner's
+model, which gives every protocol of a send the same bandwidth, so LL (the least latency)
+won at every size and the run paid LL's 8-byte flag per 8 bytes of data: half the
+bandwidth NCCL reaches. NCCL runs LL only up to 16 KiB per channel of a send.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.p2p import channels_per_peer, parts, protocol
+
+KiB, MiB = 1 << 10, 1 << 20
+
+
+def _machine(topo):
+    return describe(topo, tuple(range(topo.nranks)), "auto")
+
+
+def test_channels_per_peer_by_hand():
+    """paths.cc and scheduleP2pTasksToPlan, worked out:
+
+    * dgx_h100(2): a peer across the network gets max(1 NIC, ceil(48 GB/s / 14)) = 4
+      channels, a peer over NVLink 2 x 18 links; the least, 4, is a power of 2; 4 x
+      ceil(16 ranks / 8) = 8 <= 16 p2p channels, so nChannelsMax = 4; nChannelsMin halves
+      from 4 while it times 16 ranks exceeds 16: 1.
+    * dgx_h100(1): 2 x 18 = 36, rounded up to 64, kept within the 16 p2p channels: 16;
+      nChannelsMin: 16 -> 8 -> 4 -> 2 (2 x 8 ranks = 16 does not exceed 16).
+    * pcie_node(8): 2 over PCI, within the 4 p2p channels of PCI rings: 2; 2 x 8 > 4: 1.
+    * pcie_node(2): 2 and 2 (2 x 2 ranks = 4 does not exceed 4).
+    """
+    assert channels_per_peer(_machine(sc.topology.dgx_h100(2)), 16) == (1, 4)
+    assert channels_per_peer(_machine(sc.topology.dgx_h100(1)), 16) == (2, 16)
+    assert channels_per_peer(_machine(sc.topology.pcie_node(8)), 4) == (1, 2)
+    assert channels_per_peer(_machine(sc.topology.pcie_node(2)), 4) == (2, 2)
+
+
+@pytest.mark.parametrize(("preset", "nbytes", "count", "proto"), [
+    # Across nodes the parts are 64 KiB to 128 KiB (half a 128 KiB chunk to one chunk).
+    ("dgx_h100(2)", 16 * KiB, 1, "LL"),
+    ("dgx_h100(2)", 16 * KiB + 4, 1, "Simple"),
+    ("dgx_h100(2)", 128 * KiB, 1, "Simple"),
+    # 1 MiB on 1 channel is a part of 1 MiB > 128 KiB: 2 channels, then 4 (the most).
+    ("dgx_h100(2)", MiB, 4, "Simple"),
+    # One node of NVLink: parts of 64 KiB (512 KiB / 8) up to 16 MiB (32 chunks).
+    ("dgx_h100(1)", 8 * KiB, 1, "LL"),
+    ("dgx_h100(1)", 128 * KiB, 2, "Simple"),
+    ("dgx_h100(1)", 32 * MiB, 2, "Simple"),
+    ("dgx_h100(1)", 32 * MiB + 4, 4, "Simple"),
+    # PCI: parts of 16 KiB (128 KiB / 8); two ranks may use 2 channels, so LL holds up to
+    # 2 x 16 KiB there, and up to 16 KiB with 8 ranks (1 channel).
+    ("pcie_node(2)", 32 * KiB, 2, "LL"),
+    ("pcie_node(2)", 32 * KiB + 4, 2, "Simple"),
+    ("pcie_node(8)", 16 * KiB, 1, "LL"),
+    ("pcie_node(8)", 16 * KiB + 4, 1, "Simple"),
+])
+def test_parts_and_protocol_of_a_send_by_hand(preset, nbytes, count, proto):
+    topo = sc.topology.from_spec(preset.replace("(", ":").rstrip(")"))
+    machine = _machine(topo)
+    low, high = channels_per_peer(machine, 16 if machine.intra == "nvlink" else 4)
+    assert parts(machine, nbytes, low, high) == count
+    assert protocol(nbytes, count) == proto
+    res = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=nbytes * topo.nranks)
+    assert (res.params["algo"], res.params["proto"], res.params["channels"]) == (
+        "p2p", proto, count)
+
+
+def test_a_large_all_to_all_runs_simple_at_twice_lls_rate():
+    """On one switch of 100 GB/s links, 8 ranks x 8 MiB: with Simple each rank's link
+    carries its 7 blocks of 1 MiB at the link's rate; LL would put 16 bytes on the wire
+    per 8 of data (twice the bytes). The default picks Simple and takes what a forced
+    Simple takes; each rank sends 7/8 of its buffer."""
+    topo = sc.topology.switch(8, bandwidth=100e9, latency=0.0)
+    auto = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=8 * MiB)
+    simple = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=8 * MiB, proto="simple")
+    ll = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=8 * MiB, proto="ll")
+    assert auto.params["proto"] == "Simple" and auto.time == simple.time
+    assert list(auto.bytes_sent) == [7 * MiB] * 8
+    wire = 7 * MiB / 100e9
+    assert wire < auto.time < wire * 1.01 + 20e-6
+    assert ll.time > 1.9 * wire
+
+
+def test_data_moves_right_with_either_protocol():
+    """Rank r ends with block r of every rank, in rank order (numpy in float64)."""
+    topo = sc.topology.dgx_h100(2)
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal(16 * 5) for _ in range(16)]
+    for proto in ("ll", "simple"):
+        res = sc.simulate(topo, "all_to_all", algorithm="nccl", data=data, proto=proto)
+        assert res.correct and res.params["proto"] == proto.capitalize().replace("Ll", "LL")
+        for r in range(16):
+            expected = np.concatenate([data[s][5 * r:5 * r + 5] for s in range(16)])
+            assert np.array_equal(res.outputs[r], expected)
+
+
+def test_refusals_name_what_is_accepted():
+    topo = sc.topology.dgx_h100(1)
+    with pytest.raises(sc.InvalidInputError, match="proto='LL128'.*'LL', 'Simple'"):
+        sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=MiB, proto="LL128")
+    with pytest.raises(sc.InvalidInputError, match="algo='ring'"):
+        sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=MiB, algo="ring")
+    with pytest.raises(sc.InvalidInputError, match="never LL128"):
+        protocol(MiB, 1, "LL128")
+
+
+def test_cost_model_by_hand():
+    """The reference network as NCCL sees it (one node of NVLink at 1/beta): each peer's
+    128 KiB goes in 2 parts of 64 KiB, above 2 x 16 KiB, so Simple: launch 8.4 us, one
+    step of max(alpha, 3.4 us) (Simple ring over NVLink, tuning.cc), and 7/8 of the
+    buffer at beta."""
+    t = sc.cost.predict("all_to_all", "nccl", p=8, nbytes=MiB, alpha=1e-6, beta=1e-9)
+    assert t == pytest.approx(8.4e-6 + 3.4e-6 + 7 / 8 * MiB * 1e-9, rel=1e-12)
