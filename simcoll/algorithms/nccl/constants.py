@@ -16,7 +16,7 @@ __all__ = ["NCCL_VERSION", "PROTOCOLS", "LINKS", "BASE_LATENCY", "HW_LATENCY", "
            "NET_OVERHEAD_US", "TREE_CORRECTION", "TUNERS", "HW_LATENCY_BY_TUNER",
            "PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER", "PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER",
            "PER_CHANNEL_MAX_TREE_BW_BY_TUNER", "COLLNET_THREADS", "COLLNET_THREAD_THRESHOLD",
-           "COLLNET_DIRECT_HOP_US"]
+           "COLLNET_DIRECT_HOP_US", "TREE_PATTERN_FACTOR"]
 
 NCCL_VERSION = "2.30.7"
 """The NCCL release these constants are read from (makefiles/version.mk)."""
@@ -112,6 +112,11 @@ runs on one node)."""
 
 NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
 """``nvlsEfficiency``: the share of NVLink bandwidth NVLS reaches (none before Hopper)."""
+
+TREE_PATTERN_FACTOR = 0.85
+"""The share of the tree's bus bandwidth NCCL counts where a rank's tree graph has the
+plain tree pattern (``maxTreePattern == NCCL_TOPO_PATTERN_TREE``, tuning.cc of 2.26.2 and
+2.30.7): every node holding a single GPU of the communicator gets it (search.cc)."""
 
 NVLINK_BW_PER_LINK = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
 """``SM70/SM80/SM90/SM100_NVLINK_BW`` (src/graph/topo.h, GB/s per link and direction)."""

@@ -52,6 +52,11 @@ class Machine:
             the next node (one per NIC on the presets; 0 with one node).
         cpu: the servers' CPU vendor (``Topology.cpu``): NCCL's LL cap across nodes and
             its network overhead per step depend on it.
+        lone_gpu_node: some node holds a single GPU of the communicator. NCCL's tree
+            search then takes its plain tree pattern (``NCCL_TOPO_PATTERN_TREE``: all
+            network traffic through one GPU; src/graph/search.cc), and its tuner counts
+            0.85 of the tree's bus bandwidth wherever any rank's tree has that pattern
+            (``maxTreePattern``, src/graph/tuning.cc).
     """
 
     nranks: int
@@ -64,6 +69,7 @@ class Machine:
     sharp: bool = False
     rails: int = 0
     cpu: str = "unknown"
+    lone_gpu_node: bool = False
 
     @property
     def ppn(self) -> float:
@@ -231,4 +237,5 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
-                   sharp_groups(topology, ranks) is not None, rails, topology.cpu)
+                   sharp_groups(topology, ranks) is not None, rails, topology.cpu,
+                   any(len(group) == 1 for group in groups))

@@ -32,6 +32,7 @@ from simcoll.algorithms.nccl.constants import (
     PROTOCOLS,
     THREAD_THRESHOLD,
     TREE_CORRECTION,
+    TREE_PATTERN_FACTOR,
     ll_max_bw,
 )
 from simcoll.algorithms.nccl.machine import Machine
@@ -145,12 +146,12 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         return 0.0
     bw = min(bw * 0.92, channels * PER_CHANNEL_MAX_TREE_BW_BY_TUNER[tuner][arch][col])
     if proto == "LL":
-        return min(bw / 3.8, ll_max_bw(arch, machine.nnodes, machine.cpu))
-    if proto == "LL128":
+        bw = min(bw / 3.8, ll_max_bw(arch, machine.nnodes, machine.cpu))
+    elif proto == "LL128":
         factor = 7.0 / 9.0 if machine.nnodes == 1 else 120.0 / 128.0
-        return min(bw * factor,
-                   channels * PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER[tuner][arch][col])
-    return bw
+        bw = min(bw * factor,
+                 channels * PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER[tuner][arch][col])
+    return bw * TREE_PATTERN_FACTOR if machine.lone_gpu_node else bw
 
 
 def _log2i(n: int) -> int:
