@@ -173,7 +173,12 @@ def _latency(machine: Machine, collective: str, algo: str, proto: str, tuner: st
         steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1,
                  "all_gather": p - 1}.get(collective, p)
         if collective in ("broadcast", "reduce"):
-            return base + steps * (intra if nodes == 1 else inter)
+            # tuning.cc adds one step's latency (of the network's ring across nodes)
+            # where every channel's ring keeps one GPU order (the graph's sameChannels),
+            # as NCCL's search finds on NVSwitch and PCIe nodes and across nodes with a
+            # NIC per GPU (NCCL's logs print "sameChannels 1" for such rings); it would
+            # add steps x that latency (the tree's for Simple) otherwise.
+            return base + hw[machine.intra if nodes == 1 else "net"]["ring"][proto]
         if nodes > 1:
             intra = max(intra, NET_OVERHEAD_US[machine.cpu] * (3 if proto == "Simple" else 1))
         inter_steps = 0 if nodes == 1 else (2 if collective == "all_reduce" else 1) * (nodes - 1)
