@@ -78,7 +78,7 @@ class Comm:
         return peer if self._members is None else self._members[peer]
 
     def send(self, data: Any, dst: int, *, tag: Any = 0, delay: float = 0.0,
-             wire_bytes: int | None = None) -> Event:
+             wire_bytes: int | None = None, ordered: bool = False) -> Event:
         """Send a snapshot of ``data`` to ``dst``; the event fires when it has arrived.
 
         The transfer starts at once; yield the event only to wait for its arrival. Arrays
@@ -88,14 +88,20 @@ class Comm:
         A protocol (NCCL's LL, LL128) may put ``wire_bytes`` on the links instead of the
         payload's bytes, and add ``delay`` seconds of per-step overhead to the route's
         latency; the endpoints' traffic counters count the payload either way.
+
+        ``ordered=True`` makes the message one of a connection whose messages move one
+        after the other, as a channel's threads write NCCL's slices: its bytes start
+        moving once the previous ordered message to ``dst`` with ``tag`` has arrived (its
+        latency runs meanwhile). Unordered messages in flight together share the links
+        as flows of their own.
         """
         target = self._peer(dst, "dst")
         done = Event(self._env)
-        self._post(data, target, tag, done, delay, wire_bytes)
+        self._post(data, target, tag, done, delay, wire_bytes, ordered)
         return done
 
     def _post(self, data: Any, target: int, tag: Any, done: Event, delay: float = 0.0,
-              wire_bytes: int | None = None) -> None:
+              wire_bytes: int | None = None, ordered: bool = False) -> None:
         if type(data) is VirtualBuffer:
             payload, nbytes = data, data.nbytes
         else:
@@ -103,7 +109,7 @@ class Comm:
             nbytes = buffers.nbytes_of(payload)
         address = self._address
         self._rt.post_send((self._context, address, target, tag), payload, nbytes,
-                           address, target, tag, done, delay, wire_bytes)
+                           address, target, tag, done, delay, wire_bytes, ordered)
 
     def recv(self, src: int, *, tag: Any = 0) -> Event:
         """Receive the next message from ``src`` with ``tag``; the event's value is it."""

@@ -114,6 +114,8 @@ class Runtime:
         self.compute_scale: list[float] | None = None
         """Each endpoint's compute slow-down factor (None: all 1)."""
         self.channels: dict[tuple, Channel] = {}
+        self._in_order: dict[tuple, deque[tuple[Message, int, float, int | None]]] = {}
+        """Connections with an ordered message in flight: the ones queued behind it."""
         self._sweep_at = _SWEEP_FROM
         self._arrive = self.arrive
         self.contexts: dict[tuple, int] = {}
@@ -174,7 +176,7 @@ class Runtime:
 
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
                   tag: Any, sender: Event, delay: float = 0.0,
-                  wire_bytes: int | None = None) -> Message:
+                  wire_bytes: int | None = None, ordered: bool = False) -> Message:
         channel = self.channels.get(key)
         if channel is None:
             channel = self._new_channel(key)
@@ -183,8 +185,39 @@ class Runtime:
             message.receiver = channel.waiting.popleft()
         else:
             channel.unclaimed.append(message)
-        self.network.transfer(src, dst, nbytes, self._arrive, message, delay, wire_bytes)
+        if ordered:
+            self._send_in_order(key, message, nbytes, delay, wire_bytes)
+        else:
+            self.network.transfer(src, dst, nbytes, self._arrive, message, delay, wire_bytes)
         return message
+
+    def _send_in_order(self, key: tuple, message: Message, nbytes: int, delay: float,
+                       wire_bytes: int | None) -> None:
+        """Hand an ordered message to the network now if its connection has nothing in
+        flight, else queue it until the one ahead arrives (:meth:`Comm.send`)."""
+        queue = self._in_order.get(key)
+        if queue is None:
+            self._in_order[key] = deque()
+            self.network.transfer(message.src, message.dst, nbytes, self._arrive_in_order,
+                                  (key, message), delay, wire_bytes)
+        else:
+            queue.append((message, nbytes, self.env._now + delay, wire_bytes))
+
+    def _arrive_in_order(self, token: tuple[tuple, Message]) -> None:
+        """An ordered message arrived: the next of its connection starts moving now, or
+        once its own latency has run (counted from when it was sent: the route's latency
+        and its delay), whichever is later."""
+        key, message = token
+        queue = self._in_order[key]
+        if queue:
+            after, nbytes, ready, wire_bytes = queue.popleft()
+            latency = self.network.route(after.src, after.dst)[1]
+            wait = max(ready + latency - self.env._now, 0.0)
+            self.network.transfer(after.src, after.dst, nbytes, self._arrive_in_order,
+                                  (key, after), wait - latency, wire_bytes)
+        else:
+            del self._in_order[key]
+        self._arrive(message)
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
                        dsts: tuple[int, ...], tag: Any, sender: Joint,
@@ -302,10 +335,10 @@ class TracingRuntime(Runtime):
 
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
                   tag: Any, sender: Event, delay: float = 0.0,
-                  wire_bytes: int | None = None) -> Message:
+                  wire_bytes: int | None = None, ordered: bool = False) -> Message:
         start = self.env._now
         message = super().post_send(key, payload, nbytes, src, dst, tag, sender, delay,
-                                    wire_bytes)
+                                    wire_bytes, ordered)
         if not message.arrived:  # an empty message on a zero-latency route already has
             self._sent[message] = (start, nbytes)
         return message

@@ -64,17 +64,18 @@ def unlimited_switch(bandwidth=100e9, latency=0.5e-6):
 
 @pytest.mark.parametrize("per_rank", [2**21, 2**24])
 def test_nvls_all_gather_time_worked_out_by_hand(per_rank):
-    # NCCL's fixed NVLS latency, 25 us (hwLatencies[NVLINK][NVLS][SIMPLE]). Then every one
-    # of the 16 channels pushes its first window (4 slices of 128 KiB, or its whole part
-    # if smaller) at once; sharing the GPU's up link fairly, they all arrive together.
-    # From then on the down links are the bottleneck: all 8 parts, 8 x per_rank bytes,
-    # come down at 100 GB/s. Plus one latency up and one down (0.5 us each).
+    # NCCL's fixed NVLS latency, 25 us (hwLatencies[NVLINK][NVLS][SIMPLE]). Then each of
+    # the 16 channels pushes its slices of 128 KiB one after the other (a channel's
+    # threads write them in turn); the first slices of all channels share the GPU's up
+    # link fairly and arrive together. From then on the down links are the bottleneck:
+    # all 8 parts, 8 x per_rank bytes, come down at 100 GB/s. Plus one latency up and one
+    # down (0.5 us each).
     bw, channels = 100e9, 16
     res = sc.simulate(unlimited_switch(bw), "all_gather", algorithm="nccl",
                       nbytes=per_rank, algo="nvls")
     assert res.params["channels"] == channels
-    first_window = channels * min(4 * 131072, per_rank // channels)
-    expected = 25 * US + first_window / bw + P * per_rank / bw + 2 * 0.5 * US
+    first_slices = channels * min(131072, per_rank // channels)
+    expected = 25 * US + first_slices / bw + P * per_rank / bw + 2 * 0.5 * US
     assert res.time == pytest.approx(expected, rel=1e-9)
 
 
@@ -92,8 +93,8 @@ def test_nvls_reduce_scatter_time_is_bounded_by_the_up_link_and_the_last_block()
 
 def test_nvls_reduce_scatter_time_worked_out_by_hand_when_the_switch_reduction_is_slow():
     # Per channel the buffer is 8 blocks of 128 KiB (one slice each: 2^24 / 8 / 16 bytes),
-    # pushed 4 at a time: the first 4 slices of all 16 channels share the up link and
-    # arrive together after 16 x 4 x 128 KiB / 100 GB/s. From then the switch's one
+    # pushed one after the other: the first slices of all 16 channels share the up link
+    # and arrive together after 16 x 128 KiB / 100 GB/s. From then the switch's one
     # reduction engine is the bottleneck: it reduces 7 of every 8 bytes it receives
     # (p - 1 reductions of each slice), 7 n bytes at 50 GB/s, while the links keep ahead.
     # Then the last reduced slice goes down (128 KiB at 100 GB/s), plus one latency up
@@ -101,7 +102,7 @@ def test_nvls_reduce_scatter_time_worked_out_by_hand_when_the_switch_reduction_i
     n, bw, reduce_rate, piece = 2**24, 100e9, 50e9, 131072
     topo = sc.topology.dgx_h100(1, nvlink_bandwidth=bw, nvswitch_reduce_bandwidth=reduce_rate)
     res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=n, algo="nvls")
-    expected = (25 * US + 16 * 4 * piece / bw + (P - 1) * n / reduce_rate + piece / bw
+    expected = (25 * US + 16 * piece / bw + (P - 1) * n / reduce_rate + piece / bw
                 + 2 * 0.5 * US)
     assert res.time == pytest.approx(expected, rel=1e-9)
 

@@ -151,7 +151,9 @@ class Network:
         A protocol may put more bytes on the wire than the payload (``wire_bytes``: what
         crosses every link and takes its time; the payload is what the endpoints count)
         and wait ``delay`` seconds more than the route's latency before the bytes move
-        (a per-step overhead).
+        (a per-step overhead). A negative ``delay``, down to minus the route's latency,
+        starts the bytes sooner: an ordered message whose latency ran while the one ahead
+        of it moved (:meth:`simcoll.comm.Comm.send`).
         """
         links, latency, bandwidth = self._routes.get((src, dst)) or self._route(src, dst)
         wire = nbytes if wire_bytes is None else wire_bytes

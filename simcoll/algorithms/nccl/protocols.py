@@ -17,6 +17,7 @@ Sources: NCCL 2.30.7 ``src/include/device.h`` (``ncclLLFifoLine``, ``NCCL_LL128_
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ from simcoll.algorithms.nccl.constants import (
     ll_max_bw,
 )
 
-__all__ = ["Protocol", "PROTOCOL", "channel_rate"]
+__all__ = ["Protocol", "PROTOCOL", "channel_rate", "one_step_slices"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,15 @@ def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,
 
 def _step(protocol: str) -> int:
     return BUFFER_BYTES[protocol] // NCCL_STEPS
+
+
+def one_step_slices(protocol: Protocol) -> Protocol:
+    """``protocol`` moving one step per slice, as broadcast and reduce do
+    (``BROADCAST_SLICESTEPS`` = 1 in src/include/collectives.h, against 2 for the other
+    rings): Simple slices of 512 KiB, 8 in flight; LL and LL128 slices are one step
+    already."""
+    step = _step(protocol.name) // protocol.line_bytes * protocol.line_data
+    return dataclasses.replace(protocol, slice_bytes=step, window=NCCL_STEPS)
 
 
 PROTOCOL = {

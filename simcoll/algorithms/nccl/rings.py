@@ -27,7 +27,7 @@ from collections.abc import Hashable
 from simpy.events import Event
 
 from simcoll.algorithms.nccl.machine import node_order
-from simcoll.algorithms.nccl.protocols import Protocol
+from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.buffers import Buffer, join, split
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
@@ -84,6 +84,12 @@ class Sender:
     connection: a slice leaves once they have moved the one before it. They forward LL
     and LL128 data line by line as it arrives, so a slice is not held back at every hop
     for its whole size: the rate paces a connection, it does not add to each hop.
+
+    The threads write a connection's slices one after the other: each is an ordered
+    message (:meth:`~simcoll.comm.Comm.send`), whose bytes move once the slice ahead has
+    arrived, while its step latency runs alongside. Slices in flight together as flows
+    of their own would share the links evenly and all end at once, so a chain would
+    forward a window of slices at a time instead of one.
     """
 
     def __init__(self, comm: Comm, peer: int, protocol: Protocol, step: float,
@@ -108,7 +114,7 @@ class Sender:
         self.in_flight.append(self.comm.send(
             piece, self.peer, tag=self.tag, delay=self.delay,
             wire_bytes=self.protocol.wire(piece.nbytes) if wire_bytes is None
-            else wire_bytes))
+            else wire_bytes, ordered=True))
 
     def drain(self) -> Steps:
         """Wait until every slice sent has arrived."""
@@ -221,7 +227,9 @@ def all_gather(comm: Comm, own: Buffer, ring: list[int], protocol: Protocol, int
 
 def broadcast(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, intra: str,
               tag: int, root: int) -> Steps:
-    """One channel's pipelined chain broadcast from ``root`` along its ring."""
+    """One channel's pipelined chain broadcast from ``root`` along its ring, one step
+    per slice (:func:`~simcoll.algorithms.nccl.protocols.one_step_slices`)."""
+    protocol = one_step_slices(protocol)
     p = len(ring)
     start = ring.index(root)
     chain = ring[start:] + ring[:start]
@@ -241,7 +249,8 @@ def broadcast(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, in
 def reduce(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, op: ReduceOp,
            intra: str, tag: int, root: int) -> Steps:
     """One channel's pipelined chain reduce to ``root``: the chain starts after the root
-    in ring order and ends at it."""
+    in ring order and ends at it; one step per slice, as for :func:`broadcast`."""
+    protocol = one_step_slices(protocol)
     p = len(ring)
     start = (ring.index(root) + 1) % p
     chain = ring[start:] + ring[:start]
