@@ -12,6 +12,7 @@ the local reduction of two buffers that every algorithm is built from.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Generator, Sequence
 from typing import Any
 
@@ -47,8 +48,9 @@ class Comm:
         self._rt = runtime
         self._env = runtime.env
         self._inline = type(runtime) is Runtime
-        """Whether :meth:`sendrecv` may match messages itself (a runtime of a subclass,
-        such as the tracing one, sees every message through its own methods)."""
+        """Whether the hot paths (:meth:`sendrecv`, :meth:`reduce`) may do the runtime's
+        work themselves: a runtime of a subclass, such as the tracing one, sees every
+        message and reduction through its own methods."""
         self._context = context
         if members is None:
             self.size = runtime.nranks
@@ -223,7 +225,12 @@ class Comm:
                 raise CommUsageError(f"rank {self.rank}: cannot reduce arrays of shapes "
                                      f"{a.shape} and {b.shape}")
             out = frozen(op(a, b))
-        return self._rt.after(self._rt.reduce_delay(self._address, out.nbytes), out)
+        rt = self._rt
+        if self._inline and rt.reduce_bandwidth[self._address] == math.inf:
+            # A free reduction (the default): what reduce_delay and after come to, without
+            # calling them; every message of a ring reduce-scatter comes this way.
+            return rt.done(out)
+        return rt.after(rt.reduce_delay(self._address, out.nbytes), out)
 
     def sleep(self, seconds: float) -> Event:
         """Wait ``seconds`` without using any engine: a fixed overhead such as a kernel
