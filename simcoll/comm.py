@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from simpy.events import PENDING, Event
@@ -43,11 +43,16 @@ class Comm:
     __slots__ = ("rank", "size", "hosts", "in_network", "_rt", "_env", "_address",
                  "_members", "_context", "_ranks", "_inline")
 
+    fast: ClassVar[bool] = True
+    """Let :meth:`sendrecv` and :meth:`reduce` do the plain runtime's work themselves;
+    ``False`` sends everything through the runtime's methods (for tests that compare the
+    two)."""
+
     def __init__(self, runtime: Runtime, rank: int, members: Sequence[int] | None = None,
                  context: int = 0):
         self._rt = runtime
         self._env = runtime.env
-        self._inline = type(runtime) is Runtime
+        self._inline = self.fast and type(runtime) is Runtime
         """Whether the hot paths (:meth:`sendrecv`, :meth:`reduce`) may do the runtime's
         work themselves: a runtime of a subclass, such as the tracing one, sees every
         message and reduction through its own methods."""
