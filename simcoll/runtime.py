@@ -24,7 +24,7 @@ import simpy
 from simpy.events import PENDING, Event, Process, Timeout
 
 from simcoll.buffers import memory_owner
-from simcoll.engine import Done, RunStop, complete
+from simcoll.engine import RunStop, complete, done_event
 from simcoll.errors import AlgorithmError
 from simcoll.network.base import Network
 
@@ -279,7 +279,7 @@ class Runtime:
         self.instant_left -= 1
         if self.instant_left < 0:
             raise RunStop("events", self.env._now)
-        return Done(self.env, value)
+        return done_event(self.env, value)
 
     # -- end of run ----------------------------------------------------------------------
     def waiting_receives(self) -> dict[int, list[str]]:
