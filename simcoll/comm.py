@@ -12,8 +12,9 @@ the local reduction of two buffers that every algorithm is built from.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from simpy.events import PENDING, Event
@@ -22,7 +23,7 @@ from simcoll import buffers
 from simcoll.buffers import Buffer, VirtualBuffer, frozen, snapshot
 from simcoll.errors import CommUsageError
 from simcoll.ops import ReduceOp
-from simcoll.runtime import Joint, Runtime
+from simcoll.runtime import Joint, Message, Runtime
 from simcoll.topology.graph import Topology
 
 __all__ = ["Comm"]
@@ -40,12 +41,21 @@ class Comm:
     """
 
     __slots__ = ("rank", "size", "hosts", "in_network", "_rt", "_env", "_address",
-                 "_members", "_context", "_ranks")
+                 "_members", "_context", "_ranks", "_inline")
+
+    fast: ClassVar[bool] = True
+    """Let :meth:`sendrecv` and :meth:`reduce` do the plain runtime's work themselves;
+    ``False`` sends everything through the runtime's methods (for tests that compare the
+    two)."""
 
     def __init__(self, runtime: Runtime, rank: int, members: Sequence[int] | None = None,
                  context: int = 0):
         self._rt = runtime
         self._env = runtime.env
+        self._inline = self.fast and type(runtime) is Runtime
+        """Whether the hot paths (:meth:`sendrecv`, :meth:`reduce`) may do the runtime's
+        work themselves: a runtime of a subclass, such as the tracing one, sees every
+        message and reduction through its own methods."""
         self._context = context
         if members is None:
             self.size = runtime.nranks
@@ -142,19 +152,47 @@ class Comm:
             source = self._peer(src, "src")
         joint = Joint(self._env, 2)
         rt, address, context = self._rt, self._address, self._context
-        payload = rt.post_recv(
-            (context, source, address, tag if recv_tag is None else recv_tag), joint)
-        if payload is not PENDING:
-            joint.pending = 1
-            joint.payload = payload
+        recv_key = (context, source, address, tag if recv_tag is None else recv_tag)
+        if not self._inline:
+            self._post_sendrecv(data, target, tag, recv_key, joint, delay, wire_bytes)
+            return joint
+        # Runtime.post_recv and Runtime.post_send, inline: every message of a ring or tree
+        # comes this way.
+        channels = rt.channels
+        channel = channels.get(recv_key) or rt._new_channel(recv_key)
+        if channel.unclaimed:
+            message = channel.unclaimed.popleft()
+            if message.arrived:
+                joint.pending = 1
+                joint.payload = message.payload
+            else:
+                message.receiver = joint
+        else:
+            channel.waiting.append(joint)
         if type(data) is VirtualBuffer:
             payload, nbytes = data, data.nbytes
         else:
             payload = snapshot(data, rt.inputs)
             nbytes = buffers.nbytes_of(payload)
-        rt.post_send((context, address, target, tag), payload, nbytes, address, target, tag,
-                     joint, delay, wire_bytes)
+        send_key = (context, address, target, tag)
+        channel = channels.get(send_key) or rt._new_channel(send_key)
+        message = Message(payload, joint, address, target, tag)
+        if channel.waiting:
+            message.receiver = channel.waiting.popleft()
+        else:
+            channel.unclaimed.append(message)
+        rt.network.transfer(address, target, nbytes, rt._arrive, message, delay, wire_bytes)
         return joint
+
+    def _post_sendrecv(self, data: Any, target: int, tag: Any, recv_key: tuple, joint: Joint,
+                       delay: float, wire_bytes: int | None) -> None:
+        """:meth:`sendrecv`'s receive and send, through the runtime's own methods."""
+        rt = self._rt
+        payload = rt.post_recv(recv_key, joint)
+        if payload is not PENDING:
+            joint.pending = 1
+            joint.payload = payload
+        self._post(data, target, tag, joint, delay, wire_bytes)
 
     def multicast(self, data: Any, dsts: Sequence[int], *, tag: Any = 0,
                   delay: float = 0.0) -> Event:
@@ -198,7 +236,12 @@ class Comm:
                 raise CommUsageError(f"rank {self.rank}: cannot reduce arrays of shapes "
                                      f"{a.shape} and {b.shape}")
             out = frozen(op(a, b))
-        return self._rt.after(self._rt.reduce_delay(self._address, out.nbytes), out)
+        rt = self._rt
+        if self._inline and rt.reduce_bandwidth[self._address] == math.inf:
+            # A free reduction (the default): what reduce_delay and after come to, without
+            # calling them; every message of a ring reduce-scatter comes this way.
+            return rt.done(out)
+        return rt.after(rt.reduce_delay(self._address, out.nbytes), out)
 
     def sleep(self, seconds: float) -> Event:
         """Wait ``seconds`` without using any engine: a fixed overhead such as a kernel

@@ -1,5 +1,6 @@
 """The event loop, and where simcoll reaches below SimPy's public API (elsewhere only
-:class:`simcoll.runtime.Joint`'s constructor, which sets an event's fields itself).
+:class:`simcoll.runtime.Joint`'s constructor, which sets an event's fields itself as
+:func:`done_event` does).
 
 Rank programs are plain SimPy processes: generators that yield SimPy events. Every
 message, reduction and flow completion goes through the few helpers here, so they use
@@ -42,11 +43,17 @@ events use 0, urgent, and 1, normal)."""
 
 
 def done_event(env: simpy.Environment, value: Any = None) -> Event:
-    """An event that is already processed: yielding it resumes at once with ``value``."""
-    event = Event(env)
-    event._ok = True
-    event._value = value
+    """An event that is already processed: yielding it resumes at once with ``value``.
+
+    Its fields are set here, in the order ``Event.__init__`` sets them (so that it shares
+    the attribute layout of every other event), without calling it: one call less on
+    every free reduction of a ring.
+    """
+    event = Event.__new__(Event)
+    event.env = env
     event.callbacks = None  # type: ignore[assignment]  # SimPy's mark of "processed"
+    event._value = value
+    event._ok = True
     return event
 
 

@@ -177,6 +177,10 @@ class Runtime:
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
                   tag: Any, sender: Event, delay: float = 0.0,
                   wire_bytes: int | None = None, ordered: bool = False) -> Message:
+        """Queue a message on the channel ``key`` (or hand it to a receive waiting there)
+        and start its transfer (``ordered``: see :meth:`Comm.send`). ``Comm.sendrecv``
+        does the same inline for its unordered messages, as it does :meth:`post_recv`: a
+        change here is a change there."""
         channel = self.channels.get(key)
         if channel is None:
             channel = self._new_channel(key)
