@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from pathlib import Path
 
@@ -11,13 +13,25 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_readme_examples_run(tmp_path, monkeypatch):
+    """Every Python block runs; one followed by a plain block prints what that block
+    shows, line by line (trailing spaces aside)."""
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    text = README.read_text()
+    blocks = list(re.finditer(r"```python\n(.*?)```", text, flags=re.S))
     assert len(blocks) >= 5
     namespace: dict = {}
+    compared = 0
     for block in blocks:
-        exec(compile(block, str(README), "exec"), namespace)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(block.group(1), str(README), "exec"), namespace)
+        shown = re.match(r"\n*```\n(.*?)```", text[block.end():], flags=re.S)
+        if shown:
+            compared += 1
+            assert [line.rstrip() for line in printed.getvalue().splitlines()] == [
+                line.rstrip() for line in shown.group(1).splitlines()], block.group(1)[:80]
+    assert compared >= 3
     assert (tmp_path / "ring.json").exists() and (tmp_path / "busbw.png").exists()
     assert len((tmp_path / "points.jsonl").read_text().splitlines()) == 8
     step = namespace["step"]
@@ -25,3 +39,19 @@ def test_readme_examples_run(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_readme_command_line_output_is_what_the_command_prints(capsys):
+    """Every ``$ simcoll ...`` block shows what the command prints today, line by line
+    (trailing spaces aside): the README's tables go stale when the model changes."""
+    import shlex
+
+    from simcoll.cli import main
+
+    shown = re.findall(r"```\n\$ simcoll (.*?)\n(.*?)```", README.read_text(), flags=re.S)
+    assert shown
+    for command, output in shown:
+        assert main(shlex.split(command)) == 0
+        printed = capsys.readouterr().out
+        assert [line.rstrip() for line in printed.splitlines()] == [
+            line.rstrip() for line in output.splitlines()], command
