@@ -337,10 +337,10 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         InvalidInputError: the named algorithm cannot run here, or none of the named
             ones can.
     """
-    algos = candidates(machine, collective, collnet, averages)
-    named_protos = None if proto == "auto" else tuple(proto.split(","))
     if collective == "all_to_all" and machine.nranks > 1:
         return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
+    algos = candidates(machine, collective, collnet, averages)
+    named_protos = None if proto == "auto" else tuple(proto.split(","))
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
         return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
                       "Simple" if named_protos is None or "Simple" in named_protos
