@@ -328,3 +328,20 @@ def test_nvls_tree_bandwidth_is_capped_per_channel_as_nccl_caps_it():
     expected = (25 + 2 * 20.9) * US + 2**30 / (923.2e9 * 16 / 30)
     assert predict(machine, "all_reduce", 2**30, "nvls_tree", "Simple", 16) == \
         pytest.approx(expected, rel=1e-9)
+
+
+def test_refusals_say_why_nvls_cannot_run_there():
+    with pytest.raises(sc.InvalidInputError, match=r"algo='nvls_tree' cannot run "
+                       r"all_reduce.*\(NVLS-tree runs across nodes only\)"):
+        sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl", nbytes=64,
+                    algo="nvls_tree")
+    # collnet=1 would not help here: NVLS reduce_scatter across nodes needs CollNet's own
+    # reduce_scatter, which simcoll does not model, so the refusal does not suggest it.
+    with pytest.raises(sc.InvalidInputError, match=r"NVLS runs reduce_scatter on one "
+                       r"node only here") as refused:
+        sc.simulate(sc.topology.dgx_h100(2), "reduce_scatter", algorithm="nccl",
+                    nbytes=1 << 20, algo="nvls")
+    assert "collnet=1" not in str(refused.value)
+    with pytest.raises(sc.InvalidInputError, match=r"NVLS across nodes needs collnet=1"):
+        sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl",
+                    nbytes=1 << 20, algo="nvls")

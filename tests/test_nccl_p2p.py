@@ -117,3 +117,40 @@ def test_cost_model_by_hand():
     buffer at beta."""
     t = sc.cost.predict("all_to_all", "nccl", p=8, nbytes=MiB, alpha=1e-6, beta=1e-9)
     assert t == pytest.approx(8.4e-6 + 3.4e-6 + 7 / 8 * MiB * 1e-9, rel=1e-12)
+
+
+def _uneven_nodes() -> sc.Topology:
+    """Node 0 holds one GPU, node 1 three on an NVLink switch (100 GB/s per GPU), one NIC
+    per node (25 GB/s) on a network switch."""
+    topo = sc.Topology("1 + 3 GPUs")
+    core = topo.add_switch("core")
+    gpus = []
+    for node, count in enumerate((1, 3)):
+        sw = topo.add_switch(f"nvswitch{node}")
+        nic = topo.add_nic(f"nic{node}")
+        for _ in range(count):
+            gpus.append(topo.add_gpu(node=node))
+            topo.add_link(gpus[-1], sw, bandwidth=100e9, latency=1e-6, kind="nvlink")
+        topo.add_link(nic, gpus[-count], bandwidth=50e9, latency=1e-7, kind="pcie")
+        topo.add_link(nic, core, bandwidth=25e9, latency=2e-6, kind="ib")
+    return topo
+
+
+def test_a_first_node_with_one_gpu_does_not_hide_the_links_inside_the_others():
+    """The tuner read a node's inside from the first node, and a node of one GPU has no
+    inside: its NVLink bandwidth came out infinite, and an all_to_all raised an
+    OverflowError working out its channels per peer (int(inf / 20.0 GB/s per link)).
+    The node with three GPUs tells: NVLink at 100 GB/s, 100 / 20 = 5 links, so
+    2 x 5 = 10 channels toward a peer on NVLink, and max(1 NIC, ceil(25 / 14)) = 2 toward
+    one across the network; the least, 2, is a power of 2, and 2 x ceil(4 / 8) = 2 fits
+    the 16 p2p channels."""
+    topo = _uneven_nodes()
+    machine = _machine(topo)
+    assert (machine.intra, machine.intra_bw, machine.nnodes) == ("nvlink", 100e9, 2)
+    assert channels_per_peer(machine, 16) == (2, 2)
+    data = [np.arange(8, dtype=np.int32) + 100 * r for r in range(4)]
+    res = sc.simulate(topo, "all_to_all", algorithm="nccl", data=data)
+    assert res.correct
+    for r in range(4):
+        np.testing.assert_array_equal(
+            res.outputs[r], np.concatenate([data[s][2 * r:2 * r + 2] for s in range(4)]))

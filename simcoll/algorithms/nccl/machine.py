@@ -39,7 +39,8 @@ class Machine:
     Attributes:
         nranks, nnodes: ranks and nodes of the communicator; ``ppn`` ranks per node.
         intra: "nvlink" when GPUs of a node reach each other over NVLink only, else "pci".
-        intra_bw: bytes/s a GPU has to another GPU of its node (inf with one per node).
+        intra_bw: bytes/s a GPU has to another GPU of its node (read on the first node
+            with two GPUs; inf where every node holds one).
         inter_bw: bytes/s a node has to the network, over all its GPUs' routes to the
             next node, each sharing the links it crosses with the others (0 with one
             node).
@@ -225,8 +226,11 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
     groups = [[ranks[i] for i in group] for group in node_order(nodes)]
     first = groups[0]
     intra, intra_bw = "nvlink", math.inf
-    if len(first) > 1:
-        route = topology.route(first[0], first[1])
+    # A node with one GPU has no link inside it: the first node with two tells the kind
+    # and bandwidth (inf only where every node holds one GPU).
+    pair = next((group for group in groups if len(group) > 1), None)
+    if pair is not None:
+        route = topology.route(pair[0], pair[1])
         kinds = {topology.links[d >> 1].kind for d in route.links}
         intra = "nvlink" if kinds <= set(_NVLINK_KINDS) else "pci"
         intra_bw = route.bandwidth

@@ -352,7 +352,12 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             hints = ["NVLS needs GPUs on an in-network NVSwitch"] if not machine.nvls and \
                 any(a.startswith("nvls") for a in named) else []
             if machine.nvls and machine.nnodes > 1 and "nvls" in named:
-                hints.append("NVLS across nodes needs collnet=1 and a SHARP fabric")
+                hints.append("NVLS across nodes needs collnet=1 and a SHARP fabric"
+                             if collective == "all_reduce" else
+                             f"NVLS runs {collective} on one node only here: across nodes "
+                             f"NCCL needs CollNet's {collective}, which is not modelled")
+            if machine.nvls and machine.nnodes == 1 and "nvls_tree" in named:
+                hints.append("NVLS-tree runs across nodes only")
             if any(a.startswith("collnet") for a in named):
                 hints.append("CollNet needs collnet=1, nodes joined by a SHARP fabric, at "
                              "most 8 GPUs per node, and NVLink for Direct")
