@@ -183,7 +183,11 @@ def test_sharp_algorithms_on_random_machines(seed):
     count = int(rng.integers(1, 5000))
     inputs = make_data(p, count, "float64", seed=seed)
     exact = np.sum(inputs, axis=0)
-    for algo in ("collnet_chain", "collnet_direct", "nvls"):
+    if g == 1:  # NCCL runs no NVLS where a node holds one GPU (test_nccl_hand_built.py)
+        with pytest.raises(sc.InvalidInputError, match="no NVLS where a node holds one GPU"):
+            sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo="nvls",
+                        collnet=1, arch="hopper")
+    for algo in ("collnet_chain", "collnet_direct") + (("nvls",) if g > 1 else ()):
         channels = int(rng.integers(2 if algo == "nvls" else 1, 5))  # NVLS needs 2
         res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo=algo,
                           collnet=1, channels=channels, arch="hopper")

@@ -268,6 +268,8 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
         # only a top-level simulate() starts.
         in_network = comm.rank in comm.in_network
         return None if in_network else sharp.switch_all_reduce(comm, op, [], [])
+    if comm.rank in comm.in_network and not nvls.served(comm):  # reduces for SHARP only
+        return None
     if algo == "nvls" and not _across_nodes(comm):
         return nvls.switch_all_reduce(comm, x, channels, op)
     return nvls_tree.switch_all_reduce(comm, x, channels, op)
@@ -323,14 +325,20 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
 def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str,
                                 proto: str, channels: int, arch: str,
                                 intra: str, tuner: str) -> HostProgram | None:
-    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise)."""
-    return nvls.switch_reduce_scatter(comm, x, channels, op) if algo == "nvls" else None
+    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
+    in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
+    if algo != "nvls" or comm.rank in comm.in_network and not nvls.served(comm):
+        return None
+    return nvls.switch_reduce_scatter(comm, x, channels, op)
 
 
 def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: str,
                             channels: int, arch: str, intra: str, tuner: str) -> HostProgram | None:
-    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise)."""
-    return nvls.switch_all_gather(comm, x, channels) if algo == "nvls" else None
+    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
+    in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
+    if algo != "nvls" or comm.rank in comm.in_network and not nvls.served(comm):
+        return None
+    return nvls.switch_all_gather(comm, x, channels)
 
 
 @_register("reduce_scatter", _model(

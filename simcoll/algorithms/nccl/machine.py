@@ -44,7 +44,8 @@ class Machine:
         inter_bw: bytes/s a node has to the network, over all its GPUs' routes to the
             next node, each sharing the links it crosses with the others (0 with one
             node).
-        nvls: every GPU has an in-network device (NVLink SHARP) directly linked to it.
+        nvls: every GPU has an in-network device (NVLink SHARP) directly linked to it,
+            the same one for the GPUs of a node (:func:`_nvls_switch`).
         arch: the GPU generation NCCL's constants are indexed by.
         sharp: the nodes are joined through switches that reduce in the network
             (InfiniBand SHARP; see :func:`sharp_groups`), so NVLS and CollNet can run
@@ -57,7 +58,13 @@ class Machine:
             search then takes its plain tree pattern (``NCCL_TOPO_PATTERN_TREE``: all
             network traffic through one GPU; src/graph/search.cc), and its tuner counts
             0.85 of the tree's bus bandwidth wherever any rank's tree has that pattern
-            (``maxTreePattern``, src/graph/tuning.cc).
+            (``maxTreePattern``, src/graph/tuning.cc). NCCL then runs no NVLS either:
+            ``ncclNvlsInit`` leaves NVLS off on a node of one GPU, and its NVLS graph,
+            which every rank cuts to the fewest channels any rank found, has none.
+        uneven_nodes: the nodes hold different numbers of the communicator's GPUs.
+            NCCL then gives NVLS as many heads as the fewest GPUs of a node; simcoll's
+            NVLS-tree pairs every local GPU with its peers on the other nodes, so its
+            tuner leaves NVLS and NVLS-tree out there.
     """
 
     nranks: int
@@ -71,6 +78,7 @@ class Machine:
     rails: int = 0
     cpu: str = "unknown"
     lone_gpu_node: bool = False
+    uneven_nodes: bool = False
 
     @property
     def ppn(self) -> float:
@@ -216,6 +224,15 @@ def _network_share(topology: Topology, here: list[int], there: list[int]
     return total, len(bounds)
 
 
+def _nvls_switch(topology: Topology, gpu: str) -> str | None:
+    """The in-network device that reduces ``gpu``'s data with NVLS: the first one linked
+    to it, as :meth:`~simcoll.comm.Comm.reducer_of` finds it (None if none is)."""
+    for device in topology.in_network:
+        if gpu in topology.neighbors(device):
+            return device
+    return None
+
+
 def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> Machine:
     """The tuner's view of ``ranks`` (world ranks) of ``topology``.
 
@@ -236,10 +253,11 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
         intra_bw = route.bandwidth
     inter_bw, rails = (_network_share(topology, first, groups[1])
                        if len(groups) > 1 else (0.0, 0))
-    attached = {n for d in topology.in_network for n in topology.neighbors(d)}
-    nvls = all(topology.gpus[r] in attached for r in ranks)
+    switches = [{_nvls_switch(topology, topology.gpus[r]) for r in group} for group in groups]
+    nvls = all(len(found) == 1 and None not in found for found in switches)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
-                   any(len(group) == 1 for group in groups))
+                   any(len(group) == 1 for group in groups),
+                   len({len(group) for group in groups}) > 1)

@@ -34,7 +34,7 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["CHUNK_BYTES", "gpu_all_reduce", "switch_all_reduce", "gpu_reduce_scatter",
+__all__ = ["CHUNK_BYTES", "served", "gpu_all_reduce", "switch_all_reduce", "gpu_reduce_scatter",
            "switch_reduce_scatter", "gpu_all_gather", "switch_all_gather"]
 
 CHUNK_BYTES = 128 * 1024
@@ -53,6 +53,14 @@ def _switch(comm: Comm) -> int:
         raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS needs every GPU on "
                          f"an in-network NVSwitch")
     return switch
+
+
+def served(comm: Comm) -> tuple[int, ...]:
+    """The GPUs in-network device ``comm.rank`` reduces for with NVLS: those linked to it
+    whose NVLS switch it is (:meth:`~simcoll.comm.Comm.reducer_of`). Another in-network
+    device a GPU is also linked to (a NIC or switch that reduces for SHARP) serves none
+    of its GPUs."""
+    return tuple(g for g in comm.attached(comm.rank) if comm.reducer_of(g) == comm.rank)
 
 
 def _interleaved(parts: list[Buffer]) -> list[tuple[int, int, Buffer]]:
@@ -79,7 +87,7 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol) -
 def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp) -> Steps:
     """The switch's side of every channel: reduce each slice over the attached GPUs,
     multicast it back to them."""
-    gpus = comm.attached(comm.rank)
+    gpus = served(comm)
     # Every GPU's channel c part of x, as the GPUs cut it (sizes only: what arrives
     # carries the data).
     parts = list(split(x, channels))
@@ -115,7 +123,7 @@ def switch_reduce_scatter(comm: Comm, x: VirtualBuffer, channels: int,
                           op: ReduceOp) -> Steps:
     """The switch's side of every channel: reduce slice k of block j over the attached
     GPUs and send it to GPU j, slice by slice."""
-    gpus = sorted(comm.attached(comm.rank))  # block j goes to GPU rank j
+    gpus = sorted(served(comm))  # block j goes to GPU rank j
     parts = by_channel(list(split(x, len(gpus))), channels)
 
     def channel(c: int) -> Steps:
@@ -148,7 +156,7 @@ def gpu_all_gather(comm: Comm, own: Buffer, channel: int, protocol: Protocol) ->
 def switch_all_gather(comm: Comm, x: VirtualBuffer, channels: int) -> Steps:
     """The switch's side of every channel: multicast slice k of every GPU's part to every
     GPU, slice by slice."""
-    gpus = sorted(comm.attached(comm.rank))
+    gpus = sorted(served(comm))
     part = list(split(x, channels))
 
     def channel(c: int) -> Steps:

@@ -37,7 +37,7 @@ from __future__ import annotations
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.channels import run_channels
 from simcoll.algorithms.nccl.machine import node_layout
-from simcoll.algorithms.nccl.nvls import CHUNK_BYTES
+from simcoll.algorithms.nccl.nvls import CHUNK_BYTES, served
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
 from simcoll.algorithms.nccl.sharp import downlink, uplink
@@ -160,7 +160,7 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
 def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp) -> Steps:
     """The switch's side of every channel: reduce each slice over its node's GPUs and
     send it to the slice's owner; multicast every finished slice the owners send back."""
-    gpus = comm.attached(comm.rank)
+    gpus = served(comm)
     parts = list(split(x, channels))
 
     def channel(c: int) -> Steps:

@@ -238,15 +238,19 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     most 8 GPUs per node (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does. PAT runs
     reduce_scatter and all_gather with one GPU per node (``ncclPatEnable``), but not a
     reduce_scatter that ``averages`` (op=avg: NCCL's ``topoGetAlgoInfo`` leaves PAT out
-    of scaled reductions)."""
+    of scaled reductions). NVLS and NVLS-tree need every node to hold two GPUs or more,
+    and here the same number (:attr:`Machine.lone_gpu_node`,
+    :attr:`Machine.uneven_nodes`)."""
     across = bool(collnet) and machine.sharp and collective == "all_reduce"
     collnet_ok = across and machine.ppn <= 8
 
+    nvls = machine.nvls and not machine.lone_gpu_node and not machine.uneven_nodes
+
     def runs(a: str) -> bool:
         if a == "nvls":
-            return machine.nvls and (machine.nnodes == 1 or across)
+            return nvls and (machine.nnodes == 1 or across)
         if a == "nvls_tree":
-            return machine.nvls and machine.nnodes > 1
+            return nvls and machine.nnodes > 1
         if a == "collnet_direct":
             return collnet_ok and machine.intra == "nvlink"
         if a == "collnet_chain":
@@ -349,8 +353,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         named = algo.split(",")
         runnable = tuple(a for a in algos if a in named)
         if not runnable:
-            hints = ["NVLS needs GPUs on an in-network NVSwitch"] if not machine.nvls and \
-                any(a.startswith("nvls") for a in named) else []
+            hints = ["NVLS needs the GPUs of each node on one in-network NVSwitch"] \
+                if not machine.nvls and any(a.startswith("nvls") for a in named) else []
             if machine.nvls and machine.nnodes > 1 and "nvls" in named:
                 hints.append("NVLS across nodes needs collnet=1 and a SHARP fabric"
                              if collective == "all_reduce" else
@@ -358,6 +362,11 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                              f"NCCL needs CollNet's {collective}, which is not modelled")
             if machine.nvls and machine.nnodes == 1 and "nvls_tree" in named:
                 hints.append("NVLS-tree runs across nodes only")
+            if machine.nvls and machine.nranks > 1 and any(a.startswith("nvls") for a in named):
+                if machine.lone_gpu_node:
+                    hints.append("NCCL runs no NVLS where a node holds one GPU")
+                elif machine.uneven_nodes:
+                    hints.append("simcoll runs NVLS only on nodes of equal GPU counts")
             if any(a.startswith("collnet") for a in named):
                 hints.append("CollNet needs collnet=1, nodes joined by a SHARP fabric, at "
                              "most 8 GPUs per node, and NVLink for Direct")
