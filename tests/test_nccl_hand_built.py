@@ -13,11 +13,11 @@ from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.tuner import candidates
 
 
-def nvls_nodes(sizes: tuple[int, ...]) -> sc.Topology:
+def nvls_nodes(sizes: tuple[int, ...], sharp: bool = False) -> sc.Topology:
     """Nodes of ``sizes`` GPUs, each on an NVLink SHARP switch (200 GB/s per GPU), each
-    GPU with a 50 GB/s NIC on one network switch."""
+    GPU with a 50 GB/s NIC on one network switch (a SHARP switch with ``sharp``)."""
     topo = sc.Topology(f"nodes {sizes}")
-    core = topo.add_switch("core")
+    core = topo.add_switch("core", reduce_bandwidth=1e12 if sharp else None)
     for node, size in enumerate(sizes):
         nvswitch = topo.add_switch(f"nvswitch{node}", reduce_bandwidth=2e12)
         for _ in range(size):
@@ -121,3 +121,15 @@ def test_nvls_needs_one_switch_for_the_gpus_of_a_node():
         topo.add_link(gpu, nvswitch, bandwidth=200e9, latency=1e-6, kind="nvlink")
     topo.add_link(gpus[0], nic, bandwidth=60e9, latency=1e-7, kind="pcie")
     assert _machine(topo).nvls
+
+
+def test_collnet_on_nodes_of_different_sizes_is_refused_with_the_reason():
+    """SHARP trees pair local GPU g of every node (simcoll's ``sharp_groups``), so nodes of
+    2 and 4 GPUs on SHARP switches get no CollNet; the refusal names the condition."""
+    topo = nvls_nodes((2, 4), sharp=True)
+    with pytest.raises(sc.InvalidInputError, match="nodes of equal GPU counts"):
+        sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20,
+                    algo="collnet_direct", collnet=1)
+    same = sc.simulate(nvls_nodes((2, 2), sharp=True), "all_reduce", algorithm="nccl",
+                       nbytes=1 << 20, algo="collnet_direct", collnet=1)
+    assert same.params["algo"] == "collnet_direct"

@@ -368,8 +368,9 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                 elif machine.uneven_nodes:
                     hints.append("simcoll runs NVLS only on nodes of equal GPU counts")
             if any(a.startswith("collnet") for a in named):
-                hints.append("CollNet needs collnet=1, nodes joined by a SHARP fabric, at "
-                             "most 8 GPUs per node, and NVLink for Direct")
+                hints.append("CollNet needs collnet=1, nodes of equal GPU counts joined by "
+                             "a SHARP fabric, at most 8 GPUs per node, and NVLink for "
+                             "Direct")
             if "pat" in named:
                 hints.append("PAT needs one GPU per node" + (
                     ", and NCCL leaves it out of op=avg" if averages else ""))
