@@ -133,3 +133,19 @@ def test_collnet_on_nodes_of_different_sizes_is_refused_with_the_reason():
     same = sc.simulate(nvls_nodes((2, 2), sharp=True), "all_reduce", algorithm="nccl",
                        nbytes=1 << 20, algo="collnet_direct", collnet=1)
     assert same.params["algo"] == "collnet_direct"
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "reduce_scatter", "all_gather"])
+def test_nvls_on_one_gpu_returns_at_once(collective):
+    """One GPU on an NVLS switch, NVLS named: the GPU has nothing to move and returns its
+    buffer, but the switch's program still waited for its slices: a deadlock. Now the
+    switch runs nothing: time 0, no byte on the link, the input back."""
+    topo = sc.Topology("one GPU")
+    gpu = topo.add_gpu()
+    nvswitch = topo.add_switch("nvswitch", reduce_bandwidth=1e12)
+    topo.add_link(gpu, nvswitch, bandwidth=100e9, latency=1e-6, kind="nvlink")
+    data = [np.arange(6, dtype=np.float32)]
+    res = sc.simulate(topo, collective, algorithm="nccl", data=data, algo="nvls")
+    assert res.correct and res.time == 0
+    assert set(res.link_bytes.values()) == {0}
+    np.testing.assert_array_equal(res.outputs[0], data[0])

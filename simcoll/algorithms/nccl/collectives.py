@@ -248,8 +248,8 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
                 collnet: int) -> HostProgram | None:
     """The in-network devices' program: the NVSwitches' for NVLS and NVLS-tree, the
     SHARP switches' for NVLS across nodes and CollNet (nothing otherwise)."""
-    if algo not in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain"):
-        return None
+    if algo not in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain") or comm.size == 1:
+        return None  # one GPU returns its buffer at once
     if comm.rank in comm.in_network and not comm.attached(comm.rank):  # a SHARP switch
         if algo == "nvls_tree" or not _across_nodes(comm):
             return None
@@ -327,7 +327,8 @@ def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, a
                                 intra: str, tuner: str) -> HostProgram | None:
     """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
     in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.rank in comm.in_network and not nvls.served(comm):
+    if algo != "nvls" or comm.size == 1 or comm.rank in comm.in_network \
+            and not nvls.served(comm):
         return None
     return nvls.switch_reduce_scatter(comm, x, channels, op)
 
@@ -336,7 +337,8 @@ def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: s
                             channels: int, arch: str, intra: str, tuner: str) -> HostProgram | None:
     """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
     in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.rank in comm.in_network and not nvls.served(comm):
+    if algo != "nvls" or comm.size == 1 or comm.rank in comm.in_network \
+            and not nvls.served(comm):
         return None
     return nvls.switch_all_gather(comm, x, channels)
 
