@@ -3,8 +3,9 @@
 ``simulate(..., faults=Faults(...))`` runs a collective on a machine where
 
 * a link fails or slows down at a given time (``LinkFault``): flows crossing a failed
-  link move to the shortest route around it (or the run ends with ``LinkFailureError``
-  naming the link and the messages that could not go on); a degraded link is shared at
+  link move to the shortest route around it, and so do messages sent later (or the run
+  ends with ``LinkFailureError`` naming the link and the messages that could not go on,
+  in flight or sent later); a degraded link is shared at
   its new bandwidth from that instant (flow network model only);
 * a GPU is slow: its compute and its reductions take ``slow[rank]`` times as long;
 * a GPU is late: its program starts ``late[rank]`` seconds after the others;

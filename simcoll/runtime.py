@@ -25,7 +25,7 @@ from simpy.events import PENDING, Event, Process, Timeout
 
 from simcoll.buffers import memory_owner
 from simcoll.engine import RunStop, complete, done_event
-from simcoll.errors import AlgorithmError
+from simcoll.errors import AlgorithmError, LinkFailureError
 from simcoll.network.base import Network
 
 __all__ = ["Runtime", "TracingRuntime", "TraceEvent"]
@@ -141,7 +141,9 @@ class Runtime:
         """Run ``program`` as a process of its own, on endpoint ``address``.
 
         An exception inside it ends the run with an :class:`AlgorithmError` naming
-        ``label``; KeyboardInterrupt, SystemExit and a run limit pass through at once.
+        ``label``; KeyboardInterrupt, SystemExit, a run limit and a
+        :class:`LinkFailureError` (a message with no route around failed links) pass
+        through at once.
         """
         process = self.env.process(program)
         process.callbacks.append(lambda event: self._raise_failure(event, label))
@@ -155,8 +157,8 @@ class Runtime:
         event.defused = True
         if isinstance(exc, RunStop):
             exc.stopped.append(label)
-        if isinstance(exc, RunStop) or not isinstance(exc, Exception):
-            raise exc
+        if isinstance(exc, (RunStop, LinkFailureError)) or not isinstance(exc, Exception):
+            raise exc  # a link failure is the machine's, not the program's
         raise AlgorithmError(f"{label} raised {type(exc).__name__} in {self.what}: {exc}"
                              ) from exc
 

@@ -90,7 +90,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         AlgorithmError: an algorithm raised; the message names the rank.
         RunLimitError: the run went past ``until`` or ``max_events``; the message names
             the ranks still running.
-        LinkFailureError: a link failed under messages that have no route around it.
+        LinkFailureError: a link failed and messages in flight across it, or sent
+            later, have no route around it.
     """
     coll = get_collective(collective)
     spec = get_algorithm(coll.name, algorithm)

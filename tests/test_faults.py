@@ -87,6 +87,19 @@ def test_a_failed_link_with_no_way_around_ends_the_run_naming_it():
     assert info.value.link == ("gpu0", "gpu1") and info.value.lost == [(0, 1)]
 
 
+def test_a_message_sent_after_a_failure_with_no_way_around_ends_the_run_naming_it():
+    """A line gpu0 - gpu1 - gpu2 whose link (gpu1, gpu2) fails at 0.1 s, before gpu0 sends
+    to gpu2 at 0.2 s: the message has no route. It ended the run with an AlgorithmError
+    wrapping the topology's "no route" (found on random machines); it is a link failure
+    like one under a message in flight, and says so."""
+    faults = sc.Faults(links=[sc.LinkFault("gpu1", "gpu2", at=0.1)])
+    with pytest.raises(sc.LinkFailureError, match=r"no route from 'gpu0' to 'gpu2' around "
+                       r"the failed links for a message sent at t=0.2 s: link \('gpu1', "
+                       r"'gpu2'\) failed") as info:
+        run(line(3), [(0.2, 0, 2, 10)], faults)
+    assert info.value.link == ("gpu1", "gpu2") and info.value.lost == [(0, 2)]
+
+
 def test_collectives_stay_correct_when_links_fail_and_slow_down():
     # A leaf-spine fabric with two spines: the failure of one leaf-spine link leaves a
     # way around; every output still matches the reference.

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import simpy
 from simpy.events import Timeout
 
-from simcoll.errors import InvalidInputError
+from simcoll.errors import InvalidInputError, LinkFailureError, TopologyError
 from simcoll.topology.graph import ROUTES_KEPT, Topology
 
 __all__ = ["Network", "Arrival"]
@@ -59,7 +59,12 @@ class Network:
         links: list[int] = []
         latency = 0.0
         for d in dst if isinstance(dst, tuple) else (dst,):
-            route = self.topology.route(src, d, avoid=self._failed)
+            try:
+                route = self.topology.route(src, d, avoid=self._failed)
+            except TopologyError:
+                if not self._failed:
+                    raise
+                raise self._cut_off(src, d) from None
             latency = max(latency, route.latency)
             links.extend(link for link in route.links if link not in links)
         capacity = self._capacity
@@ -68,6 +73,20 @@ class Network:
             self._routes.clear()
         entry = self._routes[(src, dst)] = (tuple(links), latency, bandwidth)
         return entry
+
+    def _cut_off(self, src: int, dst: int) -> LinkFailureError:
+        """The error for a message sent from ``src`` to ``dst`` after failed links left no
+        route between them: it names the first failed link of the route the message
+        would take on the healthy machine."""
+        failed = self._failed
+        healthy = self.topology.route(src, dst).links
+        link = next((d >> 1 for d in healthy if d >> 1 in failed), min(failed))
+        u, v = self.topology.links[link].u, self.topology.links[link].v
+        name = self.topology.endpoint_name
+        return LinkFailureError(
+            f"no route from {name(src)!r} to {name(dst)!r} around the failed links for a "
+            f"message sent at t={self.env.now:.9g} s: link ({u!r}, {v!r}) failed",
+            (u, v), [(src, dst)])
 
     def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
         """(directed links, latency, least bandwidth) of the route from ``src`` to ``dst``

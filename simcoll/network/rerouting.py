@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from simcoll.errors import LinkFailureError, TopologyError
+from simcoll.errors import LinkFailureError
 from simcoll.network.regimes import Flow
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
         for flow in affected:
             try:
                 links = net._route(flow.src, flow.dst)[0]
-            except TopologyError:
+            except LinkFailureError:  # no route around the failed links
                 lost.append(flow)
                 continue
             _move(net, flow, links, now)
