@@ -82,7 +82,7 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         if spec.resolve is not None:
             checked = spec.resolved(comm.topology, comm.world_ranks(),
                                     VirtualBuffer.of(count, _dtype(x)), checked,
-                                    reduce_op if coll.reduces else None)
+                                    reduce_op if coll.reduces else None, started=True)
         kwargs = spec.arguments(checked)
     except SimCollError as exc:
         raise CommUsageError(f"rank {comm.rank}: {exc}") from None

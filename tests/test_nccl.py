@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from conftest import make_data
 from reference import assert_outputs_match
@@ -257,6 +258,29 @@ def test_started_nccl_collectives_refuse_nvls_but_run_rings():
 
     with pytest.raises(sc.AlgorithmError, match="runs programs on in-network devices"):
         sc.run_program(sc.topology.dgx_h100(1), nvls_program, x)
+
+
+def test_started_nccl_collectives_choose_among_what_can_run_from_a_rank_program():
+    """Started from a rank program (as training steps start them), an NCCL all_reduce of
+    8 MiB on a DGX H100 was tuned to NVLS, whose NVSwitch program only a top-level
+    simulate() starts, so ``sc.training.step(..., algorithm="nccl")`` raised on H100
+    machines. Unnamed, the started collective now chooses among the algorithms without
+    in-network programs: it runs what a top-level run restricted to them runs
+    (NCCL_ALGO=ring,tree), in the same time, with the same result."""
+    topo = sc.topology.dgx_h100(1)
+    x = [np.arange(2 * 2**20, dtype=np.float32) % 97 * (r + 1) for r in range(8)]
+
+    def program(comm):
+        out = yield comm.all_reduce(x[comm.rank], algorithm="nccl")
+        return out
+
+    started = sc.run_program(topo, program)
+    top = sc.simulate(topo, "all_reduce", algorithm="nccl", data=x, algo="ring,tree")
+    assert sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=x[0].nbytes
+                       ).params["algo"] == "nvls"
+    assert top.correct and started.time == top.time
+    for r in range(8):
+        np.testing.assert_array_equal(started.outputs[r], top.outputs[r])
 
 
 def busbw(topo, nbytes, **params):

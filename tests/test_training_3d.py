@@ -163,6 +163,21 @@ def test_the_7b_step_on_four_dgx_h100():
     assert {"PP", "DP"} <= set(labels)
 
 
+def test_a_step_with_nccl_collectives_runs_on_an_h100_node():
+    """NCCL's tuner put the tensor-parallel all_reduces on NVLS, which a started
+    collective cannot run, and the step raised; now they run on NCCL's rings or trees:
+    the same compute as with the plain ring, other communication times, and the step
+    still the compute plus what is exposed."""
+    model = tr.llama_7b(batch=2, seq_len=128)
+    topo = sc.topology.dgx_h100(1)
+    nccl = tr.step(model, topo, dp=2, tp=4, algorithm="nccl")
+    ring = tr.step(model, topo, dp=2, tp=4, algorithm="ring")
+    assert nccl.step_time == pytest.approx(nccl.compute_time + sum(nccl.exposed.values())
+                                           + nccl.idle, rel=1e-9)
+    assert nccl.compute_time == pytest.approx(ring.compute_time, rel=1e-12)
+    assert nccl.exposed["tp"] != ring.exposed["tp"]
+
+
 def _never_run(*args, **kwargs):
     raise AssertionError("the step ran although its configuration is bad")
 

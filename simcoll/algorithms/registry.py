@@ -64,7 +64,10 @@ class AlgorithmSpec:
             values from the machine before a run (NCCL's tuner: algorithm, protocol,
             channels), or None; ``ranks`` are the members' world ranks, ``x`` a
             VirtualBuffer like each rank's input, ``params`` every parameter (defaults
-            filled in), and ``op`` the reduction if it names an ``op`` keyword. What it
+            filled in), ``op`` the reduction if it names an ``op`` keyword, and
+            ``started=True`` if it names a ``started`` keyword and the collective was
+            started from a rank program (``comm.collective``), where ``in_network``
+            programs do not run, so it should choose a variant without them. What it
             returns is what the run uses and ``Result.params`` shows.
         timeline: the data-free run as steps over every rank at once,
             ``timeline(lanes, count, **params)`` on a :class:`simcoll.lone_flows.Lanes`,
@@ -119,14 +122,17 @@ class AlgorithmSpec:
         return given
 
     def resolved(self, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
-                 params: Mapping[str, Any], op: ReduceOp | None = None) -> dict[str, Any]:
+                 params: Mapping[str, Any], op: ReduceOp | None = None,
+                 started: bool = False) -> dict[str, Any]:
         """Every parameter for a run on ``ranks`` of ``topology``: ``params`` (checked),
         defaults for the others, and the values ``resolve`` chooses from the machine (and
-        from the reduction ``op``, for a ``resolve`` that takes an ``op`` keyword)."""
+        from the reduction ``op`` and whether the collective was ``started`` from a rank
+        program, for a ``resolve`` that takes those keywords)."""
         full = self.arguments(params)
         if self.resolve is None:
             return full
-        extra = named_arguments(self.resolve, {"op": op}) if op is not None else {}
+        extra = named_arguments(self.resolve, {
+            **({"op": op} if op is not None else {}), **({"started": True} if started else {})})
         chosen = self.resolve(topology, ranks, x, **full, **extra)
         return _normalized(self, {**full, **chosen}, self.params)
 

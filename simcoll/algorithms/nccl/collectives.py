@@ -92,10 +92,20 @@ def _tuner_bytes(collective: str, x: VirtualBuffer, p: int) -> int:
     return x.nbytes * (p if collective == "all_gather" else 1)
 
 
+IN_NETWORK_ALGORITHMS = ("nvls", "nvls_tree", "collnet_direct", "collnet_chain")
+"""The NCCL algorithms that run programs on in-network devices (NVSwitch, SHARP)."""
+
+
 def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
              *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str,
-             collnet: int = 0, op: ReduceOp | None = None) -> dict[str, Any]:
+             collnet: int = 0, op: ReduceOp | None = None,
+             started: bool = False) -> dict[str, Any]:
+    """NCCL's tuner's choice. A collective ``started`` from a rank program chooses, unless
+    ``algo`` names one, among the algorithms without in-network programs (only a
+    top-level ``simulate()`` starts those), as NCCL_ALGO naming them would."""
     machine = describe(topology, ranks, arch)
+    if started and algo == "auto":
+        algo = ",".join(a for a in ALGORITHMS[collective] if a not in IN_NETWORK_ALGORITHMS)
     choice = choose(machine, collective, _tuner_bytes(collective, x, len(ranks)), algo=algo,
                     proto=proto, channels=channels, tuner=tuner, collnet=collnet,
                     averages=op is ReduceOp.AVG)
@@ -248,7 +258,7 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
                 collnet: int) -> HostProgram | None:
     """The in-network devices' program: the NVSwitches' for NVLS and NVLS-tree, the
     SHARP switches' for NVLS across nodes and CollNet (nothing otherwise)."""
-    if algo not in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain") or comm.size == 1:
+    if algo not in IN_NETWORK_ALGORITHMS or comm.size == 1:
         return None  # one GPU returns its buffer at once
     if comm.rank in comm.in_network and not comm.attached(comm.rank):  # a SHARP switch
         if algo == "nvls_tree" or not _across_nodes(comm):
