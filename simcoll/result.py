@@ -130,12 +130,15 @@ class Result(RunResult):
                  max_error: float | None, splits: Splits | None = None,
                  size: float | None = None) -> Result:
         """The result of a finished collective run, with the nccl-tests bandwidths of its
-        time (algbw = S / time, busbw = algbw x the collective's factor). S is ``size``
-        if given (the v-collectives'), else ``nbytes`` times the collective's factor."""
+        time (algbw = S / time, 0 where S is 0, busbw = algbw x the collective's factor).
+        S is ``size`` if given (the v-collectives'), else ``nbytes`` times the
+        collective's factor."""
         measured = cls._measured(run, outputs)
         p, time = measured["nranks"], measured["time"]
         volume = nbytes * coll.size_factor(p) if size is None else size
-        algbw = volume / time if time > 0 else math.inf
+        # Nothing to move is no bandwidth (nccl-tests prints 0.00 for 0 bytes); bytes
+        # moved in no time (one rank) are infinitely fast.
+        algbw = 0.0 if volume == 0 else volume / time if time > 0 else math.inf
         factor = coll.busbw_factor(p)
         return cls(**measured, collective=coll.name, algorithm=algorithm, nbytes=nbytes,
                    dtype=dtype, op=op, params=params, correct=correct, algbw=algbw,

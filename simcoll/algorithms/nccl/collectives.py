@@ -258,8 +258,8 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
                 collnet: int) -> HostProgram | None:
     """The in-network devices' program: the NVSwitches' for NVLS and NVLS-tree, the
     SHARP switches' for NVLS across nodes and CollNet (nothing otherwise)."""
-    if algo not in IN_NETWORK_ALGORITHMS or comm.size == 1:
-        return None  # one GPU returns its buffer at once
+    if algo not in IN_NETWORK_ALGORITHMS or comm.size == 1 or x.size == 0:
+        return None  # the GPUs return their buffers at once
     if comm.rank in comm.in_network and not comm.attached(comm.rank):  # a SHARP switch
         if algo == "nvls_tree" or not _across_nodes(comm):
             return None
@@ -297,7 +297,7 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
     switches."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
-    if p == 1:
+    if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
     yield comm.sleep(protocol.base(algo))
     blocks = list(split(x, p))
@@ -337,7 +337,7 @@ def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, a
                                 intra: str, tuner: str) -> HostProgram | None:
     """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
     in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.size == 1 or comm.rank in comm.in_network \
+    if algo != "nvls" or comm.size == 1 or x.size == 0 or comm.rank in comm.in_network \
             and not nvls.served(comm):
         return None
     return nvls.switch_reduce_scatter(comm, x, channels, op)
@@ -347,7 +347,7 @@ def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: s
                             channels: int, arch: str, intra: str, tuner: str) -> HostProgram | None:
     """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
     in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.size == 1 or comm.rank in comm.in_network \
+    if algo != "nvls" or comm.size == 1 or x.size == 0 or comm.rank in comm.in_network \
             and not nvls.served(comm):
         return None
     return nvls.switch_all_gather(comm, x, channels)
@@ -362,7 +362,7 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
     PAT with one GPU per node (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
-    if p == 1:
+    if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
     yield comm.sleep(protocol.base(algo))
     parts = by_channel(list(split(x, p)), channels)
@@ -391,7 +391,7 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     with one GPU per node (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
-    if p == 1:
+    if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
     yield comm.sleep(protocol.base(algo))
     own = list(split(x, channels))
@@ -416,7 +416,7 @@ def nccl_broadcast(comm: Comm, x: Buffer, *, root: int, algo: str, proto: str,
                    channels: int, arch: str, intra: str, tuner: str) -> BufferProgram:
     """NCCL's ring broadcast: a pipelined chain from the root along each channel's ring."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
-    if comm.size == 1:
+    if comm.size == 1 or x.size == 0:  # NCCL discards an empty collective
         return x
     yield comm.sleep(protocol.base(algo))
     parts = list(split(x, channels))
@@ -433,7 +433,7 @@ def nccl_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, algo: str, pr
     """NCCL's ring reduce: a pipelined chain along each channel's ring, ending at the
     root."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
-    if comm.size == 1:
+    if comm.size == 1 or x.size == 0:  # NCCL discards an empty collective
         return x
     yield comm.sleep(protocol.base(algo))
     parts = list(split(x, channels))
@@ -458,7 +458,7 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     """
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p, r = comm.size, comm.rank
-    if p == 1:
+    if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
     yield comm.sleep(protocol.base("ring"))
     blocks = list(split(x, p))
