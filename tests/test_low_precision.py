@@ -45,12 +45,32 @@ def test_every_algorithm_reduces_in_the_dtype_itself(pair, dtype):
         kwargs = {"op": op} if coll.reduces else {}
         if coll.rooted:
             kwargs["root"] = 2
+        if pair[1] == "nccl" and dtype is not ml_dtypes.bfloat16:
+            kwargs["arch"] = "hopper"  # NCCL reduces FP8 from Hopper on (see below)
         res = sc.simulate(reference_network(p), pair[0], algorithm=pair[1], data=data,
                           **kwargs)
         assert res.correct, (op, res.max_error)
         assert res.dtype == np.dtype(dtype).name
         if pair[0] != "barrier":
             assert_outputs_match(res, data, op, kwargs.get("root", 0))
+
+
+@pytest.mark.parametrize("dtype", LOW[1:], ids=NAMES[1:])
+def test_nccl_refuses_fp8_reductions_before_hopper(dtype):
+    """NCCL 2.30.7 returns ncclInvalidArgument for an FP8 reduction on GPUs before sm90
+    ("FP8 reduction support begins with sm90 capable devices", taskAppend in
+    src/enqueue.cc); simcoll ran it. An A100 machine now refuses it before the run,
+    naming the dtype and the way out; moving FP8 without reducing it stays accepted, and
+    an H100 machine reduces it."""
+    data = normal(8, 64, dtype)
+    for collective in ("all_reduce", "reduce_scatter", "reduce"):
+        with pytest.raises(sc.InvalidInputError, match=rf"NCCL reduces {NAMES[LOW.index(dtype)]}"
+                           r" only on Hopper and newer GPUs \(arch='ampere' here"):
+            sc.simulate(sc.topology.dgx_a100(1), collective, algorithm="nccl", data=data)
+    assert sc.simulate(sc.topology.dgx_a100(1), "all_gather", algorithm="nccl",
+                       data=data).correct
+    assert sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl",
+                       data=data).correct
 
 
 @pytest.mark.parametrize("algorithm", sorted(

@@ -47,7 +47,7 @@ from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, join, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
-from simcoll.errors import CommUsageError
+from simcoll.errors import CommUsageError, InvalidInputError
 from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Topology
 from simcoll.typing import BufferProgram, HostProgram, Program
@@ -92,6 +92,9 @@ def _tuner_bytes(collective: str, x: VirtualBuffer, p: int) -> int:
     return x.nbytes * (p if collective == "all_gather" else 1)
 
 
+_FP8 = ("float8_e4m3fn", "float8_e5m2")
+"""The FP8 types NCCL knows (ncclFloat8e4m3, ncclFloat8e5m2)."""
+
 IN_NETWORK_ALGORITHMS = ("nvls", "nvls_tree", "collnet_direct", "collnet_chain")
 """The NCCL algorithms that run programs on in-network devices (NVSwitch, SHARP)."""
 
@@ -104,6 +107,12 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
     ``algo`` names one, among the algorithms without in-network programs (only a
     top-level ``simulate()`` starts those), as NCCL_ALGO naming them would."""
     machine = describe(topology, ranks, arch)
+    if x.dtype.name in _FP8 and collective in ("all_reduce", "reduce_scatter", "reduce") \
+            and ARCHS.index(machine.arch) < ARCHS.index("hopper"):
+        raise InvalidInputError(
+            f"NCCL reduces {x.dtype.name} only on Hopper and newer GPUs (arch="
+            f"{machine.arch!r} here; 'FP8 reduction support begins with sm90 capable "
+            f"devices', taskAppend in src/enqueue.cc); pass arch='hopper' or a wider dtype")
     if started and algo == "auto":
         algo = ",".join(a for a in ALGORITHMS[collective] if a not in IN_NETWORK_ALGORITHMS)
     choice = choose(machine, collective, _tuner_bytes(collective, x, len(ranks)), algo=algo,
