@@ -83,6 +83,41 @@ def random_machine(kind: str, seed: int, *, gpus: int | None = None,
     return topo
 
 
+def random_nodes(seed: int) -> sc.Topology:
+    """A random machine of 1 to 5 servers (``node=``) of 1 to 5 GPUs each, sometimes all
+    of one size: each server's GPUs on one switch over NVLink or PCIe (an NVLink SHARP
+    switch that reduces, for all servers at once, in two machines of five), 1 to 3 NICs
+    per server hanging off a GPU or the server's switch, every NIC on one network switch
+    (a SHARP switch that reduces, in three machines of ten), uneven bandwidths and
+    latencies: the shapes NCCL's tuner and algorithms meet on hand-built machines."""
+    rng = np.random.default_rng(seed)
+    nodes = int(rng.integers(1, 6))
+    sizes = [int(rng.integers(1, 6)) for _ in range(nodes)]
+    if rng.random() < 0.5:
+        sizes = [sizes[0]] * nodes
+    nvls = rng.random() < 0.4
+    topo = sc.Topology(f"nodes-{seed}")
+    core = topo.add_switch("core", reduce_bandwidth=1e12 if rng.random() < 0.3 else None)
+    for node, size in enumerate(sizes):
+        kind = "nvlink" if nvls or rng.random() < 0.5 else "pcie"
+        switch = topo.add_switch(f"sw{node}", reduce_bandwidth=float(rng.choice(
+            [5e11, 2e12])) if nvls else None)
+        nics = [topo.add_nic(f"nic{node}_{k}") for k in range(int(rng.integers(1, 4)))]
+        gpus = [topo.add_gpu(node=node, reduce_bandwidth=float(rng.choice(
+            [np.inf, 1e11, 1e12]))) for _ in range(size)]
+        for gpu in gpus:
+            topo.add_link(gpu, switch, bandwidth=float(rng.choice([2.4e10, 1e11, 3e11])),
+                          latency=float(rng.choice([0, 5e-7, 1e-6])), kind=kind)
+        for k, nic in enumerate(nics):
+            host = gpus[k % len(gpus)] if rng.random() < 0.5 else switch
+            topo.add_link(nic, host, bandwidth=float(rng.choice([2e10, 5e10])),
+                          latency=1e-7, kind="pcie")
+            topo.add_link(nic, core, bandwidth=float(rng.choice([1.25e10, 2.5e10, 5e10])),
+                          latency=float(rng.choice([1e-6, 2e-6])), kind="ib")
+    topo.validate()
+    return topo
+
+
 def maxmin_arrivals(topo: sc.Topology, flows: list[tuple[float, int, int, int]],
                     rates_of: Callable[[list[Route], list[float]], list[float]] | None = None
                     ) -> list[float]:
