@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,7 +37,8 @@ class Comm:
         size: number of GPU ranks in the communicator.
         hosts: ranks of the server hosts (``size``, ``size + 1``, ...; world only).
         in_network: ranks of the switches and NICs that compute in the network (after the
-            hosts; world only).
+            hosts; in a group, right after its GPU ranks: every group reaches every
+            in-network device, whose programs see the group's GPUs by their group ranks).
     """
 
     __slots__ = ("rank", "size", "hosts", "in_network", "_rt", "_env", "_address",
@@ -67,9 +68,12 @@ class Comm:
             self._members = None
             self._address = rank
         else:
-            self.size = self._ranks = len(members)
-            self.hosts = self.in_network = ()
-            self._members = tuple(members)
+            devices = tuple(range(runtime.nranks + runtime.hosts, runtime.endpoints))
+            self.size = len(members)
+            self.hosts = ()
+            self.in_network = tuple(range(self.size, self.size + len(devices)))
+            self._members = tuple(members) + devices
+            self._ranks = len(self._members)
             self._address = self._members[rank]
         self.rank = rank
 
@@ -380,19 +384,23 @@ class Comm:
         return self._rt.nodes[address]
 
     def attached(self, device: int) -> tuple[int, ...]:
-        """The GPU ranks directly linked to in-network device ``device`` (world only):
-        whose data it can reduce without another hop."""
-        if self._members is not None or device not in self.in_network:
+        """The GPU ranks of this communicator directly linked to in-network device
+        ``device``: whose data it can reduce without another hop."""
+        if device not in self.in_network:
             raise CommUsageError(f"rank {self.rank}: {device!r} is not an in-network device "
-                                 f"of the world communicator (those are "
-                                 f"{list(self.in_network)})")
-        return self._rt.attached[device]
+                                 f"of this communicator (those are {list(self.in_network)})")
+        if self._members is None:
+            return self._rt.attached[device]
+        gpus = self._members[:self.size]
+        return tuple(gpus.index(g) for g in self._rt.attached[self._members[device]]
+                     if g in gpus)
 
     def reducer_of(self, rank: int) -> int | None:
-        """The in-network device directly linked to GPU ``rank`` (world only), where an
-        in-network reduction of its data takes place, or None if it has none."""
+        """The in-network device directly linked to GPU ``rank``, where an in-network
+        reduction of its data takes place (the first such device), or None if it has
+        none."""
         for device in self.in_network:
-            if rank in self._rt.attached[device]:
+            if rank in self.attached(device):
                 return device
         return None
 
@@ -425,7 +433,7 @@ class Comm:
 
     def world_ranks(self) -> tuple[int, ...]:
         """The world rank of every member of this communicator, in rank order."""
-        return tuple(range(self.size)) if self._members is None else self._members
+        return tuple(range(self.size)) if self._members is None else self._members[:self.size]
 
     def fresh_context(self) -> Comm:
         """This communicator again, with a matching context of its own: the n-th context
@@ -434,7 +442,27 @@ class Comm:
         number = self._rt.count(("context", self._context, self._address))
         contexts = self._rt.contexts
         context = contexts.setdefault(("started", self._context, number), len(contexts) + 1)
-        return Comm(self._rt, self.rank, self._members, context)
+        members = None if self._members is None else self._members[:self.size]
+        return Comm(self._rt, self.rank, members, context)
+
+    def start_devices(self, program_of: Callable[[Comm], Generator[Any, Any, Any] | None]
+                      ) -> None:
+        """Run ``program_of(view)`` on every in-network device it gives a program, where
+        ``view`` is this communicator (its members and matching context) as that device
+        sees it. Only the first member to call it in this context starts them: a
+        collective started from rank programs (its in-network part, such as NCCL's
+        NVSwitch for NVLS) gets its devices' programs once."""
+        if self._rt.count(("devices", self._context)):
+            return
+        members = None if self._members is None else self._members[:self.size]
+        for device in self.in_network:
+            view = Comm(self._rt, device, members, self._context)
+            program = program_of(view)
+            if program is not None:
+                address = view._address
+                name = self.topology.endpoint_name(address)
+                self._rt.start(program, f"in-network device {name} (started by rank "
+                                        f"{self.rank})", address)
 
     def _member(self, rank: Any) -> int:
         if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \

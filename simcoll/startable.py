@@ -97,16 +97,11 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         raise CommUsageError(f"rank {comm.rank}: {coll.name} has no root")
     if shape is not None:
         kwargs["splits"] = shape
-    if spec.in_network is not None:
-        # An in-network part has work only for some choices (NCCL's NVLS); it runs only
-        # when a top-level simulate() starts it.
-        device_work = spec.in_network(comm, VirtualBuffer.of(count, _dtype(x)), **kwargs)
-        if device_work is not None:
-            device_work.close()
-            raise CommUsageError(f"rank {comm.rank}: {coll.name}/{algorithm} with "
-                                 f"{checked} runs programs on in-network devices, which "
-                                 f"only a top-level simulate() starts")
     sub = comm.fresh_context()
+    if spec.in_network is not None:
+        # NCCL's NVSwitch programs for NVLS: started once, by the first member to start.
+        device_program, like_x = spec.in_network, VirtualBuffer.of(count, _dtype(x))
+        sub.start_devices(lambda device: device_program(device, like_x, **kwargs))
     # The algorithm holds a read-only snapshot, as at the top level: what the caller does
     # to x afterwards never reaches it, and an output that is x itself is read-only too.
     program = spec.fn(sub, comm.snapshot(x), **kwargs)

@@ -243,44 +243,48 @@ def test_nvls_sends_and_receives_n_bytes_per_gpu_and_the_switch_reduces_right():
         assert res.link_bytes[("nvswitch0", f"gpu{g}")] == n
 
 
-def test_started_nccl_collectives_refuse_nvls_but_run_rings():
-    def program(comm, x):
-        out = yield comm.all_reduce(x, algorithm="nccl", algo="ring")
-        return out
-
-    x = sc.VirtualBuffer.of(2**20, "float32")
-    res = sc.run_program(sc.topology.dgx_h100(1), program, x)
-    assert res.time > 0 and res.bytes_sent.sum() > 0
-
-    def nvls_program(comm, x):
-        out = yield comm.all_reduce(x, algorithm="nccl", algo="nvls")
-        return out
-
-    with pytest.raises(sc.AlgorithmError, match="runs programs on in-network devices"):
-        sc.run_program(sc.topology.dgx_h100(1), nvls_program, x)
-
-
-def test_started_nccl_collectives_choose_among_what_can_run_from_a_rank_program():
-    """Started from a rank program (as training steps start them), an NCCL all_reduce of
-    8 MiB on a DGX H100 was tuned to NVLS, whose NVSwitch program only a top-level
-    simulate() starts, so ``sc.training.step(..., algorithm="nccl")`` raised on H100
-    machines. Unnamed, the started collective now chooses among the algorithms without
-    in-network programs: it runs what a top-level run restricted to them runs
-    (NCCL_ALGO=ring,tree), in the same time, with the same result."""
+@pytest.mark.parametrize("algo", ["auto", "nvls", "ring"])
+def test_started_nccl_collectives_run_as_at_the_top_level(algo):
+    """An NCCL all_reduce of 8 MiB started from rank programs (as training steps start
+    them) on a DGX H100: NCCL's tuner picks NVLS, whose NVSwitch program now starts with
+    the collective (it was refused, and ``sc.training.step(..., algorithm="nccl")``
+    raised on every H100 machine). The run equals the top-level one: time, every
+    output, every link's bytes."""
     topo = sc.topology.dgx_h100(1)
     x = [np.arange(2 * 2**20, dtype=np.float32) % 97 * (r + 1) for r in range(8)]
 
     def program(comm):
-        out = yield comm.all_reduce(x[comm.rank], algorithm="nccl")
+        out = yield comm.all_reduce(x[comm.rank], algorithm="nccl", algo=algo)
         return out
 
     started = sc.run_program(topo, program)
-    top = sc.simulate(topo, "all_reduce", algorithm="nccl", data=x, algo="ring,tree")
-    assert sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=x[0].nbytes
-                       ).params["algo"] == "nvls"
-    assert top.correct and started.time == top.time
+    top = sc.simulate(topo, "all_reduce", algorithm="nccl", data=x, algo=algo)
+    assert top.params["algo"] == ("ring" if algo == "ring" else "nvls") and top.correct
+    assert started.time == top.time
+    assert started.link_bytes == top.link_bytes
     for r in range(8):
         np.testing.assert_array_equal(started.outputs[r], top.outputs[r])
+
+
+def test_two_groups_run_nvls_on_one_switch_side_by_side():
+    """Two tensor-parallel groups of 4 GPUs of one DGX H100 start an NVLS all_reduce each
+    at once: the NVSwitch runs one program per group, each seeing its group's GPUs by
+    group rank, and every GPU sends its 4 MiB into the switch and gets 4 MiB back (NVLS:
+    n up and n down), the sums being each group's."""
+    topo = sc.topology.dgx_h100(1)
+    x = [np.full(2**20, r + 1, dtype=np.float32) for r in range(8)]
+
+    def program(comm):
+        group = comm.group([0, 1, 2, 3] if comm.rank < 4 else [4, 5, 6, 7])
+        out = yield group.all_reduce(x[comm.rank], algorithm="nccl", algo="nvls")
+        return out
+
+    res = sc.run_program(topo, program)
+    for r in range(8):
+        np.testing.assert_array_equal(res.outputs[r], np.full(2**20, 10 if r < 4 else 26))
+    for r in range(8):
+        assert res.link_bytes[(f"gpu{r}", "nvswitch0")] == 4 * 2**20
+        assert res.link_bytes[("nvswitch0", f"gpu{r}")] == 4 * 2**20
 
 
 def busbw(topo, nbytes, **params):

@@ -134,14 +134,24 @@ def test_nvls_reduce_scatter_and_all_gather_are_refused_where_nccl_cannot_run_th
         sc.simulate(topo, collective, algorithm="nccl", nbytes=2**20, algo="nvls")
 
 
-def test_started_nvls_reduce_scatter_is_refused_as_for_all_reduce():
-    def program(comm, x):
-        out = yield comm.reduce_scatter(x, algorithm="nccl", algo="nvls")
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_started_nvls_reduce_scatter_and_all_gather_run_as_at_the_top_level(collective):
+    """Started from rank programs, NVLS reduce_scatter and all_gather get their NVSwitch
+    program too (they were refused): time, outputs and traffic equal the top-level
+    run's."""
+    topo = sc.topology.dgx_h100(1)
+    x = [np.arange(8 * 1000, dtype=np.int32) * (r + 1) for r in range(8)]
+
+    def program(comm):
+        out = yield comm.collective(collective, x[comm.rank], algorithm="nccl", algo="nvls")
         return out
 
-    x = sc.VirtualBuffer.of(2**20, "float32")
-    with pytest.raises(sc.AlgorithmError, match="runs programs on in-network devices"):
-        sc.run_program(sc.topology.dgx_h100(1), program, x)
+    started = sc.run_program(topo, program)
+    top = sc.simulate(topo, collective, algorithm="nccl", data=x, algo="nvls")
+    assert top.correct and started.time == top.time
+    assert started.link_bytes == top.link_bytes
+    for r in range(8):
+        np.testing.assert_array_equal(started.outputs[r], top.outputs[r])
 
 
 def test_nvls_all_gather_is_slower_than_the_ring_at_large_sizes_on_8_gpus():

@@ -73,3 +73,42 @@ def test_every_collective_on_random_servers(seed):
             busiest = max(b / capacity[key] for key, b in res.link_bytes.items())
             assert res.time >= busiest * (1 - 1e-12)
     assert ran > 0
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_started_collectives_on_random_servers(seed):
+    """Rank programs split the GPUs into two random groups; each group starts an NCCL
+    all_reduce (NCCL's choice, or a named algorithm, NVLS and NVLS-tree included, whose
+    switch programs start with it) while the whole machine starts an all_gather: every
+    output is numpy's, or a named algorithm that cannot run is refused with the
+    reason."""
+    topo = random_nodes(seed)
+    p = topo.nranks
+    if p < 2:
+        return
+    rng = np.random.default_rng(2000 + seed)
+    order = [int(r) for r in rng.permutation(p)]
+    cut = int(rng.integers(1, p))
+    groups = [sorted(order[:cut]), sorted(order[cut:])]
+    params = {}
+    if rng.random() < 0.5:
+        params["algo"] = str(rng.choice(["nvls", "nvls_tree", "ring", "tree"]))
+    count = int(rng.choice([1, 5, 300, 20000]))
+    x = [np.random.default_rng(7 * seed + r).integers(-50, 50, count) for r in range(p)]
+
+    def program(comm):
+        group = comm.group(groups[0] if comm.rank in groups[0] else groups[1])
+        summed = group.all_reduce(x[comm.rank], algorithm="nccl", **params)
+        gathered = comm.all_gather(x[comm.rank], algorithm="nccl")
+        return (yield summed), (yield gathered)
+
+    try:
+        res = sc.run_program(topo, program)
+    except sc.AlgorithmError as refused:
+        assert "algo" in params and "cannot run all_reduce" in str(refused), refused
+        return
+    for r in range(p):
+        summed, gathered = res.outputs[r]
+        members = groups[0] if r in groups[0] else groups[1]
+        np.testing.assert_array_equal(summed, sum(x[q] for q in members))
+        np.testing.assert_array_equal(gathered, np.concatenate(x))

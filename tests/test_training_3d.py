@@ -164,10 +164,10 @@ def test_the_7b_step_on_four_dgx_h100():
 
 
 def test_a_step_with_nccl_collectives_runs_on_an_h100_node():
-    """NCCL's tuner put the tensor-parallel all_reduces on NVLS, which a started
-    collective cannot run, and the step raised; now they run on NCCL's rings or trees:
-    the same compute as with the plain ring, other communication times, and the step
-    still the compute plus what is exposed."""
+    """NCCL's tuner put the tensor-parallel all_reduces on NVLS, whose NVSwitch program a
+    started collective could not run, and the step raised; now the switch's program
+    starts with them: the same compute as with the plain ring, other communication
+    times, and the step still the compute plus what is exposed."""
     model = tr.llama_7b(batch=2, seq_len=128)
     topo = sc.topology.dgx_h100(1)
     nccl = tr.step(model, topo, dp=2, tp=4, algorithm="nccl")

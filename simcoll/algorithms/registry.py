@@ -67,7 +67,8 @@ class AlgorithmSpec:
             filled in), ``op`` the reduction if it names an ``op`` keyword, and
             ``started=True`` if it names a ``started`` keyword and the collective was
             started from a rank program (``comm.collective``), where ``in_network``
-            programs do not run, so it should choose a variant without them. What it
+            programs see the communicator's GPUs by their ranks in it (a group's, not
+            the world's), so it may refuse choices that need the world's. What it
             returns is what the run uses and ``Result.params`` shows.
         timeline: the data-free run as steps over every rank at once,
             ``timeline(lanes, count, **params)`` on a :class:`simcoll.lone_flows.Lanes`,

@@ -103,9 +103,14 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
              *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str,
              collnet: int = 0, op: ReduceOp | None = None,
              started: bool = False) -> dict[str, Any]:
-    """NCCL's tuner's choice. A collective ``started`` from a rank program chooses, unless
-    ``algo`` names one, among the algorithms without in-network programs (only a
-    top-level ``simulate()`` starts those), as NCCL_ALGO naming them would."""
+    """NCCL's tuner's choice. A collective ``started`` from a rank program runs NVLS and
+    NVLS-tree (its NVSwitches' programs start with it, :meth:`Comm.start_devices`) but
+    not CollNet (``collnet=1``), whose SHARP switches see the machine's GPUs by world
+    rank: only a top-level ``simulate()`` runs it."""
+    if started and collnet:
+        raise InvalidInputError("collnet=1 runs programs on SHARP switches, which only a "
+                                "top-level simulate() starts; start the collective with "
+                                "collnet=0 (NVLS and NVLS-tree still run)")
     machine = describe(topology, ranks, arch)
     if x.dtype.name in _FP8 and collective in ("all_reduce", "reduce_scatter", "reduce") \
             and ARCHS.index(machine.arch) < ARCHS.index("hopper"):
@@ -113,8 +118,6 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
             f"NCCL reduces {x.dtype.name} only on Hopper and newer GPUs (arch="
             f"{machine.arch!r} here; 'FP8 reduction support begins with sm90 capable "
             f"devices', taskAppend in src/enqueue.cc); pass arch='hopper' or a wider dtype")
-    if started and algo == "auto":
-        algo = ",".join(a for a in ALGORITHMS[collective] if a not in IN_NETWORK_ALGORITHMS)
     choice = choose(machine, collective, _tuner_bytes(collective, x, len(ranks)), algo=algo,
                     proto=proto, channels=channels, tuner=tuner, collnet=collnet,
                     averages=op is ReduceOp.AVG)
