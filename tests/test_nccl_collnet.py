@@ -208,19 +208,34 @@ def test_sharp_algorithms_on_random_machines(seed):
 
 
 @pytest.mark.parametrize("algo", ["auto", "collnet_direct", "collnet_chain", "nvls"])
-def test_started_sharp_collectives_are_refused(algo):
-    """Started from rank programs, NVLS and NVLS-tree run (their NVSwitch programs start
-    with them, tests/test_nccl.py), but not what collnet=1 enables: the SHARP switches'
-    programs see the machine's GPUs by world rank, so only a top-level simulate() runs
-    them. The refusal says so, before the run."""
-    def program(comm, x):
-        out = yield comm.all_reduce(x, algorithm="nccl", algo=algo, collnet=1)
+def test_started_sharp_collectives_run_on_the_world_and_are_refused_on_groups(algo):
+    """Started from rank programs on the world communicator, what collnet=1 enables runs
+    as at the top level (NCCL's choice is NVLS across nodes here): the SHARP switches'
+    programs start with the collective; time, outputs and traffic are the top-level
+    run's. Those programs see GPUs by world rank, so a group that reorders or leaves out
+    GPUs is refused, before the run, with the way out."""
+    topo = sc.topology.dgx_h100(2, sharp=True)
+    x = [np.arange(2**16, dtype=np.float32) % 13 * (r + 1) for r in range(16)]
+
+    def program(comm):
+        out = yield comm.all_reduce(x[comm.rank], algorithm="nccl", algo=algo, collnet=1)
         return out
 
-    topo = sc.topology.dgx_h100(2, sharp=True)
+    top = sc.simulate(topo, "all_reduce", algorithm="nccl", data=x, algo=algo, collnet=1)
+    started = sc.run_program(topo, program)
+    assert top.correct and started.time == top.time
+    assert started.link_bytes == top.link_bytes
+    for r in range(16):
+        np.testing.assert_array_equal(started.outputs[r], top.outputs[r])
+
+    def reversed_group(comm):
+        group = comm.group(list(range(15, -1, -1)))
+        out = yield group.all_reduce(x[comm.rank], algorithm="nccl", algo=algo, collnet=1)
+        return out
+
     with pytest.raises(sc.AlgorithmError, match="collnet=1 runs programs on SHARP switches, "
-                                                "which only a top-level simulate"):
-        sc.run_program(topo, program, sc.VirtualBuffer.of(2**20, "float32"))
+                                                "which see GPUs by world rank"):
+        sc.run_program(topo, reversed_group)
 
 
 @pytest.mark.parametrize("algo", ["collnet_direct", "collnet_chain"])

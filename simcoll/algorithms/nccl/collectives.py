@@ -103,13 +103,14 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
              *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str,
              collnet: int = 0, op: ReduceOp | None = None,
              started: bool = False) -> dict[str, Any]:
-    """NCCL's tuner's choice. A collective ``started`` from a rank program runs NVLS and
-    NVLS-tree (its NVSwitches' programs start with it, :meth:`Comm.start_devices`) but
-    not CollNet (``collnet=1``), whose SHARP switches see the machine's GPUs by world
-    rank: only a top-level ``simulate()`` runs it."""
-    if started and collnet:
-        raise InvalidInputError("collnet=1 runs programs on SHARP switches, which only a "
-                                "top-level simulate() starts; start the collective with "
+    """NCCL's tuner's choice. A collective ``started`` from a rank program runs every
+    algorithm (its in-network devices' programs start with it,
+    :meth:`Comm.start_devices`), but what ``collnet=1`` enables only on the world's GPUs
+    in world order: the SHARP switches' programs see GPUs by world rank."""
+    if started and collnet and ranks != tuple(range(topology.nranks)):
+        raise InvalidInputError("collnet=1 runs programs on SHARP switches, which see "
+                                "GPUs by world rank: start it on the world communicator "
+                                "(or a group of every GPU in world order), or with "
                                 "collnet=0 (NVLS and NVLS-tree still run)")
     machine = describe(topology, ranks, arch)
     if x.dtype.name in _FP8 and collective in ("all_reduce", "reduce_scatter", "reduce") \
@@ -285,12 +286,8 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
                 algo, parts, g, chunk_bytes(algo, x.nbytes, channels, g))
         return sharp.switch_all_reduce(comm, op, roles, counts) if roles else None
     if algo.startswith("collnet"):
-        # NVSwitches only forward; asked from a rank program (comm.all_reduce, where
-        # comm.rank is a GPU), CollNet still needs the SHARP switches' programs, which
-        # only a top-level simulate() starts.
-        in_network = comm.rank in comm.in_network
-        return None if in_network else sharp.switch_all_reduce(comm, op, [], [])
-    if comm.rank in comm.in_network and not nvls.served(comm):  # reduces for SHARP only
+        return None  # NVSwitches only forward for CollNet
+    if not nvls.served(comm):  # reduces for SHARP only, next to the GPUs' NVSwitch
         return None
     if algo == "nvls" and not _across_nodes(comm):
         return nvls.switch_all_reduce(comm, x, channels, op)
@@ -349,8 +346,7 @@ def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, a
                                 intra: str, tuner: str) -> HostProgram | None:
     """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
     in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.size == 1 or x.size == 0 or comm.rank in comm.in_network \
-            and not nvls.served(comm):
+    if algo != "nvls" or comm.size == 1 or x.size == 0 or not nvls.served(comm):
         return None
     return nvls.switch_reduce_scatter(comm, x, channels, op)
 
@@ -359,8 +355,7 @@ def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: s
                             channels: int, arch: str, intra: str, tuner: str) -> HostProgram | None:
     """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
     in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.size == 1 or x.size == 0 or comm.rank in comm.in_network \
-            and not nvls.served(comm):
+    if algo != "nvls" or comm.size == 1 or x.size == 0 or not nvls.served(comm):
         return None
     return nvls.switch_all_gather(comm, x, channels)
 
