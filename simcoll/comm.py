@@ -431,6 +431,11 @@ class Comm:
         does; an algorithm itself decides from its rank, size and arguments)."""
         return self._rt.network.topology
 
+    def address_of(self, rank: int) -> int:
+        """The machine-wide endpoint address of ``rank`` of this communicator (a GPU's
+        world rank, or an in-network device's address)."""
+        return rank if self._members is None else self._members[rank]
+
     def world_ranks(self) -> tuple[int, ...]:
         """The world rank of every member of this communicator, in rank order."""
         return tuple(range(self.size)) if self._members is None else self._members[:self.size]

@@ -234,7 +234,7 @@ def test_started_sharp_collectives_run_on_the_world_and_are_refused_on_groups(al
         return out
 
     with pytest.raises(sc.AlgorithmError, match="collnet=1 runs programs on SHARP switches, "
-                                                "which see GPUs by world rank"):
+                                                "which see GPUs and devices by world address"):
         sc.run_program(topo, reversed_group)
 
 

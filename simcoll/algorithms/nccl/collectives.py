@@ -107,11 +107,12 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
     algorithm (its in-network devices' programs start with it,
     :meth:`Comm.start_devices`), but what ``collnet=1`` enables only on the world's GPUs
     in world order: the SHARP switches' programs see GPUs by world rank."""
-    if started and collnet and ranks != tuple(range(topology.nranks)):
+    if started and collnet and (ranks != tuple(range(topology.nranks)) or topology.hosts):
         raise InvalidInputError("collnet=1 runs programs on SHARP switches, which see "
-                                "GPUs by world rank: start it on the world communicator "
-                                "(or a group of every GPU in world order), or with "
-                                "collnet=0 (NVLS and NVLS-tree still run)")
+                                "GPUs and devices by world address: start it on the world "
+                                "communicator of a machine without server hosts (or a "
+                                "group of every GPU in world order), or with collnet=0 "
+                                "(NVLS and NVLS-tree still run)")
     machine = describe(topology, ranks, arch)
     if x.dtype.name in _FP8 and collective in ("all_reduce", "reduce_scatter", "reduce") \
             and ARCHS.index(machine.arch) < ARCHS.index("hopper"):

@@ -68,9 +68,8 @@ def beyond_route(comm: Comm, peer: int, step: float) -> float:
     the links do not already take."""
     if step <= 0:
         return 0.0
-    world = comm.world_ranks()
-    target = peer if peer in comm.in_network else world[peer]
-    return max(0.0, step - comm.topology.route(world[comm.rank], target).latency)
+    route = comm.topology.route(comm.address_of(comm.rank), comm.address_of(peer))
+    return max(0.0, step - route.latency)
 
 
 class Sender:
