@@ -99,7 +99,8 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         kwargs["splits"] = shape
     sub = comm.fresh_context()
     if spec.in_network is not None:
-        # NCCL's NVSwitch programs for NVLS: started once, by the first member to start.
+        # The in-network devices' programs (NCCL's NVSwitches, SHARP switches): started
+        # once, by the first member to start the collective.
         device_program, like_x = spec.in_network, VirtualBuffer.of(count, _dtype(x))
         sub.start_devices(lambda device: device_program(device, like_x, **kwargs))
     # The algorithm holds a read-only snapshot, as at the top level: what the caller does
