@@ -58,6 +58,23 @@ def test_nvls_is_left_out_where_a_node_is_alone_or_the_nodes_differ(sizes, reaso
     np.testing.assert_array_equal(res.outputs[0], sum(data))
 
 
+def node_with_a_reducing_nic(nic_first: bool) -> tuple[sc.Topology, list[str]]:
+    """4 GPUs on a reducing NVSwitch (200 GB/s each) and a reducing NIC on GPU 0, the
+    NIC added before the NVSwitch or after it (the first in-network device a GPU is
+    linked to reduces its data)."""
+    topo = sc.Topology("NVLS node with a reducing NIC")
+    if nic_first:
+        topo.add_nic("nic", reduce_bandwidth=1e12)
+    topo.add_switch("nvswitch", reduce_bandwidth=2e12)
+    if not nic_first:
+        topo.add_nic("nic", reduce_bandwidth=1e12)
+    gpus = [topo.add_gpu() for _ in range(4)]
+    for gpu in gpus:
+        topo.add_link(gpu, "nvswitch", bandwidth=200e9, latency=1e-6, kind="nvlink")
+    topo.add_link(gpus[0], "nic", bandwidth=60e9, latency=1e-7, kind="pcie")
+    return topo, gpus
+
+
 @pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
 def test_nvls_inside_a_node_leaves_a_reducing_nic_alone(collective):
     """One node of 4 GPUs on an NVLS switch, a NIC on GPU 0 that can reduce, and a
@@ -67,15 +84,9 @@ def test_nvls_inside_a_node_leaves_a_reducing_nic_alone(collective):
     for slices GPU 0 sends to the NVSwitch, a deadlock. Now only the device that is the
     GPUs' NVLS switch runs it: the result is numpy's, and only the NVLink links carry
     bytes, as NVLS moves them."""
-    topo = sc.Topology("NVLS node with a reducing NIC")
-    nvswitch = topo.add_switch("nvswitch", reduce_bandwidth=2e12)
-    nic = topo.add_nic("nic", reduce_bandwidth=1e12)
-    gpus = [topo.add_gpu() for _ in range(4)]
-    for gpu in gpus:
-        topo.add_link(gpu, nvswitch, bandwidth=200e9, latency=1e-6, kind="nvlink")
-    topo.add_link(gpus[0], nic, bandwidth=60e9, latency=1e-7, kind="pcie")
-    sharp = topo.add_switch("sharp", reduce_bandwidth=1e12)  # linked to no GPU
-    topo.add_link(nic, sharp, bandwidth=50e9, latency=1e-6, kind="ib")
+    topo, gpus = node_with_a_reducing_nic(nic_first=False)
+    topo.add_switch("sharp", reduce_bandwidth=1e12)  # linked to no GPU
+    topo.add_link("nic", "sharp", bandwidth=50e9, latency=1e-6, kind="ib")
     p, count = 4, 4 * 6
     data = [np.arange(count, dtype=np.int32) + 1000 * r for r in range(p)]
     res = sc.simulate(topo, collective, algorithm="nccl", data=data, algo="nvls")
@@ -101,26 +112,13 @@ def test_nvls_needs_one_switch_for_the_gpus_of_a_node():
     the other three's: no switch would see all four GPUs' data. NCCL needs one NVSwitch
     for the node; the tuner no longer counts this node as NVLS-capable, and a run naming
     NVLS is refused."""
-    topo = sc.Topology("split reducers")
-    nic = topo.add_nic("nic", reduce_bandwidth=1e12)
-    nvswitch = topo.add_switch("nvswitch", reduce_bandwidth=2e12)
-    gpus = [topo.add_gpu() for _ in range(4)]
-    for gpu in gpus:
-        topo.add_link(gpu, nvswitch, bandwidth=200e9, latency=1e-6, kind="nvlink")
-    topo.add_link(gpus[0], nic, bandwidth=60e9, latency=1e-7, kind="pcie")
+    topo, _ = node_with_a_reducing_nic(nic_first=True)
     assert not _machine(topo).nvls
     with pytest.raises(sc.InvalidInputError,
                        match="NVLS needs the GPUs of each node on one in-network NVSwitch"):
         sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20, algo="nvls")
     # One NVSwitch for the node, the NIC added after it: NVLS again.
-    topo = sc.Topology("NVSwitch first")
-    nvswitch = topo.add_switch("nvswitch", reduce_bandwidth=2e12)
-    nic = topo.add_nic("nic", reduce_bandwidth=1e12)
-    gpus = [topo.add_gpu() for _ in range(4)]
-    for gpu in gpus:
-        topo.add_link(gpu, nvswitch, bandwidth=200e9, latency=1e-6, kind="nvlink")
-    topo.add_link(gpus[0], nic, bandwidth=60e9, latency=1e-7, kind="pcie")
-    assert _machine(topo).nvls
+    assert _machine(node_with_a_reducing_nic(nic_first=False)[0]).nvls
 
 
 def test_collnet_on_nodes_of_different_sizes_is_refused_with_the_reason():
