@@ -120,6 +120,33 @@ def test_results_and_records_match_direct_simulations_field_by_field(tmp_path):
         assert "time" not in record and record["params"] == {"chunks": 2}
 
 
+def _one_dgx_h100(p):
+    return sc.topology.dgx_h100(1)
+
+
+def test_a_resolving_algorithm_keeps_what_it_chose(tmp_path):
+    """NCCL's tuner chooses per size (a ring with LL at 64 KiB, NVLS at 64 MiB on one DGX
+    H100). The records kept only the parameters asked for, so a sweep's results (and
+    what load_results read back) said params={} where simulate() says what ran. Every
+    field, params included, now equals the direct run's, in the sweep's results and read
+    back; the point's identity is still the parameters asked for, and a record written
+    before ``chosen`` existed decodes with those."""
+    path = tmp_path / "points.jsonl"
+    got = sweep(_one_dgx_h100, "all_reduce", algorithms=["nccl"], ranks=[8],
+                sizes=["64KiB", "64MiB"], save=path)
+    want = expected("all_reduce", ["nccl"], [8], [65536, 64 << 20], factory=_one_dgx_h100)
+    assert [w.params["algo"] for w in want] == ["ring", "nvls"]
+    assert_all_same(got, want)
+    assert_all_same(load_results(path), want)
+    saved = records(path)
+    assert [r["params"] for r in saved] == [{}, {}]
+    assert [r["chosen"] for r in saved] == [w.params for w in want]
+    for record in saved:
+        del record["chosen"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in saved))
+    assert [r.params for r in load_results(path)] == [{}, {}]
+
+
 def test_records_carry_root_op_dtype_and_network_as_run(tmp_path):
     path = tmp_path / "points.jsonl"
     got = sweep(sc.topology.switch, "broadcast", algorithms=["binomial"], ranks=[4],

@@ -13,8 +13,11 @@ is ``None`` for collectives that do not reduce and ``root`` ``None`` for unroote
 
 A point that ran also carries the fields of :meth:`Result.to_dict` (``time``, ``correct``,
 ``max_error``, ``bytes_sent``, ..., ``algbw``, ``busbw``), except that ``link_bytes`` is a
-list of ``[from, to, bytes]`` over every directed link, idle ones included, so that a
-record decodes to a :class:`Result` equal to the one simulated.
+list of ``[from, to, bytes]`` over every directed link, idle ones included, and
+``chosen``, the run's ``Result.params`` (the parameters asked for, with what the
+algorithm chose for the others: NCCL's algorithm, protocol and channels), so that a
+record decodes to a :class:`Result` equal to the one simulated. Records written before
+``chosen`` existed decode with the parameters asked for.
 
 The identity of a point (:func:`point_key`) is its collective, algorithm, network,
 topology hash, nranks, nbytes, dtype, op, root and params: two runs that agree on these
@@ -143,7 +146,8 @@ def result_fields(result: Result) -> dict[str, Any]:
     """The record fields of a simulated point (see the module docstring)."""
     summary = result.to_dict()
     links = [[u, v, int(b)] for (u, v), b in result.link_bytes.items()]
-    return {k: links if k == "link_bytes" else summary[k] for k in _RESULT}
+    return {**{k: links if k == "link_bytes" else summary[k] for k in _RESULT},
+            "chosen": summary["params"]}
 
 
 def check_record(record: Any, where: str) -> dict[str, Any]:
@@ -180,7 +184,8 @@ def decode(record: dict[str, Any]) -> Result | FailedPoint:
         collective=record["collective"], algorithm=record["algorithm"],
         network=record["network"], topology=record["topology"], nranks=record["nranks"],
         nbytes=record["nbytes"], dtype=record["dtype"], op=record["op"],
-        params=dict(record["params"]), time=record["time"], correct=record["correct"],
+        params=dict(record.get("chosen", record["params"])), time=record["time"],
+        correct=record["correct"],
         outputs=None, bytes_sent=np.array(record["bytes_sent"], dtype=np.int64),
         bytes_received=np.array(record["bytes_received"], dtype=np.int64),
         host_bytes_sent=np.array(record["host_bytes_sent"], dtype=np.int64),
