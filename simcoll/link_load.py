@@ -50,14 +50,15 @@ class LinkLoad:
 def _check(result: Result, topology: Topology) -> None:
     if result.trace is None:
         raise InvalidInputError("this result has no trace; simulate with trace=True")
-    endpoints = result.nranks + len(result.host_bytes_sent)
+    # Past the GPUs a result counts every other endpoint: hosts, then in-network devices.
+    others = len(result.host_bytes_sent)
     if (topology.name != result.topology or topology.nranks != result.nranks
-            or topology.nranks + len(topology.hosts) != endpoints):
+            or topology.endpoints != topology.nranks + others):
         raise InvalidInputError(
-            f"topology {topology.name!r} ({topology.nranks} ranks, {len(topology.hosts)} "
-            f"hosts) is not the one the result ran on ({result.topology!r}, "
-            f"{result.nranks} ranks, {endpoints - result.nranks} hosts); pass that "
-            f"topology")
+            f"topology {topology.name!r} ({topology.nranks} ranks, "
+            f"{topology.endpoints - topology.nranks} other endpoints) is not the one the "
+            f"result ran on ({result.topology!r}, {result.nranks} ranks, {others} other "
+            f"endpoints); pass that topology")
 
 
 def link_loads(result: Result, topology: Topology) -> list[LinkLoad]:

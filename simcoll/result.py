@@ -37,7 +37,8 @@ class RunResult:
             arrival or the last program's return.
         outputs: what each rank's program returned (data mode for collectives), else None.
         bytes_sent, bytes_received: payload bytes per GPU rank (int64 arrays).
-        host_bytes_sent, host_bytes_received: the same for server hosts (empty if none).
+        host_bytes_sent, host_bytes_received: the same for the endpoints past the GPUs:
+            server hosts, then in-network devices (empty if none).
         link_bytes: ``{(from_device, to_device): bytes}`` for every directed link.
         messages: number of point-to-point messages.
         rank_times: simulated time at which each rank's program returned.

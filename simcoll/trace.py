@@ -1,13 +1,13 @@
 """Export a traced run (``simulate(..., trace=True)``) as a Chrome / Perfetto trace.
 
 Open the JSON file in https://ui.perfetto.dev (or chrome://tracing). Each rank (and server
-host) is a process row. A message is an async span on its sender, from the send to the
-arrival of its last byte (messages may overlap, so they are async spans rather than
-thread slices), with a flow arrow to an instant "from <sender>" on the receiver at the
-arrival. Reductions and compute spans sit on threads of their own. Given the topology, a
-"links" process adds a counter track per directed link: its load in bytes/s over time,
-taking each message at its average rate over its span (see :mod:`simcoll.link_load`).
-Times are in microseconds, as the format requires.
+host, and in-network device) is a process row. A message is an async span on its sender,
+from the send to the arrival of its last byte (messages may overlap, so they are async
+spans rather than thread slices), with a flow arrow to an instant "from <sender>" on the
+receiver at the arrival. Reductions and compute spans sit on threads of their own. Given
+the topology, a "links" process adds a counter track per directed link: its load in
+bytes/s over time, taking each message at its average rate over its span (see
+:mod:`simcoll.link_load`). Times are in microseconds, as the format requires.
 
 The arrows are flow events of the format's second version (``bind_id`` with ``flow_out``
 on the send span, ``flow_in`` on the arrival), because the first version's ``s`` / ``f``
@@ -31,10 +31,25 @@ __all__ = ["to_chrome", "save_chrome"]
 _THREADS = {"message": 0, "reduce": 1, "compute": 2}
 
 
-def _names(result: Result, endpoints: int) -> list[dict[str, Any]]:
+def _name(result: Result, pid: int, topology: Topology | None) -> str:
+    """A process row's name: ``rank r``; given the topology, ``host h`` or
+    ``in-network device NAME``; else ``endpoint e`` (a host or an in-network device,
+    which the result alone does not tell apart)."""
+    if pid < result.nranks:
+        return f"rank {pid}"
+    if topology is None:
+        return f"endpoint {pid} (host or in-network device)"
+    hosts = len(topology.hosts)
+    if pid < result.nranks + hosts:
+        return f"host {pid - result.nranks}"
+    return f"in-network device {topology.endpoint_name(pid)}"
+
+
+def _names(result: Result, endpoints: int, topology: Topology | None
+           ) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for pid in range(endpoints):
-        name = f"rank {pid}" if pid < result.nranks else f"host {pid - result.nranks}"
+        name = _name(result, pid, topology)
         events.append({"ph": "M", "name": "process_name", "pid": pid,
                        "args": {"name": name}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid,
@@ -77,7 +92,7 @@ def to_chrome(result: Result, topology: Topology | None = None) -> dict[str, Any
     endpoints = max([result.nranks + len(result.host_bytes_sent)]
                     + [max(e.rank, e.peer or 0) + 1 for e in result.trace])
     counters = _counters(result, topology, endpoints) if topology is not None else []
-    events = _names(result, endpoints)
+    events = _names(result, endpoints, topology)
     for i, e in enumerate(result.trace):
         start, end = e.start * 1e6, e.end * 1e6
         tid = _THREADS[e.kind]

@@ -75,6 +75,33 @@ def test_chrome_export(tmp_path):
         to_chrome(untraced)
 
 
+def test_rows_are_named_ranks_hosts_and_in_network_devices():
+    """NVLS on one DGX H100: the NVSwitch reduces, and its row was named "host 0" (the
+    machine has no host), and the link counters refused the machine itself, counting its
+    NVSwitch as a host it does not have. Given the topology, rows are now ranks, hosts,
+    then in-network devices by name, and the counters come; without it, what the result
+    cannot tell apart is an endpoint. A parameter server's hosts keep their names."""
+    topo = sc.topology.dgx_h100(1)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=8 << 20, algo="nvls",
+                      trace=True)
+
+    def rows(result, topology=None):
+        return {e["pid"]: e["args"]["name"] for e in to_chrome(result, topology)["traceEvents"]
+                if e["ph"] == "M" and e["name"] == "process_name" and e["args"]["name"] != "links"}
+
+    assert rows(res, topo) == {**{r: f"rank {r}" for r in range(8)},
+                               8: "in-network device nvswitch0"}
+    assert rows(res)[8] == "endpoint 8 (host or in-network device)"
+    counters = [e for e in to_chrome(res, topo)["traceEvents"] if e["ph"] == "C"]
+    assert {e["name"] for e in counters} == (
+        {f"gpu{r}->nvswitch0" for r in range(8)} | {f"nvswitch0->gpu{r}" for r in range(8)})
+    servers = sc.topology.switch(3, servers=2)
+    ps = sc.simulate(servers, "all_reduce", algorithm="parameter_server", nbytes=1200,
+                     trace=True)
+    assert rows(ps, servers) == {0: "rank 0", 1: "rank 1", 2: "rank 2", 3: "host 0",
+                                 4: "host 1"}
+
+
 def test_flow_arrows_lead_from_each_send_to_its_arrival_at_the_receiver():
     res = sc.simulate(reference_network(4), "all_reduce", algorithm="naive", nbytes=4096,
                       trace=True)

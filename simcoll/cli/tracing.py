@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         res = simulate(topo, args.collective, algorithm=args.algorithm, nbytes=nbytes,
                        dtype=dtype, trace=True, **kwargs)
-    save_chrome(res, out)
+    save_chrome(res, out, topo)
     print(f"{res.summary()}\ntrace of {len(res.trace or ())} events written to "
           f"{args.output} (open it in ui.perfetto.dev)")
     return 1 if res.correct is False else 0
