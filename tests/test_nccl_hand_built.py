@@ -169,3 +169,8 @@ def test_an_empty_nccl_collective_is_discarded(collective, preset):
         assert res.bytes_sent.sum() == 0 and set(res.link_bytes.values()) == {0}
     one = sc.simulate(topo, collective, algorithm="nccl", nbytes=4, **kwargs)
     assert one.time > 0
+    # The cost model agrees: nothing for nothing, NCCL's launch and steps for 4 bytes.
+    assert sc.cost.predict(collective, "nccl", p=topo.nranks, nbytes=0, alpha=1e-6,
+                           beta=1e-10, **kwargs) == 0
+    assert sc.cost.predict(collective, "nccl", p=topo.nranks, nbytes=4, alpha=1e-6,
+                           beta=1e-10, **kwargs) > 0

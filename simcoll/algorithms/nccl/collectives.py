@@ -156,8 +156,9 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    algo: str, proto: str, channels: int, arch: str, intra: str,
                    tuner: str) -> float:
     """Launch + ``steps`` x max(alpha, step latency) + wire bytes x beta + reductions (a
-    step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``)."""
-    if p == 1:
+    step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``);
+    nothing for one rank or an empty buffer, which NCCL discards."""
+    if p == 1 or nbytes == 0:
         return 0.0
     if collective == "all_to_all":
         proto = choose(_reference(p, beta), collective, -(-nbytes // p), algo="p2p",
