@@ -110,6 +110,10 @@ class Result(RunResult):
         max_error: largest absolute deviation from the reference (data mode, else None).
         splits: a v-collective's sizes in elements (p counts, or all_to_allv's p x p
             matrix as a tuple of rows; bytes are these times the itemsize), else None.
+        requested: the parameters asked for, where ``params`` also holds what the
+            algorithm chose from the machine (NCCL's algorithm, protocol and channels,
+            which change with the size); None where not known. Plots draw one line per
+            requested parameters.
     """
 
     collective: str
@@ -123,13 +127,15 @@ class Result(RunResult):
     busbw: float
     max_error: float | None = None
     splits: Splits | None = None
+    requested: dict[str, Any] | None = None
 
     @classmethod
     def from_run(cls, run: Execution, outputs: list[Any] | None, *, coll: Collective,
                  algorithm: str, nbytes: int, dtype: str, op: str | None,
                  params: dict[str, Any], correct: bool | None,
                  max_error: float | None, splits: Splits | None = None,
-                 size: float | None = None) -> Result:
+                 size: float | None = None,
+                 requested: dict[str, Any] | None = None) -> Result:
         """The result of a finished collective run, with the nccl-tests bandwidths of its
         time (algbw = S / time, 0 where S is 0, busbw = algbw x the collective's factor).
         S is ``size`` if given (the v-collectives'), else ``nbytes`` times the
@@ -144,13 +150,17 @@ class Result(RunResult):
         return cls(**measured, collective=coll.name, algorithm=algorithm, nbytes=nbytes,
                    dtype=dtype, op=op, params=params, correct=correct, algbw=algbw,
                    busbw=algbw * factor if factor else 0.0, max_error=max_error,
-                   splits=splits)
+                   splits=splits, requested=requested)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (no outputs; link keys as ``"from->to"``); a v-collective's
-        also has ``"splits"`` (lists of elements)."""
+        also has ``"splits"`` (lists of elements), and a run whose algorithm chose some
+        of its parameters ``"requested"``."""
         run = super().to_dict()
-        shape = {} if self.splits is None else {"splits": _listed(self.splits)}
+        shape: dict[str, Any] = {} if self.splits is None else {
+            "splits": _listed(self.splits)}
+        if self.requested is not None and self.requested != self.params:
+            shape["requested"] = dict(self.requested)
         return {
             "collective": self.collective, "algorithm": self.algorithm,
             "network": self.network, "topology": self.topology, "nranks": self.nranks,

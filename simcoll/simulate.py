@@ -102,6 +102,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     inputs = check_inputs(p, data, nbytes, dtype, coll, splits)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
     shape = VirtualBuffer.of(inputs.count, inputs.dtype)
+    requested = dict(params)
     if spec.resolve is not None:
         params = spec.resolved(topology, tuple(range(p)), shape, params,
                                reduce_op if coll.reduces else None)
@@ -126,7 +127,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             run, outputs, coll=coll, algorithm=algorithm, nbytes=inputs.nbytes,
             dtype=str(inputs.dtype), op=reduce_op.name if coll.reduces else None,
             params=dict(params), correct=correct, max_error=max_error,
-            splits=inputs.splits, size=size)
+            splits=inputs.splits, size=size, requested=requested)
 
     shaped = {} if inputs.splits is None else {"splits": inputs.splits}
     if (inputs.arrays is None or spec.outputs is not None) and time_without_events(

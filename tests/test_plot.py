@@ -524,3 +524,32 @@ def test_timeline_draws_a_program_run():
     (path,) = bars.get_paths()
     xs = path.vertices[:, 0]
     assert (min(xs), max(xs)) == pytest.approx((0.0, 2.0))  # us: the compute span
+
+
+def test_an_algorithm_that_chooses_per_size_draws_one_line_per_request(tmp_path):
+    """NCCL's tuner picks another algorithm and protocol at each size, and each result's
+    params say what ran, so NCCL's points fell apart into one marker per choice, their
+    labels too long for the legend. Lines go by the parameters asked for
+    (``Result.requested``): NCCL's choice is one line, NCCL told to run rings another,
+    from Results, from their dicts and from a sweep read back alike."""
+    topo = sc.topology.dgx_h100(1)
+    sizes = [1 << 10, 1 << 20, 1 << 26]
+    auto = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n) for n in sizes]
+    rings = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="ring")
+             for n in sizes]
+    assert len({r.params["algo"] for r in auto}) > 1
+    assert [r.requested for r in auto] == [{}] * 3
+    assert [r.requested for r in rings] == [{"algo": "ring"}] * 3
+    assert auto[0].to_dict()["requested"] == {}
+    for results in (auto + rings, [r.to_dict() for r in auto + rings]):
+        fig = scaling(results, x="nbytes", y="time")
+        drawn = lines(fig, "simulated")
+        assert [line.get_label() for line in drawn] == ["nccl", "nccl (algo='ring')"]
+        assert [xy(line)[1] for line in drawn] == [
+            [r.time * 1e6 for r in auto], [r.time * 1e6 for r in rings]]
+        plt.close(fig)
+    swept = sc.sweep(lambda p: topo, "all_reduce", algorithms=["nccl"], ranks=[8],
+                     sizes=sizes, save=tmp_path / "points.jsonl")
+    assert [r.requested for r in swept] == [{}] * 3
+    fig = scaling(sc.load_results(tmp_path / "points.jsonl"), x="nbytes", y="time")
+    assert [line.get_label() for line in lines(fig, "simulated")] == ["nccl"]

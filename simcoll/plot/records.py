@@ -33,6 +33,7 @@ class Point:
     algbw: float | None
     busbw: float | None
     params: dict[str, Any] = field(default_factory=dict)
+    """The parameters asked for (``Result.requested`` where known): one line each."""
 
     def value(self, name: str) -> float | None:
         """``nranks``, ``nbytes``, ``time``, ``algbw`` or ``busbw``."""
@@ -65,7 +66,7 @@ def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
                  str(r.get("network", "flow")), str(r.get("dtype", "?")), nranks, nbytes,
                  len(r.get("host_bytes_sent") or ()), _number(r.get("time")),
                  _number(r.get("algbw")), _number(r.get("busbw")),
-                 dict(r.get("params") or {}))
+                 dict(r.get("requested", r.get("params")) or {}))
 
 
 def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
@@ -82,7 +83,8 @@ def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
         if isinstance(r, Result):
             points.append(Point(r.collective, r.algorithm, r.topology, r.network, r.dtype,
                                 r.nranks, r.nbytes, len(r.host_bytes_sent), _number(r.time),
-                                _number(r.algbw), _number(r.busbw), dict(r.params)))
+                                _number(r.algbw), _number(r.busbw),
+                                dict(r.params if r.requested is None else r.requested)))
         elif isinstance(r, Mapping):
             if not r.get("error"):
                 points.append(_from_mapping(i, r))

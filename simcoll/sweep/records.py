@@ -185,7 +185,7 @@ def decode(record: dict[str, Any]) -> Result | FailedPoint:
         network=record["network"], topology=record["topology"], nranks=record["nranks"],
         nbytes=record["nbytes"], dtype=record["dtype"], op=record["op"],
         params=dict(record.get("chosen", record["params"])), time=record["time"],
-        correct=record["correct"],
+        correct=record["correct"], requested=dict(record["params"]),
         outputs=None, bytes_sent=np.array(record["bytes_sent"], dtype=np.int64),
         bytes_received=np.array(record["bytes_received"], dtype=np.int64),
         host_bytes_sent=np.array(record["host_bytes_sent"], dtype=np.int64),
