@@ -45,7 +45,7 @@ class Machine:
             next node, each sharing the links it crosses with the others (0 with one
             node).
         nvls: every GPU has an in-network device (NVLink SHARP) directly linked to it,
-            the same one for the GPUs of a node (:func:`_nvls_switch`).
+            the same one for the GPUs of a node (:func:`_nvls_switches`).
         arch: the GPU generation NCCL's constants are indexed by.
         sharp: the nodes are joined through switches that reduce in the network
             (InfiniBand SHARP; see :func:`sharp_groups`), so NVLS and CollNet can run
@@ -224,13 +224,17 @@ def _network_share(topology: Topology, here: list[int], there: list[int]
     return total, len(bounds)
 
 
-def _nvls_switch(topology: Topology, gpu: str) -> str | None:
-    """The in-network device that reduces ``gpu``'s data with NVLS: the first one linked
-    to it, as :meth:`~simcoll.comm.Comm.reducer_of` finds it (None if none is)."""
+def _nvls_switches(topology: Topology) -> dict[str, str]:
+    """The in-network device that reduces each GPU's data with NVLS: the first one linked
+    to it, as :meth:`~simcoll.comm.Comm.reducer_of` finds it (GPUs linked to none are
+    left out). One pass over the devices' links."""
+    gpus = set(topology.gpus)
+    switch: dict[str, str] = {}
     for device in topology.in_network:
-        if gpu in topology.neighbors(device):
-            return device
-    return None
+        for name in topology.neighbors(device):
+            if name in gpus:
+                switch.setdefault(name, device)
+    return switch
 
 
 def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> Machine:
@@ -253,7 +257,8 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
         intra_bw = route.bandwidth
     inter_bw, rails = (_network_share(topology, first, groups[1])
                        if len(groups) > 1 else (0.0, 0))
-    switches = [{_nvls_switch(topology, topology.gpus[r]) for r in group} for group in groups]
+    switch_of = _nvls_switches(topology)
+    switches = [{switch_of.get(topology.gpus[r]) for r in group} for group in groups]
     nvls = all(len(found) == 1 and None not in found for found in switches)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
