@@ -391,18 +391,18 @@ class Comm:
                                  f"of this communicator (those are {list(self.in_network)})")
         if self._members is None:
             return self._rt.attached[device]
-        gpus = self._members[:self.size]
-        return tuple(gpus.index(g) for g in self._rt.attached[self._members[device]]
-                     if g in gpus)
+        index = self._rt.index_of(self._members[:self.size])
+        return tuple(index[g] for g in self._rt.attached[self._members[device]]
+                     if g in index)
 
     def reducer_of(self, rank: int) -> int | None:
         """The in-network device directly linked to GPU ``rank``, where an in-network
         reduction of its data takes place (the first such device), or None if it has
         none."""
-        for device in self.in_network:
-            if rank in self.attached(device):
-                return device
-        return None
+        device = self._rt.reducer.get(self.address_of(rank))
+        if device is None or self._members is None:
+            return device
+        return self.in_network[device - self._rt.nranks - self._rt.hosts]
 
     def group(self, ranks: Sequence[int]) -> Comm:
         """A communicator over ``ranks`` (world ranks, in their new rank order).

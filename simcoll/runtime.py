@@ -106,6 +106,12 @@ class Runtime:
         devices follow them."""
         self.attached = attached or {}
         """GPU ranks directly linked to each in-network device (by address)."""
+        self.reducer: dict[int, int] = {}
+        """Each GPU rank's in-network device: the first (by address) it is linked to."""
+        for device in sorted(self.attached):
+            for gpu in self.attached[device]:
+                self.reducer.setdefault(gpu, device)
+        self._indexes: dict[tuple[int, ...], dict[int, int]] = {}
         self.nodes = nodes if nodes is not None else (0,) * nranks
         self.endpoints = len(reduce_bandwidth)
         self.reduce_bandwidth = reduce_bandwidth
@@ -130,6 +136,14 @@ class Runtime:
         """What is being simulated, for error messages (e.g. "all_reduce/ring")."""
 
     # -- programs ------------------------------------------------------------------------
+    def index_of(self, members: tuple[int, ...]) -> dict[int, int]:
+        """``{world rank: rank in members}`` for a group's GPU members, built once per
+        member list."""
+        index = self._indexes.get(members)
+        if index is None:
+            index = self._indexes[members] = {g: i for i, g in enumerate(members)}
+        return index
+
     def count(self, key: Any) -> int:
         """How many times ``key`` was counted before (0 the first time), then count it."""
         number = self._counts.get(key, 0)
