@@ -5,12 +5,14 @@ collective on random machines."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import candidates
+from simcoll.algorithms.nccl.tuner import candidates, predict
 
 
 def nvls_nodes(sizes: tuple[int, ...], sharp: bool = False) -> sc.Topology:
@@ -33,29 +35,82 @@ def _machine(topo):
     return describe(topo, tuple(range(topo.nranks)))
 
 
-@pytest.mark.parametrize(("sizes", "reason"), [
-    ((1, 3), "NCCL runs no NVLS where a node holds one GPU"),
-    ((4, 2), "simcoll runs NVLS only on nodes of equal GPU counts"),
-])
-def test_nvls_is_left_out_where_a_node_is_alone_or_the_nodes_differ(sizes, reason):
+def test_nvls_is_left_out_where_a_node_holds_one_gpu():
     """NCCL 2.30.7: ``ncclNvlsInit`` leaves NVLS off on a node of one GPU, so that node's
     NVLS graph has no channel, and every rank keeps the fewest channels any rank found
-    (init.cc): none, NVLS off everywhere. With nodes of different sizes NCCL gives NVLS as
-    many heads as the smallest node has GPUs, which simcoll's NVLS-tree (one head per
-    local GPU, paired across nodes) does not model: the tuner leaves it out, and a run
-    that names it is refused with the reason, where it raised an IndexError before."""
-    topo = nvls_nodes(sizes)
+    (init.cc): none, NVLS off everywhere. The tuner leaves it out, and a run that names
+    it is refused with the reason, where it raised an IndexError before."""
+    topo = nvls_nodes((1, 3))
     machine = _machine(topo)
     assert machine.nvls
     assert "nvls_tree" not in candidates(machine, "all_reduce")
     assert candidates(_machine(nvls_nodes((2, 2))), "all_reduce") == (
         "ring", "tree", "nvls_tree")
-    with pytest.raises(sc.InvalidInputError, match=reason):
+    with pytest.raises(sc.InvalidInputError,
+                       match="NCCL runs no NVLS where a node holds one GPU"):
         sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20, algo="nvls_tree")
     data = [np.arange(12, dtype=np.int64) * (r + 1) for r in range(topo.nranks)]
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data)
     assert res.correct and res.params["algo"] in ("ring", "tree")
     np.testing.assert_array_equal(res.outputs[0], sum(data))
+
+
+def test_nvls_tree_on_nodes_of_different_sizes_has_the_smallest_nodes_count_of_heads():
+    """Nodes of 4 and 2 GPUs: NCCL keeps as many NVLS heads as the smallest node has GPUs
+    (2; init.cc cuts every rank's NVLS graph to the fewest channels, connect.cc takes each
+    channel's first GPU as a head), and GPUs that head nothing only push and take results
+    back (``headRank == -1``, src/device/all_reduce.h). By hand, n bytes over 16 channels
+    and 2 heads: every GPU pushes n into its NVSwitch and gets n multicast back; a head
+    also gets its block from the switch and hands it back, n / 2 each way; a head's NIC
+    carries n / 2 each way (in each channel one node's head sends its block up the tree
+    of two nodes, the other's sends it down, and the root alternates with the channel),
+    and the NICs of GPUs 2 and 3 carry nothing. Before 2026-12-04 the tuner left NVLS out
+    on such nodes and a run that named it was refused."""
+    topo = nvls_nodes((4, 2))
+    assert "nvls_tree" in candidates(_machine(topo), "all_reduce")
+    n = 1 << 20
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="nvls_tree")
+    assert res.params["algo"] == "nvls_tree" and res.params["channels"] == 16
+    heads = {"gpu0", "gpu1", "gpu4", "gpu5"}
+    for r, gpu in enumerate(topo.gpus):
+        switch = f"nvswitch{0 if r < 4 else 1}"
+        own = n // 2 if gpu in heads else 0
+        assert res.link_bytes[(gpu, switch)] == n + own
+        assert res.link_bytes[(switch, gpu)] == n + own
+        assert res.link_bytes[(gpu, f"nic{r}")] == own
+        assert res.link_bytes[(f"nic{r}", gpu)] == own
+    data = [np.random.default_rng(r).integers(-50, 50, 5000) for r in range(topo.nranks)]
+    checked = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data, algo="nvls_tree")
+    assert checked.correct
+    for out in checked.outputs:
+        np.testing.assert_array_equal(out, np.sum(data, axis=0))
+    # Three nodes, the smallest last, three channels: the heads are GPUs 0 and 1 of each.
+    odd = nvls_nodes((3, 5, 2))
+    data = [np.random.default_rng(r).integers(-50, 50, 999) for r in range(odd.nranks)]
+    res = sc.simulate(odd, "all_reduce", algorithm="nccl", data=data, algo="nvls_tree",
+                      channels=3)
+    assert res.correct
+    np.testing.assert_array_equal(res.outputs[7], np.sum(data, axis=0))
+    idle = [f"gpu{r}" for r in (2, 5, 6, 7)]  # neither of the first two of their node
+    assert all(res.link_bytes[(gpu, f"nic{gpu[3:]}")] == 0 for gpu in idle)
+
+
+def test_the_tuner_counts_only_the_nvls_heads_network_on_nodes_of_different_sizes():
+    """Nodes of 4, 4 and 2 GPUs, each GPU with its own 50 GB/s NIC: a node reaches the
+    next at 4 x 50 GB/s, its 2 NVLS heads at 2 x 50 GB/s, which bounds NVLS-tree: NCCL
+    2.30.7's NVLS-tree bus bandwidth is the least of NVLink's 200 x 0.85 x 15/16 x 2, the
+    network's and 16 x 45.5 GB/s, so 100 GB/s where it would be 200 over every NIC. Over
+    10 ranks an all_reduce of n bytes moves at 100 x 10 / 18 GB/s: 1 GB takes 9 ms more
+    than at 200."""
+    machine = _machine(nvls_nodes((4, 4, 2)))
+    assert machine.inter_bw == 4 * 50e9
+    assert machine.heads_inter_bw == 2 * 50e9
+    every_nic = dataclasses.replace(machine, heads_inter_bw=machine.inter_bw)
+    slower = predict(machine, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7") - \
+        predict(every_nic, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7")
+    assert slower == pytest.approx(10**9 * 18 / 10 * (1 / 100e9 - 1 / 200e9), rel=1e-12)
+    even = _machine(nvls_nodes((4, 4)))
+    assert even.heads_inter_bw == even.inter_bw == 4 * 50e9
 
 
 def node_with_a_reducing_nic(nic_first: bool) -> tuple[sc.Topology, list[str]]:

@@ -62,9 +62,12 @@ class Machine:
             ``ncclNvlsInit`` leaves NVLS off on a node of one GPU, and its NVLS graph,
             which every rank cuts to the fewest channels any rank found, has none.
         uneven_nodes: the nodes hold different numbers of the communicator's GPUs.
-            NCCL then gives NVLS as many heads as the fewest GPUs of a node; simcoll's
-            NVLS-tree pairs every local GPU with its peers on the other nodes, so its
-            tuner leaves NVLS and NVLS-tree out there.
+            NCCL then gives NVLS as many heads as the fewest GPUs of a node (every
+            rank keeps the fewest NVLS channels any node found; init.cc), and runs no
+            CollNet.
+        heads_inter_bw: bytes/s the NVLS heads of a node (its first GPUs, as many as
+            the smallest node holds) can send at once to the next node; the same as
+            ``inter_bw`` where the nodes are of one size (None: take ``inter_bw``).
     """
 
     nranks: int
@@ -79,6 +82,7 @@ class Machine:
     cpu: str = "unknown"
     lone_gpu_node: bool = False
     uneven_nodes: bool = False
+    heads_inter_bw: float | None = None
 
     @property
     def ppn(self) -> float:
@@ -257,6 +261,9 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
         intra_bw = route.bandwidth
     inter_bw, rails = (_network_share(topology, first, groups[1])
                        if len(groups) > 1 else (0.0, 0))
+    heads = min(map(len, groups))
+    heads_inter_bw = (_network_share(topology, first[:heads], groups[1][:heads])[0]
+                      if len(groups) > 1 and heads < len(first) else inter_bw)
     switch_of = _nvls_switches(topology)
     switches = [{switch_of.get(topology.gpus[r]) for r in group} for group in groups]
     nvls = all(len(found) == 1 and None not in found for found in switches)
@@ -264,5 +271,4 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
         arch = "hopper" if nvls else "ampere"
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
-                   any(len(group) == 1 for group in groups),
-                   len({len(group) for group in groups}) > 1)
+                   heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw)

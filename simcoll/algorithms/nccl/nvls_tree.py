@@ -1,8 +1,13 @@
 """NVLS-tree, simulated: NVLink SHARP inside each node, a tree between nodes; and NVLS
 across nodes, where an InfiniBand SHARP switch takes the tree's place.
 
-For each channel, every GPU's part is cut into one block per local GPU; local GPU g owns
-block g, and talks to the other nodes over its own rail. Three streams run side by side:
+For each channel, every GPU's part is cut into one block per head; local GPU h is head h,
+owns block h, and talks to the other nodes over its own rail. Every node has as many
+heads as the smallest node has GPUs (NCCL cuts every rank's NVLS graph to the fewest
+channels any node found, and its channels' first GPUs are the heads: src/graph/connect.cc,
+``connectNvls``); on nodes of equal size every GPU is a head. The others only push and
+take results back (``headRank == -1`` in src/device/all_reduce.h). Three streams run side
+by side:
 
 1. every GPU pushes all its slices into its node's NVSwitch, which reduces each slice over
    the node's GPUs and sends it to the slice's owner;
@@ -12,8 +17,10 @@ block g, and talks to the other nodes over its own rail. Three streams run side 
 3. each owner hands every finished slice back to the switch, which multicasts it to every
    GPU of the node.
 
-A GPU sends n and receives n bytes inside its node, as with NVLS, plus its block's tree
-traffic on its NIC; the switch reduces n x (G - 1) bytes. NCCL's NVLS-tree latency is
+A GPU sends n and receives n bytes inside its node, as with NVLS, and a head also takes
+its block from the switch and hands it back (n / H each way, H heads) and carries the
+block's tree traffic on its NIC; the switch of a node of G GPUs reduces n x (G - 1)
+bytes. NCCL's NVLS-tree latency is
 ``hwLatencies[NVLINK][NVLS_TREE][SIMPLE]`` (25 us) once, plus a network step per tree
 level. Sources: NCCL 2.30.7 ``src/device/all_reduce.h`` (``runRing``'s NVLS-tree
 sibling), ``src/graph/tuning.cc``.
@@ -36,7 +43,7 @@ from __future__ import annotations
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.channels import run_channels
-from simcoll.algorithms.nccl.machine import node_layout
+from simcoll.algorithms.nccl.machine import node_layout, node_order
 from simcoll.algorithms.nccl.nvls import CHUNK_BYTES, served
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
@@ -46,17 +53,22 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["gpu_all_reduce", "switch_all_reduce", "block_slices"]
+__all__ = ["gpu_all_reduce", "switch_all_reduce", "block_slices", "heads"]
 
 _PUSH, _BACK, _UP, _DOWN = 0, 1, 2, 3
 """Tag offsets within a channel's four: GPU -> switch pushes and switch -> owner sends;
 owner -> switch results and switch multicasts; up and down the tree of nodes."""
 
 
-def block_slices(part: Buffer, g: int) -> list[list[Buffer]]:
-    """``part`` in one block per local GPU, each block in NVLS-sized slices."""
+def heads(comm: Comm) -> int:
+    """NVLS heads per node: the fewest GPUs of the communicator any node holds."""
+    return min(map(len, node_order([comm.node_of(r) for r in range(comm.size)])))
+
+
+def block_slices(part: Buffer, h: int) -> list[list[Buffer]]:
+    """``part`` in one block per head (``h`` of them), each in NVLS-sized slices."""
     out = []
-    for block in split(part, g):
+    for block in split(part, h):
         per = max(1, CHUNK_BYTES // block.dtype.itemsize)
         count = -(-block.size // per)
         out.append([block] if count <= 1 else list(split(block, count)))
@@ -115,14 +127,15 @@ def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: in
 
 def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
                    op: ReduceOp, sharp: int | None = None) -> Steps:
-    """One channel on a GPU: push, own one block across the nodes (over the tree of
-    nodes, or through SHARP switch ``sharp``), take results back."""
+    """One channel on a GPU: push; if this GPU is a head, own one block across the
+    nodes (over the tree of nodes, or through SHARP switch ``sharp``); take results
+    back."""
     switch = comm.reducer_of(comm.rank)
     if switch is None:
         raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS-tree needs every GPU "
                          f"on an in-network NVSwitch")
     groups, node, local = node_layout(comm)
-    blocks = block_slices(part, len(groups[node]))
+    blocks = block_slices(part, min(map(len, groups)))
     base = 4 * channel
 
     order = _round_robin(blocks)
@@ -148,23 +161,27 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
             yield descending
         yield from back.drain()
 
-    pushing, owning = comm.start(push()), comm.start(own())
+    pushing = comm.start(push())
+    owning = comm.start(own()) if local < len(blocks) else None
     result: list[list[Buffer]] = [list(block) for block in blocks]
     for b, k in order:
         result[b][k] = yield comm.recv(switch, tag=base + _BACK)
     yield pushing
-    yield owning
+    if owning is not None:
+        yield owning
     return join([join(block) for block in result])
 
 
 def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp) -> Steps:
     """The switch's side of every channel: reduce each slice over its node's GPUs and
-    send it to the slice's owner; multicast every finished slice the owners send back."""
+    send it to the slice's owner (a head); multicast every finished slice the owners
+    send back."""
     gpus = served(comm)
     parts = list(split(x, channels))
+    h = heads(comm)
 
     def channel(c: int) -> Steps:
-        order = _round_robin(block_slices(parts[c], len(gpus)))
+        order = _round_robin(block_slices(parts[c], h))
         base = 4 * c
 
         def reduce_to_owners() -> Steps:

@@ -85,9 +85,11 @@ def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: 
     share of NVLink that NVLS reaches (``nvlsEfficiency``, one channel's share left out,
     doubled for all_reduce's two pipelined operations) and caps NVLS-tree per channel;
     2.26.2 takes the lesser of NVLink and the network (half of it for NVLS-tree beyond
-    2 nodes)."""
+    2 nodes). Only a node's NVLS heads talk to the network (:attr:`Machine.heads_inter_bw`
+    on nodes of different sizes)."""
     arch, col = machine.arch, _column(machine)
-    intra, inter = machine.intra_bw / 1e9, machine.inter_bw / 1e9
+    heads_bw = machine.inter_bw if machine.heads_inter_bw is None else machine.heads_inter_bw
+    intra, inter = machine.intra_bw / 1e9, heads_bw / 1e9
     multi = machine.nnodes > 1
     if NVLS_EFFICIENCY[arch] == 0:  # no NVLS before Hopper, in either release
         return 0.0
@@ -238,13 +240,14 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     most 8 GPUs per node (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does. PAT runs
     reduce_scatter and all_gather with one GPU per node (``ncclPatEnable``), but not a
     reduce_scatter that ``averages`` (op=avg: NCCL's ``topoGetAlgoInfo`` leaves PAT out
-    of scaled reductions). NVLS and NVLS-tree need every node to hold two GPUs or more,
-    and here the same number (:attr:`Machine.lone_gpu_node`,
-    :attr:`Machine.uneven_nodes`)."""
+    of scaled reductions). NVLS and NVLS-tree need every node to hold two GPUs or more
+    (:attr:`Machine.lone_gpu_node`); on nodes of different sizes NVLS-tree runs with as
+    many heads as the smallest node has GPUs, and NVLS across nodes and CollNet do not
+    run (:attr:`Machine.uneven_nodes`: no SHARP trees are found there)."""
     across = bool(collnet) and machine.sharp and collective == "all_reduce"
     collnet_ok = across and machine.ppn <= 8
 
-    nvls = machine.nvls and not machine.lone_gpu_node and not machine.uneven_nodes
+    nvls = machine.nvls and not machine.lone_gpu_node
 
     def runs(a: str) -> bool:
         if a == "nvls":
@@ -357,6 +360,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                 if not machine.nvls and any(a.startswith("nvls") for a in named) else []
             if machine.nvls and machine.nnodes > 1 and "nvls" in named:
                 hints.append("NVLS across nodes needs collnet=1 and a SHARP fabric"
+                             + (" joining nodes of equal GPU counts"
+                                if machine.uneven_nodes else "")
                              if collective == "all_reduce" else
                              f"NVLS runs {collective} on one node only here: across nodes "
                              f"NCCL needs CollNet's {collective}, which is not modelled")
@@ -365,8 +370,6 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             if machine.nvls and machine.nranks > 1 and any(a.startswith("nvls") for a in named):
                 if machine.lone_gpu_node:
                     hints.append("NCCL runs no NVLS where a node holds one GPU")
-                elif machine.uneven_nodes:
-                    hints.append("simcoll runs NVLS only on nodes of equal GPU counts")
             if any(a.startswith("collnet") for a in named):
                 hints.append("CollNet needs collnet=1, nodes of equal GPU counts joined by "
                              "a SHARP fabric, at most 8 GPUs per node, and NVLink for "
