@@ -199,11 +199,13 @@ class Comm:
         self._post(data, target, tag, joint, delay, wire_bytes)
 
     def multicast(self, data: Any, dsts: Sequence[int], *, tag: Any = 0,
-                  delay: float = 0.0) -> Event:
+                  delay: float = 0.0, ordered: bool = False) -> Event:
         """Send one copy of ``data`` that the network replicates to every rank in ``dsts``
         (NVLink SHARP and InfiniBand multicast): each byte crosses each link of the union
         of the routes once. Every destination receives it with ``recv`` as any message;
-        the event fires when all of them have it. ``delay`` is as for :meth:`send`.
+        the event fires when all of them have it. ``delay`` and ``ordered`` are as for
+        :meth:`send` (ordered multicasts queue behind the previous one to the same
+        destinations with the same tag).
         """
         targets = tuple(self._peer(d, "dsts") for d in dsts)
         if not targets:
@@ -220,7 +222,7 @@ class Comm:
         done = Joint(self._env, len(targets))
         address = self._address
         self._rt.post_multicast([(self._context, address, t, tag) for t in targets], payload,
-                                nbytes, address, targets, tag, done, delay)
+                                nbytes, address, targets, tag, done, delay, ordered)
         return done
 
     # -- local work ----------------------------------------------------------------------

@@ -122,6 +122,8 @@ class Runtime:
         self.channels: dict[tuple, Channel] = {}
         self._in_order: dict[tuple, deque[tuple[Message, int, float, int | None]]] = {}
         """Connections with an ordered message in flight: the ones queued behind it."""
+        self._multicasts_in_order: dict[tuple, deque[tuple[list[Message], int, float]]] = {}
+        """The same for ordered multicasts, by (context, source, destinations, tag)."""
         self._sweep_at = _SWEEP_FROM
         self._arrive = self.arrive
         self.contexts: dict[tuple, int] = {}
@@ -241,8 +243,10 @@ class Runtime:
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
                        dsts: tuple[int, ...], tag: Any, sender: Joint,
-                       delay: float = 0.0) -> list[Message]:
-        """One message per destination, delivered together by one network multicast."""
+                       delay: float = 0.0, ordered: bool = False) -> list[Message]:
+        """One message per destination, delivered together by one network multicast
+        (``ordered``: moving once the previous ordered multicast of this source to these
+        destinations with this tag has arrived, as :meth:`Comm.send` orders messages)."""
         messages = []
         for key, dst in zip(keys, dsts):
             channel = self.channels.get(key)
@@ -254,8 +258,34 @@ class Runtime:
             else:
                 channel.unclaimed.append(message)
             messages.append(message)
-        self.network.multicast(src, dsts, nbytes, self._arrive_all, messages, delay)
+        if not ordered:
+            self.network.multicast(src, dsts, nbytes, self._arrive_all, messages, delay)
+            return messages
+        key = (keys[0][0], src, dsts, tag)
+        queue = self._multicasts_in_order.get(key)
+        if queue is None:
+            self._multicasts_in_order[key] = deque()
+            self.network.multicast(src, dsts, nbytes, self._multicast_in_order,
+                                   (key, messages), delay)
+        else:
+            queue.append((messages, nbytes, self.env._now + delay))
         return messages
+
+    def _multicast_in_order(self, token: tuple[tuple, list[Message]]) -> None:
+        """An ordered multicast arrived everywhere: the next one of its source, targets
+        and tag starts moving, as :meth:`_arrive_in_order` does for a connection."""
+        key, messages = token
+        queue = self._multicasts_in_order[key]
+        if queue:
+            after, nbytes, ready = queue.popleft()
+            src, dsts = key[1], key[2]
+            latency = self.network.route(src, dsts)[1]
+            wait = max(ready + latency - self.env._now, 0.0)
+            self.network.multicast(src, dsts, nbytes, self._multicast_in_order,
+                                   (key, after), wait - latency)
+        else:
+            del self._multicasts_in_order[key]
+        self._arrive_all(messages)
 
     def _arrive_all(self, messages: list[Message]) -> None:
         for message in messages:
@@ -365,10 +395,10 @@ class TracingRuntime(Runtime):
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
                        dsts: tuple[int, ...], tag: Any, sender: Joint,
-                       delay: float = 0.0) -> list[Message]:
+                       delay: float = 0.0, ordered: bool = False) -> list[Message]:
         start = self.env._now
         messages = super().post_multicast(keys, payload, nbytes, src, dsts, tag, sender,
-                                          delay)
+                                          delay, ordered)
         for message in messages:
             if not message.arrived:
                 self._sent[message] = (start, nbytes)

@@ -51,6 +51,35 @@ def test_a_multicast_crosses_each_link_once(p):
     assert uni.time == pytest.approx(2 * LAT + (p - 1) * n / BW, rel=1e-12)
 
 
+@pytest.mark.parametrize("ordered", [False, True])
+def test_ordered_multicasts_move_one_after_the_other(ordered):
+    """Three multicasts of n bytes from GPU 0 to GPUs 1 and 2 of a star, sent at once.
+    Unordered they share the links and all arrive at 2 LAT + 3 n / BW; ordered, each
+    moves once the one ahead has arrived (its latency ran meanwhile), so they arrive at
+    2 LAT + n / BW, + 2 n / BW and + 3 n / BW, one after the other."""
+    n = 10**6
+    arrivals: dict[int, list[float]] = {1: [], 2: []}
+
+    def program(comm: Comm, x):
+        if comm.rank == 0:
+            sent = [comm.multicast(x, [1, 2], ordered=ordered) for _ in range(3)]
+            for event in sent:
+                yield event
+            return x
+        for _ in range(3):
+            yield comm.recv(0)
+            arrivals[comm.rank].append(comm.now)
+        return x
+
+    res = sc.run_program(star(3), program, sc.VirtualBuffer.of(n, np.uint8))
+    step = n / BW
+    expected = [2 * LAT + k * step for k in (1, 2, 3)] if ordered else [2 * LAT + 3 * step] * 3
+    for rank in (1, 2):
+        assert arrivals[rank] == pytest.approx(expected, rel=1e-12)
+    assert res.time == pytest.approx(2 * LAT + 3 * step, rel=1e-12)
+    assert res.link_bytes[("gpu0", "sw")] == 3 * n
+
+
 def test_multicast_data_arrives_intact_and_is_a_snapshot():
     def program(comm: Comm, x):
         if comm.rank == 0:

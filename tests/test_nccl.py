@@ -363,13 +363,8 @@ def test_refusals_say_why_nvls_cannot_run_there():
                        r"all_reduce.*\(NVLS-tree runs across nodes only\)"):
         sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl", nbytes=64,
                     algo="nvls_tree")
-    # collnet=1 would not help here: NVLS reduce_scatter across nodes needs CollNet's own
-    # reduce_scatter, which simcoll does not model, so the refusal does not suggest it.
-    with pytest.raises(sc.InvalidInputError, match=r"NVLS runs reduce_scatter on one "
-                       r"node only here") as refused:
-        sc.simulate(sc.topology.dgx_h100(2), "reduce_scatter", algorithm="nccl",
-                    nbytes=1 << 20, algo="nvls")
-    assert "collnet=1" not in str(refused.value)
-    with pytest.raises(sc.InvalidInputError, match=r"NVLS across nodes needs collnet=1"):
-        sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl",
-                    nbytes=1 << 20, algo="nvls")
+    for collective in ("all_reduce", "reduce_scatter", "all_gather"):
+        with pytest.raises(sc.InvalidInputError, match=r"NVLS across nodes needs collnet=1 "
+                           r"and a SHARP fabric\)"):
+            sc.simulate(sc.topology.dgx_h100(2), collective, algorithm="nccl",
+                        nbytes=1 << 20, algo="nvls")

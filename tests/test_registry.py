@@ -43,10 +43,11 @@ def simulate(pair, **params):
 def simulate_where_it_acts(pair, name, **params):
     """As :func:`simulate`, on a machine where parameter ``name`` can change the run:
     NCCL's ``collnet`` acts only across nodes joined by SHARP switches, and on two such
-    DGX H100 nodes the tuner picks NVLS across them at 1 MiB."""
-    if pair == ("all_reduce", "nccl") and name == "collnet":
-        return sc.simulate(sc.topology.dgx_h100(2, sharp=True), "all_reduce",
-                           algorithm="nccl", nbytes=1 << 20, **params)
+    DGX H100 nodes the tuner picks NVLS across them at 1 MiB (all_gather: of output)."""
+    if pair[1] == "nccl" and name == "collnet":
+        return sc.simulate(sc.topology.dgx_h100(2, sharp=True), pair[0], algorithm="nccl",
+                           nbytes=(1 << 20) // (16 if pair[0] == "all_gather" else 1),
+                           **params)
     return simulate(pair, **params)
 
 

@@ -88,9 +88,11 @@ class Network:
             f"message sent at t={self.env.now:.9g} s: link ({u!r}, {v!r}) failed",
             (u, v), [(src, dst)])
 
-    def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
+    def route(self, src: int, dst: int | tuple[int, ...]
+              ) -> tuple[tuple[int, ...], float, float]:
         """(directed links, latency, least bandwidth) of the route from ``src`` to ``dst``
-        that a message sent now takes."""
+        that a message sent now takes (to a tuple of destinations: a multicast's, see
+        :meth:`_route`)."""
         return self._routes.get((src, dst)) or self._route(src, dst)
 
     def times_alone(self, routes: list[tuple[int, ...]]) -> bool:

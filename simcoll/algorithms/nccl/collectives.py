@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.nccl import nvls, nvls_tree, pat, rings, sharp, trees
+from simcoll.algorithms.nccl import nvls, nvls_sharp, nvls_tree, pat, rings, sharp, trees
 from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
 from simcoll.algorithms.nccl.collnet import (
     chain_all_reduce,
@@ -38,7 +38,13 @@ from simcoll.algorithms.nccl.collnet import (
     switch_counts,
 )
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
-from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, sharp_groups
+from simcoll.algorithms.nccl.machine import (
+    Machine,
+    SharpTree,
+    describe,
+    node_order,
+    sharp_groups,
+)
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
@@ -77,9 +83,9 @@ def _params(collective: str) -> dict[str, Any]:
                         doc="NCCL release whose tuner chooses (the run is the same)"),
         **({"collnet": Int(0, minimum=0, maximum=1,
                            doc="NCCL_COLLNET_ENABLE: 1 enables CollNet over the "
-                               "fabric's SHARP switches (CollNet Direct and Chain, "
-                               "NVLS across nodes)")}
-           if collective == "all_reduce" else {}),
+                               "fabric's SHARP switches (NVLS across nodes; for "
+                               "all_reduce also CollNet Direct and Chain)")}
+           if collective in _COLLNET else {}),
     }
 
 
@@ -91,6 +97,10 @@ def _tuner_bytes(collective: str, x: VirtualBuffer, p: int) -> int:
         return int(block_bytes(x.nbytes, p, x.dtype.itemsize).max())
     return x.nbytes * (p if collective == "all_gather" else 1)
 
+
+_COLLNET = ("all_reduce", "reduce_scatter", "all_gather")
+"""The collectives NCCL_COLLNET_ENABLE changes (NVLS across nodes; CollNet for
+all_reduce)."""
 
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
 """The FP8 types NCCL knows (ncclFloat8e4m3, ncclFloat8e5m2)."""
@@ -125,7 +135,7 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
                     averages=op is ReduceOp.AVG)
     return {"algo": choice.algo, "proto": choice.proto, "channels": choice.channels,
             "arch": machine.arch, "intra": machine.intra if intra == "auto" else intra,
-            "tuner": tuner, **({"collnet": collnet} if collective == "all_reduce" else {})}
+            "tuner": tuner, **({"collnet": collnet} if collective in _COLLNET else {})}
 
 
 def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
@@ -249,18 +259,19 @@ def _leaf(comm: Comm) -> int:
                 for leaf, owners in tree.leaves.items() if comm.rank in owners)
 
 
-def _sharp_roles(comm: Comm) -> list[tuple[int, list[int], int | None]]:
-    """What this SHARP switch does in every local index's tree: (local, children,
-    parent), as :func:`sharp.switch_all_reduce` takes them."""
+def _sharp_roles(comm: Comm) -> list[sharp.Role]:
+    """What this SHARP switch does in every local index's tree (:class:`sharp.Role`)."""
     address = comm.topology.address
-    roles: list[tuple[int, list[int], int | None]] = []
+    roles: list[sharp.Role] = []
     for local, tree in _sharp_trees(comm).items():
         parent = None if tree.root is None else address(tree.root)
         for leaf, owners in tree.leaves.items():
             if address(leaf) == comm.rank:
-                roles.append((local, list(owners), parent))
+                roles.append(sharp.Role(local, list(owners), parent, {o: o for o in owners}))
         if parent == comm.rank:
-            roles.append((local, [address(leaf) for leaf in tree.leaves], None))
+            roles.append(sharp.Role(local, [address(leaf) for leaf in tree.leaves], None,
+                                    {o: address(leaf) for leaf, owners in tree.leaves.items()
+                                     for o in owners}))
     return roles
 
 
@@ -344,31 +355,60 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
 
 
 def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str,
-                                proto: str, channels: int, arch: str,
-                                intra: str, tuner: str) -> HostProgram | None:
-    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
-    in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.size == 1 or x.size == 0 or not nvls.served(comm):
+                                proto: str, channels: int, arch: str, intra: str, tuner: str,
+                                collnet: int) -> HostProgram | None:
+    """The in-network devices' program when the tuner picked NVLS: the NVSwitch's, and
+    across nodes the SHARP switches' (nothing otherwise, nor on an in-network device that
+    is no GPU's NVLS switch, :func:`~.nvls.served`)."""
+    if algo != "nvls" or comm.size == 1 or x.size == 0:
         return None
-    return nvls.switch_reduce_scatter(comm, x, channels, op)
+    if not _across_nodes(comm):
+        return nvls.switch_reduce_scatter(comm, x, channels, op) if nvls.served(comm) \
+            else None
+    if nvls.served(comm):
+        return nvls_sharp.switch_reduce_scatter(comm, x, channels, op)
+    roles = _sharp_roles(comm) if not comm.attached(comm.rank) else []
+    if not roles:
+        return None
+    parts = by_channel(list(split(x, comm.size)), channels)
+    owners = [nvls_sharp.rail_owners(part, _gpu_groups(comm)) for part in parts]
+    return sharp.switch_reduce_scatter(comm, op, roles, owners)
 
 
 def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: str,
-                            channels: int, arch: str, intra: str, tuner: str) -> HostProgram | None:
-    """The NVSwitch's program when the tuner picked NVLS (nothing otherwise, nor on an
-    in-network device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.size == 1 or x.size == 0 or not nvls.served(comm):
+                            channels: int, arch: str, intra: str, tuner: str,
+                            collnet: int) -> HostProgram | None:
+    """The in-network devices' program when the tuner picked NVLS: the NVSwitch's, and
+    across nodes the SHARP switches' (nothing otherwise, nor on an in-network device that
+    is no GPU's NVLS switch, :func:`~.nvls.served`)."""
+    if algo != "nvls" or comm.size == 1 or x.size == 0:
         return None
-    return nvls.switch_all_gather(comm, x, channels)
+    if not _across_nodes(comm):
+        return nvls.switch_all_gather(comm, x, channels) if nvls.served(comm) else None
+    if nvls.served(comm):
+        return nvls_sharp.switch_all_gather(comm, x, channels)
+    roles = _sharp_roles(comm) if not comm.attached(comm.rank) else []
+    if not roles:
+        return None
+    own = list(split(x, channels))
+    owners = [nvls_sharp.rail_owners([part] * comm.size, _gpu_groups(comm)) for part in own]
+    return sharp.switch_all_gather(comm, roles, owners)
+
+
+def _gpu_groups(comm: Comm) -> list[list[int]]:
+    """The GPUs of every node, by rank."""
+    return node_order([comm.node_of(r) for r in range(comm.size)])
 
 
 @_register("reduce_scatter", _model(
     "reduce_scatter", lambda p: p - 1, lambda p: (p - 1) / p, lambda p: (p - 1) / p,
     _ring_reduce_scatter_traffic), in_network=_nvls_switch_reduce_scatter)
 def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
-                        channels: int, arch: str, intra: str, tuner: str) -> BufferProgram:
-    """NCCL's reduce_scatter: a ring (p-1 steps per channel), NVLS on the NVSwitch, or
-    PAT with one GPU per node (aggregated binomial trees)."""
+                        channels: int, arch: str, intra: str, tuner: str,
+                        collnet: int) -> BufferProgram:
+    """NCCL's reduce_scatter: a ring (p-1 steps per channel), NVLS on the NVSwitch (with
+    ``collnet=1`` across nodes too, through SHARP), or PAT with one GPU per node
+    (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
@@ -382,8 +422,13 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
         return glue(outs)
     if algo == "nvls":
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
-        outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_reduce_scatter(
-            comm, parts[c], c, protocol))
+        if _across_nodes(comm):
+            leaf = _leaf(comm)
+            outs = yield from run_channels(comm, channels, lambda c: nvls_sharp.gpu_reduce_scatter(
+                comm, parts[c], c, protocol, leaf))
+        else:
+            outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_reduce_scatter(
+                comm, parts[c], c, protocol))
         return glue(outs)
     ring = _rings(comm, channels)
     outs = yield from run_channels(comm, channels, lambda c: rings.reduce_scatter(
@@ -395,9 +440,10 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
     "all_gather", lambda p: p - 1, lambda p: p - 1, lambda p: 0.0, _ring_all_gather_traffic),
     in_network=_nvls_switch_all_gather)
 def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
-                    arch: str, intra: str, tuner: str) -> BufferProgram:
-    """NCCL's all_gather: a ring (p-1 steps per channel), NVLS on the NVSwitch, or PAT
-    with one GPU per node (aggregated binomial trees)."""
+                    arch: str, intra: str, tuner: str, collnet: int) -> BufferProgram:
+    """NCCL's all_gather: a ring (p-1 steps per channel), NVLS on the NVSwitch (with
+    ``collnet=1`` across nodes too, through SHARP), or PAT with one GPU per node
+    (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
@@ -410,8 +456,13 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
             comm, own[c], protocol, c, chunk))
     elif algo == "nvls":
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
-        outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_gather(
-            comm, own[c], c, protocol))
+        if _across_nodes(comm):
+            leaf = _leaf(comm)
+            outs = yield from run_channels(comm, channels, lambda c: nvls_sharp.gpu_all_gather(
+                comm, own[c], c, protocol, leaf))
+        else:
+            outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_gather(
+                comm, own[c], c, protocol))
     else:
         ring = _rings(comm, channels)
         outs = yield from run_channels(comm, channels, lambda c: rings.all_gather(

@@ -19,9 +19,9 @@ Channels run side by side on the GPUs and on the switch, and the switch handles 
 of every block (reduce_scatter) or every GPU's part (all_gather) before slice k + 1, so
 all GPUs progress together. NCCL models the whole operation's latency as one fixed cost
 (``hwLatencies[NVLINK][NVLS][SIMPLE]``, 25 us), paid once at the start. Slices are NCCL's
-NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB). NCCL runs NVLS reduce_scatter and
-all_gather on one node only (across nodes they need CollNet, which is not modelled);
-device code: ``src/device/reduce_scatter.h`` and ``all_gather.h`` (NCCL 2.30.7).
+NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB). Device code: ``src/device/reduce_scatter.h``
+and ``all_gather.h`` (NCCL 2.30.7). Across nodes NCCL runs NVLS reduce_scatter and
+all_gather with InfiniBand SHARP (:mod:`.nvls_sharp`).
 """
 
 from __future__ import annotations
@@ -34,14 +34,15 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["CHUNK_BYTES", "served", "gpu_all_reduce", "switch_all_reduce", "gpu_reduce_scatter",
-           "switch_reduce_scatter", "gpu_all_gather", "switch_all_gather"]
+__all__ = ["CHUNK_BYTES", "chunks", "served", "gpu_all_reduce", "switch_all_reduce",
+           "gpu_reduce_scatter", "switch_reduce_scatter", "gpu_all_gather", "switch_all_gather"]
 
 CHUNK_BYTES = 128 * 1024
 """``NCCL_NVLS_CHUNKSIZE``'s default (``nvlsChunkSize`` in ``src/init.cc``)."""
 
 
-def _slices(part: Buffer) -> list[Buffer]:
+def chunks(part: Buffer) -> list[Buffer]:
+    """``part`` cut into slices of NCCL's NVLS chunk (equal ones)."""
     per = max(1, CHUNK_BYTES // part.dtype.itemsize)
     count = -(-part.size // per)
     return [part] if count <= 1 else list(split(part, count))
@@ -66,7 +67,7 @@ def served(comm: Comm) -> tuple[int, ...]:
 def _interleaved(parts: list[Buffer]) -> list[tuple[int, int, Buffer]]:
     """``(k, j, slice)`` for slice k of every part j, slice by slice (k outer), as the
     switch handles them."""
-    sliced = [_slices(part) for part in parts]
+    sliced = [chunks(part) for part in parts]
     return [(k, j, pieces[k]) for k in range(max(len(s) for s in sliced))
             for j, pieces in enumerate(sliced) if k < len(pieces)]
 
@@ -74,7 +75,7 @@ def _interleaved(parts: list[Buffer]) -> list[tuple[int, int, Buffer]]:
 def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol) -> Steps:
     """One channel on a GPU: push every slice into the switch, take the results back."""
     switch = _switch(comm)
-    slices = _slices(part)
+    slices = chunks(part)
     push = Sender(comm, switch, protocol, 0.0, channel)
     for piece in slices:
         yield from push.send(piece)
@@ -93,7 +94,7 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp)
     parts = list(split(x, channels))
 
     def channel(c: int) -> Steps:
-        for _ in _slices(parts[c]):
+        for _ in chunks(parts[c]):
             total = yield comm.recv(gpus[0], tag=c)
             for gpu in gpus[1:]:
                 total = yield comm.reduce(total, (yield comm.recv(gpu, tag=c)), op)
@@ -112,7 +113,7 @@ def gpu_reduce_scatter(comm: Comm, parts: list[Buffer], channel: int,
     push = Sender(comm, switch, protocol, 0.0, channel)
     for _, _, piece in _interleaved(parts):
         yield from push.send(piece)
-    mine = _slices(parts[comm.rank])
+    mine = chunks(parts[comm.rank])
     for k in range(len(mine)):
         mine[k] = yield comm.recv(switch, tag=channel)
     yield from push.drain()
@@ -143,10 +144,10 @@ def gpu_all_gather(comm: Comm, own: Buffer, channel: int, protocol: Protocol) ->
     part back (its own included) from the switch's multicasts; returns them by rank."""
     switch = _switch(comm)
     push = Sender(comm, switch, protocol, 0.0, channel)
-    for piece in _slices(own):
+    for piece in chunks(own):
         yield from push.send(piece)
     # Every rank's part has this rank's part's size.
-    got: list[list[Buffer]] = [_slices(own) for _ in range(comm.size)]
+    got: list[list[Buffer]] = [chunks(own) for _ in range(comm.size)]
     for k, j, _ in _interleaved([own] * comm.size):
         got[j][k] = yield comm.recv(switch, tag=channel)
     yield from push.drain()

@@ -44,7 +44,7 @@ from __future__ import annotations
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.channels import run_channels
 from simcoll.algorithms.nccl.machine import node_layout, node_order
-from simcoll.algorithms.nccl.nvls import CHUNK_BYTES, served
+from simcoll.algorithms.nccl.nvls import chunks, served
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
 from simcoll.algorithms.nccl.sharp import downlink, uplink
@@ -67,12 +67,7 @@ def heads(comm: Comm) -> int:
 
 def block_slices(part: Buffer, h: int) -> list[list[Buffer]]:
     """``part`` in one block per head (``h`` of them), each in NVLS-sized slices."""
-    out = []
-    for block in split(part, h):
-        per = max(1, CHUNK_BYTES // block.dtype.itemsize)
-        count = -(-block.size // per)
-        out.append([block] if count <= 1 else list(split(block, count)))
-    return out
+    return [chunks(block) for block in split(part, h)]
 
 
 def _round_robin(blocks: list[list[Buffer]]) -> list[tuple[int, int]]:

@@ -244,8 +244,8 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     (:attr:`Machine.lone_gpu_node`); on nodes of different sizes NVLS-tree runs with as
     many heads as the smallest node has GPUs, and NVLS across nodes and CollNet do not
     run (:attr:`Machine.uneven_nodes`: no SHARP trees are found there)."""
-    across = bool(collnet) and machine.sharp and collective == "all_reduce"
-    collnet_ok = across and machine.ppn <= 8
+    across = bool(collnet) and machine.sharp
+    collnet_ok = across and machine.ppn <= 8 and collective == "all_reduce"
 
     nvls = machine.nvls and not machine.lone_gpu_node
 
@@ -361,10 +361,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             if machine.nvls and machine.nnodes > 1 and "nvls" in named:
                 hints.append("NVLS across nodes needs collnet=1 and a SHARP fabric"
                              + (" joining nodes of equal GPU counts"
-                                if machine.uneven_nodes else "")
-                             if collective == "all_reduce" else
-                             f"NVLS runs {collective} on one node only here: across nodes "
-                             f"NCCL needs CollNet's {collective}, which is not modelled")
+                                if machine.uneven_nodes else ""))
             if machine.nvls and machine.nnodes == 1 and "nvls_tree" in named:
                 hints.append("NVLS-tree runs across nodes only")
             if machine.nvls and machine.nranks > 1 and any(a.startswith("nvls") for a in named):
@@ -392,6 +389,9 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                 best = Choice(a, pr, nc if channels else trim_channels(
                     nbytes, a, pr, nc, machine.nranks, int(machine.ppn)), t)
     if best is None or math.isinf(best.predicted):
+        few = " (NVLS needs 2 channels or more, as in NCCL)" if channels == 1 and all(
+            a.startswith("nvls") for a in algos) else ""
         raise InvalidInputError(f"no NCCL algorithm and protocol can run {collective} with "
-                                f"algo={algo!r}, proto={proto!r} on this machine")
+                                f"algo={algo!r}, proto={proto!r}, channels={channels} on "
+                                f"this machine{few}")
     return best

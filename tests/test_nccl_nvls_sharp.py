@@ -1,0 +1,172 @@
+"""NVLS reduce_scatter and all_gather across nodes (``collnet=1`` on a SHARP fabric): the
+result against numpy, every GPU's bytes on NVLink and on its NIC worked out by hand, the
+tuner's choice, and SHARP trees of two levels (leaves joined by a spine)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.tuner import predict
+
+N_NODES, G = 2, 8
+P = N_NODES * G
+
+
+def sharp_pods(nodes: int, gpus: int, per_leaf: int) -> sc.Topology:
+    """``nodes`` nodes of ``gpus`` GPUs on an NVLS switch; each GPU's NIC on its rail's
+    leaf for ``per_leaf`` nodes at a time, the leaves on one spine; leaves and spine
+    reduce (SHARP)."""
+    topo = sc.Topology(f"{nodes} x {gpus} in pods of {per_leaf}")
+    spine = topo.add_switch("spine", reduce_bandwidth=1e13)
+    leaves: dict[tuple[int, int], str] = {}
+    for node in range(nodes):
+        nvswitch = topo.add_switch(f"nvswitch{node}", reduce_bandwidth=2e12)
+        for local in range(gpus):
+            pod = (node // per_leaf, local)
+            if pod not in leaves:
+                leaves[pod] = topo.add_switch(f"leaf{pod[0]}_{local}", reduce_bandwidth=1e13)
+                topo.add_link(leaves[pod], spine, bandwidth=100e9, latency=1e-6, kind="ib")
+            gpu = topo.add_gpu(node=node)
+            nic = topo.add_nic()
+            topo.add_link(gpu, nvswitch, bandwidth=300e9, latency=5e-7, kind="nvlink")
+            topo.add_link(gpu, nic, bandwidth=60e9, latency=5e-7, kind="pcie")
+            topo.add_link(nic, leaves[pod], bandwidth=50e9, latency=1e-6, kind="ib")
+    return topo
+
+
+def _inputs(p: int, count: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-1000, 1000, count).astype(np.int64) for _ in range(p)]
+
+
+@pytest.mark.parametrize("channels", [2, 3, 16])
+@pytest.mark.parametrize("topo", [sc.topology.dgx_h100(2, sharp=True),
+                                  sharp_pods(4, 2, per_leaf=2), sharp_pods(3, 3, per_leaf=2)],
+                         ids=["dgx_h100(2)", "4x2 two leaves per rail", "3x3 uneven pods"])
+def test_nvls_across_nodes_gives_numpys_result(topo, channels):
+    """Blocks of 1000 / p elements (not a multiple of the slices), several slices per
+    block at 70,001 elements."""
+    p = topo.nranks
+    for count in (1000, 70_001 * p):
+        data = _inputs(p, count, seed=count)
+        total = np.sum(data, axis=0)
+        res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", data=data, algo="nvls",
+                          collnet=1, channels=channels)
+        assert res.params["algo"] == "nvls" and res.correct
+        for r, block in enumerate(np.array_split(total, p)):
+            np.testing.assert_array_equal(res.outputs[r], block)
+        mine = _inputs(p, count // p, seed=count + 1)
+        res = sc.simulate(topo, "all_gather", algorithm="nccl", data=mine, algo="nvls",
+                          collnet=1, channels=channels)
+        assert res.correct
+        for out in res.outputs:
+            np.testing.assert_array_equal(out, np.concatenate(mine))
+
+
+def test_nvls_reduce_scatter_across_nodes_moves_what_its_heads_own():
+    """Two DGX H100 (N = 2 nodes of G = 8), an input of n bytes: every GPU pushes n into
+    its NVSwitch and gets back the node's sums of its rail's N blocks, N n / p = n / 8; it
+    sends those N blocks through its NIC and receives its own block, n / p = n / 16."""
+    topo = sc.topology.dgx_h100(N_NODES, sharp=True)
+    n = 1 << 22
+    res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=n, algo="nvls",
+                      collnet=1)
+    assert res.params["channels"] == 16
+    for r in range(P):
+        gpu, switch, nic = f"gpu{r}", f"nvswitch{r // G}", f"nic{r}"
+        assert res.link_bytes[(gpu, switch)] == n
+        assert res.link_bytes[(switch, gpu)] == N_NODES * n // P
+        assert res.link_bytes[(gpu, nic)] == N_NODES * n // P
+        assert res.link_bytes[(nic, gpu)] == n // P
+        assert res.bytes_sent[r] == n + N_NODES * n // P
+
+
+def test_nvls_all_gather_across_nodes_moves_what_its_heads_own():
+    """An all_gather of m bytes per GPU: a GPU sends its m through its NIC and receives
+    its rail's N parts, pushes those N m into the NVSwitch and receives all p m."""
+    topo = sc.topology.dgx_h100(N_NODES, sharp=True)
+    m = 1 << 18
+    res = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=m, algo="nvls", collnet=1)
+    for r in range(P):
+        gpu, switch, nic = f"gpu{r}", f"nvswitch{r // G}", f"nic{r}"
+        assert res.link_bytes[(gpu, nic)] == m
+        assert res.link_bytes[(nic, gpu)] == N_NODES * m
+        assert res.link_bytes[(gpu, switch)] == N_NODES * m
+        assert res.link_bytes[(switch, gpu)] == P * m
+
+
+def test_a_two_level_sharp_tree_carries_each_slice_once_between_leaf_and_spine():
+    """Four nodes of 2 GPUs, two nodes per leaf: for a reduce_scatter each leaf sends up
+    the sum of its two nodes' copies of every block of its rail (N n / p per rail), and
+    the spine sends each leaf only the blocks of its own nodes (2 n / p per rail); for an
+    all_gather each leaf sends up its two nodes' parts and gets every part back down."""
+    topo = sharp_pods(4, 2, per_leaf=2)
+    p, n = topo.nranks, 1 << 20
+    res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=n, algo="nvls",
+                      collnet=1)
+    for leaf in ("leaf0_0", "leaf0_1", "leaf1_0", "leaf1_1"):
+        assert res.link_bytes[(leaf, "spine")] == 4 * n // p
+        assert res.link_bytes[("spine", leaf)] == 2 * n // p
+    m = 1 << 16
+    res = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=m, algo="nvls", collnet=1)
+    for leaf in ("leaf0_0", "leaf0_1", "leaf1_0", "leaf1_1"):
+        assert res.link_bytes[(leaf, "spine")] == 2 * m
+        assert res.link_bytes[("spine", leaf)] == 4 * m
+
+
+def test_nvls_on_one_channel_is_refused_with_the_reason():
+    """NCCL gives NVLS no bandwidth below 2 channels ("NVLS/NVLStree needs at least 2
+    channels", tuning.cc)."""
+    with pytest.raises(sc.InvalidInputError, match=r"channels=1 .*NVLS needs 2 channels"):
+        sc.simulate(sc.topology.dgx_h100(N_NODES, sharp=True), "reduce_scatter",
+                    algorithm="nccl", nbytes=1 << 20, algo="nvls", collnet=1, channels=1)
+
+
+def test_the_tuner_runs_nvls_across_nodes_only_with_collnet():
+    """NCCL 2.30.7 gives NVLS reduce_scatter and all_gather across nodes a bandwidth only
+    with NCCL_COLLNET_ENABLE=1 and a CollNet plugin that reduce-scatters and all-gathers
+    (``ncclTopoTuneModel``). At 1 MiB on two SHARP-joined DGX H100 its latency, 25 us in
+    the node plus 18 us across, beats the ring's 15 steps; without collnet it never
+    runs."""
+    topo = sc.topology.dgx_h100(N_NODES, sharp=True)
+    for collective, nbytes in (("reduce_scatter", 1 << 20), ("all_gather", (1 << 20) // P)):
+        on = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes, collnet=1)
+        off = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes)
+        assert on.params["algo"] == "nvls" and on.params["collnet"] == 1
+        assert off.params["algo"] != "nvls"
+
+
+def test_nccls_prediction_for_nvls_across_nodes():
+    """NCCL 2.30.7's model: latency 25 us (NVLink) + 18 us (network); bus bandwidth the
+    least of NVLink x 0.85 x 15/16 x (ppn - 1) / ppn (370.8 GB/s on DGX H100: 258.6) and
+    the node's network (8 x 48 GB/s, NCCL's NDR figure), not converted to an algorithm
+    bandwidth for these collectives. At 1 GiB: 43 us + 2^30 / 258.6 GB/s."""
+    machine = describe(sc.topology.dgx_h100(N_NODES, sharp=True), tuple(range(P)))
+    expected = 43e-6 + 2**30 / (370.8e9 * 0.85 * 15 / 16 * 7 / 8)
+    for collective in ("reduce_scatter", "all_gather"):
+        assert predict(machine, collective, 2**30, "nvls", "Simple", 16) == \
+            pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_started_nvls_across_nodes_runs_as_at_the_top_level(collective):
+    """Started from rank programs on the world communicator, the NVSwitches' and the SHARP
+    switches' programs start with the collective: time, outputs and traffic are the
+    top-level run's."""
+    topo = sc.topology.dgx_h100(N_NODES, sharp=True)
+    x = [np.arange(P * 1000, dtype=np.int32) * (r + 1) for r in range(P)]
+
+    def program(comm):
+        out = yield comm.collective(collective, x[comm.rank], algorithm="nccl", algo="nvls",
+                                    collnet=1)
+        return out
+
+    started = sc.run_program(topo, program)
+    top = sc.simulate(topo, collective, algorithm="nccl", data=x, algo="nvls", collnet=1)
+    assert top.correct and started.time == top.time
+    assert started.link_bytes == top.link_bytes
+    for r in range(P):
+        np.testing.assert_array_equal(started.outputs[r], top.outputs[r])
