@@ -15,25 +15,37 @@ N_NODES, G = 2, 8
 P = N_NODES * G
 
 
-def sharp_pods(nodes: int, gpus: int, per_leaf: int) -> sc.Topology:
+def sharp_pods(nodes: int, gpus: int, per_leaf: int, seed: int | None = None) -> sc.Topology:
     """``nodes`` nodes of ``gpus`` GPUs on an NVLS switch; each GPU's NIC on its rail's
     leaf for ``per_leaf`` nodes at a time, the leaves on one spine; leaves and spine
-    reduce (SHARP)."""
+    reduce (SHARP). With a ``seed``, every link's bandwidth and latency and every
+    switch's reduction rate are drawn at random."""
+    rng = np.random.default_rng(seed)
+
+    def bw(fixed: float) -> float:
+        return fixed if seed is None else float(rng.choice([5e9, 2e10, 5e10, 2e11, 6e11]))
+
+    def lat(fixed: float) -> float:
+        return fixed if seed is None else float(rng.choice([0.0, 1e-7, 1e-6]))
+
     topo = sc.Topology(f"{nodes} x {gpus} in pods of {per_leaf}")
-    spine = topo.add_switch("spine", reduce_bandwidth=1e13)
+    spine = topo.add_switch("spine", reduce_bandwidth=bw(1e13) * 10)
     leaves: dict[tuple[int, int], str] = {}
     for node in range(nodes):
-        nvswitch = topo.add_switch(f"nvswitch{node}", reduce_bandwidth=2e12)
+        nvswitch = topo.add_switch(f"nvswitch{node}", reduce_bandwidth=bw(2e12) * 10)
         for local in range(gpus):
             pod = (node // per_leaf, local)
             if pod not in leaves:
-                leaves[pod] = topo.add_switch(f"leaf{pod[0]}_{local}", reduce_bandwidth=1e13)
-                topo.add_link(leaves[pod], spine, bandwidth=100e9, latency=1e-6, kind="ib")
+                leaves[pod] = topo.add_switch(f"leaf{pod[0]}_{local}",
+                                              reduce_bandwidth=bw(1e13) * 10)
+                topo.add_link(leaves[pod], spine, bandwidth=bw(100e9), latency=lat(1e-6),
+                              kind="ib")
             gpu = topo.add_gpu(node=node)
             nic = topo.add_nic()
-            topo.add_link(gpu, nvswitch, bandwidth=300e9, latency=5e-7, kind="nvlink")
-            topo.add_link(gpu, nic, bandwidth=60e9, latency=5e-7, kind="pcie")
-            topo.add_link(nic, leaves[pod], bandwidth=50e9, latency=1e-6, kind="ib")
+            topo.add_link(gpu, nvswitch, bandwidth=bw(300e9), latency=lat(5e-7),
+                          kind="nvlink")
+            topo.add_link(gpu, nic, bandwidth=bw(60e9), latency=lat(5e-7), kind="pcie")
+            topo.add_link(nic, leaves[pod], bandwidth=bw(50e9), latency=lat(1e-6), kind="ib")
     return topo
 
 
@@ -170,3 +182,36 @@ def test_started_nvls_across_nodes_runs_as_at_the_top_level(collective):
     assert started.link_bytes == top.link_bytes
     for r in range(P):
         np.testing.assert_array_equal(started.outputs[r], top.outputs[r])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_nvls_across_nodes_on_random_sharp_pods(seed):
+    """Random pods (2 to 5 nodes of 2 to 4 GPUs, 1 to all nodes per leaf, every rate and
+    latency at random), every network model: numpy's result, the data-free run's time
+    and traffic, and no faster than its busiest link allows. 200 such machines ran
+    clean before this test kept 12."""
+    rng = np.random.default_rng(seed)
+    nodes, gpus = int(rng.integers(2, 6)), int(rng.integers(2, 5))
+    topo = sharp_pods(nodes, gpus, per_leaf=int(rng.integers(1, nodes + 1)), seed=seed)
+    p = topo.nranks
+    capacity = {}
+    for link in topo.links:
+        capacity[(link.u, link.v)] = capacity[(link.v, link.u)] = link.bandwidth
+    for collective in ("reduce_scatter", "all_gather", "all_reduce"):
+        channels = int(rng.integers(2, 6))
+        count = int(rng.choice([1, 7 * p + 3, int(rng.integers(1, 60000))]))
+        if collective == "reduce_scatter":
+            count = max(1, count // p) * p
+        network = str(rng.choice(["flow", "analytical"]))
+        data = [np.random.default_rng(31 * seed + r).integers(-100, 100, count)
+                for r in range(p)]
+        res = sc.simulate(topo, collective, algorithm="nccl", data=data, network=network,
+                          algo="nvls", collnet=1, channels=channels)
+        assert res.correct, (collective, channels, network)
+        free = sc.simulate(topo, collective, algorithm="nccl", nbytes=count * 8,
+                           dtype=np.int64, network=network, algo="nvls", collnet=1,
+                           channels=channels)
+        assert free.time == res.time and free.link_bytes == res.link_bytes
+        if network == "flow":
+            busiest = max(b / capacity[key] for key, b in res.link_bytes.items())
+            assert res.time >= busiest * (1 - 1e-12)

@@ -29,6 +29,7 @@ def test_every_collective_on_random_servers(seed):
     topo = random_nodes(seed)
     p = topo.nranks
     rng = np.random.default_rng(1000 + seed)
+    enable = np.random.default_rng(5000 + seed)  # collnet for reduce_scatter, all_gather
     capacity = {}
     for link in topo.links:
         capacity[(link.u, link.v)] = capacity[(link.v, link.u)] = link.bandwidth
@@ -43,6 +44,8 @@ def test_every_collective_on_random_servers(seed):
         if rng.random() < 0.4:
             params["algo"] = str(rng.choice(algos))
         if collective == "all_reduce" and rng.random() < 0.3:
+            params["collnet"] = 1
+        if collective in ("reduce_scatter", "all_gather") and enable.random() < 0.3:
             params["collnet"] = 1
         count = int(rng.choice([1, 3, 7 * p + 3, int(rng.integers(1, 5000))]))
         if collective == "reduce_scatter":
