@@ -38,7 +38,10 @@ def test_collnet_runs_only_where_enabled_on_a_sharp_fabric():
     assert {"collnet_direct", "collnet_chain"} <= set(candidates(machine, "all_reduce", 1))
     assert not {"collnet_direct", "collnet_chain"} & set(
         candidates(describe(sc.topology.dgx_a100(2), tuple(range(16))), "all_reduce", 1))
-    assert "collnet_direct" not in candidates(machine, "reduce_scatter", 1)
+    # reduce_scatter and all_gather: CollNet Direct (a head per GPU here), never Chain
+    assert "collnet_direct" in candidates(machine, "reduce_scatter", 1)
+    assert "collnet_chain" not in candidates(machine, "all_gather", 1)
+    assert "collnet_direct" not in candidates(machine, "reduce_scatter")
     # 16 GPUs per node are more than CollNet's 8 (NCCL_MAX_DIRECT_ARITY + 1)
     wide = sc.topology.dgx(2, nvlink_bandwidth=240e9, pcie_bandwidth=24e9,
                            nic_bandwidth=25e9, gpus_per_node=16, sharp=True)

@@ -20,7 +20,8 @@ import simcoll as sc
 
 ALGOS = {"all_reduce": ["ring", "tree", "nvls", "nvls_tree", "collnet_direct",
                         "collnet_chain"],
-         "reduce_scatter": ["ring", "nvls", "pat"], "all_gather": ["ring", "nvls", "pat"],
+         "reduce_scatter": ["ring", "nvls", "collnet_direct", "pat"],
+         "all_gather": ["ring", "nvls", "collnet_direct", "pat"],
          "broadcast": ["ring"], "reduce": ["ring"], "all_to_all": ["p2p"]}
 
 

@@ -2,7 +2,8 @@
 
 Each registration takes NCCL's overrides as parameters: ``algo`` (NCCL_ALGO: "ring",
 "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain" for all_reduce; "ring",
-"nvls", "pat" for reduce_scatter and all_gather; "p2p" for all_to_all), ``proto``
+"nvls", "collnet_direct", "pat" for reduce_scatter and all_gather; "p2p" for
+all_to_all), ``proto``
 (NCCL_PROTO: "LL", "LL128", "Simple"), each one name, several separated by commas or
 ``^`` and those to leave out, as NCCL reads them
 (:class:`~simcoll.algorithms.params.Names`), ``channels`` (0: as NCCL would), ``arch``
@@ -34,7 +35,10 @@ from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
 from simcoll.algorithms.nccl.collnet import (
     chain_all_reduce,
     chunk_bytes,
+    direct_all_gather,
     direct_all_reduce,
+    direct_reduce_scatter,
+    slices,
     switch_counts,
 )
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
@@ -357,42 +361,73 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
 def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str,
                                 proto: str, channels: int, arch: str, intra: str, tuner: str,
                                 collnet: int) -> HostProgram | None:
-    """The in-network devices' program when the tuner picked NVLS: the NVSwitch's, and
-    across nodes the SHARP switches' (nothing otherwise, nor on an in-network device that
-    is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.size == 1 or x.size == 0:
+    """The in-network devices' program: the NVSwitch's for NVLS, and across nodes the
+    SHARP switches' for NVLS and CollNet Direct (nothing otherwise, nor on an in-network
+    device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
+    if algo not in ("nvls", "collnet_direct") or comm.size == 1 or x.size == 0:
         return None
-    if not _across_nodes(comm):
-        return nvls.switch_reduce_scatter(comm, x, channels, op) if nvls.served(comm) \
-            else None
     if nvls.served(comm):
+        if algo != "nvls":
+            return None  # NVSwitches only forward for CollNet
+        if not _across_nodes(comm):
+            return nvls.switch_reduce_scatter(comm, x, channels, op)
         return nvls_sharp.switch_reduce_scatter(comm, x, channels, op)
-    roles = _sharp_roles(comm) if not comm.attached(comm.rank) else []
+    roles = _sharp_rail_roles(comm)
     if not roles:
         return None
-    parts = by_channel(list(split(x, comm.size)), channels)
-    owners = [nvls_sharp.rail_owners(part, _gpu_groups(comm)) for part in parts]
-    return sharp.switch_reduce_scatter(comm, op, roles, owners)
+    return sharp.switch_reduce_scatter(comm, op, roles, _rail_owners(comm, x, algo, channels,
+                                                                     reduces=True))
 
 
 def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: str,
                             channels: int, arch: str, intra: str, tuner: str,
                             collnet: int) -> HostProgram | None:
-    """The in-network devices' program when the tuner picked NVLS: the NVSwitch's, and
-    across nodes the SHARP switches' (nothing otherwise, nor on an in-network device that
-    is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo != "nvls" or comm.size == 1 or x.size == 0:
+    """The in-network devices' program: the NVSwitch's for NVLS, and across nodes the
+    SHARP switches' for NVLS and CollNet Direct (nothing otherwise, nor on an in-network
+    device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
+    if algo not in ("nvls", "collnet_direct") or comm.size == 1 or x.size == 0:
         return None
-    if not _across_nodes(comm):
-        return nvls.switch_all_gather(comm, x, channels) if nvls.served(comm) else None
     if nvls.served(comm):
+        if algo != "nvls":
+            return None
+        if not _across_nodes(comm):
+            return nvls.switch_all_gather(comm, x, channels)
         return nvls_sharp.switch_all_gather(comm, x, channels)
-    roles = _sharp_roles(comm) if not comm.attached(comm.rank) else []
+    roles = _sharp_rail_roles(comm)
     if not roles:
         return None
-    own = list(split(x, channels))
-    owners = [nvls_sharp.rail_owners([part] * comm.size, _gpu_groups(comm)) for part in own]
-    return sharp.switch_all_gather(comm, roles, owners)
+    return sharp.switch_all_gather(comm, roles, _rail_owners(comm, x, algo, channels,
+                                                             reduces=False))
+
+
+def _sharp_rail_roles(comm: Comm) -> list[sharp.Role]:
+    """A SHARP switch's roles for a reduce_scatter or all_gather across nodes (none on
+    one node, nor on a device linked to a GPU)."""
+    if comm.attached(comm.rank) or not _across_nodes(comm):
+        return []
+    return _sharp_roles(comm)
+
+
+def _rail_owners(comm: Comm, x: VirtualBuffer, algo: str, channels: int,
+                 reduces: bool) -> list[dict[int, list[int]]]:
+    """Per channel, :func:`sharp.rail_owners` of a reduce_scatter (``reduces``) of ``x``
+    or an all_gather of ``x`` from every rank, sliced as ``algo`` slices: NVLS chunks,
+    or CollNet Direct's chunk for the whole buffer."""
+    p = comm.size
+    if algo == "nvls":
+        def count(block: Buffer) -> int:
+            return len(nvls.chunks(block))
+    else:
+        chunk = chunk_bytes(algo, x.nbytes * (1 if reduces else p), channels, _ppn(comm))
+
+        def count(block: Buffer) -> int:
+            return len(slices(block, chunk))
+    groups = _gpu_groups(comm)
+    if reduces:
+        return [sharp.rail_owners({r: count(block) for r, block in enumerate(part)}, groups)
+                for part in by_channel(list(split(x, p)), channels)]
+    return [sharp.rail_owners(dict.fromkeys(range(p), count(part)), groups)
+            for part in split(x, channels)]
 
 
 def _gpu_groups(comm: Comm) -> list[list[int]]:
@@ -407,8 +442,8 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
                         channels: int, arch: str, intra: str, tuner: str,
                         collnet: int) -> BufferProgram:
     """NCCL's reduce_scatter: a ring (p-1 steps per channel), NVLS on the NVSwitch (with
-    ``collnet=1`` across nodes too, through SHARP), or PAT with one GPU per node
-    (aggregated binomial trees)."""
+    ``collnet=1`` across nodes too, through SHARP), CollNet Direct through SHARP
+    (``collnet=1``), or PAT with one GPU per node (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
@@ -419,6 +454,11 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
         chunk = pat.chunk_bytes("reduce_scatter", x.nbytes, channels)
         outs = yield from run_channels(comm, channels, lambda c: pat.reduce_scatter(
             comm, parts[c], protocol, op, c, chunk))
+        return glue(outs)
+    if algo == "collnet_direct":
+        leaf, chunk = _leaf(comm), chunk_bytes(algo, x.nbytes, channels, _ppn(comm))
+        outs = yield from run_channels(comm, channels, lambda c: direct_reduce_scatter(
+            comm, parts[c], c, protocol, op, intra, chunk, leaf))
         return glue(outs)
     if algo == "nvls":
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
@@ -442,8 +482,8 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
 def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
                     arch: str, intra: str, tuner: str, collnet: int) -> BufferProgram:
     """NCCL's all_gather: a ring (p-1 steps per channel), NVLS on the NVSwitch (with
-    ``collnet=1`` across nodes too, through SHARP), or PAT with one GPU per node
-    (aggregated binomial trees)."""
+    ``collnet=1`` across nodes too, through SHARP), CollNet Direct through SHARP
+    (``collnet=1``), or PAT with one GPU per node (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
@@ -454,6 +494,10 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
         chunk = pat.chunk_bytes("all_gather", x.nbytes * p, channels)
         outs = yield from run_channels(comm, channels, lambda c: pat.all_gather(
             comm, own[c], protocol, c, chunk))
+    elif algo == "collnet_direct":
+        leaf, chunk = _leaf(comm), chunk_bytes(algo, x.nbytes * p, channels, _ppn(comm))
+        outs = yield from run_channels(comm, channels, lambda c: direct_all_gather(
+            comm, own[c], c, protocol, intra, chunk, leaf))
     elif algo == "nvls":
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
         if _across_nodes(comm):

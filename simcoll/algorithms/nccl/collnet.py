@@ -1,4 +1,4 @@
-"""NCCL's CollNet all_reduce, simulated: InfiniBand SHARP across nodes, GPUs inside them.
+"""NCCL's CollNet, simulated: InfiniBand SHARP across nodes, GPUs inside them.
 
 With ``NCCL_COLLNET_ENABLE=1`` on a fabric whose switches reduce (SHARP, :mod:`.sharp`),
 NCCL can run two CollNet algorithms (``src/device/all_reduce.h``, NCCL 2.30.7; Simple
@@ -18,6 +18,19 @@ protocol only):
   sends the node's sum through its NIC to the SHARP switches and passes what comes back
   down the chain. Latency: 2 (G - 1) 2.8 us + 30 us.
 
+CollNet Direct also runs reduce_scatter and all_gather across nodes
+(``src/device/reduce_scatter.h`` and ``all_gather.h``), where NCCL's CollNet plugin
+reduce-scatters and all-gathers and every GPU is a head (its NVLS head, or one per NIC):
+each GPU heads its rail, the blocks of its local index on every node
+(:func:`.sharp.rail_order`). reduce_scatter: every GPU sends each other local GPU the
+slices of that GPU's rail; a head reduces its rail's slices over the node as they come
+(its own input included) and sends the sums to SHARP, which reduces them over the nodes
+and sends each head its own block. A GPU sends and receives (G - 1) N n / p bytes over
+NVLink, sends N n / p and receives n / p on its NIC. all_gather: every GPU sends its
+part to SHARP, which sends every part of the rail back to every head; a head passes
+each to the other GPUs of its node. A GPU sends n / p and receives N n / p on its NIC,
+and sends and receives (G - 1) N n / p over NVLink.
+
 Each step waits NCCL's step latency for its link class (``hwLatencies``) beyond its
 route's own latency, as rings and trees do. Slices are NCCL's chunks
 (``calcCollChunking`` in ``src/enqueue.cc``): 512 KiB for Direct and 256 KiB for Chain,
@@ -35,7 +48,8 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["chunk_bytes", "slices", "direct_all_reduce", "chain_all_reduce", "switch_counts"]
+__all__ = ["chunk_bytes", "slices", "direct_all_reduce", "chain_all_reduce", "switch_counts",
+           "direct_reduce_scatter", "direct_all_gather"]
 
 _STEP = 512 * 1024
 """A Simple step: NCCL's 4 MiB buffer over its 8 FIFO slots."""
@@ -152,3 +166,78 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
         yield from up.send(piece)
     yield from up.drain()
     return join((yield descending))
+
+
+def direct_reduce_scatter(comm: Comm, parts: list[Buffer], channel: int, protocol: Protocol,
+                          op: ReduceOp, intra: str, chunk: int, leaf: int) -> Steps:
+    """One channel of CollNet Direct's reduce_scatter across nodes on a GPU (every GPU
+    heads its rail): send every other local GPU the slices of its rail's blocks
+    (``parts[r]`` is rank r's block); reduce each block of this rail over the node's
+    GPUs as the slices come and send the sum through SHARP switch ``leaf``, which
+    reduces it over the nodes; return this rank's block as SHARP sends it back."""
+    groups, node, local = node_layout(comm)
+    peers = groups[node]
+    sliced = [slices(block, chunk) for block in parts]
+    order = sharp.rail_order({r: len(pieces) for r, pieces in enumerate(sliced)}, groups)
+    rail = {r: h for members in groups for h, r in enumerate(members)}
+    others = [h for h in range(len(peers)) if h != local]
+    hop = protocol.hop("collnet_direct", intra)
+    tag = (channel, "collnet scatter")
+
+    def scatter() -> Steps:
+        senders = {h: Sender(comm, peers[h], protocol, hop, tag) for h in others}
+        for r, k in order:
+            if rail[r] != local:
+                yield from senders[rail[r]].send(sliced[r][k])
+        for sender in senders.values():
+            yield from sender.drain()
+
+    def head() -> Steps:
+        up = sharp.uplink(comm, leaf, protocol.hop("collnet_direct", "net"), protocol,
+                          (channel, local))
+        for r, k in order:
+            if rail[r] == local:
+                total = sliced[r][k]
+                for h in others:
+                    total = yield comm.reduce(total, (yield comm.recv(peers[h], tag=tag)), op)
+                yield from up.send(total)
+        yield from up.drain()
+
+    scattering, heading = comm.start(scatter()), comm.start(head())
+    mine = yield from sharp.downlink(comm, leaf, (channel, local), len(sliced[comm.rank]), [])
+    yield scattering
+    yield heading
+    return join(mine)
+
+
+def direct_all_gather(comm: Comm, own: Buffer, channel: int, protocol: Protocol,
+                      intra: str, chunk: int, leaf: int) -> Steps:
+    """One channel of CollNet Direct's all_gather across nodes on a GPU (every GPU heads
+    its rail): send this rank's part through SHARP switch ``leaf``, which sends every
+    part of the rail back; pass each on to the other local GPUs as it comes, and take
+    theirs from them; return every rank's part, by rank."""
+    groups, node, local = node_layout(comm)
+    peers = groups[node]
+    pieces = slices(own, chunk)
+    order = sharp.rail_order(dict.fromkeys(range(comm.size), len(pieces)), groups)
+    rail = {r: h for members in groups for h, r in enumerate(members)}
+    hop = protocol.hop("collnet_direct", intra)
+    tag = (channel, "collnet bcast")
+    up = sharp.uplink(comm, leaf, protocol.hop("collnet_direct", "net"), protocol,
+                      (channel, local))
+    for piece in pieces:
+        yield from up.send(piece)
+    downs = [Sender(comm, peers[h], protocol, hop, tag) for h in range(len(peers))
+             if h != local]
+    relaying = comm.start(sharp.downlink(comm, leaf, (channel, local),
+                                         len(pieces) * len(groups), downs))
+    got: list[list[Buffer]] = [list(pieces) for _ in range(comm.size)]
+    for r, k in order:
+        if rail[r] != local:
+            got[r][k] = yield comm.recv(peers[rail[r]], tag=tag)
+    from_sharp = iter((yield relaying))
+    for r, k in order:
+        if rail[r] == local:
+            got[r][k] = next(from_sharp)
+    yield from up.drain()
+    return [join(parts) for parts in got]

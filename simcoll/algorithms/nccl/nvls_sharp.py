@@ -19,7 +19,7 @@ G GPUs on each of N nodes and p = N G ranks:
   receives all p on NVLink.
 
 Slices are NVLS chunks (:func:`.nvls.chunks`), handled slice by slice: slice k of every
-block before slice k + 1 of any, node by node, rail by rail (:func:`rail_order`), so all
+block before slice k + 1 of any, node by node, rail by rail (:func:`.sharp.rail_order`), so all
 heads start at once. NCCL's latency is its NVLS latency inside the node (25 us, once)
 plus the network's (``hwLatencies[NET][NVLS][SIMPLE]``, 18 us), which each slice sent to
 SHARP waits beyond its route's own latency.
@@ -32,37 +32,17 @@ from simcoll.algorithms.nccl.machine import node_layout, node_order
 from simcoll.algorithms.nccl.nvls import chunks, served
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
-from simcoll.algorithms.nccl.sharp import downlink, uplink
+from simcoll.algorithms.nccl.sharp import downlink, rail_order, uplink
 from simcoll.buffers import Buffer, VirtualBuffer, join, split
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["rail_order", "rail_owners", "gpu_reduce_scatter", "switch_reduce_scatter",
-           "gpu_all_gather", "switch_all_gather"]
+__all__ = ["gpu_reduce_scatter", "switch_reduce_scatter", "gpu_all_gather",
+           "switch_all_gather"]
 
 _PUSH, _BACK = 0, 1
 """Tag offsets within a channel's two: GPU -> NVSwitch, NVSwitch -> GPU."""
-
-
-def rail_order(counts: dict[int, int], groups: list[list[int]]) -> list[tuple[int, int]]:
-    """(rank, slice) pairs for blocks of ``counts[rank]`` slices: slice k of every block
-    before slice k + 1 of any; within a slice, node by node and, in each node, rail by
-    rail (``groups[j][h]`` is rail h's GPU on node j)."""
-    longest = max(counts.values())
-    return [(members[h], k) for k in range(longest) for members in groups
-            for h in range(len(members)) if k < counts[members[h]]]
-
-
-def rail_owners(parts: list[Buffer], groups: list[list[int]]) -> dict[int, list[int]]:
-    """For each rail, the owner of every slice its heads send to SHARP (a reduce_scatter)
-    or receive from it (an all_gather), in order: rank r's block is ``parts[r]``."""
-    local = {r: h for members in groups for h, r in enumerate(members)}
-    order = rail_order({r: len(chunks(parts[r])) for r in local}, groups)
-    owners: dict[int, list[int]] = {}
-    for r, _ in order:
-        owners.setdefault(local[r], []).append(r)
-    return owners
 
 
 def _switch_of(comm: Comm) -> int:
@@ -151,7 +131,7 @@ def gpu_all_gather(comm: Comm, own: Buffer, channel: int, protocol: Protocol,
 
 def switch_all_gather(comm: Comm, x: VirtualBuffer, channels: int) -> Steps:
     """The NVSwitch's side of every channel: multicast every part each head pushes to
-    every GPU of the node, in :func:`rail_order`."""
+    every GPU of the node, in :func:`.sharp.rail_order`."""
     gpus = served(comm)
     groups = node_order([comm.node_of(r) for r in range(comm.size)])
     local = {r: h for members in groups for h, r in enumerate(members)}

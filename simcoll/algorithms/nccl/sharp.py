@@ -33,8 +33,8 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["Role", "uplink", "downlink", "switch_all_reduce", "switch_reduce_scatter",
-           "switch_all_gather"]
+__all__ = ["Role", "uplink", "downlink", "rail_order", "rail_owners", "switch_all_reduce",
+           "switch_reduce_scatter", "switch_all_gather"]
 
 
 class Role(NamedTuple):
@@ -70,6 +70,27 @@ def downlink(comm: Comm, switch: int, key: tuple[int, int], count: int,
     """Receive ``count`` reduced slices of ``key`` from SHARP switch ``switch``, pass
     each on to ``downs`` as it comes; returns them in order."""
     return (yield from relay(comm, switch, _tags(key)[1], count, downs))
+
+
+def rail_order(counts: dict[int, int], groups: list[list[int]]) -> list[tuple[int, int]]:
+    """(rank, slice) pairs for blocks of ``counts[rank]`` slices: slice k of every block
+    before slice k + 1 of any; within a slice, node by node and, in each node, rail by
+    rail (``groups[j][h]`` is rail h's GPU on node j)."""
+    longest = max(counts.values())
+    return [(members[h], k) for k in range(longest) for members in groups
+            for h in range(len(members)) if k < counts[members[h]]]
+
+
+def rail_owners(counts: dict[int, int], groups: list[list[int]]) -> dict[int, list[int]]:
+    """For each rail, the owner of every slice its heads send to SHARP (a reduce_scatter)
+    or receive from it (an all_gather), in :func:`rail_order`: rank r's block is
+    ``counts[r]`` slices."""
+    local = {r: h for members in groups for h, r in enumerate(members)}
+    order = rail_order(counts, groups)
+    owners: dict[int, list[int]] = {}
+    for r, _ in order:
+        owners.setdefault(local[r], []).append(r)
+    return owners
 
 
 def _reduce_up(comm: Comm, children: list[int], tag: Hashable, op: ReduceOp) -> Steps:

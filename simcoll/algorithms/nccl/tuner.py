@@ -43,15 +43,15 @@ __all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_chann
 
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
-    "reduce_scatter": ("ring", "nvls", "pat"),
-    "all_gather": ("ring", "nvls", "pat"),
+    "reduce_scatter": ("ring", "nvls", "collnet_direct", "pat"),
+    "all_gather": ("ring", "nvls", "collnet_direct", "pat"),
     "broadcast": ("ring",),
     "reduce": ("ring",),
     "all_to_all": ("p2p",),
 }
-"""The NCCL algorithms each collective can run here (NVLS on one node only but for
-all_reduce with CollNet on a SHARP fabric, as CollNet Direct and Chain; PAT with one GPU
-per node: see :func:`candidates`)."""
+"""The NCCL algorithms each collective can run here (NVLS on one node only but with
+CollNet on a SHARP fabric, as CollNet Direct, and CollNet Chain for all_reduce; PAT with
+one GPU per node: see :func:`candidates`)."""
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,25 @@ def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: 
     return min(nvls, reach, cap)
 
 
-def _collnet_bus_bandwidth(machine: Machine, algo: str, proto: str, bw: float) -> float:
+def _collnet_bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
+                           bw: float, tuner: str) -> float:
     """NCCL's bus bandwidth (GB/s) of CollNet Direct or Chain: the collnet graph's, which
     its search bounds by the NICs on its path (``bw``, as for rings), Simple only;
     Direct divided by ``factor = ppn / NICs`` less half its excess over 1 (NCCL: "all
-    GPUs need a local NIC to work at full speed") and, from Hopper on, times 0.85."""
+    GPUs need a local NIC to work at full speed") and, from Hopper on, times 0.85.
+    Direct's reduce_scatter and all_gather: ppn channels of one NIC each, at the lesser
+    of the channel's NVLink and 0.9 of its NIC (2.30.7), or at the channel's bandwidth
+    times 0.95 at one GPU per node down to 0.85 at 8, interpolated (2.26.2: "measured
+    corrective ratio")."""
     if proto != "Simple":
         return 0.0
+    if collective != "all_reduce":
+        nic = machine.inter_bw / 1e9 / max(machine.rails, 1)
+        channel = min(machine.intra_bw / 1e9, nic)
+        if tuner == "2.26.2":
+            w = (machine.ppn - 1) / 7
+            return machine.ppn * channel * (w * 0.85 + (1 - w) * 0.95)
+        return machine.ppn * min(channel, 0.9 * nic)
     if algo == "collnet_chain":
         return bw
     factor = machine.ppn / max(machine.rails, 1)
@@ -136,7 +148,7 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
     if algo == "pat":
         return bw * 0.75 if proto == "Simple" else 0.0
     if algo.startswith("collnet"):
-        return _collnet_bus_bandwidth(machine, algo, proto, bw)
+        return _collnet_bus_bandwidth(machine, collective, algo, proto, bw, tuner)
     if algo == "ring":
         if proto == "LL":
             return min(ll_max_bw(arch, machine.nnodes, machine.cpu), bw * 0.5)
@@ -212,7 +224,8 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
     p = machine.nranks
     steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1,
              "all_gather": p - 1}.get(collective, p)
-    if algo in ("p2p", "pat") or (algo == "nvls" and collective != "all_reduce"):
+    if algo in ("p2p", "pat") or (algo in ("nvls", "collnet_direct")
+                                  and collective != "all_reduce"):
         algbw = bus  # NCCL converts no bus bandwidth but the ring's for these
     elif algo in ("nvls", "nvls_tree") and tuner == "2.26.2":
         algbw = bus * 5 / 6
@@ -235,9 +248,11 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
                averages: bool = False) -> tuple[str, ...]:
     """The algorithms NCCL could run for ``collective`` on this machine. ``collnet`` is
     NCCL_COLLNET_ENABLE: on a SHARP fabric it enables CollNet Direct and Chain and lets
-    NVLS all_reduce run across nodes, which NCCL disables without it
-    (``ncclTopoTuneModel``); CollNet Direct also needs NVSwitch (NVLink here) and at
-    most 8 GPUs per node (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does. PAT runs
+    NVLS run across nodes, which NCCL disables without it (``ncclTopoTuneModel``);
+    CollNet Direct also needs NVSwitch (NVLink here) and at most 8 GPUs per node
+    (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does, which runs all_reduce only. CollNet
+    Direct's reduce_scatter and all_gather need a head per GPU: NCCL's heads are NVLS's
+    where NVLS runs (one per GPU), else one per NIC of the collnet graph. PAT runs
     reduce_scatter and all_gather with one GPU per node (``ncclPatEnable``), but not a
     reduce_scatter that ``averages`` (op=avg: NCCL's ``topoGetAlgoInfo`` leaves PAT out
     of scaled reductions). NVLS and NVLS-tree need every node to hold two GPUs or more
@@ -245,7 +260,8 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     many heads as the smallest node has GPUs, and NVLS across nodes and CollNet do not
     run (:attr:`Machine.uneven_nodes`: no SHARP trees are found there)."""
     across = bool(collnet) and machine.sharp
-    collnet_ok = across and machine.ppn <= 8 and collective == "all_reduce"
+    collnet_ok = across and machine.ppn <= 8 and (
+        collective == "all_reduce" or machine.nvls or machine.rails >= machine.ppn)
 
     nvls = machine.nvls and not machine.lone_gpu_node
 
@@ -257,7 +273,7 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
         if a == "collnet_direct":
             return collnet_ok and machine.intra == "nvlink"
         if a == "collnet_chain":
-            return collnet_ok
+            return collnet_ok and collective == "all_reduce"
         if a == "pat":
             return machine.nnodes == machine.nranks > 1 and not (
                 averages and collective == "reduce_scatter")
@@ -370,7 +386,9 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             if any(a.startswith("collnet") for a in named):
                 hints.append("CollNet needs collnet=1, nodes of equal GPU counts joined by "
                              "a SHARP fabric, at most 8 GPUs per node, and NVLink for "
-                             "Direct")
+                             "Direct" + ("" if collective == "all_reduce" else
+                                         "; for reduce_scatter and all_gather Direct "
+                                         "only, with a NIC per GPU or NVLS"))
             if "pat" in named:
                 hints.append("PAT needs one GPU per node" + (
                     ", and NCCL leaves it out of op=avg" if averages else ""))

@@ -1,6 +1,7 @@
-"""NVLS reduce_scatter and all_gather across nodes (``collnet=1`` on a SHARP fabric): the
-result against numpy, every GPU's bytes on NVLink and on its NIC worked out by hand, the
-tuner's choice, and SHARP trees of two levels (leaves joined by a spine)."""
+"""reduce_scatter and all_gather across nodes through SHARP (``collnet=1``): NVLS and
+CollNet Direct. The result against numpy, every GPU's bytes on NVLink and on its NIC
+worked out by hand, NCCL's predictions and choice, and SHARP trees of two levels (leaves
+joined by a spine)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import predict
+from simcoll.algorithms.nccl.tuner import candidates, predict
 
 N_NODES, G = 2, 8
 P = N_NODES * G
@@ -140,15 +141,20 @@ def test_nvls_on_one_channel_is_refused_with_the_reason():
 def test_the_tuner_runs_nvls_across_nodes_only_with_collnet():
     """NCCL 2.30.7 gives NVLS reduce_scatter and all_gather across nodes a bandwidth only
     with NCCL_COLLNET_ENABLE=1 and a CollNet plugin that reduce-scatters and all-gathers
-    (``ncclTopoTuneModel``). At 1 MiB on two SHARP-joined DGX H100 its latency, 25 us in
-    the node plus 18 us across, beats the ring's 15 steps; without collnet it never
-    runs."""
+    (``ncclTopoTuneModel``). At 1 MiB on two SHARP-joined DGX H100, between NVLS and the
+    ring (NCCL_ALGO=NVLS,Ring), NVLS's latency, 25 us in the node plus 18 us across,
+    beats the ring's 15 steps; without collnet NVLS never runs. With every algorithm
+    CollNet Direct edges it out: 44 us + 1 MiB at 345.6 GB/s against 43 us + 1 MiB at
+    258.6 GB/s."""
     topo = sc.topology.dgx_h100(N_NODES, sharp=True)
     for collective, nbytes in (("reduce_scatter", 1 << 20), ("all_gather", (1 << 20) // P)):
-        on = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes, collnet=1)
-        off = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes)
+        on = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes, collnet=1,
+                         algo="nvls,ring")
+        off = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes, algo="nvls,ring")
+        every = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes, collnet=1)
         assert on.params["algo"] == "nvls" and on.params["collnet"] == 1
-        assert off.params["algo"] != "nvls"
+        assert off.params["algo"] == "ring"
+        assert every.params["algo"] == "collnet_direct"
 
 
 def test_nccls_prediction_for_nvls_across_nodes():
@@ -163,8 +169,10 @@ def test_nccls_prediction_for_nvls_across_nodes():
             pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize("algo", ["nvls", "collnet_direct"])
 @pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
-def test_started_nvls_across_nodes_runs_as_at_the_top_level(collective):
+def test_started_sharp_reduce_scatter_and_all_gather_run_as_at_the_top_level(collective,
+                                                                              algo):
     """Started from rank programs on the world communicator, the NVSwitches' and the SHARP
     switches' programs start with the collective: time, outputs and traffic are the
     top-level run's."""
@@ -172,12 +180,12 @@ def test_started_nvls_across_nodes_runs_as_at_the_top_level(collective):
     x = [np.arange(P * 1000, dtype=np.int32) * (r + 1) for r in range(P)]
 
     def program(comm):
-        out = yield comm.collective(collective, x[comm.rank], algorithm="nccl", algo="nvls",
+        out = yield comm.collective(collective, x[comm.rank], algorithm="nccl", algo=algo,
                                     collnet=1)
         return out
 
     started = sc.run_program(topo, program)
-    top = sc.simulate(topo, collective, algorithm="nccl", data=x, algo="nvls", collnet=1)
+    top = sc.simulate(topo, collective, algorithm="nccl", data=x, algo=algo, collnet=1)
     assert top.correct and started.time == top.time
     assert started.link_bytes == top.link_bytes
     for r in range(P):
@@ -185,11 +193,11 @@ def test_started_nvls_across_nodes_runs_as_at_the_top_level(collective):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_nvls_across_nodes_on_random_sharp_pods(seed):
-    """Random pods (2 to 5 nodes of 2 to 4 GPUs, 1 to all nodes per leaf, every rate and
-    latency at random), every network model: numpy's result, the data-free run's time
+def test_sharp_collectives_on_random_sharp_pods(seed):
+    """NVLS or CollNet Direct on random pods (2 to 5 nodes of 2 to 4 GPUs, 1 to all nodes
+    per leaf, every rate and latency at random): numpy's result, the data-free run's time
     and traffic, and no faster than its busiest link allows. 200 such machines ran
-    clean before this test kept 12."""
+    clean for each before this test kept 12."""
     rng = np.random.default_rng(seed)
     nodes, gpus = int(rng.integers(2, 6)), int(rng.integers(2, 5))
     topo = sharp_pods(nodes, gpus, per_leaf=int(rng.integers(1, nodes + 1)), seed=seed)
@@ -198,6 +206,7 @@ def test_nvls_across_nodes_on_random_sharp_pods(seed):
     for link in topo.links:
         capacity[(link.u, link.v)] = capacity[(link.v, link.u)] = link.bandwidth
     for collective in ("reduce_scatter", "all_gather", "all_reduce"):
+        algo = str(rng.choice(["nvls", "collnet_direct"]))
         channels = int(rng.integers(2, 6))
         count = int(rng.choice([1, 7 * p + 3, int(rng.integers(1, 60000))]))
         if collective == "reduce_scatter":
@@ -206,12 +215,105 @@ def test_nvls_across_nodes_on_random_sharp_pods(seed):
         data = [np.random.default_rng(31 * seed + r).integers(-100, 100, count)
                 for r in range(p)]
         res = sc.simulate(topo, collective, algorithm="nccl", data=data, network=network,
-                          algo="nvls", collnet=1, channels=channels)
-        assert res.correct, (collective, channels, network)
+                          algo=algo, collnet=1, channels=channels)
+        assert res.correct, (collective, algo, channels, network)
         free = sc.simulate(topo, collective, algorithm="nccl", nbytes=count * 8,
-                           dtype=np.int64, network=network, algo="nvls", collnet=1,
+                           dtype=np.int64, network=network, algo=algo, collnet=1,
                            channels=channels)
         assert free.time == res.time and free.link_bytes == res.link_bytes
         if network == "flow":
             busiest = max(b / capacity[key] for key, b in res.link_bytes.items())
             assert res.time >= busiest * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("topo", [sc.topology.dgx_a100(2, sharp=True),
+                                  sharp_pods(4, 2, per_leaf=2), sharp_pods(3, 3, per_leaf=2)],
+                         ids=["dgx_a100(2)", "4x2 two leaves per rail", "3x3 uneven pods"])
+def test_collnet_direct_across_nodes_gives_numpys_result(topo, channels):
+    p = topo.nranks
+    for count in (1000, 40_001 * p):
+        data = _inputs(p, count, seed=count)
+        res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", data=data,
+                          algo="collnet_direct", collnet=1, channels=channels)
+        assert res.params["algo"] == "collnet_direct" and res.correct
+        for r, block in enumerate(np.array_split(np.sum(data, axis=0), p)):
+            np.testing.assert_array_equal(res.outputs[r], block)
+        mine = _inputs(p, count // p, seed=count + 1)
+        res = sc.simulate(topo, "all_gather", algorithm="nccl", data=mine,
+                          algo="collnet_direct", collnet=1, channels=channels)
+        assert res.correct
+        for out in res.outputs:
+            np.testing.assert_array_equal(out, np.concatenate(mine))
+
+
+def test_collnet_direct_moves_what_its_heads_own():
+    """Two DGX A100 (no NVLS: the GPUs scatter and gather over NVLink themselves). A
+    reduce_scatter of n bytes: a GPU sends every other local GPU its rail's N blocks,
+    (G - 1) N n / p = 7 n / 8 in all, and receives as much; it sends its rail's sums
+    through its NIC, N n / p = n / 8, and receives its block, n / 16. An all_gather of m
+    bytes: m up the NIC, N m down; each of the N m it passes to the G - 1 others, and
+    it takes (G - 1) N m from them."""
+    topo = sc.topology.dgx_a100(N_NODES, sharp=True)
+    n, m = 1 << 22, 1 << 18
+    rs = sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=n,
+                     algo="collnet_direct", collnet=1)
+    ag = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=m, algo="collnet_direct",
+                     collnet=1)
+    for r in range(P):
+        gpu, switch, nic = f"gpu{r}", f"nvswitch{r // G}", f"nic{r}"
+        assert rs.link_bytes[(gpu, switch)] == rs.link_bytes[(switch, gpu)] == \
+            (G - 1) * N_NODES * n // P
+        assert rs.link_bytes[(gpu, nic)] == N_NODES * n // P
+        assert rs.link_bytes[(nic, gpu)] == n // P
+        assert ag.link_bytes[(gpu, nic)] == m
+        assert ag.link_bytes[(nic, gpu)] == N_NODES * m
+        assert ag.link_bytes[(gpu, switch)] == ag.link_bytes[(switch, gpu)] == \
+            (G - 1) * N_NODES * m
+
+
+def test_nccls_prediction_for_collnet_direct_reduce_scatter_and_all_gather():
+    """NCCL 2.30.7 (tuning.cc): ppn x the lesser of the channel's bandwidth and 0.9 of
+    its NIC's, not converted to an algorithm bandwidth; latency 2 (3.7 + 7 x 0.4) + 31 =
+    44 us. On DGX A100 a GPU reaches its NIC at 24 GB/s (NCCL's PCIe Gen4 x16), so 8 x
+    21.6 GB/s. 2.26.2: ppn x the channel's 24 GB/s x 0.85 at 8 GPUs per node."""
+    topo = sc.topology.dgx_a100(N_NODES, sharp=True)
+    nic = next(link.bandwidth for link in topo.links if (link.u, link.v) == ("gpu0", "nic0"))
+    assert nic == 24e9
+    machine = describe(topo, tuple(range(P)))
+    for collective in ("reduce_scatter", "all_gather"):
+        assert predict(machine, collective, 2**30, "collnet_direct", "Simple", 16) == \
+            pytest.approx(44e-6 + 2**30 / (G * 0.9 * nic), rel=1e-12)
+        assert predict(machine, collective, 2**30, "collnet_direct", "Simple", 16,
+                       "2.26.2") == pytest.approx(44e-6 + 2**30 / (G * nic * 0.85), rel=1e-12)
+
+
+def test_collnet_direct_reduce_scatter_needs_a_head_per_gpu():
+    """Without NVLS NCCL's CollNet heads are one per NIC of its collnet graph, and it
+    runs CollNet reduce_scatter and all_gather only with a head per GPU ("AllGather/
+    ReduceScatter requires 1:1 GPU:NIC"): 4 NICs for 8 A100 leave them out (all_reduce
+    keeps CollNet Direct), and naming it is refused with the reason."""
+    topo = sc.topology.dgx_a100(N_NODES, sharp=True, nics_per_node=4)
+    machine = describe(topo, tuple(range(P)))
+    assert machine.rails == 4
+    assert "collnet_direct" not in candidates(machine, "reduce_scatter", collnet=1)
+    assert "collnet_direct" in candidates(machine, "all_reduce", collnet=1)
+    with pytest.raises(sc.InvalidInputError, match="with a NIC per GPU or NVLS"):
+        sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=1 << 16,
+                    algo="collnet_direct", collnet=1)
+
+
+def test_the_tuner_picks_collnet_direct_for_mid_sizes_on_a100_with_sharp():
+    """DGX A100 has no NVLS; with collnet=1 NCCL's model puts CollNet Direct's 44 us and
+    172.8 GB/s against the ring's (15 steps, the lesser of NVLink and the node's 8 NICs):
+    CollNet Direct at 1 MiB, the ring at 256 MiB, and the ring at every size without
+    collnet."""
+    topo = sc.topology.dgx_a100(N_NODES, sharp=True)
+    for collective, scale in (("reduce_scatter", 1), ("all_gather", P)):
+        mid = sc.simulate(topo, collective, algorithm="nccl", nbytes=(1 << 20) // scale,
+                          collnet=1)
+        large = sc.simulate(topo, collective, algorithm="nccl", nbytes=(1 << 28) // scale,
+                            collnet=1)
+        off = sc.simulate(topo, collective, algorithm="nccl", nbytes=(1 << 20) // scale)
+        assert mid.params["algo"] == "collnet_direct"
+        assert large.params["algo"] == "ring" and off.params["algo"] == "ring"
