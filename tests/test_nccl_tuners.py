@@ -95,13 +95,17 @@ def test_blackwell_per_channel_caps_were_twice_hoppers_in_2_26_2():
 
 
 @pytest.mark.parametrize("nodes", [1, 2, 8])
-def test_the_releases_agree_on_every_pair_but_nvls_before_blackwell(nodes):
+def test_the_releases_agree_on_every_pair_but_nvls_and_collnets_reduce_scatter(nodes):
+    """2.26.2 and 2.30.7 differ on NVLS and on CollNet Direct's reduce_scatter and
+    all_gather (2.26.2's "measured corrective ratio", 2.30.7's 0.9 of the NIC: see
+    test_nccl_sharp_rs_ag.py); on every other pair their predictions are the same."""
     machine = h100(nodes)
     a100 = describe(sc.topology.dgx_a100(nodes), tuple(range(8 * nodes)))
     for m in (machine, a100):
         for collective, algos in ALGORITHMS.items():
             for algo in algos:
-                if algo.startswith("nvls"):
+                if algo.startswith("nvls") or (algo == "collnet_direct"
+                                               and collective != "all_reduce"):
                     continue
                 for proto in ("LL", "LL128", "Simple"):
                     for size in (8, 4096, MIB, 1 << 30):
