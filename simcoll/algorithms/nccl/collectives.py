@@ -361,43 +361,39 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
 def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str,
                                 proto: str, channels: int, arch: str, intra: str, tuner: str,
                                 collnet: int) -> HostProgram | None:
-    """The in-network devices' program: the NVSwitch's for NVLS, and across nodes the
-    SHARP switches' for NVLS and CollNet Direct (nothing otherwise, nor on an in-network
-    device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
-    if algo not in ("nvls", "collnet_direct") or comm.size == 1 or x.size == 0:
-        return None
-    if nvls.served(comm):
-        if algo != "nvls":
-            return None  # NVSwitches only forward for CollNet
-        if not _across_nodes(comm):
-            return nvls.switch_reduce_scatter(comm, x, channels, op)
-        return nvls_sharp.switch_reduce_scatter(comm, x, channels, op)
-    roles = _sharp_rail_roles(comm)
-    if not roles:
-        return None
-    return sharp.switch_reduce_scatter(comm, op, roles, _rail_owners(comm, x, algo, channels,
-                                                                     reduces=True))
+    """The in-network devices' program (:func:`_rail_devices`)."""
+    return _rail_devices(comm, x, op, algo, channels)
 
 
 def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: str,
                             channels: int, arch: str, intra: str, tuner: str,
                             collnet: int) -> HostProgram | None:
-    """The in-network devices' program: the NVSwitch's for NVLS, and across nodes the
-    SHARP switches' for NVLS and CollNet Direct (nothing otherwise, nor on an in-network
-    device that is no GPU's NVLS switch, :func:`~.nvls.served`)."""
+    """The in-network devices' program (:func:`_rail_devices`)."""
+    return _rail_devices(comm, x, None, algo, channels)
+
+
+def _rail_devices(comm: Comm, x: VirtualBuffer, op: ReduceOp | None, algo: str,
+                  channels: int) -> HostProgram | None:
+    """A reduce_scatter's (with ``op``) or an all_gather's program on an in-network
+    device: the NVSwitch's for NVLS, and across nodes the SHARP switches' for NVLS and
+    CollNet Direct (nothing otherwise, nor on an in-network device that is no GPU's NVLS
+    switch, :func:`~.nvls.served`)."""
     if algo not in ("nvls", "collnet_direct") or comm.size == 1 or x.size == 0:
         return None
     if nvls.served(comm):
         if algo != "nvls":
-            return None
-        if not _across_nodes(comm):
-            return nvls.switch_all_gather(comm, x, channels)
-        return nvls_sharp.switch_all_gather(comm, x, channels)
+            return None  # NVSwitches only forward for CollNet
+        if op is None:
+            return nvls_sharp.switch_all_gather(comm, x, channels) if _across_nodes(comm) \
+                else nvls.switch_all_gather(comm, x, channels)
+        return nvls_sharp.switch_reduce_scatter(comm, x, channels, op) \
+            if _across_nodes(comm) else nvls.switch_reduce_scatter(comm, x, channels, op)
     roles = _sharp_rail_roles(comm)
     if not roles:
         return None
-    return sharp.switch_all_gather(comm, roles, _rail_owners(comm, x, algo, channels,
-                                                             reduces=False))
+    owners = _rail_owners(comm, x, algo, channels, reduces=op is not None)
+    return sharp.switch_all_gather(comm, roles, owners) if op is None else \
+        sharp.switch_reduce_scatter(comm, op, roles, owners)
 
 
 def _sharp_rail_roles(comm: Comm) -> list[sharp.Role]:

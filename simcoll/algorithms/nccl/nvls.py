@@ -34,7 +34,7 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["CHUNK_BYTES", "chunks", "served", "gpu_all_reduce", "switch_all_reduce",
+__all__ = ["CHUNK_BYTES", "chunks", "served", "switch_of", "gpu_all_reduce", "switch_all_reduce",
            "gpu_reduce_scatter", "switch_reduce_scatter", "gpu_all_gather", "switch_all_gather"]
 
 CHUNK_BYTES = 128 * 1024
@@ -48,7 +48,8 @@ def chunks(part: Buffer) -> list[Buffer]:
     return [part] if count <= 1 else list(split(part, count))
 
 
-def _switch(comm: Comm) -> int:
+def switch_of(comm: Comm) -> int:
+    """This GPU's NVLS switch (a ValueError where it has none)."""
     switch = comm.reducer_of(comm.rank)
     if switch is None:
         raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS needs every GPU on "
@@ -74,7 +75,7 @@ def _interleaved(parts: list[Buffer]) -> list[tuple[int, int, Buffer]]:
 
 def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol) -> Steps:
     """One channel on a GPU: push every slice into the switch, take the results back."""
-    switch = _switch(comm)
+    switch = switch_of(comm)
     slices = chunks(part)
     push = Sender(comm, switch, protocol, 0.0, channel)
     for piece in slices:
@@ -109,7 +110,7 @@ def gpu_reduce_scatter(comm: Comm, parts: list[Buffer], channel: int,
                        protocol: Protocol) -> Steps:
     """One channel on a GPU: push this channel's part of every block (``parts[j]``,
     block j) into the switch, take this rank's block back reduced."""
-    switch = _switch(comm)
+    switch = switch_of(comm)
     push = Sender(comm, switch, protocol, 0.0, channel)
     for _, _, piece in _interleaved(parts):
         yield from push.send(piece)
@@ -142,7 +143,7 @@ def switch_reduce_scatter(comm: Comm, x: VirtualBuffer, channels: int,
 def gpu_all_gather(comm: Comm, own: Buffer, channel: int, protocol: Protocol) -> Steps:
     """One channel on a GPU: push this rank's part into the switch, take every rank's
     part back (its own included) from the switch's multicasts; returns them by rank."""
-    switch = _switch(comm)
+    switch = switch_of(comm)
     push = Sender(comm, switch, protocol, 0.0, channel)
     for piece in chunks(own):
         yield from push.send(piece)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from simcoll.algorithms.nccl.channels import by_channel, run_channels
 from simcoll.algorithms.nccl.machine import node_layout, node_order
-from simcoll.algorithms.nccl.nvls import chunks, served
+from simcoll.algorithms.nccl.nvls import chunks, served, switch_of
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
 from simcoll.algorithms.nccl.sharp import downlink, rail_order, uplink
@@ -45,20 +45,12 @@ _PUSH, _BACK = 0, 1
 """Tag offsets within a channel's two: GPU -> NVSwitch, NVSwitch -> GPU."""
 
 
-def _switch_of(comm: Comm) -> int:
-    switch = comm.reducer_of(comm.rank)
-    if switch is None:
-        raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS needs every GPU on "
-                         f"an in-network NVSwitch")
-    return switch
-
-
 def gpu_reduce_scatter(comm: Comm, parts: list[Buffer], channel: int, protocol: Protocol,
                        leaf: int) -> Steps:
     """One channel on a GPU: push this channel's part of every block (``parts[r]``, rank
     r's block) into the NVSwitch; send the node's sums of this rail's blocks, as they
     come, to SHARP switch ``leaf``; return this rank's block, reduced over every rank."""
-    switch = _switch_of(comm)
+    switch = switch_of(comm)
     groups, _, local = node_layout(comm)
     sliced = [chunks(part) for part in parts]
     order = rail_order({r: len(s) for r, s in enumerate(sliced)}, groups)
@@ -110,7 +102,7 @@ def gpu_all_gather(comm: Comm, own: Buffer, channel: int, protocol: Protocol,
     """One channel on a GPU: send this rank's part to SHARP switch ``leaf``; push every
     part of this rail that SHARP sends back into the NVSwitch; return every rank's part
     (this one's included) from the NVSwitch's multicasts, by rank."""
-    switch = _switch_of(comm)
+    switch = switch_of(comm)
     groups, _, local = node_layout(comm)
     pieces = chunks(own)
     order = rail_order({r: len(pieces) for r in range(comm.size)}, groups)

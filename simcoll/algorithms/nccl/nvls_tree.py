@@ -44,7 +44,7 @@ from __future__ import annotations
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.channels import run_channels
 from simcoll.algorithms.nccl.machine import node_layout, node_order
-from simcoll.algorithms.nccl.nvls import chunks, served
+from simcoll.algorithms.nccl.nvls import chunks, served, switch_of
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
 from simcoll.algorithms.nccl.sharp import downlink, uplink
@@ -125,10 +125,7 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
     """One channel on a GPU: push; if this GPU is a head, own one block across the
     nodes (over the tree of nodes, or through SHARP switch ``sharp``); take results
     back."""
-    switch = comm.reducer_of(comm.rank)
-    if switch is None:
-        raise ValueError(f"rank {comm.rank} has no NVLS switch; NVLS-tree needs every GPU "
-                         f"on an in-network NVSwitch")
+    switch = switch_of(comm)
     groups, node, local = node_layout(comm)
     blocks = block_slices(part, min(map(len, groups)))
     base = 4 * channel
