@@ -18,11 +18,17 @@ G GPUs on each of N nodes and p = N G ranks:
   of the node. A GPU sends its part and receives N parts on its NIC, sends N parts and
   receives all p on NVLink.
 
-Slices are NVLS chunks (:func:`.nvls.chunks`), handled slice by slice: slice k of every
-block before slice k + 1 of any, node by node, rail by rail (:func:`.sharp.rail_order`), so all
-heads start at once. NCCL's latency is its NVLS latency inside the node (25 us, once)
-plus the network's (``hwLatencies[NET][NVLS][SIMPLE]``, 18 us), which each slice sent to
-SHARP waits beyond its route's own latency.
+Slices are NVLS chunks (:func:`.nvls.chunks`) of each channel's part of a block, handled
+slice by slice: slice k of every block before slice k + 1 of any, node by node, rail by
+rail (:func:`.sharp.rail_order`), so all heads start at once. NCCL cuts differently: each
+rail's blocks, node after node, make one range that its channels take a chunk at a time,
+round robin, so a chunk may span several nodes' blocks. Where a channel's part of a
+block is smaller than a chunk (many ranks, small buffers), simcoll sends more, smaller
+messages than NCCL, each paying the network step's latency.
+
+NCCL's latency is its NVLS latency inside the node (25 us, once) plus the network's
+(``hwLatencies[NET][NVLS][SIMPLE]``, 18 us), which each slice sent to SHARP waits beyond
+its route's own latency.
 """
 
 from __future__ import annotations
