@@ -10,6 +10,7 @@ import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.sharp import rail_plan, rail_steps
 from simcoll.algorithms.nccl.tuner import candidates, predict
 
 N_NODES, G = 2, 8
@@ -317,3 +318,34 @@ def test_the_tuner_picks_collnet_direct_for_mid_sizes_on_a100_with_sharp():
         off = sc.simulate(topo, collective, algorithm="nccl", nbytes=(1 << 20) // scale)
         assert mid.params["algo"] == "collnet_direct"
         assert large.params["algo"] == "ring" and off.params["algo"] == "ring"
+
+
+def test_the_rail_plan_cuts_a_rails_blocks_together_as_nccl_does():
+    """Two nodes of 2 GPUs, blocks of 3 elements, chunks of 4, 2 channels. Rail 0 is
+    ranks 0 and 2 (local GPU 0 of each node): the range [block 0 | block 2] of 6
+    elements makes chunk 0 = all of block 0 and the first element of block 2 (channel 0)
+    and chunk 1 = the rest of block 2 (channel 1); rail 1 the same with ranks 1 and 3."""
+    plan = rail_plan({0: 3, 1: 3, 2: 3, 3: 3}, [[0, 1], [2, 3]], channels=2, chunk=4)
+    assert plan == [{0: [[(0, 0, 3), (2, 0, 1)]], 1: [[(1, 0, 3), (3, 0, 1)]]},
+                    {0: [[(2, 1, 3)]], 1: [[(3, 1, 3)]]}]
+    assert rail_steps(plan[0]) == [(0, 0), (1, 0)]
+    # an empty block adds nothing; a rail of empty blocks has no chunk
+    assert rail_plan({0: 0, 1: 2, 2: 0, 3: 2}, [[0, 1], [2, 3]], 1, 4) == \
+        [{1: [[(1, 0, 2), (3, 0, 2)]]}]
+
+
+def test_nvls_across_nodes_moves_one_message_per_chunk_and_hop():
+    """16 MiB reduce_scatter on two DGX H100 (16 channels): a rail's range is 2 blocks of
+    1 MiB, 16 chunks of 128 KiB, one per channel, none spanning two blocks. Pushes: 16
+    GPUs x 8 rails x 16 chunks = 2,048; NVSwitch to heads: 2 x 128; heads to SHARP:
+    16 x 16; SHARP to heads: 128 (one piece each): 2,688 messages. An all_gather of the
+    same output: each head sends 8 pieces up (128), SHARP multicasts 128 chunks, the
+    heads push 256 and the NVSwitches multicast 256: 768."""
+    topo = sc.topology.dgx_h100(N_NODES, sharp=True)
+    rs = sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=16 << 20, algo="nvls",
+                     collnet=1)
+    ag = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=(16 << 20) // P,
+                     algo="nvls", collnet=1)
+    assert rs.params["channels"] == ag.params["channels"] == 16
+    assert rs.messages == 2048 + 256 + 256 + 128
+    assert ag.messages == 128 + 128 + 256 + 256

@@ -38,7 +38,6 @@ from simcoll.algorithms.nccl.collnet import (
     direct_all_gather,
     direct_all_reduce,
     direct_reduce_scatter,
-    slices,
     switch_counts,
 )
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
@@ -383,17 +382,18 @@ def _rail_devices(comm: Comm, x: VirtualBuffer, op: ReduceOp | None, algo: str,
     if nvls.served(comm):
         if algo != "nvls":
             return None  # NVSwitches only forward for CollNet
-        if op is None:
-            return nvls_sharp.switch_all_gather(comm, x, channels) if _across_nodes(comm) \
-                else nvls.switch_all_gather(comm, x, channels)
-        return nvls_sharp.switch_reduce_scatter(comm, x, channels, op) \
-            if _across_nodes(comm) else nvls.switch_reduce_scatter(comm, x, channels, op)
+        if not _across_nodes(comm):
+            return nvls.switch_all_gather(comm, x, channels) if op is None else \
+                nvls.switch_reduce_scatter(comm, x, channels, op)
+        plan = _rail_plan(comm, x, algo, channels, reduces=op is not None)
+        return nvls_sharp.switch_all_gather(comm, plan) if op is None else \
+            nvls_sharp.switch_reduce_scatter(comm, plan, op)
     roles = _sharp_rail_roles(comm)
     if not roles:
         return None
-    owners = _rail_owners(comm, x, algo, channels, reduces=op is not None)
-    return sharp.switch_all_gather(comm, roles, owners) if op is None else \
-        sharp.switch_reduce_scatter(comm, op, roles, owners)
+    plan = _rail_plan(comm, x, algo, channels, reduces=op is not None)
+    return sharp.switch_all_gather(comm, roles, plan) if op is None else \
+        sharp.switch_reduce_scatter(comm, op, roles, plan)
 
 
 def _sharp_rail_roles(comm: Comm) -> list[sharp.Role]:
@@ -404,26 +404,34 @@ def _sharp_rail_roles(comm: Comm) -> list[sharp.Role]:
     return _sharp_roles(comm)
 
 
-def _rail_owners(comm: Comm, x: VirtualBuffer, algo: str, channels: int,
-                 reduces: bool) -> list[dict[int, list[int]]]:
-    """Per channel, :func:`sharp.rail_owners` of a reduce_scatter (``reduces``) of ``x``
-    or an all_gather of ``x`` from every rank, sliced as ``algo`` slices: NVLS chunks,
-    or CollNet Direct's chunk for the whole buffer."""
+def _rail_plan(comm: Comm, x: Buffer, algo: str, channels: int,
+               reduces: bool) -> sharp.Plan:
+    """How a reduce_scatter (``reduces``) of ``x`` or an all_gather of ``x`` from every
+    rank goes through SHARP (:func:`sharp.rail_plan`): in NVLS chunks, or CollNet
+    Direct's chunk for the whole buffer."""
     p = comm.size
-    if algo == "nvls":
-        def count(block: Buffer) -> int:
-            return len(nvls.chunks(block))
-    else:
-        chunk = chunk_bytes(algo, x.nbytes * (1 if reduces else p), channels, _ppn(comm))
+    total = x.nbytes * (1 if reduces else p)
+    chunk = nvls.CHUNK_BYTES if algo == "nvls" else \
+        chunk_bytes(algo, total, channels, _ppn(comm))
+    sizes = {r: len(block) for r, block in enumerate(split(x, p))} if reduces else \
+        dict.fromkeys(range(p), x.size)
+    return sharp.rail_plan(sizes, _gpu_groups(comm), channels,
+                           max(1, chunk // x.dtype.itemsize))
 
-        def count(block: Buffer) -> int:
-            return len(slices(block, chunk))
-    groups = _gpu_groups(comm)
-    if reduces:
-        return [sharp.rail_owners({r: count(block) for r, block in enumerate(part)}, groups)
-                for part in by_channel(list(split(x, p)), channels)]
-    return [sharp.rail_owners(dict.fromkeys(range(p), count(part)), groups)
-            for part in split(x, channels)]
+
+def _own_block(pieces: list[list[tuple[int, Buffer]]], empty: Buffer) -> Buffer:
+    """This rank's block from the ``(start, piece)`` pairs of every channel."""
+    found = sorted((start, k, piece) for k, channel in enumerate(pieces)
+                   for start, piece in channel)
+    return join([piece for _, _, piece in found]) if found else empty
+
+
+def _every_block(pieces: list[list[tuple[int, int, Buffer]]], empty: Buffer) -> Buffer:
+    """Every rank's block, in rank order, from the ``(rank, start, piece)`` triples of
+    every channel."""
+    found = sorted((r, start, k, piece) for k, channel in enumerate(pieces)
+                   for r, start, piece in channel)
+    return join([piece for *_, piece in found]) if found else empty
 
 
 def _gpu_groups(comm: Comm) -> list[list[int]]:
@@ -451,21 +459,22 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
         outs = yield from run_channels(comm, channels, lambda c: pat.reduce_scatter(
             comm, parts[c], protocol, op, c, chunk))
         return glue(outs)
-    if algo == "collnet_direct":
-        leaf, chunk = _leaf(comm), chunk_bytes(algo, x.nbytes, channels, _ppn(comm))
-        outs = yield from run_channels(comm, channels, lambda c: direct_reduce_scatter(
-            comm, parts[c], c, protocol, op, intra, chunk, leaf))
-        return glue(outs)
-    if algo == "nvls":
+    if algo == "nvls" and not _across_nodes(comm):
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
-        if _across_nodes(comm):
-            leaf = _leaf(comm)
-            outs = yield from run_channels(comm, channels, lambda c: nvls_sharp.gpu_reduce_scatter(
-                comm, parts[c], c, protocol, leaf))
-        else:
-            outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_reduce_scatter(
-                comm, parts[c], c, protocol))
+        outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_reduce_scatter(
+            comm, parts[c], c, protocol))
         return glue(outs)
+    if algo in ("nvls", "collnet_direct"):  # across nodes, through SHARP
+        blocks, leaf = list(split(x, p)), _leaf(comm)
+        plan = _rail_plan(comm, x, algo, channels, reduces=True)
+        if algo == "nvls":
+            yield comm.sleep(protocol.hop(algo, "nvlink"))
+            mine = yield from run_channels(comm, channels, lambda c: nvls_sharp.gpu_reduce_scatter(
+                comm, blocks, plan[c], c, protocol, leaf))
+        else:
+            mine = yield from run_channels(comm, channels, lambda c: direct_reduce_scatter(
+                comm, blocks, plan[c], c, protocol, op, intra, leaf))
+        return _own_block(mine, blocks[comm.rank])
     ring = _rings(comm, channels)
     outs = yield from run_channels(comm, channels, lambda c: rings.reduce_scatter(
         comm, parts[c], ring[c], protocol, op, intra, c))
@@ -490,19 +499,20 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
         chunk = pat.chunk_bytes("all_gather", x.nbytes * p, channels)
         outs = yield from run_channels(comm, channels, lambda c: pat.all_gather(
             comm, own[c], protocol, c, chunk))
-    elif algo == "collnet_direct":
-        leaf, chunk = _leaf(comm), chunk_bytes(algo, x.nbytes * p, channels, _ppn(comm))
-        outs = yield from run_channels(comm, channels, lambda c: direct_all_gather(
-            comm, own[c], c, protocol, intra, chunk, leaf))
-    elif algo == "nvls":
+    elif algo == "nvls" and not _across_nodes(comm):
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
-        if _across_nodes(comm):
-            leaf = _leaf(comm)
-            outs = yield from run_channels(comm, channels, lambda c: nvls_sharp.gpu_all_gather(
-                comm, own[c], c, protocol, leaf))
+        outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_gather(
+            comm, own[c], c, protocol))
+    elif algo in ("nvls", "collnet_direct"):  # across nodes, through SHARP
+        leaf, plan = _leaf(comm), _rail_plan(comm, x, algo, channels, reduces=False)
+        if algo == "nvls":
+            yield comm.sleep(protocol.hop(algo, "nvlink"))
+            got = yield from run_channels(comm, channels, lambda c: nvls_sharp.gpu_all_gather(
+                comm, x, plan[c], c, protocol, leaf))
         else:
-            outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_gather(
-                comm, own[c], c, protocol))
+            got = yield from run_channels(comm, channels, lambda c: direct_all_gather(
+                comm, x, plan[c], c, protocol, intra, leaf))
+        return _every_block(got, x)
     else:
         ring = _rings(comm, channels)
         outs = yield from run_channels(comm, channels, lambda c: rings.all_gather(

@@ -21,15 +21,16 @@ protocol only):
 CollNet Direct also runs reduce_scatter and all_gather across nodes
 (``src/device/reduce_scatter.h`` and ``all_gather.h``), where NCCL's CollNet plugin
 reduce-scatters and all-gathers and every GPU is a head (its NVLS head, or one per NIC):
-each GPU heads its rail, the blocks of its local index on every node
-(:func:`.sharp.rail_order`). reduce_scatter: every GPU sends each other local GPU the
-slices of that GPU's rail; a head reduces its rail's slices over the node as they come
-(its own input included) and sends the sums to SHARP, which reduces them over the nodes
-and sends each head its own block. A GPU sends and receives (G - 1) N n / p bytes over
+each GPU heads its rail, the blocks of its local index on every node, which NCCL takes
+together and cuts in chunks that the channels take in turn (:func:`.sharp.rail_plan`).
+reduce_scatter: every GPU sends each other local GPU the chunks of that GPU's rail, cut
+from its own buffer; a head reduces its rail's chunks over the node as they come (its
+own input included) and sends the sums to SHARP, which reduces them over the nodes and
+sends each head its piece of every chunk. A GPU sends and receives (G - 1) N n / p bytes over
 NVLink, sends N n / p and receives n / p on its NIC. all_gather: every GPU sends its
-part to SHARP, which sends every part of the rail back to every head; a head passes
-each to the other GPUs of its node. A GPU sends n / p and receives N n / p on its NIC,
-and sends and receives (G - 1) N n / p over NVLink.
+pieces of its rail's chunks to SHARP, which sends every chunk of the rail back to every
+head; a head passes each to the other GPUs of its node. A GPU sends n / p and receives
+N n / p on its NIC, and sends and receives (G - 1) N n / p over NVLink.
 
 Each step waits NCCL's step latency for its link class (``hwLatencies``) beyond its
 route's own latency, as rings and trees do. Slices are NCCL's chunks
@@ -168,76 +169,81 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
     return join((yield descending))
 
 
-def direct_reduce_scatter(comm: Comm, parts: list[Buffer], channel: int, protocol: Protocol,
-                          op: ReduceOp, intra: str, chunk: int, leaf: int) -> Steps:
+def direct_reduce_scatter(comm: Comm, blocks: list[Buffer],
+                          chunks: dict[int, list[list[sharp.Piece]]], channel: int,
+                          protocol: Protocol, op: ReduceOp, intra: str, leaf: int) -> Steps:
     """One channel of CollNet Direct's reduce_scatter across nodes on a GPU (every GPU
-    heads its rail): send every other local GPU the slices of its rail's blocks
-    (``parts[r]`` is rank r's block); reduce each block of this rail over the node's
-    GPUs as the slices come and send the sum through SHARP switch ``leaf``, which
-    reduces it over the nodes; return this rank's block as SHARP sends it back."""
+    heads its rail; ``chunks``: this channel's part of the plan, :func:`.sharp.rail_plan`):
+    send every other local GPU its rail's chunks of this GPU's blocks; reduce each chunk
+    of this rail over the node's GPUs as they come and send the sum through SHARP switch
+    ``leaf``, which reduces it over the nodes; return ``(start, piece)`` of this rank's
+    block as SHARP sends them back."""
     groups, node, local = node_layout(comm)
     peers = groups[node]
-    sliced = [slices(block, chunk) for block in parts]
-    order = sharp.rail_order({r: len(pieces) for r, pieces in enumerate(sliced)}, groups)
-    rail = {r: h for members in groups for h, r in enumerate(members)}
+    steps = sharp.rail_steps(chunks)
     others = [h for h in range(len(peers)) if h != local]
     hop = protocol.hop("collnet_direct", intra)
     tag = (channel, "collnet scatter")
 
     def scatter() -> Steps:
         senders = {h: Sender(comm, peers[h], protocol, hop, tag) for h in others}
-        for r, k in order:
-            if rail[r] != local:
-                yield from senders[rail[r]].send(sliced[r][k])
+        for h, k in steps:
+            if h != local:
+                yield from senders[h].send(sharp.gather(blocks, chunks[h][k]))
         for sender in senders.values():
             yield from sender.drain()
 
     def head() -> Steps:
         up = sharp.uplink(comm, leaf, protocol.hop("collnet_direct", "net"), protocol,
                           (channel, local))
-        for r, k in order:
-            if rail[r] == local:
-                total = sliced[r][k]
-                for h in others:
-                    total = yield comm.reduce(total, (yield comm.recv(peers[h], tag=tag)), op)
-                yield from up.send(total)
+        for pieces in chunks.get(local, []):
+            total = sharp.gather(blocks, pieces)
+            for h in others:
+                total = yield comm.reduce(total, (yield comm.recv(peers[h], tag=tag)), op)
+            yield from up.send(total)
         yield from up.drain()
 
     scattering, heading = comm.start(scatter()), comm.start(head())
-    mine = yield from sharp.downlink(comm, leaf, (channel, local), len(sliced[comm.rank]), [])
+    mine = [start for pieces in chunks.get(local, []) for r, start, _ in pieces
+            if r == comm.rank]
+    got = yield from sharp.downlink(comm, leaf, (channel, local), len(mine), [])
     yield scattering
     yield heading
-    return join(mine)
+    return list(zip(mine, got))
 
 
-def direct_all_gather(comm: Comm, own: Buffer, channel: int, protocol: Protocol,
-                      intra: str, chunk: int, leaf: int) -> Steps:
+def direct_all_gather(comm: Comm, own: Buffer, chunks: dict[int, list[list[sharp.Piece]]],
+                      channel: int, protocol: Protocol, intra: str, leaf: int) -> Steps:
     """One channel of CollNet Direct's all_gather across nodes on a GPU (every GPU heads
-    its rail): send this rank's part through SHARP switch ``leaf``, which sends every
-    part of the rail back; pass each on to the other local GPUs as it comes, and take
-    theirs from them; return every rank's part, by rank."""
+    its rail; ``chunks``: this channel's part of the plan): send this rank's pieces of
+    this rail's chunks through SHARP switch ``leaf``, which sends every chunk of the rail
+    back; pass each on to the other local GPUs as it comes, and take theirs from them;
+    return ``(rank, start, piece)`` of every chunk of every rail."""
     groups, node, local = node_layout(comm)
     peers = groups[node]
-    pieces = slices(own, chunk)
-    order = sharp.rail_order(dict.fromkeys(range(comm.size), len(pieces)), groups)
-    rail = {r: h for members in groups for h, r in enumerate(members)}
+    steps = sharp.rail_steps(chunks)
     hop = protocol.hop("collnet_direct", intra)
     tag = (channel, "collnet bcast")
     up = sharp.uplink(comm, leaf, protocol.hop("collnet_direct", "net"), protocol,
                       (channel, local))
-    for piece in pieces:
-        yield from up.send(piece)
+    for pieces in chunks.get(local, []):
+        for r, start, stop in pieces:
+            if r == comm.rank:
+                yield from up.send(own[start:stop])
     downs = [Sender(comm, peers[h], protocol, hop, tag) for h in range(len(peers))
              if h != local]
     relaying = comm.start(sharp.downlink(comm, leaf, (channel, local),
-                                         len(pieces) * len(groups), downs))
-    got: list[list[Buffer]] = [list(pieces) for _ in range(comm.size)]
-    for r, k in order:
-        if rail[r] != local:
-            got[r][k] = yield comm.recv(peers[rail[r]], tag=tag)
-    from_sharp = iter((yield relaying))
-    for r, k in order:
-        if rail[r] == local:
-            got[r][k] = next(from_sharp)
+                                         len(chunks.get(local, [])), downs))
+    received: dict[int, list[Buffer]] = {h: [] for h in range(len(peers))}
+    for h, _ in steps:
+        if h != local:
+            received[h].append((yield comm.recv(peers[h], tag=tag)))
+    received[local] = yield relaying
     yield from up.drain()
-    return [join(parts) for parts in got]
+    got: list[tuple[int, int, Buffer]] = []
+    for h, k in steps:
+        pieces = chunks[h][k]
+        chunk = received[h][k]
+        got.extend((r, start, part) for (r, start, _), part in
+                   zip(pieces, sharp.cut(chunk, pieces)))
+    return got

@@ -14,9 +14,10 @@ successive slices overlap.
 
 NVLS reduce_scatter and all_gather across nodes (``nvls_sharp.py``) use the plugin's
 reduce-scatter and all-gather instead (``ireducescatter``, ``iallgather``): for a
-reduce-scatter the switches reduce each slice over the nodes as for an all-reduce, but
-send the sum down to the one owner whose block it is; for an all-gather they reduce
-nothing, and every owner's slice goes up and is multicast down to every owner.
+reduce-scatter the switches reduce each chunk of a rail over the nodes as for an
+all-reduce, but send each owner only its piece of the sum; for an all-gather they reduce
+nothing: the owners' pieces of a chunk go up, and the chunk is multicast down to every
+owner (the chunks: :func:`rail_plan`).
 
 Traffic is keyed by (channel, local index): one switch may serve several blocks.
 """
@@ -29,12 +30,13 @@ from typing import NamedTuple
 from simcoll.algorithms.nccl.channels import run_channels
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender, relay
+from simcoll.buffers import Buffer, join, split_counts
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["Role", "uplink", "downlink", "rail_order", "rail_owners", "switch_all_reduce",
-           "switch_reduce_scatter", "switch_all_gather"]
+__all__ = ["Role", "Piece", "Plan", "uplink", "downlink", "rail_plan", "rail_steps", "gather",
+           "cut", "switch_all_reduce", "switch_reduce_scatter", "switch_all_gather"]
 
 
 class Role(NamedTuple):
@@ -72,25 +74,57 @@ def downlink(comm: Comm, switch: int, key: tuple[int, int], count: int,
     return (yield from relay(comm, switch, _tags(key)[1], count, downs))
 
 
-def rail_order(counts: dict[int, int], groups: list[list[int]]) -> list[tuple[int, int]]:
-    """(rank, slice) pairs for blocks of ``counts[rank]`` slices: slice k of every block
-    before slice k + 1 of any; within a slice, node by node and, in each node, rail by
-    rail (``groups[j][h]`` is rail h's GPU on node j)."""
-    longest = max(counts.values())
-    return [(members[h], k) for k in range(longest) for members in groups
-            for h in range(len(members)) if k < counts[members[h]]]
+Piece = tuple[int, int, int]
+"""(rank, start, stop): elements ``start:stop`` of that rank's block."""
+
+Plan = list[dict[int, list[list[Piece]]]]
+"""``plan[c][h]``: the chunks channel c moves for rail h, in order, each a list of pieces."""
 
 
-def rail_owners(counts: dict[int, int], groups: list[list[int]]) -> dict[int, list[int]]:
-    """For each rail, the owner of every slice its heads send to SHARP (a reduce_scatter)
-    or receive from it (an all_gather), in :func:`rail_order`: rank r's block is
-    ``counts[r]`` slices."""
-    local = {r: h for members in groups for h, r in enumerate(members)}
-    order = rail_order(counts, groups)
-    owners: dict[int, list[int]] = {}
-    for r, _ in order:
-        owners.setdefault(local[r], []).append(r)
-    return owners
+def rail_plan(sizes: dict[int, int], groups: list[list[int]], channels: int,
+              chunk: int) -> Plan:
+    """How NCCL's reduce_scatter and all_gather across nodes through SHARP cut the
+    work (``railAll`` in ``src/device/reduce_scatter.h``): rail h's blocks (of ranks
+    ``groups[j][h]``, ``sizes[rank]`` elements each), node after node, make one range,
+    cut in chunks of ``chunk`` elements that the channels take in turn (chunk i to
+    channel i mod ``channels``); a chunk may span the blocks of several nodes."""
+    plan: Plan = [{} for _ in range(channels)]
+    for h in range(len(groups[0])):
+        chunks: list[list[Piece]] = []
+        current: list[Piece] = []
+        room = chunk
+        for members in groups:
+            r, start = members[h], 0
+            while start < sizes[r]:
+                take = min(room, sizes[r] - start)
+                current.append((r, start, start + take))
+                start, room = start + take, room - take
+                if room == 0:
+                    chunks.append(current)
+                    current, room = [], chunk
+        if current:
+            chunks.append(current)
+        for i, pieces in enumerate(chunks):
+            plan[i % channels].setdefault(h, []).append(pieces)
+    return plan
+
+
+def gather(blocks: list[Buffer], pieces: list[Piece]) -> Buffer:
+    """A chunk's data: ``blocks[rank][start:stop]`` of every piece, joined."""
+    parts = [blocks[r][start:stop] for r, start, stop in pieces]
+    return parts[0] if len(parts) == 1 else join(parts)
+
+
+def cut(chunk: Buffer, pieces: list[Piece]) -> list[Buffer]:
+    """``chunk`` cut into its pieces."""
+    return split_counts(chunk, [stop - start for _, start, stop in pieces])
+
+
+def rail_steps(chunks: dict[int, list[list[Piece]]]) -> list[tuple[int, int]]:
+    """(rail, chunk) pairs of one channel in NCCL's order: its k-th chunk of every rail
+    before its (k + 1)-th of any."""
+    longest = max((len(c) for c in chunks.values()), default=0)
+    return [(h, k) for k in range(longest) for h in sorted(chunks) if k < len(chunks[h])]
 
 
 def _reduce_up(comm: Comm, children: list[int], tag: Hashable, op: ReduceOp) -> Steps:
@@ -145,66 +179,70 @@ def switch_all_reduce(comm: Comm, op: ReduceOp, roles: list[Role],
     return None
 
 
-def switch_reduce_scatter(comm: Comm, op: ReduceOp, roles: list[Role],
-                          owners: list[dict[int, list[int]]]) -> Steps:
-    """A SHARP switch's side of every channel of a reduce-scatter: ``owners[c][local]``
-    lists, slice by slice as the owners send them, the owner whose block each slice is.
-    Each role reduces every slice over its children and sends the sum up to its parent,
-    or, at the top of the tree, down to the one child that leads to the slice's owner; a
-    slice that comes down from the parent it passes on the same way."""
+def switch_reduce_scatter(comm: Comm, op: ReduceOp, roles: list[Role], plan: Plan) -> Steps:
+    """A SHARP switch's side of every channel of a reduce-scatter (``plan``: see
+    :func:`rail_plan`). Each role reduces every chunk of its rail over its children and
+    sends the sum up to its parent, or, at the top of the tree, cuts it into its pieces
+    and sends each down to the child that leads to the piece's owner; a piece that comes
+    down from the parent it passes on the same way."""
 
     def role(c: int, r: Role) -> Steps:
         up, down = _tags((c, r.local))
-        order = owners[c].get(r.local, [])
+        chunks = plan[c].get(r.local, [])
 
         def descend(source: int) -> Steps:
-            for owner in order:
-                if owner in r.below:
-                    comm.send((yield comm.recv(source, tag=down)), r.below[owner], tag=down,
-                              ordered=True)
+            for pieces in chunks:
+                for owner, _, _ in pieces:
+                    if owner in r.below:
+                        comm.send((yield comm.recv(source, tag=down)), r.below[owner],
+                                  tag=down, ordered=True)
 
         descending = None if r.parent is None else comm.start(descend(r.parent))
-        for owner in order:
+        for pieces in chunks:
             total = yield from _reduce_up(comm, r.children, up, op)
-            if r.parent is None:
-                comm.send(total, r.below[owner], tag=down, ordered=True)
-            else:
+            if r.parent is not None:
                 comm.send(total, r.parent, tag=up, ordered=True)
+                continue
+            for (owner, _, _), piece in zip(pieces, cut(total, pieces)):
+                comm.send(piece, r.below[owner], tag=down, ordered=True)
         if descending is not None:
             yield descending
 
-    yield from _run_roles(comm, roles, len(owners), role)
+    yield from _run_roles(comm, roles, len(plan), role)
     return None
 
 
-def switch_all_gather(comm: Comm, roles: list[Role],
-                      owners: list[dict[int, list[int]]]) -> Steps:
-    """A SHARP switch's side of every channel of an all-gather: ``owners[c][local]``
-    lists, slice by slice in the order every owner receives them, the owner each slice
-    comes from. Each role sends every slice of an owner below it up to its parent, or,
-    at the top of the tree, multicasts it down to its children, as it multicasts every
-    slice that comes down from the parent."""
+def switch_all_gather(comm: Comm, roles: list[Role], plan: Plan) -> Steps:
+    """A SHARP switch's side of every channel of an all-gather (``plan``: see
+    :func:`rail_plan`). Each role sends every piece of an owner below it up to its
+    parent, or, at the top of the tree, joins a chunk's pieces and multicasts the chunk
+    down to its children, as it multicasts every chunk that comes down from the
+    parent."""
 
     def role(c: int, r: Role) -> Steps:
         up, down = _tags((c, r.local))
-        order = owners[c].get(r.local, [])
+        chunks = plan[c].get(r.local, [])
         if r.parent is None:
-            for owner in order:
-                comm.multicast((yield comm.recv(r.below[owner], tag=up)), r.children,
-                               tag=down, ordered=True)
+            for pieces in chunks:
+                got = []
+                for owner, _, _ in pieces:
+                    got.append((yield comm.recv(r.below[owner], tag=up)))
+                comm.multicast(join(got), r.children, tag=down, ordered=True)
             return
         parent = r.parent
 
         def ascend() -> Steps:
-            for owner in order:
-                if owner in r.below:
-                    comm.send((yield comm.recv(owner, tag=up)), parent, tag=up, ordered=True)
+            for pieces in chunks:
+                for owner, _, _ in pieces:
+                    if owner in r.below:
+                        comm.send((yield comm.recv(owner, tag=up)), parent, tag=up,
+                                  ordered=True)
 
         ascending = comm.start(ascend())
-        for _ in order:
+        for _ in chunks:
             comm.multicast((yield comm.recv(parent, tag=down)), r.children, tag=down,
                            ordered=True)
         yield ascending
 
-    yield from _run_roles(comm, roles, len(owners), role)
+    yield from _run_roles(comm, roles, len(plan), role)
     return None
