@@ -53,7 +53,7 @@ from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
 from simcoll.algorithms.params import Choice, Int, Names
 from simcoll.algorithms.registry import register
-from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, join, split
+from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, block_counts, join, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.errors import CommUsageError, InvalidInputError
@@ -86,8 +86,8 @@ def _params(collective: str) -> dict[str, Any]:
                         doc="NCCL release whose tuner chooses (the run is the same)"),
         **({"collnet": Int(0, minimum=0, maximum=1,
                            doc="NCCL_COLLNET_ENABLE: 1 enables CollNet over the "
-                               "fabric's SHARP switches (NVLS across nodes; for "
-                               "all_reduce also CollNet Direct and Chain)")}
+                               "fabric's SHARP switches (NVLS across nodes and CollNet "
+                               "Direct; for all_reduce also CollNet Chain)")}
            if collective in _COLLNET else {}),
     }
 
@@ -102,8 +102,8 @@ def _tuner_bytes(collective: str, x: VirtualBuffer, p: int) -> int:
 
 
 _COLLNET = ("all_reduce", "reduce_scatter", "all_gather")
-"""The collectives NCCL_COLLNET_ENABLE changes (NVLS across nodes; CollNet for
-all_reduce)."""
+"""The collectives NCCL_COLLNET_ENABLE changes (NVLS across nodes, CollNet Direct, and
+CollNet Chain for all_reduce)."""
 
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
 """The FP8 types NCCL knows (ncclFloat8e4m3, ncclFloat8e5m2)."""
@@ -413,10 +413,18 @@ def _rail_plan(comm: Comm, x: Buffer, algo: str, channels: int,
     total = x.nbytes * (1 if reduces else p)
     chunk = nvls.CHUNK_BYTES if algo == "nvls" else \
         chunk_bytes(algo, total, channels, _ppn(comm))
-    sizes = {r: len(block) for r, block in enumerate(split(x, p))} if reduces else \
-        dict.fromkeys(range(p), x.size)
-    return sharp.rail_plan(sizes, _gpu_groups(comm), channels,
-                           max(1, chunk // x.dtype.itemsize))
+    groups = tuple(map(tuple, _gpu_groups(comm)))
+    return _plan_of(x.size, p, reduces, groups, channels, max(1, chunk // x.dtype.itemsize))
+
+
+@functools.lru_cache(maxsize=64)
+def _plan_of(size: int, p: int, reduces: bool, groups: tuple[tuple[int, ...], ...],
+             channels: int, chunk: int) -> sharp.Plan:
+    """:func:`sharp.rail_plan` for a buffer of ``size`` elements, computed once for every
+    GPU and switch of a run (do not modify it)."""
+    sizes = dict(enumerate(map(int, block_counts(size, p)))) if reduces else \
+        dict.fromkeys(range(p), size)
+    return sharp.rail_plan(sizes, [list(g) for g in groups], channels, chunk)
 
 
 def _own_block(pieces: list[list[tuple[int, Buffer]]], empty: Buffer) -> Buffer:

@@ -63,8 +63,9 @@ class Machine:
             which every rank cuts to the fewest channels any rank found, has none.
         uneven_nodes: the nodes hold different numbers of the communicator's GPUs.
             NCCL then gives NVLS as many heads as the fewest GPUs of a node (every
-            rank keeps the fewest NVLS channels any node found; init.cc), and runs no
-            CollNet.
+            rank keeps the fewest NVLS channels any node found; init.cc). simcoll runs
+            neither CollNet nor NVLS across nodes there: its SHARP trees pair local GPU
+            g of every node (:func:`sharp_groups`).
         heads_inter_bw: bytes/s the NVLS heads of a node (its first GPUs, as many as
             the smallest node holds) can send at once to the next node; the same as
             ``inter_bw`` where the nodes are of one size (None: take ``inter_bw``).

@@ -12,12 +12,12 @@ use it, each with its own latency for the network step (NCCL's ``hwLatencies[NET
 every slice sent up waits that long beyond its route's own latency, so the steps of
 successive slices overlap.
 
-NVLS reduce_scatter and all_gather across nodes (``nvls_sharp.py``) use the plugin's
-reduce-scatter and all-gather instead (``ireducescatter``, ``iallgather``): for a
-reduce-scatter the switches reduce each chunk of a rail over the nodes as for an
-all-reduce, but send each owner only its piece of the sum; for an all-gather they reduce
-nothing: the owners' pieces of a chunk go up, and the chunk is multicast down to every
-owner (the chunks: :func:`rail_plan`).
+reduce_scatter and all_gather across nodes, with NVLS (``nvls_sharp.py``) or CollNet
+Direct (``collnet.py``), use the plugin's reduce-scatter and all-gather instead
+(``ireducescatter``, ``iallgather``): for a reduce-scatter the switches reduce each chunk
+of a rail over the nodes as for an all-reduce, but send each owner only its piece of the
+sum; for an all-gather they reduce nothing: the owners' pieces of a chunk go up, and the
+chunk is multicast down to every owner (the chunks: :func:`rail_plan`).
 
 Traffic is keyed by (channel, local index): one switch may serve several blocks.
 """
