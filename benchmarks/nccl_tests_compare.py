@@ -52,7 +52,9 @@ PCIE_SERVERS: dict[str, tuple[dict[str, Any], str]] = {
          "reduce_bandwidth": RTX_5090.reduce_bandwidth},
         "DDR4 host memory (204.8 GB/s) stands in for the host's DDR5; one GPU per x16 root "
         "port is read from the bus ids (0x01, 0x21, 0x41, 0x61: one per root complex of "
-        "the EPYC's I/O die), which the source does not state"),
+        "the EPYC's I/O die), which the source does not state; the receiving GPU reads "
+        "host memory at the 35.2 GB/s nvbandwidth measured for H100 SMs on Gen5 "
+        "(pcie_node's default), which stands in for the RTX 5090's"),
     "rtx5090x8_turin_p2p": (
         {"gen": 5, "p2p": True, "sockets": 2, "inter_socket_bandwidth": 55.6 * sc.GB,
          "reduce_bandwidth": RTX_5090.reduce_bandwidth},

@@ -44,12 +44,11 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
             net._unreserve(flow, now)
         if flow.group is not None:
             net._dissolve(flow.group, now)
-    nominal = net.topology.links[index].bandwidth
     net._routes.clear()
     if factor > 0:
         for d in directed:
-            net._capacity[d] = nominal * factor
-            net._general.set_capacity(d, nominal * factor)
+            net._capacity[d] = net.topology.bandwidth_of(d) * factor
+            net._general.set_capacity(d, net._capacity[d])
         for flow in affected:
             flow.bottleneck = min(net._capacity[d] for d in flow.links)
     else:

@@ -55,13 +55,20 @@ class Device:
 
 @dataclass(frozen=True)
 class Link:
-    """A full-duplex link; ``bandwidth`` is per direction, in bytes/s; ``latency`` in s."""
+    """A full-duplex link; ``bandwidth`` is per direction, in bytes/s; ``latency`` in s.
+    ``back`` is the bandwidth from ``v`` to ``u`` where it differs (None: ``bandwidth``
+    both ways)."""
 
     u: str
     v: str
     bandwidth: float
     latency: float
     kind: str
+    back: float | None = None
+
+    def rate(self, direction: int) -> float:
+        """Bytes/s from ``u`` to ``v`` (``direction`` 0) or from ``v`` to ``u`` (1)."""
+        return self.bandwidth if direction == 0 or self.back is None else self.back
 
 
 @dataclass(frozen=True)
@@ -204,13 +211,16 @@ class Topology:
         return self._add(kind, name, reduce_bandwidth, in_network=True)
 
     def add_link(self, u: str, v: str, *, bandwidth: float, latency: float = 0.0,
-                 kind: str = "custom") -> Link:
+                 kind: str = "custom", back_bandwidth: float | None = None) -> Link:
         """Join devices ``u`` and ``v`` with a full-duplex link.
 
         Args:
             bandwidth: bytes/s in each direction, > 0 and finite.
             latency: seconds, >= 0 and finite.
             kind: a label such as "nvlink", "nvswitch", "pcie", "ib", "ethernet".
+            back_bandwidth: bytes/s from ``v`` to ``u`` where it differs from
+                ``bandwidth`` (> 0 and finite), e.g. a GPU's reads of host memory over
+                PCIe; None: ``bandwidth`` both ways.
 
         Raises:
             TopologyError: unknown device, self-loop, duplicate link, bad bandwidth/latency.
@@ -229,9 +239,12 @@ class Topology:
         if frozenset((u, v)) in self._pairs:
             raise TopologyError(f"devices {u!r} and {v!r} are already linked")
         bandwidth = _check_rate(f"bandwidth of link ({u!r}, {v!r})", bandwidth, allow_inf=False)
+        if back_bandwidth is not None:
+            back_bandwidth = _check_rate(f"back_bandwidth of link ({u!r}, {v!r})",
+                                         back_bandwidth, allow_inf=False)
         latency = real(latency, f"latency of link ({u!r}, {v!r})", error=TopologyError,
                        what="seconds")
-        link = Link(u, v, bandwidth, latency, str(kind))
+        link = Link(u, v, bandwidth, latency, str(kind), back_bandwidth)
         self.spec = None
         index = len(self._links)
         self._links.append(link)
@@ -348,7 +361,11 @@ class Topology:
 
     def directed_bandwidths(self) -> list[float]:
         """Bandwidth of every directed link, indexed as routes index them."""
-        return [link.bandwidth for link in self._links for _ in (0, 1)]
+        return [link.rate(direction) for link in self._links for direction in (0, 1)]
+
+    def bandwidth_of(self, index: int) -> float:
+        """Bandwidth of directed link ``index`` (as routes index them)."""
+        return self._links[index >> 1].rate(index & 1)
 
     def validate(self) -> None:
         """Check there is a GPU and every endpoint can reach every other one.
@@ -402,9 +419,8 @@ class Topology:
                 raise TopologyError(f"no route from {self.endpoint_name(src)!r} to "
                                     f"{self.endpoint_name(dst)!r}"
                                     + (" around the failed links" if avoid else ""))
-            ls = [self._links[d >> 1] for d in links]
-            route = Route(tuple(links), sum(link.latency for link in ls),
-                          min((link.bandwidth for link in ls), default=math.inf))
+            route = Route(tuple(links), sum(self._links[d >> 1].latency for d in links),
+                          min((self.bandwidth_of(d) for d in links), default=math.inf))
             if not avoid:
                 if len(self._routes) >= ROUTES_KEPT:
                     self._routes.clear()

@@ -19,10 +19,10 @@ device its messages to other GPUs pass through (host memory, without peer-to-pee
 access); ``reduce_bandwidth`` (GPUs and hosts, default ``inf``: free reductions) is bytes
 of reduction output per second; on a switch or NIC it makes the device compute in the
 network (NVLS, SHARP: ``in_network: true`` marks one with free reductions, where JSON has
-``null`` for ``inf``); a link's ``latency`` defaults to 0 and its ``kind`` to
-``"custom"``. Rates and times are plain SI numbers or carry units
-(:mod:`simcoll.topology.quantities`). Or a builder or preset with its arguments, exactly
-as a spec names them (:mod:`simcoll.topology.spec`)::
+``null`` for ``inf``); a link's ``latency`` defaults to 0, its ``kind`` to ``"custom"``,
+and its ``back_bandwidth`` (from ``v`` to ``u``) to its ``bandwidth``. Rates and times
+are plain SI numbers or carry units (:mod:`simcoll.topology.quantities`). Or a builder or
+preset with its arguments, exactly as a spec names them (:mod:`simcoll.topology.spec`)::
 
     preset: dgx_h100
     args: {nodes: 2}
@@ -50,7 +50,7 @@ __all__ = ["to_dict", "from_dict", "save", "load"]
 _TOP_KEYS = ("name", "cpu", "devices", "links")
 _PRESET_KEYS = ("preset", "args")
 _DEVICE_KEYS = ("name", "kind", "node", "reduce_bandwidth", "in_network", "staging")
-_LINK_KEYS = ("u", "v", "bandwidth", "latency", "kind")
+_LINK_KEYS = ("u", "v", "bandwidth", "latency", "kind", "back_bandwidth")
 
 
 def to_dict(topology: Topology) -> dict[str, Any]:
@@ -65,7 +65,9 @@ def to_dict(topology: Topology) -> dict[str, Any]:
                      **({"staging": d.staging} if d.staging is not None else {})}
                     for d in topology.devices],
         "links": [{"u": link.u, "v": link.v, "bandwidth": link.bandwidth,
-                   "latency": link.latency, "kind": link.kind} for link in topology.links],
+                   "latency": link.latency, "kind": link.kind,
+                   **({"back_bandwidth": link.back} if link.back is not None else {})}
+                  for link in topology.links],
     }
 
 
@@ -173,8 +175,10 @@ def _build(data: Any, ctx: Context) -> Topology:
         bandwidth = _field(link, "bandwidth", ctx, path, kind="rate")
         latency = _field(link, "latency", ctx, path, kind="time", default=0.0)
         kind = _field(link, "kind", ctx, path, kind="name", default="custom")
+        back = _field(link, "back_bandwidth", ctx, path, kind="rate", default=None)
         try:
-            topo.add_link(*ends, bandwidth=bandwidth, latency=latency, kind=kind)
+            topo.add_link(*ends, bandwidth=bandwidth, latency=latency, kind=kind,
+                          back_bandwidth=back)
         except TopologyError as exc:
             raise ctx.error(path, str(exc)) from None
     return topo

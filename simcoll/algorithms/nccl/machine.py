@@ -40,7 +40,9 @@ class Machine:
         nranks, nnodes: ranks and nodes of the communicator; ``ppn`` ranks per node.
         intra: "nvlink" when GPUs of a node reach each other over NVLink only, else "pci".
         intra_bw: bytes/s a GPU has to another GPU of its node (read on the first node
-            with two GPUs; inf where every node holds one).
+            with two GPUs; inf where every node holds one). Like ``inter_bw`` it reads
+            each link's ``bandwidth``, the one rate NCCL's topology knows for a link, not
+            a lower ``back_bandwidth`` (a GPU's reads of host memory).
         inter_bw: bytes/s a node has to the network, over all its GPUs' routes to the
             next node, each sharing the links it crosses with the others (0 with one
             node).
@@ -259,7 +261,7 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
         route = topology.route(pair[0], pair[1])
         kinds = {topology.links[d >> 1].kind for d in route.links}
         intra = "nvlink" if kinds <= set(_NVLINK_KINDS) else "pci"
-        intra_bw = route.bandwidth
+        intra_bw = min(topology.links[d >> 1].bandwidth for d in route.links)
     inter_bw, rails = (_network_share(topology, first, groups[1])
                        if len(groups) > 1 else (0.0, 0))
     heads = min(map(len, groups))

@@ -62,7 +62,7 @@ from simcoll.units import GB, Gbps
 
 __all__ = ["GPUSpec", "A100_SXM", "A100_PCIE", "H100_SXM", "RTX_5090",
            "reduce_bandwidth_of", "pcie_x16", "pcie_x16_nccl", "PCIE_GENERATIONS", "HDR",
-           "NDR", "ETH100"]
+           "NDR", "ETH100", "SM_HOST_READ", "sm_host_read"]
 
 PCIE_GENERATIONS = (3, 4, 5)
 _GT_PER_S = {3: 8e9, 4: 16e9, 5: 32e9}
@@ -96,6 +96,23 @@ def pcie_x16_nccl(gen: int) -> float:
         TopologyError: ``gen`` is not 3, 4 or 5.
     """
     return 16 * _GT_PER_S[_check_gen(gen)] * 0.75 / 8
+
+
+SM_HOST_READ = {4: 25.13e9, 5: 35.2e9}
+"""Bytes/s a GPU's SMs read from pinned host memory over PCIe x16, by generation, as
+nvbandwidth's ``host_to_device_memcpy_sm`` measures it: Gen4 25.13 GB/s on an A100 SXM4
+40GB (nvbandwidth issue #42, 512 MiB and 1 GiB buffers), Gen5 35.2 GB/s on H100 (issue
+#24: 35.03 to 35.39 on 8 GPUs, against 52.77 for the SMs' writes to host memory,
+``device_to_host_memcpy_sm``). Gen3: no measurement found."""
+
+
+def sm_host_read(gen: int) -> float | None:
+    """:data:`SM_HOST_READ` for ``gen``, None where none was measured.
+
+    Raises:
+        TopologyError: ``gen`` is not 3, 4 or 5.
+    """
+    return SM_HOST_READ.get(_check_gen(gen))
 
 
 def reduce_bandwidth_of(memory_bandwidth: float) -> float:

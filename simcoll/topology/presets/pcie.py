@@ -22,6 +22,12 @@ inter-socket link when the receiver sits on the other socket). The uplink of a P
 switch is then shared by all the traffic its GPUs send and, in the other direction,
 receive, and the memory link carries each staged byte once in each direction. Host
 memory copies are not charged separately: the memory link's rate is their only cost.
+NCCL's SHM transport (src/transport/shm.cc, NCCL 2.30.7) keeps a connection's buffer in
+host memory: the sender's SMs write into it and the receiver's SMs read it over PCIe.
+SMs read host memory slower than they write it, so each GPU's link carries what comes
+into the GPU at ``host_read_bandwidth`` (by default what nvbandwidth measures for the
+generation, where that is below the link's rate: 35.2 GB/s on Gen5 against NCCL's 48;
+:data:`~simcoll.topology.presets.hardware.SM_HOST_READ`).
 
 Defaults: A100 PCIe 80GB GPUs (reductions at 1,935 / 3 = 645 GB/s), host memory of one
 AMD EPYC 7002/7003 socket (8 channels of DDR4-3200: 8 x 25.6 = 204.8 GB/s, AMD's EPYC
@@ -35,7 +41,7 @@ from simcoll.checks import integer
 from simcoll.errors import TopologyError
 from simcoll.topology.builders import _check_count
 from simcoll.topology.graph import Topology
-from simcoll.topology.presets.hardware import A100_PCIE, pcie_x16_nccl
+from simcoll.topology.presets.hardware import A100_PCIE, pcie_x16_nccl, sm_host_read
 from simcoll.units import GB, us
 
 __all__ = ["pcie_node"]
@@ -46,7 +52,8 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
               pcie_latency: float = 1 * us, memory_bandwidth: float = 204.8 * GB,
               memory_latency: float = 0.1 * us, inter_socket_bandwidth: float = 16 * GB,
               inter_socket_latency: float = 0.5 * us,
-              reduce_bandwidth: float = A100_PCIE.reduce_bandwidth) -> Topology:
+              reduce_bandwidth: float = A100_PCIE.reduce_bandwidth,
+              host_read_bandwidth: float | None = None) -> Topology:
     """GPUs on PCIe switches under 1 or 2 CPU sockets (see the module for the model).
 
     Args:
@@ -61,6 +68,9 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
         memory_bandwidth, memory_latency: the link of each socket's host memory.
         inter_socket_bandwidth, inter_socket_latency: the link between two sockets.
         reduce_bandwidth: each GPU's reduction output, bytes/s.
+        host_read_bandwidth: with ``p2p=False``, bytes/s a GPU reads staged data from
+            host memory; None: the generation's measured rate where it is below the
+            link's (:func:`~simcoll.topology.presets.hardware.sm_host_read`).
 
     Raises:
         TopologyError: a count, generation, rate or latency that is not accepted.
@@ -72,6 +82,12 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
     if not isinstance(p2p, bool):
         raise TopologyError(f"p2p={p2p!r} is not accepted; use True or False")
     bandwidth = pcie_x16_nccl(gen) if pcie_bandwidth is None else pcie_bandwidth
+    if p2p and host_read_bandwidth is not None:
+        raise TopologyError(f"host_read_bandwidth={host_read_bandwidth!r} is not accepted "
+                            f"with p2p=True (GPUs then write into each other and read no "
+                            f"host memory); leave it out, or set p2p=False")
+    read = sm_host_read(gen) if host_read_bandwidth is None else host_read_bandwidth
+    back = None if p2p or read is None or read >= bandwidth else read
     topo = Topology(f"pcie_node({gpus}, gen{gen}{'' if p2p else ', no p2p'})")
     cpus = [topo.add_switch(f"cpu{s}") for s in range(sockets)]
     memories = [topo.add_switch(f"memory{s}") for s in range(sockets)]
@@ -91,5 +107,5 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
             gpu = topo.add_gpu(f"gpu{rank}", reduce_bandwidth=reduce_bandwidth,
                                staging=None if p2p else memories[socket])
             topo.add_link(gpu, sw, bandwidth=bandwidth, latency=pcie_latency / 2,
-                          kind="pcie")
+                          kind="pcie", back_bandwidth=back)
     return topo
