@@ -137,6 +137,15 @@ class AlgorithmSpec:
         chosen = self.resolve(topology, ranks, x, **full, **extra)
         return _normalized(self, {**full, **chosen}, self.params)
 
+    def normalized(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` checked against this algorithm's parameters and normalized, before
+        any run (sizes are not checked here: :meth:`check` does that for a run).
+
+        Raises:
+            InvalidInputError: an unknown parameter or a value its spec refuses.
+        """
+        return _normalized(self, params, self.params)
+
     def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The rank program's parameter keywords: every default, updated by ``params``."""
         return {**self.defaults, **params}

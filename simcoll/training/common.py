@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -63,19 +64,28 @@ def ddp_buckets(tensor_bytes: Sequence[int], *, bucket_cap_mb: float = 25,
     return buckets
 
 
-def check_algorithm(algorithm: str, collectives: Sequence[str]) -> None:
+def check_algorithm(algorithm: str, collectives: Sequence[str],
+                    params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Refuse, before any run, an algorithm that is not registered for every one of
-    ``collectives`` or that needs server hosts (a training step runs on GPU ranks).
+    ``collectives`` or that needs server hosts (a training step runs on GPU ranks), and
+    parameters it does not take; return the keywords every collective of the step
+    passes: ``algorithm`` and ``params``, normalized.
 
     Raises:
         UnknownAlgorithmError: naming the algorithms registered for that collective.
-        InvalidInputError: an algorithm that runs programs on server hosts.
+        InvalidInputError: an algorithm that runs programs on server hosts, or a
+            parameter it does not take for one of ``collectives`` or a value it refuses.
     """
+    given = dict(params or {})
+    normalized: dict[str, Any] = {}
     for collective in collectives:
-        if get_algorithm(collective, algorithm).host is not None:
+        spec = get_algorithm(collective, algorithm)
+        if spec.host is not None:
             raise InvalidInputError(f"algorithm={algorithm!r} runs programs on server "
                                     f"hosts; a training step's {collective} runs on GPU "
                                     f"ranks only")
+        normalized = spec.normalized(given)
+    return {"algorithm": algorithm, **normalized}
 
 
 def check_ranks(topology: Topology, ranks: Sequence[int] | None, count: int,

@@ -19,7 +19,7 @@ The division by the world size is element-wise work on the GPU and is not charge
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -84,7 +84,7 @@ def _groups(model: Model, strategy: str, bucket_cap_mb: float,
 
 
 def _program(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names: list[str],
-             groups: list[list[tuple[int, int]]], overlap: bool, algorithm: str,
+             groups: list[list[tuple[int, int]]], overlap: bool, how: Mapping[str, Any],
              itemsize: int) -> Generator[Event, Any, float]:
     r = comm.rank
     for (fwd, _), name in zip(times, names):
@@ -102,7 +102,7 @@ def _program(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
         buf = buffer_of(elements, itemsize)
         previous = [rec.on_stream(
             comm, r, "dp", "all_reduce",
-            partial(stream.all_reduce, buf, algorithm=algorithm),
+            partial(stream.all_reduce, buf, **how),
             after=[ready, *previous], nbytes=elements * itemsize, label=f"all-reduce {k}")]
     yield done[0]
     # SimPy sends each event's value into the generator, which a plain
@@ -115,7 +115,8 @@ def _program(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
 def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
                   gpu: GPU = H100, algorithm: str = "ring", bucket_cap_mb: float = 25,
                   first_bucket_mb: float = 1, overlap: bool = True,
-                  network: str = "flow") -> DataParallelResult:
+                  network: str = "flow",
+                  algorithm_params: Mapping[str, Any] | None = None) -> DataParallelResult:
     """Simulate one data-parallel step of ``model`` on every GPU of ``topology``.
 
     Args:
@@ -128,22 +129,26 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
         overlap: DDP only: launch each bucket as soon as it is full (True, as DDP does)
             or all of them after the backward pass (False, for comparison).
         network: network model.
+        algorithm_params: parameters of that algorithm for every collective of the step
+            (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
+            ``collnet=1`` needs collectives over every GPU of the machine), checked
+            before the run.
 
     Raises:
         InvalidInputError: an unknown strategy or all_reduce algorithm (one that needs
-            server hosts included), or bad bucket limits.
+            server hosts included), a parameter it does not take, or bad bucket limits.
     """
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy={strategy!r} is not accepted; use one of "
                                 f"{', '.join(map(repr, STRATEGIES))}")
-    check_algorithm(algorithm, ["all_reduce"])
+    how = check_algorithm(algorithm, ["all_reduce"], algorithm_params)
     groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]
     itemsize = model.precision.grad_bytes
     rec = Recorder()
     run = run_program(topology, _program, rec, times, names, groups,
-                      strategy == "ddp" and bool(overlap), algorithm, itemsize,
+                      strategy == "ddp" and bool(overlap), how, itemsize,
                       network=network)
     compute = sum(f + b for f, b in times)
     step = run.time

@@ -19,7 +19,7 @@ optimizer step is not charged.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -136,7 +136,7 @@ class _Config:
     elements: int
     itemsize: int
     grad_bytes: int
-    algorithm: str
+    how: dict[str, Any]
     rec: Recorder
     in_flight: dict[int, int] = field(default_factory=dict)
 
@@ -175,7 +175,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
         shard = buffer_of(shard_params[k] // dp, cfg.itemsize)
         last_gather[:] = [rec.on_stream(
             comm, r, "dp_gather", "all_gather",
-            partial(dp_gather.all_gather, shard, algorithm=cfg.algorithm),
+            partial(dp_gather.all_gather, shard, **cfg.how),
             after=list(last_gather), nbytes=shard.nbytes, label=label)]
         return last_gather[0]
 
@@ -199,7 +199,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
             if layer.block:
                 yield from block_pass(comm, tp_group, rec, r, layer, time, pass_name,
                                       cfg.elements, cfg.itemsize, cfg.sequence_parallel,
-                                      cfg.algorithm, label)
+                                      cfg.how, label)
             else:
                 yield rec.compute(comm, r, time, pass_name, label)
             if last and dp_reduce is not None and shard_params[k]:
@@ -207,7 +207,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                 kind = "all_reduce" if zero == 0 else "reduce_scatter"
                 last_reduce[:] = [rec.on_stream(
                     comm, r, "dp", kind,
-                    partial(dp_reduce.collective, kind, grads, algorithm=cfg.algorithm),
+                    partial(dp_reduce.collective, kind, grads, **cfg.how),
                     after=list(last_reduce), nbytes=grads.nbytes, label=layer.name)]
 
     for k, (pass_name, j) in enumerate(order):
@@ -235,7 +235,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                 shard = buffer_of(params // dp, cfg.itemsize)
                 last_gather[:] = [rec.on_stream(
                     comm, r, "dp_gather", "all_gather",
-                    partial(dp_gather.all_gather, shard, algorithm=cfg.algorithm),
+                    partial(dp_gather.all_gather, shard, **cfg.how),
                     after=[*last_reduce, *last_gather], nbytes=shard.nbytes,
                     label=layers[k].name)]
     # SimPy sends each event's value into the generator, which a plain
@@ -259,8 +259,8 @@ def _send(comm: Comm, rec: Recorder, peer: int, elements: int, itemsize: int,
 
 def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_stage: int,
              micro_batches: int, schedule: str, order: Sequence[str],
-             sequence_parallel: bool,
-             algorithm: str) -> tuple[int, int, int, int, int, tuple[str, ...]]:
+             sequence_parallel: bool, algorithm: str, params: Mapping[str, Any] | None
+             ) -> tuple[int, int, int, int, int, tuple[str, ...], dict[str, Any]]:
     dp = integer(dp, "dp", minimum=1)
     tp = integer(tp, "tp", minimum=1)
     pp = integer(pp, "pp", minimum=1)
@@ -288,18 +288,18 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
     if tp > 1:
         collectives |= ({"all_gather", "reduce_scatter"} if sequence_parallel
                         else {"all_reduce"})
-    check_algorithm(algorithm, sorted(collectives))
+    how = check_algorithm(algorithm, sorted(collectives), params)
     if sequence_parallel and model.seq_len % tp:
         raise InvalidInputError(f"sequence parallelism needs tp={tp} to divide "
                                 f"seq_len={model.seq_len}")
-    return dp, tp, pp, zero_stage, m, tuple(order)
+    return dp, tp, pp, zero_stage, m, tuple(order), how
 
 
 def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
          zero_stage: int = 0, micro_batches: int = 1, schedule: str = "1f1b",
          sequence_parallel: bool = False, recompute: bool = False, gpu: GPU = H100,
          order: Sequence[str] = DIMENSIONS, algorithm: str = "ring",
-         network: str = "flow") -> Step:
+         network: str = "flow", algorithm_params: Mapping[str, Any] | None = None) -> Step:
     """Simulate one training step of ``model`` with ``dp x tp x pp`` parallelism.
 
     ``model.batch`` is the global batch B; each replica runs B / dp sequences in
@@ -318,15 +318,19 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         order: the placement, innermost dimension first (default TP inside nodes, PP
             across, DP outermost).
         algorithm: the algorithm of every collective; network: the network model.
+        algorithm_params: parameters of that algorithm for every collective of the step
+            (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
+            ``collnet=1`` needs collectives over every GPU of the machine), checked
+            before the run.
 
     Raises:
         InvalidInputError: dp x tp x pp not the GPU count, micro-batches that do not
             divide the batch, more stages than blocks, tp not dividing the heads, an
             unknown schedule or algorithm, or a bad order.
     """
-    dp, tp, pp, zero_stage, m, order = _checked(model, topology, dp, tp, pp, zero_stage,
-                                                micro_batches, schedule, order,
-                                                sequence_parallel, algorithm)
+    dp, tp, pp, zero_stage, m, order, how = _checked(
+        model, topology, dp, tp, pp, zero_stage, micro_batches, schedule, order,
+        sequence_parallel, algorithm, algorithm_params)
     stages = split_blocks(model, pp)
     sequences = model.batch // (dp * m)
     fraction = sequences / model.batch / tp
@@ -338,7 +342,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     precision = model.precision
     cfg = _Config(placement, stages, seconds, m, schedule, zero_stage, bool(sequence_parallel),
                   sequences * model.seq_len * model.hidden, precision.activation_bytes,
-                  precision.grad_bytes, algorithm, Recorder())
+                  precision.grad_bytes, how, Recorder())
     run = run_program(topology, _program, cfg, network=network)
     step_time = run.time
     parts = breakdown(cfg.rec.spans, range(topology.nranks), step_time)

@@ -14,7 +14,7 @@ next matrix multiplication needs their result.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -37,10 +37,11 @@ __all__ = ["TensorParallelLayer", "tensor_parallel_layer", "block_pass"]
 
 def block_pass(comm: Comm, group: Comm | None, rec: Recorder, rank: int, layer: Layer,
                seconds: float, pass_name: str, activation_elements: int, itemsize: int,
-               sequence_parallel: bool, algorithm: str,
+               sequence_parallel: bool, how: Mapping[str, Any],
                label: str) -> Generator[Event, Any, None]:
     """One block's forward or backward pass on one GPU of its tensor-parallel ``group``
-    (None: no tensor parallelism): two halves of compute, each with its collectives."""
+    (None: no tensor parallelism): two halves of compute, each with its collectives
+    (``how``: their algorithm and its parameters)."""
     halves = [layer.attention_share, 1 - layer.attention_share]
     if pass_name != "forward":
         halves.reverse()
@@ -51,18 +52,18 @@ def block_pass(comm: Comm, group: Comm | None, rec: Recorder, rank: int, layer: 
         part = f"{label} {'attention' if (k == 0) == (pass_name == 'forward') else 'MLP'}"
         if group is not None and sequence_parallel:
             yield rec.on_stream(comm, rank, "tp", "all_gather",
-                                partial(group.all_gather, shard, algorithm=algorithm),
+                                partial(group.all_gather, shard, **how),
                                 nbytes=shard.nbytes, label=part)
         computed = rec.compute(comm, rank, seconds * share, pass_name, part)
         if group is None:
             yield computed
         elif sequence_parallel:
             yield rec.on_stream(comm, rank, "tp", "reduce_scatter",
-                                partial(group.reduce_scatter, full, algorithm=algorithm),
+                                partial(group.reduce_scatter, full, **how),
                                 after=[computed], nbytes=full.nbytes, label=part)
         else:
             yield rec.on_stream(comm, rank, "tp", "all_reduce",
-                                partial(group.all_reduce, full, algorithm=algorithm),
+                                partial(group.all_reduce, full, **how),
                                 after=[computed], nbytes=full.nbytes, label=part)
 
 
@@ -94,21 +95,22 @@ class TensorParallelLayer:
 
 def _program(comm: Comm, rec: Recorder, ranks: Sequence[int], layer: Layer,
              times: tuple[float, float], elements: int, itemsize: int, sp: bool,
-             algorithm: str, marks: dict[str, float]) -> Generator[Event, Any, float]:
+             how: Mapping[str, Any], marks: dict[str, float]) -> Generator[Event, Any, float]:
     if comm.rank not in ranks:
         return 0.0
     group = comm.group(ranks).fresh_context() if len(ranks) > 1 else None
     for pass_name, seconds in zip(("forward", "backward"), times):
         yield from block_pass(comm, group, rec, comm.rank, layer, seconds, pass_name,
-                              elements, itemsize, sp, algorithm, layer.name)
+                              elements, itemsize, sp, how, layer.name)
         marks[pass_name] = max(marks.get(pass_name, 0.0), comm.now)
     return comm.now
 
 
 def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequences: int = 1,
                           sequence_parallel: bool = False, ranks: Sequence[int] | None = None,
-                          gpu: GPU = H100, algorithm: str = "ring",
-                          network: str = "flow") -> TensorParallelLayer:
+                          gpu: GPU = H100, algorithm: str = "ring", network: str = "flow",
+                          algorithm_params: Mapping[str, Any] | None = None
+                          ) -> TensorParallelLayer:
     """Simulate one of ``model``'s transformer blocks, forward and backward, split over
     ``tp`` GPUs, for ``sequences`` sequences.
 
@@ -120,6 +122,10 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
             e.g. ``[0, 8]`` puts it across two nodes).
         gpu, algorithm, network: the GPUs' rate, the collectives' algorithm, the network
             model.
+        algorithm_params: parameters of that algorithm for every collective of the step
+            (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
+            ``collnet=1`` needs collectives over every GPU of the machine), checked
+            before the run.
 
     Raises:
         InvalidInputError: a model without transformer blocks, bad sizes, ranks or
@@ -128,8 +134,8 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     """
     t = integer(tp, "tp", minimum=1)
     b = integer(sequences, "sequences", minimum=1)
-    check_algorithm(algorithm, ["all_gather", "reduce_scatter"] if sequence_parallel
-                    else ["all_reduce"])
+    how = check_algorithm(algorithm, ["all_gather", "reduce_scatter"] if sequence_parallel
+                          else ["all_reduce"], algorithm_params)
     block = next((layer for layer in model.layers if layer.block), None)
     if block is None:
         raise InvalidInputError(f"{model.name} has no transformer block to split")
@@ -143,7 +149,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
              gpu.seconds(block.backward_flops * fraction))
     rec, marks = Recorder(), dict[str, float]()
     run = run_program(topology, _program, rec, chosen, block, times, elements,
-                      model.precision.activation_bytes, bool(sequence_parallel), algorithm,
+                      model.precision.activation_bytes, bool(sequence_parallel), how,
                       marks, network=network)
     comm_time = sum(s.end - s.start for s in rec.spans if s.stream == "tp") / t
     return TensorParallelLayer(

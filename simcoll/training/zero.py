@@ -18,7 +18,7 @@ pass, another in the backward pass and a reduce-scatter of the gradients, 3 Psi 
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -116,7 +116,7 @@ class ZeroStep:
 
 def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
               names: list[str], buckets: list[tuple[int, int]], stage: int,
-              algorithm: str, itemsize: int) -> Generator[Event, Any, float]:
+              how: Mapping[str, Any], itemsize: int) -> Generator[Event, Any, float]:
     """Stages 0-2: backward with bucketed all-reduce (0) or reduce-scatter (1, 2) as each
     bucket fills, then (1, 2) an all-gather of every bucket's updated shard."""
     r, n = comm.rank, comm.size
@@ -130,7 +130,7 @@ def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
     for k, (first_layer, elements) in enumerate(buckets):
         buf = buffer_of(elements, itemsize)
         kind = "all_reduce" if stage == 0 else "reduce_scatter"
-        op = partial(reduce_stream.collective, kind, buf, algorithm=algorithm)
+        op = partial(reduce_stream.collective, kind, buf, **how)
         previous = [rec.on_stream(comm, r, kind, kind, op, after=[done[first_layer],
                                                                   *previous],
                                   nbytes=elements * itemsize, label=f"bucket {k}")]
@@ -139,7 +139,7 @@ def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
             shard = buffer_of(elements // n, itemsize)
             previous = [rec.on_stream(
                 comm, r, "all_gather", "all_gather",
-                partial(gather_stream.all_gather, shard, algorithm=algorithm),
+                partial(gather_stream.all_gather, shard, **how),
                 after=[done[0], *previous], nbytes=elements // n * itemsize,
                 label=f"bucket {k}")]
     yield done[0]
@@ -151,7 +151,7 @@ def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
 
 
 def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names: list[str],
-             units: list[int], algorithm: str, itemsize: int,
+             units: list[int], how: Mapping[str, Any], itemsize: int,
              prefetch: bool) -> Generator[Event, Any, float]:
     """Stage 3 / FSDP: each layer's parameters all-gathered just before its forward and
     again before its backward (the next one prefetched while it computes), each layer's
@@ -172,7 +172,7 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
         shard = buffer_of(units[i] // n, itemsize)
         gathered[j] = rec.on_stream(
             comm, r, "all_gather", "all_gather",
-            partial(gather_stream.all_gather, shard, algorithm=algorithm),
+            partial(gather_stream.all_gather, shard, **how),
             after=list(last_gather), nbytes=units[i] // n * itemsize,
             label=f"{names[i]} ({pass_name})")
         last_gather[:] = [gathered[j]]
@@ -193,7 +193,7 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
             grads = buffer_of(units[i], itemsize)
             last_reduce[:] = [rec.on_stream(
                 comm, r, "reduce_scatter", "reduce_scatter",
-                partial(reduce_stream.reduce_scatter, grads, algorithm=algorithm),
+                partial(reduce_stream.reduce_scatter, grads, **how),
                 after=[computed, *last_reduce], nbytes=units[i] * itemsize,
                 label=names[i])]
         yield computed
@@ -206,7 +206,8 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
 
 def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
               algorithm: str = "ring", bucket_cap_mb: float = 25, first_bucket_mb: float = 1,
-              prefetch: bool = True, network: str = "flow") -> ZeroStep:
+              prefetch: bool = True, network: str = "flow",
+              algorithm_params: Mapping[str, Any] | None = None) -> ZeroStep:
     """Simulate one ZeRO ``stage`` step of ``model`` on every GPU of ``topology``.
 
     Stage 0 is DDP (buckets all-reduced as the backward pass fills them). Stages 1 and 2
@@ -225,14 +226,19 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
             registered for each collective the stage uses, as ``"ring"`` is).
         bucket_cap_mb, first_bucket_mb: bucket limits for stages 0-2 (MiB).
         prefetch: stage 3 only: all-gather the next layer while this one computes.
+        algorithm_params: parameters of that algorithm for every collective of the step
+            (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
+            ``collnet=1`` needs collectives over every GPU of the machine), checked
+            before the run.
 
     Raises:
         InvalidInputError: a stage other than 0-3, an algorithm not registered for the
-            stage's collectives, gradients and parameters of different sizes in stages 1-3.
+            stage's collectives or a parameter it does not take, gradients and
+            parameters of different sizes in stages 1-3.
     """
     stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
-    check_algorithm(algorithm, ["all_reduce"] if stage == 0 else
-                    ["reduce_scatter", "all_gather"])
+    how = check_algorithm(algorithm, ["all_reduce"] if stage == 0 else
+                          ["reduce_scatter", "all_gather"], algorithm_params)
     n = topology.nranks
     precision = model.precision
     itemsize = precision.grad_bytes
@@ -251,14 +257,14 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
             elements = sum(tensors[k][1] for k in bucket)
             buckets.append((min(tensors[k][0] for k in bucket),
                             elements if stage == 0 else padded(elements, n)))
-        run = run_program(topology, _bucketed, rec, times, names, buckets, stage, algorithm,
+        run = run_program(topology, _bucketed, rec, times, names, buckets, stage, how,
                           itemsize, network=network)
         # An all-reduce moves 2 Psi (N-1)/N (a reduce-scatter and an all-gather), as
         # do stages 1 and 2's reduce-scatter and all-gather.
         communicated = 2 * sum(e for _, e in buckets)
     else:
         units = [padded(layer.params, n) if layer.params else 0 for layer in model.layers]
-        run = run_program(topology, _sharded, rec, times, names, units, algorithm, itemsize,
+        run = run_program(topology, _sharded, rec, times, names, units, how, itemsize,
                           prefetch, network=network)
         communicated = 3 * sum(units)
     step = run.time

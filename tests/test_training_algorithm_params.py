@@ -1,0 +1,82 @@
+"""Training steps pass ``algorithm_params`` to every collective they start: NCCL's
+overrides (``algo``, ``proto``, ``collnet``, ...) reach each one, bad ones are refused
+before the run."""
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll as sc
+import simcoll.training as tr
+
+# Every tensor of this model is a multiple of 64 elements.
+SMALL = tr.gpt(3, 64, 4, 16, 128, batch=2)
+
+
+def test_fsdp_runs_collnet_direct_through_sharp_when_asked():
+    """ZeRO-3 on two SHARP-joined DGX H100 (p = 16, N = 2 nodes) with CollNet Direct for
+    every collective. Per layer of n bytes of (padded) parameters: a reduce_scatter of n
+    sends N n / p = n / 8 up a GPU's NIC and n / 16 down; each of the two all_gathers of
+    a shard of m = n / 16 sends m up and N m = n / 8 down. Over the step GPU 0's NIC
+    carries n / 4 up and 5 n / 16 down, summed over the layers; without collnet NCCL
+    runs rings, whose traffic differs."""
+    topo = sc.topology.dgx_h100(2, sharp=True)
+    p = topo.nranks
+    total = sum(-(-layer.params // p) * p for layer in SMALL.layers if layer.params) * 2
+    res = tr.zero_step(SMALL, topo, stage=3, algorithm="nccl",
+                       algorithm_params={"collnet": 1, "algo": "collnet_direct"})
+    assert res.run.link_bytes[("gpu0", "nic0")] == total // 4
+    assert res.run.link_bytes[("nic0", "gpu0")] == 5 * total // 16
+    plain = tr.zero_step(SMALL, topo, stage=3, algorithm="nccl")
+    assert plain.run.link_bytes[("gpu0", "nic0")] != total // 4
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    ({"nope": 1}, r"does not take parameter\(s\) \['nope'\]"),
+    ({"proto": "XX"}, "proto"),
+    ({"collnet": 2}, "collnet"),
+])
+def test_bad_algorithm_params_are_refused_before_the_run(params, match):
+    topo = sc.topology.dgx_h100(1)
+    for run in (lambda: tr.data_parallel(SMALL, topo, algorithm="nccl",
+                                         algorithm_params=params),
+                lambda: tr.zero_step(SMALL, topo, stage=3, algorithm="nccl",
+                                     algorithm_params=params),
+                lambda: tr.tensor_parallel_layer(SMALL, topo, tp=4, algorithm="nccl",
+                                                 algorithm_params=params),
+                lambda: tr.step(SMALL, topo, dp=2, tp=4, algorithm="nccl",
+                                algorithm_params=params)):
+        with pytest.raises(sc.InvalidInputError, match=match):
+            run()
+    with pytest.raises(sc.InvalidInputError, match=r"does not take parameter\(s\) "
+                                                   r"\['collnet'\]"):
+        tr.data_parallel(SMALL, topo, algorithm="ring", algorithm_params={"collnet": 1})
+
+
+def test_the_protocol_reaches_every_collective():
+    """NCCL_PROTO=LL against Simple for the data-parallel all-reduce (one fused buffer),
+    the tensor-parallel all-reduces and a 3D step: the step times differ, and each
+    equals the step run again with the same parameters."""
+    topo = sc.topology.dgx_h100(1)
+    runs = {
+        "ddp": lambda p: tr.data_parallel(SMALL, topo, strategy="fused", algorithm="nccl",
+                                          algorithm_params=p).step_time,
+        "tp": lambda p: tr.tensor_parallel_layer(SMALL, topo, tp=8, algorithm="nccl",
+                                                 algorithm_params=p).forward_time,
+        "3d": lambda p: tr.step(SMALL, topo, dp=2, tp=4, algorithm="nccl",
+                                algorithm_params=p).step_time,
+    }
+    for name, run in runs.items():
+        ll, simple = run({"proto": "LL"}), run({"proto": "Simple"})
+        assert ll != simple, name
+        assert run({"proto": "LL"}) == ll
+
+
+def test_collnet_on_groups_smaller_than_the_machine_is_refused_with_the_reason():
+    """SHARP switches' programs see GPUs by world rank: a 3D step's groups of 4 GPUs
+    cannot ask for collnet=1; the run stops at the first such collective and says
+    why."""
+    topo = sc.topology.dgx_h100(2, sharp=True)
+    with pytest.raises(sc.AlgorithmError, match="collnet=1 runs programs on SHARP switches"):
+        tr.step(SMALL.with_batch(4), topo, dp=4, tp=4, algorithm="nccl",
+                algorithm_params={"collnet": 1})
