@@ -72,11 +72,18 @@ def test_the_protocol_reaches_every_collective():
         assert run({"proto": "LL"}) == ll
 
 
-def test_collnet_on_groups_smaller_than_the_machine_is_refused_with_the_reason():
-    """SHARP switches' programs see GPUs by world rank: a 3D step's groups of 4 GPUs
-    cannot ask for collnet=1; the run stops at the first such collective and says
-    why."""
+def test_collnet_on_groups_smaller_than_the_machine_is_refused_before_the_run():
+    """SHARP switches' programs see GPUs by world rank: a 3D step whose groups are 4 of
+    16 GPUs, or a tensor-parallel group of 8, cannot ask for collnet=1; a 3D step whose
+    data-parallel group is the whole machine can."""
     topo = sc.topology.dgx_h100(2, sharp=True)
-    with pytest.raises(sc.AlgorithmError, match="collnet=1 runs programs on SHARP switches"):
+    with pytest.raises(sc.InvalidInputError, match="collnet=1 needs collectives over "
+                                                   "every GPU.*dp=4, tp=4, pp=1 does not"):
         tr.step(SMALL.with_batch(4), topo, dp=4, tp=4, algorithm="nccl",
                 algorithm_params={"collnet": 1})
+    with pytest.raises(sc.InvalidInputError, match="collnet=1 needs"):
+        tr.tensor_parallel_layer(SMALL, topo, tp=8, algorithm="nccl",
+                                 algorithm_params={"collnet": 1})
+    whole = tr.step(SMALL.with_batch(16), topo, dp=16, algorithm="nccl",
+                    algorithm_params={"collnet": 1, "algo": "collnet_direct"})
+    assert whole.run.link_bytes[("gpu0", "nic0")] > 0

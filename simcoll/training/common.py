@@ -14,7 +14,8 @@ from simcoll.errors import InvalidInputError
 from simcoll.topology.graph import Topology
 from simcoll.units import MiB
 
-__all__ = ["buffer_of", "ddp_buckets", "check_ranks", "padded", "check_algorithm"]
+__all__ = ["buffer_of", "ddp_buckets", "check_ranks", "padded", "check_algorithm",
+           "check_world"]
 
 
 def buffer_of(elements: int, itemsize: int) -> VirtualBuffer:
@@ -86,6 +87,19 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
                                     f"ranks only")
         normalized = spec.normalized(given)
     return {"algorithm": algorithm, **normalized}
+
+
+def check_world(how: dict[str, Any], spans_machine: bool, where: str) -> None:
+    """Refuse ``collnet=1`` (NCCL's SHARP algorithms) where a step's collectives run on
+    groups smaller than the machine: the SHARP switches' programs see GPUs by world rank.
+
+    Raises:
+        InvalidInputError: naming ``where`` the groups are.
+    """
+    if how.get("collnet") and not spans_machine:
+        raise InvalidInputError(f"algorithm_params collnet=1 needs collectives over every "
+                                f"GPU of the machine in rank order (SHARP switches see "
+                                f"GPUs by world rank); {where} does not")
 
 
 def check_ranks(topology: Topology, ranks: Sequence[int] | None, count: int,

@@ -32,7 +32,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, check_algorithm, padded
+from simcoll.training.common import buffer_of, check_algorithm, check_world, padded
 from simcoll.training.model import GPU, H100, Layer, Model, split_blocks
 from simcoll.training.pipeline import SCHEDULES, schedule_of
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
@@ -289,6 +289,8 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
         collectives |= ({"all_gather", "reduce_scatter"} if sequence_parallel
                         else {"all_reduce"})
     how = check_algorithm(algorithm, sorted(collectives), params)
+    check_world(how, dp == topology.nranks or tp == topology.nranks or dp == tp == 1,
+                f"dp={dp}, tp={tp}, pp={pp}")
     if sequence_parallel and model.seq_len % tp:
         raise InvalidInputError(f"sequence parallelism needs tp={tp} to divide "
                                 f"seq_len={model.seq_len}")

@@ -28,7 +28,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, check_algorithm, check_ranks
+from simcoll.training.common import buffer_of, check_algorithm, check_ranks, check_world
 from simcoll.training.model import GPU, H100, Layer, Model
 from simcoll.training.streams import Recorder, Span
 
@@ -144,6 +144,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
         raise InvalidInputError(f"sequence parallelism needs b s h = {elements} divisible "
                                 f"by tp={t}")
     chosen = check_ranks(topology, ranks, t, "tp")
+    check_world(how, list(chosen) == list(range(topology.nranks)), f"the group {chosen}")
     fraction = b / model.batch / t
     times = (gpu.seconds(block.forward_flops * fraction),
              gpu.seconds(block.backward_flops * fraction))
