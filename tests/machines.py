@@ -126,7 +126,8 @@ def maxmin_arrivals(topo: sc.Topology, flows: list[tuple[float, int, int, int]],
     every draining flow its max-min fair rate by progressive filling over all links
     (``rates_of(routes, capacity)``, one rate per route, for another sharing rule).
     A flow waits its route's latency from its start, then drains."""
-    capacity = [link.bandwidth for link in topo.links for _ in (0, 1)]
+    capacity = [link.bandwidth if direction == 0 or link.back is None else link.back
+                for link in topo.links for direction in (0, 1)]
     routes = [topo.route(src, dst) for _, src, dst, _ in flows]
     begins = [start + route.latency for (start, *_), route in zip(flows, routes)]
     remaining = [float(n) for *_, n in flows]

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import run_flows
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from machines import KINDS, maxmin_arrivals, random_machine
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
@@ -95,3 +99,33 @@ def test_nccls_tuner_reads_the_links_nominal_rate():
     machine = describe(sc.topology.pcie_node(4, gen=5, p2p=False, gpus_per_switch=1),
                        (0, 1, 2, 3))
     assert machine.intra_bw == 48e9
+
+
+def lopsided(kind: str, seed: int) -> sc.Topology:
+    """A random machine (:func:`machines.random_machine`) whose links, one in two, carry
+    a different rate back, from a tenth to ten times the forward one."""
+    data = sc.topology.to_dict(random_machine(kind, seed))
+    rng = np.random.default_rng(seed)
+    for link in data["links"]:
+        if rng.random() < 0.5:
+            link["back_bandwidth"] = link["bandwidth"] * float(rng.choice([0.1, 0.5, 3, 10]))
+    return sc.topology.from_dict(data)
+
+
+flow = st.tuples(st.floats(0, 2e-6), st.integers(0, 8), st.integers(0, 8),
+                 st.sampled_from([0, 1000, 10**5, 10**6]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(KINDS), seed=st.integers(0, 10**6),
+       flows=st.lists(flow, min_size=1, max_size=10))
+def test_lopsided_machines_match_the_max_min_reference(kind, seed, flows):
+    """Flows on random machines with uneven directions, against the tests' fluid max-min
+    reference fed each direction's own rate."""
+    topo = lopsided(kind, seed)
+    p = topo.nranks
+    flows = [(t, s % p, d % p, n) for t, s, d, n in flows if s % p != d % p]
+    if not flows:
+        return
+    np.testing.assert_allclose(run_flows(topo, flows), maxmin_arrivals(topo, flows),
+                               rtol=1e-9, atol=1e-15)
