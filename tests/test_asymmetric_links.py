@@ -91,6 +91,9 @@ def test_gpus_without_p2p_read_staged_data_at_the_measured_rate():
     assert {link.back for link in chosen.links if link.u.startswith("gpu")} == {10e9}
     with pytest.raises(sc.TopologyError, match="host_read_bandwidth=.* with p2p=True"):
         sc.topology.pcie_node(2, gen=5, p2p=True, host_read_bandwidth=10e9)
+    for bad in (0, -1.0, "fast", float("inf")):
+        with pytest.raises(sc.TopologyError, match="host_read_bandwidth"):
+            sc.topology.pcie_node(2, gen=5, p2p=False, host_read_bandwidth=bad)
 
 
 def test_nccls_tuner_reads_the_links_nominal_rate():

@@ -37,7 +37,7 @@ specifications), and the inter-socket figure NCCL 2.30.7 assumes for AMD CPUs, `
 
 from __future__ import annotations
 
-from simcoll.checks import integer
+from simcoll.checks import integer, real
 from simcoll.errors import TopologyError
 from simcoll.topology.builders import _check_count
 from simcoll.topology.graph import Topology
@@ -86,7 +86,9 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
         raise TopologyError(f"host_read_bandwidth={host_read_bandwidth!r} is not accepted "
                             f"with p2p=True (GPUs then write into each other and read no "
                             f"host memory); leave it out, or set p2p=False")
-    read = sm_host_read(gen) if host_read_bandwidth is None else host_read_bandwidth
+    read = sm_host_read(gen) if host_read_bandwidth is None else real(
+        host_read_bandwidth, "host_read_bandwidth", strict=True, error=TopologyError,
+        what="bytes/s, > 0 and finite")
     back = None if p2p or read is None or read >= bandwidth else read
     topo = Topology(f"pcie_node({gpus}, gen{gen}{'' if p2p else ', no p2p'})")
     cpus = [topo.add_switch(f"cpu{s}") for s in range(sockets)]
