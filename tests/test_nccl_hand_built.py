@@ -105,12 +105,14 @@ def test_the_tuner_counts_only_the_nvls_heads_network_on_nodes_of_different_size
     machine = _machine(nvls_nodes((4, 4, 2)))
     assert machine.inter_bw == 4 * 50e9
     assert machine.heads_inter_bw == 2 * 50e9
+    assert machine.smallest_node == 2
     every_nic = dataclasses.replace(machine, heads_inter_bw=machine.inter_bw)
     slower = predict(machine, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7") - \
         predict(every_nic, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7")
     assert slower == pytest.approx(10**9 * 18 / 10 * (1 / 100e9 - 1 / 200e9), rel=1e-12)
     even = _machine(nvls_nodes((4, 4)))
     assert even.heads_inter_bw == even.inter_bw == 4 * 50e9
+    assert even.smallest_node == 4
 
 
 def node_with_a_reducing_nic(nic_first: bool) -> tuple[sc.Topology, list[str]]:

@@ -137,3 +137,56 @@ def test_the_command_line_takes_the_release(capsys):
     assert main(["run", "--topology", "dgx_h100:nodes=2", "--algorithm", "nccl",
                  "--size", "1M", "--param", "tuner=2.26.2", "--json"]) == 0
     assert '"nvls_tree"' in capsys.readouterr().out
+
+
+def _blackwell(nodes: int, nic_gbs: float, ppn: int = 8, smallest: int = 0) -> Machine:
+    """A Blackwell machine with NVLS and one NIC of ``nic_gbs`` GB/s per GPU."""
+    rails = ppn if nodes > 1 else 0
+    return Machine(ppn * nodes, nodes, "nvlink", 721.8e9, rails * nic_gbs * 1e9, True,
+                   "blackwell", rails=rails, smallest_node=smallest)
+
+
+@pytest.mark.parametrize(("nodes", "nic", "ppn", "expected"), [
+    (1, 0.0, 8, 24),     # NVLS_NCHANNELS_SM100_NVL
+    (2, 50.0, 8, 32),    # 2 nodes, NICs >= 48 GB/s
+    (2, 25.0, 8, 32),    # slower NICs: the SM100 default, NVLS_NCHANNELS_SM100
+    (4, 50.0, 8, 24),    # beyond 2 nodes, NICs >= 48 GB/s
+    (4, 100.0, 8, 24),   # NICs >= 96 GB/s, at most 8 GPUs per node
+    (4, 100.0, 16, 32),  # NICs >= 96 GB/s, more GPUs per node
+    (4, 25.0, 8, 32),    # slower NICs: the default
+])
+def test_blackwell_nvls_channels_follow_ncclNvlsTuning(nodes, nic, ppn, expected):
+    """Worked from src/transport/nvls.cc of 2.30.7 (``ncclNvlsTuning`` and
+    ``ncclNvlsTreeSm100Tuning``); 2.26.2 opened 32 on Blackwell everywhere, and Hopper
+    has 16 in both."""
+    machine = _blackwell(nodes, nic, ppn)
+    best = choose(machine, "all_reduce", 1 << 30)
+    assert best.algo == ("nvls" if nodes == 1 else "nvls_tree")
+    assert best.channels == expected
+    assert choose(machine, "all_reduce", 1 << 30, algo=best.algo,
+                  tuner="2.26.2").channels == 32
+    hopper = Machine(machine.nranks, nodes, "nvlink", 370.8e9, machine.inter_bw, True,
+                     "hopper", rails=machine.rails)
+    assert choose(hopper, "all_reduce", 1 << 30, algo=best.algo).channels == 16
+
+
+def test_blackwell_nvls_channels_read_the_smallest_node():
+    # Nodes of 16 GPUs give 32 channels; where the smallest holds 8, NCCL reads that
+    # (minLocalRanks) and opens 24.
+    assert choose(_blackwell(3, 100.0, 16), "all_reduce", 1 << 30).channels == 32
+    uneven = _blackwell(3, 100.0, 16, smallest=8)
+    assert choose(uneven, "all_reduce", 1 << 30, algo="nvls_tree").channels == 24
+
+
+def test_blackwell_nvls_runs_on_its_channels_and_nccl_counts_them():
+    # One NVLS node read as Blackwell: 24 channels, so NCCL's NVLS bus bandwidth is
+    # NVLink x 0.74 x 23/24 x 2 (against 15/16 with Hopper's 16 channels), after NVLS's
+    # one 25 us step.
+    topology = sc.topology.dgx_h100(1)
+    res = sc.simulate(topology, "all_reduce", algorithm="nccl", nbytes=1 << 30,
+                      arch="blackwell")
+    assert res.params["algo"] == "nvls" and res.params["channels"] == 24
+    machine = describe(topology, tuple(range(8)), "blackwell")
+    bus = machine.intra_bw / 1e9 * 0.74 * 23 / 24 * 2
+    assert predict(machine, "all_reduce", 1 << 30, "nvls", "Simple", 24) == pytest.approx(
+        (25 + (1 << 30) / (1000 * bus * 8 / 14)) * US, rel=1e-12)

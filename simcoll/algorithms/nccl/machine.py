@@ -71,6 +71,8 @@ class Machine:
         heads_inter_bw: bytes/s the NVLS heads of a node (its first GPUs, as many as
             the smallest node holds) can send at once to the next node; the same as
             ``inter_bw`` where the nodes are of one size (None: take ``inter_bw``).
+        smallest_node: the fewest GPUs of the communicator on one node (NCCL's
+            ``minLocalRanks``; 0: ``ppn``).
     """
 
     nranks: int
@@ -86,6 +88,7 @@ class Machine:
     lone_gpu_node: bool = False
     uneven_nodes: bool = False
     heads_inter_bw: float | None = None
+    smallest_node: int = 0
 
     @property
     def ppn(self) -> float:
@@ -274,4 +277,5 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
         arch = "hopper" if nvls else "ampere"
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
-                   heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw)
+                   heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
+                   heads)

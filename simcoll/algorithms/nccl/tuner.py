@@ -39,7 +39,8 @@ from simcoll.algorithms.nccl.machine import Machine
 from simcoll.algorithms.nccl.protocols import PROTOCOL
 from simcoll.errors import InvalidInputError
 
-__all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_channels"]
+__all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_channels",
+           "nvls_channels"]
 
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
@@ -65,14 +66,36 @@ class Choice:
     predicted: float
 
 
-def max_channels(machine: Machine, algo: str) -> int:
+def max_channels(machine: Machine, algo: str, tuner: str = NCCL_VERSION) -> int:
     """The channels NCCL opens on this machine for ``algo`` before it trims them for
     small sizes: 16 rings or trees over NVLink (NCCL's search finds 16 to 32 on DGX
-    nodes; 16 already fill the links), 4 over PCI, and ``NCCL_NVLS_NCHANNELS``'s 16 for
-    NVLS."""
+    nodes; 16 already fill the links), 4 over PCI, and for NVLS what
+    :func:`nvls_channels` gives."""
     if algo in ("nvls", "nvls_tree"):
-        return 16
+        return nvls_channels(machine, tuner)
     return 16 if machine.intra == "nvlink" else 4  # PAT runs on the rings' channels
+
+
+def nvls_channels(machine: Machine, tuner: str = NCCL_VERSION) -> int:
+    """NVLS's channels (``ncclNvlsTuning``, src/transport/nvls.cc): 16 on Hopper
+    (``NVLS_NCHANNELS_SM90``); on Blackwell 24 on one node (``NVLS_NCHANNELS_SM100_NVL``)
+    and 32 across nodes (``NVLS_NCHANNELS_SM100``), which 2.30.7's
+    ``ncclNvlsTreeSm100Tuning`` sets by the slowest NIC (``minNetBw``) and the fewest GPUs
+    of a node: 32 on 2 nodes with NICs of 48 GB/s or more; beyond, 24 with NICs of 96 GB/s
+    or more and at most 8 GPUs per node, 32 with more GPUs, 24 with NICs from 48 GB/s;
+    32 with slower NICs. NCCL 2.26.2 opens 32 on Blackwell wherever it runs NVLS."""
+    if machine.arch != "blackwell":
+        return 16
+    if tuner == "2.26.2":
+        return 32
+    if machine.nnodes == 1:
+        return 24
+    nic = machine.inter_bw / max(machine.rails, 1) / 1e9
+    if machine.nnodes == 2 and nic >= 48:
+        return 32
+    if nic >= 96:
+        return 24 if (machine.smallest_node or machine.ppn) <= 8 else 32
+    return 24 if nic >= 48 else 32
 
 
 def _column(machine: Machine) -> int:
@@ -401,7 +424,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     best: Choice | None = None
     for a in algos:
         for pr in protos:
-            nc = channels or max_channels(machine, a)
+            nc = channels or max_channels(machine, a, tuner)
             t = predict(machine, collective, nbytes, a, pr, nc, tuner)
             if best is None or t < best.predicted:
                 best = Choice(a, pr, nc if channels else trim_channels(
