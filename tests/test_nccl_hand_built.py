@@ -12,7 +12,7 @@ import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import candidates, predict
+from simcoll.algorithms.nccl.tuner import candidates, choose, predict
 
 
 def nvls_nodes(sizes: tuple[int, ...], sharp: bool = False) -> sc.Topology:
@@ -231,3 +231,63 @@ def test_an_empty_nccl_collective_is_discarded(collective, preset):
                            beta=1e-10, **kwargs) == 0
     assert sc.cost.predict(collective, "nccl", p=topo.nranks, nbytes=4, alpha=1e-6,
                            beta=1e-10, **kwargs) > 0
+
+
+def nic_nodes(where: str) -> sc.Topology:
+    """Two nodes of 2 GPUs on NVLink with one 50 GB/s NIC each, the NIC on the node's
+    host (``where="host"``: GPU -> CPU -> NIC, NCCL's PHB) or on the node's second GPU
+    (``"gpu"``: the first GPU reaches it over NVLink through the second, NCCL's PXN)."""
+    topo = sc.Topology(f"nic on {where}")
+    core = topo.add_switch("core")
+    for node in range(2):
+        nvswitch = topo.add_switch(f"nvswitch{node}")
+        gpus = [topo.add_gpu(node=node) for _ in range(2)]
+        nic = topo.add_nic()
+        for gpu in gpus:
+            topo.add_link(gpu, nvswitch, bandwidth=200e9, latency=1e-6, kind="nvlink")
+        if where == "host":
+            host = topo.add_host()
+            for gpu in gpus:
+                topo.add_link(gpu, host, bandwidth=24e9, latency=1e-6, kind="pcie")
+            topo.add_link(host, nic, bandwidth=24e9, latency=1e-6, kind="pcie")
+        else:
+            topo.add_link(gpus[1], nic, bandwidth=24e9, latency=1e-6, kind="pcie")
+        topo.add_link(nic, core, bandwidth=50e9, latency=2e-6, kind="ib")
+    return topo
+
+
+@pytest.mark.parametrize(("where", "path", "ampere", "hopper"), [
+    ("host", "phb", False, False),   # beyond PXB and PXN: never by default
+    ("gpu", "pxn", False, True),     # PXN: from Hopper on only
+])
+def test_ll128_is_on_by_default_only_as_far_from_the_nic_as_nccl_allows(
+        where, path, ampere, hopper):
+    """NCCL 2.30.7 (tuning.cc) enables LL128 by default up to ``typeInter`` PATH_PXB, or
+    PATH_PXN from compute capability 9.0: a NIC behind the CPU turns it off everywhere,
+    one reached through another GPU turns it off on Ampere only. Where it is off, the
+    tuner never picks it (allowed, it picks it at one of 64 KiB, 1 MiB and 4 MiB on these
+    nodes), and naming it turns it on, as NCCL_PROTO does."""
+    topo = nic_nodes(where)
+    ranks = tuple(range(4))
+    for arch, enabled in (("ampere", ampere), ("hopper", hopper)):
+        machine = describe(topo, ranks, arch)
+        assert machine.nic_path == path
+        assert machine.ll128_by_default is enabled
+        allowed = dataclasses.replace(machine, nic_path="pxb")
+        assert allowed.ll128_by_default
+        sizes = (64 << 10, 1 << 20, 4 << 20)
+        protos = {choose(machine, "all_reduce", size).proto for size in sizes}
+        assert ("LL128" in protos) is enabled
+        assert "LL128" in {choose(allowed, "all_reduce", size).proto for size in sizes}
+        assert choose(machine, "all_reduce", 1 << 20, proto="LL128").proto == "LL128"
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20,
+                      arch="ampere")
+    assert res.params["proto"] != "LL128"
+
+
+def test_a_nic_on_the_gpus_own_pcie_path_keeps_ll128():
+    # The DGX presets: GPU i -> NIC i over PCIe (NCCL's PIX).
+    for topo in (sc.topology.dgx_a100(2), sc.topology.dgx_h100(2),
+                 sc.topology.dgx_a100(2, nics_per_node=4)):
+        machine = describe(topo, tuple(range(16)))
+        assert machine.nic_path == "pxb" and machine.ll128_by_default

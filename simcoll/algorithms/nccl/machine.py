@@ -73,6 +73,13 @@ class Machine:
             ``inter_bw`` where the nodes are of one size (None: take ``inter_bw``).
         smallest_node: the fewest GPUs of the communicator on one node (NCCL's
             ``minLocalRanks``; 0: ``ppn``).
+        nic_path: how far a GPU's traffic to the next node goes before its NIC, as
+            NCCL's path types name it (its graphs' ``typeInter``): "pxb" through PCIe
+            switches only (PIX or PXB, and a GPU linked to the network directly), "pxn"
+            through another GPU of its node (over NVLink), "phb" through a host (a CPU's
+            host bridge, or across sockets); the farthest of the first node's GPUs, as
+            simcoll's rings leave a node from every GPU. "pxb" on one node, as NCCL
+            starts its search there (``PATH_PIX``).
     """
 
     nranks: int
@@ -89,6 +96,7 @@ class Machine:
     uneven_nodes: bool = False
     heads_inter_bw: float | None = None
     smallest_node: int = 0
+    nic_path: str = "pxb"
 
     @property
     def ppn(self) -> float:
@@ -97,14 +105,14 @@ class Machine:
 
     @property
     def ll128_by_default(self) -> bool:
-        """Whether NCCL enables LL128 here without being asked: only where a node's GPUs
-        talk over NVLink (``typeIntra <= PATH_NVB``, src/graph/tuning.cc of NCCL 2.30.7).
-        LL128 relies on 128-byte stores arriving whole, which NCCL trusts NVLink for and
-        not PCI. NCCL also asks that the GPU-to-NIC path stays within a PCIe switch
-        (``typeInter <= PATH_PXB``, ``PATH_PXN`` on Hopper and newer); simcoll's presets
-        put each NIC on its GPU's PCIe switch, and :func:`describe` does not check it on
-        hand-built machines."""
-        return self.intra == "nvlink"
+        """Whether NCCL enables LL128 here without being asked (src/graph/tuning.cc of
+        NCCL 2.30.7): only where a node's GPUs talk over NVLink (``typeIntra <=
+        PATH_NVB``; LL128 relies on 128-byte stores arriving whole, which NCCL trusts
+        NVLink for and not PCI), and where a GPU reaches its NIC within PCIe switches
+        (``typeInter <= PATH_PXB``) or, from Hopper on, through another GPU too
+        (``PATH_PXN``): never through a host (:attr:`nic_path`)."""
+        reach = ("pxb", "pxn") if self.arch in ("hopper", "blackwell") else ("pxb",)
+        return self.intra == "nvlink" and self.nic_path in reach
 
 
 def node_order(nodes: list[int]) -> list[list[int]]:
@@ -234,6 +242,27 @@ def _network_share(topology: Topology, here: list[int], there: list[int]
     return total, len(bounds)
 
 
+_NIC_PATHS = ("pxb", "pxn", "phb")
+
+
+def _nic_path(topology: Topology, here: list[int], there: list[int]) -> str:
+    """The farthest of the GPUs ``here`` from their NIC on their routes to the GPUs
+    ``there`` (another node): the devices a route crosses before its first NIC, or
+    before its end where it crosses none ("phb" past a host, "pxn" past another GPU,
+    else "pxb"; see :attr:`Machine.nic_path`)."""
+    farthest = 0
+    for a, b in zip(here, there):
+        kinds = []
+        for d in topology.route(a, b).links[:-1]:  # up to the device before GPU b
+            device = topology.device(topology.directed_link(d)[1])
+            if device.kind == "nic":
+                break
+            kinds.append(device.kind)
+        level = 2 if "host" in kinds else 1 if "gpu" in kinds else 0
+        farthest = max(farthest, level)
+    return _NIC_PATHS[farthest]
+
+
 def _nvls_switches(topology: Topology) -> dict[str, str]:
     """The in-network device that reduces each GPU's data with NVLS: the first one linked
     to it, as :meth:`~simcoll.comm.Comm.reducer_of` finds it (GPUs linked to none are
@@ -267,6 +296,7 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
         intra_bw = min(topology.links[d >> 1].bandwidth for d in route.links)
     inter_bw, rails = (_network_share(topology, first, groups[1])
                        if len(groups) > 1 else (0.0, 0))
+    nic_path = _nic_path(topology, first, groups[1]) if len(groups) > 1 else "pxb"
     heads = min(map(len, groups))
     heads_inter_bw = (_network_share(topology, first[:heads], groups[1][:heads])[0]
                       if len(groups) > 1 and heads < len(first) else inter_bw)
@@ -278,4 +308,4 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
-                   heads)
+                   heads, nic_path)
