@@ -66,8 +66,11 @@ class Machine:
         uneven_nodes: the nodes hold different numbers of the communicator's GPUs.
             NCCL then gives NVLS as many heads as the fewest GPUs of a node (every
             rank keeps the fewest NVLS channels any node found; init.cc). simcoll runs
-            neither CollNet nor NVLS across nodes there: its SHARP trees pair local GPU
-            g of every node (:func:`sharp_groups`).
+            neither CollNet nor NVLS across nodes there: NCCL has no working plan to
+            follow, as its CollNet rank map (``collNetInitRailRankMap``, coll_net.cc)
+            numbers a rank node x localRanks + its place in the node, which on nodes of
+            4 and 2 GPUs gives the second node's ranks 2 and 3, the first node's own,
+            and on nodes of 2 and 4 numbers 4 to 7 of 6 ranks.
         heads_inter_bw: bytes/s the NVLS heads of a node (its first GPUs, as many as
             the smallest node holds) can send at once to the next node; the same as
             ``inter_bw`` where the nodes are of one size (None: take ``inter_bw``).
