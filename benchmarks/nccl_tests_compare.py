@@ -39,6 +39,8 @@ from nccl_public import TABLES, PublicTable  # noqa: E402
 
 import simcoll as sc  # noqa: E402
 from simcoll.algorithms.nccl.constants import TUNERS  # noqa: E402
+from simcoll.algorithms.nccl.machine import describe  # noqa: E402
+from simcoll.algorithms.nccl.tuner import predict  # noqa: E402
 from simcoll.topology.presets import RTX_5090  # noqa: E402
 
 NIC_OVERRIDES: dict[str, dict[str, Any]] = {
@@ -137,7 +139,8 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
     for note in notes:
         print(f"   note: {note}")
     print(f"   {'size (B)':>12} {'measured us':>12} {'simulated us':>13} {'time error':>11} "
-          f"{'busbw meas':>11} {'busbw sim':>10}")
+          f"{'busbw meas':>11} {'busbw sim':>10}"
+          + (f" {'NCCL model us':>14}  ran" if algorithm == "nccl" else ""))
     logs = []
     skipped = [row[0] for row in public.rows if row[0] > max_size]
     for size, time_us, _, busbw in (row for row in public.rows if row[0] <= max_size):
@@ -146,7 +149,8 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
         sim_us = res.time * 1e6
         logs.append(math.log(sim_us / time_us))
         print(f"   {size:>12d} {time_us:>12.2f} {sim_us:>13.2f} {sim_us / time_us - 1:>+11.1%} "
-              f"{busbw:>11.2f} {res.busbw / 1e9:>10.2f}")
+              f"{busbw:>11.2f} {res.busbw / 1e9:>10.2f}"
+              + (nccl_model(topo, size, res.params) if algorithm == "nccl" else ""))
     if skipped:
         print(f"   not simulated (--max-size): {', '.join(map(str, skipped))}")
     if not logs:
@@ -154,6 +158,15 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
     summary = f"{public.id:<22} {geomean(logs):>8.1%}  ({len(logs)} of {len(public.rows)} sizes)"
     print(f"   geometric-mean |time error|: {geomean(logs):.1%}")
     return logs, summary
+
+
+def nccl_model(topo: sc.Topology, size: int, ran: dict[str, Any]) -> str:
+    """NCCL's own predicted time for what ran (its tuner's cost model: latency plus
+    size over bandwidth), and what ran: algorithm, protocol, channels."""
+    machine = describe(topo, tuple(range(topo.nranks)), ran["arch"])
+    model = predict(machine, "all_reduce", size, ran["algo"], ran["proto"], ran["channels"],
+                    ran["tuner"])
+    return f" {model * 1e6:>14.2f}  {ran['algo']}/{ran['proto']}/{ran['channels']}"
 
 
 def geomean(logs: list[float]) -> float:
