@@ -21,7 +21,7 @@ from simpy.events import PENDING, Event
 
 from simcoll import buffers
 from simcoll.buffers import Buffer, VirtualBuffer, frozen, snapshot
-from simcoll.errors import CommUsageError
+from simcoll.errors import CommUsageError, TopologyError
 from simcoll.ops import ReduceOp
 from simcoll.runtime import Joint, Message, Runtime
 from simcoll.topology.graph import Topology
@@ -92,7 +92,8 @@ class Comm:
         return peer if self._members is None else self._members[peer]
 
     def send(self, data: Any, dst: int, *, tag: Any = 0, delay: float = 0.0,
-             wire_bytes: int | None = None, ordered: bool = False) -> Event:
+             wire_bytes: int | None = None, ordered: bool = False,
+             via: str | None = None) -> Event:
         """Send a snapshot of ``data`` to ``dst``; the event fires when it has arrived.
 
         The transfer starts at once; yield the event only to wait for its arrival. Arrays
@@ -108,14 +109,25 @@ class Comm:
         moving once the previous ordered message to ``dst`` with ``tag`` has arrived (its
         latency runs meanwhile). Unordered messages in flight together share the links
         as flows of their own.
+
+        ``via`` names a device the message's route must pass, such as the NIC an NCCL
+        channel is bound to where a GPU has several: the shortest path to it, then on
+        to ``dst`` (:meth:`Topology.route`).
         """
         target = self._peer(dst, "dst")
+        if via is not None:
+            try:
+                self.topology.device(via)
+            except TopologyError:
+                raise CommUsageError(f"rank {self.rank}: via={via!r} is not a device of "
+                                     f"topology {self.topology.name!r}") from None
         done = Event(self._env)
-        self._post(data, target, tag, done, delay, wire_bytes, ordered)
+        self._post(data, target, tag, done, delay, wire_bytes, ordered, via)
         return done
 
     def _post(self, data: Any, target: int, tag: Any, done: Event, delay: float = 0.0,
-              wire_bytes: int | None = None, ordered: bool = False) -> None:
+              wire_bytes: int | None = None, ordered: bool = False,
+              via: str | None = None) -> None:
         if type(data) is VirtualBuffer:
             payload, nbytes = data, data.nbytes
         else:
@@ -123,7 +135,7 @@ class Comm:
             nbytes = buffers.nbytes_of(payload)
         address = self._address
         self._rt.post_send((self._context, address, target, tag), payload, nbytes,
-                           address, target, tag, done, delay, wire_bytes, ordered)
+                           address, target, tag, done, delay, wire_bytes, ordered, via)
 
     def recv(self, src: int, *, tag: Any = 0) -> Event:
         """Receive the next message from ``src`` with ``tag``; the event's value is it."""

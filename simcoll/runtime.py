@@ -120,7 +120,8 @@ class Runtime:
         self.compute_scale: list[float] | None = None
         """Each endpoint's compute slow-down factor (None: all 1)."""
         self.channels: dict[tuple, Channel] = {}
-        self._in_order: dict[tuple, deque[tuple[Message, int, float, int | None]]] = {}
+        self._in_order: dict[tuple, deque[tuple[Message, int, float, int | None,
+                                                str | None]]] = {}
         """Connections with an ordered message in flight: the ones queued behind it."""
         self._multicasts_in_order: dict[tuple, deque[tuple[list[Message], int, float]]] = {}
         """The same for ordered multicasts, by (context, source, destinations, tag)."""
@@ -194,11 +195,12 @@ class Runtime:
 
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
                   tag: Any, sender: Event, delay: float = 0.0,
-                  wire_bytes: int | None = None, ordered: bool = False) -> Message:
+                  wire_bytes: int | None = None, ordered: bool = False,
+                  via: str | None = None) -> Message:
         """Queue a message on the channel ``key`` (or hand it to a receive waiting there)
-        and start its transfer (``ordered``: see :meth:`Comm.send`). ``Comm.sendrecv``
-        does the same inline for its unordered messages, as it does :meth:`post_recv`: a
-        change here is a change there."""
+        and start its transfer (``ordered`` and ``via``: see :meth:`Comm.send`).
+        ``Comm.sendrecv`` does the same inline for its unordered messages, as it does
+        :meth:`post_recv`: a change here is a change there."""
         channel = self.channels.get(key)
         if channel is None:
             channel = self._new_channel(key)
@@ -208,22 +210,23 @@ class Runtime:
         else:
             channel.unclaimed.append(message)
         if ordered:
-            self._send_in_order(key, message, nbytes, delay, wire_bytes)
+            self._send_in_order(key, message, nbytes, delay, wire_bytes, via)
         else:
-            self.network.transfer(src, dst, nbytes, self._arrive, message, delay, wire_bytes)
+            self.network.transfer(src, dst, nbytes, self._arrive, message, delay, wire_bytes,
+                                  via)
         return message
 
     def _send_in_order(self, key: tuple, message: Message, nbytes: int, delay: float,
-                       wire_bytes: int | None) -> None:
+                       wire_bytes: int | None, via: str | None = None) -> None:
         """Hand an ordered message to the network now if its connection has nothing in
         flight, else queue it until the one ahead arrives (:meth:`Comm.send`)."""
         queue = self._in_order.get(key)
         if queue is None:
             self._in_order[key] = deque()
             self.network.transfer(message.src, message.dst, nbytes, self._arrive_in_order,
-                                  (key, message), delay, wire_bytes)
+                                  (key, message), delay, wire_bytes, via)
         else:
-            queue.append((message, nbytes, self.env._now + delay, wire_bytes))
+            queue.append((message, nbytes, self.env._now + delay, wire_bytes, via))
 
     def _arrive_in_order(self, token: tuple[tuple, Message]) -> None:
         """An ordered message arrived: the next of its connection starts moving now, or
@@ -232,11 +235,11 @@ class Runtime:
         key, message = token
         queue = self._in_order[key]
         if queue:
-            after, nbytes, ready, wire_bytes = queue.popleft()
-            latency = self.network.route(after.src, after.dst)[1]
+            after, nbytes, ready, wire_bytes, via = queue.popleft()
+            latency = self.network.route(after.src, after.dst, via)[1]
             wait = max(ready + latency - self.env._now, 0.0)
             self.network.transfer(after.src, after.dst, nbytes, self._arrive_in_order,
-                                  (key, after), wait - latency, wire_bytes)
+                                  (key, after), wait - latency, wire_bytes, via)
         else:
             del self._in_order[key]
         self._arrive(message)
@@ -385,10 +388,11 @@ class TracingRuntime(Runtime):
 
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
                   tag: Any, sender: Event, delay: float = 0.0,
-                  wire_bytes: int | None = None, ordered: bool = False) -> Message:
+                  wire_bytes: int | None = None, ordered: bool = False,
+                  via: str | None = None) -> Message:
         start = self.env._now
         message = super().post_send(key, payload, nbytes, src, dst, tag, sender, delay,
-                                    wire_bytes, ordered)
+                                    wire_bytes, ordered, via)
         if not message.arrived:  # an empty message on a zero-latency route already has
             self._sent[message] = (start, nbytes)
         return message

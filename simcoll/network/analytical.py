@@ -25,5 +25,5 @@ class AnalyticalNetwork(Network):
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
-                on_arrival: Arrival, token: Any) -> None:
+                on_arrival: Arrival, token: Any, via: str | None = None) -> None:
         self._arrive_after(latency + nbytes / bandwidth, on_arrival, token)

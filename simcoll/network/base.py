@@ -45,13 +45,15 @@ class Network:
         """Extra latency drawn for each message (random per-message jitter), if set."""
         self._capacity = topology.directed_bandwidths()
         self._failed: frozenset[int] = frozenset()
-        self._routes: dict[tuple[int, int | tuple[int, ...]],
-                           tuple[tuple[int, ...], float, float]] = {}
+        self._routes: dict[tuple[Any, ...], tuple[tuple[int, ...], float, float]] = {}
+        """Routes as links stand now, by (source, destination) and by (source,
+        destination, device passed) for routes bound to a device."""
         self._arriving: dict[float, list[tuple[Arrival, Any]]] = {}
 
-    def _route(self, src: int, dst: int | tuple[int, ...]
+    def _route(self, src: int, dst: int | tuple[int, ...], via: str | None = None
                ) -> tuple[tuple[int, ...], float, float]:
-        """(directed links, latency, least bandwidth) of the route, as links stand now.
+        """(directed links, latency, least bandwidth) of the route, as links stand now
+        (through device ``via`` if given: see :meth:`Topology.route`).
 
         For a tuple of destinations (a multicast) the links are the union of the routes,
         each once, and the latency is the longest route's.
@@ -60,7 +62,7 @@ class Network:
         latency = 0.0
         for d in dst if isinstance(dst, tuple) else (dst,):
             try:
-                route = self.topology.route(src, d, avoid=self._failed)
+                route = self.topology.route(src, d, avoid=self._failed, via=via)
             except TopologyError:
                 if not self._failed:
                     raise
@@ -71,7 +73,8 @@ class Network:
         bandwidth = min((capacity[d] for d in links), default=math.inf)
         if len(self._routes) >= ROUTES_KEPT:
             self._routes.clear()
-        entry = self._routes[(src, dst)] = (tuple(links), latency, bandwidth)
+        entry = self._routes[(src, dst) if via is None else (src, dst, via)] = (
+            tuple(links), latency, bandwidth)
         return entry
 
     def _cut_off(self, src: int, dst: int) -> LinkFailureError:
@@ -88,12 +91,14 @@ class Network:
             f"message sent at t={self.env.now:.9g} s: link ({u!r}, {v!r}) failed",
             (u, v), [(src, dst)])
 
-    def route(self, src: int, dst: int | tuple[int, ...]
+    def route(self, src: int, dst: int | tuple[int, ...], via: str | None = None
               ) -> tuple[tuple[int, ...], float, float]:
         """(directed links, latency, least bandwidth) of the route from ``src`` to ``dst``
         that a message sent now takes (to a tuple of destinations: a multicast's, see
-        :meth:`_route`)."""
-        return self._routes.get((src, dst)) or self._route(src, dst)
+        :meth:`_route`; through device ``via`` if given)."""
+        if via is None:
+            return self._routes.get((src, dst)) or self._route(src, dst)
+        return self._routes.get((src, dst, via)) or self._route(src, dst, via)
 
     def times_alone(self, routes: list[tuple[int, ...]]) -> bool:
         """Whether every message on one of ``routes`` (directed links), each route
@@ -123,8 +128,9 @@ class Network:
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
-                on_arrival: Arrival, token: Any) -> None:
-        """Deliver a counted message: call ``on_arrival(token)`` when its bytes are in."""
+                on_arrival: Arrival, token: Any, via: str | None = None) -> None:
+        """Deliver a counted message: call ``on_arrival(token)`` when its bytes are in
+        (``via``: the device its route was bound to, which a reroute keeps)."""
         raise NotImplementedError
 
     def track_flows(self) -> None:
@@ -165,7 +171,8 @@ class Network:
             on_arrival(token)
 
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
-                 token: Any, delay: float = 0.0, wire_bytes: int | None = None) -> None:
+                 token: Any, delay: float = 0.0, wire_bytes: int | None = None,
+                 via: str | None = None) -> None:
         """Move ``nbytes`` of payload from ``src`` to ``dst``; call ``on_arrival(token)``
         on arrival.
 
@@ -174,13 +181,14 @@ class Network:
         and wait ``delay`` seconds more than the route's latency before the bytes move
         (a per-step overhead). A negative ``delay``, down to minus the route's latency,
         starts the bytes sooner: an ordered message whose latency ran while the one ahead
-        of it moved (:meth:`simcoll.comm.Comm.send`).
+        of it moved (:meth:`simcoll.comm.Comm.send`). ``via`` binds the route to pass
+        that device (:meth:`Topology.route`).
         """
-        links, latency, bandwidth = self._routes.get((src, dst)) or self._route(src, dst)
+        links, latency, bandwidth = self.route(src, dst, via)
         wire = nbytes if wire_bytes is None else wire_bytes
         self._count(src, dst, nbytes, links, wire)
         latency += delay
         if self.jitter is not None:
             latency += self.jitter()
-        self._launch(src, dst, wire, links, latency, bandwidth, on_arrival, token)
+        self._launch(src, dst, wire, links, latency, bandwidth, on_arrival, token, via)
 

@@ -117,14 +117,18 @@ class FlowNetwork(Network):
 
     # -- starting ------------------------------------------------------------------------
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
-                 token: Any, delay: float = 0.0, wire_bytes: int | None = None) -> None:
+                 token: Any, delay: float = 0.0, wire_bytes: int | None = None,
+                 via: str | None = None) -> None:
         """Move ``nbytes`` of payload from ``src`` to ``dst``; call ``on_arrival(token)``
         on arrival (``delay`` and ``wire_bytes`` as for :meth:`Network.transfer`).
 
         The base class's counting and launching, in one call: this is every message's
         path, and a flow alone on idle links is reserved right here.
         """
-        links, latency, bandwidth = self._routes.get((src, dst)) or self._route(src, dst)
+        if via is None:
+            links, latency, bandwidth = self._routes.get((src, dst)) or self._route(src, dst)
+        else:
+            links, latency, bandwidth = self.route(src, dst, via)
         wire = nbytes if wire_bytes is None else wire_bytes
         self.sent[src] += nbytes
         self.received[dst] += nbytes
@@ -139,7 +143,7 @@ class FlowNetwork(Network):
         if self.jitter is not None:
             latency += self.jitter()
         if not idle or self._in_flight is not None:
-            self._launch(src, dst, wire, links, latency, bandwidth, on_arrival, token)
+            self._launch(src, dst, wire, links, latency, bandwidth, on_arrival, token, via)
             return
         flow = Flow(links, wire, bandwidth, on_arrival, token, src, dst)
         owner = self._owner
@@ -154,7 +158,7 @@ class FlowNetwork(Network):
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
-                on_arrival: Arrival, token: Any) -> None:
+                on_arrival: Arrival, token: Any, via: str | None = None) -> None:
         env = self.env
         if nbytes <= 0:
             if latency > 0:
@@ -163,6 +167,7 @@ class FlowNetwork(Network):
                 on_arrival(token)
             return
         flow = Flow(links, nbytes, bandwidth, on_arrival, token, src, dst)
+        flow.via = via
         if self._in_flight is not None:
             self._in_flight[flow] = None
         load = self._load

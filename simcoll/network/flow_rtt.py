@@ -98,7 +98,7 @@ class FlowRttNetwork(FlowNetwork):
         """Each directed link's latency: a flow's weight is 1 / their sum over its links."""
         return [link.latency for link in self.topology.links for _ in (0, 1)]
 
-    def _route(self, src: int, dst: int | tuple[int, ...]
+    def _route(self, src: int, dst: int | tuple[int, ...], via: str | None = None
                ) -> tuple[tuple[int, ...], float, float]:
         """The route as :meth:`Network._route` finds it, refused if it crosses links and
         its latency is zero (its weight would be infinite).
@@ -106,10 +106,10 @@ class FlowRttNetwork(FlowNetwork):
         Raises:
             InvalidInputError: the route's latency is zero; names it and its links.
         """
-        entry = super()._route(src, dst)
+        entry = super()._route(src, dst, via)
         links, latency, _ = entry
         if links and latency <= 0:
-            del self._routes[(src, dst)]
+            del self._routes[(src, dst) if via is None else (src, dst, via)]
             topo = self.topology
             dsts = dst if isinstance(dst, tuple) else (dst,)
             shown = ", ".join(repr(topo.directed_link(d)) for d in links)

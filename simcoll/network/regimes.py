@@ -29,13 +29,16 @@ class Flow:
 
     __slots__ = ("links", "remaining", "bottleneck", "rate", "updated", "batch",
                  "on_arrival", "token", "start", "finish", "reserved", "group", "key",
-                 "slot", "src", "dst")
+                 "slot", "src", "dst", "via")
 
     def __init__(self, links: tuple[int, ...], nbytes: float, bottleneck: float,
                  on_arrival: Arrival, token: Any, src: int, dst: int | tuple[int, ...]):
         self.src = src
         self.dst = dst
         """One endpoint, or a tuple of them for a multicast."""
+        self.via: str | None = None
+        """The device the route was bound to pass (``Comm.send(via=)``), kept when the
+        flow is rerouted around a failed link."""
         self.links = links
         self.remaining = nbytes
         self.bottleneck = bottleneck

@@ -56,7 +56,7 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
         lost = []
         for flow in affected:
             try:
-                links = net._route(flow.src, flow.dst)[0]
+                links = net._route(flow.src, flow.dst, flow.via)[0]
             except LinkFailureError:  # no route around the failed links
                 lost.append(flow)
                 continue

@@ -117,7 +117,7 @@ class Topology:
         self._pairs: set[frozenset[str]] = set()
         self._gpus: list[str] = []
         self._hosts: list[str] = []
-        self._routes: dict[tuple[int, int], Route] = {}
+        self._routes: dict[tuple[int, int] | tuple[int, int, str], Route] = {}
         self._tree: tuple[list[int], list[int], list[int]] | None = None
         self._tree_checked = False
         self._kind_count: dict[str, int] = {}
@@ -394,30 +394,42 @@ class Topology:
                 f"{self._gpus[0]!r}; add links so every GPU and host is reachable")
 
     # -- routing -------------------------------------------------------------------------
-    def route(self, src: int, dst: int, *, avoid: frozenset[int] = frozenset()) -> Route:
+    def route(self, src: int, dst: int, *, avoid: frozenset[int] = frozenset(),
+              via: str | None = None) -> Route:
         """The route from endpoint ``src`` to endpoint ``dst`` (addresses, not names).
 
         ``avoid`` holds links (indexes into ``links``) the route must not cross, such as
         failed ones; such routes are shortest paths over the other links, not cached.
+        ``via`` names a device the route must pass (a NIC a channel is bound to, say):
+        the shortest path to it, then on from it.
 
         Raises:
-            TopologyError: no route exists (with ``avoid``: none around those links).
+            TopologyError: no route exists (with ``avoid``: none around those links), or
+                ``via`` is not a device of this topology.
         """
-        key = (src, dst)
+        key = (src, dst) if via is None else (src, dst, via)
         route = None if avoid else self._routes.get(key)
         if route is None:
             a_name, b_name = self.endpoint_name(src), self.endpoint_name(dst)
-            a, b = self._index[a_name], self._index[b_name]
+            waypoints = [self._index[a_name]]
             stage = (self._staging_index(a_name)
                      if src != dst and self._devices[b_name].kind == "gpu" else None)
-            if stage is None:
-                links = self._path(a, b, avoid)
-            else:
-                first, second = self._path(a, stage, avoid), self._path(stage, b, avoid)
-                links = None if first is None or second is None else first + second
+            if stage is not None:
+                waypoints.append(stage)
+            if via is not None:
+                waypoints.append(self._index[self.device(via).name])
+            waypoints.append(self._index[b_name])
+            links: list[int] | None = []
+            for a, b in zip(waypoints, waypoints[1:]):
+                leg = self._path(a, b, avoid)
+                if leg is None or links is None:
+                    links = None
+                    break
+                links += leg
             if links is None:
                 raise TopologyError(f"no route from {self.endpoint_name(src)!r} to "
                                     f"{self.endpoint_name(dst)!r}"
+                                    + (f" through {via!r}" if via is not None else "")
                                     + (" around the failed links" if avoid else ""))
             route = Route(tuple(links), sum(self._links[d >> 1].latency for d in links),
                           min((self.bandwidth_of(d) for d in links), default=math.inf))
