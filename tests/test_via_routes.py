@@ -1,0 +1,108 @@
+"""Routes bound to pass a device (``Comm.send(via=)``): NCCL binds each channel to a NIC
+where a GPU has several, which a shortest path alone never spreads over. Times and bytes
+worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import register_probe
+
+import simcoll as sc
+from simcoll.comm import Comm
+
+GB = 10**9
+
+
+def two_nics(slow_second: bool = False, backup: bool = False) -> sc.Topology:
+    """gpu0 with two NICs on one switch, gpu1 behind it: 100 GB/s links (gpu0 -> nic1
+    at 10 GB/s with ``slow_second``); ``backup`` adds a second switch that only nic0
+    reaches, with its own link to gpu1."""
+    topo = sc.Topology("two nics")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    nic0, nic1 = topo.add_nic("nic0"), topo.add_nic("nic1")
+    switch = topo.add_switch("s0")
+    topo.add_link(a, nic0, bandwidth=100 * GB, latency=1e-6)
+    topo.add_link(a, nic1, bandwidth=(10 if slow_second else 100) * GB, latency=1e-6)
+    topo.add_link(nic0, switch, bandwidth=100 * GB, latency=1e-6)
+    topo.add_link(nic1, switch, bandwidth=100 * GB, latency=1e-6)
+    topo.add_link(switch, b, bandwidth=100 * GB, latency=1e-6)
+    if backup:
+        spare = topo.add_switch("s1")
+        topo.add_link(nic0, spare, bandwidth=100 * GB, latency=1e-6)
+        topo.add_link(spare, b, bandwidth=100 * GB, latency=1e-6)
+    return topo
+
+
+def _sends(comm: Comm, x, *, vias=(), each=0, ordered=False, op=sc.ReduceOp.SUM):
+    """gpu0 sends one message of ``each`` bytes to gpu1 per entry of ``vias``, at once."""
+    if comm.rank == 0:
+        events = [comm.send(sc.VirtualBuffer.of(each, np.uint8), 1, tag=i, via=via,
+                            ordered=ordered) for i, via in enumerate(vias)]
+        for event in events:
+            yield event
+    else:
+        for i in range(len(vias)):
+            yield comm.recv(0, tag=i)
+    return x
+
+
+def run(topo, vias, nbytes=GB, faults=None, ordered=False):
+    register_probe("all_reduce", "_via_sends")(_sends)
+    return sc.simulate(topo, "all_reduce", algorithm="_via_sends", nbytes=8, faults=faults,
+                       vias=tuple(vias), each=nbytes, ordered=ordered)
+
+
+def test_without_via_both_messages_share_the_first_nic():
+    # Shortest paths tie and the first link added wins: both cross nic0, 2 GB over its
+    # 100 GB/s: 20 ms after 3 us of latency.
+    res = run(two_nics(), [None, None])
+    assert res.time == pytest.approx(3e-6 + 2 * GB / (100 * GB), rel=1e-12)
+    assert res.link_bytes[("gpu0", "nic0")] == 2 * GB
+    assert res.link_bytes[("gpu0", "nic1")] == 0
+
+
+def test_via_spreads_two_messages_over_two_nics():
+    res = run(two_nics(), ["nic0", "nic1"])
+    # Each NIC carries one 1 GB message; they meet on s0 -> gpu1, which both share:
+    # 2 GB over 100 GB/s there, as before, but each NIC now carries one.
+    assert res.link_bytes[("gpu0", "nic0")] == GB
+    assert res.link_bytes[("gpu0", "nic1")] == GB
+    assert res.link_bytes[("s0", "gpu1")] == 2 * GB
+    assert res.time == pytest.approx(3e-6 + 2 * GB / (100 * GB), rel=1e-12)
+
+
+def test_a_route_via_a_slow_nic_takes_its_rate():
+    res = run(two_nics(slow_second=True), ["nic1"])
+    assert res.time == pytest.approx(3e-6 + GB / (10 * GB), rel=1e-12)
+    assert res.link_bytes[("gpu0", "nic0")] == 0
+    assert res.link_bytes[("nic1", "s0")] == GB
+
+
+def test_ordered_messages_keep_their_nic():
+    # Two ordered 1 GB messages via nic1 (10 GB/s): one after the other, 0.2 s.
+    res = run(two_nics(slow_second=True), ["nic1", "nic1"], ordered=True)
+    assert res.link_bytes[("gpu0", "nic1")] == 2 * GB
+    assert res.time == pytest.approx(2 * GB / (10 * GB) + 3e-6, rel=1e-9)
+
+
+def test_a_rerouted_flow_still_passes_its_nic():
+    # 1 GB via nic1 (10 GB/s into it), moving from 3 us on: s0 -> gpu1 fails at 50 ms,
+    # when 10 GB/s x (50 ms - 3 us) have crossed it. The rest keeps passing nic1, then
+    # reaches nic0 (back through gpu0 or through s0: 2 hops either way) and s1, still at
+    # 10 GB/s, so the flow ends at 0.1 s + 3 us; over nic0 alone it would end some 45 ms
+    # sooner.
+    faults = sc.Faults(links=[sc.LinkFault("s0", "gpu1", at=0.05)])
+    res = run(two_nics(slow_second=True, backup=True), ["nic1"], faults=faults)
+    assert res.time == pytest.approx(0.1 + 3e-6, rel=1e-9)
+    moved = round(10 * GB * (0.05 - 3e-6))
+    assert res.link_bytes[("gpu0", "nic1")] == GB
+    assert res.link_bytes[("s0", "gpu1")] == moved
+    assert res.link_bytes[("s1", "gpu1")] == GB - moved
+    assert res.link_bytes[("nic1", "s0")] + res.link_bytes[("nic1", "gpu0")] == GB
+    assert res.link_bytes[("nic0", "s1")] == GB - moved
+
+
+def test_an_unknown_via_is_refused_naming_it():
+    with pytest.raises(sc.AlgorithmError, match="via='nic9' is not a device"):
+        run(two_nics(), ["nic9"])
