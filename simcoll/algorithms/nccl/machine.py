@@ -27,7 +27,7 @@ from simcoll.comm import Comm
 from simcoll.topology.graph import Topology
 
 __all__ = ["Machine", "describe", "node_order", "node_layout", "network_reducers", "SharpTree",
-           "sharp_groups"]
+           "sharp_groups", "nics_of", "bound_nic"]
 
 _NVLINK_KINDS = ("nvlink", "nvswitch")
 
@@ -225,13 +225,75 @@ def _find_sharp_groups(topology: Topology, ranks: tuple[int, ...]
     return trees
 
 
+_NICS: WeakKeyDictionary[Topology, tuple[int, dict[str, tuple[str, ...]]]] = \
+    WeakKeyDictionary()
+"""What :func:`nics_of` found, per topology and its generation, by GPU."""
+
+_NIC_SEARCH_DEPTH = 4
+"""Hops from a GPU within which :func:`nics_of` looks for NICs (GPU, PCIe switches, NIC:
+two or three on the presets)."""
+
+
+def nics_of(topology: Topology, gpu: str) -> tuple[str, ...]:
+    """The NICs nearest GPU ``gpu``, reached through switches only (no other GPU, no
+    host), in the order they were added: those NCCL binds its channels to (its ``PIX``
+    and ``PXB`` NICs, the nearest first). Empty where none lies within a few hops. Kept
+    until the topology changes."""
+    generation, known = _NICS.get(topology, (-1, {}))
+    if generation != topology.generation:
+        known = {}
+        _NICS[topology] = (topology.generation, known)
+    if gpu not in known:
+        found: list[str] = []
+        seen, frontier = {gpu}, [gpu]
+        for _ in range(_NIC_SEARCH_DEPTH):
+            nxt = []
+            for name in frontier:
+                for nbr in topology.neighbors(name):
+                    if nbr in seen:
+                        continue
+                    seen.add(nbr)
+                    kind = topology.device(nbr).kind
+                    if kind == "nic":
+                        found.append(nbr)
+                    elif kind == "switch":
+                        nxt.append(nbr)
+            if found or not nxt:
+                break
+            frontier = nxt
+        known[gpu] = tuple(found)
+    return known[gpu]
+
+
+def bound_nic(comm: Comm, peer: int, choice: int) -> str | None:
+    """The NIC this rank's connection to ``peer`` passes where ``peer`` is on another
+    node and this GPU has several nearest NICs (:func:`nics_of`): the ``choice``-th,
+    counted round them, as NCCL spreads its channels over a GPU's NICs (each channel
+    bound to one); None elsewhere (the shortest route's)."""
+    if comm.node_of(peer) == comm.node_of(comm.rank):
+        return None
+    topology = comm.topology
+    nics = nics_of(topology, topology.endpoint_name(comm.address_of(comm.rank)))
+    return nics[choice % len(nics)] if len(nics) > 1 else None
+
+
+def _bound_routes(topology: Topology, a: int, b: int) -> list[tuple[int, ...]]:
+    """GPU ``a``'s routes to GPU ``b`` on another node: one through each of its nearest
+    NICs where it has several, else the shortest."""
+    nics = nics_of(topology, topology.endpoint_name(a))
+    if len(nics) < 2:
+        return [topology.route(a, b).links]
+    return [topology.route(a, b, via=nic).links for nic in nics]
+
+
 def _network_share(topology: Topology, here: list[int], there: list[int]
                    ) -> tuple[float, int]:
     """(bytes/s, paths): what the GPUs ``here`` can send at once to the GPUs ``there``
-    (another node, local GPU to local GPU), each route getting the least share of a link
-    it crosses (the link's bandwidth over the routes crossing it), and how many links
-    bound them (the most shared of a route's tightest links)."""
-    routes = [topology.route(a, b).links for a, b in zip(here, there)]
+    (another node, local GPU to local GPU, through each of a GPU's NICs where it has
+    several), each route getting the least share of a link it crosses (the link's
+    bandwidth over the routes crossing it), and how many links bound them (the most
+    shared of a route's tightest links)."""
+    routes = [links for a, b in zip(here, there) for links in _bound_routes(topology, a, b)]
     crossing: dict[int, int] = {}
     for links in routes:
         for d in links:

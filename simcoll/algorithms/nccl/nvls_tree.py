@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.channels import run_channels
-from simcoll.algorithms.nccl.machine import node_layout, node_order
+from simcoll.algorithms.nccl.machine import bound_nic, node_layout, node_order
 from simcoll.algorithms.nccl.nvls import chunks, served, switch_of
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
@@ -89,7 +89,9 @@ def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: in
     peer = [members[local] for members in groups]
     hop = protocol.hop("tree", "net")
     up_tag, down_tag = base + _UP, base + _DOWN
-    downs = [Sender(comm, peer[k], protocol, hop, down_tag) for k in children]
+    # Every channel runs on the same heads: they take a head's NICs in turn.
+    downs = [Sender(comm, peer[k], protocol, hop, down_tag, bound_nic(comm, peer[k], channel))
+             for k in children]
 
     def down(source: int) -> Steps:
         for _ in range(count):
@@ -101,7 +103,8 @@ def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: in
             yield from sender.drain()
 
     descending = None if parent is None else comm.start(down(peer[parent]))
-    up = None if parent is None else Sender(comm, peer[parent], protocol, hop, up_tag)
+    up = None if parent is None else Sender(comm, peer[parent], protocol, hop, up_tag,
+                                            bound_nic(comm, peer[parent], channel))
     for _ in range(count):
         piece = yield comm.recv(switch, tag=base + _PUSH)
         for child in children:

@@ -26,7 +26,7 @@ from collections.abc import Hashable
 
 from simpy.events import Event
 
-from simcoll.algorithms.nccl.machine import node_order
+from simcoll.algorithms.nccl.machine import bound_nic, node_layout, node_order
 from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.buffers import Buffer, join, split
 from simcoll.comm import Comm
@@ -62,13 +62,13 @@ def channel_rings(nodes: list[int], channels: int) -> list[list[int]]:
     return rings
 
 
-def beyond_route(comm: Comm, peer: int, step: float) -> float:
+def beyond_route(comm: Comm, peer: int, step: float, via: str | None = None) -> float:
     """What NCCL's step latency ``step`` (measured end to end) adds to the latency of the
-    route from this rank to ``peer`` (a rank, or an in-network device): the part of it
-    the links do not already take."""
+    route from this rank to ``peer`` (a rank, or an in-network device; through NIC
+    ``via`` if given): the part of it the links do not already take."""
     if step <= 0:
         return 0.0
-    route = comm.topology.route(comm.address_of(comm.rank), comm.address_of(peer))
+    route = comm.topology.route(comm.address_of(comm.rank), comm.address_of(peer), via=via)
     return max(0.0, step - route.latency)
 
 
@@ -78,6 +78,7 @@ class Sender:
     ``step`` is NCCL's latency for one step over this hop (``Protocol.hop``). NCCL
     measured it end to end, so it already holds the time the bytes spend on the links:
     each message waits only what the step costs beyond the route's own latency.
+    ``via`` binds the connection to a NIC (:func:`~.machine.bound_nic`).
 
     The channel's threads move at most ``protocol.rate`` bytes per second through the
     connection: a slice leaves once they have moved the one before it. They forward LL
@@ -92,9 +93,10 @@ class Sender:
     """
 
     def __init__(self, comm: Comm, peer: int, protocol: Protocol, step: float,
-                 tag: Hashable) -> None:
+                 tag: Hashable, via: str | None = None) -> None:
         self.comm, self.peer, self.protocol, self.tag = comm, peer, protocol, tag
-        self.delay = beyond_route(comm, peer, step)
+        self.via = via
+        self.delay = beyond_route(comm, peer, step, via)
         self.in_flight: deque[Event] = deque()
         self.free_at = -math.inf
 
@@ -113,7 +115,7 @@ class Sender:
         self.in_flight.append(self.comm.send(
             piece, self.peer, tag=self.tag, delay=self.delay,
             wire_bytes=self.protocol.wire(piece.nbytes) if wire_bytes is None
-            else wire_bytes, ordered=True))
+            else wire_bytes, ordered=True, via=self.via))
 
     def drain(self) -> Steps:
         """Wait until every slice sent has arrived."""
@@ -149,8 +151,13 @@ def _neighbours(comm: Comm, ring: list[int]) -> tuple[int, int, int]:
 
 
 def _sender(comm: Comm, right: int, protocol: Protocol, intra: str, tag: int) -> Sender:
+    """Channel ``tag``'s connection to ``right``; across nodes, bound to the channel's NIC:
+    channels c and c + G (G GPUs per node) leave a node from the same GPU, and take its
+    NICs in turn."""
     link = "net" if comm.node_of(right) != comm.node_of(comm.rank) else intra
-    return Sender(comm, right, protocol, protocol.hop("ring", link), tag)
+    groups, mine, _ = node_layout(comm)
+    via = bound_nic(comm, right, tag // len(groups[mine]))
+    return Sender(comm, right, protocol, protocol.hop("ring", link), tag, via)
 
 
 def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Protocol,

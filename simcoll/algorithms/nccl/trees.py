@@ -20,7 +20,7 @@ its link class (``hwLatencies[...][TREE]``), or the route's latency where that i
 from __future__ import annotations
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
-from simcoll.algorithms.nccl.machine import node_layout
+from simcoll.algorithms.nccl.machine import bound_nic, node_layout
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender, pieces, relay
 from simcoll.buffers import Buffer, join
@@ -48,8 +48,13 @@ def _layout(comm: Comm, channel: int) -> tuple[int | None, list[int], list[int]]
 
 
 def _sender(comm: Comm, peer: int, protocol: Protocol, intra: str, tag: int) -> Sender:
+    """Channel ``tag // 2``'s connection to ``peer``; across nodes, bound to the channel's
+    NIC: channels c and c + G (G GPUs per node) have the same head GPU, and take its
+    NICs in turn."""
     link = "net" if comm.node_of(peer) != comm.node_of(comm.rank) else intra
-    return Sender(comm, peer, protocol, protocol.hop("tree", link), tag)
+    groups, mine, _ = node_layout(comm)
+    via = bound_nic(comm, peer, tag // 2 // len(groups[mine]))
+    return Sender(comm, peer, protocol, protocol.hop("tree", link), tag, via)
 
 
 def _up(comm: Comm, slices: list[Buffer], up: int | None, sources: list[int],

@@ -1,0 +1,105 @@
+"""GPUs with several NICs: NCCL binds each channel to one NIC, so the channels that leave
+a node from one GPU spread over its NICs (a node of 8 A100 with 16 x 100 Gb/s ports, as
+on Oracle Cloud's BM.GPU4.8). Before, every route took the GPU's first NIC and half the
+ports idled. Bytes and bandwidths worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll.algorithms.nccl.machine import describe, nics_of
+
+GBS = 1e9
+NIC = 12.5 * GBS           # 100 Gb/s
+
+
+def roce(nics: int = 16) -> sc.Topology:
+    return sc.topology.dgx_a100(2, nics_per_node=nics, nic_bandwidth=NIC)
+
+
+def test_a_gpus_nearest_nics():
+    assert nics_of(roce(16), "gpu0") == ("nic0", "nic1")
+    assert nics_of(roce(16), "gpu9") == ("nic18", "nic19")   # node 1, local GPU 1
+    assert nics_of(roce(8), "gpu3") == ("nic3",)
+    shared = roce(4)                                          # 2 GPUs per PCIe switch
+    assert nics_of(shared, "gpu0") == nics_of(shared, "gpu1") == ("nic0",)
+
+
+def test_the_tuner_counts_every_nic():
+    # Each GPU reaches the next node through its two 12.5 GB/s NICs, both behind its
+    # own 24 GB/s PCIe link (NCCL's Gen4 x16): 24 GB/s per GPU, 192 GB/s a node, bound
+    # by the 8 PCIe links. With one NIC per GPU, 8 x 12.5 = 100 GB/s.
+    machine = describe(roce(16), tuple(range(16)))
+    assert machine.inter_bw == pytest.approx(8 * 24 * GBS, rel=1e-12)
+    assert machine.rails == 8
+    assert describe(roce(8), tuple(range(16))).inter_bw == pytest.approx(8 * NIC, rel=1e-12)
+
+
+def test_ring_channels_spread_over_every_nic():
+    """16 channels of a ring all_reduce of 1 GiB with Simple (no framing) over 16 GPUs:
+    channel c carries parts of n / (16 x 16) = 4 MiB, 2 x 15 of them over every hop of
+    its ring, and leaves each node once, through NIC c // 8 of its exit GPU. So each of
+    a node's 16 NICs carries one channel, 30 x 4 MiB, and each GPU's PCIe link two."""
+    topo = roce(16)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 30, algo="ring",
+                      proto="Simple", channels=16)
+    one_channel = 30 * (4 << 20)
+    ports = [(f"nic{i}", f"leaf{i % 16}") for i in range(32)]
+    assert [res.link_bytes[port] for port in ports] == [one_channel] * 32
+    for node in range(2):
+        for gpu in range(8):
+            g = 8 * node + gpu
+            assert res.link_bytes[(f"gpu{g}", f"pcie{node}_{gpu}")] == 2 * one_channel
+    # Time: every GPU pushes 2 x 120 MiB through its 24 GB/s PCIe link, which bounds the
+    # run at about 192 GB/s busbw; one NIC per GPU gave at most 100.
+    assert 180 * GBS < res.busbw <= 192 * GBS
+    single = sc.simulate(roce(8), "all_reduce", algorithm="nccl", nbytes=1 << 30,
+                         algo="ring", proto="Simple", channels=16)
+    assert single.busbw <= 100 * GBS
+
+
+def test_tree_channels_spread_over_every_nic_and_reduce_right():
+    topo = roce(16)
+    rng = np.random.default_rng(7)
+    data = [rng.standard_normal(4096) for _ in range(16)]
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data, algo="tree",
+                      proto="Simple", channels=16)
+    assert res.correct
+    np.testing.assert_allclose(res.outputs[5], np.sum(data, axis=0), rtol=0, atol=1e-12)
+    used = [i for i in range(32) if res.link_bytes[(f"nic{i}", f"leaf{i % 16}")] > 0]
+    assert used == list(range(32))
+
+
+@pytest.mark.parametrize("algo", ["ring", "tree"])
+def test_started_runs_bind_the_same_nics(algo):
+    """Started from rank programs, a collective binds its channels to the NICs a
+    top-level run binds them to: same time, same bytes on every link."""
+    topo = roce(16)
+    x = [np.arange(1 << 16, dtype=np.float32) * (r + 1) for r in range(16)]
+
+    def program(comm):
+        out = yield comm.collective("all_reduce", x[comm.rank], algorithm="nccl", algo=algo,
+                                    proto="Simple", channels=16)
+        return out
+
+    started = sc.run_program(topo, program)
+    top = sc.simulate(topo, "all_reduce", algorithm="nccl", data=x, algo=algo,
+                      proto="Simple", channels=16)
+    assert top.correct and started.time == top.time
+    assert started.link_bytes == top.link_bytes
+    assert all(top.link_bytes[(f"nic{i}", f"leaf{i % 16}")] > 0 for i in range(32))
+
+
+def test_nvls_tree_heads_take_their_nics_in_turn():
+    # Two DGX H100 with two 200 Gb/s NICs per GPU: every NVLS channel runs on all 8
+    # heads of a node, channel c on NIC c mod 2 of each, so 16 channels use all 32 NICs.
+    topo = sc.topology.dgx_h100(2, nics_per_node=16, nic_bandwidth=25 * GBS)
+    rng = np.random.default_rng(3)
+    data = [rng.standard_normal(1 << 14) for _ in range(16)]
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data, algo="nvls_tree")
+    assert res.correct
+    assert res.params["channels"] == 16
+    used = [i for i in range(32) if res.link_bytes[(f"nic{i}", f"leaf{i % 16}")] > 0]
+    assert used == list(range(32))
