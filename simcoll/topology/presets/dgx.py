@@ -12,7 +12,8 @@ On a DGX two GPUs and two NICs share a PCIe switch; it is non-blocking and carri
 other traffic in these models, so each GPU-NIC pair is drawn as its own path (with routes
 by hop count, a shared switch would also send both GPUs through the first NIC). With
 ``nics_per_node = k x gpus`` each GPU has a PCIe switch (``pcie<node>_<gpu>``) with its k
-NICs below it, so its own x16 link bounds what it sends; with ``gpus = k x nics`` k GPUs
+NICs below it, so its own x16 link bounds what it sends (NCCL binds each channel to one
+of them, so its channels use all k); with ``gpus = k x nics`` k GPUs
 share one PCIe switch and its NIC. ``pcie_latency`` is GPU to NIC (split evenly over the
 two links where a PCIe switch sits between).
 
