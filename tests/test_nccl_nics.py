@@ -103,3 +103,24 @@ def test_nvls_tree_heads_take_their_nics_in_turn():
     assert res.params["channels"] == 16
     used = [i for i in range(32) if res.link_bytes[(f"nic{i}", f"leaf{i % 16}")] > 0]
     assert used == list(range(32))
+
+
+def test_all_to_all_parts_take_a_gpus_nics_in_turn():
+    """all_to_all of 256 MiB per rank on 2 x 8 A100 with 16 ports a node: each rank sends
+    16 MiB to each of the 8 GPUs of the other node, cut into NCCL's p2p parts (2 here,
+    with Simple) whose channels take the GPU's two NICs in turn
+    (``ncclTopoGetLocalNet``): 8 x 8 MiB = 64 MiB through each NIC, where one NIC per
+    GPU would carry all 128. The outputs are numpy's."""
+    topo = roce(16)
+    res = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=256 << 20)
+    assert (res.params["proto"], res.params["channels"]) == ("Simple", 2)
+    ports = [res.link_bytes[(f"nic{i}", f"leaf{i % 16}")] for i in range(32)]
+    assert ports == [64 << 20] * 32
+    single = sc.simulate(roce(8), "all_to_all", algorithm="nccl", nbytes=256 << 20)
+    assert [single.link_bytes[(f"nic{i}", f"leaf{i % 8}")] for i in range(16)] == \
+        [128 << 20] * 16
+    assert res.time < 0.55 * single.time
+    rng = np.random.default_rng(11)
+    data = [rng.standard_normal(16 * 1001) for _ in range(16)]
+    checked = sc.simulate(topo, "all_to_all", algorithm="nccl", data=data)
+    assert checked.correct

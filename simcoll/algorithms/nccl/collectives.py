@@ -45,6 +45,7 @@ from simcoll.algorithms.nccl.machine import (
     Machine,
     SharpTree,
     describe,
+    nics_of,
     node_order,
     sharp_groups,
 )
@@ -572,7 +573,10 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     (:mod:`simcoll.algorithms.nccl.p2p`). NCCL cuts a send into ``channels`` parts that
     leave at once on one route; one message per peer stands for them, which takes the
     same time where links are shared fairly (the flow models; the analytical model,
-    which shares nothing, would give parts in parallel the whole bandwidth each).
+    which shares nothing, would give parts in parallel the whole bandwidth each). To a
+    peer on another node from a GPU with several NICs, the parts' channels take the
+    GPU's NICs in turn (``ncclTopoGetLocalNet``: the channel number modulo the NICs a
+    GPU has), so one message per NIC used stands for them.
     """
     protocol = _chosen(comm, algo, proto, channels, arch, intra)
     p, r = comm.size, comm.rank
@@ -580,17 +584,37 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
         return x
     yield comm.sleep(protocol.base("ring"))
     blocks = list(split(x, p))
+    size = blocks[r].size  # every rank's block for rank r: equal inputs
     sent = []
     for step in range(1, p):
         peer = (r + step) % p
         link = "net" if comm.node_of(peer) != comm.node_of(r) else intra
-        delay = rings.beyond_route(comm, peer, protocol.hop("ring", link))
-        sent.append(comm.send(blocks[peer], peer, delay=delay,
-                              wire_bytes=protocol.wire(blocks[peer].nbytes)))
+        nics = _p2p_nics(comm, r, peer, channels, blocks[peer].size)
+        for piece, via in zip(split(blocks[peer], len(nics)), nics):
+            delay = rings.beyond_route(comm, peer, protocol.hop("ring", link), via)
+            sent.append(comm.send(piece, peer, delay=delay,
+                                  wire_bytes=protocol.wire(piece.nbytes), via=via))
     got: list[Buffer] = list(blocks)
     for step in range(1, p):
         peer = (r - step) % p
-        got[peer] = yield comm.recv(peer)
+        pieces = []
+        for _ in _p2p_nics(comm, peer, r, channels, size):
+            pieces.append((yield comm.recv(peer)))
+        got[peer] = pieces[0] if len(pieces) == 1 else join(pieces)
     for event in sent:
         yield event
     return join(got)
+
+
+def _p2p_nics(comm: Comm, sender: int, receiver: int, channels: int,
+              count: int) -> tuple[str | None, ...]:
+    """The NICs a send of ``count`` elements from ``sender`` to ``receiver`` leaves
+    through, one per message: as many of the sender's NICs as its ``channels`` parts
+    reach where the receiver is on another node and the sender has several (None, the
+    route's own, otherwise)."""
+    if comm.node_of(sender) == comm.node_of(receiver):
+        return (None,)
+    topology = comm.topology
+    nics = nics_of(topology, topology.endpoint_name(comm.address_of(sender)))
+    ways = min(channels, len(nics), max(count, 1))
+    return tuple(nics[:ways]) if ways > 1 else (None,)
