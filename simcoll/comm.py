@@ -24,7 +24,7 @@ from simcoll.buffers import Buffer, VirtualBuffer, frozen, snapshot
 from simcoll.errors import CommUsageError, TopologyError
 from simcoll.ops import ReduceOp
 from simcoll.runtime import Joint, Message, Runtime
-from simcoll.topology.graph import Topology
+from simcoll.topology.graph import Topology, Via
 
 __all__ = ["Comm"]
 
@@ -93,7 +93,7 @@ class Comm:
 
     def send(self, data: Any, dst: int, *, tag: Any = 0, delay: float = 0.0,
              wire_bytes: int | None = None, ordered: bool = False,
-             via: str | None = None) -> Event:
+             via: Via | None = None) -> Event:
         """Send a snapshot of ``data`` to ``dst``; the event fires when it has arrived.
 
         The transfer starts at once; yield the event only to wait for its arrival. Arrays
@@ -111,15 +111,17 @@ class Comm:
         as flows of their own.
 
         ``via`` names a device the message's route must pass, such as the NIC an NCCL
-        channel is bound to where a GPU has several: the shortest path to it, then on
-        to ``dst`` (:meth:`Topology.route`).
+        channel is bound to where a GPU has several, or a tuple of them in order (the
+        sender's NIC and the receiver's): the shortest path to each, then on to ``dst``
+        (:meth:`Topology.route`).
         """
         target = self._peer(dst, "dst")
         if via is not None:
             try:
-                self.topology.device(via)
+                for name in (via,) if isinstance(via, str) else via:
+                    self.topology.device(name)
             except TopologyError:
-                raise CommUsageError(f"rank {self.rank}: via={via!r} is not a device of "
+                raise CommUsageError(f"rank {self.rank}: via={via!r} names no device of "
                                      f"topology {self.topology.name!r}") from None
         done = Event(self._env)
         self._post(data, target, tag, done, delay, wire_bytes, ordered, via)
@@ -127,7 +129,7 @@ class Comm:
 
     def _post(self, data: Any, target: int, tag: Any, done: Event, delay: float = 0.0,
               wire_bytes: int | None = None, ordered: bool = False,
-              via: str | None = None) -> None:
+              via: Via | None = None) -> None:
         if type(data) is VirtualBuffer:
             payload, nbytes = data, data.nbytes
         else:

@@ -27,6 +27,7 @@ from simcoll.buffers import memory_owner
 from simcoll.engine import RunStop, complete, done_event
 from simcoll.errors import AlgorithmError, LinkFailureError
 from simcoll.network.base import Network
+from simcoll.topology.graph import Via
 
 __all__ = ["Runtime", "TracingRuntime", "TraceEvent"]
 
@@ -121,7 +122,7 @@ class Runtime:
         """Each endpoint's compute slow-down factor (None: all 1)."""
         self.channels: dict[tuple, Channel] = {}
         self._in_order: dict[tuple, deque[tuple[Message, int, float, int | None,
-                                                str | None]]] = {}
+                                                Via | None]]] = {}
         """Connections with an ordered message in flight: the ones queued behind it."""
         self._multicasts_in_order: dict[tuple, deque[tuple[list[Message], int, float]]] = {}
         """The same for ordered multicasts, by (context, source, destinations, tag)."""
@@ -196,7 +197,7 @@ class Runtime:
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
                   tag: Any, sender: Event, delay: float = 0.0,
                   wire_bytes: int | None = None, ordered: bool = False,
-                  via: str | None = None) -> Message:
+                  via: Via | None = None) -> Message:
         """Queue a message on the channel ``key`` (or hand it to a receive waiting there)
         and start its transfer (``ordered`` and ``via``: see :meth:`Comm.send`).
         ``Comm.sendrecv`` does the same inline for its unordered messages, as it does
@@ -217,7 +218,7 @@ class Runtime:
         return message
 
     def _send_in_order(self, key: tuple, message: Message, nbytes: int, delay: float,
-                       wire_bytes: int | None, via: str | None = None) -> None:
+                       wire_bytes: int | None, via: Via | None = None) -> None:
         """Hand an ordered message to the network now if its connection has nothing in
         flight, else queue it until the one ahead arrives (:meth:`Comm.send`)."""
         queue = self._in_order.get(key)
@@ -389,7 +390,7 @@ class TracingRuntime(Runtime):
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
                   tag: Any, sender: Event, delay: float = 0.0,
                   wire_bytes: int | None = None, ordered: bool = False,
-                  via: str | None = None) -> Message:
+                  via: Via | None = None) -> Message:
         start = self.env._now
         message = super().post_send(key, payload, nbytes, src, dst, tag, sender, delay,
                                     wire_bytes, ordered, via)

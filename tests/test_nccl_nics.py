@@ -124,3 +124,49 @@ def test_all_to_all_parts_take_a_gpus_nics_in_turn():
     data = [rng.standard_normal(16 * 1001) for _ in range(16)]
     checked = sc.simulate(topo, "all_to_all", algorithm="nccl", data=data)
     assert checked.correct
+
+
+def shared_nics(nics: int, gpus: int) -> sc.Topology:
+    """2 nodes of ``gpus`` GPUs on one PCIe switch each, with ``nics`` 12.5 GB/s NICs on
+    that switch: every GPU of a node has the same nearest NICs."""
+    topo = sc.Topology(f"{gpus} GPUs sharing {nics} NICs")
+    core = topo.add_switch("core")
+    for node in range(2):
+        switch = topo.add_switch(f"pcie{node}")
+        for _ in range(gpus):
+            topo.add_link(topo.add_gpu(node=node), switch, bandwidth=24 * GBS,
+                          latency=1e-6, kind="pcie")
+        for k in range(nics):
+            nic = topo.add_nic(f"nic{node}_{k}")
+            topo.add_link(switch, nic, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+            topo.add_link(nic, core, bandwidth=NIC, latency=2e-6, kind="ib")
+    return topo
+
+
+@pytest.mark.parametrize(("nics", "gpus", "expected"), [
+    # NCCL's ncclTopoGetLocalNet: ceil(n / G) NICs each, from the GPU's place among the
+    # G, its bits mirrored where n is a power of two.
+    (2, 4, [("nic0_0",), ("nic0_1",), ("nic0_0",), ("nic0_1",)]),
+    (4, 2, [("nic0_0", "nic0_1"), ("nic0_2", "nic0_3")]),
+    (3, 2, [("nic0_0", "nic0_1"), ("nic0_1", "nic0_2")]),
+])
+def test_gpus_sharing_nics_take_nccls_share(nics, gpus, expected):
+    topo = shared_nics(nics, gpus)
+    assert [nics_of(topo, f"gpu{g}") for g in range(gpus)] == expected
+
+
+def test_gpus_sharing_two_nics_spread_a_ring_over_both():
+    """4 GPUs of a node on one PCIe switch with 2 NICs: GPUs 0 and 2 leave through the
+    first, 1 and 3 through the second, so a ring's 16 channels (4 leaving from each GPU)
+    split evenly; the shortest routes alone all took the first NIC. The tuner counts
+    both: 25 GB/s a node (12.5 before: one NIC each way)."""
+    topo = shared_nics(2, 4)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=64 << 20, algo="ring",
+                      proto="Simple", channels=16)
+    first, second = (res.link_bytes[(f"nic0_{k}", "core")] for k in (0, 1))
+    assert first == second > 0
+    # And each connection enters the next node through its receiving GPU's NIC, where
+    # the shortest path down from the core would take the first NIC for all.
+    down = [res.link_bytes[("core", f"nic1_{k}")] for k in (0, 1)]
+    assert down == [first, first]
+    assert describe(topo, tuple(range(8))).inter_bw == pytest.approx(2 * NIC, rel=1e-12)

@@ -104,5 +104,5 @@ def test_a_rerouted_flow_still_passes_its_nic():
 
 
 def test_an_unknown_via_is_refused_naming_it():
-    with pytest.raises(sc.AlgorithmError, match="via='nic9' is not a device"):
+    with pytest.raises(sc.AlgorithmError, match="via=.nic9. names no device"):
         run(two_nics(), ["nic9"])

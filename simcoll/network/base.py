@@ -15,7 +15,7 @@ import simpy
 from simpy.events import Timeout
 
 from simcoll.errors import InvalidInputError, LinkFailureError, TopologyError
-from simcoll.topology.graph import ROUTES_KEPT, Topology
+from simcoll.topology.graph import ROUTES_KEPT, Topology, Via
 
 __all__ = ["Network", "Arrival"]
 
@@ -50,7 +50,7 @@ class Network:
         destination, device passed) for routes bound to a device."""
         self._arriving: dict[float, list[tuple[Arrival, Any]]] = {}
 
-    def _route(self, src: int, dst: int | tuple[int, ...], via: str | None = None
+    def _route(self, src: int, dst: int | tuple[int, ...], via: Via | None = None
                ) -> tuple[tuple[int, ...], float, float]:
         """(directed links, latency, least bandwidth) of the route, as links stand now
         (through device ``via`` if given: see :meth:`Topology.route`).
@@ -91,7 +91,7 @@ class Network:
             f"message sent at t={self.env.now:.9g} s: link ({u!r}, {v!r}) failed",
             (u, v), [(src, dst)])
 
-    def route(self, src: int, dst: int | tuple[int, ...], via: str | None = None
+    def route(self, src: int, dst: int | tuple[int, ...], via: Via | None = None
               ) -> tuple[tuple[int, ...], float, float]:
         """(directed links, latency, least bandwidth) of the route from ``src`` to ``dst``
         that a message sent now takes (to a tuple of destinations: a multicast's, see
@@ -128,7 +128,7 @@ class Network:
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
-                on_arrival: Arrival, token: Any, via: str | None = None) -> None:
+                on_arrival: Arrival, token: Any, via: Via | None = None) -> None:
         """Deliver a counted message: call ``on_arrival(token)`` when its bytes are in
         (``via``: the device its route was bound to, which a reroute keeps)."""
         raise NotImplementedError
@@ -172,7 +172,7 @@ class Network:
 
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
                  token: Any, delay: float = 0.0, wire_bytes: int | None = None,
-                 via: str | None = None) -> None:
+                 via: Via | None = None) -> None:
         """Move ``nbytes`` of payload from ``src`` to ``dst``; call ``on_arrival(token)``
         on arrival.
 

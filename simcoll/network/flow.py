@@ -62,7 +62,7 @@ from simcoll.network.general import GeneralFlows
 from simcoll.network.maxmin import CROSSOVER
 from simcoll.network.regimes import Batches, Flow, Group
 from simcoll.network.rerouting import change_link
-from simcoll.topology.graph import Topology
+from simcoll.topology.graph import Topology, Via
 
 __all__ = ["FlowNetwork"]
 
@@ -118,7 +118,7 @@ class FlowNetwork(Network):
     # -- starting ------------------------------------------------------------------------
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,
                  token: Any, delay: float = 0.0, wire_bytes: int | None = None,
-                 via: str | None = None) -> None:
+                 via: Via | None = None) -> None:
         """Move ``nbytes`` of payload from ``src`` to ``dst``; call ``on_arrival(token)``
         on arrival (``delay`` and ``wire_bytes`` as for :meth:`Network.transfer`).
 
@@ -158,7 +158,7 @@ class FlowNetwork(Network):
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
-                on_arrival: Arrival, token: Any, via: str | None = None) -> None:
+                on_arrival: Arrival, token: Any, via: Via | None = None) -> None:
         env = self.env
         if nbytes <= 0:
             if latency > 0:

@@ -24,9 +24,12 @@ from dataclasses import dataclass
 from simcoll.checks import integer, real
 from simcoll.errors import TopologyError
 
-__all__ = ["Device", "Link", "Route", "Topology", "DEVICE_KINDS", "CPU_VENDORS"]
+__all__ = ["Device", "Link", "Route", "Topology", "Via", "DEVICE_KINDS", "CPU_VENDORS"]
 
 DEVICE_KINDS = ("gpu", "host", "switch", "nic")
+
+Via = str | tuple[str, ...]
+"""Devices a route must pass, in order: one device's name, or a tuple of names."""
 
 CPU_VENDORS = ("intel", "amd", "arm", "unknown")
 """The CPU vendors a topology may name (NCCL's tuner tells Intel and AMD apart)."""
@@ -117,7 +120,7 @@ class Topology:
         self._pairs: set[frozenset[str]] = set()
         self._gpus: list[str] = []
         self._hosts: list[str] = []
-        self._routes: dict[tuple[int, int] | tuple[int, int, str], Route] = {}
+        self._routes: dict[tuple[int, int] | tuple[int, int, Via], Route] = {}
         self._tree: tuple[list[int], list[int], list[int]] | None = None
         self._tree_checked = False
         self._kind_count: dict[str, int] = {}
@@ -395,13 +398,13 @@ class Topology:
 
     # -- routing -------------------------------------------------------------------------
     def route(self, src: int, dst: int, *, avoid: frozenset[int] = frozenset(),
-              via: str | None = None) -> Route:
+              via: Via | None = None) -> Route:
         """The route from endpoint ``src`` to endpoint ``dst`` (addresses, not names).
 
         ``avoid`` holds links (indexes into ``links``) the route must not cross, such as
         failed ones; such routes are shortest paths over the other links, not cached.
-        ``via`` names a device the route must pass (a NIC a channel is bound to, say):
-        the shortest path to it, then on from it.
+        ``via`` names a device the route must pass (a NIC a channel is bound to, say),
+        or a tuple of them in order: the shortest path to each, then on to ``dst``.
 
         Raises:
             TopologyError: no route exists (with ``avoid``: none around those links), or
@@ -416,8 +419,8 @@ class Topology:
                      if src != dst and self._devices[b_name].kind == "gpu" else None)
             if stage is not None:
                 waypoints.append(stage)
-            if via is not None:
-                waypoints.append(self._index[self.device(via).name])
+            for name in (via,) if isinstance(via, str) else via or ():
+                waypoints.append(self._index[self.device(name).name])
             waypoints.append(self._index[b_name])
             links: list[int] | None = []
             for a, b in zip(waypoints, waypoints[1:]):

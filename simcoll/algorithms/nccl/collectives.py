@@ -45,6 +45,7 @@ from simcoll.algorithms.nccl.machine import (
     Machine,
     SharpTree,
     describe,
+    nearest_nics,
     nics_of,
     node_order,
     sharp_groups,
@@ -607,14 +608,22 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
 
 
 def _p2p_nics(comm: Comm, sender: int, receiver: int, channels: int,
-              count: int) -> tuple[str | None, ...]:
-    """The NICs a send of ``count`` elements from ``sender`` to ``receiver`` leaves
-    through, one per message: as many of the sender's NICs as its ``channels`` parts
-    reach where the receiver is on another node and the sender has several (None, the
-    route's own, otherwise)."""
+              count: int) -> tuple[tuple[str, ...] | None, ...]:
+    """The NICs each message of a send of ``count`` elements from ``sender`` to
+    ``receiver`` passes: where the receiver is on another node and the sender has
+    several nearest NICs, one message per NIC of its own (:func:`~.machine.nics_of`)
+    that its ``channels`` parts reach (``ncclTopoGetLocalNet``: part k on the k-th),
+    entering through the receiver's k-th where it has several too; else one message
+    on the shortest route (None)."""
     if comm.node_of(sender) == comm.node_of(receiver):
         return (None,)
     topology = comm.topology
-    nics = nics_of(topology, topology.endpoint_name(comm.address_of(sender)))
-    ways = min(channels, len(nics), max(count, 1))
-    return tuple(nics[:ways]) if ways > 1 else (None,)
+    gpu = topology.endpoint_name(comm.address_of(sender))
+    if len(nearest_nics(topology, gpu)) < 2:
+        return (None,)
+    nics = nics_of(topology, gpu)
+    receiver_gpu = topology.endpoint_name(comm.address_of(receiver))
+    theirs = nics_of(topology, receiver_gpu) \
+        if len(nearest_nics(topology, receiver_gpu)) > 1 else (None,)
+    return tuple(tuple(n for n in (nics[k], theirs[k % len(theirs)]) if n is not None)
+                 for k in range(min(channels, len(nics), max(count, 1))))

@@ -27,7 +27,7 @@ from simcoll.comm import Comm
 from simcoll.topology.graph import Topology
 
 __all__ = ["Machine", "describe", "node_order", "node_layout", "network_reducers", "SharpTree",
-           "sharp_groups", "nics_of", "bound_nic"]
+           "sharp_groups", "nearest_nics", "nics_of", "bound_nic"]
 
 _NVLINK_KINDS = ("nvlink", "nvswitch")
 
@@ -227,18 +227,18 @@ def _find_sharp_groups(topology: Topology, ranks: tuple[int, ...]
 
 _NICS: WeakKeyDictionary[Topology, tuple[int, dict[str, tuple[str, ...]]]] = \
     WeakKeyDictionary()
-"""What :func:`nics_of` found, per topology and its generation, by GPU."""
+"""What :func:`nearest_nics` found, per topology and its generation, by GPU."""
 
 _NIC_SEARCH_DEPTH = 4
-"""Hops from a GPU within which :func:`nics_of` looks for NICs (GPU, PCIe switches, NIC:
-two or three on the presets)."""
+"""Hops from a GPU within which :func:`nearest_nics` looks for NICs (GPU, PCIe switches,
+NIC: two or three on the presets)."""
 
 
-def nics_of(topology: Topology, gpu: str) -> tuple[str, ...]:
+def nearest_nics(topology: Topology, gpu: str) -> tuple[str, ...]:
     """The NICs nearest GPU ``gpu``, reached through switches only (no other GPU, no
-    host), in the order they were added: those NCCL binds its channels to (its ``PIX``
-    and ``PXB`` NICs, the nearest first). Empty where none lies within a few hops. Kept
-    until the topology changes."""
+    host), in the order they were added (NCCL's local NICs of a GPU, ``ncclTopoGetLocal``:
+    those of its best path). Empty where none lies within a few hops. Kept until the
+    topology changes."""
     generation, known = _NICS.get(topology, (-1, {}))
     if generation != topology.generation:
         known = {}
@@ -265,25 +265,84 @@ def nics_of(topology: Topology, gpu: str) -> tuple[str, ...]:
     return known[gpu]
 
 
-def bound_nic(comm: Comm, peer: int, choice: int) -> str | None:
-    """The NIC this rank's connection to ``peer`` passes where ``peer`` is on another
-    node and this GPU has several nearest NICs (:func:`nics_of`): the ``choice``-th,
-    counted round them, as NCCL spreads its channels over a GPU's NICs (each channel
-    bound to one); None elsewhere (the shortest route's)."""
+_OWN_NICS: WeakKeyDictionary[Topology, tuple[int, dict[str, tuple[str, ...]]]] = \
+    WeakKeyDictionary()
+"""What :func:`nics_of` found, per topology and its generation, by GPU."""
+
+
+def _mirrored(value: int, pow2: int) -> int:
+    """NCCL's ``mirrorBits``: the bits of ``value`` below ``pow2``, in reverse order."""
+    mirror, bit, high = 0, 1, pow2 >> 1
+    while bit < pow2:
+        if value & bit:
+            mirror |= high
+        bit, high = bit << 1, high >> 1
+    return mirror
+
+
+def nics_of(topology: Topology, gpu: str) -> tuple[str, ...]:
+    """The NICs GPU ``gpu`` spreads its channels over, in NCCL's order
+    (``ncclTopoGetLocalNet``, src/graph/topo.cc of 2.30.7): of the n NICs nearest it
+    (:func:`nearest_nics`), which the G GPUs of its node that have the same nearest NICs
+    share, each GPU takes ceil(n / G), starting at its place among them (mirrored bit by
+    bit where n is a power of two, so neighbours start far apart). A GPU with two NICs
+    of its own takes both; four GPUs sharing two NICs take one each, alternately."""
+    nearest = nearest_nics(topology, gpu)
+    if len(nearest) < 2:
+        return nearest
+    generation, known = _OWN_NICS.get(topology, (-1, {}))
+    if generation != topology.generation:
+        known = {}
+        _OWN_NICS[topology] = (topology.generation, known)
+    if gpu not in known:
+        node = topology.gpu_nodes[topology.gpus.index(gpu)]
+        sharers = [g for g, n in zip(topology.gpus, topology.gpu_nodes)
+                   if n == node and nearest_nics(topology, g) == nearest]
+        count, place = len(nearest), sharers.index(gpu)
+        start = _mirrored(place, count) if count & (count - 1) == 0 else place
+        share = -(-count // len(sharers))
+        known[gpu] = tuple(nearest[(start + k) % count] for k in range(share))
+    return known[gpu]
+
+
+def _channel_nic(topology: Topology, gpu: str, choice: int) -> str | None:
+    """GPU ``gpu``'s NIC for channel ``choice`` where it has several nearest NICs: the
+    ``choice``-th of its own (:func:`nics_of`), counted round them; else None."""
+    if len(nearest_nics(topology, gpu)) < 2:
+        return None
+    nics = nics_of(topology, gpu)
+    return nics[choice % len(nics)]
+
+
+def _waypoints(topology: Topology, a: int, b: int, choice: int) -> tuple[str, ...] | None:
+    """The NICs a connection of channel ``choice`` from GPU ``a`` to GPU ``b`` on another
+    node is bound to: ``a``'s on its way out and ``b``'s on its way in, each where that
+    GPU has several (None where neither has)."""
+    ends = (_channel_nic(topology, topology.endpoint_name(a), choice),
+            _channel_nic(topology, topology.endpoint_name(b), choice))
+    named = tuple(nic for nic in ends if nic is not None)
+    return named or None
+
+
+def bound_nic(comm: Comm, peer: int, choice: int) -> tuple[str, ...] | None:
+    """The NICs this rank's connection to ``peer`` passes, for channel ``choice``: where
+    ``peer`` is on another node and a GPU at either end has several nearest NICs
+    (:func:`nearest_nics`), that GPU's ``choice``-th of its own (:func:`nics_of`), as
+    NCCL binds each channel's send and receive ends to one NIC each; None elsewhere (the
+    shortest route's)."""
     if comm.node_of(peer) == comm.node_of(comm.rank):
         return None
-    topology = comm.topology
-    nics = nics_of(topology, topology.endpoint_name(comm.address_of(comm.rank)))
-    return nics[choice % len(nics)] if len(nics) > 1 else None
+    return _waypoints(comm.topology, comm.address_of(comm.rank), comm.address_of(peer),
+                      choice)
 
 
 def _bound_routes(topology: Topology, a: int, b: int) -> list[tuple[int, ...]]:
-    """GPU ``a``'s routes to GPU ``b`` on another node: one through each of its nearest
-    NICs where it has several, else the shortest."""
-    nics = nics_of(topology, topology.endpoint_name(a))
-    if len(nics) < 2:
-        return [topology.route(a, b).links]
-    return [topology.route(a, b, via=nic).links for nic in nics]
+    """GPU ``a``'s routes to GPU ``b`` on another node: one per channel choice through
+    the NICs each end binds it to (as many as ``a`` has of its own), else the shortest."""
+    gpu = topology.endpoint_name(a)
+    ways = len(nics_of(topology, gpu)) if len(nearest_nics(topology, gpu)) > 1 else 1
+    return [topology.route(a, b, via=_waypoints(topology, a, b, choice)).links
+            for choice in range(ways)]
 
 
 def _network_share(topology: Topology, here: list[int], there: list[int]

@@ -31,6 +31,7 @@ from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.buffers import Buffer, join, split
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
+from simcoll.topology.graph import Via
 from simcoll.typing import Steps
 
 __all__ = ["channel_rings", "beyond_route", "Sender", "relay", "pieces", "all_reduce",
@@ -62,7 +63,7 @@ def channel_rings(nodes: list[int], channels: int) -> list[list[int]]:
     return rings
 
 
-def beyond_route(comm: Comm, peer: int, step: float, via: str | None = None) -> float:
+def beyond_route(comm: Comm, peer: int, step: float, via: Via | None = None) -> float:
     """What NCCL's step latency ``step`` (measured end to end) adds to the latency of the
     route from this rank to ``peer`` (a rank, or an in-network device; through NIC
     ``via`` if given): the part of it the links do not already take."""
@@ -93,7 +94,7 @@ class Sender:
     """
 
     def __init__(self, comm: Comm, peer: int, protocol: Protocol, step: float,
-                 tag: Hashable, via: str | None = None) -> None:
+                 tag: Hashable, via: Via | None = None) -> None:
         self.comm, self.peer, self.protocol, self.tag = comm, peer, protocol, tag
         self.via = via
         self.delay = beyond_route(comm, peer, step, via)
