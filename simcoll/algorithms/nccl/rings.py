@@ -155,10 +155,11 @@ def _sender(comm: Comm, right: int, protocol: Protocol, intra: str, tag: int) ->
     """Channel ``tag``'s connection to ``right``; across nodes, bound to the channel's NIC:
     channels c and c + G (G GPUs per node) leave a node from the same GPU, and take its
     NICs in turn."""
-    link = "net" if comm.node_of(right) != comm.node_of(comm.rank) else intra
+    if comm.node_of(right) == comm.node_of(comm.rank):
+        return Sender(comm, right, protocol, protocol.hop("ring", intra), tag)
     groups, mine, _ = node_layout(comm)
     via = bound_nic(comm, right, tag // len(groups[mine]))
-    return Sender(comm, right, protocol, protocol.hop("ring", link), tag, via)
+    return Sender(comm, right, protocol, protocol.hop("ring", "net"), tag, via)
 
 
 def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Protocol,

@@ -51,10 +51,11 @@ def _sender(comm: Comm, peer: int, protocol: Protocol, intra: str, tag: int) -> 
     """Channel ``tag // 2``'s connection to ``peer``; across nodes, bound to the channel's
     NIC: channels c and c + G (G GPUs per node) have the same head GPU, and take its
     NICs in turn."""
-    link = "net" if comm.node_of(peer) != comm.node_of(comm.rank) else intra
+    if comm.node_of(peer) == comm.node_of(comm.rank):
+        return Sender(comm, peer, protocol, protocol.hop("tree", intra), tag)
     groups, mine, _ = node_layout(comm)
     via = bound_nic(comm, peer, tag // 2 // len(groups[mine]))
-    return Sender(comm, peer, protocol, protocol.hop("tree", link), tag, via)
+    return Sender(comm, peer, protocol, protocol.hop("tree", "net"), tag, via)
 
 
 def _up(comm: Comm, slices: list[Buffer], up: int | None, sources: list[int],
