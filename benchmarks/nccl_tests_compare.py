@@ -141,32 +141,38 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
     print(f"   {'size (B)':>12} {'measured us':>12} {'simulated us':>13} {'time error':>11} "
           f"{'busbw meas':>11} {'busbw sim':>10}"
           + (f" {'NCCL model us':>14}  ran" if algorithm == "nccl" else ""))
-    logs = []
+    logs, model_logs = [], []
     skipped = [row[0] for row in public.rows if row[0] > max_size]
     for size, time_us, _, busbw in (row for row in public.rows if row[0] <= max_size):
         res = sc.simulate(topo, "all_reduce", algorithm=algorithm, nbytes=size,
                           network=network, **params)
         sim_us = res.time * 1e6
         logs.append(math.log(sim_us / time_us))
+        shown = ""
+        if algorithm == "nccl":
+            model_us = nccl_model(topo, size, res.params)
+            model_logs.append(math.log(model_us / time_us))
+            shown = (f" {model_us:>14.2f}  {res.params['algo']}/{res.params['proto']}/"
+                     f"{res.params['channels']}")
         print(f"   {size:>12d} {time_us:>12.2f} {sim_us:>13.2f} {sim_us / time_us - 1:>+11.1%} "
-              f"{busbw:>11.2f} {res.busbw / 1e9:>10.2f}"
-              + (nccl_model(topo, size, res.params) if algorithm == "nccl" else ""))
+              f"{busbw:>11.2f} {res.busbw / 1e9:>10.2f}{shown}")
     if skipped:
         print(f"   not simulated (--max-size): {', '.join(map(str, skipped))}")
     if not logs:
         return logs, f"{public.id:<22} {'-':>8}  (no size simulated)"
-    summary = f"{public.id:<22} {geomean(logs):>8.1%}  ({len(logs)} of {len(public.rows)} sizes)"
-    print(f"   geometric-mean |time error|: {geomean(logs):.1%}")
+    model = f"; NCCL's own model {geomean(model_logs):.1%}" if model_logs else ""
+    summary = (f"{public.id:<22} {geomean(logs):>8.1%}  ({len(logs)} of {len(public.rows)} "
+               f"sizes{model})")
+    print(f"   geometric-mean |time error|: {geomean(logs):.1%}{model}")
     return logs, summary
 
 
-def nccl_model(topo: sc.Topology, size: int, ran: dict[str, Any]) -> str:
-    """NCCL's own predicted time for what ran (its tuner's cost model: latency plus
-    size over bandwidth), and what ran: algorithm, protocol, channels."""
+def nccl_model(topo: sc.Topology, size: int, ran: dict[str, Any]) -> float:
+    """NCCL's own predicted time (us) for what ran: its tuner's cost model, latency plus
+    size over bandwidth, for the algorithm, protocol and channels the run took."""
     machine = describe(topo, tuple(range(topo.nranks)), ran["arch"])
-    model = predict(machine, "all_reduce", size, ran["algo"], ran["proto"], ran["channels"],
-                    ran["tuner"])
-    return f" {model * 1e6:>14.2f}  {ran['algo']}/{ran['proto']}/{ran['channels']}"
+    return predict(machine, "all_reduce", size, ran["algo"], ran["proto"], ran["channels"],
+                   ran["tuner"]) * 1e6
 
 
 def geomean(logs: list[float]) -> float:
