@@ -47,13 +47,13 @@ class Network:
         self._failed: frozenset[int] = frozenset()
         self._routes: dict[tuple[Any, ...], tuple[tuple[int, ...], float, float]] = {}
         """Routes as links stand now, by (source, destination) and by (source,
-        destination, device passed) for routes bound to a device."""
+        destination, devices passed) for routes bound to devices."""
         self._arriving: dict[float, list[tuple[Arrival, Any]]] = {}
 
     def _route(self, src: int, dst: int | tuple[int, ...], via: Via | None = None
                ) -> tuple[tuple[int, ...], float, float]:
         """(directed links, latency, least bandwidth) of the route, as links stand now
-        (through device ``via`` if given: see :meth:`Topology.route`).
+        (through the device or devices ``via`` if given: see :meth:`Topology.route`).
 
         For a tuple of destinations (a multicast) the links are the union of the routes,
         each once, and the latency is the longest route's.
@@ -95,7 +95,7 @@ class Network:
               ) -> tuple[tuple[int, ...], float, float]:
         """(directed links, latency, least bandwidth) of the route from ``src`` to ``dst``
         that a message sent now takes (to a tuple of destinations: a multicast's, see
-        :meth:`_route`; through device ``via`` if given)."""
+        :meth:`_route`; through the device or devices ``via`` if given)."""
         if via is None:
             return self._routes.get((src, dst)) or self._route(src, dst)
         return self._routes.get((src, dst, via)) or self._route(src, dst, via)
@@ -130,7 +130,7 @@ class Network:
                 links: tuple[int, ...], latency: float, bandwidth: float,
                 on_arrival: Arrival, token: Any, via: Via | None = None) -> None:
         """Deliver a counted message: call ``on_arrival(token)`` when its bytes are in
-        (``via``: the device its route was bound to, which a reroute keeps)."""
+        (``via``: the devices its route was bound to, which a reroute keeps)."""
         raise NotImplementedError
 
     def track_flows(self) -> None:
@@ -182,7 +182,7 @@ class Network:
         (a per-step overhead). A negative ``delay``, down to minus the route's latency,
         starts the bytes sooner: an ordered message whose latency ran while the one ahead
         of it moved (:meth:`simcoll.comm.Comm.send`). ``via`` binds the route to pass
-        that device (:meth:`Topology.route`).
+        that device, or those devices in order (:meth:`Topology.route`).
         """
         links, latency, bandwidth = self.route(src, dst, via)
         wire = nbytes if wire_bytes is None else wire_bytes

@@ -38,7 +38,7 @@ class Flow:
         self.dst = dst
         """One endpoint, or a tuple of them for a multicast."""
         self.via: Via | None = None
-        """The device the route was bound to pass (``Comm.send(via=)``), kept when the
+        """The devices the route was bound to pass (``Comm.send(via=)``), kept when the
         flow is rerouted around a failed link."""
         self.links = links
         self.remaining = nbytes

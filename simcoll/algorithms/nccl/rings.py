@@ -65,7 +65,7 @@ def channel_rings(nodes: list[int], channels: int) -> list[list[int]]:
 
 def beyond_route(comm: Comm, peer: int, step: float, via: Via | None = None) -> float:
     """What NCCL's step latency ``step`` (measured end to end) adds to the latency of the
-    route from this rank to ``peer`` (a rank, or an in-network device; through NIC
+    route from this rank to ``peer`` (a rank, or an in-network device; through the NICs
     ``via`` if given): the part of it the links do not already take."""
     if step <= 0:
         return 0.0
@@ -79,7 +79,7 @@ class Sender:
     ``step`` is NCCL's latency for one step over this hop (``Protocol.hop``). NCCL
     measured it end to end, so it already holds the time the bytes spend on the links:
     each message waits only what the step costs beyond the route's own latency.
-    ``via`` binds the connection to a NIC (:func:`~.machine.bound_nic`).
+    ``via`` binds the connection to NICs (:func:`~.machine.bound_nic`).
 
     The channel's threads move at most ``protocol.rate`` bytes per second through the
     connection: a slice leaves once they have moved the one before it. They forward LL
