@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from simcoll.comm import Comm
@@ -185,6 +186,17 @@ def _sharp_tree(topology: Topology, owners: list[int], reducers: frozenset[str]
     return SharpTree({leaf: tuple(positions) for leaf, positions in leaves.items()}, root)
 
 
+def _kept(store: WeakKeyDictionary[Topology, tuple[int, dict[Any, Any]]],
+          topology: Topology) -> dict[Any, Any]:
+    """What ``store`` keeps for ``topology`` as it stands: emptied when the topology has
+    changed since (its ``generation``)."""
+    generation, known = store.get(topology, (-1, {}))
+    if generation != topology.generation:
+        known = {}
+        store[topology] = (topology.generation, known)
+    return known
+
+
 _SHARP_TREES: WeakKeyDictionary[Topology, tuple[int, dict[tuple[int, ...],
                                                        dict[int, SharpTree] | None]]] = \
     WeakKeyDictionary()
@@ -197,10 +209,7 @@ def sharp_groups(topology: Topology, ranks: tuple[int, ...]) -> dict[int, SharpT
     each local index, whose owners are given by position; None where there is one node,
     nodes differ in size, or some local index has no SHARP tree. Kept until the topology
     changes (the trees are shared: do not modify them)."""
-    generation, known = _SHARP_TREES.get(topology, (-1, {}))
-    if generation != topology.generation:
-        known = {}
-        _SHARP_TREES[topology] = (topology.generation, known)
+    known = _kept(_SHARP_TREES, topology)
     if ranks not in known:
         known[ranks] = _find_sharp_groups(topology, ranks)
     return known[ranks]
@@ -239,10 +248,7 @@ def nearest_nics(topology: Topology, gpu: str) -> tuple[str, ...]:
     host), in the order they were added (NCCL's local NICs of a GPU, ``ncclTopoGetLocal``:
     those of its best path). Empty where none lies within a few hops. Kept until the
     topology changes."""
-    generation, known = _NICS.get(topology, (-1, {}))
-    if generation != topology.generation:
-        known = {}
-        _NICS[topology] = (topology.generation, known)
+    known = _kept(_NICS, topology)
     if gpu not in known:
         found: list[str] = []
         seen, frontier = {gpu}, [gpu]
@@ -290,10 +296,7 @@ def nics_of(topology: Topology, gpu: str) -> tuple[str, ...]:
     nearest = nearest_nics(topology, gpu)
     if len(nearest) < 2:
         return nearest
-    generation, known = _OWN_NICS.get(topology, (-1, {}))
-    if generation != topology.generation:
-        known = {}
-        _OWN_NICS[topology] = (topology.generation, known)
+    known = _kept(_OWN_NICS, topology)
     if gpu not in known:
         node = topology.gpu_nodes[topology.gpus.index(gpu)]
         sharers = [g for g, n in zip(topology.gpus, topology.gpu_nodes)
