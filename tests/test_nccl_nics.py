@@ -170,3 +170,35 @@ def test_gpus_sharing_two_nics_spread_a_ring_over_both():
     down = [res.link_bytes[("core", f"nic1_{k}")] for k in (0, 1)]
     assert down == [first, first]
     assert describe(topo, tuple(range(8))).inter_bw == pytest.approx(2 * NIC, rel=1e-12)
+
+
+def host_nics() -> sc.Topology:
+    """2 nodes of 2 GPUs on NVLink, each GPU and two 12.5 GB/s NICs on the node's CPU
+    (NCCL's PHB path: no NIC shares a PCIe switch with a GPU)."""
+    topo = sc.Topology("NICs on the CPU")
+    core = topo.add_switch("core")
+    for node in range(2):
+        nvswitch, host = topo.add_switch(f"nvswitch{node}"), topo.add_host(f"cpu{node}")
+        for _ in range(2):
+            gpu = topo.add_gpu(node=node)
+            topo.add_link(gpu, nvswitch, bandwidth=200 * GBS, latency=1e-6, kind="nvlink")
+            topo.add_link(gpu, host, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+        for k in range(2):
+            nic = topo.add_nic(f"nic{node}_{k}")
+            topo.add_link(host, nic, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+            topo.add_link(nic, core, bandwidth=NIC, latency=2e-6, kind="ib")
+    return topo
+
+
+def test_nics_behind_the_cpu_are_shared_too():
+    """With no NIC behind a PCIe switch of its own, a GPU's nearest NICs are those on its
+    CPU: two GPUs share two, one each (NCCL's ncclTopoGetLocalNet), and a ring's
+    channels leave through both, evenly, where the shortest routes all took the first."""
+    topo = host_nics()
+    assert [nics_of(topo, f"gpu{g}") for g in range(4)] == [
+        ("nic0_0",), ("nic0_1",), ("nic1_0",), ("nic1_1",)]
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=64 << 20, algo="ring",
+                      proto="Simple", channels=16)
+    up = [res.link_bytes[(f"nic0_{k}", "core")] for k in (0, 1)]
+    down = [res.link_bytes[("core", f"nic1_{k}")] for k in (0, 1)]
+    assert up[0] == up[1] == down[0] == down[1] > 0

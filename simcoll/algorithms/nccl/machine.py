@@ -244,31 +244,39 @@ NIC: two or three on the presets)."""
 
 
 def nearest_nics(topology: Topology, gpu: str) -> tuple[str, ...]:
-    """The NICs nearest GPU ``gpu``, reached through switches only (no other GPU, no
-    host), in the order they were added (NCCL's local NICs of a GPU, ``ncclTopoGetLocal``:
-    those of its best path). Empty where none lies within a few hops. Kept until the
-    topology changes."""
+    """The NICs nearest GPU ``gpu``, in the order they were added (NCCL's local NICs of a
+    GPU, ``ncclTopoGetLocal``: those of its best path): those reached through switches
+    only (PIX, PXB) where there are any, else those reached through a host too (PHB, as
+    NICs on a CPU's root ports), never through another GPU. Empty where none lies within
+    a few hops. Kept until the topology changes."""
     known = _kept(_NICS, topology)
     if gpu not in known:
-        found: list[str] = []
-        seen, frontier = {gpu}, [gpu]
-        for _ in range(_NIC_SEARCH_DEPTH):
-            nxt = []
-            for name in frontier:
-                for nbr in topology.neighbors(name):
-                    if nbr in seen:
-                        continue
-                    seen.add(nbr)
-                    kind = topology.device(nbr).kind
-                    if kind == "nic":
-                        found.append(nbr)
-                    elif kind == "switch":
-                        nxt.append(nbr)
-            if found or not nxt:
-                break
-            frontier = nxt
-        known[gpu] = tuple(found)
+        known[gpu] = (_nics_within(topology, gpu, ("switch",))
+                      or _nics_within(topology, gpu, ("switch", "host")))
     return known[gpu]
+
+
+def _nics_within(topology: Topology, gpu: str, through: tuple[str, ...]) -> tuple[str, ...]:
+    """The NICs fewest hops from ``gpu`` that a search crossing only devices of the kinds
+    ``through`` reaches within :data:`_NIC_SEARCH_DEPTH` hops."""
+    found: list[str] = []
+    seen, frontier = {gpu}, [gpu]
+    for _ in range(_NIC_SEARCH_DEPTH):
+        nxt = []
+        for name in frontier:
+            for nbr in topology.neighbors(name):
+                if nbr in seen:
+                    continue
+                seen.add(nbr)
+                kind = topology.device(nbr).kind
+                if kind == "nic":
+                    found.append(nbr)
+                elif kind in through:
+                    nxt.append(nbr)
+        if found or not nxt:
+            break
+        frontier = nxt
+    return tuple(found)
 
 
 _OWN_NICS: WeakKeyDictionary[Topology, tuple[int, dict[str, tuple[str, ...]]]] = \
