@@ -66,7 +66,8 @@ def link_loads(result: Result, topology: Topology) -> list[LinkLoad]:
 
     Args:
         result: a traced result (``simulate(..., trace=True)``).
-        topology: the topology it ran on (routes come from ``topology.route``).
+        topology: the topology it ran on (routes come from ``topology.route``, through
+            the devices a message was bound to pass).
 
     Returns:
         One :class:`LinkLoad` per directed link with traffic, in the topology's link order.
@@ -81,7 +82,7 @@ def link_loads(result: Result, topology: Topology) -> list[LinkLoad]:
         if e.kind != "message" or e.nbytes == 0 or e.end <= e.start or e.peer is None:
             continue
         rate = e.nbytes / (e.end - e.start)
-        for index in topology.route(e.rank, e.peer).links:
+        for index in topology.route(e.rank, e.peer, via=e.via).links:
             spans.setdefault(index, []).append((e.start, e.end, rate))
     bandwidths = topology.directed_bandwidths()
     loads = []

@@ -35,7 +35,8 @@ __all__ = ["Runtime", "TracingRuntime", "TraceEvent"]
 @dataclass(frozen=True)
 class TraceEvent:
     """One span of a traced run: a message (``rank`` sent ``nbytes`` to ``peer``, from the
-    send to the arrival of its last byte), or a reduction or compute span on ``rank``."""
+    send to the arrival of its last byte; ``via``: the devices its route was bound to
+    pass, if any), or a reduction or compute span on ``rank``."""
 
     kind: str
     rank: int
@@ -44,6 +45,7 @@ class TraceEvent:
     nbytes: int
     start: float
     end: float
+    via: Via | None = None
 
 
 class Joint(Event):
@@ -385,7 +387,7 @@ class TracingRuntime(Runtime):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.events: list[TraceEvent] = []
-        self._sent: dict[Message, tuple[float, int]] = {}
+        self._sent: dict[Message, tuple[float, int, Via | None]] = {}
 
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
                   tag: Any, sender: Event, delay: float = 0.0,
@@ -395,7 +397,7 @@ class TracingRuntime(Runtime):
         message = super().post_send(key, payload, nbytes, src, dst, tag, sender, delay,
                                     wire_bytes, ordered, via)
         if not message.arrived:  # an empty message on a zero-latency route already has
-            self._sent[message] = (start, nbytes)
+            self._sent[message] = (start, nbytes, via)
         return message
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
@@ -406,13 +408,13 @@ class TracingRuntime(Runtime):
                                           delay, ordered)
         for message in messages:
             if not message.arrived:
-                self._sent[message] = (start, nbytes)
+                self._sent[message] = (start, nbytes, None)
         return messages
 
     def arrive(self, message: Message) -> None:
-        start, nbytes = self._sent.pop(message, (self.env._now, 0))
+        start, nbytes, via = self._sent.pop(message, (self.env._now, 0, None))
         self.events.append(TraceEvent("message", message.src, message.dst, message.tag,
-                                      nbytes, start, self.env._now))
+                                      nbytes, start, self.env._now, via))
         super().arrive(message)
 
     def reduce_delay(self, endpoint: int, nbytes: int) -> float:

@@ -47,10 +47,10 @@ def _sends(comm: Comm, x, *, vias=(), each=0, ordered=False, op=sc.ReduceOp.SUM)
     return x
 
 
-def run(topo, vias, nbytes=GB, faults=None, ordered=False):
+def run(topo, vias, nbytes=GB, faults=None, ordered=False, trace=False):
     register_probe("all_reduce", "_via_sends")(_sends)
     return sc.simulate(topo, "all_reduce", algorithm="_via_sends", nbytes=8, faults=faults,
-                       vias=tuple(vias), each=nbytes, ordered=ordered)
+                       vias=tuple(vias), each=nbytes, ordered=ordered, trace=trace)
 
 
 def test_without_via_both_messages_share_the_first_nic():
@@ -106,3 +106,19 @@ def test_a_rerouted_flow_still_passes_its_nic():
 def test_an_unknown_via_is_refused_naming_it():
     with pytest.raises(sc.AlgorithmError, match="via=.nic9. names no device"):
         run(two_nics(), ["nic9"])
+
+
+def test_a_trace_keeps_each_messages_nic():
+    # The trace records the devices a message was bound to, so link loads put it on its
+    # NIC's links: 1 GB each over nic0 and nic1, sharing s0 -> gpu1.
+    from simcoll.link_load import link_loads
+
+    topo = two_nics()
+    res = run(topo, ["nic0", ("nic1", "s0")], trace=True)
+    assert {e.tag: e.via for e in res.trace if e.kind == "message"} == {
+        0: "nic0", 1: ("nic1", "s0")}
+    loads = {load.link: load for load in link_loads(res, topo)}
+    for link in [("gpu0", "nic0"), ("gpu0", "nic1"), ("nic1", "s0"), ("s0", "gpu1")]:
+        load = loads[link]
+        moved = float(np.sum(load.rates * (load.ends - load.starts)))
+        assert moved == pytest.approx(res.link_bytes[link], rel=1e-9), link
