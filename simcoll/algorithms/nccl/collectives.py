@@ -44,6 +44,7 @@ from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TU
 from simcoll.algorithms.nccl.machine import (
     Machine,
     SharpTree,
+    channel_nics,
     describe,
     nearest_nics,
     nics_of,
@@ -621,9 +622,6 @@ def _p2p_nics(comm: Comm, sender: int, receiver: int, channels: int,
     gpu = topology.endpoint_name(comm.address_of(sender))
     if len(nearest_nics(topology, gpu)) < 2:
         return (None,)
-    nics = nics_of(topology, gpu)
-    receiver_gpu = topology.endpoint_name(comm.address_of(receiver))
-    theirs = nics_of(topology, receiver_gpu) \
-        if len(nearest_nics(topology, receiver_gpu)) > 1 else (None,)
-    return tuple(tuple(n for n in (nics[k], theirs[k % len(theirs)]) if n is not None)
-                 for k in range(min(channels, len(nics), max(count, 1))))
+    a, b = comm.address_of(sender), comm.address_of(receiver)
+    return tuple(channel_nics(topology, a, b, k)
+                 for k in range(min(channels, len(nics_of(topology, gpu)), max(count, 1))))

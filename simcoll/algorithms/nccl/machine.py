@@ -28,7 +28,7 @@ from simcoll.comm import Comm
 from simcoll.topology.graph import Topology
 
 __all__ = ["Machine", "describe", "node_order", "node_layout", "network_reducers", "SharpTree",
-           "sharp_groups", "nearest_nics", "nics_of", "bound_nic"]
+           "sharp_groups", "nearest_nics", "nics_of", "channel_nics", "bound_nic"]
 
 _NVLINK_KINDS = ("nvlink", "nvswitch")
 
@@ -325,7 +325,7 @@ def _channel_nic(topology: Topology, gpu: str, choice: int) -> str | None:
     return nics[choice % len(nics)]
 
 
-def _waypoints(topology: Topology, a: int, b: int, choice: int) -> tuple[str, ...] | None:
+def channel_nics(topology: Topology, a: int, b: int, choice: int) -> tuple[str, ...] | None:
     """The NICs a connection of channel ``choice`` from GPU ``a`` to GPU ``b`` on another
     node is bound to: ``a``'s on its way out and ``b``'s on its way in, each where that
     GPU has several (None where neither has)."""
@@ -343,7 +343,7 @@ def bound_nic(comm: Comm, peer: int, choice: int) -> tuple[str, ...] | None:
     shortest route's)."""
     if comm.node_of(peer) == comm.node_of(comm.rank):
         return None
-    return _waypoints(comm.topology, comm.address_of(comm.rank), comm.address_of(peer),
+    return channel_nics(comm.topology, comm.address_of(comm.rank), comm.address_of(peer),
                       choice)
 
 
@@ -352,7 +352,7 @@ def _bound_routes(topology: Topology, a: int, b: int) -> list[tuple[int, ...]]:
     the NICs each end binds it to (as many as ``a`` has of its own), else the shortest."""
     gpu = topology.endpoint_name(a)
     ways = len(nics_of(topology, gpu)) if len(nearest_nics(topology, gpu)) > 1 else 1
-    return [topology.route(a, b, via=_waypoints(topology, a, b, choice)).links
+    return [topology.route(a, b, via=channel_nics(topology, a, b, choice)).links
             for choice in range(ways)]
 
 
