@@ -126,12 +126,12 @@ def test_all_to_all_parts_take_a_gpus_nics_in_turn():
     assert checked.correct
 
 
-def shared_nics(nics: int, gpus: int) -> sc.Topology:
-    """2 nodes of ``gpus`` GPUs on one PCIe switch each, with ``nics`` 12.5 GB/s NICs on
-    that switch: every GPU of a node has the same nearest NICs."""
+def shared_nics(nics: int, gpus: int, nodes: int = 2) -> sc.Topology:
+    """``nodes`` nodes of ``gpus`` GPUs on one PCIe switch each, with ``nics`` 12.5 GB/s
+    NICs on that switch: every GPU of a node has the same nearest NICs."""
     topo = sc.Topology(f"{gpus} GPUs sharing {nics} NICs")
     core = topo.add_switch("core")
-    for node in range(2):
+    for node in range(nodes):
         switch = topo.add_switch(f"pcie{node}")
         for _ in range(gpus):
             topo.add_link(topo.add_gpu(node=node), switch, bandwidth=24 * GBS,
@@ -202,3 +202,40 @@ def test_nics_behind_the_cpu_are_shared_too():
     up = [res.link_bytes[(f"nic0_{k}", "core")] for k in (0, 1)]
     down = [res.link_bytes[("core", f"nic1_{k}")] for k in (0, 1)]
     assert up[0] == up[1] == down[0] == down[1] > 0
+
+
+@pytest.mark.parametrize(("collective", "sent"), [
+    ("reduce_scatter", 3 * (16 << 20)),   # (p - 1) blocks of n / p each
+    ("all_gather", 3 * (64 << 20)),       # its n to each of the p - 1 others
+])
+def test_pat_channels_take_a_gpus_nics_in_turn(collective, sent):
+    """PAT on 4 nodes of one GPU with two 12.5 GB/s NICs each, 64 MiB per rank (Simple,
+    16 channels): channel c leaves and enters through NIC c mod 2 at both ends, so each
+    NIC carries half of what its GPU sends, and half of what it receives, and the run
+    takes about half as long as on one NIC; the shortest routes all took the first."""
+    res = sc.simulate(shared_nics(2, 1, nodes=4), collective, algorithm="nccl",
+                      nbytes=64 << 20, algo="pat")
+    assert (res.params["proto"], res.params["channels"]) == ("Simple", 16)
+    for node in range(4):
+        up = [res.link_bytes[(f"nic{node}_{k}", "core")] for k in (0, 1)]
+        down = [res.link_bytes[("core", f"nic{node}_{k}")] for k in (0, 1)]
+        assert up == down == [sent // 2] * 2
+    single = sc.simulate(shared_nics(1, 1, nodes=4), collective, algorithm="nccl",
+                         nbytes=64 << 20, algo="pat")
+    assert res.busbw <= 2 * NIC < single.busbw * 2 * 1.1
+    assert res.busbw > 1.8 * single.busbw
+
+
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_pat_over_two_nics_computes_what_numpy_does(collective):
+    rng = np.random.default_rng(11)
+    data = [rng.standard_normal(3000) for _ in range(4)]
+    res = sc.simulate(shared_nics(2, 1, nodes=4), collective, algorithm="nccl", data=data,
+                      algo="pat")
+    assert res.correct
+    total = np.sum(data, axis=0)
+    for r in range(4):
+        expected = (np.array_split(total, 4)[r] if collective == "reduce_scatter"
+                    else np.concatenate(data))
+        np.testing.assert_allclose(res.outputs[r], expected, rtol=0, atol=1e-12)
+    assert all(res.link_bytes[(f"nic0_{k}", "core")] > 0 for k in (0, 1))

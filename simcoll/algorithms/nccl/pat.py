@@ -14,7 +14,13 @@ An op that completes a send step sends it, as one message, to r + 2^d (reduce_sc
 or r - 2^d (all_gather): the blocks of the step by slot, ``max(slot offset + nelem)``
 elements on the wire as NCCL's proxy sends them (gaps left by skipped slots included),
 after NCCL's PAT step latency over the network or the route's own latency, whichever is
-more, with at most ``NCCL_STEPS`` steps in flight per connection. A receiving op waits
+more, with at most ``NCCL_STEPS`` steps in flight per connection. Where a GPU has several
+NICs, channel c's connections leave and enter through each end's own NIC c modulo how many
+it has (:func:`~.machine.bound_nic`): NCCL connects PAT's peers over its tree graph
+(``ncclTransportPatConnect``, src/transport/generic.cc), whose channel c starts its search
+at the c-th of the NICs ``ncclTopoSelectNets`` lists: with one GPU per node, its own in the
+order it takes them for channels 0, 1, ... (``ncclTopoPrefNetsChannelFirst``,
+``ncclTopoSearchRecNet`` in src/graph/search.cc). A receiving op waits
 for the step it reads. Payload counts only the blocks. NCCL's worker groups run up to 16
 ops side by side; here a rank runs them one after the other, and an op costs nothing but
 its reductions and the messages it waits for.
@@ -30,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 
 from simcoll.algorithms.nccl.constants import NCCL_STEPS
+from simcoll.algorithms.nccl.machine import bound_nic
 from simcoll.algorithms.nccl.pat_schedule import Schedule, schedule
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
@@ -76,8 +83,8 @@ class _Channel:
         self.to = [(r + sign * (1 << d)) % p for d in range(len(plan.sends))]
         self.source = [(r - sign * (1 << d)) % p for d in range(len(plan.recvs))]
         step = protocol.hop("pat", "net")
-        self.senders = [Sender(comm, peer, protocol, step, (tag, d)) if plan.sends[d] else None
-                        for d, peer in enumerate(self.to)]
+        self.senders = [Sender(comm, peer, protocol, step, (tag, d), bound_nic(comm, peer, tag))
+                        if plan.sends[d] else None for d, peer in enumerate(self.to)]
         self.slots: dict[tuple[int, int], dict[int, Buffer]] = {}
         self.arrived: list[dict[int, dict[int, Buffer]]] = [{} for _ in plan.recvs]
         self.received = [0] * len(plan.recvs)
