@@ -159,3 +159,54 @@ def test_broadcast_and_reduce_add_one_steps_latency(collective):
     # at 0.92 x 240 (20.6); with p steps of latency it was LL (23.4 against 33.9, 40.0).
     res = sc.simulate(sc.topology.dgx_a100(1), collective, algorithm="nccl", nbytes=MIB)
     assert res.params["proto"] == "Simple"
+
+
+def two_by_two(cpu: str) -> sc.Topology:
+    """2 nodes of 2 GPUs on an NVSwitch (links of 10 ns), a 50 GB/s NIC per GPU: route
+    latencies far below NCCL's step latencies, so the steps set the time."""
+    topo = sc.Topology(f"2 x 2, {cpu}")
+    topo.cpu = cpu
+    core = topo.add_switch("core")
+    for node in range(2):
+        nvswitch = topo.add_switch(f"nvswitch{node}")
+        for _ in range(2):
+            gpu, nic = topo.add_gpu(node=node), topo.add_nic()
+            topo.add_link(gpu, nvswitch, bandwidth=200e9, latency=1e-8, kind="nvlink")
+            topo.add_link(gpu, nic, bandwidth=60e9, latency=1e-8, kind="pcie")
+            topo.add_link(nic, core, bandwidth=50e9, latency=1e-8, kind="ib")
+    return topo
+
+
+def _critical_steps(hops: int, intra: float, inter: float) -> float:
+    """The longest chain of ``hops`` consecutive steps round the ring of ``two_by_two``,
+    whose hops go inside a node, across, inside, across."""
+    kinds = (intra, inter, intra, inter)
+    return max(sum(kinds[(k + h) % 4] for h in range(hops)) for k in range(4))
+
+
+@pytest.mark.parametrize("proto, nvlink, net, intel, amd", [
+    ("LL", 0.6, 2.7, 1.0, 2.0), ("LL128", 1.9, 4.0, 1.0, 2.0),
+    ("Simple", 3.4, 14.0, 3.0, 6.0)])
+@pytest.mark.parametrize("collective, hops", [
+    ("all_reduce", 6), ("reduce_scatter", 3), ("all_gather", 3)])
+def test_a_rings_steps_inside_nodes_cost_at_least_the_network_post_overhead(
+        collective, hops, proto, nvlink, net, intel, amd):
+    """A ring that crosses nodes pays NCCL's network post overhead on its steps inside
+    nodes as well (``getNetOverhead``: 1 us on Intel, 2 on AMD, 3x for Simple; NCCL's
+    tuner: "Inter-node rings still have to launch nsteps * net overhead"), where it is
+    more than NVLink's step latency. 8 bytes on one channel: a run takes its longest
+    chain of 2 (p - 1) or p - 1 steps (NVLink's or the overhead inside a node, the
+    network's across), so AMD's run and Intel's differ by their chains' difference; on
+    one node the CPU changes nothing."""
+    runs = {cpu: sc.simulate(two_by_two(cpu), collective, algorithm="nccl", nbytes=8,
+                             algo="ring", proto=proto, channels=1)
+            for cpu in ("intel", "amd")}
+    chains = {cpu: _critical_steps(hops, max(nvlink, overhead), net)
+              for cpu, overhead in (("intel", intel), ("amd", amd))}
+    assert runs["amd"].time - runs["intel"].time == pytest.approx(
+        (chains["amd"] - chains["intel"]) * US, abs=1e-11)
+    assert runs["intel"].time >= chains["intel"] * US
+    one_node = {cpu: sc.simulate(sc.topology.dgx_h100(1, cpu=cpu), collective,
+                                 algorithm="nccl", nbytes=8, algo="ring", proto=proto,
+                                 channels=1).time for cpu in ("intel", "amd")}
+    assert one_node["intel"] == one_node["amd"]

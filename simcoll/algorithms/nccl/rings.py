@@ -11,7 +11,8 @@ rails (NCCL's ring search does the same: ``src/graph/rings.cc``, ``search.cc``).
 On its ring a channel moves each block in slices of the protocol's size, each a message
 whose wire bytes are the protocol's (``Protocol.wire``) and whose latency is the
 protocol's step latency over that hop's link class (``Protocol.hop``: NVLink, PCI or the
-network), or the route's own latency where that is more; a connection has at most
+network; inside a node at least NCCL's network post overhead where the ring crosses
+nodes), or the route's own latency where that is more; a connection has at most
 ``Protocol.window`` slices in flight, as NCCL's FIFO of 8 steps allows, and sends at most
 the protocol's rate per channel. A rank forwards a slice as soon as it has received (and
 reduced) it, so slices pipeline around the ring. The collective starts after the
@@ -26,6 +27,7 @@ from collections.abc import Hashable
 
 from simpy.events import Event
 
+from simcoll.algorithms.nccl.constants import net_overhead_us
 from simcoll.algorithms.nccl.machine import bound_nic, node_layout, node_order
 from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.buffers import Buffer, join, split
@@ -151,12 +153,19 @@ def _neighbours(comm: Comm, ring: list[int]) -> tuple[int, int, int]:
     return i, ring[(i + 1) % p], ring[(i - 1) % p]
 
 
-def _sender(comm: Comm, right: int, protocol: Protocol, intra: str, tag: int) -> Sender:
+def _sender(comm: Comm, right: int, protocol: Protocol, intra: str, tag: int,
+            ring: list[int] | None = None) -> Sender:
     """Channel ``tag``'s connection to ``right``; across nodes, bound to the channel's NIC:
     channels c and c + G (G GPUs per node) leave a node from the same GPU, and take its
-    NICs in turn."""
+    NICs in turn. Inside a node, a step of a ``ring`` (all_reduce, reduce_scatter,
+    all_gather) that crosses nodes costs at least NCCL's network post overhead
+    (:func:`~.constants.net_overhead_us`), as NCCL's tuner counts it; NCCL's broadcast
+    and reduce chains are not charged it."""
     if comm.node_of(right) == comm.node_of(comm.rank):
-        return Sender(comm, right, protocol, protocol.hop("ring", intra), tag)
+        step = protocol.hop("ring", intra)
+        if ring is not None and len({comm.node_of(r) for r in ring}) > 1:
+            step = max(step, net_overhead_us(comm.topology.cpu, protocol.name) * 1e-6)
+        return Sender(comm, right, protocol, step, tag)
     groups, mine, _ = node_layout(comm)
     via = bound_nic(comm, right, tag // len(groups[mine]))
     return Sender(comm, right, protocol, protocol.hop("ring", "net"), tag, via)
@@ -171,7 +180,7 @@ def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Prot
     # Position-block q is rank ring[q-1]'s block: position i ends the reduce-scatter with
     # position-block i + 1, its own rank's block.
     slices = [pieces(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
-    out = _sender(comm, right, protocol, intra, tag)
+    out = _sender(comm, right, protocol, intra, tag, ring)
     for piece in slices[i]:
         yield from out.send(piece)
     for s in range(p - 1):
@@ -196,7 +205,7 @@ def reduce_scatter(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: 
     p = len(ring)
     i, right, left = _neighbours(comm, ring)
     slices = [pieces(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
-    out = _sender(comm, right, protocol, intra, tag)
+    out = _sender(comm, right, protocol, intra, tag, ring)
     for piece in slices[i]:
         yield from out.send(piece)
     for s in range(p - 1):
@@ -218,7 +227,7 @@ def all_gather(comm: Comm, own: Buffer, ring: list[int], protocol: Protocol, int
     i, right, left = _neighbours(comm, ring)
     got: list[Buffer | None] = [None] * p
     got[comm.rank] = own
-    out = _sender(comm, right, protocol, intra, tag)
+    out = _sender(comm, right, protocol, intra, tag, ring)
     for piece in pieces(own, protocol):
         yield from out.send(piece)
     for s in range(p - 1):

@@ -23,7 +23,6 @@ from simcoll.algorithms.nccl.constants import (
     HW_LATENCY_BY_TUNER,
     MAX_THREADS,
     NCCL_VERSION,
-    NET_OVERHEAD_US,
     NVLS_EFFICIENCY,
     PER_CHANNEL_MAX_NVLS_TREE_BW,
     PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER,
@@ -34,6 +33,7 @@ from simcoll.algorithms.nccl.constants import (
     TREE_CORRECTION,
     TREE_PATTERN_FACTOR,
     ll_max_bw,
+    net_overhead_us,
 )
 from simcoll.algorithms.nccl.machine import Machine
 from simcoll.algorithms.nccl.protocols import PROTOCOL
@@ -217,7 +217,7 @@ def _latency(machine: Machine, collective: str, algo: str, proto: str, tuner: st
             # add steps x that latency (the tree's for Simple) otherwise.
             return base + hw[machine.intra if nodes == 1 else "net"]["ring"][proto]
         if nodes > 1:
-            intra = max(intra, NET_OVERHEAD_US[machine.cpu] * (3 if proto == "Simple" else 1))
+            intra = max(intra, net_overhead_us(machine.cpu, proto))
         inter_steps = 0 if nodes == 1 else (2 if collective == "all_reduce" else 1) * (nodes - 1)
         return base + (steps - inter_steps) * intra + inter_steps * inter
     if algo == "tree":
