@@ -117,15 +117,19 @@ class Comm:
         """
         target = self._peer(dst, "dst")
         if via is not None:
-            try:
-                for name in (via,) if isinstance(via, str) else via:
-                    self.topology.device(name)
-            except TopologyError:
-                raise CommUsageError(f"rank {self.rank}: via={via!r} names no device of "
-                                     f"topology {self.topology.name!r}") from None
+            self._check_via(via, via)
         done = Event(self._env)
         self._post(data, target, tag, done, delay, wire_bytes, ordered, via)
         return done
+
+    def _check_via(self, via: Via, given: Any) -> None:
+        """Refuse ``via`` (part of the argument ``given``) unless it names devices."""
+        try:
+            for name in (via,) if isinstance(via, str) else via:
+                self.topology.device(name)
+        except (TopologyError, TypeError):
+            raise CommUsageError(f"rank {self.rank}: via={given!r} names no device of "
+                                 f"topology {self.topology.name!r}") from None
 
     def _post(self, data: Any, target: int, tag: Any, done: Event, delay: float = 0.0,
               wire_bytes: int | None = None, ordered: bool = False,
@@ -213,13 +217,16 @@ class Comm:
         self._post(data, target, tag, joint, delay, wire_bytes)
 
     def multicast(self, data: Any, dsts: Sequence[int], *, tag: Any = 0,
-                  delay: float = 0.0, ordered: bool = False) -> Event:
+                  delay: float = 0.0, ordered: bool = False,
+                  via: Sequence[Via | None] | None = None) -> Event:
         """Send one copy of ``data`` that the network replicates to every rank in ``dsts``
         (NVLink SHARP and InfiniBand multicast): each byte crosses each link of the union
         of the routes once. Every destination receives it with ``recv`` as any message;
         the event fires when all of them have it. ``delay`` and ``ordered`` are as for
         :meth:`send` (ordered multicasts queue behind the previous one to the same
-        destinations with the same tag).
+        destinations with the same tag). ``via`` gives, destination by destination, the
+        device or devices its route must pass, or None (as ``via`` of :meth:`send`: a
+        SHARP switch reaching each GPU through the NIC its channel is bound to).
         """
         targets = tuple(self._peer(d, "dsts") for d in dsts)
         if not targets:
@@ -228,6 +235,18 @@ class Comm:
         if len(set(targets)) != len(targets):
             raise CommUsageError(f"rank {self.rank}: multicast dsts={list(dsts)} lists a "
                                  f"rank twice")
+        vias: tuple[Via | None, ...] | None = None
+        if via is not None:
+            vias = tuple(via)
+            if len(vias) != len(targets):
+                raise CommUsageError(f"rank {self.rank}: multicast via={via!r} gives "
+                                     f"{len(vias)} routes for {len(targets)} destinations; "
+                                     f"give one per destination (None: the shortest)")
+            for one in vias:
+                if one is not None:
+                    self._check_via(one, via)
+            if all(one is None for one in vias):
+                vias = None
         if type(data) is VirtualBuffer:
             payload, nbytes = data, data.nbytes
         else:
@@ -236,7 +255,7 @@ class Comm:
         done = Joint(self._env, len(targets))
         address = self._address
         self._rt.post_multicast([(self._context, address, t, tag) for t in targets], payload,
-                                nbytes, address, targets, tag, done, delay, ordered)
+                                nbytes, address, targets, tag, done, delay, ordered, vias)
         return done
 
     # -- local work ----------------------------------------------------------------------

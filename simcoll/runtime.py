@@ -27,7 +27,7 @@ from simcoll.buffers import memory_owner
 from simcoll.engine import RunStop, complete, done_event
 from simcoll.errors import AlgorithmError, LinkFailureError
 from simcoll.network.base import Network
-from simcoll.topology.graph import Via
+from simcoll.topology.graph import MulticastVia, Via
 
 __all__ = ["Runtime", "TracingRuntime", "TraceEvent"]
 
@@ -126,7 +126,8 @@ class Runtime:
         self._in_order: dict[tuple, deque[tuple[Message, int, float, int | None,
                                                 Via | None]]] = {}
         """Connections with an ordered message in flight: the ones queued behind it."""
-        self._multicasts_in_order: dict[tuple, deque[tuple[list[Message], int, float]]] = {}
+        self._multicasts_in_order: dict[
+            tuple, deque[tuple[list[Message], int, float, MulticastVia | None]]] = {}
         """The same for ordered multicasts, by (context, source, destinations, tag)."""
         self._sweep_at = _SWEEP_FROM
         self._arrive = self.arrive
@@ -249,10 +250,13 @@ class Runtime:
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
                        dsts: tuple[int, ...], tag: Any, sender: Joint,
-                       delay: float = 0.0, ordered: bool = False) -> list[Message]:
+                       delay: float = 0.0, ordered: bool = False,
+                       via: MulticastVia | None = None) -> list[Message]:
         """One message per destination, delivered together by one network multicast
         (``ordered``: moving once the previous ordered multicast of this source to these
-        destinations with this tag has arrived, as :meth:`Comm.send` orders messages)."""
+        destinations with this tag has arrived, as :meth:`Comm.send` orders messages;
+        ``via``: the devices each destination's route passes, see
+        :meth:`Comm.multicast`)."""
         messages = []
         for key, dst in zip(keys, dsts):
             channel = self.channels.get(key)
@@ -265,16 +269,16 @@ class Runtime:
                 channel.unclaimed.append(message)
             messages.append(message)
         if not ordered:
-            self.network.multicast(src, dsts, nbytes, self._arrive_all, messages, delay)
+            self.network.multicast(src, dsts, nbytes, self._arrive_all, messages, delay, via)
             return messages
         key = (keys[0][0], src, dsts, tag)
         queue = self._multicasts_in_order.get(key)
         if queue is None:
             self._multicasts_in_order[key] = deque()
             self.network.multicast(src, dsts, nbytes, self._multicast_in_order,
-                                   (key, messages), delay)
+                                   (key, messages), delay, via)
         else:
-            queue.append((messages, nbytes, self.env._now + delay))
+            queue.append((messages, nbytes, self.env._now + delay, via))
         return messages
 
     def _multicast_in_order(self, token: tuple[tuple, list[Message]]) -> None:
@@ -283,12 +287,12 @@ class Runtime:
         key, messages = token
         queue = self._multicasts_in_order[key]
         if queue:
-            after, nbytes, ready = queue.popleft()
+            after, nbytes, ready, via = queue.popleft()
             src, dsts = key[1], key[2]
-            latency = self.network.route(src, dsts)[1]
+            latency = self.network.route(src, dsts, via)[1]
             wait = max(ready + latency - self.env._now, 0.0)
             self.network.multicast(src, dsts, nbytes, self._multicast_in_order,
-                                   (key, after), wait - latency)
+                                   (key, after), wait - latency, via)
         else:
             del self._multicasts_in_order[key]
         self._arrive_all(messages)
@@ -402,13 +406,14 @@ class TracingRuntime(Runtime):
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
                        dsts: tuple[int, ...], tag: Any, sender: Joint,
-                       delay: float = 0.0, ordered: bool = False) -> list[Message]:
+                       delay: float = 0.0, ordered: bool = False,
+                       via: MulticastVia | None = None) -> list[Message]:
         start = self.env._now
         messages = super().post_multicast(keys, payload, nbytes, src, dsts, tag, sender,
-                                          delay, ordered)
-        for message in messages:
+                                          delay, ordered, via)
+        for k, message in enumerate(messages):
             if not message.arrived:
-                self._sent[message] = (start, nbytes, None)
+                self._sent[message] = (start, nbytes, None if via is None else via[k])
         return messages
 
     def arrive(self, message: Message) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import simcoll as sc
-from simcoll.algorithms.nccl.machine import describe, nics_of
+from simcoll.algorithms.nccl.machine import chain_lanes, describe, nics_of
 
 GBS = 1e9
 NIC = 12.5 * GBS           # 100 Gb/s
@@ -239,3 +239,85 @@ def test_pat_over_two_nics_computes_what_numpy_does(collective):
                     else np.concatenate(data))
         np.testing.assert_allclose(res.outputs[r], expected, rtol=0, atol=1e-12)
     assert all(res.link_bytes[(f"nic0_{k}", "core")] > 0 for k in (0, 1))
+
+
+@pytest.mark.parametrize(("topo", "expected"), [
+    # One NIC per GPU: local GPU c mod 8 heads channel c, on its NIC.
+    (sc.topology.dgx_h100(2), [(c % 8, 0) for c in range(16)]),
+    # Two NICs per GPU: NCCL lists GPU 0's two, then GPU 1's, ...; channel c starts at
+    # the c-th, whose local GPU heads it.
+    (roce(16), [(c // 2, c % 2) for c in range(16)]),
+    # Two GPUs share each NIC: a NIC's local GPU is the first to take it (GPU 0 of 0
+    # and 1), so only GPUs 0, 2, 4, 6 head chains.
+    (roce(4), [(2 * (c % 4), 0) for c in range(16)]),
+])
+def test_collnet_chain_heads_follow_nccls_list_of_nics(topo, expected):
+    assert chain_lanes(topo, list(range(8)), 16) == expected
+
+
+def sharp_dgx_h100_two_nics_per_gpu() -> sc.Topology:
+    return sc.topology.dgx_h100(2, sharp=True, nics_per_node=16, nic_bandwidth=25 * GBS)
+
+
+def test_collnet_chain_channels_use_every_nic():
+    """CollNet Chain on 2 DGX H100 with two 200 Gb/s NICs per GPU and SHARP: each of the
+    16 channels carries n / 16 up through its head's NIC and back down through it, so
+    every one of the 32 NICs carries 16 MiB of a 256 MiB all_reduce each way (the
+    shortest routes used each GPU's first NIC only: 16 of them, 32 MiB each)."""
+    res = sc.simulate(sharp_dgx_h100_two_nics_per_gpu(), "all_reduce", algorithm="nccl",
+                      nbytes=256 << 20, algo="collnet_chain", collnet=1)
+    assert res.params["channels"] == 16
+    up = [res.link_bytes[(f"nic{i}", f"leaf{i % 16}")] for i in range(32)]
+    down = [res.link_bytes[(f"leaf{i % 16}", f"nic{i}")] for i in range(32)]
+    assert up == down == [16 << 20] * 32
+
+
+def test_collnet_chain_over_every_nic_computes_what_numpy_does():
+    rng = np.random.default_rng(5)
+    data = [rng.standard_normal(3 << 12) for _ in range(16)]
+    res = sc.simulate(sharp_dgx_h100_two_nics_per_gpu(), "all_reduce", algorithm="nccl",
+                      data=data, algo="collnet_chain", collnet=1, channels=16)
+    assert res.correct
+    np.testing.assert_allclose(res.outputs[11], np.sum(data, axis=0), rtol=0, atol=1e-12)
+    assert all(res.link_bytes[(f"nic{i}", f"leaf{i % 16}")] > 0 for i in range(32))
+
+
+def shared_nics_sharp() -> sc.Topology:
+    """2 nodes of 2 GPUs on NVLink sharing two 12.5 GB/s NICs on a PCIe switch, all NICs
+    on one SHARP switch: GPU 0 of a node takes the first NIC, GPU 1 the second."""
+    topo = sc.Topology("2 GPUs sharing 2 NICs, SHARP")
+    core = topo.add_switch("core", reduce_bandwidth=1e12)
+    for node in range(2):
+        nvswitch, pcie = topo.add_switch(f"nvswitch{node}"), topo.add_switch(f"pcie{node}")
+        for _ in range(2):
+            gpu = topo.add_gpu(node=node)
+            topo.add_link(gpu, nvswitch, bandwidth=200 * GBS, latency=1e-6, kind="nvlink")
+            topo.add_link(gpu, pcie, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+        for k in range(2):
+            nic = topo.add_nic(f"nic{node}_{k}")
+            topo.add_link(pcie, nic, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+            topo.add_link(nic, core, bandwidth=NIC, latency=2e-6, kind="ib")
+    return topo
+
+
+@pytest.mark.parametrize("algo", ["collnet_direct", "collnet_chain"])
+def test_collnet_heads_sharing_nics_take_one_each_both_ways(algo):
+    """Direct's heads (every GPU, on its first NIC) and Chain's (channel c: GPU c mod 2
+    here, NCCL's local GPU of the c-th NIC) reach the SHARP switch through their own
+    NIC, and it reaches them back through it (a multicast bound per owner): each NIC
+    carries n / 2 of a 64 MiB all_reduce each way, where the shortest routes put all
+    of n on the first. So the run takes about n / 2 over 12.5 GB/s, not n."""
+    n = 64 << 20
+    res = sc.simulate(shared_nics_sharp(), "all_reduce", algorithm="nccl", nbytes=n,
+                      algo=algo, collnet=1)
+    for node in range(2):
+        for k in range(2):
+            assert res.link_bytes[(f"nic{node}_{k}", "core")] == n // 2
+            assert res.link_bytes[("core", f"nic{node}_{k}")] == n // 2
+    assert n / 2 / NIC < res.time < 0.6 * n / NIC
+    rng = np.random.default_rng(9)
+    data = [rng.standard_normal(5000) for _ in range(4)]
+    checked = sc.simulate(shared_nics_sharp(), "all_reduce", algorithm="nccl", data=data,
+                          algo=algo, collnet=1)
+    assert checked.correct
+    np.testing.assert_allclose(checked.outputs[2], np.sum(data, axis=0), rtol=0, atol=1e-12)

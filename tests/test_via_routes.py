@@ -122,3 +122,67 @@ def test_a_trace_keeps_each_messages_nic():
         load = loads[link]
         moved = float(np.sum(load.rates * (load.ends - load.starts)))
         assert moved == pytest.approx(res.link_bytes[link], rel=1e-9), link
+
+
+def two_nics_two_receivers(slow_second: bool = False) -> sc.Topology:
+    """``two_nics`` with a third GPU, gpu2, behind s0 as gpu1 is."""
+    topo = two_nics(slow_second)
+    topo.add_link(topo.add_gpu(), "s0", bandwidth=100 * GB, latency=1e-6)
+    return topo
+
+
+def _multicasts(comm: Comm, x, *, vias=None, each=0, count=1, ordered=False,
+                op=sc.ReduceOp.SUM):
+    """gpu0 multicasts ``count`` messages of ``each`` bytes to gpu1 and gpu2, at once,
+    routed through ``vias`` (one per destination)."""
+    if comm.rank == 0:
+        events = [comm.multicast(sc.VirtualBuffer.of(each, np.uint8), [1, 2], tag=0,
+                                 via=vias, ordered=ordered) for _ in range(count)]
+        for event in events:
+            yield event
+    else:
+        for _ in range(count):
+            yield comm.recv(0, tag=0)
+    return x
+
+
+def run_multicast(topo, vias, count=1, ordered=False, trace=False):
+    register_probe("all_reduce", "_via_multicasts")(_multicasts)
+    return sc.simulate(topo, "all_reduce", algorithm="_via_multicasts", nbytes=8,
+                       vias=vias, each=GB, count=count, ordered=ordered, trace=trace)
+
+
+def test_a_multicast_reaches_each_destination_through_its_own_via():
+    """gpu1's copy is bound to nic1 (10 GB/s into it), gpu2's takes the shortest route
+    (nic0): the union of the two routes carries each byte once per link, and the one
+    message moves at the slowest link of the union, 10 GB/s, after the longer route's
+    3 us. Unbound, both copies share nic0 and move at 100 GB/s."""
+    res = run_multicast(two_nics_two_receivers(slow_second=True), ("nic1", None))
+    for link in [("gpu0", "nic0"), ("nic0", "s0"), ("gpu0", "nic1"), ("nic1", "s0"),
+                 ("s0", "gpu1"), ("s0", "gpu2")]:
+        assert res.link_bytes[link] == GB, link
+    assert res.time == pytest.approx(3e-6 + GB / (10 * GB), rel=1e-12)
+    plain = run_multicast(two_nics_two_receivers(slow_second=True), None)
+    assert plain.link_bytes[("gpu0", "nic1")] == 0
+    assert plain.time == pytest.approx(3e-6 + GB / (100 * GB), rel=1e-12)
+
+
+def test_ordered_multicasts_keep_their_vias_and_the_trace_records_them():
+    # Two ordered 1 GB multicasts with both copies bound to nic1 (10 GB/s): one after
+    # the other, 0.2 s; nic0 carries nothing, and each traced copy names nic1.
+    res = run_multicast(two_nics_two_receivers(slow_second=True), ("nic1", "nic1"),
+                        count=2, ordered=True, trace=True)
+    assert res.link_bytes[("gpu0", "nic1")] == 2 * GB
+    assert res.link_bytes[("gpu0", "nic0")] == 0
+    assert res.time == pytest.approx(2 * GB / (10 * GB) + 3e-6, rel=1e-9)
+    copies = [e for e in res.trace if e.kind == "message"]
+    assert len(copies) == 4 and {e.via for e in copies} == {"nic1"}
+
+
+@pytest.mark.parametrize(("vias", "message"), [
+    (("nic1",), r"gives 1 routes for 2 destinations"),
+    (("nic1", "nic9"), r"via=.*nic9.* names no device"),
+])
+def test_a_multicasts_bad_via_is_refused(vias, message):
+    with pytest.raises(sc.AlgorithmError, match=message):
+        run_multicast(two_nics_two_receivers(), vias)

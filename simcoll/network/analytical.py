@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from simcoll.network.base import Arrival, Network
-from simcoll.topology.graph import Via
+from simcoll.topology.graph import MulticastVia, Via
 
 __all__ = ["AnalyticalNetwork"]
 
@@ -26,5 +26,6 @@ class AnalyticalNetwork(Network):
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
-                on_arrival: Arrival, token: Any, via: Via | None = None) -> None:
+                on_arrival: Arrival, token: Any, via: Via | MulticastVia | None = None
+                ) -> None:
         self._arrive_after(latency + nbytes / bandwidth, on_arrival, token)

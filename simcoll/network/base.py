@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import simpy
 from simpy.events import Timeout
 
 from simcoll.errors import InvalidInputError, LinkFailureError, TopologyError
-from simcoll.topology.graph import ROUTES_KEPT, Topology, Via
+from simcoll.topology.graph import ROUTES_KEPT, MulticastVia, Topology, Via
 
 __all__ = ["Network", "Arrival"]
 
@@ -50,19 +50,23 @@ class Network:
         destination, devices passed) for routes bound to devices."""
         self._arriving: dict[float, list[tuple[Arrival, Any]]] = {}
 
-    def _route(self, src: int, dst: int | tuple[int, ...], via: Via | None = None
+    def _route(self, src: int, dst: int | tuple[int, ...], via: Via | MulticastVia | None = None
                ) -> tuple[tuple[int, ...], float, float]:
         """(directed links, latency, least bandwidth) of the route, as links stand now
         (through the device or devices ``via`` if given: see :meth:`Topology.route`).
 
         For a tuple of destinations (a multicast) the links are the union of the routes,
-        each once, and the latency is the longest route's.
+        each once, and the latency is the longest route's; ``via`` then gives each
+        destination's (:data:`~simcoll.topology.graph.MulticastVia`).
         """
         links: list[int] = []
         latency = 0.0
-        for d in dst if isinstance(dst, tuple) else (dst,):
+        targets = dst if isinstance(dst, tuple) else (dst,)
+        vias = cast("MulticastVia", via) if isinstance(dst, tuple) and via is not None \
+            else (cast("Via | None", via),) * len(targets)
+        for d, bound in zip(targets, vias):
             try:
-                route = self.topology.route(src, d, avoid=self._failed, via=via)
+                route = self.topology.route(src, d, avoid=self._failed, via=bound)
             except TopologyError:
                 if not self._failed:
                     raise
@@ -91,7 +95,7 @@ class Network:
             f"message sent at t={self.env.now:.9g} s: link ({u!r}, {v!r}) failed",
             (u, v), [(src, dst)])
 
-    def route(self, src: int, dst: int | tuple[int, ...], via: Via | None = None
+    def route(self, src: int, dst: int | tuple[int, ...], via: Via | MulticastVia | None = None
               ) -> tuple[tuple[int, ...], float, float]:
         """(directed links, latency, least bandwidth) of the route from ``src`` to ``dst``
         that a message sent now takes (to a tuple of destinations: a multicast's, see
@@ -108,13 +112,14 @@ class Network:
         return False
 
     def multicast(self, src: int, dsts: tuple[int, ...], nbytes: int, on_arrival: Arrival,
-                  token: Any, delay: float = 0.0) -> None:
+                  token: Any, delay: float = 0.0, via: MulticastVia | None = None) -> None:
         """Move ``nbytes`` from ``src`` to every endpoint of ``dsts`` as one message that
         the network replicates where the routes part: each byte crosses each link of the
         union of the routes once. ``on_arrival(token)`` is called once, when every
         destination has the last byte (after the longest route's latency, plus ``delay``
-        as for :meth:`transfer`)."""
-        links, latency, bandwidth = self._routes.get((src, dsts)) or self._route(src, dsts)
+        as for :meth:`transfer`). ``via`` gives the devices each destination's route
+        passes (None: the shortest routes)."""
+        links, latency, bandwidth = self.route(src, dsts, via)
         self.sent[src] += nbytes
         for d in dsts:
             self.received[d] += nbytes
@@ -124,11 +129,12 @@ class Network:
         latency += delay
         if self.jitter is not None:
             latency += self.jitter()
-        self._launch(src, dsts, nbytes, links, latency, bandwidth, on_arrival, token)
+        self._launch(src, dsts, nbytes, links, latency, bandwidth, on_arrival, token, via)
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
-                on_arrival: Arrival, token: Any, via: Via | None = None) -> None:
+                on_arrival: Arrival, token: Any, via: Via | MulticastVia | None = None
+                ) -> None:
         """Deliver a counted message: call ``on_arrival(token)`` when its bytes are in
         (``via``: the devices its route was bound to, which a reroute keeps)."""
         raise NotImplementedError

@@ -62,7 +62,7 @@ from simcoll.network.general import GeneralFlows
 from simcoll.network.maxmin import CROSSOVER
 from simcoll.network.regimes import Batches, Flow, Group
 from simcoll.network.rerouting import change_link
-from simcoll.topology.graph import Topology, Via
+from simcoll.topology.graph import MulticastVia, Topology, Via
 
 __all__ = ["FlowNetwork"]
 
@@ -158,7 +158,8 @@ class FlowNetwork(Network):
 
     def _launch(self, src: int, dst: int | tuple[int, ...], nbytes: int,
                 links: tuple[int, ...], latency: float, bandwidth: float,
-                on_arrival: Arrival, token: Any, via: Via | None = None) -> None:
+                on_arrival: Arrival, token: Any, via: Via | MulticastVia | None = None
+                ) -> None:
         env = self.env
         if nbytes <= 0:
             if latency > 0:

@@ -48,7 +48,7 @@ import simpy
 
 from simcoll.errors import InvalidInputError
 from simcoll.network.flow import FlowNetwork
-from simcoll.topology.graph import Topology, Via
+from simcoll.topology.graph import MulticastVia, Topology, Via
 
 __all__ = ["FlowRttNetwork"]
 
@@ -98,7 +98,7 @@ class FlowRttNetwork(FlowNetwork):
         """Each directed link's latency: a flow's weight is 1 / their sum over its links."""
         return [link.latency for link in self.topology.links for _ in (0, 1)]
 
-    def _route(self, src: int, dst: int | tuple[int, ...], via: Via | None = None
+    def _route(self, src: int, dst: int | tuple[int, ...], via: Via | MulticastVia | None = None
                ) -> tuple[tuple[int, ...], float, float]:
         """The route as :meth:`Network._route` finds it, refused if it crosses links and
         its latency is zero (its weight would be infinite).

@@ -15,7 +15,7 @@ from simpy.events import NORMAL, Event, Timeout
 
 from simcoll.engine import cancel, schedule_at
 from simcoll.network.base import Arrival
-from simcoll.topology.graph import Via
+from simcoll.topology.graph import MulticastVia, Via
 
 __all__ = ["Flow", "Group", "Batches"]
 
@@ -37,7 +37,7 @@ class Flow:
         self.src = src
         self.dst = dst
         """One endpoint, or a tuple of them for a multicast."""
-        self.via: Via | None = None
+        self.via: Via | MulticastVia | None = None
         """The devices the route was bound to pass (``Comm.send(via=)``), kept when the
         flow is rerouted around a failed link."""
         self.links = links

@@ -24,12 +24,15 @@ from dataclasses import dataclass
 from simcoll.checks import integer, real
 from simcoll.errors import TopologyError
 
-__all__ = ["Device", "Link", "Route", "Topology", "Via", "DEVICE_KINDS", "CPU_VENDORS"]
+__all__ = ["Device", "Link", "Route", "Topology", "Via", "MulticastVia", "DEVICE_KINDS",
+           "CPU_VENDORS"]
 
 DEVICE_KINDS = ("gpu", "host", "switch", "nic")
 
 Via = str | tuple[str, ...]
 """Devices a route must pass, in order: one device's name, or a tuple of names."""
+MulticastVia = tuple[Via | None, ...]
+"""What the routes of a multicast must pass: a :data:`Via` (or None) per destination."""
 
 CPU_VENDORS = ("intel", "amd", "arm", "unknown")
 """The CPU vendors a topology may name (NCCL's tuner tells Intel and AMD apart)."""

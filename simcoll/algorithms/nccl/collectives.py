@@ -44,8 +44,10 @@ from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TU
 from simcoll.algorithms.nccl.machine import (
     Machine,
     SharpTree,
+    chain_lanes,
     channel_nics,
     describe,
+    gpu_nic,
     nearest_nics,
     nics_of,
     node_order,
@@ -247,10 +249,10 @@ def _across_nodes(comm: Comm) -> bool:
     return len({comm.node_of(r) for r in range(comm.size)}) > 1
 
 
-def _sharp_trees(comm: Comm) -> dict[int, SharpTree]:
+def _sharp_trees(comm: Comm, choice: int = 0) -> dict[int, SharpTree]:
     """NVLS across nodes and CollNet: the SHARP tree of every local index (owners by
-    rank)."""
-    trees = sharp_groups(comm.topology, comm.world_ranks())
+    rank), its owners reaching it through their NIC ``choice``."""
+    trees = sharp_groups(comm.topology, comm.world_ranks(), choice)
     if trees is None:
         raise CommUsageError(f"rank {comm.rank}: NVLS across nodes and CollNet need the GPUs "
                              f"of every local index to meet through SHARP switches "
@@ -259,26 +261,38 @@ def _sharp_trees(comm: Comm) -> dict[int, SharpTree]:
     return trees
 
 
-def _leaf(comm: Comm) -> int:
-    """The SHARP switch this GPU sends its block to: the first of its tree."""
-    return next(comm.topology.address(leaf) for tree in _sharp_trees(comm).values()
+def _leaf(comm: Comm, choice: int = 0) -> int:
+    """The SHARP switch this GPU sends its block to through its NIC ``choice``: the
+    first of its tree."""
+    return next(comm.topology.address(leaf) for tree in _sharp_trees(comm, choice).values()
                 for leaf, owners in tree.leaves.items() if comm.rank in owners)
 
 
-def _sharp_roles(comm: Comm) -> list[sharp.Role]:
-    """What this SHARP switch does in every local index's tree (:class:`sharp.Role`)."""
-    address = comm.topology.address
+def _sharp_roles(comm: Comm, choice: int = 0) -> list[sharp.Role]:
+    """What this SHARP switch does in every local index's tree (:class:`sharp.Role`),
+    the owners reaching it through their NIC ``choice``."""
+    topology = comm.topology
+    address = topology.address
     roles: list[sharp.Role] = []
-    for local, tree in _sharp_trees(comm).items():
+    for local, tree in _sharp_trees(comm, choice).items():
         parent = None if tree.root is None else address(tree.root)
         for leaf, owners in tree.leaves.items():
             if address(leaf) == comm.rank:
-                roles.append(sharp.Role(local, list(owners), parent, {o: o for o in owners}))
+                bound = {o: gpu_nic(topology, comm.address_of(o), choice) for o in owners}
+                roles.append(sharp.Role(local, list(owners), parent, {o: o for o in owners},
+                                        {o: nic for o, nic in bound.items() if nic}))
         if parent == comm.rank:
             roles.append(sharp.Role(local, [address(leaf) for leaf in tree.leaves], None,
                                     {o: address(leaf) for leaf, owners in tree.leaves.items()
                                      for o in owners}))
     return roles
+
+
+def _chain_lanes(comm: Comm, channels: int) -> list[tuple[int, int]]:
+    """CollNet Chain's head (local index) and NIC choice per channel, read off the
+    first node (:func:`~.machine.chain_lanes`)."""
+    return chain_lanes(comm.topology, [comm.address_of(r) for r in _gpu_groups(comm)[0]],
+                       channels)
 
 
 def _ppn(comm: Comm) -> int:
@@ -295,15 +309,20 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
     if comm.rank in comm.in_network and not comm.attached(comm.rank):  # a SHARP switch
         if algo == "nvls_tree" or not _across_nodes(comm):
             return None
-        roles = _sharp_roles(comm)
         parts, g = list(split(x, channels)), _ppn(comm)
+        if algo == "collnet_chain":
+            lanes = _chain_lanes(comm, channels)
+            roles = [_sharp_roles(comm, choice) for _, choice in lanes]
+        else:
+            roles = [_sharp_roles(comm)] * channels
         if algo == "nvls":
             counts = [{local: len(block) for local, block in
                        enumerate(nvls_tree.block_slices(part, g))} for part in parts]
         else:
-            counts = switch_counts(
-                algo, parts, g, chunk_bytes(algo, x.nbytes, channels, g))
-        return sharp.switch_all_reduce(comm, op, roles, counts) if roles else None
+            counts = switch_counts(algo, parts, g, chunk_bytes(algo, x.nbytes, channels, g),
+                                   [head for head, _ in lanes]
+                                   if algo == "collnet_chain" else None)
+        return sharp.switch_all_reduce(comm, op, roles, counts) if any(roles) else None
     if algo.startswith("collnet"):
         return None  # NVSwitches only forward for CollNet
     if not nvls.served(comm):  # reduces for SHARP only, next to the GPUs' NVSwitch
@@ -341,13 +360,17 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
             comm, parts[c], c, protocol, op, intra))
         return glue(outs)
     if algo.startswith("collnet"):
-        leaf, chunk = _leaf(comm), chunk_bytes(algo, x.nbytes, channels, _ppn(comm))
+        chunk = chunk_bytes(algo, x.nbytes, channels, _ppn(comm))
         if algo == "collnet_direct":
+            leaf = _leaf(comm)
             outs = yield from run_channels(comm, channels, lambda c: direct_all_reduce(
                 comm, parts[c], c, protocol, op, intra, chunk, leaf))
         else:
+            lanes = _chain_lanes(comm, channels)
+            leaves = {choice: _leaf(comm, choice) for _, choice in lanes}
             outs = yield from run_channels(comm, channels, lambda c: chain_all_reduce(
-                comm, parts[c], c, protocol, op, intra, chunk, leaf))
+                comm, parts[c], c, protocol, op, intra, chunk, lanes[c],
+                leaves[lanes[c][1]]))
         return glue(outs)
     yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
     if algo == "nvls" and not _across_nodes(comm):

@@ -10,13 +10,18 @@ protocol only):
   which reduce it over the nodes and send it back; the head then sends the result to
   every other GPU of its node. A GPU sends and receives 2 (G - 1) / G n bytes inside its
   node and n / G through its NIC each way. Latency (``tuning.cc``): 2 (3.7 us + 0.4 us
-  per other local GPU) + 31 us. Here every GPU is a head; NCCL makes one per NIC, which
+  per other local GPU) + 31 us. Here every GPU is a head, through its first NIC where
+  it has several (:func:`~.machine.gpu_nic`; NCCL's collnet graph gives each head GPU
+  one NIC, the first it finds whose local GPU it is); NCCL makes one head per NIC, which
   moves the same bytes through each NIC where GPUs share one (two heads of n / G each
   against one of 2 n / G).
-* **CollNet Chain**: the node's GPUs form a chain per channel, starting at local GPU
-  c mod G (the head, as for NCCL's trees); slices are reduced up the chain, the head
-  sends the node's sum through its NIC to the SHARP switches and passes what comes back
-  down the chain. Latency: 2 (G - 1) 2.8 us + 30 us.
+* **CollNet Chain**: the node's GPUs form a chain per channel, starting at its head:
+  local GPU c mod G with one NIC per GPU; where GPUs have several NICs, or share them,
+  channel c takes the c-th NIC NCCL's chain search lists and its local GPU heads the
+  chain (:func:`~.machine.chain_lanes`: with two NICs per GPU, GPU (c mod 2G) // 2 on
+  its NIC c mod 2, so the channels use every NIC). Slices are reduced up the chain, the
+  head sends the node's sum through that NIC to the SHARP switches and passes what
+  comes back down the chain. Latency: 2 (G - 1) 2.8 us + 30 us.
 
 CollNet Direct also runs reduce_scatter and all_gather across nodes
 (``src/device/reduce_scatter.h`` and ``all_gather.h``), where NCCL's CollNet plugin
@@ -83,15 +88,16 @@ def slices(block: Buffer, chunk: int) -> list[Buffer]:
     return [block] if count <= 1 else list(split(block, count))
 
 
-def switch_counts(algo: str, parts: list[Buffer], ppn: int, chunk: int
-                  ) -> list[dict[int, int]]:
+def switch_counts(algo: str, parts: list[Buffer], ppn: int, chunk: int,
+                  heads: list[int] | None = None) -> list[dict[int, int]]:
     """Per channel, the slices each local index's SHARP tree moves (what
     :func:`sharp.switch_all_reduce` takes): every block's for Direct, the head's whole
-    part for Chain."""
+    part for Chain (``heads[c]``: channel c's head, by local index)."""
     if algo == "collnet_direct":
         return [{local: len(slices(block, chunk)) for local, block in
                  enumerate(split(part, ppn))} for part in parts]
-    return [{c % ppn: len(slices(part, chunk))} for c, part in enumerate(parts)]
+    assert heads is not None
+    return [{heads[c]: len(slices(part, chunk))} for c, part in enumerate(parts)]
 
 
 def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
@@ -141,12 +147,14 @@ def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol
 
 
 def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
-                     op: ReduceOp, intra: str, chunk: int, leaf: int) -> Steps:
+                     op: ReduceOp, intra: str, chunk: int, lane: tuple[int, int],
+                     leaf: int) -> Steps:
     """One channel of CollNet Chain on a GPU: reduce up the node's chain, the head
-    through its SHARP switch ``leaf``, results down the chain."""
+    (``lane``: its local index and NIC choice, :func:`~.machine.chain_lanes`) through
+    its NIC to its SHARP switch ``leaf``, results down the chain."""
     groups, node, _ = node_layout(comm)
     peers = groups[node]
-    start = channel % len(peers)
+    start, choice = lane
     chain = peers[start:] + peers[:start]
     pos = chain.index(comm.rank)
     pieces = slices(part, chunk)
@@ -156,7 +164,8 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
         if pos + 1 < len(chain) else []
     if pos == 0:
         key = (channel, start)
-        up = sharp.uplink(comm, leaf, protocol.hop("collnet_chain", "net"), protocol, key)
+        up = sharp.uplink(comm, leaf, protocol.hop("collnet_chain", "net"), protocol, key,
+                          choice)
         descending = comm.start(sharp.downlink(comm, leaf, key, len(pieces), downs))
     else:
         up = Sender(comm, chain[pos - 1], protocol, hop, up_tag)

@@ -12,9 +12,9 @@ With ``NCCL_COLLNET_ENABLE=1`` and a fabric whose switches reduce in the network
 SHARP switches (``sharp.py``). Here a SHARP switch
 is an in-network device no GPU is linked to directly (a leaf or the spine of
 ``dgx_h100(nodes, sharp=True)``, or any such device of a hand-built topology); an
-owner's leaf is the first one on its route to the owner on the next node, and several
-leaves must meet at one more, the first on the routes between them (see
-:func:`sharp_groups`).
+owner's leaf is the first one on its route to the owner on the next node (through the
+NIC the owner's channel is bound to where it has several), and several leaves must meet
+at one more, the first on the routes between them (see :func:`sharp_groups`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from simcoll.comm import Comm
-from simcoll.topology.graph import Topology
+from simcoll.topology.graph import Topology, Via
 
 __all__ = ["Machine", "describe", "node_order", "node_layout", "network_reducers", "SharpTree",
-           "sharp_groups", "nearest_nics", "nics_of", "channel_nics", "bound_nic"]
+           "sharp_groups", "nearest_nics", "nics_of", "channel_nics", "bound_nic", "gpu_nic",
+           "chain_lanes"]
 
 _NVLINK_KINDS = ("nvlink", "nvswitch")
 
@@ -142,8 +143,8 @@ def network_reducers(topology: Topology) -> frozenset[str]:
 
 
 def _first_reducer(topology: Topology, src: int, dst: int,
-                   reducers: frozenset[str]) -> str | None:
-    for d in topology.route(src, dst).links:
+                   reducers: frozenset[str], via: Via | None = None) -> str | None:
+    for d in topology.route(src, dst, via=via).links:
         link = topology.links[d >> 1]
         ahead = link.v if d & 1 == 0 else link.u
         if ahead in reducers:
@@ -165,14 +166,17 @@ class SharpTree:
     root: str | None
 
 
-def _sharp_tree(topology: Topology, owners: list[int], reducers: frozenset[str]
-                ) -> SharpTree | None:
+def _sharp_tree(topology: Topology, owners: list[int], reducers: frozenset[str],
+                choice: int) -> SharpTree | None:
     """The SHARP tree of ``owners`` (world ranks, one per node, in node order), or None:
-    each owner's leaf is the first SHARP switch on its route to the next owner, and
+    each owner's leaf is the first SHARP switch on its route to the next owner (through
+    each end's NIC ``choice`` where a GPU has several: :func:`channel_nics`), and
     several leaves must meet at one more SHARP switch on the routes between them."""
     leaves: dict[str, list[int]] = {}
     for i, owner in enumerate(owners):
-        leaf = _first_reducer(topology, owner, owners[(i + 1) % len(owners)], reducers)
+        following = owners[(i + 1) % len(owners)]
+        leaf = _first_reducer(topology, owner, following, reducers,
+                              channel_nics(topology, owner, following, choice))
         if leaf is None:
             return None
         leaves.setdefault(leaf, []).append(i)
@@ -197,25 +201,30 @@ def _kept(store: WeakKeyDictionary[Topology, tuple[int, dict[Any, Any]]],
     return known
 
 
-_SHARP_TREES: WeakKeyDictionary[Topology, tuple[int, dict[tuple[int, ...],
+_SHARP_TREES: WeakKeyDictionary[Topology, tuple[int, dict[tuple[tuple[int, ...], int],
                                                        dict[int, SharpTree] | None]]] = \
     WeakKeyDictionary()
-"""What :func:`sharp_groups` found, per topology and its generation, by ranks: every GPU
-of a run asks for the same trees."""
+"""What :func:`sharp_groups` found, per topology and its generation, by ranks and NIC
+choice: every GPU of a run asks for the same trees."""
 
 
-def sharp_groups(topology: Topology, ranks: tuple[int, ...]) -> dict[int, SharpTree] | None:
+def sharp_groups(topology: Topology, ranks: tuple[int, ...], choice: int = 0
+                 ) -> dict[int, SharpTree] | None:
     """For NVLS across nodes and CollNet over ``ranks`` (world ranks), the SHARP tree of
-    each local index, whose owners are given by position; None where there is one node,
-    nodes differ in size, or some local index has no SHARP tree. Kept until the topology
-    changes (the trees are shared: do not modify them)."""
+    each local index, whose owners are given by position, each reaching the fabric
+    through its NIC ``choice`` where it has several (its first for NVLS and CollNet
+    Direct, whose heads NCCL gives one NIC each; CollNet Chain's channels take others:
+    :func:`chain_lanes`); None where there is one node, nodes differ in size, or some
+    local index has no SHARP tree. Kept until the topology changes (the trees are
+    shared: do not modify them)."""
     known = _kept(_SHARP_TREES, topology)
-    if ranks not in known:
-        known[ranks] = _find_sharp_groups(topology, ranks)
-    return known[ranks]
+    key = (ranks, choice)
+    if key not in known:
+        known[key] = _find_sharp_groups(topology, ranks, choice)
+    return known[key]
 
 
-def _find_sharp_groups(topology: Topology, ranks: tuple[int, ...]
+def _find_sharp_groups(topology: Topology, ranks: tuple[int, ...], choice: int
                        ) -> dict[int, SharpTree] | None:
     reducers = network_reducers(topology)
     if not reducers:
@@ -226,7 +235,7 @@ def _find_sharp_groups(topology: Topology, ranks: tuple[int, ...]
     trees: dict[int, SharpTree] = {}
     for local in range(len(groups[0])):
         positions = [members[local] for members in groups]
-        tree = _sharp_tree(topology, [ranks[q] for q in positions], reducers)
+        tree = _sharp_tree(topology, [ranks[q] for q in positions], reducers, choice)
         if tree is None:
             return None
         trees[local] = SharpTree({leaf: tuple(positions[i] for i in served)
@@ -323,6 +332,41 @@ def _channel_nic(topology: Topology, gpu: str, choice: int) -> str | None:
         return None
     nics = nics_of(topology, gpu)
     return nics[choice % len(nics)]
+
+
+def gpu_nic(topology: Topology, gpu: int, choice: int) -> tuple[str] | None:
+    """The NIC endpoint ``gpu`` (an address) reaches the fabric through for channel
+    ``choice`` where it has several nearest NICs (the ``choice``-th of its own, round
+    them: :func:`nics_of`), as a route's ``via``; None where it has one or none (its
+    shortest route's)."""
+    nic = _channel_nic(topology, topology.endpoint_name(gpu), choice)
+    return None if nic is None else (nic,)
+
+
+def chain_lanes(topology: Topology, group: list[int], channels: int
+                ) -> list[tuple[int, int]]:
+    """CollNet Chain's head and NIC for each of ``channels`` channels on a node whose
+    GPUs are ``group`` (world ranks, local order): ``(local index of the head, its NIC
+    choice)``. NCCL's chain graph (src/graph/search.cc, 2.30.7) starts channel c's
+    search at the c-th NIC of ``ncclTopoSelectNets``, which lists each GPU's own NICs in
+    channel order, GPU after GPU (``ncclTopoPrefNetsChannelFirst``), and tries first the
+    NIC's local GPU (``ncclTopoGetLocalGpu``: the GPU that takes it for the lowest
+    channel), which heads the chain. With one NIC per GPU that is local GPU c mod G;
+    with two, GPU (c mod 2G) // 2 on its NIC c mod 2. Where no GPU has a NIC of its own,
+    local GPU c mod G on its shortest route."""
+    names = [topology.endpoint_name(r) for r in group]
+    own = [nics_of(topology, name) for name in names]
+    nets: list[str] = []
+    for nics in own:
+        nets.extend(nic for nic in nics if nic not in nets)
+    if not nets:
+        return [(c % len(group), 0) for c in range(channels)]
+    lanes: dict[str, tuple[int, int]] = {}
+    for c in range(len(nets)):
+        for g, nics in enumerate(own):
+            if nics and nics[c % len(nics)] not in lanes:
+                lanes[nics[c % len(nics)]] = (g, c % len(nics))
+    return [lanes[nets[c % len(nets)]] for c in range(channels)]
 
 
 def channel_nics(topology: Topology, a: int, b: int, choice: int) -> tuple[str, ...] | None:

@@ -28,11 +28,13 @@ from collections.abc import Callable, Hashable
 from typing import NamedTuple
 
 from simcoll.algorithms.nccl.channels import run_channels
+from simcoll.algorithms.nccl.machine import gpu_nic
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender, relay
 from simcoll.buffers import Buffer, join, split_counts
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
+from simcoll.topology.graph import Via
 from simcoll.typing import Steps
 
 __all__ = ["Role", "Piece", "Plan", "uplink", "downlink", "rail_plan", "rail_steps", "gather",
@@ -47,12 +49,24 @@ class Role(NamedTuple):
         children: the owners below it (a leaf), or the leaves below it (the root).
         parent: the switch above it, None at the top of the tree.
         below: the child that leads to each owner below it (the owner itself at a leaf).
+        vias: the NIC through which the switch reaches each owner among its children
+            that has several (the NIC the owner's channel is bound to:
+            :func:`~.machine.gpu_nic`); the others by their shortest routes.
     """
 
     local: int
     children: list[int]
     parent: int | None
     below: dict[int, int]
+    vias: dict[int, Via] = {}
+
+    def via(self, child: int) -> Via | None:
+        """The devices the route down to ``child`` passes (None: the shortest)."""
+        return self.vias.get(child)
+
+    def down_vias(self) -> list[Via | None] | None:
+        """:meth:`via` for every child, for a multicast (None where no child has one)."""
+        return [self.vias.get(child) for child in self.children] if self.vias else None
 
 
 def _tags(key: tuple[int, int]) -> tuple[Hashable, Hashable]:
@@ -61,10 +75,12 @@ def _tags(key: tuple[int, int]) -> tuple[Hashable, Hashable]:
 
 
 def uplink(comm: Comm, switch: int, step: float, protocol: Protocol,
-           key: tuple[int, int]) -> Sender:
+           key: tuple[int, int], choice: int = 0) -> Sender:
     """This GPU's connection up to SHARP switch ``switch`` for ``key``'s slices, each
-    step costing ``step`` seconds end to end (beyond the route: see ``rings.Sender``)."""
-    return Sender(comm, switch, protocol, step, _tags(key)[0])
+    step costing ``step`` seconds end to end (beyond the route: see ``rings.Sender``),
+    through the GPU's NIC ``choice`` where it has several (:func:`~.machine.gpu_nic`)."""
+    via = gpu_nic(comm.topology, comm.address_of(comm.rank), choice)
+    return Sender(comm, switch, protocol, step, _tags(key)[0], via)
 
 
 def downlink(comm: Comm, switch: int, key: tuple[int, int], count: int,
@@ -135,47 +151,50 @@ def _reduce_up(comm: Comm, children: list[int], tag: Hashable, op: ReduceOp) -> 
     return total
 
 
-def _run_roles(comm: Comm, roles: list[Role], channels: int,
+def _run_roles(comm: Comm, roles: list[list[Role]],
                play: Callable[[int, Role], Steps]) -> Steps:
+    """Play every role of channel c (``roles[c]``) for every channel at once."""
     def channel(c: int) -> Steps:
-        running = [comm.start(play(c, r)) for r in roles]
+        running = [comm.start(play(c, r)) for r in roles[c]]
         for done in running:
             yield done
 
-    yield from run_channels(comm, channels, channel)
+    yield from run_channels(comm, len(roles), channel)
     return None
 
 
-def switch_all_reduce(comm: Comm, op: ReduceOp, roles: list[Role],
+def switch_all_reduce(comm: Comm, op: ReduceOp, roles: list[list[Role]],
                       counts: list[dict[int, int]]) -> Steps:
-    """A SHARP switch's side of every channel (``counts[c][local]``: the slices channel c
-    moves for local index ``local``; absent where that channel does not use it). Each
-    role has it reduce every slice over its children (the owners, or the leaves below it)
-    and send the sum up to its parent, or, at the top of the tree, back down to the
-    children; what comes down from the parent it sends on to its children, with one
-    multicast."""
+    """A SHARP switch's side of every channel (``roles[c]``: its roles in the trees
+    channel c uses; ``counts[c][local]``: the slices channel c moves for local index
+    ``local``, absent where that channel does not use it). Each role has it reduce every
+    slice over its children (the owners, or the leaves below it) and send the sum up to
+    its parent, or, at the top of the tree, back down to the children; what comes down
+    from the parent it sends on to its children, with one multicast."""
 
     def role(c: int, r: Role) -> Steps:
         local, children, parent = r.local, r.children, r.parent
         up, down = _tags((c, local))
         count = counts[c].get(local, 0)
 
+        vias = r.down_vias()
+
         def descend(source: int) -> Steps:
             for _ in range(count):
                 comm.multicast((yield comm.recv(source, tag=down)), children, tag=down,
-                               ordered=True)
+                               ordered=True, via=vias)
 
         descending = None if parent is None else comm.start(descend(parent))
         for _ in range(count):
             total = yield from _reduce_up(comm, children, up, op)
             if parent is None:
-                comm.multicast(total, children, tag=down, ordered=True)
+                comm.multicast(total, children, tag=down, ordered=True, via=vias)
             else:
                 comm.send(total, parent, tag=up, ordered=True)
         if descending is not None:
             yield descending
 
-    yield from _run_roles(comm, roles, len(counts), role)
+    yield from _run_roles(comm, roles, role)
     return None
 
 
@@ -195,7 +214,7 @@ def switch_reduce_scatter(comm: Comm, op: ReduceOp, roles: list[Role], plan: Pla
                 for owner, _, _ in pieces:
                     if owner in r.below:
                         comm.send((yield comm.recv(source, tag=down)), r.below[owner],
-                                  tag=down, ordered=True)
+                                  tag=down, ordered=True, via=r.via(r.below[owner]))
 
         descending = None if r.parent is None else comm.start(descend(r.parent))
         for pieces in chunks:
@@ -204,11 +223,12 @@ def switch_reduce_scatter(comm: Comm, op: ReduceOp, roles: list[Role], plan: Pla
                 comm.send(total, r.parent, tag=up, ordered=True)
                 continue
             for (owner, _, _), piece in zip(pieces, cut(total, pieces)):
-                comm.send(piece, r.below[owner], tag=down, ordered=True)
+                comm.send(piece, r.below[owner], tag=down, ordered=True,
+                          via=r.via(r.below[owner]))
         if descending is not None:
             yield descending
 
-    yield from _run_roles(comm, roles, len(plan), role)
+    yield from _run_roles(comm, [roles] * len(plan), role)
     return None
 
 
@@ -227,7 +247,8 @@ def switch_all_gather(comm: Comm, roles: list[Role], plan: Plan) -> Steps:
                 got = []
                 for owner, _, _ in pieces:
                     got.append((yield comm.recv(r.below[owner], tag=up)))
-                comm.multicast(join(got), r.children, tag=down, ordered=True)
+                comm.multicast(join(got), r.children, tag=down, ordered=True,
+                               via=r.down_vias())
             return
         parent = r.parent
 
@@ -241,8 +262,8 @@ def switch_all_gather(comm: Comm, roles: list[Role], plan: Plan) -> Steps:
         ascending = comm.start(ascend())
         for _ in chunks:
             comm.multicast((yield comm.recv(parent, tag=down)), r.children, tag=down,
-                           ordered=True)
+                           ordered=True, via=r.down_vias())
         yield ascending
 
-    yield from _run_roles(comm, roles, len(plan), role)
+    yield from _run_roles(comm, [roles] * len(plan), role)
     return None
