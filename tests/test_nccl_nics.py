@@ -260,13 +260,15 @@ def sharp_dgx_h100_two_nics_per_gpu() -> sc.Topology:
 
 
 def test_collnet_chain_channels_use_every_nic():
-    """CollNet Chain on 2 DGX H100 with two 200 Gb/s NICs per GPU and SHARP: each of the
-    16 channels carries n / 16 up through its head's NIC and back down through it, so
-    every one of the 32 NICs carries 16 MiB of a 256 MiB all_reduce each way (the
-    shortest routes used each GPU's first NIC only: 16 of them, 32 MiB each)."""
+    """CollNet Chain on 2 DGX H100 with two 200 Gb/s NICs per GPU and SHARP: NCCL's
+    search gives 32 channels (16 at 24 GB/s, one per NIC, doubled), channel c on the
+    (c mod 16)-th NIC of a node's list; each carries n / 32 up through its head's NIC and
+    back down through it, so every one of the 32 NICs carries two channels, 16 MiB of a
+    256 MiB all_reduce, each way (the shortest routes used each GPU's first NIC only: 16
+    of them, 32 MiB each)."""
     res = sc.simulate(sharp_dgx_h100_two_nics_per_gpu(), "all_reduce", algorithm="nccl",
                       nbytes=256 << 20, algo="collnet_chain", collnet=1)
-    assert res.params["channels"] == 16
+    assert res.params["channels"] == 32
     up = [res.link_bytes[(f"nic{i}", f"leaf{i % 16}")] for i in range(32)]
     down = [res.link_bytes[(f"leaf{i % 16}", f"nic{i}")] for i in range(32)]
     assert up == down == [16 << 20] * 32

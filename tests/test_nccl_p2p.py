@@ -15,6 +15,7 @@ import pytest
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.p2p import channels_per_peer, parts, protocol
+from simcoll.algorithms.nccl.tuner import max_channels
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -32,11 +33,14 @@ def test_channels_per_peer_by_hand():
       from 4 while it times 16 ranks exceeds 16: 1.
     * dgx_h100(1): 2 x 18 = 36, rounded up to 64, kept within the 16 p2p channels: 16;
       nChannelsMin: 16 -> 8 -> 4 -> 2 (2 x 8 ranks = 16 does not exceed 16).
+    * dgx_h100(1) with its 24 ring channels (NCCL's search): 32 p2p channels, as NCCL's
+      logs print them ("32 p2p channels"), so 32, and nChannelsMin 32 -> ... -> 4.
     * pcie_node(8): 2 over PCI, within the 4 p2p channels of PCI rings: 2; 2 x 8 > 4: 1.
     * pcie_node(2): 2 and 2 (2 x 2 ranks = 4 does not exceed 4).
     """
     assert channels_per_peer(_machine(sc.topology.dgx_h100(2)), 16) == (1, 4)
     assert channels_per_peer(_machine(sc.topology.dgx_h100(1)), 16) == (2, 16)
+    assert channels_per_peer(_machine(sc.topology.dgx_h100(1)), 24) == (4, 32)
     assert channels_per_peer(_machine(sc.topology.pcie_node(8)), 4) == (1, 2)
     assert channels_per_peer(_machine(sc.topology.pcie_node(2)), 4) == (2, 2)
 
@@ -48,11 +52,13 @@ def test_channels_per_peer_by_hand():
     ("dgx_h100(2)", 128 * KiB, 1, "Simple"),
     # 1 MiB on 1 channel is a part of 1 MiB > 128 KiB: 2 channels, then 4 (the most).
     ("dgx_h100(2)", MiB, 4, "Simple"),
-    # One node of NVLink: parts of 64 KiB (512 KiB / 8) up to 16 MiB (32 chunks).
+    # One node of NVLink: parts of 64 KiB (512 KiB / 8) up to 16 MiB (32 chunks), on at
+    # least 4 channels (32 p2p channels over 8 ranks), doubled past 16 MiB a part.
     ("dgx_h100(1)", 8 * KiB, 1, "LL"),
     ("dgx_h100(1)", 128 * KiB, 2, "Simple"),
-    ("dgx_h100(1)", 32 * MiB, 2, "Simple"),
-    ("dgx_h100(1)", 32 * MiB + 4, 4, "Simple"),
+    ("dgx_h100(1)", 32 * MiB, 4, "Simple"),
+    ("dgx_h100(1)", 64 * MiB, 4, "Simple"),
+    ("dgx_h100(1)", 64 * MiB + 4, 8, "Simple"),
     # PCI: parts of 16 KiB (128 KiB / 8); two ranks may use 2 channels, so LL holds up to
     # 2 x 16 KiB there, and up to 16 KiB with 8 ranks (1 channel).
     ("pcie_node(2)", 32 * KiB, 2, "LL"),
@@ -63,7 +69,7 @@ def test_channels_per_peer_by_hand():
 def test_parts_and_protocol_of_a_send_by_hand(preset, nbytes, count, proto):
     topo = sc.topology.from_spec(preset.replace("(", ":").rstrip(")"))
     machine = _machine(topo)
-    low, high = channels_per_peer(machine, 16 if machine.intra == "nvlink" else 4)
+    low, high = channels_per_peer(machine, max_channels(machine, "ring"))
     assert parts(machine, nbytes, low, high) == count
     assert protocol(nbytes, count) == proto
     res = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=nbytes * topo.nranks)

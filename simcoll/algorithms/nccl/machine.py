@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from simcoll.algorithms.nccl.search import across_nodes_channels, one_node_channels
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via
 
@@ -85,6 +86,9 @@ class Machine:
             host bridge, or across sockets); the farthest of the first node's GPUs, as
             simcoll's rings leave a node from every GPU. "pxb" on one node, as NCCL
             starts its search there (``PATH_PIX``).
+        channels: the channels NCCL's rings and trees run on here, from its topology
+            search (:mod:`~simcoll.algorithms.nccl.search`); 0 where a machine is not read
+            off a topology: 16 over NVLink, 4 over PCI.
     """
 
     nranks: int
@@ -102,6 +106,7 @@ class Machine:
     heads_inter_bw: float | None = None
     smallest_node: int = 0
     nic_path: str = "pxb"
+    channels: int = 0
 
     @property
     def ppn(self) -> float:
@@ -487,4 +492,20 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
-                   heads, nic_path)
+                   heads, nic_path, _searched_channels(topology, groups, intra, intra_bw,
+                                                       arch, heads))
+
+
+def _searched_channels(topology: Topology, groups: list[list[int]], intra: str,
+                       intra_bw: float, arch: str, heads: int) -> int:
+    """The channels of NCCL's ring search on nodes of GPUs over NVLink (two or more
+    each), across nodes through the first node's routes to the next one, through each
+    of a GPU's NICs (:mod:`.search`); 0 elsewhere."""
+    if intra != "nvlink" or heads < 2:
+        return 0
+    if len(groups) == 1:
+        return one_node_channels(arch, intra_bw / 1e9)
+    first = groups[0]
+    routes = [[(d, topology.bandwidth_of(d) / 1e9) for d in links]
+              for a, b in zip(first, groups[1]) for links in _bound_routes(topology, a, b)]
+    return across_nodes_channels(arch, intra_bw / 1e9, len(first), routes)

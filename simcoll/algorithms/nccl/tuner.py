@@ -68,12 +68,15 @@ class Choice:
 
 def max_channels(machine: Machine, algo: str, tuner: str = NCCL_VERSION) -> int:
     """The channels NCCL opens on this machine for ``algo`` before it trims them for
-    small sizes: 16 rings or trees over NVLink (NCCL's search finds 16 to 32 on DGX
-    nodes; 16 already fill the links), 4 over PCI, and for NVLS what
-    :func:`nvls_channels` gives."""
+    small sizes: for rings and trees (and PAT and CollNet, which run on the rings'
+    channels) what NCCL's topology search gives (:attr:`Machine.channels`; 24 on a node
+    of 8 A100 or H100, 16 on DGX H100 nodes with a NIC per GPU), else 16 over NVLink and
+    4 over PCI; for NVLS what :func:`nvls_channels` gives."""
     if algo in ("nvls", "nvls_tree"):
         return nvls_channels(machine, tuner)
-    return 16 if machine.intra == "nvlink" else 4  # PAT runs on the rings' channels
+    if machine.channels:
+        return machine.channels
+    return 16 if machine.intra == "nvlink" else 4
 
 
 def nvls_channels(machine: Machine, tuner: str = NCCL_VERSION) -> int:

@@ -1,0 +1,140 @@
+"""How many channels NCCL's rings and trees run on: its topology search, for nodes whose
+GPUs talk over NVLink.
+
+NCCL searches its ring graph (``ncclTopoCompute``, src/graph/search.cc of 2.30.7) at
+speeds (GB/s per channel) taken from an array of its GPU generation, from the first one
+no faster than the fastest path it needs (a GPU's NVLink on one node, a GPU's path to a
+NIC across nodes): at each speed it packs as many channels as the links carry, each
+channel taking that speed on every link it crosses, keeps the speed whose channels carry
+the most, and stops once they carry a GPU's whole NVLink bandwidth (``totalBw``) or the
+next speed is below 0.49 of the best. Then:
+
+* ``ncclTopoDupChannels`` doubles the channels (halving their speed) where the speed is
+  25 GB/s or more, except from Hopper on below 50 GB/s with more than 4 channels;
+* a second pass raises the speed as far as the doubled channels still fit;
+* ``ncclTopoPostset`` (src/graph/connect.cc) runs every ring twice, and from Hopper on
+  doubles again across nodes where fewer than 16 channels run above 45 GB/s.
+
+So 8 A100 on NVSwitch (12 NVLinks of 20 GB/s: 6 channels at 40, 12 at 20, 24) and 8 H100
+(18 links of 20.6 GB/s: 6 at 60, 12 at 30, 24) run 24 channels, which NCCL's logs print
+as "24 coll channels"; two DGX H100 with a 400 Gb/s NIC per GPU run 16 (8 at 48 GB/s, one
+per NIC, not doubled below 50 GB/s; NCCL's logs: "16 coll channels"). Across nodes a
+channel here takes one of the node's routes to the next node through its GPUs' NICs
+(round them, as NCCL's search starts each channel at the next NIC), and the node's
+NVLink carries what does not leave a GPU through its own NIC. Nodes over PCI, and nodes
+of one GPU, keep 4 and 16 channels (NCCL's search there, through PCIe switches and CPUs,
+is not modelled).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+__all__ = ["INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "one_node_channels",
+           "across_nodes_channels", "finish"]
+
+_CLASSIC_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
+_CLASSIC_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
+                  4.0, 3.0, 2.4, 1.2, 0.24, 0.12)
+INTRA_SPEEDS = {
+    "volta": _CLASSIC_INTRA, "ampere": _CLASSIC_INTRA,
+    "hopper": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+    "blackwell": (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
+}
+"""``speedArrayIntra``, ``sm90SpeedArrayIntra``, ``sm100SpeedArrayIntra`` (GB/s)."""
+INTER_SPEEDS = {
+    "volta": _CLASSIC_INTER, "ampere": _CLASSIC_INTER,
+    "hopper": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+               2.4, 1.2, 0.24, 0.12),
+    "blackwell": (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                  15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+}
+"""``speedArrayInter``, ``sm90SpeedArrayInter``, ``sm100SpeedArrayInter`` (GB/s)."""
+MAX_RING_CHANNELS = 32
+"""The ring graph's ``maxChannels``: ``MAXCHANNELS`` (64) / 2 (src/init.cc)."""
+_MAX_CHANNELS = 64
+"""``MAXCHANNELS`` (src/include/device.h)."""
+_COMPUTE_CAPABILITY = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
+_NEXT_SPEED_RATIO = 0.49
+"""The search tries a slower speed only while it is above this share of the best one."""
+_SLACK = 1e-9
+"""Relative slack when comparing bandwidths (NCCL's are floats summed in one order)."""
+
+
+def _search(speeds: Sequence[float], max_bw: float, total_bw: float,
+            fits: Callable[[float], int]) -> tuple[int, float]:
+    """Pass 1 of ``ncclTopoCompute``: (channels, speed) of the best speed."""
+    i = next((k for k, s in enumerate(speeds) if s <= max_bw and s <= total_bw),
+             len(speeds) - 1)
+    best_n, best_s = 0, 0.0
+    while True:
+        n = fits(speeds[i])
+        if n * speeds[i] > best_n * best_s:
+            best_n, best_s = n, speeds[i]
+        if best_n >= MAX_RING_CHANNELS or best_n * best_s >= total_bw * (1 - _SLACK):
+            break
+        if i + 1 < len(speeds) and (best_n == 0 or speeds[i + 1] / best_s > _NEXT_SPEED_RATIO):
+            i += 1
+            continue
+        break
+    return best_n, best_s
+
+
+def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across: bool,
+           fits: Callable[[float], int]) -> int:
+    """The channels NCCL runs from its search's ``found`` (channels, speed): doubled by
+    ``ncclTopoDupChannels``, the speed raised as far as they fit (pass 2), then
+    ``ncclTopoPostset``'s doublings."""
+    n, speed = found
+    if n == 0:
+        return 2
+    cc = _COMPUTE_CAPABILITY[arch]
+    if speed >= 25.0 and not (cc > 80 and speed < 50.0 and n > 4):
+        doubled = min(2 * n, MAX_RING_CHANNELS)
+        speed /= math.ceil(doubled / n)
+        n = doubled
+    for faster in sorted(s for s in speeds if s > speed):
+        if fits(faster) < n:
+            break
+        speed = faster
+    n = min(_MAX_CHANNELS, 2 * n)
+    if cc >= 90 and across and speed > 45.0 and n < 16:
+        n = min(_MAX_CHANNELS, 2 * n)
+    return n
+
+
+def one_node_channels(arch: str, nvlink_gbs: float) -> int:
+    """The channels of a ring over one node of GPUs with ``nvlink_gbs`` of NVLink each."""
+    speeds = INTRA_SPEEDS[arch]
+
+    def fits(speed: float) -> int:
+        return min(MAX_RING_CHANNELS, int(nvlink_gbs * (1 + _SLACK) // speed))
+
+    return finish(_search(speeds, nvlink_gbs, nvlink_gbs, fits), speeds, arch, False, fits)
+
+
+def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,
+                          routes: Sequence[Sequence[tuple[int, float]]]) -> int:
+    """The channels of a ring across nodes of ``gpus`` GPUs with ``nvlink_gbs`` of NVLink
+    each, whose ``routes`` to the next node (one per NIC a GPU binds channels to, as
+    ``(directed link, GB/s)`` pairs) carry the channels in turn."""
+    speeds = INTER_SPEEDS[arch]
+    max_bw = max(min(gbs for _, gbs in route) for route in routes)
+
+    def fits(speed: float) -> int:
+        left: dict[int, float] = {}
+        n, placed = 0, True
+        while placed and n < MAX_RING_CHANNELS:
+            placed = False
+            for route in routes:
+                if n < MAX_RING_CHANNELS and all(
+                        left.get(d, gbs) >= speed * (1 - _SLACK) for d, gbs in route):
+                    for d, gbs in route:
+                        left[d] = left.get(d, gbs) - speed
+                    n, placed = n + 1, True
+        if gpus > 1:  # each channel crosses gpus - 1 NVLinks out of a node, spread evenly
+            n = min(n, int(nvlink_gbs * gpus * (1 + _SLACK) // ((gpus - 1) * speed)))
+        return n
+
+    return finish(_search(speeds, max_bw, nvlink_gbs, fits), speeds, arch, True, fits)
