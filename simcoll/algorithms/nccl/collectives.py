@@ -280,7 +280,7 @@ def _sharp_roles(comm: Comm, choice: int = 0) -> list[sharp.Role]:
             if address(leaf) == comm.rank:
                 bound = {o: gpu_nic(topology, comm.address_of(o), choice) for o in owners}
                 roles.append(sharp.Role(local, list(owners), parent, {o: o for o in owners},
-                                        {o: nic for o, nic in bound.items() if nic}))
+                                        {o: nic for o, nic in bound.items() if nic} or None))
         if parent == comm.rank:
             roles.append(sharp.Role(local, [address(leaf) for leaf in tree.leaves], None,
                                     {o: address(leaf) for leaf, owners in tree.leaves.items()

@@ -13,7 +13,8 @@ __all__ = ["NCCL_VERSION", "PROTOCOLS", "LINKS", "BASE_LATENCY", "HW_LATENCY", "
            "PER_CHANNEL_MAX_TREE_BW", "PER_CHANNEL_MAX_TREE_LL128_BW", "ll_max_bw",
            "PER_CHANNEL_MAX_NVLS_TREE_BW", "NVLS_EFFICIENCY",
            "ARCHS", "NVLINK_BW_PER_LINK", "THREAD_THRESHOLD", "MAX_THREADS",
-           "NET_OVERHEAD_US", "net_overhead_us", "TREE_CORRECTION", "TUNERS", "HW_LATENCY_BY_TUNER",
+           "NET_OVERHEAD_US", "net_overhead_us", "TREE_CORRECTION", "TUNERS",
+           "HW_LATENCY_BY_TUNER",
            "PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER", "PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER",
            "PER_CHANNEL_MAX_TREE_BW_BY_TUNER", "COLLNET_THREADS", "COLLNET_THREAD_THRESHOLD",
            "COLLNET_DIRECT_HOP_US", "TREE_PATTERN_FACTOR"]
@@ -146,6 +147,7 @@ def net_overhead_us(cpu: str, proto: str) -> float:
     charges every step of a ring that crosses nodes at least this much ("Inter-node
     rings still have to launch nsteps * net overhead", tuning.cc)."""
     return NET_OVERHEAD_US[cpu] * (3 if proto == "Simple" else 1)
+
 
 TREE_CORRECTION = {
     "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9,

@@ -85,7 +85,8 @@ def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across:
            fits: Callable[[float], int]) -> int:
     """The channels NCCL runs from its search's ``found`` (channels, speed): doubled by
     ``ncclTopoDupChannels``, the speed raised as far as they fit (pass 2), then
-    ``ncclTopoPostset``'s doublings."""
+    ``ncclTopoPostset``'s doublings. Where the search found none, NCCL falls back to one
+    ring in the GPUs' order ("falling back to simple order"), run twice: 2."""
     n, speed = found
     if n == 0:
         return 2

@@ -51,22 +51,23 @@ class Role(NamedTuple):
         below: the child that leads to each owner below it (the owner itself at a leaf).
         vias: the NIC through which the switch reaches each owner among its children
             that has several (the NIC the owner's channel is bound to:
-            :func:`~.machine.gpu_nic`); the others by their shortest routes.
+            :func:`~.machine.gpu_nic`); the others (all, where None) by their shortest
+            routes.
     """
 
     local: int
     children: list[int]
     parent: int | None
     below: dict[int, int]
-    vias: dict[int, Via] = {}
+    vias: dict[int, Via] | None = None
 
     def via(self, child: int) -> Via | None:
         """The devices the route down to ``child`` passes (None: the shortest)."""
-        return self.vias.get(child)
+        return self.vias.get(child) if self.vias else None
 
     def down_vias(self) -> list[Via | None] | None:
         """:meth:`via` for every child, for a multicast (None where no child has one)."""
-        return [self.vias.get(child) for child in self.children] if self.vias else None
+        return [self.via(child) for child in self.children] if self.vias else None
 
 
 def _tags(key: tuple[int, int]) -> tuple[Hashable, Hashable]:
