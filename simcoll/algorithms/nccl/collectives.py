@@ -154,9 +154,11 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
                              f"proto={proto!r}, channels={channels}); start it through "
                              f"simulate() or comm.collective()")
     nodes = len({comm.node_of(r) for r in range(comm.size)})
+    machine = describe(comm.topology, comm.world_ranks(), arch)
+    share = machine.graph_channels / machine.channels if machine.channels else 1.0
     return dataclasses.replace(PROTOCOL[proto],
                                rate=channel_rate(proto, algo, arch, nodes, channels,
-                                                 comm.topology.cpu))
+                                                 comm.topology.cpu, share))
 
 
 def _rings(comm: Comm, channels: int) -> list[list[int]]:

@@ -87,8 +87,10 @@ class Machine:
             simcoll's rings leave a node from every GPU. "pxb" on one node, as NCCL
             starts its search there (``PATH_PIX``).
         channels: the channels NCCL's rings and trees run on here, from its topology
-            search (:mod:`~simcoll.algorithms.nccl.search`); 0 where a machine is not read
-            off a topology: 16 over NVLink, 4 over PCI.
+            search (:mod:`~simcoll.algorithms.nccl.search`); 0 where that search is not
+            modelled: 16 over NVLink, 4 over PCI.
+        graph_channels: the channels of the search's ring graph, which NCCL's tuner
+            counts (half of ``channels`` or less; 0 with ``channels``).
     """
 
     nranks: int
@@ -107,6 +109,7 @@ class Machine:
     smallest_node: int = 0
     nic_path: str = "pxb"
     channels: int = 0
+    graph_channels: int = 0
 
     @property
     def ppn(self) -> float:
@@ -460,12 +463,28 @@ def _nvls_switches(topology: Topology) -> dict[str, str]:
     return switch
 
 
+_MACHINES: WeakKeyDictionary[Topology, tuple[int, dict[tuple[tuple[int, ...], str, str],
+                                                    Machine]]] = WeakKeyDictionary()
+"""What :func:`describe` found, per topology and its generation, by ranks, arch and CPU
+vendor (which a topology may change without a new generation): the tuner asks once per
+collective, every rank's protocol once more."""
+
+
 def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> Machine:
-    """The tuner's view of ``ranks`` (world ranks) of ``topology``.
+    """The tuner's view of ``ranks`` (world ranks) of ``topology``, kept until the
+    topology changes.
 
     ``arch="auto"`` reads Hopper where the GPUs have NVLink SHARP (an in-network switch)
     and Ampere otherwise; name it to choose.
     """
+    known = _kept(_MACHINES, topology)
+    key = (tuple(ranks), arch, topology.cpu)
+    if key not in known:
+        known[key] = _describe(topology, key[0], arch)
+    return known[key]
+
+
+def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
     nodes = [topology.gpu_nodes[r] for r in ranks]
     groups = [[ranks[i] for i in group] for group in node_order(nodes)]
     first = groups[0]
@@ -489,20 +508,20 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
     nvls = all(len(found) == 1 and None not in found for found in switches)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
+    graph, run = _searched_channels(topology, groups, intra, intra_bw, arch, heads)
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
-                   heads, nic_path, _searched_channels(topology, groups, intra, intra_bw,
-                                                       arch, heads))
+                   heads, nic_path, run, graph)
 
 
 def _searched_channels(topology: Topology, groups: list[list[int]], intra: str,
-                       intra_bw: float, arch: str, heads: int) -> int:
-    """The channels of NCCL's ring search on nodes of GPUs over NVLink (two or more
-    each), across nodes through the first node's routes to the next one, through each
-    of a GPU's NICs (:mod:`.search`); 0 elsewhere."""
+                       intra_bw: float, arch: str, heads: int) -> tuple[int, int]:
+    """``(graph, run)`` channels of NCCL's ring search on nodes of GPUs over NVLink (two
+    or more each), across nodes through the first node's routes to the next one,
+    through each of a GPU's NICs (:mod:`.search`); (0, 0) elsewhere."""
     if intra != "nvlink" or heads < 2:
-        return 0
+        return 0, 0
     if len(groups) == 1:
         return one_node_channels(arch, intra_bw / 1e9)
     first = groups[0]

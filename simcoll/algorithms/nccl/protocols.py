@@ -72,7 +72,7 @@ class Protocol:
 
 
 def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,
-                 channels: int, cpu: str = "unknown") -> float:
+                 channels: int, cpu: str = "unknown", share: float = 1.0) -> float:
     """Bytes per second of data one of ``channels`` channels moves at most, from NCCL's
     caps: ``perChMaxRingLL128Bws`` per channel for ring LL128, ``perChMaxTreeBws`` and
     ``perChMaxTreeLL128Bws`` for trees, and ``llMaxBws`` (a cap on all channels
@@ -80,16 +80,19 @@ def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,
     :func:`~simcoll.algorithms.nccl.constants.ll_max_bw`) shared by the channels for
     LL; unlimited for Simple rings and NVLS, whose threads keep up with their links.
     The caps are NCCL's bus bandwidths, which a ring moves on every link, so they cap
-    the data a channel sends."""
+    the data a channel sends. NCCL's per-channel caps are per channel of its ring graph,
+    which its collectives run on ``1 / share`` channels each (twice over:
+    :attr:`~.machine.Machine.graph_channels` / :attr:`~.machine.Machine.channels`), so a
+    channel that runs moves ``share`` of a cap."""
     column = min(nodes, 3) - 1
     if protocol == "LL" and algorithm in ("ring", "tree"):
         return ll_max_bw(arch, nodes, cpu) * 1e9 / channels
     if protocol == "LL128" and algorithm == "ring":
-        return PER_CHANNEL_MAX_RING_LL128_BW[arch][column] * 1e9
+        return PER_CHANNEL_MAX_RING_LL128_BW[arch][column] * 1e9 * share
     if protocol == "LL128" and algorithm == "tree":
-        return PER_CHANNEL_MAX_TREE_LL128_BW[arch][column] * 1e9
+        return PER_CHANNEL_MAX_TREE_LL128_BW[arch][column] * 1e9 * share
     if protocol == "Simple" and algorithm == "tree":
-        return PER_CHANNEL_MAX_TREE_BW[arch][column] * 1e9
+        return PER_CHANNEL_MAX_TREE_BW[arch][column] * 1e9 * share
     return math.inf
 
 

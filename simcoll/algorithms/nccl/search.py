@@ -18,7 +18,10 @@ next speed is below 0.49 of the best. Then:
 So 8 A100 on NVSwitch (12 NVLinks of 20 GB/s: 6 channels at 40, 12 at 20, 24) and 8 H100
 (18 links of 20.6 GB/s: 6 at 60, 12 at 30, 24) run 24 channels, which NCCL's logs print
 as "24 coll channels"; two DGX H100 with a 400 Gb/s NIC per GPU run 16 (8 at 48 GB/s, one
-per NIC, not doubled below 50 GB/s; NCCL's logs: "16 coll channels"). Across nodes a
+per NIC, not doubled below 50 GB/s; NCCL's logs: "16 coll channels"). NCCL's tuner
+reasons on the graph's channels, before ``ncclTopoPostset`` (12 and 8 there): its bus
+bandwidth caps are so many times a channel's cap (``perChMax*Bws``, tuning.cc), so a
+channel a collective runs on moves at most that cap times graph / run channels. Across nodes a
 channel here takes one of the node's routes to the next node through its GPUs' NICs
 (round them, as NCCL's search starts each channel at the next NIC), and the node's
 NVLink carries what does not leave a GPU through its own NIC. Nodes over PCI, and nodes
@@ -82,14 +85,15 @@ def _search(speeds: Sequence[float], max_bw: float, total_bw: float,
 
 
 def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across: bool,
-           fits: Callable[[float], int]) -> int:
-    """The channels NCCL runs from its search's ``found`` (channels, speed): doubled by
-    ``ncclTopoDupChannels``, the speed raised as far as they fit (pass 2), then
+           fits: Callable[[float], int]) -> tuple[int, int]:
+    """``(graph, run)`` channels from the search's ``found`` (channels, speed): the
+    graph's, doubled by ``ncclTopoDupChannels`` (the speed then raised as far as they
+    fit: pass 2), which NCCL's tuner counts; and those its collectives run on, after
     ``ncclTopoPostset``'s doublings. Where the search found none, NCCL falls back to one
-    ring in the GPUs' order ("falling back to simple order"), run twice: 2."""
+    ring in the GPUs' order ("falling back to simple order"): 1, run twice."""
     n, speed = found
     if n == 0:
-        return 2
+        return 1, 2
     cc = _COMPUTE_CAPABILITY[arch]
     if speed >= 25.0 and not (cc > 80 and speed < 50.0 and n > 4):
         doubled = min(2 * n, MAX_RING_CHANNELS)
@@ -99,14 +103,15 @@ def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across:
         if fits(faster) < n:
             break
         speed = faster
-    n = min(_MAX_CHANNELS, 2 * n)
-    if cc >= 90 and across and speed > 45.0 and n < 16:
-        n = min(_MAX_CHANNELS, 2 * n)
-    return n
+    run = min(_MAX_CHANNELS, 2 * n)
+    if cc >= 90 and across and speed > 45.0 and run < 16:
+        run = min(_MAX_CHANNELS, 2 * run)
+    return n, run
 
 
-def one_node_channels(arch: str, nvlink_gbs: float) -> int:
-    """The channels of a ring over one node of GPUs with ``nvlink_gbs`` of NVLink each."""
+def one_node_channels(arch: str, nvlink_gbs: float) -> tuple[int, int]:
+    """``(graph, run)`` channels of a ring over one node of GPUs with ``nvlink_gbs`` of
+    NVLink each (see :func:`finish`)."""
     speeds = INTRA_SPEEDS[arch]
 
     def fits(speed: float) -> int:
@@ -116,10 +121,11 @@ def one_node_channels(arch: str, nvlink_gbs: float) -> int:
 
 
 def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,
-                          routes: Sequence[Sequence[tuple[int, float]]]) -> int:
-    """The channels of a ring across nodes of ``gpus`` GPUs with ``nvlink_gbs`` of NVLink
-    each, whose ``routes`` to the next node (one per NIC a GPU binds channels to, as
-    ``(directed link, GB/s)`` pairs) carry the channels in turn."""
+                          routes: Sequence[Sequence[tuple[int, float]]]) -> tuple[int, int]:
+    """``(graph, run)`` channels of a ring across nodes of ``gpus`` GPUs with
+    ``nvlink_gbs`` of NVLink each, whose ``routes`` to the next node (one per NIC a GPU
+    binds channels to, as ``(directed link, GB/s)`` pairs) carry the channels in turn
+    (see :func:`finish`)."""
     speeds = INTER_SPEEDS[arch]
     max_bw = max(min(gbs for _, gbs in route) for route in routes)
 

@@ -161,7 +161,9 @@ def _collnet_bus_bandwidth(machine: Machine, collective: str, algo: str, proto: 
 
 def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
                    channels: int, tuner: str) -> float:
-    """NCCL's bus bandwidth (GB/s) of a pair, 0 where it does not apply."""
+    """NCCL's bus bandwidth (GB/s) of a pair, 0 where it does not apply. Its per-channel
+    caps count the ring graph's channels (:attr:`Machine.graph_channels`, whatever the
+    run opens), or ``channels`` where the search is not modelled."""
     arch, col = machine.arch, _column(machine)
     intra = machine.intra_bw / 1e9
     bw = intra if machine.nnodes == 1 else min(intra, machine.inter_bw / 1e9)
@@ -175,6 +177,7 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         return bw * 0.75 if proto == "Simple" else 0.0
     if algo.startswith("collnet"):
         return _collnet_bus_bandwidth(machine, collective, algo, proto, bw, tuner)
+    channels = machine.graph_channels or channels
     if algo == "ring":
         if proto == "LL":
             return min(ll_max_bw(arch, machine.nnodes, machine.cpu), bw * 0.5)
