@@ -172,20 +172,23 @@ def test_gpus_sharing_two_nics_spread_a_ring_over_both():
     assert describe(topo, tuple(range(8))).inter_bw == pytest.approx(2 * NIC, rel=1e-12)
 
 
-def host_nics() -> sc.Topology:
-    """2 nodes of 2 GPUs on NVLink, each GPU and two 12.5 GB/s NICs on the node's CPU
-    (NCCL's PHB path: no NIC shares a PCIe switch with a GPU)."""
-    topo = sc.Topology("NICs on the CPU")
-    core = topo.add_switch("core")
+def gpu_pairs_with_two_nics(hub: str, sharp: bool = False) -> sc.Topology:
+    """2 nodes of 2 GPUs on NVLink, each GPU and two 12.5 GB/s NICs on the node's ``hub``:
+    its CPU ("host": NCCL's PHB path, no NIC shares a PCIe switch with a GPU) or a PCIe
+    switch ("switch"); every NIC on one network switch, which reduces (SHARP) with
+    ``sharp``. GPU 0 of a node takes the first NIC, GPU 1 the second."""
+    topo = sc.Topology(f"2 GPUs sharing 2 NICs on a {hub}")
+    core = topo.add_switch("core", reduce_bandwidth=1e12 if sharp else None)
     for node in range(2):
-        nvswitch, host = topo.add_switch(f"nvswitch{node}"), topo.add_host(f"cpu{node}")
+        nvswitch = topo.add_switch(f"nvswitch{node}")
+        middle = topo.add_host(f"cpu{node}") if hub == "host" else topo.add_switch(f"pcie{node}")
         for _ in range(2):
             gpu = topo.add_gpu(node=node)
             topo.add_link(gpu, nvswitch, bandwidth=200 * GBS, latency=1e-6, kind="nvlink")
-            topo.add_link(gpu, host, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+            topo.add_link(gpu, middle, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
         for k in range(2):
             nic = topo.add_nic(f"nic{node}_{k}")
-            topo.add_link(host, nic, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+            topo.add_link(middle, nic, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
             topo.add_link(nic, core, bandwidth=NIC, latency=2e-6, kind="ib")
     return topo
 
@@ -194,7 +197,7 @@ def test_nics_behind_the_cpu_are_shared_too():
     """With no NIC behind a PCIe switch of its own, a GPU's nearest NICs are those on its
     CPU: two GPUs share two, one each (NCCL's ncclTopoGetLocalNet), and a ring's
     channels leave through both, evenly, where the shortest routes all took the first."""
-    topo = host_nics()
+    topo = gpu_pairs_with_two_nics("host")
     assert [nics_of(topo, f"gpu{g}") for g in range(4)] == [
         ("nic0_0",), ("nic0_1",), ("nic1_0",), ("nic1_1",)]
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=64 << 20, algo="ring",
@@ -284,24 +287,6 @@ def test_collnet_chain_over_every_nic_computes_what_numpy_does():
     assert all(res.link_bytes[(f"nic{i}", f"leaf{i % 16}")] > 0 for i in range(32))
 
 
-def shared_nics_sharp() -> sc.Topology:
-    """2 nodes of 2 GPUs on NVLink sharing two 12.5 GB/s NICs on a PCIe switch, all NICs
-    on one SHARP switch: GPU 0 of a node takes the first NIC, GPU 1 the second."""
-    topo = sc.Topology("2 GPUs sharing 2 NICs, SHARP")
-    core = topo.add_switch("core", reduce_bandwidth=1e12)
-    for node in range(2):
-        nvswitch, pcie = topo.add_switch(f"nvswitch{node}"), topo.add_switch(f"pcie{node}")
-        for _ in range(2):
-            gpu = topo.add_gpu(node=node)
-            topo.add_link(gpu, nvswitch, bandwidth=200 * GBS, latency=1e-6, kind="nvlink")
-            topo.add_link(gpu, pcie, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
-        for k in range(2):
-            nic = topo.add_nic(f"nic{node}_{k}")
-            topo.add_link(pcie, nic, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
-            topo.add_link(nic, core, bandwidth=NIC, latency=2e-6, kind="ib")
-    return topo
-
-
 @pytest.mark.parametrize("algo", ["collnet_direct", "collnet_chain"])
 def test_collnet_heads_sharing_nics_take_one_each_both_ways(algo):
     """Direct's heads (every GPU, on its first NIC) and Chain's (channel c: GPU c mod 2
@@ -309,9 +294,8 @@ def test_collnet_heads_sharing_nics_take_one_each_both_ways(algo):
     NIC, and it reaches them back through it (a multicast bound per owner): each NIC
     carries n / 2 of a 64 MiB all_reduce each way, where the shortest routes put all
     of n on the first. So the run takes about n / 2 over 12.5 GB/s, not n."""
-    n = 64 << 20
-    res = sc.simulate(shared_nics_sharp(), "all_reduce", algorithm="nccl", nbytes=n,
-                      algo=algo, collnet=1)
+    n, topo = 64 << 20, gpu_pairs_with_two_nics("switch", sharp=True)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo=algo, collnet=1)
     for node in range(2):
         for k in range(2):
             assert res.link_bytes[(f"nic{node}_{k}", "core")] == n // 2
@@ -319,7 +303,7 @@ def test_collnet_heads_sharing_nics_take_one_each_both_ways(algo):
     assert n / 2 / NIC < res.time < 0.6 * n / NIC
     rng = np.random.default_rng(9)
     data = [rng.standard_normal(5000) for _ in range(4)]
-    checked = sc.simulate(shared_nics_sharp(), "all_reduce", algorithm="nccl", data=data,
-                          algo=algo, collnet=1)
+    checked = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data, algo=algo,
+                          collnet=1)
     assert checked.correct
     np.testing.assert_allclose(checked.outputs[2], np.sum(data, axis=0), rtol=0, atol=1e-12)
