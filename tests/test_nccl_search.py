@@ -21,19 +21,19 @@ GBS = 1e9
 @pytest.mark.parametrize(("arch", "nvlink", "expected"), [
     # 12 NVLinks of 20 GB/s: 6 channels at 40 fill 240; doubled (Ampere doubles from 25
     # GB/s on) to 12 at 20, the graph's; every ring twice: 24.
-    ("ampere", 240.0, (12, 24)),
+    ("ampere", 240.0, (12, 24, 20.0)),
     # 18 links of 20.6 GB/s: 6 at 60 (360; 7 at 50, 9 at 40, 12 at 30 carry no more, and
     # 24 is below 0.49 of 60); 60 >= 50, so doubled to 12 at 30; twice: 24.
-    ("hopper", 370.8, (12, 24)),
+    ("hopper", 370.8, (12, 24, 30.0)),
     # 18 links of 40.1 GB/s: 8 at 90 (720; 9 at 80, 12 at 60, 16 at 45 carry no more);
     # doubled to 16 at 45; twice: 32.
-    ("blackwell", 721.8, (16, 32)),
-    # 100 GB/s: 1 at 60, 2 at 50 fill it; doubled to 4 at 25 (3 at 30 do not fit 4);
-    # twice: 8.
-    ("hopper", 100.0, (4, 8)),
+    ("blackwell", 721.8, (16, 32, 45.0)),
+    # 100 GB/s: 1 at 60, 2 at 50 fill it; doubled to 4 at 25, not raised (3 at 30 do not
+    # fit 4); twice: 8.
+    ("hopper", 100.0, (4, 8, 25.0)),
     # 100 GB/s on Ampere: 2 at 40, 3 at 30 (90), 5 at 20 fill it; 20 < 25: not doubled;
-    # twice: 10.
-    ("ampere", 100.0, (5, 10)),
+    # not raised (3 at 30); twice: 10.
+    ("ampere", 100.0, (5, 10, 20.0)),
 ])
 def test_one_node_by_hand(arch, nvlink, expected):
     assert one_node_channels(arch, nvlink) == expected
@@ -44,16 +44,18 @@ def test_across_nodes_by_hand():
     # no more); below 50 with more than 4 channels: not doubled; twice: 12, and NCCL
     # doubles Hopper rings across nodes again under 16 channels above 45 GB/s: 24.
     routes = [[(i, 50.0)] for i in range(6)]
-    assert across_nodes_channels("hopper", 370.8, 8, routes) == (6, 24)
+    assert across_nodes_channels("hopper", 370.8, 8, routes) == (6, 24, 48.0)
     # The same on Ampere (below 50 GB/s only Hopper on keeps more than 4 channels): 6 at
-    # 48, doubled to 12 at 24, twice: 24, no second doubling before Hopper.
-    assert across_nodes_channels("ampere", 370.8, 8, routes) == (12, 24)
+    # 48, doubled to 12 at 24 (6 at 28 would not keep 12), twice: 24, no second
+    # doubling before Hopper.
+    assert across_nodes_channels("ampere", 370.8, 8, routes) == (12, 24, 24.0)
     # With 240 GB/s of NVLink the node's GPUs carry 7 of 8 GPUs' share of each channel:
     # at 48 GB/s 240 x 8 / (7 x 48) = 5.7, so 5; doubled to 10 at 24; twice: 20.
-    assert across_nodes_channels("ampere", 240.0, 8, routes) == (10, 20)
-    # Two routes sharing a 24 GB/s link to 12.5 GB/s NICs: one channel each at 12.
+    assert across_nodes_channels("ampere", 240.0, 8, routes) == (10, 20, 24.0)
+    # Two routes sharing a 24 GB/s link to 12.5 GB/s NICs: one channel each at 12 (the
+    # fastest speed within a NIC), below 25: not doubled.
     shared = [[(0, 24.0), (1, 12.5)], [(0, 24.0), (2, 12.5)]]
-    assert across_nodes_channels("ampere", 240.0, 1, shared) == (2, 4)
+    assert across_nodes_channels("ampere", 240.0, 1, shared) == (2, 4, 12.0)
 
 
 @pytest.mark.parametrize(("topo", "expected"), [
@@ -104,10 +106,10 @@ def test_a_large_ring_runs_on_nccls_channels_and_sums_right():
 def test_the_tuners_caps_count_the_graphs_channels():
     """NCCL's tuner caps a tree's bus bandwidth at the ring graph's channels times a
     channel's cap (tuning.cc: ``graphs[a]->nChannels * perChMaxTreeBw``), whatever the
-    run opens. On dgx_h100(2), 8 graph channels: min(370.8 x 0.92, 8 x 41.4) = 331.2 GB/s,
-    then with LL128 min(331.2 x 120/128, 8 x 36.7) = 293.6; a tree's algbw is half its
-    bus bandwidth. Two sizes past the tree's correction factors differ by 1 GiB over it.
-    With 16 channels counted, as before, the cap would be 310.5 GB/s."""
+    run opens. On dgx_h100(2), 8 graph channels at 48 GB/s: min(384 x 0.92, 8 x 41.4) =
+    331.2 GB/s, then with LL128 min(331.2 x 120/128, 8 x 36.7) = 293.6; a tree's algbw is
+    half its bus bandwidth. Two sizes past the tree's correction factors differ by 1 GiB
+    over it. With 16 channels counted the cap would be 310.5 GB/s."""
     machine = describe(sc.topology.dgx_h100(2), tuple(range(16)))
     assert machine.graph_channels == 8
     gib = 1 << 30
@@ -115,6 +117,23 @@ def test_the_tuners_caps_count_the_graphs_channels():
         step = (predict(machine, "all_reduce", 2 * gib, "tree", "LL128", channels)
                 - predict(machine, "all_reduce", gib, "tree", "LL128", channels))
         assert step == pytest.approx(gib / (1000 * 293.6 / 2) * 1e-6, rel=1e-9)
+
+
+@pytest.mark.parametrize(("topo", "bus"), [
+    # One H100 node: 12 graph channels at 30 GB/s, 360 GB/s (not the 370.8 of its links).
+    (sc.topology.dgx_h100(1), 12 * 30.0),
+    # Two DGX H100: 8 at 48, 384 GB/s (above the 370.8 of a GPU's NVLink).
+    (sc.topology.dgx_h100(2), 8 * 48.0),
+])
+def test_the_tuners_ring_bandwidth_is_the_graphs_channels_times_their_speed(topo, bus):
+    """NCCL's bus bandwidth of a ring with Simple is ``graphs[a]->nChannels * bw``
+    (tuning.cc), its algbw bus x p / (2 (p - 1)) for all_reduce: a GiB more takes
+    1 GiB / algbw more."""
+    machine = describe(topo, tuple(range(topo.nranks)))
+    p, gib = topo.nranks, 1 << 30
+    step = (predict(machine, "all_reduce", 2 * gib, "ring", "Simple", 16)
+            - predict(machine, "all_reduce", gib, "ring", "Simple", 16))
+    assert step == pytest.approx(gib / (bus * 1e9 * p / (2 * (p - 1))), rel=1e-9)
 
 
 def test_a_channel_that_runs_moves_its_share_of_a_graph_channels_cap():

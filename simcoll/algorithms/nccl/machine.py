@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from simcoll.algorithms.nccl.search import across_nodes_channels, one_node_channels
+from simcoll.algorithms.nccl.search import Searched, across_nodes_channels, one_node_channels
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via
 
@@ -91,6 +91,9 @@ class Machine:
             modelled: 16 over NVLink, 4 over PCI.
         graph_channels: the channels of the search's ring graph, which NCCL's tuner
             counts (half of ``channels`` or less; 0 with ``channels``).
+        graph_channel_bw: bytes/s of one of those graph channels, the search's speed
+            (its ``bwIntra``; 0 with ``channels``): NCCL's tuner takes ``graph_channels``
+            times it as the bus bandwidth of rings and trees.
     """
 
     nranks: int
@@ -110,6 +113,7 @@ class Machine:
     nic_path: str = "pxb"
     channels: int = 0
     graph_channels: int = 0
+    graph_channel_bw: float = 0.0
 
     @property
     def ppn(self) -> float:
@@ -508,20 +512,20 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
     nvls = all(len(found) == 1 and None not in found for found in switches)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
-    graph, run = _searched_channels(topology, groups, intra, intra_bw, arch, heads)
+    graph, run, speed = _searched_channels(topology, groups, intra, intra_bw, arch, heads)
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
-                   heads, nic_path, run, graph)
+                   heads, nic_path, run, graph, speed * 1e9)
 
 
 def _searched_channels(topology: Topology, groups: list[list[int]], intra: str,
-                       intra_bw: float, arch: str, heads: int) -> tuple[int, int]:
-    """``(graph, run)`` channels of NCCL's ring search on nodes of GPUs over NVLink (two
+                       intra_bw: float, arch: str, heads: int) -> Searched:
+    """The channels and speed of NCCL's ring search on nodes of GPUs over NVLink (two
     or more each), across nodes through the first node's routes to the next one,
-    through each of a GPU's NICs (:mod:`.search`); (0, 0) elsewhere."""
+    through each of a GPU's NICs (:mod:`.search`); none elsewhere."""
     if intra != "nvlink" or heads < 2:
-        return 0, 0
+        return Searched(0, 0, 0.0)
     if len(groups) == 1:
         return one_node_channels(arch, intra_bw / 1e9)
     first = groups[0]

@@ -20,8 +20,10 @@ So 8 A100 on NVSwitch (12 NVLinks of 20 GB/s: 6 channels at 40, 12 at 20, 24) an
 as "24 coll channels"; two DGX H100 with a 400 Gb/s NIC per GPU run 16 (8 at 48 GB/s, one
 per NIC, not doubled below 50 GB/s; NCCL's logs: "16 coll channels"). NCCL's tuner
 reasons on the graph's channels, before ``ncclTopoPostset`` (12 and 8 there): its bus
-bandwidth caps are so many times a channel's cap (``perChMax*Bws``, tuning.cc), so a
-channel a collective runs on moves at most that cap times graph / run channels. Across nodes a
+bandwidth for rings and trees is so many channels times their speed (12 x 30 = 360 GB/s
+and 8 x 48 = 384 GB/s there, ``graphs[a]->nChannels * bw``, tuning.cc), and its caps are
+so many times a channel's cap (``perChMax*Bws``), so a channel a collective runs on
+moves at most that cap times graph / run channels. Across nodes a
 channel here takes one of the node's routes to the next node through its GPUs' NICs
 (round them, as NCCL's search starts each channel at the next NIC), and the node's
 NVLink carries what does not leave a GPU through its own NIC. Nodes over PCI, and nodes
@@ -33,9 +35,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-__all__ = ["INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "one_node_channels",
-           "across_nodes_channels", "finish"]
+__all__ = ["INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
+           "one_node_channels", "across_nodes_channels", "finish"]
 
 _CLASSIC_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _CLASSIC_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
@@ -65,6 +68,17 @@ _SLACK = 1e-9
 """Relative slack when comparing bandwidths (NCCL's are floats summed in one order)."""
 
 
+class Searched(NamedTuple):
+    """What NCCL's ring search gives: the graph's channels (``nChannels``, which its
+    tuner counts), the channels its collectives run on (after ``ncclTopoPostset``), and
+    the graph's speed per channel (GB/s; ``bwIntra``, equal to ``bwInter`` for rings),
+    whose product with ``graph`` is the tuner's bus bandwidth for rings and trees."""
+
+    graph: int
+    run: int
+    speed: float
+
+
 def _search(speeds: Sequence[float], max_bw: float, total_bw: float,
             fits: Callable[[float], int]) -> tuple[int, float]:
     """Pass 1 of ``ncclTopoCompute``: (channels, speed) of the best speed."""
@@ -85,15 +99,16 @@ def _search(speeds: Sequence[float], max_bw: float, total_bw: float,
 
 
 def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across: bool,
-           fits: Callable[[float], int]) -> tuple[int, int]:
-    """``(graph, run)`` channels from the search's ``found`` (channels, speed): the
-    graph's, doubled by ``ncclTopoDupChannels`` (the speed then raised as far as they
-    fit: pass 2), which NCCL's tuner counts; and those its collectives run on, after
-    ``ncclTopoPostset``'s doublings. Where the search found none, NCCL falls back to one
-    ring in the GPUs' order ("falling back to simple order"): 1, run twice."""
+           fits: Callable[[float], int]) -> Searched:
+    """The channels and speed from the search's ``found`` (channels, speed): the
+    graph's channels, doubled by ``ncclTopoDupChannels`` (the speed halved, then raised
+    as far as they fit: pass 2), which NCCL's tuner counts; and those its collectives
+    run on, after ``ncclTopoPostset``'s doublings. Where the search found none, NCCL
+    falls back to one ring in the GPUs' order ("falling back to simple order") at 0.1
+    GB/s: 1 channel, run twice."""
     n, speed = found
     if n == 0:
-        return 1, 2
+        return Searched(1, 2, 0.1)
     cc = _COMPUTE_CAPABILITY[arch]
     if speed >= 25.0 and not (cc > 80 and speed < 50.0 and n > 4):
         doubled = min(2 * n, MAX_RING_CHANNELS)
@@ -106,11 +121,11 @@ def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across:
     run = min(_MAX_CHANNELS, 2 * n)
     if cc >= 90 and across and speed > 45.0 and run < 16:
         run = min(_MAX_CHANNELS, 2 * run)
-    return n, run
+    return Searched(n, run, speed)
 
 
-def one_node_channels(arch: str, nvlink_gbs: float) -> tuple[int, int]:
-    """``(graph, run)`` channels of a ring over one node of GPUs with ``nvlink_gbs`` of
+def one_node_channels(arch: str, nvlink_gbs: float) -> Searched:
+    """The channels and speed of a ring over one node of GPUs with ``nvlink_gbs`` of
     NVLink each (see :func:`finish`)."""
     speeds = INTRA_SPEEDS[arch]
 
@@ -121,8 +136,8 @@ def one_node_channels(arch: str, nvlink_gbs: float) -> tuple[int, int]:
 
 
 def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,
-                          routes: Sequence[Sequence[tuple[int, float]]]) -> tuple[int, int]:
-    """``(graph, run)`` channels of a ring across nodes of ``gpus`` GPUs with
+                          routes: Sequence[Sequence[tuple[int, float]]]) -> Searched:
+    """The channels and speed of a ring across nodes of ``gpus`` GPUs with
     ``nvlink_gbs`` of NVLink each, whose ``routes`` to the next node (one per NIC a GPU
     binds channels to, as ``(directed link, GB/s)`` pairs) carry the channels in turn
     (see :func:`finish`)."""

@@ -161,9 +161,13 @@ def _collnet_bus_bandwidth(machine: Machine, collective: str, algo: str, proto: 
 
 def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
                    channels: int, tuner: str) -> float:
-    """NCCL's bus bandwidth (GB/s) of a pair, 0 where it does not apply. Its per-channel
-    caps count the ring graph's channels (:attr:`Machine.graph_channels`, whatever the
-    run opens), or ``channels`` where the search is not modelled."""
+    """NCCL's bus bandwidth (GB/s) of a pair, 0 where it does not apply. For rings,
+    trees and PAT it starts from the ring graph's channels times their speed
+    (``graphs[a]->nChannels * bw``: :attr:`Machine.graph_channels` x
+    :attr:`Machine.graph_channel_bw`; NCCL's tree graph takes the ring graph's channel
+    count, and on the machines whose search is modelled finds the same speed), and its
+    per-channel caps count those channels, whatever the run opens. Where the search is
+    not modelled it starts from the links' bandwidth and counts ``channels``."""
     arch, col = machine.arch, _column(machine)
     intra = machine.intra_bw / 1e9
     bw = intra if machine.nnodes == 1 else min(intra, machine.inter_bw / 1e9)
@@ -173,11 +177,13 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         return _nvls_bus_bandwidth(machine, collective, algo, channels, tuner)
     if algo == "p2p":
         return bw
-    if algo == "pat":
-        return bw * 0.75 if proto == "Simple" else 0.0
     if algo.startswith("collnet"):
         return _collnet_bus_bandwidth(machine, collective, algo, proto, bw, tuner)
-    channels = machine.graph_channels or channels
+    if machine.graph_channels:
+        channels = machine.graph_channels
+        bw = channels * machine.graph_channel_bw / 1e9
+    if algo == "pat":
+        return bw * 0.75 if proto == "Simple" else 0.0
     if algo == "ring":
         if proto == "LL":
             return min(ll_max_bw(arch, machine.nnodes, machine.cpu), bw * 0.5)
