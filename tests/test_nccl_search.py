@@ -80,11 +80,66 @@ def test_presets_run_nccls_channels(topo, expected):
     assert max_channels(machine, "ring") == max_channels(machine, "tree") == expected
 
 
-def test_pci_and_lone_gpu_nodes_keep_their_counts():
-    for topo, expected in ((sc.topology.pcie_node(8), 4), (sc.topology.cluster(4, 1), 16)):
+@pytest.mark.parametrize(("topo", "arch", "expected"), [
+    # 8 GPUs, 4 per Gen4 switch (24 GB/s links), peer to peer: a ring crosses each link
+    # once each way, so 24 // speed channels: 1 at 20, 18, 15, 2 at 12 fill 24; below 25
+    # not doubled, 15 does not fit 2; twice: 4.
+    (sc.topology.pcie_node(8), "ampere", (4, 2, 12.0)),
+    # The same without peer to peer: every hop goes up to the CPU and down, so each
+    # uplink carries 4 hops each way, 24 // (4 x speed): none from 20 to 7, 1 at 6 (5 and
+    # 4 no more, 2 at 3 only as much, 3 the last speed); twice: 2 (public logs of 8 RTX
+    # 4090 through SHM: "2 coll channels").
+    (sc.topology.pcie_node(8, p2p=False), "ampere", (2, 1, 6.0)),
+    # 3 GPUs on one switch without peer to peer: 3 hops each way on the uplink: 1 at 7,
+    # 2 at 4 (8 > 7; 3 gives 6); twice: 4.
+    (sc.topology.pcie_node(3, p2p=False), "ampere", (4, 2, 4.0)),
+    # 4 GPUs each on its own Gen5 root port (48 GB/s) without peer to peer: each link
+    # once each way; 1 at 40 (30 no more, 2 at 20 only as much, 18 below 0.49 of 40);
+    # 40 >= 25: doubled to 2 at 20, 30 does not fit 2; twice: 4.
+    (sc.topology.pcie_node(4, gen=5, p2p=False, gpus_per_switch=1), "ampere",
+     (4, 2, 20.0)),
+    # Two sockets joined at NCCL's 16 GB/s for AMD, Gen5 switches: the socket link
+    # carries one hop each way; none from 40 to 18, 1 at 15 (12 down to 9 no more, 7
+    # below 0.49 of 15); not doubled; twice: 2.
+    (sc.topology.pcie_node(8, gen=5, sockets=2), "ampere", (2, 1, 15.0)),
+    # Blackwell's speeds (an RTX 5090 is compute capability 12.0) on two sockets joined
+    # at 55.6 GB/s: 1 at 45, 40, 30, 2 at 24 fill 48; twice: 4 (public logs of 8 RTX
+    # 5090 with peer to peer: 4).
+    (sc.topology.pcie_node(8, gen=5, sockets=2, inter_socket_bandwidth=55.6 * GBS),
+     "blackwell", (4, 2, 24.0)),
+])
+def test_one_node_over_pci_by_hand(topo, arch, expected):
+    machine = describe(topo, tuple(range(topo.nranks)), arch=arch)
+    assert (machine.channels, machine.graph_channels,
+            machine.graph_channel_bw / GBS) == pytest.approx(expected, rel=1e-12)
+    assert max_channels(machine, "ring") == expected[0]
+
+
+def test_pci_across_nodes_and_lone_gpu_nodes_keep_their_counts():
+    for topo, expected in ((sc.topology.cluster(2, 4, intra_kind="pcie"), 4),
+                           (sc.topology.cluster(4, 1), 16)):
         machine = describe(topo, tuple(range(topo.nranks)))
         assert machine.channels == machine.graph_channels == 0
         assert max_channels(machine, "ring") == expected
+
+
+def test_a_node_without_peer_to_peer_runs_two_channels_and_sums_right():
+    """pcie_node(8, p2p=False): NCCL's tuner reasons on 1 channel at 6 GB/s (a ring
+    with Simple: a GiB more takes 2^30 / (6 GB/s x 8 / 14) more), and 64 MiB runs on 2
+    channels; a data run's output is numpy's."""
+    topo = sc.topology.pcie_node(8, p2p=False)
+    machine = describe(topo, tuple(range(8)))
+    gib = 1 << 30
+    step = (predict(machine, "all_reduce", 2 * gib, "ring", "Simple", 2)
+            - predict(machine, "all_reduce", gib, "ring", "Simple", 2))
+    assert step == pytest.approx(gib / (6e9 * 8 / 14), rel=1e-9)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=64 << 20)
+    assert res.params["channels"] == 2
+    rng = np.random.default_rng(5)
+    data = [rng.standard_normal(1 << 12) for _ in range(8)]
+    checked = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data)
+    assert checked.correct
+    np.testing.assert_allclose(checked.outputs[6], np.sum(data, axis=0), rtol=0, atol=1e-12)
 
 
 def test_a_large_ring_runs_on_nccls_channels_and_sums_right():

@@ -24,7 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from simcoll.algorithms.nccl.search import Searched, across_nodes_channels, one_node_channels
+from simcoll.algorithms.nccl.search import (
+    Searched,
+    across_nodes_channels,
+    one_node_channels,
+    one_node_ring_channels,
+)
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via
 
@@ -523,12 +528,35 @@ def _searched_channels(topology: Topology, groups: list[list[int]], intra: str,
                        intra_bw: float, arch: str, heads: int) -> Searched:
     """The channels and speed of NCCL's ring search on nodes of GPUs over NVLink (two
     or more each), across nodes through the first node's routes to the next one,
-    through each of a GPU's NICs (:mod:`.search`); none elsewhere."""
-    if intra != "nvlink" or heads < 2:
+    through each of a GPU's NICs, and on one node over PCI (:mod:`.search`); none
+    elsewhere."""
+    if heads < 2 or (intra != "nvlink" and len(groups) > 1):
         return Searched(0, 0, 0.0)
+    if intra != "nvlink":
+        return _pci_node_channels(topology, groups[0], arch)
     if len(groups) == 1:
         return one_node_channels(arch, intra_bw / 1e9)
     first = groups[0]
     routes = [[(d, topology.bandwidth_of(d) / 1e9) for d in links]
               for a, b in zip(first, groups[1]) for links in _bound_routes(topology, a, b)]
     return across_nodes_channels(arch, intra_bw / 1e9, len(first), routes)
+
+
+def _pci_node_channels(topology: Topology, ring: list[int], arch: str) -> Searched:
+    """NCCL's ring search on one node over PCI, through the GPUs in ``ring``'s order:
+    each hop the links of its route that NCCL's topology knows (host memory, where a
+    message is staged without peer-to-peer access, is not one of them), each GPU's
+    total its PCI link or, if more, its NVLinks together (``getTotalBw``)."""
+    hops = [[(d, topology.links[d >> 1].bandwidth / 1e9)
+             for d in topology.route(a, b).links if topology.links[d >> 1].kind != "memory"]
+            for a, b in zip(ring, ring[1:] + ring[:1])]
+    totals = []
+    for rank in ring:
+        gpu = topology.gpus[rank]
+        links = [topology.links[topology.link_index(gpu, other)]
+                 for other in topology.neighbors(gpu)]
+        nvlink = sum(link.bandwidth for link in links if link.kind in _NVLINK_KINDS)
+        pci = max((link.bandwidth for link in links if link.kind not in _NVLINK_KINDS),
+                  default=0.0)
+        totals.append(max(nvlink, pci) / 1e9)
+    return one_node_ring_channels(arch, max(totals), hops)

@@ -1,5 +1,5 @@
-"""How many channels NCCL's rings and trees run on: its topology search, for nodes whose
-GPUs talk over NVLink.
+"""How many channels NCCL's rings and trees run on, and at what speed: its topology
+search, for nodes whose GPUs talk over NVLink and for one node over PCI.
 
 NCCL searches its ring graph (``ncclTopoCompute``, src/graph/search.cc of 2.30.7) at
 speeds (GB/s per channel) taken from an array of its GPU generation, from the first one
@@ -26,9 +26,16 @@ so many times a channel's cap (``perChMax*Bws``), so a channel a collective runs
 moves at most that cap times graph / run channels. Across nodes a
 channel here takes one of the node's routes to the next node through its GPUs' NICs
 (round them, as NCCL's search starts each channel at the next NIC), and the node's
-NVLink carries what does not leave a GPU through its own NIC. Nodes over PCI, and nodes
-of one GPU, keep 4 and 16 channels (NCCL's search there, through PCIe switches and CPUs,
-is not modelled).
+NVLink carries what does not leave a GPU through its own NIC.
+
+On one node whose GPUs talk over PCI the ring crosses PCIe switches, CPUs and the link
+between sockets, each hop on the path NCCL computes (without peer-to-peer access the
+path goes up to the CPU and back down, and NCCL's topology has no host memory in it):
+8 GPUs on two Gen4 switches with peer-to-peer access run 2 channels at 12 GB/s each way
+of a 24 GB/s uplink, 4 once run twice; without it every uplink carries four hops each
+way, 1 channel at 6 GB/s, 2 run (public logs of 8 RTX 4090 through SHM print "2 coll
+channels", of 8 RTX 5090 with peer-to-peer 4). Nodes over PCI across nodes, and nodes
+of one GPU, keep 4 and 16 channels (NCCL's search there is not modelled).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 __all__ = ["INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
-           "one_node_channels", "across_nodes_channels", "finish"]
+           "one_node_channels", "one_node_ring_channels", "across_nodes_channels", "finish"]
 
 _CLASSIC_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _CLASSIC_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
@@ -133,6 +140,33 @@ def one_node_channels(arch: str, nvlink_gbs: float) -> Searched:
         return min(MAX_RING_CHANNELS, int(nvlink_gbs * (1 + _SLACK) // speed))
 
     return finish(_search(speeds, nvlink_gbs, nvlink_gbs, fits), speeds, arch, False, fits)
+
+
+def one_node_ring_channels(arch: str, gpu_gbs: float,
+                           hops: Sequence[Sequence[tuple[int, float]]]) -> Searched:
+    """The channels and speed of a ring over one node whose GPUs follow ``hops`` (each
+    GPU's path to the next, as ``(directed link, GB/s)`` pairs of the links NCCL's
+    topology knows), each of ``gpu_gbs`` on its own link (NCCL's ``totalBw`` for a GPU
+    on PCI: its PCI link). Each channel takes its speed on every link of every hop, so a
+    link that ``k`` hops cross carries ``GB/s // (k x speed)`` channels: over PCI a
+    switch's uplink carries one hop each way where the GPUs reach each other through it
+    (peer to peer), and every hop of its GPUs each way where each GPU's path goes up to
+    the CPU and back down (no peer to peer: NCCL's SHM transport). Searched as
+    :func:`finish` says, through the ring order given, not NCCL's other orders, and
+    without the 20% more NCCL counts on PCI links for peer to peer through an Intel
+    root complex (``INTEL_P2P_OVERHEAD``)."""
+    speeds = INTRA_SPEEDS[arch]
+    loads: dict[int, tuple[float, int]] = {}
+    for hop in hops:
+        for d, gbs in hop:
+            loads[d] = (gbs, loads.get(d, (gbs, 0))[1] + 1)
+    max_bw = max(min(gbs for _, gbs in hop) for hop in hops)
+
+    def fits(speed: float) -> int:
+        return min(MAX_RING_CHANNELS, *(int(gbs * (1 + _SLACK) // (uses * speed))
+                                        for gbs, uses in loads.values()))
+
+    return finish(_search(speeds, max_bw, gpu_gbs, fits), speeds, arch, False, fits)
 
 
 def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,

@@ -70,8 +70,9 @@ def max_channels(machine: Machine, algo: str, tuner: str = NCCL_VERSION) -> int:
     """The channels NCCL opens on this machine for ``algo`` before it trims them for
     small sizes: for rings and trees (and PAT and CollNet, which run on the rings'
     channels) what NCCL's topology search gives (:attr:`Machine.channels`; 24 on a node
-    of 8 A100 or H100, 16 on DGX H100 nodes with a NIC per GPU), else 16 over NVLink and
-    4 over PCI; for NVLS what :func:`nvls_channels` gives."""
+    of 8 A100 or H100, 16 on DGX H100 nodes with a NIC per GPU, 4 on 8 GPUs over PCI
+    with peer-to-peer access), else (nodes of one GPU, PCI across nodes) 16 over NVLink
+    and 4 over PCI; for NVLS what :func:`nvls_channels` gives."""
     if algo in ("nvls", "nvls_tree"):
         return nvls_channels(machine, tuner)
     if machine.channels:
