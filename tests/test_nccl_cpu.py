@@ -118,9 +118,10 @@ def test_an_unknown_cpu_is_refused_with_what_is_accepted(tmp_path):
 def test_a_node_with_one_gpu_counts_085_of_the_trees_bus_bandwidth():
     """tuning.cc: ``if (a == TREE && maxTreePattern == NCCL_TOPO_PATTERN_TREE) busBw *=
     .85``; search.cc gives a node of one GPU that pattern. On cluster(4, 1), whose nodes
-    reach the network at 25 GB/s: the tree's Simple bus bandwidth is 0.92 x 25 = 23 GB/s
-    (16 channels x 17.8 GB/s do not cap it) times 0.85, 19.55 GB/s, so at 1 GiB its
-    predicted time less its latency (at 8 B) grows by 1 / 0.85; a ring's does not."""
+    reach the network at 25 GB/s, NCCL's search finds 1 channel at 24 GB/s: the tree's
+    Simple bus bandwidth is min(0.92 x 24, 1 channel x 17.8) = 17.8 GB/s times 0.85,
+    15.13 GB/s, so at 1 GiB its predicted time less its latency (at 8 B) grows by
+    1 / 0.85; a ring's does not."""
     cluster = describe(sc.topology.cluster(4, 1), tuple(range(4)))
     assert cluster.lone_gpu_node and cluster.inter_bw == 25e9
     plain = dataclasses.replace(cluster, lone_gpu_node=False)
@@ -129,10 +130,10 @@ def test_a_node_with_one_gpu_counts_085_of_the_trees_bus_bandwidth():
             return (predict(machine, "all_reduce", 1 << 30, algo, "Simple", 16)
                     - predict(machine, "all_reduce", 8, algo, "Simple", 16))
         assert moving(cluster) == pytest.approx(moving(plain) * factor, rel=1e-9)
-    # The tree's algbw is half its bus bandwidth: 1 GiB over 19.55 / 2 GB/s.
+    # The tree's algbw is half its bus bandwidth: 1 GiB over 15.13 / 2 GB/s.
     assert predict(cluster, "all_reduce", 1 << 30, "tree", "Simple", 16) - predict(
         cluster, "all_reduce", 8, "tree", "Simple", 16) == pytest.approx(
-        ((1 << 30) - 8) / (23e9 * 0.85 / 2), rel=1e-6)
+        ((1 << 30) - 8) / (17.8e9 * 0.85 / 2), rel=1e-6)
     assert not h100(2, "intel").lone_gpu_node
     # Three GPUs of one node and one of the other: the lone one sets the pattern.
     uneven = describe(sc.topology.dgx_h100(2), (0, 1, 2, 8))

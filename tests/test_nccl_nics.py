@@ -213,18 +213,20 @@ def test_nics_behind_the_cpu_are_shared_too():
 ])
 def test_pat_channels_take_a_gpus_nics_in_turn(collective, sent):
     """PAT on 4 nodes of one GPU with two 12.5 GB/s NICs each, 64 MiB per rank (Simple,
-    16 channels): channel c leaves and enters through NIC c mod 2 at both ends, so each
+    4 channels: NCCL's search finds one at 12 GB/s through each NIC, not doubled below 25
+    GB/s, and runs each twice): channel c leaves and enters through NIC c mod 2 at both
+    ends, so each
     NIC carries half of what its GPU sends, and half of what it receives, and the run
     takes about half as long as on one NIC; the shortest routes all took the first."""
     res = sc.simulate(shared_nics(2, 1, nodes=4), collective, algorithm="nccl",
                       nbytes=64 << 20, algo="pat")
-    assert (res.params["proto"], res.params["channels"]) == ("Simple", 16)
+    assert (res.params["proto"], res.params["channels"]) == ("Simple", 4)
     for node in range(4):
         up = [res.link_bytes[(f"nic{node}_{k}", "core")] for k in (0, 1)]
         down = [res.link_bytes[("core", f"nic{node}_{k}")] for k in (0, 1)]
         assert up == down == [sent // 2] * 2
     single = sc.simulate(shared_nics(1, 1, nodes=4), collective, algorithm="nccl",
-                         nbytes=64 << 20, algo="pat")
+                         nbytes=64 << 20, algo="pat", channels=4)  # as many as above
     assert res.busbw <= 2 * NIC < single.busbw * 2 * 1.1
     assert res.busbw > 1.8 * single.busbw
 

@@ -127,17 +127,19 @@ def test_the_tuner_picks_pat_where_its_log_latency_wins():
     def machine(nodes):
         return describe(one_gpu_per_node(nodes), tuple(range(nodes)))
     # 16 nodes, 8 bytes: PAT 8 + log2i(16) x 14 / 3.5 + 16 x 2.8 = 68.8 us; a ring with
-    # LL 6.6 + 15 x 5.0 = 81.6 us (one GPU per node: the tree's network latency).
+    # LL 6.6 + 15 x 5.0 = 81.6 us (one GPU per node: the tree's network latency). PAT's
+    # bus bandwidth: 0.75 of NCCL's graph, 1 channel at 24 GB/s through the 25 GB/s
+    # link, run on 2 channels.
     sixteen = machine(16)
-    pat = (8 + 4 * 14 / 3.5 + 16 * 2.8 + 8 / (1000 * 25 * 0.75)) * US
+    pat = (8 + 4 * 14 / 3.5 + 16 * 2.8 + 8 / (1000 * 24 * 0.75)) * US
     assert predict(sixteen, "all_gather", 8, "pat", "Simple", 16) == pytest.approx(
         pat, rel=1e-12)
     chosen = choose(sixteen, "all_gather", 8)
-    assert (chosen.algo, chosen.proto, chosen.channels) == ("pat", "Simple", 16)
+    assert (chosen.algo, chosen.proto, chosen.channels) == ("pat", "Simple", 2)
     # 8 nodes: PAT 8 + 3 x 4 + 8 x 2.8 = 42.4 us, the LL ring 6.6 + 7 x 5.0 = 41.6 us.
     assert choose(machine(8), "reduce_scatter", 8).algo == "ring"
-    # 1 GiB on 16 nodes: the ring's algorithm bandwidth 25 x 16 / 15 GB/s beats PAT's
-    # 0.75 x 25.
+    # 1 GiB on 16 nodes: the ring's algorithm bandwidth 24 x 16 / 15 GB/s beats PAT's
+    # 0.75 x 24.
     assert choose(sixteen, "reduce_scatter", 1 << 30).algo == "ring"
 
 

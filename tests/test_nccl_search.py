@@ -115,12 +115,34 @@ def test_one_node_over_pci_by_hand(topo, arch, expected):
     assert max_channels(machine, "ring") == expected[0]
 
 
-def test_pci_across_nodes_and_lone_gpu_nodes_keep_their_counts():
-    for topo, expected in ((sc.topology.cluster(2, 4, intra_kind="pcie"), 4),
-                           (sc.topology.cluster(4, 1), 16)):
-        machine = describe(topo, tuple(range(topo.nranks)))
+def test_pci_across_nodes_and_uneven_lone_gpu_nodes_keep_their_counts():
+    for topo, ranks, expected in ((sc.topology.cluster(2, 4, intra_kind="pcie"), range(8), 4),
+                                  (sc.topology.dgx_h100(2), (0, 1, 2, 8), 16)):
+        machine = describe(topo, tuple(ranks))
         assert machine.channels == machine.graph_channels == 0
         assert max_channels(machine, "ring") == expected
+
+
+@pytest.mark.parametrize(("topo", "ranks", "expected"), [
+    # One GPU per node, 25 GB/s to the network: 1 channel at 24 (the fastest speed within
+    # 25; 12 x 2 carry no more, 10 is below 0.49 of 24), not doubled below 25; twice: 2.
+    # A public log of two such nodes (24 GB/s PCIe to a 25 GB/s NIC): "maxBw 24.0
+    # totalBw 24.0", "Pattern 4, crossNic 0, nChannels 1, bw 24.000000/24.000000", "2
+    # coll channels".
+    (sc.topology.cluster(4, 1), range(4), (2, 1, 24.0)),
+    # 50 GB/s to the network on Ampere: 1 at 48, doubled to 2 at 24 (1 channel is not
+    # more than 4), 28 does not fit 2; twice: 4.
+    (sc.topology.cluster(2, 1, inter_bandwidth=50 * GBS), range(2), (4, 2, 24.0)),
+    # One H100 of each of 4 DGX H100 nodes, its own 400 Gb/s NIC: 1 at 48 (Hopper keeps
+    # more than 4 channels below 50, not 1), doubled to 2 at 24; twice: 4, not doubled
+    # again (24 is not above 45).
+    (sc.topology.dgx_h100(4), (0, 8, 16, 24), (4, 2, 24.0)),
+])
+def test_nodes_of_one_gpu_by_hand(topo, ranks, expected):
+    machine = describe(topo, tuple(ranks))
+    assert (machine.channels, machine.graph_channels,
+            machine.graph_channel_bw / GBS) == pytest.approx(expected, rel=1e-12)
+    assert max_channels(machine, "tree") == expected[0]
 
 
 def test_a_node_without_peer_to_peer_runs_two_channels_and_sums_right():

@@ -528,35 +528,40 @@ def _searched_channels(topology: Topology, groups: list[list[int]], intra: str,
                        intra_bw: float, arch: str, heads: int) -> Searched:
     """The channels and speed of NCCL's ring search on nodes of GPUs over NVLink (two
     or more each), across nodes through the first node's routes to the next one,
-    through each of a GPU's NICs, and on one node over PCI (:mod:`.search`); none
-    elsewhere."""
-    if heads < 2 or (intra != "nvlink" and len(groups) > 1):
+    through each of a GPU's NICs (also on nodes of one GPU each), and on one node over
+    PCI (:mod:`.search`); none elsewhere."""
+    first = groups[0]
+    lone = len(groups) > 1 and all(len(group) == 1 for group in groups)
+    if (heads < 2 and not lone) or (intra != "nvlink" and len(groups) > 1):
         return Searched(0, 0, 0.0)
     if intra != "nvlink":
-        return _pci_node_channels(topology, groups[0], arch)
+        return _pci_node_channels(topology, first, arch)
     if len(groups) == 1:
         return one_node_channels(arch, intra_bw / 1e9)
-    first = groups[0]
     routes = [[(d, topology.bandwidth_of(d) / 1e9) for d in links]
               for a, b in zip(first, groups[1]) for links in _bound_routes(topology, a, b)]
-    return across_nodes_channels(arch, intra_bw / 1e9, len(first), routes)
+    own = _gpu_total_bw(topology, first[0]) if lone else intra_bw
+    return across_nodes_channels(arch, own / 1e9, len(first), routes)
 
 
 def _pci_node_channels(topology: Topology, ring: list[int], arch: str) -> Searched:
     """NCCL's ring search on one node over PCI, through the GPUs in ``ring``'s order:
     each hop the links of its route that NCCL's topology knows (host memory, where a
-    message is staged without peer-to-peer access, is not one of them), each GPU's
-    total its PCI link or, if more, its NVLinks together (``getTotalBw``)."""
+    message is staged without peer-to-peer access, is not one of them)."""
     hops = [[(d, topology.links[d >> 1].bandwidth / 1e9)
              for d in topology.route(a, b).links if topology.links[d >> 1].kind != "memory"]
             for a, b in zip(ring, ring[1:] + ring[:1])]
-    totals = []
-    for rank in ring:
-        gpu = topology.gpus[rank]
-        links = [topology.links[topology.link_index(gpu, other)]
-                 for other in topology.neighbors(gpu)]
-        nvlink = sum(link.bandwidth for link in links if link.kind in _NVLINK_KINDS)
-        pci = max((link.bandwidth for link in links if link.kind not in _NVLINK_KINDS),
-                  default=0.0)
-        totals.append(max(nvlink, pci) / 1e9)
-    return one_node_ring_channels(arch, max(totals), hops)
+    total = max(_gpu_total_bw(topology, rank) for rank in ring)
+    return one_node_ring_channels(arch, total / 1e9, hops)
+
+
+def _gpu_total_bw(topology: Topology, rank: int) -> float:
+    """NCCL's ``getTotalBw`` of a GPU (bytes/s): its NVLinks together or, if more, its
+    link of another kind (a PCI link)."""
+    gpu = topology.gpus[rank]
+    links = [topology.links[topology.link_index(gpu, other)]
+             for other in topology.neighbors(gpu)]
+    nvlink = sum(link.bandwidth for link in links if link.kind in _NVLINK_KINDS)
+    other = max((link.bandwidth for link in links if link.kind not in _NVLINK_KINDS),
+                default=0.0)
+    return max(nvlink, other)

@@ -34,8 +34,14 @@ path goes up to the CPU and back down, and NCCL's topology has no host memory in
 8 GPUs on two Gen4 switches with peer-to-peer access run 2 channels at 12 GB/s each way
 of a 24 GB/s uplink, 4 once run twice; without it every uplink carries four hops each
 way, 1 channel at 6 GB/s, 2 run (public logs of 8 RTX 4090 through SHM print "2 coll
-channels", of 8 RTX 5090 with peer-to-peer 4). Nodes over PCI across nodes, and nodes
-of one GPU, keep 4 and 16 channels (NCCL's search there is not modelled).
+channels", of 8 RTX 5090 with peer-to-peer 4).
+
+Across nodes of one GPU each the ring only goes through the NICs: a GPU on a 24 GB/s
+PCIe link to a 25 GB/s NIC runs 1 channel at 24, not doubled, 2 run (a public log of
+such a pair prints "maxBw 24.0 totalBw 24.0", the ring graph "nChannels 1, bw
+24.000000/24.000000" and "2 coll channels"). Nodes over PCI across nodes, and nodes of
+different sizes some of which hold one GPU, keep 4 and 16 channels (NCCL's search there
+is not modelled).
 """
 
 from __future__ import annotations
@@ -172,9 +178,10 @@ def one_node_ring_channels(arch: str, gpu_gbs: float,
 def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,
                           routes: Sequence[Sequence[tuple[int, float]]]) -> Searched:
     """The channels and speed of a ring across nodes of ``gpus`` GPUs with
-    ``nvlink_gbs`` of NVLink each, whose ``routes`` to the next node (one per NIC a GPU
-    binds channels to, as ``(directed link, GB/s)`` pairs) carry the channels in turn
-    (see :func:`finish`)."""
+    ``nvlink_gbs`` of NVLink each (with one GPU a node, its own total: its NVLinks
+    together or its PCI link, NCCL's ``totalBw``), whose ``routes`` to the next node
+    (one per NIC a GPU binds channels to, as ``(directed link, GB/s)`` pairs) carry the
+    channels in turn (see :func:`finish`)."""
     speeds = INTER_SPEEDS[arch]
     max_bw = max(min(gbs for _, gbs in route) for route in routes)
 
