@@ -213,6 +213,38 @@ def test_the_tuners_ring_bandwidth_is_the_graphs_channels_times_their_speed(topo
     assert step == pytest.approx(gib / (bus * 1e9 * p / (2 * (p - 1))), rel=1e-9)
 
 
+@pytest.mark.parametrize(("topo", "ranks", "tree"), [
+    # Two nodes of one GPU, 1 ring channel at 24 GB/s: no chain inside a node, so the
+    # tree's bwIntra rises 28, 30, 48 and stops at twice 24 (a public log of such a
+    # pair: "Pattern 3, crossNic 0, nChannels 1, bw 48.000000/24.000000").
+    (sc.topology.cluster(2, 1), range(2), 48.0),
+    # Four such nodes: the tuner reads bwInter beyond two nodes, the ring's 24.
+    (sc.topology.cluster(4, 1), range(4), 24.0),
+    # Two DGX A100, 8 channels at 24: chains of 8 x 28 = 224 and 8 x 30 = 240 GB/s fit a
+    # GPU's 240 of NVLink, 8 x 48 does not: 30.
+    (sc.topology.dgx_a100(2), range(16), 30.0),
+    # 16 x 100 Gb/s: 16 channels at 12; 16 x 15 = 240 fits, 16 x 18 does not: 15.
+    (sc.topology.dgx_a100(2, nics_per_node=16, nic_bandwidth=12.5 * GBS), range(16), 15.0),
+    # Two DGX H100: 48 is the fastest speed there is.
+    (sc.topology.dgx_h100(2), range(16), 48.0),
+    # One node: the ring's.
+    (sc.topology.dgx_a100(1), range(8), 20.0),
+])
+def test_the_tree_graphs_speed_by_hand(topo, ranks, tree):
+    assert describe(topo, tuple(ranks)).tree_channel_bw == tree * GBS
+
+
+def test_the_tuners_tree_bandwidth_on_two_nodes_reads_the_tree_graph():
+    """tuning.cc reads ``bwIntra`` on two nodes: on dgx_a100(2) a tree's Simple bus
+    bandwidth is min(8 x 30 x 0.92, 8 x 23.6) = 188.8 GB/s (with the ring's 24 it would
+    be 176.6), its algbw half that."""
+    machine = describe(sc.topology.dgx_a100(2), tuple(range(16)))
+    gib = 1 << 30
+    step = (predict(machine, "all_reduce", 2 * gib, "tree", "Simple", 16)
+            - predict(machine, "all_reduce", gib, "tree", "Simple", 16))
+    assert step == pytest.approx(gib / (188.8e9 / 2), rel=1e-9)
+
+
 def test_a_channel_that_runs_moves_its_share_of_a_graph_channels_cap():
     """NCCL runs each graph channel twice (``ncclTopoPostset``), so a running channel of
     a ring with LL128 on dgx_h100(2) moves at most half of ``perChMaxRingLL128Bws``' 36.7

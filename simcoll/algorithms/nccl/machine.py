@@ -29,6 +29,7 @@ from simcoll.algorithms.nccl.search import (
     across_nodes_channels,
     one_node_channels,
     one_node_ring_channels,
+    tree_intra_speed,
 )
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via
@@ -98,7 +99,11 @@ class Machine:
             counts (half of ``channels`` or less; 0 with ``channels``).
         graph_channel_bw: bytes/s of one of those graph channels, the search's speed
             (its ``bwIntra``; 0 with ``channels``): NCCL's tuner takes ``graph_channels``
-            times it as the bus bandwidth of rings and trees.
+            times it as the bus bandwidth of rings.
+        tree_channel_bw: the same for trees (NCCL's tree graph, which keeps the ring
+            graph's channels): on two nodes its ``bwIntra``, raised above the ring's
+            speed (:func:`~simcoll.algorithms.nccl.search.tree_intra_speed`), else
+            ``graph_channel_bw``.
     """
 
     nranks: int
@@ -119,6 +124,7 @@ class Machine:
     channels: int = 0
     graph_channels: int = 0
     graph_channel_bw: float = 0.0
+    tree_channel_bw: float = 0.0
 
     @property
     def ppn(self) -> float:
@@ -517,11 +523,15 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
     nvls = all(len(found) == 1 and None not in found for found in switches)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
-    graph, run, speed = _searched_channels(topology, groups, intra, intra_bw, arch, heads)
+    ring = _searched_channels(topology, groups, intra, intra_bw, arch, heads)
+    tree = ring.speed
+    if len(groups) == 2 and ring.graph:
+        own = _gpu_total_bw(topology, first[0]) if len(first) == 1 else intra_bw
+        tree = tree_intra_speed(arch, ring, own / 1e9, len(first))
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
-                   heads, nic_path, run, graph, speed * 1e9)
+                   heads, nic_path, ring.run, ring.graph, ring.speed * 1e9, tree * 1e9)
 
 
 def _searched_channels(topology: Topology, groups: list[list[int]], intra: str,

@@ -51,7 +51,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 __all__ = ["INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
-           "one_node_channels", "one_node_ring_channels", "across_nodes_channels", "finish"]
+           "one_node_channels", "one_node_ring_channels", "across_nodes_channels", "finish",
+           "tree_intra_speed"]
 
 _CLASSIC_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _CLASSIC_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
@@ -201,3 +202,22 @@ def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,
         return n
 
     return finish(_search(speeds, max_bw, nvlink_gbs, fits), speeds, arch, True, fits)
+
+
+def tree_intra_speed(arch: str, ring: Searched, nvlink_gbs: float, gpus: int) -> float:
+    """The speed (GB/s) NCCL's tree graph gives its channels inside a node across two
+    nodes (its ``bwIntra``, which the tuner reads there), from the ring graph's search
+    ``ring``: the tree takes the ring's channels at its speed to the network
+    (``bwInter``), then pass 2 raises ``bwIntra`` one step of the speed array at a time
+    ("increase bwIntra for trees (2 nodes or collnet)") while it is below twice
+    ``bwInter`` and the channels' chains still fit, one hop out of and one into each
+    GPU's ``nvlink_gbs`` each. With one GPU a node there is no chain: a 24 GB/s tree
+    rises to 28, 30 and 48, where a public log prints the tree graph's "bw
+    48.000000/24.000000"."""
+    speed = ring.speed
+    for faster in sorted(s for s in INTER_SPEEDS[arch] if s > ring.speed):
+        if speed >= 2 * ring.speed or (
+                gpus > 1 and ring.graph * faster > nvlink_gbs * (1 + _SLACK)):
+            break
+        speed = faster
+    return speed

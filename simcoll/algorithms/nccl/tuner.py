@@ -163,12 +163,12 @@ def _collnet_bus_bandwidth(machine: Machine, collective: str, algo: str, proto: 
 def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
                    channels: int, tuner: str) -> float:
     """NCCL's bus bandwidth (GB/s) of a pair, 0 where it does not apply. For rings,
-    trees and PAT it starts from the ring graph's channels times their speed
+    trees and PAT it starts from the graph's channels times their speed
     (``graphs[a]->nChannels * bw``: :attr:`Machine.graph_channels` x
-    :attr:`Machine.graph_channel_bw`; NCCL's tree graph takes the ring graph's channel
-    count, and on the machines whose search is modelled finds the same speed), and its
-    per-channel caps count those channels, whatever the run opens. Where the search is
-    not modelled it starts from the links' bandwidth and counts ``channels``."""
+    :attr:`Machine.graph_channel_bw`, or for trees and PAT, which run on NCCL's tree
+    graph, :attr:`Machine.tree_channel_bw`), and its per-channel caps count those
+    channels, whatever the run opens. Where the search is not modelled it starts from
+    the links' bandwidth and counts ``channels``."""
     arch, col = machine.arch, _column(machine)
     intra = machine.intra_bw / 1e9
     bw = intra if machine.nnodes == 1 else min(intra, machine.inter_bw / 1e9)
@@ -182,7 +182,8 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         return _collnet_bus_bandwidth(machine, collective, algo, proto, bw, tuner)
     if machine.graph_channels:
         channels = machine.graph_channels
-        bw = channels * machine.graph_channel_bw / 1e9
+        bw = channels * (machine.graph_channel_bw if algo == "ring"
+                         else machine.tree_channel_bw) / 1e9
     if algo == "pat":
         return bw * 0.75 if proto == "Simple" else 0.0
     if algo == "ring":
