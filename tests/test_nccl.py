@@ -346,14 +346,16 @@ def test_the_tuner_uses_nvls_tree_across_h100_nodes_for_large_buffers():
 
 def test_nvls_tree_bandwidth_is_capped_per_channel_as_nccl_caps_it():
     # NVLink of 2,000 GB/s and 8 x 200 GB/s NICs (behind 200 GB/s PCIe links) per node:
-    # NVLS gives 2,000 x 0.85 x 15/16 x 2 = 3,187.5 GB/s, the two nodes 2 x 1,600, so
-    # Hopper's perChMaxNVLSTreeBws for 2 nodes binds: 16 channels x 57.7 = 923.2 GB/s.
-    # NCCL's time at 1 GiB: 25 + 2 x 20.9 us (NVLS-tree's NVLink and network latencies,
-    # one tree level) + 2^30 bytes at 923.2 x 16 / 30 GB/s (p / 2(p - 1)).
+    # NCCL's NVLS graph has 8 heads at 48 GB/s, Hopper's fastest speed across nodes (9 x
+    # 48 is well within 2,000), so a channel's NVLS gives 48 x 0.85 x 7/8 x 2 = 71.4 GB/s
+    # and the two nodes 2 x 48, and Hopper's perChMaxNVLSTreeBws for 2 nodes binds:
+    # 8 channels x 57.7 = 461.6 GB/s. NCCL's time at 1 GiB: 25 + 2 x 20.9 us (NVLS-tree's
+    # NVLink and network latencies, one tree level) + 2^30 bytes at 461.6 x 16 / 30 GB/s
+    # (p / 2(p - 1)).
     topo = sc.topology.dgx_h100(2, nvlink_bandwidth=2000e9, nic_bandwidth=200e9,
                                 pcie_bandwidth=200e9)
     machine = describe(topo, tuple(range(16)))
-    expected = (25 + 2 * 20.9) * US + 2**30 / (923.2e9 * 16 / 30)
+    expected = (25 + 2 * 20.9) * US + 2**30 / (461.6e9 * 16 / 30)
     assert predict(machine, "all_reduce", 2**30, "nvls_tree", "Simple", 16) == \
         pytest.approx(expected, rel=1e-9)
 

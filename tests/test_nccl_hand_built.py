@@ -97,19 +97,24 @@ def test_nvls_tree_on_nodes_of_different_sizes_has_the_smallest_nodes_count_of_h
 
 def test_the_tuner_counts_only_the_nvls_heads_network_on_nodes_of_different_sizes():
     """Nodes of 4, 4 and 2 GPUs, each GPU with its own 50 GB/s NIC: a node reaches the
-    next at 4 x 50 GB/s, its 2 NVLS heads at 2 x 50 GB/s, which bounds NVLS-tree: NCCL
-    2.30.7's NVLS-tree bus bandwidth is the least of NVLink's 200 x 0.85 x 15/16 x 2, the
-    network's and 16 x 45.5 GB/s, so 100 GB/s where it would be 200 over every NIC. Over
-    10 ranks an all_reduce of n bytes moves at 100 x 10 / 18 GB/s: 1 GB takes 9 ms more
-    than at 200."""
+    next at 4 x 50 GB/s, its 2 NVLS heads at 2 x 50 GB/s. NCCL's NVLS graph has a head
+    per NIC of the smallest node (2), each at the fastest speed of Hopper's array within
+    its NIC: 48, and NCCL 2.30.7's NVLS-tree bus bandwidth is 2 channels x the least of
+    48 x 0.85 x 1/2 x 2 = 40.8 (NVLS), 48 (the network) and 45.5 GB/s: 81.6 GB/s. Were
+    the heads' NICs 20 GB/s each, the graph would run at 20: 2 x 20 x 0.85 = 34 GB/s,
+    and over 10 ranks an all_reduce of 1 GB (at bus x 10 / 18) takes 18/10 x (1/34 -
+    1/81.6) ns per byte more; the other GPUs' NICs do not count."""
     machine = _machine(nvls_nodes((4, 4, 2)))
     assert machine.inter_bw == 4 * 50e9
     assert machine.heads_inter_bw == 2 * 50e9
     assert machine.smallest_node == 2
-    every_nic = dataclasses.replace(machine, heads_inter_bw=machine.inter_bw)
-    slower = predict(machine, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7") - \
-        predict(every_nic, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7")
-    assert slower == pytest.approx(10**9 * 18 / 10 * (1 / 100e9 - 1 / 200e9), rel=1e-12)
+    slow_heads = dataclasses.replace(machine, heads_inter_bw=2 * 20e9)
+    slower = predict(slow_heads, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7") - \
+        predict(machine, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7")
+    assert slower == pytest.approx(10**9 * 18 / 10 * (1 / 34e9 - 1 / 81.6e9), rel=1e-12)
+    every_nic = dataclasses.replace(slow_heads, inter_bw=4 * 20e9, heads_inter_bw=None)
+    assert predict(every_nic, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7") == \
+        predict(slow_heads, "all_reduce", 10**9, "nvls_tree", "Simple", 16, "2.30.7")
     even = _machine(nvls_nodes((4, 4)))
     assert even.heads_inter_bw == even.inter_bw == 4 * 50e9
     assert even.smallest_node == 4

@@ -108,15 +108,17 @@ def test_nvls_reduce_scatter_time_worked_out_by_hand_when_the_switch_reduction_i
 
 
 def test_the_tuner_prefers_rings_to_nvls_for_reduce_scatter_and_all_gather():
-    # NCCL 2.30.7 (tuning.cc): NVLS's bus bandwidth for these is the NVLink bandwidth x
-    # 0.85 (Hopper's nvlsEfficiency) x 15/16 (16 channels) x 7/8 ((ppn - 1) / ppn), and
-    # NCCL does not convert it to an algorithm bandwidth (only rings' is); its latency is
-    # 25 us. At 1 GiB: 25 + 2^30 / 258.6 GB/s = 4,177 us. The Simple ring (12 graph
+    # NCCL 2.30.7 (tuning.cc): NVLS's bus bandwidth for these is its graph's 8 channels
+    # (one per head GPU) x their 40 GB/s (9 x 40 fits a GPU's 370.8 GB/s, 9 x 50 does
+    # not) x 0.85 (Hopper's nvlsEfficiency) x 7/8 (one channel's share left out) x 7/8
+    # ((ppn - 1) / ppn), 208.25 GB/s, and NCCL does not convert it to an algorithm
+    # bandwidth (only rings' is); its latency is 25 us. At 1 GiB: 25 + 2^30 / 208.25
+    # GB/s = 5,181 us. The Simple ring (12 graph
     # channels at 30 GB/s): 8.4 + 7 x 3.4 us + 2^30 / (360 x 8/7 GB/s) = 2,642 us; at 8 B
     # the ring's LL costs 6.6 + 7 x 0.6 = 10.8 us against NVLS's 25. So NCCL would run
     # rings unless NCCL_ALGO=NVLS.
     machine = describe(sc.topology.dgx_h100(1), tuple(range(P)))
-    nvls_bw = 370.8e9 * 0.85 * 15 / 16 * 7 / 8
+    nvls_bw = 8 * 40e9 * 0.85 * 7 / 8 * 7 / 8
     for collective in ("reduce_scatter", "all_gather"):
         assert predict(machine, collective, 2**30, "nvls", "Simple", 16) == pytest.approx(
             25 * US + 2**30 / nvls_bw, rel=1e-6)

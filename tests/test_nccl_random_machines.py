@@ -109,7 +109,9 @@ def test_started_collectives_on_random_servers(seed):
     try:
         res = sc.run_program(topo, program)
     except sc.AlgorithmError as refused:
-        assert "algo" in params and "cannot run all_reduce" in str(refused), refused
+        assert "algo" in params and ("cannot run all_reduce" in str(refused) or (
+            "can run all_reduce" in str(refused) and "NVLS graph has 1 channel" in str(refused))
+            ), refused
         return
     for r in range(p):
         summed, gathered = res.outputs[r]

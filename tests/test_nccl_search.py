@@ -12,7 +12,12 @@ import pytest
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.protocols import channel_rate
-from simcoll.algorithms.nccl.search import across_nodes_channels, one_node_channels
+from simcoll.algorithms.nccl.search import (
+    NvlsGraph,
+    across_nodes_channels,
+    nvls_graph,
+    one_node_channels,
+)
 from simcoll.algorithms.nccl.tuner import max_channels, predict
 
 GBS = 1e9
@@ -255,3 +260,26 @@ def test_a_channel_that_runs_moves_its_share_of_a_graph_channels_cap():
     paced = 2 * 15 / 16 * n / 18.35e9
     assert paced < res.time < 1.001 * paced
     assert channel_rate("LL128", "ring", "hopper", 2, 1, share=0.5) == 18.35e9
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    # One node of 8 H100 (370.8 GB/s each): every GPU heads a channel; a channel takes its
+    # speed on every GPU's NVLink, twice on its head's, so 9 x speed must fit. The search
+    # starts at 40 (8 x 60 and 8 x 50 exceed 370.8), and 9 x 40 = 360 fits.
+    # Pass 2 raises bwInter while below 2 x 40: 50, 60, the array's top.
+    (("hopper", 370.8, 8), NvlsGraph(8, 40.0, 60.0)),
+    # Across DGX H100 nodes (8 NICs of 48 GB/s): 6 at 48 (7 x 48 = 336; 8 x 48 = 384 is
+    # over), 7 at 45, 8 at 40, every head used: done. bwInter then rises to 42, 45, 48.
+    (("hopper", 370.8, 8, 8, 48.0), NvlsGraph(8, 40.0, 48.0)),
+    # 4 NICs: 4 heads at most, at 48 already (5 x 48 fits).
+    (("hopper", 370.8, 8, 4, 48.0), NvlsGraph(4, 48.0, 48.0)),
+    # Blackwell, one node of 721.8 GB/s: 8 x 90 = 720 is within it, but 9 x 90 = 810
+    # is not; 9 x 80 = 720 fits. bwInter: 90.
+    (("blackwell", 721.8, 8), NvlsGraph(8, 80.0, 90.0)),
+    # 25 GB/s NICs on Hopper: the first speed within them is 24; 9 x 24 fits.
+    (("hopper", 370.8, 8, 8, 25.0), NvlsGraph(8, 24.0, 24.0)),
+    # 20 GB/s of NVLink for 8 GPUs on one node: 9 x 3 (the slowest speed) = 27 > 20.
+    (("hopper", 20.0, 8), NvlsGraph(0, 0.0, 0.0)),
+])
+def test_the_nvls_graph_by_hand(args, expected):
+    assert nvls_graph(*args) == expected

@@ -79,12 +79,13 @@ def test_bad_lists_are_refused_with_what_is_accepted(value, says):
 
 def test_leaving_ll128_out_picks_the_best_of_the_others():
     # dgx_h100(8) at 4 MiB: NCCL's model picks tree with LL128: bus bandwidth
-    # min(370.8 x 0.92, 8 graph channels x 36.0) x 120/128 capped at 8 x 29.0 = 232 GB/s,
-    # algorithm bandwidth 116 x 0.8 (the tree's correction at 4 MiB), latency 14 +
+    # min(8 graph channels x 48 x 0.92, 8 x 36.0) x 120/128 capped at 8 x 29.0 = 232
+    # GB/s, algorithm bandwidth 116 x 0.8 (the tree's correction at 4 MiB), latency 14 +
     # 2 (7 x 1.25 + 3 x 8.5) = 82.5 us: 82.5 + 45.2 = 127.7 us. Without LL128, NVLS-tree
-    # with Simple has bus bandwidth min(370.8 x 0.85 x 15/16 x 2, 384, 16 x 45.5) = 384
-    # GB/s, algorithm bandwidth 384 x 64 / 126, latency 25 + 2 log2(8) x 20.9 = 150.4 us:
-    # 150.4 + 21.5 = 171.9 us, ahead of tree with Simple (8.4 + 2 (7 x 4 + 3 x 14) = 148.4
+    # with Simple has bus bandwidth 8 NVLS graph channels x min(40 x 0.85 x 7/8 x 2, 48,
+    # 45.5) = 364 GB/s, algorithm bandwidth 364 x 64 / 126, latency 25 + 2 log2(8) x 20.9
+    # = 150.4 us: 150.4 + 22.7 = 173.1 us, ahead of tree with Simple (8.4 + 2 (7 x 4 + 3 x
+    # 14) = 148.4
     # us + 4 MiB over 288 / 2 x 0.7 GB/s: 190 us) and everything with LL.
     machine = describe(sc.topology.dgx_h100(8), tuple(range(64)))
     nbytes = 4 * 2**20
@@ -94,7 +95,7 @@ def test_leaving_ll128_out_picks_the_best_of_the_others():
                                              rel=1e-9)
     left = choose(machine, "all_reduce", nbytes, proto="LL,Simple")
     assert (left.algo, left.proto) == ("nvls_tree", "Simple")
-    assert left.predicted == pytest.approx((150.4 + nbytes * 126 / (64 * 384e3)) * US,
+    assert left.predicted == pytest.approx((150.4 + nbytes * 126 / (64 * 364e3)) * US,
                                            rel=1e-9)
     # Over a sweep, the narrowed search is the better of the two protocols alone.
     for size in [2**k for k in range(3, 33, 3)]:

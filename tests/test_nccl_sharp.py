@@ -53,21 +53,26 @@ def test_eight_nodes_with_collnet_pick_nvls_across_nodes_at_1_gib():
     machine = describe(sc.topology.dgx_h100(8, sharp=True), tuple(range(64)))
     inter = 8 * min(PCIE, NDR) / 1e9           # GB/s: 8 rails, each bounded by its PCIe
     assert machine.inter_bw / 1e9 == pytest.approx(inter, rel=1e-12)
-    nvls_bus = min(NVLINK / 1e9 * 0.85 * 15 / 16 * 2, inter)          # = inter, 384
+    # NCCL's NVLS graph: 8 heads at 40 GB/s inside a node (9 x 40 within a GPU's NVLink),
+    # 48 to the network: 8 x min(40 x 0.85 x 7/8 x 2, 48) = 384 GB/s.
+    nvls_bus = 8 * min(40 * 0.85 * 7 / 8 * 2, inter / 8)          # = inter, 384
     expected = (25 + 18 + (1 << 30) / (1000 * nvls_bus * 64 / 126)) * US
     pick = choose(machine, "all_reduce", 1 << 30, collnet=1)
     assert (pick.algo, pick.proto, pick.channels) == ("nvls", "Simple", 16)
     assert pick.predicted == pytest.approx(expected, rel=1e-12)
-    # NVLS-tree has the same bus bandwidth beyond 2 nodes but 2 log2(8) network steps of
-    # 20.9 us; without collnet NCCL disables NVLS across nodes.
+    # NVLS-tree is capped at 45.5 GB/s a channel beyond 2 nodes (8 x 45.5 = 364 GB/s) and
+    # takes 2 log2(8) network steps of 20.9 us; without collnet NCCL disables NVLS across
+    # nodes.
     tree = predict(machine, "all_reduce", 1 << 30, "nvls_tree", "Simple", 16)
-    assert tree == pytest.approx(expected + (2 * 3 * 20.9 - 18) * US, rel=1e-12)
+    assert tree == pytest.approx(
+        (25 + 2 * 3 * 20.9 + (1 << 30) / (1000 * 364 * 64 / 126)) * US, rel=1e-12)
     assert choose(machine, "all_reduce", 1 << 30).algo == "nvls_tree"
-    # NCCL 2.26.2: NVLS takes min(bwIntra, bwInter) = NVLink's 370.8, converted at 5/6.
+    # NCCL 2.26.2: NVLS takes 8 channels x min(bwIntra, bwInter) = 8 x 40 = 320 GB/s,
+    # converted at 5/6.
     old = choose(machine, "all_reduce", 1 << 30, collnet=1, tuner="2.26.2")
     assert (old.algo, old.proto) == ("nvls", "Simple")
     assert old.predicted == pytest.approx(
-        (25 + 18 + (1 << 30) / (1000 * NVLINK / 1e9 * 5 / 6)) * US, rel=1e-12)
+        (25 + 18 + (1 << 30) / (1000 * 320 * 5 / 6)) * US, rel=1e-12)
 
 
 def test_two_nodes_keep_nvls_tree_at_large_sizes_and_nvls_is_all_reduce_only():

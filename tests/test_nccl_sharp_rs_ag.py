@@ -142,15 +142,15 @@ def test_nvls_on_one_channel_is_refused_with_the_reason():
 def test_the_tuner_runs_nvls_across_nodes_only_with_collnet():
     """NCCL 2.30.7 gives NVLS reduce_scatter and all_gather across nodes a bandwidth only
     with NCCL_COLLNET_ENABLE=1 and a CollNet plugin that reduce-scatters and all-gathers
-    (``ncclTopoTuneModel``). At 1 MiB on two SHARP-joined DGX H100, between NVLS and the
-    ring (NCCL_ALGO=NVLS,Ring), NVLS's latency, 25 us in the node plus 18 us across,
-    beats the ring's 15 steps; without collnet NVLS never runs. With every algorithm
-    CollNet Direct edges it out: 44 us + 1 MiB at 345.6 GB/s against 43 us + 1 MiB at
-    258.6 GB/s."""
+    (``ncclTopoTuneModel``). At 1 MiB on two SHARP-joined DGX H100 NVLS runs where it is
+    named (NCCL_ALGO=NVLS) with collnet, and between NVLS and the ring without collnet
+    the ring runs. With every algorithm CollNet Direct runs: 44 us + 1 MiB at 345.6
+    GB/s = 47.0 us, against NVLS's 43 us + 1 MiB at 208.25 GB/s = 48.0 us and the ring
+    with LL128's 47.9 us."""
     topo = sc.topology.dgx_h100(N_NODES, sharp=True)
     for collective, nbytes in (("reduce_scatter", 1 << 20), ("all_gather", (1 << 20) // P)):
         on = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes, collnet=1,
-                         algo="nvls,ring")
+                         algo="nvls")
         off = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes, algo="nvls,ring")
         every = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes, collnet=1)
         assert on.params["algo"] == "nvls" and on.params["collnet"] == 1
@@ -159,12 +159,13 @@ def test_the_tuner_runs_nvls_across_nodes_only_with_collnet():
 
 
 def test_nccls_prediction_for_nvls_across_nodes():
-    """NCCL 2.30.7's model: latency 25 us (NVLink) + 18 us (network); bus bandwidth the
-    least of NVLink x 0.85 x 15/16 x (ppn - 1) / ppn (370.8 GB/s on DGX H100: 258.6) and
-    the node's network (8 x 48 GB/s, NCCL's NDR figure), not converted to an algorithm
-    bandwidth for these collectives. At 1 GiB: 43 us + 2^30 / 258.6 GB/s."""
+    """NCCL 2.30.7's model: latency 25 us (NVLink) + 18 us (network); bus bandwidth its
+    NVLS graph's 8 channels (one per head) x the least of their 40 GB/s inside a node x
+    0.85 x 7/8 (one channel's share left out) x (ppn - 1) / ppn, 26.03 GB/s, and their
+    48 GB/s to the network, not converted to an algorithm bandwidth for these
+    collectives. At 1 GiB: 43 us + 2^30 / 208.25 GB/s."""
     machine = describe(sc.topology.dgx_h100(N_NODES, sharp=True), tuple(range(P)))
-    expected = 43e-6 + 2**30 / (370.8e9 * 0.85 * 15 / 16 * 7 / 8)
+    expected = 43e-6 + 2**30 / (8 * 40e9 * 0.85 * 7 / 8 * 7 / 8)
     for collective in ("reduce_scatter", "all_gather"):
         assert predict(machine, collective, 2**30, "nvls", "Simple", 16) == \
             pytest.approx(expected, rel=1e-12)

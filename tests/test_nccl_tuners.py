@@ -26,16 +26,18 @@ def h100(nodes: int) -> Machine:
 def test_two_h100_nodes_at_1_mib_pick_nvls_tree_by_2_26_2_and_a_tree_by_2_30_7():
     machine = h100(2)
     intra, inter = machine.intra_bw / 1e9, machine.inter_bw / 1e9       # GB/s
-    # 2.26.2: bus bandwidth min(NVLink, network) = NVLink here, times 5/6; latency: NVLS
-    # tree's NVLink step (25 us) + 2 log2(2) network steps of 14 us.
-    nvls_tree = (25 + 2 * 14 + MIB / (1000 * min(intra, inter) * 5 / 6)) * US
+    # NCCL's NVLS graph: 8 heads at 40 GB/s inside a node (9 x 40 = 360 within a GPU's
+    # 370.8), 48 to the network. 2.26.2: bus bandwidth 8 x min(40, 48), times 5/6;
+    # latency: NVLS tree's NVLink step (25 us) + 2 log2(2) network steps of 14 us.
+    assert intra == 370.8 and inter == 8 * 48
+    nvls_tree = (25 + 2 * 14 + MIB / (1000 * 8 * 40 * 5 / 6)) * US
     old = choose(machine, "all_reduce", MIB, tuner="2.26.2")
     assert (old.algo, old.proto, old.channels) == ("nvls_tree", "Simple", 16)
     assert old.predicted == pytest.approx(nvls_tree, rel=1e-12)
-    # 2.30.7: 0.85 x 15/16 x 2 of NVLink (below the network's 2 x and 16 x 57.7 GB/s),
+    # 2.30.7: 8 x the least of 40 x 0.85 x 7/8 x 2 = 59.5, 2 x 48 and 57.7 GB/s,
     # converted at p / (2 (p - 1)), and a 20.9 us network step: slower than a tree with
     # LL128, which both releases predict alike.
-    bus = min(intra * 0.85 * 15 / 16 * 2, 2 * inter, 16 * 57.7)
+    bus = 8 * min(40 * 0.85 * 7 / 8 * 2, 2 * 48, 57.7)
     new_nvls_tree = (25 + 2 * 20.9 + MIB / (1000 * bus * 16 / 30)) * US
     assert predict(machine, "all_reduce", MIB, "nvls_tree", "Simple", 16) == pytest.approx(
         new_nvls_tree, rel=1e-12)
@@ -49,7 +51,9 @@ def test_beyond_two_nodes_2_26_2_halves_the_network_for_nvls_tree():
     machine = h100(8)
     intra, inter = machine.intra_bw / 1e9, machine.inter_bw / 1e9
     gib = 1 << 30
-    expected = (25 + 2 * 3 * 14 + gib / (1000 * min(intra, inter / 2) * 5 / 6)) * US
+    # 8 NVLS graph channels x min(bwIntra 40, bwInter 48 / 2), at 5/6.
+    assert intra == 370.8 and inter == 8 * 48
+    expected = (25 + 2 * 3 * 14 + gib / (1000 * 8 * min(40, 48 / 2) * 5 / 6)) * US
     assert predict(machine, "all_reduce", gib, "nvls_tree", "Simple", 16,
                    "2.26.2") == pytest.approx(expected, rel=1e-12)
     # So 2.26.2 prefers a tree or a ring at 1 GiB, where 2.30.7 keeps NVLS-tree.
@@ -61,13 +65,16 @@ def test_one_h100_node_nvls_by_2_26_2():
     machine = h100(1)
     intra = machine.intra_bw / 1e9
     size = 1 << 30
-    # all_reduce: NVLink at 5/6 after one 25 us step; reduce_scatter and all_gather:
-    # NVLink as it is (NCCL converts no NVLS bus bandwidth but all_reduce's).
+    # NCCL's NVLS graph: 8 heads at 40 GB/s (9 x 40 within 370.8), bwInter raised to 60:
+    # 8 x min(40, 60) = 320 GB/s. all_reduce: at 5/6 after one 25 us step;
+    # reduce_scatter and all_gather: as it is (NCCL converts no NVLS bus bandwidth but
+    # all_reduce's).
+    assert intra == 370.8
     assert predict(machine, "all_reduce", size, "nvls", "Simple", 16, "2.26.2") == \
-        pytest.approx((25 + size / (1000 * intra * 5 / 6)) * US, rel=1e-12)
+        pytest.approx((25 + size / (1000 * 320 * 5 / 6)) * US, rel=1e-12)
     for collective in ("reduce_scatter", "all_gather"):
         assert predict(machine, collective, size, "nvls", "Simple", 16, "2.26.2") == \
-            pytest.approx((25 + size / (1000 * intra)) * US, rel=1e-12)
+            pytest.approx((25 + size / (1000 * 320)) * US, rel=1e-12)
 
 
 def test_no_nvls_before_hopper_in_either_release():
@@ -160,8 +167,7 @@ def test_blackwell_nvls_channels_follow_ncclNvlsTuning(nodes, nic, ppn, expected
     ``ncclNvlsTreeSm100Tuning``); 2.26.2 opened 32 on Blackwell everywhere, and Hopper
     has 16 in both."""
     machine = _blackwell(nodes, nic, ppn)
-    best = choose(machine, "all_reduce", 1 << 30)
-    assert best.algo == ("nvls" if nodes == 1 else "nvls_tree")
+    best = choose(machine, "all_reduce", 1 << 30, algo="nvls" if nodes == 1 else "nvls_tree")
     assert best.channels == expected
     assert choose(machine, "all_reduce", 1 << 30, algo=best.algo,
                   tuner="2.26.2").channels == 32
@@ -179,14 +185,16 @@ def test_blackwell_nvls_channels_read_the_smallest_node():
 
 
 def test_blackwell_nvls_runs_on_its_channels_and_nccl_counts_them():
-    # One NVLS node read as Blackwell: 24 channels, so NCCL's NVLS bus bandwidth is
-    # NVLink x 0.74 x 23/24 x 2 (against 15/16 with Hopper's 16 channels), after NVLS's
-    # one 25 us step.
+    # One NVLS node read as Blackwell: NVLS runs on 24 channels, and NCCL's bus bandwidth
+    # counts its NVLS graph's, whatever runs: 8 heads at 40 GB/s (Blackwell's speeds: 9 x
+    # 45 exceeds the H100's 370.8 GB/s, 9 x 40 fits; bwInter then rises to 80), so 8 x
+    # min(40 x 0.74 x 7/8 x 2, 80) = 414.4 GB/s, after NVLS's one 25 us step.
     topology = sc.topology.dgx_h100(1)
     res = sc.simulate(topology, "all_reduce", algorithm="nccl", nbytes=1 << 30,
                       arch="blackwell")
     assert res.params["algo"] == "nvls" and res.params["channels"] == 24
     machine = describe(topology, tuple(range(8)), "blackwell")
-    bus = machine.intra_bw / 1e9 * 0.74 * 23 / 24 * 2
-    assert predict(machine, "all_reduce", 1 << 30, "nvls", "Simple", 24) == pytest.approx(
-        (25 + (1 << 30) / (1000 * bus * 8 / 14)) * US, rel=1e-12)
+    bus = 8 * 40 * 0.74 * 7 / 8 * 2
+    for channels in (24, 16):
+        assert predict(machine, "all_reduce", 1 << 30, "nvls", "Simple", channels) == \
+            pytest.approx((25 + (1 << 30) / (1000 * bus * 8 / 14)) * US, rel=1e-12)

@@ -42,6 +42,10 @@ such a pair prints "maxBw 24.0 totalBw 24.0", the ring graph "nChannels 1, bw
 24.000000/24.000000" and "2 coll channels"). Nodes over PCI across nodes, and nodes of
 different sizes some of which hold one GPU, keep 4 and 16 channels (NCCL's search there
 is not modelled).
+
+NCCL's tuner also reads its tree graph (:func:`tree_intra_speed`) and its NVLS graph
+(:func:`nvls_graph`), searched the same way with their own rules. The search here is
+2.30.7's whichever tuner release predicts (2.26.2's Blackwell speed arrays differ).
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ from typing import NamedTuple
 
 __all__ = ["INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
            "one_node_channels", "one_node_ring_channels", "across_nodes_channels", "finish",
-           "tree_intra_speed"]
+           "tree_intra_speed", "NvlsGraph", "nvls_graph", "NVLS_ARITY"]
 
 _CLASSIC_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _CLASSIC_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
@@ -75,6 +79,8 @@ MAX_RING_CHANNELS = 32
 """The ring graph's ``maxChannels``: ``MAXCHANNELS`` (64) / 2 (src/init.cc)."""
 _MAX_CHANNELS = 64
 """``MAXCHANNELS`` (src/include/device.h)."""
+NVLS_ARITY = 32
+"""``NCCL_MAX_NVLS_ARITY`` (src/include/device.h): the most heads an NVLS graph has."""
 _COMPUTE_CAPABILITY = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
 _NEXT_SPEED_RATIO = 0.49
 """The search tries a slower speed only while it is above this share of the best one."""
@@ -221,3 +227,66 @@ def tree_intra_speed(arch: str, ring: Searched, nvlink_gbs: float, gpus: int) ->
             break
         speed = faster
     return speed
+
+
+class NvlsGraph(NamedTuple):
+    """NCCL's NVLS graph: its channels (one per head GPU) and their speeds inside a node
+    (``bwIntra``) and to the network (``bwInter``), GB/s; no channels where the search
+    found none (NCCL then runs no NVLS)."""
+
+    channels: int
+    intra: float
+    inter: float
+
+
+def nvls_graph(arch: str, nvlink_gbs: float, gpus: int, nics: int = 0,
+               nic_gbs: float = 0.0) -> NvlsGraph:
+    """NCCL's NVLS graph search (``ncclTopoCompute`` with ``NCCL_TOPO_PATTERN_NVLS``,
+    src/graph/search.cc of 2.30.7) on nodes of ``gpus`` GPUs with ``nvlink_gbs`` of
+    NVLink each, on one node (``nics=0``) or across nodes whose ``nics`` NICs carry
+    ``nic_gbs`` each (one head per NIC, on a GPU of its own).
+
+    A channel has one head GPU; at a speed it takes that speed on every GPU's NVLink to
+    and from the NVSwitch, twice on its head's (``ncclTopoSearchTryNvls``), and across
+    nodes the speed on its head's NIC. So n channels fit where (n + 1) x speed is within
+    a GPU's NVLink, and n is at most the heads there can be (the GPUs, the NICs, 32). On
+    one node every GPU must head a channel (``minChannels = maxChannels``); across nodes
+    the search keeps the speed with the most channels (or, as many, the most bandwidth),
+    down the speed array while the next speed is above 0.49 of the best, and stops once
+    every head has one. Pass 2 then raises ``bwInter`` while it is below twice
+    ``bwIntra`` and the heads' NICs carry it. On one node of 8 H100 (370.8 GB/s): 8
+    channels at 40 (9 x 40 = 360), ``bwInter`` 60; across DGX H100 nodes (8 NICs of 48):
+    6 at 48, 7 at 45, 8 at 40, then ``bwInter`` 42, 45, 48."""
+    across = nics > 0
+    speeds = (INTER_SPEEDS if across else INTRA_SPEEDS)[arch]
+    most = min(NVLS_ARITY, gpus, nics if across else gpus)
+    least = 1 if across else most
+    max_bw = nic_gbs if across else nvlink_gbs
+
+    def fits(speed: float) -> int:
+        if across and nic_gbs < speed * (1 - _SLACK):
+            return 0
+        n = min(most, int(nvlink_gbs * (1 + _SLACK) // speed) - 1)
+        return n if n >= least else 0
+
+    i = next((k for k, v in enumerate(speeds) if v <= max_bw and v * least <= nvlink_gbs),
+             len(speeds) - 1)
+    best_n, best_s = 0, 0.0
+    while True:
+        n = fits(speeds[i])
+        if n > best_n or n * speeds[i] > best_n * best_s:
+            best_n, best_s = n, speeds[i]
+        if best_n == most or best_n * best_s >= nvlink_gbs * (1 - _SLACK):
+            break
+        if i + 1 < len(speeds) and (best_n == 0 or speeds[i + 1] / best_s > _NEXT_SPEED_RATIO):
+            i += 1
+            continue
+        break
+    if best_n == 0:
+        return NvlsGraph(0, 0.0, 0.0)
+    inter = best_s
+    for faster in sorted(v for v in speeds if v > best_s):
+        if inter >= 2 * best_s or (across and nic_gbs < faster * (1 - _SLACK)):
+            break
+        inter = faster
+    return NvlsGraph(best_n, best_s, inter)

@@ -37,10 +37,11 @@ from simcoll.algorithms.nccl.constants import (
 )
 from simcoll.algorithms.nccl.machine import Machine
 from simcoll.algorithms.nccl.protocols import PROTOCOL
+from simcoll.algorithms.nccl.search import NvlsGraph, nvls_graph
 from simcoll.errors import InvalidInputError
 
 __all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_channels",
-           "nvls_channels"]
+           "nvls_channels", "nvls_graph_of"]
 
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
@@ -106,32 +107,54 @@ def _column(machine: Machine) -> int:
     return min(machine.nnodes, 3) - 1
 
 
+def nvls_graph_of(machine: Machine) -> NvlsGraph:
+    """NCCL's NVLS graph on this machine (:func:`~.search.nvls_graph`): over the
+    smallest node's GPUs and, across nodes, one head per NIC (:attr:`Machine.rails`),
+    each NIC carrying its share of the node's bandwidth to the network, and no more
+    than the heads' share of theirs (:attr:`Machine.heads_inter_bw`)."""
+    gpus = machine.smallest_node or round(machine.ppn)
+    if machine.nnodes == 1:
+        return nvls_graph(machine.arch, machine.intra_bw / 1e9, gpus)
+    rails = max(machine.rails, 1)
+    nics = min(rails, gpus)
+    nic = machine.inter_bw / rails
+    if machine.heads_inter_bw is not None:
+        nic = min(nic, machine.heads_inter_bw / nics)
+    return nvls_graph(machine.arch, machine.intra_bw / 1e9, gpus, nics, nic / 1e9)
+
+
+def _nvls_searched(machine: Machine) -> bool:
+    """NCCL's NVLS graph has a channel here (NVLS runs only then)."""
+    return NVLS_EFFICIENCY[machine.arch] > 0 and nvls_graph_of(machine).channels > 0
+
+
 def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: int,
                         tuner: str) -> float:
-    """NCCL's bus bandwidth (GB/s) of NVLS or NVLS-tree with Simple: 2.30.7 counts the
-    share of NVLink that NVLS reaches (``nvlsEfficiency``, one channel's share left out,
-    doubled for all_reduce's two pipelined operations) and caps NVLS-tree per channel;
-    2.26.2 takes the lesser of NVLink and the network (half of it for NVLS-tree beyond
-    2 nodes). Only a node's NVLS heads talk to the network (:attr:`Machine.heads_inter_bw`
-    on nodes of different sizes)."""
+    """NCCL's bus bandwidth (GB/s) of NVLS or NVLS-tree with Simple: the NVLS graph's
+    channels (:func:`nvls_graph_of`; one per head GPU, not the channels NVLS runs on)
+    times a channel's bandwidth. 2.30.7 takes for that the least of the channel's
+    ``bwIntra`` times the share of NVLink NVLS reaches (``nvlsEfficiency``, one channel's
+    share left out, doubled for all_reduce's two pipelined operations, else times
+    (ppn - 1) / ppn), its ``bwInter`` (doubled for NVLS-tree on 2 nodes) and, for
+    NVLS-tree, ``perChMaxNVLSTreeBw``; 2.26.2 the lesser of ``bwIntra`` and
+    ``bwInter`` (half of it for NVLS-tree beyond 2 nodes). No NVLS where the graph has
+    none, nor (2.30.7) where it has fewer than 2 channels; simcoll holds the ``channels``
+    NVLS would run on to that rule too."""
     arch, col = machine.arch, _column(machine)
-    heads_bw = machine.inter_bw if machine.heads_inter_bw is None else machine.heads_inter_bw
-    intra, inter = machine.intra_bw / 1e9, heads_bw / 1e9
-    multi = machine.nnodes > 1
     if NVLS_EFFICIENCY[arch] == 0:  # no NVLS before Hopper, in either release
         return 0.0
+    graph = nvls_graph_of(machine)
+    n = graph.channels
     if tuner == "2.26.2":
-        return min(intra, inter if algo == "nvls" or machine.nnodes <= 2 else inter / 2) \
-            if multi else intra
-    if channels < 2:
+        inter = graph.inter if algo == "nvls" or machine.nnodes <= 2 else graph.inter / 2
+        return n * min(graph.intra, inter)
+    if n < 2 or channels < 2:
         return 0.0
-    nvls = intra * NVLS_EFFICIENCY[arch] * (channels - 1) / channels
-    nvls *= 2.0 if collective == "all_reduce" else (machine.ppn - 1) / machine.ppn
-    reach = inter * (2 if algo == "nvls_tree" and machine.nnodes <= 2 else 1) if multi \
-        else math.inf
-    cap = channels * PER_CHANNEL_MAX_NVLS_TREE_BW[arch][col] if algo == "nvls_tree" \
-        else math.inf
-    return min(nvls, reach, cap)
+    intra = graph.intra * NVLS_EFFICIENCY[arch] * (n - 1) / n
+    intra *= 2.0 if collective == "all_reduce" else (machine.ppn - 1) / machine.ppn
+    inter = graph.inter * (2 if algo == "nvls_tree" and machine.nnodes <= 2 else 1)
+    cap = PER_CHANNEL_MAX_NVLS_TREE_BW[arch][col] if algo == "nvls_tree" else math.inf
+    return n * min(intra, inter, cap)
 
 
 def _collnet_bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
@@ -295,12 +318,14 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     of scaled reductions). NVLS and NVLS-tree need every node to hold two GPUs or more
     (:attr:`Machine.lone_gpu_node`); on nodes of different sizes NVLS-tree runs with as
     many heads as the smallest node has GPUs, and NVLS across nodes and CollNet do not
-    run (:attr:`Machine.uneven_nodes`: no SHARP trees are found there)."""
+    run (:attr:`Machine.uneven_nodes`: no SHARP trees are found there). Nor does NVLS
+    where NCCL's NVLS graph has no channel (:func:`nvls_graph_of`; NCCL then turns NVLS
+    off, ``nvlsSupport = 0`` in init.cc)."""
     across = bool(collnet) and machine.sharp
     collnet_ok = across and machine.ppn <= 8 and (
         collective == "all_reduce" or machine.nvls or machine.rails >= machine.ppn)
 
-    nvls = machine.nvls and not machine.lone_gpu_node
+    nvls = machine.nvls and not machine.lone_gpu_node and _nvls_searched(machine)
 
     def runs(a: str) -> bool:
         if a == "nvls":
@@ -420,6 +445,10 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             if machine.nvls and machine.nranks > 1 and any(a.startswith("nvls") for a in named):
                 if machine.lone_gpu_node:
                     hints.append("NCCL runs no NVLS where a node holds one GPU")
+                elif not _nvls_searched(machine):
+                    hints.append("NCCL's NVLS search finds no channel here: a GPU's NVLink "
+                                 "or a head's NIC is below its slowest speed, or NCCL has "
+                                 "no NVLS for this GPU generation")
             if any(a.startswith("collnet") for a in named):
                 hints.append("CollNet needs collnet=1, nodes of equal GPU counts joined by "
                              "a SHARP fabric, at most 8 GPUs per node, and NVLink for "
@@ -444,8 +473,13 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                 best = Choice(a, pr, nc if channels else trim_channels(
                     nbytes, a, pr, nc, machine.nranks, int(machine.ppn)), t)
     if best is None or math.isinf(best.predicted):
-        few = " (NVLS needs 2 channels or more, as in NCCL)" if channels == 1 and all(
-            a.startswith("nvls") for a in algos) else ""
+        few = ""
+        if all(a.startswith("nvls") for a in algos):
+            if channels == 1:
+                few = " (NVLS needs 2 channels or more, as in NCCL)"
+            elif tuner != "2.26.2" and nvls_graph_of(machine).channels < 2:
+                few = (" (NCCL's NVLS graph has 1 channel here, one head, and NCCL "
+                       "2.30.7 runs NVLS on 2 or more)")
         raise InvalidInputError(f"no NCCL algorithm and protocol can run {collective} with "
                                 f"algo={algo!r}, proto={proto!r}, channels={channels} on "
                                 f"this machine{few}")
