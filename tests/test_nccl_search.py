@@ -120,6 +120,28 @@ def test_one_node_over_pci_by_hand(topo, arch, expected):
     assert max_channels(machine, "ring") == expected[0]
 
 
+def test_intel_root_complexes_weigh_pci_links_by_nccls_overhead():
+    """NCCL's search takes 6/5 of a channel's speed on the PCI links of a path through
+    an Intel CPU's root complex within a socket (``INTEL_P2P_OVERHEAD``). pcie_node(8)
+    with Intel CPUs: the hops from one switch to the other cross GPU 3's and GPU 7's
+    links, the uplinks and the links down at 1.2 x speed, so 24 // (1.2 x speed): 1 at
+    20 (2 only at 10, no more), not doubled; twice: 2. Without peer to peer each uplink
+    carries 4 x 1.2 x speed: 1 at 5, 2 run. AMD (or an unnamed vendor) keeps 4 and 2;
+    across sockets (NCCL's PATH_SYS) the hops take no overhead."""
+    def machine(cpu, **kwargs):
+        topo = sc.topology.pcie_node(8, **kwargs)
+        topo.cpu = cpu
+        found = describe(topo, tuple(range(8)))
+        return found.channels, found.graph_channels, found.graph_channel_bw / GBS
+
+    assert machine("intel") == (2, 1, 20.0)
+    assert machine("intel", p2p=False) == (2, 1, 5.0)
+    assert machine("amd") == (4, 2, 12.0)
+    assert machine("amd", p2p=False) == (2, 1, 6.0)
+    assert machine("intel", gen=5, sockets=2, inter_socket_bandwidth=55.6 * GBS) == \
+        machine("amd", gen=5, sockets=2, inter_socket_bandwidth=55.6 * GBS) == (4, 2, 20.0)
+
+
 def test_pci_across_nodes_and_uneven_lone_gpu_nodes_keep_their_counts():
     for topo, ranks, expected in ((sc.topology.cluster(2, 4, intra_kind="pcie"), range(8), 4),
                                   (sc.topology.dgx_h100(2), (0, 1, 2, 8), 16)):

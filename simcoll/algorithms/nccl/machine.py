@@ -25,6 +25,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from simcoll.algorithms.nccl.search import (
+    INTEL_P2P_OVERHEAD,
     Searched,
     across_nodes_channels,
     one_node_channels,
@@ -557,12 +558,29 @@ def _searched_channels(topology: Topology, groups: list[list[int]], intra: str,
 def _pci_node_channels(topology: Topology, ring: list[int], arch: str) -> Searched:
     """NCCL's ring search on one node over PCI, through the GPUs in ``ring``'s order:
     each hop the links of its route that NCCL's topology knows (host memory, where a
-    message is staged without peer-to-peer access, is not one of them)."""
-    hops = [[(d, topology.links[d >> 1].bandwidth / 1e9)
-             for d in topology.route(a, b).links if topology.links[d >> 1].kind != "memory"]
-            for a, b in zip(ring, ring[1:] + ring[:1])]
+    message is staged without peer-to-peer access, is not one of them). With Intel CPUs
+    a hop through a CPU's root complex (a device linked to host memory) within one
+    socket (no inter-socket link: NCCL's ``PATH_PHB``) weighs its PCI links by
+    ``INTEL_P2P_OVERHEAD``."""
+    hops = []
+    for a, b in zip(ring, ring[1:] + ring[:1]):
+        links = topology.route(a, b).links
+        kinds = {topology.links[d >> 1].kind for d in links}
+        through_cpu = any(_is_cpu(topology, topology.directed_link(d)[1]) for d in links[:-1])
+        weight = INTEL_P2P_OVERHEAD if (topology.cpu == "intel" and through_cpu
+                                         and "inter_socket" not in kinds) else 1.0
+        hops.append([(d, topology.links[d >> 1].bandwidth / 1e9,
+                      weight if topology.links[d >> 1].kind == "pcie" else 1.0)
+                     for d in links if topology.links[d >> 1].kind != "memory"])
     total = max(_gpu_total_bw(topology, rank) for rank in ring)
     return one_node_ring_channels(arch, total / 1e9, hops)
+
+
+def _is_cpu(topology: Topology, name: str) -> bool:
+    """A CPU's root complex, as simcoll's presets build it: a device linked to host
+    memory."""
+    return any(topology.links[topology.link_index(name, other)].kind == "memory"
+               for other in topology.neighbors(name))
 
 
 def _gpu_total_bw(topology: Topology, rank: int) -> float:

@@ -54,7 +54,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-__all__ = ["INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
+__all__ = ["INTEL_P2P_OVERHEAD", "INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
            "one_node_channels", "one_node_ring_channels", "across_nodes_channels", "finish",
            "tree_intra_speed", "NvlsGraph", "nvls_graph", "NVLS_ARITY"]
 
@@ -79,6 +79,9 @@ MAX_RING_CHANNELS = 32
 """The ring graph's ``maxChannels``: ``MAXCHANNELS`` (64) / 2 (src/init.cc)."""
 _MAX_CHANNELS = 64
 """``MAXCHANNELS`` (src/include/device.h)."""
+INTEL_P2P_OVERHEAD = 6 / 5
+"""What a channel takes on the PCI links of a path through an Intel CPU's root complex,
+per unit of its speed (``INTEL_P2P_OVERHEAD``, src/graph/topo.h)."""
 NVLS_ARITY = 32
 """``NCCL_MAX_NVLS_ARITY`` (src/include/device.h): the most heads an NVLS graph has."""
 _COMPUTE_CAPABILITY = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
@@ -156,28 +159,28 @@ def one_node_channels(arch: str, nvlink_gbs: float) -> Searched:
 
 
 def one_node_ring_channels(arch: str, gpu_gbs: float,
-                           hops: Sequence[Sequence[tuple[int, float]]]) -> Searched:
+                           hops: Sequence[Sequence[tuple[int, float, float]]]) -> Searched:
     """The channels and speed of a ring over one node whose GPUs follow ``hops`` (each
-    GPU's path to the next, as ``(directed link, GB/s)`` pairs of the links NCCL's
-    topology knows), each of ``gpu_gbs`` on its own link (NCCL's ``totalBw`` for a GPU
-    on PCI: its PCI link). Each channel takes its speed on every link of every hop, so a
-    link that ``k`` hops cross carries ``GB/s // (k x speed)`` channels: over PCI a
-    switch's uplink carries one hop each way where the GPUs reach each other through it
-    (peer to peer), and every hop of its GPUs each way where each GPU's path goes up to
-    the CPU and back down (no peer to peer: NCCL's SHM transport). Searched as
-    :func:`finish` says, through the ring order given, not NCCL's other orders, and
-    without the 20% more NCCL counts on PCI links for peer to peer through an Intel
-    root complex (``INTEL_P2P_OVERHEAD``)."""
+    GPU's path to the next, as ``(directed link, GB/s, weight)`` triples of the links
+    NCCL's topology knows), each of ``gpu_gbs`` on its own link (NCCL's ``totalBw`` for
+    a GPU on PCI: its PCI link). Each channel takes its speed times the weight on every
+    link of every hop, so a link that ``k`` hops of weight 1 cross carries ``GB/s // (k
+    x speed)`` channels: over PCI a switch's uplink carries one hop each way where the
+    GPUs reach each other through it (peer to peer), and every hop of its GPUs each way
+    where each GPU's path goes up to the CPU and back down (no peer to peer: NCCL's SHM
+    transport). A weight of 1.2 is NCCL's ``INTEL_P2P_OVERHEAD`` on the PCI links of a
+    path through an Intel CPU's root complex. Searched as :func:`finish` says, through
+    the ring order given, not NCCL's other orders."""
     speeds = INTRA_SPEEDS[arch]
-    loads: dict[int, tuple[float, int]] = {}
+    loads: dict[int, tuple[float, float]] = {}
     for hop in hops:
-        for d, gbs in hop:
-            loads[d] = (gbs, loads.get(d, (gbs, 0))[1] + 1)
-    max_bw = max(min(gbs for _, gbs in hop) for hop in hops)
+        for d, gbs, weight in hop:
+            loads[d] = (gbs, loads.get(d, (gbs, 0.0))[1] + weight)
+    max_bw = max(min(gbs for _, gbs, _ in hop) for hop in hops)
 
     def fits(speed: float) -> int:
-        return min(MAX_RING_CHANNELS, *(int(gbs * (1 + _SLACK) // (uses * speed))
-                                        for gbs, uses in loads.values()))
+        return min(MAX_RING_CHANNELS, *(int(gbs * (1 + _SLACK) // (load * speed))
+                                        for gbs, load in loads.values()))
 
     return finish(_search(speeds, max_bw, gpu_gbs, fits), speeds, arch, False, fits)
 
