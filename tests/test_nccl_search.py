@@ -305,3 +305,81 @@ def test_a_channel_that_runs_moves_its_share_of_a_graph_channels_cap():
 ])
 def test_the_nvls_graph_by_hand(args, expected):
     assert nvls_graph(*args) == expected
+
+
+def random_pci_node(seed: int) -> sc.topology.Topology:
+    """One node: a root complex and a random tree of PCIe switches under it, GPUs on
+    random switches, each link of 12, 24 or 48 GB/s (uneven), with random latencies."""
+    rng = np.random.default_rng(seed)
+    topo = sc.topology.Topology(f"pci {seed}")
+    switches = [topo.add_switch("root")]
+    for _ in range(int(rng.integers(0, 4))):
+        sw = topo.add_switch()
+        topo.add_link(sw, switches[int(rng.integers(len(switches)))], kind="pcie",
+                      bandwidth=float(rng.choice([12, 24, 48])) * GBS,
+                      latency=float(rng.uniform(0.1, 2)) * 1e-6)
+        switches.append(sw)
+    for _ in range(int(rng.integers(2, 9))):
+        topo.add_link(topo.add_gpu(), switches[int(rng.integers(len(switches)))],
+                      kind="pcie", bandwidth=float(rng.choice([12, 24, 48])) * GBS,
+                      latency=float(rng.uniform(0.1, 2)) * 1e-6)
+    return topo
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_pci_search_keeps_every_link_within_its_bandwidth(seed):
+    """On random PCI nodes, worked out independently of the search: the ring over the
+    GPUs in rank order loads each directed link once per hop crossing it; the graph's
+    channels at their speed fit every link; no faster speed of the array carries as
+    many (pass 2 raised the speed as far as it goes); the speed is one of the array's or
+    half of one (``ncclTopoDupChannels``); every graph channel runs twice."""
+    topo = random_pci_node(seed)
+    p = topo.nranks
+    machine = describe(topo, tuple(range(p)))
+    uses: dict[int, int] = {}
+    for r in range(p):
+        for d in topo.route(r, (r + 1) % p).links:
+            uses[d] = uses.get(d, 0) + 1
+    bandwidth = {d: topo.links[d >> 1].bandwidth / GBS for d in uses}
+    speed, graph = machine.graph_channel_bw / GBS, machine.graph_channels
+
+    def carried(v):
+        return min(32, min(int(bandwidth[d] * (1 + 1e-9) // (n * v)) for d, n in uses.items()))
+
+    speeds = sc.algorithms.nccl.search.INTRA_SPEEDS["ampere"]
+    assert graph >= 1 and machine.channels == 2 * graph
+    assert speed in speeds or 2 * speed in speeds
+    assert carried(speed) >= graph
+    assert all(carried(v) < graph for v in speeds if v > speed)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_nvls_graph_fits_its_links(seed):
+    """Random NVLink and NIC bandwidths: an NVLS graph's heads never exceed the GPUs,
+    the NICs or 32; every GPU's NVLink carries its channels and its head's second share
+    ((n + 1) x bwIntra); across nodes each head's NIC carries both speeds; a node's
+    graph has every GPU head a channel, or none where even the slowest speed does not
+    fit; bwInter never drops below bwIntra."""
+    rng = np.random.default_rng(seed)
+    arch = str(rng.choice(["hopper", "blackwell"]))
+    nvlink = float(rng.uniform(10, 1000))
+    gpus = int(rng.integers(2, 17))
+    nics = int(rng.choice([0, int(rng.integers(1, 17))]))
+    nic = float(rng.uniform(0.05, 120)) if nics else 0.0
+    found = nvls_graph(arch, nvlink, gpus, nics, nic)
+    speeds = sc.algorithms.nccl.search.INTER_SPEEDS[arch] if nics else \
+        sc.algorithms.nccl.search.INTRA_SPEEDS[arch]
+    if found.channels == 0:
+        assert found == NvlsGraph(0, 0.0, 0.0)
+        slowest = min(speeds)
+        assert (gpus + 1) * slowest > nvlink if not nics else (
+            nic < slowest or 2 * slowest > nvlink)
+        return
+    assert found.channels <= min(32, gpus, nics or gpus)
+    assert (found.channels + 1) * found.intra <= nvlink * (1 + 1e-9)
+    assert found.intra in speeds and found.inter in speeds
+    assert found.intra <= found.inter
+    if nics:
+        assert found.inter <= nic * (1 + 1e-9)
+    else:
+        assert found.channels == gpus
