@@ -6,13 +6,14 @@ caps twice Hopper's)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import Machine, describe
-from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose, predict
+from simcoll.algorithms.nccl.tuner import ALGORITHMS, candidates, choose, predict
 from simcoll.cli import main
 
 US = 1e-6
@@ -198,3 +199,27 @@ def test_blackwell_nvls_runs_on_its_channels_and_nccl_counts_them():
     for channels in (24, 16):
         assert predict(machine, "all_reduce", 1 << 30, "nvls", "Simple", channels) == \
             pytest.approx((25 + (1 << 30) / (1000 * bus * 8 / 14)) * US, rel=1e-12)
+
+
+def test_nvls_is_off_where_nccls_nvls_search_finds_no_channel():
+    """A node of 8 GPUs with 20 GB/s of NVLink each: an NVLS channel on every GPU takes
+    9 x its speed on a GPU's NVLink, and 9 x 3 GB/s (Hopper's slowest speed) is over 20,
+    so NCCL's NVLS graph has none and NCCL turns NVLS off: the tuner leaves it out and a
+    run that names it is refused with the reason."""
+    slow = Machine(8, 1, "nvlink", 20e9, 0.0, True, "hopper")
+    assert "nvls" not in candidates(slow, "all_reduce")
+    with pytest.raises(sc.InvalidInputError, match="NVLS search finds no channel here"):
+        choose(slow, "all_reduce", MIB, algo="nvls")
+    assert "nvls" in candidates(dataclasses.replace(slow, intra_bw=27e9), "all_reduce")
+
+
+def test_nvls_tree_on_one_head_per_node_is_refused_with_the_reason():
+    """Two nodes of 8 GPUs sharing one NIC each: NCCL's NVLS graph has one head a node,
+    one channel, and NCCL 2.30.7 gives NVLS no bandwidth below 2 channels; 2.26.2 runs
+    it, at 1 x min(48, 48) GB/s."""
+    one_nic = Machine(16, 2, "nvlink", 370.8e9, 48e9, True, "hopper", rails=1)
+    with pytest.raises(sc.InvalidInputError, match="NVLS graph has 1 channel here"):
+        choose(one_nic, "all_reduce", MIB, algo="nvls_tree")
+    old = choose(one_nic, "all_reduce", 1 << 30, algo="nvls_tree", tuner="2.26.2")
+    assert old.predicted == pytest.approx(
+        (25 + 2 * 14 + (1 << 30) / (1000 * 48 * 5 / 6)) * US, rel=1e-12)
