@@ -24,7 +24,6 @@ from simcoll.algorithms.nccl.tuner import candidates, choose, predict, trim_chan
 
 US = 1e-6
 MIB = 1 << 20
-A100_NVLINK, A100_PCIE = 240.0, 24.0        # GB/s, dgx_a100's defaults (NCCL's figures)
 
 
 def a100(nodes: int):
@@ -52,34 +51,41 @@ def test_collnet_runs_only_where_enabled_on_a_sharp_fabric():
                     nbytes=MIB, algo="collnet_chain")
 
 
-def test_two_a100_nodes_pick_collnet_direct_at_64_mib_and_a_ring_at_1_gib():
+def test_two_a100_nodes_pick_collnet_direct_at_64_mib_and_1_gib():
+    """NCCL reads its CollNet graphs' speed inside a node (``bwIntra``). Direct: 8 heads,
+    one per NIC at 24 GB/s to the network; its search raises bwIntra to 28, 30 and 48,
+    as a head's NVLink carries 2 x 48 of its 240 GB/s: 8 x 48 = 384 GB/s (factor 1:
+    a NIC per GPU; no 0.85 before Hopper). Chain: the ring graph's 8 channels at 24,
+    raised to 28 and 30 (8 x 30 x 7/8 = 210 fits a GPU's 240, 8 x 48 x 7/8 = 336 does
+    not): 240 GB/s. Both algbw half their bus bandwidth."""
     machine = a100(2)
-    bus = min(A100_NVLINK, 8 * A100_PCIE)             # 192 GB/s: one NIC path per GPU
     direct = 2 * (3.7 + 7 * 0.4) + 31                  # 44 us
     chain = 2 * 7 * 2.8 + 30                           # 69.2 us
     for nbytes in (64 * MIB, 1 << 30):
         assert predict(machine, "all_reduce", nbytes, "collnet_direct", "Simple", 16) == \
-            pytest.approx((direct + nbytes / (1000 * bus / 2)) * US, rel=1e-12)
+            pytest.approx((direct + nbytes / (1000 * 384 / 2)) * US, rel=1e-12)
         assert predict(machine, "all_reduce", nbytes, "collnet_chain", "Simple", 16) == \
-            pytest.approx((chain + nbytes / (1000 * bus / 2)) * US, rel=1e-12)
+            pytest.approx((chain + nbytes / (1000 * 240 / 2)) * US, rel=1e-12)
         assert predict(machine, "all_reduce", nbytes, "collnet_direct", "LL", 16) == float("inf")
     # The ring's latency, (8.4 + 28 x 3.4 + 2 x 14) x 1.4, is higher, its bandwidth
-    # (192 x 16 / 30) too: Direct wins at 64 MiB, the ring at 1 GiB.
+    # (8 x 24 x 16 / 30 = 102.4 GB/s) lower than Direct's 192: Direct wins at both.
     assert choose(machine, "all_reduce", 64 * MIB, collnet=1).algo == "collnet_direct"
-    assert choose(machine, "all_reduce", 1 << 30, collnet=1).algo == "ring"
+    assert choose(machine, "all_reduce", 1 << 30, collnet=1).algo == "collnet_direct"
 
 
 def test_collnet_direct_on_hopper_counts_085_and_the_gpu_nic_ratio():
+    # DGX H100: 8 heads at 48 GB/s (Hopper's fastest), not raised: 8 x 48 x 0.85.
     h100 = describe(sc.topology.dgx_h100(2, sharp=True), tuple(range(16)))
-    bus = min(370.8, 8 * 48.0) * 0.85
+    bus = 8 * 48.0 * 0.85
     assert predict(h100, "all_reduce", 1 << 30, "collnet_direct", "Simple", 16) == \
         pytest.approx((44 + (1 << 30) / (1000 * bus / 2)) * US, rel=1e-12)
-    # 4 NICs for 8 GPUs: factor 2 - (2 - 1) / 2 = 1.5; 4 NICs give 4 x 24 GB/s
+    # 4 NICs for 8 GPUs: 4 heads, at 24 GB/s to the network and 48 inside a node (a head
+    # carries 48 x (1 + 3/7) of its 240 GB/s); factor 2 - (2 - 1) / 2 = 1.5.
     half = sc.topology.dgx_a100(2, nics_per_node=4, sharp=True)
     machine = describe(half, tuple(range(16)))
     assert machine.rails == 4
     assert predict(machine, "all_reduce", 1 << 30, "collnet_direct", "Simple", 16) == \
-        pytest.approx((44 + (1 << 30) / (1000 * min(240, 4 * 24) / 1.5 / 2)) * US, rel=1e-12)
+        pytest.approx((44 + (1 << 30) / (1000 * 4 * 48 / 1.5 / 2)) * US, rel=1e-12)
 
 
 def test_channel_trimming_and_chunks_as_worked_out_by_hand():

@@ -13,12 +13,13 @@ import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.protocols import channel_rate
 from simcoll.algorithms.nccl.search import (
-    NvlsGraph,
+    HeadsGraph,
     across_nodes_channels,
+    collnet_direct_graph,
     nvls_graph,
     one_node_channels,
 )
-from simcoll.algorithms.nccl.tuner import max_channels, predict
+from simcoll.algorithms.nccl.tuner import collnet_graphs_of, max_channels, predict
 
 GBS = 1e9
 
@@ -289,19 +290,19 @@ def test_a_channel_that_runs_moves_its_share_of_a_graph_channels_cap():
     # speed on every GPU's NVLink, twice on its head's, so 9 x speed must fit. The search
     # starts at 40 (8 x 60 and 8 x 50 exceed 370.8), and 9 x 40 = 360 fits.
     # Pass 2 raises bwInter while below 2 x 40: 50, 60, the array's top.
-    (("hopper", 370.8, 8), NvlsGraph(8, 40.0, 60.0)),
+    (("hopper", 370.8, 8), HeadsGraph(8, 40.0, 60.0)),
     # Across DGX H100 nodes (8 NICs of 48 GB/s): 6 at 48 (7 x 48 = 336; 8 x 48 = 384 is
     # over), 7 at 45, 8 at 40, every head used: done. bwInter then rises to 42, 45, 48.
-    (("hopper", 370.8, 8, 8, 48.0), NvlsGraph(8, 40.0, 48.0)),
+    (("hopper", 370.8, 8, 8, 48.0), HeadsGraph(8, 40.0, 48.0)),
     # 4 NICs: 4 heads at most, at 48 already (5 x 48 fits).
-    (("hopper", 370.8, 8, 4, 48.0), NvlsGraph(4, 48.0, 48.0)),
+    (("hopper", 370.8, 8, 4, 48.0), HeadsGraph(4, 48.0, 48.0)),
     # Blackwell, one node of 721.8 GB/s: 8 x 90 = 720 is within it, but 9 x 90 = 810
     # is not; 9 x 80 = 720 fits. bwInter: 90.
-    (("blackwell", 721.8, 8), NvlsGraph(8, 80.0, 90.0)),
+    (("blackwell", 721.8, 8), HeadsGraph(8, 80.0, 90.0)),
     # 25 GB/s NICs on Hopper: the first speed within them is 24; 9 x 24 fits.
-    (("hopper", 370.8, 8, 8, 25.0), NvlsGraph(8, 24.0, 24.0)),
+    (("hopper", 370.8, 8, 8, 25.0), HeadsGraph(8, 24.0, 24.0)),
     # 20 GB/s of NVLink for 8 GPUs on one node: 9 x 3 (the slowest speed) = 27 > 20.
-    (("hopper", 20.0, 8), NvlsGraph(0, 0.0, 0.0)),
+    (("hopper", 20.0, 8), HeadsGraph(0, 0.0, 0.0)),
 ])
 def test_the_nvls_graph_by_hand(args, expected):
     assert nvls_graph(*args) == expected
@@ -370,7 +371,7 @@ def test_the_nvls_graph_fits_its_links(seed):
     speeds = sc.algorithms.nccl.search.INTER_SPEEDS[arch] if nics else \
         sc.algorithms.nccl.search.INTRA_SPEEDS[arch]
     if found.channels == 0:
-        assert found == NvlsGraph(0, 0.0, 0.0)
+        assert found == HeadsGraph(0, 0.0, 0.0)
         slowest = min(speeds)
         assert (gpus + 1) * slowest > nvlink if not nics else (
             nic < slowest or 2 * slowest > nvlink)
@@ -383,3 +384,32 @@ def test_the_nvls_graph_fits_its_links(seed):
         assert found.inter <= nic * (1 + 1e-9)
     else:
         assert found.channels == gpus
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    # DGX A100 nodes, 8 NICs at 24 GB/s: 8 heads at 24 (a head's NVLink carries 24 x (1
+    # + 7/7) of 240); not doubled below 25; bwIntra rises 28, 30, 48 (2 x 48 = 96 fits),
+    # where it reaches twice 24.
+    (("ampere", 240.0, 8, 8, 24.0), HeadsGraph(8, 48.0, 24.0)),
+    # DGX H100 nodes, NICs of 48: 8 heads at 48, Hopper's fastest: nothing to raise.
+    (("hopper", 370.8, 8, 8, 48.0), HeadsGraph(8, 48.0, 48.0)),
+    # 4 NICs for 8 A100: 4 heads (a head carries 24 x (1 + 3/7)), bwIntra up to 48.
+    (("ampere", 240.0, 8, 4, 24.0), HeadsGraph(4, 48.0, 24.0)),
+    # 12.5 GB/s NICs on Ampere: 8 heads at 12; bwIntra 15, 18, 20, 24 (twice 12).
+    (("ampere", 240.0, 8, 8, 12.5), HeadsGraph(8, 24.0, 12.0)),
+    # 60 GB/s of NVLink for 8 GPUs, 48 GB/s NICs: at 48 a head of n channels carries
+    # 48 x (1 + (n - 1) / 7), so 2 fit; 2 x 48 = 96 is already a GPU's 60: the search
+    # stops there. Doubled (2 channels, not more than 4): 4 at 24; bwIntra rises 28, 30,
+    # 40, 42 (a head of 4 carries 42 x 10/7 = 60), not 45.
+    (("hopper", 60.0, 8, 8, 48.0), HeadsGraph(4, 42.0, 24.0)),
+])
+def test_the_collnet_direct_graph_by_hand(args, expected):
+    assert collnet_direct_graph(*args) == expected
+
+
+def test_the_tuner_reads_both_collnet_graphs_of_two_dgx_a100():
+    direct, chain = collnet_graphs_of(describe(sc.topology.dgx_a100(2, sharp=True),
+                                               tuple(range(16))))
+    assert direct == HeadsGraph(8, 48.0, 24.0)
+    # Chain: the ring graph's 8 channels at 24, raised while 8 x speed x 7/8 fits 240.
+    assert chain == HeadsGraph(8, 30.0, 24.0)

@@ -278,7 +278,9 @@ def test_nccls_prediction_for_collnet_direct_reduce_scatter_and_all_gather():
     """NCCL 2.30.7 (tuning.cc): ppn x the lesser of the channel's bandwidth and 0.9 of
     its NIC's, not converted to an algorithm bandwidth; latency 2 (3.7 + 7 x 0.4) + 31 =
     44 us. On DGX A100 a GPU reaches its NIC at 24 GB/s (NCCL's PCIe Gen4 x16), so 8 x
-    21.6 GB/s. 2.26.2: ppn x the channel's 24 GB/s x 0.85 at 8 GPUs per node."""
+    21.6 GB/s. 2.26.2: ppn x the Direct graph's bwIntra (48 GB/s, which its search
+    raises from 24 as a head's NVLink carries 2 x 48 of its 240) x 0.85 at 8 GPUs per
+    node."""
     topo = sc.topology.dgx_a100(N_NODES, sharp=True)
     nic = next(link.bandwidth for link in topo.links if (link.u, link.v) == ("gpu0", "nic0"))
     assert nic == 24e9
@@ -287,7 +289,7 @@ def test_nccls_prediction_for_collnet_direct_reduce_scatter_and_all_gather():
         assert predict(machine, collective, 2**30, "collnet_direct", "Simple", 16) == \
             pytest.approx(44e-6 + 2**30 / (G * 0.9 * nic), rel=1e-12)
         assert predict(machine, collective, 2**30, "collnet_direct", "Simple", 16,
-                       "2.26.2") == pytest.approx(44e-6 + 2**30 / (G * nic * 0.85), rel=1e-12)
+                       "2.26.2") == pytest.approx(44e-6 + 2**30 / (G * 48e9 * 0.85), rel=1e-12)
 
 
 def test_collnet_direct_reduce_scatter_needs_a_head_per_gpu():

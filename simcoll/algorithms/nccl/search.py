@@ -43,8 +43,9 @@ such a pair prints "maxBw 24.0 totalBw 24.0", the ring graph "nChannels 1, bw
 different sizes some of which hold one GPU, keep 4 and 16 channels (NCCL's search there
 is not modelled).
 
-NCCL's tuner also reads its tree graph (:func:`tree_intra_speed`) and its NVLS graph
-(:func:`nvls_graph`), searched the same way with their own rules. The search here is
+NCCL's tuner also reads its tree graph (:func:`tree_intra_speed`, which its CollNet
+Chain graph follows), its NVLS graph (:func:`nvls_graph`) and its CollNet Direct graph
+(:func:`collnet_direct_graph`), searched the same way with their own rules. The search here is
 2.30.7's whichever tuner release predicts (2.26.2's Blackwell speed arrays differ).
 """
 
@@ -56,7 +57,8 @@ from typing import NamedTuple
 
 __all__ = ["INTEL_P2P_OVERHEAD", "INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
            "one_node_channels", "one_node_ring_channels", "across_nodes_channels", "finish",
-           "tree_intra_speed", "NvlsGraph", "nvls_graph", "NVLS_ARITY"]
+           "tree_intra_speed", "HeadsGraph", "nvls_graph", "NVLS_ARITY", "DIRECT_ARITY",
+           "collnet_direct_graph"]
 
 _CLASSIC_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _CLASSIC_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
@@ -82,6 +84,9 @@ _MAX_CHANNELS = 64
 INTEL_P2P_OVERHEAD = 6 / 5
 """What a channel takes on the PCI links of a path through an Intel CPU's root complex,
 per unit of its speed (``INTEL_P2P_OVERHEAD``, src/graph/topo.h)."""
+DIRECT_ARITY = 8
+"""``NCCL_MAX_DIRECT_ARITY`` + 1 (src/include/device.h): the most heads a CollNet Direct
+graph has."""
 NVLS_ARITY = 32
 """``NCCL_MAX_NVLS_ARITY`` (src/include/device.h): the most heads an NVLS graph has."""
 _COMPUTE_CAPABILITY = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
@@ -219,23 +224,24 @@ def tree_intra_speed(arch: str, ring: Searched, nvlink_gbs: float, gpus: int) ->
     ``ring``: the tree takes the ring's channels at its speed to the network
     (``bwInter``), then pass 2 raises ``bwIntra`` one step of the speed array at a time
     ("increase bwIntra for trees (2 nodes or collnet)") while it is below twice
-    ``bwInter`` and the channels' chains still fit, one hop out of and one into each
-    GPU's ``nvlink_gbs`` each. With one GPU a node there is no chain: a 24 GB/s tree
-    rises to 28, 30 and 48, where a public log prints the tree graph's "bw
-    48.000000/24.000000"."""
+    ``bwInter`` and the channels' chains still fit: ``gpus - 1`` NVLink hops each,
+    spread evenly over the node's GPUs of ``nvlink_gbs`` each, as the ring's. With one
+    GPU a node there is no chain: a 24 GB/s tree rises to 28, 30 and 48, where a public
+    log prints the tree graph's "bw 48.000000/24.000000". NCCL's CollNet Chain graph
+    (the same channels, a chain from the NIC's GPU) rises the same way."""
     speed = ring.speed
     for faster in sorted(s for s in INTER_SPEEDS[arch] if s > ring.speed):
-        if speed >= 2 * ring.speed or (
-                gpus > 1 and ring.graph * faster > nvlink_gbs * (1 + _SLACK)):
+        if speed >= 2 * ring.speed or (gpus > 1 and ring.graph * faster * (gpus - 1)
+                                       > nvlink_gbs * gpus * (1 + _SLACK)):
             break
         speed = faster
     return speed
 
 
-class NvlsGraph(NamedTuple):
-    """NCCL's NVLS graph: its channels (one per head GPU) and their speeds inside a node
-    (``bwIntra``) and to the network (``bwInter``), GB/s; no channels where the search
-    found none (NCCL then runs no NVLS)."""
+class HeadsGraph(NamedTuple):
+    """An NVLS or CollNet Direct graph of NCCL's: its channels (one per head GPU) and
+    their speeds inside a node (``bwIntra``) and to the network (``bwInter``), GB/s; no
+    channels where the search found none (NCCL then runs no NVLS, or no CollNet)."""
 
     channels: int
     intra: float
@@ -243,7 +249,7 @@ class NvlsGraph(NamedTuple):
 
 
 def nvls_graph(arch: str, nvlink_gbs: float, gpus: int, nics: int = 0,
-               nic_gbs: float = 0.0) -> NvlsGraph:
+               nic_gbs: float = 0.0) -> HeadsGraph:
     """NCCL's NVLS graph search (``ncclTopoCompute`` with ``NCCL_TOPO_PATTERN_NVLS``,
     src/graph/search.cc of 2.30.7) on nodes of ``gpus`` GPUs with ``nvlink_gbs`` of
     NVLink each, on one node (``nics=0``) or across nodes whose ``nics`` NICs carry
@@ -286,10 +292,63 @@ def nvls_graph(arch: str, nvlink_gbs: float, gpus: int, nics: int = 0,
             continue
         break
     if best_n == 0:
-        return NvlsGraph(0, 0.0, 0.0)
+        return HeadsGraph(0, 0.0, 0.0)
     inter = best_s
     for faster in sorted(v for v in speeds if v > best_s):
         if inter >= 2 * best_s or (across and nic_gbs < faster * (1 - _SLACK)):
             break
         inter = faster
-    return NvlsGraph(best_n, best_s, inter)
+    return HeadsGraph(best_n, best_s, inter)
+
+
+def collnet_direct_graph(arch: str, nvlink_gbs: float, gpus: int, nics: int,
+                         nic_gbs: float) -> HeadsGraph:
+    """NCCL's CollNet Direct graph search (``NCCL_TOPO_PATTERN_COLLNET_DIRECT``,
+    src/graph/search.cc of 2.30.7) across nodes of ``gpus`` GPUs with ``nvlink_gbs`` of
+    NVLink each, whose ``nics`` NICs carry ``nic_gbs`` each: one head per NIC, at most 8.
+
+    A channel's head sends its speed to the other GPUs and takes it back from them, a
+    share of 1 / (gpus - 1) each (``ncclTopoSearchTryCollnetDirect``), and its NIC
+    carries the speed: with n heads a head's NVLink carries speed x (1 + (n - 1) /
+    (gpus - 1)) each way. The search keeps the speed whose channels carry the most
+    (stopping once every head has one), ``ncclTopoDupChannels`` doubles them up to the
+    heads there are, and pass 2 raises ``bwIntra`` while it is below twice ``bwInter``
+    and the heads' NVLink carries it ("increase bwIntra for trees (2 nodes or
+    collnet)"). DGX A100 nodes (8 NICs at 24 GB/s): 8 heads at 24, ``bwIntra`` 28, 30,
+    48; DGX H100 nodes (48 GB/s NICs): 8 at 48."""
+    speeds = INTER_SPEEDS[arch]
+    most = min(DIRECT_ARITY, gpus, nics)
+
+    def heads(intra: float, inter: float) -> int:
+        if most < 1 or nic_gbs < inter * (1 - _SLACK) or nvlink_gbs * (1 + _SLACK) < intra:
+            return 0
+        if gpus == 1:
+            return most
+        return min(most, int((nvlink_gbs * (1 + _SLACK) / intra - 1) * (gpus - 1)) + 1)
+
+    i = next((k for k, v in enumerate(speeds) if v <= nic_gbs and v <= nvlink_gbs),
+             len(speeds) - 1)
+    best_n, best_s = 0, 0.0
+    while True:
+        n = heads(speeds[i], speeds[i])
+        if n * speeds[i] > best_n * best_s:
+            best_n, best_s = n, speeds[i]
+        if best_n == most or best_n * best_s >= nvlink_gbs * (1 - _SLACK):
+            break
+        if i + 1 < len(speeds) and (best_n == 0 or speeds[i + 1] / best_s > _NEXT_SPEED_RATIO):
+            i += 1
+            continue
+        break
+    if best_n == 0:
+        return HeadsGraph(0, 0.0, 0.0)
+    n, speed = best_n, best_s
+    if speed >= 25.0 and not (_COMPUTE_CAPABILITY[arch] > 80 and speed < 50.0 and n > 4):
+        doubled = min(2 * n, most)
+        speed /= math.ceil(doubled / n)
+        n = doubled
+    intra = speed
+    for faster in sorted(v for v in speeds if v > speed):
+        if intra >= 2 * speed or heads(faster, speed) < n:
+            break
+        intra = faster
+    return HeadsGraph(n, intra, speed)

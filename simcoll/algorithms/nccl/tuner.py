@@ -37,11 +37,17 @@ from simcoll.algorithms.nccl.constants import (
 )
 from simcoll.algorithms.nccl.machine import Machine
 from simcoll.algorithms.nccl.protocols import PROTOCOL
-from simcoll.algorithms.nccl.search import NvlsGraph, nvls_graph
+from simcoll.algorithms.nccl.search import (
+    HeadsGraph,
+    Searched,
+    collnet_direct_graph,
+    nvls_graph,
+    tree_intra_speed,
+)
 from simcoll.errors import InvalidInputError
 
 __all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_channels",
-           "nvls_channels", "nvls_graph_of"]
+           "nvls_channels", "nvls_graph_of", "collnet_graphs_of"]
 
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
@@ -107,7 +113,7 @@ def _column(machine: Machine) -> int:
     return min(machine.nnodes, 3) - 1
 
 
-def nvls_graph_of(machine: Machine) -> NvlsGraph:
+def nvls_graph_of(machine: Machine) -> HeadsGraph:
     """NCCL's NVLS graph on this machine (:func:`~.search.nvls_graph`): over the
     smallest node's GPUs and, across nodes, one head per NIC (:attr:`Machine.rails`),
     each NIC carrying its share of the node's bandwidth to the network, and no more
@@ -157,30 +163,60 @@ def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: 
     return n * min(intra, inter, cap)
 
 
+def collnet_graphs_of(machine: Machine) -> tuple[HeadsGraph, HeadsGraph] | None:
+    """NCCL's CollNet Direct and CollNet Chain graphs on this machine, or None where its
+    search is not modelled (:attr:`Machine.graph_channels` is 0). Direct: a head per NIC
+    (:attr:`Machine.rails`, each carrying its share of the node's bandwidth to the
+    network; :func:`~.search.collnet_direct_graph`). Chain: the ring graph's channels,
+    whose speed inside a node NCCL's search raises as for trees
+    (:func:`~.search.tree_intra_speed`)."""
+    if not machine.graph_channels:
+        return None
+    gpus = round(machine.ppn)
+    rails = max(machine.rails, 1)
+    direct = collnet_direct_graph(machine.arch, machine.intra_bw / 1e9, gpus, rails,
+                                  machine.inter_bw / rails / 1e9)
+    ring = Searched(machine.graph_channels, machine.channels,
+                    machine.graph_channel_bw / 1e9)
+    chain = HeadsGraph(ring.graph, tree_intra_speed(machine.arch, ring,
+                                                    machine.intra_bw / 1e9, gpus), ring.speed)
+    return direct, chain
+
+
 def _collnet_bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
                            bw: float, tuner: str) -> float:
-    """NCCL's bus bandwidth (GB/s) of CollNet Direct or Chain: the collnet graph's, which
-    its search bounds by the NICs on its path (``bw``, as for rings), Simple only;
-    Direct divided by ``factor = ppn / NICs`` less half its excess over 1 (NCCL: "all
-    GPUs need a local NIC to work at full speed") and, from Hopper on, times 0.85.
-    Direct's reduce_scatter and all_gather: ppn channels of one NIC each, at the lesser
-    of the channel's NVLink and 0.9 of its NIC (2.30.7), or at the channel's bandwidth
-    times 0.95 at one GPU per node down to 0.85 at 8, interpolated (2.26.2: "measured
-    corrective ratio")."""
+    """NCCL's bus bandwidth (GB/s) of CollNet Direct or Chain, Simple only: its graph's
+    channels times their speed inside a node (``bwIntra``, which NCCL reads for CollNet
+    on any node count; :func:`collnet_graphs_of`), or where the search is not modelled
+    ``bw``, the links' (as for rings). Direct's all_reduce is divided by ``factor = ppn
+    / heads`` less half its excess over 1 (NCCL: "all GPUs need a local NIC to work at
+    full speed") and, from Hopper on, times 0.85. Direct's reduce_scatter and
+    all_gather: ppn x the lesser of ``bwIntra`` and 0.9 of ``bwInter`` (2.30.7), or ppn
+    x ``bwIntra`` times 0.95 at one GPU per node down to 0.85 at 8, interpolated
+    (2.26.2: "measured corrective ratio")."""
     if proto != "Simple":
         return 0.0
+    graphs = collnet_graphs_of(machine)
+    nic = machine.inter_bw / 1e9 / max(machine.rails, 1)
+    if graphs is None:
+        heads = max(machine.rails, 1)
+        intra = inter = min(machine.intra_bw / 1e9, nic)
+        chain = bw
+        direct = bw
+    else:
+        heads, intra, inter = graphs[0]
+        chain = graphs[1].channels * graphs[1].intra
+        direct = heads * intra
     if collective != "all_reduce":
-        nic = machine.inter_bw / 1e9 / max(machine.rails, 1)
-        channel = min(machine.intra_bw / 1e9, nic)
         if tuner == "2.26.2":
             w = (machine.ppn - 1) / 7
-            return machine.ppn * channel * (w * 0.85 + (1 - w) * 0.95)
-        return machine.ppn * min(channel, 0.9 * nic)
+            return machine.ppn * intra * (w * 0.85 + (1 - w) * 0.95)
+        return machine.ppn * min(intra, 0.9 * inter)
     if algo == "collnet_chain":
-        return bw
-    factor = machine.ppn / max(machine.rails, 1)
+        return chain
+    factor = machine.ppn / max(heads, 1)
     factor -= (factor - 1) / 2
-    return bw / factor * (0.85 if machine.arch in ("hopper", "blackwell") else 1.0)
+    return direct / factor * (0.85 if machine.arch in ("hopper", "blackwell") else 1.0)
 
 
 def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
