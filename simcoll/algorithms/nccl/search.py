@@ -108,22 +108,48 @@ class Searched(NamedTuple):
 
 
 def _search(speeds: Sequence[float], max_bw: float, total_bw: float,
-            fits: Callable[[float], int]) -> tuple[int, float]:
-    """Pass 1 of ``ncclTopoCompute``: (channels, speed) of the best speed."""
-    i = next((k for k, s in enumerate(speeds) if s <= max_bw and s <= total_bw),
+            fits: Callable[[float], int], most: int = MAX_RING_CHANNELS, least: int = 1,
+            more_channels_first: bool = False) -> tuple[int, float]:
+    """Pass 1 of ``ncclTopoCompute``: (channels, speed) of the best speed. It starts at
+    the first speed within ``max_bw`` whose ``least`` channels fit ``total_bw``, keeps
+    the speed whose channels carry the most (NVLS: the most channels first,
+    ``more_channels_first``), and stops once ``most`` channels fit, they carry
+    ``total_bw``, or the next speed is not above 0.49 of the best."""
+    i = next((k for k, s in enumerate(speeds) if s <= max_bw and s * least <= total_bw),
              len(speeds) - 1)
     best_n, best_s = 0, 0.0
     while True:
         n = fits(speeds[i])
-        if n * speeds[i] > best_n * best_s:
+        if (more_channels_first and n > best_n) or n * speeds[i] > best_n * best_s:
             best_n, best_s = n, speeds[i]
-        if best_n >= MAX_RING_CHANNELS or best_n * best_s >= total_bw * (1 - _SLACK):
+        if best_n >= most or best_n * best_s >= total_bw * (1 - _SLACK):
             break
         if i + 1 < len(speeds) and (best_n == 0 or speeds[i + 1] / best_s > _NEXT_SPEED_RATIO):
             i += 1
             continue
         break
     return best_n, best_s
+
+
+def _dup(n: int, speed: float, arch: str, most: int) -> tuple[int, float]:
+    """``ncclTopoDupChannels``: twice the channels (up to ``most``) at a share of the
+    speed, where the speed is 25 GB/s or more, except from Hopper on below 50 GB/s with
+    more than 4 channels."""
+    if speed >= 25.0 and not (_COMPUTE_CAPABILITY[arch] > 80 and speed < 50.0 and n > 4):
+        doubled = min(2 * n, most)
+        return doubled, speed / math.ceil(doubled / n)
+    return n, speed
+
+
+def _raise(speeds: Sequence[float], speed: float, carried: Callable[[float], bool],
+           below: float = math.inf) -> float:
+    """Pass 2 of ``ncclTopoCompute``: from ``speed``, the faster speeds of the array one
+    at a time while the current one is below ``below`` and the next is ``carried``."""
+    for faster in sorted(v for v in speeds if v > speed):
+        if speed >= below or not carried(faster):
+            break
+        speed = faster
+    return speed
 
 
 def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across: bool,
@@ -137,17 +163,10 @@ def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across:
     n, speed = found
     if n == 0:
         return Searched(1, 2, 0.1)
-    cc = _COMPUTE_CAPABILITY[arch]
-    if speed >= 25.0 and not (cc > 80 and speed < 50.0 and n > 4):
-        doubled = min(2 * n, MAX_RING_CHANNELS)
-        speed /= math.ceil(doubled / n)
-        n = doubled
-    for faster in sorted(s for s in speeds if s > speed):
-        if fits(faster) < n:
-            break
-        speed = faster
+    n, speed = _dup(n, speed, arch, MAX_RING_CHANNELS)
+    speed = _raise(speeds, speed, lambda v: fits(v) >= n)
     run = min(_MAX_CHANNELS, 2 * n)
-    if cc >= 90 and across and speed > 45.0 and run < 16:
+    if _COMPUTE_CAPABILITY[arch] >= 90 and across and speed > 45.0 and run < 16:
         run = min(_MAX_CHANNELS, 2 * run)
     return Searched(n, run, speed)
 
@@ -229,13 +248,9 @@ def tree_intra_speed(arch: str, ring: Searched, nvlink_gbs: float, gpus: int) ->
     GPU a node there is no chain: a 24 GB/s tree rises to 28, 30 and 48, where a public
     log prints the tree graph's "bw 48.000000/24.000000". NCCL's CollNet Chain graph
     (the same channels, a chain from the NIC's GPU) rises the same way."""
-    speed = ring.speed
-    for faster in sorted(s for s in INTER_SPEEDS[arch] if s > ring.speed):
-        if speed >= 2 * ring.speed or (gpus > 1 and ring.graph * faster * (gpus - 1)
-                                       > nvlink_gbs * gpus * (1 + _SLACK)):
-            break
-        speed = faster
-    return speed
+    return _raise(INTER_SPEEDS[arch], ring.speed,
+                  lambda v: gpus == 1 or ring.graph * v * (gpus - 1)
+                  <= nvlink_gbs * gpus * (1 + _SLACK), below=2 * ring.speed)
 
 
 class HeadsGraph(NamedTuple):
@@ -278,27 +293,13 @@ def nvls_graph(arch: str, nvlink_gbs: float, gpus: int, nics: int = 0,
         n = min(most, int(nvlink_gbs * (1 + _SLACK) // speed) - 1)
         return n if n >= least else 0
 
-    i = next((k for k, v in enumerate(speeds) if v <= max_bw and v * least <= nvlink_gbs),
-             len(speeds) - 1)
-    best_n, best_s = 0, 0.0
-    while True:
-        n = fits(speeds[i])
-        if n > best_n or n * speeds[i] > best_n * best_s:
-            best_n, best_s = n, speeds[i]
-        if best_n == most or best_n * best_s >= nvlink_gbs * (1 - _SLACK):
-            break
-        if i + 1 < len(speeds) and (best_n == 0 or speeds[i + 1] / best_s > _NEXT_SPEED_RATIO):
-            i += 1
-            continue
-        break
-    if best_n == 0:
+    n, speed = _search(speeds, max_bw, nvlink_gbs, fits, most, least,
+                       more_channels_first=True)
+    if n == 0:
         return HeadsGraph(0, 0.0, 0.0)
-    inter = best_s
-    for faster in sorted(v for v in speeds if v > best_s):
-        if inter >= 2 * best_s or (across and nic_gbs < faster * (1 - _SLACK)):
-            break
-        inter = faster
-    return HeadsGraph(best_n, best_s, inter)
+    inter = _raise(speeds, speed, lambda v: not across or nic_gbs >= v * (1 - _SLACK),
+                   below=2 * speed)
+    return HeadsGraph(n, speed, inter)
 
 
 def collnet_direct_graph(arch: str, nvlink_gbs: float, gpus: int, nics: int,
@@ -326,29 +327,9 @@ def collnet_direct_graph(arch: str, nvlink_gbs: float, gpus: int, nics: int,
             return most
         return min(most, int((nvlink_gbs * (1 + _SLACK) / intra - 1) * (gpus - 1)) + 1)
 
-    i = next((k for k, v in enumerate(speeds) if v <= nic_gbs and v <= nvlink_gbs),
-             len(speeds) - 1)
-    best_n, best_s = 0, 0.0
-    while True:
-        n = heads(speeds[i], speeds[i])
-        if n * speeds[i] > best_n * best_s:
-            best_n, best_s = n, speeds[i]
-        if best_n == most or best_n * best_s >= nvlink_gbs * (1 - _SLACK):
-            break
-        if i + 1 < len(speeds) and (best_n == 0 or speeds[i + 1] / best_s > _NEXT_SPEED_RATIO):
-            i += 1
-            continue
-        break
-    if best_n == 0:
+    n, speed = _search(speeds, nic_gbs, nvlink_gbs, lambda v: heads(v, v), most)
+    if n == 0:
         return HeadsGraph(0, 0.0, 0.0)
-    n, speed = best_n, best_s
-    if speed >= 25.0 and not (_COMPUTE_CAPABILITY[arch] > 80 and speed < 50.0 and n > 4):
-        doubled = min(2 * n, most)
-        speed /= math.ceil(doubled / n)
-        n = doubled
-    intra = speed
-    for faster in sorted(v for v in speeds if v > speed):
-        if intra >= 2 * speed or heads(faster, speed) < n:
-            break
-        intra = faster
+    n, speed = _dup(n, speed, arch, most)
+    intra = _raise(speeds, speed, lambda v: heads(v, speed) >= n, below=2 * speed)
     return HeadsGraph(n, intra, speed)
