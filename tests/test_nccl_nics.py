@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import simcoll as sc
-from simcoll.algorithms.nccl.machine import chain_lanes, describe, nics_of
+from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.nics import chain_lanes, nics_of
 
 GBS = 1e9
 NIC = 12.5 * GBS           # 100 Gb/s

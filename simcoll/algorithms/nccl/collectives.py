@@ -41,18 +41,8 @@ from simcoll.algorithms.nccl.collnet import (
     switch_counts,
 )
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
-from simcoll.algorithms.nccl.machine import (
-    Machine,
-    SharpTree,
-    chain_lanes,
-    channel_nics,
-    describe,
-    gpu_nic,
-    nearest_nics,
-    nics_of,
-    node_order,
-    sharp_groups,
-)
+from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, node_order, sharp_groups
+from simcoll.algorithms.nccl.nics import chain_lanes, channel_nics, gpu_nic, nearest_nics, nics_of
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
@@ -292,7 +282,7 @@ def _sharp_roles(comm: Comm, choice: int = 0) -> list[sharp.Role]:
 
 def _chain_lanes(comm: Comm, channels: int) -> list[tuple[int, int]]:
     """CollNet Chain's head (local index) and NIC choice per channel, read off the
-    first node (:func:`~.machine.chain_lanes`)."""
+    first node (:func:`~.nics.chain_lanes`)."""
     return chain_lanes(comm.topology, [comm.address_of(r) for r in _gpu_groups(comm)[0]],
                        channels)
 
@@ -637,7 +627,7 @@ def _p2p_nics(comm: Comm, sender: int, receiver: int, channels: int,
               count: int) -> tuple[tuple[str, ...] | None, ...]:
     """The NICs each message of a send of ``count`` elements from ``sender`` to
     ``receiver`` passes: where the receiver is on another node and the sender has
-    several nearest NICs, one message per NIC of its own (:func:`~.machine.nics_of`)
+    several nearest NICs, one message per NIC of its own (:func:`~.nics.nics_of`)
     that its ``channels`` parts reach (``ncclTopoGetLocalNet``: part k on the k-th),
     entering through the receiver's k-th where it has several too; else one message
     on the shortest route (None)."""

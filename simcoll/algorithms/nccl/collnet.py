@@ -11,14 +11,14 @@ protocol only):
   every other GPU of its node. A GPU sends and receives 2 (G - 1) / G n bytes inside its
   node and n / G through its NIC each way. Latency (``tuning.cc``): 2 (3.7 us + 0.4 us
   per other local GPU) + 31 us. Here every GPU is a head, through its first NIC where
-  it has several (:func:`~.machine.gpu_nic`; NCCL's collnet graph gives each head GPU
+  it has several (:func:`~.nics.gpu_nic`; NCCL's collnet graph gives each head GPU
   one NIC, the first it finds whose local GPU it is); NCCL makes one head per NIC, which
   moves the same bytes through each NIC where GPUs share one (two heads of n / G each
   against one of 2 n / G).
 * **CollNet Chain**: the node's GPUs form a chain per channel, starting at its head:
   local GPU c mod G with one NIC per GPU; where GPUs have several NICs, or share them,
   channel c takes the c-th NIC NCCL's chain search lists and its local GPU heads the
-  chain (:func:`~.machine.chain_lanes`: with two NICs per GPU, GPU (c mod 2G) // 2 on
+  chain (:func:`~.nics.chain_lanes`: with two NICs per GPU, GPU (c mod 2G) // 2 on
   its NIC c mod 2, so the channels use every NIC). Slices are reduced up the chain, the
   head sends the node's sum through that NIC to the SHARP switches and passes what
   comes back down the chain. Latency: 2 (G - 1) 2.8 us + 30 us.
@@ -150,7 +150,7 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
                      op: ReduceOp, intra: str, chunk: int, lane: tuple[int, int],
                      leaf: int) -> Steps:
     """One channel of CollNet Chain on a GPU: reduce up the node's chain, the head
-    (``lane``: its local index and NIC choice, :func:`~.machine.chain_lanes`) through
+    (``lane``: its local index and NIC choice, :func:`~.nics.chain_lanes`) through
     its NIC to its SHARP switch ``leaf``, results down the chain."""
     groups, node, _ = node_layout(comm)
     peers = groups[node]

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 from weakref import WeakKeyDictionary
 
+from simcoll.algorithms.nccl.nics import bound_routes, channel_nics, kept
 from simcoll.algorithms.nccl.search import (
     INTEL_P2P_OVERHEAD,
     Searched,
@@ -36,8 +36,7 @@ from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via
 
 __all__ = ["Machine", "describe", "node_order", "node_layout", "network_reducers", "SharpTree",
-           "sharp_groups", "nearest_nics", "nics_of", "channel_nics", "bound_nic", "gpu_nic",
-           "chain_lanes"]
+           "sharp_groups"]
 
 _NVLINK_KINDS = ("nvlink", "nvswitch")
 
@@ -214,17 +213,6 @@ def _sharp_tree(topology: Topology, owners: list[int], reducers: frozenset[str],
     return SharpTree({leaf: tuple(positions) for leaf, positions in leaves.items()}, root)
 
 
-def _kept(store: WeakKeyDictionary[Topology, tuple[int, dict[Any, Any]]],
-          topology: Topology) -> dict[Any, Any]:
-    """What ``store`` keeps for ``topology`` as it stands: emptied when the topology has
-    changed since (its ``generation``)."""
-    generation, known = store.get(topology, (-1, {}))
-    if generation != topology.generation:
-        known = {}
-        store[topology] = (topology.generation, known)
-    return known
-
-
 _SHARP_TREES: WeakKeyDictionary[Topology, tuple[int, dict[tuple[tuple[int, ...], int],
                                                        dict[int, SharpTree] | None]]] = \
     WeakKeyDictionary()
@@ -241,7 +229,7 @@ def sharp_groups(topology: Topology, ranks: tuple[int, ...], choice: int = 0
     :func:`chain_lanes`); None where there is one node, nodes differ in size, or some
     local index has no SHARP tree. Kept until the topology changes (the trees are
     shared: do not modify them)."""
-    known = _kept(_SHARP_TREES, topology)
+    known = kept(_SHARP_TREES, topology)
     key = (ranks, choice)
     if key not in known:
         known[key] = _find_sharp_groups(topology, ranks, choice)
@@ -267,163 +255,6 @@ def _find_sharp_groups(topology: Topology, ranks: tuple[int, ...], choice: int
     return trees
 
 
-_NICS: WeakKeyDictionary[Topology, tuple[int, dict[str, tuple[str, ...]]]] = \
-    WeakKeyDictionary()
-"""What :func:`nearest_nics` found, per topology and its generation, by GPU."""
-
-_NIC_SEARCH_DEPTH = 4
-"""Hops from a GPU within which :func:`nearest_nics` looks for NICs (GPU, PCIe switches,
-NIC: two or three on the presets)."""
-
-
-def nearest_nics(topology: Topology, gpu: str) -> tuple[str, ...]:
-    """The NICs nearest GPU ``gpu``, in the order they were added (NCCL's local NICs of a
-    GPU, ``ncclTopoGetLocal``: those of its best path): those reached through switches
-    only (PIX, PXB) where there are any, else those reached through a host too (PHB, as
-    NICs on a CPU's root ports), never through another GPU. Empty where none lies within
-    a few hops. Kept until the topology changes."""
-    known = _kept(_NICS, topology)
-    if gpu not in known:
-        known[gpu] = (_nics_within(topology, gpu, ("switch",))
-                      or _nics_within(topology, gpu, ("switch", "host")))
-    return known[gpu]
-
-
-def _nics_within(topology: Topology, gpu: str, through: tuple[str, ...]) -> tuple[str, ...]:
-    """The NICs fewest hops from ``gpu`` that a search crossing only devices of the kinds
-    ``through`` reaches within :data:`_NIC_SEARCH_DEPTH` hops."""
-    found: list[str] = []
-    seen, frontier = {gpu}, [gpu]
-    for _ in range(_NIC_SEARCH_DEPTH):
-        nxt = []
-        for name in frontier:
-            for nbr in topology.neighbors(name):
-                if nbr in seen:
-                    continue
-                seen.add(nbr)
-                kind = topology.device(nbr).kind
-                if kind == "nic":
-                    found.append(nbr)
-                elif kind in through:
-                    nxt.append(nbr)
-        if found or not nxt:
-            break
-        frontier = nxt
-    return tuple(found)
-
-
-_OWN_NICS: WeakKeyDictionary[Topology, tuple[int, dict[str, tuple[str, ...]]]] = \
-    WeakKeyDictionary()
-"""What :func:`nics_of` found, per topology and its generation, by GPU."""
-
-
-def _mirrored(value: int, pow2: int) -> int:
-    """NCCL's ``mirrorBits``: the bits of ``value`` below ``pow2``, in reverse order."""
-    mirror, bit, high = 0, 1, pow2 >> 1
-    while bit < pow2:
-        if value & bit:
-            mirror |= high
-        bit, high = bit << 1, high >> 1
-    return mirror
-
-
-def nics_of(topology: Topology, gpu: str) -> tuple[str, ...]:
-    """The NICs GPU ``gpu`` spreads its channels over, in NCCL's order
-    (``ncclTopoGetLocalNet``, src/graph/topo.cc of 2.30.7): of the n NICs nearest it
-    (:func:`nearest_nics`), which the G GPUs of its node that have the same nearest NICs
-    share, each GPU takes ceil(n / G), starting at its place among them (mirrored bit by
-    bit where n is a power of two, so neighbours start far apart). A GPU with two NICs
-    of its own takes both; four GPUs sharing two NICs take one each, alternately."""
-    nearest = nearest_nics(topology, gpu)
-    if len(nearest) < 2:
-        return nearest
-    known = _kept(_OWN_NICS, topology)
-    if gpu not in known:
-        node = topology.gpu_nodes[topology.gpus.index(gpu)]
-        sharers = [g for g, n in zip(topology.gpus, topology.gpu_nodes)
-                   if n == node and nearest_nics(topology, g) == nearest]
-        count, place = len(nearest), sharers.index(gpu)
-        start = _mirrored(place, count) if count & (count - 1) == 0 else place
-        share = -(-count // len(sharers))
-        known[gpu] = tuple(nearest[(start + k) % count] for k in range(share))
-    return known[gpu]
-
-
-def _channel_nic(topology: Topology, gpu: str, choice: int) -> str | None:
-    """GPU ``gpu``'s NIC for channel ``choice`` where it has several nearest NICs: the
-    ``choice``-th of its own (:func:`nics_of`), counted round them; else None."""
-    if len(nearest_nics(topology, gpu)) < 2:
-        return None
-    nics = nics_of(topology, gpu)
-    return nics[choice % len(nics)]
-
-
-def gpu_nic(topology: Topology, gpu: int, choice: int) -> tuple[str] | None:
-    """The NIC endpoint ``gpu`` (an address) reaches the fabric through for channel
-    ``choice`` where it has several nearest NICs (the ``choice``-th of its own, round
-    them: :func:`nics_of`), as a route's ``via``; None where it has one or none (its
-    shortest route's)."""
-    nic = _channel_nic(topology, topology.endpoint_name(gpu), choice)
-    return None if nic is None else (nic,)
-
-
-def chain_lanes(topology: Topology, group: list[int], channels: int
-                ) -> list[tuple[int, int]]:
-    """CollNet Chain's head and NIC for each of ``channels`` channels on a node whose
-    GPUs are ``group`` (world ranks, local order): ``(local index of the head, its NIC
-    choice)``. NCCL's chain graph (src/graph/search.cc, 2.30.7) starts channel c's
-    search at the c-th NIC of ``ncclTopoSelectNets``, which lists each GPU's own NICs in
-    channel order, GPU after GPU (``ncclTopoPrefNetsChannelFirst``), and tries first the
-    NIC's local GPU (``ncclTopoGetLocalGpu``: the GPU that takes it for the lowest
-    channel), which heads the chain. With one NIC per GPU that is local GPU c mod G;
-    with two, GPU (c mod 2G) // 2 on its NIC c mod 2. Where no GPU has a NIC of its own,
-    local GPU c mod G on its shortest route."""
-    names = [topology.endpoint_name(r) for r in group]
-    own = [nics_of(topology, name) for name in names]
-    nets: list[str] = []
-    for nics in own:
-        nets.extend(nic for nic in nics if nic not in nets)
-    if not nets:
-        return [(c % len(group), 0) for c in range(channels)]
-    lanes: dict[str, tuple[int, int]] = {}
-    for c in range(len(nets)):
-        for g, nics in enumerate(own):
-            if nics and nics[c % len(nics)] not in lanes:
-                lanes[nics[c % len(nics)]] = (g, c % len(nics))
-    return [lanes[nets[c % len(nets)]] for c in range(channels)]
-
-
-def channel_nics(topology: Topology, a: int, b: int, choice: int) -> tuple[str, ...] | None:
-    """The NICs a connection of channel ``choice`` from GPU ``a`` to GPU ``b`` on another
-    node is bound to: ``a``'s on its way out and ``b``'s on its way in, each where that
-    GPU has several (None where neither has)."""
-    ends = (_channel_nic(topology, topology.endpoint_name(a), choice),
-            _channel_nic(topology, topology.endpoint_name(b), choice))
-    named = tuple(nic for nic in ends if nic is not None)
-    return named or None
-
-
-def bound_nic(comm: Comm, peer: int, choice: int) -> tuple[str, ...] | None:
-    """The NICs this rank's connection to ``peer`` passes, for channel ``choice``: where
-    ``peer`` is on another node and a GPU at either end has several nearest NICs
-    (:func:`nearest_nics`), that GPU's ``choice``-th of its own (:func:`nics_of`), as
-    NCCL binds each channel's send and receive ends to one NIC each; None elsewhere (the
-    shortest route's)."""
-    if comm.node_of(peer) == comm.node_of(comm.rank):
-        return None
-    return channel_nics(comm.topology, comm.address_of(comm.rank), comm.address_of(peer),
-                      choice)
-
-
-def _bound_routes(topology: Topology, a: int, b: int) -> list[tuple[int, ...]]:
-    """GPU ``a``'s routes to GPU ``b`` on another node: one per channel choice through
-    the NICs each end binds it to (as many as ``a`` has of its own), else the shortest."""
-    gpu = topology.endpoint_name(a)
-    ways = len(nics_of(topology, gpu)) if len(nearest_nics(topology, gpu)) > 1 else 1
-    return [topology.route(a, b, via=channel_nics(topology, a, b, choice)).links
-            for choice in range(ways)]
-
-
 def _network_share(topology: Topology, here: list[int], there: list[int]
                    ) -> tuple[float, int]:
     """(bytes/s, paths): what the GPUs ``here`` can send at once to the GPUs ``there``
@@ -431,7 +262,7 @@ def _network_share(topology: Topology, here: list[int], there: list[int]
     several), each route getting the least share of a link it crosses (the link's
     bandwidth over the routes crossing it), and how many links bound them (the most
     shared of a route's tightest links)."""
-    routes = [links for a, b in zip(here, there) for links in _bound_routes(topology, a, b)]
+    routes = [links for a, b in zip(here, there) for links in bound_routes(topology, a, b)]
     crossing: dict[int, int] = {}
     for links in routes:
         for d in links:
@@ -493,7 +324,7 @@ def describe(topology: Topology, ranks: tuple[int, ...], arch: str = "auto") -> 
     ``arch="auto"`` reads Hopper where the GPUs have NVLink SHARP (an in-network switch)
     and Ampere otherwise; name it to choose.
     """
-    known = _kept(_MACHINES, topology)
+    known = kept(_MACHINES, topology)
     key = (tuple(ranks), arch, topology.cpu)
     if key not in known:
         known[key] = _describe(topology, key[0], arch)
@@ -550,7 +381,7 @@ def _searched_channels(topology: Topology, groups: list[list[int]], intra: str,
     if len(groups) == 1:
         return one_node_channels(arch, intra_bw / 1e9)
     routes = [[(d, topology.bandwidth_of(d) / 1e9) for d in links]
-              for a, b in zip(first, groups[1]) for links in _bound_routes(topology, a, b)]
+              for a, b in zip(first, groups[1]) for links in bound_routes(topology, a, b)]
     own = _gpu_total_bw(topology, first[0]) if lone else intra_bw
     return across_nodes_channels(arch, own / 1e9, len(first), routes)
 

@@ -43,7 +43,8 @@ from __future__ import annotations
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.channels import run_channels
-from simcoll.algorithms.nccl.machine import bound_nic, node_layout, node_order
+from simcoll.algorithms.nccl.machine import node_layout, node_order
+from simcoll.algorithms.nccl.nics import bound_nic
 from simcoll.algorithms.nccl.nvls import chunks, served, switch_of
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender

@@ -16,7 +16,7 @@ elements on the wire as NCCL's proxy sends them (gaps left by skipped slots incl
 after NCCL's PAT step latency over the network or the route's own latency, whichever is
 more, with at most ``NCCL_STEPS`` steps in flight per connection. Where a GPU has several
 NICs, channel c's connections leave and enter through each end's own NIC c modulo how many
-it has (:func:`~.machine.bound_nic`): NCCL connects PAT's peers over its tree graph
+it has (:func:`~.nics.bound_nic`): NCCL connects PAT's peers over its tree graph
 (``ncclTransportPatConnect``, src/transport/generic.cc), whose channel c starts its search
 at the c-th of the NICs ``ncclTopoSelectNets`` lists: with one GPU per node, its own in the
 order it takes them for channels 0, 1, ... (``ncclTopoPrefNetsChannelFirst``,
@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 
 from simcoll.algorithms.nccl.constants import NCCL_STEPS
-from simcoll.algorithms.nccl.machine import bound_nic
+from simcoll.algorithms.nccl.nics import bound_nic
 from simcoll.algorithms.nccl.pat_schedule import Schedule, schedule
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender

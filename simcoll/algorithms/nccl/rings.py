@@ -28,7 +28,8 @@ from collections.abc import Hashable
 from simpy.events import Event
 
 from simcoll.algorithms.nccl.constants import net_overhead_us
-from simcoll.algorithms.nccl.machine import bound_nic, node_layout, node_order
+from simcoll.algorithms.nccl.machine import node_layout, node_order
+from simcoll.algorithms.nccl.nics import bound_nic
 from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.buffers import Buffer, join, split
 from simcoll.comm import Comm
@@ -81,7 +82,7 @@ class Sender:
     ``step`` is NCCL's latency for one step over this hop (``Protocol.hop``). NCCL
     measured it end to end, so it already holds the time the bytes spend on the links:
     each message waits only what the step costs beyond the route's own latency.
-    ``via`` binds the connection to NICs (:func:`~.machine.bound_nic`).
+    ``via`` binds the connection to NICs (:func:`~.nics.bound_nic`).
 
     The channel's threads move at most ``protocol.rate`` bytes per second through the
     connection: a slice leaves once they have moved the one before it. They forward LL

@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable
 from typing import NamedTuple
 
 from simcoll.algorithms.nccl.channels import run_channels
-from simcoll.algorithms.nccl.machine import gpu_nic
+from simcoll.algorithms.nccl.nics import gpu_nic
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender, relay
 from simcoll.buffers import Buffer, join, split_counts
@@ -51,7 +51,7 @@ class Role(NamedTuple):
         below: the child that leads to each owner below it (the owner itself at a leaf).
         vias: the NIC through which the switch reaches each owner among its children
             that has several (the NIC the owner's channel is bound to:
-            :func:`~.machine.gpu_nic`); the others (all, where None) by their shortest
+            :func:`~.nics.gpu_nic`); the others (all, where None) by their shortest
             routes.
     """
 
@@ -79,7 +79,7 @@ def uplink(comm: Comm, switch: int, step: float, protocol: Protocol,
            key: tuple[int, int], choice: int = 0) -> Sender:
     """This GPU's connection up to SHARP switch ``switch`` for ``key``'s slices, each
     step costing ``step`` seconds end to end (beyond the route: see ``rings.Sender``),
-    through the GPU's NIC ``choice`` where it has several (:func:`~.machine.gpu_nic`)."""
+    through the GPU's NIC ``choice`` where it has several (:func:`~.nics.gpu_nic`)."""
     via = gpu_nic(comm.topology, comm.address_of(comm.rank), choice)
     return Sender(comm, switch, protocol, step, _tags(key)[0], via)
 

@@ -20,7 +20,8 @@ its link class (``hwLatencies[...][TREE]``), or the route's latency where that i
 from __future__ import annotations
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
-from simcoll.algorithms.nccl.machine import bound_nic, node_layout
+from simcoll.algorithms.nccl.machine import node_layout
+from simcoll.algorithms.nccl.nics import bound_nic
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender, pieces, relay
 from simcoll.buffers import Buffer, join
