@@ -14,12 +14,15 @@ from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.protocols import channel_rate
 from simcoll.algorithms.nccl.search import (
     HeadsGraph,
+    Searched,
     across_nodes_channels,
     collnet_direct_graph,
+    fewest,
     nvls_graph,
     one_node_channels,
 )
 from simcoll.algorithms.nccl.tuner import collnet_graphs_of, max_channels, predict
+from simcoll.topology.graph import Topology
 
 GBS = 1e9
 
@@ -143,12 +146,87 @@ def test_intel_root_complexes_weigh_pci_links_by_nccls_overhead():
         machine("amd", gen=5, sockets=2, inter_socket_bandwidth=55.6 * GBS) == (4, 2, 20.0)
 
 
-def test_pci_across_nodes_and_uneven_lone_gpu_nodes_keep_their_counts():
-    for topo, ranks, expected in ((sc.topology.cluster(2, 4, intra_kind="pcie"), range(8), 4),
-                                  (sc.topology.dgx_h100(2), (0, 1, 2, 8), 16)):
-        machine = describe(topo, tuple(ranks))
-        assert machine.channels == machine.graph_channels == 0
-        assert max_channels(machine, "ring") == expected
+def _two_pci_nodes(nics: int, cpu: str = "unknown") -> Topology:
+    """Two nodes of 4 GPUs, 2 on each of 2 PCIe switches (24 GB/s links) under one CPU,
+    and a 100 Gb/s NIC (12.5 GB/s) on each of the first ``nics`` switches."""
+    topo = Topology("two PCI nodes")
+    net = topo.add_switch("net")
+    for node in range(2):
+        cpu_name = topo.add_switch(f"cpu{node}")
+        topo.add_link(cpu_name, topo.add_switch(f"memory{node}"), bandwidth=200 * GBS,
+                      kind="memory")
+        for s in range(2):
+            sw = topo.add_switch(f"pcie{node}.{s}")
+            topo.add_link(sw, cpu_name, bandwidth=24 * GBS, kind="pcie")
+            for g in range(2):
+                topo.add_link(topo.add_gpu(f"gpu{node}.{2 * s + g}", node=node), sw,
+                              bandwidth=24 * GBS, kind="pcie")
+            if s < nics:
+                nic = topo.add_nic(f"nic{node}.{s}")
+                topo.add_link(sw, nic, bandwidth=24 * GBS, kind="pcie")
+                topo.add_link(nic, net, bandwidth=12.5 * GBS, kind="ib")
+    topo.cpu = cpu
+    return topo
+
+
+@pytest.mark.parametrize(("topo", "expected"), [
+    # NCCL's pattern NET -> GPU 0 -> 1 -> 2 -> 3 -> NET: each channel takes the hops
+    # 0 -> 1 -> 2 -> 3 (1 -> 2 up switch 0's uplink and down switch 1's) and leaves GPU 3
+    # for the NIC on switch 0 (up switch 1's, down switch 0's): one crossing of each
+    # uplink each way. The NIC (12.5 GB/s) bounds it: 1 at 12 (10, 9, 7 carry less, 2 at
+    # 6 as much, 5 is below 0.49 of 12); not doubled below 25; twice: 2.
+    (_two_pci_nodes(1), (2, 1, 12.0)),
+    # A NIC on each switch: channel 0 leaves by NIC 0 (through the CPU), channel 1 by
+    # NIC 1 (from GPU 3's own switch), and enters the next node by its NIC 1, up switch
+    # 1's uplink and down switch 0's there. Switch 0's uplink up carries the hop 1 -> 2
+    # of both: 2 x 12 = 24, full; 2 at 12 carry a GPU's whole 24 GB/s: the search stops.
+    (_two_pci_nodes(2), (4, 2, 12.0)),
+    # Intel CPUs: the hop 1 -> 2 and channel 0's way from GPU 3 to NIC 0 cross a root
+    # complex, so their PCI links take 1.2 x the speed. At 12 the second channel does
+    # not fit GPU 3's link (1.2 x 12 + 12 > 24) nor NIC 0 (taken): 1 at 12; at 10 both
+    # fit (switch 0's uplink up: 2 x 1.2 x 10 = 24): 2 at 10 = 20, more; 9, 7, 6 and 5
+    # give no more, 4 is below 0.49 of 10; not raised to 12; twice: 4.
+    (_two_pci_nodes(2, cpu="intel"), (4, 2, 10.0)),
+    # The route from GPU 3 to the next node through the node switch's 25 GB/s uplink:
+    # 1 at 24, not doubled below 25, 28 does not fit; twice: 2 (4 before 2026-12-04,
+    # when the search across nodes over PCI was not modelled).
+    (sc.topology.cluster(2, 4, intra_kind="pcie"), (2, 1, 24.0)),
+])
+def test_across_nodes_over_pci_by_hand(topo, expected):
+    machine = describe(topo, tuple(range(8)))
+    assert machine.intra == "pci"
+    assert (machine.channels, machine.graph_channels,
+            machine.graph_channel_bw / GBS) == pytest.approx(expected, rel=1e-12)
+    assert machine.tree_channel_bw == machine.graph_channel_bw  # not raised over PCI
+    assert max_channels(machine, "ring") == expected[0]
+
+
+def test_uneven_nodes_keep_the_fewest_channels_any_node_found():
+    """NCCL searches each node's graph on its own GPUs and NICs, and every rank keeps
+    the fewest channels and the lowest speed any found (init.cc). GPUs 0-2 of one DGX
+    H100 and GPU 8 of the other: node 0's three GPUs all reach GPU 8's one NIC (48 GB/s
+    to NCCL's Hopper speeds): 1 at 48 (2 at 24 as much), doubled (one channel is not
+    more than 4) to 2 at 24; GPU 8 alone finds the same (as one GPU of each of 4 nodes
+    does below); twice: 4 (16 before 2026-12-04). The tree graph inside a node: node 0
+    raises 24 to 48 (2 x 48 x 2 hops within 3 x 370.8), GPU 8 has no chain: 48. Where
+    both nodes hold several GPUs (8 and 4) each finds 8 channels at 24: 16 run."""
+    machine = describe(sc.topology.dgx_h100(2), (0, 1, 2, 8))
+    assert (machine.channels, machine.graph_channels, machine.graph_channel_bw / GBS,
+            machine.tree_channel_bw / GBS) == (4, 2, 24.0, 48.0)
+    assert machine.lone_gpu_node and machine.uneven_nodes
+    machine = describe(sc.topology.dgx_h100(2), tuple(range(12)))
+    assert (machine.channels, machine.graph_channels,
+            machine.graph_channel_bw / GBS) == (16, 8, 24.0)
+
+
+def test_fewest_takes_each_least_then_doubles_as_postset():
+    found = [Searched(8, 16, 48.0), Searched(2, 4, 24.0), Searched(6, 24, 30.0)]
+    assert fewest(found, "ampere") == Searched(2, 4, 24.0)
+    # Hopper doubles again where fewer than 16 run above 45 GB/s.
+    assert fewest([Searched(4, 16, 48.0), Searched(6, 12, 48.0)], "hopper") == \
+        Searched(4, 16, 48.0)
+    assert fewest([Searched(4, 16, 48.0), Searched(6, 12, 45.0)], "hopper") == \
+        Searched(4, 8, 45.0)
 
 
 @pytest.mark.parametrize(("topo", "ranks", "expected"), [

@@ -24,21 +24,12 @@ from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from simcoll.algorithms.nccl.nics import bound_routes, channel_nics, kept
-from simcoll.algorithms.nccl.search import (
-    INTEL_P2P_OVERHEAD,
-    Searched,
-    across_nodes_channels,
-    one_node_channels,
-    one_node_ring_channels,
-    tree_intra_speed,
-)
+from simcoll.algorithms.nccl.node_search import node_links, ring_graph
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via
 
 __all__ = ["Machine", "describe", "node_order", "node_layout", "network_reducers", "SharpTree",
            "sharp_groups"]
-
-_NVLINK_KINDS = ("nvlink", "nvswitch")
 
 
 @dataclass(frozen=True)
@@ -93,8 +84,8 @@ class Machine:
             simcoll's rings leave a node from every GPU. "pxb" on one node, as NCCL
             starts its search there (``PATH_PIX``).
         channels: the channels NCCL's rings and trees run on here, from its topology
-            search (:mod:`~simcoll.algorithms.nccl.search`); 0 where that search is not
-            modelled: 16 over NVLink, 4 over PCI.
+            search (:mod:`~simcoll.algorithms.nccl.node_search`); 0 on a communicator of
+            one GPU, which searches no graph.
         graph_channels: the channels of the search's ring graph, which NCCL's tuner
             counts (half of ``channels`` or less; 0 with ``channels``).
         graph_channel_bw: bytes/s of one of those graph channels, the search's speed
@@ -335,15 +326,10 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
     nodes = [topology.gpu_nodes[r] for r in ranks]
     groups = [[ranks[i] for i in group] for group in node_order(nodes)]
     first = groups[0]
-    intra, intra_bw = "nvlink", math.inf
     # A node with one GPU has no link inside it: the first node with two tells the kind
     # and bandwidth (inf only where every node holds one GPU).
     pair = next((group for group in groups if len(group) > 1), None)
-    if pair is not None:
-        route = topology.route(pair[0], pair[1])
-        kinds = {topology.links[d >> 1].kind for d in route.links}
-        intra = "nvlink" if kinds <= set(_NVLINK_KINDS) else "pci"
-        intra_bw = min(topology.links[d >> 1].bandwidth for d in route.links)
+    intra, intra_bw = ("nvlink", math.inf) if pair is None else node_links(topology, pair)
     inter_bw, rails = (_network_share(topology, first, groups[1])
                        if len(groups) > 1 else (0.0, 0))
     nic_path = _nic_path(topology, first, groups[1]) if len(groups) > 1 else "pxb"
@@ -355,72 +341,8 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
     nvls = all(len(found) == 1 and None not in found for found in switches)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
-    ring = _searched_channels(topology, groups, intra, intra_bw, arch, heads)
-    tree = ring.speed
-    if len(groups) == 2 and ring.graph:
-        own = _gpu_total_bw(topology, first[0]) if len(first) == 1 else intra_bw
-        tree = tree_intra_speed(arch, ring, own / 1e9, len(first))
+    ring, tree = ring_graph(topology, groups, arch)
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
                    heads, nic_path, ring.run, ring.graph, ring.speed * 1e9, tree * 1e9)
-
-
-def _searched_channels(topology: Topology, groups: list[list[int]], intra: str,
-                       intra_bw: float, arch: str, heads: int) -> Searched:
-    """The channels and speed of NCCL's ring search on nodes of GPUs over NVLink (two
-    or more each), across nodes through the first node's routes to the next one,
-    through each of a GPU's NICs (also on nodes of one GPU each), and on one node over
-    PCI (:mod:`.search`); none elsewhere."""
-    first = groups[0]
-    lone = len(groups) > 1 and all(len(group) == 1 for group in groups)
-    if (heads < 2 and not lone) or (intra != "nvlink" and len(groups) > 1):
-        return Searched(0, 0, 0.0)
-    if intra != "nvlink":
-        return _pci_node_channels(topology, first, arch)
-    if len(groups) == 1:
-        return one_node_channels(arch, intra_bw / 1e9)
-    routes = [[(d, topology.bandwidth_of(d) / 1e9) for d in links]
-              for a, b in zip(first, groups[1]) for links in bound_routes(topology, a, b)]
-    own = _gpu_total_bw(topology, first[0]) if lone else intra_bw
-    return across_nodes_channels(arch, own / 1e9, len(first), routes)
-
-
-def _pci_node_channels(topology: Topology, ring: list[int], arch: str) -> Searched:
-    """NCCL's ring search on one node over PCI, through the GPUs in ``ring``'s order:
-    each hop the links of its route that NCCL's topology knows (host memory, where a
-    message is staged without peer-to-peer access, is not one of them). With Intel CPUs
-    a hop through a CPU's root complex (a device linked to host memory) within one
-    socket (no inter-socket link: NCCL's ``PATH_PHB``) weighs its PCI links by
-    ``INTEL_P2P_OVERHEAD``."""
-    hops = []
-    for a, b in zip(ring, ring[1:] + ring[:1]):
-        links = topology.route(a, b).links
-        kinds = {topology.links[d >> 1].kind for d in links}
-        through_cpu = any(_is_cpu(topology, topology.directed_link(d)[1]) for d in links[:-1])
-        weight = INTEL_P2P_OVERHEAD if (topology.cpu == "intel" and through_cpu
-                                         and "inter_socket" not in kinds) else 1.0
-        hops.append([(d, topology.links[d >> 1].bandwidth / 1e9,
-                      weight if topology.links[d >> 1].kind == "pcie" else 1.0)
-                     for d in links if topology.links[d >> 1].kind != "memory"])
-    total = max(_gpu_total_bw(topology, rank) for rank in ring)
-    return one_node_ring_channels(arch, total / 1e9, hops)
-
-
-def _is_cpu(topology: Topology, name: str) -> bool:
-    """A CPU's root complex, as simcoll's presets build it: a device linked to host
-    memory."""
-    return any(topology.links[topology.link_index(name, other)].kind == "memory"
-               for other in topology.neighbors(name))
-
-
-def _gpu_total_bw(topology: Topology, rank: int) -> float:
-    """NCCL's ``getTotalBw`` of a GPU (bytes/s): its NVLinks together or, if more, its
-    link of another kind (a PCI link)."""
-    gpu = topology.gpus[rank]
-    links = [topology.links[topology.link_index(gpu, other)]
-             for other in topology.neighbors(gpu)]
-    nvlink = sum(link.bandwidth for link in links if link.kind in _NVLINK_KINDS)
-    other = max((link.bandwidth for link in links if link.kind not in _NVLINK_KINDS),
-                default=0.0)
-    return max(nvlink, other)

@@ -16,7 +16,7 @@ from weakref import WeakKeyDictionary
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology
 
-__all__ = ["kept", "nearest_nics", "nics_of", "gpu_nic", "chain_lanes", "channel_nics",
+__all__ = ["kept", "nearest_nics", "nics_of", "gpu_nic", "node_nics", "chain_lanes", "channel_nics",
            "bound_nic", "bound_routes"]
 
 
@@ -133,6 +133,17 @@ def gpu_nic(topology: Topology, gpu: int, choice: int) -> tuple[str] | None:
     return None if nic is None else (nic,)
 
 
+def node_nics(topology: Topology, group: list[int]) -> list[str]:
+    """The NICs of a node whose GPUs are ``group`` (world ranks, local order), as NCCL
+    lists them (``ncclTopoSelectNets``): each GPU's own (:func:`nics_of`) in channel
+    order, GPU after GPU, each once."""
+    nets: list[str] = []
+    for rank in group:
+        nets.extend(nic for nic in nics_of(topology, topology.endpoint_name(rank))
+                    if nic not in nets)
+    return nets
+
+
 def chain_lanes(topology: Topology, group: list[int], channels: int
                 ) -> list[tuple[int, int]]:
     """CollNet Chain's head and NIC for each of ``channels`` channels on a node whose
@@ -144,11 +155,8 @@ def chain_lanes(topology: Topology, group: list[int], channels: int
     channel), which heads the chain. With one NIC per GPU that is local GPU c mod G;
     with two, GPU (c mod 2G) // 2 on its NIC c mod 2. Where no GPU has a NIC of its own,
     local GPU c mod G on its shortest route."""
-    names = [topology.endpoint_name(r) for r in group]
-    own = [nics_of(topology, name) for name in names]
-    nets: list[str] = []
-    for nics in own:
-        nets.extend(nic for nic in nics if nic not in nets)
+    own = [nics_of(topology, topology.endpoint_name(r)) for r in group]
+    nets = node_nics(topology, group)
     if not nets:
         return [(c % len(group), 0) for c in range(channels)]
     lanes: dict[str, tuple[int, int]] = {}

@@ -1,5 +1,5 @@
 """How many channels NCCL's rings and trees run on, and at what speed: its topology
-search, for nodes whose GPUs talk over NVLink and for one node over PCI.
+search, for nodes whose GPUs talk over NVLink or over PCI, on one node or across nodes.
 
 NCCL searches its ring graph (``ncclTopoCompute``, src/graph/search.cc of 2.30.7) at
 speeds (GB/s per channel) taken from an array of its GPU generation, from the first one
@@ -39,9 +39,11 @@ channels", of 8 RTX 5090 with peer-to-peer 4).
 Across nodes of one GPU each the ring only goes through the NICs: a GPU on a 24 GB/s
 PCIe link to a 25 GB/s NIC runs 1 channel at 24, not doubled, 2 run (a public log of
 such a pair prints "maxBw 24.0 totalBw 24.0", the ring graph "nChannels 1, bw
-24.000000/24.000000" and "2 coll channels"). Nodes over PCI across nodes, and nodes of
-different sizes some of which hold one GPU, keep 4 and 16 channels (NCCL's search there
-is not modelled).
+24.000000/24.000000" and "2 coll channels"). Across nodes whose GPUs talk over PCI a
+channel goes from a NIC through the node's GPUs in order and back to the NIC
+(:func:`across_pci_nodes_channels`). Where nodes differ, each searches its own graph and
+every rank keeps the fewest channels and the lowest speed any found (:func:`fewest`);
+:mod:`.node_search` reads each node's hops and routes off the topology.
 
 NCCL's tuner also reads its tree graph (:func:`tree_intra_speed`, which its CollNet
 Chain graph follows), its NVLS graph (:func:`nvls_graph`) and its CollNet Direct graph
@@ -56,7 +58,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 __all__ = ["INTEL_P2P_OVERHEAD", "INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
-           "one_node_channels", "one_node_ring_channels", "across_nodes_channels", "finish",
+           "one_node_channels", "one_node_ring_channels", "across_nodes_channels",
+           "across_pci_nodes_channels", "finish", "fewest",
            "tree_intra_speed", "HeadsGraph", "nvls_graph", "NVLS_ARITY", "DIRECT_ARITY",
            "collnet_direct_graph"]
 
@@ -165,10 +168,27 @@ def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across:
         return Searched(1, 2, 0.1)
     n, speed = _dup(n, speed, arch, MAX_RING_CHANNELS)
     speed = _raise(speeds, speed, lambda v: fits(v) >= n)
+    return Searched(n, _postset(n, speed, arch, across), speed)
+
+
+def _postset(n: int, speed: float, arch: str, across: bool) -> int:
+    """The channels ``ncclTopoPostset`` runs ``n`` graph channels of ``speed`` GB/s on:
+    every ring twice, and from Hopper on twice again across nodes where fewer than 16
+    run above 45 GB/s."""
     run = min(_MAX_CHANNELS, 2 * n)
     if _COMPUTE_CAPABILITY[arch] >= 90 and across and speed > 45.0 and run < 16:
         run = min(_MAX_CHANNELS, 2 * run)
-    return Searched(n, run, speed)
+    return run
+
+
+def fewest(found: Sequence[Searched], arch: str) -> Searched:
+    """The ring graph every rank keeps where the nodes each searched their own
+    (``found``, one per node): the fewest channels and the lowest speed any found
+    (``std::min`` over every rank's ``graphInfo``, src/init.cc of 2.30.7), run as
+    ``ncclTopoPostset`` runs them across nodes (:func:`finish`)."""
+    n = min(searched.graph for searched in found)
+    speed = min(searched.speed for searched in found)
+    return Searched(n, _postset(n, speed, arch, True), speed)
 
 
 def one_node_channels(arch: str, nvlink_gbs: float) -> Searched:
@@ -235,6 +255,47 @@ def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,
         return n
 
     return finish(_search(speeds, max_bw, nvlink_gbs, fits), speeds, arch, True, fits)
+
+
+def across_pci_nodes_channels(arch: str, gpu_gbs: float,
+                              chain: Sequence[tuple[int, float, float]],
+                              routes: Sequence[Sequence[tuple[int, float, float]]]) -> Searched:
+    """The channels and speed of a ring across nodes whose GPUs talk over PCI, NCCL's
+    pattern NET -> GPU a -> ... -> GPU x -> NET: every channel crosses ``chain`` (the
+    hops from a node's first GPU to its last, ``(directed link, GB/s, weight)``
+    triples as for :func:`one_node_ring_channels`) and one of ``routes`` (from the last
+    GPU through one of the node's NICs to the next node's first GPU, triples too):
+    channel c the first of routes c, c + 1, ... (round them) that carries it, as NCCL
+    tries the NICs from ``nets[(nChannels + i) % netCount]`` (``ncclTopoSearchRecNet``).
+    ``gpu_gbs`` is a GPU's ``totalBw`` (its PCI link). Searched as :func:`finish`
+    says."""
+    speeds = INTER_SPEEDS[arch]
+    max_bw = max(min(gbs for _, gbs, _ in route) for route in routes)
+
+    def needs(route: Sequence[tuple[int, float, float]], speed: float
+              ) -> dict[int, tuple[float, float]]:
+        need: dict[int, tuple[float, float]] = {}
+        for d, gbs, weight in (*chain, *route):
+            need[d] = (gbs, need.get(d, (gbs, 0.0))[1] + weight * speed)
+        return need
+
+    def fits(speed: float) -> int:
+        left: dict[int, float] = {}
+        n = 0
+        while n < MAX_RING_CHANNELS:
+            for i in range(len(routes)):
+                need = needs(routes[(n + i) % len(routes)], speed)
+                if all(left.get(d, gbs) >= load * (1 - _SLACK)
+                       for d, (gbs, load) in need.items()):
+                    for d, (gbs, load) in need.items():
+                        left[d] = left.get(d, gbs) - load
+                    n += 1
+                    break
+            else:
+                break
+        return n
+
+    return finish(_search(speeds, max_bw, gpu_gbs, fits), speeds, arch, True, fits)
 
 
 def tree_intra_speed(arch: str, ring: Searched, nvlink_gbs: float, gpus: int) -> float:

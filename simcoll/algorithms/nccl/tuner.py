@@ -78,13 +78,11 @@ def max_channels(machine: Machine, algo: str, tuner: str = NCCL_VERSION) -> int:
     small sizes: for rings and trees (and PAT and CollNet, which run on the rings'
     channels) what NCCL's topology search gives (:attr:`Machine.channels`; 24 on a node
     of 8 A100 or H100, 16 on DGX H100 nodes with a NIC per GPU, 4 on 8 GPUs over PCI
-    with peer-to-peer access), else (nodes of one GPU, PCI across nodes) 16 over NVLink
-    and 4 over PCI; for NVLS what :func:`nvls_channels` gives."""
+    with peer-to-peer access), or 1 on a communicator of one GPU, which searches no
+    graph; for NVLS what :func:`nvls_channels` gives."""
     if algo in ("nvls", "nvls_tree"):
         return nvls_channels(machine, tuner)
-    if machine.channels:
-        return machine.channels
-    return 16 if machine.intra == "nvlink" else 4
+    return machine.channels or 1
 
 
 def nvls_channels(machine: Machine, tuner: str = NCCL_VERSION) -> int:
@@ -164,8 +162,8 @@ def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: 
 
 
 def collnet_graphs_of(machine: Machine) -> tuple[HeadsGraph, HeadsGraph] | None:
-    """NCCL's CollNet Direct and CollNet Chain graphs on this machine, or None where its
-    search is not modelled (:attr:`Machine.graph_channels` is 0). Direct: a head per NIC
+    """NCCL's CollNet Direct and CollNet Chain graphs on this machine, or None on a
+    communicator of one GPU (no graph: :attr:`Machine.graph_channels` is 0). Direct: a head per NIC
     (:attr:`Machine.rails`, each carrying its share of the node's bandwidth to the
     network; :func:`~.search.collnet_direct_graph`). Chain: the ring graph's channels,
     whose speed inside a node NCCL's search raises as for trees
@@ -184,29 +182,23 @@ def collnet_graphs_of(machine: Machine) -> tuple[HeadsGraph, HeadsGraph] | None:
 
 
 def _collnet_bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
-                           bw: float, tuner: str) -> float:
+                           tuner: str) -> float:
     """NCCL's bus bandwidth (GB/s) of CollNet Direct or Chain, Simple only: its graph's
     channels times their speed inside a node (``bwIntra``, which NCCL reads for CollNet
-    on any node count; :func:`collnet_graphs_of`), or where the search is not modelled
-    ``bw``, the links' (as for rings). Direct's all_reduce is divided by ``factor = ppn
-    / heads`` less half its excess over 1 (NCCL: "all GPUs need a local NIC to work at
-    full speed") and, from Hopper on, times 0.85. Direct's reduce_scatter and
-    all_gather: ppn x the lesser of ``bwIntra`` and 0.9 of ``bwInter`` (2.30.7), or ppn
-    x ``bwIntra`` times 0.95 at one GPU per node down to 0.85 at 8, interpolated
-    (2.26.2: "measured corrective ratio")."""
+    on any node count; :func:`collnet_graphs_of`; 0 without a graph). Direct's
+    all_reduce is divided by ``factor = ppn / heads`` less half its excess over 1 (NCCL:
+    "all GPUs need a local NIC to work at full speed") and, from Hopper on, times 0.85.
+    Direct's reduce_scatter and all_gather: ppn x the lesser of ``bwIntra`` and 0.9 of
+    ``bwInter`` (2.30.7), or ppn x ``bwIntra`` times 0.95 at one GPU per node down to
+    0.85 at 8, interpolated (2.26.2: "measured corrective ratio")."""
     if proto != "Simple":
         return 0.0
     graphs = collnet_graphs_of(machine)
-    nic = machine.inter_bw / 1e9 / max(machine.rails, 1)
     if graphs is None:
-        heads = max(machine.rails, 1)
-        intra = inter = min(machine.intra_bw / 1e9, nic)
-        chain = bw
-        direct = bw
-    else:
-        heads, intra, inter = graphs[0]
-        chain = graphs[1].channels * graphs[1].intra
-        direct = heads * intra
+        return 0.0
+    heads, intra, inter = graphs[0]
+    chain = graphs[1].channels * graphs[1].intra
+    direct = heads * intra
     if collective != "all_reduce":
         if tuner == "2.26.2":
             w = (machine.ppn - 1) / 7
@@ -226,8 +218,8 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
     (``graphs[a]->nChannels * bw``: :attr:`Machine.graph_channels` x
     :attr:`Machine.graph_channel_bw`, or for trees and PAT, which run on NCCL's tree
     graph, :attr:`Machine.tree_channel_bw`), and its per-channel caps count those
-    channels, whatever the run opens. Where the search is not modelled it starts from
-    the links' bandwidth and counts ``channels``."""
+    channels, whatever the run opens. On a communicator of one GPU (no graph) it starts
+    from the links' bandwidth and counts ``channels``."""
     arch, col = machine.arch, _column(machine)
     intra = machine.intra_bw / 1e9
     bw = intra if machine.nnodes == 1 else min(intra, machine.inter_bw / 1e9)
@@ -238,7 +230,7 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
     if algo == "p2p":
         return bw
     if algo.startswith("collnet"):
-        return _collnet_bus_bandwidth(machine, collective, algo, proto, bw, tuner)
+        return _collnet_bus_bandwidth(machine, collective, algo, proto, tuner)
     if machine.graph_channels:
         channels = machine.graph_channels
         bw = channels * (machine.graph_channel_bw if algo == "ring"
