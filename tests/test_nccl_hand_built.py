@@ -240,8 +240,10 @@ def test_an_empty_nccl_collective_is_discarded(collective, preset):
 
 def nic_nodes(where: str) -> sc.Topology:
     """Two nodes of 2 GPUs on NVLink with one 50 GB/s NIC each, the NIC on the node's
-    host (``where="host"``: GPU -> CPU -> NIC, NCCL's PHB) or on the node's second GPU
-    (``"gpu"``: the first GPU reaches it over NVLink through the second, NCCL's PXN)."""
+    host (``where="host"``: GPU -> CPU -> NIC, NCCL's PHB), on a CPU's root complex as
+    the PCIe presets build it (``"cpu"``: a switch linked to host memory, PHB too) or on
+    the node's second GPU (``"gpu"``: the first GPU reaches it over NVLink through the
+    second, NCCL's PXN)."""
     topo = sc.Topology(f"nic on {where}")
     core = topo.add_switch("core")
     for node in range(2):
@@ -250,8 +252,10 @@ def nic_nodes(where: str) -> sc.Topology:
         nic = topo.add_nic()
         for gpu in gpus:
             topo.add_link(gpu, nvswitch, bandwidth=200e9, latency=1e-6, kind="nvlink")
-        if where == "host":
-            host = topo.add_host()
+        if where in ("host", "cpu"):
+            host = topo.add_host() if where == "host" else topo.add_switch()
+            if where == "cpu":
+                topo.add_link(host, topo.add_switch(), bandwidth=200e9, kind="memory")
             for gpu in gpus:
                 topo.add_link(gpu, host, bandwidth=24e9, latency=1e-6, kind="pcie")
             topo.add_link(host, nic, bandwidth=24e9, latency=1e-6, kind="pcie")
@@ -263,6 +267,7 @@ def nic_nodes(where: str) -> sc.Topology:
 
 @pytest.mark.parametrize(("where", "path", "ampere", "hopper"), [
     ("host", "phb", False, False),   # beyond PXB and PXN: never by default
+    ("cpu", "phb", False, False),
     ("gpu", "pxn", False, True),     # PXN: from Hopper on only
 ])
 def test_ll128_is_on_by_default_only_as_far_from_the_nic_as_nccl_allows(

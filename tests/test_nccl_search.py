@@ -201,6 +201,39 @@ def test_across_nodes_over_pci_by_hand(topo, expected):
     assert max_channels(machine, "ring") == expected[0]
 
 
+def test_two_servers_of_four_pci_gpus_and_four_10g_nics_as_nccls_log():
+    """NCCL issue #601 (2021): two servers of 4 GPUs on two CPU sockets (a GPU's path to
+    the other GPU of its socket PHB at 12 GB/s, across sockets SYS at 6), two 10 GbE
+    NICs (1.25 GB/s) on each socket, NCCL's log: "Pattern 4, crossNic 0, nChannels 4,
+    speed 1.200000/1.200000", one channel per NIC. By hand: the NICs bound the speed
+    (1.2, the fastest within 1.25); each NIC carries one channel, and the socket link
+    carries the hop GPU 1 -> 2 of all four (4.8 of 6) one way and the ways from GPU 3
+    to the first socket's NICs (2.4) the other; 0.24 is below 0.49 of 1.2; not
+    doubled; twice: 8."""
+    topo = Topology("issue 601")
+    net = topo.add_switch("ethernet")
+    for node in range(2):
+        cpus = []
+        for s in range(2):
+            cpu = topo.add_switch(f"cpu{node}.{s}")
+            topo.add_link(cpu, topo.add_switch(f"memory{node}.{s}"), bandwidth=100 * GBS,
+                          kind="memory")
+            cpus.append(cpu)
+            for g in range(2):
+                topo.add_link(topo.add_gpu(f"gpu{node}.{2 * s + g}", node=node), cpu,
+                              bandwidth=12 * GBS, kind="pcie")
+            for k in range(2):
+                nic = topo.add_nic(f"nic{node}.{2 * s + k}")
+                topo.add_link(nic, cpu, bandwidth=12 * GBS, kind="pcie")
+                topo.add_link(nic, net, bandwidth=1.25 * GBS, kind="ethernet")
+        topo.add_link(cpus[0], cpus[1], bandwidth=6 * GBS, kind="inter_socket")
+    machine = describe(topo, tuple(range(8)))
+    assert (machine.channels, machine.graph_channels,
+            machine.graph_channel_bw / GBS) == pytest.approx((8, 4, 1.2), rel=1e-12)
+    # Each GPU reaches its NICs through its CPU's root complex: NCCL's PATH_PHB.
+    assert machine.nic_path == "phb"
+
+
 def test_uneven_nodes_keep_the_fewest_channels_any_node_found():
     """NCCL searches each node's graph on its own GPUs and NICs, and every rank keeps
     the fewest channels and the lowest speed any found (init.cc). GPUs 0-2 of one DGX

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from simcoll.algorithms.nccl.nics import bound_routes, channel_nics, kept
-from simcoll.algorithms.nccl.node_search import node_links, ring_graph
+from simcoll.algorithms.nccl.node_search import is_cpu, node_links, ring_graph
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via
 
@@ -273,16 +273,18 @@ _NIC_PATHS = ("pxb", "pxn", "phb")
 def _nic_path(topology: Topology, here: list[int], there: list[int]) -> str:
     """The farthest of the GPUs ``here`` from their NIC on their routes to the GPUs
     ``there`` (another node): the devices a route crosses before its first NIC, or
-    before its end where it crosses none ("phb" past a host, "pxn" past another GPU,
-    else "pxb"; see :attr:`Machine.nic_path`)."""
+    before its end where it crosses none ("phb" past a host or a CPU's root complex, a
+    device linked to host memory; "pxn" past another GPU; else "pxb"; see
+    :attr:`Machine.nic_path`)."""
     farthest = 0
     for a, b in zip(here, there):
         kinds = []
         for d in topology.route(a, b).links[:-1]:  # up to the device before GPU b
-            device = topology.device(topology.directed_link(d)[1])
+            name = topology.directed_link(d)[1]
+            device = topology.device(name)
             if device.kind == "nic":
                 break
-            kinds.append(device.kind)
+            kinds.append("host" if is_cpu(topology, name) else device.kind)
         level = 2 if "host" in kinds else 1 if "gpu" in kinds else 0
         farthest = max(farthest, level)
     return _NIC_PATHS[farthest]

@@ -40,7 +40,7 @@ from simcoll.algorithms.nccl.search import (
 )
 from simcoll.topology.graph import Topology
 
-__all__ = ["NVLINK_KINDS", "node_links", "gpu_total_bw", "ring_graph"]
+__all__ = ["NVLINK_KINDS", "node_links", "gpu_total_bw", "is_cpu", "ring_graph"]
 
 NVLINK_KINDS = ("nvlink", "nvswitch")
 """Link kinds NCCL sees as NVLink."""
@@ -123,7 +123,7 @@ def _routes(topology: Topology, group: list[int], after: list[int]
             for links in bound_routes(topology, a, after[i % len(after)])]
 
 
-def _is_cpu(topology: Topology, name: str) -> bool:
+def is_cpu(topology: Topology, name: str) -> bool:
     """A CPU's root complex, as simcoll's presets build it: a device linked to host
     memory."""
     return any(topology.links[topology.link_index(name, other)].kind == "memory"
@@ -135,7 +135,7 @@ def _weighted(topology: Topology, links: tuple[int, ...] | list[int], from_gpu: 
     PCI ones weighed by ``INTEL_P2P_OVERHEAD`` where the path goes ``from_gpu`` through
     an Intel CPU's root complex within one socket."""
     kinds = {topology.links[d >> 1].kind for d in links}
-    through_cpu = any(_is_cpu(topology, topology.directed_link(d)[1]) for d in links[:-1])
+    through_cpu = any(is_cpu(topology, topology.directed_link(d)[1]) for d in links[:-1])
     weight = INTEL_P2P_OVERHEAD if (from_gpu and topology.cpu == "intel" and through_cpu
                                      and "inter_socket" not in kinds) else 1.0
     return [(d, topology.links[d >> 1].bandwidth / 1e9,
