@@ -36,6 +36,7 @@ from simcoll.algorithms.nccl.search import (
     fewest,
     one_node_channels,
     one_node_ring_channels,
+    pci_tree_intra_speed,
     tree_intra_speed,
 )
 from simcoll.topology.graph import Topology
@@ -76,8 +77,8 @@ def ring_graph(topology: Topology, groups: list[list[int]], arch: str
     """NCCL's ring graph on the nodes ``groups`` (world ranks, node by node, in local
     order), and the speed (GB/s) of its tree graph inside a node: on two nodes the
     least ``bwIntra`` a node's tree search raises to
-    (:func:`~.search.tree_intra_speed`; over PCI not raised, that search not being
-    modelled there), else the ring's. No channels on a node of one GPU alone."""
+    (:func:`~.search.tree_intra_speed`, :func:`~.search.pci_tree_intra_speed`), else
+    the ring's. No channels on a node of one GPU alone."""
     if len(groups) == 1:
         group = groups[0]
         if len(group) < 2:
@@ -110,8 +111,7 @@ def _node_graphs(topology: Topology, group: list[int], after: list[int], arch: s
                                      _routes(topology, group, after))
         return ring, (tree_intra_speed(arch, ring, bw / 1e9, len(group)) if two_nodes
                       else ring.speed)
-    ring = _pci_nodes_channels(topology, group, after, arch)
-    return ring, ring.speed
+    return _pci_nodes_graphs(topology, group, after, arch, two_nodes)
 
 
 def _routes(topology: Topology, group: list[int], after: list[int]
@@ -167,16 +167,23 @@ def _exit_route(topology: Topology, a: int, b: int, via: tuple[str, ...] | None)
             + _weighted(topology, links[cut:], False))
 
 
-def _pci_nodes_channels(topology: Topology, group: list[int], after: list[int],
-                        arch: str) -> Searched:
+def _pci_nodes_graphs(topology: Topology, group: list[int], after: list[int], arch: str,
+                      two_nodes: bool) -> tuple[Searched, float]:
     """NCCL's ring search on a node over PCI towards the node ``after`` it: the hops
     from its first GPU to its last, then from the last through each of its NICs in
     turn (paired with the next node's NIC of that place) to the next node's first GPU
-    (:func:`~.search.across_pci_nodes_channels`)."""
+    (:func:`~.search.across_pci_nodes_channels`); and its tree speed inside the node,
+    raised on ``two_nodes`` with the tree's ways to the NICs from the first GPU
+    (:func:`~.search.pci_tree_intra_speed`)."""
     chain = [link for hop in _pci_hops(topology, list(zip(group, group[1:]))) for link in hop]
     ours, theirs = node_nics(topology, group), node_nics(topology, after)
     vias: list[tuple[str, ...] | None] = [
         (mine, theirs[k % len(theirs)]) if theirs else (mine,) for k, mine in enumerate(ours)]
-    routes = [_exit_route(topology, group[-1], after[0], via) for via in vias or [None]]
     total = max(gpu_total_bw(topology, rank) for rank in group)
-    return across_pci_nodes_channels(arch, total / 1e9, chain, routes)
+    ring = across_pci_nodes_channels(
+        arch, total / 1e9, chain,
+        [_exit_route(topology, group[-1], after[0], via) for via in vias or [None]])
+    if not two_nodes:
+        return ring, ring.speed
+    tree = [_exit_route(topology, group[0], after[0], via) for via in vias or [None]]
+    return ring, pci_tree_intra_speed(arch, ring, chain, tree)

@@ -59,7 +59,8 @@ from typing import NamedTuple
 
 __all__ = ["INTEL_P2P_OVERHEAD", "INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
            "one_node_channels", "one_node_ring_channels", "across_nodes_channels",
-           "across_pci_nodes_channels", "finish", "fewest",
+           "across_pci_nodes_channels", "pci_channels", "pci_tree_intra_speed", "finish",
+           "fewest",
            "tree_intra_speed", "HeadsGraph", "nvls_graph", "NVLS_ARITY", "DIRECT_ARITY",
            "collnet_direct_graph"]
 
@@ -257,6 +258,32 @@ def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,
     return finish(_search(speeds, max_bw, nvlink_gbs, fits), speeds, arch, True, fits)
 
 
+def pci_channels(chain: Sequence[tuple[int, float, float]],
+                 routes: Sequence[Sequence[tuple[int, float, float]]], speed: float,
+                 chain_speed: float | None = None) -> int:
+    """How many channels fit across nodes whose GPUs talk over PCI, each crossing
+    ``chain`` at ``chain_speed`` (``speed`` if None) and one of ``routes`` at ``speed``
+    (``(directed link, GB/s, weight)`` triples; see :func:`across_pci_nodes_channels`):
+    channel c takes the first of routes c, c + 1, ... (round them) that carries it."""
+    inside = speed if chain_speed is None else chain_speed
+    left: dict[int, float] = {}
+    n = 0
+    while n < MAX_RING_CHANNELS:
+        for i in range(len(routes)):
+            need: dict[int, tuple[float, float]] = {}
+            for links, at in ((chain, inside), (routes[(n + i) % len(routes)], speed)):
+                for d, gbs, weight in links:
+                    need[d] = (gbs, need.get(d, (gbs, 0.0))[1] + weight * at)
+            if all(left.get(d, gbs) >= load * (1 - _SLACK) for d, (gbs, load) in need.items()):
+                for d, (gbs, load) in need.items():
+                    left[d] = left.get(d, gbs) - load
+                n += 1
+                break
+        else:
+            break
+    return n
+
+
 def across_pci_nodes_channels(arch: str, gpu_gbs: float,
                               chain: Sequence[tuple[int, float, float]],
                               routes: Sequence[Sequence[tuple[int, float, float]]]) -> Searched:
@@ -266,36 +293,29 @@ def across_pci_nodes_channels(arch: str, gpu_gbs: float,
     triples as for :func:`one_node_ring_channels`) and one of ``routes`` (from the last
     GPU through one of the node's NICs to the next node's first GPU, triples too):
     channel c the first of routes c, c + 1, ... (round them) that carries it, as NCCL
-    tries the NICs from ``nets[(nChannels + i) % netCount]`` (``ncclTopoSearchRecNet``).
-    ``gpu_gbs`` is a GPU's ``totalBw`` (its PCI link). Searched as :func:`finish`
-    says."""
+    tries the NICs from ``nets[(nChannels + i) % netCount]`` (``ncclTopoSearchRecNet``;
+    :func:`pci_channels`). ``gpu_gbs`` is a GPU's ``totalBw`` (its PCI link). Searched
+    as :func:`finish` says."""
     speeds = INTER_SPEEDS[arch]
     max_bw = max(min(gbs for _, gbs, _ in route) for route in routes)
 
-    def needs(route: Sequence[tuple[int, float, float]], speed: float
-              ) -> dict[int, tuple[float, float]]:
-        need: dict[int, tuple[float, float]] = {}
-        for d, gbs, weight in (*chain, *route):
-            need[d] = (gbs, need.get(d, (gbs, 0.0))[1] + weight * speed)
-        return need
-
     def fits(speed: float) -> int:
-        left: dict[int, float] = {}
-        n = 0
-        while n < MAX_RING_CHANNELS:
-            for i in range(len(routes)):
-                need = needs(routes[(n + i) % len(routes)], speed)
-                if all(left.get(d, gbs) >= load * (1 - _SLACK)
-                       for d, (gbs, load) in need.items()):
-                    for d, (gbs, load) in need.items():
-                        left[d] = left.get(d, gbs) - load
-                    n += 1
-                    break
-            else:
-                break
-        return n
+        return pci_channels(chain, routes, speed)
 
     return finish(_search(speeds, max_bw, gpu_gbs, fits), speeds, arch, True, fits)
+
+
+def pci_tree_intra_speed(arch: str, ring: Searched, chain: Sequence[tuple[int, float, float]],
+                         routes: Sequence[Sequence[tuple[int, float, float]]]) -> float:
+    """:func:`tree_intra_speed` across two nodes whose GPUs talk over PCI: the tree's
+    channels (the ring graph's, NCCL's pattern NET -> GPU a -> ... -> GPU x with GPU a
+    back to the NET) take ``routes`` (from the node's first GPU through its NICs, as
+    triples) at the ring's speed and raise the speed on ``chain`` (the hops from the
+    first GPU to the last) while below twice that and they still fit
+    (:func:`pci_channels`)."""
+    return _raise(INTER_SPEEDS[arch], ring.speed,
+                  lambda v: pci_channels(chain, routes, ring.speed, v) >= ring.graph,
+                  below=2 * ring.speed)
 
 
 def tree_intra_speed(arch: str, ring: Searched, nvlink_gbs: float, gpus: int) -> float:
