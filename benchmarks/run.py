@@ -2,7 +2,7 @@
 timed tests.
 
     python benchmarks/run.py            # everything, N = 4096 included (13 to 15 minutes here)
-    python benchmarks/run.py --quick    # without the N = 4096, switch(128) and p = 2000 rows
+    python benchmarks/run.py --quick    # without N = 4096, switch(128), p = 2000, 8 GiB NCCL
     python benchmarks/run.py --only=5,6 # some sections only (1, 2, 3, 3b, 4, 5, 6, 7, 8)
 
 Every case runs in its own subprocess, so its peak RSS is its own. Ratios are measured in
@@ -143,7 +143,7 @@ def nccl_case(nodes: int, nbytes: int, grouped: bool = True, network: str = "flo
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes, network=network)
     wall = time.perf_counter() - start
     return {"wall": wall, "messages": res.messages, "events": events[0], "rss": _rss(),
-            "time": res.time}
+            "time": res.time, "algo": res.params["algo"], "proto": res.params["proto"]}
 
 
 def numpy_floor(data: list[np.ndarray]) -> float:
@@ -397,7 +397,7 @@ def _contention(quick: bool) -> None:
 def _nccl(quick: bool) -> None:
     print("-- 3b. NCCL model on dgx_h100(8), 64 MiB: all_reduce of 64 GPUs, 16 channels, "
           "up to 8 slices in flight per connection (general solver, flows grouped by route; "
-          "then without grouping)")
+          "then without grouping); then 8 GiB, NCCL's choice there")
     for grouped, env in ((True, None), (False, None)) + (((True, NO_JIT),) if JIT else ()):
         c = in_subprocess("nccl_case", 8, 64 * 2**20, grouped, module="run", env=env)
         label = "nccl all_reduce dgx_h100(8)" + ("" if grouped else " (ungrouped)") + (
@@ -410,6 +410,11 @@ def _nccl(quick: bool) -> None:
             ", pure solvers" if env or not JIT else "")
         _line(label, f"{c['messages']:,} msgs", c["wall"],
               f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, _per_message(c))
+    if quick:
+        return
+    c = in_subprocess("nccl_case", 8, 8 * 2**30, module="run")
+    _line(f"same at 8 GiB ({c['algo']}, {c['proto']})", f"{c['messages']:,} msgs", c["wall"],
+          f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, _per_message(c))
 
 
 def _mixed(quick: bool) -> None:
