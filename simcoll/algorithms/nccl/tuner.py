@@ -163,10 +163,10 @@ def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: 
 
 def collnet_graphs_of(machine: Machine) -> tuple[HeadsGraph, HeadsGraph] | None:
     """NCCL's CollNet Direct and CollNet Chain graphs on this machine, or None on a
-    communicator of one GPU (no graph: :attr:`Machine.graph_channels` is 0). Direct: a head per NIC
-    (:attr:`Machine.rails`, each carrying its share of the node's bandwidth to the
-    network; :func:`~.search.collnet_direct_graph`). Chain: the ring graph's channels,
-    whose speed inside a node NCCL's search raises as for trees
+    communicator of one GPU (no graph: :attr:`Machine.graph_channels` is 0). Direct: a
+    head per NIC (:attr:`Machine.rails`, each carrying its share of the node's bandwidth
+    to the network; :func:`~.search.collnet_direct_graph`). Chain: the ring graph's
+    channels, whose speed inside a node NCCL's search raises as for trees
     (:func:`~.search.tree_intra_speed`)."""
     if not machine.graph_channels:
         return None
