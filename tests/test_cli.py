@@ -17,6 +17,7 @@ from conftest import NO_FORMULA
 
 import simcoll as sc
 from simcoll.algorithms import Int, registry
+from simcoll.algorithms.nccl.report import graph_lines
 from simcoll.cli import main
 from simcoll.cli.options import parse_bytes
 from simcoll.cli.run import sizes
@@ -185,6 +186,48 @@ def test_params_and_network_reach_simulate(capsys):
                       chunks=4, network="analytical")
     assert record["params"] == {"chunks": 4} and record["network"] == "analytical"
     assert record["time"] == res.time and record["messages"] == res.messages == 2 * 3 * 4 * 4
+
+
+def test_nccls_graphs_follow_the_table_as_its_log_prints_them(capsys):
+    """With algorithm=nccl the lines after the table give the graphs NCCL's search finds,
+    in its log's terms. Two DGX H100 (a 400 Gb/s NIC per GPU, 48 GB/s to NCCL): NCCL's
+    logs print the ring graph "nChannels 8, bw 48.000000/48.000000" and "16 coll
+    channels"; the tree keeps 48 (twice the ring's speed is beyond its speed array); the
+    NVLS graph has a head per NIC, 8 at 40 GB/s inside a node (9 x 40 within 370.8) and
+    48 to the network, and Hopper runs NVLS on 16 channels. Ring-only machines and a
+    single GPU print no NVLS line, and other algorithms no graphs."""
+    status, out, _ = cli(capsys, "run", "--topology", "dgx_h100:nodes=2", "--algorithm",
+                         "nccl", "--size", "8")
+    assert status == 0
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("# NCCL's search here"))
+    assert [line.split(None, 1)[1] for line in lines[start + 1:start + 4]] == [
+        "ring    nChannels 8, bw 48.0/48.0; 16 coll channels",
+        "tree    nChannels 8, bw 48.0/48.0",
+        "nvls    nChannels 8, bw 40.0/48.0; 16 nvls channels"]
+    assert lines[start + 4] == "#"
+    # pcie_node(8): 2 graph channels at 12 GB/s, 4 run (a public log of 8 RTX 5090
+    # with peer to peer prints 4), no NVSwitch.
+    status, out, _ = cli(capsys, "run", "--topology", "pcie_node:8", "--algorithm", "nccl",
+                         "--size", "8")
+    graphs = out.split("# NCCL's search here")[1].splitlines()[1:]
+    assert graphs[:3] == ["#   ring    nChannels 2, bw 12.0/12.0; 4 coll channels",
+                          "#   tree    nChannels 2, bw 12.0/12.0", "#"]
+    for argv in (("--topology", "switch:1", "--algorithm", "nccl"), ("--topology", "switch:4")):
+        status, out, _ = cli(capsys, "run", *argv, "--size", "8")
+        assert status == 0 and "NCCL's search" not in out
+
+
+def test_collnet_graphs_as_nccls_search_finds_them():
+    """DGX A100 nodes on a SHARP fabric: CollNet Direct has a head per NIC (8), at 24
+    GB/s to the network (HDR) and raised to 48 inside a node (twice 24, which 8 heads'
+    NVLink carries: 48 x (1 + 7/7) = 96 of 240); Chain keeps the ring graph's 8
+    channels, raised like the tree from 24 to 30 (8 x 48 x 7 hops would exceed 8 x 240;
+    8 x 30 x 7 does not)."""
+    lines = graph_lines(sc.topology.dgx_a100(2, sharp=True))
+    assert lines[2:] == ["collnet direct nChannels 8, bw 48.0/24.0 (with collnet=1)",
+                         "collnet chain nChannels 8, bw 30.0/24.0 (with collnet=1)"]
+    assert lines[1] == "tree    nChannels 8, bw 30.0/24.0"
 
 
 def test_the_parameters_nccl_chose_follow_the_table(capsys):

@@ -28,7 +28,7 @@ from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
 from simcoll.topology.spec import from_spec
 
-__all__ = ["add_parser", "sizes", "nccl_shape", "chosen"]
+__all__ = ["add_parser", "sizes", "nccl_shape", "chosen", "nccl_graphs"]
 
 MAX_SIZES = 10_000
 _SPLIT = ("reduce_scatter", "all_to_all", "scatter")
@@ -213,6 +213,22 @@ def chosen(records: list[dict[str, Any]], given: set[str]) -> list[str]:
     return lines
 
 
+def nccl_graphs(topo: Topology, records: list[dict[str, Any]]) -> list[str]:
+    """For ``algorithm="nccl"``, the graphs of NCCL's topology search its tuner reasoned
+    on, as ``#`` lines in the terms of NCCL's ``NCCL_DEBUG=INFO`` log (channels, speed
+    inside a node / to the network), to set beside a real run's log."""
+    if not records or records[0]["algorithm"] != "nccl" or "arch" not in records[0]["params"]:
+        return []
+    from simcoll.algorithms.nccl.report import graph_lines
+
+    params = records[0]["params"]
+    lines = graph_lines(topo, params["arch"], params["tuner"])
+    if not lines:
+        return []
+    return (["# NCCL's search here (its NCCL_DEBUG=INFO log prints \"nChannels N, bw "
+             "intra/inter\" in GB/s):"] + [f"#   {line}" for line in lines] + ["#"])
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``simcoll run``; every argument is checked before the first line is printed.
 
@@ -245,5 +261,6 @@ def run(args: argparse.Namespace) -> int:
             print(table.row(row), flush=True)
     if not args.csv and not args.json:
         print("\n".join(table.footer(done, checked=bool(args.check))
-                        + chosen(records, {k for k, _ in args.param})))
+                        + chosen(records, {k for k, _ in args.param})
+                        + nccl_graphs(topo, records)))
     return 1 if any(r.wrong for r in done) else 0
