@@ -467,6 +467,59 @@ def test_the_pci_search_keeps_every_link_within_its_bandwidth(seed):
     assert all(carried(v) < graph for v in speeds if v > speed)
 
 
+def random_pci_nodes(seed: int) -> sc.topology.Topology:
+    """Two alike nodes: each a random tree of PCIe switches under a root, GPUs and one
+    NIC on random switches, links of 12, 24 or 48 GB/s (the NIC's to the network 12.5,
+    25 or 50), both NICs on one network switch."""
+    rng = np.random.default_rng(seed)
+    parents = [int(rng.integers(k + 1)) for k in range(int(rng.integers(0, 4)))]
+    rates = [float(rng.choice([12, 24, 48])) for _ in range(16)]
+    homes = [int(rng.integers(len(parents) + 1)) for _ in range(int(rng.integers(2, 6)))]
+    nic_home, nic_rate = int(rng.integers(len(parents) + 1)), float(rng.choice([12.5, 25, 50]))
+    topo = sc.topology.Topology(f"pci nodes {seed}")
+    net = topo.add_switch("net")
+    for node in range(2):
+        switches = [topo.add_switch(f"root{node}")]
+        for k, parent in enumerate(parents):
+            sw = topo.add_switch()
+            topo.add_link(sw, switches[parent], kind="pcie", bandwidth=rates[k] * GBS)
+            switches.append(sw)
+        for g, home in enumerate(homes):
+            topo.add_link(topo.add_gpu(node=node), switches[home], kind="pcie",
+                          bandwidth=rates[4 + g] * GBS)
+        nic = topo.add_nic(f"nic{node}")
+        topo.add_link(nic, switches[nic_home], kind="pcie", bandwidth=rates[10] * GBS)
+        topo.add_link(nic, net, kind="ib", bandwidth=nic_rate * GBS)
+    return topo
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_search_across_pci_nodes_keeps_every_link_within_its_bandwidth(seed):
+    """On two random PCI nodes of one NIC each, worked out independently of the search:
+    a channel crosses node 0's hops from its first GPU to its last and the route from
+    the last to node 1's first GPU (through both NICs); the graph's channels at their
+    speed fit every link; no faster speed of the array carries as many; the speed is
+    one of the array's or half of one; every graph channel runs twice."""
+    topo = random_pci_nodes(seed)
+    g = topo.nranks // 2
+    machine = describe(topo, tuple(range(2 * g)))
+    uses: dict[int, int] = {}
+    for a, b in [(r, r + 1) for r in range(g - 1)] + [(g - 1, g)]:
+        for d in topo.route(a, b).links:
+            uses[d] = uses.get(d, 0) + 1
+    bandwidth = {d: topo.bandwidth_of(d) / GBS for d in uses}
+    speed, graph = machine.graph_channel_bw / GBS, machine.graph_channels
+
+    def carried(v):
+        return min(32, min(int(bandwidth[d] * (1 + 1e-9) // (n * v)) for d, n in uses.items()))
+
+    speeds = sc.algorithms.nccl.search.INTER_SPEEDS["ampere"]
+    assert machine.intra == "pci" and graph >= 1 and machine.channels == 2 * graph
+    assert speed in speeds or 2 * speed in speeds
+    assert carried(speed) >= graph
+    assert all(carried(v) < graph for v in speeds if v > speed)
+
+
 @pytest.mark.parametrize("seed", range(200))
 def test_the_nvls_graph_fits_its_links(seed):
     """Random NVLink and NIC bandwidths: an NVLS graph's heads never exceed the GPUs,
