@@ -178,12 +178,13 @@ def _pci_nodes_graphs(topology: Topology, group: list[int], after: list[int], ar
     chain = [link for hop in _pci_hops(topology, list(zip(group, group[1:]))) for link in hop]
     ours, theirs = node_nics(topology, group), node_nics(topology, after)
     vias: list[tuple[str, ...] | None] = [
-        (mine, theirs[k % len(theirs)]) if theirs else (mine,) for k, mine in enumerate(ours)]
+        (mine, theirs[k % len(theirs)]) if theirs else (mine,) for k, mine in enumerate(ours)
+    ] or [None]
     total = max(gpu_total_bw(topology, rank) for rank in group)
     ring = across_pci_nodes_channels(
-        arch, total / 1e9, chain,
-        [_exit_route(topology, group[-1], after[0], via) for via in vias or [None]])
+        arch, total / 1e9, chain, [_exit_route(topology, group[-1], after[0], via)
+                                   for via in vias])
     if not two_nodes:
         return ring, ring.speed
-    tree = [_exit_route(topology, group[0], after[0], via) for via in vias or [None]]
+    tree = [_exit_route(topology, group[0], after[0], via) for via in vias]
     return ring, pci_tree_intra_speed(arch, ring, chain, tree)

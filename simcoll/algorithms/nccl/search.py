@@ -60,9 +60,8 @@ from typing import NamedTuple
 __all__ = ["INTEL_P2P_OVERHEAD", "INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
            "one_node_channels", "one_node_ring_channels", "across_nodes_channels",
            "across_pci_nodes_channels", "pci_channels", "pci_tree_intra_speed", "finish",
-           "fewest",
-           "tree_intra_speed", "HeadsGraph", "nvls_graph", "NVLS_ARITY", "DIRECT_ARITY",
-           "collnet_direct_graph"]
+           "fewest", "tree_intra_speed", "HeadsGraph", "nvls_graph", "NVLS_ARITY",
+           "DIRECT_ARITY", "collnet_direct_graph"]
 
 _CLASSIC_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _CLASSIC_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
