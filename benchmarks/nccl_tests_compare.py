@@ -101,6 +101,25 @@ def machine(public: PublicTable) -> tuple[sc.Topology, str, list[str]]:
     return preset(public.nodes, **extra), f"{preset.__name__}({call})", notes
 
 
+def run_params(public: PublicTable, algorithm: str, proto: str | None = None,
+               tuner: str | None = None) -> dict[str, Any]:
+    """The algorithm parameters a table's runs take: NCCL_ALGO where the table set it,
+    the GPU generation where the preset's differs, ``proto``, and the tuner of the NCCL
+    release the table printed (or ``tuner``)."""
+    params: dict[str, Any] = {}
+    if algorithm == "nccl" and public.algorithm:
+        params["algo"] = public.algorithm
+    if algorithm == "nccl" and public.id in ARCH:
+        params["arch"] = ARCH[public.id]
+    if proto is not None:
+        params["proto"] = proto
+    if algorithm == "nccl":
+        printed = public.nccl_version if public.nccl_version in TUNERS else None
+        if tuner or printed:
+            params["tuner"] = tuner or printed
+    return params
+
+
 def choose_algorithm(requested: str | None) -> tuple[str, str | None]:
     """The algorithm to run and a note when the default had to fall back."""
     if requested is not None:
@@ -118,17 +137,7 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
             ) -> tuple[list[float], str]:
     """Print one table's comparison; return its log errors and its summary line."""
     topo, call, notes = machine(public)
-    params: dict[str, Any] = {}
-    if algorithm == "nccl" and public.algorithm:
-        params["algo"] = public.algorithm
-    if algorithm == "nccl" and public.id in ARCH:
-        params["arch"] = ARCH[public.id]
-    if proto is not None:
-        params["proto"] = proto
-    if algorithm == "nccl":
-        printed = public.nccl_version if public.nccl_version in TUNERS else None
-        if tuner or printed:
-            params["tuner"] = tuner or printed
+    params = run_params(public, algorithm, proto, tuner)
     print(f"\n== {public.id}: {public.nodes} x {public.gpus_per_node} {public.gpu}"
           f"{', ' + public.nics if public.nics else ''}")
     print(f"   {public.fabric}; NCCL {public.nccl_version or 'version not printed'}; env "

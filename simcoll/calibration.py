@@ -2,8 +2,10 @@
 
 ``calibrate(build, table, free={"bandwidth": (initial, low, high), ...})`` simulates every
 size of the table in data-free mode and moves the free constants (arguments of ``build``,
-which returns a Topology) until the simulated times match the measured ones in the
-least-squares sense on log time, so that a 10% miss counts the same at 8 B and at 8 GiB.
+which returns a Topology, or numeric parameters of the algorithm, such as NCCL's
+``launch_overhead`` and ``step_latency_scale``) until the simulated times match the
+measured ones in the least-squares sense on log time, so that a 10% miss counts the same
+at 8 B and at 8 GiB.
 The fit is scipy's bounded trust-region least squares (``least_squares(method="trf")``);
 constants whose lower bound is positive are fitted on a log scale, since bandwidths and
 latencies span many decades and only their ratios matter.
@@ -21,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.algorithms.params import Real
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.cli.run import nccl_shape
 from simcoll.collectives import collective as get_collective
@@ -41,12 +44,15 @@ class Calibration:
     Attributes:
         values: the fitted constants, by name.
         initial: the constants the fit started from.
-        topology: ``build(**values)``, the calibrated machine.
+        topology: ``build(**values)`` with the machine's constants, the calibrated machine.
         sizes: the table's size column (bytes) for the sizes fitted.
         measured: the measured times, seconds.
         before, after: the simulated times with the initial and the fitted constants.
         evaluations: simulations run (one per size per trial point).
         message: scipy's account of why the fit stopped.
+        params: the fitted constants that are the algorithm's parameters (pass them to
+            :func:`simcoll.simulate` with :attr:`topology`); empty where all are the
+            machine's.
     """
 
     values: Mapping[str, float] = field(hash=False)
@@ -58,6 +64,7 @@ class Calibration:
     after: tuple[float, ...]
     evaluations: int
     message: str
+    params: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     @property
     def error_before(self) -> tuple[float, ...]:
@@ -103,7 +110,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             topology spec takes them (``"dgx_a100:nodes=2"``); the free constants are
             passed as keyword arguments.
         table: the measurements, from :func:`simcoll.nccl_tests.parse`.
-        free: ``{name: (initial, low, high)}`` for each constant to fit, low < high.
+        free: ``{name: (initial, low, high)}`` for each constant to fit, low < high. A
+            name that is a numeric parameter of ``algorithm`` (``launch_overhead`` or
+            ``step_latency_scale`` of ``"nccl"``) is passed to each simulation; the others
+            go to ``build``.
         collective: the collective simulated; by default the table's.
         algorithm: the registered algorithm to simulate.
         place: the table's block to fit, ``"out_of_place"`` or ``"in_place"``.
@@ -116,14 +126,14 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         before and after.
 
     Raises:
-        InvalidInputError: an empty table, no free constant, a name ``build`` does not
-            take, bounds that are not ``low <= initial <= high`` with ``low < high``, a
-            collective or algorithm that does not exist, a table with a different rank
-            count than the machine; all before the first simulation.
+        InvalidInputError: an empty table, no free constant, a name neither ``build`` nor
+            the algorithm takes (or one given in ``simulate_kwargs`` too), bounds that are
+            not ``low <= initial <= high`` with ``low < high``, a collective or algorithm
+            that does not exist, a table with a different rank count than the machine; all
+            before the first simulation.
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
     """
     factory = _factory(build)
-    bounds = _check_free(factory, free)
     if not table.rows:
         raise InvalidInputError("the table has no rows to calibrate against")
     name = collective or table.collective
@@ -131,7 +141,14 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         raise InvalidInputError("the table does not say which collective it measured; pass "
                                 "collective='all_reduce' (or the one measured)")
     coll = get_collective(name)
-    get_algorithm(coll.name, algorithm)
+    numeric = {k for k, spec in get_algorithm(coll.name, algorithm).params.items()
+               if isinstance(spec, Real)}
+    bounds = _check_free(factory, free, numeric)
+    tuned = [k for k in free if k in numeric]
+    both = sorted(set(tuned) & set(simulate_kwargs))
+    if both:
+        raise InvalidInputError(f"{', '.join(both)} is both free and given in "
+                                f"simulate_kwargs; leave it in one of them")
     measured = np.array([row.measurement(place).time for row in table.rows])
     try:
         from scipy.optimize import least_squares  # type: ignore[import-untyped]
@@ -139,7 +156,11 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         raise ImportError('simcoll.calibrate needs scipy: pip install "simcoll[calibrate]"') \
             from err
     initial = {k: float(v[0]) for k, v in free.items()}
-    topology = _built(factory, initial)
+
+    def machine(values: Mapping[str, float]) -> Topology:
+        return _built(factory, {k: v for k, v in values.items() if k not in tuned})
+
+    topology = machine(initial)
     if table.nranks is not None and table.nranks != topology.nranks:
         raise InvalidInputError(f"the table was measured on {table.nranks} ranks, but the "
                                 f"machine built has {topology.nranks}")
@@ -154,10 +175,11 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     count = [0]
 
     def times(values: dict[str, float]) -> np.ndarray:
-        topo = _built(factory, values)
+        topo = machine(values)
         count[0] += len(shapes)
+        kwargs: dict[str, Any] = {**simulate_kwargs, **{k: values[k] for k in tuned}}
         return np.array([simulate(topo, coll.name, algorithm=algorithm, nbytes=nbytes,
-                                  dtype=dtype, **simulate_kwargs).time
+                                  dtype=dtype, **kwargs).time
                          for nbytes, dtype in shapes])
 
     def values_of(x: np.ndarray) -> dict[str, float]:
@@ -174,9 +196,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                         max_nfev=max(1, max_evaluations // len(shapes)))
     fitted = values_of(fit.x)
     after = times(fitted)
-    return Calibration(fitted, initial, _built(factory, fitted), table.sizes,
+    return Calibration(fitted, initial, machine(fitted), table.sizes,
                        tuple(measured.tolist()), tuple(before.tolist()),
-                       tuple(after.tolist()), count[0], str(fit.message))
+                       tuple(after.tolist()), count[0], str(fit.message),
+                       {k: fitted[k] for k in tuned})
 
 
 @dataclass(frozen=True)
@@ -234,9 +257,10 @@ def _factory(build: Factory | str) -> Factory:
     return factory
 
 
-def _check_free(factory: Factory, free: Mapping[str, tuple[float, float, float]]
-                ) -> dict[str, tuple[float, float]]:
-    """Every free constant is a parameter of the factory with sane bounds."""
+def _check_free(factory: Factory, free: Mapping[str, tuple[float, float, float]],
+                numeric: set[str]) -> dict[str, tuple[float, float]]:
+    """Every free constant is a parameter of the factory, or one of the algorithm's
+    ``numeric`` parameters (not both), with sane bounds."""
     if not isinstance(free, Mapping) or not free:
         raise InvalidInputError("free must name at least one constant to fit, as {name: "
                                 "(initial, low, high)}")
@@ -249,9 +273,15 @@ def _check_free(factory: Factory, free: Mapping[str, tuple[float, float, float]]
                                    for p in params.values())
     bounds = {}
     for name, spec in free.items():
-        if not takes_any and name not in params:
-            raise InvalidInputError(f"free constant {name!r} is not a parameter of the "
-                                    f"machine's builder; it takes {', '.join(params)}")
+        if name in numeric and name in params:
+            raise InvalidInputError(f"free constant {name!r} is a parameter of both the "
+                                    f"machine's builder and the algorithm; rename the "
+                                    f"builder's")
+        if not takes_any and name not in params and name not in numeric:
+            raise InvalidInputError(
+                f"free constant {name!r} is not a parameter of the machine's builder nor a "
+                f"numeric one of the algorithm; the builder takes {', '.join(params)}"
+                + (f", the algorithm {', '.join(sorted(numeric))}" if numeric else ""))
         try:
             initial, low, high = (float(v) for v in spec)
         except (TypeError, ValueError):

@@ -53,7 +53,8 @@ def test_each_protocol_alone_on_one_link(proto, nbytes, wire):
     assert res.bytes_sent.tolist() == [nbytes, 0]                      # payload
     assert res.link_bytes[("gpu0", "gpu1")] == wire                    # on the wire
     assert res.params == {"algo": "ring", "proto": proto, "channels": 1, "arch": "ampere",
-                          "intra": "nvlink", "tuner": "2.30.7"}
+                          "intra": "nvlink", "tuner": "2.30.7", "launch_overhead": 0.0,
+                          "step_latency_scale": 1.0}
 
 
 @pytest.mark.parametrize("proto", ["LL", "LL128", "Simple"])

@@ -43,7 +43,12 @@ def simulate(pair, **params):
 def simulate_where_it_acts(pair, name, **params):
     """As :func:`simulate`, on a machine where parameter ``name`` can change the run:
     NCCL's ``collnet`` acts only across nodes joined by SHARP switches, and on two such
-    DGX H100 nodes the tuner picks NVLS across them at 1 MiB (all_gather: of output)."""
+    DGX H100 nodes the tuner picks NVLS across them at 1 MiB (all_gather: of output);
+    ``step_latency_scale`` where NCCL's step latency outweighs the links' (0.1 us each,
+    under NCCL's 0.6 us for a step with LL over NVLink)."""
+    if pair[1] == "nccl" and name == "step_latency_scale":
+        return sc.simulate(sc.topology.switch(P, latency=0.1 * sc.us), pair[0],
+                           algorithm="nccl", nbytes=4 * COUNT, **params)
     if pair[1] == "nccl" and name == "collnet":
         return sc.simulate(sc.topology.dgx_h100(2, sharp=True), pair[0], algorithm="nccl",
                            nbytes=(1 << 20) // (16 if pair[0] == "all_gather" else 1),

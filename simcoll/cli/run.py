@@ -190,8 +190,8 @@ def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) 
 
 def chosen(records: list[dict[str, Any]], given: set[str]) -> list[str]:
     """The parameters a run chose itself (``algorithm="nccl"``'s algo, proto and channels),
-    as ``#`` lines after the table: one line for those equal at every size, then one row
-    per size for those that vary. Nothing when the runs chose nothing beyond ``given``.
+    as ``#`` lines after the table: those equal at every size (wrapped at 88 columns),
+    then one row per size for those that vary. Nothing when the runs chose nothing beyond ``given``.
     """
     picked = [{k: v for k, v in r["params"].items() if k not in given} for r in records]
     names = [k for k in picked[0] if all(k in p for p in picked)] if picked else []
@@ -201,7 +201,9 @@ def chosen(records: list[dict[str, Any]], given: set[str]) -> list[str]:
     varying = [k for k in names if k not in fixed]
     lines = ["# parameters the algorithm chose (in --json's params):"]
     if fixed:
-        lines.append("#   at every size: " + " ".join(f"{k}={picked[0][k]}" for k in fixed))
+        lines += textwrap.wrap(" ".join(f"{k}={picked[0][k]}" for k in fixed), width=88,
+                               initial_indent="#   at every size: ",
+                               subsequent_indent="#     ", break_long_words=False)
     if varying:
         widths = [max(len(k), *(len(str(p[k])) for p in picked)) for k in varying]
         lines.append(f"# {'size (B)':>12}  " + "  ".join(

@@ -46,7 +46,7 @@ from simcoll.algorithms.nccl.nics import chain_lanes, channel_nics, gpu_nic, nea
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose
-from simcoll.algorithms.params import Choice, Int, Names
+from simcoll.algorithms.params import Choice, Int, Names, Real
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, block_counts, join, split
 from simcoll.comm import Comm
@@ -79,6 +79,13 @@ def _params(collective: str) -> dict[str, Any]:
                         doc="link class between GPUs of a node (auto: from the routes)"),
         "tuner": Choice(NCCL_VERSION, TUNERS,
                         doc="NCCL release whose tuner chooses (the run is the same)"),
+        "launch_overhead": Real(0.0, minimum=0.0,
+                                doc="seconds each collective's launch costs beyond NCCL's "
+                                    "base latency (what its model leaves out; the tuner "
+                                    "does not see it)"),
+        "step_latency_scale": Real(1.0, minimum=0.0,
+                                   doc="factor on NCCL's per-step latencies (the tuner "
+                                       "does not see it)"),
         **({"collnet": Int(0, minimum=0, maximum=1,
                            doc="NCCL_COLLNET_ENABLE: 1 enables CollNet over the "
                                "fabric's SHARP switches (NVLS across nodes and CollNet "
@@ -109,12 +116,14 @@ IN_NETWORK_ALGORITHMS = ("nvls", "nvls_tree", "collnet_direct", "collnet_chain")
 
 def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
              *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str,
-             collnet: int = 0, op: ReduceOp | None = None,
-             started: bool = False) -> dict[str, Any]:
+             collnet: int = 0, op: ReduceOp | None = None, started: bool = False,
+             **unseen: float) -> dict[str, Any]:
     """NCCL's tuner's choice. A collective ``started`` from a rank program runs every
     algorithm (its in-network devices' programs start with it,
     :meth:`Comm.start_devices`), but what ``collnet=1`` enables only on the world's GPUs
-    in world order: the SHARP switches' programs see GPUs by world rank."""
+    in world order: the SHARP switches' programs see GPUs by world rank. The tuner does
+    not see the ``unseen`` costs (``launch_overhead``, ``step_latency_scale``), as NCCL's
+    does not: they change what a run costs, not what NCCL picks."""
     if started and collnet and (ranks != tuple(range(topology.nranks)) or topology.hosts):
         raise InvalidInputError("collnet=1 runs programs on SHARP switches, which see "
                                 "GPUs and devices by world address: start it on the world "
@@ -136,9 +145,11 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
             "tuner": tuner, **({"collnet": collnet} if collective in _COLLNET else {})}
 
 
-def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
-            intra: str) -> Protocol:
-    """The protocol the tuner chose, with its per-channel rate on this machine."""
+def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str, intra: str,
+            launch_overhead: float = 0.0, step_latency_scale: float = 1.0) -> Protocol:
+    """The protocol the tuner chose, with its per-channel rate on this machine and the
+    run's costs beyond NCCL's model (:class:`~.protocols.Protocol`'s ``launch`` and
+    ``step_scale``)."""
     if "auto" in (algo, proto, intra, arch) or "," in algo + proto or channels == 0:
         raise CommUsageError(f"rank {comm.rank}: NCCL's tuner has not run (algo={algo!r}, "
                              f"proto={proto!r}, channels={channels}); start it through "
@@ -148,7 +159,8 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str,
     share = machine.graph_channels / machine.channels if machine.channels else 1.0
     return dataclasses.replace(PROTOCOL[proto],
                                rate=channel_rate(proto, algo, arch, nodes, channels,
-                                                 comm.topology.cpu, share))
+                                                 comm.topology.cpu, share),
+                               launch=launch_overhead, step_scale=step_latency_scale)
 
 
 def _rings(comm: Comm, channels: int) -> list[list[int]]:
@@ -164,7 +176,8 @@ def _reference(p: int, beta: float) -> Machine:
 def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
                    algo: str, proto: str, channels: int, arch: str, intra: str,
-                   tuner: str) -> float:
+                   tuner: str, launch_overhead: float = 0.0,
+                   step_latency_scale: float = 1.0) -> float:
     """Launch + ``steps`` x max(alpha, step latency) + wire bytes x beta + reductions (a
     step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``);
     nothing for one rank or an empty buffer, which NCCL discards."""
@@ -176,7 +189,8 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
     elif proto == "auto" or "," in proto:
         proto = choose(_reference(p, beta), collective, nbytes, algo="ring", proto=proto,
                        tuner=tuner).proto
-    protocol = PROTOCOL[proto]
+    protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
+                                   step_scale=step_latency_scale)
     link = "nvlink" if intra == "auto" else intra
     return (protocol.base("ring") + steps * max(alpha, protocol.hop("ring", link))
             + protocol.wire(int(volume * nbytes)) * beta + reduced * nbytes * gamma)
@@ -226,7 +240,8 @@ def _model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any)
         return _ring_estimate(collective, steps(p), volume(p), reduced(p), p, nbytes, alpha,
                               beta, gamma, **{k: kw[k] for k in
                                                ("algo", "proto", "channels", "arch",
-                                                "intra", "tuner")})
+                                                "intra", "tuner", "launch_overhead",
+                                                "step_latency_scale")})
     time.__doc__ = _ring_estimate.__doc__
     return CostModel(time=time, traffic=traffic, exact=lambda *a, **k: False)
 
@@ -292,7 +307,8 @@ def _ppn(comm: Comm) -> int:
 
 
 def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto: str,
-                channels: int, arch: str, intra: str, tuner: str,
+                channels: int, arch: str, intra: str, tuner: str, launch_overhead: float,
+                step_latency_scale: float,
                 collnet: int) -> HostProgram | None:
     """The in-network devices' program: the NVSwitches' for NVLS and NVLS-tree, the
     SHARP switches' for NVLS across nodes and CollNet (nothing otherwise)."""
@@ -328,13 +344,15 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
     "all_reduce", lambda p: 2 * (p - 1), lambda p: 2 * (p - 1) / p, lambda p: (p - 1) / p,
     _ring_all_reduce_traffic), in_network=_in_network)
 def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
-                    channels: int, arch: str, intra: str, tuner: str,
+                    channels: int, arch: str, intra: str, tuner: str, launch_overhead: float,
+                    step_latency_scale: float,
                     collnet: int) -> BufferProgram:
     """NCCL's all_reduce: a ring (2(p-1) steps per channel), a double binary tree across
     nodes with a chain inside each (up, then down), NVLS on the NVSwitch, NVLS-tree, and
     with ``collnet=1`` NVLS across nodes, CollNet Direct or CollNet Chain through SHARP
     switches."""
-    protocol = _chosen(comm, algo, proto, channels, arch, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
+                       step_latency_scale)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
@@ -377,6 +395,7 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
 
 def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str,
                                 proto: str, channels: int, arch: str, intra: str, tuner: str,
+                                launch_overhead: float, step_latency_scale: float,
                                 collnet: int) -> HostProgram | None:
     """The in-network devices' program (:func:`_rail_devices`)."""
     return _rail_devices(comm, x, op, algo, channels)
@@ -384,6 +403,7 @@ def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, a
 
 def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: str,
                             channels: int, arch: str, intra: str, tuner: str,
+                            launch_overhead: float, step_latency_scale: float,
                             collnet: int) -> HostProgram | None:
     """The in-network devices' program (:func:`_rail_devices`)."""
     return _rail_devices(comm, x, None, algo, channels)
@@ -469,12 +489,14 @@ def _gpu_groups(comm: Comm) -> list[list[int]]:
     "reduce_scatter", lambda p: p - 1, lambda p: (p - 1) / p, lambda p: (p - 1) / p,
     _ring_reduce_scatter_traffic), in_network=_nvls_switch_reduce_scatter)
 def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
-                        channels: int, arch: str, intra: str, tuner: str,
+                        channels: int, arch: str, intra: str, tuner: str, launch_overhead: float,
+                        step_latency_scale: float,
                         collnet: int) -> BufferProgram:
     """NCCL's reduce_scatter: a ring (p-1 steps per channel), NVLS on the NVSwitch (with
     ``collnet=1`` across nodes too, through SHARP), CollNet Direct through SHARP
     (``collnet=1``), or PAT with one GPU per node (aggregated binomial trees)."""
-    protocol = _chosen(comm, algo, proto, channels, arch, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
+                       step_latency_scale)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
@@ -511,11 +533,13 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
     "all_gather", lambda p: p - 1, lambda p: p - 1, lambda p: 0.0, _ring_all_gather_traffic),
     in_network=_nvls_switch_all_gather)
 def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
-                    arch: str, intra: str, tuner: str, collnet: int) -> BufferProgram:
+                    arch: str, intra: str, tuner: str, launch_overhead: float,
+                    step_latency_scale: float, collnet: int) -> BufferProgram:
     """NCCL's all_gather: a ring (p-1 steps per channel), NVLS on the NVSwitch (with
     ``collnet=1`` across nodes too, through SHARP), CollNet Direct through SHARP
     (``collnet=1``), or PAT with one GPU per node (aggregated binomial trees)."""
-    protocol = _chosen(comm, algo, proto, channels, arch, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
+                       step_latency_scale)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
@@ -549,9 +573,11 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
 @_register("broadcast", _model(
     "broadcast", lambda p: p - 1, lambda p: 1.0, lambda p: 0.0, _chain_traffic(False)))
 def nccl_broadcast(comm: Comm, x: Buffer, *, root: int, algo: str, proto: str,
-                   channels: int, arch: str, intra: str, tuner: str) -> BufferProgram:
+                   channels: int, arch: str, intra: str, tuner: str, launch_overhead: float,
+                   step_latency_scale: float) -> BufferProgram:
     """NCCL's ring broadcast: a pipelined chain from the root along each channel's ring."""
-    protocol = _chosen(comm, algo, proto, channels, arch, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
+                       step_latency_scale)
     if comm.size == 1 or x.size == 0:  # NCCL discards an empty collective
         return x
     yield comm.sleep(protocol.base(algo))
@@ -565,10 +591,12 @@ def nccl_broadcast(comm: Comm, x: Buffer, *, root: int, algo: str, proto: str,
 @_register("reduce", _model(
     "reduce", lambda p: p - 1, lambda p: 1.0, lambda p: 1.0, _chain_traffic(True)))
 def nccl_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, algo: str, proto: str,
-                channels: int, arch: str, intra: str, tuner: str) -> Program:
+                channels: int, arch: str, intra: str, tuner: str, launch_overhead: float,
+                step_latency_scale: float) -> Program:
     """NCCL's ring reduce: a pipelined chain along each channel's ring, ending at the
     root."""
-    protocol = _chosen(comm, algo, proto, channels, arch, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
+                       step_latency_scale)
     if comm.size == 1 or x.size == 0:  # NCCL discards an empty collective
         return x
     yield comm.sleep(protocol.base(algo))
@@ -582,7 +610,8 @@ def nccl_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, algo: str, pr
 @_register("all_to_all", _model(
     "all_to_all", lambda p: 1, lambda p: (p - 1) / p, lambda p: 0.0, _p2p_traffic))
 def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
-                    arch: str, intra: str, tuner: str) -> BufferProgram:
+                    arch: str, intra: str, tuner: str, launch_overhead: float,
+                    step_latency_scale: float) -> BufferProgram:
     """NCCL's all_to_all: a grouped send and receive to and from every peer at once (its
     point-to-point operations), each message with the protocol's framing and step cost.
 
@@ -595,7 +624,8 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     GPU's NICs in turn (``ncclTopoGetLocalNet``: the channel number modulo the NICs a
     GPU has), so one message per NIC used stands for them.
     """
-    protocol = _chosen(comm, algo, proto, channels, arch, intra)
+    protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
+                       step_latency_scale)
     p, r = comm.size, comm.rank
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x

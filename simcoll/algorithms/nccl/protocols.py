@@ -46,6 +46,10 @@ class Protocol:
         window: messages a connection may have in flight (FIFO slots per slice).
         rate: data bytes per second one channel's threads can move (inf: the links
             limit); see :func:`channel_rate`.
+        launch: seconds a collective's launch costs beyond NCCL's base latency (0:
+            NCCL's model; a run's ``launch_overhead``).
+        step_scale: factor on NCCL's per-step latencies (1: NCCL's model; a run's
+            ``step_latency_scale``).
     """
 
     name: str
@@ -54,6 +58,8 @@ class Protocol:
     slice_bytes: int
     window: int
     rate: float = math.inf
+    launch: float = 0.0
+    step_scale: float = 1.0
 
     def wire(self, nbytes: int) -> int:
         """Bytes on the wire for ``nbytes`` of data: whole lines, each with its flags."""
@@ -63,12 +69,13 @@ class Protocol:
 
     def hop(self, algorithm: str, link: str) -> float:
         """Seconds one step of ``algorithm`` costs over a ``link`` class ("nvlink", "pci",
-        "net") beyond moving its bytes (NCCL's ``hwLatencies``)."""
-        return HW_LATENCY[link][algorithm][self.name] * 1e-6
+        "net") beyond moving its bytes (NCCL's ``hwLatencies``, times ``step_scale``)."""
+        return HW_LATENCY[link][algorithm][self.name] * 1e-6 * self.step_scale
 
     def base(self, algorithm: str) -> float:
-        """Seconds of fixed launch cost of one collective (NCCL's ``baseLatencies``)."""
-        return BASE_LATENCY[algorithm][self.name] * 1e-6
+        """Seconds of fixed launch cost of one collective (NCCL's ``baseLatencies``, plus
+        ``launch``)."""
+        return BASE_LATENCY[algorithm][self.name] * 1e-6 + self.launch
 
 
 def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,

@@ -165,7 +165,8 @@ def _sender(comm: Comm, right: int, protocol: Protocol, intra: str, tag: int,
     if comm.node_of(right) == comm.node_of(comm.rank):
         step = protocol.hop("ring", intra)
         if ring is not None and len({comm.node_of(r) for r in ring}) > 1:
-            step = max(step, net_overhead_us(comm.topology.cpu, protocol.name) * 1e-6)
+            step = max(step, net_overhead_us(comm.topology.cpu, protocol.name) * 1e-6
+                       * protocol.step_scale)
         return Sender(comm, right, protocol, step, tag)
     groups, mine, _ = node_layout(comm)
     via = bound_nic(comm, right, tag // len(groups[mine]))

@@ -1,0 +1,121 @@
+"""Calibrated against measured: how well one nccl-tests log predicts the sizes it left out.
+
+For each public table of nccl_public.py, on the same machine as nccl_tests_compare.py
+builds for it, ``sc.calibrate`` fits the two costs of a run that NCCL's own model leaves
+to the machine: ``launch_overhead`` (seconds added to each collective's launch) and
+``step_latency_scale`` (a factor on NCCL's per-step latencies). The fit sees every other
+size of the table (the 1st, 3rd, 5th, ...); the sizes between are held out, simulated
+with the fitted costs and compared with what was measured. The tuner does not see
+either cost, so NCCL's choice per size is the one nccl_tests_compare.py prints.
+
+    python benchmarks/nccl_calibrated.py                       # every table to 256 MiB
+    python benchmarks/nccl_calibrated.py --tables a100x8_oci --max-size 1GiB
+
+Per table it prints the fitted costs, the geometric-mean |time error| (exp(mean |log
+(simulated / measured)|) - 1) of the defaults and of the fit on the fitted sizes and on
+the held-out ones, then each size's error. Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from nccl_public import TABLES, PublicTable, table  # noqa: E402
+from nccl_tests_compare import geomean, machine, run_params  # noqa: E402
+
+import simcoll as sc  # noqa: E402
+
+FREE = {"launch_overhead": (5e-6, 0.0, 500e-6), "step_latency_scale": (1.0, 0.05, 20.0)}
+"""Where each fit starts and its bounds: 0 to 500 us, 1/20 to 20 times NCCL's steps."""
+
+MAX_TRIALS = 40
+"""The most trial points a fit may simulate (scipy stops earlier when it converges)."""
+
+
+def calibrate_table(public: PublicTable, max_size: float) -> tuple[list[float], list[float],
+                                                                     list[float]]:
+    """Fit one table's even rows, print the result; return the log errors of the
+    defaults (every size), of the fit on its own sizes, and on the held-out ones."""
+    topo, call, _ = machine(public)
+    params = run_params(public, "nccl")
+    measured = table(public)
+    rows = tuple(r for r in measured.rows if r.size <= max_size)
+    fitted_rows, held_rows = rows[::2], rows[1::2]
+    print(f"\n== {public.id}: {call}, all_reduce / nccl {params or ''}")
+    print(f"   fitted on {len(fitted_rows)} sizes, {len(held_rows)} held out "
+          f"(up to {rows[-1].size} B)")
+    started = time.perf_counter()
+    fit = sc.calibrate(lambda: topo, dataclasses.replace(measured, rows=fitted_rows),
+                       algorithm="nccl", free=FREE,
+                       max_evaluations=MAX_TRIALS * len(fitted_rows), **params)
+    costs = ", ".join(f"{k} {v * 1e6:.2f} us" if k == "launch_overhead" else f"{k} {v:.3f}"
+                      for k, v in fit.values.items())
+    print(f"   fitted: {costs} ({fit.evaluations} simulations, "
+          f"{time.perf_counter() - started:.0f} s)")
+    print(f"   {'size (B)':>12} {'measured us':>12} {'default us':>11} {'calibrated us':>14} "
+          f"{'error before':>13} {'error after':>12}")
+    before, fitted, held = [], [], []
+    for i, row in enumerate(rows):
+        plain = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=row.size,
+                            **params).time
+        tuned = fit.after[i // 2] if i % 2 == 0 else sc.simulate(
+            topo, "all_reduce", algorithm="nccl", nbytes=row.size, **params,
+            **fit.params).time
+        true = row.out_of_place.time
+        before.append(math.log(plain / true))
+        (fitted if i % 2 == 0 else held).append(math.log(tuned / true))
+        print(f"   {row.size:>12d} {true * 1e6:>12.2f} {plain * 1e6:>11.2f} "
+              f"{tuned * 1e6:>14.2f} {plain / true - 1:>+13.1%} {tuned / true - 1:>+12.1%}"
+              f"{'' if i % 2 == 0 else '  held out'}")
+    print(f"   geometric-mean |time error|: defaults {geomean(before):.1%}; calibrated "
+          f"{geomean(fitted):.1%} on the fitted sizes, {geomean(held):.1%} held out")
+    return before, fitted, held
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", help="comma-separated table ids (default: all): "
+                                         + ", ".join(t.id for t in TABLES))
+    parser.add_argument("--max-size", type=sc.parse_size, default=256 * 2**20,
+                        help="fit and check sizes up to this (default: 256 MiB)")
+    args = parser.parse_args(argv)
+    chosen = TABLES
+    if args.tables:
+        wanted = args.tables.split(",")
+        unknown = sorted(set(wanted) - {t.id for t in TABLES})
+        if unknown:
+            parser.error(f"unknown table ids {unknown}; known: "
+                         f"{', '.join(t.id for t in TABLES)}")
+        chosen = tuple(t for t in TABLES if t.id in wanted)
+    started = time.perf_counter()
+    totals: list[list[float]] = [[], [], []]
+    lines = []
+    for public in chosen:
+        if not any(row[0] <= args.max_size for row in public.rows[1:]):
+            print(f"\n== {public.id}: fewer than two sizes up to --max-size; skipped")
+            continue
+        logs = calibrate_table(public, args.max_size)
+        for total, part in zip(totals, logs):
+            total.extend(part)
+        lines.append(f"   {public.id:<22} {geomean(logs[0]):>9.1%} {geomean(logs[1]):>9.1%} "
+                     f"{geomean(logs[2]):>9.1%}")
+    if not lines:
+        return 1
+    print("\n== summary: geometric-mean |time error|, all_reduce / nccl")
+    print(f"   {'table':<22} {'defaults':>9} {'fitted':>9} {'held out':>9}")
+    print("\n".join(lines))
+    print(f"   {'all tables':<22} {geomean(totals[0]):>9.1%} {geomean(totals[1]):>9.1%} "
+          f"{geomean(totals[2]):>9.1%}")
+    print(f"   ({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

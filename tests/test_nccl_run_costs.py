@@ -1,0 +1,179 @@
+"""NCCL's run costs beyond its model: ``launch_overhead`` and ``step_latency_scale``.
+
+Both change what a run costs and leave NCCL's choice alone (its tuner does not know
+them). Expectations are worked out by hand from NCCL 2.30.7's constants
+(src/graph/tuning.cc: a ring with LL has a base latency of 6.6 us and costs 0.6 us a
+step over NVLink), or are the run without them shifted by the overhead.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll as sc
+from simcoll.errors import InvalidInputError
+from simcoll.nccl_tests import Measurement, NcclTestsRow, NcclTestsTable
+
+RING_LL_BASE_US = 6.6   # baseLat[ring][LL]
+RING_LL_NVLINK_US = 0.6  # hwLat[NVLINK][ring][LL]
+UNSEEN = ("launch_overhead", "step_latency_scale")
+
+
+def chosen(result: sc.Result) -> dict[str, object]:
+    return {k: v for k, v in result.params.items() if k not in UNSEEN}
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.5, 1.0, 3.0])
+def test_a_ring_step_costs_the_scaled_nccl_latency_or_the_route_whichever_is_more(scale):
+    # 4 GPUs on one switch, 0.1 us a link: a route of 0.2 us between two GPUs. 8 bytes
+    # of all_reduce run as a ring with LL on one channel: 2 (4 - 1) = 6 steps, each
+    # max(0.6 us x scale, 0.2 us), after the 6.6 us launch; the bytes (one 16-byte LL
+    # line per step at 100 GB/s) add under 0.01 us.
+    topo = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=0.1 * sc.us)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=8,
+                      step_latency_scale=scale)
+    assert chosen(res)["algo"] == "ring" and chosen(res)["proto"] == "LL"
+    assert res.params["step_latency_scale"] == scale
+    expected_us = RING_LL_BASE_US + 6 * max(RING_LL_NVLINK_US * scale, 0.2)
+    assert expected_us <= res.time * 1e6 < expected_us + 0.01
+
+
+def test_the_cost_model_counts_both_as_the_run_does():
+    # The reference network: alpha 0.2 us, so 6 steps of max(0.6 x scale, 0.2) us.
+    def predict(**kw: float) -> float:
+        return sc.cost.predict("all_reduce", "nccl", p=4, nbytes=8, alpha=0.2e-6,
+                               beta=1e-11, **kw) * 1e6
+    plain = predict()
+    assert plain == pytest.approx(RING_LL_BASE_US + 6 * RING_LL_NVLINK_US, abs=0.01)
+    assert predict(launch_overhead=5e-6) == pytest.approx(plain + 5, rel=1e-12)
+    assert predict(step_latency_scale=3.0) == pytest.approx(plain + 6 * 2 * 0.6, rel=1e-9)
+    assert predict(step_latency_scale=0.0) == pytest.approx(plain - 6 * 0.4, rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def two_h100_nodes() -> sc.Topology:
+    return sc.topology.dgx_h100(2)
+
+
+@pytest.mark.parametrize("collective,nbytes,algo", [
+    ("all_reduce", 1024, "auto"), ("all_reduce", 4 << 20, "auto"),
+    ("all_reduce", 1 << 20, "ring"), ("all_reduce", 1 << 20, "tree"),
+    ("reduce_scatter", 1 << 20, "auto"), ("all_gather", 1 << 16, "auto"),
+    ("broadcast", 1 << 20, "auto"), ("reduce", 1 << 20, "auto"),
+    ("all_to_all", 1 << 20, "auto"),
+])
+def test_a_launch_overhead_delays_every_collective_by_itself(two_h100_nodes, collective,
+                                                             nbytes, algo):
+    plain = sc.simulate(two_h100_nodes, collective, algorithm="nccl", nbytes=nbytes,
+                        algo=algo)
+    late = sc.simulate(two_h100_nodes, collective, algorithm="nccl", nbytes=nbytes,
+                       algo=algo, launch_overhead=17e-6)
+    assert late.time - plain.time == pytest.approx(17e-6, rel=1e-9)
+    assert chosen(late) == chosen(plain)
+    assert late.params["launch_overhead"] == 17e-6
+    assert late.messages == plain.messages
+    assert late.link_bytes == plain.link_bytes
+    assert late.bytes_sent.tolist() == plain.bytes_sent.tolist()
+    assert late.bytes_received.tolist() == plain.bytes_received.tolist()
+
+
+@pytest.mark.parametrize("nbytes", [64, 1 << 20, 64 << 20])
+def test_the_tuner_does_not_see_them(two_h100_nodes, nbytes):
+    plain = sc.simulate(two_h100_nodes, "all_reduce", algorithm="nccl", nbytes=nbytes)
+    slow = sc.simulate(two_h100_nodes, "all_reduce", algorithm="nccl", nbytes=nbytes,
+                       launch_overhead=1e-3, step_latency_scale=20.0)
+    assert chosen(slow) == chosen(plain)
+    assert slow.time > plain.time + 1e-3
+
+
+def test_a_slower_step_makes_a_latency_bound_run_slower_by_its_steps():
+    # 8 bytes on the switch above with a ring forced: 6 steps. Scale 1 -> 2 adds 0.6 us
+    # to each (both above the 0.2 us route).
+    topo = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=0.1 * sc.us)
+    runs = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=8, algo="ring",
+                        proto="LL", step_latency_scale=s).time for s in (1.0, 2.0)]
+    assert runs[1] - runs[0] == pytest.approx(6 * 0.6e-6, rel=1e-9)
+
+
+@pytest.mark.parametrize("name,value,accepted", [
+    ("launch_overhead", -1e-6, "a finite number >= 0"),
+    ("launch_overhead", float("inf"), "a finite number >= 0"),
+    ("step_latency_scale", -0.5, "a finite number >= 0"),
+    ("step_latency_scale", "2", "a finite number >= 0"),
+])
+def test_bad_values_are_refused_by_name(name, value, accepted):
+    topo = sc.topology.switch(4)
+    with pytest.raises(InvalidInputError, match=f"{name}=.*{accepted}"):
+        sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=8, **{name: value})
+
+
+def _machine(bandwidth: float) -> sc.Topology:
+    return sc.topology.switch(4, bandwidth=bandwidth, latency=0.1 * sc.us)
+
+
+TRUTH = {"bandwidth": 60 * sc.GB, "launch_overhead": 12e-6, "step_latency_scale": 2.5}
+
+
+@pytest.fixture(scope="module")
+def made_table() -> NcclTestsTable:
+    """all_reduce from 8 B to 32 MiB made by simcoll on 4 GPUs of a switch with known
+    costs (rings with LL up to 512 KiB, Simple above)."""
+    rows = []
+    for i, size in enumerate(8 * 4**k for k in range(12)):
+        t = sc.simulate(_machine(TRUTH["bandwidth"]), "all_reduce", algorithm="nccl",
+                        nbytes=size, launch_overhead=TRUTH["launch_overhead"],
+                        step_latency_scale=TRUTH["step_latency_scale"]).time
+        rows.append(NcclTestsRow(size, size // 4, "float", "sum", -1,
+                                 Measurement(t * 1e6, 0.0, 0.0, None), None, i + 1))
+    return NcclTestsTable(tuple(rows), "all_reduce", 4)
+
+
+def test_calibrate_recovers_both_costs(made_table):
+    # The launch alone shifts every size; the step latency weighs LL's 0.6 us and
+    # Simple's 3.4 us steps differently, so the two are told apart.
+    pytest.importorskip("scipy")
+    fit = sc.calibrate(lambda: _machine(TRUTH["bandwidth"]), made_table, algorithm="nccl",
+                       free={"launch_overhead": (2e-6, 0.0, 100e-6),
+                             "step_latency_scale": (1.0, 0.1, 10.0)})
+    for name in UNSEEN:
+        assert fit.values[name] == pytest.approx(TRUTH[name], rel=0.01), name
+    assert fit.params == {k: fit.values[k] for k in UNSEEN}
+    assert max(abs(e) for e in fit.error_after) < 0.005
+    again = sc.simulate(fit.topology, "all_reduce", algorithm="nccl",
+                        nbytes=made_table.sizes[5], **fit.params)
+    assert again.time == pytest.approx(fit.after[5], rel=1e-12)
+
+
+def test_calibrate_fits_a_link_and_a_cost_together(made_table):
+    pytest.importorskip("scipy")
+    fit = sc.calibrate(_machine, made_table, algorithm="nccl", step_latency_scale=2.5,
+                       free={"bandwidth": (150 * sc.GB, 10 * sc.GB, 1000 * sc.GB),
+                             "launch_overhead": (2e-6, 0.0, 100e-6)})
+    assert fit.values["bandwidth"] == pytest.approx(TRUTH["bandwidth"], rel=0.01)
+    assert fit.values["launch_overhead"] == pytest.approx(TRUTH["launch_overhead"],
+                                                          rel=0.01)
+    assert fit.params == {"launch_overhead": fit.values["launch_overhead"]}
+    assert {link.bandwidth for link in fit.topology.links} == {fit.values["bandwidth"]}
+    assert max(abs(e) for e in fit.error_after) < 0.005
+
+
+def test_calibrate_refuses_a_constant_given_twice_before_simulating(monkeypatch):
+    import simcoll.calibration
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("simulated before the inputs were checked")
+    monkeypatch.setattr(simcoll.calibration, "simulate", refuse)
+    row = NcclTestsRow(1024, 256, "float", "sum", -1, Measurement(20.0, 0.0, 0.0, None),
+                       None, 1)
+    table = NcclTestsTable((row,), "all_reduce", 4)
+    with pytest.raises(InvalidInputError, match="launch_overhead is both free and given"):
+        sc.calibrate("switch:ranks=4", table, algorithm="nccl", launch_overhead=1e-6,
+                     free={"launch_overhead": (1e-6, 0.0, 1e-4)})
+    with pytest.raises(InvalidInputError, match="the algorithm launch_overhead, "
+                                                "step_latency_scale"):
+        sc.calibrate("switch:ranks=4", table, algorithm="nccl",
+                     free={"launch": (1e-6, 0.0, 1e-4)})
+    with pytest.raises(InvalidInputError, match="both the machine's builder and the "
+                                                "algorithm"):
+        sc.calibrate(lambda launch_overhead: sc.topology.switch(4), table,
+                     algorithm="nccl", free={"launch_overhead": (1e-6, 0.0, 1e-4)})
