@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     totals: list[list[float]] = [[], [], []]
     lines = []
     for public in chosen:
-        if not any(row[0] <= args.max_size for row in public.rows[1:]):
-            print(f"\n== {public.id}: fewer than two sizes up to --max-size; skipped")
+        if sum(row[0] <= args.max_size for row in public.rows) < 4:
+            print(f"\n== {public.id}: fewer than four sizes up to --max-size; skipped")
             continue
         logs = calibrate_table(public, args.max_size)
         for total, part in zip(totals, logs):

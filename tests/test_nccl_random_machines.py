@@ -31,6 +31,7 @@ def test_every_collective_on_random_servers(seed):
     p = topo.nranks
     rng = np.random.default_rng(1000 + seed)
     enable = np.random.default_rng(5000 + seed)  # collnet for reduce_scatter, all_gather
+    costs = np.random.default_rng(9000 + seed)   # a run's costs beyond NCCL's model
     capacity = {}
     for link in topo.links:
         capacity[(link.u, link.v)] = capacity[(link.v, link.u)] = link.bandwidth
@@ -47,6 +48,8 @@ def test_every_collective_on_random_servers(seed):
             params["collnet"] = 1
         if collective in ("reduce_scatter", "all_gather") and enable.random() < 0.3:
             params["collnet"] = 1
+        if costs.random() < 0.3:
+            params["step_latency_scale"] = float(costs.uniform(0.0, 4.0))
         count = int(rng.choice([1, 3, 7 * p + 3, int(rng.integers(1, 5000))]))
         if collective == "reduce_scatter":
             count = max(1, count // p) * p
@@ -78,6 +81,28 @@ def test_every_collective_on_random_servers(seed):
         if network != "analytical":
             busiest = max(b / capacity[key] for key, b in res.link_bytes.items())
             assert res.time >= busiest * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_a_launch_overhead_shifts_every_collective_on_random_servers(seed):
+    # Everything happens later by the overhead, and nothing else changes: NCCL's choice,
+    # the messages, the bytes on every link. A communicator of one GPU launches nothing
+    # (simcoll, like NCCL, gives its collectives no time).
+    topo = random_nodes(seed)
+    rng = np.random.default_rng(7000 + seed)
+    for collective in ALGOS:
+        count = int(rng.integers(1, 1 << 16)) * topo.nranks
+        kwargs = {"root": int(rng.integers(topo.nranks))} \
+            if sc.COLLECTIVES[collective].rooted else {}
+        overhead = float(rng.uniform(1e-6, 1e-4))
+        plain = sc.simulate(topo, collective, algorithm="nccl", nbytes=4 * count, **kwargs)
+        late = sc.simulate(topo, collective, algorithm="nccl", nbytes=4 * count, **kwargs,
+                           launch_overhead=overhead)
+        shift = overhead if topo.nranks > 1 else 0.0  # one rank: nothing is launched
+        assert late.time - plain.time == pytest.approx(shift, rel=1e-9), collective
+        assert late.params == {**plain.params, "launch_overhead": overhead}
+        assert late.messages == plain.messages
+        assert late.link_bytes == plain.link_bytes
 
 
 @pytest.mark.parametrize("seed", range(24))
