@@ -117,7 +117,9 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         collective: the collective simulated; by default the table's.
         algorithm: the registered algorithm to simulate.
         place: the table's block to fit, ``"out_of_place"`` or ``"in_place"``.
-        max_evaluations: the most simulations the fit may run before it stops.
+        max_evaluations: the most simulations the fit may run, those at the initial
+            constants included (at least twice the table's sizes); where it would need
+            more, it stops on the best point it tried.
         **simulate_kwargs: passed to :func:`simcoll.simulate` (``network=``, algorithm
             parameters, ...).
 
@@ -126,7 +128,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         before and after.
 
     Raises:
-        InvalidInputError: an empty table, no free constant, a name neither ``build`` nor
+        InvalidInputError: an empty table, no free constant, too small a
+            ``max_evaluations``, a name neither ``build`` nor
             the algorithm takes (or one given in ``simulate_kwargs`` too), bounds that are
             not ``low <= initial <= high`` with ``low < high``, a collective or algorithm
             that does not exist, a table with a different rank count than the machine; all
@@ -170,9 +173,14 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         raise InvalidInputError(f"sizes {empty} give each of the {topology.nranks} ranks no "
                                 f"whole element of {coll.name}; drop them with "
                                 f"table.between(low=...)")
+    if _is_bad_count(max_evaluations) or max_evaluations < 2 * len(shapes):
+        raise InvalidInputError(f"max_evaluations={max_evaluations!r} leaves no trial: use an "
+                                f"integer >= {2 * len(shapes)} (the {len(shapes)} sizes at "
+                                f"the initial constants, then at one trial point)")
     names = list(free)
     scale = [_Scale(*bounds[k]) for k in names]
     count = [0]
+    tried: dict[bytes, np.ndarray] = {}   # times at each trial point, by its variables
 
     def times(values: dict[str, float]) -> np.ndarray:
         topo = machine(values)
@@ -186,20 +194,40 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         return {k: s.value(u) for k, s, u in zip(names, scale, x)}
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        return np.log(times(values_of(x))) - np.log(measured)
+        if count[0] + len(shapes) > max_evaluations:
+            raise _OutOfEvaluations
+        simulated = tried[x.tobytes()] = times(values_of(x))
+        return np.log(simulated) - np.log(measured)
 
     before = times(initial)
     x0 = np.array([s.unit(initial[k]) for k, s in zip(names, scale)])
-    fit = least_squares(residuals, x0, bounds=([s.low_unit for s in scale],
-                                               [s.high_unit for s in scale]),
-                        method="trf", x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
-                        max_nfev=max(1, max_evaluations // len(shapes)))
-    fitted = values_of(fit.x)
-    after = times(fitted)
+    try:
+        fit = least_squares(residuals, x0, bounds=([s.low_unit for s in scale],
+                                                   [s.high_unit for s in scale]),
+                            method="trf", x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12)
+        best, message = fit.x, str(fit.message)
+    except _OutOfEvaluations:  # the best point tried (the budget covers one at least)
+        key = min(tried, key=lambda k: _cost(tried[k], measured))
+        best = np.frombuffer(key, dtype=x0.dtype)
+        message = f"stopped at max_evaluations={max_evaluations}, on the best point tried"
+    fitted = values_of(best)
+    after = tried[best.tobytes()] if best.tobytes() in tried else times(fitted)
     return Calibration(fitted, initial, machine(fitted), table.sizes,
                        tuple(measured.tolist()), tuple(before.tolist()),
-                       tuple(after.tolist()), count[0], str(fit.message),
+                       tuple(after.tolist()), count[0], message,
                        {k: fitted[k] for k in tuned})
+
+
+class _OutOfEvaluations(Exception):
+    """The fit would run more simulations than ``max_evaluations`` allows."""
+
+
+def _cost(simulated: np.ndarray, measured: np.ndarray) -> float:
+    return float(np.sum((np.log(simulated) - np.log(measured)) ** 2))
+
+
+def _is_bad_count(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, (int, np.integer))
 
 
 @dataclass(frozen=True)

@@ -154,3 +154,27 @@ def test_missing_scipy_names_the_extra(monkeypatch, table, no_simulation):
     monkeypatch.setitem(sys.modules, "scipy.optimize", None)
     with pytest.raises(ImportError, match=r"simcoll\[calibrate\]"):
         sc.calibrate(switch8, table, free=GOOD)
+
+
+@pytest.mark.parametrize("budget", [20, 21, 50, 80])
+def test_the_fit_runs_no_more_simulations_than_allowed(table, budget):
+    # 10 sizes: the initial constants take 10 simulations, each trial point 10 more
+    # (scipy's finite-difference Jacobian included), so a budget of 20 allows one trial.
+    free = {"bandwidth": (BANDWIDTH / 3, 1e9, 1e12), "latency": (LATENCY * 2.5, 1e-8, 1e-4)}
+    cal = sc.calibrate(switch8, table, free=free, max_evaluations=budget)
+    assert cal.evaluations <= budget and cal.evaluations % len(table) == 0
+    assert f"max_evaluations={budget}" in cal.message
+    # it stops on the best point it tried, which is no worse than where it started
+    cost = [sum(math.log1p(e) ** 2 for e in errors)
+            for errors in (cal.error_before, cal.error_after)]
+    assert cost[1] <= cost[0] * (1 + 1e-9)   # the starting point, to rounding
+    for size, after in zip(cal.sizes, cal.after):
+        assert after == pytest.approx(sc.simulate(cal.topology, "all_reduce",
+                                                  algorithm="ring", nbytes=size).time,
+                                      rel=1e-12)
+
+
+@pytest.mark.parametrize("budget", [19, 0, 20.0, True, "100"])
+def test_a_budget_without_a_trial_is_refused(no_simulation, table, budget):
+    with pytest.raises(InvalidInputError, match=f"max_evaluations={budget!r}.*integer >= 20"):
+        sc.calibrate(switch8, table, free=GOOD, max_evaluations=budget)
