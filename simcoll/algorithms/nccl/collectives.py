@@ -10,15 +10,20 @@ all_to_all), ``proto``
 (the GPU generation NCCL's constants are indexed by; "auto" reads Hopper where GPUs sit
 on an NVLS switch, Ampere otherwise), ``intra`` (the link class between GPUs of a node;
 "auto" reads it from the routes) and ``tuner`` (the NCCL release whose tuner chooses:
-"2.30.7" or "2.26.2"; only the choice depends on it, what runs is the same).
-Before the run the tuner turns every "auto" into a choice, from the machine the run is on,
-and ``Result.params`` shows what was chosen.
+"2.30.7" or "2.26.2"; only the choice depends on it, what runs is the same). Two more
+are costs of the run that NCCL's model leaves to the machine, which its tuner does not
+see: ``launch_overhead`` (seconds added to each collective's launch, default 0) and
+``step_latency_scale`` (a factor on NCCL's per-step latencies, default 1); a calibration
+fits them to a measured table (:func:`simcoll.calibrate`). Before the run the tuner
+turns every "auto" into a choice, from the machine the run is on, and ``Result.params``
+shows what was chosen.
 
 Cost models (estimates, on the alpha-beta reference network, where the tuner always runs
 rings: one node, no NVLS): the ring's 2(p-1) (reduce_scatter and all_gather: p-1;
 broadcast and reduce: p-1 along a chain) steps each cost the protocol's step latency or
 alpha, whichever is more (NCCL measured its step latencies end to end), plus the wire
-bytes at beta and the reductions at gamma, after the protocol's launch cost. Traffic is
+bytes at beta and the reductions at gamma, after the protocol's launch cost (both with
+the run's extra costs, as the run counts them). Traffic is
 exact: the payload a ring moves (protocol framing counts only on the links).
 """
 
