@@ -13,7 +13,9 @@ either cost, so NCCL's choice per size is the one nccl_tests_compare.py prints.
 
 Per table it prints the fitted costs, the geometric-mean |time error| (exp(mean |log
 (simulated / measured)|) - 1) of the defaults and of the fit on the fitted sizes and on
-the held-out ones, then each size's error. Figures are printed, never asserted.
+the held-out ones, then each size's error; then, for two tables of one cluster at two
+node counts, the larger one predicted with the costs fitted to the smaller. Figures are
+printed, never asserted.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -35,14 +38,21 @@ import simcoll as sc  # noqa: E402
 FREE = {"launch_overhead": (5e-6, 0.0, 500e-6), "step_latency_scale": (1.0, 0.05, 20.0)}
 """Where each fit starts and its bounds: 0 to 500 us, 1/20 to 20 times NCCL's steps."""
 
+TRANSFERS = (("h100x16_ndr_default", "h100x64_ndr_default"),)
+"""Tables of one cluster at two sizes (nccl-tests #309: 2 and 8 DGX H100 nodes): the
+costs fitted to the first, used to predict the second."""
+
 MAX_TRIALS = 40
 """The most trial points a fit may simulate (scipy stops earlier when it converges)."""
 
 
-def calibrate_table(public: PublicTable, max_size: float) -> tuple[list[float], list[float],
-                                                                     list[float]]:
+Logs = tuple[list[float], list[float], list[float]]
+
+
+def calibrate_table(public: PublicTable, max_size: float) -> tuple[Logs, dict[str, Any]]:
     """Fit one table's even rows, print the result; return the log errors of the
-    defaults (every size), of the fit on its own sizes, and on the held-out ones."""
+    defaults (every size), of the fit on its own sizes and on the held-out ones, and the
+    fitted costs."""
     topo, call, _ = machine(public)
     params = run_params(public, "nccl")
     measured = table(public)
@@ -55,20 +65,22 @@ def calibrate_table(public: PublicTable, max_size: float) -> tuple[list[float], 
     fit = sc.calibrate(lambda: topo, dataclasses.replace(measured, rows=fitted_rows),
                        algorithm="nccl", free=FREE,
                        max_evaluations=MAX_TRIALS * len(fitted_rows), **params)
-    costs = ", ".join(f"{k} {v * 1e6:.2f} us" if k == "launch_overhead" else f"{k} {v:.3f}"
-                      for k, v in fit.values.items())
-    print(f"   fitted: {costs} ({fit.evaluations} simulations, "
+    costs: dict[str, Any] = dict(fit.params)
+    shown = ", ".join(f"{k} {v * 1e6:.2f} us" if k == "launch_overhead" else f"{k} {v:.3f}"
+                      for k, v in costs.items())
+    print(f"   fitted: {shown} ({fit.evaluations} simulations, "
           f"{time.perf_counter() - started:.0f} s)")
     print(f"   {'size (B)':>12} {'measured us':>12} {'default us':>11} {'calibrated us':>14} "
           f"{'error before':>13} {'error after':>12}")
-    before, fitted, held = [], [], []
+    before: list[float] = []
+    fitted: list[float] = []
+    held: list[float] = []
     for i, row in enumerate(rows):
         plain = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=row.size,
                             **params).time
         tuned = fit.after[i // 2] if i % 2 == 0 else sc.simulate(
-            topo, "all_reduce", algorithm="nccl", nbytes=row.size, **params,
-            **fit.params).time
-        true = row.out_of_place.time
+            topo, "all_reduce", algorithm="nccl", nbytes=row.size, **params, **costs).time
+        true = row.measurement().time
         before.append(math.log(plain / true))
         (fitted if i % 2 == 0 else held).append(math.log(tuned / true))
         print(f"   {row.size:>12d} {true * 1e6:>12.2f} {plain * 1e6:>11.2f} "
@@ -76,7 +88,29 @@ def calibrate_table(public: PublicTable, max_size: float) -> tuple[list[float], 
               f"{'' if i % 2 == 0 else '  held out'}")
     print(f"   geometric-mean |time error|: defaults {geomean(before):.1%}; calibrated "
           f"{geomean(fitted):.1%} on the fitted sizes, {geomean(held):.1%} held out")
-    return before, fitted, held
+    return (before, fitted, held), costs
+
+
+def transfer(source: str, target: PublicTable, costs: dict[str, Any],
+             max_size: float) -> None:
+    """Print ``target``'s sizes simulated with its defaults and with the costs fitted to
+    ``source``, against what was measured."""
+    topo, call, _ = machine(target)
+    params = run_params(target, "nccl")
+    print(f"\n== {target.id} ({call}) with the costs fitted to {source}")
+    print(f"   {'size (B)':>12} {'measured us':>12} {'default us':>11} {'transferred us':>15} "
+          f"{'error before':>13} {'error after':>12}")
+    before, after = [], []
+    for size, true_us, _, _ in (row for row in target.rows if row[0] <= max_size):
+        plain, moved = (sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size,
+                                    **params, **extra).time * 1e6
+                        for extra in ({}, costs))
+        before.append(math.log(plain / true_us))
+        after.append(math.log(moved / true_us))
+        print(f"   {size:>12d} {true_us:>12.2f} {plain:>11.2f} {moved:>15.2f} "
+              f"{plain / true_us - 1:>+13.1%} {moved / true_us - 1:>+12.1%}")
+    print(f"   geometric-mean |time error|: defaults {geomean(before):.1%}, with {source}'s "
+          f"costs {geomean(after):.1%}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,17 +131,22 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     totals: list[list[float]] = [[], [], []]
     lines = []
+    fitted: dict[str, dict[str, Any]] = {}
     for public in chosen:
         if sum(row[0] <= args.max_size for row in public.rows) < 4:
             print(f"\n== {public.id}: fewer than four sizes up to --max-size; skipped")
             continue
-        logs = calibrate_table(public, args.max_size)
+        logs, fitted[public.id] = calibrate_table(public, args.max_size)
         for total, part in zip(totals, logs):
             total.extend(part)
         lines.append(f"   {public.id:<22} {geomean(logs[0]):>9.1%} {geomean(logs[1]):>9.1%} "
                      f"{geomean(logs[2]):>9.1%}")
     if not lines:
         return 1
+    for source, target in TRANSFERS:
+        if source in fitted and target in fitted:
+            transfer(source, next(t for t in TABLES if t.id == target), fitted[source],
+                     args.max_size)
     print("\n== summary: geometric-mean |time error|, all_reduce / nccl")
     print(f"   {'table':<22} {'defaults':>9} {'fitted':>9} {'held out':>9}")
     print("\n".join(lines))
