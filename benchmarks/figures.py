@@ -2,6 +2,7 @@
 
     python benchmarks/figures.py              # writes docs/img/*.png
     python benchmarks/figures.py --out DIR
+    python benchmarks/figures.py --only nccl_tests   # one figure (its file name's stem)
 
 1. ``scaling_busbw.png``: all_reduce busbw against ranks (2 to 256) at 64 MiB per rank on
    ``switch(p)`` (100 GB/s links, 1 us each), data-free, for ring, naive and parameter
@@ -15,11 +16,16 @@
    (``cluster(n, 1)``: 25 GB/s per node), PAT against the ring (the protocol NCCL's tuner
    picks for each), simulated, with NCCL's own predictions dashed, and what
    ``algorithm="nccl"`` runs marked.
+5. ``nccl_tests.png``: all_reduce busbw against size on four machines of public
+   nccl-tests tables (``nccl_public.py``): what was measured, what ``algorithm="nccl"``
+   simulates on the matching preset with its defaults (``nccl_tests_compare.py``'s runs),
+   and NCCL's own prediction for what ran (its tuner's latency plus size over bandwidth).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -109,13 +115,103 @@ def pat_figure(out: Path) -> Path:
     return path
 
 
+NCCL_TABLES = {
+    "a100x8_oci": "8 A100 SXM, NVSwitch (OCI, 2022)",
+    "h100x16_ndr_default": "2 x 8 H100, 8 x 400G IB a node (NCCL 2.26.2)",
+    "rtx5090x8_turin_p2p": "8 RTX 5090, PCIe Gen5 with P2P (NCCL 2.29.7)",
+    "a100x16_oci_roce": "2 x 8 A100, 16 x 100G RoCE a node (OCI, 2022)",
+}
+"""The public tables drawn, with their panel titles: one node of A100, two of H100 with
+NCCL's default algorithms, a PCIe server, and the table the model misses most."""
+
+
+def nccl_figure(out: Path) -> Path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from nccl_public import TABLES
+    from nccl_tests_compare import machine, nccl_model, run_params
+
+    fig = plt.figure(figsize=(10.4, 8.8))
+    outer = fig.add_gridspec(2, 2, hspace=0.32, wspace=0.22)
+    for k, (name, title) in enumerate(NCCL_TABLES.items()):
+        public = next(t for t in TABLES if t.id == name)
+        topo, _, _ = machine(public)
+        params = run_params(public, "nccl")
+        sizes = [row[0] for row in public.rows]
+        measured_us = [row[1] for row in public.rows]
+        factor = 2 * (public.nranks - 1) / public.nranks   # all_reduce's busbw factor
+        simulated_us, predicted_us = [], []
+        for size in sizes:
+            res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size, **params)
+            simulated_us.append(res.time * 1e6)
+            predicted_us.append(nccl_model(topo, size, res.params))
+        inner = outer[k // 2, k % 2].subgridspec(2, 1, height_ratios=[3, 1.4], hspace=0.06)
+        top = fig.add_subplot(inner[0])
+        bottom = fig.add_subplot(inner[1], sharex=top)
+        series = (("measured (nccl-tests)", measured_us, dict(marker="o", linestyle="",
+                                                               color="black", markersize=3.5)),
+                  ('simcoll, algorithm="nccl"', simulated_us,
+                   dict(linestyle="-", color="#4f81bd", linewidth=1.8)),
+                  ("NCCL's own model", predicted_us,
+                   dict(linestyle="--", color="#c0504d", linewidth=1.2)))
+        for label, times, style in series:
+            top.plot(sizes, [n * factor / t / 1e3 for n, t in zip(sizes, times)],
+                     label=label, **style)
+            if label != series[0][0]:
+                bottom.plot(sizes, [t / m for t, m in zip(times, measured_us)], **style)
+        bottom.axhspan(0.9, 1.1, color="#9bbb59", alpha=0.25, linewidth=0)
+        bottom.axhline(1.0, color="black", linewidth=0.6)
+        top.set_xscale("log", base=2)
+        top.set_yscale("log")
+        bottom.set_yscale("log")
+        bottom.set_ylim(0.1, 2.5)
+        bottom.set_yticks([0.1, 0.25, 0.5, 1, 2], ["0.1", "0.25", "0.5", "1", "2"])
+        bottom.minorticks_off()
+        ticks = [2**j for j in range(0, 36, 5) if sizes[0] <= 2**j <= sizes[-1]]
+        bottom.set_xticks(ticks, [_size_label(t) for t in ticks])
+        top.tick_params(labelbottom=False)
+        top.set_title(title, fontsize=9.5)
+        top.set_ylabel("busbw (GB/s)")
+        bottom.set_ylabel("time sim. /\nmeasured", fontsize=8.5)
+        bottom.set_xlabel("all_reduce size")
+        for ax in (top, bottom):
+            ax.grid(True, which="major", alpha=0.3)
+        if k == 0:
+            top.legend(fontsize=8, loc="upper left")
+    fig.suptitle("all_reduce on four machines of public nccl-tests tables: busbw, and "
+                 "simulated / measured time (band: within 10%)", fontsize=10.5)
+    fig.subplots_adjust(left=0.08, right=0.98, top=0.93, bottom=0.06)
+    path = out / "nccl_tests.png"
+    fig.savefig(path, dpi=150)
+    return path
+
+
+def _size_label(nbytes: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes >> shift} {unit}"
+    return f"{nbytes} B"
+
+
+def _short(gpu: str) -> str:
+    return gpu.replace("NVIDIA ", "").replace("GeForce ", "").replace(" 80GB HBM3", "")
+
+
+FIGURES = {"scaling_busbw": scaling_figure, "timeline_ring": timeline_figure,
+           "link_utilization_ps": link_figure, "pat_vs_ring": pat_figure,
+           "nccl_tests": nccl_figure}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).resolve().parents[1] / "docs" / "img")
+    parser.add_argument("--only", choices=sorted(FIGURES),
+                        help="make this figure alone (default: every one)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for make in (scaling_figure, timeline_figure, link_figure, pat_figure):
+    for name, make in FIGURES.items():
+        if args.only and name != args.only:
+            continue
         start = time.perf_counter()
         path = make(args.out)
         plt.close("all")
