@@ -101,7 +101,8 @@ def _geomean(errors: tuple[float, ...]) -> float:
 def calibrate(build: Factory | str, table: NcclTestsTable, *,
               free: Mapping[str, tuple[float, float, float]], collective: str | None = None,
               algorithm: str = "ring", place: str = "out_of_place",
-              max_evaluations: int = 20_000, **simulate_kwargs: Any) -> Calibration:
+              max_evaluations: int = 20_000, starts: int = 1, seed: int = 0,
+              **simulate_kwargs: Any) -> Calibration:
     """Fit the ``free`` constants of ``build`` so the simulated times match ``table``.
 
     Args:
@@ -120,6 +121,12 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         max_evaluations: the most simulations the fit may run, those at the initial
             constants included (at least twice the table's sizes); where it would need
             more, it stops on the best point it tried.
+        starts: how many fits to run: the first from the initial constants, the others
+            from points drawn at random within the bounds (log-uniform where the low
+            bound is positive), all within ``max_evaluations``; the best point any of
+            them tried is kept. Fits of NCCL meet the tuner's discrete choices and can
+            stop in a local minimum, which more starts can get past.
+        seed: the random generator's seed for those starting points.
         **simulate_kwargs: passed to :func:`simcoll.simulate` (``network=``, algorithm
             parameters, ...).
 
@@ -129,7 +136,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
 
     Raises:
         InvalidInputError: an empty table, no free constant, too small a
-            ``max_evaluations``, a name neither ``build`` nor
+            ``max_evaluations``, ``starts`` that is not an integer >= 1, a name neither
+            ``build`` nor
             the algorithm takes (or one given in ``simulate_kwargs`` too), bounds that are
             not ``low <= initial <= high`` with ``low < high``, a collective or algorithm
             that does not exist, a table with a different rank count than the machine; all
@@ -173,6 +181,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         raise InvalidInputError(f"sizes {empty} give each of the {topology.nranks} ranks no "
                                 f"whole element of {coll.name}; drop them with "
                                 f"table.between(low=...)")
+    if _is_bad_count(starts) or starts < 1:
+        raise InvalidInputError(f"starts={starts!r} is not accepted; use an integer >= 1")
+    if _is_bad_count(seed):
+        raise InvalidInputError(f"seed={seed!r} is not accepted; use an integer")
     if _is_bad_count(max_evaluations) or max_evaluations < 2 * len(shapes):
         raise InvalidInputError(f"max_evaluations={max_evaluations!r} leaves no trial: use an "
                                 f"integer >= {2 * len(shapes)} (the {len(shapes)} sizes at "
@@ -194,24 +206,35 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         return {k: s.value(u) for k, s, u in zip(names, scale, x)}
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        if count[0] + len(shapes) > max_evaluations:
-            raise _OutOfEvaluations
-        simulated = tried[x.tobytes()] = times(values_of(x))
+        simulated = tried.get(x.tobytes())
+        if simulated is None:
+            if count[0] + len(shapes) > max_evaluations:
+                raise _OutOfEvaluations
+            simulated = tried[x.tobytes()] = times(values_of(x))
         return np.log(simulated) - np.log(measured)
 
     before = times(initial)
-    x0 = np.array([s.unit(initial[k]) for k, s in zip(names, scale)])
-    try:
-        fit = least_squares(residuals, x0, bounds=([s.low_unit for s in scale],
-                                                   [s.high_unit for s in scale]),
-                            method="trf", x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12)
-        best, message = fit.x, str(fit.message)
-    except _OutOfEvaluations:  # the best point tried (the budget covers one at least)
-        key = min(tried, key=lambda k: _cost(tried[k], measured))
-        best = np.frombuffer(key, dtype=x0.dtype)
-        message = f"stopped at max_evaluations={max_evaluations}, on the best point tried"
+    low, high = [f.low_unit for f in scale], [f.high_unit for f in scale]
+    rng = np.random.default_rng(seed)
+    points = [np.array([f.unit(initial[k]) for k, f in zip(names, scale)])]
+    tried[points[0].tobytes()] = before   # the initial constants, up to rounding
+    points += [rng.uniform(low, high) for _ in range(starts - 1)]
+    messages = []
+    for point in points:
+        try:
+            fit = least_squares(residuals, point, bounds=(low, high), method="trf",
+                                x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12)
+            messages.append(str(fit.message))
+        except _OutOfEvaluations:  # the budget covers one trial point at least
+            messages.append(f"stopped at max_evaluations={max_evaluations} on the best "
+                            f"point tried")
+            break
+    key = min(tried, key=lambda k: _cost(tried[k], measured))
+    best = np.frombuffer(key, dtype=points[0].dtype)
+    message = messages[0] if starts == 1 else \
+        f"the best of {len(messages)} of {starts} starts: " + "; ".join(messages)
     fitted = values_of(best)
-    after = tried[best.tobytes()] if best.tobytes() in tried else times(fitted)
+    after = tried[key]
     return Calibration(fitted, initial, machine(fitted), table.sizes,
                        tuple(measured.tolist()), tuple(before.tolist()),
                        tuple(after.tolist()), count[0], message,
