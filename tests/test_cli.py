@@ -259,6 +259,22 @@ def test_the_parameters_nccl_chose_follow_the_table(capsys):
     assert "# parameters" not in out
 
 
+def test_a_parameter_in_seconds_takes_a_unit(capsys):
+    # 20us is 2e-05 seconds: the JSON of the run says so, and its time is the plain run's
+    # plus 20 us (NCCL's launch plus the overhead, before the same steps).
+    base = ["run", "--topology", "dgx_a100:1", "--algorithm", "nccl", "--size", "8",
+            "--json"]
+    runs = []
+    for extra in ([], ["--param", "launch_overhead=20us"], ["--param", "launch_overhead=2e-5"]):
+        status, out, _ = cli(capsys, *base, *extra)
+        assert status == 0
+        runs.append(json.loads(out.splitlines()[0]))
+    assert runs[1]["params"]["launch_overhead"] == runs[2]["params"]["launch_overhead"] == 2e-5
+    assert runs[1]["time"] - runs[0]["time"] == pytest.approx(20e-6, rel=1e-9)
+    status, _, err = cli(capsys, *base, "--param", "launch_overhead=20GB/s")
+    assert status == 2 and "launch_overhead='20GB/s' is not accepted" in err
+
+
 def test_topology_files_and_astra_configs_run(capsys, tmp_path):
     path = tmp_path / "m.yaml"
     sc.topology.save(sc.topology.cluster(2, 2), path)

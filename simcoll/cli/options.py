@@ -17,6 +17,7 @@ from simcoll.dtypes import LOW_PRECISION, as_dtype
 from simcoll.errors import InvalidInputError
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
+from simcoll.topology.quantities import parse_time
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
            "run_kwargs", "resolve_dtype", "check_output", "MAX_BYTES"]
@@ -75,7 +76,8 @@ def parse_bytes(text: str) -> int:
 
 
 def parse_param(text: str) -> tuple[str, Any]:
-    """``chunks=4`` -> ("chunks", 4); values are int, float, bool, none or text."""
+    """``chunks=4`` -> ("chunks", 4); values are int, float, bool, none, a time with its
+    unit (``launch_overhead=20us`` -> 2e-05 seconds) or text."""
     key, eq, raw = text.partition("=")
     if not eq or not key.strip().isidentifier():
         raise argparse.ArgumentTypeError(f"--param {text!r} is not NAME=VALUE, e.g. "
@@ -87,7 +89,7 @@ def parse_param(text: str) -> tuple[str, Any]:
     elif lowered == "none":
         value = None
     else:
-        for kind in (int, float):
+        for kind in (int, float, parse_time):
             try:
                 value = kind(value)
                 break
@@ -149,7 +151,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> 
                             help="a registered algorithm (default: ring; 'simcoll list')")
     parser.add_argument("--param", action="append", type=parse_param, default=[],
                         metavar="NAME=VALUE",
-                        help="an algorithm parameter, e.g. chunks=4 (repeatable)")
+                        help="an algorithm parameter, e.g. chunks=4 or "
+                             "launch_overhead=20us (repeatable)")
     parser.add_argument("-d", "--dtype", "--datatype", default="float",
                         help="element type: int8, uint8, int32, uint32, int64, uint64, half, "
                              "float (default), double, bfloat16, f8e4m3, f8e5m2 (the last "
