@@ -14,6 +14,7 @@ over all rows of all tables, and the worst table. Figures are printed, never ass
     python benchmarks/nccl_tests_compare.py --proto ^LL128   # NCCL_PROTO=^LL128
     python benchmarks/nccl_tests_compare.py --tuner 2.26.2   # NCCL 2.26.2's tuner for all
     python benchmarks/nccl_tests_compare.py --max-size 1GiB     # skip the slowest sizes
+    python benchmarks/nccl_tests_compare.py --param launch_overhead=17us   # a run's cost
 
 Where a table set NCCL_ALGO and the algorithm is "nccl", the run passes ``algo=`` to it;
 ``--proto`` narrows NCCL's protocols for every table as NCCL_PROTO does (one, several
@@ -41,6 +42,7 @@ import simcoll as sc  # noqa: E402
 from simcoll.algorithms.nccl.constants import TUNERS  # noqa: E402
 from simcoll.algorithms.nccl.machine import describe  # noqa: E402
 from simcoll.algorithms.nccl.tuner import predict  # noqa: E402
+from simcoll.cli.options import parse_param  # noqa: E402
 from simcoll.topology.presets import RTX_5090  # noqa: E402
 
 NIC_OVERRIDES: dict[str, dict[str, Any]] = {
@@ -133,11 +135,12 @@ def choose_algorithm(requested: str | None) -> tuple[str, str | None]:
 
 
 def compare(public: PublicTable, algorithm: str, network: str, proto: str | None = None,
-            max_size: float = math.inf, tuner: str | None = None
-            ) -> tuple[list[float], str]:
-    """Print one table's comparison; return its log errors and its summary line."""
+            max_size: float = math.inf, tuner: str | None = None,
+            extra: dict[str, Any] | None = None) -> tuple[list[float], str]:
+    """Print one table's comparison (with the algorithm parameters ``extra`` on top of
+    the table's own); return its log errors and its summary line."""
     topo, call, notes = machine(public)
-    params = run_params(public, algorithm, proto, tuner)
+    params = {**run_params(public, algorithm, proto, tuner), **(extra or {})}
     print(f"\n== {public.id}: {public.nodes} x {public.gpus_per_node} {public.gpu}"
           f"{', ' + public.nics if public.nics else ''}")
     print(f"   {public.fabric}; NCCL {public.nccl_version or 'version not printed'}; env "
@@ -206,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the NCCL release whose tuner chooses, for every table "
                              "(default: the release a table printed where simcoll has "
                              "its tuner, else 2.30.7)")
+    parser.add_argument("--param", action="append", type=parse_param, default=[],
+                        metavar="NAME=VALUE",
+                        help="an algorithm parameter for every table, e.g. "
+                             "launch_overhead=17us or step_latency_scale=1.5 (repeatable)")
     args = parser.parse_args(argv)
     algorithm, note = choose_algorithm(args.algorithm)
     if note:
@@ -226,12 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     per_table = []
     for public in chosen:
         logs, summary = compare(public, algorithm, args.network, args.proto, args.max_size,
-                                args.tuner)
+                                args.tuner, dict(args.param))
         every += logs
         if logs:
             per_table.append((geomean(logs), summary))
     fixed = (f", proto {args.proto}" if args.proto else "") + \
-        (f", tuner {args.tuner}" if args.tuner else "")
+        (f", tuner {args.tuner}" if args.tuner else "") + \
+        "".join(f", {k}={v}" for k, v in args.param)
     print(f"\n== summary: all_reduce / {algorithm}{fixed}, network {args.network}")
     print(f"   {'table':<22} geometric-mean |time error|")
     for _, summary in per_table:
