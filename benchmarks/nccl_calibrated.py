@@ -10,6 +10,7 @@ either cost, so NCCL's choice per size is the one nccl_tests_compare.py prints.
 
     python benchmarks/nccl_calibrated.py                       # every table to 256 MiB
     python benchmarks/nccl_calibrated.py --tables a100x8_oci --max-size 1GiB
+    python benchmarks/nccl_calibrated.py --starts 4   # four fits per table, the best kept
 
 Per table it prints the fitted costs, the geometric-mean |time error| (exp(mean |log
 (simulated / measured)|) - 1) of the defaults and of the fit on the fitted sizes and on
@@ -49,7 +50,8 @@ MAX_TRIALS = 40
 Logs = tuple[list[float], list[float], list[float]]
 
 
-def calibrate_table(public: PublicTable, max_size: float) -> tuple[Logs, dict[str, Any]]:
+def calibrate_table(public: PublicTable, max_size: float,
+                    starts: int = 1) -> tuple[Logs, dict[str, Any]]:
     """Fit one table's even rows, print the result; return the log errors of the
     defaults (every size), of the fit on its own sizes and on the held-out ones, and the
     fitted costs."""
@@ -64,7 +66,8 @@ def calibrate_table(public: PublicTable, max_size: float) -> tuple[Logs, dict[st
     started = time.perf_counter()
     fit = sc.calibrate(lambda: topo, dataclasses.replace(measured, rows=fitted_rows),
                        algorithm="nccl", free=FREE,
-                       max_evaluations=MAX_TRIALS * len(fitted_rows), **params)
+                       max_evaluations=MAX_TRIALS * starts * len(fitted_rows),
+                       starts=starts, **params)
     costs: dict[str, Any] = dict(fit.params)
     shown = ", ".join(f"{k} {v * 1e6:.2f} us" if k == "launch_overhead" else f"{k} {v:.3f}"
                       for k, v in costs.items())
@@ -119,7 +122,12 @@ def main(argv: list[str] | None = None) -> int:
                                          + ", ".join(t.id for t in TABLES))
     parser.add_argument("--max-size", type=sc.parse_size, default=256 * 2**20,
                         help="fit and check sizes up to this (default: 256 MiB)")
+    parser.add_argument("--starts", type=int, default=1,
+                        help="fits per table, from the initial costs and from random "
+                             "points (sc.calibrate's starts=; default: 1)")
     args = parser.parse_args(argv)
+    if args.starts < 1:
+        parser.error(f"--starts {args.starts}: use an integer >= 1")
     chosen = TABLES
     if args.tables:
         wanted = args.tables.split(",")
@@ -136,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         if sum(row[0] <= args.max_size for row in public.rows) < 4:
             print(f"\n== {public.id}: fewer than four sizes up to --max-size; skipped")
             continue
-        logs, fitted[public.id] = calibrate_table(public, args.max_size)
+        logs, fitted[public.id] = calibrate_table(public, args.max_size, args.starts)
         for total, part in zip(totals, logs):
             total.extend(part)
         lines.append(f"   {public.id:<22} {geomean(logs[0]):>9.1%} {geomean(logs[1]):>9.1%} "
