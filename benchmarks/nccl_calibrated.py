@@ -32,7 +32,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nccl_public import TABLES, PublicTable, table  # noqa: E402
-from nccl_tests_compare import geomean, machine, run_params  # noqa: E402
+from nccl_tests_compare import (  # noqa: E402
+    geomean,
+    machine,
+    run_params,
+    selected_tables,
+)
 
 import simcoll as sc  # noqa: E402
 
@@ -128,14 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.starts < 1:
         parser.error(f"--starts {args.starts}: use an integer >= 1")
-    chosen = TABLES
-    if args.tables:
-        wanted = args.tables.split(",")
-        unknown = sorted(set(wanted) - {t.id for t in TABLES})
-        if unknown:
-            parser.error(f"unknown table ids {unknown}; known: "
-                         f"{', '.join(t.id for t in TABLES)}")
-        chosen = tuple(t for t in TABLES if t.id in wanted)
+    chosen = selected_tables(parser, args.tables)
     started = time.perf_counter()
     totals: list[list[float]] = [[], [], []]
     lines = []

@@ -187,6 +187,19 @@ def nccl_model(topo: sc.Topology, size: int, ran: dict[str, Any]) -> float:
                    ran["tuner"]) * 1e6
 
 
+def selected_tables(parser: argparse.ArgumentParser,
+                    ids: str | None) -> tuple[PublicTable, ...]:
+    """The tables named by ``--tables`` (comma-separated ids; every table without it);
+    an unknown id ends the program with the known ones."""
+    if not ids:
+        return TABLES
+    wanted = ids.split(",")
+    unknown = sorted(set(wanted) - {t.id for t in TABLES})
+    if unknown:
+        parser.error(f"unknown table ids {unknown}; known: {', '.join(t.id for t in TABLES)}")
+    return tuple(t for t in TABLES if t.id in wanted)
+
+
 def geomean(logs: list[float]) -> float:
     """exp(mean |log(simulated / measured)|) - 1."""
     return math.exp(sum(abs(v) for v in logs) / len(logs)) - 1
@@ -221,13 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--proto {args.proto} needs --algorithm nccl, not {algorithm}")
     if args.tuner is not None and algorithm != "nccl":
         parser.error(f"--tuner {args.tuner} needs --algorithm nccl, not {algorithm}")
-    chosen = TABLES
-    if args.tables:
-        wanted = args.tables.split(",")
-        unknown = sorted(set(wanted) - {t.id for t in TABLES})
-        if unknown:
-            parser.error(f"unknown table ids {unknown}")
-        chosen = tuple(t for t in TABLES if t.id in wanted)
+    chosen = selected_tables(parser, args.tables)
     start = time.perf_counter()
     every: list[float] = []
     per_table = []

@@ -1,0 +1,70 @@
+"""benchmarks/nccl_tests_compare.py and nccl_calibrated.py on a small table: the errors
+they report are the simulated against the measured times, size by size, and the
+calibrated script holds out the sizes it says it holds out."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+import simcoll as sc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import nccl_calibrated  # noqa: E402
+import nccl_tests_compare  # noqa: E402
+from nccl_public import TABLES  # noqa: E402
+
+pytest.importorskip("scipy")
+
+PUBLIC = next(t for t in TABLES if t.id == "rtx5090x4_genoa_shm")
+LARGEST = 64 * 1024     # 8 B to 64 KiB: 14 sizes, a second of simulation
+
+
+def measured(largest: int) -> list[tuple[int, float]]:
+    return [(size, time_us * 1e-6) for size, time_us, _, _ in PUBLIC.rows if size <= largest]
+
+
+def simulated(size: int, **params: float) -> float:
+    topo, _, _ = nccl_tests_compare.machine(PUBLIC)
+    return sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size, arch="blackwell",
+                       **params).time
+
+
+def test_compare_reports_each_size_with_the_extra_parameters(capsys):
+    logs, summary = nccl_tests_compare.compare(PUBLIC, "nccl", "flow", max_size=1024,
+                                               extra={"launch_overhead": 5e-6})
+    rows = measured(1024)
+    assert logs == pytest.approx([math.log(simulated(size, launch_overhead=5e-6) / true)
+                                  for size, true in rows], rel=1e-12)
+    assert summary.startswith(PUBLIC.id) and f"{len(rows)} of {len(PUBLIC.rows)}" in summary
+    assert "launch_overhead" in capsys.readouterr().out
+
+
+def test_calibrated_fits_the_even_sizes_and_checks_the_odd_ones(capsys):
+    (before, fitted, held), costs = nccl_calibrated.calibrate_table(PUBLIC, LARGEST)
+    rows = measured(LARGEST)
+    assert set(costs) == {"launch_overhead", "step_latency_scale"}
+    assert (len(before), len(fitted), len(held)) == (len(rows), len(rows[::2]),
+                                                     len(rows[1::2]))
+    assert before == pytest.approx([math.log(simulated(s) / t) for s, t in rows], rel=1e-12)
+    for logs, part in ((fitted, rows[::2]), (held, rows[1::2])):
+        assert logs == pytest.approx([math.log(simulated(s, **costs) / t) for s, t in part],
+                                     rel=1e-9)
+    out = capsys.readouterr().out
+    # one per held-out row, the header and the total
+    assert out.count("held out") == len(rows[1::2]) + 2
+    assert f"fitted on {len(rows[::2])} sizes, {len(rows[1::2])} held out" in out
+
+
+def test_calibrated_refuses_bad_arguments(capsys):
+    for argv in (["--tables", "nope"], ["--starts", "0"]):
+        with pytest.raises(SystemExit) as stop:
+            nccl_calibrated.main(argv)
+        assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown table ids ['nope']; known: a100x8_oci" in err
+    assert "--starts 0: use an integer >= 1" in err
