@@ -12,7 +12,7 @@ import pytest
 
 import simcoll as sc
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import nccl_calibrated  # noqa: E402
 import nccl_tests_compare  # noqa: E402
