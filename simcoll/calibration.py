@@ -49,7 +49,7 @@ class Calibration:
         measured: the measured times, seconds.
         before, after: the simulated times with the initial and the fitted constants.
         evaluations: simulations run (one per size per trial point).
-        message: scipy's account of why the fit stopped.
+        message: scipy's account of why the fit stopped (each start's, with several).
         params: the fitted constants that are the algorithm's parameters (pass them to
             :func:`simcoll.simulate` with :attr:`topology`); empty where all are the
             machine's.
@@ -137,10 +137,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     Raises:
         InvalidInputError: an empty table, no free constant, too small a
             ``max_evaluations``, ``starts`` that is not an integer >= 1, a name neither
-            ``build`` nor
-            the algorithm takes (or one given in ``simulate_kwargs`` too), bounds that are
-            not ``low <= initial <= high`` with ``low < high``, a collective or algorithm
-            that does not exist, a table with a different rank count than the machine; all
+            ``build`` nor the algorithm takes (or one given in ``simulate_kwargs`` too),
+            bounds that are not ``low <= initial <= high`` with ``low < high`` (or that
+            the algorithm's parameter does not accept), a collective or algorithm that
+            does not exist, a table with a different rank count than the machine; all
             before the first simulation.
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
     """
@@ -152,10 +152,13 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         raise InvalidInputError("the table does not say which collective it measured; pass "
                                 "collective='all_reduce' (or the one measured)")
     coll = get_collective(name)
-    numeric = {k for k, spec in get_algorithm(coll.name, algorithm).params.items()
-               if isinstance(spec, Real)}
-    bounds = _check_free(factory, free, numeric)
-    tuned = [k for k in free if k in numeric]
+    specs = {k: spec for k, spec in get_algorithm(coll.name, algorithm).params.items()
+             if isinstance(spec, Real)}
+    bounds = _check_free(factory, free, set(specs))
+    tuned = [k for k in free if k in specs]
+    for k in tuned:   # the algorithm must accept the whole range (names the bad bound)
+        for bound in bounds[k]:
+            specs[k].normalize(k, bound)
     both = sorted(set(tuned) & set(simulate_kwargs))
     if both:
         raise InvalidInputError(f"{', '.join(both)} is both free and given in "

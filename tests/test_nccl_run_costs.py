@@ -173,6 +173,10 @@ def test_calibrate_refuses_a_constant_given_twice_before_simulating(monkeypatch)
                                                 "step_latency_scale"):
         sc.calibrate("switch:ranks=4", table, algorithm="nccl",
                      free={"launch": (1e-6, 0.0, 1e-4)})
+    with pytest.raises(InvalidInputError, match=r"launch_overhead=-1e-06 is not accepted; "
+                                                r"use a finite number >= 0"):
+        sc.calibrate("switch:ranks=4", table, algorithm="nccl",
+                     free={"launch_overhead": (1e-6, -1e-6, 1e-4)})
     with pytest.raises(InvalidInputError, match="both the machine's builder and the "
                                                 "algorithm"):
         sc.calibrate(lambda launch_overhead: sc.topology.switch(4), table,
