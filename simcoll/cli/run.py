@@ -191,7 +191,8 @@ def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) 
 def chosen(records: list[dict[str, Any]], given: set[str]) -> list[str]:
     """The parameters a run chose itself (``algorithm="nccl"``'s algo, proto and channels),
     as ``#`` lines after the table: those equal at every size (wrapped at 88 columns),
-    then one row per size for those that vary. Nothing when the runs chose nothing beyond ``given``.
+    then one row per size for those that vary. Nothing when the runs chose nothing beyond
+    ``given``.
     """
     picked = [{k: v for k, v in r["params"].items() if k not in given} for r in records]
     names = [k for k in picked[0] if all(k in p for p in picked)] if picked else []
