@@ -11,6 +11,7 @@ either cost, so NCCL's choice per size is the one nccl_tests_compare.py prints.
     python benchmarks/nccl_calibrated.py                       # every table to 256 MiB
     python benchmarks/nccl_calibrated.py --tables a100x8_oci --max-size 1GiB
     python benchmarks/nccl_calibrated.py --starts 4   # four fits per table, the best kept
+    python benchmarks/nccl_calibrated.py --loss soft_l1   # spikes pull the fits less
 
 Per table it prints the fitted costs, the geometric-mean |time error| (exp(mean |log
 (simulated / measured)|) - 1) of the defaults and of the fit on the fitted sizes and on
@@ -55,8 +56,8 @@ MAX_TRIALS = 40
 Logs = tuple[list[float], list[float], list[float]]
 
 
-def calibrate_table(public: PublicTable, max_size: float,
-                    starts: int = 1) -> tuple[Logs, dict[str, Any]]:
+def calibrate_table(public: PublicTable, max_size: float, starts: int = 1,
+                    loss: str = "linear") -> tuple[Logs, dict[str, Any]]:
     """Fit one table's even rows, print the result; return the log errors of the
     defaults (every size), of the fit on its own sizes and on the held-out ones, and the
     fitted costs."""
@@ -72,7 +73,7 @@ def calibrate_table(public: PublicTable, max_size: float,
     fit = sc.calibrate(lambda: topo, dataclasses.replace(measured, rows=fitted_rows),
                        algorithm="nccl", free=FREE,
                        max_evaluations=MAX_TRIALS * starts * len(fitted_rows),
-                       starts=starts, **params)
+                       starts=starts, loss=loss, **params)
     costs: dict[str, Any] = dict(fit.params)
     shown = ", ".join(f"{k} {v * 1e6:.2f} us" if k == "launch_overhead" else f"{k} {v:.3f}"
                       for k, v in costs.items())
@@ -130,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--starts", type=int, default=1,
                         help="fits per table, from the initial costs and from random "
                              "points (sc.calibrate's starts=; default: 1)")
+    parser.add_argument("--loss", default="linear",
+                        choices=("linear", "soft_l1", "huber", "cauchy"),
+                        help="sc.calibrate's loss: least squares, or a robust loss that "
+                             "lets outlying sizes pull less (default: linear)")
     args = parser.parse_args(argv)
     if args.starts < 1:
         parser.error(f"--starts {args.starts}: use an integer >= 1")
@@ -142,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         if sum(row[0] <= args.max_size for row in public.rows) < 4:
             print(f"\n== {public.id}: fewer than four sizes up to --max-size; skipped")
             continue
-        logs, fitted[public.id] = calibrate_table(public, args.max_size, args.starts)
+        logs, fitted[public.id] = calibrate_table(public, args.max_size, args.starts,
+                                                  args.loss)
         for total, part in zip(totals, logs):
             total.extend(part)
         lines.append(f"   {public.id:<22} {geomean(logs[0]):>9.1%} {geomean(logs[1]):>9.1%} "

@@ -102,6 +102,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
               free: Mapping[str, tuple[float, float, float]], collective: str | None = None,
               algorithm: str = "ring", place: str = "out_of_place",
               max_evaluations: int = 20_000, starts: int = 1, seed: int = 0,
+              loss: str = "linear", loss_scale: float = 0.1,
               **simulate_kwargs: Any) -> Calibration:
     """Fit the ``free`` constants of ``build`` so the simulated times match ``table``.
 
@@ -127,6 +128,12 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             them tried is kept. Fits of NCCL meet the tuner's discrete choices and can
             stop in a local minimum, which more starts can get past.
         seed: the random generator's seed for those starting points.
+        loss: how a size's log-time miss counts: ``"linear"`` (its square: least
+            squares) or, so that a few outlying measurements (a one-off spike) pull the
+            fit less, scipy's robust losses ``"soft_l1"``, ``"huber"`` or ``"cauchy"``,
+            which count misses beyond ``loss_scale`` less than their square.
+        loss_scale: the log-time miss where a robust loss starts to bend (0.1: about
+            10%).
         **simulate_kwargs: passed to :func:`simcoll.simulate` (``network=``, algorithm
             parameters, ...).
 
@@ -138,6 +145,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         InvalidInputError: an empty table, no free constant, too small a
             ``max_evaluations``, ``starts`` that is not an integer >= 1, a name neither
             ``build`` nor the algorithm takes (or one given in ``simulate_kwargs`` too),
+            an unknown ``loss`` or a ``loss_scale`` that is not a finite number > 0,
             bounds that are not ``low <= initial <= high`` with ``low < high`` (or that
             the algorithm's parameter does not accept), a collective or algorithm that
             does not exist, a table with a different rank count than the machine; all
@@ -188,6 +196,13 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         raise InvalidInputError(f"starts={starts!r} is not accepted; use an integer >= 1")
     if _is_bad_count(seed):
         raise InvalidInputError(f"seed={seed!r} is not accepted; use an integer")
+    if loss not in _LOSSES:
+        raise InvalidInputError(f"loss={loss!r} is not accepted; use one of "
+                                f"{', '.join(map(repr, _LOSSES))}")
+    if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) \
+            or not 0 < loss_scale < math.inf:
+        raise InvalidInputError(f"loss_scale={loss_scale!r} is not accepted; use a finite "
+                                f"number > 0")
     if _is_bad_count(max_evaluations) or max_evaluations < 2 * len(shapes):
         raise InvalidInputError(f"max_evaluations={max_evaluations!r} leaves no trial: use an "
                                 f"integer >= {2 * len(shapes)} (the {len(shapes)} sizes at "
@@ -226,13 +241,14 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     for point in points:
         try:
             fit = least_squares(residuals, point, bounds=(low, high), method="trf",
-                                x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12)
+                                x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
+                                loss=loss, f_scale=loss_scale)
             messages.append(str(fit.message))
         except _OutOfEvaluations:  # the budget covers one trial point at least
             messages.append(f"stopped at max_evaluations={max_evaluations} on the best "
                             f"point tried")
             break
-    key = min(tried, key=lambda k: _cost(tried[k], measured))
+    key = min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
     best = np.frombuffer(key, dtype=points[0].dtype)
     message = messages[0] if starts == 1 else \
         f"the best of {len(messages)} of {starts} starts: " + "; ".join(messages)
@@ -248,8 +264,20 @@ class _OutOfEvaluations(Exception):
     """The fit would run more simulations than ``max_evaluations`` allows."""
 
 
-def _cost(simulated: np.ndarray, measured: np.ndarray) -> float:
-    return float(np.sum((np.log(simulated) - np.log(measured)) ** 2))
+_LOSSES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "linear": lambda z: z,
+    "soft_l1": lambda z: 2 * (np.sqrt(1 + z) - 1),
+    "huber": lambda z: np.where(z <= 1, z, 2 * np.sqrt(z) - 1),
+    "cauchy": np.log1p,
+}
+"""scipy's ``least_squares`` losses rho(z) of a squared scaled residual z (its
+documentation's formulas), to rank the points a fit tried as scipy does."""
+
+
+def _cost(simulated: np.ndarray, measured: np.ndarray, loss: str = "linear",
+          scale: float = 1.0) -> float:
+    z = ((np.log(simulated) - np.log(measured)) / scale) ** 2
+    return float(np.sum(_LOSSES[loss](z)))
 
 
 def _is_bad_count(value: Any) -> bool:

@@ -178,3 +178,39 @@ def test_the_fit_runs_no_more_simulations_than_allowed(table, budget):
 def test_a_budget_without_a_trial_is_refused(no_simulation, table, budget):
     with pytest.raises(InvalidInputError, match=f"max_evaluations={budget!r}.*integer >= 20"):
         sc.calibrate(switch8, table, free=GOOD, max_evaluations=budget)
+
+
+def test_a_robust_loss_is_not_pulled_by_a_spike():
+    # Exact times of the 8-rank switch at 40 GB/s and 3 us, one of them (4 MiB) five times
+    # too slow, as a one-off spike in a measured table: least squares moves the bandwidth
+    # 23% to meet it halfway; Cauchy's loss, and to 1% soft L1's, keep the constants and
+    # leave the spike alone (-80%: 1/5 of its time).
+    truth = switch8(40 * sc.GB, 3 * sc.us)
+    rows = []
+    for i, size in enumerate(8 * 2**k for k in range(3, 28, 2)):
+        t = sc.simulate(truth, "all_reduce", algorithm="ring", nbytes=size).time
+        t *= 5 if size == 4 * 2**20 else 1
+        rows.append(NcclTestsRow(size, size // 4, "float", "sum", -1,
+                                 Measurement(t * 1e6, 0.0, 0.0, None), None, i + 1))
+    table = NcclTestsTable(tuple(rows), "all_reduce", 8)
+    free = {"bandwidth": (15e9, 1e9, 1e12), "latency": (8e-6, 1e-8, 1e-4)}
+    plain = sc.calibrate(switch8, table, free=free)
+    assert abs(plain.values["bandwidth"] / 40e9 - 1) > 0.1
+    for loss, within in (("cauchy", 0.001), ("soft_l1", 0.01)):
+        fit = sc.calibrate(switch8, table, free=free, loss=loss, loss_scale=0.05)
+        assert fit.values["bandwidth"] == pytest.approx(40e9, rel=within), loss
+        assert fit.values["latency"] == pytest.approx(3e-6, rel=within), loss
+        spike = fit.sizes.index(4 * 2**20)
+        assert fit.error_after[spike] == pytest.approx(-0.8, abs=5 * within)
+        assert max(abs(e) for i, e in enumerate(fit.error_after) if i != spike) < 2 * within
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"loss": "l1"}, "loss='l1' is not accepted; use one of 'linear', 'soft_l1'"),
+    ({"loss_scale": 0.0}, "loss_scale=0.0 is not accepted; use a finite number > 0"),
+    ({"loss_scale": math.inf}, "loss_scale=inf is not accepted"),
+    ({"loss_scale": "0.1"}, "loss_scale='0.1' is not accepted"),
+])
+def test_bad_losses_are_refused(no_simulation, table, kwargs, message):
+    with pytest.raises(InvalidInputError, match=message):
+        sc.calibrate(switch8, table, free=GOOD, **kwargs)
