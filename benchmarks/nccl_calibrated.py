@@ -77,7 +77,8 @@ def calibrate_table(public: PublicTable, max_size: float, starts: int = 1,
     costs: dict[str, Any] = dict(fit.params)
     shown = ", ".join(f"{k} {v * 1e6:.2f} us" if k == "launch_overhead" else f"{k} {v:.3f}"
                       for k, v in costs.items())
-    print(f"   fitted: {shown} ({fit.evaluations} simulations, "
+    budget = "; stopped at its budget" if "max_evaluations" in fit.message else ""
+    print(f"   fitted: {shown} ({fit.evaluations} simulations{budget}, "
           f"{time.perf_counter() - started:.0f} s)")
     print(f"   {'size (B)':>12} {'measured us':>12} {'default us':>11} {'calibrated us':>14} "
           f"{'error before':>13} {'error after':>12}")
