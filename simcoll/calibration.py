@@ -25,10 +25,9 @@ import numpy as np
 
 from simcoll.algorithms.params import Real
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.cli.run import nccl_shape
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import InvalidInputError, SimCollError
-from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable
+from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
 

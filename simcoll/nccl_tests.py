@@ -28,9 +28,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from simcoll.collectives import Collective
 from simcoll.errors import InvalidInputError
 
-__all__ = ["Measurement", "NcclTestsRow", "NcclTestsTable", "parse", "parse_all",
+__all__ = ["Measurement", "NcclTestsRow", "NcclTestsTable", "parse", "parse_all", "nccl_shape",
            "ITEMSIZE", "PROGRAMS"]
 
 PROGRAMS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
@@ -527,3 +528,20 @@ def _from_layout(rows: list[NcclTestsRow]) -> str | None:
     if first.root is not None and first.root >= 0 and first.redop is not None:
         return "broadcast" if first.redop == "none" else "reduce"
     return None
+
+
+_SPLIT = ("reduce_scatter", "all_to_all", "scatter")
+"""Collectives whose size column is a rank's input, cut into p blocks."""
+
+
+def nccl_shape(coll: Collective, p: int, size: int, itemsize: int) -> tuple[int, int, int]:
+    """``(nbytes, count, size)``: simulate's per-rank input bytes, nccl-tests' count and
+    size columns, for a requested size in bytes (rounded down to whole elements)."""
+    count = size // itemsize
+    if coll.size_factor(p) != 1:
+        per = count // p
+        return per * itemsize, per, per * p * itemsize
+    if coll.name in _SPLIT:
+        per = count // p
+        return per * p * itemsize, per, per * p * itemsize
+    return count * itemsize, count, count * itemsize

@@ -21,17 +21,16 @@ from simcoll.cli.options import (
     resolve_dtype,
     run_kwargs,
 )
-from simcoll.collectives import Collective
 from simcoll.collectives import collective as get_collective
+from simcoll.nccl_tests import nccl_shape
 from simcoll.ops import ReduceOp
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
 from simcoll.topology.spec import from_spec
 
-__all__ = ["add_parser", "sizes", "nccl_shape", "chosen", "nccl_graphs"]
+__all__ = ["add_parser", "sizes", "chosen", "nccl_graphs"]
 
 MAX_SIZES = 10_000
-_SPLIT = ("reduce_scatter", "all_to_all", "scatter")
 """Collectives whose buffer nccl-tests cuts into one block per rank: it rounds the size
 down to whole blocks and reports the block's count (``*GetCollByteCount``)."""
 _NCCL_NAMES = {"float16": "half", "float32": "float", "float64": "double",
@@ -101,19 +100,6 @@ def sizes(minbytes: int, maxbytes: int, stepbytes: int, stepfactor: int) -> list
         if nxt > maxbytes or nxt == out[-1]:
             return out
         out.append(nxt)
-
-
-def nccl_shape(coll: Collective, p: int, size: int, itemsize: int) -> tuple[int, int, int]:
-    """``(nbytes, count, size)``: simulate's per-rank input bytes, nccl-tests' count and
-    size columns, for a requested size in bytes (rounded down to whole elements)."""
-    count = size // itemsize
-    if coll.size_factor(p) != 1:
-        per = count // p
-        return per * itemsize, per, per * p * itemsize
-    if coll.name in _SPLIT:
-        per = count // p
-        return per * p * itemsize, per, per * p * itemsize
-    return count * itemsize, count, count * itemsize
 
 
 def _bounds(args: argparse.Namespace) -> tuple[int, int]:

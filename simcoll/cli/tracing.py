@@ -14,8 +14,8 @@ from simcoll.cli.options import (
     resolve_dtype,
     run_kwargs,
 )
-from simcoll.cli.run import nccl_shape
 from simcoll.collectives import collective as get_collective
+from simcoll.nccl_tests import nccl_shape
 from simcoll.simulate import simulate
 from simcoll.topology.spec import from_spec
 from simcoll.trace import save_chrome

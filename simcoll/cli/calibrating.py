@@ -1,0 +1,181 @@
+"""``simcoll calibrate``: fit a machine's constants to an nccl-tests log
+(:func:`simcoll.calibrate`), and say how to run the calibrated machine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from simcoll.algorithms.nccl.constants import TUNERS
+from simcoll.algorithms.params import Real
+from simcoll.algorithms.registry import get_algorithm
+from simcoll.calibration import Calibration, calibrate
+from simcoll.cli.options import CommandLineError, parse_bytes, parse_param
+from simcoll.nccl_tests import NcclTestsTable, parse_all
+from simcoll.network import NETWORKS
+from simcoll.topology.quantities import parse_number, parse_rate, parse_time
+from simcoll.topology.spec import from_spec
+
+__all__ = ["add_parser", "parse_free"]
+
+LOSSES = ("linear", "soft_l1", "huber", "cauchy")
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``calibrate`` to the subcommands."""
+    p = sub.add_parser(
+        "calibrate", help="fit a machine's constants to an nccl-tests log",
+        description="Read an nccl-tests log (all_reduce_perf and its siblings, or 'simcoll "
+                    "run'), simulate each of its sizes on --topology, and fit the --free "
+                    "constants (the builder's, such as bandwidth or nvlink_latency, or the "
+                    "algorithm's, such as NCCL's launch_overhead) by least squares on the "
+                    "log of the time. Prints each constant and each size's error before "
+                    "and after (or --json).")
+    p.add_argument("log", metavar="LOG", help="the nccl-tests output, a file or - for stdin")
+    p.add_argument("--topology", required=True, metavar="SPEC",
+                   help="the machine, as a builder or preset with its fixed arguments "
+                        "(dgx_h100:nodes=2, 'switch:ranks=8,latency=1us'); a topology file "
+                        "where only the algorithm's constants are free")
+    p.add_argument("--free", action="append", type=parse_free, required=True,
+                   metavar="NAME=INITIAL:LOW:HIGH",
+                   help="a constant to fit, where it starts and its bounds, with units "
+                        "where they help: bandwidth=50GB/s:1GB/s:1TB/s, latency=1us:10ns:"
+                        "100us, launch_overhead=5us:0:1ms, step_latency_scale=1:0.05:20 "
+                        "(repeatable)")
+    p.add_argument("--algorithm", default="ring",
+                   help="the algorithm simulated (default: ring; nccl for NCCL's own "
+                        "choice, with the tuner of the NCCL release the log printed, where "
+                        "simcoll has it)")
+    p.add_argument("--param", action="append", type=parse_param, default=[],
+                   metavar="NAME=VALUE", help="a fixed algorithm parameter (repeatable)")
+    p.add_argument("--network", default="flow", choices=sorted(NETWORKS),
+                   help="the network model (default: flow)")
+    p.add_argument("--run", type=int, default=0, metavar="K",
+                   help="the K-th run of a log that holds several (1 is the first)")
+    p.add_argument("--min-size", type=parse_bytes, default=0, metavar="BYTES",
+                   help="fit only the sizes from this one up (K, M, G are powers of 1024)")
+    p.add_argument("--max-size", type=parse_bytes, default=None, metavar="BYTES",
+                   help="fit only the sizes up to this one")
+    p.add_argument("--in-place", action="store_true",
+                   help="fit the in-place times (default: out-of-place)")
+    p.add_argument("--starts", type=int, default=1,
+                   help="fits from the initial constants and from random points, the best "
+                        "kept (default: 1)")
+    p.add_argument("--seed", type=int, default=0, help="the random starts' seed (default: 0)")
+    p.add_argument("--loss", default="linear", choices=LOSSES,
+                   help="least squares (linear) or a robust loss that lets a one-off spike "
+                        "pull less (default: linear)")
+    p.add_argument("--loss-scale", type=float, default=0.1,
+                   help="where a robust loss bends, in log time (default: 0.1)")
+    p.add_argument("--max-evaluations", type=int, default=20_000, metavar="N",
+                   help="the most simulations the fit may run (default: 20000)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.set_defaults(handler=_run)
+
+
+def parse_free(text: str) -> tuple[str, tuple[float, float, float]]:
+    """``bandwidth=50GB/s:1GB/s:1TB/s`` -> ("bandwidth", (5e10, 1e9, 1e12)); each value
+    a plain number, a rate or a time with its unit."""
+    name, eq, values = text.partition("=")
+    parts = values.split(":")
+    if not eq or not name.strip().isidentifier() or len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"--free {text!r} is not NAME=INITIAL:LOW:HIGH, "
+                                         f"e.g. --free bandwidth=50GB/s:1GB/s:1TB/s")
+    return name.strip(), tuple(_quantity(text, part) for part in parts)  # type: ignore[return-value]
+
+
+def _quantity(text: str, part: str) -> float:
+    for read in (parse_number, parse_rate, parse_time):
+        try:
+            return read(part.strip())
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"--free {text!r}: {part.strip()!r} is not a number, a "
+                                     f"rate (50GB/s, 400Gbps) or a time (1us, 500ns)")
+
+
+def _table(args: argparse.Namespace) -> NcclTestsTable:
+    text = sys.stdin.read() if args.log == "-" else _read(args.log)
+    runs = parse_all(text)
+    if args.run:
+        if not 1 <= args.run <= len(runs):
+            raise CommandLineError(f"--run {args.run}: the log holds {len(runs)} run(s); "
+                                   f"use 1..{len(runs)}")
+        measured = runs[args.run - 1]
+    elif len(runs) > 1:
+        raise CommandLineError(f"the log holds {len(runs)} runs; pick one with --run K "
+                               f"(1..{len(runs)})")
+    else:
+        measured = runs[0]
+    picked = measured.between(args.min_size, args.max_size)
+    if not picked.rows:
+        raise CommandLineError(f"no size of the log lies between --min-size "
+                               f"{args.min_size} and --max-size {args.max_size}")
+    return picked
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise CommandLineError(f"no log at {path}") from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    measured = _table(args)
+    free = dict(args.free)
+    if len(free) != len(args.free):
+        raise CommandLineError("a --free constant is given twice")
+    kwargs: dict[str, Any] = {"network": args.network, **dict(args.param)}
+    notes = []
+    if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version in TUNERS:
+        kwargs["tuner"] = measured.nccl_version
+        notes.append(f"NCCL {measured.nccl_version}'s tuner chooses, as in the log")
+    collective = measured.collective or "all_reduce"
+    numeric = {k for k, spec in get_algorithm(collective, args.algorithm).params.items()
+               if isinstance(spec, Real)}
+    build: Any = args.topology
+    if set(free) <= numeric:   # the machine stays as it is: any spec or file
+        machine = from_spec(args.topology)
+        build = lambda: machine  # noqa: E731
+    fit = calibrate(build, measured, free=free, collective=collective,
+                    algorithm=args.algorithm,
+                    place="in_place" if args.in_place else "out_of_place",
+                    max_evaluations=args.max_evaluations, starts=args.starts,
+                    seed=args.seed, loss=args.loss, loss_scale=args.loss_scale, **kwargs)
+    if args.json:
+        print(json.dumps(_record(fit, args, kwargs)))
+        return 0
+    print(f"# simcoll calibrate: {collective} / {args.algorithm} on {args.topology}, "
+          f"{len(fit.sizes)} sizes of {args.log}" + "".join(f"; {n}" for n in notes))
+    print(fit.report())
+    print(f"\nrun the calibrated machine with: {_command(fit, args, kwargs)}")
+    return 0
+
+
+def _command(fit: Calibration, args: argparse.Namespace, kwargs: dict[str, Any]) -> str:
+    machine = {k: v for k, v in fit.values.items() if k not in fit.params}
+    spec = args.topology
+    if machine:
+        spec += ("," if ":" in spec else ":") + ",".join(f"{k}={v:.6g}"
+                                                         for k, v in machine.items())
+    params = {**{k: v for k, v in kwargs.items() if k != "network"}, **fit.params}
+    return (f"simcoll run --topology '{spec}' --algorithm {args.algorithm}"
+            + "".join(f" --param {k}={v:.6g}" if isinstance(v, float) else
+                      f" --param {k}={v}" for k, v in params.items())
+            + (f" --network {args.network}" if args.network != "flow" else ""))
+
+
+def _record(fit: Calibration, args: argparse.Namespace,
+            kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {"values": {k: float(v) for k, v in fit.values.items()},
+            "initial": {k: float(v) for k, v in fit.initial.items()},
+            "params": {k: float(v) for k, v in fit.params.items()},
+            "sizes": list(fit.sizes), "measured": list(fit.measured),
+            "before": list(fit.before), "after": list(fit.after),
+            "error_before": list(fit.error_before), "error_after": list(fit.error_after),
+            "evaluations": fit.evaluations, "message": fit.message,
+            "command": _command(fit, args, kwargs)}
