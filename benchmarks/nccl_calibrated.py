@@ -41,6 +41,7 @@ from nccl_tests_compare import (  # noqa: E402
 )
 
 import simcoll as sc  # noqa: E402
+from simcoll.calibration import LOSSES  # noqa: E402
 
 FREE = {"launch_overhead": (5e-6, 0.0, 500e-6), "step_latency_scale": (1.0, 0.05, 20.0)}
 """Where each fit starts and its bounds: 0 to 500 us, 1/20 to 20 times NCCL's steps."""
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="fits per table, from the initial costs and from random "
                              "points (sc.calibrate's starts=; default: 1)")
     parser.add_argument("--loss", default="linear",
-                        choices=("linear", "soft_l1", "huber", "cauchy"),
+                        choices=LOSSES,
                         help="sc.calibrate's loss: least squares, or a robust loss that "
                              "lets outlying sizes pull less (default: linear)")
     args = parser.parse_args(argv)

@@ -31,7 +31,7 @@ from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
 
-__all__ = ["Calibration", "calibrate"]
+__all__ = ["Calibration", "calibrate", "LOSSES"]
 
 Factory = Callable[..., Topology]
 
@@ -271,6 +271,9 @@ _LOSSES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 """scipy's ``least_squares`` losses rho(z) of a squared scaled residual z (its
 documentation's formulas), to rank the points a fit tried as scipy does."""
+
+LOSSES = tuple(_LOSSES)
+"""The losses :func:`calibrate` takes."""
 
 
 def _cost(simulated: np.ndarray, measured: np.ndarray, loss: str = "linear",

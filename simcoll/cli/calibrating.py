@@ -12,7 +12,7 @@ from typing import Any
 from simcoll.algorithms.nccl.constants import TUNERS
 from simcoll.algorithms.params import Real
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.calibration import Calibration, calibrate
+from simcoll.calibration import LOSSES, Calibration, calibrate
 from simcoll.cli.options import CommandLineError, parse_bytes, parse_param
 from simcoll.nccl_tests import NcclTestsTable, parse_all
 from simcoll.network import NETWORKS
@@ -20,8 +20,6 @@ from simcoll.topology.quantities import parse_number, parse_rate, parse_time
 from simcoll.topology.spec import from_spec
 
 __all__ = ["add_parser", "parse_free"]
-
-LOSSES = ("linear", "soft_l1", "huber", "cauchy")
 
 
 def add_parser(sub: Any) -> None:
