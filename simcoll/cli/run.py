@@ -9,9 +9,10 @@ import json
 import math
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from simcoll.algorithms.registry import get_algorithm
 from simcoll.cli import checking, table
 from simcoll.cli.options import (
     SIZE_HELP,
@@ -174,14 +175,18 @@ def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) 
             f"step: {step} validation: {1 if args.check else 0}"]
 
 
-def chosen(records: list[dict[str, Any]], given: set[str]) -> list[str]:
-    """The parameters a run chose itself (``algorithm="nccl"``'s algo, proto and channels),
-    as ``#`` lines after the table: those equal at every size (wrapped at 88 columns),
-    then one row per size for those that vary. Nothing when the runs chose nothing beyond
-    ``given``.
+def chosen(records: list[dict[str, Any]], given: set[str],
+           defaults: Mapping[str, Any]) -> list[str]:
+    """The parameters a run chose itself (``algorithm="nccl"``'s algo, proto, channels,
+    arch, intra), as ``#`` lines after the table: those equal at every size (wrapped at 88
+    columns), then one row per size for those that vary. Neither the ``given`` ones nor
+    those left at their ``defaults`` at every size are listed (``--json`` has them all);
+    nothing when nothing else is left.
     """
     picked = [{k: v for k, v in r["params"].items() if k not in given} for r in records]
-    names = [k for k in picked[0] if all(k in p for p in picked)] if picked else []
+    names = [k for k in picked[0] if all(k in p for p in picked)
+             and any(k not in defaults or p[k] != defaults[k] for p in picked)] \
+        if picked else []
     if not names:
         return []
     fixed = [k for k in names if all(p[k] == picked[0][k] for p in picked)]
@@ -250,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
             print(table.row(row), flush=True)
     if not args.csv and not args.json:
         print("\n".join(table.footer(done, checked=bool(args.check))
-                        + chosen(records, {k for k, _ in args.param})
+                        + chosen(records, {k for k, _ in args.param},
+                                 get_algorithm(args.collective, args.algorithm).defaults)
                         + nccl_graphs(topo, records)))
     return 1 if any(r.wrong for r in done) else 0
