@@ -36,6 +36,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import simcoll as sc  # noqa: E402
+from simcoll.plot.style import format_size  # noqa: E402
 
 BANDWIDTH, LATENCY = 100 * sc.GB, 1 * sc.us
 
@@ -167,7 +168,7 @@ def nccl_figure(out: Path) -> Path:
         bottom.set_yticks([0.1, 0.25, 0.5, 1, 2], ["0.1", "0.25", "0.5", "1", "2"])
         bottom.minorticks_off()
         ticks = [2**j for j in range(0, 36, 5) if sizes[0] <= 2**j <= sizes[-1]]
-        bottom.set_xticks(ticks, [_size_label(t) for t in ticks])
+        bottom.set_xticks(ticks, [format_size(t) for t in ticks])
         top.tick_params(labelbottom=False)
         top.set_title(title, fontsize=9.5)
         top.set_ylabel("busbw (GB/s)")
@@ -183,17 +184,6 @@ def nccl_figure(out: Path) -> Path:
     path = out / "nccl_tests.png"
     fig.savefig(path, dpi=150)
     return path
-
-
-def _size_label(nbytes: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if nbytes >= 1 << shift:
-            return f"{nbytes >> shift} {unit}"
-    return f"{nbytes} B"
-
-
-def _short(gpu: str) -> str:
-    return gpu.replace("NVIDIA ", "").replace("GeForce ", "").replace(" 80GB HBM3", "")
 
 
 FIGURES = {"scaling_busbw": scaling_figure, "timeline_ring": timeline_figure,

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.params import Real
+from simcoll.algorithms.params import Choice, Int, Real
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import InvalidInputError, SimCollError
@@ -191,21 +191,16 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         raise InvalidInputError(f"sizes {empty} give each of the {topology.nranks} ranks no "
                                 f"whole element of {coll.name}; drop them with "
                                 f"table.between(low=...)")
-    if _is_bad_count(starts) or starts < 1:
-        raise InvalidInputError(f"starts={starts!r} is not accepted; use an integer >= 1")
-    if _is_bad_count(seed):
-        raise InvalidInputError(f"seed={seed!r} is not accepted; use an integer")
-    if loss not in _LOSSES:
-        raise InvalidInputError(f"loss={loss!r} is not accepted; use one of "
-                                f"{', '.join(map(repr, _LOSSES))}")
+    Int(1, minimum=1).normalize("starts", starts)
+    Int(0).normalize("seed", seed)
+    Choice("linear", LOSSES).normalize("loss", loss)
     if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) \
             or not 0 < loss_scale < math.inf:
         raise InvalidInputError(f"loss_scale={loss_scale!r} is not accepted; use a finite "
                                 f"number > 0")
-    if _is_bad_count(max_evaluations) or max_evaluations < 2 * len(shapes):
-        raise InvalidInputError(f"max_evaluations={max_evaluations!r} leaves no trial: use an "
-                                f"integer >= {2 * len(shapes)} (the {len(shapes)} sizes at "
-                                f"the initial constants, then at one trial point)")
+    Int(2 * len(shapes), minimum=2 * len(shapes),
+        doc=f"the {len(shapes)} sizes at the initial constants, then at one trial "
+            f"point").normalize("max_evaluations", max_evaluations)
     names = list(free)
     scale = [_Scale(*bounds[k]) for k in names]
     count = [0]
@@ -281,9 +276,6 @@ def _cost(simulated: np.ndarray, measured: np.ndarray, loss: str = "linear",
     z = ((np.log(simulated) - np.log(measured)) / scale) ** 2
     return float(np.sum(_LOSSES[loss](z)))
 
-
-def _is_bad_count(value: Any) -> bool:
-    return isinstance(value, bool) or not isinstance(value, (int, np.integer))
 
 
 @dataclass(frozen=True)
