@@ -18,6 +18,7 @@ from simcoll.buffers import VirtualBuffer
 from simcoll.calibration import Calibration, calibrate
 from simcoll.collectives import COLLECTIVES
 from simcoll.comm import Comm
+from simcoll.critical_path import CriticalPath, critical_path
 from simcoll.errors import (
     AlgorithmError,
     CommUsageError,
@@ -51,6 +52,7 @@ __all__ = [
     "register",
     "get_algorithm", "list_algorithms", "COLLECTIVES", "NETWORKS", "topology", "algorithms",
     "training", "plot", "nccl_tests", "lone_flows", "calibrate", "Calibration",
+    "critical_path", "CriticalPath",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",
     "UnknownAlgorithmError", "UnknownNetworkError", "DeadlockError", "UnmatchedMessageError",
     "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError", "Faults",

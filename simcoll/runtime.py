@@ -36,7 +36,16 @@ __all__ = ["Runtime", "TracingRuntime", "TraceEvent"]
 class TraceEvent:
     """One span of a traced run: a message (``rank`` sent ``nbytes`` to ``peer``, from the
     send to the arrival of its last byte; ``via``: the devices its route was bound to
-    pass, if any), or a reduction or compute span on ``rank``."""
+    pass, if any), or a reduction or compute span on ``rank``.
+
+    A message's span splits in two at ``moving``, the instant its bytes began to move:
+    before it, the route's ``latency`` (as it stood when the message was handed to the
+    network) and the delay its sender asked for beyond it (a protocol's step), or, where
+    ``queued``, the wait for the message ahead of it on its connection (an ordered
+    message, :meth:`simcoll.comm.Comm.send`), whose arrival is ``moving``; after it,
+    ``wire_bytes`` crossing the route (the payload, or a protocol's framing of it).
+    ``moving`` is None for reductions and compute spans.
+    """
 
     kind: str
     rank: int
@@ -46,6 +55,10 @@ class TraceEvent:
     start: float
     end: float
     via: Via | None = None
+    moving: float | None = None
+    latency: float = 0.0
+    queued: bool = False
+    wire_bytes: int | None = None
 
 
 class Joint(Event):
@@ -239,14 +252,19 @@ class Runtime:
         key, message = token
         queue = self._in_order[key]
         if queue:
-            after, nbytes, ready, wire_bytes, via = queue.popleft()
-            latency = self.network.route(after.src, after.dst, via)[1]
-            wait = max(ready + latency - self.env._now, 0.0)
-            self.network.transfer(after.src, after.dst, nbytes, self._arrive_in_order,
-                                  (key, after), wait - latency, wire_bytes, via)
+            self._next_in_order(key, queue.popleft())
         else:
             del self._in_order[key]
         self._arrive(message)
+
+    def _next_in_order(self, key: tuple, queued: tuple[Message, int, float, int | None,
+                                                      Via | None]) -> None:
+        """Hand the next ordered message of connection ``key`` to the network."""
+        after, nbytes, ready, wire_bytes, via = queued
+        latency = self.network.route(after.src, after.dst, via)[1]
+        wait = max(ready + latency - self.env._now, 0.0)
+        self.network.transfer(after.src, after.dst, nbytes, self._arrive_in_order,
+                              (key, after), wait - latency, wire_bytes, via)
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
                        dsts: tuple[int, ...], tag: Any, sender: Joint,
@@ -287,15 +305,20 @@ class Runtime:
         key, messages = token
         queue = self._multicasts_in_order[key]
         if queue:
-            after, nbytes, ready, via = queue.popleft()
-            src, dsts = key[1], key[2]
-            latency = self.network.route(src, dsts, via)[1]
-            wait = max(ready + latency - self.env._now, 0.0)
-            self.network.multicast(src, dsts, nbytes, self._multicast_in_order,
-                                   (key, after), wait - latency, via)
+            self._next_multicast_in_order(key, queue.popleft())
         else:
             del self._multicasts_in_order[key]
         self._arrive_all(messages)
+
+    def _next_multicast_in_order(self, key: tuple, queued: tuple[
+            list[Message], int, float, MulticastVia | None]) -> None:
+        """Hand the next ordered multicast of ``key`` to the network."""
+        after, nbytes, ready, via = queued
+        src, dsts = key[1], key[2]
+        latency = self.network.route(src, dsts, via)[1]
+        wait = max(ready + latency - self.env._now, 0.0)
+        self.network.multicast(src, dsts, nbytes, self._multicast_in_order,
+                               (key, after), wait - latency, via)
 
     def _arrive_all(self, messages: list[Message]) -> None:
         for message in messages:
@@ -385,54 +408,138 @@ class Runtime:
         return [m for ch in self.channels.values() for m in ch.unclaimed]
 
 
+class _Sent:
+    """What a traced message was sent with, until it arrives."""
+
+    __slots__ = ("start", "nbytes", "via", "wire", "latency", "moving", "queued")
+
+    def __init__(self, start: float, nbytes: int, via: Via | None, wire: int,
+                 latency: float, moving: float | None) -> None:
+        self.start, self.nbytes, self.via, self.wire = start, nbytes, via, wire
+        self.latency, self.moving, self.queued = latency, moving, False
+
+
 class TracingRuntime(Runtime):
-    """A runtime that also records every message, reduction and compute span."""
+    """A runtime that also records every message, reduction and compute span, and when
+    each message's bytes began to move (:class:`TraceEvent`)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.events: list[TraceEvent] = []
-        self._sent: dict[Message, tuple[float, int, Via | None]] = {}
+        self._sent: dict[Message, _Sent] = {}
+        self._drawn = 0.0
+        self._seen_jitter: Any = None
+        self._reduce_ends: dict[int, float] = {}
+        self._compute_ends: dict[int, float] = {}
+
+    def _handing(self) -> None:
+        """Before a message is handed to the network: see the jitter it draws, which
+        delays its bytes as its latency does."""
+        self._drawn = 0.0
+        jitter = self.network.jitter
+        if jitter is not None and jitter is not self._seen_jitter:
+            def seen() -> float:
+                self._drawn = jitter()
+                return self._drawn
+            self.network.jitter = self._seen_jitter = seen
+
+    def _moving(self, now: float, latency: float, delay: float) -> float:
+        """When bytes handed over at ``now`` begin to move: the network's sum."""
+        return now + ((latency + delay) + self._drawn)
 
     def post_send(self, key: tuple, payload: Any, nbytes: int, src: int, dst: int,
                   tag: Any, sender: Event, delay: float = 0.0,
                   wire_bytes: int | None = None, ordered: bool = False,
                   via: Via | None = None) -> Message:
         start = self.env._now
+        behind = ordered and key in self._in_order
+        self._handing()
         message = super().post_send(key, payload, nbytes, src, dst, tag, sender, delay,
                                     wire_bytes, ordered, via)
         if not message.arrived:  # an empty message on a zero-latency route already has
-            self._sent[message] = (start, nbytes, via)
+            latency = self.network.route(src, dst, via)[1]
+            self._sent[message] = _Sent(
+                start, nbytes, via, nbytes if wire_bytes is None else wire_bytes, latency,
+                None if behind else self._moving(start, latency, delay))
         return message
+
+    def _next_in_order(self, key: tuple, queued: tuple[Message, int, float, int | None,
+                                                      Via | None]) -> None:
+        after, ready, via = queued[0], queued[2], queued[4]
+        self._handing()
+        super()._next_in_order(key, queued)
+        self._handed([after], self.network.route(after.src, after.dst, via)[1], ready)
+
+    def _handed(self, messages: list[Message], latency: float, ready: float) -> None:
+        """Ordered ``messages`` were handed to the network now, the one ahead having
+        arrived: their bytes move after what is left of their latency, counted from
+        ``ready`` (when they were sent, plus their delay), or at once (``queued``)."""
+        now = self.env._now
+        wait = max(ready + latency - now, 0.0)
+        for message in messages:
+            record = self._sent.get(message)
+            if record is not None:
+                record.latency = latency
+                record.moving = self._moving(now, latency, wait - latency)
+                record.queued = ready + latency < now
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
                        dsts: tuple[int, ...], tag: Any, sender: Joint,
                        delay: float = 0.0, ordered: bool = False,
                        via: MulticastVia | None = None) -> list[Message]:
         start = self.env._now
+        behind = ordered and (keys[0][0], src, dsts, tag) in self._multicasts_in_order
+        self._handing()
         messages = super().post_multicast(keys, payload, nbytes, src, dsts, tag, sender,
                                           delay, ordered, via)
+        latency = self.network.route(src, dsts, via)[1]
+        moving = None if behind else self._moving(start, latency, delay)
         for k, message in enumerate(messages):
             if not message.arrived:
-                self._sent[message] = (start, nbytes, None if via is None else via[k])
+                self._sent[message] = _Sent(start, nbytes, None if via is None else via[k],
+                                            nbytes, latency, moving)
         return messages
 
+    def _next_multicast_in_order(self, key: tuple, queued: tuple[
+            list[Message], int, float, MulticastVia | None]) -> None:
+        after, ready, via = queued[0], queued[2], queued[3]
+        self._handing()
+        super()._next_multicast_in_order(key, queued)
+        self._handed(after, self.network.route(key[1], key[2], via)[1], ready)
+
     def arrive(self, message: Message) -> None:
-        start, nbytes, via = self._sent.pop(message, (self.env._now, 0, None))
-        self.events.append(TraceEvent("message", message.src, message.dst, message.tag,
-                                      nbytes, start, self.env._now, via))
+        now = self.env._now
+        record = self._sent.pop(message, None)
+        if record is None:
+            event = TraceEvent("message", message.src, message.dst, message.tag, 0, now, now,
+                               moving=now)
+        else:
+            moving = now if record.moving is None else min(record.moving, now)
+            event = TraceEvent("message", message.src, message.dst, message.tag,
+                               record.nbytes, record.start, now, record.via, moving,
+                               record.latency, record.queued, record.wire)
+        self.events.append(event)
         super().arrive(message)
 
     def reduce_delay(self, endpoint: int, nbytes: int) -> float:
+        start = self._engine_start(self.reduce_free_at, self._reduce_ends, endpoint)
         delay = super().reduce_delay(endpoint, nbytes)
         if delay:
-            end = self.env._now + delay
-            start = end - nbytes / self.reduce_bandwidth[endpoint]
+            end = self._reduce_ends[endpoint] = self.env._now + delay
             self.events.append(TraceEvent("reduce", endpoint, None, None, nbytes, start, end))
         return delay
 
     def compute_delay(self, endpoint: int, seconds: float) -> float:
-        start = max(self.env._now, self.compute_free_at[endpoint])
+        start = self._engine_start(self.compute_free_at, self._compute_ends, endpoint)
         delay = super().compute_delay(endpoint, seconds)
-        end = self.env._now + delay
+        end = self._compute_ends[endpoint] = self.env._now + delay
         self.events.append(TraceEvent("compute", endpoint, None, None, 0, start, end))
         return delay
+
+    def _engine_start(self, free_at: list[float], ends: dict[int, float],
+                      endpoint: int) -> float:
+        """When work asked of an engine (reductions or compute) now starts: now, or where
+        it queues, when the work ahead ends, as traced (the instant its event fires,
+        which may differ from ``free_at`` in the last bit)."""
+        now = self.env._now
+        return now if free_at[endpoint] <= now else ends[endpoint]

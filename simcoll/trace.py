@@ -7,7 +7,10 @@ spans rather than thread slices), with a flow arrow to an instant "from <sender>
 receiver at the arrival. Reductions and compute spans sit on threads of their own. Given
 the topology, a "links" process adds a counter track per directed link: its load in
 bytes/s over time, taking each message at its average rate over its span (see
-:mod:`simcoll.link_load`). Times are in microseconds, as the format requires.
+:mod:`simcoll.link_load`). A "critical path" process, listed first, holds the run's
+critical path segment by segment (:mod:`simcoll.critical_path`; given the topology, each
+transfer names the narrowest link of its route). Times are in microseconds, as the
+format requires.
 
 The arrows are flow events of the format's second version (``bind_id`` with ``flow_out``
 on the send span, ``flow_in`` on the arrival), because the first version's ``s`` / ``f``
@@ -21,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from simcoll.critical_path import critical_path, narrowest_link
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import link_loads, rate_steps
 from simcoll.result import Result
@@ -75,6 +79,27 @@ def _counters(result: Result, topology: Topology, pid: int) -> list[dict[str, An
     return events
 
 
+def _critical(result: Result, topology: Topology | None, pid: int) -> list[dict[str, Any]]:
+    """A "critical path" row: the run's critical path, segment by segment
+    (:mod:`simcoll.critical_path`)."""
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "critical path"}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": -1}}]
+    for s in critical_path(result).segments:
+        where = f"{s.endpoint}->{s.peer}" if s.peer is not None else f"on {s.endpoint}"
+        args: dict[str, Any] = {"endpoint": s.endpoint, "bytes": s.nbytes}
+        if s.peer is not None:
+            args.update(peer=s.peer, wire_bytes=s.wire_bytes, tag=repr(s.tag))
+        if s.kind == "latency":
+            args["route_latency_us"] = s.route_latency * 1e6
+        if s.kind == "transfer" and topology is not None:
+            args["narrowest_link"] = narrowest_link(topology, s)
+        events.append({"ph": "X", "cat": "critical path", "name": f"{s.kind} {where}",
+                       "pid": pid, "tid": 0, "ts": s.start * 1e6,
+                       "dur": (s.end - s.start) * 1e6, "args": args})
+    return events
+
+
 def to_chrome(result: Result, topology: Topology | None = None) -> dict[str, Any]:
     """The Chrome trace-event JSON object of a traced result.
 
@@ -92,6 +117,7 @@ def to_chrome(result: Result, topology: Topology | None = None) -> dict[str, Any
     endpoints = max([result.nranks + len(result.host_bytes_sent)]
                     + [max(e.rank, e.peer or 0) + 1 for e in result.trace])
     counters = _counters(result, topology, endpoints) if topology is not None else []
+    counters += _critical(result, topology, endpoints + 1)
     events = _names(result, endpoints, topology)
     for i, e in enumerate(result.trace):
         start, end = e.start * 1e6, e.end * 1e6

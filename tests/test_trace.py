@@ -66,8 +66,12 @@ def test_chrome_export(tmp_path):
             message.rank, message.peer, message.nbytes)
         assert (b["ts"], e["ts"]) == pytest.approx((message.start * 1e6, message.end * 1e6))
     assert {e["pid"] for e in begins} == {0, 1, 2}
-    spans = [e for e in events if e["ph"] == "X"]
+    spans = [e for e in events if e["ph"] == "X" and e["cat"] != "critical path"]
     assert len(spans) == 3 * 2 and all(e["name"] == "reduce" for e in spans)
+    # The critical path's row: 2(p - 1) messages, each a latency and a transfer, and
+    # the p - 1 reductions of the reduce-scatter's steps between them.
+    critical = [e["name"].split()[0] for e in events if e.get("cat") == "critical path"]
+    assert sorted(critical) == sorted(["latency", "transfer"] * 4 + ["reduce"] * 2)
     assert max(e["ts"] for e in ends) == pytest.approx(res.time * 1e6)
     assert not [e for e in events if e["ph"] == "C"]
     untraced = sc.simulate(reference_network(3), "all_reduce", algorithm="ring", nbytes=12)
@@ -87,7 +91,8 @@ def test_rows_are_named_ranks_hosts_and_in_network_devices():
 
     def rows(result, topology=None):
         return {e["pid"]: e["args"]["name"] for e in to_chrome(result, topology)["traceEvents"]
-                if e["ph"] == "M" and e["name"] == "process_name" and e["args"]["name"] != "links"}
+                if e["ph"] == "M" and e["name"] == "process_name"
+                and e["args"]["name"] not in ("links", "critical path")}
 
     assert rows(res, topo) == {**{r: f"rank {r}" for r in range(8)},
                                8: "in-network device nvswitch0"}

@@ -15,6 +15,7 @@ from simcoll.cli.options import (
     run_kwargs,
 )
 from simcoll.collectives import collective as get_collective
+from simcoll.critical_path import critical_path
 from simcoll.nccl_tests import nccl_shape
 from simcoll.simulate import simulate
 from simcoll.topology.spec import from_spec
@@ -28,7 +29,9 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("trace", help="one run to a Chrome / Perfetto trace (JSON)",
                        description="Simulate one collective with every message, reduction "
                                    "and compute span recorded, and write them as Chrome "
-                                   "trace JSON (open it in ui.perfetto.dev).")
+                                   "trace JSON (open it in ui.perfetto.dev), with the run's "
+                                   "critical path as a row of its own; print where the "
+                                   "critical path spent its time.")
     add_run_options(p)
     p.add_argument("--size", type=parse_bytes, default=2**20,
                    help=f"nccl-tests' size, as in 'simcoll run' (default 1M); {SIZE_HELP}")
@@ -56,5 +59,5 @@ def _run(args: argparse.Namespace) -> int:
                        dtype=dtype, trace=True, **kwargs)
     save_chrome(res, out, topo)
     print(f"{res.summary()}\ntrace of {len(res.trace or ())} events written to "
-          f"{args.output} (open it in ui.perfetto.dev)")
+          f"{args.output} (open it in ui.perfetto.dev)\n{critical_path(res).summary(topo)}")
     return 1 if res.correct is False else 0

@@ -1,0 +1,271 @@
+"""The critical path of a traced run: the chain of activities that set its time.
+
+``Result.time`` is when the last activity ended. Walking back from it, each activity
+waited for something that ended just when it began, on the same endpoint: a message's
+bytes moved once its latency had run (the route's, plus the delay its sender asked for
+beyond it: a protocol's step) or once the message ahead of it on its connection had
+arrived; the message was sent when its sender's program resumed, because a message
+arrived there, a reduction or compute span ended, or a message it sent arrived. Where
+nothing ended at that instant the program had slept (a launch latency, a protocol's
+pacing) since the last instant it ran: a ``wait``. The walk stops at time 0.
+
+The segments tile ``[0, Result.time]`` exactly: each one ends where the next begins, so
+their durations add up to the run's time, and each is a route's latency, bytes crossing a
+route, a reduction, a compute span or a wait, on a named endpoint. Where several
+activities ended at one instant the walk takes one of them (an arrival at the endpoint
+before its own reductions and compute, those before a message it sent, the one with the
+same tag as the activity it leads to first): each of them is equally critical by time.
+
+A message's transfer is put down to its route's narrowest link (:meth:`CriticalPath.by_link`)
+with its average rate, which is lower than that link's bandwidth where the link was
+shared or a protocol's rate held the message back. The split of a message at the instant
+its bytes began to move takes the route's latency as it stood when the message was handed
+to the network; a link that fails under it (:class:`simcoll.Faults`) moves the rest.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from simcoll.errors import InvalidInputError
+from simcoll.result import RunResult
+from simcoll.runtime import TraceEvent
+from simcoll.topology.graph import Topology
+
+__all__ = ["Segment", "CriticalPath", "critical_path", "narrowest_link"]
+
+KINDS = ("transfer", "latency", "reduce", "compute", "wait")
+"""What a segment of the path is, in the order summaries list them."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stretch of the critical path.
+
+    Attributes:
+        kind: ``"transfer"`` (a message's bytes crossing its route), ``"latency"`` (a
+            message waiting out its route's latency and its sender's delay),
+            ``"reduce"``, ``"compute"``, or ``"wait"`` (the endpoint's program slept, or
+            had not started).
+        endpoint: where it happened: a message's sender, else the endpoint (an address:
+            ranks first, then hosts, then in-network devices).
+        peer: a message's receiver (None otherwise).
+        start, end: seconds.
+        nbytes: a message's payload or a reduction's bytes (0 otherwise).
+        wire_bytes: bytes a transfer put on each link of its route.
+        route_latency: for ``"latency"``, the part that is the route's own latency; the
+            rest is the delay its sender asked for.
+        tag: a message's tag.
+        via: the devices a message's route was bound to pass, if any.
+    """
+
+    kind: str
+    endpoint: int
+    peer: int | None
+    start: float
+    end: float
+    nbytes: int = 0
+    wire_bytes: int = 0
+    route_latency: float = 0.0
+    tag: Any = None
+    via: Any = None
+
+    @property
+    def duration(self) -> float:
+        """Seconds."""
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The chain of segments that sets a run's time (:func:`critical_path`).
+
+    Attributes:
+        time: the run's time (``Result.time``), where the path ends.
+        segments: from time 0 to ``time``, each ending where the next begins.
+    """
+
+    time: float
+    segments: tuple[Segment, ...]
+
+    def totals(self) -> dict[str, float]:
+        """Seconds of the path in each kind of segment (every kind, 0 where absent)."""
+        out = dict.fromkeys(KINDS, 0.0)
+        for s in self.segments:
+            out[s.kind] += s.duration
+        return out
+
+    def messages(self) -> int:
+        """How many messages the path goes through (its transfer segments)."""
+        return sum(s.kind == "transfer" for s in self.segments)
+
+    def by_link(self, topology: Topology) -> dict[str, float]:
+        """Seconds of transfer on the path by the narrowest directed link of each
+        message's route (``"gpu0->switch"``), most first."""
+        out: dict[str, float] = {}
+        for s in self.segments:
+            if s.kind == "transfer" and s.peer is not None:
+                name = narrowest_link(topology, s)
+                out[name] = out.get(name, 0.0) + s.duration
+        return dict(sorted(out.items(), key=lambda item: -item[1]))
+
+    def summary(self, topology: Topology | None = None, links: int = 5) -> str:
+        """The path in a few lines: its seconds by kind, then (given the topology) the
+        links its transfers were limited by, at most ``links`` of them."""
+        totals = self.totals()
+        lines = [f"critical path: {len(self.segments)} segments, {self.messages()} "
+                 f"messages, {self.time * 1e6:.6g} us"]
+        for kind in KINDS:
+            if totals[kind] > 0:
+                share = totals[kind] / self.time if self.time > 0 else 0.0
+                lines.append(f"  {kind:<9} {totals[kind] * 1e6:12.6g} us  {share:6.1%}"
+                             f"  {_KIND_NOTES[kind]}")
+        if topology is not None and totals["transfer"] > 0:
+            lines.append("  transfers by the narrowest link of their route:")
+            for name, seconds in list(self.by_link(topology).items())[:links]:
+                lines.append(f"    {name:<30} {seconds * 1e6:12.6g} us")
+        return "\n".join(lines)
+
+
+_KIND_NOTES = {
+    "transfer": "bytes crossing routes",
+    "latency": "routes' latencies and senders' delays (protocol steps)",
+    "reduce": "reductions",
+    "compute": "compute spans",
+    "wait": "programs asleep (launch latency, pacing) or not started",
+}
+
+
+def narrowest_link(topology: Topology, segment: Segment) -> str:
+    """The directed link of least bandwidth on a message segment's route
+    (``"gpu0->switch"``; the first of several as narrow)."""
+    if segment.peer is None:
+        raise InvalidInputError(f"a {segment.kind} segment crosses no route")
+    route = topology.route(segment.endpoint, segment.peer, via=segment.via)
+    index = min(route.links, key=topology.bandwidth_of)
+    a, b = topology.directed_link(index)
+    return f"{a}->{b}"
+
+
+class _Index:
+    """The trace's activities by the endpoints they touch and the instants they end."""
+
+    def __init__(self, events: Sequence[TraceEvent]) -> None:
+        self.events = events
+        self.ended: dict[tuple[int, float], list[tuple[int, int]]] = {}
+        running: dict[int, list[float]] = {}
+        for i, e in enumerate(events):
+            # What took no time moved the clock nowhere: the walk skips it (and so never
+            # meets an activity that ended where it began).
+            lasted = e.end > e.start
+            if e.kind == "message":
+                assert e.peer is not None
+                if lasted:
+                    self.ended.setdefault((e.peer, e.end), []).append((0, i))
+                    self.ended.setdefault((e.rank, e.end), []).append((2, i))
+                running.setdefault(e.rank, []).append(e.start)
+                running.setdefault(e.peer, []).append(e.end)
+                running.setdefault(e.rank, []).append(e.end)
+            else:
+                if lasted:
+                    self.ended.setdefault((e.rank, e.end), []).append((1, i))
+                running.setdefault(e.rank, []).append(e.end)
+        self.running = {k: sorted(v) for k, v in running.items()}
+
+    def woke(self, endpoint: int, t: float, tag: Any) -> int | None:
+        """The activity whose end let ``endpoint``'s program run at ``t``, if any."""
+        found = self.ended.get((endpoint, t))
+        if not found:
+            return None
+        return min(found, key=lambda c: (c[0], self.events[c[1]].tag != tag, c[1]))[1]
+
+    def ran_before(self, endpoint: int, t: float) -> float:
+        """The last instant before ``t`` at which ``endpoint``'s program ran (a send, or
+        the end of something it waited on); 0 if none."""
+        instants = self.running.get(endpoint, [])
+        k = bisect.bisect_left(instants, t)
+        return instants[k - 1] if k else 0.0
+
+
+def critical_path(result: RunResult) -> CriticalPath:
+    """The critical path of a traced run.
+
+    Args:
+        result: a result of ``simulate(..., trace=True)`` or ``run_program(...,
+            trace=True)``.
+
+    Returns:
+        The segments from time 0 to ``result.time``, each ending where the next begins
+        (see the module's description).
+
+    Raises:
+        InvalidInputError: the result has no trace.
+    """
+    trace = result.trace
+    if trace is None:
+        raise InvalidInputError("this result has no trace; simulate with trace=True to "
+                                "find its critical path")
+    index = _Index(trace)
+    segments: list[Segment] = []
+    t = result.time
+    last = [i for i, e in enumerate(trace) if e.end == t and e.end > e.start]
+    current = min(last, key=lambda i: (trace[i].kind != "message", i)) if last else None
+    # Where no activity ended last, a rank's program returned after a sleep.
+    endpoint = int(result.rank_times.argmax())
+    tag: Any = None
+    while t > 0:
+        if current is None:
+            begun = index.ran_before(endpoint, t)
+            segments.append(Segment("wait", endpoint, None, begun, t))
+            t = begun
+            current = index.woke(endpoint, t, tag) if t > 0 else None
+            continue
+        e = trace[current]
+        if e.kind != "message":
+            segments.append(Segment(e.kind, e.rank, None, e.start, e.end, e.nbytes))
+            endpoint, t, tag = e.rank, e.start, None
+        else:
+            moving = e.end if e.moving is None else e.moving
+            wire = e.nbytes if e.wire_bytes is None else e.wire_bytes
+            if moving < e.end:
+                segments.append(Segment("transfer", e.rank, e.peer, moving, e.end, e.nbytes,
+                                        wire, tag=e.tag, via=e.via))
+            if e.queued:
+                current = _ahead(index, e, moving)
+                t = moving
+                continue
+            if e.start < moving:
+                segments.append(Segment("latency", e.rank, e.peer, e.start, moving,
+                                        e.nbytes, wire, min(e.latency, moving - e.start),
+                                        e.tag, e.via))
+            endpoint, t, tag = e.rank, e.start, e.tag
+        current = index.woke(endpoint, t, tag) if t > 0 else None
+    segments.reverse()
+    return CriticalPath(result.time, tuple(_merged_waits(segments)))
+
+
+def _merged_waits(segments: list[Segment]) -> list[Segment]:
+    """Back-to-back waits of one endpoint as one."""
+    out: list[Segment] = []
+    for s in segments:
+        if out and s.kind == out[-1].kind == "wait" and s.endpoint == out[-1].endpoint:
+            out[-1] = Segment("wait", s.endpoint, None, out[-1].start, s.end)
+        else:
+            out.append(s)
+    return out
+
+
+def _ahead(index: _Index, e: TraceEvent, arrived: float) -> int:
+    """The message ahead of ``e`` on its connection: from its sender to its receiver with
+    its tag, arrived at ``arrived``."""
+    found = [i for _, i in index.ended.get((e.rank, arrived), [])
+             if index.events[i].kind == "message" and index.events[i].rank == e.rank
+             and index.events[i].peer == e.peer and index.events[i].tag == e.tag]
+    if not found:
+        raise InvalidInputError(f"the trace has no message from {e.rank} to {e.peer} with "
+                                f"tag {e.tag!r} arriving at {arrived!r}, which the one "
+                                f"sent at {e.start!r} waited for: not a trace simcoll made")
+    return found[0]

@@ -1,0 +1,289 @@
+"""The critical path of a traced run: hand-worked chains, the split of each message at
+the instant its bytes began to move, and on random machines a path that tiles the run's
+time with segments the trace accounts for."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import ALPHA, BETA, V_COLLECTIVES, reference_network, register_probe
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from machines import KINDS, random_machine
+
+import simcoll as sc
+from simcoll.cli import main
+from simcoll.critical_path import Segment, narrowest_link
+from simcoll.trace import to_chrome
+
+MiB = 2**20
+
+
+def _tiles(path: sc.CriticalPath, time: float) -> None:
+    """The segments run from 0 to ``time``, each where the one before ended."""
+    segments = path.segments
+    assert segments[0].start == 0.0 and segments[-1].end == time
+    assert all(a.end == b.start for a, b in zip(segments, segments[1:]))
+    assert all(s.end > s.start for s in segments)
+    assert sum(path.totals().values()) == pytest.approx(time, rel=1e-12)
+
+
+def _kinds(path: sc.CriticalPath) -> list[tuple[str, int, int | None]]:
+    return [(s.kind, s.endpoint, s.peer) for s in path.segments]
+
+
+def test_a_compute_then_a_message_then_a_reduction_worked_out_by_hand():
+    @register_probe("all_reduce", "test_critical_chain")
+    def chain(comm, x, *, op):
+        if comm.rank == 0:
+            yield comm.compute(2e-6)
+            yield comm.send(x, dst=1)
+        else:
+            got = yield comm.recv(0)
+            yield comm.reduce(x, got, op)
+        return x
+
+    # Two GPUs on a switch: 1 GB/s links of 0.5 us each, reductions at 4 GB/s.
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6, reduce_bandwidth=4e9)
+    res = sc.simulate(topo, "all_reduce", algorithm="test_critical_chain", nbytes=4000,
+                      trace=True)
+    path = sc.critical_path(res)
+    assert _kinds(path) == [("compute", 0, None), ("latency", 0, 1), ("transfer", 0, 1),
+                            ("reduce", 1, None)]
+    # compute 2 us; two links' latency 1 us; 4000 B at 1 GB/s 4 us; 4000 B at 4 GB/s 1 us.
+    ends = [s.end for s in path.segments]
+    np.testing.assert_allclose(ends, [2e-6, 3e-6, 7e-6, 8e-6], rtol=1e-12)
+    assert res.time == pytest.approx(8e-6, rel=1e-12)
+    _tiles(path, res.time)
+    latency, transfer = path.segments[1:3]
+    assert latency.route_latency == pytest.approx(1e-6, rel=1e-12)
+    assert (transfer.nbytes, transfer.wire_bytes) == (4000, 4000)
+    assert path.messages() == 1
+    np.testing.assert_allclose([path.totals()[k] for k in ("transfer", "latency", "reduce",
+                                                           "compute", "wait")],
+                               [4e-6, 1e-6, 1e-6, 2e-6, 0.0], rtol=1e-12, atol=1e-18)
+    assert narrowest_link(topo, transfer) == "gpu0->switch"
+    with pytest.raises(sc.InvalidInputError, match="crosses no route"):
+        narrowest_link(topo, path.segments[0])
+
+
+def test_ordered_slices_queue_behind_each_other_and_a_sleep_is_a_wait():
+    @register_probe("all_reduce", "test_critical_slices")
+    def slices(comm, x, *, op):
+        if comm.rank == 0:
+            yield comm.sleep(3e-6)
+            sent = [comm.send(piece, dst=1, ordered=True, delay=0.25e-6, wire_bytes=1500)
+                    for piece in (x[:1000], x[1000:2000], x[2000:])]
+            for event in sent:
+                yield event
+        else:
+            for _ in range(3):
+                yield comm.recv(0)
+        return x
+
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+    res = sc.simulate(topo, "all_reduce", algorithm="test_critical_slices", nbytes=3000,
+                      dtype=np.uint8, trace=True)
+    path = sc.critical_path(res)
+    # Slept 3 us; the first slice waits out 1 us of route and 0.25 us of delay; each
+    # slice puts 1500 wire bytes at 1 GB/s (1.5 us) once the one ahead has arrived.
+    assert _kinds(path) == [("wait", 0, None), ("latency", 0, 1)] + [("transfer", 0, 1)] * 3
+    np.testing.assert_allclose([s.end for s in path.segments],
+                               [3e-6, 4.25e-6, 5.75e-6, 7.25e-6, 8.75e-6], rtol=1e-12)
+    assert path.segments[1].route_latency == pytest.approx(1e-6, rel=1e-12)
+    assert [s.nbytes for s in path.segments[2:]] == [1000] * 3
+    _tiles(path, res.time)
+    messages = [e for e in res.trace if e.kind == "message"]
+    assert [e.queued for e in messages] == [False, True, True]
+    assert all(e.latency == pytest.approx(1e-6, rel=1e-12) for e in messages)
+
+
+def test_a_slice_whose_own_delay_outlasts_the_one_ahead_waits_its_latency():
+    @register_probe("all_reduce", "test_critical_slow_steps")
+    def steps(comm, x, *, op):
+        if comm.rank == 0:
+            sent = [comm.send(piece, dst=1, ordered=True, delay=d)
+                    for piece, d in ((x[:1000], 0.0), (x[1000:], 5e-6))]
+            for event in sent:
+                yield event
+        else:
+            for _ in range(2):
+                yield comm.recv(0)
+        return x
+
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+    res = sc.simulate(topo, "all_reduce", algorithm="test_critical_slow_steps", nbytes=2000,
+                      dtype=np.uint8, trace=True)
+    # The first slice arrives at 1 + 1 = 2 us; the second's latency runs from its send
+    # at 0 to 1 + 5 = 6 us, then its 1000 bytes take 1 us: the path is that latency.
+    path = sc.critical_path(res)
+    assert _kinds(path) == [("latency", 0, 1), ("transfer", 0, 1)]
+    np.testing.assert_allclose([s.end for s in path.segments], [6e-6, 7e-6], rtol=1e-12)
+    assert [e.queued for e in res.trace if e.kind == "message"] == [False, False]
+
+
+def test_ring_on_the_reference_network_is_its_steps_latencies_and_transfers():
+    p, m = 4, 4 * MiB
+    res = sc.simulate(reference_network(p), "all_reduce", algorithm="ring", nbytes=m,
+                      trace=True)
+    path = sc.critical_path(res)
+    _tiles(path, res.time)
+    totals = path.totals()
+    # 2(p - 1) steps on the path, each alpha, then m/p bytes at 1/beta; p - 1 of them
+    # end in a reduction of m/p bytes (the reduce-scatter's); waits and compute: none.
+    assert path.messages() == 2 * (p - 1)
+    assert totals["latency"] == pytest.approx(2 * (p - 1) * ALPHA, rel=1e-9)
+    assert totals["transfer"] == pytest.approx(2 * (p - 1) * m / p * BETA, rel=1e-9)
+    assert totals["wait"] == totals["compute"] == 0.0
+    assert res.time == pytest.approx(totals["latency"] + totals["transfer"]
+                                     + totals["reduce"], rel=1e-12)
+    for e in res.trace:
+        if e.kind == "message":
+            assert e.moving - e.start == pytest.approx(ALPHA, rel=1e-9)
+            assert e.end - e.moving == pytest.approx(e.nbytes * BETA, rel=1e-9)
+
+
+def test_nccl_launch_overhead_lands_on_the_path_as_a_wait_and_nothing_else_moves():
+    topo = sc.topology.dgx_h100(1)
+    base = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 * MiB, trace=True)
+    late = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 * MiB, trace=True,
+                       launch_overhead=7e-6)
+    a, b = sc.critical_path(base), sc.critical_path(late)
+    _tiles(a, base.time)
+    _tiles(b, late.time)
+    assert a.segments[0].kind == "wait"
+    assert b.totals()["wait"] - a.totals()["wait"] == pytest.approx(7e-6, rel=1e-9)
+    for kind in ("transfer", "latency", "reduce", "compute"):
+        assert b.totals()[kind] == pytest.approx(a.totals()[kind], rel=1e-9, abs=1e-15)
+
+
+def test_jitter_delays_a_message_s_bytes_as_its_latency_does():
+    @register_probe("all_reduce", "test_critical_jitter")
+    def pairs(comm, x, *, op):
+        if comm.rank % 2 == 0:
+            for _ in range(4):
+                yield comm.send(x, dst=comm.rank + 1)
+        else:
+            for _ in range(4):
+                yield comm.recv(comm.rank - 1)
+        return x
+
+    topo = sc.topology.switch(4, bandwidth=1e9, latency=0.5e-6)
+    res = sc.simulate(topo, "all_reduce", algorithm="test_critical_jitter", nbytes=4000,
+                      dtype=np.uint8, trace=True, network="analytical",
+                      faults=sc.Faults(jitter=3e-6, seed=5))
+    messages = [e for e in res.trace if e.kind == "message"]
+    lags = [e.moving - e.start - e.latency for e in messages]
+    assert min(lags) >= 0 and max(lags) <= 3e-6 and len(set(lags)) > 1
+    for e in messages:  # alone on its route: the bytes take their size over 1 GB/s
+        assert e.end - e.moving == pytest.approx(4000 / 1e9, rel=1e-9)
+    _tiles(sc.critical_path(res), res.time)
+
+
+def test_a_multicast_s_arrivals_split_at_the_same_instant():
+    topo = sc.topology.dgx_h100(1)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=4 * MiB, algo="nvls",
+                      trace=True)
+    path = sc.critical_path(res)
+    _tiles(path, res.time)
+    switch = topo.endpoints - 1
+    downs = [e for e in res.trace if e.kind == "message" and e.rank == switch]
+    # A multicast reaches every GPU at once: its messages share a send and a start.
+    by_send: dict[tuple, set] = {}
+    for e in downs:
+        by_send.setdefault((e.start, e.end, e.tag), set()).add(e.moving)
+    assert all(len(movings) == 1 for movings in by_send.values())
+    assert len(by_send) < len(downs)
+
+
+def test_chrome_export_has_the_path_as_a_row_and_the_cli_prints_it(tmp_path, capsys):
+    topo = sc.topology.switch(4)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=MiB, trace=True)
+    trace = to_chrome(res, topo)
+    rows = [e for e in trace["traceEvents"] if e.get("cat") == "critical path"]
+    path = sc.critical_path(res)
+    assert [r["name"].split()[0] for r in rows] == [s.kind for s in path.segments]
+    assert sum(r["dur"] for r in rows) == pytest.approx(res.time * 1e6, rel=1e-9)
+    assert {r["args"]["narrowest_link"] for r in rows if r["name"].startswith("transfer")} \
+        <= {f"gpu{i}->switch" for i in range(4)} | {f"switch->gpu{i}" for i in range(4)}
+    names = [e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"]
+    assert names.count("critical path") == 1
+    out = tmp_path / "ring.json"
+    assert main(["trace", "--topology", "switch:4", "--size", "1M", "--output",
+                 str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "critical path: " in printed and "transfer" in printed
+    saved = json.loads(out.read_text())["traceEvents"]
+    assert [e["name"] for e in saved if e.get("cat") == "critical path"] == \
+        [r["name"] for r in rows]
+
+
+def test_an_untraced_result_is_refused_by_name():
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=64)
+    with pytest.raises(sc.InvalidInputError, match="trace=True"):
+        sc.critical_path(res)
+
+
+PAIRS = [pair for pair in sc.list_algorithms()
+         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")
+         and pair[0] not in V_COLLECTIVES]
+
+
+def _accounted(res: sc.Result, s: Segment) -> bool:
+    """Whether the trace holds the activity a segment stands for."""
+    if s.kind == "wait":
+        return True
+    for e in res.trace:
+        if s.kind in ("reduce", "compute"):
+            if (e.kind, e.rank, e.start, e.end) == (s.kind, s.endpoint, s.start, s.end):
+                return True
+        elif e.kind == "message" and (e.rank, e.peer, e.tag) == (s.endpoint, s.peer, s.tag):
+            span = (e.moving, e.end) if s.kind == "transfer" else (e.start, e.moving)
+            if span == (s.start, s.end) and not (s.kind == "latency" and e.queued):
+                return True
+    return False
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(KINDS), seed=st.integers(0, 10**6), pair=st.sampled_from(PAIRS),
+       count=st.integers(0, 3000), hosts=st.integers(0, 2), data=st.data())
+def test_on_random_machines_the_path_tiles_the_time_with_traced_activity(
+        kind, seed, pair, count, hosts, data):
+    coll, alg = pair
+    topo = random_machine(kind, seed, hosts=hosts)
+    p = topo.nranks
+    kwargs: dict = {}
+    if sc.COLLECTIVES[coll].rooted:
+        kwargs["root"] = data.draw(st.integers(0, p - 1), label="root")
+    if alg == "parameter_server" and hosts:
+        kwargs["servers"] = data.draw(st.integers(1, hosts), label="servers")
+    nbytes = 0 if coll == "barrier" else 4 * count
+    res = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True, **kwargs)
+    for e in res.trace:
+        if e.kind == "message":
+            assert e.start <= e.moving <= e.end
+            if not e.queued:
+                assert e.moving >= e.start + e.latency * (1 - 1e-12)
+    path = sc.critical_path(res)
+    if res.time == 0:
+        assert path.segments == ()
+        return
+    _tiles(path, res.time)
+    for s in path.segments:
+        assert _accounted(res, s), s
+    # The walk goes back along what each segment waited for: a transfer follows its
+    # own latency or the message ahead on its connection; anything else (and a transfer
+    # of no latency) follows an activity that ended at its endpoint: a message it sent
+    # or received (a message of no bytes ends with its latency), a reduction or compute
+    # span, or its own wait.
+    for a, b in zip(path.segments, path.segments[1:]):
+        same_connection = (a.endpoint, a.peer, a.tag) == (b.endpoint, b.peer, b.tag)
+        if b.kind == "transfer" and not same_connection:
+            assert any(e.kind == "message" and e.moving == e.start == b.start
+                       and (e.rank, e.peer, e.tag) == (b.endpoint, b.peer, b.tag)
+                       for e in res.trace), (a, b)
+        if not same_connection:
+            assert b.endpoint in (a.endpoint, a.peer), (a, b)
