@@ -102,6 +102,18 @@ class CriticalPath:
         """How many messages the path goes through (its transfer segments)."""
         return sum(s.kind == "transfer" for s in self.segments)
 
+    def by_endpoint(self, kind: str) -> dict[int, float]:
+        """Seconds of the path in segments of ``kind`` by endpoint (a message's sender),
+        most first."""
+        if kind not in KINDS:
+            raise InvalidInputError(f"kind={kind!r} is not a kind of segment; one of "
+                                    f"{', '.join(KINDS)}")
+        out: dict[int, float] = {}
+        for s in self.segments:
+            if s.kind == kind:
+                out[s.endpoint] = out.get(s.endpoint, 0.0) + s.duration
+        return dict(sorted(out.items(), key=lambda item: -item[1]))
+
     def by_link(self, topology: Topology) -> dict[str, float]:
         """Seconds of transfer on the path by the narrowest directed link of each
         message's route (``"gpu0->switch"``), most first."""
@@ -113,29 +125,37 @@ class CriticalPath:
         return dict(sorted(out.items(), key=lambda item: -item[1]))
 
     def summary(self, topology: Topology | None = None, links: int = 5) -> str:
-        """The path in a few lines: its seconds by kind, then (given the topology) the
-        links its transfers were limited by, at most ``links`` of them."""
+        """The path in a few lines: its seconds by kind (for reductions, compute and
+        waits, with the endpoint that spent the most of them), then (given the topology)
+        the links its transfers were limited by, at most ``links`` of them."""
         totals = self.totals()
-        lines = [f"critical path: {len(self.segments)} segments, {self.messages()} "
-                 f"messages, {self.time * 1e6:.6g} us"]
+        lines = [f"critical path of {self.time * 1e6:.3f} us: {len(self.segments)} segments "
+                 f"through {self.messages()} messages"]
         for kind in KINDS:
             if totals[kind] > 0:
-                share = totals[kind] / self.time if self.time > 0 else 0.0
-                lines.append(f"  {kind:<9} {totals[kind] * 1e6:12.6g} us  {share:6.1%}"
-                             f"  {_KIND_NOTES[kind]}")
+                share = totals[kind] / self.time
+                where = ""
+                if kind in ("reduce", "compute", "wait"):
+                    (endpoint, seconds), *others = self.by_endpoint(kind).items()
+                    name = f"endpoint {endpoint}" if topology is None \
+                        else topology.endpoint_name(endpoint)
+                    where = f", {seconds * 1e6:.3f} us on {name}" + \
+                        (f" (+{len(others)} more)" if others else "")
+                lines.append(f"  {kind:<9}{totals[kind] * 1e6:12.3f} us {share:6.1%}  "
+                             f"{_KIND_NOTES[kind]}{where}")
         if topology is not None and totals["transfer"] > 0:
             lines.append("  transfers by the narrowest link of their route:")
             for name, seconds in list(self.by_link(topology).items())[:links]:
-                lines.append(f"    {name:<30} {seconds * 1e6:12.6g} us")
+                lines.append(f"    {name:<24}{seconds * 1e6:12.3f} us")
         return "\n".join(lines)
 
 
 _KIND_NOTES = {
     "transfer": "bytes crossing routes",
-    "latency": "routes' latencies and senders' delays (protocol steps)",
+    "latency": "route latencies and protocol steps",
     "reduce": "reductions",
-    "compute": "compute spans",
-    "wait": "programs asleep (launch latency, pacing) or not started",
+    "compute": "compute",
+    "wait": "asleep (launch, pacing)",
 }
 
 

@@ -1,12 +1,14 @@
 """Load on each directed link over time, worked out from a traced run's messages.
 
-A trace records each message's sender, receiver, size and span (from the send to the
-arrival of its last byte), not the rates the network model gave it moment by moment. Here
-each message is taken to move its bytes at one average rate, ``nbytes / (end - start)``,
-over its whole span, on every directed link of its route. That is exact when no two flows
-share a link at the same time, and an approximation under contention (the flow model
-re-shares bandwidth whenever a flow starts or ends). Either way a link's rate integrates
-to exactly the bytes it carried.
+A trace records each message's sender, receiver, size and span, and the instant its bytes
+began to move (after its latency, or behind the message ahead of it on its connection),
+not the rates the network model gave it moment by moment. Here each message is taken to
+move its wire bytes (the payload, or a protocol's framing of it: what the links carry and
+``Result.link_bytes`` counts) at one average rate, ``wire_bytes / (end - moving)``, from
+that instant to its arrival, on every directed link of its route. That is exact for a
+message alone on its links (the flow model drains it at one rate), and an approximation
+under contention (the flow model re-shares bandwidth whenever a flow starts or ends).
+Either way a link's rate integrates to exactly the bytes it carried.
 
 Used by the Chrome export's counter tracks and by ``simcoll.plot.link_utilization``.
 """
@@ -31,8 +33,9 @@ class LinkLoad:
     Attributes:
         link: ``(from_device, to_device)``.
         bandwidth: the link's bandwidth in bytes/s (one direction).
-        starts, ends: each message's span in seconds.
-        rates: each message's average rate over its span, bytes/s.
+        starts, ends: each message's transfer, from when its bytes began to move to its
+            arrival, in seconds.
+        rates: each message's average rate over its transfer, bytes/s.
     """
 
     link: tuple[str, str]
@@ -78,12 +81,16 @@ def link_loads(result: Result, topology: Topology) -> list[LinkLoad]:
     _check(result, topology)
     spans: dict[int, list[tuple[float, float, float]]] = {}
     for e in result.trace or ():
-        # An empty message, or one that took no time, moved no bytes over any span.
-        if e.kind != "message" or e.nbytes == 0 or e.end <= e.start or e.peer is None:
+        if e.kind != "message" or e.peer is None:
             continue
-        rate = e.nbytes / (e.end - e.start)
+        start = e.start if e.moving is None else e.moving
+        wire = e.nbytes if e.wire_bytes is None else e.wire_bytes
+        # An empty message, or one that took no time, moved no bytes over any span.
+        if wire == 0 or e.end <= start:
+            continue
+        rate = wire / (e.end - start)
         for index in topology.route(e.rank, e.peer, via=e.via).links:
-            spans.setdefault(index, []).append((e.start, e.end, rate))
+            spans.setdefault(index, []).append((start, e.end, rate))
     bandwidths = topology.directed_bandwidths()
     loads = []
     for index in sorted(spans):

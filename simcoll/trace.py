@@ -6,11 +6,11 @@ from the send to the arrival of its last byte (messages may overlap, so they are
 spans rather than thread slices), with a flow arrow to an instant "from <sender>" on the
 receiver at the arrival. Reductions and compute spans sit on threads of their own. Given
 the topology, a "links" process adds a counter track per directed link: its load in
-bytes/s over time, taking each message at its average rate over its span (see
-:mod:`simcoll.link_load`). A "critical path" process, listed first, holds the run's
-critical path segment by segment (:mod:`simcoll.critical_path`; given the topology, each
-transfer names the narrowest link of its route). Times are in microseconds, as the
-format requires.
+bytes/s over time, taking each message at its average rate from when its bytes began
+to move to its arrival (see :mod:`simcoll.link_load`). A "critical path" process,
+listed first, holds the run's critical path segment by segment
+(:mod:`simcoll.critical_path`; given the topology, each transfer names the narrowest
+link of its route). Times are in microseconds, as the format requires.
 
 The arrows are flow events of the format's second version (``bind_id`` with ``flow_out``
 on the send span, ``flow_in`` on the arrival), because the first version's ``s`` / ``f``

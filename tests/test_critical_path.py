@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, V_COLLECTIVES, reference_network, register_probe
+from conftest import ALPHA, BETA, GAMMA, V_COLLECTIVES, reference_network, register_probe
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from machines import KINDS, random_machine
@@ -215,7 +215,7 @@ def test_chrome_export_has_the_path_as_a_row_and_the_cli_prints_it(tmp_path, cap
     assert main(["trace", "--topology", "switch:4", "--size", "1M", "--output",
                  str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "critical path: " in printed and "transfer" in printed
+    assert "critical path of " in printed and "transfer" in printed
     saved = json.loads(out.read_text())["traceEvents"]
     assert [e["name"] for e in saved if e.get("cat") == "critical path"] == \
         [r["name"] for r in rows]
@@ -287,3 +287,31 @@ def test_on_random_machines_the_path_tiles_the_time_with_traced_activity(
                        for e in res.trace), (a, b)
         if not same_connection:
             assert b.endpoint in (a.endpoint, a.peer), (a, b)
+
+
+def test_a_program_s_compute_and_collective_chain_through_the_slowest_rank():
+    def step(comm, x):
+        # Rank 2 computes longest before the all_reduce; every rank computes 5 us after.
+        yield comm.compute(10e-6 if comm.rank == 2 else 4e-6)
+        reduced = yield comm.all_reduce(x, algorithm="ring")
+        yield comm.compute(5e-6)
+        return reduced
+
+    topo = reference_network(4)
+    x = sc.VirtualBuffer.of(4 * MiB, np.uint8)
+    res = sc.run_program(topo, step, x, trace=True)
+    path = sc.critical_path(res)
+    _tiles(path, res.time)
+    # The ring cannot start its steps before rank 2 has computed: the path begins with
+    # its 10 us, ends with 5 us of compute, and between them runs the ring's 2(p - 1)
+    # steps and the p - 1 reductions of its reduce-scatter.
+    assert (path.segments[0].kind, path.segments[0].endpoint) == ("compute", 2)
+    assert path.segments[-1].kind == "compute"
+    assert path.totals()["compute"] == pytest.approx(15e-6, rel=1e-12)
+    assert path.by_endpoint("compute")[2] >= 10e-6
+    assert path.messages() == 2 * 3
+    assert res.time == pytest.approx(15e-6 + 6 * (ALPHA + MiB * BETA) + 3 * MiB * GAMMA,
+                                     rel=1e-9)
+    assert path.totals()["reduce"] == pytest.approx(3 * MiB * GAMMA, rel=1e-9)
+    with pytest.raises(sc.InvalidInputError, match="not a kind of segment; one of"):
+        path.by_endpoint("sleep")

@@ -447,12 +447,13 @@ def test_a_lone_message_fills_each_link_of_its_route_at_its_rate(lone_message):
     topo, res = lone_message
     duration = 2 * L + N / B            # two links of latency L, then N bytes at B
     assert res.time == pytest.approx(T0 + duration, rel=1e-12)
-    utilization = N / duration / B      # 0.75
     fig = link_utilization(res, topo, bins=8)
     mesh = mesh_of(fig)
     grid = np.asarray(mesh.get_array()).reshape(2, 8)
-    # T0 = duration = 4 us: the first four 1-us bins are idle, the last four covered.
-    expected = np.array([[0.0] * 4 + [utilization] * 4] * 2)
+    # T0 = duration = 4 us and 2L = 1 us: the bytes move from 5 to 8 us, at the links'
+    # whole bandwidth; the first five 1-us bins are idle, the last three full.
+    assert 2 * L == pytest.approx(1e-6) and N / B == pytest.approx(3e-6)
+    expected = np.array([[0.0] * 5 + [1.0] * 3] * 2)
     np.testing.assert_allclose(grid, expected, rtol=1e-9, atol=1e-12)
     x_edges = mesh.get_coordinates()[0, :, 0]
     np.testing.assert_allclose(x_edges, np.linspace(0, 8, 9), rtol=1e-12)
@@ -461,9 +462,10 @@ def test_a_lone_message_fills_each_link_of_its_route_at_its_rate(lone_message):
     assert ax.get_xlabel() == "time (µs)"
     assert mesh.norm.vmin == 0 and mesh.norm.vmax == 1
     assert fig.axes[1].get_ylabel() == "fraction of link bandwidth"
-    # Three bins of 8/3 us: the message covers half of the middle one and all the last.
+    # Three bins of 8/3 us: the transfer fills 1/3 us of the middle one (1/8 of it) and
+    # all of the last.
     grid = np.asarray(mesh_of(link_utilization(res, topo, bins=3)).get_array())
-    np.testing.assert_allclose(grid.reshape(2, 3), [[0, utilization / 2, utilization]] * 2,
+    np.testing.assert_allclose(grid.reshape(2, 3), [[0, 1 / 8, 1.0]] * 2,
                                rtol=1e-9, atol=1e-12)
 
 

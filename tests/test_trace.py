@@ -157,7 +157,26 @@ def test_link_counters_integrate_to_the_bytes_each_link_carried():
         assert [e["pid"] for e in links] == [4]
 
 
-def test_a_lone_message_counts_its_average_rate_on_each_link_of_its_route():
+def test_link_counters_count_what_a_protocol_puts_on_the_wire():
+    """LL writes 8 data bytes in each 16-byte line, LL128 120 in each 128: the counters
+    carried only the payload, half of what an LL ring's links carry."""
+    topo = sc.topology.dgx_h100(1)
+    for proto, wire_per_data in (("LL", 16 / 8), ("LL128", 128 / 120), ("Simple", 1.0)):
+        res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=15 * 2**16,
+                          algo="ring", proto=proto, channels=2, trace=True)
+        tracks = counter_tracks(to_chrome(res, topo)["traceEvents"])
+        carried = {f"{u}->{v}": b for (u, v), b in res.link_bytes.items() if b}
+        assert sorted(tracks) == sorted(carried)
+        for name, points in tracks.items():
+            area = sum(r * (t1 - t0) / 1e6 for (t0, r), (t1, _) in zip(points, points[1:]))
+            assert area == pytest.approx(carried[name], rel=1e-9), (proto, name)
+        # Each GPU's uplink carries its payload in the protocol's lines.
+        for r in range(8):
+            assert carried[f"gpu{r}->nvswitch0"] == pytest.approx(
+                res.bytes_sent[r] * wire_per_data, rel=1e-9), (proto, r)
+
+
+def test_a_lone_message_counts_its_rate_on_each_link_of_its_route_after_its_latency():
     @register_probe("all_reduce", "test_trace_lone_message")
     def lone(comm, x, *, op):
         if comm.rank == 0:
@@ -171,11 +190,12 @@ def test_a_lone_message_counts_its_average_rate_on_each_link_of_its_route():
     res = sc.simulate(topo, "all_reduce", algorithm="test_trace_lone_message", nbytes=3000,
                       trace=True)
     tracks = counter_tracks(to_chrome(res, topo)["traceEvents"])
-    rate = 3000 / (1e-6 + 3000 / 1e9)          # 2 links of 0.5 us, then 3000 B at 1 GB/s
+    # Sent at 2 us; 2 links of 0.5 us; then 3000 B at 1 GB/s from 3 to 6 us, the whole
+    # bandwidth of both links.
     for name in ("gpu0->switch", "switch->gpu2"):
         (t0, r0), (t1, r1), (t2, r2) = tracks[name]
         assert (t0, r0, r2) == (0.0, 0.0, 0.0)
-        assert (t1, r1, t2) == pytest.approx((2.0, rate, 6.0), rel=1e-9)
+        assert (t1, r1, t2) == pytest.approx((3.0, 1e9, 6.0), rel=1e-9)
     assert sorted(tracks) == ["gpu0->switch", "switch->gpu2"]
     with pytest.raises(sc.InvalidInputError, match="not the one the result ran on"):
         to_chrome(res, sc.topology.switch(4))

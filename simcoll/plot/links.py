@@ -20,15 +20,16 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
                      save: str | os.PathLike | None = None) -> Any:
     """Draw a links x time heatmap of the fraction of each link's bandwidth in use.
 
-    A trace holds each message's span and size, not the rates the network gave it from
-    moment to moment, so each message counts at its average rate over its span,
-    ``nbytes / (end - start)``, on every directed link of its route
-    (``topology.route(src, dst)``); a cell is the bytes that puts into its time bin,
-    divided by the bin's length and the link's bandwidth. That is exact when no two flows
-    share a link at once (a message alone on its path shows nbytes / duration / bandwidth
-    in every bin it covers), and an approximation under contention. Each row's bytes add
-    up to the link's total traffic. Only links that carried bytes get a row; colours are
-    clipped to 0..1.
+    A trace holds each message's span, size and the instant its bytes began to move,
+    not the rates the network gave it from moment to moment, so each message counts at
+    its average rate from that instant to its arrival, ``wire_bytes / (end - moving)``,
+    on every directed link of its route (``topology.route(src, dst)``); a cell is the
+    bytes that puts into its time bin, divided by the bin's length and the link's
+    bandwidth (:mod:`simcoll.link_load`). That is exact for a message alone on its links
+    (one bottlenecked by a link shows 1.0 in every bin its transfer fills), and an
+    approximation under contention. Each row's bytes add up to the link's total traffic
+    (``Result.link_bytes``, protocol framing included). Only links that carried bytes
+    get a row; colours are clipped to 0..1.
 
     Args:
         result: a result of ``simulate(..., trace=True)``.
