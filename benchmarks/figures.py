@@ -9,7 +9,8 @@
    server, each with its alpha-beta model dashed beside it (alpha = 2 us, beta = 1 / 100
    GB/s: the switch is the alpha-beta reference network).
 2. ``timeline_ring.png``: a traced ring all_reduce of 64 MiB per rank on 8 ranks whose
-   reductions run at 200 GB/s, so the reduce-scatter steps wait for them.
+   reductions run at 200 GB/s, so the reduce-scatter steps wait for them, with its
+   critical path drawn over the bands.
 3. ``link_utilization_ps.png``: the links x time heatmap of a parameter-server all_reduce
    on 8 ranks (server on rank 0): its link is the bottleneck while the others idle.
 4. ``pat_vs_ring.png``: NCCL's all_gather of 64 KiB per rank on 2 to 128 nodes of one GPU
@@ -56,7 +57,7 @@ def timeline_figure(out: Path) -> Path:
                               reduce_bandwidth=200 * sc.GB)
     res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=64 * sc.MiB, trace=True)
     path = out / "timeline_ring.png"
-    sc.plot.timeline(res, save=path)
+    sc.plot.timeline(res, critical=True, save=path)
     return path
 
 

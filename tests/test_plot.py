@@ -555,3 +555,35 @@ def test_an_algorithm_that_chooses_per_size_draws_one_line_per_request(tmp_path)
     assert [r.requested for r in swept] == [{}] * 3
     fig = scaling(sc.load_results(tmp_path / "points.jsonl"), x="nbytes", y="time")
     assert [line.get_label() for line in lines(fig, "simulated")] == ["nccl"]
+
+
+def test_timeline_draws_the_critical_path_along_the_bands_it_crosses():
+    topo = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=sc.us,
+                              reduce_bandwidth=200 * sc.GB)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4 * sc.MiB, trace=True)
+    ax = timeline(res, critical=True).axes[0]
+    (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "critical path"]
+    xs, ys = line.get_data()
+    segments = sc.critical_path(res).segments
+    # Two points per segment, in microseconds, from 0 to the run's time.
+    assert len(xs) == 2 * len(segments)
+    np.testing.assert_allclose(xs[::2], [s.start * 1e6 for s in segments], rtol=1e-12)
+    np.testing.assert_allclose(xs[1::2], [s.end * 1e6 for s in segments], rtol=1e-12)
+    # Each segment sits in its endpoint's band (band r spans r - 0.5 .. r + 0.5).
+    for s, y in zip(segments, ys[::2]):
+        assert abs(y - s.endpoint) < 0.5, s
+    assert "critical path" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not [ln for ln in timeline(res).axes[0].get_lines()
+                if ln.get_gid() == "critical path"]
+
+
+def test_the_critical_path_breaks_where_it_crosses_a_device_without_a_band():
+    # NVLS: the path runs through the NVSwitch's reductions, which have no band.
+    res = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl",
+                      nbytes=4 * sc.MiB, algo="nvls", trace=True)
+    ax = timeline(res, critical=True).axes[0]
+    (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "critical path"]
+    xs, ys = (np.asarray(v, dtype=float) for v in line.get_data())
+    on_switch = sum(s.endpoint == 8 for s in sc.critical_path(res).segments)
+    assert on_switch > 0 and np.isnan(ys).sum() == on_switch
+    assert np.nanmax(ys) < 8

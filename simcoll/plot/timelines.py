@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from typing import Any
 
+from simcoll.critical_path import critical_path
 from simcoll.errors import InvalidInputError
 from simcoll.plot.style import (
     checked_save_path,
@@ -57,8 +59,31 @@ def _lanes(spans: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:
     return lanes
 
 
+def _path_line(result: RunResult, shown: list[int], streams: list[str], height: float,
+               factor: float) -> tuple[list[float], list[float]]:
+    """The critical path as a polyline over the bands: each segment along its endpoint's
+    row (a message's on its sender's send row, a wait across the middle of the band),
+    stepping from band to band where the path moves; broken where it crosses endpoints
+    not shown."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for segment in critical_path(result).segments:
+        if segment.endpoint not in shown:
+            xs.append(math.nan)
+            ys.append(math.nan)
+            continue
+        band = shown.index(segment.endpoint)
+        stream = "send" if segment.peer is not None else segment.kind
+        y = float(band) if stream not in streams else \
+            band - 0.45 + (streams.index(stream) + 0.5) * height
+        xs += [segment.start * factor, segment.end * factor]
+        ys += [y, y]
+    return xs, ys
+
+
 def timeline(result: RunResult, *, ranks: Sequence[int] | None = None, max_ranks: int = 16,
-             ax: Any = None, save: str | os.PathLike | None = None) -> Any:
+             critical: bool = False, ax: Any = None,
+             save: str | os.PathLike | None = None) -> Any:
     """Draw a traced run as one band per rank (and server host), one row per stream.
 
     Each band holds up to four rows: the messages the rank sent (from the send to the
@@ -73,6 +98,8 @@ def timeline(result: RunResult, *, ranks: Sequence[int] | None = None, max_ranks
         ranks: the rank (or host) addresses to show, top to bottom; by default all of
             them, or the first ``max_ranks`` (hosts included) with a note in the title.
         max_ranks: the most bands drawn when ``ranks`` is not given.
+        critical: draw the run's critical path over the bands
+            (:func:`simcoll.critical_path`), a black line from band to band.
         ax: a matplotlib Axes to draw on (a new figure otherwise).
         save: write the figure there (PNG, SVG, PDF, ... by extension).
 
@@ -129,8 +156,13 @@ def timeline(result: RunResult, *, ranks: Sequence[int] | None = None, max_ranks
     ax.set_xlabel(f"time ({unit})")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    handles = [Patch(facecolor=_COLOURS[s], label=_LEGEND[s]) for s in streams]
+    handles: list[Any] = [Patch(facecolor=_COLOURS[s], label=_LEGEND[s]) for s in streams]
     handles.append(Patch(facecolor="white", edgecolor="0.6", label="idle (gap)"))
+    if critical:
+        xs, ys = _path_line(result, shown, streams, height, factor)
+        (line,) = ax.plot(xs, ys, color="black", linewidth=1.4, solid_capstyle="butt",
+                          label="critical path", gid="critical path")
+        handles.append(line)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               fontsize="small", title="rows in each band", title_fontsize="small")
     if isinstance(result, Result):
