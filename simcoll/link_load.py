@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcoll.errors import InvalidInputError
-from simcoll.result import Result
+from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
 
-__all__ = ["LinkLoad", "link_loads", "rate_steps", "binned_bytes"]
+__all__ = ["LinkLoad", "link_loads", "rate_steps", "binned_bytes", "check_ran_on"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class LinkLoad:
         return f"{self.link[0]}->{self.link[1]}"
 
 
-def _check(result: Result, topology: Topology) -> None:
+def check_ran_on(result: RunResult, topology: Topology) -> None:
+    """Refuse a result without a trace, or a topology other than the one it ran on."""
     if result.trace is None:
         raise InvalidInputError("this result has no trace; simulate with trace=True")
     # Past the GPUs a result counts every other endpoint: hosts, then in-network devices.
@@ -64,7 +65,7 @@ def _check(result: Result, topology: Topology) -> None:
             f"endpoints); pass that topology")
 
 
-def link_loads(result: Result, topology: Topology) -> list[LinkLoad]:
+def link_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
     """Every directed link that carried bytes, with the messages that crossed it.
 
     Args:
@@ -78,7 +79,7 @@ def link_loads(result: Result, topology: Topology) -> list[LinkLoad]:
     Raises:
         InvalidInputError: the result has no trace, or ran on another topology.
     """
-    _check(result, topology)
+    check_ran_on(result, topology)
     spans: dict[int, list[tuple[float, float, float]]] = {}
     for e in result.trace or ():
         if e.kind != "message" or e.peer is None:

@@ -27,18 +27,18 @@ from typing import Any
 from simcoll.critical_path import critical_path, narrowest_link
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import link_loads, rate_steps
-from simcoll.result import Result
+from simcoll.result import Result, RunResult
 from simcoll.topology.graph import Topology
 
-__all__ = ["to_chrome", "save_chrome"]
+__all__ = ["to_chrome", "save_chrome", "endpoint_label"]
 
 _THREADS = {"message": 0, "reduce": 1, "compute": 2}
 
 
-def _name(result: Result, pid: int, topology: Topology | None) -> str:
-    """A process row's name: ``rank r``; given the topology, ``host h`` or
-    ``in-network device NAME``; else ``endpoint e`` (a host or an in-network device,
-    which the result alone does not tell apart)."""
+def endpoint_label(result: RunResult, pid: int, topology: Topology | None) -> str:
+    """An endpoint's name in traces and timelines: ``rank r``; given the topology,
+    ``host h`` or ``in-network device NAME``; else ``endpoint e`` (a host or an
+    in-network device, which the result alone does not tell apart)."""
     if pid < result.nranks:
         return f"rank {pid}"
     if topology is None:
@@ -53,7 +53,7 @@ def _names(result: Result, endpoints: int, topology: Topology | None
            ) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for pid in range(endpoints):
-        name = _name(result, pid, topology)
+        name = endpoint_label(result, pid, topology)
         events.append({"ph": "M", "name": "process_name", "pid": pid,
                        "args": {"name": name}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid,

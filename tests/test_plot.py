@@ -379,12 +379,18 @@ def test_timeline_shows_hosts_and_compute():
     drawn = bars(timeline(res))
     assert drawn == {"rank 0/compute": [(0.0, pytest.approx(2.0))],
                      "rank 1/compute": [(0.0, pytest.approx(4.0))]}
-    res = sc.simulate(sc.topology.switch(3, servers=1), "all_reduce",
-                      algorithm="parameter_server", nbytes=3 * 1024, trace=True)
-    fig = timeline(res)
+    topo = sc.topology.switch(3, servers=1)
+    res = sc.simulate(topo, "all_reduce", algorithm="parameter_server", nbytes=3 * 1024,
+                      trace=True)
+    fig = timeline(res, topo)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [
         "rank 0", "rank 1", "rank 2", "host 0"]
     assert len(bars(fig)["host 0/recv"]) == 3
+    # Without the topology a host and an in-network device look alike in the result.
+    labels = [t.get_text() for t in timeline(res).axes[0].get_yticklabels()]
+    assert labels[3] == "endpoint 3 (host or in-network device)"
+    with pytest.raises(sc.InvalidInputError, match="not the one the result ran on"):
+        timeline(res, sc.topology.switch(3))
 
 
 def test_a_large_timeline_is_clipped_with_a_note_and_ranks_can_be_chosen():
@@ -398,9 +404,10 @@ def test_a_large_timeline_is_clipped_with_a_note_and_ranks_can_be_chosen():
     fig = timeline(res, ranks=[40, 3])
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["rank 40", "rank 3"]
     assert "showing" not in fig.axes[0].get_title()
-    res = sc.simulate(sc.topology.switch(20, servers=2), "all_reduce",
-                      algorithm="parameter_server", nbytes=20 * 64, trace=True)
-    labels = [t.get_text() for t in timeline(res, max_ranks=8).axes[0].get_yticklabels()]
+    topo = sc.topology.switch(20, servers=2)
+    res = sc.simulate(topo, "all_reduce", algorithm="parameter_server", nbytes=20 * 64,
+                      trace=True)
+    labels = [t.get_text() for t in timeline(res, topo, max_ranks=8).axes[0].get_yticklabels()]
     assert labels == [f"rank {r}" for r in range(6)] + ["host 0", "host 1"]
 
 
@@ -577,13 +584,21 @@ def test_timeline_draws_the_critical_path_along_the_bands_it_crosses():
                 if ln.get_gid() == "critical path"]
 
 
-def test_the_critical_path_breaks_where_it_crosses_a_device_without_a_band():
-    # NVLS: the path runs through the NVSwitch's reductions, which have no band.
-    res = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl",
-                      nbytes=4 * sc.MiB, algo="nvls", trace=True)
-    ax = timeline(res, critical=True).axes[0]
-    (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "critical path"]
-    xs, ys = (np.asarray(v, dtype=float) for v in line.get_data())
+def test_an_nvswitch_has_a_band_of_its_own_and_the_path_breaks_where_none_is_shown():
+    """NVLS: the path runs through the NVSwitch's reductions. Its band was labelled
+    "host 0" on a machine without hosts."""
+    topo = sc.topology.dgx_h100(1)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=4 * sc.MiB, algo="nvls",
+                      trace=True)
     on_switch = sum(s.endpoint == 8 for s in sc.critical_path(res).segments)
-    assert on_switch > 0 and np.isnan(ys).sum() == on_switch
-    assert np.nanmax(ys) < 8
+    assert on_switch > 0
+    ax = timeline(res, topo, critical=True).axes[0]
+    assert ax.get_yticklabels()[8].get_text() == "in-network device nvswitch0"
+    (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "critical path"]
+    ys = np.asarray(line.get_data()[1], dtype=float)
+    assert not np.isnan(ys).any() and ((ys > 7.5) & (ys < 8.5)).sum() == 2 * on_switch
+    # Without the switch's band, the path breaks once for each of its segments there.
+    ax = timeline(res, topo, ranks=list(range(8)), critical=True).axes[0]
+    (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "critical path"]
+    ys = np.asarray(line.get_data()[1], dtype=float)
+    assert np.isnan(ys).sum() == on_switch and np.nanmax(ys) < 7.5

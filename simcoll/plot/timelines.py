@@ -9,6 +9,7 @@ from typing import Any
 
 from simcoll.critical_path import critical_path
 from simcoll.errors import InvalidInputError
+from simcoll.link_load import check_ran_on
 from simcoll.plot.style import (
     checked_save_path,
     finish,
@@ -18,16 +19,14 @@ from simcoll.plot.style import (
     time_unit,
 )
 from simcoll.result import Result, RunResult
+from simcoll.topology.graph import Topology
+from simcoll.trace import endpoint_label
 
 __all__ = ["timeline"]
 
 _STREAMS = ("send", "recv", "reduce", "compute")
 _LEGEND = {"send": "send", "recv": "receive", "reduce": "reduction", "compute": "compute"}
 _COLOURS = {"send": "#1f77b4", "recv": "#ff7f0e", "reduce": "#2ca02c", "compute": "#d62728"}
-
-
-def _endpoint_label(result: RunResult, address: int) -> str:
-    return f"rank {address}" if address < result.nranks else f"host {address - result.nranks}"
 
 
 def _shown(result: RunResult, endpoints: int, ranks: Sequence[int] | None,
@@ -81,10 +80,12 @@ def _path_line(result: RunResult, shown: list[int], streams: list[str], height: 
     return xs, ys
 
 
-def timeline(result: RunResult, *, ranks: Sequence[int] | None = None, max_ranks: int = 16,
+def timeline(result: RunResult, topology: Topology | None = None, *,
+             ranks: Sequence[int] | None = None, max_ranks: int = 16,
              critical: bool = False, ax: Any = None,
              save: str | os.PathLike | None = None) -> Any:
-    """Draw a traced run as one band per rank (and server host), one row per stream.
+    """Draw a traced run as one band per rank (and host, and in-network device that
+    took part), one row per stream.
 
     Each band holds up to four rows: the messages the rank sent (from the send to the
     arrival of the last byte), the messages it received (the same spans, on the
@@ -95,6 +96,10 @@ def timeline(result: RunResult, *, ranks: Sequence[int] | None = None, max_ranks
     Args:
         result: a result of ``simulate(..., trace=True)`` or
             ``run_program(..., trace=True)``.
+        topology: the topology it ran on, to name the bands past the ranks (``host h``,
+            or ``in-network device NAME`` for an NVSwitch or a SHARP switch that
+            reduced); without it they are ``endpoint e``, which the result alone cannot
+            tell apart.
         ranks: the rank (or host) addresses to show, top to bottom; by default all of
             them, or the first ``max_ranks`` (hosts included) with a note in the title.
         max_ranks: the most bands drawn when ``ranks`` is not given.
@@ -107,11 +112,13 @@ def timeline(result: RunResult, *, ranks: Sequence[int] | None = None, max_ranks
         The matplotlib Figure.
 
     Raises:
-        InvalidInputError: the result has no trace, or bad ``ranks`` / ``max_ranks`` /
-            save path.
+        InvalidInputError: the result has no trace, or ran on another topology, or bad
+            ``ranks`` / ``max_ranks`` / save path.
     """
     if result.trace is None:
         raise InvalidInputError("this result has no trace; simulate with trace=True")
+    if topology is not None:
+        check_ran_on(result, topology)
     if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 1:
         raise InvalidInputError(f"max_ranks={max_ranks!r} is not accepted; use an integer "
                                 f">= 1")
@@ -135,7 +142,7 @@ def timeline(result: RunResult, *, ranks: Sequence[int] | None = None, max_ranks
     height = 0.9 / len(streams)
     outline = 0.4 if len(result.trace) <= 4000 else 0.0
     for band, address in enumerate(shown):
-        label = _endpoint_label(result, address)
+        label = endpoint_label(result, address, topology)
         for j, stream in enumerate(streams):
             lanes = _lanes(spans.get((address, stream), []))
             top = band - 0.45 + j * height + 0.04 * height
@@ -149,7 +156,7 @@ def timeline(result: RunResult, *, ranks: Sequence[int] | None = None, max_ranks
             ax.axhline(band - 0.5, color="0.8", linewidth=0.6)
     ax.set_ylim(len(shown) - 0.5, -0.5)
     ax.set_yticks(range(len(shown)))
-    ax.set_yticklabels([_endpoint_label(result, a) for a in shown],
+    ax.set_yticklabels([endpoint_label(result, a, topology) for a in shown],
                        fontsize="small" if len(shown) > 8 else "medium")
     ax.tick_params(axis="y", length=0)
     ax.set_xlim(0, result.time * factor)
