@@ -13,14 +13,15 @@ The segments tile ``[0, Result.time]`` exactly: each one ends where the next beg
 their durations add up to the run's time, and each is a route's latency, bytes crossing a
 route, a reduction, a compute span or a wait, on a named endpoint. Where several
 activities ended at one instant the walk takes one of them (an arrival at the endpoint
-before its own reductions and compute, those before a message it sent, the one with the
-same tag as the activity it leads to first): each of them is equally critical by time.
+first, then its own reductions and compute, then a message it sent; among those, one
+with the tag of the message it leads to): each of them is equally critical by time.
 
-A message's transfer is put down to its route's narrowest link (:meth:`CriticalPath.by_link`)
-with its average rate, which is lower than that link's bandwidth where the link was
-shared or a protocol's rate held the message back. The split of a message at the instant
-its bytes began to move takes the route's latency as it stood when the message was handed
-to the network; a link that fails under it (:class:`simcoll.Faults`) moves the rest.
+A message's transfer is put down to its route's narrowest link (:meth:`CriticalPath.by_link`);
+its average rate (:attr:`Segment.rate`) is lower than that link's bandwidth where the link
+was shared or a protocol's rate held the message back. The split of a message at the
+instant its bytes began to move takes the route's latency as it stood when the message
+was handed to the network: a link that fails under a message (:class:`simcoll.Faults`)
+reroutes it, and its transfer then holds the new route's latency too.
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ class Segment:
     def duration(self) -> float:
         """Seconds."""
         return self.end - self.start
+
+    @property
+    def rate(self) -> float:
+        """A transfer's wire bytes per second over its span (0 for other kinds)."""
+        return self.wire_bytes / self.duration if self.kind == "transfer" else 0.0
 
 
 @dataclass(frozen=True)
@@ -254,7 +260,7 @@ def critical_path(result: RunResult) -> CriticalPath:
                 segments.append(Segment("transfer", e.rank, e.peer, moving, e.end, e.nbytes,
                                         wire, tag=e.tag, via=e.via))
             if e.queued:
-                current = _ahead(index, e, moving)
+                current = _ahead(index, current, moving)
                 t = moving
                 continue
             if e.start < moving:
@@ -278,14 +284,17 @@ def _merged_waits(segments: list[Segment]) -> list[Segment]:
     return out
 
 
-def _ahead(index: _Index, e: TraceEvent, arrived: float) -> int:
-    """The message ahead of ``e`` on its connection: from its sender to its receiver with
-    its tag, arrived at ``arrived``."""
+def _ahead(index: _Index, behind: int, arrived: float) -> int:
+    """The message ahead of message ``behind`` on its connection: from its sender to its
+    receiver with its tag, arrived at ``arrived``, and traced before it (arrivals are
+    traced in order, two of one connection at one instant included)."""
+    e = index.events[behind]
     found = [i for _, i in index.ended.get((e.rank, arrived), [])
-             if index.events[i].kind == "message" and index.events[i].rank == e.rank
-             and index.events[i].peer == e.peer and index.events[i].tag == e.tag]
+             if i < behind and index.events[i].kind == "message"
+             and (index.events[i].rank, index.events[i].peer, index.events[i].tag)
+             == (e.rank, e.peer, e.tag)]
     if not found:
         raise InvalidInputError(f"the trace has no message from {e.rank} to {e.peer} with "
                                 f"tag {e.tag!r} arriving at {arrived!r}, which the one "
                                 f"sent at {e.start!r} waited for: not a trace simcoll made")
-    return found[0]
+    return max(found)

@@ -431,8 +431,10 @@ class TracingRuntime(Runtime):
         self._seen_jitter: Any = None
         self._reduce_ends: dict[int, float] = {}
         self._compute_ends: dict[int, float] = {}
+        self._recorded: set[Message] = set()
+        """Messages traced ahead of their arrival's callbacks (:meth:`_record`)."""
 
-    def _handing(self) -> None:
+    def _watch_jitter(self) -> None:
         """Before a message is handed to the network: see the jitter it draws, which
         delays its bytes as its latency does."""
         self._drawn = 0.0
@@ -453,7 +455,7 @@ class TracingRuntime(Runtime):
                   via: Via | None = None) -> Message:
         start = self.env._now
         behind = ordered and key in self._in_order
-        self._handing()
+        self._watch_jitter()
         message = super().post_send(key, payload, nbytes, src, dst, tag, sender, delay,
                                     wire_bytes, ordered, via)
         if not message.arrived:  # an empty message on a zero-latency route already has
@@ -463,25 +465,41 @@ class TracingRuntime(Runtime):
                 None if behind else self._moving(start, latency, delay))
         return message
 
+    def _arrive_in_order(self, token: tuple[tuple, Message]) -> None:
+        self._record(token[1])  # before the next one, which may arrive as it is handed over
+        super()._arrive_in_order(token)
+
     def _next_in_order(self, key: tuple, queued: tuple[Message, int, float, int | None,
                                                       Via | None]) -> None:
         after, ready, via = queued[0], queued[2], queued[4]
-        self._handing()
+        records = self._handing([after], self.network.route(after.src, after.dst, via)[1],
+                                ready)
         super()._next_in_order(key, queued)
-        self._handed([after], self.network.route(after.src, after.dst, via)[1], ready)
+        self._drew(records)
 
-    def _handed(self, messages: list[Message], latency: float, ready: float) -> None:
-        """Ordered ``messages`` were handed to the network now, the one ahead having
-        arrived: their bytes move after what is left of their latency, counted from
-        ``ready`` (when they were sent, plus their delay), or at once (``queued``)."""
+    def _handing(self, messages: list[Message], latency: float, ready: float
+                 ) -> list[_Sent]:
+        """Ordered ``messages`` are about to be handed to the network, the one ahead
+        having arrived: their bytes move after what is left of their latency, counted
+        from ``ready`` (when they were sent, plus their delay), or at once (``queued``).
+        Returns their records, for the jitter the network is about to draw."""
         now = self.env._now
         wait = max(ready + latency - now, 0.0)
-        for message in messages:
-            record = self._sent.get(message)
-            if record is not None:
-                record.latency = latency
-                record.moving = self._moving(now, latency, wait - latency)
-                record.queued = ready + latency < now
+        records = [r for r in map(self._sent.get, messages) if r is not None]
+        for record in records:
+            record.latency = latency
+            record.moving = now + (latency + (wait - latency))
+            record.queued = ready + latency < now
+        self._watch_jitter()
+        return records
+
+    def _drew(self, records: list[_Sent]) -> None:
+        """The network drew jitter for ``records`` as it took them: it delays their
+        bytes as their latency does."""
+        if self._drawn:
+            for record in records:
+                assert record.moving is not None
+                record.moving += self._drawn
 
     def post_multicast(self, keys: list[tuple], payload: Any, nbytes: int, src: int,
                        dsts: tuple[int, ...], tag: Any, sender: Joint,
@@ -489,7 +507,7 @@ class TracingRuntime(Runtime):
                        via: MulticastVia | None = None) -> list[Message]:
         start = self.env._now
         behind = ordered and (keys[0][0], src, dsts, tag) in self._multicasts_in_order
-        self._handing()
+        self._watch_jitter()
         messages = super().post_multicast(keys, payload, nbytes, src, dsts, tag, sender,
                                           delay, ordered, via)
         latency = self.network.route(src, dsts, via)[1]
@@ -500,14 +518,30 @@ class TracingRuntime(Runtime):
                                             nbytes, latency, moving)
         return messages
 
+    def _multicast_in_order(self, token: tuple[tuple, list[Message]]) -> None:
+        for message in token[1]:
+            self._record(message)
+        super()._multicast_in_order(token)
+
     def _next_multicast_in_order(self, key: tuple, queued: tuple[
             list[Message], int, float, MulticastVia | None]) -> None:
         after, ready, via = queued[0], queued[2], queued[3]
-        self._handing()
+        records = self._handing(after, self.network.route(key[1], key[2], via)[1], ready)
         super()._next_multicast_in_order(key, queued)
-        self._handed(after, self.network.route(key[1], key[2], via)[1], ready)
+        self._drew(records)
 
     def arrive(self, message: Message) -> None:
+        if message in self._recorded:
+            self._recorded.discard(message)
+        else:
+            self._record(message)
+        super().arrive(message)
+
+    def _record(self, message: Message) -> None:
+        """Trace ``message``, which arrives now (once: :meth:`arrive` then skips it)."""
+        if message in self._recorded:
+            return
+        self._recorded.add(message)
         now = self.env._now
         record = self._sent.pop(message, None)
         if record is None:
@@ -519,7 +553,6 @@ class TracingRuntime(Runtime):
                                record.nbytes, record.start, now, record.via, moving,
                                record.latency, record.queued, record.wire)
         self.events.append(event)
-        super().arrive(message)
 
     def reduce_delay(self, endpoint: int, nbytes: int) -> float:
         start = self._engine_start(self.reduce_free_at, self._reduce_ends, endpoint)

@@ -60,6 +60,7 @@ def test_a_compute_then_a_message_then_a_reduction_worked_out_by_hand():
     latency, transfer = path.segments[1:3]
     assert latency.route_latency == pytest.approx(1e-6, rel=1e-12)
     assert (transfer.nbytes, transfer.wire_bytes) == (4000, 4000)
+    assert transfer.rate == pytest.approx(1e9, rel=1e-9) and latency.rate == 0.0
     assert path.messages() == 1
     np.testing.assert_allclose([path.totals()[k] for k in ("transfer", "latency", "reduce",
                                                            "compute", "wait")],
@@ -315,3 +316,28 @@ def test_a_program_s_compute_and_collective_chain_through_the_slowest_rank():
     assert path.totals()["reduce"] == pytest.approx(3 * MiB * GAMMA, rel=1e-9)
     with pytest.raises(sc.InvalidInputError, match="not a kind of segment; one of"):
         path.by_endpoint("sleep")
+
+
+def test_empty_slices_queued_behind_one_arrive_with_it_and_the_walk_ends():
+    @register_probe("all_reduce", "test_critical_empty_slices")
+    def empties(comm, x, *, op):
+        if comm.rank == 0:
+            sent = [comm.send(piece, dst=1, ordered=True)
+                    for piece in (x[:1000], x[1000:1000], x[1000:1000])]
+            for event in sent:
+                yield event
+        else:
+            for _ in range(3):
+                yield comm.recv(0)
+        return x
+
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+    res = sc.simulate(topo, "all_reduce", algorithm="test_critical_empty_slices",
+                      nbytes=1000, dtype=np.uint8, trace=True)
+    # The empty slices move once the first has arrived (at 1 + 1 = 2 us) and take no
+    # time: all three arrive at 2 us, and the path is the first's latency and bytes.
+    ends = [e.end for e in res.trace if e.kind == "message"]
+    np.testing.assert_allclose(ends, [2e-6] * 3, rtol=1e-12)
+    path = sc.critical_path(res)
+    assert _kinds(path) == [("latency", 0, 1), ("transfer", 0, 1)]
+    _tiles(path, res.time)
