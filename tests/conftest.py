@@ -24,6 +24,27 @@ traffic and time, data-free against data mode, time == last activity on random m
 with random splits."""
 
 
+STOCK_PAIRS = [pair for pair in sc.list_algorithms()
+               if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")
+               and pair[0] not in V_COLLECTIVES]
+"""Every (collective, algorithm) simcoll ships that takes one size for every rank."""
+
+
+def draw_case(data, pair, p, hosts=0, *, servers_on_gpus=True):
+    """Root and servers for ``pair`` on ``p`` ranks and ``hosts`` server hosts, drawn
+    where the collective or algorithm takes them (servers among the GPUs where there are
+    no hosts, unless ``servers_on_gpus`` is false)."""
+    from hypothesis import strategies as st
+
+    coll, alg = pair
+    kwargs = {}
+    if sc.COLLECTIVES[coll].rooted:
+        kwargs["root"] = data.draw(st.integers(0, p - 1), label="root")
+    if alg == "parameter_server" and (hosts or servers_on_gpus):
+        kwargs["servers"] = data.draw(st.integers(1, hosts or p), label="servers")
+    return kwargs
+
+
 def _no_formula(*args, **kwargs):
     raise AssertionError("a test-only program has no formula; nothing may ask for its cost")
 

@@ -8,7 +8,15 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, GAMMA, V_COLLECTIVES, reference_network, register_probe
+from conftest import (
+    ALPHA,
+    BETA,
+    GAMMA,
+    STOCK_PAIRS,
+    draw_case,
+    reference_network,
+    register_probe,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from machines import KINDS, random_machine
@@ -19,6 +27,32 @@ from simcoll.critical_path import Segment, narrowest_link
 from simcoll.trace import to_chrome
 
 MiB = 2**20
+
+
+@register_probe("all_reduce", "test_critical_ordered", cuts=((0, 1),), delays=(0.0,),
+                sleep=0.0, wire=0)
+def ordered_slices(comm, x, *, op, cuts, delays, sleep, wire):
+    """Rank 0 sleeps ``sleep``, then sends rank 1 the slices ``x[a:b]`` of ``cuts`` at
+    once, in order on one connection, each with its delay (and ``wire`` bytes on the
+    wire if given); rank 1 receives them."""
+    if comm.rank == 0:
+        if sleep:
+            yield comm.sleep(sleep)
+        sent = [comm.send(x[a:b], dst=1, ordered=True, delay=d, wire_bytes=wire or None)
+                for (a, b), d in zip(cuts, delays)]
+        for event in sent:
+            yield event
+    else:
+        for _ in cuts:
+            yield comm.recv(0)
+    return x
+
+
+def _ordered_run(nbytes: int, **params) -> sc.Result:
+    """``ordered_slices`` on two GPUs of a switch: 1 GB/s links of 0.5 us each."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+    return sc.simulate(topo, "all_reduce", algorithm="test_critical_ordered", nbytes=nbytes,
+                       dtype=np.uint8, trace=True, **params)
 
 
 def _tiles(path: sc.CriticalPath, time: float) -> None:
@@ -71,22 +105,8 @@ def test_a_compute_then_a_message_then_a_reduction_worked_out_by_hand():
 
 
 def test_ordered_slices_queue_behind_each_other_and_a_sleep_is_a_wait():
-    @register_probe("all_reduce", "test_critical_slices")
-    def slices(comm, x, *, op):
-        if comm.rank == 0:
-            yield comm.sleep(3e-6)
-            sent = [comm.send(piece, dst=1, ordered=True, delay=0.25e-6, wire_bytes=1500)
-                    for piece in (x[:1000], x[1000:2000], x[2000:])]
-            for event in sent:
-                yield event
-        else:
-            for _ in range(3):
-                yield comm.recv(0)
-        return x
-
-    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
-    res = sc.simulate(topo, "all_reduce", algorithm="test_critical_slices", nbytes=3000,
-                      dtype=np.uint8, trace=True)
+    res = _ordered_run(3000, cuts=((0, 1000), (1000, 2000), (2000, 3000)),
+                       delays=(0.25e-6,) * 3, sleep=3e-6, wire=1500)
     path = sc.critical_path(res)
     # Slept 3 us; the first slice waits out 1 us of route and 0.25 us of delay; each
     # slice puts 1500 wire bytes at 1 GB/s (1.5 us) once the one ahead has arrived.
@@ -102,21 +122,7 @@ def test_ordered_slices_queue_behind_each_other_and_a_sleep_is_a_wait():
 
 
 def test_a_slice_whose_own_delay_outlasts_the_one_ahead_waits_its_latency():
-    @register_probe("all_reduce", "test_critical_slow_steps")
-    def steps(comm, x, *, op):
-        if comm.rank == 0:
-            sent = [comm.send(piece, dst=1, ordered=True, delay=d)
-                    for piece, d in ((x[:1000], 0.0), (x[1000:], 5e-6))]
-            for event in sent:
-                yield event
-        else:
-            for _ in range(2):
-                yield comm.recv(0)
-        return x
-
-    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
-    res = sc.simulate(topo, "all_reduce", algorithm="test_critical_slow_steps", nbytes=2000,
-                      dtype=np.uint8, trace=True)
+    res = _ordered_run(2000, cuts=((0, 1000), (1000, 2000)), delays=(0.0, 5e-6))
     # The first slice arrives at 1 + 1 = 2 us; the second's latency runs from its send
     # at 0 to 1 + 5 = 6 us, then its 1000 bytes take 1 us: the path is that latency.
     path = sc.critical_path(res)
@@ -228,9 +234,7 @@ def test_an_untraced_result_is_refused_by_name():
         sc.critical_path(res)
 
 
-PAIRS = [pair for pair in sc.list_algorithms()
-         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")
-         and pair[0] not in V_COLLECTIVES]
+PAIRS = STOCK_PAIRS
 
 
 def _accounted(res: sc.Result, s: Segment) -> bool:
@@ -256,11 +260,7 @@ def test_on_random_machines_the_path_tiles_the_time_with_traced_activity(
     coll, alg = pair
     topo = random_machine(kind, seed, hosts=hosts)
     p = topo.nranks
-    kwargs: dict = {}
-    if sc.COLLECTIVES[coll].rooted:
-        kwargs["root"] = data.draw(st.integers(0, p - 1), label="root")
-    if alg == "parameter_server" and hosts:
-        kwargs["servers"] = data.draw(st.integers(1, hosts), label="servers")
+    kwargs = draw_case(data, pair, p, hosts, servers_on_gpus=False)
     nbytes = 0 if coll == "barrier" else 4 * count
     res = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True, **kwargs)
     for e in res.trace:
@@ -319,21 +319,7 @@ def test_a_program_s_compute_and_collective_chain_through_the_slowest_rank():
 
 
 def test_empty_slices_queued_behind_one_arrive_with_it_and_the_walk_ends():
-    @register_probe("all_reduce", "test_critical_empty_slices")
-    def empties(comm, x, *, op):
-        if comm.rank == 0:
-            sent = [comm.send(piece, dst=1, ordered=True)
-                    for piece in (x[:1000], x[1000:1000], x[1000:1000])]
-            for event in sent:
-                yield event
-        else:
-            for _ in range(3):
-                yield comm.recv(0)
-        return x
-
-    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
-    res = sc.simulate(topo, "all_reduce", algorithm="test_critical_empty_slices",
-                      nbytes=1000, dtype=np.uint8, trace=True)
+    res = _ordered_run(1000, cuts=((0, 1000), (1000, 1000), (1000, 1000)), delays=(0.0,) * 3)
     # The empty slices move once the first has arrived (at 1 + 1 = 2 us) and take no
     # time: all three arrive at 2 us, and the path is the first's latency and bytes.
     ends = [e.end for e in res.trace if e.kind == "message"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import V_COLLECTIVES, make_data
+from conftest import STOCK_PAIRS, V_COLLECTIVES, draw_case, make_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from machines import KINDS, random_machine
@@ -29,9 +29,7 @@ from simcoll.network import NETWORKS
 from simcoll.network.flow import FlowNetwork
 
 # The v-collectives are left out: they take sizes per rank (conftest.V_COLLECTIVES).
-PAIRS = [pair for pair in sc.list_algorithms()
-         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")
-         and pair[0] not in V_COLLECTIVES]
+PAIRS = STOCK_PAIRS
 DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "int32", "int64",
           "uint64"]
 
@@ -53,11 +51,7 @@ def test_ten_thousand_random_cases(pair, kind, machine, hosts, count, dtype, op,
     coll, alg = pair
     topo = random_machine(kind, machine, hosts=hosts, gpus=data.draw(st.integers(1, 12)))
     p = topo.nranks
-    kwargs: dict = {}
-    if sc.COLLECTIVES[coll].rooted:
-        kwargs["root"] = data.draw(st.integers(0, p - 1), label="root")
-    if alg == "parameter_server":
-        kwargs["servers"] = data.draw(st.integers(1, hosts or p), label="servers")
+    kwargs = draw_case(data, pair, p, hosts)
     reduces = sc.COLLECTIVES[coll].reduces
     inputs = make_data(p, 0 if coll == "barrier" else count, dtype, op, seed,
                        full_range=True)

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, GAMMA, V_COLLECTIVES, make_data, reference_network
+from conftest import ALPHA, BETA, GAMMA, STOCK_PAIRS, make_data, reference_network
 
 import simcoll as sc
 from simcoll import cost
 
 # The v-collectives are left out: they take sizes per rank (conftest.V_COLLECTIVES).
-PAIRS = [pair for pair in sc.list_algorithms()
-         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")
-         and pair[0] not in V_COLLECTIVES]
+PAIRS = STOCK_PAIRS
 RANKS = [1, 2, 3, 4, 5, 8, 16]
 
 

@@ -10,7 +10,7 @@ from unittest import mock
 import machines
 import numpy as np
 import pytest
-from conftest import V_COLLECTIVES, register_probe, run_flows
+from conftest import V_COLLECTIVES, draw_case, register_probe, run_flows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -270,11 +270,7 @@ def test_time_is_the_last_activity_and_traffic_is_the_flow_models(kind, seed, pa
                                                                    hosts, data):
     coll, alg = pair
     topo = positive_machine(kind, seed, hosts=hosts)
-    kwargs: dict = {}
-    if sc.COLLECTIVES[coll].rooted:
-        kwargs["root"] = data.draw(st.integers(0, topo.nranks - 1), label="root")
-    if alg == "parameter_server" and hosts:
-        kwargs["servers"] = data.draw(st.integers(1, hosts), label="servers")
+    kwargs = draw_case(data, pair, topo.nranks, hosts, servers_on_gpus=False)
     nbytes: object = 0 if coll == "barrier" else 4 * count
     if coll in V_COLLECTIVES:  # sizes per rank (per pair for all_to_allv), zeros included
         shape = (topo.nranks,) * (2 if coll == "all_to_allv" else 1)

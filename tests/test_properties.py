@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import V_COLLECTIVES, make_data, reference_network, run_flows
+from conftest import STOCK_PAIRS, draw_case, make_data, reference_network, run_flows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from machines import KINDS, random_machine
@@ -17,23 +17,10 @@ from simcoll import cost
 from simcoll.network.flow import FlowNetwork
 
 # The v-collectives are left out: they take sizes per rank (conftest.V_COLLECTIVES).
-PAIRS = [pair for pair in sc.list_algorithms()
-         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")
-         and pair[0] not in V_COLLECTIVES]
+PAIRS = STOCK_PAIRS
 OPS = list(sc.ReduceOp)
 DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "int32", "int64",
           "uint64"]
-
-
-def draw_case(data, pair, p, hosts=0):
-    """Root and servers for the pair, drawn where the collective or algorithm takes them."""
-    coll, alg = pair
-    kwargs = {}
-    if sc.COLLECTIVES[coll].rooted:
-        kwargs["root"] = data.draw(st.integers(0, p - 1), label="root")
-    if alg == "parameter_server":
-        kwargs["servers"] = data.draw(st.integers(1, hosts or p), label="servers")
-    return kwargs
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

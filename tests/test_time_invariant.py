@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import NO_FORMULA, V_COLLECTIVES, run_flows
+from conftest import NO_FORMULA, STOCK_PAIRS, draw_case, run_flows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from machines import KINDS, last_activity, maxmin_arrivals, random_machine
@@ -83,9 +83,7 @@ def test_stock_machines_once_inflated_report_their_last_activity(case):
 
 
 # The v-collectives are left out: they take sizes per rank (conftest.V_COLLECTIVES).
-PAIRS = [pair for pair in sc.list_algorithms()
-         if sc.get_algorithm(*pair).fn.__module__.startswith("simcoll.")
-         and pair[0] not in V_COLLECTIVES]
+PAIRS = STOCK_PAIRS
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -95,11 +93,7 @@ def test_time_is_the_last_activity_on_random_machines(kind, seed, pair, count, h
     coll, alg = pair
     topo = random_machine(kind, seed, hosts=hosts)
     p = topo.nranks
-    kwargs: dict = {}
-    if sc.COLLECTIVES[coll].rooted:
-        kwargs["root"] = data.draw(st.integers(0, p - 1), label="root")
-    if alg == "parameter_server" and hosts:
-        kwargs["servers"] = data.draw(st.integers(1, hosts), label="servers")
+    kwargs = draw_case(data, pair, p, hosts, servers_on_gpus=False)
     nbytes = 0 if coll == "barrier" else 4 * count
     fast = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True, **kwargs)
     general = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True,
