@@ -432,7 +432,7 @@ class TracingRuntime(Runtime):
         self._reduce_ends: dict[int, float] = {}
         self._compute_ends: dict[int, float] = {}
         self._recorded: set[Message] = set()
-        """Messages traced ahead of their arrival's callbacks (:meth:`_record`)."""
+        """Messages traced ahead of their arrival's delivery (:meth:`_record_ahead`)."""
 
     def _watch_jitter(self) -> None:
         """Before a message is handed to the network: see the jitter it draws, which
@@ -466,8 +466,8 @@ class TracingRuntime(Runtime):
         return message
 
     def _arrive_in_order(self, token: tuple[tuple, Message]) -> None:
-        self._record(token[1])  # before the next one, which may arrive as it is handed over
-        super()._arrive_in_order(token)
+        self._record_ahead(token[1])  # before the next one, which may arrive as it is
+        super()._arrive_in_order(token)  # handed over
 
     def _next_in_order(self, key: tuple, queued: tuple[Message, int, float, int | None,
                                                       Via | None]) -> None:
@@ -520,7 +520,7 @@ class TracingRuntime(Runtime):
 
     def _multicast_in_order(self, token: tuple[tuple, list[Message]]) -> None:
         for message in token[1]:
-            self._record(message)
+            self._record_ahead(message)
         super()._multicast_in_order(token)
 
     def _next_multicast_in_order(self, key: tuple, queued: tuple[
@@ -537,11 +537,13 @@ class TracingRuntime(Runtime):
             self._record(message)
         super().arrive(message)
 
-    def _record(self, message: Message) -> None:
-        """Trace ``message``, which arrives now (once: :meth:`arrive` then skips it)."""
-        if message in self._recorded:
-            return
+    def _record_ahead(self, message: Message) -> None:
+        """Trace ``message`` before its arrival is delivered, which then skips it."""
+        self._record(message)
         self._recorded.add(message)
+
+    def _record(self, message: Message) -> None:
+        """Trace ``message``, which arrives now."""
         now = self.env._now
         record = self._sent.pop(message, None)
         if record is None:
