@@ -21,6 +21,9 @@
    nccl-tests tables (``nccl_public.py``): what was measured, what ``algorithm="nccl"``
    simulates on the matching preset with its defaults (``nccl_tests_compare.py``'s runs),
    and NCCL's own prediction for what ran (its tuner's latency plus size over bandwidth).
+6. ``critical_path.png``: what sets the time of ``algorithm="nccl"``'s all_reduce on two
+   DGX H100 from 1 KiB to 1 GiB: each size's critical path (``sc.critical_path``) by
+   kind of segment, as a share of the run's time.
 """
 
 from __future__ import annotations
@@ -187,9 +190,57 @@ def nccl_figure(out: Path) -> Path:
     return path
 
 
+CRITICAL_COLOURS = {"wait": "#bfbfbf", "latency": "#4f81bd", "transfer": "#9bbb59",
+                    "reduce": "#c0504d", "compute": "#8064a2"}
+CRITICAL_LABELS = {"wait": "launch (asleep)", "latency": "latencies and protocol steps",
+                   "transfer": "bytes on links", "reduce": "reductions",
+                   "compute": "compute"}
+
+
+def critical_figure(out: Path) -> Path:
+    topo = sc.topology.dgx_h100(2)
+    sizes = [2**j for j in range(10, 31, 2)]
+    shares: dict[str, list[float]] = {kind: [] for kind in CRITICAL_COLOURS}
+    labels, times = [], []
+    for size in sizes:
+        res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size, trace=True)
+        totals = sc.critical_path(res).totals()
+        for kind in shares:
+            shares[kind].append(totals[kind] / res.time)
+        labels.append(f"{res.params['algo']}\n{res.params['proto']}")
+        times.append(res.time)
+    fig, ax = plt.subplots(figsize=(11.0, 4.6))
+    x = range(len(sizes))
+    bottom = [0.0] * len(sizes)
+    for kind, colour in CRITICAL_COLOURS.items():
+        if any(shares[kind]):
+            ax.bar(x, shares[kind], bottom=bottom, color=colour, width=0.75,
+                   label=CRITICAL_LABELS[kind])
+            bottom = [b + v for b, v in zip(bottom, shares[kind])]
+    for i, (label, t) in enumerate(zip(labels, times)):
+        ax.text(i, 1.02, f"{label}\n{t * 1e6:.4g} us", ha="center", va="bottom",
+                fontsize=7.5)
+    ax.set_xticks(list(x), [format_size(s) for s in sizes], fontsize=8.5)
+    ax.set_ylim(0, 1.22)
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+    ax.set_ylabel("share of the run's time")
+    ax.set_xlabel("all_reduce size per GPU (NCCL's choice and the simulated time above)")
+    ax.set_title('Critical path of algorithm="nccl" all_reduce on dgx_h100(2): what '
+                 "sets the time", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    fig.tight_layout()
+    path = out / "critical_path.png"
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
 FIGURES = {"scaling_busbw": scaling_figure, "timeline_ring": timeline_figure,
            "link_utilization_ps": link_figure, "pat_vs_ring": pat_figure,
-           "nccl_tests": nccl_figure}
+           "nccl_tests": nccl_figure, "critical_path": critical_figure}
 
 
 def main() -> None:
