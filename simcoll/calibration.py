@@ -31,7 +31,7 @@ from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
 
-__all__ = ["Calibration", "calibrate", "LOSSES"]
+__all__ = ["Calibration", "calibrate", "LOSSES", "algorithm_constants"]
 
 Factory = Callable[..., Topology]
 
@@ -97,6 +97,13 @@ def _geomean(errors: tuple[float, ...]) -> float:
     return math.exp(sum(abs(math.log1p(e)) for e in errors) / len(errors)) - 1
 
 
+def algorithm_constants(collective: str, algorithm: str) -> dict[str, Real]:
+    """The numeric parameters of an algorithm, which a calibration may fit (NCCL's
+    ``launch_overhead`` and ``step_latency_scale``), with their specs."""
+    return {k: spec for k, spec in get_algorithm(collective, algorithm).params.items()
+            if isinstance(spec, Real)}
+
+
 def calibrate(build: Factory | str, table: NcclTestsTable, *,
               free: Mapping[str, tuple[float, float, float]], collective: str | None = None,
               algorithm: str = "ring", place: str = "out_of_place",
@@ -159,8 +166,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         raise InvalidInputError("the table does not say which collective it measured; pass "
                                 "collective='all_reduce' (or the one measured)")
     coll = get_collective(name)
-    specs = {k: spec for k, spec in get_algorithm(coll.name, algorithm).params.items()
-             if isinstance(spec, Real)}
+    specs = algorithm_constants(coll.name, algorithm)
     bounds = _check_free(factory, free, set(specs))
     tuned = [k for k in free if k in specs]
     for k in tuned:   # the algorithm must accept the whole range (names the bad bound)

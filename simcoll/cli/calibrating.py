@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from simcoll.algorithms.nccl.constants import TUNERS
-from simcoll.algorithms.params import Real
-from simcoll.algorithms.registry import get_algorithm
-from simcoll.calibration import LOSSES, Calibration, calibrate
+from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibrate
 from simcoll.cli.options import CommandLineError, parse_bytes, parse_param
 from simcoll.nccl_tests import NcclTestsTable, parse_all
 from simcoll.network import NETWORKS
@@ -133,10 +131,9 @@ def _run(args: argparse.Namespace) -> int:
         kwargs["tuner"] = measured.nccl_version
         notes.append(f"NCCL {measured.nccl_version}'s tuner chooses, as in the log")
     collective = measured.collective or "all_reduce"
-    numeric = {k for k, spec in get_algorithm(collective, args.algorithm).params.items()
-               if isinstance(spec, Real)}
     build: Any = args.topology
-    if set(free) <= numeric:   # the machine stays as it is: any spec or file
+    if set(free) <= set(algorithm_constants(collective, args.algorithm)):
+        # The machine stays as it is: any spec or file.
         machine = from_spec(args.topology)
         build = lambda: machine  # noqa: E731
     fit = calibrate(build, measured, free=free, collective=collective,
