@@ -130,6 +130,30 @@ class CriticalPath:
                 out[name] = out.get(name, 0.0) + s.duration
         return dict(sorted(out.items(), key=lambda item: -item[1]))
 
+    def to_dict(self, topology: Topology | None = None) -> dict[str, Any]:
+        """A JSON-ready record: the time, seconds by kind, by endpoint for each kind
+        present (addresses as keys; given the topology, device names), by narrowest
+        link (given the topology), and every segment."""
+        def name(endpoint: int | None) -> Any:
+            if endpoint is None or topology is None:
+                return endpoint
+            return topology.endpoint_name(endpoint)
+
+        totals = self.totals()
+        return {
+            "time": self.time,
+            "totals": totals,
+            "by_endpoint": {kind: {str(name(e)): seconds
+                                   for e, seconds in self.by_endpoint(kind).items()}
+                            for kind in KINDS if totals[kind] > 0},
+            **({"by_link": self.by_link(topology)} if topology is not None else {}),
+            "segments": [{"kind": s.kind, "endpoint": name(s.endpoint),
+                          "peer": name(s.peer), "start": s.start, "end": s.end,
+                          "bytes": s.nbytes, "wire_bytes": s.wire_bytes,
+                          "route_latency": s.route_latency, "tag": repr(s.tag)}
+                         for s in self.segments],
+        }
+
     def summary(self, topology: Topology | None = None, links: int = 5) -> str:
         """The path in a few lines: its seconds by kind (for reductions, compute and
         waits, with the endpoint that spent the most of them), then (given the topology)

@@ -327,3 +327,29 @@ def test_empty_slices_queued_behind_one_arrive_with_it_and_the_walk_ends():
     path = sc.critical_path(res)
     assert _kinds(path) == [("latency", 0, 1), ("transfer", 0, 1)]
     _tiles(path, res.time)
+
+
+def test_the_path_as_json_from_python_and_from_the_command_line(tmp_path, capsys):
+    topo = sc.topology.switch(4, bandwidth=1e9, latency=0.5e-6, reduce_bandwidth=4e9)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4000, dtype=np.uint8,
+                      trace=True)
+    path = sc.critical_path(res)
+    record = json.loads(json.dumps(path.to_dict(topo)))
+    assert record["time"] == res.time
+    assert sum(record["totals"].values()) == pytest.approx(res.time, rel=1e-12)
+    assert len(record["segments"]) == len(path.segments)
+    first = record["segments"][0]
+    assert (first["kind"], first["endpoint"], first["peer"]) == (
+        path.segments[0].kind, f"gpu{path.segments[0].endpoint}",
+        f"gpu{path.segments[0].peer}")
+    # 6 steps of 1000 bytes at 1 GB/s; 3 reductions of 1000 bytes at 4 GB/s.
+    assert record["totals"]["transfer"] == pytest.approx(6e-6, rel=1e-9)
+    assert sum(record["by_endpoint"]["reduce"].values()) == pytest.approx(0.75e-6, rel=1e-9)
+    assert sum(record["by_link"].values()) == pytest.approx(6e-6, rel=1e-9)
+    assert "by_link" not in path.to_dict()
+    assert main(["trace", "--topology", "switch:4", "--size", "1K", "--output",
+                 str(tmp_path / "t.json"), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["collective"] == "all_reduce" and printed["trace"].endswith("t.json")
+    assert sum(printed["critical_path"]["totals"].values()) == pytest.approx(
+        printed["time"], rel=1e-12)

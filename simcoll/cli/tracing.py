@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from simcoll.cli import checking
@@ -39,6 +40,10 @@ def add_parser(sub: Any) -> None:
                    help="data mode: move real arrays and check them with numpy")
     p.add_argument("--output", required=True, metavar="PATH",
                    help="where to write the trace (JSON)")
+    p.add_argument("--json", action="store_true",
+                   help="print the run and its critical path as one JSON object "
+                        "(the result's record with a \"critical_path\" entry) instead "
+                        "of the summary")
     p.set_defaults(handler=_run)
 
 
@@ -58,6 +63,11 @@ def _run(args: argparse.Namespace) -> int:
         res = simulate(topo, args.collective, algorithm=args.algorithm, nbytes=nbytes,
                        dtype=dtype, trace=True, **kwargs)
     save_chrome(res, out, topo)
-    print(f"{res.summary()}\ntrace of {len(res.trace or ())} events written to "
-          f"{args.output} (open it in ui.perfetto.dev)\n{critical_path(res).summary(topo)}")
+    path = critical_path(res)
+    if args.json:
+        print(json.dumps({**res.to_dict(), "trace": str(args.output),
+                          "critical_path": path.to_dict(topo)}))
+    else:
+        print(f"{res.summary()}\ntrace of {len(res.trace or ())} events written to "
+              f"{args.output} (open it in ui.perfetto.dev)\n{path.summary(topo)}")
     return 1 if res.correct is False else 0
