@@ -15,6 +15,7 @@ over all rows of all tables, and the worst table. Figures are printed, never ass
     python benchmarks/nccl_tests_compare.py --tuner 2.26.2   # NCCL 2.26.2's tuner for all
     python benchmarks/nccl_tests_compare.py --max-size 1GiB     # skip the slowest sizes
     python benchmarks/nccl_tests_compare.py --param launch_overhead=17us   # a run's cost
+    python benchmarks/nccl_tests_compare.py --tables a100x8_oci --path   # what sets each time
 
 Where a table set NCCL_ALGO and the algorithm is "nccl", the run passes ``algo=`` to it;
 ``--proto`` narrows NCCL's protocols for every table as NCCL_PROTO does (one, several
@@ -134,11 +135,25 @@ def choose_algorithm(requested: str | None) -> tuple[str, str | None]:
                         "with 'ring'")
 
 
+PATH_KINDS = (("wait", "launch"), ("latency", "steps"), ("transfer", "bytes"),
+              ("reduce", "reduce"))
+"""The critical path's kinds ``--path`` shows (compute never occurs here), by column."""
+
+
+def path_shares(res: sc.Result) -> str:
+    """The share of the run's time in each kind of critical-path segment, as columns."""
+    totals = sc.critical_path(res).totals()
+    return "".join(f" {totals[kind] / res.time:>7.0%}" if res.time else f" {'-':>7}"
+                   for kind, _ in PATH_KINDS)
+
+
 def compare(public: PublicTable, algorithm: str, network: str, proto: str | None = None,
             max_size: float = math.inf, tuner: str | None = None,
-            extra: dict[str, Any] | None = None) -> tuple[list[float], str]:
+            extra: dict[str, Any] | None = None, path: bool = False
+            ) -> tuple[list[float], str]:
     """Print one table's comparison (with the algorithm parameters ``extra`` on top of
-    the table's own); return its log errors and its summary line."""
+    the table's own; with ``path``, each run's critical path by kind); return its log
+    errors and its summary line."""
     topo, call, notes = machine(public)
     params = {**run_params(public, algorithm, proto, tuner), **(extra or {})}
     print(f"\n== {public.id}: {public.nodes} x {public.gpus_per_node} {public.gpu}"
@@ -152,12 +167,13 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
         print(f"   note: {note}")
     print(f"   {'size (B)':>12} {'measured us':>12} {'simulated us':>13} {'time error':>11} "
           f"{'busbw meas':>11} {'busbw sim':>10}"
+          + "".join(f" {name:>7}" for _, name in PATH_KINDS if path)
           + (f" {'NCCL model us':>14}  ran" if algorithm == "nccl" else ""))
     logs, model_logs = [], []
     skipped = [row[0] for row in public.rows if row[0] > max_size]
     for size, time_us, _, busbw in (row for row in public.rows if row[0] <= max_size):
         res = sc.simulate(topo, "all_reduce", algorithm=algorithm, nbytes=size,
-                          network=network, **params)
+                          network=network, trace=path, **params)
         sim_us = res.time * 1e6
         logs.append(math.log(sim_us / time_us))
         shown = ""
@@ -167,7 +183,8 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
             shown = (f" {model_us:>14.2f}  {res.params['algo']}/{res.params['proto']}/"
                      f"{res.params['channels']}")
         print(f"   {size:>12d} {time_us:>12.2f} {sim_us:>13.2f} {sim_us / time_us - 1:>+11.1%} "
-              f"{busbw:>11.2f} {res.busbw / 1e9:>10.2f}{shown}")
+              f"{busbw:>11.2f} {res.busbw / 1e9:>10.2f}{path_shares(res) if path else ''}"
+              f"{shown}")
     if skipped:
         print(f"   not simulated (--max-size): {', '.join(map(str, skipped))}")
     if not logs:
@@ -226,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="NAME=VALUE",
                         help="an algorithm parameter for every table, e.g. "
                              "launch_overhead=17us or step_latency_scale=1.5 (repeatable)")
+    parser.add_argument("--path", action="store_true",
+                        help="trace each run and show its critical path's share of the "
+                             "time in the launch, latencies and steps, bytes on links and "
+                             "reductions (slower, and more memory, at large sizes)")
     args = parser.parse_args(argv)
     algorithm, note = choose_algorithm(args.algorithm)
     if note:
@@ -240,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     per_table = []
     for public in chosen:
         logs, summary = compare(public, algorithm, args.network, args.proto, args.max_size,
-                                args.tuner, dict(args.param))
+                                args.tuner, dict(args.param), args.path)
         every += logs
         if logs:
             per_table.append((geomean(logs), summary))

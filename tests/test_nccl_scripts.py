@@ -44,6 +44,27 @@ def test_compare_reports_each_size_with_the_extra_parameters(capsys):
     assert "launch_overhead" in capsys.readouterr().out
 
 
+def test_compare_shows_each_run_s_critical_path_by_kind(capsys):
+    nccl_tests_compare.compare(PUBLIC, "nccl", "flow", max_size=64, path=True)
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "size (B)" in line)
+    assert header.split()[12:16] == ["launch", "steps", "bytes", "reduce"]
+    table = lines[lines.index(header) + 1:]
+    rows = [line.split() for line in table if line.split() and line.split()[0].isdigit()]
+    assert [int(r[0]) for r in rows] == [size for size, _ in measured(64)]
+    for row, (size, _) in zip(rows, measured(64)):
+        topo, _, _ = nccl_tests_compare.machine(PUBLIC)
+        res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size,
+                          arch="blackwell", trace=True)
+        totals = sc.critical_path(res).totals()
+        # A ring of 4 with LL at a few bytes: NCCL's 6.6 us launch (wait) and 6 steps.
+        assert totals["wait"] > 0 and totals["latency"] > totals["transfer"]
+        shown = [float(cell.rstrip("%")) for cell in row[6:10]]
+        assert shown == pytest.approx([round(100 * totals[k] / res.time) for k in
+                                       ("wait", "latency", "transfer", "reduce")], abs=0.5)
+        assert sum(shown) == pytest.approx(100, abs=2)
+
+
 def test_calibrated_fits_the_even_sizes_and_checks_the_odd_ones(capsys):
     (before, fitted, held), costs = nccl_calibrated.calibrate_table(PUBLIC, LARGEST)
     rows = measured(LARGEST)
