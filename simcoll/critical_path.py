@@ -92,10 +92,20 @@ class CriticalPath:
     Attributes:
         time: the run's time (``Result.time``), where the path ends.
         segments: from time 0 to ``time``, each ending where the next begins.
+        topology, nranks: the name and rank count of the topology the run took (the
+            methods that take a topology check it is that one).
     """
 
     time: float
     segments: tuple[Segment, ...]
+    topology: str = ""
+    nranks: int = 0
+
+    def _check(self, topology: Topology) -> None:
+        if (topology.name, topology.nranks) != (self.topology, self.nranks):
+            raise InvalidInputError(
+                f"topology {topology.name!r} ({topology.nranks} ranks) is not the one the "
+                f"run took ({self.topology!r}, {self.nranks} ranks); pass that topology")
 
     def totals(self) -> dict[str, float]:
         """Seconds of the path in each kind of segment (every kind, 0 where absent)."""
@@ -123,6 +133,7 @@ class CriticalPath:
     def by_link(self, topology: Topology) -> dict[str, float]:
         """Seconds of transfer on the path by the narrowest directed link of each
         message's route (``"gpu0->switch"``), most first."""
+        self._check(topology)
         out: dict[str, float] = {}
         for s in self.segments:
             if s.kind == "transfer" and s.peer is not None:
@@ -139,6 +150,8 @@ class CriticalPath:
                 return endpoint
             return topology.endpoint_name(endpoint)
 
+        if topology is not None:
+            self._check(topology)
         totals = self.totals()
         return {
             "time": self.time,
@@ -158,6 +171,8 @@ class CriticalPath:
         """The path in a few lines: its seconds by kind (for reductions, compute and
         waits, with the endpoint that spent the most of them), then (given the topology)
         the links its transfers were limited by, at most ``links`` of them."""
+        if topology is not None:
+            self._check(topology)
         totals = self.totals()
         lines = [f"critical path of {self.time * 1e6:.3f} us: {len(self.segments)} segments "
                  f"through {self.messages()} messages"]
@@ -294,7 +309,8 @@ def critical_path(result: RunResult) -> CriticalPath:
             endpoint, t, tag = e.rank, e.start, e.tag
         current = index.woke(endpoint, t, tag) if t > 0 else None
     segments.reverse()
-    return CriticalPath(result.time, tuple(_merged_waits(segments)))
+    return CriticalPath(result.time, tuple(_merged_waits(segments)), result.topology,
+                        result.nranks)
 
 
 def _merged_waits(segments: list[Segment]) -> list[Segment]:

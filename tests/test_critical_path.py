@@ -347,6 +347,10 @@ def test_the_path_as_json_from_python_and_from_the_command_line(tmp_path, capsys
     assert sum(record["by_endpoint"]["reduce"].values()) == pytest.approx(0.75e-6, rel=1e-9)
     assert sum(record["by_link"].values()) == pytest.approx(6e-6, rel=1e-9)
     assert "by_link" not in path.to_dict()
+    for wrong in (sc.topology.switch(5), sc.topology.ring(4)):
+        for use in (path.to_dict, path.summary, path.by_link):
+            with pytest.raises(sc.InvalidInputError, match="not the one the run took"):
+                use(wrong)
     assert main(["trace", "--topology", "switch:4", "--size", "1K", "--output",
                  str(tmp_path / "t.json"), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
