@@ -167,8 +167,12 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     handles.append(Patch(facecolor="white", edgecolor="0.6", label="idle (gap)"))
     if critical:
         xs, ys = _path_line(result, shown, streams, height, factor)
-        (line,) = ax.plot(xs, ys, color="black", linewidth=1.4, solid_capstyle="butt",
-                          label="critical path", gid="critical path")
+        from matplotlib import patheffects
+
+        (line,) = ax.plot(xs, ys, color="black", linewidth=1.6, solid_capstyle="butt",
+                          label="critical path", gid="critical path",
+                          path_effects=[patheffects.Stroke(linewidth=3.4, foreground="white"),
+                                        patheffects.Normal()])
         handles.append(line)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               fontsize="small", title="rows in each band", title_fontsize="small")
