@@ -268,6 +268,10 @@ def test_on_random_machines_the_path_tiles_the_time_with_traced_activity(
             assert e.start <= e.moving <= e.end
             if not e.queued:
                 assert e.moving >= e.start + e.latency * (1 - 1e-12)
+            # Its bytes cannot have crossed the route faster than its narrowest link.
+            if e.wire_bytes and e.peer != e.rank:
+                narrowest = topo.route(e.rank, e.peer, via=e.via).bandwidth
+                assert e.wire_bytes <= (e.end - e.moving) * narrowest * (1 + 1e-9), e
     path = sc.critical_path(res)
     if res.time == 0:
         assert path.segments == ()
