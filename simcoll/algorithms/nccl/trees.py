@@ -18,8 +18,9 @@ its link class (``hwLatencies[...][TREE]``), or the route's latency where that i
 
 Slices are a protocol's step (:class:`~.protocols.Protocol`), whatever the size. NCCL
 halves a tree's LL128 chunk for small buffers (``calcCollChunking`` in src/enqueue.cc:
-while a channel would get fewer than 64 / ppn times 1 + log2(nodes) + ppn / 10 chunks,
-down to 128 KiB, then 16 / ppn times as many, down to 32 KiB); with NCCL's chunks the
+while a channel would get fewer than 64 / ppn times 1 + log2(nodes) + ppn / 10 chunks
+and the chunk is above 128 KiB, then while it would get fewer than 16 / ppn times as
+many and the chunk is above 32 KiB); with NCCL's chunks the
 simulation runs faster where it is already faster than measured (8 DGX H100, 4 MiB: 158
 against 105 us with NCCL's 18 KB chunks; nccl-tests #309 measured 204), since a real
 chunk costs more than the model charges it, so simcoll keeps the step.
