@@ -115,8 +115,17 @@ class CriticalPath:
         return out
 
     def messages(self) -> int:
-        """How many messages the path goes through (its transfer segments)."""
-        return sum(s.kind == "transfer" for s in self.segments)
+        """How many messages the path goes through: each has a latency segment, a
+        transfer segment or both (its latency, then its bytes), and an empty one only
+        its latency."""
+        count = 0
+        for before, s in zip((None, *self.segments), self.segments):
+            own_latency = (before is not None and before.kind == "latency"
+                           and s.kind == "transfer" and before.end == s.start
+                           and (before.endpoint, before.peer, before.tag)
+                           == (s.endpoint, s.peer, s.tag))
+            count += s.peer is not None and not own_latency
+        return count
 
     def by_endpoint(self, kind: str) -> dict[int, float]:
         """Seconds of the path in segments of ``kind`` by endpoint (a message's sender),

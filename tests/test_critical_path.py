@@ -228,6 +228,16 @@ def test_chrome_export_has_the_path_as_a_row_and_the_cli_prints_it(tmp_path, cap
         [r["name"] for r in rows]
 
 
+def test_a_barrier_s_path_is_its_empty_messages_latencies():
+    # Dissemination on 8 ranks: 3 rounds of empty messages over 2 links of 1 us each.
+    topo = sc.topology.switch(8, latency=1e-6)
+    res = sc.simulate(topo, "barrier", algorithm="dissemination", nbytes=0, trace=True)
+    path = sc.critical_path(res)
+    _tiles(path, res.time)
+    assert [s.kind for s in path.segments] == ["latency"] * 3
+    assert path.messages() == 3 and res.time == pytest.approx(6e-6, rel=1e-12)
+
+
 def test_an_untraced_result_is_refused_by_name():
     res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=64)
     with pytest.raises(sc.InvalidInputError, match="trace=True"):
