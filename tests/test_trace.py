@@ -170,6 +170,11 @@ def test_link_counters_count_what_a_protocol_puts_on_the_wire():
         for name, points in tracks.items():
             area = sum(r * (t1 - t0) / 1e6 for (t0, r), (t1, _) in zip(points, points[1:]))
             assert area == pytest.approx(carried[name], rel=1e-9), (proto, name)
+        # The Chrome messages carry both sizes and the instant the bytes began to move.
+        begins = [e for e in to_chrome(res, topo)["traceEvents"] if e["ph"] == "b"]
+        assert sum(b["args"]["wire_bytes"] for b in begins) == sum(carried[
+            f"gpu{r}->nvswitch0"] for r in range(8))
+        assert all(b["ts"] <= b["args"]["moving_us"] for b in begins)
         # Each GPU's uplink carries its payload in the protocol's lines.
         for r in range(8):
             assert carried[f"gpu{r}->nvswitch0"] == pytest.approx(
