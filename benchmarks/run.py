@@ -57,8 +57,8 @@ JIT = compiled.AVAILABLE
 time with the pure solvers."""
 NO_JIT = {"SIMCOLL_NO_JIT": "1"}
 
-__all__ = ["ring_case", "contention_case", "nccl_case", "data_case", "compile_case",
-           "sweep_case"]
+__all__ = ["ring_case", "contention_case", "nccl_case", "traced_case", "data_case",
+           "compile_case", "sweep_case"]
 
 
 def _rss() -> int:
@@ -144,6 +144,26 @@ def nccl_case(nodes: int, nbytes: int, grouped: bool = True, network: str = "flo
     wall = time.perf_counter() - start
     return {"wall": wall, "messages": res.messages, "events": events[0], "rss": _rss(),
             "time": res.time, "algo": res.params["algo"], "proto": res.params["proto"]}
+
+
+def traced_case(nodes: int, nbytes: int) -> dict:
+    """NCCL's all_reduce on ``dgx_h100(nodes)`` untraced (once to warm up, then timed),
+    then traced, then its critical path (``sc.critical_path``) found, in one process."""
+    import simcoll as sc
+
+    topo = sc.topology.dgx_h100(nodes)
+    sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes)
+    start = time.perf_counter()
+    sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes)
+    untraced = time.perf_counter() - start
+    start = time.perf_counter()
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes, trace=True)
+    traced = time.perf_counter() - start
+    start = time.perf_counter()
+    path = sc.critical_path(res)
+    walk = time.perf_counter() - start
+    return {"untraced": untraced, "traced": traced, "walk": walk, "messages": res.messages,
+            "events": len(res.trace or ()), "segments": len(path.segments), "rss": _rss()}
 
 
 def numpy_floor(data: list[np.ndarray]) -> float:
@@ -397,7 +417,8 @@ def _contention(quick: bool) -> None:
 def _nccl(quick: bool) -> None:
     print("-- 3b. NCCL model on dgx_h100(8), 64 MiB: all_reduce of 64 GPUs, 16 channels, "
           "up to 8 slices in flight per connection (general solver, flows grouped by route; "
-          "then without grouping); then 8 GiB, NCCL's choice there")
+          "then without grouping; then traced, and its critical path); then 8 GiB, NCCL's "
+          "choice there")
     for grouped, env in ((True, None), (False, None)) + (((True, NO_JIT),) if JIT else ()):
         c = in_subprocess("nccl_case", 8, 64 * 2**20, grouped, module="run", env=env)
         label = "nccl all_reduce dgx_h100(8)" + ("" if grouped else " (ungrouped)") + (
@@ -410,6 +431,11 @@ def _nccl(quick: bool) -> None:
             ", pure solvers" if env or not JIT else "")
         _line(label, f"{c['messages']:,} msgs", c["wall"],
               f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, _per_message(c))
+    c = in_subprocess("traced_case", 8, 64 * 2**20, module="run")
+    _line("same, traced (floor: untraced)", f"{c['events']:,} events", c["traced"],
+          f"{c['traced'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], c["untraced"])
+    _line("its critical path (sc.critical_path)", f"{c['segments']:,} segments", c["walk"],
+          f"{c['walk'] / c['events'] * 1e6:.1f} us/event")
     if quick:
         return
     c = in_subprocess("nccl_case", 8, 8 * 2**30, module="run")
