@@ -5,9 +5,11 @@ waited for something that ended just when it began, on the same endpoint: a mess
 bytes moved once its latency had run (the route's, plus the delay its sender asked for
 beyond it: a protocol's step) or once the message ahead of it on its connection had
 arrived; the message was sent when its sender's program resumed, because a message
-arrived there, a reduction or compute span ended, or a message it sent arrived. Where
-nothing ended at that instant the program had slept (a launch latency, a protocol's
-pacing) since the last instant it ran: a ``wait``. The walk stops at time 0.
+arrived there, a reduction or compute span ended, or a message it sent arrived; a
+message that took no time (empty, on a route without latency) passes the walk on to its
+sender at the same instant. Where nothing ended at that instant the program had slept (a
+launch latency, a protocol's pacing) since the last instant it ran: a ``wait``. The walk
+stops at time 0.
 
 The segments tile ``[0, Result.time]`` exactly: each one ends where the next begins, so
 their durations add up to the run's time, and each is a route's latency, bytes crossing a
@@ -230,6 +232,9 @@ class _Index:
     def __init__(self, events: Sequence[TraceEvent]) -> None:
         self.events = events
         self.ended: dict[tuple[int, float], list[tuple[int, int]]] = {}
+        self.instant: dict[tuple[int, float], list[int]] = {}
+        """Messages that took no time (empty, on a route without latency), by receiver
+        and instant."""
         running: dict[int, list[float]] = {}
         for i, e in enumerate(events):
             # What took no time moved the clock nowhere: the walk skips it (and so never
@@ -240,6 +245,8 @@ class _Index:
                 if lasted:
                     self.ended.setdefault((e.peer, e.end), []).append((0, i))
                     self.ended.setdefault((e.rank, e.end), []).append((2, i))
+                else:
+                    self.instant.setdefault((e.peer, e.end), []).append(i)
                 running.setdefault(e.rank, []).append(e.start)
                 running.setdefault(e.peer, []).append(e.end)
                 running.setdefault(e.rank, []).append(e.end)
@@ -255,6 +262,16 @@ class _Index:
         if not found:
             return None
         return min(found, key=lambda c: (c[0], self.events[c[1]].tag != tag, c[1]))[1]
+
+    def relayed(self, endpoint: int, t: float, tag: Any,
+                seen: set[tuple[int, float]]) -> int | None:
+        """A message that took no time and reached ``endpoint`` at ``t`` from an
+        endpoint not yet passed at ``t``: its sender ran at ``t`` for the same reason."""
+        found = [i for i in self.instant.get((endpoint, t), ())
+                 if (self.events[i].rank, t) not in seen]
+        if not found:
+            return None
+        return min(found, key=lambda i: (self.events[i].tag != tag, i))
 
     def ran_before(self, endpoint: int, t: float) -> float:
         """The last instant before ``t`` at which ``endpoint``'s program ran (a send, or
@@ -290,8 +307,15 @@ def critical_path(result: RunResult) -> CriticalPath:
     # Where no activity ended last, a rank's program returned after a sleep.
     endpoint = int(result.rank_times.argmax())
     tag: Any = None
+    seen: set[tuple[int, float]] = set()
     while t > 0:
         if current is None:
+            seen.add((endpoint, t))
+            relay = index.relayed(endpoint, t, tag, seen)
+            if relay is not None:   # woken by a message of no time: follow its sender
+                endpoint, tag = trace[relay].rank, trace[relay].tag
+                current = index.woke(endpoint, t, tag)
+                continue
             begun = index.ran_before(endpoint, t)
             segments.append(Segment("wait", endpoint, None, begun, t))
             t = begun

@@ -228,6 +228,28 @@ def test_chrome_export_has_the_path_as_a_row_and_the_cli_prints_it(tmp_path, cap
         [r["name"] for r in rows]
 
 
+def test_a_message_of_no_time_passes_the_walk_to_its_sender():
+    @register_probe("all_reduce", "test_critical_no_time")
+    def handoff(comm, x, *, op):
+        if comm.rank == 0:
+            yield comm.compute(2e-6)
+            yield comm.send(x[:0], dst=1)
+        else:
+            yield comm.recv(0)
+            yield comm.compute(3e-6)
+        return x
+
+    # Links without latency: the empty message arrives the instant it is sent, and rank
+    # 1 computes from 2 to 5 us because rank 0 computed until 2 us, not because it slept.
+    topo = sc.topology.switch(2, latency=0.0)
+    res = sc.simulate(topo, "all_reduce", algorithm="test_critical_no_time", nbytes=8,
+                      dtype=np.uint8, trace=True)
+    path = sc.critical_path(res)
+    assert _kinds(path) == [("compute", 0, None), ("compute", 1, None)]
+    np.testing.assert_allclose([s.end for s in path.segments], [2e-6, 5e-6], rtol=1e-12)
+    assert path.messages() == 0
+
+
 def test_a_barrier_s_path_is_its_empty_messages_latencies():
     # Dissemination on 8 ranks: 3 rounds of empty messages over 2 links of 1 us each.
     topo = sc.topology.switch(8, latency=1e-6)
@@ -293,7 +315,8 @@ def test_on_random_machines_the_path_tiles_the_time_with_traced_activity(
     # own latency or the message ahead on its connection; anything else (and a transfer
     # of no latency) follows an activity that ended at its endpoint: a message it sent
     # or received (a message of no bytes ends with its latency), a reduction or compute
-    # span, or its own wait.
+    # span, or its own wait; or at an endpoint that messages of no time at that instant
+    # reached it from.
     for a, b in zip(path.segments, path.segments[1:]):
         same_connection = (a.endpoint, a.peer, a.tag) == (b.endpoint, b.peer, b.tag)
         if b.kind == "transfer" and not same_connection:
@@ -301,7 +324,14 @@ def test_on_random_machines_the_path_tiles_the_time_with_traced_activity(
                        and (e.rank, e.peer, e.tag) == (b.endpoint, b.peer, b.tag)
                        for e in res.trace), (a, b)
         if not same_connection:
-            assert b.endpoint in (a.endpoint, a.peer), (a, b)
+            reached = {a.endpoint, a.peer}
+            for _ in range(len(res.trace)):
+                more = {e.peer for e in res.trace if e.kind == "message"
+                        and e.start == e.end == a.end and e.rank in reached}
+                if more <= reached:
+                    break
+                reached |= more
+            assert b.endpoint in reached, (a, b)
 
 
 def test_a_program_s_compute_and_collective_chain_through_the_slowest_rank():
