@@ -254,6 +254,36 @@ def test_uneven_nodes_keep_the_fewest_channels_any_node_found():
             machine.graph_channel_bw / GBS) == (16, 8, 24.0)
 
 
+def _two_nodes(nvlink: tuple[float, float]) -> Topology:
+    """Two nodes of 4 GPUs on an NVSwitch each (links of ``nvlink[node]`` bytes/s), a
+    48 GB/s PCIe NIC per GPU and a 50 GB/s network."""
+    topo = Topology(f"two nodes {nvlink}")
+    fabric = topo.add_switch()
+    for node, bandwidth in enumerate(nvlink):
+        nvswitch = topo.add_switch()
+        for _ in range(4):
+            gpu = topo.add_gpu(node=node)
+            topo.add_link(gpu, nvswitch, bandwidth=bandwidth, latency=5e-7, kind="nvswitch")
+            nic = topo.add_nic()
+            topo.add_link(gpu, nic, bandwidth=48 * GBS, latency=1e-6, kind="pcie")
+            topo.add_link(nic, fabric, bandwidth=50 * GBS, latency=1e-6, kind="ib")
+    return topo
+
+
+def test_nodes_of_one_size_but_other_links_are_each_searched():
+    """Every rank keeps the fewest channels and the lowest speed any node found (init.cc),
+    so a node of slow NVLink slows both, whichever comes first. Nodes of one size were
+    taken to be alike: the fast node first, its search alone counted."""
+    def found(topo: Topology) -> tuple:
+        m = describe(topo, tuple(range(8)), "hopper")
+        return m.channels, m.graph_channels, m.graph_channel_bw, m.tree_channel_bw
+
+    fast, slow = 240 * GBS, 40 * GBS
+    both_slow, both_fast = found(_two_nodes((slow, slow))), found(_two_nodes((fast, fast)))
+    assert both_slow != both_fast   # the slow links change what a search finds
+    assert found(_two_nodes((fast, slow))) == found(_two_nodes((slow, fast))) == both_slow
+
+
 def test_fewest_takes_each_least_then_doubles_as_postset():
     found = [Searched(8, 16, 48.0), Searched(2, 4, 24.0), Searched(6, 24, 30.0)]
     assert fewest(found, "ampere") == Searched(2, 4, 24.0)

@@ -5,10 +5,12 @@ On one node the search runs on its GPUs: over NVLink on the bandwidth a GPU has 
 others, over PCI through the hops of a ring in the GPUs' order. Across nodes NCCL runs it
 on every node for that node's own GPUs and NICs, and every rank then keeps the fewest
 channels and the lowest speed any rank found (``std::min`` over the ranks'
-``graphInfo``, src/init.cc of 2.30.7): so here each node of a size not met before is
-searched towards the node after it (nodes of one size are taken to be alike, as
-:class:`~.machine.Machine` takes the first node for all), and :func:`~.search.fewest`
-combines them. A node searches as NCCL's patterns say:
+``graphInfo``, src/init.cc of 2.30.7): so here each node of a shape not met before (its
+size, and in local order each GPU's links, those of the devices next to it and those of
+its NICs) is searched towards the node after it (nodes of one shape are taken to be
+alike), and :func:`~.search.fewest` combines them. The other figures of
+:class:`~.machine.Machine` (the link kind and bandwidth inside a node, the GPUs' path to
+their NICs) are read on the first node. A node searches as NCCL's patterns say:
 
 * a GPU alone on its node: its routes to the next node through each of its NICs, on its
   own total bandwidth (its NVLinks together or its PCI link);
@@ -27,7 +29,7 @@ links by ``INTEL_P2P_OVERHEAD`` (``followPath``, src/graph/search.cc).
 
 from __future__ import annotations
 
-from simcoll.algorithms.nccl.nics import bound_routes, node_nics
+from simcoll.algorithms.nccl.nics import bound_routes, nics_of, node_nics
 from simcoll.algorithms.nccl.search import (
     INTEL_P2P_OVERHEAD,
     Searched,
@@ -88,13 +90,40 @@ def ring_graph(topology: Topology, groups: list[list[int]], arch: str
                  else _pci_node_channels(topology, group, arch))
         return found, found.speed
     searched: list[tuple[Searched, float]] = []
-    sizes: set[int] = set()
+    shapes: set[tuple] = set()
+    links = _incident_links(topology)
     for j, group in enumerate(groups):
-        if len(group) not in sizes:
-            sizes.add(len(group))
+        shape = _node_shape(topology, group, links)
+        if shape not in shapes:
+            shapes.add(shape)
             searched.append(_node_graphs(topology, group, groups[(j + 1) % len(groups)],
                                          arch, len(groups) == 2))
     return fewest([ring for ring, _ in searched], arch), min(tree for _, tree in searched)
+
+
+def _incident_links(topology: Topology) -> dict[str, list[tuple[str, float, float]]]:
+    """Each device's links as ``(kind, bandwidth away, bandwidth back)``, in one pass."""
+    out: dict[str, list[tuple[str, float, float]]] = {}
+    for link in topology.links:
+        back = link.bandwidth if link.back is None else link.back
+        out.setdefault(link.u, []).append((link.kind, link.bandwidth, back))
+        out.setdefault(link.v, []).append((link.kind, back, link.bandwidth))
+    return out
+
+
+def _node_shape(topology: Topology, group: list[int],
+                links: dict[str, list[tuple[str, float, float]]]) -> tuple:
+    """What tells a node's search apart from another's: in local order, each GPU's links,
+    those of the devices next to it, and those of the NICs it takes (NCCL searches every
+    node; here nodes of one shape are searched once)."""
+    shape = []
+    for rank in group:
+        gpu = topology.endpoint_name(rank)
+        near = [sorted(links.get(other, ())) for other in topology.neighbors(gpu)]
+        nics = [sorted(links.get(nic, ())) for nic in nics_of(topology, gpu)]
+        shape.append((tuple(sorted(links.get(gpu, ()))), tuple(map(tuple, sorted(near))),
+                      tuple(map(tuple, nics))))
+    return len(group), tuple(shape)
 
 
 def _node_graphs(topology: Topology, group: list[int], after: list[int], arch: str,
