@@ -282,6 +282,41 @@ def test_nodes_of_one_size_but_other_links_are_each_searched():
     both_slow, both_fast = found(_two_nodes((slow, slow))), found(_two_nodes((fast, fast)))
     assert both_slow != both_fast   # the slow links change what a search finds
     assert found(_two_nodes((fast, slow))) == found(_two_nodes((slow, fast))) == both_slow
+    # NCCL keeps the lowest bwIntra any rank found: the slow node's 40 GB/s.
+    for order in ((fast, slow), (slow, fast)):
+        assert describe(_two_nodes(order), tuple(range(8)), "hopper").intra_bw == slow
+
+
+def _nic_behind_cpu(behind: tuple[bool, bool]) -> Topology:
+    """Two nodes of 2 GPUs on an NVSwitch, each GPU with a NIC on its own PCIe switch, or
+    (``behind[node]``) reached through a CPU's root complex (a switch linked to host
+    memory)."""
+    topo = Topology(f"nic behind cpu {behind}")
+    fabric = topo.add_switch()
+    for node, through_cpu in enumerate(behind):
+        nvswitch, cpu, memory = topo.add_switch(), topo.add_switch(), topo.add_switch()
+        topo.add_link(cpu, memory, bandwidth=200 * GBS, kind="memory")
+        for _ in range(2):
+            gpu = topo.add_gpu(node=node)
+            topo.add_link(gpu, nvswitch, bandwidth=240 * GBS, kind="nvswitch")
+            pcie, nic = topo.add_switch(), topo.add_nic()
+            topo.add_link(gpu, pcie, bandwidth=24 * GBS, kind="pcie")
+            topo.add_link(pcie, cpu, bandwidth=24 * GBS, kind="pcie")
+            topo.add_link(cpu if through_cpu else pcie, nic, bandwidth=24 * GBS,
+                          kind="pcie")
+            topo.add_link(nic, fabric, bandwidth=25 * GBS, kind="ib")
+    return topo
+
+
+def test_the_farthest_nic_path_of_any_node_counts():
+    """NCCL keeps the farthest typeInter any rank's graph found (init.cc): a node whose
+    NICs hang off the CPU (PATH_PHB) makes it "phb" whichever node comes first; a node's
+    own NICs behind its PCIe switches are "pxb". Only the first node was read."""
+    def path(behind: tuple[bool, bool]) -> str:
+        return describe(_nic_behind_cpu(behind), tuple(range(4)), "hopper").nic_path
+
+    assert path((False, False)) == "pxb" and path((True, True)) == "phb"
+    assert path((False, True)) == path((True, False)) == "phb"
 
 
 def test_fewest_takes_each_least_then_doubles_as_postset():

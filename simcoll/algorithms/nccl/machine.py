@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from simcoll.algorithms.nccl.nics import bound_routes, channel_nics, kept
-from simcoll.algorithms.nccl.node_search import is_cpu, node_links, ring_graph
+from simcoll.algorithms.nccl.node_search import distinct_nodes, is_cpu, node_links, ring_graph
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via
 
@@ -38,14 +38,16 @@ class Machine:
 
     Attributes:
         nranks, nnodes: ranks and nodes of the communicator; ``ppn`` ranks per node.
-        intra: "nvlink" when GPUs of a node reach each other over NVLink only, else "pci".
-        intra_bw: bytes/s a GPU has to another GPU of its node (read on the first node
-            with two GPUs; inf where every node holds one). Like ``inter_bw`` it reads
-            each link's ``bandwidth``, the one rate NCCL's topology knows for a link, not
-            a lower ``back_bandwidth`` (a GPU's reads of host memory).
+        intra: "nvlink" when GPUs of a node reach each other over NVLink only, else "pci"
+            (on every node: NCCL keeps the farthest ``typeIntra`` any rank found).
+        intra_bw: bytes/s a GPU has to another GPU of its node (the least over the nodes
+            of two GPUs or more, as NCCL keeps the lowest ``bwIntra``; inf where every
+            node holds one). Like ``inter_bw`` it reads each link's ``bandwidth``, the
+            one rate NCCL's topology knows for a link, not a lower ``back_bandwidth`` (a
+            GPU's reads of host memory).
         inter_bw: bytes/s a node has to the network, over all its GPUs' routes to the
             next node, each sharing the links it crosses with the others (0 with one
-            node).
+            node; read on the first node).
         nvls: every GPU has an in-network device (NVLink SHARP) directly linked to it,
             the same one for the GPUs of a node (:func:`_nvls_switches`).
         arch: the GPU generation NCCL's constants are indexed by.
@@ -80,9 +82,10 @@ class Machine:
             NCCL's path types name it (its graphs' ``typeInter``): "pxb" through PCIe
             switches only (PIX or PXB, and a GPU linked to the network directly), "pxn"
             through another GPU of its node (over NVLink), "phb" through a host (a CPU's
-            host bridge, or across sockets); the farthest of the first node's GPUs, as
-            simcoll's rings leave a node from every GPU. "pxb" on one node, as NCCL
-            starts its search there (``PATH_PIX``).
+            host bridge, or across sockets); the farthest of any node's GPUs (NCCL keeps
+            the farthest ``typeInter`` any rank found), as simcoll's rings leave a node
+            from every GPU. "pxb" on one node, as NCCL starts its search there
+            (``PATH_PIX``).
         channels: the channels NCCL's rings and trees run on here, from its topology
             search (:mod:`~simcoll.algorithms.nccl.node_search`); 0 on a communicator of
             one GPU, which searches no graph.
@@ -328,13 +331,17 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
     nodes = [topology.gpu_nodes[r] for r in ranks]
     groups = [[ranks[i] for i in group] for group in node_order(nodes)]
     first = groups[0]
-    # A node with one GPU has no link inside it: the first node with two tells the kind
-    # and bandwidth (inf only where every node holds one GPU).
-    pair = next((group for group in groups if len(group) > 1), None)
-    intra, intra_bw = ("nvlink", math.inf) if pair is None else node_links(topology, pair)
+    # Every rank keeps the farthest path types and the lowest speeds any rank's graphs
+    # found (init.cc): here over the nodes of distinct shapes. A node with one GPU has no
+    # link inside it (inf only where every node holds one GPU).
+    distinct = distinct_nodes(topology, groups)
+    pairs = [node_links(topology, groups[j]) for j in distinct if len(groups[j]) > 1]
+    intra = "pci" if any(kind == "pci" for kind, _ in pairs) else "nvlink"
+    intra_bw = min((bw for _, bw in pairs), default=math.inf)
     inter_bw, rails = (_network_share(topology, first, groups[1])
                        if len(groups) > 1 else (0.0, 0))
-    nic_path = _nic_path(topology, first, groups[1]) if len(groups) > 1 else "pxb"
+    nic_path = max((_nic_path(topology, groups[j], groups[(j + 1) % len(groups)])
+                    for j in distinct), key=_NIC_PATHS.index) if len(groups) > 1 else "pxb"
     heads = min(map(len, groups))
     heads_inter_bw = (_network_share(topology, first[:heads], groups[1][:heads])[0]
                       if len(groups) > 1 and heads < len(first) else inter_bw)

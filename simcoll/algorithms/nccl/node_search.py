@@ -43,7 +43,8 @@ from simcoll.algorithms.nccl.search import (
 )
 from simcoll.topology.graph import Topology
 
-__all__ = ["NVLINK_KINDS", "node_links", "gpu_total_bw", "is_cpu", "ring_graph"]
+__all__ = ["NVLINK_KINDS", "node_links", "gpu_total_bw", "is_cpu", "ring_graph",
+           "incident_links", "node_shape", "distinct_nodes"]
 
 NVLINK_KINDS = ("nvlink", "nvswitch")
 """Link kinds NCCL sees as NVLink."""
@@ -89,19 +90,26 @@ def ring_graph(topology: Topology, groups: list[list[int]], arch: str
         found = (one_node_channels(arch, bw / 1e9) if kind == "nvlink"
                  else _pci_node_channels(topology, group, arch))
         return found, found.speed
-    searched: list[tuple[Searched, float]] = []
-    shapes: set[tuple] = set()
-    links = _incident_links(topology)
-    for j, group in enumerate(groups):
-        shape = _node_shape(topology, group, links)
-        if shape not in shapes:
-            shapes.add(shape)
-            searched.append(_node_graphs(topology, group, groups[(j + 1) % len(groups)],
-                                         arch, len(groups) == 2))
+    searched = [_node_graphs(topology, groups[j], groups[(j + 1) % len(groups)], arch,
+                             len(groups) == 2) for j in distinct_nodes(topology, groups)]
     return fewest([ring for ring, _ in searched], arch), min(tree for _, tree in searched)
 
 
-def _incident_links(topology: Topology) -> dict[str, list[tuple[str, float, float]]]:
+def distinct_nodes(topology: Topology, groups: list[list[int]]) -> list[int]:
+    """The index of each node of ``groups`` whose shape (:func:`node_shape`) no node
+    before it has: the nodes NCCL's per-rank figures could tell apart."""
+    links = incident_links(topology)
+    seen: set[tuple] = set()
+    out = []
+    for j, group in enumerate(groups):
+        shape = node_shape(topology, group, links)
+        if shape not in seen:
+            seen.add(shape)
+            out.append(j)
+    return out
+
+
+def incident_links(topology: Topology) -> dict[str, list[tuple[str, float, float]]]:
     """Each device's links as ``(kind, bandwidth away, bandwidth back)``, in one pass."""
     out: dict[str, list[tuple[str, float, float]]] = {}
     for link in topology.links:
@@ -111,7 +119,7 @@ def _incident_links(topology: Topology) -> dict[str, list[tuple[str, float, floa
     return out
 
 
-def _node_shape(topology: Topology, group: list[int],
+def node_shape(topology: Topology, group: list[int],
                 links: dict[str, list[tuple[str, float, float]]]) -> tuple:
     """What tells a node's search apart from another's: in local order, each GPU's links,
     those of the devices next to it, and those of the NICs it takes (NCCL searches every
