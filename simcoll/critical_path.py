@@ -235,8 +235,16 @@ class _Index:
         self.instant: dict[tuple[int, float], list[int]] = {}
         """Messages that took no time (empty, on a route without latency), by receiver
         and instant."""
+        self.connections: dict[tuple[int, int | None, Any], list[int]] = {}
+        """Messages by sender, receiver and tag, in the order they arrived."""
+        self.place: dict[int, int] = {}
+        """Each message's place in its connection's list."""
         running: dict[int, list[float]] = {}
         for i, e in enumerate(events):
+            if e.kind == "message":
+                same = self.connections.setdefault((e.rank, e.peer, e.tag), [])
+                self.place[i] = len(same)
+                same.append(i)
             # What took no time moved the clock nowhere: the walk skips it (and so never
             # meets an activity that ended where it began).
             lasted = e.end > e.start
@@ -333,7 +341,11 @@ def critical_path(result: RunResult) -> CriticalPath:
                                         wire, tag=e.tag, via=e.via))
             if e.queued:
                 current = _ahead(index, current, moving)
-                t = moving
+                ahead = trace[current].end
+                if ahead < moving:   # the jitter drawn as the slice ahead arrived
+                    segments.append(Segment("latency", e.rank, e.peer, ahead, moving,
+                                            e.nbytes, wire, 0.0, e.tag, e.via))
+                t = ahead
                 continue
             if e.start < moving:
                 segments.append(Segment("latency", e.rank, e.peer, e.start, moving,
@@ -357,17 +369,18 @@ def _merged_waits(segments: list[Segment]) -> list[Segment]:
     return out
 
 
-def _ahead(index: _Index, behind: int, arrived: float) -> int:
-    """The message ahead of message ``behind`` on its connection: from its sender to its
-    receiver with its tag, arrived at ``arrived``, and traced before it (arrivals are
-    traced in order, two of one connection at one instant included)."""
+def _ahead(index: _Index, behind: int, handed: float) -> int:
+    """The message ahead of message ``behind`` on its connection (from its sender to its
+    receiver with its tag): the last to arrive before it, by ``handed`` (when ``behind``
+    was handed to the network: the arrival it waited for; its bytes move after the
+    jitter drawn for it, if any)."""
     e = index.events[behind]
-    found = [i for _, i in index.ended.get((e.rank, arrived), [])
-             if i < behind and index.events[i].kind == "message"
-             and (index.events[i].rank, index.events[i].peer, index.events[i].tag)
-             == (e.rank, e.peer, e.tag)]
-    if not found:
+    same = index.connections[(e.rank, e.peer, e.tag)]
+    k = index.place[behind]
+    while k > 0 and index.events[same[k - 1]].end > handed:
+        k -= 1
+    if k == 0:
         raise InvalidInputError(f"the trace has no message from {e.rank} to {e.peer} with "
-                                f"tag {e.tag!r} arriving at {arrived!r}, which the one "
-                                f"sent at {e.start!r} waited for: not a trace simcoll made")
-    return max(found)
+                                f"tag {e.tag!r} arriving by {handed!r}, which the one sent "
+                                f"at {e.start!r} waited for: not a trace simcoll made")
+    return same[k - 1]

@@ -121,6 +121,26 @@ def test_ordered_slices_queue_behind_each_other_and_a_sleep_is_a_wait():
     assert all(e.latency == pytest.approx(1e-6, rel=1e-12) for e in messages)
 
 
+def test_jitter_drawn_as_the_slice_ahead_arrives_is_latency_on_the_path():
+    res = _ordered_run(3000, cuts=((0, 1000), (1000, 2000), (2000, 3000)),
+                       delays=(0.0,) * 3, faults=sc.Faults(jitter=1e-6, seed=3))
+    path = sc.critical_path(res)
+    _tiles(path, res.time)
+    # Each slice waits for the one ahead, then for the jitter drawn for it (up to 1 us),
+    # then puts its 1000 bytes on 1 GB/s links: 1 us each.
+    assert [s.kind for s in path.segments] == ["latency", "transfer"] * 3
+    messages = [e for e in res.trace if e.kind == "message"]
+    assert [e.queued for e in messages] == [False, True, True]
+    for later, ahead in zip(messages[1:], messages):
+        assert 0 < later.moving - ahead.end <= 1e-6
+    for s in path.segments:
+        if s.kind == "transfer":
+            assert s.duration == pytest.approx(1e-6, rel=1e-9)
+    first, *jitters = [s for s in path.segments if s.kind == "latency"]
+    assert first.route_latency == pytest.approx(1e-6, rel=1e-12)
+    assert [s.route_latency for s in jitters] == [0.0, 0.0]
+
+
 def test_a_slice_whose_own_delay_outlasts_the_one_ahead_waits_its_latency():
     res = _ordered_run(2000, cuts=((0, 1000), (1000, 2000)), delays=(0.0, 5e-6))
     # The first slice arrives at 1 + 1 = 2 us; the second's latency runs from its send
@@ -278,21 +298,28 @@ def _accounted(res: sc.Result, s: Segment) -> bool:
             if (e.kind, e.rank, e.start, e.end) == (s.kind, s.endpoint, s.start, s.end):
                 return True
         elif e.kind == "message" and (e.rank, e.peer, e.tag) == (s.endpoint, s.peer, s.tag):
-            span = (e.moving, e.end) if s.kind == "transfer" else (e.start, e.moving)
-            if span == (s.start, s.end) and not (s.kind == "latency" and e.queued):
+            if s.kind == "transfer" and (e.moving, e.end) == (s.start, s.end):
+                return True
+            # A latency: the message's own, from its send; or, queued, the jitter drawn
+            # for it after the one ahead arrived.
+            if s.kind == "latency" and s.end == e.moving and (
+                    s.start == e.start if not e.queued else s.route_latency == 0.0):
                 return True
     return False
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(KINDS), seed=st.integers(0, 10**6), pair=st.sampled_from(PAIRS),
-       count=st.integers(0, 3000), hosts=st.integers(0, 2), data=st.data())
+       count=st.integers(0, 3000), hosts=st.integers(0, 2),
+       jitter=st.sampled_from([0.0, 0.0, 2e-6]), data=st.data())
 def test_on_random_machines_the_path_tiles_the_time_with_traced_activity(
-        kind, seed, pair, count, hosts, data):
+        kind, seed, pair, count, hosts, jitter, data):
     coll, alg = pair
     topo = random_machine(kind, seed, hosts=hosts)
     p = topo.nranks
     kwargs = draw_case(data, pair, p, hosts, servers_on_gpus=False)
+    if jitter:
+        kwargs["faults"] = sc.Faults(jitter=jitter, seed=seed)
     nbytes = 0 if coll == "barrier" else 4 * count
     res = sc.simulate(topo, coll, algorithm=alg, nbytes=nbytes, trace=True, **kwargs)
     for e in res.trace:
