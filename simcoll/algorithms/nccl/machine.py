@@ -350,7 +350,7 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
     nvls = all(len(found) == 1 and None not in found for found in switches)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
-    ring, tree = ring_graph(topology, groups, arch)
+    ring, tree = ring_graph(topology, groups, arch, distinct)
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,

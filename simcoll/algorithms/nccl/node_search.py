@@ -75,13 +75,14 @@ def gpu_total_bw(topology: Topology, rank: int) -> float:
     return max(nvlink, other)
 
 
-def ring_graph(topology: Topology, groups: list[list[int]], arch: str
-               ) -> tuple[Searched, float]:
+def ring_graph(topology: Topology, groups: list[list[int]], arch: str,
+               searched: list[int]) -> tuple[Searched, float]:
     """NCCL's ring graph on the nodes ``groups`` (world ranks, node by node, in local
     order), and the speed (GB/s) of its tree graph inside a node: on two nodes the
     least ``bwIntra`` a node's tree search raises to
     (:func:`~.search.tree_intra_speed`, :func:`~.search.pci_tree_intra_speed`), else
-    the ring's. No channels on a node of one GPU alone."""
+    the ring's. ``searched``: the indexes of the nodes to search, one of each shape
+    (:func:`distinct_nodes`). No channels on a node of one GPU alone."""
     if len(groups) == 1:
         group = groups[0]
         if len(group) < 2:
@@ -90,9 +91,9 @@ def ring_graph(topology: Topology, groups: list[list[int]], arch: str
         found = (one_node_channels(arch, bw / 1e9) if kind == "nvlink"
                  else _pci_node_channels(topology, group, arch))
         return found, found.speed
-    searched = [_node_graphs(topology, groups[j], groups[(j + 1) % len(groups)], arch,
-                             len(groups) == 2) for j in distinct_nodes(topology, groups)]
-    return fewest([ring for ring, _ in searched], arch), min(tree for _, tree in searched)
+    graphs = [_node_graphs(topology, groups[j], groups[(j + 1) % len(groups)], arch,
+                           len(groups) == 2) for j in searched]
+    return fewest([ring for ring, _ in graphs], arch), min(tree for _, tree in graphs)
 
 
 def distinct_nodes(topology: Topology, groups: list[list[int]]) -> list[int]:
