@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from simcoll.critical_path import critical_path, narrowest_link
+from simcoll.critical_path import CriticalPath, critical_path, narrowest_link
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import link_loads, rate_steps
 from simcoll.result import Result, RunResult
@@ -80,13 +80,14 @@ def _counters(result: Result, topology: Topology, pid: int) -> list[dict[str, An
     return events
 
 
-def _critical(result: Result, topology: Topology | None, pid: int) -> list[dict[str, Any]]:
+def _critical(path: CriticalPath, topology: Topology | None, pid: int
+              ) -> list[dict[str, Any]]:
     """A "critical path" row: the run's critical path, segment by segment
     (:mod:`simcoll.critical_path`)."""
     events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "critical path"}},
         {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": -1}}]
-    for s in critical_path(result).segments:
+    for s in path.segments:
         where = f"{s.endpoint}->{s.peer}" if s.peer is not None else f"on {s.endpoint}"
         args: dict[str, Any] = {"endpoint": s.endpoint, "bytes": s.nbytes}
         if s.peer is not None:
@@ -101,13 +102,15 @@ def _critical(result: Result, topology: Topology | None, pid: int) -> list[dict[
     return events
 
 
-def to_chrome(result: Result, topology: Topology | None = None) -> dict[str, Any]:
+def to_chrome(result: Result, topology: Topology | None = None,
+              path: CriticalPath | None = None) -> dict[str, Any]:
     """The Chrome trace-event JSON object of a traced result.
 
     Args:
         result: a result of ``simulate(..., trace=True)``.
         topology: the topology it ran on; when given, a counter track per directed link
             that carried bytes is added.
+        path: the result's critical path, where it was found already (else it is).
 
     Raises:
         InvalidInputError: the result was simulated without ``trace=True``, or
@@ -118,7 +121,7 @@ def to_chrome(result: Result, topology: Topology | None = None) -> dict[str, Any
     endpoints = max([result.nranks + len(result.host_bytes_sent)]
                     + [max(e.rank, e.peer or 0) + 1 for e in result.trace])
     counters = _counters(result, topology, endpoints) if topology is not None else []
-    counters += _critical(result, topology, endpoints + 1)
+    counters += _critical(path or critical_path(result), topology, endpoints + 1)
     events = _names(result, endpoints, topology)
     for i, e in enumerate(result.trace):
         start, end = e.start * 1e6, e.end * 1e6
@@ -147,10 +150,12 @@ def to_chrome(result: Result, topology: Topology | None = None) -> dict[str, Any
 
 
 def save_chrome(result: Result, path: str | os.PathLike,
-                topology: Topology | None = None) -> None:
-    """Write :func:`to_chrome` to ``path`` (via a temporary file, then renamed)."""
+                topology: Topology | None = None,
+                critical: CriticalPath | None = None) -> None:
+    """Write :func:`to_chrome` to ``path`` (via a temporary file, then renamed);
+    ``critical``: the result's critical path, where it was found already."""
     path = Path(path)
-    text = json.dumps(to_chrome(result, topology))
+    text = json.dumps(to_chrome(result, topology, critical))
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(path)

@@ -62,8 +62,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         res = simulate(topo, args.collective, algorithm=args.algorithm, nbytes=nbytes,
                        dtype=dtype, trace=True, **kwargs)
-    save_chrome(res, out, topo)
     path = critical_path(res)
+    save_chrome(res, out, topo, path)
     if args.json:
         print(json.dumps({**res.to_dict(), "trace": str(args.output),
                           "critical_path": path.to_dict(topo)}))
