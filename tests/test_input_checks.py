@@ -59,11 +59,11 @@ def test_numpy_integers_are_accepted_for_counts_and_roots():
 
 
 @pytest.mark.parametrize("build, match", [
-    (lambda: sc.topology.switch(2, bandwidth=True), r"bandwidth .* = True is not accepted"),
-    (lambda: sc.topology.switch(2, bandwidth="1e9"), r"= '1e9' is not accepted"),
+    (lambda: sc.topology.switch(2, bandwidth=True), r"^bandwidth=True is not accepted"),
+    (lambda: sc.topology.switch(2, bandwidth="1e9"), r"^bandwidth='1e9' is not accepted"),
     (lambda: sc.topology.switch(2, bandwidth=1e-320), r"use a number >= 2.23e-308"),
-    (lambda: sc.topology.switch(2, latency=-1), r"latency .* = -1 is not accepted"),
-    (lambda: sc.topology.switch(2, latency=math.inf), r"latency .* = inf is not accepted"),
+    (lambda: sc.topology.switch(2, latency=-1), r"^latency=-1 is not accepted"),
+    (lambda: sc.topology.switch(2, latency=math.inf), r"^latency=inf is not accepted"),
     (lambda: sc.topology.switch(True), r"number of GPUs n = True is not accepted"),
     (lambda: sc.topology.switch(2.0), r"number of GPUs n = 2.0 is not accepted"),
     (lambda: sc.topology.torus(4), r"torus dims=4 is not accepted; give the size of each"),

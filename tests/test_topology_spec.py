@@ -155,6 +155,37 @@ def test_bad_specs_name_the_problem_and_list_the_parameters(spec, words):
             assert param in message
 
 
+def _fewest_parts(name: str) -> dict[str, object]:
+    """Arguments that build the machine using the fewest of ``name``'s parameters: every
+    required one at 1 (one GPU, one dimension of 1), and one node."""
+    values: dict[str, object] = {p.name: (1,) if p.kind == "dims" else 1
+                                 for p in parameters(name) if p.required}
+    if any(p.name == "nodes" for p in parameters(name)):
+        values["nodes"] = 1
+    return values
+
+
+@pytest.mark.parametrize("name", sorted(builders()))
+def test_every_rate_and_time_is_checked_where_the_machine_does_not_use_it(name):
+    """A one-node DGX has no NICs and a one-socket PCIe box no link between sockets: a
+    negative NIC bandwidth or socket latency given to them was taken without a word.
+    Every rate (> 0; finite but for reduction rates) and time (>= 0, finite) is refused
+    by its parameter's name, on the smallest machine each builder makes."""
+    build, fewest = builders()[name], _fewest_parts(name)
+    build(**fewest)
+    tried = 0
+    for param in parameters(name):
+        if param.kind not in ("rate", "time"):
+            continue
+        bad = [-1.0, math.nan] + ([0.0] if param.kind == "rate" else [])
+        bad += [] if "reduce" in param.name else [math.inf]
+        for value in bad:
+            with pytest.raises(sc.TopologyError, match=rf"^{param.name}={value!r} is not"):
+                build(**{**fewest, param.name: value})
+            tried += 1
+    assert tried >= 3
+
+
 def test_a_new_builder_needs_no_change(monkeypatch):
     def pair(n: int, *, bandwidth: float = 1e9, latency: float = 0.0) -> Topology:
         topo = Topology(f"pair{n}")

@@ -10,7 +10,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from simcoll.checks import integer
+from simcoll.checks import integer, real
 from simcoll.errors import TopologyError
 from simcoll.topology.graph import Topology
 from simcoll.units import GB, us
@@ -22,6 +22,23 @@ def _check_count(name: str, value: int, minimum: int = 1) -> int:
     return integer(value, name, minimum=minimum, error=TopologyError)
 
 
+def _check_quantities(**values: float | None) -> None:
+    """Refuse a bad rate or time before anything is built, naming its parameter, even
+    where the machine asked for will not use it (one node has no NICs, one socket no
+    link between sockets): a parameter whose name holds ``latency`` takes seconds >= 0,
+    one whose name holds ``bandwidth`` bytes/s > 0, both finite but for the reduction
+    rates (``reduce_bandwidth``: ``inf`` makes reductions free). None passes (a default
+    that follows another parameter)."""
+    for name, value in values.items():
+        if value is None:
+            continue
+        if "latency" in name:
+            real(value, name, error=TopologyError, what="seconds")
+        else:
+            real(value, name, strict=True, allow_inf="reduce" in name, error=TopologyError,
+                 what="bytes/s")
+
+
 def _gpus(topo: Topology, n: int, reduce_bandwidth: float) -> list[str]:
     return [topo.add_gpu(reduce_bandwidth=reduce_bandwidth) for _ in range(n)]
 
@@ -30,6 +47,7 @@ def ring(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
          kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
     """``n`` GPUs, GPU i linked to GPU i+1 (mod n)."""
     n = _check_count("ring size n", n)
+    _check_quantities(bandwidth=bandwidth, latency=latency, reduce_bandwidth=reduce_bandwidth)
     topo = Topology(f"ring({n})")
     gpus = _gpus(topo, n, reduce_bandwidth)
     for i in range(n if n > 2 else n - 1):
@@ -41,6 +59,7 @@ def fully_connected(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 *
                     kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
     """``n`` GPUs with a direct link between every pair."""
     n = _check_count("number of GPUs n", n)
+    _check_quantities(bandwidth=bandwidth, latency=latency, reduce_bandwidth=reduce_bandwidth)
     topo = Topology(f"fully_connected({n})")
     gpus = _gpus(topo, n, reduce_bandwidth)
     for a, b in itertools.combinations(gpus, 2):
@@ -60,6 +79,9 @@ def switch(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
     """
     n = _check_count("number of GPUs n", n)
     servers = _check_count("servers", servers, minimum=0)
+    _check_quantities(bandwidth=bandwidth, latency=latency, server_bandwidth=server_bandwidth,
+                      server_latency=server_latency, reduce_bandwidth=reduce_bandwidth,
+                      server_reduce_bandwidth=server_reduce_bandwidth)
     topo = Topology(f"switch({n}" + (f", servers={servers})" if servers else ")"))
     sw = topo.add_switch("switch")
     for gpu in _gpus(topo, n, reduce_bandwidth):
@@ -84,6 +106,7 @@ def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 
     if not dims:
         raise TopologyError("torus dims is empty; give at least one dimension, e.g. (4, 4)")
     dims = tuple(_check_count("torus dimension", d) for d in dims)
+    _check_quantities(bandwidth=bandwidth, latency=latency, reduce_bandwidth=reduce_bandwidth)
     topo = Topology(f"torus{dims}")
     coords = list(itertools.product(*(range(d) for d in dims)))
     gpus = {c: g for c, g in zip(coords, _gpus(topo, len(coords), reduce_bandwidth))}
@@ -110,6 +133,9 @@ def cluster(nodes: int, gpus_per_node: int, *, intra_bandwidth: float = 300 * GB
     """
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
+    _check_quantities(intra_bandwidth=intra_bandwidth, intra_latency=intra_latency,
+                      inter_bandwidth=inter_bandwidth, inter_latency=inter_latency,
+                      reduce_bandwidth=reduce_bandwidth)
     topo = Topology(f"cluster({nodes}x{gpus_per_node})")
     core = topo.add_switch("network")
     node_switches = [topo.add_switch(f"node{k}") for k in range(nodes)]

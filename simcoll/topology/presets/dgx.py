@@ -56,7 +56,7 @@ import math
 
 from simcoll.checks import integer
 from simcoll.errors import TopologyError
-from simcoll.topology.builders import _check_count
+from simcoll.topology.builders import _check_count, _check_quantities
 from simcoll.topology.graph import Topology
 from simcoll.topology.presets.fabrics import _leaf_capacity, attach_fat_tree
 from simcoll.topology.presets.hardware import (
@@ -146,6 +146,11 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     nics = _nic_layout(gpus_per_node, nics_per_node)
     _leaf_capacity(leaf_radix, oversubscription)
+    _check_quantities(nvlink_bandwidth=nvlink_bandwidth, pcie_bandwidth=pcie_bandwidth,
+                      nic_bandwidth=nic_bandwidth, nvlink_latency=nvlink_latency,
+                      pcie_latency=pcie_latency, network_latency=network_latency,
+                      reduce_bandwidth=reduce_bandwidth,
+                      nvswitch_reduce_bandwidth=nvswitch_reduce_bandwidth)
     topo = Topology(f"{name}x{nodes}")
     topo.cpu = cpu
     rails: list[list[str]] = []

@@ -20,7 +20,7 @@ import math
 
 from simcoll.checks import integer, real
 from simcoll.errors import TopologyError
-from simcoll.topology.builders import _check_count
+from simcoll.topology.builders import _check_count, _check_quantities
 from simcoll.topology.graph import Topology
 from simcoll.units import GB, Gbps, us
 
@@ -95,6 +95,10 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     _leaf_capacity(leaf_radix, oversubscription)
+    _check_quantities(intra_bandwidth=intra_bandwidth, intra_latency=intra_latency,
+                      nic_bandwidth=nic_bandwidth, pcie_bandwidth=pcie_bandwidth,
+                      pcie_latency=pcie_latency, network_latency=network_latency,
+                      reduce_bandwidth=reduce_bandwidth)
     topo = Topology(f"fat_tree({nodes}x{gpus_per_node})")
     nics = []
     for node in range(nodes):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from simcoll.checks import integer, real
 from simcoll.errors import TopologyError
-from simcoll.topology.builders import _check_count
+from simcoll.topology.builders import _check_count, _check_quantities
 from simcoll.topology.graph import Topology
 from simcoll.topology.presets.hardware import A100_PCIE, pcie_x16_nccl, sm_host_read
 from simcoll.units import GB, us
@@ -81,6 +81,11 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
                       what="CPU sockets (root complexes): 1 or 2")
     if not isinstance(p2p, bool):
         raise TopologyError(f"p2p={p2p!r} is not accepted; use True or False")
+    _check_quantities(pcie_bandwidth=pcie_bandwidth, pcie_latency=pcie_latency,
+                      memory_bandwidth=memory_bandwidth, memory_latency=memory_latency,
+                      inter_socket_bandwidth=inter_socket_bandwidth,
+                      inter_socket_latency=inter_socket_latency,
+                      reduce_bandwidth=reduce_bandwidth)
     bandwidth = pcie_x16_nccl(gen) if pcie_bandwidth is None else pcie_bandwidth
     if p2p and host_read_bandwidth is not None:
         raise TopologyError(f"host_read_bandwidth={host_read_bandwidth!r} is not accepted "
