@@ -10,7 +10,7 @@ import simcoll as sc
 import simcoll.training as tr
 
 # Every tensor of this model is a multiple of 64 elements.
-SMALL = tr.gpt(3, 64, 4, 16, 128, batch=2)
+SMALL = tr.gpt(3, 64, 8, 16, 128, batch=2)
 
 
 def test_fsdp_runs_collnet_direct_through_sharp_when_asked():

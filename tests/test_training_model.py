@@ -104,6 +104,12 @@ def test_gpu_rate():
     (lambda: tr.Layer("x", (1,), -1.0, 1.0), "forward_flops=-1.0"),
     (lambda: tr.Model("empty", (), 1, 1, 1, 1), "no layers"),
     (lambda: tr.Precision(param_bytes=-2), "param_bytes=-2"),
+    (lambda: tr.Model("m", tr.gpt(2, 64, 4, 16, 128).layers, 1, 16, 64, 3),
+     "hidden=64 is not a multiple of heads=3"),
+    (lambda: tr.ddp_buckets([4, -1]), r"tensor_bytes\[1\] = -1 is not accepted"),
+    (lambda: tr.ddp_buckets([4, 2.5]), r"tensor_bytes\[1\] = 2.5 is not accepted"),
+    (lambda: tr.tensor_parallel_layer(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(3),
+                                      tp=3), "tp=3 does not divide the 4 attention heads"),
 ])
 def test_bad_model_input(call, match):
     with pytest.raises(sc.InvalidInputError, match=match):

@@ -43,8 +43,11 @@ def ddp_buckets(tensor_bytes: Sequence[int], *, bucket_cap_mb: float = 25,
     bucket, ``bucket_cap_mb`` MiB for the others. A tensor is never split.
 
     Raises:
-        InvalidInputError: a non-positive limit.
+        InvalidInputError: a non-positive limit, or a tensor size that is not a whole
+            number of bytes >= 0.
     """
+    sizes = [integer(size, f"tensor_bytes[{i}]", minimum=0, what="bytes")
+             for i, size in enumerate(tensor_bytes)]
     limits = []
     for value, name in ((first_bucket_mb, "first_bucket_mb"), (bucket_cap_mb, "bucket_cap_mb")):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
@@ -56,7 +59,7 @@ def ddp_buckets(tensor_bytes: Sequence[int], *, bucket_cap_mb: float = 25,
     size = 0
     for index in reversed(range(len(tensor_bytes))):
         current.append(index)
-        size += tensor_bytes[index]
+        size += sizes[index]
         if size >= limits[min(len(buckets), 1)]:
             buckets.append(current)
             current, size = [], 0

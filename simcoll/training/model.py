@@ -156,6 +156,22 @@ class Model:
             raise InvalidInputError(f"model {self.name!r} has no layers")
         for name in ("batch", "seq_len", "hidden", "heads"):
             integer(getattr(self, name), name, minimum=1)
+        if self.hidden % self.heads:
+            raise InvalidInputError(f"hidden={self.hidden} is not a multiple of "
+                                    f"heads={self.heads}")
+
+    def heads_per_gpu(self, tp: int) -> int:
+        """Attention heads each GPU of a tensor-parallel group of ``tp`` holds: Megatron-LM
+        splits attention by heads (Shoeybi et al. 2019, Sec. 3), so ``tp`` must divide
+        them.
+
+        Raises:
+            InvalidInputError: ``tp`` does not divide the heads.
+        """
+        if self.heads % tp:
+            raise InvalidInputError(f"tp={tp} does not divide the {self.heads} attention "
+                                    f"heads of {self.name}")
+        return self.heads // tp
 
     @property
     def params(self) -> int:

@@ -281,9 +281,7 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
             f"micro_batches={m} does not divide the batch: {model.batch} sequences over "
             f"dp={dp} replicas leaves {model.batch / dp:g} per replica, which does not "
             f"split into {m} equal micro-batches")
-    if model.heads % tp:
-        raise InvalidInputError(f"tp={tp} does not divide the {model.heads} attention "
-                                f"heads of {model.name}")
+    model.heads_per_gpu(tp)
     collectives = {"all_reduce"} if zero_stage == 0 else {"reduce_scatter", "all_gather"}
     if tp > 1:
         collectives |= ({"all_gather", "reduce_scatter"} if sequence_parallel

@@ -129,11 +129,12 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
 
     Raises:
         InvalidInputError: a model without transformer blocks, bad sizes, ranks or
-            algorithm, or (with
-            sequence parallelism) b s h not divisible by t.
+            algorithm, t not dividing the model's attention heads, or (with sequence
+            parallelism) b s h not divisible by t.
     """
     t = integer(tp, "tp", minimum=1)
     b = integer(sequences, "sequences", minimum=1)
+    model.heads_per_gpu(t)
     how = check_algorithm(algorithm, ["all_gather", "reduce_scatter"] if sequence_parallel
                           else ["all_reduce"], algorithm_params)
     block = next((layer for layer in model.layers if layer.block), None)
