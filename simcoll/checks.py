@@ -17,7 +17,7 @@ import numpy as np
 
 from simcoll.errors import InvalidInputError, SimCollError
 
-__all__ = ["integer", "real"]
+__all__ = ["flag", "integer", "real"]
 
 
 def _subject(name: str, value: Any) -> str:
@@ -27,6 +27,18 @@ def _subject(name: str, value: Any) -> str:
 
 def _is_bool(value: Any) -> bool:
     return isinstance(value, (bool, np.bool_))
+
+
+def flag(value: Any, name: str, *, error: type[SimCollError] = InvalidInputError) -> bool:
+    """``value`` as a ``bool``: ``True`` or ``False`` (numpy's too) and nothing else, since
+    ``"no"``, ``"False"`` or 1 would pass an ``if`` as a choice the caller did not write.
+
+    Raises:
+        ``error``: anything but a bool.
+    """
+    if not _is_bool(value):
+        raise error(f"{_subject(name, value)} is not accepted; use True or False")
+    return bool(value)
 
 
 def integer(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None,

@@ -16,6 +16,7 @@ import numpy as np
 import simpy
 from simpy.events import Event
 
+from simcoll.checks import flag
 from simcoll.comm import Comm
 from simcoll.engine import InvalidYield, RunStop, run
 from simcoll.errors import (
@@ -49,6 +50,7 @@ class Execution:
                  until: float = 1e6, max_events: int = 10**9, faults: Faults | None = None,
                  inputs: tuple[np.ndarray, ...] = (), what: str = "the run"):
         net_cls = network_class(network)
+        trace = flag(trace, "trace")
         self.until, self.max_events = check_limits(until, max_events)
         if faults is not None and not isinstance(faults, Faults):
             raise InvalidInputError(f"faults={faults!r} is not accepted; pass a simcoll.Faults")

@@ -17,6 +17,7 @@ import numpy as np
 from simcoll.algorithms.registry import AlgorithmSpec, get_algorithm
 from simcoll.buffers import VirtualBuffer, owned
 from simcoll.check import compare
+from simcoll.checks import flag
 from simcoll.collectives import collective as get_collective
 from simcoll.collectives import root_argument
 from simcoll.execution import Execution
@@ -96,6 +97,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     coll = get_collective(collective)
     spec = get_algorithm(coll.name, algorithm)
     topology = check_topology(topology)
+    check = flag(check, "check")
     p = topology.nranks
     reduce_op = ReduceOp.parse(op)
     the_root = check_root(coll, root_argument(coll, root, src, dst), p)

@@ -74,6 +74,43 @@ def test_bad_machine_arguments_are_refused(build, match):
         build()
 
 
+_GPT = sc.training.gpt(2, 64, 4, 16, 128, batch=2)
+
+
+def _idle(comm):
+    yield comm.sleep(0.0)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda v: sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8,
+                           check=v), "check"),
+    (lambda v: sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8,
+                           trace=v), "trace"),
+    (lambda v: sc.run_program(sc.topology.switch(2), _idle, trace=v), "trace"),
+    (lambda v: sc.topology.dgx_h100(1, nvls=v), "nvls"),
+    (lambda v: sc.topology.dgx_a100(1, sharp=v), "sharp"),
+    (lambda v: sc.topology.fat_tree(1, sharp=v), "sharp"),
+    (lambda v: sc.topology.pcie_node(2, p2p=v), "p2p"),
+    (lambda v: sc.training.data_parallel(_GPT, sc.topology.switch(2), overlap=v), "overlap"),
+    (lambda v: sc.training.zero_step(_GPT, sc.topology.switch(2), stage=3, prefetch=v),
+     "prefetch"),
+    (lambda v: sc.training.tensor_parallel_layer(_GPT, sc.topology.switch(2), tp=2,
+                                                 sequence_parallel=v), "sequence_parallel"),
+    (lambda v: sc.training.step(_GPT, sc.topology.switch(2), dp=2, recompute=v), "recompute"),
+    (lambda v: sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                        sizes=[8], retry_failed=v), "retry_failed"),
+])
+def test_a_yes_or_no_takes_a_bool_and_nothing_that_only_looks_like_one(call, name):
+    """``check="no"`` ran the check, as any non-empty string is true; every switch of
+    the API now takes True or False (numpy's too) and refuses the rest by name."""
+    for value in ("no", 1, None):
+        with pytest.raises(sc.SimCollError, match=rf"^{name}={value!r} is not accepted; "
+                                                  rf"use True or False"):
+            call(value)
+    call(np.False_)
+    call(True)
+
+
 def test_a_link_end_that_is_not_a_name_is_refused():
     topo = sc.Topology()
     a = topo.add_gpu()

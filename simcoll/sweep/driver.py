@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.checks import flag
 from simcoll.errors import InvalidInputError
 from simcoll.sweep.grid import make_grid
 from simcoll.sweep.records import SweepResults, decode, point_key
@@ -35,9 +36,7 @@ def _check_options(workers: Any, executor: Any, progress: Any, retry_failed: Any
     if progress is not None and not isinstance(progress, bool):
         raise InvalidInputError(f"progress={progress!r} is not accepted; use True, False or "
                                 f"None (on when stderr is a terminal)")
-    if not isinstance(retry_failed, bool):
-        raise InvalidInputError(f"retry_failed={retry_failed!r} is not accepted; use True "
-                                f"or False")
+    flag(retry_failed, "retry_failed")
     return int(workers)
 
 

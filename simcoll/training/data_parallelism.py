@@ -26,6 +26,7 @@ from typing import Any
 
 from simpy.events import Event
 
+from simcoll.checks import flag
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
@@ -141,6 +142,7 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy={strategy!r} is not accepted; use one of "
                                 f"{', '.join(map(repr, STRATEGIES))}")
+    overlap = flag(overlap, "overlap")
     how = check_algorithm(algorithm, ["all_reduce"], algorithm_params)
     groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
     times = per_layer_seconds(model.layers, gpu, 1.0)
@@ -148,7 +150,7 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
     itemsize = model.precision.grad_bytes
     rec = Recorder()
     run = run_program(topology, _program, rec, times, names, groups,
-                      strategy == "ddp" and bool(overlap), how, itemsize,
+                      strategy == "ddp" and overlap, how, itemsize,
                       network=network)
     compute = sum(f + b for f, b in times)
     step = run.time

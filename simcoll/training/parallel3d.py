@@ -26,7 +26,7 @@ from typing import Any
 
 from simpy.events import Event
 
-from simcoll.checks import integer
+from simcoll.checks import flag, integer
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
@@ -328,6 +328,8 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
             divide the batch, more stages than blocks, tp not dividing the heads, an
             unknown schedule or algorithm, or a bad order.
     """
+    sequence_parallel = flag(sequence_parallel, "sequence_parallel")
+    recompute = flag(recompute, "recompute")
     dp, tp, pp, zero_stage, m, order, how = _checked(
         model, topology, dp, tp, pp, zero_stage, micro_batches, schedule, order,
         sequence_parallel, algorithm, algorithm_params)
@@ -340,7 +342,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
                 for x in layers] for layers in stages]
     placement = Placement(dp, tp, pp, order)
     precision = model.precision
-    cfg = _Config(placement, stages, seconds, m, schedule, zero_stage, bool(sequence_parallel),
+    cfg = _Config(placement, stages, seconds, m, schedule, zero_stage, sequence_parallel,
                   sequences * model.seq_len * model.hidden, precision.activation_bytes,
                   precision.grad_bytes, how, Recorder())
     run = run_program(topology, _program, cfg, network=network)
@@ -355,7 +357,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
                                grad_bytes=precision.grad_bytes) for layers in stages)
     activations = tuple(
         cfg.in_flight[s] * sum(model.block_activation_memory(
-            sequences, tp=tp, sequence_parallel=bool(sequence_parallel), recompute=recompute)
+            sequences, tp=tp, sequence_parallel=sequence_parallel, recompute=recompute)
             for x in layers if x.block) for s, layers in enumerate(stages))
     model_flops = model.flops
     return Step(

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from simpy.events import Event
 
-from simcoll.checks import integer
+from simcoll.checks import flag, integer
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
@@ -135,6 +135,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     t = integer(tp, "tp", minimum=1)
     b = integer(sequences, "sequences", minimum=1)
     model.heads_per_gpu(t)
+    sequence_parallel = flag(sequence_parallel, "sequence_parallel")
     how = check_algorithm(algorithm, ["all_gather", "reduce_scatter"] if sequence_parallel
                           else ["all_reduce"], algorithm_params)
     block = next((layer for layer in model.layers if layer.block), None)
@@ -151,11 +152,11 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
              gpu.seconds(block.backward_flops * fraction))
     rec, marks = Recorder(), dict[str, float]()
     run = run_program(topology, _program, rec, chosen, block, times, elements,
-                      model.precision.activation_bytes, bool(sequence_parallel), how,
+                      model.precision.activation_bytes, sequence_parallel, how,
                       marks, network=network)
     comm_time = sum(s.end - s.start for s in rec.spans if s.stream == "tp") / t
     return TensorParallelLayer(
-        tp=t, sequence_parallel=bool(sequence_parallel), ranks=tuple(chosen),
+        tp=t, sequence_parallel=sequence_parallel, ranks=tuple(chosen),
         forward_time=marks["forward"], backward_time=marks["backward"] - marks["forward"],
         time=marks["backward"], compute_time=sum(times), communication_time=comm_time,
         bytes_sent=run.bytes_sent[chosen], run=run, spans=tuple(rec.spans))

@@ -25,7 +25,7 @@ from typing import Any
 
 from simpy.events import Event
 
-from simcoll.checks import integer
+from simcoll.checks import flag, integer
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
@@ -237,6 +237,7 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
             parameters of different sizes in stages 1-3.
     """
     stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
+    prefetch = flag(prefetch, "prefetch")
     how = check_algorithm(algorithm, ["all_reduce"] if stage == 0 else
                           ["reduce_scatter", "all_gather"], algorithm_params)
     n = topology.nranks

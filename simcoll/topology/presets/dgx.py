@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 
-from simcoll.checks import integer
+from simcoll.checks import flag, integer
 from simcoll.errors import TopologyError
 from simcoll.topology.builders import _check_count, _check_quantities
 from simcoll.topology.graph import Topology
@@ -140,8 +140,7 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
         TopologyError: a count, layout, rate or latency that is not accepted, or a
             ``sharp`` that is not a bool.
     """
-    if not isinstance(sharp, bool):
-        raise TopologyError(f"sharp={sharp!r} is not accepted; use True or False")
+    sharp = flag(sharp, "sharp", error=TopologyError)
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     nics = _nic_layout(gpus_per_node, nics_per_node)
@@ -222,7 +221,7 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
     Raises:
         TopologyError: as :func:`dgx`, or a reduction rate given with ``nvls=False``.
     """
-    if not nvls and nvswitch_reduce_bandwidth is not None:
+    if not flag(nvls, "nvls", error=TopologyError) and nvswitch_reduce_bandwidth is not None:
         raise TopologyError(f"nvswitch_reduce_bandwidth={nvswitch_reduce_bandwidth!r} is "
                             f"not accepted with nvls=False (a switch that only forwards); "
                             f"leave it out, or set nvls=True")

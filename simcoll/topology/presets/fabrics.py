@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from simcoll.checks import integer, real
+from simcoll.checks import flag, integer, real
 from simcoll.errors import TopologyError
 from simcoll.topology.builders import _check_count, _check_quantities
 from simcoll.topology.graph import Topology
@@ -90,8 +90,7 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
         TopologyError: a count, ratio, bandwidth or latency that is not accepted, or a
             ``sharp`` that is not a bool.
     """
-    if not isinstance(sharp, bool):
-        raise TopologyError(f"sharp={sharp!r} is not accepted; use True or False")
+    sharp = flag(sharp, "sharp", error=TopologyError)
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     _leaf_capacity(leaf_radix, oversubscription)

@@ -37,7 +37,7 @@ specifications), and the inter-socket figure NCCL 2.30.7 assumes for AMD CPUs, `
 
 from __future__ import annotations
 
-from simcoll.checks import integer, real
+from simcoll.checks import flag, integer, real
 from simcoll.errors import TopologyError
 from simcoll.topology.builders import _check_count, _check_quantities
 from simcoll.topology.graph import Topology
@@ -79,8 +79,7 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
     per_switch = _check_count("gpus_per_switch", gpus_per_switch)
     sockets = integer(sockets, "sockets", minimum=1, maximum=2, error=TopologyError,
                       what="CPU sockets (root complexes): 1 or 2")
-    if not isinstance(p2p, bool):
-        raise TopologyError(f"p2p={p2p!r} is not accepted; use True or False")
+    p2p = flag(p2p, "p2p", error=TopologyError)
     _check_quantities(pcie_bandwidth=pcie_bandwidth, pcie_latency=pcie_latency,
                       memory_bandwidth=memory_bandwidth, memory_latency=memory_latency,
                       inter_socket_bandwidth=inter_socket_bandwidth,
