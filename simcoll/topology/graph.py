@@ -113,6 +113,8 @@ class Topology:
     """
 
     def __init__(self, name: str = "custom"):
+        if not isinstance(name, str):
+            raise TopologyError(f"topology name {name!r} is not a string")
         self.name = name
         self.spec: str | None = None
         self._cpu = "unknown"
@@ -344,10 +346,16 @@ class Topology:
         endpoints = self._endpoints
         if endpoints is None:  # built once per shape of the machine: O(1) per call after
             endpoints = self._endpoints = self._gpus + self._hosts + self._in_network
-        if 0 <= address < len(endpoints):
-            return endpoints[address]
-        raise TopologyError(f"endpoint address {address} out of range "
-                            f"0..{len(endpoints) - 1}")
+        try:
+            if 0 <= address < len(endpoints):
+                return endpoints[address]
+        except TypeError:  # a name, a float: said below
+            pass
+        if isinstance(address, str):
+            raise TopologyError(f"endpoint address {address!r} is a name; pass its address, "
+                                f"topology.address({address!r})")
+        raise TopologyError(f"endpoint address {address!r} is not accepted; use an integer "
+                            f"in 0..{len(endpoints) - 1}")
 
     def link_index(self, u: str, v: str) -> int:
         """The index (into ``links``) of the link between devices ``u`` and ``v``.
