@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simcoll.errors import InvalidInputError
-from simcoll.result import RunResult
+from simcoll.result import RunResult, traced_events
 from simcoll.runtime import TraceEvent
 from simcoll.topology.graph import Topology
 
@@ -301,12 +301,9 @@ def critical_path(result: RunResult) -> CriticalPath:
         (see the module's description).
 
     Raises:
-        InvalidInputError: the result has no trace.
+        InvalidInputError: not a run's result, or one without a trace.
     """
-    trace = result.trace
-    if trace is None:
-        raise InvalidInputError("this result has no trace; simulate with trace=True to "
-                                "find its critical path")
+    trace = traced_events(result)
     index = _Index(trace)
     segments: list[Segment] = []
     t = result.time

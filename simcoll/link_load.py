@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcoll.errors import InvalidInputError
-from simcoll.result import RunResult
+from simcoll.result import RunResult, traced_events
 from simcoll.topology.graph import Topology
 
 __all__ = ["LinkLoad", "link_loads", "rate_steps", "binned_bytes", "check_ran_on"]
@@ -52,8 +52,7 @@ class LinkLoad:
 
 def check_ran_on(result: RunResult, topology: Topology) -> None:
     """Refuse a result without a trace, or a topology other than the one it ran on."""
-    if result.trace is None:
-        raise InvalidInputError("this result has no trace; simulate with trace=True")
+    traced_events(result)
     # Past the GPUs a result counts every other endpoint: hosts, then in-network devices.
     others = len(result.host_bytes_sent)
     if (topology.name != result.topology or topology.nranks != result.nranks

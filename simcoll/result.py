@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simcoll.collectives import Collective, Splits
+from simcoll.errors import InvalidInputError
 from simcoll.runtime import TraceEvent
 
 if TYPE_CHECKING:
     from simcoll.execution import Execution
 
-__all__ = ["RunResult", "Result"]
+__all__ = ["RunResult", "Result", "traced_events"]
 
 
 def _listed(splits: Splits) -> list[Any]:
@@ -177,3 +178,19 @@ class Result(RunResult):
                 f"{self.time * 1e6:.3f} us, algbw {self.algbw / 1e9:.2f} GB/s, "
                 f"busbw {self.busbw / 1e9:.2f} GB/s, max sent/rank "
                 f"{int(self.bytes_sent.max(initial=0))} B, {self.messages} msgs, {check}")
+
+
+def traced_events(result: Any) -> tuple[TraceEvent, ...]:
+    """The trace of ``result``, which must be a traced run's: what ``simulate(...,
+    trace=True)`` or ``run_program(..., trace=True)`` returned.
+
+    Raises:
+        InvalidInputError: not a run's result, or a run simulated without a trace.
+    """
+    if not isinstance(result, RunResult):
+        raise InvalidInputError(f"{type(result).__name__} {result!r:.60} is not a run's "
+                                f"result; pass what simulate(..., trace=True) or "
+                                f"run_program(..., trace=True) returned")
+    if result.trace is None:
+        raise InvalidInputError("this result has no trace; simulate with trace=True")
+    return result.trace

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from simcoll.critical_path import CriticalPath, critical_path, narrowest_link
-from simcoll.errors import InvalidInputError
 from simcoll.link_load import link_loads, rate_steps
-from simcoll.result import Result, RunResult
+from simcoll.result import Result, RunResult, traced_events
 from simcoll.topology.graph import Topology
 
 __all__ = ["to_chrome", "save_chrome", "endpoint_label"]
@@ -116,14 +115,13 @@ def to_chrome(result: Result, topology: Topology | None = None,
         InvalidInputError: the result was simulated without ``trace=True``, or
             ``topology`` is not the one it ran on.
     """
-    if result.trace is None:
-        raise InvalidInputError("this result has no trace; simulate with trace=True")
+    trace = traced_events(result)
     endpoints = max([result.nranks + len(result.host_bytes_sent)]
-                    + [max(e.rank, e.peer or 0) + 1 for e in result.trace])
+                    + [max(e.rank, e.peer or 0) + 1 for e in trace])
     counters = _counters(result, topology, endpoints) if topology is not None else []
     counters += _critical(path or critical_path(result), topology, endpoints + 1)
     events = _names(result, endpoints, topology)
-    for i, e in enumerate(result.trace):
+    for i, e in enumerate(trace):
         start, end = e.start * 1e6, e.end * 1e6
         tid = _THREADS[e.kind]
         if e.kind == "message":

@@ -116,6 +116,32 @@ def test_a_yes_or_no_takes_a_bool_and_nothing_that_only_looks_like_one(call, nam
     call(True)
 
 
+@pytest.mark.parametrize("use", [
+    sc.critical_path,
+    lambda r: sc.plot.timeline(r),
+    lambda r: sc.trace.to_chrome(r),
+    lambda r: sc.plot.link_utilization(r, sc.topology.switch(2)),
+])
+def test_what_reads_a_trace_refuses_anything_but_a_traced_result(use):
+    with pytest.raises(sc.InvalidInputError, match=r"^str 'x' is not a run's result; "
+                                                   r"pass what simulate\(..., trace=True\)"):
+        use("x")
+    untraced = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8)
+    with pytest.raises(sc.InvalidInputError, match="^this result has no trace; simulate "
+                                                   "with trace=True"):
+        use(untraced)
+    traced = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8,
+                         trace=True)
+    assert use(traced) is not None
+
+
+def test_a_timeline_takes_critical_as_a_bool():
+    traced = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8,
+                         trace=True)
+    with pytest.raises(sc.InvalidInputError, match="^critical='yes' is not accepted"):
+        sc.plot.timeline(traced, critical="yes")
+
+
 def test_a_link_end_that_is_not_a_name_is_refused():
     topo = sc.Topology()
     a = topo.add_gpu()

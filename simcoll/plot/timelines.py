@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from simcoll.checks import flag
 from simcoll.critical_path import critical_path
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import check_ran_on
@@ -18,7 +19,7 @@ from simcoll.plot.style import (
     new_axes,
     time_unit,
 )
-from simcoll.result import Result, RunResult
+from simcoll.result import Result, RunResult, traced_events
 from simcoll.topology.graph import Topology
 from simcoll.trace import endpoint_label
 
@@ -112,11 +113,11 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
         The matplotlib Figure.
 
     Raises:
-        InvalidInputError: the result has no trace, or ran on another topology, or bad
-            ``ranks`` / ``max_ranks`` / save path.
+        InvalidInputError: not a traced run's result, or one that ran on another
+            topology, or bad ``ranks`` / ``max_ranks`` / ``critical`` / save path.
     """
-    if result.trace is None:
-        raise InvalidInputError("this result has no trace; simulate with trace=True")
+    events = traced_events(result)
+    critical = flag(critical, "critical")
     if topology is not None:
         check_ran_on(result, topology)
     if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 1:
@@ -126,7 +127,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     shown = _shown(result, endpoints, ranks, max_ranks)
     path = checked_save_path(save)
     spans: dict[tuple[int, str], list[tuple[float, float]]] = {}
-    for e in result.trace:
+    for e in events:
         if e.kind == "message" and e.peer is not None:
             spans.setdefault((e.rank, "send"), []).append((e.start, e.end))
             spans.setdefault((e.peer, "recv"), []).append((e.start, e.end))
@@ -140,7 +141,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     rows = len(shown) * len(streams)
     fig, ax = new_axes(ax, (8.0, min(11.0, max(2.6, 1.4 + 0.16 * rows))))
     height = 0.9 / len(streams)
-    outline = 0.4 if len(result.trace) <= 4000 else 0.0
+    outline = 0.4 if len(events) <= 4000 else 0.0
     for band, address in enumerate(shown):
         label = endpoint_label(result, address, topology)
         for j, stream in enumerate(streams):
