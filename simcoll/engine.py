@@ -78,7 +78,7 @@ def complete(event: Event, value: Any) -> None:
         for callback in callbacks:
             try:
                 callback(event)
-            except (RuntimeError, AttributeError) as exc:
+            except (RuntimeError, AttributeError, OSError) as exc:
                 _refused(callback, exc)
 
 
@@ -120,9 +120,16 @@ class InvalidYield(Exception):
 def _refused(callback: Callable[[Event], None], exc: Exception) -> None:
     """Re-raise ``exc``, escaped from ``callback``, as :class:`InvalidYield` if it is SimPy
     refusing the value a process yielded (a rank program's own exceptions never get here:
-    its process catches them and fails)."""
+    its process catches them and fails). SimPy reads the program's source file to say
+    where; a program typed at ``python -c``, stdin or a notebook has none on disk, and
+    the ``OSError`` of that reading stands for the refusal."""
     owner = getattr(callback, "__self__", None)
     if isinstance(owner, Process):
+        if isinstance(exc, OSError):
+            frame = getattr(owner._generator, "gi_frame", None)
+            where = "its source unread" if frame is None else \
+                f"at {frame.f_code.co_filename}, line {frame.f_lineno}"
+            raise InvalidYield(owner, where) from None
         raise InvalidYield(owner, str(exc).strip().splitlines()[-1]) from None
     raise exc
 
@@ -152,7 +159,7 @@ def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
         for callback in callbacks:
             try:
                 callback(event)
-            except (RuntimeError, AttributeError) as exc:
+            except (RuntimeError, AttributeError, OSError) as exc:
                 _refused(callback, exc)
         if not event._ok and not hasattr(event, "_defused"):
             raise event._value

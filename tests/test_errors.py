@@ -203,6 +203,18 @@ def test_bad_peer_inside_an_algorithm(dst, match):
         sc.simulate(topo4(), "all_reduce", algorithm=f"test_bad_peer_{dst}", nbytes=64)
 
 
+def test_a_bad_yield_in_code_without_a_source_file_is_still_named():
+    """SimPy reads the program's file to say where it yielded; a program typed into a
+    notebook cell, ``python -c`` or stdin has none on disk, and the run ended in a
+    FileNotFoundError instead of the refusal."""
+    namespace: dict = {}
+    exec(compile("def cell(comm):\n    yield comm.sleep(0.0)\n    yield 5\n", "<cell 7>",
+                 "exec"), namespace)
+    with pytest.raises(sc.AlgorithmError, match=r"rank 0 in cell yielded something that is "
+                                                r"not an event \(at <cell 7>, line 3\)"):
+        sc.run_program(topo4(), namespace["cell"])
+
+
 def test_registering_a_plain_function_is_refused():
     with pytest.raises(TypeError, match="not a generator function"):
         sc.register("all_reduce", "test_plain", cost=NO_FORMULA)(lambda comm, x: x)
