@@ -505,6 +505,12 @@ GOOD = dict(algorithms=["ring"], ranks=[2], sizes=[64])
     (dict(dtype="nope"), "dtype='nope' is not a numpy dtype"),
     (dict(root=-1), "root=-1"),
     (dict(chunks=object()), "algorithm parameter chunks=<object"),
+    (dict(chunks=0), "chunks=0 is not accepted; use an integer >= 1"),
+    (dict(chunk=2), r"chunk=2 is taken by none of this sweep's algorithms; their parameters "
+                    r"are ring: chunks"),
+    (dict(until=-1), "until=-1 is not accepted"),
+    (dict(max_events=0), "max_events=0 is not accepted"),
+    (dict(check="no"), "check='no' is not accepted; use True or False"),
     (dict(save=42), "save=42 is not a file path"),
 ])
 def test_bad_arguments_are_refused_before_any_work(tmp_path, calls, bad, match):

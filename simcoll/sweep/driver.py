@@ -90,10 +90,12 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
         simulation raised a :class:`~simcoll.SimCollError`.
 
     Raises:
-        InvalidInputError (or a subclass): a bad argument, an empty axis, a factory that
-            builds another number of ranks than asked, a ``save`` path that is a
-            directory or a file that is not a sweep's, a point that cannot be pickled
-            for the local pool; all before any point runs.
+        InvalidInputError (or a subclass): a bad argument, an empty axis, an algorithm
+            parameter none of ``algorithms`` takes or a value one that takes it refuses
+            (an algorithm that does not take a parameter the others take fails its
+            points), a factory that builds another number of ranks than asked, a
+            ``save`` path that is a directory or a file that is not a sweep's, a point
+            that cannot be pickled for the local pool; all before any point runs.
         KeyboardInterrupt: Ctrl-C; the local pool's workers are ended at once, and every
             point finished so far is in ``save``.
     """

@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from simcoll.algorithms.registry import get_algorithm
+from simcoll.checks import flag
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
+from simcoll.inputs import check_limits
 from simcoll.network import network_class
 from simcoll.ops import ReduceOp
 from simcoll.sweep.records import point_key, topology_hash
@@ -112,6 +114,23 @@ def _json_param(name: str, value: Any) -> Any:
                                 f"sweep: it must be saved as JSON ({exc})") from None
 
 
+def _check_params(collective: str, names: list[str], params: dict[str, Any]) -> None:
+    """Refuse, before any point runs, a parameter that none of the sweep's algorithms
+    takes (a misspelling, or the wrong sweep) and a value that an algorithm taking it
+    refuses. An algorithm that does not take a parameter the others take fails its
+    points with that reason, as ``simulate`` would."""
+    specs = [get_algorithm(collective, name) for name in names]
+    for key, value in params.items():
+        takers = [spec for spec in specs if key in spec.params]
+        if not takers:
+            taken = "; ".join(f"{spec.name}: {', '.join(spec.params) or 'none'}"
+                              for spec in specs)
+            raise InvalidInputError(f"{key}={value!r} is taken by none of this sweep's "
+                                    f"algorithms; their parameters are {taken}")
+        for spec in takers:
+            spec.normalized({key: value})
+
+
 def importable_name(obj: Any) -> str | None:
     """``module:qualname`` if importing that gives back ``obj``, else None."""
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
@@ -171,7 +190,6 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
     for name in names:
         if not isinstance(name, str):
             raise InvalidInputError(f"algorithms value {name!r} is not an algorithm name")
-        get_algorithm(collective, name)
     counts = [_rank_count(p) for p in _listed("ranks", ranks)]
     kwargs = dict(kwargs)
     for name, instead in _RESERVED.items():
@@ -185,7 +203,10 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
             or root < 0:
         raise InvalidInputError(f"root={root!r} is not a rank; use an integer >= 0")
     options = {k: kwargs.pop(k) for k in _RUN_OPTIONS if k in kwargs}
+    check_limits(options.get("until", 1.0), options.get("max_events", 1))
+    flag(options.get("check", True), "check")
     params = {k: _json_param(k, v) for k, v in sorted(kwargs.items())}
+    _check_params(collective, names, kwargs)
     nbytes = [_size(s, dtype) for s in _listed("sizes", sizes)]
 
     built = {p: _build(factory, p) for p in dict.fromkeys(counts)}
