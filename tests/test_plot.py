@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import matplotlib
 import numpy as np
@@ -201,6 +202,10 @@ def test_points_without_a_model_are_skipped_and_the_legend_says_so():
 def test_formula_needs_alpha_beta_and_gamma(grid):
     with pytest.raises(sc.InvalidInputError, match="alpha.*beta.*gamma"):
         scaling(grid, formula=True, alpha=ALPHA, beta=BETA)
+    for bad, match in [(dict(alpha=-ALPHA), r"^alpha=-"), (dict(beta=math.nan), "^beta=nan"),
+                       (dict(gamma="0"), "^gamma='0'"), (dict(formula="yes"), "^formula='yes'")]:
+        with pytest.raises(sc.InvalidInputError, match=match + ".* is not accepted"):
+            scaling(grid, **{"formula": True, "alpha": ALPHA, "beta": BETA, "gamma": 0.0, **bad})
 
 
 def test_points_that_cannot_sit_on_log_axes_are_left_out():

@@ -9,6 +9,7 @@ from typing import Any
 
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
+from simcoll.checks import flag, real
 from simcoll.collectives import collective as collective_spec
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.plot.records import Point, read_points, topology_templates
@@ -144,7 +145,7 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
 
     Raises:
         InvalidInputError: a bad axis, field or save path, ``formula=True`` without
-            alpha, beta and gamma, or no point that can be drawn.
+            alpha, beta and gamma (each a number >= 0), or no point that can be drawn.
     """
     split = split if split is not None else ("nbytes" if x == "nranks" else "nranks")
     if x not in _XS or y not in _YS or split not in _XS or split == x or by not in _BYS:
@@ -152,13 +153,15 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
             f"cannot plot y={y!r} against x={x!r} by={by!r} split={split!r}; use x and "
             f"split in {_XS} (different), y in {_YS}, by in {_BYS}")
     model_args: tuple[float, float, float] | None = None
-    if formula:
+    if flag(formula, "formula"):
         if alpha is None or beta is None or gamma is None:
             raise InvalidInputError(
                 f"formula=True needs the model's alpha (s per message), beta (s per byte) "
                 f"and gamma (s per reduced byte, 0 if free); got alpha={alpha!r}, "
                 f"beta={beta!r}, gamma={gamma!r}")
-        model_args = (alpha, beta, gamma)
+        model_args = (real(alpha, "alpha", what="seconds per message"),
+                      real(beta, "beta", what="seconds per byte"),
+                      real(gamma, "gamma", what="seconds per reduced byte"))
     path = checked_save_path(save)
     points = [p for p in read_points(records)
               if (p.value(y) or 0) > 0 and (p.value(x) or 0) > 0]
