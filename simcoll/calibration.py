@@ -153,9 +153,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             ``build`` nor the algorithm takes (or one given in ``simulate_kwargs`` too),
             an unknown ``loss`` or a ``loss_scale`` that is not a finite number > 0,
             bounds that are not ``low <= initial <= high`` with ``low < high`` (or that
-            the algorithm's parameter does not accept), a collective or algorithm that
-            does not exist, a table with a different rank count than the machine; all
-            before the first simulation.
+            the algorithm's parameter does not accept, or at which ``build`` cannot
+            build the machine), a ``seed`` that is not an integer >= 0, a collective
+            or algorithm that does not exist, a table with a different rank count than
+            the machine; all before the first simulation.
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
     """
     factory = _factory(build)
@@ -188,6 +189,13 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         return _built(factory, {k: v for k, v in values.items() if k not in tuned})
 
     topology = machine(initial)
+    for k in free:   # the machine must build over the whole range (names the bad bound)
+        for bound in () if k in tuned else bounds[k]:
+            try:
+                machine({**initial, k: bound})
+            except SimCollError as err:
+                raise InvalidInputError(f"free[{k!r}]: the machine cannot be built at the "
+                                        f"bound {bound:g}: {err}") from None
     if table.nranks is not None and table.nranks != topology.nranks:
         raise InvalidInputError(f"the table was measured on {table.nranks} ranks, but the "
                                 f"machine built has {topology.nranks}")
@@ -198,7 +206,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                                 f"whole element of {coll.name}; drop them with "
                                 f"table.between(low=...)")
     Int(1, minimum=1).normalize("starts", starts)
-    Int(0).normalize("seed", seed)
+    Int(0, minimum=0).normalize("seed", seed)
     Choice("linear", LOSSES).normalize("loss", loss)
     if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) \
             or not 0 < loss_scale < math.inf:

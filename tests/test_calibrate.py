@@ -120,6 +120,9 @@ GOOD = {"bandwidth": (1e11, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)}
     ({"bandwidth": (1e11, 1e9, math.inf)}, "need finite low < high"),
     ({"bandwidth": (1e11, 1e9)}, r"is not \(initial, low, high\)"),
     ({}, "at least one constant"),
+    ({**GOOD, "bandwidth": (1e11, -1.0, 1e12)}, r"free\['bandwidth'\]: the machine cannot be built "
+                                        r"at the bound -1: bandwidth=-1.0 is not accepted"),
+    ({**GOOD, "latency": (1e-6, -1e-6, 1e-4)}, r"free\['latency'\]: .* bound -1e-06: latency="),
 ])
 def test_bad_free_constants(no_simulation, table, free, message):
     with pytest.raises(InvalidInputError, match=message):
@@ -148,6 +151,8 @@ def test_bad_tables_and_names(no_simulation, table):
         sc.calibrate(lambda **kw: 3, table, free=GOOD)
     with pytest.raises(InvalidInputError, match="not int"):
         sc.calibrate(8, table, free=GOOD)
+    with pytest.raises(InvalidInputError, match="seed=-1 is not accepted"):
+        sc.calibrate(switch8, table, free=GOOD, seed=-1)
 
 
 def test_missing_scipy_names_the_extra(monkeypatch, table, no_simulation):
