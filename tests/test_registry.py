@@ -239,6 +239,14 @@ def test_names_must_be_non_empty_strings(collective, name):
     assert ("all_reduce", "ring") in sc.list_algorithms()   # the registry still works
 
 
+@pytest.mark.parametrize("name", ["my ring", "ring,tree", "a=b", "a/b", "2ring", "ring:4"])
+def test_a_name_the_command_line_could_not_pass_is_refused(name):
+    with pytest.raises(sc.InvalidInputError, match=f"name={name!r} is not accepted; use "
+                                                   f"letters, digits"):
+        sc.register("all_reduce", name, cost=NO_FORMULA)
+    assert ("all_reduce", name) not in sc.list_algorithms()
+
+
 def test_a_program_takes_exactly_its_declared_parameters_without_defaults():
     chunks = {"chunks": Int(1, minimum=1)}
 

@@ -12,6 +12,7 @@ algorithms when loaded; they are loaded on first lookup.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -190,6 +191,9 @@ def _normalized(spec: AlgorithmSpec, params: Mapping[str, Any],
     return {name: specs[name].normalize(name, value) for name, value in params.items()}
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+"""What an algorithm may be named: a word the command line can list and pass on."""
+
 _REGISTRY: dict[tuple[str, str], AlgorithmSpec] = {}
 _plugins_loaded = False
 
@@ -206,7 +210,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
 
     Args:
         collective: a collective's name (``"all_reduce"``, ...).
-        name: the algorithm's name, a non-empty string.
+        name: the algorithm's name: letters, digits, ``_``, ``-`` and ``.``, starting
+            with a letter or ``_``.
         cost: its :class:`~simcoll.cost.CostModel` (required).
         params: ``{name: spec}`` of its parameters; the program takes each as a
             keyword-only argument without a default (the spec holds the default).
@@ -224,7 +229,7 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
 
     Raises:
         UnknownCollectiveError: the collective does not exist.
-        InvalidInputError: the name is not a non-empty string.
+        InvalidInputError: a name that is not such a string.
         TypeError: no cost model, a parameter that is not a spec, a program that is not a
             generator function or whose keywords differ from the declared parameters, a
             model function naming a keyword nobody passes.
@@ -234,6 +239,11 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         if not isinstance(value, str) or not value:
             raise InvalidInputError(f"register: {what}={value!r} is not accepted; use a "
                                     f"non-empty string")
+    if not _NAME.fullmatch(name):
+        raise InvalidInputError(f"register: name={name!r} is not accepted; use letters, "
+                                f"digits, '_', '-' and '.', starting with a letter or '_' "
+                                f"(the command line lists algorithms separated by commas "
+                                f"and reads NAME=VALUE pairs)")
     coll = _collective(collective)
     collective = coll.name
     what = f"{collective}/{name}"
