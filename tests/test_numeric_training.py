@@ -29,7 +29,9 @@ from simcoll.numeric import (
     pipeline,
     pipeline_schedule,
     shard_name,
+    stage_layers,
     tensor_parallel,
+    tp_pieces,
     train_reference,
     zero,
 )
@@ -451,6 +453,27 @@ def test_three_stage_pipeline_and_four_way_tensor_parallel():
 
 
 # -- bad input, refused before the run -----------------------------------------------------
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: stage_layers(3, 0), r"stages=0 is not accepted"),
+    (lambda: stage_layers(3, 5), r"stages=5 is more than the model's 3 layers"),
+    (lambda: stage_layers(0, 1), r"layers=0 is not accepted"),
+    (lambda: pipeline_schedule("zb", 2, 0, 4), r"schedule='zb' is not accepted"),
+    (lambda: pipeline_schedule("gpipe", 2, 2, 4), r"stage=2 is not accepted; use an integer "
+                                                  r">= 0 and <= 1"),
+    (lambda: pipeline_schedule("1f1b", 2, 0, 0), r"micro_batches=0 is not accepted"),
+    (lambda: tp_pieces(MODEL, JOB.params, 2, 0), r"3 layers, use an even number"),
+    (lambda: tp_pieces(TP_JOB.model, TP_JOB.params, 2, 2), r"index=2 is not accepted; use "
+                                                          r"an integer >= 0 and <= 1"),
+    (lambda: tp_pieces(TP_JOB.model, TP_JOB.params, 32, 0), r"tp=32 is more than 16"),
+    (lambda: shard_name(-1), r"layer=-1 is not accepted"),
+])
+def test_the_exported_helpers_refuse_what_their_runs_refuse(call, match):
+    """stage_layers(3, 5) gave two empty stages, pipeline_schedule('zb', ...) a 1F1B
+    order, tp_pieces an IndexError, shard_name(-1) 'layer-1.shard'."""
+    with pytest.raises(sc.InvalidInputError, match=match):
+        call()
+
 
 def test_bad_configurations_are_refused_with_clear_errors():
     four = sc.topology.switch(4)

@@ -44,13 +44,34 @@ __all__ = ["tensor_parallel", "tp_pieces"]
 Array = np.ndarray
 
 
+def _checked_tp(model: MLP, tp: int) -> int:
+    """``tp`` as an int, if ``model`` pairs its layers and every column-parallel layer
+    has an output for each of the ``tp`` GPUs."""
+    tp = integer(tp, "tp", minimum=1)
+    if model.layers % 2:
+        raise InvalidInputError(f"tensor parallelism pairs a column-parallel layer with a "
+                                f"row-parallel one; the model has {model.layers} layers, "
+                                f"use an even number")
+    narrowest = min(model.sizes[1::2])
+    if tp > narrowest:
+        raise InvalidInputError(f"tp={tp} is more than {narrowest}, the narrowest "
+                                f"column-parallel output; use tp <= {narrowest}")
+    return tp
+
+
 def tp_pieces(model: MLP, params: Params, tp: int, index: int) -> Params:
     """The pieces of ``params`` that GPU ``index`` of a tensor-parallel group holds.
 
     The output features of each column-parallel layer are cut as ``np.array_split``
     cuts them; ``index`` gets rows of its weight and bias and the matching columns of the
     next layer's weight, and the whole bias of that next layer.
+
+    Raises:
+        InvalidInputError: a ``tp`` :func:`tensor_parallel` refuses, or an index not in
+            0..tp - 1.
     """
+    tp = _checked_tp(model, tp)
+    index = integer(index, "index", minimum=0, maximum=tp - 1)
     out: Params = {}
     for col in range(0, model.layers, 2):
         rows = np.array_split(np.arange(model.sizes[col + 1]), tp)[index]
@@ -86,15 +107,7 @@ def tensor_parallel(topology: Topology, job: TrainingJob, *, tp: int = 2,
     """
     topology = check_job(topology, job)
     model = job.model
-    tp = integer(tp, "tp", minimum=1)
-    if model.layers % 2:
-        raise InvalidInputError(f"tensor parallelism pairs a column-parallel layer with a "
-                                f"row-parallel one; the model has {model.layers} layers, "
-                                f"use an even number")
-    narrowest = min(model.sizes[1::2])
-    if tp > narrowest:
-        raise InvalidInputError(f"tp={tp} is more than {narrowest}, the narrowest "
-                                f"column-parallel output; use tp <= {narrowest}")
+    tp = _checked_tp(model, tp)
     replicas = data_parallel_degree(topology, tp, "tp")
     local_batch(job, replicas)
     count = sum(v.size for v in job.params.values())

@@ -60,7 +60,7 @@ Array = np.ndarray
 
 def shard_name(layer: int) -> str:
     """The name under which a stage-3 rank holds its shard of ``layer``'s flat parameters."""
-    return f"layer{layer}.shard"
+    return f"layer{integer(layer, 'layer', minimum=0)}.shard"
 
 
 def zero(topology: Topology, job: TrainingJob, *, stage: int, reduce_scatter: str = "ring",
