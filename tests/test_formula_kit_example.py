@@ -6,12 +6,16 @@ and ``simcoll.testing`` (with the ``simcoll_reference`` fixture of its pytest pl
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from simcoll import register, simulate
+import simcoll as sc
+from simcoll import cost, register, simulate
 from simcoll.cost import CostModel, gpu_traffic
 from simcoll.testing import (
+    AlphaBeta,
     alpha_beta_network,
     assert_matches_model,
     assert_time,
@@ -125,3 +129,35 @@ def test_my_algorithm_matches_its_registered_cost_model(simcoll_reference, p, nb
 def test_sweep_needs_values():
     with pytest.raises(ValueError, match="axis 'p' has no values"):
         sweep(p=[], nbytes=[1])
+
+
+def test_the_kit_refuses_constants_and_tolerances_no_formula_has():
+    """A negative alpha made a negative prediction, which assert_matches_model then
+    reported as the simulation differing from the formula; AlphaBeta(alpha=-1) was
+    taken; an rtol of -1 failed a time that matched to the bit."""
+    res = simulate(alpha_beta_network(4, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="ring", nbytes=4096)
+    for bad in (dict(alpha=-ALPHA), dict(beta=math.nan), dict(gamma=math.inf)):
+        name, value = next(iter(bad.items()))
+        kwargs = {"alpha": ALPHA, "beta": BETA, "gamma": 0.0, **bad}
+        with pytest.raises(sc.InvalidInputError, match=f"^{name}={value!r} is not accepted"):
+            cost.predict("all_reduce", "ring", p=4, nbytes=4096, **kwargs)
+        with pytest.raises(sc.InvalidInputError, match=f"^{name}={value!r} is not accepted"):
+            cost.lower_bound("all_reduce", p=4, nbytes=4096, **kwargs)
+        with pytest.raises(sc.InvalidInputError, match=f"^{name}={value!r} is not accepted"):
+            assert_matches_model(res, **kwargs)
+        with pytest.raises(sc.TopologyError, match=f"^{name}={value!r} is not accepted"):
+            alpha_beta_network(4, **kwargs)
+        with pytest.raises(sc.TopologyError, match=f"^{name}={value!r} is not accepted"):
+            AlphaBeta(**kwargs)
+    with pytest.raises(sc.TopologyError, match="^beta=0 is not accepted; use a number > 0"):
+        alpha_beta_network(4, alpha=ALPHA, beta=0)
+    assert cost.predict("all_reduce", "ring", p=4, nbytes=4096, alpha=ALPHA, beta=0.0) > 0
+    for tolerance in (dict(rtol=-1.0), dict(atol=math.nan)):
+        with pytest.raises(sc.InvalidInputError, match="is not accepted"):
+            assert_time(res, res.time, **tolerance)
+    with pytest.raises(sc.InvalidInputError, match="^expected=-1.0 is not accepted"):
+        assert_time(res, -1.0)
+    with pytest.raises(sc.InvalidInputError, match="^rtol=-1 is not accepted"):
+        assert_traffic(res, sent=0, rtol=-1)
+    assert_time(res, res.time, rtol=0.0)

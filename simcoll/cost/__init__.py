@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 
 from simcoll.algorithms.params import named_arguments
 from simcoll.buffers import block_size
+from simcoll.checks import real
 from simcoll.collectives import ALIASES
 from simcoll.collectives import collective as get_collective
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
@@ -104,6 +105,13 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
     return int(p), int(nbytes)
 
 
+def _constants(alpha: float, beta: float, gamma: float) -> tuple[float, float, float]:
+    """The reference network's constants, each a number of seconds >= 0."""
+    return (real(alpha, "alpha", what="seconds per message"),
+            real(beta, "beta", what="seconds per byte"),
+            real(gamma, "gamma", what="seconds per reduced byte"))
+
+
 def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike, alpha: float,
             beta: float, gamma: float = 0.0, **params: Any) -> float:
     """Predicted seconds on the alpha-beta reference network.
@@ -114,10 +122,11 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
 
     Raises:
         UnknownAlgorithmError: no model for the pair; the message lists the known ones.
-        InvalidInputError: a bad p, nbytes or parameter.
+        InvalidInputError: a bad p, nbytes, alpha, beta, gamma or parameter.
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
+    alpha, beta, gamma = _constants(alpha, beta, gamma)
     args = spec.model_arguments(p, params)
     time = spec.cost.time
     return float(time(p, nbytes, alpha, beta, gamma, **named_arguments(time, args)))
@@ -170,9 +179,11 @@ def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: floa
     their bounds are in :func:`simcoll.cost.uneven.uneven_bounds`.
 
     Raises:
-        InvalidInputError: a bad p or nbytes, or a collective without bounds.
+        InvalidInputError: a bad p, nbytes, alpha, beta or gamma, or a collective without
+            bounds.
     """
     collective = ALIASES.get(collective, collective)
+    alpha, beta, gamma = _constants(alpha, beta, gamma)
     if collective in ("all_gatherv", "reduce_scatterv", "all_to_allv"):
         p, sizes = _sizes(p, nbytes, collective)
         steps, moved, reduced, needed = uneven_bounds(collective, p, sizes)

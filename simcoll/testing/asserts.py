@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
+from simcoll.checks import real
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
 from simcoll.result import Result
@@ -33,12 +34,15 @@ def assert_time(res: Result, expected: float, *, rtol: float = 1e-9,
 
     Raises:
         AssertionError: naming the run, with expected and simulated times side by side.
+        InvalidInputError: an expected time, ``rtol`` or ``atol`` that is not a finite
+            number >= 0.
     """
-    _assert_time(res, expected, rtol, atol, "the formula")
+    _assert_time(res, real(expected, "expected", what="seconds"), rtol, atol, "the formula")
 
 
 def _assert_time(res: Result, expected: float, rtol: float, atol: float,
                  source: str) -> None:
+    rtol, atol = real(rtol, "rtol"), real(atol, "atol")
     diff = res.time - expected
     if abs(diff) <= atol + rtol * abs(expected):
         return
@@ -83,6 +87,7 @@ def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
         AssertionError: naming the run; a table of the ranks that differ with expected and
             simulated bytes side by side.
         ValueError: no expectation given.
+        InvalidInputError: an ``rtol`` that is not a finite number >= 0.
     """
     if sent is None and received is None and host_sent is None and host_received is None:
         raise ValueError("assert_traffic needs sent=, received=, host_sent= or "
@@ -91,6 +96,7 @@ def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
 
 
 def _assert_traffic(res: Result, expected: tuple, rtol: float, source: str) -> None:
+    rtol = real(rtol, "rtol")
     simulated = (res.bytes_sent, res.bytes_received, res.host_bytes_sent,
                  res.host_bytes_received)
     names = ("bytes_sent", "bytes_received", "host_bytes_sent", "host_bytes_received")
@@ -128,7 +134,9 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     Raises:
         AssertionError: the first check that fails, values side by side.
         UnknownAlgorithmError: the algorithm has no cost model.
+        InvalidInputError: alpha, beta, gamma or ``rtol`` not a finite number >= 0.
     """
+    rtol = real(rtol, "rtol")
     if res.correct is False:
         raise AssertionError(f"{_what(res)} computed a wrong result "
                              f"(largest error {res.max_error!r})")

@@ -5,17 +5,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from simcoll.checks import real
+from simcoll.errors import TopologyError
 from simcoll.testing.asserts import assert_matches_model
 from simcoll.topology import Topology, builders
 
 __all__ = ["alpha_beta_network", "AlphaBeta"]
 
 
-def _rate(per_byte: float, name: str) -> float:
-    """Bytes per second for a cost per byte (0 means free: infinite rate)."""
-    if not per_byte >= 0:
-        raise ValueError(f"{name}={per_byte!r} is not accepted; use seconds per byte >= 0")
-    return math.inf if per_byte == 0 else 1 / per_byte
+def _checked(alpha: float, beta: float, gamma: float) -> tuple[float, float, float]:
+    """The constants as floats: alpha >= 0, beta > 0 (a link's bandwidth is finite),
+    gamma >= 0 (0: reductions are free)."""
+    return (real(alpha, "alpha", error=TopologyError, what="seconds per message"),
+            real(beta, "beta", strict=True, error=TopologyError, what="seconds per byte"),
+            real(gamma, "gamma", error=TopologyError, what="seconds per reduced byte"))
 
 
 def alpha_beta_network(p: int, *, alpha: float, beta: float, gamma: float = 0.0,
@@ -25,12 +28,12 @@ def alpha_beta_network(p: int, *, alpha: float, beta: float, gamma: float = 0.0,
     ``p`` GPUs (and ``servers`` server hosts) on one non-blocking switch, every link of
     bandwidth 1/beta and latency alpha/2, every GPU and host reducing at 1/gamma bytes/s
     (``gamma=0``: reductions are free). This is the network ``simcoll.cost`` models.
+
+    Raises:
+        TopologyError: alpha or gamma not a finite number >= 0, beta not one > 0.
     """
-    if not alpha >= 0:
-        raise ValueError(f"alpha={alpha!r} is not accepted; use seconds >= 0")
-    if not beta > 0:
-        raise ValueError(f"beta={beta!r} is not accepted; use seconds per byte > 0")
-    reduce_bandwidth = _rate(gamma, "gamma")
+    alpha, beta, gamma = _checked(alpha, beta, gamma)
+    reduce_bandwidth = math.inf if gamma == 0 else 1 / gamma
     return builders.switch(p, bandwidth=1 / beta, latency=alpha / 2, servers=servers,
                            reduce_bandwidth=reduce_bandwidth,
                            server_reduce_bandwidth=reduce_bandwidth)
@@ -47,6 +50,9 @@ class AlphaBeta:
     alpha: float = 1e-6
     beta: float = 1e-11
     gamma: float = 2.5e-12
+
+    def __post_init__(self) -> None:
+        _checked(self.alpha, self.beta, self.gamma)
 
     def network(self, p: int, *, servers: int = 0) -> Topology:
         """:func:`alpha_beta_network` with these constants."""
