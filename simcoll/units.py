@@ -40,16 +40,24 @@ def parse_size(text: str | int) -> int:
     """Return the number of bytes that ``text`` names.
 
     Decimal suffixes (K, KB, M, MB, G, GB, T, TB) are powers of 1000, binary ones (KiB,
-    MiB, GiB, TiB) powers of 1024; case is ignored; a bare number is bytes.
+    MiB, GiB, TiB) powers of 1024; a bare number is bytes. Case is ignored but in the
+    final B: a lowercase b is a bit (``"100Mb"`` is what a link rate counts in), and
+    is refused rather than read as bytes.
 
     Raises:
-        ValueError: the text is not a size, or names a fractional number of bytes.
+        ValueError: the text is not a size, names bits, or names a fractional number of
+            bytes.
     """
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise ValueError(f"size {text} is negative; sizes are >= 0 bytes")
         return text
     match = _SIZE_RE.match(str(text))
+    if match is not None and match.group(2).endswith("b"):
+        number, prefix = match.group(1), match.group(2)[:-1].rstrip("iI").upper()
+        instead = f"{number}{prefix}B or {number}{prefix}iB" if prefix else f"{number}B"
+        raise ValueError(f"cannot read size {text!r}: a lowercase b is a bit, and sizes "
+                         f"are bytes; write {instead}")
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _SIZE_UNITS:
         raise ValueError(

@@ -294,6 +294,8 @@ def test_sizes_are_read_as_nccl_tests_reads_them(text, value):
 
 
 @pytest.mark.parametrize("text, word", [("8GB", "ambiguous"), ("1.3K", "not a whole"),
+                                        ("1mib", "a lowercase b is a bit.*write 1MiB"),
+                                        ("8b", "a lowercase b is a bit.*write 8B"),
                                         ("99999999999999999999999", "above"), ("-1", "cannot"),
                                         ("abc", "cannot"), ("1 parsec", "cannot")])
 def test_bad_sizes(text, word):

@@ -58,7 +58,8 @@ def test_hand_built_machine_with_a_cycle_uses_fewest_hops():
 
 
 @pytest.mark.parametrize("text, value", [("256MiB", 256 << 20), ("1G", 10**9), ("4096", 4096),
-                                         ("1.5KB", 1500), (" 2 gib ", 2 << 30), (7, 7)])
+                                         ("1.5KB", 1500), (" 2 GIB ", 2 << 30), ("3kB", 3000),
+                                         (7, 7)])
 def test_parse_size(text, value):
     assert sc.parse_size(text) == value
 
@@ -66,6 +67,16 @@ def test_parse_size(text, value):
 @pytest.mark.parametrize("text", ["1.5B", "12 parsecs", "", "-3"])
 def test_parse_size_refuses(text):
     with pytest.raises(ValueError, match="size"):
+        sc.parse_size(text)
+
+
+@pytest.mark.parametrize("text, instead", [("1Gb", "1GB or 1GiB"), ("2 gib", "2GB or 2GiB"),
+                                           ("100Mb", "100MB or 100MiB"), ("64b", "64B")])
+def test_a_size_in_bits_is_refused_not_read_as_bytes(text, instead):
+    """'1Gb' was read as 10^9 bytes, eight times what it names; rates read a lowercase b
+    as a bit (parse_rate('100Gb/s') is 12.5e9 bytes/s), and sizes now refuse it."""
+    with pytest.raises(ValueError, match=f"a lowercase b is a bit, and sizes are bytes; "
+                                         f"write {instead}$"):
         sc.parse_size(text)
 
 

@@ -61,6 +61,11 @@ def parse_bytes(text: str) -> int:
             f"size {text!r} is ambiguous: this command line reads K, M, G, T as powers of "
             f"1024, as nccl-tests does; write {match.group(1)}{unit[0].upper()} or "
             f"{match.group(1)}{unit[0].upper()}iB for that, or the number of bytes")
+    if match is not None and match.group(2).endswith("b"):
+        prefix = unit[:-1].rstrip("i").upper()
+        raise argparse.ArgumentTypeError(
+            f"cannot read size {text!r}: a lowercase b is a bit, and sizes are bytes; "
+            f"write {match.group(1)}{prefix + 'iB' if prefix else 'B'}")
     if match is None or unit not in _BINARY:
         raise argparse.ArgumentTypeError(
             f"cannot read size {text!r}; write bytes with an optional K, M, G or T (powers "
