@@ -90,6 +90,20 @@ def test_schedules_by_hand():
     assert tr.schedule_of("gpipe", 3, 1, 2) == [("F", 0), ("F", 1), ("B", 1), ("B", 0)]
 
 
+@pytest.mark.parametrize("args, match", [
+    (("zb", 2, 0, 4), "schedule='zb' is not accepted"),
+    (("1f1b", 0, 0, 4), "stages=0 is not accepted"),
+    (("1f1b", 2, 5, 4), "stage=5 is not accepted; use an integer >= 0 and <= 1"),
+    (("1f1b", 2, -1, 4), "stage=-1 is not accepted"),
+    (("gpipe", 2, 0, 0), "micro_batches=0 is not accepted"),
+])
+def test_a_schedule_of_what_cannot_run_is_refused(args, match):
+    """schedule_of('zb', ...) gave a 1F1B order, and a stage past the last one forward
+    passes of micro-batches -4 to -1."""
+    with pytest.raises(sc.InvalidInputError, match=match):
+        tr.schedule_of(*args)
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(schedule="interleaved"), "schedule='interleaved'"),
     (dict(stages=0), "stages=0"),

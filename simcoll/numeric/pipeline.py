@@ -46,11 +46,9 @@ from simcoll.numeric.passes import (
 from simcoll.numeric.results import StepRecord, TrainingRun, collect
 from simcoll.programs import run_program
 from simcoll.topology.graph import Topology
+from simcoll.training.pipeline import SCHEDULES, check_schedule, schedule_of
 
 __all__ = ["pipeline", "pipeline_schedule", "stage_layers", "SCHEDULES"]
-
-SCHEDULES = ("gpipe", "1f1b")
-
 
 def _checked_stages(layers: int, stages: int) -> int:
     """``stages`` as an int, if every stage of a model of ``layers`` layers gets one."""
@@ -59,12 +57,6 @@ def _checked_stages(layers: int, stages: int) -> int:
         raise InvalidInputError(f"stages={stages} is more than the model's {layers} layers; "
                                 f"use 1..{layers} stages")
     return stages
-
-
-def _check_schedule(schedule: str) -> None:
-    if schedule not in SCHEDULES:
-        raise InvalidInputError(f"schedule={schedule!r} is not accepted; use one of "
-                                f"{', '.join(SCHEDULES)}")
 
 
 def stage_layers(layers: int, stages: int) -> tuple[tuple[int, ...], ...]:
@@ -80,24 +72,15 @@ def stage_layers(layers: int, stages: int) -> tuple[tuple[int, ...], ...]:
 
 def pipeline_schedule(schedule: str, stages: int, stage: int,
                       micro_batches: int) -> tuple[tuple[str, int], ...]:
-    """The order in which ``stage`` runs its passes: ``("F", i)`` is micro-batch i's
-    forward pass, ``("B", i)`` its backward pass.
+    """:func:`simcoll.training.schedule_of` as a tuple: the order in which ``stage``
+    runs its passes, ``("F", i)`` micro-batch i's forward pass, ``("B", i)`` its
+    backward pass.
 
     Raises:
         InvalidInputError: an unknown schedule, a stage not in 0..stages - 1, or fewer
             than one micro-batch.
     """
-    _check_schedule(schedule)
-    stages = integer(stages, "stages", minimum=1)
-    stage = integer(stage, "stage", minimum=0, maximum=stages - 1)
-    m = integer(micro_batches, "micro_batches", minimum=1)
-    if schedule == "gpipe":
-        return tuple([("F", i) for i in range(m)] + [("B", i) for i in reversed(range(m))])
-    ahead = min(stages - stage - 1, m)
-    order = [("F", i) for i in range(ahead)]
-    for i in range(m - ahead):
-        order += [("F", ahead + i), ("B", i)]
-    return tuple(order + [("B", i) for i in range(m - ahead, m)])
+    return tuple(schedule_of(schedule, stages, stage, micro_batches))
 
 
 def pipeline(topology: Topology, job: TrainingJob, *, stages: int = 2,
@@ -126,7 +109,7 @@ def pipeline(topology: Topology, job: TrainingJob, *, stages: int = 2,
     topology = check_job(topology, job)
     layers = job.model.layers
     stages = _checked_stages(layers, stages)
-    _check_schedule(schedule)
+    check_schedule(schedule)
     replicas = data_parallel_degree(topology, stages, "stages")
     local_batch(job, replicas, micro_batches)
     nodes = tuple(topology.gpu_nodes[d * stages] for d in range(replicas))

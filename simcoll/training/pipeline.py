@@ -70,10 +70,28 @@ class PipelineStep:
     spans: tuple[Span, ...]
 
 
+def check_schedule(schedule: str) -> None:
+    """Refuse a schedule other than :data:`SCHEDULES`."""
+    if schedule not in SCHEDULES:
+        raise InvalidInputError(f"schedule={schedule!r} is not accepted; use one of "
+                                f"{', '.join(map(repr, SCHEDULES))}")
+
+
 def schedule_of(schedule: str, stages: int, stage: int,
                 micro_batches: int) -> list[tuple[str, int]]:
-    """The order in which ``stage`` runs its passes: ``("F", j)`` / ``("B", j)``."""
-    m = micro_batches
+    """The order in which ``stage`` runs its passes: ``("F", j)`` is micro-batch j's
+    forward pass, ``("B", j)`` its backward pass. GPipe runs every forward, then every
+    backward (Huang et al. 2019); 1F1B runs ``stages - stage - 1`` forwards ahead, then
+    alternates (PipeDream-Flush, Narayanan et al. 2021).
+
+    Raises:
+        InvalidInputError: an unknown schedule, a stage not in 0..stages - 1, or fewer
+            than one micro-batch.
+    """
+    check_schedule(schedule)
+    stages = integer(stages, "stages", minimum=1)
+    stage = integer(stage, "stage", minimum=0, maximum=stages - 1)
+    m = integer(micro_batches, "micro_batches", minimum=1)
     if schedule == "gpipe":
         return [("F", j) for j in range(m)] + [("B", j) for j in reversed(range(m))]
     warmup = min(stages - stage - 1, m)
@@ -178,9 +196,7 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
         InvalidInputError: an unknown schedule, sizes below 1, bad times or ranks, or
             ``activation_bytes`` not a whole number of elements.
     """
-    if schedule not in SCHEDULES:
-        raise InvalidInputError(f"schedule={schedule!r} is not accepted; use one of "
-                                f"{', '.join(map(repr, SCHEDULES))}")
+    check_schedule(schedule)
     p = integer(stages, "stages", minimum=1)
     m = integer(micro_batches, "micro_batches", minimum=1)
     nbytes = integer(activation_bytes, "activation_bytes", minimum=0, what="bytes")
