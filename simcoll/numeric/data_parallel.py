@@ -30,6 +30,7 @@ from simcoll.numeric.passes import flatten, forward_backward, optimizer_step, sh
 from simcoll.numeric.results import StepRecord, TrainingRun, collect
 from simcoll.programs import run_program
 from simcoll.topology.graph import Topology
+from simcoll.training.common import ddp_buckets as buckets_of
 from simcoll.units import MiB
 
 __all__ = ["data_parallel", "ddp", "ddp_buckets"]
@@ -93,25 +94,17 @@ def ddp(topology: Topology, job: TrainingJob, *, bucket_bytes: int = 25 * MiB,
 
 def ddp_buckets(model: MLP, bucket_bytes: int) -> tuple[tuple[str, ...], ...]:
     """DDP's buckets: the parameter names in reverse order, cut after each name that brings
-    its bucket to ``bucket_bytes`` or more (float64 gradients, 8 bytes per element).
+    its bucket to ``bucket_bytes`` or more (float64 gradients, 8 bytes per element):
+    :func:`simcoll.training.ddp_buckets` with the first bucket's limit the others'.
 
     Raises:
         InvalidInputError: ``bucket_bytes`` is not an integer >= 1.
     """
-    cap = integer(bucket_bytes, "bucket_bytes", minimum=1, what="bytes per bucket")
-    shapes = model.shapes()
-    buckets: list[tuple[str, ...]] = []
-    current: list[str] = []
-    size = 0
-    for name in reversed(model.parameter_names):
-        current.append(name)
-        size += 8 * int(np.prod(shapes[name]))
-        if size >= cap:
-            buckets.append(tuple(current))
-            current, size = [], 0
-    if current:
-        buckets.append(tuple(current))
-    return tuple(buckets)
+    cap = integer(bucket_bytes, "bucket_bytes", minimum=1, what="bytes per bucket") / MiB
+    shapes, names = model.shapes(), model.parameter_names
+    sizes = [8 * int(np.prod(shapes[name])) for name in names]
+    return tuple(tuple(names[i] for i in bucket)
+                 for bucket in buckets_of(sizes, bucket_cap_mb=cap, first_bucket_mb=cap))
 
 
 def _largest(params: Params) -> int:
