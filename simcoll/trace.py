@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from simcoll.critical_path import CriticalPath, critical_path, narrowest_link
+from simcoll.files import output_path, write_atomically
 from simcoll.link_load import link_loads, rate_steps
 from simcoll.result import Result, RunResult, traced_events
 from simcoll.topology.graph import Topology
@@ -151,9 +151,12 @@ def save_chrome(result: Result, path: str | os.PathLike,
                 topology: Topology | None = None,
                 critical: CriticalPath | None = None) -> None:
     """Write :func:`to_chrome` to ``path`` (via a temporary file, then renamed);
-    ``critical``: the result's critical path, where it was found already."""
-    path = Path(path)
+    ``critical``: the result's critical path, where it was found already.
+
+    Raises:
+        InvalidInputError: as :func:`to_chrome`, or a ``path`` that is not a file path,
+            a directory or in a folder that does not exist (before any work).
+    """
+    out = output_path(path, "path", example="trace.json")
     text = json.dumps(to_chrome(result, topology, critical))
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    write_atomically(out, lambda tmp: tmp.write_text(text))

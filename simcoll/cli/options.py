@@ -115,6 +115,8 @@ def check_output(path: str, suffixes: tuple[str, ...]) -> Path:
         raise CommandLineError(f"--output {path}: use a file ending in {', '.join(suffixes)}")
     if not out.parent.is_dir():
         raise CommandLineError(f"--output {path}: folder {out.parent} does not exist")
+    if out.is_dir():
+        raise CommandLineError(f"--output {path}: is a directory; give a file path")
     return out
 
 

@@ -21,6 +21,7 @@ from simcoll.cli.options import (
     resolve_dtype,
     run_kwargs,
 )
+from simcoll.files import write_atomically
 from simcoll.result import Result
 from simcoll.sweep import FailedPoint, sweep
 from simcoll.topology.catalog import parameters
@@ -169,9 +170,7 @@ def _run(args: argparse.Namespace) -> int:
     text = {".csv": lambda: _csv(records),
             ".json": lambda: json.dumps(records, indent=1) + "\n",
             ".jsonl": lambda: "".join(json.dumps(r) + "\n" for r in records)}
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text[out.suffix.lower()]())
-    tmp.replace(out)
+    write_atomically(out, lambda tmp: tmp.write_text(text[out.suffix.lower()]()))
     if partial is not None:
         partial.unlink(missing_ok=True)
     print(f"{len(records)} points written to {out}", file=sys.stderr)

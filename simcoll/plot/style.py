@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from simcoll.errors import InvalidInputError
+from simcoll.files import output_path, write_atomically
 
 __all__ = ["format_size", "time_unit", "format_duration", "checked_save_path", "new_axes",
            "finish"]
@@ -50,14 +51,11 @@ def checked_save_path(save: str | os.PathLike | None) -> Path | None:
         return None
     from matplotlib.backend_bases import FigureCanvasBase
 
-    path = Path(save)
+    path = output_path(save, "save", example="figure.png")
     formats = FigureCanvasBase.get_supported_filetypes()
     if path.suffix[1:].lower() not in formats:
         raise InvalidInputError(f"cannot save a figure as {str(path)!r}; use one of the "
                                 f"extensions {', '.join('.' + f for f in sorted(formats))}")
-    if not path.parent.is_dir():
-        raise InvalidInputError(f"cannot save {str(path)!r}: folder {str(path.parent)!r} "
-                                f"does not exist")
     return path
 
 
@@ -75,10 +73,6 @@ def finish(fig: Any, path: Path | None) -> Any:
     """Save ``fig`` to ``path`` (if given) through a temporary file, so an existing file
     is never left half written; return ``fig``."""
     if path is not None:
-        tmp = path.with_name(f".{path.name}.part")
-        try:
-            fig.savefig(tmp, format=path.suffix[1:].lower(), dpi=150)
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_atomically(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:].lower(),
+                                                       dpi=150))
     return fig

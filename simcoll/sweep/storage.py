@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from simcoll.errors import InvalidInputError
+from simcoll.files import file_path, output_path
 from simcoll.sweep.records import SweepResults, check_record, decode, point_key
 
 __all__ = ["ResultFile", "load_results", "check_save_path", "RECORD_START"]
@@ -72,27 +73,13 @@ def _latest(records: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, An
     return latest
 
 
-def _check_path(path: str | os.PathLike[str], what: str) -> Path:
-    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
-        raise InvalidInputError(f"{what}={path!r} is not a file path")
-    resolved = Path(path)
-    if resolved.is_dir():
-        raise InvalidInputError(f"{what}={str(path)!r} is a directory; give a file path, "
-                                f"e.g. {str(resolved / 'sweep.jsonl')!r}")
-    return resolved
-
-
 def check_save_path(path: str | os.PathLike[str]) -> Path:
     """``path`` as a Path, if it can be a save file (not a folder, in a folder that exists).
 
     Raises:
         InvalidInputError: naming the path and what is wrong with it.
     """
-    resolved = _check_path(path, "save")
-    if not resolved.parent.is_dir():
-        raise InvalidInputError(f"save={str(path)!r}: folder {str(resolved.parent)!r} "
-                                f"does not exist")
-    return resolved
+    return output_path(path, "save", example="sweep.jsonl")
 
 
 def load_results(path: str | os.PathLike[str]) -> SweepResults:
@@ -110,7 +97,7 @@ def load_results(path: str | os.PathLike[str]) -> SweepResults:
         InvalidInputError: the path is a directory, does not exist, or holds a line that
             is not a sweep record (a truncated last line is ignored with a warning).
     """
-    resolved = _check_path(path, "path")
+    resolved = file_path(path, "path", example="sweep.jsonl")
     if not resolved.is_file():
         raise InvalidInputError(f"path={str(path)!r} does not exist")
     records, cut = _read(resolved)

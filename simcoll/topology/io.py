@@ -37,10 +37,10 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 from typing import Any
 
 from simcoll.errors import TopologyError
+from simcoll.files import output_path, write_atomically
 from simcoll.topology.formats import Context, Key, check_suffix, dump, read
 from simcoll.topology.graph import CPU_VENDORS, DEVICE_KINDS, Topology
 from simcoll.topology.quantities import parse_rate, parse_time
@@ -239,14 +239,14 @@ def save(topology: Topology, path: str | os.PathLike) -> None:
 
     Raises:
         TopologyError: an unknown extension, or .toml without the optional tomli_w.
+        InvalidInputError: a path that is not a file path, a directory, or in a folder
+            that does not exist.
     """
-    path = Path(path)
+    path = output_path(path, "path", example="machine.yaml")
     check_suffix(path)
     data = to_dict(topology)
     text = dump(data if path.suffix.lower() == ".json" else _compact(data), path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def load(path: str | os.PathLike) -> Topology:

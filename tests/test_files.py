@@ -1,0 +1,72 @@
+"""Files simcoll writes for a user: refused before any work where they cannot be written,
+written whole or not at all, and no temporary file left behind."""
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll as sc
+from simcoll.cli import main
+from simcoll.files import output_path, write_atomically
+from simcoll.trace import save_chrome
+
+
+def _traced():
+    return sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8,
+                       trace=True)
+
+
+def test_output_paths_are_refused_by_name_before_any_work(tmp_path):
+    with pytest.raises(sc.InvalidInputError, match="^path=5 is not a file path$"):
+        output_path(5, "path")
+    with pytest.raises(sc.InvalidInputError, match=f"^save='{tmp_path}' is a directory; "
+                                                   f"give a file path, e.g. '{tmp_path}/a.b'"):
+        output_path(tmp_path, "save", example="a.b")
+    missing = tmp_path / "no" / "x.json"
+    with pytest.raises(sc.InvalidInputError, match=f"folder '{tmp_path}/no' does not exist"):
+        output_path(missing, "path")
+    assert output_path(str(tmp_path / "x.json"), "path") == tmp_path / "x.json"
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+
+    def half_then_fail(tmp):
+        tmp.write_text("half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_atomically(target, half_then_fail)
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    write_atomically(target, lambda tmp: tmp.write_text("new"))
+    assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+@pytest.mark.parametrize("write", [
+    lambda path: save_chrome(_traced(), path),
+    lambda path: sc.topology.save(sc.topology.switch(2), path),
+    lambda path: sc.plot.timeline(_traced(), save=path),
+])
+def test_every_writer_refuses_a_directory_or_a_missing_folder(tmp_path, write):
+    """save_chrome to a directory wrote '<dir>.tmp' beside it and raised
+    IsADirectoryError; to a missing folder, FileNotFoundError."""
+    folder = tmp_path / "results.json"
+    folder.mkdir()
+    with pytest.raises(sc.InvalidInputError, match="is a directory"):
+        write(folder)
+    with pytest.raises(sc.InvalidInputError, match="does not exist"):
+        write(tmp_path / "no" / "x.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["trace", "--topology", "switch:2", "--size", "1K"],
+                                     ["sweep", "--algorithms", "ring", "--ranks", "2",
+                                      "--sizes", "1K"]])
+def test_the_command_line_refuses_an_output_that_is_a_directory(capsys, tmp_path, command):
+    folder = tmp_path / "out.json"
+    folder.mkdir()
+    assert main([*command, "--output", str(folder)]) == 2
+    assert "is a directory; give a file path" in capsys.readouterr().err
+    assert list(folder.iterdir()) == [] and [p.name for p in tmp_path.iterdir()] == ["out.json"]
