@@ -67,13 +67,15 @@ class ReduceOp(enum.Enum):
 
     @classmethod
     def parse(cls, op: ReduceOp | str) -> ReduceOp:
-        """Accept a ReduceOp or its name (``"sum"``, ``"SUM"``, ...)."""
+        """Accept a ReduceOp or its name in any case (``"sum"``, ``"SUM"``, ...), and
+        ``"prod"``, NCCL's and MPI's name for the product."""
         from simcoll.errors import InvalidInputError
 
         if isinstance(op, ReduceOp):
             return op
+        name = str(op).upper()
         try:
-            return cls[str(op).upper()]
+            return cls["PRODUCT" if name == "PROD" else name]
         except KeyError:
             names = ", ".join(m.name for m in cls)
             raise InvalidInputError(f"unknown reduction op {op!r}; use one of {names}") from None

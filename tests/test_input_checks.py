@@ -248,3 +248,15 @@ def test_a_read_only_view_of_writeable_memory_is_sent_as_a_snapshot():
     res = sc.simulate(switch(2), "all_to_all", algorithm=name,
                       data=[np.zeros(2, np.float32)] * 2, check=False)
     assert res.outputs[1].tolist() == [0.0, 1.0]
+
+
+def test_reduction_ops_are_read_by_name_in_any_case_and_prod_is_the_product():
+    data = [np.array([2.0, -3.0]) * (r + 1) for r in range(3)]
+    for name in ("prod", "PROD", "Product", sc.ReduceOp.PRODUCT):
+        res = sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="ring", data=data,
+                          op=name)
+        assert res.op == "PRODUCT" and res.correct
+        np.testing.assert_array_equal(res.outputs[1], [2.0 * 4 * 6, -3.0 * -6 * -9])
+    with pytest.raises(sc.InvalidInputError, match="unknown reduction op 'mul'; use one of "
+                                                   "SUM, PRODUCT"):
+        sc.ReduceOp.parse("mul")
