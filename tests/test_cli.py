@@ -374,9 +374,13 @@ def test_help_exits_cleanly(capsys):
 def test_demo_sizes_below_10_kB_are_readable(capsys):
     status, out, _ = cli(capsys, "demo", "--size", "4K")
     assert status == 0
-    rows = {line.split()[0] + line.split()[1]: line for line in out.splitlines()[2:]}
+    table, notes = out.split("\n\n")
+    rows = {line.split()[0] + line.split()[1]: line for line in table.splitlines()[2:]}
     assert "7.00 KiB" in rows["ringswitch(8)"]  # 2 (p-1)/p n = 7168 bytes
     assert "28.00 KiB" in rows["naiveswitch(8)"]  # (p-1) n = 28672 bytes
+    # The host serves 8 GPUs: it receives 8 n and sends 8 n = 32768 bytes each way.
+    assert "server host of parameter_server on switch(8, servers=1) sent 32.00 KiB and " \
+           "received 32.00 KiB" in notes
     assert "0.00" not in out.replace("0.00 KiB", "")
     assert out.count("True") == 4
     status, out, _ = cli(capsys, "demo", "--size", "64K", "--json")

@@ -51,14 +51,19 @@ def format_bytes(nbytes: float) -> str:
 
 
 def _table(results: Sequence[Result]) -> str:
-    head = (f"{'algorithm':<18}{'topology':<22}{'time (us)':>11}{'sent/rank':>13}"
-            f"{'recv/rank':>13}{'algbw GB/s':>12}{'busbw GB/s':>12}  correct")
+    head = (f"{'algorithm':<18}{'topology':<22}{'time (us)':>11}{'max sent/GPU':>14}"
+            f"{'max recv/GPU':>14}{'algbw GB/s':>12}{'busbw GB/s':>12}  correct")
     rows = [head, "-" * len(head)]
     for r in results:
         rows.append(
             f"{r.algorithm:<18}{r.topology:<22}{r.time * 1e6:>11.1f}"
-            f"{format_bytes(r.bytes_sent.max()):>13}{format_bytes(r.bytes_received.max()):>13}"
+            f"{format_bytes(r.bytes_sent.max()):>14}{format_bytes(r.bytes_received.max()):>14}"
             f"{r.algbw / 1e9:>12.2f}{r.busbw / 1e9:>12.2f}  {r.correct}")
+    rows += ["", "max sent/GPU, max recv/GPU: payload bytes of the busiest GPU."]
+    rows += [f"The server host of {r.algorithm} on {r.topology} sent "
+             f"{format_bytes(r.host_bytes_sent.sum())} and received "
+             f"{format_bytes(r.host_bytes_received.sum())}."
+             for r in results if r.host_bytes_sent.size]
     return "\n".join(rows)
 
 
