@@ -118,9 +118,30 @@ class Comm:
         target = self._peer(dst, "dst")
         if via is not None:
             self._check_via(via, via)
+        if delay or wire_bytes is not None:
+            self._check_send(delay, wire_bytes)
         done = Event(self._env)
         self._post(data, target, tag, done, delay, wire_bytes, ordered, via)
         return done
+
+    def _check_send(self, delay: Any, wire_bytes: Any) -> None:
+        """Refuse a ``delay`` that is not a finite number of seconds >= 0 and
+        ``wire_bytes`` that are not a whole number >= 0 (or None)."""
+        self._seconds("send(delay=...)", delay)
+        if wire_bytes is not None and (isinstance(wire_bytes, (bool, np.bool_))
+                                       or not isinstance(wire_bytes, (int, np.integer))
+                                       or wire_bytes < 0):
+            raise CommUsageError(f"rank {self.rank}: wire_bytes={wire_bytes!r} is not "
+                                 f"accepted; use a whole number of bytes >= 0, or None "
+                                 f"(the payload's)")
+
+    def _seconds(self, call: str, seconds: Any) -> float:
+        """``seconds`` as a float, if it is a finite number >= 0."""
+        if isinstance(seconds, (bool, np.bool_)) or not isinstance(
+                seconds, (int, float, np.integer, np.floating)) or not 0 <= seconds < math.inf:
+            raise CommUsageError(f"rank {self.rank}: {call} got {seconds!r}; use a finite "
+                                 f"number of seconds >= 0")
+        return float(seconds)
 
     def _check_via(self, via: Via, given: Any) -> None:
         """Refuse ``via`` (part of the argument ``given``) unless it names devices."""
@@ -172,6 +193,8 @@ class Comm:
             source = src if members is None else members[src]
         else:
             source = self._peer(src, "src")
+        if delay or wire_bytes is not None:
+            self._check_send(delay, wire_bytes)
         joint = Joint(self._env, 2)
         rt, address, context = self._rt, self._address, self._context
         recv_key = (context, source, address, tag if recv_tag is None else recv_tag)
@@ -229,6 +252,8 @@ class Comm:
         SHARP switch reaching each GPU through the NIC its channel is bound to).
         """
         targets = tuple(self._peer(d, "dsts") for d in dsts)
+        if delay:
+            self._seconds("multicast(delay=...)", delay)
         if not targets:
             raise CommUsageError(f"rank {self.rank}: multicast needs at least one "
                                  f"destination")
@@ -264,7 +289,10 @@ class Comm:
 
         Takes ``nbytes / reduce_bandwidth`` of this GPU's reduction engine, one reduction
         at a time (the gamma term). The inputs are left unchanged; the result is read-only.
+        ``op`` is a :class:`ReduceOp` or its name.
         """
+        if type(op) is not ReduceOp:
+            op = ReduceOp.parse(op) if isinstance(op, str) else self._refuse_op(op)
         if type(a) is VirtualBuffer or type(b) is VirtualBuffer:
             if a is not b and (getattr(a, "count", None) != getattr(b, "count", None)
                                or a.dtype != b.dtype):
@@ -282,17 +310,19 @@ class Comm:
             return rt.done(out)
         return rt.after(rt.reduce_delay(self._address, out.nbytes), out)
 
+    def _refuse_op(self, op: Any) -> ReduceOp:
+        raise CommUsageError(f"rank {self.rank}: reduce op={op!r} is not accepted; use a "
+                             f"simcoll.ReduceOp or its name")
+
     def sleep(self, seconds: float) -> Event:
-        """Wait ``seconds`` without using any engine: a fixed overhead such as a kernel
-        launch, which neither links nor the compute stream see."""
-        if not seconds >= 0:
-            raise CommUsageError(f"rank {self.rank}: sleep({seconds!r}) needs seconds >= 0")
-        return self._rt.after(seconds, None)
+        """Wait ``seconds`` (finite, >= 0) without using any engine: a fixed overhead such
+        as a kernel launch, which neither links nor the compute stream see."""
+        return self._rt.after(self._seconds("sleep", seconds), None)
 
     def compute(self, seconds: float) -> Event:
-        """Keep this GPU's compute stream busy for ``seconds`` (FIFO with earlier work)."""
-        if not seconds >= 0:
-            raise CommUsageError(f"rank {self.rank}: compute({seconds!r}) needs seconds >= 0")
+        """Keep this GPU's compute stream busy for ``seconds`` (finite, >= 0; FIFO with
+        earlier work)."""
+        seconds = self._seconds("compute", seconds)
         return self._rt.after(self._rt.compute_delay(self._address, seconds), None)
 
     # -- concurrent work and collectives --------------------------------------------------

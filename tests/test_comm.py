@@ -152,3 +152,37 @@ def test_a_protocol_puts_wire_bytes_on_the_links_and_waits_its_delay():
     assert res.bytes_sent.tolist() == [10**6, 0] and res.bytes_received.tolist() == [0, 10**6]
     assert res.link_bytes[("gpu0", "gpu1")] == 2 * 10**6
     assert res.link_bytes[("gpu1", "gpu0")] == 0
+
+
+def _first(comm, call):
+    if comm.rank == 0:
+        yield call(comm)
+    return None
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda c: c.send(np.ones(2), 1, wire_bytes=-5), r"wire_bytes=-5 is not accepted"),
+    (lambda c: c.send(np.ones(2), 1, wire_bytes=2.5), r"wire_bytes=2.5 is not accepted"),
+    (lambda c: c.send(np.ones(2), 1, delay=-1e-6), r"send\(delay=...\) got -1e-06"),
+    (lambda c: c.sendrecv(np.ones(2), 1, 1, delay=float("nan")),
+     r"send\(delay=...\) got nan"),
+    (lambda c: c.multicast(np.ones(2), [1], delay=float("inf")),
+     r"multicast\(delay=...\) got inf"),
+    (lambda c: c.sleep(float("inf")), r"sleep got inf; use a finite number of seconds"),
+    (lambda c: c.compute("1"), r"compute got '1'"),
+    (lambda c: c.reduce(np.ones(2), np.ones(2), "zzz"), r"unknown reduction op 'zzz'"),
+    (lambda c: c.reduce(np.ones(2), np.ones(2), np.add), r"reduce op=<ufunc 'add'> is not"),
+])
+def test_the_communicator_refuses_what_no_run_can_mean(call, match):
+    """A negative wire_bytes was counted on the links as given; a negative delay reached
+    SimPy ('Negative delay'); sleep(inf) ran into the time limit; a string op or time
+    raised a TypeError from inside the engine."""
+    with pytest.raises(sc.AlgorithmError, match=match):
+        sc.run_program(sc.topology.switch(2), _first, call)
+
+
+def test_a_reduction_takes_an_op_by_name():
+    def program(comm):
+        return (yield comm.reduce(np.array([2.0, 3.0]), np.array([4.0, 5.0]), "max"))
+
+    assert sc.run_program(sc.topology.switch(2), program).outputs[0].tolist() == [4.0, 5.0]
