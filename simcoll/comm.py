@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 from simpy.events import PENDING, Event
@@ -310,7 +310,7 @@ class Comm:
             return rt.done(out)
         return rt.after(rt.reduce_delay(self._address, out.nbytes), out)
 
-    def _refuse_op(self, op: Any) -> ReduceOp:
+    def _refuse_op(self, op: Any) -> NoReturn:
         raise CommUsageError(f"rank {self.rank}: reduce op={op!r} is not accepted; use a "
                              f"simcoll.ReduceOp or its name")
 

@@ -50,6 +50,7 @@ from simcoll.training.pipeline import SCHEDULES, check_schedule, schedule_of
 
 __all__ = ["pipeline", "pipeline_schedule", "stage_layers", "SCHEDULES"]
 
+
 def _checked_stages(layers: int, stages: int) -> int:
     """``stages`` as an int, if every stage of a model of ``layers`` layers gets one."""
     stages = integer(stages, "stages", minimum=1)
