@@ -29,6 +29,14 @@ from simcoll.topology.graph import Topology, Via
 __all__ = ["Comm"]
 
 
+def _usual(delay: Any, wire_bytes: Any) -> bool:
+    """Whether a send's ``delay`` and ``wire_bytes`` are plainly fine (a float of seconds
+    >= 0, bytes as an int >= 0 or None), as every message of NCCL's protocols has them:
+    the cheap test before :meth:`Comm._check_send` on the hot path."""
+    return (type(delay) is float and 0.0 <= delay < math.inf
+            and (wire_bytes is None or (type(wire_bytes) is int and wire_bytes >= 0)))
+
+
 class Comm:
     """One rank's view of a communicator (the whole machine, or a group of it).
 
@@ -118,7 +126,7 @@ class Comm:
         target = self._peer(dst, "dst")
         if via is not None:
             self._check_via(via, via)
-        if delay or wire_bytes is not None:
+        if (delay or wire_bytes is not None) and not _usual(delay, wire_bytes):
             self._check_send(delay, wire_bytes)
         done = Event(self._env)
         self._post(data, target, tag, done, delay, wire_bytes, ordered, via)
@@ -193,7 +201,7 @@ class Comm:
             source = src if members is None else members[src]
         else:
             source = self._peer(src, "src")
-        if delay or wire_bytes is not None:
+        if (delay or wire_bytes is not None) and not _usual(delay, wire_bytes):
             self._check_send(delay, wire_bytes)
         joint = Joint(self._env, 2)
         rt, address, context = self._rt, self._address, self._context
@@ -317,7 +325,9 @@ class Comm:
     def sleep(self, seconds: float) -> Event:
         """Wait ``seconds`` (finite, >= 0) without using any engine: a fixed overhead such
         as a kernel launch, which neither links nor the compute stream see."""
-        return self._rt.after(self._seconds("sleep", seconds), None)
+        if type(seconds) is not float or not 0.0 <= seconds < math.inf:  # the hot path
+            seconds = self._seconds("sleep", seconds)
+        return self._rt.after(seconds, None)
 
     def compute(self, seconds: float) -> Event:
         """Keep this GPU's compute stream busy for ``seconds`` (finite, >= 0; FIFO with
