@@ -36,7 +36,7 @@ from simcoll.uneven import check_nbytes
 if TYPE_CHECKING:
     from simcoll.algorithms.registry import AlgorithmSpec
 
-__all__ = ["CostModel", "Traffic", "Bounds", "gpu_traffic", "predict", "traffic",
+__all__ = ["CostModel", "Traffic", "Bounds", "gpu_traffic", "predict", "traffic", "check_constants",
            "is_exact", "lower_bound", "models"]
 
 
@@ -105,8 +105,13 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
     return int(p), int(nbytes)
 
 
-def _constants(alpha: float, beta: float, gamma: float) -> tuple[float, float, float]:
-    """The reference network's constants, each a number of seconds >= 0."""
+def check_constants(alpha: float, beta: float,
+                    gamma: float) -> tuple[float, float, float]:
+    """The reference network's constants as floats, each a finite number of seconds >= 0.
+
+    Raises:
+        InvalidInputError: naming the constant that is not.
+    """
     return (real(alpha, "alpha", what="seconds per message"),
             real(beta, "beta", what="seconds per byte"),
             real(gamma, "gamma", what="seconds per reduced byte"))
@@ -126,7 +131,7 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
-    alpha, beta, gamma = _constants(alpha, beta, gamma)
+    alpha, beta, gamma = check_constants(alpha, beta, gamma)
     args = spec.model_arguments(p, params)
     time = spec.cost.time
     return float(time(p, nbytes, alpha, beta, gamma, **named_arguments(time, args)))
@@ -183,7 +188,7 @@ def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: floa
             bounds.
     """
     collective = ALIASES.get(collective, collective)
-    alpha, beta, gamma = _constants(alpha, beta, gamma)
+    alpha, beta, gamma = check_constants(alpha, beta, gamma)
     if collective in ("all_gatherv", "reduce_scatterv", "all_to_allv"):
         p, sizes = _sizes(p, nbytes, collective)
         steps, moved, reduced, needed = uneven_bounds(collective, p, sizes)

@@ -9,7 +9,7 @@ from typing import Any
 
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.checks import flag, real
+from simcoll.checks import flag
 from simcoll.collectives import collective as collective_spec
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.plot.records import Point, read_points, topology_templates
@@ -159,9 +159,7 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
                 f"formula=True needs the model's alpha (s per message), beta (s per byte) "
                 f"and gamma (s per reduced byte, 0 if free); got alpha={alpha!r}, "
                 f"beta={beta!r}, gamma={gamma!r}")
-        model_args = (real(alpha, "alpha", what="seconds per message"),
-                      real(beta, "beta", what="seconds per byte"),
-                      real(gamma, "gamma", what="seconds per reduced byte"))
+        model_args = cost.check_constants(alpha, beta, gamma)
     path = checked_save_path(save)
     points = [p for p in read_points(records)
               if (p.value(y) or 0) > 0 and (p.value(x) or 0) > 0]
