@@ -30,6 +30,7 @@ from typing import Any
 
 from simcoll.collectives import Collective
 from simcoll.errors import InvalidInputError
+from simcoll.units import parse_size
 
 __all__ = ["Measurement", "NcclTestsRow", "NcclTestsTable", "parse", "parse_all", "nccl_shape",
            "ITEMSIZE", "PROGRAMS"]
@@ -122,6 +123,13 @@ class NcclTestsRow:
         return found
 
 
+def _bound(size: int | str, name: str) -> int:
+    try:
+        return parse_size(size)
+    except ValueError as exc:
+        raise InvalidInputError(f"{name}={size!r} is not accepted: {exc}") from None
+
+
 @dataclass(frozen=True)
 class NcclTestsTable:
     """One run of an nccl-tests program, as :func:`parse` read it.
@@ -163,9 +171,18 @@ class NcclTestsTable:
         """The size column, bytes."""
         return tuple(r.size for r in self.rows)
 
-    def between(self, low: int = 0, high: int | None = None) -> NcclTestsTable:
-        """The same table with only the rows whose size lies in [low, high]."""
-        keep = tuple(r for r in self.rows if r.size >= low and (high is None or r.size <= high))
+    def between(self, low: int | str = 0, high: int | str | None = None) -> NcclTestsTable:
+        """The same table with only the rows whose size lies in [low, high] (bytes, or
+        size strings such as ``"1MiB"``).
+
+        Raises:
+            InvalidInputError: a bound that is not a size, or ``low`` above ``high``.
+        """
+        lo = _bound(low, "low")
+        hi = None if high is None else _bound(high, "high")
+        if hi is not None and lo > hi:
+            raise InvalidInputError(f"between({low!r}, {high!r}): low is above high")
+        keep = tuple(r for r in self.rows if r.size >= lo and (hi is None or r.size <= hi))
         return dataclasses.replace(self, rows=keep)
 
     def to_pandas(self) -> Any:

@@ -115,6 +115,8 @@ def test_several_runs_and_standard_input(capsys, monkeypatch, nccl_log):
     (["--free", "speed=1:0:2"], "free constant 'speed' is not a parameter"),
     (["--free", "latency=1us:0:1ms", "--free", "latency=2us:0:1ms"], "given twice"),
     (["--free", "latency=1us:0:1ms", "--min-size", "1G"], "no size of the log lies"),
+    (["--free", "latency=1us:0:1ms", "--min-size", "2K", "--max-size", "1K"],
+     "--min-size 2048 is above --max-size 1024"),
     (["--free", "latency=1us:0:1ms", "--loss", "l2"], "invalid choice: 'l2'"),
 ])
 def test_bad_arguments_get_one_line(capsys, nccl_log, args, message):

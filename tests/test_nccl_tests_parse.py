@@ -321,6 +321,11 @@ def test_between_and_to_pandas():
     table = parse(nccl_text("all_reduce", 8, SIZES[:6]))
     middle = table.between(32, 2048)
     assert middle.sizes == (32, 128, 512, 2048)
+    assert table.between("32B", "2KiB").sizes == middle.sizes
+    for bad, match in [((2048, 32), r"between\(2048, 32\): low is above high"),
+                       ((-1,), "low=-1 is not accepted"), ((0, "2Kb"), "high='2Kb' is not")]:
+        with pytest.raises(InvalidInputError, match=match):
+            table.between(*bad)
     assert (middle.collective, middle.nranks, middle.devices) == \
         (table.collective, table.nranks, table.devices)
     frame = table.to_pandas()

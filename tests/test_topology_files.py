@@ -273,3 +273,8 @@ def test_in_network_devices_round_trip(tmp_path, suffix):
         ("nvswitch", True, 4e11), ("sharp", True, float("inf")),
         ("plain", False, float("inf")), ("gpu0", False, float("inf")),
         ("gpu1", False, float("inf"))]
+
+
+def test_a_topology_file_is_named_by_a_path():
+    with pytest.raises(sc.TopologyError, match="a topology file is named by a path; got dict"):
+        sc.topology.from_astra_sim({"topology": ["Ring"], "npus_count": [4]})

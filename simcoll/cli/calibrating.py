@@ -106,6 +106,9 @@ def _table(args: argparse.Namespace) -> NcclTestsTable:
                                f"(1..{len(runs)})")
     else:
         measured = runs[0]
+    if args.max_size is not None and args.min_size > args.max_size:
+        raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
+                               f"{args.max_size}")
     picked = measured.between(args.min_size, args.max_size)
     if not picked.rows:
         raise CommandLineError(f"no size of the log lies between --min-size "

@@ -115,6 +115,9 @@ def read(path: str | os.PathLike) -> tuple[Any, Context]:
         TopologyError: an unknown extension, a file that cannot be read, or text that is
             not valid in its format (naming the line where the parser says).
     """
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise TopologyError(f"a topology file is named by a path; got {type(path).__name__} "
+                            f"{path!r:.60}")
     path = Path(path)
     kind = check_suffix(path)
     try:
