@@ -123,10 +123,15 @@ def binned_bytes(load: LinkLoad, edges: np.ndarray) -> np.ndarray:
     """Bytes the link carried in each time bin ``[edges[i], edges[i+1])``.
 
     Each message contributes its rate times its overlap with the bin, so the bins sum to
-    every byte whose span lies inside ``edges[0]..edges[-1]``.
+    every byte whose span lies inside ``edges[0]..edges[-1]``. The bytes carried up to a
+    time are piecewise linear in it, with a corner at every start and end: the curve is
+    summed at the corners and read at the edges (memory in messages plus bins, not
+    their product).
     """
     edges = np.asarray(edges, dtype=float)
-    durations = (load.ends - load.starts)[:, None]
-    carried = load.rates[:, None] * np.clip(edges[None, :] - load.starts[:, None], 0,
-                                            durations)
-    return np.diff(carried.sum(axis=0))
+    corners = np.concatenate([load.starts, load.ends])
+    order = np.argsort(corners, kind="stable")
+    corners = corners[order]
+    slope = np.cumsum(np.concatenate([load.rates, -load.rates])[order])
+    carried = np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(corners))])
+    return np.diff(np.interp(edges, corners, carried))

@@ -12,6 +12,7 @@ from conftest import ALPHA, BETA, GAMMA, reference_network, register_probe
 
 import simcoll as sc
 from simcoll.cost import CostModel
+from simcoll.link_load import LinkLoad, binned_bytes
 from simcoll.plot import link_utilization, plot_scaling, scaling, timeline
 from simcoll.plot.records import read_points, topology_templates
 
@@ -607,3 +608,26 @@ def test_an_nvswitch_has_a_band_of_its_own_and_the_path_breaks_where_none_is_sho
     (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "critical path"]
     ys = np.asarray(line.get_data()[1], dtype=float)
     assert np.isnan(ys).sum() == on_switch and np.nanmax(ys) < 7.5
+
+
+def test_binned_bytes_equal_each_message_rate_times_its_overlap_with_each_bin():
+    """The per-bin bytes against the definition, message by message, on random spans:
+    overlapping, touching, starting together, some outside the bins."""
+    rng = np.random.default_rng(5)
+    starts = np.round(rng.uniform(0, 10, 200), 1)   # rounded: many share a start or end
+    ends = starts + np.round(rng.uniform(0.1, 3, 200), 1)
+    rates = rng.uniform(1, 100, 200)
+    load = LinkLoad(("a", "b"), 100.0, starts, ends, rates)
+    edges = np.linspace(-1, 12, 27)
+    expected = np.zeros(26)
+    for s, e, r in zip(starts, ends, rates):
+        for i in range(26):
+            expected[i] += r * max(0.0, min(e, edges[i + 1]) - max(s, edges[i]))
+    np.testing.assert_allclose(binned_bytes(load, edges), expected, rtol=1e-12, atol=1e-9)
+
+
+def test_link_utilization_refuses_more_bins_than_a_figure_shows(lone_message):
+    topo, res = lone_message
+    with pytest.raises(sc.InvalidInputError, match="bins=1000000000 is not accepted; use an "
+                                                   "integer >= 1 and <= 100000"):
+        link_utilization(res, topo, bins=10**9)

@@ -7,13 +7,17 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import binned_bytes, link_loads
 from simcoll.plot.style import checked_save_path, finish, format_size, new_axes, time_unit
 from simcoll.result import Result
 from simcoll.topology.graph import Topology
 
-__all__ = ["link_utilization"]
+__all__ = ["link_utilization", "MAX_BINS"]
+
+MAX_BINS = 100_000
+"""The most time bins a heatmap takes: more than any figure shows as columns."""
 
 
 def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax: Any = None,
@@ -45,8 +49,8 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
         InvalidInputError: no trace, another topology, bad ``bins`` or save path, or no
             message that moved bytes.
     """
-    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
-        raise InvalidInputError(f"bins={bins!r} is not accepted; use an integer >= 1")
+    bins = integer(bins, "bins", minimum=1, maximum=MAX_BINS,
+                   what="time bins; a figure shows fewer columns than that")
     path = checked_save_path(save)
     loads = link_loads(result, topology)
     if not loads or not result.time > 0:
