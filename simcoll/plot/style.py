@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 
-__all__ = ["format_size", "time_unit", "format_duration", "checked_save_path", "new_axes",
+__all__ = ["lanes", "format_size", "time_unit", "format_duration", "checked_save_path", "new_axes",
            "finish"]
 
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -76,3 +77,22 @@ def finish(fig: Any, path: Path | None) -> Any:
         write_atomically(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:].lower(),
                                                        dpi=150))
     return fig
+
+
+_Item = TypeVar("_Item")
+
+
+def lanes(items: Iterable[_Item],
+          span: Callable[[_Item], tuple[float, float]]) -> list[list[_Item]]:
+    """``items`` packed first-fit, by their ``(start, end)`` spans in order, into as few
+    lanes as hold them without overlap: the rows a band of a timeline draws."""
+    packed: list[list[_Item]] = []
+    for item in sorted(items, key=span):
+        start = span(item)[0]
+        for lane in packed:
+            if span(lane[-1])[1] <= start:
+                lane.append(item)
+                break
+        else:
+            packed.append([item])
+    return packed

@@ -16,6 +16,7 @@ from simcoll.plot.style import (
     finish,
     format_duration,
     format_size,
+    lanes,
     new_axes,
     time_unit,
 )
@@ -46,17 +47,8 @@ def _shown(result: RunResult, endpoints: int, ranks: Sequence[int] | None,
     return list(range(max_ranks - hosts)) + list(range(result.nranks, result.nranks + hosts))
 
 
-def _lanes(spans: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:
-    """The spans packed into as few lanes as hold them without overlap (first fit)."""
-    lanes: list[list[tuple[float, float]]] = []
-    for span in sorted(spans):
-        for lane in lanes:
-            if lane[-1][1] <= span[0]:
-                lane.append(span)
-                break
-        else:
-            lanes.append([span])
-    return lanes
+def _itself(span: tuple[float, float]) -> tuple[float, float]:
+    return span
 
 
 def _path_line(result: RunResult, shown: list[int], streams: list[str], height: float,
@@ -146,14 +138,14 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     for band, address in enumerate(shown):
         label = endpoint_label(result, address, topology)
         for j, stream in enumerate(streams):
-            lanes = _lanes(spans.get((address, stream), []))
-            if not lanes:
+            packed = lanes(spans.get((address, stream), []), _itself)
+            if not packed:
                 continue
             top = band - 0.45 + j * height + 0.04 * height
-            lane_height = 0.92 * height / len(lanes)
+            lane_height = 0.92 * height / len(packed)
             boxes = [[(s * factor, y), (s * factor, y + lane_height),
                       (t * factor, y + lane_height), (t * factor, y)]
-                     for k, lane in enumerate(lanes) for y in (top + k * lane_height,)
+                     for k, lane in enumerate(packed) for y in (top + k * lane_height,)
                      for s, t in lane]
             # One collection per band and stream, the data limits left alone (they are set
             # below): a collection per lane, each re-scaling the axes, took 19 s for the

@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from simcoll.errors import InvalidInputError
-from simcoll.plot.style import checked_save_path, finish, format_duration, new_axes, time_unit
+from simcoll.plot.style import (
+    checked_save_path,
+    finish,
+    format_duration,
+    lanes,
+    new_axes,
+    time_unit,
+)
 from simcoll.training.streams import Span
 
 __all__ = ["plot_timeline"]
@@ -29,17 +36,8 @@ _STREAM_ORDER = ("compute", "tp", "pp", "dp", "dp_gather", "all_reduce", "reduce
                  "all_gather")
 
 
-def _lanes(spans: list[Span]) -> list[list[Span]]:
-    """Spans packed first-fit into lanes in which none overlap."""
-    lanes: list[list[Span]] = []
-    for span in sorted(spans, key=lambda s: (s.start, s.end)):
-        for lane in lanes:
-            if lane[-1].end <= span.start:
-                lane.append(span)
-                break
-        else:
-            lanes.append([span])
-    return lanes
+def _bounds(span: Span) -> tuple[float, float]:
+    return span.start, span.end
 
 
 def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks: int = 8,
@@ -100,9 +98,10 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
             ticks.append(top + height / 2)
             labels.append(f"GPU {rank} {_STREAM_NAMES.get(stream, stream)}" if j == 0
                           else _STREAM_NAMES.get(stream, stream))
-            lanes = _lanes([s for s in spans if s.rank == rank and s.stream == stream])
-            for k, lane in enumerate(lanes):
-                lane_height = 0.9 * height / len(lanes)
+            packed = lanes([s for s in spans if s.rank == rank and s.stream == stream],
+                           _bounds)
+            for k, lane in enumerate(packed):
+                lane_height = 0.9 * height / len(packed)
                 for kind in {s.kind for s in lane}:
                     kinds.add(kind)
                     ax.broken_barh([(s.start * factor, (s.end - s.start) * factor)
