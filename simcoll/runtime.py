@@ -218,19 +218,24 @@ class Runtime:
         and start its transfer (``ordered`` and ``via``: see :meth:`Comm.send`).
         ``Comm.sendrecv`` does the same inline for its unordered messages, as it does
         :meth:`post_recv`: a change here is a change there."""
-        channel = self.channels.get(key)
-        if channel is None:
-            channel = self._new_channel(key)
-        message = Message(payload, sender, src, dst, tag)
-        if channel.waiting:
-            message.receiver = channel.waiting.popleft()
-        else:
-            channel.unclaimed.append(message)
+        message = self._matched(key, Message(payload, sender, src, dst, tag))
         if ordered:
             self._send_in_order(key, message, nbytes, delay, wire_bytes, via)
         else:
             self.network.transfer(src, dst, nbytes, self._arrive, message, delay, wire_bytes,
                                   via)
+        return message
+
+    def _matched(self, key: tuple, message: Message) -> Message:
+        """``message``, handed to the receive waiting on channel ``key`` if there is one
+        (MPI's non-overtaking order), else left there for the next receive."""
+        channel = self.channels.get(key)
+        if channel is None:
+            channel = self._new_channel(key)
+        if channel.waiting:
+            message.receiver = channel.waiting.popleft()
+        else:
+            channel.unclaimed.append(message)
         return message
 
     def _send_in_order(self, key: tuple, message: Message, nbytes: int, delay: float,
@@ -275,17 +280,8 @@ class Runtime:
         destinations with this tag has arrived, as :meth:`Comm.send` orders messages;
         ``via``: the devices each destination's route passes, see
         :meth:`Comm.multicast`)."""
-        messages = []
-        for key, dst in zip(keys, dsts):
-            channel = self.channels.get(key)
-            if channel is None:
-                channel = self._new_channel(key)
-            message = Message(payload, sender, src, dst, tag)
-            if channel.waiting:
-                message.receiver = channel.waiting.popleft()
-            else:
-                channel.unclaimed.append(message)
-            messages.append(message)
+        messages = [self._matched(key, Message(payload, sender, src, dst, tag))
+                    for key, dst in zip(keys, dsts)]
         if not ordered:
             self.network.multicast(src, dsts, nbytes, self._arrive_all, messages, delay, via)
             return messages
