@@ -156,9 +156,7 @@ class Model:
             raise InvalidInputError(f"model {self.name!r} has no layers")
         for name in ("batch", "seq_len", "hidden", "heads"):
             integer(getattr(self, name), name, minimum=1)
-        if self.hidden % self.heads:
-            raise InvalidInputError(f"hidden={self.hidden} is not a multiple of "
-                                    f"heads={self.heads}")
+        _check_head_split(self.hidden, self.heads)
 
     def heads_per_gpu(self, tp: int) -> int:
         """Attention heads each GPU of a tensor-parallel group of ``tp`` holds: Megatron-LM
@@ -227,13 +225,18 @@ class Model:
         return sbh * (10 + 24 / tp + 5 * a * s / (h * tp))
 
 
+def _check_head_split(hidden: int, heads: int) -> None:
+    """Refuse a hidden size that the attention heads do not split evenly."""
+    if hidden % heads:
+        raise InvalidInputError(f"hidden={hidden} is not a multiple of heads={heads}")
+
+
 def _shape(layers: int, hidden: int, heads: int, seq_len: int, vocab: int,
            batch: int) -> tuple[int, int, int, int, int, int]:
     checked = tuple(integer(v, name, minimum=1) for v, name in (
         (layers, "layers"), (hidden, "hidden"), (heads, "heads"), (seq_len, "seq_len"),
         (vocab, "vocab"), (batch, "batch")))
-    if checked[1] % checked[2]:
-        raise InvalidInputError(f"hidden={hidden} is not a multiple of heads={heads}")
+    _check_head_split(checked[1], checked[2])  # before the layers divide by it
     return checked  # type: ignore[return-value]
 
 
