@@ -18,6 +18,7 @@ from simcoll.buffers import VirtualBuffer
 from simcoll.calibration import Calibration, calibrate
 from simcoll.collectives import COLLECTIVES
 from simcoll.comm import Comm
+from simcoll.comparison import Comparison, compare
 from simcoll.critical_path import CriticalPath, critical_path
 from simcoll.errors import (
     AlgorithmError,
@@ -51,7 +52,8 @@ __all__ = [
     "FailedPoint", "plot_scaling", "Result", "Topology", "Comm", "ReduceOp", "VirtualBuffer",
     "register",
     "get_algorithm", "list_algorithms", "COLLECTIVES", "NETWORKS", "topology", "algorithms",
-    "training", "plot", "nccl_tests", "lone_flows", "calibrate", "Calibration",
+    "training", "plot", "nccl_tests", "lone_flows", "calibrate", "Calibration", "compare",
+    "Comparison",
     "critical_path", "CriticalPath",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",
     "UnknownAlgorithmError", "UnknownNetworkError", "DeadlockError", "UnmatchedMessageError",

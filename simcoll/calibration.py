@@ -25,10 +25,10 @@ import numpy as np
 
 from simcoll.algorithms.params import Choice, Int, Real
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.collectives import collective as get_collective
+from simcoll.comparison import geomean_error, run_sizes, size_runs, table_collective
 from simcoll.errors import InvalidInputError, SimCollError
-from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
-from simcoll.simulate import simulate
+from simcoll.nccl_tests import NcclTestsTable
+from simcoll.progress import check_progress, progress_bar
 from simcoll.topology.graph import Topology
 
 __all__ = ["Calibration", "calibrate", "LOSSES", "algorithm_constants"]
@@ -86,15 +86,10 @@ class Calibration:
                                          self.error_before, self.error_after):
             lines.append(f"{size:>10d}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  {a * 1e6:>11.2f}"
                          f"  {eb:>+12.1%}  {ea:>+12.1%}")
-        lines += ["", f"geometric-mean |error|: {_geomean(self.error_before):.1%} before, "
-                      f"{_geomean(self.error_after):.1%} after ({self.evaluations} "
+        lines += ["", f"geometric-mean |error|: {geomean_error(self.error_before):.1%} before, "
+                      f"{geomean_error(self.error_after):.1%} after ({self.evaluations} "
                       f"simulations; {self.message})"]
         return "\n".join(lines)
-
-
-def _geomean(errors: tuple[float, ...]) -> float:
-    """exp(mean |log(simulated / measured)|) - 1: the typical factor off, as a fraction."""
-    return math.exp(sum(abs(math.log1p(e)) for e in errors) / len(errors)) - 1
 
 
 def algorithm_constants(collective: str, algorithm: str) -> dict[str, Real]:
@@ -108,7 +103,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
               free: Mapping[str, tuple[float, float, float]], collective: str | None = None,
               algorithm: str = "ring", place: str = "out_of_place",
               max_evaluations: int = 20_000, starts: int = 1, seed: int = 0,
-              loss: str = "linear", loss_scale: float = 0.1,
+              loss: str = "linear", loss_scale: float = 0.1, progress: bool | None = None,
               **simulate_kwargs: Any) -> Calibration:
     """Fit the ``free`` constants of ``build`` so the simulated times match ``table``.
 
@@ -140,6 +135,9 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             which count misses beyond ``loss_scale`` less than their square.
         loss_scale: the log-time miss where a robust loss starts to bend (0.1: about
             10%).
+        progress: a tqdm progress bar on stderr, counting the simulations and showing
+            the smallest geometric-mean error of a point tried; ``None`` shows it when
+            stderr is a terminal.
         **simulate_kwargs: passed to :func:`simcoll.simulate` (``network=``, algorithm
             parameters, ...).
 
@@ -154,7 +152,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             an unknown ``loss`` or a ``loss_scale`` that is not a finite number > 0,
             bounds that are not ``low <= initial <= high`` with ``low < high`` (or that
             the algorithm's parameter does not accept, or at which ``build`` cannot
-            build the machine), a ``seed`` that is not an integer >= 0, a collective
+            build the machine), a ``seed`` that is not an integer >= 0, a ``progress``
+            that is not True, False or None, a collective
             or algorithm that does not exist, a table with a different rank count than
             the machine; all before the first simulation.
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
@@ -162,11 +161,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     factory = _factory(build)
     if not table.rows:
         raise InvalidInputError("the table has no rows to calibrate against")
-    name = collective or table.collective
-    if name is None:
-        raise InvalidInputError("the table does not say which collective it measured; pass "
-                                "collective='all_reduce' (or the one measured)")
-    coll = get_collective(name)
+    coll = table_collective(table, collective)
     specs = algorithm_constants(coll.name, algorithm)
     bounds = _check_free(factory, free, set(specs))
     tuned = [k for k in free if k in specs]
@@ -196,15 +191,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             except SimCollError as err:
                 raise InvalidInputError(f"free[{k!r}]: the machine cannot be built at the "
                                         f"bound {bound:g}: {err}") from None
-    if table.nranks is not None and table.nranks != topology.nranks:
-        raise InvalidInputError(f"the table was measured on {table.nranks} ranks, but the "
-                                f"machine built has {topology.nranks}")
-    shapes = [_nbytes(coll.name, topology.nranks, row.size, row.type) for row in table.rows]
-    empty = [row.size for row, (nbytes, _) in zip(table.rows, shapes) if nbytes == 0]
-    if empty:
-        raise InvalidInputError(f"sizes {empty} give each of the {topology.nranks} ranks no "
-                                f"whole element of {coll.name}; drop them with "
-                                f"table.between(low=...)")
+    shapes = size_runs(table, coll, topology)
     Int(1, minimum=1).normalize("starts", starts)
     Int(0, minimum=0).normalize("seed", seed)
     Choice("linear", LOSSES).normalize("loss", loss)
@@ -215,18 +202,24 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     Int(2 * len(shapes), minimum=2 * len(shapes),
         doc=f"the {len(shapes)} sizes at the initial constants, then at one trial "
             f"point").normalize("max_evaluations", max_evaluations)
+    check_progress(progress)
     names = list(free)
     scale = [_Scale(*bounds[k]) for k in names]
     count = [0]
     tried: dict[bytes, np.ndarray] = {}   # times at each trial point, by its variables
+    smallest = [math.inf]   # geometric-mean error of the best point tried, for the bar
 
     def times(values: dict[str, float]) -> np.ndarray:
         topo = machine(values)
         count[0] += len(shapes)
         kwargs: dict[str, Any] = {**simulate_kwargs, **{k: values[k] for k in tuned}}
-        return np.array([simulate(topo, coll.name, algorithm=algorithm, nbytes=nbytes,
-                                  dtype=dtype, **kwargs).time
-                         for nbytes, dtype in shapes])
+        simulated = np.array([r.time for r in run_sizes(topo, coll, shapes, algorithm, bar,
+                                                        **kwargs)])
+        error = geomean_error((simulated / measured - 1).tolist())
+        if error < smallest[0]:
+            smallest[0] = error
+            bar.set_postfix({"smallest error": f"{error:.1%}"}, refresh=False)
+        return simulated
 
     def values_of(x: np.ndarray) -> dict[str, float]:
         return {k: s.value(u) for k, s, u in zip(names, scale, x)}
@@ -239,23 +232,24 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             simulated = tried[x.tobytes()] = times(values_of(x))
         return np.log(simulated) - np.log(measured)
 
-    before = times(initial)
-    low, high = [f.low_unit for f in scale], [f.high_unit for f in scale]
-    rng = np.random.default_rng(seed)
-    points = [np.array([f.unit(initial[k]) for k, f in zip(names, scale)])]
-    tried[points[0].tobytes()] = before   # the initial constants, up to rounding
-    points += [rng.uniform(low, high) for _ in range(starts - 1)]
-    messages = []
-    for point in points:
-        try:
-            fit = least_squares(residuals, point, bounds=(low, high), method="trf",
-                                x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
-                                loss=loss, f_scale=loss_scale)
-            messages.append(str(fit.message))
-        except _OutOfEvaluations:  # the budget covers one trial point at least
-            messages.append(f"stopped at max_evaluations={max_evaluations} on the best "
-                            f"point tried")
-            break
+    with progress_bar(progress, total=None, desc="calibrate", unit="sim") as bar:
+        before = times(initial)
+        low, high = [f.low_unit for f in scale], [f.high_unit for f in scale]
+        rng = np.random.default_rng(seed)
+        points = [np.array([f.unit(initial[k]) for k, f in zip(names, scale)])]
+        tried[points[0].tobytes()] = before   # the initial constants, up to rounding
+        points += [rng.uniform(low, high) for _ in range(starts - 1)]
+        messages = []
+        for point in points:
+            try:
+                fit = least_squares(residuals, point, bounds=(low, high), method="trf",
+                                    x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
+                                    loss=loss, f_scale=loss_scale)
+                messages.append(str(fit.message))
+            except _OutOfEvaluations:  # the budget covers one trial point at least
+                messages.append(f"stopped at max_evaluations={max_evaluations} on the best "
+                                f"point tried")
+                break
     key = min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
     best = np.frombuffer(key, dtype=points[0].dtype)
     message = messages[0] if starts == 1 else \
@@ -400,10 +394,3 @@ def _built(factory: Factory, values: Mapping[str, float]) -> Topology:
                                 f"a Topology")
     return topo
 
-
-def _nbytes(collective: str, p: int, size: int, type_name: str) -> tuple[int, Any]:
-    """simulate's per-rank bytes and dtype for a row of nccl-tests' size column."""
-    itemsize = ITEMSIZE.get(type_name, 4)
-    nbytes, _, _ = nccl_shape(get_collective(collective), p, size, itemsize)
-    dtype = {1: np.uint8, 2: np.float16, 4: np.float32, 8: np.float64}[itemsize]
-    return nbytes, np.dtype(dtype)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import simcoll as sc
-import simcoll.calibration
+import simcoll.comparison
 from simcoll.cli import main
 from simcoll.errors import InvalidInputError, UnknownAlgorithmError, UnknownCollectiveError
 from simcoll.nccl_tests import Measurement, NcclTestsRow, NcclTestsTable, parse
@@ -103,11 +103,25 @@ def test_report(table):
     assert f"{geo_before:.1%} before" in text
 
 
+def test_progress_bar_counts_the_simulations(table, capsys):
+    small = table.between(2**20, 2**30)
+    cal = sc.calibrate(lambda bandwidth: switch8(bandwidth, LATENCY), small,
+                       free={"bandwidth": (5e10, 1e9, 1e12)}, progress=True)
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    best = min(math.exp(sum(abs(math.log(s / m)) for s, m in zip(times, cal.measured))
+                        / len(cal.sizes)) - 1 for times in (cal.before, cal.after))
+    assert last.startswith(f"calibrate: {cal.evaluations}sim ")
+    assert last.endswith(f"smallest error={best:.1%}]")
+    sc.calibrate(lambda bandwidth: switch8(bandwidth, LATENCY), small,
+                 free={"bandwidth": (5e10, 1e9, 1e12)}, progress=False)
+    assert capsys.readouterr().err == ""
+
+
 @pytest.fixture()
 def no_simulation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("simulated before the inputs were checked")
-    monkeypatch.setattr(simcoll.calibration, "simulate", refuse)
+    monkeypatch.setattr(simcoll.comparison, "simulate", refuse)
 
 
 GOOD = {"bandwidth": (1e11, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)}
@@ -215,6 +229,7 @@ def test_a_robust_loss_is_not_pulled_by_a_spike():
     ({"loss_scale": 0.0}, "loss_scale=0.0 is not accepted; use a finite number > 0"),
     ({"loss_scale": math.inf}, "loss_scale=inf is not accepted"),
     ({"loss_scale": "0.1"}, "loss_scale='0.1' is not accepted"),
+    ({"progress": "yes"}, "progress='yes' is not accepted; use True, False or None"),
 ])
 def test_bad_losses_are_refused(no_simulation, table, kwargs, message):
     with pytest.raises(InvalidInputError, match=message):

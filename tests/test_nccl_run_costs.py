@@ -158,11 +158,11 @@ def test_calibrate_fits_a_link_and_a_cost_together(made_table):
 
 
 def test_calibrate_refuses_a_constant_given_twice_before_simulating(monkeypatch):
-    import simcoll.calibration
+    import simcoll.comparison
 
     def refuse(*args, **kwargs):
         raise AssertionError("simulated before the inputs were checked")
-    monkeypatch.setattr(simcoll.calibration, "simulate", refuse)
+    monkeypatch.setattr(simcoll.comparison, "simulate", refuse)
     row = NcclTestsRow(1024, 256, "float", "sum", -1, Measurement(20.0, 0.0, 0.0, None),
                        None, 1)
     table = NcclTestsTable((row,), "all_reduce", 4)
@@ -209,11 +209,11 @@ def test_more_starts_get_past_a_local_minimum(made_table):
     ({"seed": "1"}, "seed='1' is not accepted; use an integer"),
 ])
 def test_bad_starts_and_seeds_are_refused_before_simulating(monkeypatch, kwargs, message):
-    import simcoll.calibration
+    import simcoll.comparison
 
     def refuse(*args, **kw):
         raise AssertionError("simulated before the inputs were checked")
-    monkeypatch.setattr(simcoll.calibration, "simulate", refuse)
+    monkeypatch.setattr(simcoll.comparison, "simulate", refuse)
     row = NcclTestsRow(1024, 256, "float", "sum", -1, Measurement(20.0, 0.0, 0.0, None),
                        None, 1)
     with pytest.raises(InvalidInputError, match=message):

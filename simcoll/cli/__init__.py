@@ -1,6 +1,6 @@
-"""Command line: ``simcoll run | demo | list | sweep | plot | trace | calibrate`` (or
-``python -m simcoll``). Each subcommand lives in a module of its own; this one parses,
-dispatches, and turns errors into one line on standard error."""
+"""Command line: ``simcoll run | demo | list | sweep | plot | trace | compare | calibrate``
+(or ``python -m simcoll``). Each subcommand lives in a module of its own; this one
+parses, dispatches, and turns errors into one line on standard error."""
 
 from __future__ import annotations
 
@@ -8,13 +8,22 @@ import os
 import sys
 from collections.abc import Sequence
 
-from simcoll.cli import calibrating, demo, listing, plotting, run, sweeping, tracing
+from simcoll.cli import (
+    calibrating,
+    comparing,
+    demo,
+    listing,
+    plotting,
+    run,
+    sweeping,
+    tracing,
+)
 from simcoll.cli.options import CommandLineError, Parser
 from simcoll.errors import InvalidInputError, SimCollError, TopologyError
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = (run, demo, listing, sweeping, plotting, tracing, calibrating)
+_COMMANDS = (run, demo, listing, sweeping, plotting, tracing, comparing, calibrating)
 _USAGE_ERRORS = (CommandLineError, InvalidInputError, TopologyError, OSError)
 
 

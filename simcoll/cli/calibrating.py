@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
-from simcoll.algorithms.nccl.constants import TUNERS
 from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibrate
-from simcoll.cli.options import CommandLineError, parse_bytes, parse_param
-from simcoll.nccl_tests import NcclTestsTable, parse_all
-from simcoll.network import NETWORKS
+from simcoll.cli.logs import add_log_arguments, read_table, simulate_kwargs
+from simcoll.cli.options import CommandLineError
 from simcoll.topology.quantities import parse_number, parse_rate, parse_time
 from simcoll.topology.spec import from_spec
 
@@ -30,33 +26,13 @@ def add_parser(sub: Any) -> None:
                     "algorithm's, such as NCCL's launch_overhead) by least squares on the "
                     "log of the time. Prints each constant and each size's error before "
                     "and after (or --json).")
-    p.add_argument("log", metavar="LOG", help="the nccl-tests output, a file or - for stdin")
-    p.add_argument("--topology", required=True, metavar="SPEC",
-                   help="the machine, as a builder or preset with its fixed arguments "
-                        "(dgx_h100:nodes=2, 'switch:ranks=8,latency=1us'); a topology file "
-                        "where only the algorithm's constants are free")
+    add_log_arguments(p)
     p.add_argument("--free", action="append", type=parse_free, required=True,
                    metavar="NAME=INITIAL:LOW:HIGH",
                    help="a constant to fit, where it starts and its bounds, with units "
                         "where they help: bandwidth=50GB/s:1GB/s:1TB/s, latency=1us:10ns:"
                         "100us, launch_overhead=5us:0:1ms, step_latency_scale=1:0.05:20 "
-                        "(repeatable)")
-    p.add_argument("--algorithm", default="ring",
-                   help="the algorithm simulated (default: ring; nccl for NCCL's own "
-                        "choice, with the tuner of the NCCL release the log printed, where "
-                        "simcoll has it)")
-    p.add_argument("--param", action="append", type=parse_param, default=[],
-                   metavar="NAME=VALUE", help="a fixed algorithm parameter (repeatable)")
-    p.add_argument("--network", default="flow", choices=sorted(NETWORKS),
-                   help="the network model (default: flow)")
-    p.add_argument("--run", type=int, default=0, metavar="K",
-                   help="the K-th run of a log that holds several (1 is the first)")
-    p.add_argument("--min-size", type=parse_bytes, default=0, metavar="BYTES",
-                   help="fit only the sizes from this one up (K, M, G are powers of 1024)")
-    p.add_argument("--max-size", type=parse_bytes, default=None, metavar="BYTES",
-                   help="fit only the sizes up to this one")
-    p.add_argument("--in-place", action="store_true",
-                   help="fit the in-place times (default: out-of-place)")
+                        "(repeatable; with a topology file, only the algorithm's)")
     p.add_argument("--starts", type=int, default=1,
                    help="fits from the initial constants and from random points, the best "
                         "kept (default: 1)")
@@ -93,46 +69,12 @@ def _quantity(text: str, part: str) -> float:
                                      f"rate (50GB/s, 400Gbps) or a time (1us, 500ns)")
 
 
-def _table(args: argparse.Namespace) -> NcclTestsTable:
-    text = sys.stdin.read() if args.log == "-" else _read(args.log)
-    runs = parse_all(text)
-    if args.run:
-        if not 1 <= args.run <= len(runs):
-            raise CommandLineError(f"--run {args.run}: the log holds {len(runs)} run(s); "
-                                   f"use 1..{len(runs)}")
-        measured = runs[args.run - 1]
-    elif len(runs) > 1:
-        raise CommandLineError(f"the log holds {len(runs)} runs; pick one with --run K "
-                               f"(1..{len(runs)})")
-    else:
-        measured = runs[0]
-    if args.max_size is not None and args.min_size > args.max_size:
-        raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
-                               f"{args.max_size}")
-    picked = measured.between(args.min_size, args.max_size)
-    if not picked.rows:
-        raise CommandLineError(f"no size of the log lies between --min-size "
-                               f"{args.min_size} and --max-size {args.max_size}")
-    return picked
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except FileNotFoundError:
-        raise CommandLineError(f"no log at {path}") from None
-
-
 def _run(args: argparse.Namespace) -> int:
-    measured = _table(args)
+    measured = read_table(args)
     free = dict(args.free)
     if len(free) != len(args.free):
         raise CommandLineError("a --free constant is given twice")
-    kwargs: dict[str, Any] = {"network": args.network, **dict(args.param)}
-    notes = []
-    if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version in TUNERS:
-        kwargs["tuner"] = measured.nccl_version
-        notes.append(f"NCCL {measured.nccl_version}'s tuner chooses, as in the log")
+    kwargs, notes = simulate_kwargs(args, measured)
     collective = measured.collective or "all_reduce"
     build: Any = args.topology
     if set(free) <= set(algorithm_constants(collective, args.algorithm)):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from typing import Any
@@ -13,6 +12,7 @@ import numpy as np
 
 from simcoll.checks import flag
 from simcoll.errors import InvalidInputError
+from simcoll.progress import check_progress, progress_bar
 from simcoll.sweep.grid import make_grid
 from simcoll.sweep.records import SweepResults, decode, point_key
 from simcoll.sweep.storage import ResultFile, check_save_path
@@ -33,18 +33,9 @@ def _check_options(workers: Any, executor: Any, progress: Any, retry_failed: Any
         if workers != 1:
             raise InvalidInputError(f"pass workers= (a local process pool) or executor=, not "
                                     f"both (got workers={workers!r})")
-    if progress is not None and not isinstance(progress, bool):
-        raise InvalidInputError(f"progress={progress!r} is not accepted; use True, False or "
-                                f"None (on when stderr is a terminal)")
+    check_progress(progress)
     flag(retry_failed, "retry_failed")
     return int(workers)
-
-
-def _show_progress(progress: bool | None) -> bool:
-    if progress is not None:
-        return progress
-    isatty = getattr(sys.stderr, "isatty", None)
-    return bool(isatty and isatty())
 
 
 def sweep(topology: Callable[[int], Topology], collective: str, *,
@@ -116,14 +107,10 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
     runnable = [point for point in todo if point.error is None]
     try:
         with completed(runnable, workers=workers, executor=executor) as records:
-            # imported when a sweep runs, so that import simcoll stays light
-            from tqdm import tqdm  # type: ignore[import-untyped]
-
             failures = sum(record["error"] is not None for record in done.values())
-            with tqdm(total=len(grid.points), initial=len(done), unit="point",
-                      desc=f"sweep {collective}", disable=not _show_progress(progress),
-                      file=sys.stderr, postfix={"failed": failures} if failures else None
-                      ) as bar:
+            with progress_bar(progress, total=len(grid.points), initial=len(done),
+                              unit="point", desc=f"sweep {collective}",
+                              postfix={"failed": failures} if failures else None) as bar:
                 for record in itertools.chain(map(run_point, unbuilt), records):
                     if store is not None:
                         store.append(record)

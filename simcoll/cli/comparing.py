@@ -1,0 +1,44 @@
+"""``simcoll compare``: simulate every size of an nccl-tests log on a machine and print
+measured beside simulated (:func:`simcoll.comparison.compare`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from simcoll.cli.logs import add_log_arguments, read_table, simulate_kwargs
+from simcoll.comparison import compare
+from simcoll.topology.spec import from_spec
+
+__all__ = ["add_parser"]
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``compare`` to the subcommands."""
+    p = sub.add_parser(
+        "compare", help="an nccl-tests log beside the same sizes simulated",
+        description="Read an nccl-tests log (all_reduce_perf and its siblings, or 'simcoll "
+                    "run'), simulate each of its sizes on --topology with --algorithm, and "
+                    "print the measured and simulated time and busbw per size, the time "
+                    "error, what the algorithm chose, and the geometric-mean error (or "
+                    "--json). 'simcoll calibrate' fits constants to the same log.")
+    add_log_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    measured = read_table(args)
+    kwargs, notes = simulate_kwargs(args, measured)
+    machine = from_spec(args.topology)
+    found = compare(machine, measured, algorithm=args.algorithm,
+                    place="in_place" if args.in_place else "out_of_place", **kwargs)
+    if args.json:
+        print(json.dumps({**found.to_dict(), "topology": args.topology, "log": args.log,
+                          "notes": notes}))
+        return 0
+    print(f"# simcoll compare: {found.collective} / {args.algorithm} on {args.topology}, "
+          f"{len(found.sizes)} sizes of {args.log}" + "".join(f"; {n}" for n in notes))
+    print(found.report())
+    return 0

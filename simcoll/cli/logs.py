@@ -1,0 +1,85 @@
+"""What ``simcoll compare`` and ``simcoll calibrate`` share: reading one run of an
+nccl-tests log, the sizes kept, and the tuner of the NCCL release the log printed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from simcoll.algorithms.nccl.constants import TUNERS
+from simcoll.cli.options import CommandLineError, parse_bytes, parse_param
+from simcoll.nccl_tests import NcclTestsTable, parse_all
+from simcoll.network import NETWORKS
+
+__all__ = ["add_log_arguments", "read_table", "simulate_kwargs"]
+
+
+def add_log_arguments(p: argparse.ArgumentParser) -> None:
+    """The log, the machine, the algorithm and which sizes of the log to take."""
+    p.add_argument("log", metavar="LOG", help="the nccl-tests output, a file or - for stdin")
+    p.add_argument("--topology", required=True, metavar="SPEC",
+                   help="the machine, as a builder or preset with its arguments "
+                        "(dgx_h100:nodes=2, 'switch:ranks=8,latency=1us') or a topology file")
+    p.add_argument("--algorithm", default="ring",
+                   help="the algorithm simulated (default: ring; nccl for NCCL's own "
+                        "choice, with the tuner of the NCCL release the log printed, where "
+                        "simcoll has it)")
+    p.add_argument("--param", action="append", type=parse_param, default=[],
+                   metavar="NAME=VALUE", help="a fixed algorithm parameter (repeatable)")
+    p.add_argument("--network", default="flow", choices=sorted(NETWORKS),
+                   help="the network model (default: flow)")
+    p.add_argument("--run", type=int, default=0, metavar="K",
+                   help="the K-th run of a log that holds several (1 is the first)")
+    p.add_argument("--min-size", type=parse_bytes, default=0, metavar="BYTES",
+                   help="only the sizes from this one up (K, M, G are powers of 1024)")
+    p.add_argument("--max-size", type=parse_bytes, default=None, metavar="BYTES",
+                   help="only the sizes up to this one")
+    p.add_argument("--in-place", action="store_true",
+                   help="the in-place times (default: out-of-place)")
+
+
+def read_table(args: argparse.Namespace) -> NcclTestsTable:
+    """The run of the log that ``--run`` picks, with the sizes between ``--min-size`` and
+    ``--max-size``."""
+    text = sys.stdin.read() if args.log == "-" else _read(args.log)
+    runs = parse_all(text)
+    if args.run:
+        if not 1 <= args.run <= len(runs):
+            raise CommandLineError(f"--run {args.run}: the log holds {len(runs)} run(s); "
+                                   f"use 1..{len(runs)}")
+        measured = runs[args.run - 1]
+    elif len(runs) > 1:
+        raise CommandLineError(f"the log holds {len(runs)} runs; pick one with --run K "
+                               f"(1..{len(runs)})")
+    else:
+        measured = runs[0]
+    if args.max_size is not None and args.min_size > args.max_size:
+        raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
+                               f"{args.max_size}")
+    picked = measured.between(args.min_size, args.max_size)
+    if not picked.rows:
+        raise CommandLineError(f"no size of the log lies between --min-size "
+                               f"{args.min_size} and --max-size {args.max_size}")
+    return picked
+
+
+def simulate_kwargs(args: argparse.Namespace,
+                    measured: NcclTestsTable) -> tuple[dict[str, Any], list[str]]:
+    """``simulate``'s keyword arguments (the network, the ``--param`` values, and for
+    ``--algorithm nccl`` the tuner of the log's NCCL release where simcoll has it), and
+    a note for each choice the log made."""
+    kwargs: dict[str, Any] = {"network": args.network, **dict(args.param)}
+    notes = []
+    if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version in TUNERS:
+        kwargs["tuner"] = measured.nccl_version
+        notes.append(f"NCCL {measured.nccl_version}'s tuner chooses, as in the log")
+    return kwargs, notes
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise CommandLineError(f"no log at {path}") from None

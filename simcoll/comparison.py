@@ -1,0 +1,225 @@
+"""Simulate every size of a measured nccl-tests table and set the two side by side.
+
+``compare(topology, table, algorithm="nccl")`` answers "how close does this machine
+land on my log, before any fitting?": each row's size is simulated in data-free mode
+with the table's element type (and root, for the rooted collectives), and the result
+holds the measured and simulated time, algbw and busbw per size, the relative time
+error, its geometric mean, and what the algorithm chose at each size (NCCL's algorithm,
+protocol and channels). :func:`simcoll.calibrate` fits constants on the same per-size
+simulations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simcoll.collectives import Collective
+from simcoll.collectives import collective as get_collective
+from simcoll.errors import InvalidInputError
+from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
+from simcoll.progress import check_progress, progress_bar
+from simcoll.result import Result
+from simcoll.simulate import simulate
+from simcoll.topology.graph import Topology
+
+__all__ = ["Comparison", "compare", "geomean_error"]
+
+CHOICES = ("algo", "proto", "channels")
+"""The parameters that say what an algorithm chose for a size (NCCL's), where it has them."""
+
+
+def geomean_error(errors: Sequence[float]) -> float:
+    """exp(mean |log(1 + e)|) - 1 over relative errors e = simulated / measured - 1: the
+    typical factor off, as a fraction (0.1 for 10% either way)."""
+    return math.exp(sum(abs(math.log1p(e)) for e in errors) / len(errors)) - 1
+
+
+@dataclass(frozen=True)
+class SizeRun:
+    """How one row of a table is simulated: ``simulate``'s per-rank bytes, dtype and
+    keyword arguments (the root of a rooted collective)."""
+
+    nbytes: int
+    dtype: np.dtype[Any]
+    kwargs: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> list[SizeRun]:
+    """One :class:`SizeRun` per row of ``table`` on ``topology``.
+
+    Raises:
+        InvalidInputError: an empty table, one measured on another rank count, or a size
+            that gives a rank no whole element.
+    """
+    if not table.rows:
+        raise InvalidInputError("the table has no rows")
+    if table.nranks is not None and table.nranks != topology.nranks:
+        raise InvalidInputError(f"the table was measured on {table.nranks} ranks, but the "
+                                f"machine has {topology.nranks}")
+    runs = []
+    for row in table.rows:
+        itemsize = ITEMSIZE.get(row.type, 4)
+        nbytes, _, _ = nccl_shape(coll, topology.nranks, row.size, itemsize)
+        dtype = np.dtype({1: np.uint8, 2: np.float16, 4: np.float32, 8: np.float64}[itemsize])
+        rooted = coll.rooted and row.root is not None and 0 <= row.root < topology.nranks
+        runs.append(SizeRun(nbytes, dtype, {"root": row.root} if rooted else {}))
+    empty = [row.size for row, run in zip(table.rows, runs) if run.nbytes == 0]
+    if empty:
+        raise InvalidInputError(f"sizes {empty} give each of the {topology.nranks} ranks no "
+                                f"whole element of {coll.name}; drop them with "
+                                f"table.between(low=...)")
+    return runs
+
+
+def table_collective(table: NcclTestsTable, collective: str | None) -> Collective:
+    """The collective to simulate: ``collective``, else the one the table measured.
+
+    Raises:
+        InvalidInputError: neither names one.
+        UnknownCollectiveError: the name is not a collective.
+    """
+    name = collective or table.collective
+    if name is None:
+        raise InvalidInputError("the table does not say which collective it measured; pass "
+                                "collective='all_reduce' (or the one measured)")
+    return get_collective(name)
+
+
+def run_sizes(topology: Topology, coll: Collective, runs: Sequence[SizeRun], algorithm: str,
+              bar: Any = None, **simulate_kwargs: Any) -> list[Result]:
+    """Each size simulated, data-free, on ``topology`` (a step of ``bar`` each, where
+    there is one)."""
+    results = []
+    for run in runs:
+        results.append(simulate(topology, coll.name, algorithm=algorithm, nbytes=run.nbytes,
+                                dtype=run.dtype, **{**run.kwargs, **simulate_kwargs}))
+        if bar is not None:
+            bar.update()
+    return results
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What :func:`compare` found: a table's measured times beside the simulated ones.
+
+    Attributes:
+        collective, algorithm: what was simulated.
+        nranks: the machine's ranks.
+        place: the table's block compared, ``"out_of_place"`` or ``"in_place"``.
+        sizes: the table's size column (bytes).
+        measured, simulated: the times per size, seconds.
+        measured_busbw: the table's busbw per size, bytes per second.
+        busbw_factor: nccl-tests' bus factor of the collective on ``nranks`` ranks.
+        params: each size's run parameters (:attr:`simcoll.Result.params`), what the
+            algorithm chose included.
+    """
+
+    collective: str
+    algorithm: str
+    nranks: int
+    place: str
+    sizes: tuple[int, ...]
+    measured: tuple[float, ...]
+    simulated: tuple[float, ...]
+    measured_busbw: tuple[float, ...]
+    busbw_factor: float
+    params: tuple[Mapping[str, Any], ...] = field(hash=False)
+
+    @property
+    def error(self) -> tuple[float, ...]:
+        """(simulated - measured) / measured per size: below 0 where the simulation is
+        faster than the measured run."""
+        return tuple(s / m - 1 for s, m in zip(self.simulated, self.measured))
+
+    @property
+    def geomean_error(self) -> float:
+        """exp(mean |log(simulated / measured)|) - 1 over the sizes."""
+        return geomean_error(self.error)
+
+    @property
+    def simulated_busbw(self) -> tuple[float, ...]:
+        """nccl-tests' busbw of each simulated time (size / time x the bus factor),
+        bytes per second."""
+        return tuple(size / t * self.busbw_factor for size, t in zip(self.sizes, self.simulated))
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """What the algorithm ran at each size, as ``"nvls_tree Simple 16"`` (its
+        ``algo``, ``proto`` and ``channels``, where it has them), else ``""``."""
+        return tuple(" ".join(str(p[k]) for k in CHOICES if k in p) for p in self.params)
+
+    def report(self) -> str:
+        """The sizes measured and simulated, as text."""
+        named = " ".join(k for k in CHOICES if any(k in p for p in self.params))
+        lines = ["                  time (us)                     busbw (GB/s)",
+                 "      size     measured   simulated     error     measured   simulated  "
+                 + named]
+        for size, m, s, e, bm, bs, chosen in zip(
+                self.sizes, self.measured, self.simulated, self.error, self.measured_busbw,
+                self.simulated_busbw, self.choices):
+            lines.append(f"{size:>10d}  {m * 1e6:>11.2f} {s * 1e6:>11.2f}  {e:>+8.1%}  "
+                         f"{bm / 1e9:>11.2f} {bs / 1e9:>11.2f}  {chosen}")
+        lines = [line.rstrip() for line in lines]
+        lines += ["", f"geometric-mean |time error|: {self.geomean_error:.1%} over "
+                      f"{len(self.sizes)} sizes ({self.collective}, {self.algorithm}, "
+                      f"{self.place.replace('_', '-')} times)"]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary: every field and the derived columns."""
+        return {"collective": self.collective, "algorithm": self.algorithm,
+                "nranks": self.nranks, "place": self.place, "sizes": list(self.sizes),
+                "measured": list(self.measured), "simulated": list(self.simulated),
+                "error": list(self.error), "geomean_error": self.geomean_error,
+                "measured_busbw": list(self.measured_busbw),
+                "simulated_busbw": list(self.simulated_busbw),
+                "busbw_factor": self.busbw_factor,
+                "params": [dict(p) for p in self.params]}
+
+
+def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None = None,
+            algorithm: str = "ring", place: str = "out_of_place",
+            progress: bool | None = None, **simulate_kwargs: Any) -> Comparison:
+    """Simulate every size of ``table`` on ``topology`` and set it beside the measured one.
+
+    Args:
+        topology: the machine.
+        table: the measurements, from :func:`simcoll.nccl_tests.parse`.
+        collective: the collective simulated; by default the table's.
+        algorithm: the registered algorithm to simulate (``"nccl"``: NCCL's own choice
+            per size; pass ``tuner=table.nccl_version`` to choose as that release does).
+        place: the table's block to compare with, ``"out_of_place"`` or ``"in_place"``.
+        progress: a tqdm progress bar of the sizes on stderr; ``None`` shows it when
+            stderr is a terminal.
+        **simulate_kwargs: passed to :func:`simcoll.simulate` (``network=``, algorithm
+            parameters, ...).
+
+    Returns:
+        The times, busbw and choices per size, and the error.
+
+    Raises:
+        InvalidInputError: an empty table, a table without ``place``'s block or measured
+            on another rank count, a size that gives a rank no whole element, a
+            collective the table does not name, or a ``progress`` that is not True, False
+            or None; all before the first simulation.
+    """
+    if not isinstance(topology, Topology):
+        raise InvalidInputError(f"topology={topology!r} is not a Topology; build one with "
+                                f"sc.topology (a preset or a builder)")
+    coll = table_collective(table, collective)
+    runs = size_runs(table, coll, topology)
+    blocks = [row.measurement(place) for row in table.rows]
+    check_progress(progress)
+    with progress_bar(progress, total=len(runs), desc=f"compare {coll.name}",
+                      unit="size") as bar:
+        results = run_sizes(topology, coll, runs, algorithm, bar, **simulate_kwargs)
+    return Comparison(coll.name, algorithm, topology.nranks, place, table.sizes,
+                      tuple(b.time for b in blocks), tuple(r.time for r in results),
+                      tuple(b.busbw * 1e9 for b in blocks),
+                      float(coll.busbw_factor(topology.nranks)),
+                      tuple(dict(r.params) for r in results))

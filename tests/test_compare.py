@@ -1,0 +1,268 @@
+"""sc.compare and ``simcoll compare``: a measured table beside the same sizes simulated.
+
+The simulated times are checked against the ring's time worked out by hand on a switch
+(each of the 2(p - 1) steps crosses two links: 2 latencies, then a block at the link
+rate), the errors and busbw against nccl-tests' definitions, and bad input is refused
+before anything is simulated.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+import simcoll.comparison
+from simcoll.cli import main
+from simcoll.errors import InvalidInputError, UnknownCollectiveError
+from simcoll.nccl_tests import Measurement, NcclTestsRow, NcclTestsTable, parse
+
+P, BANDWIDTH, LATENCY = 4, 50 * sc.GB, 2 * sc.us
+SIZES = (4096, 1 << 20, 64 << 20)
+FACTORS = (1.25, 0.8, 1.0)   # measured = the ring's time x these
+
+
+def ring_all_reduce_time(size: int) -> float:
+    return 2 * (P - 1) * (2 * LATENCY + size / P / BANDWIDTH)
+
+
+def ring_all_gather_time(size: int) -> float:
+    return (P - 1) * (2 * LATENCY + size / P / BANDWIDTH)
+
+
+def row(size: int, time: float, *, line: int, root: int = -1, busbw: float = 0.0,
+        in_place: float | None = None) -> NcclTestsRow:
+    out = Measurement(time * 1e6, 0.0, busbw, None)
+    inside = None if in_place is None else Measurement(in_place * 1e6, 0.0, busbw, None)
+    return NcclTestsRow(size, size // 4, "float", "sum", root, out, inside, line)
+
+
+def made_table(collective: str = "all_reduce", nranks: int | None = P,
+               times=ring_all_reduce_time) -> NcclTestsTable:
+    rows = tuple(row(s, times(s) * f, line=i + 1, busbw=float(i + 1),
+                     in_place=times(s))
+                 for i, (s, f) in enumerate(zip(SIZES, FACTORS)))
+    return NcclTestsTable(rows, collective, nranks)
+
+
+def machine() -> sc.Topology:
+    return sc.topology.switch(P, bandwidth=BANDWIDTH, latency=LATENCY)
+
+
+def test_every_field_against_the_hand_worked_ring():
+    found = sc.compare(machine(), made_table())
+    assert (found.collective, found.algorithm, found.nranks, found.place) == \
+        ("all_reduce", "ring", P, "out_of_place")
+    assert found.sizes == SIZES
+    assert found.simulated == pytest.approx([ring_all_reduce_time(s) for s in SIZES],
+                                            rel=1e-12)
+    assert found.measured == pytest.approx([ring_all_reduce_time(s) * f
+                                           for s, f in zip(SIZES, FACTORS)], rel=1e-9)
+    assert found.error == pytest.approx([1 / f - 1 for f in FACTORS], rel=1e-9)
+    # exp(mean |log f|) - 1 with |log 1.25| = |log 0.8| and log 1 = 0: 1.25^(2/3) - 1
+    assert found.geomean_error == pytest.approx(1.25 ** (2 / 3) - 1, rel=1e-9)
+    assert found.measured_busbw == pytest.approx([1e9, 2e9, 3e9])
+    assert found.busbw_factor == pytest.approx(2 * (P - 1) / P)
+    assert found.simulated_busbw == pytest.approx(
+        [s / ring_all_reduce_time(s) * 2 * (P - 1) / P for s in SIZES], rel=1e-12)
+    assert found.params == ({}, {}, {}) and found.choices == ("", "", "")
+
+
+def test_in_place_times_and_another_collective():
+    found = sc.compare(machine(), made_table(), place="in_place")
+    assert found.place == "in_place"
+    assert found.error == pytest.approx([0, 0, 0], abs=1e-9)
+    assert found.geomean_error == pytest.approx(0, abs=1e-9)
+    # all_gather's size column is p times a rank's input
+    gather = sc.compare(machine(), made_table("all_gather", times=ring_all_gather_time))
+    assert gather.collective == "all_gather"
+    assert gather.simulated == pytest.approx([ring_all_gather_time(s) for s in SIZES],
+                                             rel=1e-12)
+    assert gather.busbw_factor == pytest.approx((P - 1) / P)
+    # the table's own collective is taken unless one is named
+    named = sc.compare(machine(), made_table(collective=None), collective="all_reduce")
+    assert named.simulated == pytest.approx([ring_all_reduce_time(s) for s in SIZES])
+
+
+def test_a_rooted_collective_runs_from_each_rows_root():
+    # gpu0's link is ten times slower: a broadcast from rank 0 pushes its data through
+    # it, one from rank 2 only delivers rank 0's copy through it.
+    topo = sc.Topology("uneven")
+    topo.add_switch("switch")
+    for r in range(3):
+        topo.add_gpu(f"gpu{r}")
+        topo.add_link(f"gpu{r}", "switch", bandwidth=(5 if r == 0 else 50) * sc.GB,
+                      latency=1 * sc.us)
+    rows = tuple(row(1 << 20, 1e-4, line=i + 1, root=root) for i, root in enumerate((0, 2)))
+    found = sc.compare(topo, NcclTestsTable(rows, "broadcast", 3), algorithm="binomial")
+    direct = [sc.simulate(topo, "broadcast", algorithm="binomial", nbytes=1 << 20,
+                          root=root).time for root in (0, 2)]
+    assert found.simulated == pytest.approx(direct, rel=1e-12)
+    assert direct[0] != pytest.approx(direct[1], rel=0.01)
+
+
+def test_nccl_choices_per_size():
+    rows = tuple(row(s, 1e-4, line=i + 1) for i, s in enumerate((8, 64 << 20)))
+    found = sc.compare(sc.topology.dgx_h100(1), NcclTestsTable(rows, "all_reduce", 8),
+                       algorithm="nccl")
+    for params, chosen in zip(found.params, found.choices):
+        assert chosen == f"{params['algo']} {params['proto']} {params['channels']}"
+    # NCCL runs LL at 8 B (the lowest latency) and Simple at 64 MiB
+    assert [p["proto"] for p in found.params] == ["LL", "Simple"]
+    assert "algo proto channels" in found.report()
+
+
+def test_report_and_dict():
+    found = sc.compare(machine(), made_table())
+    text = found.report()
+    lines = text.splitlines()
+    for size, m, s, e in zip(SIZES, found.measured, found.simulated, found.error):
+        line = next(x for x in lines if x.split() and x.split()[0] == str(size))
+        fields = line.split()
+        assert float(fields[1]) == pytest.approx(m * 1e6, abs=0.006)
+        assert float(fields[2]) == pytest.approx(s * 1e6, abs=0.006)
+        assert fields[3] == f"{e:+.1%}"
+    assert lines[-1].startswith(f"geometric-mean |time error|: "
+                                f"{1.25 ** (2 / 3) - 1:.1%} over 3 sizes")
+    assert all(line == line.rstrip() for line in lines)
+    record = json.loads(json.dumps(found.to_dict()))
+    assert record["simulated"] == list(found.simulated)
+    assert record["error"] == pytest.approx(list(found.error))
+    assert record["geomean_error"] == pytest.approx(found.geomean_error)
+    assert record["simulated_busbw"] == pytest.approx(list(found.simulated_busbw))
+    assert {k: record[k] for k in ("collective", "algorithm", "nranks", "place", "sizes")} \
+        == {"collective": "all_reduce", "algorithm": "ring", "nranks": P,
+            "place": "out_of_place", "sizes": list(SIZES)}
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("simulated before the inputs were checked")
+    monkeypatch.setattr(simcoll.comparison, "simulate", refuse)
+
+
+def test_bad_input_is_refused_before_simulating(no_simulation):
+    table = made_table()
+    with pytest.raises(InvalidInputError, match="no rows"):
+        sc.compare(machine(), table.between(2**40))
+    with pytest.raises(InvalidInputError, match="measured on 4 ranks, but the machine has 8"):
+        sc.compare(sc.topology.switch(8), table)
+    with pytest.raises(InvalidInputError, match="pass collective="):
+        sc.compare(machine(), made_table(collective=None))
+    with pytest.raises(UnknownCollectiveError):
+        sc.compare(machine(), table, collective="allreduce")
+    with pytest.raises(InvalidInputError, match=r"sizes \[8\] give each of the 4 ranks "
+                                                r"no whole element of all_gather"):
+        sc.compare(machine(), NcclTestsTable((row(8, 1e-5, line=1),), "all_gather", P))
+    with pytest.raises(InvalidInputError, match="place 'inplace' is not"):
+        sc.compare(machine(), table, place="inplace")
+    without = NcclTestsTable((row(4096, 1e-5, line=7),), "all_reduce", P)
+    with pytest.raises(InvalidInputError, match="size 4096 \\(line 7\\) has no in-place"):
+        sc.compare(machine(), without, place="in_place")
+    with pytest.raises(InvalidInputError, match="topology='switch:4' is not a Topology"):
+        sc.compare("switch:4", table)
+
+
+def test_geomean_error_by_hand():
+    assert simcoll.comparison.geomean_error([1.0, -0.5]) == pytest.approx(1.0)   # x2, x1/2
+    assert simcoll.comparison.geomean_error([0.0]) == 0.0
+    assert simcoll.comparison.geomean_error([0.21, 0.0]) == pytest.approx(0.1)   # sqrt(1.21)
+
+
+def cli(capsys, *argv):
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture
+def log(tmp_path, capsys):
+    """A table printed by `simcoll run` on a 4-rank switch at 50 GB/s and 2 us."""
+    assert main(["run", "--topology", "switch:ranks=4,bandwidth=50GB/s,latency=2us",
+                 "-b", "4K", "-e", "64M", "-f", "16"]) == 0
+    path = tmp_path / "ring.txt"
+    path.write_text(capsys.readouterr().out)
+    return path
+
+
+def test_command_line_on_the_machine_that_printed_the_log(capsys, log):
+    # the same machine lands on its own printed times, to their rounding (2 decimals)
+    status, out, err = cli(capsys, "compare", str(log), "--topology",
+                           "switch:ranks=4,bandwidth=50GB/s,latency=2us", "--json")
+    assert status == 0 and not err
+    record = json.loads(out)
+    sizes = [4096, 65536, 1 << 20, 16 << 20]   # -e 64M stops at 16 MiB
+    assert record["sizes"] == sizes
+    assert record["simulated"] == pytest.approx([ring_all_reduce_time(s) for s in sizes],
+                                                rel=1e-12)
+    assert record["measured"] == pytest.approx(record["simulated"], abs=0.006e-6)
+    assert record["topology"] == "switch:ranks=4,bandwidth=50GB/s,latency=2us"
+    # half the bandwidth: the largest size takes nearly twice as long
+    status, out, err = cli(capsys, "compare", str(log), "--topology",
+                           "switch:ranks=4,bandwidth=25GB/s,latency=2us",
+                           "--min-size", "1M")
+    assert status == 0 and not err
+    lines = out.splitlines()
+    assert lines[0].startswith("# simcoll compare: all_reduce / ring on switch:ranks=4,"
+                               "bandwidth=25GB/s,latency=2us, 2 sizes of ")
+    last = next(x for x in lines if x.split() and x.split()[0] == str(16 << 20)).split()
+    expected = (2 * (P - 1) * (2 * LATENCY + (16 << 20) / P / (25 * sc.GB))
+                / ring_all_reduce_time(16 << 20) - 1)
+    assert last[3] == f"{expected:+.1%}"
+    assert 0.9 < expected < 1.0
+
+
+def test_command_line_takes_the_logs_nccl_release(capsys, tmp_path):
+    assert main(["run", "--topology", "switch:4", "--algorithm", "nccl", "-b", "8",
+                 "-e", "1K", "-f", "128"]) == 0
+    text = ("# nccl-tests version 2.15.0 nccl-headers=22602 nccl-library=22602\n"
+            + capsys.readouterr().out)
+    assert parse(text).nccl_version == "2.26.2"
+    path = tmp_path / "nccl.txt"
+    path.write_text(text)
+    status, out, err = cli(capsys, "compare", str(path), "--topology", "switch:4",
+                           "--algorithm", "nccl", "--json")
+    assert status == 0 and not err
+    record = json.loads(out)
+    assert record["notes"] == ["NCCL 2.26.2's tuner chooses, as in the log"]
+    assert [p["tuner"] for p in record["params"]] == ["2.26.2", "2.26.2"]
+    direct = [sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="nccl",
+                          nbytes=n, dtype=np.float32, tuner="2.26.2").time for n in (8, 1024)]
+    assert record["simulated"] == pytest.approx(direct, rel=1e-12)
+    # an explicit tuner wins over the log's
+    status, out, err = cli(capsys, "compare", str(path), "--topology", "switch:4",
+                           "--algorithm", "nccl", "--param", "tuner=2.30.7", "--json")
+    record = json.loads(out)
+    assert record["notes"] == [] and record["params"][0]["tuner"] == "2.30.7"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["nowhere.txt", "--topology", "switch:4"], "no log at nowhere.txt"),
+    (["LOG", "--topology", "switch:8"], "measured on 4 ranks, but the machine has 8"),
+    (["LOG", "--topology", "switch:4", "--run", "2"], "--run 2: the log holds 1 run"),
+    (["LOG", "--topology", "switch:4", "--min-size", "1G"], "no size of the log lies"),
+    (["LOG", "--topology", "swtich:4"], "unknown topology builder 'swtich'"),
+])
+def test_command_line_errors(capsys, log, argv, message):
+    argv = [str(log) if a == "LOG" else a for a in argv]
+    status, out, err = cli(capsys, "compare", *argv)
+    assert status == 2 and not out
+    assert message in err and err.startswith("simcoll compare: error: ")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_progress_bar_of_the_sizes(capsys):
+    sc.compare(machine(), made_table(), progress=True)
+    err = capsys.readouterr().err
+    assert "compare all_reduce" in err and "3/3" in err
+    sc.compare(machine(), made_table(), progress=False)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("progress", ["yes", 1, np.bool_(True)])
+def test_bad_progress_is_refused_before_simulating(no_simulation, progress):
+    with pytest.raises(InvalidInputError, match=f"progress={progress!r} is not accepted"):
+        sc.compare(machine(), made_table(), progress=progress)
