@@ -72,7 +72,8 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
     if empty:
         raise InvalidInputError(f"sizes {empty} give each of the {topology.nranks} ranks no "
                                 f"whole element of {coll.name}; drop them with "
-                                f"table.between(low=...)")
+                                f"table.between(low=...) (on the command line, "
+                                f"--min-size)")
     return runs
 
 

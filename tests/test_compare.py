@@ -239,6 +239,22 @@ def test_command_line_takes_the_logs_nccl_release(capsys, tmp_path):
     assert record["notes"] == [] and record["params"][0]["tuner"] == "2.30.7"
 
 
+def test_command_line_leaves_out_rows_of_nothing(capsys, tmp_path):
+    # 8 B of reduce_scatter on 4 ranks is no element per rank: a row of size 0
+    assert main(["run", "--topology", "switch:4", "--collective", "reduce_scatter",
+                 "-b", "8", "-e", "64K", "-f", "8"]) == 0
+    text = capsys.readouterr().out
+    assert parse(text).sizes[0] == 0
+    path = tmp_path / "rs.txt"
+    path.write_text(text)
+    status, out, err = cli(capsys, "compare", str(path), "--topology", "switch:4", "--json")
+    assert status == 0 and not err
+    record = json.loads(out)
+    assert record["sizes"] == [64, 512, 4096, 32768]
+    assert record["notes"] == ["1 size(s) of 0 bytes left out"]
+    assert max(abs(e) for e in record["error"]) < 0.01   # the printed times' rounding
+
+
 @pytest.mark.parametrize("argv,message", [
     (["nowhere.txt", "--topology", "switch:4"], "no log at nowhere.txt"),
     (["LOG", "--topology", "switch:8"], "measured on 4 ranks, but the machine has 8"),

@@ -286,6 +286,8 @@ MALFORMED = [
      r"line {n}: expected a number for #wrong \(a count, an error, or N/A\), found 'bad'"),
     ("a word for the root", lambda line: line.replace(" -1 ", " xx ", 1),
      r"line {n}: expected a whole number for root, found 'xx'"),
+    ("no time for a size above 0", lambda line: line.replace(line.split()[5], "0.00", 1),
+     r"line {n}: expected a positive number for the time \(us\), found '0.00'"),
 ]
 
 
@@ -367,3 +369,14 @@ def test_round_trip_through_simcoll_run(collective, algorithm, factor):
         assert got.busbw == pytest.approx(res.busbw / 1e9, abs=0.006)
         assert row.count == nbytes // 4 // (4 if collective == "reduce_scatter" else 1)
     assert table.avg_busbw == pytest.approx(sum(simulated) / len(simulated), rel=1e-5)
+
+
+def test_rows_of_nothing_take_no_time():
+    """Under one element per rank nccl-tests and `simcoll run` print a row of size 0,
+    which NCCL does not launch (0.00 us); it reads back."""
+    text = run_cli("--topology", "switch:4", "--collective", "reduce_scatter", "--algorithm",
+                   "nccl", "-b", "8", "-e", "64", "-f", "8")
+    table = parse(text)
+    assert table.sizes == (0, 64)
+    assert table.rows[0].count == 0 and table.rows[0].out_of_place.time_us == 0.0
+    assert table.rows[1].out_of_place.time_us > 0

@@ -70,11 +70,12 @@ def _quantity(text: str, part: str) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
-    measured = read_table(args)
+    measured, notes = read_table(args)
     free = dict(args.free)
     if len(free) != len(args.free):
         raise CommandLineError("a --free constant is given twice")
-    kwargs, notes = simulate_kwargs(args, measured)
+    kwargs, choices = simulate_kwargs(args, measured)
+    notes += choices
     collective = measured.collective or "all_reduce"
     build: Any = args.topology
     if set(free) <= set(algorithm_constants(collective, args.algorithm)):
@@ -87,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
                     max_evaluations=args.max_evaluations, starts=args.starts,
                     seed=args.seed, loss=args.loss, loss_scale=args.loss_scale, **kwargs)
     if args.json:
-        print(json.dumps(_record(fit, args, kwargs)))
+        print(json.dumps({**_record(fit, args, kwargs), "notes": notes}))
         return 0
     print(f"# simcoll calibrate: {collective} / {args.algorithm} on {args.topology}, "
           f"{len(fit.sizes)} sizes of {args.log}" + "".join(f"; {n}" for n in notes))

@@ -29,8 +29,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    measured = read_table(args)
-    kwargs, notes = simulate_kwargs(args, measured)
+    measured, notes = read_table(args)
+    kwargs, choices = simulate_kwargs(args, measured)
+    notes += choices
     machine = from_spec(args.topology)
     found = compare(machine, measured, algorithm=args.algorithm,
                     place="in_place" if args.in_place else "out_of_place", **kwargs)

@@ -40,9 +40,10 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
                    help="the in-place times (default: out-of-place)")
 
 
-def read_table(args: argparse.Namespace) -> NcclTestsTable:
+def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     """The run of the log that ``--run`` picks, with the sizes between ``--min-size`` and
-    ``--max-size``."""
+    ``--max-size``, those of 0 bytes left out (nothing moves there), and a note where
+    some were."""
     text = sys.stdin.read() if args.log == "-" else _read(args.log)
     runs = parse_all(text)
     if args.run:
@@ -58,11 +59,13 @@ def read_table(args: argparse.Namespace) -> NcclTestsTable:
     if args.max_size is not None and args.min_size > args.max_size:
         raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
                                f"{args.max_size}")
-    picked = measured.between(args.min_size, args.max_size)
+    picked = measured.between(max(args.min_size, 1), args.max_size)
     if not picked.rows:
         raise CommandLineError(f"no size of the log lies between --min-size "
-                               f"{args.min_size} and --max-size {args.max_size}")
-    return picked
+                               f"{args.min_size} and --max-size {args.max_size} (sizes of 0 "
+                               f"bytes aside)")
+    empty = sum(row.size == 0 for row in measured.between(args.min_size, args.max_size))
+    return picked, [f"{empty} size(s) of 0 bytes left out"] if empty else []
 
 
 def simulate_kwargs(args: argparse.Namespace,
