@@ -6,11 +6,15 @@ Floating-point reductions are checked against a reference computed in float64 (i
 input's own dtype if it is wider, such as ``longdouble``) and may differ from it by
 rounding: for SUM and AVG every element must lie within ``2 p eps * sum_i |x_i|`` of it
 (the classic bound on a sum of p terms in any order, Higham 2002, section 4.2, doubled for
-margin), for PRODUCT within ``2 p eps * |reference|``; MIN and MAX are exact. ``eps`` is the
-dtype's own (``ml_dtypes.finfo`` for bfloat16 and fp8, which ``np.finfo`` does not know),
-so each dtype is checked in its own precision. Where the reference is infinite or NaN (the
-inputs hold infinities or NaNs) every order of the reduction gives that same value, so it
-must match exactly.
+margin), for PRODUCT within ``2 p eps * |reference| + (p - 1) eta prod_i max(1, |x_i|)``:
+each of the p - 1 multiplications rounds by a factor within eps of 1 and, where its result
+falls below the smallest normal number (gradual underflow), by up to ``eta = eps *
+smallest normal`` more (the smallest subnormal step; Higham 2002, chapter 2), which the
+factors multiplied in later can grow by at most their product where it exceeds 1. MIN and
+MAX are exact. ``eps`` is the dtype's own (``ml_dtypes.finfo`` for bfloat16 and fp8,
+which ``np.finfo`` does not know), so each dtype is checked in its own precision. Where
+the reference is infinite or NaN (the inputs hold infinities or NaNs) every order of the
+reduction gives that same value, so it must match exactly.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
 of :data:`_BLOCK` elements, so temporaries stay in cache, the blocks spread over up to
@@ -18,9 +22,10 @@ of :data:`_BLOCK` elements, so temporaries stay in cache, the blocks spread over
 error do not depend on the order in which blocks finish). An output whose bytes equal an
 output already checked against the same reference (every rank's all_reduce, all_gather
 and broadcast output has one reference) gets that output's verdict without a second
-check, and an output byte for byte equal to its reference needs nothing else. For sums,
-an element within ``2 p eps * |reference|`` is within the bound (``|sum x_i| <= sum
-|x_i|``): ``sum_i |x_i|`` is computed only for the elements that are not.
+check, and an output byte for byte equal to its reference needs nothing else. An element
+within ``2 p eps * |reference|`` is within the bound (for sums ``|sum x_i| <= sum
+|x_i|``): ``sum_i |x_i|``, or the product's underflow term, is computed only for the
+elements that are not.
 """
 
 from __future__ import annotations
@@ -54,7 +59,27 @@ class _Magnitudes(Sequence):
         return np.abs(x).astype(np.result_type(x.dtype, np.float64))
 
 
-Bound = tuple[np.ndarray, float, float]
+class _Growth(Sequence):
+    """max(1, |x|) in float64 for each input: the most a factor can grow an error."""
+
+    def __init__(self, inputs: list[np.ndarray]):
+        self._inputs = inputs
+
+    def __len__(self) -> int:
+        return len(self._inputs)
+
+    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
+        x = self._inputs[index]
+        return np.maximum(np.abs(x).astype(np.result_type(x.dtype, np.float64)), 1.0)
+
+
+def _underflow(p: int, eps: float, tiny: float, growth: np.ndarray) -> np.ndarray:
+    """A product's error from gradual underflow: (p - 1) multiplications, each off by up
+    to the smallest subnormal step ``eps * tiny``, grown by the factors after it."""
+    return (p - 1) * (eps * tiny) * (1 + 2 * p * eps) * growth
+
+
+Bound = tuple[np.ndarray, float, "float | np.ndarray"]
 """``(array, scale, offset)``: an element may be off by ``scale * |array| + offset``."""
 
 
@@ -67,7 +92,9 @@ def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
         return [None] * len(refs)
     eps, tiny = float_info(inputs[0].dtype)
     if op is ReduceOp.PRODUCT:
-        return [None if r is None else (r, 2 * p * eps, 0.0) for r in refs]
+        growth = coll.reference(_Growth(inputs), op, root)
+        return [None if r is None or g is None else
+                (r, 2 * p * eps, _underflow(p, eps, tiny, g)) for r, g in zip(refs, growth)]
     mags = coll.reference(_Magnitudes(inputs), op, root)
     return [None if m is None else (m, 2 * p * eps, tiny) for m in mags]
 
@@ -146,7 +173,6 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     p = len(inputs)
     eps, tiny = float_info(inputs[0].dtype)
     scale = 2 * p * eps
-    offset = 0.0 if op is ReduceOp.PRODUCT else tiny
     # |out - ref|, |ref| and the bound computed in place: each pass reuses its array.
     error = out.astype(ref.dtype)
     np.subtract(error, ref, out=error)
@@ -160,8 +186,8 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
         exact = (wide == ref) | (np.isnan(wide) & np.isnan(ref))
         error = np.where(finite, error, np.where(exact, 0.0, np.inf))
         worst = _largest(error)
-    # For PRODUCT this is the bound; for sums a lower bound of it (|sum x| <= sum |x|,
-    # and the offset left out): an element that misses it gets the full bound below.
+    # A lower bound of the bound (for sums |sum x| <= sum |x|; the offset left out): an
+    # element that misses it gets the full bound below.
     bound = np.abs(ref)
     bound *= scale
     within = error <= bound
@@ -169,16 +195,29 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
         within = np.where(finite, within, exact)
     if within.all():
         return True, worst
-    if op is ReduceOp.PRODUCT or (not all_finite and not np.all(within | finite)):
+    if not all_finite and not np.all(within | finite):
         return False, worst
     where = np.flatnonzero(~within)
-    if coll.name in _ELEMENTWISE:
-        magnitude = coll.reference(_Magnitudes([x[where] for x in inputs]), op, root)[rank]
+    if op is ReduceOp.PRODUCT:
+        growth = _picked(coll, _Growth, inputs, op, root, rank, where)
+        limit = scale * np.abs(ref.reshape(-1)[where]) + _underflow(p, eps, tiny, growth)
     else:
-        full = coll.reference(_Magnitudes(inputs), op, root)[rank]
-        magnitude = None if full is None else full.reshape(-1)[where]
-    assert magnitude is not None
-    return bool(np.all(error[where] <= scale * magnitude + offset)), worst
+        limit = scale * _picked(coll, _Magnitudes, inputs, op, root, rank, where) + tiny
+    return bool(np.all(error[where] <= limit)), worst
+
+
+def _picked(coll: Collective, of: Callable[[list[np.ndarray]], Sequence],
+            inputs: list[np.ndarray], op: ReduceOp, root: int, rank: int,
+            where: np.ndarray) -> np.ndarray:
+    """Rank ``rank``'s reference over ``of(inputs)`` (magnitudes, growths) at the flat
+    indices ``where`` of its output; element-wise collectives compute only those."""
+    if coll.name in _ELEMENTWISE:
+        picked = coll.reference(of([x[where] for x in inputs]), op, root)[rank]
+    else:
+        full = coll.reference(of(inputs), op, root)[rank]
+        picked = None if full is None else full.reshape(-1)[where]
+    assert picked is not None
+    return picked
 
 
 def _compare_arrays(coll: Collective, inputs: list[np.ndarray], outputs: list[np.ndarray | None],

@@ -175,3 +175,56 @@ def test_a_signed_zero_is_equal_though_its_bytes_differ():
     # MAX of (0, 2) and (0, -2) is (0, 2); rank 1 reports -0 for the first element.
     outputs = [np.array([0.0, 2.0], dtype=np.float32), np.array([-0.0, 2.0], dtype=np.float32)]
     assert compare(COLLECTIVES["all_reduce"], inputs, outputs, ReduceOp.MAX, 0) == (True, 0.0)
+
+
+def test_products_through_subnormals_are_within_the_bound():
+    # Products of 8 standard normals in float16 pass below its smallest normal (2^-14)
+    # for a few percent of the elements, where rounding is no longer relative; numpy's
+    # own float16 products, in two orders, are right and must pass.
+    p = 8
+    inputs = [np.random.default_rng(r).standard_normal(4096).astype(np.float16)
+              for r in range(p)]
+    left = inputs[0].copy()
+    for x in inputs[1:]:
+        left = left * x
+    pairs = list(inputs)
+    while len(pairs) > 1:
+        pairs = [pairs[i] * pairs[i + 1] for i in range(0, len(pairs), 2)]
+    reference = np.prod(np.stack([x.astype(np.float64) for x in inputs]), axis=0)
+    relative = 2 * p * np.finfo(np.float16).eps * np.abs(reference)
+    assert np.count_nonzero(np.abs(left - reference) > relative) > 10
+    for rank_outputs in ([left] * p, [pairs[0]] * p, [left, pairs[0]] * (p // 2)):
+        assert compare(COLLECTIVES["all_reduce"], inputs, rank_outputs, ReduceOp.PRODUCT,
+                       0)[0]
+
+
+def test_the_underflow_term_worked_by_hand():
+    # float16 (eps 2^-10, smallest normal 2^-14, subnormal step 2^-24), p = 3:
+    # 1.5 * 2^-12 x 1.25 * 2^-12 = 1.875 * 2^-24 rounds to the subnormal 2 * 2^-24, and
+    # x 1024 gives 2^-13 against the exact 1.875 * 2^-14: off by 2^-17 (6.7%), beyond
+    # 2 p eps |ref| = 0.6%. The bound adds (p - 1) 2^-24 (1 + 2 p eps) x 1024 (the factors
+    # above 1) = 2^-13 (1 + 6 * 2^-10): 2^-17 is inside, an extra 2^-12 is not.
+    inputs = [np.array([1.5 * 2.0**-12], dtype=np.float16),
+              np.array([1.25 * 2.0**-12], dtype=np.float16),
+              np.array([1024.0], dtype=np.float16)]
+    assert (inputs[0] * inputs[1] * inputs[2])[0] == np.float16(2.0**-13)
+    coll = COLLECTIVES["all_reduce"]
+    rounded = [np.array([2.0**-13], dtype=np.float16)] * 3
+    assert compare(coll, inputs, rounded, ReduceOp.PRODUCT, 0)[0]
+    far = [np.array([1.875 * 2.0**-14 + 2.0**-12], dtype=np.float16)] * 3
+    assert not compare(coll, inputs, far, ReduceOp.PRODUCT, 0)[0]
+    # a product that never leaves the normal range keeps the relative bound alone
+    normal = [np.array([1.5], dtype=np.float16), np.array([1.25], dtype=np.float16),
+              np.array([1024.0], dtype=np.float16)]
+    off = [np.array([1.875 * 1024 * (1 + 0.02)], dtype=np.float16)] * 3
+    assert not compare(coll, normal, off, ReduceOp.PRODUCT, 0)[0]
+
+
+def test_command_line_products_of_low_precision_pass(capsys):
+    from simcoll.cli import main
+
+    for dtype in ("half", "bfloat16"):
+        assert main(["run", "--topology", "switch:8", "-d", dtype, "-o", "prod", "-b", "64K",
+                     "-e", "64K", "-c"]) == 0
+        out = capsys.readouterr().out
+        assert "# Out of bounds values : 0 OK" in out
