@@ -134,6 +134,32 @@ def test_columns_follow_nccl_tests_for_every_collective(capsys, collective, algo
     assert record["params"] == {k: v for k, v in kwargs.items() if k == "chunks"}
 
 
+@pytest.mark.parametrize("collective, algorithm", [
+    ("all_reduce", "ring"), ("reduce", "ring"), ("broadcast", "binomial"),
+    ("gather", "binomial"), ("scatter", "binomial"), ("all_to_all", "direct"),
+    ("barrier", "dissemination")])
+def test_without_algorithm_each_collective_runs_its_default(capsys, tmp_path, collective,
+                                                            algorithm):
+    # the ring where the collective has one, else the one the help names
+    status, out, err = cli(capsys, "run", "--topology", "switch:4", "--collective",
+                           collective, "--size", "4096", "--json")
+    assert status == 0 and not err
+    record = json.loads(out)
+    assert record["algorithm"] == algorithm
+    assert record["time"] == sc.simulate(sc.topology.switch(4), collective,
+                                         algorithm=algorithm, nbytes=record["nbytes"]).time
+    trace = tmp_path / "run.json"
+    status, out, err = cli(capsys, "trace", "--topology", "switch:4", "--collective",
+                           collective, "--size", "4096", "--output", str(trace), "--json")
+    assert status == 0 and json.loads(out)["algorithm"] == algorithm
+
+
+def test_the_help_names_each_default_algorithm(capsys):
+    assert main(["run", "--help"]) == 0
+    assert ("default: ring; binomial for broadcast, gather and scatter; direct for "
+            "all_to_all; dissemination for barrier") in " ".join(capsys.readouterr().out.split())
+
+
 def test_dtype_and_op_columns(capsys):
     status, out, _ = cli(capsys, "run", "--topology", "ring:3", "--size", "4K", "-d", "double",
                          "--op", "avg", "--csv")

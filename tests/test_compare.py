@@ -255,6 +255,21 @@ def test_command_line_leaves_out_rows_of_nothing(capsys, tmp_path):
     assert max(abs(e) for e in record["error"]) < 0.01   # the printed times' rounding
 
 
+def test_command_line_runs_a_collectives_default_algorithm(capsys, tmp_path):
+    # a gather log (no ring for gather) compares with binomial unless told otherwise
+    assert main(["run", "--topology", "switch:4", "--collective", "gather", "--root", "2",
+                 "-b", "1K", "-e", "1M", "-f", "32"]) == 0
+    path = tmp_path / "gather.txt"
+    path.write_text(capsys.readouterr().out)
+    status, out, err = cli(capsys, "compare", str(path), "--topology", "switch:4", "--json")
+    assert status == 0 and not err
+    record = json.loads(out)
+    assert (record["collective"], record["algorithm"]) == ("gather", "binomial")
+    direct = [sc.simulate(sc.topology.switch(4), "gather", algorithm="binomial", root=2,
+                          nbytes=size // 4).time for size in record["sizes"]]
+    assert record["simulated"] == pytest.approx(direct, rel=1e-12)
+
+
 @pytest.mark.parametrize("argv,message", [
     (["nowhere.txt", "--topology", "switch:4"], "no log at nowhere.txt"),
     (["LOG", "--topology", "switch:8"], "measured on 4 ranks, but the machine has 8"),

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from simcoll.algorithms.nccl.constants import TUNERS
-from simcoll.cli.options import CommandLineError, parse_bytes, parse_param
+from simcoll.cli.options import (
+    DEFAULT_ALGORITHM_TEXT,
+    CommandLineError,
+    default_algorithm,
+    parse_bytes,
+    parse_param,
+)
 from simcoll.nccl_tests import NcclTestsTable, parse_all
 from simcoll.network import NETWORKS
 
@@ -22,10 +28,10 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", required=True, metavar="SPEC",
                    help="the machine, as a builder or preset with its arguments "
                         "(dgx_h100:nodes=2, 'switch:ranks=8,latency=1us') or a topology file")
-    p.add_argument("--algorithm", default="ring",
-                   help="the algorithm simulated (default: ring; nccl for NCCL's own "
-                        "choice, with the tuner of the NCCL release the log printed, where "
-                        "simcoll has it)")
+    p.add_argument("--algorithm",
+                   help=f"the algorithm simulated (default: {DEFAULT_ALGORITHM_TEXT}; nccl "
+                        f"for NCCL's own choice, with the tuner of the NCCL release the log "
+                        f"printed, where simcoll has it)")
     p.add_argument("--param", action="append", type=parse_param, default=[],
                    metavar="NAME=VALUE", help="a fixed algorithm parameter (repeatable)")
     p.add_argument("--network", default="flow", choices=sorted(NETWORKS),
@@ -43,7 +49,7 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     """The run of the log that ``--run`` picks, with the sizes between ``--min-size`` and
     ``--max-size``, those of 0 bytes left out (nothing moves there), and a note where
-    some were."""
+    some were; sets ``args.algorithm`` to the collective's default where none was named."""
     text = sys.stdin.read() if args.log == "-" else _read(args.log)
     runs = parse_all(text)
     if args.run:
@@ -59,6 +65,7 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     if args.max_size is not None and args.min_size > args.max_size:
         raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
                                f"{args.max_size}")
+    args.algorithm = args.algorithm or default_algorithm(measured.collective or "all_reduce")
     picked = measured.between(max(args.min_size, 1), args.max_size)
     if not picked.rows:
         raise CommandLineError(f"no size of the log lies between --min-size "

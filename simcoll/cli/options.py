@@ -140,6 +140,26 @@ def resolve_dtype(name: str) -> np.dtype:
             f"ml_dtypes name (float32, float8_e4m3fn, ...)") from None
 
 
+NO_RING = {"broadcast": "binomial", "all_to_all": "direct", "gather": "binomial",
+           "scatter": "binomial", "barrier": "dissemination"}
+"""The command line's algorithm for the collectives that have no ring."""
+
+def _names(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+DEFAULT_ALGORITHM_TEXT = "; ".join(["ring"] + [
+    f"{algorithm} for {_names([c for c, a in NO_RING.items() if a == algorithm])}"
+    for algorithm in dict.fromkeys(NO_RING.values())])
+"""The defaults, as the help says them."""
+
+
+def default_algorithm(collective: str) -> str:
+    """The algorithm the command line runs when none is named: the ring, or for a
+    collective without one, :data:`NO_RING`'s."""
+    return NO_RING.get(get_collective(collective).name, "ring")
+
+
 def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
     """The options that say what to simulate (topology, collective, algorithm, ...)."""
     default = "switch" if sweep else "switch:8"
@@ -154,8 +174,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> 
                              f"(default: all_reduce; the v-collectives, whose sizes differ "
                              f"between ranks, are for Python only)")
     if not sweep:
-        parser.add_argument("--algorithm", default="ring",
-                            help="a registered algorithm (default: ring; 'simcoll list')")
+        parser.add_argument("--algorithm", help=f"a registered algorithm ('simcoll list'; "
+                                                f"default: {DEFAULT_ALGORITHM_TEXT})")
     parser.add_argument("--param", action="append", type=parse_param, default=[],
                         metavar="NAME=VALUE",
                         help="an algorithm parameter, e.g. chunks=4 or "

@@ -18,6 +18,7 @@ from simcoll.cli.options import (
     SIZE_HELP,
     CommandLineError,
     add_run_options,
+    default_algorithm,
     parse_bytes,
     resolve_dtype,
     run_kwargs,
@@ -231,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
     """
     topo = from_spec(args.topology)
     kwargs = run_kwargs(args)
+    args.algorithm = args.algorithm or default_algorithm(args.collective)
     requested = _requested(args)
     rows = _rows(args, topo, kwargs, requested)
     first = next(rows)

@@ -11,6 +11,7 @@ from simcoll.cli.options import (
     SIZE_HELP,
     add_run_options,
     check_output,
+    default_algorithm,
     parse_bytes,
     resolve_dtype,
     run_kwargs,
@@ -51,6 +52,7 @@ def _run(args: argparse.Namespace) -> int:
     out = check_output(args.output, (".json",))
     topo = from_spec(args.topology)
     kwargs = run_kwargs(args)
+    args.algorithm = args.algorithm or default_algorithm(args.collective)
     coll = get_collective(args.collective)
     dtype = resolve_dtype(args.dtype)
     nbytes, _, _ = nccl_shape(coll, topo.nranks, args.size, dtype.itemsize)
