@@ -132,7 +132,7 @@ NCCL's default algorithms, a PCIe server, and the table the model misses most.""
 
 def nccl_figure(out: Path) -> Path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from nccl_public import TABLES
+    from nccl_public import TABLES, table
     from nccl_tests_compare import machine, nccl_model, run_params
 
     fig = plt.figure(figsize=(10.4, 8.8))
@@ -140,50 +140,29 @@ def nccl_figure(out: Path) -> Path:
     for k, (name, title) in enumerate(NCCL_TABLES.items()):
         public = next(t for t in TABLES if t.id == name)
         topo, _, _ = machine(public)
-        params = run_params(public, "nccl")
-        sizes = [row[0] for row in public.rows]
-        measured_us = [row[1] for row in public.rows]
-        factor = 2 * (public.nranks - 1) / public.nranks   # all_reduce's busbw factor
-        simulated_us, predicted_us = [], []
-        for size in sizes:
-            res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size, **params)
-            simulated_us.append(res.time * 1e6)
-            predicted_us.append(nccl_model(topo, size, res.params))
+        found = sc.compare(topo, table(public), algorithm="nccl",
+                           **run_params(public, "nccl"))
         inner = outer[k // 2, k % 2].subgridspec(2, 1, height_ratios=[3, 1.4], hspace=0.06)
         top = fig.add_subplot(inner[0])
         bottom = fig.add_subplot(inner[1], sharex=top)
-        series = (("measured (nccl-tests)", measured_us, dict(marker="o", linestyle="",
-                                                               color="black", markersize=3.5)),
-                  ('simcoll, algorithm="nccl"', simulated_us,
-                   dict(linestyle="-", color="#4f81bd", linewidth=1.8)),
-                  ("NCCL's own model", predicted_us,
-                   dict(linestyle="--", color="#c0504d", linewidth=1.2)))
-        for label, times, style in series:
-            top.plot(sizes, [n * factor / t / 1e3 for n, t in zip(sizes, times)],
-                     label=label, **style)
-            if label != series[0][0]:
-                bottom.plot(sizes, [t / m for t, m in zip(times, measured_us)], **style)
-        bottom.axhspan(0.9, 1.1, color="#9bbb59", alpha=0.25, linewidth=0)
-        bottom.axhline(1.0, color="black", linewidth=0.6)
-        top.set_xscale("log", base=2)
-        top.set_yscale("log")
-        bottom.set_yscale("log")
+        sc.plot.comparison(found, axes=(top, bottom), title=title)
+        # NCCL's own model for what ran (its tuner's latency plus size over bandwidth),
+        # dashed beside the simulation
+        predicted = [nccl_model(topo, size, params) * 1e-6
+                     for size, params in zip(found.sizes, found.params)]
+        style = dict(linestyle="--", color="#c0504d", linewidth=1.2)
+        top.plot(found.sizes, [n * found.busbw_factor / t / 1e9
+                               for n, t in zip(found.sizes, predicted)],
+                 label="NCCL's own model", **style)
+        bottom.plot(found.sizes, [t / m for t, m in zip(predicted, found.measured)], **style)
         bottom.set_ylim(0.1, 2.5)
         bottom.set_yticks([0.1, 0.25, 0.5, 1, 2], ["0.1", "0.25", "0.5", "1", "2"])
-        bottom.minorticks_off()
-        ticks = [2**j for j in range(0, 36, 5) if sizes[0] <= 2**j <= sizes[-1]]
-        bottom.set_xticks(ticks, [format_size(t) for t in ticks])
-        top.tick_params(labelbottom=False)
-        top.set_title(title, fontsize=9.5)
-        top.set_ylabel("busbw (GB/s)")
-        bottom.set_ylabel("time sim. /\nmeasured", fontsize=8.5)
-        bottom.set_xlabel("all_reduce size")
-        for ax in (top, bottom):
-            ax.grid(True, which="major", alpha=0.3)
         if k == 0:
             top.legend(fontsize=8, loc="upper left")
+        else:
+            top.get_legend().remove()
     fig.suptitle("all_reduce on four machines of public nccl-tests tables: busbw, and "
-                 "simulated / measured time (band: within 10%)", fontsize=10.5)
+                 "simulated / measured time", fontsize=10.5)
     fig.subplots_adjust(left=0.08, right=0.98, top=0.93, bottom=0.06)
     path = out / "nccl_tests.png"
     fig.savefig(path, dpi=150)

@@ -110,6 +110,7 @@ class Comparison:
 
     Attributes:
         collective, algorithm: what was simulated.
+        topology: the machine's name.
         nranks: the machine's ranks.
         place: the table's block compared, ``"out_of_place"`` or ``"in_place"``.
         sizes: the table's size column (bytes).
@@ -122,6 +123,7 @@ class Comparison:
 
     collective: str
     algorithm: str
+    topology: str
     nranks: int
     place: str
     sizes: tuple[int, ...]
@@ -167,14 +169,15 @@ class Comparison:
                          f"{bm / 1e9:>11.2f} {bs / 1e9:>11.2f}  {chosen}")
         lines = [line.rstrip() for line in lines]
         lines += ["", f"geometric-mean |time error|: {self.geomean_error:.1%} over "
-                      f"{len(self.sizes)} sizes ({self.collective}, {self.algorithm}, "
-                      f"{self.place.replace('_', '-')} times)"]
+                      f"{len(self.sizes)} sizes ({self.collective}, {self.algorithm} on "
+                      f"{self.topology}, {self.place.replace('_', '-')} times)"]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary: every field and the derived columns."""
         return {"collective": self.collective, "algorithm": self.algorithm,
-                "nranks": self.nranks, "place": self.place, "sizes": list(self.sizes),
+                "topology": self.topology, "nranks": self.nranks, "place": self.place,
+                "sizes": list(self.sizes),
                 "measured": list(self.measured), "simulated": list(self.simulated),
                 "error": list(self.error), "geomean_error": self.geomean_error,
                 "measured_busbw": list(self.measured_busbw),
@@ -219,8 +222,8 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
     with progress_bar(progress, total=len(runs), desc=f"compare {coll.name}",
                       unit="size") as bar:
         results = run_sizes(topology, coll, runs, algorithm, bar, **simulate_kwargs)
-    return Comparison(coll.name, algorithm, topology.nranks, place, table.sizes,
-                      tuple(b.time for b in blocks), tuple(r.time for r in results),
+    return Comparison(coll.name, algorithm, topology.name, topology.nranks, place,
+                      table.sizes, tuple(b.time for b in blocks), tuple(r.time for r in results),
                       tuple(b.busbw * 1e9 for b in blocks),
                       float(coll.busbw_factor(topology.nranks)),
                       tuple(dict(r.params) for r in results))

@@ -199,7 +199,8 @@ def test_command_line_on_the_machine_that_printed_the_log(capsys, log):
     assert record["simulated"] == pytest.approx([ring_all_reduce_time(s) for s in sizes],
                                                 rel=1e-12)
     assert record["measured"] == pytest.approx(record["simulated"], abs=0.006e-6)
-    assert record["topology"] == "switch:ranks=4,bandwidth=50GB/s,latency=2us"
+    assert record["spec"] == "switch:ranks=4,bandwidth=50GB/s,latency=2us"
+    assert record["topology"] == sc.topology.switch(4).name
     # half the bandwidth: the largest size takes nearly twice as long
     status, out, err = cli(capsys, "compare", str(log), "--topology",
                            "switch:ranks=4,bandwidth=25GB/s,latency=2us",
@@ -297,3 +298,58 @@ def test_progress_bar_of_the_sizes(capsys):
 def test_bad_progress_is_refused_before_simulating(no_simulation, progress):
     with pytest.raises(InvalidInputError, match=f"progress={progress!r} is not accepted"):
         sc.compare(machine(), made_table(), progress=progress)
+
+
+def test_plot_draws_both_panels_from_the_times(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    found = sc.compare(machine(), made_table())
+    fig = sc.plot.comparison(found, save=tmp_path / "compare.png")
+    assert (tmp_path / "compare.png").stat().st_size > 0
+    upper, lower = fig.axes
+    measured, simulated = upper.get_lines()
+    factor = 2 * (P - 1) / P
+    assert list(measured.get_xdata()) == list(SIZES)
+    assert measured.get_ydata() == pytest.approx(
+        [s * factor / (ring_all_reduce_time(s) * f) / 1e9 for s, f in zip(SIZES, FACTORS)])
+    assert simulated.get_ydata() == pytest.approx(
+        [s * factor / ring_all_reduce_time(s) / 1e9 for s in SIZES])
+    ratio = lower.get_lines()[0]
+    assert ratio.get_ydata() == pytest.approx([1 / f for f in FACTORS])
+    low, high = lower.get_ylim()
+    assert low <= 0.8 and high >= 1.25 and (low, high) == (0.5, 2.0)
+    assert upper.get_title() == (f"all_reduce / ring on {machine().name}: "
+                                 f"{1.25 ** (2 / 3) - 1:.1%} geometric-mean time error")
+    plt.close(fig)
+    # on axes of the caller's, with its title
+    fig, axes = plt.subplots(2, 1)
+    assert sc.plot.comparison(found, axes=tuple(axes), title="mine") is fig
+    assert axes[0].get_title() == "mine" and len(axes[0].get_lines()) == 2
+    plt.close(fig)
+
+
+def test_plot_refuses_bad_input_before_drawing(tmp_path):
+    with pytest.raises(InvalidInputError, match="is not a Comparison"):
+        sc.plot.comparison({"sizes": [1]})
+    found = sc.compare(machine(), made_table())
+    with pytest.raises(InvalidInputError, match="cannot save a figure as"):
+        sc.plot.comparison(found, save=tmp_path / "compare.txt")
+    assert not (tmp_path / "compare.txt").exists()
+
+
+def test_command_line_plot(capsys, log, tmp_path, monkeypatch):
+    out = tmp_path / "compare.png"
+    status, _, err = cli(capsys, "compare", str(log), "--topology", "switch:4",
+                         "--plot", str(out))
+    assert status == 0 and not err and out.stat().st_size > 0
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("simulated before the arguments were checked")
+    monkeypatch.setattr(simcoll.comparison, "simulate", refuse)
+    status, out_text, err = cli(capsys, "compare", str(log), "--topology", "switch:4",
+                                "--plot", str(tmp_path / "compare.txt"))
+    assert status == 2 and not out_text
+    assert "--plot" in err and "use a file ending in .png, .svg, .pdf" in err

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from simcoll.cli.logs import add_log_arguments, read_table, simulate_kwargs
+from simcoll.cli.options import PICTURES, check_output
 from simcoll.comparison import compare
 from simcoll.topology.spec import from_spec
 
@@ -25,6 +26,9 @@ def add_parser(sub: Any) -> None:
                     "--json). 'simcoll calibrate' fits constants to the same log.")
     add_log_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--plot", metavar="PATH",
+                   help="also draw busbw against size, measured and simulated, and the "
+                        "simulated over the measured time (PNG, SVG or PDF)")
     p.set_defaults(handler=_run)
 
 
@@ -33,10 +37,15 @@ def _run(args: argparse.Namespace) -> int:
     kwargs, choices = simulate_kwargs(args, measured)
     notes += choices
     machine = from_spec(args.topology)
+    figure = None if args.plot is None else check_output(args.plot, PICTURES, "--plot")
     found = compare(machine, measured, algorithm=args.algorithm,
                     place="in_place" if args.in_place else "out_of_place", **kwargs)
+    if figure is not None:
+        from simcoll.plot import comparison
+
+        comparison(found, save=figure)
     if args.json:
-        print(json.dumps({**found.to_dict(), "topology": args.topology, "log": args.log,
+        print(json.dumps({**found.to_dict(), "spec": args.topology, "log": args.log,
                           "notes": notes}))
         return 0
     print(f"# simcoll compare: {found.collective} / {args.algorithm} on {args.topology}, "

@@ -103,20 +103,24 @@ def parse_param(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def check_output(path: str, suffixes: tuple[str, ...]) -> Path:
+PICTURES = (".png", ".svg", ".pdf")
+"""The picture files the command line writes."""
+
+
+def check_output(path: str, suffixes: tuple[str, ...], option: str = "--output") -> Path:
     """``path`` as a Path, refused before any work if its folder is missing or its
     extension is not one of ``suffixes``.
 
     Raises:
-        CommandLineError: naming the path and what is accepted.
+        CommandLineError: naming the option, the path and what is accepted.
     """
     out = Path(path)
     if out.suffix.lower() not in suffixes:
-        raise CommandLineError(f"--output {path}: use a file ending in {', '.join(suffixes)}")
+        raise CommandLineError(f"{option} {path}: use a file ending in {', '.join(suffixes)}")
     if not out.parent.is_dir():
-        raise CommandLineError(f"--output {path}: folder {out.parent} does not exist")
+        raise CommandLineError(f"{option} {path}: folder {out.parent} does not exist")
     if out.is_dir():
-        raise CommandLineError(f"--output {path}: is a directory; give a file path")
+        raise CommandLineError(f"{option} {path}: is a directory; give a file path")
     return out
 
 

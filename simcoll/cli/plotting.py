@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from simcoll.cli.options import CommandLineError, check_output
+from simcoll.cli.options import PICTURES, CommandLineError, check_output
 from simcoll.plot import scaling
 
 __all__ = ["add_parser", "read_records"]
 
-_PICTURES = (".png", ".svg", ".pdf")
 _NEEDED = ("collective", "algorithm", "nranks", "nbytes", "time", "algbw", "busbw")
 
 
@@ -74,7 +73,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    out = check_output(args.output, _PICTURES)
+    out = check_output(args.output, PICTURES)
     records = read_records(Path(args.records))
     scaling(records, x=args.x, y=args.y, save=out)
     print(f"{len(records)} records plotted to {out}")
