@@ -19,8 +19,9 @@
    ``algorithm="nccl"`` runs marked.
 5. ``nccl_tests.png``: all_reduce busbw against size on four machines of public
    nccl-tests tables (``nccl_public.py``): what was measured, what ``algorithm="nccl"``
-   simulates on the matching preset with its defaults (``nccl_tests_compare.py``'s runs),
-   and NCCL's own prediction for what ran (its tuner's latency plus size over bandwidth).
+   simulates on the matching preset with its defaults (``nccl_tests_compare.py``'s runs,
+   through ``sc.compare``, drawn by ``sc.plot.comparison``), and NCCL's own prediction
+   for what ran (its tuner's latency plus size over bandwidth).
 6. ``critical_path.png``: what sets the time of ``algorithm="nccl"``'s all_reduce on two
    DGX H100 from 1 KiB to 1 GiB: each size's critical path (``sc.critical_path``) by
    kind of segment, as a share of the run's time.
