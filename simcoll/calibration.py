@@ -25,7 +25,13 @@ import numpy as np
 
 from simcoll.algorithms.params import Choice, Int, Real
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.comparison import geomean_error, run_sizes, size_runs, table_collective
+from simcoll.comparison import (
+    geomean_error,
+    measured_times,
+    run_sizes,
+    size_runs,
+    table_collective,
+)
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.nccl_tests import NcclTestsTable
 from simcoll.progress import check_progress, progress_bar
@@ -172,7 +178,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     if both:
         raise InvalidInputError(f"{', '.join(both)} is both free and given in "
                                 f"simulate_kwargs; leave it in one of them")
-    measured = np.array([row.measurement(place).time for row in table.rows])
+    measured = np.array(measured_times(table, place))
     try:
         from scipy.optimize import least_squares  # type: ignore[import-untyped]
     except ImportError as err:

@@ -3,9 +3,9 @@
 ``compare(topology, table, algorithm="nccl")`` answers "how close does this machine
 land on my log, before any fitting?": each row's size is simulated in data-free mode
 with the table's element type (and root, for the rooted collectives), and the result
-holds the measured and simulated time, algbw and busbw per size, the relative time
-error, its geometric mean, and what the algorithm chose at each size (NCCL's algorithm,
-protocol and channels). :func:`simcoll.calibrate` fits constants on the same per-size
+holds the measured and simulated time and busbw per size, the relative time error, its
+geometric mean, and what the algorithm chose at each size (NCCL's algorithm, protocol
+and channels). :func:`simcoll.calibrate` fits constants on the same per-size
 simulations.
 """
 
@@ -53,8 +53,8 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
     """One :class:`SizeRun` per row of ``table`` on ``topology``.
 
     Raises:
-        InvalidInputError: an empty table, one measured on another rank count, or a size
-            that gives a rank no whole element.
+        InvalidInputError: an empty table, one measured on another rank count, a size
+            that gives a rank no whole element, or a root beyond the machine's ranks.
     """
     if not table.rows:
         raise InvalidInputError("the table has no rows")
@@ -66,8 +66,11 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
         itemsize = ITEMSIZE.get(row.type, 4)
         nbytes, _, _ = nccl_shape(coll, topology.nranks, row.size, itemsize)
         dtype = np.dtype({1: np.uint8, 2: np.float16, 4: np.float32, 8: np.float64}[itemsize])
-        rooted = coll.rooted and row.root is not None and 0 <= row.root < topology.nranks
-        runs.append(SizeRun(nbytes, dtype, {"root": row.root} if rooted else {}))
+        root = row.root if coll.rooted and row.root is not None and row.root >= 0 else None
+        if root is not None and root >= topology.nranks:
+            raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has root "
+                                    f"{root}, but the machine has {topology.nranks} ranks")
+        runs.append(SizeRun(nbytes, dtype, {} if root is None else {"root": root}))
     empty = [row.size for row, run in zip(table.rows, runs) if run.nbytes == 0]
     if empty:
         raise InvalidInputError(f"sizes {empty} give each of the {topology.nranks} ranks no "
@@ -75,6 +78,24 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
                                 f"table.between(low=...) (on the command line, "
                                 f"--min-size)")
     return runs
+
+
+def measured_times(table: NcclTestsTable, place: str) -> list[float]:
+    """The ``place`` block's time of each row, seconds.
+
+    Raises:
+        InvalidInputError: an unknown place, a row without that block, or a time that is
+            not above 0 (a hand-built row; the parser reads 0 only for sizes of 0).
+    """
+    times = []
+    for row in table.rows:
+        time = row.measurement(place).time
+        if not time > 0:
+            raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has an "
+                                    f"{place.replace('_', '-')} time of {time!r} s; a time "
+                                    f"above 0 is needed to compare with")
+        times.append(time)
+    return times
 
 
 def table_collective(table: NcclTestsTable, collective: str | None) -> Collective:
@@ -208,22 +229,23 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
 
     Raises:
         InvalidInputError: an empty table, a table without ``place``'s block or measured
-            on another rank count, a size that gives a rank no whole element, a
-            collective the table does not name, or a ``progress`` that is not True, False
-            or None; all before the first simulation.
+            on another rank count, a size that gives a rank no whole element, a time not
+            above 0, a root beyond the machine's ranks, a collective the table does not
+            name, or a ``progress`` that is not True, False or None; all before the first
+            simulation.
     """
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology={topology!r} is not a Topology; build one with "
                                 f"sc.topology (a preset or a builder)")
     coll = table_collective(table, collective)
     runs = size_runs(table, coll, topology)
-    blocks = [row.measurement(place) for row in table.rows]
+    times = measured_times(table, place)
     check_progress(progress)
     with progress_bar(progress, total=len(runs), desc=f"compare {coll.name}",
                       unit="size") as bar:
         results = run_sizes(topology, coll, runs, algorithm, bar, **simulate_kwargs)
     return Comparison(coll.name, algorithm, topology.name, topology.nranks, place,
-                      table.sizes, tuple(b.time for b in blocks), tuple(r.time for r in results),
-                      tuple(b.busbw * 1e9 for b in blocks),
+                      table.sizes, tuple(times), tuple(r.time for r in results),
+                      tuple(row.measurement(place).busbw * 1e9 for row in table.rows),
                       float(coll.busbw_factor(topology.nranks)),
                       tuple(dict(r.params) for r in results))

@@ -353,3 +353,14 @@ def test_command_line_plot(capsys, log, tmp_path, monkeypatch):
                                 "--plot", str(tmp_path / "compare.txt"))
     assert status == 2 and not out_text
     assert "--plot" in err and "use a file ending in .png, .svg, .pdf" in err
+
+
+def test_rows_that_cannot_be_compared_are_refused_before_simulating(no_simulation):
+    zero = NcclTestsTable((row(4096, 0.0, line=3),), "all_reduce", P)
+    with pytest.raises(InvalidInputError, match=r"size 4096 \(line 3\) has an out-of-place "
+                                                r"time of 0.0 s; a time above 0"):
+        sc.compare(machine(), zero)
+    far = NcclTestsTable((row(4096, 1e-5, line=5, root=7),), "broadcast", P)
+    with pytest.raises(InvalidInputError, match=r"size 4096 \(line 5\) has root 7, but the "
+                                                r"machine has 4 ranks"):
+        sc.compare(machine(), far, algorithm="binomial")
