@@ -159,9 +159,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             bounds that are not ``low <= initial <= high`` with ``low < high`` (or that
             the algorithm's parameter does not accept, or at which ``build`` cannot
             build the machine), a ``seed`` that is not an integer >= 0, a ``progress``
-            that is not True, False or None, a collective
-            or algorithm that does not exist, a table with a different rank count than
-            the machine; all before the first simulation.
+            that is not True, False or None, a collective or algorithm that does not
+            exist, a table with a different rank count than the machine, a row whose
+            time is not above 0 or whose root is beyond the machine's ranks; all before
+            the first simulation.
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
     """
     factory = _factory(build)
