@@ -46,31 +46,24 @@ __all__ = ["compare"]
 
 
 class _Magnitudes(Sequence):
-    """|x| in float64 for each input, made one at a time when the reference reads it."""
+    """|x| in float64 for each input, made one at a time when the reference reads it;
+    with ``floor=1``, max(1, |x|): the most a factor can grow an error."""
 
-    def __init__(self, inputs: list[np.ndarray]):
+    def __init__(self, inputs: list[np.ndarray], floor: float = 0.0):
         self._inputs = inputs
+        self._floor = floor
 
     def __len__(self) -> int:
         return len(self._inputs)
 
     def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
         x = self._inputs[index]
-        return np.abs(x).astype(np.result_type(x.dtype, np.float64))
+        magnitude = np.abs(x).astype(np.result_type(x.dtype, np.float64))
+        return np.maximum(magnitude, self._floor, out=magnitude) if self._floor else magnitude
 
 
-class _Growth(Sequence):
-    """max(1, |x|) in float64 for each input: the most a factor can grow an error."""
-
-    def __init__(self, inputs: list[np.ndarray]):
-        self._inputs = inputs
-
-    def __len__(self) -> int:
-        return len(self._inputs)
-
-    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
-        x = self._inputs[index]
-        return np.maximum(np.abs(x).astype(np.result_type(x.dtype, np.float64)), 1.0)
+def _growths(inputs: list[np.ndarray]) -> _Magnitudes:
+    return _Magnitudes(inputs, floor=1.0)
 
 
 def _underflow(p: int, eps: float, tiny: float, growth: np.ndarray) -> np.ndarray:
@@ -92,7 +85,7 @@ def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
         return [None] * len(refs)
     eps, tiny = float_info(inputs[0].dtype)
     if op is ReduceOp.PRODUCT:
-        growth = coll.reference(_Growth(inputs), op, root)
+        growth = coll.reference(_growths(inputs), op, root)
         return [None if r is None or g is None else
                 (r, 2 * p * eps, _underflow(p, eps, tiny, g)) for r, g in zip(refs, growth)]
     mags = coll.reference(_Magnitudes(inputs), op, root)
@@ -199,7 +192,7 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
         return False, worst
     where = np.flatnonzero(~within)
     if op is ReduceOp.PRODUCT:
-        growth = _picked(coll, _Growth, inputs, op, root, rank, where)
+        growth = _picked(coll, _growths, inputs, op, root, rank, where)
         limit = scale * np.abs(ref.reshape(-1)[where]) + _underflow(p, eps, tiny, growth)
     else:
         limit = scale * _picked(coll, _Magnitudes, inputs, op, root, rank, where) + tiny
