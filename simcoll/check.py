@@ -13,8 +13,12 @@ smallest normal`` more (the smallest subnormal step; Higham 2002, chapter 2), wh
 factors multiplied in later can grow by at most their product where it exceeds 1. MIN and
 MAX are exact. ``eps`` is the dtype's own (``ml_dtypes.finfo`` for bfloat16 and fp8,
 which ``np.finfo`` does not know), so each dtype is checked in its own precision. Where
-the reference is infinite or NaN (the inputs hold infinities or NaNs) every order of the
-reduction gives that same value, so it must match exactly.
+the partial results can pass the dtype's largest finite number (the magnitudes add up, or
+the factors above 1 multiply, past it), some order of the reduction overflows: an element
+may then come out infinite or NaN (float16's 60000 + 60000 - 60000 summed left to right;
+fp8 e4m3 has no infinity and gives NaN), and a finite one must still lie within the
+bound. Where the reference is infinite or NaN (the inputs hold infinities or NaNs) every
+order of the reduction gives that same value, so it must match exactly.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
 of :data:`_BLOCK` elements, so temporaries stay in cache, the blocks spread over up to
@@ -39,7 +43,7 @@ from typing import TypeVar
 import numpy as np
 
 from simcoll.collectives import Collective
-from simcoll.dtypes import float_info, is_float
+from simcoll.dtypes import FloatInfo, float_info, is_float
 from simcoll.ops import ReduceOp
 
 __all__ = ["compare"]
@@ -72,24 +76,44 @@ def _underflow(p: int, eps: float, tiny: float, growth: np.ndarray) -> np.ndarra
     return (p - 1) * (eps * tiny) * (1 + 2 * p * eps) * growth
 
 
-Bound = tuple[np.ndarray, float, "float | np.ndarray"]
-"""``(array, scale, offset)``: an element may be off by ``scale * |array| + offset``."""
+def _allowed(op: ReduceOp, p: int, info: FloatInfo, ref: np.ndarray,
+             reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(limit, overflow)`` per element: how far it may lie from ``ref``, and where it may
+    come out infinite or NaN instead. ``reach`` is what the partial results can grow to:
+    the magnitudes' sum (their mean for AVG) or the product's growth factors. Where that
+    passes the dtype's largest finite number, some order of the reduction overflows."""
+    eps, tiny, largest = info
+    if op is ReduceOp.PRODUCT:
+        return 2 * p * eps * np.abs(ref) + _underflow(p, eps, tiny, reach), reach > largest
+    spread = reach * p if op is ReduceOp.AVG else reach
+    return 2 * p * eps * reach + tiny, spread > largest
+
+
+def _reach(op: ReduceOp) -> Callable[[list[np.ndarray]], Sequence]:
+    """What :func:`_allowed` reads of the inputs: growths for PRODUCT, else magnitudes."""
+    return _growths if op is ReduceOp.PRODUCT else _Magnitudes
+
+
+def _within(error: np.ndarray, out: np.ndarray, limit: np.ndarray,
+            overflow: np.ndarray) -> np.ndarray:
+    """Per element: off by no more than ``limit``, or not finite where overflow may be."""
+    return (error <= limit) | (overflow & ~np.isfinite(out))
+
+
+Bound = tuple[np.ndarray, np.ndarray]
+"""``(limit, overflow)`` of :func:`_allowed` for one output."""
 
 
 def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
             refs: list[np.ndarray | None]) -> list[Bound | None]:
     """Per-output error bounds; ``None`` where the result must be exact (what the command
     line's ``#wrong`` counts against; :func:`compare` applies the same bounds)."""
-    p = len(inputs)
     if op in (ReduceOp.MIN, ReduceOp.MAX):
         return [None] * len(refs)
-    eps, tiny = float_info(inputs[0].dtype)
-    if op is ReduceOp.PRODUCT:
-        growth = coll.reference(_growths(inputs), op, root)
-        return [None if r is None or g is None else
-                (r, 2 * p * eps, _underflow(p, eps, tiny, g)) for r, g in zip(refs, growth)]
-    mags = coll.reference(_Magnitudes(inputs), op, root)
-    return [None if m is None else (m, 2 * p * eps, tiny) for m in mags]
+    info = float_info(inputs[0].dtype)
+    reaches = coll.reference(_reach(op)(inputs), op, root)
+    return [None if r is None or reach is None else
+            _allowed(op, len(inputs), info, r, reach) for r, reach in zip(refs, reaches)]
 
 
 _BLOCK = 1 << 16
@@ -164,8 +188,8 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     """Compare rank ``rank``'s floating-point reduction with its reference under the
     rounding bound (exactly where the reference is not finite)."""
     p = len(inputs)
-    eps, tiny = float_info(inputs[0].dtype)
-    scale = 2 * p * eps
+    info = float_info(inputs[0].dtype)
+    scale = 2 * p * info.eps
     # |out - ref|, |ref| and the bound computed in place: each pass reuses its array.
     error = out.astype(ref.dtype)
     np.subtract(error, ref, out=error)
@@ -191,12 +215,10 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     if not all_finite and not np.all(within | finite):
         return False, worst
     where = np.flatnonzero(~within)
-    if op is ReduceOp.PRODUCT:
-        growth = _picked(coll, _growths, inputs, op, root, rank, where)
-        limit = scale * np.abs(ref.reshape(-1)[where]) + _underflow(p, eps, tiny, growth)
-    else:
-        limit = scale * _picked(coll, _Magnitudes, inputs, op, root, rank, where) + tiny
-    return bool(np.all(error[where] <= limit)), worst
+    reach = _picked(coll, _reach(op), inputs, op, root, rank, where)
+    limit, overflow = _allowed(op, p, info, ref.reshape(-1)[where], reach)
+    return bool(np.all(_within(error.reshape(-1)[where], out.reshape(-1)[where], limit,
+                               overflow))), worst
 
 
 def _picked(coll: Collective, of: Callable[[list[np.ndarray]], Sequence],

@@ -25,6 +25,7 @@ class FloatInfo(NamedTuple):
 
     eps: float
     smallest_normal: float
+    largest: float
 
 
 def _ml_dtypes(name: str) -> Any:
@@ -82,7 +83,8 @@ def as_dtype(dtype: Any, where: str = "dtype") -> np.dtype:
 
 
 def float_info(dtype: np.dtype) -> FloatInfo:
-    """Machine epsilon and smallest normal number of a floating dtype, from ``np.finfo``
-    or, for the ml_dtypes floats (which ``np.finfo`` does not know), ``ml_dtypes.finfo``."""
+    """Machine epsilon, smallest normal and largest finite number of a floating dtype,
+    from ``np.finfo`` or, for the ml_dtypes floats (which ``np.finfo`` does not know),
+    ``ml_dtypes.finfo``."""
     info = np.finfo(dtype) if dtype.kind == "f" else _ml_dtypes(dtype.name).finfo(dtype)
-    return FloatInfo(float(info.eps), float(info.smallest_normal))
+    return FloatInfo(float(info.eps), float(info.smallest_normal), float(info.max))

@@ -228,3 +228,57 @@ def test_command_line_products_of_low_precision_pass(capsys):
                      "-e", "64K", "-c"]) == 0
         out = capsys.readouterr().out
         assert "# Out of bounds values : 0 OK" in out
+
+
+def test_an_order_that_overflows_may_give_a_non_finite_element():
+    # float16's largest finite number is 65504. 60000 + 60000 - 60000 is 60000, but
+    # summed left to right the first partial sum overflows: inf, then inf - 60000 = inf.
+    # Some order overflows wherever the magnitudes add up past 65504 (here 180000), so an
+    # infinite or NaN element is accepted there, and only there.
+    coll = COLLECTIVES["all_reduce"]
+    big = [np.array([60000.0, 1.0], dtype=np.float16),
+           np.array([60000.0, 2.0], dtype=np.float16),
+           np.array([-60000.0, 3.0], dtype=np.float16)]
+    with np.errstate(over="ignore"):
+        left = big[0] + big[1] + big[2]
+    assert np.isinf(left[0]) and left[1] == 6.0
+    assert compare(coll, big, [left] * 3, SUM, 0)[0]
+    assert compare(coll, big, [np.array([np.nan, 6.0], dtype=np.float16)] * 3, SUM, 0)[0]
+    # the small element's magnitudes add up to 6: it must stay finite
+    assert not compare(coll, big, [np.array([60000.0, np.inf], dtype=np.float16)] * 3,
+                       SUM, 0)[0]
+    # a finite element must still be within the rounding bound
+    assert not compare(coll, big, [np.array([30000.0, 6.0], dtype=np.float16)] * 3,
+                       SUM, 0)[0]
+
+
+def test_a_product_whose_partial_products_can_overflow():
+    # float8_e4m3fn has no infinity: past 448 it gives NaN. 2 x 448 x 0.25 = 224, but
+    # (2 x 448) overflows first; the factors above 1 multiply to 896 > 448.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(ml_dtypes.float8_e4m3fn)
+    coll = COLLECTIVES["all_reduce"]
+    inputs = [np.array([2.0, 0.5], dtype=dt), np.array([448.0, 0.5], dtype=dt),
+              np.array([0.25, 0.5], dtype=dt)]
+    left = inputs[0] * inputs[1] * inputs[2]
+    assert np.isnan(left[0].astype(np.float32)) and float(left[1]) == 0.125
+    assert compare(coll, inputs, [left] * 3, ReduceOp.PRODUCT, 0)[0]
+    # all factors of the second element are below 1: no order overflows there
+    nan_small = np.array([224.0, np.nan], dtype=dt)
+    assert not compare(coll, inputs, [nan_small] * 3, ReduceOp.PRODUCT, 0)[0]
+
+
+def test_the_command_line_counts_the_same_elements_as_the_check(capsys):
+    from simcoll.cli.checking import count_wrong
+
+    coll = COLLECTIVES["all_reduce"]
+    big = [np.array([60000.0, 1.0, 1.0], dtype=np.float16),
+           np.array([60000.0, 2.0, 1.0], dtype=np.float16),
+           np.array([-60000.0, 3.0, 1.0], dtype=np.float16)]
+
+    class Ran:
+        correct = False
+        outputs = [np.array([np.inf, np.inf, 30.0], dtype=np.float16)] * 3
+
+    # element 0 may overflow, element 1 may not (inf), element 2 is far off (30 for 3)
+    assert count_wrong(coll, big, Ran(), SUM, 0) == 2 * 3

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from simcoll.check import _bounds
+from simcoll.check import _bounds, _within
 from simcoll.cli.options import CommandLineError
 from simcoll.collectives import Collective
 from simcoll.dtypes import is_float
@@ -76,7 +76,7 @@ def count_wrong(coll: Collective, data: list[np.ndarray], result: Result, op: Re
             same = (out == ref.astype(out.dtype)) | (np.isnan(out) & np.isnan(ref))
             wrong += int(np.count_nonzero(~same))
         else:
-            array, scale, offset = bound
+            limit, overflow = bound
             diff = np.abs(out.astype(np.float64) - ref)
-            wrong += int(np.count_nonzero(~(diff <= scale * np.abs(array) + offset)))
+            wrong += int(np.count_nonzero(~_within(diff, out, limit, overflow)))
     return max(wrong, 1)
