@@ -26,6 +26,8 @@ import numpy as np
 from simcoll.algorithms.params import Choice, Int, Real
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.comparison import (
+    check_picklable,
+    check_workers,
     geomean_error,
     measured_times,
     run_sizes,
@@ -34,6 +36,7 @@ from simcoll.comparison import (
 )
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.nccl_tests import NcclTestsTable
+from simcoll.processes import local_pool
 from simcoll.progress import check_progress, progress_bar
 from simcoll.topology.graph import Topology
 
@@ -110,7 +113,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
               algorithm: str = "ring", place: str = "out_of_place",
               max_evaluations: int = 20_000, starts: int = 1, seed: int = 0,
               loss: str = "linear", loss_scale: float = 0.1, progress: bool | None = None,
-              **simulate_kwargs: Any) -> Calibration:
+              workers: int = 1, **simulate_kwargs: Any) -> Calibration:
     """Fit the ``free`` constants of ``build`` so the simulated times match ``table``.
 
     Args:
@@ -144,6 +147,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         progress: a tqdm progress bar on stderr, counting the simulations and showing
             the smallest geometric-mean error of a point tried; ``None`` shows it when
             stderr is a terminal.
+        workers: local processes that simulate each trial point's sizes (1: in this
+            process); the simulations, and so the fit, are the same either way.
         **simulate_kwargs: passed to :func:`simcoll.simulate` (``network=``, algorithm
             parameters, ...).
 
@@ -159,7 +164,9 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             bounds that are not ``low <= initial <= high`` with ``low < high`` (or that
             the algorithm's parameter does not accept, or at which ``build`` cannot
             build the machine), a ``seed`` that is not an integer >= 0, a ``progress``
-            that is not True, False or None, a collective or algorithm that does not
+            that is not True, False or None, ``workers`` that is not an integer >= 1 (or,
+            with workers, a machine or parameters that do not pickle), a collective or
+            algorithm that does not
             exist, a table with a different rank count than the machine, a row whose
             time is not above 0 or whose root is beyond the machine's ranks; all before
             the first simulation.
@@ -210,6 +217,9 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         doc=f"the {len(shapes)} sizes at the initial constants, then at one trial "
             f"point").normalize("max_evaluations", max_evaluations)
     check_progress(progress)
+    workers = check_workers(workers)
+    if workers > 1:
+        check_picklable(topology, simulate_kwargs)
     names = list(free)
     scale = [_Scale(*bounds[k]) for k in names]
     count = [0]
@@ -220,8 +230,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         topo = machine(values)
         count[0] += len(shapes)
         kwargs: dict[str, Any] = {**simulate_kwargs, **{k: values[k] for k in tuned}}
-        simulated = np.array([r.time for r in run_sizes(topo, coll, shapes, algorithm, bar,
-                                                        **kwargs)])
+        simulated = np.array([t for t, _ in run_sizes(topo, coll, shapes, algorithm, bar,
+                                                      pool, **kwargs)])
         error = geomean_error((simulated / measured - 1).tolist())
         if error < smallest[0]:
             smallest[0] = error
@@ -239,7 +249,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             simulated = tried[x.tobytes()] = times(values_of(x))
         return np.log(simulated) - np.log(measured)
 
-    with progress_bar(progress, total=None, desc="calibrate", unit="sim") as bar:
+    with progress_bar(progress, total=None, desc="calibrate", unit="sim") as bar, \
+            local_pool(min(workers, len(shapes))) as pool:
         before = times(initial)
         low, high = [f.low_unit for f in scale], [f.high_unit for f in scale]
         rng = np.random.default_rng(seed)

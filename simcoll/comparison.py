@@ -12,18 +12,21 @@ simulations.
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from simcoll.checks import integer
 from simcoll.collectives import Collective
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
+from simcoll.processes import local_pool
 from simcoll.progress import check_progress, progress_bar
-from simcoll.result import Result
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
 
@@ -112,17 +115,68 @@ def table_collective(table: NcclTestsTable, collective: str | None) -> Collectiv
     return get_collective(name)
 
 
+Timed = tuple[float, dict[str, Any]]
+"""One size's simulated time (seconds) and run parameters (:attr:`simcoll.Result.params`)."""
+
+
+def _timed(topology: Topology, collective: str, algorithm: str, nbytes: int,
+           dtype: np.dtype[Any], kwargs: Mapping[str, Any]) -> Timed:
+    result = simulate(topology, collective, algorithm=algorithm, nbytes=nbytes, dtype=dtype,
+                      **kwargs)
+    return result.time, dict(result.params)
+
+
+def check_workers(workers: Any) -> int:
+    """``workers`` as an int >= 1.
+
+    Raises:
+        InvalidInputError: naming the value and what is accepted.
+    """
+    return integer(workers, "workers", minimum=1,
+                   what="processes that simulate the sizes; 1 runs them here")
+
+
+def check_picklable(topology: Topology, simulate_kwargs: Mapping[str, Any]) -> None:
+    """Refuse, before any work, a machine or parameters worker processes cannot receive.
+
+    Raises:
+        InvalidInputError: naming what failed and what to do.
+    """
+    try:
+        pickle.dumps((topology, dict(simulate_kwargs)))
+    except Exception as exc:
+        raise InvalidInputError(f"the machine or the parameters cannot be sent to worker "
+                                f"processes ({type(exc).__name__}: {exc}); use workers=1 "
+                                f"or a topology and parameters that pickle") from None
+
+
 def run_sizes(topology: Topology, coll: Collective, runs: Sequence[SizeRun], algorithm: str,
-              bar: Any = None, **simulate_kwargs: Any) -> list[Result]:
-    """Each size simulated, data-free, on ``topology`` (a step of ``bar`` each, where
-    there is one)."""
-    results = []
-    for run in runs:
-        results.append(simulate(topology, coll.name, algorithm=algorithm, nbytes=run.nbytes,
-                                dtype=run.dtype, **{**run.kwargs, **simulate_kwargs}))
-        if bar is not None:
-            bar.update()
-    return results
+              bar: Any = None, pool: Executor | None = None,
+              **simulate_kwargs: Any) -> list[Timed]:
+    """Each size simulated, data-free, on ``topology``: in this process, or spread over
+    ``pool``'s processes (the same simulations, so the same times); a step of ``bar`` per
+    size, where there is one."""
+    calls = [(topology, coll.name, algorithm, run.nbytes, run.dtype,
+              {**run.kwargs, **simulate_kwargs}) for run in runs]
+    if pool is None:
+        done = []
+        for call in calls:
+            done.append(_timed(*call))
+            if bar is not None:
+                bar.update()
+        return done
+    futures = [pool.submit(_timed, *call) for call in calls]
+    try:
+        done = []
+        for future in futures:
+            done.append(future.result())
+            if bar is not None:
+                bar.update()
+        return done
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
 
 
 @dataclass(frozen=True)
@@ -209,7 +263,8 @@ class Comparison:
 
 def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None = None,
             algorithm: str = "ring", place: str = "out_of_place",
-            progress: bool | None = None, **simulate_kwargs: Any) -> Comparison:
+            progress: bool | None = None, workers: int = 1,
+            **simulate_kwargs: Any) -> Comparison:
     """Simulate every size of ``table`` on ``topology`` and set it beside the measured one.
 
     Args:
@@ -221,6 +276,8 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
         place: the table's block to compare with, ``"out_of_place"`` or ``"in_place"``.
         progress: a tqdm progress bar of the sizes on stderr; ``None`` shows it when
             stderr is a terminal.
+        workers: local processes that simulate the sizes (1: in this process); each
+            size's simulation is the same either way, and so is the result.
         **simulate_kwargs: passed to :func:`simcoll.simulate` (``network=``, algorithm
             parameters, ...).
 
@@ -231,8 +288,9 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
         InvalidInputError: an empty table, a table without ``place``'s block or measured
             on another rank count, a size that gives a rank no whole element, a time not
             above 0, a root beyond the machine's ranks, a collective the table does not
-            name, or a ``progress`` that is not True, False or None; all before the first
-            simulation.
+            name, a ``progress`` that is not True, False or None, ``workers`` that is not
+            an integer >= 1, or (with workers) a machine or parameters that do not
+            pickle; all before the first simulation.
     """
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology={topology!r} is not a Topology; build one with "
@@ -241,11 +299,14 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
     runs = size_runs(table, coll, topology)
     times = measured_times(table, place)
     check_progress(progress)
+    workers = check_workers(workers)
+    if workers > 1:
+        check_picklable(topology, simulate_kwargs)
     with progress_bar(progress, total=len(runs), desc=f"compare {coll.name}",
-                      unit="size") as bar:
-        results = run_sizes(topology, coll, runs, algorithm, bar, **simulate_kwargs)
+                      unit="size") as bar, local_pool(min(workers, len(runs))) as pool:
+        timed = run_sizes(topology, coll, runs, algorithm, bar, pool, **simulate_kwargs)
     return Comparison(coll.name, algorithm, topology.name, topology.nranks, place,
-                      table.sizes, tuple(times), tuple(r.time for r in results),
+                      table.sizes, tuple(times), tuple(t for t, _ in timed),
                       tuple(row.measurement(place).busbw * 1e9 for row in table.rows),
                       float(coll.busbw_factor(topology.nranks)),
-                      tuple(dict(r.params) for r in results))
+                      tuple(params for _, params in timed))

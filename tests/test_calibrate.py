@@ -117,6 +117,15 @@ def test_progress_bar_counts_the_simulations(table, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_worker_processes_give_the_same_fit(table):
+    small = table.between(2**10, 2**30)
+    free = {"bandwidth": (5e10, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)}
+    here = sc.calibrate(switch8, small, free=free)
+    spread = sc.calibrate(switch8, small, free=free, workers=2)
+    assert spread.values == here.values and spread.after == here.after
+    assert spread.evaluations == here.evaluations and spread.message == here.message
+
+
 @pytest.fixture()
 def no_simulation(monkeypatch):
     def refuse(*args, **kwargs):
@@ -230,6 +239,7 @@ def test_a_robust_loss_is_not_pulled_by_a_spike():
     ({"loss_scale": math.inf}, "loss_scale=inf is not accepted"),
     ({"loss_scale": "0.1"}, "loss_scale='0.1' is not accepted"),
     ({"progress": "yes"}, "progress='yes' is not accepted; use True, False or None"),
+    ({"workers": 0}, "workers=0 is not accepted; use an integer >= 1"),
 ])
 def test_bad_losses_are_refused(no_simulation, table, kwargs, message):
     with pytest.raises(InvalidInputError, match=message):

@@ -364,3 +364,33 @@ def test_rows_that_cannot_be_compared_are_refused_before_simulating(no_simulatio
     with pytest.raises(InvalidInputError, match=r"size 4096 \(line 5\) has root 7, but the "
                                                 r"machine has 4 ranks"):
         sc.compare(machine(), far, algorithm="binomial")
+
+
+def test_worker_processes_give_the_same_comparison():
+    rows = tuple(row(s, 1e-4, line=i + 1) for i, s in enumerate((8, 64 << 10, 4 << 20)))
+    table = NcclTestsTable(rows, "all_reduce", 8)
+    here = sc.compare(sc.topology.dgx_h100(1), table, algorithm="nccl")
+    spread = sc.compare(sc.topology.dgx_h100(1), table, algorithm="nccl", workers=2)
+    assert spread == here and spread.params == here.params
+
+
+@pytest.mark.parametrize("workers", [0, True, 1.5, "2"])
+def test_bad_workers_are_refused_before_simulating(no_simulation, workers):
+    with pytest.raises(InvalidInputError, match=f"workers={workers!r} is not accepted; use "
+                                                f"an integer >= 1"):
+        sc.compare(machine(), made_table(), workers=workers)
+
+
+def test_a_machine_that_does_not_pickle_is_refused_before_simulating(no_simulation):
+    topo = machine()
+    topo.note = lambda: "a lambda does not pickle"
+    with pytest.raises(InvalidInputError, match="cannot be sent to worker processes "
+                                                r".*use workers=1"):
+        sc.compare(topo, made_table(), workers=2)
+
+
+def test_command_line_workers(capsys, log):
+    args = ["compare", str(log), "--topology", "switch:4", "--json"]
+    status, here, _ = cli(capsys, *args)
+    status2, spread, _ = cli(capsys, *args, "--workers", "2")
+    assert status == status2 == 0 and json.loads(here) == json.loads(spread)

@@ -86,7 +86,8 @@ def _run(args: argparse.Namespace) -> int:
                     algorithm=args.algorithm,
                     place="in_place" if args.in_place else "out_of_place",
                     max_evaluations=args.max_evaluations, starts=args.starts,
-                    seed=args.seed, loss=args.loss, loss_scale=args.loss_scale, **kwargs)
+                    seed=args.seed, loss=args.loss, loss_scale=args.loss_scale,
+                    workers=args.workers, **kwargs)
     if args.json:
         print(json.dumps({**_record(fit, args, kwargs), "notes": notes}))
         return 0

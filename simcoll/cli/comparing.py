@@ -39,7 +39,8 @@ def _run(args: argparse.Namespace) -> int:
     machine = from_spec(args.topology)
     figure = None if args.plot is None else check_output(args.plot, PICTURES, "--plot")
     found = compare(machine, measured, algorithm=args.algorithm,
-                    place="in_place" if args.in_place else "out_of_place", **kwargs)
+                    place="in_place" if args.in_place else "out_of_place",
+                    workers=args.workers, **kwargs)
     if figure is not None:
         from simcoll.plot import comparison
 

@@ -44,6 +44,8 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
                    help="only the sizes up to this one")
     p.add_argument("--in-place", action="store_true",
                    help="the in-place times (default: out-of-place)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="local processes that simulate the sizes (default: 1, this one)")
 
 
 def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
