@@ -394,3 +394,25 @@ def test_command_line_workers(capsys, log):
     status, here, _ = cli(capsys, *args)
     status2, spread, _ = cli(capsys, *args, "--workers", "2")
     assert status == status2 == 0 and json.loads(here) == json.loads(spread)
+
+
+def test_ctrl_c_ends_the_worker_processes_at_once(monkeypatch):
+    import contextlib
+    import multiprocessing
+    import time
+
+    class Interrupting:
+        def update(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(simcoll.comparison, "progress_bar",
+                        lambda *args, **kwargs: contextlib.nullcontext(Interrupting()))
+    rows = tuple(row(s, 1e-3, line=i + 1) for i, s in enumerate((8, 4 << 30, 4 << 30)))
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        sc.compare(sc.topology.dgx_h100(2), NcclTestsTable(rows, "all_reduce", 16),
+                   algorithm="nccl", workers=2)
+    # the first size's result raised; the 4 GiB runs on 16 GPUs (about 20 s each here)
+    # were not waited for
+    assert time.perf_counter() - start < 5
+    assert multiprocessing.active_children() == []
