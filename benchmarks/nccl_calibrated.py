@@ -12,6 +12,7 @@ either cost, so NCCL's choice per size is the one nccl_tests_compare.py prints.
     python benchmarks/nccl_calibrated.py --tables a100x8_oci --max-size 1GiB
     python benchmarks/nccl_calibrated.py --starts 4   # four fits per table, the best kept
     python benchmarks/nccl_calibrated.py --loss soft_l1   # spikes pull the fits less
+    python benchmarks/nccl_calibrated.py --workers 2      # each trial's sizes on 2 processes
 
 Per table it prints the fitted costs, the geometric-mean |time error| (exp(mean |log
 (simulated / measured)|) - 1) of the defaults and of the fit on the fitted sizes and on
@@ -58,7 +59,7 @@ Logs = tuple[list[float], list[float], list[float]]
 
 
 def calibrate_table(public: PublicTable, max_size: float, starts: int = 1,
-                    loss: str = "linear") -> tuple[Logs, dict[str, Any]]:
+                    loss: str = "linear", workers: int = 1) -> tuple[Logs, dict[str, Any]]:
     """Fit one table's even rows, print the result; return the log errors of the
     defaults (every size), of the fit on its own sizes and on the held-out ones, and the
     fitted costs."""
@@ -74,7 +75,7 @@ def calibrate_table(public: PublicTable, max_size: float, starts: int = 1,
     fit = sc.calibrate(lambda: topo, dataclasses.replace(measured, rows=fitted_rows),
                        algorithm="nccl", free=FREE,
                        max_evaluations=MAX_TRIALS * starts * len(fitted_rows),
-                       starts=starts, loss=loss, **params)
+                       starts=starts, loss=loss, workers=workers, **params)
     costs: dict[str, Any] = dict(fit.params)
     shown = ", ".join(f"{k} {v * 1e6:.2f} us" if k == "launch_overhead" else f"{k} {v:.3f}"
                       for k, v in costs.items())
@@ -137,9 +138,14 @@ def main(argv: list[str] | None = None) -> int:
                         choices=LOSSES,
                         help="sc.calibrate's loss: least squares, or a robust loss that "
                              "lets outlying sizes pull less (default: linear)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="local processes that simulate each trial point's sizes "
+                             "(sc.calibrate's workers=; the same fits; default: 1)")
     args = parser.parse_args(argv)
     if args.starts < 1:
         parser.error(f"--starts {args.starts}: use an integer >= 1")
+    if args.workers < 1:
+        parser.error(f"--workers {args.workers}: use an integer >= 1")
     chosen = selected_tables(parser, args.tables)
     started = time.perf_counter()
     totals: list[list[float]] = [[], [], []]
@@ -150,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n== {public.id}: fewer than four sizes up to --max-size; skipped")
             continue
         logs, fitted[public.id] = calibrate_table(public, args.max_size, args.starts,
-                                                  args.loss)
+                                                  args.loss, args.workers)
         for total, part in zip(totals, logs):
             total.extend(part)
         lines.append(f"   {public.id:<22} {geomean(logs[0]):>9.1%} {geomean(logs[1]):>9.1%} "
