@@ -69,8 +69,10 @@ class Measurement:
     """One block of a row: nccl-tests' units, us and GB/s (10^9 bytes per second).
 
     Attributes:
-        time_us: positive, or 0 where the row's size is 0 (nothing moves: nccl-tests and
-            ``simcoll run`` print such rows for sizes under one element per rank).
+        time_us: 0 or more: ``0.00`` is printed for a row of size 0 (nothing moves:
+            nccl-tests and ``simcoll run`` print such rows for sizes under one element
+            per rank) and for a time under 0.005 us (``simcoll run`` on links without
+            latency).
         wrong: ``#wrong`` (elements that failed the check), or in old versions the
             ``error`` column (largest error); None where the table says ``N/A``.
     """
@@ -476,7 +478,7 @@ def _read_row(run: _Run, line: str, number: int) -> NcclTestsRow:
         start = len(layout.head) + i * layout.block_width
         values = dict(zip(layout.block_columns, fields[start:start + layout.block_width]))
         blocks[name] = Measurement(
-            _number(values["time"], number, "the time (us)", positive=size > 0),
+            _number(values["time"], number, "the time (us)"),
             _number(values["algbw"], number, "algbw (GB/s)"),
             _number(values["busbw"], number, "busbw (GB/s)"),
             _wrong(values.get("wrong", "N/A"), number))

@@ -271,6 +271,20 @@ def test_command_line_runs_a_collectives_default_algorithm(capsys, tmp_path):
     assert record["simulated"] == pytest.approx(direct, rel=1e-12)
 
 
+def test_command_line_leaves_out_times_printed_as_zero(capsys, tmp_path):
+    spec = "switch:ranks=4,bandwidth=1TB/s,latency=0"
+    assert main(["run", "--topology", spec, "-b", "64", "-e", "64K", "-f", "32"]) == 0
+    path = tmp_path / "fast.txt"
+    path.write_text(capsys.readouterr().out)
+    assert parse(path.read_text()).rows[0].out_of_place.time_us == 0.0
+    status, out, err = cli(capsys, "compare", str(path), "--topology", spec, "--json")
+    assert status == 0 and not err
+    record = json.loads(out)
+    # 64 B and 2 KiB take 0.1 and 3 ns: printed 0.00
+    assert record["sizes"] == [65536]
+    assert record["notes"] == ["2 size(s) with a time printed as 0.00 us left out"]
+
+
 @pytest.mark.parametrize("argv,message", [
     (["nowhere.txt", "--topology", "switch:4"], "no log at nowhere.txt"),
     (["LOG", "--topology", "switch:8"], "measured on 4 ranks, but the machine has 8"),

@@ -286,8 +286,9 @@ MALFORMED = [
      r"line {n}: expected a number for #wrong \(a count, an error, or N/A\), found 'bad'"),
     ("a word for the root", lambda line: line.replace(" -1 ", " xx ", 1),
      r"line {n}: expected a whole number for root, found 'xx'"),
-    ("no time for a size above 0", lambda line: line.replace(line.split()[5], "0.00", 1),
-     r"line {n}: expected a positive number for the time \(us\), found '0.00'"),
+    ("a negative time", lambda line: line.replace(" " + line.split()[5], " -" +
+                                                  line.split()[5], 1),
+     r"line {n}: expected a non-negative number for the time \(us\)"),
 ]
 
 
@@ -369,6 +370,16 @@ def test_round_trip_through_simcoll_run(collective, algorithm, factor):
         assert got.busbw == pytest.approx(res.busbw / 1e9, abs=0.006)
         assert row.count == nbytes // 4 // (4 if collective == "reduce_scatter" else 1)
     assert table.avg_busbw == pytest.approx(sum(simulated) / len(simulated), rel=1e-5)
+
+
+def test_a_time_under_half_a_hundredth_of_a_microsecond_reads_as_zero():
+    # 64 B on links without latency at 1 TB/s: simcoll run prints 0.00 us
+    text = run_cli("--topology", "switch:ranks=4,bandwidth=1TB/s,latency=0", "-b", "64",
+                   "-e", "64K", "-f", "1024")
+    table = parse(text)
+    assert table.sizes == (64, 65536)
+    assert table.rows[0].out_of_place.time_us == 0.0
+    assert table.rows[1].out_of_place.time_us > 0
 
 
 def test_rows_of_nothing_take_no_time():

@@ -4,6 +4,7 @@ nccl-tests log, the sizes kept, and the tuner of the NCCL release the log printe
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,9 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 
 def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     """The run of the log that ``--run`` picks, with the sizes between ``--min-size`` and
-    ``--max-size``, those of 0 bytes left out (nothing moves there), and a note where
-    some were; sets ``args.algorithm`` to the collective's default where none was named."""
+    ``--max-size``, those of 0 bytes (nothing moves there) or with a time printed as 0.00
+    left out (nothing to compare a time with), and a note where some were; sets
+    ``args.algorithm`` to the collective's default where none was named."""
     text = sys.stdin.read() if args.log == "-" else _read(args.log)
     runs = parse_all(text)
     if args.run:
@@ -68,13 +70,19 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
         raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
                                f"{args.max_size}")
     args.algorithm = args.algorithm or default_algorithm(measured.collective or "all_reduce")
-    picked = measured.between(max(args.min_size, 1), args.max_size)
-    if not picked.rows:
+    place = "in_place" if args.in_place else "out_of_place"
+    between = measured.between(args.min_size, args.max_size)
+    kept = tuple(row for row in between.rows
+                 if row.size > 0 and row.measurement(place).time_us > 0)
+    if not kept:
         raise CommandLineError(f"no size of the log lies between --min-size "
                                f"{args.min_size} and --max-size {args.max_size} (sizes of 0 "
-                               f"bytes aside)")
-    empty = sum(row.size == 0 for row in measured.between(args.min_size, args.max_size))
-    return picked, [f"{empty} size(s) of 0 bytes left out"] if empty else []
+                               f"bytes and times printed as 0.00 aside)")
+    empty = sum(row.size == 0 for row in between.rows)
+    instant = len(between.rows) - len(kept) - empty
+    notes = ([f"{empty} size(s) of 0 bytes left out"] if empty else []) + (
+        [f"{instant} size(s) with a time printed as 0.00 us left out"] if instant else [])
+    return dataclasses.replace(between, rows=kept), notes
 
 
 def simulate_kwargs(args: argparse.Namespace,
