@@ -285,6 +285,17 @@ def test_command_line_leaves_out_times_printed_as_zero(capsys, tmp_path):
     assert record["notes"] == ["2 size(s) with a time printed as 0.00 us left out"]
 
 
+def test_command_line_refuses_a_log_with_nothing_to_compare(capsys, tmp_path):
+    # one GPU: every size takes no time
+    assert main(["run", "--topology", "switch:1", "-b", "64", "-e", "1K", "-f", "4"]) == 0
+    path = tmp_path / "one.txt"
+    path.write_text(capsys.readouterr().out)
+    status, out, err = cli(capsys, "compare", str(path), "--topology", "switch:1")
+    assert status == 2 and not out
+    assert "no row of the log has both a size and a time above 0 to compare with (its 3 " \
+           "row(s): sizes of 0 bytes, or times printed as 0.00)" in err
+
+
 @pytest.mark.parametrize("argv,message", [
     (["nowhere.txt", "--topology", "switch:4"], "no log at nowhere.txt"),
     (["LOG", "--topology", "switch:8"], "measured on 4 ranks, but the machine has 8"),

@@ -75,9 +75,14 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     kept = tuple(row for row in between.rows
                  if row.size > 0 and row.measurement(place).time_us > 0)
     if not kept:
-        raise CommandLineError(f"no size of the log lies between --min-size "
-                               f"{args.min_size} and --max-size {args.max_size} (sizes of 0 "
-                               f"bytes and times printed as 0.00 aside)")
+        bounds = "" if not args.min_size and args.max_size is None else (
+            f" between --min-size {args.min_size} and --max-size "
+            f"{'(none)' if args.max_size is None else args.max_size}")
+        raise CommandLineError(f"no row of the log{bounds} has both a size and a time "
+                               f"above 0 to compare with (its {len(between.rows)} row(s): "
+                               f"sizes of 0 bytes, or times printed as 0.00)"
+                               if between.rows else
+                               f"no size of the log lies{bounds}")
     empty = sum(row.size == 0 for row in between.rows)
     instant = len(between.rows) - len(kept) - empty
     notes = ([f"{empty} size(s) of 0 bytes left out"] if empty else []) + (
