@@ -148,6 +148,7 @@ NO_RING = {"broadcast": "binomial", "all_to_all": "direct", "gather": "binomial"
            "scatter": "binomial", "barrier": "dissemination"}
 """The command line's algorithm for the collectives that have no ring."""
 
+
 def _names(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
