@@ -16,6 +16,7 @@ over all rows of all tables, and the worst table. Figures are printed, never ass
     python benchmarks/nccl_tests_compare.py --max-size 1GiB     # skip the slowest sizes
     python benchmarks/nccl_tests_compare.py --param launch_overhead=17us   # a run's cost
     python benchmarks/nccl_tests_compare.py --tables a100x8_oci --path   # what sets each time
+    python benchmarks/nccl_tests_compare.py --workers 2   # sizes on 2 processes, same figures
 
 Where a table set NCCL_ALGO and the algorithm is "nccl", the run passes ``algo=`` to it;
 ``--proto`` narrows NCCL's protocols for every table as NCCL_PROTO does (one, several
@@ -32,6 +33,8 @@ import inspect
 import math
 import sys
 import time
+from collections.abc import Iterator
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,7 @@ from simcoll.algorithms.nccl.constants import TUNERS  # noqa: E402
 from simcoll.algorithms.nccl.machine import describe  # noqa: E402
 from simcoll.algorithms.nccl.tuner import predict  # noqa: E402
 from simcoll.cli.options import parse_param  # noqa: E402
+from simcoll.processes import local_pool  # noqa: E402
 from simcoll.topology.presets import RTX_5090  # noqa: E402
 
 NIC_OVERRIDES: dict[str, dict[str, Any]] = {
@@ -147,13 +151,37 @@ def path_shares(res: sc.Result) -> str:
                    for kind, _ in PATH_KINDS)
 
 
+def simulate_size(topo: sc.Topology, size: int, algorithm: str, network: str,
+                  params: dict[str, Any], path: bool) -> tuple[float, float, dict[str, Any], str]:
+    """One size's simulated time (us), busbw (GB/s), run parameters and, with ``path``,
+    its critical path's shares; in this process or a worker's."""
+    res = sc.simulate(topo, "all_reduce", algorithm=algorithm, nbytes=size, network=network,
+                      trace=path, **params)
+    return res.time * 1e6, res.busbw / 1e9, dict(res.params), path_shares(res) if path else ""
+
+
+def in_order(pool: Executor | None, calls: list[tuple[Any, ...]]
+             ) -> Iterator[tuple[float, float, dict[str, Any], str]]:
+    """:func:`simulate_size` of each call, in order: here, or spread over ``pool``."""
+    if pool is None:
+        yield from (simulate_size(*call) for call in calls)
+        return
+    futures = [pool.submit(simulate_size, *call) for call in calls]
+    try:
+        yield from (future.result() for future in futures)
+    finally:
+        for future in futures:
+            future.cancel()
+
+
 def compare(public: PublicTable, algorithm: str, network: str, proto: str | None = None,
             max_size: float = math.inf, tuner: str | None = None,
-            extra: dict[str, Any] | None = None, path: bool = False
-            ) -> tuple[list[float], str]:
+            extra: dict[str, Any] | None = None, path: bool = False,
+            pool: Executor | None = None) -> tuple[list[float], str]:
     """Print one table's comparison (with the algorithm parameters ``extra`` on top of
-    the table's own; with ``path``, each run's critical path by kind); return its log
-    errors and its summary line."""
+    the table's own; with ``path``, each run's critical path by kind; its sizes spread
+    over ``pool``'s processes where given); return its log errors and its summary
+    line."""
     topo, call, notes = machine(public)
     params = {**run_params(public, algorithm, proto, tuner), **(extra or {})}
     print(f"\n== {public.id}: {public.nodes} x {public.gpus_per_node} {public.gpu}"
@@ -171,20 +199,18 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
           + (f" {'NCCL model us':>14}  ran" if algorithm == "nccl" else ""))
     logs, model_logs = [], []
     skipped = [row[0] for row in public.rows if row[0] > max_size]
-    for size, time_us, _, busbw in (row for row in public.rows if row[0] <= max_size):
-        res = sc.simulate(topo, "all_reduce", algorithm=algorithm, nbytes=size,
-                          network=network, trace=path, **params)
-        sim_us = res.time * 1e6
+    rows = [row for row in public.rows if row[0] <= max_size]
+    calls = [(topo, row[0], algorithm, network, params, path) for row in rows]
+    for (size, time_us, _, busbw), (sim_us, sim_busbw, ran, shares) in zip(
+            rows, in_order(pool, calls)):
         logs.append(math.log(sim_us / time_us))
         shown = ""
         if algorithm == "nccl":
-            model_us = nccl_model(topo, size, res.params)
+            model_us = nccl_model(topo, size, ran)
             model_logs.append(math.log(model_us / time_us))
-            shown = (f" {model_us:>14.2f}  {res.params['algo']}/{res.params['proto']}/"
-                     f"{res.params['channels']}")
+            shown = f" {model_us:>14.2f}  {ran['algo']}/{ran['proto']}/{ran['channels']}"
         print(f"   {size:>12d} {time_us:>12.2f} {sim_us:>13.2f} {sim_us / time_us - 1:>+11.1%} "
-              f"{busbw:>11.2f} {res.busbw / 1e9:>10.2f}{path_shares(res) if path else ''}"
-              f"{shown}")
+              f"{busbw:>11.2f} {sim_busbw:>10.2f}{shares}{shown}", flush=True)
     if skipped:
         print(f"   not simulated (--max-size): {', '.join(map(str, skipped))}")
     if not logs:
@@ -247,7 +273,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="trace each run and show its critical path's share of the "
                              "time in the launch, latencies and steps, bytes on links and "
                              "reductions (slower, and more memory, at large sizes)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="local processes that simulate the sizes, printed in order "
+                             "as they come (the same figures; default: 1)")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers {args.workers}: use an integer >= 1")
     algorithm, note = choose_algorithm(args.algorithm)
     if note:
         print(note)
@@ -259,12 +290,14 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     every: list[float] = []
     per_table = []
-    for public in chosen:
-        logs, summary = compare(public, algorithm, args.network, args.proto, args.max_size,
-                                args.tuner, dict(args.param), args.path)
-        every += logs
-        if logs:
-            per_table.append((geomean(logs), summary))
+    with local_pool(args.workers) as pool:
+        for public in chosen:
+            logs, summary = compare(public, algorithm, args.network, args.proto,
+                                    args.max_size, args.tuner, dict(args.param), args.path,
+                                    pool)
+            every += logs
+            if logs:
+                per_table.append((geomean(logs), summary))
     fixed = (f", proto {args.proto}" if args.proto else "") + \
         (f", tuner {args.tuner}" if args.tuner else "") + \
         "".join(f", {k}={v}" for k, v in args.param)
