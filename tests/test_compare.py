@@ -441,3 +441,20 @@ def test_ctrl_c_ends_the_worker_processes_at_once(monkeypatch):
     # were not waited for
     assert time.perf_counter() - start < 5
     assert multiprocessing.active_children() == []
+
+
+def test_plot_of_one_size_shows_its_points():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    one = NcclTestsTable((row(3000, 20e-6, line=1),), "all_reduce", P)
+    found = sc.compare(machine(), one)
+    fig = sc.plot.comparison(found)
+    upper, lower = fig.axes
+    assert upper.get_yscale() == "linear"          # 0.225 and 0.372 GB/s: under a decade
+    assert all(line.get_marker() == "s" for line in (upper.get_lines()[1],
+                                                     lower.get_lines()[0]))
+    assert list(lower.get_xticks()) == [3000]      # no power of 2 among the sizes
+    plt.close(fig)

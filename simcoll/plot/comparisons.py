@@ -53,16 +53,21 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     simulated = [n * factor / t / 1e9 for n, t in zip(sizes, found.simulated)]
     upper.plot(sizes, measured, marker="o", linestyle="", color="black", markersize=3.5,
                label="measured (nccl-tests)")
+    few = dict(marker="s", markersize=4) if len(sizes) < 3 else {}  # a line needs two
     upper.plot(sizes, simulated, linestyle="-", color="#4f81bd", linewidth=1.8,
-               label=f'simcoll, algorithm="{found.algorithm}"')
+               label=f'simcoll, algorithm="{found.algorithm}"', **few)
     ratios = [s / m for s, m in zip(found.simulated, found.measured)]
-    lower.plot(sizes, ratios, linestyle="-", color="#4f81bd", linewidth=1.8)
+    lower.plot(sizes, ratios, linestyle="-", color="#4f81bd", linewidth=1.8, **few)
     lower.axhspan(0.9, 1.1, color="#9bbb59", alpha=0.25, linewidth=0)
     lower.axhline(1.0, color="black", linewidth=0.6)
     lower.text(0.99, 0.96, "band: within 10%", transform=lower.transAxes, ha="right",
                va="top", fontsize=7.5, color="0.35")
     upper.set_xscale("log", base=2)
-    upper.set_yscale("log")
+    # busbw spans decades over a table's sizes; within less than one, a log axis has
+    # no decade to label, so it stays linear
+    values = measured + simulated
+    if max(values) >= 10 * min(values):
+        upper.set_yscale("log")
     lower.set_yscale("log")
     # from the tick at or below the smallest ratio (0.5 at least) to the one at or above
     # the largest (2 at least), with room for the line
@@ -71,15 +76,18 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     high = min([t for t in RATIO_TICKS if t >= max(2.0, max(ratios) * 1.1)],
                default=max(ratios) * 1.1)
     lower.set_ylim(low, high)
-    ticks = [t for t in RATIO_TICKS if low <= t <= high]
-    lower.set_yticks(ticks, [f"{t:g}" for t in ticks])
+    ratio_ticks = [t for t in RATIO_TICKS if low <= t <= high]
+    lower.set_yticks(ratio_ticks, [f"{t:g}" for t in ratio_ticks])
     lower.minorticks_off()
-    # powers of 2 every 1, 2, 5 or 10 octaves (32 B, 1 KiB, 32 KiB, ...): at most 6
-    ticks = []
+    # powers of 2 every 1, 2, 5 or 10 octaves (32 B, 1 KiB, 32 KiB, ...): at most 6; the
+    # sizes themselves where no power of 2 falls among them
+    ticks: list[int] = []
     for step in (1, 2, 5, 10):
         ticks = [2**j for j in range(0, 64, step) if sizes[0] <= 2**j <= sizes[-1]]
         if len(ticks) <= 6:
             break
+    distinct = sorted(set(sizes))
+    ticks = ticks or distinct[:: max(1, len(distinct) // 6)]
     lower.set_xticks(ticks, [format_size(t) for t in ticks])
     upper.tick_params(labelbottom=False)
     upper.set_title(title if title is not None else
