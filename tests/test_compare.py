@@ -53,8 +53,8 @@ def machine() -> sc.Topology:
 
 def test_every_field_against_the_hand_worked_ring():
     found = sc.compare(machine(), made_table())
-    assert (found.collective, found.algorithm, found.nranks, found.place) == \
-        ("all_reduce", "ring", P, "out_of_place")
+    assert (found.collective, found.algorithm, found.topology, found.nranks, found.place) \
+        == ("all_reduce", "ring", "switch(4)", P, "out_of_place")
     assert found.sizes == SIZES
     assert found.simulated == pytest.approx([ring_all_reduce_time(s) for s in SIZES],
                                             rel=1e-12)
