@@ -271,7 +271,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     key = min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
     best = np.frombuffer(key, dtype=points[0].dtype)
     message = messages[0] if starts == 1 else \
-        f"the best of {len(messages)} of {starts} starts: " + "; ".join(messages)
+        f"the best of {len(messages)} of {starts} starts: " + "; ".join(
+            m.rstrip(".") for m in messages)
     fitted = values_of(best)
     after = tried[key]
     return Calibration(fitted, initial, machine(fitted), table.sizes,

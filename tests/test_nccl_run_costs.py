@@ -199,6 +199,7 @@ def test_more_starts_get_past_a_local_minimum(made_table):
     assert max(abs(e) for e in many.error_after) < 0.005
     assert many.evaluations <= 6000
     assert many.message.startswith("the best of 8 of 8 starts: ")
+    assert ".;" not in many.message and not many.message.endswith(".")   # one stop a start
     assert many.initial == one.initial and many.before == one.before
 
 
