@@ -30,9 +30,9 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
                    help="the machine, as a builder or preset with its arguments "
                         "(dgx_h100:nodes=2, 'switch:ranks=8,latency=1us') or a topology file")
     p.add_argument("--algorithm",
-                   help=f"the algorithm simulated (default: {DEFAULT_ALGORITHM_TEXT}; nccl "
-                        f"for NCCL's own choice, with the tuner of the NCCL release the log "
-                        f"printed, where simcoll has it)")
+                   help=f"the algorithm simulated (default: {DEFAULT_ALGORITHM_TEXT}). "
+                        f"nccl runs NCCL's own choice, with the tuner of the NCCL release "
+                        f"the log printed, where simcoll has it")
     p.add_argument("--param", action="append", type=parse_param, default=[],
                    metavar="NAME=VALUE", help="a fixed algorithm parameter (repeatable)")
     p.add_argument("--network", default="flow", choices=sorted(NETWORKS),
