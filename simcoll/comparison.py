@@ -248,6 +248,29 @@ class Comparison:
                       f"{self.topology}, {self.place.replace('_', '-')} times)"]
         return "\n".join(lines)
 
+    def to_pandas(self) -> Any:
+        """One DataFrame row per size: ``size``, ``measured`` and ``simulated`` (seconds),
+        ``error``, ``measured_busbw`` and ``simulated_busbw`` (bytes per second), and the
+        algorithm's choices (``algo``, ``proto``, ``channels``) where it has them.
+
+        Raises:
+            ImportError: pandas is missing (``pip install "simcoll[pandas]"``).
+        """
+        try:
+            import pandas as pd  # type: ignore[import-untyped]
+        except ImportError as err:
+            raise ImportError('Comparison.to_pandas needs pandas: pip install '
+                              '"simcoll[pandas]"') from err
+        columns: dict[str, Any] = {
+            "size": list(self.sizes), "measured": list(self.measured),
+            "simulated": list(self.simulated), "error": list(self.error),
+            "measured_busbw": list(self.measured_busbw),
+            "simulated_busbw": list(self.simulated_busbw)}
+        for key in CHOICES:
+            if any(key in p for p in self.params):
+                columns[key] = [p.get(key) for p in self.params]
+        return pd.DataFrame(columns)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary: every field and the derived columns."""
         return {"collective": self.collective, "algorithm": self.algorithm,

@@ -458,3 +458,27 @@ def test_plot_of_one_size_shows_its_points():
                                                      lower.get_lines()[0]))
     assert list(lower.get_xticks()) == [3000]      # no power of 2 among the sizes
     plt.close(fig)
+
+
+def test_to_pandas_has_a_row_per_size():
+    pytest.importorskip("pandas")
+    frame = sc.compare(machine(), made_table()).to_pandas()
+    assert list(frame.columns) == ["size", "measured", "simulated", "error",
+                                   "measured_busbw", "simulated_busbw"]
+    assert frame["size"].tolist() == list(SIZES)
+    assert frame["error"].tolist() == pytest.approx([1 / f - 1 for f in FACTORS])
+    assert frame["simulated"].tolist() == pytest.approx(
+        [ring_all_reduce_time(s) for s in SIZES], rel=1e-12)
+    rows = tuple(row(s, 1e-4, line=i + 1) for i, s in enumerate((8, 4 << 20)))
+    nccl = sc.compare(sc.topology.dgx_h100(1), NcclTestsTable(rows, "all_reduce", 8),
+                      algorithm="nccl").to_pandas()
+    assert nccl["proto"].tolist() == ["LL", "Simple"]
+    assert set(nccl.columns) >= {"algo", "proto", "channels"}
+
+
+def test_to_pandas_without_pandas_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match=r"simcoll\[pandas\]"):
+        sc.compare(machine(), made_table()).to_pandas()
