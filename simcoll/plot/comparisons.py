@@ -83,7 +83,7 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     # sizes themselves where no power of 2 falls among them
     ticks: list[int] = []
     for step in (1, 2, 5, 10):
-        ticks = [2**j for j in range(0, 64, step) if sizes[0] <= 2**j <= sizes[-1]]
+        ticks = [2**j for j in range(0, 64, step) if min(sizes) <= 2**j <= max(sizes)]
         if len(ticks) <= 6:
             break
     distinct = sorted(set(sizes))
