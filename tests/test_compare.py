@@ -233,6 +233,15 @@ def test_command_line_takes_the_logs_nccl_release(capsys, tmp_path):
     direct = [sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="nccl",
                           nbytes=n, dtype=np.float32, tuner="2.26.2").time for n in (8, 1024)]
     assert record["simulated"] == pytest.approx(direct, rel=1e-12)
+    # a release whose tuner simcoll does not have: the default's chooses, and it says so
+    newer = tmp_path / "newer.txt"
+    newer.write_text(text.replace("nccl-library=22602", "nccl-library=23102"))
+    status, out, err = cli(capsys, "compare", str(newer), "--topology", "switch:4",
+                           "--algorithm", "nccl", "--json")
+    record = json.loads(out)
+    assert record["notes"] == ["the log ran NCCL 2.31.2, whose tuner simcoll does not have "
+                               "(2.30.7, 2.26.2); 2.30.7's chooses"]
+    assert {p["tuner"] for p in record["params"]} == {"2.30.7"}
     # an explicit tuner wins over the log's
     status, out, err = cli(capsys, "compare", str(path), "--topology", "switch:4",
                            "--algorithm", "nccl", "--param", "tuner=2.30.7", "--json")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simcoll.algorithms.nccl.constants import TUNERS
+from simcoll.algorithms.nccl.constants import NCCL_VERSION, TUNERS
 from simcoll.cli.options import (
     DEFAULT_ALGORITHM_TEXT,
     CommandLineError,
@@ -97,9 +97,13 @@ def simulate_kwargs(args: argparse.Namespace,
     a note for each choice the log made."""
     kwargs: dict[str, Any] = {"network": args.network, **dict(args.param)}
     notes = []
-    if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version in TUNERS:
-        kwargs["tuner"] = measured.nccl_version
-        notes.append(f"NCCL {measured.nccl_version}'s tuner chooses, as in the log")
+    if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version:
+        if measured.nccl_version in TUNERS:
+            kwargs["tuner"] = measured.nccl_version
+            notes.append(f"NCCL {measured.nccl_version}'s tuner chooses, as in the log")
+        else:
+            notes.append(f"the log ran NCCL {measured.nccl_version}, whose tuner simcoll "
+                         f"does not have ({', '.join(TUNERS)}); {NCCL_VERSION}'s chooses")
     return kwargs, notes
 
 
