@@ -158,25 +158,20 @@ def run_sizes(topology: Topology, coll: Collective, runs: Sequence[SizeRun], alg
     size, where there is one."""
     calls = [(topology, coll.name, algorithm, run.nbytes, run.dtype,
               {**run.kwargs, **simulate_kwargs}) for run in runs]
-    if pool is None:
-        done = []
-        for call in calls:
-            done.append(_timed(*call))
-            if bar is not None:
-                bar.update()
-        return done
-    futures = [pool.submit(_timed, *call) for call in calls]
+    futures = [] if pool is None else [pool.submit(_timed, *call) for call in calls]
+    results = (_timed(*call) for call in calls) if pool is None else \
+        (future.result() for future in futures)
+    done = []
     try:
-        done = []
-        for future in futures:
-            done.append(future.result())
+        for result in results:
+            done.append(result)
             if bar is not None:
                 bar.update()
-        return done
     except BaseException:
         for future in futures:
             future.cancel()
         raise
+    return done
 
 
 @dataclass(frozen=True)
