@@ -136,6 +136,22 @@ def test_data_parallel_traffic_in_the_3d_step(zero):
                                           + res.idle, rel=1e-9)
 
 
+@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+@pytest.mark.parametrize("activation_bytes", [1, 2, 4])
+def test_data_parallel_traffic_ignores_activations_and_takes_each_size(zero, activation_bytes):
+    # Without tensor or pipeline parallelism no activation crosses the network: the
+    # gradients move grad_bytes per element, ZeRO's parameter gathers param_bytes.
+    d, param_bytes, grad_bytes = 4, 2, 4
+    model = tr.gpt(2, 64, 4, 16, 128, batch=8, precision=tr.Precision(
+        param_bytes=param_bytes, grad_bytes=grad_bytes, activation_bytes=activation_bytes))
+    res = tr.step(model, sc.topology.switch(d), dp=d, zero_stage=zero, micro_batches=2)
+    share = model.params * (d - 1) // d
+    gathers = {0: 0, 1: 1, 2: 1, 3: 4}[zero]  # stage 3: two passes of two micro-batches
+    reduce = 2 * share if zero == 0 else share
+    expected = reduce * grad_bytes + gathers * share * param_bytes
+    np.testing.assert_array_equal(res.run.bytes_sent, [expected] * d)
+
+
 def test_the_7b_step_on_four_dgx_h100():
     model = tr.llama_7b(batch=16)
     res = tr.step(model, sc.topology.dgx_h100(4), dp=2, tp=8, pp=2, micro_batches=2,

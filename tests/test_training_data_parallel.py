@@ -34,8 +34,14 @@ def test_ddp_bucket_assignment_by_hand():
     assert tr.ddp_buckets([MiB] * 3, bucket_cap_mb=1) == [[2], [1], [0]]
     assert tr.ddp_buckets([1, 1, 1], first_bucket_mb=25) == [[2, 1, 0]]
     assert tr.ddp_buckets([]) == []
+    # numpy numbers and arrays as Python's; inf: no limit, one bucket after the first.
+    assert tr.ddp_buckets(np.array([MiB] * 3), bucket_cap_mb=np.float32(1)) == [[2], [1], [0]]
+    assert tr.ddp_buckets([MiB] * 3, bucket_cap_mb=np.inf) == [[2], [1, 0]]
     with pytest.raises(sc.InvalidInputError, match="bucket_cap_mb=0"):
         tr.ddp_buckets([1], bucket_cap_mb=0)
+    for bad in (None, 5, "ab", np.zeros((2, 2))):
+        with pytest.raises(sc.InvalidInputError, match="tensor_bytes="):
+            tr.ddp_buckets(bad)
 
 
 @pytest.mark.parametrize("p", [2, 4, 8])

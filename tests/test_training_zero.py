@@ -132,6 +132,26 @@ def test_prefetch_hides_all_gathers():
 def test_zero_step_refuses_bad_stage():
     with pytest.raises(sc.InvalidInputError, match="stage=5"):
         tr.zero_step(SMALL, sc.topology.switch(2), stage=5)
-    mixed = tr.gpt(2, 64, 4, 16, 128, precision=tr.Precision(param_bytes=2, grad_bytes=4))
-    with pytest.raises(sc.InvalidInputError, match="2 and 4 bytes"):
-        tr.zero_step(mixed, sc.topology.switch(2), stage=1)
+    with pytest.raises(sc.InvalidInputError, match="bucket_cap_mb=-1"):
+        tr.zero_step(SMALL, sc.topology.switch(2), stage=3, bucket_cap_mb=-1)
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+@pytest.mark.parametrize("sizes", [(2, 4), (4, 2), (2, 1)])
+def test_gradients_and_parameters_travel_at_their_own_sizes(stage, sizes):
+    # bf16 parameters with gradients reduced in fp32 (FSDP's reduce_dtype), and the
+    # reverse: the reduce half moves grad_bytes per element, the gather half param_bytes.
+    param_bytes, grad_bytes = sizes
+    n = 4
+    model = tr.gpt(3, 64, 4, 16, 128, batch=2, precision=tr.Precision(
+        param_bytes=param_bytes, grad_bytes=grad_bytes, activation_bytes=8))
+    res = tr.zero_step(model, sc.topology.switch(n), stage=stage, bucket_cap_mb=0.1,
+                       first_bucket_mb=0.05)
+    psi = model.params
+    assert psi % n == 0
+    share = psi * (n - 1) // n
+    gathers = 0 if stage == 0 else 2 if stage == 3 else 1
+    expected = (2 * share * grad_bytes if stage == 0
+                else share * grad_bytes + gathers * share * param_bytes)
+    np.testing.assert_array_equal(res.bytes_sent, [expected] * n)
+    np.testing.assert_array_equal(res.run.bytes_received, [expected] * n)

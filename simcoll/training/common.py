@@ -9,12 +9,12 @@ import numpy as np
 
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import VirtualBuffer
-from simcoll.checks import integer
+from simcoll.checks import integer, real
 from simcoll.errors import InvalidInputError
 from simcoll.topology.graph import Topology
 from simcoll.units import MiB
 
-__all__ = ["buffer_of", "ddp_buckets", "check_ranks", "padded", "check_algorithm",
+__all__ = ["buffer_of", "bucket_limits", "ddp_buckets", "check_ranks", "padded", "check_algorithm",
            "check_world"]
 
 
@@ -32,6 +32,17 @@ def padded(elements: int, parts: int) -> int:
     return -(-elements // parts) * parts
 
 
+def bucket_limits(bucket_cap_mb: Any, first_bucket_mb: Any) -> tuple[float, float]:
+    """DDP's bucket limits in bytes, the first bucket's then the others'.
+
+    Raises:
+        InvalidInputError: a limit that is not a number of MiB > 0 (``inf``: no limit).
+    """
+    return (real(first_bucket_mb, "first_bucket_mb", strict=True, allow_inf=True,
+                 what="MiB") * MiB,
+            real(bucket_cap_mb, "bucket_cap_mb", strict=True, allow_inf=True, what="MiB") * MiB)
+
+
 def ddp_buckets(tensor_bytes: Sequence[int], *, bucket_cap_mb: float = 25,
                 first_bucket_mb: float = 1) -> list[list[int]]:
     """PyTorch DDP's bucket assignment: tensor indices, buckets in reduction order.
@@ -40,24 +51,25 @@ def ddp_buckets(tensor_bytes: Sequence[int], *, bucket_cap_mb: float = 25,
     Sec. 3.2.3): the tensors are taken in reverse order (roughly the order the backward
     pass produces their gradients), each is added to the open bucket, and the bucket is
     closed once it holds at least its limit: ``first_bucket_mb`` MiB for the first
-    bucket, ``bucket_cap_mb`` MiB for the others. A tensor is never split.
+    bucket, ``bucket_cap_mb`` MiB for the others (``inf``: no limit, one bucket). A
+    tensor is never split.
 
     Raises:
-        InvalidInputError: a non-positive limit, or a tensor size that is not a whole
-            number of bytes >= 0.
+        InvalidInputError: a limit that is not a number > 0 (Python or numpy), or
+            ``tensor_bytes`` that is not a sequence of whole numbers of bytes >= 0.
     """
+    listed = (tensor_bytes.ndim == 1 if isinstance(tensor_bytes, np.ndarray) else
+              isinstance(tensor_bytes, Sequence) and not isinstance(tensor_bytes, (str, bytes)))
+    if not listed:
+        raise InvalidInputError(f"tensor_bytes={tensor_bytes!r} is not accepted; give a "
+                                f"list of each tensor's size in bytes")
     sizes = [integer(size, f"tensor_bytes[{i}]", minimum=0, what="bytes")
              for i, size in enumerate(tensor_bytes)]
-    limits = []
-    for value, name in ((first_bucket_mb, "first_bucket_mb"), (bucket_cap_mb, "bucket_cap_mb")):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise InvalidInputError(f"{name}={value!r} is not accepted; use a number of "
-                                    f"MiB > 0")
-        limits.append(value * MiB)
+    limits = bucket_limits(bucket_cap_mb, first_bucket_mb)
     buckets: list[list[int]] = []
     current: list[int] = []
     size = 0
-    for index in reversed(range(len(tensor_bytes))):
+    for index in reversed(range(len(sizes))):
         current.append(index)
         size += sizes[index]
         if size >= limits[min(len(buckets), 1)]:

@@ -134,8 +134,9 @@ class _Config:
     zero_stage: int
     sequence_parallel: bool
     elements: int
-    itemsize: int
+    activation_bytes: int
     grad_bytes: int
+    param_bytes: int
     how: dict[str, Any]
     rec: Recorder
     in_flight: dict[int, int] = field(default_factory=dict)
@@ -172,7 +173,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
     live = peak = 0
 
     def gather(k: int, label: str) -> Event:
-        shard = buffer_of(shard_params[k] // dp, cfg.itemsize)
+        shard = buffer_of(shard_params[k] // dp, cfg.param_bytes)
         last_gather[:] = [rec.on_stream(
             comm, r, "dp_gather", "all_gather",
             partial(dp_gather.all_gather, shard, **cfg.how),
@@ -198,8 +199,8 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
             time = seconds[k][0] if pass_name == "forward" else seconds[k][1]
             if layer.block:
                 yield from block_pass(comm, tp_group, rec, r, layer, time, pass_name,
-                                      cfg.elements, cfg.itemsize, cfg.sequence_parallel,
-                                      cfg.how, label)
+                                      cfg.elements, cfg.activation_bytes,
+                                      cfg.sequence_parallel, cfg.how, label)
             else:
                 yield rec.compute(comm, r, time, pass_name, label)
             if last and dp_reduce is not None and shard_params[k]:
@@ -218,21 +219,21 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
             peak = max(peak, live)
             yield from run_pass("forward", j, False)
             if s < pl.pp - 1:
-                sends.append(_send(comm, rec, pl.rank(d, s + 1, t), message, cfg.itemsize,
-                                   ("act", j)))
+                sends.append(_send(comm, rec, pl.rank(d, s + 1, t), message,
+                                   cfg.activation_bytes, ("act", j)))
         else:
             if s < pl.pp - 1:
                 yield comm.recv(pl.rank(d, s + 1, t), tag=("grad", j))
             yield from run_pass("backward", j, k == final_backward)
             live -= 1
             if s > 0:
-                sends.append(_send(comm, rec, pl.rank(d, s - 1, t), message, cfg.itemsize,
-                                   ("grad", j)))
+                sends.append(_send(comm, rec, pl.rank(d, s - 1, t), message,
+                                   cfg.activation_bytes, ("grad", j)))
     cfg.in_flight[s] = max(cfg.in_flight.get(s, 0), peak)
     if zero in (1, 2) and dp_gather is not None:
         for k, params in enumerate(shard_params):
             if params:
-                shard = buffer_of(params // dp, cfg.itemsize)
+                shard = buffer_of(params // dp, cfg.param_bytes)
                 last_gather[:] = [rec.on_stream(
                     comm, r, "dp_gather", "all_gather",
                     partial(dp_gather.all_gather, shard, **cfg.how),
@@ -344,7 +345,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     precision = model.precision
     cfg = _Config(placement, stages, seconds, m, schedule, zero_stage, sequence_parallel,
                   sequences * model.seq_len * model.hidden, precision.activation_bytes,
-                  precision.grad_bytes, how, Recorder())
+                  precision.grad_bytes, precision.param_bytes, how, Recorder())
     run = run_program(topology, _program, cfg, network=network)
     step_time = run.time
     parts = breakdown(cfg.rec.spans, range(topology.nranks), step_time)

@@ -27,11 +27,16 @@ from simpy.events import Event
 
 from simcoll.checks import flag, integer
 from simcoll.comm import Comm
-from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, check_algorithm, ddp_buckets, padded
+from simcoll.training.common import (
+    bucket_limits,
+    buffer_of,
+    check_algorithm,
+    ddp_buckets,
+    padded,
+)
 from simcoll.training.model import GPU, H100, Model, per_layer_seconds
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 
@@ -116,9 +121,11 @@ class ZeroStep:
 
 def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
               names: list[str], buckets: list[tuple[int, int]], stage: int,
-              how: Mapping[str, Any], itemsize: int) -> Generator[Event, Any, float]:
-    """Stages 0-2: backward with bucketed all-reduce (0) or reduce-scatter (1, 2) as each
-    bucket fills, then (1, 2) an all-gather of every bucket's updated shard."""
+              how: Mapping[str, Any], grad_bytes: int,
+              param_bytes: int) -> Generator[Event, Any, float]:
+    """Stages 0-2: backward with bucketed all-reduce (0) or reduce-scatter (1, 2) of
+    gradients as each bucket fills, then (1, 2) an all-gather of every bucket's updated
+    parameter shard."""
     r, n = comm.rank, comm.size
     for (fwd, _), name in zip(times, names):
         rec.compute(comm, r, fwd, "forward", name)
@@ -128,19 +135,19 @@ def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
     reduce_stream, gather_stream = comm.fresh_context(), comm.fresh_context()
     previous: list[Event] = []
     for k, (first_layer, elements) in enumerate(buckets):
-        buf = buffer_of(elements, itemsize)
+        buf = buffer_of(elements, grad_bytes)
         kind = "all_reduce" if stage == 0 else "reduce_scatter"
         op = partial(reduce_stream.collective, kind, buf, **how)
         previous = [rec.on_stream(comm, r, kind, kind, op, after=[done[first_layer],
                                                                   *previous],
-                                  nbytes=elements * itemsize, label=f"bucket {k}")]
+                                  nbytes=buf.nbytes, label=f"bucket {k}")]
     if stage > 0:
         for k, (_, elements) in enumerate(buckets):
-            shard = buffer_of(elements // n, itemsize)
+            shard = buffer_of(elements // n, param_bytes)
             previous = [rec.on_stream(
                 comm, r, "all_gather", "all_gather",
                 partial(gather_stream.all_gather, shard, **how),
-                after=[done[0], *previous], nbytes=elements // n * itemsize,
+                after=[done[0], *previous], nbytes=shard.nbytes,
                 label=f"bucket {k}")]
     yield done[0]
     # SimPy sends each event's value into the generator, which a plain
@@ -151,7 +158,7 @@ def _bucketed(comm: Comm, rec: Recorder, times: list[tuple[float, float]],
 
 
 def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names: list[str],
-             units: list[int], how: Mapping[str, Any], itemsize: int,
+             units: list[int], how: Mapping[str, Any], grad_bytes: int, param_bytes: int,
              prefetch: bool) -> Generator[Event, Any, float]:
     """Stage 3 / FSDP: each layer's parameters all-gathered just before its forward and
     again before its backward (the next one prefetched while it computes), each layer's
@@ -169,11 +176,11 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
         if j in gathered:
             return
         pass_name, i = passes[j]
-        shard = buffer_of(units[i] // n, itemsize)
+        shard = buffer_of(units[i] // n, param_bytes)
         gathered[j] = rec.on_stream(
             comm, r, "all_gather", "all_gather",
             partial(gather_stream.all_gather, shard, **how),
-            after=list(last_gather), nbytes=units[i] // n * itemsize,
+            after=list(last_gather), nbytes=shard.nbytes,
             label=f"{names[i]} ({pass_name})")
         last_gather[:] = [gathered[j]]
 
@@ -190,11 +197,11 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
         seconds = times[i][0] if pass_name == "forward" else times[i][1]
         computed = rec.compute(comm, r, seconds, pass_name, names[i])
         if pass_name == "backward" and units[i]:
-            grads = buffer_of(units[i], itemsize)
+            grads = buffer_of(units[i], grad_bytes)
             last_reduce[:] = [rec.on_stream(
                 comm, r, "reduce_scatter", "reduce_scatter",
                 partial(reduce_stream.reduce_scatter, grads, **how),
-                after=[computed, *last_reduce], nbytes=units[i] * itemsize,
+                after=[computed, *last_reduce], nbytes=grads.nbytes,
                 label=names[i])]
         yield computed
     # SimPy sends each event's value into the generator, which a plain
@@ -233,40 +240,37 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
 
     Raises:
         InvalidInputError: a stage other than 0-3, an algorithm not registered for the
-            stage's collectives or a parameter it does not take, gradients and
-            parameters of different sizes in stages 1-3.
+            stage's collectives or a parameter it does not take, bucket limits that are
+            not numbers of MiB > 0 (checked at every stage).
     """
     stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
     prefetch = flag(prefetch, "prefetch")
+    bucket_limits(bucket_cap_mb, first_bucket_mb)
     how = check_algorithm(algorithm, ["all_reduce"] if stage == 0 else
                           ["reduce_scatter", "all_gather"], algorithm_params)
     n = topology.nranks
     precision = model.precision
-    itemsize = precision.grad_bytes
-    if stage > 0 and precision.param_bytes != itemsize:
-        raise InvalidInputError(f"ZeRO stage {stage} needs parameters and gradients of one "
-                                f"size here; {model.name} has {precision.param_bytes} and "
-                                f"{itemsize} bytes")
+    grad_bytes, param_bytes = precision.grad_bytes, precision.param_bytes
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]
     rec = Recorder()
     if stage < 3:
         tensors = [(i, t) for i, layer in enumerate(model.layers) for t in layer.tensors]
         buckets = []
-        for bucket in ddp_buckets([t * itemsize for _, t in tensors],
+        for bucket in ddp_buckets([t * grad_bytes for _, t in tensors],
                                   bucket_cap_mb=bucket_cap_mb, first_bucket_mb=first_bucket_mb):
             elements = sum(tensors[k][1] for k in bucket)
             buckets.append((min(tensors[k][0] for k in bucket),
                             elements if stage == 0 else padded(elements, n)))
         run = run_program(topology, _bucketed, rec, times, names, buckets, stage, how,
-                          itemsize, network=network)
+                          grad_bytes, param_bytes, network=network)
         # An all-reduce moves 2 Psi (N-1)/N (a reduce-scatter and an all-gather), as
         # do stages 1 and 2's reduce-scatter and all-gather.
         communicated = 2 * sum(e for _, e in buckets)
     else:
         units = [padded(layer.params, n) if layer.params else 0 for layer in model.layers]
-        run = run_program(topology, _sharded, rec, times, names, units, how, itemsize,
-                          prefetch, network=network)
+        run = run_program(topology, _sharded, rec, times, names, units, how, grad_bytes,
+                          param_bytes, prefetch, network=network)
         communicated = 3 * sum(units)
     step = run.time
     parts = breakdown(rec.spans, range(n), step)
