@@ -87,10 +87,36 @@ def test_ddp_step_hides_communication_behind_a_long_backward_pass():
     assert fast.allreduce.time == pytest.approx(1e-4 / 25 + 25 * bucket_time, rel=1e-9)
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(bucket_bytes=0), "bucket_bytes=0"),
+    (dict(gradient_bytes=0), "gradient_bytes=0"),
+    (dict(algorithm="rnig"), "algorithm='rnig' is not accepted; use one of .*'ring'"),
+    (dict(algorithm="bucketed"), "algorithm='bucketed' is not accepted"),
+    (dict(gradient_bytes=6), "gradient_bytes=6 is not a whole number of float32 elements"),
+    (dict(bucket_bytes=1), "bucket_bytes=1 would cut the gradients into 8 buckets, more "
+                           "than their 2 float32 elements; use bucket_bytes >= 4"),
+    (dict(buckets=3), "sets buckets= itself; give bucket_bytes="),
+    (dict(compute=1.0), "sets compute= itself; give backward="),
+    (dict(inner="ring"), "sets inner= itself; give algorithm="),
+    (dict(nbytes=12), "sets nbytes= itself; give gradient_bytes="),
+    (dict(data=[np.ones(3, np.float32)] * 2), "gradient_bytes=8 but data= holds 12 bytes"),
+])
+def test_bad_data_parallel_step_arguments_name_its_own(kwargs, match):
+    args = dict(gradient_bytes=8, forward=0, backward=0) | kwargs
+    with pytest.raises(sc.InvalidInputError, match=match):
+        data_parallel_step(reference_network(2), **args)
+
+
+def test_data_parallel_step_takes_the_buckets_of_its_data():
+    data = [np.full(1000, float(r), np.float32) for r in range(4)]
+    step = data_parallel_step(reference_network(4), gradient_bytes=4000, forward=0,
+                              backward=1e-3, bucket_bytes=1000, data=data)
+    assert step.buckets == 4
+    assert step.allreduce.correct
+    np.testing.assert_array_equal(step.allreduce.outputs[0], np.full(1000, 1.5, np.float32))
+
+
 def test_bad_training_arguments():
-    with pytest.raises(sc.InvalidInputError, match="bucket_bytes=0"):
-        data_parallel_step(reference_network(2), gradient_bytes=8, forward=0, backward=0,
-                           bucket_bytes=0)
     with pytest.raises(sc.InvalidInputError, match="buckets=0"):
         sc.simulate(reference_network(2), "all_reduce", algorithm="bucketed", nbytes=8,
                     buckets=0)

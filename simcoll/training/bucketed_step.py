@@ -11,7 +11,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from simcoll.algorithms.bucketed import PARAMS
 from simcoll.checks import integer, real
+from simcoll.collectives import collective
+from simcoll.dtypes import as_dtype
+from simcoll.errors import InvalidInputError
+from simcoll.inputs import check_inputs
 from simcoll.result import Result
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
@@ -45,28 +52,60 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
     """Simulate one DDP step: every GPU holds the model and averages its gradients.
 
     Args:
-        gradient_bytes: size of all gradients (bytes, e.g. 4 * parameters for fp32).
+        gradient_bytes: size of all gradients (bytes, e.g. 4 * parameters for fp32); with
+            ``data=``, the bytes of each rank's array.
         forward, backward: seconds of compute per GPU for each pass.
         bucket_bytes: DDP's ``bucket_cap_mb`` in bytes (default 25 MiB, as PyTorch);
             the gradients are cut into ceil(gradient_bytes / bucket_bytes) equal buckets.
-        algorithm: the all_reduce algorithm for each bucket.
+        algorithm: the flat all_reduce algorithm for each bucket.
         network: network model.
         **kwargs: passed to :func:`simcoll.simulate` (``dtype``, ``data`` instead of
-            sizes, ...).
+            sizes, ``op`` (default ``"avg"``), ...); the bucketed all_reduce's own
+            parameters come from the arguments above (``buckets`` from ``bucket_bytes``,
+            ``compute`` from ``backward``, ``inner`` from ``algorithm``, ``nbytes`` from
+            ``gradient_bytes``) and are refused here.
 
     Raises:
-        InvalidInputError: non-positive sizes or negative times.
+        InvalidInputError: non-positive sizes, negative times, an algorithm that cannot
+            reduce a bucket, gradients that are not whole elements or that ``data``
+            does not hold, buckets smaller than an element, or a keyword set from the
+            arguments above.
     """
+    for key in sorted(set(kwargs) & set(_SET_HERE)):
+        raise InvalidInputError(f"data_parallel_step sets {key}= itself; give "
+                                f"{_SET_HERE[key]}= instead")
     bucket_bytes = integer(bucket_bytes, "bucket_bytes", minimum=1, what="bytes")
-    gradient_bytes = integer(gradient_bytes, "gradient_bytes", minimum=0, what="bytes")
+    gradient_bytes = integer(gradient_bytes, "gradient_bytes", minimum=1, what="bytes")
     forward = real(forward, "forward", what="seconds")
     backward = real(backward, "backward", what="seconds")
-    buckets = max(1, math.ceil(gradient_bytes / bucket_bytes))
-    if "data" not in kwargs:
+    inner = PARAMS["inner"].normalize("algorithm", algorithm)
+    if "data" in kwargs:
+        inputs = check_inputs(topology.nranks, kwargs["data"], None, None,
+                              collective("all_reduce"))
+        if inputs.nbytes != gradient_bytes:
+            raise InvalidInputError(f"gradient_bytes={gradient_bytes} but data= holds "
+                                    f"{inputs.nbytes} bytes per rank; give the arrays' size")
+        dtype = inputs.dtype
+    else:
+        dtype = as_dtype(kwargs.get("dtype", np.float32))
+        if gradient_bytes % dtype.itemsize:
+            raise InvalidInputError(f"gradient_bytes={gradient_bytes} is not a whole number "
+                                    f"of {dtype} elements ({dtype.itemsize} bytes each)")
         kwargs["nbytes"] = gradient_bytes
+    buckets = math.ceil(gradient_bytes / bucket_bytes)
+    if bucket_bytes < dtype.itemsize:
+        raise InvalidInputError(f"bucket_bytes={bucket_bytes} would cut the gradients into "
+                                f"{buckets} buckets, more than their "
+                                f"{gradient_bytes // dtype.itemsize} {dtype} elements; use "
+                                f"bucket_bytes >= {dtype.itemsize}")
     res = simulate(topology, "all_reduce", algorithm="bucketed", network=network,
-                   buckets=buckets, compute=backward, inner=algorithm,
+                   buckets=buckets, compute=backward, inner=inner,
                    op=kwargs.pop("op", "avg"), **kwargs)
     return DataParallelStep(step_time=forward + res.time,
                             exposed_communication=res.time - backward, buckets=buckets,
                             allreduce=res)
+
+
+_SET_HERE = {"buckets": "bucket_bytes", "compute": "backward", "inner": "algorithm",
+             "nbytes": "gradient_bytes"}
+"""The bucketed all_reduce's arguments data_parallel_step sets, and where from."""
