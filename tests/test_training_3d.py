@@ -223,6 +223,12 @@ def test_timeline_refusals():
                            backward=1e-3, activation_bytes=8)
     with pytest.raises(sc.InvalidInputError, match=r"ranks=\[5\]"):
         tr.plot_timeline(res, ranks=[5])
+    for ranks in ([0, 0], 0, []):
+        with pytest.raises(sc.InvalidInputError, match="distinct GPUs that took part"):
+            tr.plot_timeline(res, ranks=ranks)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(sc.InvalidInputError, match=f"max_ranks={bad!r}"):
+            tr.plot_timeline(res, max_ranks=bad)
 
 
 @pytest.mark.parametrize("call", [

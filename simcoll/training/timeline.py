@@ -9,6 +9,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
 from simcoll.plot.style import (
     checked_save_path,
@@ -54,8 +57,9 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     Args:
         result: any training-step result with ``spans`` (``data_parallel``,
             ``zero_step``, ``pipeline_step``, ``tensor_parallel_layer``, ``step``).
-        ranks: the GPUs to show, top to bottom (default the first ``max_ranks`` that did
-            something).
+        ranks: the GPUs to show, top to bottom, each once (default the first
+            ``max_ranks`` that did something).
+        max_ranks: how many GPUs to show by default (>= 1).
         title: the figure's title (default: what ran and how long it took).
         ax: a matplotlib Axes to draw on; save: write the figure there.
 
@@ -63,20 +67,24 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
         The matplotlib Figure.
 
     Raises:
-        InvalidInputError: a result without spans, or bad ``ranks`` / save path.
+        InvalidInputError: a result without spans, or bad ``ranks`` / ``max_ranks`` /
+            save path.
     """
     spans: Sequence[Span] | None = getattr(result, "spans", None)
     if not spans:
         raise InvalidInputError("this result has no spans to draw; pass the result of a "
                                 "simcoll.training step function")
     active = sorted({s.rank for s in spans})
+    max_ranks = integer(max_ranks, "max_ranks", minimum=1)
     if ranks is None:
         shown = active[:max_ranks]
     else:
-        shown = list(ranks)
-        if not shown or any(r not in active for r in shown):
-            raise InvalidInputError(f"ranks={ranks!r} is not accepted; give GPUs that took "
-                                    f"part: {active[:16]}{' ...' if len(active) > 16 else ''}")
+        shown = list(ranks) if isinstance(ranks, (Sequence, np.ndarray)) else []
+        if (not shown or any(r not in active for r in shown)
+                or len(set(shown)) < len(shown)):
+            raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a list of "
+                                    f"distinct GPUs that took part: {active[:16]}"
+                                    f"{' ...' if len(active) > 16 else ''}")
     path = checked_save_path(save)
     streams = [s for s in _STREAM_ORDER if any(x.stream == s for x in spans)]
     streams += sorted({x.stream for x in spans} - set(streams))
