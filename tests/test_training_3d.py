@@ -207,6 +207,7 @@ def _never_run(*args, **kwargs):
     (dict(dp=2, tp=2, pp=2, zero_stage=4), "zero_stage=4"),
     (dict(dp=2, tp=2, pp=2, schedule="zb"), "schedule='zb'"),
     (dict(dp=2, tp=2, pp=2, order=("tp", "dp")), "order=\\('tp', 'dp'\\)"),
+    (dict(dp=2, tp=2, pp=2, order=None), "order=None is not accepted"),
     (dict(dp=0, tp=8, pp=1), "dp=0"),
 ])
 def test_bad_configurations_are_refused_before_the_run(monkeypatch, kwargs, match):

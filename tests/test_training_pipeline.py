@@ -104,6 +104,17 @@ def test_a_schedule_of_what_cannot_run_is_refused(args, match):
         tr.schedule_of(*args)
 
 
+def test_per_stage_times_as_numpy_numbers_and_arrays():
+    listed = tr.pipeline_step(FREE, stages=2, micro_batches=2, forward=[1.0, 2.0],
+                              backward=2.0, activation_bytes=8)
+    arrays = tr.pipeline_step(FREE, stages=2, micro_batches=2,
+                              forward=np.array([1.0, 2.0]), backward=np.float32(2.0),
+                              activation_bytes=8)
+    # 1F1B by hand, stage 0 running F0 F1 B0 B1 and stage 1 F0 B0 F1 B1: stage 1's F0
+    # 1-3, B0 3-5, F1 5-7, B1 7-9; stage 0's B0 5-7 and B1 9-11.
+    assert listed.step_time == arrays.step_time == pytest.approx(11.0, rel=1e-12)
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(schedule="interleaved"), "schedule='interleaved'"),
     (dict(stages=0), "stages=0"),
@@ -112,7 +123,9 @@ def test_a_schedule_of_what_cannot_run_is_refused(args, match):
     (dict(backward=-1.0), "backward=-1.0"),
     (dict(activation_bytes=3), "activation_bytes=3 is not a whole number"),
     (dict(ranks=[0, 0]), r"ranks=\[0, 0\]"),
+    (dict(ranks=3), "ranks=3 is not accepted; give a list of 2 distinct GPU ranks"),
     (dict(stages=9), "stages=9 needs 9 GPUs"),
+    (dict(forward=np.zeros((2, 1))), "forward=array"),
 ])
 def test_refusals(kwargs, match):
     args = dict(stages=2, micro_batches=2, forward=1.0, backward=1.0, activation_bytes=8)

@@ -12,10 +12,11 @@ from simcoll.buffers import VirtualBuffer
 from simcoll.checks import integer, real
 from simcoll.errors import InvalidInputError
 from simcoll.topology.graph import Topology
+from simcoll.training.model import GPU, Model
 from simcoll.units import MiB
 
-__all__ = ["buffer_of", "bucket_limits", "ddp_buckets", "check_ranks", "padded", "check_algorithm",
-           "check_world"]
+__all__ = ["buffer_of", "bucket_limits", "ddp_buckets", "check_model", "check_ranks", "padded",
+           "check_algorithm", "check_world"]
 
 
 def buffer_of(elements: int, itemsize: int) -> VirtualBuffer:
@@ -80,6 +81,22 @@ def ddp_buckets(tensor_bytes: Sequence[int], *, bucket_cap_mb: float = 25,
     return buckets
 
 
+def check_model(model: Any, gpu: Any) -> None:
+    """Refuse, before any run, a ``model`` that is not a :class:`Model` and a ``gpu``
+    that is not a :class:`GPU`.
+
+    Raises:
+        InvalidInputError: naming the value and what is accepted.
+    """
+    if not isinstance(model, Model):
+        raise InvalidInputError(f"model={model!r} is not accepted; give a "
+                                f"simcoll.training.Model (e.g. training.gpt(...), "
+                                f"training.llama_7b())")
+    if not isinstance(gpu, GPU):
+        raise InvalidInputError(f"gpu={gpu!r} is not accepted; give a simcoll.training.GPU "
+                                f"(training.H100, training.A100 or GPU(name, peak_flops))")
+
+
 def check_algorithm(algorithm: str, collectives: Sequence[str],
                     params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Refuse, before any run, an algorithm that is not registered for every one of
@@ -92,6 +109,9 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
         InvalidInputError: an algorithm that runs programs on server hosts, or a
             parameter it does not take for one of ``collectives`` or a value it refuses.
     """
+    if params is not None and not isinstance(params, Mapping):
+        raise InvalidInputError(f"algorithm_params={params!r} is not accepted; give a dict "
+                                f"of the algorithm's parameters, e.g. {{'proto': 'Simple'}}")
     given = dict(params or {})
     normalized: dict[str, Any] = {}
     for collective in collectives:
@@ -129,6 +149,9 @@ def check_ranks(topology: Topology, ranks: Sequence[int] | None, count: int,
             raise InvalidInputError(f"{name}={count} needs {count} GPUs; {topology.name} has "
                                     f"{topology.nranks}")
         return list(range(count))
+    if not isinstance(ranks, (Sequence, np.ndarray)) or isinstance(ranks, (str, bytes)):
+        raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a list of {count} "
+                                f"distinct GPU ranks of {topology.name} ({name}={count})")
     chosen = [integer(r, "rank", minimum=0, maximum=topology.nranks - 1) for r in ranks]
     if len(chosen) != count or len(set(chosen)) != count:
         raise InvalidInputError(f"ranks={list(ranks)!r} is not accepted; give {count} "

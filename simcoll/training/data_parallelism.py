@@ -32,7 +32,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, check_algorithm, ddp_buckets
+from simcoll.training.common import buffer_of, check_algorithm, check_model, ddp_buckets
 from simcoll.training.model import GPU, H100, Model, per_layer_seconds
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 
@@ -139,6 +139,7 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
         InvalidInputError: an unknown strategy or all_reduce algorithm (one that needs
             server hosts included), a parameter it does not take, or bad bucket limits.
     """
+    check_model(model, gpu)
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy={strategy!r} is not accepted; use one of "
                                 f"{', '.join(map(repr, STRATEGIES))}")

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from simcoll.checks import integer, real
+from simcoll.checks import flag, integer, real
 from simcoll.errors import InvalidInputError
 
 __all__ = ["GPU", "A100", "H100", "Precision", "MIXED_PRECISION_ADAM", "Layer", "Model",
@@ -117,8 +117,14 @@ class Layer:
     attention_share: float = 0.5
 
     def __post_init__(self) -> None:
-        for i, t in enumerate(self.tensors):
+        if not isinstance(self.tensors, (tuple, list)):
+            raise InvalidInputError(f"tensors={self.tensors!r} is not accepted; give the "
+                                    f"element counts of the layer's parameter tensors, "
+                                    f"e.g. (4096, 4096)")
+        object.__setattr__(self, "tensors", tuple(
             integer(t, f"tensors[{i}]", minimum=1, what="elements")
+            for i, t in enumerate(self.tensors)))
+        object.__setattr__(self, "block", flag(self.block, "block"))
         real(self.forward_flops, "forward_flops", what="FLOPs")
         real(self.backward_flops, "backward_flops", what="FLOPs")
         if not 0 <= real(self.attention_share, "attention_share") <= 1:
@@ -152,8 +158,17 @@ class Model:
     precision: Precision = field(default=MIXED_PRECISION_ADAM)
 
     def __post_init__(self) -> None:
-        if not self.layers:
-            raise InvalidInputError(f"model {self.name!r} has no layers")
+        if not isinstance(self.layers, (tuple, list)) or not self.layers:
+            raise InvalidInputError(f"model {self.name!r} has no layers; give a tuple of "
+                                    f"Layer")
+        for i, layer in enumerate(self.layers):
+            if not isinstance(layer, Layer):
+                raise InvalidInputError(f"layers[{i}]={layer!r} is not accepted; give a "
+                                        f"simcoll.training.Layer")
+        object.__setattr__(self, "layers", tuple(self.layers))
+        if not isinstance(self.precision, Precision):
+            raise InvalidInputError(f"precision={self.precision!r} is not accepted; give a "
+                                    f"simcoll.training.Precision")
         for name in ("batch", "seq_len", "hidden", "heads"):
             integer(getattr(self, name), name, minimum=1)
         _check_head_split(self.hidden, self.heads)
@@ -164,8 +179,9 @@ class Model:
         them.
 
         Raises:
-            InvalidInputError: ``tp`` does not divide the heads.
+            InvalidInputError: ``tp`` is not a count >= 1 or does not divide the heads.
         """
+        tp = integer(tp, "tp", minimum=1)
         if self.heads % tp:
             raise InvalidInputError(f"tp={tp} does not divide the {self.heads} attention "
                                     f"heads of {self.name}")
@@ -203,6 +219,7 @@ class Model:
     def activation_bytes(self, sequences: int) -> int:
         """Bytes of one block's output for ``sequences`` sequences: b s h elements (what a
         pipeline stage sends, and what tensor parallelism all-reduces)."""
+        sequences = integer(sequences, "sequences", minimum=0)
         return sequences * self.seq_len * self.hidden * self.precision.activation_bytes
 
     def block_activation_memory(self, sequences: int, *, tp: int = 1,
@@ -216,6 +233,8 @@ class Model:
         recomputation only the block's input, 2 s b h (divided by t with sequence
         parallelism). Derived for GPT blocks; an estimate for other shapes.
         """
+        sequences = integer(sequences, "sequences", minimum=0)
+        tp = integer(tp, "tp", minimum=1)
         s, h, a = self.seq_len, self.hidden, self.heads
         sbh = s * sequences * h
         if recompute:
@@ -336,7 +355,8 @@ def split_blocks(model: Model, stages: int) -> list[list[Layer]]:
     if stages > max(1, len(blocks)):
         raise InvalidInputError(f"pp={stages} pipeline stages is more than the "
                                 f"{len(blocks)} transformer blocks of {model.name}; use at "
-                                f"most {len(blocks)} stages")
+                                f"most {max(1, len(blocks))} stage"
+                                f"{'s' if len(blocks) > 1 else ''}")
     if not blocks:
         return [list(model.layers)]
     base, extra = divmod(len(blocks), stages)

@@ -32,7 +32,13 @@ from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, check_algorithm, check_world, padded
+from simcoll.training.common import (
+    buffer_of,
+    check_algorithm,
+    check_model,
+    check_world,
+    padded,
+)
 from simcoll.training.model import GPU, H100, Layer, Model, split_blocks
 from simcoll.training.pipeline import SCHEDULES, schedule_of
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
@@ -59,10 +65,21 @@ class Placement:
     pp: int
     order: tuple[str, ...] = DIMENSIONS
 
+    def __post_init__(self) -> None:
+        for name in DIMENSIONS:
+            object.__setattr__(self, name, integer(getattr(self, name), name, minimum=1))
+        object.__setattr__(self, "order", _order(self.order))
+
     def rank(self, d: int, s: int, t: int) -> int:
-        """The GPU of replica ``d``, stage ``s``, tensor shard ``t``."""
+        """The GPU of replica ``d``, stage ``s``, tensor shard ``t``.
+
+        Raises:
+            InvalidInputError: a coordinate outside its dimension.
+        """
         coords = {"dp": d, "pp": s, "tp": t}
         sizes = {"dp": self.dp, "pp": self.pp, "tp": self.tp}
+        for (dim, value), name in zip(coords.items(), ("d", "s", "t")):
+            integer(value, name, minimum=0, maximum=sizes[dim] - 1, what=f"{dim} coordinate")
         rank, stride = 0, 1
         for dim in self.order:
             rank += coords[dim] * stride
@@ -70,12 +87,30 @@ class Placement:
         return rank
 
     def coords(self, rank: int) -> tuple[int, int, int]:
-        """(replica, stage, tensor shard) of ``rank``."""
+        """(replica, stage, tensor shard) of ``rank``.
+
+        Raises:
+            InvalidInputError: a rank outside ``0 .. dp x tp x pp - 1``.
+        """
+        rank = integer(rank, "rank", minimum=0, maximum=self.dp * self.tp * self.pp - 1)
         sizes = {"dp": self.dp, "pp": self.pp, "tp": self.tp}
         coords = {}
         for dim in self.order:
             rank, coords[dim] = divmod(rank, sizes[dim])
         return coords["dp"], coords["pp"], coords["tp"]
+
+
+def _order(order: Any) -> tuple[str, ...]:
+    """``order`` as a tuple naming each of 'tp', 'pp' and 'dp' once.
+
+    Raises:
+        InvalidInputError: anything else.
+    """
+    listed = isinstance(order, (tuple, list)) and all(isinstance(x, str) for x in order)
+    if not listed or sorted(order) != sorted(DIMENSIONS):
+        raise InvalidInputError(f"order={order!r} is not accepted; list 'tp', 'pp' and "
+                                f"'dp' once each, innermost first")
+    return tuple(order)
 
 
 @dataclass(frozen=True)
@@ -274,9 +309,7 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
     if schedule not in SCHEDULES:
         raise InvalidInputError(f"schedule={schedule!r} is not accepted; use one of "
                                 f"{', '.join(map(repr, SCHEDULES))}")
-    if tuple(sorted(order)) != tuple(sorted(DIMENSIONS)):
-        raise InvalidInputError(f"order={tuple(order)!r} is not accepted; list 'tp', 'pp' "
-                                f"and 'dp' once each, innermost first")
+    order = _order(order)
     if model.batch % (dp * m):
         raise InvalidInputError(
             f"micro_batches={m} does not divide the batch: {model.batch} sequences over "
@@ -329,6 +362,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
             divide the batch, more stages than blocks, tp not dividing the heads, an
             unknown schedule or algorithm, or a bad order.
     """
+    check_model(model, gpu)
     sequence_parallel = flag(sequence_parallel, "sequence_parallel")
     recompute = flag(recompute, "recompute")
     dp, tp, pp, zero_stage, m, order, how = _checked(

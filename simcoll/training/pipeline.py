@@ -22,6 +22,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from simpy.events import Event
 
 from simcoll.checks import integer, real
@@ -161,10 +162,11 @@ def _program(comm: Comm, stage: _Stage, schedule: str,
 
 
 def _per_stage(value: float | Sequence[float], stages: int, name: str) -> list[float]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, (int, float, np.integer, np.floating)):
         return [real(value, name, what="seconds per micro-batch")] * stages
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or \
-            len(value) != stages:
+    listed = (value.ndim == 1 if isinstance(value, np.ndarray) else
+              isinstance(value, Sequence) and not isinstance(value, (str, bytes)))
+    if not listed or len(value) != stages:
         raise InvalidInputError(f"{name}={value!r} is not accepted; give seconds per "
                                 f"micro-batch, one number or one per stage ({stages})")
     return [real(v, f"{name}[{i}]", what="seconds per micro-batch")

@@ -28,7 +28,13 @@ from simcoll.errors import InvalidInputError
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, check_algorithm, check_ranks, check_world
+from simcoll.training.common import (
+    buffer_of,
+    check_algorithm,
+    check_model,
+    check_ranks,
+    check_world,
+)
 from simcoll.training.model import GPU, H100, Layer, Model
 from simcoll.training.streams import Recorder, Span
 
@@ -132,6 +138,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
             algorithm, t not dividing the model's attention heads, or (with sequence
             parallelism) b s h not divisible by t.
     """
+    check_model(model, gpu)
     t = integer(tp, "tp", minimum=1)
     b = integer(sequences, "sequences", minimum=1)
     model.heads_per_gpu(t)

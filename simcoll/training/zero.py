@@ -34,6 +34,7 @@ from simcoll.training.common import (
     bucket_limits,
     buffer_of,
     check_algorithm,
+    check_model,
     ddp_buckets,
     padded,
 )
@@ -243,6 +244,7 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
             stage's collectives or a parameter it does not take, bucket limits that are
             not numbers of MiB > 0 (checked at every stage).
     """
+    check_model(model, gpu)
     stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
     prefetch = flag(prefetch, "prefetch")
     bucket_limits(bucket_cap_mb, first_bucket_mb)
