@@ -18,10 +18,14 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
 * :func:`schedule_at`: an event at an absolute instant, exactly (SimPy's ``Timeout`` adds
   a delay to the clock, which rounds), optionally after everything else at that instant
   (priority :data:`LATE`): the flow model settles all the changes of one instant once.
+* :func:`schedule_background`: an event that changes the machine (a link fault) without
+  being activity of the run: once nothing else is left to happen it is dropped, and so
+  is one past the time limit.
 * :func:`run`: SimPy's ``Environment.run`` loop with two differences. An event that
   nobody waits on (a cancelled one, or a timeout no process yielded) is dropped without
-  moving the clock, so ``env.now`` after the run is the instant of the last event that
-  did something: the last message delivered or the last process resumed. And the run
+  moving the clock, and so is a background event after which nothing else would
+  happen, so ``env.now`` after the run is the instant of the last event that did
+  something: the last message delivered or the last process resumed. And the run
   stops with :class:`~simcoll.errors.RunLimitError` past a simulated time or an event
   count, so a program that never ends cannot hang the caller.
 """
@@ -35,7 +39,8 @@ from typing import Any
 import simpy
 from simpy.events import Event, EventPriority, Process
 
-__all__ = ["done_event", "complete", "cancel", "schedule_at", "run", "RunStop", "LATE"]
+__all__ = ["done_event", "complete", "cancel", "schedule_at", "schedule_background", "run",
+           "RunStop", "LATE"]
 
 LATE = 2
 """Priority of events that run after every other event of their instant (SimPy's own
@@ -98,6 +103,26 @@ def schedule_at(env: simpy.Environment, when: float, callback: Callable[[Event],
     return event
 
 
+class Background(Event):
+    """An event that changes the machine but is not activity of the run
+    (:func:`schedule_background`)."""
+
+
+def schedule_background(env: simpy.Environment, when: float,
+                        callback: Callable[[Event], None]) -> Event:
+    """Schedule ``callback`` at exactly ``when``, before every event of that instant that
+    is already scheduled or scheduled later, the start of the programs at 0 included
+    (the machine is changed from ``when`` on), as background: :func:`run` drops it where
+    no other event is left to happen (every program has ended or waits for ever, and
+    nothing is in flight) and where it lies past the time limit."""
+    event = Background(env)
+    event._ok = True
+    event._value = None
+    event.callbacks.append(callback)
+    heappush(env._queue, (when, EventPriority(-1), next(env._eid), event))
+    return event
+
+
 class RunStop(Exception):
     """Raised by :func:`run` when a limit is reached; ``reason`` says which."""
 
@@ -152,6 +177,8 @@ def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
             if not event._ok and not hasattr(event, "_defused"):
                 raise event._value
             continue
+        if event.__class__ is Background and (when > until or not _foreground(queue)):
+            continue
         if when > until or processed >= max_events:
             raise RunStop("time" if when > until else "events", env._now)
         env._now = when
@@ -164,3 +191,10 @@ def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
         if not event._ok and not hasattr(event, "_defused"):
             raise event._value
     return processed
+
+
+def _foreground(queue: list[tuple[float, Any, int, Event]]) -> bool:
+    """Whether ``queue`` holds an event that is not background and that something waits
+    on: what could still happen in the run."""
+    return any(event.callbacks and event.__class__ is not Background
+               for _, _, _, event in queue)

@@ -23,6 +23,7 @@ import numpy as np
 from simpy.events import Event, Timeout
 
 from simcoll.checks import integer, real
+from simcoll.engine import schedule_background
 from simcoll.errors import InvalidInputError
 from simcoll.network.base import Network
 from simcoll.topology.graph import Topology
@@ -64,9 +65,18 @@ class Faults:
         """The faults as a plan for ``topology``, every value checked.
 
         Raises:
-            InvalidInputError: an unknown link or rank, or a value out of range.
+            InvalidInputError: links not a list of LinkFault, slow or late not a dict,
+                an unknown link or rank, or a value out of range.
         """
         p = topology.nranks
+        if not isinstance(self.links, (list, tuple)):
+            raise InvalidInputError(f"faults.links={self.links!r} is not accepted; give a "
+                                    f"list of LinkFault(u, v, at=..., factor=...)")
+        for name in ("slow", "late"):
+            if not isinstance(getattr(self, name), Mapping):
+                raise InvalidInputError(f"faults.{name}={getattr(self, name)!r} is not "
+                                        f"accepted; give a dict {{rank: "
+                                        f"{'factor' if name == 'slow' else 'seconds'}}}")
         links = []
         for fault in self.links:
             if not isinstance(fault, LinkFault):
@@ -80,13 +90,14 @@ class Faults:
                           real(fault.factor, "LinkFault factor", what="0 fails the link")))
         slow = {integer(r, "faults.slow rank", minimum=0, maximum=p - 1):
                 real(f, f"faults.slow[{r}]", strict=True, what="slow-down factor")
-                for r, f in dict(self.slow).items()}
+                for r, f in self.slow.items()}
         late = {integer(r, "faults.late rank", minimum=0, maximum=p - 1):
                 real(t, f"faults.late[{r}]", what="seconds")
-                for r, t in dict(self.late).items()}
+                for r, t in self.late.items()}
         jitter = real(self.jitter, "faults.jitter", what="seconds")
         seed = integer(self.seed, "faults.seed", minimum=0)
-        return _Plan(sorted(links), slow, late, jitter, seed)
+        # By instant, faults of one instant in the order given (the last one holds).
+        return _Plan(sorted(links, key=lambda fault: fault[0]), slow, late, jitter, seed)
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,7 @@ class _Plan:
         if self.links:
             network.track_flows()
             for at, index, factor in self.links:
-                Timeout(network.env, at).callbacks.append(_changer(network, index, factor))
+                schedule_background(network.env, at, _changer(network, index, factor))
 
 
 def _changer(network: Network, index: int, factor: float) -> Callable[[Event], None]:

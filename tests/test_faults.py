@@ -100,6 +100,56 @@ def test_a_message_sent_after_a_failure_with_no_way_around_ends_the_run_naming_i
     assert info.value.link == ("gpu1", "gpu2") and info.value.lost == [(0, 2)]
 
 
+def test_a_failed_link_comes_back_for_messages_sent_after_it_does():
+    # Failed from 0, back at full bandwidth at 0.1 s: a 1 GB message sent at 0.2 s takes
+    # the direct link again, 1 s at 1 GB/s.
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.0),
+                              sc.LinkFault("gpu0", "gpu1", at=0.1, factor=1.0)])
+    res = run(four_gpu_cycle(), [(0.2, 0, 1, 10**9)], faults)
+    assert res.time == pytest.approx(1.2, rel=1e-12)
+    assert res.link_bytes[("gpu0", "gpu1")] == 10**9 and res.link_bytes[("gpu0", "gpu3")] == 0
+
+
+def test_faults_of_one_link_at_one_instant_hold_in_the_order_given():
+    # Failed, then half bandwidth, both at 0: the half bandwidth holds (2 s for 1 GB);
+    # given the other way round, the failure holds (1 s around the cycle).
+    fail, half = sc.LinkFault("gpu0", "gpu1", at=0.0), sc.LinkFault("gpu0", "gpu1", at=0.0,
+                                                                  factor=0.5)
+    last_half = run(four_gpu_cycle(), [(0, 0, 1, 10**9)], sc.Faults(links=[fail, half]))
+    assert last_half.time == pytest.approx(2.0, rel=1e-12)
+    assert last_half.link_bytes[("gpu0", "gpu1")] == 10**9
+    last_fail = run(four_gpu_cycle(), [(0, 0, 1, 10**9)], sc.Faults(links=[half, fail]))
+    assert last_fail.time == pytest.approx(1.0, rel=1e-12)
+    assert last_fail.link_bytes[("gpu0", "gpu1")] == 0
+
+
+def test_a_link_failed_at_zero_is_down_for_the_first_messages():
+    # A ring of 1 us links: gpu0 -> gpu1 at t = 0 goes round the other three links and
+    # pays their 3 us of latency, as one sent 1 ns later does.
+    topo = sc.topology.ring(4, bandwidth=1e9, latency=1e-6)
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.0)])
+    res = run(topo, [(0, 0, 1, 10**6)], faults)
+    assert res.time == pytest.approx(3e-6 + 1e-3, rel=1e-12)
+    assert res.link_bytes[("gpu0", "gpu1")] == 0
+
+
+@pytest.mark.parametrize("at", [1.0, 2e6])
+def test_a_fault_after_the_run_leaves_its_time_and_its_errors_alone(at):
+    # A ring all_reduce of 1 MB on 4 GPUs at 1 GB/s and 1 us a hop (two hops through the
+    # switch): 6 steps of 2 us + 250 kB / 1 GB/s = 1.512 ms; a slow-down at 1 s (or past
+    # the time limit) comes after it and changes nothing.
+    topo = sc.topology.switch(4, bandwidth=1e9, latency=1e-6)
+    slow_later = sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=at, factor=0.5)])
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=10**6, faults=slow_later)
+    assert res.time == pytest.approx(6 * (2e-6 + 250e-6), rel=1e-12)
+    assert res.busbw == pytest.approx(1.5 * 10**6 / res.time, rel=1e-12)
+
+    def deadlocked(comm):
+        yield comm.recv((comm.rank + 1) % comm.size)
+    with pytest.raises(sc.DeadlockError, match=r"at t=0 s"):
+        sc.run_program(topo, deadlocked, faults=slow_later)
+
+
 def test_collectives_stay_correct_when_links_fail_and_slow_down():
     # A leaf-spine fabric with two spines: the failure of one leaf-spine link leaves a
     # way around; every output still matches the reference.
@@ -195,6 +245,11 @@ def test_jitter_is_a_seeded_uniform_extra_latency_per_message():
     (sc.Faults(late={0: -1e-6}), r"faults.late\[0\] = -1e-06 is not accepted"),
     (sc.Faults(jitter=float("nan")), r"faults.jitter = nan is not accepted"),
     ("slow", r"faults='slow' is not accepted"),
+    (sc.Faults(links=sc.LinkFault("gpu0", "switch", at=0)),
+     r"faults.links=LinkFault\(.*\) is not accepted; give a list of LinkFault"),
+    (sc.Faults(links=None), r"faults.links=None is not accepted"),
+    (sc.Faults(slow=[2.0, 2.0]), r"faults.slow=\[2.0, 2.0\] is not accepted; give a dict"),
+    (sc.Faults(late=None), r"faults.late=None is not accepted"),
 ])
 def test_bad_faults_are_refused_before_the_run(faults, match):
     with pytest.raises(sc.InvalidInputError, match=match):

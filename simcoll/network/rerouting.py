@@ -24,7 +24,9 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
 
     Every flow crossing the link is first brought to the general regime (its
     reservation or processor-sharing group undone, exactly as of now). A degraded link
-    is then re-solved with its new capacity. A failed one (``factor == 0``) moves each
+    is then re-solved with its new capacity; a failed link given a ``factor`` above 0
+    comes back at that capacity for messages sent from now on (flows already moved
+    around it stay on their routes). A failed one (``factor == 0``) moves each
     of its flows to the shortest route around the failed links, from the failure on:
     the bytes it has not yet sent cross the new route (and are counted there), with no
     extra latency.
@@ -46,6 +48,7 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
             net._dissolve(flow.group, now)
     net._routes.clear()
     if factor > 0:
+        net._failed = net._failed - {index}
         for d in directed:
             net._capacity[d] = net.topology.bandwidth_of(d) * factor
             net._general.set_capacity(d, net._capacity[d])
