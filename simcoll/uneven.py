@@ -40,6 +40,11 @@ def _is_sequence(value: Any) -> bool:
     return isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
 
 
+_ENTRY_LIMIT = 2**62
+"""Entries at or above this are refused before they reach an int64 array (the counters'
+own bound, checked later on whole inputs, is lower still)."""
+
+
 def _count(value: Any) -> int | None:
     """``value`` as an int if it is a non-negative integer (numpy's too), else None."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -73,6 +78,9 @@ def _counts(value: Any, name: str, p: int, coll: Collective, unit: str) -> NDArr
         if c is None:
             raise InvalidInputError(f"{where}={v!r} is not accepted; {coll.name} takes "
                                     f"{accepted}")
+        if c >= _ENTRY_LIMIT:
+            raise InvalidInputError(f"{where}={v!r} could overflow the int64 traffic "
+                                    f"counters; use entries < {_ENTRY_LIMIT}")
         out.append(c)
     return np.array(out, dtype=np.int64).reshape((p, p) if matrix else (p,))
 

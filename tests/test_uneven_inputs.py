@@ -62,6 +62,12 @@ BAD = [
      r"reduce_scatterv has no root"),
     ("all_gatherv", dict(nbytes=[2**60, 8, 8], dtype="uint8"),
      r"a rank's input of 1152921504606846976 bytes on 3 ranks could overflow"),
+    ("all_gatherv", dict(nbytes=[2**63, 8, 8], dtype="uint8"),
+     r"nbytes\[0\]=9223372036854775808 could overflow the int64 traffic counters"),
+    ("reduce_scatterv", dict(data=ints(6, 6, 6), splits=[2**63, 0, 0]),
+     r"splits\[0\]=9223372036854775808 could overflow"),
+    ("all_to_allv", dict(nbytes=[[0, 2**64, 0], [0, 0, 0], [0, 0, 0]], dtype="uint8"),
+     r"nbytes\[0\]\[1\]=18446744073709551616 could overflow"),
     ("all_gatherv", dict(data=ints(1, 2, 3), nbytes=[4, 8, 12]), r"exactly one of data"),
 ]
 
