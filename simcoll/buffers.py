@@ -16,6 +16,8 @@ from typing import Any, Union, cast, overload
 import numpy as np
 from numpy.typing import NDArray
 
+from simcoll.checks import integer
+
 __all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "Chunks", "split_sizes", "block_counts",
            "block_bytes", "block_size", "block_start", "split", "split_counts", "repeat", "join",
            "nbytes_of", "frozen", "snapshot", "memory_owner", "owned"]
@@ -75,7 +77,14 @@ class VirtualBuffer:
 
     @classmethod
     def of(cls, count: int, dtype: Any) -> VirtualBuffer:
-        """The interned buffer of ``count`` elements of ``dtype``."""
+        """The interned buffer of ``count`` elements of ``dtype``.
+
+        Raises:
+            InvalidInputError: a count that is not an integer >= 0 (a float 3.0 would
+                otherwise be handed out for 3 to every later caller).
+        """
+        if type(count) is not int:
+            count = integer(count, "count", minimum=0, what="elements")
         dtype = np.dtype(dtype)
         key = (count, dtype)
         buf = cls._interned.get(key)

@@ -21,6 +21,7 @@ from simpy.events import PENDING, Event
 
 from simcoll import buffers
 from simcoll.buffers import Buffer, VirtualBuffer, frozen, snapshot
+from simcoll.checks import integer
 from simcoll.errors import CommUsageError, TopologyError
 from simcoll.ops import ReduceOp
 from simcoll.runtime import Joint, Message, Runtime
@@ -436,8 +437,12 @@ class Comm:
     # -- buffers and groups --------------------------------------------------------------
     @staticmethod
     def split_buffer(x: Buffer, parts: int) -> Sequence[Buffer]:
-        """Cut ``x`` into ``parts`` chunks sized as ``np.array_split`` does (both modes)."""
-        return buffers.split(x, parts)
+        """Cut ``x`` into ``parts`` chunks sized as ``np.array_split`` does (both modes).
+
+        Raises:
+            CommUsageError: ``parts`` is not an integer >= 1.
+        """
+        return buffers.split(x, integer(parts, "parts", minimum=1, error=CommUsageError))
 
     @staticmethod
     def join(chunks: Sequence[Buffer]) -> Buffer:

@@ -134,6 +134,23 @@ def test_virtual_buffers_split_and_join_like_numpy():
     assert buf[2:9].nbytes == 28 and len(buf[::2]) == 6
 
 
+@pytest.mark.parametrize("parts", [2.0, True, 0, "2"])
+def test_a_split_into_anything_but_a_whole_number_of_parts_is_refused(parts):
+    with pytest.raises(sc.CommUsageError, match=f"parts={parts!r} is not accepted"):
+        sc.Comm.split_buffer(sc.VirtualBuffer.of(6, np.float64), parts)
+    with pytest.raises(sc.CommUsageError, match=f"parts={parts!r}"):
+        sc.Comm.split_buffer(np.arange(6.0), parts)
+
+
+def test_a_virtual_buffer_counts_whole_elements_only():
+    # A float count was interned under the key of its int: every later buffer of 3
+    # elements came out with a float count and float byte counts.
+    with pytest.raises(sc.InvalidInputError, match=r"count=3.0 is not accepted"):
+        sc.VirtualBuffer.of(3.0, np.float64)
+    assert type(sc.VirtualBuffer.of(np.int64(3), np.float64).count) is int
+    assert type(sc.VirtualBuffer.of(3, np.float64).nbytes) is int
+
+
 def test_a_protocol_puts_wire_bytes_on_the_links_and_waits_its_delay():
     topo = sc.Topology("pair")
     a, b = topo.add_gpu(), topo.add_gpu()
