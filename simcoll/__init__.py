@@ -26,6 +26,7 @@ from simcoll.errors import (
     DeadlockError,
     InvalidInputError,
     LinkFailureError,
+    RegistrationError,
     RunLimitError,
     SimCollError,
     TopologyError,
@@ -57,8 +58,8 @@ __all__ = [
     "critical_path", "CriticalPath",
     "SimCollError", "TopologyError", "InvalidInputError", "UnknownCollectiveError",
     "UnknownAlgorithmError", "UnknownNetworkError", "DeadlockError", "UnmatchedMessageError",
-    "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError", "Faults",
-    "LinkFault",
+    "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError",
+    "RegistrationError", "Faults", "LinkFault",
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "Gbps", "ms", "us", "ns",
     "parse_size", "__version__",
 ]

@@ -6,6 +6,7 @@ __all__ = [
     "SimCollError", "TopologyError", "UnknownAlgorithmError", "UnknownCollectiveError",
     "UnknownNetworkError", "InvalidInputError", "DeadlockError", "UnmatchedMessageError",
     "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError",
+    "RegistrationError",
 ]
 
 
@@ -40,6 +41,13 @@ class UnknownNetworkError(InvalidInputError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class RegistrationError(SimCollError, TypeError, ValueError):
+    """An algorithm's registration is refused (no cost model, a program or model function
+    that cannot take what it is passed, a name already taken), or a registered model
+    returned something it may not. A ``TypeError`` and a ``ValueError`` too, as it was
+    before it had a class of its own."""
 
 
 class CommUsageError(SimCollError, ValueError):

@@ -290,6 +290,66 @@ def test_specs_and_model_functions_are_checked_at_registration():
     assert ("all_gather", "test_spec") not in sc.list_algorithms()
 
 
+def test_programs_and_models_that_cannot_take_their_arguments_are_refused_at_registration():
+    def no_buffer(comm, *, op):
+        yield from ()
+
+    def three(comm, x, y, *, op):
+        yield from ()
+
+    def flexible(comm, *args, op):
+        yield from ()
+
+    for program, shown in ((no_buffer, r"\(comm\)"), (three, r"\(comm, x, y\)")):
+        with pytest.raises(sc.RegistrationError, match=f"program '{program.__name__}' "
+                                                       f"takes {shown} positionally but is "
+                                                       r"called with \(comm, x\)"):
+            sc.register("all_reduce", "test_positional", cost=NO_FORMULA)(program)
+    sc.register("all_reduce", "test_flexible", cost=NO_FORMULA)(flexible)
+
+    def time(p):
+        return 0.0
+
+    with pytest.raises(sc.RegistrationError, match=r"cost model function 'time' takes \(p\) "
+                                                   r"positionally but is called with \(p, "
+                                                   r"nbytes, alpha, beta, gamma\)"):
+        sc.register("all_reduce", "test_positional",
+                    cost=CostModel(time=time, traffic=NO_FORMULA.traffic))
+    with pytest.raises(sc.RegistrationError, match=r"'<lambda>' takes \(p, nbytes\) "
+                                                   r"positionally but is called with \(p, "
+                                                   r"nbytes, itemsize\)"):
+        sc.register("all_reduce", "test_positional",
+                    cost=CostModel(time=NO_FORMULA.time, traffic=lambda p, nbytes: None))
+    with pytest.raises(sc.RegistrationError, match=r"params='k' is not accepted; give a dict"):
+        sc.register("all_reduce", "test_positional", params="k", cost=NO_FORMULA)
+    assert ("all_reduce", "test_positional") not in sc.list_algorithms()
+
+
+def test_a_model_that_returns_the_wrong_type_is_named_when_asked():
+    bad = CostModel(time=lambda p, nbytes, alpha, beta, gamma: "fast",
+                    traffic=lambda p, nbytes, itemsize: [0] * p)
+    sc.register("all_reduce", "test_bad_returns", cost=bad)(_flat_all_reduce)
+    with pytest.raises(sc.RegistrationError, match=r"all_reduce/test_bad_returns: its cost "
+                                                   r"model's time returned 'fast'"):
+        sc.cost.predict("all_reduce", "test_bad_returns", p=4, nbytes=64, alpha=1, beta=1)
+    with pytest.raises(sc.RegistrationError, match=r"traffic returned \[0, 0, 0, 0\]; "
+                                                   r"return a simcoll.cost.Traffic"):
+        sc.cost.traffic("all_reduce", "test_bad_returns", p=4, nbytes=64)
+
+
+def test_a_name_taken_is_refused_as_a_simcoll_error():
+    with pytest.raises(sc.RegistrationError, match="'ring' is already registered"):
+        sc.register("all_reduce", "ring", cost=NO_FORMULA)(_flat_all_reduce)
+    assert issubclass(sc.RegistrationError, sc.SimCollError)
+    assert issubclass(sc.RegistrationError, TypeError)
+    assert issubclass(sc.RegistrationError, ValueError)
+
+
+def _flat_all_reduce(comm, x, *, op):
+    yield from ()
+    return x
+
+
 def _refuses(kind):
     def validate(p, count, hosts, *, width):
         if width > p:

@@ -25,7 +25,7 @@ from simcoll.buffers import Buffer, VirtualBuffer
 from simcoll.collectives import collective as _collective
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel
-from simcoll.errors import InvalidInputError, UnknownAlgorithmError
+from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
 from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Topology
 from simcoll.typing import HostProgram, Program, Steps
@@ -230,10 +230,12 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
     Raises:
         UnknownCollectiveError: the collective does not exist.
         InvalidInputError: a name that is not such a string.
-        TypeError: no cost model, a parameter that is not a spec, a program that is not a
-            generator function or whose keywords differ from the declared parameters, a
-            model function naming a keyword nobody passes.
-        ValueError: the pair is already registered (with another program).
+        RegistrationError: (a ``TypeError`` and a ``ValueError`` too) no cost model,
+            params that are not a dict of specs, a program that is not a generator
+            function, does not take ``(comm, x)`` or whose keywords differ from the
+            declared parameters, a model function that does not take its positional
+            arguments or names a keyword nobody passes, or a pair already registered
+            (with another program).
     """
     for what, value in (("collective", collective), ("name", name)):
         if not isinstance(value, str) or not value:
@@ -248,10 +250,13 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
     collective = coll.name
     what = f"{collective}/{name}"
     if cost is None:
-        raise TypeError(f"{what}: register() needs cost=CostModel(time=..., traffic=...): "
+        raise RegistrationError(f"{what}: register() needs cost=CostModel(time=..., traffic=...): "
                         f"every algorithm carries its cost model (see simcoll.cost)")
     if not isinstance(cost, CostModel):
-        raise TypeError(f"{what}: cost={cost!r} is not a simcoll.cost.CostModel")
+        raise RegistrationError(f"{what}: cost={cost!r} is not a simcoll.cost.CostModel")
+    if params is not None and not isinstance(params, Mapping):
+        raise RegistrationError(f"{what}: params={params!r} is not accepted; give a dict "
+                                f"{{name: spec}} of Int, Real, Choice or Optional")
     specs = dict(params or {})
     _check_specs(what, {**specs, **cost.machine})
     # op, root and splits belong to the collective; validate gets the ranks' nodes as
@@ -259,10 +264,12 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
     taken = (({"op", "root", "splits", "nodes"} & set(specs))
              | ({"op", "root", "splits", *specs} & set(cost.machine)))
     if taken:
-        raise TypeError(f"{what}: {sorted(taken)} cannot be declared as parameters (taken)")
+        raise RegistrationError(f"{what}: {sorted(taken)} cannot be declared as parameters (taken)")
     model_names = {*specs, *cost.machine, *(("root",) if coll.rooted else ())}
-    for fn in (cost.time, cost.traffic, cost.exact):
+    for fn, positional in ((cost.time, _TIME_ARGUMENTS), (cost.traffic, _MODEL_ARGUMENTS),
+                           (cost.exact, _MODEL_ARGUMENTS)):
         _check_keywords(what, fn, model_names, "cost model function")
+        _check_positional(what, fn, positional, "cost model function")
     if validate is not None:
         _check_keywords(what, validate, {*specs, "nodes"}, "validate")
     if timeline is not None:
@@ -272,21 +279,21 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
                 *(("splits",) if coll.uneven is not None else ())}
     if outputs is not None:
         if timeline is None:
-            raise TypeError(f"{what}: outputs= computes a run that timeline= times; give "
+            raise RegistrationError(f"{what}: outputs= computes a run that timeline= times; give "
                             f"both or neither")
         _check_keywords(what, outputs, keywords, "outputs")
 
     def decorator(fn: Fn) -> Fn:
         if not inspect.isgeneratorfunction(fn):
-            raise TypeError(f"{what}: {fn!r} is not a generator function; an algorithm "
+            raise RegistrationError(f"{what}: {fn!r} is not a generator function; an algorithm "
                             f"yields the events comm returns")
-        _check_program(what, fn, keywords, specs)
-        for part in (host, in_network):
+        _check_program(what, fn, keywords, specs, ("comm", "x"))
+        for part, positional in ((host, ("comm",)), (in_network, ("comm", "x"))):
             if part is not None:
-                _check_program(what, part, keywords, specs)
+                _check_program(what, part, keywords, specs, positional)
         key = (collective, name)
         if key in _REGISTRY and _REGISTRY[key].fn is not fn:
-            raise ValueError(f"algorithm {name!r} is already registered for {collective!r}")
+            raise RegistrationError(f"algorithm {name!r} is already registered for {collective!r}")
         _REGISTRY[key] = AlgorithmSpec(collective, name, fn, cost, specs, host, validate,
                                        in_network, resolve, timeline, outputs)
         return fn
@@ -297,42 +304,62 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
 def _check_specs(what: str, specs: Mapping[str, Param]) -> None:
     for pname, spec in specs.items():
         if not isinstance(pname, str) or not pname.isidentifier():
-            raise TypeError(f"{what}: parameter name {pname!r} is not an identifier")
+            raise RegistrationError(f"{what}: parameter name {pname!r} is not an identifier")
         if not isinstance(spec, Param):
-            raise TypeError(f"{what}: parameter {pname}={spec!r} is not a spec; use Int, "
+            raise RegistrationError(f"{what}: parameter {pname}={spec!r} is not a spec; use Int, "
                             f"Real, Choice or Optional from simcoll.algorithms.params")
         try:
             spec.check_default(pname)
         except InvalidInputError as exc:
-            raise TypeError(f"{what}: the default of {pname} is refused by its own spec: "
+            raise RegistrationError(f"{what}: the default of {pname} is refused by its own spec: "
                             f"{exc}") from None
 
 
 def _check_keywords(what: str, fn: Callable[..., Any], known: set[str], role: str) -> None:
     if not callable(fn):
-        raise TypeError(f"{what}: {role} {fn!r} is not callable")
+        raise RegistrationError(f"{what}: {role} {fn!r} is not callable")
     named = {n for n, par in inspect.signature(fn).parameters.items()
              if par.kind is par.KEYWORD_ONLY}
     if named - known:
-        raise TypeError(f"{what}: {role} {getattr(fn, '__name__', fn)!r} takes "
+        raise RegistrationError(f"{what}: {role} {getattr(fn, '__name__', fn)!r} takes "
                         f"{sorted(named - known)}, which nobody passes; it may take "
                         f"{sorted(known) or 'none'}")
 
 
+_TIME_ARGUMENTS = ("p", "nbytes", "alpha", "beta", "gamma")
+_MODEL_ARGUMENTS = ("p", "nbytes", "itemsize")
+
+
+def _check_positional(what: str, fn: Callable[..., Any], names: tuple[str, ...],
+                      role: str) -> None:
+    """Refuse ``fn`` unless it can be called with ``len(names)`` positional arguments."""
+    pars = list(inspect.signature(fn).parameters.values())
+    positional = [par for par in pars if par.kind in (par.POSITIONAL_ONLY,
+                                                      par.POSITIONAL_OR_KEYWORD)]
+    required = [par for par in positional if par.default is inspect.Parameter.empty]
+    takes_more = any(par.kind is par.VAR_POSITIONAL for par in pars)
+    if len(required) > len(names) or (len(positional) < len(names) and not takes_more):
+        raise RegistrationError(
+            f"{what}: {role} {getattr(fn, '__name__', fn)!r} takes "
+            f"({', '.join(par.name for par in positional)}) positionally but is called "
+            f"with ({', '.join(names)})")
+
+
 def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
-                   specs: Mapping[str, Param]) -> None:
+                   specs: Mapping[str, Param], positional: tuple[str, ...]) -> None:
+    _check_positional(what, fn, positional, "program")
     pars = inspect.signature(fn).parameters.values()
     if any(par.kind is par.VAR_KEYWORD for par in pars):
         return
     named = {par.name: par for par in pars if par.kind is par.KEYWORD_ONLY}
     missing, extra = keywords - set(named), set(named) - keywords
     if missing or extra:
-        raise TypeError(f"{what}: {fn.__name__} takes keyword-only {sorted(named)} but is "
+        raise RegistrationError(f"{what}: {fn.__name__} takes keyword-only {sorted(named)} but is "
                         f"passed {sorted(keywords)}; declare each parameter in params= and "
                         f"take it as a keyword-only argument")
     defaulted = sorted(n for n in specs if named[n].default is not inspect.Parameter.empty)
     if defaulted:
-        raise TypeError(f"{what}: {fn.__name__} gives {defaulted} a default; declare "
+        raise RegistrationError(f"{what}: {fn.__name__} gives {defaulted} a default; declare "
                         f"defaults once, in params=")
 
 

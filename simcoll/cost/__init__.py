@@ -30,7 +30,7 @@ from simcoll.collectives import ALIASES
 from simcoll.collectives import collective as get_collective
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.cost.uneven import uneven_bounds
-from simcoll.errors import InvalidInputError, UnknownAlgorithmError
+from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
 from simcoll.uneven import check_nbytes
 
 if TYPE_CHECKING:
@@ -128,13 +128,20 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
     Raises:
         UnknownAlgorithmError: no model for the pair; the message lists the known ones.
         InvalidInputError: a bad p, nbytes, alpha, beta, gamma or parameter.
+        RegistrationError: the registered model returned something that is not a number.
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
     alpha, beta, gamma = check_constants(alpha, beta, gamma)
     args = spec.model_arguments(p, params)
     time = spec.cost.time
-    return float(time(p, nbytes, alpha, beta, gamma, **named_arguments(time, args)))
+    seconds = time(p, nbytes, alpha, beta, gamma, **named_arguments(time, args))
+    if isinstance(seconds, (bool, np.bool_)) or not isinstance(seconds, (int, float,
+                                                                         np.integer,
+                                                                         np.floating)):
+        raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's time "
+                                f"returned {seconds!r}; return seconds as a number")
+    return float(seconds)
 
 
 def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
@@ -144,12 +151,19 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
 
     Raises:
         UnknownAlgorithmError, InvalidInputError: as :func:`predict`.
+        RegistrationError: the registered model returned something that is not a
+            :class:`Traffic`.
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
     args = spec.model_arguments(p, params)
     fn = spec.cost.traffic
-    return fn(p, nbytes, itemsize, **named_arguments(fn, args))
+    moved = fn(p, nbytes, itemsize, **named_arguments(fn, args))
+    if not isinstance(moved, Traffic):
+        raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
+                                f"returned {moved!r}; return a simcoll.cost.Traffic "
+                                f"(simcoll.cost.gpu_traffic(sent, received))")
+    return moved
 
 
 def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
