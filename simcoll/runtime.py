@@ -152,6 +152,7 @@ class Runtime:
         self.programs: list[tuple[Process, str, int]] = []
         """Every program started, with the label errors name it by and its endpoint."""
         self._counts: dict[Any, int] = {}
+        self._said: dict[Any, tuple[int, Any]] = {}
         self.what = "the run"
         """What is being simulated, for error messages (e.g. "all_reduce/ring")."""
 
@@ -169,6 +170,11 @@ class Runtime:
         number = self._counts.get(key, 0)
         self._counts[key] = number + 1
         return number
+
+    def first_said(self, key: Any, rank: int, value: Any) -> tuple[int, Any]:
+        """The first rank to say something under ``key`` and what it said (``rank`` and
+        ``value`` if this is the first time)."""
+        return self._said.setdefault(key, (rank, value))
 
 
     def start(self, program: Generator[Any, Any, Any], label: str, address: int) -> Process:

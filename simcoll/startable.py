@@ -5,6 +5,8 @@ own (:meth:`Comm.start`) on a communicator with the caller's members and a fresh
 context. The context is the n-th collective started on the caller's communicator, so
 ranks that start the same collectives in the same order (as NCCL requires) meet in the
 same context, and messages of collectives running side by side never match each other.
+Every member must start it with the same arguments (algorithm, op, root, splits,
+parameters); one that does not is refused, naming the first member's.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ if TYPE_CHECKING:
     from simcoll.comm import Comm
 
 __all__ = ["start_collective"]
+
+
+_MAY_COME_EMPTY = ("barrier", "broadcast", "scatter")
+"""Collectives a rank may start with ``x=None``: a barrier's ranks, and the ranks of a
+broadcast or scatter that receive what the root has (a reduce's output elsewhere)."""
 
 
 def _dtype(x: Any) -> Any:
@@ -58,12 +65,24 @@ def _shape(comm: Comm, coll: Collective, x: Any, splits: Any) -> Splits | None:
     return checked
 
 
+def _arguments(algorithm: str, kwargs: dict[str, Any]) -> str:
+    """What every member of a started collective must pass alike, as it reads."""
+    shown = [f"algorithm={algorithm!r}"]
+    for name, value in sorted(kwargs.items()):
+        shown.append(f"{name}={value.name if isinstance(value, ReduceOp) else value!r}")
+    return ", ".join(shown)
+
+
 def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                      op: ReduceOp | str, root: int | None, src: int | None,
                      dst: int | None, params: dict[str, Any], splits: Any = None) -> Event:
     """Start ``algorithm`` of ``collective`` for ``comm``'s rank; see ``Comm.collective``."""
     try:
         coll = get_collective(collective)
+        if not (isinstance(x, (np.ndarray, VirtualBuffer))
+                or (x is None and coll.name in _MAY_COME_EMPTY)):
+            raise InvalidInputError(f"{coll.name} needs x, this rank's buffer (a numpy "
+                                    f"array or a VirtualBuffer); got {x!r}")
         spec = get_algorithm(coll.name, algorithm)
         reduce_op = ReduceOp.parse(op)
         root = root_argument(coll, root, src, dst)
@@ -98,6 +117,7 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     if shape is not None:
         kwargs["splits"] = shape
     sub = comm.fresh_context()
+    sub.agree(f"started {coll.name}", _arguments(algorithm, kwargs))
     if spec.in_network is not None:
         # The in-network devices' programs (NCCL's NVSwitches, SHARP switches): started
         # once, by the first member to start the collective.

@@ -176,6 +176,38 @@ def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
             sc.simulate(network(2), "broadcast", algorithm="_bad_starts", nbytes=8, case=case)
 
 
+@pytest.mark.parametrize("case, match", [
+    # Rank 0 gives itself 2 elements and rank 1 one; rank 1 says the reverse: each got 3
+    # elements with no error where the sizes disagree.
+    ("splits", r"rank 1: started all_gatherv with algorithm='ring', splits=\(1, 2\) where "
+               r"rank 0 started it with algorithm='ring', splits=\(2, 1\)"),
+    ("op", r"rank 1: started all_reduce with .*op='SUM' where rank 0 .*op='MAX'"),
+    ("algorithm", r"rank 1: started all_reduce with algorithm='direct'.* where rank 0 "
+                  r"started it with algorithm='ring'"),
+])
+def test_members_that_start_a_collective_differently_are_refused(case, match):
+    def program(comm):
+        if case == "splits":
+            splits = [2, 1] if comm.rank == 0 else [1, 2]
+            x = np.ones(splits[comm.rank], np.float32)
+            return (yield comm.all_gatherv(x, splits))
+        x = np.ones(4, np.float32)
+        if case == "op":
+            return (yield comm.all_reduce(x, op="max" if comm.rank == 0 else "sum"))
+        return (yield comm.all_reduce(x, algorithm="ring" if comm.rank == 0 else "direct"))
+    with pytest.raises(sc.AlgorithmError, match=match):
+        sc.run_program(network(2), program)
+
+
+@pytest.mark.parametrize("x", [None, [1.0, 2.0]])
+def test_a_started_collective_needs_a_buffer(x):
+    def program(comm):
+        return (yield comm.all_reduce(x))
+    with pytest.raises(sc.AlgorithmError, match=r"rank 0: all_reduce needs x, this rank's "
+                                                 r"buffer \(a numpy array or a VirtualBuffer\)"):
+        sc.run_program(network(2), program)
+
+
 def overlap_step(comm: Comm, x, *, compute):
     """A training-step-like program: compute, then an all-reduce started while a second
     compute span runs."""
