@@ -78,7 +78,8 @@ def real(value: Any, name: str, *, minimum: float = 0.0, strict: bool = False,
     given = value
     ok = not _is_bool(value) and isinstance(value, (int, float, np.integer, np.floating))
     if ok:
-        value = float(value)
+        # An integer beyond float's range is as infinite as 1e400.
+        value = float(value) if abs(value) < 2**1024 else math.inf if value > 0 else -math.inf
         ok = (not math.isnan(value) and (allow_inf or not math.isinf(value))
               and (value > minimum if strict else value >= minimum)
               and not (strict and minimum == 0 and value < sys.float_info.min))

@@ -117,6 +117,12 @@ def test_hand_built_topology_errors():
         sc.Topology().validate()
     with pytest.raises(TopologyError, match="reduce_bandwidth"):
         topo.add_gpu(reduce_bandwidth=0)
+    # Integers beyond float's range are as infinite as 1e400 (a raw OverflowError before).
+    with pytest.raises(TopologyError, match=r"bandwidth=1000.* is not accepted; use a number "
+                                            r"> 0, finite"):
+        sc.topology.switch(4, bandwidth=10**400)
+    with pytest.raises(TopologyError, match=r"latency=-1000.* is not accepted"):
+        sc.topology.switch(4, latency=-10**400)
 
 
 @pytest.mark.parametrize("builder, args", [

@@ -154,6 +154,26 @@ def test_preset_files(tmp_path, name, text, direct, spec):
     ("w.yaml", "preset: warp_drive\n", ["unknown topology builder 'warp_drive'"]),
     ("a.yaml", "!!python/object/apply:os.system ['echo unsafe']\n",
      ["a.yaml", "not valid YAML", "python/object/apply"]),
+    # A 400-digit bandwidth is as infinite as 1e400 (it raised a raw OverflowError).
+    ("h.json", '{"devices": [{"name": "g", "kind": "gpu"}, {"name": "h", "kind": "gpu"}], '
+               '"links": [{"u": "g", "v": "h", "bandwidth": ' + "9" * 400 + "}]}",
+     ["h.json: links[0]: bandwidth of link ('g', 'h') = inf is not accepted"]),
+    # A key given twice: YAML and JSON keep the last one, silently dropping the first.
+    ("r.yaml", "devices:\n  - {name: g, kind: gpu}\n  - {name: h, kind: gpu}\nlinks:\n"
+               "  - {u: g, v: h, bandwidth: 1GB/s}\nlinks:\n  - {u: g, v: h, bandwidth: 2GB/s}\n",
+     ["r.yaml, line 6: links: given twice"]),
+    ("q.yaml", "devices:\n  - {name: g, kind: gpu}\n  - {name: h, kind: gpu}\nlinks:\n"
+               "  - {u: g, v: h, bandwidth: 1GB/s, bandwidth: 2GB/s}\n",
+     ["q.yaml, line 5: links[0].bandwidth: given twice"]),
+    ("q.json", '{"devices": [], "devices": [], "links": []}',
+     ["q.json: key 'devices' given twice"]),
+    # A machine that cannot run is named with its file, at load.
+    ("c.yaml", "devices:\n  - {name: g, kind: gpu}\n  - {name: h, kind: gpu}\nlinks: []\n",
+     ["c.yaml: topology 'custom' is not connected: h cannot reach 'g'"]),
+    ("o.yaml", "devices: []\nlinks: []\n", ["o.yaml: topology 'custom' has no GPU",
+                                            "a device of kind gpu in a file"]),
+    ("p.yaml", "preset: dgx_h200\n", ["p.yaml, line 1: preset: unknown topology builder "
+                                      "'dgx_h200' (did you mean 'dgx_h100'?)"]),
 ])
 def test_malformed_files_name_file_key_line_and_expectation(tmp_path, name, text, words):
     with pytest.raises(sc.TopologyError) as info:
@@ -273,6 +293,12 @@ def test_in_network_devices_round_trip(tmp_path, suffix):
         ("nvswitch", True, 4e11), ("sharp", True, float("inf")),
         ("plain", False, float("inf")), ("gpu0", False, float("inf")),
         ("gpu1", False, float("inf"))]
+
+
+def test_a_spec_may_be_a_path_object():
+    path = Path(__file__).parents[1] / "examples" / "topologies" / "two_nodes.yaml"
+    assert (sc.topology.to_dict(sc.topology.from_spec(path))
+            == sc.topology.to_dict(sc.topology.load(path)))
 
 
 def test_a_topology_file_is_named_by_a_path():

@@ -179,7 +179,10 @@ def build(name: str, given: dict[str, str], context: str) -> Topology:
     Raises:
         TopologyError: naming the bad key or value and listing the parameters.
     """
-    fn = _builder(name)
+    try:
+        fn = _builder(name)
+    except TopologyError as exc:
+        raise TopologyError(f"{context}: {exc}") from None
     params = parameters(name)
     by_name = {p.name: p for p in params}
 

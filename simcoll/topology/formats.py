@@ -24,6 +24,11 @@ SUFFIXES = {".json": "JSON", ".yaml": "YAML", ".yml": "YAML", ".toml": "TOML"}
 Key = tuple[str | int, ...]
 
 
+def _shown(path: Key) -> str:
+    """``links[0].bandwidth`` for the key path ``("links", 0, "bandwidth")``."""
+    return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+
+
 @dataclass(frozen=True)
 class Context:
     """Where data came from, to name the place of an error.
@@ -38,7 +43,7 @@ class Context:
 
     def place(self, path: Key) -> str:
         """``"machine.yaml, line 7: devices[2].kind"``: the file, line and key of ``path``."""
-        where = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+        where = _shown(path)
         line = next((self.lines[path[:i]] for i in range(len(path), -1, -1)
                      if path[:i] in self.lines), None)
         place = self.source + (f", line {line}" if line is not None else "")
@@ -62,25 +67,49 @@ def check_suffix(path: Path) -> str:
     return SUFFIXES[suffix]
 
 
-def _yaml_lines(node: Any, path: Key, out: dict[Key, int]) -> None:
+def _yaml_lines(node: Any, path: Key, out: dict[Key, int], source: str) -> None:
+    """Each key path's line, from the parser's nodes.
+
+    Raises:
+        TopologyError: a key given twice in one mapping (YAML keeps the last one).
+    """
     import yaml
 
     out[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
         for key_node, value_node in node.value:
-            key = path + (str(key_node.value),)
-            _yaml_lines(value_node, key, out)
+            name = str(key_node.value)
+            key = path + (name,)
+            if name in seen:
+                raise TopologyError(f"{source}, line {key_node.start_mark.line + 1}: "
+                                    f"{_shown(key)}: given twice; give each key once")
+            seen.add(name)
+            _yaml_lines(value_node, key, out, source)
             out[key] = key_node.start_mark.line + 1
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _yaml_lines(item, path + (i,), out)
+            _yaml_lines(item, path + (i,), out, source)
+
+
+def _json_object(source: str) -> Any:
+    """A ``json.loads`` object hook that refuses a key given twice in one object."""
+    def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise TopologyError(f"{source}: key {key!r} given twice in one object; "
+                                    f"give each key once")
+            out[key] = value
+        return out
+    return build
 
 
 def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
     lines: dict[Key, int] = {}
     if kind == "JSON":
         try:
-            return json.loads(text), lines
+            return json.loads(text, object_pairs_hook=_json_object(source)), lines
         except json.JSONDecodeError as exc:
             raise TopologyError(f"{source}, line {exc.lineno}: not valid JSON: {exc.msg} "
                                 f"(column {exc.colno})") from None
@@ -96,7 +125,7 @@ def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
             problem = getattr(exc, "problem", None) or str(exc)
             raise TopologyError(f"{source}{line}: not valid YAML: {problem}") from None
         if node is not None:
-            _yaml_lines(node, (), lines)
+            _yaml_lines(node, (), lines, source)
         return data, lines
     if sys.version_info >= (3, 11):
         import tomllib

@@ -388,7 +388,8 @@ class Topology:
             TopologyError: naming the endpoints that cannot be reached.
         """
         if not self._gpus:
-            raise TopologyError(f"topology {self.name!r} has no GPU; add one with add_gpu()")
+            raise TopologyError(f"topology {self.name!r} has no GPU; add one (add_gpu() in "
+                                f"Python, a device of kind gpu in a file)")
         start = self._index[self._gpus[0]]
         seen = {start}
         queue = deque([start])

@@ -255,11 +255,16 @@ def load(path: str | os.PathLike) -> Topology:
     ``topology.spec`` is the preset's spec for a preset file, else the path.
 
     Raises:
-        TopologyError: an unknown extension, an unreadable or malformed file; the
-            message names the file, the key or line, and what was expected.
+        TopologyError: an unknown extension, an unreadable or malformed file, or a
+            machine that cannot run (no GPU, not connected, a staging device it lacks);
+            the message names the file, the key or line, and what was expected.
     """
     data, ctx = read(path)
     topology = from_dict(data, context=ctx)
+    try:
+        topology.validate()
+    except TopologyError as exc:
+        raise TopologyError(f"{ctx.source}: {exc}") from None
     if topology.spec is None:
         topology.spec = str(path)
     return topology

@@ -31,7 +31,8 @@ def _split(text: Any, what: str) -> tuple[float, str]:
     if isinstance(text, bool):
         raise ValueError(f"{text!r} is not {what}")
     if isinstance(text, (int, float)):
-        return float(text), ""
+        # An integer beyond float's range is as infinite as 1e400 written out.
+        return (float(text) if abs(text) < 2**1024 else math.inf if text > 0 else -math.inf), ""
     match = _QUANTITY_RE.match(str(text))
     if match is None:
         raise ValueError(f"{text!r} is not {what}")

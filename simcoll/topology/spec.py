@@ -18,6 +18,7 @@ so a new builder needs no change here. The Topology built records a canonical sp
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,8 +85,9 @@ def is_file_spec(spec: str) -> bool:
     return spec.partition(":")[0].strip() not in builders() and path.is_file()
 
 
-def from_spec(spec: str) -> Topology:
-    """Build the machine that ``spec`` names (a builder with arguments, or a file).
+def from_spec(spec: str | os.PathLike) -> Topology:
+    """Build the machine that ``spec`` names (a builder with arguments, or a file, also as
+    a path object).
 
     Example:
         >>> from_spec("switch:ranks=4,bandwidth=1GB/s,latency=0").links[0].bandwidth
@@ -95,6 +97,10 @@ def from_spec(spec: str) -> Topology:
         TopologyError: an unknown builder, parameter or value; the message names it and
             lists the builder's parameters with their defaults.
     """
+    if isinstance(spec, os.PathLike):
+        from simcoll.topology.io import load
+
+        return load(spec)
     if not isinstance(spec, str) or not spec.strip():
         raise TopologyError(f"topology spec {spec!r} is not accepted; write a builder "
                             f"such as 'switch:8' or the path of a topology file")
