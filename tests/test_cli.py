@@ -525,11 +525,32 @@ def test_plot_draws_a_sweep(capsys, tmp_path):
     for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):
         picture = tmp_path / f"busbw{suffix}"
         status, out, _ = cli(capsys, "plot", str(points), "--output", str(picture))
-        assert status == 0 and "6 records" in out
+        assert status == 0 and "6 of 6 records plotted" in out
         assert picture.read_bytes().startswith(magic)
     points.write_text(points.read_text() + "{broken\n")
     status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"))
     assert status == 2 and "points.jsonl, line 7: not valid JSON" in err
+
+
+def test_plot_counts_the_points_it_draws_and_refuses_two_machines_of_one_name(capsys,
+                                                                               tmp_path):
+    one = tmp_path / "one.jsonl"
+    cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "1,2,4", "--sizes", "1M",
+        "--output", str(one))
+    status, out, _ = cli(capsys, "plot", str(one), "--output", str(tmp_path / "one.png"))
+    # One rank takes no time: its point cannot sit on log axes.
+    assert status == 0 and "2 of 3 records plotted" in out and "1 left out" in out
+    fast, slow = tmp_path / "fast.jsonl", tmp_path / "slow.jsonl"
+    cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4", "--sizes", "1M",
+        "--output", str(fast))
+    cli(capsys, "sweep", "--topology", "switch:{p},bandwidth=10GB/s", "--algorithms", "ring",
+        "--ranks", "2,4", "--sizes", "1M", "--output", str(slow))
+    both = tmp_path / "both.jsonl"
+    both.write_text(fast.read_text() + slow.read_text())
+    # Both machines are called switch(p): their points made one line of the slow values.
+    status, _, err = cli(capsys, "plot", str(both), "--output", str(tmp_path / "b.png"))
+    assert status == 2 and "ran on different machines of that name ('spec=switch:2' and " \
+                           "'spec=switch:2,bandwidth=10GB/s')" in err
 
 
 def test_trace_writes_chrome_json(capsys, tmp_path):

@@ -251,6 +251,20 @@ def test_different_topologies_get_lines_of_their_own_or_are_refused_at_one_x():
         scaling([c, d])
 
 
+def test_machines_of_one_name_told_apart_by_their_records_are_refused_on_one_line():
+    def record(nranks: int, digest: str, time: float) -> dict:
+        return {"collective": "all_reduce", "algorithm": "ring", "topology": f"switch({nranks})",
+                "nranks": nranks, "nbytes": 8, "time": time, "topology_hash": digest}
+
+    # A rerun on the same machine replaces the earlier point.
+    fig = scaling([record(2, "a2", 1.0), record(4, "a4", 2.0), record(2, "a2", 3.0)])
+    assert [list(xy(line)[1]) for line in lines(fig, "simulated")] == [[3.0, 2.0]]
+    with pytest.raises(sc.InvalidInputError, match=r"different machines of that name "
+                                                   r"\('topology_hash=a2' and "
+                                                   r"'topology_hash=b2'\)"):
+        scaling([record(2, "a2", 1.0), record(4, "a4", 2.0), record(2, "b2", 3.0)])
+
+
 def test_topology_names_become_templates_where_their_numbers_change():
     def point(topology: str, nranks: int) -> dict:
         return {"collective": "all_reduce", "algorithm": "ring", "topology": topology,

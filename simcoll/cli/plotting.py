@@ -75,6 +75,10 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 def _run(args: argparse.Namespace) -> int:
     out = check_output(args.output, PICTURES)
     records = read_records(Path(args.records))
-    scaling(records, x=args.x, y=args.y, save=out)
-    print(f"{len(records)} records plotted to {out}")
+    figure = scaling(records, x=args.x, y=args.y, save=out)
+    drawn = sum(len(line.get_xdata()) for line in figure.axes[0].get_lines()
+                if line.get_gid() == "simulated")
+    left = (f" ({len(records) - drawn} left out: a time, size or bandwidth of 0, as on one "
+            f"rank, or a point run again)" if drawn < len(records) else "")
+    print(f"{drawn} of {len(records)} records plotted to {out}{left}")
     return 0

@@ -34,11 +34,23 @@ def _params_text(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in sorted(params.items()))
 
 
+def _kind(machine: str | None) -> str | None:
+    """Which record field ``machine`` came from (only like ones compare)."""
+    return None if machine is None else machine.split("=", 1)[0]
+
+
 def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Point]]:
     """Points by group key, each group's points by x; a later point with the same key and
-    x replaces an earlier one (a rerun), unless their topologies differ."""
+    x replaces an earlier one (a rerun), unless their topologies differ.
+
+    Raises:
+        InvalidInputError: two points of one line ran on different machines: of different
+            names at one x, or of one name (told apart by the records' topology hash or
+            spec) at one rank count.
+    """
     names = topology_templates(points) if x == "nranks" else [p.topology for p in points]
     groups: dict[tuple, dict[int, Point]] = {}
+    machines: dict[tuple, Point] = {}
     for p, topology in zip(points, names):
         key = (p.collective, p.algorithm, _params_text(p.params), topology, p.network,
                p.dtype, getattr(p, split))
@@ -48,6 +60,12 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
             raise InvalidInputError(
                 f"two {p.collective}/{p.algorithm} points at {x}={at} ran on different "
                 f"topologies ({line[at].topology!r} and {p.topology!r}); plot them apart")
+        same = machines.setdefault((key, p.nranks, _kind(p.machine)), p)
+        if same.machine != p.machine:
+            raise InvalidInputError(
+                f"two {p.collective}/{p.algorithm} lines on {p.topology!r} ran on different "
+                f"machines of that name ({same.machine!r} and {p.machine!r}); plot them "
+                f"apart")
         line[at] = p
     return groups
 

@@ -34,6 +34,9 @@ class Point:
     busbw: float | None
     params: dict[str, Any] = field(default_factory=dict)
     """The parameters asked for (``Result.requested`` where known): one line each."""
+    machine: str | None = None
+    """What tells machines of one name apart, where a record says: ``topology_hash=...``
+    (a sweep's) or ``spec=...`` (the command line's), else None."""
 
     def value(self, name: str) -> float | None:
         """``nranks``, ``nbytes``, ``time``, ``algbw`` or ``busbw``."""
@@ -51,6 +54,15 @@ def _number(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _machine(r: Mapping[str, Any]) -> str | None:
+    """``topology_hash=...`` or ``spec=...`` (what a sweep's or the command line's records
+    hold), or None."""
+    for key in ("topology_hash", "spec"):
+        if r.get(key) is not None:
+            return f"{key}={r[key]}"
+    return None
+
+
 def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
     for key in _REQUIRED:
         if key not in r:
@@ -66,7 +78,8 @@ def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
                  str(r.get("network", "flow")), str(r.get("dtype", "?")), nranks, nbytes,
                  len(r.get("host_bytes_sent") or ()), _number(r.get("time")),
                  _number(r.get("algbw")), _number(r.get("busbw")),
-                 dict(r.get("requested", r.get("params")) or {}))
+                 dict(r.get("requested", r.get("params")) or {}),
+                 _machine(r))
 
 
 def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
