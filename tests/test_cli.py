@@ -492,6 +492,45 @@ def test_sweep_writes_every_point(capsys, tmp_path):
     assert [r["spec"] for r in records] == ["dgx_a100:nodes=1", "dgx_a100:nodes=2"]
 
 
+def test_a_sweep_keeps_the_finished_points_of_another_grid(capsys, tmp_path):
+    out = tmp_path / "out.csv"
+    partial = tmp_path / "out.csv.partial.jsonl"
+    # What an interrupted sweep of another grid left: one finished point on 4 GPUs.
+    sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[4], sizes=[1024],
+             save=partial)
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2", "--sizes",
+                         "1K", "--output", str(out))
+    assert status == 0 and "1 finished point(s) read from" in err
+    assert "also holds 1 finished point(s) of another grid; it is kept" in err
+    assert [r.nranks for r in sc.load_results(partial)] == [4, 2]
+    # A grid that takes every point it holds removes it.
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4", "--sizes",
+                         "1K", "--output", str(out))
+    assert status == 0 and not partial.exists()
+    assert [int(r["nranks"]) for r in csv.DictReader(out.open())] == [2, 4]
+
+
+def test_a_partial_file_that_is_not_a_sweeps_is_named_before_any_point(capsys, tmp_path):
+    out = tmp_path / "out.csv"
+    (tmp_path / "out.csv.partial.jsonl").write_text("garbage\n")
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2", "--sizes",
+                         "1K", "--output", str(out))
+    assert status == 2 and "out.csv.partial.jsonl, where a sweep to" in err
+    assert "delete it or give another --output" in err
+    assert "finished so far" not in err and not out.exists()
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2", "--sizes",
+                         "1K", "--output", str(out), "--json")
+    assert status == 2 and "--json writes JSON lines to standard output" in err
+
+
+def test_a_rooted_sweep_records_its_root(capsys, tmp_path):
+    out = tmp_path / "roots.csv"
+    status, _, _ = cli(capsys, "sweep", "--collective", "broadcast", "--algorithms",
+                       "binomial", "--root", "1", "--ranks", "4", "--sizes", "1K",
+                       "--output", str(out))
+    assert status == 0 and [r["root"] for r in csv.DictReader(out.open())] == ["1"]
+
+
 def test_a_failing_point_is_recorded_and_the_others_go_on(capsys, tmp_path, monkeypatch):
     calls = []
 
@@ -508,8 +547,13 @@ def test_a_failing_point_is_recorded_and_the_others_go_on(capsys, tmp_path, monk
     assert status == 1 and "1 of 3 points failed" in err
     records = json.loads(out.read_text())
     assert [r["nbytes"] for r in records] == [1024, 2048, 4096]
-    assert [bool(r["error"]) for r in records] == [False, True, False]
-    assert "rank 1 waits for recv" in records[1]["error"]
+    assert [r["error"] is not None for r in records] == [False, True, False]
+    assert records[1]["error"]["type"] == "DeadlockError"
+    assert "rank 1 waits for recv" in records[1]["error"]["message"]
+    # The records are the sweep's: sc.load_results reads them back.
+    back = sc.load_results(out)
+    assert [type(r).__name__ for r in back] == ["Result", "FailedPoint", "Result"]
+    assert back[2].time == records[2]["time"] and back.records[1]["spec"] == "switch:2"
     assert records[2]["time"] == sc.simulate(sc.topology.switch(2), "all_reduce",
                                              algorithm="ring", nbytes=4096).time
     status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import functools
 import io
 import json
 import sys
+import warnings
+from pathlib import Path
 from typing import Any
 
 from simcoll.algorithms.registry import get_algorithm
@@ -21,9 +22,10 @@ from simcoll.cli.options import (
     resolve_dtype,
     run_kwargs,
 )
+from simcoll.errors import InvalidInputError
 from simcoll.files import write_atomically
-from simcoll.result import Result
-from simcoll.sweep import FailedPoint, sweep
+from simcoll.sweep import load_results, sweep
+from simcoll.sweep.records import point_key
 from simcoll.topology.catalog import parameters
 from simcoll.topology.graph import Topology
 from simcoll.topology.spec import from_spec, is_file_spec
@@ -110,25 +112,33 @@ def _topology_of_ranks(spec_template: str, values: tuple[tuple[int, int], ...],
     return topology_for(spec_template, dict(values)[nranks])
 
 
-def _record(result: Result | FailedPoint, spec_template: str, p: int) -> dict[str, Any]:
-    spec = {"spec": spec_template.replace("{p}", str(p))}
-    if isinstance(result, FailedPoint):
-        return {**spec, **dataclasses.asdict(result), "error": result.error}
-    return {**spec, **result.to_dict(), "error": None}
-
-
 def _csv(records: list[dict[str, Any]]) -> str:
-    ran = [r for r in records if not r["error"]] or records
-    fields = [k for k, v in ran[0].items() if not isinstance(v, (list, dict))] + ["params"]
+    """One row per record: its scalar fields, ``params`` and ``chosen`` as JSON, and
+    ``error`` as ``"ErrorType: message"``."""
+    ran = [r for r in records if r["error"] is None] or records
+    fields = [k for k, v in ran[0].items() if not isinstance(v, (list, dict))
+              or k in _JSON_COLUMNS]
+    if "error" not in fields:
+        fields.append("error")
     out = io.StringIO()
     writer = csv.DictWriter(out, fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for record in records:
-        writer.writerow({**record, "params": json.dumps(record["params"])})
+        error = record["error"]
+        writer.writerow({**record, **{k: json.dumps(record[k]) for k in _JSON_COLUMNS
+                                      if k in record},
+                         "error": None if error is None
+                         else f"{error['type']}: {error['message']}"})
     return out.getvalue()
 
 
+_JSON_COLUMNS = ("params", "chosen")
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.json and args.output:
+        raise CommandLineError("--json writes JSON lines to standard output; with --output "
+                               "the file's extension (.csv, .json, .jsonl) chooses")
     spec = template(args.topology)
     kwargs = run_kwargs(args)
     kwargs["dtype"] = dtype = resolve_dtype(args.dtype)
@@ -147,18 +157,22 @@ def _run(args: argparse.Namespace) -> int:
         values[nranks] = p
     out = check_output(args.output, _FORMATS) if args.output else None
     partial = None if out is None else out.with_name(out.name + ".partial.jsonl")
+    earlier = _earlier_points(partial, out)
     factory = functools.partial(_topology_of_ranks, spec, tuple(values.items()))
     try:
-        results = sweep(factory, args.collective, algorithms=args.algorithms,
-                        ranks=list(values), sizes=args.sizes, workers=args.workers,
-                        save=partial, progress=False, **kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a truncated line: _earlier_points said so
+            results = sweep(factory, args.collective, algorithms=args.algorithms,
+                            ranks=list(values), sizes=args.sizes, workers=args.workers,
+                            save=partial, progress=False, **kwargs)
     except BaseException:
-        if partial is not None and partial.exists():
+        if partial is not None and len(_saved(partial)) > len(earlier):
             print(f"the points finished so far are in {partial}", file=sys.stderr)
         raise
     grid = [p for _ in args.algorithms for p in args.ranks for _ in args.sizes]
-    records = [_record(r, spec, p) for r, p in zip(results, grid)]
-    failed = sum(1 for r in records if r["error"])
+    records = [{**r, "spec": spec.replace("{p}", str(p))}
+               for r, p in zip(results.records, grid)]
+    failed = sum(1 for r in records if r["error"] is not None)
     if failed:
         print(f"{failed} of {len(records)} points failed (their records say why)",
               file=sys.stderr)
@@ -171,7 +185,47 @@ def _run(args: argparse.Namespace) -> int:
             ".json": lambda: json.dumps(records, indent=1) + "\n",
             ".jsonl": lambda: "".join(json.dumps(r) + "\n" for r in records)}
     write_atomically(out, lambda tmp: tmp.write_text(text[out.suffix.lower()]()))
-    if partial is not None:
-        partial.unlink(missing_ok=True)
     print(f"{len(records)} points written to {out}", file=sys.stderr)
+    if partial is not None:
+        ours = {point_key(r) for r in results.records}
+        others = sum(1 for key in _saved(partial) if key not in ours)
+        if others:
+            print(f"{partial} also holds {others} finished point(s) of another grid; it is "
+                  f"kept (sc.load_results reads it)", file=sys.stderr)
+        else:
+            partial.unlink(missing_ok=True)
     return status
+
+
+def _saved(partial: Path) -> set[tuple[Any, ...]]:
+    """The points ``partial`` holds (none if it is missing or not a sweep's file)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a truncated last line: said at the start
+            return {point_key(r) for r in load_results(partial).records}
+    except (InvalidInputError, OSError):
+        return set()
+
+
+def _earlier_points(partial: Path | None, out: Path | None) -> set[tuple[Any, ...]]:
+    """The points an earlier sweep to ``out`` left in ``partial``, saying so.
+
+    Raises:
+        CommandLineError: ``partial`` is there but is not a sweep's file.
+    """
+    if partial is None or not partial.exists():
+        return set()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            records = load_results(partial).records
+    except InvalidInputError as exc:
+        raise CommandLineError(f"{partial}, where a sweep to {out} keeps its finished "
+                               f"points, is not a sweep's file ({exc}); delete it or give "
+                               f"another --output") from None
+    for warning in caught:
+        print(f"simcoll sweep: note: {warning.message}", file=sys.stderr)
+    if records:
+        print(f"simcoll sweep: {len(records)} finished point(s) read from {partial}",
+              file=sys.stderr)
+    return {point_key(r) for r in records}

@@ -35,8 +35,8 @@ class Point:
     params: dict[str, Any] = field(default_factory=dict)
     """The parameters asked for (``Result.requested`` where known): one line each."""
     machine: str | None = None
-    """What tells machines of one name apart, where a record says: ``topology_hash=...``
-    (a sweep's) or ``spec=...`` (the command line's), else None."""
+    """What tells machines of one name apart, where a record says: ``spec=...`` (the
+    command line's) or ``topology_hash=...`` (a sweep's), else None."""
 
     def value(self, name: str) -> float | None:
         """``nranks``, ``nbytes``, ``time``, ``algbw`` or ``busbw``."""
@@ -55,9 +55,9 @@ def _number(v: Any) -> float | None:
 
 
 def _machine(r: Mapping[str, Any]) -> str | None:
-    """``topology_hash=...`` or ``spec=...`` (what a sweep's or the command line's records
+    """``spec=...`` or ``topology_hash=...`` (what the command line's or a sweep's records
     hold), or None."""
-    for key in ("topology_hash", "spec"):
+    for key in ("spec", "topology_hash"):
         if r.get(key) is not None:
             return f"{key}={r[key]}"
     return None

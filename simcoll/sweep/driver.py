@@ -123,4 +123,5 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
         if store is not None:
             store.close()
     decoded = {key: decode(done[key]) for key in dict.fromkeys(grid.order)}
-    return SweepResults(decoded[key] for key in grid.order)
+    return SweepResults((decoded[key] for key in grid.order),
+                        (done[key] for key in grid.order))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +94,17 @@ class FailedPoint:
 
 class SweepResults(list["Result | FailedPoint"]):
     """The points of a sweep in grid order: a :class:`Result` for each point that ran, a
-    :class:`FailedPoint` for each that failed. A plain list in every other respect."""
+    :class:`FailedPoint` for each that failed. A plain list in every other respect.
+
+    Attributes:
+        records: each point's record (see the module docstring), in the same order: what
+            ``save=`` holds, and what ``simcoll sweep --output`` writes.
+    """
+
+    def __init__(self, items: Iterable[Result | FailedPoint] = (),
+                 records: Iterable[dict[str, Any]] = ()):
+        super().__init__(items)
+        self.records: tuple[dict[str, Any], ...] = tuple(records)
 
     @property
     def ok(self) -> list[Result]:

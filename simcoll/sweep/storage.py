@@ -86,7 +86,8 @@ def load_results(path: str | os.PathLike[str]) -> SweepResults:
     """Read a file that ``sweep(save=...)`` wrote back into results.
 
     Args:
-        path: the JSON-lines file.
+        path: the JSON-lines file (or a JSON list of records, as ``simcoll sweep
+            --output points.json`` writes; its JSON-lines output reads as ``save=``'s).
 
     Returns:
         A :class:`SweepResults` with one :class:`~simcoll.Result` or ``FailedPoint`` per
@@ -100,10 +101,25 @@ def load_results(path: str | os.PathLike[str]) -> SweepResults:
     resolved = file_path(path, "path", example="sweep.jsonl")
     if not resolved.is_file():
         raise InvalidInputError(f"path={str(path)!r} does not exist")
-    records, cut = _read(resolved)
-    if cut is not None:
-        _warn_truncated(resolved, resolved.stat().st_size, cut)
-    return SweepResults(decode(r) for r in _latest(records).values())
+    if resolved.suffix.lower() == ".json":
+        records = _read_list(resolved)
+    else:
+        records, cut = _read(resolved)
+        if cut is not None:
+            _warn_truncated(resolved, resolved.stat().st_size, cut)
+    latest = list(_latest(records).values())
+    return SweepResults((decode(r) for r in latest), latest)
+
+
+def _read_list(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON list of them (``simcoll sweep --output points.json``)."""
+    try:
+        items = json.loads(path.read_bytes())
+    except ValueError as exc:
+        raise InvalidInputError(f"{path} is not a JSON list of sweep records ({exc})") from None
+    if not isinstance(items, list):
+        raise InvalidInputError(f"{path} is not a JSON list of sweep records")
+    return [check_record(item, f"{path} record {n}") for n, item in enumerate(items, start=1)]
 
 
 class ResultFile:
