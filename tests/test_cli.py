@@ -562,6 +562,17 @@ def test_a_failing_point_is_recorded_and_the_others_go_on(capsys, tmp_path, monk
     assert len(calls) == 3  # the second sweep is refused before any simulation
 
 
+def test_run_refuses_a_size_too_large_before_printing_any_row(capsys, monkeypatch):
+    calls = []
+    monkeypatch.setattr(sys.modules["simcoll.cli.run"], "simulate",
+                        lambda *a, **k: calls.append(k) or sc.simulate(*a, **k))
+    status, out, err = cli(capsys, "run", "--topology", "switch:64", "-b", "1K", "-e", "1024T",
+                           "-f", "1024")
+    assert status == 2 and out == "" and calls == []
+    assert "size 1125899906842624 bytes: nbytes=1125899906842624 on 64 ranks could overflow" \
+        in err
+
+
 def test_plot_draws_a_sweep(capsys, tmp_path):
     points = tmp_path / "points.jsonl"
     cli(capsys, "sweep", "--algorithms", "ring,naive", "--ranks", "2,4,8", "--sizes", "1M",

@@ -24,6 +24,8 @@ from simcoll.cli.options import (
     run_kwargs,
 )
 from simcoll.collectives import collective as get_collective
+from simcoll.errors import InvalidInputError
+from simcoll.inputs import check_inputs
 from simcoll.nccl_tests import nccl_shape
 from simcoll.ops import ReduceOp
 from simcoll.simulate import simulate
@@ -133,6 +135,11 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
     if args.check:
         checking.check_memory(p, max(nbytes * max(coll.size_factor(p), 1)
                                      for nbytes, _, _ in shapes))
+    for nbytes, _, size in shapes:  # every size before the first row
+        try:
+            check_inputs(p, None, nbytes, dtype, coll)
+        except InvalidInputError as exc:
+            raise CommandLineError(f"size {size} bytes: {exc}") from None
     op = kwargs.get("op", ReduceOp.SUM)
     root = kwargs.get("root", 0)
     type_name = _NCCL_NAMES.get(dtype.name, dtype.name)
