@@ -3,6 +3,9 @@ written whole or not at all, and no temporary file left behind."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 import simcoll as sc
@@ -70,3 +73,28 @@ def test_the_command_line_refuses_an_output_that_is_a_directory(capsys, tmp_path
     assert main([*command, "--output", str(folder)]) == 2
     assert "is a directory; give a file path" in capsys.readouterr().err
     assert list(folder.iterdir()) == [] and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+# /proc takes no new file, whoever asks (root included, whom permissions do not stop).
+PROC = Path("/proc")
+
+
+@pytest.mark.skipif(not (PROC / "self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("write", [
+    lambda path: save_chrome(_traced(), path),
+    lambda path: sc.topology.save(sc.topology.switch(2), path),
+    lambda path: sc.plot.timeline(_traced(), save=path),
+])
+def test_a_folder_that_takes_no_file_is_refused_by_its_path(write):
+    with pytest.raises(sc.InvalidInputError, match=r"x.json': cannot write in folder '/proc'"):
+        write(PROC / "x.json")
+
+
+@pytest.mark.skipif(not (PROC / "self").is_dir(), reason="needs Linux's /proc")
+def test_the_command_line_refuses_such_a_folder_before_the_run(capsys, monkeypatch):
+    calls = []
+    monkeypatch.setattr(sys.modules["simcoll.cli.tracing"], "simulate",
+                        lambda *a, **k: calls.append(1))
+    assert main(["trace", "--topology", "switch:2", "--output", "/proc/x.json"]) == 2
+    err = capsys.readouterr().err
+    assert "--output /proc/x.json: cannot write in folder '/proc'" in err and calls == []

@@ -15,6 +15,7 @@ from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import LOW_PRECISION, as_dtype
 from simcoll.errors import InvalidInputError
+from simcoll.files import unwritable
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
 from simcoll.topology.quantities import parse_time
@@ -112,7 +113,8 @@ def check_output(path: str, suffixes: tuple[str, ...], option: str = "--output")
     extension is not one of ``suffixes``.
 
     Raises:
-        CommandLineError: naming the option, the path and what is accepted.
+        CommandLineError: naming the option, the path and what is accepted (or that its
+            folder takes no file).
     """
     out = Path(path)
     if out.suffix.lower() not in suffixes:
@@ -121,6 +123,9 @@ def check_output(path: str, suffixes: tuple[str, ...], option: str = "--output")
         raise CommandLineError(f"{option} {path}: folder {out.parent} does not exist")
     if out.is_dir():
         raise CommandLineError(f"{option} {path}: is a directory; give a file path")
+    problem = unwritable(out)
+    if problem:
+        raise CommandLineError(f"{option} {path}: {problem}")
     return out
 
 
