@@ -10,6 +10,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,6 +29,9 @@ NCCL_HEAD = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s"
 """nccl-tests 2.19.6 src/util.cu writeResultHeader, first block of columns."""
 NCCL_ROW = "%12d  %12d  %8s  %6s  %6s"
 NCCL_BODY = "  %7s  %6s  %6s    N/A"
+
+
+TWO_NODES = str(Path(__file__).parents[1] / "examples" / "topologies" / "two_nodes.yaml")
 
 
 def cli(capsys, *argv):
@@ -369,6 +373,14 @@ BAD = [
     (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "--topology",
       "cluster:2x4"], "write {p} in it"),
     (["sweep", "--algorithms", "ring", "--ranks", "2,x", "--sizes", "1K"], "whole numbers"),
+    (["sweep", "--algorithms", "ring,naive,ring", "--ranks", "2", "--sizes", "1K"],
+     "ring given twice"),
+    (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1M,1MiB"],
+     "gives a size twice"),
+    (["sweep", "--algorithms", "ring", "--ranks", "8", "--sizes", "1K", "--topology",
+      TWO_NODES],
+     "is one machine of 4 GPUs; give --ranks 4"),
+    (["plot", "points.csv", "--output", "p.png"], "not CSV"),
 ]
 
 
@@ -521,6 +533,26 @@ def test_a_partial_file_that_is_not_a_sweeps_is_named_before_any_point(capsys, t
     status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2", "--sizes",
                          "1K", "--output", str(out), "--json")
     assert status == 2 and "--json writes JSON lines to standard output" in err
+
+
+def test_a_sweep_compares_algorithms_on_the_machine_of_a_file(capsys):
+    status, out, _ = cli(capsys, "sweep", "--topology", TWO_NODES, "--algorithms", "ring,naive",
+                         "--ranks", "4", "--sizes", "1M", "--json")
+    topo = sc.topology.load(TWO_NODES)
+    assert status == 0
+    for record, algorithm in zip(map(json.loads, out.splitlines()), ("ring", "naive")):
+        assert record["time"] == sc.simulate(topo, "all_reduce", algorithm=algorithm,
+                                             nbytes=1 << 20).time
+
+
+def test_plot_says_a_json_file_of_json_lines_should_be_named_jsonl(capsys, tmp_path):
+    _, out, _ = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4", "--sizes", "1K",
+                    "--json")
+    points = tmp_path / "points.json"
+    points.write_text(out)
+    status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "p.png"))
+    assert status == 2 and "line 2: not valid JSON: Extra data (a .json file holds one " \
+                           "JSON list; name a file of JSON lines .jsonl)" in err
 
 
 def test_a_rooted_sweep_records_its_root(capsys, tmp_path):

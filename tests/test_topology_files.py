@@ -295,6 +295,15 @@ def test_in_network_devices_round_trip(tmp_path, suffix):
         ("gpu1", False, float("inf"))]
 
 
+def test_a_null_back_bandwidth_is_the_bandwidth(tmp_path):
+    text = ("devices:\n  - {name: g, kind: gpu}\n  - {name: h, kind: gpu}\nlinks:\n"
+            "  - {u: g, v: h, bandwidth: 1GB/s, back_bandwidth: %s}\n")
+    given = sc.topology.load(write(tmp_path, "n.yaml", text % "null"))
+    omitted = sc.topology.load(write(tmp_path, "o.yaml", text.replace(", back_bandwidth: %s",
+                                                                     "")))
+    assert given.links == omitted.links and given.links[0].back is None
+
+
 def test_a_spec_may_be_a_path_object():
     path = Path(__file__).parents[1] / "examples" / "topologies" / "two_nodes.yaml"
     assert (sc.topology.to_dict(sc.topology.from_spec(path))

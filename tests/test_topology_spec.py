@@ -34,6 +34,8 @@ SPECS = [
     ("dgx_a100:1", lambda: T.dgx_a100(1)),
     ("dgx_h100:nodes=2", lambda: T.dgx_h100(nodes=2)),
     ("dgx_h100", lambda: T.dgx_h100()),
+    ("switch:n=8,", lambda: T.switch(8)),  # a trailing comma
+    ("switch:8,latency=2us,", lambda: T.switch(8, latency=2e-6)),
     ("dgx:2,nvlink_bandwidth=1GB/s,pcie_bandwidth=2GB/s,nic_bandwidth=3Gbps,name=mine,"
      "gpus_per_node=2,network_latency=3us",
      lambda: T.dgx(2, nvlink_bandwidth=1e9, pcie_bandwidth=2e9, nic_bandwidth=3e9 / 8,
@@ -141,6 +143,7 @@ def test_parameters_come_from_the_signature():
     ("dgx_a100:nodes=1.5", ["nodes=1.5", "not a whole number"]),
     ("torus:4xa", ["dims=4xa", "joined by 'x'"]),
     ("switch:0", ["topology spec 'switch:0'", "n = 0 is not accepted"]),
+    ("switch:8,,latency=1us", ["an argument between two commas is empty"]),
     ("", ["write a builder such as 'switch:8'"]),
 ])
 def test_bad_specs_name_the_problem_and_list_the_parameters(spec, words):

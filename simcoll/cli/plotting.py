@@ -35,6 +35,9 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         CommandLineError: an unreadable file, a bad line (named), or a record without the
             fields a plot needs.
     """
+    if path.suffix.lower() == ".csv":
+        raise CommandLineError(f"{path}: plot reads the records of a .jsonl or .json file "
+                               f"(simcoll sweep --output points.jsonl), not CSV")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -43,8 +46,10 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         try:
             items = json.loads(text)
         except json.JSONDecodeError as exc:
+            lines = (" (a .json file holds one JSON list; name a file of JSON lines .jsonl)"
+                     if exc.msg == "Extra data" else "")
             raise CommandLineError(f"{path}, line {exc.lineno}: not valid JSON: {exc.msg}"
-                                   ) from None
+                                   f"{lines}") from None
         if not isinstance(items, list):
             raise CommandLineError(f"{path}: expected a JSON list of records")
         rows = list(enumerate(items, start=1))

@@ -61,7 +61,11 @@ def add_parser(sub: Any) -> None:
 
 
 def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"{', '.join(twice)} given twice; give each once")
+    return names
 
 
 def _ints(text: str) -> list[int]:
@@ -76,26 +80,28 @@ def _ints(text: str) -> list[int]:
 
 
 def _sizes(text: str) -> list[int]:
-    return [parse_bytes(t) for t in _names(text)]
+    sizes = [parse_bytes(t) for t in _names(text)]
+    if len(set(sizes)) < len(sizes):
+        raise argparse.ArgumentTypeError(f"{text!r} gives a size twice; give each once")
+    return sizes
 
 
 def template(spec: str) -> str:
-    """``spec`` with a ``{p}`` where each rank count goes.
+    """``spec`` with a ``{p}`` where each rank count goes (a topology file as it is).
 
     Raises:
-        CommandLineError: a file, or a builder without ``{p}`` whose first parameter is
-            not ``n`` (or whose ``n`` is already given).
+        CommandLineError: a builder without ``{p}`` whose first parameter is not ``n`` (or
+            whose ``n`` is already given).
     """
-    if "{p}" in spec:
-        return spec
+    if "{p}" in spec or is_file_spec(spec):
+        return spec  # a file is one machine: --ranks must be its GPU count
     name, colon, args = spec.partition(":")
     example = "'cluster:nodes={p},gpus_per_node=8'"
-    if not is_file_spec(spec):
-        first = parameters(name.strip())[0].name
-        keys = {a.partition("=")[0].strip() for a in args.split(",") if "=" in a}
-        positional = any("=" not in a for a in args.split(",") if a.strip())
-        if first == "n" and not positional and not keys & {"n", "ranks"}:
-            return f"{name}:{{p}}" + (f",{args}" if args.strip() else "")
+    first = parameters(name.strip())[0].name
+    keys = {a.partition("=")[0].strip() for a in args.split(",") if "=" in a}
+    positional = any("=" not in a for a in args.split(",") if a.strip())
+    if first == "n" and not positional and not keys & {"n", "ranks"}:
+        return f"{name}:{{p}}" + (f",{args}" if args.strip() else "")
     raise CommandLineError(f"--topology {spec!r} does not say where the rank count goes; "
                            f"write {{p}} in it, e.g. {example}")
 
@@ -148,6 +154,11 @@ def _run(args: argparse.Namespace) -> int:
                                    f"{dtype} elements ({dtype.itemsize} bytes each)")
     for algorithm in args.algorithms:
         get_algorithm(args.collective, algorithm)
+    if "{p}" not in spec:
+        nranks = from_spec(spec).nranks
+        if args.ranks != [nranks]:
+            raise CommandLineError(f"--topology {spec} is one machine of {nranks} GPUs; "
+                                   f"give --ranks {nranks} (or a builder with {{p}})")
     values: dict[int, int] = {}
     for p in args.ranks:
         nranks = topology_for(spec, p).nranks

@@ -118,7 +118,9 @@ def _field(entry: dict[str, Any], key: str, ctx: Context, path: Key, *, kind: st
             raise ctx.error(where, f"expected a whole number >= 0, got {value!r}")
         return value
     if value is None and kind == "rate":
-        return math.inf
+        # JSON has no infinity: a rate saved as null is infinite, unless null stands for
+        # the field's default (a back_bandwidth equal to the bandwidth).
+        return default if default is not ... and default is None else math.inf
     try:
         return parse_rate(value) if kind == "rate" else parse_time(value)
     except ValueError as exc:

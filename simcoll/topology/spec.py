@@ -42,9 +42,14 @@ def _split_args(name: str, params: tuple[Parameter, ...], args: str,
     slots = [p for p in params if p.positional]
     given: dict[str, str] = {}
     seen_keyword = False
-    for item in args.split(",") if args.strip() else []:
+    items = args.split(",") if args.strip() else []
+    if len(items) > 1 and not items[-1].strip():
+        items.pop()  # a trailing comma
+    for item in items:
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
+        if not (key or eq):
+            raise fail("an argument between two commas is empty")
         if eq:
             seen_keyword = True
             if key in given:
