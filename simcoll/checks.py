@@ -25,6 +25,11 @@ def _subject(name: str, value: Any) -> str:
     return f"{name}={value!r}" if name.isidentifier() else f"{name} = {value!r}"
 
 
+def _huge(value: Any) -> bool:
+    """Whether ``value`` is a Python integer beyond float's range (no float holds it)."""
+    return type(value) is int and abs(value) >= 2**1024
+
+
 def _is_bool(value: Any) -> bool:
     return isinstance(value, (bool, np.bool_))
 
@@ -79,7 +84,7 @@ def real(value: Any, name: str, *, minimum: float = 0.0, strict: bool = False,
     ok = not _is_bool(value) and isinstance(value, (int, float, np.integer, np.floating))
     if ok:
         # An integer beyond float's range is as infinite as 1e400.
-        value = float(value) if abs(value) < 2**1024 else math.inf if value > 0 else -math.inf
+        value = float(value) if not _huge(value) else math.inf if value > 0 else -math.inf
         ok = (not math.isnan(value) and (allow_inf or not math.isinf(value))
               and (value > minimum if strict else value >= minimum)
               and not (strict and minimum == 0 and value < sys.float_info.min))

@@ -159,13 +159,22 @@ class Execution:
 
     def _raise_if_unfinished(self) -> None:
         rt = self.runtime
-        stuck = [(label, address) for proc, label, address in rt.programs if proc.is_alive]
+        stuck = [(proc, label, address) for proc, label, address in rt.programs
+                 if proc.is_alive]
         if stuck:
             waits = rt.waiting_receives()
             waiting = {address: "; ".join(waits.get(address, ["an event that never fires"]))
-                       for _, address in stuck}
-            shown = "; ".join(f"{label} waits for {waiting[address]}"
-                              for label, address in stuck[:16])
+                       for _, _, address in stuck}
+            labels = {proc: label for proc, label, _ in stuck}
+
+            def blocked_on(proc: simpy.Process, address: int) -> str:
+                # A program waiting for one it started waits for that one, not for the
+                # receives of its endpoint.
+                child = labels.get(proc.target)  # type: ignore[call-overload]
+                return f"{child} to end" if child is not None else waiting[address]
+
+            shown = "; ".join(f"{label} waits for {blocked_on(proc, address)}"
+                              for proc, label, address in stuck[:16])
             more = f" (and {len(stuck) - 16} more)" if len(stuck) > 16 else ""
             raise DeadlockError(f"deadlock in {rt.what} at t={self.env.now:.9g} s: "
                                 f"{shown}{more}", waiting)

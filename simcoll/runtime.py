@@ -402,7 +402,7 @@ class Runtime:
         waits: dict[int, list[str]] = {}
         for (context, src, dst, tag), channel in self.channels.items():
             if channel.waiting:
-                where = "" if context == 0 else f" in group {context}"
+                where = "" if context == 0 else f" in matching context {context}"
                 waits.setdefault(dst, []).append(f"recv from {src} (tag {tag!r}){where}")
         return waits
 

@@ -153,8 +153,10 @@ def test_a_deadlocked_started_collective_is_reported():
         return x
 
     with pytest.raises(sc.DeadlockError, match=r"rank 0 \(started program 0\) waits for "
-                                               r"recv from 1"):
+                                               r"recv from 1") as info:
         sc.simulate(network(2), "broadcast", algorithm="_mismatched_starts", nbytes=8)
+    # Rank 0's own program waits for the one it started, not for that one's receive.
+    assert "rank 0 waits for rank 0 (started program 0) to end; " in str(info.value)
 
 
 def test_start_refuses_what_is_not_a_generator_and_bad_collectives():

@@ -242,8 +242,8 @@ def test_a_deadlock_inside_a_group_says_so():
     with pytest.raises(sc.DeadlockError) as info:
         sc.simulate(sc.topology.switch(3), "all_reduce", algorithm=name, nbytes=8)
     assert list(info.value.waiting) == [1]
-    assert info.value.waiting[1].startswith("recv from 2 (tag 0) in group ")
-    assert "rank 1 waits for recv from 2 (tag 0) in group " in str(info.value)
+    assert info.value.waiting[1].startswith("recv from 2 (tag 0) in matching context ")
+    assert "rank 1 waits for recv from 2 (tag 0) in matching context " in str(info.value)
 
 
 # -- the analytical model ----------------------------------------------------------------

@@ -32,7 +32,9 @@ def _split(text: Any, what: str) -> tuple[float, str]:
         raise ValueError(f"{text!r} is not {what}")
     if isinstance(text, (int, float)):
         # An integer beyond float's range is as infinite as 1e400 written out.
-        return (float(text) if abs(text) < 2**1024 else math.inf if text > 0 else -math.inf), ""
+        if type(text) is int and abs(text) >= 2**1024:
+            return (math.inf if text > 0 else -math.inf), ""
+        return float(text), ""
     match = _QUANTITY_RE.match(str(text))
     if match is None:
         raise ValueError(f"{text!r} is not {what}")
