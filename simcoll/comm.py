@@ -30,6 +30,19 @@ from simcoll.topology.graph import Topology, Via
 __all__ = ["Comm"]
 
 
+def _check_tag(rank: int, tag: Any) -> None:
+    """Refuse a tag that cannot key a message's matching (one that is not hashable).
+
+    Raises:
+        CommUsageError: naming the rank and the tag.
+    """
+    try:
+        hash(tag)
+    except TypeError:
+        raise CommUsageError(f"rank {rank}: tag={tag!r} cannot be a tag (it is not "
+                             f"hashable); use an int, a str or a tuple of them") from None
+
+
 def _usual(delay: Any, wire_bytes: Any) -> bool:
     """Whether a send's ``delay`` and ``wire_bytes`` are plainly fine (a float of seconds
     >= 0, bytes as an int >= 0 or None), as every message of NCCL's protocols has them:
@@ -125,6 +138,8 @@ class Comm:
         (:meth:`Topology.route`).
         """
         target = self._peer(dst, "dst")
+        if type(tag) is not int:
+            _check_tag(self.rank, tag)
         if via is not None:
             self._check_via(via, via)
         if (delay or wire_bytes is not None) and not _usual(delay, wire_bytes):
@@ -176,6 +191,8 @@ class Comm:
     def recv(self, src: int, *, tag: Any = 0) -> Event:
         """Receive the next message from ``src`` with ``tag``; the event's value is it."""
         source = self._peer(src, "src")
+        if type(tag) is not int:
+            _check_tag(self.rank, tag)
         event = Event(self._env)
         payload = self._rt.post_recv((self._context, source, self._address, tag), event)
         if payload is not PENDING:
@@ -206,6 +223,9 @@ class Comm:
             self._check_send(delay, wire_bytes)
         joint = Joint(self._env, 2)
         rt, address, context = self._rt, self._address, self._context
+        if type(tag) is not int or (recv_tag is not None and type(recv_tag) is not int):
+            _check_tag(self.rank, tag)
+            _check_tag(self.rank, recv_tag)
         recv_key = (context, source, address, tag if recv_tag is None else recv_tag)
         if not self._inline:
             self._post_sendrecv(data, target, tag, recv_key, joint, delay, wire_bytes)
@@ -286,6 +306,8 @@ class Comm:
         else:
             payload = snapshot(data, self._rt.inputs)
             nbytes = buffers.nbytes_of(payload)
+        if type(tag) is not int:
+            _check_tag(self.rank, tag)
         done = Joint(self._env, len(targets))
         address = self._address
         self._rt.post_multicast([(self._context, address, t, tag) for t in targets], payload,

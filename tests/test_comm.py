@@ -203,3 +203,23 @@ def test_a_reduction_takes_an_op_by_name():
         return (yield comm.reduce(np.array([2.0, 3.0]), np.array([4.0, 5.0]), "max"))
 
     assert sc.run_program(sc.topology.switch(2), program).outputs[0].tolist() == [4.0, 5.0]
+
+
+@pytest.mark.parametrize("call", ["send", "recv", "sendrecv", "multicast"])
+def test_a_tag_that_cannot_key_a_match_is_refused_naming_the_rank(call):
+    def program(comm):
+        x = np.ones(2)
+        if comm.rank == 0:
+            if call == "send":
+                yield comm.send(x, 1, tag=[1])
+            elif call == "sendrecv":
+                yield comm.sendrecv(x, dst=1, src=1, tag={"a": 1})
+            elif call == "multicast":
+                yield comm.multicast(x, [1], tag=[1])
+            else:
+                yield comm.recv(1, tag=[1])
+        yield from ()
+
+    with pytest.raises(sc.AlgorithmError, match=r"rank 0 raised CommUsageError .*rank 0: "
+                                                r"tag=.* cannot be a tag \(it is not hashable\)"):
+        sc.run_program(sc.topology.switch(2), program)
