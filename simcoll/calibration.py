@@ -173,9 +173,9 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
     """
     factory = _factory(build)
+    coll = table_collective(table, collective)
     if not table.rows:
         raise InvalidInputError("the table has no rows to calibrate against")
-    coll = table_collective(table, collective)
     specs = algorithm_constants(coll.name, algorithm)
     bounds = _check_free(factory, free, set(specs))
     tuned = [k for k in free if k in specs]

@@ -105,9 +105,12 @@ def table_collective(table: NcclTestsTable, collective: str | None) -> Collectiv
     """The collective to simulate: ``collective``, else the one the table measured.
 
     Raises:
-        InvalidInputError: neither names one.
+        InvalidInputError: ``table`` is not a parsed table, or neither names one.
         UnknownCollectiveError: the name is not a collective.
     """
+    if not isinstance(table, NcclTestsTable):
+        raise InvalidInputError(f"table={table!r:.80} is not accepted; give a parsed nccl-tests "
+                                f"table (simcoll.nccl_tests.parse(text))")
     name = collective or table.collective
     if name is None:
         raise InvalidInputError("the table does not say which collective it measured; pass "

@@ -7,7 +7,10 @@ way nccl-tests and users write them (``"256MiB"``, ``"1G"``, ``"4096"``).
 
 from __future__ import annotations
 
+import math
 import re
+
+from simcoll.errors import InvalidInputError
 
 __all__ = ["KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "Gbps", "s", "ms", "us", "ns",
            "parse_size"]
@@ -45,25 +48,27 @@ def parse_size(text: str | int) -> int:
     is refused rather than read as bytes.
 
     Raises:
-        ValueError: the text is not a size, names bits, or names a fractional number of
-            bytes.
+        InvalidInputError: (a ``ValueError``) the text is not a size, names bits, or names
+            a fractional or infinite number of bytes.
     """
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
-            raise ValueError(f"size {text} is negative; sizes are >= 0 bytes")
+            raise InvalidInputError(f"size {text} is negative; sizes are >= 0 bytes")
         return text
     match = _SIZE_RE.match(str(text))
     if match is not None and match.group(2).endswith("b"):
         number, prefix = match.group(1), match.group(2)[:-1].rstrip("iI").upper()
         instead = f"{number}{prefix}B or {number}{prefix}iB" if prefix else f"{number}B"
-        raise ValueError(f"cannot read size {text!r}: a lowercase b is a bit, and sizes "
+        raise InvalidInputError(f"cannot read size {text!r}: a lowercase b is a bit, and sizes "
                          f"are bytes; write {instead}")
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _SIZE_UNITS:
-        raise ValueError(
+        raise InvalidInputError(
             f"cannot read size {text!r}; write a number with an optional unit "
             f"(B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. '256MiB'")
     value = float(match.group(1)) * _SIZE_UNITS[unit]
+    if not math.isfinite(value):
+        raise InvalidInputError(f"size {text!r} is too large to count in bytes")
     if value != int(value):
-        raise ValueError(f"size {text!r} is {value} bytes, not a whole number of bytes")
+        raise InvalidInputError(f"size {text!r} is {value} bytes, not a whole number of bytes")
     return int(value)

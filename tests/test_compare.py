@@ -164,6 +164,11 @@ def test_bad_input_is_refused_before_simulating(no_simulation):
         sc.compare(machine(), without, place="in_place")
     with pytest.raises(InvalidInputError, match="topology='switch:4' is not a Topology"):
         sc.compare("switch:4", table)
+    for bad in ("x", None, table.rows):
+        with pytest.raises(InvalidInputError, match="give a parsed nccl-tests table"):
+            sc.compare(machine(), bad)
+        with pytest.raises(InvalidInputError, match="give a parsed nccl-tests table"):
+            sc.calibrate(machine, bad, free={"bandwidth": (1e9, 1e8, 1e10)})
 
 
 def test_geomean_error_by_hand():
