@@ -221,3 +221,20 @@ def test_a_list_picks_the_best_of_its_runnable_members(name, collective, algos, 
         return
     best = min(singles, key=lambda c: c.predicted)
     assert choose(machine, collective, nbytes, algo=algo, proto=proto) == best
+
+
+@pytest.mark.parametrize("topology, collective, algo, extra", [
+    (sc.topology.dgx_h100(1), "all_reduce", "nvls", {}),
+    (sc.topology.dgx_h100(2), "all_reduce", "nvls_tree", {}),
+    (sc.topology.dgx_h100(2, sharp=True), "all_reduce", "collnet_chain", {"collnet": 1}),
+    (sc.topology.dgx_h100(2, sharp=True), "all_reduce", "collnet_direct", {"collnet": 1}),
+    (sc.topology.cluster(4, 1), "all_gather", "pat", {}),
+])
+@pytest.mark.parametrize("proto", ["LL", "LL128", "LL,LL128"])
+def test_an_algorithm_forced_with_a_protocol_nccl_never_gives_it_says_why(
+        topology, collective, algo, extra, proto):
+    # tuning.cc (2.30.7) gives NVLS, NVLS-tree, CollNet and PAT no LL or LL128 bandwidth.
+    with pytest.raises(sc.InvalidInputError, match=f"{algo} runs Simple only, as in NCCL; "
+                                                   f"give proto='Simple' or 'auto'"):
+        sc.simulate(topology, collective, algorithm="nccl", nbytes=1 << 20, algo=algo,
+                    proto=proto, **extra)

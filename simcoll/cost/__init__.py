@@ -2,8 +2,9 @@
 
 All formulas are for the single-port alpha-beta reference network
 (:func:`simcoll.testing.alpha_beta_network`: ``switch(p, bandwidth=1/beta,
-latency=alpha/2)``, every GPU with ``reduce_bandwidth=1/gamma``): a message of n bytes costs alpha + n beta, each rank sends
-one and receives one message at full speed at a time, and reducing n bytes costs n gamma.
+latency=alpha/2)``, every GPU with ``reduce_bandwidth=1/gamma``): a message of n bytes
+costs alpha + n beta, each rank sends one and receives one message at full speed at a
+time, and reducing n bytes costs n gamma.
 ``nbytes`` is always each rank's input buffer size, as in ``simulate``; for the
 v-collectives it is what ``simulate`` takes as their ``nbytes``: p bytes per rank
 (all_gatherv, reduce_scatterv) or the p x p matrix of bytes per pair (all_to_allv), which

@@ -77,7 +77,10 @@ def _params(collective: str) -> dict[str, Any]:
         "channels": Int(0, minimum=0, maximum=64,
                         doc="channels (0: as NCCL chooses for the size)"
                         if collective != "all_to_all" else
-                        "channels each peer's send is split over (0: as NCCL does)"),
+                        "channels each peer's send is split over (0: as NCCL does); "
+                        "they share one route, so on one NIC the time is the same, but "
+                        "they set LL's 16 KiB-per-channel limit and take a GPU's NICs in "
+                        "turn"),
         "arch": Choice("auto", ("auto", *ARCHS),
                        doc="GPU generation of NCCL's constants (auto: from the machine)"),
         "intra": Choice("auto", ("auto", "nvlink", "pci"),

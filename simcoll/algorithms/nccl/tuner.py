@@ -46,7 +46,7 @@ from simcoll.algorithms.nccl.search import (
 )
 from simcoll.errors import InvalidInputError
 
-__all__ = ["ALGORITHMS", "Choice", "candidates", "predict", "choose", "max_channels",
+__all__ = ["ALGORITHMS", "SIMPLE_ONLY", "Choice", "candidates", "predict", "choose", "max_channels",
            "nvls_channels", "nvls_graph_of", "collnet_graphs_of"]
 
 ALGORITHMS = {
@@ -60,6 +60,11 @@ ALGORITHMS = {
 """The NCCL algorithms each collective can run here (NVLS on one node only but with
 CollNet on a SHARP fabric, as CollNet Direct, and CollNet Chain for all_reduce; PAT with
 one GPU per node: see :func:`candidates`)."""
+
+
+SIMPLE_ONLY = ("nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat")
+"""The algorithms NCCL runs with Simple only (its tuner gives them no LL or LL128
+bandwidth, tuning.cc)."""
 
 
 @dataclass(frozen=True)
@@ -502,7 +507,10 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                     nbytes, a, pr, nc, machine.nranks, int(machine.ppn)), t)
     if best is None or math.isinf(best.predicted):
         few = ""
-        if all(a.startswith("nvls") for a in algos):
+        if "Simple" not in protos and all(a in SIMPLE_ONLY for a in algos):
+            few = (f" ({', '.join(algos)} run{'s' if len(algos) == 1 else ''} Simple only, "
+                   f"as in NCCL; give proto='Simple' or 'auto')")
+        elif all(a.startswith("nvls") for a in algos):
             if channels == 1:
                 few = " (NVLS needs 2 channels or more, as in NCCL)"
             elif tuner != "2.26.2" and nvls_graph_of(machine).channels < 2:
