@@ -645,3 +645,16 @@ def test_link_utilization_refuses_more_bins_than_a_figure_shows(lone_message):
     with pytest.raises(sc.InvalidInputError, match="bins=1000000000 is not accepted; use an "
                                                    "integer >= 1 and <= 100000"):
         link_utilization(res, topo, bins=10**9)
+
+
+def test_vector_figures_keep_their_text_as_text(tmp_path):
+    # matplotlib's defaults embed Type 3 fonts in PDF (refused by IEEE's and ACM's
+    # checkers) and draw SVG text as paths.
+    results = [sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring",
+                           nbytes=1 << 20) for p in (2, 4)]
+    pdf, svg = tmp_path / "s.pdf", tmp_path / "s.svg"
+    scaling(results, save=pdf)
+    scaling(results, save=svg)
+    data = pdf.read_bytes()
+    assert b"/Type3" not in data and b"/FontFile2" in data   # TrueType, embedded
+    assert "<text" in svg.read_text() and "ring" in svg.read_text()

@@ -70,12 +70,24 @@ def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
     return fig, ax
 
 
+_VECTOR_TEXT = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}
+"""Text in vector files as text: TrueType fonts in PDF and PostScript (the Type 3 fonts
+matplotlib embeds by default are refused by IEEE's and ACM's checkers), and editable
+text in SVG."""
+
+
 def finish(fig: Any, path: Path | None) -> Any:
     """Save ``fig`` to ``path`` (if given) through a temporary file, so an existing file
-    is never left half written; return ``fig``."""
+    is never left half written, with its text kept as text in PDF, PostScript and SVG
+    (:data:`_VECTOR_TEXT`); return ``fig``."""
     if path is not None:
-        write_atomically(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:].lower(),
-                                                       dpi=150))
+        import matplotlib
+
+        def save(tmp: Path) -> None:
+            with matplotlib.rc_context(_VECTOR_TEXT):
+                fig.savefig(tmp, format=path.suffix[1:].lower(), dpi=150)
+
+        write_atomically(path, save)
     return fig
 
 
