@@ -658,3 +658,31 @@ def test_vector_figures_keep_their_text_as_text(tmp_path):
     data = pdf.read_bytes()
     assert b"/Type3" not in data and b"/FontFile2" in data   # TrueType, embedded
     assert "<text" in svg.read_text() and "ring" in svg.read_text()
+
+
+def test_an_algorithm_keeps_its_colour_and_lines_differ_by_marker():
+    def run(algorithm, p):
+        return sc.simulate(sc.topology.switch(p), "all_reduce", algorithm=algorithm,
+                           nbytes=1 << 20)
+
+    alone = scaling([run("ring", p) for p in (2, 4)])
+    many = scaling([run(a, p) for a in ("naive", "direct", "tree", "ring") for p in (2, 4)])
+    ring_alone, = lines(alone, "simulated")
+    drawn = {line.get_label(): line for line in lines(many, "simulated")}
+    # Ring came last here, first there: it is drawn alike in both.
+    assert drawn["ring"].get_color() == ring_alone.get_color()
+    assert drawn["ring"].get_marker() == ring_alone.get_marker()
+    assert len({line.get_marker() for line in drawn.values()}) == 4
+    assert len({line.get_color() for line in drawn.values()}) == 4
+
+
+def test_times_over_decades_name_their_unit_on_each_tick():
+    results = [sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=n)
+               for n in (8, 1 << 30)]
+    fig = scaling(results, x="nbytes", y="time")
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert ax.get_ylabel() == "time" and "1 ms" in labels and "10 µs" in labels
+    # One run of 8 B to 1 GiB: plotted in seconds, as the results say.
+    assert xy(lines(fig, "simulated")[0])[1] == pytest.approx([r.time for r in results])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from simcoll import cost
@@ -13,7 +13,14 @@ from simcoll.checks import flag
 from simcoll.collectives import collective as collective_spec
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.plot.records import Point, read_points, topology_templates
-from simcoll.plot.style import checked_save_path, finish, format_size, new_axes, time_unit
+from simcoll.plot.style import (
+    checked_save_path,
+    finish,
+    format_duration,
+    format_size,
+    new_axes,
+    time_unit,
+)
 from simcoll.result import Result
 
 __all__ = ["scaling", "plot_scaling"]
@@ -22,6 +29,34 @@ _XS = ("nranks", "nbytes")
 _YS = ("time", "busbw", "algbw")
 _BYS = ("algorithm", "collective", "topology", "network", "dtype")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_DECADES = 1e3
+"""Times spread over more than this factor get a unit per tick instead of one for the
+axis."""
+
+
+_ALGORITHM_SLOTS = ("ring", "tree", "double_binary_tree", "recursive_doubling",
+                    "rabenseifner", "naive", "parameter_server", "direct", "nccl", "bruck")
+"""Algorithms that keep their colour and marker in every figure (others take the slots
+after these, in the order they come)."""
+_COLOUR_ORDER = (0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19)
+"""tab20's ten dark colours (tab10's), then their light pairs."""
+
+
+def _slots(values: list[Any], by: str) -> dict[Any, int]:
+    """Each line colour's slot: an algorithm's fixed one where it has one, else the next
+    free slot in the order the values come."""
+    fixed = {name: i for i, name in enumerate(_ALGORITHM_SLOTS)} if by == "algorithm" else {}
+    slots: dict[Any, int] = {}
+    taken = {fixed[v] for v in values if v in fixed}
+    free = (i for i in range(10_000) if i not in taken)
+    for value in values:
+        if value not in slots:
+            slots[value] = fixed[value] if value in fixed else next(free)
+    return slots
+
+
+def _plain(value: float) -> str:
+    return f"{value:g}"
 # The fields that tell groups apart, in the order labels list them.
 _KEY = ("collective", "algorithm", "params", "topology", "network", "dtype", "split")
 
@@ -103,8 +138,22 @@ def _ticks(values: list[float]) -> list[float]:
     return [2.0 ** e for e in exponents]
 
 
-def _style_axes(ax: Any, x: str, y: str, xs: list[float], y_label: str) -> None:
-    from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, NullLocator
+def _style_axes(ax: Any, x: str, y: str, xs: list[float], y_label: str,
+                y_text: Callable[[float], str]) -> None:
+    from matplotlib.ticker import (
+        FixedLocator,
+        FuncFormatter,
+        LogFormatter,
+        LogLocator,
+        NullLocator,
+    )
+
+    class MinorLabels(LogFormatter):
+        """The minor ticks LogFormatter labels (where the axis spans few decades),
+        written as the major ones are."""
+
+        def __call__(self, value: float, pos: int | None = None) -> str:
+            return y_text(value) if super().__call__(value, pos) else ""
 
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -119,8 +168,9 @@ def _style_axes(ax: Any, x: str, y: str, xs: list[float], y_label: str) -> None:
     else:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}"))
         ax.set_xlabel("ranks")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=99))  # every decade
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: y_text(v)))
+    ax.yaxis.set_minor_formatter(MinorLabels(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
     ax.set_ylabel(y_label)
     ax.grid(True, which="major", alpha=0.45)
     ax.grid(True, which="minor", axis="y", alpha=0.15)
@@ -188,21 +238,30 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
+    y_text: Callable[[float], str] = _plain
     if y == "time":
-        unit, factor = time_unit(max(p.value(y) or 0 for p in points))
-        y_label = f"time ({unit})"
+        times = [p.value(y) or 0 for p in points]
+        if max(times) > _DECADES * min(times):
+            # Over more than three decades each tick names its own unit (10 µs, 1 ms).
+            factor, y_label, y_text = 1.0, "time", format_duration
+        else:
+            unit, factor = time_unit(max(times))
+            y_label = f"time ({unit})"
     else:
         factor, y_label = 1e-9, f"{y} (GB/s)"
     fig, ax = new_axes(ax, (7.0, 4.2))
     varies = [len({key[i] for key in groups}) > 1 for i in range(len(_KEY))]
-    colour_of: dict[Any, Any] = {}
+    slot_of = _slots([dict(zip(_KEY, key))[by] for key in groups], by)
+    palette = [tuple(c) for c in plt.get_cmap("tab20")(range(20))]
     markers_used: dict[Any, int] = {}
-    palette = [tuple(c) for c in plt.get_cmap("tab10")(range(10))]
     for key, line in groups.items():
         fields = dict(zip(_KEY, key))
         colour_value = fields[by]
-        colour = colour_of.setdefault(colour_value, palette[len(colour_of) % len(palette)])
-        marker = _MARKERS[markers_used.get(colour_value, 0) % len(_MARKERS)]
+        slot = slot_of[colour_value]
+        colour = palette[_COLOUR_ORDER[slot % len(_COLOUR_ORDER)]]
+        # A marker per colour, so lines stay apart in grayscale; further lines of one
+        # colour (other sizes) take the next markers.
+        marker = _MARKERS[(slot + markers_used.get(colour_value, 0)) % len(_MARKERS)]
         markers_used[colour_value] = markers_used.get(colour_value, 0) + 1
         parts = [str(fields[by])] + [
             (_split_text(split, fields[name]) if name == "split" else str(fields[name]))
@@ -225,7 +284,8 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
         ax.plot(at, ys, marker=marker, markersize=5, color=line_colour,
                 linewidth=3.0 if model_args else 1.6, markerfacecolor=colour,
                 markeredgecolor=colour, label=label, gid="simulated")
-    _style_axes(ax, x, y, [float(v) for line in groups.values() for v in line], y_label)
+    _style_axes(ax, x, y, [float(v) for line in groups.values() for v in line], y_label,
+                y_text)
     handles, _ = ax.get_legend_handles_labels()
     if model_args is not None:
         handles.append(Line2D([], [], color="0.35", linestyle="--",

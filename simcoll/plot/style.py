@@ -70,7 +70,7 @@ def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
     return fig, ax
 
 
-_VECTOR_TEXT = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}
+_VECTOR_TEXT: dict[Any, Any] = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}
 """Text in vector files as text: TrueType fonts in PDF and PostScript (the Type 3 fonts
 matplotlib embeds by default are refused by IEEE's and ACM's checkers), and editable
 text in SVG."""
