@@ -686,3 +686,25 @@ def test_times_over_decades_name_their_unit_on_each_tick():
     assert ax.get_ylabel() == "time" and "1 ms" in labels and "10 µs" in labels
     # One run of 8 B to 1 GiB: plotted in seconds, as the results say.
     assert xy(lines(fig, "simulated")[0])[1] == pytest.approx([r.time for r in results])
+
+
+def test_a_timeline_leaves_out_devices_that_did_nothing_and_refuses_an_empty_run():
+    topo = sc.topology.dgx_h100(2)   # 16 ranks and two NVSwitches, idle in a ring
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 20, trace=True)
+    ax = timeline(res, topo).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r}" for r in range(16)]
+    assert "showing" not in ax.get_title()
+    alone = sc.simulate(sc.topology.switch(1), "all_reduce", algorithm="ring", nbytes=8,
+                        trace=True)
+    with pytest.raises(sc.InvalidInputError, match="the run took no time"):
+        timeline(alone)
+
+
+def test_a_long_machine_name_wraps_the_title_instead_of_running_off_the_figure():
+    topo = sc.Topology("two test nodes of one GPU each, joined by one 400 Gb/s rail per GPU")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=50 * sc.GB, latency=1 * sc.us)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 16, trace=True)
+    title = timeline(res, topo).axes[0].get_title()
+    assert "\n" in title and max(len(line) for line in title.split("\n")) <= 72
+    assert title.replace("\n", " ").startswith(f"all_reduce/ring on {res.topology}")

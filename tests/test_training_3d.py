@@ -253,3 +253,17 @@ def test_algorithms_that_need_server_hosts_are_refused():
     with pytest.raises(sc.InvalidInputError, match="server hosts"):
         tr.data_parallel(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2),
                          algorithm="parameter_server")
+
+
+def test_timeline_titles_say_what_ran():
+    model = tr.gpt(2, 64, 4, 16, 128, batch=8)
+    layer = tr.tensor_parallel_layer(model, sc.topology.switch(4), tp=4)
+    assert tr.plot_timeline(layer).axes[0].get_title().startswith(
+        "one transformer block, forward and backward, over tp=4: ")
+    pipe = tr.pipeline_step(sc.topology.switch(2), stages=2, micro_batches=4, forward=1e-3,
+                            backward=2e-3, activation_bytes=8)
+    assert tr.plot_timeline(pipe).axes[0].get_title().startswith(
+        "pipeline step (2 stages, 4 micro-batches, 1f1b): ")
+    step = tr.step(model, sc.topology.switch(4), dp=2, tp=2, micro_batches=2)
+    assert tr.plot_timeline(step).axes[0].get_title().startswith(
+        "training step (dp=2, tp=2, pp=1, ZeRO 0, 2 micro-batches, 1f1b): ")

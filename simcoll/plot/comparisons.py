@@ -7,7 +7,7 @@ from typing import Any
 
 from simcoll.comparison import Comparison
 from simcoll.errors import InvalidInputError
-from simcoll.plot.style import checked_save_path, finish, format_size
+from simcoll.plot.style import checked_save_path, finish, format_size, wrapped
 
 __all__ = ["comparison"]
 
@@ -91,8 +91,9 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     lower.set_xticks(ticks, [format_size(t) for t in ticks])
     upper.tick_params(labelbottom=False)
     upper.set_title(title if title is not None else
-                    f"{found.collective} / {found.algorithm} on {found.topology}: "
-                    f"{found.geomean_error:.1%} geometric-mean time error", fontsize=9.5)
+                    wrapped(f"{found.collective} / {found.algorithm} on {found.topology}: "
+                            f"{found.geomean_error:.1%} geometric-mean time error"),
+                    fontsize=9.5)
     upper.set_ylabel("busbw (GB/s)")
     lower.set_ylabel("time sim. /\nmeasured", fontsize=8.5)
     lower.set_xlabel(f"{found.collective} size")

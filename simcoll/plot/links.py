@@ -10,7 +10,14 @@ import numpy as np
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import binned_bytes, link_loads
-from simcoll.plot.style import checked_save_path, finish, format_size, new_axes, time_unit
+from simcoll.plot.style import (
+    checked_save_path,
+    finish,
+    format_size,
+    new_axes,
+    time_unit,
+    wrapped,
+)
 from simcoll.result import Result
 from simcoll.topology.graph import Topology
 
@@ -71,7 +78,7 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
                        fontsize="small" if len(loads) > 12 else "medium")
     ax.set_xlabel(f"time ({unit})")
     fig.colorbar(mesh, ax=ax, label="fraction of link bandwidth")
-    ax.set_title(f"Link utilization: {result.collective}/{result.algorithm} on "
-                 f"{result.topology}, {format_size(result.nbytes)} per rank",
+    ax.set_title(wrapped(f"link utilization: {result.collective}/{result.algorithm} on "
+                         f"{result.topology}, {format_size(result.nbytes)} per rank"),
                  fontsize="medium")
     return finish(fig, path)

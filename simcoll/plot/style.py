@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 
-__all__ = ["lanes", "format_size", "time_unit", "format_duration", "checked_save_path", "new_axes",
-           "finish"]
+__all__ = ["lanes", "format_size", "time_unit", "format_duration", "wrapped",
+           "checked_save_path", "new_axes", "finish"]
 
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _TIME_UNITS = ((1.0, "s", 1.0), (1e-3, "ms", 1e3), (1e-6, "µs", 1e6), (0.0, "ns", 1e9))
@@ -33,6 +33,14 @@ def time_unit(largest: float) -> tuple[str, float]:
         if largest >= threshold:
             return name, factor
     return "ns", 1e9
+
+
+def wrapped(title: str, width: int = 72) -> str:
+    """``title`` broken into lines of at most ``width`` characters (each of its own lines
+    on its own), so a long machine name does not run past the figure's edges."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, width) for line in title.split("\n"))
 
 
 def format_duration(seconds: float) -> str:

@@ -19,6 +19,7 @@ from simcoll.plot.style import (
     lanes,
     new_axes,
     time_unit,
+    wrapped,
 )
 from simcoll.result import Result, RunResult, traced_events
 from simcoll.topology.graph import Topology
@@ -32,7 +33,7 @@ _COLOURS = {"send": "#1f77b4", "recv": "#ff7f0e", "reduce": "#2ca02c", "compute"
 
 
 def _shown(result: RunResult, endpoints: int, ranks: Sequence[int] | None,
-           max_ranks: int) -> list[int]:
+           max_ranks: int, active: set[int]) -> list[int]:
     if ranks is not None:
         shown = list(ranks)
         bad = [r for r in shown if isinstance(r, bool) or not isinstance(r, int)
@@ -43,8 +44,10 @@ def _shown(result: RunResult, endpoints: int, ranks: Sequence[int] | None,
         return shown
     if endpoints <= max_ranks:
         return list(range(endpoints))
-    hosts = min(endpoints - result.nranks, max_ranks // 2)
-    return list(range(max_ranks - hosts)) + list(range(result.nranks, result.nranks + hosts))
+    # Hosts and in-network devices that did something, up to half the bands; ranks fill
+    # the rest.
+    others = sorted(a for a in active if a >= result.nranks)[:max_ranks // 2]
+    return list(range(min(result.nranks, max_ranks - len(others)))) + others
 
 
 def _itself(span: tuple[float, float]) -> tuple[float, float]:
@@ -116,7 +119,11 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
         raise InvalidInputError(f"max_ranks={max_ranks!r} is not accepted; use an integer "
                                 f">= 1")
     endpoints = result.nranks + len(result.host_bytes_sent)
-    shown = _shown(result, endpoints, ranks, max_ranks)
+    if not result.time > 0:
+        raise InvalidInputError("the run took no time (one rank, or nothing to move): "
+                                "there is nothing to draw")
+    active = {e.rank for e in events} | {e.peer for e in events if e.peer is not None}
+    shown = _shown(result, endpoints, ranks, max_ranks, active)
     path = checked_save_path(save)
     spans: dict[tuple[int, str], list[tuple[float, float]]] = {}
     for e in events:
@@ -182,9 +189,10 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
                  f"{format_size(result.nbytes)} per rank: {format_duration(result.time)}")
     else:
         title = f"a program on {result.topology}: {format_duration(result.time)}"
-    if len(shown) < endpoints and ranks is None:
-        title += (f"\nshowing {len(shown)} of {endpoints} ranks"
-                  f"{' and hosts' if endpoints > result.nranks else ''}; "
-                  f"pass ranks=[...] to choose")
-    ax.set_title(title, fontsize="medium")
+    took_part = result.nranks + sum(1 for a in active if a >= result.nranks)
+    if len(shown) < took_part and ranks is None:
+        others = took_part > result.nranks
+        title += (f"\nshowing {len(shown)} of {took_part} ranks"
+                  f"{' and other endpoints that took part' if others else ''}")
+    ax.set_title(wrapped(title), fontsize="medium")
     return finish(fig, path)

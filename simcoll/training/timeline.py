@@ -20,6 +20,7 @@ from simcoll.plot.style import (
     lanes,
     new_axes,
     time_unit,
+    wrapped,
 )
 from simcoll.training.streams import Span
 
@@ -41,6 +42,29 @@ _STREAM_ORDER = ("compute", "tp", "pp", "dp", "dp_gather", "all_reduce", "reduce
 
 def _bounds(span: Span) -> tuple[float, float]:
     return span.start, span.end
+
+
+_WIDE = 200
+"""A bar wider than the run's time over this keeps its white outline on a crowded row."""
+
+
+def _what_ran(result: Any) -> str:
+    """What a training result's run was, for the title."""
+    if hasattr(result, "pp") and hasattr(result, "dp"):
+        return (f"training step (dp={result.dp}, tp={result.tp}, pp={result.pp}, ZeRO "
+                f"{result.zero_stage}, {result.micro_batches} micro-batches, "
+                f"{result.schedule})")
+    if hasattr(result, "stages"):
+        return (f"pipeline step ({result.stages} stages, {result.micro_batches} "
+                f"micro-batches, {result.schedule})")
+    if hasattr(result, "strategy"):
+        return f"data-parallel step ({result.strategy})"
+    if hasattr(result, "stage"):
+        return f"ZeRO stage {result.stage} step"
+    if hasattr(result, "tp"):
+        return (f"one transformer block, forward and backward, over tp={result.tp}"
+                f"{' with sequence parallelism' if result.sequence_parallel else ''}")
+    return "training step"
 
 
 def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks: int = 8,
@@ -97,7 +121,9 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
 
     height = 0.9 / len(streams)
     # White outlines part neighbouring bars; on crowded rows they would hide the bars.
-    outline = 0.3 if sum(s.rank in shown for s in spans) <= 300 else 0.0
+    # White outlines part neighbouring bars; on crowded rows they would hide the bars, so
+    # a row keeps them only where its bars are wide (a pipeline's micro-batches).
+    few = sum(s.rank in shown for s in spans) <= 300
     kinds: set[str] = set()
     ticks, labels = [], []
     for band, rank in enumerate(shown):
@@ -110,6 +136,8 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
                            _bounds)
             for k, lane in enumerate(packed):
                 lane_height = 0.9 * height / len(packed)
+                narrowest = min(s.end - s.start for s in lane)
+                outline = 0.3 if few or narrowest > end / _WIDE else 0.0
                 for kind in {s.kind for s in lane}:
                     kinds.add(kind)
                     ax.broken_barh([(s.start * factor, (s.end - s.start) * factor)
@@ -134,8 +162,8 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               fontsize="small")
     if title is None:
-        title = f"training step: {format_duration(end)}"
+        title = f"{_what_ran(result)}: {format_duration(end)}"
         if len(shown) < len(active) and ranks is None:
             title += f" (showing {len(shown)} of {len(active)} GPUs)"
-    ax.set_title(title, fontsize="medium")
+    ax.set_title(wrapped(title), fontsize="medium")
     return finish(fig, path)
