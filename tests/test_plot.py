@@ -701,10 +701,11 @@ def test_a_timeline_leaves_out_devices_that_did_nothing_and_refuses_an_empty_run
 
 
 def test_a_long_machine_name_wraps_the_title_instead_of_running_off_the_figure():
-    topo = sc.Topology("two test nodes of one GPU each, joined by one 400 Gb/s rail per GPU")
+    topo = sc.Topology("two test nodes of one GPU each, joined by one 400 Gb/s rail per GPU, "
+                       "in a rack of the second row")
     a, b = topo.add_gpu(), topo.add_gpu()
     topo.add_link(a, b, bandwidth=50 * sc.GB, latency=1 * sc.us)
     res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 16, trace=True)
     title = timeline(res, topo).axes[0].get_title()
-    assert "\n" in title and max(len(line) for line in title.split("\n")) <= 72
+    assert "\n" in title and max(len(line) for line in title.split("\n")) <= 88
     assert title.replace("\n", " ").startswith(f"all_reduce/ring on {res.topology}")

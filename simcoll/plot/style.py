@@ -35,7 +35,7 @@ def time_unit(largest: float) -> tuple[str, float]:
     return "ns", 1e9
 
 
-def wrapped(title: str, width: int = 72) -> str:
+def wrapped(title: str, width: int = 88) -> str:
     """``title`` broken into lines of at most ``width`` characters (each of its own lines
     on its own), so a long machine name does not run past the figure's edges."""
     import textwrap
