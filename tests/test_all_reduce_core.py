@@ -219,3 +219,18 @@ def test_outputs_are_writeable_and_independent_of_inputs_and_each_other():
     res.outputs[1][:] = 1
     np.testing.assert_array_equal(res.outputs[2], data[1])
     assert not np.shares_memory(res.outputs[1], data[1])
+
+
+@pytest.mark.parametrize("p", [3, 4, 5])
+def test_naive_gives_every_rank_the_rank_order_sum_bit_for_bit(p):
+    # (x0 + x1) + x2 ... in float64 where the order matters: 1e16 + 1 rounds back to
+    # 1e16. Rank 2 summed x1 + (x0 + x2) = 1 while the others got 0, and the check's
+    # rounding bound took both.
+    data = [np.array([1e16]), np.array([1.0]), np.array([-1e16])]
+    data += [np.array([0.5 * k]) for k in range(3, p)]
+    expected = data[0].copy()
+    for x in data[1:]:
+        expected = expected + x
+    res = sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="naive", data=data)
+    for out in res.outputs:
+        assert out.tobytes() == expected.tobytes()

@@ -43,10 +43,9 @@ def naive_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferProgram:
     for peer in range(p):
         if peer != r:
             comm.send(x, dst=peer)
-    acc = x
-    for peer in range(p):
-        if peer == r:
-            continue
-        got = yield comm.recv(src=peer)
-        acc = yield (comm.reduce(got, acc, op) if peer < r else comm.reduce(acc, got, op))
+    # ((x_0 op x_1) op x_2) ... on every rank, this rank's own x in its place.
+    acc = x if r == 0 else (yield comm.recv(src=0))
+    for peer in range(1, p):
+        got = x if peer == r else (yield comm.recv(src=peer))
+        acc = yield comm.reduce(acc, got, op)
     return acc
