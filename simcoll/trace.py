@@ -49,7 +49,7 @@ def endpoint_label(result: RunResult, pid: int, topology: Topology | None) -> st
     return f"in-network device {topology.endpoint_name(pid)}"
 
 
-def _names(result: Result, endpoints: int, topology: Topology | None
+def _names(result: RunResult, endpoints: int, topology: Topology | None
            ) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for pid in range(endpoints):
@@ -64,7 +64,7 @@ def _names(result: Result, endpoints: int, topology: Topology | None
     return events
 
 
-def _counters(result: Result, topology: Topology, pid: int) -> list[dict[str, Any]]:
+def _counters(result: RunResult, topology: Topology, pid: int) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "links"}},
         {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}]
@@ -101,7 +101,7 @@ def _critical(path: CriticalPath, topology: Topology | None, pid: int
     return events
 
 
-def to_chrome(result: Result, topology: Topology | None = None,
+def to_chrome(result: RunResult, topology: Topology | None = None,
               path: CriticalPath | None = None) -> dict[str, Any]:
     """The Chrome trace-event JSON object of a traced result.
 
@@ -141,13 +141,14 @@ def to_chrome(result: Result, topology: Topology | None = None,
             events.append({"ph": "X", "cat": e.kind, "name": e.kind, "pid": e.rank,
                            "tid": tid, "ts": start, "dur": end - start,
                            "args": {"bytes": e.nbytes}})
+    what = ({"collective": result.collective, "algorithm": result.algorithm,
+             "nbytes": result.nbytes} if isinstance(result, Result) else {"program": True})
     return {"traceEvents": events + counters, "displayTimeUnit": "ns",
-            "otherData": {"collective": result.collective, "algorithm": result.algorithm,
-                          "topology": result.topology, "nranks": result.nranks,
-                          "nbytes": result.nbytes, "time_s": result.time}}
+            "otherData": {**what, "topology": result.topology, "nranks": result.nranks,
+                          "time_s": result.time}}
 
 
-def save_chrome(result: Result, path: str | os.PathLike,
+def save_chrome(result: RunResult, path: str | os.PathLike,
                 topology: Topology | None = None,
                 critical: CriticalPath | None = None) -> None:
     """Write :func:`to_chrome` to ``path`` (via a temporary file, then renamed);

@@ -204,3 +204,21 @@ def test_a_lone_message_counts_its_rate_on_each_link_of_its_route_after_its_late
     assert sorted(tracks) == ["gpu0->switch", "switch->gpu2"]
     with pytest.raises(sc.InvalidInputError, match="not the one the result ran on"):
         to_chrome(res, sc.topology.switch(4))
+
+
+def test_a_rank_programs_run_exports_to_chrome_too(tmp_path):
+    # It raised AttributeError: a RunResult has no collective.
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(np.ones(4), 1)
+        else:
+            yield comm.recv(0)
+
+    res = sc.run_program(sc.topology.switch(2), program, trace=True)
+    path = tmp_path / "program.json"
+    save_chrome(res, path)
+    data = json.loads(path.read_text())
+    assert data["otherData"] == {"program": True, "topology": "switch(2)", "nranks": 2,
+                                 "time_s": res.time}
+    sends = [e for e in data["traceEvents"] if e.get("ph") == "b"]
+    assert len(sends) == 1 and sends[0]["args"]["bytes"] == 32
