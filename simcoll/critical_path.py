@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
 from simcoll.result import RunResult, traced_events
 from simcoll.runtime import TraceEvent
@@ -181,7 +182,13 @@ class CriticalPath:
     def summary(self, topology: Topology | None = None, links: int = 5) -> str:
         """The path in a few lines: its seconds by kind (for reductions, compute and
         waits, with the endpoint that spent the most of them), then (given the topology)
-        the links its transfers were limited by, at most ``links`` of them."""
+        the links its transfers were limited by, at most ``links`` of them.
+
+        Raises:
+            InvalidInputError: another topology than the run's, or ``links`` not a count
+                >= 0.
+        """
+        links = integer(links, "links", minimum=0)
         if topology is not None:
             self._check(topology)
         totals = self.totals()

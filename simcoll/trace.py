@@ -25,6 +25,7 @@ import os
 from typing import Any
 
 from simcoll.critical_path import CriticalPath, critical_path, narrowest_link
+from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 from simcoll.link_load import link_loads, rate_steps
 from simcoll.result import Result, RunResult, traced_events
@@ -112,10 +113,15 @@ def to_chrome(result: RunResult, topology: Topology | None = None,
         path: the result's critical path, where it was found already (else it is).
 
     Raises:
-        InvalidInputError: the result was simulated without ``trace=True``, or
-            ``topology`` is not the one it ran on.
+        InvalidInputError: the result was simulated without ``trace=True``,
+            ``topology`` is not the one it ran on, or ``path`` is not the critical path
+            of this run.
     """
     trace = traced_events(result)
+    if path is not None and (not isinstance(path, CriticalPath) or path.time != result.time
+                             or path.nranks != result.nranks):
+        raise InvalidInputError(f"path={path!r:.60} is not the critical path of this run; "
+                                f"give sc.critical_path(result) or None")
     endpoints = max([result.nranks + len(result.host_bytes_sent)]
                     + [max(e.rank, e.peer or 0) + 1 for e in trace])
     counters = _counters(result, topology, endpoints) if topology is not None else []

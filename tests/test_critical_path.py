@@ -428,3 +428,19 @@ def test_the_path_as_json_from_python_and_from_the_command_line(tmp_path, capsys
     assert printed["collective"] == "all_reduce" and printed["trace"].endswith("t.json")
     assert sum(printed["critical_path"]["totals"].values()) == pytest.approx(
         printed["time"], rel=1e-12)
+
+
+def test_a_summary_takes_a_count_of_links_and_an_export_its_own_runs_path():
+    from simcoll.trace import to_chrome
+
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
+                      trace=True)
+    other = sc.simulate(sc.topology.ring(3), "all_reduce", algorithm="ring", nbytes=48,
+                        trace=True)
+    for links in ("a", -1, 1.5):
+        with pytest.raises(sc.InvalidInputError, match=f"links={links!r} is not accepted"):
+            sc.critical_path(res).summary(links=links)
+    for path in ("x", sc.critical_path(other)):
+        with pytest.raises(sc.InvalidInputError, match="is not the critical path of this run"):
+            to_chrome(res, path=path)
+    assert to_chrome(res, path=sc.critical_path(res)) == to_chrome(res)

@@ -575,3 +575,19 @@ def test_random_shapes_train_like_one_process(widths, layers, replicas, per_repl
     else:
         run = tensor_parallel(topo, job, tp=2, algorithm=algorithm)
     assert_matches_reference(run, train_reference(job), job)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda m: TrainingJob(m, m.init(0), [Batch(np.zeros((0, 4)), np.zeros((0, 2)))],
+                           SGD(0.1)), "batches\\[0\\] has no sample"),
+    (lambda m: TrainingJob(m, m.init(0), [Batch([[0.0] * 4] * 2, np.zeros((2, 2)))],
+                           SGD(0.1)), "holds list inputs and ndarray targets"),
+    (lambda m: m.init(-1), "seed=-1 is not accepted"),
+    (lambda m: TrainingJob.synthetic(m, batch=2, steps=1, optimizer=SGD(0.1), seed=1.5),
+     "seed=1.5 is not accepted"),
+])
+def test_jobs_that_cannot_train_are_refused_by_name(make, match):
+    # An empty batch divided by zero inside every strategy; the others raised numpy's or
+    # Python's own errors.
+    with pytest.raises(sc.InvalidInputError, match=match):
+        make(MLP((4, 2)))

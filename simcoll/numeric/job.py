@@ -59,7 +59,7 @@ def synthetic_batches(model: MLP, *, batch: int, steps: int, seed: int = 0) -> t
     """
     batch = integer(batch, "batch", minimum=1, what="samples per step")
     steps = integer(steps, "steps", minimum=1)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(integer(seed, "seed", minimum=0))
     n_in, n_out = model.sizes[0], model.sizes[-1]
     teacher = rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)
     out = []
@@ -101,7 +101,12 @@ class TrainingJob:
     @classmethod
     def synthetic(cls, model: MLP, *, batch: int, steps: int, optimizer: Optimizer,
                   seed: int = 0) -> TrainingJob:
-        """A job on :func:`synthetic_batches`, starting from ``model.init(seed)``."""
+        """A job on :func:`synthetic_batches`, starting from ``model.init(seed)``.
+
+        Raises:
+            InvalidInputError: a seed that is not an integer >= 0, or bad sizes.
+        """
+        seed = integer(seed, "seed", minimum=0)
         return cls(model, model.init(seed), synthetic_batches(model, batch=batch, steps=steps,
                                                               seed=seed + 1), optimizer)
 
@@ -135,7 +140,14 @@ class TrainingJob:
                 or not all(isinstance(b, Batch) for b in batches):
             raise InvalidInputError(f"batches must be a non-empty sequence of "
                                     f"simcoll.numeric.Batch, one per step; got {batches!r:.80}")
+        for step, b in enumerate(batches):
+            if not isinstance(b.x, np.ndarray) or not isinstance(b.target, np.ndarray):
+                raise InvalidInputError(f"batches[{step}] holds {type(b.x).__name__} inputs "
+                                        f"and {type(b.target).__name__} targets; give numpy "
+                                        f"arrays")
         samples = batches[0].samples
+        if samples < 1:
+            raise InvalidInputError("batches[0] has no sample; a step needs at least one")
         n_in, n_out = self.model.sizes[0], self.model.sizes[-1]
         target_shape = (samples, n_out) if self.model.loss == "mse" else (samples,)
         for step, b in enumerate(batches):

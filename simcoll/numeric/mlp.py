@@ -101,8 +101,11 @@ class MLP:
         """Parameters drawn as ``torch.nn.Linear`` draws them: U(-k, k), k = 1/sqrt(fan_in).
 
         Returns read-only arrays, so no strategy can change the starting point of another.
+
+        Raises:
+            InvalidInputError: a seed that is not an integer >= 0.
         """
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(integer(seed, "seed", minimum=0))
         shapes = self.shapes()
         params: Params = {}
         for layer in range(self.layers):
