@@ -8,7 +8,11 @@ move its wire bytes (the payload, or a protocol's framing of it: what the links 
 that instant to its arrival, on every directed link of its route. That is exact for a
 message alone on its links (the flow model drains it at one rate), and an approximation
 under contention (the flow model re-shares bandwidth whenever a flow starts or ends).
-Either way a link's rate integrates to exactly the bytes it carried.
+Either way a link's rate integrates to exactly the bytes it carried, with two exceptions
+the trace cannot tell: a route is the topology's, so a message moved around a failed
+link (``Faults``) is drawn on the link it avoided; and a multicast is one message per
+destination here, so a link its routes share is drawn carrying its bytes once per
+destination.
 
 Used by the Chrome export's counter tracks and by ``simcoll.plot.link_utilization``.
 """
