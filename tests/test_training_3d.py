@@ -267,3 +267,14 @@ def test_timeline_titles_say_what_ran():
     step = tr.step(model, sc.topology.switch(4), dp=2, tp=2, micro_batches=2)
     assert tr.plot_timeline(step).axes[0].get_title().startswith(
         "training step (dp=2, tp=2, pp=1, ZeRO 0, 2 micro-batches, 1f1b): ")
+
+
+def test_a_crowded_timeline_names_each_gpu_once():
+    # 64 GPUs x 2 streams: 128 row labels touched each other.
+    model = tr.gpt(2, 64, 4, 16, 128, batch=64)
+    res = tr.data_parallel(model, sc.topology.switch(64))
+    labels = [t.get_text() for t in
+              tr.plot_timeline(res, max_ranks=64).axes[0].get_yticklabels()]
+    assert labels == [f"GPU {r}" for r in range(64)]
+    few = [t.get_text() for t in tr.plot_timeline(res, max_ranks=2).axes[0].get_yticklabels()]
+    assert few == ["GPU 0 compute", "DP", "GPU 1 compute", "DP"]

@@ -44,6 +44,9 @@ def _bounds(span: Span) -> tuple[float, float]:
     return span.start, span.end
 
 
+_CROWDED = 40
+"""More rows than this and each band names only its GPU (its streams are told by their
+colours)."""
 _WIDE = 200
 """A bar wider than the run's time over this keeps its white outline on a crowded row."""
 
@@ -120,18 +123,22 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     from matplotlib.patches import Patch
 
     height = 0.9 / len(streams)
-    # White outlines part neighbouring bars; on crowded rows they would hide the bars.
     # White outlines part neighbouring bars; on crowded rows they would hide the bars, so
     # a row keeps them only where its bars are wide (a pipeline's micro-batches).
     few = sum(s.rank in shown for s in spans) <= 300
     kinds: set[str] = set()
     ticks, labels = [], []
+    crowded = rows > _CROWDED
     for band, rank in enumerate(shown):
+        if crowded:  # too many rows to name each: a band names its GPU (colours, streams)
+            ticks.append(band)
+            labels.append(f"GPU {rank}")
         for j, stream in enumerate(streams):
             top = band - 0.45 + j * height
-            ticks.append(top + height / 2)
-            labels.append(f"GPU {rank} {_STREAM_NAMES.get(stream, stream)}" if j == 0
-                          else _STREAM_NAMES.get(stream, stream))
+            if not crowded:
+                ticks.append(top + height / 2)
+                name = _STREAM_NAMES.get(stream, stream)
+                labels.append(f"GPU {rank} {name}" if j == 0 else name)
             packed = lanes([s for s in spans if s.rank == rank and s.stream == stream],
                            _bounds)
             for k, lane in enumerate(packed):
