@@ -127,7 +127,8 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     # a row keeps them only where its bars are wide (a pipeline's micro-batches).
     few = sum(s.rank in shown for s in spans) <= 300
     kinds: set[str] = set()
-    ticks, labels = [], []
+    ticks: list[float] = []
+    labels: list[str] = []
     crowded = rows > _CROWDED
     for band, rank in enumerate(shown):
         if crowded:  # too many rows to name each: a band names its GPU (colours, streams)
