@@ -709,3 +709,19 @@ def test_a_long_machine_name_wraps_the_title_instead_of_running_off_the_figure()
     title = timeline(res, topo).axes[0].get_title()
     assert "\n" in title and max(len(line) for line in title.split("\n")) <= 88
     assert title.replace("\n", " ").startswith(f"all_reduce/ring on {res.topology}")
+
+
+def test_link_rows_are_grouped_by_kind_and_each_group_names_its_kind():
+    # On 64 GPUs every 4th row was labelled from the first: a NIC's bright row sat beside
+    # an NVSwitch label.
+    topo = sc.topology.dgx_h100(2)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 20, trace=True)
+    ax = link_utilization(res, topo).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    kinds = [topo.links[topo.link_index(*label.split(" ")[0].split("->"))].kind
+             for label in labels]
+    assert kinds == sorted(kinds, key=kinds.index)   # each kind's rows together
+    firsts = [i for i in range(len(kinds)) if i == 0 or kinds[i] != kinds[i - 1]]
+    assert len(firsts) == len(set(kinds)) > 1
+    assert all(labels[i].endswith(f" ({kinds[i]})") for i in firsts)
+    assert not any(label.endswith(")") for i, label in enumerate(labels) if i not in firsts)

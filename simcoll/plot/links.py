@@ -40,7 +40,9 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
     (one bottlenecked by a link shows 1.0 in every bin its transfer fills), and an
     approximation under contention. Each row's bytes add up to the link's total traffic
     (``Result.link_bytes``, protocol framing included). Only links that carried bytes
-    get a row; colours are clipped to 0..1.
+    get a row, grouped by link kind where there are several (white lines between the
+    groups; a group's first label names its kind, and on large machines every group
+    labels every k-th of its rows from its first); colours are clipped to 0..1.
 
     Args:
         result: a result of ``simulate(..., trace=True)``.
@@ -60,6 +62,11 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
                    what="time bins; a figure shows fewer columns than that")
     path = checked_save_path(save)
     loads = link_loads(result, topology)
+    # Rows by link kind (NVLink, PCIe, network ...), each kind in the topology's order,
+    # so the rows a label stands for are of its kind.
+    kinds = [topology.links[topology.link_index(*load.link)].kind for load in loads]
+    order = sorted(range(len(loads)), key=lambda i: (kinds.index(kinds[i]), i))
+    loads, kinds = [loads[i] for i in order], [kinds[i] for i in order]
     if not loads or not result.time > 0:
         raise InvalidInputError("no message in this trace moved bytes over a link; "
                                 "nothing to draw")
@@ -73,9 +80,16 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
                          vmin=0.0, vmax=1.0, cmap="viridis", shading="flat")
     ax.set_ylim(len(loads), 0)
     every = max(1, -(-len(loads) // 40))
-    ax.set_yticks(np.arange(0, len(loads), every) + 0.5)
-    ax.set_yticklabels([load.name for load in loads[::every]],
+    starts = [i for i in range(len(loads)) if i == 0 or kinds[i] != kinds[i - 1]]
+    shown = sorted({i for start, end in zip(starts, starts[1:] + [len(loads)])
+                    for i in range(start, end, every)})
+    ax.set_yticks(np.array(shown) + 0.5)
+    named = starts if len(starts) > 1 else []  # one kind: nothing to tell apart
+    ax.set_yticklabels([f"{loads[i].name} ({kinds[i]})" if i in named else loads[i].name
+                        for i in shown],
                        fontsize="small" if len(loads) > 12 else "medium")
+    for start in starts[1:]:
+        ax.axhline(start, color="white", linewidth=1.2)
     ax.set_xlabel(f"time ({unit})")
     fig.colorbar(mesh, ax=ax, label="fraction of link bandwidth")
     ax.set_title(wrapped(f"link utilization: {result.collective}/{result.algorithm} on "
