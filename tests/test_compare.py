@@ -472,6 +472,16 @@ def test_plot_of_one_size_shows_its_points():
                                                      lower.get_lines()[0]))
     assert list(lower.get_xticks()) == [3000]      # no power of 2 among the sizes
     plt.close(fig)
+    two = NcclTestsTable((row(1024, 20e-6, line=1), row(1 << 26, 900e-6, line=2)),
+                         "all_reduce", P)
+    fig = sc.plot.comparison(sc.compare(machine(), two))
+    upper, lower = fig.axes
+    measured, simulated = upper.get_lines()[:2]
+    # Nothing was simulated between 1 KiB and 64 MiB: the points are joined dotted; the
+    # measured ones are drawn over the simulated ones.
+    assert simulated.get_linestyle() == ":" and lower.get_lines()[0].get_linestyle() == ":"
+    assert measured.get_zorder() > simulated.get_zorder()
+    plt.close(fig)
 
 
 def test_to_pandas_has_a_row_per_size():

@@ -51,14 +51,17 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     sizes, factor = found.sizes, found.busbw_factor
     measured = [n * factor / t / 1e9 for n, t in zip(sizes, found.measured)]
     simulated = [n * factor / t / 1e9 for n, t in zip(sizes, found.simulated)]
+    # Measured points on top, so a simulated marker at the same place cannot hide them.
     upper.plot(sizes, measured, marker="o", linestyle="", color="black", markersize=3.5,
-               label="measured (nccl-tests)")
-    few = dict(marker="s", markersize=4) if len(sizes) < 3 else {}  # a line needs two
-    upper.plot(sizes, simulated, linestyle="-", color="#4f81bd", linewidth=1.8,
+               label="measured (nccl-tests)", zorder=3)
+    # Two points mark each size and join them dotted: nothing between them was simulated.
+    few = dict(marker="s", markersize=4, linestyle=":") if len(sizes) < 3 else \
+        dict(linestyle="-")
+    upper.plot(sizes, simulated, color="#4f81bd", linewidth=1.8,
                label=f'simcoll, algorithm="{found.algorithm}"', **few)
     ratios = [s / m for s, m in zip(found.simulated, found.measured)]
-    lower.plot(sizes, ratios, linestyle="-", color="#4f81bd", linewidth=1.8, **few)
-    lower.axhspan(0.9, 1.1, color="#9bbb59", alpha=0.25, linewidth=0)
+    lower.plot(sizes, ratios, color="#4f81bd", linewidth=1.8, **few)
+    lower.axhspan(0.9, 1.1, color="#9bbb59", alpha=0.4, linewidth=0)
     lower.axhline(1.0, color="black", linewidth=0.6)
     lower.text(0.99, 0.96, "band: within 10%", transform=lower.transAxes, ha="right",
                va="top", fontsize=7.5, color="0.35")
