@@ -64,6 +64,8 @@ class Segment:
             rest is the delay its sender asked for.
         tag: a message's tag.
         via: the devices a message's route was bound to pass, if any.
+        links: a transfer's directed links, as the network routed it
+            (``TraceEvent.links``), where the trace has them.
     """
 
     kind: str
@@ -76,6 +78,7 @@ class Segment:
     route_latency: float = 0.0
     tag: Any = None
     via: Any = None
+    links: tuple[int, ...] | None = None
 
     @property
     def duration(self) -> float:
@@ -227,8 +230,9 @@ def narrowest_link(topology: Topology, segment: Segment) -> str:
     (``"gpu0->switch"``; the first of several as narrow)."""
     if segment.peer is None:
         raise InvalidInputError(f"a {segment.kind} segment crosses no route")
-    route = topology.route(segment.endpoint, segment.peer, via=segment.via)
-    index = min(route.links, key=topology.bandwidth_of)
+    links = segment.links or topology.route(segment.endpoint, segment.peer,
+                                            via=segment.via).links
+    index = min(links, key=topology.bandwidth_of)
     a, b = topology.directed_link(index)
     return f"{a}->{b}"
 
@@ -342,7 +346,7 @@ def critical_path(result: RunResult) -> CriticalPath:
             wire = e.nbytes if e.wire_bytes is None else e.wire_bytes
             if moving < e.end:
                 segments.append(Segment("transfer", e.rank, e.peer, moving, e.end, e.nbytes,
-                                        wire, tag=e.tag, via=e.via))
+                                        wire, tag=e.tag, via=e.via, links=e.links))
             if e.queued:
                 current = _ahead(index, current, moving)
                 ahead = trace[current].end

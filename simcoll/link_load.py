@@ -8,11 +8,10 @@ move its wire bytes (the payload, or a protocol's framing of it: what the links 
 that instant to its arrival, on every directed link of its route. That is exact for a
 message alone on its links (the flow model drains it at one rate), and an approximation
 under contention (the flow model re-shares bandwidth whenever a flow starts or ends).
-Either way a link's rate integrates to exactly the bytes it carried, with two exceptions
-the trace cannot tell: a route is the topology's, so a message moved around a failed
-link (``Faults``) is drawn on the link it avoided; and a multicast is one message per
-destination here, so a link its routes share is drawn carrying its bytes once per
-destination.
+Each message is drawn on the links the network handed it to (``TraceEvent.links``:
+around failed links, a multicast's tree once), so a link's rate integrates to exactly
+the bytes it carried, except for a message in flight when a link on its route failed:
+it is drawn on its first route, where the network moved its remaining bytes around.
 
 Used by the Chrome export's counter tracks and by ``simcoll.plot.link_utilization``.
 """
@@ -93,7 +92,9 @@ def link_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
         if wire == 0 or e.end <= start:
             continue
         rate = wire / (e.end - start)
-        for index in topology.route(e.rank, e.peer, via=e.via).links:
+        route = e.links if e.links is not None else \
+            topology.route(e.rank, e.peer, via=e.via).links
+        for index in route:
             spans.setdefault(index, []).append((start, e.end, rate))
     bandwidths = topology.directed_bandwidths()
     loads = []

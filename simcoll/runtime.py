@@ -44,7 +44,11 @@ class TraceEvent:
     ``queued``, the wait for the message ahead of it on its connection (an ordered
     message, :meth:`simcoll.comm.Comm.send`), whose arrival is ``moving``; after it,
     ``wire_bytes`` crossing the route (the payload, or a protocol's framing of it).
-    ``moving`` is None for reductions and compute spans.
+    ``moving`` is None for reductions and compute spans. ``links``: the directed links
+    its bytes were handed to, as the network routed it then (around failed links); a
+    multicast's tree on its first destination's event and ``()`` on the others, as each
+    byte crosses each link of the tree once; None where the run was timed without the
+    network (:mod:`simcoll.lone_flows`).
     """
 
     kind: str
@@ -59,6 +63,7 @@ class TraceEvent:
     latency: float = 0.0
     queued: bool = False
     wire_bytes: int | None = None
+    links: tuple[int, ...] | None = None
 
 
 class Joint(Event):
@@ -413,12 +418,13 @@ class Runtime:
 class _Sent:
     """What a traced message was sent with, until it arrives."""
 
-    __slots__ = ("start", "nbytes", "via", "wire", "latency", "moving", "queued")
+    __slots__ = ("start", "nbytes", "via", "wire", "latency", "moving", "queued", "links")
 
     def __init__(self, start: float, nbytes: int, via: Via | None, wire: int,
-                 latency: float, moving: float | None) -> None:
+                 latency: float, moving: float | None, links: tuple[int, ...]) -> None:
         self.start, self.nbytes, self.via, self.wire = start, nbytes, via, wire
         self.latency, self.moving, self.queued = latency, moving, False
+        self.links = links
 
 
 class TracingRuntime(Runtime):
@@ -461,10 +467,10 @@ class TracingRuntime(Runtime):
         message = super().post_send(key, payload, nbytes, src, dst, tag, sender, delay,
                                     wire_bytes, ordered, via)
         if not message.arrived:  # an empty message on a zero-latency route already has
-            latency = self.network.route(src, dst, via)[1]
+            links, latency, _ = self.network.route(src, dst, via)
             self._sent[message] = _Sent(
                 start, nbytes, via, nbytes if wire_bytes is None else wire_bytes, latency,
-                None if behind else self._moving(start, latency, delay))
+                None if behind else self._moving(start, latency, delay), links)
         return message
 
     def _arrive_in_order(self, token: tuple[tuple, Message]) -> None:
@@ -474,21 +480,24 @@ class TracingRuntime(Runtime):
     def _next_in_order(self, key: tuple, queued: tuple[Message, int, float, int | None,
                                                       Via | None]) -> None:
         after, ready, via = queued[0], queued[2], queued[4]
-        records = self._handing([after], self.network.route(after.src, after.dst, via)[1],
+        records = self._handing([after], self.network.route(after.src, after.dst, via),
                                 ready)
         super()._next_in_order(key, queued)
         self._drew(records)
 
-    def _handing(self, messages: list[Message], latency: float, ready: float
-                 ) -> list[_Sent]:
+    def _handing(self, messages: list[Message],
+                 route: tuple[tuple[int, ...], float, float], ready: float) -> list[_Sent]:
         """Ordered ``messages`` are about to be handed to the network, the one ahead
-        having arrived: their bytes move after what is left of their latency, counted
-        from ``ready`` (when they were sent, plus their delay), or at once (``queued``).
-        Returns their records, for the jitter the network is about to draw."""
+        having arrived, onto ``route`` (links, latency, bandwidth) as it stands now: their
+        bytes move after what is left of their latency, counted from ``ready`` (when
+        they were sent, plus their delay), or at once (``queued``). Returns their
+        records, for the jitter the network is about to draw."""
         now = self.env._now
+        links, latency, _ = route
         wait = max(ready + latency - now, 0.0)
         records = [r for r in map(self._sent.get, messages) if r is not None]
-        for record in records:
+        for k, record in enumerate(records):
+            record.links = links if k == 0 else ()
             record.latency = latency
             record.moving = now + (latency + (wait - latency))
             record.queued = ready + latency < now
@@ -512,12 +521,12 @@ class TracingRuntime(Runtime):
         self._watch_jitter()
         messages = super().post_multicast(keys, payload, nbytes, src, dsts, tag, sender,
                                           delay, ordered, via)
-        latency = self.network.route(src, dsts, via)[1]
+        links, latency, _ = self.network.route(src, dsts, via)
         moving = None if behind else self._moving(start, latency, delay)
         for k, message in enumerate(messages):
             if not message.arrived:
                 self._sent[message] = _Sent(start, nbytes, None if via is None else via[k],
-                                            nbytes, latency, moving)
+                                            nbytes, latency, moving, links if k == 0 else ())
         return messages
 
     def _multicast_in_order(self, token: tuple[tuple, list[Message]]) -> None:
@@ -528,7 +537,7 @@ class TracingRuntime(Runtime):
     def _next_multicast_in_order(self, key: tuple, queued: tuple[
             list[Message], int, float, MulticastVia | None]) -> None:
         after, ready, via = queued[0], queued[2], queued[3]
-        records = self._handing(after, self.network.route(key[1], key[2], via)[1], ready)
+        records = self._handing(after, self.network.route(key[1], key[2], via), ready)
         super()._next_multicast_in_order(key, queued)
         self._drew(records)
 
@@ -555,7 +564,7 @@ class TracingRuntime(Runtime):
             moving = now if record.moving is None else min(record.moving, now)
             event = TraceEvent("message", message.src, message.dst, message.tag,
                                record.nbytes, record.start, now, record.via, moving,
-                               record.latency, record.queued, record.wire)
+                               record.latency, record.queued, record.wire, record.links)
         self.events.append(event)
 
     def reduce_delay(self, endpoint: int, nbytes: int) -> float:

@@ -725,3 +725,44 @@ def test_link_rows_are_grouped_by_kind_and_each_group_names_its_kind():
     assert len(firsts) == len(set(kinds)) > 1
     assert all(labels[i].endswith(f" ({kinds[i]})") for i in firsts)
     assert not any(label.endswith(")") for i, label in enumerate(labels) if i not in firsts)
+
+
+def _carried(loads):
+    """Each link's bytes as its drawn rates integrate them."""
+    return {load.name: float((load.ends - load.starts) @ load.rates) for load in loads}
+
+
+def test_link_loads_follow_the_route_the_network_took():
+    from simcoll.link_load import link_loads
+
+    # A multicast's tree carries each byte once: the links its routes share were drawn
+    # carrying them once per destination.
+    topo = sc.topology.cluster(2, 2)
+
+    def multicast(comm):
+        if comm.rank == 0:
+            yield comm.multicast(np.zeros(1000), [2, 3])
+        elif comm.rank in (2, 3):
+            yield comm.recv(0)
+
+    res = sc.run_program(topo, multicast, trace=True)
+    expected = {f"{u}->{v}": b for (u, v), b in res.link_bytes.items() if b}
+    assert _carried(link_loads(res, topo)) == pytest.approx(expected, rel=1e-12)
+    assert expected["node0->network"] == 8000     # once, for both destinations
+
+    # A link failed before the send: the message went round the ring, and is drawn there.
+    ring = sc.topology.ring(4, bandwidth=1e9, latency=1e-6)
+
+    def late_send(comm):
+        if comm.rank == 0:
+            yield comm.sleep(1e-3)
+            yield comm.send(np.zeros(125_000), 1)
+        elif comm.rank == 1:
+            yield comm.recv(0)
+
+    res = sc.run_program(ring, late_send, trace=True,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.0)]))
+    assert _carried(link_loads(res, ring)) == pytest.approx(
+        {"gpu0->gpu3": 1e6, "gpu3->gpu2": 1e6, "gpu2->gpu1": 1e6}, rel=1e-12)
+    path = sc.critical_path(res)
+    assert set(path.by_link(ring)) <= {"gpu0->gpu3", "gpu3->gpu2", "gpu2->gpu1"}
