@@ -82,16 +82,18 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     ratio_ticks = [t for t in RATIO_TICKS if low <= t <= high]
     lower.set_yticks(ratio_ticks, [f"{t:g}" for t in ratio_ticks])
     lower.minorticks_off()
-    # powers of 2 every 1, 2, 5 or 10 octaves (32 B, 1 KiB, 32 KiB, ...): at most 6; the
-    # sizes themselves where no power of 2 falls among them
+    # powers of 2 every 1, 2 or 10 octaves (1 KiB, 1 MiB, 1 GiB; never 32 B next to
+    # 1 KiB): at most 6; the sizes themselves where no power of 2 falls among them
     ticks: list[int] = []
-    for step in (1, 2, 5, 10):
+    for step in (1, 2, 10, 20):
         ticks = [2**j for j in range(0, 64, step) if min(sizes) <= 2**j <= max(sizes)]
         if len(ticks) <= 6:
             break
     distinct = sorted(set(sizes))
     ticks = ticks or distinct[:: max(1, len(distinct) // 6)]
     lower.set_xticks(ticks, [format_size(t) for t in ticks])
+    octaves = [2**j for j in range(0, 64) if min(sizes) <= 2**j <= max(sizes)]
+    lower.set_xticks(octaves, [""] * len(octaves), minor=True)  # every octave, unlabelled
     upper.tick_params(labelbottom=False)
     upper.set_title(title if title is not None else
                     wrapped(f"{found.collective} / {found.algorithm} on {found.topology}: "

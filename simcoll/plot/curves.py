@@ -126,16 +126,23 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
 
 def _ticks(values: list[float]) -> list[float]:
     """The data's own x values if few, else powers of two over their range, every 2nd,
-    5th or 10th power (so sizes land on 1 KiB, 1 MiB, 1 GiB), at most 10 of them."""
+    10th or 20th power (so sizes land on 1 KiB, 1 MiB, 1 GiB, never 32 B next to 1 KiB),
+    at most 10 of them."""
     distinct = sorted(set(values))
     if len(distinct) <= 12:
         return distinct
     lo, hi = math.ceil(math.log2(distinct[0])), math.floor(math.log2(distinct[-1]))
-    for step in (1, 2, 5, 10, 20):
+    for step in (1, 2, 10, 20):
         exponents = [e for e in range(lo, hi + 1) if e % step == 0]
         if len(exponents) <= 10:
             break
     return [2.0 ** e for e in exponents]
+
+
+def _octaves(values: list[float]) -> list[float]:
+    """Every power of two over the values' range: the unlabelled minor ticks."""
+    return [2.0 ** e for e in range(math.ceil(math.log2(min(values))),
+                                     math.floor(math.log2(max(values))) + 1)]
 
 
 def _style_axes(ax: Any, x: str, y: str, xs: list[float], y_label: str,
@@ -145,7 +152,7 @@ def _style_axes(ax: Any, x: str, y: str, xs: list[float], y_label: str,
         FuncFormatter,
         LogFormatter,
         LogLocator,
-        NullLocator,
+        NullFormatter,
     )
 
     class MinorLabels(LogFormatter):
@@ -158,7 +165,8 @@ def _style_axes(ax: Any, x: str, y: str, xs: list[float], y_label: str,
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_locator(FixedLocator(_ticks(xs)))
-    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_locator(FixedLocator(_octaves(xs)))  # unlabelled
+    ax.xaxis.set_minor_formatter(NullFormatter())
     if x == "nbytes":
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
         ax.set_xlabel("size per rank")
