@@ -552,18 +552,19 @@ class Comm:
         members = None if self._members is None else self._members[:self.size]
         return Comm(self._rt, self.rank, members, context)
 
-    def agree(self, what: str, value: Any) -> None:
+    def agree(self, what: str, value: Any, show: Callable[[Any], str] = str) -> None:
         """Check that every member says the same ``value`` in this matching context (the
-        arguments of a started collective): the first to say it sets it.
+        arguments of a started collective): the first to say it sets it. ``show`` writes
+        a value for the message, only where two differ.
 
         Raises:
             CommUsageError: this rank says something else than the first did.
         """
         first, said = self._rt.first_said(("agree", self._context), self.rank, value)
         if said != value:
-            raise CommUsageError(f"rank {self.rank}: {what} with {value} where rank {first} "
-                                 f"started it with {said}; every member must start the "
-                                 f"same collectives with the same arguments")
+            raise CommUsageError(f"rank {self.rank}: {what} with {show(value)} where rank "
+                                 f"{first} started it with {show(said)}; every member must "
+                                 f"start the same collectives with the same arguments")
 
     def start_devices(self, program_of: Callable[[Comm], Generator[Any, Any, Any] | None]
                       ) -> None:

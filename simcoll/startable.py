@@ -65,10 +65,12 @@ def _shape(comm: Comm, coll: Collective, x: Any, splits: Any) -> Splits | None:
     return checked
 
 
-def _arguments(algorithm: str, kwargs: dict[str, Any]) -> str:
-    """What every member of a started collective must pass alike, as it reads."""
+def _arguments(arguments: tuple[str, tuple[tuple[str, Any], ...]]) -> str:
+    """What every member of a started collective must pass alike (the algorithm, then its
+    keywords by name), as it reads."""
+    algorithm, kwargs = arguments
     shown = [f"algorithm={algorithm!r}"]
-    for name, value in sorted(kwargs.items()):
+    for name, value in kwargs:
         shown.append(f"{name}={value.name if isinstance(value, ReduceOp) else value!r}")
     return ", ".join(shown)
 
@@ -117,7 +119,8 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     if shape is not None:
         kwargs["splits"] = shape
     sub = comm.fresh_context()
-    sub.agree(f"started {coll.name}", _arguments(algorithm, kwargs))
+    sub.agree(f"started {coll.name}", (algorithm, tuple(sorted(kwargs.items()))),
+              _arguments)
     if spec.in_network is not None:
         # The in-network devices' programs (NCCL's NVSwitches, SHARP switches): started
         # once, by the first member to start the collective.

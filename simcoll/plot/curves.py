@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -48,7 +49,7 @@ def _slots(values: list[Any], by: str) -> dict[Any, int]:
     fixed = {name: i for i, name in enumerate(_ALGORITHM_SLOTS)} if by == "algorithm" else {}
     slots: dict[Any, int] = {}
     taken = {fixed[v] for v in values if v in fixed}
-    free = (i for i in range(10_000) if i not in taken)
+    free = (i for i in itertools.count() if i not in taken)
     for value in values:
         if value not in slots:
             slots[value] = fixed[value] if value in fixed else next(free)

@@ -65,7 +65,8 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
     # Rows by link kind (NVLink, PCIe, network ...), each kind in the topology's order,
     # so the rows a label stands for are of its kind.
     kinds = [topology.links[topology.link_index(*load.link)].kind for load in loads]
-    order = sorted(range(len(loads)), key=lambda i: (kinds.index(kinds[i]), i))
+    first_seen = {kind: k for k, kind in enumerate(dict.fromkeys(kinds))}
+    order = sorted(range(len(loads)), key=lambda i: (first_seen[kinds[i]], i))
     loads, kinds = [loads[i] for i in order], [kinds[i] for i in order]
     if not loads or not result.time > 0:
         raise InvalidInputError("no message in this trace moved bytes over a link; "
