@@ -4,20 +4,24 @@ Integer results and data movement (gather, broadcast, all-to-all, ...) must matc
 integer arithmetic in a fixed dtype is modular, so any reduction order gives the same bits.
 Floating-point reductions are checked against a reference computed in float64 (in the
 input's own dtype if it is wider, such as ``longdouble``) and may differ from it by
-rounding: for SUM and AVG every element must lie within ``2 p eps * sum_i |x_i|`` of it
-(the classic bound on a sum of p terms in any order, Higham 2002, section 4.2, doubled for
-margin), for PRODUCT within ``2 p eps * |reference| + (p - 1) eta prod_i max(1, |x_i|)``:
+rounding: for SUM every element must lie within ``2 p eps * sum_i |x_i|`` of it (the
+classic bound on a sum of p terms in any order, Higham 2002, section 4.2, doubled for
+margin); for PRODUCT within ``2 p eps * |reference| + (p - 1) eta prod_i max(1, |x_i|)``:
 each of the p - 1 multiplications rounds by a factor within eps of 1 and, where its result
 falls below the smallest normal number (gradual underflow), by up to ``eta = eps *
 smallest normal`` more (the smallest subnormal step; Higham 2002, chapter 2), which the
-factors multiplied in later can grow by at most their product where it exceeds 1. MIN and
-MAX are exact. ``eps`` is the dtype's own (``ml_dtypes.finfo`` for bfloat16 and fp8,
-which ``np.finfo`` does not know), so each dtype is checked in its own precision. Where
-the partial results can pass the dtype's largest finite number (the magnitudes add up, or
-the factors above 1 multiply, past it), some order of the reduction overflows: an element
-may then come out infinite or NaN (float16's 60000 + 60000 - 60000 summed left to right;
-fp8 e4m3 has no infinity and gives NaN), and a finite one must still lie within the
-bound. Where the reference is infinite or NaN (the inputs hold infinities or NaNs) every
+factors multiplied in later can grow by at most their product where it exceeds 1; for AVG
+within ``2 p eps * sum_i |x_i| / p + p eta / 2``: its inputs are each scaled by 1/p
+rounded to the dtype before they are summed, as NCCL does for floating dtypes, so the
+scale and each product round by eps / 2 more (within the margin) and a product below the
+smallest normal number by up to eta / 2. MIN and MAX are exact. ``eps`` is the dtype's
+own (``ml_dtypes.finfo`` for bfloat16 and fp8, which ``np.finfo`` does not know), so each
+dtype is checked in its own precision. Where the partial results can pass the dtype's
+largest finite number (the magnitudes add up, for AVG once scaled, or the factors above 1
+multiply, past it), some order of the reduction overflows: an element may then come out
+infinite or NaN (float16's 60000 + 60000 - 60000 summed left to right; fp8 e4m3 has no
+infinity and gives NaN), and a finite one must still lie within the bound. Where the
+reference is infinite or NaN (the inputs hold infinities or NaNs) every
 order of the reduction gives that same value, so it must match exactly.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
@@ -85,8 +89,12 @@ def _allowed(op: ReduceOp, p: int, info: FloatInfo, ref: np.ndarray,
     eps, tiny, largest = info
     if op is ReduceOp.PRODUCT:
         return 2 * p * eps * np.abs(ref) + _underflow(p, eps, tiny, reach), reach > largest
-    spread = reach * p if op is ReduceOp.AVG else reach
-    return 2 * p * eps * reach + tiny, spread > largest
+    limit = 2 * p * eps * reach + tiny
+    if op is ReduceOp.AVG:
+        # Each input is scaled by 1/p first (ReduceOp.prepare): where that falls below
+        # the smallest normal number, it rounds by up to half a subnormal step more.
+        limit += p * (eps * tiny) / 2
+    return limit, reach > largest
 
 
 def _reach(op: ReduceOp) -> Callable[[list[np.ndarray]], Sequence]:

@@ -18,8 +18,11 @@ _UFUNCS = {"SUM": np.add, "PRODUCT": np.multiply, "MIN": np.minimum, "MAX": np.m
 class ReduceOp(enum.Enum):
     """An element-wise reduction. ``op(a, b)`` combines two buffers.
 
-    ``AVG`` combines like ``SUM``; the collective divides the final sum by the number of
-    ranks once, as NCCL's ``ncclAvg`` does (integer dtypes truncate toward zero, as C does).
+    ``AVG`` combines like ``SUM``, as NCCL's ``ncclAvg`` does (``hostToDevRedOp`` in
+    src/enqueue.cc): a floating dtype's inputs are each multiplied by ``1/p`` rounded to
+    the dtype before they are summed (``ncclDevPreMulSum``: no partial sum can overflow
+    where the mean does not), an integer dtype's sum is divided by ``p`` once at the end
+    (``ncclDevSumPostDiv``, truncating toward zero, as C does).
     """
 
     SUM = "sum"
@@ -38,26 +41,40 @@ class ReduceOp(enum.Enum):
 
     @property
     def combining(self) -> ReduceOp:
-        """The op that combines buffers: SUM for AVG (whose division comes once, at the
-        end), the op itself otherwise. An algorithm built from other collectives passes
-        this to them, so that AVG is divided once, by whoever returns the final output."""
+        """The op that combines buffers: SUM for AVG (whose scaling comes before, see
+        :meth:`prepare`, or whose division after, see :meth:`finish`), the op itself
+        otherwise. An algorithm built from other collectives passes this to them, so that
+        AVG is scaled or divided once, by whoever starts the collective."""
         return ReduceOp.SUM if self is ReduceOp.AVG else self
 
+    def prepare(self, x: Any, p: int) -> Any:
+        """A rank's input as the reduction combines it: for ``AVG`` of a floating dtype,
+        ``x`` times ``1/p`` rounded to the dtype, as NCCL's ``ncclDevPreMulSum`` applies
+        it where it first reads each input element (the scalar is ``float(1.0 / p)``
+        converted to the dtype, ``1.0 / p`` itself for float64; the product rounded once
+        to the dtype); ``x`` itself otherwise (other ops, integers, sizes-only buffers).
+        """
+        if self is not ReduceOp.AVG or not isinstance(x, np.ndarray) or not is_float(x.dtype):
+            return x
+        if x.dtype.itemsize >= 8:  # float64 (and longdouble): 1 / p in the dtype itself
+            scalar = x.dtype.type(1) / x.dtype.type(p)
+        else:  # NCCL's float(1.0 / nRanks), converted to the dtype
+            scalar = x.dtype.type(np.float32(1.0 / p))
+        scaled = x * scalar
+        scaled.flags.writeable = False
+        return scaled
+
     def finish(self, total: np.ndarray, p: int) -> np.ndarray:
-        """A rank's output from its combined buffer: ``AVG`` divides by ``p``; other ops
-        return ``total`` unchanged.
+        """A rank's output from its combined buffer: ``AVG`` of an integer dtype divides
+        by ``p``; other ops, and ``AVG`` of a floating dtype (whose inputs
+        :meth:`prepare` scaled), return ``total`` unchanged.
 
         Integer averages truncate toward zero, as C's division does: the magnitude is
         divided in uint64, where every integer's magnitude fits (``abs`` of the dtype's
         minimum does not fit the dtype itself), then the sign is put back.
         """
-        if self is not ReduceOp.AVG:
+        if self is not ReduceOp.AVG or is_float(total.dtype):
             return total
-        if total.dtype.kind == "f":
-            return total / total.dtype.type(p)
-        if is_float(total.dtype):
-            # bfloat16 and fp8 divide in float32: p itself may not fit fp8 (e4m3 stops at 448).
-            return (total.astype(np.float32) / np.float32(p)).astype(total.dtype)
         if total.dtype.kind == "u":
             return (total.astype(np.uint64) // np.uint64(p)).astype(total.dtype)
         wide = total.astype(np.int64)

@@ -108,7 +108,9 @@ class Result(RunResult):
             mode, where there are no values to check).
         algbw, busbw: nccl-tests bandwidths (see ``simcoll.collectives``, which also
             defines them for the v-collectives).
-        max_error: largest absolute deviation from the reference (data mode, else None).
+        max_error: largest absolute deviation from the reference (data mode, else None;
+            infinite where an output overflowed where the check allows it, written as
+            null by ``to_dict``, as algbw and busbw are where not finite).
         splits: a v-collective's sizes in elements (p counts, or all_to_allv's p x p
             matrix as a tuple of rows; bytes are these times the itemsize), else None.
         requested: the parameters asked for, where ``params`` also holds what the
@@ -167,8 +169,8 @@ class Result(RunResult):
             "network": self.network, "topology": self.topology, "nranks": self.nranks,
             "nbytes": self.nbytes, "dtype": self.dtype, "op": self.op,
             "params": dict(self.params), "time": self.time, "correct": self.correct,
-            "max_error": self.max_error, **shape, **run, "algbw": _num(self.algbw),
-            "busbw": _num(self.busbw),
+            "max_error": None if self.max_error is None else _num(self.max_error),
+            **shape, **run, "algbw": _num(self.algbw), "busbw": _num(self.busbw),
         }
 
     def summary(self) -> str:

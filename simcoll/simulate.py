@@ -109,8 +109,10 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         params = spec.resolved(topology, tuple(range(p)), shape, params,
                                reduce_op if coll.reduces else None)
     kwargs = spec.arguments(params)
+    buffers = inputs.buffers
     if coll.reduces:
         kwargs["op"] = reduce_op
+        buffers = [reduce_op.prepare(x, p) for x in buffers]
     if the_root is not None:
         kwargs["root"] = the_root
     if inputs.splits is not None:
@@ -138,9 +140,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         if inputs.arrays is None:
             return result(None, None, None)
         assert spec.outputs is not None
-        values = spec.outputs(inputs.buffers, **kwargs)
+        values = spec.outputs(buffers, **kwargs)
     else:
-        values = _run_programs(run, spec, inputs.buffers, shape, kwargs)
+        values = _run_programs(run, spec, buffers, shape, kwargs)
         if inputs.arrays is None:
             return result(None, None, None)
 

@@ -42,7 +42,7 @@ def _dtype(x: Any) -> Any:
 
 def _finished(program: Generator[Event, Any, Any], op: ReduceOp,
               p: int) -> Generator[Event, Any, Any]:
-    """The program, with its sum turned into an average when ``op`` is AVG."""
+    """The program, its output finished by ``op`` (an integer AVG's sum divided by p)."""
     out = yield from program
     return op.finish(out, p) if isinstance(out, np.ndarray) else out
 
@@ -126,6 +126,8 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         # once, by the first member to start the collective.
         device_program, like_x = spec.in_network, VirtualBuffer.of(count, _dtype(x))
         sub.start_devices(lambda device: device_program(device, like_x, **kwargs))
+    if coll.reduces:
+        x = reduce_op.prepare(x, comm.size)
     # The algorithm holds a read-only snapshot, as at the top level: what the caller does
     # to x afterwards never reaches it, and an output that is x itself is read-only too.
     program = spec.fn(sub, comm.snapshot(x), **kwargs)

@@ -137,13 +137,15 @@ def test_the_check_uses_the_dtypes_own_epsilon():
     assert not ok and max_error >= 2 * 2 * p * eps16 * magnitude[worst]
 
 
-def test_fp8_average_divides_even_by_more_ranks_than_fp8_can_count():
-    """float8_e4m3fn stops at 448: the average of a sum over 512 ranks must not divide
-    by a rank count rounded to NaN. 384 / 512 = 0.75, exact in e4m3."""
-    total = np.array([384.0, -48.0, 0.0], dtype=ml_dtypes.float8_e4m3fn)
-    out = sc.ReduceOp.AVG.finish(total, 512)
-    assert out.dtype == total.dtype
-    np.testing.assert_array_equal(out.astype(np.float64), [0.75, -0.09375, 0.0])
+def test_fp8_average_scales_each_input_even_over_more_ranks_than_fp8_can_count():
+    """float8_e4m3fn stops at 448, so NCCL scales each input by 1/p before the sum
+    (ncclDevPreMulSum): over 512 ranks by 2^-9, e4m3's smallest subnormal, exact:
+    384 * 2^-9 = 0.75 and -48 * 2^-9 = -0.09375. The sum needs no division after."""
+    x = np.array([384.0, -48.0, 0.0], dtype=ml_dtypes.float8_e4m3fn)
+    scaled = sc.ReduceOp.AVG.prepare(x, 512)
+    assert scaled.dtype == x.dtype
+    np.testing.assert_array_equal(scaled.astype(np.float64), [0.75, -0.09375, 0.0])
+    assert sc.ReduceOp.AVG.finish(scaled, 512) is scaled
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -105,8 +105,9 @@ def test_a_wrong_element_is_flagged_for_every_op(op):
     wrong = sc.simulate(reference_network(p), "all_reduce", data=inputs, op=op,
                         algorithm=_one_element_off("all_reduce", 3, 0.5))
     assert wrong.correct is False
-    # AVG divides by p once, after the algorithm has returned its sum (NCCL's ncclAvg).
-    assert wrong.max_error == pytest.approx(0.5 / p if op == "avg" else 0.5, rel=1e-5)
+    # AVG of floats scales the inputs by 1/p before the algorithm sees them (NCCL's
+    # ncclDevPreMulSum), so an error in the algorithm's sum reaches the output whole.
+    assert wrong.max_error == pytest.approx(0.5, rel=1e-5)
 
 
 def _ulps_off(value: float, ulps: int) -> np.ndarray:
@@ -136,14 +137,16 @@ def test_the_rounding_allowance_is_exactly_2_p_eps(op, ref, bound_ulps):
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_an_average_that_underflows_into_subnormals_is_accepted(dtype):
-    # (1 + 2) / 2 smallest subnormals: 1.5 of them, which the dtype rounds to 2; the
-    # allowance must cover the dtype's underflow, not only float64's.
+    # (1 + 2) / 2 smallest subnormals: 1.5 of them. Each input is scaled by 1/2 first
+    # (NCCL's ncclDevPreMulSum): half a subnormal rounds to even, 0, and two halves to
+    # one, so the output is 1 subnormal; the allowance must cover the dtype's underflow,
+    # not only float64's.
     tiny = np.finfo(dtype).smallest_subnormal
     inputs = [np.array([tiny], dtype=dtype), np.array([2 * tiny], dtype=dtype)]
     res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", data=inputs,
                       op="avg")
     assert res.correct is True
-    np.testing.assert_array_equal(res.outputs[0], np.array([2 * tiny], dtype=dtype))
+    np.testing.assert_array_equal(res.outputs[0], np.array([tiny], dtype=dtype))
     assert res.max_error == pytest.approx(0.5 * float(tiny), rel=1e-12)
 
 
