@@ -93,7 +93,7 @@ def test_labels_name_what_differs_between_lines_and_the_title_what_does_not():
     results = [sc.simulate(reference(8), c, algorithm="ring", nbytes=n)
                for c in ("all_reduce", "all_gather") for n in (1 << 10, 1 << 20)]
     fig = scaling(results, x="nbytes", y="algbw")
-    assert fig.axes[0].get_title() == "on switch(8), 8 ranks"
+    assert fig.axes[0].get_title() == "switch(8), 8 ranks"
     by_label = {line.get_label(): xy(line) for line in lines(fig, "simulated")}
     assert sorted(by_label) == ["ring (all_gather)", "ring (all_reduce)"]
     gather = sorted((r.nbytes, r.algbw / 1e9) for r in results if r.collective == "all_gather")
@@ -148,7 +148,7 @@ def test_formula_lines_are_the_alpha_beta_model_dashed_in_the_line_colour(grid):
     assert len(model) == 4 and all(line.get_linestyle() == "--" for line in model)
     simulated = lines(fig, "simulated")
     for line, sim in zip(model, simulated):
-        assert line.get_color() == sim.get_markerfacecolor()
+        assert line.get_color() == sim.get_markeredgecolor()
     ring_64 = [line for line, sim in zip(model, simulated)
                if sim.get_label() == "ring (64 MiB per rank)"][0]
     n = 64 << 20
@@ -264,6 +264,56 @@ def test_machines_of_one_name_told_apart_by_their_records_are_refused_on_one_lin
                                                    r"\('topology_hash=a2' and "
                                                    r"'topology_hash=b2'\)"):
         scaling([record(2, "a2", 1.0), record(4, "a4", 2.0), record(2, "b2", 3.0)])
+
+
+def test_every_line_keeps_a_look_of_its_own_and_a_long_legend_fits_the_figure():
+    # 5 algorithms x 5 rank counts, lines per rank count against size: 25 legend entries,
+    # the last three of which fell off a 4.2-inch figure; and an algorithm's second line
+    # took the next algorithm's marker (ring's second a square, tree's own).
+    records = [{"collective": "all_reduce", "algorithm": a, "topology": f"switch({p})",
+                "nranks": p, "nbytes": n, "time": (k + 1) * p * n * 1e-12}
+               for k, a in enumerate(["ring", "naive", "tree", "recursive_doubling",
+                                      "parameter_server"])
+               for p in (2, 4, 8, 16, 32) for n in (1024, 64 << 20)]
+    fig = scaling(records, x="nbytes")
+    drawn = lines(fig, "simulated")
+    assert len(drawn) == 25
+    looks = {(line.get_marker(), line.get_fillstyle(), line.get_markeredgecolor())
+             for line in drawn}
+    assert len(looks) == 25
+    marker_of: dict[str, set] = {}
+    for line in drawn:
+        marker_of.setdefault(line.get_label().split(" (")[0], set()).add(line.get_marker())
+    assert all(len(m) == 1 for m in marker_of.values())
+    assert len(set().union(*marker_of.values())) == 5
+    fig.canvas.draw()
+    legend = fig.axes[0].get_legend().get_window_extent()
+    assert len(fig.axes[0].get_legend().get_texts()) == 25
+    assert legend.y0 >= 0 and legend.y1 <= fig.bbox.height
+    assert legend.x1 <= fig.bbox.width
+
+
+def test_sweeps_on_machines_of_one_name_are_refused_not_merged(tmp_path):
+    # switch(p) at 100 and at 10 GB/s: one "ring" line showed only the later machine's
+    # times, whether given the sweeps' results, their concatenation or the loaded file.
+    def sweep(bandwidth: float):
+        return sc.sweep(lambda p: sc.topology.switch(p, bandwidth=bandwidth), "all_reduce",
+                        algorithms=["ring"], ranks=[2, 4], sizes=[1024],
+                        save=tmp_path / "both.jsonl", progress=False)
+
+    fast, slow = sweep(100e9), sweep(10e9)
+    assert fast[0].time != slow[0].time
+    with pytest.raises(sc.InvalidInputError, match="different machines of that name"):
+        scaling(sc.load_results(tmp_path / "both.jsonl"))
+    with pytest.raises(sc.InvalidInputError, match=r"points at nranks=2 on 'switch\(2\)' "
+                                                   r"took different times"):
+        scaling(list(fast) + list(slow))
+    # A rerun of the same machine is still one line, of the later run.
+    again = sc.simulate(sc.topology.switch(2, bandwidth=100e9), "all_reduce",
+                        algorithm="ring", nbytes=1024)
+    fig = scaling(list(fast) + [again])
+    (line,) = lines(fig, "simulated")
+    assert list(xy(line)[1]) == pytest.approx([again.time * 1e6, fast[1].time * 1e6])
 
 
 def test_topology_names_become_templates_where_their_numbers_change():
@@ -420,7 +470,7 @@ def test_a_large_timeline_is_clipped_with_a_note_and_ranks_can_be_chosen():
     fig = timeline(res)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r}" for r in range(16)]
-    assert "showing 16 of 64 ranks" in ax.get_title()
+    assert ax.get_title().endswith("\nshowing ranks 0-15 of 64")
     assert {gid.split("/")[0] for gid in bars(fig)} == {f"rank {r}" for r in range(16)}
     fig = timeline(res, ranks=[40, 3])
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["rank 40", "rank 3"]
@@ -428,8 +478,16 @@ def test_a_large_timeline_is_clipped_with_a_note_and_ranks_can_be_chosen():
     topo = sc.topology.switch(20, servers=2)
     res = sc.simulate(topo, "all_reduce", algorithm="parameter_server", nbytes=20 * 64,
                       trace=True)
-    labels = [t.get_text() for t in timeline(res, topo, max_ranks=8).axes[0].get_yticklabels()]
+    ax = timeline(res, topo, max_ranks=8).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == [f"rank {r}" for r in range(6)] + ["host 0", "host 1"]
+    # Of 20 ranks and 2 hosts, the first 6 ranks and both hosts (it said "8 of 22 ranks
+    # and other endpoints", which read as a machine of 22 ranks).
+    assert ax.get_title().endswith(
+        "\nshowing ranks 0-5 of 20 and the 2 other endpoints that took part")
+    ax = timeline(res, topo, max_ranks=3).axes[0]
+    assert ax.get_title().endswith(
+        "\nshowing ranks 0-1 of 20 and 1 of the 2 other endpoints that took part")
 
 
 def test_timeline_refuses_bad_input():

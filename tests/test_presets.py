@@ -367,6 +367,18 @@ def test_staging_survives_files_and_specs(tmp_path):
         assert path(again, 0, 3) == path(topo, 0, 3)
 
 
+def test_staging_through_a_device_no_link_reaches_is_refused_on_load(tmp_path):
+    # GPU a stages through mem, a switch with no link: a run failed later with "no route
+    # from 'a' to 'b'", which did not say why.
+    spec = tmp_path / "m.yaml"
+    spec.write_text("devices: [{name: a, kind: gpu, staging: mem}, {name: b, kind: gpu},\n"
+                    "          {name: mem, kind: switch}]\n"
+                    "links: [{u: a, v: b, bandwidth: 1GB/s}]\n")
+    with pytest.raises(sc.TopologyError, match="GPU 'a' stages its messages through 'mem', "
+                                               "which no link connects to the GPUs"):
+        sc.topology.load(spec)
+
+
 def test_staging_through_an_unknown_device_is_refused():
     topo = sc.Topology("t")
     a = topo.add_gpu(staging="nowhere")

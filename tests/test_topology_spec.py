@@ -222,3 +222,23 @@ def test_a_spec_may_name_a_file(tmp_path):
     topo = sc.topology.from_spec(str(path))
     same_machine(topo, sc.topology.cluster(2, 2))
     assert topo.spec == str(path)
+
+
+@pytest.mark.parametrize("spec, message", [
+    # A negative count is a whole number: the builder's own range is what it misses.
+    ("dgx_h100:nodes=-1", "nodes=-1 is not accepted; use an integer >= 1"),
+    ("switch:-3", "number of GPUs n = -3 is not accepted; use an integer >= 1"),
+    ("dgx_h100:nodes=--1", "'--1' is not a whole number"),
+    ("dgx_h100:nodes=-", "'-' is not a whole number"),
+])
+def test_counts_below_the_range_are_named_for_their_range(spec, message):
+    with pytest.raises(sc.TopologyError, match=message):
+        sc.topology.from_spec(spec)
+
+
+def test_saving_a_spec_string_says_to_build_it_first(tmp_path):
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"topology must be a simcoll Topology, got str; build it "
+                             r"first: sc.topology.from_spec\('dgx_h100:2'\)"):
+        sc.topology.save("dgx_h100:2", tmp_path / "m.yaml")
+    assert not (tmp_path / "m.yaml").exists()

@@ -70,7 +70,10 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     # no decade to label, so it stays linear
     values = measured + simulated
     if max(values) >= 10 * min(values):
+        from matplotlib.ticker import FuncFormatter
+
         upper.set_yscale("log")
+        upper.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     lower.set_yscale("log")
     # from the tick at or below the smallest ratio (0.5 at least) to the one at or above
     # the largest (2 at least), with room for the line
@@ -82,15 +85,17 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     ratio_ticks = [t for t in RATIO_TICKS if low <= t <= high]
     lower.set_yticks(ratio_ticks, [f"{t:g}" for t in ratio_ticks])
     lower.minorticks_off()
-    # powers of 2 every 1, 2 or 10 octaves (1 KiB, 1 MiB, 1 GiB; never 32 B next to
-    # 1 KiB): at most 6; the sizes themselves where no power of 2 falls among them
-    ticks: list[int] = []
-    for step in (1, 2, 10, 20):
-        ticks = [2**j for j in range(0, 64, step) if min(sizes) <= 2**j <= max(sizes)]
-        if len(ticks) <= 6:
-            break
+    # the sizes themselves where there are few, else powers of 2 every 1, 2 or 10
+    # octaves (1 KiB, 1 MiB, 1 GiB; never 32 B next to 1 KiB): at most 8; the sizes
+    # themselves, thinned, where no power of 2 falls among them
     distinct = sorted(set(sizes))
-    ticks = ticks or distinct[:: max(1, len(distinct) // 6)]
+    ticks: list[int] = distinct if len(distinct) <= 8 else []
+    for step in (1, 2, 10, 20):
+        if ticks:
+            break
+        ticks = [2**j for j in range(0, 64, step) if min(sizes) <= 2**j <= max(sizes)]
+        ticks = ticks if len(ticks) <= 8 else []
+    ticks = ticks or distinct[:: max(1, len(distinct) // 8)]
     lower.set_xticks(ticks, [format_size(t) for t in ticks])
     octaves = [2**j for j in range(0, 64) if min(sizes) <= 2**j <= max(sizes)]
     lower.set_xticks(octaves, [""] * len(octaves), minor=True)  # every octave, unlabelled

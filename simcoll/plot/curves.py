@@ -30,6 +30,10 @@ _XS = ("nranks", "nbytes")
 _YS = ("time", "busbw", "algbw")
 _BYS = ("algorithm", "collective", "topology", "network", "dtype")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_FILLS = ("full", "none", "left", "bottom", "right", "top")
+"""How the lines of one colour (one algorithm at several sizes, say) fill its marker."""
+_LEGEND_ROWS = 30
+"""The most legend entries in one column; a new figure grows to hold them."""
 _DECADES = 1e3
 """Times spread over more than this factor get a unit per tick instead of one for the
 axis."""
@@ -82,7 +86,8 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
     Raises:
         InvalidInputError: two points of one line ran on different machines: of different
             names at one x, or of one name (told apart by the records' topology hash or
-            spec) at one rank count.
+            spec) at one rank count, or, ``Result`` objects (which do not say), two
+            points at one x that took different times.
     """
     names = topology_templates(points) if x == "nranks" else [p.topology for p in points]
     groups: dict[tuple, dict[int, Point]] = {}
@@ -96,6 +101,14 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
             raise InvalidInputError(
                 f"two {p.collective}/{p.algorithm} points at {x}={at} ran on different "
                 f"topologies ({line[at].topology!r} and {p.topology!r}); plot them apart")
+        if at in line and p.from_result and line[at].from_result \
+                and line[at].time != p.time:
+            raise InvalidInputError(
+                f"two {p.collective}/{p.algorithm} points at {x}={at} on {p.topology!r} "
+                f"took different times ({format_duration(line[at].time or 0.0)} and "
+                f"{format_duration(p.time or 0.0)}): machines of one name, or other "
+                f"settings; pass a sweep's results or records (their topology hash tells "
+                f"machines apart) or plot them apart")
         same = machines.setdefault((key, p.nranks, _kind(p.machine)), p)
         if same.machine != p.machine:
             raise InvalidInputError(
@@ -258,20 +271,24 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
             y_label = f"time ({unit})"
     else:
         factor, y_label = 1e-9, f"{y} (GB/s)"
-    fig, ax = new_axes(ax, (7.0, 4.2))
+    entries = len(groups) + (model_args is not None)
+    columns = -(-entries // _LEGEND_ROWS)
+    rows = -(-entries // columns)
+    fig, ax = new_axes(ax, (7.0 + 1.6 * (columns - 1), max(4.2, 0.9 + 0.19 * rows)))
     varies = [len({key[i] for key in groups}) > 1 for i in range(len(_KEY))]
     slot_of = _slots([dict(zip(_KEY, key))[by] for key in groups], by)
     palette = [tuple(c) for c in plt.get_cmap("tab20")(range(20))]
-    markers_used: dict[Any, int] = {}
+    lines_of: dict[Any, int] = {}
     for key, line in groups.items():
         fields = dict(zip(_KEY, key))
         colour_value = fields[by]
         slot = slot_of[colour_value]
         colour = palette[_COLOUR_ORDER[slot % len(_COLOUR_ORDER)]]
         # A marker per colour, so lines stay apart in grayscale; further lines of one
-        # colour (other sizes) take the next markers.
-        marker = _MARKERS[(slot + markers_used.get(colour_value, 0)) % len(_MARKERS)]
-        markers_used[colour_value] = markers_used.get(colour_value, 0) + 1
+        # colour (other sizes) keep its marker and fill it differently.
+        marker = _MARKERS[slot % len(_MARKERS)]
+        fill = _FILLS[lines_of.get(colour_value, 0) % len(_FILLS)]
+        lines_of[colour_value] = lines_of.get(colour_value, 0) + 1
         parts = [str(fields[by])] + [
             (_split_text(split, fields[name]) if name == "split" else str(fields[name]))
             for name, vary in zip(_KEY, varies) if vary and name != by and fields[name]]
@@ -290,9 +307,10 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
                              else f"model at {len(drawn)} of {len(at)} points")
         label = ", ".join(parts[:1]) + (f" ({', '.join(parts[1:])})" if parts[1:] else "")
         line_colour = (*colour[:3], 0.45) if model_args else colour
-        ax.plot(at, ys, marker=marker, markersize=5, color=line_colour,
+        ax.plot(at, ys, marker=marker, markersize=5.5, color=line_colour,
                 linewidth=3.0 if model_args else 1.6, markerfacecolor=colour,
-                markeredgecolor=colour, label=label, gid="simulated")
+                markerfacecoloralt="white", fillstyle=fill, markeredgecolor=colour,
+                label=label, gid="simulated")
     _style_axes(ax, x, y, [float(v) for line in groups.values() for v in line], y_label,
                 y_text)
     handles, _ = ax.get_legend_handles_labels()
@@ -300,7 +318,7 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
         handles.append(Line2D([], [], color="0.35", linestyle="--",
                               label="α-β-γ model (dashed)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-              fontsize="small", frameon=False)
+              fontsize="small", frameon=False, ncols=columns)
     ax.set_title(_title(groups, varies, split))
     return finish(fig, path)
 
@@ -308,8 +326,8 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
 def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str) -> str:
     first = dict(zip(_KEY, next(iter(groups))))
     fixed = {name: first[name] for name, vary in zip(_KEY, varies) if not vary}
-    head = " ".join([str(fixed.get("collective", ""))]
-                    + ([f"on {fixed['topology']}"] if "topology" in fixed else [])).strip()
+    head = " on ".join(str(fixed[name]) for name in ("collective", "topology")
+                       if name in fixed)
     tail = [_split_text(split, fixed["split"])] if "split" in fixed else []
     return ", ".join([head] + tail if head else tail)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from simcoll.errors import InvalidInputError
 from simcoll.result import Result
-from simcoll.sweep.records import FailedPoint
+from simcoll.sweep.records import FailedPoint, SweepResults
 
 __all__ = ["Point", "read_points", "topology_templates"]
 
@@ -37,6 +37,10 @@ class Point:
     machine: str | None = None
     """What tells machines of one name apart, where a record says: ``spec=...`` (the
     command line's) or ``topology_hash=...`` (a sweep's), else None."""
+    from_result: bool = False
+    """Read from a ``Result`` object, which does not say which machine of its name it ran
+    on: two of one line at one x are two machines, not a rerun, where their times
+    differ."""
 
     def value(self, name: str) -> float | None:
         """``nranks``, ``nbytes``, ``time``, ``algbw`` or ``busbw``."""
@@ -86,18 +90,24 @@ def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
     """Every record as a :class:`Point`; failed sweep points (a ``FailedPoint``, or a
     dict marked with an ``error``) are left out.
 
+    A sweep's results (``sc.sweep``'s or ``sc.load_results``' :class:`SweepResults`)
+    are read from their records, which tell machines of one name apart.
+
     Raises:
         InvalidInputError: a record is neither a Result nor a mapping, or lacks a field.
     """
     if isinstance(records, (Result, Mapping)):
         records = [records]
+    elif isinstance(records, SweepResults) and len(records.records) == len(records):
+        records = records.records
     points = []
     for i, r in enumerate(records):
         if isinstance(r, Result):
             points.append(Point(r.collective, r.algorithm, r.topology, r.network, r.dtype,
                                 r.nranks, r.nbytes, len(r.host_bytes_sent), _number(r.time),
                                 _number(r.algbw), _number(r.busbw),
-                                dict(r.params if r.requested is None else r.requested)))
+                                dict(r.params if r.requested is None else r.requested),
+                                from_result=True))
         elif isinstance(r, Mapping):
             if not r.get("error"):
                 points.append(_from_mapping(i, r))

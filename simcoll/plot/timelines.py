@@ -50,6 +50,18 @@ def _shown(result: RunResult, endpoints: int, ranks: Sequence[int] | None,
     return list(range(min(result.nranks, max_ranks - len(others)))) + others
 
 
+def _what_is_shown(shown: list[int], nranks: int, others: int) -> str:
+    """``ranks 0-13 of 16 and the 2 other endpoints that took part`` (hosts, in-network
+    devices), for a timeline that shows the first ranks and some others."""
+    ranks = sum(1 for a in shown if a < nranks)
+    text = f"ranks 0-{ranks - 1} of {nranks}" if ranks < nranks else f"all {nranks} ranks"
+    if not others:
+        return text
+    drawn, noun = len(shown) - ranks, "endpoint" if others == 1 else "endpoints"
+    return text + (f" and the {others} other {noun} that took part" if drawn == others
+                   else f" and {drawn} of the {others} other {noun} that took part")
+
+
 def _itself(span: tuple[float, float]) -> tuple[float, float]:
     return span
 
@@ -189,10 +201,8 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
                  f"{format_size(result.nbytes)} per rank: {format_duration(result.time)}")
     else:
         title = f"a program on {result.topology}: {format_duration(result.time)}"
-    took_part = result.nranks + sum(1 for a in active if a >= result.nranks)
-    if len(shown) < took_part and ranks is None:
-        others = took_part > result.nranks
-        title += (f"\nshowing {len(shown)} of {took_part} ranks"
-                  f"{' and other endpoints that took part' if others else ''}")
+    others = sum(1 for a in active if a >= result.nranks)
+    if len(shown) < result.nranks + others and ranks is None:
+        title += "\nshowing " + _what_is_shown(shown, result.nranks, others)
     ax.set_title(wrapped(title), fontsize="medium")
     return finish(fig, path)

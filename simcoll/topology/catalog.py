@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import re
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -149,7 +150,7 @@ def _parse(param: Parameter, raw: str) -> Any:
     if param.optional and text.lower() == "none":
         return None
     if param.kind == "int":
-        if not text.lstrip("+").isdigit():
+        if not re.fullmatch(r"[+-]?[0-9]+", text):
             raise ValueError(f"{raw!r} is not a whole number")
         return int(text)
     if param.kind == "dims":

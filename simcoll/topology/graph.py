@@ -382,10 +382,12 @@ class Topology:
         return self._links[index >> 1].rate(index & 1)
 
     def validate(self) -> None:
-        """Check there is a GPU and every endpoint can reach every other one.
+        """Check there is a GPU, every endpoint can reach every other one, and every
+        GPU's staging device exists and is reachable.
 
         Raises:
-            TopologyError: naming the endpoints that cannot be reached.
+            TopologyError: naming the endpoints (or staging device) that cannot be
+                reached.
         """
         if not self._gpus:
             raise TopologyError(f"topology {self.name!r} has no GPU; add one (add_gpu() in "
@@ -398,8 +400,6 @@ class Topology:
                 if nbr not in seen:
                     seen.add(nbr)
                     queue.append(nbr)
-        for gpu in self._gpus:
-            self._staging_index(gpu)
         lost = [n for n in self._gpus + self._hosts + self._in_network
                 if self._index[n] not in seen]
         if lost:
@@ -407,6 +407,13 @@ class Topology:
             raise TopologyError(
                 f"topology {self.name!r} is not connected: {shown} cannot reach "
                 f"{self._gpus[0]!r}; add links so every GPU and host is reachable")
+        for gpu in self._gpus:
+            stage = self._staging_index(gpu)
+            if stage is not None and stage not in seen:
+                raise TopologyError(
+                    f"GPU {gpu!r} stages its messages through "
+                    f"{self._devices[gpu].staging!r}, which no link connects to the GPUs "
+                    f"of topology {self.name!r}; link it to them")
 
     # -- routing -------------------------------------------------------------------------
     def route(self, src: int, dst: int, *, avoid: frozenset[int] = frozenset(),

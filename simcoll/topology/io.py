@@ -39,7 +39,7 @@ import math
 import os
 from typing import Any
 
-from simcoll.errors import TopologyError
+from simcoll.errors import InvalidInputError, TopologyError
 from simcoll.files import output_path, write_atomically
 from simcoll.topology.formats import Context, Key, check_suffix, dump, read
 from simcoll.topology.graph import CPU_VENDORS, DEVICE_KINDS, Topology
@@ -55,6 +55,11 @@ _LINK_KEYS = ("u", "v", "bandwidth", "latency", "kind", "back_bandwidth")
 
 def to_dict(topology: Topology) -> dict[str, Any]:
     """The JSON-ready description of ``topology`` (``null`` for infinite rates)."""
+    if not isinstance(topology, Topology):
+        hint = (f"; build it first: sc.topology.from_spec({topology!r})"
+                if isinstance(topology, str) else "")
+        raise InvalidInputError(f"topology must be a simcoll Topology, got "
+                                f"{type(topology).__name__}{hint}")
     return {
         "name": topology.name,
         **({"cpu": topology.cpu} if topology.cpu != "unknown" else {}),
@@ -241,12 +246,12 @@ def save(topology: Topology, path: str | os.PathLike) -> None:
 
     Raises:
         TopologyError: an unknown extension, or .toml without the optional tomli_w.
-        InvalidInputError: a path that is not a file path, a directory, or in a folder
-            that does not exist.
+        InvalidInputError: not a Topology, or a path that is not a file path, a
+            directory, or in a folder that does not exist.
     """
+    data = to_dict(topology)
     path = output_path(path, "path", example="machine.yaml")
     check_suffix(path)
-    data = to_dict(topology)
     text = dump(data if path.suffix.lower() == ".json" else _compact(data), path)
     write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
