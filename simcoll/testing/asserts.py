@@ -6,6 +6,7 @@ failures list the ranks that differ.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 import numpy as np
@@ -13,10 +14,12 @@ from numpy.typing import ArrayLike
 
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.checks import real
+from simcoll.checks import _subject, integer, real
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
+from simcoll.errors import InvalidInputError
 from simcoll.result import Result
+from simcoll.units import parse_size
 
 __all__ = ["assert_time", "assert_traffic", "assert_matches_model"]
 
@@ -54,17 +57,64 @@ def _assert_time(res: Result, expected: float, rtol: float, atol: float,
         f"  difference {diff:+.6g} s (relative {rel:.3g}; rtol={rtol:g}, atol={atol:g})")
 
 
+def _byte_count(value: Any, name: str) -> float:
+    """One expected byte count: a number >= 0, finite, or a size string like ``"1MiB"``."""
+    if not isinstance(value, str):
+        return real(value, name, what="bytes, or a size string like '1MiB'")
+    try:
+        return float(parse_size(value))
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise InvalidInputError(f"{_subject(name, value)} is not accepted: {exc}") from None
+
+
+def _expected_bytes(arg: str, value: Any, count: int) -> np.ndarray:
+    """Argument ``arg`` as ``count`` expected byte counts: one for every rank (server host
+    for ``host_*``), or a flat list of one per rank (host).
+
+    Raises:
+        InvalidInputError: a count that is not a finite number >= 0 or a size string, a
+            nested list, a list of another length, or any host expectation on a run
+            without server hosts.
+    """
+    who = "host" if arg.startswith("host") else "rank"
+    shown = f"{arg}={reprlib.repr(value)} is not accepted"
+    if who == "host" and count == 0:
+        raise InvalidInputError(f"{shown}: the run has no server hosts; leave {arg}= out "
+                                f"or build the network with servers=")
+    per = f"give one number of bytes for every {who} or a flat list of one per {who}"
+    try:
+        ndim = 0 if isinstance(value, str) else np.ndim(value)
+        nested = f"a {ndim}-D list"
+    except ValueError:  # lists of different lengths
+        ndim, nested = 2, "a nested list"
+    if ndim == 0:
+        scalar = value.item() if isinstance(value, np.ndarray) else value
+        return np.full(count, _byte_count(scalar, arg))
+    if ndim > 1:
+        raise InvalidInputError(f"{shown}: it is {nested}; {per}")
+    if len(value) != count:
+        raise InvalidInputError(f"{shown}: it has {len(value)} values, one per {who}, but "
+                                f"the run has {count} {who}s; {per}")
+    array = np.asarray(value)
+    if array.dtype.kind in "iuf":  # numbers: check them all at once
+        bad = np.flatnonzero(~np.isfinite(array) | (array < 0))
+        if bad.size:
+            _byte_count(array[bad[0]].item(), f"{arg}[{bad[0]}]")
+        return array.astype(np.float64)
+    return np.array([_byte_count(v, f"{arg}[{i}]") for i, v in enumerate(value)])
+
+
 def _check_bytes(name: str, simulated: np.ndarray, expected: ArrayLike,
                  rtol: float) -> list[str]:
     want = np.broadcast_to(np.asarray(expected, dtype=np.float64), simulated.shape) \
         if np.ndim(expected) == 0 else np.asarray(expected, dtype=np.float64)
+    who = "host" if name.startswith("host") else "rank"
     if want.shape != simulated.shape:
-        return [f"{name}: expected {want.size} values, one per rank, but the run has "
+        return [f"{name}: expected {want.size} values, one per {who}, but the run has "
                 f"{simulated.size}"]
     bad = np.flatnonzero(np.abs(simulated - want) > rtol * np.abs(want))
     if not bad.size:
         return []
-    who = "host" if name.startswith("host") else "rank"
     lines = [f"{name}: {bad.size} of {simulated.size} {who}s differ",
              f"  {who:>6} {'expected':>16} {'simulated':>16} {'difference':>12}"]
     for i in bad[:_SHOWN]:
@@ -80,19 +130,31 @@ def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
                    host_received: ArrayLike | None = None, rtol: float = 1e-12) -> None:
     """Assert the payload bytes of every rank (or server host).
 
-    Each expectation is one number for every rank, or one per rank (per host for
-    ``host_*``). ``rtol`` only absorbs the rounding of formulas written in floats.
+    Each expectation is one byte count for every rank, or a flat list of one per rank
+    (per server host for ``host_*``); a byte count is a finite number >= 0 or a size
+    string like ``"1MiB"`` (as ``simulate``'s ``nbytes`` takes). ``rtol`` only absorbs
+    the rounding of formulas written in floats.
 
     Raises:
         AssertionError: naming the run; a table of the ranks that differ with expected and
             simulated bytes side by side.
         ValueError: no expectation given.
-        InvalidInputError: an ``rtol`` that is not a finite number >= 0.
+        InvalidInputError: (before any comparison) a byte count that is not a finite
+            number >= 0 nor a size string, a nested list, a list whose length is not the
+            run's number of ranks (hosts), a ``host_*`` expectation on a run without
+            server hosts, or an ``rtol`` that is not a finite number >= 0.
     """
     if sent is None and received is None and host_sent is None and host_received is None:
         raise ValueError("assert_traffic needs sent=, received=, host_sent= or "
                          "host_received=")
-    _assert_traffic(res, (sent, received, host_sent, host_received), rtol, "the formula")
+    rtol = real(rtol, "rtol")
+    expected = tuple(None if value is None else _expected_bytes(arg, value, got.size)
+                     for arg, value, got in (
+                         ("sent", sent, res.bytes_sent),
+                         ("received", received, res.bytes_received),
+                         ("host_sent", host_sent, res.host_bytes_sent),
+                         ("host_received", host_received, res.host_bytes_received)))
+    _assert_traffic(res, expected, rtol, "the formula")
 
 
 def _assert_traffic(res: Result, expected: tuple, rtol: float, source: str) -> None:
@@ -134,9 +196,13 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     Raises:
         AssertionError: the first check that fails, values side by side.
         UnknownAlgorithmError: the algorithm has no cost model.
-        InvalidInputError: alpha, beta, gamma or ``rtol`` not a finite number >= 0.
+        InvalidInputError: (before any check) alpha, beta, gamma or ``rtol`` not a
+            finite number >= 0, or a root that is not a rank of the run.
     """
+    for name, value in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
+        real(value, name)
     rtol = real(rtol, "rtol")
+    root = integer(root, "root", minimum=0, maximum=res.nranks - 1, what="a rank")
     if res.correct is False:
         raise AssertionError(f"{_what(res)} computed a wrong result "
                              f"(largest error {res.max_error!r})")

@@ -13,12 +13,24 @@ from simcoll.topology import Topology, builders
 __all__ = ["alpha_beta_network", "AlphaBeta"]
 
 
+#: Each constant's rules: whether it must be > 0 (not just >= 0), and its unit.
+RULES = {"alpha": (False, "seconds per message"), "beta": (True, "seconds per byte"),
+         "gamma": (False, "seconds per reduced byte; 0: reductions are free")}
+
+
+def constant(name: str, value: float) -> float:
+    """One constant as a float: alpha >= 0, beta > 0 (a link's bandwidth is finite),
+    gamma >= 0 (0: reductions are free).
+
+    Raises:
+        TopologyError: not a finite number in that range, naming it and the range.
+    """
+    strict, what = RULES[name]
+    return real(value, name, strict=strict, error=TopologyError, what=what)
+
+
 def _checked(alpha: float, beta: float, gamma: float) -> tuple[float, float, float]:
-    """The constants as floats: alpha >= 0, beta > 0 (a link's bandwidth is finite),
-    gamma >= 0 (0: reductions are free)."""
-    return (real(alpha, "alpha", error=TopologyError, what="seconds per message"),
-            real(beta, "beta", strict=True, error=TopologyError, what="seconds per byte"),
-            real(gamma, "gamma", error=TopologyError, what="seconds per reduced byte"))
+    return constant("alpha", alpha), constant("beta", beta), constant("gamma", gamma)
 
 
 def alpha_beta_network(p: int, *, alpha: float, beta: float, gamma: float = 0.0,

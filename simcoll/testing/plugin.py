@@ -4,13 +4,16 @@ The fixture is the reference network's constants as a
 :class:`~simcoll.testing.AlphaBeta`, set once per project in the pytest configuration::
 
     [tool.pytest.ini_options]
-    simcoll_alpha = "2e-6"     # seconds per message
-    simcoll_beta = "1e-11"     # seconds per byte
-    simcoll_gamma = "0"        # seconds per reduced byte (0: free)
+    simcoll_alpha = "2e-6"     # seconds per message (>= 0)
+    simcoll_beta = "1e-11"     # seconds per byte (> 0)
+    simcoll_gamma = "0"        # seconds per reduced byte (>= 0; 0: free)
 
     def test_ring(simcoll_reference):
         res = simulate(simcoll_reference.network(8), "all_reduce", algorithm="ring", nbytes=1 << 20)
         simcoll_reference.check(res)  # traffic, lower bound and time against simcoll.cost
+
+The options are read when pytest starts: a value that is not accepted stops the session
+with one ``pytest.UsageError`` naming the option, before any test runs.
 """
 
 from __future__ import annotations
@@ -19,27 +22,35 @@ import dataclasses
 
 import pytest
 
-from simcoll.testing.network import AlphaBeta
+from simcoll.testing.network import RULES, AlphaBeta, constant
 
 _DEFAULTS = {f.name: repr(f.default) for f in dataclasses.fields(AlphaBeta)}
-_HELP = {"alpha": "seconds per message", "beta": "seconds per byte",
-         "gamma": "seconds per reduced byte"}
+_REFERENCE = pytest.StashKey[AlphaBeta]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     for name, default in _DEFAULTS.items():
-        parser.addini(f"simcoll_{name}", f"simcoll_reference fixture: {_HELP[name]}",
+        parser.addini(f"simcoll_{name}", f"simcoll_reference fixture: {RULES[name][1]}",
                       default=default)
+
+
+def _option(config: pytest.Config, name: str) -> float:
+    raw = config.getini(f"simcoll_{name}")
+    try:
+        return constant(name, float(raw))
+    except (TypeError, ValueError):  # not a number, or out of range (TopologyError)
+        strict, what = RULES[name]
+        raise pytest.UsageError(
+            f"ini option simcoll_{name} = {raw!r} is not accepted; use a finite number "
+            f"{'>' if strict else '>='} 0 ({what})") from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_REFERENCE] = AlphaBeta(**{name: _option(config, name)
+                                            for name in _DEFAULTS})
 
 
 @pytest.fixture
 def simcoll_reference(pytestconfig: pytest.Config) -> AlphaBeta:
     """The reference constants (``simcoll_alpha/beta/gamma`` ini options) as AlphaBeta."""
-    values = {}
-    for name in _DEFAULTS:
-        raw = pytestconfig.getini(f"simcoll_{name}")
-        try:
-            values[name] = float(raw)
-        except ValueError:
-            raise pytest.UsageError(f"simcoll_{name} = {raw!r} is not a number") from None
-    return AlphaBeta(**values)
+    return pytestconfig.stash[_REFERENCE]

@@ -1,0 +1,170 @@
+"""Refusals of the formula-test kit (``simcoll.testing``): expectations no run can meet,
+expectations of hosts a run does not have, sweep axes that are not lists, and ini
+constants the reference network does not take.
+
+Every expected value below is worked out by hand: a ring all-reduce of n bytes on p ranks
+sends and receives 2 (p-1)/p n bytes per rank; a parameter-server all-reduce of n bytes on
+p ranks and h hosts sends n/h bytes from each rank to each host, so each host receives
+(and sends back) p n/h bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll import simulate
+from simcoll.testing import alpha_beta_network, assert_matches_model, assert_traffic, sweep
+
+ALPHA, BETA = 1e-6, 1e-11
+N = 1 << 20
+RING = 2 * 3 / 4 * N  # bytes each of 4 ranks sends (and receives) in a ring all-reduce
+
+
+@pytest.fixture(scope="module")
+def ring():
+    return simulate(alpha_beta_network(4, alpha=ALPHA, beta=BETA), "all_reduce",
+                    algorithm="ring", nbytes=N)
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    """4 ranks, 2 server hosts, 4096 bytes: ranks send 4096, hosts 8192."""
+    return simulate(alpha_beta_network(4, alpha=ALPHA, beta=BETA, servers=2), "all_reduce",
+                    algorithm="parameter_server", nbytes=4096)
+
+
+def test_the_hand_computed_traffic_passes(ring, hosts):
+    assert_traffic(ring, sent=RING, received=[RING] * 4)
+    assert_traffic(hosts, sent=4096, received=[4096] * 4, host_sent=8192,
+                   host_received=np.array([8192, 8192]))
+
+
+@pytest.mark.parametrize("arg", ["sent", "received"])
+@pytest.mark.parametrize("value, shown", [
+    (math.nan, "=nan"), (math.inf, "=inf"), (-math.inf, "=-inf"), (-1.0, "=-1.0"),
+    (np.float64(math.nan), r"=np.float64\(nan\)"), (True, "=True"),
+    ([math.nan] * 4, r"\[0\] = nan"), ([RING, RING, math.inf, RING], r"\[2\] = inf"),
+    (np.array([RING, math.nan, RING, RING]), r"\[1\] = nan"),
+    ([RING, RING, RING, -RING], r"\[3\] = -1572864.0"),
+])
+def test_an_expectation_no_run_can_meet_is_refused(ring, arg, value, shown):
+    """NaN and inf compared False with every simulated count, so these passed."""
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^{arg}{shown} is not accepted; use a number >= 0, finite"):
+        assert_traffic(ring, **{arg: value})
+
+
+@pytest.mark.parametrize("arg", ["host_sent", "host_received"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, [8192, math.nan]])
+def test_a_host_expectation_no_run_can_meet_is_refused(hosts, arg, value):
+    with pytest.raises(sc.InvalidInputError, match=rf"^{arg}(\[1\] = |=)(nan|inf) is not"):
+        assert_traffic(hosts, **{arg: value})
+
+
+@pytest.mark.parametrize("arg", ["host_sent", "host_received"])
+@pytest.mark.parametrize("value", [5, 0, [], [5, 5]])
+def test_host_expectations_on_a_run_without_hosts_are_refused(ring, arg, value):
+    """A scalar was broadcast over zero hosts, so any number passed."""
+    with pytest.raises(sc.InvalidInputError, match=rf"^{arg}=.* the run has no server hosts"):
+        assert_traffic(ring, **{arg: value})
+
+
+def test_a_2d_list_is_called_one(ring):
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^sent=\[\[.*\]\] is not accepted: it is a 2-D list; give one "
+                             r"number of bytes for every rank or a flat list of one per rank"):
+        assert_traffic(ring, sent=[[RING] * 4])
+    with pytest.raises(sc.InvalidInputError, match=r"^received=.* it is a nested list"):
+        assert_traffic(ring, received=[[RING, RING], [RING]])
+
+
+def test_a_list_of_the_wrong_length_says_per_rank_or_per_host(ring, hosts):
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^sent=.* it has 3 values, one per rank, but the run has 4 "
+                             r"ranks"):
+        assert_traffic(ring, sent=[RING] * 3)
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^host_sent=.* it has 4 values, one per host, but the run has 2 "
+                             r"hosts; give one number of bytes for every host or a flat "
+                             r"list of one per host"):
+        assert_traffic(hosts, host_sent=[8192] * 4)
+
+
+def test_size_strings_are_byte_counts_as_in_simulate(ring, hosts):
+    """simulate takes nbytes="1MiB"; assert_traffic raised a raw ValueError for it."""
+    assert_traffic(ring, sent="1.5MiB", received=["1.5MiB", "1.5MiB", RING, "1572864"])
+    assert_traffic(hosts, host_sent="8KiB", host_received=["8KiB", 8192])
+    with pytest.raises(AssertionError, match=r"bytes_sent: 4 of 4 ranks differ"):
+        assert_traffic(ring, sent="1MiB")
+    with pytest.raises(sc.InvalidInputError, match=r"^sent='1Mb' is not accepted: .*a bit"):
+        assert_traffic(ring, sent="1Mb")
+    with pytest.raises(sc.InvalidInputError, match=r"^received\[2\] = 'lots' is not accepted"):
+        assert_traffic(ring, received=[RING, RING, "lots", RING])
+
+
+def test_assert_matches_model_checks_its_constants_before_comparing(simcoll_reference):
+    """With root 0 the traffic differs from this root-3 run's, and that AssertionError
+    hid the NaN alpha."""
+    res = simulate(simcoll_reference.network(4), "broadcast", algorithm="binomial",
+                   nbytes=1000, root=3)
+    for bad in (dict(alpha=math.nan), dict(beta=math.inf), dict(gamma=-1.0)):
+        name, value = next(iter(bad.items()))
+        kwargs = {"alpha": ALPHA, "beta": BETA, **bad}
+        with pytest.raises(sc.InvalidInputError, match=f"^{name}={value!r} is not accepted"):
+            assert_matches_model(res, **kwargs)
+    with pytest.raises(sc.InvalidInputError, match=r"^root=4 is not accepted"):
+        assert_matches_model(res, alpha=ALPHA, beta=BETA, root=4)
+
+
+def test_a_sweep_axis_must_be_a_list_of_values():
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^sweep axis p=5 is not accepted: give a list of values, "
+                             r"e\.g\. p=\[5\]$"):
+        sweep(p=5)
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^sweep axis p='248' is not accepted: a string is not a list"):
+        sweep(p="248")
+    with pytest.raises(sc.InvalidInputError, match=r"^sweep axis nbytes=None is not"):
+        sweep(p=[2], nbytes=None)
+    mark = sweep(p=range(2, 4), name=("a",))
+    assert mark.args[1] == [(2, "a"), (3, "a")]
+
+
+def _pytest_with_ini(tmp_path, ini: str) -> subprocess.CompletedProcess:
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\n{ini}\n")
+    (tmp_path / "test_it.py").write_text(
+        "def test_one(simcoll_reference):\n    print(simcoll_reference)\n"
+        "def test_two(simcoll_reference):\n    pass\n")
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "simcoll.testing.plugin", "-p",
+         "no:cacheprovider", "-q", "-s", "test_it.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("ini, accepted", [
+    ("simcoll_alpha = -1", "simcoll_alpha = '-1' is not accepted; use a finite number >= 0"),
+    ("simcoll_beta = 0", "simcoll_beta = '0' is not accepted; use a finite number > 0"),
+    ("simcoll_gamma = nan", "simcoll_gamma = 'nan' is not accepted; use a finite number >= 0"),
+    ("simcoll_alpha = fast", "simcoll_alpha = 'fast' is not accepted; use a finite number"),
+])
+def test_a_bad_ini_constant_stops_pytest_once_naming_the_option(tmp_path, ini, accepted):
+    """These failed every test's setup with a TopologyError naming alpha=-1.0."""
+    run = _pytest_with_ini(tmp_path, ini)
+    out = run.stdout + run.stderr
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert out.count(accepted) == 1, out
+    assert "TopologyError" not in out and "Traceback" not in out, out
+
+
+def test_good_ini_constants_reach_the_fixture(tmp_path):
+    run = _pytest_with_ini(tmp_path, "simcoll_alpha = 2e-6\nsimcoll_gamma = 0")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "AlphaBeta(alpha=2e-06, beta=1e-11, gamma=0.0)" in run.stdout
