@@ -381,7 +381,7 @@ class Comm:
                               self._address)
 
     def collective(self, collective: str, x: Buffer | None = None, *, algorithm: str,
-                   op: ReduceOp | str = ReduceOp.SUM, root: int | None = None,
+                   op: ReduceOp | str | None = None, root: int | None = None,
                    src: int | None = None, dst: int | None = None, splits: Any = None,
                    **params: Any) -> Event:
         """Start the registered ``algorithm`` of ``collective`` on this communicator now.
@@ -389,7 +389,7 @@ class Comm:
         Every member must start the same collectives in the same order (as with NCCL and
         torch.distributed); each gets a matching context of its own, so the messages of
         concurrent collectives never cross. Returns an event whose value is this rank's
-        output (AVG already divided), so ``out = yield comm.all_reduce(x, ...)`` waits
+        output (AVG already applied), so ``out = yield comm.all_reduce(x, ...)`` waits
         for it and two started collectives run side by side. torch's names are accepted
         too: ``all_gather_into_tensor``, ``reduce_scatter_tensor``, ``all_to_all_single``
         for the collective, ``src=`` (broadcast, scatter) or ``dst=`` (reduce, gather)
@@ -397,9 +397,12 @@ class Comm:
         (the same on every rank; see ``simulate``), and ``x`` must be this rank's share.
 
         Raises:
-            CommUsageError: an unknown collective or algorithm, bad parameters, a root
-                given twice, or an algorithm that needs server hosts (they run only at
-                the top level).
+            CommUsageError: an unknown collective or algorithm, bad parameters, an op
+                for a collective that does not reduce (SUM by default where it does), a
+                root given twice, or an algorithm that runs programs on server hosts started
+                on a communicator that has them (they run only at the top level; on a
+                group, or a machine without hosts, such an algorithm's servers are
+                ranks).
         """
         from simcoll.startable import start_collective
 

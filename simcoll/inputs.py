@@ -18,6 +18,7 @@ from simcoll.checks import integer, real
 from simcoll.collectives import Collective, Splits
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
+from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Topology
 from simcoll.uneven import (
     as_splits,
@@ -123,7 +124,7 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
         InvalidInputError: both or neither of data and nbytes; arrays of the wrong number,
             shape or dtype; a size that is not whole elements, or so large that traffic
             counters could overflow; splits for a collective without them, or sizes of
-            the wrong shape for a v-collective.
+            the wrong shape for a v-collective; a size above 0 for a barrier.
     """
     if (data is None) == (nbytes is None) and coll.name != "barrier":
         raise InvalidInputError("pass exactly one of data= (arrays, data mode) or nbytes= "
@@ -142,6 +143,9 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
         arrays = None
         dt = as_dtype(dtype, "dtype")
         size = _check_size(0 if nbytes is None else nbytes, dt)
+    if coll.name == "barrier" and size:
+        raise InvalidInputError(f"a barrier moves no data, but {size} bytes per rank were "
+                                f"given; leave nbytes= and data= out")
     _check_counters(size, p)
     if arrays is None:
         buffers = [VirtualBuffer.of(size // dt.itemsize, dt)] * p
@@ -211,6 +215,22 @@ def check_root(coll: Collective, root: Any, p: int) -> int | None:
         return None
     return 0 if root is None else integer(root, "root", minimum=0, maximum=p - 1,
                                           what="a rank")
+
+
+def check_op(coll: Collective, op: Any) -> ReduceOp:
+    """The reduction of a reducing collective (SUM if not given); SUM, unused, for the
+    others, which refuse one given.
+
+    Raises:
+        InvalidInputError: an unknown op, or an op for a collective that does not reduce.
+    """
+    if not coll.reduces:
+        if op is not None:
+            raise InvalidInputError(f"{coll.name} does not reduce, but op={op!r} was given; "
+                                    f"op= is for all_reduce, reduce_scatter, reduce and "
+                                    f"reduce_scatterv")
+        return ReduceOp.SUM
+    return ReduceOp.SUM if op is None else ReduceOp.parse(op)
 
 
 def check_limits(until: Any, max_events: Any) -> tuple[float, int]:

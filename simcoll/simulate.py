@@ -22,7 +22,7 @@ from simcoll.collectives import collective as get_collective
 from simcoll.collectives import root_argument
 from simcoll.execution import Execution
 from simcoll.faults import Faults
-from simcoll.inputs import check_inputs, check_root, check_topology
+from simcoll.inputs import check_inputs, check_op, check_root, check_topology
 from simcoll.lone_flows import time_without_events
 from simcoll.ops import ReduceOp
 from simcoll.result import Result
@@ -34,7 +34,7 @@ __all__ = ["simulate"]
 def simulate(topology: Topology, collective: str, *, algorithm: str,
              data: Sequence[np.ndarray] | None = None,
              nbytes: int | str | Sequence[Any] | np.ndarray | None = None,
-             dtype: Any = np.float32, op: ReduceOp | str = ReduceOp.SUM,
+             dtype: Any = np.float32, op: ReduceOp | str | None = None,
              root: int | None = None, src: int | None = None, dst: int | None = None,
              splits: Any = None, network: str = "flow", check: bool = True,
              trace: bool = False, until: float = 1e6, max_events: int = 10**9,
@@ -61,7 +61,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             lengths) or the p x p matrix of all_to_allv (its rows are torch's input split
             sizes, its columns the output split sizes). Refused for other collectives.
         dtype: element type in data-free mode (ignored in data mode).
-        op: reduction (``ReduceOp`` or its name) for reducing collectives.
+        op: reduction (``ReduceOp`` or its name; default SUM) for reducing collectives;
+            refused for the others.
         root: root rank for broadcast, reduce, gather and scatter (default 0); refused
             for collectives without a root.
         src, dst: torch's names for the root: ``src=`` for broadcast and scatter,
@@ -99,7 +100,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     topology = check_topology(topology)
     check = flag(check, "check")
     p = topology.nranks
-    reduce_op = ReduceOp.parse(op)
+    reduce_op = check_op(coll, op)
     the_root = check_root(coll, root_argument(coll, root, src, dst), p)
     inputs = check_inputs(p, data, nbytes, dtype, coll, splits)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)

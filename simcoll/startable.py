@@ -22,6 +22,7 @@ from simcoll.buffers import VirtualBuffer
 from simcoll.collectives import Collective, Splits, root_argument
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import CommUsageError, InvalidInputError, SimCollError
+from simcoll.inputs import check_op
 from simcoll.ops import ReduceOp
 from simcoll.uneven import check_splits, what_it_takes
 
@@ -76,7 +77,7 @@ def _arguments(arguments: tuple[str, tuple[tuple[str, Any], ...]]) -> str:
 
 
 def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
-                     op: ReduceOp | str, root: int | None, src: int | None,
+                     op: ReduceOp | str | None, root: int | None, src: int | None,
                      dst: int | None, params: dict[str, Any], splits: Any = None) -> Event:
     """Start ``algorithm`` of ``collective`` for ``comm``'s rank; see ``Comm.collective``."""
     try:
@@ -86,14 +87,16 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
             raise InvalidInputError(f"{coll.name} needs x, this rank's buffer (a numpy "
                                     f"array or a VirtualBuffer); got {x!r}")
         spec = get_algorithm(coll.name, algorithm)
-        reduce_op = ReduceOp.parse(op)
+        reduce_op = check_op(coll, op)
         root = root_argument(coll, root, src, dst)
         shape = _shape(comm, coll, x, splits)
     except SimCollError as exc:
         raise CommUsageError(f"rank {comm.rank}: {exc}") from None
-    if spec.host is not None:
+    if spec.host is not None and comm.hosts:
         raise CommUsageError(f"rank {comm.rank}: {coll.name}/{algorithm} runs programs on "
-                             f"server hosts, which only a top-level simulate() starts")
+                             f"this machine's server hosts, which only a top-level "
+                             f"simulate() starts; start it on a group of GPUs, whose "
+                             f"servers are ranks")
     if comm.rank >= comm.size:
         raise CommUsageError(f"host {comm.rank} cannot start collectives; only GPU ranks can")
     count = 0 if x is None else int(x.size)

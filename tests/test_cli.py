@@ -617,6 +617,12 @@ def test_plot_draws_a_sweep(capsys, tmp_path):
     points.write_text(points.read_text() + "{broken\n")
     status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"))
     assert status == 2 and "points.jsonl, line 7: not valid JSON" in err
+    # The axes the command line has, named as it names them (the Python API's by= and
+    # split= were offered).
+    status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"),
+                         "--x", "time")
+    assert status == 2 and "argument --x: invalid choice: 'time' (choose from 'nranks', " \
+        "'nbytes')" in err and "split" not in err
 
 
 def test_plot_counts_the_points_it_draws_and_refuses_two_machines_of_one_name(capsys,

@@ -171,11 +171,13 @@ def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
         yield from ()
         return x
 
-    for case, match in [("plain", "start\\(\\) needs a generator"),
-                        ("unknown", "unknown algorithm 'nope'"),
-                        ("hosts", "runs programs on server hosts")]:
+    hosted = sc.topology.switch(2, servers=1)
+    for case, match, machine in [("plain", "start\\(\\) needs a generator", network(2)),
+                                 ("unknown", "unknown algorithm 'nope'", network(2)),
+                                 ("hosts", "runs programs on this machine's server hosts",
+                                  hosted)]:
         with pytest.raises(sc.AlgorithmError, match=match):
-            sc.simulate(network(2), "broadcast", algorithm="_bad_starts", nbytes=8, case=case)
+            sc.simulate(machine, "broadcast", algorithm="_bad_starts", nbytes=8, case=case)
 
 
 @pytest.mark.parametrize("case, match", [
@@ -254,3 +256,39 @@ def test_a_started_collective_works_on_a_snapshot_and_returns_read_only(algorith
     for out in res.outputs:
         assert out.tolist() == [expected] * 3
         assert not out.flags.writeable
+
+
+def test_a_parameter_server_starts_where_its_servers_are_ranks():
+    # Without server hosts the servers are ranks and no host program is needed: started
+    # from a program it must give what simulate gives (it was refused for "server hosts"
+    # the machine does not have). Rank r holds r + 1 everywhere: the sum is p(p+1)/2.
+    p = 4
+
+    def program(comm):
+        x = np.full(8, comm.rank + 1.0)
+        return (yield comm.all_reduce(x, algorithm="parameter_server", servers=2))
+
+    started = sc.run_program(network(p), program)
+    direct = sc.simulate(network(p), "all_reduce", algorithm="parameter_server", servers=2,
+                         data=[np.full(8, r + 1.0) for r in range(p)])
+    assert [out.tolist() for out in started.outputs] == [[10.0] * 8] * p
+    assert started.time == pytest.approx(direct.time, rel=1e-12)
+    assert started.bytes_sent.tolist() == direct.bytes_sent.tolist()
+
+    # With server hosts, the world communicator would need their programs: refused. A
+    # group of GPUs has no hosts, so its servers are ranks again.
+    hosted = sc.topology.switch(p, servers=1)
+    with pytest.raises(sc.AlgorithmError, match="runs programs on this machine's server "
+                                                "hosts, which only a top-level simulate"):
+        sc.run_program(hosted, program)
+
+    def in_group(comm):
+        group = comm.group([0, 1, 2, 3]) if comm.rank < p else None
+        if group is None:
+            return None
+        x = np.full(8, comm.rank + 1.0)
+        return (yield group.all_reduce(x, algorithm="parameter_server"))
+
+    res = sc.run_program(hosted, in_group)
+    assert [out.tolist() for out in res.outputs[:p]] == [[10.0] * 8] * p
+    assert res.host_bytes_sent.tolist() == [0]

@@ -260,3 +260,50 @@ def test_reduction_ops_are_read_by_name_in_any_case_and_prod_is_the_product():
     with pytest.raises(sc.InvalidInputError, match="unknown reduction op 'mul'; use one of "
                                                    "SUM, PRODUCT"):
         sc.ReduceOp.parse("mul")
+
+
+@pytest.mark.parametrize("call, match", [
+    # Each gave a raw ZeroDivisionError or numpy ValueError, or a number where simulate
+    # refuses the same arguments.
+    (lambda: sc.cost.traffic("all_reduce", "ring", p=4, nbytes=64, itemsize=0),
+     r"itemsize=0 is not accepted; use an integer >= 1"),
+    (lambda: sc.cost.traffic("all_reduce", "ring", p=4, nbytes=64, itemsize=3),
+     r"nbytes=64 is not a multiple of itemsize=3"),
+    (lambda: sc.cost.is_exact("all_gatherv", "ring", p=2, nbytes=[8, 6], itemsize=4),
+     r"nbytes=6 is not a multiple of itemsize=4"),
+    (lambda: sc.cost.lower_bound("scatter", p=4, nbytes=10, alpha=0, beta=1, itemsize=4),
+     r"nbytes=10 is not a multiple of itemsize=4"),
+    (lambda: sc.cost.traffic("all_reduce", "parameter_server", p=4, nbytes=64, hosts=2,
+                             servers=3),
+     r"servers=3 but the topology has 2 server hosts; use 1..2"),
+    (lambda: sc.cost.predict("all_reduce", "parameter_server", p=4, nbytes=64, alpha=1e-6,
+                             beta=1e-9, servers=5),
+     r"servers=5 but the topology has 4 ranks; use 1..4"),
+])
+def test_cost_queries_refuse_what_a_run_refuses(call, match):
+    with pytest.raises(sc.InvalidInputError, match=match):
+        call()
+
+
+def test_an_op_for_a_collective_that_does_not_reduce_is_refused_as_a_root_is():
+    # op= was dropped silently (Result.op None); root= on all_reduce was already refused.
+    with pytest.raises(sc.InvalidInputError, match=r"all_gather does not reduce, but "
+                                                   r"op='max' was given"):
+        sc.simulate(switch(), "all_gather", algorithm="ring", nbytes=16, op="max")
+
+    def program(comm):
+        return (yield comm.collective("broadcast", np.ones(4), algorithm="binomial",
+                                      op="sum"))
+
+    with pytest.raises(sc.AlgorithmError, match=r"broadcast does not reduce, but op='sum'"):
+        sc.run_program(switch(), program)
+    assert sc.simulate(switch(), "all_reduce", algorithm="ring", nbytes=16).op == "SUM"
+
+
+def test_a_barrier_given_bytes_is_refused():
+    # It reported nbytes=16 and an algbw of 4 MB/s while moving nothing.
+    with pytest.raises(sc.InvalidInputError, match="a barrier moves no data, but 16 bytes "
+                                                   "per rank were given"):
+        sc.simulate(switch(), "barrier", algorithm="dissemination", nbytes=16)
+    res = sc.simulate(switch(), "barrier", algorithm="dissemination")
+    assert (res.nbytes, res.algbw, res.busbw, int(res.bytes_sent.sum())) == (0, 0.0, 0.0, 0)

@@ -174,6 +174,11 @@ def test_preset_files(tmp_path, name, text, direct, spec):
                                             "a device of kind gpu in a file"]),
     ("p.yaml", "preset: dgx_h200\n", ["p.yaml, line 1: preset: unknown topology builder "
                                       "'dgx_h200' (did you mean 'dgx_h100'?)"]),
+    # in_network: false beside a reduction rate loaded as an in-network device.
+    ("n.yaml", "devices:\n  - {name: s, kind: switch, reduce_bandwidth: 1TB/s, "
+               "in_network: false}\nlinks: []\n",
+     ["n.yaml, line 2: devices[0].in_network: is false, but reduce_bandwidth makes the "
+      "device reduce in the network"]),
 ])
 def test_malformed_files_name_file_key_line_and_expectation(tmp_path, name, text, words):
     with pytest.raises(sc.TopologyError) as info:
@@ -242,6 +247,12 @@ def test_astra_switch_matches_the_switch_builder(tmp_path):
     full = sc.topology.load(astra(tmp_path, "[FullyConnected]", "[5]", "[1]", "[0]", "f.yml"))
     assert {frozenset((x.u, x.v)) for x in full.links} == \
         {frozenset(p) for p in combinations(full.gpus, 2)}
+
+
+def test_astra_numbers_in_exponent_form_without_a_dot_are_numbers(tmp_path):
+    # PyYAML reads 5e1 (no dot) as a string; ASTRA-sim reads 50. It was refused.
+    topo = sc.topology.load(astra(tmp_path, "[ Switch ]", "[ 4 ]", "[ 5e1 ]", "[ 1e3 ]"))
+    assert {(link.bandwidth, link.latency) for link in topo.links} == {(50 * GiB, 1e-6)}
 
 
 @pytest.mark.parametrize("text, words", [

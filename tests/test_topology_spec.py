@@ -86,7 +86,7 @@ def test_parse_rate(text, value):
 @pytest.mark.parametrize("text, value", [
     ("1us", 1e-6), ("500ns", 500e-9), ("2ms", 2e-3), ("0", 0.0), ("1e-6", 1e-6),
     ("936.25ns", 936.25e-9), ("0.5us", 0.5e-6),
-    ("1µs", 1e-6), ("3s", 3.0), (0.5, 0.5)])
+    ("1µs", 1e-6), ("1\u03bcs", 1e-6), ("3s", 3.0), (0.5, 0.5)])
 def test_parse_time(text, value):
     assert parse_time(text) == value
 

@@ -26,16 +26,18 @@ MACHINE = {"hosts": Int(0, minimum=0, doc="server hosts in the topology; 0: the 
                                           "are ranks")}
 
 
-def _server_count(servers: int | None, hosts: int) -> int:
-    """Number of servers k: ``servers`` if given, else every host, else one rank."""
+def _server_count(servers: int | None, hosts: int, p: int) -> int:
+    """Number of servers k: ``servers`` if given (one the machine has), else every host,
+    else one rank."""
     if servers is not None:
+        _validate(p, 0, hosts, servers=servers)
         return servers
     return hosts if hosts else 1
 
 
 def _servers(comm: Comm, servers: int | None) -> tuple[int, ...]:
     """Ranks of the servers: the topology's hosts if it has any, else ranks 0..k-1."""
-    k = _server_count(servers, len(comm.hosts))
+    k = _server_count(servers, len(comm.hosts), comm.size)
     return comm.hosts[:k] if comm.hosts else tuple(range(k))
 
 
@@ -68,7 +70,7 @@ def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
     (0 for p = 1): a server's own shard stays local, and a worker's k <= p - 1 shards
     never outrun the servers' links.
     """
-    k = _server_count(servers, hosts)
+    k = _server_count(servers, hosts, p)
     s = nbytes / k
     if hosts:
         return 2 * alpha + 2 * max(p, k) * s * beta + (p - 1) * s * gamma
@@ -81,7 +83,7 @@ def _traffic(p: int, nbytes: int, itemsize: int, *, servers: int | None,
              hosts: int) -> Traffic:
     """Workers push and pull every shard held elsewhere; server j pulls and pushes shard j
     from and to every worker other than itself."""
-    k = _server_count(servers, hosts)
+    k = _server_count(servers, hosts, p)
     shards = block_bytes(nbytes, k, itemsize)
     sent = np.full(p, int(shards.sum()), dtype=np.int64)
     if hosts:
@@ -94,7 +96,7 @@ def _traffic(p: int, nbytes: int, itemsize: int, *, servers: int | None,
 
 def _exact(p: int, nbytes: int, itemsize: int, *, servers: int | None, hosts: int) -> bool:
     """Exact for equal shards; unequal shards use their mean size in ``time``."""
-    return (nbytes // itemsize) % _server_count(servers, hosts) == 0
+    return (nbytes // itemsize) % _server_count(servers, hosts, p) == 0
 
 
 def parameter_server_host(comm: Comm, *, op: ReduceOp, servers: int | None) -> HostProgram:

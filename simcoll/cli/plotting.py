@@ -23,8 +23,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("records", help="a .jsonl (JSON lines) or .json (list) file of records")
     p.add_argument("--output", required=True, metavar="PATH",
                    help="the picture: .png, .svg or .pdf")
-    p.add_argument("--x", default="nranks", help="nranks (default) or nbytes")
-    p.add_argument("--y", default="busbw", help="busbw (default), algbw or time")
+    p.add_argument("--x", default="nranks", choices=("nranks", "nbytes"),
+                   help="nranks (default) or nbytes")
+    p.add_argument("--y", default="busbw", choices=("busbw", "algbw", "time"),
+                   help="busbw (default), algbw or time")
     p.set_defaults(handler=_run)
 
 

@@ -55,7 +55,8 @@ def _run(args: argparse.Namespace) -> int:
     args.algorithm = args.algorithm or default_algorithm(args.collective)
     coll = get_collective(args.collective)
     dtype = resolve_dtype(args.dtype)
-    nbytes, _, _ = nccl_shape(coll, topo.nranks, args.size, dtype.itemsize)
+    size = 0 if coll.name == "barrier" else args.size  # a barrier moves no data
+    nbytes, _, _ = nccl_shape(coll, topo.nranks, size, dtype.itemsize)
     if args.check:
         checking.check_memory(topo.nranks, nbytes * coll.size_factor(topo.nranks))
         data = checking.inputs(topo.nranks, nbytes // dtype.itemsize, dtype)

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 
 from simcoll.algorithms.params import named_arguments
 from simcoll.buffers import block_size
-from simcoll.checks import real
+from simcoll.checks import integer, real
 from simcoll.collectives import ALIASES
 from simcoll.collectives import collective as get_collective
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
@@ -106,6 +106,17 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
     return int(p), int(nbytes)
 
 
+def _itemsize(itemsize: Any, nbytes: Any) -> int:
+    """``itemsize`` checked: an integer >= 1 that divides every size in ``nbytes``."""
+    itemsize = integer(itemsize, "itemsize", minimum=1, what="bytes per element")
+    uneven = np.asarray(nbytes) % itemsize
+    if uneven.any():
+        shown = nbytes if np.ndim(nbytes) == 0 else np.asarray(nbytes)[uneven != 0][0]
+        raise InvalidInputError(f"nbytes={shown} is not a multiple of itemsize={itemsize}; "
+                                f"give whole elements")
+    return itemsize
+
+
 def check_constants(alpha: float, beta: float,
                     gamma: float) -> tuple[float, float, float]:
     """The reference network's constants as floats, each a finite number of seconds >= 0.
@@ -151,12 +162,14 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
     """Bytes each rank sends and receives (exact, for elements of ``itemsize`` bytes).
 
     Raises:
-        UnknownAlgorithmError, InvalidInputError: as :func:`predict`.
+        UnknownAlgorithmError, InvalidInputError: as :func:`predict`, or an ``itemsize``
+            that is not an integer >= 1 dividing ``nbytes``.
         RegistrationError: the registered model returned something that is not a
             :class:`Traffic`.
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
+    itemsize = _itemsize(itemsize, nbytes)
     args = spec.model_arguments(p, params)
     fn = spec.cost.traffic
     moved = fn(p, nbytes, itemsize, **named_arguments(fn, args))
@@ -173,10 +186,11 @@ def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike
     """Whether ``predict`` is exact (not an estimate) for these arguments.
 
     Raises:
-        UnknownAlgorithmError, InvalidInputError: as :func:`predict`.
+        UnknownAlgorithmError, InvalidInputError: as :func:`traffic`.
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
+    itemsize = _itemsize(itemsize, nbytes)
     args = spec.model_arguments(p, params)
     fn = spec.cost.exact
     return bool(fn(p, nbytes, itemsize, **named_arguments(fn, args)))
@@ -199,8 +213,8 @@ def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: floa
     their bounds are in :func:`simcoll.cost.uneven.uneven_bounds`.
 
     Raises:
-        InvalidInputError: a bad p, nbytes, alpha, beta or gamma, or a collective without
-            bounds.
+        InvalidInputError: a bad p, nbytes, alpha, beta, gamma or itemsize, or a
+            collective without bounds.
     """
     collective = ALIASES.get(collective, collective)
     alpha, beta, gamma = check_constants(alpha, beta, gamma)
@@ -209,6 +223,7 @@ def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: floa
         steps, moved, reduced, needed = uneven_bounds(collective, p, sizes)
         return Bounds(steps * alpha, moved * beta, reduced * gamma, alpha if needed else 0.0)
     p, n = _sizes(p, nbytes)
+    itemsize = _itemsize(itemsize, n)
     if p == 1:
         return Bounds(0.0, 0.0, 0.0, 0.0)
     steps = (p - 1).bit_length()

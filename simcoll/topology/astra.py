@@ -114,10 +114,21 @@ def _numbers(data: dict[str, Any], key: str, ctx: Context, what: str) -> list[An
     values = data[key]
     if not isinstance(values, list) or not values:
         raise ctx.error((key,), f"expected a non-empty list ({what}), got {values!r:.60}")
+    if key == "topology":
+        return values
+    numbers = []
     for i, v in enumerate(values):
-        if key != "topology" and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        if isinstance(v, str):
+            # YAML 1.1 (PyYAML) reads 5e1, without a dot, as a string; ASTRA-sim reads
+            # it as the number it is.
+            try:
+                v = float(v)
+            except ValueError:
+                pass
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ctx.error((key, i), f"expected a number ({what}), got {v!r}")
-    return values
+        numbers.append(v)
+    return numbers
 
 
 def from_astra_dict(data: Any, ctx: Context) -> Topology:

@@ -4,7 +4,8 @@ Topology specs (``switch:bandwidth=100GB/s``) and topology files share these rea
 plain number is SI (bytes per second, seconds). Rates: ``B/s`` or ``Bps`` for bytes and
 ``b/s`` or ``bps`` for bits, after an optional prefix ``K``, ``M``, ``G``, ``T`` (powers
 of 1000, case ignored) or ``Ki``, ``Mi``, ``Gi``, ``Ti`` (powers of 1024); so ``GB/s`` is
-10^9 bytes/s and ``Gb/s`` is 10^9 bits/s. Times: ``s``, ``ms``, ``us`` (or ``µs``), ``ns``.
+10^9 bytes/s and ``Gb/s`` is 10^9 bits/s. Times: ``s``, ``ms``, ``us`` (or ``µs``, with
+the micro sign or the Greek mu), ``ns``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import Any
 __all__ = ["parse_rate", "parse_time", "parse_number", "format_rate", "format_time"]
 
 _NUMBER = r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?inf(?:inity)?)"
-_QUANTITY_RE = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµ/]*)\s*$")
+_QUANTITY_RE = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµμ/]*)\s*$")
 _PREFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
              "ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30, "ti": 2.0**40}
 _RATE_UNIT_RE = re.compile(r"^([kKmMgGtT]i?)?(B/s|Bps|b/s|bps)$")
-_PER_SECOND = {"": 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9}
+_PER_SECOND = {"": 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "μs": 1e6, "ns": 1e9}
 """Units per second: dividing by these (exact in binary) rounds ``500ns`` to the float
 nearest 5e-7, as the literal ``500e-9`` does; multiplying by ``1e-9`` would not."""
 _RATE_HELP = "a rate such as 100GB/s, 400Gbps, 25e9 (bytes/s) or inf"
