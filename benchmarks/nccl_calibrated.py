@@ -15,7 +15,8 @@ either cost, so NCCL's choice per size is the one nccl_tests_compare.py prints.
     python benchmarks/nccl_calibrated.py --workers 2      # each trial's sizes on 2 processes
 
 Per table it prints the fitted costs, the geometric-mean |time error| (exp(mean |log
-(simulated / measured)|) - 1) of the defaults and of the fit on the fitted sizes and on
+(simulated / measured)|) - 1: the factor the times differ by on average, less 1, so sizes
+all at -50% give 100%) of the defaults and of the fit on the fitted sizes and on
 the held-out ones, then each size's error; then, for two tables of one cluster at two
 node counts, the larger one predicted with the costs fitted to the smaller. Figures are
 printed, never asserted.
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nccl_public import TABLES, PublicTable, table  # noqa: E402
 from nccl_tests_compare import (  # noqa: E402
+    GEOMEAN,
     geomean,
     machine,
     run_params,
@@ -98,8 +100,9 @@ def calibrate_table(public: PublicTable, max_size: float, starts: int = 1,
         print(f"   {row.size:>12d} {true * 1e6:>12.2f} {plain * 1e6:>11.2f} "
               f"{tuned * 1e6:>14.2f} {plain / true - 1:>+13.1%} {tuned / true - 1:>+12.1%}"
               f"{'' if i % 2 == 0 else '  held out'}")
-    print(f"   geometric-mean |time error|: defaults {geomean(before):.1%}; calibrated "
-          f"{geomean(fitted):.1%} on the fitted sizes, {geomean(held):.1%} held out")
+    print(f"   geometric-mean |time error| ({GEOMEAN}): defaults {geomean(before):.1%}; "
+          f"calibrated {geomean(fitted):.1%} on the fitted sizes, {geomean(held):.1%} held "
+          f"out")
     return (before, fitted, held), costs
 
 
@@ -121,8 +124,8 @@ def transfer(source: str, target: PublicTable, costs: dict[str, Any],
         after.append(math.log(moved / true_us))
         print(f"   {size:>12d} {true_us:>12.2f} {plain:>11.2f} {moved:>15.2f} "
               f"{plain / true_us - 1:>+13.1%} {moved / true_us - 1:>+12.1%}")
-    print(f"   geometric-mean |time error|: defaults {geomean(before):.1%}, with {source}'s "
-          f"costs {geomean(after):.1%}")
+    print(f"   geometric-mean |time error| ({GEOMEAN}): defaults {geomean(before):.1%}, "
+          f"with {source}'s costs {geomean(after):.1%}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         if source in fitted and target in fitted:
             transfer(source, next(t for t in TABLES if t.id == target), fitted[source],
                      args.max_size)
-    print("\n== summary: geometric-mean |time error|, all_reduce / nccl")
+    print(f"\n== summary: geometric-mean |time error| ({GEOMEAN}: the factor the times "
+          f"differ by on average, less 1), all_reduce / nccl")
     print(f"   {'table':<22} {'defaults':>9} {'fitted':>9} {'held out':>9}")
     print("\n".join(lines))
     print(f"   {'all tables':<22} {geomean(totals[0]):>9.1%} {geomean(totals[1]):>9.1%} "

@@ -218,7 +218,8 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
     model = f"; NCCL's own model {geomean(model_logs):.1%}" if model_logs else ""
     summary = (f"{public.id:<22} {geomean(logs):>8.1%}  ({len(logs)} of {len(public.rows)} "
                f"sizes{model})")
-    print(f"   geometric-mean |time error|: {geomean(logs):.1%}{model}")
+    print(f"   geometric-mean |time error|: {geomean(logs):.1%} (times off by a factor of "
+          f"{1 + geomean(logs):.3f} on average: {GEOMEAN}){model}")
     return logs, summary
 
 
@@ -243,8 +244,15 @@ def selected_tables(parser: argparse.ArgumentParser,
     return tuple(t for t in TABLES if t.id in wanted)
 
 
+GEOMEAN = "exp(mean |ln(simulated / measured)|) - 1"
+"""What the geometric-mean |time error| printed is: the factor by which the simulated and
+measured times differ on average (the larger over the smaller), less 1; rows all at -50%
+give 100%."""
+
+
 def geomean(logs: list[float]) -> float:
-    """exp(mean |log(simulated / measured)|) - 1."""
+    """The geometric-mean |time error| of the sizes' log(simulated / measured):
+    exp(mean |log(simulated / measured)|) - 1 (see :data:`GEOMEAN`)."""
     return math.exp(sum(abs(v) for v in logs) / len(logs)) - 1
 
 
@@ -302,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         (f", tuner {args.tuner}" if args.tuner else "") + \
         "".join(f", {k}={v}" for k, v in args.param)
     print(f"\n== summary: all_reduce / {algorithm}{fixed}, network {args.network}")
-    print(f"   {'table':<22} geometric-mean |time error|")
+    print(f"   {'table':<22} geometric-mean |time error| ({GEOMEAN}: the factor the times "
+          f"differ by on average, less 1)")
     for _, summary in per_table:
         print(f"   {summary}")
     if not per_table:

@@ -10,13 +10,22 @@ The fit is scipy's bounded trust-region least squares (``least_squares(method="t
 constants whose lower bound is positive are fitted on a log scale, since bandwidths and
 latencies span many decades and only their ratios matter.
 
+A fit cannot move a constant that moves no simulated time where it starts (a bandwidth
+that is not the bottleneck there: its finite-difference Jacobian column is zero), nor
+tell where beyond a bound the best fit would be: the result names such constants
+(:attr:`Calibration.unmoved`, :attr:`Calibration.on_bound`) and its report says so.
+Sizes where nccl-tests found wrong values (``#wrong`` above 0) are left out of the fit.
+
 scipy is an optional dependency: ``pip install "simcoll[calibrate]"``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,10 +38,12 @@ from simcoll.comparison import (
     check_picklable,
     check_workers,
     geomean_error,
+    geomean_line,
     measured_times,
     run_sizes,
     size_runs,
     table_collective,
+    wrong_note,
 )
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.nccl_tests import NcclTestsTable
@@ -61,6 +72,16 @@ class Calibration:
         params: the fitted constants that are the algorithm's parameters (pass them to
             :func:`simcoll.simulate` with :attr:`topology`); empty where all are the
             machine's.
+        bounds: each constant's (low, high).
+        unmoved: the constants that moved no simulated time where they started (the fit
+            from the initial constants ended there with a zero Jacobian column: a
+            bandwidth that is not the bottleneck there, say), so that fit could not move
+            them; each is then tried at :data:`PROBES` values across its bounds.
+        probed: of those, the ones some probed value moved the time at, and the value a
+            further fit started from (the best probed); the others are not fitted
+            (:attr:`not_fitted`).
+        left_out: the table's sizes left out of the fit because nccl-tests found wrong
+            values there (``#wrong`` above 0).
     """
 
     values: Mapping[str, float] = field(hash=False)
@@ -73,6 +94,50 @@ class Calibration:
     evaluations: int
     message: str
     params: Mapping[str, float] = field(default_factory=dict, hash=False)
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
+    unmoved: tuple[str, ...] = ()
+    probed: Mapping[str, float] = field(default_factory=dict, hash=False)
+    left_out: tuple[int, ...] = ()
+
+    @property
+    def not_fitted(self) -> tuple[str, ...]:
+        """The :attr:`unmoved` constants that ended where they started: no fit moved
+        them, so their value is the initial one, not a fitted one."""
+        return tuple(k for k in self.unmoved   # to the rounding of the fit's log scale
+                     if math.isclose(self.values[k], self.initial[k], rel_tol=1e-12))
+
+    @property
+    def on_bound(self) -> dict[str, str]:
+        """The constants (not :attr:`not_fitted`) that ended on a bound: ``"lower"`` or
+        ``"upper"`` by name; the best fit may lie beyond it."""
+        found = {}
+        for name, (low, high) in self.bounds.items():
+            value, near = self.values[name], 1e-9 * (high - low)
+            if name not in self.not_fitted and (value - low <= near or high - value <= near):
+                found[name] = "lower" if value - low <= near else "upper"
+        return found
+
+    @property
+    def notes(self) -> list[str]:
+        """What the report says below the constants: those not fitted, those on a bound,
+        the sizes left out."""
+        notes = []
+        for k in self.unmoved:
+            note = (f"note: {k} moved no simulated time at {self.initial[k]:g}, where it "
+                    f"started (another part of the machine is the bottleneck there, or no "
+                    f"run uses it)")
+            if k in self.probed:
+                note += (f"; fitted again from {self.probed[k]:.4g}, the best of {PROBES} "
+                         f"values probed across its bounds")
+            if k in self.not_fitted:
+                note += ": not fitted; start it elsewhere or use starts > 1"
+            notes.append(note)
+        notes += [f"note: {k} ended on its {side} bound "
+                  f"{self.bounds[k][side == 'upper']:g}: the best fit may lie beyond it"
+                  for k, side in self.on_bound.items()]
+        if self.left_out:
+            notes.append(wrong_note(self.left_out, "left out of the fit"))
+        return notes
 
     @property
     def error_before(self) -> tuple[float, ...]:
@@ -85,19 +150,25 @@ class Calibration:
         return tuple(s / m - 1 for s, m in zip(self.after, self.measured))
 
     def report(self) -> str:
-        """The fitted constants and the per-size error before and after, as text."""
+        """The fitted constants (those not fitted, or on a bound, marked and explained
+        in notes), the per-size error (simulated / measured - 1) before and after, and
+        the geometric-mean |time error| before and after with what it is."""
+        bound = self.on_bound
         lines = ["constant             initial        fitted"]
-        lines += [f"{name:<16} {self.initial[name]:>11.4g} {value:>13.6g}"
+        lines += [(f"{name:<16} {self.initial[name]:>11.4g} {value:>13.6g}"
+                   + ("   not fitted: moved no simulated time" if name in self.not_fitted else
+                      f"   on its {bound[name]} bound" if name in bound else ""))
                   for name, value in self.values.items()]
+        lines += self.notes
         lines += ["", "      size   measured (us)   before (us)   after (us)   error before"
                   "   error after"]
         for size, m, b, a, eb, ea in zip(self.sizes, self.measured, self.before, self.after,
                                          self.error_before, self.error_after):
             lines.append(f"{size:>10d}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  {a * 1e6:>11.2f}"
                          f"  {eb:>+12.1%}  {ea:>+12.1%}")
-        lines += ["", f"geometric-mean |error|: {geomean_error(self.error_before):.1%} before, "
-                      f"{geomean_error(self.error_after):.1%} after ({self.evaluations} "
-                      f"simulations; {self.message})"]
+        lines += [""] + geomean_line(
+            "geometric-mean |time error|", [self.error_before, self.error_after],
+            ["before", "after"], f"({self.evaluations} simulations; {self.message})")
         return "\n".join(lines)
 
 
@@ -119,14 +190,16 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     Args:
         build: a function ``build(**values) -> Topology`` (a preset with keyword
             arguments, or your own), or a builder / preset name with fixed arguments as a
-            topology spec takes them (``"dgx_a100:nodes=2"``); the free constants are
-            passed as keyword arguments.
+            topology spec takes them (``"dgx_a100:nodes=2"``), or the path of a topology
+            file (whose machine has no constants: free only the algorithm's); the free
+            constants are passed as keyword arguments.
         table: the measurements, from :func:`simcoll.nccl_tests.parse`.
-        free: ``{name: (initial, low, high)}`` for each constant to fit, low < high. A
-            name that is a numeric parameter of ``algorithm`` (``launch_overhead`` or
-            ``step_latency_scale`` of ``"nccl"``) is passed to each simulation; the others
-            go to ``build``.
-        collective: the collective simulated; by default the table's.
+        free: ``{name: (initial, low, high)}`` for each real-valued constant to fit,
+            low < high. A name that is a numeric parameter of ``algorithm``
+            (``launch_overhead`` or ``step_latency_scale`` of ``"nccl"``) is passed to
+            each simulation; the others go to ``build``.
+        collective: the collective simulated; by default the table's, which it must
+            agree with.
         algorithm: the registered algorithm to simulate.
         place: the table's block to fit, ``"out_of_place"`` or ``"in_place"``.
         max_evaluations: the most simulations the fit may run, those at the initial
@@ -154,12 +227,16 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
 
     Returns:
         The fitted constants, the calibrated topology, and the time per size measured,
-        before and after.
+        before and after (the sizes where nccl-tests found wrong values, ``#wrong``
+        above 0, left out and named); the constants that moved no simulated time where
+        they started, and so were not fitted, and those that ended on a bound, named.
 
     Raises:
         InvalidInputError: an empty table, no free constant, too small a
             ``max_evaluations``, ``starts`` that is not an integer >= 1, a name neither
-            ``build`` nor the algorithm takes (or one given in ``simulate_kwargs`` too),
+            ``build`` nor the algorithm takes (or one given in ``simulate_kwargs`` or
+            fixed in ``build``'s spec too, or with a topology file one that is not the
+            algorithm's), a parameter that is not real-valued (an int, a bool, a str),
             an unknown ``loss`` or a ``loss_scale`` that is not a finite number > 0,
             bounds that are not ``low <= initial <= high`` with ``low < high`` (or that
             the algorithm's parameter does not accept, or at which ``build`` cannot
@@ -169,7 +246,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             algorithm that does not
             exist, a table with a different rank count than the machine, a row whose
             time is not above 0 or whose root is beyond the machine's ranks; all before
-            the first simulation.
+            the first simulation; also a ``collective`` other than the table's, and a
+            table whose every size has ``#wrong`` above 0.
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
     """
     factory = _factory(build)
@@ -177,7 +255,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     if not table.rows:
         raise InvalidInputError("the table has no rows to calibrate against")
     specs = algorithm_constants(coll.name, algorithm)
-    bounds = _check_free(factory, free, set(specs))
+    bounds = _check_free(factory, free, set(specs), build if isinstance(build, str) else None)
     tuned = [k for k in free if k in specs]
     for k in tuned:   # the algorithm must accept the whole range (names the bad bound)
         for bound in bounds[k]:
@@ -186,6 +264,12 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     if both:
         raise InvalidInputError(f"{', '.join(both)} is both free and given in "
                                 f"simulate_kwargs; leave it in one of them")
+    wrong = table.wrong_sizes(place)
+    if wrong and len(wrong) == len(table.rows):
+        raise InvalidInputError("every size of the table has #wrong > 0 (nccl-tests found "
+                                "wrong values in each): nothing to fit")
+    table = dataclasses.replace(table, rows=tuple(r for r in table.rows
+                                                  if r.size not in wrong))
     measured = np.array(measured_times(table, place))
     try:
         from scipy.optimize import least_squares  # type: ignore[import-untyped]
@@ -257,28 +341,65 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         points = [np.array([f.unit(initial[k]) for k, f in zip(names, scale)])]
         tried[points[0].tobytes()] = before   # the initial constants, up to rounding
         points += [rng.uniform(low, high) for _ in range(starts - 1)]
+
+        def probe(x: np.ndarray, stuck: list[int]) -> np.ndarray | None:
+            """Where to fit again: each stuck constant at the best of PROBES values across
+            its bounds that move the time (None where none does)."""
+            start, here = x.copy(), residuals(x)
+            for i in stuck:
+                moving = []
+                for u in np.linspace(low[i], high[i], PROBES):
+                    trial = x.copy()
+                    trial[i] = u
+                    if not np.array_equal(residuals(trial), here):
+                        moving.append((_cost(tried[trial.tobytes()], measured, loss,
+                                             loss_scale), u))
+                if moving:
+                    start[i] = min(moving)[1]
+                    probed[names[i]] = scale[i].value(start[i])
+            return start if probed else None
+
         messages = []
-        for point in points:
+        unmoved: list[str] = []    # zero Jacobian columns where the first fit ended, at its start
+        probed: dict[str, float] = {}
+        queue = list(points)
+        while queue:
+            point = queue.pop(0)
             try:
                 fit = least_squares(residuals, point, bounds=(low, high), method="trf",
                                     x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
                                     loss=loss, f_scale=loss_scale)
                 messages.append(str(fit.message))
+                if point is points[0]:
+                    stuck = [i for i in range(len(names)) if fit.x[i] == point[i]
+                             and not np.any(np.asarray(fit.jac)[:, i])]
+                    unmoved = [names[i] for i in stuck]
+                    again = probe(fit.x, stuck) if stuck else None
+                    queue[:0] = [] if again is None else [again]
             except _OutOfEvaluations:  # the budget covers one trial point at least
                 messages.append(f"stopped at max_evaluations={max_evaluations} on the best "
                                 f"point tried")
                 break
     key = min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
     best = np.frombuffer(key, dtype=points[0].dtype)
-    message = messages[0] if starts == 1 else \
-        f"the best of {len(messages)} of {starts} starts: " + "; ".join(
-            m.rstrip(".") for m in messages)
+    joined = "; ".join(m.rstrip(".") for m in messages)
+    if probed:
+        message = (f"the best of {len(messages)} fits ({starts} start{'s' * (starts > 1)}, "
+                   f"then one from probing {', '.join(probed)}): {joined}")
+    else:
+        message = messages[0] if starts == 1 else \
+            f"the best of {len(messages)} of {starts} starts: {joined}"
     fitted = values_of(best)
     after = tried[key]
     return Calibration(fitted, initial, machine(fitted), table.sizes,
                        tuple(measured.tolist()), tuple(before.tolist()),
                        tuple(after.tolist()), count[0], message,
-                       {k: fitted[k] for k in tuned})
+                       {k: fitted[k] for k in tuned}, bounds, tuple(unmoved), probed, wrong)
+
+
+PROBES = 8
+"""Values across its bounds at which a constant that moved no simulated time where the
+fit started is tried (evenly spaced on its fit scale), to fit again from the best."""
 
 
 class _OutOfEvaluations(Exception):
@@ -333,8 +454,14 @@ class _Scale:
         return self.unit(self.high)
 
 
+_KINDS = {"int": int, "bool": bool, "str": str, "dims": tuple}
+"""Builder parameter kinds (:class:`simcoll.topology.catalog.Parameter`) that are not
+real numbers, as the type the synthetic signature shows."""
+
+
 def _factory(build: Factory | str) -> Factory:
-    """A callable from a callable, or from a builder name with fixed spec arguments."""
+    """A callable from a callable, from a builder name with fixed spec arguments, or
+    (taking no constant) from a topology file."""
     if callable(build):
         return build
     if not isinstance(build, str):
@@ -342,8 +469,11 @@ def _factory(build: Factory | str) -> Factory:
                                 f"builder name such as 'dgx_a100:nodes=2', not "
                                 f"{type(build).__name__}")
     from simcoll.topology.catalog import builders, parameters
-    from simcoll.topology.spec import from_spec
+    from simcoll.topology.spec import from_spec, is_file_spec
 
+    if is_file_spec(build):
+        loaded = from_spec(build)
+        return lambda: loaded
     name, _, args = build.partition(":")
     name = name.strip()
     known = builders()
@@ -356,41 +486,91 @@ def _factory(build: Factory | str) -> Factory:
         return from_spec(f"{name}:{fixed}{',' if fixed and given else ''}{given}")
 
     factory.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY) for p in parameters(name)])
+        [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY,
+                           annotation=_KINDS.get(p.kind, float)) for p in parameters(name)])
     return factory
 
 
+def _not_real(factory: Factory, param: inspect.Parameter) -> str | None:
+    """The type a builder parameter holds where it is not a real number (``"int"``), else
+    None (also where its annotation says nothing)."""
+    hint = param.annotation
+    if isinstance(hint, str):   # postponed annotations
+        try:
+            hint = typing.get_type_hints(factory).get(param.name, hint)
+        except Exception:  # noqa: BLE001 (a name the hints cannot resolve: say nothing)
+            return None
+    kinds = [a for a in (typing.get_args(hint) if typing.get_origin(hint) in
+                         (typing.Union, types.UnionType)
+                         else (hint,)) if a is not type(None)]
+    if not kinds or float in kinds or not all(isinstance(a, type) for a in kinds) \
+            or inspect.Parameter.empty in kinds:
+        return None
+    return " | ".join(a.__name__ for a in kinds)
+
+
+def _fixed(spec: str | None) -> set[str]:
+    """The names a builder spec fixes (``ranks=8`` of ``switch:ranks=8``)."""
+    args = (spec or "").partition(":")[2]
+    return {part.partition("=")[0].strip() for part in args.split(",") if "=" in part}
+
+
 def _check_free(factory: Factory, free: Mapping[str, tuple[float, float, float]],
-                numeric: set[str]) -> dict[str, tuple[float, float]]:
-    """Every free constant is a parameter of the factory, or one of the algorithm's
-    ``numeric`` parameters (not both), with sane bounds."""
+                numeric: set[str], build: str | None = None) -> dict[str, tuple[float, float]]:
+    """Every free constant is a real-valued parameter of the factory (not fixed in the
+    ``build`` spec it came from), or one of the algorithm's ``numeric`` parameters (not
+    both), with sane bounds."""
+    from simcoll.topology.spec import is_file_spec
+
     if not isinstance(free, Mapping) or not free:
         raise InvalidInputError("free must name at least one constant to fit, as {name: "
                                 "(initial, low, high)}")
-    params: Mapping[str, inspect.Parameter]
+    params: Mapping[str, inspect.Parameter] | None
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
-        params = {}
-    takes_any = not params or any(p.kind is inspect.Parameter.VAR_KEYWORD
-                                   for p in params.values())
+        params = None
+    takes_any = params is None or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                      for p in params.values())
+    params = params or {}
+    file = build is not None and is_file_spec(build)
+    fixed = set() if file else _fixed(build)
     bounds = {}
     for name, spec in free.items():
+        if file and name not in numeric:
+            raise InvalidInputError(
+                f"free constant {name!r}: with a topology file ({build}) only the "
+                f"algorithm's constants can be freed"
+                + (f" ({', '.join(sorted(numeric))})" if numeric else " (it has none)")
+                + "; to fit the machine's, give it as a builder spec such as "
+                  "'switch:ranks=8'")
         if name in numeric and name in params:
             raise InvalidInputError(f"free constant {name!r} is a parameter of both the "
                                     f"machine's builder and the algorithm; rename the "
                                     f"builder's")
+        kind = _not_real(factory, params[name]) if name in params else None
+        if kind is not None:
+            raise InvalidInputError(f"calibrate fits real-valued constants; {name} is "
+                                    f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} parameter "
+                                    f"of the machine's builder")
+        if name in fixed:
+            raise InvalidInputError(f"free constant {name!r} is fixed in {build!r} too; "
+                                    f"leave it in one of them")
         if not takes_any and name not in params and name not in numeric:
             raise InvalidInputError(
                 f"free constant {name!r} is not a parameter of the machine's builder nor a "
-                f"numeric one of the algorithm; the builder takes {', '.join(params)}"
+                f"numeric one of the algorithm; the builder takes "
+                f"{', '.join(params) or 'none'}"
                 + (f", the algorithm {', '.join(sorted(numeric))}" if numeric else ""))
         try:
             initial, low, high = (float(v) for v in spec)
         except (TypeError, ValueError):
             raise InvalidInputError(f"free[{name!r}] = {spec!r} is not (initial, low, "
                                     f"high)") from None
-        if not all(math.isfinite(v) for v in (initial, low, high)) or not low < high:
+        if not math.isfinite(initial):
+            raise InvalidInputError(f"free[{name!r}]: initial {initial!r} is not a finite "
+                                    f"number")
+        if not all(math.isfinite(v) for v in (low, high)) or not low < high:
             raise InvalidInputError(f"free[{name!r}]: bounds ({low:g}, {high:g}) need finite "
                                     f"low < high")
         if not low <= initial <= high:

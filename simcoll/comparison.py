@@ -3,14 +3,17 @@
 ``compare(topology, table, algorithm="nccl")`` answers "how close does this machine
 land on my log, before any fitting?": each row's size is simulated in data-free mode
 with the table's element type (and root, for the rooted collectives), and the result
-holds the measured and simulated time and busbw per size, the relative time error, its
-geometric mean, and what the algorithm chose at each size (NCCL's algorithm, protocol
+holds the measured and simulated time and busbw per size, the relative time error
+(simulated / measured - 1), the geometric-mean |time error| (exp(mean |ln(simulated /
+measured)|) - 1: the factor by which the times differ on average, less 1, so that rows all
+at -50% give 100%), and what the algorithm chose at each size (NCCL's algorithm, protocol
 and channels). :func:`simcoll.calibrate` fits constants on the same per-size
 simulations.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import pickle
 from collections.abc import Mapping, Sequence
@@ -23,7 +26,7 @@ import numpy as np
 from simcoll.checks import integer
 from simcoll.collectives import Collective
 from simcoll.collectives import collective as get_collective
-from simcoll.errors import InvalidInputError
+from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
 from simcoll.processes import local_pool
 from simcoll.progress import check_progress, progress_bar
@@ -37,9 +40,24 @@ CHOICES = ("algo", "proto", "channels")
 
 
 def geomean_error(errors: Sequence[float]) -> float:
-    """exp(mean |log(1 + e)|) - 1 over relative errors e = simulated / measured - 1: the
-    typical factor off, as a fraction (0.1 for 10% either way)."""
+    """The geometric-mean |time error|: exp(mean |ln(1 + e)|) - 1 over relative errors
+    e = simulated / measured - 1, i.e. the geometric mean of the factors by which the
+    simulated and measured times differ (the larger over the smaller), less 1. A time off
+    by a factor of 2 counts as 100% whether it is twice (e = +100%) or half (e = -50%) the
+    measured one."""
     return math.exp(sum(abs(math.log1p(e)) for e in errors) / len(errors)) - 1
+
+
+def geomean_line(label: str, errors: Sequence[Sequence[float]], words: Sequence[str],
+                 tail: str) -> list[str]:
+    """The report lines that print :func:`geomean_error` (of each list of ``errors``,
+    named by ``words``) and say what it is."""
+    found = [geomean_error(e) for e in errors]
+    shown = ", ".join(f"{g:.1%}{' ' + w if w else ''}" for g, w in zip(found, words))
+    factors = ", ".join(f"{1 + g:.3f}{' ' + w if w else ''}" for g, w in zip(found, words))
+    return [f"{label}: {shown} {tail}",
+            f"  = exp(mean |ln(simulated / measured)|) - 1: on average the times differ "
+            f"by a factor of {factors}"]
 
 
 @dataclass(frozen=True)
@@ -105,7 +123,8 @@ def table_collective(table: NcclTestsTable, collective: str | None) -> Collectiv
     """The collective to simulate: ``collective``, else the one the table measured.
 
     Raises:
-        InvalidInputError: ``table`` is not a parsed table, or neither names one.
+        InvalidInputError: ``table`` is not a parsed table, neither names one, or
+            ``collective`` is not the one the table names.
         UnknownCollectiveError: the name is not a collective.
     """
     if not isinstance(table, NcclTestsTable):
@@ -115,7 +134,15 @@ def table_collective(table: NcclTestsTable, collective: str | None) -> Collectiv
     if name is None:
         raise InvalidInputError("the table does not say which collective it measured; pass "
                                 "collective='all_reduce' (or the one measured)")
-    return get_collective(name)
+    coll = get_collective(name)
+    measured = table.collective
+    if collective is not None and measured is not None:
+        with contextlib.suppress(SimCollError):   # sendrecv: no simcoll collective
+            measured = get_collective(measured).name
+        if measured != coll.name:
+            raise InvalidInputError(f"collective {collective!r} was given, but the table "
+                                    f"measured {table.collective!r}")
+    return coll
 
 
 Timed = tuple[float, dict[str, Any]]
@@ -192,6 +219,8 @@ class Comparison:
         busbw_factor: nccl-tests' bus factor of the collective on ``nranks`` ranks.
         params: each size's run parameters (:attr:`simcoll.Result.params`), what the
             algorithm chose included.
+        wrong: the sizes whose ``#wrong`` was above 0 (nccl-tests found wrong values
+            there); compared all the same, and named in the report.
     """
 
     collective: str
@@ -205,6 +234,7 @@ class Comparison:
     measured_busbw: tuple[float, ...]
     busbw_factor: float
     params: tuple[Mapping[str, Any], ...] = field(hash=False)
+    wrong: tuple[int, ...] = ()
 
     @property
     def error(self) -> tuple[float, ...]:
@@ -214,7 +244,9 @@ class Comparison:
 
     @property
     def geomean_error(self) -> float:
-        """exp(mean |log(simulated / measured)|) - 1 over the sizes."""
+        """The geometric-mean |time error|, exp(mean |ln(simulated / measured)|) - 1 over
+        the sizes: the factor by which the times differ on average, less 1 (see
+        :func:`geomean_error`)."""
         return geomean_error(self.error)
 
     @property
@@ -230,7 +262,9 @@ class Comparison:
         return tuple(" ".join(str(p[k]) for k in CHOICES if k in p) for p in self.params)
 
     def report(self) -> str:
-        """The sizes measured and simulated, as text."""
+        """The sizes measured and simulated, as text: per size the error simulated /
+        measured - 1, then the geometric-mean |time error| and what it is, and the sizes
+        with ``#wrong`` above 0."""
         named = " ".join(k for k in CHOICES if any(k in p for p in self.params))
         lines = ["                  time (us)                     busbw (GB/s)",
                  "      size     measured   simulated     error     measured   simulated  "
@@ -241,9 +275,12 @@ class Comparison:
             lines.append(f"{size:>10d}  {m * 1e6:>11.2f} {s * 1e6:>11.2f}  {e:>+8.1%}  "
                          f"{bm / 1e9:>11.2f} {bs / 1e9:>11.2f}  {chosen}")
         lines = [line.rstrip() for line in lines]
-        lines += ["", f"geometric-mean |time error|: {self.geomean_error:.1%} over "
-                      f"{len(self.sizes)} sizes ({self.collective}, {self.algorithm} on "
-                      f"{self.topology}, {self.place.replace('_', '-')} times)"]
+        lines += [""] + geomean_line(
+            "geometric-mean |time error|", [self.error], [""],
+            f"over {len(self.sizes)} sizes ({self.collective}, {self.algorithm} on "
+            f"{self.topology}, {self.place.replace('_', '-')} times)")
+        if self.wrong:
+            lines.append(wrong_note(self.wrong, "compared all the same"))
         return "\n".join(lines)
 
     def to_pandas(self) -> Any:
@@ -279,7 +316,14 @@ class Comparison:
                 "measured_busbw": list(self.measured_busbw),
                 "simulated_busbw": list(self.simulated_busbw),
                 "busbw_factor": self.busbw_factor,
-                "params": [dict(p) for p in self.params]}
+                "params": [dict(p) for p in self.params], "wrong": list(self.wrong)}
+
+
+def wrong_note(sizes: Sequence[int], then: str) -> str:
+    """The note on the sizes whose ``#wrong`` is above 0, and ``then`` what was done."""
+    return (f"note: nccl-tests found wrong values (#wrong > 0) at size{'s' * (len(sizes) > 1)} "
+            f"{', '.join(str(s) for s in sizes)}: that run computed a wrong result there; "
+            f"{then}")
 
 
 def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None = None,
@@ -303,15 +347,17 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
             parameters, ...).
 
     Returns:
-        The times, busbw and choices per size, and the error.
+        The times, busbw and choices per size, the error, and the sizes where the
+        table counted wrong values (``#wrong`` above 0), which the report names.
 
     Raises:
         InvalidInputError: an empty table, a table without ``place``'s block or measured
             on another rank count, a size that gives a rank no whole element, a time not
             above 0, a root beyond the machine's ranks, a collective the table does not
             name, a ``progress`` that is not True, False or None, ``workers`` that is not
-            an integer >= 1, or (with workers) a machine or parameters that do not
-            pickle; all before the first simulation.
+            an integer >= 1, a ``collective`` other than the one the table names, or
+            (with workers) a machine or parameters that do not pickle; all before the
+            first simulation.
     """
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology={topology!r} is not a Topology; build one with "
@@ -330,4 +376,4 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
                       table.sizes, tuple(times), tuple(t for t, _ in timed),
                       tuple(row.measurement(place).busbw * 1e9 for row in table.rows),
                       float(coll.busbw_factor(topology.nranks)),
-                      tuple(params for _, params in timed))
+                      tuple(params for _, params in timed), table.wrong_sizes(place))

@@ -16,7 +16,10 @@ titles say which layout a table has, and without titles the number of fields doe
 Lines that MPI launchers prefix (``[0] ``, ``[1,0]<stdout>:``, ``srun -l``'s `` 0: ``)
 are read without their prefix; log lines between the rows (``NCCL INFO ...``) are
 skipped. A line that starts like a result row but is not one is an error naming its
-line number.
+line number. nccl-tests 2.0.x prints the footer without its ``#``; both forms are read. A
+run that failed (nccl-tests' ``Test NCCL failure``, ``Test CUDA failure`` or ``.. host pid
+N: Test failure`` lines) is an error that quotes the line and says after which size the
+table stops.
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ ITEMSIZE = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 
 
 _PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?[ \t]?")
 _SRUN = re.compile(r"^\s*\d+: ")
-_ROW_START = re.compile(r"^\s*[-+]?[\d.]+\s+(?:\S+\s+){5}\S")
+_ROW_START = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)\s+(?:\S+\s+){5}\S")
+_FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
+_FOOTERS = ("Out of bounds values", "Avg bus bandwidth")
 _PROGRAM = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / ")
 _DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+"
@@ -69,7 +74,7 @@ class Measurement:
     """One block of a row: nccl-tests' units, us and GB/s (10^9 bytes per second).
 
     Attributes:
-        time_us: 0 or more: ``0.00`` is printed for a row of size 0 (nothing moves:
+        time_us: 0 or more, finite: ``0.00`` is printed for a row of size 0 (nothing moves:
             nccl-tests and ``simcoll run`` print such rows for sizes under one element
             per rank) and for a time under 0.005 us (``simcoll run`` on links without
             latency).
@@ -152,6 +157,9 @@ class NcclTestsTable:
         nccl_version: ``"2.26.2"`` when the text prints it.
         avg_busbw: the ``# Avg bus bandwidth`` footer in GB/s, if present.
         out_of_bounds: the ``# Out of bounds values`` count, if present.
+        error_column: True where the blocks end in old versions' ``error`` column (the
+            largest error, which is above 0 in a correct run), not in ``#wrong`` (a
+            count of wrong elements, 0 in a correct run).
     """
 
     rows: tuple[NcclTestsRow, ...]
@@ -163,6 +171,7 @@ class NcclTestsTable:
     nccl_version: str | None = None
     avg_busbw: float | None = None
     out_of_bounds: int | None = None
+    error_column: bool = False
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -174,6 +183,19 @@ class NcclTestsTable:
     def sizes(self) -> tuple[int, ...]:
         """The size column, bytes."""
         return tuple(r.size for r in self.rows)
+
+    def wrong_sizes(self, place: str = "out_of_place") -> tuple[int, ...]:
+        """The sizes whose ``place`` block has ``#wrong`` above 0: nccl-tests found wrong
+        values in what that run computed (none for a table with the old ``error``
+        column, whose values are above 0 in correct runs too).
+
+        Raises:
+            InvalidInputError: an unknown place, or a row without that block.
+        """
+        if self.error_column:
+            return ()
+        return tuple(r.size for r in self.rows
+                     if (r.measurement(place).wrong or 0) > 0)
 
     def between(self, low: int | str = 0, high: int | str | None = None) -> NcclTestsTable:
         """The same table with only the rows whose size lies in [low, high] (bytes, or
@@ -223,6 +245,7 @@ class _Layout:
     blocks: tuple[str, ...]
     block_width: int = 4
     block_columns: tuple[str, ...] = _BLOCK
+    error_column: bool = False
 
     @property
     def width(self) -> int:
@@ -260,8 +283,11 @@ def parse(text: str, *, collective: str | None = None) -> NcclTestsTable:
 
     Raises:
         InvalidInputError: no result rows; more than one run (use :func:`parse_all`); a
-            row that does not fit the column layout, naming its line number and what was
-            expected; a ``collective`` that disagrees with the text.
+            row that does not fit the column layout (or whose time is not a finite
+            number), naming its line number and what was expected; a failed run
+            (nccl-tests' ``Test NCCL failure`` / ``Test failure`` lines), quoting the
+            line and naming the last complete row; a ``collective`` that disagrees with
+            the text.
     """
     runs = _parse_runs(text, collective)
     if len(runs) > 1:
@@ -298,8 +324,17 @@ def _parse_runs(text: str, collective: str | None) -> list[tuple[int, NcclTestsT
         if starts_run and (run.rows or run.finished):
             runs.append(run)
             run = _Run(start=number)
+        if _FAILURE.search(stripped):
+            after = f"after the row of size {run.rows[-1].size} (line {run.rows[-1].line})" \
+                if run.rows else "before any result row"
+            raise InvalidInputError(f"line {number}: nccl-tests reported a failure: "
+                                    f"{stripped!r}; its table stops {after}: to use the "
+                                    f"rows before it, keep only the lines before line "
+                                    f"{number}")
         if stripped.startswith("#"):
             _read_comment(run, stripped.lstrip("#").strip(), number)
+        elif stripped.startswith(_FOOTERS):   # nccl-tests 2.0.x: the footer without '#'
+            _read_comment(run, stripped, number)
         elif _ROW_START.match(line):
             if run.finished:
                 runs.append(run)
@@ -425,7 +460,7 @@ def _layout_from_titles(words: list[str], titles: tuple[str, ...] | None,
                                               else ""))
     count = len(rest) // width
     blocks = _block_names(titles, count)
-    return _Layout(tuple(head), blocks, width, columns)
+    return _Layout(tuple(head), blocks, width, columns, "error" in words)
 
 
 def _block_names(titles: tuple[str, ...] | None, count: int) -> tuple[str, ...]:
@@ -478,7 +513,7 @@ def _read_row(run: _Run, line: str, number: int) -> NcclTestsRow:
         start = len(layout.head) + i * layout.block_width
         values = dict(zip(layout.block_columns, fields[start:start + layout.block_width]))
         blocks[name] = Measurement(
-            _number(values["time"], number, "the time (us)"),
+            _number(values["time"], number, "the time (us)", finite=True),
             _number(values["algbw"], number, "algbw (GB/s)"),
             _number(values["busbw"], number, "busbw (GB/s)"),
             _wrong(values.get("wrong", "N/A"), number))
@@ -493,12 +528,18 @@ def _whole(text: str, number: int, what: str, *, signed: bool = False) -> int:
     return int(text)
 
 
-def _number(text: str, number: int, what: str, *, positive: bool = False) -> float:
+def _number(text: str, number: int, what: str, *, positive: bool = False,
+            finite: bool = False) -> float:
+    """A number of a row or footer: never NaN or negative; with ``finite``, never infinite
+    (a time; ``simcoll run`` prints an algbw of ``inf`` for a time of 0)."""
     try:
         value = float(text)
     except ValueError:
         raise InvalidInputError(f"line {number}: expected a number for {what}, found "
                                 f"{text!r}") from None
+    if math.isinf(value) and finite:
+        raise InvalidInputError(f"line {number}: expected a finite number for {what}, found "
+                                f"{text!r}")
     if math.isnan(value) or value < 0 or (positive and value == 0):
         sign = "positive" if positive else "non-negative"
         raise InvalidInputError(f"line {number}: expected a {sign} number for {what}, found "
@@ -536,10 +577,14 @@ def _table(run: _Run, wanted: str | None) -> NcclTestsTable:
                                 f"line {run.start} is {found!r}")
     ranks = sorted(run.ranks)
     nranks = len(ranks) if ranks else run.simcoll_ranks
+    # without column titles, an error column shows in values that are not counts
+    error_column = run.layout is not None and run.layout.error_column or any(
+        m is not None and m.wrong is not None and not m.wrong.is_integer()
+        for r in run.rows for m in (r.out_of_place, r.in_place))
     return NcclTestsTable(tuple(run.rows), wanted or found, nranks,
                           tuple(run.ranks[r][1] for r in ranks),
                           tuple(run.ranks[r][0] for r in ranks), run.settings, run.version,
-                          run.avg_busbw, run.out_of_bounds)
+                          run.avg_busbw, run.out_of_bounds, error_column)
 
 
 def _from_layout(rows: list[NcclTestsRow]) -> str | None:

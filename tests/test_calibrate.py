@@ -15,6 +15,7 @@ import simcoll.comparison
 from simcoll.cli import main
 from simcoll.errors import InvalidInputError, UnknownAlgorithmError, UnknownCollectiveError
 from simcoll.nccl_tests import Measurement, NcclTestsRow, NcclTestsTable, parse
+from simcoll.topology.io import save
 
 pytest.importorskip("scipy")
 
@@ -95,12 +96,15 @@ def test_report(table):
                        free={"bandwidth": (5e10, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)})
     text = cal.report()
     assert "bandwidth" in text and "latency" in text
-    assert text.count("\n") == 2 + 2 + len(cal.sizes) + 2
+    assert text.count("\n") == 2 + 2 + len(cal.sizes) + 3
     for size, m in zip(cal.sizes, cal.measured):
         assert f"{size:>10d}  {m * 1e6:>14.2f}" in text
     geo_before = math.exp(sum(abs(math.log(b / m)) for b, m in
                               zip(cal.before, cal.measured)) / len(cal.sizes)) - 1
     assert f"{geo_before:.1%} before" in text
+    assert text.splitlines()[-1].startswith(
+        f"  = exp(mean |ln(simulated / measured)|) - 1: on average the times differ by a "
+        f"factor of {1 + geo_before:.3f} before, ")
 
 
 def test_progress_bar_counts_the_simulations(table, capsys):
@@ -165,7 +169,7 @@ def test_bad_tables_and_names(no_simulation, table):
     with pytest.raises(InvalidInputError, match="measured on 8 ranks.*has 4"):
         sc.calibrate(lambda bandwidth, latency: sc.topology.switch(4), table, free=GOOD)
     with pytest.raises(InvalidInputError, match="sizes \\[8\\] give each of the 8 ranks"):
-        sc.calibrate(switch8, table, free=GOOD, collective="all_gather")
+        sc.calibrate(switch8, unnamed, free=GOOD, collective="all_gather")
     with pytest.raises(InvalidInputError, match="unknown builder 'swtich'"):
         sc.calibrate("swtich:8", table, free=GOOD)
     with pytest.raises(InvalidInputError, match="not a parameter"):
@@ -244,3 +248,149 @@ def test_a_robust_loss_is_not_pulled_by_a_spike():
 def test_bad_losses_are_refused(no_simulation, table, kwargs, message):
     with pytest.raises(InvalidInputError, match=message):
         sc.calibrate(switch8, table, free=GOOD, **kwargs)
+
+
+# A 4-rank switch whose ring all_reduce takes 2 (p - 1) (2 latencies + size / p / bandwidth)
+P4, TRUE_BANDWIDTH, LINK_LATENCY = 4, 40 * sc.GB, 2 * sc.us
+SIZES4 = (4096, 1 << 20, 64 << 20)
+
+
+def ring_time(size: int, bandwidth: float = TRUE_BANDWIDTH) -> float:
+    return 2 * (P4 - 1) * (2 * LINK_LATENCY + size / P4 / bandwidth)
+
+
+def table4(wrong: dict[int, float] | None = None, slower: dict[int, float] | None = None
+           ) -> NcclTestsTable:
+    """The hand-worked ring times at 40 GB/s, ``#wrong`` and a slowdown where given."""
+    wrong, slower = wrong or {}, slower or {}
+    return NcclTestsTable(tuple(
+        NcclTestsRow(size, size // 4, "float", "sum", -1,
+                     Measurement(ring_time(size) * slower.get(size, 1.0) * 1e6, 0.0, 0.0,
+                                 wrong.get(size, 0.0)), None, i + 1)
+        for i, size in enumerate(SIZES4)), "all_reduce", P4)
+
+
+def behind_a_48_gbs_link(bandwidth: float) -> sc.Topology:
+    """The bandwidth moves the time only below 48 GB/s, as a NIC behind a PCIe link does."""
+    return sc.topology.switch(P4, bandwidth=min(bandwidth, 48 * sc.GB), latency=LINK_LATENCY)
+
+
+def test_a_constant_that_moves_no_time_at_its_start_is_probed_and_fitted():
+    cal = sc.calibrate(behind_a_48_gbs_link, table4(),
+                       free={"bandwidth": (50 * sc.GB, 1 * sc.GB, 400 * sc.GB)})
+    assert cal.values["bandwidth"] == pytest.approx(TRUE_BANDWIDTH, rel=1e-6)
+    assert max(abs(e) for e in cal.error_after) < 1e-9
+    # 8 values evenly spaced on its log scale: the 5th, 1 GB/s x 400 ** (4 / 7), is the
+    # best of those that move the time (the 6th and up are above 48 GB/s)
+    start = 1e9 * 400 ** (4 / 7)
+    assert cal.unmoved == ("bandwidth",) and cal.not_fitted == ()
+    assert cal.probed == {"bandwidth": pytest.approx(start, rel=1e-9)}
+    assert (f"note: bandwidth moved no simulated time at 5e+10, where it started (another "
+            f"part of the machine is the bottleneck there, or no run uses it); fitted again "
+            f"from {start:.4g}, the best of 8 values probed across its bounds") \
+        in cal.report().splitlines()
+    assert "then one from probing bandwidth" in cal.message
+
+
+def test_a_constant_that_moves_no_time_anywhere_is_reported_as_not_fitted():
+    def ignores_bandwidth(bandwidth: float, latency: float) -> sc.Topology:
+        return sc.topology.switch(P4, bandwidth=TRUE_BANDWIDTH, latency=latency)
+
+    cal = sc.calibrate(ignores_bandwidth, table4(),
+                       free={"bandwidth": (50 * sc.GB, 1 * sc.GB, 400 * sc.GB),
+                             "latency": (5 * sc.us, 10 * sc.ns, 100 * sc.us)})
+    assert cal.values["latency"] == pytest.approx(LINK_LATENCY, rel=1e-6)
+    assert cal.values["bandwidth"] == pytest.approx(50 * sc.GB, rel=1e-15)
+    assert cal.unmoved == cal.not_fitted == ("bandwidth",) and cal.probed == {}
+    lines = cal.report().splitlines()
+    assert lines[1].split() == ["bandwidth", "5e+10", "5e+10", "not", "fitted:", "moved",
+                                "no", "simulated", "time"]
+    assert lines[2].split()[0] == "latency" and len(lines[2].split()) == 3
+    assert ("note: bandwidth moved no simulated time at 5e+10, where it started (another "
+            "part of the machine is the bottleneck there, or no run uses it): not fitted; "
+            "start it elsewhere or use starts > 1") in lines
+
+
+@pytest.mark.parametrize("free,side,bound", [
+    ((20 * sc.GB, 1 * sc.GB, 30 * sc.GB), "upper", "3e+10"),
+    ((50 * sc.GB, 45 * sc.GB, 100 * sc.GB), "lower", "4.5e+10"),
+])
+def test_a_constant_that_ends_on_a_bound_is_named(free, side, bound):
+    cal = sc.calibrate(lambda bandwidth: sc.topology.switch(P4, bandwidth=bandwidth,
+                                                            latency=LINK_LATENCY),
+                       table4(), free={"bandwidth": free})
+    assert cal.values["bandwidth"] == pytest.approx(float(bound), rel=1e-9)
+    assert cal.on_bound == {"bandwidth": side} and cal.unmoved == ()
+    lines = cal.report().splitlines()
+    assert lines[1].endswith(f"   on its {side} bound")
+    assert lines[2] == f"note: bandwidth ended on its {side} bound {bound}: the best fit may " \
+                       f"lie beyond it"
+
+
+def test_sizes_with_wrong_values_are_left_out_of_the_fit():
+    # the 1 MiB row is three times too slow and has #wrong 7: the fit never sees it
+    cal = sc.calibrate(lambda bandwidth: sc.topology.switch(P4, bandwidth=bandwidth,
+                                                            latency=LINK_LATENCY),
+                       table4(wrong={1 << 20: 7.0}, slower={1 << 20: 3.0}),
+                       free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 400 * sc.GB)})
+    assert cal.sizes == (4096, 64 << 20) and cal.left_out == (1 << 20,)
+    assert cal.values["bandwidth"] == pytest.approx(TRUE_BANDWIDTH, rel=1e-6)
+    assert ("note: nccl-tests found wrong values (#wrong > 0) at size 1048576: that run "
+            "computed a wrong result there; left out of the fit") in cal.report().splitlines()
+
+
+def test_a_table_whose_every_size_is_wrong_is_refused(no_simulation):
+    with pytest.raises(InvalidInputError, match="every size of the table has #wrong > 0"):
+        sc.calibrate(lambda bandwidth: sc.topology.switch(P4, bandwidth=bandwidth),
+                     table4(wrong=dict.fromkeys(SIZES4, 1.0)),
+                     free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 400 * sc.GB)})
+
+
+def _builds_n(n: int, bandwidth: float) -> sc.Topology:
+    return sc.topology.switch(n, bandwidth=bandwidth)
+
+
+@pytest.mark.parametrize("build,free,message", [
+    ("dgx_h100:nodes=1", {"network_kind": (1, 0, 2)},
+     "calibrate fits real-valued constants; network_kind is a str parameter of the "
+     "machine's builder"),
+    ("dgx_h100:nodes=1", {"leaf_radix": (40, 8, 64)},
+     "calibrate fits real-valued constants; leaf_radix is an int parameter"),
+    ("dgx_h100:nodes=2", {"nodes": (2, 1, 4)},
+     "calibrate fits real-valued constants; nodes is an int parameter"),
+    ("dgx_h100:nodes=1", {"sharp": (0, 0, 1)},
+     "calibrate fits real-valued constants; sharp is a bool parameter"),
+    (_builds_n, {"n": (8, 2, 16)}, "calibrate fits real-valued constants; n is an int "
+                                   "parameter"),
+    ("switch:ranks=8,bandwidth=1GB/s", {"bandwidth": (1e11, 1e9, 1e12)},
+     "free constant 'bandwidth' is fixed in 'switch:ranks=8,bandwidth=1GB/s' too"),
+    (switch8, {"bandwidth": (math.nan, 1e9, 1e12)},
+     r"free\['bandwidth'\]: initial nan is not a finite number"),
+])
+def test_constants_that_cannot_be_fitted_are_refused(no_simulation, table, build, free,
+                                                     message):
+    with pytest.raises(InvalidInputError, match=message):
+        sc.calibrate(build, table, free=free)
+
+
+def test_a_topology_file_frees_only_the_algorithms_constants(no_simulation, table, tmp_path):
+    path = tmp_path / "switch8.json"
+    save(switch8(BANDWIDTH, LATENCY), path)
+    with pytest.raises(InvalidInputError, match=(
+            f"free constant 'bandwidth': with a topology file \\({path}\\) only the "
+            f"algorithm's constants can be freed \\(it has none\\)")):
+        sc.calibrate(str(path), table, free=GOOD)
+    with pytest.raises(InvalidInputError, match=(
+            "only the algorithm's constants can be freed \\(launch_overhead, "
+            "step_latency_scale\\)")):
+        sc.calibrate(str(path), table, free=GOOD, algorithm="nccl")
+    # the algorithm's constants are fitted on the file's machine
+    with pytest.raises(AssertionError, match="simulated before"):
+        sc.calibrate(str(path), table, free={"launch_overhead": (1e-6, 0, 1e-4)},
+                     algorithm="nccl")
+
+
+def test_a_collective_other_than_the_tables_is_refused(no_simulation, table):
+    with pytest.raises(InvalidInputError, match="collective 'all_gather' was given, but the "
+                                                "table measured 'all_reduce'"):
+        sc.calibrate(switch8, table, free=GOOD, collective="all_gather")

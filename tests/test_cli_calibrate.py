@@ -118,6 +118,14 @@ def test_several_runs_and_standard_input(capsys, monkeypatch, nccl_log):
     (["--free", "latency=1us:0:1ms", "--min-size", "2K", "--max-size", "1K"],
      "--min-size 2048 is above --max-size 1024"),
     (["--free", "latency=1us:0:1ms", "--loss", "l2"], "invalid choice: 'l2'"),
+    (["--free", "bandwidth=25GB/s:1us:100GB/s"],
+     "--free bandwidth=25GB/s:1us:100GB/s: '1us' has unit 'us', not a rate unit"),
+    (["--free", "latency=1GB/s:10ns:1us"],
+     "--free latency=1GB/s:10ns:1us: '1GB/s' has unit 'GB/s', not a time unit"),
+    (["--free", "launch_overhead=2us:0:100us", "--run", "0"],
+     "--run 0: the log holds 1 run(s); use 1..1"),
+    (["--free", "launch_overhead=2us:0:100us", "--collective", "all_gather"],
+     "--collective all_gather: the log's run measured all_reduce"),
 ])
 def test_bad_arguments_get_one_line(capsys, nccl_log, args, message):
     status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4, *args)
@@ -128,3 +136,58 @@ def test_a_missing_log_is_named(capsys, tmp_path):
     status, _, err = cli(capsys, "calibrate", str(tmp_path / "none.txt"), "--topology",
                          SWITCH4, "--free", "latency=1us:0:1ms")
     assert status == 2 and f"no log at {tmp_path / 'none.txt'}" in err
+
+
+def test_a_topology_file_frees_only_the_algorithms_constants(capsys, nccl_log, tmp_path):
+    path = tmp_path / "switch4.json"
+    save(sc.topology.from_spec(SWITCH4), path)
+    status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", str(path),
+                           "--algorithm", "nccl", "--free", "bandwidth=50GB/s:1GB/s:1TB/s")
+    assert status == 2 and not out and err.count("\n") == 1
+    assert (f"free constant 'bandwidth': with a topology file ({path}) only the algorithm's "
+            f"constants can be freed (launch_overhead, step_latency_scale)") in err
+    assert "unknown builder" not in err
+
+
+def test_a_constant_that_moves_no_time_at_its_start(capsys, tmp_path):
+    """The tester's case: NICs of 40 GB/s behind PCIe links of 48 GB/s, fitted from
+    50 GB/s, where the PCIe link is the bottleneck."""
+    log = tmp_path / "gen.txt"
+    status, out, _ = cli(capsys, "run", "--topology", "dgx_h100:nodes=2,nic_bandwidth=40GB/s",
+                         "--algorithm", "ring", "-b", "1M", "-e", "256M", "-f", "4")
+    log.write_text(out)
+    status, out, err = cli(capsys, "calibrate", str(log), "--topology", "dgx_h100:nodes=2",
+                           "--free", "nic_bandwidth=50GB/s:1GB/s:400GB/s", "--json")
+    assert status == 0 and not err
+    fit = json.loads(out)
+    assert fit["values"]["nic_bandwidth"] == pytest.approx(40e9, rel=1e-3)
+    assert fit["unmoved"] == ["nic_bandwidth"] and fit["on_bound"] == {}
+    assert any(note.startswith("note: nic_bandwidth moved no simulated time at 5e+10, where "
+                               "it started") for note in fit["notes"])
+
+
+@pytest.fixture
+def unnamed_log(tmp_path, capsys):
+    """Rows of a ring all_reduce on switch:ranks=4 at 60 GB/s and 0.1 us, without the
+    header that names the collective."""
+    assert main(["run", "--topology", SWITCH4, "-b", "4K", "-e", "64M", "-f", "16"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if not line.startswith("#")]
+    path = tmp_path / "rows.txt"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_collective_for_a_log_that_does_not_name_it(capsys, unnamed_log):
+    status, out, err = cli(capsys, "calibrate", str(unnamed_log), "--topology",
+                           "switch:ranks=4,latency=0.1us", "--free",
+                           "bandwidth=20GB/s:1GB/s:1TB/s")
+    assert status == 2 and not out and err.count("\n") == 1
+    assert "the log does not say which collective it measured; name it with --collective" \
+        in err
+    status, out, err = cli(capsys, "calibrate", str(unnamed_log), "--topology",
+                           "switch:ranks=4,latency=0.1us", "--free",
+                           "bandwidth=20GB/s:1GB/s:1TB/s", "--collective", "all_reduce",
+                           "--json")
+    assert status == 0 and not err
+    assert json.loads(out)["values"]["bandwidth"] == pytest.approx(60e9, rel=1e-3)

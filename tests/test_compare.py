@@ -8,6 +8,7 @@ before anything is simulated.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -124,8 +125,10 @@ def test_report_and_dict():
         assert float(fields[1]) == pytest.approx(m * 1e6, abs=0.006)
         assert float(fields[2]) == pytest.approx(s * 1e6, abs=0.006)
         assert fields[3] == f"{e:+.1%}"
-    assert lines[-1].startswith(f"geometric-mean |time error|: "
+    assert lines[-2].startswith(f"geometric-mean |time error|: "
                                 f"{1.25 ** (2 / 3) - 1:.1%} over 3 sizes")
+    assert lines[-1] == (f"  = exp(mean |ln(simulated / measured)|) - 1: on average the "
+                         f"times differ by a factor of {1.25 ** (2 / 3):.3f}")
     assert all(line == line.rstrip() for line in lines)
     record = json.loads(json.dumps(found.to_dict()))
     assert record["simulated"] == list(found.simulated)
@@ -360,8 +363,9 @@ def test_plot_draws_both_panels_from_the_times(tmp_path):
     assert ratio.get_ydata() == pytest.approx([1 / f for f in FACTORS])
     low, high = lower.get_ylim()
     assert low <= 0.8 and high >= 1.25 and (low, high) == (0.5, 2.0)
-    assert upper.get_title() == (f"all_reduce / ring on {machine().name}: "
-                                 f"{1.25 ** (2 / 3) - 1:.1%} geometric-mean time error")
+    assert " ".join(upper.get_title().split()) == (
+        f"all_reduce / ring on {machine().name}: geometric-mean |time error| "
+        f"{1.25 ** (2 / 3) - 1:.1%} (times a factor of {1.25 ** (2 / 3):.2f} apart)")
     plt.close(fig)
     # on axes of the caller's, with its title
     fig, axes = plt.subplots(2, 1)
@@ -506,3 +510,83 @@ def test_to_pandas_without_pandas_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ImportError, match=r"simcoll\[pandas\]"):
         sc.compare(machine(), made_table()).to_pandas()
+
+
+def test_the_summary_says_what_the_geometric_mean_is():
+    """Every size simulated at half its measured time: each row's error is -50%, and the
+    summary (a factor of 2 either way, less 1) is 100%; the report says so."""
+    rows = tuple(row(s, 2 * ring_all_reduce_time(s), line=i + 1) for i, s in enumerate(SIZES))
+    found = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P))
+    assert found.error == pytest.approx([-0.5] * 3, rel=1e-9)
+    assert found.geomean_error == pytest.approx(1.0, rel=1e-9)
+    lines = found.report().splitlines()
+    assert [line.split()[3] for line in lines[2:5]] == ["-50.0%"] * 3
+    assert lines[-2].startswith("geometric-mean |time error|: 100.0% over 3 sizes")
+    assert lines[-1] == ("  = exp(mean |ln(simulated / measured)|) - 1: on average the times "
+                         "differ by a factor of 2.000")
+
+
+def test_sizes_with_wrong_values_are_named():
+    rows = tuple(dataclasses.replace(r, out_of_place=Measurement(
+        r.out_of_place.time_us, 0.0, 0.0, 7.0 if r.size != SIZES[0] else 0.0))
+        for r in made_table().rows)
+    found = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P))
+    assert found.wrong == SIZES[1:] and found.sizes == SIZES
+    assert found.report().splitlines()[-1] == (
+        f"note: nccl-tests found wrong values (#wrong > 0) at sizes {SIZES[1]}, {SIZES[2]}: "
+        f"that run computed a wrong result there; compared all the same")
+    assert found.to_dict()["wrong"] == list(SIZES[1:])
+    assert sc.compare(machine(), made_table()).wrong == ()
+
+
+def test_command_line_names_sizes_with_wrong_values(capsys, log):
+    lines = log.read_text().splitlines()
+    n = [i for i, line in enumerate(lines) if line.split()[:1] == ["1048576"]][0]
+    lines[n] = lines[n].replace("N/A", "  7")
+    log.write_text("\n".join(lines) + "\n")
+    status, out, _ = cli(capsys, "compare", str(log), "--topology",
+                         "switch:ranks=4,bandwidth=50GB/s,latency=2us")
+    assert status == 0
+    assert ("note: nccl-tests found wrong values (#wrong > 0) at size 1048576: that run "
+            "computed a wrong result there; compared all the same") in out.splitlines()
+
+
+def test_a_collective_other_than_the_tables_is_refused(no_simulation):
+    with pytest.raises(InvalidInputError, match="collective 'all_gather' was given, but the "
+                                                "table measured 'all_reduce'"):
+        sc.compare(machine(), made_table(), collective="all_gather")
+    # torch's name of the same collective agrees
+    with pytest.raises(AssertionError, match="simulated before"):
+        sc.compare(machine(), made_table("all_gather"), collective="all_gather_into_tensor")
+
+
+@pytest.fixture
+def unnamed_log(log):
+    """The log's rows alone: it does not say which collective it measured."""
+    rows = [line for line in log.read_text().splitlines() if not line.startswith("#")]
+    log.write_text("\n".join(rows) + "\n")
+    return log
+
+
+def test_command_line_collective_for_a_log_that_does_not_name_it(capsys, unnamed_log):
+    machine_spec = "switch:ranks=4,bandwidth=50GB/s,latency=2us"
+    status, out, err = cli(capsys, "compare", str(unnamed_log), "--topology", machine_spec)
+    assert status == 2 and not out and err.count("\n") == 1
+    assert "the log does not say which collective it measured; name it with --collective" \
+        in err and "collective=" not in err
+    status, out, _ = cli(capsys, "compare", str(unnamed_log), "--topology", machine_spec,
+                         "--collective", "all_reduce", "--json")
+    assert status == 0
+    found = json.loads(out)
+    assert found["collective"] == "all_reduce"
+    assert max(abs(e) for e in found["error"]) < 0.001
+
+
+def test_command_line_collective_must_agree_with_the_log(capsys, log):
+    status, out, err = cli(capsys, "compare", str(log), "--topology", "switch:4",
+                           "--collective", "all_gather_into_tensor")
+    assert status == 2 and not out and err.count("\n") == 1
+    assert "--collective all_gather_into_tensor: the log's run measured all_reduce" in err
+    status, _, err = cli(capsys, "compare", str(log), "--topology", "switch:4",
+                         "--collective", "allreduce")
+    assert status == 2 and "unknown collective 'allreduce'" in err

@@ -289,6 +289,8 @@ MALFORMED = [
     ("a negative time", lambda line: line.replace(" " + line.split()[5], " -" +
                                                   line.split()[5], 1),
      r"line {n}: expected a non-negative number for the time \(us\)"),
+    ("an infinite time", lambda line: line.replace(line.split()[5], "    inf", 1),
+     r"line {n}: expected a finite number for the time \(us\), found 'inf'"),
 ]
 
 
@@ -391,3 +393,61 @@ def test_rows_of_nothing_take_no_time():
     assert table.sizes == (0, 64)
     assert table.rows[0].count == 0 and table.rows[0].out_of_place.time_us == 0.0
     assert table.rows[1].out_of_place.time_us > 0
+
+
+def test_footers_without_their_hash_as_nccl_tests_2_0_prints_them():
+    """nccl-tests 2.0.x prints ' Out of bounds values : %d %s' and ' Avg bus bandwidth
+    : %g %s' without the '#' of later versions."""
+    lines = nccl_text("all_reduce", 8, SIZES[:4]).splitlines()
+    n = lines.index("# Out of bounds values : 0 OK")
+    lines[n] = " Out of bounds values : 7 FAILED"
+    lines[n + 1] = " Avg bus bandwidth    : 0.123456 "
+    table = parse("\n".join(lines))
+    assert (table.out_of_bounds, table.avg_busbw) == (7, 0.123456)
+    check_rows(table, "all_reduce", 8, SIZES[:4])
+    # the footer ends the run there, as with its '#'
+    first, second = parse_all("\n".join(lines[:n + 2] + lines[n - 4:n]))
+    assert (first.sizes, second.sizes) == (tuple(SIZES[:4]), tuple(SIZES[:4]))
+
+
+# what nccl-tests' NCCLCHECK and TESTCHECK macros print (src/common.h) when a run fails
+NCCL_FAILURE = ("node-001: Test NCCL failure common.cu:1279 'unhandled system error (run with "
+                "NCCL_DEBUG=INFO for details) / '")
+TEST_FAILURE = " .. node-001 pid 1906305: Test failure common.cu:1100"
+
+
+@pytest.mark.parametrize("failure", [[NCCL_FAILURE, TEST_FAILURE], [TEST_FAILURE]])
+def test_a_failed_run_is_refused_naming_the_line_and_the_last_size(failure):
+    lines = nccl_text("all_reduce", 8, SIZES[:4]).splitlines()
+    last = [i for i, line in enumerate(lines) if line.startswith(f"{SIZES[3]:12d}")][0]
+    text = "\n".join(lines[:last + 1] + failure + [TEST_FAILURE, TEST_FAILURE])
+    quoted = failure[0].strip()
+    with pytest.raises(InvalidInputError) as caught:
+        parse(text)
+    message = str(caught.value)
+    assert message.startswith(f"line {last + 2}: nccl-tests reported a failure: {quoted!r}")
+    assert f"stops after the row of size {SIZES[3]} (line {last + 1})" in message
+    assert "\n" not in message
+
+
+def test_a_run_that_fails_before_its_first_row():
+    lines = nccl_text("all_reduce", 8, SIZES[:2]).splitlines()
+    first = [i for i, line in enumerate(lines) if line.startswith(f"{SIZES[0]:12d}")][0]
+    text = "\n".join(lines[:first] + [NCCL_FAILURE, TEST_FAILURE])
+    with pytest.raises(InvalidInputError, match=f"line {first + 1}: nccl-tests reported a "
+                                                f"failure: .*before any result row"):
+        parse(text)
+
+
+def test_sizes_with_wrong_values():
+    lines = nccl_text("all_reduce", 8, SIZES[:4]).splitlines()
+    for size in (SIZES[1], SIZES[3]):
+        n = [i for i, line in enumerate(lines) if line.startswith(f"{size:12d}")][0]
+        lines[n] = row_text(size, 8, "all_reduce", wrong="7")
+    table = parse("\n".join(lines))
+    assert table.wrong_sizes() == (SIZES[1], SIZES[3]) == table.wrong_sizes("in_place")
+    assert parse(nccl_text("all_reduce", 8, SIZES[:4])).wrong_sizes() == ()
+    # old versions' error column is the largest error, above 0 in correct runs too
+    assert parse(OLD, collective="all_reduce").wrong_sizes("in_place") == ()
+    untitled = "\n".join(line for line in OLD.splitlines() if not line.startswith("#"))
+    assert parse(untitled, collective="all_reduce").wrong_sizes("in_place") == ()

@@ -10,10 +10,12 @@ from typing import Any
 from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibrate
 from simcoll.cli.logs import add_log_arguments, read_table, simulate_kwargs
 from simcoll.cli.options import CommandLineError
+from simcoll.errors import TopologyError
+from simcoll.topology.catalog import parameters
 from simcoll.topology.quantities import parse_number, parse_rate, parse_time
-from simcoll.topology.spec import from_spec
+from simcoll.topology.spec import from_spec, is_file_spec
 
-__all__ = ["add_parser", "parse_free"]
+__all__ = ["add_parser", "free_values", "parse_free"]
 
 
 def add_parser(sub: Any) -> None:
@@ -24,15 +26,18 @@ def add_parser(sub: Any) -> None:
                     "run'), simulate each of its sizes on --topology, and fit the --free "
                     "constants (the builder's, such as bandwidth or nvlink_latency, or the "
                     "algorithm's, such as NCCL's launch_overhead) by least squares on the "
-                    "log of the time. Prints each constant and each size's error before "
-                    "and after (or --json).")
+                    "log of the time, leaving out sizes where nccl-tests found wrong values. "
+                    "Prints each constant (saying which moved no simulated time where it "
+                    "started, or ended on a bound), each size's error before and after, and "
+                    "the geometric-mean |time error| (or --json).")
     add_log_arguments(p)
     p.add_argument("--free", action="append", type=parse_free, required=True,
                    metavar="NAME=INITIAL:LOW:HIGH",
                    help="a constant to fit, where it starts and its bounds, with units "
                         "where they help: bandwidth=50GB/s:1GB/s:1TB/s, latency=1us:10ns:"
                         "100us, launch_overhead=5us:0:1ms, step_latency_scale=1:0.05:20 "
-                        "(repeatable; with a topology file, only the algorithm's)")
+                        "(repeatable; a bandwidth takes a rate, a latency a time; with a "
+                        "topology file, only the algorithm's)")
     p.add_argument("--starts", type=int, default=1,
                    help="fits from the initial constants and from random points, the best "
                         "kept (default: 1)")
@@ -48,35 +53,78 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=_run)
 
 
-def parse_free(text: str) -> tuple[str, tuple[float, float, float]]:
-    """``bandwidth=50GB/s:1GB/s:1TB/s`` -> ("bandwidth", (5e10, 1e9, 1e12)); each value
-    a plain number, a rate or a time with its unit."""
+def parse_free(text: str) -> tuple[str, tuple[str, str, str]]:
+    """``bandwidth=50GB/s:1GB/s:1TB/s`` -> ("bandwidth", ("50GB/s", "1GB/s", "1TB/s"));
+    each value a plain number, a rate or a time with its unit (:func:`free_values` checks
+    the unit against the constant)."""
     name, eq, values = text.partition("=")
     parts = values.split(":")
     if not eq or not name.strip().isidentifier() or len(parts) != 3:
         raise argparse.ArgumentTypeError(f"--free {text!r} is not NAME=INITIAL:LOW:HIGH, "
                                          f"e.g. --free bandwidth=50GB/s:1GB/s:1TB/s")
-    return name.strip(), tuple(_quantity(text, part) for part in parts)  # type: ignore[return-value]
+    for part in parts:
+        if not any(_reads(read, part.strip()) for read in (parse_number, parse_rate,
+                                                            parse_time)):
+            raise argparse.ArgumentTypeError(
+                f"--free {text!r}: {part.strip()!r} is not a number, a rate (50GB/s, "
+                f"400Gbps) or a time (1us, 500ns)")
+    return name.strip(), (parts[0].strip(), parts[1].strip(), parts[2].strip())
 
 
-def _quantity(text: str, part: str) -> float:
-    for read in (parse_number, parse_rate, parse_time):
-        try:
-            return read(part.strip())
-        except ValueError:
-            continue
-    raise argparse.ArgumentTypeError(f"--free {text!r}: {part.strip()!r} is not a number, a "
-                                     f"rate (50GB/s, 400Gbps) or a time (1us, 500ns)")
+def _reads(read: Any, part: str) -> bool:
+    try:
+        read(part)
+    except ValueError:
+        return False
+    return True
+
+
+def free_values(name: str, parts: tuple[str, str, str],
+                kind: str) -> tuple[float, float, float]:
+    """The three values of ``--free name=...`` in the unit of the constant's ``kind``: a
+    builder's ``rate`` or ``time`` (checked as topology specs check them), ``float`` (a
+    plain number), or ``any`` (a number, a rate or a time: the algorithm's, or a name the
+    fit will refuse).
+
+    Raises:
+        CommandLineError: a value in another unit, naming it and what is accepted.
+    """
+    reads = {"rate": (parse_rate,), "time": (parse_time,), "float": (parse_number,)}.get(
+        kind, (parse_number, parse_rate, parse_time))
+    values = []
+    for part in parts:
+        for read in reads:
+            try:
+                values.append(read(part))
+                break
+            except ValueError as err:
+                problem = str(err)
+        else:
+            raise CommandLineError(f"--free {name}={':'.join(parts)}: {problem}")
+    return values[0], values[1], values[2]
+
+
+def _kinds(spec: str) -> dict[str, str]:
+    """The kind of each parameter of the spec's builder (none for a file, or a name that
+    is no builder: the fit says so)."""
+    if is_file_spec(spec):
+        return {}
+    try:
+        return {p.name: p.kind for p in parameters(spec.partition(":")[0].strip())}
+    except TopologyError:
+        return {}
 
 
 def _run(args: argparse.Namespace) -> int:
     measured, notes = read_table(args)
-    free = dict(args.free)
+    kinds = _kinds(args.topology)
+    free = {name: free_values(name, parts, kinds.get(name, "any"))
+            for name, parts in args.free}
     if len(free) != len(args.free):
         raise CommandLineError("a --free constant is given twice")
     kwargs, choices = simulate_kwargs(args, measured)
     notes += choices
-    collective = measured.collective or "all_reduce"
+    collective = measured.collective or "all_reduce"   # read_table refuses None
     build: Any = args.topology
     if set(free) <= set(algorithm_constants(collective, args.algorithm)):
         # The machine stays as it is: any spec or file.
@@ -89,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
                     seed=args.seed, loss=args.loss, loss_scale=args.loss_scale,
                     workers=args.workers, **kwargs)
     if args.json:
-        print(json.dumps({**_record(fit, args, kwargs), "notes": notes}))
+        print(json.dumps({**_record(fit, args, kwargs), "notes": notes + fit.notes}))
         return 0
     print(f"# simcoll calibrate: {collective} / {args.algorithm} on {args.topology}, "
           f"{len(fit.sizes)} sizes of {args.log}" + "".join(f"; {n}" for n in notes))
@@ -120,4 +168,6 @@ def _record(fit: Calibration, args: argparse.Namespace,
             "before": list(fit.before), "after": list(fit.after),
             "error_before": list(fit.error_before), "error_after": list(fit.error_after),
             "evaluations": fit.evaluations, "message": fit.message,
+            "unmoved": list(fit.unmoved), "on_bound": fit.on_bound,
+            "left_out": list(fit.left_out),
             "command": _command(fit, args, kwargs)}

@@ -22,8 +22,11 @@ def add_parser(sub: Any) -> None:
         description="Read an nccl-tests log (all_reduce_perf and its siblings, or 'simcoll "
                     "run'), simulate each of its sizes on --topology with --algorithm, and "
                     "print the measured and simulated time and busbw per size, the time "
-                    "error, what the algorithm chose, and the geometric-mean error (or "
-                    "--json). 'simcoll calibrate' fits constants to the same log.")
+                    "error (simulated / measured - 1), what the algorithm chose, the "
+                    "geometric-mean |time error| (exp(mean |ln(simulated / measured)|) - 1: "
+                    "the factor the times differ by on average, less 1) and the sizes where "
+                    "nccl-tests found wrong values (or --json). 'simcoll calibrate' fits "
+                    "constants to the same log.")
     add_log_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--plot", metavar="PATH",

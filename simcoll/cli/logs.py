@@ -17,6 +17,8 @@ from simcoll.cli.options import (
     parse_bytes,
     parse_param,
 )
+from simcoll.collectives import COLLECTIVES
+from simcoll.collectives import collective as get_collective
 from simcoll.nccl_tests import NcclTestsTable, parse_all
 from simcoll.network import NETWORKS
 
@@ -29,6 +31,10 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", required=True, metavar="SPEC",
                    help="the machine, as a builder or preset with its arguments "
                         "(dgx_h100:nodes=2, 'switch:ranks=8,latency=1us') or a topology file")
+    p.add_argument("--collective", metavar="NAME",
+                   help=f"the collective the log measured, where it does not say (one of "
+                        f"{', '.join(n for n, c in COLLECTIVES.items() if c.uneven is None)}"
+                        f"); where it does, it must agree")
     p.add_argument("--algorithm",
                    help=f"the algorithm simulated (default: {DEFAULT_ALGORITHM_TEXT}). "
                         f"nccl runs NCCL's own choice, with the tuner of the NCCL release "
@@ -37,7 +43,7 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="NAME=VALUE", help="a fixed algorithm parameter (repeatable)")
     p.add_argument("--network", default="flow", choices=sorted(NETWORKS),
                    help="the network model (default: flow)")
-    p.add_argument("--run", type=int, default=0, metavar="K",
+    p.add_argument("--run", type=int, metavar="K",
                    help="the K-th run of a log that holds several (1 is the first)")
     p.add_argument("--min-size", type=parse_bytes, default=0, metavar="BYTES",
                    help="only the sizes from this one up (K, M, G are powers of 1024)")
@@ -52,11 +58,13 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     """The run of the log that ``--run`` picks, with the sizes between ``--min-size`` and
     ``--max-size``, those of 0 bytes (nothing moves there) or with a time printed as 0.00
-    left out (nothing to compare a time with), and a note where some were; sets
-    ``args.algorithm`` to the collective's default where none was named."""
+    left out (nothing to compare a time with), and a note where some were; the collective
+    the log names, else ``--collective``'s (they must agree); sets ``args.algorithm`` to
+    the collective's default where none was named."""
+    wanted = None if args.collective is None else get_collective(args.collective).name
     text = sys.stdin.read() if args.log == "-" else _read(args.log)
     runs = parse_all(text)
-    if args.run:
+    if args.run is not None:
         if not 1 <= args.run <= len(runs):
             raise CommandLineError(f"--run {args.run}: the log holds {len(runs)} run(s); "
                                    f"use 1..{len(runs)}")
@@ -66,6 +74,13 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
                                f"(1..{len(runs)})")
     else:
         measured = runs[0]
+    if measured.collective is None and wanted is None:
+        raise CommandLineError("the log does not say which collective it measured; name it "
+                               "with --collective (e.g. --collective all_reduce)")
+    if wanted is not None and measured.collective not in (None, wanted):
+        raise CommandLineError(f"--collective {args.collective}: the log's run measured "
+                               f"{measured.collective}")
+    measured = dataclasses.replace(measured, collective=measured.collective or wanted)
     if args.max_size is not None and args.min_size > args.max_size:
         raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
                                f"{args.max_size}")

@@ -102,7 +102,8 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     upper.tick_params(labelbottom=False)
     upper.set_title(title if title is not None else
                     wrapped(f"{found.collective} / {found.algorithm} on {found.topology}: "
-                            f"{found.geomean_error:.1%} geometric-mean time error"),
+                            f"geometric-mean |time error| {found.geomean_error:.1%} "
+                            f"(times a factor of {1 + found.geomean_error:.2f} apart)"),
                     fontsize=9.5)
     upper.set_ylabel("busbw (GB/s)")
     lower.set_ylabel("time sim. /\nmeasured", fontsize=8.5)
