@@ -233,10 +233,11 @@ def test_tree_channels_put_one_channel_of_each_tree_on_every_nic(nodes):
 def test_nvls_sends_and_receives_n_bytes_per_gpu_and_the_switch_reduces_right():
     topo = sc.topology.dgx_h100(1)
     inputs = make_data(8, 60_000, "float32")
+    # A sum: NVLS does not average (ncclNvlsSupported), test_nccl_selection.py.
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo="nvls",
-                      op="avg")
+                      op="sum")
     assert res.correct and res.params["algo"] == "nvls"
-    assert_outputs_match(res, inputs, sc.ReduceOp.AVG)
+    assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
     n = inputs[0].nbytes
     assert res.bytes_sent.tolist() == [n] * 8 and res.bytes_received.tolist() == [n] * 8
     for g in range(8):   # each byte crosses each GPU's link once each way
@@ -331,9 +332,9 @@ def test_nvls_tree_gives_the_reference_result_across_nodes(nodes):
     topo = sc.topology.dgx_h100(nodes)
     inputs = make_data(topo.nranks, 3001, "float64")
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo="nvls_tree",
-                      op="avg")
+                      op="sum")
     assert res.correct and res.params["algo"] == "nvls_tree"
-    assert_outputs_match(res, inputs, sc.ReduceOp.AVG)
+    assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
 
 
 def test_the_tuner_uses_nvls_tree_across_h100_nodes_for_large_buffers():

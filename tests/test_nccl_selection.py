@@ -238,3 +238,56 @@ def test_an_algorithm_forced_with_a_protocol_nccl_never_gives_it_says_why(
                                                    f"give proto='Simple' or 'auto'"):
         sc.simulate(topology, collective, algorithm="nccl", nbytes=1 << 20, algo=algo,
                     proto=proto, **extra)
+
+
+@pytest.mark.parametrize("collective, dtype, op, runs_nvls", [
+    # ncclNvlsSupported (src/include/device.h): sums of float16, bfloat16, float32,
+    # float64 and 32/64-bit integers; min and max of the 16-bit floats and those
+    # integers; nothing else. ncclAvg is PreMulSum (floats) or SumPostDiv (integers),
+    # which the switches do not compute; all_gather reduces nothing and always may.
+    ("all_reduce", "float32", "sum", True),
+    ("all_reduce", "float32", "avg", False),
+    ("all_reduce", "float32", "max", False),
+    ("all_reduce", "float64", "min", False),
+    ("all_reduce", "bfloat16", "max", True),
+    ("all_reduce", "uint64", "max", True),
+    ("all_reduce", "int32", "avg", False),
+    ("all_reduce", "float16", "product", False),
+    ("all_reduce", "int8", "sum", False),
+    ("reduce_scatter", "float32", "avg", False),
+    ("reduce_scatter", "bfloat16", "max", True),
+    ("all_gather", "int8", None, True),
+])
+def test_nvls_runs_only_the_reductions_nvswitch_computes(collective, dtype, op, runs_nvls):
+    topo = sc.topology.dgx_h100(1)
+    kwargs = {} if op is None else {"op": op}
+    if runs_nvls:
+        res = sc.simulate(topo, collective, algorithm="nccl", nbytes=1 << 26, dtype=dtype,
+                          algo="nvls", **kwargs)
+        assert res.params["algo"] == "nvls"
+    else:
+        with pytest.raises(sc.InvalidInputError, match="NCCL's NVLS computes sums of"):
+            sc.simulate(topo, collective, algorithm="nccl", nbytes=1 << 26, dtype=dtype,
+                        algo="nvls", **kwargs)
+        # Left to itself, the tuner picks what it can run: a float32 average of 1 GiB,
+        # NVLS at 460 GB/s busbw with a sum, is a ring on one node.
+        res = sc.simulate(topo, collective, algorithm="nccl", nbytes=1 << 30, dtype=dtype,
+                          **kwargs)
+        assert not res.params["algo"].startswith("nvls")
+
+
+def test_fp8_never_chooses_a_ring_of_more_than_8_ranks_where_another_can_run():
+    # updateCollCostTable (src/enqueue.cc) multiplies a ring's time by 1024 for FP8 on
+    # more than 8 ranks: a long chain of lossy reductions. On two DGX H100 (16 ranks), a
+    # 1 GiB all_reduce of a type NVLS does not compute runs a ring (float32 max), but in
+    # FP8 a tree (NVLS-tree is out too: the switches do not reduce 8-bit types).
+    topo = sc.topology.dgx_h100(2)
+    assert sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 30,
+                       op="max").params["algo"] == "ring"
+    fp8 = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 30,
+                      dtype="float8_e4m3fn")
+    assert fp8.params["algo"] == "tree"
+    # On 8 ranks the ring keeps its time.
+    machine = describe(sc.topology.dgx_h100(1), tuple(range(8)), "hopper")
+    assert choose(machine, "all_reduce", 1 << 30, nvls_ok=False, fp8=True) == \
+        choose(machine, "all_reduce", 1 << 30, nvls_ok=False)

@@ -47,7 +47,7 @@ from simcoll.algorithms.nccl.search import (
 from simcoll.errors import InvalidInputError
 
 __all__ = ["ALGORITHMS", "SIMPLE_ONLY", "Choice", "candidates", "predict", "choose", "max_channels",
-           "nvls_channels", "nvls_graph_of", "collnet_graphs_of"]
+           "nvls_channels", "nvls_graph_of", "collnet_graphs_of", "nvls_reduces"]
 
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
@@ -65,6 +65,26 @@ one GPU per node: see :func:`candidates`)."""
 SIMPLE_ONLY = ("nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat")
 """The algorithms NCCL runs with Simple only (its tuner gives them no LL or LL128
 bandwidth, tuning.cc)."""
+
+NVLS_REDUCTIONS = {**dict.fromkeys(("int32", "uint32", "int64", "uint64", "float16",
+                                    "bfloat16"), ("SUM", "MIN", "MAX")),
+                   "float32": ("SUM",), "float64": ("SUM",)}
+"""The reductions NVLS's switches compute, by element type (``ncclNvlsSupported`` in
+NCCL's src/include/device.h: sum, and min / max below 64-bit floats; AVG is NCCL's
+PreMulSum or SumPostDiv, which they do not compute, nor a product, nor 8-bit types)."""
+
+FP8_RING_PENALTY = 1024.0
+"""The factor NCCL puts on a ring's predicted time for FP8 on more than 8 ranks, so the
+tuner prefers any other algorithm to a long chain of lossy reductions
+(``updateCollCostTable`` in src/enqueue.cc)."""
+
+
+def nvls_reduces(collective: str, op: str | None, dtype: str) -> bool:
+    """Whether NCCL lets NVLS and NVLS-tree run ``collective`` of ``op`` (a ReduceOp's
+    name, None where nothing reduces) on ``dtype`` elements: any all_gather, else a
+    reduction its switches compute (:data:`NVLS_REDUCTIONS`; ``nvlsSupport`` in
+    ``ncclPrepareTasks``, src/enqueue.cc)."""
+    return collective == "all_gather" or op is None or op in NVLS_REDUCTIONS.get(dtype, ())
 
 
 @dataclass(frozen=True)
@@ -338,7 +358,7 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
 
 
 def candidates(machine: Machine, collective: str, collnet: int = 0,
-               averages: bool = False) -> tuple[str, ...]:
+               averages: bool = False, nvls_ok: bool = True) -> tuple[str, ...]:
     """The algorithms NCCL could run for ``collective`` on this machine. ``collnet`` is
     NCCL_COLLNET_ENABLE: on a SHARP fabric it enables CollNet Direct and Chain and lets
     NVLS run across nodes, which NCCL disables without it (``ncclTopoTuneModel``);
@@ -353,12 +373,13 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     many heads as the smallest node has GPUs, and NVLS across nodes and CollNet do not
     run (:attr:`Machine.uneven_nodes`: no SHARP trees are found there). Nor does NVLS
     where NCCL's NVLS graph has no channel (:func:`nvls_graph_of`; NCCL then turns NVLS
-    off, ``nvlsSupport = 0`` in init.cc)."""
+    off, ``nvlsSupport = 0`` in init.cc), nor where its switches do not compute the
+    reduction (``nvls_ok`` false: see :func:`nvls_reduces`)."""
     across = bool(collnet) and machine.sharp
     collnet_ok = across and machine.ppn <= 8 and (
         collective == "all_reduce" or machine.nvls or machine.rails >= machine.ppn)
 
-    nvls = machine.nvls and not machine.lone_gpu_node and _nvls_searched(machine)
+    nvls = nvls_ok and machine.nvls and not machine.lone_gpu_node and _nvls_searched(machine)
 
     def runs(a: str) -> bool:
         if a == "nvls":
@@ -434,11 +455,14 @@ def _point_to_point(machine: Machine, nbytes: int, algo: str, proto: str, channe
 
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
            proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION,
-           collnet: int = 0, averages: bool = False) -> Choice:
+           collnet: int = 0, averages: bool = False, nvls_ok: bool = True,
+           fp8: bool = False) -> Choice:
     """The pair NCCL predicts fastest (``channels`` fixes the count, as NCCL_MIN_NCHANNELS
     and NCCL_MAX_NCHANNELS together do), by the tuner of NCCL release ``tuner``, with
-    NCCL_COLLNET_ENABLE set to ``collnet``, for a reduction that ``averages`` or not
-    (see :func:`candidates`). ``nbytes`` is what the tuner reasons on: each rank's buffer,
+    NCCL_COLLNET_ENABLE set to ``collnet``, for a reduction that ``averages`` or not and
+    that NVLS computes or not (``nvls_ok``, see :func:`candidates`), of FP8 elements or
+    not (``fp8``: a ring on more than 8 ranks counts :data:`FP8_RING_PENALTY` times its
+    time, as NCCL's does). ``nbytes`` is what the tuner reasons on: each rank's buffer,
     the whole output of an all_gather, and for an all_to_all the bytes sent to each peer,
     whose sends and receives NCCL plans without its tuner (:func:`_point_to_point`).
 
@@ -457,7 +481,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     """
     if collective == "all_to_all" and machine.nranks > 1:
         return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
-    algos = candidates(machine, collective, collnet, averages)
+    algos = candidates(machine, collective, collnet, averages, nvls_ok)
     named_protos = None if proto == "auto" else tuple(proto.split(","))
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
         return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
@@ -476,7 +500,12 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             if machine.nvls and machine.nnodes == 1 and "nvls_tree" in named:
                 hints.append("NVLS-tree runs across nodes only")
             if machine.nvls and machine.nranks > 1 and any(a.startswith("nvls") for a in named):
-                if machine.lone_gpu_node:
+                if not nvls_ok:
+                    hints.append("NCCL's NVLS computes sums of 16-bit, 32-bit and 64-bit "
+                                 "floats and 32-bit and 64-bit integers, min and max of "
+                                 "the 16-bit floats and the integers, never an average, "
+                                 "a product or 8-bit elements")
+                elif machine.lone_gpu_node:
                     hints.append("NCCL runs no NVLS where a node holds one GPU")
                 elif not _nvls_searched(machine):
                     hints.append("NCCL's NVLS search finds no channel here: a GPU's NVLink "
@@ -502,6 +531,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         for pr in protos:
             nc = channels or max_channels(machine, a, tuner)
             t = predict(machine, collective, nbytes, a, pr, nc, tuner)
+            if fp8 and a == "ring" and machine.nranks > 8:
+                t *= FP8_RING_PENALTY
             if best is None or t < best.predicted:
                 best = Choice(a, pr, nc if channels else trim_channels(
                     nbytes, a, pr, nc, machine.nranks, int(machine.ppn)), t)
