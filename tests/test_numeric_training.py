@@ -504,7 +504,7 @@ def test_bad_configurations_are_refused_with_clear_errors():
     with pytest.raises(sc.UnknownAlgorithmError, match=r"all_gather"):
         zero(four, JOB, stage=1, all_gather="recursive_halving")
     with pytest.raises(sc.InvalidInputError, match=r"parameter_server.*server hosts"):
-        ddp(four, JOB, algorithm="parameter_server")
+        ddp(sc.topology.switch(4, servers=1), JOB, algorithm="parameter_server")
     with pytest.raises(sc.InvalidInputError, match=r"flop_rate=0"):
         data_parallel(four, JOB, flop_rate=0)
     with pytest.raises(sc.InvalidInputError, match=r"bucket_bytes=0"):
@@ -591,3 +591,12 @@ def test_jobs_that_cannot_train_are_refused_by_name(make, match):
     # Python's own errors.
     with pytest.raises(sc.InvalidInputError, match=match):
         make(MLP((4, 2)))
+
+
+def test_a_parameter_server_trains_like_one_process_where_its_servers_are_ranks():
+    # On a machine without server hosts the server is rank 0: the loop and DDP average
+    # the gradients through it and train as the one-process reference does (they were
+    # refused as needing server hosts).
+    four = sc.topology.switch(4)
+    assert_matches_reference(data_parallel(four, JOB, algorithm="parameter_server"), REF, JOB)
+    assert_matches_reference(ddp(four, JOB, algorithm="parameter_server"), REF, JOB)

@@ -251,7 +251,7 @@ def test_unknown_algorithms_are_refused_before_the_run(monkeypatch, call):
 
 def test_algorithms_that_need_server_hosts_are_refused():
     with pytest.raises(sc.InvalidInputError, match="server hosts"):
-        tr.data_parallel(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2),
+        tr.data_parallel(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(2, servers=1),
                          algorithm="parameter_server")
 
 

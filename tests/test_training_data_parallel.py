@@ -128,3 +128,19 @@ def test_refusals():
         tr.data_parallel(four_layers(), sc.topology.switch(2), strategy="zero")
     with pytest.raises(sc.InvalidInputError, match="first_bucket_mb=-1"):
         tr.data_parallel(four_layers(), sc.topology.switch(2), first_bucket_mb=-1)
+
+
+def test_a_parameter_server_averages_a_step_where_its_servers_are_ranks():
+    # Without server hosts the server is rank 0 (servers=None): one fused all-reduce of
+    # G bytes of fp16 gradients sends rank 0 (p-1) G in and out and each worker G, as
+    # the parameter server's formula says. It was refused as needing server hosts.
+    model = tr.gpt(layers=2, hidden=256, heads=4, seq_len=128, vocab=1000, batch=2)
+    grads = model.params * 2
+    dp = tr.data_parallel(model, sc.topology.switch(4), strategy="fused", gpu=tr.A100,
+                          algorithm="parameter_server")
+    assert dp.run.bytes_sent.tolist() == [3 * grads, grads, grads, grads]
+    assert dp.run.bytes_received.tolist() == [3 * grads, grads, grads, grads]
+    with pytest.raises(sc.InvalidInputError, match="runs programs on this machine's server "
+                                                   "hosts"):
+        tr.data_parallel(model, sc.topology.switch(4, servers=1), strategy="fused",
+                         gpu=tr.A100, algorithm="parameter_server")

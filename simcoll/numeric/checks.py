@@ -71,9 +71,12 @@ def local_batch(job: TrainingJob, replicas: int, micro_batches: int = 1) -> int:
     return share
 
 
-def check_algorithm(collective: str, name: Any, nodes: tuple[int, ...], count: int) -> str:
+def check_algorithm(collective: str, name: Any, nodes: tuple[int, ...], count: int,
+                    hosts: int = 0) -> str:
     """``name`` if it is a registered ``collective`` algorithm a rank program can start
-    on a group of GPUs in ``nodes`` (each member's node) with buffers of ``count`` elements.
+    on a group of GPUs in ``nodes`` (each member's node) with buffers of ``count``
+    elements, on a machine of ``hosts`` server hosts (where there are none, a parameter
+    server's servers are ranks).
 
     Raises:
         UnknownAlgorithmError: no such algorithm (the message lists the known ones).
@@ -83,9 +86,10 @@ def check_algorithm(collective: str, name: Any, nodes: tuple[int, ...], count: i
         raise InvalidInputError(f"{collective} algorithm {name!r} is not accepted; name a "
                                 f"registered algorithm such as 'ring'")
     spec = get_algorithm(collective, name)
-    if spec.host is not None:
-        raise InvalidInputError(f"{collective} algorithm {name!r} runs programs on server "
-                                f"hosts, which a training step cannot start; use an "
-                                f"algorithm that runs on the GPUs alone, such as 'ring'")
+    if spec.host is not None and hosts:
+        raise InvalidInputError(f"{collective} algorithm {name!r} runs programs on this "
+                                f"machine's server hosts, which a training step cannot "
+                                f"start; use an algorithm that runs on the GPUs alone, "
+                                f"such as 'ring', or a machine without server hosts")
     spec.check(len(nodes), count, 0, nodes, {})
     return name

@@ -59,7 +59,8 @@ def data_parallel(topology: Topology, job: TrainingJob, *, algorithm: str = "rin
     topology = check_job(topology, job)
     p = topology.nranks
     local_batch(job, p)
-    check_algorithm("all_reduce", algorithm, topology.gpu_nodes, _largest(job.params))
+    check_algorithm("all_reduce", algorithm, topology.gpu_nodes, _largest(job.params),
+                    len(topology.hosts))
     res = run_program(topology, _plain_rank, job, algorithm, check_flop_rate(flop_rate),
                       network=network, trace=trace)
     return collect("data_parallel", res, lambda held: held[0])
@@ -86,7 +87,8 @@ def ddp(topology: Topology, job: TrainingJob, *, bucket_bytes: int = 25 * MiB,
     topology = check_job(topology, job)
     local_batch(job, topology.nranks)
     buckets = ddp_buckets(job.model, bucket_bytes)
-    check_algorithm("all_reduce", algorithm, topology.gpu_nodes, _largest(job.params))
+    check_algorithm("all_reduce", algorithm, topology.gpu_nodes, _largest(job.params),
+                    len(topology.hosts))
     res = run_program(topology, _ddp_rank, job, buckets, algorithm,
                       check_flop_rate(flop_rate), network=network, trace=trace)
     return collect("ddp", res, lambda held: held[0])

@@ -114,7 +114,8 @@ def pipeline(topology: Topology, job: TrainingJob, *, stages: int = 2,
     replicas = data_parallel_degree(topology, stages, "stages")
     local_batch(job, replicas, micro_batches)
     nodes = tuple(topology.gpu_nodes[d * stages] for d in range(replicas))
-    check_algorithm("all_reduce", algorithm, nodes, sum(v.size for v in job.params.values()))
+    check_algorithm("all_reduce", algorithm, nodes, sum(v.size for v in job.params.values()),
+                    len(topology.hosts))
     res = run_program(topology, _stage_rank, job, stages, micro_batches, schedule, algorithm,
                       check_flop_rate(flop_rate), network=network, trace=trace)
 

@@ -111,8 +111,10 @@ def tensor_parallel(topology: Topology, job: TrainingJob, *, tp: int = 2,
     replicas = data_parallel_degree(topology, tp, "tp")
     local_batch(job, replicas)
     count = sum(v.size for v in job.params.values())
-    check_algorithm("all_reduce", algorithm, topology.gpu_nodes[:tp], count)
-    check_algorithm("all_reduce", algorithm, topology.gpu_nodes[::tp], count)
+    check_algorithm("all_reduce", algorithm, topology.gpu_nodes[:tp], count,
+                    len(topology.hosts))
+    check_algorithm("all_reduce", algorithm, topology.gpu_nodes[::tp], count,
+                    len(topology.hosts))
     res = run_program(topology, _tp_rank, job, tp, algorithm, check_flop_rate(flop_rate),
                       network=network, trace=trace)
     return collect("tensor_parallel", res, lambda held: _assemble(model, held[:tp]))

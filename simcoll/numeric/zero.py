@@ -90,8 +90,10 @@ def zero(topology: Topology, job: TrainingJob, *, stage: int, reduce_scatter: st
     p = topology.nranks
     local_batch(job, p)
     largest = max(_flat_size(job.model, layer) for layer in range(job.model.layers))
-    check_algorithm("reduce_scatter", reduce_scatter, topology.gpu_nodes, largest)
-    check_algorithm("all_gather", all_gather, topology.gpu_nodes, -(-largest // p))
+    check_algorithm("reduce_scatter", reduce_scatter, topology.gpu_nodes, largest,
+                    len(topology.hosts))
+    check_algorithm("all_gather", all_gather, topology.gpu_nodes, -(-largest // p),
+                    len(topology.hosts))
     program = _stage3_rank if stage == 3 else _stage12_rank
     res = run_program(topology, program, job, stage, reduce_scatter, all_gather,
                       check_flop_rate(flop_rate), network=network, trace=trace)

@@ -98,11 +98,13 @@ def check_model(model: Any, gpu: Any) -> None:
 
 
 def check_algorithm(algorithm: str, collectives: Sequence[str],
-                    params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                    params: Mapping[str, Any] | None = None, *,
+                    hosts: int = 0) -> dict[str, Any]:
     """Refuse, before any run, an algorithm that is not registered for every one of
-    ``collectives`` or that needs server hosts (a training step runs on GPU ranks), and
-    parameters it does not take; return the keywords every collective of the step
-    passes: ``algorithm`` and ``params``, normalized.
+    ``collectives`` or that runs programs on the machine's ``hosts`` server hosts (a
+    training step starts its collectives on GPU ranks; without hosts a parameter
+    server's servers are ranks), and parameters it does not take; return the keywords
+    every collective of the step passes: ``algorithm`` and ``params``, normalized.
 
     Raises:
         UnknownAlgorithmError: naming the algorithms registered for that collective.
@@ -116,10 +118,11 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
     normalized: dict[str, Any] = {}
     for collective in collectives:
         spec = get_algorithm(collective, algorithm)
-        if spec.host is not None:
-            raise InvalidInputError(f"algorithm={algorithm!r} runs programs on server "
-                                    f"hosts; a training step's {collective} runs on GPU "
-                                    f"ranks only")
+        if spec.host is not None and hosts:
+            raise InvalidInputError(f"algorithm={algorithm!r} runs programs on this "
+                                    f"machine's server hosts; a training step's "
+                                    f"{collective} runs on GPU ranks only (on a machine "
+                                    f"without server hosts its servers are ranks)")
         normalized = spec.normalized(given)
     return {"algorithm": algorithm, **normalized}
 

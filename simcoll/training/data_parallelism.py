@@ -144,7 +144,8 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
         raise InvalidInputError(f"strategy={strategy!r} is not accepted; use one of "
                                 f"{', '.join(map(repr, STRATEGIES))}")
     overlap = flag(overlap, "overlap")
-    how = check_algorithm(algorithm, ["all_reduce"], algorithm_params)
+    how = check_algorithm(algorithm, ["all_reduce"], algorithm_params,
+                          hosts=len(topology.hosts))
     groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]

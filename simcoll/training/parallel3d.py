@@ -320,7 +320,8 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
     if tp > 1:
         collectives |= ({"all_gather", "reduce_scatter"} if sequence_parallel
                         else {"all_reduce"})
-    how = check_algorithm(algorithm, sorted(collectives), params)
+    how = check_algorithm(algorithm, sorted(collectives), params,
+                          hosts=len(topology.hosts))
     check_world(how, dp == topology.nranks or tp == topology.nranks or dp == tp == 1,
                 f"dp={dp}, tp={tp}, pp={pp}")
     if sequence_parallel and model.seq_len % tp:

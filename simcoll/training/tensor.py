@@ -144,7 +144,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     model.heads_per_gpu(t)
     sequence_parallel = flag(sequence_parallel, "sequence_parallel")
     how = check_algorithm(algorithm, ["all_gather", "reduce_scatter"] if sequence_parallel
-                          else ["all_reduce"], algorithm_params)
+                          else ["all_reduce"], algorithm_params, hosts=len(topology.hosts))
     block = next((layer for layer in model.layers if layer.block), None)
     if block is None:
         raise InvalidInputError(f"{model.name} has no transformer block to split")

@@ -249,7 +249,8 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     prefetch = flag(prefetch, "prefetch")
     bucket_limits(bucket_cap_mb, first_bucket_mb)
     how = check_algorithm(algorithm, ["all_reduce"] if stage == 0 else
-                          ["reduce_scatter", "all_gather"], algorithm_params)
+                          ["reduce_scatter", "all_gather"], algorithm_params,
+                          hosts=len(topology.hosts))
     n = topology.nranks
     precision = model.precision
     grad_bytes, param_bytes = precision.grad_bytes, precision.param_bytes
