@@ -185,22 +185,18 @@ def run_sizes(topology: Topology, coll: Collective, runs: Sequence[SizeRun], alg
               **simulate_kwargs: Any) -> list[Timed]:
     """Each size simulated, data-free, on ``topology``: in this process, or spread over
     ``pool``'s processes (the same simulations, so the same times); a step of ``bar`` per
-    size, where there is one."""
+    size, where there is one. ``pool`` is a :func:`simcoll.processes.local_pool`, which
+    ends the sizes queued and running itself when this raises (Ctrl-C included)."""
     calls = [(topology, coll.name, algorithm, run.nbytes, run.dtype,
               {**run.kwargs, **simulate_kwargs}) for run in runs]
     futures = [] if pool is None else [pool.submit(_timed, *call) for call in calls]
     results = (_timed(*call) for call in calls) if pool is None else \
         (future.result() for future in futures)
     done = []
-    try:
-        for result in results:
-            done.append(result)
-            if bar is not None:
-                bar.update()
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        raise
+    for result in results:
+        done.append(result)
+        if bar is not None:
+            bar.update()
     return done
 
 

@@ -8,6 +8,7 @@ terminated at once rather than waited for.
 
 from __future__ import annotations
 
+import multiprocessing.queues
 import os
 import signal
 import threading
@@ -43,8 +44,17 @@ def terminate(pool: ProcessPoolExecutor) -> None:
     """Stop ``pool`` now: shutdown alone waits for the tasks that are running.
 
     ProcessPoolExecutor has no public way to end its workers before Python 3.14
-    (``terminate_workers``), hence its ``_processes``.
+    (``terminate_workers``), hence its ``_processes``. Its call queue is a
+    ``multiprocessing.Queue`` whose feeder thread writes the queued tasks into a pipe;
+    once the workers that read that pipe are gone, a write of tasks larger than the pipe
+    buffer (big topologies) blocks forever, and so would the interpreter's exit, which
+    joins that thread. The queue's public ``cancel_join_thread`` lets the process exit
+    without it (what it would still send is for workers that no longer exist). The queue
+    is the private ``_call_queue``, hence the guard: without it, this step is skipped.
     """
+    calls = getattr(pool, "_call_queue", None)
+    if isinstance(calls, multiprocessing.queues.Queue):
+        calls.cancel_join_thread()
     processes = list((getattr(pool, "_processes", None) or {}).values())
     for process in processes:
         process.terminate()

@@ -436,15 +436,15 @@ def test_ctrl_c_in_process_keeps_the_points_saved_before_it(tmp_path, monkeypatc
 def test_a_failing_save_ends_the_workers_at_once(tmp_path, monkeypatch):
     from simcoll.sweep import storage
 
-    real, written = storage.ResultFile.append, []
+    real, written = storage.ResultFile.extend, []
 
-    def append(self, record):
-        if len(written) == 2:
-            raise OSError("disk full")
-        written.append(record)
-        real(self, record)
+    def extend(self, batch):
+        if not written:  # the first write (of the points finished by then) goes through
+            written.extend(batch)
+            real(self, batch)
+        raise OSError("disk full")
 
-    monkeypatch.setattr(storage.ResultFile, "append", append)
+    monkeypatch.setattr(storage.ResultFile, "extend", extend)
     start = time.monotonic()
     with pytest.raises(OSError, match="disk full"):
         # ring at p=1024 alone takes some 25 s; it must be ended, not waited for
@@ -453,7 +453,10 @@ def test_a_failing_save_ends_the_workers_at_once(tmp_path, monkeypatch):
               save=tmp_path / "points.jsonl")
     assert time.monotonic() - start < 10
     assert multiprocessing.active_children() == []
-    assert [identity(r) for r in written] == [("ring", 2, 64), ("ring", 3, 64)]
+    # the points finished together are saved together, in the order they finished
+    assert [identity(r) for r in written] in ([("ring", p, 64) for p in range(2, n)]
+                                               for n in (3, 4, 5, 6))
+    assert records(tmp_path / "points.jsonl") == written
 
 
 # --- arguments -----------------------------------------------------------------------------
@@ -750,3 +753,120 @@ def test_ctrl_c_ends_the_sweep_and_its_workers_at_once(tmp_path):
         warnings.simplefilter("error")  # every saved line whole
         loaded = load_results(path)
     assert_all_same(loaded, expected("all_reduce", ["ring"], [4, 8, 16], [64]))
+
+
+# --- save names, simulate's arguments, sizes, rates, malformed records --------------------
+
+@pytest.mark.parametrize("name", ["points.json", "POINTS.JSON", "points.csv"])
+def test_a_save_path_named_json_or_csv_is_refused_before_any_work(tmp_path, calls, name):
+    """save= writes JSON lines, which load_results and simcoll plot read a .json file as
+    one JSON list (what simcoll sweep --output points.json writes) and a .csv as CSV."""
+    built = []
+    path = tmp_path / name
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^save='{path}' is not accepted: save= writes JSON lines.* "
+                             rf"name it '{path.stem}\.jsonl'$"):
+        sweep(lambda p: built.append(p) or sc.topology.switch(p), "all_reduce", save=path,
+              **GOOD)
+    assert built == [] and calls == [] and list(tmp_path.iterdir()) == []
+
+
+def test_load_results_of_json_lines_named_json_says_to_name_it_jsonl(tmp_path):
+    lines = tmp_path / "points.jsonl"
+    sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 3], sizes=[64],
+          save=lines)
+    named_json = tmp_path / "points.json"
+    named_json.write_bytes(lines.read_bytes())
+    with pytest.raises(sc.InvalidInputError, match=r"may hold JSON lines.*name it \.jsonl$"):
+        load_results(named_json)
+
+
+def test_a_device_as_save_is_refused_before_any_work(calls):
+    built = []
+    with pytest.raises(sc.InvalidInputError, match="^save='/dev/null' is not a regular file"):
+        sweep(lambda p: built.append(p) or sc.topology.switch(p), "all_reduce",
+              save="/dev/null", **GOOD)
+    assert built == [] and calls == []
+
+
+@pytest.mark.parametrize("bad", [dict(root=1), dict(src=1), dict(dst=0),
+                                 dict(root=0, src=0)])
+def test_a_root_is_refused_as_simulate_refuses_it(calls, bad):
+    with pytest.raises(sc.InvalidInputError) as direct:
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=64, **bad)
+    built = []
+    with pytest.raises(sc.InvalidInputError) as swept:
+        sweep(lambda p: built.append(p) or sc.topology.switch(p), "all_reduce",
+              **GOOD, **bad)
+    assert str(swept.value) == str(direct.value)
+    assert built == [] and calls == []
+
+
+@pytest.mark.parametrize("name, value", [("faults", None), ("faults", sc.Faults()),
+                                         ("splits", [1, 1])])
+def test_simulate_arguments_a_sweep_does_not_take_are_named_so(calls, name, value):
+    with pytest.raises(sc.InvalidInputError, match=rf"^sweep does not take {name}=: "):
+        sweep(sc.topology.switch, "all_reduce", **GOOD, **{name: value})
+    assert calls == []
+
+
+def test_broadcast_takes_src_and_refuses_op_as_simulate_does(tmp_path, calls):
+    with pytest.raises(sc.InvalidInputError) as direct:
+        sc.simulate(sc.topology.switch(4), "broadcast", algorithm="binomial", nbytes=64,
+                    op="max")
+    with pytest.raises(sc.InvalidInputError) as swept:
+        sweep(sc.topology.switch, "broadcast", algorithms=["binomial"], ranks=[4],
+              sizes=[64], op="max")
+    assert str(swept.value) == str(direct.value) and calls == []
+    path = tmp_path / "points.jsonl"
+    got = sweep(sc.topology.switch, "broadcast", algorithms=["binomial"], ranks=[4],
+                sizes=[64, 4096], save=path, src=2)
+    assert_all_same(got, expected("broadcast", ["binomial"], [4], [64, 4096], src=2))
+    assert [(r["root"], r["op"]) for r in records(path)] == [(2, None), (2, None)]
+
+
+@pytest.mark.parametrize("sizes, ranks, p", [([2 ** 62], [2], 2),
+                                             ([64, 2 ** 40], [2, 4096], 4096)])
+def test_a_size_that_could_overflow_the_counters_is_refused_before_any_point(calls, sizes,
+                                                                            ranks, p):
+    size = sizes[-1]
+    with pytest.raises(sc.InvalidInputError) as direct:
+        sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring", nbytes=size)
+    built = []
+    with pytest.raises(sc.InvalidInputError) as swept:
+        sweep(lambda q: built.append(q) or sc.topology.switch(q), "all_reduce",
+              algorithms=["ring"], ranks=ranks, sizes=sizes)
+    assert str(swept.value) == f"sizes value {size}: {direct.value}"
+    assert built == [] and calls == []
+
+
+def test_to_pandas_gives_the_rates_of_a_one_rank_point_as_its_result_does():
+    pytest.importorskip("pandas")
+    direct = sc.simulate(sc.topology.switch(1), "all_reduce", algorithm="ring", nbytes=64)
+    assert direct.algbw == float("inf")
+    row = sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[1],
+                sizes=[64]).to_pandas().iloc[0]
+    assert (row["algbw"], row["busbw"]) == (direct.algbw, direct.busbw)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("link_bytes", {"gpu0->switch": 64}), ("link_bytes", [["gpu0", "switch"]]),
+    ("params", [1]), ("nranks", "2"), ("nbytes", -1), ("time", "fast"),
+    ("bytes_sent", [64]), ("rank_times", [0.1, "x"]), ("correct", "yes"),
+    ("algbw", "fast"), ("root", "0"), ("dtype", 4),
+])
+def test_load_results_names_the_line_and_field_of_a_malformed_record(tmp_path, field, value):
+    path = tmp_path / "points.jsonl"
+    sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 3], sizes=[64],
+          save=path)
+    first, second = records(path)
+    path.write_text(json.dumps(first) + "\n" + json.dumps({**second, field: value}) + "\n")
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^{path} line 2 is not a simcoll sweep record: its {field} "):
+        load_results(path)
+    listed = tmp_path / "points.json"
+    listed.write_text(json.dumps([first, {**second, field: value}]))
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^{listed} record 2 is not a simcoll sweep record: its "
+                             rf"{field} "):
+        load_results(listed)

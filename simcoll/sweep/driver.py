@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections.abc import Callable, Iterable
@@ -16,7 +17,7 @@ from simcoll.progress import check_progress, progress_bar
 from simcoll.sweep.grid import make_grid
 from simcoll.sweep.records import SweepResults, decode, point_key
 from simcoll.sweep.storage import ResultFile, check_save_path
-from simcoll.sweep.workers import completed, run_point
+from simcoll.sweep.workers import Finished, completed, run_point
 from simcoll.topology.graph import Topology
 
 __all__ = ["sweep"]
@@ -36,6 +37,15 @@ def _check_options(workers: Any, executor: Any, progress: Any, retry_failed: Any
     check_progress(progress)
     flag(retry_failed, "retry_failed")
     return int(workers)
+
+
+def _save_finished(store: ResultFile, batch: list[dict[str, Any]],
+                   finished: Finished) -> None:
+    """On an early stop (Ctrl-C, an error), save the points that finished and are not
+    saved: the batch being saved when it came, and those finished since."""
+    unsaved = [r for r in batch if store.saved.get(point_key(r)) is not r]
+    with contextlib.suppress(Exception):  # the error being raised says what went wrong
+        store.extend(unsaved + finished.ready())
 
 
 def sweep(topology: Callable[[int], Topology], collective: str, *,
@@ -62,8 +72,10 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
         workers: local worker processes (1 runs in this process). In a script that uses
             the ``spawn`` or ``forkserver`` start method, call ``sweep`` under
             ``if __name__ == "__main__":``, as for any process pool.
-        save: a JSON-lines file: one record per point, appended as each finishes,
-            synced to disk; read it back with :func:`simcoll.load_results`.
+        save: a JSON-lines file (``.jsonl``; a name ending in ``.json`` or ``.csv`` is
+            refused): one record per point, appended as each finishes (the points that
+            finish together in one write), synced to disk; read it back with
+            :func:`simcoll.load_results`.
         executor: run the points on this ``concurrent.futures.Executor`` instead of a
             local pool, e.g. ``dask.distributed.Client(...).get_executor()``.
         progress: a tqdm progress bar on stderr; ``None`` shows it when stderr is a
@@ -71,8 +83,11 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
         retry_failed: run again the points saved as failed (otherwise their saved
             failure is returned).
         **simulate_kwargs: passed to :func:`simcoll.simulate`: ``network``, ``dtype``,
-            ``op``, ``root``, ``until``, ``max_events``, ``check`` and algorithm
-            parameters (``chunks=``, ``servers=``, ...), the same for every point.
+            ``op`` (refused for a collective that does not reduce), ``root`` (or torch's
+            ``src=`` / ``dst=``; refused for a collective without a root), ``until``,
+            ``max_events``, ``check`` and algorithm parameters (``chunks=``,
+            ``servers=``, ...), the same for every point. ``data``, ``nbytes``,
+            ``splits``, ``trace`` and ``faults`` are refused.
 
     Returns:
         A :class:`SweepResults` (a list) in grid order, algorithms outermost, then rank
@@ -84,11 +99,14 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
         InvalidInputError (or a subclass): a bad argument, an empty axis, an algorithm
             parameter none of ``algorithms`` takes or a value one that takes it refuses
             (an algorithm that does not take a parameter the others take fails its
-            points), a factory that builds another number of ranks than asked, a
-            ``save`` path that is a directory or a file that is not a sweep's, a point
-            that cannot be pickled for the local pool; all before any point runs.
+            points), a size that could overflow the traffic counters on the largest rank
+            count, a factory that builds another number of ranks than asked, a ``save``
+            path that is a directory, a device, named ``.json`` or ``.csv``, or a file
+            that is not a sweep's, a point that cannot be pickled for the local pool;
+            all before any point runs.
         KeyboardInterrupt: Ctrl-C; the local pool's workers are ended at once, and every
-            point finished so far is in ``save``.
+            point finished so far (the workers' results not yet saved included) is in
+            ``save``.
     """
     workers = _check_options(workers, executor, progress, retry_failed)
     if save is not None:
@@ -106,19 +124,27 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
     unbuilt = [point for point in todo if point.error is not None]
     runnable = [point for point in todo if point.error is None]
     try:
-        with completed(runnable, workers=workers, executor=executor) as records:
+        with completed(runnable, workers=workers, executor=executor) as finished:
             failures = sum(record["error"] is not None for record in done.values())
+            batch: list[dict[str, Any]] = []
             with progress_bar(progress, total=len(grid.points), initial=len(done),
                               unit="point", desc=f"sweep {collective}",
                               postfix={"failed": failures} if failures else None) as bar:
-                for record in itertools.chain(map(run_point, unbuilt), records):
+                try:
+                    for batch in itertools.chain(([run_point(p)] for p in unbuilt),
+                                                 finished):
+                        if store is not None:
+                            store.extend(batch)
+                        for record in batch:
+                            done[point_key(record)] = record
+                            failures += record["error"] is not None
+                        if failures:
+                            bar.set_postfix(failed=failures, refresh=False)
+                        bar.update(len(batch))
+                except BaseException:
                     if store is not None:
-                        store.append(record)
-                    done[point_key(record)] = record
-                    failures += record["error"] is not None
-                    if failures:
-                        bar.set_postfix(failed=failures, refresh=False)
-                    bar.update()
+                        _save_finished(store, batch, finished)
+                    raise
     finally:
         if store is not None:
             store.close()

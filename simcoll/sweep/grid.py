@@ -20,11 +20,11 @@ import numpy as np
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.checks import flag
 from simcoll.collectives import collective as get_collective
+from simcoll.collectives import root_argument
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
-from simcoll.inputs import check_limits
+from simcoll.inputs import check_inputs, check_limits, check_op, check_root
 from simcoll.network import network_class
-from simcoll.ops import ReduceOp
 from simcoll.sweep.records import point_key, topology_hash
 from simcoll.topology.graph import Topology
 from simcoll.units import parse_size
@@ -34,7 +34,10 @@ __all__ = ["Point", "Grid", "make_grid"]
 # simulate() arguments a sweep sets itself, and what to use instead.
 _RESERVED = {"data": "sweeps run in data-free mode; give sizes=",
              "nbytes": "give sizes=", "algorithm": "give algorithms=",
-             "trace": "traces are not saved; call simulate(..., trace=True) for one point"}
+             "trace": "traces are not saved; call simulate(..., trace=True) for one point",
+             "faults": "a record does not describe faults; call simulate(..., faults=...) "
+                       "for each case",
+             "splits": "it is for the v-collectives, which a sweep does not take"}
 # simulate() arguments that limit or check a run but do not change what is simulated.
 _RUN_OPTIONS = ("until", "max_events", "check")
 
@@ -197,9 +200,14 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
             raise InvalidInputError(f"sweep does not take {name}=: {instead}")
     network = network_class(kwargs.pop("network", "flow")).name
     dtype = as_dtype(kwargs.pop("dtype", np.float32))
-    op = ReduceOp.parse(kwargs.pop("op", ReduceOp.SUM)).name if coll.reduces else None
-    root = kwargs.pop("root", 0)
-    if isinstance(root, (bool, np.bool_)) or not isinstance(root, (int, np.integer)) \
+    reduce_op = check_op(coll, kwargs.pop("op", None))  # refused where none applies
+    op = reduce_op.name if coll.reduces else None
+    root = root_argument(coll, *(kwargs.pop(k, None) for k in ("root", "src", "dst")))
+    if not coll.rooted:
+        check_root(coll, root, 1)  # refuses a root
+    elif root is None:
+        root = 0
+    elif isinstance(root, (bool, np.bool_)) or not isinstance(root, (int, np.integer)) \
             or root < 0:
         raise InvalidInputError(f"root={root!r} is not a rank; use an integer >= 0")
     options = {k: kwargs.pop(k) for k in _RUN_OPTIONS if k in kwargs}
@@ -208,6 +216,11 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
     params = {k: _json_param(k, v) for k, v in sorted(kwargs.items())}
     _check_params(collective, names, kwargs)
     nbytes = [_size(s, dtype) for s in _listed("sizes", sizes)]
+    for size in dict.fromkeys(nbytes):
+        try:  # a size that could overflow the traffic counters (on the most ranks)
+            check_inputs(max(counts), None, size, dtype, coll)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"sizes value {size}: {exc}") from None
 
     built = {p: _build(factory, p) for p in dict.fromkeys(counts)}
     digests = {p: None if t is None else topology_hash(t) for p, (t, _) in built.items()}

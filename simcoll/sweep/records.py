@@ -31,7 +31,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable
+import reprlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,57 @@ _ARRAYS = ("bytes_sent", "bytes_received", "host_bytes_sent", "host_bytes_receiv
 _REQUIRED = (*IDENTITY, "topology", "error")
 _RESULT = ("time", "correct", "max_error", *_ARRAYS, "link_bytes", "messages", "rank_times",
            "algbw", "busbw")
+# Result fields that to_dict writes as null where not finite: to_pandas takes the Result's.
+_FLOATS = ("max_error", "algbw", "busbw")
+
+
+def _integer(v: Any, least: int = 0) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _or_none(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: v is None or test(v)
+
+
+def _list_of(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, list) and all(test(x) for x in v)
+
+
+def _link(v: Any) -> bool:
+    return isinstance(v, list) and len(v) == 3 and _integer(v[2]) \
+        and all(isinstance(end, (str, int)) for end in v[:2])
+
+
+# What each field of a record holds (a test, and what it says when the test fails).
+_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    **{k: (_text, "a string") for k in ("collective", "algorithm", "network", "dtype",
+                                        "simcoll_version")},
+    **{k: (_or_none(_text), "a string or null") for k in ("topology", "op",
+                                                           "topology_hash",
+                                                           "topology_factory")},
+    "nranks": (lambda v: _integer(v, 1), "an integer >= 1"),
+    "nbytes": (_integer, "an integer >= 0"),
+    "root": (_or_none(_integer), "an integer >= 0 or null"),
+    **{k: (lambda v: isinstance(v, dict), "an object") for k in ("params", "chosen")},
+    "error": (lambda v: v is None or (isinstance(v, dict) and _text(v.get("type"))
+                                      and _text(v.get("message"))),
+              'null or {"type": ..., "message": ...} (strings)'),
+    "time": (_number, "a number"),
+    "correct": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
+    **{k: (_or_none(_number), "a number or null") for k in _FLOATS},
+    **{k: (_list_of(_integer), "a list of integers >= 0") for k in _ARRAYS},
+    "rank_times": (_list_of(_number), "a list of numbers"),
+    "link_bytes": (_list_of(_link), "a list of [from, to, bytes]"),
+    "messages": (_integer, "an integer >= 0"),
+}
 
 
 @dataclass(frozen=True)
@@ -120,7 +172,9 @@ class SweepResults(list["Result | FailedPoint"]):
         """One row per point: every scalar field of ``Result.to_dict`` and ``error``.
 
         ``error`` is ``None`` for a point that ran and ``"ErrorType: message"`` for one
-        that failed (its time, bandwidths and traffic are then missing).
+        that failed (its time, bandwidths and traffic are then missing). ``algbw``,
+        ``busbw`` and ``max_error`` are the Result's (``inf`` for a zero-time run, as on
+        one rank, where ``to_dict`` and the saved record write ``null``).
 
         Raises:
             ImportError: pandas is not installed (``pip install simcoll[pandas]``).
@@ -133,7 +187,7 @@ class SweepResults(list["Result | FailedPoint"]):
         rows = []
         for item in self:
             if isinstance(item, Result):
-                summary = item.to_dict()
+                summary = {**item.to_dict(), **{k: getattr(item, k) for k in _FLOATS}}
                 rows.append({**{k: summary[k] for k in _SCALARS}, "error": None})
             else:
                 rows.append({**{k: getattr(item, k, None) for k in _SCALARS},
@@ -173,6 +227,16 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
         missing.append("error type and message")
     if missing:
         raise InvalidInputError(f"{where} is not a simcoll sweep record: it lacks {missing}")
+    for key, (test, what) in _TYPES.items():
+        if key in record and not test(record[key]):
+            raise InvalidInputError(f"{where} is not a simcoll sweep record: its {key} is "
+                                    f"{reprlib.repr(record[key])}, not {what}")
+    if error is None:
+        for key in ("bytes_sent", "bytes_received", "rank_times"):
+            if len(record[key]) != record["nranks"]:
+                raise InvalidInputError(
+                    f"{where} is not a simcoll sweep record: its {key} has "
+                    f"{len(record[key])} values for nranks={record['nranks']}")
     return record
 
 

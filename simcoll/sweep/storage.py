@@ -1,11 +1,16 @@
 """The JSON-lines file a sweep saves to: one record per line, appended and synced.
 
-Each record is written with one ``write`` of the whole line, flushed and ``fsync``'d
-before the sweep goes on, so a stopped or killed sweep keeps every point it finished. A
-process killed in the middle of a write leaves a truncated last line: reading tolerates
-it (it is ignored, with a warning) and :class:`ResultFile` cuts it off before appending,
-so it is never glued to the next record. Any other line that is not a record is an error:
-the file is then left as it is.
+The records of the points that finished together are written with one ``write`` of
+whole lines and ``fsync``'d before the sweep goes on, so a stopped or killed sweep keeps
+every point it saved. A write that an exception interrupts (Ctrl-C) is cut off again, so
+no part of a line stays. A process killed in the middle of a write leaves a truncated
+last line: reading tolerates it (it is ignored, with a warning) and :class:`ResultFile`
+cuts it off before appending, so it is never glued to the next record. Any other line
+that is not a record is an error: the file is then left as it is.
+
+The file holds JSON lines whatever its name, so a save path ending in ``.json`` (which
+``load_results`` and ``simcoll plot`` read as one JSON list, as ``simcoll sweep --output
+points.json`` writes) or ``.csv`` is refused: name it ``.jsonl``.
 """
 
 from __future__ import annotations
@@ -74,20 +79,34 @@ def _latest(records: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, An
 
 
 def check_save_path(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a Path, if it can be a save file (not a folder, in a folder that exists).
+    """``path`` as a Path, if it can be a save file: a regular file or none yet, in a
+    folder that exists, not named ``.json`` or ``.csv`` (the file holds JSON lines).
 
     Raises:
         InvalidInputError: naming the path and what is wrong with it.
     """
-    return output_path(path, "save", example="sweep.jsonl")
+    resolved = file_path(path, "save", example="sweep.jsonl")
+    suffix = resolved.suffix.lower()
+    if suffix in (".json", ".csv"):
+        raise InvalidInputError(
+            f"save={str(path)!r} is not accepted: save= writes JSON lines (a record per "
+            f"point, as each finishes), and a {suffix} file reads as "
+            f"{'one JSON list' if suffix == '.json' else 'CSV'}; name it "
+            f"{resolved.with_suffix('.jsonl').name!r}")
+    resolved = output_path(path, "save", example="sweep.jsonl")
+    if resolved.exists() and not resolved.is_file():
+        raise InvalidInputError(f"save={str(path)!r} is not a regular file (a device, pipe "
+                                f"or socket); give a file path, e.g. 'sweep.jsonl'")
+    return resolved
 
 
 def load_results(path: str | os.PathLike[str]) -> SweepResults:
     """Read a file that ``sweep(save=...)`` wrote back into results.
 
     Args:
-        path: the JSON-lines file (or a JSON list of records, as ``simcoll sweep
-            --output points.json`` writes; its JSON-lines output reads as ``save=``'s).
+        path: the JSON-lines file (or, if its name ends in ``.json``, a JSON list of
+            records, as ``simcoll sweep --output points.json`` writes; its ``.jsonl``
+            output reads as ``save=``'s).
 
     Returns:
         A :class:`SweepResults` with one :class:`~simcoll.Result` or ``FailedPoint`` per
@@ -96,7 +115,8 @@ def load_results(path: str | os.PathLike[str]) -> SweepResults:
 
     Raises:
         InvalidInputError: the path is a directory, does not exist, or holds a line that
-            is not a sweep record (a truncated last line is ignored with a warning).
+            is not a sweep record or a field of the wrong type, named by line and field (a
+            truncated last line is ignored with a warning).
     """
     resolved = file_path(path, "path", example="sweep.jsonl")
     if not resolved.is_file():
@@ -116,7 +136,10 @@ def _read_list(path: Path) -> list[dict[str, Any]]:
     try:
         items = json.loads(path.read_bytes())
     except ValueError as exc:
-        raise InvalidInputError(f"{path} is not a JSON list of sweep records ({exc})") from None
+        lines = ("; it may hold JSON lines, as save= writes: name it .jsonl"
+                 if "Extra data" in str(exc) else "")
+        raise InvalidInputError(f"{path} is not a JSON list of sweep records "
+                                f"({exc}){lines}") from None
     if not isinstance(items, list):
         raise InvalidInputError(f"{path} is not a JSON list of sweep records")
     return [check_record(item, f"{path} record {n}") for n, item in enumerate(items, start=1)]
@@ -145,25 +168,47 @@ class ResultFile:
                 _warn_truncated(self.path, self.path.stat().st_size, cut)
                 os.truncate(self.path, cut)
         self.saved = _latest(records)
-        self._file = self.path.open("ab")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+        self._fd: int | None = os.open(self.path, flags, 0o666)
         if not created and not _ends_line(self.path):
             self._write(b"\n")
+            os.fsync(self._fd)
         if created and os.name == "posix":
             _sync_folder(self.path.parent)
 
     def append(self, record: dict[str, Any]) -> None:
         """Write ``record`` as one line and make it durable before returning."""
-        self._write(json.dumps(record).encode() + b"\n")
-        self.saved[point_key(record)] = record
+        self.extend([record])
+
+    def extend(self, records: list[dict[str, Any]]) -> None:
+        """Write ``records``, a line each, with one write and one fsync, and make them
+        durable before returning. They are in ``saved`` once written, before the fsync
+        (a later ``extend`` syncs them too)."""
+        if not records:
+            return
+        self._write(b"".join(json.dumps(record).encode() + b"\n" for record in records))
+        self.saved.update({point_key(record): record for record in records})
+        assert self._fd is not None
+        os.fsync(self._fd)
 
     def _write(self, data: bytes) -> None:
-        self._file.write(data)
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        """Append ``data``, all of it or (on any exception, Ctrl-C included) none."""
+        if self._fd is None:
+            raise ValueError(f"{self.path} is closed")
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+        except BaseException:
+            os.ftruncate(self._fd, start)  # never leave part of a line behind
+            raise
 
     def close(self) -> None:
         """Close the file (every record is already on disk)."""
-        self._file.close()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def __enter__(self) -> ResultFile:
         return self

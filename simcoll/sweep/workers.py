@@ -1,16 +1,19 @@
 """Run sweep points in this process, in a local process pool, or on any Executor.
 
-Records come back in the order points finish. When the sweep stops early (Ctrl-C, an
-error, a failed write), points not yet started are cancelled, and the local pool's
-workers are terminated at once rather than waited for (:mod:`simcoll.processes`: they
-ignore SIGINT and exit by themselves when the sweep process dies).
+Records come back in the order points finish, in batches: those of every point that has
+finished by then, so that the sweep saves them with one write. When the sweep stops early
+(Ctrl-C, an error, a failed write), it can still take the records of the points that
+finished and that it has not been given (:meth:`Finished.ready`); points not yet started
+are cancelled, and the local pool's workers are terminated at once rather than waited for
+(:mod:`simcoll.processes`: they ignore SIGINT and exit by themselves when the sweep
+process dies).
 """
 
 from __future__ import annotations
 
 import pickle
 import queue
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from typing import Any
@@ -21,7 +24,9 @@ from simcoll.simulate import simulate
 from simcoll.sweep.grid import Point
 from simcoll.sweep.records import result_fields
 
-__all__ = ["run_point", "completed"]
+__all__ = ["run_point", "completed", "Finished"]
+
+Record = dict[str, Any]
 
 
 def run_point(point: Point) -> dict[str, Any]:
@@ -59,10 +64,53 @@ def _check_picklable(points: Sequence[Point]) -> None:
                 f"or a topology and parameters that pickle") from None
 
 
+class Finished:
+    """The records of the points as they finish: iterate for batches of them.
+
+    Args:
+        batches: each batch of records, in the order the points finished.
+        ready: takes the records of the points that have finished and are not in a batch
+            yet, without waiting (for a sweep that stops early to save them).
+    """
+
+    def __init__(self, batches: Iterator[list[Record]],
+                 ready: Callable[[], list[Record]] = list):
+        self._batches, self.ready = batches, ready
+
+    def __iter__(self) -> Iterator[list[Record]]:
+        return self._batches
+
+
+def _results(finished: queue.SimpleQueue[Future[Record]], total: int) -> Finished:
+    """The records of ``total`` futures that ``finished`` gets as each is done."""
+    def taken(first: Future[Record] | None) -> list[Future[Record]]:
+        done = [] if first is None else [first]
+        while True:
+            try:
+                done.append(finished.get_nowait())
+            except queue.Empty:
+                return done
+
+    def ran(batch: list[Future[Record]]) -> list[Record]:
+        return [future.result() for future in batch
+                if not future.cancelled() and future.exception() is None]
+
+    def batches() -> Iterator[list[Record]]:
+        left = total
+        while left > 0:
+            batch = taken(finished.get())
+            left -= len(batch)
+            yield ran(batch)
+            for future in batch:
+                future.result()  # a point that raised (not a SimCollError) stops the sweep
+
+    return Finished(batches(), lambda: ran(taken(None)))
+
+
 @contextmanager
 def completed(points: Sequence[Point], *, workers: int, executor: Executor | None
-              ) -> Iterator[Iterator[dict[str, Any]]]:
-    """The records of ``points``, as each finishes.
+              ) -> Iterator[Finished]:
+    """The records of ``points``, in batches as they finish (:class:`Finished`).
 
     Args:
         points: what to run.
@@ -75,26 +123,30 @@ def completed(points: Sequence[Point], *, workers: int, executor: Executor | Non
             before any point starts).
     """
     if not points or (executor is None and workers == 1):
-        yield (run_point(point) for point in points)
+        yield Finished([run_point(point)] for point in points)
         return
     pool = None
     if executor is None:
         _check_picklable(points)
         pool = executor = new_pool(min(workers, len(points)))
-    futures: list[Future[dict[str, Any]]] = []
+    futures: list[Future[Record]] = []
     # as_completed yields the futures already done when it starts in no particular order;
     # a queue filled by done-callbacks keeps the order in which points finished.
-    finished: queue.SimpleQueue[Future[dict[str, Any]]] = queue.SimpleQueue()
+    finished: queue.SimpleQueue[Future[Record]] = queue.SimpleQueue()
     try:
         for point in points:
             futures.append(executor.submit(run_point, point))
             futures[-1].add_done_callback(finished.put)
-        yield (finished.get().result() for _ in futures)
+        yield _results(finished, len(futures))
     except BaseException:
-        for future in futures:
-            future.cancel()
         if pool is not None:
+            # terminate cancels the points not started. Cancelling them here first would
+            # race with the pool's thread, which fails every pending point once a worker
+            # ends, and raises (InvalidStateError, printed) on one already cancelled.
             terminate(pool)
+        else:
+            for future in futures:
+                future.cancel()
         raise
     if pool is not None:
         pool.shutdown(wait=True)

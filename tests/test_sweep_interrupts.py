@@ -1,0 +1,209 @@
+"""Ctrl-C during a sweep (and in any local pool): the process ends at once, and every
+point a worker finished is saved.
+
+A process pool's call queue is fed through a pipe by a thread of the parent; points whose
+pickles fill that pipe (a 256-rank topology pickles to some 40 KB) left that thread
+blocked once the workers were terminated, and the interpreter waited for it at exit,
+forever. The subprocess tests send SIGINT once the sweep has saved a point (the queue is
+then full), and fail if the process has not ended 30 s later.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from concurrent.futures import Executor, Future
+
+import pytest
+
+import simcoll as sc
+from simcoll.sweep import load_results, sweep
+
+LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                           reason="POSIX signals, /proc")
+# Eight points of 256 ranks: each pickles to some 40 KB, and takes about a second.
+BIG = dict(algorithms=["direct"], ranks=[256], sizes=[1024 * i for i in range(1, 9)])
+HANG = 30  # seconds: far more than an interrupted sweep needs, even on a loaded machine
+
+
+def _wait_for(path, proc, lines=1):
+    deadline = time.monotonic() + 60
+    while not (path.exists() and path.read_bytes().count(b"\n") >= lines):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "nothing saved in 60 s"
+        time.sleep(0.01)
+
+
+def _interrupt(proc):
+    """SIGINT, as a terminal's Ctrl-C; the output, or a failure if it does not end."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running {HANG} s after Ctrl-C (hung at exit)")
+
+
+def _start(args, cwd):
+    return subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _saved_points(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every saved line whole
+        loaded = load_results(path)
+    got = {(r["algorithm"], r["nranks"], r["nbytes"]) for r in loaded.records}
+    assert got and got <= {("direct", 256, n) for n in BIG["sizes"]}
+    assert all(r["error"] is None for r in loaded.records)
+    return got
+
+
+@LINUX
+def test_ctrl_c_during_a_sweep_of_large_points_ends_the_process_at_once(tmp_path):
+    path = tmp_path / "points.jsonl"
+    script = textwrap.dedent(f"""
+        import simcoll as sc
+        try:
+            sc.sweep(sc.topology.switch, "all_to_all", workers=2, save={str(path)!r},
+                     progress=False, **{BIG!r})
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+    """)
+    proc = _start([sys.executable, "-c", script], tmp_path)
+    _wait_for(path, proc)
+    out, err = _interrupt(proc)
+    assert (proc.returncode, out) == (0, "interrupted\n"), err
+    assert "Error" not in err  # no traceback from the pool's threads either
+    assert len(_saved_points(path)) < len(BIG["sizes"])
+
+
+@LINUX
+def test_ctrl_c_during_simcoll_sweep_workers_2_ends_it_at_once(tmp_path):
+    out_path = tmp_path / "points.jsonl"
+    partial = tmp_path / "points.jsonl.partial.jsonl"
+    proc = _start([sys.executable, "-m", "simcoll", "sweep", "--collective", "all_to_all",
+                   "--topology", "switch:{p}", "--algorithms", "direct", "--ranks", "256",
+                   "--sizes", ",".join(f"{k}K" for k in range(1, 9)), "--workers", "2",
+                   "--output", str(out_path)], tmp_path)
+    _wait_for(partial, proc)
+    _, err = _interrupt(proc)
+    assert proc.returncode == 130, err
+    assert "simcoll sweep: interrupted" in err and "Traceback" not in err
+    assert not out_path.exists()
+    _saved_points(partial)
+
+
+@LINUX
+def test_a_local_pool_with_large_queued_tasks_ends_at_once_on_ctrl_c(tmp_path):
+    """compare and calibrate use simcoll.processes.local_pool: the same fix must hold
+    for any tasks, here 300 KB arguments behind two workers that sleep, cancelled by the
+    caller (as compare does) before the interrupt leaves the pool."""
+    script = textwrap.dedent("""
+        import time
+        from simcoll.processes import local_pool
+
+        try:
+            with local_pool(2) as pool:
+                futures = [pool.submit(time.sleep, 120) for _ in range(2)]
+                futures += [pool.submit(len, b"x" * 300_000) for _ in range(6)]
+                time.sleep(0.5)  # the feeder thread is now blocked on the full pipe
+                for future in futures:
+                    future.cancel()
+                raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+    """)
+    proc = _start([sys.executable, "-c", script], tmp_path)
+    try:
+        out, err = proc.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running {HANG} s after the pool was left (hung at exit)")
+    assert (proc.returncode, out) == (0, "interrupted\n"), err
+
+
+# --- nothing finished is lost ---------------------------------------------------------------
+
+class HeldExecutor(Executor):
+    """Runs the first point when it is submitted and holds the others until ``release``:
+    points that finish while the sweep is busy saving the first."""
+
+    def __init__(self):
+        self.held = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: Future = Future()
+        if self.held or getattr(self, "started", False):
+            self.held.append((future, fn, args, kwargs))
+        else:
+            self.started = True
+            future.set_running_or_notify_cancel()
+            future.set_result(fn(*args, **kwargs))
+        return future
+
+    def release(self):
+        for future, fn, args, kwargs in self.held:
+            if future.set_running_or_notify_cancel():
+                future.set_result(fn(*args, **kwargs))
+
+
+@LINUX
+def test_points_finished_but_not_yet_saved_are_saved_on_ctrl_c(tmp_path, monkeypatch):
+    path = tmp_path / "points.jsonl"
+    pool = HeldExecutor()
+    real_fsync, interrupted = os.fsync, []
+
+    def fsync(fd):
+        real_fsync(fd)
+        if not interrupted and os.path.samefile(f"/proc/self/fd/{fd}", path):
+            interrupted.append(path.read_bytes().count(b"\n"))
+            pool.release()  # the other points finish while the first is being saved...
+            raise KeyboardInterrupt  # ... and Ctrl-C comes
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 3, 4],
+              sizes=[64, 128], save=path, executor=pool)
+    assert interrupted == [1]
+    lines = path.read_text().splitlines()
+    want = {("ring", p, n) for p in (2, 3, 4) for n in (64, 128)}
+    saved = [(r["algorithm"], r["nranks"], r["nbytes"]) for r in load_results(path).records]
+    assert len(lines) == len(saved) == 6 and set(saved) == want
+    for result in load_results(path):  # each as simulate gives it
+        direct = sc.simulate(sc.topology.switch(result.nranks), "all_reduce",
+                             algorithm="ring", nbytes=result.nbytes)
+        assert result.time == direct.time and result.messages == direct.messages
+
+
+def test_a_second_write_does_not_follow_part_of_a_line(tmp_path, monkeypatch):
+    """An interrupt inside a write takes the part written back out: the file never holds
+    part of a line that the next record would be glued to."""
+    from simcoll.sweep.storage import ResultFile
+
+    path = tmp_path / "points.jsonl"
+    record = sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                   sizes=[64]).records[0]
+    store = ResultFile(path)
+    real_write = os.write
+
+    def half_write(fd, data):
+        real_write(fd, bytes(data)[:10])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "write", half_write)
+    with pytest.raises(KeyboardInterrupt):
+        store.append(record)
+    monkeypatch.setattr(os, "write", real_write)
+    assert path.read_bytes() == b""
+    store.append(record)
+    store.close()
+    assert load_results(path).records == (record,)
+
