@@ -278,3 +278,23 @@ def test_a_crowded_timeline_names_each_gpu_once():
     assert labels == [f"GPU {r}" for r in range(64)]
     few = [t.get_text() for t in tr.plot_timeline(res, max_ranks=2).axes[0].get_yticklabels()]
     assert few == ["GPU 0 compute", "DP", "GPU 1 compute", "DP"]
+
+
+def test_a_step_says_whether_its_states_fit_the_gpu():
+    # Llama 7B (6,738,415,616 parameters) with mixed-precision Adam keeps 16 bytes per
+    # parameter (Rajbhandari et al. 2020): 107.8 GB, more than an H100's 81,559 MiB
+    # (85.5 GB) on its own; ZeRO-3 over 8 GPUs keeps an eighth, 13.5 GB, which fits with
+    # activations recomputed.
+    model = tr.llama_7b(batch=8)
+    assert tr.H100.memory == 81_559 * 2**20 and tr.A100.memory == 80 * 2**30
+    plain = tr.step(model, sc.topology.dgx_h100(1), dp=8, recompute=True)
+    assert plain.memory[0].total == 16 * 6_738_415_616
+    assert plain.memory_per_gpu > tr.H100.memory and plain.fits is False
+    sharded = tr.step(model, sc.topology.dgx_h100(1), dp=8, zero_stage=3, recompute=True)
+    assert sharded.memory[0].total == 16 * 6_738_415_616 // 8
+    assert sharded.memory_per_gpu <= tr.H100.memory and sharded.fits is True
+    unknown = tr.step(model, sc.topology.dgx_h100(1), dp=8, zero_stage=3, recompute=True,
+                      gpu=tr.GPU("mine", 1e15))
+    assert unknown.gpu_memory is None and unknown.fits is None
+    with pytest.raises(sc.InvalidInputError, match="memory=0 is not accepted"):
+        tr.GPU("none", 1e15, memory=0)

@@ -39,21 +39,26 @@ __all__ = ["GPU", "A100", "H100", "Precision", "MIXED_PRECISION_ADAM", "Layer", 
 
 @dataclass(frozen=True)
 class GPU:
-    """A GPU's arithmetic rate.
+    """A GPU's arithmetic rate and memory.
 
     Attributes:
         name: what it is called.
         peak_flops: dense FLOP/s in the training precision (the MFU denominator).
         efficiency: the fraction of the peak that the layers reach (compute time is
             FLOPs / (peak_flops x efficiency)).
+        memory: bytes of device memory (None: not said), what a step's model states and
+            activations must fit in (``Step.fits``).
     """
 
     name: str
     peak_flops: float
     efficiency: float = 1.0
+    memory: float | None = None
 
     def __post_init__(self) -> None:
         real(self.peak_flops, "peak_flops", strict=True, what="FLOP/s")
+        if self.memory is not None:
+            real(self.memory, "memory", strict=True, what="bytes of device memory")
         eff = real(self.efficiency, "efficiency", strict=True, what="fraction of the peak")
         if eff > 1:
             raise InvalidInputError(f"efficiency={eff!r} is not accepted; use a fraction "
@@ -69,10 +74,12 @@ class GPU:
         return flops / self.flops_per_second
 
 
-#: NVIDIA A100 SXM datasheet: 312 TFLOP/s dense FP16 / BF16 tensor-core.
-A100 = GPU("A100", 312e12)
-#: NVIDIA H100 SXM datasheet: 989 TFLOP/s dense BF16 tensor-core (1979 with sparsity).
-H100 = GPU("H100", 989e12)
+#: NVIDIA A100 SXM datasheet: 312 TFLOP/s dense FP16 / BF16 tensor-core; 80 GB of HBM2e
+#: (81,920 MiB as nvidia-smi shows it).
+A100 = GPU("A100", 312e12, memory=80 * 2**30)
+#: NVIDIA H100 SXM datasheet: 989 TFLOP/s dense BF16 tensor-core (1979 with sparsity); 80
+#: GB of HBM3 (81,559 MiB as nvidia-smi shows it: some is reserved).
+H100 = GPU("H100", 989e12, memory=81_559 * 2**20)
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,7 @@ class Step:
         activation_memory: bytes of stored activations per GPU of each stage at its
             peak of micro-batches in flight.
         memory_per_gpu: the most bytes one GPU holds (model states + activations).
+        gpu_memory: the GPU's bytes of device memory (``GPU.memory``; None: not said).
         model_flops: FLOPs of the iteration without recomputation.
         mfu: model FLOPs utilisation, model_flops / (step_time x GPUs x peak).
         breakdown: the same per stream (``"dp_gather"`` apart from ``"dp"``).
@@ -150,11 +151,21 @@ class Step:
     memory: tuple[ZeroMemory, ...]
     activation_memory: tuple[float, ...]
     memory_per_gpu: float
+    gpu_memory: float | None
     model_flops: float
     mfu: float
     breakdown: Breakdown
     run: RunResult = field(repr=False)
     spans: tuple[Span, ...] = field(repr=False)
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the model states and stored activations fit the GPU's memory (None
+        where the GPU does not say how much it has). They are a lower bound on what a GPU
+        holds: the CUDA context, workspaces, the collectives' buffers, fragmentation and
+        ZeRO-3's gathered layers come on top, so False means the step cannot run as
+        configured, True that it may."""
+        return None if self.gpu_memory is None else self.memory_per_gpu <= self.gpu_memory
 
 
 @dataclass
@@ -401,6 +412,6 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         placement=placement, step_time=step_time, compute_time=parts.compute,
         exposed=exposed, idle=parts.idle, memory=memory, activation_memory=activations,
         memory_per_gpu=max(mem.total + act for mem, act in zip(memory, activations)),
-        model_flops=model_flops,
+        gpu_memory=gpu.memory, model_flops=model_flops,
         mfu=model_flops / (step_time * topology.nranks * gpu.peak_flops),
         breakdown=parts, run=run, spans=tuple(cfg.rec.spans))
