@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from simcoll.checks import integer
+from simcoll.errors import CommUsageError
 
 __all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "Chunks", "split_sizes", "block_counts",
            "block_bytes", "block_size", "block_start", "split", "split_counts", "repeat", "join",
@@ -239,22 +240,35 @@ def join(chunks: Sequence[Buffer]) -> Buffer:
     """Concatenate chunks (the inverse of :func:`split`)."""
     if isinstance(chunks, VirtualChunks):
         return VirtualBuffer.of(chunks.total(), chunks.dtype)
-    if len(chunks) and isinstance(chunks[0], VirtualBuffer):
-        return VirtualBuffer.of(sum(len(c) for c in chunks), chunks[0].dtype)
-    # Chunks come from one mode: here every chunk is an array.
+    if not isinstance(chunks, (list, tuple)) or not chunks:
+        raise CommUsageError(f"join takes a non-empty list of chunks, got "
+                             f"{type(chunks).__name__} {chunks!r:.60}")
+    first = chunks[0]
+    kind = type(first) if type(first) in (np.ndarray, VirtualBuffer) else None
+    if kind is None or any(type(c) is not kind or c.dtype != first.dtype for c in chunks):
+        kinds = sorted({" ".join([type(c).__name__, str(getattr(c, "dtype", ""))]).strip()
+                        for c in chunks})
+        raise CommUsageError(f"join takes chunks of one mode and dtype (numpy arrays or "
+                             f"VirtualBuffers), got {', '.join(kinds)}")
+    if kind is VirtualBuffer:
+        return VirtualBuffer.of(sum(len(c) for c in chunks), first.dtype)
     return np.concatenate(cast("Sequence[np.ndarray]", chunks))
 
 
 def nbytes_of(payload: Any) -> int:
-    """Payload size in bytes: ``.nbytes`` of an array or VirtualBuffer; ``None`` is 0."""
+    """Payload size in bytes: ``.nbytes`` of an array or VirtualBuffer; ``None`` is 0.
+
+    Raises:
+        CommUsageError: anything else (an array subclass or a memoryview, which a send
+            could not snapshot, included).
+    """
     if payload is None:
         return 0
-    try:
-        return int(payload.nbytes)
-    except AttributeError:
-        raise TypeError(
-            f"cannot send a {type(payload).__name__}; send a numpy array, a VirtualBuffer, "
-            f"or None (an empty message)") from None
+    if type(payload) not in (np.ndarray, VirtualBuffer):
+        raise CommUsageError(
+            f"cannot send a {type(payload).__name__}; send a numpy array (np.asarray(x) "
+            f"for a subclass), a VirtualBuffer, or None (an empty message)")
+    return int(payload.nbytes)
 
 
 def frozen(array: np.ndarray) -> np.ndarray:

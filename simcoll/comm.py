@@ -30,17 +30,28 @@ from simcoll.topology.graph import Topology, Via
 __all__ = ["Comm"]
 
 
-def _check_tag(rank: int, tag: Any) -> None:
-    """Refuse a tag that cannot key a message's matching (one that is not hashable).
+def _check_tag(rank: int, tag: Any, name: str = "tag") -> None:
+    """Refuse a tag that is not an int, a str or a tuple of them: one that cannot key a
+    message's matching (not hashable), or that would match another (``True`` and ``1.0``
+    equal 1) or none (NaN equals nothing).
 
     Raises:
         CommUsageError: naming the rank and the tag.
     """
-    try:
-        hash(tag)
-    except TypeError:
-        raise CommUsageError(f"rank {rank}: tag={tag!r} cannot be a tag (it is not "
-                             f"hashable); use an int, a str or a tuple of them") from None
+    def plain(t: Any) -> bool:
+        return (isinstance(t, (int, np.integer, str)) and not isinstance(t, bool)) or (
+            type(t) is tuple and all(plain(u) for u in t))
+
+    if not plain(tag):
+        raise CommUsageError(f"rank {rank}: {name}={tag!r} cannot be a tag; use an int, a "
+                             f"str or a tuple of them")
+
+
+def _described(x: Any) -> str:
+    """An operand as an error names it: its dtype and shape, or its type."""
+    if isinstance(x, np.ndarray):
+        return f"a {x.dtype} array of shape {x.shape}"
+    return repr(x) if isinstance(x, VirtualBuffer) else f"a {type(x).__name__}"
 
 
 def _usual(delay: Any, wire_bytes: Any) -> bool:
@@ -225,7 +236,8 @@ class Comm:
         rt, address, context = self._rt, self._address, self._context
         if type(tag) is not int or (recv_tag is not None and type(recv_tag) is not int):
             _check_tag(self.rank, tag)
-            _check_tag(self.rank, recv_tag)
+            if recv_tag is not None:
+                _check_tag(self.rank, recv_tag, "recv_tag")
         recv_key = (context, source, address, tag if recv_tag is None else recv_tag)
         if not self._inline:
             self._post_sendrecv(data, target, tag, recv_key, joint, delay, wire_bytes)
@@ -274,12 +286,20 @@ class Comm:
         """Send one copy of ``data`` that the network replicates to every rank in ``dsts``
         (NVLink SHARP and InfiniBand multicast): each byte crosses each link of the union
         of the routes once. Every destination receives it with ``recv`` as any message;
-        the event fires when all of them have it. ``delay`` and ``ordered`` are as for
-        :meth:`send` (ordered multicasts queue behind the previous one to the same
-        destinations with the same tag). ``via`` gives, destination by destination, the
-        device or devices its route must pass, or None (as ``via`` of :meth:`send`: a
-        SHARP switch reaching each GPU through the NIC its channel is bound to).
+        the event fires when all of them have it. The copy moves as one flow: it starts
+        after the longest of its routes' latencies and drains at its slowest branch's
+        share, so every destination gets it at the same instant (a near one as late as
+        the farthest, where separate sends would reach it sooner). It counts as one
+        message in ``RunResult.messages``; a trace holds an event per destination.
+        ``delay`` and ``ordered`` are as for :meth:`send` (ordered multicasts queue behind
+        the previous one to the same destinations with the same tag). ``via`` gives,
+        destination by destination, the device or devices its route must pass, or None
+        (as ``via`` of :meth:`send`: a SHARP switch reaching each GPU through the NIC its
+        channel is bound to).
         """
+        if not isinstance(dsts, (list, tuple, range)):
+            raise CommUsageError(f"rank {self.rank}: multicast dsts={dsts!r} is not "
+                                 f"accepted; give a list of destination ranks")
         targets = tuple(self._peer(d, "dsts") for d in dsts)
         if delay:
             self._seconds("multicast(delay=...)", delay)
@@ -330,9 +350,11 @@ class Comm:
                 raise CommUsageError(f"rank {self.rank}: cannot reduce {a!r} with {b!r}")
             out = a
         else:
-            if a.shape != b.shape:
-                raise CommUsageError(f"rank {self.rank}: cannot reduce arrays of shapes "
-                                     f"{a.shape} and {b.shape}")
+            if type(a) is not np.ndarray or type(b) is not np.ndarray or a.shape != b.shape \
+                    or a.dtype != b.dtype:
+                raise CommUsageError(f"rank {self.rank}: cannot reduce "
+                                     f"{_described(a)} with {_described(b)}; give two arrays "
+                                     f"of one shape and dtype (as a data-free run must)")
             out = frozen(op(a, b))
         rt = self._rt
         if self._inline and rt.reduce_bandwidth[self._address] == math.inf:
@@ -471,7 +493,12 @@ class Comm:
 
     @staticmethod
     def join(chunks: Sequence[Buffer]) -> Buffer:
-        """Concatenate chunks into one new (read-only) buffer (both modes)."""
+        """Concatenate chunks into one new (read-only) buffer (both modes), all of one
+        dtype and one mode (arrays or VirtualBuffers).
+
+        Raises:
+            CommUsageError: no chunk, or chunks of several dtypes or modes.
+        """
         out = buffers.join(chunks)
         return frozen(out) if type(out) is np.ndarray else out
 
@@ -515,6 +542,9 @@ class Comm:
         Every member must call it with the same list; messages in the group never match
         messages outside it.
         """
+        if not isinstance(ranks, (list, tuple, range)):
+            raise CommUsageError(f"rank {self.rank}: group ranks={ranks!r} is not accepted; "
+                                 f"give a list of ranks")
         members = tuple(self._member(r) for r in ranks)
         if self._members is not None:
             members = tuple(self._members[r] for r in members)

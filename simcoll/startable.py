@@ -66,11 +66,22 @@ def _shape(comm: Comm, coll: Collective, x: Any, splits: Any) -> Splits | None:
     return checked
 
 
-def _arguments(arguments: tuple[str, tuple[tuple[str, Any], ...]]) -> str:
-    """What every member of a started collective must pass alike (the algorithm, then its
-    keywords by name), as it reads."""
-    algorithm, kwargs = arguments
-    shown = [f"algorithm={algorithm!r}"]
+_EQUAL_BUFFERS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "reduce",
+                  "gather")
+"""Collectives every member starts with a buffer of one size and dtype (NCCL's count and
+datatype): the others take None on some ranks (broadcast, scatter, barrier) or sizes per
+rank (the v-collectives)."""
+
+Said = tuple[str, tuple[int, str] | None, str, tuple[tuple[str, Any], ...]]
+"""What the members of a started collective must say alike: the collective, its buffer's
+count and dtype where they must agree, the algorithm and its keywords by name."""
+
+
+def _arguments(arguments: Said) -> str:
+    """What every member of a started collective must pass alike, as it reads."""
+    name, shape, algorithm, kwargs = arguments
+    shown = [name if shape is None else f"{name} of {shape[0]} {shape[1]} elements",
+             f"algorithm={algorithm!r}"]
     for name, value in kwargs:
         shown.append(f"{name}={value.name if isinstance(value, ReduceOp) else value!r}")
     return ", ".join(shown)
@@ -122,8 +133,9 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     if shape is not None:
         kwargs["splits"] = shape
     sub = comm.fresh_context()
-    sub.agree(f"started {coll.name}", (algorithm, tuple(sorted(kwargs.items()))),
-              _arguments)
+    said: Said = (coll.name, (count, str(_dtype(x))) if coll.name in _EQUAL_BUFFERS else None,
+                  algorithm, tuple(sorted(kwargs.items())))
+    sub.agree("started a collective", said, _arguments)
     if spec.in_network is not None:
         # The in-network devices' programs (NCCL's NVSwitches, SHARP switches): started
         # once, by the first member to start the collective.

@@ -221,5 +221,54 @@ def test_a_tag_that_cannot_key_a_match_is_refused_naming_the_rank(call):
         yield from ()
 
     with pytest.raises(sc.AlgorithmError, match=r"rank 0 raised CommUsageError .*rank 0: "
-                                                r"tag=.* cannot be a tag \(it is not hashable\)"):
+                                                r"tag=.* cannot be a tag; use an int, a str"):
         sc.run_program(sc.topology.switch(2), program)
+
+
+@pytest.mark.parametrize("tag", [True, 1.0, float("nan"), None, (1, 2.5)])
+def test_tags_that_match_another_or_none_are_refused(tag):
+    # True and 1.0 equal 1, so recv(tag=1) took them; a NaN equals nothing, so its
+    # receive waited forever and the deadlock named a message that was sent.
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(np.ones(2), 1, tag=tag)
+        else:
+            yield comm.recv(0, tag=tag)
+
+    with pytest.raises(sc.AlgorithmError, match=r"cannot be a tag; use an int, a str or a "
+                                                r"tuple of them"):
+        sc.run_program(sc.topology.switch(2), program)
+
+
+def test_payloads_a_send_cannot_snapshot_and_mixed_operands_are_refused():
+    # A subclass, a memoryview: the receiver saw what the sender wrote after the send.
+    # Mixed dtypes: data mode upcast (and sent twice the bytes) where data-free refused.
+    cases = {
+        "subclass": lambda comm: comm.send(np.ma.array(np.zeros(4)), 1),
+        "memoryview": lambda comm: comm.send(memoryview(bytearray(4)), 1),
+        "reduce": lambda comm: comm.reduce(np.ones(4, np.float32), np.ones(4), "sum"),
+        "join": lambda comm: (comm.join([np.ones(2, np.float32), np.ones(2)]),
+                              comm.sleep(0.0))[1],
+        "empty join": lambda comm: (comm.join([]), comm.sleep(0.0))[1],
+        "multicast to an int": lambda comm: comm.multicast(np.ones(2), 1),
+        "group of an int": lambda comm: (comm.group(0), comm.sleep(0.0))[1],
+    }
+    messages = {
+        "subclass": "cannot send a MaskedArray; send a numpy array",
+        "memoryview": "cannot send a memoryview",
+        "reduce": r"cannot reduce a float32 array of shape \(4,\) with a float64 array of "
+                  r"shape \(4,\); give two arrays of one shape and dtype",
+        "join": "join takes chunks of one mode and dtype .*, got ndarray float32, ndarray "
+                "float64",
+        "empty join": "join takes a non-empty list of chunks",
+        "multicast to an int": r"multicast dsts=1 is not accepted; give a list",
+        "group of an int": r"group ranks=0 is not accepted; give a list of ranks",
+    }
+    for case, call in cases.items():
+        def program(comm, call=call):
+            if comm.rank == 0:
+                yield call(comm)
+            return None
+
+        with pytest.raises(sc.AlgorithmError, match=messages[case]):
+            sc.run_program(sc.topology.switch(2), program)

@@ -183,14 +183,36 @@ def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
 @pytest.mark.parametrize("case, match", [
     # Rank 0 gives itself 2 elements and rank 1 one; rank 1 says the reverse: each got 3
     # elements with no error where the sizes disagree.
-    ("splits", r"rank 1: started all_gatherv with algorithm='ring', splits=\(1, 2\) where "
-               r"rank 0 started it with algorithm='ring', splits=\(2, 1\)"),
-    ("op", r"rank 1: started all_reduce with .*op='SUM' where rank 0 .*op='MAX'"),
-    ("algorithm", r"rank 1: started all_reduce with algorithm='direct'.* where rank 0 "
-                  r"started it with algorithm='ring'"),
+    ("splits", r"rank 1: started a collective with all_gatherv, algorithm='ring', "
+               r"splits=\(1, 2\) where rank 0 started it with all_gatherv, algorithm='ring', "
+               r"splits=\(2, 1\)"),
+    ("op", r"rank 1: started a collective with all_reduce .*op='SUM' where rank 0 "
+           r".*op='MAX'"),
+    ("algorithm", r"rank 1: started a collective with all_reduce of 4 float32 elements, "
+                  r"algorithm='direct'.* where rank 0 started it with all_reduce of 4 "
+                  r"float32 elements, algorithm='ring'"),
+    # An all_gather of 256 elements on rank 0 and 128 on rank 1 ran and returned 384 on
+    # each; an all_reduce against a reduce_scatter deadlocked without saying why.
+    ("count", r"rank 1: started a collective with all_gather of 128 float32 elements, "
+              r".* where rank 0 started it with all_gather of 256 float32 elements"),
+    ("dtype", r"all_reduce of 4 float64 elements.* where rank 0 started it with "
+              r"all_reduce of 4 float32 elements"),
+    ("collective", r"rank 1: started a collective with reduce_scatter of 4 float32 "
+                   r"elements.* where rank 0 started it with all_reduce of 4 float32"),
 ])
 def test_members_that_start_a_collective_differently_are_refused(case, match):
     def program(comm):
+        if case == "count":
+            return (yield comm.all_gather(np.ones(256 if comm.rank == 0 else 128,
+                                                  np.float32)))
+        if case == "dtype":
+            return (yield comm.all_reduce(np.ones(4, np.float32 if comm.rank == 0
+                                                  else np.float64)))
+        if case == "collective":
+            x = np.ones(4, np.float32)
+            if comm.rank == 0:
+                return (yield comm.all_reduce(x, algorithm="ring"))
+            return (yield comm.reduce_scatter(x, algorithm="ring"))
         if case == "splits":
             splits = [2, 1] if comm.rank == 0 else [1, 2]
             x = np.ones(splits[comm.rank], np.float32)

@@ -337,6 +337,26 @@ def test_a_model_that_returns_the_wrong_type_is_named_when_asked():
         sc.cost.traffic("all_reduce", "test_bad_returns", p=4, nbytes=64)
 
 
+@pytest.mark.parametrize("seconds", [-1.0, float("nan"), float("inf")])
+def test_a_model_that_returns_an_impossible_time_or_traffic_is_named(seconds):
+    # predict returned -1.0 and nan as they came; traffic arrays of 5 and 2 entries for
+    # 4 ranks passed.
+    from simcoll.cost import gpu_traffic
+
+    name = f"test_bad_values_{seconds}"
+    bad = CostModel(time=lambda p, nbytes, alpha, beta, gamma: seconds,
+                    traffic=lambda p, nbytes, itemsize: gpu_traffic(np.zeros(p + 1),
+                                                                    np.zeros(2)))
+    sc.register("all_reduce", name, cost=bad)(_flat_all_reduce)
+    with pytest.raises(sc.RegistrationError, match=rf"all_reduce/{name}: its cost model's "
+                                                   rf"time returned {seconds!r}; return a "
+                                                   rf"finite number of seconds >= 0"):
+        sc.cost.predict("all_reduce", name, p=4, nbytes=64, alpha=1, beta=1)
+    with pytest.raises(sc.RegistrationError, match=r"traffic gave 5 bytes sent and 2 "
+                                                   r"received for p=4 ranks"):
+        sc.cost.traffic("all_reduce", name, p=4, nbytes=64)
+
+
 def test_a_name_taken_is_refused_as_a_simcoll_error():
     with pytest.raises(sc.RegistrationError, match="'ring' is already registered"):
         sc.register("all_reduce", "ring", cost=NO_FORMULA)(_flat_all_reduce)

@@ -18,6 +18,7 @@ and call it. :func:`lower_bound` holds the bounds every algorithm of a collectiv
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -153,6 +154,10 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
                                                                          np.floating)):
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's time "
                                 f"returned {seconds!r}; return seconds as a number")
+    if not 0 <= seconds < math.inf:
+        raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's time "
+                                f"returned {seconds!r}; return a finite number of seconds "
+                                f">= 0")
     return float(seconds)
 
 
@@ -177,6 +182,11 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
                                 f"returned {moved!r}; return a simcoll.cost.Traffic "
                                 f"(simcoll.cost.gpu_traffic(sent, received))")
+    lengths = (len(moved.sent), len(moved.received))
+    if lengths != (p, p):
+        raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
+                                f"gave {lengths[0]} bytes sent and {lengths[1]} received for "
+                                f"p={p} ranks; give one of each per rank")
     return moved
 
 
