@@ -262,7 +262,9 @@ def _compare_arrays(coll: Collective, inputs: list[np.ndarray], outputs: list[np
 
 def compare(coll: Collective, inputs: list[np.ndarray], outputs: list, op: ReduceOp,
             root: int) -> tuple[bool, float]:
-    """Return (every checked output matches, largest absolute error)."""
+    """Return (every checked output matches, largest absolute error); the error is
+    infinite where an output is not an array of the expected dtype and length (there is
+    nothing to compare it with element by element)."""
     with np.errstate(invalid="ignore", over="ignore"):
         return _compare(coll, inputs, outputs, op, root)
 
@@ -295,9 +297,10 @@ def _compare(coll: Collective, inputs: list[np.ndarray], outputs: list, op: Redu
                               checked, first.size)
             checked = [out if rank == at or different else None
                        for rank, (out, different) in enumerate(zip(checked, differs))]
+    unreadable = math.inf if not ok else 0.0
     if coll.name not in _ELEMENTWISE:
         same, worst = _compare_arrays(coll, inputs, checked, op, root)
-        return ok and same, worst
+        return ok and same, max(worst, unreadable)
 
     def block(start: int) -> tuple[bool, float]:
         piece = slice(start, start + _BLOCK)
@@ -308,4 +311,4 @@ def _compare(coll: Collective, inputs: list[np.ndarray], outputs: list, op: Redu
 
     verdicts = _spread(block, range(0, count, _BLOCK), count)
     return (ok and all(same for same, _ in verdicts),
-            max((error for _, error in verdicts), default=0.0))
+            max(max((error for _, error in verdicts), default=0.0), unreadable))

@@ -9,6 +9,8 @@ arithmetic, and the tests' own max-min reference (``machines.maxmin_arrivals``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import simpy
@@ -166,6 +168,10 @@ def test_an_output_of_the_wrong_length_dtype_or_type_is_flagged():
         register_probe("all_reduce", name)(program)
         res = sc.simulate(reference_network(p), "all_reduce", algorithm=name, data=inputs)
         assert res.correct is False, bad
+        # Nothing to compare element by element: the error is infinite, never the 0.0
+        # (exact) it read beside correct=False.
+        assert res.max_error == math.inf, bad
+        assert res.to_dict()["max_error"] is None
 
 
 @pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(np.float64).max,
