@@ -82,8 +82,14 @@ class Execution:
 
     @property
     def time(self) -> float:
-        """Simulated seconds until the last real activity of the finished run."""
-        return self.env.now if self.end is None else self.end
+        """Simulated seconds until the last real activity of the finished run: its last
+        event, or the end of compute or a reduction a rank started and did not wait for
+        (the GPU is busy until then all the same)."""
+        if self.end is not None:
+            return self.end
+        rt = self.runtime
+        return max(self.env.now, max(rt.compute_free_at, default=0.0),
+                   max(rt.reduce_free_at, default=0.0))
 
     def start_ranks(self, program_of: Callable[[Comm], Program]) -> list[simpy.Process]:
         """Start ``program_of(comm)`` on every rank (a late rank's starts late)."""

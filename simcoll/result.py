@@ -35,7 +35,8 @@ class RunResult:
         network, topology: the network model's and the machine's names.
         nranks: number of GPU ranks.
         time: simulated seconds until the last real activity: the last message's
-            arrival or the last program's return.
+            arrival, the last program's return, or the end of compute or a reduction a
+            rank started without waiting for it.
         outputs: what each rank's program returned (data mode for collectives), else None.
         bytes_sent, bytes_received: payload bytes per GPU rank (int64 arrays).
         host_bytes_sent, host_bytes_received: the same for the endpoints past the GPUs:

@@ -272,3 +272,22 @@ def test_payloads_a_send_cannot_snapshot_and_mixed_operands_are_refused():
 
         with pytest.raises(sc.AlgorithmError, match=messages[case]):
             sc.run_program(sc.topology.switch(2), program)
+
+
+def test_compute_and_reductions_not_waited_for_still_end_the_run():
+    # A rank that starts 5 us of compute (or an 8 us reduction: 8,000 bytes at 1 GB/s)
+    # and returns at once leaves its GPU busy until then; the run took 0 s.
+    topo = sc.topology.switch(2, reduce_bandwidth=1e9)
+
+    def compute(comm):
+        comm.compute(5e-6)
+        return None
+        yield
+
+    def reduction(comm):
+        comm.reduce(np.ones(1000), np.ones(1000), "sum")
+        return None
+        yield
+
+    assert sc.run_program(topo, compute).time == pytest.approx(5e-6, rel=1e-12)
+    assert sc.run_program(topo, reduction).time == pytest.approx(8e-6, rel=1e-12)
