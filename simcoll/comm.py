@@ -30,6 +30,12 @@ from simcoll.topology.graph import Topology, Via
 __all__ = ["Comm"]
 
 
+def _plain_tag(tag: Any) -> bool:
+    """An int (not a bool), a str, or a tuple of them."""
+    return (isinstance(tag, (int, np.integer, str)) and not isinstance(tag, bool)) or (
+        type(tag) is tuple and all(_plain_tag(t) for t in tag))
+
+
 def _check_tag(rank: int, tag: Any, name: str = "tag") -> None:
     """Refuse a tag that is not an int, a str or a tuple of them: one that cannot key a
     message's matching (not hashable), or that would match another (``True`` and ``1.0``
@@ -38,11 +44,7 @@ def _check_tag(rank: int, tag: Any, name: str = "tag") -> None:
     Raises:
         CommUsageError: naming the rank and the tag.
     """
-    def plain(t: Any) -> bool:
-        return (isinstance(t, (int, np.integer, str)) and not isinstance(t, bool)) or (
-            type(t) is tuple and all(plain(u) for u in t))
-
-    if not plain(tag):
+    if not _plain_tag(tag):
         raise CommUsageError(f"rank {rank}: {name}={tag!r} cannot be a tag; use an int, a "
                              f"str or a tuple of them")
 

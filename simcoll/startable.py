@@ -66,12 +66,6 @@ def _shape(comm: Comm, coll: Collective, x: Any, splits: Any) -> Splits | None:
     return checked
 
 
-_EQUAL_BUFFERS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "reduce",
-                  "gather")
-"""Collectives every member starts with a buffer of one size and dtype (NCCL's count and
-datatype): the others take None on some ranks (broadcast, scatter, barrier) or sizes per
-rank (the v-collectives)."""
-
 Said = tuple[str, tuple[int, str] | None, str, tuple[tuple[str, Any], ...]]
 """What the members of a started collective must say alike: the collective, its buffer's
 count and dtype where they must agree, the algorithm and its keywords by name."""
@@ -133,8 +127,12 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     if shape is not None:
         kwargs["splits"] = shape
     sub = comm.fresh_context()
-    said: Said = (coll.name, (count, str(_dtype(x))) if coll.name in _EQUAL_BUFFERS else None,
-                  algorithm, tuple(sorted(kwargs.items())))
+    # Every member passes a buffer of one count and dtype (NCCL's count and datatype),
+    # except where some may pass None (broadcast, scatter, barrier) or sizes differ by
+    # rank (the v-collectives).
+    equal = coll.name not in _MAY_COME_EMPTY and coll.uneven is None
+    said: Said = (coll.name, (count, str(_dtype(x))) if equal else None, algorithm,
+                  tuple(sorted(kwargs.items())))
     sub.agree("started a collective", said, _arguments)
     if spec.in_network is not None:
         # The in-network devices' programs (NCCL's NVSwitches, SHARP switches): started

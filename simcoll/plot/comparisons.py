@@ -89,13 +89,10 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     # octaves (1 KiB, 1 MiB, 1 GiB; never 32 B next to 1 KiB): at most 8; the sizes
     # themselves, thinned, where no power of 2 falls among them
     distinct = sorted(set(sizes))
-    ticks: list[int] = distinct if len(distinct) <= 8 else []
-    for step in (1, 2, 10, 20):
-        if ticks:
-            break
-        ticks = [2**j for j in range(0, 64, step) if min(sizes) <= 2**j <= max(sizes)]
-        ticks = ticks if len(ticks) <= 8 else []
-    ticks = ticks or distinct[:: max(1, len(distinct) // 8)]
+    powers = ([2**j for j in range(0, 64, step) if min(sizes) <= 2**j <= max(sizes)]
+              for step in (1, 2, 10, 20))
+    ticks = distinct if len(distinct) <= 8 else next(
+        (p for p in powers if 0 < len(p) <= 8), distinct[:: max(1, len(distinct) // 8)])
     lower.set_xticks(ticks, [format_size(t) for t in ticks])
     octaves = [2**j for j in range(0, 64) if min(sizes) <= 2**j <= max(sizes)]
     lower.set_xticks(octaves, [""] * len(octaves), minor=True)  # every octave, unlabelled
