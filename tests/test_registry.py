@@ -20,7 +20,7 @@ from conftest import NO_FORMULA, reference_network
 import simcoll as sc
 import simcoll.algorithms as algorithms_package
 from simcoll import cost
-from simcoll.algorithms import Choice, Int, Names, Optional, Real, registry
+from simcoll.algorithms import Choice, Int, Keywords, Names, Optional, Real, registry
 from simcoll.cost import CostModel
 
 P, COUNT = 4, 64          # ranks and float32 elements per rank of every run below
@@ -102,6 +102,10 @@ def bad_values(spec):
         return [(v, words) for v in (["ring"], ("ring",), 3, None, "no_such_name",
                                      f"{spec.choices[0]},no_such_name",
                                      "^" + ",".join(spec.choices))]
+    if isinstance(spec, Keywords):
+        words = "a dict of parameter names to values, or 'name=value;name=value'"
+        return [(v, words) for v in (5, ["chunks"], ("chunks", 2), {1: 2}, "chunks",
+                                     "chunks=2;=3", None)]
     raise AssertionError(f"no bad values for {spec!r}: teach bad_values this spec")
 
 
@@ -111,11 +115,12 @@ def test_every_algorithm_is_checked_here():
                                            ("all_reduce", "hierarchical")}
     for _, _, spec in SPECS:
         bad_values(spec)
-        if not isinstance(spec, (Choice, Names)):
+        if not isinstance(spec, (Choice, Names, Keywords)):
             other_value(spec)
 
 
-@pytest.mark.parametrize("case", [c for c in SPECS if not isinstance(c[2], (Choice, Names))],
+@pytest.mark.parametrize("case", [c for c in SPECS
+                                  if not isinstance(c[2], (Choice, Names, Keywords))],
                          ids=ids)
 def test_numpy_numbers_give_the_same_result_as_plain_ones(case):
     pair, name, spec = case

@@ -123,3 +123,72 @@ def test_bad_training_arguments():
     with pytest.raises(sc.InvalidInputError, match="inner='bucketed'"):
         sc.simulate(reference_network(2), "all_reduce", algorithm="bucketed", nbytes=8,
                     inner="bucketed")
+
+
+@pytest.mark.parametrize("p, buckets", [(4, 3), (5, 4)])
+def test_inner_params_reach_every_bucket(p, buckets):
+    m = 4 * p * buckets * 96
+    plain = sc.simulate(reference_network(p), "all_reduce", algorithm="ring", nbytes=m // buckets)
+    chunked = sc.simulate(reference_network(p), "all_reduce", algorithm="ring",
+                          nbytes=m // buckets, chunks=4)
+    assert chunked.time != pytest.approx(plain.time)
+    t_a = chunked.time
+    t_c = 0.5 * t_a
+    data = make_data(p, m // 4, "float32")
+    res = sc.simulate(reference_network(p), "all_reduce", algorithm="bucketed", data=data,
+                      buckets=buckets, compute=t_c * buckets, inner="ring",
+                      inner_params="chunks=4")
+    assert res.params["inner_params"] == {"chunks": 4}
+    assert res.time == pytest.approx(t_c + t_a + (buckets - 1) * max(t_c, t_a), rel=1e-9)
+    assert res.correct
+    np.testing.assert_array_equal(res.bytes_sent, [buckets * plain.bytes_sent[0]] * p)
+    assert res.time == pytest.approx(cost.predict(
+        "all_reduce", "bucketed", p=p, nbytes=m, alpha=ALPHA, beta=BETA, gamma=GAMMA,
+        buckets=buckets, compute=t_c * buckets, inner="ring", inner_params={"chunks": 4}),
+        rel=1e-9)
+
+
+def test_data_parallel_step_passes_algorithm_params_to_each_bucket():
+    topo = sc.topology.dgx_a100(2)
+    grads = 16 * sc.MiB
+    times = {}
+    for proto in ("LL", "Simple"):
+        alone = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=grads, proto=proto,
+                            op="avg")
+        step = data_parallel_step(topo, gradient_bytes=grads, forward=1e-3, backward=2e-3,
+                                  bucket_bytes=grads, algorithm="nccl",
+                                  algorithm_params={"proto": proto})
+        # One bucket: it starts when the backward pass ends and takes what it takes alone.
+        assert step.buckets == 1
+        assert step.step_time == pytest.approx(1e-3 + 2e-3 + alone.time, rel=1e-9)
+        times[proto] = step.step_time
+    assert times["LL"] > times["Simple"]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(inner_params={"chunk": 2}), r"inner_params for inner='ring': all_reduce/ring does "
+                                      r"not take parameter\(s\) \['chunk'\]"),
+    (dict(inner_params={"chunks": 9}), "inner_params for inner='ring': chunks=9 is more than "
+                                       "the 8 elements"),
+    (dict(inner_params=[("chunks", 2)]), r"inner_params=\[\('chunks', 2\)\] is not accepted; "
+                                         r"use a dict"),
+    (dict(inner_params="chunks"), "inner_params='chunks' is not accepted"),
+    (dict(inner_params={"chunks": 2}, inner="nccl", buckets=1),
+     r"all_reduce/nccl does not take parameter\(s\) \['chunks'\]"),
+])
+def test_bad_inner_params(kwargs, match):
+    args = dict(buckets=2, inner="ring") | kwargs
+    with pytest.raises(sc.InvalidInputError, match=match):
+        sc.simulate(reference_network(2), "all_reduce", algorithm="bucketed",
+                    nbytes=4 * 17, **args)
+
+
+def test_data_parallel_step_refuses_algorithm_params_that_are_not_a_dict():
+    with pytest.raises(sc.InvalidInputError, match="algorithm_params='proto=LL' is not "
+                                                   "accepted; give a dict"):
+        data_parallel_step(reference_network(2), gradient_bytes=8, forward=0, backward=0,
+                           algorithm_params="proto=LL")
+    with pytest.raises(sc.InvalidInputError, match="sets inner_params= itself; give "
+                                                   "algorithm_params="):
+        data_parallel_step(reference_network(2), gradient_bytes=8, forward=0, backward=0,
+                           inner_params={})

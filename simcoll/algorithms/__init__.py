@@ -10,7 +10,16 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from simcoll.algorithms.params import Choice, Int, Names, Optional, Param, Real, Value
+from simcoll.algorithms.params import (
+    Choice,
+    Int,
+    Keywords,
+    Names,
+    Optional,
+    Param,
+    Real,
+    Value,
+)
 from simcoll.algorithms.registry import (
     ENTRY_POINT_GROUP,
     AlgorithmSpec,
@@ -33,5 +42,6 @@ MODULES = import_all()
 """The modules of this package, every one imported."""
 
 __all__ = ["AlgorithmSpec", "register", "get_algorithm", "algorithms", "ENTRY_POINT_GROUP",
-           "Param", "Int", "Real", "Choice", "Names", "Optional", "Value", "MODULES",
+           "Param", "Int", "Real", "Choice", "Names", "Optional", "Value", "Keywords",
+           "MODULES",
            "import_all"]

@@ -18,14 +18,17 @@ rest, which the bucket-after-bucket sum does not see.
 
 from __future__ import annotations
 
+from typing import Any
+
 from simpy.events import Event
 
 from simcoll import cost
-from simcoll.algorithms.params import Choice, Int, Real
+from simcoll.algorithms.params import Choice, Int, Keywords, Real
 from simcoll.algorithms.registry import algorithms, get_algorithm, register
 from simcoll.buffers import Buffer, block_bytes, split
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic
+from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
 from simcoll.typing import BufferProgram
 
@@ -46,37 +49,53 @@ PARAMS = {
                     doc="seconds of backward compute per GPU, spread over the buckets"),
     "inner": Choice("ring", _flat_all_reduce,
                     doc="flat all_reduce algorithm that reduces each bucket"),
+    "inner_params": Keywords(doc="the inner algorithm's parameters for every bucket"),
 }
 
 
-def _traffic(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str) -> Traffic:
-    parts = [cost.traffic("all_reduce", inner, p=p, nbytes=int(b), itemsize=itemsize)
+def _validate(p: int, count: int, hosts: int, *, nodes: tuple[int, ...], buckets: int,
+              inner: str, inner_params: dict[str, Any]) -> None:
+    """Refuse inner parameters the inner algorithm does not take, or that it refuses for
+    a bucket (the smallest bucket holds count // buckets elements)."""
+    try:
+        get_algorithm("all_reduce", inner).check(p, count // buckets, hosts, nodes,
+                                                 inner_params)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"inner_params for inner={inner!r}: {exc}") from None
+
+
+def _traffic(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str,
+             inner_params: dict[str, Any]) -> Traffic:
+    parts = [cost.traffic("all_reduce", inner, p=p, nbytes=int(b), itemsize=itemsize,
+                          **inner_params)
              for b in block_bytes(nbytes, buckets, itemsize)]
     return Traffic(*(sum(getattr(t, f) for t in parts)
                      for f in ("sent", "received", "host_sent", "host_received")))
 
 
-def _exact(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str) -> bool:
+def _exact(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str,
+           inner_params: dict[str, Any]) -> bool:
     return ((nbytes // itemsize) % buckets == 0
             and (buckets == 1 or get_algorithm("all_reduce", inner).cost.ends_together)
             and cost.is_exact("all_reduce", inner, p=p, nbytes=nbytes // buckets,
-                              itemsize=itemsize))
+                              itemsize=itemsize, **inner_params))
 
 
 def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, buckets: int,
-          compute: float, inner: str) -> float:
+          compute: float, inner: str, inner_params: dict[str, Any]) -> float:
     """t_c + t_a + (B-1) max(t_c, t_a), with t_c = compute / B and t_a = ``inner``'s
     predicted time for n / B bytes."""
     t_c = compute / buckets
     t_a = cost.predict("all_reduce", inner, p=p, nbytes=nbytes // buckets, alpha=alpha,
-                       beta=beta, gamma=gamma)
+                       beta=beta, gamma=gamma, **inner_params)
     return t_c + t_a + (buckets - 1) * max(t_c, t_a)
 
 
-@register("all_reduce", "bucketed", params=PARAMS,
+@register("all_reduce", "bucketed", params=PARAMS, validate=_validate,
           cost=CostModel(time=_time, traffic=_traffic, exact=_exact))
 def bucketed_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, buckets: int,
-                        compute: float, inner: str) -> BufferProgram:
+                        compute: float, inner: str,
+                        inner_params: dict[str, Any]) -> BufferProgram:
     """All-reduce ``buckets`` pieces of x, each as soon as ``compute / buckets`` of compute
     for it is done, on a communication stream of its own (a started program, each bucket a
     started collective) while the compute stream goes on.
@@ -92,7 +111,7 @@ def bucketed_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, buckets: int,
     handles = []
     for piece in split(x, buckets):
         yield comm.compute(compute / buckets)  # the backward pass produces this bucket
-        last = comm.start(_after(last, comm, piece, inner, op))
+        last = comm.start(_after(last, comm, piece, inner, inner_params, op))
         handles.append(last)
     reduced = []
     for handle in handles:
@@ -101,9 +120,9 @@ def bucketed_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, buckets: int,
 
 
 def _after(previous: Event | None, comm: Comm, piece: Buffer, inner: str,
-           op: ReduceOp) -> BufferProgram:
+           inner_params: dict[str, Any], op: ReduceOp) -> BufferProgram:
     """The communication stream's next bucket: its all-reduce starts once the previous
     bucket's is done (one stream, as NCCL runs them), and returns the bucket's sum."""
     if previous is not None:
         yield previous
-    return (yield comm.all_reduce(piece, algorithm=inner, op=op.combining))
+    return (yield comm.all_reduce(piece, algorithm=inner, op=op.combining, **inner_params))

@@ -17,16 +17,17 @@ import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import numpy as np
 
 from simcoll.errors import InvalidInputError
+from simcoll.topology.quantities import parse_time
 
-__all__ = ["Param", "Int", "Real", "Choice", "Names", "Optional", "Value",
-           "named_arguments"]
+__all__ = ["Param", "Int", "Real", "Choice", "Names", "Optional", "Value", "Keywords",
+           "named_arguments", "read_value"]
 
 
 class Param(ABC):
@@ -304,6 +305,51 @@ class Value(Param):
 
     def normalize(self, name: str, value: Any) -> Any:
         return value
+
+
+@dataclass(frozen=True)
+class Keywords(Param):
+    """Keyword arguments passed on to another algorithm: a dict of names to values (from
+    the command line, ``"name=value;name=value"``, each value read as ``--param`` reads
+    it); the algorithm's ``validate`` checks them against that algorithm's parameters.
+
+    Attributes:
+        default: the keywords used when none are given (an empty dict: none).
+        doc: one line saying what the parameter does.
+    """
+
+    default: dict[str, Any] = field(default_factory=dict)
+    doc: str = ""
+
+    def accepted(self) -> str:
+        return "a dict of parameter names to values, or 'name=value;name=value'"
+
+    def normalize(self, name: str, value: Any) -> dict[str, Any]:
+        if isinstance(value, str):
+            pairs = [item.partition("=") for item in value.split(";") if item.strip()]
+            if any(not eq or not key.strip().isidentifier() for key, eq, _ in pairs):
+                raise self.refusal(name, value)
+            return {key.strip(): read_value(raw) for key, _, raw in pairs}
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise self.refusal(name, value)
+        return dict(value)
+
+
+def read_value(raw: str) -> Any:
+    """A parameter's value written as text (``--param chunks=4``): ``true``/``false``, ``none``,
+    an int, a float, a time with its unit (``20us`` -> 2e-05 seconds), else the text."""
+    value = raw.strip()
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    for kind in (int, float, parse_time):
+        try:
+            return kind(value)
+        except ValueError:
+            continue
+    return value
 
 
 @cache

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from simcoll.algorithms.params import read_value
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import LOW_PRECISION, as_dtype
@@ -18,7 +19,6 @@ from simcoll.errors import InvalidInputError
 from simcoll.files import unwritable
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
-from simcoll.topology.quantities import parse_time
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
            "run_kwargs", "resolve_dtype", "check_output", "MAX_BYTES"]
@@ -88,20 +88,7 @@ def parse_param(text: str) -> tuple[str, Any]:
     if not eq or not key.strip().isidentifier():
         raise argparse.ArgumentTypeError(f"--param {text!r} is not NAME=VALUE, e.g. "
                                          f"--param chunks=4")
-    value: Any = raw.strip()
-    lowered = value.lower()
-    if lowered in ("true", "false"):
-        value = lowered == "true"
-    elif lowered == "none":
-        value = None
-    else:
-        for kind in (int, float, parse_time):
-            try:
-                value = kind(value)
-                break
-            except ValueError:
-                continue
-    return key.strip(), value
+    return key.strip(), read_value(raw)
 
 
 PICTURES = (".png", ".svg", ".pdf")

@@ -8,6 +8,7 @@ buckets are all-reduced as soon as they are ready (``all_reduce`` algorithm
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ class DataParallelStep:
 def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: float,
                        backward: float, bucket_bytes: int = 25 * MiB,
                        algorithm: str = "ring", network: str = "flow",
+                       algorithm_params: Mapping[str, Any] | None = None,
                        **kwargs: Any) -> DataParallelStep:
     """Simulate one DDP step: every GPU holds the model and averages its gradients.
 
@@ -59,17 +61,20 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
             the gradients are cut into ceil(gradient_bytes / bucket_bytes) equal buckets.
         algorithm: the flat all_reduce algorithm for each bucket.
         network: network model.
+        algorithm_params: that algorithm's parameters for every bucket (e.g.
+            ``{"proto": "LL128"}`` with ``algorithm="nccl"``).
         **kwargs: passed to :func:`simcoll.simulate` (``dtype``, ``data`` instead of
             sizes, ``op`` (default ``"avg"``), ...); the bucketed all_reduce's own
             parameters come from the arguments above (``buckets`` from ``bucket_bytes``,
-            ``compute`` from ``backward``, ``inner`` from ``algorithm``, ``nbytes`` from
-            ``gradient_bytes``) and are refused here.
+            ``compute`` from ``backward``, ``inner`` from ``algorithm``, ``inner_params``
+            from ``algorithm_params``, ``nbytes`` from ``gradient_bytes``) and are
+            refused here.
 
     Raises:
         InvalidInputError: non-positive sizes, negative times, an algorithm that cannot
             reduce a bucket, gradients that are not whole elements or that ``data``
-            does not hold, buckets smaller than an element, or a keyword set from the
-            arguments above.
+            does not hold, buckets smaller than an element, parameters the algorithm
+            does not take, or a keyword set from the arguments above.
     """
     for key in sorted(set(kwargs) & set(_SET_HERE)):
         raise InvalidInputError(f"data_parallel_step sets {key}= itself; give "
@@ -79,6 +84,10 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
     forward = real(forward, "forward", what="seconds")
     backward = real(backward, "backward", what="seconds")
     inner = PARAMS["inner"].normalize("algorithm", algorithm)
+    if algorithm_params is not None and not isinstance(algorithm_params, Mapping):
+        raise InvalidInputError(f"algorithm_params={algorithm_params!r} is not accepted; "
+                                f"give a dict of the algorithm's parameters, e.g. "
+                                f"{{'proto': 'LL128'}}")
     if "data" in kwargs:
         inputs = check_inputs(topology.nranks, kwargs["data"], None, None,
                               collective("all_reduce"))
@@ -92,6 +101,8 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
             raise InvalidInputError(f"gradient_bytes={gradient_bytes} is not a whole number "
                                     f"of {dtype} elements ({dtype.itemsize} bytes each)")
         kwargs["nbytes"] = gradient_bytes
+    if algorithm_params:
+        kwargs["inner_params"] = dict(algorithm_params)
     buckets = math.ceil(gradient_bytes / bucket_bytes)
     if bucket_bytes < dtype.itemsize:
         raise InvalidInputError(f"bucket_bytes={bucket_bytes} would cut the gradients into "
@@ -107,5 +118,6 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
 
 
 _SET_HERE = {"buckets": "bucket_bytes", "compute": "backward", "inner": "algorithm",
+             "inner_params": "algorithm_params",
              "nbytes": "gradient_bytes"}
 """The bucketed all_reduce's arguments data_parallel_step sets, and where from."""
