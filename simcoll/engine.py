@@ -159,16 +159,19 @@ def _refused(callback: Callable[[Event], None], exc: Exception) -> None:
     raise exc
 
 
-def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
+def run(env: simpy.Environment, *, until: float, max_events: int,
+        max_same_instant: int) -> int:
     """Process events until none is left; return how many were processed.
 
     Raises:
-        RunStop: the next event lies beyond ``until`` seconds, or ``max_events`` events
-            were processed.
+        RunStop: the next event lies beyond ``until`` seconds, ``max_events`` events were
+            processed, or more than ``max_same_instant`` in a row at one instant (a loop
+            of operations that take no time).
         InvalidYield: a process yielded something that is not an event.
     """
     queue = env._queue
     processed = 0
+    same_instant = 0
     while queue:
         when, _, _, event = heappop(queue)
         callbacks = event.callbacks
@@ -181,6 +184,12 @@ def run(env: simpy.Environment, *, until: float, max_events: int) -> int:
             continue
         if when > until or processed >= max_events:
             raise RunStop("time" if when > until else "events", env._now)
+        if when == env._now:
+            same_instant += 1
+            if same_instant > max_same_instant:
+                raise RunStop("instant", when)
+        else:
+            same_instant = 0
         env._now = when
         processed += 1
         for callback in callbacks:

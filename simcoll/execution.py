@@ -37,6 +37,16 @@ __all__ = ["Execution"]
 Program = Generator[Event, Any, Any]
 
 
+def same_instant_limit(max_events: int, endpoints: int) -> int:
+    """How many events in a row a run may process at one simulated instant before it is
+    taken for a loop of operations that take no time: max_events / 1000, at least
+    10^6 + 64 p^2 (p endpoints; a direct all-to-all of equal messages can end p^2
+    messages of a few events each at one instant), and never more than max_events. With
+    the default max_events (10^9) a program spinning on ``compute(0)`` stops after about
+    a second instead of a quarter of an hour."""
+    return min(max_events, max(10**6 + 64 * endpoints**2, max_events // 1000))
+
+
 class Execution:
     """A machine ready to run programs.
 
@@ -67,7 +77,8 @@ class Execution:
             self._plan.install(self.network)
         self.runtime = (TracingRuntime if trace else Runtime)(
             env, self.network, p, reduce_bw, topology.gpu_nodes, self.max_events, inputs,
-            len(topology.hosts), _attached(topology))
+            len(topology.hosts), _attached(topology),
+            max_same_instant=same_instant_limit(self.max_events, endpoints))
         self.runtime.what = what
         if self._plan is not None:
             self.runtime.compute_scale = self._plan.compute_scale(endpoints)
@@ -141,7 +152,8 @@ class Execution:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            run(self.env, until=self.until, max_events=self.max_events)
+            run(self.env, until=self.until, max_events=self.max_events,
+                max_same_instant=rt.max_same_instant)
         except InvalidYield as exc:
             label = next((label for proc, label, _ in rt.programs if proc is exc.process),
                          "a rank")
@@ -152,6 +164,15 @@ class Execution:
                                       if proc.is_alive]
             shown = ", ".join(running[:16]) + (f" and {len(running) - 16} more"
                                                 if len(running) > 16 else "")
+            if stop.reason == "instant":
+                raise RunLimitError(
+                    f"{rt.what} processed {rt.max_same_instant} events in a row at "
+                    f"t={stop.now:.9g} s without simulated time passing, with "
+                    f"{shown or 'no program'} still running: a loop of operations that take "
+                    f"no time (compute(0), empty messages over links without latency)? A "
+                    f"run meant to do that many at one instant needs max_events >= "
+                    f"{1000 * rt.max_same_instant} (the limit at one instant is "
+                    f"max_events / 1000, at least 10^6 + 64 p^2)", running) from None
             limit = (f"the simulated-time limit until={self.until:g} s"
                      if stop.reason == "time"
                      else f"the event limit max_events={self.max_events}")

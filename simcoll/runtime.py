@@ -118,7 +118,8 @@ class Runtime:
     def __init__(self, env: simpy.Environment, network: Network, nranks: int,
                  reduce_bandwidth: list[float], nodes: tuple[int, ...] | None = None,
                  max_instant: int = 10**9, inputs: tuple[np.ndarray, ...] = (),
-                 hosts: int = 0, attached: dict[int, tuple[int, ...]] | None = None):
+                 hosts: int = 0, attached: dict[int, tuple[int, ...]] | None = None,
+                 max_same_instant: int = 10**9):
         self.env = env
         self.network = network
         self.nranks = nranks
@@ -151,6 +152,9 @@ class Runtime:
         self._arrive = self.arrive
         self.contexts: dict[tuple, int] = {}
         self.instant_left = max_instant
+        self.max_same_instant = max_same_instant
+        self._instant_at = 0.0
+        self._same_instant = 0
         self.inputs = frozenset(id(memory_owner(x)) for x in inputs)
         """The arrays handed to the ranks as inputs: nothing changes them during the run,
         so read-only views of them travel without a copy."""
@@ -395,10 +399,19 @@ class Runtime:
     def done(self, value: Any) -> Event:
         """An already-processed event: work that took no time. Such events never reach the
         event loop, so they are counted here: a rank program that spins on them forever
-        hits the run's event limit like one that spins on timed events."""
+        hits the run's event limit like one that spins on timed events, and more than
+        ``max_same_instant`` of them at one instant stop the run as the event loop's
+        would."""
         self.instant_left -= 1
         if self.instant_left < 0:
             raise RunStop("events", self.env._now)
+        now = self.env._now
+        if now == self._instant_at:
+            self._same_instant += 1
+            if self._same_instant > self.max_same_instant:
+                raise RunStop("instant", now)
+        else:
+            self._instant_at, self._same_instant = now, 0
         return done_event(self.env, value)
 
     # -- end of run ----------------------------------------------------------------------

@@ -307,3 +307,44 @@ def test_a_barrier_given_bytes_is_refused():
         sc.simulate(switch(), "barrier", algorithm="dissemination", nbytes=16)
     res = sc.simulate(switch(), "barrier", algorithm="dissemination")
     assert (res.nbytes, res.algbw, res.busbw, int(res.bytes_sent.sum())) == (0, 0.0, 0.0, 0)
+
+
+def test_a_zero_time_loop_stops_after_a_million_events_at_one_instant():
+    def spinning(comm: Comm, x):
+        while True:
+            yield comm.compute(0)
+
+    limit = 10**6 + 64 * 2**2   # two endpoints, default max_events 10^9
+    with pytest.raises(sc.RunLimitError, match=rf"processed {limit} events in a row at t=0 s "
+                                               rf"without simulated time passing, with rank 0 "
+                                               rf"still running: a loop of operations that "
+                                               rf"take no time"):
+        run_program(spinning)
+
+
+def test_empty_messages_over_links_without_latency_go_through_the_event_loop():
+    # A send of nothing on a route without latency arrives at once; before it went
+    # through an event, rank 0 sent forever without yielding to the loop (no limit saw
+    # it, and the unreceived messages filled the memory).
+    def ping(comm: Comm):
+        while True:
+            if comm.rank == 0:
+                yield comm.send(np.zeros(0, np.float32), 1)
+            else:
+                yield comm.recv(0)
+
+    topology = sc.topology.switch(2, latency=0)
+    with pytest.raises(sc.RunLimitError, match=r"event limit max_events=1000 at t=0 s with "
+                                               r"rank 0, rank 1 still running"):
+        sc.run_program(topology, ping, max_events=1000)
+    with pytest.raises(sc.RunLimitError, match=r"in a row at t=0 s without simulated time "
+                                               r"passing, with rank 0, rank 1 still running"):
+        sc.run_program(topology, ping)
+
+
+def test_many_events_at_one_instant_are_not_taken_for_a_loop():
+    p = 150
+    res = sc.simulate(sc.topology.switch(p, latency=0), "all_to_all", algorithm="direct",
+                      nbytes=0)
+    assert res.time == 0.0
+    assert res.messages == p * (p - 1)

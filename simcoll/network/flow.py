@@ -162,10 +162,9 @@ class FlowNetwork(Network):
                 ) -> None:
         env = self.env
         if nbytes <= 0:
-            if latency > 0:
-                self._arrive_after(latency, on_arrival, token)
-            else:
-                on_arrival(token)
+            # Through an event even at zero latency: a program spinning on empty messages
+            # then runs through the event loop, whose limits stop it.
+            self._arrive_after(latency, on_arrival, token)
             return
         flow = Flow(links, nbytes, bandwidth, on_arrival, token, src, dst)
         flow.via = via
