@@ -10,7 +10,11 @@
 * a GPU is slow: its compute and its reductions take ``slow[rank]`` times as long;
 * a GPU is late: its program starts ``late[rank]`` seconds after the others;
 * every message waits a random extra latency, uniform in ``[0, jitter)`` seconds, drawn
-  from a generator seeded with ``seed``, so a run is reproducible.
+  from a generator seeded with ``seed``, so a run is reproducible. Jitter can shorten a
+  run: channels sharing a link (NCCL's) run in lock-step without it, all waiting out
+  their latency at once; the smallest jitter breaks that tie and lets one channel's bytes
+  fill another's latency (README, "Faults and stragglers"), so measure jitter's cost
+  against a tiny jitter rather than none.
 """
 
 from __future__ import annotations

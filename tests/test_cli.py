@@ -381,6 +381,9 @@ BAD = [
       TWO_NODES],
      "is one machine of 4 GPUs; give --ranks 4"),
     (["plot", "points.csv", "--output", "p.png"], "not CSV"),
+    (["run", "-c", "2"], "argument -c/--check: invalid choice: 2 (choose from 0, 1)"),
+    (["run", "-c", "-1"], "argument -c/--check: invalid choice: -1 (choose from 0, 1)"),
+    (["trace", "-c", "2", "--output", "t.json"], "argument -c/--check: invalid choice: 2"),
 ]
 
 
@@ -695,3 +698,4 @@ def test_a_pipe_closed_early_ends_cleanly():
                           shell=True,
                           capture_output=True, text=True, timeout=120)
     assert done.stdout == "[\n" and done.stderr == ""
+

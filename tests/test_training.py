@@ -100,6 +100,8 @@ def test_ddp_step_hides_communication_behind_a_long_backward_pass():
     (dict(inner="ring"), "sets inner= itself; give algorithm="),
     (dict(nbytes=12), "sets nbytes= itself; give gradient_bytes="),
     (dict(data=[np.ones(3, np.float32)] * 2), "gradient_bytes=8 but data= holds 12 bytes"),
+    (dict(faults=sc.Faults(slow={1: 4.0})), "does not take faults=: its forward pass is not "
+                                            "simulated"),
 ])
 def test_bad_data_parallel_step_arguments_name_its_own(kwargs, match):
     args = dict(gradient_bytes=8, forward=0, backward=0) | kwargs

@@ -68,7 +68,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-f", "--stepfactor", type=_positive, default=1, metavar="N",
                    help="size multiplication factor (default 1: use -i)")
     p.add_argument("--size", type=parse_bytes, help="one size (same as -b SIZE -e SIZE)")
-    p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, metavar="0/1",
+    p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, choices=(0, 1),
+                   metavar="0/1",
                    help="data mode: move real arrays and check them with numpy (-c or -c 1)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="print CSV instead of the table")

@@ -37,7 +37,8 @@ def add_parser(sub: Any) -> None:
     add_run_options(p)
     p.add_argument("--size", type=parse_bytes, default=2**20,
                    help=f"nccl-tests' size, as in 'simcoll run' (default 1M); {SIZE_HELP}")
-    p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, metavar="0/1",
+    p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, choices=(0, 1),
+                   metavar="0/1",
                    help="data mode: move real arrays and check them with numpy")
     p.add_argument("--output", required=True, metavar="PATH",
                    help="where to write the trace (JSON)")

@@ -58,27 +58,39 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
             ``data=``, the bytes of each rank's array.
         forward, backward: seconds of compute per GPU for each pass.
         bucket_bytes: DDP's ``bucket_cap_mb`` in bytes (default 25 MiB, as PyTorch);
-            the gradients are cut into ceil(gradient_bytes / bucket_bytes) equal buckets.
+            the gradients are cut into B = ceil(gradient_bytes / bucket_bytes) buckets
+            of equal element counts where B divides the count (else the first buckets
+            hold one element more, and may pass ``bucket_bytes`` by that element, as
+            DDP's buckets pass their cap by a tensor).
         algorithm: the flat all_reduce algorithm for each bucket.
         network: network model.
         algorithm_params: that algorithm's parameters for every bucket (e.g.
             ``{"proto": "LL128"}`` with ``algorithm="nccl"``).
         **kwargs: passed to :func:`simcoll.simulate` (``dtype``, ``data`` instead of
-            sizes, ``op`` (default ``"avg"``), ...); the bucketed all_reduce's own
+            sizes, ``op`` (default ``"avg"``), ``trace``, ...; not ``faults``: the
+            forward pass is not simulated, so a slow GPU's would go unseen; give
+            ``faults`` to :func:`simcoll.simulate` with ``algorithm="bucketed"``
+            instead); the bucketed all_reduce's own
             parameters come from the arguments above (``buckets`` from ``bucket_bytes``,
             ``compute`` from ``backward``, ``inner`` from ``algorithm``, ``inner_params``
             from ``algorithm_params``, ``nbytes`` from ``gradient_bytes``) and are
             refused here.
 
     Raises:
-        InvalidInputError: non-positive sizes, negative times, an algorithm that cannot
-            reduce a bucket, gradients that are not whole elements or that ``data``
-            does not hold, buckets smaller than an element, parameters the algorithm
-            does not take, or a keyword set from the arguments above.
+        InvalidInputError: non-positive sizes, negative times, ``faults``, an algorithm
+            that cannot reduce a bucket, gradients that are not whole elements or that
+            ``data`` does not hold, buckets smaller than an element, parameters the
+            algorithm does not take, or a keyword set from the arguments above.
     """
     for key in sorted(set(kwargs) & set(_SET_HERE)):
         raise InvalidInputError(f"data_parallel_step sets {key}= itself; give "
                                 f"{_SET_HERE[key]}= instead")
+    if "faults" in kwargs:
+        raise InvalidInputError("data_parallel_step does not take faults=: its forward pass "
+                                "is not simulated, so a slow GPU's would go unseen and its "
+                                "extra compute would count as exposed communication; "
+                                "simulate the backward pass and its buckets with "
+                                "simcoll.simulate(..., algorithm='bucketed', faults=...)")
     bucket_bytes = integer(bucket_bytes, "bucket_bytes", minimum=1, what="bytes")
     gradient_bytes = integer(gradient_bytes, "gradient_bytes", minimum=1, what="bytes")
     forward = real(forward, "forward", what="seconds")
