@@ -456,6 +456,8 @@ def test_list_shows_algorithms_formulas_and_builders(capsys):
         for param in inspect.signature(fn).parameters:
             assert param in entry
     assert "cluster: nodes, gpus_per_node, intra_bandwidth=300GB/s, intra_latency=1us" in flat
+    assert "a default of none is worked out from the other arguments" in flat
+    assert max(len(line) for line in topologies.splitlines()) <= 100
     _, only, _ = cli(capsys, "list", "collectives")
     assert only == collectives + "\n"
 

@@ -70,9 +70,11 @@ def _algorithms(width: int) -> list[str]:
 
 
 def _topologies(width: int) -> list[str]:
-    lines = ["Topologies (--topology NAME:ARGS, e.g. switch:ranks=8,bandwidth=100GB/s; "
-             "rates like 100GB/s or 400Gbps, times like 1us; ranks= stands for n; or a "
-             ".json / .yaml / .toml file):"]
+    lines = textwrap.wrap(
+        "Topologies (--topology NAME:ARGS, e.g. switch:ranks=8,bandwidth=100GB/s; rates "
+        "like 100GB/s or 400Gbps, times like 1us; ranks= stands for n; a default of none "
+        "is worked out from the other arguments, as the builder's docstring says; or a "
+        ".json / .yaml / .toml file):", width)
     for name in builders():
         lines.extend(textwrap.wrap(describe(name), width, initial_indent="  ",
                                    subsequent_indent=" " * 6))
