@@ -76,6 +76,19 @@ def test_header_gives_the_sizes_asked_for_as_nccl_tests_does(capsys):
     assert "minBytes 4096 maxBytes 4096 " in out
 
 
+@pytest.mark.parametrize("argv, says", [
+    ([], "all_reduce / ring, network flow, params: none (defaults: chunks=1)\n"),
+    (["--param", "chunks=2"], "all_reduce / ring, network flow, params: chunks=2\n"),
+    (["--collective", "broadcast", "--algorithm", "pipeline"],
+     "broadcast / pipeline, network flow, params: none (defaults: chunks=8)\n"),
+    (["--algorithm", "naive"], "all_reduce / naive, network flow, params: none\n"),
+    (["--algorithm", "nccl"], "all_reduce / nccl, network flow, params: none\n"),
+])
+def test_header_names_the_defaults_a_run_used(capsys, argv, says):
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--size", "4K", *argv)
+    assert status == 0 and says in out.splitlines()[0] + "\n"
+
+
 def test_table_layout_is_nccl_tests(capsys):
     status, out, _ = cli(capsys, "run", "--topology", "cluster:2x4", "-b", "1K", "-e", "1M",
                          "-f", "32")

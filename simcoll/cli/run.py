@@ -174,6 +174,11 @@ def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) 
     from simcoll import __version__
 
     params = " ".join(f"{k}={v}" for k, v in args.param) or "none"
+    spec = get_algorithm(args.collective, args.algorithm)
+    given = {k for k, _ in args.param}
+    if spec.resolve is None:  # NCCL's choices are listed after the table instead
+        defaults = " ".join(f"{k}={v}" for k, v in spec.defaults.items() if k not in given)
+        params += f" (defaults: {defaults})" if defaults else ""
     low, high = _bounds(args)  # as given, as nccl-tests prints them
     step = f"{args.stepfactor}(factor)" if args.stepfactor > 1 else f"{args.stepbytes}(bytes)"
     return [f"# simcoll {__version__}: {args.collective} / {args.algorithm}, network "
