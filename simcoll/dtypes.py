@@ -43,9 +43,18 @@ def _lookup(dtype: Any, where: str) -> np.dtype:
     except TypeError:
         if isinstance(dtype, str) and dtype in LOW_PRECISION:
             return np.dtype(getattr(_ml_dtypes(dtype), dtype))
-        raise InvalidInputError(f"{where}={dtype!r} is not a numpy dtype; use an integer or "
-                                f"floating dtype such as 'float32', or one of "
+        meant = _SHORT_NAMES.get(dtype.strip().lower()) if isinstance(dtype, str) else None
+        hint = f" (did you mean {meant!r}?)" if meant else ""
+        raise InvalidInputError(f"{where}={dtype!r} is not a numpy dtype{hint}; use an integer "
+                                f"or floating dtype such as 'float32', or one of "
                                 f"{', '.join(LOW_PRECISION)}") from None
+
+
+_SHORT_NAMES = {"fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16",
+                "fp8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn",
+                "fp8_e5m2": "float8_e5m2", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2",
+                "bfloat": "bfloat16", "f8": "float8_e4m3fn"}
+"""Short names of element types that numpy does not know, and the names it does."""
 
 
 def is_float(dtype: np.dtype) -> bool:

@@ -95,4 +95,6 @@ class ReduceOp(enum.Enum):
             return cls["PRODUCT" if name == "PROD" else name]
         except KeyError:
             names = ", ".join(m.name for m in cls)
-            raise InvalidInputError(f"unknown reduction op {op!r}; use one of {names}") from None
+            hint = " (did you mean AVG?)" if name.strip() in ("MEAN", "AVERAGE") else ""
+            raise InvalidInputError(f"unknown reduction op {op!r}{hint}; use one of "
+                                    f"{names}") from None

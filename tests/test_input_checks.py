@@ -260,6 +260,18 @@ def test_reduction_ops_are_read_by_name_in_any_case_and_prod_is_the_product():
     with pytest.raises(sc.InvalidInputError, match="unknown reduction op 'mul'; use one of "
                                                    "SUM, PRODUCT"):
         sc.ReduceOp.parse("mul")
+    with pytest.raises(sc.InvalidInputError, match=r"unknown reduction op 'mean' \(did you "
+                                                   r"mean AVG\?\); use one of SUM"):
+        sc.ReduceOp.parse("mean")
+
+
+@pytest.mark.parametrize("name, meant", [("fp16", "float16"), ("BF16", "bfloat16"),
+                                         ("fp8", "float8_e4m3fn"), ("e5m2", "float8_e5m2")])
+def test_short_dtype_names_get_the_name_numpy_knows(name, meant):
+    with pytest.raises(sc.InvalidInputError, match=rf"dtype='{name}' is not a numpy dtype "
+                                                   rf"\(did you mean '{meant}'\?\)"):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8,
+                    dtype=name)
 
 
 @pytest.mark.parametrize("call, match", [
