@@ -3,6 +3,8 @@ placements, memory, MFU, the time identity, the timeline, and refusals before th
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib
 import numpy as np
 import pytest
@@ -127,9 +129,11 @@ def test_data_parallel_traffic_in_the_3d_step(zero):
     model = tr.gpt(2, 64, 4, 16, 128, batch=8)
     res = tr.step(model, sc.topology.switch(d), dp=d, zero_stage=zero, micro_batches=2)
     psi = model.params
-    # ZeRO 0-2 once per step; stage 3 gathers every layer in each pass of each of the
-    # two micro-batches and reduce-scatters once: (2 x 2 + 1) Psi.
-    volume = {0: 2, 1: 2, 2: 2, 3: 5}[zero] * psi
+    # ZeRO 0 and 1 reduce once per step (all-reduce 2 Psi; reduce-scatter Psi and
+    # all-gather Psi); ZeRO 2 reduce-scatters each of the two micro-batches and gathers
+    # once, (2 + 1) Psi; stage 3 gathers every layer in each pass of each micro-batch and
+    # reduce-scatters each micro-batch: (2 x 2 + 2) Psi.
+    volume = {0: 2, 1: 2, 2: 3, 3: 6}[zero] * psi
     np.testing.assert_array_equal(res.run.bytes_sent, [volume * (d - 1) // d * 2] * d)
     assert res.memory == (tr.zero_memory(psi, d, zero),)
     assert res.step_time == pytest.approx(res.compute_time + sum(res.exposed.values())
@@ -147,7 +151,7 @@ def test_data_parallel_traffic_ignores_activations_and_takes_each_size(zero, act
     res = tr.step(model, sc.topology.switch(d), dp=d, zero_stage=zero, micro_batches=2)
     share = model.params * (d - 1) // d
     gathers = {0: 0, 1: 1, 2: 1, 3: 4}[zero]  # stage 3: two passes of two micro-batches
-    reduce = 2 * share if zero == 0 else share
+    reduce = {0: 2, 1: 1, 2: 2, 3: 2}[zero] * share  # stages 2, 3: one per micro-batch
     expected = reduce * grad_bytes + gathers * share * param_bytes
     np.testing.assert_array_equal(res.run.bytes_sent, [expected] * d)
 
@@ -283,13 +287,18 @@ def test_a_crowded_timeline_names_each_gpu_once():
 def test_a_step_says_whether_its_states_fit_the_gpu():
     # Llama 7B (6,738,415,616 parameters) with mixed-precision Adam keeps 16 bytes per
     # parameter (Rajbhandari et al. 2020): 107.8 GB, more than an H100's 81,559 MiB
-    # (85.5 GB) on its own; ZeRO-3 over 8 GPUs keeps an eighth, 13.5 GB, which fits with
-    # activations recomputed.
+    # (85.5 GB) on its own; ZeRO-3 over 8 GPUs keeps an eighth, 13.5 GB, which fits only
+    # with activations recomputed (README, "A 3D-parallel step").
     model = tr.llama_7b(batch=8)
     assert tr.H100.memory == 81_559 * 2**20 and tr.A100.memory == 80 * 2**30
     plain = tr.step(model, sc.topology.dgx_h100(1), dp=8, recompute=True)
     assert plain.memory[0].total == 16 * 6_738_415_616
     assert plain.memory_per_gpu > tr.H100.memory and plain.fits is False
+    # Without recomputation a GPU stores Korthikanti et al.'s s b h (34 + 5 a s / h) bytes
+    # per block (b = 1 sequence, a = 32 heads, s = h = 4096) for 32 blocks: 104.2 GB.
+    stored = tr.step(model, sc.topology.dgx_h100(1), dp=8, zero_stage=3)
+    assert stored.activation_memory[0] == 32 * 4096 * 4096 * (34 + 5 * 32)
+    assert stored.memory[0].total == 16 * 6_738_415_616 // 8 and stored.fits is False
     sharded = tr.step(model, sc.topology.dgx_h100(1), dp=8, zero_stage=3, recompute=True)
     assert sharded.memory[0].total == 16 * 6_738_415_616 // 8
     assert sharded.memory_per_gpu <= tr.H100.memory and sharded.fits is True
@@ -298,3 +307,96 @@ def test_a_step_says_whether_its_states_fit_the_gpu():
     assert unknown.gpu_memory is None and unknown.fits is None
     with pytest.raises(sc.InvalidInputError, match="memory=0 is not accepted"):
         tr.GPU("none", 1e15, memory=0)
+
+
+def rs_time(p, nbytes):
+    """A ring reduce-scatter of ``nbytes`` per rank: p - 1 steps of n/p, each reduced."""
+    return (p - 1) * (ALPHA + nbytes / p * BETA + nbytes / p * GAMMA)
+
+
+def ag_time(p, nbytes):
+    """A ring all-gather of an ``nbytes`` shard per rank: p - 1 steps of it."""
+    return (p - 1) * (ALPHA + nbytes * BETA)
+
+
+@pytest.mark.parametrize("zero,m", [(2, 2), (2, 4), (3, 3)])
+def test_zero_2_and_3_reduce_scatter_every_micro_batch(zero, m):
+    # DeepSpeed's ZeRO-2/3 keep a 1/d gradient shard, so each micro-batch's gradients are
+    # reduce-scattered after its backward pass: m reduce-scatters of every layer, not one.
+    d = 4
+    model = tr.gpt(2, 64, 4, 16, 128, batch=4 * m)
+    res = tr.step(model, sc.topology.switch(d), dp=d, zero_stage=zero, micro_batches=m)
+    reduced = sorted(s.label for s in res.spans if s.rank == 0 and s.stream == "dp")
+    assert reduced == sorted(f"{name} mb{j}" for name in ("embedding", "block0", "block1")
+                             for j in range(m))
+    # Gradient bytes match the shard the memory counts: 2 bytes x ceil(Psi / d).
+    psi = model.params  # every layer's tensors divide by 4: no padding
+    assert res.memory[0].gradients == 2 * psi // d
+    gathers = 1 if zero == 2 else 2 * m
+    np.testing.assert_array_equal(res.run.bytes_sent,
+                                  [(m + gathers) * psi * (d - 1) // d * 2] * d)
+
+
+def test_zero_2_micro_batch_reduce_scatters_on_the_reference_network():
+    # One block of 4096 fp16 parameters, d = 2, m = 2 micro-batches of 2 sequences; the
+    # passes are short next to a reduce-scatter, so the step is the first micro-batch's
+    # passes, the two reduce-scatters back to back and the all-gather of the parameters.
+    d, fwd = 2, 1e-7
+    res = tr.step(uniform(1, seconds_fwd=fwd), reference_network(d), dp=d, zero_stage=2,
+                  micro_batches=2, gpu=UNIT)
+    tf, tb = fwd / 4, 2 * fwd / 4  # 2 of the 8 sequences per micro-batch
+    expected = tf + tb + 2 * rs_time(d, 4096 * 2) + ag_time(d, 4096 // d * 2)
+    assert res.step_time == pytest.approx(expected, rel=1e-9)
+    assert res.exposed["dp"] == pytest.approx(expected - 2 * (tf + tb), rel=1e-9)
+
+
+@pytest.mark.parametrize("sp", [False, True])
+def test_recomputation_runs_the_forward_collectives_again(sp):
+    # Each block's backward pass first reruns its forward: 2 + 2 + 2 all-reduces (or
+    # all-gather / reduce-scatter pairs, the same bytes) instead of 2 + 2.
+    t, m = 2, 2
+    model = tr.gpt(3, 64, 4, 16, 128, batch=4)
+    res = tr.step(model, sc.topology.switch(t), dp=1, tp=t, micro_batches=m,
+                  sequence_parallel=sp, recompute=True)
+    bsh = 4 // m * 16 * 64 * 2
+    np.testing.assert_array_equal(res.run.bytes_sent,
+                                  [m * 3 * 6 * 2 * (t - 1) * bsh // t] * t)
+    per_rank = 6 * 2 if sp else 6
+    assert sum(s.rank == 0 and s.stream == "tp" for s in res.spans) == m * 3 * per_rank
+
+
+def test_recomputation_time_with_tensor_parallelism_on_the_reference_network():
+    # One block over t = 2: forward (compute + 2 all-reduces), then in the backward pass
+    # the recomputed forward (the same again) and the backward (2 x compute + 2
+    # all-reduces); the logits run forward and backward without collectives.
+    t = 2
+    model = tr.gpt(1, 128, 4, 32, 100, batch=1)
+    rate = 1e12
+    res = tr.step(model, reference_network(t), dp=1, tp=t, recompute=True,
+                  gpu=tr.GPU("slow", rate))
+    block, logits = model.layers[1], model.layers[2]
+    fwd = block.forward_flops / t / rate
+    logits_fwd = logits.forward_flops / t / rate
+    ring = ring_time(t, 32 * 128 * 2)
+    assert res.step_time == pytest.approx(4 * fwd + 3 * logits_fwd + 6 * ring, rel=1e-9)
+    assert res.exposed["tp"] == pytest.approx(6 * ring, rel=1e-9)
+
+
+def test_timeline_refuses_booleans_as_ranks():
+    res = tr.pipeline_step(sc.topology.switch(2), stages=2, micro_batches=1, forward=1e-3,
+                           backward=1e-3, activation_bytes=8)
+    for ranks in ([True], [0, True], [np.bool_(True)]):
+        with pytest.raises(sc.InvalidInputError, match="distinct GPUs that took part"):
+            tr.plot_timeline(res, ranks=ranks)
+    labels = tr.plot_timeline(res, ranks=[np.int64(1)]).axes[0].get_yticklabels()
+    assert labels[0].get_text() == "GPU 1 compute"
+
+
+def test_timeline_of_a_step_that_takes_no_time_draws_without_warning():
+    res = tr.pipeline_step(sc.topology.switch(2, latency=0), stages=2, micro_batches=2,
+                           forward=0, backward=0, activation_bytes=0)
+    assert res.step_time == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = tr.plot_timeline(res)
+    assert fig.axes[0].get_xlim() == (0.0, 1.0)

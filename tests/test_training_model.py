@@ -142,3 +142,42 @@ def test_gpu_rate():
 def test_bad_model_input(call, match):
     with pytest.raises(sc.InvalidInputError, match=match):
         call()
+
+
+def _never_run(*args, **kwargs):
+    raise AssertionError("the run started although tp does not split the model")
+
+
+@pytest.mark.parametrize("model,tp,match", [
+    # 8 query heads in 2 key / value groups: tp=4 would replicate key / value heads, which
+    # Megatron-LM refuses (num_query_groups % tp); gcd(8, 2, 64) = 2 -> tp in 1, 2.
+    (tr.llama(2, 256, 8, 16, 100, ffn=64, kv_heads=2), 4,
+     "tp=4 does not divide the 2 key / value heads of .*: 1, 2$"),
+    # Every head count divides by 8 but the MLP width 100 does not: gcd(8, 8, 100) = 4.
+    (tr.llama(2, 256, 8, 16, 100, ffn=100, kv_heads=8), 8,
+     r"tp=8 does not divide the 100 MLP width \(ffn\) of .*: 1, 2, 4$"),
+    # Llama 2 70B: 64 heads, 8 key / value heads, 28672 = 2^12 x 7: gcd = 8.
+    (tr.llama_70b(), 16, "tp=16 does not divide the 8 key / value heads of Llama 70B; "
+                         ".*: 1, 2, 4, 8$"),
+])
+def test_tp_must_divide_the_key_value_heads_and_the_mlp_width(monkeypatch, model, tp, match):
+    for module in ("tensor", "parallel3d"):
+        monkeypatch.setattr(f"simcoll.training.{module}.run_program", _never_run)
+    with pytest.raises(sc.InvalidInputError, match=match):
+        model.heads_per_gpu(tp)
+    with pytest.raises(sc.InvalidInputError, match=match):
+        tr.tensor_parallel_layer(model, sc.topology.switch(tp), tp=tp)
+    with pytest.raises(sc.InvalidInputError, match=match):
+        tr.step(model.with_batch(tp), sc.topology.switch(tp), dp=1, tp=tp)
+
+
+def test_the_tp_the_model_splits_into_is_accepted():
+    assert tr.llama(2, 256, 8, 16, 100, ffn=64, kv_heads=2).heads_per_gpu(2) == 4
+    assert tr.llama_70b().heads_per_gpu(8) == 8
+    gpt = tr.gpt(2, 64, 4, 16, 128)
+    assert (gpt.kv_heads, gpt.ffn) == (None, 4 * 64)  # one key / value head per head
+    assert gpt.heads_per_gpu(4) == 1
+    with pytest.raises(sc.InvalidInputError, match="heads=4 is not a multiple of kv_heads=3"):
+        tr.Model("m", gpt.layers, 1, 16, 64, 4, kv_heads=3)
+    with pytest.raises(sc.InvalidInputError, match="ffn=0 is not accepted"):
+        tr.Model("m", gpt.layers, 1, 16, 64, 4, ffn=0)

@@ -26,6 +26,7 @@ variance).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -154,6 +155,10 @@ class Model:
         batch: sequences per iteration (the global batch B).
         seq_len, hidden, heads: s, h, a (activation sizes and memory).
         precision: bytes per parameter, gradient, optimizer state and activation.
+        kv_heads: g, the key / value heads of grouped-query attention (None: a, one per
+            query head); they must divide the heads.
+        ffn: f, the MLP's inner width (None: not said, so tensor parallelism does not
+            check it).
     """
 
     name: str
@@ -163,6 +168,8 @@ class Model:
     hidden: int
     heads: int
     precision: Precision = field(default=MIXED_PRECISION_ADAM)
+    kv_heads: int | None = None
+    ffn: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.layers, (tuple, list)) or not self.layers:
@@ -179,19 +186,43 @@ class Model:
         for name in ("batch", "seq_len", "hidden", "heads"):
             integer(getattr(self, name), name, minimum=1)
         _check_head_split(self.hidden, self.heads)
+        if self.kv_heads is not None:
+            integer(self.kv_heads, "kv_heads", minimum=1)
+            if self.heads % self.kv_heads:
+                raise InvalidInputError(f"heads={self.heads} is not a multiple of "
+                                        f"kv_heads={self.kv_heads}")
+        if self.ffn is not None:
+            integer(self.ffn, "ffn", minimum=1)
 
     def heads_per_gpu(self, tp: int) -> int:
-        """Attention heads each GPU of a tensor-parallel group of ``tp`` holds: Megatron-LM
-        splits attention by heads (Shoeybi et al. 2019, Sec. 3), so ``tp`` must divide
-        them.
+        """Attention heads each GPU of a tensor-parallel group of ``tp`` holds.
+
+        Megatron-LM splits attention by heads and the MLP by its inner width (Shoeybi et
+        al. 2019, Sec. 3), so ``tp`` must divide the heads, the key / value heads and the
+        MLP width: Megatron-LM's ``divide`` asserts it for the query groups
+        (``megatron/core/transformer/attention.py``: ``divide(num_query_groups,
+        world_size)``) and for every column-parallel output
+        (``megatron/core/tensor_parallel/layers.py``: ``divide(output_size,
+        world_size)``), so each GPU holds params / tp of a block and no key / value head
+        is replicated.
 
         Raises:
-            InvalidInputError: ``tp`` is not a count >= 1 or does not divide the heads.
+            InvalidInputError: ``tp`` is not a count >= 1 or does not divide the heads,
+                the key / value heads or the MLP width.
         """
         tp = integer(tp, "tp", minimum=1)
-        if self.heads % tp:
-            raise InvalidInputError(f"tp={tp} does not divide the {self.heads} attention "
-                                    f"heads of {self.name}")
+        sizes = [(self.heads, "attention heads"),
+                 (self.heads if self.kv_heads is None else self.kv_heads,
+                  "key / value heads"),
+                 (self.ffn, "MLP width (ffn)")]
+        common = math.gcd(*(n for n, _ in sizes if n is not None))
+        for n, what in sizes:
+            if n is not None and n % tp:
+                accepted = ", ".join(map(str, _divisors(common)))
+                raise InvalidInputError(f"tp={tp} does not divide the {n} {what} of "
+                                        f"{self.name}; use a tp that divides the heads, "
+                                        f"the key / value heads and the MLP width: "
+                                        f"{accepted}")
         return self.heads // tp
 
     @property
@@ -251,6 +282,12 @@ class Model:
         return sbh * (10 + 24 / tp + 5 * a * s / (h * tp))
 
 
+def _divisors(n: int) -> list[int]:
+    """The divisors of ``n`` >= 1, in increasing order."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
 def _check_head_split(hidden: int, heads: int) -> None:
     """Refuse a hidden size that the attention heads do not split evenly."""
     if hidden % heads:
@@ -292,7 +329,7 @@ def gpt(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, batch: i
          *(Layer(f"block{i}", block, fwd, 2 * fwd, block=True, attention_share=attention)
            for i in range(n)),
          Layer("logits", (), logits, 2 * logits)),
-        batch=b, seq_len=s, hidden=h, heads=a, precision=precision)
+        batch=b, seq_len=s, hidden=h, heads=a, precision=precision, ffn=4 * h)
 
 
 def llama(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, batch: int = 1,
@@ -314,8 +351,6 @@ def llama(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, batch:
     n, h, a, s, v, b = _shape(layers, hidden, heads, seq_len, vocab, batch)
     f = integer(ffn, "ffn", minimum=1)
     g = a if kv_heads is None else integer(kv_heads, "kv_heads", minimum=1)
-    if a % g:
-        raise InvalidInputError(f"heads={a} is not a multiple of kv_heads={g}")
     kv = h // a * g
     matrices = (h * h, h * kv, h * kv, h * h, h * f, h * f, f * h)
     fwd = 2 * b * s * sum(matrices) + 4 * b * s * s * h
@@ -327,7 +362,7 @@ def llama(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, batch:
          *(Layer(f"block{i}", (h, *matrices[:4], h, *matrices[4:]), fwd, 2 * fwd,
                  block=True, attention_share=attention) for i in range(n)),
          Layer("logits", (h, v * h), logits, 2 * logits)),
-        batch=b, seq_len=s, hidden=h, heads=a, precision=precision)
+        batch=b, seq_len=s, hidden=h, heads=a, precision=precision, kv_heads=g, ffn=f)
 
 
 def gpt2_1_5b(batch: int = 1, seq_len: int = 1024) -> Model:

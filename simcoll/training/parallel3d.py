@@ -3,13 +3,36 @@
 Narayanan et al. 2021, "Efficient large-scale language model training on GPU clusters
 using Megatron-LM": t-way tensor parallelism inside a node (its all-reduces are on the
 critical path and want NVLink), p pipeline stages across nodes (point-to-point traffic
-only at stage boundaries), and d data-parallel replicas outermost (one gradient
-reduction per step, overlapped with the last micro-batch's backward pass). Each replica
+only at stage boundaries), and d data-parallel replicas outermost. Each replica
 splits its B / d sequences into m micro-batches run by the pipeline schedule (1F1B by
 default); every block's forward and backward runs on its tensor-parallel group with the
-group's collectives (:func:`simcoll.training.tensor.block_pass`); with ZeRO the
-data-parallel group reduce-scatters gradients and all-gathers parameters instead of
-all-reducing gradients (:mod:`simcoll.training.zero`).
+group's collectives (:func:`simcoll.training.tensor.block_pass`). With full activation
+recomputation a block's backward pass first runs its forward again, with the forward's
+tensor-parallel collectives: Megatron-LM's ``CheckpointFunction.backward``
+(``megatron/core/tensor_parallel/random.py``) calls the block's own forward, whose
+row-parallel layers all-reduce (or reduce-scatter) as in the first forward.
+
+The gradients are reduced over the data-parallel group layer by layer as the backward
+pass produces them, on a stream of their own. With Psi the parameters of a GPU's stage
+and tensor shard, each GPU sends, through a ring, per step:
+
+* ZeRO stage 0 and 1 hold the full gradients (``zero_memory``), so they accumulate them
+  over the m micro-batches and reduce once, overlapped with the last micro-batch's
+  backward pass: stage 0 all-reduces, 2 Psi (d-1)/d elements; stage 1 reduce-scatters,
+  Psi (d-1)/d, then all-gathers the updated parameters, Psi (d-1)/d;
+* ZeRO stages 2 and 3 hold only a 1/d shard of the gradients, so each micro-batch's
+  gradients are reduce-scattered after its backward pass: m Psi (d-1)/d; stage 2 then
+  all-gathers the updated parameters once, Psi (d-1)/d, and stage 3 gathers each
+  layer's parameters before every pass of every micro-batch, 2 m Psi (d-1)/d.
+
+That is what DeepSpeed does: its ZeRO-1/2 optimizer reduces a gradient from its backward
+hook ``if self.partition_gradients or self.is_gradient_accumulation_boundary``
+(``deepspeed/runtime/zero/stage_1_and_2.py``, ``reduce_ready_partitions_and_remove_grads``;
+DeepSpeed PR #338, "Zero stage 2 communicates during non gradient accumulation
+boundaries as well"), its ZeRO-3 optimizer from every backward hook (``stage3.py``).
+DeepSpeed's pipeline engine refuses stages 2 and 3 ("ZeRO-2 and ZeRO-3 are
+incompatible with pipeline parallelism", ``deepspeed/runtime/pipe/engine.py``); this
+model runs them with a pipeline too, a reduce-scatter per micro-batch.
 
 Simplifications, each small next to what is modelled: embeddings and the output layer
 are split over the tensor-parallel group without their own (small) collectives; the tied
@@ -39,7 +62,14 @@ from simcoll.training.common import (
     check_world,
     padded,
 )
-from simcoll.training.model import GPU, H100, Layer, Model, split_blocks
+from simcoll.training.model import (
+    GPU,
+    H100,
+    Layer,
+    Model,
+    per_layer_seconds,
+    split_blocks,
+)
 from simcoll.training.pipeline import SCHEDULES, schedule_of
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 from simcoll.training.tensor import block_pass
@@ -126,7 +156,8 @@ class Step:
             waited while that kind of communication ran, averaged over the GPUs.
         idle: seconds the compute stream waited with nothing to wait for (the pipeline
             bubble), averaged; ``step_time = compute_time + sum(exposed) + idle``.
-        memory: model-state bytes per GPU of each stage (ZeRO over the replicas).
+        memory: model-state bytes per GPU of each stage (ZeRO over the replicas: with
+            stages 2 and 3 a gradient shard, as each micro-batch is reduce-scattered).
         activation_memory: bytes of stored activations per GPU of each stage at its
             peak of micro-batches in flight.
         memory_per_gpu: the most bytes one GPU holds (model states + activations).
@@ -179,6 +210,7 @@ class _Config:
     schedule: str
     zero_stage: int
     sequence_parallel: bool
+    recompute: bool
     elements: int
     activation_bytes: int
     grad_bytes: int
@@ -226,7 +258,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
             after=list(last_gather), nbytes=shard.nbytes, label=label)]
         return last_gather[0]
 
-    def run_pass(pass_name: str, j: int, last: bool) -> Generator[Event, Any, None]:
+    def run_pass(pass_name: str, j: int, reduce: bool) -> Generator[Event, Any, None]:
         indices = list(range(len(layers)))
         if pass_name != "forward":
             indices.reverse()
@@ -244,18 +276,24 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                 yield gathered[k]
             time = seconds[k][0] if pass_name == "forward" else seconds[k][1]
             if layer.block:
+                if pass_name != "forward" and cfg.recompute:
+                    yield from block_pass(comm, tp_group, rec, r, layer, seconds[k][0],
+                                          "forward", cfg.elements, cfg.activation_bytes,
+                                          cfg.sequence_parallel, cfg.how,
+                                          f"{label} recompute")
                 yield from block_pass(comm, tp_group, rec, r, layer, time, pass_name,
                                       cfg.elements, cfg.activation_bytes,
                                       cfg.sequence_parallel, cfg.how, label)
             else:
                 yield rec.compute(comm, r, time, pass_name, label)
-            if last and dp_reduce is not None and shard_params[k]:
+            if reduce and dp_reduce is not None and shard_params[k]:
                 grads = buffer_of(shard_params[k], cfg.grad_bytes)
                 kind = "all_reduce" if zero == 0 else "reduce_scatter"
                 last_reduce[:] = [rec.on_stream(
                     comm, r, "dp", kind,
                     partial(dp_reduce.collective, kind, grads, **cfg.how),
-                    after=list(last_reduce), nbytes=grads.nbytes, label=layer.name)]
+                    after=list(last_reduce), nbytes=grads.nbytes,
+                    label=label if zero >= 2 else layer.name)]
 
     for k, (pass_name, j) in enumerate(order):
         if pass_name == "F":
@@ -270,7 +308,10 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
         else:
             if s < pl.pp - 1:
                 yield comm.recv(pl.rank(d, s + 1, t), tag=("grad", j))
-            yield from run_pass("backward", j, k == final_backward)
+            # ZeRO-2 and 3 keep only their gradient shard, so every micro-batch's
+            # gradients are reduce-scattered; stages 0 and 1 accumulate the full
+            # gradients and reduce them once, after the last backward pass.
+            yield from run_pass("backward", j, zero >= 2 or k == final_backward)
             live -= 1
             if s > 0:
                 sends.append(_send(comm, rec, pl.rank(d, s - 1, t), message,
@@ -354,12 +395,16 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     Args:
         dp, tp, pp: data-parallel replicas, tensor-parallel group size, pipeline stages;
             their product must be the topology's GPU count.
-        zero_stage: ZeRO over the data-parallel group (0: all-reduce of gradients).
+        zero_stage: ZeRO over the data-parallel group (0: all-reduce of gradients;
+            stages 0 and 1 reduce the gradients once per step, stages 2 and 3 after
+            every micro-batch: see the module docstring).
         micro_batches: m per replica.
         schedule: ``"1f1b"`` or ``"gpipe"``.
         sequence_parallel: Megatron's sequence parallelism in the tensor-parallel group.
         recompute: full activation recomputation (one more forward pass per block in
-            the backward pass; only each block's input is kept).
+            the backward pass, with its tensor-parallel collectives: 2 more all-reduces
+            per block, or all-gathers and reduce-scatters with sequence parallelism;
+            only each block's input is kept).
         gpu: the GPUs' rate and peak (MFU).
         order: the placement, innermost dimension first (default TP inside nodes, PP
             across, DP outermost).
@@ -371,8 +416,9 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
 
     Raises:
         InvalidInputError: dp x tp x pp not the GPU count, micro-batches that do not
-            divide the batch, more stages than blocks, tp not dividing the heads, an
-            unknown schedule or algorithm, or a bad order.
+            divide the batch, more stages than blocks, tp not dividing the heads, the
+            key / value heads or the MLP width, an unknown schedule or algorithm, or a
+            bad order.
     """
     check_model(model, gpu)
     sequence_parallel = flag(sequence_parallel, "sequence_parallel")
@@ -383,15 +429,13 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     stages = split_blocks(model, pp)
     sequences = model.batch // (dp * m)
     fraction = sequences / model.batch / tp
-    seconds = [[(gpu.seconds(x.forward_flops * fraction),
-                 gpu.seconds((x.backward_flops + (x.forward_flops if recompute and x.block
-                                                  else 0.0)) * fraction))
-                for x in layers] for layers in stages]
+    seconds = [per_layer_seconds(layers, gpu, fraction) for layers in stages]
     placement = Placement(dp, tp, pp, order)
     precision = model.precision
     cfg = _Config(placement, stages, seconds, m, schedule, zero_stage, sequence_parallel,
-                  sequences * model.seq_len * model.hidden, precision.activation_bytes,
-                  precision.grad_bytes, precision.param_bytes, how, Recorder())
+                  recompute, sequences * model.seq_len * model.hidden,
+                  precision.activation_bytes, precision.grad_bytes, precision.param_bytes,
+                  how, Recorder())
     run = run_program(topology, _program, cfg, network=network)
     step_time = run.time
     parts = breakdown(cfg.rec.spans, range(topology.nranks), step_time)

@@ -84,8 +84,8 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     Args:
         result: any training-step result with ``spans`` (``data_parallel``,
             ``zero_step``, ``pipeline_step``, ``tensor_parallel_layer``, ``step``).
-        ranks: the GPUs to show, top to bottom, each once (default the first
-            ``max_ranks`` that did something).
+        ranks: the GPUs to show, top to bottom, each once, as integers (default the
+            first ``max_ranks`` that did something).
         max_ranks: how many GPUs to show by default (>= 1).
         title: the figure's title (default: what ran and how long it took).
         ax: a matplotlib Axes to draw on; save: write the figure there.
@@ -107,8 +107,9 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
         shown = active[:max_ranks]
     else:
         shown = list(ranks) if isinstance(ranks, (Sequence, np.ndarray)) else []
-        if (not shown or any(r not in active for r in shown)
-                or len(set(shown)) < len(shown)):
+        # Booleans are refused as ranks, as everywhere (simcoll.checks): True == 1.
+        if (not shown or any(isinstance(r, (bool, np.bool_)) for r in shown)
+                or any(r not in active for r in shown) or len(set(shown)) < len(shown)):
             raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a list of "
                                     f"distinct GPUs that took part: {active[:16]}"
                                     f"{' ...' if len(active) > 16 else ''}")
@@ -159,7 +160,9 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     ax.set_yticks(ticks)
     ax.set_yticklabels(labels, fontsize="x-small" if rows > 24 else "small")
     ax.tick_params(axis="y", length=0)
-    ax.set_xlim(0, end * factor)
+    # A step of zero duration gets one unit of axis: equal limits would make matplotlib
+    # warn and widen them by itself.
+    ax.set_xlim(0, end * factor or 1.0)
     ax.set_xlabel(f"time ({unit})")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)

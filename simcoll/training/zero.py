@@ -14,6 +14,9 @@ Per step each GPU sends, in parameters (Sec. 7): stage 0 an all-reduce, 2 Psi (N
 stages 1 and 2 a reduce-scatter of the gradients and an all-gather of the updated
 parameters, also 2 Psi (N-1)/N; stage 3 an all-gather of the parameters in the forward
 pass, another in the backward pass and a reduce-scatter of the gradients, 3 Psi (N-1)/N.
+That is one micro-batch per step (:func:`zero_step`); with m micro-batches stages 2 and 3,
+which hold only a gradient shard, reduce-scatter after each of them, m Psi (N-1)/N of
+gradients (DeepSpeed does; :func:`simcoll.training.step` models it).
 """
 
 from __future__ import annotations
