@@ -4,12 +4,18 @@
 waited for something that ended just when it began, on the same endpoint: a message's
 bytes moved once its latency had run (the route's, plus the delay its sender asked for
 beyond it: a protocol's step) or once the message ahead of it on its connection had
-arrived; the message was sent when its sender's program resumed, because a message
+arrived (on its connection: from its sender to its receiver in its matching context with
+its tag); the message was sent when its sender's program resumed, because a message
 arrived there, a reduction or compute span ended, or a message it sent arrived; a
 message that took no time (empty, on a route without latency) passes the walk on to its
-sender at the same instant. Where nothing ended at that instant the program had slept (a
-launch latency, a protocol's pacing) since the last instant it ran: a ``wait``. The walk
-stops at time 0.
+sender at the same instant. An arrival counts only where it woke what waited on it
+(``TraceEvent.woke_receiver``, ``woke_sender``): one that came while the program slept,
+computed or had not started yet woke nothing. Where nothing ended at that instant the
+program had slept (a launch latency, a protocol's pacing, a late start) since the last
+instant it ran (a send, an arrival it woke to, a reduction or compute span ending) or
+since time 0: a ``wait``. The walk stops at time 0. An endpoint's programs (a rank's,
+and the collectives it started) count as one: any of them running is the endpoint
+running.
 
 The segments tile ``[0, Result.time]`` exactly: each one ends where the next begins, so
 their durations add up to the run's time, and each is a route's latency, bytes crossing a
@@ -18,12 +24,17 @@ activities ended at one instant the walk takes one of them (an arrival at the en
 first, then its own reductions and compute, then a message it sent; among those, one
 with the tag of the message it leads to): each of them is equally critical by time.
 
-A message's transfer is put down to its route's narrowest link (:meth:`CriticalPath.by_link`);
-its average rate (:attr:`Segment.rate`) is lower than that link's bandwidth where the link
-was shared or a protocol's rate held the message back. The split of a message at the
-instant its bytes began to move takes the route's latency as it stood when the message
-was handed to the network: a link that fails under a message (:class:`simcoll.Faults`)
-reroutes it, and its transfer then holds the new route's latency too.
+A message's transfer is put down to its route's narrowest link (:meth:`CriticalPath.by_link`):
+the one of least bandwidth over the transfer, where link faults (:class:`simcoll.Faults`)
+changed it its bandwidth averaged over the transfer's span (0 while failed). Its average
+rate (:attr:`Segment.rate`) is lower than that link's bandwidth where the link was shared
+or a protocol's rate held the message back. The split of a message at the instant its
+bytes began to move takes the route's latency as it stood when the message was handed to
+the network. A link that fails under a message moves the bytes it has not yet sent to the
+route around the failed links with no latency of that route
+(:func:`simcoll.network.rerouting.change_link`), so its transfer holds only the time those
+bytes took; its links, and so its narrowest link, stay those of the route it was handed
+to, the failed one among them.
 """
 
 from __future__ import annotations
@@ -66,6 +77,8 @@ class Segment:
         via: the devices a message's route was bound to pass, if any.
         links: a transfer's directed links, as the network routed it
             (``TraceEvent.links``), where the trace has them.
+        bandwidths: a transfer's links that link faults changed, with their bandwidth
+            averaged over it (``TraceEvent.bandwidths``); others had their nominal one.
     """
 
     kind: str
@@ -79,6 +92,7 @@ class Segment:
     tag: Any = None
     via: Any = None
     links: tuple[int, ...] | None = None
+    bandwidths: tuple[tuple[int, float], ...] = ()
 
     @property
     def duration(self) -> float:
@@ -147,7 +161,8 @@ class CriticalPath:
 
     def by_link(self, topology: Topology) -> dict[str, float]:
         """Seconds of transfer on the path by the narrowest directed link of each
-        message's route (``"gpu0->switch"``), most first."""
+        message's route over its transfer (:func:`narrowest_link`; ``"gpu0->switch"``),
+        most first."""
         self._check(topology)
         out: dict[str, float] = {}
         for s in self.segments:
@@ -227,12 +242,14 @@ _KIND_NOTES = {
 
 def narrowest_link(topology: Topology, segment: Segment) -> str:
     """The directed link of least bandwidth on a message segment's route
-    (``"gpu0->switch"``; the first of several as narrow)."""
+    (``"gpu0->switch"``; the first of several as narrow): for a link that link faults
+    changed, its bandwidth averaged over the transfer (:attr:`Segment.bandwidths`)."""
     if segment.peer is None:
         raise InvalidInputError(f"a {segment.kind} segment crosses no route")
     links = segment.links or topology.route(segment.endpoint, segment.peer,
                                             via=segment.via).links
-    index = min(links, key=topology.bandwidth_of)
+    changed = dict(segment.bandwidths)
+    index = min(links, key=lambda d: changed.get(d, topology.bandwidth_of(d)))
     a, b = topology.directed_link(index)
     return f"{a}->{b}"
 
@@ -246,29 +263,34 @@ class _Index:
         self.instant: dict[tuple[int, float], list[int]] = {}
         """Messages that took no time (empty, on a route without latency), by receiver
         and instant."""
-        self.connections: dict[tuple[int, int | None, Any], list[int]] = {}
-        """Messages by sender, receiver and tag, in the order they arrived."""
+        self.connections: dict[tuple[int, int, int | None, Any], list[int]] = {}
+        """Messages by matching context, sender, receiver and tag, in the order they
+        arrived."""
         self.place: dict[int, int] = {}
         """Each message's place in its connection's list."""
         running: dict[int, list[float]] = {}
         for i, e in enumerate(events):
             if e.kind == "message":
-                same = self.connections.setdefault((e.rank, e.peer, e.tag), [])
+                same = self.connections.setdefault((e.context, e.rank, e.peer, e.tag), [])
                 self.place[i] = len(same)
                 same.append(i)
             # What took no time moved the clock nowhere: the walk skips it (and so never
-            # meets an activity that ended where it began).
+            # meets an activity that ended where it began). An arrival that woke nothing
+            # did not let a program run.
             lasted = e.end > e.start
             if e.kind == "message":
                 assert e.peer is not None
-                if lasted:
-                    self.ended.setdefault((e.peer, e.end), []).append((0, i))
-                    self.ended.setdefault((e.rank, e.end), []).append((2, i))
-                else:
-                    self.instant.setdefault((e.peer, e.end), []).append(i)
+                if e.woke_receiver:
+                    if lasted:
+                        self.ended.setdefault((e.peer, e.end), []).append((0, i))
+                    else:
+                        self.instant.setdefault((e.peer, e.end), []).append(i)
+                    running.setdefault(e.peer, []).append(e.end)
+                if e.woke_sender:
+                    if lasted:
+                        self.ended.setdefault((e.rank, e.end), []).append((2, i))
+                    running.setdefault(e.rank, []).append(e.end)
                 running.setdefault(e.rank, []).append(e.start)
-                running.setdefault(e.peer, []).append(e.end)
-                running.setdefault(e.rank, []).append(e.end)
             else:
                 if lasted:
                     self.ended.setdefault((e.rank, e.end), []).append((1, i))
@@ -293,8 +315,8 @@ class _Index:
         return min(found, key=lambda i: (self.events[i].tag != tag, i))
 
     def ran_before(self, endpoint: int, t: float) -> float:
-        """The last instant before ``t`` at which ``endpoint``'s program ran (a send, or
-        the end of something it waited on); 0 if none."""
+        """The last instant before ``t`` at which ``endpoint``'s program ran (a send, an
+        arrival that woke it, the end of a reduction or compute span); 0 if none."""
         instants = self.running.get(endpoint, [])
         k = bisect.bisect_left(instants, t)
         return instants[k - 1] if k else 0.0
@@ -346,7 +368,8 @@ def critical_path(result: RunResult) -> CriticalPath:
             wire = e.nbytes if e.wire_bytes is None else e.wire_bytes
             if moving < e.end:
                 segments.append(Segment("transfer", e.rank, e.peer, moving, e.end, e.nbytes,
-                                        wire, tag=e.tag, via=e.via, links=e.links))
+                                        wire, tag=e.tag, via=e.via, links=e.links,
+                                        bandwidths=e.bandwidths))
             if e.queued:
                 current = _ahead(index, current, moving)
                 ahead = trace[current].end
@@ -379,11 +402,11 @@ def _merged_waits(segments: list[Segment]) -> list[Segment]:
 
 def _ahead(index: _Index, behind: int, handed: float) -> int:
     """The message ahead of message ``behind`` on its connection (from its sender to its
-    receiver with its tag): the last to arrive before it, by ``handed`` (when ``behind``
-    was handed to the network: the arrival it waited for; its bytes move after the
-    jitter drawn for it, if any)."""
+    receiver in its matching context with its tag): the last to arrive before it, by
+    ``handed`` (when ``behind`` was handed to the network: the arrival it waited for;
+    its bytes move after the jitter drawn for it, if any)."""
     e = index.events[behind]
-    same = index.connections[(e.rank, e.peer, e.tag)]
+    same = index.connections[(e.context, e.rank, e.peer, e.tag)]
     k = index.place[behind]
     while k > 0 and index.events[same[k - 1]].end > handed:
         k -= 1

@@ -48,7 +48,20 @@ class TraceEvent:
     its bytes were handed to, as the network routed it then (around failed links); a
     multicast's tree on its first destination's event and ``()`` on the others, as each
     byte crosses each link of the tree once; None where the run was timed without the
-    network (:mod:`simcoll.lone_flows`).
+    network (:mod:`simcoll.lone_flows`). ``context``: a message's matching context (0 on
+    a communicator's own; a group and each :meth:`~simcoll.comm.Comm.fresh_context`, as
+    of a collective started from a rank program, have their own), part of its
+    connection's key with ``rank``, ``peer`` and ``tag``. ``woke_sender``,
+    ``woke_receiver``: whether its arrival resumed what waited on its send at ``rank``
+    and on its receive at ``peer`` (a program; or a wait on several events, which
+    resumes at the last of them): False where nothing waited on it yet (a program still
+    asleep, computing or not started, that took it later at once), or where the rest of
+    what it waited on was still to come (a ``sendrecv``'s other half, a multicast's
+    other destinations). ``bandwidths``: where link faults
+    (:class:`simcoll.Faults`) had changed links by the message's arrival, each changed
+    directed link with its bandwidth averaged over the span the message's bytes moved
+    (``moving`` to ``end``; 0 while failed); every other link had its nominal bandwidth
+    (:meth:`~simcoll.topology.graph.Topology.bandwidth_of`).
     """
 
     kind: str
@@ -64,6 +77,10 @@ class TraceEvent:
     queued: bool = False
     wire_bytes: int | None = None
     links: tuple[int, ...] | None = None
+    context: int = 0
+    woke_sender: bool = False
+    woke_receiver: bool = False
+    bandwidths: tuple[tuple[int, float], ...] = ()
 
 
 class Joint(Event):
@@ -428,21 +445,31 @@ class Runtime:
         return [m for ch in self.channels.values() for m in ch.unclaimed]
 
 
+def _wakes(event: Event | None, ahead: int = 0) -> bool:
+    """Whether a message's part of ``event``, delivered after ``ahead`` other parts of it
+    from now, resumes what waits on it: something does, and for a joint event (a
+    ``sendrecv``, a multicast's send) this is its last part."""
+    return bool(event is not None and event.callbacks
+                and (type(event) is not Joint or event.pending == 1 + ahead))
+
+
 class _Sent:
     """What a traced message was sent with, until it arrives."""
 
-    __slots__ = ("start", "nbytes", "via", "wire", "latency", "moving", "queued", "links")
+    __slots__ = ("start", "nbytes", "via", "wire", "latency", "moving", "queued", "links",
+                 "context")
 
     def __init__(self, start: float, nbytes: int, via: Via | None, wire: int,
-                 latency: float, moving: float | None, links: tuple[int, ...]) -> None:
+                 latency: float, moving: float | None, links: tuple[int, ...],
+                 context: int) -> None:
         self.start, self.nbytes, self.via, self.wire = start, nbytes, via, wire
         self.latency, self.moving, self.queued = latency, moving, False
-        self.links = links
+        self.links, self.context = links, context
 
 
 class TracingRuntime(Runtime):
-    """A runtime that also records every message, reduction and compute span, and when
-    each message's bytes began to move (:class:`TraceEvent`)."""
+    """A runtime that also records every message, reduction and compute span, when each
+    message's bytes began to move, and what its arrival woke (:class:`TraceEvent`)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -454,6 +481,17 @@ class TracingRuntime(Runtime):
         self._compute_ends: dict[int, float] = {}
         self._recorded: set[Message] = set()
         """Messages traced ahead of their arrival's delivery (:meth:`_record_ahead`)."""
+        self._changes: dict[int, list[tuple[float, float]]] = {}
+        """Bandwidths link faults gave directed links: (from when, bytes/s), in order."""
+        change = self.network.change_link
+
+        def changed(index: int, factor: float) -> None:
+            change(index, factor)
+            for d in (2 * index, 2 * index + 1):
+                self._changes.setdefault(d, []).append(
+                    (self.env._now, self.network.topology.bandwidth_of(d) * factor))
+        # The fault plan calls the network's method when a link changes: see it here.
+        self.network.change_link = changed  # type: ignore[method-assign]
 
     def _watch_jitter(self) -> None:
         """Before a message is handed to the network: see the jitter it draws, which
@@ -479,16 +517,17 @@ class TracingRuntime(Runtime):
         self._watch_jitter()
         message = super().post_send(key, payload, nbytes, src, dst, tag, sender, delay,
                                     wire_bytes, ordered, via)
-        if not message.arrived:  # an empty message on a zero-latency route already has
-            links, latency, _ = self.network.route(src, dst, via)
-            self._sent[message] = _Sent(
-                start, nbytes, via, nbytes if wire_bytes is None else wire_bytes, latency,
-                None if behind else self._moving(start, latency, delay), links)
+        # Every message arrives through an event (even an empty one on a route without
+        # latency), so it is recorded here before it arrives.
+        links, latency, _ = self.network.route(src, dst, via)
+        self._sent[message] = _Sent(
+            start, nbytes, via, nbytes if wire_bytes is None else wire_bytes, latency,
+            None if behind else self._moving(start, latency, delay), links, key[0])
         return message
 
     def _arrive_in_order(self, token: tuple[tuple, Message]) -> None:
-        self._record_ahead(token[1])  # before the next one, which may arrive as it is
-        super()._arrive_in_order(token)  # handed over
+        self._record_ahead(token[1])  # recorded before the next one is handed over
+        super()._arrive_in_order(token)
 
     def _next_in_order(self, key: tuple, queued: tuple[Message, int, float, int | None,
                                                       Via | None]) -> None:
@@ -537,14 +576,14 @@ class TracingRuntime(Runtime):
         links, latency, _ = self.network.route(src, dsts, via)
         moving = None if behind else self._moving(start, latency, delay)
         for k, message in enumerate(messages):
-            if not message.arrived:
-                self._sent[message] = _Sent(start, nbytes, None if via is None else via[k],
-                                            nbytes, latency, moving, links if k == 0 else ())
+            self._sent[message] = _Sent(start, nbytes, None if via is None else via[k],
+                                        nbytes, latency, moving, links if k == 0 else (),
+                                        keys[0][0])
         return messages
 
     def _multicast_in_order(self, token: tuple[tuple, list[Message]]) -> None:
-        for message in token[1]:
-            self._record_ahead(message)
+        for k, message in enumerate(token[1]):  # delivered in this order
+            self._record_ahead(message, k)
         super()._multicast_in_order(token)
 
     def _next_multicast_in_order(self, key: tuple, queued: tuple[
@@ -561,24 +600,38 @@ class TracingRuntime(Runtime):
             self._record(message)
         super().arrive(message)
 
-    def _record_ahead(self, message: Message) -> None:
-        """Trace ``message`` before its arrival is delivered, which then skips it."""
-        self._record(message)
+    def _record_ahead(self, message: Message, ahead: int = 0) -> None:
+        """Trace ``message`` before its arrival is delivered, which then skips it
+        (``ahead``: messages of its multicast to be delivered before it)."""
+        self._record(message, ahead)
         self._recorded.add(message)
 
-    def _record(self, message: Message) -> None:
-        """Trace ``message``, which arrives now."""
+    def _record(self, message: Message, ahead: int = 0) -> None:
+        """Trace ``message``, which arrives now (``ahead``: as :meth:`_record_ahead`)."""
         now = self.env._now
-        record = self._sent.pop(message, None)
-        if record is None:
-            event = TraceEvent("message", message.src, message.dst, message.tag, 0, now, now,
-                               moving=now)
-        else:
-            moving = now if record.moving is None else min(record.moving, now)
-            event = TraceEvent("message", message.src, message.dst, message.tag,
-                               record.nbytes, record.start, now, record.via, moving,
-                               record.latency, record.queued, record.wire, record.links)
-        self.events.append(event)
+        record = self._sent.pop(message)
+        woke = _wakes(message.sender, ahead), _wakes(message.receiver)
+        moving = now if record.moving is None else min(record.moving, now)
+        self.events.append(TraceEvent(
+            "message", message.src, message.dst, message.tag, record.nbytes, record.start,
+            now, record.via, moving, record.latency, record.queued, record.wire,
+            record.links, record.context, *woke, self._bandwidths(moving, now)))
+
+    def _bandwidths(self, start: float, end: float) -> tuple[tuple[int, float], ...]:
+        """Each directed link a link fault has changed, with its bandwidth averaged over
+        ``[start, end]`` (where ``start == end``: as it stood just before ``end``)."""
+        out = []
+        for d, steps in self._changes.items():
+            level, t, area = self.network.topology.bandwidth_of(d), start, 0.0
+            for at, bandwidth in steps:
+                if at >= end:
+                    break
+                if at > t:
+                    area += level * (at - t)
+                    t = at
+                level = bandwidth
+            out.append((d, level if t == start else (area + level * (end - t)) / (end - start)))
+        return tuple(out)
 
     def reduce_delay(self, endpoint: int, nbytes: int) -> float:
         start = self._engine_start(self.reduce_free_at, self._reduce_ends, endpoint)

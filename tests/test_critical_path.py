@@ -444,3 +444,189 @@ def test_a_summary_takes_a_count_of_links_and_an_export_its_own_runs_path():
         with pytest.raises(sc.InvalidInputError, match="is not the critical path of this run"):
             to_chrome(res, path=path)
     assert to_chrome(res, path=sc.critical_path(res)) == to_chrome(res)
+
+
+def _ping_pong(comm, held):
+    """Rank 0 sends 1 MB to rank 1 and waits for 1 MB back; rank 1 is held 30 us
+    (``held``: "late" by the fault plan, "sleep" or "compute") before it receives."""
+    if comm.rank == 0:
+        yield comm.send(np.zeros(1_000_000, np.uint8), 1)
+        yield comm.recv(1)
+    else:
+        if held == "sleep":
+            yield comm.sleep(30e-6)
+        elif held == "compute":
+            yield comm.compute(30e-6)
+        yield comm.recv(0)
+        yield comm.send(np.zeros(1_000_000, np.uint8), 0)
+
+
+@pytest.mark.parametrize("held", ["late", "sleep", "compute"])
+def test_an_arrival_the_receiver_did_not_wait_for_is_not_on_the_path(held):
+    topo = sc.topology.switch(2, bandwidth=100e9, latency=1e-6)
+    faults = sc.Faults(late={1: 30e-6}) if held == "late" else None
+    res = sc.run_program(topo, _ping_pong, held, trace=True, faults=faults)
+    # 0 -> 1 arrives at 2 x 1 us + 1e6 B / 100 GB/s = 12 us, while rank 1 is held until
+    # 30 us: it woke nothing there. Rank 1 then answers: 2 us of latency, 10 us of bytes,
+    # 42 us in all; the first message is off the path (any size gives 42 us). Each
+    # sender waits on its send.
+    there, back = [e for e in res.trace if e.kind == "message"]
+    assert (there.woke_sender, there.woke_receiver) == (True, False)
+    assert (back.woke_sender, back.woke_receiver) == (True, True)
+    path = sc.critical_path(res)
+    first = "compute" if held == "compute" else "wait"
+    assert _kinds(path) == [(first, 1, None), ("latency", 1, 0), ("transfer", 1, 0)]
+    np.testing.assert_allclose([s.end for s in path.segments], [30e-6, 32e-6, 42e-6],
+                               rtol=1e-12)
+    _tiles(path, res.time)
+
+
+def test_a_message_of_no_time_that_lands_during_a_sleep_passes_nothing_on():
+    topo = sc.Topology("no latency")
+    gpus = [topo.add_gpu() for _ in range(3)]
+    switch = topo.add_switch("switch")
+    for gpu in gpus:
+        topo.add_link(gpu, switch, bandwidth=100e9)
+    empty = np.zeros(0, np.uint8)
+
+    def relay(comm):
+        if comm.rank == 0:
+            yield comm.compute(5e-6)
+            yield comm.send(empty, 1)
+        elif comm.rank == 1:
+            yield comm.recv(0)
+            yield comm.send(empty, 2)
+        else:
+            yield comm.compute(1e-6)
+            yield comm.sleep(9e-6)
+            yield comm.recv(1)
+            yield comm.compute(3e-6)
+
+    res = sc.run_program(topo, relay, trace=True)
+    # The empty messages reach rank 2 at 5 us, while it sleeps from 1 to 1 + 9 = 10 us;
+    # it computes 10 to 13 us: its own compute, sleep and compute are the path.
+    path = sc.critical_path(res)
+    assert _kinds(path) == [("compute", 2, None), ("wait", 2, None), ("compute", 2, None)]
+    np.testing.assert_allclose([s.end for s in path.segments], [1e-6, 10e-6, 13e-6],
+                               rtol=1e-12)
+
+
+def test_the_message_ahead_of_an_ordered_one_is_on_its_own_matching_context():
+    def two_contexts(comm):
+        other = comm.fresh_context()
+        if comm.rank == 0:
+            a1 = comm.send(np.zeros(1_000_000, np.uint8), 1, ordered=True)
+            a2 = comm.send(np.zeros(1000, np.uint8), 1, ordered=True)  # behind a1
+            yield comm.sleep(11e-6)
+            b1 = other.send(np.zeros(10, np.uint8), 1, ordered=True)  # same tag, peer
+            for event in (a1, a2, b1):
+                yield event
+        else:
+            yield comm.recv(0)
+            yield comm.recv(0)
+            yield other.recv(0)
+
+    topo = sc.topology.switch(2, bandwidth=100e9, latency=1e-6)
+    res = sc.run_program(topo, two_contexts, trace=True,
+                         faults=sc.Faults(jitter=4e-6, seed=2))
+    # The jitter of each message, drawn as it is handed to the network: a1 at 0, b1 at
+    # 11 us, a2 when a1 arrives (j1 = 1.046, j2 = 1.194, j3 = 3.257 us).
+    rng = np.random.default_rng(2)
+    j1, j2, j3 = (rng.uniform(0.0, 4e-6) for _ in range(3))
+    # a1: 2 us of latency + j1, then 1e6 B at 100 GB/s (10 us): ends at 13.046 us.
+    # b1: sent at 11 us, + 2 us + j2, then 10 B (0.1 ns): ends at 14.194 us.
+    # a2: moves j3 after a1 arrives (16.303 us), then 1000 B (10 ns): ends at 16.313 us.
+    a1_end = 2e-6 + j1 + 10e-6
+    a2_moving = a1_end + j3
+    a1, a2, b1 = sorted((e for e in res.trace if e.kind == "message"),
+                        key=lambda e: -e.nbytes)
+    assert (a1.context, a2.context) == (0, 0) and b1.context != 0
+    assert b1.end == pytest.approx(13e-6 + j2 + 0.1e-9, rel=1e-9)
+    assert a1.end < b1.end < a2.moving
+    assert res.time == pytest.approx(a2_moving + 10e-9, rel=1e-9)
+    # a2 waited for a1, not for b1 (another context's, which arrived in between).
+    path = sc.critical_path(res)
+    assert [(s.kind, s.nbytes) for s in path.segments] == [
+        ("latency", 1_000_000), ("transfer", 1_000_000), ("latency", 1000),
+        ("transfer", 1000)]
+    np.testing.assert_allclose([s.end for s in path.segments],
+                               [2e-6 + j1, a1_end, a2_moving, a2_moving + 10e-9], rtol=1e-9)
+    assert path.totals()["wait"] == 0.0
+    _tiles(path, res.time)
+
+
+def _chain(factor: float, at: float) -> tuple[sc.Topology, sc.RunResult]:
+    """1 MB from gpu0 to gpu1 over gpu0 -(100 GB/s)- sw -(50 GB/s)- gpu1, 1 us per link,
+    with gpu0-sw at ``factor`` times its bandwidth from ``at`` on."""
+    topo = sc.Topology("chain")
+    gpu0, gpu1, switch = topo.add_gpu(), topo.add_gpu(), topo.add_switch("sw")
+    topo.add_link(gpu0, switch, bandwidth=100e9, latency=1e-6)
+    topo.add_link(switch, gpu1, bandwidth=50e9, latency=1e-6)
+
+    def send(comm):
+        if comm.rank == 0:
+            yield comm.send(np.zeros(1_000_000, np.uint8), 1)
+        else:
+            yield comm.recv(0)
+
+    faults = sc.Faults(links=[sc.LinkFault(gpu0, "sw", at=at, factor=factor)])
+    return topo, sc.run_program(topo, send, trace=True, faults=faults)
+
+
+@pytest.mark.parametrize("factor, at, time, mean, narrowest", [
+    # From 0, gpu0->sw runs at 10 GB/s: 2 us + 1e6 B / 10 GB/s = 102 us, all of it
+    # limited by gpu0->sw (sw->gpu1: 50 GB/s).
+    (0.1, 0.0, 102e-6, 10e9, "gpu0->sw"),
+    # The bytes move from 2 us at 50 GB/s (sw->gpu1); at 12 us 500 kB are left, and
+    # gpu0->sw drops to 20 GB/s: 25 us more, the end at 37 us. Over the 35 us of bytes
+    # gpu0->sw averaged (100 x 10 + 20 x 25) / 35 = 42.857 GB/s, below sw->gpu1's 50.
+    (0.2, 12e-6, 37e-6, 1500e9 / 35, "gpu0->sw"),
+    # Down to 50 GB/s at 12 us it limits nothing: 500 kB at 50 GB/s end at 22 us, and
+    # gpu0->sw averaged (100 x 10 + 50 x 10) / 20 = 75 GB/s: sw->gpu1 stays narrowest.
+    (0.5, 12e-6, 22e-6, 75e9, "sw->gpu1"),
+])
+def test_the_narrowest_link_is_by_the_bandwidth_a_link_fault_left(factor, at, time, mean,
+                                                                  narrowest):
+    topo, res = _chain(factor, at)
+    assert res.time == pytest.approx(time, rel=1e-9)
+    (message,) = res.trace
+    out, back = 0, 1  # directed links of link 0 (gpu0-sw): gpu0->sw, sw->gpu0
+    assert topo.directed_link(out) == ("gpu0", "sw")
+    assert [d for d, _ in message.bandwidths] == [out, back]
+    np.testing.assert_allclose([b for _, b in message.bandwidths], [mean, mean], rtol=1e-9)
+    path = sc.critical_path(res)
+    transfer = path.segments[-1]
+    assert transfer.kind == "transfer" and narrowest_link(topo, transfer) == narrowest
+    assert path.by_link(topo) == {narrowest: pytest.approx(time - 2e-6, rel=1e-9)}
+    assert list(path.to_dict(topo)["by_link"]) == [narrowest]
+    assert f"    {narrowest:<24}" in path.summary(topo)
+    rows = [e for e in to_chrome(res, topo)["traceEvents"]
+            if e.get("cat") == "critical path" and e["name"].startswith("transfer")]
+    assert [r["args"]["narrowest_link"] for r in rows] == [narrowest]
+
+
+def test_a_message_moved_off_a_failed_link_takes_no_latency_of_its_new_route():
+    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
+
+    def send(comm):
+        if comm.rank == 0:
+            yield comm.send(np.zeros(1_000_000, np.uint8), 1)
+        elif comm.rank == 1:
+            yield comm.recv(0)
+
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=5e-6)])
+    res = sc.run_program(topo, send, trace=True, faults=faults)
+    # 1 us of latency, then 1e6 B at 100 GB/s; at 5 us the 600 kB left move to
+    # gpu0 -> gpu3 -> gpu2 -> gpu1 (100 GB/s, 3 us of latency not added): 11 us, as
+    # without the failure.
+    assert res.time == pytest.approx(11e-6, rel=1e-12)
+    path = sc.critical_path(res)
+    assert [s.kind for s in path.segments] == ["latency", "transfer"]
+    np.testing.assert_allclose([s.end for s in path.segments], [1e-6, 11e-6], rtol=1e-12)
+    assert path.segments[0].route_latency == pytest.approx(1e-6, rel=1e-12)
+    # Its links stay the route it was handed to: gpu0->gpu1, at 100 GB/s for 4 us and 0
+    # for 6 us, (100 x 4 + 0 x 6) / 10 = 40 GB/s over the transfer.
+    transfer = path.segments[1]
+    assert [topo.directed_link(d) for d in transfer.links] == [("gpu0", "gpu1")]
+    assert dict(transfer.bandwidths)[transfer.links[0]] == pytest.approx(40e9, rel=1e-9)
+    assert narrowest_link(topo, transfer) == "gpu0->gpu1"
