@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
@@ -481,6 +481,9 @@ class TracingRuntime(Runtime):
         self._compute_ends: dict[int, float] = {}
         self._recorded: set[Message] = set()
         """Messages traced ahead of their arrival's delivery (:meth:`_record_ahead`)."""
+        self._parts: dict[Joint, list[tuple[int, int]]] = {}
+        """Joint events waited on and not yet complete: their messages traced so far
+        (index in ``events``, 0 for the sender's side, 1 for the receiver's)."""
         self._changes: dict[int, list[tuple[float, float]]] = {}
         """Bandwidths link faults gave directed links: (from when, bytes/s), in order."""
         change = self.network.change_link
@@ -610,12 +613,30 @@ class TracingRuntime(Runtime):
         """Trace ``message``, which arrives now (``ahead``: as :meth:`_record_ahead`)."""
         now = self.env._now
         record = self._sent.pop(message)
-        woke = _wakes(message.sender, ahead), _wakes(message.receiver)
+        woke = (_wakes(message.sender, ahead), _wakes(message.receiver))
         moving = now if record.moving is None else min(record.moving, now)
+        index = len(self.events)
         self.events.append(TraceEvent(
             "message", message.src, message.dst, message.tag, record.nbytes, record.start,
             now, record.via, moving, record.latency, record.queued, record.wire,
-            record.links, record.context, *woke, self._bandwidths(moving, now)))
+            record.links, record.context, woke[0], woke[1], self._bandwidths(moving, now)))
+        for side, event in enumerate((message.sender, message.receiver)):
+            if type(event) is Joint and event.callbacks:
+                self._joint_part(event, index, side, woke[side])
+
+    def _joint_part(self, joint: Joint, index: int, side: int, last: bool) -> None:
+        """Note a traced message of a joint event waited on; when it is the last, the
+        parts that arrived at the same instant woke the program with it (each is as
+        critical by time), while those that came earlier woke nothing."""
+        if not last:
+            self._parts.setdefault(joint, []).append((index, side))
+            return
+        now = self.env._now
+        for i, part_side in self._parts.pop(joint, []):
+            part = self.events[i]
+            if part.end == now:
+                self.events[i] = (replace(part, woke_sender=True) if part_side == 0
+                                  else replace(part, woke_receiver=True))
 
     def _bandwidths(self, start: float, end: float) -> tuple[tuple[int, float], ...]:
         """Each directed link a link fault has changed, with its bandwidth averaged over

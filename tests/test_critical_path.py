@@ -630,3 +630,18 @@ def test_a_message_moved_off_a_failed_link_takes_no_latency_of_its_new_route():
     assert [topo.directed_link(d) for d in transfer.links] == [("gpu0", "gpu1")]
     assert dict(transfer.bandwidths)[transfer.links[0]] == pytest.approx(40e9, rel=1e-9)
     assert narrowest_link(topo, transfer) == "gpu0->gpu1"
+
+
+def test_a_ring_step_is_put_down_to_the_message_from_the_previous_rank():
+    # Each ring step's sendrecv ends when its send and its receive arrive, at one instant
+    # on a symmetric switch: both woke the rank, and the walk takes the arrival (the data
+    # the next reduction needs), so the path runs round the ring: 1->2, reduce on 2,
+    # 2->3, ..., one message per step of the 2 (p - 1) = 6, not one rank's own sends.
+    topo = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=1 * sc.us,
+                              reduce_bandwidth=200 * sc.GB)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4 << 20, trace=True)
+    sent = [(s.endpoint, s.peer) for s in sc.critical_path(res).segments
+            if s.kind == "transfer"]
+    assert len(sent) == 6
+    assert all(peer == (src + 1) % 4 for src, peer in sent)
+    assert all(nxt[0] == prev[1] for prev, nxt in zip(sent, sent[1:]))
