@@ -67,7 +67,7 @@ def engine_floor(n: int, steps: int) -> float:
     for _ in range(n):
         env.process(rank())
     start = time.perf_counter()
-    run(env, until=float("inf"), max_events=10**12)
+    run(env, until=float("inf"), max_events=10**12, max_same_instant=10**12)
     return time.perf_counter() - start
 
 
