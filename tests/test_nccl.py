@@ -98,6 +98,19 @@ def test_the_tuner_picks_what_nccl_picks_on_a_dgx_a100(nbytes, expected):
     assert res.params["arch"] == "ampere" and res.params["intra"] == "nvlink"
 
 
+def test_the_tuner_sees_an_intra_override_as_the_run_does():
+    # At 16 MiB on one DGX A100 NCCL runs ring/LL128 (above). Told its GPUs talk over PCI,
+    # NCCL's tuner leaves LL128 off (typeIntra above PATH_NVB) and Simple wins; the
+    # override must reach the tuner, not only the run's step latencies.
+    topo = sc.topology.dgx_a100(1)
+    pci = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=16 * 2**20, intra="pci")
+    assert (pci.params["algo"], pci.params["proto"], pci.params["intra"]) == \
+        ("ring", "Simple", "pci")
+    forced = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=16 * 2**20,
+                         intra="pci", proto="LL128")
+    assert forced.params["proto"] == "LL128" and forced.time != pci.time
+
+
 def test_the_tuner_leaves_ll128_off_over_pci_unless_asked():
     # NCCL 2.30.7 enables LL128 by default only where GPUs talk over NVLink
     # (tuning.cc: typeIntra <= PATH_NVB). Worked from its model on pcie_node(8, gen=4):

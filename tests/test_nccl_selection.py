@@ -291,3 +291,27 @@ def test_fp8_never_chooses_a_ring_of_more_than_8_ranks_where_another_can_run():
     machine = describe(sc.topology.dgx_h100(1), tuple(range(8)), "hopper")
     assert choose(machine, "all_reduce", 1 << 30, nvls_ok=False, fp8=True) == \
         choose(machine, "all_reduce", 1 << 30, nvls_ok=False)
+
+
+@pytest.mark.parametrize("collective, algo", [("all_reduce", "tree"),
+                                              ("all_reduce", "nvls,tree"),
+                                              ("reduce_scatter", "pat")])
+def test_the_cost_model_refuses_an_algo_that_leaves_the_ring_out(collective, algo):
+    # The models are NCCL's ring's; a forced tree sends n from each end of its chain and
+    # 2n from the ranks between (not the ring's 2(p-1)/p n), so no ring figure may stand
+    # in for it.
+    listed = ",".join(sorted(algo.split(","), key=("tree", "nvls", "pat").index))
+    match = rf"model of {collective}/nccl is NCCL's ring .* algo='{listed}' leaves it out"
+    with pytest.raises(sc.InvalidInputError, match=match):
+        sc.cost.traffic(collective, "nccl", p=4, nbytes=4096, algo=algo)
+    with pytest.raises(sc.InvalidInputError, match=match):
+        sc.cost.predict(collective, "nccl", p=4, nbytes=4096, alpha=1e-6, beta=1e-10,
+                        algo=algo)
+
+
+def test_the_cost_model_takes_a_list_with_the_ring_in_it():
+    n, p = 4096, 4
+    ring = 2 * (p - 1) * (n // p)     # every block but its own and its successor's, twice
+    for algo in ("auto", "ring", "ring,tree"):
+        assert sc.cost.traffic("all_reduce", "nccl", p=p, nbytes=n, algo=algo).sent.tolist() \
+            == [ring] * p

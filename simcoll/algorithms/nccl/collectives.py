@@ -18,13 +18,16 @@ fits them to a measured table (:func:`simcoll.calibrate`). Before the run the tu
 turns every "auto" into a choice, from the machine the run is on, and ``Result.params``
 shows what was chosen.
 
-Cost models (estimates, on the alpha-beta reference network, where the tuner always runs
-rings: one node, no NVLS): the ring's 2(p-1) (reduce_scatter and all_gather: p-1;
-broadcast and reduce: p-1 along a chain) steps each cost the protocol's step latency or
-alpha, whichever is more (NCCL measured its step latencies end to end), plus the wire
-bytes at beta and the reductions at gamma, after the protocol's launch cost (both with
-the run's extra costs, as the run counts them). Traffic is
-exact: the payload a ring moves (protocol framing counts only on the links).
+Cost models (estimates, on the alpha-beta reference network: one node, no NVLS), of
+NCCL's ring (all_to_all: its sends to every peer), which the tuner runs there by itself
+(an ``algo`` that leaves the ring out is refused by the models; a ``proto`` of LL128
+alone can make the run take a tree on small sizes, where the run's ``Result.params``
+says so): the ring's 2(p-1) (reduce_scatter and all_gather: p-1; broadcast and reduce:
+p-1 along a chain) steps each cost the protocol's step latency or alpha, whichever is
+more (NCCL measured its step latencies end to end), plus the wire bytes at beta and the
+reductions at gamma, after the protocol's launch cost (both with the run's extra costs,
+as the run counts them). Traffic is exact for a run of the ring: the payload it moves
+(protocol framing counts only on the links).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from simcoll.algorithms.nccl.nics import chain_lanes, channel_nics, gpu_nic, nea
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose, nvls_reduces
-from simcoll.algorithms.params import Choice, Int, Names, Real
+from simcoll.algorithms.params import Choice, Int, Names, Real, named_arguments
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, block_counts, join, split
 from simcoll.comm import Comm
@@ -139,6 +142,8 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
                                 "group of every GPU in world order), or with collnet=0 "
                                 "(NVLS and NVLS-tree still run)")
     machine = describe(topology, ranks, arch)
+    if intra != "auto":  # the tuner sees the override as the run does (LL128, latencies)
+        machine = dataclasses.replace(machine, intra=intra)
     if x.dtype.name in _FP8 and collective in ("all_reduce", "reduce_scatter", "reduce") \
             and ARCHS.index(machine.arch) < ARCHS.index("hopper"):
         raise InvalidInputError(
@@ -152,7 +157,7 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
                                          x.dtype.name),
                     fp8=x.dtype.name in _FP8)
     return {"algo": choice.algo, "proto": choice.proto, "channels": choice.channels,
-            "arch": machine.arch, "intra": machine.intra if intra == "auto" else intra,
+            "arch": machine.arch, "intra": machine.intra,
             "tuner": tuner, **({"collnet": collnet} if collective in _COLLNET else {})}
 
 
@@ -246,15 +251,31 @@ def _p2p_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
     return gpu_traffic(np.full(p, int(b.sum()), dtype=np.int64) - b, (p - 1) * b)
 
 
+def _modelled(collective: str, algo: str) -> None:
+    """Refuse an ``algo`` that leaves out what the cost model describes: NCCL's ring (its
+    point-to-point sends for all_to_all)."""
+    ring = "p2p" if collective == "all_to_all" else "ring"
+    if algo != "auto" and ring not in algo.split(","):
+        raise InvalidInputError(f"simcoll.cost's model of {collective}/nccl is NCCL's "
+                                f"{ring} on the reference network; algo={algo!r} leaves it "
+                                f"out: simulate that algorithm instead")
+
+
 def _model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any) -> CostModel:
+    def moved(p: int, nbytes: int, itemsize: int, **kw: Any) -> Traffic:
+        _modelled(collective, kw["algo"])
+        return traffic(p, nbytes, itemsize, **named_arguments(traffic, kw))
+
     def time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, **kw: Any) -> float:
+        _modelled(collective, kw["algo"])
         return _ring_estimate(collective, steps(p), volume(p), reduced(p), p, nbytes, alpha,
                               beta, gamma, **{k: kw[k] for k in
                                                ("algo", "proto", "channels", "arch",
                                                 "intra", "tuner", "launch_overhead",
                                                 "step_latency_scale")})
     time.__doc__ = _ring_estimate.__doc__
-    return CostModel(time=time, traffic=traffic, exact=lambda *a, **k: False)
+    moved.__doc__ = traffic.__doc__
+    return CostModel(time=time, traffic=moved, exact=lambda *a, **k: False)
 
 
 def _register(collective: str, model: CostModel, in_network: Any = None) -> Any:
