@@ -266,3 +266,39 @@ def test_collnet_on_a_generic_fat_tree_sends_each_node_buffer_once_through_its_n
         assert res.link_bytes[(f"nic{node}", leaf)] == res.link_bytes[(leaf, f"nic{node}")] == n
     for leaf in ("leaf0_0", "leaf0_1"):
         assert res.link_bytes[(leaf, "spine")] == res.link_bytes[("spine", leaf)] == n
+
+
+@pytest.mark.parametrize("op, dtype, arch, collnet_runs", [
+    ("sum", "float32", "ampere", True),
+    ("avg", "float32", "ampere", True),      # NCCL hands SHARP an average as a sum
+    ("max", "int32", "ampere", True),
+    ("prod", "float32", "ampere", False),    # the plugin's opConvert: sum, max, min only
+    ("sum", "int8", "ampere", False),        # 8-bit and bfloat16 need SHARP v3 (NDR)
+    ("sum", "bfloat16", "ampere", False),
+    ("sum", "int8", "hopper", True),
+    ("min", "bfloat16", "hopper", True),
+    ("prod", "float64", "hopper", False),
+])
+def test_collnet_runs_only_what_sharp_reduces(op, dtype, arch, collnet_runs):
+    # The nccl-rdma-sharp plugin's ncclSharpReduceSupport fills NCCL's
+    # collNetSupportMatrix; a reduction it refuses runs as with NCCL_COLLNET_ENABLE=0.
+    topo = (sc.topology.dgx_a100 if arch == "ampere" else sc.topology.dgx_h100)(
+        2, sharp=True)
+    args = dict(algorithm="nccl", nbytes=64 * MIB, op=op, dtype=dtype)
+    if collnet_runs:
+        forced = sc.simulate(topo, "all_reduce", collnet=1, algo="collnet_chain", **args)
+        assert forced.params["algo"] == "collnet_chain"
+    else:
+        with pytest.raises(sc.InvalidInputError, match="SHARP computes sums"):
+            sc.simulate(topo, "all_reduce", collnet=1, algo="collnet_chain", **args)
+        on = sc.simulate(topo, "all_reduce", collnet=1, **args)
+        off = sc.simulate(topo, "all_reduce", collnet=0, **args)
+        assert on.params["algo"] == off.params["algo"] and on.time == off.time
+
+
+def test_a_forced_collnet_of_a_product_is_refused_naming_what_sharp_computes():
+    with pytest.raises(sc.InvalidInputError, match=r"algo='collnet_direct' cannot run "
+                                                   r"all_reduce on this machine; it can run "
+                                                   r"ring, tree \(SHARP computes sums"):
+        sc.simulate(sc.topology.dgx_a100(2, sharp=True), "all_reduce", algorithm="nccl",
+                    nbytes=64 * MIB, collnet=1, op="prod", algo="collnet_direct")

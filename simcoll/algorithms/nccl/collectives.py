@@ -53,7 +53,7 @@ from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, node_o
 from simcoll.algorithms.nccl.nics import chain_lanes, channel_nics, gpu_nic, nearest_nics, nics_of
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
-from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose, nvls_reduces
+from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose, nvls_reduces, sharp_reduces
 from simcoll.algorithms.params import Choice, Int, Names, Real, named_arguments
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, block_counts, join, split
@@ -155,6 +155,8 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
                     averages=op is ReduceOp.AVG,
                     nvls_ok=nvls_reduces(collective, None if op is None else op.name,
                                          x.dtype.name),
+                    sharp_ok=sharp_reduces(collective, None if op is None else op.name,
+                                           x.dtype.name, machine.arch),
                     fp8=x.dtype.name in _FP8)
     return {"algo": choice.algo, "proto": choice.proto, "channels": choice.channels,
             "arch": machine.arch, "intra": machine.intra,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from simcoll.algorithms.nccl import p2p
 from simcoll.algorithms.nccl.constants import (
+    ARCHS,
     COLLNET_DIRECT_HOP_US,
     COLLNET_THREAD_THRESHOLD,
     COLLNET_THREADS,
@@ -73,6 +74,19 @@ NVLS_REDUCTIONS = {**dict.fromkeys(("int32", "uint32", "int64", "uint64", "float
 NCCL's src/include/device.h: sum, and min / max below 64-bit floats; AVG is NCCL's
 PreMulSum or SumPostDiv, which they do not compute, nor a product, nor 8-bit types)."""
 
+SHARP_TYPES = ("float16", "int32", "uint32", "float32", "int64", "uint64", "float64")
+"""The element types InfiniBand SHARP reduces (``typeConvert`` of the nccl-rdma-sharp
+plugin, ``src/sharp_plugin.c``)."""
+
+SHARP_V3_TYPES = ("bfloat16", "int8", "uint8")
+"""The element types SHARP reduces on SHARP v3 switches only (Quantum-2, NDR), which the
+plugin takes where the switches report them (``NCCL_SHARP_V3_DATATYPES``, default 2: if
+supported)."""
+
+SHARP_REDUCTIONS = ("SUM", "AVG", "MAX", "MIN")
+"""The reductions SHARP computes (the plugin's ``opConvert``: sum, max, min; NCCL hands it
+an average as a sum, ``ncclGetCollNetSupport`` in src/enqueue.cc)."""
+
 FP8_RING_PENALTY = 1024.0
 """The factor NCCL puts on a ring's predicted time for FP8 on more than 8 ranks, so the
 tuner prefers any other algorithm to a long chain of lossy reductions
@@ -85,6 +99,19 @@ def nvls_reduces(collective: str, op: str | None, dtype: str) -> bool:
     reduction its switches compute (:data:`NVLS_REDUCTIONS`; ``nvlsSupport`` in
     ``ncclPrepareTasks``, src/enqueue.cc)."""
     return collective == "all_gather" or op is None or op in NVLS_REDUCTIONS.get(dtype, ())
+
+
+def sharp_reduces(collective: str, op: str | None, dtype: str, arch: str) -> bool:
+    """Whether NCCL's CollNet (and NVLS across nodes, which needs it) may run
+    ``collective`` of ``op`` on ``dtype`` elements over SHARP: NCCL asks the plugin for
+    every reduction (``collNetSupportMatrix``, src/transport/coll_net.cc; not for
+    all_gather, which reduces nothing). SHARP v3's types are taken where the GPUs are
+    Hopper or newer, as their InfiniBand (NDR, Quantum-2) runs SHARP v3 and A100's
+    (HDR, Quantum) does not."""
+    if collective == "all_gather" or op is None:
+        return True
+    v3 = ARCHS.index(arch) >= ARCHS.index("hopper")
+    return op in SHARP_REDUCTIONS and (dtype in SHARP_TYPES or v3 and dtype in SHARP_V3_TYPES)
 
 
 @dataclass(frozen=True)
@@ -358,7 +385,8 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
 
 
 def candidates(machine: Machine, collective: str, collnet: int = 0,
-               averages: bool = False, nvls_ok: bool = True) -> tuple[str, ...]:
+               averages: bool = False, nvls_ok: bool = True,
+               sharp_ok: bool = True) -> tuple[str, ...]:
     """The algorithms NCCL could run for ``collective`` on this machine. ``collnet`` is
     NCCL_COLLNET_ENABLE: on a SHARP fabric it enables CollNet Direct and Chain and lets
     NVLS run across nodes, which NCCL disables without it (``ncclTopoTuneModel``);
@@ -374,8 +402,10 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     run (:attr:`Machine.uneven_nodes`: no SHARP trees are found there). Nor does NVLS
     where NCCL's NVLS graph has no channel (:func:`nvls_graph_of`; NCCL then turns NVLS
     off, ``nvlsSupport = 0`` in init.cc), nor where its switches do not compute the
-    reduction (``nvls_ok`` false: see :func:`nvls_reduces`)."""
-    across = bool(collnet) and machine.sharp
+    reduction (``nvls_ok`` false: see :func:`nvls_reduces`). Without a reduction SHARP
+    computes (``sharp_ok`` false: see :func:`sharp_reduces`) NCCL runs as if
+    ``collnet`` were 0."""
+    across = bool(collnet) and machine.sharp and sharp_ok
     collnet_ok = across and machine.ppn <= 8 and (
         collective == "all_reduce" or machine.nvls or machine.rails >= machine.ppn)
 
@@ -456,11 +486,12 @@ def _point_to_point(machine: Machine, nbytes: int, algo: str, proto: str, channe
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
            proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION,
            collnet: int = 0, averages: bool = False, nvls_ok: bool = True,
-           fp8: bool = False) -> Choice:
+           sharp_ok: bool = True, fp8: bool = False) -> Choice:
     """The pair NCCL predicts fastest (``channels`` fixes the count, as NCCL_MIN_NCHANNELS
     and NCCL_MAX_NCHANNELS together do), by the tuner of NCCL release ``tuner``, with
     NCCL_COLLNET_ENABLE set to ``collnet``, for a reduction that ``averages`` or not and
-    that NVLS computes or not (``nvls_ok``, see :func:`candidates`), of FP8 elements or
+    that NVLS computes or not (``nvls_ok``) and SHARP does or not (``sharp_ok``; see
+    :func:`candidates`), of FP8 elements or
     not (``fp8``: a ring on more than 8 ranks counts :data:`FP8_RING_PENALTY` times its
     time, as NCCL's does). ``nbytes`` is what the tuner reasons on: each rank's buffer,
     the whole output of an all_gather, and for an all_to_all the bytes sent to each peer,
@@ -481,7 +512,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     """
     if collective == "all_to_all" and machine.nranks > 1:
         return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
-    algos = candidates(machine, collective, collnet, averages, nvls_ok)
+    algos = candidates(machine, collective, collnet, averages, nvls_ok, sharp_ok)
     named_protos = None if proto == "auto" else tuple(proto.split(","))
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
         return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
@@ -497,6 +528,12 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                 hints.append("NVLS across nodes needs collnet=1 and a SHARP fabric"
                              + (" joining nodes of equal GPU counts"
                                 if machine.uneven_nodes else ""))
+            if not sharp_ok and (machine.nnodes > 1 and "nvls" in named
+                                 or any(a.startswith("collnet") for a in named)):
+                hints.append("SHARP computes sums, averages, min and max of 16-bit, "
+                             "32-bit and 64-bit floats and 32-bit and 64-bit integers "
+                             "(bfloat16 and 8-bit integers on Hopper's SHARP v3 fabrics "
+                             "only), never a product; NCCL then runs as without collnet")
             if machine.nvls and machine.nnodes == 1 and "nvls_tree" in named:
                 hints.append("NVLS-tree runs across nodes only")
             if machine.nvls and machine.nranks > 1 and any(a.startswith("nvls") for a in named):
