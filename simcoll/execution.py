@@ -213,9 +213,12 @@ class Execution:
 
     @property
     def trace(self) -> tuple[Any, ...] | None:
-        """Every message, reduction and compute span, if traced."""
+        """Every message, reduction and compute span, if traced, in the order they ended
+        (a reduction or compute span is recorded when it starts, its end known)."""
         rt = self.runtime
-        return tuple(rt.events) if isinstance(rt, TracingRuntime) else None
+        if not isinstance(rt, TracingRuntime):
+            return None
+        return tuple(sorted(rt.events, key=lambda event: event.end))
 
 
 def _attached(topology: Topology) -> dict[int, tuple[int, ...]]:

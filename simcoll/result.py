@@ -45,7 +45,14 @@ class RunResult:
         messages: number of point-to-point messages.
         rank_times: simulated time at which each rank's program returned.
         trace: every message, reduction and compute span, in the order they ended
-            (``trace=True``), else None.
+            (those ending together in the order they were recorded; ``trace=True``),
+            else None.
+
+    Bytes: ``bytes_sent`` and ``bytes_received`` count payload; ``link_bytes`` counts
+    what crossed each link, a protocol's framing included (NCCL's LL puts 16 bytes on
+    the wire per 8 of data, LL128 128 per 120). A multicast (NVLS, SHARP) counts once
+    for its sender and once for each destination, is one of ``messages``, and has one
+    trace event per destination.
     """
 
     network: str
@@ -70,7 +77,7 @@ class RunResult:
         sent = np.array(network.sent, dtype=np.int64)
         received = np.array(network.received, dtype=np.int64)
         return dict(
-            network=network.name, topology=topology.name, nranks=p, time=run.time,
+            network=network.name, topology=topology.name, nranks=p, time=float(run.time),
             outputs=outputs, bytes_sent=sent[:p], bytes_received=received[:p],
             host_bytes_sent=sent[p:], host_bytes_received=received[p:],
             link_bytes={topology.directed_link(d): b
@@ -118,6 +125,8 @@ class Result(RunResult):
             algorithm chose from the machine (NCCL's algorithm, protocol and channels,
             which change with the size); None where not known. Plots draw one line per
             requested parameters.
+        root: the root rank of a rooted collective (broadcast, reduce, gather,
+            scatter), else None.
     """
 
     collective: str
@@ -130,8 +139,9 @@ class Result(RunResult):
     algbw: float
     busbw: float
     max_error: float | None = None
-    splits: Splits | None = None
+    splits: Splits | None = field(default=None, repr=False)
     requested: dict[str, Any] | None = None
+    root: int | None = None
 
     @classmethod
     def from_run(cls, run: Execution, outputs: list[Any] | None, *, coll: Collective,
@@ -139,7 +149,8 @@ class Result(RunResult):
                  params: dict[str, Any], correct: bool | None,
                  max_error: float | None, splits: Splits | None = None,
                  size: float | None = None,
-                 requested: dict[str, Any] | None = None) -> Result:
+                 requested: dict[str, Any] | None = None,
+                 root: int | None = None) -> Result:
         """The result of a finished collective run, with the nccl-tests bandwidths of its
         time (algbw = S / time, 0 where S is 0, busbw = algbw x the collective's factor).
         S is ``size`` if given (the v-collectives'), else ``nbytes`` times the
@@ -154,17 +165,19 @@ class Result(RunResult):
         return cls(**measured, collective=coll.name, algorithm=algorithm, nbytes=nbytes,
                    dtype=dtype, op=op, params=params, correct=correct, algbw=algbw,
                    busbw=algbw * factor if factor else 0.0, max_error=max_error,
-                   splits=splits, requested=requested)
+                   splits=splits, requested=requested, root=root)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (no outputs; link keys as ``"from->to"``); a v-collective's
-        also has ``"splits"`` (lists of elements), and a run whose algorithm chose some
-        of its parameters ``"requested"``."""
+        also has ``"splits"`` (lists of elements), a run whose algorithm chose some of
+        its parameters ``"requested"``, and a rooted collective's ``"root"``."""
         run = super().to_dict()
         shape: dict[str, Any] = {} if self.splits is None else {
             "splits": _listed(self.splits)}
         if self.requested is not None and self.requested != self.params:
             shape["requested"] = dict(self.requested)
+        if self.root is not None:
+            shape["root"] = self.root
         return {
             "collective": self.collective, "algorithm": self.algorithm,
             "network": self.network, "topology": self.topology, "nranks": self.nranks,

@@ -134,7 +134,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             run, outputs, coll=coll, algorithm=algorithm, nbytes=inputs.nbytes,
             dtype=str(inputs.dtype), op=reduce_op.name if coll.reduces else None,
             params=dict(params), correct=correct, max_error=max_error,
-            splits=inputs.splits, size=size, requested=requested)
+            splits=inputs.splits, size=size, requested=requested, root=the_root)
 
     shaped = {} if inputs.splits is None else {"splits": inputs.splits}
     if (inputs.arrays is None or spec.outputs is not None) and time_without_events(

@@ -158,8 +158,9 @@ def test_columns_follow_nccl_tests_for_every_collective(capsys, collective, algo
 def test_without_algorithm_each_collective_runs_its_default(capsys, tmp_path, collective,
                                                             algorithm):
     # the ring where the collective has one, else the one the help names
+    size = [] if collective == "barrier" else ["--size", "4096"]
     status, out, err = cli(capsys, "run", "--topology", "switch:4", "--collective",
-                           collective, "--size", "4096", "--json")
+                           collective, *size, "--json")
     assert status == 0 and not err
     record = json.loads(out)
     assert record["algorithm"] == algorithm
@@ -397,6 +398,8 @@ BAD = [
     (["run", "-c", "2"], "argument -c/--check: invalid choice: 2 (choose from 0, 1)"),
     (["run", "-c", "-1"], "argument -c/--check: invalid choice: -1 (choose from 0, 1)"),
     (["trace", "-c", "2", "--output", "t.json"], "argument -c/--check: invalid choice: 2"),
+    (["run", "--collective", "barrier", "--size", "4K"], "a barrier moves no data; leave out "
+                                                        "--size, -b and -e"),
 ]
 
 

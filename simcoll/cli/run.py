@@ -108,7 +108,12 @@ def sizes(minbytes: int, maxbytes: int, stepbytes: int, stepfactor: int) -> list
 
 
 def _bounds(args: argparse.Namespace) -> tuple[int, int]:
-    """The smallest and largest size asked for (``-b`` / ``-e``, or ``--size`` for both)."""
+    """The smallest and largest size asked for (``-b`` / ``-e``, or ``--size`` for both;
+    none for a barrier, which moves no data)."""
+    if args.collective == "barrier":
+        if (args.size, args.minbytes, args.maxbytes) != (None, None, None):
+            raise CommandLineError("a barrier moves no data; leave out --size, -b and -e")
+        return 0, 0
     if args.size is not None:
         if args.minbytes is not None or args.maxbytes is not None:
             raise CommandLineError("give --size or -b/-e, not both")

@@ -269,4 +269,4 @@ def decode(record: dict[str, Any]) -> Result | FailedPoint:
         messages=record["messages"],
         rank_times=np.array(record["rank_times"], dtype=np.float64),
         algbw=rate(record["algbw"]), busbw=rate(record["busbw"]),
-        max_error=record["max_error"])
+        max_error=record["max_error"], root=record["root"])

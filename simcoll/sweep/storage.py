@@ -57,8 +57,8 @@ def _parse(line: bytes, where: str) -> dict[str, Any]:
     try:
         record = json.loads(line)
     except ValueError as exc:
-        raise InvalidInputError(f"{where} is not a simcoll sweep record ({exc}); give "
-                                f"save= a new file or one a sweep wrote") from None
+        raise InvalidInputError(f"{where} is not a simcoll sweep record ({exc}); give a "
+                                f"file a sweep wrote (or, to save=, a new one)") from None
     return check_record(record, where)
 
 
@@ -121,6 +121,11 @@ def load_results(path: str | os.PathLike[str]) -> SweepResults:
     resolved = file_path(path, "path", example="sweep.jsonl")
     if not resolved.is_file():
         raise InvalidInputError(f"path={str(path)!r} does not exist")
+    if resolved.suffix.lower() == ".csv":
+        raise InvalidInputError(f"path={str(path)!r} is a CSV table (simcoll sweep "
+                                f"--output x.csv), without per-rank or per-link bytes; "
+                                f"load_results reads the .jsonl a sweep saves (or a .json "
+                                f"list)")
     if resolved.suffix.lower() == ".json":
         records = _read_list(resolved)
     else:

@@ -1,0 +1,56 @@
+"""Fields of a Result as a program reads them: types, the trace's order, the root."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+
+
+def test_a_run_of_no_time_has_a_float_time():
+    for res in (sc.simulate(sc.topology.switch(1), "all_reduce", algorithm="ring", nbytes=16),
+                sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="nccl", nbytes=0)):
+        assert res.time == 0.0 and type(res.time) is float
+        assert json.dumps(res.to_dict()["time"]) == "0.0"
+
+
+def test_the_trace_is_in_the_order_things_ended():
+    # A binomial reduce of 4096 B on 3 ranks whose reductions run at 1 GB/s: each
+    # reduction is recorded when it starts, ends 4.096 us later, after messages that
+    # arrive meanwhile; the trace lists every event by its end.
+    res = sc.simulate(sc.topology.switch(3, reduce_bandwidth=1e9), "reduce",
+                      algorithm="binomial", nbytes=4096, root=0, trace=True)
+    ends = [event.end for event in res.trace]
+    assert ends == sorted(ends)
+    assert [e.kind for e in res.trace].count("reduce") == 2
+
+
+def test_a_rooted_collective_keeps_its_root_through_a_sweep_file(tmp_path):
+    res = sc.simulate(sc.topology.switch(4), "broadcast", algorithm="binomial", nbytes=64,
+                      root=2)
+    assert res.root == 2 and res.to_dict()["root"] == 2
+    unrooted = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64)
+    assert unrooted.root is None and "root" not in unrooted.to_dict()
+    path = tmp_path / "points.jsonl"
+    for root in (1, 3):
+        sc.sweep(sc.topology.switch, "broadcast", algorithms=["binomial"], ranks=[4],
+                 sizes=[64], root=root, save=path, progress=False)
+    assert sorted(r.root for r in sc.load_results(path)) == [1, 3]
+
+
+def test_the_repr_of_an_all_to_allv_leaves_out_its_split_matrix():
+    splits = np.full((64, 64), 16)
+    res = sc.simulate(sc.topology.switch(64), "all_to_allv", algorithm="direct",
+                      nbytes=splits)
+    assert res.splits is not None and len(repr(res)) < 1000
+
+
+def test_load_results_refuses_a_csv_table_saying_what_it_reads(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("collective,algorithm\nall_reduce,ring\n")
+    with pytest.raises(sc.InvalidInputError, match=r"is a CSV table .* load_results reads "
+                                                   r"the \.jsonl a sweep saves"):
+        sc.load_results(path)
