@@ -11,6 +11,7 @@ from machines import planned_sends
 from reference import assert_outputs_match
 
 import simcoll as sc
+from simcoll.buffers import VirtualBuffer
 from simcoll.comm import Comm
 
 register_probe("all_to_all", "_sends", plan=())(planned_sends)
@@ -263,3 +264,38 @@ def test_link_faults_need_the_flow_model():
         sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
                     network="analytical",
                     faults=sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0)]))
+
+
+@pytest.mark.parametrize("network", ["flow", "flow_rtt"])
+def test_flows_sharing_a_bottleneck_move_together_around_a_failed_link(network):
+    # a -> b over a -s1- s3 (or a -s2- s3), then s3 -> b at 1 GB/s (10 GB/s elsewhere,
+    # 1 us a link). Two messages of 2 MB and 4 MB share s3 -> b at 0.5 GB/s each from
+    # 3 us; s1 - s3 fails at 300 us, when each has sent 297 us x 0.5 GB/s = 148,500 B;
+    # both move around it through s2, still sharing s3 -> b: the 2 MB one ends at
+    # 300 us + 1,851,500 B / 0.5 GB/s = 4.003 ms, the 4 MB one has 2,000,000 B left then
+    # and ends 2 ms later, at 6.003 ms. (Moved one at a time, the first moved grouped
+    # with the second still on its old route, and the run stopped with a KeyError.)
+    topo = sc.Topology("diamond")
+    a, b = topo.add_gpu("a"), topo.add_gpu("b")
+    s1, s2, s3 = (topo.add_switch(name) for name in ("s1", "s2", "s3"))
+    for u, v in ((a, s1), (s1, s3), (a, s2), (s2, s3)):
+        topo.add_link(u, v, bandwidth=10e9, latency=1e-6)
+    topo.add_link(s3, b, bandwidth=1e9, latency=1e-6)
+
+    def two_messages(comm):
+        if comm.rank == 0:
+            first = comm.send(VirtualBuffer.of(2_000_000, np.uint8), 1, tag=1)
+            second = comm.send(VirtualBuffer.of(4_000_000, np.uint8), 1, tag=2)
+            yield first
+            yield second
+        else:
+            yield comm.recv(0, tag=1)
+            yield comm.recv(0, tag=2)
+
+    faults = sc.Faults(links=[sc.LinkFault("s1", "s3", at=300e-6, factor=0.0)])
+    res = sc.run_program(topo, two_messages, network=network, trace=True, faults=faults)
+    assert sorted(e.end for e in res.trace) == pytest.approx([4.003e-3, 6.003e-3],
+                                                              rel=1e-12)
+    assert res.link_bytes[("a", "s1")] == res.link_bytes[("s1", "s3")] == 297_000
+    assert res.link_bytes[("a", "s2")] == res.link_bytes[("s2", "s3")] == 5_703_000
+    assert res.link_bytes[("s3", "b")] == 6_000_000

@@ -56,14 +56,18 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
             flow.bottleneck = min(net._capacity[d] for d in flow.links)
     else:
         net._failed = net._failed | {index}
-        lost = []
+        lost, moves = [], []
         for flow in affected:
             try:
-                links = net._route(flow.src, flow.dst, flow.via)[0]
+                moves.append((flow, net._route(flow.src, flow.dst, flow.via)[0]))
             except LinkFailureError:  # no route around the failed links
                 lost.append(flow)
-                continue
-            _move(net, flow, links, now)
+        # Every moved flow leaves its old links before any starts on its new ones: one
+        # started first would otherwise share links with one not yet moved (and might
+        # group with it, in a regime the move does not undo).
+        lifted = [(flow, links, _lift(net, flow, now)) for flow, links in moves]
+        for flow, links, draining in lifted:
+            _place(net, flow, links, draining)
         if lost:
             u, v = net.topology.directed_link(directed[0])
             shown = ", ".join(f"{_describe(net, f)} ({_left(net, f, now):.0f} bytes left)"
@@ -86,9 +90,9 @@ def _left(net: FlowNetwork, flow: Flow, now: float) -> float:
         return net._general.left(flow, now)
     return flow.remaining
 
-def _move(net: FlowNetwork, flow: Flow, links: tuple[int, ...], now: float) -> None:
-    """Send the rest of ``flow`` (general, or in its latency phase) along ``links``
-    from now on."""
+def _lift(net: FlowNetwork, flow: Flow, now: float) -> bool:
+    """Take ``flow`` (general, or in its latency phase) off its links as of ``now``, its
+    unsent bytes uncounted there; return whether it was draining."""
     on_link, load, counted = net._on_link, net._load, net.link_bytes
     draining = flow.slot >= 0
     if draining:
@@ -102,6 +106,13 @@ def _move(net: FlowNetwork, flow: Flow, links: tuple[int, ...], now: float) -> N
         counted[d] -= left
         if draining:
             del on_link[d][flow]
+    return draining
+
+
+def _place(net: FlowNetwork, flow: Flow, links: tuple[int, ...], draining: bool) -> None:
+    """Send the rest of a lifted ``flow`` along ``links`` from now on."""
+    load, counted = net._load, net.link_bytes
+    left = round(flow.remaining)
     flow.links = links
     flow.bottleneck = min(net._capacity[d] for d in links)
     for d in links:
