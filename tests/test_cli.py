@@ -190,6 +190,17 @@ def test_dtype_and_op_columns(capsys):
     assert float(row["time_us"]) == res.time * 1e6
 
 
+def test_csv_leaves_an_infinite_bandwidth_empty_as_the_sweep_csv_does(capsys):
+    # One rank moves its bytes in no time: JSON writes null, both CSVs an empty cell.
+    status, out, _ = cli(capsys, "run", "--topology", "switch:1", "--collective",
+                         "broadcast", "--size", "1K", "--csv")
+    [row] = list(csv.DictReader(io.StringIO(out)))
+    assert (row["time_us"], row["algbw_GBps"], row["busbw_GBps"]) == ("0.0", "", "")
+    status, out, _ = cli(capsys, "run", "--topology", "switch:1", "--collective",
+                         "broadcast", "--size", "1K", "--json")
+    assert (json.loads(out)["algbw_GBps"], json.loads(out)["busbw_GBps"]) == (None, None)
+
+
 def test_check_mode_counts_no_wrong_elements(capsys):
     status, out, _ = cli(capsys, "run", "-c", "--topology", "ring:5", "-b", "1K", "-e", "16K",
                          "-f", "4", "--collective", "all_gather", "-d", "int32")

@@ -269,8 +269,9 @@ def run(args: argparse.Namespace) -> int:
         elif writer is not None:
             writer.writerow([record["collective"], record["algorithm"], topo.spec,
                              record["network"], record["nranks"], row.size, row.count,
-                             row.type, row.redop, row.root, row.time_us, row.algbw,
-                             row.busbw, "" if row.wrong is None else row.wrong])
+                             row.type, row.redop, row.root, row.time_us,
+                             *("" if value is None else value for value in
+                               (record["algbw_GBps"], record["busbw_GBps"], row.wrong))])
         else:
             print(table.row(row), flush=True)
     if not args.csv and not args.json:
