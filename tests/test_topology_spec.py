@@ -138,6 +138,9 @@ def test_parameters_come_from_the_signature():
     ("switch", ["n is missing"]),
     ("switch:latency=1us,8", ["positional value '8' comes after"]),
     ("cluster:2x8x3", ["too many positional values"]),
+    # NxG is nodes x GPUs per node; pcie_node's second slot is its PCIe generation
+    ("pcie_node:8x4", ["gpus=8x4", "'8x4' is not a whole number"]),
+    ("dgx_h100:2x8", ["nodes=2x8", "'2x8' is not a whole number"]),
     ("switch:n=8,ranks=4", ["n is given twice"]),
     ("switch:8,latency=", ["latency= has no value"]),
     ("dgx_a100:nodes=1.5", ["nodes=1.5", "not a whole number"]),

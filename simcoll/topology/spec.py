@@ -60,13 +60,18 @@ def _split_args(name: str, params: tuple[Parameter, ...], args: str,
             raise fail(f"positional value {key!r} comes after key=value arguments; put "
                        f"positional values first")
         free = [p for p in slots if p.name not in given]
-        values = key.lower().split("x") if "x" in key.lower() and free and \
-            free[0].kind == "int" else [key]
+        values = key.lower().split("x") if "x" in key.lower() and \
+            [p.name for p in free[:2]] == list(_NODES_BY_GPUS) else [key]
         if len(values) > len(free):
             raise fail(f"too many positional values ({key!r}); {name} takes "
                        f"{', '.join(p.name for p in slots) or 'none'} by position")
         given.update((slot.name, text) for slot, text in zip(free, values))
     return given
+
+
+_NODES_BY_GPUS = ("nodes", "gpus_per_node")
+"""The positional slots ``NxG`` fills (``cluster:2x8``); elsewhere an ``x`` is no
+separator (``torus:4x4`` is one value, its dims)."""
 
 
 def _from_builder(spec: str) -> Topology:
