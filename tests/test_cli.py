@@ -190,6 +190,13 @@ def test_dtype_and_op_columns(capsys):
     assert float(row["time_us"]) == res.time * 1e6
 
 
+def test_a_checked_barrier_reports_no_wrong_element_as_python_does(capsys):
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--collective", "barrier",
+                         "-c", "--json")
+    record = json.loads(out)
+    assert status == 0 and (record["correct"], record["wrong"]) == (True, 0)
+
+
 def test_csv_leaves_an_infinite_bandwidth_empty_as_the_sweep_csv_does(capsys):
     # One rank moves its bytes in no time: JSON writes null, both CSVs an empty cell.
     status, out, _ = cli(capsys, "run", "--topology", "switch:1", "--collective",

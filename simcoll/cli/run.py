@@ -151,7 +151,7 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
     type_name = _NCCL_NAMES.get(dtype.name, dtype.name)
     for nbytes, count, size in shapes:
         data = None
-        if args.check and coll.name != "barrier":
+        if args.check:
             data = checking.inputs(p, nbytes // dtype.itemsize, dtype)
             res = simulate(topo, args.collective, algorithm=args.algorithm, data=data,
                            **kwargs)
