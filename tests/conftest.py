@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import simpy
@@ -81,6 +83,16 @@ def _algorithms_registered_by_a_test_end_with_it():
     yield
     registry._REGISTRY.clear()
     registry._REGISTRY.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def _figures_a_test_opened_end_with_it():
+    """Close what a test drew (matplotlib keeps every pyplot figure open, and warns past
+    20), without importing matplotlib for tests that draw nothing."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
 
 
 def make_data(p: int, count: int, dtype, op: sc.ReduceOp = sc.ReduceOp.SUM, seed: int = 0,

@@ -93,7 +93,7 @@ def test_labels_name_what_differs_between_lines_and_the_title_what_does_not():
     results = [sc.simulate(reference(8), c, algorithm="ring", nbytes=n)
                for c in ("all_reduce", "all_gather") for n in (1 << 10, 1 << 20)]
     fig = scaling(results, x="nbytes", y="algbw")
-    assert fig.axes[0].get_title() == "switch(8), 8 ranks"
+    assert fig.axes[0].get_title() == "ring on switch(8), 8 ranks"
     by_label = {line.get_label(): xy(line) for line in lines(fig, "simulated")}
     assert sorted(by_label) == ["ring (all_gather)", "ring (all_reduce)"]
     gather = sorted((r.nbytes, r.algbw / 1e9) for r in results if r.collective == "all_gather")
@@ -128,7 +128,7 @@ def test_sizes_are_labelled_in_binary_units():
     fig = scaling(results, x="nbytes", y="time")
     assert tick_texts(fig, "x") == ["8 B", "1 KiB", "1 MiB", "1 GiB"]
     assert fig.axes[0].get_xlabel() == "size per rank"
-    assert fig.axes[0].get_title() == "all_reduce on switch(8), 8 ranks"
+    assert fig.axes[0].get_title() == "all_reduce/ring on switch(8), 8 ranks"
     (line,) = lines(fig, "simulated")
     assert xy(line)[0] == sizes
 
@@ -138,8 +138,10 @@ def test_many_sizes_get_thinned_power_of_two_ticks():
     results = [{"collective": "all_reduce", "algorithm": "ring", "topology": "switch(8)",
                 "nranks": 8, "nbytes": n, "time": 1e-6 + n * 1e-11} for n in sizes]
     texts = tick_texts(scaling(results, x="nbytes", y="time"), "x")
-    # 28 octaves: every 10th (every 5th gave 32 B, 1 KiB, 32 KiB, ..., two unit cycles).
-    assert texts == ["1 KiB", "1 MiB", "1 GiB"]
+    # 28 octaves: every 4th, on multiples of 4, and both ends of the data (every 10th
+    # gave 1 KiB, 1 MiB, 1 GiB alone: three labels, and 8 B unlabelled).
+    assert texts == ["8 B", "256 B", "4 KiB", "64 KiB", "1 MiB", "16 MiB", "256 MiB",
+                     "1 GiB"]
 
 
 def test_formula_lines_are_the_alpha_beta_model_dashed_in_the_line_colour(grid):
@@ -324,8 +326,9 @@ def test_topology_names_become_templates_where_their_numbers_change():
     points = read_points([point("switch(2)", 2), point("switch(16)", 16),
                           point("dgx_a100x1", 8), point("dgx_a100x2", 16),
                           point("ring(4)", 4)])
-    assert topology_templates(points) == ["switch(p)", "switch(p)", "dgx_a100xn",
-                                          "dgx_a100xn", "ring(4)"]
+    # A number that is not the rank count is listed, not hidden behind a cryptic "n".
+    assert topology_templates(points) == ["switch(p)", "switch(p)", "dgx_a100x{1,2}",
+                                          "dgx_a100x{1,2}", "ring(4)"]
 
 
 def test_bad_arguments_are_refused_before_drawing(grid, tmp_path):
@@ -398,7 +401,8 @@ def test_timeline_bars_are_the_trace_spans_per_rank_and_stream():
                       trace=True)
     fig = timeline(res)
     drawn = bars(fig)
-    assert set(drawn) == {f"rank {r}/{s}" for r in range(p) for s in ("send", "recv", "reduce")}
+    assert set(drawn) == {f"rank {r}/{s}" for r in range(p)
+                          for s in ("send", "recv", "reduce", "send bytes", "recv bytes")}
     for r in range(p):
         sends = sorted((e.start * 1e6, e.end * 1e6) for e in res.trace
                        if e.kind == "message" and e.rank == r)
@@ -410,12 +414,24 @@ def test_timeline_bars_are_the_trace_spans_per_rank_and_stream():
         for stream, spans in (("send", sends), ("recv", recvs), ("reduce", reductions)):
             got = drawn[f"rank {r}/{stream}"]
             assert np.array(got) == pytest.approx(np.array(spans), rel=1e-9, abs=1e-9)
+        # Over each message's light bar, its bytes' part (from ``moving``) is solid.
+        for stream, side in (("send", "rank"), ("recv", "peer")):
+            moving = sorted((e.moving * 1e6, e.end * 1e6) for e in res.trace
+                            if e.kind == "message" and getattr(e, side) == r)
+            got = drawn[f"rank {r}/{stream} bytes"]
+            assert np.array(got) == pytest.approx(np.array(moving), rel=1e-9, abs=1e-9)
+            assert all(m > s for (m, _), (s, _) in zip(moving, sends))   # a latency each
     ax = fig.axes[0]
     assert ax.get_xlabel() == "time (µs)"
     assert ax.get_xlim() == pytest.approx((0, res.time * 1e6))
     assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r}" for r in range(p)]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == ["send", "receive", "reduction", "idle (gap)"]
+    assert legend == ["send", "receive", "reduction", "message latency,\nqueueing (lighter)",
+                      "idle (gap)"]
+    ax = fig.axes[0]
+    colours = {c.get_gid(): c.get_facecolor()[0] for c in ax.collections}
+    light, solid = colours["rank 0/send"], colours["rank 0/send bytes"]
+    assert light[:3].mean() > solid[:3].mean() + 0.2     # the latency part is lighter
     assert "all_reduce/ring on switch(4)" in ax.get_title()
     assert "16 KiB per rank" in ax.get_title()
 
@@ -458,8 +474,12 @@ def test_timeline_shows_hosts_and_compute():
         "rank 0", "rank 1", "rank 2", "host 0"]
     assert len(bars(fig)["host 0/recv"]) == 3
     # Without the topology a host and an in-network device look alike in the result.
-    labels = [t.get_text() for t in timeline(res).axes[0].get_yticklabels()]
-    assert labels[3] == "endpoint 3 (host or in-network device)"
+    # A short label (it took a third of the figure's width), explained in the title.
+    ax = timeline(res).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[3] == "endpoint 3"
+    assert ax.get_title().endswith("\nendpoints from 3 on: hosts or in-network devices")
+    assert "endpoints from" not in timeline(res, ranks=[0, 1]).axes[0].get_title()
     with pytest.raises(sc.InvalidInputError, match="not the one the result ran on"):
         timeline(res, sc.topology.switch(3))
 
@@ -825,3 +845,405 @@ def test_link_loads_follow_the_route_the_network_took():
         {"gpu0->gpu3": 1e6, "gpu3->gpu2": 1e6, "gpu2->gpu1": 1e6}, rel=1e-12)
     path = sc.critical_path(res)
     assert set(path.by_link(ring)) <= {"gpu0->gpu3", "gpu3->gpu2", "gpu2->gpu1"}
+
+
+def test_a_timeline_of_hundreds_of_bands_names_every_kth_and_rules_none():
+    # 512 labels printed on top of each other, and 511 grey rules hid the bars.
+    res = sc.simulate(sc.topology.switch(128), "all_reduce", algorithm="ring",
+                      nbytes=128 * 64, trace=True)
+    ax = timeline(res, max_ranks=128).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [f"rank {r}" for r in range(0, 128, 4)] + ["rank 127"]
+    assert not [line for line in ax.get_lines() if line.get_gid() != "critical path"]
+    assert len(timeline(res, max_ranks=16).axes[0].get_lines()) == 15   # ruled apart
+    # The legend has no title: "rows in each band" also covered "critical path".
+    assert timeline(res, critical=True).axes[0].get_legend().get_title().get_text() == ""
+
+
+def test_critical_without_ranks_shows_the_bands_the_path_visits():
+    topo = sc.topology.switch(64)
+    res = sc.simulate(topo, "all_reduce", algorithm="recursive_doubling", nbytes=sc.MiB,
+                      trace=True)
+    segments = sc.critical_path(res).segments
+    visited = sorted({s.endpoint for s in segments})
+    assert 2 < len(visited) <= 16 and visited != list(range(len(visited)))
+    ax = timeline(res, topo, critical=True).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r}" for r in visited]
+    (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "critical path"]
+    assert not np.isnan(np.asarray(line.get_data()[1], dtype=float)).any()
+    assert ax.get_title().endswith(
+        f"\nshowing the {len(visited)} of 64 endpoints that the critical path visits")
+    # Fewer bands than the path visits: the ones it spends most time on, and the title
+    # says how much of it is not shown.
+    ax = timeline(res, topo, critical=True, max_ranks=2).axes[0]
+    on = {}
+    for s in segments:
+        on[s.endpoint] = on.get(s.endpoint, 0.0) + s.end - s.start
+    most = sorted(sorted(on, key=lambda a: -on[a])[:2])
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r}" for r in most]
+    hidden = sum(t for a, t in on.items() if a not in most) / res.time
+    assert f"critical path: {hidden:.0%} of its time on endpoints not shown" in \
+        ax.get_title()
+    ax = timeline(res, topo, critical=True, ranks=[0, 1]).axes[0]
+    assert "of its time on endpoints not shown" in ax.get_title()
+    assert "not shown" not in timeline(res, topo).axes[0].get_title()
+
+
+def test_an_in_network_device_that_did_nothing_gets_no_band():
+    topo = sc.topology.dgx_h100(1)      # NCCL's ring at 1 MiB leaves the NVSwitch idle
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=sc.MiB, trace=True)
+    assert res.nranks + len(res.host_bytes_sent) == 9
+    ax = timeline(res, topo).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r}" for r in range(8)]
+
+
+def test_a_timeline_and_a_heatmap_on_the_caller_s_axes_leave_its_layout_alone():
+    topo = sc.topology.switch(8)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=sc.MiB, trace=True)
+    fig, (upper, lower) = plt.subplots(2, 1, figsize=(8, 6), layout="constrained")
+    timeline(res, topo, ax=upper)
+    link_utilization(res, topo, ax=lower)
+    fig.canvas.draw()
+    box, frame = upper.get_legend().get_window_extent(), upper.get_window_extent()
+    assert frame.x0 - 1 <= box.x0 and box.x1 <= frame.x1 + 1     # inside the axes
+    # the heatmap's colour bar sits next to its axes, not pushed off by a legend
+    bar = [a for a in fig.axes if a not in (upper, lower)][0].get_window_extent()
+    assert bar.x0 - lower.get_window_extent().x1 < 0.08 * fig.bbox.width
+    plt.close(fig)
+
+
+def test_long_device_names_are_shortened_and_the_heatmap_keeps_its_layout(tmp_path):
+    # The labels ran off the figure and constrained_layout collapsed the axes, warning.
+    topo = sc.Topology("a machine")
+    hub = topo.add_switch("leaf_switch_with_an_extremely_long_descriptive_name_0")
+    for i in range(4):
+        gpu = topo.add_gpu(f"gpu_node{i}_socket0_pcie_slot3_h100_sxm5_{i}")
+        topo.add_link(gpu, hub, bandwidth=100 * sc.GB, latency=sc.us)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=sc.MiB, trace=True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = link_utilization(res, topo, save=tmp_path / "links.png")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == "gpu_no…_sxm5_0->leaf_s…_name_0"
+    assert all(len(label) <= 30 for label in labels) and len(set(labels)) == 8
+    fig.canvas.draw()
+    assert ax.get_window_extent().width > 0.4 * fig.bbox.width
+
+
+def test_loads_above_one_get_an_arrow_on_the_colour_bar_and_a_note():
+    topo = sc.topology.dgx_h100(1)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=sc.MiB, trace=True)
+    fig = link_utilization(res, topo)
+    peak = float(np.asarray(mesh_of(fig).get_array()).max())
+    assert peak == 1.0                       # the colours are clipped ...
+    colourbar = fig.axes[1]
+    assert mesh_of(fig).colorbar.extend == "max" and colourbar is not fig.axes[0]
+    title = fig.axes[0].get_title().replace("\n", " ")
+    assert "loads above 1 (up to 1.22," in title and "drawn as 1: average rates" in title
+    ring = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=sc.MiB, trace=True)
+    fig = link_utilization(ring, topo)       # a ring alone on its links: exactly 1 at most
+    assert mesh_of(fig).colorbar.extend == "neither"
+    assert "loads above 1" not in fig.axes[0].get_title()
+
+
+def test_a_heatmap_of_many_links_names_both_directions():
+    # Of 1024 links every 26th was named: all of them gpuN->switch.
+    res = sc.simulate(sc.topology.switch(64), "all_reduce", algorithm="ring",
+                      nbytes=64 * 64, trace=True)
+    ax = link_utilization(res, sc.topology.switch(64)).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) <= 40
+    assert labels[:3] == ["gpu0->switch", "switch->gpu2", "gpu5->switch"]
+    assert ax.get_ylabel() == "128 directed links, every 5th named"
+
+
+# -- scaling: paper-ready figures (review of the scaling plots) -----------------------------
+def rec(algorithm: str, p: int, n: int, t: float, **fields) -> dict:
+    """A sweep-file record on switch(p) that took ``t`` seconds (busbw as all_reduce)."""
+    busbw = n / t * 2 * (p - 1) / p
+    return {"collective": "all_reduce", "algorithm": algorithm, "topology": f"switch({p})",
+            "network": "flow", "dtype": "float32", "nranks": p, "nbytes": n, "time": t,
+            "algbw": n / t, "busbw": busbw, **fields}
+
+
+def labelled_ticks(fig, axis: str = "y") -> list[tuple[float, str]]:
+    """(value, text) of each labelled major tick inside the axis' limits."""
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    which = ax.yaxis if axis == "y" else ax.xaxis
+    lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    return [(t.get_loc(), t.label1.get_text()) for t in which.get_major_ticks()
+            if t.label1.get_text() and lo * (1 - 1e-9) <= t.get_loc() <= hi * (1 + 1e-9)]
+
+
+def test_durations_and_sizes_are_rounded_before_their_unit_is_chosen():
+    from simcoll.plot.style import format_duration, format_size, time_unit
+
+    assert format_duration(0.9996e-3) == "1 ms"
+    assert format_duration(0.9996) == "1 s"
+    assert format_duration(999.7e-9) == "1 µs"
+    assert time_unit(0.9996e-3) == ("ms", 1e3)
+    assert format_duration(1500.0) == "1500 s" and format_duration(999.9) == "1000 s"
+    assert format_duration(46.4e-6) == "46.4 µs" and format_duration(0.0) == "0 ns"
+    assert format_size(1023.99) == "1 KiB" and format_size(1536) == "1.5 KiB"
+    assert "e+" not in format_size(5000 * 2.0 ** 50) and "e+" not in format_duration(3e5)
+    # 1 ns to 100 s: every y label a plain number with its unit.
+    records = [rec("ring", 8, 2 ** k, 1e-9 * 10 ** (k / 4)) for k in range(0, 45, 4)]
+    texts = [text for _, text in labelled_ticks(scaling(records, x="nbytes"))]
+    assert "1 ns" in texts and "100 s" in texts and not any("e+" in t for t in texts)
+
+
+def test_a_long_topology_name_wraps_the_scaling_title_inside_the_figure():
+    long = ("eos_superpod_h100_sxm5_infiniband_ndr400_rail_optimized_fat_tree_with_sharp_v3_"
+            "and_adaptive_routing_enabled")
+    records = [dict(rec(a, p, 1 << 20, p * 1e-5), topology=f"{long}({p})")
+               for a in ("ring", "tree") for p in (2, 4, 8)]
+    fig = scaling(records, y="busbw")
+    title = fig.axes[0].title
+    assert "\n" in title.get_text()
+    assert max(len(line) for line in title.get_text().split("\n")) <= 60
+    fig.canvas.draw()
+    box = title.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+
+
+def test_every_fixed_algorithm_has_a_marker_of_its_own():
+    from simcoll.plot.curves import _ALGORITHM_SLOTS
+
+    fig = scaling([rec(a, p, 1 << 20, (k + 1) * p * 1e-5)
+                   for k, a in enumerate(_ALGORITHM_SLOTS) for p in (2, 4)])
+    markers = {line.get_label(): line.get_marker() for line in lines(fig, "simulated")}
+    assert len(markers) == 10 and len(set(markers.values())) == 10
+    assert markers["nccl"] != markers["ring"] and markers["bruck"] != markers["tree"]
+
+
+def test_lines_of_one_algorithm_at_several_sizes_get_colours_in_size_order():
+    from matplotlib.colors import to_rgb
+
+    sizes = [1 << k for k in range(4, 31, 2)]
+    one = scaling([rec("ring", p, n, 1e-6 + n * p * 1e-11) for n in sizes for p in (2, 4)])
+    drawn = lines(one, "simulated")
+    assert len(drawn) == 14 and len({to_rgb(line.get_color()) for line in drawn}) == 14
+    # With several algorithms each keeps its marker, its sizes running light to dark.
+    two = scaling([rec(a, p, n, (k + 1) * (1e-6 + n * p * 1e-11))
+                   for k, a in enumerate(("ring", "tree")) for n in (1 << 10, 1 << 20, 1 << 30)
+                   for p in (2, 4)])
+    ring = [line for line in lines(two, "simulated") if line.get_label().startswith("ring")]
+    assert [line.get_label() for line in ring] == [
+        "ring (1 KiB per rank)", "ring (1 MiB per rank)", "ring (1 GiB per rank)"]
+    assert len({line.get_marker() for line in ring}) == 1
+    brightness = [sum(to_rgb(line.get_color())) for line in ring]
+    assert brightness[0] > brightness[1] > brightness[2]
+
+
+def test_a_narrow_range_is_not_stretched_over_the_whole_height():
+    two = [rec("ring", 4, 64 << 20, 1.02e-3), rec("ring", 8, 64 << 20, 1.2e-3)]
+    for y in ("busbw", "time"):
+        fig = scaling(two, y=y)
+        bottom, top = fig.axes[0].get_ylim()
+        assert top / bottom >= 2.0
+    # A single point sits in the middle, not at the edge of some decade.
+    fig = scaling([rec("ring", 8, 64 << 20, 1.2e-3)], y="busbw")
+    ax = fig.axes[0]
+    (line,) = lines(fig, "simulated")
+    (x0,), (y0,) = xy(line)
+    for value, (lo, hi) in ((y0, ax.get_ylim()), (x0, ax.get_xlim())):
+        share = math.log(value / lo) / math.log(hi / lo)
+        assert 0.3 <= share <= 0.7
+
+
+def test_a_log_axis_under_a_decade_labels_both_ends_of_the_data():
+    records = [rec(a, p, 64 << 20, t) for a, ts in (("ring", (0.67e-3, 1.0e-3, 1.3e-3)),
+                                                     ("nccl", (0.68e-3, 1.01e-3, 1.28e-3)))
+               for p, t in zip((2, 4, 8), ts)]
+    fig = scaling(records, y="time")
+    ticks = labelled_ticks(fig)
+    assert fig.axes[0].get_ylabel() == "time (ms)"
+    assert min(v for v, _ in ticks) <= 0.67 and max(v for v, _ in ticks) >= 1.3
+    assert len(ticks) >= 3
+
+
+def test_size_axes_label_both_ends_of_the_data():
+    # 8 B to 512 MiB: every 10th power labelled only 1 KiB and 1 MiB.
+    records = [rec("ring", 8, 1 << k, 1e-6 * k) for k in range(3, 30)]
+    texts = [text for _, text in labelled_ticks(scaling(records, x="nbytes"), "x")]
+    assert texts[0] == "8 B" and texts[-1] == "512 MiB" and 5 <= len(texts) <= 9
+
+
+def test_a_long_legend_widens_the_figure_instead_of_squeezing_the_data():
+    records = [rec(f"custom_algorithm_{a}", p, 1 << (10 + 5 * s), 1e-5 * (a + 1) * (s + 1) * p)
+               for a in range(20) for s in range(3) for p in (2, 4, 8, 16)]
+    fig = scaling(records)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert ax.get_window_extent().width / fig.dpi >= 4.0
+    legend = ax.get_legend().get_window_extent()
+    assert len(ax.get_legend().get_texts()) == 60
+    assert legend.x1 <= fig.bbox.width and legend.y0 >= 0
+
+
+def test_the_title_names_what_every_line_shares():
+    by_topology = [dict(rec("ring", p, 1 << 20, p * 1e-5), topology=f"{name}({p})")
+                   for name in ("switch", "ring") for p in (2, 4)]
+    title = scaling(by_topology, y="busbw", by="topology").axes[0].get_title()
+    assert title == "all_reduce/ring, 1 MiB per rank"
+    chunked = [rec(a, p, 1 << 20, (k + 1) * p * 1e-5, requested={"chunks": 4},
+                   dtype="float16", network="packet")
+               for k, a in enumerate(("ring", "double_binary_tree")) for p in (2, 4)]
+    title = scaling(chunked).axes[0].get_title().replace("\n", " ")
+    assert title == ("all_reduce (chunks=4) on switch(p), 1 MiB per rank, packet network, "
+                     "float16")
+
+
+def test_failed_and_undrawable_points_are_named_in_the_legend():
+    records = [rec("ring", p, 1 << 20, p * 1e-5) for p in (2, 4)]
+    records += [dict(rec("recursive_doubling", p, 1 << 20, 1.0), time=None,
+                     error={"type": "InvalidInputError", "message": "no chunks"})
+                for p in (2, 4, 8)]
+    records.append(dict(rec("ring", 1, 1 << 20, 1.0), time=0.0, busbw=0.0, algbw=0.0))
+    fig = scaling(records)
+    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "recursive_doubling: 3 points failed (InvalidInputError)" in texts
+    assert "1 point at 1 rank not drawn (ring)" in texts
+
+
+def test_plot_command_counts_failed_records(capsys, tmp_path):
+    from simcoll.cli import main
+
+    points = tmp_path / "failed.jsonl"
+    records = [rec("ring", p, 1 << 20, p * 1e-5) for p in (2, 4)]
+    records += [dict(rec("recursive_doubling", p, 1 << 20, 1.0), time=None,
+                     error={"type": "InvalidInputError", "message": "no chunks"})
+                for p in (2, 4, 8)]
+    points.write_text("".join(json.dumps(r) + "\n" for r in records))
+    picture = tmp_path / "p.png"
+    assert main(["plot", str(points), "--output", str(picture)]) == 0
+    assert capsys.readouterr().out == f"2 of 5 records plotted to {picture} (3 failed)\n"
+
+
+def test_size_axes_name_the_machine_once_in_the_title():
+    records = [rec(a, p, n, (k + 1) * p * n * 1e-11) for k, a in enumerate(("ring", "tree"))
+               for p in (2, 4) for n in (1 << 10, 1 << 20)]
+    fig = scaling(records, x="nbytes")
+    labels = sorted(line.get_label() for line in lines(fig, "simulated"))
+    assert labels == ["ring (2 ranks)", "ring (4 ranks)", "tree (2 ranks)", "tree (4 ranks)"]
+    assert fig.axes[0].get_title() == "all_reduce on switch(p)"
+
+
+def test_on_a_callers_axes_the_legend_stays_inside_them():
+    records = [rec(a, p, 64 << 20, (k + 1) * p * 1e-4)
+               for k, a in enumerate(("ring", "hierarchical", "nccl")) for p in (2, 4, 8)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    scaling(records, y="busbw", ax=left)
+    scaling(records, y="time", ax=right)
+    fig.canvas.draw()
+    for ax in (left, right):
+        legend, frame = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert frame.x0 <= legend.x0 and legend.x1 <= frame.x1
+        assert frame.y0 <= legend.y0 and legend.y1 <= frame.y1
+    _, own = plt.subplots()
+    scaling(records, ax=own, legend="none")
+    assert own.get_legend() is None
+    with pytest.raises(sc.InvalidInputError, match="legend='below'"):
+        scaling(records, legend="below")
+
+
+def test_an_ax_that_is_not_axes_is_refused_by_name():
+    with pytest.raises(sc.InvalidInputError, match="ax='notanaxes' is not a matplotlib Axes"):
+        scaling([rec("ring", 2, 1024, 1e-5)], ax="notanaxes")
+
+
+# -- measured against simulated --------------------------------------------------------
+def _found(sizes, times):
+    """sc.compare of switch(4) against a table with these sizes and measured times."""
+    from simcoll.nccl_tests import Measurement, NcclTestsRow, NcclTestsTable
+
+    rows = tuple(NcclTestsRow(s, s // 4, "float", "sum", -1,
+                              Measurement(t * 1e6, 0.0, 0.0, None), None, i + 1)
+                 for i, (s, t) in enumerate(zip(sizes, times)))
+    topo = sc.topology.switch(4, bandwidth=40 * sc.GB, latency=2 * sc.us)
+    return sc.compare(topo, NcclTestsTable(rows, "all_reduce", 4), algorithm="ring")
+
+
+def test_a_comparison_far_off_says_how_many_times_and_its_ratio_ticks_reach_the_data():
+    sizes = [2**k for k in range(10, 27, 2)]          # 1 KiB .. 64 MiB, 9 sizes
+    found = _found(sizes, [(20e-6 + s / 40e9) / 100 for s in sizes])
+    fig = sc.plot.comparison(found)
+    upper, lower = fig.axes
+    title = upper.get_title()
+    assert "%" not in title and f"{1 + found.geomean_error:.3g}x apart" in title
+    assert max(len(line) for line in title.split("\n")) <= 70
+    ratios = lower.get_lines()[0].get_ydata()
+    ticks = list(lower.get_yticks())
+    # ticks on either side of the data (they stopped at 10, under a line at ~130)
+    assert min(ticks) <= min(ratios) and any(t >= 100 for t in ticks) and 1 in ticks
+    assert len(ticks) <= 6
+    # no note over the line: the band is named in the legend
+    assert not lower.texts
+    legend = [t.get_text() for t in upper.get_legend().get_texts()]
+    assert "lower panel: within 10%" in legend
+    # every 4 octaves, to the last size (every 2 gave 9, then every 10 only 1 KiB, 1 MiB)
+    labels = [t.get_text() for t in lower.get_xticklabels()]
+    assert labels == ["1 KiB", "16 KiB", "256 KiB", "4 MiB", "64 MiB"]
+    plt.close(fig)
+
+
+def test_comparison_titles_wrap_to_the_figure_custom_ones_too():
+    found = _found([2**k for k in range(10, 31, 2)], [20e-6 + 2**k / 300e9
+                                                      for k in range(10, 31, 2)])
+    fig = sc.plot.comparison(found, title="A custom and very long title " * 8)
+    title = fig.axes[0].get_title()
+    assert title.count("\n") >= 2 and max(len(line) for line in title.split("\n")) <= 70
+    fig.canvas.draw()
+    box = fig.axes[0].title.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+    plt.close(fig)
+
+
+def test_size_ticks_label_both_ends_of_the_data():
+    from simcoll.plot.comparisons import size_ticks
+
+    assert size_ticks([2**k for k in range(3, 34)]) == [2.0**k for k in range(3, 34, 5)]
+    assert size_ticks([2**k for k in range(24, 34)]) == [2.0**k for k in (24, 27, 30, 33)]
+    assert size_ticks([2**k for k in range(10, 31, 2)]) == \
+        [2.0**k for k in range(10, 31, 4)]
+    ticks = size_ticks([3000 * 2**k for k in range(12)])   # no end a power of 2
+    assert ticks[0] == 3000 and ticks[-1] == 3000 * 2**11 and len(ticks) <= 7
+    assert size_ticks([1, 2, 4]) == [1, 2, 4]
+
+
+def test_the_comparison_legend_covers_no_point():
+    sizes = [2**k for k in range(24, 34)]                   # busbw flat at 43-45 GB/s
+    found = _found(sizes, [20e-6 + s / 30e9 for s in sizes])
+    fig = sc.plot.comparison(found)
+    fig.canvas.draw()
+    upper = fig.axes[0]
+    box = upper.get_legend().get_window_extent()
+    for line in upper.get_lines():
+        points = upper.transData.transform(np.column_stack(line.get_data()))
+        assert not any(box.contains(x, y) for x, y in points), line.get_label()
+    plt.close(fig)
+
+
+def test_the_latency_legend_entry_only_where_a_bar_shows_latency():
+    topo = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=sc.us)
+    big = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=64 * sc.MiB, trace=True)
+    legend = [t.get_text() for t in timeline(big).axes[0].get_legend().get_texts()]
+    assert not [t for t in legend if "latency" in t]      # 1 us of 1 ms: nothing to see
+    empty = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=0, trace=True)
+    ax = timeline(empty).axes[0]
+    assert [t for t in (x.get_text() for x in ax.get_legend().get_texts()) if "latency" in t]
+    assert not bars(timeline(empty)).get("rank 0/send bytes")   # nothing moved: all light
+
+
+def test_titles_break_between_phrases_where_they_fit():
+    from simcoll.plot.style import wrapped
+
+    title = "link utilization: all_reduce/parameter_server on switch(8), 64 MiB per rank"
+    assert wrapped(title, 72) == ("link utilization: all_reduce/parameter_server on "
+                                  "switch(8),\n64 MiB per rank")
+    assert all(len(line) <= 40 for line in wrapped("a" * 100 + ", tail", 40).split("\n"))
+    assert wrapped("short, title", 72) == "short, title"

@@ -3,8 +3,6 @@ placements, memory, MFU, the time identity, the timeline, and refusals before th
 
 from __future__ import annotations
 
-import warnings
-
 import matplotlib
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ from conftest import ALPHA, BETA, GAMMA, reference_network
 
 import simcoll as sc
 from simcoll import training as tr
+from simcoll.training.streams import Span
 
 matplotlib.use("Agg")
 UNIT = tr.GPU("1 FLOP/s", 1.0)
@@ -274,12 +273,16 @@ def test_timeline_titles_say_what_ran():
 
 
 def test_a_crowded_timeline_names_each_gpu_once():
-    # 64 GPUs x 2 streams: 128 row labels touched each other.
+    # 32 GPUs x 2 streams: 64 row labels touched each other.
     model = tr.gpt(2, 64, 4, 16, 128, batch=64)
     res = tr.data_parallel(model, sc.topology.switch(64))
     labels = [t.get_text() for t in
+              tr.plot_timeline(res, max_ranks=32).axes[0].get_yticklabels()]
+    assert labels == [f"GPU {r}" for r in range(32)]
+    # past 40 bands, every k-th: 64 GPUs, every other one, and the last
+    labels = [t.get_text() for t in
               tr.plot_timeline(res, max_ranks=64).axes[0].get_yticklabels()]
-    assert labels == [f"GPU {r}" for r in range(64)]
+    assert labels == [f"GPU {r}" for r in range(0, 64, 2)] + ["GPU 63"]
     few = [t.get_text() for t in tr.plot_timeline(res, max_ranks=2).axes[0].get_yticklabels()]
     assert few == ["GPU 0 compute", "DP", "GPU 1 compute", "DP"]
 
@@ -392,11 +395,75 @@ def test_timeline_refuses_booleans_as_ranks():
     assert labels[0].get_text() == "GPU 1 compute"
 
 
-def test_timeline_of_a_step_that_takes_no_time_draws_without_warning():
+def test_timeline_of_a_step_that_takes_no_time_is_refused_as_a_run_that_takes_none():
+    # It drew empty 0-1 ns axes, where sc.plot.timeline refuses a run that took no time.
     res = tr.pipeline_step(sc.topology.switch(2, latency=0), stages=2, micro_batches=2,
                            forward=0, backward=0, activation_bytes=0)
     assert res.step_time == 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        fig = tr.plot_timeline(res)
-    assert fig.axes[0].get_xlim() == (0.0, 1.0)
+    with pytest.raises(sc.InvalidInputError, match="took no time.*nothing to draw"):
+        tr.plot_timeline(res)
+    alone = sc.simulate(sc.topology.switch(1), "all_reduce", algorithm="ring", nbytes=8,
+                        trace=True)
+    with pytest.raises(sc.InvalidInputError, match="took no time.*nothing to draw"):
+        sc.plot.timeline(alone)
+
+
+def test_both_timelines_take_the_same_ranks():
+    """Duplicates refused by both (sc.plot.timeline drew rank 0 twice), numpy arrays
+    taken by both (sc.plot.timeline refused them)."""
+    pipe = tr.pipeline_step(sc.topology.switch(4), stages=4, micro_batches=2, forward=1e-3,
+                            backward=1e-3, activation_bytes=8)
+    run = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=1024,
+                      trace=True)
+    for draw in (lambda r: tr.plot_timeline(pipe, ranks=r),
+                 lambda r: sc.plot.timeline(run, ranks=r)):
+        for bad in ([0, 0, 3], np.array([1, 1]), [1.0], "01"):
+            with pytest.raises(sc.InvalidInputError, match="distinct"):
+                draw(bad)
+        labels = [t.get_text() for t in draw(np.array([3, 1])).axes[0].get_yticklabels()]
+        assert labels[0] in ("GPU 3 compute", "rank 3") and ("rank 1" in labels
+                                                             or "GPU 1 compute" in labels)
+
+
+def test_a_pipeline_s_send_and_receive_are_told_apart():
+    pipe = tr.pipeline_step(sc.topology.switch(4), stages=4, micro_batches=8, forward=1e-3,
+                            backward=2e-3, activation_bytes=32 * sc.MiB, schedule="1f1b")
+    ax = tr.plot_timeline(pipe).axes[0]
+    colours = {t.get_text(): h.get_facecolor()[:3] for t, h in
+               zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)}
+    send, recv = np.array(colours["send"]), np.array(colours["receive"])
+    grey = np.array([0.299, 0.587, 0.114])
+    # apart in colour and in grayscale (they were two purples, 0.1 apart in lightness)
+    assert np.abs(send - recv).max() > 0.25 and abs(grey @ send - grey @ recv) > 0.15
+
+
+def test_a_timeline_of_hundreds_of_gpus_names_every_kth_and_rules_no_bands():
+    spans = [Span(g, "compute", "forward", 0.0, 1e-3 * (1 + g % 3)) for g in range(512)]
+    spans += [Span(g, "dp", "all_reduce", 1e-3, 4e-3) for g in range(512)]
+
+    class Step:
+        pass
+
+    step = Step()
+    step.spans = spans
+    ax = tr.plot_timeline(step, max_ranks=512).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    # one in 13 (512 / 13 <= 40 bands named), from the first
+    assert labels == [f"GPU {g}" for g in range(0, 512, 13)]
+    assert not ax.get_lines()          # no band rules drawn over the bars
+    few = tr.plot_timeline(step, max_ranks=8).axes[0]
+    assert len(few.get_lines()) == 7   # eight bands, ruled apart
+
+
+def test_a_timeline_on_the_caller_s_axes_keeps_its_legend_inside():
+    import matplotlib.pyplot as plt
+
+    pipe = tr.pipeline_step(sc.topology.switch(2), stages=2, micro_batches=2, forward=1e-3,
+                            backward=1e-3, activation_bytes=8)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    tr.plot_timeline(pipe, ax=left)
+    fig.canvas.draw()
+    box, frame = left.get_legend().get_window_extent(), left.get_window_extent()
+    assert frame.x0 - 1 <= box.x0 and box.x1 <= frame.x1 + 1
+    assert left.get_window_extent().width > 0.3 * fig.bbox.width
+    plt.close(fig)

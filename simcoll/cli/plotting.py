@@ -31,7 +31,8 @@ def add_parser(sub: Any) -> None:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Records from a JSON-lines or JSON file, as ``Result.to_dict()`` writes them.
+    """Records from a JSON-lines or JSON file, as ``Result.to_dict()`` writes them,
+    failed sweep points (records with an ``error``) included.
 
     Raises:
         CommandLineError: an unreadable file, a bad line (named), or a record without the
@@ -68,13 +69,14 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     records = []
     for n, item in rows:
         if isinstance(item, dict) and item.get("error"):
+            records.append(item)
             continue
         missing = [k for k in _NEEDED if not isinstance(item, dict) or k not in item]
         if missing:
             raise CommandLineError(f"{path}: record {n} lacks {', '.join(missing)}; give "
                                    f"the output of 'simcoll sweep' or 'simcoll run --json'")
         records.append(item)
-    if not records:
+    if all(r.get("error") for r in records):
         raise CommandLineError(f"{path} holds no records of points that ran")
     return records
 
@@ -85,7 +87,11 @@ def _run(args: argparse.Namespace) -> int:
     figure = scaling(records, x=args.x, y=args.y, save=out)
     drawn = sum(len(line.get_xdata()) for line in figure.axes[0].get_lines()
                 if line.get_gid() == "simulated")
-    left = (f" ({len(records) - drawn} left out: a time, size or bandwidth of 0, as on one "
-            f"rank, or a point run again)" if drawn < len(records) else "")
+    failed = sum(1 for r in records if r.get("error"))
+    notes = [f"{failed} failed"] if failed else []
+    if drawn < len(records) - failed:
+        notes.append(f"{len(records) - failed - drawn} left out: a time, size or bandwidth "
+                     f"of 0, as on one rank, or a point run again")
+    left = f" ({'; '.join(notes)})" if notes else ""
     print(f"{drawn} of {len(records)} records plotted to {out}{left}")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -11,8 +12,71 @@ from simcoll.plot.style import checked_save_path, finish, format_size, wrapped
 
 __all__ = ["comparison"]
 
-RATIO_TICKS = (0.1, 0.25, 0.5, 1, 2, 4, 10)
-"""The simulated / measured ticks the lower panel may show."""
+RATIO_TICKS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 10, 20, 50,
+               100, 200, 500, 1000)
+"""The simulated / measured ticks the lower panel may show (past 0.1 and 10 the axis
+spans decades, and shows 1 and the powers of 10 among them, and its ends)."""
+_SIZE_TICKS = 7
+"""The most labelled sizes on the x axis."""
+
+
+def size_ticks(sizes: list[int], most: int = _SIZE_TICKS) -> list[float]:
+    """The labelled sizes: the sizes themselves where there are few; else powers of 2
+    every k octaves from the first size's (k the least that gives at most ``most``,
+    one that lands on the last size's octave preferred), so that both ends of the data
+    are labelled; the sizes themselves, thinned, where no power of 2 falls among them."""
+    distinct = sorted(set(sizes))
+    if len(distinct) <= most:
+        return [float(s) for s in distinct]
+    first = math.ceil(math.log2(distinct[0]))
+    last = math.floor(math.log2(distinct[-1]))
+    if last - first < 1:
+        step = -(-len(distinct) // most)
+        return [float(s) for s in distinct[::step]]
+    fits = [k for k in range(1, last - first + 1) if (last - first) // k + 1 <= most]
+    landing = [k for k in fits[:4] if (last - first) % k == 0]
+    step = (landing or fits)[0]
+    ticks = [2.0**j for j in range(first, last + 1, step)]
+    # ends that are not powers of 2 (or are off the steps) get their own labels, with
+    # the power of 2 nearest to them dropped when closer than half a step
+    for end, near in ((distinct[0], 0), (distinct[-1], -1)):
+        if float(end) not in ticks:
+            if abs(math.log2(ticks[near]) - math.log2(end)) < step / 2 and len(ticks) > 1:
+                ticks.pop(near)
+            ticks.insert(0 if near == 0 else len(ticks), float(end))
+    return ticks
+
+
+def _ratio_ticks(low: float, high: float) -> list[float]:
+    """The ratio ticks from ``low`` to ``high``: all of them within 0.1..10, else 1, the
+    powers of 10 and the ends."""
+    ticks = [t for t in RATIO_TICKS if low <= t <= high]
+    if low >= 0.1 and high <= 10:
+        return ticks
+    kept = [t for t in ticks if math.log10(t).is_integer()]
+    # an end that is not a power of 10 too, where its label has room (an eighth of the
+    # axis from the nearest)
+    room = math.log10(high / low) / 8
+    return sorted(kept + [end for end in {low, high} - set(kept)
+                          if min(abs(math.log10(end / t)) for t in kept) >= room])
+
+
+def _title_width(ax: Any, fontsize: float) -> int:
+    """How many characters of a title at ``fontsize`` points fit across ``ax``."""
+    fig = ax.figure
+    inches = ax.get_position().width * fig.get_figwidth()
+    return max(30, int(inches * 72 / (0.6 * fontsize)))
+
+
+def _default_title(found: Comparison) -> str:
+    """What was compared and how far apart the times are: as a percentage up to a factor
+    of 2, as a factor beyond (``times 132x apart``, not ``13075.3%``)."""
+    factor = 1 + found.geomean_error
+    what = f"{found.collective} / {found.algorithm} on {found.topology}: "
+    if factor < 2:
+        return what + (f"geometric-mean |time error| {found.geomean_error:.1%} (times a "
+                       f"factor of {factor:.2f} apart)")
+    return what + f"simulated and measured times {factor:.3g}x apart (geometric mean)"
 
 
 def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
@@ -27,7 +91,8 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
         found: what :func:`simcoll.compare` returned.
         axes: ``(upper, lower)`` matplotlib Axes to draw on (a new figure otherwise),
             so that a caller can add its own series.
-        title: the upper panel's title; by default what was compared.
+        title: the upper panel's title (wrapped to the panel's width); by default what
+            was compared and how far apart the times are.
         save: write the figure there (PNG, SVG, PDF, ... by extension).
 
     Returns:
@@ -61,10 +126,9 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
                label=f'simcoll, algorithm="{found.algorithm}"', **few)
     ratios = [s / m for s, m in zip(found.simulated, found.measured)]
     lower.plot(sizes, ratios, color="#4f81bd", linewidth=1.8, **few)
-    lower.axhspan(0.9, 1.1, color="#9bbb59", alpha=0.4, linewidth=0)
+    band = lower.axhspan(0.9, 1.1, color="#9bbb59", alpha=0.5, linewidth=0,
+                         label="lower panel: within 10%")
     lower.axhline(1.0, color="black", linewidth=0.6)
-    lower.text(0.99, 0.96, "band: within 10%", transform=lower.transAxes, ha="right",
-               va="top", fontsize=7.5, color="0.35")
     upper.set_xscale("log", base=2)
     # busbw spans decades over a table's sizes; within less than one, a log axis has
     # no decade to label, so it stays linear
@@ -82,30 +146,22 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     high = min([t for t in RATIO_TICKS if t >= max(2.0, max(ratios) * 1.1)],
                default=max(ratios) * 1.1)
     lower.set_ylim(low, high)
-    ratio_ticks = [t for t in RATIO_TICKS if low <= t <= high]
+    ratio_ticks = _ratio_ticks(low, high)
     lower.set_yticks(ratio_ticks, [f"{t:g}" for t in ratio_ticks])
     lower.minorticks_off()
-    # the sizes themselves where there are few, else powers of 2 every 1, 2 or 10
-    # octaves (1 KiB, 1 MiB, 1 GiB; never 32 B next to 1 KiB): at most 8; the sizes
-    # themselves, thinned, where no power of 2 falls among them
-    distinct = sorted(set(sizes))
-    powers = ([2**j for j in range(0, 64, step) if min(sizes) <= 2**j <= max(sizes)]
-              for step in (1, 2, 10, 20))
-    ticks = distinct if len(distinct) <= 8 else next(
-        (p for p in powers if 0 < len(p) <= 8), distinct[:: max(1, len(distinct) // 8)])
+    ticks = size_ticks(list(sizes))
     lower.set_xticks(ticks, [format_size(t) for t in ticks])
     octaves = [2**j for j in range(0, 64) if min(sizes) <= 2**j <= max(sizes)]
     lower.set_xticks(octaves, [""] * len(octaves), minor=True)  # every octave, unlabelled
     upper.tick_params(labelbottom=False)
-    upper.set_title(title if title is not None else
-                    wrapped(f"{found.collective} / {found.algorithm} on {found.topology}: "
-                            f"geometric-mean |time error| {found.geomean_error:.1%} "
-                            f"(times a factor of {1 + found.geomean_error:.2f} apart)"),
-                    fontsize=9.5)
+    upper.set_title(wrapped(title if title is not None else _default_title(found),
+                            _title_width(upper, 9.5)), fontsize=9.5)
     upper.set_ylabel("busbw (GB/s)")
     lower.set_ylabel("time sim. /\nmeasured", fontsize=8.5)
     lower.set_xlabel(f"{found.collective} size")
     for ax in (upper, lower):
         ax.grid(True, which="major", alpha=0.3)
-    upper.legend(fontsize=8, loc="upper left")
+    # where it covers no point (busbw rises with size: rarely the upper left)
+    handles, _ = upper.get_legend_handles_labels()
+    upper.legend(handles=handles + [band], fontsize=8, loc="best")
     return finish(fig, path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -13,7 +14,7 @@ from simcoll.algorithms.registry import get_algorithm
 from simcoll.checks import flag
 from simcoll.collectives import collective as collective_spec
 from simcoll.errors import InvalidInputError, SimCollError
-from simcoll.plot.records import Point, read_points, topology_templates
+from simcoll.plot.records import Failure, Point, read_all, topology_templates
 from simcoll.plot.style import (
     checked_save_path,
     finish,
@@ -21,6 +22,7 @@ from simcoll.plot.style import (
     format_size,
     new_axes,
     time_unit,
+    wrapped,
 )
 from simcoll.result import Result
 
@@ -29,22 +31,33 @@ __all__ = ["scaling", "plot_scaling"]
 _XS = ("nranks", "nbytes")
 _YS = ("time", "busbw", "algbw")
 _BYS = ("algorithm", "collective", "topology", "network", "dtype")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-_FILLS = ("full", "none", "left", "bottom", "right", "top")
-"""How the lines of one colour (one algorithm at several sizes, say) fill its marker."""
-_LEGEND_ROWS = 30
-"""The most legend entries in one column; a new figure grows to hold them."""
+_LEGENDS = ("right", "inside", "none")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p", "d")
+"""One marker per colour slot: the ten fixed algorithms' all differ, so lines stay apart
+in grayscale."""
+_LEGEND_ROWS = 24
+"""The most legend entries in one column; a new figure grows to hold the legend."""
+_AXES_WIDTH = 4.6
+"""The data area's width (inches) in a figure scaling makes: the legend is added beside
+it, so many entries widen the figure instead of squeezing the data."""
 _DECADES = 1e3
 """Times spread over more than this factor get a unit per tick instead of one for the
 axis."""
+_MIN_SPAN = 2.0
+"""The least factor a log y axis spans, so a 1% difference does not fill its height."""
+_SERIES = ((1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0),
+           (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0),
+           (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0))
+"""Labelled tick values per decade tried on log y axes spanning under 10^2.5."""
+_DEFAULT_NETWORK, _DEFAULT_DTYPE = "flow", "float32"
 
 
 _ALGORITHM_SLOTS = ("ring", "tree", "double_binary_tree", "recursive_doubling",
                     "rabenseifner", "naive", "parameter_server", "direct", "nccl", "bruck")
 """Algorithms that keep their colour and marker in every figure (others take the slots
 after these, in the order they come)."""
-_COLOUR_ORDER = (0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19)
-"""tab20's ten dark colours (tab10's), then their light pairs."""
+_PALETTES = (("tab10", 10), ("Dark2", 8))
+"""tab10's ten colours, then Dark2's eight (none of them pale on white)."""
 
 
 def _slots(values: list[Any], by: str) -> dict[Any, int]:
@@ -89,7 +102,7 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
             spec) at one rank count, or, ``Result`` objects (which do not say), two
             points at one x that took different times.
     """
-    names = topology_templates(points) if x == "nranks" else [p.topology for p in points]
+    names = topology_templates(points)
     groups: dict[tuple, dict[int, Point]] = {}
     machines: dict[tuple, Point] = {}
     for p, topology in zip(points, names):
@@ -139,18 +152,52 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
 
 
 def _ticks(values: list[float]) -> list[float]:
-    """The data's own x values if few, else powers of two over their range, every 2nd,
-    10th or 20th power (so sizes land on 1 KiB, 1 MiB, 1 GiB, never 32 B next to 1 KiB),
-    at most 10 of them."""
+    """The data's own x values if few, else powers of two over their range: every 1st,
+    2nd, 4th, 5th, 10th or 20th power (the fewest that give at most 8, on multiples of
+    the step, so sizes land on 1 KiB, 16 KiB, 256 KiB, ...), with the first and last
+    power of the data always labelled."""
     distinct = sorted(set(values))
     if len(distinct) <= 12:
         return distinct
     lo, hi = math.ceil(math.log2(distinct[0])), math.floor(math.log2(distinct[-1]))
-    for step in (1, 2, 10, 20):
+    for step in (1, 2, 4, 5, 10, 20, 40):
         exponents = [e for e in range(lo, hi + 1) if e % step == 0]
-        if len(exponents) <= 10:
+        if len(exponents) <= 8:
             break
-    return [2.0 ** e for e in exponents]
+    if not exponents:
+        exponents = [lo]
+    if exponents[0] != lo:
+        # The first power is labelled; it replaces a label too close to it.
+        exponents = [lo] + exponents[exponents[0] - lo < step / 2:]
+    if exponents[-1] != hi:
+        exponents = exponents[:len(exponents) - (hi - exponents[-1] < step / 2)] + [hi]
+    return [2.0 ** e for e in sorted(set(exponents))]
+
+
+def _log_ticks(lo: float, hi: float) -> tuple[float, float, list[float]] | None:
+    """``(bottom, top, ticks)`` for a log y axis over data from ``lo`` to ``hi``: at
+    least :data:`_MIN_SPAN` wide around the data, its ends on labelled ticks of the
+    series that wastes least height without crowding its labels; or None where the data
+    spans enough decades to be labelled at each power of ten."""
+    if hi / lo < _MIN_SPAN:
+        centre, half = math.sqrt(lo * hi), math.sqrt(_MIN_SPAN)
+        lo, hi = centre / half, centre * half
+    if hi / lo > 10 ** 2.5:
+        return None
+    lo, hi = lo / 1.025, hi * 1.025   # no point on the frame
+    best: tuple[float, float, list[float]] | None = None
+    for subs in _SERIES:
+        candidates = sorted({s * 10.0 ** e for s in subs for e in range(
+            math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 2)})
+        bottom = max(c for c in candidates if c <= lo * (1 + 1e-9))
+        top = min(c for c in candidates if c >= hi * (1 - 1e-9))
+        ticks = [c for c in candidates if bottom * (1 - 1e-9) <= c <= top * (1 + 1e-9)]
+        gaps = [math.log10(b / a) for a, b in zip(ticks, ticks[1:])]
+        if len(ticks) < 3 or min(gaps) < math.log10(top / bottom) / 12:
+            continue
+        if best is None or top / bottom < best[1] / best[0] * 0.999:
+            best = (bottom, top, ticks)
+    return best
 
 
 def _octaves(values: list[float]) -> list[float]:
@@ -159,28 +206,22 @@ def _octaves(values: list[float]) -> list[float]:
                                      math.floor(math.log2(max(values))) + 1)]
 
 
-def _style_axes(ax: Any, x: str, y: str, xs: list[float], y_label: str,
+def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
                 y_text: Callable[[float], str]) -> None:
     from matplotlib.ticker import (
         FixedLocator,
         FuncFormatter,
-        LogFormatter,
         LogLocator,
         NullFormatter,
     )
-
-    class MinorLabels(LogFormatter):
-        """The minor ticks LogFormatter labels (where the axis spans few decades),
-        written as the major ones are."""
-
-        def __call__(self, value: float, pos: int | None = None) -> str:
-            return y_text(value) if super().__call__(value, pos) else ""
 
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_locator(FixedLocator(_ticks(xs)))
     ax.xaxis.set_minor_locator(FixedLocator(_octaves(xs)))  # unlabelled
     ax.xaxis.set_minor_formatter(NullFormatter())
+    if len(set(xs)) == 1:   # a lone x in the middle, not at the edge of some range
+        ax.set_xlim(xs[0] / 2, xs[0] * 2)
     if x == "nbytes":
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
         ax.set_xlabel("size per rank")
@@ -190,18 +231,73 @@ def _style_axes(ax: Any, x: str, y: str, xs: list[float], y_label: str,
     else:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}"))
         ax.set_xlabel("ranks")
-    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=99))  # every decade
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: y_text(v)))
-    ax.yaxis.set_minor_formatter(MinorLabels(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    chosen = _log_ticks(min(ys), max(ys))
+    if chosen is None:
+        ax.yaxis.set_major_locator(LogLocator(base=10, numticks=99))  # every decade
+    else:
+        bottom, top, ticks = chosen
+        ax.set_ylim(bottom, top)
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_minor_locator(FixedLocator(
+            [t for t in _log_ticks_minor(bottom, top) if t not in ticks]))
     ax.set_ylabel(y_label)
     ax.grid(True, which="major", alpha=0.45)
     ax.grid(True, which="minor", axis="y", alpha=0.15)
 
 
+def _log_ticks_minor(bottom: float, top: float) -> list[float]:
+    """1, 2, ..., 9 times each power of ten from ``bottom`` to ``top``."""
+    return [s * 10.0 ** e for e in range(math.floor(math.log10(bottom)),
+                                         math.ceil(math.log10(top)) + 1)
+            for s in range(1, 10) if bottom <= s * 10.0 ** e <= top]
+
+
+def _shade(colour: tuple, t: float) -> tuple:
+    """``colour`` lightened (``t`` near 0) or darkened (``t`` near 1): the lines of one
+    colour, ordered by their size or parameters."""
+    rgb = colour[:3]
+    if t < 0.5:
+        mix = (0.5 - t) * 0.7                       # up to 35% white
+        return tuple(c + (1 - c) * mix for c in rgb) + (1.0,)
+    mix = (t - 0.5) * 0.8                           # up to 40% black
+    return tuple(c * (1 - mix) for c in rgb) + (1.0,)
+
+
+def _order(key: tuple) -> tuple:
+    """Lines of one colour in the order their shades run: by split value, then the rest."""
+    return (key[-1], tuple(str(v) for v in key[:-1]))
+
+
+def _left_out_notes(failures: list[Failure], skipped: list[Point], y: str) -> list[str]:
+    """Legend notes for the points a figure lacks: failed sweep points, and points with
+    nothing to draw on log axes, per algorithm."""
+    notes = []
+    failed: dict[str, Counter] = {}
+    for f in failures:
+        failed.setdefault(f.algorithm, Counter())[f.error_type] += 1
+    for algorithm, types in failed.items():
+        n = sum(types.values())
+        notes.append(f"{algorithm}: {n} point{'s' * (n != 1)} failed "
+                     f"({', '.join(sorted(types))})")
+    empty: dict[str, dict[str, None]] = {}
+    counts: Counter = Counter()
+    for p in skipped:
+        why = ("at 1 rank" if p.nranks == 1 else "of 0 bytes" if p.nbytes == 0
+               else f"with no {y}")
+        empty.setdefault(why, {})[p.algorithm] = None
+        counts[why] += 1
+    for why, algorithms in empty.items():
+        n = counts[why]
+        notes.append(f"{n} point{'s' * (n != 1)} {why} not drawn ({', '.join(algorithms)})")
+    return notes
+
+
 def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
             y: str = "time", by: str = "algorithm", split: str | None = None,
             formula: bool = False, alpha: float | None = None, beta: float | None = None,
-            gamma: float | None = None, ax: Any = None,
+            gamma: float | None = None, ax: Any = None, legend: str | None = None,
             save: str | os.PathLike | None = None) -> Any:
     """Plot ``y`` against ``x`` on log axes, one line per group of comparable points.
 
@@ -209,9 +305,14 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
     algorithm and its parameters, topology (up to the numbers that scale with ``x``),
     network, dtype, and the ``split`` value (the size when ``x="nranks"``). Bandwidths are
     in GB/s (10^9 bytes/s), times in s, ms or µs as the data suits, sizes in binary units.
-    The title names what all lines share, e.g. "all_reduce on switch(p), 64 MiB per rank".
-    Points that cannot sit on log axes (time, size or bandwidth 0 or missing, as for one
-    rank) and records saved with an ``error`` are left out.
+    The title names what all lines share, e.g. "all_reduce/ring on switch(p), 64 MiB per
+    rank" (with the parameters, a network other than flow and a dtype other than float32).
+    Each ``by`` value keeps a colour and marker; its lines at several sizes (or parameter
+    values) run from light to dark in that colour, or, with one ``by`` value, along the
+    viridis colour map, in the order of the size. A log y axis spans at least a factor of
+    2, with both its ends labelled. Points that cannot sit on log axes (time, size or
+    bandwidth 0 or missing, as for one rank) and failed sweep points are left out, and the
+    legend says how many of each algorithm's.
 
     Args:
         records: ``Result`` objects, or dicts as ``Result.to_dict()`` writes them (the lines
@@ -228,20 +329,34 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
             per reduced byte (required with ``formula=True``; ``gamma=0`` for free
             reductions). On ``switch(p, bandwidth=B, latency=L)``: alpha = 2 L, beta = 1/B.
         ax: a matplotlib Axes to draw on (a new figure otherwise).
+        legend: ``"right"`` (beside the axes; a new figure widens to hold it),
+            ``"inside"`` (the axes' best corner) or ``"none"``; by default ``"right"`` in a
+            new figure and ``"inside"`` on a given ``ax``, so the caller's layout holds.
         save: write the figure there (PNG, SVG, PDF, ... by extension).
 
     Returns:
         The matplotlib Figure.
 
     Raises:
-        InvalidInputError: a bad axis, field or save path, ``formula=True`` without
-            alpha, beta and gamma (each a number >= 0), or no point that can be drawn.
+        InvalidInputError: a bad axis, field, legend, ``ax`` or save path,
+            ``formula=True`` without alpha, beta and gamma (each a number >= 0), or no
+            point that can be drawn.
     """
     split = split if split is not None else ("nbytes" if x == "nranks" else "nranks")
     if x not in _XS or y not in _YS or split not in _XS or split == x or by not in _BYS:
         raise InvalidInputError(
             f"cannot plot y={y!r} against x={x!r} by={by!r} split={split!r}; use x and "
             f"split in {_XS} (different), y in {_YS}, by in {_BYS}")
+    if legend is not None and legend not in _LEGENDS:
+        raise InvalidInputError(f"legend={legend!r} is not accepted; use one of {_LEGENDS} "
+                                f"or leave it out")
+    if ax is not None:
+        from matplotlib.axes import Axes
+
+        if not isinstance(ax, Axes):
+            raise InvalidInputError(f"ax={ax!r} is not a matplotlib Axes; pass one (as "
+                                    f"plt.subplots() returns) or leave ax out for a new "
+                                    f"figure")
     model_args: tuple[float, float, float] | None = None
     if flag(formula, "formula"):
         if alpha is None or beta is None or gamma is None:
@@ -251,13 +366,16 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
                 f"beta={beta!r}, gamma={gamma!r}")
         model_args = cost.check_constants(alpha, beta, gamma)
     path = checked_save_path(save)
-    points = [p for p in read_points(records)
-              if (p.value(y) or 0) > 0 and (p.value(x) or 0) > 0]
+    everything, failures = read_all(records)
+    points = [p for p in everything if (p.value(y) or 0) > 0 and (p.value(x) or 0) > 0]
     if not points:
-        raise InvalidInputError(f"no record has a positive {x} and {y} to plot")
+        failed = f" ({len(failures)} failed)" if failures else ""
+        raise InvalidInputError(f"no record has a positive {x} and {y} to plot{failed}")
+    skipped = [p for p in everything if not ((p.value(y) or 0) > 0
+                                             and (p.value(x) or 0) > 0)]
     groups = _groups(points, x, split)
 
-    import matplotlib.pyplot as plt
+    import matplotlib
     from matplotlib.lines import Line2D
 
     y_text: Callable[[float], str] = _plain
@@ -271,64 +389,103 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
             y_label = f"time ({unit})"
     else:
         factor, y_label = 1e-9, f"{y} (GB/s)"
-    entries = len(groups) + (model_args is not None)
-    columns = -(-entries // _LEGEND_ROWS)
-    rows = -(-entries // columns)
-    fig, ax = new_axes(ax, (7.0 + 1.6 * (columns - 1), max(4.2, 0.9 + 0.19 * rows)))
+    own = ax is None
+    fig, ax = new_axes(ax, (7.0, 4.2))
+    place = legend if legend is not None else ("right" if own else "inside")
     varies = [len({key[i] for key in groups}) > 1 for i in range(len(_KEY))]
-    slot_of = _slots([dict(zip(_KEY, key))[by] for key in groups], by)
-    palette = [tuple(c) for c in plt.get_cmap("tab20")(range(20))]
-    lines_of: dict[Any, int] = {}
-    for key, line in groups.items():
-        fields = dict(zip(_KEY, key))
-        colour_value = fields[by]
+    by_index = _KEY.index(by)
+    slot_of = _slots([key[by_index] for key in groups], by)
+    palette = [tuple(matplotlib.colormaps[name](i)) for name, n in _PALETTES
+               for i in range(n)]
+    members: dict[Any, list[tuple]] = {}
+    for key in groups:
+        members.setdefault(key[by_index], []).append(key)
+    ramp = matplotlib.colormaps["viridis"]
+    drawn_ys: list[float] = []
+    for colour_value in sorted(members, key=lambda v: slot_of[v]):
+        keys = sorted(members[colour_value], key=_order)
         slot = slot_of[colour_value]
-        colour = palette[_COLOUR_ORDER[slot % len(_COLOUR_ORDER)]]
-        # A marker per colour, so lines stay apart in grayscale; further lines of one
-        # colour (other sizes) keep its marker and fill it differently.
+        base = palette[slot % len(palette)]
+        # A marker per colour, so lines stay apart in grayscale; the lines of one colour
+        # (sizes, parameter values) are shaded in order, light to dark.
         marker = _MARKERS[slot % len(_MARKERS)]
-        fill = _FILLS[lines_of.get(colour_value, 0) % len(_FILLS)]
-        lines_of[colour_value] = lines_of.get(colour_value, 0) + 1
-        parts = [str(fields[by])] + [
-            (_split_text(split, fields[name]) if name == "split" else str(fields[name]))
-            for name, vary in zip(_KEY, varies) if vary and name != by and fields[name]]
-        at = sorted(line)
-        ys = [(line[v].value(y) or 0) * factor for v in at]
-        if model_args is not None:
-            model = [_formula(line[v], y, *model_args) for v in at]
-            drawn = [(v, m * factor) for v, m in zip(at, model) if m is not None]
-            if drawn:
-                # On top of a lighter simulated line, so both show where they coincide.
-                ax.plot([d[0] for d in drawn], [d[1] for d in drawn], linestyle="--",
-                        color=colour, linewidth=1.3, label="_formula", gid="formula",
-                        zorder=3)
-            if len(drawn) < len(at):
-                parts.append("no model" if not drawn
-                             else f"model at {len(drawn)} of {len(at)} points")
-        label = ", ".join(parts[:1]) + (f" ({', '.join(parts[1:])})" if parts[1:] else "")
-        line_colour = (*colour[:3], 0.45) if model_args else colour
-        ax.plot(at, ys, marker=marker, markersize=5.5, color=line_colour,
-                linewidth=3.0 if model_args else 1.6, markerfacecolor=colour,
-                markerfacecoloralt="white", fillstyle=fill, markeredgecolor=colour,
-                label=label, gid="simulated")
-    _style_axes(ax, x, y, [float(v) for line in groups.values() for v in line], y_label,
-                y_text)
+        for n, key in enumerate(keys):
+            line = groups[key]
+            if len(keys) == 1:
+                colour = base
+            elif len(members) == 1:
+                colour = tuple(ramp(0.85 * n / (len(keys) - 1)))
+            else:
+                colour = _shade(base, n / (len(keys) - 1))
+            fields = dict(zip(_KEY, key))
+            parts = [str(fields[by])] + [
+                (_split_text(split, fields[name]) if name == "split" else str(fields[name]))
+                for name, vary in zip(_KEY, varies) if vary and name != by and fields[name]]
+            at = sorted(line)
+            ys = [(line[v].value(y) or 0) * factor for v in at]
+            drawn_ys.extend(ys)
+            if model_args is not None:
+                model = [_formula(line[v], y, *model_args) for v in at]
+                drawn = [(v, m * factor) for v, m in zip(at, model) if m is not None]
+                if drawn:
+                    # On top of a lighter simulated line, so both show where they coincide.
+                    ax.plot([d[0] for d in drawn], [d[1] for d in drawn], linestyle="--",
+                            color=colour, linewidth=1.3, label="_formula", gid="formula",
+                            zorder=3)
+                    drawn_ys.extend(d[1] for d in drawn)
+                if len(drawn) < len(at):
+                    parts.append("no model" if not drawn
+                                 else f"model at {len(drawn)} of {len(at)} points")
+            label = ", ".join(parts[:1]) + (f" ({', '.join(parts[1:])})" if parts[1:]
+                                             else "")
+            line_colour = (*colour[:3], 0.45) if model_args else colour
+            ax.plot(at, ys, marker=marker, markersize=5.5, color=line_colour,
+                    linewidth=3.0 if model_args else 1.6, markerfacecolor=colour,
+                    markeredgecolor=colour, label=label, gid="simulated")
+    _style_axes(ax, x, [float(v) for line in groups.values() for v in line], drawn_ys,
+                y_label, y_text)
     handles, _ = ax.get_legend_handles_labels()
     if model_args is not None:
         handles.append(Line2D([], [], color="0.35", linestyle="--",
                               label="α-β-γ model (dashed)"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-              fontsize="small", frameon=False, ncols=columns)
-    ax.set_title(_title(groups, varies, split))
+    for note in _left_out_notes(failures, skipped, y):
+        handles.append(Line2D([], [], color="0.45", marker="x", linestyle="none",
+                              label=note))
+    columns = -(-len(handles) // _LEGEND_ROWS)
+    axes_width = _AXES_WIDTH if own else ax.get_position().width * fig.get_figwidth()
+    title = wrapped(_title(groups, varies, split), max(30, int(axes_width * 12)))
+    ax.set_title(title, fontsize="medium")
+    if place == "right":
+        box = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                        fontsize="small", frameon=False, ncols=columns)
+    elif place == "inside":
+        box = ax.legend(handles=handles, loc="best", fontsize="small", framealpha=0.85,
+                        ncols=columns)
+    if own and place == "right":
+        # The figure is sized from its legend: the data area keeps its width.
+        extent = box.get_window_extent()
+        width, height = extent.width / fig.dpi, extent.height / fig.dpi
+        lines_in_title = title.count("\n") + 1
+        fig.set_size_inches(0.95 + _AXES_WIDTH + 0.25 + width + 0.1,
+                            max(4.2, height + 0.45 + 0.2 * lines_in_title))
     return finish(fig, path)
 
 
 def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str) -> str:
+    """What every line shares: collective/algorithm (parameters) on topology, split value,
+    network and dtype where not the defaults."""
     first = dict(zip(_KEY, next(iter(groups))))
     fixed = {name: first[name] for name, vary in zip(_KEY, varies) if not vary}
-    head = " on ".join(str(fixed[name]) for name in ("collective", "topology")
-                       if name in fixed)
+    what = "/".join(str(fixed[name]) for name in ("collective", "algorithm")
+                    if name in fixed)
+    if fixed.get("params"):
+        what = f"{what} ({fixed['params']})" if what else str(fixed["params"])
+    head = " on ".join(part for part in (what, str(fixed.get("topology") or "")) if part)
     tail = [_split_text(split, fixed["split"])] if "split" in fixed else []
+    if fixed.get("network") not in (None, _DEFAULT_NETWORK):
+        tail.append(f"{fixed['network']} network")
+    if fixed.get("dtype") not in (None, _DEFAULT_DTYPE, "?"):
+        tail.append(str(fixed["dtype"]))
     return ", ".join([head] + tail if head else tail)
 
 

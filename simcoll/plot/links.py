@@ -23,8 +23,33 @@ from simcoll.topology.graph import Topology
 
 __all__ = ["link_utilization", "MAX_BINS"]
 
+
+def _ordinal(k: int) -> str:
+    """``3rd``, ``5th``, ``21st``."""
+    tail = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{tail}"
+
 MAX_BINS = 100_000
 """The most time bins a heatmap takes: more than any figure shows as columns."""
+_NAME = 14
+"""The most characters of a device's name in a row label; longer ones keep their start and
+end around an ellipsis (``gpu_node0_s…h100_sxm5_3``), so the heatmap keeps its width."""
+_NAMED = 40
+"""The most rows labelled; past it every k-th (k odd, so rows alternating between the two
+directions of a link are both named)."""
+
+
+def _short(name: str, most: int = _NAME) -> str:
+    """``name``, or its start and end around an ellipsis in ``most`` characters."""
+    if len(name) <= most:
+        return name
+    head = (most - 1) // 2
+    return name[:head] + "…" + name[len(name) - (most - 1 - head):]
+
+
+def _row_label(name: str) -> str:
+    """A link's ``src->dst`` with each device's name shortened."""
+    return "->".join(_short(part) for part in name.split("->"))
 
 
 def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax: Any = None,
@@ -42,13 +67,17 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
     (``Result.link_bytes``, protocol framing included). Only links that carried bytes
     get a row, grouped by link kind where there are several (white lines between the
     groups; a group's first label names its kind, and on large machines every group
-    labels every k-th of its rows from its first); colours are clipped to 0..1.
+    labels every k-th of its rows from its first, k odd, and the y label says so); long
+    device names are shortened around an ellipsis. Colours are clipped to 0..1; where a
+    drawn load passes 1 (the average-rate approximation under contention) the colour
+    bar has an arrow and the title gives the largest.
 
     Args:
         result: a result of ``simulate(..., trace=True)``.
         topology: the topology it ran on (the result holds only its name).
         bins: number of equal time bins from 0 to ``result.time``.
-        ax: a matplotlib Axes to draw on (a new figure otherwise).
+        ax: a matplotlib Axes to draw on (a new figure otherwise); the colour bar takes
+            its room from that Axes alone.
         save: write the figure there (PNG, SVG, PDF, ... by extension).
 
     Returns:
@@ -80,20 +109,31 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
     mesh = ax.pcolormesh(edges * factor, np.arange(len(loads) + 1), np.clip(grid, 0.0, 1.0),
                          vmin=0.0, vmax=1.0, cmap="viridis", shading="flat")
     ax.set_ylim(len(loads), 0)
-    every = max(1, -(-len(loads) // 40))
+    every = max(1, -(-len(loads) // _NAMED))
+    every += every > 1 and every % 2 == 0
     starts = [i for i in range(len(loads)) if i == 0 or kinds[i] != kinds[i - 1]]
     shown = sorted({i for start, end in zip(starts, starts[1:] + [len(loads)])
                     for i in range(start, end, every)})
     ax.set_yticks(np.array(shown) + 0.5)
     named = starts if len(starts) > 1 else []  # one kind: nothing to tell apart
-    ax.set_yticklabels([f"{loads[i].name} ({kinds[i]})" if i in named else loads[i].name
-                        for i in shown],
+    ax.set_yticklabels([f"{_row_label(loads[i].name)} ({kinds[i]})" if i in named
+                        else _row_label(loads[i].name) for i in shown],
                        fontsize="small" if len(loads) > 12 else "medium")
     for start in starts[1:]:
         ax.axhline(start, color="white", linewidth=1.2)
+    if every > 1:
+        ax.set_ylabel(f"{len(loads)} directed links, every {_ordinal(every)} named",
+                      fontsize="small")
     ax.set_xlabel(f"time ({unit})")
-    fig.colorbar(mesh, ax=ax, label="fraction of link bandwidth")
-    ax.set_title(wrapped(f"link utilization: {result.collective}/{result.algorithm} on "
-                         f"{result.topology}, {format_size(result.nbytes)} per rank"),
-                 fontsize="medium")
+    # over 1 by more than the rounding of a full link's bins (1.00000001)
+    peak = float(grid.max())
+    over = peak >= 1.005
+    fig.colorbar(mesh, ax=ax, label="fraction of link bandwidth",
+                 extend="max" if over else "neither")
+    title = (f"link utilization: {result.collective}/{result.algorithm} on "
+             f"{result.topology}, {format_size(result.nbytes)} per rank")
+    if over:
+        title += (f"\nloads above 1 (up to {peak:.2f}, {(grid >= 1.005).mean():.0%} of "
+                  f"cells) drawn as 1: average rates, approximate where flows share a link")
+    ax.set_title(wrapped(title, 72), fontsize="medium")
     return finish(fig, path)

@@ -12,7 +12,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.result import Result
 from simcoll.sweep.records import FailedPoint, SweepResults
 
-__all__ = ["Point", "read_points", "topology_templates"]
+__all__ = ["Point", "Failure", "read_points", "read_all", "topology_templates"]
 
 _REQUIRED = ("collective", "algorithm", "nranks", "nbytes")
 
@@ -86,12 +86,40 @@ def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
                  _machine(r))
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A sweep point that failed (a ``FailedPoint``, or a record with an ``error``)."""
+
+    collective: str
+    algorithm: str
+    nranks: Any
+    nbytes: Any
+    error_type: str
+
+
+def _error_type(error: Any) -> str:
+    if isinstance(error, Mapping):
+        return str(error.get("type") or "error")
+    return str(error).split(":", 1)[0] or "error"
+
+
 def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
     """Every record as a :class:`Point`; failed sweep points (a ``FailedPoint``, or a
-    dict marked with an ``error``) are left out.
+    dict marked with an ``error``) are left out (:func:`read_all` returns them too).
 
     A sweep's results (``sc.sweep``'s or ``sc.load_results``' :class:`SweepResults`)
     are read from their records, which tell machines of one name apart.
+
+    Raises:
+        InvalidInputError: a record is neither a Result nor a mapping, or lacks a field.
+    """
+    return read_all(records)[0]
+
+
+def read_all(records: Iterable[Result | Mapping[str, Any]]
+             ) -> tuple[list[Point], list[Failure]]:
+    """``(points, failures)``: the records that ran as :class:`Point` objects, and the
+    failed sweep points as :class:`Failure` objects, so a plot can say what it lacks.
 
     Raises:
         InvalidInputError: a record is neither a Result nor a mapping, or lacks a field.
@@ -100,7 +128,8 @@ def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
         records = [records]
     elif isinstance(records, SweepResults) and len(records.records) == len(records):
         records = records.records
-    points = []
+    points: list[Point] = []
+    failures: list[Failure] = []
     for i, r in enumerate(records):
         if isinstance(r, Result):
             points.append(Point(r.collective, r.algorithm, r.topology, r.network, r.dtype,
@@ -109,20 +138,36 @@ def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
                                 dict(r.params if r.requested is None else r.requested),
                                 from_result=True))
         elif isinstance(r, Mapping):
-            if not r.get("error"):
+            if r.get("error"):
+                failures.append(Failure(str(r.get("collective", "?")),
+                                        str(r.get("algorithm", "?")), r.get("nranks"),
+                                        r.get("nbytes"), _error_type(r["error"])))
+            else:
                 points.append(_from_mapping(i, r))
-        elif not isinstance(r, FailedPoint):
+        elif isinstance(r, FailedPoint):
+            failures.append(Failure(r.collective, r.algorithm, r.nranks, r.nbytes,
+                                    r.error_type))
+        else:
             raise InvalidInputError(f"record {i} is a {type(r).__name__}; records are "
                                     f"Result objects or dicts from Result.to_dict()")
-    return points
+    return points, failures
+
+
+def _listed(numbers: list[int]) -> str:
+    """``{1,2,4}``, or ``{1,...,64}`` for more than four numbers."""
+    values = sorted(set(numbers))
+    if len(values) > 4:
+        return f"{{{values[0]},...,{values[-1]}}}"
+    return "{" + ",".join(str(v) for v in values) + "}"
 
 
 def topology_templates(points: list[Point]) -> list[str]:
     """Each point's topology name with the numbers that change across the records made
-    into placeholders: ``p`` where the number is the rank count, else ``n``.
+    into placeholders: ``p`` where the number is the rank count, else the list of the
+    numbers the name takes.
 
     So ``switch(2)``, ``switch(4)``, ... all read ``switch(p)``, and ``dgx_a100x1``,
-    ``dgx_a100x2`` read ``dgx_a100xn``; a name that never changes stays as it is.
+    ``dgx_a100x2`` read ``dgx_a100x{1,2}``; a name that never changes stays as it is.
     """
     parts = [re.split(r"(\d+)", p.topology) for p in points]
     families: dict[tuple[str, ...], list[int]] = {}
@@ -135,8 +180,9 @@ def topology_templates(points: list[Point]) -> list[str]:
             if len({n[position] for n in numbers}) == 1:
                 continue
             is_p = all(int(parts[i][2 * position + 1]) == points[i].nranks for i in members)
+            text = "p" if is_p else _listed([int(n[position]) for n in numbers])
             for i in members:
-                parts[i][2 * position + 1] = "p" if is_p else "n"
+                parts[i][2 * position + 1] = text
         for i in members:
             names[i] = "".join(parts[i])
     return names

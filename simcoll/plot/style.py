@@ -17,36 +17,71 @@ _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _TIME_UNITS = ((1.0, "s", 1.0), (1e-3, "ms", 1e3), (1e-6, "µs", 1e6), (0.0, "ns", 1e9))
 
 
+def _digits(value: float, significant: int) -> str:
+    """``value`` to ``significant`` digits, never in exponent form (``1500``, not
+    ``1.5e+03``)."""
+    rounded = float(f"{value:.{significant}g}")
+    if abs(rounded) >= 10 ** (significant - 1):
+        return f"{rounded:.0f}"
+    return f"{rounded:.{significant}g}"
+
+
 def format_size(nbytes: float) -> str:
-    """A size in binary units: ``8 B``, ``1 KiB``, ``1.5 MiB``, ``64 MiB``, ``1 GiB``."""
+    """A size in binary units: ``8 B``, ``1 KiB``, ``1.5 MiB``, ``64 MiB``, ``1 GiB``.
+
+    Rounded first, then given its unit, so 1023.99 B reads ``1 KiB``, not ``1024 B``."""
     value, unit = float(nbytes), 0
-    while abs(value) >= 1024 and unit < len(_SIZE_UNITS) - 1:
+    while unit < len(_SIZE_UNITS) - 1 and abs(float(f"{value:.4g}")) >= 1024:
         value /= 1024
         unit += 1
-    return f"{value:.4g} {_SIZE_UNITS[unit]}"
+    return f"{_digits(value, 4)} {_SIZE_UNITS[unit]}"
 
 
 def time_unit(largest: float) -> tuple[str, float]:
     """The unit to show times up to ``largest`` seconds in: ``(name, factor)``, where a
-    time in seconds times ``factor`` is in that unit (s, ms, µs or ns)."""
-    for threshold, name, factor in _TIME_UNITS:
-        if largest >= threshold:
-            return name, factor
-    return "ns", 1e9
+    time in seconds times ``factor`` is in that unit (s, ms, µs or ns).
+
+    The unit is chosen after rounding to three digits, so 999.6 µs is shown in ms."""
+    largest = abs(largest)
+    index = next((i for i, (threshold, _, _) in enumerate(_TIME_UNITS)
+                  if largest >= threshold), len(_TIME_UNITS) - 1)
+    if index > 0 and abs(float(f"{largest * _TIME_UNITS[index][2]:.3g}")) >= 1000:
+        index -= 1
+    _, name, factor = _TIME_UNITS[index]
+    return name, factor
 
 
 def wrapped(title: str, width: int = 88) -> str:
     """``title`` broken into lines of at most ``width`` characters (each of its own lines
-    on its own), so a long machine name does not run past the figure's edges."""
+    on its own), so a long machine name does not run past the figure's edges: between
+    its phrases (after ", " or ": ") where they fit, else between words."""
+    import re
     import textwrap
 
-    return "\n".join(textwrap.fill(line, width) for line in title.split("\n"))
+    out: list[str] = []
+    for line in title.split("\n"):
+        current = ""
+        for phrase in re.split(r"(?<=[,:]) ", line):
+            joined = f"{current} {phrase}" if current else phrase
+            if len(joined) <= width:
+                current = joined
+                continue
+            if current:
+                out.append(current)
+            pieces = textwrap.wrap(phrase, width) or [""]
+            out.extend(pieces[:-1])
+            current = pieces[-1]
+        out.append(current)
+    return "\n".join(out)
 
 
 def format_duration(seconds: float) -> str:
-    """``1.23 ms``, ``850 µs``."""
+    """``1.23 ms``, ``850 µs``, ``1 ms`` (for 999.6 µs: rounded first, then given its
+    unit), ``1500 s`` (never ``1.5e+03 s``), ``3.43 h`` from 10,000 s on."""
+    if abs(seconds) >= 1e4:
+        return f"{_digits(seconds / 3600, 3)} h"
     name, factor = time_unit(seconds)
-    return f"{seconds * factor:.3g} {name}"
+    return f"{_digits(seconds * factor, 3)} {name}"
 
 
 def checked_save_path(save: str | os.PathLike | None) -> Path | None:
@@ -69,8 +104,18 @@ def checked_save_path(save: str | os.PathLike | None) -> Path | None:
 
 
 def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
-    """``(figure, axes)``: ``ax`` and its figure, or a new pyplot figure of ``figsize``."""
+    """``(figure, axes)``: ``ax`` and its figure, or a new pyplot figure of ``figsize``.
+
+    Raises:
+        InvalidInputError: ``ax`` is given but is not a matplotlib Axes.
+    """
     if ax is not None:
+        from matplotlib.axes import Axes
+
+        if not isinstance(ax, Axes):
+            raise InvalidInputError(f"ax={ax!r} is not a matplotlib Axes; pass one (as "
+                                    f"plt.subplots() returns) or leave ax out for a new "
+                                    f"figure")
         return ax.figure, ax
     import matplotlib.pyplot as plt
 

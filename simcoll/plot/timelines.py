@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simcoll.checks import flag
-from simcoll.critical_path import critical_path
+from simcoll.critical_path import Segment, critical_path
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import check_ran_on
 from simcoll.plot.style import (
@@ -30,23 +30,40 @@ __all__ = ["timeline"]
 _STREAMS = ("send", "recv", "reduce", "compute")
 _LEGEND = {"send": "send", "recv": "receive", "reduce": "reduction", "compute": "compute"}
 _COLOURS = {"send": "#1f77b4", "recv": "#ff7f0e", "reduce": "#2ca02c", "compute": "#d62728"}
+_RULED = 40
+"""The most bands ruled apart and labelled one by one; past it every k-th is labelled."""
 
 
-def _shown(result: RunResult, endpoints: int, ranks: Sequence[int] | None,
-           max_ranks: int, active: set[int]) -> list[int]:
-    if ranks is not None:
-        shown = list(ranks)
-        bad = [r for r in shown if isinstance(r, bool) or not isinstance(r, int)
-               or not 0 <= r < endpoints]
-        if bad or not shown:
-            raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a non-empty list "
-                                    f"of rank (or host) addresses in 0..{endpoints - 1}")
-        return shown
-    if endpoints <= max_ranks:
-        return list(range(endpoints))
-    # Hosts and in-network devices that did something, up to half the bands; ranks fill
-    # the rest.
-    others = sorted(a for a in active if a >= result.nranks)[:max_ranks // 2]
+def _checked_ranks(ranks: Any, endpoints: int) -> list[int]:
+    """``ranks`` as a list of distinct addresses in ``0..endpoints - 1`` (integers, numpy's
+    included; booleans refused, as everywhere: True == 1)."""
+    import numpy as np
+
+    shown = list(ranks) if isinstance(ranks, (Sequence, np.ndarray)) \
+        and not isinstance(ranks, str) else []
+    bad = [r for r in shown if isinstance(r, (bool, np.bool_))
+           or not isinstance(r, (int, np.integer)) or not 0 <= r < endpoints]
+    if bad or not shown or len(set(shown)) < len(shown):
+        raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a non-empty list "
+                                f"of distinct rank (or host) addresses in "
+                                f"0..{endpoints - 1}")
+    return [int(r) for r in shown]
+
+
+def _shown(result: RunResult, max_ranks: int, active: set[int],
+           on_path: dict[int, float] | None) -> list[int]:
+    """The bands drawn when the caller chose none: every rank, and the hosts and
+    in-network devices that did something; past ``max_ranks``, the endpoints the critical
+    path visits (``on_path``: seconds of the path on each; those with the most, where
+    they are more than ``max_ranks``), else the first ranks and up to half the bands of
+    the others that did something."""
+    others = sorted(a for a in active if a >= result.nranks)
+    if result.nranks + len(others) <= max_ranks:
+        return list(range(result.nranks)) + others
+    if on_path is not None:
+        most = sorted(on_path, key=lambda a: (-on_path[a], a))[:max_ranks]
+        return sorted(most)
+    others = others[:max_ranks // 2]
     return list(range(min(result.nranks, max_ranks - len(others)))) + others
 
 
@@ -62,19 +79,19 @@ def _what_is_shown(shown: list[int], nranks: int, others: int) -> str:
                    else f" and {drawn} of the {others} other {noun} that took part")
 
 
-def _itself(span: tuple[float, float]) -> tuple[float, float]:
-    return span
+def _span(item: tuple[float, float, float]) -> tuple[float, float]:
+    return item[0], item[1]
 
 
-def _path_line(result: RunResult, shown: list[int], streams: list[str], height: float,
-               factor: float) -> tuple[list[float], list[float]]:
+def _path_line(segments: Sequence[Segment], shown: list[int], streams: list[str],
+               height: float, factor: float) -> tuple[list[float], list[float]]:
     """The critical path as a polyline over the bands: each segment along its endpoint's
     row (a message's on its sender's send row, a wait across the middle of the band),
     stepping from band to band where the path moves; broken where it crosses endpoints
     not shown."""
     xs: list[float] = []
     ys: list[float] = []
-    for segment in critical_path(result).segments:
+    for segment in segments:
         if segment.endpoint not in shown:
             xs.append(math.nan)
             ys.append(math.nan)
@@ -82,10 +99,26 @@ def _path_line(result: RunResult, shown: list[int], streams: list[str], height: 
         band = shown.index(segment.endpoint)
         stream = "send" if segment.peer is not None else segment.kind
         y = float(band) if stream not in streams else \
-            band - 0.45 + (streams.index(stream) + 0.5) * height
+            band - height * len(streams) / 2 + (streams.index(stream) + 0.5) * height
         xs += [segment.start * factor, segment.end * factor]
         ys += [y, y]
     return xs, ys
+
+
+def _lighter(colour: str, amount: float = 0.6) -> tuple[float, float, float]:
+    """``colour`` mixed with ``amount`` of white."""
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(colour)
+    return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
+
+
+def _band_label(result: RunResult, address: int, topology: Topology | None) -> str:
+    """``rank r``, ``host h``, ``in-network device NAME``; without the topology, a host or
+    an in-network device is ``endpoint e`` (the title says what that is)."""
+    if topology is None and address >= result.nranks:
+        return f"endpoint {address}"
+    return endpoint_label(result, address, topology)
 
 
 def timeline(result: RunResult, topology: Topology | None = None, *,
@@ -98,8 +131,11 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     Each band holds up to four rows: the messages the rank sent (from the send to the
     arrival of the last byte), the messages it received (the same spans, on the
     receiver), its reductions and its compute spans; streams that never occur are left
-    out. Gaps are idle time. Where messages overlap (several in flight at once), their
-    row splits into as many thinner lanes as are needed to draw each one apart.
+    out. A message's bar is light while it waits out its route's latency or the message
+    ahead of it (``TraceEvent.moving``), and solid while its bytes move. Gaps are idle
+    time. Where messages overlap (several in flight at once), their row splits into as
+    many thinner lanes as are needed to draw each one apart. Past 40 bands, every k-th
+    band is labelled and the bands are not ruled apart.
 
     Args:
         result: a result of ``simulate(..., trace=True)`` or
@@ -108,12 +144,16 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
             or ``in-network device NAME`` for an NVSwitch or a SHARP switch that
             reduced); without it they are ``endpoint e``, which the result alone cannot
             tell apart.
-        ranks: the rank (or host) addresses to show, top to bottom; by default all of
-            them, or the first ``max_ranks`` (hosts included) with a note in the title.
+        ranks: the rank (or host) addresses to show, top to bottom, each once (a list or
+            a numpy array of integers); by default all of them, or, past ``max_ranks``,
+            the first ranks (hosts included), or with ``critical=True`` the endpoints the
+            critical path visits, with a note in the title.
         max_ranks: the most bands drawn when ``ranks`` is not given.
         critical: draw the run's critical path over the bands
-            (:func:`simcoll.critical_path`), a black line from band to band.
-        ax: a matplotlib Axes to draw on (a new figure otherwise).
+            (:func:`simcoll.critical_path`), a black line from band to band; the title
+            says how much of it lies on endpoints not shown.
+        ax: a matplotlib Axes to draw on (a new figure otherwise); the legend then goes
+            inside it, so the caller's layout is left alone.
         save: write the figure there (PNG, SVG, PDF, ... by extension).
 
     Returns:
@@ -131,19 +171,28 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
         raise InvalidInputError(f"max_ranks={max_ranks!r} is not accepted; use an integer "
                                 f">= 1")
     endpoints = result.nranks + len(result.host_bytes_sent)
+    chosen = None if ranks is None else _checked_ranks(ranks, endpoints)
     if not result.time > 0:
         raise InvalidInputError("the run took no time (one rank, or nothing to move): "
                                 "there is nothing to draw")
-    active = {e.rank for e in events} | {e.peer for e in events if e.peer is not None}
-    shown = _shown(result, endpoints, ranks, max_ranks, active)
     path = checked_save_path(save)
-    spans: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    active = {e.rank for e in events} | {e.peer for e in events if e.peer is not None}
+    segments = critical_path(result).segments if critical else ()
+    on_path: dict[int, float] = {}
+    for segment in segments:
+        on_path[segment.endpoint] = on_path.get(segment.endpoint, 0.0) \
+            + segment.end - segment.start
+    shown = chosen if chosen is not None else \
+        _shown(result, max_ranks, active, on_path if critical else None)
+    # (start, end, moving) of each bar: a message's bytes move from ``moving`` on.
+    spans: dict[tuple[int, str], list[tuple[float, float, float]]] = {}
     for e in events:
         if e.kind == "message" and e.peer is not None:
-            spans.setdefault((e.rank, "send"), []).append((e.start, e.end))
-            spans.setdefault((e.peer, "recv"), []).append((e.start, e.end))
+            moving = e.start if e.moving is None else e.moving
+            spans.setdefault((e.rank, "send"), []).append((e.start, e.end, moving))
+            spans.setdefault((e.peer, "recv"), []).append((e.start, e.end, moving))
         else:
-            spans.setdefault((e.rank, e.kind), []).append((e.start, e.end))
+            spans.setdefault((e.rank, e.kind), []).append((e.start, e.end, e.start))
     streams = [s for s in _STREAMS if any(key[1] == s for key in spans)] or ["send"]
 
     from matplotlib.collections import PolyCollection
@@ -151,42 +200,74 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
 
     unit, factor = time_unit(result.time)
     rows = len(shown) * len(streams)
+    given = ax is not None
     fig, ax = new_axes(ax, (8.0, min(11.0, max(2.6, 1.4 + 0.16 * rows))))
-    height = 0.9 / len(streams)
-    outline = 0.4 if len(events) <= 4000 else 0.0
-    for band, address in enumerate(shown):
-        label = endpoint_label(result, address, topology)
+    # Past _RULED bands a row is a pixel or two: rows and lanes then fill their band
+    # without white seams, which drew moire stripes.
+    ruled = len(shown) <= _RULED
+    height = (0.9 if ruled else 1.0) / len(streams)
+    pad = 0.04 if ruled else 0.0
+    outline = 0.4 if len(events) <= 4000 and ruled else 0.0
+    waited = False
+    labels = [_band_label(result, a, topology) for a in shown]
+    for band, (address, label) in enumerate(zip(shown, labels)):
         for j, stream in enumerate(streams):
-            packed = lanes(spans.get((address, stream), []), _itself)
+            packed = lanes(spans.get((address, stream), []), _span)
             if not packed:
                 continue
-            top = band - 0.45 + j * height + 0.04 * height
-            lane_height = 0.92 * height / len(packed)
-            boxes = [[(s * factor, y), (s * factor, y + lane_height),
-                      (t * factor, y + lane_height), (t * factor, y)]
-                     for k, lane in enumerate(packed) for y in (top + k * lane_height,)
-                     for s, t in lane]
+            top = band - height * len(streams) / 2 + (j + pad) * height
+            lane_height = (1 - 2 * pad) * height / len(packed)
+
+            def box(s: float, t: float, y: float,
+                    h: float = lane_height) -> list[tuple[float, float]]:
+                return [(s * factor, y), (s * factor, y + h), (t * factor, y + h),
+                        (t * factor, y)]
+
+            placed = [(y, item) for k, lane in enumerate(packed)
+                      for y in (top + k * lane_height,) for item in lane]
             # One collection per band and stream, the data limits left alone (they are set
             # below): a collection per lane, each re-scaling the axes, took 11 s for the
-            # 113,152 spans of NCCL on dgx_h100(8), against 2 s now.
-            ax.add_collection(PolyCollection(boxes, facecolors=_COLOURS[stream],
-                                             edgecolors="white", linewidths=outline,
-                                             gid=f"{label}/{stream}"), autolim=False)
-        if band:
+            # 113,152 spans of NCCL on dgx_h100(8), against 2 s now. A message's whole
+            # span is drawn light, its bytes' part solid over it.
+            light = stream in ("send", "recv")
+            ax.add_collection(PolyCollection(
+                [box(s, t, y) for y, (s, t, _) in placed],
+                facecolors=_lighter(_COLOURS[stream]) if light else _COLOURS[stream],
+                edgecolors="white", linewidths=outline,
+                gid=f"{label}/{stream}"),
+                autolim=False)
+            if light:
+                # named in the legend where some bar shows it (a 400th of the run)
+                waited = waited or any(m - s > result.time / 400
+                                       for _, (s, _, m) in placed)
+                ax.add_collection(PolyCollection(
+                    [box(m, t, y) for y, (_, t, m) in placed if t > m],
+                    facecolors=_COLOURS[stream], edgecolors="none",
+                    gid=f"{label}/{stream} bytes"), autolim=False)
+        if band and ruled:
             ax.axhline(band - 0.5, color="0.8", linewidth=0.6)
     ax.set_ylim(len(shown) - 0.5, -0.5)
-    ax.set_yticks(range(len(shown)))
-    ax.set_yticklabels([endpoint_label(result, a, topology) for a in shown],
-                       fontsize="small" if len(shown) > 8 else "medium")
+    # Past _RULED bands, every k-th is named (the first and the last included where
+    # they are at least k/2 apart), as the link heatmap does.
+    every = max(1, -(-len(shown) // _RULED))
+    named = list(range(0, len(shown), every))
+    if named[-1] != len(shown) - 1 and len(shown) - 1 - named[-1] >= every / 2:
+        named.append(len(shown) - 1)
+    ax.set_yticks(named)
+    ax.set_yticklabels([labels[i] for i in named],
+                       fontsize="small" if len(named) > 8 else "medium")
     ax.tick_params(axis="y", length=0)
     ax.set_xlim(0, result.time * factor)
     ax.set_xlabel(f"time ({unit})")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
     handles: list[Any] = [Patch(facecolor=_COLOURS[s], label=_LEGEND[s]) for s in streams]
+    if waited:
+        handles.append(Patch(facecolor=_lighter(_COLOURS["send"]), label="message latency,\n"
+                             "queueing (lighter)"))
     handles.append(Patch(facecolor="white", edgecolor="0.6", label="idle (gap)"))
     if critical:
-        xs, ys = _path_line(result, shown, streams, height, factor)
+        xs, ys = _path_line(segments, shown, streams, height, factor)
         from matplotlib import patheffects
 
         (line,) = ax.plot(xs, ys, color="black", linewidth=1.6, solid_capstyle="butt",
@@ -194,15 +275,32 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
                           path_effects=[patheffects.Stroke(linewidth=3.4, foreground="white"),
                                         patheffects.Normal()])
         handles.append(line)
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-              fontsize="small", title="rows in each band", title_fontsize="small")
+    if given:   # inside the caller's axes: an outside legend would take room from others
+        ax.legend(handles=handles, loc="best", fontsize="x-small", framealpha=0.9)
+    else:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  frameon=False, fontsize="small")
     if isinstance(result, Result):
         title = (f"{result.collective}/{result.algorithm} on {result.topology}, "
                  f"{format_size(result.nbytes)} per rank: {format_duration(result.time)}")
     else:
         title = f"a program on {result.topology}: {format_duration(result.time)}"
     others = sum(1 for a in active if a >= result.nranks)
-    if len(shown) < result.nranks + others and ranks is None:
-        title += "\nshowing " + _what_is_shown(shown, result.nranks, others)
-    ax.set_title(wrapped(title), fontsize="medium")
+    notes = []
+    if chosen is None and critical and len(shown) < result.nranks + others:
+        visited = len(on_path)
+        notes.append(f"showing the {len(shown)} of {result.nranks + others} endpoints "
+                     f"that the critical path visits" if len(shown) == visited else
+                     f"showing {len(shown)} of the {visited} endpoints (of "
+                     f"{result.nranks + others}) that the critical path visits")
+    elif chosen is None and len(shown) < result.nranks + others:
+        notes.append("showing " + _what_is_shown(shown, result.nranks, others))
+    if critical:
+        hidden = sum(t for a, t in on_path.items() if a not in shown)
+        if hidden > 0:
+            notes.append(f"critical path: {hidden / result.time:.0%} of its time on "
+                         f"endpoints not shown")
+    if topology is None and any(a >= result.nranks for a in shown):
+        notes.append(f"endpoints from {result.nranks} on: hosts or in-network devices")
+    ax.set_title(wrapped("\n".join([title] + notes)), fontsize="medium")
     return finish(fig, path)

@@ -29,8 +29,10 @@ __all__ = ["plot_timeline"]
 _KIND_COLOURS = {
     "forward": "#4c72b0", "backward": "#8fb0d9", "all_reduce": "#dd8452",
     "reduce_scatter": "#c44e52", "all_gather": "#55a868", "send": "#8172b3",
-    "recv": "#b5a8d9",
+    "recv": "#ccb974",
 }
+"""Colours of the operations; a pipeline's send (purple) and receive (olive) differ in hue
+and in lightness, as their bars are thin and often side by side."""
 _KIND_NAMES = {"all_reduce": "all-reduce", "reduce_scatter": "reduce-scatter",
                "all_gather": "all-gather", "recv": "receive"}
 _STREAM_NAMES = {"compute": "compute", "tp": "TP", "pp": "PP", "dp": "DP",
@@ -46,7 +48,8 @@ def _bounds(span: Span) -> tuple[float, float]:
 
 _CROWDED = 40
 """More rows than this and each band names only its GPU (its streams are told by their
-colours)."""
+colours); more bands than this and every k-th band is named, and bands are not ruled
+apart."""
 _WIDE = 200
 """A bar wider than the run's time over this keeps its white outline on a crowded row."""
 
@@ -88,14 +91,16 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
             first ``max_ranks`` that did something).
         max_ranks: how many GPUs to show by default (>= 1).
         title: the figure's title (default: what ran and how long it took).
-        ax: a matplotlib Axes to draw on; save: write the figure there.
+        ax: a matplotlib Axes to draw on (its legend then goes inside it, so the
+            caller's layout is left alone); save: write the figure there.
 
     Returns:
         The matplotlib Figure.
 
     Raises:
-        InvalidInputError: a result without spans, or bad ``ranks`` / ``max_ranks`` /
-            save path.
+        InvalidInputError: a result without spans, a step that took no time (as
+            :func:`simcoll.plot.timeline` refuses a run that took none), or bad ``ranks`` /
+            ``max_ranks`` / save path.
     """
     spans: Sequence[Span] | None = getattr(result, "spans", None)
     if not spans:
@@ -107,36 +112,51 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
         shown = active[:max_ranks]
     else:
         shown = list(ranks) if isinstance(ranks, (Sequence, np.ndarray)) else []
-        # Booleans are refused as ranks, as everywhere (simcoll.checks): True == 1.
-        if (not shown or any(isinstance(r, (bool, np.bool_)) for r in shown)
+        # Integers only (numpy's too); booleans are refused as ranks, as everywhere
+        # (simcoll.checks): True == 1.
+        if (not shown or any(isinstance(r, (bool, np.bool_))
+                             or not isinstance(r, (int, np.integer)) for r in shown)
                 or any(r not in active for r in shown) or len(set(shown)) < len(shown)):
             raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a list of "
                                     f"distinct GPUs that took part: {active[:16]}"
                                     f"{' ...' if len(active) > 16 else ''}")
+    end = max(s.end for s in spans)
+    if not end > 0:
+        raise InvalidInputError("the step took no time (no compute, nothing to move): "
+                                "there is nothing to draw")
     path = checked_save_path(save)
     streams = [s for s in _STREAM_ORDER if any(x.stream == s for x in spans)]
     streams += sorted({x.stream for x in spans} - set(streams))
-    end = max(s.end for s in spans)
     unit, factor = time_unit(end)
     rows = len(shown) * len(streams)
+    given = ax is not None
     fig, ax = new_axes(ax, (9.0, min(11.0, max(2.8, 1.2 + 0.28 * rows))))
 
     from matplotlib.patches import Patch
 
-    height = 0.9 / len(streams)
+    # Past _CROWDED bands a row is a pixel or two: rows then fill their band, with no
+    # white gaps or outlines, which washed the bars out.
+    ruled = len(shown) <= _CROWDED
+    height = (0.9 if ruled else 1.0) / len(streams)
+    pad = 0.05 if ruled else 0.0
     # White outlines part neighbouring bars; on crowded rows they would hide the bars, so
-    # a row keeps them only where its bars are wide (a pipeline's micro-batches).
-    few = sum(s.rank in shown for s in spans) <= 300
+    # a row keeps them only where its bars are wide (a pipeline's micro-batches), and a
+    # bar much narrower than the step (a pipeline's send) never has one.
+    few = sum(s.rank in shown for s in spans) <= 300 and len(shown) <= _CROWDED
     kinds: set[str] = set()
     ticks: list[float] = []
     labels: list[str] = []
     crowded = rows > _CROWDED
+    every = max(1, -(-len(shown) // _CROWDED))   # past _CROWDED bands, every k-th named
+    named = set(range(0, len(shown), every))
+    if (len(shown) - 1) % every and (len(shown) - 1) % every >= every / 2:
+        named.add(len(shown) - 1)
     for band, rank in enumerate(shown):
-        if crowded:  # too many rows to name each: a band names its GPU (colours, streams)
+        if crowded and band in named:  # a band names its GPU (colours tell its streams)
             ticks.append(band)
             labels.append(f"GPU {rank}")
         for j, stream in enumerate(streams):
-            top = band - 0.45 + j * height
+            top = band - height * len(streams) / 2 + j * height
             if not crowded:
                 ticks.append(top + height / 2)
                 name = _STREAM_NAMES.get(stream, stream)
@@ -144,25 +164,26 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
             packed = lanes([s for s in spans if s.rank == rank and s.stream == stream],
                            _bounds)
             for k, lane in enumerate(packed):
-                lane_height = 0.9 * height / len(packed)
+                lane_height = (1 - 2 * pad) * height / len(packed)
                 narrowest = min(s.end - s.start for s in lane)
-                outline = 0.3 if few or narrowest > end / _WIDE else 0.0
+                outline = 0.3 if ruled and (few or narrowest > end / _WIDE) else 0.0
                 for kind in {s.kind for s in lane}:
                     kinds.add(kind)
+                    bars = [s for s in lane if s.kind == kind]
                     ax.broken_barh([(s.start * factor, (s.end - s.start) * factor)
-                                    for s in lane if s.kind == kind],
-                                   (top + 0.05 * height + k * lane_height, lane_height),
+                                    for s in bars],
+                                   (top + pad * height + k * lane_height, lane_height),
                                    facecolors=_KIND_COLOURS.get(kind, "0.5"),
-                                   edgecolors="white", linewidth=outline)
-        if band:
+                                   edgecolors="white",
+                                   linewidth=[outline if s.end - s.start > end / _WIDE
+                                              else 0.0 for s in bars])
+        if band and ruled:
             ax.axhline(band - 0.5, color="0.6", linewidth=0.8)
     ax.set_ylim(len(shown) - 0.5, -0.5)
     ax.set_yticks(ticks)
-    ax.set_yticklabels(labels, fontsize="x-small" if rows > 24 else "small")
+    ax.set_yticklabels(labels, fontsize="x-small" if len(labels) > 24 else "small")
     ax.tick_params(axis="y", length=0)
-    # A step of zero duration gets one unit of axis: equal limits would make matplotlib
-    # warn and widen them by itself.
-    ax.set_xlim(0, end * factor or 1.0)
+    ax.set_xlim(0, end * factor)
     ax.set_xlabel(f"time ({unit})")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
@@ -170,8 +191,11 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     handles = [Patch(facecolor=_KIND_COLOURS.get(k, "0.5"), label=_KIND_NAMES.get(k, k))
                for k in order]
     handles.append(Patch(facecolor="white", edgecolor="0.6", label="waiting (gap)"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-              fontsize="small")
+    if given:   # inside the caller's axes: an outside legend would take room from others
+        ax.legend(handles=handles, loc="best", fontsize="x-small", framealpha=0.9)
+    else:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  frameon=False, fontsize="small")
     if title is None:
         title = f"{_what_ran(result)}: {format_duration(end)}"
         if len(shown) < len(active) and ranks is None:
