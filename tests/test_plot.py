@@ -1247,3 +1247,6 @@ def test_titles_break_between_phrases_where_they_fit():
                                   "switch(8),\n64 MiB per rank")
     assert all(len(line) <= 40 for line in wrapped("a" * 100 + ", tail", 40).split("\n"))
     assert wrapped("short, title", 72) == "short, title"
+    # never inside brackets: a tuple stays on one line
+    assert wrapped("GPipe: bubble 0.279, micro-batches in flight per stage (8, 8, 8, 8)",
+                   50) == "GPipe: bubble 0.279,\nmicro-batches in flight per stage (8, 8, 8, 8)"

@@ -16,6 +16,7 @@ from simcoll.collectives import collective as collective_spec
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.plot.records import Failure, Point, read_all, topology_templates
 from simcoll.plot.style import (
+    check_axes,
     checked_save_path,
     finish,
     format_duration,
@@ -350,13 +351,7 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
     if legend is not None and legend not in _LEGENDS:
         raise InvalidInputError(f"legend={legend!r} is not accepted; use one of {_LEGENDS} "
                                 f"or leave it out")
-    if ax is not None:
-        from matplotlib.axes import Axes
-
-        if not isinstance(ax, Axes):
-            raise InvalidInputError(f"ax={ax!r} is not a matplotlib Axes; pass one (as "
-                                    f"plt.subplots() returns) or leave ax out for a new "
-                                    f"figure")
+    check_axes(ax)
     model_args: tuple[float, float, float] | None = None
     if flag(formula, "formula"):
         if alpha is None or beta is None or gamma is None:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 
-__all__ = ["lanes", "format_size", "time_unit", "format_duration", "wrapped",
+__all__ = ["lanes", "format_size", "time_unit", "format_duration", "wrapped", "check_axes",
            "checked_save_path", "new_axes", "finish"]
 
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -54,14 +54,14 @@ def time_unit(largest: float) -> tuple[str, float]:
 def wrapped(title: str, width: int = 88) -> str:
     """``title`` broken into lines of at most ``width`` characters (each of its own lines
     on its own), so a long machine name does not run past the figure's edges: between
-    its phrases (after ", " or ": ") where they fit, else between words."""
-    import re
+    its phrases (after ", " or ": " outside brackets) where they fit, else between
+    words."""
     import textwrap
 
     out: list[str] = []
     for line in title.split("\n"):
         current = ""
-        for phrase in re.split(r"(?<=[,:]) ", line):
+        for phrase in _phrases(line):
             joined = f"{current} {phrase}" if current else phrase
             if len(joined) <= width:
                 current = joined
@@ -73,6 +73,17 @@ def wrapped(title: str, width: int = 88) -> str:
             current = pieces[-1]
         out.append(current)
     return "\n".join(out)
+
+
+def _phrases(line: str) -> list[str]:
+    """``line`` cut after each ", " or ": " that no bracket encloses."""
+    phrases, depth, start = [], 0, 0
+    for i, char in enumerate(line):
+        depth += (char in "([{") - (char in ")]}")
+        if depth == 0 and char in ",:" and line[i + 1:i + 2] == " ":
+            phrases.append(line[start:i + 1])
+            start = i + 2
+    return [*phrases, line[start:]]
 
 
 def format_duration(seconds: float) -> str:
@@ -103,11 +114,11 @@ def checked_save_path(save: str | os.PathLike | None) -> Path | None:
     return path
 
 
-def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
-    """``(figure, axes)``: ``ax`` and its figure, or a new pyplot figure of ``figsize``.
+def check_axes(ax: Any) -> None:
+    """Refuse an ``ax`` that is neither None nor a matplotlib Axes.
 
     Raises:
-        InvalidInputError: ``ax`` is given but is not a matplotlib Axes.
+        InvalidInputError: naming the value.
     """
     if ax is not None:
         from matplotlib.axes import Axes
@@ -116,6 +127,16 @@ def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
             raise InvalidInputError(f"ax={ax!r} is not a matplotlib Axes; pass one (as "
                                     f"plt.subplots() returns) or leave ax out for a new "
                                     f"figure")
+
+
+def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
+    """``(figure, axes)``: ``ax`` and its figure, or a new pyplot figure of ``figsize``.
+
+    Raises:
+        InvalidInputError: ``ax`` is given but is not a matplotlib Axes.
+    """
+    check_axes(ax)
+    if ax is not None:
         return ax.figure, ax
     import matplotlib.pyplot as plt
 
