@@ -1228,6 +1228,18 @@ def test_the_comparison_legend_covers_no_point():
     plt.close(fig)
 
 
+def test_a_linear_busbw_axis_starts_at_zero():
+    # busbw within less than a decade (43-45 GB/s) stays linear, from 0, so a 10% gap
+    # looks like 10% of the height, not like all of it
+    sizes = [2**k for k in range(24, 34)]
+    fig = sc.plot.comparison(_found(sizes, [20e-6 + s / 30e9 for s in sizes]))
+    upper = fig.axes[0]
+    assert upper.get_yscale() == "linear" and upper.get_ylim()[0] == 0
+    top = max(max(line.get_ydata()) for line in upper.get_lines())
+    assert top < upper.get_ylim()[1] < 1.2 * top
+    plt.close(fig)
+
+
 def test_the_latency_legend_entry_only_where_a_bar_shows_latency():
     topo = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=sc.us)
     big = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=64 * sc.MiB, trace=True)
@@ -1247,6 +1259,10 @@ def test_titles_break_between_phrases_where_they_fit():
                                   "switch(8),\n64 MiB per rank")
     assert all(len(line) <= 40 for line in wrapped("a" * 100 + ", tail", 40).split("\n"))
     assert wrapped("short, title", 72) == "short, title"
+    # before a bracket rather than inside it
+    assert wrapped("ring on switch(4): geometric-mean 12.6% (times a factor of 1.13 apart)",
+                   50) == ("ring on switch(4): geometric-mean 12.6%\n"
+                           "(times a factor of 1.13 apart)")
     # never inside brackets: a tuple stays on one line
     assert wrapped("GPipe: bubble 0.279, micro-batches in flight per stage (8, 8, 8, 8)",
                    50) == "GPipe: bubble 0.279,\nmicro-batches in flight per stage (8, 8, 8, 8)"

@@ -131,13 +131,15 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     lower.axhline(1.0, color="black", linewidth=0.6)
     upper.set_xscale("log", base=2)
     # busbw spans decades over a table's sizes; within less than one, a log axis has
-    # no decade to label, so it stays linear
+    # no decade to label, so it stays linear, from 0 (so a 10% gap looks like one)
     values = measured + simulated
     if max(values) >= 10 * min(values):
         from matplotlib.ticker import FuncFormatter
 
         upper.set_yscale("log")
         upper.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    else:
+        upper.set_ylim(0, max(values) * 1.08)
     lower.set_yscale("log")
     # from the tick at or below the smallest ratio (0.5 at least) to the one at or above
     # the largest (2 at least), with room for the line

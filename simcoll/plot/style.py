@@ -53,36 +53,40 @@ def time_unit(largest: float) -> tuple[str, float]:
 
 def wrapped(title: str, width: int = 88) -> str:
     """``title`` broken into lines of at most ``width`` characters (each of its own lines
-    on its own), so a long machine name does not run past the figure's edges: between
-    its phrases (after ", " or ": " outside brackets) where they fit, else between
-    words."""
+    on its own), so a long machine name does not run past the figure's edges: after a
+    ", " or ": " where the phrases fit, else before a " (", else between words; never
+    inside brackets unless a bracketed part alone is too long."""
     import textwrap
 
     out: list[str] = []
     for line in title.split("\n"):
         current = ""
-        for phrase in _phrases(line):
-            joined = f"{current} {phrase}" if current else phrase
-            if len(joined) <= width:
-                current = joined
-                continue
-            if current:
-                out.append(current)
-            pieces = textwrap.wrap(phrase, width) or [""]
-            out.extend(pieces[:-1])
-            current = pieces[-1]
+        for phrase in _phrases(line, ",:"):
+            for part in ([phrase] if len(phrase) <= width else _phrases(phrase, "(")):
+                joined = f"{current} {part}" if current else part
+                if len(joined) <= width:
+                    current = joined
+                    continue
+                if current:
+                    out.append(current)
+                pieces = textwrap.wrap(part, width) or [""]
+                out.extend(pieces[:-1])
+                current = pieces[-1]
         out.append(current)
     return "\n".join(out)
 
 
-def _phrases(line: str) -> list[str]:
-    """``line`` cut after each ", " or ": " that no bracket encloses."""
+def _phrases(line: str, marks: str) -> list[str]:
+    """``line`` cut at its spaces that no bracket encloses and that follow one of
+    ``marks`` (``","`` or ``":"``) or precede one (``"("``); the spaces dropped."""
     phrases, depth, start = [], 0, 0
     for i, char in enumerate(line):
+        before, after = line[i - 1] if i else "", line[i + 1:i + 2]
+        if depth == 0 and char == " " and (before in ",:" and before in marks
+                                           or after == "(" and after in marks):
+            phrases.append(line[start:i])
+            start = i + 1
         depth += (char in "([{") - (char in ")]}")
-        if depth == 0 and char in ",:" and line[i + 1:i + 2] == " ":
-            phrases.append(line[start:i + 1])
-            start = i + 2
     return [*phrases, line[start:]]
 
 
