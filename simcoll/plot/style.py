@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -11,7 +11,8 @@ from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 
 __all__ = ["lanes", "format_size", "time_unit", "format_duration", "wrapped", "check_axes",
-           "checked_save_path", "new_axes", "finish"]
+           "named_bands", "integer_list", "RULED_BANDS", "checked_save_path", "new_axes",
+           "finish"]
 
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _TIME_UNITS = ((1.0, "s", 1.0), (1e-3, "ms", 1e3), (1e-6, "µs", 1e6), (0.0, "ns", 1e9))
@@ -116,6 +117,35 @@ def checked_save_path(save: str | os.PathLike | None) -> Path | None:
         raise InvalidInputError(f"cannot save a figure as {str(path)!r}; use one of the "
                                 f"extensions {', '.join('.' + f for f in sorted(formats))}")
     return path
+
+
+RULED_BANDS = 40
+"""The most timeline bands ruled apart and named one by one; past it every k-th is named."""
+
+
+def named_bands(count: int) -> list[int]:
+    """The bands of a timeline of ``count`` that get a label: all of them up to
+    :data:`RULED_BANDS`, else every k-th (k the least that names at most that many), and
+    the last where it is at least k/2 past the previous one named."""
+    every = max(1, -(-count // RULED_BANDS))
+    named = list(range(0, count, every))
+    if (count - 1) % every >= every / 2:
+        named.append(count - 1)
+    return named
+
+
+def integer_list(values: Any) -> list[int] | None:
+    """``values`` as a list of distinct ints (Python's or numpy's; never booleans, which
+    are taken for numbers nowhere: True == 1), or None if it is not one or is empty."""
+    import numpy as np
+
+    items = list(values) if isinstance(values, (Sequence, np.ndarray)) \
+        and not isinstance(values, str) else []
+    if not items or len(set(items)) < len(items) or any(
+            isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
+            for v in items):
+        return None
+    return [int(v) for v in items]
 
 
 def check_axes(ax: Any) -> None:

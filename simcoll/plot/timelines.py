@@ -12,11 +12,14 @@ from simcoll.critical_path import Segment, critical_path
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import check_ran_on
 from simcoll.plot.style import (
+    RULED_BANDS,
     checked_save_path,
     finish,
     format_duration,
     format_size,
+    integer_list,
     lanes,
+    named_bands,
     new_axes,
     time_unit,
     wrapped,
@@ -30,24 +33,16 @@ __all__ = ["timeline"]
 _STREAMS = ("send", "recv", "reduce", "compute")
 _LEGEND = {"send": "send", "recv": "receive", "reduce": "reduction", "compute": "compute"}
 _COLOURS = {"send": "#1f77b4", "recv": "#ff7f0e", "reduce": "#2ca02c", "compute": "#d62728"}
-_RULED = 40
-"""The most bands ruled apart and labelled one by one; past it every k-th is labelled."""
 
 
 def _checked_ranks(ranks: Any, endpoints: int) -> list[int]:
-    """``ranks`` as a list of distinct addresses in ``0..endpoints - 1`` (integers, numpy's
-    included; booleans refused, as everywhere: True == 1)."""
-    import numpy as np
-
-    shown = list(ranks) if isinstance(ranks, (Sequence, np.ndarray)) \
-        and not isinstance(ranks, str) else []
-    bad = [r for r in shown if isinstance(r, (bool, np.bool_))
-           or not isinstance(r, (int, np.integer)) or not 0 <= r < endpoints]
-    if bad or not shown or len(set(shown)) < len(shown):
+    """``ranks`` as a list of distinct addresses in ``0..endpoints - 1``."""
+    shown = integer_list(ranks)
+    if shown is None or not all(0 <= r < endpoints for r in shown):
         raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a non-empty list "
                                 f"of distinct rank (or host) addresses in "
                                 f"0..{endpoints - 1}")
-    return [int(r) for r in shown]
+    return shown
 
 
 def _shown(result: RunResult, max_ranks: int, active: set[int],
@@ -202,9 +197,9 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     rows = len(shown) * len(streams)
     given = ax is not None
     fig, ax = new_axes(ax, (8.0, min(11.0, max(2.6, 1.4 + 0.16 * rows))))
-    # Past _RULED bands a row is a pixel or two: rows and lanes then fill their band
+    # Past RULED_BANDS bands a row is a pixel or two: rows and lanes then fill their band
     # without white seams, which drew moire stripes.
-    ruled = len(shown) <= _RULED
+    ruled = len(shown) <= RULED_BANDS
     height = (0.9 if ruled else 1.0) / len(streams)
     pad = 0.04 if ruled else 0.0
     outline = 0.4 if len(events) <= 4000 and ruled else 0.0
@@ -247,12 +242,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
         if band and ruled:
             ax.axhline(band - 0.5, color="0.8", linewidth=0.6)
     ax.set_ylim(len(shown) - 0.5, -0.5)
-    # Past _RULED bands, every k-th is named (the first and the last included where
-    # they are at least k/2 apart), as the link heatmap does.
-    every = max(1, -(-len(shown) // _RULED))
-    named = list(range(0, len(shown), every))
-    if named[-1] != len(shown) - 1 and len(shown) - 1 - named[-1] >= every / 2:
-        named.append(len(shown) - 1)
+    named = named_bands(len(shown))
     ax.set_yticks(named)
     ax.set_yticklabels([labels[i] for i in named],
                        fontsize="small" if len(named) > 8 else "medium")

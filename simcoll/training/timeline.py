@@ -9,15 +9,16 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
 from simcoll.plot.style import (
+    RULED_BANDS,
     checked_save_path,
     finish,
     format_duration,
+    integer_list,
     lanes,
+    named_bands,
     new_axes,
     time_unit,
     wrapped,
@@ -46,10 +47,6 @@ def _bounds(span: Span) -> tuple[float, float]:
     return span.start, span.end
 
 
-_CROWDED = 40
-"""More rows than this and each band names only its GPU (its streams are told by their
-colours); more bands than this and every k-th band is named, and bands are not ruled
-apart."""
 _WIDE = 200
 """A bar wider than the run's time over this keeps its white outline on a crowded row."""
 
@@ -111,15 +108,12 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     if ranks is None:
         shown = active[:max_ranks]
     else:
-        shown = list(ranks) if isinstance(ranks, (Sequence, np.ndarray)) else []
-        # Integers only (numpy's too); booleans are refused as ranks, as everywhere
-        # (simcoll.checks): True == 1.
-        if (not shown or any(isinstance(r, (bool, np.bool_))
-                             or not isinstance(r, (int, np.integer)) for r in shown)
-                or any(r not in active for r in shown) or len(set(shown)) < len(shown)):
+        chosen = integer_list(ranks)
+        if chosen is None or any(r not in active for r in chosen):
             raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a list of "
                                     f"distinct GPUs that took part: {active[:16]}"
                                     f"{' ...' if len(active) > 16 else ''}")
+        shown = chosen
     end = max(s.end for s in spans)
     if not end > 0:
         raise InvalidInputError("the step took no time (no compute, nothing to move): "
@@ -134,23 +128,20 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
 
     from matplotlib.patches import Patch
 
-    # Past _CROWDED bands a row is a pixel or two: rows then fill their band, with no
+    # Past RULED_BANDS bands a row is a pixel or two: rows then fill their band, with no
     # white gaps or outlines, which washed the bars out.
-    ruled = len(shown) <= _CROWDED
+    ruled = len(shown) <= RULED_BANDS
     height = (0.9 if ruled else 1.0) / len(streams)
     pad = 0.05 if ruled else 0.0
     # White outlines part neighbouring bars; on crowded rows they would hide the bars, so
     # a row keeps them only where its bars are wide (a pipeline's micro-batches), and a
     # bar much narrower than the step (a pipeline's send) never has one.
-    few = sum(s.rank in shown for s in spans) <= 300 and len(shown) <= _CROWDED
+    few = sum(s.rank in shown for s in spans) <= 300 and len(shown) <= RULED_BANDS
     kinds: set[str] = set()
     ticks: list[float] = []
     labels: list[str] = []
-    crowded = rows > _CROWDED
-    every = max(1, -(-len(shown) // _CROWDED))   # past _CROWDED bands, every k-th named
-    named = set(range(0, len(shown), every))
-    if (len(shown) - 1) % every and (len(shown) - 1) % every >= every / 2:
-        named.add(len(shown) - 1)
+    crowded = rows > RULED_BANDS   # each band then names only its GPU (colours its streams)
+    named = set(named_bands(len(shown)))
     for band, rank in enumerate(shown):
         if crowded and band in named:  # a band names its GPU (colours tell its streams)
             ticks.append(band)
