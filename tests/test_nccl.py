@@ -81,6 +81,37 @@ def test_the_channel_rate_paces_a_stream_of_slices():
     assert res.time == pytest.approx(expected, rel=1e-12)
 
 
+def three_in_line(bandwidth=100e9, latency=0.5e-6):
+    topo = sc.Topology("three in line")
+    gpus = [topo.add_gpu() for _ in range(3)]
+    for a, b in zip(gpus, gpus[1:]):
+        topo.add_link(a, b, bandwidth=bandwidth, latency=latency, kind="nvlink")
+    return topo
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_broadcast_and_reduce_send_full_slices_then_the_rest(collective):
+    # NCCL's broadcast.h and reduce.h walk a channel's part in full chunks of one 512 KiB
+    # Simple step, then the rest: 512 KiB + 4 KiB goes as 512 KiB and 4 KiB, not as two
+    # halves. On a chain of 3 GPUs (links of 100 GB/s) the small rest cannot overlap the
+    # big slice: it leaves the middle GPU once the big one has arrived at the end, so the
+    # run takes launch + 2 steps + (2 S + r) / B (halves would take 1.5 (S + r) / B).
+    # A reduction of uint8 at the middle GPU is not free, so only broadcast's time is
+    # hand-worked; both must be no faster than a part of one slice (NCCL has no drop).
+    S, r = 512 * 1024, 4096
+    topo = three_in_line()
+    res = sc.simulate(topo, collective, algorithm="nccl", nbytes=S + r, dtype="uint8",
+                      proto="Simple", channels=1, trace=True)
+    sizes = sorted(e.nbytes for e in res.trace if e.kind == "message")
+    assert sizes == [r, r, S, S]
+    one = sc.simulate(topo, collective, algorithm="nccl", nbytes=S, dtype="uint8",
+                      proto="Simple", channels=1)
+    assert res.time > one.time
+    if collective == "broadcast":
+        expected = (BASE["Simple"] + 2 * STEP["Simple"]) * US + (2 * S + r) / 100e9
+        assert res.time == pytest.approx(expected, rel=1e-12)
+
+
 @pytest.mark.parametrize("nbytes, expected", [
     # Worked from NCCL's model on one DGX A100 (8 ranks, 240 GB/s NVLink, Ampere):
     # LL: 6.6 + 14 x 0.6 = 15.0 us, bus bandwidth min(llMaxBw 87.7, 240 / 2) = 87.7 GB/s;

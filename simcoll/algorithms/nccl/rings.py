@@ -31,14 +31,14 @@ from simcoll.algorithms.nccl.constants import net_overhead_us
 from simcoll.algorithms.nccl.machine import node_layout, node_order
 from simcoll.algorithms.nccl.nics import bound_nic
 from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
-from simcoll.buffers import Buffer, join, split
+from simcoll.buffers import Buffer, join, split, split_counts
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Via
 from simcoll.typing import Steps
 
-__all__ = ["channel_rings", "beyond_route", "Sender", "relay", "pieces", "all_reduce",
-           "reduce_scatter", "all_gather", "broadcast", "reduce"]
+__all__ = ["channel_rings", "beyond_route", "Sender", "relay", "pieces", "chunks_then_rest",
+           "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
 
 
 def channel_rings(nodes: list[int], channels: int) -> list[list[int]]:
@@ -148,6 +148,21 @@ def pieces(block: Buffer, protocol: Protocol) -> list[Buffer]:
     return [block] if count <= 1 else list(split(block, count))
 
 
+def chunks_then_rest(block: Buffer, protocol: Protocol) -> list[Buffer]:
+    """``block`` cut as NCCL's broadcast and reduce cut a channel's part: full slices of
+    the protocol's size, then what is left (``for (elemOffset = 0; elemOffset <
+    channelCount; elemOffset += chunkCount) nelem = min(chunkCount, channelCount -
+    elemOffset)`` in src/device/broadcast.h and reduce.h, NCCL 2.29). A part a few bytes
+    over one slice so sends a full slice and a small rest, whose chain cannot overlap the
+    full slice's; cut into equal halves it would pipeline, and run up to 38% faster than
+    a part of one slice."""
+    per = max(1, protocol.slice_bytes // block.dtype.itemsize)
+    full, rest = divmod(block.size, per)
+    if full + (rest > 0) <= 1:
+        return [block]
+    return split_counts(block, [per] * full + ([rest] if rest else []))
+
+
 def _neighbours(comm: Comm, ring: list[int]) -> tuple[int, int, int]:
     i = ring.index(comm.rank)
     p = len(ring)
@@ -253,7 +268,7 @@ def broadcast(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, in
     start = ring.index(root)
     chain = ring[start:] + ring[:start]
     i = chain.index(comm.rank)
-    slices = pieces(block, protocol)
+    slices = chunks_then_rest(block, protocol)
     out = _sender(comm, chain[(i + 1) % p], protocol, intra, tag) if i < p - 1 else None
     for k in range(len(slices)):
         if i > 0:
@@ -274,7 +289,7 @@ def reduce(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, op: R
     start = (ring.index(root) + 1) % p
     chain = ring[start:] + ring[:start]
     i = chain.index(comm.rank)
-    slices = pieces(block, protocol)
+    slices = chunks_then_rest(block, protocol)
     out = _sender(comm, chain[i + 1], protocol, intra, tag) if i < p - 1 else None
     for k in range(len(slices)):
         if i > 0:
