@@ -487,8 +487,9 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
            proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION,
            collnet: int = 0, averages: bool = False, nvls_ok: bool = True,
            sharp_ok: bool = True, fp8: bool = False) -> Choice:
-    """The pair NCCL predicts fastest (``channels`` fixes the count, as NCCL_MIN_NCHANNELS
-    and NCCL_MAX_NCHANNELS together do), by the tuner of NCCL release ``tuner``, with
+    """The pair NCCL predicts fastest (``channels`` fixes the count at every size, where
+    NCCL trims even the count NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS fix for small
+    buffers: :func:`trim_channels`), by the tuner of NCCL release ``tuner``, with
     NCCL_COLLNET_ENABLE set to ``collnet``, for a reduction that ``averages`` or not and
     that NVLS computes or not (``nvls_ok``) and SHARP does or not (``sharp_ok``; see
     :func:`candidates`), of FP8 elements or
