@@ -138,9 +138,11 @@ def test_many_sizes_get_thinned_power_of_two_ticks():
     results = [{"collective": "all_reduce", "algorithm": "ring", "topology": "switch(8)",
                 "nranks": 8, "nbytes": n, "time": 1e-6 + n * 1e-11} for n in sizes]
     texts = tick_texts(scaling(results, x="nbytes", y="time"), "x")
-    # 28 octaves: every 4th, on multiples of 4, and both ends of the data (every 10th
-    # gave 1 KiB, 1 MiB, 1 GiB alone: three labels, and 8 B unlabelled).
-    assert texts == ["8 B", "256 B", "4 KiB", "64 KiB", "1 MiB", "16 MiB", "256 MiB",
+    # 2^3 to 2^30, 27 octaves: every 4th from the first (the least step that gives at
+    # most 8 labels; none of 4-7 divides 27), and the last, 3 octaves past 2^27 (every
+    # 10th gave 1 KiB, 1 MiB, 1 GiB alone: three labels, and 8 B unlabelled). The
+    # comparison's axis follows the same rule.
+    assert texts == ["8 B", "128 B", "2 KiB", "32 KiB", "512 KiB", "8 MiB", "128 MiB",
                      "1 GiB"]
 
 
@@ -1204,7 +1206,10 @@ def test_comparison_titles_wrap_to_the_figure_custom_ones_too():
 
 
 def test_size_ticks_label_both_ends_of_the_data():
-    from simcoll.plot.comparisons import size_ticks
+    from simcoll.plot.style import log2_ticks
+
+    def size_ticks(sizes):
+        return log2_ticks(sizes, 7)
 
     assert size_ticks([2**k for k in range(3, 34)]) == [2.0**k for k in range(3, 34, 5)]
     assert size_ticks([2**k for k in range(24, 34)]) == [2.0**k for k in (24, 27, 30, 33)]

@@ -8,7 +8,14 @@ from typing import Any
 
 from simcoll.comparison import Comparison
 from simcoll.errors import InvalidInputError
-from simcoll.plot.style import checked_save_path, finish, format_size, wrapped
+from simcoll.plot.style import (
+    checked_save_path,
+    finish,
+    format_size,
+    log2_ticks,
+    octaves,
+    wrapped,
+)
 
 __all__ = ["comparison"]
 
@@ -18,33 +25,6 @@ RATIO_TICKS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 1
 spans decades, and shows 1 and the powers of 10 among them, and its ends)."""
 _SIZE_TICKS = 7
 """The most labelled sizes on the x axis."""
-
-
-def size_ticks(sizes: list[int], most: int = _SIZE_TICKS) -> list[float]:
-    """The labelled sizes: the sizes themselves where there are few; else powers of 2
-    every k octaves from the first size's (k the least that gives at most ``most``,
-    one that lands on the last size's octave preferred), so that both ends of the data
-    are labelled; the sizes themselves, thinned, where no power of 2 falls among them."""
-    distinct = sorted(set(sizes))
-    if len(distinct) <= most:
-        return [float(s) for s in distinct]
-    first = math.ceil(math.log2(distinct[0]))
-    last = math.floor(math.log2(distinct[-1]))
-    if last - first < 1:
-        step = -(-len(distinct) // most)
-        return [float(s) for s in distinct[::step]]
-    fits = [k for k in range(1, last - first + 1) if (last - first) // k + 1 <= most]
-    landing = [k for k in fits[:4] if (last - first) % k == 0]
-    step = (landing or fits)[0]
-    ticks = [2.0**j for j in range(first, last + 1, step)]
-    # ends that are not powers of 2 (or are off the steps) get their own labels, with
-    # the power of 2 nearest to them dropped when closer than half a step
-    for end, near in ((distinct[0], 0), (distinct[-1], -1)):
-        if float(end) not in ticks:
-            if abs(math.log2(ticks[near]) - math.log2(end)) < step / 2 and len(ticks) > 1:
-                ticks.pop(near)
-            ticks.insert(0 if near == 0 else len(ticks), float(end))
-    return ticks
 
 
 def _ratio_ticks(low: float, high: float) -> list[float]:
@@ -151,10 +131,10 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     ratio_ticks = _ratio_ticks(low, high)
     lower.set_yticks(ratio_ticks, [f"{t:g}" for t in ratio_ticks])
     lower.minorticks_off()
-    ticks = size_ticks(list(sizes))
+    ticks = log2_ticks(list(sizes), _SIZE_TICKS)
     lower.set_xticks(ticks, [format_size(t) for t in ticks])
-    octaves = [2**j for j in range(0, 64) if min(sizes) <= 2**j <= max(sizes)]
-    lower.set_xticks(octaves, [""] * len(octaves), minor=True)  # every octave, unlabelled
+    minor = octaves(sizes)
+    lower.set_xticks(minor, [""] * len(minor), minor=True)  # every octave, unlabelled
     upper.tick_params(labelbottom=False)
     upper.set_title(wrapped(title if title is not None else _default_title(found),
                             _title_width(upper, 9.5)), fontsize=9.5)

@@ -21,7 +21,9 @@ from simcoll.plot.style import (
     finish,
     format_duration,
     format_size,
+    log2_ticks,
     new_axes,
+    octaves,
     time_unit,
     wrapped,
 )
@@ -30,6 +32,8 @@ from simcoll.result import Result
 __all__ = ["scaling", "plot_scaling"]
 
 _XS = ("nranks", "nbytes")
+_X_TICKS = 8
+"""The most labelled x values where they are too many (more than 12) to label all."""
 _YS = ("time", "busbw", "algbw")
 _BYS = ("algorithm", "collective", "topology", "network", "dtype")
 _LEGENDS = ("right", "inside", "none")
@@ -152,29 +156,6 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
     return algbw if y == "algbw" else algbw * spec.busbw_factor(p.nranks)
 
 
-def _ticks(values: list[float]) -> list[float]:
-    """The data's own x values if few, else powers of two over their range: every 1st,
-    2nd, 4th, 5th, 10th or 20th power (the fewest that give at most 8, on multiples of
-    the step, so sizes land on 1 KiB, 16 KiB, 256 KiB, ...), with the first and last
-    power of the data always labelled."""
-    distinct = sorted(set(values))
-    if len(distinct) <= 12:
-        return distinct
-    lo, hi = math.ceil(math.log2(distinct[0])), math.floor(math.log2(distinct[-1]))
-    for step in (1, 2, 4, 5, 10, 20, 40):
-        exponents = [e for e in range(lo, hi + 1) if e % step == 0]
-        if len(exponents) <= 8:
-            break
-    if not exponents:
-        exponents = [lo]
-    if exponents[0] != lo:
-        # The first power is labelled; it replaces a label too close to it.
-        exponents = [lo] + exponents[exponents[0] - lo < step / 2:]
-    if exponents[-1] != hi:
-        exponents = exponents[:len(exponents) - (hi - exponents[-1] < step / 2)] + [hi]
-    return [2.0 ** e for e in sorted(set(exponents))]
-
-
 def _log_ticks(lo: float, hi: float) -> tuple[float, float, list[float]] | None:
     """``(bottom, top, ticks)`` for a log y axis over data from ``lo`` to ``hi``: at
     least :data:`_MIN_SPAN` wide around the data, its ends on labelled ticks of the
@@ -201,12 +182,6 @@ def _log_ticks(lo: float, hi: float) -> tuple[float, float, list[float]] | None:
     return best
 
 
-def _octaves(values: list[float]) -> list[float]:
-    """Every power of two over the values' range: the unlabelled minor ticks."""
-    return [2.0 ** e for e in range(math.ceil(math.log2(min(values))),
-                                     math.floor(math.log2(max(values))) + 1)]
-
-
 def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
                 y_text: Callable[[float], str]) -> None:
     from matplotlib.ticker import (
@@ -218,8 +193,8 @@ def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
 
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_locator(FixedLocator(_ticks(xs)))
-    ax.xaxis.set_minor_locator(FixedLocator(_octaves(xs)))  # unlabelled
+    ax.xaxis.set_major_locator(FixedLocator(log2_ticks(xs, _X_TICKS, few=12)))
+    ax.xaxis.set_minor_locator(FixedLocator(octaves(xs)))  # unlabelled
     ax.xaxis.set_minor_formatter(NullFormatter())
     if len(set(xs)) == 1:   # a lone x in the middle, not at the edge of some range
         ax.set_xlim(xs[0] / 2, xs[0] * 2)

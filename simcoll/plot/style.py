@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -10,7 +11,8 @@ from typing import Any, TypeVar
 from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 
-__all__ = ["lanes", "format_size", "time_unit", "format_duration", "wrapped", "check_axes",
+__all__ = ["lanes", "log2_ticks", "octaves", "format_size", "time_unit", "format_duration",
+           "wrapped", "check_axes",
            "named_bands", "integer_list", "RULED_BANDS", "checked_save_path", "new_axes",
            "finish"]
 
@@ -121,6 +123,42 @@ def checked_save_path(save: str | os.PathLike | None) -> Path | None:
 
 RULED_BANDS = 40
 """The most timeline bands ruled apart and named one by one; past it every k-th is named."""
+
+
+def log2_ticks(values: list[float], most: int, few: int | None = None) -> list[float]:
+    """The labelled values of a log2 axis (sizes, rank counts): the values themselves
+    where there are at most ``few`` (default ``most``); else powers of 2 every k octaves
+    from the first value's (k the least that gives at most ``most``, one that lands on
+    the last value's octave preferred), so that both ends of the data are labelled; the
+    values themselves, thinned, where no two powers of 2 fall among them."""
+    distinct = sorted(set(values))
+    if len(distinct) <= (most if few is None else few):
+        return [float(v) for v in distinct]
+    first = math.ceil(math.log2(distinct[0]))
+    last = math.floor(math.log2(distinct[-1]))
+    if last - first < 1:
+        step = -(-len(distinct) // most)
+        return [float(v) for v in distinct[::step]]
+    fits = [k for k in range(1, last - first + 1) if (last - first) // k + 1 <= most]
+    landing = [k for k in fits[:4] if (last - first) % k == 0]
+    step = (landing or fits)[0]
+    ticks = [2.0**j for j in range(first, last + 1, step)]
+    # ends that are not powers of 2 (or are off the steps) get their own labels, with
+    # the power of 2 nearest to them dropped when closer than half a step
+    for end, near in ((distinct[0], 0), (distinct[-1], -1)):
+        if float(end) not in ticks:
+            if abs(math.log2(ticks[near]) - math.log2(end)) < step / 2 and len(ticks) > 1:
+                ticks.pop(near)
+            ticks.insert(0 if near == 0 else len(ticks), float(end))
+    return ticks
+
+
+def octaves(values: Iterable[float]) -> list[float]:
+    """Every power of 2 from the least of ``values`` to the largest: a log2 axis's
+    unlabelled minor ticks."""
+    low, high = min(values), max(values)
+    return [2.0 ** e for e in range(math.ceil(math.log2(low)),
+                                     math.floor(math.log2(high)) + 1)]
 
 
 def named_bands(count: int) -> list[int]:
