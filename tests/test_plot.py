@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -93,7 +94,7 @@ def test_labels_name_what_differs_between_lines_and_the_title_what_does_not():
     results = [sc.simulate(reference(8), c, algorithm="ring", nbytes=n)
                for c in ("all_reduce", "all_gather") for n in (1 << 10, 1 << 20)]
     fig = scaling(results, x="nbytes", y="algbw")
-    assert fig.axes[0].get_title() == "ring on switch(8), 8 ranks"
+    assert fig.axes[0].get_title() == "ring on switch(8)"      # not ", 8 ranks" again
     by_label = {line.get_label(): xy(line) for line in lines(fig, "simulated")}
     assert sorted(by_label) == ["ring (all_gather)", "ring (all_reduce)"]
     gather = sorted((r.nbytes, r.algbw / 1e9) for r in results if r.collective == "all_gather")
@@ -128,7 +129,10 @@ def test_sizes_are_labelled_in_binary_units():
     fig = scaling(results, x="nbytes", y="time")
     assert tick_texts(fig, "x") == ["8 B", "1 KiB", "1 MiB", "1 GiB"]
     assert fig.axes[0].get_xlabel() == "size per rank"
-    assert fig.axes[0].get_title() == "all_reduce/ring on switch(8), 8 ranks"
+    assert fig.axes[0].get_title() == "all_reduce/ring on switch(8)"
+    on_a_dgx = [dataclasses.replace(r, topology="dgx_a100x1") for r in results]
+    assert scaling(on_a_dgx, x="nbytes").axes[0].get_title() == \
+        "all_reduce/ring on dgx_a100x1, 8 ranks"
     (line,) = lines(fig, "simulated")
     assert xy(line)[0] == sizes
 

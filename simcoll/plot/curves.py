@@ -450,8 +450,11 @@ def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str
                     if name in fixed)
     if fixed.get("params"):
         what = f"{what} ({fixed['params']})" if what else str(fixed["params"])
-    head = " on ".join(part for part in (what, str(fixed.get("topology") or "")) if part)
+    topology = str(fixed.get("topology") or "")
+    head = " on ".join(part for part in (what, topology) if part)
     tail = [_split_text(split, fixed["split"])] if "split" in fixed else []
+    if split == "nranks" and topology.endswith(f"({fixed.get('split')})"):
+        tail = []   # "switch(8)" says 8 ranks already
     if fixed.get("network") not in (None, _DEFAULT_NETWORK):
         tail.append(f"{fixed['network']} network")
     if fixed.get("dtype") not in (None, _DEFAULT_DTYPE, "?"):
