@@ -21,6 +21,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Topology
 from simcoll.uneven import (
+    abbreviated,
     as_splits,
     check_nbytes,
     check_splits,
@@ -29,7 +30,8 @@ from simcoll.uneven import (
 )
 from simcoll.units import parse_size
 
-__all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits"]
+__all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits",
+           "check_counters"]
 
 _COUNTER_LIMIT = 2**63
 """Traffic counters are int64 (``Result.bytes_sent``, ...)."""
@@ -146,15 +148,23 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
     if coll.name == "barrier" and size:
         raise InvalidInputError(f"a barrier moves no data, but {size} bytes per rank were "
                                 f"given; leave nbytes= and data= out")
-    _check_counters(size, p)
+    check_counters(size, p)
     if arrays is None:
         buffers = [VirtualBuffer.of(size // dt.itemsize, dt)] * p
     return Inputs(arrays, buffers, dt, size, size // dt.itemsize)
 
 
-def _check_counters(size: int, p: int, largest: bool = False) -> None:
-    # Every algorithm here moves less than 2 p^2 input buffers in all (the largest input,
-    # for a v-collective), so no counter (a rank's, a host's or a link's) can pass that.
+def check_counters(size: int, p: int, largest: bool = False) -> None:
+    """Refuse inputs of ``size`` bytes (the largest input, for a v-collective: ``largest``)
+    on p ranks whose traffic could overflow the int64 counters.
+
+    Every algorithm here moves less than 2 p^2 input buffers in all, so no counter (a
+    rank's, a host's or a link's) passes 2 p^2 ``size`` bytes.
+
+    Raises:
+        InvalidInputError: 2 p^2 ``size`` >= 2^63, naming the size and the largest one
+            accepted.
+    """
     if size * 2 * p * p >= _COUNTER_LIMIT:
         subject = f"a rank's input of {size} bytes" if largest else f"nbytes={size}"
         raise InvalidInputError(
@@ -174,13 +184,13 @@ def _uneven_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
     else:
         if splits is not None:
             raise InvalidInputError(
-                f"splits={splits!r} is not accepted without data=: in data-free mode "
-                f"{coll.name} takes its sizes as nbytes= in bytes")
+                f"splits={abbreviated(splits)} is not accepted without data=: in data-free "
+                f"mode {coll.name} takes its sizes as nbytes= in bytes")
         arrays = None
         dt = as_dtype(dtype, "dtype")
         shape = as_splits(check_nbytes(coll, nbytes, p, dt.itemsize) // dt.itemsize)
     counts = coll.uneven.inputs(shape)
-    _check_counters(max(counts) * dt.itemsize, p, largest=True)
+    check_counters(max(counts) * dt.itemsize, p, largest=True)
     if arrays is None:
         buffers: list[Buffer] = [VirtualBuffer.of(c, dt) for c in counts]
     else:
@@ -189,6 +199,9 @@ def _uneven_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
 
 
 def _check_size(nbytes: Any, dtype: np.dtype) -> int:
+    """One size (bytes, a whole float, a size string or a 0-d array of one) as an int."""
+    if isinstance(nbytes, np.ndarray) and nbytes.ndim == 0:
+        nbytes = nbytes[()]
     if isinstance(nbytes, np.integer) and not isinstance(nbytes, np.bool_):
         nbytes = int(nbytes)
     try:

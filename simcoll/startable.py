@@ -24,7 +24,7 @@ from simcoll.collectives import collective as get_collective
 from simcoll.errors import CommUsageError, InvalidInputError, SimCollError
 from simcoll.inputs import check_op
 from simcoll.ops import ReduceOp
-from simcoll.uneven import check_splits, what_it_takes
+from simcoll.uneven import abbreviated, check_splits, what_it_takes
 
 if TYPE_CHECKING:
     from simcoll.comm import Comm
@@ -61,8 +61,8 @@ def _shape(comm: Comm, coll: Collective, x: Any, splits: Any) -> Splits | None:
     need = coll.uneven.inputs(checked)[comm.rank]
     if x is None or int(x.size) != need:
         raise InvalidInputError(f"x has {None if x is None else int(x.size)} elements but "
-                                f"splits={list(checked)!r} give rank {comm.rank} an input "
-                                f"of {need}")
+                                f"splits={abbreviated(checked)} give rank {comm.rank} an "
+                                f"input of {need}")
     return checked
 
 

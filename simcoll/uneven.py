@@ -10,6 +10,8 @@ what is accepted, and returns plain Python ints (splits) or an int64 array (byte
 
 from __future__ import annotations
 
+import math
+import reprlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +22,8 @@ from simcoll.collectives import Collective, Splits
 from simcoll.errors import InvalidInputError
 
 __all__ = ["V_COLLECTIVES", "what_it_takes", "check_splits", "check_nbytes",
-           "splits_of_arrays", "refuse_sizes_of_even", "as_splits"]
+           "splits_of_arrays", "refuse_sizes_of_even", "as_splits", "abbreviated",
+           "first_partial", "whole_number"]
 
 V_COLLECTIVES = ("all_gatherv", "reduce_scatterv", "all_to_allv")
 
@@ -30,14 +33,25 @@ def what_it_takes(coll: Collective, unit: str) -> str:
     assert coll.uneven is not None
     if coll.uneven.matrix:
         return (f"a p x p matrix of {unit} (row i: what rank i sends to ranks 0..p-1), "
-                f"non-negative integers")
+                f"non-negative whole numbers")
     what = ("each rank's input" if coll.name == "all_gatherv"
             else "each rank's output block (the input is their sum)")
-    return f"a sequence of p non-negative integers, {what} in {unit}"
+    return f"a sequence of p non-negative whole numbers, {what} in {unit}"
+
+
+def abbreviated(value: Any) -> str:
+    """``value`` (sizes, splits, a matrix) for an error message, as a list whose long
+    rows are cut to their first entries (``reprlib``), so a message stays short at any p."""
+    if isinstance(value, np.ndarray) and value.ndim:
+        value = value.tolist()
+    return reprlib.repr(list(value) if isinstance(value, tuple) else value)
 
 
 def _is_sequence(value: Any) -> bool:
-    return isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
+    """A list, tuple or array of at least one dimension (a 0-d array is one number)."""
+    if isinstance(value, np.ndarray):
+        return value.ndim > 0
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
 _ENTRY_LIMIT = 2**62
@@ -45,9 +59,16 @@ _ENTRY_LIMIT = 2**62
 own bound, checked later on whole inputs, is lower still)."""
 
 
-def _count(value: Any) -> int | None:
-    """``value`` as an int if it is a non-negative integer (numpy's too), else None."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+def whole_number(value: Any) -> int | None:
+    """``value`` as an int if it is a non-negative whole number (an int, a float such as
+    16.0, numpy's, or a 0-d array of one), else None."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer,
+                                                                     float, np.floating)):
+        return None
+    if isinstance(value, (float, np.floating)) and not (math.isfinite(value)
+                                                        and float(value).is_integer()):
         return None
     return int(value) if value >= 0 else None
 
@@ -58,8 +79,8 @@ def _counts(value: Any, name: str, p: int, coll: Collective, unit: str) -> NDArr
     matrix = coll.uneven.matrix
     accepted = what_it_takes(coll, unit)
     if not _is_sequence(value):
-        raise InvalidInputError(f"{name}={value!r} is not accepted: {coll.name} takes "
-                                f"{accepted}, here with p={p}")
+        raise InvalidInputError(f"{name}={abbreviated(value)} is not accepted: {coll.name} "
+                                f"takes {accepted}, here with p={p}")
     rows = list(value)
     if len(rows) != p:
         raise InvalidInputError(f"{name} has {len(rows)} {'rows' if matrix else 'entries'} "
@@ -68,13 +89,13 @@ def _counts(value: Any, name: str, p: int, coll: Collective, unit: str) -> NDArr
         for i, row in enumerate(rows):
             if not _is_sequence(row) or len(row) != p:
                 raise InvalidInputError(
-                    f"{name}[{i}]={row!r} is not a row of {p} entries; {coll.name} takes "
-                    f"{accepted}")
+                    f"{name}[{i}]={abbreviated(row)} is not a row of {p} entries; "
+                    f"{coll.name} takes {accepted}")
     flat = [(f"{name}[{i}][{j}]", v) for i, row in enumerate(rows) for j, v in enumerate(row)] \
         if matrix else [(f"{name}[{i}]", v) for i, v in enumerate(rows)]
     out = []
     for where, v in flat:
-        c = _count(v)
+        c = whole_number(v)
         if c is None:
             raise InvalidInputError(f"{where}={v!r} is not accepted; {coll.name} takes "
                                     f"{accepted}")
@@ -86,6 +107,7 @@ def _counts(value: Any, name: str, p: int, coll: Collective, unit: str) -> NDArr
 
 
 def as_splits(counts: NDArray[np.int64]) -> Splits:
+    """An int64 array of sizes as splits: a tuple of ints (of tuples for a matrix)."""
     if counts.ndim == 2:
         return tuple(tuple(int(c) for c in row) for row in counts)
     return tuple(int(c) for c in counts)
@@ -96,11 +118,11 @@ def check_splits(coll: Collective, splits: Any, p: int) -> Splits:
 
     Raises:
         InvalidInputError: ``splits`` for a collective that takes none, a wrong shape, an
-            entry that is not a non-negative integer.
+            entry that is not a non-negative whole number.
     """
     if coll.uneven is None:
-        raise InvalidInputError(f"splits={splits!r} is not accepted: {coll.name} takes no "
-                                f"splits (only {', '.join(V_COLLECTIVES)} do)")
+        raise InvalidInputError(f"splits={abbreviated(splits)} is not accepted: {coll.name} "
+                                f"takes no splits (only {', '.join(V_COLLECTIVES)} do)")
     return as_splits(_counts(splits, "splits", p, coll, "elements"))
 
 
@@ -110,26 +132,36 @@ def check_nbytes(coll: Collective, nbytes: Any, p: int,
 
     Raises:
         InvalidInputError: a single size, a wrong shape, an entry that is not a
-            non-negative integer, or (given ``itemsize``) not a whole number of elements.
+            non-negative whole number (16 and 16.0 are taken), or (given ``itemsize``)
+            not a whole number of elements.
     """
     assert coll.uneven is not None
     counts = _counts(nbytes, "nbytes", p, coll, "bytes")
-    if itemsize is not None and np.any(counts % itemsize):
-        where = tuple(int(i) for i in np.argwhere(counts % itemsize)[0])
-        index = "".join(f"[{i}]" for i in where)
-        raise InvalidInputError(f"nbytes{index}={int(counts[where])} is not a multiple of "
+    partial = None if itemsize is None else first_partial(counts, itemsize)
+    if partial is not None:
+        raise InvalidInputError(f"nbytes{partial[0]}={partial[1]} is not a multiple of "
                                 f"the item size ({itemsize} bytes); every entry must be "
                                 f"whole elements")
     return counts
+
+
+def first_partial(counts: NDArray[np.int64], itemsize: int) -> tuple[str, int] | None:
+    """The first entry of ``counts`` that is not a multiple of ``itemsize``, as its index
+    (``"[i]"``, ``"[i][j]"``, ``""`` for a single size) and value; None if there is none."""
+    remainders = np.asarray(counts) % itemsize
+    if not np.any(remainders):
+        return None
+    where = tuple(int(i) for i in np.argwhere(remainders)[0])
+    return "".join(f"[{i}]" for i in where), int(np.asarray(counts)[where])
 
 
 def refuse_sizes_of_even(coll: Collective, nbytes: Any) -> None:
     """Refuse a sequence ``nbytes`` for a collective that takes one size."""
     if coll.uneven is None and _is_sequence(nbytes):
         raise InvalidInputError(
-            f"nbytes={nbytes!r} is not accepted: {coll.name} takes one size (each rank's "
-            f"input in bytes, or a size string like '256MiB'); sizes per rank or per pair "
-            f"are for {', '.join(V_COLLECTIVES)}")
+            f"nbytes={abbreviated(nbytes)} is not accepted: {coll.name} takes one size (each "
+            f"rank's input in bytes, or a size string like '256MiB'); sizes per rank or per "
+            f"pair are for {', '.join(V_COLLECTIVES)}")
 
 
 def splits_of_arrays(coll: Collective, arrays: list[np.ndarray], splits: Any) -> Splits:
@@ -153,6 +185,6 @@ def splits_of_arrays(coll: Collective, arrays: list[np.ndarray], splits: Any) ->
     for r, (length, need) in enumerate(zip(lengths, needed)):
         if length != need:
             raise InvalidInputError(
-                f"data[{r}] has {length} elements but splits={list(checked)!r} give rank "
-                f"{r} an input of {need}; the splits must add up to each rank's array")
+                f"data[{r}] has {length} elements but splits={abbreviated(checked)} give "
+                f"rank {r} an input of {need}; the splits must add up to each rank's array")
     return checked

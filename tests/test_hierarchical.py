@@ -56,6 +56,47 @@ def test_time_and_traffic_match_the_two_level_formula(nodes, per_node):
     assert uplink == g * 2 * (n - 1) * nbytes // (n * g)
 
 
+def across_by_hand(inter, nodes, m, a2, b2):
+    """The README's formula of a flat all-reduce of m bytes on N = ``nodes`` ranks (a power
+    of two for tree and recursive_doubling), with alpha', beta' and the tests' gamma."""
+    steps = nodes.bit_length() - 1
+    return {"ring": 2 * (nodes - 1) * (a2 + m / nodes * b2) + (nodes - 1) / nodes * m * GAMMA,
+            "naive": a2 + (nodes - 1) * m * (b2 + GAMMA),
+            "tree": steps * (2 * a2 + 2 * m * b2 + m * GAMMA),
+            "recursive_doubling": steps * (a2 + m * (b2 + GAMMA))}[inter]
+
+
+@pytest.mark.parametrize("nodes, per_node", [(2, 4), (4, 2), (8, 2)])
+@pytest.mark.parametrize("inter", ["ring", "naive", "tree", "recursive_doubling"])
+def test_the_model_takes_the_inter_algorithms_own_time(nodes, per_node, inter):
+    """Intra-node ring phases, 2 (G-1)(alpha + n/G beta) + (G-1)/G n gamma, plus the inter
+    algorithm on n/G bytes; the model gave the ring's time for every inter (3.6x too low
+    for naive)."""
+    p, g = nodes * per_node, per_node
+    nbytes = 4 * p * 4096
+    a1, b1, a2, b2 = 2 * L1, 1 / B1, 2 * L1 + 2 * L2, g / B2
+    expected = (2 * (g - 1) * (a1 + nbytes / g * b1) + (g - 1) / g * nbytes * GAMMA
+                + across_by_hand(inter, nodes, nbytes / g, a2, b2))
+    res = sc.simulate(machine(nodes, per_node), "all_reduce", algorithm="hierarchical",
+                      inter=inter, nbytes=nbytes)
+    assert res.time == pytest.approx(expected, rel=1e-9)
+    model = dict(nodes=nodes, alpha_inter=a2, beta_inter=b2, inter=inter)
+    assert cost.predict("all_reduce", "hierarchical", p=p, nbytes=nbytes, alpha=a1, beta=b1,
+                        gamma=GAMMA, **model) == pytest.approx(expected, rel=1e-9)
+    assert cost.is_exact("all_reduce", "hierarchical", p=p, nbytes=nbytes, **model)
+
+
+def test_the_model_is_an_estimate_where_the_inter_model_is_one():
+    """Recursive doubling on 3 nodes folds (an estimate), and a count not divisible by p
+    cuts unequal blocks."""
+    assert not cost.is_exact("all_reduce", "hierarchical", p=6, nbytes=4 * 6 * 64, nodes=3,
+                             inter="recursive_doubling")
+    assert not cost.is_exact("all_reduce", "hierarchical", p=8, nbytes=4 * 8 * 64 + 4,
+                             nodes=4, inter="naive")
+    assert cost.is_exact("all_reduce", "hierarchical", p=6, nbytes=4 * 6 * 64, nodes=3,
+                         inter="naive")
+
+
 @pytest.mark.parametrize("count", [1001, 3])
 def test_traffic_with_uneven_blocks(count):
     res = sc.simulate(machine(3, 2), "all_reduce", algorithm="hierarchical", nbytes=4 * count)

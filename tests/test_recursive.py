@@ -249,3 +249,151 @@ def test_algorithms_are_registered():
     for pair in ALGORITHMS:
         assert pair in listed
         assert pair in cost.models()
+
+
+FOLDED = [("all_reduce", "recursive_doubling"), ("all_reduce", "rabenseifner"),
+          ("reduce_scatter", "recursive_halving"), ("reduce", "rabenseifner"),
+          ("all_gather", "recursive_doubling")]
+
+
+def ratio(coll: str, alg: str, p: int, nbytes: int, beta: float = 1e-9,
+          gamma: float = 0.0) -> float:
+    """Simulated time / estimate on the reference network with alpha = 1 us."""
+    net = sc.topology.switch(p, bandwidth=1 / beta, latency=0.5e-6,
+                             reduce_bandwidth=1 / gamma if gamma else np.inf)
+    res = sc.simulate(net, coll, algorithm=alg, nbytes=nbytes)
+    return res.time / cost.predict(coll, alg, p=p, nbytes=nbytes, alpha=1e-6, beta=beta,
+                                   gamma=gamma)
+
+
+def test_the_measured_ratios_in_the_module_docstring_are_what_the_simulation_gives():
+    """It said 5-15 % for p < 16 and about 40 % near p = 1000; the simulation gave 33 % at
+    p = 3 and 50 % at p = 7 for 64 MiB."""
+    import re
+
+    from simcoll.algorithms import recursive_doubling
+
+    doc = recursive_doubling.__doc__
+    rows = re.findall(r"^ +(64 MiB|64 B) +(\w+)/(\w+) +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+)$",
+                      doc, re.MULTILINE)
+    assert len(rows) == 10
+    for size, coll, alg, *shown in rows:
+        nbytes = 64 << 20 if size == "64 MiB" else 64
+        for p, value in zip((3, 7, 13, 513), shown):
+            assert ratio(coll, alg, p, nbytes) == pytest.approx(float(value), abs=5e-4), \
+                (size, coll, alg, p)
+    others = [3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15]
+    for nbytes, beta, gamma, stated in ((64 << 20, 1e-9, 0.0, "1.13-1.60"),
+                                        (64, 1e-9, 0.0, "1.00-1.05"),
+                                        (64 << 20, 1e-10, 3e-11, "1.12-1.45")):
+        got = [ratio(c, a, p, nbytes, beta, gamma) for c, a in FOLDED for p in others]
+        assert f"{min(got):.2f}-{max(got):.2f}" == stated
+        assert stated in " ".join(doc.split())
+    # p = 3 by hand (gamma = 0): rank 1 folds into rank 0 while rank 2 sends to rank 0,
+    # the two share rank 0's downlink and arrive at alpha + 2 n beta; rank 0 answers rank 2
+    # (2 alpha + 3 n beta) and then unfolds to rank 1.
+    n, a, b = 64 << 20, 1e-6, 1e-9
+    res = sc.simulate(sc.topology.switch(3, bandwidth=1 / b, latency=a / 2), "all_reduce",
+                      algorithm="recursive_doubling", nbytes=n)
+    assert res.time == pytest.approx(3 * a + 4 * n * b, rel=1e-12)
+    assert "3 alpha + 4 n beta against the estimate's 3 (alpha + n beta)" in " ".join(
+        doc.split())
+
+
+def test_all_gather_estimate_for_seven_ranks_by_hand():
+    """p = 7, n bytes per rank, each message alpha + m beta with no link sharing:
+    mask 1: 0-1, 2-3, 4-5 swap a block (ready at a + nb); 6 has no partner.
+    mask 2: 0-2 and 1-3 swap two blocks (2a + 3nb); 4 sends two blocks to 6, 6 one to 4
+    (both 2a + 3nb); 4 passes block 6 on to 5 (3a + 4nb).
+    mask 4: 0-4, 2-6 swap four and three blocks (3a + 7nb); 1-5 too, but 5 starts late
+    (4a + 7nb); 1 passes blocks 4-6 on to 3, which has no partner: 5a + 10nb.
+    The old formula gave 5.704 us here (a = 1 us, n b = 64 ns): one pass-on step too many
+    on the way to the last rank."""
+    a, b, n = 1e-6, 1e-9, 64
+    expected = 5 * a + 10 * n * b
+    assert cost.predict("all_gather", "recursive_doubling", p=7, nbytes=n, alpha=a,
+                        beta=b) == pytest.approx(expected, rel=1e-12)
+    net = sc.topology.switch(7, bandwidth=1 / b, latency=a / 2)
+    res = sc.simulate(net, "all_gather", algorithm="recursive_doubling", nbytes=n,
+                      network="analytical")
+    assert res.time == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_array_equal(res.bytes_sent, np.array([7, 10, 7, 3, 7, 4, 4]) * n)
+
+
+@pytest.mark.parametrize("p", range(3, 41))
+def test_all_gather_estimate_is_the_critical_path_without_link_sharing(p):
+    """Exact on the analytical network, which shares no link; with link sharing (the
+    reference network) the run is never faster. At p = 11 with 64 B the estimate was
+    8.408 us against 7.344 us on both networks' no-sharing path."""
+    a, b = 1e-6, 1e-9
+    net = sc.topology.switch(p, bandwidth=1 / b, latency=a / 2)
+    for nbytes in (0, 64, 4096, 1 << 20):
+        predicted = cost.predict("all_gather", "recursive_doubling", p=p, nbytes=nbytes,
+                                 alpha=a, beta=b)
+        free = sc.simulate(net, "all_gather", algorithm="recursive_doubling", nbytes=nbytes,
+                           network="analytical")
+        assert free.time == pytest.approx(predicted, rel=1e-12)
+        shared = sc.simulate(net, "all_gather", algorithm="recursive_doubling", nbytes=nbytes)
+        assert shared.time >= predicted * (1 - 1e-12)
+
+
+def test_the_readme_states_the_bytes_sent_for_other_rank_counts():
+    """The table gave the power-of-two bytes for every p: rabenseifner at p = 6 sends
+    [2.5, 1, 2.5, 1, 1.5, 1.5] n, not 5/3 n. By hand, with p' = 2^floor(log2 p), rem =
+    p - p', L = ceil(log2 p): odd ranks below 2 rem fold out (send n), their even partners
+    send the result back (n more); the all-gather at p = 6: ranks 0, 1 send 1 + 2 + 4
+    blocks in the exchanges and pass blocks 4, 5 on to ranks 2, 3 (9 n); the others 1 + 2."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = {tuple(cell.strip(" `") for cell in line.split("|")[1:3]): line
+            for line in readme.splitlines() if line.startswith("| ")}
+    stated = {
+        ("all_reduce", "recursive_doubling"):
+            "L n (p = 2^k); else (L-1) n, fold partners L n, folded-out ranks n",
+        ("all_reduce", "rabenseifner"):
+            "2(p-1)/p n (p = 2^k); else 2(p'-1)/p' n, fold partners n more, folded-out "
+            "ranks n",
+        ("reduce_scatter", "recursive_halving"): "(p-1)/p n; folded-out ranks n",
+        ("all_gather", "recursive_doubling"):
+            "(p-1) n (p = 2^k); else more where blocks are passed on (below)",
+        ("reduce", "rabenseifner"):
+            "(p-1)/p n (root) to (p-1)/p n + n/2 (p = 2^k); else p' for p, folded-out "
+            "ranks n, a folded-out root's partner n more",
+    }
+    for pair, words in stated.items():
+        assert f"| {words} |" in rows[pair], pair
+    assert "(p = 3: 4n, n, n; p = 6: 9n, 9n, 3n, 3n, 3n, 3n)" in " ".join(readme.split())
+    for p in (3, 5, 6, 7, 12):
+        p2 = 1 << (p.bit_length() - 1)
+        rem, steps, n = p - p2, p.bit_length(), 4 * p * p2 * 6
+        role = ["out" if r < 2 * rem and r % 2 else "partner" if r < 2 * rem else "other"
+                for r in range(p)]
+
+        def sent(coll, alg, p=p, n=n, **params):
+            res = sc.simulate(reference_net(p), coll, algorithm=alg, nbytes=n, **params)
+            return [int(b) for b in res.bytes_sent]
+
+        assert sent("all_reduce", "recursive_doubling") == [
+            {"out": n, "partner": steps * n, "other": (steps - 1) * n}[k] for k in role]
+        halves = 2 * (p2 - 1) * n // p2
+        assert sent("all_reduce", "rabenseifner") == [
+            {"out": n, "partner": halves + n, "other": halves}[k] for k in role]
+        assert sent("reduce_scatter", "recursive_halving") == [
+            n if k == "out" else (p - 1) * n // p for k in role]
+        lo = (p2 - 1) * n // p2
+        for root in range(p):
+            got = sent("reduce", "rabenseifner", root=root)
+            for r, k in enumerate(role):
+                if k == "out":
+                    assert got[r] == n
+                elif role[root] == "out" and r == root - 1:
+                    assert got[r] == lo + n
+                else:
+                    assert lo <= got[r] <= lo + n // 2
+    blocks = {3: [4, 1, 1], 6: [9, 9, 3, 3, 3, 3]}
+    for p, counts in blocks.items():
+        res = sc.simulate(reference_net(p), "all_gather", algorithm="recursive_doubling",
+                          nbytes=64)
+        assert res.bytes_sent.tolist() == [64 * c for c in counts]
+        assert res.bytes_received.tolist() == [64 * (p - 1)] * p

@@ -20,7 +20,13 @@ import pytest
 
 import simcoll as sc
 from simcoll import simulate
-from simcoll.testing import alpha_beta_network, assert_matches_model, assert_traffic, sweep
+from simcoll.testing import (
+    alpha_beta_network,
+    assert_matches_model,
+    assert_time,
+    assert_traffic,
+    sweep,
+)
 
 ALPHA, BETA = 1e-6, 1e-11
 N = 1 << 20
@@ -121,6 +127,38 @@ def test_assert_matches_model_checks_its_constants_before_comparing(simcoll_refe
             assert_matches_model(res, **kwargs)
     with pytest.raises(sc.InvalidInputError, match=r"^root=4 is not accepted"):
         assert_matches_model(res, alpha=ALPHA, beta=BETA, root=4)
+
+
+def test_a_root_for_a_collective_without_one_is_refused_as_simulate_refuses_it(
+        simcoll_reference, ring):
+    message = (r"^all_reduce has no root, but root=2 was given; root= is for broadcast, "
+               r"reduce, gather and scatter")
+    with pytest.raises(sc.InvalidInputError, match=message):
+        simulate(alpha_beta_network(4, alpha=ALPHA, beta=BETA), "all_reduce",
+                 algorithm="ring", nbytes=N, root=2)
+    with pytest.raises(sc.InvalidInputError, match=message):
+        assert_matches_model(ring, alpha=ALPHA, beta=BETA, root=2)
+    with pytest.raises(sc.InvalidInputError, match=message.replace("2", "0")):
+        simcoll_reference.check(ring, root=0)
+    assert_matches_model(ring, alpha=ALPHA, beta=BETA)
+
+
+def test_a_v_collective_run_is_named_by_its_splits():
+    """Its ``nbytes`` is the mean input rounded down, 1334 here, a size nobody passed."""
+    res = simulate(alpha_beta_network(3, alpha=ALPHA, beta=BETA), "all_gatherv",
+                   algorithm="direct", nbytes=[4000, 0, 4])
+    named = r"all_gatherv/direct \(p=3, splits=\[1000, 0, 1\] elements of float32\)"
+    with pytest.raises(AssertionError, match=rf"^time of {named} differs"):
+        assert_time(res, 1e-6)
+    with pytest.raises(AssertionError, match=rf"^traffic of {named} differs"):
+        assert_traffic(res, sent=[8000, 0, 4])  # by hand: (p-1) c_r = 8000, 0, 8
+    wide = simulate(alpha_beta_network(64, alpha=ALPHA, beta=BETA), "all_to_allv",
+                    algorithm="direct", nbytes=np.full((64, 64), 4))
+    with pytest.raises(AssertionError) as failed:
+        assert_time(wide, 1e-6)
+    first = str(failed.value).splitlines()[0]
+    assert first.startswith("time of all_to_allv/direct (p=64, splits=[(1, 1, 1, 1, 1, 1, "
+                            "...), ") and len(first) < 300
 
 
 def test_a_sweep_axis_must_be_a_list_of_values():

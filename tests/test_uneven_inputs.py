@@ -33,7 +33,17 @@ BAD = [
     ("all_to_allv", dict(nbytes=[[8] * 3, [8] * 2, [8] * 3]),
      r"nbytes\[1\]=\[8, 8\] is not a row of 3 entries"),
     ("reduce_scatterv", dict(nbytes=[8, -4, 8]), r"nbytes\[1\]=-4 is not accepted"),
-    ("all_gatherv", dict(nbytes=[8, 4.0, 8]), r"nbytes\[1\]=4.0 is not accepted"),
+    ("all_gatherv", dict(nbytes=[8, 4.5, 8]), r"nbytes\[1\]=4.5 is not accepted"),
+    ("all_to_allv", dict(nbytes=np.full((3, 3), 8.5)),
+     r"nbytes\[0\]\[0\]=np.float64\(8.5\) is not accepted; all_to_allv takes a p x p "
+     r"matrix of bytes .* non-negative whole numbers"),
+    ("all_gatherv", dict(nbytes=[8, float("nan"), 8]), r"nbytes\[1\]=nan is not accepted"),
+    ("all_gatherv", dict(nbytes=np.array(16)),
+     r"nbytes=array\(16\) is not accepted: all_gatherv takes a sequence of p"),
+    ("all_gatherv", dict(data=ints(3, 3, 3), splits=np.array(3)),
+     r"splits=array\(3\) is not accepted: all_gatherv takes a sequence of p"),
+    ("all_to_allv", dict(nbytes=[np.array(8)] * 3),
+     r"nbytes\[0\]=array\(8\) is not a row of 3 entries"),
     ("all_gatherv", dict(nbytes=[8, True, 8]), r"nbytes\[1\]=True is not accepted"),
     ("all_to_allv", dict(nbytes=[[8, 8, 8], [8, "8", 8], [8, 8, 8]]),
      r"nbytes\[1\]\[1\]='8' is not accepted"),
@@ -89,6 +99,75 @@ def test_numpy_sizes_and_matrices_are_accepted():
     c = sc.simulate(reference_network(p), "all_gatherv", algorithm="ring",
                     nbytes=(np.uint64(4), np.int8(0), 8))
     assert c.splits == (1, 0, 2) and all(type(v) is int for v in c.splits)
+
+
+def test_a_0d_array_is_one_size():
+    """A 0-d array is a single number: refused (InvalidInputError, above) where a
+    v-collective takes a sequence, taken where one size (or one entry) is."""
+    net = reference_network(3)
+    one = sc.simulate(net, "all_reduce", algorithm="ring", nbytes=np.array(48))
+    assert one.nbytes == 48
+    assert sc.simulate(net, "all_reduce", algorithm="ring", nbytes=np.array(48.0)).nbytes == 48
+    entries = sc.simulate(net, "all_gatherv", algorithm="ring",
+                          nbytes=[np.array(8), np.array(0), np.array(4.0)])
+    assert entries.splits == (2, 0, 1)
+    with pytest.raises(sc.InvalidInputError, match=r"nbytes=array\(16\) is not accepted: "
+                                                   r"all_gatherv takes a sequence of p"):
+        cost.predict("all_gatherv", "ring", p=4, nbytes=np.array(16), alpha=1e-6, beta=1e-9)
+    # ring all-reduce on p = 4 ranks by hand: 2 (p-1) alpha + 2 (p-1)/p n beta
+    assert cost.predict("all_reduce", "ring", p=4, nbytes=np.array(64), alpha=1.0,
+                        beta=1.0) == 6 + 96
+
+
+def test_whole_number_floats_are_sizes_as_for_the_even_collectives():
+    net = reference_network(4)
+    ints_run = sc.simulate(net, "all_gatherv", algorithm="ring", nbytes=[16, 0, 8, 4])
+    for floats in ([16.0, 0.0, 8.0, 4.0], np.array([16, 0, 8, 4], dtype=np.float64),
+                   [np.float32(16), 0, 8.0, np.float64(4)]):
+        res = sc.simulate(net, "all_gatherv", algorithm="ring", nbytes=floats)
+        assert res.splits == (4, 0, 2, 1) and all(type(c) is int for c in res.splits)
+        assert res.time == ints_run.time
+    tokens = np.array([[3, 1], [0, 2]])
+    matrix = sc.simulate(reference_network(2), "all_to_allv", algorithm="direct",
+                         nbytes=tokens * 8 * 2.0, dtype="float16")
+    assert matrix.splits == ((24, 8), (0, 16))
+    res = sc.simulate(net, "reduce_scatterv", algorithm="direct",
+                      data=[np.arange(6.0)] * 4, splits=[3.0, 1.0, 2.0, 0.0])
+    assert res.splits == (3, 1, 2, 0) and res.correct
+    assert [len(x) for x in res.outputs] == [3, 1, 2, 0]
+    # cost takes them too: direct all_gatherv, by hand alpha + (p-1) max c beta
+    assert cost.predict("all_gatherv", "direct", p=4, nbytes=[16.0, 0, 8, 4], alpha=1.0,
+                        beta=1.0) == 1 + 3 * 16
+    assert cost.predict("all_reduce", "ring", p=4, nbytes=64.0, alpha=1.0, beta=1.0) == 102
+    with pytest.raises(sc.InvalidInputError, match=r"nbytes=64.5 is not accepted; use a "
+                                                   r"whole number >= 0"):
+        cost.predict("all_reduce", "ring", p=4, nbytes=64.5, alpha=1.0, beta=1.0)
+
+
+def test_size_mismatch_messages_stay_short_at_64_ranks():
+    p = 64
+    splits = np.ones((p, p), dtype=int)
+    data = [np.zeros(p + (r == 5), dtype=np.float32) for r in range(p)]
+    with pytest.raises(sc.InvalidInputError) as refused:
+        sc.simulate(sc.topology.switch(p), "all_to_allv", algorithm="direct", data=data,
+                    splits=splits)
+    message = str(refused.value)
+    assert message.startswith("data[5] has 65 elements but splits=[(1, 1, 1, 1, 1, 1, ...), ")
+    assert "give rank 5 an input of 64" in message and len(message) < 400
+
+    def started(comm):
+        x = np.zeros(p + (comm.rank == 5), dtype=np.float32)
+        yield comm.all_to_allv(x, splits.tolist())
+
+    with pytest.raises(sc.SimCollError) as refused:
+        sc.run_program(sc.topology.switch(p), started)
+    message = str(refused.value)
+    assert "x has 65 elements but splits=[(1, 1, 1, 1, 1, 1, ...), " in message
+    assert len(message) < 400
+    for kwargs in (dict(nbytes=splits.tolist()), dict(nbytes=[64] * p, splits=splits)):
+        with pytest.raises(sc.InvalidInputError) as refused:
+            sc.simulate(sc.topology.switch(p), "all_to_all", algorithm="direct", **kwargs)
+        assert len(str(refused.value)) < 400
 
 
 def test_result_fields_of_a_v_collective():
@@ -149,6 +228,45 @@ def test_cost_queries_check_their_sizes():
     assert (b.latency, b.bandwidth, b.message) == (1, 5, 1)
     assert cost.lower_bound("all_to_allv", p=3, nbytes=np.eye(3, dtype=int),
                             alpha=1, beta=1).total == 0
+
+
+def test_cost_names_the_entry_that_is_not_whole_elements():
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[3\]=6 is not a multiple of "
+                                                   r"itemsize=4"):
+        cost.traffic("all_gatherv", "ring", p=4, nbytes=[16, 16, 16, 6], itemsize=4)
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[1\]\[0\]=2 is not a multiple"):
+        cost.is_exact("all_to_allv", "direct", p=2, nbytes=[[4, 4], [2, 4]], itemsize=4)
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes=6 is not a multiple of "
+                                                   r"itemsize=4"):
+        cost.traffic("all_gather", "ring", p=4, nbytes=6, itemsize=4)
+
+
+@pytest.mark.parametrize("query", [
+    lambda: cost.traffic("all_gatherv", "direct", p=8, nbytes=[2**61] * 8, itemsize=1),
+    lambda: cost.predict("all_gatherv", "ring", p=8, nbytes=[2**61] + [0] * 7, alpha=1,
+                         beta=1),
+    lambda: cost.lower_bound("reduce_scatterv", p=4, nbytes=[2**61] * 4, alpha=1e-6,
+                             beta=1e-9, gamma=1e-12),
+    lambda: cost.is_exact("all_to_allv", "pairwise", p=2,
+                          nbytes=[[0, 2**61], [0, 0]], itemsize=1),
+])
+def test_cost_refuses_v_sizes_that_overflow_the_counters_as_simulate_does(query):
+    """The true totals (7 x 2^61 bytes received, say) wrapped around in int64."""
+    with pytest.raises(sc.InvalidInputError, match=r"^a rank's input of \d+ bytes on \d+ "
+                                                   r"ranks could overflow the int64 traffic "
+                                                   r"counters"):
+        query()
+
+
+def test_cost_traffic_refuses_an_even_size_that_overflows_the_counters():
+    # 4 ranks: simulate takes nbytes < 2^63 / (2 * 4^2) = 2^58
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes=4611686018427387904 on 4 ranks "
+                                                   r"could overflow the int64 traffic "
+                                                   r"counters; use nbytes < "
+                                                   r"288230376151711744"):
+        cost.traffic("all_gather", "ring", p=4, nbytes=2**62, itemsize=1)
+    assert cost.traffic("all_gather", "ring", p=4, nbytes=2**58 - 1, itemsize=1).sent[0] == \
+        3 * (2**58 - 1)
 
 
 def program(comm, coll, data, splits, alg):

@@ -15,12 +15,18 @@ where beta_inter is the time per byte of one GPU's cross-node flow while all G G
 its node send at once (on ``cluster``, whose nodes have one uplink each:
 G / inter_bandwidth, unless a GPU's own link is slower). With ``nodes=1`` (the reference
 network) the algorithm is a ring reduce-scatter followed by a ring all-gather: the ring
-all-reduce's time. Derivation (ours), for a count divisible by G N and the ring across
-nodes: the intra-node ring reduce-scatter takes G-1 steps of alpha + n/G beta + n/G gamma
-(every GPU's link carries one flow each way); the G cross-node ring all-reduces of n/G
-bytes run in lockstep, 2(N-1) steps of alpha_inter + n/(G N) beta_inter plus
-(N-1)/N n/G gamma of reductions; the intra-node all-gather takes G-1 steps of
-alpha + n/G beta.
+all-reduce's time. Derivation (ours), for a count divisible by G N: the intra-node ring
+reduce-scatter takes G-1 steps of alpha + n/G beta + n/G gamma (every GPU's link carries
+one flow each way); the G cross-node all-reduces of n/G bytes run in lockstep, so they
+take the ``inter`` algorithm's own time T_inter(N, n/G) on N ranks with alpha_inter,
+beta_inter and gamma; the intra-node all-gather takes G-1 steps of alpha + n/G beta:
+
+    T = 2 (G-1)(alpha + n/G beta) + (G-1)/G n gamma + T_inter(N, n/G)
+
+With the ring across nodes T_inter(N, m) = 2 (N-1)(alpha_inter + m/N beta_inter)
++ (N-1)/N m gamma (:func:`hierarchical_time`). The time is exact where the ``inter``
+model is exact for N ranks and n/G bytes, else an estimate (the largest block,
+ceil(n/G) bytes, stands for n/G where G does not divide n).
 """
 
 from __future__ import annotations
@@ -103,29 +109,42 @@ def _traffic(p: int, nbytes: int, itemsize: int, *, inter: str, nodes: int) -> T
 
 
 def _exact(p: int, nbytes: int, itemsize: int, *, inter: str, nodes: int) -> bool:
-    return (nodes == 1 or inter == "ring") and (nbytes // itemsize) % p == 0
+    """Exact for a count divisible by p where the ``inter`` model is exact on N ranks and
+    n/G bytes (checked against ``cluster`` for every inter algorithm)."""
+    if (nbytes // itemsize) % p:
+        return False
+    return nodes == 1 or cost.is_exact("all_reduce", inter, p=nodes,
+                                       nbytes=nbytes // _gpus_per_node(p, nodes),
+                                       itemsize=itemsize)
+
+
+def _intra_time(g: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
+    """The two ring phases inside a node of G GPUs (see module):
+    2 (G-1)(alpha + n/G beta) + (G-1)/G n gamma."""
+    return 2 * (g - 1) * (alpha + nbytes / g * beta) + (g - 1) / g * nbytes * gamma
 
 
 def hierarchical_time(nodes: int, gpus_per_node: int, nbytes: int, *, alpha: float,
                       beta: float, alpha_inter: float, beta_inter: float,
                       gamma: float = 0.0) -> float:
-    """Seconds of the hierarchical all-reduce with the ring across nodes (see module)."""
+    """Seconds of the hierarchical all-reduce with the ring across nodes (see module):
+    the intra-node phases plus 2 (N-1)(alpha' + n/(G N) beta') + (N-1)/N n/G gamma."""
     g, n = gpus_per_node, nodes
-    m = nbytes
-    intra = 2 * (g - 1) * (alpha + m / g * beta) + (g - 1) / g * m * gamma
-    across = 2 * (n - 1) * (alpha_inter + m / (g * n) * beta_inter) + \
-        (n - 1) / n * m / g * gamma
-    return intra + across
+    across = 2 * (n - 1) * (alpha_inter + nbytes / (g * n) * beta_inter) + \
+        (n - 1) / n * nbytes / g * gamma
+    return _intra_time(g, nbytes, alpha, beta, gamma) + across
 
 
-def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, nodes: int,
-          alpha_inter: float | None, beta_inter: float | None) -> float:
-    """:func:`hierarchical_time` on ``nodes`` nodes (1 on the reference network)."""
-    return hierarchical_time(nodes, _gpus_per_node(p, nodes), nbytes, alpha=alpha,
-                             beta=beta,
-                             alpha_inter=alpha if alpha_inter is None else alpha_inter,
-                             beta_inter=beta if beta_inter is None else beta_inter,
-                             gamma=gamma)
+def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, inter: str,
+          nodes: int, alpha_inter: float | None, beta_inter: float | None) -> float:
+    """The intra-node phases plus the ``inter`` all-reduce's own model on N ranks and
+    the largest block, ceil(n/G) bytes, with alpha', beta' (see module)."""
+    g = _gpus_per_node(p, nodes)
+    across = 0.0 if nodes == 1 else cost.predict(
+        "all_reduce", inter, p=nodes, nbytes=-(-nbytes // g),
+        alpha=alpha if alpha_inter is None else alpha_inter,
+        beta=beta if beta_inter is None else beta_inter, gamma=gamma)
+    return _intra_time(g, nbytes, alpha, beta, gamma) + across
 
 
 @register("all_reduce", "hierarchical", params=PARAMS, validate=_validate,
@@ -137,13 +156,15 @@ def hierarchical_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, inter: str) 
     Cost on a two-level machine of N nodes of G GPUs (derived here), with alpha_1, beta_1
     a message inside a node, alpha_2, beta_2 one between nodes, and the G cross-node
     all-reduces running at once (their bandwidth split as the network shares it), for
-    n divisible by G N and the ring across nodes:
-    2 (G-1)(alpha_1 + n/G beta_1) + 2 (N-1) alpha_2 + 2 (N-1)/N n beta_2'
-    + ((G-1)/G + (N-1)/(N G)) n gamma, where beta_2' is the time per byte of one node's
-    inter-node traffic (on ``cluster``, one uplink shared by the G GPUs: beta_2' =
+    n divisible by G N: 2 (G-1)(alpha_1 + n/G beta_1) + (G-1)/G n gamma + T_inter, the
+    ``inter`` algorithm's time on N ranks and n/G bytes with alpha_2, beta_2 (see the
+    module). With the ring across nodes T_inter = 2 (N-1) alpha_2 + 2 (N-1)/N n beta_2'
+    + (N-1)/(N G) n gamma, where beta_2' is the time per byte of one node's inter-node
+    traffic (on ``cluster``, one uplink shared by the G GPUs: beta_2' =
     1 / inter_bandwidth). On a single node it is the ring all-reduce:
     2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma. Each rank sends
-    2 (G-1)/G n + 2 (N-1)/N n/G bytes for sizes that divide evenly.
+    2 (G-1)/G n bytes inside its node plus what ``inter`` sends of n/G bytes on N ranks
+    (ring: 2 (N-1)/N n/G) for sizes that divide evenly.
     """
     local, cross = _groups(comm)
     block = yield from ring_reduce_scatter(local, x, op=op, chunks=1)

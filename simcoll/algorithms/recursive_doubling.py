@@ -6,10 +6,32 @@ Every reduction puts the lower-numbered side's buffer on the left, so each eleme
 reduced in one fixed order and every rank of an all-reduce gets the same bits.
 
 Times are for the single-port alpha-beta reference network, exact for p a power of two.
-For other p they are estimates that ignore link sharing: the ranks that skip the fold run
-ahead and their messages share links with late ones, so the simulation is slower, by
-about 5-15 % for p < 16 and up to about 40 % for p near 1000 with large buffers. Traffic
-is exact for every p and size.
+For other p they are estimates that ignore link sharing (the all-gather's is exact on the
+analytical network, which has none): the ranks that skip the fold (the all-gather: the
+pass-on) run ahead, and their messages share links with late ones. At p = 3, say, rank
+2's message to rank 0 shares rank 0's downlink with the fold, so without reductions the
+all-reduce takes 3 alpha + 4 n beta against the estimate's 3 (alpha + n beta). Simulated
+time / estimate, measured on the reference network with alpha = 1 us, beta = 1 ns per
+byte and gamma = 0 (reduce with root 0; ``tests/test_recursive.py`` checks the table):
+
+    nbytes  collective/algorithm              p=3    p=7    p=13   p=513
+    64 MiB  all_reduce/recursive_doubling     1.333  1.500  1.400  1.545
+    64 MiB  all_reduce/rabenseifner           1.167  1.214  1.233  1.250
+    64 MiB  reduce_scatter/recursive_halving  1.273  1.358  1.458  1.506
+    64 MiB  reduce/rabenseifner               1.250  1.300  1.318  1.333
+    64 MiB  all_gather/recursive_doubling     1.250  1.300  1.250  1.221
+    64 B    all_reduce/recursive_doubling     1.020  1.015  1.012  1.005
+    64 B    all_reduce/rabenseifner           1.008  1.005  1.004  1.019
+    64 B    reduce_scatter/recursive_halving  1.010  1.010  1.011  1.005
+    64 B    reduce/rabenseifner               1.010  1.006  1.004  0.997
+    64 B    all_gather/recursive_doubling     1.020  1.023  1.031  1.028
+
+Over all p = 3..15 that are not powers of two these five run 1.13-1.60 times their
+estimate with 64 MiB and 1.00-1.05 times with 64 B (with beta = 0.1 ns and gamma =
+0.03 ns per byte, 64 MiB: 1.12-1.45): the estimates hold for latency-bound sizes and are
+up to 60 % low for large buffers. Of these cases only the reduce with 64 B on 513 ranks,
+whose blocks are mostly empty, ran faster than its estimate. Traffic is exact for every p
+and size.
 
 Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
 MPICH", IJHPCA 19(1), 2005.
@@ -18,6 +40,7 @@ MPICH", IJHPCA 19(1), 2005.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 
 import numpy as np
 
@@ -103,49 +126,61 @@ def recursive_doubling_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp) -> Buf
 
 
 # -- all_gather --------------------------------------------------------------------------
-def _messages(p: int) -> Iterator[tuple[int, int, int]]:
-    """(src, dst, blocks) of every message of MPICH's recursive-doubling all-gather."""
-    for mask in distances(p):
-        for r in range(p):
-            if r ^ mask < p:
-                group = r & ~(mask - 1)
-                yield r, r ^ mask, min(group + mask, p) - group
-        for group in range(0, p, 2 * mask):
-            present = p - (group + mask)
-            if not 0 < present < mask:
-                continue
-            for dist in distances(mask):
-                for r in range(group, group + mask):
-                    rel = r & (2 * dist - 1)
-                    if not r & dist and rel < present <= rel + dist:
-                        yield r, r + dist, present
+def _exchanges(p: int, mask: int) -> Iterator[tuple[int, int, int]]:
+    """(src, dst, blocks) of the exchange at ``mask``: rank r sends the blocks of its
+    aligned group of ``mask`` ranks to r ^ mask, where that rank exists."""
+    for r in range(p):
+        if r ^ mask < p:
+            group = r & ~(mask - 1)
+            yield r, r ^ mask, min(group + mask, p) - group
+
+
+def _passes(p: int, mask: int) -> Iterator[tuple[int, int, int]]:
+    """(src, dst, blocks) of the pass-on after the exchange at ``mask``, in the order the
+    ranks send them (distance mask/2 first): where a partner group holds only
+    ``present`` < mask ranks, their blocks go on to the rest of the group (MPICH)."""
+    for group in range(0, p, 2 * mask):
+        present = p - (group + mask)
+        if not 0 < present < mask:
+            continue
+        for dist in reversed(list(distances(mask))):
+            for r in range(group, group + mask):
+                rel = r & (2 * dist - 1)
+                if not r & dist and rel < present <= rel + dist:
+                    yield r, r + dist, present
 
 
 def _all_gather_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
     sent = np.zeros(p, dtype=np.int64)
     received = np.zeros(p, dtype=np.int64)
-    for src, dst, blocks in _messages(p):
-        sent[src] += blocks * nbytes
-        received[dst] += blocks * nbytes
+    for mask in distances(p):
+        for src, dst, blocks in chain(_exchanges(p, mask), _passes(p, mask)):
+            sent[src] += blocks * nbytes
+            received[dst] += blocks * nbytes
     return gpu_traffic(sent, received)
 
 
 def _all_gather_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
     """log2 p alpha + (p-1) n beta (Thakur et al. 2005), exact for p a power of two.
 
-    Otherwise (derived here) the sum, over masks 2^k < p, of the exchange
-    alpha + 2^k n beta plus, when the partner group holds only ``present`` < 2^k ranks,
-    alpha + present n beta for each halving step that passes blocks on (those of
-    distance d > present / 2): the critical path without link sharing, an estimate.
+    Otherwise (derived here) the critical path without link sharing, each message of m
+    blocks costing alpha + m n beta however many messages share a link: rank by rank,
+    an exchange ends for both partners when the later of their two messages arrives,
+    and a pass-on message arrives alpha + present n beta after its sender has the
+    blocks (the sender goes on at once). The time is the last rank's end: exact on the
+    analytical network, an estimate on the reference network, where messages share
+    links.
     """
-    total = 0.0
+    ready = [0.0] * p
     for mask in distances(p):
-        total += alpha + mask * nbytes * beta
-        present = p - ((p - 1) & ~(2 * mask - 1)) - mask
-        if 0 < present < mask:
-            steps = sum(1 for d in distances(mask) if 2 * d > present)
-            total += steps * (alpha + present * nbytes * beta)
-    return total
+        start = list(ready)
+        for src, dst, blocks in _exchanges(p, mask):
+            arrival = start[src] + alpha + blocks * nbytes * beta
+            ready[src] = max(ready[src], arrival)
+            ready[dst] = max(ready[dst], arrival)
+        for src, dst, blocks in _passes(p, mask):
+            ready[dst] = max(ready[dst], ready[src] + alpha + blocks * nbytes * beta)
+    return max(ready)
 
 
 def _pass_on(comm: Comm, buf: Buffer, mask: int, present: int, count: int) -> Steps:
@@ -177,9 +212,10 @@ def recursive_doubling_all_gather(comm: Comm, x: Buffer) -> BufferProgram:
     group by recursive halving inside it.
 
     Cost for p a power of two (Thakur et al. 2005): log2 p alpha + (p-1) n beta; each rank
-    sends and receives (p-1) n bytes. Otherwise ceil(log2 p) alpha + (p-1) n beta plus
-    the extra messages of the halving steps (an estimate); every rank still receives
-    (p-1) n bytes and sends what its partners need.
+    sends and receives (p-1) n bytes. Otherwise the schedule's critical path without link
+    sharing (the model's time; exact on the analytical network, an estimate on the
+    reference network); every rank still receives (p-1) n bytes and sends what its
+    partners need (p = 3: rank 0 sends 4 n).
     """
     p, r = comm.size, comm.rank
     count = len(x)

@@ -33,7 +33,8 @@ from simcoll.collectives import collective as get_collective
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.cost.uneven import uneven_bounds
 from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
-from simcoll.uneven import check_nbytes
+from simcoll.inputs import check_counters
+from simcoll.uneven import as_splits, check_nbytes, first_partial, whole_number
 
 if TYPE_CHECKING:
     from simcoll.algorithms.registry import AlgorithmSpec
@@ -93,28 +94,31 @@ def _entry(collective: str, algorithm: str) -> AlgorithmSpec:
 
 
 def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any]:
-    """(p, nbytes) checked: an int, or for a v-collective a read-only int64 array."""
+    """(p, nbytes) checked: an int (a whole number such as 16, 16.0 or a 0-d array of
+    one), or for a v-collective a read-only int64 array whose traffic fits the int64
+    counters (as ``simulate`` checks)."""
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)) or p < 1:
         raise InvalidInputError(f"p={p!r} is not accepted; use an integer >= 1")
     coll = None if collective is None else get_collective(collective)
     if coll is not None and coll.uneven is not None:
         sizes = check_nbytes(coll, nbytes, int(p))
+        check_counters(max(coll.uneven.inputs(as_splits(sizes))), int(p), largest=True)
         sizes.flags.writeable = False
         return int(p), sizes
-    if (isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, (int, np.integer))
-            or nbytes < 0):
-        raise InvalidInputError(f"nbytes={nbytes!r} is not accepted; use an integer >= 0")
-    return int(p), int(nbytes)
+    size = whole_number(nbytes)
+    if size is None:
+        raise InvalidInputError(f"nbytes={nbytes!r} is not accepted; use a whole number "
+                                f">= 0")
+    return int(p), size
 
 
 def _itemsize(itemsize: Any, nbytes: Any) -> int:
     """``itemsize`` checked: an integer >= 1 that divides every size in ``nbytes``."""
     itemsize = integer(itemsize, "itemsize", minimum=1, what="bytes per element")
-    uneven = np.asarray(nbytes) % itemsize
-    if uneven.any():
-        shown = nbytes if np.ndim(nbytes) == 0 else np.asarray(nbytes)[uneven != 0][0]
-        raise InvalidInputError(f"nbytes={shown} is not a multiple of itemsize={itemsize}; "
-                                f"give whole elements")
+    partial = first_partial(nbytes, itemsize)
+    if partial is not None:
+        raise InvalidInputError(f"nbytes{partial[0]}={partial[1]} is not a multiple of "
+                                f"itemsize={itemsize}; give whole elements")
     return itemsize
 
 
@@ -140,7 +144,9 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
 
     Raises:
         UnknownAlgorithmError: no model for the pair; the message lists the known ones.
-        InvalidInputError: a bad p, nbytes, alpha, beta, gamma or parameter.
+        InvalidInputError: a bad p, nbytes, alpha, beta, gamma or parameter; a
+            v-collective's sizes whose traffic could overflow int64 counters (as
+            ``simulate`` refuses them).
         RegistrationError: the registered model returned something that is not a number.
     """
     spec = _entry(collective, algorithm)
@@ -167,13 +173,16 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
     """Bytes each rank sends and receives (exact, for elements of ``itemsize`` bytes).
 
     Raises:
-        UnknownAlgorithmError, InvalidInputError: as :func:`predict`, or an ``itemsize``
-            that is not an integer >= 1 dividing ``nbytes``.
+        UnknownAlgorithmError, InvalidInputError: as :func:`predict`, any size whose
+            traffic could overflow int64 counters, or an ``itemsize`` that is not an
+            integer >= 1 dividing ``nbytes`` (naming the first entry that it does not).
         RegistrationError: the registered model returned something that is not a
             :class:`Traffic`.
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
+    if isinstance(nbytes, int):  # a v-collective's sizes are checked by _sizes
+        check_counters(nbytes, p)
     itemsize = _itemsize(itemsize, nbytes)
     args = spec.model_arguments(p, params)
     fn = spec.cost.traffic

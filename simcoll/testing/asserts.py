@@ -14,11 +14,13 @@ from numpy.typing import ArrayLike
 
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.checks import _subject, integer, real
+from simcoll.checks import _subject, real
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
+from simcoll.inputs import check_root
 from simcoll.result import Result
+from simcoll.uneven import abbreviated
 from simcoll.units import parse_size
 
 __all__ = ["assert_time", "assert_traffic", "assert_matches_model"]
@@ -27,8 +29,12 @@ _SHOWN = 16
 
 
 def _what(res: Result) -> str:
+    """The run as failure messages name it: collective, algorithm, ranks, the sizes it was
+    given (a v-collective's splits, abbreviated) and its parameters."""
     params = "".join(f", {k}={v!r}" for k, v in res.params.items())
-    return f"{res.collective}/{res.algorithm} (p={res.nranks}, nbytes={res.nbytes}{params})"
+    size = (f"nbytes={res.nbytes}" if res.splits is None
+            else f"splits={abbreviated(res.splits)} elements of {res.dtype}")
+    return f"{res.collective}/{res.algorithm} (p={res.nranks}, {size}{params})"
 
 
 def assert_time(res: Result, expected: float, *, rtol: float = 1e-9,
@@ -180,7 +186,7 @@ def _model_params(res: Result) -> dict[str, Any]:
 
 
 def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float = 0.0,
-                         rtol: float = 1e-9, root: int = 0) -> None:
+                         rtol: float = 1e-9, root: int | None = None) -> None:
     """Assert ``res`` agrees with the registered cost model of the algorithm that ran.
 
     Checks that the outputs were correct (data mode), that the traffic equals
@@ -190,24 +196,26 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     network with these constants (:func:`~simcoll.testing.alpha_beta_network`).
 
     Args:
-        root: the root the run used, for rooted collectives (a Result does not record it;
-            the models of rooted collectives depend on it).
+        root: the root the models of a rooted collective are asked for (default 0, as
+            ``simulate``'s); give the run's. Collectives without a root refuse one, as
+            ``simulate`` does.
 
     Raises:
         AssertionError: the first check that fails, values side by side.
         UnknownAlgorithmError: the algorithm has no cost model.
         InvalidInputError: (before any check) alpha, beta, gamma or ``rtol`` not a
-            finite number >= 0, or a root that is not a rank of the run.
+            finite number >= 0, a root that is not a rank of the run, or a root for a
+            collective without one.
     """
     for name, value in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
         real(value, name)
     rtol = real(rtol, "rtol")
-    root = integer(root, "root", minimum=0, maximum=res.nranks - 1, what="a rank")
+    root = check_root(collective(res.collective), root, res.nranks)
     if res.correct is False:
         raise AssertionError(f"{_what(res)} computed a wrong result "
                              f"(largest error {res.max_error!r})")
     params = _model_params(res)
-    if collective(res.collective).rooted:
+    if root is not None:
         params["root"] = root
     itemsize = as_dtype(res.dtype).itemsize
     # A v-collective's models take its sizes in bytes, per rank or per pair.
