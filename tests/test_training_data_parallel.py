@@ -123,6 +123,19 @@ def test_one_gpu_scales_perfectly():
     assert res.run.bytes_sent.tolist() == [0]
 
 
+@pytest.mark.parametrize("strategy", ["loop", "fused", "ddp"])
+def test_one_gpu_exposes_no_communication_exactly(strategy):
+    # A GPT-like model whose layer times the clock adds in another order than their
+    # sum: the step ended 1.7e-18 s before the compute, read as negative communication
+    # and an efficiency of 1.0000000000000002. Nothing is communicated on one GPU.
+    model = tr.gpt(layers=4, hidden=1024, heads=16, seq_len=1024, vocab=32000, batch=4)
+    res = tr.data_parallel(model, sc.topology.switch(1), gpu=tr.A100, strategy=strategy)
+    assert res.exposed_communication == 0.0 and res.scaling_efficiency == 1.0
+    step = tr.data_parallel_step(sc.topology.switch(1), gradient_bytes=4_000_000 * 11,
+                                 forward=1e-3, backward=7e-3 * 11, bucket_bytes=10**6)
+    assert step.exposed_communication == 0.0
+
+
 def test_refusals():
     with pytest.raises(sc.InvalidInputError, match="strategy='zero'"):
         tr.data_parallel(four_layers(), sc.topology.switch(2), strategy="zero")
