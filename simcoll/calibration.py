@@ -12,9 +12,13 @@ latencies span many decades and only their ratios matter.
 
 A fit cannot move a constant that moves no simulated time where it starts (a bandwidth
 that is not the bottleneck there: its finite-difference Jacobian column is zero), nor
-tell where beyond a bound the best fit would be: the result names such constants
-(:attr:`Calibration.unmoved`, :attr:`Calibration.on_bound`) and its report says so.
-Sizes where nccl-tests found wrong values (``#wrong`` above 0) are left out of the fit.
+tell where beyond a bound the best fit would be, nor pin down more constants than the
+sizes determine: the result names such constants (:attr:`Calibration.unmoved`,
+:attr:`Calibration.on_bound`, :attr:`Calibration.undetermined`) and its report says so.
+A trial point that simcoll cannot simulate within its run limits (a bandwidth so low
+that the largest size runs past the simulated-time limit) counts as the worst fit, and
+the fit goes on. Sizes where nccl-tests found wrong values (``#wrong`` above 0) are left
+out of the fit.
 
 scipy is an optional dependency: ``pip install "simcoll[calibrate]"``.
 """
@@ -42,10 +46,11 @@ from simcoll.comparison import (
     measured_times,
     run_sizes,
     size_runs,
+    size_width,
     table_collective,
     wrong_note,
 )
-from simcoll.errors import InvalidInputError, SimCollError
+from simcoll.errors import InvalidInputError, RunLimitError, SimCollError
 from simcoll.nccl_tests import NcclTestsTable
 from simcoll.processes import local_pool
 from simcoll.progress import check_progress, progress_bar
@@ -82,6 +87,13 @@ class Calibration:
             (:attr:`not_fitted`).
         left_out: the table's sizes left out of the fit because nccl-tests found wrong
             values there (``#wrong`` above 0).
+        unsimulated: the constants of each trial point simcoll could not simulate within
+            its run limits (a :class:`simcoll.errors.RunLimitError`), which counted as
+            the worst fit.
+        undetermined: how many combinations of the free constants the fitted sizes do
+            not pin down (change no simulated time where the fit ended, so other values
+            fit as well): the free constants beyond the sizes at least; 0 where all are
+            determined.
     """
 
     values: Mapping[str, float] = field(hash=False)
@@ -98,6 +110,8 @@ class Calibration:
     unmoved: tuple[str, ...] = ()
     probed: Mapping[str, float] = field(default_factory=dict, hash=False)
     left_out: tuple[int, ...] = ()
+    unsimulated: tuple[Mapping[str, float], ...] = field(default=(), hash=False)
+    undetermined: int = 0
 
     @property
     def not_fitted(self) -> tuple[str, ...]:
@@ -109,12 +123,14 @@ class Calibration:
     @property
     def on_bound(self) -> dict[str, str]:
         """The constants (not :attr:`not_fitted`) that ended on a bound: ``"lower"`` or
-        ``"upper"`` by name; the best fit may lie beyond it."""
+        ``"upper"`` by name; the best fit may lie beyond it. (The fit moves a constant
+        that ends near a bound onto it where the bound fits as well or better.)"""
         found = {}
         for name, (low, high) in self.bounds.items():
-            value, near = self.values[name], 1e-9 * (high - low)
-            if name not in self.not_fitted and (value - low <= near or high - value <= near):
-                found[name] = "lower" if value - low <= near else "upper"
+            value = self.values[name]
+            for side, bound in (("lower", low), ("upper", high)):
+                if name not in self.not_fitted and math.isclose(value, bound, rel_tol=1e-12):
+                    found[name] = side
         return found
 
     @property
@@ -135,6 +151,16 @@ class Calibration:
         notes += [f"note: {k} ended on its {side} bound "
                   f"{self.bounds[k][side == 'upper']:g}: the best fit may lie beyond it"
                   for k, side in self.on_bound.items()]
+        if self.undetermined:
+            notes.append(f"note: the sizes fitted ({len(self.sizes)}) do not pin down the "
+                         f"{len(self.values)} free constants: {self.undetermined} "
+                         f"combination(s) of them move no simulated time where the fit "
+                         f"ended, so other values fit as well; fit more sizes, or free "
+                         f"fewer constants")
+        if self.unsimulated:
+            notes.append(f"note: {len(self.unsimulated)} trial point(s) could not be "
+                         f"simulated within simcoll's run limits (the first at "
+                         f"{_named(self.unsimulated[0])}) and counted as the worst fit")
         if self.left_out:
             notes.append(wrong_note(self.left_out, "left out of the fit"))
         return notes
@@ -160,11 +186,12 @@ class Calibration:
                       f"   on its {bound[name]} bound" if name in bound else ""))
                   for name, value in self.values.items()]
         lines += self.notes
-        lines += ["", "      size   measured (us)   before (us)   after (us)   error before"
-                  "   error after"]
+        width = size_width(self.sizes)
+        lines += ["", f"{'size':>{width}}   measured (us)   before (us)   after (us)   "
+                      f"error before   error after"]
         for size, m, b, a, eb, ea in zip(self.sizes, self.measured, self.before, self.after,
                                          self.error_before, self.error_after):
-            lines.append(f"{size:>10d}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  {a * 1e6:>11.2f}"
+            lines.append(f"{size:>{width}d}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  {a * 1e6:>11.2f}"
                          f"  {eb:>+12.1%}  {ea:>+12.1%}")
         lines += [""] + geomean_line(
             "geometric-mean |time error|", [self.error_before, self.error_after],
@@ -229,7 +256,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         The fitted constants, the calibrated topology, and the time per size measured,
         before and after (the sizes where nccl-tests found wrong values, ``#wrong``
         above 0, left out and named); the constants that moved no simulated time where
-        they started, and so were not fitted, and those that ended on a bound, named.
+        they started, and so were not fitted, and those that ended on a bound, named;
+        how many combinations of them the sizes could not pin down; the trial points
+        simcoll could not simulate within its run limits (each counted as the worst
+        fit: a time of infinity, ``before`` included where it is the initial point).
 
     Raises:
         InvalidInputError: an empty table, no free constant, too small a
@@ -248,6 +278,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             time is not above 0 or whose root is beyond the machine's ranks; all before
             the first simulation; also a ``collective`` other than the table's, and a
             table whose every size has ``#wrong`` above 0.
+        RunLimitError: no trial point could be simulated within simcoll's run limits
+            (naming the first and last tried).
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
     """
     factory = _factory(build)
@@ -309,13 +341,18 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     count = [0]
     tried: dict[bytes, np.ndarray] = {}   # times at each trial point, by its variables
     smallest = [math.inf]   # geometric-mean error of the best point tried, for the bar
+    unsimulated: list[tuple[dict[str, float], RunLimitError]] = []   # past the run limits
 
     def times(values: dict[str, float]) -> np.ndarray:
         topo = machine(values)
         count[0] += len(shapes)
         kwargs: dict[str, Any] = {**simulate_kwargs, **{k: values[k] for k in tuned}}
-        simulated = np.array([t for t, _ in run_sizes(topo, coll, shapes, algorithm, bar,
-                                                      pool, **kwargs)])
+        try:
+            simulated = np.array([t for t, _ in run_sizes(topo, coll, shapes, algorithm, bar,
+                                                          pool, **kwargs)])
+        except RunLimitError as err:   # the worst fit: the fit goes on
+            unsimulated.append((values, err))
+            return np.full(len(shapes), math.inf)
         error = geomean_error((simulated / measured - 1).tolist())
         if error < smallest[0]:
             smallest[0] = error
@@ -331,7 +368,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             if count[0] + len(shapes) > max_evaluations:
                 raise _OutOfEvaluations
             simulated = tried[x.tobytes()] = times(values_of(x))
-        return np.log(simulated) - np.log(measured)
+        return np.minimum(np.log(simulated) - np.log(measured), _UNSIMULATED)
+
+    def cost(x: np.ndarray) -> float:
+        return _cost(tried[x.tobytes()], measured, loss, loss_scale)
 
     with progress_bar(progress, total=None, desc="calibrate", unit="sim") as bar, \
             local_pool(min(workers, len(shapes))) as pool:
@@ -352,16 +392,34 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                     trial = x.copy()
                     trial[i] = u
                     if not np.array_equal(residuals(trial), here):
-                        moving.append((_cost(tried[trial.tobytes()], measured, loss,
-                                             loss_scale), u))
+                        moving.append((cost(trial), u))
                 if moving:
                     start[i] = min(moving)[1]
                     probed[names[i]] = scale[i].value(start[i])
             return start if probed else None
 
+        def snap(x: np.ndarray) -> np.ndarray:
+            """``x`` with each constant that ended within NEAR_BOUND of a bound moved onto
+            it where that fits as well or better (trf's points stay strictly inside the
+            bounds); those left at their start, not fitted, stay."""
+            for i, name in enumerate(names):
+                for bound in (low[i], high[i]):
+                    if x[i] == bound or abs(x[i] - bound) > NEAR_BOUND * (high[i] - low[i]) \
+                            or (name in unmoved and x[i] == points[0][i]):
+                        continue
+                    trial = x.copy()
+                    trial[i] = bound
+                    try:
+                        residuals(trial)
+                    except _OutOfEvaluations:
+                        return x
+                    x = trial if cost(trial) <= cost(x) else x
+            return x
+
         messages = []
         unmoved: list[str] = []    # zero Jacobian columns where the first fit ended, at its start
         probed: dict[str, float] = {}
+        jacobians: list[tuple[float, np.ndarray]] = []   # where each fit ended
         queue = list(points)
         while queue:
             point = queue.pop(0)
@@ -370,6 +428,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                                     x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
                                     loss=loss, f_scale=loss_scale)
                 messages.append(str(fit.message))
+                jacobians.append((float(fit.cost), np.asarray(fit.jac)))
                 if point is points[0]:
                     stuck = [i for i in range(len(names)) if fit.x[i] == point[i]
                              and not np.any(np.asarray(fit.jac)[:, i])]
@@ -380,8 +439,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                 messages.append(f"stopped at max_evaluations={max_evaluations} on the best "
                                 f"point tried")
                 break
-    key = min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
-    best = np.frombuffer(key, dtype=points[0].dtype)
+        key = min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
+        if not np.all(np.isfinite(tried[key])):
+            raise _all_unsimulated(unsimulated)
+        best = snap(np.frombuffer(key, dtype=points[0].dtype).copy())
     joined = "; ".join(m.rstrip(".") for m in messages)
     if probed:
         message = (f"the best of {len(messages)} fits ({starts} start{'s' * (starts > 1)}, "
@@ -390,11 +451,52 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         message = messages[0] if starts == 1 else \
             f"the best of {len(messages)} of {starts} starts: {joined}"
     fitted = values_of(best)
-    after = tried[key]
+    after = tried[best.tobytes()]
     return Calibration(fitted, initial, machine(fitted), table.sizes,
                        tuple(measured.tolist()), tuple(before.tolist()),
                        tuple(after.tolist()), count[0], message,
-                       {k: fitted[k] for k in tuned}, bounds, tuple(unmoved), probed, wrong)
+                       {k: fitted[k] for k in tuned}, bounds, tuple(unmoved), probed, wrong,
+                       tuple(v for v, _ in unsimulated),
+                       _undetermined(min(jacobians, key=lambda c: c[0])[1]
+                                     if jacobians else None, len(shapes), len(names)))
+
+
+def _named(values: Mapping[str, float]) -> str:
+    """``bandwidth=1.2e+03, latency=1e-06``."""
+    return ", ".join(f"{k}={v:.4g}" for k, v in values.items())
+
+
+def _all_unsimulated(unsimulated: list[tuple[dict[str, float], RunLimitError]]
+                     ) -> RunLimitError:
+    """The error where no trial point could be simulated, naming the constants tried."""
+    first, why = unsimulated[0]
+    last = unsimulated[-1][0]
+    return RunLimitError(
+        f"no point the fit tried could be simulated within simcoll's run limits: "
+        f"{len(unsimulated)} tried, the first at {_named(first)}"
+        + (f", the last at {_named(last)}" if len(unsimulated) > 1 else "")
+        + f" ({why}); start from, and bound the constants to, values the sizes run "
+          f"within the limits at", why.running)
+
+
+def _undetermined(jacobian: np.ndarray | None, sizes: int, free: int) -> int:
+    """How many combinations of the free constants the sizes do not pin down: the rank
+    the Jacobian where the best fit ended falls short of its columns that move the time
+    by (constants that move none are reported on their own), or without one, the
+    constants beyond the sizes."""
+    if jacobian is None:
+        return max(0, free - sizes)
+    moving = jacobian[:, np.any(jacobian, axis=0)]
+    return int(moving.shape[1] - np.linalg.matrix_rank(moving)) if moving.size else 0
+
+
+NEAR_BOUND = 1e-3
+"""How near a bound a constant has to end, as a share of its range on the fit's scale,
+for the fit to try it on the bound itself."""
+
+_UNSIMULATED = 100.0
+"""The log-time residual of a size at a trial point that could not be simulated: worse
+than any that could (a factor of e^100)."""
 
 
 PROBES = 8

@@ -48,6 +48,11 @@ def geomean_error(errors: Sequence[float]) -> float:
     return math.exp(sum(abs(math.log1p(e)) for e in errors) / len(errors)) - 1
 
 
+def size_width(sizes: Sequence[int]) -> int:
+    """The width of a report's size column: 10, or the longest size's digits."""
+    return max([10, *(len(str(size)) for size in sizes)])
+
+
 def geomean_line(label: str, errors: Sequence[Sequence[float]], words: Sequence[str],
                  tail: str) -> list[str]:
     """The report lines that print :func:`geomean_error` (of each list of ``errors``,
@@ -70,6 +75,14 @@ class SizeRun:
     kwargs: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
+def simulated_dtype(type_name: str) -> np.dtype[Any]:
+    """The dtype a row of nccl-tests' ``type_name`` is simulated with: the one of its
+    size among uint8, float16, float32 and float64 (float32 for a name not in
+    :data:`simcoll.nccl_tests.ITEMSIZE`)."""
+    itemsize = ITEMSIZE.get(type_name, 4)
+    return np.dtype({1: np.uint8, 2: np.float16, 4: np.float32, 8: np.float64}[itemsize])
+
+
 def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> list[SizeRun]:
     """One :class:`SizeRun` per row of ``table`` on ``topology``.
 
@@ -84,9 +97,8 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
                                 f"machine has {topology.nranks}")
     runs = []
     for row in table.rows:
-        itemsize = ITEMSIZE.get(row.type, 4)
-        nbytes, _, _ = nccl_shape(coll, topology.nranks, row.size, itemsize)
-        dtype = np.dtype({1: np.uint8, 2: np.float16, 4: np.float32, 8: np.float64}[itemsize])
+        dtype = simulated_dtype(row.type)
+        nbytes, _, _ = nccl_shape(coll, topology.nranks, row.size, dtype.itemsize)
         root = row.root if coll.rooted and row.root is not None and row.root >= 0 else None
         if root is not None and root >= topology.nranks:
             raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has root "
@@ -193,10 +205,15 @@ def run_sizes(topology: Topology, coll: Collective, runs: Sequence[SizeRun], alg
     results = (_timed(*call) for call in calls) if pool is None else \
         (future.result() for future in futures)
     done = []
-    for result in results:
-        done.append(result)
-        if bar is not None:
-            bar.update()
+    try:
+        for result in results:
+            done.append(result)
+            if bar is not None:
+                bar.update()
+    except SimCollError:   # a size that cannot run: the others queued need not either
+        for future in futures:
+            future.cancel()
+        raise
     return done
 
 
@@ -262,13 +279,14 @@ class Comparison:
         measured - 1, then the geometric-mean |time error| and what it is, and the sizes
         with ``#wrong`` above 0."""
         named = " ".join(k for k in CHOICES if any(k in p for p in self.params))
-        lines = ["                  time (us)                     busbw (GB/s)",
-                 "      size     measured   simulated     error     measured   simulated  "
-                 + named]
+        width = size_width(self.sizes)
+        lines = [" " * width + "        time (us)                     busbw (GB/s)",
+                 f"{'size':>{width}}     measured   simulated     error     measured   "
+                 f"simulated  " + named]
         for size, m, s, e, bm, bs, chosen in zip(
                 self.sizes, self.measured, self.simulated, self.error, self.measured_busbw,
                 self.simulated_busbw, self.choices):
-            lines.append(f"{size:>10d}  {m * 1e6:>11.2f} {s * 1e6:>11.2f}  {e:>+8.1%}  "
+            lines.append(f"{size:>{width}d}  {m * 1e6:>11.2f} {s * 1e6:>11.2f}  {e:>+8.1%}  "
                          f"{bm / 1e9:>11.2f} {bs / 1e9:>11.2f}  {chosen}")
         lines = [line.rstrip() for line in lines]
         lines += [""] + geomean_line(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "SimCollError", "TopologyError", "UnknownAlgorithmError", "UnknownCollectiveError",
     "UnknownNetworkError", "InvalidInputError", "DeadlockError", "UnmatchedMessageError",
@@ -69,6 +71,9 @@ class DeadlockError(SimCollError):
         super().__init__(message)
         self.waiting = waiting
 
+    def __reduce__(self) -> tuple[Any, ...]:   # whole across processes (sweep workers)
+        return type(self), (str(self), self.waiting)
+
 
 class UnmatchedMessageError(SimCollError):
     """The simulation finished but some messages were sent and never received."""
@@ -85,6 +90,9 @@ class RunLimitError(SimCollError):
         super().__init__(message)
         self.running = running
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.running)
+
 
 class LinkFailureError(SimCollError):
     """A link failed with messages in flight across it and no route around it.
@@ -100,3 +108,6 @@ class LinkFailureError(SimCollError):
         super().__init__(message)
         self.link = link
         self.lost = lost
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.link, self.lost)

@@ -4,22 +4,37 @@
 program, the ``# nThread ...`` settings, the devices of every rank, the NCCL version when
 printed), one :class:`NcclTestsRow` per size with its out-of-place and in-place
 :class:`Measurement`, and the footer (``# Out of bounds values``, ``# Avg bus
-bandwidth``). ``parse_all(text)`` reads a log holding several runs.
+bandwidth``). ``parse_all(text)`` reads a log holding several runs, ``parse(text, run=K)``
+the K-th of them, and ``count_runs(text)`` counts them.
 
 The layout follows ``src/util.cu`` of NVIDIA/nccl-tests 2.19.6: ``size count type redop
-root``, then per block ``time algbw busbw #wrong`` (out-of-place, then in-place). Older
-versions print no ``root`` column (and no ``redop`` for collectives without one) and an
-``error`` column (the largest error, e.g. ``2e-07``) instead of ``#wrong``; the column
-titles say which layout a table has, and without titles the number of fields does.
-``simcoll run`` prints one block, titled ``simulated``, read as the out-of-place one.
+root``, then per block ``time algbw busbw #wrong`` (out-of-place, then in-place), and with
+``-S 1`` a timestamp at the end of the row, which is left out. Older versions print no
+``root`` column (and no ``redop`` for collectives without one) and an ``error`` column
+(the largest error, e.g. ``2e-07``) instead of ``#wrong``; 2.10 to 2.13.3 leave the redop
+of the collectives without one blank (as hypercube still does), read as None. nccl-tests
+1.x titles its columns ``bytes N type op ... res``, prints its settings and footer without
+their ``#`` and its times in milliseconds, which are read in microseconds like the
+others'. The column titles say which layout a table has, and without titles the number
+of fields does. ``simcoll run`` prints one block, titled ``simulated``, read as the
+out-of-place one.
+
+Every row is cross-checked: its size must be its count of elements of its type (times
+the ranks for the collectives whose count is one rank's share, where the header lists
+them), and its algbw its size over its time, to the rounding of the printed numbers. A
+collective prints ``none`` for redop where it reduces nothing and a reduction (``sum``
+...) where it does: a row that says otherwise is an error naming its line. Where no
+header comes between two runs (``grep -v '^#'``), a row whose redop changes between
+``none`` and a reduction, or (without column titles) whose size falls below the previous
+one's of the same type, redop and root, starts another run.
 
 Lines that MPI launchers prefix (``[0] ``, ``[1,0]<stdout>:``, ``srun -l``'s `` 0: ``)
-are read without their prefix; log lines between the rows (``NCCL INFO ...``) are
-skipped. A line that starts like a result row but is not one is an error naming its
-line number. nccl-tests 2.0.x prints the footer without its ``#``; both forms are read. A
-run that failed (nccl-tests' ``Test NCCL failure``, ``Test CUDA failure`` or ``.. host pid
-N: Test failure`` lines) is an error that quotes the line and says after which size the
-table stops.
+are read without their prefix, and a byte-order mark is dropped; log lines between the
+rows (``NCCL INFO ...``) are skipped. A line that starts like a result row but is not
+one (a row cut short included) is an error naming its line number. A run that failed
+(nccl-tests' ``Test NCCL failure``, ``Test CUDA failure`` or ``.. host pid N: Test
+failure`` lines) is an error that quotes the line and says after which size the table
+stops; the other runs of the log can still be read with ``parse(text, run=K)``.
 """
 
 from __future__ import annotations
@@ -29,14 +44,16 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
+from simcoll.checks import integer
 from simcoll.collectives import Collective
 from simcoll.errors import InvalidInputError
 from simcoll.units import parse_size
 
-__all__ = ["Measurement", "NcclTestsRow", "NcclTestsTable", "parse", "parse_all", "nccl_shape",
-           "ITEMSIZE", "PROGRAMS"]
+__all__ = ["Measurement", "NcclTestsRow", "NcclTestsTable", "parse", "parse_all", "count_runs",
+           "nccl_shape", "ITEMSIZE", "PROGRAMS"]
 
 PROGRAMS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
             "reduce_scatter": "reduce_scatter", "broadcast": "broadcast",
@@ -46,27 +63,42 @@ PROGRAMS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
 simcoll's vocabulary (``sendrecv`` and ``hypercube`` have no simcoll collective)."""
 
 ITEMSIZE = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2,
-            "float16": 2, "bfloat16": 2, "bf16": 2, "int32": 4, "uint32": 4, "float": 4,
-            "float32": 4, "int64": 8, "uint64": 8, "double": 8, "float64": 8}
-"""Bytes per element of the type names nccl-tests (and numpy) print."""
+            "float16": 2, "bfloat16": 2, "bf16": 2, "int32": 4, "uint32": 4, "int": 4,
+            "float": 4, "float32": 4, "int64": 8, "uint64": 8, "double": 8, "float64": 8}
+"""Bytes per element of the type names nccl-tests (with NCCL 1: ``char``, ``int``) and
+numpy print."""
 
 _PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?[ \t]?")
 _SRUN = re.compile(r"^\s*\d+: ")
 _ROW_START = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)\s+(?:\S+\s+){5}\S")
+_CUT_ROW = re.compile(r"^\s*\d+\s+\d+\s+(?:" + "|".join(ITEMSIZE) + r")(?:\s|$)")
+"""The size, count and type a result row starts with (where it has too few fields)."""
 _FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
 _FOOTERS = ("Out of bounds values", "Avg bus bandwidth")
 _PROGRAM = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / ")
-_DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+"
-                     r"(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
+_DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+"
+                     r"device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
 _SETTINGS = re.compile(r"^(?:nThread|nGpus\(perProc\))\s")
 _SETTING = re.compile(r"([A-Za-z][A-Za-z ()]*?)\s*:?\s+(-?\d+)(?:\((\w+)\))?")
 _VERSION_LINE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _LIBRARY_CODE = re.compile(r"nccl-library=(\d+)")
+_DATE, _CLOCK = re.compile(r"\d{4}-\d\d-\d\d"), re.compile(r"\d\d:\d\d:\d\d")
 _BLOCK = ("time", "algbw", "busbw", "wrong")
 _HEAD = ("size", "count", "type", "redop", "root")
-_ALIASES = {"cputime": "time", "#wrong": "wrong", "error": "wrong"}
+_ALIASES = {"cputime": "time", "#wrong": "wrong", "error": "wrong",
+            "bytes": "size", "N": "count", "op": "redop", "res": "wrong"}   # 1.x: the last 4
 _EXTRA = {"i_min", "i_max", "i_p99", "i_cv%"}
+_NO_REDOP = (None, "none")
+"""A row's redop where its collective reduces nothing (None: no column, or left blank)."""
+_REDUCING = frozenset({"all_reduce", "reduce", "reduce_scatter"})
+_NOT_REDUCING = frozenset({"all_gather", "all_to_all", "broadcast", "gather", "scatter",
+                           "hypercube"})
+_WHOLE = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
+"""Collectives whose size column is their count of elements."""
+_SHARE = frozenset({"all_gather", "reduce_scatter", "all_to_all", "gather", "scatter",
+                    "hypercube"})
+"""Collectives whose count column is one rank's share: the size column is nranks times it."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +133,8 @@ class NcclTestsRow:
         size: the size column, bytes (nccl-tests': the larger of a rank's send and
             receive buffers).
         count: elements, as printed.
-        redop: ``sum``, ``none`` ... or None when the table has no redop column.
+        redop: ``sum``, ``none`` ... or None when the table has no redop column or the
+            row leaves it blank.
         root: the root rank (-1 where the collective has none), or None when the table
             has no root column.
         out_of_place, in_place: the two blocks; None when the table lacks that block.
@@ -239,13 +272,23 @@ class NcclTestsTable:
 
 @dataclass
 class _Layout:
-    """Where each field sits in a row: head column names, then the blocks' columns."""
+    """Where each field sits in a row: head column names, then the blocks' columns.
+
+    Attributes:
+        time_shift: the decimal places the time column's unit is above a microsecond's
+            (3: nccl-tests 1.x's milliseconds).
+        cputime: the time column is ``-C 1``'s CPU time, which algbw does not come from.
+        titled: read from column titles (else from the first row's fields).
+    """
 
     head: tuple[str, ...]
     blocks: tuple[str, ...]
     block_width: int = 4
     block_columns: tuple[str, ...] = _BLOCK
     error_column: bool = False
+    time_shift: int = 0
+    cputime: bool = False
+    titled: bool = False
 
     @property
     def width(self) -> int:
@@ -254,7 +297,13 @@ class _Layout:
 
 @dataclass
 class _Run:
-    """What has been read of one run so far."""
+    """What has been read of one run so far.
+
+    Attributes:
+        next_program: a program named (on a command line) after this run's rows, which
+            the next run takes.
+        error: the first error in the run's lines, raised when its table is asked for.
+    """
 
     start: int
     program: str | None = None
@@ -268,93 +317,177 @@ class _Run:
     out_of_bounds: int | None = None
     simcoll_ranks: int | None = None
     finished: bool = False
+    next_program: str | None = None
+    error: InvalidInputError | None = None
 
 
-def parse(text: str, *, collective: str | None = None) -> NcclTestsTable:
+def parse(text: str, *, collective: str | None = None,
+          run: int | None = None) -> NcclTestsTable:
     """Read one nccl-tests run (or ``simcoll run``'s table) into an NcclTestsTable.
 
     Args:
         text: the printed output, as a string.
         collective: the collective, when the text does not name it (``all_reduce`` or
-            the program's name, ``all_reduce_perf``); it must agree with the text's.
+            the program's name, ``all_reduce_perf``); it must agree with the text's, and
+            it takes the place of what the columns alone suggest.
+        run: which run of a text holding several to read (1 is the first); the others'
+            failures and malformed rows do not matter. None: the text must hold one.
 
     Returns:
         The table; its rows in printed order.
 
     Raises:
-        InvalidInputError: no result rows; more than one run (use :func:`parse_all`); a
-            row that does not fit the column layout (or whose time is not a finite
-            number), naming its line number and what was expected; a failed run
-            (nccl-tests' ``Test NCCL failure`` / ``Test failure`` lines), quoting the
-            line and naming the last complete row; a ``collective`` that disagrees with
-            the text.
+        InvalidInputError: no result rows; more than one run without ``run`` (use
+            :func:`parse_all`), or a ``run`` beyond them; a row that does not fit the
+            column layout (or whose time is not a finite number, or whose size or algbw
+            contradicts its count or time), naming its line number and what was
+            expected; a failed run (nccl-tests' ``Test NCCL failure`` / ``Test failure``
+            lines), quoting the line and naming the last complete row; a ``collective``
+            that disagrees with the text, or that does not print the rows' redop.
     """
-    runs = _parse_runs(text, collective)
-    if len(runs) > 1:
+    runs = _runs(text)
+    if run is None and len(runs) > 1:
         raise InvalidInputError(f"the text holds {len(runs)} runs (the second starts at "
-                                f"line {runs[1][0]}); parse_all reads each")
-    return runs[0][1]
+                                f"line {runs[1].start}); parse_all reads each, parse(text, "
+                                f"run=K) one of them (1..{len(runs)})")
+    index = 1 if run is None else integer(run, "run", minimum=1, maximum=len(runs),
+                                          what=f"the text holds {len(runs)} run(s)")
+    return _table(runs[index - 1], _wanted(collective))
 
 
 def parse_all(text: str, *, collective: str | None = None) -> list[NcclTestsTable]:
     """Read every run in ``text`` (a log of several ``*_perf`` programs or runs).
 
-    A run ends at its footer, or where a new header starts after rows were read.
+    A run ends at its footer, or where a new header starts after rows were read, or
+    where its rows turn to another run's (see the module's notes).
 
     Raises:
-        InvalidInputError: as :func:`parse`; also when no run has a result row.
+        InvalidInputError: as :func:`parse` for any of the runs; also when no run has a
+            result row.
     """
-    return [table for _, table in _parse_runs(text, collective)]
+    wanted = _wanted(collective)
+    return [_table(run, wanted) for run in _runs(text)]
 
 
-def _parse_runs(text: str, collective: str | None) -> list[tuple[int, NcclTestsTable]]:
-    """Each run's first line and table."""
+def count_runs(text: str) -> int:
+    """How many runs ``text`` holds (those that failed included): :func:`parse`'s
+    ``run`` takes 1 to this.
+
+    Raises:
+        InvalidInputError: ``text`` is not a str, or holds no result row (nor a failed
+            run).
+    """
+    return len(_runs(text))
+
+
+def _wanted(collective: str | None) -> str | None:
+    return None if collective is None else _collective_name(collective)
+
+
+def _runs(text: str) -> list[_Run]:
+    """The runs of ``text`` that have rows or failed, each with its first error, if any."""
     if not isinstance(text, str):
         raise InvalidInputError(f"parse takes the printed text as a str, not "
                                 f"{type(text).__name__}")
-    wanted = _collective_name(collective) if collective is not None else None
-    runs: list[_Run] = []
-    run = _Run(start=1)
+    scanner = _Scanner()
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = _strip_prefix(raw)
-        stripped = line.strip()
-        if not stripped:
-            continue
-        starts_run = _starts_run(stripped)
-        if starts_run and (run.rows or run.finished):
-            runs.append(run)
-            run = _Run(start=number)
-        if _FAILURE.search(stripped):
-            after = f"after the row of size {run.rows[-1].size} (line {run.rows[-1].line})" \
-                if run.rows else "before any result row"
-            raise InvalidInputError(f"line {number}: nccl-tests reported a failure: "
-                                    f"{stripped!r}; its table stops {after}: to use the "
-                                    f"rows before it, keep only the lines before line "
-                                    f"{number}")
-        if stripped.startswith("#"):
-            _read_comment(run, stripped.lstrip("#").strip(), number)
-        elif stripped.startswith(_FOOTERS):   # nccl-tests 2.0.x: the footer without '#'
-            _read_comment(run, stripped, number)
-        elif _ROW_START.match(line):
-            if run.finished:
-                runs.append(run)
-                run = _Run(start=number, program=run.program)
-            run.rows.append(_read_row(run, line, number))
-        else:
-            _read_log_line(run, stripped)
-    runs.append(run)
-    tables = [(r.start, _table(r, wanted)) for r in runs if r.rows]
-    if not tables:
+        scanner.read(raw, number)
+    runs = [r for r in (*scanner.runs, scanner.run) if r.rows or r.error]
+    if not runs:
         raise InvalidInputError(
             "no result rows found: expected nccl-tests' table, rows of 'size count type "
             "redop root' then 'time algbw busbw #wrong' per block, under the column titles "
             "'#  size  count  type  redop  root  time  algbw  busbw  #wrong ...'")
-    return tables
+    return runs
+
+
+class _Scanner:
+    """Reads a text line by line into runs: ``runs`` done, ``run`` being read."""
+
+    def __init__(self) -> None:
+        self.runs: list[_Run] = []
+        self.run = _Run(start=1)
+
+    def new_run(self, number: int, program: str | None = None) -> None:
+        """Start the next run at line ``number``."""
+        self.runs.append(self.run)
+        self.run = _Run(start=number, program=self.run.next_program or program)
+
+    def read(self, raw: str, number: int) -> None:
+        """One line; an error is kept in its run, whose later lines are skipped."""
+        line = _strip_prefix(raw)
+        stripped = line.strip()
+        if not stripped:
+            return
+        run = self.run
+        if (_starts_run(stripped) and (run.rows or run.finished or run.error)) or (
+                run.finished and _FAILURE.search(stripped)):
+            self.new_run(number)
+        if self.run.error is None:
+            try:
+                self.read_line(line, stripped, number)
+            except InvalidInputError as err:
+                self.run.error = err
+
+    def read_line(self, line: str, stripped: str, number: int) -> None:
+        """A line of the run being read: a failure, a comment, a row, or a log line."""
+        run = self.run
+        if _FAILURE.search(stripped):
+            raise InvalidInputError(_failure(run, stripped, number))
+        if stripped.startswith("#"):
+            _read_comment(run, stripped.lstrip("#").strip(), number)
+        elif stripped.startswith(_FOOTERS) or _SETTINGS.match(stripped):   # 1.x: no '#'
+            _read_comment(run, stripped, number)
+        elif _ROW_START.match(line):
+            self.read_row(line, number)
+        elif _CUT_ROW.match(line):
+            raise InvalidInputError(
+                f"line {number}: a result row cut short ({len(stripped.split())} fields): "
+                f"{stripped!r}; the run stopped inside it (killed?): to use the rows "
+                f"before it, keep only the lines before line {number}")
+        else:
+            _read_log_line(run, stripped)
+
+    def read_row(self, line: str, number: int) -> None:
+        """A result row: of the run being read, or the first of another (after a footer,
+        read as the run before it was)."""
+        if self.run.finished:
+            done = self.run
+            self.new_run(number, done.program)
+            self.run.layout = done.layout
+        row = _read_row(self.run, line, number)
+        if _restarts(self.run, row):
+            self.new_run(number)
+            row = _read_row(self.run, line, number)
+        self.run.rows.append(row)
+
+
+def _failure(run: _Run, stripped: str, number: int) -> str:
+    after = f"after the row of size {run.rows[-1].size} (line {run.rows[-1].line})" \
+        if run.rows else "before any result row"
+    return (f"line {number}: nccl-tests reported a failure: {stripped!r}; its table stops "
+            f"{after}: to use the rows before it, keep only the lines before line {number}")
+
+
+def _restarts(run: _Run, row: NcclTestsRow) -> bool:
+    """Whether ``row`` is another run's, where no header came between: its redop turns
+    between none and a reduction, or its size falls below the previous row's of the same
+    type, redop and root (a run of several types, redops or roots sweeps each in turn)
+    where the run has no column titles (under its titles, those are its ``-N`` cycles)."""
+    if not run.rows:
+        return False
+    last = run.rows[-1]
+    if (last.redop in _NO_REDOP) != (row.redop in _NO_REDOP):
+        return True
+    titled = run.layout is not None and run.layout.titled
+    return not titled and row.size < last.size and \
+        (row.type, row.redop, row.root) == (last.type, last.redop, last.root)
 
 
 def _strip_prefix(raw: str) -> str:
-    """The line without an MPI launcher's rank prefix (also where one interrupts it)."""
-    line = raw.rstrip("\r\n")
+    """The line without a byte-order mark or an MPI launcher's rank prefix (also where
+    one interrupts it)."""
+    line = raw.rstrip("\r\n").lstrip("\ufeff")
     match = _PREFIX.match(line.lstrip())
     if match:
         return _PREFIX.sub(" ", line.lstrip()[match.end():])
@@ -393,7 +526,7 @@ def _read_comment(run: _Run, body: str, number: int) -> None:
     elif "out-of-place" in body or body == "simulated":
         run.titles = tuple(w for w in body.split() if w in ("out-of-place", "in-place",
                                                             "simulated"))
-    elif body.split()[:2] == ["size", "count"]:
+    elif body.split()[:2] in (["size", "count"], ["bytes", "N"]):
         run.layout = _layout_from_titles(body.split(), run.titles, number)
     elif body.startswith("Out of bounds values"):
         value = body.partition(":")[2].split()
@@ -409,13 +542,16 @@ def _read_comment(run: _Run, body: str, number: int) -> None:
 
 
 def _read_log_line(run: _Run, stripped: str) -> None:
-    """A line outside the table (a command, a log line): only versions and programs."""
+    """A line outside the table (a command, a log line): only versions and programs; a
+    program named after the run's rows is the next run's (the command that starts it)."""
     version = _VERSION_LINE.search(stripped)
     if version:
         run.version = version.group(1)
-    if run.program is None and not run.rows:
-        program = _PROGRAM.search(stripped)
-        if program and program.group(1) in PROGRAMS:
+    program = _PROGRAM.search(stripped)
+    if program and program.group(1) in PROGRAMS:
+        if run.rows or run.finished:
+            run.next_program = program.group(1)
+        elif run.program is None:
             run.program = program.group(1)
 
 
@@ -438,7 +574,10 @@ def _read_settings(body: str) -> dict[str, Any]:
 
 def _layout_from_titles(words: list[str], titles: tuple[str, ...] | None,
                         number: int) -> _Layout:
-    names = [_ALIASES.get(w, w) for w in words]
+    """The layout the column titles give: 2.x's ``size count ...``, or 1.x's ``bytes N
+    type op ... res``, whose times are in milliseconds."""
+    shown = words[:-1] if words[-1] == "timestamp" else words   # -S 1: rows end in one
+    names = [_ALIASES.get(w, w) for w in shown]
     head = []
     for name in names:
         if name not in _HEAD:
@@ -456,11 +595,13 @@ def _layout_from_titles(words: list[str], titles: tuple[str, ...] | None,
         raise InvalidInputError(
             f"line {number}: cannot read the column titles {' '.join(words)!r}: each block "
             f"should be 'time algbw busbw #wrong' (or 'error'), optionally followed by "
-            f"{', '.join(sorted(_EXTRA))}" + (f"; unknown: {', '.join(unknown)}" if unknown
-                                              else ""))
+            f"{', '.join(sorted(_EXTRA))}, and the row by 'timestamp'"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
     count = len(rest) // width
-    blocks = _block_names(titles, count)
-    return _Layout(tuple(head), blocks, width, columns, "error" in words)
+    return _Layout(tuple(head), _block_names(titles, count), width, columns,
+                   error_column="error" in words or "res" in words,
+                   time_shift=3 if words[0] == "bytes" else 0,
+                   cputime="cputime" in words, titled=True)
 
 
 def _block_names(titles: tuple[str, ...] | None, count: int) -> tuple[str, ...]:
@@ -495,11 +636,19 @@ def _is_int(text: str) -> bool:
     return bool(re.fullmatch(r"-?\d+", text))
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _read_row(run: _Run, line: str, number: int) -> NcclTestsRow:
-    fields = line.split()
+    fields = _without_timestamp(line.split())
     if run.layout is None:
         run.layout = _layout_from_row(fields, number)
-    layout = run.layout
+    layout = _row_layout(run.layout, fields)
     if len(fields) != layout.width:
         expected = " ".join(layout.head + layout.block_columns * len(layout.blocks))
         raise InvalidInputError(f"line {number}: expected {layout.width} fields ({expected}), "
@@ -508,17 +657,73 @@ def _read_row(run: _Run, line: str, number: int) -> NcclTestsRow:
     size = _whole(head["size"], number, "size")
     count = _whole(head["count"], number, "count")
     root = _whole(head["root"], number, "root", signed=True) if "root" in head else None
-    blocks: dict[str, Measurement] = {}
-    for i, name in enumerate(layout.blocks):
-        start = len(layout.head) + i * layout.block_width
-        values = dict(zip(layout.block_columns, fields[start:start + layout.block_width]))
-        blocks[name] = Measurement(
-            _number(values["time"], number, "the time (us)", finite=True),
-            _number(values["algbw"], number, "algbw (GB/s)"),
-            _number(values["busbw"], number, "busbw (GB/s)"),
-            _wrong(values.get("wrong", "N/A"), number))
+    blocks = {name: _measurement(layout, fields[start:start + layout.block_width], size,
+                                 number)
+              for name, start in zip(layout.blocks, range(len(layout.head), layout.width,
+                                                          layout.block_width))}
     return NcclTestsRow(size, count, head["type"], head.get("redop"), root,
                         blocks.get("out_of_place"), blocks.get("in_place"), number)
+
+
+def _without_timestamp(fields: list[str]) -> list[str]:
+    """A row's fields without the timestamp ``-S 1`` ends it with (``%21s`` of
+    ``YYYY-mm-dd HH:MM:SS``, nccl-tests 2.17.6 on)."""
+    if len(fields) > 2 and _DATE.fullmatch(fields[-2]) and _CLOCK.fullmatch(fields[-1]):
+        return fields[:-2]
+    return fields
+
+
+def _row_layout(layout: _Layout, fields: list[str]) -> _Layout:
+    """The titled layout, or the same without its redop column for a row one field short
+    that left the redop blank (``%6s`` of ""): the field after it is a number."""
+    if layout.titled and "redop" in layout.head and len(fields) == layout.width - 1 \
+            and _is_number(fields[layout.head.index("redop")]):
+        return dataclasses.replace(layout, head=tuple(n for n in layout.head if n != "redop"))
+    return layout
+
+
+def _measurement(layout: _Layout, fields: list[str], size: int, number: int) -> Measurement:
+    """One block of a row, its time in microseconds, its algbw checked against it."""
+    values = dict(zip(layout.block_columns, fields))
+    unit = "ms" if layout.time_shift == 3 else "us"
+    time = _number(values["time"], number, f"the time ({unit})", finite=True)
+    if layout.time_shift:   # the printed digits, moved: 0.072 ms is 72 us exactly
+        time = float(Decimal(values["time"]).scaleb(layout.time_shift))
+    algbw = _number(values["algbw"], number, "algbw (GB/s)")
+    if not layout.cputime:
+        _check_algbw(size, values["time"], values["algbw"], layout, number)
+    return Measurement(time, algbw, _number(values["busbw"], number, "busbw (GB/s)"),
+                       _wrong(values.get("wrong", "N/A"), number))
+
+
+def _half_step(text: str) -> float:
+    """Half a unit of the last digit printed: ``10.02`` -> 0.005, ``1.2e+04`` -> 500."""
+    mantissa, _, exponent = text.lower().partition("e")
+    return 0.5 * 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
+
+
+def _check_algbw(size: int, time_text: str, algbw_text: str, layout: _Layout,
+                 number: int) -> None:
+    """algbw is size / time, to the rounding of both printed numbers. nccl-tests before
+    2.10 printed (p - 1) / p of it for all_gather and reduce_scatter, as hypercube still
+    does: half of it is let through (and 0, a single rank's)."""
+    shift = layout.time_shift
+    time_us, step = float(time_text) * 10.0 ** shift, _half_step(time_text) * 10.0 ** shift
+    algbw, rounding = float(algbw_text), _half_step(algbw_text)
+    slowest = size / (time_us + step) / 1e3
+    fastest = size / (time_us - step) / 1e3 if time_us > step else math.inf
+    if algbw - rounding <= fastest * (1 + 1e-9) and (
+            algbw == 0 or algbw + rounding >= slowest / 2 * (1 - 1e-9)):
+        return
+    implied = size / time_us / 1e3 if time_us else math.inf
+    untitled = "" if layout.titled else (
+        "; or, as the log has no column titles here, a time in milliseconds (nccl-tests "
+        "1.x, titled 'bytes N type ...') or -C 1's cputime, which algbw does not come "
+        "from: keep the titles, which say so")
+    raise InvalidInputError(
+        f"line {number}: algbw {algbw_text} GB/s is not size / time = {size} B / "
+        f"{time_us:g} us = {implied:.4g} GB/s, to the rounding of the printed numbers: a "
+        f"corrupted row (another process's output inside it?){untitled}")
 
 
 def _whole(text: str, number: int, what: str, *, signed: bool = False) -> int:
@@ -569,31 +774,79 @@ def _collective_name(name: str, *, strict: bool = True) -> str:
 
 
 def _table(run: _Run, wanted: str | None) -> NcclTestsTable:
-    found = _collective_name(run.program, strict=False) if run.program else None
-    if found is None:
-        found = _from_layout(run.rows)
-    if wanted is not None and found is not None and wanted != found:
+    """The run's table: the collective its text names, else ``wanted``, else the one its
+    columns give away; every row checked against it."""
+    if run.error is not None:
+        raise run.error
+    named = _collective_name(run.program, strict=False) if run.program else None
+    if wanted is not None and named is not None and wanted != named:
         raise InvalidInputError(f"collective {wanted!r} was given, but the run starting at "
-                                f"line {run.start} is {found!r}")
+                                f"line {run.start} is {named!r}")
     ranks = sorted(run.ranks)
     nranks = len(ranks) if ranks else run.simcoll_ranks
+    collective = named or wanted or _from_layout(run.rows, nranks)
+    for row in run.rows:
+        _check_redop(row, collective)
+        _check_size(row, collective, nranks)
     # without column titles, an error column shows in values that are not counts
     error_column = run.layout is not None and run.layout.error_column or any(
         m is not None and m.wrong is not None and not m.wrong.is_integer()
         for r in run.rows for m in (r.out_of_place, r.in_place))
-    return NcclTestsTable(tuple(run.rows), wanted or found, nranks,
+    return NcclTestsTable(tuple(run.rows), collective, nranks,
                           tuple(run.ranks[r][1] for r in ranks),
                           tuple(run.ranks[r][0] for r in ranks), run.settings, run.version,
                           run.avg_busbw, run.out_of_bounds, error_column)
 
 
-def _from_layout(rows: list[NcclTestsRow]) -> str | None:
-    """The collective the columns alone give away: a root of 0 or more means broadcast
-    (no reduction) or reduce; anything else is ambiguous."""
+def _from_layout(rows: list[NcclTestsRow], nranks: int | None) -> str | None:
+    """The collective the columns alone give away, where they have a root of 0 or more:
+    a reduction (not none) is reduce's, the only one to print one. Broadcast, gather and
+    scatter print the same columns (none and the root since nccl-tests 2.13, the root
+    alone before), but only broadcast's size is its count of elements, on more than one
+    rank. Anything else is ambiguous."""
     first = rows[0]
-    if first.root is not None and first.root >= 0 and first.redop is not None:
-        return "broadcast" if first.redop == "none" else "reduce"
-    return None
+    if first.root is None or first.root < 0:
+        return None
+    if first.redop not in _NO_REDOP:
+        return "reduce"
+    whole = [r.size == r.count * ITEMSIZE[r.type] for r in rows
+             if r.count and r.type in ITEMSIZE]
+    return "broadcast" if whole and all(whole) and nranks != 1 else None
+
+
+def _check_redop(row: NcclTestsRow, collective: str | None) -> None:
+    """A collective that reduces prints a reduction as its redop, one that does not
+    prints none (or nothing)."""
+    if collective in _REDUCING and row.redop == "none" or \
+            collective in _NOT_REDUCING and row.redop not in _NO_REDOP:
+        prints = "a reduction (sum, prod, max, min, avg)" if collective in _REDUCING \
+            else "none"
+        raise InvalidInputError(
+            f"line {row.line}: redop {row.redop!r}, where {collective} prints {prints}: the "
+            f"row is another run's (runs without their headers between them?), or the "
+            f"collective is another; split the log, or name the collective it measured")
+
+
+def _check_size(row: NcclTestsRow, collective: str | None, nranks: int | None) -> None:
+    """The size is the count of elements (times the ranks for a rank's share), or a
+    whole multiple of it where the collective or the ranks are unknown."""
+    itemsize = ITEMSIZE.get(row.type)
+    if itemsize is None:
+        return
+    element = row.count * itemsize
+    factor = 1 if collective in _WHOLE else nranks if collective in _SHARE else None
+    if factor is not None:
+        expected = f"= {element * factor} B"
+        fits = row.size == element * factor
+    else:
+        expected = "or a whole multiple of it"
+        fits = row.size % element == 0 if element else row.size == 0
+    if not fits:
+        ranks = f" x {factor} ranks" if collective in _SHARE and factor else ""
+        raise InvalidInputError(
+            f"line {row.line}: size {row.size} B is not its count {row.count} x {itemsize} B "
+            f"({row.type}){ranks} {expected}: a corrupted row (another process's output "
+            f"inside it?); fix or drop the line")
 
 
 _SPLIT = ("reduce_scatter", "all_to_all", "scatter")

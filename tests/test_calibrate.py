@@ -4,6 +4,7 @@ before it simulates anything."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import math
 import sys
@@ -13,7 +14,12 @@ import pytest
 import simcoll as sc
 import simcoll.comparison
 from simcoll.cli import main
-from simcoll.errors import InvalidInputError, UnknownAlgorithmError, UnknownCollectiveError
+from simcoll.errors import (
+    InvalidInputError,
+    RunLimitError,
+    UnknownAlgorithmError,
+    UnknownCollectiveError,
+)
 from simcoll.nccl_tests import Measurement, NcclTestsRow, NcclTestsTable, parse
 from simcoll.topology.io import save
 
@@ -394,3 +400,75 @@ def test_a_collective_other_than_the_tables_is_refused(no_simulation, table):
     with pytest.raises(InvalidInputError, match="collective 'all_gather' was given, but the "
                                                 "table measured 'all_reduce'"):
         sc.calibrate(switch8, table, free=GOOD, collective="all_gather")
+
+
+def ring_switch(bandwidth: float, latency: float = LINK_LATENCY) -> sc.Topology:
+    return sc.topology.switch(P4, bandwidth=bandwidth, latency=latency)
+
+
+def test_a_point_past_the_run_limits_is_the_worst_fit_not_the_end():
+    """64 MiB of ring all_reduce on 4 ranks sends 6 x 16 MiB in turn: below some 100 B/s
+    it runs past the simulated-time limit of 1e6 s. A random start there (seed 0's
+    second) counts as the worst fit, and the fit from 20 GB/s still lands on 40 GB/s."""
+    cal = sc.calibrate(ring_switch, table4(), free={"bandwidth": (20 * sc.GB, 1.0, 1e12)},
+                       starts=4, seed=0)
+    assert cal.values["bandwidth"] == pytest.approx(TRUE_BANDWIDTH, rel=1e-6)
+    assert cal.unsimulated and all(p["bandwidth"] < 100 for p in cal.unsimulated)
+    first = cal.unsimulated[0]["bandwidth"]
+    assert (f"note: {len(cal.unsimulated)} trial point(s) could not be simulated within "
+            f"simcoll's run limits (the first at bandwidth={first:.4g}) and counted as the "
+            f"worst fit") in cal.report().splitlines()
+
+
+def test_a_fit_whose_every_point_is_past_the_run_limits_names_them():
+    with pytest.raises(RunLimitError, match=(
+            r"no point the fit tried could be simulated within simcoll's run limits: \d+ "
+            r"tried, the first at bandwidth=5, the last at bandwidth=.*simulated-time "
+            r"limit")):
+        sc.calibrate(ring_switch, table4(), free={"bandwidth": (5.0, 1.0, 10.0)})
+
+
+def test_a_constant_near_its_bound_but_fitted_inside_is_not_on_it():
+    """Bounds of 0 and 1e5 s: 2 us is 2e-11 of the range, yet the fit lands there, not
+    on 0 (the table's latency), and says nothing of a bound."""
+    cal = sc.calibrate(lambda latency: ring_switch(TRUE_BANDWIDTH, latency), table4(),
+                       free={"latency": (5 * sc.us, 0.0, 1e5)})
+    assert cal.values["latency"] == pytest.approx(LINK_LATENCY, rel=1e-6)
+    assert cal.on_bound == {} and not any("bound" in note for note in cal.notes)
+
+
+def test_a_constant_pushed_against_its_bound_ends_on_it():
+    """The builder adds 3 us to the latency fitted, the table's is 2 us: the best fit
+    lies at -1 us, beyond the bound 0, and the fit ends on 0 and says so."""
+    cal = sc.calibrate(lambda latency: ring_switch(TRUE_BANDWIDTH, 1.5 * LINK_LATENCY + latency),
+                       table4(), free={"latency": (1 * sc.us, 0.0, 100 * sc.us)})
+    assert cal.values["latency"] == 0.0 and cal.on_bound == {"latency": "lower"}
+    assert ("note: latency ended on its lower bound 0: the best fit may lie beyond it"
+            in cal.report().splitlines())
+
+
+def test_fewer_sizes_than_free_constants_are_named():
+    one = dataclasses.replace(table4(), rows=table4().rows[1:2])
+    cal = sc.calibrate(ring_switch, one, free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 1e12),
+                                               "latency": (5 * sc.us, 10 * sc.ns, 1e-4)})
+    assert cal.undetermined == 1 and max(abs(e) for e in cal.error_after) < 1e-9
+    assert any(note.startswith("note: the sizes fitted (1) do not pin down the 2 free "
+                               "constants") for note in cal.notes)
+    both = sc.calibrate(ring_switch, table4(), free={
+        "bandwidth": (20 * sc.GB, 1 * sc.GB, 1e12), "latency": (5 * sc.us, 10 * sc.ns, 1e-4)})
+    assert both.undetermined == 0
+
+
+def test_a_size_of_eleven_digits_keeps_the_columns():
+    sizes = (1 << 20, 16 << 30)     # 17179869184
+    rows = tuple(NcclTestsRow(s, s // 4, "float", "sum", -1,
+                              Measurement(ring_time(s) * 1e6, 0.0, 0.0, 0.0), None, i + 1)
+                 for i, s in enumerate(sizes))
+    cal = sc.calibrate(ring_switch, NcclTestsTable(rows, "all_reduce", P4),
+                       free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 1e12)})
+    lines = cal.report().splitlines()
+    title = next(i for i, line in enumerate(lines) if "measured (us)" in line)
+    # the size column 11 wide, the others where they were
+    assert [line[:13] for line in lines[title:title + 3]] == [
+        "       size  ", "    1048576  ", "17179869184  "]
+    assert len(lines[title + 1]) == len(lines[title + 2]) == len(lines[title]) - 1

@@ -125,7 +125,7 @@ def test_several_runs_and_standard_input(capsys, monkeypatch, nccl_log):
     (["--free", "launch_overhead=2us:0:100us", "--run", "0"],
      "--run 0: the log holds 1 run(s); use 1..1"),
     (["--free", "launch_overhead=2us:0:100us", "--collective", "all_gather"],
-     "--collective all_gather: the log's run measured all_reduce"),
+     "collective 'all_gather' was given, but the run starting at line 1 is 'all_reduce'"),
 ])
 def test_bad_arguments_get_one_line(capsys, nccl_log, args, message):
     status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4, *args)
@@ -191,3 +191,97 @@ def test_collective_for_a_log_that_does_not_name_it(capsys, unnamed_log):
                            "--json")
     assert status == 0 and not err
     assert json.loads(out)["values"]["bandwidth"] == pytest.approx(60e9, rel=1e-3)
+
+
+def run_log(capsys, path, *args):
+    """What `simcoll run` prints for ``args``, written to ``path``."""
+    assert main(["run", *args]) == 0
+    path.write_text(capsys.readouterr().out)
+    return path
+
+
+def command_times(capsys, command: str, *sizes: str) -> list[float]:
+    """The times (s) the printed `simcoll run ...` command gives for ``sizes``."""
+    status, out, _ = cli(capsys, *[c.strip("'") for c in command.split()[1:]], *sizes,
+                         "--json")
+    assert status == 0
+    return [json.loads(line)["time"] for line in out.splitlines()]
+
+
+def test_the_command_runs_the_logs_collective(capsys, tmp_path):
+    """An all_gather log: the command printed must run all_gather, not all_reduce."""
+    log = run_log(capsys, tmp_path / "ag.txt", "--topology",
+                  "switch:ranks=8,bandwidth=100GB/s,latency=1.5us", "--collective",
+                  "all_gather", "-b", "64K", "-e", "4M", "-f", "8")
+    status, out, err = cli(capsys, "calibrate", str(log), "--topology", "switch:ranks=8",
+                           "--free", "bandwidth=30GB/s:1GB/s:1TB/s", "--free",
+                           "latency=4us:10ns:100us", "--json")
+    assert status == 0 and not err
+    fit = json.loads(out)
+    assert " --collective all_gather " in fit["command"]
+    times = command_times(capsys, fit["command"], "-b", "64K", "-e", "4M", "-f", "8")
+    # the ring all_gather on a switch: p - 1 steps of 2 latencies and size / p at the
+    # rate (the command gives the constants to 6 digits)
+    bandwidth, latency = fit["values"]["bandwidth"], fit["values"]["latency"]
+    assert times == pytest.approx([7 * (2 * latency + s / 8 / bandwidth)
+                                   for s in (65536, 524288, 4194304)], rel=1e-5)
+    assert times == pytest.approx(fit["after"], rel=1e-5)
+
+
+def test_the_command_keeps_the_logs_root_and_type(capsys, tmp_path):
+    log = run_log(capsys, tmp_path / "bcast.txt", "--topology",
+                  "switch:ranks=8,bandwidth=100GB/s,latency=1.5us", "--collective",
+                  "broadcast", "-r", "3", "-d", "half", "-b", "64K", "-e", "16M", "-f", "4")
+    status, out, _ = cli(capsys, "calibrate", str(log), "--topology", "switch:ranks=8",
+                         "--free", "bandwidth=30GB/s:1GB/s:1TB/s", "--free",
+                         "latency=4us:10ns:100us")
+    assert status == 0
+    command = out.splitlines()[-1].removeprefix("run the calibrated machine with: ")
+    assert "--collective broadcast --algorithm binomial -d float16 -r 3" in command
+    times = command_times(capsys, command, "-b", "64K", "-e", "16M", "-f", "4")
+    # a binomial broadcast on a switch: 3 rounds of 2 latencies and the whole buffer
+    spec = command.split("'")[1]
+    bandwidth = float(spec.split("bandwidth=")[1].split(",")[0])
+    latency = float(spec.split("latency=")[1])
+    sizes = [65536 * 4**k for k in range(5)]
+    assert times == pytest.approx([3 * (2 * latency + s / bandwidth) for s in sizes],
+                                  rel=1e-9)
+    root = json.loads(cli(capsys, *[c.strip("'") for c in command.split()[1:]], "--size",
+                          "64K", "--json")[1])["root"]
+    assert root == 3
+
+
+@pytest.mark.parametrize("free,message", [
+    ("launch_overhead=5us:0:1GB/s", "'1GB/s' has unit 'GB/s', not a time unit"),
+    ("step_latency_scale=1us:0.1:10", "'1us' is not a plain number (unexpected unit 'us')"),
+])
+def test_the_algorithms_constants_take_their_unit(capsys, nccl_log, free, message):
+    status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4,
+                           "--algorithm", "nccl", "--free", free)
+    assert status == 2 and not out and f"--free {free}: {message}" in err
+    assert err.count("\n") == 1
+
+
+def test_a_constant_both_free_and_a_param_names_the_options(capsys, nccl_log):
+    status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4,
+                           "--algorithm", "nccl", "--free", "launch_overhead=2us:0:100us",
+                           "--param", "launch_overhead=12us")
+    assert status == 2 and not out and err.count("\n") == 1
+    assert ("--free launch_overhead and --param launch_overhead: a constant is either "
+            "fitted or fixed; drop one of them") in err
+
+
+def test_one_size_is_one_size(capsys, tmp_path):
+    """One size and two free constants: the header says 1 size, and a note says the
+    fit cannot pin both down (any point of a curve gives the one time)."""
+    log = run_log(capsys, tmp_path / "one.txt", "--topology",
+                  "switch:ranks=8,bandwidth=100GB/s,latency=1.5us", "--size", "2M")
+    status, out, _ = cli(capsys, "calibrate", str(log), "--topology", "switch:ranks=8",
+                         "--free", "bandwidth=30GB/s:1GB/s:1TB/s", "--free",
+                         "latency=4us:10ns:100us")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].endswith(f"all_reduce / ring on switch:ranks=8, 1 size of {log}")
+    assert ("note: the sizes fitted (1) do not pin down the 2 free constants: 1 "
+            "combination(s) of them move no simulated time where the fit ended, so other "
+            "values fit as well; fit more sizes, or free fewer constants") in lines

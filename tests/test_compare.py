@@ -8,7 +8,9 @@ before anything is simulated.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
+import io
 import json
 
 import numpy as np
@@ -586,7 +588,107 @@ def test_command_line_collective_must_agree_with_the_log(capsys, log):
     status, out, err = cli(capsys, "compare", str(log), "--topology", "switch:4",
                            "--collective", "all_gather_into_tensor")
     assert status == 2 and not out and err.count("\n") == 1
-    assert "--collective all_gather_into_tensor: the log's run measured all_reduce" in err
+    assert "collective 'all_gather' was given, but the run starting at line 1 is " \
+           "'all_reduce'" in err
     status, _, err = cli(capsys, "compare", str(log), "--topology", "switch:4",
                          "--collective", "allreduce")
     assert status == 2 and "unknown collective 'allreduce'" in err
+
+
+# gather_perf of nccl-tests 2.13.4 - 2.16.6 (src/common.cu: the row '%12li  %12li  %8s  %6s
+# %6s', then per block '  %7s  %6.2f  %6.2f  %5g'; no 'Collective test starting' line):
+# none and the root, as broadcast_perf prints them. 1024 B in 5.05 us is 0.20 GB/s.
+GATHER_LOG = "\n".join([
+    "# nThread 1 nGpus 8 minBytes 1024 maxBytes 16384 step: 16(factor) warmup iters: 5 "
+    "iters: 20 agg iters: 1 validation: 1 graph: 0",
+    "#",
+    "#                                                              out-of-place          "
+    "             in-place          ",
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong  "
+    "   time   algbw   busbw #wrong",
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)        "
+    "    (us)  (GB/s)  (GB/s)       ",
+    "        1024            32     float    none       0     5.05    0.20    0.18      0  "
+    "   5.05    0.20    0.18      0",
+    "       16384           512     float    none       0     5.82    2.82    2.46      0  "
+    "   5.82    2.82    2.46      0",
+    "# Out of bounds values : 0 OK",
+    "# Avg bus bandwidth    : 1.32 ", ""])
+
+
+def test_command_line_takes_the_collective_of_a_gather_log(capsys, tmp_path):
+    """The columns do not tell gather from scatter: the log needs --collective, and
+    gets the collective named (not broadcast)."""
+    path = tmp_path / "gather.txt"
+    path.write_text(GATHER_LOG)
+    spec = "switch:ranks=8,bandwidth=50GB/s,latency=2us"
+    status, out, err = cli(capsys, "compare", str(path), "--topology", spec)
+    assert status == 2 and not out and "does not say which collective it measured" in err
+    status, out, err = cli(capsys, "compare", str(path), "--topology", spec,
+                           "--collective", "gather", "--json")
+    assert status == 0 and not err
+    record = json.loads(out)
+    assert (record["collective"], record["algorithm"]) == ("gather", "binomial")
+    # binomial gather to rank 0 on a switch: 3 rounds of 2 latencies, then 1, 2 and 4
+    # blocks of size / 8 at the link rate
+    assert record["simulated"] == pytest.approx(
+        [6 * LATENCY + 7 * size / 8 / BANDWIDTH for size in (1024, 16384)], rel=1e-12)
+
+
+def test_command_line_reads_utf16_and_byte_order_marks(capsys, log, tmp_path, monkeypatch):
+    """Windows PowerShell 5.1's '>' writes UTF-16 with a byte-order mark (and CRLF);
+    Notepad may add a UTF-8 one."""
+    text = log.read_text()
+    args = ["--topology", "switch:ranks=4,bandwidth=50GB/s,latency=2us", "--json"]
+    expected = json.loads(cli(capsys, "compare", str(log), *args)[1])["measured"]
+    for name, data in (("ps51.txt", text.replace("\n", "\r\n").encode("utf-16")),
+                       ("bom.txt", codecs.BOM_UTF8 + text.encode())):
+        (tmp_path / name).write_bytes(data)
+        status, out, err = cli(capsys, "compare", str(tmp_path / name), *args)
+        assert status == 0 and not err and json.loads(out)["measured"] == expected
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-16"))))
+    status, out, _ = cli(capsys, "compare", "-", *args)
+    assert status == 0 and json.loads(out)["measured"] == expected
+    junk = tmp_path / "junk.txt"
+    junk.write_bytes(bytes(range(256)))
+    status, out, err = cli(capsys, "compare", str(junk), *args)
+    assert status == 2 and not out and err.count("\n") == 1
+    assert f"{junk} is not text in UTF-8 (byte 0x80 at offset 128)" in err
+
+
+def test_command_line_reads_a_run_after_a_failed_one(capsys, log, tmp_path):
+    text = log.read_text()
+    failed = ("# Collective test starting: all_gather_perf\nnodeA: Test NCCL failure "
+              "common.cu:1030 'unhandled cuda error / '\n .. nodeA pid 4242: Test failure "
+              "common.cu:891\n")
+    path = tmp_path / "three.txt"
+    path.write_text(text + failed + text)
+    args = ["--topology", "switch:ranks=4,bandwidth=50GB/s,latency=2us", "--json"]
+    status, out, err = cli(capsys, "compare", str(path), "--run", "3", *args)
+    assert status == 0 and not err
+    assert json.loads(out)["simulated"] == pytest.approx(
+        [ring_all_reduce_time(s) for s in (4096, 65536, 1 << 20, 16 << 20)], rel=1e-12)
+    status, out, err = cli(capsys, "compare", str(path), "--run", "2", *args)
+    assert status == 2 and "nccl-tests reported a failure" in err
+
+
+def test_command_line_header_and_notes(capsys, unnamed_log):
+    """One size is '1 size'; rows without the footer a run ends with are noted."""
+    status, out, _ = cli(capsys, "compare", str(unnamed_log), "--topology",
+                         "switch:ranks=4,bandwidth=50GB/s,latency=2us", "--collective",
+                         "all_reduce", "--min-size", "16M")
+    assert status == 0
+    assert out.splitlines()[0].endswith(f"1 size of {unnamed_log}; the run has no '# Avg "
+                                        f"bus bandwidth' footer: it may have stopped early")
+
+
+def test_a_size_of_eleven_digits_keeps_the_columns():
+    sizes = (4096, 16 << 30)     # 17179869184
+    found = sc.compare(machine(), NcclTestsTable(
+        tuple(row(s, ring_all_reduce_time(s), line=i + 1) for i, s in enumerate(sizes)),
+        "all_reduce", P))
+    lines = found.report().splitlines()
+    assert [line[:13] for line in lines[1:4]] == ["       size  ", "       4096  ",
+                                                  "17179869184  "]
+    assert len(lines[1]) == len(lines[2]) == len(lines[3])
+    assert lines[0].index("time (us)") == 19 and lines[0].index("busbw") == 49

@@ -237,3 +237,18 @@ def test_yielding_something_that_is_not_an_event_names_the_rank():
     with pytest.raises(sc.AlgorithmError, match="rank 2 in all_reduce/test_bad_yield yielded "
                                                 "something that is not an event"):
         sc.simulate(topo4(), "all_reduce", algorithm="test_bad_yield", nbytes=64)
+
+
+def test_errors_with_details_cross_processes_whole():
+    # A sweep's or a comparison's worker sends its error back pickled: an exception
+    # pickles as its args, and these hand Exception only their message, so unpickling
+    # called __init__ with one argument and raised a TypeError in the parent instead.
+    import pickle
+
+    cases = [sc.RunLimitError("past until=1", ["rank 0", "host h"]),
+             sc.DeadlockError("stuck", {2: "recv from 0 (tag 0)"}),
+             sc.LinkFailureError("link down", ("a", "b"), [(0, 1), (2, (3, 4))])]
+    for err in cases:
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err)
+        assert vars(back) == vars(err)

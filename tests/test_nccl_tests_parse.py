@@ -17,7 +17,7 @@ import pytest
 import simcoll as sc
 from simcoll.cli import main
 from simcoll.errors import InvalidInputError
-from simcoll.nccl_tests import parse, parse_all
+from simcoll.nccl_tests import count_runs, parse, parse_all
 
 BUSBW = {"all_reduce": lambda p: 2 * (p - 1) / p, "all_gather": lambda p: (p - 1) / p,
          "reduce_scatter": lambda p: (p - 1) / p, "alltoall": lambda p: (p - 1) / p,
@@ -37,6 +37,21 @@ def float_str(value: float, width: int) -> str:
     return (f"{{:{width}.1e}}" if width >= 7 else f"{{:{width}.0e}}").format(value)[:width]
 
 
+SHARE = ("all_gather", "reduce_scatter", "alltoall")   # their count is a rank's share
+
+
+def shape(size: int, p: int, program: str) -> tuple[int, int]:
+    """The size and count columns nccl-tests 2.19.6 prints for ``-b size`` of floats:
+    setupArgs' count = size / 4, then src/<name>.cu's GetCollByteCount (a rank's share
+    rounded down to 16 bytes, (count / p) & ~3, for all_gather, reduce_scatter, alltoall);
+    the size is the larger of the send and receive buffers."""
+    count = size // 4
+    if program in SHARE:
+        share = (count // p) & ~3
+        return share * p * 4, share
+    return count * 4, count
+
+
 def model(size: int, p: int, program: str, in_place: bool) -> tuple[float, float, float]:
     """Time (us), algbw and busbw (GB/s) of the made-up machine; in-place 1% faster."""
     time_us = (20.0 + size / 150e9 * 1e6) * (0.99 if in_place else 1.0)
@@ -50,8 +65,9 @@ def block(size: int, p: int, program: str, in_place: bool, wrong: str) -> str:
 
 
 def row_text(size: int, p: int, program: str, *, wrong: str = "0") -> str:
+    """The row of ``-b size``."""
     redop, root = HEAD[program]
-    count = size // 4
+    size, count = shape(size, p, program)
     return (f"{size:12d}  {count:12d}  {'float':>8}  {redop:>6}  {root:6d}"
             + block(size, p, program, False, wrong) + block(size, p, program, True, wrong))
 
@@ -81,10 +97,16 @@ def nccl_text(program: str = "all_reduce", p: int = 8, sizes: list[int] = SIZES,
               f"{'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  "
               f"{'(GB/s)':>6}  {'':>6} "]
     lines += [row_text(s, p, program) for s in sizes]
-    avg = sum(float(float_str(model(s, p, program, False)[2], 6)) for s in sizes) / len(sizes)
+    avg = sum(float(float_str(model(shape(s, p, program)[0], p, program, False)[2], 6))
+              for s in sizes) / len(sizes)
     lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {avg:g} ", "#",
               f"# Collective test concluded: {program}_perf", ""]
     return "\n".join(lines)
+
+
+def printf(fmt: str, *args: object) -> str:
+    """What C's printf writes for ``fmt`` (nccl-tests' formats, copied as they are)."""
+    return fmt % args
 
 
 def printed(value: float, width: int) -> float:
@@ -92,11 +114,13 @@ def printed(value: float, width: int) -> float:
 
 
 def check_rows(table, program: str, p: int, sizes: list[int]) -> None:
+    """The table holds the rows of ``-b`` ``sizes``, every field as printed."""
     redop, root = HEAD[program]
-    assert table.sizes == tuple(sizes)
-    for row, size in zip(table.rows, sizes):
+    shapes = [shape(s, p, program) for s in sizes]
+    assert table.sizes == tuple(size for size, _ in shapes)
+    for row, (size, count) in zip(table.rows, shapes):
         assert (row.size, row.count, row.type, row.redop, row.root) == \
-            (size, size // 4, "float", redop, root)
+            (size, count, "float", redop, root)
         for place, in_place in (("out_of_place", False), ("in_place", True)):
             got = row.measurement(place)
             t, a, b = model(size, p, program, in_place)
@@ -144,8 +168,10 @@ def test_collective_from_the_command_line_or_the_layout_or_the_argument():
     assert parse(body, collective="all_gather_perf").collective == "all_gather"
     assert parse("$ ./build/all_gather_perf -b 8 -e 128 -f 4 -g 4\n" + body).collective == \
         "all_gather"
-    assert parse(nccl_text("broadcast", 4, SIZES[:3], version=False)).collective == "broadcast"
+    # a reduction with a root: only reduce prints one; none, a root and a size of count
+    # elements: only broadcast (gather and scatter: count x the ranks; GATHER_2_13)
     assert parse(nccl_text("reduce", 4, SIZES[:3], version=False)).collective == "reduce"
+    assert parse(nccl_text("broadcast", 4, SIZES[:3], version=False)).collective == "broadcast"
     with pytest.raises(InvalidInputError, match="'reduce_scatter' was given.*'all_gather'"):
         parse(nccl_text("all_gather", 4, SIZES[:3]), collective="reduce_scatter")
     with pytest.raises(InvalidInputError, match="'allreduce'.*known: all_gather"):
@@ -395,19 +421,62 @@ def test_rows_of_nothing_take_no_time():
     assert table.rows[1].out_of_place.time_us > 0
 
 
-def test_footers_without_their_hash_as_nccl_tests_2_0_prints_them():
-    """nccl-tests 2.0.x prints ' Out of bounds values : %d %s' and ' Avg bus bandwidth
-    : %g %s' without the '#' of later versions."""
-    lines = nccl_text("all_reduce", 8, SIZES[:4]).splitlines()
-    n = lines.index("# Out of bounds values : 0 OK")
-    lines[n] = " Out of bounds values : 7 FAILED"
-    lines[n + 1] = " Avg bus bandwidth    : 0.123456 "
-    table = parse("\n".join(lines))
-    assert (table.out_of_bounds, table.avg_busbw) == (7, 0.123456)
-    check_rows(table, "all_reduce", 8, SIZES[:4])
-    # the footer ends the run there, as with its '#'
-    first, second = parse_all("\n".join(lines[:n + 2] + lines[n - 4:n]))
-    assert (first.sizes, second.sizes) == (tuple(SIZES[:4]), tuple(SIZES[:4]))
+def v1_text(times_us: dict[int, float], p: int = 4) -> str:
+    """An all_reduce_perf run of nccl-tests 1.x (925a705), as its printf calls write it
+    (src/common.cu, src/all_reduce.cu): the settings line and the footer without '#',
+    devices without Pid, the columns titled 'bytes N type op ... res' and every block
+    '  %7.3f  %5.2f  %5.2f  %7.0le' of the time in MILLIseconds (deltaSec * 1.0E3)."""
+    lines = [f"nThread 1 nGpus {p} minBytes {min(times_us)} maxBytes {max(times_us)} step: "
+             f"64(factor) warmup iters: 5 iters: 20 validation: 1 ",
+             "# NCCL Tests compiled with NCCL 2.3", "# Using devices"]
+    lines += [f"#   Rank {r:2d} on {'dgx1':>10} device {r:2d} [0x{6 + r:02x}] "
+              f"Tesla P100-SXM2-16GB" for r in range(p)]
+    lines += ["", printf("# %10s  %12s  %6s  %6s        out-of-place                    "
+                         "in-place", "", "", "", ""),
+              printf("# %10s  %12s  %6s  %6s  %7s  %5s  %5s  %7s  %7s  %5s  %5s  %7s",
+                     "bytes", "N", "type", "op", "time", "algbw", "busbw", "res", "time",
+                     "algbw", "busbw", "res")]
+    for size, time_us in times_us.items():
+        algbw = size / time_us / 1e3
+        block = printf("  %7.3f  %5.2f  %5.2f  %7.0e", time_us / 1e3, algbw,
+                       algbw * 2 * (p - 1) / p, 1e-7)
+        lines.append(printf("%12li  %12li  %6s  %6s", size, size // 4, "float", "sum")
+                     + block + block)
+    return "\n".join(lines + [" Out of bounds values : 0 OK",
+                              " Avg bus bandwidth    : 25.84 ", ""])
+
+
+def test_nccl_tests_1_x_prints_milliseconds_and_no_hash():
+    """nccl-tests 1.x (before 2.0.0) titles its columns 'bytes N type op', prints the time
+    in milliseconds, and the settings and footer lines without '#'."""
+    text = v1_text({1048576: 72.0, 67108864: 3375.0})
+    table = parse(text)
+    first, second = table.rows
+    # '  0.072' ms is 72 us; 1048576 B / 72 us = 14.56 GB/s, as printed
+    assert first.out_of_place == sc.nccl_tests.Measurement(72.0, 14.56, 21.85, 1e-07)
+    assert second.in_place.time_us == 3375.0 and second.in_place.algbw == 19.88
+    assert (first.size, first.count, first.redop, first.root) == (1048576, 262144, "sum",
+                                                                   None)
+    assert table.error_column and table.wrong_sizes() == ()
+    assert (table.nranks, table.hosts, table.devices) == (4, ("dgx1",) * 4,
+                                                          ("Tesla P100-SXM2-16GB",) * 4)
+    assert table.settings["nGpus"] == 4 and table.settings["iters"] == 20
+    assert (table.out_of_bounds, table.avg_busbw) == (0, 25.84)
+    # the footer ends the run, as with its '#'
+    lines = text.splitlines()
+    first_run, second_run = parse_all("\n".join(lines + lines[-4:-2]), collective="all_reduce")
+    assert first_run.sizes == second_run.sizes == (1048576, 67108864)
+
+
+def test_milliseconds_without_their_titles_are_refused():
+    """Without the titles that say so, 1.x's '0.072' reads as 72 ns, which makes the
+    printed algbw of 14.56 GB/s a thousandth of size / time."""
+    row = [line for line in v1_text({1048576: 72.0}).splitlines()
+           if line.startswith(" " * 5 + "1048576")]
+    with pytest.raises(InvalidInputError, match=(
+            r"line 1: algbw 14.56 GB/s is not size / time = 1048576 B / 0.072 us = "
+            r"1.456e\+04 GB/s.*a time in milliseconds \(nccl-tests 1.x")):
+        parse(row[0])
 
 
 # what nccl-tests' NCCLCHECK and TESTCHECK macros print (src/common.h) when a run fails
@@ -451,3 +520,191 @@ def test_sizes_with_wrong_values():
     assert parse(OLD, collective="all_reduce").wrong_sizes("in_place") == ()
     untitled = "\n".join(line for line in OLD.splitlines() if not line.startswith("#"))
     assert parse(untitled, collective="all_reduce").wrong_sizes("in_place") == ()
+
+
+def mid_header(p: int, *, group: bool = True) -> list[str]:
+    """The header of nccl-tests 2.13 - 2.14 (src/common.cu; no 'Collective test starting'
+    line yet) on p GPUs of one process; before 2.13.4 the devices have no Group."""
+    lines = [printf("# nThread 1 nGpus %d minBytes 1024 maxBytes 16384 step: 16(factor) "
+                    "warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0", p),
+             "#", "# Using devices"]
+    lines += [printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s", r, 0,
+                     4242, "node0", r, 0x18 + r, "NVIDIA A100-SXM4-80GB") if group else
+              printf("#   Rank %2d Pid %6d on %10s device %2d [0x%02x] %s", r, 4242, "node0",
+                     r, 0x18 + r, "NVIDIA A100-SXM4-80GB") for r in range(p)]
+    return lines + [
+        "#", "#",
+        printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
+               "in-place          ", "", "", "", "", ""),
+        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s", "size",
+               "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+               "algbw", "busbw", "#wrong"),
+        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s", "(B)",
+               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+               "(GB/s)", "")]
+
+
+def mid_row(size: int, count: int, redop: str, root: int, time_us: float,
+            busbw_factor: float) -> str:
+    """A row of 2.13 - 2.16.6: '%12li  %12li  %8s  %6s  %6s', then per block
+    '  %7s  %6.2f  %6.2f  %5g' (the time '%7.2f' below 100 us)."""
+    algbw = size / time_us / 1e3
+    block = printf("  %7s  %6.2f  %6.2f  %5g", printf("%7.2f", time_us), algbw,
+                   algbw * busbw_factor, 0)
+    return printf("%12li  %12li  %8s  %6s  %6s", size, count, "float", redop,
+                  printf("%6i", root)) + block + block
+
+
+# gather_perf -g 8 -b 1K -e 16K -f 16 -r 0: 'none' and the root, as broadcast prints them
+GATHER_2_13 = "\n".join(mid_header(8) + [mid_row(1024, 32, "none", 0, 5.05, 7 / 8),
+                                         mid_row(16384, 512, "none", 0, 5.82, 7 / 8)])
+
+
+def test_gather_and_broadcast_print_the_same_columns():
+    """Since 2.13, gather.cu and scatter.cu print 'none' and the root as broadcast.cu
+    does: the columns do not say which, and a collective given is taken."""
+    assert GATHER_2_13.splitlines()[-2].split()[:5] == ["1024", "32", "float", "none", "0"]
+    assert parse(GATHER_2_13).collective is None
+    for name in ("gather", "scatter_perf"):
+        table = parse(GATHER_2_13, collective=name)
+        assert table.collective == name.removesuffix("_perf")
+    # 1024 B / 5.05 us = 0.2028 GB/s, printed 0.20
+    assert parse(GATHER_2_13, collective="gather").rows[0].out_of_place.algbw == 0.20
+    # none is no reduce's, and a size of count 32 x 4 B x 8 ranks no broadcast's
+    with pytest.raises(InvalidInputError, match="redop 'none', where reduce prints a "
+                                                "reduction"):
+        parse(GATHER_2_13, collective="reduce")
+    with pytest.raises(InvalidInputError, match=r"size 1024 B is not its count 32 x 4 B "
+                                                r"\(float\) = 128 B"):
+        parse(GATHER_2_13, collective="broadcast")
+
+
+def test_a_blank_redop_as_2_13_0_prints_it():
+    """2.13.0 - 2.13.3 pass "" as the redop of all_gather, alltoall, broadcast, gather
+    and scatter ('%6s': six blanks), as hypercube still does: rows one field short."""
+    text = "\n".join(mid_header(8, group=False) + [mid_row(1024, 32, "", -1, 5.05, 7 / 8),
+                                      mid_row(16384, 512, "", -1, 5.82, 7 / 8)])
+    assert text.splitlines()[-1][40:48] == " " * 8
+    table = parse(text, collective="all_gather")
+    assert table.sizes == (1024, 16384) and table.nranks == 8
+    first = table.rows[0]
+    assert (first.count, first.type, first.redop, first.root) == (32, "float", None, -1)
+    assert first.out_of_place == sc.nccl_tests.Measurement(5.05, 0.2, 0.18, 0.0)
+    # a row one field short elsewhere is still refused
+    short = text.splitlines()
+    short[-1] = mid_row(16384, 512, "none", -1, 5.82, 7 / 8).rsplit(None, 1)[0]
+    with pytest.raises(InvalidInputError, match=f"line {len(short)}: expected 13 fields"):
+        parse("\n".join(short))
+
+
+def test_timestamps_of_dash_s_1():
+    """-S 1 (util.cu of 2.19.6): the titles end in 'timestamp' (%*s of 19), and each row
+    in '%21s' of the date and time, which are left out."""
+    fmt = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s"
+    titles = printf(fmt, "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+                    "#wrong", "time", "algbw", "busbw", "#wrong", 19, "timestamp")
+    units = printf(fmt, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
+                   "(us)", "(GB/s)", "(GB/s)", "", 19, "%Y-%m-%d %H:%M:%S")
+    rows = [row_text(s, 8, "all_reduce") + printf("%21s", "2026-07-01 12:34:56")
+            for s in SIZES[:3]]
+    table = parse("\n".join(["# Collective test starting: all_reduce_perf", titles, units,
+                             *rows]))
+    check_rows(table, "all_reduce", 8, SIZES[:3])
+    assert parse("\n".join(rows)).sizes == tuple(SIZES[:3])      # without titles too
+
+
+def test_a_byte_order_mark_is_left_out():
+    text = "\ufeff" + nccl_text("all_reduce", 8, SIZES[:2])
+    table = parse(text)
+    assert (table.nccl_version, table.collective) == ("2.28.3", "all_reduce")
+
+
+def test_a_row_whose_size_or_algbw_contradicts_the_rest_is_refused():
+    """mpirun without --tag-output: another rank's line lands inside a row and takes
+    the first digits of its size: 48576 B is not 262144 floats, and 48576 B in
+    28.35 us is 1.71 GB/s, not the 36.99 printed."""
+    lines = nccl_text("all_reduce", 8, [1 << 20]).splitlines()
+    n = [i for i, line in enumerate(lines) if line.startswith(f"{1 << 20:12d}")][0]
+    good = lines[n]
+    lines[n:n + 1] = ["     10nodeB:1003:1003 [3] NCCL INFO comm 0x55 rank 3 nranks 8 - Init "
+                      "COMPLETE", "48576" + good[12:]]
+    with pytest.raises(InvalidInputError, match=rf"line {n + 2}: algbw \S+ GB/s is not size "
+                                                r"/ time = 48576 B / "):
+        parse("\n".join(lines))
+    # the size alone: 1 MiB with the count of 512 KiB of floats
+    fields = good.split()
+    lines[n:n + 2] = [good.replace(f" {fields[1]} ", f" {int(fields[1]) // 2} ", 1)]
+    with pytest.raises(InvalidInputError, match=rf"line {n + 1}: size 1048576 B is not its "
+                                                r"count 131072 x 4 B \(float\) = 524288 B"):
+        parse("\n".join(lines))
+
+
+@pytest.mark.parametrize("program,p", [("all_gather", 8), ("reduce_scatter", 4),
+                                       ("alltoall", 3)])
+def test_a_ranks_share_is_checked_against_the_ranks_listed(program, p):
+    text = nccl_text(program, p, SIZES[4:7])
+    assert parse(text).nranks == p
+    fewer = text.replace("#  Rank  0 ", "#  rank  0 ", 1)     # one device line less
+    with pytest.raises(InvalidInputError, match=rf"x {p - 1} ranks = "):
+        parse(fewer)
+
+
+def test_runs_without_headers_between_them_are_told_apart():
+    """grep -v '^#' of an all_reduce run and an all_gather run: the redop turns from sum
+    to none, and the sizes start again."""
+    rows = [row_text(s, 8, "all_reduce") for s in SIZES[5:7]] + \
+        [row_text(s, 8, "all_gather") for s in SIZES[5:7]]
+    text = "\n".join(rows)
+    with pytest.raises(InvalidInputError, match=r"2 runs \(the second starts at line 3\)"):
+        parse(text, collective="all_reduce")
+    assert parse(text, run=2).rows[0].redop == "none"
+    with pytest.raises(InvalidInputError, match="line 3: redop 'none', where all_reduce "
+                                                "prints a reduction"):
+        parse_all(text, collective="all_reduce")
+    # a second all_reduce run: the same type, redop and root, sizes falling
+    again = "\n".join(rows[:2] * 2)
+    assert [t.sizes for t in parse_all(again)] == [(SIZES[5], SIZES[6])] * 2
+    # -d all within one run sweeps each type in turn: one run
+    halves = "\n".join(rows[:2] + [line.replace("   float  ", "  double  ") .replace(
+        f"  {SIZES[5] // 4:12d}", f"  {SIZES[5] // 8:12d}").replace(
+        f"  {SIZES[6] // 4:12d}", f"  {SIZES[6] // 8:12d}") for line in rows[:2]])
+    assert len(parse(halves)) == 4
+
+
+def test_the_command_line_of_the_next_run_names_it():
+    """A shell loop over 2.13 - 2.16.6 programs (no 'Collective test starting' line):
+    each run's command line comes after the previous run's footer."""
+    text = "\n".join(["+ mpirun -np 8 ./build/all_reduce_perf -b 1K -e 16K -f 16",
+                      *mid_header(8), mid_row(1024, 256, "sum", -1, 10.02, 1.75),
+                      "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0.18 ",
+                      "+ mpirun -np 8 ./build/all_gather_perf -b 1K -e 16K -f 16",
+                      *mid_header(8), mid_row(1024, 32, "none", -1, 10.02, 7 / 8),
+                      "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0.09 "])
+    assert [t.collective for t in parse_all(text)] == ["all_reduce", "all_gather"]
+
+
+def test_a_failed_run_does_not_hide_the_others():
+    text = (nccl_text("all_reduce", 8, SIZES[:2]) + "# Collective test starting: "
+            "all_gather_perf\n" + NCCL_FAILURE + "\n" + TEST_FAILURE + "\n"
+            + nccl_text("alltoall", 8, SIZES[4:6]))
+    assert count_runs(text) == 3
+    assert parse(text, run=3).collective == "all_to_all"
+    assert parse(text, run=1).sizes == tuple(SIZES[:2])
+    with pytest.raises(InvalidInputError, match="nccl-tests reported a failure.*before any "
+                                                "result row"):
+        parse(text, run=2)
+    with pytest.raises(InvalidInputError, match="nccl-tests reported a failure"):
+        parse_all(text)
+    with pytest.raises(InvalidInputError, match=r"run=4 is not accepted; use an integer >= 1 "
+                                                r"and <= 3 \(the text holds 3 run\(s\)\)"):
+        parse(text, run=4)
+
+
+def test_a_row_cut_short_is_an_error():
+    """A job killed inside a row leaves its first fields."""
+    lines = nccl_text("all_reduce", 8, SIZES[:3]).splitlines()
+    n = [i for i, line in enumerate(lines) if line.startswith(f"{SIZES[2]:12d}")][0]
+    lines[n] = "  ".join(lines[n].split()[:5])
+    with pytest.raises(InvalidInputError, match=f"line {n + 1}: a result row cut short "
+                                                f"\\(5 fields\\)"):
+        parse("\n".join(lines[:n + 1]))

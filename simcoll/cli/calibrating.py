@@ -10,7 +10,10 @@ from typing import Any
 from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibrate
 from simcoll.cli.logs import add_log_arguments, read_table, simulate_kwargs
 from simcoll.cli.options import CommandLineError
+from simcoll.collectives import collective as get_collective
+from simcoll.comparison import simulated_dtype
 from simcoll.errors import TopologyError
+from simcoll.nccl_tests import NcclTestsTable
 from simcoll.topology.catalog import parameters
 from simcoll.topology.quantities import parse_number, parse_rate, parse_time
 from simcoll.topology.spec import from_spec, is_file_spec
@@ -82,9 +85,9 @@ def _reads(read: Any, part: str) -> bool:
 def free_values(name: str, parts: tuple[str, str, str],
                 kind: str) -> tuple[float, float, float]:
     """The three values of ``--free name=...`` in the unit of the constant's ``kind``: a
-    builder's ``rate`` or ``time`` (checked as topology specs check them), ``float`` (a
-    plain number), or ``any`` (a number, a rate or a time: the algorithm's, or a name the
-    fit will refuse).
+    ``rate`` or a ``time`` (a builder's, checked as topology specs check them, or an
+    algorithm's in seconds), ``float`` (a plain number), or ``any`` (a number, a rate or
+    a time: a name the fit will refuse).
 
     Raises:
         CommandLineError: a value in another unit, naming it and what is accepted.
@@ -104,6 +107,13 @@ def free_values(name: str, parts: tuple[str, str, str],
     return values[0], values[1], values[2]
 
 
+def _algorithm_kinds(collective: str, algorithm: str) -> dict[str, str]:
+    """The kind of each numeric parameter of the algorithm: ``time`` where its doc gives
+    it in seconds (NCCL's ``launch_overhead``), else ``float`` (``step_latency_scale``)."""
+    return {name: "time" if spec.doc.startswith("seconds") else "float"
+            for name, spec in algorithm_constants(collective, algorithm).items()}
+
+
 def _kinds(spec: str) -> dict[str, str]:
     """The kind of each parameter of the spec's builder (none for a file, or a name that
     is no builder: the fit says so)."""
@@ -117,14 +127,18 @@ def _kinds(spec: str) -> dict[str, str]:
 
 def _run(args: argparse.Namespace) -> int:
     measured, notes = read_table(args)
-    kinds = _kinds(args.topology)
+    collective = measured.collective or "all_reduce"   # read_table refuses None
+    kinds = {**_algorithm_kinds(collective, args.algorithm), **_kinds(args.topology)}
     free = {name: free_values(name, parts, kinds.get(name, "any"))
             for name, parts in args.free}
     if len(free) != len(args.free):
         raise CommandLineError("a --free constant is given twice")
+    fixed = sorted(set(free) & {name for name, _ in args.param})
+    if fixed:
+        raise CommandLineError(f"--free {fixed[0]} and --param {fixed[0]}: a constant is "
+                               f"either fitted or fixed; drop one of them")
     kwargs, choices = simulate_kwargs(args, measured)
     notes += choices
-    collective = measured.collective or "all_reduce"   # read_table refuses None
     build: Any = args.topology
     if set(free) <= set(algorithm_constants(collective, args.algorithm)):
         # The machine stays as it is: any spec or file.
@@ -136,31 +150,58 @@ def _run(args: argparse.Namespace) -> int:
                     max_evaluations=args.max_evaluations, starts=args.starts,
                     seed=args.seed, loss=args.loss, loss_scale=args.loss_scale,
                     workers=args.workers, **kwargs)
+    command, caveats = _command(fit, args, kwargs, measured)
+    notes += caveats
     if args.json:
-        print(json.dumps({**_record(fit, args, kwargs), "notes": notes + fit.notes}))
+        print(json.dumps({**_record(fit), "command": command,
+                          "notes": notes + fit.notes}))
         return 0
+    sizes = len(fit.sizes)
     print(f"# simcoll calibrate: {collective} / {args.algorithm} on {args.topology}, "
-          f"{len(fit.sizes)} sizes of {args.log}" + "".join(f"; {n}" for n in notes))
+          f"{sizes} size{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
     print(fit.report())
-    print(f"\nrun the calibrated machine with: {_command(fit, args, kwargs)}")
+    print(f"\nrun the calibrated machine with: {command}")
     return 0
 
 
-def _command(fit: Calibration, args: argparse.Namespace, kwargs: dict[str, Any]) -> str:
+def _command(fit: Calibration, args: argparse.Namespace, kwargs: dict[str, Any],
+             measured: NcclTestsTable) -> tuple[str, list[str]]:
+    """The ``simcoll run`` command of the calibrated machine, which simulates what the
+    fit did (the collective, the element type and the root of the log's rows), and a
+    note where the rows have several types or roots (the first row's are named)."""
     machine = {k: v for k, v in fit.values.items() if k not in fit.params}
     spec = args.topology
     if machine:
         spec += ("," if ":" in spec else ":") + ",".join(f"{k}={v:.6g}"
                                                          for k, v in machine.items())
     params = {**{k: v for k, v in kwargs.items() if k != "network"}, **fit.params}
-    return (f"simcoll run --topology '{spec}' --algorithm {args.algorithm}"
+    collective = measured.collective or "all_reduce"   # read_table refuses None
+    run, caveats = _run_options(collective, measured)
+    return (f"simcoll run --topology '{spec}' --collective {collective} --algorithm "
+            f"{args.algorithm}" + run
             + "".join(f" --param {k}={v:.6g}" if isinstance(v, float) else
                       f" --param {k}={v}" for k, v in params.items())
-            + (f" --network {args.network}" if args.network != "flow" else ""))
+            + (f" --network {args.network}" if args.network != "flow" else "")), caveats
 
 
-def _record(fit: Calibration, args: argparse.Namespace,
-            kwargs: dict[str, Any]) -> dict[str, Any]:
+def _run_options(collective: str, measured: NcclTestsTable) -> tuple[str, list[str]]:
+    """``simcoll run``'s ``-d`` (where the rows' dtype is not its default, float32) and
+    ``-r`` (for a rooted collective whose rows name their root) of the log's first row,
+    and a note where other rows have another."""
+    dtypes = list(dict.fromkeys(simulated_dtype(row.type).name for row in measured.rows))
+    roots = list(dict.fromkeys(row.root for row in measured.rows
+                               if row.root is not None and row.root >= 0)) \
+        if get_collective(collective).rooted else []
+    options = (f" -d {dtypes[0]}" if dtypes[0] != "float32" else "") + (
+        f" -r {roots[0]}" if roots else "")
+    caveats = [f"the log's rows have {len(found)} {what} ({', '.join(map(str, found))}): "
+               f"the command runs the first row's" for what, found in
+               (("dtypes", dtypes), ("roots", roots)) if len(found) > 1]
+    return options, caveats
+
+
+def _record(fit: Calibration) -> dict[str, Any]:
+    """The fit as JSON-ready values."""
     return {"values": {k: float(v) for k, v in fit.values.items()},
             "initial": {k: float(v) for k, v in fit.initial.items()},
             "params": {k: float(v) for k, v in fit.params.items()},
@@ -169,5 +210,5 @@ def _record(fit: Calibration, args: argparse.Namespace,
             "error_before": list(fit.error_before), "error_after": list(fit.error_after),
             "evaluations": fit.evaluations, "message": fit.message,
             "unmoved": list(fit.unmoved), "on_bound": fit.on_bound,
-            "left_out": list(fit.left_out),
-            "command": _command(fit, args, kwargs)}
+            "left_out": list(fit.left_out), "undetermined": fit.undetermined,
+            "unsimulated": [dict(point) for point in fit.unsimulated]}

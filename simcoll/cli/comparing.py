@@ -52,7 +52,8 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps({**found.to_dict(), "spec": args.topology, "log": args.log,
                           "notes": notes}))
         return 0
+    sizes = len(found.sizes)
     print(f"# simcoll compare: {found.collective} / {args.algorithm} on {args.topology}, "
-          f"{len(found.sizes)} sizes of {args.log}" + "".join(f"; {n}" for n in notes))
+          f"{sizes} size{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
     print(found.report())
     return 0

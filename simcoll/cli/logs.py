@@ -4,6 +4,7 @@ nccl-tests log, the sizes kept, and the tuner of the NCCL release the log printe
 from __future__ import annotations
 
 import argparse
+import codecs
 import dataclasses
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from simcoll.cli.options import (
 )
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
-from simcoll.nccl_tests import NcclTestsTable, parse_all
+from simcoll.nccl_tests import NcclTestsTable, count_runs, parse
 from simcoll.network import NETWORKS
 
 __all__ = ["add_log_arguments", "read_table", "simulate_kwargs"]
@@ -58,33 +59,19 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     """The run of the log that ``--run`` picks, with the sizes between ``--min-size`` and
     ``--max-size``, those of 0 bytes (nothing moves there) or with a time printed as 0.00
-    left out (nothing to compare a time with), and a note where some were; the collective
-    the log names, else ``--collective``'s (they must agree); sets ``args.algorithm`` to
-    the collective's default where none was named."""
+    left out (nothing to compare a time with), and a note where some were or where the
+    run has no footer; the collective the log names, else ``--collective``'s (they must
+    agree); sets ``args.algorithm`` to the collective's default where none was named."""
     wanted = None if args.collective is None else get_collective(args.collective).name
-    text = sys.stdin.read() if args.log == "-" else _read(args.log)
-    runs = parse_all(text)
-    if args.run is not None:
-        if not 1 <= args.run <= len(runs):
-            raise CommandLineError(f"--run {args.run}: the log holds {len(runs)} run(s); "
-                                   f"use 1..{len(runs)}")
-        measured = runs[args.run - 1]
-    elif len(runs) > 1:
-        raise CommandLineError(f"the log holds {len(runs)} runs; pick one with --run K "
-                               f"(1..{len(runs)})")
-    else:
-        measured = runs[0]
-    if measured.collective is None and wanted is None:
+    text = _read_stdin() if args.log == "-" else _read(args.log)
+    measured = parse(text, collective=wanted, run=_run_number(args.run, count_runs(text)))
+    if measured.collective is None:
         raise CommandLineError("the log does not say which collective it measured; name it "
                                "with --collective (e.g. --collective all_reduce)")
-    if wanted is not None and measured.collective not in (None, wanted):
-        raise CommandLineError(f"--collective {args.collective}: the log's run measured "
-                               f"{measured.collective}")
-    measured = dataclasses.replace(measured, collective=measured.collective or wanted)
     if args.max_size is not None and args.min_size > args.max_size:
         raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
                                f"{args.max_size}")
-    args.algorithm = args.algorithm or default_algorithm(measured.collective or "all_reduce")
+    args.algorithm = args.algorithm or default_algorithm(measured.collective)
     place = "in_place" if args.in_place else "out_of_place"
     between = measured.between(args.min_size, args.max_size)
     kept = tuple(row for row in between.rows
@@ -101,8 +88,24 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     empty = sum(row.size == 0 for row in between.rows)
     instant = len(between.rows) - len(kept) - empty
     notes = ([f"{empty} size(s) of 0 bytes left out"] if empty else []) + (
-        [f"{instant} size(s) with a time printed as 0.00 us left out"] if instant else [])
+        [f"{instant} size(s) with a time printed as 0.00 us left out"] if instant else []) + (
+        ["the run has no '# Avg bus bandwidth' footer: it may have stopped early"]
+        if measured.avg_busbw is None else [])
     return dataclasses.replace(between, rows=kept), notes
+
+
+def _run_number(run: int | None, runs: int) -> int:
+    """The run ``--run`` picks (1 where the log holds one).
+
+    Raises:
+        CommandLineError: ``--run`` beyond the log's runs, or missing where it has several.
+    """
+    if run is None and runs > 1:
+        raise CommandLineError(f"the log holds {runs} runs; pick one with --run K "
+                               f"(1..{runs})")
+    if run is not None and not 1 <= run <= runs:
+        raise CommandLineError(f"--run {run}: the log holds {runs} run(s); use 1..{runs}")
+    return 1 if run is None else run
 
 
 def simulate_kwargs(args: argparse.Namespace,
@@ -124,6 +127,39 @@ def simulate_kwargs(args: argparse.Namespace,
 
 def _read(path: str) -> str:
     try:
-        return Path(path).read_text()
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise CommandLineError(f"no log at {path}") from None
+    return _decode(data, path)
+
+
+def _read_stdin() -> str:
+    """Standard input's bytes decoded as a file's (its text where it has no bytes)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    return sys.stdin.read() if buffer is None else _decode(buffer.read(), "standard input")
+
+
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))
+"""Byte-order marks and the codec they call for (Windows PowerShell 5.1's ``>`` writes
+UTF-16 with one)."""
+
+
+def _decode(data: bytes, name: str) -> str:
+    """The text of a log: UTF-8, or UTF-8 or UTF-16 after a byte-order mark.
+
+    Raises:
+        CommandLineError: bytes that are not such text, naming the first bad one.
+    """
+    codec = next((c for bom, c in _BOMS if data.startswith(bom)), "utf-8")
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as err:
+        raise CommandLineError(
+            f"{name} is not text in {codec.removesuffix('-sig').upper()} (byte "
+            f"0x{data[err.start]:02x} at offset {err.start}); give the log as UTF-8 text "
+            f"(or UTF-16 with its byte-order mark)") from None
+    if "\x00" in text:
+        raise CommandLineError(f"{name} holds NUL characters: UTF-16 without a byte-order "
+                               f"mark? Convert it to UTF-8 (iconv -f UTF-16LE -t UTF-8)")
+    return text
