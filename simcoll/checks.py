@@ -17,12 +17,32 @@ import numpy as np
 
 from simcoll.errors import InvalidInputError, SimCollError
 
-__all__ = ["flag", "integer", "real"]
+__all__ = ["flag", "integer", "real", "text", "shown"]
+
+_DIGITS_SHOWN = 30
+"""The most digits of an integer a message shows whole; longer ones are abbreviated."""
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for a message, an integer of more than 30 digits abbreviated to
+    its first and last digits and its length (``13582985...5376 (332 digits)``), in a
+    tuple or list too."""
+    if type(value) in (tuple, list):
+        inner = ", ".join(map(shown, value))
+        if type(value) is list:
+            return f"[{inner}]"
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if type(value) is int:
+        digits = str(abs(value))
+        if len(digits) > _DIGITS_SHOWN:
+            sign = "-" if value < 0 else ""
+            return f"{sign}{digits[:8]}...{digits[-4:]} ({len(digits)} digits)"
+    return repr(value)
 
 
 def _subject(name: str, value: Any) -> str:
     """``chunks=0`` for a parameter name, ``latency of link ('a', 'b') = -1.0`` otherwise."""
-    return f"{name}={value!r}" if name.isidentifier() else f"{name} = {value!r}"
+    return f"{name}={shown(value)}" if name.isidentifier() else f"{name} = {shown(value)}"
 
 
 def _huge(value: Any) -> bool:
@@ -94,5 +114,18 @@ def real(value: Any, name: str, *, minimum: float = 0.0, strict: bool = False,
             bound = f">= {sys.float_info.min:.3g} (smaller ones overflow when inverted)"
         finite = " or inf" if allow_inf else ", finite"
         raise error(f"{_subject(name, given)} is not accepted; use a number {bound}{finite}"
+                    f"{' (' + what + ')' if what else ''}")
+    return value
+
+
+def text(value: Any, name: str, *, error: type[SimCollError] = InvalidInputError,
+         what: str = "") -> str:
+    """``value`` as a non-empty ``str`` (a label such as a link's kind).
+
+    Raises:
+        ``error``: anything but a non-empty string (None, a number, a list, ``""``).
+    """
+    if not isinstance(value, str) or not value:
+        raise error(f"{_subject(name, value)} is not accepted; use a non-empty string"
                     f"{' (' + what + ')' if what else ''}")
     return value

@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from machines import random_nodes
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
@@ -301,3 +302,91 @@ def test_a_nic_on_the_gpus_own_pcie_path_keeps_ll128():
                  sc.topology.dgx_a100(2, nics_per_node=4)):
         machine = describe(topo, tuple(range(16)))
         assert machine.nic_path == "pxb" and machine.ll128_by_default
+
+
+def mirrored(topo: sc.Topology) -> sc.Topology:
+    """The same machine with every link written from its other end: ``u`` and ``v``
+    swapped, and with them ``bandwidth`` and ``back_bandwidth``."""
+    data = sc.topology.to_dict(topo)
+    for link in data["links"]:
+        link["u"], link["v"] = link["v"], link["u"]
+        if "back_bandwidth" in link:
+            link["bandwidth"], link["back_bandwidth"] = link["back_bandwidth"], link["bandwidth"]
+    return sc.topology.from_dict(data)
+
+
+def assert_same_nccl_run(one: sc.Topology, other: sc.Topology, nbytes: int) -> None:
+    """NCCL's machine, and a run's parameters, time and bytes on every directed link,
+    are the same on ``one`` and ``other``."""
+    ranks = tuple(range(one.nranks))
+    assert describe(one, ranks) == describe(other, ranks)
+    a, b = (sc.simulate(t, "all_reduce", algorithm="nccl", nbytes=nbytes)
+            for t in (one, other))
+    assert (a.params, a.time, a.link_bytes) == (b.params, b.time, b.link_bytes)
+
+
+def lopsided_gpus(kind: str) -> sc.Topology:
+    """4 GPUs on one switch, each sending at 20 GB/s and taking in at 200 GB/s."""
+    topo = sc.Topology("lopsided")
+    gpus = [topo.add_gpu() for _ in range(4)]
+    sw = topo.add_switch("sw")
+    for gpu in gpus:
+        topo.add_link(gpu, sw, bandwidth=20e9, back_bandwidth=200e9, kind=kind,
+                      latency=1e-6)
+    return topo
+
+
+@pytest.mark.parametrize("kind", ["nvlink", "pcie"])
+def test_nccl_sees_a_lopsided_link_the_same_whichever_end_comes_first(kind):
+    """A route gpu0 -> sw -> gpu1 leaves gpu0 at 20 GB/s and enters gpu1, which NCCL
+    knows at the figure it reads off gpu1 (its link away, 20 GB/s; ncclTopoConnectNodes
+    adds it each way): 20 GB/s. By hand (Ampere's speed array): 1 channel at 20, the
+    first speed within 20 and carrying a GPU's whole 20; not doubled below 25; run
+    twice: 2. Written from the switch's end the search read 200 GB/s and ran 20."""
+    topo = lopsided_gpus(kind)
+    machine = describe(topo, (0, 1, 2, 3))
+    assert (machine.intra_bw, machine.graph_channels, machine.graph_channel_bw,
+            machine.channels) == (20e9, 1, 20e9, 2)
+    assert_same_nccl_run(topo, mirrored(topo), 16 << 20)
+
+
+def test_a_lopsided_gpu_link_across_nodes_is_read_the_same_both_ways():
+    """Two nodes of one GPU, each GPU on a link to its NIC at 20 GB/s out and 100 in,
+    the NICs at 25 GB/s on one switch: the route leaves gpu0 at 20 and enters gpu1 at
+    gpu1's 20, so the network share is 20 GB/s, and one channel at 20 (within the
+    GPU's own 20; Ampere's inter speeds), run twice."""
+    topo = sc.Topology("two lopsided nodes")
+    core = topo.add_switch("core")
+    for node in range(2):
+        gpu, nic = topo.add_gpu(node=node), topo.add_nic()
+        topo.add_link(gpu, nic, bandwidth=20e9, back_bandwidth=100e9, kind="pcie")
+        topo.add_link(nic, core, bandwidth=25e9, kind="ib")
+    machine = describe(topo, (0, 1))
+    assert (machine.inter_bw, machine.graph_channels, machine.graph_channel_bw,
+            machine.channels) == (20e9, 1, 20e9, 2)
+    assert_same_nccl_run(topo, mirrored(topo), 4 << 20)
+
+
+def test_pcie_without_p2p_gives_nccl_the_links_rate_whichever_end_comes_first():
+    """pcie_node(p2p=False) on Gen5: a GPU's link carries 48 GB/s out and 35.2 in (its
+    SMs' reads of host memory), which NCCL does not know of: its search sees 48 both
+    ways, 4 channels (2 in the graph) at 20 GB/s (test_nccl_search's hand count)."""
+    topo = sc.topology.pcie_node(4, gen=5, p2p=False, gpus_per_switch=1)
+    for machine in (describe(topo, (0, 1, 2, 3)), describe(mirrored(topo), (0, 1, 2, 3))):
+        assert (machine.intra_bw, machine.channels, machine.graph_channels,
+                machine.graph_channel_bw) == (48e9, 4, 2, 20e9)
+    assert_same_nccl_run(topo, mirrored(topo), 16 << 20)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_lopsided_servers_give_nccl_the_same_run_written_either_way(seed):
+    """Random servers (``machines.random_nodes``) whose links, one in two, carry a tenth
+    to ten times their rate back: written from either end, NCCL finds the same machine
+    and runs the same all_reduce."""
+    data = sc.topology.to_dict(random_nodes(seed))
+    rng = np.random.default_rng(seed)
+    for link in data["links"]:
+        if rng.random() < 0.5:
+            link["back_bandwidth"] = link["bandwidth"] * float(rng.choice([0.1, 0.5, 3, 10]))
+    topo = sc.topology.from_dict(data)
+    assert_same_nccl_run(topo, mirrored(topo), 1 << 20)

@@ -249,6 +249,29 @@ def test_fat_tree_shape_and_oversubscription_halves_the_uplinks():
     assert kinds(sc.topology.fat_tree(2, 4)) == {"gpu": 8, "nic": 2, "switch": 2 + 1}
 
 
+@pytest.mark.parametrize("build", [sc.topology.dgx_a100, sc.topology.dgx_h100,
+                                   lambda nodes, **kw: sc.topology.fat_tree(nodes, 2, **kw)])
+@pytest.mark.parametrize(("kwargs", "shown", "uplink"), [
+    (dict(leaf_radix=2**1100), "leaf_radix=13582985...5376 (332 digits)", "inf"),
+    (dict(leaf_radix=10**300), "leaf_radix=10000000...0000 (301 digits)", "inf"),
+    (dict(oversubscription=1e-300), "oversubscription=1e-300", "inf"),
+    (dict(leaf_radix=2, oversubscription=1e300, nic_bandwidth=1e-300),
+     "oversubscription=1e+300", "0")])
+def test_a_leaf_uplink_beyond_a_float_is_refused_naming_radix_and_ratio(
+        build, kwargs, shown, uplink, monkeypatch):
+    """A leaf's uplink is leaf_radix // 2 x nic_bandwidth / oversubscription: 2**1100
+    ports raised an OverflowError, and a ratio of 1e-300 named the internal link
+    ('leaf0', 'spine') after half the machine was built. Both are refused before
+    anything is built, naming the two parameters and the range the uplink must keep
+    (a normal float: 1 x 1e-300 / 1e300 is 1e-600, 0 as a float)."""
+    monkeypatch.setattr(sc.Topology, "_add", lambda *a, **k: pytest.fail("built first"))
+    with pytest.raises(sc.TopologyError) as info:
+        build(2, **kwargs)
+    message = str(info.value)
+    assert message.startswith("leaf_radix=") and shown in message
+    assert f"would be {uplink} bytes/s; keep it between 2.23e-308 and 1.8e+308" in message
+
+
 def _pairs(pairs, n):
     """Each (src, dst) in ``pairs`` sends n bytes at time 0."""
     sends = dict(pairs)

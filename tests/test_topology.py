@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import simcoll as sc
+from simcoll.topology.catalog import builders, parameters
 
 
 def route_names(topo, src, dst):
@@ -124,3 +125,89 @@ def test_gpus_know_their_node():
     assert again.gpu_nodes == (0, 0, 1, 1)
     with pytest.raises(sc.TopologyError, match="node of 'g' = -1 is not accepted"):
         sc.Topology().add_gpu("g", node=-1)
+
+
+@pytest.fixture
+def nothing_built(monkeypatch):
+    """Fails the test at the first device added: what it calls must refuse first."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a device was added before the arguments were refused")
+
+    monkeypatch.setattr(sc.Topology, "_add", refuse)
+
+
+def _fewest_parts(name: str) -> dict[str, object]:
+    """Builder ``name``'s required arguments, each at 1 (one dimension of 1 for dims)."""
+    return {p.name: (1,) if p.kind == "dims" else 1 for p in parameters(name) if p.required}
+
+
+@pytest.mark.parametrize("kind", ["", None, ["nvlink"], 3])
+def test_a_link_kind_is_a_non_empty_string_as_files_take_it(kind):
+    """add_link stored ``str(kind)``: None became 'None', and '' was saved to a file
+    that load then refused (``links[0].kind: expected a non-empty string``)."""
+    topo = sc.Topology()
+    a, b = topo.add_gpu(), topo.add_gpu()
+    with pytest.raises(sc.TopologyError, match=r"^kind of link \('gpu0', 'gpu1'\) = .* is "
+                                               r"not accepted; use a non-empty string"):
+        topo.add_link(a, b, bandwidth=1e9, kind=kind)
+    assert not topo.links
+
+
+@pytest.mark.parametrize(("name", "param"), [
+    (name, p.name) for name in sorted(builders()) for p in parameters(name)
+    if p.name.endswith("kind")])
+@pytest.mark.parametrize("kind", ["", None])
+def test_builders_refuse_a_bad_link_kind_by_its_parameter(name, param, kind, nothing_built):
+    with pytest.raises(sc.TopologyError,
+                       match=rf"^{param}={kind!r} is not accepted; use a non-empty string"):
+        builders()[name](**{**_fewest_parts(name), param: kind})
+
+
+@pytest.mark.parametrize(("build", "words"), [
+    (lambda: sc.topology.from_spec("switch:99999999999999999999999999999"),
+     "n=99999999999999999999999999999, servers=0 is not accepted: the machine would have "
+     "100000000000000000000000000000 devices"),
+    (lambda: sc.topology.ring(2**1100), "n=13582985...5376 (332 digits) is not accepted"),
+    (lambda: sc.topology.switch(2**21), "would have 2097153 devices and 2097152 links"),
+    (lambda: sc.topology.fully_connected(2100), "2100 devices and 2203950 links"),
+    (lambda: sc.topology.torus((2048, 1025)), "dims=(2048, 1025) is not accepted"),
+    (lambda: sc.topology.cluster(2**20, 2), "nodes=1048576, gpus_per_node=2"),
+    (lambda: sc.topology.multi_dim(["Ring"], [10**30], [1e9], [1e-6]),
+     "npus=[10000000...0000 (31 digits)] is not accepted"),
+    (lambda: sc.topology.pcie_node(2**20), "gpus=1048576"),
+    (lambda: sc.topology.fat_tree(2**20, 1), "nodes=1048576, gpus_per_node=1"),
+    (lambda: sc.topology.dgx_h100(2, nics_per_node=2**40),
+     "nodes=2, gpus_per_node=8, nics_per_node=1099511627776"),
+])
+def test_machines_beyond_the_bound_are_refused_before_anything_is_built(build, words,
+                                                                        nothing_built):
+    """``switch:99999999999999999999999999999`` and ``ring(2**1100)`` built device after
+    device until memory ran out. Now every builder counts (or bounds) the devices and
+    links it would make and refuses more than 2,097,152 of either at once."""
+    assert sc.topology.builders.MAX_DEVICES == 2**21
+    with pytest.raises(sc.TopologyError,
+                       match="a topology builder makes at most 2,097,152 of each") as info:
+        build()
+    assert words in str(info.value)
+
+
+def test_an_unlinked_in_network_switch_is_named_as_one():
+    """It was named like a GPU, and the hint asked for links to every GPU and host."""
+    topo = sc.topology.switch(2)
+    topo.add_switch("iso", reduce_bandwidth=1e12)
+    with pytest.raises(sc.TopologyError, match=r"not connected: in-network switch 'iso' "
+                                               r"cannot reach 'gpu0'; add links so every "
+                                               r"GPU, host and in-network device"):
+        topo.validate()
+
+
+def test_huge_integers_are_abbreviated_in_messages():
+    """2**1100 was printed whole: 332 digits."""
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.dgx_a100(2, oversubscription=2**1100)
+    assert str(info.value).startswith("oversubscription=13582985...5376 (332 digits) is not "
+                                      "accepted; use a number > 0, finite")
+    topo = sc.Topology()
+    with pytest.raises(sc.TopologyError, match=r"^cpu=13582985\.\.\.5376 \(332 digits\) is "
+                                               r"not accepted; use one of 'intel'"):
+        topo.cpu = 2**1100

@@ -8,6 +8,7 @@ import sys
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -324,3 +325,43 @@ def test_a_spec_may_be_a_path_object():
 def test_a_topology_file_is_named_by_a_path():
     with pytest.raises(sc.TopologyError, match="a topology file is named by a path; got dict"):
         sc.topology.from_astra_sim({"topology": ["Ring"], "npus_count": [4]})
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ((["Ring"], [4], 1e9, [1e-6]), "multi_dim bandwidths=1000000000.0 is not accepted; give "
+                                   "a sequence with one entry per dimension"),
+    ((["Ring"], 4, [1e9], [1e-6]), "multi_dim npus=4 is not accepted; give a sequence"),
+    (("Ring", [4], [1e9], [1e-6]), "multi_dim blocks='Ring' is not accepted"),
+    ((["Ring"], [4], [1e9], 1e-6), "multi_dim latencies=1e-06 is not accepted"),
+    # A bandwidth no link uses (one NPU) is checked all the same, as every builder does.
+    ((["FullyConnected"], [1], [-5.0], [1e-6]),
+     "dimension 0 (FullyConnected): bandwidths[0] = -5.0 is not accepted; use a number > 0"),
+    ((["Ring", "Switch"], [2, 1], [1e9, 1e9], [1e-6, None]),
+     "dimension 1 (Switch): latencies[1] = None is not accepted; use a number >= 0"),
+    ((["Ring"], [4.0], [1e9], [1e-6]),
+     "dimension 0 (Ring): npus[0] = 4.0 is not accepted; use an integer >= 1"),
+])
+def test_multi_dim_refuses_what_is_not_one_number_per_dimension(args, message, monkeypatch):
+    """A scalar for a list raised a raw TypeError (no len()), and a negative rate that no
+    link used was taken; each is now refused before anything is built."""
+    monkeypatch.setattr(sc.Topology, "_add", lambda *a, **k: pytest.fail("built first"))
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.multi_dim(*args)
+    assert str(info.value).startswith(message)
+
+
+def test_multi_dim_takes_numpy_numbers_as_every_builder_does():
+    """np.int64(4) NPUs were refused ('use a whole number >= 1')."""
+    plain = sc.topology.multi_dim(["Ring", "Switch"], [4, 2], [1e9, 2e9], [1e-6, 0.0])
+    same_machine(sc.topology.multi_dim(["Ring", "Switch"], np.array([4, 2]),
+                                       np.array([1e9, 2e9]), (np.float64(1e-6), 0)), plain)
+    assert plain.nranks == 8 and len(plain.links) == 8 + 8
+
+
+def test_a_null_link_bandwidth_is_named_as_null():
+    """It was read as inf: 'bandwidth of link ('a', 'b') = inf is not accepted'."""
+    data = {"devices": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}],
+            "links": [{"u": "a", "v": "b", "bandwidth": None}]}
+    with pytest.raises(sc.TopologyError, match=r"^n.json: links\[0\].bandwidth: null is not "
+                                               r"accepted; write a finite rate"):
+        sc.topology.from_dict(data, source="n.json")

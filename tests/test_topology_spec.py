@@ -78,7 +78,9 @@ def test_hand_checked_values_of_a_spec():
 @pytest.mark.parametrize("text, value", [
     ("100GB/s", 1e11), ("400Gbps", 5e10), ("1 Gb/s", 1.25e8), ("25e9", 25e9),
     ("2GiB/s", 2 * 2**30), ("1.5TB/s", 1.5e12), ("8Kbps", 1000.0), ("512B/s", 512.0),
-    ("3MBps", 3e6), ("inf", math.inf), (7, 7.0)])
+    ("3MBps", 3e6), ("inf", math.inf), (7, 7.0),
+    # float() and JSON spell infinity so too; only 'inf' and 'infinity' were read.
+    ("INF", math.inf), ("Infinity", math.inf), ("-Infinity", -math.inf), ("InfGB/s", math.inf)])
 def test_parse_rate(text, value):
     assert parse_rate(text) == value
 
@@ -245,3 +247,66 @@ def test_saving_a_spec_string_says_to_build_it_first(tmp_path):
                              r"first: sc.topology.from_spec\('dgx_h100:2'\)"):
         sc.topology.save("dgx_h100:2", tmp_path / "m.yaml")
     assert not (tmp_path / "m.yaml").exists()
+
+
+def test_setting_another_cpu_clears_the_spec():
+    """``dgx_h100:2`` with ``cpu = "amd"`` kept its spec, which rebuilt an Intel machine
+    (NCCL's tuner then ran LL 1.7 times faster)."""
+    topo = sc.topology.from_spec("dgx_h100:2")
+    topo.cpu = "intel"  # the vendor it has: still the machine the spec names
+    assert topo.spec == "dgx_h100:nodes=2"
+    topo.cpu = "amd"
+    assert topo.spec is None
+
+
+def test_a_preset_file_whose_argument_holds_a_comma_keeps_its_path(tmp_path):
+    """A spec cannot write a comma inside a value (it separates arguments): the spec
+    ``switch:n=4,kind=a,b`` was recorded and could not be read back. The file's path
+    is recorded instead, and rebuilds the machine."""
+    for name, args in (("switch", "{n: 4, kind: 'a,b'}"),
+                       ("dgx", "{nodes: 1, name: 'x,y', nvlink_bandwidth: 1e11, "
+                               "pcie_bandwidth: 2e10, nic_bandwidth: 1e10}")):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(f"preset: {name}\nargs: {args}\n")
+        topo = sc.topology.load(path)
+        assert topo.spec == str(path)
+        same_machine(sc.topology.from_spec(topo.spec), topo)
+    assert {link.kind for link in sc.topology.load(tmp_path / "switch.yaml").links} == {"a,b"}
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("preset: switch\nargs: {n: 4, kind: ab}\n")
+    assert sc.topology.load(plain).spec == "switch:n=4,kind=ab"
+
+
+@pytest.mark.parametrize("spec, kwargs", [
+    ("switch:4,kind=link.yaml", dict(n=4, kind="link.yaml")),
+    ("dgx:2,nvlink_bandwidth=1e11,pcie_bandwidth=2e10,nic_bandwidth=1e10,name=box.json",
+     dict(nodes=2, nvlink_bandwidth=1e11, pcie_bandwidth=2e10, nic_bandwidth=1e10,
+          name="box.json")),
+])
+def test_a_builder_spec_ending_in_a_file_extension_is_a_builder_spec(spec, kwargs):
+    """Read as a file path for its last value's ending, it failed: 'cannot read topology
+    file switch:4,kind=link.yaml'."""
+    topo = sc.topology.from_spec(spec)
+    same_machine(topo, builders()[spec.partition(":")[0]](**kwargs))
+    same_machine(sc.topology.from_spec(topo.spec), topo)
+
+
+@pytest.mark.parametrize("name", sorted(builders()))
+def test_none_is_refused_for_every_required_rate_and_time(name):
+    """None passed for any rate or time: ``pcie_node(pcie_latency=None)`` raised a raw
+    TypeError, ``cluster(inter_bandwidth=None)`` named an internal link and
+    ``dgx_a100(nic_bandwidth=None)`` was taken. Only the parameters that are Optional
+    (a default that follows another) take it."""
+    build, fewest = builders()[name], _fewest_parts(name)
+    tried = 0
+    for param in parameters(name):
+        if param.kind not in ("rate", "time"):
+            continue
+        if param.optional:
+            build(**{**fewest, param.name: None})
+            continue
+        with pytest.raises(sc.TopologyError, match=rf"^{param.name}=None is not accepted; "
+                                                   rf"use a number"):
+            build(**{**fewest, param.name: None})
+        tried += 1
+    assert tried >= 2

@@ -38,7 +38,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from simcoll.checks import integer, real, shown
 from simcoll.errors import TopologyError
+from simcoll.topology.builders import _check_quantities, _check_size
 from simcoll.topology.formats import Context, read
 from simcoll.topology.graph import Topology
 
@@ -58,6 +62,65 @@ def _block(name: Any) -> str:
     return _BLOCKS[key]
 
 
+_EXAMPLES = {"blocks": "['Ring', 'Switch']", "npus": "[4, 8]",
+             "bandwidths": "[100e9, 25e9]", "latencies": "[1e-6, 2e-6]"}
+
+
+def _per_dimension(value: Any, name: str) -> list[Any]:
+    """``value`` (multi_dim's argument ``name``) as a list with one entry per dimension
+    (a list, tuple or 1-d array).
+
+    Raises:
+        TopologyError: a scalar, a string or anything else that is no such sequence.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return list(value)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TopologyError(f"multi_dim {name}={shown(value)} is not accepted; give a "
+                            f"sequence with one entry per dimension, e.g. {_EXAMPLES[name]}")
+    return list(value)
+
+
+def _dimensions(blocks: Any, npus: Any, bandwidths: Any, latencies: Any
+                ) -> list[tuple[str, int, float, float]]:
+    """Each dimension's block, NPUs, bandwidth and latency, checked as every builder
+    checks its counts, rates and times.
+
+    Raises:
+        TopologyError: naming the list, or the dimension and the entry.
+    """
+    lists = {name: _per_dimension(value, name) for name, value in (
+        ("blocks", blocks), ("npus", npus), ("bandwidths", bandwidths),
+        ("latencies", latencies))}
+    lengths = [len(values) for values in lists.values()]
+    if not lengths[0] or len(set(lengths)) > 1:
+        raise TopologyError(f"multi_dim needs one entry per dimension in blocks, npus, "
+                            f"bandwidths and latencies; got {', '.join(map(str, lengths))}")
+    dims = []
+    for d, (block, n, bandwidth, latency) in enumerate(zip(*lists.values())):
+        name = _block(block)
+        try:
+            n = integer(n, f"npus[{d}]", minimum=1, error=TopologyError, what="NPUs")
+            bandwidth = real(bandwidth, f"bandwidths[{d}]", strict=True,
+                             error=TopologyError, what="bytes/s")
+            latency = real(latency, f"latencies[{d}]", error=TopologyError, what="seconds")
+        except TopologyError as exc:
+            raise TopologyError(f"dimension {d} ({name}): {exc}") from None
+        dims.append((name, n, bandwidth, latency))
+    return dims
+
+
+def _size(dims: list[tuple[str, int, float, float]]) -> tuple[int, int]:
+    """The devices and links of a multi-dimensional machine: its GPUs and a switch per
+    group of each Switch dimension; a link per GPU and dimension (a ring of 2: one per
+    pair), n - 1 per GPU over 2 in a FullyConnected one."""
+    total = math.prod(n for _, n, _, _ in dims)
+    switches = sum(total // n for block, n, _, _ in dims if block == "Switch")
+    links = sum(total * (n - 1) // 2 if block == "FullyConnected" else total
+                for block, n, _, _ in dims)
+    return total + switches, links
+
+
 def multi_dim(blocks: Sequence[str], npus: Sequence[int], bandwidths: Sequence[float],
               latencies: Sequence[float], *, reduce_bandwidth: float = math.inf) -> Topology:
     """A multi-dimensional machine with ASTRA-sim's semantics (see the module docstring).
@@ -71,25 +134,22 @@ def multi_dim(blocks: Sequence[str], npus: Sequence[int], bandwidths: Sequence[f
         reduce_bandwidth: of every GPU (bytes of reduction output per second).
 
     Raises:
-        TopologyError: lists of different lengths, an unknown block, a count below 1,
-            or a bad bandwidth or latency (naming the dimension).
+        TopologyError: an argument that is not a sequence, lists of different lengths, an
+            unknown block, a count below 1, a bad bandwidth or latency (naming the
+            dimension), or a machine of more than
+            :data:`~simcoll.topology.builders.MAX_DEVICES` devices or links; all before
+            anything is built.
     """
-    dims = len(blocks)
-    if not dims or not len(npus) == len(bandwidths) == len(latencies) == dims:
-        raise TopologyError(f"multi_dim needs one entry per dimension in blocks, npus, "
-                            f"bandwidths and latencies; got {dims}, {len(npus)}, "
-                            f"{len(bandwidths)}, {len(latencies)}")
-    names = [_block(b) for b in blocks]
-    for d, n in enumerate(npus):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise TopologyError(f"dimension {d} has {n!r} NPUs; use a whole number >= 1")
-    total = math.prod(npus)
-    topo = Topology(f"{'_'.join(names)}({'x'.join(str(n) for n in npus)})")
+    dims = _dimensions(blocks, npus, bandwidths, latencies)
+    _check_quantities(reduce_bandwidth=reduce_bandwidth)
+    _check_size(*_size(dims), npus=[n for _, n, _, _ in dims])
+    sizes = [n for _, n, _, _ in dims]
+    total = math.prod(sizes)
+    topo = Topology(f"{'_'.join(b for b, _, _, _ in dims)}({'x'.join(map(str, sizes))})")
     gpus = [topo.add_gpu(f"gpu{rank}", reduce_bandwidth=reduce_bandwidth,
-                         node=rank // npus[0] if dims > 1 else 0) for rank in range(total)]
-    for d, (block, n, bandwidth, latency) in enumerate(zip(names, npus, bandwidths,
-                                                           latencies)):
-        stride = math.prod(npus[:d])
+                         node=rank // sizes[0] if len(dims) > 1 else 0) for rank in range(total)]
+    for d, (block, n, bandwidth, latency) in enumerate(dims):
+        stride = math.prod(sizes[:d])
         kind = f"dim{d}-{block.lower()}"
         starts = [r for r in range(total) if (r // stride) % n == 0]
         for group, start in enumerate(starts):
@@ -102,11 +162,8 @@ def multi_dim(blocks: Sequence[str], npus: Sequence[int], bandwidths: Sequence[f
             else:
                 hub = topo.add_switch(f"dim{d}-switch{group}")
                 pairs = [(m, hub) for m in members]
-            try:
-                for u, v in pairs:
-                    topo.add_link(u, v, bandwidth=bandwidth, latency=latency, kind=kind)
-            except TopologyError as exc:
-                raise TopologyError(f"dimension {d} ({block}): {exc}") from None
+            for u, v in pairs:
+                topo.add_link(u, v, bandwidth=bandwidth, latency=latency, kind=kind)
     return topo
 
 

@@ -2,6 +2,9 @@
 
 Every builder takes ``reduce_bandwidth`` for its GPUs (bytes of reduction output per
 second; ``inf``, the default, makes reductions free). Bandwidths are per direction.
+Every builder and preset checks its arguments before it builds anything, and refuses a
+machine of more than :data:`MAX_DEVICES` devices or links (about 2 GB of memory and half
+a minute to build at that size).
 """
 
 from __future__ import annotations
@@ -10,27 +13,48 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from simcoll.checks import integer, real
+from simcoll.checks import integer, real, shown, text
 from simcoll.errors import TopologyError
 from simcoll.topology.graph import Topology
 from simcoll.units import GB, us
 
 __all__ = ["ring", "fully_connected", "switch", "torus", "cluster"]
 
+MAX_DEVICES = 1 << 21
+"""The most devices, and the most links, a builder or preset makes (2,097,152)."""
+
 
 def _check_count(name: str, value: int, minimum: int = 1) -> int:
     return integer(value, name, minimum=minimum, error=TopologyError)
 
 
-def _check_quantities(**values: float | None) -> None:
+def _check_size(devices: int, links: int, **counts: object) -> None:
+    """Refuse, before anything is built, a machine of more than :data:`MAX_DEVICES`
+    devices or links (``devices`` and ``links``, counted or bounded from the arguments),
+    naming the arguments ``counts`` that ask for it."""
+    if devices > MAX_DEVICES or links > MAX_DEVICES:
+        asked = ", ".join(f"{name}={shown(value)}" for name, value in counts.items())
+        raise TopologyError(f"{asked} is not accepted: the machine would have "
+                            f"{shown(devices)} devices and {shown(links)} links; a "
+                            f"topology builder makes at most {MAX_DEVICES:,} of each")
+
+
+def _check_kinds(**kinds: str) -> None:
+    """Refuse a link kind that is not a non-empty string, naming its parameter, as
+    :meth:`~simcoll.topology.graph.Topology.add_link` and topology files do."""
+    for name, kind in kinds.items():
+        text(kind, name, error=TopologyError, what="a link label such as 'nvlink' or 'ib'")
+
+
+def _check_quantities(optional: tuple[str, ...] = (), **values: float | None) -> None:
     """Refuse a bad rate or time before anything is built, naming its parameter, even
     where the machine asked for will not use it (one node has no NICs, one socket no
     link between sockets): a parameter whose name holds ``latency`` takes seconds >= 0,
     one whose name holds ``bandwidth`` bytes/s > 0, both finite but for the reduction
-    rates (``reduce_bandwidth``: ``inf`` makes reductions free). None passes (a default
-    that follows another parameter)."""
+    rates (``reduce_bandwidth``: ``inf`` makes reductions free). None passes only for
+    the parameters named in ``optional`` (a default that follows another parameter)."""
     for name, value in values.items():
-        if value is None:
+        if value is None and name in optional:
             continue
         if "latency" in name:
             real(value, name, error=TopologyError, what="seconds")
@@ -47,7 +71,9 @@ def ring(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
          kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
     """``n`` GPUs, GPU i linked to GPU i+1 (mod n)."""
     n = _check_count("ring size n", n)
+    _check_size(n, n, n=n)
     _check_quantities(bandwidth=bandwidth, latency=latency, reduce_bandwidth=reduce_bandwidth)
+    _check_kinds(kind=kind)
     topo = Topology(f"ring({n})")
     gpus = _gpus(topo, n, reduce_bandwidth)
     for i in range(n if n > 2 else n - 1):
@@ -59,7 +85,9 @@ def fully_connected(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 *
                     kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
     """``n`` GPUs with a direct link between every pair."""
     n = _check_count("number of GPUs n", n)
+    _check_size(n, n * (n - 1) // 2, n=n)
     _check_quantities(bandwidth=bandwidth, latency=latency, reduce_bandwidth=reduce_bandwidth)
+    _check_kinds(kind=kind)
     topo = Topology(f"fully_connected({n})")
     gpus = _gpus(topo, n, reduce_bandwidth)
     for a, b in itertools.combinations(gpus, 2):
@@ -79,9 +107,12 @@ def switch(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
     """
     n = _check_count("number of GPUs n", n)
     servers = _check_count("servers", servers, minimum=0)
-    _check_quantities(bandwidth=bandwidth, latency=latency, server_bandwidth=server_bandwidth,
+    _check_size(n + servers + 1, n + servers, n=n, servers=servers)
+    _check_quantities(("server_bandwidth", "server_latency"), bandwidth=bandwidth,
+                      latency=latency, server_bandwidth=server_bandwidth,
                       server_latency=server_latency, reduce_bandwidth=reduce_bandwidth,
                       server_reduce_bandwidth=server_reduce_bandwidth)
+    _check_kinds(kind=kind)
     topo = Topology(f"switch({n}" + (f", servers={servers})" if servers else ")"))
     sw = topo.add_switch("switch")
     for gpu in _gpus(topo, n, reduce_bandwidth):
@@ -106,7 +137,9 @@ def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 
     if not dims:
         raise TopologyError("torus dims is empty; give at least one dimension, e.g. (4, 4)")
     dims = tuple(_check_count("torus dimension", d) for d in dims)
+    _check_size(math.prod(dims), math.prod(dims) * len(dims), dims=dims)
     _check_quantities(bandwidth=bandwidth, latency=latency, reduce_bandwidth=reduce_bandwidth)
+    _check_kinds(kind=kind)
     topo = Topology(f"torus{dims}")
     coords = list(itertools.product(*(range(d) for d in dims)))
     gpus = {c: g for c, g in zip(coords, _gpus(topo, len(coords), reduce_bandwidth))}
@@ -133,9 +166,12 @@ def cluster(nodes: int, gpus_per_node: int, *, intra_bandwidth: float = 300 * GB
     """
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
+    _check_size(nodes * (gpus_per_node + 1) + 1, nodes * (gpus_per_node + 1), nodes=nodes,
+                gpus_per_node=gpus_per_node)
     _check_quantities(intra_bandwidth=intra_bandwidth, intra_latency=intra_latency,
                       inter_bandwidth=inter_bandwidth, inter_latency=inter_latency,
                       reduce_bandwidth=reduce_bandwidth)
+    _check_kinds(intra_kind=intra_kind, inter_kind=inter_kind)
     topo = Topology(f"cluster({nodes}x{gpus_per_node})")
     core = topo.add_switch("network")
     node_switches = [topo.add_switch(f"node{k}") for k in range(nodes)]

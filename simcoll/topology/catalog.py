@@ -170,7 +170,9 @@ def _parse(param: Parameter, raw: str) -> Any:
 def build(name: str, given: dict[str, str], context: str) -> Topology:
     """Call builder ``name`` with arguments given as text, keyed by parameter name.
 
-    Records the canonical spec in ``topology.spec``.
+    Records the canonical spec in ``topology.spec``, unless a value holds a comma, which
+    a spec cannot write (it separates arguments): then ``spec`` stays None (and
+    :func:`~simcoll.topology.io.load` records the file's path instead).
 
     Args:
         name: a builder or preset (see :func:`builders`).
@@ -217,5 +219,6 @@ def build(name: str, given: dict[str, str], context: str) -> Topology:
     except TopologyError as exc:
         raise TopologyError(f"{context}: {exc}") from None
     items = [f"{p.name}={texts[p.name]}" for p in params if p.name in texts]
-    topology.spec = f"{name}:{','.join(items)}" if items else name
+    if not any("," in texts[p.name] for p in params if p.name in texts):
+        topology.spec = f"{name}:{','.join(items)}" if items else name
     return topology

@@ -21,7 +21,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from simcoll.checks import integer, real
+from simcoll.checks import integer, real, shown, text
 from simcoll.errors import TopologyError
 
 __all__ = ["Device", "Link", "Route", "Topology", "Via", "MulticastVia", "DEVICE_KINDS",
@@ -98,7 +98,8 @@ class Topology:
         name: a label, e.g. ``"switch(8)"``.
         spec: what rebuilds this machine with ``simcoll.topology.from_spec`` (a builder
             spec or a file path; set by ``from_spec`` and ``load``), or None. Adding a
-            device or a link clears it, so it never describes a different machine.
+            device or a link, or setting ``cpu`` to another vendor, clears it, so it
+            never describes a different machine.
         cpu: the servers' CPU vendor, one of :data:`CPU_VENDORS` ("unknown" unless a
             preset or the user sets it). Only NCCL's tuner reads it, as NCCL does: its
             LL bandwidth cap across nodes and its network overhead per step depend on it
@@ -140,9 +141,12 @@ class Topology:
 
     @cpu.setter
     def cpu(self, vendor: str) -> None:
-        if vendor not in CPU_VENDORS:
-            raise TopologyError(f"cpu={vendor!r} is not accepted; use one of "
+        """Set the vendor; another one than before clears ``spec`` (which names the old)."""
+        if not isinstance(vendor, str) or vendor not in CPU_VENDORS:
+            raise TopologyError(f"cpu={shown(vendor)} is not accepted; use one of "
                                 f"{', '.join(map(repr, CPU_VENDORS))}")
+        if vendor != self._cpu:
+            self.spec = None
         self._cpu = vendor
 
     # -- building ------------------------------------------------------------------------
@@ -225,13 +229,15 @@ class Topology:
         Args:
             bandwidth: bytes/s in each direction, > 0 and finite.
             latency: seconds, >= 0 and finite.
-            kind: a label such as "nvlink", "nvswitch", "pcie", "ib", "ethernet".
+            kind: a label such as "nvlink", "nvswitch", "pcie", "ib", "ethernet" (a
+                non-empty string, as topology files take it).
             back_bandwidth: bytes/s from ``v`` to ``u`` where it differs from
                 ``bandwidth`` (> 0 and finite), e.g. a GPU's reads of host memory over
                 PCIe; None: ``bandwidth`` both ways.
 
         Raises:
-            TopologyError: unknown device, self-loop, duplicate link, bad bandwidth/latency.
+            TopologyError: unknown device, self-loop, duplicate link, bad
+                bandwidth/latency/kind.
         """
         for end in (u, v):
             if not isinstance(end, str):
@@ -252,7 +258,9 @@ class Topology:
                                          back_bandwidth, allow_inf=False)
         latency = real(latency, f"latency of link ({u!r}, {v!r})", error=TopologyError,
                        what="seconds")
-        link = Link(u, v, bandwidth, latency, str(kind), back_bandwidth)
+        kind = text(kind, f"kind of link ({u!r}, {v!r})", error=TopologyError,
+                    what="a label such as 'nvlink', 'pcie' or 'ib'")
+        link = Link(u, v, bandwidth, latency, kind, back_bandwidth)
         self.spec = None
         index = len(self._links)
         self._links.append(link)
@@ -403,10 +411,12 @@ class Topology:
         lost = [n for n in self._gpus + self._hosts + self._in_network
                 if self._index[n] not in seen]
         if lost:
-            shown = ", ".join(lost[:8]) + (" ..." if len(lost) > 8 else "")
+            named = ", ".join(map(self._endpoint_label, lost[:8])) + (
+                " ..." if len(lost) > 8 else "")
             raise TopologyError(
-                f"topology {self.name!r} is not connected: {shown} cannot reach "
-                f"{self._gpus[0]!r}; add links so every GPU and host is reachable")
+                f"topology {self.name!r} is not connected: {named} cannot reach "
+                f"{self._gpus[0]!r}; add links so every GPU, host and in-network "
+                f"device (a switch or NIC that reduces) is reachable")
         for gpu in self._gpus:
             stage = self._staging_index(gpu)
             if stage is not None and stage not in seen:
@@ -414,6 +424,12 @@ class Topology:
                     f"GPU {gpu!r} stages its messages through "
                     f"{self._devices[gpu].staging!r}, which no link connects to the GPUs "
                     f"of topology {self.name!r}; link it to them")
+
+    def _endpoint_label(self, name: str) -> str:
+        """``gpu3`` for a GPU or host, ``in-network switch 'iso'`` for a device that
+        reduces in the network."""
+        device = self._devices[name]
+        return f"in-network {device.kind} {name!r}" if device.in_network else name
 
     # -- routing -------------------------------------------------------------------------
     def route(self, src: int, dst: int, *, avoid: frozenset[int] = frozenset(),

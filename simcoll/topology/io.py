@@ -123,9 +123,14 @@ def _field(entry: dict[str, Any], key: str, ctx: Context, path: Key, *, kind: st
             raise ctx.error(where, f"expected a whole number >= 0, got {value!r}")
         return value
     if value is None and kind == "rate":
-        # JSON has no infinity: a rate saved as null is infinite, unless null stands for
-        # the field's default (a back_bandwidth equal to the bandwidth).
-        return default if default is not ... and default is None else math.inf
+        # JSON has no infinity: a rate saved as null is infinite where infinity is the
+        # field's default (a reduce_bandwidth), null stands for the default where that is
+        # None (a back_bandwidth equal to the bandwidth), and a required rate (a link's
+        # bandwidth, always finite) has no null.
+        if default is ...:
+            raise ctx.error(where, "null is not accepted; write a finite rate such as "
+                                   "100GB/s, 400Gbps or 25e9 (bytes/s)")
+        return default
     try:
         return parse_rate(value) if kind == "rate" else parse_time(value)
     except ValueError as exc:
@@ -263,7 +268,8 @@ def save(topology: Topology, path: str | os.PathLike) -> None:
 def load(path: str | os.PathLike) -> Topology:
     """Read a topology file (:func:`save`'s output, a preset, or an ASTRA-sim config).
 
-    ``topology.spec`` is the preset's spec for a preset file, else the path.
+    ``topology.spec`` is the preset's spec for a preset file (unless an argument holds
+    a comma, which a spec cannot write), else the path.
 
     Raises:
         TopologyError: an unknown extension, an unreadable or malformed file, or a

@@ -16,7 +16,9 @@ from typing import Any
 
 __all__ = ["parse_rate", "parse_time", "parse_number", "format_rate", "format_time"]
 
-_NUMBER = r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?inf(?:inity)?)"
+_NUMBER = r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?i:inf(?:inity)?))"
+"""A decimal number, or infinity spelt as ``float`` reads it (``inf``, ``INF``,
+``Infinity``: any case), as JSON's ``Infinity`` is read too."""
 _QUANTITY_RE = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµμ/]*)\s*$")
 _PREFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
              "ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30, "ti": 2.0**40}

@@ -87,12 +87,14 @@ def _from_builder(spec: str) -> Topology:
 
 
 def is_file_spec(spec: str) -> bool:
-    """Whether ``spec`` names a topology file: it ends in a topology file extension, or
-    it is an existing file and not a builder's name."""
+    """Whether ``spec`` names a topology file: it is not a builder's name, alone or
+    followed by ``:`` and arguments (``switch:4,kind=link.yaml`` is a builder spec,
+    whatever its last value ends in), and it ends in a topology file extension or is
+    an existing file."""
+    if spec.partition(":")[0].strip() in builders():
+        return False
     path = Path(spec)
-    if path.suffix.lower() in FILE_SUFFIXES:
-        return True
-    return spec.partition(":")[0].strip() not in builders() and path.is_file()
+    return path.suffix.lower() in FILE_SUFFIXES or path.is_file()
 
 
 def from_spec(spec: str | os.PathLike) -> Topology:

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from simcoll.algorithms.nccl.nics import bound_routes, channel_nics, kept
-from simcoll.algorithms.nccl.node_search import distinct_nodes, is_cpu, node_links, ring_graph
+from simcoll.algorithms.nccl.node_search import (
+    distinct_nodes,
+    is_cpu,
+    nccl_rate,
+    node_links,
+    ring_graph,
+)
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via
 
@@ -42,9 +48,11 @@ class Machine:
             (on every node: NCCL keeps the farthest ``typeIntra`` any rank found).
         intra_bw: bytes/s a GPU has to another GPU of its node (the least over the nodes
             of two GPUs or more, as NCCL keeps the lowest ``bwIntra``; inf where every
-            node holds one). Like ``inter_bw`` it reads each link's ``bandwidth``, the
-            one rate NCCL's topology knows for a link, not a lower ``back_bandwidth`` (a
-            GPU's reads of host memory).
+            node holds one). Like ``inter_bw`` it reads each link as NCCL's topology
+            knows it (:func:`~.node_search.nccl_rate`): at its rate the way a route
+            crosses it, whichever end the link names first, but the way into a GPU at
+            the rate away from it, so not a lower ``back_bandwidth`` into a GPU (its
+            reads of host memory on ``pcie_node(p2p=False)``).
         inter_bw: bytes/s a node has to the network, over all its GPUs' routes to the
             next node, each sharing the links it crosses with the others (0 with one
             node; read on the first node).
@@ -254,7 +262,8 @@ def _network_share(topology: Topology, here: list[int], there: list[int]
     """(bytes/s, paths): what the GPUs ``here`` can send at once to the GPUs ``there``
     (another node, local GPU to local GPU, through each of a GPU's NICs where it has
     several), each route getting the least share of a link it crosses (the link's
-    bandwidth over the routes crossing it), and how many links bound them (the most
+    bandwidth the way it is crossed, :func:`~.node_search.nccl_rate`, over the routes
+    crossing it that way), and how many links bound them (the most
     shared of a route's tightest links)."""
     routes = [links for a, b in zip(here, there) for links in bound_routes(topology, a, b)]
     crossing: dict[int, int] = {}
@@ -263,7 +272,7 @@ def _network_share(topology: Topology, here: list[int], there: list[int]
             crossing[d] = crossing.get(d, 0) + 1
     total, bounds = 0.0, set()
     for links in routes:
-        share = {d: topology.links[d >> 1].bandwidth / crossing[d] for d in links}
+        share = {d: nccl_rate(topology, d) / crossing[d] for d in links}
         tightest = min(share.values())
         total += tightest
         bounds.add(max((d for d in links if share[d] == tightest), key=lambda d: crossing[d]))

@@ -25,6 +25,11 @@ Over PCI each hop takes the links NCCL's topology knows (host memory, where a me
 staged without peer-to-peer access, is not one of them), and with Intel CPUs a path from
 a GPU through a CPU's root complex within one socket (NCCL's ``PATH_PHB``) weighs its PCI
 links by ``INTEL_P2P_OVERHEAD`` (``followPath``, src/graph/search.cc).
+
+Every rate is read per direction (:func:`nccl_rate`), so a machine gives the same search
+whichever end of each link it names first: a link at its rate the way a route crosses
+it, but the way into a GPU at the GPU's own rate away from it, as NCCL reads a GPU's
+link speed off the GPU and gives both directions that figure.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from simcoll.algorithms.nccl.search import (
 )
 from simcoll.topology.graph import Topology
 
-__all__ = ["NVLINK_KINDS", "node_links", "gpu_total_bw", "is_cpu", "ring_graph",
+__all__ = ["NVLINK_KINDS", "nccl_rate", "node_links", "gpu_total_bw", "is_cpu", "ring_graph",
            "incident_links", "node_shape", "distinct_nodes"]
 
 NVLINK_KINDS = ("nvlink", "nvswitch")
@@ -53,25 +58,45 @@ _Hop = list[tuple[int, float, float]]
 """A hop's links as ``(directed link, GB/s, weight)``."""
 
 
+def nccl_rate(topology: Topology, d: int) -> float:
+    """Bytes/s of directed link ``d`` (as routes index them) as NCCL's topology knows it.
+
+    NCCL's graph holds each link once each way (``ncclTopoConnectNodes``, src/graph/
+    topo.cc) and its search takes, on every link of a path, the rate of the direction
+    it crosses (``followPath``, src/graph/search.cc): here the link's rate that way
+    (:meth:`~simcoll.topology.graph.Topology.bandwidth_of`), whichever end was named
+    ``u``. The way into a GPU is the exception: NCCL reads a GPU's link speed off the GPU
+    (its PCIe width and generation, its NVLink count) and adds the link each way at that
+    figure, so it counts at the link's rate away from the GPU. On ``pcie_node(p2p=False)``
+    NCCL's search so sees 48 GB/s both ways on Gen5, not the 35.2 GB/s at which the
+    GPU's SMs read host memory, which NCCL does not know of.
+    """
+    sender, receiver = topology.directed_link(d)
+    if topology.device(receiver).kind == "gpu" and topology.device(sender).kind != "gpu":
+        return topology.bandwidth_of(d ^ 1)
+    return topology.bandwidth_of(d)
+
+
 def node_links(topology: Topology, group: list[int]) -> tuple[str, float]:
     """How a node's first two GPUs (``group``: world ranks) reach each other: "nvlink"
     where every link of the route is NVLink, else "pci", and the route's least
-    bandwidth (bytes/s)."""
+    bandwidth (bytes/s, :func:`nccl_rate`)."""
     route = topology.route(group[0], group[1])
     kinds = {topology.links[d >> 1].kind for d in route.links}
     kind = "nvlink" if kinds <= set(NVLINK_KINDS) else "pci"
-    return kind, min(topology.links[d >> 1].bandwidth for d in route.links)
+    return kind, min(nccl_rate(topology, d) for d in route.links)
 
 
 def gpu_total_bw(topology: Topology, rank: int) -> float:
     """NCCL's ``getTotalBw`` of a GPU (bytes/s): its NVLinks together or, if more, its
-    link of another kind (a PCI link)."""
+    link of another kind (a PCI link), each at its rate away from the GPU (NCCL reads
+    the GPU's own links, those leaving it)."""
     gpu = topology.gpus[rank]
     links = [topology.links[topology.link_index(gpu, other)]
              for other in topology.neighbors(gpu)]
-    nvlink = sum(link.bandwidth for link in links if link.kind in NVLINK_KINDS)
-    other = max((link.bandwidth for link in links if link.kind not in NVLINK_KINDS),
-                default=0.0)
+    away = [(link.kind, link.rate(0 if link.u == gpu else 1)) for link in links]
+    nvlink = sum(rate for kind, rate in away if kind in NVLINK_KINDS)
+    other = max((rate for kind, rate in away if kind not in NVLINK_KINDS), default=0.0)
     return max(nvlink, other)
 
 
@@ -156,7 +181,7 @@ def _routes(topology: Topology, group: list[int], after: list[int]
             ) -> list[list[tuple[int, float]]]:
     """Each GPU's routes to the GPU of its place on the node ``after`` (round its GPUs),
     through each NIC it binds channels to, as ``(directed link, GB/s)`` pairs."""
-    return [[(d, topology.bandwidth_of(d) / 1e9) for d in links]
+    return [[(d, nccl_rate(topology, d) / 1e9) for d in links]
             for i, a in enumerate(group)
             for links in bound_routes(topology, a, after[i % len(after)])]
 
@@ -176,7 +201,7 @@ def _weighted(topology: Topology, links: tuple[int, ...] | list[int], from_gpu: 
     through_cpu = any(is_cpu(topology, topology.directed_link(d)[1]) for d in links[:-1])
     weight = INTEL_P2P_OVERHEAD if (from_gpu and topology.cpu == "intel" and through_cpu
                                      and "inter_socket" not in kinds) else 1.0
-    return [(d, topology.links[d >> 1].bandwidth / 1e9,
+    return [(d, nccl_rate(topology, d) / 1e9,
              weight if topology.links[d >> 1].kind == "pcie" else 1.0)
             for d in links if topology.links[d >> 1].kind != "memory"]
 

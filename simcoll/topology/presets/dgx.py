@@ -56,7 +56,7 @@ import math
 
 from simcoll.checks import flag, integer
 from simcoll.errors import TopologyError
-from simcoll.topology.builders import _check_count, _check_quantities
+from simcoll.topology.builders import _check_count, _check_kinds, _check_quantities, _check_size
 from simcoll.topology.graph import Topology
 from simcoll.topology.presets.fabrics import _leaf_capacity, attach_fat_tree
 from simcoll.topology.presets.hardware import (
@@ -144,12 +144,19 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     nics = _nic_layout(gpus_per_node, nics_per_node)
-    _leaf_capacity(leaf_radix, oversubscription)
-    _check_quantities(nvlink_bandwidth=nvlink_bandwidth, pcie_bandwidth=pcie_bandwidth,
-                      nic_bandwidth=nic_bandwidth, nvlink_latency=nvlink_latency,
-                      pcie_latency=pcie_latency, network_latency=network_latency,
-                      reduce_bandwidth=reduce_bandwidth,
+    # At most, per node: its NVSwitch, GPUs, NICs, PCIe switches (no more than GPUs)
+    # and leaves (no more than NICs), and the spine; two links per GPU (NVLink, PCIe)
+    # and three per NIC (PCIe, leaf, leaf to spine).
+    _check_size(nodes * (1 + 2 * gpus_per_node + 2 * nics) + 1,
+                nodes * (2 * gpus_per_node + 3 * nics), nodes=nodes,
+                gpus_per_node=gpus_per_node, nics_per_node=nics)
+    _check_quantities(("nvswitch_reduce_bandwidth",), nvlink_bandwidth=nvlink_bandwidth,
+                      pcie_bandwidth=pcie_bandwidth, nic_bandwidth=nic_bandwidth,
+                      nvlink_latency=nvlink_latency, pcie_latency=pcie_latency,
+                      network_latency=network_latency, reduce_bandwidth=reduce_bandwidth,
                       nvswitch_reduce_bandwidth=nvswitch_reduce_bandwidth)
+    _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth)
+    _check_kinds(network_kind=network_kind)
     topo = Topology(f"{name}x{nodes}")
     topo.cpu = cpu
     rails: list[list[str]] = []

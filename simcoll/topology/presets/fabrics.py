@@ -17,23 +17,41 @@ HDR QM8700 leaves) and 32 DGX H100 (on 64-port NDR QM9700 leaves), one leaf per 
 from __future__ import annotations
 
 import math
+import sys
 
-from simcoll.checks import flag, integer, real
+from simcoll.checks import flag, integer, real, shown
 from simcoll.errors import TopologyError
-from simcoll.topology.builders import _check_count, _check_quantities
+from simcoll.topology.builders import _check_count, _check_kinds, _check_quantities, _check_size
 from simcoll.topology.graph import Topology
 from simcoll.units import GB, Gbps, us
 
 __all__ = ["fat_tree", "attach_fat_tree"]
 
 
-def _leaf_capacity(leaf_radix: int, oversubscription: float) -> tuple[int, float]:
-    """Nodes per leaf (half the ports) and the checked oversubscription ratio."""
+def _leaf_capacity(leaf_radix: int, oversubscription: float,
+                   nic_bandwidth: float) -> tuple[int, float]:
+    """Nodes per leaf (half the ports) and the checked oversubscription ratio, refused
+    where a leaf's uplink, ``leaf_radix // 2 x nic_bandwidth / oversubscription``, would
+    not be a finite rate (``nic_bandwidth`` is checked first).
+
+    Raises:
+        TopologyError: naming ``leaf_radix`` and ``oversubscription``.
+    """
     radix = integer(leaf_radix, "leaf_radix", minimum=2, error=TopologyError,
                     what="ports per leaf switch; half face the nodes")
     ratio = real(oversubscription, "oversubscription", strict=True, error=TopologyError,
                  what="leaf down-link capacity over up-link capacity, e.g. 1.0 or 2.0")
-    return radix // 2, ratio
+    nic = real(nic_bandwidth, "nic_bandwidth", strict=True, error=TopologyError,
+               what="bytes/s")
+    per_leaf = radix // 2
+    uplink = per_leaf / ratio * nic if per_leaf <= sys.float_info.max else math.inf
+    if not sys.float_info.min <= uplink <= sys.float_info.max:
+        raise TopologyError(
+            f"leaf_radix={shown(leaf_radix)} with oversubscription={shown(oversubscription)} "
+            f"is not accepted: a leaf's uplink, leaf_radix // 2 x nic_bandwidth "
+            f"({nic:g}) / oversubscription, would be {uplink:g} bytes/s; keep it between "
+            f"{sys.float_info.min:.3g} and {sys.float_info.max:.3g}")
+    return per_leaf, ratio
 
 
 def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: float,
@@ -50,7 +68,7 @@ def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: flo
     Raises:
         TopologyError: a bad ``leaf_radix`` or ``oversubscription``.
     """
-    per_leaf, ratio = _leaf_capacity(leaf_radix, oversubscription)
+    per_leaf, ratio = _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth)
     groups = -(-len(nics) // per_leaf)
     rails = len(nics[0])
     reduces = math.inf if sharp else None
@@ -93,11 +111,15 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     sharp = flag(sharp, "sharp", error=TopologyError)
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
-    _leaf_capacity(leaf_radix, oversubscription)
+    # Per node: its switch, GPUs, NIC and leaf at most, a link to each; and the spine.
+    _check_size(nodes * (gpus_per_node + 3) + 1, nodes * (gpus_per_node + 3),
+                nodes=nodes, gpus_per_node=gpus_per_node)
     _check_quantities(intra_bandwidth=intra_bandwidth, intra_latency=intra_latency,
                       nic_bandwidth=nic_bandwidth, pcie_bandwidth=pcie_bandwidth,
                       pcie_latency=pcie_latency, network_latency=network_latency,
                       reduce_bandwidth=reduce_bandwidth)
+    _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth)
+    _check_kinds(network_kind=network_kind)
     topo = Topology(f"fat_tree({nodes}x{gpus_per_node})")
     nics = []
     for node in range(nodes):

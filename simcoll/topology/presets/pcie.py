@@ -27,7 +27,10 @@ host memory: the sender's SMs write into it and the receiver's SMs read it over 
 SMs read host memory slower than they write it, so each GPU's link carries what comes
 into the GPU at ``host_read_bandwidth`` (by default what nvbandwidth measures for the
 generation, where that is below the link's rate: 35.2 GB/s on Gen5 against NCCL's 48;
-:data:`~simcoll.topology.presets.hardware.SM_HOST_READ`).
+:data:`~simcoll.topology.presets.hardware.SM_HOST_READ`). NCCL's search
+(``algorithm="nccl"``) does not know of that rate: as NCCL reads a GPU's link speed off
+the GPU, it sees the link both ways at its rate away from the GPU, 48 GB/s on Gen5
+(:func:`~simcoll.algorithms.nccl.node_search.nccl_rate`).
 
 Defaults: A100 PCIe 80GB GPUs (reductions at 1,935 / 3 = 645 GB/s), host memory of one
 AMD EPYC 7002/7003 socket (8 channels of DDR4-3200: 8 x 25.6 = 204.8 GB/s, AMD's EPYC
@@ -39,7 +42,7 @@ from __future__ import annotations
 
 from simcoll.checks import flag, integer, real
 from simcoll.errors import TopologyError
-from simcoll.topology.builders import _check_count, _check_quantities
+from simcoll.topology.builders import _check_count, _check_quantities, _check_size
 from simcoll.topology.graph import Topology
 from simcoll.topology.presets.hardware import A100_PCIE, pcie_x16_nccl, sm_host_read
 from simcoll.units import GB, us
@@ -80,8 +83,11 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
     sockets = integer(sockets, "sockets", minimum=1, maximum=2, error=TopologyError,
                       what="CPU sockets (root complexes): 1 or 2")
     p2p = flag(p2p, "p2p", error=TopologyError)
-    _check_quantities(pcie_bandwidth=pcie_bandwidth, pcie_latency=pcie_latency,
-                      memory_bandwidth=memory_bandwidth, memory_latency=memory_latency,
+    # Its GPUs and PCIe switches (no more than GPUs), a link to each; 2 per socket.
+    _check_size(2 * gpus + 2 * sockets, 2 * gpus + 2 * sockets, gpus=gpus)
+    _check_quantities(("pcie_bandwidth",), pcie_bandwidth=pcie_bandwidth,
+                      pcie_latency=pcie_latency, memory_bandwidth=memory_bandwidth,
+                      memory_latency=memory_latency,
                       inter_socket_bandwidth=inter_socket_bandwidth,
                       inter_socket_latency=inter_socket_latency,
                       reduce_bandwidth=reduce_bandwidth)
