@@ -31,7 +31,7 @@ from simcoll.uneven import (
 from simcoll.units import parse_size
 
 __all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits",
-           "check_counters"]
+           "check_counters", "largest_input"]
 
 _COUNTER_LIMIT = 2**63
 """Traffic counters are int64 (``Result.bytes_sent``, ...)."""
@@ -165,11 +165,17 @@ def check_counters(size: int, p: int, largest: bool = False) -> None:
         InvalidInputError: 2 p^2 ``size`` >= 2^63, naming the size and the largest one
             accepted.
     """
-    if size * 2 * p * p >= _COUNTER_LIMIT:
+    if size > largest_input(p):
         subject = f"a rank's input of {size} bytes" if largest else f"nbytes={size}"
         raise InvalidInputError(
             f"{subject} on {p} ranks could overflow the int64 traffic counters; use "
             f"{'inputs' if largest else 'nbytes'} < {_COUNTER_LIMIT // (2 * p * p)}")
+
+
+def largest_input(p: int) -> int:
+    """The largest input, in bytes, :func:`check_counters` accepts on ``p`` ranks: the
+    largest n with 2 p^2 n < 2^63."""
+    return (_COUNTER_LIMIT - 1) // (2 * p * p)
 
 
 def _uneven_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,

@@ -64,6 +64,13 @@ def test_ring_all_reduce_by_hand(capsys):
     assert record["spec"] == "switch:n=4,bandwidth=1GB/s,latency=0"
 
 
+def test_the_header_counts_one_rank_in_the_singular(capsys):
+    _, out, _ = cli(capsys, "run", "--topology", "switch:1", "--size", "1K")
+    assert "# topology switch:n=1 (switch(1): 1 rank, 2 devices, 1 link)\n" in out
+    _, out, _ = cli(capsys, "run", "--topology", "switch:2", "--size", "1K")
+    assert "# topology switch:n=2 (switch(2): 2 ranks, 3 devices, 2 links)\n" in out
+
+
 def test_header_gives_the_sizes_asked_for_as_nccl_tests_does(capsys):
     # -b 1K -e 512K -f 32 runs 1K and 32K (the next, 1M, is past 512K); nccl-tests prints
     # minBytes and maxBytes as given.
@@ -358,6 +365,13 @@ def test_sizes_are_read_as_nccl_tests_reads_them(text, value):
 @pytest.mark.parametrize("text, word", [("8GB", "ambiguous"), ("1.3K", "not a whole"),
                                         ("1mib", "a lowercase b is a bit.*write 1MiB"),
                                         ("8b", "a lowercase b is a bit.*write 8B"),
+                                        # README: "refuse a lowercase b (8Gb, 1mib)"
+                                        ("8Gb", "a lowercase b is a bit.*write 8GiB"),
+                                        ("8gb", "a lowercase b is a bit.*write 8GiB"),
+                                        ("1kb", "a lowercase b is a bit.*write 1KiB"),
+                                        # ASCII digits only: not Arabic-Indic 3 or 0
+                                        ("\u0663", "cannot read size"),
+                                        ("1\u0660K", "cannot read size"),
                                         ("99999999999999999999999", "above"), ("-1", "cannot"),
                                         ("abc", "cannot"), ("1 parsec", "cannot")])
 def test_bad_sizes(text, word):
@@ -375,7 +389,12 @@ def test_size_loop():
 BAD = [
     (["run", "--size", "99999999999999999999999"], "above the largest"),
     (["run", "--size", "3x"], "cannot read size '3x'"),
-    (["run", "--bogus"], "unrecognized arguments: --bogus"),
+    (["run", "--bogus"], "simcoll run: error: unrecognized arguments: --bogus (see 'simcoll "
+                         "run --help')"),
+    (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "-x", "y"],
+     "simcoll sweep: error: unrecognized arguments: -x y (see 'simcoll sweep --help')"),
+    (["--bogus", "run"], "simcoll: error: unrecognized arguments: --bogus (see 'simcoll "
+                         "--help')"),
     (["run", "--topology", "swich:8"], "did you mean 'switch'"),
     (["run", "--topology", "switch:8,bandwith=1GB/s"], "no parameter 'bandwith'"),
     (["run", "--algorithm", "rnig"], "known algorithms"),
@@ -395,7 +414,19 @@ BAD = [
     (["run", "--collective", "broadcast", "--algorithm", "binomial", "--root", "9"],
      "root=9 is not accepted"),
     (["run", "--topology", "nope.yaml"], "cannot read topology file nope.yaml"),
-    (["run", "-c", "--size", "1T", "--topology", "switch:64"], "lower -e or run without -c"),
+    (["run", "-c", "--size", "1T", "--topology", "switch:64"],
+     "lower --size or run without -c"),
+    (["run", "-c", "-b", "1T", "-e", "1T", "--topology", "switch:64"],
+     "lower -e or run without -c"),
+    (["trace", "-c", "--size", "64T", "--topology", "switch:64", "--output", "t.json"],
+     "lower --size or run without -c"),
+    (["run", "-f", "\u0663"], "'\u0663' is not a whole number >= 1"),
+    (["sweep", "--algorithms", "ring", "--ranks", "\u0663", "--sizes", "1K"],
+     "is not a list of whole numbers (digits 0-9)"),
+    # The spec as typed, as 'simcoll run' names it, not with {p} put in front.
+    (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "--topology",
+      "switch:,bandwidth=50GB/s"],
+     "topology spec 'switch:,bandwidth=50GB/s': an argument between two commas is empty"),
     (["demo", "--size", "3"], "multiple of 4 bytes"),
     ([], "required: COMMAND"),
     (["list", "everything"], "invalid choice"),
@@ -429,6 +460,20 @@ def test_bad_arguments_are_one_line_and_status_2(capsys, tmp_path, monkeypatch, 
     assert out == ""  # refused before any line of output
     assert err.count("\n") == 1 and err.startswith("simcoll") and "Traceback" not in err
     assert words in err
+
+
+def test_a_dtype_in_a_foreign_byte_order_is_refused_for_its_byte_order(capsys):
+    """'>f4' is float32, which simcoll takes, in big-endian order: not an unknown dtype."""
+    foreign, order = (">f4", "big") if sys.byteorder == "little" else ("<f4", "little")
+    status, out, err = cli(capsys, "run", "-d", foreign, "--size", "1K")
+    assert status == 2 and out == ""
+    assert err == (f"simcoll run: error: --dtype '{foreign}' is float32 in {order}-endian "
+                   f"byte order; simcoll computes in this machine's ({sys.byteorder}-endian): "
+                   f"write float32\n")
+    native = ("<" if sys.byteorder == "little" else ">") + "f4"
+    assert cli(capsys, "run", "-d", native, "--size", "1K", "--json")[0] == 0
+    status, _, err = cli(capsys, "run", "-d", foreign.replace("f4", "c8"), "--size", "1K")
+    assert status == 2 and "unknown dtype" in err  # complex: refused whatever its order
 
 
 def test_interrupt_is_one_line_and_status_130(capsys, monkeypatch):
@@ -543,6 +588,63 @@ def test_sweep_writes_every_point(capsys, tmp_path):
     assert [r["spec"] for r in records] == ["dgx_a100:nodes=1", "dgx_a100:nodes=2"]
 
 
+def _interrupt_third_point(monkeypatch):
+    """Ctrl-C while the third point of an in-process sweep runs."""
+    calls = []
+
+    def simulate(*args, **kwargs):
+        calls.append(kwargs["nbytes"])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return sc.simulate(*args, **kwargs)
+
+    monkeypatch.setattr(sys.modules["simcoll.sweep.workers"], "simulate", simulate)
+
+
+def test_a_sweep_to_standard_output_prints_each_point_as_it_finishes(capsys, monkeypatch):
+    """Without --output nothing else keeps the finished points: Ctrl-C at the third
+    point leaves the lines of the first two (JSON lines, or CSV rows under their
+    header)."""
+    argv = ["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K,2K,4K"]
+    _interrupt_third_point(monkeypatch)
+    status, out, err = cli(capsys, *argv, "--json")
+    assert status == 130 and err == "simcoll sweep: interrupted\n"
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [(r["nbytes"], r["spec"]) for r in lines] == [(1024, "switch:2"), (2048, "switch:2")]
+    for record in lines:
+        assert record["time"] == sc.simulate(sc.topology.switch(2), "all_reduce",
+                                             algorithm="ring", nbytes=record["nbytes"]).time
+    _interrupt_third_point(monkeypatch)
+    status, out, _ = cli(capsys, *argv)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert status == 130 and [int(r["nbytes"]) for r in rows] == [1024, 2048]
+    assert float(rows[1]["time"]) == lines[1]["time"] and rows[1]["spec"] == "switch:2"
+
+
+def test_streamed_csv_takes_its_columns_from_the_first_point_that_ran(capsys, tmp_path,
+                                                                      monkeypatch):
+    """A failed first point waits for the columns of the first that ran: the rows on
+    standard output are those of --output x.csv."""
+    calls = []
+
+    def fail_first(*args, **kwargs):
+        calls.append(kwargs["nbytes"])
+        if kwargs["nbytes"] == 1024:
+            raise sc.DeadlockError("rank 1 waits for recv from 0 (tag 0)", {1: "recv"})
+        return sc.simulate(*args, **kwargs)
+
+    monkeypatch.setattr(sys.modules["simcoll.sweep.workers"], "simulate", fail_first)
+    argv = ["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K,2K"]
+    status, out, err = cli(capsys, *argv)
+    assert status == 1 and err == "1 of 2 points failed (their records say why)\n"
+    path = tmp_path / "points.csv"
+    assert cli(capsys, *argv, "--output", str(path))[0] == 1
+    assert out == path.read_text()
+    header, first = next(csv.reader(io.StringIO(out))), list(csv.DictReader(io.StringIO(out)))[0]
+    assert {"time", "busbw", "error", "spec"} <= set(header)
+    assert first["error"].startswith("DeadlockError: rank 1 waits") and first["time"] == ""
+
+
 def test_a_sweep_keeps_the_finished_points_of_another_grid(capsys, tmp_path):
     out = tmp_path / "out.csv"
     partial = tmp_path / "out.csv.partial.jsonl"
@@ -551,14 +653,29 @@ def test_a_sweep_keeps_the_finished_points_of_another_grid(capsys, tmp_path):
              save=partial)
     status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2", "--sizes",
                          "1K", "--output", str(out))
-    assert status == 0 and "1 finished point(s) read from" in err
-    assert "also holds 1 finished point(s) of another grid; it is kept" in err
+    assert status == 0 and err == (
+        f"simcoll sweep: {partial} holds 1 finished point, 0 of this grid (not run again)\n"
+        f"1 point written to {out}\n"
+        f"{partial} also holds 1 finished point of another grid; it is kept "
+        f"(sc.load_results reads it)\n")
     assert [r.nranks for r in sc.load_results(partial)] == [4, 2]
     # A grid that takes every point it holds removes it.
     status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4", "--sizes",
                          "1K", "--output", str(out))
     assert status == 0 and not partial.exists()
+    assert err == (f"simcoll sweep: {partial} holds 2 finished points, 2 of this grid (not "
+                   f"run again)\n2 points written to {out}\n")
     assert [int(r["nranks"]) for r in csv.DictReader(out.open())] == [2, 4]
+
+
+def test_a_directory_where_the_partial_file_goes_is_named_so(capsys, tmp_path):
+    out = tmp_path / "out.jsonl"
+    (tmp_path / "out.jsonl.partial.jsonl").mkdir()
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2", "--sizes",
+                         "1K", "--output", str(out))
+    assert status == 2 and err == (f"simcoll sweep: error: {out}.partial.jsonl, where a sweep "
+                                   f"to {out} keeps its finished points, is a directory; "
+                                   f"move it away or give another --output\n")
 
 
 def test_a_partial_file_that_is_not_a_sweeps_is_named_before_any_point(capsys, tmp_path):
@@ -590,8 +707,8 @@ def test_plot_says_a_json_file_of_json_lines_should_be_named_jsonl(capsys, tmp_p
     points = tmp_path / "points.json"
     points.write_text(out)
     status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "p.png"))
-    assert status == 2 and "line 2: not valid JSON: Extra data (a .json file holds one " \
-                           "JSON list; name a file of JSON lines .jsonl)" in err
+    assert status == 2 and "line 2: not valid JSON: Extra data at column 1 (a .json file " \
+                           "holds one JSON list; name a file of JSON lines .jsonl)" in err
 
 
 def test_a_rooted_sweep_records_its_root(capsys, tmp_path):
@@ -640,8 +757,28 @@ def test_run_refuses_a_size_too_large_before_printing_any_row(capsys, monkeypatc
     status, out, err = cli(capsys, "run", "--topology", "switch:64", "-b", "1K", "-e", "1024T",
                            "-f", "1024")
     assert status == 2 and out == "" and calls == []
-    assert "size 1125899906842624 bytes: nbytes=1125899906842624 on 64 ranks could overflow" \
-        in err
+    # In the terms of the option that gave the size: 2 p^2 n < 2^63 on 64 ranks takes a
+    # per-rank input n below 2^63 / (2 * 64^2) = 2^50 bytes = 1024T.
+    assert err == ("simcoll run: error: size 1125899906842624 bytes on 64 ranks could "
+                   "overflow the int64 traffic counters; use -e below 1024T "
+                   "(1125899906842624 bytes)\n")
+    # all_gather's size is p inputs: on 4096 ranks an input below 2^63 / (2 * 4096^2) =
+    # 2^38 bytes, so a size below 4096 * 2^38 = 2^50 bytes.
+    status, _, err = cli(capsys, "run", "--topology", "switch:4096", "--collective",
+                         "all_gather", "--size", "1024T")
+    assert status == 2 and err.endswith("; use --size below 1024T (1125899906842624 bytes)\n")
+    status, _, err = cli(capsys, "trace", "--topology", "switch:1024", "--collective",
+                         "all_to_all", "--size", "1023T", "--output", "t.json")
+    # 2^63 / (2 * 1024^2) = 2^42 bytes = 4T
+    assert status == 2 and err == (
+        "simcoll trace: error: size 1124800395214848 bytes on 1024 ranks could overflow the "
+        "int64 traffic counters; use --size below 4T (4398046511104 bytes)\n")
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,1024",
+                         "--sizes", "1K,4T")
+    assert status == 2 and err.endswith("on 1024 ranks could overflow the int64 traffic "
+                                        "counters; use --sizes below 4T (4398046511104 "
+                                        "bytes)\n")
+    assert calls == []
 
 
 def test_plot_draws_a_sweep(capsys, tmp_path):
@@ -655,13 +792,44 @@ def test_plot_draws_a_sweep(capsys, tmp_path):
         assert picture.read_bytes().startswith(magic)
     points.write_text(points.read_text() + "{broken\n")
     status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"))
-    assert status == 2 and "points.jsonl, line 7: not valid JSON" in err
+    # The position json gives, read from json.loads('{broken') itself.
+    with pytest.raises(json.JSONDecodeError) as caught:
+        json.loads("{broken")
+    assert status == 2 and err.endswith(f"points.jsonl, line 7: not valid JSON: "
+                                        f"{caught.value.msg} at column {caught.value.colno}"
+                                        f"\n")
     # The axes the command line has, named as it names them (the Python API's by= and
     # split= were offered).
     status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"),
                          "--x", "time")
     assert status == 2 and "argument --x: invalid choice: 'time' (choose from 'nranks', " \
         "'nbytes')" in err and "split" not in err
+
+
+def test_plot_ignores_a_cut_off_last_line_as_load_results_does(capsys, tmp_path):
+    """What a sweep killed while writing leaves: its partial file's last line cut off,
+    without its newline. sc.load_results ignores it with a warning; so does plot."""
+    points = tmp_path / "points.jsonl"
+    cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4,8", "--sizes", "1M",
+        "--output", str(points))
+    whole = points.read_text()
+    cut = tmp_path / "cut.partial.jsonl"
+    cut.write_text(whole + whole[:200])
+    with pytest.warns(UserWarning, match="ignored a truncated last line"):
+        assert len(sc.load_results(cut)) == 3
+    status, out, err = cli(capsys, "plot", str(cut), "--output", str(tmp_path / "c.png"))
+    assert status == 0 and "3 of 3 records plotted" in out
+    assert err == (f"simcoll plot: note: {cut}: ignored a cut-off last line (200 bytes), as "
+                   f"a sweep stopped while writing it leaves\n")
+    # With its newline the line is whole, and broken: named with json's own position.
+    cut.write_text(whole + whole[:200] + "\n")
+    with pytest.raises(json.JSONDecodeError) as caught:
+        json.loads(whole[:200])
+    status, _, err = cli(capsys, "plot", str(cut), "--output", str(tmp_path / "c.png"))
+    assert caught.value.msg == "Unterminated string starting at"
+    assert status == 2 and err == (f"simcoll plot: error: {cut}, line 4: not valid JSON: "
+                                   f"Unterminated string starting at column "
+                                   f"{caught.value.colno}\n")
 
 
 def test_plot_counts_the_points_it_draws_and_refuses_two_machines_of_one_name(capsys,
@@ -715,7 +883,8 @@ def test_version_and_exit_codes_in_a_real_process():
 
 def test_a_pipe_closed_early_ends_cleanly():
     """``simcoll ... --json | head -1``: the output (about 300 kB) outgrows the pipe, so
-    the writer meets the closed pipe; no traceback, exit status 1 (Python's convention)."""
+    the writer meets the closed pipe; no traceback, exit status 141 as a shell gives a
+    command SIGPIPE ended (128 + 13), not 1, the status of a failed check."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "simcoll", "run", "--json", "--collective", "broadcast",
          "--algorithm", "binomial", "--topology", "switch:256", "-b", "8", "-e", "1M", "-f",
@@ -723,15 +892,21 @@ def test_a_pipe_closed_early_ends_cleanly():
     first = proc.stdout.readline()
     proc.stdout.close()
     err = proc.stderr.read()
-    assert proc.wait(timeout=120) == 1
+    assert proc.wait(timeout=120) == 141
     assert json.loads(first)["size"] == 8
     assert err == b""
     proc = subprocess.Popen([sys.executable, "-m", "simcoll", "demo", "--json", "--size", "64K"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # closed before demo writes its first line
-    assert proc.wait(timeout=120) == 1 and proc.stderr.read() == b""
+    assert proc.wait(timeout=120) == 141 and proc.stderr.read() == b""
     done = subprocess.run(f"{sys.executable} -m simcoll demo --json --size 64K | head -1",
                           shell=True,
                           capture_output=True, text=True, timeout=120)
     assert done.stdout == "[\n" and done.stderr == ""
+    done = subprocess.run(f"{sys.executable} -m simcoll run --json -b 8 -e 1M -f 2 | head -1;"
+                          f" echo status ${{PIPESTATUS[0]}}", shell=True,
+                          executable="/bin/bash", capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines()[-1] == "status 141" and done.stderr == ""
+    assert "141 if standard output was closed" in " ".join(run_module("run", "--help")
+                                                           .stdout.split())
 

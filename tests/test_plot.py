@@ -90,6 +90,19 @@ def test_the_title_names_the_fixed_size_and_each_line_its_algorithm(grid):
     assert sorted(line.get_label() for line in lines(fig, "simulated")) == ["naive", "ring"]
 
 
+def test_a_barrier_title_gives_no_size_per_rank():
+    """A barrier moves no data: "0 B per rank" would be noise (simcoll plot of a barrier
+    sweep said it)."""
+    results = [sc.simulate(reference(p), "barrier", algorithm="dissemination")
+               for p in (2, 4, 8)]
+    title = scaling(results, y="time").axes[0].get_title()
+    assert title == "barrier/dissemination on switch(p)"
+    sized = [sc.simulate(reference(p), "all_reduce", algorithm="ring", nbytes=0)
+             for p in (2, 4, 8)]  # a zero size still says so
+    title = scaling(sized, y="time").axes[0].get_title()
+    assert title == "all_reduce/ring on switch(p), 0 B per rank"
+
+
 def test_labels_name_what_differs_between_lines_and_the_title_what_does_not():
     results = [sc.simulate(reference(8), c, algorithm="ring", nbytes=n)
                for c in ("all_reduce", "all_gather") for n in (1 << 10, 1 << 20)]

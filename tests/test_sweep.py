@@ -252,6 +252,33 @@ def test_points_are_saved_as_they_finish_in_completion_order(tmp_path):
     assert_all_same(got, expected("all_reduce", ["ring", "naive"], [2, 4], [64, 4096]))
 
 
+def test_stream_hands_over_each_record_in_grid_order_once_those_before_it_are_done(tmp_path):
+    """What ``simcoll sweep`` prints as it goes: in process each point as soon as it is
+    saved; points finishing last first only once the grid's first is done; a rerun's
+    saved points at once."""
+    from simcoll.sweep.driver import stream
+
+    grid = [(a, p, n) for a in ("ring", "naive") for p in (2, 4) for n in (64, 4096)]
+    axes = dict(algorithms=["ring", "naive"], ranks=[2, 4], sizes=[64, 4096])
+    path = tmp_path / "points.jsonl"
+    seen = []
+
+    def emit(record):
+        seen.append((identity(record), path.read_bytes().count(b"\n")))
+
+    got = stream(emit, sc.topology.switch, "all_reduce", save=path, **axes)
+    assert seen == [(point, k) for k, point in enumerate(grid, start=1)]
+    assert_all_same(got, expected("all_reduce", ["ring", "naive"], [2, 4], [64, 4096]))
+    seen.clear()
+    stream(emit, sc.topology.switch, "all_reduce", save=path, **axes)  # all saved
+    assert seen == [(point, len(grid)) for point in grid]
+    path = tmp_path / "reversed.jsonl"
+    seen.clear()
+    stream(emit, sc.topology.switch, "all_reduce", save=path,
+           executor=ReversingExecutor(len(grid), path), **axes)
+    assert seen == [(point, len(grid)) for point in grid]
+
+
 # --- rerunning: skip what is saved, tolerate a truncated line ------------------------------
 
 def test_a_rerun_runs_only_the_new_points_and_returns_the_whole_grid(tmp_path, calls):

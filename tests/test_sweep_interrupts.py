@@ -10,8 +10,10 @@ then full), and fail if the process has not ended 30 s later.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -39,9 +41,11 @@ def _wait_for(path, proc, lines=1):
         time.sleep(0.01)
 
 
-def _interrupt(proc):
-    """SIGINT, as a terminal's Ctrl-C; the output, or a failure if it does not end."""
+def _interrupt(proc, unread=0.0):
+    """SIGINT, as a terminal's Ctrl-C; the output (read after ``unread`` seconds), or a
+    failure if it does not end."""
     proc.send_signal(signal.SIGINT)
+    time.sleep(unread)
     try:
         return proc.communicate(timeout=HANG)
     except subprocess.TimeoutExpired:
@@ -98,6 +102,56 @@ def test_ctrl_c_during_simcoll_sweep_workers_2_ends_it_at_once(tmp_path):
     assert "simcoll sweep: interrupted" in err and "Traceback" not in err
     assert not out_path.exists()
     _saved_points(partial)
+
+
+def _unread(proc):
+    """Bytes in the pipe of ``proc``'s standard output, not read yet."""
+    import fcntl
+    import termios
+
+    return struct.unpack("i", fcntl.ioctl(proc.stdout.fileno(), termios.FIONREAD,
+                                          b"\0" * 4))[0]
+
+
+def _pipe_nearly_full(proc):
+    """The bytes a pipe holds once a write waits on it: its capacity less a page (a
+    write of several pages does not fill the last to the byte)."""
+    import fcntl
+
+    return fcntl.fcntl(proc.stdout.fileno(), fcntl.F_GETPIPE_SZ) - 4096
+
+
+def _wait_for_output(proc, least):
+    deadline = time.monotonic() + 60
+    while _unread(proc) < least:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"fewer than {least} bytes printed in 60 s"
+        time.sleep(0.01)
+
+
+@LINUX
+@pytest.mark.parametrize("workers, full", [("1", False), ("2", False), ("1", True)],
+                         ids=["in-process", "workers-2", "blocked-on-a-full-pipe"])
+def test_ctrl_c_during_simcoll_sweep_to_standard_output_keeps_the_lines_printed(tmp_path,
+                                                                                workers,
+                                                                                full):
+    """Without --output only standard output holds the finished points: each is printed
+    (and flushed) as it finishes, in grid order, so Ctrl-C keeps them. A line is printed
+    whole even when Ctrl-C comes while its write waits on a full pipe (the third 20 kB
+    line here: the reader has not read)."""
+    proc = _start([sys.executable, "-m", "simcoll", "sweep", "--collective", "all_to_all",
+                   "--topology", "switch:{p}", "--algorithms", "direct", "--ranks", "256",
+                   "--sizes", ",".join(f"{k}K" for k in range(1, 9)), "--workers", workers,
+                   "--json"], tmp_path)
+    _wait_for_output(proc, _pipe_nearly_full(proc) if full else 1)
+    out, err = _interrupt(proc, unread=0.2 if full else 0.0)  # Ctrl-C while it waits
+    assert proc.returncode == 130, err
+    assert "simcoll sweep: interrupted" in err and "Traceback" not in err
+    assert out.endswith("\n")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert 1 <= len(records) < len(BIG["sizes"])
+    assert [r["nbytes"] for r in records] == BIG["sizes"][:len(records)]
+    assert all(r["error"] is None and r["spec"] == "switch:256" for r in records)
 
 
 @LINUX

@@ -25,6 +25,9 @@ __all__ = ["main", "build_parser"]
 
 _COMMANDS = (run, demo, listing, sweeping, plotting, tracing, comparing, calibrating)
 _USAGE_ERRORS = (CommandLineError, InvalidInputError, TopologyError, OSError)
+CLOSED_PIPE = 141
+"""The status after a closed pipe (``simcoll run ... | head``): 128 + SIGPIPE (13), as a
+shell reports a command that SIGPIPE ended; not 1, a failed check."""
 
 
 def build_parser() -> Parser:
@@ -55,7 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
     0 on success, 1 if a result failed its check (or the simulation failed), 2 for bad
-    arguments or input, 130 when interrupted. Errors are one line on standard error.
+    arguments or input, 130 when interrupted, 141 when standard output was closed early
+    (:data:`CLOSED_PIPE`). Errors are one line on standard error.
     """
     parser = build_parser()
     try:
@@ -71,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except BrokenPipeError:
         _quiet_stdout()
-        return 1
+        return CLOSED_PIPE
     except KeyboardInterrupt:
         print(f"simcoll {args.command}: interrupted", file=sys.stderr)
         return 130

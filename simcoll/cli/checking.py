@@ -31,11 +31,12 @@ def inputs(p: int, count: int, dtype: np.dtype) -> list[np.ndarray]:
     return out
 
 
-def check_memory(p: int, largest: int) -> None:
+def check_memory(p: int, largest: int, option: str) -> None:
     """Refuse a data-mode run whose arrays would not fit in this machine's memory.
 
     Every rank holds an input and an output, and the check builds a float64 reference,
-    so a run needs some 4 p times the largest per-rank buffer.
+    so a run needs some 4 p times the largest per-rank buffer. The refusal says to lower
+    ``option``, the one that gave the size (``-e``, ``--size``).
 
     Raises:
         CommandLineError: the estimate exceeds the physical memory.
@@ -49,7 +50,7 @@ def check_memory(p: int, largest: int) -> None:
         raise CommandLineError(
             f"-c moves real arrays: {p} ranks x {largest} bytes needs about "
             f"{need / 2**30:.1f} GiB, more than this machine's {physical / 2**30:.1f} GiB; "
-            f"lower -e or run without -c (data-free)")
+            f"lower {option} or run without -c (data-free)")
 
 
 def count_wrong(coll: Collective, data: list[np.ndarray], result: Result, op: ReduceOp,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+from collections.abc import Iterable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
@@ -17,17 +19,19 @@ from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import LOW_PRECISION, as_dtype
 from simcoll.errors import InvalidInputError
 from simcoll.files import unwritable
+from simcoll.inputs import largest_input
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
-           "run_kwargs", "resolve_dtype", "check_output", "MAX_BYTES"]
+           "run_kwargs", "resolve_dtype", "check_output", "refuse_overflow",
+           "plural", "MAX_BYTES"]
 
 MAX_BYTES = 2**50
 """Largest size accepted (1 PiB): byte counters are int64, and a rank may send p times
 its buffer."""
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*$")
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*$", re.ASCII)
 _BINARY = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
            "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 SIZE_HELP = ("K, M, G, T are powers of 1024, as nccl-tests reads them (8G = 8 GiB = "
@@ -48,25 +52,40 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise CommandLineError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
 
+    def parse_known_args(self, args: Iterable[str] | None = None,
+                         namespace: Any = None) -> tuple[Any, list[str]]:
+        """Parse ``args``, refusing any that no option takes: a subcommand's parser (which
+        argparse runs through this method) names itself, where the top-level parser would
+        report them as ``simcoll``'s.
+
+        Raises:
+            CommandLineError: ``unrecognized arguments: ...``, from this parser.
+        """
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
 
 def parse_bytes(text: str) -> int:
     """Bytes named by ``text``, with nccl-tests' binary K, M, G, T.
 
     Raises:
-        argparse.ArgumentTypeError: not a size, not whole, negative, or above 1 PiB.
+        argparse.ArgumentTypeError: not a size (digits 0-9 only), a lowercase b (a bit),
+            KB, MB, GB or TB (ambiguous), not whole, negative, or above 1 PiB.
     """
     match = _SIZE_RE.match(text)
     unit = match.group(2).lower() if match else ""
-    if match is not None and unit in ("kb", "mb", "gb", "tb"):
-        raise argparse.ArgumentTypeError(
-            f"size {text!r} is ambiguous: this command line reads K, M, G, T as powers of "
-            f"1024, as nccl-tests does; write {match.group(1)}{unit[0].upper()} or "
-            f"{match.group(1)}{unit[0].upper()}iB for that, or the number of bytes")
     if match is not None and match.group(2).endswith("b"):
         prefix = unit[:-1].rstrip("i").upper()
         raise argparse.ArgumentTypeError(
             f"cannot read size {text!r}: a lowercase b is a bit, and sizes are bytes; "
             f"write {match.group(1)}{prefix + 'iB' if prefix else 'B'}")
+    if match is not None and unit in ("kb", "mb", "gb", "tb"):
+        raise argparse.ArgumentTypeError(
+            f"size {text!r} is ambiguous: this command line reads K, M, G, T as powers of "
+            f"1024, as nccl-tests does; write {match.group(1)}{unit[0].upper()} or "
+            f"{match.group(1)}{unit[0].upper()}iB for that, or the number of bytes")
     if match is None or unit not in _BINARY:
         raise argparse.ArgumentTypeError(
             f"cannot read size {text!r}; write bytes with an optional K, M, G or T (powers "
@@ -79,6 +98,40 @@ def parse_bytes(text: str) -> int:
         raise argparse.ArgumentTypeError(f"size {text!r} is above the largest accepted "
                                          f"size, 1 PiB (2^50 bytes)")
     return int(value)
+
+
+def plural(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: ``1 rank``, ``8 ranks``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+_UNITS = (("T", 40), ("G", 30), ("M", 20), ("K", 10))
+
+
+def _size_text(nbytes: int) -> str:
+    """``nbytes`` as this command line writes sizes: ``4T``, ``64K``, or plain bytes."""
+    for unit, shift in _UNITS:
+        if nbytes and nbytes % 2**shift == 0:
+            return f"{nbytes >> shift}{unit}"
+    return str(nbytes)
+
+
+def refuse_overflow(option: str, size: int, nbytes: int, p: int, factor: int = 1) -> None:
+    """Refuse a ``size`` (a value of ``option``) whose per-rank input of ``nbytes`` could
+    overflow the int64 traffic counters on ``p`` ranks, saying how far to lower
+    ``option``; ``size`` is about ``factor`` times ``nbytes`` (p for all_gather's size
+    column).
+
+    Raises:
+        CommandLineError: naming the size, the rank count and the limit on ``option``.
+    """
+    if nbytes <= largest_input(p):
+        return
+    limit = (largest_input(p) + 1) * factor  # any size below it passes
+    text = _size_text(limit)
+    raise CommandLineError(
+        f"size {size} bytes on {p} ranks could overflow the int64 traffic counters; use "
+        f"{option} below {text}" + (f" ({limit} bytes)" if text != str(limit) else ""))
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -121,7 +174,8 @@ def resolve_dtype(name: str) -> np.dtype:
     f8e5m2), a numpy name or an ml_dtypes name (float8_e4m3fn, float8_e5m2).
 
     Raises:
-        CommandLineError: not the name of a dtype simcoll reduces.
+        CommandLineError: not the name of a dtype simcoll reduces, or one in a foreign byte
+            order (saying so).
         InvalidInputError: an ml_dtypes name without ml_dtypes installed (naming the extra).
     """
     resolved = NCCL_TYPES.get(name, name)
@@ -130,10 +184,30 @@ def resolve_dtype(name: str) -> np.dtype:
     except InvalidInputError:
         if resolved in LOW_PRECISION:
             raise
+        _refuse_byte_order(name)
         raise CommandLineError(
             f"unknown dtype {name!r}; use an nccl-tests name (int8, uint8, int32, uint32, "
             f"int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2) or a numpy or "
             f"ml_dtypes name (float32, float8_e4m3fn, ...)") from None
+
+
+def _refuse_byte_order(name: str) -> None:
+    """Refuse, saying so, a numpy name of a dtype simcoll takes but in the byte order of
+    another machine (``>f4`` on a little-endian one); return for any other name.
+
+    Raises:
+        CommandLineError: naming the byte order and the name to write instead.
+    """
+    try:
+        dtype = np.dtype(name)
+        native = as_dtype(dtype.newbyteorder("="), "--dtype")
+    except (TypeError, ValueError):
+        return
+    if not dtype.isnative:
+        order = "big" if dtype.byteorder == ">" else "little"
+        raise CommandLineError(
+            f"--dtype {name!r} is {native} in {order}-endian byte order; simcoll computes "
+            f"in this machine's ({sys.byteorder}-endian): write {native}")
 
 
 NO_RING = {"broadcast": "binomial", "all_to_all": "direct", "gather": "binomial",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,13 @@ def add_parser(sub: Any) -> None:
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """Records from a JSON-lines or JSON file, as ``Result.to_dict()`` writes them,
-    failed sweep points (records with an ``error``) included.
+    failed sweep points (records with an ``error``) included. A cut-off last line, as a
+    sweep stopped while writing it leaves, is ignored with a note on standard error, as
+    ``sc.load_results`` ignores it.
 
     Raises:
-        CommandLineError: an unreadable file, a bad line (named), or a record without the
-            fields a plot needs.
+        CommandLineError: an unreadable file, a bad line (named, with the column), or a
+            record without the fields a plot needs.
     """
     if path.suffix.lower() == ".csv":
         raise CommandLineError(f"{path}: plot reads the records of a .jsonl or .json file "
@@ -45,29 +48,9 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CommandLineError(f"cannot read {path}: {exc}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            lines = (" (a .json file holds one JSON list; name a file of JSON lines .jsonl)"
-                     if exc.msg == "Extra data" else "")
-            raise CommandLineError(f"{path}, line {exc.lineno}: not valid JSON: {exc.msg}"
-                                   f"{lines}") from None
-        if not isinstance(items, list):
-            raise CommandLineError(f"{path}: expected a JSON list of records")
-        rows = list(enumerate(items, start=1))
-    else:
-        rows = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((n, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise CommandLineError(f"{path}, line {n}: not valid JSON: {exc.msg}"
-                                       ) from None
+    read = _json_list if path.suffix.lower() == ".json" else _json_lines
     records = []
-    for n, item in rows:
+    for n, item in read(path, text):
         if isinstance(item, dict) and item.get("error"):
             records.append(item)
             continue
@@ -79,6 +62,55 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     if all(r.get("error") for r in records):
         raise CommandLineError(f"{path} holds no records of points that ran")
     return records
+
+
+def _json_error(exc: json.JSONDecodeError) -> str:
+    """json's message with the column it is about (``exc.msg`` alone may end in "at")."""
+    column = f"column {exc.colno}"
+    return f"{exc.msg} {column}" if exc.msg.endswith(" at") else f"{exc.msg} at {column}"
+
+
+def _json_list(path: Path, text: str) -> list[tuple[int, Any]]:
+    """The numbered items of a .json file's list.
+
+    Raises:
+        CommandLineError: not valid JSON (named by line and column), or not a list.
+    """
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = (" (a .json file holds one JSON list; name a file of JSON lines .jsonl)"
+                 if exc.msg == "Extra data" else "")
+        raise CommandLineError(f"{path}, line {exc.lineno}: not valid JSON: "
+                               f"{_json_error(exc)}{lines}") from None
+    if not isinstance(items, list):
+        raise CommandLineError(f"{path}: expected a JSON list of records")
+    return list(enumerate(items, start=1))
+
+
+def _json_lines(path: Path, text: str) -> list[tuple[int, Any]]:
+    """The numbered objects of a .jsonl file, but a cut-off last line: a record's start
+    without its newline, which is ignored with a note.
+
+    Raises:
+        CommandLineError: a line that is not valid JSON (named by line and column).
+    """
+    lines = text.splitlines()
+    rows = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((n, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            if n == len(lines) and not text.endswith("\n") and line.startswith("{"):
+                print(f"simcoll plot: note: {path}: ignored a cut-off last line "
+                      f"({len(line.encode())} bytes), as a sweep stopped while writing it "
+                      f"leaves", file=sys.stderr)
+                break
+            raise CommandLineError(f"{path}, line {n}: not valid JSON: {_json_error(exc)}"
+                                   ) from None
+    return rows
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -20,6 +20,8 @@ from simcoll.cli.options import (
     add_run_options,
     default_algorithm,
     parse_bytes,
+    plural,
+    refuse_overflow,
     resolve_dtype,
     run_kwargs,
 )
@@ -50,7 +52,8 @@ DESCRIPTION = "\n\n".join(textwrap.fill(text, 88) for text in [
     f"(a factor) or else by -i (bytes). {SIZE_HELP}.",
     "Without -c the run is data-free (sizes only) and #wrong is N/A; with -c every rank "
     "moves real random arrays and #wrong counts elements that fail the numpy check.",
-    "Exit status: 0, 1 if a check failed, 2 for bad arguments."])
+    "Exit status: 0, 1 if a check failed, 2 for bad arguments, 141 if standard output "
+    "was closed (| head), as a shell reports a command that SIGPIPE ended."])
 
 
 def add_parser(sub: Any) -> None:
@@ -79,7 +82,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
     return int(text)
 
@@ -138,10 +141,12 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
     p = topo.nranks
     shapes = [nccl_shape(coll, p, s, dtype.itemsize) for s in (
         [0] if coll.name == "barrier" else requested)]
+    option = "-e" if args.size is None else "--size"
     if args.check:
         checking.check_memory(p, max(nbytes * max(coll.size_factor(p), 1)
-                                     for nbytes, _, _ in shapes))
+                                     for nbytes, _, _ in shapes), option)
     for nbytes, _, size in shapes:  # every size before the first row
+        refuse_overflow(option, size, nbytes, p, coll.size_factor(p))
         try:
             check_inputs(p, None, nbytes, dtype, coll)
         except InvalidInputError as exc:
@@ -188,8 +193,8 @@ def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) 
     step = f"{args.stepfactor}(factor)" if args.stepfactor > 1 else f"{args.stepbytes}(bytes)"
     return [f"# simcoll {__version__}: {args.collective} / {args.algorithm}, network "
             f"{kwargs['network']}, params: {params}",
-            f"# topology {topo.spec} ({topo.name}: {topo.nranks} ranks, "
-            f"{len(topo.devices)} devices, {len(topo.links)} links)",
+            f"# topology {topo.spec} ({topo.name}: {plural(topo.nranks, 'rank')}, "
+            f"{plural(len(topo.devices), 'device')}, {plural(len(topo.links), 'link')})",
             f"# nRanks {topo.nranks} minBytes {low} maxBytes {high} "
             f"step: {step} validation: {1 if args.check else 0}"]
 

@@ -7,10 +7,13 @@ import csv
 import functools
 import io
 import json
+import signal
 import sys
+import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.cli.options import (
@@ -19,12 +22,16 @@ from simcoll.cli.options import (
     add_run_options,
     check_output,
     parse_bytes,
+    plural,
+    refuse_overflow,
     resolve_dtype,
     run_kwargs,
 )
 from simcoll.errors import InvalidInputError
 from simcoll.files import write_atomically
-from simcoll.sweep import load_results, sweep
+from simcoll.sweep import load_results
+from simcoll.sweep.driver import stream
+from simcoll.sweep.grid import make_grid
 from simcoll.sweep.records import point_key
 from simcoll.topology.catalog import parameters
 from simcoll.topology.graph import Topology
@@ -53,10 +60,12 @@ def add_parser(sub: Any) -> None:
                         f"{SIZE_HELP}")
     p.add_argument("--workers", type=int, default=1, help="processes to use (default 1)")
     p.add_argument("--output", metavar="PATH",
-                   help="write .csv, .json or .jsonl (default: CSV on standard output); "
-                        "finished points are kept in PATH.partial.jsonl until the end")
+                   help="write .csv, .json or .jsonl at the end (default: CSV on standard "
+                        "output, a row per point as it finishes, in grid order); finished "
+                        "points are kept in PATH.partial.jsonl until the end")
     p.add_argument("--json", action="store_true",
-                   help="JSON lines instead of CSV on standard output")
+                   help="JSON lines instead of CSV on standard output, also a line per "
+                        "point as it finishes")
     p.set_defaults(handler=_run)
 
 
@@ -69,11 +78,11 @@ def _names(text: str) -> list[str]:
 
 
 def _ints(text: str) -> list[int]:
-    try:
-        values = [int(t) for t in _names(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of whole numbers, "
-                                         f"e.g. 2,4,8") from None
+    names = _names(text)
+    if not all(t.isascii() and t.isdigit() for t in names):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of whole numbers (digits "
+                                         f"0-9), e.g. 2,4,8")
+    values = [int(t) for t in names]
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give whole numbers >= 1")
     return values
@@ -92,10 +101,13 @@ def template(spec: str) -> str:
     Raises:
         CommandLineError: a builder without ``{p}`` whose first parameter is not ``n`` (or
             whose ``n`` is already given).
+        TopologyError: an argument between two commas is empty (naming ``spec``).
     """
     if "{p}" in spec or is_file_spec(spec):
         return spec  # a file is one machine: --ranks must be its GPU count
     name, colon, args = spec.partition(":")
+    if any(not a.strip() for a in args.split(",")[:-1]):
+        from_spec(spec)  # an empty argument: refused as typed, as 'simcoll run' refuses it
     example = "'cluster:nodes={p},gpus_per_node=8'"
     first = parameters(name.strip())[0].name
     keys = {a.partition("=")[0].strip() for a in args.split(",") if "=" in a}
@@ -118,27 +130,114 @@ def _topology_of_ranks(spec_template: str, values: tuple[tuple[int, int], ...],
     return topology_for(spec_template, dict(values)[nranks])
 
 
-def _csv(records: list[dict[str, Any]]) -> str:
-    """One row per record: its scalar fields, ``params`` and ``chosen`` as JSON, and
-    ``error`` as ``"ErrorType: message"``."""
-    ran = [r for r in records if r["error"] is None] or records
-    fields = [k for k, v in ran[0].items() if not isinstance(v, (list, dict))
-              or k in _JSON_COLUMNS]
-    if "error" not in fields:
-        fields.append("error")
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fields, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for record in records:
+class _CsvRows:
+    """CSV rows of records, written to ``out`` as they come: their scalar fields,
+    ``params`` and ``chosen`` as JSON, and ``error`` as ``"ErrorType: message"``. The
+    columns are those of the first record that ran: failed records before it wait for it
+    (or for :meth:`close`, if none ran)."""
+
+    def __init__(self, out: TextIO):
+        self._out = out
+        self._writer: csv.DictWriter[str] | None = None
+        self._waiting: list[dict[str, Any]] = []
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Write ``record``'s row (and those waiting), or keep a failure until a record
+        that ran gives the columns."""
+        if self._writer is None and record["error"] is not None:
+            self._waiting.append(record)
+            return
+        if self._writer is None:
+            self._start(record)
+        self._row(record)
+
+    def close(self) -> None:
+        """Write the rows still waiting: every record failed; the first gives the
+        columns."""
+        if self._writer is None and self._waiting:
+            self._start(self._waiting[0])
+
+    def _start(self, first: dict[str, Any]) -> None:
+        fields = [k for k, v in first.items() if not isinstance(v, (list, dict))
+                  or k in _JSON_COLUMNS]
+        if "error" not in fields:
+            fields.append("error")
+        self._writer = csv.DictWriter(self._out, fields, extrasaction="ignore",
+                                      lineterminator="\n")
+        self._writer.writeheader()
+        waiting, self._waiting = self._waiting, []
+        for record in waiting:
+            self._row(record)
+
+    def _row(self, record: dict[str, Any]) -> None:
+        assert self._writer is not None
         error = record["error"]
-        writer.writerow({**record, **{k: json.dumps(record[k]) for k in _JSON_COLUMNS
-                                      if k in record},
-                         "error": None if error is None
-                         else f"{error['type']}: {error['message']}"})
-    return out.getvalue()
+        self._writer.writerow({**record, **{k: json.dumps(record[k]) for k in _JSON_COLUMNS
+                                            if k in record},
+                               "error": None if error is None
+                               else f"{error['type']}: {error['message']}"})
 
 
 _JSON_COLUMNS = ("params", "chosen")
+
+
+def _csv(records: list[dict[str, Any]]) -> str:
+    """The CSV table of ``records`` (:class:`_CsvRows`)."""
+    out = io.StringIO()
+    rows = _CsvRows(out)
+    for record in records:
+        rows.add(record)
+    rows.close()
+    return out.getvalue()
+
+
+class _Printer:
+    """Records on standard output as the sweep hands them over, as JSON lines or CSV
+    rows, each with its point's ``spec`` and flushed at once, so that the lines of the
+    points finished before a Ctrl-C stay."""
+
+    def __init__(self, as_json: bool, spec: str, values: dict[int, int]):
+        self._spec, self._values = spec, values
+        self._text = io.StringIO()
+        self._rows = None if as_json else _CsvRows(self._text)
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        """Print ``record`` (a CSV row may wait for the columns, see :class:`_CsvRows`)."""
+        record = _with_spec(record, self._spec, self._values)
+        if self._rows is None:
+            self._text.write(json.dumps(record) + "\n")
+        else:
+            self._rows.add(record)
+        self._print()
+
+    def close(self) -> None:
+        """Print the CSV rows still waiting (when no point ran)."""
+        if self._rows is not None:
+            self._rows.close()
+            self._print()
+
+    def _print(self) -> None:
+        """Write out what is waiting, whole: Ctrl-C is held back until it is flushed (an
+        interrupt inside a buffered write can garble the line, a record being some 20 kB
+        on 256 ranks)."""
+        text = self._text.getvalue()
+        self._text.seek(0)
+        self._text.truncate()
+        hold = hasattr(signal, "pthread_sigmask") and \
+            threading.current_thread() is threading.main_thread()
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hold else None
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        finally:
+            if mask is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _with_spec(record: dict[str, Any], spec: str, values: dict[int, int]) -> dict[str, Any]:
+    """``record`` with the spec of its machine: ``{p}`` is the value that built its
+    rank count."""
+    return {**record, "spec": spec.replace("{p}", str(values[record["nranks"]]))}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -154,58 +253,81 @@ def _run(args: argparse.Namespace) -> int:
                                    f"{dtype} elements ({dtype.itemsize} bytes each)")
     for algorithm in args.algorithms:
         get_algorithm(args.collective, algorithm)
+    values = _machines(spec, args.ranks)
+    for size in args.sizes:
+        refuse_overflow("--sizes", size, size, max(values))
+    out = check_output(args.output, _FORMATS) if args.output else None
+    partial = None if out is None else out.with_name(out.name + ".partial.jsonl")
+    factory = functools.partial(_topology_of_ranks, spec, tuple(values.items()))
+    axes = {"algorithms": args.algorithms, "ranks": list(values), "sizes": args.sizes}
+    earlier = _earlier_points(partial, out, lambda: set(make_grid(
+        factory, args.collective, **axes, kwargs=dict(kwargs)).order))
+    printer = _Printer(args.json, spec, values) if out is None else None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a truncated line: _earlier_points said so
+            results = stream(printer or (lambda record: None), factory, args.collective,
+                             **axes, workers=args.workers, save=partial, progress=False,
+                             **kwargs)
+    except BaseException:
+        if partial is not None and len(_saved(partial)) > len(earlier):
+            print(f"the points finished so far are in {partial}", file=sys.stderr)
+        raise
+    records = [_with_spec(r, spec, values) for r in results.records]
+    if printer is not None:
+        printer.close()
+    else:
+        assert out is not None and partial is not None
+        _write(out, records)
+        _keep_others(partial, results.records)
+    failed = sum(1 for r in records if r["error"] is not None)
+    if failed:
+        print(f"{failed} of {plural(len(records), 'point')} failed (their records say why)",
+              file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _machines(spec: str, ranks: list[int]) -> dict[int, int]:
+    """The value of ``{p}`` in ``spec`` that builds each rank count, by rank count.
+
+    Raises:
+        CommandLineError: a topology file whose GPU count is not ``ranks``, or two values
+            of ``ranks`` that build as many GPUs.
+    """
     if "{p}" not in spec:
         nranks = from_spec(spec).nranks
-        if args.ranks != [nranks]:
+        if ranks != [nranks]:
             raise CommandLineError(f"--topology {spec} is one machine of {nranks} GPUs; "
                                    f"give --ranks {nranks} (or a builder with {{p}})")
     values: dict[int, int] = {}
-    for p in args.ranks:
+    for p in ranks:
         nranks = topology_for(spec, p).nranks
         if nranks in values:
             raise CommandLineError(f"--ranks: {{p}}={values[nranks]} and {{p}}={p} both build "
                                    f"{nranks} GPUs; give each machine once")
         values[nranks] = p
-    out = check_output(args.output, _FORMATS) if args.output else None
-    partial = None if out is None else out.with_name(out.name + ".partial.jsonl")
-    earlier = _earlier_points(partial, out)
-    factory = functools.partial(_topology_of_ranks, spec, tuple(values.items()))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a truncated line: _earlier_points said so
-            results = sweep(factory, args.collective, algorithms=args.algorithms,
-                            ranks=list(values), sizes=args.sizes, workers=args.workers,
-                            save=partial, progress=False, **kwargs)
-    except BaseException:
-        if partial is not None and len(_saved(partial)) > len(earlier):
-            print(f"the points finished so far are in {partial}", file=sys.stderr)
-        raise
-    grid = [p for _ in args.algorithms for p in args.ranks for _ in args.sizes]
-    records = [{**r, "spec": spec.replace("{p}", str(p))}
-               for r, p in zip(results.records, grid)]
-    failed = sum(1 for r in records if r["error"] is not None)
-    if failed:
-        print(f"{failed} of {len(records)} points failed (their records say why)",
-              file=sys.stderr)
-    status = 1 if failed else 0
-    if out is None:
-        sys.stdout.write("".join(json.dumps(r) + "\n" for r in records) if args.json
-                         else _csv(records))
-        return status
+    return values
+
+
+def _write(out: Path, records: list[dict[str, Any]]) -> None:
+    """Write ``records`` to ``out``, in the format its extension names, saying so."""
     text = {".csv": lambda: _csv(records),
             ".json": lambda: json.dumps(records, indent=1) + "\n",
             ".jsonl": lambda: "".join(json.dumps(r) + "\n" for r in records)}
     write_atomically(out, lambda tmp: tmp.write_text(text[out.suffix.lower()]()))
-    print(f"{len(records)} points written to {out}", file=sys.stderr)
-    if partial is not None:
-        ours = {point_key(r) for r in results.records}
-        others = sum(1 for key in _saved(partial) if key not in ours)
-        if others:
-            print(f"{partial} also holds {others} finished point(s) of another grid; it is "
-                  f"kept (sc.load_results reads it)", file=sys.stderr)
-        else:
-            partial.unlink(missing_ok=True)
-    return status
+    print(f"{plural(len(records), 'point')} written to {out}", file=sys.stderr)
+
+
+def _keep_others(partial: Path, records: tuple[dict[str, Any], ...]) -> None:
+    """Delete ``partial``, unless it holds points of another grid than ``records``'
+    (then keep it, saying so)."""
+    ours = {point_key(r) for r in records}
+    others = sum(1 for key in _saved(partial) if key not in ours)
+    if others:
+        print(f"{partial} also holds {plural(others, 'finished point')} of another grid; "
+              f"it is kept (sc.load_results reads it)", file=sys.stderr)
+    else:
+        partial.unlink(missing_ok=True)
 
 
 def _saved(partial: Path) -> set[tuple[Any, ...]]:
@@ -218,25 +340,31 @@ def _saved(partial: Path) -> set[tuple[Any, ...]]:
         return set()
 
 
-def _earlier_points(partial: Path | None, out: Path | None) -> set[tuple[Any, ...]]:
-    """The points an earlier sweep to ``out`` left in ``partial``, saying so.
+def _earlier_points(partial: Path | None, out: Path | None,
+                    grid: Callable[[], set[tuple[Any, ...]]]) -> set[tuple[Any, ...]]:
+    """The points an earlier sweep to ``out`` left in ``partial``, saying how many of them
+    are of this ``grid`` (a function giving its points' keys).
 
     Raises:
-        CommandLineError: ``partial`` is there but is not a sweep's file.
+        CommandLineError: ``partial`` is there but is a directory or not a sweep's file.
     """
     if partial is None or not partial.exists():
         return set()
+    where = f"{partial}, where a sweep to {out} keeps its finished points,"
+    if partial.is_dir():
+        raise CommandLineError(f"{where} is a directory; move it away or give another "
+                               f"--output")
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             records = load_results(partial).records
     except InvalidInputError as exc:
-        raise CommandLineError(f"{partial}, where a sweep to {out} keeps its finished "
-                               f"points, is not a sweep's file ({exc}); delete it or give "
+        raise CommandLineError(f"{where} is not a sweep's file ({exc}); delete it or give "
                                f"another --output") from None
     for warning in caught:
         print(f"simcoll sweep: note: {warning.message}", file=sys.stderr)
-    if records:
-        print(f"simcoll sweep: {len(records)} finished point(s) read from {partial}",
-              file=sys.stderr)
-    return {point_key(r) for r in records}
+    keys = {point_key(r) for r in records}
+    if keys:
+        print(f"simcoll sweep: {partial} holds {plural(len(keys), 'finished point')}, "
+              f"{len(keys & grid())} of this grid (not run again)", file=sys.stderr)
+    return keys

@@ -13,6 +13,7 @@ from simcoll.cli.options import (
     check_output,
     default_algorithm,
     parse_bytes,
+    refuse_overflow,
     resolve_dtype,
     run_kwargs,
 )
@@ -57,9 +58,10 @@ def _run(args: argparse.Namespace) -> int:
     coll = get_collective(args.collective)
     dtype = resolve_dtype(args.dtype)
     size = 0 if coll.name == "barrier" else args.size  # a barrier moves no data
-    nbytes, _, _ = nccl_shape(coll, topo.nranks, size, dtype.itemsize)
+    nbytes, _, size = nccl_shape(coll, topo.nranks, size, dtype.itemsize)
+    refuse_overflow("--size", size, nbytes, topo.nranks, coll.size_factor(topo.nranks))
     if args.check:
-        checking.check_memory(topo.nranks, nbytes * coll.size_factor(topo.nranks))
+        checking.check_memory(topo.nranks, nbytes * coll.size_factor(topo.nranks), "--size")
         data = checking.inputs(topo.nranks, nbytes // dtype.itemsize, dtype)
         res = simulate(topo, args.collective, algorithm=args.algorithm, data=data,
                        trace=True, **kwargs)

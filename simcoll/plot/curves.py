@@ -455,6 +455,8 @@ def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str
     tail = [_split_text(split, fixed["split"])] if "split" in fixed else []
     if split == "nranks" and topology.endswith(f"({fixed.get('split')})"):
         tail = []   # "switch(8)" says 8 ranks already
+    if split == "nbytes" and fixed.get("collective") == "barrier":
+        tail = []   # a barrier moves no data: "0 B per rank" says nothing
     if fixed.get("network") not in (None, _DEFAULT_NETWORK):
         tail.append(f"{fixed['network']} network")
     if fixed.get("dtype") not in (None, _DEFAULT_DTYPE, "?"):

@@ -20,7 +20,7 @@ from simcoll.sweep.storage import ResultFile, check_save_path
 from simcoll.sweep.workers import Finished, completed, run_point
 from simcoll.topology.graph import Topology
 
-__all__ = ["sweep"]
+__all__ = ["sweep", "stream"]
 
 
 def _check_options(workers: Any, executor: Any, progress: Any, retry_failed: Any) -> int:
@@ -46,6 +46,26 @@ def _save_finished(store: ResultFile, batch: list[dict[str, Any]],
     unsaved = [r for r in batch if store.saved.get(point_key(r)) is not r]
     with contextlib.suppress(Exception):  # the error being raised says what went wrong
         store.extend(unsaved + finished.ready())
+
+
+Emit = Callable[[dict[str, Any]], None]
+"""Takes one record (:func:`stream`)."""
+
+
+class _InOrder:
+    """Hands ``emit`` the records of a grid in its order, each once it and every point
+    before it are done."""
+
+    def __init__(self, order: list[tuple[Any, ...]], done: dict[tuple[Any, ...], Any],
+                 emit: Emit):
+        self._order, self._done, self._emit = order, done, emit
+        self._next = 0
+
+    def __call__(self) -> None:
+        """Emit the records that are now done, up to the first point that is not."""
+        while self._next < len(self._order) and self._order[self._next] in self._done:
+            self._emit(self._done[self._order[self._next]])
+            self._next += 1
 
 
 def sweep(topology: Callable[[int], Topology], collective: str, *,
@@ -108,6 +128,23 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
             point finished so far (the workers' results not yet saved included) is in
             ``save``.
     """
+    return stream(lambda record: None, topology, collective, algorithms=algorithms,
+                  ranks=ranks, sizes=sizes, workers=workers, save=save, executor=executor,
+                  progress=progress, retry_failed=retry_failed, **simulate_kwargs)
+
+
+def stream(emit: Emit, topology: Callable[[int], Topology], collective: str, *,
+           algorithms: Iterable[str], ranks: Iterable[int], sizes: Iterable[int | str],
+           workers: int = 1, save: str | os.PathLike[str] | None = None,
+           executor: Executor | None = None, progress: bool | None = None,
+           retry_failed: bool = False, **simulate_kwargs: Any) -> SweepResults:
+    """:func:`sweep`, handing ``emit`` each point's record in grid order as soon as it and
+    every point before it are done (the saved ones at the start), so that a caller can
+    write them as the sweep goes (``simcoll sweep`` prints them).
+
+    An exception ``emit`` raises stops the sweep as Ctrl-C does (the finished points are
+    saved first).
+    """
     workers = _check_options(workers, executor, progress, retry_failed)
     if save is not None:
         check_save_path(save)
@@ -120,6 +157,7 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
         record = saved.get(point.key)
         if record is not None and (record["error"] is None or not retry_failed):
             done[point.key] = record
+    ready = _InOrder(grid.order, done, emit)
     todo = [point for point in grid.points if point.key not in done]
     unbuilt = [point for point in todo if point.error is not None]
     runnable = [point for point in todo if point.error is None]
@@ -131,6 +169,7 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
                               unit="point", desc=f"sweep {collective}",
                               postfix={"failed": failures} if failures else None) as bar:
                 try:
+                    ready()
                     for batch in itertools.chain(([run_point(p)] for p in unbuilt),
                                                  finished):
                         if store is not None:
@@ -141,6 +180,7 @@ def sweep(topology: Callable[[int], Topology], collective: str, *,
                         if failures:
                             bar.set_postfix(failed=failures, refresh=False)
                         bar.update(len(batch))
+                        ready()
                 except BaseException:
                     if store is not None:
                         _save_finished(store, batch, finished)
