@@ -1,0 +1,178 @@
+"""``parse``, ``parse_all`` and ``count_runs``: each run of a log made a table, the
+collective it measured named (by its text, the caller, or its columns) and every row
+checked against it (its redop, and its size against its count).
+"""
+
+from __future__ import annotations
+
+import re
+
+from simcoll.checks import integer
+from simcoll.errors import InvalidInputError
+from simcoll.nccl_tests.scanning import Run, split_runs
+from simcoll.nccl_tests.tables import ITEMSIZE, NO_REDOP, PROGRAMS, NcclTestsRow, NcclTestsTable
+
+__all__ = ["parse", "parse_all", "count_runs"]
+
+_REDUCING = frozenset({"all_reduce", "reduce", "reduce_scatter"})
+_NOT_REDUCING = frozenset({"all_gather", "all_to_all", "broadcast", "gather", "scatter",
+                           "hypercube"})
+_WHOLE = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
+"""Collectives whose size column is their count of elements."""
+_SHARE = frozenset({"all_gather", "reduce_scatter", "all_to_all", "gather", "scatter",
+                    "hypercube"})
+"""Collectives whose count column is one rank's share: the size column is nranks times it."""
+
+
+def parse(text: str, *, collective: str | None = None,
+          run: int | None = None) -> NcclTestsTable:
+    """Read one nccl-tests run (or ``simcoll run``'s table) into an NcclTestsTable.
+
+    Args:
+        text: the printed output, as a string.
+        collective: the collective, when the text does not name it (``all_reduce`` or
+            the program's name, ``all_reduce_perf``); it must agree with the text's, and
+            it takes the place of what the columns alone suggest.
+        run: which run of a text holding several to read (1 is the first); the others'
+            failures and malformed rows do not matter. None: the text must hold one.
+
+    Returns:
+        The table; its rows in printed order.
+
+    Raises:
+        InvalidInputError: no result rows; more than one run without ``run`` (use
+            :func:`parse_all`), or a ``run`` beyond them; a row that does not fit the
+            column layout (or whose time is not a finite number, or whose size or algbw
+            contradicts its count or time), naming its line number and what was
+            expected; a failed run (nccl-tests' ``Test NCCL failure`` / ``Test failure``
+            lines), quoting the line and naming the last complete row; a ``collective``
+            that disagrees with the text, or that does not print the rows' redop.
+    """
+    runs = split_runs(text)
+    if run is None and len(runs) > 1:
+        raise InvalidInputError(f"the text holds {len(runs)} runs (the second starts at "
+                                f"line {runs[1].start}); parse_all reads each, parse(text, "
+                                f"run=K) one of them (1..{len(runs)})")
+    index = 1 if run is None else integer(run, "run", minimum=1, maximum=len(runs),
+                                          what=f"the text holds {len(runs)} run(s)")
+    return _table(runs[index - 1], _wanted(collective))
+
+
+def parse_all(text: str, *, collective: str | None = None) -> list[NcclTestsTable]:
+    """Read every run in ``text`` (a log of several ``*_perf`` programs or runs).
+
+    A run ends at its footer, or where a new header starts after rows were read, or
+    where its rows turn to another run's (see :mod:`simcoll.nccl_tests`).
+
+    Raises:
+        InvalidInputError: as :func:`parse` for any of the runs; also when no run has a
+            result row.
+    """
+    wanted = _wanted(collective)
+    return [_table(run, wanted) for run in split_runs(text)]
+
+
+def count_runs(text: str) -> int:
+    """How many runs ``text`` holds (those that failed included): :func:`parse`'s
+    ``run`` takes 1 to this.
+
+    Raises:
+        InvalidInputError: ``text`` is not a str, or holds no result row (nor a failed
+            run).
+    """
+    return len(split_runs(text))
+
+
+def _wanted(collective: str | None) -> str | None:
+    return None if collective is None else _collective_name(collective)
+
+
+def _collective_name(name: str, *, strict: bool = True) -> str:
+    """simcoll's name for a program (``alltoall_perf_mpi``) or collective name.
+
+    Raises:
+        InvalidInputError: with ``strict``, a name that is neither.
+    """
+    stem = re.sub(r"_perf(?:_mpi)?$", "", name.strip())
+    if stem in PROGRAMS:
+        return PROGRAMS[stem]
+    if stem in PROGRAMS.values() or not strict:
+        return stem
+    raise InvalidInputError(f"collective {name!r} is not an nccl-tests program or a "
+                            f"collective name; known: {', '.join(sorted(PROGRAMS.values()))}")
+
+
+def _table(run: Run, wanted: str | None) -> NcclTestsTable:
+    """The run's table: the collective its text names, else ``wanted``, else the one its
+    columns give away; every row checked against it."""
+    if run.error is not None:
+        raise run.error
+    named = _collective_name(run.program, strict=False) if run.program else None
+    if wanted is not None and named is not None and wanted != named:
+        raise InvalidInputError(f"collective {wanted!r} was given, but the run starting at "
+                                f"line {run.start} is {named!r}")
+    ranks = sorted(run.ranks)
+    nranks = len(ranks) if ranks else run.simcoll_ranks
+    collective = named or wanted or _from_layout(run.rows, nranks)
+    for row in run.rows:
+        _check_redop(row, collective)
+        _check_size(row, collective, nranks)
+    # without column titles, an error column shows in values that are not counts
+    error_column = run.layout is not None and run.layout.error_column or any(
+        m is not None and m.wrong is not None and not m.wrong.is_integer()
+        for r in run.rows for m in (r.out_of_place, r.in_place))
+    return NcclTestsTable(tuple(run.rows), collective, nranks,
+                          tuple(run.ranks[r][1] for r in ranks),
+                          tuple(run.ranks[r][0] for r in ranks), run.settings, run.version,
+                          run.avg_busbw, run.out_of_bounds, error_column)
+
+
+def _from_layout(rows: list[NcclTestsRow], nranks: int | None) -> str | None:
+    """The collective the columns alone give away, where they have a root of 0 or more:
+    a reduction (not none) is reduce's, the only one to print one. Broadcast, gather and
+    scatter print the same columns (none and the root since nccl-tests 2.13, the root
+    alone before), but only broadcast's size is its count of elements, on more than one
+    rank. Anything else is ambiguous."""
+    first = rows[0]
+    if first.root is None or first.root < 0:
+        return None
+    if first.redop not in NO_REDOP:
+        return "reduce"
+    whole = [r.size == r.count * ITEMSIZE[r.type] for r in rows
+             if r.count and r.type in ITEMSIZE]
+    return "broadcast" if whole and all(whole) and nranks != 1 else None
+
+
+def _check_redop(row: NcclTestsRow, collective: str | None) -> None:
+    """A collective that reduces prints a reduction as its redop, one that does not
+    prints none (or nothing)."""
+    if collective in _REDUCING and row.redop == "none" or \
+            collective in _NOT_REDUCING and row.redop not in NO_REDOP:
+        prints = "a reduction (sum, prod, max, min, avg)" if collective in _REDUCING \
+            else "none"
+        raise InvalidInputError(
+            f"line {row.line}: redop {row.redop!r}, where {collective} prints {prints}: the "
+            f"row is another run's (runs without their headers between them?), or the "
+            f"collective is another; split the log, or name the collective it measured")
+
+
+def _check_size(row: NcclTestsRow, collective: str | None, nranks: int | None) -> None:
+    """The size is the count of elements (times the ranks for a rank's share), or a
+    whole multiple of it where the collective or the ranks are unknown."""
+    itemsize = ITEMSIZE.get(row.type)
+    if itemsize is None:
+        return
+    element = row.count * itemsize
+    factor = 1 if collective in _WHOLE else nranks if collective in _SHARE else None
+    if factor is not None:
+        expected = f"= {element * factor} B"
+        fits = row.size == element * factor
+    else:
+        expected = "or a whole multiple of it"
+        fits = row.size % element == 0 if element else row.size == 0
+    if not fits:
+        ranks = f" x {factor} ranks" if collective in _SHARE and factor else ""
+        raise InvalidInputError(
+            f"line {row.line}: size {row.size} B is not its count {row.count} x {itemsize} B "
+            f"({row.type}){ranks} {expected}: a corrupted row (another process's output "
+            f"inside it?); fix or drop the line")

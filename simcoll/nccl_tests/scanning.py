@@ -1,0 +1,262 @@
+"""Split a log into runs, line by line: launchers' rank prefixes and byte-order marks
+dropped; each run's header (program, ``# nThread ...`` settings, devices, NCCL version),
+column titles, rows and footer gathered; failures kept in their run; a new run started at
+a header after rows, or where rows turn to another run's without one.
+
+Shared with the sibling modules: ``Run`` (what was read of one run) and ``split_runs``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from simcoll.errors import InvalidInputError
+from simcoll.nccl_tests.rows import (
+    Layout,
+    layout_from_row,
+    layout_from_titles,
+    read_number,
+    read_row,
+)
+from simcoll.nccl_tests.tables import ITEMSIZE, NO_REDOP, PROGRAMS, NcclTestsRow
+
+__all__ = ["Run", "split_runs"]
+
+_PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?[ \t]?")
+_SRUN = re.compile(r"^\s*\d+: ")
+_ROW_START = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)\s+(?:\S+\s+){5}\S")
+_CUT_ROW = re.compile(r"^\s*\d+\s+\d+\s+(?:" + "|".join(ITEMSIZE) + r")(?:\s|$)")
+"""The size, count and type a result row starts with (where it has too few fields)."""
+_FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
+_FOOTERS = ("Out of bounds values", "Avg bus bandwidth")
+_PROGRAM = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
+_SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / ")
+_DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+"
+                     r"device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
+_SETTINGS = re.compile(r"^(?:nThread|nGpus\(perProc\))\s")
+_SETTING = re.compile(r"([A-Za-z][A-Za-z ()]*?)\s*:?\s+(-?\d+)(?:\((\w+)\))?")
+_VERSION_LINE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_LIBRARY_CODE = re.compile(r"nccl-library=(\d+)")
+
+
+@dataclass
+class Run:
+    """What has been read of one run so far.
+
+    Attributes:
+        next_program: a program named (on a command line) after this run's rows, which
+            the next run takes.
+        error: the first error in the run's lines, raised when its table is asked for.
+    """
+
+    start: int
+    program: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
+    titles: tuple[str, ...] | None = None
+    layout: Layout | None = None
+    rows: list[NcclTestsRow] = field(default_factory=list)
+    version: str | None = None
+    avg_busbw: float | None = None
+    out_of_bounds: int | None = None
+    simcoll_ranks: int | None = None
+    finished: bool = False
+    next_program: str | None = None
+    error: InvalidInputError | None = None
+
+
+def split_runs(text: str) -> list[Run]:
+    """The runs of ``text`` that have rows or failed, each with its first error, if any."""
+    if not isinstance(text, str):
+        raise InvalidInputError(f"parse takes the printed text as a str, not "
+                                f"{type(text).__name__}")
+    scanner = _Scanner()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        scanner.read(raw, number)
+    runs = [r for r in (*scanner.runs, scanner.run) if r.rows or r.error]
+    if not runs:
+        raise InvalidInputError(
+            "no result rows found: expected nccl-tests' table, rows of 'size count type "
+            "redop root' then 'time algbw busbw #wrong' per block, under the column titles "
+            "'#  size  count  type  redop  root  time  algbw  busbw  #wrong ...'")
+    return runs
+
+
+class _Scanner:
+    """Reads a text line by line into runs: ``runs`` done, ``run`` being read."""
+
+    def __init__(self) -> None:
+        self.runs: list[Run] = []
+        self.run = Run(start=1)
+
+    def new_run(self, number: int, program: str | None = None) -> None:
+        """Start the next run at line ``number``."""
+        self.runs.append(self.run)
+        self.run = Run(start=number, program=self.run.next_program or program)
+
+    def read(self, raw: str, number: int) -> None:
+        """One line; an error is kept in its run, whose later lines are skipped."""
+        line = _strip_prefix(raw)
+        stripped = line.strip()
+        if not stripped:
+            return
+        run = self.run
+        if (_starts_run(stripped) and (run.rows or run.finished or run.error)) or (
+                run.finished and _FAILURE.search(stripped)):
+            self.new_run(number)
+        if self.run.error is None:
+            try:
+                self.read_line(line, stripped, number)
+            except InvalidInputError as err:
+                self.run.error = err
+
+    def read_line(self, line: str, stripped: str, number: int) -> None:
+        """A line of the run being read: a failure, a comment, a row, or a log line."""
+        run = self.run
+        if _FAILURE.search(stripped):
+            raise InvalidInputError(_failure(run, stripped, number))
+        if stripped.startswith("#"):
+            _read_comment(run, stripped.lstrip("#").strip(), number)
+        elif stripped.startswith(_FOOTERS) or _SETTINGS.match(stripped):   # 1.x: no '#'
+            _read_comment(run, stripped, number)
+        elif _ROW_START.match(line):
+            self.read_result_row(line, number)
+        elif _CUT_ROW.match(line):
+            raise InvalidInputError(
+                f"line {number}: a result row cut short ({len(stripped.split())} fields): "
+                f"{stripped!r}; the run stopped inside it (killed?): to use the rows "
+                f"before it, keep only the lines before line {number}")
+        else:
+            _read_log_line(run, stripped)
+
+    def read_result_row(self, line: str, number: int) -> None:
+        """A result row: of the run being read, or the first of another (after a footer,
+        read as the run before it was)."""
+        if self.run.finished:
+            done = self.run
+            self.new_run(number, done.program)
+            self.run.layout = done.layout
+        row = self.row_in_layout(line, number)
+        if _restarts(self.run, row):
+            self.new_run(number)
+            row = self.row_in_layout(line, number)
+        self.run.rows.append(row)
+
+    def row_in_layout(self, line: str, number: int) -> NcclTestsRow:
+        """``line`` read in the layout of the run being read, which its first row gives
+        where no column titles did."""
+        if self.run.layout is None:
+            self.run.layout = layout_from_row(line, number)
+        return read_row(self.run.layout, line, number)
+
+
+def _failure(run: Run, stripped: str, number: int) -> str:
+    after = f"after the row of size {run.rows[-1].size} (line {run.rows[-1].line})" \
+        if run.rows else "before any result row"
+    return (f"line {number}: nccl-tests reported a failure: {stripped!r}; its table stops "
+            f"{after}: to use the rows before it, keep only the lines before line {number}")
+
+
+def _restarts(run: Run, row: NcclTestsRow) -> bool:
+    """Whether ``row`` is another run's, where no header came between: its redop turns
+    between none and a reduction, or its size falls below the previous row's of the same
+    type, redop and root (a run of several types, redops or roots sweeps each in turn)
+    where the run has no column titles (under its titles, those are its ``-N`` cycles)."""
+    if not run.rows:
+        return False
+    last = run.rows[-1]
+    if (last.redop in NO_REDOP) != (row.redop in NO_REDOP):
+        return True
+    titled = run.layout is not None and run.layout.titled
+    return not titled and row.size < last.size and \
+        (row.type, row.redop, row.root) == (last.type, last.redop, last.root)
+
+
+def _strip_prefix(raw: str) -> str:
+    """The line without a byte-order mark or an MPI launcher's rank prefix (also where
+    one interrupts it)."""
+    line = raw.rstrip("\r\n").lstrip("\ufeff")
+    match = _PREFIX.match(line.lstrip())
+    if match:
+        return _PREFIX.sub(" ", line.lstrip()[match.end():])
+    srun = _SRUN.match(line)
+    return line[srun.end():] if srun else line
+
+
+def _starts_run(stripped: str) -> bool:
+    body = stripped.lstrip("#").strip()
+    return (body.startswith("Collective test starting") or body.startswith("nccl-tests version")
+            or bool(_SETTINGS.match(body)) or body.startswith("simcoll "))
+
+
+def _read_comment(run: Run, body: str, number: int) -> None:
+    """A ``#`` line: header, column titles, or footer."""
+    if body.startswith("Collective test starting:"):
+        run.program = body.partition(":")[2].strip()
+    elif body.startswith("nccl-tests version"):
+        code = _LIBRARY_CODE.search(body)
+        if code:
+            run.version = _version_of(int(code.group(1)))
+    elif _SETTINGS.match(body):
+        run.settings = _read_settings(body)
+    elif body.startswith("simcoll "):
+        match = _SIMCOLL.match(body)
+        if match:
+            run.program = match.group(1)
+    elif body.startswith("nRanks "):
+        fields = body.split()
+        if len(fields) > 1 and fields[1].isdigit():
+            run.simcoll_ranks = int(fields[1])
+    elif body.startswith("Rank "):
+        device = _DEVICE.match(body)
+        if device:
+            run.ranks[int(device.group(1))] = (device.group(2), device.group(4))
+    elif "out-of-place" in body or body == "simulated":
+        run.titles = tuple(w for w in body.split() if w in ("out-of-place", "in-place",
+                                                            "simulated"))
+    elif body.split()[:2] in (["size", "count"], ["bytes", "N"]):
+        run.layout = layout_from_titles(body.split(), run.titles, number)
+    elif body.startswith("Out of bounds values"):
+        value = body.partition(":")[2].split()
+        if value and value[0].isdigit():
+            run.out_of_bounds = int(value[0])
+    elif body.startswith("Avg bus bandwidth"):
+        value = body.partition(":")[2].split()
+        if not value:
+            raise InvalidInputError(f"line {number}: expected a number after "
+                                    f"'# Avg bus bandwidth :', found nothing")
+        run.avg_busbw = read_number(value[0], number, "the average bus bandwidth")
+        run.finished = True
+
+
+def _read_log_line(run: Run, stripped: str) -> None:
+    """A line outside the table (a command, a log line): only versions and programs; a
+    program named after the run's rows is the next run's (the command that starts it)."""
+    version = _VERSION_LINE.search(stripped)
+    if version:
+        run.version = version.group(1)
+    program = _PROGRAM.search(stripped)
+    if program and program.group(1) in PROGRAMS:
+        if run.rows or run.finished:
+            run.next_program = program.group(1)
+        elif run.program is None:
+            run.program = program.group(1)
+
+
+def _version_of(code: int) -> str:
+    """NCCL_VERSION_CODE -> "2.28.3" (major * 10000 + minor * 100 + patch since 2.9)."""
+    if code >= 10000:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def _read_settings(body: str) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    for name, value, kind in _SETTING.findall(body):
+        key = name.strip()
+        settings[key] = int(value)
+        if kind:
+            settings["step_kind"] = kind
+    return settings

@@ -1,0 +1,223 @@
+"""What a read nccl-tests table is: its result types (:class:`NcclTestsTable` of
+:class:`NcclTestsRow` of :class:`Measurement`), the names its columns hold (``PROGRAMS``,
+``ITEMSIZE``, ``NO_REDOP``), and :func:`nccl_shape`, the count and size columns of a size
+simulated.
+
+Shared with the sibling modules: ``NO_REDOP``, besides the public names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from simcoll.collectives import Collective
+from simcoll.errors import InvalidInputError
+from simcoll.units import parse_size
+
+__all__ = ["Measurement", "NcclTestsRow", "NcclTestsTable", "nccl_shape", "ITEMSIZE",
+           "PROGRAMS", "NO_REDOP"]
+
+PROGRAMS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
+            "reduce_scatter": "reduce_scatter", "broadcast": "broadcast",
+            "reduce": "reduce", "alltoall": "all_to_all", "gather": "gather",
+            "scatter": "scatter", "sendrecv": "sendrecv", "hypercube": "hypercube"}
+"""nccl-tests program stem (``all_reduce`` of ``all_reduce_perf``) -> collective name in
+simcoll's vocabulary (``sendrecv`` and ``hypercube`` have no simcoll collective)."""
+
+ITEMSIZE = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2,
+            "float16": 2, "bfloat16": 2, "bf16": 2, "int32": 4, "uint32": 4, "int": 4,
+            "float": 4, "float32": 4, "int64": 8, "uint64": 8, "double": 8, "float64": 8}
+"""Bytes per element of the type names nccl-tests (with NCCL 1: ``char``, ``int``) and
+numpy print."""
+
+NO_REDOP = (None, "none")
+"""A row's redop where its collective reduces nothing (None: no column, or left blank)."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One block of a row: nccl-tests' units, us and GB/s (10^9 bytes per second).
+
+    Attributes:
+        time_us: 0 or more, finite: ``0.00`` is printed for a row of size 0 (nothing moves:
+            nccl-tests and ``simcoll run`` print such rows for sizes under one element
+            per rank) and for a time under 0.005 us (``simcoll run`` on links without
+            latency).
+        wrong: ``#wrong`` (elements that failed the check), or in old versions the
+            ``error`` column (largest error); None where the table says ``N/A``.
+    """
+
+    time_us: float
+    algbw: float
+    busbw: float
+    wrong: float | None
+
+    @property
+    def time(self) -> float:
+        """The time in seconds."""
+        return self.time_us * 1e-6
+
+
+@dataclass(frozen=True)
+class NcclTestsRow:
+    """One size of a table.
+
+    Attributes:
+        size: the size column, bytes (nccl-tests': the larger of a rank's send and
+            receive buffers).
+        count: elements, as printed.
+        redop: ``sum``, ``none`` ... or None when the table has no redop column or the
+            row leaves it blank.
+        root: the root rank (-1 where the collective has none), or None when the table
+            has no root column.
+        out_of_place, in_place: the two blocks; None when the table lacks that block.
+        line: the row's line number in the text (from 1).
+    """
+
+    size: int
+    count: int
+    type: str
+    redop: str | None
+    root: int | None
+    out_of_place: Measurement | None
+    in_place: Measurement | None
+    line: int
+
+    def measurement(self, place: str = "out_of_place") -> Measurement:
+        """The ``place`` block (``"out_of_place"`` or ``"in_place"``).
+
+        Raises:
+            InvalidInputError: an unknown place, or a row without that block.
+        """
+        if place not in ("out_of_place", "in_place"):
+            raise InvalidInputError(f"place {place!r} is not 'out_of_place' or 'in_place'")
+        found: Measurement | None = getattr(self, place)
+        if found is None:
+            raise InvalidInputError(f"the row of size {self.size} (line {self.line}) has "
+                                    f"no {place.replace('_', '-')} block")
+        return found
+
+
+def _bound(size: int | str, name: str) -> int:
+    try:
+        return parse_size(size)
+    except ValueError as exc:
+        raise InvalidInputError(f"{name}={size!r} is not accepted: {exc}") from None
+
+
+@dataclass(frozen=True)
+class NcclTestsTable:
+    """One run of an nccl-tests program, as :func:`~simcoll.nccl_tests.parse` read it.
+
+    Attributes:
+        rows: one per size, in printed order.
+        collective: simcoll's name (``all_reduce``, ``all_to_all``, ...), from the
+            ``Collective test starting`` line, the program named in the text, simcoll's
+            own header, or the argument of :func:`~simcoll.nccl_tests.parse`; None if none says.
+        nranks: ranks listed under ``# Using devices`` (or simcoll's ``nRanks``); None
+            when the text lists none.
+        devices: the device name of each listed rank, in rank order.
+        hosts: the host of each listed rank, in rank order.
+        settings: the ``# nThread ...`` line as ``{"nThread": 1, "minBytes": 8, ...,
+            "step": 2, "step_kind": "factor"}``.
+        nccl_version: ``"2.26.2"`` when the text prints it.
+        avg_busbw: the ``# Avg bus bandwidth`` footer in GB/s, if present.
+        out_of_bounds: the ``# Out of bounds values`` count, if present.
+        error_column: True where the blocks end in old versions' ``error`` column (the
+            largest error, which is above 0 in a correct run), not in ``#wrong`` (a
+            count of wrong elements, 0 in a correct run).
+    """
+
+    rows: tuple[NcclTestsRow, ...]
+    collective: str | None = None
+    nranks: int | None = None
+    devices: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    nccl_version: str | None = None
+    avg_busbw: float | None = None
+    out_of_bounds: int | None = None
+    error_column: bool = False
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[NcclTestsRow]:
+        return iter(self.rows)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The size column, bytes."""
+        return tuple(r.size for r in self.rows)
+
+    def wrong_sizes(self, place: str = "out_of_place") -> tuple[int, ...]:
+        """The sizes whose ``place`` block has ``#wrong`` above 0: nccl-tests found wrong
+        values in what that run computed (none for a table with the old ``error``
+        column, whose values are above 0 in correct runs too).
+
+        Raises:
+            InvalidInputError: an unknown place, or a row without that block.
+        """
+        if self.error_column:
+            return ()
+        return tuple(r.size for r in self.rows
+                     if (r.measurement(place).wrong or 0) > 0)
+
+    def between(self, low: int | str = 0, high: int | str | None = None) -> NcclTestsTable:
+        """The same table with only the rows whose size lies in [low, high] (bytes, or
+        size strings such as ``"1MiB"``).
+
+        Raises:
+            InvalidInputError: a bound that is not a size, or ``low`` above ``high``.
+        """
+        lo = _bound(low, "low")
+        hi = None if high is None else _bound(high, "high")
+        if hi is not None and lo > hi:
+            raise InvalidInputError(f"between({low!r}, {high!r}): low is above high")
+        keep = tuple(r for r in self.rows if r.size >= lo and (hi is None or r.size <= hi))
+        return dataclasses.replace(self, rows=keep)
+
+    def to_pandas(self) -> Any:
+        """One DataFrame row per size: the head columns, then ``time_us``, ``algbw``,
+        ``busbw``, ``wrong`` (out-of-place) and ``in_place_time_us`` ... (in-place).
+
+        Raises:
+            ImportError: pandas is missing (``pip install "simcoll[pandas]"``).
+        """
+        try:
+            import pandas as pd  # type: ignore[import-untyped]
+        except ImportError as err:
+            raise ImportError('NcclTestsTable.to_pandas needs pandas: pip install '
+                              '"simcoll[pandas]"') from err
+        records = []
+        for r in self.rows:
+            record: dict[str, Any] = {"size": r.size, "count": r.count, "type": r.type,
+                                      "redop": r.redop, "root": r.root}
+            for prefix, block in (("", r.out_of_place), ("in_place_", r.in_place)):
+                if block is not None:
+                    record.update({f"{prefix}time_us": block.time_us,
+                                   f"{prefix}algbw": block.algbw,
+                                   f"{prefix}busbw": block.busbw,
+                                   f"{prefix}wrong": block.wrong})
+            records.append(record)
+        return pd.DataFrame.from_records(records)
+
+
+_SPLIT = ("reduce_scatter", "all_to_all", "scatter")
+"""Collectives whose size column is a rank's input, cut into p blocks."""
+
+
+def nccl_shape(coll: Collective, p: int, size: int, itemsize: int) -> tuple[int, int, int]:
+    """``(nbytes, count, size)``: simulate's per-rank input bytes, nccl-tests' count and
+    size columns, for a requested size in bytes (rounded down to whole elements)."""
+    count = size // itemsize
+    if coll.size_factor(p) != 1:
+        per = count // p
+        return per * itemsize, per, per * p * itemsize
+    if coll.name in _SPLIT:
+        per = count // p
+        return per * p * itemsize, per, per * p * itemsize
+    return count * itemsize, count, count * itemsize
