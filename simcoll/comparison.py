@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from simcoll import optional
 from simcoll.checks import integer
 from simcoll.collectives import Collective
 from simcoll.collectives import collective as get_collective
@@ -305,11 +306,7 @@ class Comparison:
         Raises:
             ImportError: pandas is missing (``pip install "simcoll[pandas]"``).
         """
-        try:
-            import pandas as pd  # type: ignore[import-untyped]
-        except ImportError as err:
-            raise ImportError('Comparison.to_pandas needs pandas: pip install '
-                              '"simcoll[pandas]"') from err
+        pd = optional.pandas("Comparison.to_pandas")
         columns: dict[str, Any] = {
             "size": list(self.sizes), "measured": list(self.measured),
             "simulated": list(self.simulated), "error": list(self.error),

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from simcoll import optional
 from simcoll.collectives import Collective
 from simcoll.errors import InvalidInputError
 from simcoll.units import parse_size
@@ -187,11 +188,7 @@ class NcclTestsTable:
         Raises:
             ImportError: pandas is missing (``pip install "simcoll[pandas]"``).
         """
-        try:
-            import pandas as pd  # type: ignore[import-untyped]
-        except ImportError as err:
-            raise ImportError('NcclTestsTable.to_pandas needs pandas: pip install '
-                              '"simcoll[pandas]"') from err
+        pd = optional.pandas("NcclTestsTable.to_pandas")
         records = []
         for r in self.rows:
             record: dict[str, Any] = {"size": r.size, "count": r.count, "type": r.type,

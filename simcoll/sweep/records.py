@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simcoll import optional
 from simcoll.errors import InvalidInputError
 from simcoll.result import Result
 from simcoll.topology.graph import Topology
@@ -179,11 +180,7 @@ class SweepResults(list["Result | FailedPoint"]):
         Raises:
             ImportError: pandas is not installed (``pip install simcoll[pandas]``).
         """
-        try:
-            import pandas
-        except ImportError:
-            raise ImportError("SweepResults.to_pandas needs pandas; install it with "
-                              "pip install 'simcoll[pandas]'") from None
+        pd = optional.pandas("SweepResults.to_pandas")
         rows = []
         for item in self:
             if isinstance(item, Result):
@@ -192,7 +189,7 @@ class SweepResults(list["Result | FailedPoint"]):
             else:
                 rows.append({**{k: getattr(item, k, None) for k in _SCALARS},
                              "error": item.error})
-        return pandas.DataFrame(rows, columns=[*_SCALARS, "error"])
+        return pd.DataFrame(rows, columns=[*_SCALARS, "error"])
 
 
 def topology_hash(topology: Topology) -> str:
