@@ -21,7 +21,7 @@ from simcoll.errors import CommUsageError
 
 __all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "Chunks", "split_sizes", "block_counts",
            "block_bytes", "block_size", "block_start", "split", "split_counts", "repeat", "join",
-           "nbytes_of", "frozen", "snapshot", "memory_owner", "owned"]
+           "nbytes_of", "frozen", "sealed", "snapshot", "memory_owner", "owned"]
 
 
 def split_sizes(count: int, parts: int) -> tuple[int, int]:
@@ -277,11 +277,27 @@ def frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def sealed(array: np.ndarray) -> np.ndarray:
+    """A read-only view of the 1-D ``array`` that nobody can make writeable again.
+
+    numpy lets ``setflags(write=True)`` undo a read-only flag wherever the chain of bases
+    ends in writeable memory (a read-only view of the caller's array); this view's base is
+    a read-only memoryview, so numpy refuses that on it and on every view of it. Nothing
+    is copied, but an array that is not contiguous, which is copied once.
+    """
+    base = array.base
+    if type(base) is memoryview and base.readonly:
+        return array  # sealed already
+    raw = np.ascontiguousarray(array).view(np.uint8)
+    return np.frombuffer(raw.data.toreadonly(), dtype=array.dtype)
+
+
 def snapshot(data: Any, trusted: frozenset[int] = frozenset()) -> Any:
     """The payload a send carries: an array nobody can change any more.
 
-    Algorithms only ever hold read-only arrays (inputs are handed over as read-only views;
-    ``comm.reduce``, ``comm.join`` and received payloads are read-only), so those are sent
+    Algorithms only ever hold read-only arrays (inputs are handed over as
+    :func:`sealed` views; ``comm.reduce``, ``comm.join`` and received payloads are
+    read-only), so those are sent
     as they are, without a copy: immutability is what makes them snapshots. An array is
     copied once into a read-only one if it is writeable, or if it is a read-only view of
     memory that something else may still write: an array that owns writeable memory and

@@ -49,6 +49,13 @@ def _check_tag(rank: int, tag: Any, name: str = "tag") -> None:
                              f"str or a tuple of them")
 
 
+_VIA = "a device name or a tuple of them, in the order the route passes them"
+"""What ``via`` of a send accepts (a tuple, not a list: routes are cached by it)."""
+_MULTICAST_VIA = (f"a list or tuple of one entry per destination, each {_VIA} or None "
+                  f"(the shortest route)")
+"""What ``via`` of a multicast accepts."""
+
+
 def _described(x: Any) -> str:
     """An operand as an error names it: its dtype and shape, or its type."""
     if isinstance(x, np.ndarray):
@@ -180,8 +187,12 @@ class Comm:
                                  f"number of seconds >= 0")
         return float(seconds)
 
-    def _check_via(self, via: Via, given: Any) -> None:
-        """Refuse ``via`` (part of the argument ``given``) unless it names devices."""
+    def _check_via(self, via: Via, given: Any, accepted: str = _VIA) -> None:
+        """Refuse ``via`` (part of the argument ``given``, which accepts ``accepted``)
+        unless it is a device's name or a tuple of them."""
+        if not isinstance(via, (str, tuple)):
+            raise CommUsageError(f"rank {self.rank}: via={given!r} is not accepted; give "
+                                 f"{accepted}")
         try:
             for name in (via,) if isinstance(via, str) else via:
                 self.topology.device(name)
@@ -313,6 +324,9 @@ class Comm:
                                  f"rank twice")
         vias: tuple[Via | None, ...] | None = None
         if via is not None:
+            if not isinstance(via, (list, tuple)):
+                raise CommUsageError(f"rank {self.rank}: multicast via={via!r} is not "
+                                     f"accepted; give {_MULTICAST_VIA}")
             vias = tuple(via)
             if len(vias) != len(targets):
                 raise CommUsageError(f"rank {self.rank}: multicast via={via!r} gives "
@@ -320,7 +334,7 @@ class Comm:
                                      f"give one per destination (None: the shortest)")
             for one in vias:
                 if one is not None:
-                    self._check_via(one, via)
+                    self._check_via(one, via, _MULTICAST_VIA)
             if all(one is None for one in vias):
                 vias = None
         if type(data) is VirtualBuffer:
@@ -389,20 +403,36 @@ class Comm:
         to send from its rank, size and arguments, never from the clock)."""
         return self._env.now
 
-    def start(self, program: Generator[Any, Any, Any]) -> Event:
+    def start(self, program: Generator[Any, Any, Any], *, name: str | None = None) -> Event:
         """Run ``program`` (a generator yielding this communicator's events) alongside the
         caller, as a CUDA stream or torch's ``async_op=True`` handle does.
 
         Returns an event that fires with the program's return value: ``out = yield h``.
         The program shares this GPU's links, reduction engine and compute stream; an
-        exception inside it ends the run, naming this rank.
+        exception inside it ends the run, naming this rank and the program's number
+        (and ``name``, if given: a started collective's is ``"all_reduce/ring"``).
+
+        Raises:
+            CommUsageError: ``program`` is not a generator, or one already started (a
+                generator runs once: call the generator function again for another run).
         """
         if not inspect.isgenerator(program):
             raise CommUsageError(f"rank {self.rank}: start() needs a generator (call the "
                                  f"generator function), got {type(program).__name__}")
+        if (inspect.getgeneratorstate(program) != inspect.GEN_CREATED
+                or self._rt.count(("started", id(program)))):
+            # A started generator stays alive (its process holds it) until the run ends,
+            # so its id names it alone.
+            raise CommUsageError(f"rank {self.rank}: start() got {program.__name__}, a "
+                                 f"generator already started; a generator runs once, so "
+                                 f"call the generator function again for another run")
+        if name is not None and not isinstance(name, str):
+            raise CommUsageError(f"rank {self.rank}: start(name={name!r}) is not accepted; "
+                                 f"give a string, or leave it out")
         number = self._rt.count(("program", self._address))
-        return self._rt.start(program, f"rank {self._address} (started program {number})",
-                              self._address)
+        shown = "" if name is None else f": {name}"
+        return self._rt.start(program, f"rank {self._address} (started program "
+                                       f"{number}{shown})", self._address)
 
     def collective(self, collective: str, x: Buffer | None = None, *, algorithm: str,
                    op: ReduceOp | str | None = None, root: int | None = None,

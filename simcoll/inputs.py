@@ -2,7 +2,7 @@
 
 Each check names the bad value and what would be accepted, and turns what it accepts into
 the form the run uses (numpy integers to ``int``, sizes to bytes, arrays to read-only
-views).
+views that nobody can make writeable, :func:`simcoll.buffers.sealed`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.buffers import Buffer, VirtualBuffer
+from simcoll.buffers import Buffer, VirtualBuffer, sealed
 from simcoll.checks import integer, real
 from simcoll.collectives import Collective, Splits
 from simcoll.dtypes import as_dtype
@@ -43,8 +43,9 @@ class Inputs:
 
     Attributes:
         arrays: the user's arrays (data mode), else None.
-        buffers: each rank's input as the algorithm sees it: a read-only view of its array,
-            or a VirtualBuffer (data-free mode).
+        buffers: each rank's input as the algorithm sees it: a read-only view of its array
+            that nobody can make writeable (:func:`~simcoll.buffers.sealed`), or a
+            VirtualBuffer (data-free mode).
         dtype, nbytes, count: element type, bytes and elements of each rank's input (for
             a v-collective: the mean input bytes, rounded down, and the largest count).
         splits: a v-collective's sizes in elements (:mod:`simcoll.uneven`), else None.
@@ -111,12 +112,6 @@ def _check_uneven_arrays(coll: Collective, data: Any, p: int) -> list[np.ndarray
     return arrays
 
 
-def _read_only_view(x: np.ndarray) -> np.ndarray:
-    view = x.view()
-    view.flags.writeable = False
-    return view
-
-
 def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
                  splits: Any = None) -> Inputs:
     """The ranks' inputs, from ``data`` (data mode) or ``nbytes`` and ``dtype``, and for a
@@ -140,7 +135,7 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
         arrays = _check_arrays(data, p)
         dt = arrays[0].dtype
         size = arrays[0].nbytes
-        buffers: list[Buffer] = [_read_only_view(x) for x in arrays]
+        buffers: list[Buffer] = [sealed(x) for x in arrays]
     else:
         arrays = None
         dt = as_dtype(dtype, "dtype")
@@ -200,7 +195,7 @@ def _uneven_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
     if arrays is None:
         buffers: list[Buffer] = [VirtualBuffer.of(c, dt) for c in counts]
     else:
-        buffers = [_read_only_view(x) for x in arrays]
+        buffers = [sealed(x) for x in arrays]
     return Inputs(arrays, buffers, dt, sum(counts) * dt.itemsize // p, max(counts), shape)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.buffers import sealed
 from simcoll.dtypes import is_float
 
 __all__ = ["ReduceOp"]
@@ -52,7 +53,8 @@ class ReduceOp(enum.Enum):
         ``x`` times ``1/p`` rounded to the dtype, as NCCL's ``ncclDevPreMulSum`` applies
         it where it first reads each input element (the scalar is ``float(1.0 / p)``
         converted to the dtype, ``1.0 / p`` itself for float64; the product rounded once
-        to the dtype); ``x`` itself otherwise (other ops, integers, sizes-only buffers).
+        to the dtype), read-only for good (:func:`simcoll.buffers.sealed`); ``x`` itself
+        otherwise (other ops, integers, sizes-only buffers).
         """
         if self is not ReduceOp.AVG or not isinstance(x, np.ndarray) or not is_float(x.dtype):
             return x
@@ -60,9 +62,7 @@ class ReduceOp(enum.Enum):
             scalar = x.dtype.type(1) / x.dtype.type(p)
         else:  # NCCL's float(1.0 / nRanks), converted to the dtype
             scalar = x.dtype.type(np.float32(1.0 / p))
-        scaled = x * scalar
-        scaled.flags.writeable = False
-        return scaled
+        return sealed(x * scalar)
 
     def finish(self, total: np.ndarray, p: int) -> np.ndarray:
         """A rank's output from its combined buffer: ``AVG`` of an integer dtype divides

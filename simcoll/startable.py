@@ -18,7 +18,7 @@ import numpy as np
 from simpy.events import Event
 
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.buffers import VirtualBuffer
+from simcoll.buffers import VirtualBuffer, sealed
 from simcoll.collectives import Collective, Splits, root_argument
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import CommUsageError, InvalidInputError, SimCollError
@@ -91,6 +91,9 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                 or (x is None and coll.name in _MAY_COME_EMPTY)):
             raise InvalidInputError(f"{coll.name} needs x, this rank's buffer (a numpy "
                                     f"array or a VirtualBuffer); got {x!r}")
+        if isinstance(x, np.ndarray) and x.ndim != 1:  # as simulate refuses data=
+            raise InvalidInputError(f"x has shape {x.shape}; pass 1-D arrays (use "
+                                    f"x.ravel())")
         spec = get_algorithm(coll.name, algorithm)
         reduce_op = check_op(coll, op)
         root = root_argument(coll, root, src, dst)
@@ -141,9 +144,15 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         sub.start_devices(lambda device: device_program(device, like_x, **kwargs))
     if coll.reduces:
         x = reduce_op.prepare(x, comm.size)
-    # The algorithm holds a read-only snapshot, as at the top level: what the caller does
-    # to x afterwards never reaches it, and an output that is x itself is read-only too.
-    program = spec.fn(sub, comm.snapshot(x), **kwargs)
+    program = spec.fn(sub, _held(comm, x), **kwargs)
     if reduce_op is ReduceOp.AVG and coll.reduces:
         program = _finished(program, reduce_op, comm.size)
-    return comm.start(program)
+    return comm.start(program, name=f"{coll.name}/{algorithm}")
+
+
+def _held(comm: Comm, x: Any) -> Any:
+    """``x`` as the algorithm holds it, as at the top level: a snapshot (what the caller
+    does to x afterwards never reaches it) that nobody can make writeable (the algorithm
+    cannot change the caller's array, nor a receiver the array it was sent)."""
+    held = comm.snapshot(x)
+    return sealed(held) if type(held) is np.ndarray else held

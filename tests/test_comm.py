@@ -7,6 +7,7 @@ import pytest
 from conftest import NO_FORMULA
 
 import simcoll as sc
+from simcoll.buffers import sealed
 
 
 def run(fn, p=2, topo=None, **kwargs):
@@ -291,3 +292,112 @@ def test_compute_and_reductions_not_waited_for_still_end_the_run():
 
     assert sc.run_program(topo, compute).time == pytest.approx(5e-6, rel=1e-12)
     assert sc.run_program(topo, reduction).time == pytest.approx(8e-6, rel=1e-12)
+
+
+# -- inputs nobody can make writeable --------------------------------------------------
+
+def test_an_input_cannot_be_made_writeable_so_a_wrong_result_is_never_correct():
+    # x.setflags(write=True) undid the read-only view (its base was the caller's array):
+    # an all-zero "sum" was marked correct, and the caller's data was zeroed.
+    def zeroes(comm, x, *, op):
+        x.setflags(write=True)
+        x[:] = 0
+        yield comm.sleep(0.0)
+        return x
+
+    data = [np.arange(8, dtype=np.float32) + r for r in range(4)]
+    kept = [x.copy() for x in data]
+    with pytest.raises(sc.AlgorithmError, match=r"rank 0 raised ValueError .*cannot set "
+                                                r"WRITEABLE flag to True"):
+        run(zeroes, p=4, data=data)
+    for x, before in zip(data, kept):
+        np.testing.assert_array_equal(x, before)
+
+
+def test_a_received_view_of_another_ranks_input_cannot_be_made_writeable():
+    # The payload's base was the sender's input: the receiver wrote into it.
+    def write_into_received(comm, x, *, op):
+        if comm.rank == 0:
+            yield comm.send(x[1:3], dst=1)
+            return x
+        got = yield comm.recv(src=0)
+        got.setflags(write=True)
+        return x
+
+    data = [np.arange(4.0), np.zeros(4)]
+    with pytest.raises(sc.AlgorithmError, match=r"rank 1 raised ValueError .*cannot set "
+                                                r"WRITEABLE"):
+        run(write_into_received, data=data)
+    assert data[0].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_an_input_is_a_view_without_a_copy_and_a_strided_one_is_still_summed_right():
+    contiguous = np.arange(6.0)
+    held = sealed(contiguous)
+    assert np.shares_memory(held, contiguous) and not held.flags.writeable
+    assert sealed(held) is held
+    for view in (held, held[2:], held[::2].view()):
+        with pytest.raises(ValueError, match="cannot set WRITEABLE"):
+            view.setflags(write=True)
+    # Every other element of 0..7 (+ r): 0, 2, 4, 6 (+ r), summed over 3 ranks by numpy.
+    data = [(np.arange(8.0) + r)[::2] for r in range(3)]
+    res = sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="ring", data=data)
+    assert res.correct is True
+    assert res.outputs[2].tolist() == [3.0, 9.0, 15.0, 21.0]
+
+
+def test_a_started_collective_cannot_make_the_callers_array_writeable():
+    # The caller's read-only array went to the algorithm as it was: one setflags call
+    # made it writeable again.
+    def unseal(comm, x, *, op):
+        x.setflags(write=True)
+        yield comm.sleep(0.0)
+        return x
+
+    sc.register("all_reduce", "test_comm_unseal", cost=NO_FORMULA)(unseal)
+    mine = np.ones(4)
+    mine.flags.writeable = False
+
+    def program(comm):
+        return (yield comm.all_reduce(mine, algorithm="test_comm_unseal"))
+
+    with pytest.raises(sc.AlgorithmError, match=r"started program 0: "
+                                                r"all_reduce/test_comm_unseal\) raised "
+                                                r"ValueError .*cannot set WRITEABLE"):
+        sc.run_program(sc.topology.switch(2), program)
+    assert not mine.flags.writeable and mine.tolist() == [1.0] * 4
+
+
+# -- via= ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, shown", [
+    (lambda c: c.send(np.zeros(4, np.float32), dst=1, via=["switch"]), r"\['switch'\]"),
+    (lambda c: c.send(np.zeros(4, np.float32), dst=1, via={"switch"}), r"\{'switch'\}"),
+    (lambda c: c.multicast(np.zeros(4, np.float32), [1], via=[["switch"]]),
+     r"\[\['switch'\]\]"),
+    (lambda c: c.multicast(np.zeros(4, np.float32), [1], via="switch"), "'switch'"),
+])
+def test_via_that_is_not_a_name_or_a_tuple_is_refused_naming_it(call, shown):
+    # A list passed the check and crashed in the network's route cache (unhashable).
+    def program(comm):
+        if comm.rank == 0:
+            yield call(comm)
+        elif comm.rank == 1:
+            yield comm.recv(src=0)
+
+    with pytest.raises(sc.AlgorithmError, match=rf"rank 0 raised CommUsageError .*rank 0: "
+                                                rf"(multicast )?via={shown} is not accepted; "
+                                                rf"give .*a device name or a tuple of them"):
+        sc.run_program(sc.topology.switch(2), program)
+
+
+def test_via_as_a_tuple_still_routes():
+    # 16 bytes over gpu0 -> switch -> gpu1 (0.5 us a link): 2 x 0.5 us + 16 B / 1 GB/s.
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(np.zeros(4, np.float32), dst=1, via=("switch",))
+        elif comm.rank == 1:
+            yield comm.recv(src=0)
+
+    res = sc.run_program(sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6), program)
+    assert res.time == pytest.approx(1e-6 + 16e-9, rel=1e-12)

@@ -3,6 +3,8 @@ program (``comm.all_reduce(...)``), side by side, each in a context of its own."
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from conftest import ALPHA, BETA, make_data, register_probe
@@ -152,11 +154,13 @@ def test_a_deadlocked_started_collective_is_reported():
             yield comm.all_reduce(x, algorithm="ring")
         return x
 
-    with pytest.raises(sc.DeadlockError, match=r"rank 0 \(started program 0\) waits for "
-                                               r"recv from 1") as info:
+    with pytest.raises(sc.DeadlockError, match=r"rank 0 \(started program 0: "
+                                               r"all_reduce/ring\) waits for recv from 1"
+                       ) as info:
         sc.simulate(network(2), "broadcast", algorithm="_mismatched_starts", nbytes=8)
     # Rank 0's own program waits for the one it started, not for that one's receive.
-    assert "rank 0 waits for rank 0 (started program 0) to end; " in str(info.value)
+    assert ("rank 0 waits for rank 0 (started program 0: all_reduce/ring) to end; "
+            in str(info.value))
 
 
 def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
@@ -314,3 +318,102 @@ def test_a_parameter_server_starts_where_its_servers_are_ranks():
     res = sc.run_program(hosted, in_group)
     assert [out.tolist() for out in res.outputs[:p]] == [[10.0] * 8] * p
     assert res.host_bytes_sent.tolist() == [0]
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (2, 4), (8, 1), ()])
+def test_a_started_collective_refuses_an_nd_array_naming_its_shape(shape):
+    # A (1, 8) buffer was cut by rows: 6.192 us and [64, 64, 32, 32] bytes where 8
+    # elements take 6.048 us and 48 bytes a rank.
+    topo = sc.topology.switch(4, bandwidth=1e9, latency=0.5e-6)
+
+    def program(comm, x):
+        return (yield comm.all_reduce(x, algorithm="ring"))
+
+    with pytest.raises(sc.AlgorithmError, match=rf"rank 0: x has shape "
+                                                rf"{re.escape(str(shape))}; pass 1-D "
+                                                rf"arrays \(use x.ravel\(\)\)"):
+        sc.run_program(topo, program, np.ones(shape, np.float32))
+    if shape:
+        # Raveled: 2(p-1) = 6 steps of 2 x 0.5 us + 8 B / 1 GB/s; 2(p-1)/p x 32 B a rank.
+        res = sc.run_program(topo, program, np.ones(shape, np.float32).ravel())
+        assert res.time == pytest.approx(6 * (1e-6 + 8e-9), rel=1e-12)
+        assert res.bytes_sent.tolist() == [48] * 4
+
+
+def test_a_generator_starts_once():
+    # The second start of one generator resumed it past its sleep at t=0: (None, 'done').
+    def leaf(comm):
+        yield comm.sleep(1e-6)
+        return "done"
+
+    def twice(comm):
+        g = leaf(comm)
+        a, b = comm.start(g), comm.start(g)
+        return ((yield a), (yield b))
+
+    def again_after_it_ended(comm):
+        g = leaf(comm)
+        yield comm.start(g)
+        return (yield comm.start(g))
+
+    def itself(comm, box):
+        box.append(comm.start(box[0]))  # box[0] is this very generator, running
+        yield comm.sleep(0.0)
+
+    def starts_itself(comm):
+        box: list = []
+        box.append(itself(comm, box))
+        return (yield comm.start(box[0]))
+
+    for program in (twice, again_after_it_ended, starts_itself):
+        with pytest.raises(sc.AlgorithmError, match=r"raised CommUsageError .*rank 0: "
+                                                    r"start\(\) got (leaf|itself), a "
+                                                    r"generator already started"):
+            sc.run_program(sc.topology.switch(2), program)
+
+
+def test_an_exception_in_a_started_collective_names_the_collective_and_algorithm():
+    @register_probe("all_reduce", "_raises_inside")
+    def raises_inside(comm: Comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.sleep(1e-6)
+        raise ValueError("boom")
+
+    def program(comm):
+        return (yield comm.all_reduce(np.ones(4), algorithm="_raises_inside"))
+
+    with pytest.raises(sc.AlgorithmError, match=r"^rank 0 \(started program 0: "
+                                                r"all_reduce/_raises_inside\) raised "
+                                                r"ValueError in program: boom"):
+        sc.run_program(network(2), program)
+
+
+def test_run_program_refuses_arguments_the_program_cannot_take_before_the_run():
+    # A misspelt option of run_program's own reached the program: a raw TypeError, or,
+    # for a program taking **kwargs, nothing at all.
+    def program(comm, nbytes):
+        yield comm.sleep(0.0)
+
+    def anything(comm, *args, **kwargs):
+        yield comm.sleep(0.0)
+
+    options = (r"run_program's own options are network=, trace=, until=, max_events=, "
+               r"faults=, in_network=")
+    with pytest.raises(sc.InvalidInputError, match=rf"^run_program: program program takes "
+                                                   rf"no keyword trac=True \(did you mean "
+                                                   rf"trace=\?\); {options}"):
+        sc.run_program(network(2), program, nbytes=8, trac=True)
+    with pytest.raises(sc.InvalidInputError, match=rf"cannot be called with these arguments "
+                                                   rf"\(missing a required argument: "
+                                                   rf"'nbytes'\); {options}"):
+        sc.run_program(network(2), program)
+    with pytest.raises(sc.InvalidInputError, match=r"run_program: in_network "
+                                                   r"device_without_arguments takes no "
+                                                   r"keyword nbytes=8; .* as "
+                                                   r"in_network\(comm, \*args, \*\*kwargs\)"):
+        sc.run_program(network(2), anything, nbytes=8, in_network=device_without_arguments)
+    assert sc.run_program(network(2), anything, 1, trac=True).outputs == [None, None]
+
+
+def device_without_arguments(comm):
+    """An in-network program that takes no argument besides comm."""
+    yield comm.sleep(0.0)

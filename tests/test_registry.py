@@ -11,6 +11,7 @@ import json
 import math
 import re
 import sys
+from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ import simcoll as sc
 import simcoll.algorithms as algorithms_package
 from simcoll import cost
 from simcoll.algorithms import Choice, Int, Keywords, Names, Optional, Real, registry
-from simcoll.cost import CostModel
+from simcoll.cost import CostModel, gpu_traffic
 
 P, COUNT = 4, 64          # ranks and float32 elements per rank of every run below
 
@@ -417,6 +418,128 @@ def test_a_validate_that_is_interrupted_stops_at_once():
         simulate(("all_gather", "test_validate_interrupt"))
 
 
+def _zero_traffic(p, nbytes, itemsize):
+    return gpu_traffic(np.zeros(p), np.zeros(p))
+
+
+def _one_second(p, nbytes, alpha, beta, gamma):
+    return 1.0
+
+
+def _two_seconds(p, nbytes, alpha, beta, gamma):
+    return 2.0
+
+
+def test_a_name_taken_is_replaced_only_when_asked():
+    # A notebook cell run again (a new function under the same name) was refused with no
+    # way to replace it; the same function registered again with another cost silently
+    # replaced its entry (predict went from 1.0 to 2.0).
+    one = CostModel(time=_one_second, traffic=_zero_traffic)
+    two = CostModel(time=_two_seconds, traffic=_zero_traffic)
+
+    def cell():  # what the cell defines, again at every run
+        def mine(comm, x, *, op):
+            yield from ()
+            return x
+        return mine
+
+    first = sc.register("all_reduce", "test_mine", cost=one)(cell())
+    sc.register("all_reduce", "test_mine", cost=one)(first)  # the same again: no change
+    with pytest.raises(sc.RegistrationError, match=r"'test_mine' is already registered for "
+                                                   r"'all_reduce' \(by test_registry\..*mine\); "
+                                                   r"pass replace=True to register\(\)"):
+        sc.register("all_reduce", "test_mine", cost=one)(cell())
+    with pytest.raises(sc.RegistrationError, match=r"'test_mine' is already registered for "
+                                                   r"'all_reduce' with another cost; pass "
+                                                   r"replace=True"):
+        sc.register("all_reduce", "test_mine", cost=two)(first)
+    assert cost.predict("all_reduce", "test_mine", p=4, nbytes=64, alpha=1, beta=1) == 1.0
+    again = sc.register("all_reduce", "test_mine", cost=two, replace=True)(cell())
+    assert sc.get_algorithm("all_reduce", "test_mine").fn is again
+    assert cost.predict("all_reduce", "test_mine", p=4, nbytes=64, alpha=1, beta=1) == 2.0
+    with pytest.raises(sc.RegistrationError, match=r"'ring' is already registered for "
+                                                   r"'all_reduce' by simcoll itself, which "
+                                                   r"replace=True does not replace"):
+        sc.register("all_reduce", "ring", cost=two, replace=True)(cell())
+    with pytest.raises(sc.InvalidInputError, match=r"replace='yes' is not accepted"):
+        sc.register("all_reduce", "test_mine", cost=two, replace="yes")
+
+
+def test_choices_given_as_a_list_or_set_are_taken_as_a_tuple():
+    # A list of choices crashed registration: TypeError: 'list' object is not callable.
+    def time(p, nbytes, alpha, beta, gamma, *, mode):
+        return 0.0
+
+    @sc.register("broadcast", "test_modes", params={"mode": Choice("fast", ["fast", "slow"])},
+                 cost=CostModel(time=time, traffic=_zero_traffic))
+    def modes(comm, x, *, root, mode):
+        yield comm.sleep(0.0)
+        return x
+
+    assert sc.get_algorithm("broadcast", "test_modes").params["mode"].choices == ("fast",
+                                                                                  "slow")
+    assert simulate(("broadcast", "test_modes"), mode="slow").params == {"mode": "slow"}
+    with pytest.raises(sc.InvalidInputError, match=r"mode='medium' is not accepted; use one "
+                                                   r"of 'fast', 'slow'"):
+        simulate(("broadcast", "test_modes"), mode="medium")
+    assert Choice("b", {"c", "b", "a"}).choices == ("a", "b", "c")
+    assert Names("auto", ["LL", "Simple"]).choices == ("LL", "Simple")
+    for bad in ("fast", ["fast", 1], 3):
+        with pytest.raises(sc.RegistrationError, match=rf"Choice\(choices={re.escape(repr(bad))}\) "
+                                                       rf"is not accepted; give the names as a "
+                                                       rf"tuple, list or set of strings or a "
+                                                       rf"function returning them"):
+            Choice("fast", bad)
+
+
+def test_is_exact_takes_only_a_bool_from_a_model():
+    # "no" was taken as exact: bool("no") is True.
+    vague = CostModel(time=_one_second, traffic=_zero_traffic,
+                      exact=lambda p, nbytes, itemsize: "no")
+    sc.register("broadcast", "test_vague", cost=vague)(
+        lambda comm, x, *, root: (yield from ()))
+    with pytest.raises(sc.RegistrationError, match=r"broadcast/test_vague: its cost model's "
+                                                   r"exact returned 'no'; return True or "
+                                                   r"False"):
+        cost.is_exact("broadcast", "test_vague", p=4, nbytes=64)
+
+
+def test_a_model_that_raises_is_reported_as_invalid_input_as_validate_is():
+    # predict let a ZeroDivisionError of the model out as it was.
+    def time(p, nbytes, alpha, beta, gamma):
+        return nbytes / (p - 4)
+
+    sc.register("all_reduce", "test_divides", cost=CostModel(time=time,
+                                                             traffic=_zero_traffic))(
+        _flat_all_reduce)
+    with pytest.raises(sc.InvalidInputError, match=r"all_reduce/test_divides: its cost "
+                                                   r"model's time raised ZeroDivisionError: "
+                                                   r"division by zero") as info:
+        cost.predict("all_reduce", "test_divides", p=4, nbytes=64, alpha=1, beta=1)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert cost.predict("all_reduce", "test_divides", p=6, nbytes=64, alpha=1, beta=1) == 32
+
+
+def test_a_validate_that_cannot_take_its_positional_arguments_is_refused_at_registration():
+    # It registered, and failed only at the first run ("takes 2 positional arguments but
+    # 3 were given").
+    with pytest.raises(sc.RegistrationError, match=r"all_gather/test_two: validate "
+                                                   r"'<lambda>' takes \(p, count\) "
+                                                   r"positionally but is called with \(p, "
+                                                   r"count, hosts\)"):
+        sc.register("all_gather", "test_two", validate=lambda p, count: None,
+                    cost=NO_FORMULA)
+    assert ("all_gather", "test_two") not in sc.list_algorithms()
+
+
+@pytest.mark.parametrize("params", ["k", {"chunks": 1}])
+def test_params_refusals_list_every_spec(params):
+    # Names, Keywords and Value were left out.
+    with pytest.raises(sc.RegistrationError, match=r"Int, Real, Choice, Names, Optional, "
+                                                   r"Keywords or Value"):
+        sc.register("all_gather", "test_specs_listed", params=params, cost=NO_FORMULA)
+
+
 # -- discovery -------------------------------------------------------------------------
 
 def test_every_module_of_the_package_is_imported():
@@ -453,6 +576,40 @@ def test_a_family_module_added_to_the_package_is_found(tmp_path, monkeypatch):
     res = sc.simulate(reference_network(3), "barrier", algorithm="zz_found")
     assert res.messages == 0
     sys.modules.pop("simcoll.algorithms.zz_new_family", None)
+
+
+def test_a_plugin_that_fails_to_load_is_skipped_with_a_warning_naming_it(tmp_path,
+                                                                          monkeypatch):
+    # The first lookup of any algorithm raised the plugin's raw RuntimeError, and the
+    # plugins after it were never loaded.
+    (tmp_path / "zz_badplug.py").write_text("raise RuntimeError('plugin import failed')\n")
+    (tmp_path / "zz_goodplug.py").write_text(
+        "import numpy as np\n"
+        "import simcoll as sc\n"
+        "from simcoll.cost import CostModel, gpu_traffic\n"
+        "def traffic(p, nbytes, itemsize):\n"
+        "    return gpu_traffic(np.zeros(p), np.zeros(p))\n"
+        "@sc.register('broadcast', 'zz_from_plugin',\n"
+        "             cost=CostModel(time=lambda *a: 0.0, traffic=traffic))\n"
+        "def from_plugin(comm, x, *, root):\n"
+        "    yield from ()\n"
+        "    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins = [EntryPoint(name, value, registry.ENTRY_POINT_GROUP)
+               for name, value in (("a_bad", "zz_badplug"), ("b_good", "zz_goodplug"))]
+    monkeypatch.setattr(registry, "entry_points", lambda group: plugins)
+    monkeypatch.setattr(registry, "_plugins_loaded", False)
+    monkeypatch.setattr(registry, "_plugin_failures", [])
+    for module in ("zz_badplug", "zz_goodplug"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    failed = (r"algorithm plugin a_bad = zz_badplug \(entry point group "
+              r"'simcoll.algorithms'\) failed to load: RuntimeError: plugin import failed")
+    with pytest.warns(RuntimeWarning, match=rf"^{failed}; simcoll goes on without it"):
+        res = sc.simulate(reference_network(2), "broadcast", algorithm="binomial", nbytes=8)
+    assert res.messages == 1
+    assert ("broadcast", "zz_from_plugin") in sc.list_algorithms()
+    with pytest.raises(sc.UnknownAlgorithmError, match=rf"known algorithms: .*; the {failed}"):
+        sc.get_algorithm("broadcast", "zz_missing")
 
 
 # -- the specs themselves --------------------------------------------------------------

@@ -116,8 +116,8 @@ def test_size_strings_are_byte_counts_as_in_simulate(ring, hosts):
 
 
 def test_assert_matches_model_checks_its_constants_before_comparing(simcoll_reference):
-    """With root 0 the traffic differs from this root-3 run's, and that AssertionError
-    hid the NaN alpha."""
+    """Refused before any comparison: when the models were asked for root 0, the
+    traffic differed from this root-3 run's, and that AssertionError hid the NaN alpha."""
     res = simulate(simcoll_reference.network(4), "broadcast", algorithm="binomial",
                    nbytes=1000, root=3)
     for bad in (dict(alpha=math.nan), dict(beta=math.inf), dict(gamma=-1.0)):
@@ -127,6 +127,22 @@ def test_assert_matches_model_checks_its_constants_before_comparing(simcoll_refe
             assert_matches_model(res, **kwargs)
     with pytest.raises(sc.InvalidInputError, match=r"^root=4 is not accepted"):
         assert_matches_model(res, alpha=ALPHA, beta=BETA, root=4)
+
+
+def test_assert_matches_model_asks_the_models_for_the_runs_root():
+    """A correct root-2 run failed against the root-0 model ("traffic ... differs", ranks
+    0 and 2 swapped): the root defaulted to 0 though ``res.root`` holds it."""
+    res = simulate(alpha_beta_network(4, alpha=ALPHA, beta=BETA), "broadcast",
+                   algorithm="binomial", nbytes=4096, root=2)
+    # By hand: the binomial tree from rank 2 sends to 0, then 2 -> 3 and 0 -> 1: every
+    # rank but the root receives 4096 bytes once.
+    assert res.root == 2 and res.bytes_received.tolist() == [4096, 4096, 0, 4096]
+    assert_matches_model(res, alpha=ALPHA, beta=BETA)
+    assert_matches_model(res, alpha=ALPHA, beta=BETA, root=2)
+    with pytest.raises(sc.InvalidInputError, match=r"^root=0 is not the root of the run of "
+                                                   r"broadcast/binomial \(p=4, nbytes=4096\), "
+                                                   r"which is 2; leave root= out"):
+        assert_matches_model(res, alpha=ALPHA, beta=BETA, root=0)
 
 
 def test_a_root_for_a_collective_without_one_is_refused_as_simulate_refuses_it(

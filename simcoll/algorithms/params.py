@@ -17,13 +17,14 @@ import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-from simcoll.errors import InvalidInputError
+from simcoll.errors import InvalidInputError, RegistrationError
 from simcoll.topology.quantities import parse_time
 
 __all__ = ["Param", "Int", "Real", "Choice", "Names", "Optional", "Value", "Keywords",
@@ -153,14 +154,30 @@ class Real(Param):
         return number
 
 
+def _names(spec: str, choices: Any) -> tuple[str, ...]:
+    """``choices`` as a tuple of names: a list or tuple in its order, a set sorted.
+
+    Raises:
+        RegistrationError: ``choices`` is a string or not a collection of strings.
+    """
+    if not isinstance(choices, str) and isinstance(choices, Iterable):
+        names = list(choices)
+        if all(isinstance(name, str) for name in names):
+            return tuple(sorted(names) if isinstance(choices, AbstractSet) else names)
+    raise RegistrationError(f"{spec}(choices={choices!r}) is not accepted; give the names "
+                            f"as a tuple, list or set of strings"
+                            f"{' or a function returning them' if spec == 'Choice' else ''}")
+
+
 @dataclass(frozen=True)
 class Choice(Param):
     """One name out of a set (a string; lists and other types are refused).
 
     Attributes:
         default: the name used when none is given.
-        choices: the accepted names, or a function returning them (asked at each check,
-            so it can list algorithms registered later).
+        choices: the accepted names (a tuple; a list or set is taken as one, a set in
+            sorted order), or a function returning them (asked at each check, so it can
+            list algorithms registered later).
         doc: one line saying what the parameter does.
         ignore_case: accept any capitalisation of a name, with or without its
             underscores, and give it as ``choices`` spells it (as NCCL reads ``NCCL_ALGO``
@@ -171,6 +188,10 @@ class Choice(Param):
     choices: tuple[str, ...] | Callable[[], Iterable[str]]
     doc: str = ""
     ignore_case: bool = False
+
+    def __post_init__(self) -> None:
+        if not callable(self.choices):
+            object.__setattr__(self, "choices", _names("Choice", self.choices))
 
     def options(self) -> tuple[str, ...]:
         """The accepted names, now."""
@@ -211,13 +232,17 @@ class Names(Param):
 
     Attributes:
         default: the value meaning "no choice made", accepted alone.
-        choices: the names that can be chosen.
+        choices: the names that can be chosen (a tuple; a list or set is taken as one, a
+            set in sorted order).
         doc: one line saying what the parameter does.
     """
 
     default: str
     choices: tuple[str, ...]
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "choices", _names("Names", self.choices))
 
     def accepted(self) -> str:
         names = ", ".join(repr(c) for c in self.choices)

@@ -6,22 +6,26 @@ where needed, a server-host program and a check across parameters. Algorithms re
 with :func:`register` in the module of their family; ``simcoll.algorithms`` imports every
 module of its package. Third-party packages add theirs through the entry-point group
 ``simcoll.algorithms``: each entry point names a module (or callable) that registers
-algorithms when loaded; they are loaded on first lookup.
+algorithms when loaded; they are loaded on first lookup. A plugin that fails to load is
+skipped with a ``RuntimeWarning`` naming its entry point and module; the others still
+load, and a lookup of an unknown algorithm names the plugins that failed.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
+import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from dataclasses import dataclass, field, fields
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
 
 import numpy as np
 
 from simcoll.algorithms.params import Int, Param, named_arguments
 from simcoll.buffers import Buffer, VirtualBuffer
+from simcoll.checks import flag
 from simcoll.collectives import collective as _collective
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel
@@ -194,8 +198,13 @@ def _normalized(spec: AlgorithmSpec, params: Mapping[str, Any],
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 """What an algorithm may be named: a word the command line can list and pass on."""
 
+_SPECS = "Int, Real, Choice, Names, Optional, Keywords or Value"
+"""The spec classes of :mod:`simcoll.algorithms.params`, as refusals list them."""
+
 _REGISTRY: dict[tuple[str, str], AlgorithmSpec] = {}
 _plugins_loaded = False
+_plugin_failures: list[str] = []
+"""The plugins that failed to load: each entry point, its module and what it raised."""
 
 
 def register(collective: str, name: str, *, cost: CostModel | None = None,
@@ -205,7 +214,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
              validate: Callable[..., None] | None = None,
              resolve: Callable[..., dict[str, Any]] | None = None,
              timeline: Callable[..., None] | None = None,
-             outputs: Callable[..., list[np.ndarray]] | None = None) -> Callable[[Fn], Fn]:
+             outputs: Callable[..., list[np.ndarray]] | None = None,
+             replace: bool = False) -> Callable[[Fn], Fn]:
     """Decorator: register a rank program as ``name`` for ``collective``, with its cost.
 
     Args:
@@ -226,6 +236,10 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
             ``splits`` for the v-collectives).
         outputs: the data-mode outputs of a run timed by ``timeline`` (see
             :class:`AlgorithmSpec`), or None; it takes the program's keywords.
+        replace: replace an algorithm registered under this name before (such as a
+            notebook cell's, run again); simcoll's own algorithms are never replaced.
+            Without it, registering the same program again with the same arguments does
+            nothing, and anything else under a name taken is refused.
 
     Raises:
         UnknownCollectiveError: the collective does not exist.
@@ -233,9 +247,9 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         RegistrationError: (a ``TypeError`` and a ``ValueError`` too) no cost model,
             params that are not a dict of specs, a program that is not a generator
             function, does not take ``(comm, x)`` or whose keywords differ from the
-            declared parameters, a model function that does not take its positional
-            arguments or names a keyword nobody passes, or a pair already registered
-            (with another program).
+            declared parameters, a model or validate function that does not take its
+            positional arguments or names a keyword nobody passes, or a pair already
+            registered otherwise (without ``replace=True``, or by simcoll itself).
     """
     for what, value in (("collective", collective), ("name", name)):
         if not isinstance(value, str) or not value:
@@ -254,9 +268,10 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
                         f"every algorithm carries its cost model (see simcoll.cost)")
     if not isinstance(cost, CostModel):
         raise RegistrationError(f"{what}: cost={cost!r} is not a simcoll.cost.CostModel")
+    replace = flag(replace, "replace")
     if params is not None and not isinstance(params, Mapping):
         raise RegistrationError(f"{what}: params={params!r} is not accepted; give a dict "
-                                f"{{name: spec}} of Int, Real, Choice or Optional")
+                                f"{{name: spec}} of {_SPECS}")
     specs = dict(params or {})
     _check_specs(what, {**specs, **cost.machine})
     # op, root and splits belong to the collective; validate gets the ranks' nodes as
@@ -272,6 +287,7 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         _check_positional(what, fn, positional, "cost model function")
     if validate is not None:
         _check_keywords(what, validate, {*specs, "nodes"}, "validate")
+        _check_positional(what, validate, _VALIDATE_ARGUMENTS, "validate")
     if timeline is not None:
         _check_keywords(what, timeline,
                         {*specs, *(("splits",) if coll.uneven is not None else ())}, "timeline")
@@ -291,14 +307,36 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         for part, positional in ((host, ("comm",)), (in_network, ("comm", "x"))):
             if part is not None:
                 _check_program(what, part, keywords, specs, positional)
-        key = (collective, name)
-        if key in _REGISTRY and _REGISTRY[key].fn is not fn:
-            raise RegistrationError(f"algorithm {name!r} is already registered for {collective!r}")
-        _REGISTRY[key] = AlgorithmSpec(collective, name, fn, cost, specs, host, validate,
-                                       in_network, resolve, timeline, outputs)
+        entry = AlgorithmSpec(collective, name, fn, cost, specs, host, validate,
+                              in_network, resolve, timeline, outputs)
+        _check_free(entry, replace)
+        _REGISTRY[(collective, name)] = entry
         return fn
 
     return decorator
+
+
+def _check_free(entry: AlgorithmSpec, replace: bool) -> None:
+    """Refuse to register ``entry`` where another registration holds its name, unless
+    ``replace`` (never over simcoll's own); the same registration again is no change."""
+    old = _REGISTRY.get((entry.collective, entry.name))
+    if old is None:
+        return
+    changed = [f.name for f in fields(AlgorithmSpec)
+               if getattr(old, f.name) is not getattr(entry, f.name)
+               and getattr(old, f.name) != getattr(entry, f.name)]
+    taken = f"algorithm {entry.name!r} is already registered for {entry.collective!r}"
+    if (old.fn.__module__ or "").startswith("simcoll."):
+        if changed:
+            raise RegistrationError(f"{taken} by simcoll itself, which replace=True does not "
+                                    f"replace; register yours under another name")
+    elif changed and not replace:
+        origin = ".".join(part for part in (old.fn.__module__, old.fn.__qualname__) if part)
+        which = ("with another " + ", ".join(changed) if old.fn is entry.fn
+                 else f"(by {origin})")
+        raise RegistrationError(f"{taken} {which}; pass replace=True to register() to "
+                                f"replace it (a notebook cell run again), or choose "
+                                f"another name")
 
 
 def _check_specs(what: str, specs: Mapping[str, Param]) -> None:
@@ -306,8 +344,8 @@ def _check_specs(what: str, specs: Mapping[str, Param]) -> None:
         if not isinstance(pname, str) or not pname.isidentifier():
             raise RegistrationError(f"{what}: parameter name {pname!r} is not an identifier")
         if not isinstance(spec, Param):
-            raise RegistrationError(f"{what}: parameter {pname}={spec!r} is not a spec; use Int, "
-                            f"Real, Choice or Optional from simcoll.algorithms.params")
+            raise RegistrationError(f"{what}: parameter {pname}={spec!r} is not a spec; use "
+                                    f"{_SPECS} from simcoll.algorithms.params")
         try:
             spec.check_default(pname)
         except InvalidInputError as exc:
@@ -328,6 +366,7 @@ def _check_keywords(what: str, fn: Callable[..., Any], known: set[str], role: st
 
 _TIME_ARGUMENTS = ("p", "nbytes", "alpha", "beta", "gamma")
 _MODEL_ARGUMENTS = ("p", "nbytes", "itemsize")
+_VALIDATE_ARGUMENTS = ("p", "count", "hosts")
 
 
 def _check_positional(what: str, fn: Callable[..., Any], names: tuple[str, ...],
@@ -364,14 +403,30 @@ def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
 
 
 def _load_plugins() -> None:
+    """Load every plugin of the entry-point group, once (on first lookup)."""
     global _plugins_loaded
     if _plugins_loaded:
         return
     _plugins_loaded = True
     for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _load_plugin(ep)
+
+
+def _load_plugin(ep: EntryPoint) -> None:
+    """Load plugin ``ep`` (a module that registers when imported, or a callable that
+    does when called); one that fails is skipped with a RuntimeWarning naming it, and
+    remembered for the message of an unknown algorithm."""
+    try:
         loaded = ep.load()
         if callable(loaded) and not inspect.isgeneratorfunction(loaded):
             loaded()
+    except Exception as exc:
+        failure = (f"algorithm plugin {ep.name} = {ep.value} (entry point group "
+                   f"{ENTRY_POINT_GROUP!r}) failed to load: {type(exc).__name__}: {exc}")
+        _plugin_failures.append(failure)
+        warnings.warn(f"{failure}; simcoll goes on without it (the other plugins and "
+                      f"simcoll's own algorithms are available)", RuntimeWarning,
+                      stacklevel=4)
 
 
 def algorithms(collective: str | None = None) -> list[tuple[str, str]]:
@@ -399,6 +454,8 @@ def get_algorithm(collective: str, name: str) -> AlgorithmSpec:
     spec = _REGISTRY.get((collective, name)) if isinstance(name, str) else None
     if spec is None:
         known = ", ".join(n for _, n in algorithms(collective)) or "none yet"
+        failed = "".join(f"; the {failure}" for failure in _plugin_failures)
         raise UnknownAlgorithmError(
-            f"unknown algorithm {name!r} for {collective!r}; known algorithms: {known}")
+            f"unknown algorithm {name!r} for {collective!r}; known algorithms: {known}"
+            f"{failed}")
     return spec

@@ -146,15 +146,15 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
         UnknownAlgorithmError: no model for the pair; the message lists the known ones.
         InvalidInputError: a bad p, nbytes, alpha, beta, gamma or parameter; a
             v-collective's sizes whose traffic could overflow int64 counters (as
-            ``simulate`` refuses them).
+            ``simulate`` refuses them); the registered model raised (naming what, as
+            ``simulate`` reports a ``validate`` function that raises).
         RegistrationError: the registered model returned something that is not a number.
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
     alpha, beta, gamma = check_constants(alpha, beta, gamma)
     args = spec.model_arguments(p, params)
-    time = spec.cost.time
-    seconds = time(p, nbytes, alpha, beta, gamma, **named_arguments(time, args))
+    seconds = _ask(spec, "time", (p, nbytes, alpha, beta, gamma), args)
     if isinstance(seconds, (bool, np.bool_)) or not isinstance(seconds, (int, float,
                                                                          np.integer,
                                                                          np.floating)):
@@ -185,8 +185,7 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
         check_counters(nbytes, p)
     itemsize = _itemsize(itemsize, nbytes)
     args = spec.model_arguments(p, params)
-    fn = spec.cost.traffic
-    moved = fn(p, nbytes, itemsize, **named_arguments(fn, args))
+    moved = _ask(spec, "traffic", (p, nbytes, itemsize), args)
     if not isinstance(moved, Traffic):
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
                                 f"returned {moved!r}; return a simcoll.cost.Traffic "
@@ -206,13 +205,37 @@ def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike
 
     Raises:
         UnknownAlgorithmError, InvalidInputError: as :func:`traffic`.
+        RegistrationError: the registered model returned something that is not a bool
+            (a ``"no"`` would read as true).
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
     itemsize = _itemsize(itemsize, nbytes)
     args = spec.model_arguments(p, params)
-    fn = spec.cost.exact
-    return bool(fn(p, nbytes, itemsize, **named_arguments(fn, args)))
+    exact = _ask(spec, "exact", (p, nbytes, itemsize), args)
+    if not isinstance(exact, (bool, np.bool_)):
+        raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's exact "
+                                f"returned {exact!r}; return True or False")
+    return bool(exact)
+
+
+def _ask(spec: AlgorithmSpec, role: str, positional: tuple[Any, ...],
+         args: dict[str, Any]) -> Any:
+    """What the function ``role`` (time, traffic or exact) of ``spec``'s cost model
+    returns for these arguments (and the keywords of ``args`` it names).
+
+    Raises:
+        InvalidInputError: the function raised one (refusing its arguments), or raised
+            anything else, named as ``simulate`` names a ``validate`` that raises.
+    """
+    fn = getattr(spec.cost, role)
+    try:
+        return fn(*positional, **named_arguments(fn, args))
+    except InvalidInputError:
+        raise
+    except Exception as exc:
+        raise InvalidInputError(f"{spec.collective}/{spec.name}: its cost model's {role} "
+                                f"raised {type(exc).__name__}: {exc}") from exc
 
 
 def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: float, beta: float,

@@ -185,6 +185,25 @@ def _model_params(res: Result) -> dict[str, Any]:
     return params
 
 
+def _run_root(res: Result, root: Any) -> int | None:
+    """The root the models are asked for: ``root`` checked as ``simulate`` checks it, and
+    the run's own (``res.root``, 0 where a rooted result does not say) if not given.
+
+    Raises:
+        InvalidInputError: a root that is not a rank, a root other than the run's, or a
+            root for a collective without one.
+    """
+    coll = collective(res.collective)
+    if root is None:
+        return res.root if res.root is not None or not coll.rooted else 0
+    checked = check_root(coll, root, res.nranks)
+    if res.root is not None and checked != res.root:
+        raise InvalidInputError(f"root={root!r} is not the root of the run of {_what(res)}, "
+                                f"which is {res.root}; leave root= out (the run's is "
+                                f"used)")
+    return checked
+
+
 def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float = 0.0,
                          rtol: float = 1e-9, root: int | None = None) -> None:
     """Assert ``res`` agrees with the registered cost model of the algorithm that ran.
@@ -196,21 +215,21 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     network with these constants (:func:`~simcoll.testing.alpha_beta_network`).
 
     Args:
-        root: the root the models of a rooted collective are asked for (default 0, as
-            ``simulate``'s); give the run's. Collectives without a root refuse one, as
-            ``simulate`` does.
+        root: the root the models of a rooted collective are asked for: the run's
+            (``res.root``) by default, and refused if it differs from it. Collectives
+            without a root refuse one, as ``simulate`` does.
 
     Raises:
         AssertionError: the first check that fails, values side by side.
         UnknownAlgorithmError: the algorithm has no cost model.
         InvalidInputError: (before any check) alpha, beta, gamma or ``rtol`` not a
-            finite number >= 0, a root that is not a rank of the run, or a root for a
-            collective without one.
+            finite number >= 0, a root that is not a rank of the run or not the run's
+            root, or a root for a collective without one.
     """
     for name, value in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
         real(value, name)
     rtol = real(rtol, "rtol")
-    root = check_root(collective(res.collective), root, res.nranks)
+    root = _run_root(res, root)
     if res.correct is False:
         raise AssertionError(f"{_what(res)} computed a wrong result "
                              f"(largest error {res.max_error!r})")
