@@ -416,3 +416,29 @@ def test_refusals_say_why_nvls_cannot_run_there():
                            r"and a SHARP fabric\)"):
             sc.simulate(sc.topology.dgx_h100(2), collective, algorithm="nccl",
                         nbytes=1 << 20, algo="nvls")
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_the_chain_cost_model_counts_the_pieces_of_each_channel(collective):
+    # 1 MiB on the reference network of 8 GPUs (1 us, 1 GB/s): NCCL's search gives the
+    # switch 2 channels and the tuner Simple, so each channel's 512 KiB is one step and
+    # does not pipeline: the run is launch 8.4 us + 7 hops of max(1 us, 3.4 us) + 1 MiB
+    # (both channels' halves on each link) / 1 GB/s. The model took one pipelined pass
+    # (1.08 ms against the run's 7.37 ms).
+    from simcoll.testing import alpha_beta_network
+
+    a, b, n = 1e-6, 1e-9, 1 << 20
+    res = sc.simulate(alpha_beta_network(8, alpha=a, beta=b), collective, algorithm="nccl",
+                      nbytes=n)
+    assert (res.params["channels"], res.params["proto"]) == (2, "Simple")
+    hand = 8.4e-6 + 7 * (3.4e-6 + n * b)
+    assert res.time == pytest.approx(hand, rel=1e-9)
+    assert sc.cost.predict(collective, "nccl", p=8, nbytes=n, alpha=a, beta=b) == \
+        pytest.approx(hand, rel=1e-9)
+    # elsewhere an estimate, within a quarter of the run
+    for p, size, beta in [(3, 96 << 20, 1e-11), (17, 16 << 20, 1e-11), (38, 122280, 1e-9)]:
+        run = sc.simulate(alpha_beta_network(p, alpha=a, beta=beta), collective,
+                          algorithm="nccl", nbytes=size, root=p // 2)
+        model = sc.cost.predict(collective, "nccl", p=p, nbytes=size, alpha=a, beta=beta,
+                                root=p // 2)
+        assert 0.75 < run.time / model < 1.25

@@ -52,7 +52,7 @@ from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TU
 from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, node_order, sharp_groups
 from simcoll.algorithms.nccl.nics import chain_lanes, channel_nics, gpu_nic, nearest_nics, nics_of
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
-from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
+from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate, one_step_slices
 from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose, nvls_reduces, sharp_reduces
 from simcoll.algorithms.params import Choice, Int, Names, Real, named_arguments
 from simcoll.algorithms.registry import register
@@ -61,6 +61,7 @@ from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.errors import CommUsageError, InvalidInputError
 from simcoll.ops import ReduceOp
+from simcoll.topology.builders import switch
 from simcoll.topology.graph import Topology
 from simcoll.typing import BufferProgram, HostProgram, Program
 
@@ -214,6 +215,37 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
             + protocol.wire(int(volume * nbytes)) * beta + reduced * nbytes * gamma)
 
 
+def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: float,
+                    gamma: float, *, algo: str, proto: str, channels: int, arch: str,
+                    intra: str, tuner: str, launch_overhead: float = 0.0,
+                    step_latency_scale: float = 1.0) -> float:
+    """NCCL's broadcast or reduce chain on the reference network, an estimate.
+
+    Each of the c channels (what NCCL's search and tuner give the reference switch) cuts
+    its n/c bytes into K pieces of one step (full steps, then the rest:
+    :func:`~.rings.chunks_then_rest`), pipelined along the p-1 hops, the c channels'
+    pieces sharing each link: launch + (p-1)(T + R) + (K-1) max(T, R), with
+    T = max(alpha, step latency) + wire(n/(cK)) c beta and R = n/K gamma for reduce (0
+    for broadcast): the chain pipeline's time (the README's ``reduce``/``ring`` row).
+    Nothing for one rank or an empty buffer, which NCCL discards."""
+    if p == 1 or nbytes == 0:
+        return 0.0
+    machine = _reference(p, beta) if beta == 0 else describe(
+        switch(p, bandwidth=1 / beta, latency=alpha / 2), tuple(range(p)))
+    choice = choose(machine, collective, nbytes, algo="ring", proto=proto,
+                    channels=channels, tuner=tuner)
+    protocol = dataclasses.replace(one_step_slices(PROTOCOL[choice.proto]),
+                                   launch=launch_overhead, step_scale=step_latency_scale)
+    c = choice.channels
+    pieces = max(1, -(-nbytes // (c * protocol.slice_bytes)))
+    link = "nvlink" if intra == "auto" else intra
+    step = (max(alpha, protocol.hop("ring", link))
+            + protocol.wire(-(-nbytes // (c * pieces))) * c * beta)
+    reduction = nbytes / pieces * gamma if collective == "reduce" else 0.0
+    return (protocol.base("ring") + (p - 1) * (step + reduction)
+            + (pieces - 1) * max(step, reduction))
+
+
 def _ring_all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
     """Rank r sends every block but its own and its successor's (rings on one node are
     rotations of rank order, so r's successor is r + 1 on every channel)."""
@@ -263,6 +295,10 @@ def _modelled(collective: str, algo: str) -> None:
                                 f"out: simulate that algorithm instead")
 
 
+_ESTIMATE_KEYS = ("algo", "proto", "channels", "arch", "intra", "tuner", "launch_overhead",
+                 "step_latency_scale")
+
+
 def _model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any) -> CostModel:
     def moved(p: int, nbytes: int, itemsize: int, **kw: Any) -> Traffic:
         _modelled(collective, kw["algo"])
@@ -270,12 +306,13 @@ def _model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any)
 
     def time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, **kw: Any) -> float:
         _modelled(collective, kw["algo"])
+        options = {k: kw[k] for k in _ESTIMATE_KEYS}
+        if collective in ("broadcast", "reduce"):
+            return _chain_estimate(collective, p, nbytes, alpha, beta, gamma, **options)
         return _ring_estimate(collective, steps(p), volume(p), reduced(p), p, nbytes, alpha,
-                              beta, gamma, **{k: kw[k] for k in
-                                               ("algo", "proto", "channels", "arch",
-                                                "intra", "tuner", "launch_overhead",
-                                                "step_latency_scale")})
-    time.__doc__ = _ring_estimate.__doc__
+                              beta, gamma, **options)
+    time.__doc__ = (_chain_estimate if collective in ("broadcast", "reduce")
+                    else _ring_estimate).__doc__
     moved.__doc__ = traffic.__doc__
     return CostModel(time=time, traffic=moved, exact=lambda *a, **k: False)
 
