@@ -41,7 +41,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import simcoll as sc  # noqa: E402
-from simcoll.plot.style import format_duration, format_size  # noqa: E402
+from simcoll.files import unwritable  # noqa: E402
+from simcoll.plot.style import finish, format_duration, format_size  # noqa: E402
 
 BANDWIDTH, LATENCY = 100 * sc.GB, 1 * sc.us
 
@@ -117,7 +118,7 @@ def pat_figure(out: Path) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     path = out / "pat_vs_ring.png"
-    fig.savefig(path, dpi=150)
+    finish(fig, path)
     return path
 
 
@@ -167,7 +168,7 @@ def nccl_figure(out: Path) -> Path:
                  "simulated / measured time", fontsize=10.5)
     fig.subplots_adjust(left=0.08, right=0.98, top=0.93, bottom=0.06)
     path = out / "nccl_tests.png"
-    fig.savefig(path, dpi=150)
+    finish(fig, path)
     return path
 
 
@@ -214,7 +215,7 @@ def critical_figure(out: Path) -> Path:
     ax.set_axisbelow(True)
     fig.tight_layout()
     path = out / "critical_path.png"
-    fig.savefig(path, dpi=150)
+    finish(fig, path)
     plt.close(fig)
     return path
 
@@ -224,19 +225,36 @@ FIGURES = {"scaling_busbw": scaling_figure, "timeline_ring": timeline_figure,
            "nccl_tests": nccl_figure, "critical_path": critical_figure}
 
 
-def main() -> None:
+def check_out(out: Path, names: list[str]) -> str | None:
+    """Why the figures ``names`` cannot be written into ``out`` (made if missing), or
+    None: checked before any is computed."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot make folder {out} ({exc.strerror or exc})"
+    return next(filter(None, (unwritable(out / f"{name}.png") for name in names)), None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Make the figures asked for; every one is written whole (through a temporary file)
+    or not at all, and ``--out`` is checked before any is computed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).resolve().parents[1] / "docs" / "img")
     parser.add_argument("--only", choices=sorted(FIGURES),
                         help="make this figure alone (default: every one)")
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, make in FIGURES.items():
-        if args.only and name != args.only:
-            continue
+    args = parser.parse_args(argv)
+    names = [args.only] if args.only else list(FIGURES)
+    problem = check_out(args.out, names)
+    if problem:
+        parser.error(f"--out {args.out}: {problem}")
+    for name in names:
+        make = FIGURES[name]
         start = time.perf_counter()
-        path = make(args.out)
+        try:
+            path = make(args.out)
+        except OSError as exc:  # a full disk: the figure's old file is kept
+            parser.exit(1, f"{parser.prog}: error: {exc}\n")
         plt.close("all")
         print(f"{path}  ({time.perf_counter() - start:.1f} s)")
 

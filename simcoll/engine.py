@@ -21,6 +21,10 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
 * :func:`schedule_background`: an event that changes the machine (a link fault) without
   being activity of the run: once nothing else is left to happen it is dropped, and so
   is one past the time limit.
+* :class:`ProgramProcess`: SimPy's ``Process`` for a rank program, except that
+  KeyboardInterrupt, SystemExit and MemoryError raised inside the program leave the run
+  at once, as themselves, and a yield of something that is not an event raises
+  :class:`InvalidYield`.
 * :func:`run`: SimPy's ``Environment.run`` loop with two differences. An event that
   nobody waits on (a cancelled one, or a timeout no process yielded) is dropped without
   moving the clock, and so is a background event after which nothing else would
@@ -32,6 +36,7 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
@@ -40,11 +45,16 @@ import simpy
 from simpy.events import Event, EventPriority, Process
 
 __all__ = ["done_event", "complete", "cancel", "schedule_at", "schedule_background", "run",
-           "RunStop", "LATE"]
+           "ProgramProcess", "RunStop", "InvalidYield", "AT_ONCE", "LATE"]
 
 LATE = 2
 """Priority of events that run after every other event of their instant (SimPy's own
 events use 0, urgent, and 1, normal)."""
+
+AT_ONCE = (KeyboardInterrupt, SystemExit, MemoryError)
+"""What a program raises that ends the run at once and reaches the caller as itself: the
+user's Ctrl-C or exit, and the machine running out of memory (never the program's
+fault)."""
 
 
 def done_event(env: simpy.Environment, value: Any = None) -> Event:
@@ -81,10 +91,7 @@ def complete(event: Event, value: Any) -> None:
             env.schedule(event)
             return
         for callback in callbacks:
-            try:
-                callback(event)
-            except (RuntimeError, AttributeError, OSError) as exc:
-                _refused(callback, exc)
+            callback(event)
 
 
 def cancel(event: Event) -> None:
@@ -130,8 +137,6 @@ class RunStop(Exception):
         super().__init__(reason)
         self.reason = reason
         self.now = now
-        self.stopped: list[str] = []
-        """Programs the limit stopped from inside (one spinning on instant events)."""
 
 
 class InvalidYield(Exception):
@@ -142,21 +147,83 @@ class InvalidYield(Exception):
         self.process = process
 
 
-def _refused(callback: Callable[[Event], None], exc: Exception) -> None:
-    """Re-raise ``exc``, escaped from ``callback``, as :class:`InvalidYield` if it is SimPy
-    refusing the value a process yielded (a rank program's own exceptions never get here:
-    its process catches them and fails). SimPy reads the program's source file to say
-    where; a program typed at ``python -c``, stdin or a notebook has none on disk, and
-    the ``OSError`` of that reading stands for the refusal."""
-    owner = getattr(callback, "__self__", None)
-    if isinstance(owner, Process):
-        if isinstance(exc, OSError):
-            frame = getattr(owner._generator, "gi_frame", None)
-            where = "its source unread" if frame is None else \
-                f"at {frame.f_code.co_filename}, line {frame.f_lineno}"
-            raise InvalidYield(owner, where) from None
-        raise InvalidYield(owner, str(exc).strip().splitlines()[-1]) from None
-    raise exc
+class ProgramProcess(Process):
+    """A rank program's process: SimPy's, resumed by its own :meth:`_resume`.
+
+    SimPy's ``Process`` catches every exception its generator raises and schedules it as
+    the process's failure, so every other process due at that instant runs first (a
+    Ctrl-C inside programs busy in Python loops took one press per rank), and reads
+    ``__traceback__.tb_next`` of it (an AttributeError on a MemoryError raised without
+    a traceback). Here :data:`AT_ONCE` leaves at once, as itself, and a yield of
+    something that is not an event raises :class:`InvalidYield` naming the line (SimPy
+    reads the program's source file to say so, which a program typed at ``python -c``
+    or in a notebook does not have).
+    """
+
+    def _resume(self, event: Event) -> None:
+        """Resume the program with ``event``'s value (or throw its failure into it) and
+        run it to its next yield of an event not yet processed, or to its end."""
+        env = self.env
+        env._active_proc = self
+        generator = self._generator
+        while True:
+            try:
+                if event._ok:
+                    event = generator.send(event._value)
+                else:
+                    event = generator.throw(_thrown(event))
+            except StopIteration as stop:
+                self._end(True, stop.value)
+                return
+            except AT_ONCE:
+                raise
+            except BaseException as exc:
+                self._end(False, _stripped(exc))
+                return
+            try:
+                callbacks = event.callbacks
+            except AttributeError:
+                raise InvalidYield(self, _where(generator)) from None
+            if callbacks is not None:
+                callbacks.append(self._resume)
+                self._target = event
+                env._active_proc = None
+                return
+
+    def _end(self, ok: bool, value: Any) -> None:
+        """The program returned ``value`` (``ok``) or raised it: this process fires."""
+        self._ok = ok
+        self._value = value
+        self._target = None  # type: ignore[assignment]  # SimPy's mark of "ended"
+        self.env._active_proc = None
+        self.env.schedule(self)
+
+
+def _thrown(event: Event) -> BaseException:
+    """What to throw into a program that waited on the failed ``event``: a copy of its
+    exception of its own (as SimPy does, so that programs do not change each other's
+    tracebacks), caused by the original; the failure is then handled."""
+    event._defused = True
+    original = event._value
+    exc = type(original)(*original.args)
+    exc.__cause__ = original
+    return exc
+
+
+def _stripped(exc: BaseException) -> BaseException:
+    """``exc`` without the traceback's first frame, :meth:`ProgramProcess._resume`'s own
+    (it may have no traceback at all)."""
+    traceback = exc.__traceback__
+    return exc if traceback is None else exc.with_traceback(traceback.tb_next)
+
+
+def _where(generator: Any) -> str:
+    """Where ``generator`` (or the one it delegates to with ``yield from``) stopped."""
+    while inspect.isgenerator(getattr(generator, "gi_yieldfrom", None)):
+        generator = generator.gi_yieldfrom
+    frame = getattr(generator, "gi_frame", None)
+    return "at an unknown line" if frame is None else \
+        f"at {frame.f_code.co_filename}, line {frame.f_lineno}"
 
 
 def run(env: simpy.Environment, *, until: float, max_events: int,
@@ -193,10 +260,7 @@ def run(env: simpy.Environment, *, until: float, max_events: int,
         env._now = when
         processed += 1
         for callback in callbacks:
-            try:
-                callback(event)
-            except (RuntimeError, AttributeError, OSError) as exc:
-                _refused(callback, exc)
+            callback(event)
         if not event._ok and not hasattr(event, "_defused"):
             raise event._value
     return processed

@@ -104,7 +104,7 @@ class Execution:
 
     def start_ranks(self, program_of: Callable[[Comm], Program]) -> list[simpy.Process]:
         """Start ``program_of(comm)`` on every rank (a late rank's starts late)."""
-        procs = []
+        procs: list[simpy.Process] = []
         for r in range(self.topology.nranks):
             program = program_of(Comm(self.runtime, r))
             if self._plan is not None:
@@ -160,8 +160,7 @@ class Execution:
             raise AlgorithmError(f"{label} in {rt.what} yielded something that is not an "
                                  f"event ({exc}); yield what comm returns") from None
         except RunStop as stop:
-            running = stop.stopped + [label for proc, label, _ in rt.programs
-                                      if proc.is_alive]
+            running = [label for proc, label, _ in rt.programs if _unreturned(proc)]
             shown = ", ".join(running[:16]) + (f" and {len(running) - 16} more"
                                                 if len(running) > 16 else "")
             if stop.reason == "instant":
@@ -219,6 +218,14 @@ class Execution:
         if not isinstance(rt, TracingRuntime):
             return None
         return tuple(sorted(rt.events, key=lambda event: event.end))
+
+
+def _unreturned(process: simpy.Process) -> bool:
+    """Whether ``process``'s program had not returned when a run limit stopped the run:
+    it still runs, or the limit stopped it from inside (a program that spins on
+    instant events meets the limit itself, and every other one that does so before the
+    run stops dies of it too)."""
+    return process.is_alive or (not process.ok and isinstance(process.value, RunStop))
 
 
 def _attached(topology: Topology) -> dict[int, tuple[int, ...]]:

@@ -21,10 +21,10 @@ from typing import Any, cast
 
 import numpy as np
 import simpy
-from simpy.events import PENDING, Event, Process, Timeout
+from simpy.events import PENDING, Event, Timeout
 
 from simcoll.buffers import memory_owner
-from simcoll.engine import RunStop, complete, done_event
+from simcoll.engine import ProgramProcess, RunStop, complete, done_event
 from simcoll.errors import AlgorithmError, LinkFailureError
 from simcoll.network.base import Network
 from simcoll.topology.graph import MulticastVia, Via
@@ -175,7 +175,7 @@ class Runtime:
         self.inputs = frozenset(id(memory_owner(x)) for x in inputs)
         """The arrays handed to the ranks as inputs: nothing changes them during the run,
         so read-only views of them travel without a copy."""
-        self.programs: list[tuple[Process, str, int]] = []
+        self.programs: list[tuple[ProgramProcess, str, int]] = []
         """Every program started, with the label errors name it by and its endpoint."""
         self._counts: dict[Any, int] = {}
         self._said: dict[Any, tuple[int, Any]] = {}
@@ -203,15 +203,17 @@ class Runtime:
         return self._said.setdefault(key, (rank, value))
 
 
-    def start(self, program: Generator[Any, Any, Any], label: str, address: int) -> Process:
+    def start(self, program: Generator[Any, Any, Any], label: str,
+              address: int) -> ProgramProcess:
         """Run ``program`` as a process of its own, on endpoint ``address``.
 
         An exception inside it ends the run with an :class:`AlgorithmError` naming
-        ``label``; KeyboardInterrupt, SystemExit, a run limit and a
+        ``label``; KeyboardInterrupt, SystemExit and MemoryError leave at once as
+        themselves (:class:`~simcoll.engine.ProgramProcess`), and a run limit and a
         :class:`LinkFailureError` (a message with no route around failed links) pass
-        through at once.
+        through as themselves.
         """
-        process = self.env.process(program)
+        process = ProgramProcess(self.env, program)
         process.callbacks.append(lambda event: self._raise_failure(event, label))
         self.programs.append((process, label, address))
         return process
@@ -221,8 +223,6 @@ class Runtime:
             return
         exc = cast(BaseException, event.value)
         event.defused = True
-        if isinstance(exc, RunStop):
-            exc.stopped.append(label)
         if isinstance(exc, (RunStop, LinkFailureError)) or not isinstance(exc, Exception):
             raise exc  # a link failure is the machine's, not the program's
         raise AlgorithmError(f"{label} raised {type(exc).__name__} in {self.what}: {exc}"

@@ -15,15 +15,17 @@ from typing import Any
 import numpy as np
 
 from simcoll.algorithms.registry import AlgorithmSpec, get_algorithm
-from simcoll.buffers import VirtualBuffer, owned
+from simcoll.buffers import VirtualBuffer, memory_owner, owned
 from simcoll.check import compare
 from simcoll.checks import flag
+from simcoll.collectives import Collective, root_argument
 from simcoll.collectives import collective as get_collective
-from simcoll.collectives import root_argument
+from simcoll.errors import InvalidInputError
 from simcoll.execution import Execution
 from simcoll.faults import Faults
-from simcoll.inputs import check_inputs, check_op, check_root, check_topology
+from simcoll.inputs import Inputs, check_inputs, check_op, check_root, check_topology
 from simcoll.lone_flows import time_without_events
+from simcoll.memory import data_mode_bytes, shortfall
 from simcoll.ops import ReduceOp
 from simcoll.result import Result
 from simcoll.topology.graph import Topology
@@ -50,11 +52,15 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             the name above); or one with sizes that differ between ranks:
             ``all_gatherv``, ``reduce_scatterv``, ``all_to_allv`` (see ``splits``).
         algorithm: a registered algorithm name for that collective.
-        data: one 1-D array per rank (data mode). Exclusive with ``nbytes``.
+        data: one 1-D array per rank (data mode). Exclusive with ``nbytes``. Refused
+            where the inputs and outputs alone exceed the machine's memory
+            (:mod:`simcoll.memory`).
         nbytes: each rank's input buffer size in bytes, or a size string like "256MiB"
-            (data-free mode: sizes only, O(ranks) memory). For the v-collectives, bytes
-            per rank (all_gatherv: each rank's input; reduce_scatterv: each rank's output
-            block, the input being their sum) or a p x p matrix of bytes per pair
+            (data-free mode: sizes only; memory grows with the messages in flight, about
+            3.3 KB each, p^2 of them at once for algorithms that send to every rank at
+            once, such as naive all_reduce and direct all_to_all). For the v-collectives,
+            bytes per rank (all_gatherv: each rank's input; reduce_scatterv: each rank's
+            output block, the input being their sum) or a p x p matrix of bytes per pair
             (all_to_allv: ``nbytes[i][j]`` from rank i to rank j).
         splits: the v-collectives' sizes in elements with ``data=``: p counts
             (reduce_scatterv: the output blocks; all_gatherv: optional, the arrays'
@@ -88,7 +94,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
 
     Raises:
         InvalidInputError, UnknownCollectiveError, UnknownAlgorithmError,
-        UnknownNetworkError, TopologyError: bad input, before the run starts.
+        UnknownNetworkError, TopologyError: bad input (data that cannot fit in memory
+            included), before the run starts.
         DeadlockError: ranks still waiting when no event is left.
         UnmatchedMessageError: messages sent but never received.
         AlgorithmError: an algorithm raised; the message names the rank.
@@ -105,6 +112,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     reduce_op = check_op(coll, op)
     the_root = check_root(coll, root_argument(coll, root, src, dst), p)
     inputs = check_inputs(p, data, nbytes, dtype, coll, splits)
+    if inputs.arrays is not None:
+        _refuse_what_cannot_fit(coll, p, inputs, the_root or 0)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
     shape = VirtualBuffer.of(inputs.count, inputs.dtype)
     requested = dict(params)
@@ -160,6 +169,25 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         correct, max_error = compare(reference, inputs.arrays, outputs, reduce_op,
                                      the_root or 0)
     return result(owned(outputs), correct, max_error)
+
+
+def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int) -> None:
+    """Refuse a data-mode run whose inputs (each array once, however many ranks it is
+    given to) and outputs alone exceed this machine's memory (:mod:`simcoll.memory`),
+    before a simulation that would end in a MemoryError.
+
+    Raises:
+        InvalidInputError: naming the estimate and the memory.
+    """
+    assert inputs.arrays is not None
+    held = {id(owner): owner.nbytes for owner in map(memory_owner, inputs.arrays)}
+    problem = shortfall(data_mode_bytes(coll, p, inputs.count, inputs.dtype.itemsize, root,
+                                        inputs.splits, sum(held.values())))
+    if problem:
+        raise InvalidInputError(
+            f"data= moves real arrays: {coll.name} on {p} ranks of {inputs.count} "
+            f"{inputs.dtype} elements each {problem}; pass nbytes= (data-free mode, same "
+            f"time and traffic) or smaller arrays")
 
 
 def _run_programs(run: Execution, spec: AlgorithmSpec, buffers: Sequence[Any],

@@ -5,9 +5,11 @@ subprocesses for --version, a closed pipe and exit codes."""
 from __future__ import annotations
 
 import csv
+import errno
 import inspect
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -483,6 +485,78 @@ def test_interrupt_is_one_line_and_status_130(capsys, monkeypatch):
     monkeypatch.setattr("simcoll.cli.run.simulate", stop)
     status, _, err = cli(capsys, "run", "--size", "1K")
     assert status == 130 and err == "simcoll run: interrupted\n"
+
+
+def test_out_of_memory_is_one_line_naming_ranks_and_status_2(capsys):
+    """A MemoryError inside a rank came out as 'rank 2 raised MemoryError in ...', the
+    exit status of a failed check; data-free, the memory is the ranks' (p^2 messages in
+    flight), not the size's."""
+    @sc.register("all_reduce", "_test_cli_out_of_memory", cost=NO_FORMULA)
+    def hungry(comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.compute(1e-6)
+        if comm.rank == 2:
+            raise MemoryError
+        return x
+
+    status, _, err = cli(capsys, "run", "--topology", "switch:4", "--algorithm",
+                         "_test_cli_out_of_memory", "--size", "1K")
+    assert status == 2
+    assert err == ("simcoll run: error: out of memory; use fewer ranks (algorithms that "
+                   "send to every rank at once, such as naive and direct, hold p^2 messages "
+                   "even data-free) or smaller sizes (or drop -c)\n")
+
+
+def _machine_of(monkeypatch, nbytes):
+    """Make this machine's physical memory ``nbytes`` (as os.sysconf reports it)."""
+    real = os.sysconf
+
+    def sysconf(name):
+        return {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": nbytes // 4096}.get(name) or real(name)
+
+    monkeypatch.setattr(os, "sysconf", sysconf)
+
+
+def test_check_refuses_what_the_library_refuses_and_runs_what_fits(capsys, monkeypatch):
+    """-c and simulate(data=) share one rule: a run's inputs and outputs. A gather of
+    32 MiB on 32 ranks holds 32 inputs of 1 MiB and one output of 32 MiB, 64 MiB: it
+    fits in 0.5 GiB (refused before, as 4 p times the largest buffer, 4 GiB). Its
+    all_gather holds 32 outputs of 32 MiB, 1.03 GiB: refused."""
+    _machine_of(monkeypatch, 2**29)
+    status, out, err = cli(capsys, "run", "--topology", "switch:32", "--collective",
+                           "gather", "-c", "--size", "32M")
+    assert status == 0 and "# Out of bounds values : 0 OK" in out, err
+    status, _, err = cli(capsys, "run", "--topology", "switch:32", "--collective",
+                         "all_gather", "-c", "--size", "32M")
+    assert status == 2
+    assert err == ("simcoll run: error: -c moves real arrays: all_gather on 32 ranks needs "
+                   "about 1.0 GiB for its inputs and outputs alone, more than this "
+                   "machine's 0.5 GiB; lower --size or run without -c (data-free)\n")
+    with pytest.raises(sc.InvalidInputError, match="needs about 1.0 GiB for its inputs and "
+                                                   "outputs alone, more than this machine's "
+                                                   "0.5 GiB"):
+        sc.simulate(sc.topology.switch(32), "all_gather", algorithm="ring",
+                    data=[np.ones(2**18, np.float32)] * 32)
+
+
+def test_a_sweep_whose_final_write_fails_says_where_its_points_are(capsys, monkeypatch,
+                                                                   tmp_path):
+    """A full disk at the end: the error said nothing of the points kept in
+    PATH.partial.jsonl, which the interrupted path names."""
+    out = tmp_path / "points.json"
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4",
+                         "--sizes", "1K", "--output", str(out))
+    partial = tmp_path / "points.json.partial.jsonl"
+    assert status == 2
+    assert err == (f"the finished points are kept in {partial} (a sweep to {out} resumes "
+                   f"from it)\nsimcoll sweep: error: [Errno 28] cannot write {out}: No space "
+                   f"left on device\n")
+    assert [r.nranks for r in sc.load_results(partial)] == [2, 4]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [partial.name]
 
 
 def test_help_exits_cleanly(capsys):

@@ -4,6 +4,8 @@ a run name the rank."""
 from __future__ import annotations
 
 import math
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -252,3 +254,90 @@ def test_errors_with_details_cross_processes_whole():
         back = pickle.loads(pickle.dumps(err))
         assert type(back) is type(err) and str(back) == str(err)
         assert vars(back) == vars(err)
+
+
+# --- what leaves a run at once, and what a run limit names -----------------------------------
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, SystemExit, MemoryError])
+def test_ctrl_c_exit_and_out_of_memory_leave_the_run_at_once_as_themselves(raised):
+    """SimPy scheduled a program's exception as its process's failure: every other rank
+    due at that instant ran its Python work first (a Ctrl-C inside programs busy in
+    loops took one press per rank), and a MemoryError came out as an AlgorithmError."""
+    ran = []
+
+    def program(comm):
+        ran.append(comm.rank)
+        if comm.rank == 0:
+            raise raised
+        yield comm.sleep(1e-6)
+
+    with pytest.raises(raised):
+        sc.run_program(sc.topology.switch(8), program)
+    assert ran == [0]  # no other rank ran after it
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX timers")
+def test_ctrl_c_during_a_rank_s_python_loop_surfaces_when_it_comes():
+    """Each rank spends 1 s in Python; a Ctrl-C 0.2 s into rank 0's surfaces then, not
+    after every other rank's second too (3.2 s on 4 ranks)."""
+    def busy(comm):
+        start = time.monotonic()
+        while time.monotonic() - start < 1.0:
+            pass
+        yield comm.sleep(1e-6)
+
+    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)  # as Ctrl-C
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sc.run_program(sc.topology.switch(4), busy)
+        elapsed = time.monotonic() - start
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert elapsed < 0.9
+
+
+def test_a_memory_error_in_a_rank_is_not_an_algorithm_s_error():
+    @sc.register("all_reduce", "test_out_of_memory", cost=NO_FORMULA)
+    def hungry(comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.compute(1e-6)
+        if comm.rank == 2:
+            raise MemoryError
+        return x
+
+    with pytest.raises(MemoryError) as info:
+        sc.simulate(topo4(), "all_reduce", algorithm="test_out_of_memory", nbytes=64)
+    assert type(info.value) is MemoryError
+
+
+def test_a_bad_yield_inside_a_helper_names_the_helper_s_line():
+    namespace: dict = {}
+    exec(compile("def helper(comm):\n    yield 5\n\n"
+                 "def cell(comm):\n    yield comm.sleep(0.0)\n    yield from helper(comm)\n",
+                 "<cell 8>", "exec"), namespace)
+    with pytest.raises(sc.AlgorithmError, match=r"rank 0 in cell yielded something that is "
+                                                r"not an event \(at <cell 8>, line 2\)"):
+        sc.run_program(topo4(), namespace["cell"])
+
+
+def test_a_run_limit_names_every_rank_it_stopped_spinning():
+    """Every rank spins on instant events; each meets the limit in turn and dies of it,
+    and only the first was named."""
+    def spin(comm):
+        while True:
+            yield comm.compute(0)
+
+    with pytest.raises(sc.RunLimitError, match=r"rank 0, rank 1, .* rank 7 still running") \
+            as info:
+        sc.run_program(sc.topology.switch(8), spin, max_events=1000)
+    assert info.value.running == [f"rank {r}" for r in range(8)]
+
+
+def test_a_run_limit_halfway_through_a_ring_names_every_rank():
+    """A ring all_reduce's ranks return after its 2 (p - 1) = 6 steps; stopped after 10
+    events, half way (t = 1.39e-5 s of 2.77e-5 s), none had returned."""
+    with pytest.raises(sc.RunLimitError) as info:
+        sc.simulate(topo4(), "all_reduce", algorithm="ring", nbytes=1 << 20, max_events=10)
+    assert info.value.running == ["rank 0", "rank 1", "rank 2", "rank 3"]

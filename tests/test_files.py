@@ -3,6 +3,7 @@ written whole or not at all, and no temporary file left behind."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 import simcoll as sc
 from simcoll.cli import main
-from simcoll.files import output_path, write_atomically
+from simcoll.files import output_path, sibling, write_atomically
 from simcoll.trace import save_chrome
 
 
@@ -98,3 +99,75 @@ def test_the_command_line_refuses_such_a_folder_before_the_run(capsys, monkeypat
     assert main(["trace", "--topology", "switch:2", "--output", "/proc/x.json"]) == 2
     err = capsys.readouterr().err
     assert "--output /proc/x.json: cannot write in folder '/proc'" in err and calls == []
+
+
+# --- the longest names a folder takes ------------------------------------------------------
+
+def _name_max(folder):
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):
+        pytest.skip("the folder does not say how long a name may be")
+
+
+@pytest.mark.parametrize("write, ext", [
+    (lambda path: save_chrome(_traced(), path), ".json"),
+    (lambda path: sc.topology.save(sc.topology.switch(2), path), ".yaml"),
+    (lambda path: sc.plot.timeline(_traced(), save=path), ".png"),
+])
+def test_a_name_as_long_as_the_folder_takes_is_written(tmp_path, write, ext):
+    """The temporary file's name, '.NAME.part', was 6 bytes longer than the target's:
+    a name of 250 to 255 bytes, which open() takes, was refused as 'cannot write in
+    folder'."""
+    path = tmp_path / ("a" * (_name_max(tmp_path) - len(ext)) + ext)
+    write(path)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name] and path.stat().st_size
+
+
+def test_a_name_longer_than_the_folder_takes_is_refused_by_its_length(tmp_path):
+    """It came out as a raw OSError (File name too long) from the check for a
+    directory."""
+    limit = _name_max(tmp_path)
+    path = tmp_path / ("a" * (limit - 4) + ".yaml")
+    with pytest.raises(sc.InvalidInputError, match=f"the file name is {limit + 1} bytes "
+                                                   f"long, more than the {limit} its folder "
+                                                   f"takes"):
+        sc.topology.save(sc.topology.switch(2), path)
+    assert main(["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K",
+                 "--output", str(path.with_suffix(".json"))]) == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_to_the_longest_name_keeps_its_points_under_a_shorter_one(capsys, tmp_path,
+                                                                          monkeypatch):
+    """PATH.partial.jsonl is 14 bytes longer than PATH: where that is too long, the
+    name is cut and ends with a digest of PATH's (one name per PATH), and a sweep that
+    fails at the end names it."""
+    out = tmp_path / ("p" * (_name_max(tmp_path) - 5) + ".json")
+    assert main(["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K",
+                 "--output", str(out)]) == 0
+    assert [r.nranks for r in sc.load_results(out)] == [2]
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]
+    capsys.readouterr()
+    def full(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    assert main(["sweep", "--algorithms", "ring", "--ranks", "4", "--sizes", "1K",
+                 "--output", str(out)]) == 2
+    kept = [p for p in tmp_path.iterdir() if p != out]
+    assert len(kept) == 1 and kept[0].name.endswith(".partial.jsonl")
+    assert kept[0].name.startswith("ppp") and len(os.fsencode(kept[0].name)) <= len(out.name)
+    assert f"the finished points are kept in {kept[0]}" in capsys.readouterr().err
+    assert [r.nranks for r in sc.load_results(kept[0])] == [4]
+
+
+def test_siblings_of_long_names_fit_and_stay_apart(tmp_path):
+    limit = _name_max(tmp_path)
+    short = tmp_path / "x.json"
+    assert sibling(short, ".", ".part") == tmp_path / ".x.json.part"
+    one, two = (tmp_path / ("b" * (limit - 6) + tail) for tail in ("1.json", "2.json"))
+    made = [sibling(path, suffix=".partial.jsonl") for path in (one, two)]
+    assert made[0] != made[1]
+    assert all(len(os.fsencode(m.name)) == limit and m.parent == tmp_path for m in made)
+    assert sibling(one, suffix=".partial.jsonl") == made[0]  # the same every time

@@ -328,9 +328,9 @@ def test_a_zero_time_loop_stops_after_a_million_events_at_one_instant():
 
     limit = 10**6 + 64 * 2**2   # two endpoints, default max_events 10^9
     with pytest.raises(sc.RunLimitError, match=rf"processed {limit} events in a row at t=0 s "
-                                               rf"without simulated time passing, with rank 0 "
-                                               rf"still running: a loop of operations that "
-                                               rf"take no time"):
+                                               rf"without simulated time passing, with rank 0, "
+                                               rf"rank 1 still running: a loop of operations "
+                                               rf"that take no time"):
         run_program(spinning)
 
 

@@ -1,8 +1,11 @@
 """Tables that grow with the pairs a run uses stay bounded: message channels (empty ones
 are swept) and cached routes (the cache starts over past its size), with the same result
-as without the bound, and with deadlocks and lost messages still reported."""
+as without the bound, and with deadlocks and lost messages still reported. Data-mode
+arrays that cannot fit in the machine's memory are refused before the run."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -10,6 +13,7 @@ from conftest import NO_FORMULA
 
 import simcoll as sc
 from simcoll import runtime
+from simcoll.execution import Execution
 from simcoll.network import base
 from simcoll.topology import graph
 
@@ -105,3 +109,51 @@ def test_route_caches_start_over_past_their_size(monkeypatch):
     assert 0 < len(topo._routes) <= 5
     assert [topo.route(0, d).links for d in range(1, 6)] == [
         sc.topology.switch(6).route(0, d).links for d in range(1, 6)]
+
+
+# --- data mode: arrays that cannot fit are refused before the run --------------------------
+
+def machine_of(monkeypatch, nbytes):
+    """Make this machine's physical memory ``nbytes`` (as os.sysconf reports it)."""
+    real = os.sysconf
+
+    def sysconf(name):
+        return {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": nbytes // 4096}.get(name) or real(name)
+
+    monkeypatch.setattr(os, "sysconf", sysconf)
+
+
+def test_data_mode_outputs_that_cannot_fit_are_refused_before_the_run(monkeypatch):
+    """An all_gather of 1 MiB on 32 ranks returns 32 outputs of 32 MiB: 1 GiB, with
+    32 MiB of inputs 1.03 GiB, more than a machine of 0.5 GiB (it was simulated, and
+    on 1024 ranks of 4 MiB died allocating 4 TiB of outputs)."""
+    machine_of(monkeypatch, 2**29)
+    x = np.ones(2**18, np.float32)
+    ran = []
+    monkeypatch.setattr(Execution, "run", lambda self: ran.append(self))
+    with pytest.raises(sc.InvalidInputError, match=(
+            r"^data= moves real arrays: all_gather on 32 ranks of 262144 float32 elements "
+            r"each needs about 1\.0 GiB for its inputs and outputs alone, more than this "
+            r"machine's 0\.5 GiB; pass nbytes= \(data-free mode")):
+        sc.simulate(sc.topology.switch(32), "all_gather", algorithm="ring", data=[x] * 32)
+    assert ran == []
+
+
+@pytest.mark.parametrize("collective, algorithm", [("all_reduce", "ring"),
+                                                   ("gather", "binomial")])
+def test_data_mode_outputs_that_fit_run(monkeypatch, collective, algorithm):
+    """The same arrays all_reduced (32 outputs of 1 MiB) or gathered (one of 32 MiB at
+    the root) hold 64 MiB: they run on the machine of 0.5 GiB."""
+    machine_of(monkeypatch, 2**29)
+    data = [np.full(2**18, r, np.float32) for r in range(32)]
+    res = sc.simulate(sc.topology.switch(32), collective, algorithm=algorithm, data=data)
+    assert res.correct is True
+
+
+def test_an_array_given_to_every_rank_counts_once(monkeypatch):
+    """One array of 1.5 MiB given to 32 ranks, all_reduced: 1.5 MiB of inputs and 48 MiB
+    of outputs fit in 64 MiB (counted once per rank, the inputs would make 96 MiB)."""
+    machine_of(monkeypatch, 2**26)
+    x = np.ones(3 * 2**17, np.float32)
+    res = sc.simulate(sc.topology.switch(32), "all_reduce", algorithm="ring", data=[x] * 32)
+    assert res.correct is True

@@ -1,12 +1,17 @@
 """benchmarks/nccl_tests_compare.py and nccl_calibrated.py on a small table: the errors
 they report are the simulated against the measured times, size by size, and the
-calibrated script holds out the sizes it says it holds out."""
+calibrated script holds out the sizes it says it holds out. benchmarks/figures.py writes
+each figure whole or not at all, and checks --out before computing any."""
 
 from __future__ import annotations
 
+import errno
+import inspect
 import math
+import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,6 +19,7 @@ import simcoll as sc
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import figures  # noqa: E402
 import nccl_calibrated  # noqa: E402
 import nccl_tests_compare  # noqa: E402
 from nccl_public import TABLES  # noqa: E402
@@ -89,3 +95,60 @@ def test_calibrated_refuses_bad_arguments(capsys):
     err = capsys.readouterr().err
     assert "unknown table ids ['nope']; known: a100x8_oci" in err
     assert "--starts 0: use an integer >= 1" in err
+
+
+# --- benchmarks/figures.py: figures written whole, --out checked first ------------------------
+
+def _read_only_folders(monkeypatch):
+    """Make every folder refuse new files, as a read-only file system does (for root
+    too, whom permissions do not stop)."""
+    real_open = Path.open
+
+    def refusing(self, mode="r", *args, **kwargs):
+        if set(mode) & set("wxa+"):
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refusing)
+
+
+@pytest.mark.parametrize("folder", ["read-only", "a file"])
+def test_figures_refuses_an_out_it_cannot_write_before_computing(monkeypatch, capsys,
+                                                                 tmp_path, folder):
+    """A read-only --out was found only once the figure was computed (pat_vs_ring: 4 s,
+    the others longer), with a raw traceback; a file as --out, by mkdir's."""
+    made = []
+    monkeypatch.setitem(figures.FIGURES, "pat_vs_ring", made.append)
+    out = tmp_path / "out"
+    if folder == "a file":
+        out.write_text("not a folder")
+    else:
+        out.mkdir()
+        _read_only_folders(monkeypatch)
+    with pytest.raises(SystemExit) as stop:
+        figures.main(["--out", str(out), "--only", "pat_vs_ring"])
+    assert stop.value.code == 2 and made == []
+    err = capsys.readouterr().err
+    assert (f"--out {out}: cannot write in folder '{out}' (Read-only file system)"
+            if folder == "read-only" else f"--out {out}: cannot make folder {out}") in err
+
+
+def test_a_figure_that_cannot_be_written_leaves_the_old_one(monkeypatch, capsys, tmp_path):
+    """pat_vs_ring, nccl_tests and critical_path were saved straight onto their files: a
+    full disk left a cut-off PNG where the old figure was."""
+    old = tmp_path / "pat_vs_ring.png"
+    old.write_bytes(b"the old figure")
+    monkeypatch.setattr(sc, "simulate", lambda *args, **kwargs: SimpleNamespace(
+        time=1e-5, params={"proto": "LL", "algo": "pat"}))
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(SystemExit) as stop:
+        figures.main(["--out", str(tmp_path), "--only", "pat_vs_ring"])
+    assert stop.value.code == 1
+    assert old.read_bytes() == b"the old figure"
+    assert [p.name for p in tmp_path.iterdir()] == ["pat_vs_ring.png"]
+    assert f"cannot write {old}: No space left on device" in capsys.readouterr().err
+    assert ".savefig(" not in inspect.getsource(figures)  # every figure goes through finish

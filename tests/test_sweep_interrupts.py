@@ -10,6 +10,7 @@ then full), and fail if the process has not ended 30 s later.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -261,3 +262,25 @@ def test_a_second_write_does_not_follow_part_of_a_line(tmp_path, monkeypatch):
     store.close()
     assert load_results(path).records == (record,)
 
+
+
+def test_a_full_disk_under_save_names_the_file_and_keeps_what_it_holds(tmp_path,
+                                                                       monkeypatch):
+    """The OSError of a full disk said '[Errno 28] No space left on device', naming no
+    file, as every other writer does."""
+    path = tmp_path / "points.jsonl"
+    real_write, writes = os.write, []
+
+    def fills_up(fd, data):
+        writes.append(fd)
+        if len(writes) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", fills_up)
+    with pytest.raises(OSError, match=f"^\\[Errno 28\\] cannot write {path}: No space left "
+                                      f"on device$"):
+        sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 3],
+              sizes=[64], save=path)
+    monkeypatch.setattr(os, "write", real_write)
+    assert [r["nranks"] for r in load_results(path).records] == [2]

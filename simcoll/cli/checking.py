@@ -3,14 +3,13 @@ is made, and nccl-tests' ``#wrong``, the number of elements that fail the numpy 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from simcoll.check import _bounds, _within
 from simcoll.cli.options import CommandLineError
 from simcoll.collectives import Collective
 from simcoll.dtypes import is_float
+from simcoll.memory import data_mode_bytes, shortfall
 from simcoll.ops import ReduceOp
 from simcoll.result import Result
 
@@ -31,26 +30,20 @@ def inputs(p: int, count: int, dtype: np.dtype) -> list[np.ndarray]:
     return out
 
 
-def check_memory(p: int, largest: int, option: str) -> None:
-    """Refuse a data-mode run whose arrays would not fit in this machine's memory.
-
-    Every rank holds an input and an output, and the check builds a float64 reference,
-    so a run needs some 4 p times the largest per-rank buffer. The refusal says to lower
-    ``option``, the one that gave the size (``-e``, ``--size``).
+def check_memory(coll: Collective, p: int, count: int, itemsize: int, option: str) -> None:
+    """Refuse a data-mode run whose arrays could not fit in this machine's memory (the
+    library's rule, :func:`simcoll.memory.data_mode_bytes`, for inputs of ``count``
+    elements on ``p`` ranks). The refusal says to lower ``option``, the one that gave
+    the size (``-e``, ``--size``).
 
     Raises:
-        CommandLineError: the estimate exceeds the physical memory.
+        CommandLineError: the arrays need more than the physical memory.
     """
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return
-    need = 4 * p * largest
-    if need > physical:
+    problem = shortfall(data_mode_bytes(coll, p, count, itemsize))
+    if problem:
         raise CommandLineError(
-            f"-c moves real arrays: {p} ranks x {largest} bytes needs about "
-            f"{need / 2**30:.1f} GiB, more than this machine's {physical / 2**30:.1f} GiB; "
-            f"lower {option} or run without -c (data-free)")
+            f"-c moves real arrays: {coll.name} on {p} ranks {problem}; lower {option} or "
+            f"run without -c (data-free)")
 
 
 def count_wrong(coll: Collective, data: list[np.ndarray], result: Result, op: ReduceOp,

@@ -143,8 +143,8 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
         [0] if coll.name == "barrier" else requested)]
     option = "-e" if args.size is None else "--size"
     if args.check:
-        checking.check_memory(p, max(nbytes * max(coll.size_factor(p), 1)
-                                     for nbytes, _, _ in shapes), option)
+        checking.check_memory(coll, p, max(nbytes for nbytes, _, _ in shapes) // dtype.itemsize,
+                              dtype.itemsize, option)
     for nbytes, _, size in shapes:  # every size before the first row
         refuse_overflow(option, size, nbytes, p, coll.size_factor(p))
         try:

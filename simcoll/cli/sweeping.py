@@ -11,7 +11,8 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,7 +29,7 @@ from simcoll.cli.options import (
     run_kwargs,
 )
 from simcoll.errors import InvalidInputError
-from simcoll.files import write_atomically
+from simcoll.files import sibling, write_atomically
 from simcoll.sweep import load_results
 from simcoll.sweep.driver import stream
 from simcoll.sweep.grid import make_grid
@@ -62,7 +63,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--output", metavar="PATH",
                    help="write .csv, .json or .jsonl at the end (default: CSV on standard "
                         "output, a row per point as it finishes, in grid order); finished "
-                        "points are kept in PATH.partial.jsonl until the end")
+                        "points are kept in PATH.partial.jsonl until the end (its name "
+                        "shortened where the folder takes no name that long)")
     p.add_argument("--json", action="store_true",
                    help="JSON lines instead of CSV on standard output, also a line per "
                         "point as it finishes")
@@ -217,21 +219,33 @@ class _Printer:
             self._print()
 
     def _print(self) -> None:
-        """Write out what is waiting, whole: Ctrl-C is held back until it is flushed (an
-        interrupt inside a buffered write can garble the line, a record being some 20 kB
-        on 256 ranks)."""
-        text = self._text.getvalue()
-        self._text.seek(0)
-        self._text.truncate()
-        hold = hasattr(signal, "pthread_sigmask") and \
-            threading.current_thread() is threading.main_thread()
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hold else None
-        try:
+        """Write out what is waiting, whole: Ctrl-C is held back from taking it until it
+        is flushed (an interrupt inside a buffered write can garble the line, a record
+        being some 20 kB on 256 ranks, and one between taking and writing it would lose
+        it)."""
+        with _ctrl_c_held():
+            text = self._text.getvalue()
+            self._text.seek(0)
+            self._text.truncate()
             sys.stdout.write(text)
             sys.stdout.flush()
-        finally:
-            if mask is not None:
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Block SIGINT in the main thread for the body, and restore its mask after: a
+    Ctrl-C meanwhile goes to another thread or waits, and its KeyboardInterrupt comes
+    once the body is done (even while a write waits on a full pipe). Elsewhere (another
+    thread, or no ``pthread_sigmask``) the body runs as it is."""
+    if not hasattr(signal, "pthread_sigmask") or \
+            threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _with_spec(record: dict[str, Any], spec: str, values: dict[int, int]) -> dict[str, Any]:
@@ -257,7 +271,7 @@ def _run(args: argparse.Namespace) -> int:
     for size in args.sizes:
         refuse_overflow("--sizes", size, size, max(values))
     out = check_output(args.output, _FORMATS) if args.output else None
-    partial = None if out is None else out.with_name(out.name + ".partial.jsonl")
+    partial = None if out is None else sibling(out, suffix=".partial.jsonl")
     factory = functools.partial(_topology_of_ranks, spec, tuple(values.items()))
     axes = {"algorithms": args.algorithms, "ranks": list(values), "sizes": args.sizes}
     earlier = _earlier_points(partial, out, lambda: set(make_grid(
@@ -278,7 +292,7 @@ def _run(args: argparse.Namespace) -> int:
         printer.close()
     else:
         assert out is not None and partial is not None
-        _write(out, records)
+        _write_final(out, partial, records)
         _keep_others(partial, results.records)
     failed = sum(1 for r in records if r["error"] is not None)
     if failed:
@@ -316,6 +330,17 @@ def _write(out: Path, records: list[dict[str, Any]]) -> None:
             ".jsonl": lambda: "".join(json.dumps(r) + "\n" for r in records)}
     write_atomically(out, lambda tmp: tmp.write_text(text[out.suffix.lower()]()))
     print(f"{plural(len(records), 'point')} written to {out}", file=sys.stderr)
+
+
+def _write_final(out: Path, partial: Path, records: list[dict[str, Any]]) -> None:
+    """Write ``records`` to ``out`` (:func:`_write`); where that fails, say that the
+    points are kept in ``partial``, which a sweep to ``out`` resumes from."""
+    try:
+        _write(out, records)
+    except BaseException:
+        print(f"the finished points are kept in {partial} (a sweep to {out} resumes from "
+              f"it)", file=sys.stderr)
+        raise
 
 
 def _keep_others(partial: Path, records: tuple[dict[str, Any], ...]) -> None:

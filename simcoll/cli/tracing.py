@@ -61,7 +61,8 @@ def _run(args: argparse.Namespace) -> int:
     nbytes, _, size = nccl_shape(coll, topo.nranks, size, dtype.itemsize)
     refuse_overflow("--size", size, nbytes, topo.nranks, coll.size_factor(topo.nranks))
     if args.check:
-        checking.check_memory(topo.nranks, nbytes * coll.size_factor(topo.nranks), "--size")
+        checking.check_memory(coll, topo.nranks, nbytes // dtype.itemsize, dtype.itemsize,
+                              "--size")
         data = checking.inputs(topo.nranks, nbytes // dtype.itemsize, dtype)
         res = simulate(topo, args.collective, algorithm=args.algorithm, data=data,
                        trace=True, **kwargs)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from simcoll.errors import InvalidInputError
-from simcoll.files import file_path, output_path
+from simcoll.files import cannot_write, file_path, output_path
 from simcoll.sweep.records import SweepResults, check_record, decode, point_key
 
 __all__ = ["ResultFile", "load_results", "check_save_path", "RECORD_START"]
@@ -205,8 +205,10 @@ class ResultFile:
             view = memoryview(data)
             while view:
                 view = view[os.write(self._fd, view):]
-        except BaseException:
+        except BaseException as exc:
             os.ftruncate(self._fd, start)  # never leave part of a line behind
+            if isinstance(exc, OSError):  # a full disk: say which file
+                raise cannot_write(self.path, exc) from None
             raise
 
     def close(self) -> None:
