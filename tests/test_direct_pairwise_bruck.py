@@ -9,6 +9,7 @@ import simcoll as sc
 from simcoll import cost
 from simcoll.algorithms.bruck import slots_with_bit
 from simcoll.algorithms.registry import algorithms
+from simcoll.testing import alpha_beta_network
 
 ALPHA, BETA, GAMMA = 1e-6, 1 / 100e9, 1 / 400e9
 PAIRS = [("all_reduce", "direct"), ("reduce_scatter", "direct"), ("all_gather", "direct"),
@@ -118,9 +119,10 @@ def test_traffic_time_and_bounds_match_the_cost_model(coll, alg, p):
             np.testing.assert_array_equal(res.bytes_received, model.received)
 
             predicted = cost.predict(coll, alg, p=p, nbytes=nbytes, alpha=ALPHA, beta=BETA,
-                                     gamma=GAMMA)
+                                     gamma=GAMMA, itemsize=itemsize)
             exact = cost.is_exact(coll, alg, p=p, nbytes=nbytes, itemsize=itemsize)
-            assert exact == (count % p == 0 or coll == "all_gather")
+            assert exact == (count % p == 0 or coll == "all_gather"
+                             or (alg == "direct" and coll != "all_reduce"))
             if exact:
                 assert res.time == pytest.approx(predicted, rel=1e-9, abs=0)
             else:
@@ -134,6 +136,32 @@ def test_traffic_time_and_bounds_match_the_cost_model(coll, alg, p):
             # round, so only alpha (not ceil(log2 p) alpha) bounds it on the flow model.
             latency = min(bound.latency, ALPHA) if alg == "direct" else bound.latency
             assert res.time >= latency * slack
+
+
+def test_uneven_blocks_cost_their_largest_block():
+    """The models took n/p for a block, m = ceil(count/p) elements here. 6 float16 elements
+    on 32 ranks: ranks 0..5 own a 2-byte block, the others an empty one; rank 0 receives
+    its block from 31 peers at once and reduces 31 of them, alpha + 31 x 2 B (beta +
+    gamma), where n/p said 31/32 x 12 B. Direct reduce-scatter and all-to-all are exact
+    for every size: the largest block's receivers keep their links full. The direct
+    all-reduce of 1 float64 on 40 ranks: rank 0 takes 39 x 8 B in and reduces them, then
+    sends 39 x 8 B. Pairwise: the owner of a largest block receives m bytes in every one
+    of the p - 1 steps (7 float32 elements on 5 ranks: m = 8 B), an estimate."""
+    a, b, g = 1e-6, 1e-9, 4e-9
+    for coll, alg, p, count, dtype, hand, exact in [
+            ("reduce_scatter", "direct", 32, 6, "float16", a + 31 * 2 * (b + g), True),
+            ("all_to_all", "direct", 35, 9, "float64", a + 34 * 8 * b, True),
+            ("all_reduce", "direct", 40, 1, "float64", 2 * a + 39 * 8 * (2 * b + g), False),
+            ("reduce_scatter", "pairwise", 5, 7, "float32", 4 * (a + 8 * (b + g)), False),
+            ("all_to_all", "pairwise", 5, 7, "float32", 4 * (a + 8 * b), False)]:
+        itemsize = np.dtype(dtype).itemsize
+        res = sc.simulate(alpha_beta_network(p, alpha=a, beta=b, gamma=g), coll,
+                          algorithm=alg, nbytes=count * itemsize, dtype=dtype)
+        model = dict(p=p, nbytes=count * itemsize, itemsize=itemsize)
+        assert cost.predict(coll, alg, alpha=a, beta=b, gamma=g,
+                            **model) == pytest.approx(hand, rel=1e-12), (coll, alg)
+        assert cost.is_exact(coll, alg, **model) == exact
+        assert res.time == pytest.approx(hand, rel=1e-9 if alg == "direct" else 3e-3)
 
 
 @pytest.mark.parametrize("coll,alg", PAIRS)

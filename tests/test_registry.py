@@ -290,7 +290,7 @@ def test_specs_and_model_functions_are_checked_at_registration():
         return 0.0
 
     with pytest.raises(TypeError, match=r"cost model function 'time' takes \['chunk'\], which "
-                                        r"nobody passes; it may take \['chunks'\]"):
+                                        r"nobody passes; it may take \['chunks', 'itemsize'\]"):
         sc.register("all_gather", "test_spec", params={"chunks": Int(1, minimum=1)},
                     cost=CostModel(time=time, traffic=NO_FORMULA.traffic))
     assert ("all_gather", "test_spec") not in sc.list_algorithms()

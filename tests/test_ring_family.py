@@ -10,6 +10,7 @@ from conftest import ALPHA, BETA, GAMMA, make_data, reference_network
 
 import simcoll as sc
 from simcoll import cost
+from simcoll.testing import alpha_beta_network
 
 RANKS = [1, 2, 3, 4, 5, 8, 16]
 RING = ["all_reduce", "reduce_scatter", "all_gather"]
@@ -156,6 +157,31 @@ def test_ring_time_is_an_estimate_for_uneven_pieces(coll, p):
                                         gamma=GAMMA).total
 
 
+def test_an_uneven_ring_costs_its_largest_block():
+    """The models took n/p for a block. One uint8 element on 16 ranks, without latency:
+    the one block that holds it crosses 15 links (reduced on each) in the reduce-scatter
+    and 15 more in the all-gather, (p-1) m (beta + gamma) and (p-1) m beta with m = 1 B,
+    where n/p said 1/16 B. With chunks=2 on 5 ranks and 7 float32 elements (blocks of
+    2, 2, 1, 1, 1 elements), a piece is half the largest block, 4 B: the all-reduce's link
+    is never idle, 2 N c with N = (p-1) K = 8 and c = alpha + 4 beta (as 2 N c >=
+    (N - K + 2) c + N 4 gamma), and the reduce-scatter's reductions hide too:
+    c + g + (N - 1) c with g = 4 gamma."""
+    a, b, g = 1e-6, 1e-9, 4e-9
+    for coll, p, count, dtype, chunks, alpha, hand in [
+            ("all_reduce", 16, 1, "uint8", 1, 0.0, 30 * b + 15 * g),
+            ("reduce_scatter", 16, 1, "uint8", 1, 0.0, 15 * (b + g)),
+            ("all_reduce", 5, 7, "float32", 2, a, 16 * (a + 4 * b)),
+            ("reduce_scatter", 5, 7, "float32", 2, a, 8 * (a + 4 * b) + 4 * g)]:
+        itemsize = np.dtype(dtype).itemsize
+        res = sc.simulate(alpha_beta_network(p, alpha=alpha, beta=b, gamma=g), coll,
+                          algorithm="ring", nbytes=count * itemsize, dtype=dtype,
+                          chunks=chunks)
+        assert res.time == pytest.approx(hand, rel=1e-3), coll
+        assert cost.predict(coll, "ring", p=p, nbytes=count * itemsize, alpha=alpha,
+                            beta=b, gamma=g, chunks=chunks,
+                            itemsize=itemsize) == pytest.approx(hand, rel=1e-12), coll
+
+
 @pytest.mark.parametrize("p", [2, 4, 8, 16])
 def test_unpipelined_ring_all_reduce_has_the_textbook_time(p):
     n = 4 * p * 1000
@@ -231,6 +257,9 @@ def test_parameter_server_model_matches_simulation(p):
             if hosts:
                 k = hosts if servers is None else servers
                 assert list(res.host_bytes_received[k:]) == [0] * (hosts - k)
+            assert res.time >= cost.lower_bound("all_reduce", p=p, nbytes=nbytes,
+                                                alpha=ALPHA, beta=BETA, gamma=GAMMA,
+                                                hosts=hosts).total * (1 - 1e-12)
             want = cost.predict("all_reduce", "parameter_server", p=p, nbytes=nbytes,
                                 alpha=ALPHA, beta=BETA, gamma=GAMMA, hosts=hosts, **params)
             if cost.is_exact("all_reduce", "parameter_server", p=p, nbytes=nbytes,

@@ -159,6 +159,34 @@ def test_a_root_for_a_collective_without_one_is_refused_as_simulate_refuses_it(
     assert_matches_model(ring, alpha=ALPHA, beta=BETA)
 
 
+def test_a_parameter_server_on_more_hosts_than_ranks_matches_its_model():
+    """It "beat the lower bound": the bound let only the 2 ranks reduce, (p-1)/p n gamma =
+    204.8 us, but each of the 8 hosts reduces one 512-byte shard, and the run takes
+    2 alpha + 2 k (n/k) beta + (p-1) (n/k) gamma = 61.392 us by hand."""
+    a, b, g, p, k, n = 1e-6, 1e-9, 1e-7, 2, 8, 4096
+    res = simulate(alpha_beta_network(p, alpha=a, beta=b, gamma=g, servers=k), "all_reduce",
+                   algorithm="parameter_server", nbytes=n)
+    assert_time(res, 2 * a + 2 * k * (n / k) * b + (p - 1) * (n / k) * g)
+    assert_matches_model(res, alpha=a, beta=b, gamma=g)
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "reduce_scatter",
+                                        "broadcast", "reduce", "all_to_all"])
+def test_an_empty_nccl_collective_takes_no_time_and_matches_its_model(collective):
+    """NCCL skips an empty collective (0 s), which "beat" a bound of one alpha."""
+    res = simulate(alpha_beta_network(4, alpha=ALPHA, beta=BETA), collective,
+                   algorithm="nccl", nbytes=0)
+    assert res.time == 0.0
+    assert_matches_model(res, alpha=ALPHA, beta=BETA)
+
+
+def test_an_empty_bucketed_all_reduce_over_nccl_matches_its_model():
+    res = simulate(alpha_beta_network(4, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="bucketed", inner="nccl", nbytes=0)
+    assert res.time == 0.0
+    assert_matches_model(res, alpha=ALPHA, beta=BETA)
+
+
 def test_a_v_collective_run_is_named_by_its_splits():
     """Its ``nbytes`` is the mean input rounded down, 1334 here, a size nobody passed."""
     res = simulate(alpha_beta_network(3, alpha=ALPHA, beta=BETA), "all_gatherv",

@@ -27,7 +27,7 @@ from simcoll.algorithms.params import Choice, Int, Keywords, Real
 from simcoll.algorithms.registry import algorithms, get_algorithm, register
 from simcoll.buffers import Buffer, block_bytes, split
 from simcoll.comm import Comm
-from simcoll.cost.model import CostModel, Traffic
+from simcoll.cost.model import CostModel, Traffic, largest_block
 from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
 from simcoll.typing import BufferProgram
@@ -66,6 +66,8 @@ def _validate(p: int, count: int, hosts: int, *, nodes: tuple[int, ...], buckets
 
 def _traffic(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str,
              inner_params: dict[str, Any]) -> Traffic:
+    _validate(p, nbytes // itemsize, 0, nodes=(), buckets=buckets, inner=inner,
+              inner_params=inner_params)
     parts = [cost.traffic("all_reduce", inner, p=p, nbytes=int(b), itemsize=itemsize,
                           **inner_params)
              for b in block_bytes(nbytes, buckets, itemsize)]
@@ -75,6 +77,8 @@ def _traffic(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str,
 
 def _exact(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str,
            inner_params: dict[str, Any]) -> bool:
+    _validate(p, nbytes // itemsize, 0, nodes=(), buckets=buckets, inner=inner,
+              inner_params=inner_params)
     return ((nbytes // itemsize) % buckets == 0
             and (buckets == 1 or get_algorithm("all_reduce", inner).cost.ends_together)
             and cost.is_exact("all_reduce", inner, p=p, nbytes=nbytes // buckets,
@@ -82,12 +86,15 @@ def _exact(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str,
 
 
 def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, buckets: int,
-          compute: float, inner: str, inner_params: dict[str, Any]) -> float:
+          compute: float, inner: str, inner_params: dict[str, Any], itemsize: int) -> float:
     """t_c + t_a + (B-1) max(t_c, t_a), with t_c = compute / B and t_a = ``inner``'s
-    predicted time for n / B bytes."""
+    predicted time for a bucket, n / B bytes (the largest, ceil(count / B) elements,
+    where B does not divide the count)."""
+    _validate(p, nbytes // itemsize, 0, nodes=(), buckets=buckets, inner=inner,
+              inner_params=inner_params)
     t_c = compute / buckets
-    t_a = cost.predict("all_reduce", inner, p=p, nbytes=nbytes // buckets, alpha=alpha,
-                       beta=beta, gamma=gamma, **inner_params)
+    t_a = cost.predict("all_reduce", inner, p=p, nbytes=largest_block(nbytes, buckets, itemsize),
+                       alpha=alpha, beta=beta, gamma=gamma, itemsize=itemsize, **inner_params)
     return t_c + t_a + (buckets - 1) * max(t_c, t_a)
 
 

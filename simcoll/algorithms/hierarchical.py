@@ -26,7 +26,7 @@ beta_inter and gamma; the intra-node all-gather takes G-1 steps of alpha + n/G b
 With the ring across nodes T_inter(N, m) = 2 (N-1)(alpha_inter + m/N beta_inter)
 + (N-1)/N m gamma (:func:`hierarchical_time`). The time is exact where the ``inter``
 model is exact for N ranks and n/G bytes, else an estimate (the largest block,
-ceil(n/G) bytes, stands for n/G where G does not divide n).
+ceil(count/G) elements, stands for n/G where G does not divide the count).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from simcoll.algorithms.registry import get_algorithm, register
 from simcoll.algorithms.ring import ring_all_gather, ring_reduce_scatter
 from simcoll.buffers import Buffer, block_bytes
 from simcoll.comm import Comm
-from simcoll.cost.model import CostModel, Traffic, gpu_traffic
+from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
 from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
 from simcoll.typing import BufferProgram
@@ -136,14 +136,15 @@ def hierarchical_time(nodes: int, gpus_per_node: int, nbytes: int, *, alpha: flo
 
 
 def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, inter: str,
-          nodes: int, alpha_inter: float | None, beta_inter: float | None) -> float:
+          nodes: int, alpha_inter: float | None, beta_inter: float | None,
+          itemsize: int) -> float:
     """The intra-node phases plus the ``inter`` all-reduce's own model on N ranks and
-    the largest block, ceil(n/G) bytes, with alpha', beta' (see module)."""
+    the largest block, ceil(count/G) elements, with alpha', beta' (see module)."""
     g = _gpus_per_node(p, nodes)
     across = 0.0 if nodes == 1 else cost.predict(
-        "all_reduce", inter, p=nodes, nbytes=-(-nbytes // g),
+        "all_reduce", inter, p=nodes, nbytes=largest_block(nbytes, g, itemsize),
         alpha=alpha if alpha_inter is None else alpha_inter,
-        beta=beta if beta_inter is None else beta_inter, gamma=gamma)
+        beta=beta if beta_inter is None else beta_inter, gamma=gamma, itemsize=itemsize)
     return _intra_time(g, nbytes, alpha, beta, gamma) + across
 
 

@@ -3,7 +3,14 @@
 Every rank sends and receives one block per step, so a single-port network carries each
 step at full speed. With equal blocks all ranks stay in lockstep and the times are exact;
 with uneven blocks ranks drift apart and may receive two steps' blocks at once, so the
-times with m = n/p are estimates there.
+times are estimates there. They take m as the largest block, ceil(count/p) elements (n/p
+for even blocks): the rank that owns it receives m bytes in each of the p - 1 steps. On
+the reference network with alpha = 1 us, beta = 1 ns and gamma = 0 to 4 ns per byte,
+1000 runs of random uneven counts (1 to 20000 elements, a third of them fewer than p)
+on 2 to 40 ranks took 0.99-1.00 times the estimate of each algorithm. Without latency
+(alpha = 0) the drift shows: 0.8-3.5 times (reduce-scatter) and 1.0-3.7 times
+(all-to-all), the most for tiny buffers (count < p, most blocks empty), whose steps
+then cost next to nothing.
 
 Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
 MPICH", IJHPCA 19(1), 2005 (reduce-scatter for long messages, all-to-all for long
@@ -15,17 +22,18 @@ from __future__ import annotations
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, repeat, split
 from simcoll.comm import Comm
-from simcoll.cost.model import CostModel, even_blocks, exchange_traffic
+from simcoll.cost.model import CostModel, even_blocks, exchange_traffic, largest_block
 from simcoll.ops import ReduceOp
 from simcoll.typing import BufferProgram
 
 __all__ = ["pairwise_reduce_scatter", "pairwise_all_to_all"]
 
 
-def _reduce_scatter_time(p: int, nbytes: int, alpha: float, beta: float,
-                         gamma: float) -> float:
-    """(p-1) (alpha + n/p beta + n/p gamma): each step is a sendrecv, then a reduction."""
-    block = nbytes / p
+def _reduce_scatter_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
+                         itemsize: int) -> float:
+    """(p-1) (alpha + m beta + m gamma), m the largest block (n/p when count divides by
+    p): each step is a sendrecv, then a reduction."""
+    block = largest_block(nbytes, p, itemsize)
     return (p - 1) * (alpha + block * beta + block * gamma)
 
 
@@ -51,9 +59,10 @@ def pairwise_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> BufferPro
     return acc
 
 
-def _all_to_all_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
-    """(p-1) (alpha + n/p beta)."""
-    return (p - 1) * (alpha + nbytes / p * beta)
+def _all_to_all_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
+                     itemsize: int) -> float:
+    """(p-1) (alpha + m beta), m the largest block (n/p when count divides by p)."""
+    return (p - 1) * (alpha + largest_block(nbytes, p, itemsize) * beta)
 
 
 @register("all_to_all", "pairwise", cost=CostModel(

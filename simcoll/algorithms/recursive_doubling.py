@@ -26,12 +26,14 @@ byte and gamma = 0 (reduce with root 0; ``tests/test_recursive.py`` checks the t
     64 B    reduce/rabenseifner               1.010  1.006  1.004  0.997
     64 B    all_gather/recursive_doubling     1.020  1.023  1.031  1.028
 
-Over all p = 3..15 that are not powers of two these five run 1.13-1.60 times their
-estimate with 64 MiB and 1.00-1.05 times with 64 B (with beta = 0.1 ns and gamma =
-0.03 ns per byte, 64 MiB: 1.12-1.45): the estimates hold for latency-bound sizes and are
-up to 60 % low for large buffers. Of these cases only the reduce with 64 B on 513 ranks,
-whose blocks are mostly empty, ran faster than its estimate. Traffic is exact for every p
-and size.
+Over all p = 3..63 that are not powers of two these five run 1.13-1.63 times their
+estimate with 64 MiB and 0.99-1.15 times with 64 B (with beta = 0.1 ns and gamma =
+0.03 ns per byte, 64 MiB: 1.11-1.53): the estimates hold within 15 % for latency-bound
+sizes, while large buffers take up to 1.63 times the estimate
+(reduce_scatter/recursive_halving at p = 39), a little more on more ranks (1.68 at
+p = 159). Only the reduce with 64 B ran faster than its estimate (0.995 for every
+p >= 33, and at p = 513), its 16 elements leaving most blocks empty. Traffic is exact
+for every p and size.
 
 Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
 MPICH", IJHPCA 19(1), 2005.

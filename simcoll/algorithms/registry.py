@@ -275,15 +275,16 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
     specs = dict(params or {})
     _check_specs(what, {**specs, **cost.machine})
     # op, root and splits belong to the collective; validate gets the ranks' nodes as
-    # ``nodes``.
-    taken = (({"op", "root", "splits", "nodes"} & set(specs))
-             | ({"op", "root", "splits", *specs} & set(cost.machine)))
+    # ``nodes``, a cost model's time the element size as ``itemsize``.
+    taken = (({"op", "root", "splits", "nodes", "itemsize"} & set(specs))
+             | ({"op", "root", "splits", "itemsize", *specs} & set(cost.machine)))
     if taken:
         raise RegistrationError(f"{what}: {sorted(taken)} cannot be declared as parameters (taken)")
     model_names = {*specs, *cost.machine, *(("root",) if coll.rooted else ())}
-    for fn, positional in ((cost.time, _TIME_ARGUMENTS), (cost.traffic, _MODEL_ARGUMENTS),
-                           (cost.exact, _MODEL_ARGUMENTS)):
-        _check_keywords(what, fn, model_names, "cost model function")
+    for fn, positional, extra in ((cost.time, _TIME_ARGUMENTS, {"itemsize"}),
+                                  (cost.traffic, _MODEL_ARGUMENTS, set()),
+                                  (cost.exact, _MODEL_ARGUMENTS, set())):
+        _check_keywords(what, fn, model_names | extra, "cost model function")
         _check_positional(what, fn, positional, "cost model function")
     if validate is not None:
         _check_keywords(what, validate, {*specs, "nodes"}, "validate")

@@ -26,11 +26,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from simcoll.algorithms.params import named_arguments
-from simcoll.buffers import block_size
 from simcoll.checks import integer, real
 from simcoll.collectives import ALIASES
 from simcoll.collectives import collective as get_collective
-from simcoll.cost.model import CostModel, Traffic, gpu_traffic
+from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
 from simcoll.cost.uneven import uneven_bounds
 from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
 from simcoll.inputs import check_counters
@@ -49,10 +48,12 @@ class Bounds:
 
     Attributes:
         latency: ceil(log2 p) alpha, the latency bound of single-port algorithms (one
-            message in flight per rank at a time).
+            message in flight per rank at a time), where any message is needed.
         bandwidth: bytes a rank must move, times beta.
-        computation: bytes a rank must reduce, times gamma.
-        message: alpha if any message is needed (p > 1), else 0.
+        computation: bytes a reduction engine (a rank's or a server host's) must reduce,
+            times gamma.
+        message: alpha if any message is needed (p > 1 and a rank must move bytes, or a
+            barrier), else 0.
     """
 
     latency: float
@@ -122,6 +123,28 @@ def _itemsize(itemsize: Any, nbytes: Any) -> int:
     return itemsize
 
 
+def _refuse_barrier_bytes(collective: str, nbytes: Any) -> None:
+    """Refuse bytes for a barrier, as ``simulate`` does."""
+    if collective == "barrier" and nbytes:
+        raise InvalidInputError(f"a barrier moves no data, but {nbytes} bytes per rank were "
+                                f"given; use nbytes=0")
+
+
+def _arguments(spec: AlgorithmSpec, p: int, nbytes: Any, itemsize: int,
+               params: dict[str, Any]) -> dict[str, Any]:
+    """``spec.model_arguments``, after refusing what ``simulate`` refuses for these sizes:
+    bytes for a barrier, and a given parameter that cuts a buffer into more pieces than a
+    rank's buffer has elements (the largest input's, for a v-collective)."""
+    _refuse_barrier_bytes(spec.collective, nbytes)
+    args = spec.model_arguments(p, params)
+    uneven = get_collective(spec.collective).uneven
+    largest = nbytes if uneven is None else max(uneven.inputs(as_splits(nbytes)))
+    for name in params:
+        if name in spec.params:
+            spec.params[name].check_size(name, args[name], int(largest) // itemsize)
+    return args
+
+
 def check_constants(alpha: float, beta: float,
                     gamma: float) -> tuple[float, float, float]:
     """The reference network's constants as floats, each a finite number of seconds >= 0.
@@ -135,16 +158,19 @@ def check_constants(alpha: float, beta: float,
 
 
 def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike, alpha: float,
-            beta: float, gamma: float = 0.0, **params: Any) -> float:
+            beta: float, gamma: float = 0.0, itemsize: int = 4, **params: Any) -> float:
     """Predicted seconds on the alpha-beta reference network.
 
     Args:
+        itemsize: bytes per element (``simulate``'s dtype; 4 for its float32): buffers
+            are cut into blocks by elements, so uneven blocks depend on it.
         params: the algorithm's parameters, ``root`` for rooted collectives, and the
             model's machine parameters (``hosts``, ``nodes``, ...); defaults as declared.
 
     Raises:
         UnknownAlgorithmError: no model for the pair; the message lists the known ones.
-        InvalidInputError: a bad p, nbytes, alpha, beta, gamma or parameter; a
+        InvalidInputError: a bad p, nbytes, alpha, beta, gamma, itemsize or parameter,
+            and what ``simulate`` refuses for these sizes (:func:`traffic`); a
             v-collective's sizes whose traffic could overflow int64 counters (as
             ``simulate`` refuses them); the registered model raised (naming what, as
             ``simulate`` reports a ``validate`` function that raises).
@@ -153,8 +179,10 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
     alpha, beta, gamma = check_constants(alpha, beta, gamma)
-    args = spec.model_arguments(p, params)
-    seconds = _ask(spec, "time", (p, nbytes, alpha, beta, gamma), args)
+    itemsize = _itemsize(itemsize, nbytes)
+    args = _arguments(spec, p, nbytes, itemsize, params)
+    seconds = _ask(spec, "time", (p, nbytes, alpha, beta, gamma),
+                   {**args, "itemsize": itemsize})
     if isinstance(seconds, (bool, np.bool_)) or not isinstance(seconds, (int, float,
                                                                          np.integer,
                                                                          np.floating)):
@@ -174,8 +202,10 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
 
     Raises:
         UnknownAlgorithmError, InvalidInputError: as :func:`predict`, any size whose
-            traffic could overflow int64 counters, or an ``itemsize`` that is not an
-            integer >= 1 dividing ``nbytes`` (naming the first entry that it does not).
+            traffic could overflow int64 counters, an ``itemsize`` that is not an
+            integer >= 1 dividing ``nbytes`` (naming the first entry that it does not),
+            and, as ``simulate`` refuses them, bytes for a barrier or a given number of
+            pieces (``chunks``, ``buckets``) above the elements of a rank's buffer.
         RegistrationError: the registered model returned something that is not a
             :class:`Traffic`.
     """
@@ -184,7 +214,7 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
     if isinstance(nbytes, int):  # a v-collective's sizes are checked by _sizes
         check_counters(nbytes, p)
     itemsize = _itemsize(itemsize, nbytes)
-    args = spec.model_arguments(p, params)
+    args = _arguments(spec, p, nbytes, itemsize, params)
     moved = _ask(spec, "traffic", (p, nbytes, itemsize), args)
     if not isinstance(moved, Traffic):
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
@@ -211,7 +241,7 @@ def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
     itemsize = _itemsize(itemsize, nbytes)
-    args = spec.model_arguments(p, params)
+    args = _arguments(spec, p, nbytes, itemsize, params)
     exact = _ask(spec, "exact", (p, nbytes, itemsize), args)
     if not isinstance(exact, (bool, np.bool_)):
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's exact "
@@ -239,7 +269,7 @@ def _ask(spec: AlgorithmSpec, role: str, positional: tuple[Any, ...],
 
 
 def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: float, beta: float,
-                gamma: float = 0.0, itemsize: int = 1) -> Bounds:
+                gamma: float = 0.0, itemsize: int = 4, hosts: int = 0) -> Bounds:
     """Latency, bandwidth and computation lower bounds (Chan et al. 2007, table 1).
 
     With n the per-rank input bytes and L = ceil(log2 p) (a message at most doubles the
@@ -248,41 +278,71 @@ def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: floa
     reduce_scatter and all_to_all (p-1)/p n beta; scatter (n - b) beta, where b is the
     largest block the root may keep (ceil(count/p) elements of ``itemsize`` bytes, as
     ``np.array_split`` cuts); all_gather and gather (p-1) n beta (each rank receives every
-    other rank's n bytes); broadcast and reduce n beta. Computation bounds: (p-1)/p n gamma
-    for all_reduce, reduce_scatter and reduce, 0 otherwise.
+    other rank's n bytes); broadcast and reduce n beta. Computation bounds: the (p-1) n
+    bytes that p inputs take to reduce, shared by the p ranks' reduction engines,
+    (p-1)/p n gamma, for all_reduce, reduce_scatter and reduce; 0 otherwise.
+
+    Server hosts (``hosts=h``, the network's ``alpha_beta_network(servers=h)``; 0 by
+    default) can reduce too: with h of them the computation bound is (p-1) n gamma /
+    (p + h), and an all_reduce's rank need only send its n bytes and receive the n of the
+    result (a parameter server's workers do just that), so its bandwidth bound is n beta.
+    The other bounds count what a rank itself must send or receive, which no host
+    changes.
+
+    For p = 1 every bound is 0, and so it is wherever no rank need move a byte (nbytes =
+    0, or a scatter of one element, which a root 0 keeps), except a barrier's: L alpha
+    latency, alpha message.
 
     The v-collectives take ``nbytes`` as their models do (bytes per rank or per pair);
-    their bounds are in :func:`simcoll.cost.uneven.uneven_bounds`.
+    their bounds are in :func:`simcoll.cost.uneven.uneven_bounds` and do not depend on
+    ``itemsize``.
 
     Raises:
-        InvalidInputError: a bad p, nbytes, alpha, beta, gamma or itemsize, or a
-            collective without bounds.
+        InvalidInputError: a bad p, nbytes, alpha, beta, gamma, itemsize or hosts, bytes
+            for a barrier, or a collective without bounds.
     """
     collective = ALIASES.get(collective, collective)
     alpha, beta, gamma = check_constants(alpha, beta, gamma)
+    hosts = integer(hosts, "hosts", minimum=0, what="server hosts")
     if collective in ("all_gatherv", "reduce_scatterv", "all_to_allv"):
         p, sizes = _sizes(p, nbytes, collective)
-        steps, moved, reduced, needed = uneven_bounds(collective, p, sizes)
+        steps, moved, reduced, needed = uneven_bounds(collective, p, sizes, p + hosts)
         return Bounds(steps * alpha, moved * beta, reduced * gamma, alpha if needed else 0.0)
+    if collective not in _BOUNDED:
+        raise InvalidInputError(f"no lower bound for collective {collective!r}; known: "
+                                f"{', '.join(_BOUNDED)}")
     p, n = _sizes(p, nbytes)
     itemsize = _itemsize(itemsize, n)
+    _refuse_barrier_bytes(collective, n)
     if p == 1:
         return Bounds(0.0, 0.0, 0.0, 0.0)
-    steps = (p - 1).bit_length()
-    frac = (p - 1) / p
-    table = {
-        "all_reduce": (steps, 2 * frac * n, frac * n),
-        "reduce_scatter": (steps, frac * n, frac * n),
-        "all_gather": (steps, (p - 1) * n, 0.0),
-        "broadcast": (steps, n, 0.0),
-        "reduce": (steps, n, frac * n),
-        "all_to_all": (steps, frac * n, 0.0),
-        "gather": (steps, (p - 1) * n, 0.0),
-        "scatter": (steps, n - block_size(n // itemsize, p, 0) * itemsize, 0.0),
-        "barrier": (steps, 0.0, 0.0),
-    }
-    if collective not in table:
-        raise InvalidInputError(f"no lower bound for collective {collective!r}; known: "
-                                f"{', '.join(table)}")
-    lat, bw, comp = table[collective]
-    return Bounds(lat * alpha, bw * beta, comp * gamma, alpha)
+    moved, reduced = _moved_and_reduced(collective, p, n, itemsize)
+    if hosts and collective == "all_reduce":
+        moved = n
+    if not moved and collective != "barrier":  # no rank need move a byte: no message
+        return Bounds(0.0, 0.0, 0.0, 0.0)
+    return Bounds((p - 1).bit_length() * alpha, moved * beta, reduced / (p + hosts) * gamma,
+                  alpha)
+
+
+_BOUNDED = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all",
+            "gather", "scatter", "barrier")
+"""The collectives of fixed-size blocks that :func:`lower_bound` bounds."""
+
+
+def _moved_and_reduced(collective: str, p: int, n: int, itemsize: int) -> tuple[float, float]:
+    """(bytes one rank must move one way, bytes the p inputs take to reduce) for p > 1
+    ranks of n bytes each, without server hosts (:func:`lower_bound`)."""
+    share = (p - 1) / p * n
+    reduced = float((p - 1) * n)
+    return {
+        "all_reduce": (2 * share, reduced),
+        "reduce_scatter": (share, reduced),
+        "all_gather": ((p - 1) * n, 0.0),
+        "broadcast": (n, 0.0),
+        "reduce": (n, reduced),
+        "all_to_all": (share, 0.0),
+        "gather": ((p - 1) * n, 0.0),
+        "scatter": (n - largest_block(n, p, itemsize), 0.0),
+        "barrier": (0.0, 0.0),
+    }[collective]

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from simcoll.buffers import block_bytes
+from simcoll.buffers import block_bytes, block_size
 
 if TYPE_CHECKING:  # the registry imports this module; the specs live beside the registry
     from simcoll.algorithms.params import Param
 
 __all__ = ["CostModel", "Traffic", "always_exact", "even_blocks", "gpu_traffic",
-           "exchange_traffic", "processor_sharing"]
+           "exchange_traffic", "largest_block", "processor_sharing"]
 
 Counts = NDArray[np.int64]
 
@@ -50,6 +50,13 @@ def exchange_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
     return gpu_traffic(blocks.sum() - blocks, (p - 1) * blocks)
 
 
+def largest_block(nbytes: int, parts: int, itemsize: int) -> int:
+    """Bytes of the largest of ``parts`` blocks of an ``nbytes`` buffer of ``itemsize``-byte
+    elements: ceil(count / parts) elements, as ``np.array_split`` cuts (n / parts when
+    the count divides evenly)."""
+    return block_size(nbytes // itemsize, parts, 0) * itemsize
+
+
 def always_exact(p: int, nbytes: int, itemsize: int) -> bool:
     """The ``exact`` of a model whose time is exact for every argument."""
     return True
@@ -69,7 +76,8 @@ class CostModel:
     in), ``root`` (rooted collectives) and the model's ``machine`` parameters.
 
     Attributes:
-        time: ``time(p, nbytes, alpha, beta, gamma, **kw) -> seconds``.
+        time: ``time(p, nbytes, alpha, beta, gamma, **kw) -> seconds``; it may also name
+            ``itemsize`` (bytes per element, to size the blocks a buffer is cut into).
         traffic: ``traffic(p, nbytes, itemsize, **kw) -> Traffic``, exact in bytes for
             every size (buffers are cut by elements, as ``np.array_split`` does).
         exact: ``exact(p, nbytes, itemsize, **kw) -> bool``: whether ``time`` is exact,

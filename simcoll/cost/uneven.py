@@ -66,7 +66,8 @@ def ring_finish(blocks: Bytes, offset: int, alpha: float, beta: float,
     return done
 
 
-def uneven_bounds(collective: str, p: int, nbytes: Bytes) -> tuple[int, float, float, bool]:
+def uneven_bounds(collective: str, p: int, nbytes: Bytes,
+                  engines: int) -> tuple[int, float, float, bool]:
     """(latency steps, bandwidth bytes, computation bytes, whether any message is needed)
     of a v-collective (Chan et al. 2007's arguments with uneven sizes, derived here).
 
@@ -74,7 +75,8 @@ def uneven_bounds(collective: str, p: int, nbytes: Bytes) -> tuple[int, float, f
     bytes and receives the n - c_r of the others; reduce_scatterv: rank r receives c_r
     bytes (its block needs the others' data) and sends n - c_r (every other block needs
     its data); all_to_allv: what it sends to and receives from others. Computation:
-    reduce_scatterv's (p-1) n reduced bytes shared by p engines at best, (p-1)/p n.
+    reduce_scatterv's (p-1) n reduced bytes shared by the ``engines`` that can reduce
+    (the p ranks' and any server hosts'), (p-1) n / engines.
     Latency: with single-port steps the ranks whose data a rank holds (or that hold its
     data) at most double per step: ceil(log2 p) for all_gatherv and reduce_scatterv,
     ceil(log2 (k + 1)) for all_to_allv, k the most peers one rank sends to or hears from.
@@ -91,7 +93,7 @@ def uneven_bounds(collective: str, p: int, nbytes: Bytes) -> tuple[int, float, f
         own, others = nbytes, total - nbytes
         sent, received = (own, others) if collective == "all_gatherv" else (others, own)
         peers = p - 1
-        computation = (p - 1) / p * total if collective == "reduce_scatterv" else 0.0
+        computation = (p - 1) * total / engines if collective == "reduce_scatterv" else 0.0
     bandwidth = float(max(sent.max(), received.max()))
     moves = bandwidth > 0
     return (peers.bit_length() if moves else 0), bandwidth, computation, moves

@@ -13,6 +13,7 @@ from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.checks import flag
 from simcoll.collectives import collective as collective_spec
+from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.plot.records import Failure, Point, read_all, topology_templates
 from simcoll.plot.style import (
@@ -137,6 +138,15 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
     return groups
 
 
+def _itemsize(dtype: str) -> int:
+    """Bytes per element of a point's dtype; simulate's float32 (4) where its record does
+    not say ("?")."""
+    try:
+        return as_dtype(dtype).itemsize
+    except InvalidInputError:
+        return 4
+
+
 def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float | None:
     """The cost model's value of ``y`` at ``p``, or None where it does not apply."""
     params = dict(p.params)
@@ -144,7 +154,8 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
         if "hosts" in get_algorithm(p.collective, p.algorithm).cost.machine:
             params["hosts"] = p.hosts
         t = cost.predict(p.collective, p.algorithm, p=p.nranks, nbytes=p.nbytes,
-                         alpha=alpha, beta=beta, gamma=gamma, **params)
+                         alpha=alpha, beta=beta, gamma=gamma,
+                         itemsize=_itemsize(p.dtype), **params)
     except (SimCollError, TypeError):
         return None
     if not t > 0 or not math.isfinite(t):

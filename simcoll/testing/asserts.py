@@ -181,8 +181,13 @@ def _model_params(res: Result) -> dict[str, Any]:
     """The run's algorithm parameters, plus ``hosts`` for models of host algorithms."""
     params = dict(res.params)
     if "hosts" in get_algorithm(res.collective, res.algorithm).cost.machine:
-        params["hosts"] = int(res.host_bytes_sent.size)
+        params["hosts"] = _hosts(res)
     return params
+
+
+def _hosts(res: Result) -> int:
+    """The server hosts of the run's network (one byte count each)."""
+    return int(res.host_bytes_sent.size)
 
 
 def _run_root(res: Result, root: Any) -> int | None:
@@ -239,18 +244,18 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     itemsize = as_dtype(res.dtype).itemsize
     # A v-collective's models take its sizes in bytes, per rank or per pair.
     sizes = res.nbytes if res.splits is None else np.array(res.splits) * itemsize
-    args: dict[str, Any] = {"p": res.nranks, "nbytes": sizes}
-    t = cost.traffic(res.collective, res.algorithm, itemsize=itemsize, **args, **params)
+    args: dict[str, Any] = {"p": res.nranks, "nbytes": sizes, "itemsize": itemsize}
+    t = cost.traffic(res.collective, res.algorithm, **args, **params)
     # A model of an algorithm without hosts leaves the host arrays empty: nothing moves.
     hosts = [h if h.size else 0 for h in (t.host_sent, t.host_received)]
     _assert_traffic(res, (t.sent, t.received, *hosts), 0.0, "simcoll.cost.traffic")
     bound = cost.lower_bound(res.collective, alpha=alpha, beta=beta, gamma=gamma,
-                             itemsize=itemsize, **args).total
+                             hosts=_hosts(res), **args).total
     if res.time < bound * (1 - rtol):
         raise AssertionError(f"time of {_what(res)} beats the lower bound:\n"
                              f"  lower bound {bound:.12g} s\n"
                              f"  simulated   {res.time:.12g} s")
-    if cost.is_exact(res.collective, res.algorithm, itemsize=itemsize, **args, **params):
+    if cost.is_exact(res.collective, res.algorithm, **args, **params):
         expected = cost.predict(res.collective, res.algorithm, alpha=alpha, beta=beta,
                                 gamma=gamma, **args, **params)
         _assert_time(res, expected, rtol, 0.0, "simcoll.cost.predict")

@@ -1,0 +1,152 @@
+"""simcoll.cost's queries against hand arithmetic: the lower bounds with server hosts and
+with nothing to move, the element size they assume by default, and the sizes they refuse
+as ``simulate`` refuses them.
+
+Hand values used below: an all-reduce of p inputs of n bytes takes (p-1) n reduced bytes,
+which at best are shared by every reduction engine (p ranks and h server hosts); a
+parameter-server all-reduce on k >= p hosts takes 2 alpha + 2 k (n/k) beta +
+(p-1) (n/k) gamma (each host's link carries p shards of n/k bytes each way, each worker's
+k of them, then the host makes p - 1 reductions of n/k bytes); a scatter of 5 float32
+elements on 4 ranks cuts blocks of 2, 1, 1 and 1 elements, so its root sends 3 x 4 bytes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll as sc
+from simcoll import cost
+from simcoll.cost import Bounds
+from simcoll.testing import alpha_beta_network
+
+A, B, G = 1e-6, 1e-9, 1e-7
+DATA = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all",
+        "gather", "scatter"]
+
+
+def test_server_hosts_share_the_reductions_and_an_all_reduce_moves_n_bytes_a_rank():
+    """p = 2 ranks and 8 hosts, n = 4096 B: the bound said (p-1)/p n gamma = 204.8 us, above
+    the 61.392 us the parameter server takes."""
+    p, k, n = 2, 8, 4096
+    run = sc.simulate(alpha_beta_network(p, alpha=A, beta=B, gamma=G, servers=k),
+                      "all_reduce", algorithm="parameter_server", nbytes=n)
+    assert run.time == pytest.approx(2 * A + 2 * k * (n / k) * B + (p - 1) * (n / k) * G,
+                                     rel=1e-12)
+    bound = cost.lower_bound("all_reduce", p=p, nbytes=n, alpha=A, beta=B, gamma=G, hosts=k)
+    assert bound == pytest.approx(Bounds(latency=A, bandwidth=n * B,
+                                         computation=(p - 1) * n * G / (p + k), message=A))
+    assert bound.total == pytest.approx(1 * 4096 * G / 10) and run.time >= bound.total
+    # reduce and reduce_scatter share their (p-1) n reduced bytes the same way; their
+    # bandwidth bounds count a rank's own bytes, which hosts do not change
+    for coll, moved in (("reduce", 4096), ("reduce_scatter", 3 / 4 * 4096)):
+        got = cost.lower_bound(coll, p=4, nbytes=4096, alpha=A, beta=B, gamma=G, hosts=2)
+        assert got.computation == pytest.approx(3 * 4096 * G / 6)
+        assert got.bandwidth == pytest.approx(moved * B)
+    # without hosts: the ranks' own (p-1)/p n gamma and the all-reduce's 2 (p-1)/p n beta
+    plain = cost.lower_bound("all_reduce", p=4, nbytes=4096, alpha=A, beta=B, gamma=G)
+    assert plain == pytest.approx(Bounds(latency=2 * A, bandwidth=2 * 3 / 4 * 4096 * B,
+                                         computation=3 / 4 * 4096 * G, message=A))
+
+
+def test_the_v_collectives_share_their_reductions_with_server_hosts_too():
+    sizes = [400, 0, 800]                      # reduce_scatterv: n = 1200 B in all
+    bound = cost.lower_bound("reduce_scatterv", p=3, nbytes=sizes, alpha=A, beta=B,
+                             gamma=G, hosts=3)
+    assert bound.computation == pytest.approx(2 * 1200 * G / 6)
+    assert bound.bandwidth == pytest.approx(1200 * B)          # rank 1 sends all n
+
+
+@pytest.mark.parametrize("collective", DATA)
+@pytest.mark.parametrize("p", [2, 5])
+def test_no_message_is_needed_to_move_nothing(collective, p):
+    """The bound claimed one alpha (and L alpha of latency) for an empty collective, which
+    NCCL skips in 0 s."""
+    assert cost.lower_bound(collective, p=p, nbytes=0, alpha=A, beta=B,
+                            gamma=G) == Bounds(0.0, 0.0, 0.0, 0.0)
+
+
+def test_a_scatter_of_one_element_may_need_no_message():
+    """Its root may be rank 0, which keeps the only element's block; two elements fill
+    blocks 0 and 1, and one of them leaves the root."""
+    assert cost.lower_bound("scatter", p=4, nbytes=4, alpha=A, beta=B) == Bounds(
+        0.0, 0.0, 0.0, 0.0)
+    assert cost.lower_bound("scatter", p=4, nbytes=8, alpha=A, beta=B) == pytest.approx(
+        Bounds(latency=2 * A, bandwidth=4 * B, computation=0.0, message=A))
+
+
+def test_a_barrier_still_needs_its_messages():
+    assert cost.lower_bound("barrier", p=5, nbytes=0, alpha=A, beta=B) == Bounds(
+        latency=3 * A, bandwidth=0.0, computation=0.0, message=A)
+    assert cost.lower_bound("barrier", p=1, nbytes=0, alpha=A, beta=B) == Bounds(
+        0.0, 0.0, 0.0, 0.0)
+
+
+def test_lower_bound_takes_float32_elements_by_default_as_the_other_queries_do():
+    """With itemsize=1 the scatter bound was n - ceil(n/p) = 15 B, above the 12 B the root
+    of a float32 run sends."""
+    run = sc.simulate(alpha_beta_network(4, alpha=0.0, beta=B), "scatter",
+                      algorithm="binomial", nbytes=20)
+    assert run.time == pytest.approx(12 * B, rel=1e-12)
+    bound = cost.lower_bound("scatter", p=4, nbytes=20, alpha=0.0, beta=B)
+    assert bound.bandwidth == pytest.approx(12 * B) and run.time >= bound.total
+    assert cost.lower_bound("scatter", p=4, nbytes=20, alpha=0.0, beta=B,
+                            itemsize=1).bandwidth == pytest.approx(15 * B)
+    with pytest.raises(sc.InvalidInputError, match="nbytes=10 is not a multiple of "
+                                                   "itemsize=4"):
+        cost.lower_bound("all_reduce", p=4, nbytes=10, alpha=A, beta=B)
+
+
+def _refusal(call) -> str:
+    with pytest.raises(sc.InvalidInputError) as info:
+        call()
+    return str(info.value)
+
+
+def _queries(collective: str, algorithm: str, **kwargs):
+    """predict, traffic and is_exact with these arguments, as calls."""
+    return [lambda: cost.predict(collective, algorithm, alpha=A, beta=B, **kwargs),
+            lambda: cost.traffic(collective, algorithm, **kwargs),
+            lambda: cost.is_exact(collective, algorithm, **kwargs)]
+
+
+@pytest.mark.parametrize("algorithm, nbytes, params", [
+    ("ring", 4, {"chunks": 5}),                     # 1 float32 element: chunks 1..1
+    ("ring", 8, {"chunks": 3}),                     # 2 elements
+    ("bucketed", 4, {"buckets": 3}),
+    ("bucketed", 20, {"buckets": 2, "inner_params": {"chunks": 3}}),  # buckets of 3 and 2
+    ("double_binary_tree", 12, {"chunks": 4}),
+])
+def test_the_models_refuse_more_pieces_than_elements_as_simulate_does(algorithm, nbytes,
+                                                                     params):
+    with pytest.raises(sc.InvalidInputError) as info:
+        sc.simulate(alpha_beta_network(2, alpha=A, beta=B), "all_reduce",
+                    algorithm=algorithm, nbytes=nbytes, **params)
+    for call in _queries("all_reduce", algorithm, p=2, nbytes=nbytes, **params):
+        assert _refusal(call) == str(info.value)
+
+
+def test_pieces_are_counted_in_elements_of_the_given_size():
+    # 4 bytes are 4 uint8 elements, 2 float16, 1 float32
+    assert cost.predict("all_reduce", "ring", p=2, nbytes=4, alpha=A, beta=B, chunks=4,
+                        itemsize=1) > 0
+    assert cost.traffic("all_reduce", "ring", p=2, nbytes=4, chunks=2, itemsize=2).sent[0] == 4
+    assert "use 1..2" in _refusal(lambda: cost.is_exact("all_reduce", "ring", p=2, nbytes=4,
+                                                       chunks=4, itemsize=2))
+    # a default applies as it is, empty pieces and all, as in simulate
+    assert cost.predict("broadcast", "pipeline", p=4, nbytes=4, alpha=A, beta=B) > 0
+    assert sc.simulate(alpha_beta_network(4, alpha=A, beta=B), "broadcast",
+                       algorithm="pipeline", nbytes=4).time > 0
+
+
+def test_the_models_refuse_bytes_for_a_barrier():
+    with pytest.raises(sc.InvalidInputError) as info:
+        sc.simulate(alpha_beta_network(3, alpha=A, beta=B), "barrier",
+                    algorithm="dissemination", nbytes=100)
+    said = "a barrier moves no data, but 100 bytes per rank were given; "
+    assert str(info.value).startswith(said)
+    calls = _queries("barrier", "dissemination", p=3, nbytes=100) + [
+        lambda: cost.lower_bound("barrier", p=3, nbytes=100, alpha=A, beta=B)]
+    for call in calls:
+        assert _refusal(call) == said + "use nbytes=0"
+    assert cost.predict("barrier", "dissemination", p=3, nbytes=0, alpha=A,
+                        beta=B) == pytest.approx(2 * A)
