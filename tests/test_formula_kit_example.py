@@ -108,15 +108,17 @@ def test_a_wrong_model_is_caught_by_assert_matches_model():
 
 def test_assert_matches_model_takes_the_root_of_a_rooted_run(simcoll_reference):
     """A binomial broadcast from rank 3 of 4, by hand: rank 3 sends 1000 bytes to each of
-    two ranks, rank 1 (two ranks on from the root) to one more; a model queried for
-    root 0 disagrees."""
+    two ranks, rank 1 (two ranks on from the root) to one more. The models are asked for
+    the run's root (``res.root``) unless told, and a root other than the run's is
+    refused."""
     res = simulate(simcoll_reference.network(4), "broadcast", algorithm="binomial",
                    nbytes=1000, root=3)
     assert_traffic(res, sent=[0, 1000, 0, 2000], received=[1000, 1000, 1000, 0])
     assert_matches_model(res, alpha=ALPHA, beta=BETA, root=3)
+    assert_matches_model(res, alpha=ALPHA, beta=BETA)
     simcoll_reference.check(res, root=3)
-    with pytest.raises(AssertionError, match=r"bytes_sent: .* ranks differ"):
-        assert_matches_model(res, alpha=ALPHA, beta=BETA)
+    with pytest.raises(sc.InvalidInputError, match=r"root=0 is not the root of the run"):
+        assert_matches_model(res, alpha=ALPHA, beta=BETA, root=0)
 
 
 @sweep(p=[1, 2, 5], nbytes=[0, 12, 4096])
