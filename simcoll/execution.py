@@ -207,8 +207,15 @@ class Execution:
         unclaimed = rt.unclaimed_messages()
         if unclaimed:
             shown = ", ".join(f"{m.src}->{m.dst} (tag {m.tag!r})" for m in unclaimed[:16])
-            raise UnmatchedMessageError(f"{rt.what} finished with {len(unclaimed)} "
-                                        f"message(s) never received: {shown}")
+            names: dict[int, str] = {}
+            for _, label, address in rt.programs:   # a main program before those it started
+                names.setdefault(address, label)
+            receivers = sorted({names.get(m.dst, f"endpoint {m.dst}") for m in unclaimed[:16]})
+            raise UnmatchedMessageError(
+                f"{rt.what} finished with {len(unclaimed)} message(s) never received: "
+                f"{shown}; {', '.join(receivers)} returned without receiving "
+                f"{'it' if len(unclaimed) == 1 else 'them'} (a recv missing, or a tag or "
+                f"source that does not match the send's)")
 
     @property
     def trace(self) -> tuple[Any, ...] | None:

@@ -181,7 +181,8 @@ def test_unreceived_messages_are_reported():
             yield comm.send(x, dst=1, tag="lost")
         return x
 
-    with pytest.raises(sc.UnmatchedMessageError, match="0->1 .tag 'lost'."):
+    with pytest.raises(sc.UnmatchedMessageError,
+                       match=r"0->1 .tag 'lost'.; rank 1 returned without receiving it"):
         sc.simulate(topo4(), "all_reduce", algorithm="test_leaky", nbytes=64)
 
 
