@@ -88,6 +88,19 @@ def test_a_failed_link_with_no_way_around_ends_the_run_naming_it():
     assert info.value.link == ("gpu0", "gpu1") and info.value.lost == [(0, 1)]
 
 
+@pytest.mark.parametrize("at", [1.0, float(np.nextafter(1.0, 0.0))])
+def test_a_link_failing_as_the_last_byte_crosses_it_loses_nothing(at):
+    """10^9 bytes at 1 GB/s over a line with no way around its one link: the last byte
+    crosses at 1 s. A failure at that instant (or one ulp before, 2e-7 bytes left) ended
+    the run with a LinkFailureError for "0 bytes left"; the message arrives at 1 s, and
+    a failure 1 ns before still loses its last byte."""
+    res = run(line(), [(0, 0, 1, 10**9)], sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=at)]))
+    assert res.time == 1.0 and res.link_bytes[("gpu0", "gpu1")] == 10**9
+    with pytest.raises(sc.LinkFailureError, match=r"gpu0->gpu1 \(1 bytes left\)"):
+        run(line(), [(0, 0, 1, 10**9)], sc.Faults(links=[sc.LinkFault("gpu0", "gpu1",
+                                                                     at=1.0 - 1e-9)]))
+
+
 def test_a_message_sent_after_a_failure_with_no_way_around_ends_the_run_naming_it():
     """A line gpu0 - gpu1 - gpu2 whose link (gpu1, gpu2) fails at 0.1 s, before gpu0 sends
     to gpu2 at 0.2 s: the message has no route. It ended the run with an AlgorithmError
@@ -238,7 +251,13 @@ def test_jitter_is_a_seeded_uniform_extra_latency_per_message():
 
 
 @pytest.mark.parametrize("faults, match", [
-    (sc.Faults(links=[sc.LinkFault("gpu0", "gpu3", at=0)]), r"no link between 'gpu0' and"),
+    (sc.Faults(links=[sc.LinkFault("gpu0", "gpu3", at=0)]),
+     r"no link between 'gpu0' and 'gpu3'; 'gpu0' links to 'switch'$"),
+    (sc.Faults(links=[sc.LinkFault("gpu0", "switch0", at=0)]),
+     r"unknown device 'switch0' in link \('gpu0', 'switch0'\); known devices: 'switch', "
+     r"'gpu0', 'gpu1', 'gpu2', 'gpu3'$"),
+    (sc.Faults(links=[sc.LinkFault(["gpu0"], "switch", at=0)]),
+     r"link end \['gpu0'\] is not a device name; give a name such as 'switch'"),
     (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=-1)]), r"LinkFault at = -1 is not"),
     (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0, factor=-0.5)]), r"factor"),
     (sc.Faults(slow={7: 2.0}), r"faults.slow rank = 7 is not accepted"),
@@ -260,7 +279,8 @@ def test_bad_faults_are_refused_before_the_run(faults, match):
 
 def test_link_faults_need_the_flow_model():
     with pytest.raises(sc.InvalidInputError, match=r"'analytical' network model does not "
-                                                   r"model link faults"):
+                                                   r"model link faults; use network='flow' or "
+                                                   r"'flow_rtt'"):
         sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
                     network="analytical",
                     faults=sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0)]))

@@ -146,7 +146,7 @@ class Network:
             InvalidInputError: this network model does not model link faults.
         """
         raise InvalidInputError(f"the {self.name!r} network model does not model link "
-                                f"faults; use network='flow'")
+                                f"faults; use network='flow' or 'flow_rtt'")
 
     def change_link(self, index: int, factor: float) -> None:
         """Set link ``index`` to ``factor`` times its nominal bandwidth (both directions)

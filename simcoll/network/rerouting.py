@@ -29,7 +29,8 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
     around it stay on their routes). A failed one (``factor == 0``) moves each
     of its flows to the shortest route around the failed links, from the failure on:
     the bytes it has not yet sent cross the new route (and are counted there), with no
-    extra latency.
+    extra latency; a flow whose last byte is across (less than half a byte left) stays
+    and arrives as it would have.
 
     Raises:
         LinkFailureError: no route around the failed links exists for some flows;
@@ -58,6 +59,8 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
         net._failed = net._failed | {index}
         lost, moves = [], []
         for flow in affected:
+            if flow.slot >= 0 and round(net._general.left(flow, now)) == 0:
+                continue  # its last byte is across: it arrives as it would have
             try:
                 moves.append((flow, net._route(flow.src, flow.dst, flow.via)[0]))
             except LinkFailureError:  # no route around the failed links

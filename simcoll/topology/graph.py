@@ -91,6 +91,12 @@ def _check_rate(name: str, value: float, *, allow_inf: bool) -> float:
                 what="bytes/s")
 
 
+def _listed(names: list[str], most: int = 10) -> str:
+    """The first ``most`` of ``names``, quoted, and " ..." where there are more."""
+    return ", ".join(map(repr, names[:most])) + (" ..." if len(names) > most else "") \
+        if names else "nothing"
+
+
 class Topology:
     """A machine description; build it with the builders or by hand.
 
@@ -239,15 +245,7 @@ class Topology:
             TopologyError: unknown device, self-loop, duplicate link, bad
                 bandwidth/latency/kind.
         """
-        for end in (u, v):
-            if not isinstance(end, str):
-                raise TopologyError(f"link end {end!r} is not a device name; pass the names "
-                                    f"add_gpu() / add_switch() returned")
-            if end not in self._devices:
-                known = ", ".join(list(self._devices)[:10])
-                raise TopologyError(
-                    f"unknown device {end!r} in link ({u!r}, {v!r}); known devices: {known}"
-                    + (" ..." if len(self._devices) > 10 else ""))
+        self._check_ends(u, v)
         if u == v:
             raise TopologyError(f"link ({u!r}, {v!r}) joins a device to itself")
         if frozenset((u, v)) in self._pairs:
@@ -371,10 +369,24 @@ class Topology:
         Raises:
             TopologyError: no such link.
         """
+        self._check_ends(u, v)
         for i, link in enumerate(self._links):
             if {link.u, link.v} == {u, v}:
                 return i
-        raise TopologyError(f"topology {self.name!r} has no link between {u!r} and {v!r}")
+        ends = [link.v if link.u == u else link.u for link in self._links if u in (link.u, link.v)]
+        raise TopologyError(f"topology {self.name!r} has no link between {u!r} and {v!r}; "
+                            f"{u!r} links to {_listed(ends)}")
+
+    def _check_ends(self, u: object, v: object) -> None:
+        """Refuse a link end that is not the name of a device of this topology."""
+        for end in (u, v):
+            if not isinstance(end, str):
+                raise TopologyError(f"link end {end!r} is not a device name; give a name "
+                                    f"such as {next(iter(self._devices), 'gpu0')!r}, as "
+                                    f"add_gpu() / add_switch() return it")
+            if end not in self._devices:
+                raise TopologyError(f"unknown device {end!r} in link ({u!r}, {v!r}); known "
+                                    f"devices: {_listed(list(self._devices))}")
 
     def directed_link(self, index: int) -> tuple[str, str]:
         """The (from, to) device names of directed link ``index``."""
