@@ -57,7 +57,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             (:mod:`simcoll.memory`).
         nbytes: each rank's input buffer size in bytes, or a size string like "256MiB"
             (data-free mode: sizes only; memory grows with the messages in flight, about
-            3.3 KB each, p^2 of them at once for algorithms that send to every rank at
+            3 KB each, p^2 of them at once for algorithms that send to every rank at
             once, such as naive all_reduce and direct all_to_all). For the v-collectives,
             bytes per rank (all_gatherv: each rank's input; reduce_scatterv: each rank's
             output block, the input being their sum) or a p x p matrix of bytes per pair
