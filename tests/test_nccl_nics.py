@@ -295,14 +295,16 @@ def test_collnet_heads_sharing_nics_take_one_each_both_ways(algo):
     """Direct's heads (every GPU, on its first NIC) and Chain's (channel c: GPU c mod 2
     here, NCCL's local GPU of the c-th NIC) reach the SHARP switch through their own
     NIC, and it reaches them back through it (a multicast bound per owner): each NIC
-    carries n / 2 of a 64 MiB all_reduce each way, where the shortest routes put all
-    of n on the first. So the run takes about n / 2 over 12.5 GB/s, not n."""
+    carries n / 2 of a 64 MiB all_reduce each way (to a float: 6 channels, NCCL's 4 and
+    half as many again with collnet=1, do not cut n evenly), where the shortest routes
+    put all of n on the first. So the run takes about n / 2 over 12.5 GB/s, not n."""
     n, topo = 64 << 20, gpu_pairs_with_two_nics("switch", sharp=True)
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo=algo, collnet=1)
+    assert res.params["channels"] == 6
     for node in range(2):
         for k in range(2):
-            assert res.link_bytes[(f"nic{node}_{k}", "core")] == n // 2
-            assert res.link_bytes[("core", f"nic{node}_{k}")] == n // 2
+            assert abs(res.link_bytes[(f"nic{node}_{k}", "core")] - n // 2) <= 6 * 4
+            assert abs(res.link_bytes[("core", f"nic{node}_{k}")] - n // 2) <= 6 * 4
     assert n / 2 / NIC < res.time < 0.6 * n / NIC
     rng = np.random.default_rng(9)
     data = [rng.standard_normal(5000) for _ in range(4)]

@@ -12,6 +12,7 @@ import pytest
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.protocols import channel_rate
+from simcoll.algorithms.nccl.report import graph_lines
 from simcoll.algorithms.nccl.search import (
     HeadsGraph,
     Searched,
@@ -349,6 +350,57 @@ def test_nodes_of_one_gpu_by_hand(topo, ranks, expected):
     assert (machine.channels, machine.graph_channels,
             machine.graph_channel_bw / GBS) == pytest.approx(expected, rel=1e-12)
     assert max_channels(machine, "tree") == expected[0]
+
+
+@pytest.mark.parametrize("nbytes, channels", [(32764, 1), (32768, 2), (48 << 10, 2)])
+def test_a_slow_ring_trims_simple_by_its_256_threads(nbytes, channels):
+    """pcie_node(8, p2p=False): NCCL's ring graph is 1 channel of 6 GB/s, at most PCI_BW
+    (12 GB/s), so ring Simple runs 256 threads a channel (``simpleDefaultThreads``,
+    tuning.cc) and keeps 2 channels from 2 x 256 x 64 = 32 KiB; 512 threads would keep
+    1 up to 64 KiB."""
+    res = sc.simulate(sc.topology.pcie_node(8, p2p=False), "all_reduce", algorithm="nccl",
+                      nbytes=nbytes, algo="ring", proto="Simple")
+    assert res.params["channels"] == channels
+
+
+def test_a_fast_ring_trims_simple_by_its_512_threads():
+    """One DGX A100 (24 channels of 12 x 20 GB/s graph channels, far above PCI_BW): 512
+    threads a channel, so 64 KiB keeps 65,536 / (512 x 64) = 2 channels, 96 KiB 3."""
+    topo = sc.topology.dgx_a100(1)
+    for nbytes, channels in ((64 << 10, 2), (96 << 10, 3), ((96 << 10) - 4, 2)):
+        res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes, algo="ring",
+                          proto="Simple")
+        assert res.params["channels"] == channels
+
+
+def test_collnet_adds_half_the_channels_where_chain_is_faster_inside_a_node():
+    """NCCL_COLLNET_ENABLE=1 on 2 DGX A100 with SHARP: CollNet Chain's graph moves 30
+    GB/s inside a node against 24 to the network, and a node holds 8 GPUs, so NCCL opens
+    16 + 16 / 2 = 24 channels for every algorithm (ncclTopoPostset, connect.cc); on DGX
+    H100 nodes (48 GB/s both ways) it keeps 16. NVLS across nodes runs on at most the
+    communicator's channels: on DGX H100 nodes of two NICs (ring graph 4 x 24 GB/s,
+    doubled to 8; Chain 48 inside against 24 out: 12) 12 of its 16 (2.30.7; 2.26.2's
+    tuner runs its 16)."""
+    a100 = sc.topology.dgx_a100(2, sharp=True)
+    for algo in ("ring", "tree", "collnet_chain", "collnet_direct"):
+        res = sc.simulate(a100, "all_reduce", algorithm="nccl", nbytes=1 << 30, algo=algo,
+                          collnet=1)
+        assert res.params["channels"] == 24, algo
+    plain = sc.simulate(a100, "all_reduce", algorithm="nccl", nbytes=1 << 30, algo="ring")
+    assert plain.params["channels"] == 16
+    assert graph_lines(a100)[0] == \
+        "ring    nChannels 8, bw 24.0/24.0; 16 coll channels (24 with collnet=1)"
+    h100 = sc.simulate(sc.topology.dgx_h100(2, sharp=True), "all_reduce", algorithm="nccl",
+                       nbytes=1 << 30, algo="ring", collnet=1)
+    assert h100.params["channels"] == 16
+    two_nics = sc.topology.dgx_h100(2, nics_per_node=2, sharp=True)
+    machine = describe(two_nics, tuple(range(16)))
+    assert (machine.graph_channels, machine.channels, machine.graph_channel_bw / GBS) == \
+        (4, 8, 24)
+    for tuner, channels in (("2.30.7", 12), ("2.26.2", 16)):
+        res = sc.simulate(two_nics, "all_reduce", algorithm="nccl", nbytes=64 << 20,
+                          algo="nvls", collnet=1, tuner=tuner)
+        assert res.params["channels"] == channels, tuner
 
 
 def test_a_node_without_peer_to_peer_runs_two_channels_and_sums_right():

@@ -179,10 +179,15 @@ def test_nvls_across_nodes_on_a_hand_built_machine(shared):
     groups = sharp_groups(topo, (0, 1, 2, 3))
     assert groups == {0: SharpTree({"sharp0": (0, 2)}, None),
                       1: SharpTree({"sharp0" if shared else "sharp1": (1, 3)}, None)}
-    count = 16 * 2 * 500
+    # NCCL's channels: a ring graph of 2 (one per rail), doubled to 4; with collnet=1
+    # half as many again, as CollNet Chain's graph is faster inside a node (2 GPUs on
+    # 200 GB/s NVLink) than to the network (NICs of 20 and 25 GB/s): 6; NVLS across nodes
+    # runs on at most those (its own 16 on one node).
+    count = 6 * 2 * 500
     inputs = make_data(4, count, "float64")
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo="nvls",
                       collnet=1, arch="hopper")
+    assert res.params["channels"] == 6
     assert res.correct
     assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
     n = count * 8

@@ -53,7 +53,13 @@ from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, node_o
 from simcoll.algorithms.nccl.nics import chain_lanes, channel_nics, gpu_nic, nearest_nics, nics_of
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate, one_step_slices
-from simcoll.algorithms.nccl.tuner import ALGORITHMS, choose, nvls_reduces, sharp_reduces
+from simcoll.algorithms.nccl.tuner import (
+    ALGORITHMS,
+    choose,
+    comm_channels,
+    nvls_reduces,
+    sharp_reduces,
+)
 from simcoll.algorithms.params import Choice, Int, Names, Real, named_arguments
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, block_counts, join, split
@@ -165,17 +171,20 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
 
 
 def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str, intra: str,
-            launch_overhead: float = 0.0, step_latency_scale: float = 1.0) -> Protocol:
-    """The protocol the tuner chose, with its per-channel rate on this machine and the
-    run's costs beyond NCCL's model (:class:`~.protocols.Protocol`'s ``launch`` and
-    ``step_scale``)."""
+            launch_overhead: float = 0.0, step_latency_scale: float = 1.0,
+            collnet: int = 0) -> Protocol:
+    """The protocol the tuner chose, with its per-channel rate on this machine (a share
+    of the caps of NCCL's graph channels, over the communicator's channels:
+    :func:`~.tuner.comm_channels`) and the run's costs beyond NCCL's model
+    (:class:`~.protocols.Protocol`'s ``launch`` and ``step_scale``)."""
     if "auto" in (algo, proto, intra, arch) or "," in algo + proto or channels == 0:
         raise CommUsageError(f"rank {comm.rank}: NCCL's tuner has not run (algo={algo!r}, "
                              f"proto={proto!r}, channels={channels}); start it through "
                              f"simulate() or comm.collective()")
     nodes = len({comm.node_of(r) for r in range(comm.size)})
     machine = describe(comm.topology, comm.world_ranks(), arch)
-    share = machine.graph_channels / machine.channels if machine.channels else 1.0
+    share = machine.graph_channels / comm_channels(machine, collnet) if machine.channels \
+        else 1.0
     return dataclasses.replace(PROTOCOL[proto],
                                rate=channel_rate(proto, algo, arch, nodes, channels,
                                                  comm.topology.cpu, share),
@@ -423,7 +432,7 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
     with ``collnet=1`` NVLS across nodes, CollNet Direct or CollNet Chain through SHARP
     switches."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
-                       step_latency_scale)
+                       step_latency_scale, collnet)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
@@ -567,7 +576,7 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
     ``collnet=1`` across nodes too, through SHARP), CollNet Direct through SHARP
     (``collnet=1``), or PAT with one GPU per node (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
-                       step_latency_scale)
+                       step_latency_scale, collnet)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
@@ -610,7 +619,7 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     ``collnet=1`` across nodes too, through SHARP), CollNet Direct through SHARP
     (``collnet=1``), or PAT with one GPU per node (aggregated binomial trees)."""
     protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
-                       step_latency_scale)
+                       step_latency_scale, collnet)
     p = comm.size
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x

@@ -13,6 +13,7 @@ __all__ = ["NCCL_VERSION", "PROTOCOLS", "LINKS", "BASE_LATENCY", "HW_LATENCY", "
            "PER_CHANNEL_MAX_TREE_BW", "PER_CHANNEL_MAX_TREE_LL128_BW", "ll_max_bw",
            "PER_CHANNEL_MAX_NVLS_TREE_BW", "NVLS_EFFICIENCY",
            "ARCHS", "NVLINK_BW_PER_LINK", "THREAD_THRESHOLD", "MAX_THREADS",
+           "SLOW_RING_SIMPLE_THREADS", "PCI_BW", "MAX_CHANNELS",
            "NET_OVERHEAD_US", "net_overhead_us", "TREE_CORRECTION", "TUNERS",
            "HW_LATENCY_BY_TUNER",
            "PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER", "PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER",
@@ -128,6 +129,15 @@ THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
 
 MAX_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
 """``NCCL_LL_MAX_NTHREADS``, ``NCCL_LL128_MAX_NTHREADS``, ``NCCL_SIMPLE_MAX_NTHREADS``."""
+
+SLOW_RING_SIMPLE_THREADS, PCI_BW = 256, 12.0
+"""Ring Simple's threads per channel where the ring graph's channels together move at
+most ``PCI_BW`` GB/s (PCIe Gen3 x16; ``simpleDefaultThreads`` in ``ncclTopoTuneModel``,
+src/graph/tuning.cc, and ``PCI_BW`` in src/graph/topo.h), instead of
+``MAX_THREADS["Simple"]``."""
+
+MAX_CHANNELS = 64
+"""``MAXCHANNELS`` (src/include/device.h): the most channels a communicator opens."""
 
 COLLNET_THREADS, COLLNET_THREAD_THRESHOLD = 640, 512
 """CollNet's threads per channel (``NCCL_MAX_NTHREADS``) and bytes per thread below which

@@ -15,6 +15,7 @@ from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.tuner import (
     candidates,
     collnet_graphs_of,
+    comm_channels,
     nvls_channels,
     nvls_graph_of,
 )
@@ -26,16 +27,18 @@ __all__ = ["graph_lines"]
 def graph_lines(topology: Topology, arch: str = "auto", tuner: str = NCCL_VERSION) -> list[str]:
     """One line per graph NCCL would search on all of ``topology``'s GPUs: the ring and
     tree graphs (channels, speed inside a node / to the network, and the channels the
-    rings run on), the NVLS graph where NVLS can run, and the CollNet Direct and Chain
-    graphs where the fabric reduces in the network (with ``collnet=1``). Empty for a
-    single GPU, which searches no graph."""
+    rings run on, and with ``collnet=1`` where that opens more), the NVLS graph where
+    NVLS can run, and the CollNet Direct and Chain graphs where the fabric reduces in the
+    network (with ``collnet=1``). Empty for a single GPU, which searches no graph."""
     machine = describe(topology, tuple(range(topology.nranks)), arch)
     if not machine.graph_channels:
         return []
     n, ring, tree = (machine.graph_channels, machine.graph_channel_bw / 1e9,
                      machine.tree_channel_bw / 1e9)
+    with_collnet = comm_channels(machine, collnet=1)
     lines = [f"ring    nChannels {n}, bw {ring:.1f}/{ring:.1f}; {machine.channels} coll "
-             f"channels",
+             f"channels" + (f" ({with_collnet} with collnet=1)"
+                            if with_collnet != machine.channels else ""),
              f"tree    nChannels {n}, bw {tree:.1f}/{ring:.1f}"]
     if {"nvls", "nvls_tree"} & set(candidates(machine, "all_reduce", collnet=1)):
         nvls = nvls_graph_of(machine)

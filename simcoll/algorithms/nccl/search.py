@@ -57,6 +57,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from simcoll.algorithms.nccl.constants import MAX_CHANNELS
+
 __all__ = ["INTEL_P2P_OVERHEAD", "INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
            "one_node_channels", "one_node_ring_channels", "across_nodes_channels",
            "across_pci_nodes_channels", "pci_channels", "pci_tree_intra_speed", "finish",
@@ -80,10 +82,8 @@ INTER_SPEEDS = {
                   15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
 }
 """``speedArrayInter``, ``sm90SpeedArrayInter``, ``sm100SpeedArrayInter`` (GB/s)."""
-MAX_RING_CHANNELS = 32
+MAX_RING_CHANNELS = MAX_CHANNELS // 2
 """The ring graph's ``maxChannels``: ``MAXCHANNELS`` (64) / 2 (src/init.cc)."""
-_MAX_CHANNELS = 64
-"""``MAXCHANNELS`` (src/include/device.h)."""
 INTEL_P2P_OVERHEAD = 6 / 5
 """What a channel takes on the PCI links of a path through an Intel CPU's root complex,
 per unit of its speed (``INTEL_P2P_OVERHEAD``, src/graph/topo.h)."""
@@ -175,9 +175,9 @@ def _postset(n: int, speed: float, arch: str, across: bool) -> int:
     """The channels ``ncclTopoPostset`` runs ``n`` graph channels of ``speed`` GB/s on:
     every ring twice, and from Hopper on twice again across nodes where fewer than 16
     run above 45 GB/s."""
-    run = min(_MAX_CHANNELS, 2 * n)
+    run = min(MAX_CHANNELS, 2 * n)
     if _COMPUTE_CAPABILITY[arch] >= 90 and across and speed > 45.0 and run < 16:
-        run = min(_MAX_CHANNELS, 2 * run)
+        run = min(MAX_CHANNELS, 2 * run)
     return run
 
 

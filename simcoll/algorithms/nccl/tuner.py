@@ -22,14 +22,17 @@ from simcoll.algorithms.nccl.constants import (
     COLLNET_THREAD_THRESHOLD,
     COLLNET_THREADS,
     HW_LATENCY_BY_TUNER,
+    MAX_CHANNELS,
     MAX_THREADS,
     NCCL_VERSION,
     NVLS_EFFICIENCY,
+    PCI_BW,
     PER_CHANNEL_MAX_NVLS_TREE_BW,
     PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER,
     PER_CHANNEL_MAX_TREE_BW_BY_TUNER,
     PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER,
     PROTOCOLS,
+    SLOW_RING_SIMPLE_THREADS,
     THREAD_THRESHOLD,
     TREE_CORRECTION,
     TREE_PATTERN_FACTOR,
@@ -48,7 +51,7 @@ from simcoll.algorithms.nccl.search import (
 from simcoll.errors import InvalidInputError
 
 __all__ = ["ALGORITHMS", "SIMPLE_ONLY", "Choice", "candidates", "predict", "choose", "max_channels",
-           "nvls_channels", "nvls_graph_of", "collnet_graphs_of", "nvls_reduces"]
+           "comm_channels", "nvls_channels", "nvls_graph_of", "collnet_graphs_of", "nvls_reduces"]
 
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
@@ -125,16 +128,37 @@ class Choice:
     predicted: float
 
 
-def max_channels(machine: Machine, algo: str, tuner: str = NCCL_VERSION) -> int:
-    """The channels NCCL opens on this machine for ``algo`` before it trims them for
-    small sizes: for rings and trees (and PAT and CollNet, which run on the rings'
-    channels) what NCCL's topology search gives (:attr:`Machine.channels`; 24 on a node
-    of 8 A100 or H100, 16 on DGX H100 nodes with a NIC per GPU, 4 on 8 GPUs over PCI
-    with peer-to-peer access), or 1 on a communicator of one GPU, which searches no
-    graph; for NVLS what :func:`nvls_channels` gives."""
+def comm_channels(machine: Machine, collnet: int = 0) -> int:
+    """The channels NCCL's communicator opens for rings and trees (and PAT and CollNet,
+    which run on them): ``comm->nChannels``. What its topology search gives
+    (:attr:`Machine.channels`; 24 on a node of 8 A100 or H100, 16 on DGX H100 nodes with
+    a NIC per GPU, 4 on 8 GPUs over PCI with peer-to-peer access), or 1 on a
+    communicator of one GPU, which searches no graph; with NCCL_COLLNET_ENABLE set
+    (``collnet``) on a SHARP fabric across nodes, half as many again (at most
+    :data:`~.constants.MAX_CHANNELS`) where CollNet Chain's graph is faster inside a
+    node than to the network and a node holds more than one GPU, "to saturate
+    intra-node bandwidth" (``ncclTopoPostset``, src/graph/connect.cc; 16 become 24 on
+    ``dgx_a100(2, sharp=True)``)."""
+    n = machine.channels or 1
+    if collnet and machine.sharp and machine.nranks > machine.nnodes > 1:
+        graphs = collnet_graphs_of(machine)
+        if graphs is not None and graphs[1].intra > graphs[1].inter:
+            n = min(MAX_CHANNELS, n + n // 2)
+    return n
+
+
+def max_channels(machine: Machine, algo: str, tuner: str = NCCL_VERSION,
+                 collnet: int = 0) -> int:
+    """The channels NCCL runs ``algo`` on before it trims them for small sizes: for
+    rings, trees, PAT and CollNet the communicator's (:func:`comm_channels`); for NVLS
+    and NVLS-tree what :func:`nvls_channels` gives, but for NVLS across nodes no more
+    than the communicator's (2.30.7's ``topoGetAlgoInfo``, src/enqueue.cc; 2.26.2 takes
+    NVLS's own there too)."""
+    if algo == "nvls" and machine.nnodes > 1 and tuner != "2.26.2":
+        return min(nvls_channels(machine, tuner), comm_channels(machine, collnet))
     if algo in ("nvls", "nvls_tree"):
         return nvls_channels(machine, tuner)
-    return machine.channels or 1
+    return comm_channels(machine, collnet)
 
 
 def nvls_channels(machine: Machine, tuner: str = NCCL_VERSION) -> int:
@@ -446,10 +470,12 @@ def _trim_collnet_direct(nbytes: int, channels: int, heads: int) -> int:
 
 
 def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int,
-                  ppn: int = 1) -> int:
+                  ppn: int = 1, slow_ring: bool = False) -> int:
     """NCCL's channel count for a size: fewer channels while the buffer is too small to
     give every thread of every channel its threshold of bytes (NVLS and PAT keep theirs;
-    CollNet Direct counts its ``ppn`` heads)."""
+    CollNet Direct counts its ``ppn`` heads; a ``slow_ring``, whose graph moves at most
+    :data:`~.constants.PCI_BW`, runs Simple on
+    :data:`~.constants.SLOW_RING_SIMPLE_THREADS` threads a channel)."""
     if algo in ("nvls", "nvls_tree", "pat"):  # PAT: NCCL sets no thread count to trim by
         return channels
     if algo == "collnet_direct":
@@ -459,7 +485,9 @@ def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int
             channels -= 1
         return channels
     threshold = THREAD_THRESHOLD[proto] * (nranks if algo == "ring" and proto == "LL" else 1)
-    while channels >= 2 and nbytes < channels * MAX_THREADS[proto] * threshold:
+    threads = SLOW_RING_SIMPLE_THREADS if slow_ring and (algo, proto) == ("ring", "Simple") \
+        else MAX_THREADS[proto]
+    while channels >= 2 and nbytes < channels * threads * threshold:
         channels -= 1
     return channels
 
@@ -564,16 +592,17 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         algos = runnable
     protos = named_protos or tuple(p for p in PROTOCOLS
                                    if p != "LL128" or machine.ll128_by_default)
+    slow_ring = machine.graph_channels * machine.graph_channel_bw / 1e9 <= PCI_BW
     best: Choice | None = None
     for a in algos:
         for pr in protos:
-            nc = channels or max_channels(machine, a, tuner)
+            nc = channels or max_channels(machine, a, tuner, collnet)
             t = predict(machine, collective, nbytes, a, pr, nc, tuner)
             if fp8 and a == "ring" and machine.nranks > 8:
                 t *= FP8_RING_PENALTY
             if best is None or t < best.predicted:
                 best = Choice(a, pr, nc if channels else trim_channels(
-                    nbytes, a, pr, nc, machine.nranks, int(machine.ppn)), t)
+                    nbytes, a, pr, nc, machine.nranks, int(machine.ppn), slow_ring), t)
     if best is None or math.isinf(best.predicted):
         few = ""
         if "Simple" not in protos and all(a in SIMPLE_ONLY for a in algos):
