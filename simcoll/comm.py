@@ -388,7 +388,7 @@ class Comm:
         as a kernel launch, which neither links nor the compute stream see."""
         if type(seconds) is not float or not 0.0 <= seconds < math.inf:  # the hot path
             seconds = self._seconds("sleep", seconds)
-        return self._rt.after(seconds, None)
+        return self._rt.sleep(self._address, seconds)
 
     def compute(self, seconds: float) -> Event:
         """Keep this GPU's compute stream busy for ``seconds`` (finite, >= 0; FIFO with

@@ -10,12 +10,13 @@ arrived there, a reduction or compute span ended, or a message it sent arrived; 
 message that took no time (empty, on a route without latency) passes the walk on to its
 sender at the same instant. An arrival counts only where it woke what waited on it
 (``TraceEvent.woke_receiver``, ``woke_sender``): one that came while the program slept,
-computed or had not started yet woke nothing. Where nothing ended at that instant the
-program had slept (a launch latency, a protocol's pacing, a late start) since the last
-instant it ran (a send, an arrival it woke to, a reduction or compute span ending) or
-since time 0: a ``wait``. The walk stops at time 0. An endpoint's programs (a rank's,
-and the collectives it started) count as one: any of them running is the endpoint
-running.
+computed or had not started yet woke nothing. A program that slept (``comm.sleep``: a
+launch latency, a protocol's pacing; ``RunResult.sleeps``) waited from when its sleep
+began: a ``wait``. Where nothing ended at that instant (a late start) the endpoint
+waited since the last instant it ran (a send, an arrival it woke to, a reduction,
+compute span or sleep ending) or since time 0. The walk stops at time 0. An endpoint's
+programs (a rank's, and the collectives it started) count as one where they meet: an
+arrival, a reduction or a compute span ending on it may have woken any of them.
 
 The segments tile ``[0, Result.time]`` exactly: each one ends where the next begins, so
 their durations add up to the run's time, and each is a route's latency, bytes crossing a
@@ -46,6 +47,7 @@ from typing import Any
 
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
+from simcoll.inputs import check_topology
 from simcoll.result import RunResult, traced_events
 from simcoll.runtime import TraceEvent
 from simcoll.topology.graph import Topology
@@ -122,6 +124,7 @@ class CriticalPath:
     nranks: int = 0
 
     def _check(self, topology: Topology) -> None:
+        check_topology(topology)
         if (topology.name, topology.nranks) != (self.topology, self.nranks):
             raise InvalidInputError(
                 f"topology {topology.name!r} ({topology.nranks} ranks) is not the one the "
@@ -257,8 +260,8 @@ def narrowest_link(topology: Topology, segment: Segment) -> str:
 class _Index:
     """The trace's activities by the endpoints they touch and the instants they end."""
 
-    def __init__(self, events: Sequence[TraceEvent]) -> None:
-        self.events = events
+    def __init__(self, events: Sequence[TraceEvent], sleeps: Sequence[TraceEvent]) -> None:
+        self.events = [*events, *sleeps]
         self.ended: dict[tuple[int, float], list[tuple[int, int]]] = {}
         self.instant: dict[tuple[int, float], list[int]] = {}
         """Messages that took no time (empty, on a route without latency), by receiver
@@ -269,7 +272,7 @@ class _Index:
         self.place: dict[int, int] = {}
         """Each message's place in its connection's list."""
         running: dict[int, list[float]] = {}
-        for i, e in enumerate(events):
+        for i, e in enumerate(self.events):
             if e.kind == "message":
                 same = self.connections.setdefault((e.context, e.rank, e.peer, e.tag), [])
                 self.place[i] = len(same)
@@ -293,8 +296,11 @@ class _Index:
                 running.setdefault(e.rank, []).append(e.start)
             else:
                 if lasted:
-                    self.ended.setdefault((e.rank, e.end), []).append((1, i))
+                    self.ended.setdefault((e.rank, e.end), []).append(
+                        (3 if e.kind == "sleep" else 1, i))
                 running.setdefault(e.rank, []).append(e.end)
+                if e.kind == "sleep":
+                    running[e.rank].append(e.start)
         self.running = {k: sorted(v) for k, v in running.items()}
 
     def woke(self, endpoint: int, t: float, tag: Any) -> int | None:
@@ -337,13 +343,15 @@ def critical_path(result: RunResult) -> CriticalPath:
         InvalidInputError: not a run's result, or one without a trace.
     """
     trace = traced_events(result)
-    index = _Index(trace)
+    index = _Index(trace, result.sleeps or ())
     segments: list[Segment] = []
     t = result.time
     last = [i for i, e in enumerate(trace) if e.end == t and e.end > e.start]
     current = min(last, key=lambda i: (trace[i].kind != "message", i)) if last else None
     # Where no activity ended last, a rank's program returned after a sleep.
     endpoint = int(result.rank_times.argmax())
+    if current is None:
+        current = index.woke(endpoint, t, None)
     tag: Any = None
     seen: set[tuple[int, float]] = set()
     while t > 0:
@@ -359,8 +367,11 @@ def critical_path(result: RunResult) -> CriticalPath:
             t = begun
             current = index.woke(endpoint, t, tag) if t > 0 else None
             continue
-        e = trace[current]
-        if e.kind != "message":
+        e = index.events[current]
+        if e.kind == "sleep":
+            segments.append(Segment("wait", e.rank, None, e.start, e.end))
+            endpoint, t, tag = e.rank, e.start, None
+        elif e.kind != "message":
             segments.append(Segment(e.kind, e.rank, None, e.start, e.end, e.nbytes))
             endpoint, t, tag = e.rank, e.start, None
         else:

@@ -226,6 +226,12 @@ class Execution:
             return None
         return tuple(sorted(rt.events, key=lambda event: event.end))
 
+    @property
+    def sleeps(self) -> tuple[Any, ...] | None:
+        """Every sleep a program took, if traced, in the order they began."""
+        rt = self.runtime
+        return tuple(rt.sleeps) if isinstance(rt, TracingRuntime) else None
+
 
 def _unreturned(process: simpy.Process) -> bool:
     """Whether ``process``'s program had not returned when a run limit stopped the run:

@@ -61,6 +61,9 @@ class Inputs:
 
 def check_topology(topology: Any) -> Topology:
     """``topology`` if it is a valid, connected simcoll Topology."""
+    if isinstance(topology, str):
+        raise InvalidInputError(f"topology={topology!r} is a spec, not a Topology; build it "
+                                f"with sc.topology.from_spec({topology!r})")
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology must be a simcoll Topology, got "
                                 f"{type(topology).__name__}")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcoll.errors import InvalidInputError
+from simcoll.inputs import check_topology
 from simcoll.result import RunResult, traced_events
 from simcoll.topology.graph import Topology
 
@@ -56,6 +57,7 @@ class LinkLoad:
 def check_ran_on(result: RunResult, topology: Topology) -> None:
     """Refuse a result without a trace, or a topology other than the one it ran on."""
     traced_events(result)
+    check_topology(topology)
     # Past the GPUs a result counts every other endpoint: hosts, then in-network devices.
     others = len(result.host_bytes_sent)
     if (topology.name != result.topology or topology.nranks != result.nranks

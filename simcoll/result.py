@@ -47,6 +47,9 @@ class RunResult:
         trace: every message, reduction and compute span, in the order they ended
             (those ending together in the order they were recorded; ``trace=True``),
             else None.
+        sleeps: with ``trace=True``, every sleep a program took (``comm.sleep``: a
+            launch latency, a protocol's pacing), as trace events of kind "sleep" in the
+            order they began, which the critical path reads; else None.
 
     Bytes: ``bytes_sent`` and ``bytes_received`` count payload; ``link_bytes`` counts
     what crossed each link, a protocol's framing included (NCCL's LL puts 16 bytes on
@@ -68,6 +71,7 @@ class RunResult:
     messages: int
     rank_times: np.ndarray = field(repr=False)
     trace: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
+    sleeps: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
 
     @staticmethod
     def _measured(run: Execution, outputs: list[Any] | None) -> dict[str, Any]:
@@ -82,7 +86,8 @@ class RunResult:
             host_bytes_sent=sent[p:], host_bytes_received=received[p:],
             link_bytes={topology.directed_link(d): b
                         for d, b in enumerate(network.link_bytes)},
-            messages=network.messages, rank_times=run.rank_times, trace=run.trace)
+            messages=network.messages, rank_times=run.rank_times, trace=run.trace,
+            sleeps=run.sleeps)
 
     @classmethod
     def of(cls, run: Execution, outputs: list[Any] | None) -> RunResult:

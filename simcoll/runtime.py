@@ -407,6 +407,10 @@ class Runtime:
         self.compute_free_at[endpoint] = end
         return end - now
 
+    def sleep(self, endpoint: int, seconds: float) -> Event:
+        """An event that fires ``seconds`` from now: a program of ``endpoint`` asleep."""
+        return self.after(seconds, None)
+
     def after(self, delay: float, value: Any) -> Event:
         """An event that fires ``delay`` seconds from now with ``value``."""
         if delay == 0:
@@ -469,11 +473,13 @@ class _Sent:
 
 class TracingRuntime(Runtime):
     """A runtime that also records every message, reduction and compute span, when each
-    message's bytes began to move, and what its arrival woke (:class:`TraceEvent`)."""
+    message's bytes began to move, and what its arrival woke (:class:`TraceEvent`), and
+    every sleep (kind "sleep"), apart."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.events: list[TraceEvent] = []
+        self.sleeps: list[TraceEvent] = []
         self._sent: dict[Message, _Sent] = {}
         self._drawn = 0.0
         self._seen_jitter: Any = None
@@ -661,6 +667,12 @@ class TracingRuntime(Runtime):
             end = self._reduce_ends[endpoint] = self.env._now + delay
             self.events.append(TraceEvent("reduce", endpoint, None, None, nbytes, start, end))
         return delay
+
+    def sleep(self, endpoint: int, seconds: float) -> Event:
+        if seconds > 0:
+            now = self.env._now
+            self.sleeps.append(TraceEvent("sleep", endpoint, None, None, 0, now, now + seconds))
+        return super().sleep(endpoint, seconds)
 
     def compute_delay(self, endpoint: int, seconds: float) -> float:
         start = self._engine_start(self.compute_free_at, self._compute_ends, endpoint)

@@ -3,8 +3,9 @@
 Open the JSON file in https://ui.perfetto.dev (or chrome://tracing). Each rank (and server
 host, and in-network device) is a process row. A message is an async span on its sender,
 from the send to the arrival of its last byte (messages may overlap, so they are async
-spans rather than thread slices; its arguments hold its payload and wire bytes and when
-its bytes began to move), with a flow arrow to an instant "from <sender>" on the
+spans rather than thread slices; its arguments hold its payload and wire bytes, its tag
+and matching context, which tell apart the messages of collectives run side by side,
+and when its bytes began to move), with a flow arrow to an instant "from <sender>" on the
 receiver at the arrival. Reductions and compute spans sit on threads of their own. Given
 the topology, a "links" process adds a counter track per directed link: its load in
 bytes/s over time, taking each message at its average rate from when its bytes began
@@ -134,6 +135,7 @@ def to_chrome(result: RunResult, topology: Topology | None = None,
             common = {"cat": "message", "id": i, "pid": e.rank, "tid": tid,
                       "name": f"to {e.peer}"}
             args = {"bytes": e.nbytes, "tag": repr(e.tag), "dst": e.peer,
+                    "context": e.context,
                     "wire_bytes": e.nbytes if e.wire_bytes is None else e.wire_bytes,
                     "moving_us": None if e.moving is None else e.moving * 1e6}
             events.append({**common, "ph": "b", "ts": start, "args": args,

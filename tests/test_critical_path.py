@@ -645,3 +645,51 @@ def test_a_ring_step_is_put_down_to_the_message_from_the_previous_rank():
     assert len(sent) == 6
     assert all(peer == (src + 1) % 4 for src, peer in sent)
     assert all(nxt[0] == prev[1] for prev, nxt in zip(sent, sent[1:]))
+
+
+@pytest.mark.parametrize("compute", [20e-6, 1e-6])
+def test_a_sleep_of_one_program_is_not_put_down_to_another_s_compute(compute):
+    """Rank 0 starts a program that sleeps 25 us (a launch) and then sends 4 KiB, and
+    computes meanwhile: the run takes 25 + 2 (two links of 1 us) + 4096 B / 100 GB/s us
+    whatever it computes, so the path is that sleep, the route's latency and the bytes.
+    The walk took the compute's end for what woke the sender, and put 20 us of compute
+    on the path."""
+    def launch_beside_compute(comm):
+        if comm.rank == 0:
+            def launched():
+                yield comm.sleep(25e-6)
+                yield comm.send(np.zeros(1024, np.float32), 1)
+            sending = comm.start(launched())
+            yield comm.compute(compute)
+            yield sending
+        else:
+            yield comm.recv(0)
+
+    topo = sc.topology.switch(2, bandwidth=100e9, latency=1e-6)
+    res = sc.run_program(topo, launch_beside_compute, trace=True)
+    assert res.time == pytest.approx(25e-6 + 2e-6 + 4096 / 100e9, rel=1e-12)
+    assert [(s.kind, s.rank) for s in res.sleeps] == [("sleep", 0)]
+    assert (res.sleeps[0].start, res.sleeps[0].end) == pytest.approx((0.0, 25e-6), abs=1e-18)
+    path = sc.critical_path(res)
+    _tiles(path, res.time)
+    assert [(s.kind, s.endpoint) for s in path.segments] == \
+        [("wait", 0), ("latency", 0), ("transfer", 0)]
+    assert path.segments[0].end == pytest.approx(25e-6, rel=1e-12)
+    assert path.totals()["compute"] == 0.0
+
+
+def test_a_ddp_step_s_path_holds_only_the_compute_its_collectives_do_not_hide():
+    """4 buckets of 50 us of backward compute, each followed by NCCL's all_reduce of its
+    16 MiB on one DGX H100, which takes longer than a bucket's compute: the step is the
+    first bucket's 50 us, then the four all_reduces back to back, and only those 50 us
+    of compute are critical (the path held three buckets' 150 us, and left out the first
+    all_reduce)."""
+    one = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl",
+                      nbytes=16 << 20)
+    assert one.time > 50e-6
+    res = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="bucketed",
+                      nbytes=64 << 20, buckets=4, compute=200e-6, inner="nccl", trace=True)
+    assert res.time == pytest.approx(50e-6 + 4 * one.time, rel=1e-9)
+    path = sc.critical_path(res)
+    _tiles(path, res.time)
+    assert path.totals()["compute"] == pytest.approx(50e-6, rel=1e-12)

@@ -16,6 +16,7 @@ from simcoll.cost import CostModel
 from simcoll.link_load import LinkLoad, binned_bytes
 from simcoll.plot import link_utilization, plot_scaling, scaling, timeline
 from simcoll.plot.records import read_points, topology_templates
+from simcoll.trace import to_chrome
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -620,6 +621,69 @@ def test_link_utilization_refuses_bad_input(lone_message):
     untraced = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=64)
     with pytest.raises(sc.InvalidInputError, match="trace=True"):
         link_utilization(untraced, topo)
+
+
+def test_a_topology_spec_or_none_is_refused_naming_from_spec(lone_message):
+    """The command line takes ``switch:2``; from Python the plots, the export and the
+    critical path took it too and failed with a raw AttributeError."""
+    _, res = lone_message
+    path = sc.critical_path(res)
+    for draw in (lambda t: link_utilization(res, t), lambda t: timeline(res, t),
+                 lambda t: to_chrome(res, t), path.by_link, path.summary):
+        with pytest.raises(sc.InvalidInputError, match=r"topology='switch:2' is a spec, not "
+                                                      r"a Topology; build it with "
+                                                      r"sc.topology.from_spec\('switch:2'\)"):
+            draw("switch:2")
+    with pytest.raises(sc.InvalidInputError, match="must be a simcoll Topology, got NoneType"):
+        link_utilization(res, None)
+
+
+def test_link_utilization_draws_a_program_run():
+    """A rank program's result has no collective: the heatmap is titled as the timeline
+    is (it raised AttributeError after drawing); one message of 8 MB at 1 GB/s alone on
+    its links fills each of them at 1.0."""
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(sc.VirtualBuffer.of(8_000_000, np.uint8), 1)
+        else:
+            yield comm.recv(0)
+
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0)
+    res = sc.run_program(topo, program, trace=True)
+    fig = link_utilization(res, topo, bins=4)
+    ax = fig.axes[0]
+    assert ax.get_title() == "link utilization: a program on switch(2)"
+    (mesh,) = ax.collections
+    assert np.asarray(mesh.get_array()).ravel().tolist() == [1.0] * 8
+
+
+def test_a_timeline_bar_narrower_than_a_200th_of_the_run_has_no_outline():
+    """Back-to-back bars a pixel wide (NVLS's reductions on the switch) were drawn as
+    their white outline only, an idle-looking row; a 0.1 us compute span in a 100.1 us
+    run (a 200th: 0.5 us) now has none, a 100 us one keeps it. The critical path has no
+    white halo, which split the bars it runs along into what looked like two lanes."""
+    def program(comm):
+        yield comm.compute(0.1e-6)
+        yield comm.compute(100e-6)
+
+    res = sc.run_program(sc.topology.switch(1), program, trace=True)
+    fig = timeline(res, critical=True)
+    ax = fig.axes[0]
+    (bars,) = [c for c in ax.collections if c.get_gid() == "rank 0/compute"]
+    assert list(bars.get_linewidths()) == [0.0, 0.4]
+    (path,) = [line for line in ax.lines if line.get_gid() == "critical path"]
+    assert path.get_path_effects() == []
+
+
+def test_an_analytical_heatmap_says_its_network_never_shares_a_link():
+    """naive all_reduce on switch(4), analytical: each GPU's uplink carries its 3
+    messages at full bandwidth at once, 3 times the link's bandwidth, which no average
+    rate causes: the model never shares a link."""
+    topo = sc.topology.switch(4, bandwidth=1e9, latency=0)
+    res = sc.simulate(topo, "all_reduce", algorithm="naive", nbytes=4_000_000,
+                      network="analytical", trace=True)
+    title = link_utilization(res, topo, bins=4).axes[0].get_title()
+    assert "(up to 3.00," in title and "the analytical network never shares a link" in title
 
 
 def test_plotting_leaves_the_core_free_of_matplotlib():

@@ -206,6 +206,25 @@ def test_a_lone_message_counts_its_rate_on_each_link_of_its_route_after_its_late
         to_chrome(res, sc.topology.switch(4))
 
 
+def test_a_message_s_chrome_arguments_name_its_matching_context():
+    """Two all_reduces started side by side send messages with the same sender,
+    receiver and tag; their matching contexts (TraceEvent.context) tell them apart in
+    the export, as they do on the critical path."""
+    def two_at_once(comm, x):
+        first = comm.all_reduce(x, algorithm="ring")
+        second = comm.all_reduce(x, algorithm="ring")
+        yield first
+        yield second
+
+    res = sc.run_program(sc.topology.switch(2), two_at_once,
+                         sc.VirtualBuffer.of(1024, np.float32), trace=True)
+    sends = [e for e in to_chrome(res)["traceEvents"] if e.get("ph") == "b"]
+    contexts = {e.context for e in res.trace if e.kind == "message"}
+    assert len(contexts) == 2
+    assert sorted(e["args"]["context"] for e in sends) == sorted(
+        e.context for e in res.trace if e.kind == "message")
+
+
 def test_a_rank_programs_run_exports_to_chrome_too(tmp_path):
     # It raised AttributeError: a RunResult has no collective.
     def program(comm):

@@ -18,7 +18,7 @@ from simcoll.plot.style import (
     time_unit,
     wrapped,
 )
-from simcoll.result import Result
+from simcoll.result import Result, RunResult
 from simcoll.topology.graph import Topology
 
 __all__ = ["link_utilization", "MAX_BINS"]
@@ -52,7 +52,7 @@ def _row_label(name: str) -> str:
     return "->".join(_short(part) for part in name.split("->"))
 
 
-def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax: Any = None,
+def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, ax: Any = None,
                      save: str | os.PathLike | None = None) -> Any:
     """Draw a links x time heatmap of the fraction of each link's bandwidth in use.
 
@@ -61,19 +61,23 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
     its average rate from that instant to its arrival, ``wire_bytes / (end - moving)``,
     on every directed link of its route (``topology.route(src, dst)``); a cell is the
     bytes that puts into its time bin, divided by the bin's length and the link's
-    bandwidth (:mod:`simcoll.link_load`). That is exact for a message alone on its links
-    (one bottlenecked by a link shows 1.0 in every bin its transfer fills), and an
-    approximation under contention. Each row's bytes add up to the link's total traffic
+    bandwidth (:mod:`simcoll.link_load`), the topology's: a link a fault slowed down
+    shows the fraction of its nominal bandwidth (a quarter at most where a fault left it
+    a quarter). That is exact for a message alone on healthy links (one bottlenecked by
+    a link shows 1.0 in every bin its transfer fills), and an approximation under
+    contention. Each row's bytes add up to the link's total traffic
     (``Result.link_bytes``, protocol framing included). Only links that carried bytes
     get a row, grouped by link kind where there are several (white lines between the
     groups; a group's first label names its kind, and on large machines every group
     labels every k-th of its rows from its first, k odd, and the y label says so); long
     device names are shortened around an ellipsis. Colours are clipped to 0..1; where a
-    drawn load passes 1 (the average-rate approximation under contention) the colour
-    bar has an arrow and the title gives the largest.
+    drawn load passes 1 (the average-rate approximation under contention, or on the
+    ``analytical`` network, which never shares a link, an overload) the colour bar has
+    an arrow and the title gives the largest.
 
     Args:
-        result: a result of ``simulate(..., trace=True)``.
+        result: a result of ``simulate(..., trace=True)`` or ``run_program(...,
+            trace=True)``.
         topology: the topology it ran on (the result holds only its name).
         bins: number of equal time bins from 0 to ``result.time``.
         ax: a matplotlib Axes to draw on (a new figure otherwise); the colour bar takes
@@ -131,9 +135,13 @@ def link_utilization(result: Result, topology: Topology, *, bins: int = 100, ax:
     fig.colorbar(mesh, ax=ax, label="fraction of link bandwidth",
                  extend="max" if over else "neither")
     title = (f"link utilization: {result.collective}/{result.algorithm} on "
-             f"{result.topology}, {format_size(result.nbytes)} per rank")
+             f"{result.topology}, {format_size(result.nbytes)} per rank"
+             if isinstance(result, Result) else
+             f"link utilization: a program on {result.topology}")
     if over:
+        why = ("the analytical network never shares a link" if result.network == "analytical"
+               else "average rates, approximate where flows share a link")
         title += (f"\nloads above 1 (up to {peak:.2f}, {(grid >= 1.005).mean():.0%} of "
-                  f"cells) drawn as 1: average rates, approximate where flows share a link")
+                  f"cells) drawn as 1: {why}")
     ax.set_title(wrapped(title, 72), fontsize="medium")
     return finish(fig, path)

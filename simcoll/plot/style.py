@@ -13,8 +13,8 @@ from simcoll.files import output_path, write_atomically
 
 __all__ = ["lanes", "log2_ticks", "octaves", "format_size", "time_unit", "format_duration",
            "wrapped", "check_axes",
-           "named_bands", "integer_list", "RULED_BANDS", "checked_save_path", "new_axes",
-           "finish"]
+           "named_bands", "integer_list", "RULED_BANDS", "OUTLINED_BAR", "checked_save_path",
+           "new_axes", "finish"]
 
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _TIME_UNITS = ((1.0, "s", 1.0), (1e-3, "ms", 1e3), (1e-6, "µs", 1e6), (0.0, "ns", 1e9))
@@ -123,6 +123,10 @@ def checked_save_path(save: str | os.PathLike | None) -> Path | None:
 
 RULED_BANDS = 40
 """The most timeline bands ruled apart and named one by one; past it every k-th is named."""
+
+OUTLINED_BAR = 200
+"""A timeline bar keeps its white outline where it is wider than the run's time over
+this; a narrower one, a pixel or two, would be all outline."""
 
 
 def log2_ticks(values: list[float], most: int, few: int | None = None) -> list[float]:

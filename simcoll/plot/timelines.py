@@ -12,6 +12,7 @@ from simcoll.critical_path import Segment, critical_path
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import check_ran_on
 from simcoll.plot.style import (
+    OUTLINED_BAR,
     RULED_BANDS,
     checked_save_path,
     finish,
@@ -228,7 +229,9 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
             ax.add_collection(PolyCollection(
                 [box(s, t, y) for y, (s, t, _) in placed],
                 facecolors=_lighter(_COLOURS[stream]) if light else _COLOURS[stream],
-                edgecolors="white", linewidths=outline,
+                edgecolors="white",
+                linewidths=[outline if t - s > result.time / OUTLINED_BAR else 0.0
+                            for _, (s, t, _) in placed],
                 gid=f"{label}/{stream}"),
                 autolim=False)
             if light:
@@ -258,12 +261,9 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     handles.append(Patch(facecolor="white", edgecolor="0.6", label="idle (gap)"))
     if critical:
         xs, ys = _path_line(segments, shown, streams, height, factor)
-        from matplotlib import patheffects
-
+        # No white halo: along a bar it drew seams that read as two lanes.
         (line,) = ax.plot(xs, ys, color="black", linewidth=1.6, solid_capstyle="butt",
-                          label="critical path", gid="critical path",
-                          path_effects=[patheffects.Stroke(linewidth=3.4, foreground="white"),
-                                        patheffects.Normal()])
+                          label="critical path", gid="critical path")
         handles.append(line)
     if given:   # inside the caller's axes: an outside legend would take room from others
         ax.legend(handles=handles, loc="best", fontsize="x-small", framealpha=0.9)

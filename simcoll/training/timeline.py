@@ -12,6 +12,7 @@ from typing import Any
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
 from simcoll.plot.style import (
+    OUTLINED_BAR,
     RULED_BANDS,
     checked_save_path,
     finish,
@@ -46,9 +47,6 @@ _STREAM_ORDER = ("compute", "tp", "pp", "dp", "dp_gather", "all_reduce", "reduce
 def _bounds(span: Span) -> tuple[float, float]:
     return span.start, span.end
 
-
-_WIDE = 200
-"""A bar wider than the run's time over this keeps its white outline on a crowded row."""
 
 
 def _what_ran(result: Any) -> str:
@@ -157,7 +155,7 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
             for k, lane in enumerate(packed):
                 lane_height = (1 - 2 * pad) * height / len(packed)
                 narrowest = min(s.end - s.start for s in lane)
-                outline = 0.3 if ruled and (few or narrowest > end / _WIDE) else 0.0
+                outline = 0.3 if ruled and (few or narrowest > end / OUTLINED_BAR) else 0.0
                 for kind in {s.kind for s in lane}:
                     kinds.add(kind)
                     bars = [s for s in lane if s.kind == kind]
@@ -166,7 +164,7 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
                                    (top + pad * height + k * lane_height, lane_height),
                                    facecolors=_KIND_COLOURS.get(kind, "0.5"),
                                    edgecolors="white",
-                                   linewidth=[outline if s.end - s.start > end / _WIDE
+                                   linewidth=[outline if s.end - s.start > end / OUTLINED_BAR
                                               else 0.0 for s in bars])
         if band and ruled:
             ax.axhline(band - 0.5, color="0.6", linewidth=0.8)
