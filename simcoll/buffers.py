@@ -69,12 +69,12 @@ class VirtualBuffer:
     __slots__ = ("count", "dtype", "nbytes")
     _interned: dict[tuple[int, np.dtype], VirtualBuffer] = {}
 
-    def __init__(self, count: int, dtype: np.dtype) -> None:
-        if count < 0:
-            raise ValueError(f"VirtualBuffer count {count} is negative")
+    def __init__(self, count: int, dtype: Any) -> None:
+        if type(count) is not int or count < 0:
+            count = integer(count, "count", minimum=0, what="elements")
         self.count = count
-        self.dtype = dtype
-        self.nbytes = count * dtype.itemsize
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.nbytes = count * self.dtype.itemsize
 
     @classmethod
     def of(cls, count: int, dtype: Any) -> VirtualBuffer:

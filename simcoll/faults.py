@@ -37,8 +37,8 @@ __all__ = ["LinkFault", "Faults"]
 
 @dataclass(frozen=True)
 class LinkFault:
-    """Link ``(u, v)`` runs at ``factor`` times its nominal bandwidth from time ``at`` on
-    (``factor=0``, the default: it fails)."""
+    """Link ``(u, v)`` (either way round) runs at ``factor`` times its nominal bandwidth,
+    in both directions, from time ``at`` on (``factor=0``, the default: it fails)."""
 
     u: str
     v: str

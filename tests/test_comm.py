@@ -152,6 +152,15 @@ def test_a_virtual_buffer_counts_whole_elements_only():
     assert type(sc.VirtualBuffer.of(3, np.float64).nbytes) is int
 
 
+def test_a_virtual_buffer_built_directly_takes_a_dtype_type_and_checks_its_count():
+    """``VirtualBuffer(n, np.float32)`` (a type, as ``.of`` takes) raised a raw TypeError
+    from its byte count; a negative count a ValueError."""
+    buf = sc.VirtualBuffer(10, np.float32)
+    assert (buf.count, buf.dtype, buf.nbytes) == (10, np.dtype(np.float32), 40)
+    with pytest.raises(sc.InvalidInputError, match=r"count=-1 is not accepted"):
+        sc.VirtualBuffer(-1, np.float32)
+
+
 def test_a_protocol_puts_wire_bytes_on_the_links_and_waits_its_delay():
     topo = sc.Topology("pair")
     a, b = topo.add_gpu(), topo.add_gpu()

@@ -403,6 +403,35 @@ def test_collnet_adds_half_the_channels_where_chain_is_faster_inside_a_node():
         assert res.params["channels"] == channels, tuner
 
 
+def _four_gpu_nodes(nvlink: float) -> sc.Topology:
+    """Two nodes of 4 GPUs on an NVSwitch at ``nvlink`` each, every GPU with its own NIC
+    (24 GB/s PCIe, 25 GB/s to the network)."""
+    topo = sc.Topology("two nodes")
+    net = topo.add_switch("net")
+    for node in range(2):
+        nvswitch = topo.add_switch(f"nvs{node}")
+        for _ in range(4):
+            gpu = topo.add_gpu(node=node)
+            topo.add_link(gpu, nvswitch, bandwidth=nvlink, latency=0.5e-6, kind="nvlink")
+            nic = topo.add_nic()
+            topo.add_link(gpu, nic, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+            topo.add_link(nic, net, bandwidth=25 * GBS, latency=1.5e-6, kind="ib")
+    return topo
+
+
+@pytest.mark.parametrize("nvlink, graph", [(20, (1, 20.0)), (30, (2, 15.0)), (40, (2, 20.0))])
+def test_a_ring_across_nodes_runs_no_faster_than_a_gpu_s_nvlink(nvlink, graph):
+    """A channel across nodes leaves 3 of a node's 4 GPUs over their own NVLink, so n
+    channels put ceil(3n / 4) on some GPU's link (NCCL's search takes a channel's speed
+    on every link it crosses). By hand down Ampere's speeds (24, 20, 18, 15, ...; the
+    NICs' 24 GB/s first): at 20 GB/s of NVLink one channel of 24 does not fit, one of 20
+    does (two would put two on a GPU); at 30, one of 24 or 20, two of 15 (30 in all);
+    at 40, two of 20. The search pooled the node's NVLink and gave 1 x 24, 2 x 20 and
+    2 x 24."""
+    machine = describe(_four_gpu_nodes(nvlink * GBS), tuple(range(8)))
+    assert (machine.graph_channels, machine.graph_channel_bw / GBS) == graph
+
+
 def test_a_node_without_peer_to_peer_runs_two_channels_and_sums_right():
     """pcie_node(8, p2p=False): NCCL's tuner reasons on 1 channel at 6 GB/s (a ring
     with Simple: a GiB more takes 2^30 / (6 GB/s x 8 / 14) more), and 64 MiB runs on 2

@@ -250,8 +250,12 @@ def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,
                     for d, gbs in route:
                         left[d] = left.get(d, gbs) - speed
                     n, placed = n + 1, True
-        if gpus > 1:  # each channel crosses gpus - 1 NVLinks out of a node, spread evenly
-            n = min(n, int(nvlink_gbs * gpus * (1 + _SLACK) // ((gpus - 1) * speed)))
+        if gpus > 1:
+            # Each channel leaves gpus - 1 of a node's GPUs over their own NVLink (the
+            # last to the NIC), so some GPU carries ceil(n (gpus - 1) / gpus) channels:
+            # n is at most gpus / (gpus - 1) times what one GPU's NVLink carries.
+            per_gpu = int(nvlink_gbs * (1 + _SLACK) // speed)
+            n = min(n, per_gpu * gpus // (gpus - 1))
         return n
 
     return finish(_search(speeds, max_bw, nvlink_gbs, fits), speeds, arch, True, fits)
