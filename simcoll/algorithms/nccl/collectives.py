@@ -50,7 +50,14 @@ from simcoll.algorithms.nccl.collnet import (
 )
 from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
 from simcoll.algorithms.nccl.machine import Machine, SharpTree, describe, node_order, sharp_groups
-from simcoll.algorithms.nccl.nics import chain_lanes, channel_nics, gpu_nic, nearest_nics, nics_of
+from simcoll.algorithms.nccl.nics import (
+    chain_lanes,
+    channel_nics,
+    gpu_nic,
+    nearest_nics,
+    nics_of,
+    rail_entries,
+)
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate, one_step_slices
 from simcoll.algorithms.nccl.tuner import (
@@ -192,7 +199,11 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str, intra: 
 
 
 def _rings(comm: Comm, channels: int) -> list[list[int]]:
-    return rings.channel_rings([comm.node_of(r) for r in range(comm.size)], channels)
+    """Each channel's ring, the channels entering a node at GPUs of its NICs in turn
+    (:func:`~.nics.rail_entries`)."""
+    nodes = [comm.node_of(r) for r in range(comm.size)]
+    first = [comm.address_of(r) for r in node_order(nodes)[0]]
+    return rings.channel_rings(nodes, channels, rail_entries(comm.topology, first))
 
 
 # -- cost models on the reference network ----------------------------------------------

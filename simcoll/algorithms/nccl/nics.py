@@ -17,7 +17,7 @@ from simcoll.comm import Comm
 from simcoll.topology.graph import Topology
 
 __all__ = ["kept", "nearest_nics", "nics_of", "gpu_nic", "node_nics", "chain_lanes", "channel_nics",
-           "bound_nic", "bound_routes"]
+           "bound_nic", "bound_routes", "rail_entries"]
 
 
 def kept(store: WeakKeyDictionary[Topology, tuple[int, dict[Any, Any]]],
@@ -196,3 +196,20 @@ def bound_routes(topology: Topology, a: int, b: int) -> list[tuple[int, ...]]:
     ways = len(nics_of(topology, gpu)) if len(nearest_nics(topology, gpu)) > 1 else 1
     return [topology.route(a, b, via=channel_nics(topology, a, b, choice)).links
             for choice in range(ways)]
+
+
+def rail_entries(topology: Topology, gpus: list[int]) -> list[int]:
+    """The places in ``gpus`` (a node's GPU addresses, in local order) at which
+    successive ring channels enter the node: the GPUs of its NICs in turn (the first
+    GPU of each set of nearest NICs, then the second of each, ...), as NCCL's graph
+    search gives successive channels the node's NICs in turn. Where every GPU has NICs
+    of its own, or all share the same, local order."""
+    groups: dict[tuple[str, ...], int] = {}
+    seen: dict[int, int] = {}
+    keys: list[tuple[int, int, int]] = []
+    for k, gpu in enumerate(gpus):
+        group = groups.setdefault(nearest_nics(topology, topology.endpoint_name(gpu)),
+                                  len(groups))
+        seen[group] = seen.get(group, -1) + 1
+        keys.append((seen[group], group, k))
+    return [k for _, _, k in sorted(keys)]

@@ -41,20 +41,22 @@ __all__ = ["channel_rings", "beyond_route", "Sender", "relay", "pieces", "chunks
            "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
 
 
-def channel_rings(nodes: list[int], channels: int) -> list[list[int]]:
+def channel_rings(nodes: list[int], channels: int,
+                  entries: list[int] | None = None) -> list[list[int]]:
     """The ring of each channel, as ranks in ring order (``nodes[r]`` is rank r's node).
 
-    Channel c enters node 0 at local GPU c and goes round the node in local order, leaving
-    from the local GPU before c; it enters the next node at that same local GPU (the same
-    rail) and goes round it the other way, leaving from the GPU after it; and so on,
-    alternately. With an even number of nodes the ring comes back to node 0 on local GPU
-    c's rail too, so every node crossing stays on one rail.
+    Channel c enters node 0 at local GPU ``entries[c mod len(entries)]`` (local GPU c mod
+    the node's GPUs without ``entries``) and goes round the node in local order, leaving
+    from the local GPU before it; it enters the next node at that same local GPU (the
+    same rail) and goes round it the other way, leaving from the GPU after it; and so on,
+    alternately. With an even number of nodes the ring comes back to node 0 on its entry
+    GPU's rail too, so every node crossing stays on one rail.
     """
     groups = node_order(nodes)
     rings = []
     for c in range(channels):
         ring: list[int] = []
-        start = c % len(groups[0])
+        start = entries[c % len(entries)] if entries else c % len(groups[0])
         for j, group in enumerate(groups):
             g = len(group)
             start %= g
