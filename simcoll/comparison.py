@@ -88,11 +88,16 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
     """One :class:`SizeRun` per row of ``table`` on ``topology``.
 
     Raises:
-        InvalidInputError: an empty table, one measured on another rank count, a size
-            that gives a rank no whole element, or a root beyond the machine's ranks.
+        InvalidInputError: an empty table, one measured on another rank count or on one
+            GPU, a size that gives a rank no whole element, or a root beyond the
+            machine's ranks.
     """
     if not table.rows:
         raise InvalidInputError("the table has no rows")
+    if topology.nranks == 1:
+        raise InvalidInputError("the machine has one GPU: a collective there moves nothing "
+                                "and simulates in no time, where nccl-tests times a copy "
+                                "in the GPU's memory; compare a table of 2 or more ranks")
     if table.nranks is not None and table.nranks != topology.nranks:
         raise InvalidInputError(f"the table was measured on {table.nranks} ranks, but the "
                                 f"machine has {topology.nranks}")

@@ -4,7 +4,7 @@ outputs' check and nccl-tests bandwidths as well (:class:`Result`)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,7 +27,20 @@ def _num(v: float) -> float | None:
     return None if math.isnan(v) or math.isinf(v) else v
 
 
-@dataclass(frozen=True, kw_only=True)
+def _same(a: Any, b: Any) -> bool:
+    """Whether two field values are equal: arrays by dtype and value (NaN equal to NaN),
+    lists, tuples and dicts item by item."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
 class RunResult:
     """What a finished run did. Times in seconds, sizes in bytes.
 
@@ -73,6 +86,15 @@ class RunResult:
     trace: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
     sleeps: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
 
+    def __eq__(self, other: object) -> bool:
+        """Results of one type are equal where every field is (arrays by value)."""
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name))
+                   for f in fields(self))
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and mutable arrays inside
+
     @staticmethod
     def _measured(run: Execution, outputs: list[Any] | None) -> dict[str, Any]:
         """The fields every result takes from a finished run: its counters as arrays."""
@@ -108,7 +130,7 @@ class RunResult:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Result(RunResult):
     """What ``simulate`` returns: a run of one collective. Rates in bytes/s.
 

@@ -169,6 +169,14 @@ def test_bad_input_is_refused_before_simulating(no_simulation):
         sc.compare(machine(), without, place="in_place")
     with pytest.raises(InvalidInputError, match="topology='switch:4' is not a Topology"):
         sc.compare("switch:4", table)
+    # One GPU simulates in no time (nccl-tests times a copy): the error was -100% and
+    # the report, the geometric mean and calibrate failed with ZeroDivisionError.
+    one = NcclTestsTable((row(4096, 4e-6, line=1),), "all_reduce", 1)
+    with pytest.raises(InvalidInputError, match="the machine has one GPU"):
+        sc.compare(sc.topology.switch(1), one)
+    with pytest.raises(InvalidInputError, match="the machine has one GPU"):
+        sc.calibrate(lambda bandwidth: sc.topology.switch(1, bandwidth=bandwidth), one,
+                     free={"bandwidth": (1e9, 1e8, 1e10)})
     for bad in ("x", None, table.rows):
         with pytest.raises(InvalidInputError, match="give a parsed nccl-tests table"):
             sc.compare(machine(), bad)

@@ -54,3 +54,36 @@ def test_load_results_refuses_a_csv_table_saying_what_it_reads(tmp_path):
     with pytest.raises(sc.InvalidInputError, match=r"is a CSV table .* load_results reads "
                                                    r"the \.jsonl a sweep saves"):
         sc.load_results(path)
+
+
+def test_results_are_equal_field_by_field_arrays_by_value(tmp_path):
+    """Equality compared the fields as tuples, and numpy's arrays raised ValueError: no
+    ``a == b``, ``r in results`` or ``results.index(r)`` ever worked, and a sweep read
+    back could not be checked against a fresh one."""
+    topo = sc.topology.switch(3)
+    a = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=12)
+    b = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=12)
+    other = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=24)
+    assert a == b and a != other and a != a.to_dict()
+    swept = sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[3],
+                     sizes=[12, 24], save=tmp_path / "points.jsonl", progress=False)
+    assert a in swept and swept.index(other) == 1
+    assert sc.load_results(tmp_path / "points.jsonl") == swept
+    one = sc.simulate(sc.topology.switch(1), "all_reduce", algorithm="ring", nbytes=8)
+    assert one == sc.simulate(sc.topology.switch(1), "all_reduce", algorithm="ring",
+                              nbytes=8)
+    data = [np.array([1.0, np.nan]), np.array([2.0, 3.0])]
+    with_nan = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", data=data)
+    assert with_nan == sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring",
+                                   data=data)
+    with pytest.raises(TypeError, match="unhashable type: 'Result'"):
+        hash(a)
+
+
+def test_a_result_s_dict_is_json_ready_with_numpy_inner_parameters():
+    """bucketed's inner_params kept np.int64(2) as given, and json.dumps of to_dict()
+    raised TypeError."""
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="bucketed",
+                      nbytes=4096, buckets=2, inner_params={"chunks": np.int64(2)})
+    assert type(res.params["inner_params"]["chunks"]) is int
+    assert json.loads(json.dumps(res.to_dict()))["params"]["inner_params"] == {"chunks": 2}

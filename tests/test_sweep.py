@@ -147,6 +147,22 @@ def test_a_resolving_algorithm_keeps_what_it_chose(tmp_path):
     assert [r.params for r in load_results(path)] == [{}, {}]
 
 
+def test_parameters_are_recorded_as_the_algorithm_reads_them(tmp_path):
+    """NCCL_ALGO-style spellings ("RING", "simple", "^LL128") were recorded as given, so
+    a swept point's ``requested`` differed from simulate's, and a resumed sweep spelling
+    them another way ran and stored the same simulation again."""
+    path = tmp_path / "points.jsonl"
+    spelt = sweep(sc.topology.switch, "all_reduce", algorithms=["nccl"], ranks=[4],
+                  sizes=[1 << 20], save=path, algo="RING", proto="^LL128")
+    direct = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="nccl",
+                         nbytes=1 << 20, algo="RING", proto="^LL128")
+    assert spelt[0].requested == direct.requested == {"algo": "ring", "proto": "LL,Simple"}
+    assert spelt[0] == direct
+    again = sweep(sc.topology.switch, "all_reduce", algorithms=["nccl"], ranks=[4],
+                  sizes=[1 << 20], save=path, algo="ring", proto="LL,Simple")
+    assert again == spelt and len(records(path)) == 1
+
+
 def test_records_carry_root_op_dtype_and_network_as_run(tmp_path):
     path = tmp_path / "points.jsonl"
     got = sweep(sc.topology.switch, "broadcast", algorithms=["binomial"], ranks=[4],

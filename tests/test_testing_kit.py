@@ -250,3 +250,26 @@ def test_good_ini_constants_reach_the_fixture(tmp_path):
     run = _pytest_with_ini(tmp_path, "simcoll_alpha = 2e-6\nsimcoll_gamma = 0")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "AlphaBeta(alpha=2e-06, beta=1e-11, gamma=0.0)" in run.stdout
+
+
+def test_a_failed_sweep_point_a_dict_or_a_program_run_is_refused_saying_what_it_is():
+    """Asserting over a sweep's results met its failed points with AttributeError."""
+    failed = sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                      sizes=[4], progress=False, until=1e-9)[0]
+    good = simulate(alpha_beta_network(2, alpha=ALPHA, beta=BETA), "all_reduce",
+                    algorithm="ring", nbytes=4)
+
+    def program(comm):
+        yield comm.sleep(1e-6)
+
+    run = sc.run_program(sc.topology.switch(2), program)
+    for check in (lambda r: assert_time(r, 1e-6), lambda r: assert_traffic(r, sent=4),
+                  lambda r: assert_matches_model(r, alpha=ALPHA, beta=BETA)):
+        with pytest.raises(sc.InvalidInputError, match=r"this sweep point failed "
+                                                       r"\(RunLimitError: "):
+            check(failed)
+        with pytest.raises(sc.InvalidInputError, match="res is a result's dict"):
+            check(good.to_dict())
+        with pytest.raises(sc.InvalidInputError, match="res is a RunResult, not what "
+                                                       "simulate returns"):
+            check(run)

@@ -357,7 +357,8 @@ class Keywords(Param):
             return {key.strip(): read_value(raw) for key, _, raw in pairs}
         if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
             raise self.refusal(name, value)
-        return dict(value)
+        # numpy scalars as Python numbers, as every other parameter holds them
+        return {key: v.item() if isinstance(v, np.generic) else v for key, v in value.items()}
 
 
 def read_value(raw: str) -> Any:

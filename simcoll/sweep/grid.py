@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.registry import get_algorithm
+from simcoll.algorithms.registry import AlgorithmSpec, get_algorithm
 from simcoll.checks import flag
 from simcoll.collectives import collective as get_collective
 from simcoll.collectives import root_argument
@@ -117,6 +117,13 @@ def _json_param(name: str, value: Any) -> Any:
                                 f"sweep: it must be saved as JSON ({exc})") from None
 
 
+def _normalized(spec: AlgorithmSpec, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` as ``spec`` normalizes those it takes (the others as given: the point
+    fails on them, as ``simulate`` would), as they read back from JSON."""
+    return {k: _json_param(k, spec.normalized({k: v})[k]) if k in spec.params else v
+            for k, v in params.items()}
+
+
 def _check_params(collective: str, names: list[str], params: dict[str, Any]) -> None:
     """Refuse, before any point runs, a parameter that none of the sweep's algorithms
     takes (a misspelling, or the wrong sweep) and a value that an algorithm taking it
@@ -213,8 +220,11 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
     options = {k: kwargs.pop(k) for k in _RUN_OPTIONS if k in kwargs}
     check_limits(options.get("until", 1.0), options.get("max_events", 1))
     flag(options.get("check", True), "check")
-    params = {k: _json_param(k, v) for k, v in sorted(kwargs.items())}
+    given = {k: _json_param(k, v) for k, v in sorted(kwargs.items())}
     _check_params(collective, names, kwargs)
+    # As each algorithm reads them (simulate's ``requested``): "RING" and "ring" are
+    # one point.
+    params = {name: _normalized(get_algorithm(collective, name), given) for name in names}
     nbytes = [_size(s, dtype) for s in _listed("sizes", sizes)]
     for size in dict.fromkeys(nbytes):
         try:  # a size that could overflow the traffic counters (on the most ranks)
@@ -232,7 +242,7 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
         head = {"collective": coll.name, "algorithm": name, "network": network,
                 "topology": None if topology is None else topology.name, "nranks": p,
                 "nbytes": size, "dtype": str(dtype), "op": op,
-                "root": int(root) if coll.rooted else None, "params": params,
+                "root": int(root) if coll.rooted else None, "params": params[name],
                 "topology_hash": digests[p],
                 "topology_factory": source, "simcoll_version": simcoll.__version__}
         point = Point(head, topology, error, options)

@@ -28,6 +28,23 @@ __all__ = ["assert_time", "assert_traffic", "assert_matches_model"]
 _SHOWN = 16
 
 
+def _result(res: Any) -> Result:
+    """``res`` if it is what ``simulate`` returns, else an InvalidInputError that says
+    what it is: a failed sweep point (with its error), a result's dict, a rank
+    program's run."""
+    if isinstance(res, Result):
+        return res
+    failed = getattr(res, "error_type", None)
+    if failed is not None:
+        raise InvalidInputError(f"this sweep point failed ({failed}: "
+                                f"{getattr(res, 'error_message', '')}); there is no run to "
+                                f"check")
+    what = ("a result's dict; pass the Result itself (sc.load_results reads saved ones "
+            "back as Results)" if isinstance(res, dict) else
+            f"a {type(res).__name__}, not what simulate returns")
+    raise InvalidInputError(f"res is {what}")
+
+
 def _what(res: Result) -> str:
     """The run as failure messages name it: collective, algorithm, ranks, the sizes it was
     given (a v-collective's splits, abbreviated) and its parameters."""
@@ -43,10 +60,12 @@ def assert_time(res: Result, expected: float, *, rtol: float = 1e-9,
 
     Raises:
         AssertionError: naming the run, with expected and simulated times side by side.
-        InvalidInputError: an expected time, ``rtol`` or ``atol`` that is not a finite
+        InvalidInputError: ``res`` not a Result of ``simulate`` (a failed sweep point, a
+            dict), or an expected time, ``rtol`` or ``atol`` that is not a finite
             number >= 0.
     """
-    _assert_time(res, real(expected, "expected", what="seconds"), rtol, atol, "the formula")
+    _assert_time(_result(res), real(expected, "expected", what="seconds"), rtol, atol,
+                 "the formula")
 
 
 def _assert_time(res: Result, expected: float, rtol: float, atol: float,
@@ -145,11 +164,13 @@ def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
         AssertionError: naming the run; a table of the ranks that differ with expected and
             simulated bytes side by side.
         ValueError: no expectation given.
-        InvalidInputError: (before any comparison) a byte count that is not a finite
+        InvalidInputError: (before any comparison) ``res`` not a Result of ``simulate``,
+            a byte count that is not a finite
             number >= 0 nor a size string, a nested list, a list whose length is not the
             run's number of ranks (hosts), a ``host_*`` expectation on a run without
             server hosts, or an ``rtol`` that is not a finite number >= 0.
     """
+    res = _result(res)
     if sent is None and received is None and host_sent is None and host_received is None:
         raise ValueError("assert_traffic needs sent=, received=, host_sent= or "
                          "host_received=")
@@ -217,7 +238,9 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     ``simcoll.cost.traffic`` exactly, that the time is at least the collective's lower
     bound, and, where the model says its time is exact, that the time equals
     ``simcoll.cost.predict`` to ``rtol``. ``res`` must come from the alpha-beta reference
-    network with these constants (:func:`~simcoll.testing.alpha_beta_network`).
+    network with these constants (:func:`~simcoll.testing.alpha_beta_network`), whose
+    endpoints past the GPUs are server hosts only (an in-network device, such as an
+    NVSwitch that reduces, would count as one).
 
     Args:
         root: the root the models of a rooted collective are asked for: the run's
@@ -227,10 +250,12 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     Raises:
         AssertionError: the first check that fails, values side by side.
         UnknownAlgorithmError: the algorithm has no cost model.
-        InvalidInputError: (before any check) alpha, beta, gamma or ``rtol`` not a
+        InvalidInputError: (before any check) ``res`` not a Result of ``simulate``,
+            alpha, beta, gamma or ``rtol`` not a
             finite number >= 0, a root that is not a rank of the run or not the run's
             root, or a root for a collective without one.
     """
+    res = _result(res)
     for name, value in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
         real(value, name)
     rtol = real(rtol, "rtol")
