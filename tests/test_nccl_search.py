@@ -255,9 +255,10 @@ def test_uneven_nodes_keep_the_fewest_channels_any_node_found():
             machine.graph_channel_bw / GBS) == (16, 8, 24.0)
 
 
-def _two_nodes(nvlink: tuple[float, float]) -> Topology:
+def _two_nodes(nvlink: tuple[float, float], nic: float = 48 * GBS,
+               net: float = 50 * GBS) -> Topology:
     """Two nodes of 4 GPUs on an NVSwitch each (links of ``nvlink[node]`` bytes/s), a
-    48 GB/s PCIe NIC per GPU and a 50 GB/s network."""
+    PCIe NIC of ``nic`` bytes/s per GPU and a network of ``net``."""
     topo = Topology(f"two nodes {nvlink}")
     fabric = topo.add_switch()
     for node, bandwidth in enumerate(nvlink):
@@ -265,9 +266,9 @@ def _two_nodes(nvlink: tuple[float, float]) -> Topology:
         for _ in range(4):
             gpu = topo.add_gpu(node=node)
             topo.add_link(gpu, nvswitch, bandwidth=bandwidth, latency=5e-7, kind="nvswitch")
-            nic = topo.add_nic()
-            topo.add_link(gpu, nic, bandwidth=48 * GBS, latency=1e-6, kind="pcie")
-            topo.add_link(nic, fabric, bandwidth=50 * GBS, latency=1e-6, kind="ib")
+            card = topo.add_nic()
+            topo.add_link(gpu, card, bandwidth=nic, latency=1e-6, kind="pcie")
+            topo.add_link(card, fabric, bandwidth=net, latency=1e-6, kind="ib")
     return topo
 
 
@@ -403,22 +404,6 @@ def test_collnet_adds_half_the_channels_where_chain_is_faster_inside_a_node():
         assert res.params["channels"] == channels, tuner
 
 
-def _four_gpu_nodes(nvlink: float) -> sc.Topology:
-    """Two nodes of 4 GPUs on an NVSwitch at ``nvlink`` each, every GPU with its own NIC
-    (24 GB/s PCIe, 25 GB/s to the network)."""
-    topo = sc.Topology("two nodes")
-    net = topo.add_switch("net")
-    for node in range(2):
-        nvswitch = topo.add_switch(f"nvs{node}")
-        for _ in range(4):
-            gpu = topo.add_gpu(node=node)
-            topo.add_link(gpu, nvswitch, bandwidth=nvlink, latency=0.5e-6, kind="nvlink")
-            nic = topo.add_nic()
-            topo.add_link(gpu, nic, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
-            topo.add_link(nic, net, bandwidth=25 * GBS, latency=1.5e-6, kind="ib")
-    return topo
-
-
 @pytest.mark.parametrize("nvlink, graph", [(20, (1, 20.0)), (30, (2, 15.0)), (40, (2, 20.0))])
 def test_a_ring_across_nodes_runs_no_faster_than_a_gpu_s_nvlink(nvlink, graph):
     """A channel across nodes leaves 3 of a node's 4 GPUs over their own NVLink, so n
@@ -428,7 +413,8 @@ def test_a_ring_across_nodes_runs_no_faster_than_a_gpu_s_nvlink(nvlink, graph):
     does (two would put two on a GPU); at 30, one of 24 or 20, two of 15 (30 in all);
     at 40, two of 20. The search pooled the node's NVLink and gave 1 x 24, 2 x 20 and
     2 x 24."""
-    machine = describe(_four_gpu_nodes(nvlink * GBS), tuple(range(8)))
+    topo = _two_nodes((nvlink * GBS, nvlink * GBS), nic=24 * GBS, net=25 * GBS)
+    machine = describe(topo, tuple(range(8)))
     assert (machine.graph_channels, machine.graph_channel_bw / GBS) == graph
 
 
