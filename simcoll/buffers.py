@@ -115,6 +115,15 @@ class VirtualBuffer:
     def copy(self) -> VirtualBuffer:
         return self
 
+    def __eq__(self, other: object) -> bool:
+        """Buffers of one size and element type are equal (interned ones are one)."""
+        if not isinstance(other, VirtualBuffer):
+            return NotImplemented
+        return self is other or (self.count == other.count and self.dtype == other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.count, self.dtype))
+
     def __repr__(self) -> str:
         return f"VirtualBuffer({self.count}, {self.dtype})"
 

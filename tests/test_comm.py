@@ -159,6 +159,10 @@ def test_a_virtual_buffer_built_directly_takes_a_dtype_type_and_checks_its_count
     assert (buf.count, buf.dtype, buf.nbytes) == (10, np.dtype(np.float32), 40)
     with pytest.raises(sc.InvalidInputError, match=r"count=-1 is not accepted"):
         sc.VirtualBuffer(-1, np.float32)
+    # Equal by size and type, as interned ones are (two runs returning them compare equal)
+    assert buf == sc.VirtualBuffer.of(10, "float32") and hash(buf) == hash(
+        sc.VirtualBuffer.of(10, "float32"))
+    assert buf != sc.VirtualBuffer(10, np.int32) and buf != sc.VirtualBuffer(11, np.float32)
 
 
 def test_a_protocol_puts_wire_bytes_on_the_links_and_waits_its_delay():

@@ -24,6 +24,7 @@ from simcoll.algorithms.nccl.search import (
 )
 from simcoll.algorithms.nccl.tuner import collnet_graphs_of, max_channels, predict
 from simcoll.topology.graph import Topology
+from simcoll.topology.presets.dgx import dgx
 
 GBS = 1e9
 
@@ -416,6 +417,27 @@ def test_a_ring_across_nodes_runs_no_faster_than_a_gpu_s_nvlink(nvlink, graph):
     topo = _two_nodes((nvlink * GBS, nvlink * GBS), nic=24 * GBS, net=25 * GBS)
     machine = describe(topo, tuple(range(8)))
     assert (machine.graph_channels, machine.graph_channel_bw / GBS) == graph
+    # The tree graph's pass 2 raises its speed inside a node only while its chains fit
+    # the same way: at 20 GB/s one chain of 24 does not; at 30 two of 18 put two on a
+    # GPU (36); at 40 two of 24 (48). It stays at the ring's speed (it rose to 24, 20
+    # and 24 with the node's NVLink pooled).
+    assert machine.tree_channel_bw == machine.graph_channel_bw
+
+
+def test_collnet_s_extra_channels_come_before_blackwell_s_doubling():
+    """ncclTopoPostset doubles the ring graph's channels, adds half as many with
+    CollNet, and only then doubles again from Hopper on where fewer than 16 run above
+    45 GB/s: 2 Blackwell nodes of 6 GPUs, each with a 50 GB/s NIC (ring graph 6 x 48),
+    run 12 -> 24 without CollNet, 12 -> 18 with it (18 is not below 16), not 24 + 12."""
+    topo = dgx(2, nvlink_bandwidth=900 * GBS, pcie_bandwidth=48 * GBS,
+               nic_bandwidth=50 * GBS, gpus_per_node=6, nics_per_node=6, sharp=True,
+               nvswitch_reduce_bandwidth=1.86e12)
+    machine = describe(topo, tuple(range(12)), "blackwell")
+    assert (machine.graph_channels, machine.graph_channel_bw / GBS) == (6, 48.0)
+    channels = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 30,
+                            algo="ring", proto="Simple", arch="blackwell",
+                            collnet=collnet).params["channels"] for collnet in (0, 1)]
+    assert channels == [24, 18]
 
 
 def test_a_node_without_peer_to_peer_runs_two_channels_and_sums_right():

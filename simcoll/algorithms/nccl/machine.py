@@ -95,8 +95,9 @@ class Machine:
             from every GPU. "pxb" on one node, as NCCL starts its search there
             (``PATH_PIX``).
         channels: the channels NCCL's rings and trees run on here, from its topology
-            search (:mod:`~simcoll.algorithms.nccl.node_search`); 0 on a communicator of
-            one GPU, which searches no graph.
+            search (:mod:`~simcoll.algorithms.nccl.node_search`), without CollNet's
+            (:func:`~.tuner.comm_channels` adds them); 0 on a communicator of one GPU,
+            which searches no graph.
         graph_channels: the channels of the search's ring graph, which NCCL's tuner
             counts (half of ``channels`` or less; 0 with ``channels``).
         graph_channel_bw: bytes/s of one of those graph channels, the search's speed

@@ -88,9 +88,9 @@ def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,
     LL; unlimited for Simple rings and NVLS, whose threads keep up with their links.
     The caps are NCCL's bus bandwidths, which a ring moves on every link, so they cap
     the data a channel sends. NCCL's per-channel caps are per channel of its ring graph,
-    which its collectives run on ``1 / share`` channels each (twice over:
-    :attr:`~.machine.Machine.graph_channels` / :attr:`~.machine.Machine.channels`), so a
-    channel that runs moves ``share`` of a cap."""
+    which its collectives run on ``1 / share`` channels each (twice over, three times
+    with CollNet's: :attr:`~.machine.Machine.graph_channels` over
+    :func:`~.tuner.comm_channels`), so a channel that runs moves ``share`` of a cap."""
     column = min(nodes, 3) - 1
     if protocol == "LL" and algorithm in ("ring", "tree"):
         return ll_max_bw(arch, nodes, cpu) * 1e9 / channels

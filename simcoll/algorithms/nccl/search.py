@@ -62,8 +62,8 @@ from simcoll.algorithms.nccl.constants import MAX_CHANNELS
 __all__ = ["INTEL_P2P_OVERHEAD", "INTRA_SPEEDS", "INTER_SPEEDS", "MAX_RING_CHANNELS", "Searched",
            "one_node_channels", "one_node_ring_channels", "across_nodes_channels",
            "across_pci_nodes_channels", "pci_channels", "pci_tree_intra_speed", "finish",
-           "fewest", "tree_intra_speed", "HeadsGraph", "nvls_graph", "NVLS_ARITY",
-           "DIRECT_ARITY", "collnet_direct_graph"]
+           "fewest", "postset", "chains_fit", "tree_intra_speed", "HeadsGraph", "nvls_graph",
+           "NVLS_ARITY", "DIRECT_ARITY", "collnet_direct_graph"]
 
 _CLASSIC_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _CLASSIC_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
@@ -168,14 +168,17 @@ def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across:
         return Searched(1, 2, 0.1)
     n, speed = _dup(n, speed, arch, MAX_RING_CHANNELS)
     speed = _raise(speeds, speed, lambda v: fits(v) >= n)
-    return Searched(n, _postset(n, speed, arch, across), speed)
+    return Searched(n, postset(n, speed, arch, across), speed)
 
 
-def _postset(n: int, speed: float, arch: str, across: bool) -> int:
-    """The channels ``ncclTopoPostset`` runs ``n`` graph channels of ``speed`` GB/s on:
-    every ring twice, and from Hopper on twice again across nodes where fewer than 16
-    run above 45 GB/s."""
+def postset(n: int, speed: float, arch: str, across: bool, collnet: bool = False) -> int:
+    """The channels ``ncclTopoPostset`` (src/graph/connect.cc) runs ``n`` graph channels
+    of ``speed`` GB/s on: every ring twice; with ``collnet`` (NCCL_COLLNET_ENABLE where
+    CollNet Chain's graph is faster inside a node than out) half as many again; then
+    from Hopper on twice again across nodes where fewer than 16 run above 45 GB/s."""
     run = min(MAX_CHANNELS, 2 * n)
+    if collnet:
+        run = min(MAX_CHANNELS, run + run // 2)
     if _COMPUTE_CAPABILITY[arch] >= 90 and across and speed > 45.0 and run < 16:
         run = min(MAX_CHANNELS, 2 * run)
     return run
@@ -188,7 +191,7 @@ def fewest(found: Sequence[Searched], arch: str) -> Searched:
     ``ncclTopoPostset`` runs them across nodes (:func:`finish`)."""
     n = min(searched.graph for searched in found)
     speed = min(searched.speed for searched in found)
-    return Searched(n, _postset(n, speed, arch, True), speed)
+    return Searched(n, postset(n, speed, arch, True), speed)
 
 
 def one_node_channels(arch: str, nvlink_gbs: float) -> Searched:
@@ -250,15 +253,20 @@ def across_nodes_channels(arch: str, nvlink_gbs: float, gpus: int,
                     for d, gbs in route:
                         left[d] = left.get(d, gbs) - speed
                     n, placed = n + 1, True
-        if gpus > 1:
-            # Each channel leaves gpus - 1 of a node's GPUs over their own NVLink (the
-            # last to the NIC), so some GPU carries ceil(n (gpus - 1) / gpus) channels:
-            # n is at most gpus / (gpus - 1) times what one GPU's NVLink carries.
-            per_gpu = int(nvlink_gbs * (1 + _SLACK) // speed)
-            n = min(n, per_gpu * gpus // (gpus - 1))
-        return n
+        return min(n, chains_fit(speed, nvlink_gbs, gpus))
 
     return finish(_search(speeds, max_bw, nvlink_gbs, fits), speeds, arch, True, fits)
+
+
+def chains_fit(speed: float, nvlink_gbs: float, gpus: int) -> int:
+    """How many channels of ``speed`` GB/s can each go through a node of ``gpus`` GPUs of
+    ``nvlink_gbs`` NVLink each: a channel leaves ``gpus - 1`` of them over their own
+    NVLink (the last to the NIC), so some GPU carries ceil(n (gpus - 1) / gpus) of n,
+    and n is at most ``gpus / (gpus - 1)`` times what one GPU's NVLink carries (as many
+    as :data:`MAX_CHANNELS` with one GPU, which has no chain)."""
+    if gpus == 1:
+        return MAX_CHANNELS
+    return int(nvlink_gbs * (1 + _SLACK) // speed) * gpus // (gpus - 1)
 
 
 def pci_channels(chain: Sequence[tuple[int, float, float]],
@@ -327,14 +335,14 @@ def tree_intra_speed(arch: str, ring: Searched, nvlink_gbs: float, gpus: int) ->
     ``ring``: the tree takes the ring's channels at its speed to the network
     (``bwInter``), then pass 2 raises ``bwIntra`` one step of the speed array at a time
     ("increase bwIntra for trees (2 nodes or collnet)") while it is below twice
-    ``bwInter`` and the channels' chains still fit: ``gpus - 1`` NVLink hops each,
-    spread evenly over the node's GPUs of ``nvlink_gbs`` each, as the ring's. With one
+    ``bwInter`` and the channels' chains still fit through the node's GPUs of
+    ``nvlink_gbs`` each, as the ring's (:func:`chains_fit`). With one
     GPU a node there is no chain: a 24 GB/s tree rises to 28, 30 and 48, where a public
     log prints the tree graph's "bw 48.000000/24.000000". NCCL's CollNet Chain graph
     (the same channels, a chain from the NIC's GPU) rises the same way."""
     return _raise(INTER_SPEEDS[arch], ring.speed,
-                  lambda v: gpus == 1 or ring.graph * v * (gpus - 1)
-                  <= nvlink_gbs * gpus * (1 + _SLACK), below=2 * ring.speed)
+                  lambda v: chains_fit(v, nvlink_gbs, gpus) >= ring.graph,
+                  below=2 * ring.speed)
 
 
 class HeadsGraph(NamedTuple):

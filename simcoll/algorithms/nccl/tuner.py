@@ -22,7 +22,6 @@ from simcoll.algorithms.nccl.constants import (
     COLLNET_THREAD_THRESHOLD,
     COLLNET_THREADS,
     HW_LATENCY_BY_TUNER,
-    MAX_CHANNELS,
     MAX_THREADS,
     NCCL_VERSION,
     NVLS_EFFICIENCY,
@@ -46,6 +45,7 @@ from simcoll.algorithms.nccl.search import (
     Searched,
     collnet_direct_graph,
     nvls_graph,
+    postset,
     tree_intra_speed,
 )
 from simcoll.errors import InvalidInputError
@@ -137,14 +137,14 @@ def comm_channels(machine: Machine, collnet: int = 0) -> int:
     (``collnet``) on a SHARP fabric across nodes, half as many again (at most
     :data:`~.constants.MAX_CHANNELS`) where CollNet Chain's graph is faster inside a
     node than to the network and a node holds more than one GPU, "to saturate
-    intra-node bandwidth" (``ncclTopoPostset``, src/graph/connect.cc; 16 become 24 on
-    ``dgx_a100(2, sharp=True)``)."""
-    n = machine.channels or 1
+    intra-node bandwidth", before Hopper's doubling (:func:`~.search.postset`; 16
+    become 24 on ``dgx_a100(2, sharp=True)``)."""
     if collnet and machine.sharp and machine.nranks > machine.nnodes > 1:
         graphs = collnet_graphs_of(machine)
         if graphs is not None and graphs[1].intra > graphs[1].inter:
-            n = min(MAX_CHANNELS, n + n // 2)
-    return n
+            return postset(machine.graph_channels, machine.graph_channel_bw / 1e9,
+                           machine.arch, True, collnet=True)
+    return machine.channels or 1
 
 
 def max_channels(machine: Machine, algo: str, tuner: str = NCCL_VERSION,
