@@ -5,6 +5,10 @@ the switch reduces what every GPU of the node pushed (at its own reduction bandw
 reduction at a time) and multicasts the result back, each byte crossing each
 switch-to-GPU link once. A GPU so sends n bytes and receives n bytes, whatever the rank
 count, against 2(p-1)/p n each way for a ring; the switch does all the reductions.
+NCCL's kernel is a reduce_scatter and an all_gather through the switch (below), which
+also take each GPU's own 1/p of the buffer to the switch and back: (p+1)/p n each way,
+which this model of all_reduce leaves out (at p = 8, 12.5% more bytes on a GPU's link
+than counted here; the time is set by the switch's reductions where they bound it).
 
 reduce_scatter (NCCL reads its block with ``multimem.ld_reduce``, which has the switch
 fetch that block from every GPU and reduce it): every GPU pushes every block, the switch
