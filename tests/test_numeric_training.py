@@ -225,6 +225,24 @@ def test_ddp_exposes_only_the_last_bucket_when_backward_is_slow():
         assert t == pytest.approx(flop_seconds(MODEL, 32, rate) + exposed, rel=1e-9)
 
 
+def test_ddp_buckets_go_out_one_after_another():
+    """Free compute, a bucket per tensor: DDP's six all-reduces run in a row on one
+    stream, as the plain loop's do after the backward pass: each a ring of 2(p-1) steps
+    of alpha + its block's bytes. They ran side by side, six latency-bound rings in the
+    time of one."""
+    alpha, beta, p = 2e-6, 1e-11, 4
+    topo = alpha_beta_network(p, alpha=alpha, beta=beta)
+    assert len(ddp_buckets(MODEL, 1)) == 6
+    # a ring's step moves its largest block: ceil(n / p) float64s
+    one_after_another = sum(2 * (p - 1) * (alpha + math.ceil(value.size / p) * 8 * beta)
+                            for value in JOB.params.values())
+    run = ddp(topo, JOB, algorithm="ring", bucket_bytes=1, flop_rate=math.inf)
+    plain = data_parallel(topo, JOB, algorithm="ring", flop_rate=math.inf)
+    for a, b in zip(run.step_times, plain.step_times):
+        assert a == pytest.approx(one_after_another, rel=1e-9)
+        assert b == pytest.approx(one_after_another, rel=1e-9)
+
+
 @pytest.mark.parametrize("p", [2, 4, 8])
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 @pytest.mark.parametrize("rate", [1e8, 1e12])

@@ -178,6 +178,11 @@ def test_builders_refuse_a_bad_link_kind_by_its_parameter(name, param, kind, not
     (lambda: sc.topology.fat_tree(2**20, 1), "nodes=1048576, gpus_per_node=1"),
     (lambda: sc.topology.dgx_h100(2, nics_per_node=2**40),
      "nodes=2, gpus_per_node=8, nics_per_node=1099511627776"),
+    # A torus counts its links exactly (a dimension of 2 has one per pair, of 1 none):
+    # (2,) * 21 has 2^21 GPUs and 21 x 2^20 links; the bound said 21 x 2^21.
+    (lambda: sc.topology.torus((2,) * 21), "the machine would have 2097152 devices and "
+                                           "22020096 links"),
+    (lambda: sc.topology.pcie_node(2**20), "would have up to 2097154 devices"),
 ])
 def test_machines_beyond_the_bound_are_refused_before_anything_is_built(build, words,
                                                                         nothing_built):

@@ -467,3 +467,68 @@ def test_a_timeline_on_the_caller_s_axes_keeps_its_legend_inside():
     assert frame.x0 - 1 <= box.x0 and box.x1 <= frame.x1 + 1
     assert left.get_window_extent().width > 0.3 * fig.bbox.width
     plt.close(fig)
+
+
+_SMALL = tr.gpt(layers=2, hidden=64, heads=4, seq_len=16, vocab=100, batch=4)
+
+
+@pytest.mark.parametrize("run", [
+    lambda t: tr.data_parallel(_SMALL, t),
+    lambda t: tr.zero_step(_SMALL, t, stage=1),
+    lambda t: tr.step(_SMALL, t, dp=1),
+    lambda t: tr.pipeline_step(t, stages=2, micro_batches=2, forward=1, backward=1,
+                               activation_bytes=2),
+    lambda t: tr.tensor_parallel_layer(_SMALL, t, tp=2),
+])
+def test_training_steps_refuse_a_spec_or_none_for_a_topology(run):
+    """They read topology.nranks or .hosts first and raised AttributeError."""
+    with pytest.raises(sc.InvalidInputError, match=r"topology='switch:4' is a spec, not a "
+                                                   r"Topology; build it with"):
+        run("switch:4")
+    with pytest.raises(sc.InvalidInputError, match="must be a simcoll Topology"):
+        run(None)
+
+
+def test_a_step_of_a_model_without_flops_has_no_mfu():
+    """A step that takes no time (no FLOPs, one GPU) divided by zero for its MFU."""
+    flat = tr.Model("flat", (tr.Layer("x", (10,), 0.0, 0.0, block=True),), batch=4,
+                    seq_len=8, hidden=8, heads=1)
+    done = tr.step(flat, reference_network(1), dp=1)
+    assert (done.step_time, done.mfu) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("sp", [False, True])
+def test_pipeline_sends_are_scattered_over_the_tensor_parallel_group(sp):
+    """Megatron's scatter/gather (Narayanan et al. 2021, Sec. 4.1): each of the t GPUs of
+    a tensor-parallel group sends 1/t of a micro-batch's activations, b s h x 2 bytes /
+    t, to its peer of the next stage (and the gradients back), which all-gathers them
+    over its group; with sequence parallelism a GPU holds that share already. Without
+    it every GPU sent the whole b s h: t times the traffic between stages."""
+    model = tr.gpt(layers=2, hidden=1024, heads=16, seq_len=1024, vocab=1000, batch=2)
+    done = tr.step(model, reference_network(4), dp=1, tp=2, pp=2, micro_batches=2,
+                   sequence_parallel=sp)
+    sent: dict[int, int] = {}
+    for span in done.spans:
+        if span.stream == "pp" and span.kind == "send":
+            sent[span.rank] = sent.get(span.rank, 0) + span.nbytes
+    # 2 micro-batches of one sequence: 1024 x 1024 elements of 2 bytes, halved
+    assert sent == dict.fromkeys(range(4), 2 * 1024 * 1024 * 2 // 2)
+    gathers = [span for span in done.spans if span.stream == "tp"
+               and span.label.endswith("gather") and "mb" in span.label]
+    assert len(gathers) == (0 if sp else 2 * 2 * 2)   # a gather per receive, per GPU of 4
+
+
+def test_sequence_parallelism_needs_tp_to_divide_the_sequence_everywhere():
+    """It splits the sequence: step() refused seq_len 18 on tp=4 while
+    tensor_parallel_layer took it (it checked b s h only)."""
+    model = tr.gpt(layers=2, hidden=64, heads=4, seq_len=18, vocab=100, batch=4)
+    for run in (lambda: tr.tensor_parallel_layer(model, reference_network(4), tp=4,
+                                                 sequence_parallel=True),
+                lambda: tr.step(model, reference_network(4), dp=1, tp=4,
+                                sequence_parallel=True)):
+        with pytest.raises(sc.InvalidInputError, match="needs tp=4 to divide seq_len=18"):
+            run()
+    with pytest.raises(sc.InvalidInputError, match="no spans to draw; pass the result of "
+                                                   "data_parallel, zero_step"):
+        tr.plot_timeline(tr.data_parallel_step(reference_network(2), gradient_bytes=8,
+                                               forward=1e-6, backward=1e-6))

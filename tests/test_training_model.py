@@ -78,6 +78,22 @@ def test_block_activation_memory_is_korthikanti(t):
         assert m.block_activation_memory(b) == pytest.approx(sbh * (34 + 5 * a * s / h))
 
 
+@pytest.mark.parametrize("t", [1, 2, 4])
+def test_fp32_activations_keep_their_four_bytes(t):
+    """Korthikanti's count element by element with 4-byte activations (masks stay a
+    byte): per s b h, 16 elements (4 of them, inputs and LayerNorms', not split by tensor
+    parallelism) and 2 masks; per a s^2 b, 2 elements and a mask. The memory ignored
+    Precision.activation_bytes and stayed at the 16-bit count."""
+    m = tr.gpt(4, 256, 8, 128, 1000, precision=tr.Precision(activation_bytes=4))
+    s, b, h, a = 128, 3, 256, 8
+    sbh = s * b * h
+    assert m.block_activation_memory(b, tp=t) == pytest.approx(
+        sbh * (4 * 4 + 2 + 12 * 4 / t) + 9 * a * s * s * b / t)
+    assert m.block_activation_memory(b, tp=t, sequence_parallel=True) == pytest.approx(
+        sbh / t * (66 + 9 * a * s / h))
+    assert m.block_activation_memory(b, tp=t, recompute=True) == 4 * sbh
+
+
 def test_split_blocks():
     m = tr.gpt(5, 64, 4, 16, 128)
     parts = tr.split_blocks(m, 2)

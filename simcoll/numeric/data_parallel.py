@@ -70,8 +70,9 @@ def ddp(topology: Topology, job: TrainingJob, *, bucket_bytes: int = 25 * MiB,
         algorithm: str = "ring", flop_rate: float = DEFAULT_FLOP_RATE, network: str = "flow",
         trace: bool = False) -> TrainingRun:
     """Train ``job`` data-parallel with DDP's buckets (see :func:`ddp_buckets`): each
-    bucket's flattened gradients are all-reduced (summed) on a stream of their own as
-    soon as the backward pass has produced them, then divided by the number of GPUs.
+    bucket's flattened gradients are all-reduced (summed) as soon as the backward pass
+    has produced them and the bucket before has been, one after another on one
+    communication stream beside the backward pass, then divided by the number of GPUs.
 
     Args:
         bucket_bytes: DDP's ``bucket_cap_mb`` in bytes (PyTorch's default, 25 MiB, holds
@@ -131,8 +132,10 @@ def _plain_rank(comm: Comm, job: TrainingJob, algorithm: str,
 
 
 class _Reducer:
-    """One step's buckets: each goes out once all its gradients exist, in bucket order,
-    as DDP's reducer launches them (one layer may complete several buckets at once)."""
+    """One step's buckets: each goes out once all its gradients exist and the bucket
+    before it has been all-reduced, in bucket order, as DDP's reducer launches them on
+    its process group's one communication stream (one layer may complete several
+    buckets at once)."""
 
     def __init__(self, comm: Comm, model: MLP, buckets: Sequence[tuple[str, ...]],
                  algorithm: str):
@@ -147,7 +150,14 @@ class _Reducer:
         while len(handles) < len(buckets) and all(n in self.ready
                                                   for n in buckets[len(handles)]):
             flat = flatten([self.ready[n] for n in buckets[len(handles)]])
-            handles.append(self.comm.all_reduce(flat, algorithm=self.algorithm))
+            handles.append(self.comm.start(self._after(handles[-1] if handles else None,
+                                                       flat)))
+
+    def _after(self, previous: Any, flat: np.ndarray) -> Generator[Any, Any, Any]:
+        """All-reduce ``flat`` once the bucket before it (``previous``) is done."""
+        if previous is not None:
+            yield previous
+        return (yield self.comm.all_reduce(flat, algorithm=self.algorithm))
 
 
 def _ddp_rank(comm: Comm, job: TrainingJob, buckets: Sequence[tuple[str, ...]],

@@ -28,14 +28,16 @@ def _check_count(name: str, value: int, minimum: int = 1) -> int:
     return integer(value, name, minimum=minimum, error=TopologyError)
 
 
-def _check_size(devices: int, links: int, **counts: object) -> None:
+def _check_size(devices: int, links: int, *, bound: bool = False, **counts: object) -> None:
     """Refuse, before anything is built, a machine of more than :data:`MAX_DEVICES`
-    devices or links (``devices`` and ``links``, counted or bounded from the arguments),
-    naming the arguments ``counts`` that ask for it."""
+    devices or links (``devices`` and ``links``, counted, or bounded from the arguments
+    where ``bound``: a preset whose exact count depends on its layout), naming the
+    arguments ``counts`` that ask for it."""
     if devices > MAX_DEVICES or links > MAX_DEVICES:
         asked = ", ".join(f"{name}={shown(value)}" for name, value in counts.items())
-        raise TopologyError(f"{asked} is not accepted: the machine would have "
-                            f"{shown(devices)} devices and {shown(links)} links; a "
+        up_to = "up to " if bound else ""
+        raise TopologyError(f"{asked} is not accepted: the machine would have {up_to}"
+                            f"{shown(devices)} devices and {up_to}{shown(links)} links; a "
                             f"topology builder makes at most {MAX_DEVICES:,} of each")
 
 
@@ -137,7 +139,10 @@ def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 
     if not dims:
         raise TopologyError("torus dims is empty; give at least one dimension, e.g. (4, 4)")
     dims = tuple(_check_count("torus dimension", d) for d in dims)
-    _check_size(math.prod(dims), math.prod(dims) * len(dims), dims=dims)
+    count = math.prod(dims)
+    # a dimension of size d > 2 has a link per GPU, of size 2 one per pair, of size 1 none
+    _check_size(count, sum(count if d > 2 else count // 2 if d == 2 else 0 for d in dims),
+                dims=dims)
     _check_quantities(bandwidth=bandwidth, latency=latency, reduce_bandwidth=reduce_bandwidth)
     _check_kinds(kind=kind)
     topo = Topology(f"torus{dims}")

@@ -12,8 +12,9 @@
 * :mod:`~simcoll.training.bucketed_step`: ``data_parallel_step``, DDP's overlapped
   gradient all-reduce as one ``bucketed`` collective.
 
-Every step is a rank program run by :func:`simcoll.run_program` in data-free mode; its
-result keeps the run and the spans of every stream.
+Every step but ``data_parallel_step`` (one ``simulate`` of the ``bucketed`` all_reduce,
+which also takes ``data=``) is a rank program run by :func:`simcoll.run_program` in
+data-free mode; its result keeps the run and the spans of every stream.
 """
 
 from __future__ import annotations

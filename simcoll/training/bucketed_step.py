@@ -1,4 +1,4 @@
-"""Training-step models built on the simulator. Data parallelism (PyTorch DDP) for now.
+"""A data-parallel step as one collective: DDP's overlapped gradient all-reduce.
 
 A data-parallel step is a forward pass, then a backward pass during which the gradient
 buckets are all-reduced as soon as they are ready (``all_reduce`` algorithm

@@ -30,6 +30,7 @@ from simpy.events import Event
 from simcoll.checks import flag
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
+from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
@@ -140,6 +141,7 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
         InvalidInputError: an unknown strategy or all_reduce algorithm (one that needs
             server hosts included), a parameter it does not take, or bad bucket limits.
     """
+    topology = check_topology(topology)
     check_model(model, gpu)
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy={strategy!r} is not accepted; use one of "

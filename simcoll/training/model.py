@@ -263,23 +263,28 @@ class Model:
     def block_activation_memory(self, sequences: int, *, tp: int = 1,
                                 sequence_parallel: bool = False,
                                 recompute: bool = False) -> float:
-        """Bytes one transformer block keeps for its backward pass (16-bit activations).
+        """Bytes one transformer block keeps for its backward pass.
 
-        Korthikanti et al. 2022, eq. 1-4: s b h (34 + 5 a s / h) without parallelism;
+        Korthikanti et al. 2022, eq. 1-4, for 16-bit activations (e = 2 bytes each, and
+        a byte per dropout mask element): s b h (34 + 5 a s / h) without parallelism;
         s b h (10 + 24 / t + 5 a s / (h t)) with t-way tensor parallelism;
         s b h / t (34 + 5 a s / h) with sequence parallelism as well; with full
         recomputation only the block's input, 2 s b h (divided by t with sequence
-        parallelism). Derived for GPT blocks; an estimate for other shapes.
+        parallelism). The same count with ``precision.activation_bytes`` = e: 34 is
+        16 e + 2 (16 s b h elements kept, two s b h dropout masks), 10 is 4 e + 2, 24 is
+        12 e, 5 is 2 e + 1 (two a s^2 b tensors and one mask), and the recomputed input
+        e s b h. Derived for GPT blocks; an estimate for other shapes.
         """
         sequences = integer(sequences, "sequences", minimum=0)
         tp = integer(tp, "tp", minimum=1)
         s, h, a = self.seq_len, self.hidden, self.heads
+        e = self.precision.activation_bytes
         sbh = s * sequences * h
         if recompute:
-            return 2 * sbh / (tp if sequence_parallel else 1)
+            return e * sbh / (tp if sequence_parallel else 1)
         if sequence_parallel:
-            return sbh / tp * (34 + 5 * a * s / h)
-        return sbh * (10 + 24 / tp + 5 * a * s / (h * tp))
+            return sbh / tp * (16 * e + 2 + (2 * e + 1) * a * s / h)
+        return sbh * (4 * e + 2 + 12 * e / tp + (2 * e + 1) * a * s / (h * tp))
 
 
 def _divisors(n: int) -> list[int]:

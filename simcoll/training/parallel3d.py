@@ -10,7 +10,12 @@ group's collectives (:func:`simcoll.training.tensor.block_pass`). With full acti
 recomputation a block's backward pass first runs its forward again, with the forward's
 tensor-parallel collectives: Megatron-LM's ``CheckpointFunction.backward``
 (``megatron/core/tensor_parallel/random.py``) calls the block's own forward, whose
-row-parallel layers all-reduce (or reduce-scatter) as in the first forward.
+row-parallel layers all-reduce (or reduce-scatter) as in the first forward. Between
+stages each GPU of a tensor-parallel group sends its peer of the next stage 1/t of a
+micro-batch's activations (and the previous stage 1/t of their gradients): the share it
+holds with sequence parallelism; without it, a scatter that the receiving group
+all-gathers over its NVLink (Sec. 4.1, "scatter/gather"), so that the link between
+stages carries b s h / t per GPU, not b s h.
 
 The gradients are reduced over the data-parallel group layer by layer as the backward
 pass produces them, on a stream of their own. With Psi the parameters of a GPU's stage
@@ -52,6 +57,7 @@ from simpy.events import Event
 from simcoll.checks import flag, integer
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
+from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
@@ -242,7 +248,23 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
     dp, zero = pl.dp, cfg.zero_stage
     # Per layer, this GPU's parameters (its tensor shard), padded to whole DP shards.
     shard_params = [padded(-(-x.params // pl.tp), dp) if x.params else 0 for x in layers]
-    message = cfg.elements // (pl.tp if cfg.sequence_parallel else 1)
+    # Each GPU of a tensor-parallel group sends its 1/t of the activations (or their
+    # gradients) to its peer of the next stage: with sequence parallelism the share it
+    # holds; without, a scatter its receiver all-gathers over the group (Narayanan et
+    # al. 2021, Sec. 4.1, "scatter/gather").
+    message = cfg.elements // pl.tp
+    gathered_after_recv = tp_group is not None and not cfg.sequence_parallel
+
+    def received(tag: tuple[str, int]) -> Generator[Event, Any, None]:
+        yield comm.recv(pl.rank(d, s - 1 if tag[0] == "act" else s + 1, t), tag=tag)
+        if gathered_after_recv:
+            assert tp_group is not None
+            shard = buffer_of(message, cfg.activation_bytes)
+            yield rec.on_stream(comm, r, "tp", "all_gather",
+                                partial(tp_group.all_gather, shard, **cfg.how),
+                                nbytes=shard.nbytes,
+                                label=f"{'activation' if tag[0] == 'act' else 'gradient'} "
+                                      f"mb{tag[1]} gather")
     last_reduce: list[Event] = []
     last_gather: list[Event] = []
     sends: list[Event] = []
@@ -298,7 +320,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
     for k, (pass_name, j) in enumerate(order):
         if pass_name == "F":
             if s > 0:
-                yield comm.recv(pl.rank(d, s - 1, t), tag=("act", j))
+                yield from received(("act", j))
             live += 1
             peak = max(peak, live)
             yield from run_pass("forward", j, False)
@@ -307,7 +329,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                                    cfg.activation_bytes, ("act", j)))
         else:
             if s < pl.pp - 1:
-                yield comm.recv(pl.rank(d, s + 1, t), tag=("grad", j))
+                yield from received(("grad", j))
             # ZeRO-2 and 3 keep only their gradient shard, so every micro-batch's
             # gradients are reduce-scattered; stages 0 and 1 accumulate the full
             # gradients and reduce them once, after the last backward pass.
@@ -420,6 +442,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
             key / value heads or the MLP width, an unknown schedule or algorithm, or a
             bad order.
     """
+    topology = check_topology(topology)
     check_model(model, gpu)
     sequence_parallel = flag(sequence_parallel, "sequence_parallel")
     recompute = flag(recompute, "recompute")
@@ -457,5 +480,6 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         exposed=exposed, idle=parts.idle, memory=memory, activation_memory=activations,
         memory_per_gpu=max(mem.total + act for mem, act in zip(memory, activations)),
         gpu_memory=gpu.memory, model_flops=model_flops,
-        mfu=model_flops / (step_time * topology.nranks * gpu.peak_flops),
+        mfu=model_flops / (step_time * topology.nranks * gpu.peak_flops) if step_time > 0
+        else 0.0,  # a model of no FLOPs: nothing done, in no time
         breakdown=parts, run=run, spans=tuple(cfg.rec.spans))

@@ -28,6 +28,7 @@ from simpy.events import Event
 from simcoll.checks import integer, real
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
+from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
@@ -198,6 +199,7 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
         InvalidInputError: an unknown schedule, sizes below 1, bad times or ranks, or
             ``activation_bytes`` not a whole number of elements.
     """
+    topology = check_topology(topology)
     check_schedule(schedule)
     p = integer(stages, "stages", minimum=1)
     m = integer(micro_batches, "micro_batches", minimum=1)

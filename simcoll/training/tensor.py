@@ -25,6 +25,7 @@ from simpy.events import Event
 from simcoll.checks import flag, integer
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
+from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
@@ -138,6 +139,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
             algorithm, t not dividing the model's attention heads, key / value heads or
             MLP width, or (with sequence parallelism) b s h not divisible by t.
     """
+    topology = check_topology(topology)
     check_model(model, gpu)
     t = integer(tp, "tp", minimum=1)
     b = integer(sequences, "sequences", minimum=1)
@@ -149,9 +151,9 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     if block is None:
         raise InvalidInputError(f"{model.name} has no transformer block to split")
     elements = b * model.seq_len * model.hidden
-    if sequence_parallel and elements % t:
-        raise InvalidInputError(f"sequence parallelism needs b s h = {elements} divisible "
-                                f"by tp={t}")
+    if sequence_parallel and model.seq_len % t:  # it splits the sequence, as step() does
+        raise InvalidInputError(f"sequence parallelism needs tp={t} to divide "
+                                f"seq_len={model.seq_len}")
     chosen = check_ranks(topology, ranks, t, "tp")
     check_world(how, list(chosen) == list(range(topology.nranks)), f"the group {chosen}")
     fraction = b / model.batch / t

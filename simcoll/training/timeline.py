@@ -99,8 +99,9 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     """
     spans: Sequence[Span] | None = getattr(result, "spans", None)
     if not spans:
-        raise InvalidInputError("this result has no spans to draw; pass the result of a "
-                                "simcoll.training step function")
+        raise InvalidInputError("this result has no spans to draw; pass the result of "
+                                "data_parallel, zero_step, pipeline_step, "
+                                "tensor_parallel_layer or step")
     active = sorted({s.rank for s in spans})
     max_ranks = integer(max_ranks, "max_ranks", minimum=1)
     if ranks is None:

@@ -30,6 +30,7 @@ from simpy.events import Event
 
 from simcoll.checks import flag, integer
 from simcoll.comm import Comm
+from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
@@ -247,6 +248,7 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
             stage's collectives or a parameter it does not take, bucket limits that are
             not numbers of MiB > 0 (checked at every stage).
     """
+    topology = check_topology(topology)
     check_model(model, gpu)
     stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
     prefetch = flag(prefetch, "prefetch")

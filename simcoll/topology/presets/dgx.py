@@ -148,7 +148,7 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
     # and leaves (no more than NICs), and the spine; two links per GPU (NVLink, PCIe)
     # and three per NIC (PCIe, leaf, leaf to spine).
     _check_size(nodes * (1 + 2 * gpus_per_node + 2 * nics) + 1,
-                nodes * (2 * gpus_per_node + 3 * nics), nodes=nodes,
+                nodes * (2 * gpus_per_node + 3 * nics), bound=True, nodes=nodes,
                 gpus_per_node=gpus_per_node, nics_per_node=nics)
     _check_quantities(("nvswitch_reduce_bandwidth",), nvlink_bandwidth=nvlink_bandwidth,
                       pcie_bandwidth=pcie_bandwidth, nic_bandwidth=nic_bandwidth,

@@ -112,7 +112,7 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     # Per node: its switch, GPUs, NIC and leaf at most, a link to each; and the spine.
-    _check_size(nodes * (gpus_per_node + 3) + 1, nodes * (gpus_per_node + 3),
+    _check_size(nodes * (gpus_per_node + 3) + 1, nodes * (gpus_per_node + 3), bound=True,
                 nodes=nodes, gpus_per_node=gpus_per_node)
     _check_quantities(intra_bandwidth=intra_bandwidth, intra_latency=intra_latency,
                       nic_bandwidth=nic_bandwidth, pcie_bandwidth=pcie_bandwidth,

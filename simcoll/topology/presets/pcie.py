@@ -84,7 +84,7 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
                       what="CPU sockets (root complexes): 1 or 2")
     p2p = flag(p2p, "p2p", error=TopologyError)
     # Its GPUs and PCIe switches (no more than GPUs), a link to each; 2 per socket.
-    _check_size(2 * gpus + 2 * sockets, 2 * gpus + 2 * sockets, gpus=gpus)
+    _check_size(2 * gpus + 2 * sockets, 2 * gpus + 2 * sockets, bound=True, gpus=gpus)
     _check_quantities(("pcie_bandwidth",), pcie_bandwidth=pcie_bandwidth,
                       pcie_latency=pcie_latency, memory_bandwidth=memory_bandwidth,
                       memory_latency=memory_latency,
