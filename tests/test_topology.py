@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import simcoll as sc
@@ -216,3 +217,23 @@ def test_huge_integers_are_abbreviated_in_messages():
     with pytest.raises(sc.TopologyError, match=r"^cpu=13582985\.\.\.5376 \(332 digits\) is "
                                                r"not accepted; use one of 'intel'"):
         topo.cpu = 2**1100
+
+
+@pytest.mark.parametrize(("build", "words"), [
+    (lambda: sc.topology.from_spec("cluster:2x"), "'2x' is not nodes x GPUs per node; "
+                                                  "write NxG, e.g. 2x8"),
+    (lambda: sc.topology.from_spec("torus:²"), "'²' is not a list of whole numbers"),
+    (lambda: sc.topology.switch(4).route(0, 1, via=["gpu2"]),
+     r"via=\['gpu2'\] is not accepted; give a device name or a tuple of them"),
+    (lambda: sc.topology.switch(4).route(0, 1, via=2), "via=2 is not accepted"),
+])
+def test_odd_specs_and_vias_are_refused_saying_what_is_accepted(build, words):
+    """They met a spec slot the user never wrote, int()'s own message, and raw
+    TypeErrors from the route cache."""
+    with pytest.raises(sc.TopologyError, match=words):
+        build()
+
+
+def test_a_torus_takes_its_dimensions_as_a_numpy_array():
+    topo = sc.topology.torus(np.array([4, 3]))
+    assert (topo.nranks, len(topo.links)) == (12, 24)   # 12 links along each dimension

@@ -155,7 +155,7 @@ def _parse(param: Parameter, raw: str) -> Any:
         return int(text)
     if param.kind == "dims":
         parts = text.lower().split("x")
-        if not all(p.strip().isdigit() for p in parts):
+        if not all(re.fullmatch(r"[0-9]+", p.strip()) for p in parts):
             raise ValueError(f"{raw!r} is not a list of whole numbers joined by 'x', e.g. 4x4")
         return tuple(int(p) for p in parts)
     if param.kind == "bool":

@@ -457,6 +457,9 @@ class Topology:
             TopologyError: no route exists (with ``avoid``: none around those links), or
                 ``via`` is not a device of this topology.
         """
+        if via is not None and type(via) is not str and type(via) is not tuple:
+            raise TopologyError(f"via={via!r} is not accepted; give a device name or a tuple "
+                                f"of them")
         key = (src, dst) if via is None else (src, dst, via)
         route = None if avoid else self._routes.get(key)
         if route is None:

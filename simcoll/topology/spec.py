@@ -62,6 +62,8 @@ def _split_args(name: str, params: tuple[Parameter, ...], args: str,
         free = [p for p in slots if p.name not in given]
         values = key.lower().split("x") if "x" in key.lower() and \
             [p.name for p in free[:2]] == list(_NODES_BY_GPUS) else [key]
+        if len(values) > 1 and not all(v.strip() for v in values):
+            raise fail(f"{key!r} is not nodes x GPUs per node; write NxG, e.g. 2x8")
         if len(values) > len(free):
             raise fail(f"too many positional values ({key!r}); {name} takes "
                        f"{', '.join(p.name for p in slots) or 'none'} by position")
