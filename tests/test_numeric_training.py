@@ -618,3 +618,21 @@ def test_a_parameter_server_trains_like_one_process_where_its_servers_are_ranks(
     four = sc.topology.switch(4)
     assert_matches_reference(data_parallel(four, JOB, algorithm="parameter_server"), REF, JOB)
     assert_matches_reference(ddp(four, JOB, algorithm="parameter_server"), REF, JOB)
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_zero_runs_its_layers_collectives_one_after_another(stage):
+    """Free compute: a step is every layer's reduce-scatter, then every layer's
+    all-gather, each a ring of p - 1 steps of alpha + its largest block, in a row on their
+    streams (stage 2 starts the reduce-scatters during the backward pass, which takes no
+    time here). They ran side by side, the layers in one layer's time."""
+    alpha, beta, p = 2e-6, 1e-11, 4
+    topo = alpha_beta_network(p, alpha=alpha, beta=beta)
+    layers = [np.concatenate([JOB.params[f"layer{i}.weight"].ravel(),
+                              JOB.params[f"layer{i}.bias"]]).size
+              for i in range(MODEL.layers)]
+    one_after_another = sum(2 * (p - 1) * (alpha + math.ceil(n / p) * 8 * beta)
+                            for n in layers)
+    run = zero(topo, JOB, stage=stage, flop_rate=math.inf)
+    for t in run.step_times:
+        assert t == pytest.approx(one_after_another, rel=1e-9)

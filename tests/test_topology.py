@@ -226,12 +226,20 @@ def test_huge_integers_are_abbreviated_in_messages():
     (lambda: sc.topology.switch(4).route(0, 1, via=["gpu2"]),
      r"via=\['gpu2'\] is not accepted; give a device name or a tuple of them"),
     (lambda: sc.topology.switch(4).route(0, 1, via=2), "via=2 is not accepted"),
+    (lambda: sc.topology.switch(4).route(0, 1, via=("switch", ["x"])),
+     r"via=\('switch', \['x'\]\) is not accepted"),
 ])
 def test_odd_specs_and_vias_are_refused_saying_what_is_accepted(build, words):
     """They met a spec slot the user never wrote, int()'s own message, and raw
     TypeErrors from the route cache."""
     with pytest.raises(sc.TopologyError, match=words):
         build()
+
+
+def test_a_route_takes_a_via_of_a_str_subclass():
+    """numpy's str_, which Comm accepts, must pass the route's own check."""
+    assert sc.topology.switch(4).route(0, 1, via=np.str_("switch")).links == \
+        sc.topology.switch(4).route(0, 1).links
 
 
 def test_a_torus_takes_its_dimensions_as_a_numpy_array():

@@ -532,3 +532,15 @@ def test_sequence_parallelism_needs_tp_to_divide_the_sequence_everywhere():
                                                    "data_parallel, zero_step"):
         tr.plot_timeline(tr.data_parallel_step(reference_network(2), gradient_bytes=8,
                                                forward=1e-6, backward=1e-6))
+
+
+def test_an_algorithm_without_the_pipeline_s_gather_is_refused_before_the_run():
+    """Without sequence parallelism a pipeline of tensor-parallel stages all-gathers what
+    it receives, so the step's algorithm must run all_gather too: "tree" passed the
+    checks and the run died inside."""
+    model = tr.gpt(layers=2, hidden=256, heads=8, seq_len=64, vocab=1000, batch=4)
+    with pytest.raises(sc.InvalidInputError, match="all_gather"):
+        tr.step(model, sc.topology.switch(4), dp=1, tp=2, pp=2, micro_batches=2,
+                algorithm="tree")
+    done = tr.step(model, sc.topology.switch(2), dp=1, tp=2, pp=1, algorithm="tree")
+    assert done.step_time > 0     # no pipeline, no gather: the tree runs as before

@@ -11,6 +11,7 @@ pass has produced all of it, while the backward pass goes on.
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,14 @@ from simcoll.numeric.checks import (
 )
 from simcoll.numeric.job import TrainingJob
 from simcoll.numeric.mlp import MLP, Params
-from simcoll.numeric.passes import flatten, forward_backward, optimizer_step, share, unflatten
+from simcoll.numeric.passes import (
+    flatten,
+    forward_backward,
+    in_turn,
+    optimizer_step,
+    share,
+    unflatten,
+)
 from simcoll.numeric.results import StepRecord, TrainingRun, collect
 from simcoll.programs import run_program
 from simcoll.topology.graph import Topology
@@ -150,14 +158,9 @@ class _Reducer:
         while len(handles) < len(buckets) and all(n in self.ready
                                                   for n in buckets[len(handles)]):
             flat = flatten([self.ready[n] for n in buckets[len(handles)]])
-            handles.append(self.comm.start(self._after(handles[-1] if handles else None,
-                                                       flat)))
-
-    def _after(self, previous: Any, flat: np.ndarray) -> Generator[Any, Any, Any]:
-        """All-reduce ``flat`` once the bucket before it (``previous``) is done."""
-        if previous is not None:
-            yield previous
-        return (yield self.comm.all_reduce(flat, algorithm=self.algorithm))
+            handles.append(in_turn(self.comm, handles[-1] if handles else None,
+                                   partial(self.comm.all_reduce, flat,
+                                           algorithm=self.algorithm)))
 
 
 def _ddp_rank(comm: Comm, job: TrainingJob, buckets: Sequence[tuple[str, ...]],

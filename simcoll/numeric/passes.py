@@ -16,7 +16,7 @@ from simcoll.numeric.mlp import MLP, LayerCache, Params
 from simcoll.numeric.optim import Optimizer
 
 __all__ = ["forward_layers", "backward_layers", "forward_backward", "flatten", "unflatten",
-           "optimizer_step", "padded", "share"]
+           "optimizer_step", "padded", "share", "in_turn"]
 
 Array = NDArray[np.float64]
 Proc = Generator[Any, Any, Any]
@@ -112,3 +112,14 @@ def optimizer_step(optimizer: Optimizer, params: Params, grads: Params,
     for name, value in params.items():
         new_params[name], new_states[name] = optimizer.update(value, grads[name], states[name])
     return new_params, new_states
+
+
+def in_turn(comm: Comm, previous: Any, collective: Callable[[], Any]) -> Any:
+    """``collective()`` started once ``previous`` (the collective before it on the same
+    communication stream, or None) is done, as NCCL runs the collectives of one stream
+    one after another; returns what waiting on it gives, the collective's output."""
+    def after() -> Proc:
+        if previous is not None:
+            yield previous
+        return (yield collective())
+    return comm.start(after())

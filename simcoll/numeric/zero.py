@@ -20,11 +20,15 @@ every layer, and keeps the optimizer state of that shard only. What each stage m
 
 Per step and GPU, with ``n`` padded elements in all and a ring, stages 1 and 2 send
 ``2 (p-1)/p n`` elements and stage 3 sends ``3 (p-1)/p n``, the paper's 2 Psi and 3 Psi.
+The reduce-scatters run one after another on one communication stream, and so do the
+all-gathers on another (:func:`~simcoll.numeric.passes.in_turn`), as NCCL runs the
+collectives of a stream, and as ``simcoll.training.zero_step`` times them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -45,6 +49,7 @@ from simcoll.numeric.passes import (
     flatten,
     forward_backward,
     forward_layers,
+    in_turn,
     padded,
     share,
     unflatten,
@@ -142,10 +147,12 @@ def _stage12_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
     scattered: dict[int, Any] = {}
 
     def scatter(layer: int, dw: Array, db: Array) -> None:
-        scattered[layer] = comm.reduce_scatter(padded(flatten([dw, db]), p),
-                                               algorithm=rs_algorithm)
+        previous = scattered[min(scattered)] if scattered else None  # the last one started
+        scattered[layer] = in_turn(comm, previous, partial(
+            comm.reduce_scatter, padded(flatten([dw, db]), p), algorithm=rs_algorithm))
 
     for batch in job.batches:
+        scattered.clear()
         mine = batch.rows(*share(batch.samples, p, r))
         loss, grads = yield from forward_backward(comm, model, params, mine, flop_rate,
                                                   scatter if stage == 2 else None)
@@ -155,7 +162,10 @@ def _stage12_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
         for layer in reversed(layers):
             grad = (yield scattered[layer]) / p
             shards[layer], states[layer] = optimizer.update(shards[layer], grad, states[layer])
-        gathered = {i: comm.all_gather(shards[i], algorithm=ag_algorithm) for i in layers}
+        gathered: dict[int, Any] = {}
+        for i in layers:
+            gathered[i] = in_turn(comm, gathered.get(i - 1), partial(
+                comm.all_gather, shards[i], algorithm=ag_algorithm))
         params = {}
         for layer in layers:
             params.update(_layer_params(model, layer, (yield gathered[layer])))
@@ -172,9 +182,12 @@ def _stage3_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
               for i in range(model.layers)}
     states: dict[int, Any] = {i: optimizer.init(shards[i]) for i in shards}
     records = []
+    stream: dict[str, Any] = {}   # the last collective started on each stream
 
     def gather(layer: int) -> Any:
-        return comm.all_gather(shards[layer], algorithm=ag_algorithm)
+        stream["gather"] = in_turn(comm, stream.get("gather"), partial(
+            comm.all_gather, shards[layer], algorithm=ag_algorithm))
+        return stream["gather"]
 
     for batch in job.batches:
         mine = batch.rows(*share(batch.samples, p, r))
@@ -194,8 +207,10 @@ def _stage3_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
             weights = _layer_params(model, layer, (yield current))
             grads, grad_in = yield from backward_layers(comm, model, weights, [layer],
                                                         [caches[layer]], grad, flop_rate)
-            scattered[layer] = comm.reduce_scatter(padded(flatten(list(grads.values())), p),
-                                                   algorithm=rs_algorithm)
+            scattered[layer] = stream["scatter"] = in_turn(
+                comm, stream.get("scatter"), partial(
+                    comm.reduce_scatter, padded(flatten(list(grads.values())), p),
+                    algorithm=rs_algorithm))
             if grad_in is not None:
                 grad = grad_in
         for layer in reversed(range(model.layers)):

@@ -113,11 +113,12 @@ def _dimensions(blocks: Any, npus: Any, bandwidths: Any, latencies: Any
 def _size(dims: list[tuple[str, int, float, float]]) -> tuple[int, int]:
     """The devices and links of a multi-dimensional machine: its GPUs and a switch per
     group of each Switch dimension; a link per GPU and dimension (a ring of 2: one per
-    pair), n - 1 per GPU over 2 in a FullyConnected one."""
+    pair; of 1: none), n - 1 per GPU over 2 in a FullyConnected one."""
     total = math.prod(n for _, n, _, _ in dims)
     switches = sum(total // n for block, n, _, _ in dims if block == "Switch")
-    links = sum(total * (n - 1) // 2 if block == "FullyConnected" else total
-                for block, n, _, _ in dims)
+    links = sum(total * (n - 1) // 2 if block == "FullyConnected"
+                else (total if n > 2 else total // 2 if n == 2 else 0) if block == "Ring"
+                else total for block, n, _, _ in dims)
     return total + switches, links
 
 

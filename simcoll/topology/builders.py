@@ -133,7 +133,7 @@ def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 
 
     A dimension of size 2 gets one link (not two) between its two GPUs; size 1 gets none.
     """
-    if hasattr(dims, "ndim") and getattr(dims, "ndim", None) == 1:  # a numpy array
+    if getattr(dims, "ndim", None) == 1:  # a numpy array
         dims = list(dims)
     if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence):
         raise TopologyError(f"torus dims={dims!r} is not accepted; give the size of each "

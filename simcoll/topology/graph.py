@@ -457,7 +457,8 @@ class Topology:
             TopologyError: no route exists (with ``avoid``: none around those links), or
                 ``via`` is not a device of this topology.
         """
-        if via is not None and type(via) is not str and type(via) is not tuple:
+        if via is not None and not isinstance(via, str) and not (
+                isinstance(via, tuple) and all(isinstance(v, str) for v in via)):
             raise TopologyError(f"via={via!r} is not accepted; give a device name or a tuple "
                                 f"of them")
         key = (src, dst) if via is None else (src, dst, via)

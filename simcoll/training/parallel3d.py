@@ -393,7 +393,7 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
     collectives = {"all_reduce"} if zero_stage == 0 else {"reduce_scatter", "all_gather"}
     if tp > 1:
         collectives |= ({"all_gather", "reduce_scatter"} if sequence_parallel
-                        else {"all_reduce"})
+                        else {"all_reduce"} | ({"all_gather"} if pp > 1 else set()))
     how = check_algorithm(algorithm, sorted(collectives), params,
                           hosts=len(topology.hosts))
     check_world(how, dp == topology.nranks or tp == topology.nranks or dp == tp == 1,

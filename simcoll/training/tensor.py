@@ -137,7 +137,8 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     Raises:
         InvalidInputError: a model without transformer blocks, bad sizes, ranks or
             algorithm, t not dividing the model's attention heads, key / value heads or
-            MLP width, or (with sequence parallelism) b s h not divisible by t.
+            MLP width, or (with sequence parallelism) a sequence length not divisible
+            by t.
     """
     topology = check_topology(topology)
     check_model(model, gpu)
