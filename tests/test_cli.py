@@ -259,6 +259,21 @@ def test_params_and_network_reach_simulate(capsys):
     assert record["time"] == res.time and record["messages"] == res.messages == 2 * 3 * 4 * 4
 
 
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--param", "nbytes=5"], "--param nbytes= is not an algorithm parameter but an "
+                              "argument of the run; use --size"),
+    (["-c", "--param", "check=false"], "--param check= is not an algorithm parameter"),
+    (["--param", "algorithm=naive"], "use --algorithm"),
+    (["--param", "faults=none"], "use simcoll.simulate(...) from Python"),
+    (["--param", "chunks=2", "--param", "chunks=2"], "--param chunks= is given twice"),
+])
+def test_param_refuses_the_runs_own_arguments(capsys, argv, says):
+    """simulate()'s own arguments went through --param: tracebacks, a check=false run
+    reported as FAILED with exit 1, faults= and data= taken without a word."""
+    status, _, err = cli(capsys, "run", "--topology", "switch:4", "--size", "64K", *argv)
+    assert status == 2 and says in err
+
+
 def test_nccls_graphs_follow_the_table_as_its_log_prints_them(capsys):
     """With algorithm=nccl the lines after the table give the graphs NCCL's search finds,
     in its log's terms. Two DGX H100 (a 400 Gb/s NIC per GPU, 48 GB/s to NCCL): NCCL's

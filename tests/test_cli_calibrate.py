@@ -237,7 +237,7 @@ def test_the_command_keeps_the_logs_root_and_type(capsys, tmp_path):
                          "latency=4us:10ns:100us")
     assert status == 0
     command = out.splitlines()[-1].removeprefix("run the calibrated machine with: ")
-    assert "--collective broadcast --algorithm binomial -d float16 -r 3" in command
+    assert "--collective broadcast --algorithm binomial -d half -r 3" in command
     times = command_times(capsys, command, "-b", "64K", "-e", "16M", "-f", "4")
     # a binomial broadcast on a switch: 3 rounds of 2 latencies and the whole buffer
     spec = command.split("'")[1]
@@ -249,6 +249,21 @@ def test_the_command_keeps_the_logs_root_and_type(capsys, tmp_path):
     root = json.loads(cli(capsys, *[c.strip("'") for c in command.split()[1:]], "--size",
                           "64K", "--json")[1])["root"]
     assert root == 3
+
+
+@pytest.mark.parametrize("dtype, option", [("bfloat16", " -d bfloat16"),
+                                           ("int32", " -d int32"), ("int8", " -d int8"),
+                                           ("float", "")])
+def test_the_command_names_the_logs_element_type(capsys, tmp_path, dtype, option):
+    """It named a type of the same size: -d float16 for bfloat16, nothing (float) for
+    int32, -d uint8 for int8."""
+    log = run_log(capsys, tmp_path / "log.txt", "--topology", "switch:4", "-d", dtype,
+                  "-b", "64K", "-e", "1M", "-f", "4")
+    status, out, _ = cli(capsys, "calibrate", str(log), "--topology", "switch:4",
+                         "--free", "latency=2us:10ns:100us")
+    assert status == 0
+    command = out.splitlines()[-1]
+    assert command.endswith("--collective all_reduce --algorithm ring" + option)
 
 
 @pytest.mark.parametrize("free,message", [

@@ -329,6 +329,11 @@ def test_command_line_refuses_a_log_with_nothing_to_compare(capsys, tmp_path):
     (["LOG", "--topology", "switch:4", "--run", "2"], "--run 2: the log holds 1 run"),
     (["LOG", "--topology", "switch:4", "--min-size", "1G"], "no size of the log lies"),
     (["LOG", "--topology", "swtich:4"], "unknown topology builder 'swtich'"),
+    (["LOG", "--topology", "switch:4", "--param", "algorithm=naive"],
+     "--param algorithm= is not an algorithm parameter but an argument of the run; use "
+     "--algorithm"),
+    (["LOG", "--topology", "switch:4", "--param", "place=in_place"],
+     "--param place= is not an algorithm parameter"),
 ])
 def test_command_line_errors(capsys, log, argv, message):
     argv = [str(log) if a == "LOG" else a for a in argv]

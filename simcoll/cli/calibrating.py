@@ -7,12 +7,14 @@ import argparse
 import json
 from typing import Any
 
+import numpy as np
+
 from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibrate
 from simcoll.cli.logs import add_log_arguments, read_table, simulate_kwargs
-from simcoll.cli.options import CommandLineError
+from simcoll.cli.options import CommandLineError, resolve_dtype
 from simcoll.collectives import collective as get_collective
 from simcoll.comparison import simulated_dtype
-from simcoll.errors import TopologyError
+from simcoll.errors import InvalidInputError, TopologyError
 from simcoll.nccl_tests import NcclTestsTable
 from simcoll.topology.catalog import parameters
 from simcoll.topology.quantities import parse_number, parse_rate, parse_time
@@ -185,10 +187,11 @@ def _command(fit: Calibration, args: argparse.Namespace, kwargs: dict[str, Any],
 
 
 def _run_options(collective: str, measured: NcclTestsTable) -> tuple[str, list[str]]:
-    """``simcoll run``'s ``-d`` (where the rows' dtype is not its default, float32) and
+    """``simcoll run``'s ``-d`` (the log's element type where ``run -d`` reads it and it
+    is not the default, float32; else the type of its size the comparison simulated) and
     ``-r`` (for a rooted collective whose rows name their root) of the log's first row,
     and a note where other rows have another."""
-    dtypes = list(dict.fromkeys(simulated_dtype(row.type).name for row in measured.rows))
+    dtypes = list(dict.fromkeys(_type_option(row.type) for row in measured.rows))
     roots = list(dict.fromkeys(row.root for row in measured.rows
                                if row.root is not None and row.root >= 0)) \
         if get_collective(collective).rooted else []
@@ -198,6 +201,17 @@ def _run_options(collective: str, measured: NcclTestsTable) -> tuple[str, list[s
                f"the command runs the first row's" for what, found in
                (("dtypes", dtypes), ("roots", roots)) if len(found) > 1]
     return options, caveats
+
+
+def _type_option(type_name: str) -> str:
+    """``run -d``'s name for a log's element type: its own where ``run -d`` reads it
+    (``bfloat16``, ``int32``, ``f8e4m3``, ...), ``float32`` for float, else the type of
+    its size the comparison simulates."""
+    try:
+        found = resolve_dtype(type_name)
+    except (CommandLineError, InvalidInputError):
+        return simulated_dtype(type_name).name
+    return "float32" if found == np.dtype(np.float32) else type_name
 
 
 def _record(fit: Calibration) -> dict[str, Any]:

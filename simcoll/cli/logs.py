@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import dataclasses
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,14 @@ from simcoll.algorithms.nccl.constants import NCCL_VERSION, TUNERS
 from simcoll.cli.options import (
     DEFAULT_ALGORITHM_TEXT,
     CommandLineError,
+    algorithm_params,
     default_algorithm,
     parse_bytes,
     parse_param,
 )
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
+from simcoll.comparison import compare
 from simcoll.nccl_tests import NcclTestsTable, count_runs, parse
 from simcoll.network import NETWORKS
 
@@ -113,7 +116,8 @@ def simulate_kwargs(args: argparse.Namespace,
     """``simulate``'s keyword arguments (the network, the ``--param`` values, and for
     ``--algorithm nccl`` the tuner of the log's NCCL release where simcoll has it), and
     a note for each choice the log made."""
-    kwargs: dict[str, Any] = {"network": args.network, **dict(args.param)}
+    kwargs: dict[str, Any] = {"network": args.network, **algorithm_params(
+        args.param, inspect.signature(compare).parameters)}
     notes = []
     if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version:
         if measured.nccl_version in TUNERS:

@@ -4,6 +4,7 @@ the options that say what to simulate (topology, collective, algorithm, ...)."""
 from __future__ import annotations
 
 import argparse
+import inspect
 import re
 import sys
 from collections.abc import Iterable
@@ -22,6 +23,7 @@ from simcoll.files import too_long, unwritable
 from simcoll.inputs import largest_input
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
+from simcoll.simulate import simulate
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
            "run_kwargs", "resolve_dtype", "check_output", "refuse_overflow",
@@ -292,9 +294,42 @@ def run_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             raise CommandLineError(f"--root applies to broadcast, reduce, gather and "
                                    f"scatter; {args.collective} has no root")
         kwargs["root"] = args.root
-    for key, value in args.param:
-        if key in kwargs or key in ("op", "root", "dtype", "network"):
-            raise CommandLineError(f"--param {key}= is given twice or is not an algorithm "
-                                   f"parameter; use --op, --root, --dtype, --network")
-        kwargs[key] = value
-    return kwargs
+    return {**kwargs, **algorithm_params(args.param)}
+
+
+def algorithm_params(pairs: Iterable[tuple[str, Any]],
+                     taken: Iterable[str] = ()) -> dict[str, Any]:
+    """The ``--param`` pairs as an algorithm's keyword arguments.
+
+    Raises:
+        CommandLineError: a name given twice, or one of simulate()'s own arguments (or
+            of ``taken``, the arguments of the function the command calls), which an
+            option of the command sets.
+    """
+    params: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in _RUN_ARGUMENTS or key in taken:
+            instead = _OPTION_FOR.get(key, "its option, or Python")
+            raise CommandLineError(f"--param {key}= is not an algorithm parameter but an "
+                                   f"argument of the run; use {instead}")
+        if key in params:
+            raise CommandLineError(f"--param {key}= is given twice")
+        params[key] = value
+    return params
+
+
+_RUN_ARGUMENTS = frozenset(
+    name for name, p in inspect.signature(simulate).parameters.items()
+    if p.kind is not inspect.Parameter.VAR_KEYWORD)
+"""simulate()'s own arguments, which --param cannot pass as an algorithm's."""
+
+_OPTION_FOR = {"topology": "--topology", "collective": "--collective",
+               "algorithm": "--algorithm",
+               "nbytes": "--size or -b, -e, -f (compare and calibrate take the log's)",
+               "dtype": "--dtype", "op": "--op", "root": "--root", "src": "--root",
+               "dst": "--root", "network": "--network", "check": "-c",
+               "trace": "simcoll trace",
+               "data": "simcoll.simulate(...) from Python",
+               "splits": "simcoll.simulate(...) from Python",
+               "faults": "simcoll.simulate(...) from Python"}
+"""The option that sets each of simulate()'s arguments on the command line."""
