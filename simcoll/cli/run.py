@@ -139,7 +139,7 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
     coll = get_collective(args.collective)
     dtype = resolve_dtype(args.dtype)
     p = topo.nranks
-    shapes = [nccl_shape(coll, p, s, dtype.itemsize) for s in (
+    shapes = [nccl_shape(coll, p, s, dtype.itemsize, aligned=True) for s in (
         [0] if coll.name == "barrier" else requested)]
     option = "-e" if args.size is None else "--size"
     if args.check:

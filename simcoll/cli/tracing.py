@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     coll = get_collective(args.collective)
     dtype = resolve_dtype(args.dtype)
     size = 0 if coll.name == "barrier" else args.size  # a barrier moves no data
-    nbytes, _, size = nccl_shape(coll, topo.nranks, size, dtype.itemsize)
+    nbytes, _, size = nccl_shape(coll, topo.nranks, size, dtype.itemsize, aligned=True)
     refuse_overflow("--size", size, nbytes, topo.nranks, coll.size_factor(topo.nranks))
     if args.check:
         checking.check_memory(coll, topo.nranks, nbytes // dtype.itemsize, dtype.itemsize,

@@ -207,14 +207,20 @@ _SPLIT = ("reduce_scatter", "all_to_all", "scatter")
 """Collectives whose size column is a rank's input, cut into p blocks."""
 
 
-def nccl_shape(coll: Collective, p: int, size: int, itemsize: int) -> tuple[int, int, int]:
+def nccl_shape(coll: Collective, p: int, size: int, itemsize: int,
+               aligned: bool = False) -> tuple[int, int, int]:
     """``(nbytes, count, size)``: simulate's per-rank input bytes, nccl-tests' count and
-    size columns, for a requested size in bytes (rounded down to whole elements)."""
+    size columns, for a requested size in bytes (rounded down to whole elements). With
+    ``aligned``, a collective that cuts its buffer into p blocks rounds each block down
+    to whole 16 bytes, as nccl-tests does since 2.13.12 (``(count/nranks) &
+    ~(16/eltSize - 1)`` in src/all_gather.cu and its siblings; a log read back gives its
+    sizes as they ran)."""
     count = size // itemsize
+    per = count // p
+    if aligned and 16 % itemsize == 0:
+        per &= ~(16 // itemsize - 1)
     if coll.size_factor(p) != 1:
-        per = count // p
         return per * itemsize, per, per * p * itemsize
     if coll.name in _SPLIT:
-        per = count // p
         return per * p * itemsize, per, per * p * itemsize
     return count * itemsize, count, count * itemsize
