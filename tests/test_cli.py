@@ -177,7 +177,7 @@ def test_without_algorithm_each_collective_runs_its_default(capsys, tmp_path, co
                                          algorithm=algorithm, nbytes=record["nbytes"]).time
     trace = tmp_path / "run.json"
     status, out, err = cli(capsys, "trace", "--topology", "switch:4", "--collective",
-                           collective, "--size", "4096", "--output", str(trace), "--json")
+                           collective, *size, "--output", str(trace), "--json")
     assert status == 0 and json.loads(out)["algorithm"] == algorithm
 
 
@@ -1019,3 +1019,13 @@ def test_run_cuts_blocks_to_16_bytes_as_nccl_tests(capsys, argv, size, count):
     assert status == 0
     [row] = table_rows(out)
     assert (int(row[0]), int(row[1])) == (size, count)
+
+
+def test_trace_refuses_a_size_for_a_barrier_as_run_does(capsys, tmp_path):
+    """It traced the barrier and dropped the size without a word."""
+    status, _, err = cli(capsys, "trace", "--collective", "barrier", "--size", "64M",
+                         "--output", str(tmp_path / "b.json"))
+    assert status == 2 and "a barrier moves no data; leave out --size" in err
+    status, out, _ = cli(capsys, "trace", "--collective", "barrier", "--output",
+                         str(tmp_path / "b.json"))
+    assert status == 0 and out.startswith("barrier/dissemination p=8 n=0 B: 6.000 us")

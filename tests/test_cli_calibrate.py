@@ -126,6 +126,11 @@ def test_several_runs_and_standard_input(capsys, monkeypatch, nccl_log):
      "--run 0: the log holds 1 run(s); use 1..1"),
     (["--free", "launch_overhead=2us:0:100us", "--collective", "all_gather"],
      "collective 'all_gather' was given, but the run starting at line 1 is 'all_reduce'"),
+    # options that changed nothing, silently
+    (["--free", "latency=1us:0:1ms", "--seed", "7"], "--seed draws the random starts; "
+                                                     "with --starts 1"),
+    (["--free", "latency=1us:0:1ms", "--loss-scale", "5"],
+     "--loss-scale is where a robust loss bends; the linear loss has none"),
 ])
 def test_bad_arguments_get_one_line(capsys, nccl_log, args, message):
     status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4, *args)

@@ -46,12 +46,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--starts", type=int, default=1,
                    help="fits from the initial constants and from random points, the best "
                         "kept (default: 1)")
-    p.add_argument("--seed", type=int, default=0, help="the random starts' seed (default: 0)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="the random starts' seed, with --starts above 1 (default: 0)")
     p.add_argument("--loss", default="linear", choices=LOSSES,
                    help="least squares (linear) or a robust loss that lets a one-off spike "
                         "pull less (default: linear)")
-    p.add_argument("--loss-scale", type=float, default=0.1,
-                   help="where a robust loss bends, in log time (default: 0.1)")
+    p.add_argument("--loss-scale", type=float, default=None,
+                   help="where a robust loss bends, in log time, with a --loss other than "
+                        "linear (default: 0.1)")
     p.add_argument("--max-evaluations", type=int, default=20_000, metavar="N",
                    help="the most simulations the fit may run (default: 20000)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -135,6 +137,13 @@ def _run(args: argparse.Namespace) -> int:
             for name, parts in args.free}
     if len(free) != len(args.free):
         raise CommandLineError("a --free constant is given twice")
+    if args.seed is not None and args.starts == 1:
+        raise CommandLineError("--seed draws the random starts; with --starts 1 the fit "
+                               "starts from the initial constants alone: give --starts N")
+    if args.loss_scale is not None and args.loss == "linear":
+        raise CommandLineError("--loss-scale is where a robust loss bends; the linear loss "
+                               "has none: give --loss " + " or ".join(
+                                   repr(loss) for loss in LOSSES if loss != "linear"))
     fixed = sorted(set(free) & {name for name, _ in args.param})
     if fixed:
         raise CommandLineError(f"--free {fixed[0]} and --param {fixed[0]}: a constant is "
@@ -150,7 +159,8 @@ def _run(args: argparse.Namespace) -> int:
                     algorithm=args.algorithm,
                     place="in_place" if args.in_place else "out_of_place",
                     max_evaluations=args.max_evaluations, starts=args.starts,
-                    seed=args.seed, loss=args.loss, loss_scale=args.loss_scale,
+                    seed=args.seed or 0, loss=args.loss,
+                    loss_scale=0.1 if args.loss_scale is None else args.loss_scale,
                     workers=args.workers, **kwargs)
     command, caveats = _command(fit, args, kwargs, measured)
     notes += caveats

@@ -9,6 +9,7 @@ from typing import Any
 from simcoll.cli import checking
 from simcoll.cli.options import (
     SIZE_HELP,
+    CommandLineError,
     add_run_options,
     check_output,
     default_algorithm,
@@ -36,7 +37,7 @@ def add_parser(sub: Any) -> None:
                                    "critical path as a row of its own; print where the "
                                    "critical path spent its time.")
     add_run_options(p)
-    p.add_argument("--size", type=parse_bytes, default=2**20,
+    p.add_argument("--size", type=parse_bytes, default=None,
                    help=f"nccl-tests' size, as in 'simcoll run' (default 1M); {SIZE_HELP}")
     p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, choices=(0, 1),
                    metavar="0/1",
@@ -57,7 +58,9 @@ def _run(args: argparse.Namespace) -> int:
     args.algorithm = args.algorithm or default_algorithm(args.collective)
     coll = get_collective(args.collective)
     dtype = resolve_dtype(args.dtype)
-    size = 0 if coll.name == "barrier" else args.size  # a barrier moves no data
+    if coll.name == "barrier" and args.size is not None:
+        raise CommandLineError("a barrier moves no data; leave out --size")
+    size = 0 if coll.name == "barrier" else 2**20 if args.size is None else args.size
     nbytes, _, size = nccl_shape(coll, topo.nranks, size, dtype.itemsize, aligned=True)
     refuse_overflow("--size", size, nbytes, topo.nranks, coll.size_factor(topo.nranks))
     if args.check:
