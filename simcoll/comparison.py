@@ -297,7 +297,8 @@ class Comparison:
         lines = [line.rstrip() for line in lines]
         lines += [""] + geomean_line(
             "geometric-mean |time error|", [self.error], [""],
-            f"over {len(self.sizes)} sizes ({self.collective}, {self.algorithm} on "
+            f"over {len(self.sizes)} size{'' if len(self.sizes) == 1 else 's'} "
+            f"({self.collective}, {self.algorithm} on "
             f"{self.topology}, {self.place.replace('_', '-')} times)")
         if self.wrong:
             lines.append(wrong_note(self.wrong, "compared all the same"))

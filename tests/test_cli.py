@@ -523,6 +523,12 @@ def test_out_of_memory_is_one_line_naming_ranks_and_status_2(capsys):
                    "even data-free) or smaller sizes (or drop -c)\n")
 
 
+def test_the_demo_out_of_memory_names_its_own_option(capsys):
+    """It suggested fewer ranks and dropping -c, options the demo does not have."""
+    status, _, err = cli(capsys, "demo", "--size", "1T")
+    assert (status, err) == (2, "simcoll demo: error: out of memory; use a smaller --size\n")
+
+
 def _machine_of(monkeypatch, nbytes):
     """Make this machine's physical memory ``nbytes`` (as os.sysconf reports it)."""
     real = os.sysconf

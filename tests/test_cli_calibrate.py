@@ -126,6 +126,12 @@ def test_several_runs_and_standard_input(capsys, monkeypatch, nccl_log):
      "--run 0: the log holds 1 run(s); use 1..1"),
     (["--free", "launch_overhead=2us:0:100us", "--collective", "all_gather"],
      "collective 'all_gather' was given, but the run starting at line 1 is 'all_reduce'"),
+    (["--free", "latency=1us:0:1ms", "--starts", "0"],
+     "--starts 0 is not accepted; give 1 or more"),
+    (["--free", "latency=1us:0:1ms", "--max-evaluations", "0"],
+     "--max-evaluations 0 is not accepted"),
+    (["--free", "latency=1us:0:1ms", "--loss", "huber", "--loss-scale", "0"],
+     "--loss-scale 0 is not accepted; give a number above 0"),
     # options that changed nothing, silently
     (["--free", "latency=1us:0:1ms", "--seed", "7"], "--seed draws the random starts; "
                                                      "with --starts 1"),

@@ -705,3 +705,9 @@ def test_a_size_of_eleven_digits_keeps_the_columns():
                                                   "17179869184  "]
     assert len(lines[1]) == len(lines[2]) == len(lines[3])
     assert lines[0].index("time (us)") == 19 and lines[0].index("busbw") == 49
+
+
+def test_a_report_of_one_size_says_size():
+    one = NcclTestsTable((row(4096, ring_all_reduce_time(4096), line=1),), "all_reduce", P)
+    report = sc.compare(machine(), one).report()
+    assert "over 1 size (all_reduce" in report and "1 sizes" not in report

@@ -80,9 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"simcoll {args.command}: interrupted", file=sys.stderr)
         return 130
     except MemoryError:
-        print(f"simcoll {args.command}: error: out of memory; use fewer ranks (algorithms "
-              f"that send to every rank at once, such as naive and direct, hold p^2 "
-              f"messages even data-free) or smaller sizes (or drop -c)", file=sys.stderr)
+        hint = ("a smaller --size" if args.command == "demo" else
+                "fewer ranks (algorithms that send to every rank at once, such as naive and "
+                "direct, hold p^2 messages even data-free) or smaller sizes (or drop -c)")
+        print(f"simcoll {args.command}: error: out of memory; use {hint}", file=sys.stderr)
         return 2
     except _USAGE_ERRORS as exc:
         print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)

@@ -137,6 +137,13 @@ def _run(args: argparse.Namespace) -> int:
             for name, parts in args.free}
     if len(free) != len(args.free):
         raise CommandLineError("a --free constant is given twice")
+    for option, value in (("--starts", args.starts), ("--max-evaluations",
+                                                     args.max_evaluations)):
+        if value < 1:
+            raise CommandLineError(f"{option} {value} is not accepted; give 1 or more")
+    if args.loss_scale is not None and not args.loss_scale > 0:
+        raise CommandLineError(f"--loss-scale {args.loss_scale:g} is not accepted; give a "
+                               f"number above 0")
     if args.seed is not None and args.starts == 1:
         raise CommandLineError("--seed draws the random starts; with --starts 1 the fit "
                                "starts from the initial constants alone: give --starts N")
