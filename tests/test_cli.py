@@ -1035,3 +1035,18 @@ def test_trace_refuses_a_size_for_a_barrier_as_run_does(capsys, tmp_path):
     status, out, _ = cli(capsys, "trace", "--collective", "barrier", "--output",
                          str(tmp_path / "b.json"))
     assert status == 0 and out.startswith("barrier/dissemination p=8 n=0 B: 6.000 us")
+
+
+def test_sweep_of_a_barrier_takes_size_0_only(capsys, tmp_path):
+    """A barrier sweep with a size was refused by the Python sweep's words ("leave
+    nbytes= and data= out"), which name no option of the command."""
+    out = tmp_path / "barrier.jsonl"
+    status, _, err = cli(capsys, "sweep", "--collective", "barrier", "--algorithms",
+                         "dissemination", "--ranks", "2", "--sizes", "1M", "--output",
+                         str(out))
+    assert status == 2 and "a barrier moves no data; give --sizes 0" in err
+    status, _, _ = cli(capsys, "sweep", "--collective", "barrier", "--algorithms",
+                       "dissemination", "--ranks", "2,4", "--sizes", "0", "--output", str(out))
+    times = [json.loads(line)["time"] for line in out.read_text().splitlines()]
+    # dissemination: ceil(log2 p) rounds of one message, 2 us each on switch(p)
+    assert status == 0 and times == pytest.approx([2e-6, 4e-6], rel=1e-12)

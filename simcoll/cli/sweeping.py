@@ -28,6 +28,7 @@ from simcoll.cli.options import (
     resolve_dtype,
     run_kwargs,
 )
+from simcoll.collectives import collective as get_collective
 from simcoll.errors import InvalidInputError
 from simcoll.files import sibling, write_atomically
 from simcoll.sweep import load_results
@@ -261,6 +262,8 @@ def _run(args: argparse.Namespace) -> int:
     spec = template(args.topology)
     kwargs = run_kwargs(args)
     kwargs["dtype"] = dtype = resolve_dtype(args.dtype)
+    if get_collective(args.collective).name == "barrier" and any(args.sizes):
+        raise CommandLineError("a barrier moves no data; give --sizes 0")
     for size in args.sizes:
         if size % dtype.itemsize:
             raise CommandLineError(f"--sizes: {size} bytes is not a whole number of "
