@@ -71,6 +71,20 @@ def test_nccl_refuses_fp8_reductions_before_hopper(dtype):
                        data=data).correct
 
 
+@pytest.mark.parametrize("dtype", ["int16", "uint16", "longdouble"])
+def test_nccl_refuses_element_types_it_does_not_have(dtype):
+    """ncclDataType_t (src/nccl.h.in, 2.30.7) has 8-, 32- and 64-bit integers, 16-, 32- and
+    64-bit floats, bfloat16 and two FP8s: no 16-bit integers and no long double. Such a
+    run under algorithm="nccl" ran as if NCCL had them; it is refused before the run, for
+    every collective, naming the type; the other algorithms still take it."""
+    name = np.dtype(dtype).name
+    data = [np.arange(16, dtype=dtype)] * 4
+    for collective in ("all_reduce", "all_gather", "broadcast", "all_to_all"):
+        with pytest.raises(sc.InvalidInputError, match=rf"NCCL has no {name} elements"):
+            sc.simulate(sc.topology.switch(4), collective, algorithm="nccl", data=data)
+    assert sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", data=data).correct
+
+
 @pytest.mark.parametrize("algorithm", sorted(
     a for c, a in sc.list_algorithms() if c == "reduce_scatterv"))
 @pytest.mark.parametrize("dtype", LOW, ids=NAMES)

@@ -135,6 +135,11 @@ CollNet Chain for all_reduce)."""
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
 """The FP8 types NCCL knows (ncclFloat8e4m3, ncclFloat8e5m2)."""
 
+NCCL_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32",
+              "float64", "bfloat16", *_FP8)
+"""The element types NCCL 2.30.7 has (``ncclDataType_t`` in ``src/nccl.h.in``), by numpy's
+names: no 16-bit integers, no long double."""
+
 IN_NETWORK_ALGORITHMS = ("nvls", "nvls_tree", "collnet_direct", "collnet_chain")
 """The NCCL algorithms that run programs on in-network devices (NVSwitch, SHARP)."""
 
@@ -155,6 +160,9 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
                                 "communicator of a machine without server hosts (or a "
                                 "group of every GPU in world order), or with collnet=0 "
                                 "(NVLS and NVLS-tree still run)")
+    if x.dtype.name not in NCCL_TYPES:
+        raise InvalidInputError(f"NCCL has no {x.dtype.name} elements (ncclDataType_t in "
+                                f"nccl.h): use one of {', '.join(NCCL_TYPES)}")
     machine = describe(topology, ranks, arch)
     if intra != "auto":  # the tuner sees the override as the run does (LL128, latencies)
         machine = dataclasses.replace(machine, intra=intra)
