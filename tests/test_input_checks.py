@@ -73,6 +73,11 @@ def test_numpy_integers_are_accepted_for_counts_and_roots():
      r"^endpoint address 'gpu0' is a name; pass its address, topology.address\('gpu0'\)"),
     (lambda: sc.topology.switch(2).route(0, 2),
      r"^endpoint address 2 is not accepted; use an integer in 0..1"),
+    # True == 1: it found rank 1's route, cached or not
+    (lambda: sc.topology.switch(2).route(True, 0),
+     r"^endpoint address True is not accepted; use an integer in 0..1"),
+    (lambda: (lambda t: (t.route(0, 1), t.route(0, True)))(sc.topology.switch(2)),
+     r"^endpoint address True is not accepted"),
 ])
 def test_bad_machine_arguments_are_refused(build, match):
     with pytest.raises(sc.TopologyError, match=match):

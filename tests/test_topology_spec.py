@@ -149,6 +149,8 @@ def test_parameters_come_from_the_signature():
     ("torus:4xa", ["dims=4xa", "joined by 'x'"]),
     ("switch:0", ["topology spec 'switch:0'", "n = 0 is not accepted"]),
     ("switch:8,,latency=1us", ["an argument between two commas is empty"]),
+    # inf is refused for a link's bandwidth: the hint does not offer it
+    ("switch:4,bandwidth=nan", ["bandwidth=nan", "not a rate such as 100GB/s, 400Gbps or 25e9"]),
     ("", ["write a builder such as 'switch:8'"]),
 ])
 def test_bad_specs_name_the_problem_and_list_the_parameters(spec, words):

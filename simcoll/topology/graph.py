@@ -353,7 +353,7 @@ class Topology:
         if endpoints is None:  # built once per shape of the machine: O(1) per call after
             endpoints = self._endpoints = self._gpus + self._hosts + self._in_network
         try:
-            if 0 <= address < len(endpoints):
+            if 0 <= address < len(endpoints) and not isinstance(address, bool):
                 return endpoints[address]
         except TypeError:  # a name, a float: said below
             pass
@@ -462,7 +462,9 @@ class Topology:
             raise TopologyError(f"via={via!r} is not accepted; give a device name or a tuple "
                                 f"of them")
         key = (src, dst) if via is None else (src, dst, via)
-        route = None if avoid else self._routes.get(key)
+        # True == 1 as a key: a bool must not find rank 1's route
+        route = None if avoid or src.__class__ is bool or dst.__class__ is bool \
+            else self._routes.get(key)
         if route is None:
             a_name, b_name = self.endpoint_name(src), self.endpoint_name(dst)
             waypoints = [self._index[a_name]]

@@ -26,7 +26,7 @@ _RATE_UNIT_RE = re.compile(r"^([kKmMgGtT]i?)?(B/s|Bps|b/s|bps)$")
 _PER_SECOND = {"": 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "μs": 1e6, "ns": 1e9}
 """Units per second: dividing by these (exact in binary) rounds ``500ns`` to the float
 nearest 5e-7, as the literal ``500e-9`` does; multiplying by ``1e-9`` would not."""
-_RATE_HELP = "a rate such as 100GB/s, 400Gbps, 25e9 (bytes/s) or inf"
+_RATE_HELP = "a rate such as 100GB/s, 400Gbps or 25e9 (bytes/s)"
 _TIME_HELP = "a time such as 1us, 500ns, 2ms or 1e-6 (seconds)"
 
 
