@@ -475,6 +475,43 @@ def test_overlapping_messages_get_lanes_of_their_own():
     assert len(rows) == 2 * (p - 1) and len(set(rows)) == 1
 
 
+def test_concurrent_sends_are_drawn_apart_and_the_critical_path_rides_its_own():
+    """Rank 0 sends 1, 2 and 3 MB at once (to ranks 1, 2, 3) on a 1 GB/s switch: three
+    lanes. They abutted, so three bars read as one thick bar, and the critical path ran
+    across the middle of the row, over whichever lane sat there. Now lanes are a gap
+    apart, and the path runs inside the lane of the message it follows: the 3 MB one,
+    which ends last (at 6 ms, worked out below), and which the path takes from start to
+    end."""
+    def program(comm):
+        if comm.rank == 0:
+            sends = [comm.send(sc.VirtualBuffer.of(n * 1_000_000, np.uint8), n)
+                     for n in (1, 2, 3)]
+            for sent in sends:
+                yield sent
+        else:
+            yield comm.recv(0)
+
+    res = sc.run_program(sc.topology.switch(4, bandwidth=1e9, latency=0), program,
+                         trace=True)
+    # 0 - 3 ms: three flows at 1/3 GB/s (1 MB done); 3 - 5: two at 1/2 (2 MB done);
+    # 5 - 6: one at 1 (3 MB done)
+    assert res.time == pytest.approx(6e-3, rel=1e-12)
+    fig = timeline(res, critical=True)
+    rows = sorted(bar_rows(fig, "rank 0/send"))
+    assert len(rows) == 3
+    assert all(low[1] < high[0] - 1e-3 for low, high in zip(rows, rows[1:]))  # a gap
+    drawn = [(float(p.vertices[:, 0].max()), (float(p.vertices[:, 1].min()),
+                                               float(p.vertices[:, 1].max())))
+             for c in fig.axes[0].collections if c.get_gid() == "rank 0/send"
+             for p in c.get_paths()]
+    end, last = max(drawn)
+    assert fig.axes[0].get_xlabel() == "time (ms)" and end == pytest.approx(6.0)
+    (path,) = [line for line in fig.axes[0].lines if line.get_gid() == "critical path"]
+    xs, ys = path.get_data()
+    on_rank0 = [y for x, y in zip(xs, ys) if np.isfinite(y) and y < 0.5]
+    assert on_rank0 and all(last[0] < y < last[1] for y in on_rank0)
+
+
 def test_timeline_shows_hosts_and_compute():
     @register_probe("all_reduce", "test_plot_compute")
     def busy(comm, x, *, op):

@@ -75,16 +75,22 @@ def _what_is_shown(shown: list[int], nranks: int, others: int) -> str:
                    else f" and {drawn} of the {others} other {noun} that took part")
 
 
-def _span(item: tuple[float, float, float]) -> tuple[float, float]:
+_Bar = tuple[float, float, float, "int | None"]
+"""A bar of a timeline: start, end, when its bytes start to move, and a message's other
+end (its receiver on the send row, its sender on the receive row; None for the rest)."""
+
+
+def _span(item: _Bar) -> tuple[float, float]:
     return item[0], item[1]
 
 
 def _path_line(segments: Sequence[Segment], shown: list[int], streams: list[str],
-               height: float, factor: float) -> tuple[list[float], list[float]]:
+               height: float, factor: float,
+               sends: dict[int, list[tuple[float, _Bar]]]) -> tuple[list[float], list[float]]:
     """The critical path as a polyline over the bands: each segment along its endpoint's
-    row (a message's on its sender's send row, a wait across the middle of the band),
-    stepping from band to band where the path moves; broken where it crosses endpoints
-    not shown."""
+    row (a message's along its own lane of its sender's send row, ``sends`` giving each
+    send bar's lane centre; a wait across the middle of the band), stepping from band to
+    band where the path moves; broken where it crosses endpoints not shown."""
     xs: list[float] = []
     ys: list[float] = []
     for segment in segments:
@@ -96,6 +102,10 @@ def _path_line(segments: Sequence[Segment], shown: list[int], streams: list[str]
         stream = "send" if segment.peer is not None else segment.kind
         y = float(band) if stream not in streams else \
             band - height * len(streams) / 2 + (streams.index(stream) + 0.5) * height
+        if segment.peer is not None:
+            y = next((centre for centre, (s, t, _, peer) in sends.get(segment.endpoint, [])
+                      if peer == segment.peer and s <= segment.start and segment.end <= t),
+                     y)
         xs += [segment.start * factor, segment.end * factor]
         ys += [y, y]
     return xs, ys
@@ -130,7 +140,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     out. A message's bar is light while it waits out its route's latency or the message
     ahead of it (``TraceEvent.moving``), and solid while its bytes move. Gaps are idle
     time. Where messages overlap (several in flight at once), their row splits into as
-    many thinner lanes as are needed to draw each one apart. Past 40 bands, every k-th
+    many thinner lanes, a gap apart, as are needed to draw each one apart. Past 40 bands, every k-th
     band is labelled and the bands are not ruled apart.
 
     Args:
@@ -146,8 +156,9 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
             critical path visits, with a note in the title.
         max_ranks: the most bands drawn when ``ranks`` is not given.
         critical: draw the run's critical path over the bands
-            (:func:`simcoll.critical_path`), a black line from band to band; the title
-            says how much of it lies on endpoints not shown.
+            (:func:`simcoll.critical_path`), a black line from band to band, along the
+            lane of each message it follows; the title says how much of it lies on
+            endpoints not shown.
         ax: a matplotlib Axes to draw on (a new figure otherwise); the legend then goes
             inside it, so the caller's layout is left alone.
         save: write the figure there (PNG, SVG, PDF, ... by extension).
@@ -181,14 +192,15 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     shown = chosen if chosen is not None else \
         _shown(result, max_ranks, active, on_path if critical else None)
     # (start, end, moving) of each bar: a message's bytes move from ``moving`` on.
-    spans: dict[tuple[int, str], list[tuple[float, float, float]]] = {}
+    spans: dict[tuple[int, str], list[_Bar]] = {}
     for e in events:
         if e.kind == "message" and e.peer is not None:
             moving = e.start if e.moving is None else e.moving
-            spans.setdefault((e.rank, "send"), []).append((e.start, e.end, moving))
-            spans.setdefault((e.peer, "recv"), []).append((e.start, e.end, moving))
+            spans.setdefault((e.rank, "send"), []).append((e.start, e.end, moving, e.peer))
+            spans.setdefault((e.peer, "recv"), []).append((e.start, e.end, moving, e.rank))
         else:
-            spans.setdefault((e.rank, e.kind), []).append((e.start, e.end, e.start))
+            spans.setdefault((e.rank, e.kind), []).append((e.start, e.end, e.start, None))
+    sends: dict[int, list[tuple[float, _Bar]]] = {}  # each send bar with its lane's centre
     streams = [s for s in _STREAMS if any(key[1] == s for key in spans)] or ["send"]
 
     from matplotlib.collections import PolyCollection
@@ -213,33 +225,39 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
                 continue
             top = band - height * len(streams) / 2 + (j + pad) * height
             lane_height = (1 - 2 * pad) * height / len(packed)
+            # Lanes apart by a fifth of a lane where bands are ruled: abutting, bars that
+            # overlap in time read as one thick bar.
+            gap = 0.2 * lane_height if ruled and len(packed) > 1 else 0.0
 
-            def box(s: float, t: float, y: float,
-                    h: float = lane_height) -> list[tuple[float, float]]:
+            def box(s: float, t: float, y: float, h: float = lane_height - gap,
+                    shift: float = gap / 2) -> list[tuple[float, float]]:
+                y += shift
                 return [(s * factor, y), (s * factor, y + h), (t * factor, y + h),
                         (t * factor, y)]
 
             placed = [(y, item) for k, lane in enumerate(packed)
                       for y in (top + k * lane_height,) for item in lane]
+            if stream == "send":
+                sends[address] = [(y + lane_height / 2, item) for y, item in placed]
             # One collection per band and stream, the data limits left alone (they are set
             # below): a collection per lane, each re-scaling the axes, took 11 s for the
             # 113,152 spans of NCCL on dgx_h100(8), against 2 s now. A message's whole
             # span is drawn light, its bytes' part solid over it.
             light = stream in ("send", "recv")
             ax.add_collection(PolyCollection(
-                [box(s, t, y) for y, (s, t, _) in placed],
+                [box(s, t, y) for y, (s, t, _, _) in placed],
                 facecolors=_lighter(_COLOURS[stream]) if light else _COLOURS[stream],
                 edgecolors="white",
                 linewidths=[outline if t - s > result.time / OUTLINED_BAR else 0.0
-                            for _, (s, t, _) in placed],
+                            for _, (s, t, _, _) in placed],
                 gid=f"{label}/{stream}"),
                 autolim=False)
             if light:
                 # named in the legend where some bar shows it (a 400th of the run)
                 waited = waited or any(m - s > result.time / 400
-                                       for _, (s, _, m) in placed)
+                                       for _, (s, _, m, _) in placed)
                 ax.add_collection(PolyCollection(
-                    [box(m, t, y) for y, (_, t, m) in placed if t > m],
+                    [box(m, t, y) for y, (_, t, m, _) in placed if t > m],
                     facecolors=_COLOURS[stream], edgecolors="none",
                     gid=f"{label}/{stream} bytes"), autolim=False)
         if band and ruled:
@@ -260,7 +278,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
                              "queueing (lighter)"))
     handles.append(Patch(facecolor="white", edgecolor="0.6", label="idle (gap)"))
     if critical:
-        xs, ys = _path_line(segments, shown, streams, height, factor)
+        xs, ys = _path_line(segments, shown, streams, height, factor, sends)
         # No white halo: along a bar it drew seams that read as two lanes.
         (line,) = ax.plot(xs, ys, color="black", linewidth=1.6, solid_capstyle="butt",
                           label="critical path", gid="critical path")
