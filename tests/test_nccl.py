@@ -199,9 +199,15 @@ def test_named_algorithms_that_cannot_run_are_refused_before_the_run():
     with pytest.raises(sc.InvalidInputError, match="algo='nvls' cannot run all_reduce"):
         sc.simulate(sc.topology.dgx_a100(1), "all_reduce", algorithm="nccl", nbytes=64,
                     algo="nvls")
-    with pytest.raises(sc.InvalidInputError, match="algo='tree' is not accepted"):
+    # NCCL_ALGO=Tree is a name NCCL takes, but no broadcast runs on a tree
+    with pytest.raises(sc.InvalidInputError,
+                       match="algo='tree' cannot run broadcast on this machine; it can run "
+                             "ring$"):
         sc.simulate(sc.topology.dgx_a100(1), "broadcast", algorithm="nccl", nbytes=64,
                     algo="tree")
+    with pytest.raises(sc.InvalidInputError, match="algo='mesh' is not accepted"):
+        sc.simulate(sc.topology.dgx_a100(1), "broadcast", algorithm="nccl", nbytes=64,
+                    algo="mesh")
 
 
 MACHINES = {

@@ -130,8 +130,8 @@ def test_algorithms_that_cannot_run_are_passed_over_in_a_list():
     with pytest.raises(sc.InvalidInputError, match="algo='nvls' cannot run all_reduce"):
         sc.simulate(two, "all_reduce", algorithm="nccl", nbytes="16MiB", algo="nvls")
     with pytest.raises(sc.InvalidInputError,
-                       match="algo='nvls,nvls_tree,collnet_direct,collnet_chain' cannot run "
-                             "all_reduce on this machine"):
+                       match="algo='nvls,nvls_tree,collnet_direct,collnet_chain,pat' cannot "
+                             "run all_reduce on this machine"):
         sc.simulate(sc.topology.dgx_a100(1), "all_reduce", algorithm="nccl", nbytes=64,
                     algo="^ring,tree")
 

@@ -62,6 +62,7 @@ from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate, one_step_slices
 from simcoll.algorithms.nccl.tuner import (
     ALGORITHMS,
+    NAMES,
     choose,
     comm_channels,
     nvls_reduces,
@@ -84,8 +85,11 @@ __all__ = ["nccl_all_reduce", "nccl_reduce_scatter", "nccl_all_gather", "nccl_br
 
 def _params(collective: str) -> dict[str, Any]:
     return {
-        "algo": Names("auto", ALGORITHMS[collective],
-                      doc="NCCL algorithms, as NCCL_ALGO (auto: NCCL's tuner picks)"),
+        "algo": Names("auto", NAMES, doc="NCCL algorithms, as NCCL_ALGO (auto: NCCL's "
+                      "tuner picks; of several, those that cannot run here are passed over)")
+        if collective != "all_to_all" else Names(
+            "auto", ALGORITHMS[collective], doc="p2p, NCCL's sends and receives (auto: the "
+                                                "same)"),
         "proto": Names("auto", PROTOCOLS,
                        doc="NCCL protocols, as NCCL_PROTO (auto: NCCL's tuner picks)")
         if collective != "all_to_all" else Names(

@@ -41,6 +41,7 @@ from simcoll.algorithms.nccl.constants import (
 from simcoll.algorithms.nccl.machine import Machine
 from simcoll.algorithms.nccl.protocols import PROTOCOL
 from simcoll.algorithms.nccl.search import (
+    NVLS_ARITY,
     HeadsGraph,
     Searched,
     collnet_direct_graph,
@@ -50,8 +51,9 @@ from simcoll.algorithms.nccl.search import (
 )
 from simcoll.errors import InvalidInputError
 
-__all__ = ["ALGORITHMS", "SIMPLE_ONLY", "Choice", "candidates", "predict", "choose", "max_channels",
-           "comm_channels", "nvls_channels", "nvls_graph_of", "collnet_graphs_of", "nvls_reduces"]
+__all__ = ["ALGORITHMS", "NAMES", "SIMPLE_ONLY", "Choice", "candidates", "predict", "choose",
+           "max_channels", "comm_channels", "nvls_channels", "nvls_graph_of",
+           "collnet_graphs_of", "nvls_reduces"]
 
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
@@ -64,6 +66,12 @@ ALGORITHMS = {
 """The NCCL algorithms each collective can run here (NVLS on one node only but with
 CollNet on a SHARP fabric, as CollNet Direct, and CollNet Chain for all_reduce; PAT with
 one GPU per node: see :func:`candidates`)."""
+
+
+NAMES = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat")
+"""Every algorithm name NCCL_ALGO takes (``ncclAlgoStr``), accepted for every collective
+but all_to_all as NCCL accepts them: those a collective cannot run are passed over in a
+list, and refused named alone (:func:`choose`)."""
 
 
 SIMPLE_ONLY = ("nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat")
@@ -397,27 +405,40 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
         algbw = bus * p / steps
     else:
         algbw = bus * 0.5
-    if algo == "tree" and nbytes >= 64:
-        size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else 0
-        if size < len(TREE_CORRECTION[proto]) - 1:
+    if nbytes >= 64 and (algo == "tree" or algo == "nvls_tree" and _x86_blackwell(machine, tuner)):
+        size = _log2i(nbytes >> 6)
+        # the tree's correction up to 2^22 x 64 bytes, NVLS-tree's over the whole table
+        if size < len(TREE_CORRECTION[proto]) - (1 if algo == "tree" else 0):
             algbw *= TREE_CORRECTION[proto][size]
     latency = _latency(machine, collective, algo, proto, tuner)
     if (algo == "ring" and proto == "Simple" and machine.nnodes > 1
             and collective == "all_reduce" and nbytes / (channels * p) >= 64):
-        latency *= 1.4  # NCCL's "plateau effect of ring" (Ampere and newer)
+        # NCCL's "plateau effect of ring": 1.9 before Ampere (compute capability 8.0)
+        latency *= 1.9 if ARCHS.index(machine.arch) < ARCHS.index("ampere") else 1.4
     return (latency + nbytes / (1000 * algbw)) * 1e-6
+
+
+def _x86_blackwell(machine: Machine, tuner: str) -> bool:
+    """Where NCCL 2.30.7 corrects NVLS-tree's bandwidth by size as it does the tree's
+    (``ncclTopoGetAlgoTime``: compute capability 10.0 and newer on x86 CPUs, Intel's or
+    AMD's; 2.26.2 never does)."""
+    return tuner != "2.26.2" and machine.arch == "blackwell" and machine.cpu in ("intel", "amd")
 
 
 def candidates(machine: Machine, collective: str, collnet: int = 0,
                averages: bool = False, nvls_ok: bool = True,
-               sharp_ok: bool = True) -> tuple[str, ...]:
+               sharp_ok: bool = True, tuner: str = NCCL_VERSION) -> tuple[str, ...]:
     """The algorithms NCCL could run for ``collective`` on this machine. ``collnet`` is
     NCCL_COLLNET_ENABLE: on a SHARP fabric it enables CollNet Direct and Chain and lets
     NVLS run across nodes, which NCCL disables without it (``ncclTopoTuneModel``);
     CollNet Direct also needs NVSwitch (NVLink here) and at most 8 GPUs per node
-    (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does, which runs all_reduce only. CollNet
-    Direct's reduce_scatter and all_gather need a head per GPU: NCCL's heads are NVLS's
-    where NVLS runs (one per GPU), else one per NIC of the collnet graph. PAT runs
+    (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does, which runs all_reduce only. NVLS's
+    and CollNet Direct's reduce_scatter and all_gather across nodes need a head per GPU
+    (tuning.cc: "AllGather/ReduceScatter requires 1:1 GPU:NIC"): NCCL's heads are the
+    NVLS graph's where NVLS is supported, else the CollNet Direct graph's (one per NIC;
+    ``collNetHeadsNum``, src/transport/coll_net.cc); NCCL 2.26.2 runs NVLS's across
+    nodes not at all, and neither release runs them on more than 32 GPUs of a node
+    (``NCCL_MAX_NVLS_ARITY``; 2.26.2: of the communicator). PAT runs
     reduce_scatter and all_gather with one GPU per node (``ncclPatEnable``), but not a
     reduce_scatter that ``averages`` (op=avg: NCCL's ``topoGetAlgoInfo`` leaves PAT out
     of scaled reductions). NVLS and NVLS-tree need every node to hold two GPUs or more
@@ -430,14 +451,17 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     computes (``sharp_ok`` false: see :func:`sharp_reduces`) NCCL runs as if
     ``collnet`` were 0."""
     across = bool(collnet) and machine.sharp and sharp_ok
+    supported = machine.nvls and not machine.lone_gpu_node and _nvls_searched(machine)
+    gathers = collective in ("reduce_scatter", "all_gather")
     collnet_ok = across and machine.ppn <= 8 and (
-        collective == "all_reduce" or machine.nvls or machine.rails >= machine.ppn)
-
-    nvls = nvls_ok and machine.nvls and not machine.lone_gpu_node and _nvls_searched(machine)
+        not gathers or _heads(machine, supported) >= machine.ppn)
+    nvls = nvls_ok and supported and not (gathers and (
+        machine.ppn > NVLS_ARITY or tuner == "2.26.2" and machine.nranks > NVLS_ARITY))
 
     def runs(a: str) -> bool:
         if a == "nvls":
-            return nvls and (machine.nnodes == 1 or across)
+            return nvls and (machine.nnodes == 1 or across and not (
+                gathers and (tuner == "2.26.2" or _heads(machine, supported) < machine.ppn)))
         if a == "nvls_tree":
             return nvls and machine.nnodes > 1
         if a == "collnet_direct":
@@ -450,6 +474,15 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
         return True
 
     return tuple(a for a in ALGORITHMS[collective] if runs(a))
+
+
+def _heads(machine: Machine, nvls_supported: bool) -> int:
+    """NCCL's CollNet heads per node (``collNetHeadsNum``): the NVLS graph's where NVLS
+    is supported, else the CollNet Direct graph's (0 without one)."""
+    if nvls_supported:
+        return nvls_graph_of(machine).channels
+    graphs = collnet_graphs_of(machine)
+    return 0 if graphs is None else graphs[0].channels
 
 
 def _trim_collnet_direct(nbytes: int, channels: int, heads: int) -> int:
@@ -470,16 +503,16 @@ def _trim_collnet_direct(nbytes: int, channels: int, heads: int) -> int:
 
 
 def trim_channels(nbytes: int, algo: str, proto: str, channels: int, nranks: int,
-                  ppn: int = 1, slow_ring: bool = False) -> int:
+                  heads: int = 1, slow_ring: bool = False) -> int:
     """NCCL's channel count for a size: fewer channels while the buffer is too small to
     give every thread of every channel its threshold of bytes (NVLS and PAT keep theirs;
-    CollNet Direct counts its ``ppn`` heads; a ``slow_ring``, whose graph moves at most
+    CollNet Direct counts its ``heads``, its graph's; a ``slow_ring``, whose graph moves at most
     :data:`~.constants.PCI_BW`, runs Simple on
     :data:`~.constants.SLOW_RING_SIMPLE_THREADS` threads a channel)."""
     if algo in ("nvls", "nvls_tree", "pat"):  # PAT: NCCL sets no thread count to trim by
         return channels
     if algo == "collnet_direct":
-        return _trim_collnet_direct(nbytes, channels, ppn)
+        return _trim_collnet_direct(nbytes, channels, heads)
     if algo == "collnet_chain":
         while channels >= 2 and nbytes < channels * COLLNET_THREADS * COLLNET_THREAD_THRESHOLD:
             channels -= 1
@@ -541,7 +574,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     """
     if collective == "all_to_all" and machine.nranks > 1:
         return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
-    algos = candidates(machine, collective, collnet, averages, nvls_ok, sharp_ok)
+    algos = candidates(machine, collective, collnet, averages, nvls_ok, sharp_ok, tuner)
     named_protos = None if proto == "auto" else tuple(proto.split(","))
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
         return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
@@ -553,7 +586,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         if not runnable:
             hints = ["NVLS needs the GPUs of each node on one in-network NVSwitch"] \
                 if not machine.nvls and any(a.startswith("nvls") for a in named) else []
-            if machine.nvls and machine.nnodes > 1 and "nvls" in named:
+            if machine.nvls and machine.nnodes > 1 and "nvls" in named and not (
+                    collnet and machine.sharp and not machine.uneven_nodes):
                 hints.append("NVLS across nodes needs collnet=1 and a SHARP fabric"
                              + (" joining nodes of equal GPU counts"
                                 if machine.uneven_nodes else ""))
@@ -563,6 +597,22 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                              "32-bit and 64-bit floats and 32-bit and 64-bit integers "
                              "(bfloat16 and 8-bit integers on Hopper's SHARP v3 fabrics "
                              "only), never a product; NCCL then runs as without collnet")
+            gathers = collective in ("reduce_scatter", "all_gather")
+            if gathers and "nvls" in named and machine.nvls:
+                if tuner == "2.26.2" and (machine.nnodes > 1 or machine.nranks > NVLS_ARITY):
+                    hints.append(f"NCCL 2.26.2 runs NVLS {collective} on one node of at "
+                                 f"most {NVLS_ARITY} GPUs only")
+                elif machine.ppn > NVLS_ARITY:
+                    hints.append(f"NCCL runs NVLS {collective} on at most {NVLS_ARITY} GPUs "
+                                 f"of a node")
+            if gathers and machine.nnodes > 1 and collnet and machine.sharp \
+                    and any(a in ("nvls", "collnet_direct") for a in named):
+                heads = _heads(machine, machine.nvls and not machine.lone_gpu_node
+                               and _nvls_searched(machine))
+                if heads < machine.ppn:
+                    hints.append(f"across nodes NCCL's NVLS and CollNet Direct run {collective} "
+                                 f"with a head per GPU only, and its graph has {heads} for "
+                                 f"{machine.ppn:g} GPUs a node")
             if machine.nvls and machine.nnodes == 1 and "nvls_tree" in named:
                 hints.append("NVLS-tree runs across nodes only")
             if machine.nvls and machine.nranks > 1 and any(a.startswith("nvls") for a in named):
@@ -582,7 +632,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                              "a SHARP fabric, at most 8 GPUs per node, and NVLink for "
                              "Direct" + ("" if collective == "all_reduce" else
                                          "; for reduce_scatter and all_gather Direct "
-                                         "only, with a NIC per GPU or NVLS"))
+                                         "only, with a head per GPU: NVLS's heads, or "
+                                         "a NIC per GPU"))
             if "pat" in named:
                 hints.append("PAT needs one GPU per node" + (
                     ", and NCCL leaves it out of op=avg" if averages else ""))
@@ -593,6 +644,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     protos = named_protos or tuple(p for p in PROTOCOLS
                                    if p != "LL128" or machine.ll128_by_default)
     slow_ring = machine.graph_channels * machine.graph_channel_bw / 1e9 <= PCI_BW
+    graphs = collnet_graphs_of(machine) if "collnet_direct" in algos else None
+    direct_heads = 1 if graphs is None else graphs[0].channels  # CollNet Direct's graph's
     best: Choice | None = None
     for a in algos:
         for pr in protos:
@@ -602,7 +655,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                 t *= FP8_RING_PENALTY
             if best is None or t < best.predicted:
                 best = Choice(a, pr, nc if channels else trim_channels(
-                    nbytes, a, pr, nc, machine.nranks, int(machine.ppn), slow_ring), t)
+                    nbytes, a, pr, nc, machine.nranks, direct_heads, slow_ring), t)
     if best is None or math.isinf(best.predicted):
         few = ""
         if "Simple" not in protos and all(a in SIMPLE_ONLY for a in algos):
