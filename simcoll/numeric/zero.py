@@ -5,18 +5,19 @@ weight and bias are flattened into one vector, padded with zeros to a multiple o
 count (as FSDP pads its flat parameters) and cut into equal shards: GPU r owns shard r of
 every layer, and keeps the optimizer state of that shard only. What each stage moves:
 
-* stage 1: after the backward pass, each layer's flat gradient is reduce-scattered
-  (summed), so GPU r receives the sum of shard r; it divides by the GPU count, updates
-  its shard with its own optimizer state, and the updated shards are all-gathered into
-  the whole model on every GPU;
-* stage 2: the same collectives, but each layer's gradient is reduce-scattered as soon
-  as the backward pass has produced it, alongside the rest of the backward pass, and only
-  the shard is kept;
+* stage 1: each layer's flat gradient is reduce-scattered (summed) as soon as the
+  backward pass has produced it, alongside the rest of the backward pass (as DeepSpeed's
+  ``stage_1_and_2.py`` reduces from its backward hooks at a gradient-accumulation
+  boundary, every step here), so GPU r receives the sum of shard r; it divides by the GPU
+  count, updates its shard with its own optimizer state, and the updated shards are
+  all-gathered into the whole model on every GPU;
+* stage 2: the same collectives at the same times; only the shard of each gradient is
+  kept, which changes the memory a GPU needs, not what moves;
 * stage 3: GPUs hold only their shards of the parameters. Each layer's parameters are
   all-gathered just before its forward pass and again before its backward pass (the next
-  layer's all-gather is started before the current layer computes: prefetch), and each
-  layer's gradient is reduce-scattered as soon as it exists; nothing is gathered after
-  the update.
+  all-gather is started before the current layer computes: prefetch, the last layer's
+  backward one during its forward), and each layer's gradient is reduce-scattered as
+  soon as it exists; nothing is gathered after the update.
 
 Per step and GPU, with ``n`` padded elements in all and a ring, stages 1 and 2 send
 ``2 (p-1)/p n`` elements and stage 3 sends ``3 (p-1)/p n``, the paper's 2 Psi and 3 Psi.
@@ -154,11 +155,7 @@ def _stage12_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
     for batch in job.batches:
         scattered.clear()
         mine = batch.rows(*share(batch.samples, p, r))
-        loss, grads = yield from forward_backward(comm, model, params, mine, flop_rate,
-                                                  scatter if stage == 2 else None)
-        if stage == 1:
-            for layer in reversed(layers):
-                scatter(layer, *(grads[n] for n in model.names(layer)))
+        loss, _ = yield from forward_backward(comm, model, params, mine, flop_rate, scatter)
         for layer in reversed(layers):
             grad = (yield scattered[layer]) / p
             shards[layer], states[layer] = optimizer.update(shards[layer], grad, states[layer])
@@ -194,14 +191,15 @@ def _stage3_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
         caches = []
         out, ahead = mine.x, gather(0)
         for layer in range(model.layers):
-            current, ahead = ahead, gather(layer + 1) if layer < last else None
+            # the next gather: the next layer's, or after the last the backward pass's
+            # first, the last layer again
+            current, ahead = ahead, gather(min(layer + 1, last))
             weights = _layer_params(model, layer, (yield current))
             out, (cache,) = yield from forward_layers(comm, model, weights, [layer], out,
                                                       flop_rate)
             caches.append(cache)
         loss, grad = model.loss_and_grad(out, mine.target)
         scattered = {}
-        ahead = gather(last)
         for layer in reversed(range(model.layers)):
             current, ahead = ahead, gather(layer - 1) if layer > 0 else None
             weights = _layer_params(model, layer, (yield current))
