@@ -87,3 +87,40 @@ def test_collnet_on_groups_smaller_than_the_machine_is_refused_before_the_run():
     whole = tr.step(SMALL.with_batch(16), topo, dp=16, algorithm="nccl",
                     algorithm_params={"collnet": 1, "algo": "collnet_direct"})
     assert whole.run.link_bytes[("gpu0", "nic0")] > 0
+
+
+def _uneven_nodes() -> sc.Topology:
+    """Three GPUs on node 0 and one on node 1, on one switch."""
+    topo = sc.Topology("3 + 1")
+    hub = topo.add_switch("hub")
+    for node in (0, 0, 0, 1):
+        topo.add_link(topo.add_gpu(node=node), hub, bandwidth=100 * sc.GB, latency=1e-6)
+    return topo
+
+
+def test_an_algorithm_a_group_refuses_is_refused_before_the_run():
+    """hierarchical all_reduce needs as many GPUs on every node of its group. A 3D step on
+    cluster(3, 4) with dp=6 and the replicas innermost puts data-parallel groups of 4 + 2
+    GPUs over two nodes: the step ran its whole pipeline first and then failed with an
+    AlgorithmError from inside the run; tensor_parallel_layer on GPUs 0, 1, 2 and 8 of two
+    DGX H100 did the same. Each is now an InvalidInputError naming the group, and so for
+    data_parallel and zero_step on a machine of 3 + 1 GPUs."""
+    model = tr.gpt(4, 256, 4, 128, 1024, batch=48)
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"the data-parallel group \[0, 1, 2, 3, 4, 5\] \(all_reduce\): "
+                             r"hierarchical all_reduce needs the same number of GPUs on "
+                             r"every node, got \[2, 4\]"):
+        tr.step(model, sc.topology.cluster(3, 4), dp=6, pp=2, micro_batches=4,
+                order=("dp", "pp", "tp"), algorithm="hierarchical")
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"the tensor-parallel group \[0, 1, 2, 8\] \(all_reduce\).*"
+                             r"got \[1, 3\]"):
+        tr.tensor_parallel_layer(SMALL, sc.topology.dgx_h100(2), tp=4, ranks=[0, 1, 2, 8],
+                                 algorithm="hierarchical")
+    with pytest.raises(sc.InvalidInputError, match=r"the GPUs \[0, 1, 2, 3\] \(all_reduce\)"):
+        tr.data_parallel(SMALL, _uneven_nodes(), algorithm="hierarchical")
+    with pytest.raises(sc.InvalidInputError, match=r"the GPUs \[0, 1, 2, 3\] \(all_reduce\)"):
+        tr.zero_step(SMALL, _uneven_nodes(), stage=0, algorithm="hierarchical")
+    # the same groups on nodes of equal GPUs run
+    assert tr.step(model, sc.topology.cluster(3, 4), dp=6, pp=2, micro_batches=4,
+                   algorithm="hierarchical").step_time > 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ from simcoll.training.model import GPU, Model
 from simcoll.units import MiB
 
 __all__ = ["buffer_of", "bucket_limits", "ddp_buckets", "check_model", "check_ranks", "padded",
-           "check_algorithm", "check_world"]
+           "check_algorithm", "check_groups", "check_world"]
 
 
 def buffer_of(elements: int, itemsize: int) -> VirtualBuffer:
@@ -125,6 +125,39 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
                                     f"without server hosts its servers are ranks)")
         normalized = spec.normalized(given)
     return {"algorithm": algorithm, **normalized}
+
+
+_ANY_COUNT = 2**62
+"""Elements per rank for :func:`check_groups`: a group's shape is checked, not its sizes
+(every collective of a step has its own)."""
+
+
+def check_groups(how: Mapping[str, Any], topology: Topology,
+                 groups: Iterable[tuple[str, Sequence[str], Sequence[int]]]) -> None:
+    """Refuse, before the run, an algorithm that cannot run on one of a step's groups of
+    GPUs (``hierarchical`` on a group with more GPUs on one node than another, say), as
+    a run on those ranks would refuse it once started: each ``(what, collectives,
+    ranks)`` is checked for every collective it runs (``how``: what
+    :func:`check_algorithm` returned), one group of each shape of nodes.
+
+    Raises:
+        InvalidInputError: naming the group (``what`` and its ranks) and the reason.
+    """
+    algorithm = how["algorithm"]
+    params = {k: v for k, v in how.items() if k != "algorithm"}
+    nodes = topology.gpu_nodes
+    seen: set[tuple[str, tuple[int, ...]]] = set()
+    for what, collectives, ranks in groups:
+        shape = tuple(nodes[r] for r in ranks)
+        for collective in collectives:
+            if (collective, shape) in seen:
+                continue
+            seen.add((collective, shape))
+            try:
+                get_algorithm(collective, algorithm).check(len(ranks), _ANY_COUNT, 0, shape,
+                                                           params)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{what} {list(ranks)} ({collective}): {exc}") from None
 
 
 def check_world(how: dict[str, Any], spans_machine: bool, where: str) -> None:

@@ -34,7 +34,13 @@ from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, check_algorithm, check_model, ddp_buckets
+from simcoll.training.common import (
+    buffer_of,
+    check_algorithm,
+    check_groups,
+    check_model,
+    ddp_buckets,
+)
 from simcoll.training.model import GPU, H100, Model, per_layer_seconds
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 
@@ -149,6 +155,7 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
     overlap = flag(overlap, "overlap")
     how = check_algorithm(algorithm, ["all_reduce"], algorithm_params,
                           hosts=len(topology.hosts))
+    check_groups(how, topology, [("the GPUs", ["all_reduce"], range(topology.nranks))])
     groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]

@@ -64,6 +64,7 @@ from simcoll.topology.graph import Topology
 from simcoll.training.common import (
     buffer_of,
     check_algorithm,
+    check_groups,
     check_model,
     check_world,
     padded,
@@ -398,6 +399,15 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
                           hosts=len(topology.hosts))
     check_world(how, dp == topology.nranks or tp == topology.nranks or dp == tp == 1,
                 f"dp={dp}, tp={tp}, pp={pp}")
+    placement = Placement(dp, tp, pp, order)
+    tp_runs = ("all_gather", "reduce_scatter") if sequence_parallel else \
+        ("all_reduce", *(("all_gather",) if pp > 1 else ()))
+    dp_runs = ("all_reduce",) if zero_stage == 0 else ("reduce_scatter", "all_gather")
+    check_groups(how, topology, [
+        *(("the tensor-parallel group", tp_runs, [placement.rank(d, s, t) for t in range(tp)])
+          for d in range(dp) for s in range(pp) if tp > 1),
+        *(("the data-parallel group", dp_runs, [placement.rank(d, s, t) for d in range(dp)])
+          for s in range(pp) for t in range(tp) if dp > 1)])
     if sequence_parallel and model.seq_len % tp:
         raise InvalidInputError(f"sequence parallelism needs tp={tp} to divide "
                                 f"seq_len={model.seq_len}")

@@ -32,6 +32,7 @@ from simcoll.topology.graph import Topology
 from simcoll.training.common import (
     buffer_of,
     check_algorithm,
+    check_groups,
     check_model,
     check_ranks,
     check_world,
@@ -157,6 +158,8 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
                                 f"seq_len={model.seq_len}")
     chosen = check_ranks(topology, ranks, t, "tp")
     check_world(how, list(chosen) == list(range(topology.nranks)), f"the group {chosen}")
+    check_groups(how, topology, [("the tensor-parallel group", ["all_gather", "reduce_scatter"]
+                                  if sequence_parallel else ["all_reduce"], chosen)])
     fraction = b / model.batch / t
     times = (gpu.seconds(block.forward_flops * fraction),
              gpu.seconds(block.backward_flops * fraction))

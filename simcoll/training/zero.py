@@ -38,6 +38,7 @@ from simcoll.training.common import (
     bucket_limits,
     buffer_of,
     check_algorithm,
+    check_groups,
     check_model,
     ddp_buckets,
     padded,
@@ -253,9 +254,9 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
     prefetch = flag(prefetch, "prefetch")
     bucket_limits(bucket_cap_mb, first_bucket_mb)
-    how = check_algorithm(algorithm, ["all_reduce"] if stage == 0 else
-                          ["reduce_scatter", "all_gather"], algorithm_params,
-                          hosts=len(topology.hosts))
+    collectives = ["all_reduce"] if stage == 0 else ["reduce_scatter", "all_gather"]
+    how = check_algorithm(algorithm, collectives, algorithm_params, hosts=len(topology.hosts))
+    check_groups(how, topology, [("the GPUs", collectives, range(topology.nranks))])
     n = topology.nranks
     precision = model.precision
     grad_bytes, param_bytes = precision.grad_bytes, precision.param_bytes
