@@ -288,6 +288,50 @@ def test_machines_of_one_name_told_apart_by_their_records_are_refused_on_one_lin
         scaling([record(2, "a2", 1.0), record(4, "a4", 2.0), record(2, "b2", 3.0)])
 
 
+def test_the_machine_is_told_by_its_hash_before_its_spec():
+    """A sweep writes its --topology template as the spec ("switch:8") and simcoll run
+    the normalized one ("switch:n=8"): one machine, refused as two. A topology file
+    edited between two sweeps keeps its spec ("mach.json") but not its hash: two
+    machines, drawn as one line. The hash, where records have it, decides."""
+    def record(nbytes: int, time: float, spec: str, digest: str | None) -> dict:
+        return {"collective": "all_reduce", "algorithm": "ring", "topology": "switch(8)",
+                "nranks": 8, "nbytes": nbytes, "time": time, "spec": spec,
+                **({} if digest is None else {"topology_hash": digest})}
+
+    fig = scaling([record(1024, 1.0, "switch:8", "f7"), record(4096, 2.0, "switch:n=8", "f7")],
+                  x="nbytes")
+    assert [list(xy(line)[1]) for line in lines(fig, "simulated")] == [[1.0, 2.0]]
+    with pytest.raises(sc.InvalidInputError, match=r"\('topology_hash=f7' and "
+                                                   r"'topology_hash=36'\)"):
+        scaling([record(1024, 1.0, "mach.json", "f7"), record(4096, 2.0, "mach.json", "36")],
+                x="nbytes")
+    with pytest.raises(sc.InvalidInputError, match=r"\('spec=switch:8' and 'spec=cluster'\)"):
+        scaling([record(1024, 1.0, "switch:8", None), record(4096, 2.0, "cluster", None)],
+                x="nbytes")
+
+
+def test_points_of_other_roots_and_ops_are_lines_of_their_own():
+    """A reduce swept from root 0 and from root 5 (and an all_reduce summing and taking
+    the maximum) made one line of the later points, the others dropped as reruns; each
+    is now a line, labelled with what differs from the defaults (root 0, a sum)."""
+    topo = sc.topology.cluster(2, 4)
+    runs = [sc.simulate(topo, "reduce", algorithm="binomial", nbytes=1 << 20, root=root)
+            for root in (0, 5)]
+    assert runs[0].time != runs[1].time
+    for given in (runs, [r.to_dict() for r in runs]):
+        fig = scaling(given, x="nbytes")
+        drawn = {line.get_label(): list(xy(line)[1]) for line in lines(fig, "simulated")}
+        assert drawn == {"binomial": pytest.approx([runs[0].time * 1e6]),
+                         "binomial (root=5)": pytest.approx([runs[1].time * 1e6])}
+    ops = [sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 20, op=op)
+           for op in ("sum", "max")]
+    fig = scaling(ops, x="nbytes")
+    assert sorted(line.get_label() for line in lines(fig, "simulated")) == [
+        "ring", "ring (op=max)"]
+    fig = scaling(ops[1:], x="nbytes")
+    assert "all_reduce/ring (op=max) on cluster(2x4)" in fig.axes[0].get_title()
+
+
 def test_every_line_keeps_a_look_of_its_own_and_a_long_legend_fits_the_figure():
     # 5 algorithms x 5 rank counts, lines per rank count against size: 25 legend entries,
     # the last three of which fell off a 4.2-inch figure; and an algorithm's second line

@@ -82,7 +82,8 @@ def _slots(values: list[Any], by: str) -> dict[Any, int]:
 def _plain(value: float) -> str:
     return f"{value:g}"
 # The fields that tell groups apart, in the order labels list them.
-_KEY = ("collective", "algorithm", "params", "topology", "network", "dtype", "split")
+_KEY = ("collective", "algorithm", "params", "settings", "topology", "network", "dtype",
+        "split")
 
 
 def _split_text(split: str, value: int) -> str:
@@ -112,8 +113,8 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
     groups: dict[tuple, dict[int, Point]] = {}
     machines: dict[tuple, Point] = {}
     for p, topology in zip(points, names):
-        key = (p.collective, p.algorithm, _params_text(p.params), topology, p.network,
-               p.dtype, getattr(p, split))
+        key = (p.collective, p.algorithm, _params_text(p.params), p.settings, topology,
+               p.network, p.dtype, getattr(p, split))
         line = groups.setdefault(key, {})
         at = getattr(p, x)
         if at in line and line[at].topology != p.topology:
@@ -130,10 +131,13 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
                 f"machines apart) or plot them apart")
         same = machines.setdefault((key, p.nranks, _kind(p.machine)), p)
         if same.machine != p.machine:
+            told = (f"spec={same.spec!r} and spec={p.spec!r}, "
+                    if same.spec and p.spec and same.spec != p.spec
+                    and _kind(p.machine) != "spec" else "")
             raise InvalidInputError(
                 f"two {p.collective}/{p.algorithm} lines on {p.topology!r} ran on different "
-                f"machines of that name ({same.machine!r} and {p.machine!r}); plot them "
-                f"apart")
+                f"machines of that name ({told}{same.machine!r} and {p.machine!r}); plot "
+                f"them apart")
         line[at] = p
     return groups
 
@@ -289,7 +293,8 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
     """Plot ``y`` against ``x`` on log axes, one line per group of comparable points.
 
     Points join into one line only when everything but ``x`` is the same: collective,
-    algorithm and its parameters, topology (up to the numbers that scale with ``x``),
+    algorithm and its parameters, root and op, topology (up to the numbers that scale
+    with ``x``),
     network, dtype, and the ``split`` value (the size when ``x="nranks"``). Bandwidths are
     in GB/s (10^9 bytes/s), times in s, ms or µs as the data suits, sizes in binary units.
     The title names what all lines share, e.g. "all_reduce/ring on switch(p), 64 MiB per
@@ -459,8 +464,9 @@ def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str
     fixed = {name: first[name] for name, vary in zip(_KEY, varies) if not vary}
     what = "/".join(str(fixed[name]) for name in ("collective", "algorithm")
                     if name in fixed)
-    if fixed.get("params"):
-        what = f"{what} ({fixed['params']})" if what else str(fixed["params"])
+    shared = ", ".join(str(fixed[name]) for name in ("params", "settings") if fixed.get(name))
+    if shared:
+        what = f"{what} ({shared})" if what else shared
     topology = str(fixed.get("topology") or "")
     head = " on ".join(part for part in (what, topology) if part)
     tail = [_split_text(split, fixed["split"])] if "split" in fixed else []

@@ -35,12 +35,18 @@ class Point:
     params: dict[str, Any] = field(default_factory=dict)
     """The parameters asked for (``Result.requested`` where known): one line each."""
     machine: str | None = None
-    """What tells machines of one name apart, where a record says: ``spec=...`` (the
-    command line's) or ``topology_hash=...`` (a sweep's), else None."""
+    """What tells machines of one name apart, where a record says: ``topology_hash=...``
+    (a sweep's and the command line's), else ``spec=...`` (the command line's before it
+    wrote the hash), else None."""
     from_result: bool = False
     """Read from a ``Result`` object, which does not say which machine of its name it ran
     on: two of one line at one x are two machines, not a rerun, where their times
     differ."""
+    spec: str | None = None
+    """The topology spec a record gives (the command line's), to name its machine."""
+    settings: str = ""
+    """A root other than 0 and an op other than a sum, as ``root=5, op=max``: points that
+    differ in them are different lines."""
 
     def value(self, name: str) -> float | None:
         """``nranks``, ``nbytes``, ``time``, ``algbw`` or ``busbw``."""
@@ -59,12 +65,21 @@ def _number(v: Any) -> float | None:
 
 
 def _machine(r: Mapping[str, Any]) -> str | None:
-    """``spec=...`` or ``topology_hash=...`` (what the command line's or a sweep's records
-    hold), or None."""
-    for key in ("spec", "topology_hash"):
+    """``topology_hash=...`` (a digest of the whole machine, which sweeps and the command
+    line write), else ``spec=...`` (the command line's older records), or None."""
+    for key in ("topology_hash", "spec"):
         if r.get(key) is not None:
             return f"{key}={r[key]}"
     return None
+
+
+def _settings(root: Any, op: Any) -> str:
+    """``root=5, op=max`` for a root other than 0 and an op other than a sum; ``""``
+    for those (and where a collective has neither)."""
+    parts = [f"root={root}"] if root not in (None, 0) else []
+    if op not in (None, "SUM"):
+        parts.append(f"op={str(op).lower()}")
+    return ", ".join(parts)
 
 
 def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
@@ -83,7 +98,8 @@ def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
                  len(r.get("host_bytes_sent") or ()), _number(r.get("time")),
                  _number(r.get("algbw")), _number(r.get("busbw")),
                  dict(r.get("requested", r.get("params")) or {}),
-                 _machine(r))
+                 _machine(r), spec=None if r.get("spec") is None else str(r["spec"]),
+                 settings=_settings(r.get("root"), r.get("op")))
 
 
 @dataclass(frozen=True)
@@ -136,7 +152,7 @@ def read_all(records: Iterable[Result | Mapping[str, Any]]
                                 r.nranks, r.nbytes, len(r.host_bytes_sent), _number(r.time),
                                 _number(r.algbw), _number(r.busbw),
                                 dict(r.params if r.requested is None else r.requested),
-                                from_result=True))
+                                from_result=True, settings=_settings(r.root, r.op)))
         elif isinstance(r, Mapping):
             if r.get("error"):
                 failures.append(Failure(str(r.get("collective", "?")),
