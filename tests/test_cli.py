@@ -903,6 +903,31 @@ def test_plot_draws_a_sweep(capsys, tmp_path):
         "'nbytes')" in err and "split" not in err
 
 
+def test_plot_of_run_records_puts_sizes_on_x_by_default(capsys, tmp_path, monkeypatch):
+    """simcoll run's records have one rank count: plotted against it (the default x of a
+    sweep) they stood in one column of one-point lines. Without --x, records of one
+    rank count and several sizes go against size; a sweep's of several rank counts
+    against them; --x is kept."""
+    import simcoll.cli.plotting as plotting
+
+    asked: list[str] = []
+    real = plotting.scaling
+    monkeypatch.setattr(plotting, "scaling",
+                        lambda records, **kw: asked.append(kw["x"]) or real(records, **kw))
+    run = tmp_path / "run.jsonl"
+    status, out, _ = cli(capsys, "run", "--topology", "switch:8", "-b", "1K", "-e", "1M",
+                         "-f", "32", "--json")
+    run.write_text(out)
+    sweep = tmp_path / "sweep.jsonl"
+    cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4", "--sizes", "1M",
+        "--output", str(sweep))
+    for path, extra in ((run, []), (sweep, []), (run, ["--x", "nranks"])):
+        status, out, _ = cli(capsys, "plot", str(path), "--output", str(tmp_path / "p.png"),
+                             *extra)
+        assert status == 0
+    assert asked == ["nbytes", "nranks", "nranks"]
+
+
 def test_plot_ignores_a_cut_off_last_line_as_load_results_does(capsys, tmp_path):
     """What a sweep killed while writing leaves: its partial file's last line cut off,
     without its newline. sc.load_results ignores it with a warning; so does plot."""

@@ -24,8 +24,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("records", help="a .jsonl (JSON lines) or .json (list) file of records")
     p.add_argument("--output", required=True, metavar="PATH",
                    help="the picture: .png, .svg or .pdf")
-    p.add_argument("--x", default="nranks", choices=("nranks", "nbytes"),
-                   help="nranks (default) or nbytes")
+    p.add_argument("--x", default=None, choices=("nranks", "nbytes"),
+                   help="nranks or nbytes (default: nbytes where every record has one "
+                        "rank count and there are several sizes, as in 'simcoll run', "
+                        "else nranks)")
     p.add_argument("--y", default="busbw", choices=("busbw", "algbw", "time"),
                    help="busbw (default), algbw or time")
     p.set_defaults(handler=_run)
@@ -116,7 +118,12 @@ def _json_lines(path: Path, text: str) -> list[tuple[int, Any]]:
 def _run(args: argparse.Namespace) -> int:
     out = check_output(args.output, PICTURES)
     records = read_records(Path(args.records))
-    figure = scaling(records, x=args.x, y=args.y, save=out)
+    x = args.x
+    if x is None:
+        ran = [r for r in records if not r.get("error")]
+        one_count = len({r.get("nranks") for r in ran}) == 1
+        x = "nbytes" if one_count and len({r.get("nbytes") for r in ran}) > 1 else "nranks"
+    figure = scaling(records, x=x, y=args.y, save=out)
     drawn = sum(len(line.get_xdata()) for line in figure.axes[0].get_lines()
                 if line.get_gid() == "simulated")
     failed = sum(1 for r in records if r.get("error"))

@@ -302,7 +302,8 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
     Each ``by`` value keeps a colour and marker; its lines at several sizes (or parameter
     values) run from light to dark in that colour, or, with one ``by`` value, along the
     viridis colour map, in the order of the size. A log y axis spans at least a factor of
-    2, with both its ends labelled. Points that cannot sit on log axes (time, size or
+    2, with both its ends labelled where the data spans less than 10^2.5 (beyond, every
+    power of ten is). Points that cannot sit on log axes (time, size or
     bandwidth 0 or missing, as for one rank) and failed sweep points are left out, and the
     legend says how many of each algorithm's.
 
