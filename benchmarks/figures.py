@@ -82,7 +82,9 @@ def pat_figure(out: Path) -> Path:
     nodes = [2, 4, 8, 16, 32, 64, 128]
     per_rank = 64 * sc.KiB
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    colours = {"pat": "#c0504d", "ring": "#4f81bd"}
+    # apart in grayscale too: markers, and a dark and a light grey level
+    colours = {"pat": "#c0504d", "ring": "#1f3f73"}
+    markers = {"pat": "s", "ring": "o"}
     chosen = []
     for algo, label in (("pat", "PAT"), ("ring", "ring")):
         simulated, predicted = [], []
@@ -96,7 +98,7 @@ def pat_figure(out: Path) -> Path:
             if algo == "pat":
                 chosen.append(sc.simulate(topo, "all_gather", algorithm="nccl",
                                           nbytes=per_rank).params["algo"])
-        ax.plot(nodes, simulated, "o-", color=colours[algo],
+        ax.plot(nodes, simulated, "-", marker=markers[algo], color=colours[algo],
                 label=f"{label}, simulated ({res.params['proto']})")
         ax.plot(nodes, predicted, "--", color=colours[algo], alpha=0.7,
                 label=f"{label}, NCCL's prediction")

@@ -1433,3 +1433,31 @@ def test_titles_break_between_phrases_where_they_fit():
     # never inside brackets: a tuple stays on one line
     assert wrapped("GPipe: bubble 0.279, micro-batches in flight per stage (8, 8, 8, 8)",
                    50) == "GPipe: bubble 0.279,\nmicro-batches in flight per stage (8, 8, 8, 8)"
+
+
+def test_every_shade_of_every_line_colour_stands_out_on_white():
+    """An algorithm's lines at several sizes run through shades of its colour. nccl's
+    olive, lightened by 35%, fell to 1.56:1 against white (WCAG's contrast ratio, worked
+    out here from sRGB); tree's orange and bruck's cyan under 1.9. Every shade of
+    every slot now keeps 2:1, and the ring's circle and nccl's marker differ in kind."""
+    import matplotlib
+
+    from simcoll.plot.curves import _ALGORITHM_SLOTS, _MARKERS
+
+    def contrast(rgb) -> float:
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+                  for c in rgb[:3]]
+        luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+        return 1.05 / (luminance + 0.05)
+
+    records = [{"collective": "all_reduce", "algorithm": algorithm, "topology": f"switch({p})",
+                "nranks": p, "nbytes": n, "time": p * n * 1e-12 * (k + 1)}
+               for k, algorithm in enumerate(_ALGORITHM_SLOTS)
+               for p in (2, 4, 8) for n in (1 << 10, 1 << 16, 1 << 20, 1 << 24)]
+    fig = scaling(records)
+    drawn = lines(fig, "simulated")
+    assert len(drawn) == 4 * len(_ALGORITHM_SLOTS)
+    assert min(contrast(matplotlib.colors.to_rgb(line.get_color())) for line in drawn) >= 2.0
+    markers = {line.get_label().split(" (")[0]: line.get_marker() for line in drawn}
+    assert markers["ring"] == "o" and markers["nccl"] not in ("o", "h", "8", "p")
+    assert len(set(_MARKERS[:len(_ALGORITHM_SLOTS)])) == len(_ALGORITHM_SLOTS)

@@ -38,9 +38,10 @@ _X_TICKS = 8
 _YS = ("time", "busbw", "algbw")
 _BYS = ("algorithm", "collective", "topology", "network", "dtype")
 _LEGENDS = ("right", "inside", "none")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p", "d")
-"""One marker per colour slot: the ten fixed algorithms' all differ, so lines stay apart
-in grayscale."""
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "p", "*", "<", "h", ">", "d")
+"""One marker per colour slot: the ten fixed algorithms' all differ, and none of the
+first ten looks like another at a marker's size (ring's circle and nccl's star, not a
+hexagon), so lines stay apart in grayscale."""
 _LEGEND_ROWS = 24
 """The most legend entries in one column; a new figure grows to hold the legend."""
 _AXES_WIDTH = 4.6
@@ -247,10 +248,16 @@ def _log_ticks_minor(bottom: float, top: float) -> list[float]:
 
 def _shade(colour: tuple, t: float) -> tuple:
     """``colour`` lightened (``t`` near 0) or darkened (``t`` near 1): the lines of one
-    colour, ordered by their size or parameters."""
+    colour, ordered by their size or parameters. A light colour (tab10's olive, its
+    cyan) is only darkened, up to 55% black, so its lightest line keeps a contrast on
+    white (lightened, olive's fell to 1.6:1); the others run from 25% white to 40%
+    black."""
     rgb = colour[:3]
+    luminance = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]
+    if luminance > 0.55:
+        return tuple(c * (1 - 0.55 * t) for c in rgb) + (1.0,)
     if t < 0.5:
-        mix = (0.5 - t) * 0.7                       # up to 35% white
+        mix = (0.5 - t) * 0.5                       # up to 25% white
         return tuple(c + (1 - c) * mix for c in rgb) + (1.0,)
     mix = (t - 0.5) * 0.8                           # up to 40% black
     return tuple(c * (1 - mix) for c in rgb) + (1.0,)
