@@ -78,6 +78,10 @@ def test_numpy_integers_are_accepted_for_counts_and_roots():
      r"^endpoint address True is not accepted; use an integer in 0..1"),
     (lambda: (lambda t: (t.route(0, 1), t.route(0, True)))(sc.topology.switch(2)),
      r"^endpoint address True is not accepted"),
+    (lambda: (lambda t: (t.route(0, 1), t.route(0, np.True_)))(sc.topology.switch(2)),
+     r"^endpoint address np.True_ is not accepted"),
+    (lambda: (lambda t: (t.route(0, 1), t.route(0, 1.0)))(sc.topology.switch(2)),
+     r"^endpoint address 1.0 is not accepted"),
 ])
 def test_bad_machine_arguments_are_refused(build, match):
     with pytest.raises(sc.TopologyError, match=match):

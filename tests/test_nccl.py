@@ -201,8 +201,8 @@ def test_named_algorithms_that_cannot_run_are_refused_before_the_run():
                     algo="nvls")
     # NCCL_ALGO=Tree is a name NCCL takes, but no broadcast runs on a tree
     with pytest.raises(sc.InvalidInputError,
-                       match="algo='tree' cannot run broadcast on this machine; it can run "
-                             "ring$"):
+                       match="algo='tree': NCCL never runs broadcast with it; it runs "
+                             "broadcast with ring$"):
         sc.simulate(sc.topology.dgx_a100(1), "broadcast", algorithm="nccl", nbytes=64,
                     algo="tree")
     with pytest.raises(sc.InvalidInputError, match="algo='mesh' is not accepted"):

@@ -12,7 +12,13 @@ import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import candidates, choose, predict
+from simcoll.algorithms.nccl.tuner import (
+    candidates,
+    choose,
+    collnet_graphs_of,
+    nvls_graph_of,
+    predict,
+)
 
 US = 1e-6
 MIB = 1 << 20
@@ -160,3 +166,39 @@ def test_collnet_direct_trims_channels_by_its_graphs_heads():
     for nbytes, channels in ((MIB, 3), (4 * MIB, 6)):
         choice = choose(machine, "all_reduce", nbytes, collnet=1)
         assert (choice.algo, choice.channels) == ("collnet_direct", channels)
+
+
+@pytest.mark.parametrize("collective, algo", [("broadcast", "tree"), ("reduce", "nvls"),
+                                              ("all_reduce", "pat"),
+                                              ("all_gather", "collnet_chain")])
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_an_algorithm_a_collective_never_runs_is_refused_as_such(collective, algo, gpus):
+    """NCCL_ALGO takes every algorithm's name, but NCCL has no broadcast on a tree, no PAT
+    all_reduce, ... (``ncclAlgoStr`` against each function's algorithms in enqueue.cc).
+    Named alone, such an algorithm was refused with hints about the machine (collnet=1
+    for a broadcast, one GPU per node for a PAT all_reduce), and on one rank it ran and
+    was reported as run; it is refused as one the collective never runs, on any rank
+    count. In a list with one the collective runs, it is passed over."""
+    topo = sc.topology.switch(gpus)
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^algo='{algo}': NCCL never runs {collective} with it; it runs "
+                             rf"{collective} with ring"):
+        sc.simulate(topo, collective, algorithm="nccl", nbytes=1 << 16, algo=algo)
+    listed = sc.simulate(topo, collective, algorithm="nccl", nbytes=1 << 16,
+                         algo=f"{algo},ring")
+    assert listed.params["algo"] == "ring"
+
+
+def test_2_26_2_counts_collnet_heads_on_the_direct_graph():
+    """2.26.2's ``ncclCollNetSetup`` takes ``collNetHeadsNum`` from the CollNet Direct
+    graph always (coll_net.cc at v2.26.2-1: ``directGraph``), 2.30.7 from the NVLS graph
+    where NVLS is supported. Two H100 nodes with 60 GB/s of NVLink and NICs of 100 GB/s:
+    the searches give the NVLS graph 8 heads and the Direct graph 4, for 8 GPUs a node;
+    so 2.30.7 runs CollNet Direct reduce_scatter and 2.26.2 does not."""
+    topo = sc.topology.dgx_h100(2, sharp=True, nvlink_bandwidth=60e9, nic_bandwidth=100e9)
+    machine = describe(topo, tuple(range(16)))
+    assert nvls_graph_of(machine).channels == 8
+    assert collnet_graphs_of(machine)[0].channels == 4
+    assert "collnet_direct" in candidates(machine, "reduce_scatter", collnet=1, tuner="2.30.7")
+    assert "collnet_direct" not in candidates(machine, "reduce_scatter", collnet=1,
+                                              tuner="2.26.2")

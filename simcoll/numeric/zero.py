@@ -101,7 +101,7 @@ def zero(topology: Topology, job: TrainingJob, *, stage: int, reduce_scatter: st
     check_algorithm("all_gather", all_gather, topology.gpu_nodes, -(-largest // p),
                     len(topology.hosts))
     program = _stage3_rank if stage == 3 else _stage12_rank
-    res = run_program(topology, program, job, stage, reduce_scatter, all_gather,
+    res = run_program(topology, program, job, reduce_scatter, all_gather,
                       check_flop_rate(flop_rate), network=network, trace=trace)
     if stage < 3:
         return collect(f"zero{stage}", res, lambda held: held[0])
@@ -136,7 +136,7 @@ def _shard(flat: Array, parts: int, index: int) -> Array:
     return full[slice(*share(full.size, parts, index))]
 
 
-def _stage12_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
+def _stage12_rank(comm: Comm, job: TrainingJob, rs_algorithm: str,
                   ag_algorithm: str, flop_rate: float
                   ) -> Generator[Any, Any, list[StepRecord]]:
     model, optimizer, p, r = job.model, job.optimizer, comm.size, comm.rank
@@ -170,7 +170,7 @@ def _stage12_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
     return records
 
 
-def _stage3_rank(comm: Comm, job: TrainingJob, stage: int, rs_algorithm: str,
+def _stage3_rank(comm: Comm, job: TrainingJob, rs_algorithm: str,
                  ag_algorithm: str, flop_rate: float
                  ) -> Generator[Any, Any, list[StepRecord]]:
     model, optimizer, p, r = job.model, job.optimizer, comm.size, comm.rank

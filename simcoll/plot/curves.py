@@ -38,10 +38,9 @@ _X_TICKS = 8
 _YS = ("time", "busbw", "algbw")
 _BYS = ("algorithm", "collective", "topology", "network", "dtype")
 _LEGENDS = ("right", "inside", "none")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "p", "*", "<", "h", ">", "d")
-"""One marker per colour slot: the ten fixed algorithms' all differ, and none of the
-first ten looks like another at a marker's size (ring's circle and nccl's star, not a
-hexagon), so lines stay apart in grayscale."""
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", ">", "*", "<", "h", "d", "p")
+"""One marker per colour slot: the ten fixed algorithms' all differ, and only ring's is
+round among them (nccl's is a star, not a hexagon), so lines stay apart in grayscale."""
 _LEGEND_ROWS = 24
 """The most legend entries in one column; a new figure grows to hold the legend."""
 _AXES_WIDTH = 4.6

@@ -75,8 +75,9 @@ def _machine(r: Mapping[str, Any]) -> str | None:
 
 def _settings(root: Any, op: Any) -> str:
     """``root=5, op=max`` for a root other than 0 and an op other than a sum; ``""``
-    for those (and where a collective has neither)."""
-    parts = [f"root={root}"] if root not in (None, 0) else []
+    for those (and where a collective has neither: ``simcoll run``'s records give such
+    a collective nccl-tests' root -1)."""
+    parts = [f"root={root}"] if isinstance(root, int) and root > 0 else []
     if op not in (None, "SUM"):
         parts.append(f"op={str(op).lower()}")
     return ", ".join(parts)

@@ -20,6 +20,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from simcoll.checks import integer, real, shown, text
 from simcoll.errors import TopologyError
@@ -352,16 +355,26 @@ class Topology:
         endpoints = self._endpoints
         if endpoints is None:  # built once per shape of the machine: O(1) per call after
             endpoints = self._endpoints = self._gpus + self._hosts + self._in_network
-        try:
-            if 0 <= address < len(endpoints) and not isinstance(address, bool):
-                return endpoints[address]
-        except TypeError:  # a name, a float: said below
-            pass
+        if address.__class__ is int and 0 <= address < len(endpoints):
+            return endpoints[address]
+        return endpoints[self._integer_address(address)]
+
+    def _integer_address(self, address: Any) -> int:
+        """``address`` as an int if it is one of the endpoint addresses (an integer, numpy's
+        too; never a bool, a float or a name).
+
+        Raises:
+            TopologyError: naming the value and what is accepted.
+        """
+        count = self.endpoints
+        if isinstance(address, (int, np.integer)) and not isinstance(address, (bool, np.bool_)) \
+                and 0 <= address < count:
+            return int(address)
         if isinstance(address, str):
             raise TopologyError(f"endpoint address {address!r} is a name; pass its address, "
                                 f"topology.address({address!r})")
         raise TopologyError(f"endpoint address {address!r} is not accepted; use an integer "
-                            f"in 0..{len(endpoints) - 1}")
+                            f"in 0..{count - 1}")
 
     def link_index(self, u: str, v: str) -> int:
         """The index (into ``links``) of the link between devices ``u`` and ``v``.
@@ -461,10 +474,11 @@ class Topology:
                 isinstance(via, tuple) and all(isinstance(v, str) for v in via)):
             raise TopologyError(f"via={via!r} is not accepted; give a device name or a tuple "
                                 f"of them")
+        if src.__class__ is not int or dst.__class__ is not int:
+            # True and 1.0 equal 1 as keys: only integers may find a cached route
+            src, dst = self._integer_address(src), self._integer_address(dst)
         key = (src, dst) if via is None else (src, dst, via)
-        # True == 1 as a key: a bool must not find rank 1's route
-        route = None if avoid or src.__class__ is bool or dst.__class__ is bool \
-            else self._routes.get(key)
+        route = None if avoid else self._routes.get(key)
         if route is None:
             a_name, b_name = self.endpoint_name(src), self.endpoint_name(dst)
             waypoints = [self._index[a_name]]

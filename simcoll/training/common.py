@@ -138,7 +138,9 @@ def check_groups(how: Mapping[str, Any], topology: Topology,
     GPUs (``hierarchical`` on a group with more GPUs on one node than another, say), as
     a run on those ranks would refuse it once started: each ``(what, collectives,
     ranks)`` is checked for every collective it runs (``how``: what
-    :func:`check_algorithm` returned), one group of each shape of nodes.
+    :func:`check_algorithm` returned), one group of each shape (its members' nodes
+    numbered in order of first appearance: GPUs 0-3 of node 0 and 4-7 of node 1 make
+    the shape of GPUs 8-11 of node 2 and 12-15 of node 3).
 
     Raises:
         InvalidInputError: naming the group (``what`` and its ranks) and the reason.
@@ -148,7 +150,8 @@ def check_groups(how: Mapping[str, Any], topology: Topology,
     nodes = topology.gpu_nodes
     seen: set[tuple[str, tuple[int, ...]]] = set()
     for what, collectives, ranks in groups:
-        shape = tuple(nodes[r] for r in ranks)
+        relabel: dict[int, int] = {}
+        shape = tuple(relabel.setdefault(nodes[r], len(relabel)) for r in ranks)
         for collective in collectives:
             if (collective, shape) in seen:
                 continue

@@ -435,10 +435,10 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does, which runs all_reduce only. NVLS's
     and CollNet Direct's reduce_scatter and all_gather across nodes need a head per GPU
     (tuning.cc: "AllGather/ReduceScatter requires 1:1 GPU:NIC"): NCCL's heads are the
-    NVLS graph's where NVLS is supported, else the CollNet Direct graph's (one per NIC;
-    ``collNetHeadsNum``, src/transport/coll_net.cc); NCCL 2.26.2 runs NVLS's across
-    nodes not at all, and neither release runs them on more than 32 GPUs of a node
-    (``NCCL_MAX_NVLS_ARITY``; 2.26.2: of the communicator). PAT runs
+    NVLS graph's where NVLS is supported, else (and always in 2.26.2) the CollNet Direct
+    graph's (one per NIC; ``collNetHeadsNum``, src/transport/coll_net.cc); NCCL 2.26.2
+    runs NVLS's across nodes not at all, and neither release runs them on more than 32
+    GPUs of a node (``NCCL_MAX_NVLS_ARITY``; 2.26.2: of the communicator). PAT runs
     reduce_scatter and all_gather with one GPU per node (``ncclPatEnable``), but not a
     reduce_scatter that ``averages`` (op=avg: NCCL's ``topoGetAlgoInfo`` leaves PAT out
     of scaled reductions). NVLS and NVLS-tree need every node to hold two GPUs or more
@@ -454,14 +454,15 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     supported = machine.nvls and not machine.lone_gpu_node and _nvls_searched(machine)
     gathers = collective in ("reduce_scatter", "all_gather")
     collnet_ok = across and machine.ppn <= 8 and (
-        not gathers or _heads(machine, supported) >= machine.ppn)
+        not gathers or _heads(machine, supported, tuner) >= machine.ppn)
     nvls = nvls_ok and supported and not (gathers and (
         machine.ppn > NVLS_ARITY or tuner == "2.26.2" and machine.nranks > NVLS_ARITY))
 
     def runs(a: str) -> bool:
         if a == "nvls":
             return nvls and (machine.nnodes == 1 or across and not (
-                gathers and (tuner == "2.26.2" or _heads(machine, supported) < machine.ppn)))
+                gathers and (tuner == "2.26.2"
+                             or _heads(machine, supported, tuner) < machine.ppn)))
         if a == "nvls_tree":
             return nvls and machine.nnodes > 1
         if a == "collnet_direct":
@@ -476,10 +477,11 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     return tuple(a for a in ALGORITHMS[collective] if runs(a))
 
 
-def _heads(machine: Machine, nvls_supported: bool) -> int:
-    """NCCL's CollNet heads per node (``collNetHeadsNum``): the NVLS graph's where NVLS
-    is supported, else the CollNet Direct graph's (0 without one)."""
-    if nvls_supported:
+def _heads(machine: Machine, nvls_supported: bool, tuner: str) -> int:
+    """NCCL's CollNet heads per node (``collNetHeadsNum``): 2.30.7's are the NVLS graph's
+    where NVLS is supported, else, and always in 2.26.2, the CollNet Direct graph's (0
+    without one; ``ncclCollNetSetup`` in src/transport/coll_net.cc)."""
+    if nvls_supported and tuner != "2.26.2":
         return nvls_graph_of(machine).channels
     graphs = collnet_graphs_of(machine)
     return 0 if graphs is None else graphs[0].channels
@@ -576,12 +578,19 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
     algos = candidates(machine, collective, collnet, averages, nvls_ok, sharp_ok, tuner)
     named_protos = None if proto == "auto" else tuple(proto.split(","))
+    # NCCL_ALGO takes every algorithm's name; those a collective never runs are passed over
+    named = [a for a in algo.split(",") if a in ALGORITHMS[collective]]
+    if algo != "auto" and not named:
+        listed = algo.split(",")
+        raise InvalidInputError(
+            f"algo={algo!r}: NCCL never runs {collective} with "
+            f"{'it' if len(listed) == 1 else 'any of them'}; it runs {collective} with "
+            f"{', '.join(ALGORITHMS[collective])}")
     if machine.nranks == 1:  # nothing to move: NCCL returns at once
-        return Choice((algos if algo == "auto" else tuple(algo.split(",")))[0],
+        return Choice((algos if algo == "auto" else tuple(named))[0],
                       "Simple" if named_protos is None or "Simple" in named_protos
                       else named_protos[0], channels or 1, 0.0)
     if algo != "auto":
-        named = algo.split(",")
         runnable = tuple(a for a in algos if a in named)
         if not runnable:
             hints = ["NVLS needs the GPUs of each node on one in-network NVSwitch"] \
@@ -608,7 +617,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             if gathers and machine.nnodes > 1 and collnet and machine.sharp \
                     and any(a in ("nvls", "collnet_direct") for a in named):
                 heads = _heads(machine, machine.nvls and not machine.lone_gpu_node
-                               and _nvls_searched(machine))
+                               and _nvls_searched(machine), tuner)
                 if heads < machine.ppn:
                     hints.append(f"across nodes NCCL's NVLS and CollNet Direct run {collective} "
                                  f"with a head per GPU only, and its graph has {heads} for "
