@@ -160,12 +160,23 @@ class ProgramProcess(Process):
     or in a notebook does not have).
     """
 
+    spin_limit = 10**9
+    """The most events already processed the program may yield in a row before it yields
+    one still to come (the run's ``max_same_instant``, which the runtime sets): they
+    resume it at once, at one instant, so a program yielding one such event over and
+    over (a handle it keeps) stops the run as a loop at one instant does."""
+
     def _resume(self, event: Event) -> None:
         """Resume the program with ``event``'s value (or throw its failure into it) and
-        run it to its next yield of an event not yet processed, or to its end."""
+        run it to its next yield of an event not yet processed, or to its end.
+
+        Raises:
+            RunStop: it yielded more than :attr:`spin_limit` processed events in a row.
+        """
         env = self.env
         env._active_proc = self
         generator = self._generator
+        spins = 0
         while True:
             try:
                 if event._ok:
@@ -189,6 +200,10 @@ class ProgramProcess(Process):
                 self._target = event
                 env._active_proc = None
                 return
+            spins += 1
+            if spins > self.spin_limit:
+                env._active_proc = None
+                raise RunStop("instant", env._now)
 
     def _end(self, ok: bool, value: Any) -> None:
         """The program returned ``value`` (``ok``) or raised it: this process fires."""

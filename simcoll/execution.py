@@ -168,7 +168,8 @@ class Execution:
                     f"{rt.what} processed {rt.max_same_instant} events in a row at "
                     f"t={stop.now:.9g} s without simulated time passing, with "
                     f"{shown or 'no program'} still running: a loop of operations that take "
-                    f"no time (compute(0), empty messages over links without latency)? A "
+                    f"no time (compute(0), empty messages over links without latency, an "
+                    f"event yielded again after it fired)? A "
                     f"run meant to do that many at one instant needs max_events >= "
                     f"{1000 * rt.max_same_instant} (the limit at one instant is "
                     f"max_events / 1000, at least 10^6 + 64 p^2)", running) from None

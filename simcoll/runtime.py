@@ -214,6 +214,7 @@ class Runtime:
         through as themselves.
         """
         process = ProgramProcess(self.env, program)
+        process.spin_limit = self.max_same_instant
         process.callbacks.append(lambda event: self._raise_failure(event, label))
         self.programs.append((process, label, address))
         return process

@@ -343,6 +343,27 @@ def test_a_zero_time_loop_stops_after_a_million_events_at_one_instant():
         run_program(spinning)
 
 
+def test_yielding_an_event_that_has_fired_again_and_again_stops_the_run():
+    """A program that waits on a handle it keeps, after it fired, resumes at once each
+    time without the event loop: it spun forever, past every limit (only Ctrl-C ended
+    it). Each such yield now counts as an event at one instant."""
+    def polling(comm: Comm, x=None):
+        sent = comm.send(np.ones(4, np.float32), 1 - comm.rank)
+        yield sent
+        yield comm.recv(1 - comm.rank)
+        while True:
+            yield sent
+
+    limit = 10**6 + 64 * 2**2
+    with pytest.raises(sc.RunLimitError, match=rf"processed {limit} events in a row at "
+                                               rf"t=[0-9.e-]+ s without simulated time "
+                                               rf"passing, .*an event yielded again after "
+                                               rf"it fired"):
+        run_program(polling)
+    with pytest.raises(sc.RunLimitError, match="processed 1000 events in a row"):
+        sc.run_program(switch(2), polling, max_events=1000)
+
+
 def test_empty_messages_over_links_without_latency_go_through_the_event_loop():
     # A send of nothing on a route without latency arrives at once; before it went
     # through an event, rank 0 sent forever without yielding to the loop (no limit saw
