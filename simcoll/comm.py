@@ -127,11 +127,20 @@ class Comm:
             raise CommUsageError(f"rank {self.rank}: {role}={peer!r} is not an integer rank")
         if not 0 <= peer < self._ranks:
             raise CommUsageError(f"rank {self.rank}: {role}={peer} is out of range; "
-                                 f"ranks are 0..{self._ranks - 1}")
+                                 f"{self._numbering()}")
         if peer == self.rank:
             raise CommUsageError(f"rank {self.rank}: {role}={peer} is this rank itself; "
                                  f"keep local data local instead of messaging it")
         return peer if self._members is None else self._members[peer]
+
+    def _numbering(self) -> str:
+        """How this communicator numbers its endpoints, for an error naming a bad peer."""
+        parts = [f"GPU ranks are 0..{self.size - 1}"]
+        for what, numbers in (("server hosts", self.hosts), ("in-network devices",
+                                                              self.in_network)):
+            if numbers:
+                parts.append(f"{what} {numbers[0]}..{numbers[-1]}")
+        return ", ".join(parts)
 
     def send(self, data: Any, dst: int, *, tag: Any = 0, delay: float = 0.0,
              wire_bytes: int | None = None, ordered: bool = False,

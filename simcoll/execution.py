@@ -9,6 +9,7 @@ or raises (deadlock, lost messages, a failing program, a limit).
 from __future__ import annotations
 
 import gc
+from collections import Counter
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -203,20 +204,43 @@ class Execution:
             shown = "; ".join(f"{label} waits for {blocked_on(proc, address)}"
                               for proc, label, address in stuck[:16])
             more = f" (and {len(stuck) - 16} more)" if len(stuck) > 16 else ""
+            # Messages that arrived and no receive took: often the other half of the
+            # deadlock (a tag or source that does not match, a peer off by one).
+            unclaimed = rt.unclaimed_messages()
+            sent = "" if not unclaimed else (
+                f"; arrived and not received: {self._messages(unclaimed)}")
             raise DeadlockError(f"deadlock in {rt.what} at t={self.env.now:.9g} s: "
-                                f"{shown}{more}", waiting)
+                                f"{shown}{more}{sent}", waiting)
         unclaimed = rt.unclaimed_messages()
         if unclaimed:
-            shown = ", ".join(f"{m.src}->{m.dst} (tag {m.tag!r})" for m in unclaimed[:16])
             names: dict[int, str] = {}
             for _, label, address in rt.programs:   # a main program before those it started
                 names.setdefault(address, label)
-            receivers = sorted({names.get(m.dst, f"endpoint {m.dst}") for m in unclaimed[:16]})
+            receivers = sorted({names[m.dst] for m in unclaimed[:16] if m.dst in names})
+            idle = sorted({m.dst for m in unclaimed[:16] if m.dst not in names})
+            why = []
+            if receivers:
+                why.append(f"{', '.join(receivers)} returned without receiving "
+                           f"{'it' if len(unclaimed) == 1 else 'them'} (a recv missing, or "
+                           f"a tag or source that does not match the send's)")
+            if idle:
+                why.append("a peer off by one?")
             raise UnmatchedMessageError(
                 f"{rt.what} finished with {len(unclaimed)} message(s) never received: "
-                f"{shown}; {', '.join(receivers)} returned without receiving "
-                f"{'it' if len(unclaimed) == 1 else 'them'} (a recv missing, or a tag or "
-                f"source that does not match the send's)")
+                f"{self._messages(unclaimed)}; {'; '.join(why)}")
+
+    def _messages(self, messages: list[Any]) -> str:
+        """``messages`` as ``src->dst (tag t)``, alike ones counted (``x 7``), the first
+        16 kinds; an endpoint that runs no program named (a peer off by one reaches a
+        host or an in-network device)."""
+        kinds = Counter((m.src, m.dst, repr(m.tag)) for m in messages)
+        running = {address for _, _, address in self.runtime.programs}
+        shown = ", ".join(
+            f"{src}->{dst} (tag {tag}"
+            f"{'' if dst in running else f'; {self.topology.endpoint_name(dst)} runs no program'})"
+            f"{f' x {n}' if n > 1 else ''}"
+            for (src, dst, tag), n in list(kinds.items())[:16])
+        return shown + (f" and {len(kinds) - 16} more kinds" if len(kinds) > 16 else "")
 
     @property
     def trace(self) -> tuple[Any, ...] | None:

@@ -186,6 +186,55 @@ def test_unreceived_messages_are_reported():
         sc.simulate(topo4(), "all_reduce", algorithm="test_leaky", nbytes=64)
 
 
+def test_a_peer_off_by_one_that_reaches_a_device_is_named_as_such():
+    """On a machine with an NVSwitch that reduces (or server hosts), address p is that
+    device, so dst=p is legal and the message waits there for a program that never
+    runs. The unreceived message read "endpoint 8 returned without receiving it" (it ran
+    nothing), a deadlock did not mention it, and an address past the devices was "out of
+    range; ranks are 0..8" on 8 GPUs. Each now names the device and the numbering."""
+    def send_p(comm):
+        if comm.rank == 0:
+            yield comm.send(np.ones(4, np.float32), dst=comm.size)
+
+    def ring_off_by_one(comm):
+        right = comm.rank + 1 if comm.rank + 1 <= comm.size else 0
+        yield comm.send(np.ones(4, np.float32), dst=right)
+        yield comm.recv((comm.rank - 1) % comm.size)
+
+    def send_far(comm):
+        if comm.rank == 0:
+            yield comm.send(np.ones(4, np.float32), dst=comm.size + 1)
+
+    h100 = sc.topology.dgx_h100(1)
+    with pytest.raises(sc.UnmatchedMessageError,
+                       match=r"1 message\(s\) never received: 0->8 \(tag 0; nvswitch0 runs "
+                             r"no program\); a peer off by one\?$"):
+        sc.run_program(h100, send_p)
+    with pytest.raises(sc.DeadlockError,
+                       match=r"rank 0 waits for recv from 3 \(tag 0\).*; arrived and not "
+                             r"received: 3->4 \(tag 0; server0 runs no program\)$"):
+        sc.run_program(sc.topology.switch(4, servers=1), ring_off_by_one)
+    with pytest.raises(sc.AlgorithmError,
+                       match=r"dst=9 is out of range; GPU ranks are 0..7, in-network devices "
+                             r"8..8$"):
+        sc.run_program(h100, send_far)
+
+
+def test_a_deadlock_names_the_message_no_receive_took():
+    """A tag that does not match: rank 1 waits for tag 0 while rank 0's message, tag 1,
+    sits unreceived; the deadlock said only the first half."""
+    def wrong_tag(comm):
+        if comm.rank == 0:
+            yield comm.send(np.ones(4, np.float32), dst=1, tag=1)
+        elif comm.rank == 1:
+            yield comm.recv(0, tag=0)
+
+    with pytest.raises(sc.DeadlockError,
+                       match=r"rank 1 waits for recv from 0 \(tag 0\); arrived and not "
+                             r"received: 0->1 \(tag 1\)$"):
+        sc.run_program(topo4(), wrong_tag)
+
+
 def test_exception_in_a_rank_names_it():
     @sc.register("all_reduce", "test_crash", cost=NO_FORMULA)
     def crash(comm, x, *, op=sc.ReduceOp.SUM):
@@ -198,7 +247,7 @@ def test_exception_in_a_rank_names_it():
         sc.simulate(topo4(), "all_reduce", algorithm="test_crash", nbytes=64)
 
 
-@pytest.mark.parametrize("dst, match", [(4, "dst=4 is out of range; ranks are 0..3"),
+@pytest.mark.parametrize("dst, match", [(4, "dst=4 is out of range; GPU ranks are 0..3"),
                                         (1, "dst=1 is this rank itself"),
                                         ("2", "dst='2' is not an integer rank")])
 def test_bad_peer_inside_an_algorithm(dst, match):
