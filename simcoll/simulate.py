@@ -20,7 +20,7 @@ from simcoll.check import compare
 from simcoll.checks import flag
 from simcoll.collectives import Collective, root_argument
 from simcoll.collectives import collective as get_collective
-from simcoll.errors import InvalidInputError
+from simcoll.errors import AlgorithmError, InvalidInputError
 from simcoll.execution import Execution
 from simcoll.faults import Faults
 from simcoll.inputs import Inputs, check_inputs, check_op, check_root, check_topology
@@ -78,7 +78,10 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         network: network model, ``"flow"`` (default: max-min fair sharing),
             ``"flow_rtt"`` (shares in proportion to 1 / route latency, TCP-like) or
             ``"analytical"`` (no contention).
-        check: compare outputs with numpy (data mode).
+        check: compare outputs with numpy (data mode), after refusing any rank's
+            output that is not a buffer of the collective's count and dtype
+            (``AlgorithmError`` naming the rank; without data too). ``check=False``
+            returns what the programs returned, whatever it is.
         trace: record every message, reduction and compute span in ``Result.trace``
             (see :mod:`simcoll.trace` for Chrome / Perfetto export).
         until: stop with ``RunLimitError`` past this many simulated seconds (default
@@ -159,6 +162,10 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     else:
         with np.errstate(over="ignore"):
             values = _run_programs(run, spec, buffers, shape, kwargs)
+        if check:
+            reference = coll if inputs.splits is None else coll.shaped(inputs.splits)
+            _check_returned(reference, values, inputs.count, inputs.dtype, the_root or 0,
+                            run.runtime.what)
         if inputs.arrays is None:
             return result(None, None, None)
 
@@ -192,6 +199,38 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
             f"data= moves real arrays: {coll.name} on {p} ranks of {inputs.count} "
             f"{inputs.dtype} elements each {problem}; pass nbytes= (data-free mode, same "
             f"time and traffic) or smaller arrays")
+
+
+def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: np.dtype,
+                    root: int, what: str) -> None:
+    """Refuse what a rank program returned where it is not the rank's output: a buffer
+    (an array in data mode, a ``VirtualBuffer`` without data) of the collective's count
+    of ``dtype`` elements (ranks whose output the collective leaves undefined, such as a
+    gather's non-roots, return anything).
+
+    Raises:
+        AlgorithmError: naming the rank, what it returned and what was expected.
+    """
+    p = len(values)
+    for rank, value in enumerate(values):
+        expected = coll.out_count(p, count, rank, root)
+        if expected is None:
+            continue
+        if isinstance(value, np.ndarray):
+            if value.ndim == 1 and value.size == expected and value.dtype == dtype:
+                continue
+            got = f"{'an' if value.dtype.name[0] in 'aeiou' else 'a'} {value.dtype} array of " \
+                  f"shape {value.shape}"
+        elif isinstance(value, VirtualBuffer):
+            if value.count == expected and value.dtype == dtype:
+                continue
+            got = f"{value.count} {value.dtype} elements"
+        else:
+            got = "None" if value is None else f"a {type(value).__name__}"
+        raise AlgorithmError(f"rank {rank} in {what} returned {got}; its output is "
+                             f"{expected} {dtype} elements (a 1-D array in data mode, a "
+                             f"VirtualBuffer without data): return the buffer the "
+                             f"collective leaves on the rank")
 
 
 def _run_programs(run: Execution, spec: AlgorithmSpec, buffers: Sequence[Any],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from conftest import ALPHA, BETA, GAMMA, NO_FORMULA, make_data, reference_network
@@ -194,20 +196,34 @@ def test_link_bytes_on_a_switch():
         assert res.link_bytes[("switch", f"gpu{r}")] == (p - 1) * m
 
 
-@pytest.mark.parametrize("wrong", ["short", "none", "dtype"])
-def test_outputs_of_the_wrong_shape_or_type_are_incorrect(wrong):
+@pytest.mark.parametrize("wrong, got", [
+    ("short", "a float32 array of shape (299999,)"), ("none", "None"),
+    ("dtype", "a float64 array of shape (300000,)"), ("free", "299999 float32 elements")])
+def test_outputs_of_the_wrong_shape_or_type_are_refused_naming_the_rank(wrong, got):
+    """A rank that returns something other than its output (a buffer of the collective's
+    count and dtype) ran wrong whatever its values: the run read correct=False with an
+    infinite error in data mode, and passed unseen without data. It is an AlgorithmError
+    naming the rank, what it returned and what was expected, in both modes."""
     name = f"test_wrong_output_{wrong}"
 
     @sc.register("all_reduce", name, cost=NO_FORMULA)
     def bad_output(comm, x, *, op=sc.ReduceOp.SUM):
         out = yield from sc.get_algorithm("all_reduce", "ring").program(comm, x, op=op)
         if comm.rank == 2:
-            out = {"short": out[:-1], "none": None, "dtype": out.astype(np.float64)}[wrong]
+            out = {"short": lambda: out[:-1], "none": lambda: None,
+                   "dtype": lambda: out.astype(np.float64),
+                   "free": lambda: out[:-1]}[wrong]()
         return out
 
-    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm=name,
-                      data=make_data(4, 300_000, "float32"))
-    assert res.correct is False
+    expected = (rf"rank 2 in all_reduce/{name} returned {re.escape(got)}; its output is "
+                rf"300000 float32 elements")
+    with pytest.raises(sc.AlgorithmError, match=expected):
+        if wrong == "free":
+            sc.simulate(sc.topology.switch(4), "all_reduce", algorithm=name,
+                        nbytes=4 * 300_000)
+        else:
+            sc.simulate(sc.topology.switch(4), "all_reduce", algorithm=name,
+                        data=make_data(4, 300_000, "float32"))
 
 
 def test_outputs_are_writeable_and_independent_of_inputs_and_each_other():
