@@ -388,14 +388,18 @@ class Runtime:
             complete(sender, None)
 
     # -- local work ----------------------------------------------------------------------
-    def reduce_delay(self, endpoint: int, nbytes: int) -> float:
-        """Reserve the endpoint's reduction engine for ``nbytes``; return the wait + work."""
+    def reduce_delay(self, endpoint: int, nbytes: int, alongside: int = 1) -> float:
+        """Reserve the endpoint's reduction engine for ``nbytes``; return the wait + work:
+        at least ``alongside x nbytes`` at its rate for one of ``alongside`` equal
+        reductions that share it (:meth:`~simcoll.comm.Comm.reduce`)."""
         bandwidth = self.reduce_bandwidth[endpoint]
         if bandwidth == math.inf:
             return 0.0
         now = self.env._now
         end = max(now, self.reduce_free_at[endpoint]) + nbytes / bandwidth
         self.reduce_free_at[endpoint] = end
+        if alongside > 1:
+            end = max(end, now + alongside * nbytes / bandwidth)
         return end - now
 
     def compute_delay(self, endpoint: int, seconds: float) -> float:
@@ -661,9 +665,11 @@ class TracingRuntime(Runtime):
             out.append((d, level if t == start else (area + level * (end - t)) / (end - start)))
         return tuple(out)
 
-    def reduce_delay(self, endpoint: int, nbytes: int) -> float:
-        start = self._engine_start(self.reduce_free_at, self._reduce_ends, endpoint)
-        delay = super().reduce_delay(endpoint, nbytes)
+    def reduce_delay(self, endpoint: int, nbytes: int, alongside: int = 1) -> float:
+        # Shared reductions run at once: each from now
+        start = self._engine_start(self.reduce_free_at, self._reduce_ends, endpoint) \
+            if alongside == 1 else self.env._now
+        delay = super().reduce_delay(endpoint, nbytes, alongside)
         if delay:
             end = self._reduce_ends[endpoint] = self.env._now + delay
             self.events.append(TraceEvent("reduce", endpoint, None, None, nbytes, start, end))

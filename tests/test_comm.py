@@ -81,6 +81,40 @@ def test_reductions_take_nbytes_over_reduce_bandwidth_one_at_a_time():
     np.testing.assert_allclose(res.outputs[0], [1e-6, 2e-6], rtol=1e-12)
 
 
+def test_reductions_alongside_others_share_the_rate_and_queue_only_their_bytes():
+    """Four reductions of 1 us each (250 float32 at 1 GB/s) asked at once, each alongside
+    4: run one at a time they would end at 1, 2, 3, 4 us; sharing the rate evenly, all
+    end at 4 us. The engine counts only their 4 us of bytes: a plain reduction asked at
+    once after them ends at 5 us, and one asked alone at 6 us, alongside 4, takes 4 us
+    (it ends at 10, not at 7)."""
+    def shared(comm, x, *, op=sc.ReduceOp.SUM):
+        together = [comm.reduce(x, x, op, alongside=4) for _ in range(4)]
+        after = comm.reduce(x, x, op)
+        ends = []
+        for event in together:
+            yield event
+            ends.append(comm._env.now)
+        yield after
+        ends.append(comm._env.now)
+        yield comm.sleep(6e-6 - comm._env.now)
+        yield comm.reduce(x, x, op, alongside=4)
+        ends.append(comm._env.now)
+        return np.array(ends)
+
+    topo = sc.topology.switch(1, reduce_bandwidth=1e9)
+    res = run(shared, topo=topo, data=[np.zeros(250, np.float32)], check=False)
+    np.testing.assert_allclose(res.outputs[0], [4e-6] * 4 + [5e-6, 10e-6], rtol=1e-12)
+    for k, bad in enumerate((0, 1.5, True)):
+        def refused(comm, x, *, op=sc.ReduceOp.SUM):
+            yield comm.reduce(x, x, op, alongside=bad)  # noqa: B023 (run at once)
+            return x
+
+        refused.__name__ = f"refused_alongside_{k}"
+        with pytest.raises(sc.AlgorithmError, match=rf"reduce alongside={bad!r} is not "
+                                                    rf"accepted; use an integer >= 1"):
+            run(refused, topo=topo, data=[np.zeros(250, np.float32)])
+
+
 def test_compute_is_fifo_and_separate_from_reductions():
     def work(comm, x, *, op=sc.ReduceOp.SUM):
         a = comm.compute(2e-6)

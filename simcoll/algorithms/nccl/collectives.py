@@ -207,7 +207,8 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str, intra: 
     return dataclasses.replace(PROTOCOL[proto],
                                rate=channel_rate(proto, algo, arch, nodes, channels,
                                                  comm.topology.cpu, share),
-                               launch=launch_overhead, step_scale=step_latency_scale)
+                               launch=launch_overhead, step_scale=step_latency_scale,
+                               channels=channels)
 
 
 def _rings(comm: Comm, channels: int) -> list[list[int]]:

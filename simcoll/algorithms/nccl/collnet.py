@@ -130,7 +130,7 @@ def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol
             total = mine[k]
             for h in others:
                 got = yield comm.recv(peers[h], tag=scatter_tag)
-                total = yield comm.reduce(total, got, op)
+                total = yield comm.reduce(total, got, op, alongside=protocol.channels)
             yield from up.send(total)
         yield from up.drain()
         return (yield descending)
@@ -172,7 +172,8 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
         descending = comm.start(relay(comm, chain[pos - 1], down_tag, len(pieces), downs))
     for piece in pieces:
         if downs:
-            piece = yield comm.reduce(piece, (yield comm.recv(chain[pos + 1], tag=up_tag)), op)
+            piece = yield comm.reduce(piece, (yield comm.recv(chain[pos + 1], tag=up_tag)), op,
+                                       alongside=protocol.channels)
         yield from up.send(piece)
     yield from up.drain()
     return join((yield descending))
@@ -208,7 +209,8 @@ def direct_reduce_scatter(comm: Comm, blocks: list[Buffer],
         for pieces in chunks.get(local, []):
             total = sharp.gather(blocks, pieces)
             for h in others:
-                total = yield comm.reduce(total, (yield comm.recv(peers[h], tag=tag)), op)
+                total = yield comm.reduce(total, (yield comm.recv(peers[h], tag=tag)), op,
+                                           alongside=protocol.channels)
             yield from up.send(total)
         yield from up.drain()
 

@@ -157,7 +157,8 @@ def reduce_scatter(comm: Comm, parts: list[Buffer], protocol: Protocol, op: Redu
             held = out.get(ps.offset)
         if held is None:
             held = parts[block][ps.offset:ps.offset + ps.nelem]
-        value = held if got is None else (yield comm.reduce(got, held, op))
+        value = held if got is None else (yield comm.reduce(got, held, op,
+                                                             alongside=protocol.channels))
         if ps.send_dim >= 0:
             slot[ps.send_offset] = value
         else:

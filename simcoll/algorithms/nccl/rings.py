@@ -206,7 +206,7 @@ def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Prot
         mine = slices[(i - s - 1) % p]
         for k in range(len(mine)):
             got = yield comm.recv(left, tag=tag)
-            mine[k] = yield comm.reduce(mine[k], got, op)
+            mine[k] = yield comm.reduce(mine[k], got, op, alongside=protocol.channels)
             yield from out.send(mine[k])
     for s in range(p - 1):
         block = slices[(i - s) % p]
@@ -231,7 +231,7 @@ def reduce_scatter(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: 
         mine = slices[(i - s - 1) % p]
         for k in range(len(mine)):
             got = yield comm.recv(left, tag=tag)
-            mine[k] = yield comm.reduce(mine[k], got, op)
+            mine[k] = yield comm.reduce(mine[k], got, op, alongside=protocol.channels)
             if s < p - 2:
                 yield from out.send(mine[k])
     yield from out.drain()
@@ -296,7 +296,7 @@ def reduce(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, op: R
     for k in range(len(slices)):
         if i > 0:
             got = yield comm.recv(chain[i - 1], tag=tag)
-            slices[k] = yield comm.reduce(slices[k], got, op)
+            slices[k] = yield comm.reduce(slices[k], got, op, alongside=protocol.channels)
         if out is not None:
             yield from out.send(slices[k])
     if out is not None:
