@@ -15,8 +15,9 @@ network; inside a node at least NCCL's network post overhead where the ring cros
 nodes), or the route's own latency where that is more; a connection has at most
 ``Protocol.window`` slices in flight, as NCCL's FIFO of 8 steps allows, and sends at most
 the protocol's rate per channel. A rank forwards a slice as soon as it has received (and
-reduced) it, so slices pipeline around the ring. The collective starts after the
-protocol's launch cost (``Protocol.base``).
+reduced) it, so slices pipeline around the ring; the channels reduce at once, sharing
+the GPU's reduction rate (``Comm.reduce``'s ``alongside``, :attr:`Protocol.channels`).
+The collective starts after the protocol's launch cost (``Protocol.base``).
 """
 
 from __future__ import annotations
