@@ -2,7 +2,9 @@
 
 ``compare(topology, table, algorithm="nccl")`` answers "how close does this machine
 land on my log, before any fitting?": each row's size is simulated in data-free mode
-with the table's element type (and root, for the rooted collectives), and the result
+with the row's element type, op (for the reductions) and root (for the rooted
+collectives), as nccl-tests ran it (:func:`simulated_dtype`, :func:`simulated_op`), and
+the result
 holds the measured and simulated time and busbw per size, the relative time error
 (simulated / measured - 1), the geometric-mean |time error| (exp(mean |ln(simulated /
 measured)|) - 1: the factor by which the times differ on average, less 1, so that rows all
@@ -27,8 +29,10 @@ from simcoll import optional
 from simcoll.checks import integer
 from simcoll.collectives import Collective
 from simcoll.collectives import collective as get_collective
+from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
+from simcoll.ops import ReduceOp
 from simcoll.processes import local_pool
 from simcoll.progress import check_progress, progress_bar
 from simcoll.simulate import simulate
@@ -69,19 +73,43 @@ def geomean_line(label: str, errors: Sequence[Sequence[float]], words: Sequence[
 @dataclass(frozen=True)
 class SizeRun:
     """How one row of a table is simulated: ``simulate``'s per-rank bytes, dtype and
-    keyword arguments (the root of a rooted collective)."""
+    keyword arguments (the root of a rooted collective, the op of a reduction)."""
 
     nbytes: int
     dtype: np.dtype[Any]
     kwargs: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
+_TYPE_NAMES = {"char": "int8", "int": "int32", "half": "float16", "float": "float32",
+               "double": "float64", "bf16": "bfloat16", "f8e4m3": "float8_e4m3fn",
+               "f8e5m2": "float8_e5m2"}
+"""numpy's (and ml_dtypes') names of the element types nccl-tests prints otherwise."""
+
+_OPS = {"sum": ReduceOp.SUM, "prod": ReduceOp.PRODUCT, "max": ReduceOp.MAX,
+        "min": ReduceOp.MIN, "avg": ReduceOp.AVG, "mulsum": ReduceOp.AVG}
+"""The op each of nccl-tests' redop names is simulated with: its own; ``mulsum`` (a
+PreMulSum, ``ncclRedOpCreatePreMulSum``) as an average, which NCCL computes as one, so
+that NCCL's rules for its algorithms (no NVLS, SHARP as a sum) see what it ran."""
+
+
 def simulated_dtype(type_name: str) -> np.dtype[Any]:
-    """The dtype a row of nccl-tests' ``type_name`` is simulated with: the one of its
-    size among uint8, float16, float32 and float64 (float32 for a name not in
-    :data:`simcoll.nccl_tests.ITEMSIZE`)."""
-    itemsize = ITEMSIZE.get(type_name, 4)
-    return np.dtype({1: np.uint8, 2: np.float16, 4: np.float32, 8: np.float64}[itemsize])
+    """The dtype a row of nccl-tests' ``type_name`` is simulated with: its own (bfloat16
+    and the FP8 types with ml_dtypes installed), so NCCL's rules for it hold (no FP8
+    reduction before Hopper, FP8 rings penalised, SHARP's types); where simcoll has no
+    such type, the one of its size among uint8, float16, float32 and float64 (float32
+    for a name not in :data:`simcoll.nccl_tests.ITEMSIZE`)."""
+    try:
+        return as_dtype(_TYPE_NAMES.get(type_name, type_name))
+    except InvalidInputError:
+        itemsize = ITEMSIZE.get(type_name, 4)
+        return np.dtype({1: np.uint8, 2: np.float16, 4: np.float32, 8: np.float64}[itemsize])
+
+
+def simulated_op(redop: str | None) -> ReduceOp | None:
+    """The op a row of nccl-tests' ``redop`` is simulated with (:data:`_OPS`); None
+    where it names none (a collective that reduces nothing, a table without the column,
+    a name nccl-tests does not print: the run's default, a sum)."""
+    return None if redop is None else _OPS.get(redop)
 
 
 def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> list[SizeRun]:
@@ -109,7 +137,11 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
         if root is not None and root >= topology.nranks:
             raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has root "
                                     f"{root}, but the machine has {topology.nranks} ranks")
-        runs.append(SizeRun(nbytes, dtype, {} if root is None else {"root": root}))
+        kwargs: dict[str, Any] = {} if root is None else {"root": root}
+        op = simulated_op(row.redop) if coll.reduces else None
+        if op is not None:
+            kwargs["op"] = op
+        runs.append(SizeRun(nbytes, dtype, kwargs))
     empty = [row.size for row, run in zip(table.rows, runs) if run.nbytes == 0]
     if empty:
         raise InvalidInputError(f"sizes {empty} give each of the {topology.nranks} ranks no "

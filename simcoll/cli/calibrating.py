@@ -13,9 +13,10 @@ from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibr
 from simcoll.cli.logs import add_log_arguments, read_table, simulate_kwargs
 from simcoll.cli.options import CommandLineError, resolve_dtype
 from simcoll.collectives import collective as get_collective
-from simcoll.comparison import simulated_dtype
+from simcoll.comparison import simulated_dtype, simulated_op
 from simcoll.errors import InvalidInputError, TopologyError
 from simcoll.nccl_tests import NcclTestsTable
+from simcoll.ops import ReduceOp
 from simcoll.topology.catalog import parameters
 from simcoll.topology.quantities import parse_number, parse_rate, parse_time
 from simcoll.topology.spec import from_spec, is_file_spec
@@ -205,18 +206,24 @@ def _command(fit: Calibration, args: argparse.Namespace, kwargs: dict[str, Any],
 
 def _run_options(collective: str, measured: NcclTestsTable) -> tuple[str, list[str]]:
     """``simcoll run``'s ``-d`` (the log's element type where ``run -d`` reads it and it
-    is not the default, float32; else the type of its size the comparison simulated) and
-    ``-r`` (for a rooted collective whose rows name their root) of the log's first row,
-    and a note where other rows have another."""
+    is not the default, float32; else the type of its size the comparison simulated),
+    ``-o`` (for a reduction other than a sum: the op the comparison simulated) and ``-r``
+    (for a rooted collective whose rows name their root) of the log's first row, and a
+    note where other rows have another."""
+    coll = get_collective(collective)
     dtypes = list(dict.fromkeys(_type_option(row.type) for row in measured.rows))
+    ops = list(dict.fromkeys("prod" if op is ReduceOp.PRODUCT else op.name.lower()
+                             for op in map(simulated_op, (row.redop for row in measured.rows))
+                             if op is not None)) if coll.reduces else []
     roots = list(dict.fromkeys(row.root for row in measured.rows
                                if row.root is not None and row.root >= 0)) \
-        if get_collective(collective).rooted else []
+        if coll.rooted else []
     options = (f" -d {dtypes[0]}" if dtypes[0] != "float32" else "") + (
+        f" -o {ops[0]}" if ops and ops[0] != "sum" else "") + (
         f" -r {roots[0]}" if roots else "")
     caveats = [f"the log's rows have {len(found)} {what} ({', '.join(map(str, found))}): "
                f"the command runs the first row's" for what, found in
-               (("dtypes", dtypes), ("roots", roots)) if len(found) > 1]
+               (("dtypes", dtypes), ("ops", ops), ("roots", roots)) if len(found) > 1]
     return options, caveats
 
 

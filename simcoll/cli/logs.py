@@ -117,7 +117,7 @@ def simulate_kwargs(args: argparse.Namespace,
     ``--algorithm nccl`` the tuner of the log's NCCL release where simcoll has it), and
     a note for each choice the log made."""
     kwargs: dict[str, Any] = {"network": args.network, **algorithm_params(
-        args.param, inspect.signature(compare).parameters)}
+        args.param, inspect.signature(compare).parameters, from_log=True)}
     notes = []
     if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version:
         if measured.nccl_version in TUNERS:

@@ -297,9 +297,10 @@ def run_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return {**kwargs, **algorithm_params(args.param)}
 
 
-def algorithm_params(pairs: Iterable[tuple[str, Any]],
-                     taken: Iterable[str] = ()) -> dict[str, Any]:
-    """The ``--param`` pairs as an algorithm's keyword arguments.
+def algorithm_params(pairs: Iterable[tuple[str, Any]], taken: Iterable[str] = (),
+                     from_log: bool = False) -> dict[str, Any]:
+    """The ``--param`` pairs as an algorithm's keyword arguments (``from_log``: for a
+    command that reads a log, whose rows give the sizes, types, ops and roots).
 
     Raises:
         CommandLineError: a name given twice, or one of simulate()'s own arguments (or
@@ -308,6 +309,10 @@ def algorithm_params(pairs: Iterable[tuple[str, Any]],
     """
     params: dict[str, Any] = {}
     for key, value in pairs:
+        if from_log and key in _FROM_LOG:
+            raise CommandLineError(f"--param {key}= is not an algorithm parameter: each row "
+                                   f"of the log gives its own {_FROM_LOG[key]}, as "
+                                   f"nccl-tests ran it")
         if key in _RUN_ARGUMENTS or key in taken:
             instead = _OPTION_FOR.get(key, "its option, or Python")
             raise CommandLineError(f"--param {key}= is not an algorithm parameter but an "
@@ -333,3 +338,7 @@ _OPTION_FOR = {"topology": "--topology", "collective": "--collective",
                "splits": "simcoll.simulate(...) from Python",
                "faults": "simcoll.simulate(...) from Python"}
 """The option that sets each of simulate()'s arguments on the command line."""
+
+_FROM_LOG = {"nbytes": "size", "dtype": "element type", "op": "reduction op",
+             "root": "root", "src": "root", "dst": "root"}
+"""What each of simulate()'s arguments that a log's rows give is, in a row."""
