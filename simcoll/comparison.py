@@ -127,8 +127,11 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
                                 "and simulates in no time, where nccl-tests times a copy "
                                 "in the GPU's memory; compare a table of 2 or more ranks")
     if table.nranks is not None and table.nranks != topology.nranks:
-        raise InvalidInputError(f"the table was measured on {table.nranks} ranks, but the "
-                                f"machine has {topology.nranks}")
+        split = "" if table.communicators == 1 else (
+            f" (communicators of {table.nranks}, {table.communicators} of them at once: "
+            f"NCCL_TESTS_SPLIT; build the machine of one)")
+        raise InvalidInputError(f"the table was measured on {table.nranks} ranks{split}, but "
+                                f"the machine has {topology.nranks}")
     runs = []
     for row in table.rows:
         dtype = simulated_dtype(row.type)
@@ -184,6 +187,7 @@ def table_collective(table: NcclTestsTable, collective: str | None) -> Collectiv
     if name is None:
         raise InvalidInputError("the table does not say which collective it measured; pass "
                                 "collective='all_reduce' (or the one measured)")
+    check_simulated(name)
     coll = get_collective(name)
     measured = table.collective
     if collective is not None and measured is not None:
@@ -193,6 +197,24 @@ def table_collective(table: NcclTestsTable, collective: str | None) -> Collectiv
             raise InvalidInputError(f"collective {collective!r} was given, but the table "
                                     f"measured {table.collective!r}")
     return coll
+
+
+_NOT_SIMULATED = ("sendrecv", "hypercube", "alltoallv")
+"""nccl-tests programs with no simcoll collective (``alltoallv`` sends a pattern of its
+own, weighted by distance, that ``all_to_allv`` would need as a matrix)."""
+
+
+def check_simulated(name: str) -> None:
+    """Refuse a table of an nccl-tests program simcoll has no collective for.
+
+    Raises:
+        InvalidInputError: naming the program.
+    """
+    if name in _NOT_SIMULATED:
+        raise InvalidInputError(f"the table measured nccl-tests' {name}_perf, which is no "
+                                f"collective simcoll simulates (nor are "
+                                f"{', '.join(n for n in _NOT_SIMULATED if n != name)}); "
+                                f"parse reads it, compare and calibrate cannot run it")
 
 
 Timed = tuple[float, dict[str, Any]]

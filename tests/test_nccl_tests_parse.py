@@ -708,3 +708,65 @@ def test_a_row_cut_short_is_an_error():
     with pytest.raises(InvalidInputError, match=f"line {n + 1}: a result row cut short "
                                                 f"\\(5 fields\\)"):
         parse("\n".join(lines[:n + 1]))
+
+
+def _split_log(groups: list[int], program: str = "all_reduce_perf") -> str:
+    """A run of nccl-tests 2.19.6 whose processes were split into communicators
+    (NCCL_TESTS_SPLIT_MASK): ``# Using devices`` lists every process with its Group;
+    the size, count and bandwidths are one communicator's (``args.nProcs`` is its
+    size, src/common.cu)."""
+    members = len(groups) // len(set(groups))
+    devices = [f"#  Rank {r:2d} Group {g:2d} Pid {4000 + r:6d} on {'node' + 'AB'[r // 4]:>10} "
+               f"device {r % 4:2d} [0000:0{r % 4}:00] NVIDIA H100 80GB HBM3"
+               for r, g in enumerate(groups)]
+    count = 262144 // (members if program.startswith("all_gather") else 1)
+    redop = "sum" if program.startswith("all_reduce") else "none"
+    return "\n".join([
+        "# nccl-tests version 2.19.6 nccl-headers=22703 nccl-library=22703",
+        f"# Collective test starting: {program}",
+        "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup "
+        "iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0", "#",
+        "# Using devices", *devices, "#",
+        "#                                                              out-of-place      "
+        "                 in-place          ",
+        "#       size         count      type   redop    root     time   algbw   busbw  "
+        "#wrong     time   algbw   busbw  #wrong ",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)    "
+        "         (us)  (GB/s)  (GB/s)         ",
+        f"     1048576  {count:12d}     float  {redop:>6}      -1    48.30   21.71   21.71  "
+        f"     0    47.82   21.93   21.93       0",
+        "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 21.71 ", "#", ""])
+
+
+def test_a_run_split_into_communicators_counts_one_communicators_ranks():
+    """NCCL_TESTS_SPLIT_MASK=0x3 on 2 nodes of 4: 4 communicators of 2 ranks (Group 0..3,
+    one process of each node). Every process was counted: 8 ranks, so an all_reduce log
+    met an 8-GPU machine unsaid, and an all_gather log (size = count x 2 ranks) was
+    refused as corrupted. One communicator's ranks now make the table's, and the table
+    says how many ran; communicators of different sizes are refused."""
+    for program in ("all_reduce_perf", "all_gather_perf"):
+        table = parse(_split_log([0, 1, 2, 3, 0, 1, 2, 3], program))
+        assert table.nranks == 2 and table.communicators == 4
+        assert table.hosts == ("nodeA", "nodeB")
+    assert parse(_split_log([0] * 8)).communicators == 1
+    with pytest.raises(sc.InvalidInputError, match=r"split its 8 ranks into 3 "
+                                                   r"communicators of different sizes"):
+        parse(_split_log([0, 1, 2, 0, 1, 0, 1, 0]))
+    with pytest.raises(sc.InvalidInputError, match=r"measured on 2 ranks \(communicators of "
+                                                   r"2, 4 of them at once"):
+        sc.compare(sc.topology.switch(8), parse(_split_log([0, 1, 2, 3] * 2)))
+
+
+def test_an_alltoallv_run_is_read_and_refused_by_compare_as_such():
+    """nccl-tests 2.19's alltoallv_perf prints the largest rank's total as its size, not
+    a multiple of its count (1,048,528 B for a count of 32,768 floats on 8 ranks: the
+    distance-weighted spread, floor16(1 MiB x d / 28) to peer d, summed): read as a
+    corrupted row. It is read, and compare says simcoll has no such collective."""
+    text = _split_log([0] * 8, "alltoallv_perf").replace(
+        "     1048576        262144     float    none",
+        "     1048528         32768     float    none")
+    table = parse(text)
+    assert table.collective == "alltoallv" and table.sizes == (1048528,)
+    with pytest.raises(sc.InvalidInputError, match=r"nccl-tests' alltoallv_perf, which is no "
+                                                   r"collective simcoll simulates"):
+        sc.compare(sc.topology.switch(8), table)

@@ -22,7 +22,7 @@ from simcoll.cli.options import (
 )
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
-from simcoll.comparison import compare
+from simcoll.comparison import check_simulated, compare
 from simcoll.nccl_tests import NcclTestsTable, count_runs, parse
 from simcoll.network import NETWORKS
 
@@ -71,6 +71,7 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     if measured.collective is None:
         raise CommandLineError("the log does not say which collective it measured; name it "
                                "with --collective (e.g. --collective all_reduce)")
+    check_simulated(measured.collective)
     if args.max_size is not None and args.min_size > args.max_size:
         raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
                                f"{args.max_size}")
@@ -119,6 +120,10 @@ def simulate_kwargs(args: argparse.Namespace,
     kwargs: dict[str, Any] = {"network": args.network, **algorithm_params(
         args.param, inspect.signature(compare).parameters, from_log=True)}
     notes = []
+    if measured.communicators > 1:
+        notes.append(f"the log ran {measured.communicators} communicators of "
+                     f"{measured.nranks} ranks at once (NCCL_TESTS_SPLIT); one is simulated "
+                     f"alone, without the others' traffic on shared links")
     if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version:
         if measured.nccl_version in TUNERS:
             kwargs["tuner"] = measured.nccl_version

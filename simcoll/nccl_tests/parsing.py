@@ -111,7 +111,7 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
     if wanted is not None and named is not None and wanted != named:
         raise InvalidInputError(f"collective {wanted!r} was given, but the run starting at "
                                 f"line {run.start} is {named!r}")
-    ranks = sorted(run.ranks)
+    ranks, communicators = _first_communicator(run)
     nranks = len(ranks) if ranks else run.simcoll_ranks
     collective = named or wanted or _from_layout(run.rows, nranks)
     for row in run.rows:
@@ -124,7 +124,29 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
     return NcclTestsTable(tuple(run.rows), collective, nranks,
                           tuple(run.ranks[r][1] for r in ranks),
                           tuple(run.ranks[r][0] for r in ranks), run.settings, run.version,
-                          run.avg_busbw, run.out_of_bounds, error_column)
+                          run.avg_busbw, run.out_of_bounds, error_column, communicators)
+
+
+def _first_communicator(run: Run) -> tuple[list[int], int]:
+    """The listed ranks of the run's first communicator, in order, and how many ran: a
+    run split with ``NCCL_TESTS_SPLIT`` (or ``_MASK``) lists every process with its
+    ``Group``, and times and bandwidths are those of communicators of that size.
+
+    Raises:
+        InvalidInputError: communicators of different sizes (no one rank count fits).
+    """
+    ranks = sorted(run.ranks)
+    groups = {run.groups.get(r, 0) for r in ranks}
+    if len(groups) <= 1:
+        return ranks, 1
+    members = {g: [r for r in ranks if run.groups.get(r, 0) == g] for g in sorted(groups)}
+    sizes = sorted({len(m) for m in members.values()})
+    if len(sizes) > 1:
+        raise InvalidInputError(
+            f"the run starting at line {run.start} split its {len(ranks)} ranks into "
+            f"{len(groups)} communicators of different sizes ({', '.join(map(str, sizes))} "
+            f"ranks; NCCL_TESTS_SPLIT), whose times do not share one rank count")
+    return members[run.groups.get(ranks[0], 0)], len(groups)
 
 
 def _from_layout(rows: list[NcclTestsRow], nranks: int | None) -> str | None:
@@ -158,9 +180,11 @@ def _check_redop(row: NcclTestsRow, collective: str | None) -> None:
 
 def _check_size(row: NcclTestsRow, collective: str | None, nranks: int | None) -> None:
     """The size is the count of elements (times the ranks for a rank's share), or a
-    whole multiple of it where the collective or the ranks are unknown."""
+    whole multiple of it where the collective or the ranks are unknown; alltoallv's is
+    the largest send or receive total of a rank, its count a base the rows do not show
+    (0 with a matrix file), so it is not checked."""
     itemsize = ITEMSIZE.get(row.type)
-    if itemsize is None:
+    if itemsize is None or collective == "alltoallv":
         return
     element = row.count * itemsize
     factor = 1 if collective in _WHOLE else nranks if collective in _SHARE else None

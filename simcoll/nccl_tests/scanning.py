@@ -33,8 +33,8 @@ _FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
 _FOOTERS = ("Out of bounds values", "Avg bus bandwidth")
 _PROGRAM = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / ")
-_DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+"
-                     r"device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
+_DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?(?:Pid\s+\d+\s+)?on\s+"
+                     r"(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
 _SETTINGS = re.compile(r"^(?:nThread|nGpus\(perProc\))\s")
 _SETTING = re.compile(r"([A-Za-z][A-Za-z ()]*?)\s*:?\s+(-?\d+)(?:\((\w+)\))?")
 _VERSION_LINE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
@@ -55,6 +55,8 @@ class Run:
     program: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
+    groups: dict[int, int] = field(default_factory=dict)
+    """Each listed rank's communicator (``Group``), where the lines say."""
     titles: tuple[str, ...] | None = None
     layout: Layout | None = None
     rows: list[NcclTestsRow] = field(default_factory=list)
@@ -212,7 +214,10 @@ def _read_comment(run: Run, body: str, number: int) -> None:
     elif body.startswith("Rank "):
         device = _DEVICE.match(body)
         if device:
-            run.ranks[int(device.group(1))] = (device.group(2), device.group(4))
+            rank = int(device.group(1))
+            run.ranks[rank] = (device.group(3), device.group(5))
+            if device.group("group") is not None:
+                run.groups[rank] = int(device.group("group"))
     elif "out-of-place" in body or body == "simulated":
         run.titles = tuple(w for w in body.split() if w in ("out-of-place", "in-place",
                                                             "simulated"))

@@ -24,9 +24,11 @@ __all__ = ["Measurement", "NcclTestsRow", "NcclTestsTable", "nccl_shape", "ITEMS
 PROGRAMS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
             "reduce_scatter": "reduce_scatter", "broadcast": "broadcast",
             "reduce": "reduce", "alltoall": "all_to_all", "gather": "gather",
-            "scatter": "scatter", "sendrecv": "sendrecv", "hypercube": "hypercube"}
+            "scatter": "scatter", "sendrecv": "sendrecv", "hypercube": "hypercube",
+            "alltoallv": "alltoallv"}
 """nccl-tests program stem (``all_reduce`` of ``all_reduce_perf``) -> collective name in
-simcoll's vocabulary (``sendrecv`` and ``hypercube`` have no simcoll collective)."""
+simcoll's vocabulary (``sendrecv``, ``hypercube`` and ``alltoallv``, nccl-tests 2.19's
+weighted all-to-all, have no simcoll collective)."""
 
 ITEMSIZE = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2,
             "float16": 2, "bfloat16": 2, "bf16": 2, "int32": 4, "uint32": 4, "int": 4,
@@ -130,6 +132,10 @@ class NcclTestsTable:
         error_column: True where the blocks end in old versions' ``error`` column (the
             largest error, which is above 0 in a correct run), not in ``#wrong`` (a
             count of wrong elements, 0 in a correct run).
+        communicators: how many communicators ran at once (``NCCL_TESTS_SPLIT`` or
+            ``NCCL_TESTS_SPLIT_MASK``: the ``Group`` column of ``# Using devices``);
+            ``nranks``, ``devices`` and ``hosts`` are then those of the first one, whose
+            size nccl-tests' bandwidths count.
     """
 
     rows: tuple[NcclTestsRow, ...]
@@ -142,6 +148,7 @@ class NcclTestsTable:
     avg_busbw: float | None = None
     out_of_bounds: int | None = None
     error_column: bool = False
+    communicators: int = 1
 
     def __len__(self) -> int:
         return len(self.rows)
