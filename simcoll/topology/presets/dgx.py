@@ -220,7 +220,10 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
     450 GB/s), PCIe 48 GB/s (NCCL's Gen5 x16; nominal 63), NICs 50 GB/s, 32 nodes per
     leaf (64-port NDR leaves), reductions at 3,350 / 3 = 1,116.7 GB/s. The NVSwitch
     reduces in the network at ``nvswitch_reduce_bandwidth`` (default 1.86 TB/s, fitted to
-    nccl-tests: see the module); ``nvls=False`` makes it forward only. ``sharp=True``
+    nccl-tests: see the module); ``nvls=False`` makes it forward only (a topology holds
+    no GPU generation, and ``algorithm="nccl"`` reads Hopper's constants only from a
+    machine whose GPUs share an NVLS switch: pass ``arch="hopper"`` with it, as NCCL
+    keeps Hopper's constants with NVLS off). ``sharp=True``
     makes the NDR leaves and spine reduce in the network (Quantum-2 SHARP, for NCCL's
     NVLS across nodes and CollNet with ``collnet=1``). Two Intel Xeon Platinum 8480C
     CPUs (``cpu="intel"``; the DGX H100 user guide). See :func:`dgx`.
