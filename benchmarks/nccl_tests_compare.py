@@ -1,7 +1,8 @@
 """Simulated against measured: every public nccl-tests table of nccl_public.py.
 
 For each table, build the matching simcoll machine (``dgx_a100(nodes)`` for A100 SXM
-nodes, ``dgx_h100(nodes)`` for H100 SXM nodes, NIC overrides where the preset takes
+nodes, with the 40 GB model's reduction rate where the table's GPUs are those,
+``dgx_h100(nodes)`` for H100 SXM nodes, NIC overrides where the preset takes
 them, ``pcie_node(gpus, gen, p2p)`` for the PCIe servers of PCIE_SERVERS), simulate
 all_reduce at every size of the table in data-free mode, and print the
 simulated and measured time and busbw per size, the relative time error, the
@@ -48,7 +49,7 @@ from simcoll.algorithms.nccl.machine import describe  # noqa: E402
 from simcoll.algorithms.nccl.tuner import predict  # noqa: E402
 from simcoll.cli.options import parse_param  # noqa: E402
 from simcoll.processes import local_pool  # noqa: E402
-from simcoll.topology.presets import RTX_5090  # noqa: E402
+from simcoll.topology.presets import A100_SXM_40GB, RTX_5090  # noqa: E402
 
 NIC_OVERRIDES: dict[str, dict[str, Any]] = {
     "a100x16_oci_roce": {"nics_per_node": 16, "nic_bandwidth": 100 * sc.Gbps},
@@ -100,6 +101,8 @@ def machine(public: PublicTable) -> tuple[sc.Topology, str, list[str]]:
         raise SystemExit(f"{public.id}: no preset for {public.gpu}; add one to machine()")
     accepted = inspect.signature(preset).parameters
     extra = {k: v for k, v in NIC_OVERRIDES.get(public.id, {}).items() if k in accepted}
+    if "A100-SXM4-40GB" in public.gpu:  # dgx_a100's GPUs are the 80 GB model's
+        extra["reduce_bandwidth"] = A100_SXM_40GB.reduce_bandwidth
     missing = sorted(set(NIC_OVERRIDES.get(public.id, {})) - set(extra))
     if missing:
         notes.append(f"{preset.__name__} takes no {', '.join(missing)}: its default NICs "

@@ -12,6 +12,7 @@ from simcoll.topology.presets.fabrics import fat_tree
 from simcoll.topology.presets.hardware import (
     A100_PCIE,
     A100_SXM,
+    A100_SXM_40GB,
     H100_SXM,
     RTX_5090,
     GPUSpec,
@@ -22,4 +23,5 @@ from simcoll.topology.presets.hardware import (
 from simcoll.topology.presets.pcie import pcie_node
 
 __all__ = ["dgx_a100", "dgx_h100", "dgx", "fat_tree", "pcie_node", "GPUSpec", "A100_SXM",
-           "A100_PCIE", "H100_SXM", "RTX_5090", "pcie_x16", "pcie_x16_nccl", "reduce_bandwidth_of"]
+           "A100_SXM_40GB", "A100_PCIE", "H100_SXM", "RTX_5090", "pcie_x16", "pcie_x16_nccl",
+           "reduce_bandwidth_of"]

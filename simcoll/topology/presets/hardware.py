@@ -31,7 +31,8 @@ Network (per port and direction):
     2.30.7's code).
 
 GPU memory:
-    A100 SXM4 80 GB: 2,039 GB/s (HBM2e); A100 PCIe 80 GB: 1,935 GB/s; H100 SXM5 80 GB:
+    A100 SXM4 80 GB: 2,039 GB/s (HBM2e); A100 SXM4 40 GB: 1,555 GB/s (HBM2); A100 PCIe
+    80 GB: 1,935 GB/s; H100 SXM5 80 GB:
     3.35 TB/s (HBM3) (NVIDIA A100 datasheet, 2021; NVIDIA H100 datasheet, 2022);
     GeForce RTX 5090: 1,792 GB/s (32 GB of GDDR7 at 28 Gb/s per pin on a 512-bit bus;
     NVIDIA's RTX 5090 specifications, 2025), PCIe Gen5, no NVLink.
@@ -60,7 +61,7 @@ from simcoll.checks import integer
 from simcoll.errors import TopologyError
 from simcoll.units import GB, Gbps
 
-__all__ = ["GPUSpec", "A100_SXM", "A100_PCIE", "H100_SXM", "RTX_5090",
+__all__ = ["GPUSpec", "A100_SXM", "A100_SXM_40GB", "A100_PCIE", "H100_SXM", "RTX_5090",
            "reduce_bandwidth_of", "pcie_x16", "pcie_x16_nccl", "PCIE_GENERATIONS", "HDR",
            "NDR", "ETH100", "SM_HOST_READ", "sm_host_read"]
 
@@ -157,6 +158,7 @@ class GPUSpec:
 
 
 A100_SXM = GPUSpec("A100 SXM4 80GB", 2039 * GB, 12, 25 * GB, 20.0 * GB, 4)
+A100_SXM_40GB = GPUSpec("A100 SXM4 40GB", 1555 * GB, 12, 25 * GB, 20.0 * GB, 4)
 A100_PCIE = GPUSpec("A100 PCIe 80GB", 1935 * GB, 0, 25 * GB, 20.0 * GB, 4)
 H100_SXM = GPUSpec("H100 SXM5 80GB", 3350 * GB, 18, 25 * GB, 20.6 * GB, 5)
 RTX_5090 = GPUSpec("GeForce RTX 5090", 1792 * GB, 0, 0.0, 0.0, 5)
