@@ -738,3 +738,18 @@ def test_each_row_runs_with_its_own_op_and_element_type(capsys, tmp_path):
                          "-d", "f8e4m3", "--size", "256M")
     fp8 = sc.compare(sc.topology.dgx_h100(2), sc.nccl_tests.parse(out), algorithm="nccl")
     assert fp8.choices[0].startswith("tree ") and abs(fp8.error[0]) < 1e-4
+
+
+def test_a_log_of_other_hosts_than_the_machines_nodes_is_noted(capsys, tmp_path):
+    """A log of 8 ranks on two hosts (4 GPUs each) compared with one 8-GPU node ran
+    without a word; the command notes the hosts against the nodes (and says nothing
+    where they agree)."""
+    from test_nccl_tests_parse import _split_log
+
+    log = tmp_path / "two_hosts.txt"
+    log.write_text(_split_log([0] * 8))
+    status, out, _ = cli(capsys, "compare", str(log), "--topology", "switch:8")
+    assert status == 0
+    assert "the log's 8 ranks ran on 2 host(s), the machine's GPUs sit on 1 node(s)" in out
+    status, out, _ = cli(capsys, "compare", str(log), "--topology", "cluster:2x4")
+    assert status == 0 and "host(s)" not in out

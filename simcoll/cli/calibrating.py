@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibrate
-from simcoll.cli.logs import add_log_arguments, read_table, simulate_kwargs
+from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simulate_kwargs
 from simcoll.cli.options import CommandLineError, resolve_dtype
 from simcoll.collectives import collective as get_collective
 from simcoll.comparison import simulated_dtype, simulated_op
@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
                     loss_scale=0.1 if args.loss_scale is None else args.loss_scale,
                     workers=args.workers, **kwargs)
     command, caveats = _command(fit, args, kwargs, measured)
-    notes += caveats
+    notes += machine_notes(measured, fit.topology) + caveats
     if args.json:
         print(json.dumps({**_record(fit), "command": command,
                           "notes": notes + fit.notes}))

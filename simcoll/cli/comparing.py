@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from simcoll.cli.logs import add_log_arguments, read_table, simulate_kwargs
+from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simulate_kwargs
 from simcoll.cli.options import PICTURES, check_output
 from simcoll.comparison import compare
 from simcoll.topology.spec import from_spec
@@ -40,6 +40,7 @@ def _run(args: argparse.Namespace) -> int:
     kwargs, choices = simulate_kwargs(args, measured)
     notes += choices
     machine = from_spec(args.topology)
+    notes += machine_notes(measured, machine)
     figure = None if args.plot is None else check_output(args.plot, PICTURES, "--plot")
     found = compare(machine, measured, algorithm=args.algorithm,
                     place="in_place" if args.in_place else "out_of_place",

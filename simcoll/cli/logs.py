@@ -25,8 +25,9 @@ from simcoll.collectives import collective as get_collective
 from simcoll.comparison import check_simulated, compare
 from simcoll.nccl_tests import NcclTestsTable, count_runs, parse
 from simcoll.network import NETWORKS
+from simcoll.topology.graph import Topology
 
-__all__ = ["add_log_arguments", "read_table", "simulate_kwargs"]
+__all__ = ["add_log_arguments", "read_table", "simulate_kwargs", "machine_notes"]
 
 
 def add_log_arguments(p: argparse.ArgumentParser) -> None:
@@ -110,6 +111,19 @@ def _run_number(run: int | None, runs: int) -> int:
     if run is not None and not 1 <= run <= runs:
         raise CommandLineError(f"--run {run}: the log holds {runs} run(s); use 1..{runs}")
     return 1 if run is None else run
+
+
+def machine_notes(measured: NcclTestsTable, topology: Topology) -> list[str]:
+    """A note where the log's ranks sat on another number of hosts than the machine's
+    GPUs on nodes (one node's GPUs compared with a run across two hosts, say)."""
+    if not measured.hosts or len(measured.hosts) != topology.nranks:
+        return []
+    hosts = len(set(measured.hosts))
+    nodes = len(set(topology.gpu_nodes))
+    if hosts == nodes:
+        return []
+    return [f"the log's {len(measured.hosts)} ranks ran on {hosts} host(s), the machine's "
+            f"GPUs sit on {nodes} node(s)"]
 
 
 def simulate_kwargs(args: argparse.Namespace,
