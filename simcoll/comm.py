@@ -138,7 +138,9 @@ class Comm:
         parts = [f"GPU ranks are 0..{self.size - 1}"]
         for what, numbers in (("server hosts", self.hosts), ("in-network devices",
                                                               self.in_network)):
-            if numbers:
+            if len(numbers) == 1:
+                parts.append(f"{what[:-1]} {numbers[0]}")
+            elif numbers:
                 parts.append(f"{what} {numbers[0]}..{numbers[-1]}")
         return ", ".join(parts)
 
@@ -360,21 +362,20 @@ class Comm:
         return done
 
     # -- local work ----------------------------------------------------------------------
-    def reduce(self, a: Buffer, b: Buffer, op: ReduceOp, *, alongside: int = 1) -> Event:
+    def reduce(self, a: Buffer, b: Buffer, op: ReduceOp, *, shared: bool = False) -> Event:
         """Combine ``a`` and ``b`` element-wise with ``op`` into a new buffer.
 
         Takes ``nbytes / reduce_bandwidth`` of this GPU's reduction engine, one reduction
         at a time (the gamma term). The inputs are left unchanged; the result is read-only.
         ``op`` is a :class:`ReduceOp` or its name.
 
-        ``alongside`` (an int >= 1) says the reduction runs with that many equal ones at
-        once, itself included, each on threads of its own sharing the GPU's reduction
-        rate (NCCL's channels): it then ends no sooner than ``alongside x nbytes /
-        reduce_bandwidth`` after it is asked for, as each would under an even share,
-        while the engine counts only its own bytes (what others queue behind). Run one
-        at a time instead, equal reductions of channels that move in step would end one
-        after another and set the channels apart, and a faster engine could then make
-        a collective slower.
+        ``shared=True`` runs it on threads of its own beside this GPU's other shared
+        reductions, each at an even share of the reduction rate while it runs (k at
+        once: rate / k each, recomputed as they start and end), as NCCL's channels do;
+        such reductions do not queue behind the one-at-a-time ones. Run one at a time
+        instead, equal reductions of channels that move in step would end one after
+        another and set the channels apart, and a faster GPU could then make a
+        collective slower.
         """
         if type(op) is not ReduceOp:
             op = ReduceOp.parse(op) if isinstance(op, str) else self._refuse_op(op)
@@ -390,15 +391,17 @@ class Comm:
                                      f"{_described(a)} with {_described(b)}; give two arrays "
                                      f"of one shape and dtype (as a data-free run must)")
             out = frozen(op(a, b))
-        if type(alongside) is not int or alongside < 1:
-            raise CommUsageError(f"rank {self.rank}: reduce alongside={alongside!r} is not "
-                                 f"accepted; use an integer >= 1")
+        if shared.__class__ is not bool:
+            raise CommUsageError(f"rank {self.rank}: reduce shared={shared!r} is not "
+                                 f"accepted; use True or False")
         rt = self._rt
         if self._inline and rt.reduce_bandwidth[self._address] == math.inf:
             # A free reduction (the default): what reduce_delay and after come to, without
             # calling them; every message of a ring reduce-scatter comes this way.
             return rt.done(out)
-        return rt.after(rt.reduce_delay(self._address, out.nbytes, alongside), out)
+        if shared:
+            return rt.shared_reduce(self._address, out.nbytes, out)
+        return rt.after(rt.reduce_delay(self._address, out.nbytes), out)
 
     def _refuse_op(self, op: Any) -> NoReturn:
         raise CommUsageError(f"rank {self.rank}: reduce op={op!r} is not accepted; use a "

@@ -155,6 +155,8 @@ class Runtime:
         self.endpoints = len(reduce_bandwidth)
         self.reduce_bandwidth = reduce_bandwidth
         self.reduce_free_at = [0.0] * self.endpoints
+        self._shared: dict[int, _SharedPool] = {}
+        """Each endpoint's shared reductions in progress (:meth:`shared_reduce`)."""
         self.compute_free_at = [0.0] * self.endpoints
         self.compute_scale: list[float] | None = None
         """Each endpoint's compute slow-down factor (None: all 1)."""
@@ -388,19 +390,72 @@ class Runtime:
             complete(sender, None)
 
     # -- local work ----------------------------------------------------------------------
-    def reduce_delay(self, endpoint: int, nbytes: int, alongside: int = 1) -> float:
-        """Reserve the endpoint's reduction engine for ``nbytes``; return the wait + work:
-        at least ``alongside x nbytes`` at its rate for one of ``alongside`` equal
-        reductions that share it (:meth:`~simcoll.comm.Comm.reduce`)."""
+    def reduce_delay(self, endpoint: int, nbytes: int) -> float:
+        """Reserve the endpoint's reduction engine for ``nbytes``; return the wait + work."""
         bandwidth = self.reduce_bandwidth[endpoint]
         if bandwidth == math.inf:
             return 0.0
         now = self.env._now
         end = max(now, self.reduce_free_at[endpoint]) + nbytes / bandwidth
         self.reduce_free_at[endpoint] = end
-        if alongside > 1:
-            end = max(end, now + alongside * nbytes / bandwidth)
         return end - now
+
+    def shared_reduce(self, endpoint: int, nbytes: int, value: Any) -> Event:
+        """An event that fires with ``value`` once ``nbytes`` of reduction are done on the
+        endpoint at an even share of its rate with its other shared reductions in
+        progress (processor sharing: each of k at once runs at rate / k, recomputed as
+        they come and go), as NCCL's channels reduce on threads of their own; the
+        one-at-a-time engine (:meth:`reduce_delay`) is not used."""
+        bandwidth = self.reduce_bandwidth[endpoint]
+        if bandwidth == math.inf or nbytes == 0:
+            return self.done(value)
+        pool = self._shared.get(endpoint)
+        if pool is None:
+            pool = self._shared[endpoint] = _SharedPool()
+        self._advance(pool, bandwidth)
+        event = Event(self.env)
+        pool.jobs.append(_SharedJob(float(nbytes), nbytes, self.env._now, event, value))
+        if not pool.planning:
+            # Plan once every reduction asked at this instant is in: equal ones asked
+            # together end together.
+            pool.planning = True
+            plan = Timeout(self.env, 0.0)
+            plan.callbacks.append(lambda _: self._plan(endpoint))
+        return event
+
+    def _advance(self, pool: _SharedPool, bandwidth: float) -> None:
+        """Take from each job of ``pool`` the bytes its share did since it last moved."""
+        now = self.env._now
+        if pool.jobs and now > pool.at:
+            done = (now - pool.at) * bandwidth / len(pool.jobs)
+            for job in pool.jobs:
+                job.left -= done
+        pool.at = now
+
+    def _plan(self, endpoint: int) -> None:
+        """Finish the jobs that are done and time the next to end (an earlier timing no
+        longer holds once jobs come or go: its version is passed over)."""
+        pool = self._shared[endpoint]
+        pool.planning = False
+        bandwidth = self.reduce_bandwidth[endpoint]
+        self._advance(pool, bandwidth)
+        finished = [job for job in pool.jobs if job.left <= 1e-9 * job.nbytes]
+        if finished:
+            pool.jobs = [job for job in pool.jobs if job.left > 1e-9 * job.nbytes]
+            now = self.env._now
+            for job in finished:
+                self._shared_done(endpoint, job.nbytes, job.start, now)
+                complete(job.event, job.value)
+        pool.version += 1
+        if pool.jobs:
+            version = pool.version
+            timer = Timeout(self.env, min(job.left for job in pool.jobs) * len(pool.jobs)
+                            / bandwidth)
+            timer.callbacks.append(lambda _: self._plan(endpoint)
+                                   if pool.version == version else None)
+
+    def _shared_done(self, endpoint: int, nbytes: int, start: float, end: float) -> None:
+        """A shared reduction ended (the tracing runtime records it)."""
 
     def compute_delay(self, endpoint: int, seconds: float) -> float:
         """Reserve the endpoint's compute stream for ``seconds`` of work (longer on a slow
@@ -460,6 +515,30 @@ def _wakes(event: Event | None, ahead: int = 0) -> bool:
     ``sendrecv``, a multicast's send) this is its last part."""
     return bool(event is not None and event.callbacks
                 and (type(event) is not Joint or event.pending == 1 + ahead))
+
+
+class _SharedJob:
+    """A shared reduction in progress: bytes left, its size and start, and what to fire
+    with what when it ends."""
+
+    __slots__ = ("left", "nbytes", "start", "event", "value")
+
+    def __init__(self, left: float, nbytes: int, start: float, event: Event, value: Any):
+        self.left, self.nbytes, self.start, self.event, self.value = \
+            left, nbytes, start, event, value
+
+
+class _SharedPool:
+    """An endpoint's shared reductions: the jobs, when their bytes were last taken, the
+    version of the timing planned, and whether a plan is due at this instant."""
+
+    __slots__ = ("jobs", "at", "version", "planning")
+
+    def __init__(self) -> None:
+        self.jobs: list[_SharedJob] = []
+        self.at = 0.0
+        self.version = 0
+        self.planning = False
 
 
 class _Sent:
@@ -665,15 +744,16 @@ class TracingRuntime(Runtime):
             out.append((d, level if t == start else (area + level * (end - t)) / (end - start)))
         return tuple(out)
 
-    def reduce_delay(self, endpoint: int, nbytes: int, alongside: int = 1) -> float:
-        # Shared reductions run at once: each from now
-        start = self._engine_start(self.reduce_free_at, self._reduce_ends, endpoint) \
-            if alongside == 1 else self.env._now
-        delay = super().reduce_delay(endpoint, nbytes, alongside)
+    def reduce_delay(self, endpoint: int, nbytes: int) -> float:
+        start = self._engine_start(self.reduce_free_at, self._reduce_ends, endpoint)
+        delay = super().reduce_delay(endpoint, nbytes)
         if delay:
             end = self._reduce_ends[endpoint] = self.env._now + delay
             self.events.append(TraceEvent("reduce", endpoint, None, None, nbytes, start, end))
         return delay
+
+    def _shared_done(self, endpoint: int, nbytes: int, start: float, end: float) -> None:
+        self.events.append(TraceEvent("reduce", endpoint, None, None, nbytes, start, end))
 
     def sleep(self, endpoint: int, seconds: float) -> Event:
         if seconds > 0:

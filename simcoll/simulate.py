@@ -219,8 +219,8 @@ def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: 
         if isinstance(value, np.ndarray):
             if value.ndim == 1 and value.size == expected and value.dtype == dtype:
                 continue
-            got = f"{'an' if value.dtype.name[0] in 'aeiou' else 'a'} {value.dtype} array of " \
-                  f"shape {value.shape}"
+            got = f"{'an' if value.dtype.name.startswith('i') else 'a'} {value.dtype} " \
+                  f"array of shape {value.shape}"
         elif isinstance(value, VirtualBuffer):
             if value.count == expected and value.dtype == dtype:
                 continue

@@ -81,38 +81,58 @@ def test_reductions_take_nbytes_over_reduce_bandwidth_one_at_a_time():
     np.testing.assert_allclose(res.outputs[0], [1e-6, 2e-6], rtol=1e-12)
 
 
-def test_reductions_alongside_others_share_the_rate_and_queue_only_their_bytes():
-    """Four reductions of 1 us each (250 float32 at 1 GB/s) asked at once, each alongside
-    4: run one at a time they would end at 1, 2, 3, 4 us; sharing the rate evenly, all
-    end at 4 us. The engine counts only their 4 us of bytes: a plain reduction asked at
-    once after them ends at 5 us, and one asked alone at 6 us, alongside 4, takes 4 us
-    (it ends at 10, not at 7)."""
+def test_shared_reductions_share_the_rate_as_they_come_and_go():
+    """Reductions of 250 float32 (1 us each alone at 1 GB/s), shared=True: four asked at
+    once each run at a quarter of the rate and all end at 4 us (one at a time they would
+    end at 1, 2, 3, 4 us); a plain reduction asked with them does not queue behind them
+    (it ends at 1 us). From 6 us, A alone; B joins at 6.5 us: A has 0.5 us of work left
+    at half the rate and ends at 7.5; B has done 0.5 us of its work by then and ends
+    alone at 8."""
     def shared(comm, x, *, op=sc.ReduceOp.SUM):
-        together = [comm.reduce(x, x, op, alongside=4) for _ in range(4)]
-        after = comm.reduce(x, x, op)
+        env = comm._env
+        together = [comm.reduce(x, x, op, shared=True) for _ in range(4)]
+        plain = comm.reduce(x, x, op)
         ends = []
+        for event in [*together, plain]:
+            yield event
+            ends.append(env.now)
+        ends[-1] = None  # set below: the plain one fired before the shared ones
+        yield comm.sleep(6e-6 - env.now)
+        a = comm.reduce(x, x, op, shared=True)
+        yield comm.sleep(0.5e-6)
+        b = comm.reduce(x, x, op, shared=True)
+        yield a
+        ends.append(env.now)
+        yield b
+        ends.append(env.now)
+        return np.array([e for e in ends if e is not None])
+
+    def plain_first(comm, x, *, op=sc.ReduceOp.SUM):
+        together = [comm.reduce(x, x, op, shared=True) for _ in range(4)]
+        yield comm.reduce(x, x, op)
+        first = comm._env.now
         for event in together:
             yield event
-            ends.append(comm._env.now)
-        yield after
-        ends.append(comm._env.now)
-        yield comm.sleep(6e-6 - comm._env.now)
-        yield comm.reduce(x, x, op, alongside=4)
-        ends.append(comm._env.now)
-        return np.array(ends)
+        return np.array([first, comm._env.now])
 
     topo = sc.topology.switch(1, reduce_bandwidth=1e9)
-    res = run(shared, topo=topo, data=[np.zeros(250, np.float32)], check=False)
-    np.testing.assert_allclose(res.outputs[0], [4e-6] * 4 + [5e-6, 10e-6], rtol=1e-12)
-    for k, bad in enumerate((0, 1.5, True)):
-        def refused(comm, x, *, op=sc.ReduceOp.SUM):
-            yield comm.reduce(x, x, op, alongside=bad)  # noqa: B023 (run at once)
-            return x
+    data = [np.zeros(250, np.float32)]
+    res = run(shared, topo=topo, data=data, check=False)
+    np.testing.assert_allclose(res.outputs[0], [4e-6] * 4 + [7.5e-6, 8e-6], rtol=1e-9)
+    res = run(plain_first, topo=topo, data=data, check=False)
+    np.testing.assert_allclose(res.outputs[0], [1e-6, 4e-6], rtol=1e-9)
+    traced = run(plain_first, topo=topo, data=data, check=False, trace=True)
+    spans = sorted((e.start, e.end) for e in traced.trace if e.kind == "reduce")
+    np.testing.assert_allclose(spans, [(0.0, 1e-6)] + [(0.0, 4e-6)] * 4, rtol=1e-9,
+                               atol=1e-18)
 
-        refused.__name__ = f"refused_alongside_{k}"
-        with pytest.raises(sc.AlgorithmError, match=rf"reduce alongside={bad!r} is not "
-                                                    rf"accepted; use an integer >= 1"):
-            run(refused, topo=topo, data=[np.zeros(250, np.float32)])
+    def refused(comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.reduce(x, x, op, shared=1)
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match=r"reduce shared=1 is not accepted; use "
+                                                r"True or False"):
+        run(refused, topo=topo, data=data)
 
 
 def test_compute_is_fifo_and_separate_from_reductions():

@@ -215,8 +215,8 @@ def test_a_peer_off_by_one_that_reaches_a_device_is_named_as_such():
                              r"received: 3->4 \(tag 0; server0 runs no program\)$"):
         sc.run_program(sc.topology.switch(4, servers=1), ring_off_by_one)
     with pytest.raises(sc.AlgorithmError,
-                       match=r"dst=9 is out of range; GPU ranks are 0..7, in-network devices "
-                             r"8..8$"):
+                       match=r"dst=9 is out of range; GPU ranks are 0..7, in-network device "
+                             r"8$"):
         sc.run_program(h100, send_far)
 
 

@@ -364,6 +364,34 @@ def test_yielding_an_event_that_has_fired_again_and_again_stops_the_run():
         sc.run_program(switch(2), polling, max_events=1000)
 
 
+def test_many_different_events_that_fired_are_work_not_a_loop():
+    """The limit counts one event yielded again and again: a program that waits, one by
+    one, on many sends that have all arrived (here 12, against a limit of 5) is not
+    stopped; one that waits 12 times on one of them is."""
+    import simpy
+
+    from simcoll.engine import ProgramProcess, RunStop, done_event
+    from simcoll.engine import run as run_engine
+
+    def run_with(events_of):
+        env = simpy.Environment()
+
+        def program():
+            events = events_of(env)
+            for event in events:
+                yield event
+            yield env.timeout(1.0)
+
+        process = ProgramProcess(env, program())
+        process.spin_limit = 5
+        run_engine(env, until=10.0, max_events=100, max_same_instant=100)
+        return process
+
+    assert run_with(lambda env: [done_event(env) for _ in range(12)]).ok
+    with pytest.raises(RunStop):
+        run_with(lambda env: [done_event(env)] * 12)
+
+
 def test_empty_messages_over_links_without_latency_go_through_the_event_loop():
     # A send of nothing on a route without latency arrives at once; before it went
     # through an event, rank 0 sent forever without yielding to the loop (no limit saw

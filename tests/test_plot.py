@@ -1099,14 +1099,15 @@ def test_long_device_names_are_shortened_and_the_heatmap_keeps_its_layout(tmp_pa
 
 def test_loads_above_one_get_an_arrow_on_the_colour_bar_and_a_note():
     topo = sc.topology.dgx_h100(1)
-    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=sc.MiB, trace=True)
+    # NVLS at 4 MiB: slices that ran alone, then shared, drawn at their averages
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=4 * sc.MiB, trace=True)
     fig = link_utilization(res, topo)
     peak = float(np.asarray(mesh_of(fig).get_array()).max())
     assert peak == 1.0                       # the colours are clipped ...
     colourbar = fig.axes[1]
     assert mesh_of(fig).colorbar.extend == "max" and colourbar is not fig.axes[0]
     title = fig.axes[0].get_title().replace("\n", " ")
-    assert "loads above 1 (up to 1.22," in title and "drawn as 1: average rates" in title
+    assert "loads above 1 (up to 1.25," in title and "drawn as 1: average rates" in title
     ring = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=sc.MiB, trace=True)
     fig = link_utilization(ring, topo)       # a ring alone on its links: exactly 1 at most
     assert mesh_of(fig).colorbar.extend == "neither"

@@ -207,8 +207,7 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str, intra: 
     return dataclasses.replace(PROTOCOL[proto],
                                rate=channel_rate(proto, algo, arch, nodes, channels,
                                                  comm.topology.cpu, share),
-                               launch=launch_overhead, step_scale=step_latency_scale,
-                               channels=channels)
+                               launch=launch_overhead, step_scale=step_latency_scale)
 
 
 def _rings(comm: Comm, channels: int) -> list[list[int]]:

@@ -130,7 +130,7 @@ def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol
             total = mine[k]
             for h in others:
                 got = yield comm.recv(peers[h], tag=scatter_tag)
-                total = yield comm.reduce(total, got, op, alongside=protocol.channels)
+                total = yield comm.reduce(total, got, op, shared=True)
             yield from up.send(total)
         yield from up.drain()
         return (yield descending)
@@ -173,7 +173,7 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
     for piece in pieces:
         if downs:
             piece = yield comm.reduce(piece, (yield comm.recv(chain[pos + 1], tag=up_tag)), op,
-                                       alongside=protocol.channels)
+                                       shared=True)
         yield from up.send(piece)
     yield from up.drain()
     return join((yield descending))
@@ -210,7 +210,7 @@ def direct_reduce_scatter(comm: Comm, blocks: list[Buffer],
             total = sharp.gather(blocks, pieces)
             for h in others:
                 total = yield comm.reduce(total, (yield comm.recv(peers[h], tag=tag)), op,
-                                           alongside=protocol.channels)
+                                           shared=True)
             yield from up.send(total)
         yield from up.drain()
 

@@ -110,7 +110,7 @@ def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: in
         piece = yield comm.recv(switch, tag=base + _PUSH)
         for child in children:
             got = yield comm.recv(peer[child], tag=up_tag)
-            piece = yield comm.reduce(piece, got, op, alongside=protocol.channels)
+            piece = yield comm.reduce(piece, got, op, shared=True)
         if up is not None:
             yield from up.send(piece)
             continue

@@ -158,7 +158,7 @@ def reduce_scatter(comm: Comm, parts: list[Buffer], protocol: Protocol, op: Redu
         if held is None:
             held = parts[block][ps.offset:ps.offset + ps.nelem]
         value = held if got is None else (yield comm.reduce(got, held, op,
-                                                             alongside=protocol.channels))
+                                                             shared=True))
         if ps.send_dim >= 0:
             slot[ps.send_offset] = value
         else:

@@ -50,8 +50,6 @@ class Protocol:
             NCCL's model; a run's ``launch_overhead``).
         step_scale: factor on NCCL's per-step latencies (1: NCCL's model; a run's
             ``step_latency_scale``).
-        channels: the channels the collective runs on, whose threads reduce at once on
-            a GPU, sharing its reduction rate (``Comm.reduce``'s ``alongside``).
     """
 
     name: str
@@ -62,7 +60,6 @@ class Protocol:
     rate: float = math.inf
     launch: float = 0.0
     step_scale: float = 1.0
-    channels: int = 1
 
     def wire(self, nbytes: int) -> int:
         """Bytes on the wire for ``nbytes`` of data: whole lines, each with its flags."""

@@ -15,8 +15,8 @@ network; inside a node at least NCCL's network post overhead where the ring cros
 nodes), or the route's own latency where that is more; a connection has at most
 ``Protocol.window`` slices in flight, as NCCL's FIFO of 8 steps allows, and sends at most
 the protocol's rate per channel. A rank forwards a slice as soon as it has received (and
-reduced) it, so slices pipeline around the ring; the channels reduce at once, sharing
-the GPU's reduction rate (``Comm.reduce``'s ``alongside``, :attr:`Protocol.channels`).
+reduced) it, so slices pipeline around the ring; the channels' reductions share the
+GPU's reduction rate as they run (``Comm.reduce``'s ``shared``).
 The collective starts after the protocol's launch cost (``Protocol.base``).
 """
 
@@ -207,7 +207,7 @@ def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Prot
         mine = slices[(i - s - 1) % p]
         for k in range(len(mine)):
             got = yield comm.recv(left, tag=tag)
-            mine[k] = yield comm.reduce(mine[k], got, op, alongside=protocol.channels)
+            mine[k] = yield comm.reduce(mine[k], got, op, shared=True)
             yield from out.send(mine[k])
     for s in range(p - 1):
         block = slices[(i - s) % p]
@@ -232,7 +232,7 @@ def reduce_scatter(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: 
         mine = slices[(i - s - 1) % p]
         for k in range(len(mine)):
             got = yield comm.recv(left, tag=tag)
-            mine[k] = yield comm.reduce(mine[k], got, op, alongside=protocol.channels)
+            mine[k] = yield comm.reduce(mine[k], got, op, shared=True)
             if s < p - 2:
                 yield from out.send(mine[k])
     yield from out.drain()
@@ -297,7 +297,7 @@ def reduce(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, op: R
     for k in range(len(slices)):
         if i > 0:
             got = yield comm.recv(chain[i - 1], tag=tag)
-            slices[k] = yield comm.reduce(slices[k], got, op, alongside=protocol.channels)
+            slices[k] = yield comm.reduce(slices[k], got, op, shared=True)
         if out is not None:
             yield from out.send(slices[k])
     if out is not None:

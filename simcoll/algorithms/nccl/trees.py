@@ -76,7 +76,7 @@ def _up(comm: Comm, slices: list[Buffer], up: int | None, sources: list[int],
     for k in range(len(slices)):
         for source in sources:
             got = yield comm.recv(source, tag=tag)
-            slices[k] = yield comm.reduce(slices[k], got, op, alongside=protocol.channels)
+            slices[k] = yield comm.reduce(slices[k], got, op, shared=True)
         for sender in ([out] if out is not None else downs):
             yield from sender.send(slices[k])
     for sender in ([out] if out is not None else downs):
