@@ -215,7 +215,9 @@ def test_fewer_nics_than_gpus_are_shared():
     (dict(nics_per_node=3), ["nics_per_node=3", "multiple or a divisor of 8"]),
     (dict(nics_per_node=0), ["nics_per_node=0", ">= 1"]),
     (dict(leaf_radix=1), ["leaf_radix=1", ">= 2"]),
-    (dict(oversubscription=0.0), ["oversubscription=0.0", "> 0"]),
+    (dict(oversubscription=0.0), ["oversubscription=0.0", ">= 1"]),
+    # half the oversubscription a non-blocking fat tree has: uplinks faster than the ports
+    (dict(oversubscription=0.5), ["oversubscription=0.5", ">= 1"]),
     (dict(nic_bandwidth=-1.0), ["-1.0"]),
 ])
 def test_bad_dgx_arguments_are_refused(kwargs, words):
@@ -254,14 +256,13 @@ def test_fat_tree_shape_and_oversubscription_halves_the_uplinks():
 @pytest.mark.parametrize(("kwargs", "shown", "uplink"), [
     (dict(leaf_radix=2**1100), "leaf_radix=13582985...5376 (332 digits)", "inf"),
     (dict(leaf_radix=10**300), "leaf_radix=10000000...0000 (301 digits)", "inf"),
-    (dict(oversubscription=1e-300), "oversubscription=1e-300", "inf"),
     (dict(leaf_radix=2, oversubscription=1e300, nic_bandwidth=1e-300),
      "oversubscription=1e+300", "0")])
 def test_a_leaf_uplink_beyond_a_float_is_refused_naming_radix_and_ratio(
         build, kwargs, shown, uplink, monkeypatch):
     """A leaf's uplink is leaf_radix // 2 x nic_bandwidth / oversubscription: 2**1100
-    ports raised an OverflowError, and a ratio of 1e-300 named the internal link
-    ('leaf0', 'spine') after half the machine was built. Both are refused before
+    ports raised an OverflowError, and a ratio of 1e-300 (refused since as below 1) named
+    the internal link ('leaf0', 'spine') after half the machine was built. Both are refused before
     anything is built, naming the two parameters and the range the uplink must keep
     (a normal float: 1 x 1e-300 / 1e300 is 1e-600, 0 as a float)."""
     monkeypatch.setattr(sc.Topology, "_add", lambda *a, **k: pytest.fail("built first"))

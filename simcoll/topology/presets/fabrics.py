@@ -39,7 +39,8 @@ def _leaf_capacity(leaf_radix: int, oversubscription: float,
     """
     radix = integer(leaf_radix, "leaf_radix", minimum=2, error=TopologyError,
                     what="ports per leaf switch; half face the nodes")
-    ratio = real(oversubscription, "oversubscription", strict=True, error=TopologyError,
+    # below 1 a leaf's uplinks would carry more than its ports do
+    ratio = real(oversubscription, "oversubscription", minimum=1.0, error=TopologyError,
                  what="leaf down-link capacity over up-link capacity, e.g. 1.0 or 2.0")
     nic = real(nic_bandwidth, "nic_bandwidth", strict=True, error=TopologyError,
                what="bytes/s")

@@ -23,7 +23,10 @@ switch is then shared by all the traffic its GPUs send and, in the other directi
 receive, and the memory link carries each staged byte once in each direction. Host
 memory copies are not charged separately: the memory link's rate is their only cost.
 NCCL's SHM transport (src/transport/shm.cc, NCCL 2.30.7) keeps a connection's buffer in
-host memory: the sender's SMs write into it and the receiver's SMs read it over PCIe.
+host memory: the sender's SMs write into it and the receiver's SMs read it over PCIe. Its
+default puts the buffer on the receiver's side (``NCCL_SHM_LOCALITY=2``), where simcoll
+stages on the sender's: the same links, but between two sockets the other socket's memory
+link carries the message.
 SMs read host memory slower than they write it, so each GPU's link carries what comes
 into the GPU at ``host_read_bandwidth`` (by default what nvbandwidth measures for the
 generation, where that is below the link's rate: 35.2 GB/s on Gen5 against NCCL's 48;
