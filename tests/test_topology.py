@@ -212,7 +212,7 @@ def test_huge_integers_are_abbreviated_in_messages():
     with pytest.raises(sc.TopologyError) as info:
         sc.topology.dgx_a100(2, oversubscription=2**1100)
     assert str(info.value).startswith("oversubscription=13582985...5376 (332 digits) is not "
-                                      "accepted; use a number > 0, finite")
+                                      "accepted; use a number >= 1, finite")
     topo = sc.Topology()
     with pytest.raises(sc.TopologyError, match=r"^cpu=13582985\.\.\.5376 \(332 digits\) is "
                                                r"not accepted; use one of 'intel'"):
