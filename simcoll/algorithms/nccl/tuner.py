@@ -451,18 +451,17 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     computes (``sharp_ok`` false: see :func:`sharp_reduces`) NCCL runs as if
     ``collnet`` were 0."""
     across = bool(collnet) and machine.sharp and sharp_ok
-    supported = machine.nvls and not machine.lone_gpu_node and _nvls_searched(machine)
+    supported = _nvls_supported(machine)
     gathers = collective in ("reduce_scatter", "all_gather")
-    collnet_ok = across and machine.ppn <= 8 and (
-        not gathers or _heads(machine, supported, tuner) >= machine.ppn)
+    heads_ok = not (gathers and across) or _heads(machine, supported, tuner) >= machine.ppn
+    collnet_ok = across and machine.ppn <= 8 and heads_ok
     nvls = nvls_ok and supported and not (gathers and (
         machine.ppn > NVLS_ARITY or tuner == "2.26.2" and machine.nranks > NVLS_ARITY))
 
     def runs(a: str) -> bool:
         if a == "nvls":
-            return nvls and (machine.nnodes == 1 or across and not (
-                gathers and (tuner == "2.26.2"
-                             or _heads(machine, supported, tuner) < machine.ppn)))
+            return nvls and (machine.nnodes == 1 or across and heads_ok and not (
+                gathers and tuner == "2.26.2"))
         if a == "nvls_tree":
             return nvls and machine.nnodes > 1
         if a == "collnet_direct":
@@ -475,6 +474,12 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
         return True
 
     return tuple(a for a in ALGORITHMS[collective] if runs(a))
+
+
+def _nvls_supported(machine: Machine) -> bool:
+    """NCCL's ``nvlsSupport``: NVLS switches, no node of one GPU, a channel in its NVLS
+    graph (whatever the op and type a collective reduces)."""
+    return machine.nvls and not machine.lone_gpu_node and _nvls_searched(machine)
 
 
 def _heads(machine: Machine, nvls_supported: bool, tuner: str) -> int:
@@ -616,8 +621,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                                  f"of a node")
             if gathers and machine.nnodes > 1 and collnet and machine.sharp \
                     and any(a in ("nvls", "collnet_direct") for a in named):
-                heads = _heads(machine, machine.nvls and not machine.lone_gpu_node
-                               and _nvls_searched(machine), tuner)
+                heads = _heads(machine, _nvls_supported(machine), tuner)
                 if heads < machine.ppn:
                     hints.append(f"across nodes NCCL's NVLS and CollNet Direct run {collective} "
                                  f"with a head per GPU only, and its graph has {heads} for "
