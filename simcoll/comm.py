@@ -595,8 +595,11 @@ class Comm:
     def group(self, ranks: Sequence[int]) -> Comm:
         """A communicator over ``ranks`` (world ranks, in their new rank order).
 
-        Every member must call it with the same list; messages in the group never match
-        messages outside it.
+        Every member must call it with the same list, and as often: as with
+        ``torch.distributed.new_group``, each call makes a communicator of its own, the
+        n-th call over a list meeting the n-th call of every other member. Messages in
+        the group never match messages outside it, nor those of another group over the
+        same ranks.
         """
         if not isinstance(ranks, (list, tuple, range)):
             raise CommUsageError(f"rank {self.rank}: group ranks={ranks!r} is not accepted; "
@@ -608,8 +611,10 @@ class Comm:
             raise CommUsageError(f"rank {self.rank} is not in group {list(ranks)}")
         if len(set(members)) != len(members):
             raise CommUsageError(f"group {list(ranks)} lists a rank twice")
+        number = self._rt.count(("group", self._context, members, self._address))
         contexts = self._rt.contexts
-        context = contexts.setdefault(("group", self._context, members), len(contexts) + 1)
+        context = contexts.setdefault(("group", self._context, members, number),
+                                      len(contexts) + 1)
         return Comm(self._rt, members.index(self._address), members, context)
 
     def snapshot(self, data: Any) -> Any:

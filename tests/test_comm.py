@@ -166,6 +166,22 @@ def test_groups_translate_ranks_and_keep_their_messages_apart():
         np.testing.assert_array_equal(res.outputs[r], np.full(3, 2.0 if r % 2 == 0 else 4.0))
 
 
+def test_two_groups_over_the_same_ranks_are_two_communicators():
+    # torch.distributed.new_group twice over the same ranks gives two communicators: a
+    # collective started on one never meets one started on the other, whatever the order.
+    def two_groups(comm):
+        first, second = comm.group([0, 1]), comm.group([0, 1])
+        a, b = np.full(4, 1.0 + comm.rank), np.full(4, 100.0 + comm.rank)
+        if comm.rank == 0:
+            on_first, on_second = first.all_reduce(a), second.all_reduce(b)
+        else:
+            on_second, on_first = second.all_reduce(b), first.all_reduce(a)
+        return float((yield on_first)[0]), float((yield on_second)[0])
+
+    res = sc.run_program(sc.topology.switch(2), two_groups)
+    assert res.outputs == [(3.0, 201.0), (3.0, 201.0)]
+
+
 def test_sendrecv_waits_for_both_halves():
     # Rank 0 sends 1e6 bytes and receives 10 bytes: it resumes when its own send is done.
     def lopsided(comm, x, *, op=sc.ReduceOp.SUM):
