@@ -434,15 +434,18 @@ class Runtime:
 
     def _plan(self, endpoint: int) -> None:
         """Finish the jobs that are done and time the next to end (an earlier timing no
-        longer holds once jobs come or go: its version is passed over)."""
+        longer holds once jobs come or go: its version is passed over). A job is done
+        when what is left of it would not move the clock: late in a long run the clock's
+        rounding leaves a few bytes that no timer can take."""
         pool = self._shared[endpoint]
         pool.planning = False
         bandwidth = self.reduce_bandwidth[endpoint]
         self._advance(pool, bandwidth)
-        finished = [job for job in pool.jobs if job.left <= 1e-9 * job.nbytes]
+        now, sharing = self.env._now, len(pool.jobs) / bandwidth
+        finished = [job for job in pool.jobs
+                    if job.left <= 1e-9 * job.nbytes or now + job.left * sharing <= now]
         if finished:
-            pool.jobs = [job for job in pool.jobs if job.left > 1e-9 * job.nbytes]
-            now = self.env._now
+            pool.jobs = [job for job in pool.jobs if job not in finished]
             for job in finished:
                 self._shared_done(endpoint, job.nbytes, job.start, now)
                 complete(job.event, job.value)

@@ -135,6 +135,24 @@ def test_shared_reductions_share_the_rate_as_they_come_and_go():
         run(refused, topo=topo, data=data)
 
 
+
+@pytest.mark.parametrize("jobs", [1, 4])
+@pytest.mark.parametrize("start", [1e-3, 1.0, 10.0, 1e4])
+def test_a_shared_reduction_late_in_a_long_run_still_ends(start, jobs):
+    """64 KiB at 1e12 B/s is 65.536 ns of work; late in a run the clock's rounding of
+    the elapsed time left a few bytes that no timer could take (the run stopped as a
+    zero-time loop). k at once end together at k x 65.536 ns after ``start``."""
+    def late(comm):
+        yield comm.compute(start)
+        a = sc.VirtualBuffer.of(65536, np.uint8)
+        together = [comm.reduce(a, a, "sum", shared=True) for _ in range(jobs)]
+        for event in together:
+            yield event
+        return comm.now
+
+    res = sc.run_program(sc.topology.switch(1, reduce_bandwidth=1e12), late)
+    assert res.outputs[0] == pytest.approx(start + jobs * 65536 / 1e12, rel=1e-15)
+
 def test_compute_is_fifo_and_separate_from_reductions():
     def work(comm, x, *, op=sc.ReduceOp.SUM):
         a = comm.compute(2e-6)
