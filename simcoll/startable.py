@@ -66,19 +66,26 @@ def _shape(comm: Comm, coll: Collective, x: Any, splits: Any) -> Splits | None:
     return checked
 
 
-Said = tuple[str, tuple[int, str] | None, str, tuple[tuple[str, Any], ...]]
+Said = tuple[str, tuple[int | None, str] | None, str, tuple[tuple[str, Any], ...]]
 """What the members of a started collective must say alike: the collective, its buffer's
-count and dtype where they must agree, the algorithm and its keywords by name."""
+count and dtype where they must agree (the dtype alone for the v-collectives), the
+algorithm and its keywords by name."""
 
 
 def _arguments(arguments: Said) -> str:
     """What every member of a started collective must pass alike, as it reads."""
     name, shape, algorithm, kwargs = arguments
-    shown = [name if shape is None else f"{name} of {shape[0]} {shape[1]} elements",
+    shown = [name if shape is None else f"{name} of {_buffer(shape)}",
              f"algorithm={algorithm!r}"]
     for name, value in kwargs:
         shown.append(f"{name}={value.name if isinstance(value, ReduceOp) else value!r}")
     return ", ".join(shown)
+
+
+def _buffer(shape: tuple[int | None, str]) -> str:
+    """A buffer's count and dtype as they read (the dtype alone without a count)."""
+    count, dtype = shape
+    return f"{dtype} elements" if count is None else f"{count} {dtype} elements"
 
 
 def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
@@ -131,12 +138,15 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         kwargs["splits"] = shape
     sub = comm.fresh_context()
     # Every member passes a buffer of one count and dtype (NCCL's count and datatype),
-    # except where some may pass None (broadcast, scatter, barrier) or sizes differ by
-    # rank (the v-collectives).
-    equal = coll.name not in _MAY_COME_EMPTY and coll.uneven is None
-    said: Said = (coll.name, (count, str(_dtype(x))) if equal else None, algorithm,
-                  tuple(sorted(kwargs.items())))
+    # but for the v-collectives, whose sizes differ by rank (one dtype), and where some
+    # may pass None (broadcast, scatter, barrier: those that pass a buffer agree).
+    buffer = None if coll.name in _MAY_COME_EMPTY else \
+        (None if coll.uneven is not None else count, str(_dtype(x)))
+    said: Said = (coll.name, buffer, algorithm, tuple(sorted(kwargs.items())))
     sub.agree("started a collective", said, _arguments)
+    if x is not None and coll.name in _MAY_COME_EMPTY:
+        sub.agree(f"started {coll.name}", (count, str(_dtype(x))),
+                  lambda shape: f"a buffer of {_buffer(shape)}", about="buffer")
     if spec.in_network is not None:
         # The in-network devices' programs (NCCL's NVSwitches, SHARP switches): started
         # once, by the first member to start the collective.

@@ -187,9 +187,18 @@ def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
 @pytest.mark.parametrize("case, match", [
     # Rank 0 gives itself 2 elements and rank 1 one; rank 1 says the reverse: each got 3
     # elements with no error where the sizes disagree.
-    ("splits", r"rank 1: started a collective with all_gatherv, algorithm='ring', "
-               r"splits=\(1, 2\) where rank 0 started it with all_gatherv, algorithm='ring', "
-               r"splits=\(2, 1\)"),
+    ("splits", r"rank 1: started a collective with all_gatherv of float32 elements, "
+               r"algorithm='ring', splits=\(1, 2\) where rank 0 started it with all_gatherv "
+               r"of float32 elements, algorithm='ring', splits=\(2, 1\)"),
+    # A v-collective's ranks with buffers of two dtypes failed mid-run in a join or a
+    # reduction, or ran (an all_to_allv whose ranks exchanged nothing).
+    ("v dtype", r"rank 1: started a collective with all_to_allv of float64 elements, "
+                r".* where rank 0 started it with all_to_allv of float32 elements"),
+    # A non-root's broadcast buffer of another dtype or count went unread.
+    ("broadcast dtype", r"rank 1: started broadcast with a buffer of 4 float64 elements "
+                        r"where rank 0 started it with a buffer of 4 float32 elements"),
+    ("broadcast count", r"rank 1: started broadcast with a buffer of 5 float32 elements "
+                        r"where rank 0 started it with a buffer of 4 float32 elements"),
     ("op", r"rank 1: started a collective with all_reduce .*op='SUM' where rank 0 "
            r".*op='MAX'"),
     ("algorithm", r"rank 1: started a collective with all_reduce of 4 float32 elements, "
@@ -217,6 +226,13 @@ def test_members_that_start_a_collective_differently_are_refused(case, match):
             if comm.rank == 0:
                 return (yield comm.all_reduce(x, algorithm="ring"))
             return (yield comm.reduce_scatter(x, algorithm="ring"))
+        if case == "v dtype":
+            x = np.ones(2, np.float32 if comm.rank == 0 else np.float64)
+            return (yield comm.all_to_allv(x, [[2, 0], [0, 2]], algorithm="direct"))
+        if case.startswith("broadcast"):
+            count = 5 if case == "broadcast count" and comm.rank == 1 else 4
+            dtype = np.float64 if case == "broadcast dtype" and comm.rank == 1 else np.float32
+            return (yield comm.broadcast(np.ones(count, dtype)))
         if case == "splits":
             splits = [2, 1] if comm.rank == 0 else [1, 2]
             x = np.ones(splits[comm.rank], np.float32)
