@@ -1,7 +1,5 @@
 """``python -m simcoll`` runs the command line."""
 
-import sys
+from simcoll.cli import entry
 
-from simcoll.cli import main
-
-sys.exit(main())
+entry()

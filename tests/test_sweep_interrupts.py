@@ -284,3 +284,15 @@ def test_a_full_disk_under_save_names_the_file_and_keeps_what_it_holds(tmp_path,
               sizes=[64], save=path)
     monkeypatch.setattr(os, "write", real_write)
     assert [r["nranks"] for r in load_results(path).records] == [2]
+
+
+@LINUX
+def test_ctrl_c_during_simcoll_run_leaves_with_one_line_and_status_130(tmp_path):
+    # A large run (512 ranks sending to every other rank), through the console script's
+    # entry (python -m simcoll): one line, status 130.
+    proc = _start([sys.executable, "-m", "simcoll", "run", "--topology", "switch:512",
+                   "--algorithm", "naive", "--size", "64M"], tmp_path)
+    time.sleep(3)
+    assert proc.poll() is None, proc.communicate()
+    out, err = _interrupt(proc)
+    assert (proc.returncode, err) == (130, "simcoll run: interrupted\n")

@@ -5,6 +5,7 @@ parses, dispatches, and turns errors into one line on standard error."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -21,10 +22,12 @@ from simcoll.cli import (
 from simcoll.cli.options import CommandLineError, Parser
 from simcoll.errors import InvalidInputError, SimCollError, TopologyError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "entry", "build_parser"]
 
 _COMMANDS = (run, demo, listing, sweeping, plotting, tracing, comparing, calibrating)
 _USAGE_ERRORS = (CommandLineError, InvalidInputError, TopologyError, OSError)
+INTERRUPTED = 130
+"""The status after Ctrl-C: 128 + SIGINT (2)."""
 CLOSED_PIPE = 141
 """The status after a closed pipe (``simcoll run ... | head``): 128 + SIGPIPE (13), as a
 shell reports a command that SIGPIPE ended; not 1, a failed check."""
@@ -54,6 +57,15 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _second_interrupt_ends() -> None:
+    """Let another Ctrl-C end the process as the signal does, without a traceback: the
+    first one's work (saving what was asked, stopping workers) is done by now."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    except ValueError:  # not the main thread: nothing to change
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
@@ -77,8 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         return CLOSED_PIPE
     except KeyboardInterrupt:
+        _second_interrupt_ends()
         print(f"simcoll {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except MemoryError:
         hint = ("a smaller --size" if args.command == "demo" else
                 "fewer ranks (algorithms that send to every rank at once, such as naive and "
@@ -91,3 +104,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SimCollError as exc:
         print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)
         return 1
+
+
+def entry() -> None:
+    """The ``simcoll`` console script and ``python -m simcoll``: :func:`main`, then exit.
+
+    After Ctrl-C the process leaves at once, once what it saved is saved and its worker
+    processes are gone: freeing a large simulation's objects one by one at the
+    interpreter's exit took seconds after "interrupted" was printed.
+    """
+    import multiprocessing
+
+    status = main()
+    if status == INTERRUPTED and not multiprocessing.active_children():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(status)
+    sys.exit(status)
