@@ -523,10 +523,29 @@ def test_out_of_memory_is_one_line_naming_ranks_and_status_2(capsys):
                    "even data-free) or smaller sizes (or drop -c)\n")
 
 
-def test_the_demo_out_of_memory_names_its_own_option(capsys):
+def test_the_demo_out_of_memory_names_its_own_option(capsys, monkeypatch):
     """It suggested fewer ranks and dropping -c, options the demo does not have."""
-    status, _, err = cli(capsys, "demo", "--size", "1T")
+    monkeypatch.setattr("simcoll.memory.physical_memory", lambda: None)  # nothing to ask
+    monkeypatch.setattr("simcoll.cli.demo.np.random.default_rng", _out_of_memory)
+    status, _, err = cli(capsys, "demo", "--size", "1M")
     assert (status, err) == (2, "simcoll demo: error: out of memory; use a smaller --size\n")
+
+
+def _out_of_memory(seed):
+    raise MemoryError
+
+
+def test_the_demo_refuses_what_memory_cannot_hold_before_making_data(capsys, monkeypatch):
+    """On a machine of 2 GiB, 160 MiB per rank: 8 ranks' inputs and the outputs of four
+    runs hold 8 x 160 MiB x 5 = 6.25 GiB. It made the 1.25 GiB of inputs first, and the
+    run's own check then told to pass nbytes=, which the demo does not take."""
+    monkeypatch.setattr("simcoll.memory.physical_memory", lambda: 2 * 2**30)
+    monkeypatch.setattr("simcoll.cli.demo.np.random.default_rng", _out_of_memory)
+    status, _, err = cli(capsys, "demo", "--size", "160M")
+    assert (status, err) == (2, "simcoll demo: error: demo size 167772160 bytes per rank "
+                                "needs about 6.2 GiB for its inputs and outputs alone, more "
+                                "than this machine's 2.0 GiB (8 ranks' inputs and the "
+                                "outputs of its 4 runs); use a smaller size\n")
 
 
 def _machine_of(monkeypatch, nbytes):

@@ -11,6 +11,7 @@ import numpy as np
 
 from simcoll.cli.options import SIZE_HELP, parse_bytes
 from simcoll.errors import InvalidInputError
+from simcoll.memory import shortfall
 from simcoll.result import Result
 from simcoll.simulate import simulate
 from simcoll.topology.builders import switch
@@ -26,20 +27,28 @@ def demo(nranks: int = 8, nbytes: int = 16 * MiB) -> list[Result]:
     400 GB/s); the parameter server also runs on a dedicated server host of the same link.
 
     Raises:
-        InvalidInputError: ``nbytes`` is not a positive multiple of 4 (float32 elements).
+        InvalidInputError: ``nbytes`` is not a positive multiple of 4 (float32 elements),
+            or the inputs and the four runs' outputs would not fit in this machine's
+            memory (checked before any data is made).
     """
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 4 or nbytes % 4:
         raise InvalidInputError(f"demo size {nbytes!r} bytes is not accepted; use a positive "
                                 f"multiple of 4 bytes (whole float32 elements)")
+    runs = 4
+    problem = shortfall(nranks * nbytes * (1 + runs))
+    if problem:
+        raise InvalidInputError(f"demo size {nbytes} bytes per rank {problem} ({nranks} "
+                                f"ranks' inputs and the outputs of its {runs} runs); use a "
+                                f"smaller size")
     rng = np.random.default_rng(0)
     data = [rng.standard_normal(nbytes // 4, dtype=np.float32) for _ in range(nranks)]
     common: dict[str, Any] = dict(bandwidth=100 * GB, latency=1 * us,
                                   reduce_bandwidth=400 * GB)
     plain = switch(nranks, **common)
     with_server = switch(nranks, servers=1, server_reduce_bandwidth=400 * GB, **common)
-    runs = [("parameter_server", with_server), ("parameter_server", plain), ("naive", plain),
-            ("ring", plain)]
-    return [simulate(topo, "all_reduce", algorithm=alg, data=data) for alg, topo in runs]
+    algorithms = [("parameter_server", with_server), ("parameter_server", plain),
+                  ("naive", plain), ("ring", plain)]
+    return [simulate(topo, "all_reduce", algorithm=alg, data=data) for alg, topo in algorithms]
 
 
 def format_bytes(nbytes: float) -> str:
