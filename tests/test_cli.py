@@ -737,6 +737,27 @@ def test_a_sweep_to_standard_output_prints_each_point_as_it_finishes(capsys, mon
     assert float(rows[1]["time"]) == lines[1]["time"] and rows[1]["spec"] == "switch:2"
 
 
+def test_failed_points_printed_as_csv_survive_ctrl_c(capsys, monkeypatch):
+    """Failed points wait for a point that ran to give the CSV's columns; Ctrl-C before
+    one did lost them (the JSON lines kept them)."""
+    calls = []
+
+    def simulate(*args, **kwargs):
+        calls.append(kwargs["nbytes"])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        raise sc.InvalidInputError(f"point {len(calls)} cannot run")
+
+    monkeypatch.setattr(sys.modules["simcoll.sweep.workers"], "simulate", simulate)
+    status, out, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",
+                           "--sizes", "1K,2K,4K")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert status == 130 and err == "simcoll sweep: interrupted\n"
+    assert [(int(r["nbytes"]), r["error"]) for r in rows] == [
+        (1024, "InvalidInputError: point 1 cannot run"),
+        (2048, "InvalidInputError: point 2 cannot run")]
+
+
 def test_streamed_csv_takes_its_columns_from_the_first_point_that_ran(capsys, tmp_path,
                                                                       monkeypatch):
     """A failed first point waits for the columns of the first that ran: the rows on

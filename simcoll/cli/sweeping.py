@@ -287,6 +287,8 @@ def _run(args: argparse.Namespace) -> int:
                              **axes, workers=args.workers, save=partial, progress=False,
                              **kwargs)
     except BaseException:
+        if printer is not None:
+            printer.close()  # failed points printed as CSV wait for a point that ran
         if partial is not None and len(_saved(partial)) > len(earlier):
             print(f"the points finished so far are in {partial}", file=sys.stderr)
         raise
