@@ -457,6 +457,15 @@ BAD = [
     (["sweep", "--algorithms", "ring", "--ranks", "2,x", "--sizes", "1K"], "whole numbers"),
     (["sweep", "--algorithms", "ring,naive,ring", "--ranks", "2", "--sizes", "1K"],
      "ring given twice"),
+    # The 2-rank point ran, failed and was recorded as failed.
+    (["sweep", "--collective", "broadcast", "--algorithms", "binomial", "--ranks", "4,2",
+      "--sizes", "1K", "--root", "3"],
+     "--root 3 is not a rank of the machine of 2 ranks (--ranks 2); give a root below 2"),
+    # An empty entry was dropped without a word.
+    (["sweep", "--algorithms", "ring,,naive", "--ranks", "2", "--sizes", "1K"],
+     "'ring,,naive' has an empty entry"),
+    (["sweep", "--algorithms", "ring", "--ranks", "2,", "--sizes", "1K"],
+     "'2,' has an empty entry"),
     (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1M,1MiB"],
      "gives a size twice"),
     (["sweep", "--algorithms", "ring", "--ranks", "8", "--sizes", "1K", "--topology",

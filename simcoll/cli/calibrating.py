@@ -134,10 +134,13 @@ def _run(args: argparse.Namespace) -> int:
     measured, notes = read_table(args)
     collective = measured.collective or "all_reduce"   # read_table refuses None
     kinds = {**_algorithm_kinds(collective, args.algorithm), **_kinds(args.topology)}
+    names = [name for name, _ in args.free]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise CommandLineError(f"--free {', '.join(twice)} is given twice; give each "
+                               f"constant once")
     free = {name: free_values(name, parts, kinds.get(name, "any"))
             for name, parts in args.free}
-    if len(free) != len(args.free):
-        raise CommandLineError("a --free constant is given twice")
     for option, value in (("--starts", args.starts), ("--max-evaluations",
                                                      args.max_evaluations)):
         if value < 1:

@@ -73,7 +73,10 @@ def add_parser(sub: Any) -> None:
 
 
 def _names(text: str) -> list[str]:
-    names = [t.strip() for t in text.split(",") if t.strip()]
+    names = [t.strip() for t in text.split(",")]
+    if "" in names:
+        raise argparse.ArgumentTypeError(f"{text!r} has an empty entry; give names or "
+                                         f"numbers separated by single commas")
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise argparse.ArgumentTypeError(f"{', '.join(twice)} given twice; give each once")
@@ -271,6 +274,11 @@ def _run(args: argparse.Namespace) -> int:
     for algorithm in args.algorithms:
         get_algorithm(args.collective, algorithm)
     values = _machines(spec, args.ranks)
+    outside = sorted(p for p in values if kwargs.get("root", 0) >= p)
+    if outside:
+        raise CommandLineError(f"--root {kwargs['root']} is not a rank of the machine of "
+                               f"{outside[0]} ranks (--ranks {values[outside[0]]}); give a "
+                               f"root below {min(values)}")
     for size in args.sizes:
         refuse_overflow("--sizes", size, size, max(values))
     out = check_output(args.output, _FORMATS) if args.output else None
