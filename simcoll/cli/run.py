@@ -171,7 +171,8 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
                         root if coll.rooted else -1, res.time * 1e6, res.algbw / 1e9,
                         res.busbw / 1e9, wrong)
         record = {"spec": topo.spec, "topology_hash": digest, "size": size, "count": count,
-                  "type": type_name, "redop": row.redop, "root": row.root, "time_us": row.time_us,
+                  "type": type_name, "redop": row.redop,
+                  "root": root if coll.rooted else None, "time_us": row.time_us,
                   "algbw_GBps": _finite(row.algbw), "busbw_GBps": _finite(row.busbw),
                   "wrong": wrong, **res.to_dict()}
         yield row, record

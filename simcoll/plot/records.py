@@ -75,8 +75,8 @@ def _machine(r: Mapping[str, Any]) -> str | None:
 
 def _settings(root: Any, op: Any) -> str:
     """``root=5, op=max`` for a root other than 0 and an op other than a sum; ``""``
-    for those (and where a collective has neither: ``simcoll run``'s records give such
-    a collective nccl-tests' root -1)."""
+    for those (and where a collective has neither: null, or nccl-tests' root -1 in
+    ``simcoll run`` records written before 2026-12-05)."""
     parts = [f"root={root}"] if isinstance(root, int) and root > 0 else []
     if op not in (None, "SUM"):
         parts.append(f"op={str(op).lower()}")
