@@ -1116,6 +1116,10 @@ def test_trace_refuses_a_size_for_a_barrier_as_run_does(capsys, tmp_path):
     status, out, _ = cli(capsys, "trace", "--collective", "barrier", "--output",
                          str(tmp_path / "b.json"))
     assert status == 0 and out.startswith("barrier/dissemination p=8 n=0 B: 6.000 us")
+    # 0, as a sweep of a barrier takes it (--sizes 0), was refused.
+    status, zero, _ = cli(capsys, "trace", "--collective", "barrier", "--size", "0",
+                          "--output", str(tmp_path / "b.json"))
+    assert (status, zero) == (0, out)
 
 
 def test_sweep_of_a_barrier_takes_size_0_only(capsys, tmp_path):

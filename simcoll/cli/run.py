@@ -113,10 +113,11 @@ def sizes(minbytes: int, maxbytes: int, stepbytes: int, stepfactor: int) -> list
 
 def _bounds(args: argparse.Namespace) -> tuple[int, int]:
     """The smallest and largest size asked for (``-b`` / ``-e``, or ``--size`` for both;
-    none for a barrier, which moves no data)."""
+    none for a barrier, which moves no data: 0 if given, as a sweep's --sizes)."""
     if args.collective == "barrier":
-        if (args.size, args.minbytes, args.maxbytes) != (None, None, None):
-            raise CommandLineError("a barrier moves no data; leave out --size, -b and -e")
+        if any((args.size, args.minbytes, args.maxbytes)):
+            raise CommandLineError("a barrier moves no data; leave out --size, -b and -e "
+                                   "(or give 0)")
         return 0, 0
     if args.size is not None:
         if args.minbytes is not None or args.maxbytes is not None:

@@ -58,8 +58,8 @@ def _run(args: argparse.Namespace) -> int:
     args.algorithm = args.algorithm or default_algorithm(args.collective)
     coll = get_collective(args.collective)
     dtype = resolve_dtype(args.dtype)
-    if coll.name == "barrier" and args.size is not None:
-        raise CommandLineError("a barrier moves no data; leave out --size")
+    if coll.name == "barrier" and args.size:
+        raise CommandLineError("a barrier moves no data; leave out --size (or give 0)")
     size = 0 if coll.name == "barrier" else 2**20 if args.size is None else args.size
     nbytes, _, size = nccl_shape(coll, topo.nranks, size, dtype.itemsize, aligned=True)
     refuse_overflow("--size", size, nbytes, topo.nranks, coll.size_factor(topo.nranks))
