@@ -6,7 +6,8 @@ from the send to the arrival of its last byte (messages may overlap, so they are
 spans rather than thread slices; its arguments hold its payload and wire bytes, its tag
 and matching context, which tell apart the messages of collectives run side by side,
 and when its bytes began to move), with a flow arrow to an instant "from <sender>" on the
-receiver at the arrival. Reductions and compute spans sit on threads of their own. Given
+receiver at the arrival. Reductions and compute spans sit on threads of their own
+(reductions that overlap, as NCCL's channels' do, on ``reduce 2``, ``reduce 3``, ...). Given
 the topology, a "links" process adds a counter track per directed link: its load in
 bytes/s over time, taking each message at its average rate from when its bytes began
 to move to its arrival (see :mod:`simcoll.link_load`). A "critical path" process,
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from simcoll.critical_path import CriticalPath, critical_path, narrowest_link
@@ -30,6 +32,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 from simcoll.link_load import link_loads, rate_steps
 from simcoll.result import Result, RunResult, traced_events
+from simcoll.runtime import TraceEvent
 from simcoll.topology.graph import Topology
 
 __all__ = ["to_chrome", "save_chrome", "endpoint_label"]
@@ -51,9 +54,10 @@ def endpoint_label(result: RunResult, pid: int, topology: Topology | None) -> st
     return f"in-network device {topology.endpoint_name(pid)}"
 
 
-def _names(result: RunResult, endpoints: int, topology: Topology | None
-           ) -> list[dict[str, Any]]:
+def _names(result: RunResult, endpoints: int, topology: Topology | None,
+           lanes: dict[int, int]) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
+    extra = max(lanes.values(), default=0) - len(_THREADS) + 1
     for pid in range(endpoints):
         name = endpoint_label(result, pid, topology)
         events.append({"ph": "M", "name": "process_name", "pid": pid,
@@ -63,7 +67,50 @@ def _names(result: RunResult, endpoints: int, topology: Topology | None
         for thread, tid in _THREADS.items():
             events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                            "args": {"name": thread}})
+        for k in range(extra):
+            events.append({"ph": "M", "name": "thread_name", "pid": pid,
+                           "tid": len(_THREADS) + k, "args": {"name": f"reduce {k + 2}"}})
     return events
+
+
+def _reduce_lanes(trace: Sequence[TraceEvent]) -> dict[int, int]:
+    """A thread for each reduction that overlaps another of its endpoint (shared ones,
+    as NCCL's channels run, or one beside the one-at-a-time engine): the format needs
+    a thread's slices to nest. The first lane whose last slice has ended takes it
+    (``reduce``, then ``reduce 2``, ... numbered after the other threads); the index of
+    every reduction not on ``reduce``'s own thread, and its thread."""
+    by_endpoint: dict[int, list[int]] = {}
+    for i, e in enumerate(trace):
+        if e.kind == "reduce":
+            by_endpoint.setdefault(e.rank, []).append(i)
+    lanes: dict[int, int] = {}
+    for indices in by_endpoint.values():
+        ends: list[float] = []  # in microseconds, as written
+        for i in sorted(indices, key=lambda i: (trace[i].start, trace[i].end)):
+            start, end = trace[i].start * 1e6, trace[i].end * 1e6
+            lane = next((k for k, last in enumerate(ends) if last <= start), len(ends))
+            if lane == len(ends):
+                ends.append(end)
+            else:
+                ends[lane] = end
+            if lane:
+                lanes[i] = len(_THREADS) + lane - 1
+    return lanes
+
+
+def _belongs(path: Any, result: RunResult, trace: Sequence[TraceEvent]) -> bool:
+    """Whether ``path`` can be ``result``'s critical path: a CriticalPath of its time
+    and rank count, each of whose messages, reductions and compute spans the trace
+    holds between the same endpoints (a path of another run of the same time, such as
+    a broadcast from another root, is not)."""
+    if not isinstance(path, CriticalPath) or (path.time, path.nranks) != (
+            result.time, result.nranks):
+        return False
+    messages = {(e.rank, e.peer, e.tag) for e in trace if e.kind == "message"}
+    work = {(e.kind, e.rank) for e in trace if e.kind != "message"}
+    return all((s.endpoint, s.peer, s.tag) in messages if s.peer is not None
+               else s.kind == "wait" or (s.kind, s.endpoint) in work
+               for s in path.segments)
 
 
 def _counters(result: RunResult, topology: Topology, pid: int) -> list[dict[str, Any]]:
@@ -97,9 +144,10 @@ def _critical(path: CriticalPath, topology: Topology | None, pid: int
             args["route_latency_us"] = s.route_latency * 1e6
         if s.kind == "transfer" and topology is not None:
             args["narrowest_link"] = narrowest_link(topology, s)
+        start, end = s.start * 1e6, s.end * 1e6  # as rounded where the next begins
         events.append({"ph": "X", "cat": "critical path", "name": f"{s.kind} {where}",
-                       "pid": pid, "tid": 0, "ts": s.start * 1e6,
-                       "dur": (s.end - s.start) * 1e6, "args": args})
+                       "pid": pid, "tid": 0, "ts": start, "dur": end - start,
+                       "args": args})
     return events
 
 
@@ -119,18 +167,18 @@ def to_chrome(result: RunResult, topology: Topology | None = None,
             of this run.
     """
     trace = traced_events(result)
-    if path is not None and (not isinstance(path, CriticalPath) or path.time != result.time
-                             or path.nranks != result.nranks):
+    if path is not None and not _belongs(path, result, trace):
         raise InvalidInputError(f"path={path!r:.60} is not the critical path of this run; "
                                 f"give sc.critical_path(result) or None")
     endpoints = max([result.nranks + len(result.host_bytes_sent)]
                     + [max(e.rank, e.peer or 0) + 1 for e in trace])
     counters = _counters(result, topology, endpoints) if topology is not None else []
     counters += _critical(path or critical_path(result), topology, endpoints + 1)
-    events = _names(result, endpoints, topology)
+    lanes = _reduce_lanes(trace)
+    events = _names(result, endpoints, topology, lanes)
     for i, e in enumerate(trace):
         start, end = e.start * 1e6, e.end * 1e6
-        tid = _THREADS[e.kind]
+        tid = lanes.get(i, _THREADS[e.kind])
         if e.kind == "message":
             common = {"cat": "message", "id": i, "pid": e.rank, "tid": tid,
                       "name": f"to {e.peer}"}

@@ -444,6 +444,14 @@ def test_a_summary_takes_a_count_of_links_and_an_export_its_own_runs_path():
         with pytest.raises(sc.InvalidInputError, match="is not the critical path of this run"):
             to_chrome(res, path=path)
     assert to_chrome(res, path=sc.critical_path(res)) == to_chrome(res)
+    # A broadcast from root 1 takes as long as one from root 0 on a switch, and its path
+    # was taken for the other's.
+    machine = sc.topology.switch(4, bandwidth=1e9, latency=0.5e-6)
+    root0, root1 = (sc.simulate(machine, "broadcast", algorithm="binomial", nbytes=4096,
+                                root=root, trace=True) for root in (0, 1))
+    assert root0.time == root1.time
+    with pytest.raises(sc.InvalidInputError, match="is not the critical path of this run"):
+        to_chrome(root1, path=sc.critical_path(root0))
 
 
 def _ping_pong(comm, held):

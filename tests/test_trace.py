@@ -79,6 +79,45 @@ def test_chrome_export(tmp_path):
         to_chrome(untraced)
 
 
+def _slices_nest(events):
+    """Whether every thread's complete slices ("X") nest, as the format needs: each
+    begins after the one before it ends, or ends within it."""
+    by_thread = {}
+    for e in events:
+        if e["ph"] == "X":
+            by_thread.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for slices in by_thread.values():
+        open_ends = []
+        for start, end in sorted(slices, key=lambda s: (s[0], -s[1])):
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            if open_ends and end > open_ends[-1]:
+                return False
+            open_ends.append(end)
+    return True
+
+
+@pytest.mark.parametrize("machine, nbytes", [(sc.topology.dgx_a100(1), 4 * 2**20),
+                                             (sc.topology.dgx_h100(1), 16 * 2**20)])
+def test_overlapping_reductions_take_threads_of_their_own(machine, nbytes):
+    """NCCL's channels reduce side by side (shared=True): their slices overlapped on one
+    "reduce" thread, which Perfetto cannot draw. The critical path's row nests too
+    (its durations were rounded apart from the next segment's start)."""
+    res = sc.simulate(machine, "all_reduce", algorithm="nccl", nbytes=nbytes,
+                      algo="ring", trace=True)
+    events = to_chrome(res, machine)["traceEvents"]
+    assert _slices_nest(events)
+    reductions = [e for e in events if e["ph"] == "X" and e["cat"] == "reduce"]
+    traced = [e for e in res.trace if e.kind == "reduce"]
+    assert sorted((e["pid"], e["ts"], e["ts"] + e["dur"]) for e in reductions) == sorted(
+        (e.rank, e.start * 1e6, e.end * 1e6) for e in traced)
+    lanes = {e["tid"] for e in reductions}
+    assert len(lanes) > 1  # they did overlap
+    named = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert all(named[(e["pid"], e["tid"])].startswith("reduce") for e in reductions)
+
+
 def test_rows_are_named_ranks_hosts_and_in_network_devices():
     """NVLS on one DGX H100: the NVSwitch reduces, and its row was named "host 0" (the
     machine has no host), and the link counters refused the machine itself, counting its
