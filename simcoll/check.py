@@ -1,28 +1,35 @@
 """Compare a simulation's outputs with the numpy reference.
 
-Integer results and data movement (gather, broadcast, all-to-all, ...) must match exactly:
-integer arithmetic in a fixed dtype is modular, so any reduction order gives the same bits.
-Floating-point reductions are checked against a reference computed in float64 (in the
-input's own dtype if it is wider, such as ``longdouble``) and may differ from it by
-rounding: for SUM every element must lie within ``2 p eps * sum_i |x_i|`` of it (the
-classic bound on a sum of p terms in any order, Higham 2002, section 4.2, doubled for
-margin); for PRODUCT within ``2 p eps * |reference| + (p - 1) eta prod_i max(1, |x_i|)``:
-each of the p - 1 multiplications rounds by a factor within eps of 1 and, where its result
-falls below the smallest normal number (gradual underflow), by up to ``eta = eps *
-smallest normal`` more (the smallest subnormal step; Higham 2002, chapter 2), which the
-factors multiplied in later can grow by at most their product where it exceeds 1; for AVG
-within ``2 p eps * sum_i |x_i| / p + p eta / 2``: its inputs are each scaled by 1/p
-rounded to the dtype before they are summed, as NCCL does for floating dtypes, so the
-scale and each product round by eps / 2 more (within the margin) and a product below the
-smallest normal number by up to eta / 2. MIN and MAX are exact. ``eps`` is the dtype's
-own (``ml_dtypes.finfo`` for bfloat16 and fp8, which ``np.finfo`` does not know), so each
-dtype is checked in its own precision. Where the partial results can pass the dtype's
-largest finite number (the magnitudes add up, for AVG once scaled, or the factors above 1
-multiply, past it), some order of the reduction overflows: an element may then come out
-infinite or NaN (float16's 60000 + 60000 - 60000 summed left to right; fp8 e4m3 has no
-infinity and gives NaN), and a finite one must still lie within the bound. Where the
-reference is infinite or NaN (the inputs hold infinities or NaNs) every
-order of the reduction gives that same value, so it must match exactly.
+Integer results and data movement (gather, broadcast, all-to-all, ...) must match exactly
+(moved floats with the sign of their zeros): integer arithmetic in a fixed dtype is
+modular, so any reduction order gives the same bits. Floating-point reductions are
+checked against a reference computed in float64 (in the input's own dtype if it is wider,
+such as ``longdouble``) and may differ from it by what rounding can do, each dtype in its
+own precision (u: its unit roundoff, eps / 2, from ``ml_dtypes.finfo`` for bfloat16 and
+fp8, which ``np.finfo`` does not know; r: the reference's; q = p - 1 operations): for
+SUM every element must lie within ``q (u + r) sum_i |x_i|`` of it (a sum of p terms in
+any order is off by at most ``q u sum |x_i|``, Jeannerod and Rump 2013, with no term for
+underflow: additions below the smallest normal number are exact; the float64 reference
+is off by its own share); for AVG, whose inputs are each scaled by c = 1/p rounded to the
+dtype before they are summed, as NCCL does for floating dtypes, within ``q u sum |c x_i|
++ (u |c| + |c - 1/p|) sum |x_i|`` plus half a subnormal step per input (a product below
+the smallest normal number rounds by that much) and the reference's share; for PRODUCT
+within ``((1 + u)^q - 1) |reference| + q eta (1 + u)^q prod_i max(1, |x_i|)``: each of
+the q multiplications rounds by a factor within u of 1 and, where its result falls below
+the smallest normal number (gradual underflow), by up to ``eta = eps * smallest normal``
+more (the smallest subnormal step; Higham 2002, chapter 2), which the factors multiplied
+in later can grow by at most their product where it exceeds 1. MIN and MAX are exact.
+In fp8 even this bound is wide: with e4m3's u = 1/16, a sum over 8 ranks may be off by
+7/16 of ``sum |x_i|``, so an output of zeros passes wherever ``|sum x_i|`` is below that
+(the bound the check used before 2026-12-05, ``2 p eps sum |x_i|``, let every fp8 output
+pass). Where the partial results can pass
+the dtype's largest finite number (the magnitudes add up, for AVG once scaled, or the
+factors above 1 multiply, past it once rounded q times), some order of the reduction
+overflows: an element may then come out infinite or NaN (float16's 60000 + 60000 - 60000
+summed left to right; fp8 e4m3 has no infinity and gives NaN), and a finite one must
+still lie within the bound. Where the reference is infinite or NaN (the inputs hold
+infinities or NaNs) every order of the reduction gives that same value, so it must match
+exactly.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
 of :data:`_BLOCK` elements, so temporaries stay in cache, the blocks spread over up to
@@ -31,9 +38,9 @@ error do not depend on the order in which blocks finish). An output whose bytes 
 output already checked against the same reference (every rank's all_reduce, all_gather
 and broadcast output has one reference) gets that output's verdict without a second
 check, and an output byte for byte equal to its reference needs nothing else. An element
-within ``2 p eps * |reference|`` is within the bound (for sums ``|sum x_i| <= sum
-|x_i|``): ``sum_i |x_i|``, or the product's underflow term, is computed only for the
-elements that are not.
+within a multiple of ``|reference|`` that no bound falls below (``q (u + r)`` for sums,
+as ``|sum x_i| <= sum |x_i|``) is within its bound: ``sum_i |x_i|``, or the product's
+underflow term, is computed only for the elements that are not.
 """
 
 from __future__ import annotations
@@ -47,10 +54,10 @@ from typing import TypeVar
 import numpy as np
 
 from simcoll.collectives import Collective
-from simcoll.dtypes import FloatInfo, float_info, is_float
+from simcoll.dtypes import float_info, is_float
 from simcoll.ops import ReduceOp
 
-__all__ = ["compare"]
+__all__ = ["compare", "wrong_elements"]
 
 
 class _Magnitudes(Sequence):
@@ -74,27 +81,63 @@ def _growths(inputs: list[np.ndarray]) -> _Magnitudes:
     return _Magnitudes(inputs, floor=1.0)
 
 
-def _underflow(p: int, eps: float, tiny: float, growth: np.ndarray) -> np.ndarray:
+def _underflow(p: int, eps: float, tiny: float, growth: np.ndarray,
+               grown: float) -> np.ndarray:
     """A product's error from gradual underflow: (p - 1) multiplications, each off by up
-    to the smallest subnormal step ``eps * tiny``, grown by the factors after it."""
-    return (p - 1) * (eps * tiny) * (1 + 2 * p * eps) * growth
+    to the smallest subnormal step ``eps * tiny``, grown by the factors after it and by
+    the roundings (``grown``)."""
+    return (p - 1) * (eps * tiny) * grown * growth
 
 
-def _allowed(op: ReduceOp, p: int, info: FloatInfo, ref: np.ndarray,
+def _avg_scale(dtype: np.dtype, p: int) -> float:
+    """The 1/p every input of a floating AVG is multiplied by, as the run applies it
+    (:meth:`ReduceOp.prepare`: rounded, for narrow dtypes through float32)."""
+    return float(ReduceOp.AVG.prepare(np.ones(1, dtype), p)[0])
+
+
+def _allowed(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
              reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(limit, overflow)`` per element: how far it may lie from ``ref``, and where it may
-    come out infinite or NaN instead. ``reach`` is what the partial results can grow to:
-    the magnitudes' sum (their mean for AVG) or the product's growth factors. Where that
-    passes the dtype's largest finite number, some order of the reduction overflows."""
-    eps, tiny, largest = info
+    come out infinite or NaN instead. ``reach`` is the magnitudes' sum (their mean for
+    AVG) or the product's growth factors.
+
+    With u the dtype's unit roundoff (eps / 2) and r the reference's (float64's, or the
+    dtype's own where wider), q = p - 1 operations round: a sum in any order is off by
+    at most ``q u sum|x|`` (Jeannerod and Rump 2013; additions below the smallest normal
+    number are exact), the float64 reference by ``q r sum|x|``. AVG first rounds each
+    product ``c x`` with c = 1/p in the dtype: off from x / p by ``(u |c| + |c - 1/p|)
+    |x|``, plus half a subnormal step where it falls below the smallest normal number.
+    A product is off by a factor within ``(1 + u)^q``, plus what underflow adds. Where
+    the partial results can pass the dtype's largest finite number (the magnitudes, once
+    rounded q times, do), some order overflows.
+    """
+    eps, tiny, largest = float_info(dtype)
+    u, r, q = eps / 2, float(np.finfo(ref.dtype).eps) / 2, p - 1
+    grown = (1 + u) ** q
+    slack = 1 + 4 * p * r  # the check's own float64 sums and subtraction
     if op is ReduceOp.PRODUCT:
-        return 2 * p * eps * np.abs(ref) + _underflow(p, eps, tiny, reach), reach > largest
-    limit = 2 * p * eps * reach + tiny
+        limit = (grown - 1 + p * r) * slack * np.abs(ref)
+        return limit + _underflow(p, eps, tiny, reach, grown), reach * grown > largest
     if op is ReduceOp.AVG:
-        # Each input is scaled by 1/p first (ReduceOp.prepare): where that falls below
-        # the smallest normal number, it rounds by up to half a subnormal step more.
-        limit += p * (eps * tiny) / 2
-    return limit, reach > largest
+        total = reach * p
+        c = _avg_scale(dtype, p)
+        half_step = p * eps * tiny / 2
+        scaled = abs(c) * (1 + u) * total + half_step  # sum |c x|, rounded
+        limit = (q * u * scaled + (u * abs(c) + abs(c - 1 / p)) * total + half_step
+                 + p * r * reach) * slack
+        return limit, scaled * grown > largest
+    return q * (u + r) * slack * reach, reach * grown > largest
+
+
+def _quick(op: ReduceOp, p: int, dtype: np.dtype, ref_dtype: np.dtype) -> float:
+    """A factor k with ``k |reference|`` within every element's limit (:func:`_allowed`;
+    ``|sum x| <= sum |x|``): an element that close needs no magnitudes computed."""
+    u, r, q = float_info(dtype).eps / 2, float(np.finfo(ref_dtype).eps) / 2, p - 1
+    if op is ReduceOp.PRODUCT:
+        return (1 + u) ** q - 1
+    if op is ReduceOp.AVG:
+        return q * u * (1 - u) * abs(_avg_scale(dtype, p)) * p / (1 + p * r)
+    return q * (u + r)
 
 
 def _reach(op: ReduceOp) -> Callable[[list[np.ndarray]], Sequence]:
@@ -118,10 +161,10 @@ def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
     line's ``#wrong`` counts against; :func:`compare` applies the same bounds)."""
     if op in (ReduceOp.MIN, ReduceOp.MAX):
         return [None] * len(refs)
-    info = float_info(inputs[0].dtype)
+    dtype = inputs[0].dtype
     reaches = coll.reference(_reach(op)(inputs), op, root)
     return [None if r is None or reach is None else
-            _allowed(op, len(inputs), info, r, reach) for r, reach in zip(refs, reaches)]
+            _allowed(op, len(inputs), dtype, r, reach) for r, reach in zip(refs, reaches)]
 
 
 _BLOCK = 1 << 16
@@ -174,15 +217,61 @@ def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a.reshape(-1).view(word), b.reshape(-1).view(word)))
 
 
-def _exact(out: np.ndarray, ref: np.ndarray) -> tuple[bool, float]:
-    """(out equals ref element for element, NaN matching NaN; the largest difference)."""
+def _exact(out: np.ndarray, ref: np.ndarray, moved: bool = False) -> tuple[bool, float]:
+    """(out equals ref element for element, NaN matching NaN; the largest difference).
+    ``moved``: data moved, not reduced, whose zeros keep their sign too (a reduction's
+    MIN or MAX of -0.0 and 0.0 may give either)."""
     if ref.dtype == out.dtype and same_bytes(out, ref):
         return True, 0.0
-    same = out == ref.astype(out.dtype)
-    if is_float(out.dtype):
-        same |= np.isnan(out) & np.isnan(ref)
+    same = _equal(out, ref, moved)
     error = np.where(same, 0.0, np.abs(out.astype(np.float64) - ref.astype(np.float64)))
     return bool(np.all(same)), _largest(error)
+
+
+def _equal(out: np.ndarray, ref: np.ndarray, moved: bool) -> np.ndarray:
+    """Per element, as :func:`_exact` judges it."""
+    same = out == ref.astype(out.dtype)
+    if is_float(out.dtype):
+        if moved:
+            same &= np.signbit(out) == np.signbit(ref)
+        same |= np.isnan(out) & np.isnan(ref)
+    return same
+
+
+def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray,
+              overflow: np.ndarray) -> np.ndarray:
+    """Per element of a rounded reduction, as :func:`_bounded` judges it: within its
+    limit (or not finite where the reduction may overflow), and the very value where
+    the reference itself is not finite."""
+    error = np.abs(out.astype(ref.dtype) - ref)
+    ok = _within(error, out, limit, overflow)
+    finite = np.isfinite(ref)
+    if not finite.all():
+        ok = np.where(finite, ok, _equal(out.astype(ref.dtype), ref, moved=False))
+    return ok
+
+
+def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op: ReduceOp,
+                   root: int) -> int:
+    """How many elements of the outputs :func:`compare` finds wrong: by the rounding
+    bound, or exactly; an output of the wrong type, dtype or shape counts every element
+    it should have had."""
+    refs = coll.reference(inputs, op, root)
+    rounded = coll.reduces and is_float(inputs[0].dtype) and op not in (ReduceOp.MIN,
+                                                                          ReduceOp.MAX)
+    bounds = _bounds(coll, inputs, op, root, refs) if rounded else [None] * len(refs)
+    wrong = 0
+    for out, ref, bound in zip(outputs, refs, bounds):
+        if ref is None:
+            continue
+        if not isinstance(out, np.ndarray) or out.shape != ref.shape or \
+                out.dtype != inputs[0].dtype:
+            wrong += ref.size
+        elif bound is None:
+            wrong += int(np.count_nonzero(~_equal(out, ref, moved=not coll.reduces)))
+        else:
+            wrong += int(np.count_nonzero(~_verdicts(out, ref, *bound)))
+    return wrong
 
 
 def _largest(error: np.ndarray) -> float:
@@ -196,8 +285,7 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     """Compare rank ``rank``'s floating-point reduction with its reference under the
     rounding bound (exactly where the reference is not finite)."""
     p = len(inputs)
-    info = float_info(inputs[0].dtype)
-    scale = 2 * p * info.eps
+    scale = _quick(op, p, inputs[0].dtype, ref.dtype)
     # |out - ref|, |ref| and the bound computed in place: each pass reuses its array.
     error = out.astype(ref.dtype)
     np.subtract(error, ref, out=error)
@@ -224,7 +312,7 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
         return False, worst
     where = np.flatnonzero(~within)
     reach = _picked(coll, _reach(op), inputs, op, root, rank, where)
-    limit, overflow = _allowed(op, p, info, ref.reshape(-1)[where], reach)
+    limit, overflow = _allowed(op, p, inputs[0].dtype, ref.reshape(-1)[where], reach)
     return bool(np.all(_within(error.reshape(-1)[where], out.reshape(-1)[where], limit,
                                overflow))), worst
 
@@ -255,7 +343,7 @@ def _compare_arrays(coll: Collective, inputs: list[np.ndarray], outputs: list[np
         if inexact and op not in (ReduceOp.MIN, ReduceOp.MAX):
             same, error = _bounded(coll, inputs, out, ref, op, root, rank)
         else:
-            same, error = _exact(out, ref)
+            same, error = _exact(out, ref, moved=not coll.reduces)
         ok, worst = ok and same, max(worst, error)
     return ok, worst
 

@@ -107,10 +107,11 @@ def test_ranks_with_different_roundings_within_the_bound_pass():
 
 def test_cancellation_is_judged_against_the_sum_of_magnitudes():
     # x + (-x) + tiny: the reference is tiny, |reference| allows almost nothing, and the
-    # bound 2 p eps sum |x_i| (p = 3, eps = 2^-23) allows up to about 7.15e-7 * 2 |x|.
+    # bound (p - 1)(u + r) sum |x_i| (p = 3, float32's u = 2^-24, float64's r = 2^-53)
+    # allows up to about 1.19e-7 * 2 |x|.
     x = np.full(5, 1000.0, dtype=np.float32)
     inputs = [x, -x, np.full(5, 1e-3, dtype=np.float32)]
-    allowed = 2 * 3 * 2.0**-23 * (2000.0 + 1e-3)
+    allowed = 2 * (2.0**-24 + 2.0**-53) * (2000.0 + 1e-3)
     inside = np.full(5, 1e-3 + 0.9 * allowed, dtype=np.float32)
     outside = np.full(5, 1e-3 + 1.1 * allowed, dtype=np.float32)
     coll = COLLECTIVES["all_reduce"]
@@ -202,8 +203,9 @@ def test_the_underflow_term_worked_by_hand():
     # float16 (eps 2^-10, smallest normal 2^-14, subnormal step 2^-24), p = 3:
     # 1.5 * 2^-12 x 1.25 * 2^-12 = 1.875 * 2^-24 rounds to the subnormal 2 * 2^-24, and
     # x 1024 gives 2^-13 against the exact 1.875 * 2^-14: off by 2^-17 (6.7%), beyond
-    # 2 p eps |ref| = 0.6%. The bound adds (p - 1) 2^-24 (1 + 2 p eps) x 1024 (the factors
-    # above 1) = 2^-13 (1 + 6 * 2^-10): 2^-17 is inside, an extra 2^-12 is not.
+    # the relative (1 + u)^2 - 1 = 0.1% (u = 2^-11). The bound adds (p - 1) 2^-24
+    # (1 + u)^2 x 1024 (the factors above 1) = 2^-13 (1 + 2^-10): 2^-17 is inside, an
+    # extra 2^-12 is not.
     inputs = [np.array([1.5 * 2.0**-12], dtype=np.float16),
               np.array([1.25 * 2.0**-12], dtype=np.float16),
               np.array([1024.0], dtype=np.float16)]
@@ -282,3 +284,29 @@ def test_the_command_line_counts_the_same_elements_as_the_check(capsys):
 
     # element 0 may overflow, element 1 may not (inf), element 2 is far off (30 for 3)
     assert count_wrong(coll, big, Ran(), SUM, 0) == 2 * 3
+
+
+def test_moved_floats_keep_the_sign_of_their_zeros():
+    """A data-moving collective copies bytes (NCCL does): an all_gather that turned
+    -0.0 into 0.0 (built by summing zero-padded buffers) passed as equal values."""
+    inputs = [np.array([-0.0, 1.0], np.float32), np.array([2.0, -0.0], np.float32)]
+    gathered = np.array([-0.0, 1.0, 2.0, -0.0], np.float32)
+    coll = COLLECTIVES["all_gather"]
+    assert compare(coll, inputs, [gathered, gathered.copy()], SUM, 0)[0]
+    flipped = gathered + 0.0  # -0.0 + 0.0 is 0.0
+    assert not compare(coll, inputs, [gathered, flipped], SUM, 0)[0]
+    assert check.wrong_elements(coll, inputs, [gathered, flipped], SUM, 0) == 2
+
+
+def test_wrong_elements_counts_where_the_reference_is_infinite_too():
+    """+inf on one rank makes element 0's reference +inf: an output of -inf there is
+    wrong on both ranks. The command line's #wrong said 1 (it let any non-finite output
+    pass where the magnitudes overflow); compare() refused it."""
+    inputs = [np.array([np.inf, 1.0], np.float32), np.array([1.0, 1.0], np.float32)]
+    out = np.array([-np.inf, 2.0], np.float32)
+    coll = COLLECTIVES["all_reduce"]
+    with np.errstate(invalid="ignore"):
+        assert not compare(coll, inputs, [out, out], SUM, 0)[0]
+        assert check.wrong_elements(coll, inputs, [out, out], SUM, 0) == 2
+        right = np.array([np.inf, 2.0], np.float32)
+        assert check.wrong_elements(coll, inputs, [right, right], SUM, 0) == 0

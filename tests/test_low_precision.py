@@ -134,21 +134,22 @@ def test_the_check_uses_the_dtypes_own_epsilon():
     wide = np.stack([x.astype(np.float64) for x in data])
     exact, magnitude = wide.sum(axis=0), np.abs(wide).sum(axis=0)
     error = np.abs(res.outputs[0].astype(np.float64) - exact)
-    eps32 = float(np.finfo(np.float32).eps)
-    eps16 = 2.0 ** -7  # bfloat16 keeps 7 fraction bits
-    assert np.any(error > 2 * p * eps32 * magnitude)  # float32's bound would refuse it
-    assert res.correct and np.all(error <= 2 * p * eps16 * magnitude)
+    u32 = float(np.finfo(np.float32).eps) / 2
+    u16 = 2.0 ** -8  # bfloat16 keeps 7 fraction bits: unit roundoff 2^-8
+    # A sum of p terms in any order is off by at most (p - 1) u sum|x|.
+    assert np.any(error > (p - 1) * u32 * magnitude)  # float32's bound would refuse it
+    assert res.correct and np.all(error <= (p - 1) * u16 * magnitude)
 
     coll = sc.COLLECTIVES["all_reduce"]
     rounded = exact.astype(ml_dtypes.bfloat16)
     assert compare(coll, data, [rounded] * p, sc.ReduceOp.SUM, 0)[0]
     worst = int(np.argmax(magnitude))
     wrong = exact.copy()
-    wrong[worst] += 3 * 2 * p * eps16 * magnitude[worst]
+    wrong[worst] += 3 * (p - 1) * u16 * magnitude[worst]
     bad = wrong.astype(ml_dtypes.bfloat16)
     assert bad[worst] != rounded[worst]
     ok, max_error = compare(coll, data, [rounded] * (p - 1) + [bad], sc.ReduceOp.SUM, 0)
-    assert not ok and max_error >= 2 * 2 * p * eps16 * magnitude[worst]
+    assert not ok and max_error >= 2 * (p - 1) * u16 * magnitude[worst]
 
 
 def test_fp8_average_scales_each_input_even_over_more_ranks_than_fp8_can_count():
@@ -220,3 +221,60 @@ def test_without_ml_dtypes_the_error_names_the_extra(code):
     assert said.endswith('needs the ml_dtypes package: pip install "simcoll[ml_dtypes]"')
     assert len(said.splitlines()) == 1
     assert done.returncode == (2 if "main" in code else 0)
+
+
+@pytest.mark.parametrize("dtype, p", [(ml_dtypes.float8_e4m3fn, 4), (ml_dtypes.float8_e4m3fn, 8),
+                                      (ml_dtypes.float8_e5m2, 2), (ml_dtypes.float8_e5m2, 4),
+                                      (ml_dtypes.bfloat16, 64)])
+@pytest.mark.parametrize("op", [sc.ReduceOp.SUM, sc.ReduceOp.AVG, sc.ReduceOp.PRODUCT])
+def test_a_low_precision_result_of_zeros_or_an_unreduced_input_is_caught(dtype, p, op):
+    """The bound was 2 p eps sum|x| (or |reference| for products): at or past 1 from
+    e5m2 on 2 ranks, e4m3 on 4, bfloat16 on 64, where any output passed. A sum of p
+    terms in any order is off by at most (p - 1) u sum|x| (u = eps / 2): every ring
+    result passes it, zeros and a rank's own input do not (on 8 ranks e5m2's u = 1/8
+    makes even this bound 7/8 of sum|x|, and an average's or a product's 1 or more)."""
+    data = normal(p, 256, dtype, seed=p)
+    machine = sc.topology.switch(p)
+    res = sc.simulate(machine, "all_reduce", algorithm="ring", data=data, op=op)
+    assert res.correct, res.max_error
+    coll = sc.COLLECTIVES["all_reduce"]
+    zeros = [np.zeros(256, dtype)] * p
+    assert not compare(coll, data, zeros, op, 0)[0]
+    assert not compare(coll, data, list(data), op, 0)[0]
+
+
+def test_tiny_float16_values_zeroed_are_caught():
+    """Sums had an allowance of the smallest normal number on top (6.1e-5 in float16):
+    gradients of about 1e-5 passed as zeros. Additions below it are exact."""
+    rng = np.random.default_rng(0)
+    data = [(rng.standard_normal(64) * 1e-5).astype(np.float16) for _ in range(4)]
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", data=data)
+    assert res.correct
+    coll = sc.COLLECTIVES["all_reduce"]
+    assert not compare(coll, data, [np.zeros(64, np.float16)] * 4, sc.ReduceOp.SUM, 0)[0]
+
+
+@pytest.mark.parametrize("dtype, p", [(np.float16, 10), (np.float32, 10),
+                                      (ml_dtypes.bfloat16, 10), (ml_dtypes.float8_e4m3fn, 3)])
+def test_an_average_of_the_largest_number_may_overflow_as_it_rounds(dtype, p):
+    """Each largest number times 1/p rounded to the dtype, summed: 1/p, the products or
+    the partial sums round up past the largest number (float16: 65504 x 0.0999755859375
+    rounds to 6548, ten of which are 65480, but the partial sums round up, 19644 to 19648
+    and on, until 58976 + 6548 = 65524 rounds to inf; e4m3: 448 x 1/3 rounds to 160, and
+    3 x 160 = 480 is past 448, NaN). The check refused simcoll's own ring for it."""
+    big = float(ml_dtypes.finfo(dtype).max)
+    data = [np.full(16, big).astype(dtype) for _ in range(p)]
+    res = sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring", data=data,
+                      op="avg")
+    assert not np.isfinite(res.outputs[0].astype(np.float64)).all()  # it did overflow
+    assert res.correct
+
+
+def test_a_sum_whose_exact_value_is_the_largest_may_round_past_it():
+    """e5m2: 40960 + 4096 = 45056 rounds to even, 49152; + 12288 = 61440, halfway to
+    the next step past 57344, rounds to infinity. The exact sum is 57344, the largest."""
+    dtype = ml_dtypes.float8_e5m2
+    data = [np.array([v], dtype) for v in (40960.0, 4096.0, 12288.0)]
+    res = sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="naive", data=data)
+    assert np.isinf(res.outputs[0].astype(np.float64)).any()
+    assert res.correct
