@@ -312,3 +312,23 @@ def test_none_is_refused_for_every_required_rate_and_time(name):
             build(**{**fewest, param.name: None})
         tried += 1
     assert tried >= 2
+
+
+def test_a_long_misspelt_spec_is_an_unknown_builder_not_a_system_error():
+    """A spec of more than 255 characters without a slash (rates in GBps) whose builder
+    name is misspelt was tried as a file name: OSError, "File name too long"."""
+    spec = "dgx-h100:nodes=2," + ",".join(f"nvlink_bandwidth={k}GBps" for k in range(30))
+    assert len(spec) > 255 and "/" not in spec
+    with pytest.raises(sc.TopologyError, match=r"unknown topology builder 'dgx-h100' "
+                                               r"\(did you mean 'dgx_h100'\?\)"):
+        sc.topology.from_spec(spec)
+
+
+def test_a_latency_of_minus_zero_is_the_machine_of_zero():
+    """-0.0 passed the latency check and was kept: one machine, two topology hashes
+    (sweep records and plots tell machines apart by them)."""
+    from simcoll.sweep.records import topology_hash
+
+    assert topology_hash(sc.topology.from_spec("switch:4,latency=-0")) == topology_hash(
+        sc.topology.from_spec("switch:4,latency=0"))
+

@@ -223,6 +223,12 @@ def from_astra_dict(data: Any, ctx: Context) -> Topology:
     for i, n in enumerate(npus):
         if not isinstance(n, int) or n < 1:
             raise ctx.error(("npus_count", i), f"expected a whole number >= 1, got {n!r}")
+    for key, values, least, what in (("bandwidth", bandwidth, "> 0", "GB/s per link"),
+                                     ("latency", latency, ">= 0", "ns per link")):
+        for i, value in enumerate(values):
+            if not (math.isfinite(value) and (value > 0 if least == "> 0" else value >= 0)):
+                raise ctx.error((key, i), f"expected a finite number {least} ({what}), "
+                                          f"got {value!r}")
     try:
         return multi_dim(blocks, npus, [b * GB for b in bandwidth], [t / 1e9 for t in latency])
     except TopologyError as exc:

@@ -258,7 +258,7 @@ class Topology:
             back_bandwidth = _check_rate(f"back_bandwidth of link ({u!r}, {v!r})",
                                          back_bandwidth, allow_inf=False)
         latency = real(latency, f"latency of link ({u!r}, {v!r})", error=TopologyError,
-                       what="seconds")
+                       what="seconds") + 0.0  # -0.0 is 0.0: one machine, one hash
         kind = text(kind, f"kind of link ({u!r}, {v!r})", error=TopologyError,
                     what="a label such as 'nvlink', 'pcie' or 'ib'")
         link = Link(u, v, bandwidth, latency, kind, back_bandwidth)

@@ -96,7 +96,10 @@ def is_file_spec(spec: str) -> bool:
     if spec.partition(":")[0].strip() in builders():
         return False
     path = Path(spec)
-    return path.suffix.lower() in FILE_SUFFIXES or path.is_file()
+    try:
+        return path.suffix.lower() in FILE_SUFFIXES or path.is_file()
+    except OSError:  # a name the system cannot take (too long): not a file, then
+        return False
 
 
 def from_spec(spec: str | os.PathLike) -> Topology:
