@@ -239,12 +239,15 @@ def default_algorithm(collective: str) -> str:
 def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
     """The options that say what to simulate (topology, collective, algorithm, ...)."""
     default = "switch" if sweep else "switch:8"
+    examples = ("'switch:{p},bandwidth=100GB/s', 'cluster:nodes={p},gpus_per_node=8', "
+                "'dgx_h100:nodes={p}' ({p}: each value of --ranks), or a topology file "
+                "(one machine)") if sweep else (
+        "switch:8, 'switch:ranks=8,bandwidth=100GB/s,latency=1us', cluster:2x8, "
+        "dgx_h100:nodes=2, torus:4x4, or a topology file")
     parser.add_argument("--topology", default=default, metavar="SPEC",
-                        help=f"a builder or preset with its arguments, e.g. switch:8, "
-                             f"'switch:ranks=8,bandwidth=100GB/s,latency=1us', cluster:2x8, "
-                             f"dgx_h100:nodes=2, torus:4x4, or a topology file (.json, "
-                             f".yaml, .toml, or an ASTRA-sim network .yml); 'simcoll list' "
-                             f"shows every builder (default: {default})")
+                        help=f"a builder or preset with its arguments, e.g. {examples} "
+                             f"(.json, .yaml, .toml, or an ASTRA-sim network .yml); "
+                             f"'simcoll list' shows every builder (default: {default})")
     parser.add_argument("--collective", default="all_reduce",
                         help=f"{', '.join(n for n, c in COLLECTIVES.items() if c.uneven is None)} "
                              f"(default: all_reduce; the v-collectives, whose sizes differ "
