@@ -173,7 +173,7 @@ class Comm:
             _check_tag(self.rank, tag)
         if via is not None:
             self._check_via(via, via)
-        if (delay or wire_bytes is not None) and not _usual(delay, wire_bytes):
+        if not _usual(delay, wire_bytes):
             self._check_send(delay, wire_bytes)
         done = Event(self._env)
         self._post(data, target, tag, done, delay, wire_bytes, ordered, via)
@@ -254,7 +254,7 @@ class Comm:
             source = src if members is None else members[src]
         else:
             source = self._peer(src, "src")
-        if (delay or wire_bytes is not None) and not _usual(delay, wire_bytes):
+        if not _usual(delay, wire_bytes):
             self._check_send(delay, wire_bytes)
         joint = Joint(self._env, 2)
         rt, address, context = self._rt, self._address, self._context
@@ -325,7 +325,7 @@ class Comm:
             raise CommUsageError(f"rank {self.rank}: multicast dsts={dsts!r} is not "
                                  f"accepted; give a list of destination ranks")
         targets = tuple(self._peer(d, "dsts") for d in dsts)
-        if delay:
+        if type(delay) is not float or not 0.0 <= delay < math.inf:
             self._seconds("multicast(delay=...)", delay)
         if not targets:
             raise CommUsageError(f"rank {self.rank}: multicast needs at least one "
@@ -545,7 +545,11 @@ class Comm:
         Raises:
             CommUsageError: ``parts`` is not an integer >= 1.
         """
-        return buffers.split(x, integer(parts, "parts", minimum=1, error=CommUsageError))
+        if not isinstance(x, (np.ndarray, VirtualBuffer)):
+            raise CommUsageError(f"split_buffer of {_described(x)}: give a numpy array or a "
+                                 f"VirtualBuffer")
+        return buffers.split(x, integer(parts, "parts", minimum=1, maximum=2**62,
+                                        error=CommUsageError))
 
     @staticmethod
     def join(chunks: Sequence[Buffer]) -> Buffer:
@@ -586,8 +590,16 @@ class Comm:
     def reducer_of(self, rank: int) -> int | None:
         """The in-network device directly linked to GPU ``rank``, where an in-network
         reduction of its data takes place (the first such device), or None if it has
-        none."""
-        device = self._rt.reducer.get(self.address_of(rank))
+        none.
+
+        Raises:
+            CommUsageError: ``rank`` is not a GPU rank of this communicator.
+        """
+        if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \
+                or not 0 <= rank < self.size:
+            raise CommUsageError(f"rank {self.rank}: reducer_of({rank!r}) needs a GPU rank "
+                                 f"0..{self.size - 1}")
+        device = self._rt.reducer.get(self.address_of(int(rank)))
         if device is None or self._members is None:
             return device
         return self.in_network[device - self._rt.nranks - self._rt.hosts]
@@ -629,8 +641,18 @@ class Comm:
 
     def address_of(self, rank: int) -> int:
         """The machine-wide endpoint address of ``rank`` of this communicator (a GPU's
-        world rank, or an in-network device's address)."""
-        return rank if self._members is None else self._members[rank]
+        world rank, or an in-network device's address).
+
+        Raises:
+            CommUsageError: ``rank`` is not an endpoint of this communicator.
+        """
+        if type(rank) is int and 0 <= rank < self._ranks:
+            return rank if self._members is None else self._members[rank]
+        if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \
+                or not 0 <= rank < self._ranks:
+            raise CommUsageError(f"rank {self.rank}: address_of({rank!r}) names no endpoint "
+                                 f"of this communicator; {self._numbering()}")
+        return int(rank) if self._members is None else self._members[rank]
 
     def world_ranks(self) -> tuple[int, ...]:
         """The world rank of every member of this communicator, in rank order."""

@@ -291,6 +291,23 @@ def _first(comm, call):
     (lambda c: c.compute("1"), r"compute got '1'"),
     (lambda c: c.reduce(np.ones(2), np.ones(2), "zzz"), r"unknown reduction op 'zzz'"),
     (lambda c: c.reduce(np.ones(2), np.ones(2), np.add), r"reduce op=<ufunc 'add'> is not"),
+    # A delay of None (or 0, or False) skipped the check and failed in the engine's sum.
+    (lambda c: c.send(np.ones(2), 1, delay=None), r"send\(delay=...\) got None"),
+    (lambda c: c.sendrecv(np.ones(2), 1, 1, delay=None), r"send\(delay=...\) got None"),
+    (lambda c: c.multicast(np.ones(2), [1], delay=None), r"multicast\(delay=...\) got None"),
+    (lambda c: c.send(np.ones(2), 1, delay=False), r"send\(delay=...\) got False"),
+    # An OverflowError or a TypeError from numpy.
+    (lambda c: (c.split_buffer(np.ones(4), 2**70), c.sleep(0.0))[1],
+     r"parts=1180591620717411303424 is not accepted"),
+    (lambda c: (c.split_buffer(None, 2), c.sleep(0.0))[1],
+     r"split_buffer of a NoneType: give a numpy array or a VirtualBuffer"),
+    # A rank of the group counted from the end, True read as 1, an IndexError; and
+    # reducer_of(100) said None: no in-network reducer.
+    (lambda c: (c.group([0, 1]).address_of(-1), c.sleep(0.0))[1],
+     r"address_of\(-1\) names no endpoint of this communicator; GPU ranks are 0..1"),
+    (lambda c: (c.group([0, 1]).address_of(True), c.sleep(0.0))[1], r"address_of\(True\)"),
+    (lambda c: (c.reducer_of(100), c.sleep(0.0))[1],
+     r"reducer_of\(100\) needs a GPU rank 0..1"),
 ])
 def test_the_communicator_refuses_what_no_run_can_mean(call, match):
     """A negative wire_bytes was counted on the links as given; a negative delay reached
