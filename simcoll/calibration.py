@@ -40,6 +40,7 @@ from simcoll.algorithms.params import Choice, Int, Real
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.comparison import (
     check_picklable,
+    check_row_arguments,
     check_workers,
     geomean_error,
     geomean_line,
@@ -283,6 +284,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
     """
     factory = _factory(build)
+    check_row_arguments(simulate_kwargs)
     coll = table_collective(table, collective)
     if not table.rows:
         raise InvalidInputError("the table has no rows to calibrate against")

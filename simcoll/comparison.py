@@ -217,6 +217,25 @@ def check_simulated(name: str) -> None:
                                 f"parse reads it, compare and calibrate cannot run it")
 
 
+_FROM_ROWS = ("nbytes", "dtype", "op", "root", "src", "dst", "data", "splits")
+"""simulate()'s arguments that each row of a table gives (its size, type, op and root;
+its runs are data-free)."""
+
+
+def check_row_arguments(simulate_kwargs: Mapping[str, Any]) -> None:
+    """Refuse arguments of simulate() that the rows give (:data:`_FROM_ROWS`).
+
+    Raises:
+        InvalidInputError: naming them.
+    """
+    given = [f"{name}=" for name in _FROM_ROWS if name in simulate_kwargs]
+    if given:
+        raise InvalidInputError(f"{', '.join(given)} cannot be given: each row of the table "
+                                f"gives its run's size, type, op and root (and its runs are "
+                                f"data-free); leave {'it' if len(given) == 1 else 'them'} "
+                                f"out")
+
+
 Timed = tuple[float, dict[str, Any]]
 """One size's simulated time (seconds) and run parameters (:attr:`simcoll.Result.params`)."""
 
@@ -433,6 +452,7 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology={topology!r} is not a Topology; build one with "
                                 f"sc.topology (a preset or a builder)")
+    check_row_arguments(simulate_kwargs)
     coll = table_collective(table, collective)
     runs = size_runs(table, coll, topology)
     times = measured_times(table, place)

@@ -169,6 +169,15 @@ def test_bad_input_is_refused_before_simulating(no_simulation):
         sc.compare(machine(), without, place="in_place")
     with pytest.raises(InvalidInputError, match="topology='switch:4' is not a Topology"):
         sc.compare("switch:4", table)
+    # What each row gives: nbytes= and dtype= raised simulate()'s TypeError ("multiple
+    # values"), op= overrode every row's op without a word.
+    for given in ({"nbytes": 8}, {"dtype": "float16"}, {"op": "max"}, {"root": 0}):
+        name = next(iter(given))
+        refused = f"{name}= cannot be given: each row of the table gives"
+        with pytest.raises(InvalidInputError, match=refused):
+            sc.compare(machine(), table, **given)
+        with pytest.raises(InvalidInputError, match=refused):
+            sc.calibrate("switch:4", table, free={"latency": (1e-6, 0, 1e-3)}, **given)
     # One GPU simulates in no time (nccl-tests times a copy): the error was -100% and
     # the report, the geometric mean and calibrate failed with ZeroDivisionError.
     one = NcclTestsTable((row(4096, 4e-6, line=1),), "all_reduce", 1)
