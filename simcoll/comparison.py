@@ -32,6 +32,7 @@ from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
+from simcoll.nccl_tests.tables import NO_REDOP
 from simcoll.ops import ReduceOp
 from simcoll.processes import local_pool
 from simcoll.progress import check_progress, progress_bar
@@ -97,7 +98,8 @@ def simulated_dtype(type_name: str) -> np.dtype[Any]:
     and the FP8 types with ml_dtypes installed), so NCCL's rules for it hold (no FP8
     reduction before Hopper, FP8 rings penalised, SHARP's types); where simcoll has no
     such type, the one of its size among uint8, float16, float32 and float64 (float32
-    for a name not in :data:`simcoll.nccl_tests.ITEMSIZE`)."""
+    for a name not in :data:`simcoll.nccl_tests.ITEMSIZE`, which :func:`size_runs`
+    refuses)."""
     try:
         return as_dtype(_TYPE_NAMES.get(type_name, type_name))
     except InvalidInputError:
@@ -107,8 +109,9 @@ def simulated_dtype(type_name: str) -> np.dtype[Any]:
 
 def simulated_op(redop: str | None) -> ReduceOp | None:
     """The op a row of nccl-tests' ``redop`` is simulated with (:data:`_OPS`); None
-    where it names none (a collective that reduces nothing, a table without the column,
-    a name nccl-tests does not print: the run's default, a sum)."""
+    where it names none (a collective that reduces nothing, a table without the column:
+    the run's default, a sum; a name nccl-tests does not print, which :func:`size_runs`
+    refuses)."""
     return None if redop is None else _OPS.get(redop)
 
 
@@ -134,6 +137,14 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
                                 f"the machine has {topology.nranks}")
     runs = []
     for row in table.rows:
+        if row.type not in ITEMSIZE:
+            raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has type "
+                                    f"{row.type!r}, none nccl-tests prints; known: "
+                                    f"{', '.join(ITEMSIZE)}")
+        if coll.reduces and row.redop not in NO_REDOP and row.redop not in _OPS:
+            raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has redop "
+                                    f"{row.redop!r}, none nccl-tests prints; known: "
+                                    f"{', '.join(_OPS)}")
         dtype = simulated_dtype(row.type)
         nbytes, _, _ = nccl_shape(coll, topology.nranks, row.size, dtype.itemsize)
         root = row.root if coll.rooted and row.root is not None and row.root >= 0 else None

@@ -169,6 +169,15 @@ def test_bad_input_is_refused_before_simulating(no_simulation):
         sc.compare(machine(), without, place="in_place")
     with pytest.raises(InvalidInputError, match="topology='switch:4' is not a Topology"):
         sc.compare("switch:4", table)
+    # A type or redop nccl-tests never prints (a hand-edited log) ran as float32 and as a
+    # sum without a word.
+    out = Measurement(10.0, 0.0, 0.0, None)
+    for typo, words in (({"type": "flaot"}, "has type 'flaot', none nccl-tests prints"),
+                        ({"redop": "xor"}, "has redop 'xor', none nccl-tests prints")):
+        fields = {"type": "float", "redop": "sum", **typo}
+        odd = NcclTestsRow(4096, 1024, fields["type"], fields["redop"], -1, out, None, 9)
+        with pytest.raises(InvalidInputError, match=rf"the row of size 4096 \(line 9\) {words}"):
+            sc.compare(machine(), NcclTestsTable((odd,), "all_reduce", P))
     # What each row gives: nbytes= and dtype= raised simulate()'s TypeError ("multiple
     # values"), op= overrode every row's op without a word.
     for given in ({"nbytes": 8}, {"dtype": "float16"}, {"op": "max"}, {"root": 0}):

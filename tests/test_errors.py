@@ -59,6 +59,9 @@ def arrays(p=4, n=8, dtype=np.float32):
     (dict(data=arrays()[:3] + [np.ones(8, np.float64)]), r"data\[3\].*float64"),
     (dict(data=arrays()[:3] + [[1.0] * 8]), r"data\[3\] is a list"),
     (dict(data=[np.ones((2, 4), np.float32)] * 4), r"shape \(2, 4\).*1-D"),
+    # The mask went unread: masked elements were summed and the run read correct.
+    (dict(data=[np.ma.masked_array(np.ones(8, np.float32), [1] + [0] * 7)] * 4),
+     r"data\[0\] is a MaskedArray, a subclass of numpy's array"),
     (dict(data=np.ones((4, 8))), "list of 4 numpy arrays"),
     (dict(data=[np.array(["a"] * 8)] * 4), "dtype <U1"),
     (dict(nbytes=-8), "nbytes=-8"),
