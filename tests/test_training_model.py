@@ -127,6 +127,9 @@ def test_gpu_rate():
     (lambda: tr.tensor_parallel_layer(tr.gpt(2, 64, 4, 16, 128), sc.topology.switch(3),
                                       tp=3), "tp=3 does not divide the 4 attention heads"),
     (lambda: tr.Layer("x", 5, 1.0, 1.0), "tensors=5 is not accepted"),
+    # Built a block object at a time until memory ran out.
+    (lambda: tr.gpt(2**70, 64, 4, 16, 128), r"layers=1180591620717411303424 is not accepted; "
+                                            r"use an integer >= 1 and <= 10000"),
     (lambda: tr.Layer("x", (1,), 1.0, 1.0, block=1), "block=1 is not accepted"),
     (lambda: tr.Model("m", (1, 2), 1, 1, 1, 1), r"layers\[0\]=1 is not accepted"),
     (lambda: tr.Model("m", tr.gpt(2, 64, 4, 16, 128).layers, 1, 16, 64, 4, precision=None),

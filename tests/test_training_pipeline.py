@@ -96,6 +96,9 @@ def test_schedules_by_hand():
     (("1f1b", 2, 5, 4), "stage=5 is not accepted; use an integer >= 0 and <= 1"),
     (("1f1b", 2, -1, 4), "stage=-1 is not accepted"),
     (("gpipe", 2, 0, 0), "micro_batches=0 is not accepted"),
+    # A schedule of 2**70 micro-batches filled the memory before any error.
+    (("gpipe", 2, 0, 2**70), r"micro_batches=1180591620717411303424 is not accepted; use "
+                             r"an integer >= 1 and <= 100000"),
 ])
 def test_a_schedule_of_what_cannot_run_is_refused(args, match):
     """schedule_of('zb', ...) gave a 1F1B order, and a stage past the last one forward

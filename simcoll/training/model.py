@@ -299,11 +299,16 @@ def _check_head_split(hidden: int, heads: int) -> None:
         raise InvalidInputError(f"hidden={hidden} is not a multiple of heads={heads}")
 
 
+MAX_LAYERS = 10_000
+"""The most blocks a model may have: far beyond any trained (hundreds); a model holds an
+object per block, and a typo of 2**70 built them until memory ran out."""
+
+
 def _shape(layers: int, hidden: int, heads: int, seq_len: int, vocab: int,
            batch: int) -> tuple[int, int, int, int, int, int]:
-    checked = tuple(integer(v, name, minimum=1) for v, name in (
-        (layers, "layers"), (hidden, "hidden"), (heads, "heads"), (seq_len, "seq_len"),
-        (vocab, "vocab"), (batch, "batch")))
+    checked = tuple(integer(v, name, minimum=1, maximum=most) for v, name, most in (
+        (layers, "layers", MAX_LAYERS), (hidden, "hidden", None), (heads, "heads", None),
+        (seq_len, "seq_len", None), (vocab, "vocab", None), (batch, "batch", None)))
     _check_head_split(checked[1], checked[2])  # before the layers divide by it
     return checked  # type: ignore[return-value]
 

@@ -77,7 +77,7 @@ from simcoll.training.model import (
     per_layer_seconds,
     split_blocks,
 )
-from simcoll.training.pipeline import SCHEDULES, schedule_of
+from simcoll.training.pipeline import SCHEDULES, micro_batch_count, schedule_of
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 from simcoll.training.tensor import block_pass
 from simcoll.training.zero import ZeroMemory, zero_memory
@@ -376,7 +376,7 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
     tp = integer(tp, "tp", minimum=1)
     pp = integer(pp, "pp", minimum=1)
     zero_stage = integer(zero_stage, "zero_stage", minimum=0, maximum=3, what="ZeRO stage")
-    m = integer(micro_batches, "micro_batches", minimum=1)
+    m = micro_batch_count(micro_batches)
     if dp * tp * pp != topology.nranks:
         raise InvalidInputError(f"dp x tp x pp = {dp} x {tp} x {pp} = {dp * tp * pp} GPUs, "
                                 f"but {topology.name} has {topology.nranks}; choose sizes "

@@ -35,7 +35,7 @@ from simcoll.topology.graph import Topology
 from simcoll.training.common import buffer_of, check_ranks
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 
-__all__ = ["PipelineStep", "pipeline_step", "schedule_of", "SCHEDULES"]
+__all__ = ["PipelineStep", "pipeline_step", "schedule_of", "SCHEDULES", "micro_batch_count"]
 
 SCHEDULES = ("gpipe", "1f1b")
 
@@ -79,6 +79,20 @@ def check_schedule(schedule: str) -> None:
                                 f"{', '.join(map(repr, SCHEDULES))}")
 
 
+MAX_MICRO_BATCHES = 100_000
+"""The most micro-batches a step may have: a schedule lists every one's forward and
+backward pass per stage, and 2**70 of them filled the memory before any error."""
+
+
+def micro_batch_count(micro_batches: Any) -> int:
+    """``micro_batches`` as an int from 1 to :data:`MAX_MICRO_BATCHES`.
+
+    Raises:
+        InvalidInputError: naming the value and what is accepted.
+    """
+    return integer(micro_batches, "micro_batches", minimum=1, maximum=MAX_MICRO_BATCHES)
+
+
 def schedule_of(schedule: str, stages: int, stage: int,
                 micro_batches: int) -> list[tuple[str, int]]:
     """The order in which ``stage`` runs its passes: ``("F", j)`` is micro-batch j's
@@ -93,7 +107,7 @@ def schedule_of(schedule: str, stages: int, stage: int,
     check_schedule(schedule)
     stages = integer(stages, "stages", minimum=1)
     stage = integer(stage, "stage", minimum=0, maximum=stages - 1)
-    m = integer(micro_batches, "micro_batches", minimum=1)
+    m = micro_batch_count(micro_batches)
     if schedule == "gpipe":
         return [("F", j) for j in range(m)] + [("B", j) for j in reversed(range(m))]
     warmup = min(stages - stage - 1, m)
@@ -202,7 +216,7 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
     topology = check_topology(topology)
     check_schedule(schedule)
     p = integer(stages, "stages", minimum=1)
-    m = integer(micro_batches, "micro_batches", minimum=1)
+    m = micro_batch_count(micro_batches)
     nbytes = integer(activation_bytes, "activation_bytes", minimum=0, what="bytes")
     itemsize = integer(itemsize, "itemsize", minimum=1, what="bytes per element")
     if nbytes % itemsize:
