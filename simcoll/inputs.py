@@ -7,6 +7,7 @@ views that nobody can make writeable, :func:`simcoll.buffers.sealed`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -170,9 +171,11 @@ def check_counters(size: int, p: int, largest: bool = False) -> None:
     """
     if size > largest_input(p):
         subject = f"a rank's input of {size} bytes" if largest else f"nbytes={size}"
+        bound = _COUNTER_LIMIT // (2 * p * p)
+        fix = (f"use {'inputs' if largest else 'nbytes'} < {bound}" if bound > 1 else
+               f"use fewer ranks (at most {math.isqrt(_COUNTER_LIMIT // 4)} for any bytes)")
         raise InvalidInputError(
-            f"{subject} on {p} ranks could overflow the int64 traffic counters; use "
-            f"{'inputs' if largest else 'nbytes'} < {_COUNTER_LIMIT // (2 * p * p)}")
+            f"{subject} on {p} ranks could overflow the int64 traffic counters; {fix}")
 
 
 def largest_input(p: int) -> int:

@@ -150,3 +150,26 @@ def test_the_models_refuse_bytes_for_a_barrier():
         assert _refusal(call) == said + "use nbytes=0"
     assert cost.predict("barrier", "dissemination", p=3, nbytes=0, alpha=A,
                         beta=B) == pytest.approx(2 * A)
+
+
+def test_too_many_ranks_for_any_size_say_so(monkeypatch):
+    """2 p^2 n bytes must stay below 2^63: past p = isqrt(2^61) = 1,518,500,249 no
+    size fits, and the advice was "use nbytes < 0" (on a machine whose memory the
+    system does not tell, which the memory check below would refuse otherwise)."""
+    monkeypatch.setattr("simcoll.cost.physical_memory", lambda: None)
+    with pytest.raises(sc.InvalidInputError, match=r"nbytes=8 on 1518500250 ranks could "
+                                                   r"overflow the int64 traffic counters; "
+                                                   r"use fewer ranks \(at most 1518500249"):
+        sc.cost.traffic("all_reduce", "ring", p=1518500250, nbytes=8)
+
+
+def test_a_query_whose_per_rank_arrays_exceed_the_memory_is_refused(monkeypatch):
+    """p = 759,250,124 passed the counters' check and was killed by the system as its
+    per-rank arrays filled the memory. At 64 bytes a rank, 2^25 ranks need 2 GiB."""
+    monkeypatch.setattr("simcoll.cost.physical_memory", lambda: 2**30)
+    with pytest.raises(sc.InvalidInputError, match=r"p=33554432 ranks: a query's arrays of "
+                                                   r"one entry per rank would need about "
+                                                   r"2.0 GiB, more than this machine's 1.0 GiB"):
+        sc.cost.traffic("all_reduce", "ring", p=2**25, nbytes=8)
+    assert sc.cost.predict("all_reduce", "ring", p=2**20, nbytes=2**20, alpha=1e-6,
+                           beta=1e-9) > 0

@@ -33,6 +33,7 @@ from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
 from simcoll.cost.uneven import uneven_bounds
 from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
 from simcoll.inputs import check_counters
+from simcoll.memory import physical_memory
 from simcoll.uneven import as_splits, check_nbytes, first_partial, whole_number
 
 if TYPE_CHECKING:
@@ -94,12 +95,23 @@ def _entry(collective: str, algorithm: str) -> AlgorithmSpec:
             f"no cost model for {collective}/{algorithm}; known: {known}") from None
 
 
+_PER_RANK_BYTES = 64
+"""What a query holds per rank, about: a few int64 and float64 arrays of p entries (bytes
+sent and received, the models' per-rank terms). Past the machine's memory, a query was
+killed by the system instead of refused."""
+
+
 def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any]:
     """(p, nbytes) checked: an int (a whole number such as 16, 16.0 or a 0-d array of
     one), or for a v-collective a read-only int64 array whose traffic fits the int64
     counters (as ``simulate`` checks)."""
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)) or p < 1:
         raise InvalidInputError(f"p={p!r} is not accepted; use an integer >= 1")
+    physical = physical_memory()
+    if physical is not None and _PER_RANK_BYTES * p > physical:
+        raise InvalidInputError(f"p={p} ranks: a query's arrays of one entry per rank would "
+                                f"need about {_PER_RANK_BYTES * p / 2**30:.1f} GiB, more than "
+                                f"this machine's {physical / 2**30:.1f} GiB; use fewer ranks")
     coll = None if collective is None else get_collective(collective)
     if coll is not None and coll.uneven is not None:
         sizes = check_nbytes(coll, nbytes, int(p))
