@@ -288,6 +288,10 @@ def test_short_dtype_names_get_the_name_numpy_knows(name, meant):
     # refuses the same arguments.
     (lambda: sc.cost.traffic("all_reduce", "ring", p=4, nbytes=64, itemsize=0),
      r"itemsize=0 is not accepted; use an integer >= 1"),
+    # An OverflowError from numpy.
+    (lambda: sc.cost.predict("all_reduce", "ring", p=8, nbytes=2**20, alpha=1e-6, beta=1e-9,
+                             itemsize=2**70),
+     r"itemsize=1180591620717411303424 is not accepted; use an integer >= 1 and <= "),
     (lambda: sc.cost.traffic("all_reduce", "ring", p=4, nbytes=64, itemsize=3),
      r"nbytes=64 is not a multiple of itemsize=3"),
     (lambda: sc.cost.is_exact("all_gatherv", "ring", p=2, nbytes=[8, 6], itemsize=4),

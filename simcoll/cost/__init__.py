@@ -127,7 +127,8 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
 
 def _itemsize(itemsize: Any, nbytes: Any) -> int:
     """``itemsize`` checked: an integer >= 1 that divides every size in ``nbytes``."""
-    itemsize = integer(itemsize, "itemsize", minimum=1, what="bytes per element")
+    itemsize = integer(itemsize, "itemsize", minimum=1, maximum=2**32,
+                       what="bytes per element")
     partial = first_partial(nbytes, itemsize)
     if partial is not None:
         raise InvalidInputError(f"nbytes{partial[0]}={partial[1]} is not a multiple of "
