@@ -590,6 +590,10 @@ def test_workers_and_executor_together_and_bad_factories_are_refused(calls):
         sweep(sc.topology.switch(2), "all_reduce", **GOOD)
     with pytest.raises(sc.InvalidInputError, match="returned a str for p=2, not a Topology"):
         sweep(lambda p: "switch", "all_reduce", **GOOD)
+    # Python's TypeError came from inside the sweep.
+    with pytest.raises(sc.InvalidInputError, match=r"cannot be called with a rank count "
+                                                   r"\(too many positional arguments\)"):
+        sweep(lambda: sc.topology.switch(2), "all_reduce", **GOOD)
     with pytest.raises(sc.UnknownCollectiveError, match="'allreduce'"):
         sweep(sc.topology.switch, "allreduce", **GOOD)
     assert calls == []

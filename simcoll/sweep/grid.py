@@ -9,6 +9,7 @@ never has to be pickled (a lambda works with any number of workers).
 from __future__ import annotations
 
 import importlib
+import inspect
 import itertools
 import json
 from collections.abc import Callable, Iterable
@@ -159,9 +160,23 @@ def _describe(factory: Any) -> str:
     return importable_name(factory) or repr(factory)
 
 
+def _check_callable_with_one(factory: Any) -> None:
+    """Refuse a factory that cannot be called with one rank count (its TypeError came
+    from inside the sweep)."""
+    try:
+        inspect.signature(factory).bind(2)
+    except TypeError as exc:
+        raise InvalidInputError(f"topology factory {_describe(factory)} cannot be called "
+                                f"with a rank count ({exc}); give a function of one "
+                                f"argument, such as sc.topology.switch") from None
+    except ValueError:  # no signature to read (a builtin): calling it will tell
+        pass
+
+
 def _build(factory: Callable[[int], Topology], p: int
            ) -> tuple[Topology | None, dict[str, str] | None]:
     """The topology for ``p`` ranks, or the SimCollError the factory raised for it."""
+    _check_callable_with_one(factory)
     try:
         topology = factory(p)
     except SimCollError as exc:
