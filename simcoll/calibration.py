@@ -666,11 +666,13 @@ def _check_free(factory: Factory, free: Mapping[str, tuple[float, float, float]]
                 f"numeric one of the algorithm; the builder takes "
                 f"{', '.join(params) or 'none'}"
                 + (f", the algorithm {', '.join(sorted(numeric))}" if numeric else ""))
-        try:
-            initial, low, high = (float(v) for v in spec)
-        except (TypeError, ValueError):
+        numbers = isinstance(spec, (tuple, list)) and len(spec) == 3 and all(
+            isinstance(v, (int, float, np.integer, np.floating))
+            and not isinstance(v, (bool, np.bool_)) for v in spec)
+        if not numbers:
             raise InvalidInputError(f"free[{name!r}] = {spec!r} is not (initial, low, "
-                                    f"high)") from None
+                                    f"high), three numbers")
+        initial, low, high = (float(v) for v in spec)
         if not math.isfinite(initial):
             raise InvalidInputError(f"free[{name!r}]: initial {initial!r} is not a finite "
                                     f"number")

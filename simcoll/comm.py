@@ -390,6 +390,9 @@ class Comm:
                 raise CommUsageError(f"rank {self.rank}: cannot reduce "
                                      f"{_described(a)} with {_described(b)}; give two arrays "
                                      f"of one shape and dtype (as a data-free run must)")
+            if a.dtype.kind not in "iufV":  # strings and bools: no reduction op of theirs
+                raise CommUsageError(f"rank {self.rank}: cannot reduce {a.dtype} arrays; "
+                                     f"reduce integers or floats")
             out = frozen(op(a, b))
         if shared.__class__ is not bool:
             raise CommUsageError(f"rank {self.rank}: reduce shared={shared!r} is not "

@@ -152,6 +152,9 @@ GOOD = {"bandwidth": (1e11, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)}
     ({"bandwidth": (1e11, 1e12, 1e9)}, "need finite low < high"),
     ({"bandwidth": (1e11, 1e9, math.inf)}, "need finite low < high"),
     ({"bandwidth": (1e11, 1e9)}, r"is not \(initial, low, high\)"),
+    # True ran as the bound 1, a string as the initial value.
+    ({"bandwidth": (1e11, True, 1e12)}, r"is not \(initial, low, high\), three numbers"),
+    ({"bandwidth": ("1e11", 1e9, 1e12)}, r"is not \(initial, low, high\), three numbers"),
     ({}, "at least one constant"),
     ({**GOOD, "bandwidth": (1e11, -1.0, 1e12)}, r"free\['bandwidth'\]: the machine cannot be built "
                                         r"at the bound -1: bandwidth=-1.0 is not accepted"),

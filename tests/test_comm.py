@@ -291,6 +291,10 @@ def _first(comm, call):
     (lambda c: c.compute("1"), r"compute got '1'"),
     (lambda c: c.reduce(np.ones(2), np.ones(2), "zzz"), r"unknown reduction op 'zzz'"),
     (lambda c: c.reduce(np.ones(2), np.ones(2), np.add), r"reduce op=<ufunc 'add'> is not"),
+    # Strings were concatenated ('aa'), bools or-ed.
+    (lambda c: c.reduce(np.array(["a"]), np.array(["a"]), "sum"),
+     r"cannot reduce <U1 arrays; reduce integers or floats"),
+    (lambda c: c.reduce(np.ones(2, bool), np.ones(2, bool), "sum"), r"cannot reduce bool"),
     # A delay of None (or 0, or False) skipped the check and failed in the engine's sum.
     (lambda c: c.send(np.ones(2), 1, delay=None), r"send\(delay=...\) got None"),
     (lambda c: c.sendrecv(np.ones(2), 1, 1, delay=None), r"send\(delay=...\) got None"),
