@@ -686,6 +686,9 @@ def test_load_results_reads_back_what_the_sweep_returned(tmp_path):
         load_results(tmp_path)
     with pytest.raises(sc.InvalidInputError, match="does not exist"):
         load_results(tmp_path / "missing.jsonl")
+    if os.path.exists(os.devnull):  # it exists; it is no file of records ("does not exist")
+        with pytest.raises(sc.InvalidInputError, match="is not a regular file"):
+            load_results(os.devnull)
 
 
 # --- real processes: SIGKILL and Ctrl-C ----------------------------------------------------

@@ -120,7 +120,9 @@ def load_results(path: str | os.PathLike[str]) -> SweepResults:
     """
     resolved = file_path(path, "path", example="sweep.jsonl")
     if not resolved.is_file():
-        raise InvalidInputError(f"path={str(path)!r} does not exist")
+        raise InvalidInputError(f"path={str(path)!r} " + (
+            "is not a regular file; give a sweep's file" if resolved.exists() else
+            "does not exist"))
     if resolved.suffix.lower() == ".csv":
         raise InvalidInputError(f"path={str(path)!r} is a CSV table (simcoll sweep "
                                 f"--output x.csv), without per-rank or per-link bytes; "
