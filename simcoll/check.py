@@ -27,9 +27,11 @@ the dtype's largest finite number (the magnitudes add up, for AVG once scaled, o
 factors above 1 multiply, past it once rounded q times), some order of the reduction
 overflows: an element may then come out infinite or NaN (float16's 60000 + 60000 - 60000
 summed left to right; fp8 e4m3 has no infinity and gives NaN), and a finite one must
-still lie within the bound. Where the reference is infinite or NaN (the inputs hold
-infinities or NaNs) every order of the reduction gives that same value, so it must match
-exactly.
+still lie within the bound. Where the reference is infinite or NaN, an element must
+match it, or be another infinite or NaN value where the finite inputs' partial results
+can overflow or (for products) underflow to 0, which other orders turn into NaN
+(inf - inf, 0 x inf); where every input is finite, the float64 reference itself
+overflowed where the exact value need not, and the element is not checked.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
 of :data:`_BLOCK` elements, so temporaries stay in cache, the blocks spread over up to
@@ -45,6 +47,7 @@ underflow term, is computed only for the elements that are not.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -238,17 +241,56 @@ def _equal(out: np.ndarray, ref: np.ndarray, moved: bool) -> np.ndarray:
     return same
 
 
-def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray,
-              overflow: np.ndarray) -> np.ndarray:
-    """Per element of a rounded reduction, as :func:`_bounded` judges it: within its
-    limit (or not finite where the reduction may overflow), and the very value where
-    the reference itself is not finite."""
+def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.ndarray,
+              odd: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Per element of a rounded reduction: within its limit, or not finite where the
+    reduction may overflow (:func:`_within`). Where the reference itself is not finite
+    (``odd(mask)`` tells, for those elements, whether every input is finite and whether
+    another infinite or NaN value is possible, :func:`_non_finite_cases`): that same
+    value; another infinite or NaN value where the finite inputs' partial results can
+    overflow (float16's inf - 60000 - 60000 is inf left to right, but -60000 - 60000 =
+    -inf first gives inf - inf = NaN) or a product of them underflow to 0 (0 x inf is
+    NaN); anything where every input is finite, as the reference then overflowed in
+    float64 itself where the exact value need not (1.5e308 + 1.5e308 - 1.5e308)."""
     error = np.abs(out.astype(ref.dtype) - ref)
     ok = _within(error, out, limit, overflow)
     finite = np.isfinite(ref)
     if not finite.all():
-        ok = np.where(finite, ok, _equal(out.astype(ref.dtype), ref, moved=False))
+        mask = ~finite
+        same = _equal(out[mask].astype(ref.dtype), ref[mask], moved=False)
+        if not same.all():
+            all_finite, other = odd(mask)
+            same |= all_finite | (other & ~np.isfinite(out[mask]))
+        ok[mask] = same
     return ok
+
+
+def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
+                      rank: int, where: np.ndarray | None, mask: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """For the output elements of rank ``rank`` at flat indices ``where`` (all, if None)
+    picked by ``mask``: whether every input is finite, and whether the finite inputs'
+    partial results can overflow or, for a product, underflow to 0."""
+    chosen = np.flatnonzero(mask) if where is None else where[mask]
+    eps, tiny, largest = float_info(inputs[0].dtype)
+    grown = (1 + eps / 2) ** (len(inputs) - 1)
+
+    def reduced(of: Callable[[list[np.ndarray]], list[np.ndarray]],
+                how: ReduceOp) -> np.ndarray:
+        return np.asarray(_picked(coll, of, inputs, how, root, rank, chosen))
+
+    all_finite = reduced(_non_finite, ReduceOp.MAX) == 0
+    if op is ReduceOp.PRODUCT:
+        big = reduced(lambda xs: [np.where(np.isfinite(x), np.maximum(np.abs(x), 1.0), 1.0)
+                                  .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
+        small = reduced(lambda xs: [np.where(np.isfinite(x), np.minimum(np.abs(x), 1.0), 1.0)
+                                    .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
+        return all_finite, (big * grown > largest) | (small < eps * tiny)
+    total = reduced(lambda xs: [np.where(np.isfinite(x), np.abs(x), 0.0).astype(np.float64)
+                                for x in xs], ReduceOp.SUM)
+    if op is ReduceOp.AVG:
+        total = total * abs(_avg_scale(inputs[0].dtype, len(inputs)))
+    return all_finite, total * grown > largest
 
 
 def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op: ReduceOp,
@@ -261,7 +303,7 @@ def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op
                                                                           ReduceOp.MAX)
     bounds = _bounds(coll, inputs, op, root, refs) if rounded else [None] * len(refs)
     wrong = 0
-    for out, ref, bound in zip(outputs, refs, bounds):
+    for rank, (out, ref, bound) in enumerate(zip(outputs, refs, bounds)):
         if ref is None:
             continue
         if not isinstance(out, np.ndarray) or out.shape != ref.shape or \
@@ -270,7 +312,8 @@ def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op
         elif bound is None:
             wrong += int(np.count_nonzero(~_equal(out, ref, moved=not coll.reduces)))
         else:
-            wrong += int(np.count_nonzero(~_verdicts(out, ref, *bound)))
+            wrong += int(np.count_nonzero(~_verdicts(out, ref, *bound, functools.partial(
+                _non_finite_cases, coll, inputs, op, root, rank, None))))
     return wrong
 
 
@@ -283,7 +326,7 @@ def _largest(error: np.ndarray) -> float:
 def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: np.ndarray,
              op: ReduceOp, root: int, rank: int) -> tuple[bool, float]:
     """Compare rank ``rank``'s floating-point reduction with its reference under the
-    rounding bound (exactly where the reference is not finite)."""
+    rounding bound (:func:`_verdicts`)."""
     p = len(inputs)
     scale = _quick(op, p, inputs[0].dtype, ref.dtype)
     # |out - ref|, |ref| and the bound computed in place: each pass reuses its array.
@@ -295,8 +338,7 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     all_finite = worst < math.inf or bool(np.isfinite(ref).all())
     if not all_finite:
         finite = np.isfinite(ref)
-        wide = out.astype(ref.dtype)
-        exact = (wide == ref) | (np.isnan(wide) & np.isnan(ref))
+        exact = _equal(out.astype(ref.dtype), ref, moved=False)
         error = np.where(finite, error, np.where(exact, 0.0, np.inf))
         worst = _largest(error)
     # A lower bound of the bound (for sums |sum x| <= sum |x|; the offset left out): an
@@ -308,13 +350,19 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
         within = np.where(finite, within, exact)
     if within.all():
         return True, worst
-    if not all_finite and not np.all(within | finite):
-        return False, worst
     where = np.flatnonzero(~within)
     reach = _picked(coll, _reach(op), inputs, op, root, rank, where)
-    limit, overflow = _allowed(op, p, inputs[0].dtype, ref.reshape(-1)[where], reach)
-    return bool(np.all(_within(error.reshape(-1)[where], out.reshape(-1)[where], limit,
-                               overflow))), worst
+    picked = ref.reshape(-1)[where]
+    limit, overflow = _allowed(op, p, inputs[0].dtype, picked, reach)
+    return bool(np.all(_verdicts(out.reshape(-1)[where], picked, limit, overflow,
+                                 functools.partial(_non_finite_cases, coll, inputs, op, root,
+                                                   rank, where)))), worst
+
+
+def _non_finite(inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """1.0 where an input is infinite or NaN, else 0.0 (reduced by MAX: whether any input
+    of an output element is)."""
+    return [(~np.isfinite(x)).astype(np.float64) for x in inputs]
 
 
 def _picked(coll: Collective, of: Callable[[list[np.ndarray]], Sequence],

@@ -441,9 +441,9 @@ class Runtime:
         pool.planning = False
         bandwidth = self.reduce_bandwidth[endpoint]
         self._advance(pool, bandwidth)
-        now, sharing = self.env._now, len(pool.jobs) / bandwidth
-        finished = [job for job in pool.jobs
-                    if job.left <= 1e-9 * job.nbytes or now + job.left * sharing <= now]
+        now, sharing = self.env._now, len(pool.jobs)
+        finished = [job for job in pool.jobs if job.left <= 1e-9 * job.nbytes
+                    or now + job.left * sharing / bandwidth <= now]
         if finished:
             pool.jobs = [job for job in pool.jobs if job not in finished]
             for job in finished:

@@ -310,3 +310,28 @@ def test_wrong_elements_counts_where_the_reference_is_infinite_too():
         assert check.wrong_elements(coll, inputs, [out, out], SUM, 0) == 2
         right = np.array([np.inf, 2.0], np.float32)
         assert check.wrong_elements(coll, inputs, [right, right], SUM, 0) == 0
+
+
+def test_a_non_finite_reference_allows_what_other_orders_give():
+    """The reference is one order; where it is not finite, others may differ. float16:
+    inf - 60000 - 60000 is inf left to right, but -60000 - 60000 first overflows to
+    -inf, and inf - inf is NaN; inf x 1e-4 x 1e-4 is inf, but 1e-4 x 1e-4 underflows to
+    0 and 0 x inf is NaN; float64: (x + x) / 2 overflows for x = 1.5e308, where x / 2 +
+    x / 2 gives x. simcoll's own ring gives these and was refused. A finite value where
+    an infinite input makes the result infinite is still wrong, and so is -inf where
+    nothing can overflow."""
+    coll = COLLECTIVES["all_reduce"]
+    f16 = [np.array([v], np.float16) for v in (np.inf, -60000.0, -60000.0)]
+    nan16 = [np.array([np.nan], np.float16)] * 3
+    with np.errstate(invalid="ignore", over="ignore"):
+        assert compare(coll, f16, nan16, SUM, 0)[0]
+        assert not compare(coll, f16, [np.array([5.0], np.float16)] * 3, SUM, 0)[0]
+        tiny = [np.array([v], np.float16) for v in (np.inf, 1e-4, 1e-4)]
+        assert compare(coll, tiny, nan16, ReduceOp.PRODUCT, 0)[0]
+        big = [np.array([1.5e308]), np.array([1.5e308])]
+        assert compare(coll, big, [np.array([1.5e308])] * 2, ReduceOp.AVG, 0)[0]
+        one = [np.array([np.inf, 1.0], np.float32), np.array([1.0, 1.0], np.float32)]
+        minus = np.array([-np.inf, 2.0], np.float32)
+        assert not compare(coll, one, [minus, minus], SUM, 0)[0]
+        assert check.wrong_elements(coll, f16, nan16, SUM, 0) == 0
+        assert check.wrong_elements(coll, f16, [np.array([5.0], np.float16)] * 3, SUM, 0) == 3

@@ -10,6 +10,7 @@ import inspect
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -516,8 +517,12 @@ def test_interrupt_is_one_line_and_status_130(capsys, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr("simcoll.cli.run.simulate", stop)
+    handler = signal.getsignal(signal.SIGINT)
     status, _, err = cli(capsys, "run", "--size", "1K")
     assert status == 130 and err == "simcoll run: interrupted\n"
+    # main() in a test or a notebook hands Ctrl-C back to its caller's handler (it was
+    # left to the signal's default, which kills the process the next time)
+    assert signal.getsignal(signal.SIGINT) is handler
 
 
 def test_out_of_memory_is_one_line_naming_ranks_and_status_2(capsys):

@@ -57,13 +57,20 @@ def _quiet_stdout() -> None:
         pass
 
 
-def _second_interrupt_ends() -> None:
-    """Let another Ctrl-C end the process as the signal does, without a traceback: the
-    first one's work (saving what was asked, stopping workers) is done by now."""
+def _interrupted(command: str) -> int:
+    """Say that ``command`` was interrupted; a second Ctrl-C meanwhile ends the process as
+    the signal does, without a traceback (the first one's work, saving what was asked and
+    stopping workers, is done by now). The caller's handler is back on return."""
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
     except ValueError:  # not the main thread: nothing to change
-        pass
+        previous = None
+    try:
+        print(f"simcoll {command}: interrupted", file=sys.stderr)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return INTERRUPTED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,9 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         return CLOSED_PIPE
     except KeyboardInterrupt:
-        _second_interrupt_ends()
-        print(f"simcoll {args.command}: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return _interrupted(args.command)
     except MemoryError:
         hint = ("a smaller --size" if args.command == "demo" else
                 "fewer ranks (algorithms that send to every rank at once, such as naive and "

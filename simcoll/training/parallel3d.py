@@ -230,8 +230,9 @@ class _Config:
 def _groups(comm: Comm, pl: Placement, d: int, s: int, t: int) -> tuple[Any, ...]:
     """This GPU's tensor-parallel group and data-parallel streams (reduce, gather).
 
-    A group's matching context depends only on its members, and each stream is the
-    group's first or second fresh context, so the members agree on all of them."""
+    A group's matching context depends on its members and on how many groups over them
+    the rank made before (once each here), and each stream is the group's first or
+    second fresh context, so the members agree on all of them."""
     tp_group = None
     if pl.tp > 1:
         tp_group = comm.group([pl.rank(d, s, tt) for tt in range(pl.tp)]).fresh_context()
