@@ -1,37 +1,38 @@
 """Compare a simulation's outputs with the numpy reference.
 
-Integer results and data movement (gather, broadcast, all-to-all, ...) must match exactly
-(moved floats with the sign of their zeros): integer arithmetic in a fixed dtype is
-modular, so any reduction order gives the same bits. Floating-point reductions are
-checked against a reference computed in float64 (in the input's own dtype if it is wider,
-such as ``longdouble``) and may differ from it by what rounding can do, each dtype in its
-own precision (u: its unit roundoff, eps / 2, from ``ml_dtypes.finfo`` for bfloat16 and
-fp8, which ``np.finfo`` does not know; r: the reference's; q = p - 1 operations): for
-SUM every element must lie within ``q (u + r) sum_i |x_i|`` of it (a sum of p terms in
-any order is off by at most ``q u sum |x_i|``, Jeannerod and Rump 2013, with no term for
-underflow: additions below the smallest normal number are exact; the float64 reference
-is off by its own share); for AVG, whose inputs are each scaled by c = 1/p rounded to the
-dtype before they are summed, as NCCL does for floating dtypes, within ``q u sum |c x_i|
-+ (u |c| + |c - 1/p|) sum |x_i|`` plus half a subnormal step per input (a product below
-the smallest normal number rounds by that much) and the reference's share; for PRODUCT
-within ``((1 + u)^q - 1) |reference| + q eta (1 + u)^q prod_i max(1, |x_i|)``: each of
-the q multiplications rounds by a factor within u of 1 and, where its result falls below
-the smallest normal number (gradual underflow), by up to ``eta = eps * smallest normal``
-more (the smallest subnormal step; Higham 2002, chapter 2), which the factors multiplied
-in later can grow by at most their product where it exceeds 1. MIN and MAX are exact.
-In fp8 even this bound is wide: with e4m3's u = 1/16, a sum over 8 ranks may be off by
-7/16 of ``sum |x_i|``, so an output of zeros passes wherever ``|sum x_i|`` is below that
-(the bound the check used before 2026-12-05, ``2 p eps sum |x_i|``, let every fp8 output
-pass). Where the partial results can pass
-the dtype's largest finite number (the magnitudes add up, for AVG once scaled, or the
-factors above 1 multiply, past it once rounded q times), some order of the reduction
-overflows: an element may then come out infinite or NaN (float16's 60000 + 60000 - 60000
-summed left to right; fp8 e4m3 has no infinity and gives NaN), and a finite one must
-still lie within the bound. Where the reference is infinite or NaN, an element must
-match it, or be another infinite or NaN value where the finite inputs' partial results
-can overflow or (for products) underflow to 0, which other orders turn into NaN
-(inf - inf, 0 x inf); where every input is finite, the float64 reference itself
-overflowed where the exact value need not, and the element is not checked.
+Integer results and data movement (gather, broadcast, all-to-all, ...) must match
+exactly (moved floats with the sign of their zeros): integer arithmetic in a fixed dtype
+is modular, so any reduction order gives the same bits. Floating-point reductions are
+checked against a reference computed in float64 (in the input's own dtype if it is
+wider, such as ``longdouble``) and may differ from it by what rounding can do, each
+dtype in its own precision (u: its unit roundoff, eps / 2, from ``ml_dtypes.finfo`` for
+bfloat16 and fp8, which ``np.finfo`` does not know; r: the reference's; q = p - 1
+operations): for SUM every element must lie within ``q (u + r) sum_i |x_i|`` of it (a
+sum of p terms in any order is off by at most ``q u sum |x_i|``, Jeannerod and Rump
+2013, with no term for underflow: additions below the smallest normal number are exact;
+the float64 reference is off by its own share); for AVG, whose inputs are each scaled by
+c = 1/p rounded to the dtype before they are summed, as NCCL does for floating dtypes,
+within ``q u sum |c x_i| + (u |c| + |c - 1/p|) sum |x_i|`` plus half a subnormal step
+per input (a product below the smallest normal number rounds by that much) and the
+reference's share; for PRODUCT within ``((1 + u)^q - 1) |reference| + q eta (1 + u)^q
+prod_i max(1, |x_i|)``: each of the q multiplications rounds by a factor within u of 1
+and, where its result falls below the smallest normal number (gradual underflow), by up
+to ``eta = eps * smallest normal`` more (the smallest subnormal step; Higham 2002,
+chapter 2), which the factors multiplied in later can grow by at most their product
+where it exceeds 1. MIN and MAX are exact. In fp8 even this bound is wide: with e4m3's u
+= 1/16, a sum over 8 ranks may be off by 7/16 of ``sum |x_i|``, so an output of zeros
+passes wherever ``|sum x_i|`` is below that (the bound the check used before 2026-12-05,
+``2 p eps sum |x_i|``, reached ``sum |x_i|`` from 2 ranks in e5m2 and 4 in e4m3, so that
+zeros or a rank's own input passed). Where the partial results can pass the dtype's
+largest finite number (the magnitudes add up, for AVG once scaled, or the factors above
+1 multiply, past it once rounded q times), some order of the reduction overflows: an
+element may then come out infinite or NaN (float16's 60000 + 60000 - 60000 summed left
+to right; fp8 e4m3 has no infinity and gives NaN), and a finite one must still lie
+within the bound. Where the reference is infinite or NaN, an element must match it, or
+be another infinite or NaN value where the finite inputs' partial results can overflow
+or (for products) underflow to 0, which other orders turn into NaN (inf - inf, 0 x inf);
+where every input is finite, the float64 reference itself overflowed where the exact
+value need not, and the element is not checked.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
 of :data:`_BLOCK` elements, so temporaries stay in cache, the blocks spread over up to
