@@ -671,16 +671,15 @@ class Comm:
         members = None if self._members is None else self._members[:self.size]
         return Comm(self._rt, self.rank, members, context)
 
-    def agree(self, what: str, value: Any, show: Callable[[Any], str] = str,
-              about: str = "arguments") -> None:
-        """Check that every member says the same ``value`` about ``about`` in this
-        matching context (the arguments of a started collective): the first to say it
-        sets it. ``show`` writes a value for the message, only where two differ.
+    def agree(self, what: str, value: Any, show: Callable[[Any], str] = str) -> None:
+        """Check that every member says the same ``value`` in this matching context (the
+        arguments of a started collective): the first to say it sets it. ``show`` writes
+        a value for the message, only where two differ.
 
         Raises:
             CommUsageError: this rank says something else than the first did.
         """
-        first, said = self._rt.first_said(("agree", self._context, about), self.rank, value)
+        first, said = self._rt.first_said(("agree", self._context), self.rank, value)
         if said != value:
             raise CommUsageError(f"rank {self.rank}: {what} with {show(value)} where rank "
                                  f"{first} started it with {show(said)}; every member must "

@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 __all__ = ["start_collective"]
 
 
-_MAY_COME_EMPTY = ("barrier", "broadcast", "scatter")
-"""Collectives a rank may start with ``x=None``: a barrier's ranks, and the ranks of a
-broadcast or scatter that receive what the root has (a reduce's output elsewhere)."""
+_MAY_COME_EMPTY = ("barrier",)
+"""Collectives a rank may start with ``x=None``: a barrier's ranks. Every rank of a
+broadcast or scatter passes a buffer of the root's count and dtype, as torch's do (only
+the root's contents are read; its algorithms size their steps by it on every rank)."""
 
 
 def _dtype(x: Any) -> Any:
@@ -138,15 +139,11 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         kwargs["splits"] = shape
     sub = comm.fresh_context()
     # Every member passes a buffer of one count and dtype (NCCL's count and datatype),
-    # but for the v-collectives, whose sizes differ by rank (one dtype), and where some
-    # may pass None (broadcast, scatter, barrier: those that pass a buffer agree).
+    # but for the v-collectives, whose sizes differ by rank (one dtype), and a barrier.
     buffer = None if coll.name in _MAY_COME_EMPTY else \
         (None if coll.uneven is not None else count, str(_dtype(x)))
     said: Said = (coll.name, buffer, algorithm, tuple(sorted(kwargs.items())))
     sub.agree("started a collective", said, _arguments)
-    if x is not None and coll.name in _MAY_COME_EMPTY:
-        sub.agree(f"started {coll.name}", (count, str(_dtype(x))),
-                  lambda shape: f"a buffer of {_buffer(shape)}", about="buffer")
     if spec.in_network is not None:
         # The in-network devices' programs (NCCL's NVSwitches, SHARP switches): started
         # once, by the first member to start the collective.

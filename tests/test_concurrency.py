@@ -93,7 +93,8 @@ def node_groups_then_leaders(comm: Comm, x, *, op=sc.ReduceOp.SUM):
     if local.rank == 0:
         leaders = comm.group([nodes.index(k) for k in sorted(set(nodes))])
         reduced = yield leaders.all_reduce(reduced, algorithm="ring", op=op.combining)
-    return (yield local.broadcast(reduced, root=0))
+    # every rank passes a buffer (the non-roots' contents are not read), as in torch
+    return (yield local.broadcast(x if reduced is None else reduced, root=0))
 
 
 def test_started_collectives_work_on_groups():
@@ -195,10 +196,10 @@ def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
     ("v dtype", r"rank 1: started a collective with all_to_allv of float64 elements, "
                 r".* where rank 0 started it with all_to_allv of float32 elements"),
     # A non-root's broadcast buffer of another dtype or count went unread.
-    ("broadcast dtype", r"rank 1: started broadcast with a buffer of 4 float64 elements "
-                        r"where rank 0 started it with a buffer of 4 float32 elements"),
-    ("broadcast count", r"rank 1: started broadcast with a buffer of 5 float32 elements "
-                        r"where rank 0 started it with a buffer of 4 float32 elements"),
+    ("broadcast dtype", r"rank 1: started a collective with broadcast of 4 float64 "
+                        r"elements.* where rank 0 started it with broadcast of 4 float32"),
+    ("broadcast count", r"rank 1: started a collective with broadcast of 5 float32 "
+                        r"elements.* where rank 0 started it with broadcast of 4 float32"),
     ("op", r"rank 1: started a collective with all_reduce .*op='SUM' where rank 0 "
            r".*op='MAX'"),
     ("algorithm", r"rank 1: started a collective with all_reduce of 4 float32 elements, "
@@ -252,6 +253,30 @@ def test_a_started_collective_needs_a_buffer(x):
     with pytest.raises(sc.AlgorithmError, match=r"rank 0: all_reduce needs x, this rank's "
                                                  r"buffer \(a numpy array or a VirtualBuffer\)"):
         sc.run_program(network(2), program)
+
+
+@pytest.mark.parametrize("collective, algorithm", [
+    ("scatter", "binomial"), ("broadcast", "pipeline"), ("broadcast", "scatter_allgather"),
+    ("broadcast", "binomial")])
+def test_a_broadcast_or_scatter_needs_a_buffer_on_every_rank(collective, algorithm):
+    """Non-roots were allowed x=None, which only a binomial broadcast read past; the
+    others failed inside a rank with a TypeError. Every rank passes a buffer, as torch's
+    do (only the root's contents are read)."""
+    def program(comm):
+        x = np.arange(8.0) if comm.rank == 0 else None
+        return (yield comm.collective(collective, x, algorithm=algorithm))
+    with pytest.raises(sc.AlgorithmError, match=rf"rank 1: {collective} needs x, this rank's "
+                                                 r"buffer"):
+        sc.run_program(network(2), program)
+
+    def everyone(comm):
+        x = np.arange(8.0) if comm.rank == 0 else np.zeros(8)
+        return (yield comm.collective(collective, x, algorithm=algorithm))
+    outputs = sc.run_program(network(2), everyone).outputs
+    expected = [np.arange(4.0), np.arange(4.0, 8.0)] if collective == "scatter" else \
+        [np.arange(8.0)] * 2
+    for out, want in zip(outputs, expected):
+        np.testing.assert_array_equal(out, want)
 
 
 def overlap_step(comm: Comm, x, *, compute):
