@@ -324,6 +324,9 @@ class Comparison:
             algorithm chose included.
         wrong: the sizes whose ``#wrong`` was above 0 (nccl-tests found wrong values
             there); compared all the same, and named in the report.
+        settings: each row's element type, redop and root as the table printed them
+            (a table of ``-d all`` or ``-o all`` holds a size once per type or op; the
+            report then shows them).
     """
 
     collective: str
@@ -338,6 +341,7 @@ class Comparison:
     busbw_factor: float
     params: tuple[Mapping[str, Any], ...] = field(hash=False)
     wrong: tuple[int, ...] = ()
+    settings: tuple[tuple[str, str | None, int | None], ...] = ()
 
     @property
     def error(self) -> tuple[float, ...]:
@@ -370,14 +374,22 @@ class Comparison:
         with ``#wrong`` above 0."""
         named = " ".join(k for k in CHOICES if any(k in p for p in self.params))
         width = size_width(self.sizes)
-        lines = [" " * width + "        time (us)                     busbw (GB/s)",
-                 f"{'size':>{width}}     measured   simulated     error     measured   "
+        # Where rows differ in type, redop or root (-d all, -o all), each row says its own.
+        varied = len(set(self.settings)) > 1
+        shown = [f"{t} {op or '-'} {'-' if root is None or root < 0 else root}"
+                 for t, op, root in self.settings] if varied else [""] * len(self.sizes)
+        pad = max(len("type redop root"), *map(len, shown)) if varied else 0
+        head = f"{'type redop root':<{pad}}  " if varied else ""
+        lines = [" " * width + " " * len(head) + "        time (us)                     "
+                 "busbw (GB/s)",
+                 f"{'size':>{width}}  {head}   measured   simulated     error     measured   "
                  f"simulated  " + named]
-        for size, m, s, e, bm, bs, chosen in zip(
-                self.sizes, self.measured, self.simulated, self.error, self.measured_busbw,
-                self.simulated_busbw, self.choices):
-            lines.append(f"{size:>{width}d}  {m * 1e6:>11.2f} {s * 1e6:>11.2f}  {e:>+8.1%}  "
-                         f"{bm / 1e9:>11.2f} {bs / 1e9:>11.2f}  {chosen}")
+        for size, what, m, s, e, bm, bs, chosen in zip(
+                self.sizes, shown, self.measured, self.simulated, self.error,
+                self.measured_busbw, self.simulated_busbw, self.choices):
+            label = f"{what:<{pad}}  " if varied else ""
+            lines.append(f"{size:>{width}d}  {label}{m * 1e6:>11.2f} {s * 1e6:>11.2f}  "
+                         f"{e:>+8.1%}  {bm / 1e9:>11.2f} {bs / 1e9:>11.2f}  {chosen}")
         lines = [line.rstrip() for line in lines]
         lines += [""] + geomean_line(
             "geometric-mean |time error|", [self.error], [""],
@@ -417,7 +429,8 @@ class Comparison:
                 "measured_busbw": list(self.measured_busbw),
                 "simulated_busbw": list(self.simulated_busbw),
                 "busbw_factor": self.busbw_factor,
-                "params": [dict(p) for p in self.params], "wrong": list(self.wrong)}
+                "params": [dict(p) for p in self.params], "wrong": list(self.wrong),
+                "settings": [list(x) for x in self.settings]}
 
 
 def wrong_note(sizes: Sequence[int], then: str) -> str:
@@ -478,4 +491,5 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
                       table.sizes, tuple(times), tuple(t for t, _ in timed),
                       tuple(row.measurement(place).busbw * 1e9 for row in table.rows),
                       float(coll.busbw_factor(topology.nranks)),
-                      tuple(params for _, params in timed), table.wrong_sizes(place))
+                      tuple(params for _, params in timed), table.wrong_sizes(place),
+                      tuple((row.type, row.redop, row.root) for row in table.rows))

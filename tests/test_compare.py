@@ -771,3 +771,22 @@ def test_a_log_of_other_hosts_than_the_machines_nodes_is_noted(capsys, tmp_path)
     assert "the log's 8 ranks ran on 2 host(s), the machine's GPUs sit on 1 node(s)" in out
     status, out, _ = cli(capsys, "compare", str(log), "--topology", "cluster:2x4")
     assert status == 0 and "host(s)" not in out
+
+
+def test_a_table_of_several_types_or_ops_shows_each_rows_own():
+    """nccl-tests -d all (or -o all) prints a size once per type: the report showed the
+    same size twice with nothing to tell the rows apart."""
+    out = Measurement(10.0, 0.0, 0.0, None)
+    rows = (NcclTestsRow(1024, 256, "float", "sum", -1, out, None, 1),
+            NcclTestsRow(1024, 512, "half", "sum", -1, out, None, 2),
+            NcclTestsRow(4096, 1024, "float", "max", -1, out, None, 3))
+    got = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P))
+    lines = got.report().splitlines()
+    assert "type redop root" in lines[1]
+    assert [line.split()[:4] for line in lines[2:5]] == [
+        ["1024", "float", "sum", "-"], ["1024", "half", "sum", "-"],
+        ["4096", "float", "max", "-"]]
+    assert got.to_dict()["settings"] == [["float", "sum", -1], ["half", "sum", -1],
+                                         ["float", "max", -1]]
+    one = sc.compare(machine(), NcclTestsTable(rows[:1], "all_reduce", P))
+    assert "type redop root" not in one.report()  # one setting: nothing to tell apart
