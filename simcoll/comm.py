@@ -173,7 +173,9 @@ class Comm:
             _check_tag(self.rank, tag)
         if via is not None:
             self._check_via(via, via)
-        if not _usual(delay, wire_bytes):
+        # The default (0.0 and None) skips the call; None, 0 or False do not.
+        if (delay or wire_bytes is not None or type(delay) is not float) \
+                and not _usual(delay, wire_bytes):
             self._check_send(delay, wire_bytes)
         done = Event(self._env)
         self._post(data, target, tag, done, delay, wire_bytes, ordered, via)
@@ -254,7 +256,9 @@ class Comm:
             source = src if members is None else members[src]
         else:
             source = self._peer(src, "src")
-        if not _usual(delay, wire_bytes):
+        # The default (0.0 and None) skips the call; None, 0 or False do not.
+        if (delay or wire_bytes is not None or type(delay) is not float) \
+                and not _usual(delay, wire_bytes):
             self._check_send(delay, wire_bytes)
         joint = Joint(self._env, 2)
         rt, address, context = self._rt, self._address, self._context

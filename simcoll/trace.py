@@ -76,26 +76,21 @@ def _names(result: RunResult, endpoints: int, topology: Topology | None,
 def _reduce_lanes(trace: Sequence[TraceEvent]) -> dict[int, int]:
     """A thread for each reduction that overlaps another of its endpoint (shared ones,
     as NCCL's channels run, or one beside the one-at-a-time engine): the format needs
-    a thread's slices to nest. The first lane whose last slice has ended takes it
-    (``reduce``, then ``reduce 2``, ... numbered after the other threads); the index of
-    every reduction not on ``reduce``'s own thread, and its thread."""
+    a thread's slices to nest. Packed first-fit as a timeline's lanes, in microseconds
+    as written (``reduce``, then ``reduce 2``, ... numbered after the other threads);
+    the index of every reduction not on ``reduce``'s own thread, and its thread."""
+    from simcoll.plot.style import lanes  # here: simcoll.plot imports this module
+
     by_endpoint: dict[int, list[int]] = {}
     for i, e in enumerate(trace):
         if e.kind == "reduce":
             by_endpoint.setdefault(e.rank, []).append(i)
-    lanes: dict[int, int] = {}
+    threads: dict[int, int] = {}
     for indices in by_endpoint.values():
-        ends: list[float] = []  # in microseconds, as written
-        for i in sorted(indices, key=lambda i: (trace[i].start, trace[i].end)):
-            start, end = trace[i].start * 1e6, trace[i].end * 1e6
-            lane = next((k for k, last in enumerate(ends) if last <= start), len(ends))
-            if lane == len(ends):
-                ends.append(end)
-            else:
-                ends[lane] = end
-            if lane:
-                lanes[i] = len(_THREADS) + lane - 1
-    return lanes
+        packed = lanes(indices, lambda i: (trace[i].start * 1e6, trace[i].end * 1e6))
+        for k, lane in enumerate(packed[1:]):
+            threads.update(dict.fromkeys(lane, len(_THREADS) + k))
+    return threads
 
 
 def _belongs(path: Any, result: RunResult, trace: Sequence[TraceEvent]) -> bool:
