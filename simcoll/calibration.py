@@ -39,6 +39,7 @@ import numpy as np
 from simcoll.algorithms.params import Choice, Int, Real
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.comparison import (
+    Setting,
     check_picklable,
     check_row_arguments,
     check_workers,
@@ -46,9 +47,11 @@ from simcoll.comparison import (
     geomean_line,
     measured_times,
     run_sizes,
+    setting_labels,
     size_runs,
     size_width,
     table_collective,
+    wrong_labels,
     wrong_note,
 )
 from simcoll.errors import InvalidInputError, RunLimitError, SimCollError
@@ -86,11 +89,15 @@ class Calibration:
         probed: of those, the ones some probed value moved the time at, and the value a
             further fit started from (the best probed); the others are not fitted
             (:attr:`not_fitted`).
-        left_out: the table's sizes left out of the fit because nccl-tests found wrong
-            values there (``#wrong`` above 0).
+        left_out: the sizes of the table's rows left out of the fit because nccl-tests
+            found wrong values there (``#wrong`` above 0; in a table of ``-d all`` or
+            ``-o all``, only the rows of the types or ops that had them).
         unsimulated: the constants of each trial point simcoll could not simulate within
             its run limits (a :class:`simcoll.errors.RunLimitError`), which counted as
             the worst fit.
+        settings, left_out_settings: the element type, redop and root of each row fitted
+            and of each left out, as the table printed them (a table of ``-d all`` or
+            ``-o all`` holds a size once per type or op; the report then shows them).
         undetermined: how many combinations of the free constants the fitted sizes do
             not pin down (change no simulated time where the fit ended, so other values
             fit as well): the free constants beyond the sizes at least; 0 where all are
@@ -113,6 +120,8 @@ class Calibration:
     left_out: tuple[int, ...] = ()
     unsimulated: tuple[Mapping[str, float], ...] = field(default=(), hash=False)
     undetermined: int = 0
+    settings: tuple[Setting, ...] = ()
+    left_out_settings: tuple[Setting, ...] = ()
 
     @property
     def not_fitted(self) -> tuple[str, ...]:
@@ -163,7 +172,9 @@ class Calibration:
                          f"simulated within simcoll's run limits (the first at "
                          f"{_named(self.unsimulated[0])}) and counted as the worst fit")
         if self.left_out:
-            notes.append(wrong_note(self.left_out, "left out of the fit"))
+            labels = setting_labels(self.settings + self.left_out_settings)[len(self.sizes):]
+            notes.append(wrong_note(wrong_labels(self.left_out, labels) if any(labels)
+                                    else self.left_out, "left out of the fit"))
         return notes
 
     @property
@@ -188,12 +199,18 @@ class Calibration:
                   for name, value in self.values.items()]
         lines += self.notes
         width = size_width(self.sizes)
-        lines += ["", f"{'size':>{width}}   measured (us)   before (us)   after (us)   "
+        # Where rows differ in type, redop or root (-d all, -o all), each row says its own.
+        shown = setting_labels(self.settings + self.left_out_settings)[:len(self.sizes)]
+        pad = max(len("type redop root"), *map(len, shown)) if any(shown) else 0
+        head = f"  {'type redop root':<{pad}}" if pad else ""
+        lines += ["", f"{'size':>{width}}{head}   measured (us)   before (us)   after (us)   "
                       f"error before   error after"]
-        for size, m, b, a, eb, ea in zip(self.sizes, self.measured, self.before, self.after,
-                                         self.error_before, self.error_after):
-            lines.append(f"{size:>{width}d}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  {a * 1e6:>11.2f}"
-                         f"  {eb:>+12.1%}  {ea:>+12.1%}")
+        for size, what, m, b, a, eb, ea in zip(
+                self.sizes, shown or [""] * len(self.sizes), self.measured, self.before,
+                self.after, self.error_before, self.error_after):
+            label = f"  {what:<{pad}}" if pad else ""
+            lines.append(f"{size:>{width}d}{label}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  "
+                         f"{a * 1e6:>11.2f}  {eb:>+12.1%}  {ea:>+12.1%}")
         lines += [""] + geomean_line(
             "geometric-mean |time error|", [self.error_before, self.error_after],
             ["before", "after"], f"({self.evaluations} simulations; {self.message})")
@@ -278,7 +295,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             exist, a table with a different rank count than the machine, a row whose
             time is not above 0 or whose root is beyond the machine's ranks; all before
             the first simulation; also a ``collective`` other than the table's, and a
-            table whose every size has ``#wrong`` above 0.
+            table whose every row has ``#wrong`` above 0.
         RunLimitError: no trial point could be simulated within simcoll's run limits
             (naming the first and last tried).
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
@@ -298,12 +315,15 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     if both:
         raise InvalidInputError(f"{', '.join(both)} is both free and given in "
                                 f"simulate_kwargs; leave it in one of them")
-    wrong = table.wrong_sizes(place)
-    if wrong and len(wrong) == len(table.rows):
-        raise InvalidInputError("every size of the table has #wrong > 0 (nccl-tests found "
+    wrong = table.wrong_rows(place)
+    if all(wrong):
+        raise InvalidInputError("every row of the table has #wrong > 0 (nccl-tests found "
                                 "wrong values in each): nothing to fit")
-    table = dataclasses.replace(table, rows=tuple(r for r in table.rows
-                                                  if r.size not in wrong))
+    left_out = table.wrong_sizes(place)
+    left_out_settings = tuple((r.type, r.redop, r.root)
+                              for r, bad in zip(table.rows, wrong) if bad)
+    table = dataclasses.replace(table, rows=tuple(r for r, bad in zip(table.rows, wrong)
+                                                  if not bad))
     measured = np.array(measured_times(table, place))
     try:
         from scipy.optimize import least_squares  # type: ignore[import-untyped]
@@ -457,10 +477,11 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     return Calibration(fitted, initial, machine(fitted), table.sizes,
                        tuple(measured.tolist()), tuple(before.tolist()),
                        tuple(after.tolist()), count[0], message,
-                       {k: fitted[k] for k in tuned}, bounds, tuple(unmoved), probed, wrong,
+                       {k: fitted[k] for k in tuned}, bounds, tuple(unmoved), probed, left_out,
                        tuple(v for v, _ in unsimulated),
                        _undetermined(min(jacobians, key=lambda c: c[0])[1]
-                                     if jacobians else None, len(shapes), len(names)))
+                                     if jacobians else None, len(shapes), len(names)),
+                       tuple((r.type, r.redop, r.root) for r in table.rows), left_out_settings)
 
 
 def _named(values: Mapping[str, float]) -> str:

@@ -307,6 +307,10 @@ def run_sizes(topology: Topology, coll: Collective, runs: Sequence[SizeRun], alg
     return done
 
 
+Setting = tuple[str, str | None, int | None]
+"""A table row's element type, redop and root, as the table printed them."""
+
+
 @dataclass(frozen=True)
 class Comparison:
     """What :func:`compare` found: a table's measured times beside the simulated ones.
@@ -327,6 +331,8 @@ class Comparison:
         settings: each row's element type, redop and root as the table printed them
             (a table of ``-d all`` or ``-o all`` holds a size once per type or op; the
             report then shows them).
+        wrong_rows: per row, whether its ``#wrong`` was above 0 (where a size comes once
+            per type or op, which of its rows; the report names their settings).
     """
 
     collective: str
@@ -341,7 +347,8 @@ class Comparison:
     busbw_factor: float
     params: tuple[Mapping[str, Any], ...] = field(hash=False)
     wrong: tuple[int, ...] = ()
-    settings: tuple[tuple[str, str | None, int | None], ...] = ()
+    settings: tuple[Setting, ...] = ()
+    wrong_rows: tuple[bool, ...] = ()
 
     @property
     def error(self) -> tuple[float, ...]:
@@ -375,9 +382,8 @@ class Comparison:
         named = " ".join(k for k in CHOICES if any(k in p for p in self.params))
         width = size_width(self.sizes)
         # Where rows differ in type, redop or root (-d all, -o all), each row says its own.
-        varied = len(set(self.settings)) > 1
-        shown = [f"{t} {op or '-'} {'-' if root is None or root < 0 else root}"
-                 for t, op, root in self.settings] if varied else [""] * len(self.sizes)
+        shown = setting_labels(self.settings)
+        varied = any(shown)
         pad = max(len("type redop root"), *map(len, shown)) if varied else 0
         head = f"{'type redop root':<{pad}}  " if varied else ""
         lines = [" " * width + " " * len(head) + "        time (us)                     "
@@ -397,7 +403,9 @@ class Comparison:
             f"({self.collective}, {self.algorithm} on "
             f"{self.topology}, {self.place.replace('_', '-')} times)")
         if self.wrong:
-            lines.append(wrong_note(self.wrong, "compared all the same"))
+            rows = wrong_labels(self.sizes, shown)
+            lines.append(wrong_note([n for n, bad in zip(rows, self.wrong_rows) if bad]
+                                    or self.wrong, "compared all the same"))
         return "\n".join(lines)
 
     def to_pandas(self) -> Any:
@@ -430,11 +438,32 @@ class Comparison:
                 "simulated_busbw": list(self.simulated_busbw),
                 "busbw_factor": self.busbw_factor,
                 "params": [dict(p) for p in self.params], "wrong": list(self.wrong),
-                "settings": [list(x) for x in self.settings]}
+                "settings": [list(x) for x in self.settings],
+                "wrong_rows": list(self.wrong_rows)}
 
 
-def wrong_note(sizes: Sequence[int], then: str) -> str:
-    """The note on the sizes whose ``#wrong`` is above 0, and ``then`` what was done."""
+def setting_labels(settings: Sequence[Setting]) -> list[str]:
+    """Each row's type, redop and root as a report prints them (``-`` for none), in
+    columns padded to their widest; all ``""`` where the rows agree in them (a report
+    then leaves them out)."""
+    if len(set(settings)) < 2:
+        return [""] * len(settings)
+    words = [[t, op or "-", "-" if root is None or root < 0 else str(root)]
+             for t, op, root in settings]
+    widths = [max(len(row[i]) for row in words) for i in range(3)]
+    return [" ".join(w.ljust(width) for w, width in zip(row, widths)) for row in words]
+
+
+def wrong_labels(sizes: Sequence[int], labels: Sequence[str]) -> list[int | str]:
+    """The sizes of the rows whose ``#wrong`` is above 0 as :func:`wrong_note` names
+    them: with their :func:`setting_labels` where those are not empty."""
+    return [f"{size} ({' '.join(label.split())})" if label else size
+            for size, label in zip(sizes, labels)]
+
+
+def wrong_note(sizes: Sequence[int | str], then: str) -> str:
+    """The note on the sizes (or rows, named) whose ``#wrong`` is above 0, and ``then``
+    what was done."""
     return (f"note: nccl-tests found wrong values (#wrong > 0) at size{'s' * (len(sizes) > 1)} "
             f"{', '.join(str(s) for s in sizes)}: that run computed a wrong result there; "
             f"{then}")
@@ -492,4 +521,5 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
                       tuple(row.measurement(place).busbw * 1e9 for row in table.rows),
                       float(coll.busbw_factor(topology.nranks)),
                       tuple(params for _, params in timed), table.wrong_sizes(place),
-                      tuple((row.type, row.redop, row.root) for row in table.rows))
+                      tuple((row.type, row.redop, row.root) for row in table.rows),
+                      table.wrong_rows(place))

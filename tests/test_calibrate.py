@@ -348,8 +348,8 @@ def test_sizes_with_wrong_values_are_left_out_of_the_fit():
             "computed a wrong result there; left out of the fit") in cal.report().splitlines()
 
 
-def test_a_table_whose_every_size_is_wrong_is_refused(no_simulation):
-    with pytest.raises(InvalidInputError, match="every size of the table has #wrong > 0"):
+def test_a_table_whose_every_row_is_wrong_is_refused(no_simulation):
+    with pytest.raises(InvalidInputError, match="every row of the table has #wrong > 0"):
         sc.calibrate(lambda bandwidth: sc.topology.switch(P4, bandwidth=bandwidth),
                      table4(wrong=dict.fromkeys(SIZES4, 1.0)),
                      free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 400 * sc.GB)})
@@ -475,3 +475,29 @@ def test_a_size_of_eleven_digits_keeps_the_columns():
     assert [line[:13] for line in lines[title:title + 3]] == [
         "       size  ", "    1048576  ", "17179869184  "]
     assert len(lines[title + 1]) == len(lines[title + 2]) == len(lines[title]) - 1
+
+
+def test_a_table_of_two_types_fits_the_rows_of_the_type_without_wrong_values():
+    """-d all: the half rows had #wrong at every size (and took three times as long), the
+    float rows none. The fit left out every size, float rows with the half ones, and
+    refused with "the table has no rows"; it leaves out the half rows alone."""
+    correct, wrong = table4(), table4(wrong=dict.fromkeys(SIZES4, 5.0),
+                                      slower=dict.fromkeys(SIZES4, 3.0))
+    halves = tuple(dataclasses.replace(r, type="half", count=r.size // 2) for r in wrong.rows)
+    both = dataclasses.replace(correct, rows=tuple(r for pair in zip(correct.rows, halves)
+                                                   for r in pair))
+    cal = sc.calibrate(lambda bandwidth: sc.topology.switch(P4, bandwidth=bandwidth,
+                                                            latency=LINK_LATENCY),
+                       both, free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 400 * sc.GB)})
+    assert cal.values["bandwidth"] == pytest.approx(TRUE_BANDWIDTH, rel=1e-6)
+    assert cal.sizes == cal.left_out == SIZES4
+    assert cal.settings == (("float", "sum", -1),) * 3
+    assert cal.left_out_settings == (("half", "sum", -1),) * 3
+    lines = cal.report().splitlines()
+    assert ("note: nccl-tests found wrong values (#wrong > 0) at sizes 4096 (half sum -), "
+            "1048576 (half sum -), 67108864 (half sum -): that run computed a wrong result "
+            "there; left out of the fit") in lines
+    head = [i for i, line in enumerate(lines) if line.split()[:1] == ["size"]][0]
+    assert lines[head].split()[:4] == ["size", "type", "redop", "root"]
+    assert [line.split()[:4] for line in lines[head + 1:head + 4]] == [
+        [str(size), "float", "sum", "-"] for size in SIZES4]

@@ -790,3 +790,23 @@ def test_a_table_of_several_types_or_ops_shows_each_rows_own():
                                          ["float", "max", -1]]
     one = sc.compare(machine(), NcclTestsTable(rows[:1], "all_reduce", P))
     assert "type redop root" not in one.report()  # one setting: nothing to tell apart
+
+
+def test_a_wrong_row_of_a_table_of_several_types_is_named_with_its_type():
+    """-d all: only the half row of 1024 had #wrong; the note named size 1024, which the
+    float row of the same size shares. It names the row's type, redop and root, and the
+    report's columns line up across types of different lengths."""
+    def row(size: int, kind: str, wrong: float, line: int) -> NcclTestsRow:
+        return NcclTestsRow(size, size // 4, kind, "sum", -1,
+                            Measurement(10.0, 0.0, 0.0, wrong), None, line)
+
+    rows = (row(1024, "float", 0.0, 1), row(1024, "half", 3.0, 2), row(4096, "float", 0.0, 3),
+            row(4096, "bfloat16", 0.0, 4))
+    got = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P))
+    assert got.wrong == (1024,) and got.wrong_rows == (False, True, False, False)
+    lines = got.report().splitlines()
+    assert lines[-1] == ("note: nccl-tests found wrong values (#wrong > 0) at size 1024 "
+                         "(half sum -): that run computed a wrong result there; compared all "
+                         "the same")
+    assert {line.index(" sum ") for line in lines[2:6]} == {len("      size  bfloat16")}
+    assert got.to_dict()["wrong_rows"] == [False, True, False, False]

@@ -252,4 +252,6 @@ def _record(fit: Calibration) -> dict[str, Any]:
             "evaluations": fit.evaluations, "message": fit.message,
             "unmoved": list(fit.unmoved), "on_bound": fit.on_bound,
             "left_out": list(fit.left_out), "undetermined": fit.undetermined,
+            "settings": [list(x) for x in fit.settings],
+            "left_out_settings": [list(x) for x in fit.left_out_settings],
             "unsimulated": [dict(point) for point in fit.unsimulated]}

@@ -161,18 +161,25 @@ class NcclTestsTable:
         """The size column, bytes."""
         return tuple(r.size for r in self.rows)
 
-    def wrong_sizes(self, place: str = "out_of_place") -> tuple[int, ...]:
-        """The sizes whose ``place`` block has ``#wrong`` above 0: nccl-tests found wrong
-        values in what that run computed (none for a table with the old ``error``
-        column, whose values are above 0 in correct runs too).
+    def wrong_rows(self, place: str = "out_of_place") -> tuple[bool, ...]:
+        """Per row, whether its ``place`` block has ``#wrong`` above 0: nccl-tests found
+        wrong values in what that run computed (never for a table with the old ``error``
+        column, whose values are above 0 in correct runs too). A table of ``-d all`` or
+        ``-o all`` holds a size once per type or op, each row with its own ``#wrong``.
 
         Raises:
             InvalidInputError: an unknown place, or a row without that block.
         """
-        if self.error_column:
-            return ()
-        return tuple(r.size for r in self.rows
-                     if (r.measurement(place).wrong or 0) > 0)
+        return tuple(not self.error_column and (r.measurement(place).wrong or 0) > 0
+                     for r in self.rows)
+
+    def wrong_sizes(self, place: str = "out_of_place") -> tuple[int, ...]:
+        """The sizes of the :meth:`wrong_rows` (a size once per such row).
+
+        Raises:
+            InvalidInputError: an unknown place, or a row without that block.
+        """
+        return tuple(r.size for r, bad in zip(self.rows, self.wrong_rows(place)) if bad)
 
     def between(self, low: int | str = 0, high: int | str | None = None) -> NcclTestsTable:
         """The same table with only the rows whose size lies in [low, high] (bytes, or
