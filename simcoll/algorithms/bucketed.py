@@ -32,9 +32,25 @@ from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
 from simcoll.typing import BufferProgram
 
-__all__ = ["bucketed_all_reduce"]
+__all__ = ["bucketed_all_reduce", "refuse_step_model"]
 
 _NOT_INNER = ("bucketed", "parameter_server", "hierarchical")
+
+
+def refuse_step_model(algorithm: str) -> None:
+    """Refuse ``bucketed`` as the all_reduce of a training step: it models a backward
+    pass itself, and its compute would queue behind the step's own on the GPU's one
+    stream (the step's buckets then wait for the whole backward pass).
+
+    Raises:
+        InvalidInputError: ``algorithm`` is ``"bucketed"``.
+    """
+    if algorithm == "bucketed":
+        raise InvalidInputError(
+            "algorithm='bucketed' models a backward pass of its own (its compute queues "
+            "behind the step's on the GPU's one stream); a training step models its "
+            "buckets and compute itself: give the all_reduce that reduces each bucket, "
+            "such as 'ring' or 'nccl'")
 
 
 def _flat_all_reduce() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simcoll.algorithms.bucketed import refuse_step_model
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.checks import integer, real
 from simcoll.errors import InvalidInputError
@@ -80,12 +81,14 @@ def check_algorithm(collective: str, name: Any, nodes: tuple[int, ...], count: i
 
     Raises:
         UnknownAlgorithmError: no such algorithm (the message lists the known ones).
-        InvalidInputError: one that needs server hosts, or refuses the group size.
+        InvalidInputError: one that needs server hosts, models a backward pass of its
+            own (``bucketed``), or refuses the group size.
     """
     if not isinstance(name, str):
         raise InvalidInputError(f"{collective} algorithm {name!r} is not accepted; name a "
                                 f"registered algorithm such as 'ring'")
     spec = get_algorithm(collective, name)
+    refuse_step_model(name)
     if spec.host is not None and hosts:
         raise InvalidInputError(f"{collective} algorithm {name!r} runs programs on this "
                                 f"machine's server hosts, which a training step cannot "

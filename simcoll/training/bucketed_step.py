@@ -23,6 +23,7 @@ from simcoll.inputs import check_inputs
 from simcoll.result import Result
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
+from simcoll.training.common import STEP_UNTIL
 from simcoll.units import MiB
 
 __all__ = ["DataParallelStep", "data_parallel_step"]
@@ -67,7 +68,8 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
         algorithm_params: that algorithm's parameters for every bucket (e.g.
             ``{"proto": "LL128"}`` with ``algorithm="nccl"``).
         **kwargs: passed to :func:`simcoll.simulate` (``dtype``, ``data`` instead of
-            sizes, ``op`` (default ``"avg"``), ``trace``, ...; not ``faults``: the
+            sizes, ``op`` (default ``"avg"``), ``trace``, ``until`` (default none, as
+            for every training step), ...; not ``faults``: the
             forward pass is not simulated, so a slow GPU's would go unseen; give
             ``faults`` to :func:`simcoll.simulate` with ``algorithm="bucketed"``
             instead); the bucketed all_reduce's own
@@ -123,7 +125,8 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
                                 f"bucket_bytes >= {dtype.itemsize}")
     res = simulate(topology, "all_reduce", algorithm="bucketed", network=network,
                    buckets=buckets, compute=backward, inner=inner,
-                   op=kwargs.pop("op", "avg"), **kwargs)
+                   op=kwargs.pop("op", "avg"), until=kwargs.pop("until", STEP_UNTIL),
+                   **kwargs)
     # the run adds the backward pass's B pieces: it may end an ulp before their sum
     exposed = 0.0 if math.isclose(res.time, backward, rel_tol=1e-12) else res.time - backward
     return DataParallelStep(step_time=forward + res.time,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from simcoll.algorithms.bucketed import refuse_step_model
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import VirtualBuffer
 from simcoll.checks import integer, real
@@ -31,6 +33,20 @@ def padded(elements: int, parts: int) -> int:
     """``elements`` rounded up to a multiple of ``parts`` (equal shards, as FSDP's flat
     parameters are padded)."""
     return -(-elements // parts) * parts
+
+
+STEP_UNTIL = math.inf
+"""A training step's simulated-time limit: none. A step lasts what its compute and
+traffic take (a GPU's ``peak_flops`` given in TFLOP/s shows as a step of years, not as a
+limit its caller cannot raise); a run that never ends still stops at the event limit."""
+
+
+def step_end(run_time: float, compute: float) -> float:
+    """A step's time: the run's, or ``compute`` where the two agree to rounding (the
+    clock adds the same spans in another order; on one GPU it can end an ulp before
+    their sum, which must not read as negative communication)."""
+    return max(run_time, compute) if math.isclose(run_time, compute, rel_tol=1e-12) \
+        else run_time
 
 
 def bucket_limits(bucket_cap_mb: Any, first_bucket_mb: Any) -> tuple[float, float]:
@@ -108,7 +124,8 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
 
     Raises:
         UnknownAlgorithmError: naming the algorithms registered for that collective.
-        InvalidInputError: an algorithm that runs programs on server hosts, or a
+        InvalidInputError: an algorithm that runs programs on server hosts or models a
+            backward pass of its own (``bucketed``), or a
             parameter it does not take for one of ``collectives`` or a value it refuses.
     """
     if params is not None and not isinstance(params, Mapping):
@@ -118,6 +135,7 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
     normalized: dict[str, Any] = {}
     for collective in collectives:
         spec = get_algorithm(collective, algorithm)
+        refuse_step_model(algorithm)
         if spec.host is not None and hosts:
             raise InvalidInputError(f"algorithm={algorithm!r} runs programs on this "
                                     f"machine's server hosts; a training step's "

@@ -19,7 +19,6 @@ The division by the world size is element-wise work on the GPU and is not charge
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -35,11 +34,14 @@ from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
 from simcoll.training.common import (
+    STEP_UNTIL,
+    bucket_limits,
     buffer_of,
     check_algorithm,
     check_groups,
     check_model,
     ddp_buckets,
+    step_end,
 )
 from simcoll.training.model import GPU, H100, Model, per_layer_seconds
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
@@ -153,6 +155,7 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
         raise InvalidInputError(f"strategy={strategy!r} is not accepted; use one of "
                                 f"{', '.join(map(repr, STRATEGIES))}")
     overlap = flag(overlap, "overlap")
+    bucket_limits(bucket_cap_mb, first_bucket_mb)   # every strategy, as zero_step does
     how = check_algorithm(algorithm, ["all_reduce"], algorithm_params,
                           hosts=len(topology.hosts))
     check_groups(how, topology, [("the GPUs", ["all_reduce"], range(topology.nranks))])
@@ -163,12 +166,9 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
     rec = Recorder()
     run = run_program(topology, _program, rec, times, names, groups,
                       strategy == "ddp" and overlap, how, itemsize,
-                      network=network)
+                      network=network, until=STEP_UNTIL)
     compute = sum(f + b for f, b in times)
-    # The clock adds the same spans in another order: on one GPU it can end an ulp
-    # before their sum, which must not read as negative communication.
-    step = max(run.time, compute) if math.isclose(run.time, compute, rel_tol=1e-12) \
-        else run.time
+    step = step_end(run.time, compute)
     return DataParallelResult(
         strategy=strategy, step_time=step, compute_time=compute,
         exposed_communication=step - compute,

@@ -62,6 +62,7 @@ from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
 from simcoll.training.common import (
+    STEP_UNTIL,
     buffer_of,
     check_algorithm,
     check_groups,
@@ -248,8 +249,10 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
     tp_group, dp_reduce, dp_gather = _groups(comm, pl, d, s, t)
     layers, seconds = cfg.stages[s], cfg.seconds[s]
     dp, zero = pl.dp, cfg.zero_stage
-    # Per layer, this GPU's parameters (its tensor shard), padded to whole DP shards.
-    shard_params = [padded(-(-x.params // pl.tp), dp) if x.params else 0 for x in layers]
+    # Per layer, this GPU's parameters (its tensor shard), padded to whole DP shards
+    # where ZeRO shards them (stage 0 all-reduces them as they are, as zero_step does).
+    shard_params = [(padded(-(-x.params // pl.tp), dp) if zero else -(-x.params // pl.tp))
+                    if x.params else 0 for x in layers]
     # Each GPU of a tensor-parallel group sends its 1/t of the activations (or their
     # gradients) to its peer of the next stage: with sequence parallelism the share it
     # holds; without, a scatter its receiver all-gathers over the group (Narayanan et
@@ -470,7 +473,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
                   recompute, sequences * model.seq_len * model.hidden,
                   precision.activation_bytes, precision.grad_bytes, precision.param_bytes,
                   how, Recorder())
-    run = run_program(topology, _program, cfg, network=network)
+    run = run_program(topology, _program, cfg, network=network, until=STEP_UNTIL)
     step_time = run.time
     parts = breakdown(cfg.rec.spans, range(topology.nranks), step_time)
     exposed: dict[str, float] = {}

@@ -32,7 +32,7 @@ from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
-from simcoll.training.common import buffer_of, check_ranks
+from simcoll.training.common import STEP_UNTIL, buffer_of, check_ranks
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 
 __all__ = ["PipelineStep", "pipeline_step", "schedule_of", "SCHEDULES", "micro_batch_count"]
@@ -227,7 +227,8 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
     chosen = check_ranks(topology, ranks, p, "stages")
     stage = _Stage(Recorder(), chosen, _per_stage(forward, p, "forward"),
                    _per_stage(backward, p, "backward"), nbytes, itemsize)
-    run = run_program(topology, _program, stage, schedule, m, network=network)
+    run = run_program(topology, _program, stage, schedule, m, network=network,
+                      until=STEP_UNTIL)
     step = max(float(run.rank_times[r]) for r in chosen)
     spans = stage.rec.spans
     busy = sum(s.end - s.start for s in spans if s.stream == "compute")

@@ -30,6 +30,7 @@ from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
 from simcoll.training.common import (
+    STEP_UNTIL,
     buffer_of,
     check_algorithm,
     check_groups,
@@ -166,7 +167,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     rec, marks = Recorder(), dict[str, float]()
     run = run_program(topology, _program, rec, chosen, block, times, elements,
                       model.precision.activation_bytes, sequence_parallel, how,
-                      marks, network=network)
+                      marks, network=network, until=STEP_UNTIL)
     comm_time = sum(s.end - s.start for s in rec.spans if s.stream == "tp") / t
     return TensorParallelLayer(
         tp=t, sequence_parallel=sequence_parallel, ranks=tuple(chosen),

@@ -35,6 +35,7 @@ from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
 from simcoll.training.common import (
+    STEP_UNTIL,
     bucket_limits,
     buffer_of,
     check_algorithm,
@@ -42,6 +43,7 @@ from simcoll.training.common import (
     check_model,
     ddp_buckets,
     padded,
+    step_end,
 )
 from simcoll.training.model import GPU, H100, Model, per_layer_seconds
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
@@ -272,18 +274,19 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
             buckets.append((min(tensors[k][0] for k in bucket),
                             elements if stage == 0 else padded(elements, n)))
         run = run_program(topology, _bucketed, rec, times, names, buckets, stage, how,
-                          grad_bytes, param_bytes, network=network)
+                          grad_bytes, param_bytes, network=network, until=STEP_UNTIL)
         # An all-reduce moves 2 Psi (N-1)/N (a reduce-scatter and an all-gather), as
         # do stages 1 and 2's reduce-scatter and all-gather.
         communicated = 2 * sum(e for _, e in buckets)
     else:
         units = [padded(layer.params, n) if layer.params else 0 for layer in model.layers]
         run = run_program(topology, _sharded, rec, times, names, units, how, grad_bytes,
-                          param_bytes, prefetch, network=network)
+                          param_bytes, prefetch, network=network, until=STEP_UNTIL)
         communicated = 3 * sum(units)
-    step = run.time
+    compute = sum(f + b for f, b in times)
+    step = step_end(run.time, compute)
     parts = breakdown(rec.spans, range(n), step)
-    return ZeroStep(stage=stage, step_time=step, compute_time=sum(f + b for f, b in times),
+    return ZeroStep(stage=stage, step_time=step, compute_time=compute,
                     exposed=parts.exposed, bytes_sent=run.bytes_sent,
                     communicated_params=communicated,
                     memory=zero_memory(model.params, n, stage, precision.optimizer_bytes,

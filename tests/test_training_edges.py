@@ -1,0 +1,94 @@
+"""Edges of the training steps: algorithms they cannot use, limits checked for every
+strategy, steps of any length, unpadded DDP gradients, one GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll as sc
+from simcoll import numeric
+from simcoll import training as tr
+
+GPU = tr.GPU("toy", 1e12)
+TOY = tr.Model("toy", tuple(tr.Layer(f"l{i}", (2**20,), 1e9, 2e9) for i in range(4)),
+               batch=4, seq_len=1, hidden=1, heads=1)
+SWITCH = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=1 * sc.us)
+BUCKETED = "algorithm='bucketed' models a backward pass of its own"
+
+
+@pytest.mark.parametrize("run", [
+    lambda: tr.data_parallel(TOY, SWITCH, gpu=GPU, algorithm="bucketed"),
+    lambda: tr.zero_step(TOY, SWITCH, stage=0, gpu=GPU, algorithm="bucketed"),
+    lambda: tr.step(TOY, SWITCH, dp=4, gpu=GPU, algorithm="bucketed"),
+    lambda: tr.tensor_parallel_layer(tr.gpt(layers=2, hidden=64, heads=4, seq_len=16,
+                                            vocab=96, batch=4),
+                                     SWITCH, tp=4, gpu=GPU, algorithm="bucketed"),
+    lambda: numeric.ddp(SWITCH, numeric.TrainingJob.synthetic(
+        numeric.MLP((8, 16, 8)), batch=8, steps=1, optimizer=numeric.SGD(0.1), seed=0),
+        algorithm="bucketed"),
+])
+def test_a_step_refuses_the_bucketed_all_reduce(run):
+    """bucketed computes a backward pass of its own on the GPU's one stream, behind the
+    step's: a DDP step of 12 ms + one 6 MiB all-reduce came out as the step without
+    overlap, and its own compute counted as exposed communication."""
+    with pytest.raises(sc.InvalidInputError, match=BUCKETED):
+        run()
+
+
+@pytest.mark.parametrize("strategy", ["loop", "fused", "ddp"])
+@pytest.mark.parametrize("limits,message", [
+    ({"bucket_cap_mb": -5}, "bucket_cap_mb=-5 is not accepted"),
+    ({"first_bucket_mb": "big"}, "first_bucket_mb='big' is not accepted"),
+])
+def test_bucket_limits_are_checked_for_every_strategy(strategy, limits, message):
+    with pytest.raises(sc.InvalidInputError, match=message):
+        tr.data_parallel(TOY, SWITCH, gpu=GPU, strategy=strategy, **limits)
+
+
+SLOW = tr.GPU("TFLOP/s given as FLOP/s", 312)
+
+
+@pytest.mark.parametrize("run", [
+    lambda: tr.data_parallel(TOY, SWITCH, gpu=SLOW),
+    lambda: tr.zero_step(TOY, SWITCH, stage=3, gpu=SLOW),
+    lambda: tr.step(TOY, SWITCH, dp=4, gpu=SLOW),
+    lambda: tr.pipeline_step(SWITCH, stages=2, micro_batches=2, forward=1e6, backward=2e6,
+                             activation_bytes=8),
+    lambda: tr.data_parallel_step(SWITCH, gradient_bytes=4000, forward=1e7, backward=2e6),
+])
+def test_a_step_longer_than_a_simulation_limit_runs(run):
+    """A step of years (peak_flops in TFLOP/s by mistake) failed with "raise the limit",
+    which no training step takes; it runs, and its time shows the slip."""
+    assert run().step_time > 1e6
+
+
+def test_a_step_of_years_is_its_compute_and_its_all_reduce():
+    # 4 layers of 3e9 FLOPs at 312 FLOP/s, then the last 2 MiB tensor's all-reduce
+    dp = tr.data_parallel(TOY, SWITCH, gpu=SLOW, strategy="loop", overlap=False)
+    compute = 4 * 3e9 / 312
+    assert dp.compute_time == pytest.approx(compute, rel=1e-15)
+    ring = 4 * (2 * 3 * (2 * sc.us + 2**21 / 4 / (100 * sc.GB)))   # 4 all-reduces of 2 MiB
+    # at 4e7 s a clock tick is 7.5e-9 s: the 24 ring steps lose some 1e-8 s
+    assert dp.step_time - compute == pytest.approx(ring, abs=1e-7)
+
+
+def test_zero_stage_0_all_reduces_gradients_unpadded():
+    """Two layers of 5 fp16 gradients on dp=4: step(zero_stage=0) all-reduced them padded
+    to 8 elements; DDP pads nothing. A ring all-reduce sends 2 (p - 1) x the buffer in
+    all, over the ranks."""
+    model = tr.Model("toy", (tr.Layer("a", (5,), 1e9, 2e9), tr.Layer("b", (5,), 1e9, 2e9)),
+                     batch=4, seq_len=1, hidden=1, heads=1)
+    grad = model.precision.grad_bytes
+    got = tr.step(model, sc.topology.switch(4), dp=4, zero_stage=0, gpu=GPU)
+    assert int(got.run.bytes_sent.sum()) == 2 * (4 - 1) * 10 * grad
+    zero = tr.zero_step(model, sc.topology.switch(4), stage=0, gpu=GPU)
+    assert int(zero.bytes_sent.sum()) == 2 * (4 - 1) * 10 * grad
+
+
+def test_one_gpu_steps_take_their_compute_not_an_ulp_less():
+    layers = tuple(tr.Layer(f"l{i}", (4,), 0.1e12 * (i + 1) / 3, 0.2e12 * (i + 1) / 3)
+                   for i in range(5))
+    model = tr.Model("toy", layers, batch=1, seq_len=1, hidden=1, heads=1)
+    for stage in range(4):
+        z = tr.zero_step(model, sc.topology.switch(1), stage=stage, gpu=GPU)
+        assert z.step_time >= z.compute_time and z.step_time - z.compute_time < 1e-15
