@@ -135,7 +135,8 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
             ``model.with_batch(b)`` to change it).
         strategy: ``"loop"``, ``"fused"`` or ``"ddp"`` (see the module docstring).
         gpu: the GPUs' rate (compute time = FLOPs / rate).
-        algorithm: any registered all_reduce algorithm that runs on ranks.
+        algorithm: any registered all_reduce algorithm that runs on ranks, but ``bucketed``
+            (which models a backward pass of its own).
         bucket_cap_mb, first_bucket_mb: DDP's bucket limits in MiB.
         overlap: DDP only: launch each bucket as soon as it is full (True, as DDP does)
             or all of them after the backward pass (False, for comparison).
