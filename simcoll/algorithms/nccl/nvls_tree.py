@@ -88,7 +88,7 @@ def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: in
     streams run side by side)."""
     parent, children = double_binary_tree(len(groups), node, channel % 2)
     peer = [members[local] for members in groups]
-    hop = protocol.hop("tree", "net")
+    hop = protocol.hop("nvls_tree", "net")
     up_tag, down_tag = base + _UP, base + _DOWN
     # Every channel runs on the same heads: they take a head's NICs in turn.
     downs = [Sender(comm, peer[k], protocol, hop, down_tag, bound_nic(comm, peer[k], channel))

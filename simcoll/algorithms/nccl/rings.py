@@ -179,7 +179,8 @@ def _sender(comm: Comm, right: int, protocol: Protocol, intra: str, tag: int,
     NICs in turn. Inside a node, a step of a ``ring`` (all_reduce, reduce_scatter,
     all_gather) that crosses nodes costs at least NCCL's network post overhead
     (:func:`~.constants.net_overhead_us`), as NCCL's tuner counts it; NCCL's broadcast
-    and reduce chains are not charged it."""
+    and reduce chains are not charged it. Across nodes of one GPU each, a ``ring``'s
+    step costs the tree's network latency, as NCCL's tuner charges it there."""
     if comm.node_of(right) == comm.node_of(comm.rank):
         step = protocol.hop("ring", intra)
         if ring is not None and len({comm.node_of(r) for r in ring}) > 1:
@@ -188,7 +189,12 @@ def _sender(comm: Comm, right: int, protocol: Protocol, intra: str, tag: int,
         return Sender(comm, right, protocol, step, tag)
     groups, mine, _ = node_layout(comm)
     via = bound_nic(comm, right, tag // len(groups[mine]))
-    return Sender(comm, right, protocol, protocol.hop("ring", "net"), tag, via)
+    # One GPU per node leaves every step's latency exposed: NCCL then charges a ring's
+    # steps the tree's network latency (tuning.cc: "With ppn=1 latencies are fully
+    # exposed"); its broadcast and reduce chains keep the ring's.
+    exposed = ring is not None and len(groups) == comm.size
+    return Sender(comm, right, protocol, protocol.hop("tree" if exposed else "ring", "net"),
+                  tag, via)
 
 
 def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Protocol,

@@ -31,7 +31,7 @@ from __future__ import annotations
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.machine import node_layout
 from simcoll.algorithms.nccl.nics import bound_nic
-from simcoll.algorithms.nccl.protocols import Protocol
+from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.algorithms.nccl.rings import Sender, pieces, relay
 from simcoll.buffers import Buffer, join
 from simcoll.comm import Comm
@@ -86,7 +86,11 @@ def _up(comm: Comm, slices: list[Buffer], up: int | None, sources: list[int],
 
 def all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol, op: ReduceOp,
                intra: str) -> Steps:
-    """One channel's tree all-reduce of this rank's ``part``; returns it reduced."""
+    """One channel's tree all-reduce of this rank's ``part``; returns it reduced. Its
+    slices are one step each, 8 in flight (:func:`~.protocols.one_step_slices`): NCCL
+    takes a ring's Simple chunks two steps at a time, every other algorithm's one
+    (``chunkSteps`` and ``sliceSteps`` in ``src/enqueue.cc``)."""
+    protocol = one_step_slices(protocol)
     up, sources, below = _layout(comm, channel)
     tag = 2 * channel  # up on this tag, down on the next
     slices = pieces(part, protocol)
