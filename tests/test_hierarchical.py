@@ -136,3 +136,13 @@ def test_node_of_reports_each_ranks_node():
     res = sc.simulate(machine(3, 2), "all_reduce", algorithm="test_node_of",
                       data=[np.zeros(6, np.int64)] * 6, check=False)
     np.testing.assert_array_equal(res.outputs[4], [0, 0, 1, 1, 2, 2])
+
+
+@pytest.mark.parametrize("nbytes", [0, 64, 4 * 6])
+def test_every_query_of_the_model_refuses_nodes_that_do_not_divide_p(nbytes):
+    """is_exact answered False for nodes=4 on 6 ranks at sizes not divisible by p, where
+    predict and traffic refuse it."""
+    for query, more in ((cost.is_exact, {}), (cost.traffic, {}),
+                        (cost.predict, {"alpha": 1e-6, "beta": 1e-11})):
+        with pytest.raises(sc.InvalidInputError, match="nodes=4 does not divide p=6"):
+            query("all_reduce", "hierarchical", p=6, nbytes=nbytes, nodes=4, **more)

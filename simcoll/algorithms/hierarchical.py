@@ -9,7 +9,9 @@ inter-node network per GPU, and the G cross-node all-reduces run in parallel.
 The algorithm learns the node of each rank from ``comm.node_of`` (the topology's
 ``node`` of each GPU); it never looks at links or bandwidths.
 
-Cost model: the machine has N nodes of G GPUs (p = N G, ranks numbered node by node). A
+Cost model: the machine has N nodes of G GPUs (p = N G, ranks numbered node by node, the
+nodes' ids rising with their ranks, as ``cluster`` numbers them: the traffic model puts
+rank r on the (r div G)-th node across, where the run orders nodes by id). A
 message inside a node costs alpha + m beta; between nodes alpha_inter + m beta_inter,
 where beta_inter is the time per byte of one GPU's cross-node flow while all G GPUs of
 its node send at once (on ``cluster``, whose nodes have one uplink each:
@@ -111,10 +113,10 @@ def _traffic(p: int, nbytes: int, itemsize: int, *, inter: str, nodes: int) -> T
 def _exact(p: int, nbytes: int, itemsize: int, *, inter: str, nodes: int) -> bool:
     """Exact for a count divisible by p where the ``inter`` model is exact on N ranks and
     n/G bytes (checked against ``cluster`` for every inter algorithm)."""
+    g = _gpus_per_node(p, nodes)   # refuses nodes that do not divide p, at every size
     if (nbytes // itemsize) % p:
         return False
-    return nodes == 1 or cost.is_exact("all_reduce", inter, p=nodes,
-                                       nbytes=nbytes // _gpus_per_node(p, nodes),
+    return nodes == 1 or cost.is_exact("all_reduce", inter, p=nodes, nbytes=nbytes // g,
                                        itemsize=itemsize)
 
 

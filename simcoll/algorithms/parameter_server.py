@@ -129,7 +129,8 @@ def parameter_server_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp,
     own shard stays local, so p - 1 replaces p on its link: 2 alpha + 2 (p-1) s beta +
     (p-1) s gamma for every k <= p. Each worker sends and receives n bytes (a co-located
     server j sends and receives n + (p-2) s_j), and the servers together receive p n
-    bytes (hosts) or (p-1) n bytes (co-located).
+    bytes of pushes (hosts) or (p-1) n (co-located; with the other servers' results,
+    (p+k-2) n in all).
     """
     p, r = comm.size, comm.rank
     server_ranks = _servers(comm, servers)
