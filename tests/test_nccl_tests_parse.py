@@ -644,9 +644,14 @@ def test_a_row_whose_size_or_algbw_contradicts_the_rest_is_refused():
 def test_a_ranks_share_is_checked_against_the_ranks_listed(program, p):
     text = nccl_text(program, p, SIZES[4:7])
     assert parse(text).nranks == p
-    fewer = text.replace("#  Rank  0 ", "#  rank  0 ", 1)     # one device line less
-    with pytest.raises(InvalidInputError, match=rf"x {p - 1} ranks = "):
+    # the last device line dropped: ranks 0 .. p - 2 listed, whose count the rows contradict
+    fewer = text.replace(f"#  Rank {p - 1:2d} ", f"#  rank {p - 1:2d} ", 1)
+    with pytest.raises(InvalidInputError, match=rf"x {p - 1} ranks = .* a corrupted row "
+                                                rf"\(another process's output inside it\?\), "
+                                                rf"or a device list cut short"):
         parse(fewer)
+    # the first dropped: ranks 1 .. p - 1 listed, a list cut short; the rows give p
+    assert parse(text.replace("#  Rank  0 ", "#  rank  0 ", 1)).nranks == p
 
 
 def test_runs_without_headers_between_them_are_told_apart():

@@ -21,20 +21,24 @@ out-of-place one.
 
 Every row is cross-checked: its size must be its count of elements of its type (times
 the ranks for the collectives whose count is one rank's share, where the header lists
-them), and its algbw its size over its time, to the rounding of the printed numbers. A
+them all; where it lists none, or a list cut short, the rows give the ranks), and its
+algbw its size over its time, to the rounding of the printed numbers. A
 collective prints ``none`` for redop where it reduces nothing and a reduction (``sum``
 ...) where it does: a row that says otherwise is an error naming its line. Where no
 header comes between two runs (``grep -v '^#'``), a row whose redop changes between
-``none`` and a reduction, or (without column titles) whose size falls below the previous
-one's of the same type, redop and root, starts another run.
+``none`` and a reduction, or (without column titles) whose fields give other columns
+(a root where the redop was, a blank redop) or whose size falls below the previous
+one's of the same type, redop and root, starts another run. Without titles, a ``#wrong``
+column printed as ``0e+00`` is old versions' ``error`` column (``error_column``).
 
 Lines that MPI launchers prefix (``[0] ``, ``[1,0]<stdout>:``, ``srun -l``'s `` 0: ``)
 are read without their prefix, and a byte-order mark is dropped; log lines between the
 rows (``NCCL INFO ...``) are skipped. A line that starts like a result row but is not
 one (a row cut short included) is an error naming its line number. A run that failed
-(nccl-tests' ``Test NCCL failure``, ``Test CUDA failure`` or ``.. host pid N: Test
-failure`` lines) is an error that quotes the line and says after which size the table
-stops; the other runs of the log can still be read with ``parse(text, run=K)``.
+(nccl-tests' ``Test NCCL failure``, ``Test CUDA failure``, ``Test timeout`` or
+``.. host pid N: Test failure`` lines) is an error that quotes the line and says
+after which size the table stops; the other runs of the log can still be read with
+``parse(text, run=K)``.
 
 The modules:
 

@@ -112,8 +112,12 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
         raise InvalidInputError(f"collective {wanted!r} was given, but the run starting at "
                                 f"line {run.start} is {named!r}")
     ranks, communicators = _first_communicator(run)
-    nranks = len(ranks) if ranks else run.simcoll_ranks
+    # a device list cut short (pasted logs keep a few lines) names ranks beyond its length
+    listed = ranks and sorted(run.ranks) == list(range(len(run.ranks)))
+    nranks = len(ranks) if listed else run.simcoll_ranks
     collective = named or wanted or _from_layout(run.rows, nranks)
+    if nranks is None and collective in _SHARE:
+        nranks = _implied_ranks(run.rows)
     for row in run.rows:
         _check_redop(row, collective)
         _check_size(row, collective, nranks)
@@ -147,6 +151,15 @@ def _first_communicator(run: Run) -> tuple[list[int], int]:
             f"{len(groups)} communicators of different sizes ({', '.join(map(str, sizes))} "
             f"ranks; NCCL_TESTS_SPLIT), whose times do not share one rank count")
     return members[run.groups.get(ranks[0], 0)], len(groups)
+
+
+def _implied_ranks(rows: list[NcclTestsRow]) -> int | None:
+    """The ranks a rank-share collective's rows give, size / (count x itemsize), where
+    every row with elements gives the same whole number; else None."""
+    found = {row.size // (row.count * ITEMSIZE[row.type]) if row.size % (
+        row.count * ITEMSIZE[row.type]) == 0 else 0
+             for row in rows if row.count and row.type in ITEMSIZE}
+    return found.pop() if len(found) == 1 and 0 not in found else None
 
 
 def _from_layout(rows: list[NcclTestsRow], nranks: int | None) -> str | None:
@@ -199,4 +212,5 @@ def _check_size(row: NcclTestsRow, collective: str | None, nranks: int | None) -
         raise InvalidInputError(
             f"line {row.line}: size {row.size} B is not its count {row.count} x {itemsize} B "
             f"({row.type}){ranks} {expected}: a corrupted row (another process's output "
-            f"inside it?); fix or drop the line")
+            f"inside it?){', or a device list cut short' if ranks else ''}; fix or drop "
+            f"the line")

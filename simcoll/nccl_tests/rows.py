@@ -17,7 +17,8 @@ from decimal import Decimal
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests.tables import Measurement, NcclTestsRow
 
-__all__ = ["Layout", "layout_from_titles", "layout_from_row", "read_row", "read_number"]
+__all__ = ["Layout", "layout_from_titles", "layout_from_row", "read_row", "read_number",
+           "prints_error_column"]
 
 _DATE, _CLOCK = re.compile(r"\d{4}-\d\d-\d\d"), re.compile(r"\d\d:\d\d:\d\d")
 _BLOCK = ("time", "algbw", "busbw", "wrong")
@@ -144,6 +145,22 @@ def read_row(layout: Layout, line: str, number: int) -> NcclTestsRow:
                                                           layout.block_width))}
     return NcclTestsRow(size, count, head["type"], head.get("redop"), root,
                         blocks.get("out_of_place"), blocks.get("in_place"), number)
+
+
+def prints_error_column(layout: Layout, line: str) -> bool:
+    """Whether the row ``line`` shows, in a ``#wrong`` column of ``layout``, a number
+    below a million in exponent form: old versions' ``error`` column (``%7.0le``:
+    ``0e+00``, ``1e+00``), not a count of wrong elements, which ``%6g`` prints without
+    an exponent below a million."""
+    fields = _without_timestamp(line.split())
+    layout = _row_layout(layout, fields)
+    if "wrong" not in layout.block_columns or len(fields) != layout.width:
+        return False
+    at = layout.block_columns.index("wrong")
+    shown = [fields[start + at] for start in range(len(layout.head), layout.width,
+                                                   layout.block_width)]
+    return any("e" in text.lower() and _is_number(text) and abs(float(text)) < 1e6
+               for text in shown)
 
 
 def _without_timestamp(fields: list[str]) -> list[str]:

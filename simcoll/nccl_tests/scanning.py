@@ -17,6 +17,7 @@ from simcoll.nccl_tests.rows import (
     Layout,
     layout_from_row,
     layout_from_titles,
+    prints_error_column,
     read_number,
     read_row,
 )
@@ -29,7 +30,7 @@ _SRUN = re.compile(r"^\s*\d+: ")
 _ROW_START = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)\s+(?:\S+\s+){5}\S")
 _CUT_ROW = re.compile(r"^\s*\d+\s+\d+\s+(?:" + "|".join(ITEMSIZE) + r")(?:\s|$)")
 """The size, count and type a result row starts with (where it has too few fields)."""
-_FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
+_FAILURE = re.compile(r"\bTest (?:(?:NCCL |CUDA )?failure|timeout)\b")
 _FOOTERS = ("Out of bounds values", "Avg bus bandwidth")
 _PROGRAM = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / ")
@@ -75,7 +76,7 @@ def split_runs(text: str) -> list[Run]:
         raise InvalidInputError(f"parse takes the printed text as a str, not "
                                 f"{type(text).__name__}")
     scanner = _Scanner()
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(_lines(text), start=1):
         scanner.read(raw, number)
     runs = [r for r in (*scanner.runs, scanner.run) if r.rows or r.error]
     if not runs:
@@ -84,6 +85,15 @@ def split_runs(text: str) -> list[Run]:
             "redop root' then 'time algbw busbw #wrong' per block, under the column titles "
             "'#  size  count  type  redop  root  time  algbw  busbw  #wrong ...'")
     return runs
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines, numbered as editors and ``grep -n`` number them: cut at each
+    newline (a carriage return before it dropped), or at each carriage return in a text
+    without newlines (old Mac line ends); form feeds and other separators stay inside."""
+    if "\n" not in text:
+        return text.split("\r")
+    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 class _Scanner:
@@ -148,9 +158,18 @@ class _Scanner:
 
     def row_in_layout(self, line: str, number: int) -> NcclTestsRow:
         """``line`` read in the layout of the run being read, which its first row gives
-        where no column titles did."""
-        if self.run.layout is None:
-            self.run.layout = layout_from_row(line, number)
+        where no column titles did; a row whose fields give another layout than the
+        first's starts another run (runs without their headers between them: an
+        all_reduce's redop where a broadcast prints its root, or a blank redop)."""
+        if self.run.layout is None or not self.run.layout.titled:
+            own = layout_from_row(line, number)
+            if self.run.layout is not None and self.run.rows and \
+                    (own.head, own.blocks) != (self.run.layout.head, self.run.layout.blocks):
+                self.new_run(number)
+            if self.run.layout is None:
+                self.run.layout = own
+            if prints_error_column(self.run.layout, line):
+                self.run.layout.error_column = True
         return read_row(self.run.layout, line, number)
 
 

@@ -120,8 +120,11 @@ class NcclTestsTable:
         collective: simcoll's name (``all_reduce``, ``all_to_all``, ...), from the
             ``Collective test starting`` line, the program named in the text, simcoll's
             own header, or the argument of :func:`~simcoll.nccl_tests.parse`; None if none says.
-        nranks: ranks listed under ``# Using devices`` (or simcoll's ``nRanks``); None
-            when the text lists none.
+        nranks: ranks listed under ``# Using devices`` (or simcoll's ``nRanks``); where
+            the list is missing or cut short (its ranks do not run 0 .. n - 1), what a
+            rank-share collective's rows give (all_gather, reduce_scatter, all_to_all,
+            gather, scatter: size / (count x itemsize), where every row agrees); else
+            None.
         devices: the device name of each listed rank, in rank order.
         hosts: the host of each listed rank, in rank order.
         settings: the ``# nThread ...`` line as ``{"nThread": 1, "minBytes": 8, ...,

@@ -1,0 +1,124 @@
+"""Logs as users paste them into issues: without headers between runs (``grep -v '^#'``),
+with the device list cut to a few lines or left out, old versions' error column without
+its title, a ``-T`` timeout, unusual line ends. Rows are real nccl-tests output
+(NVIDIA/nccl#258, NVIDIA/nccl-tests#78 and #82, NVIDIA/nccl#644, NVIDIA/dgx-spark-playbooks
+#103), cut to a few sizes."""
+# The fixtures are rows as nccl-tests prints them, wider than the code's lines:
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll as sc
+from simcoll.errors import InvalidInputError
+from simcoll.nccl_tests import parse, parse_all
+
+OLD_ALL_REDUCE = """\
+           8             2   float     sum    158.3    0.00    0.00  1e-07    158.4    0.00    0.00  0e+00
+          16             4   float     sum    160.4    0.00    0.00  3e-08    160.7    0.00    0.00  3e-08
+"""
+OLD_BROADCAST = """\
+           8             2   float       0    45.82    0.00    0.00    N/A    38.17    0.00    0.00    N/A
+          16             4   float       0    45.10    0.00    0.00    N/A    38.02    0.00    0.00    N/A
+"""
+ALL_REDUCE_213 = """\
+   268435456      67108864     float     sum   122131    2.20    4.33  2e-06   122165    2.20    4.33  2e-06
+"""
+ALL_TO_ALL_213 = """\
+   268435456       1048576     float           520935    0.52    0.51  0e+00   519562    0.52    0.51  1e+00
+   536870912       2097152     float          1041974    0.52    0.51  0e+00  1041299    0.52    0.51  1e+00
+"""
+
+
+def test_an_all_reduce_then_a_broadcast_without_headers_are_two_runs():
+    """Both print 12 fields, the broadcast a root where the all_reduce has its redop: the
+    broadcast's rows were read into the all_reduce's run with redop '0'."""
+    first, second = parse_all(OLD_ALL_REDUCE + OLD_BROADCAST)
+    assert [(r.size, r.redop, r.root) for r in first.rows] == [(8, "sum", None),
+                                                               (16, "sum", None)]
+    assert [(r.size, r.redop, r.root, r.line) for r in second.rows] == [
+        (8, None, 0, 3), (16, None, 0, 4)]
+    assert second.collective == "broadcast"
+
+
+@pytest.mark.parametrize("text", [ALL_REDUCE_213 + ALL_TO_ALL_213,
+                                  ALL_TO_ALL_213 + ALL_REDUCE_213])
+def test_a_run_with_a_blank_redop_after_one_with_a_redop_is_another_run(text):
+    """nccl-tests 2.10-2.13 leave an all_to_all's redop blank: one field fewer. The second
+    run's rows were refused ("expected 12 fields")."""
+    runs = parse_all(text)
+    assert sorted(len(t) for t in runs) == [1, 2]
+    blank = next(t for t in runs if len(t) == 2)
+    assert {r.redop for r in blank.rows} == {None} and blank.sizes == (268435456, 536870912)
+
+
+def test_an_error_column_without_its_title_is_told_by_its_exponents():
+    """Old versions print the largest error as %7.0le (0e+00, 1e+00): whole numbers, read
+    as #wrong counts without the title; the in-place 1e+00 of a correct run marked every
+    size wrong."""
+    table = parse(ALL_TO_ALL_213, collective="all_to_all")
+    assert table.error_column
+    assert table.wrong_sizes("in_place") == ()
+    # a count of a million or more is printed in exponent form by %6g: a count still
+    counted = parse(OLD_BROADCAST.replace("    N/A    38.", "  1e+06    38."),
+                    collective="broadcast")
+    assert not counted.error_column and counted.wrong_sizes() == (8, 16)
+
+
+def _devices(ranks: range | list[int]) -> str:
+    return "# Using devices\n" + "".join(
+        f"#  Rank {r:2d} Group  0 Pid  4242 on node-{r // 8} device {r % 8:2d} [0x00] "
+        f"NVIDIA H100 80GB HBM3\n" for r in ranks)
+
+
+# all_gather of 2048 floats per rank, 65536 bytes in all: 8 ranks (NVIDIA/nccl#644)
+ALL_GATHER_8 = """\
+       65536          2048     float    none      -1    41.32    1.59    1.39      0    40.18    1.63    1.43      0
+"""
+
+
+def test_a_device_list_cut_short_leaves_the_rank_count_to_the_rows():
+    """A pasted header keeping rank 7's line alone gave nranks 1, and refused the row as
+    "a corrupted row" (its size is 8 x its count)."""
+    cut = parse(_devices([7]) + ALL_GATHER_8, collective="all_gather")
+    assert cut.nranks == 8 and cut.hosts == ("node-0",)
+    assert parse(_devices(range(8)) + ALL_GATHER_8, collective="all_gather").nranks == 8
+    cut_all_reduce = parse(_devices([70, 71]) + ALL_REDUCE_213, collective="all_reduce")
+    assert cut_all_reduce.nranks is None
+
+
+def test_a_share_collective_without_a_device_list_is_compared_on_its_own_rank_count():
+    """Without a device list an 8-rank all_gather was simulated on a 4-rank machine with
+    twice the elements per rank, unsaid."""
+    table = parse(ALL_GATHER_8, collective="all_gather")
+    assert table.nranks == 65536 // (2048 * 4)
+    with pytest.raises(InvalidInputError, match="the table was measured on 8 ranks, but "
+                                                "the machine has 4"):
+        sc.compare(sc.topology.switch(4), table)
+
+
+SPARK = """\
+# Collective test starting: all_reduce_perf
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+        8192          2048     float     sum      -1    35.15    0.23    0.23       0    30.33    0.27    0.27       0
+       16384          4096     float     sum      -1    31.67    0.52    0.52       0    30.75    0.53    0.53       0
+"""
+
+
+def test_a_timeout_is_a_failure_naming_the_last_complete_row():
+    text = SPARK + ("       32768          8192     float     sum      -1spark-d708: Test timeout "
+                    "(5s) common.cu:523\n .. spark-d708 pid 1666603: Test failure common.cu:709\n")
+    with pytest.raises(InvalidInputError, match=r"line 6: nccl-tests reported a failure: .*Test "
+                       r"timeout.*after the row of size 16384 \(line 5\)"):
+        parse(text)
+
+
+@pytest.mark.parametrize("end", ["\r\r\n", "\r\n", "\r", "\n"])
+def test_line_numbers_are_an_editors_whatever_the_line_ends(end):
+    """A log saved with \\r\\r\\n line ends had every line counted twice in errors."""
+    text = (SPARK + "NCCL INFO a page\x0cbreak\n       32768          8192     float\n"
+            ).replace("\n", end)
+    with pytest.raises(InvalidInputError, match="^line 7: a result row cut short"):
+        parse(text)
