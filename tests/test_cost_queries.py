@@ -165,11 +165,23 @@ def test_too_many_ranks_for_any_size_say_so(monkeypatch):
 
 def test_a_query_whose_per_rank_arrays_exceed_the_memory_is_refused(monkeypatch):
     """p = 759,250,124 passed the counters' check and was killed by the system as its
-    per-rank arrays filled the memory. At 64 bytes a rank, 2^25 ranks need 2 GiB."""
+    per-rank arrays filled the memory. At 512 bytes a rank (double_binary_tree's trees
+    take about 430), 2^22 ranks need 2 GiB."""
     monkeypatch.setattr("simcoll.cost.physical_memory", lambda: 2**30)
-    with pytest.raises(sc.InvalidInputError, match=r"p=33554432 ranks: a query's arrays of "
+    with pytest.raises(sc.InvalidInputError, match=r"p=4194304 ranks: a query's arrays of "
                                                    r"one entry per rank would need about "
                                                    r"2.0 GiB, more than this machine's 1.0 GiB"):
-        sc.cost.traffic("all_reduce", "ring", p=2**25, nbytes=8)
+        sc.cost.traffic("all_reduce", "double_binary_tree", p=2**22, nbytes=8)
     assert sc.cost.predict("all_reduce", "ring", p=2**20, nbytes=2**20, alpha=1e-6,
                            beta=1e-9) > 0
+
+
+@pytest.mark.parametrize("itemsize,nbytes,message", [
+    (0, [4, 4], "itemsize=0 is not accepted"),
+    ("four", [4, 4], "itemsize='four' is not accepted"),
+    (4, [4, 6], r"nbytes\[1\]=6 is not a multiple of itemsize=4"),
+])
+def test_the_uneven_lower_bounds_check_itemsize_too(itemsize, nbytes, message):
+    with pytest.raises(sc.InvalidInputError, match=message):
+        sc.cost.lower_bound("all_gatherv", p=2, nbytes=nbytes, alpha=1e-6, beta=1e-9,
+                            itemsize=itemsize)

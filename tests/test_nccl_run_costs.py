@@ -245,3 +245,33 @@ def test_channels_reducing_at_once_share_the_gpus_rate(channels):
         # 24 channels' parts of a block differ by an element: to 1e-3
         assert run(rate) - free == pytest.approx((p - 1) * n / p / rate,
                                                  rel=1e-3 if channels == 24 else 1e-9)
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_the_chain_estimate_falls_to_its_limit_as_links_get_faster(collective):
+    """beta = 0 took another machine description than any beta > 0, and predicted 20
+    times the time of links of beta = 1e-300."""
+    times = [sc.cost.predict(collective, "nccl", p=4, nbytes=64 << 20, alpha=1e-6, beta=b)
+             for b in (1e-11, 1e-13, 1e-15, 1e-300, 0.0)]
+    assert times == sorted(times, reverse=True)
+    assert times[-1] == times[-2]
+
+
+@pytest.mark.parametrize("p", [2, 3, 8, 9, 33])
+@pytest.mark.parametrize("beta", [1e-9, 1e-11, 1e-13])
+def test_the_chain_estimate_reads_nccls_search_of_the_whole_switch(p, beta):
+    """The estimate runs NCCL's search on a switch of 8 GPUs at most (on p GPUs it took
+    11 s at p = 4000): the channels and protocol it picks are those of the search on
+    all p."""
+    from simcoll.algorithms.nccl.machine import describe
+    from simcoll.algorithms.nccl.tuner import choose
+
+    whole = describe(sc.topology.switch(p, bandwidth=1 / beta), tuple(range(p)))
+    for size in (1 << 10, 1 << 20, 1 << 28):
+        expected = choose(whole, "broadcast", size, algo="ring", proto="auto", channels=0,
+                          tuner="2.30.7")
+        protocol = expected.proto
+        got = sc.cost.predict("broadcast", "nccl", p=p, nbytes=size, alpha=0.0, beta=beta,
+                              proto=protocol, channels=expected.channels)
+        assert got == sc.cost.predict("broadcast", "nccl", p=p, nbytes=size, alpha=0.0,
+                                      beta=beta)

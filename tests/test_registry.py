@@ -647,3 +647,21 @@ def test_specs_refuse_naming_the_value_and_the_accepted_range(spec, value, accep
     with pytest.raises(sc.InvalidInputError) as info:
         spec.normalize("x", value)
     assert str(info.value) == f"x={value!r} is not accepted; use {accepted}"
+
+
+@pytest.mark.parametrize("sent,shown", [([13.5, 13.5, 13.5, 13.5], "13.5"),
+                                        ([-5, 0, 0, 0], "-5"),
+                                        ([True, False, True, False], "True")])
+def test_a_model_whose_traffic_is_not_whole_bytes_is_named(sent, shown):
+    """gpu_traffic cut 13.5 bytes to 13 and took -5 or True: a float model's bytes came
+    out short with no word, to show later as a traffic mismatch."""
+    from simcoll.cost import gpu_traffic
+
+    name = f"test_bad_bytes_{shown}"
+    bad = CostModel(time=lambda p, nbytes, alpha, beta, gamma: 0.0,
+                    traffic=lambda p, nbytes, itemsize: gpu_traffic(sent, [0] * p))
+    sc.register("all_reduce", name, cost=bad)(_flat_all_reduce)
+    with pytest.raises(sc.RegistrationError, match=rf"all_reduce/{name}: its cost model's "
+                                                   rf"traffic gave sent bytes that are not "
+                                                   rf"whole numbers >= 0: .*{shown}"):
+        sc.cost.traffic("all_reduce", name, p=4, nbytes=64)

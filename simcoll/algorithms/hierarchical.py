@@ -120,10 +120,11 @@ def _exact(p: int, nbytes: int, itemsize: int, *, inter: str, nodes: int) -> boo
                                        itemsize=itemsize)
 
 
-def _intra_time(g: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
-    """The two ring phases inside a node of G GPUs (see module):
-    2 (G-1)(alpha + n/G beta) + (G-1)/G n gamma."""
-    return 2 * (g - 1) * (alpha + nbytes / g * beta) + (g - 1) / g * nbytes * gamma
+def _intra_time(g: int, block: float, alpha: float, beta: float, gamma: float) -> float:
+    """The two ring phases inside a node of G GPUs, each step moving a ``block`` of bytes
+    (n/G; the largest block where G does not divide the count, as the ring's model):
+    2 (G-1)(alpha + block beta) + (G-1) block gamma."""
+    return 2 * (g - 1) * (alpha + block * beta) + (g - 1) * block * gamma
 
 
 def hierarchical_time(nodes: int, gpus_per_node: int, nbytes: int, *, alpha: float,
@@ -134,20 +135,22 @@ def hierarchical_time(nodes: int, gpus_per_node: int, nbytes: int, *, alpha: flo
     g, n = gpus_per_node, nodes
     across = 2 * (n - 1) * (alpha_inter + nbytes / (g * n) * beta_inter) + \
         (n - 1) / n * nbytes / g * gamma
-    return _intra_time(g, nbytes, alpha, beta, gamma) + across
+    return _intra_time(g, nbytes / g, alpha, beta, gamma) + across
 
 
 def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, inter: str,
           nodes: int, alpha_inter: float | None, beta_inter: float | None,
           itemsize: int) -> float:
-    """The intra-node phases plus the ``inter`` all-reduce's own model on N ranks and
-    the largest block, ceil(count/G) elements, with alpha', beta' (see module)."""
+    """The intra-node phases and the ``inter`` all-reduce's own model on N ranks, both on
+    the largest block, ceil(count/G) elements, the latter with alpha', beta' (see
+    module)."""
     g = _gpus_per_node(p, nodes)
+    block = largest_block(nbytes, g, itemsize)
     across = 0.0 if nodes == 1 else cost.predict(
-        "all_reduce", inter, p=nodes, nbytes=largest_block(nbytes, g, itemsize),
+        "all_reduce", inter, p=nodes, nbytes=block,
         alpha=alpha if alpha_inter is None else alpha_inter,
         beta=beta if beta_inter is None else beta_inter, gamma=gamma, itemsize=itemsize)
-    return _intra_time(g, nbytes, alpha, beta, gamma) + across
+    return _intra_time(g, block, alpha, beta, gamma) + across
 
 
 @register("all_reduce", "hierarchical", params=PARAMS, validate=_validate,

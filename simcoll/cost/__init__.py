@@ -95,10 +95,11 @@ def _entry(collective: str, algorithm: str) -> AlgorithmSpec:
             f"no cost model for {collective}/{algorithm}; known: {known}") from None
 
 
-_PER_RANK_BYTES = 64
-"""What a query holds per rank, about: a few int64 and float64 arrays of p entries (bytes
-sent and received, the models' per-rank terms). Past the machine's memory, a query was
-killed by the system instead of refused."""
+_PER_RANK_BYTES = 512
+"""What a query holds per rank, at most: a few int64 and float64 arrays of p entries
+(bytes sent and received, the models' per-rank terms), and double_binary_tree's two trees
+as Python lists, about 430 bytes a rank. Past the machine's memory, a query was killed by
+the system instead of refused."""
 
 
 def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any]:
@@ -270,12 +271,17 @@ def _ask(spec: AlgorithmSpec, role: str, positional: tuple[Any, ...],
     Raises:
         InvalidInputError: the function raised one (refusing its arguments), or raised
             anything else, named as ``simulate`` names a ``validate`` that raises.
+        RegistrationError: it gave what cannot be (bytes that are not whole numbers >= 0
+            to :func:`gpu_traffic`), naming the algorithm.
     """
     fn = getattr(spec.cost, role)
     try:
         return fn(*positional, **named_arguments(fn, args))
     except InvalidInputError:
         raise
+    except RegistrationError as exc:   # what the model gave cannot be (gpu_traffic's)
+        raise RegistrationError(f"{spec.collective}/{spec.name}: its cost model's {role} "
+                                f"gave {exc}") from exc
     except Exception as exc:
         raise InvalidInputError(f"{spec.collective}/{spec.name}: its cost model's {role} "
                                 f"raised {type(exc).__name__}: {exc}") from exc
@@ -319,6 +325,7 @@ def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: floa
     hosts = integer(hosts, "hosts", minimum=0, what="server hosts")
     if collective in ("all_gatherv", "reduce_scatterv", "all_to_allv"):
         p, sizes = _sizes(p, nbytes, collective)
+        _itemsize(itemsize, sizes)   # the bounds do not depend on it, but sizes must be whole
         steps, moved, reduced, needed = uneven_bounds(collective, p, sizes, p + hosts)
         return Bounds(steps * alpha, moved * beta, reduced * gamma, alpha if needed else 0.0)
     if collective not in _BOUNDED:

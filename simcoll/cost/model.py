@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from simcoll.buffers import block_bytes, block_size
+from simcoll.errors import RegistrationError
 
 if TYPE_CHECKING:  # the registry imports this module; the specs live beside the registry
     from simcoll.algorithms.params import Param
@@ -37,10 +38,26 @@ class Traffic:
 
 
 def gpu_traffic(sent: ArrayLike, received: ArrayLike) -> Traffic:
-    """A :class:`Traffic` of GPU ranks only (no server hosts move anything)."""
+    """A :class:`Traffic` of GPU ranks only (no server hosts move anything).
+
+    Raises:
+        RegistrationError: bytes that are not whole numbers >= 0 (a model's 2 (p-1)/p n
+            in floats, say, which int64 would cut short), or booleans.
+    """
     empty = np.zeros(0, dtype=np.int64)
-    return Traffic(np.array(sent, dtype=np.int64), np.array(received, dtype=np.int64),
-                   empty, empty.copy())
+    return Traffic(_counts(sent, "sent"), _counts(received, "received"), empty, empty.copy())
+
+
+def _counts(values: ArrayLike, what: str) -> Counts:
+    """``values`` as int64 byte counts, refused unless whole numbers >= 0."""
+    found = np.asarray(values)
+    if found.dtype.kind not in "iuf" or (found.dtype.kind == "f" and not (
+            np.isfinite(found).all() and (found == np.floor(found)).all())):
+        raise RegistrationError(f"{what} bytes that are not whole numbers >= 0: {found!r}")
+    counts = found.astype(np.int64)
+    if (counts < 0).any():
+        raise RegistrationError(f"{what} bytes that are not whole numbers >= 0: {found!r}")
+    return counts
 
 
 def exchange_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:

@@ -247,6 +247,29 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
             + protocol.wire(int(volume * nbytes)) * beta + reduced * nbytes * gamma)
 
 
+_SEARCHED_GPUS = 8
+"""GPUs of the switch NCCL's search is run on for :func:`_searched_switch`."""
+
+
+def _searched_switch(p: int, beta: float) -> Machine:
+    """What NCCL's search and tuner make of the reference switch of ``p`` GPUs and links
+    of 1/beta: the search run on a switch of at most :data:`_SEARCHED_GPUS` GPUs, whose
+    channels and speeds do not depend on the GPU count (checked for 2 to 100 GPUs), so a
+    query costs the same at any ``p``; beta = 0 is the limit of ever faster links."""
+    gpus = min(p, _SEARCHED_GPUS)
+    searched = _described_switch(gpus, 1 / beta if beta > 0 else _FASTEST)
+    return dataclasses.replace(searched, nranks=p, smallest_node=p)
+
+
+_FASTEST = 1e300
+"""Bytes per second standing for links without a per-byte cost (beta = 0)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _described_switch(gpus: int, bandwidth: float) -> Machine:
+    return describe(switch(gpus, bandwidth=bandwidth), tuple(range(gpus)))
+
+
 def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: float,
                     gamma: float, *, algo: str, proto: str, channels: int, arch: str,
                     intra: str, tuner: str, launch_overhead: float = 0.0,
@@ -262,9 +285,7 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     Nothing for one rank or an empty buffer, which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
-    machine = _reference(p, beta) if beta == 0 else describe(
-        switch(p, bandwidth=1 / beta, latency=alpha / 2), tuple(range(p)))
-    choice = choose(machine, collective, nbytes, algo="ring", proto=proto,
+    choice = choose(_searched_switch(p, beta), collective, nbytes, algo="ring", proto=proto,
                     channels=channels, tuner=tuner)
     protocol = dataclasses.replace(one_step_slices(PROTOCOL[choice.proto]),
                                    launch=launch_overhead, step_scale=step_latency_scale)
