@@ -257,6 +257,8 @@ def main(argv: list[str] | None = None) -> None:
             path = make(args.out)
         except OSError as exc:  # a full disk: the figure's old file is kept
             parser.exit(1, f"{parser.prog}: error: {exc}\n")
+        except KeyboardInterrupt:  # Ctrl-C: the figure's old file is kept too
+            parser.exit(130, f"{parser.prog}: interrupted ({name} not written)\n")
         plt.close("all")
         print(f"{path}  ({time.perf_counter() - start:.1f} s)")
 

@@ -3,15 +3,19 @@
 :func:`output_path` refuses, before a simulation or a drawing starts, what cannot become
 the file (not a path, a directory, a folder that does not exist), so a long run does not
 end in an ``OSError``. :func:`write_atomically` writes through a temporary file next to
-the target and renames it over the target: an existing file is never left half
-written, and the temporary file never stays behind, whatever fails. A folder where no
-file can be written is found by creating and removing that temporary file beforehand.
+the target, flushes it to disk and renames it over the target: an existing file is
+never left half written, and the temporary file never stays behind, whatever fails. A
+folder where no file can be written is found by creating and removing such a temporary
+file beforehand.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,7 @@ from typing import Any
 from simcoll.errors import InvalidInputError
 
 __all__ = ["file_path", "output_path", "too_long", "unwritable", "write_atomically",
-           "sibling", "cannot_write"]
+           "sibling", "cannot_write", "sync_folder"]
 
 
 def file_path(path: Any, what: str, *, example: str = "out.json") -> Path:
@@ -71,17 +75,31 @@ def too_long(path: Path) -> str | None:
 
 def unwritable(path: Path) -> str | None:
     """Why no file can be written at ``path`` (whose folder exists and takes its name),
-    or None: the temporary file :func:`write_atomically` writes through is created and
-    removed to see, as permissions alone do not tell (a read-only or virtual file
-    system)."""
+    or None: a temporary file like those :func:`write_atomically` writes through is
+    created and removed to see, as permissions alone do not tell (a read-only or virtual
+    file system); and an existing file another user owns in a folder with the sticky bit
+    (``/tmp``) cannot be replaced, which no probe shows."""
     probe = _temporary(path)
     try:
         probe.open("x").close()
-    except FileExistsError:
-        return None  # a temporary file left by an earlier writer: the folder is writable
     except OSError as exc:
         return f"cannot write in folder {str(path.parent)!r} ({exc.strerror or exc})"
     probe.unlink(missing_ok=True)
+    return _not_replaceable(path)
+
+
+def _not_replaceable(path: Path) -> str | None:
+    """Why the existing file at ``path`` cannot be renamed over, or None."""
+    try:
+        target, folder = os.stat(_final(path)), os.stat(_final(path).parent)
+    except OSError:
+        return None   # no file there yet
+    me = os.geteuid() if hasattr(os, "geteuid") else None
+    if me in (None, 0) or not folder.st_mode & stat.S_ISVTX:
+        return None
+    if me not in (target.st_uid, folder.st_uid):
+        return (f"{str(_final(path))!r} belongs to another user in a folder with the sticky "
+                f"bit, which only its owner can replace; write elsewhere")
     return None
 
 
@@ -110,7 +128,15 @@ def _name_max(folder: Path) -> int:
 
 
 def _temporary(path: Path) -> Path:
-    return sibling(path, ".", ".part")
+    """A temporary file's name next to ``path``, new to this call (two writers of one
+    file never share it)."""
+    return sibling(path, ".", f".{secrets.token_hex(4)}.part")
+
+
+def _final(path: Path) -> Path:
+    """Where ``path``'s content goes: the file a symbolic link ``path`` points to (the
+    link stays), else ``path``."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def cannot_write(path: Path, exc: OSError) -> OSError:
@@ -119,13 +145,36 @@ def cannot_write(path: Path, exc: OSError) -> OSError:
 
 
 def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write`` with a temporary file next to ``path``, then rename it to ``path``;
-    the temporary file is removed if anything fails."""
-    tmp = _temporary(path)
+    """Call ``write`` with a temporary file next to ``path`` (next to the file it links
+    to, for a symbolic link), flush it to disk, give it an existing file's permissions,
+    and rename it over that file; the temporary file is removed if anything fails."""
+    final = _final(path)
+    tmp = _temporary(final)
     try:
         write(tmp)
-        tmp.replace(path)
+        with tmp.open("rb+") as written:
+            os.fsync(written.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, stat.S_IMODE(os.stat(final).st_mode))
+        tmp.replace(final)
+        sync_folder(final.parent)
     except OSError as exc:
         raise cannot_write(path, exc) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):   # must not hide what failed
+            tmp.unlink(missing_ok=True)
+
+
+def sync_folder(folder: Path) -> None:
+    """Flush ``folder``'s entries (a new file, a rename) to disk, where the system
+    allows it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -343,6 +343,9 @@ def test_command_line_refuses_a_log_with_nothing_to_compare(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv,message", [
     (["nowhere.txt", "--topology", "switch:4"], "no log at nowhere.txt"),
+    # a folder said "[Errno 21] Is a directory"
+    ([".", "--topology", "switch:4"], ". is a directory; give the log file nccl-tests "
+                                      "printed (or - for standard input)"),
     (["LOG", "--topology", "switch:8"], "measured on 4 ranks, but the machine has 8"),
     (["LOG", "--topology", "switch:4", "--run", "2"], "--run 2: the log holds 1 run"),
     (["LOG", "--topology", "switch:4", "--min-size", "1G"], "no size of the log lies"),

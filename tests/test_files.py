@@ -171,3 +171,71 @@ def test_siblings_of_long_names_fit_and_stay_apart(tmp_path):
     assert made[0] != made[1]
     assert all(len(os.fsencode(m.name)) == limit and m.parent == tmp_path for m in made)
     assert sibling(one, suffix=".partial.jsonl") == made[0]  # the same every time
+
+
+def test_a_symbolic_link_keeps_pointing_at_the_file_written(tmp_path):
+    """Saving over a link replaced the link with a file of its own; the file it pointed
+    to kept its old content."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "target.txt").write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real / "target.txt")
+    write_atomically(link, lambda tmp: tmp.write_text("new"))
+    assert link.is_symlink() and (real / "target.txt").read_text() == "new"
+    assert sorted(p.name for p in real.iterdir()) == ["target.txt"]
+
+
+def test_an_existing_files_permissions_are_kept(tmp_path):
+    target = tmp_path / "private.txt"
+    target.write_text("old")
+    target.chmod(0o600)
+    write_atomically(target, lambda tmp: tmp.write_text("new"))
+    assert target.stat().st_mode & 0o777 == 0o600 and target.read_text() == "new"
+
+
+def test_the_file_is_on_disk_before_it_replaces_the_old_one(tmp_path, monkeypatch):
+    """The rename came without an fsync: a crash just after a sweep (which then deletes
+    its synced partial file) could leave neither."""
+    events = []
+    real_fsync, real_replace = os.fsync, Path.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append(("fsync", os.readlink(
+        f"/proc/self/fd/{fd}"))) or real_fsync(fd))
+    monkeypatch.setattr(Path, "replace", lambda self, to: events.append(("replace", str(to)))
+                        or real_replace(self, to))
+    target = tmp_path / "out.txt"
+    write_atomically(target, lambda tmp: tmp.write_text("new"))
+    kinds = [kind for kind, _ in events]
+    assert kinds[:2] == ["fsync", "replace"] and events[1][1] == str(target)
+    assert Path(events[0][1]).parent == tmp_path and events[0][1].endswith(".part")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root writes in any folder")
+def test_a_leftover_temporary_file_does_not_make_a_read_only_folder_look_writable(tmp_path):
+    """A '.NAME.part' left by a killed writer passed the check (it said the folder was
+    writable); the run then failed at its end, naming the hidden file."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / ".t.json.part").write_text("")
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(sc.InvalidInputError, match="cannot write in folder"):
+            output_path(folder / "t.json", "output")
+    finally:
+        folder.chmod(0o755)
+
+
+def test_a_file_of_another_user_in_a_sticky_folder_is_refused_before_any_work(
+        tmp_path, monkeypatch):
+    """In /tmp (the sticky bit) another user's file cannot be renamed over: the probe
+    passed, and a trace or sweep failed after all its work."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    (folder / "t.json").write_text("theirs")
+    folder.chmod(0o1777)
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(folder).st_uid + 1)
+    with pytest.raises(sc.InvalidInputError, match="'.*t.json' belongs to another user in a "
+                                                   "folder with the sticky bit"):
+        output_path(folder / "t.json", "output")
+    assert output_path(folder / "new.json", "output") == folder / "new.json"

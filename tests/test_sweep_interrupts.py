@@ -296,3 +296,45 @@ def test_ctrl_c_during_simcoll_run_leaves_with_one_line_and_status_130(tmp_path)
     assert proc.poll() is None, proc.communicate()
     out, err = _interrupt(proc)
     assert (proc.returncode, err) == (130, "simcoll run: interrupted\n")
+
+
+class _StoppedAtOnce(Executor):
+    """Ctrl-C as the first point is handed out."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        raise KeyboardInterrupt
+
+
+def test_a_sweep_stopped_before_its_first_point_leaves_no_empty_save_file(tmp_path):
+    """An empty PATH.partial.jsonl stayed behind, which nothing mentioned; a file that
+    was there before the sweep stays, whatever it holds."""
+    path = tmp_path / "points.jsonl"
+    for before in (None, ""):
+        if before is not None:
+            path.write_text(before)
+        with pytest.raises(KeyboardInterrupt):
+            sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                  sizes=[64], save=path, executor=_StoppedAtOnce())
+        assert path.exists() == (before is not None)
+    assert path.read_text() == ""
+
+
+def test_an_empty_output_is_refused_not_taken_for_standard_output(tmp_path, capsys):
+    """--output "$OUT" with OUT unset printed the sweep to the screen and exited 0."""
+    from simcoll.cli import main
+
+    assert main(["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K",
+                 "--output", ""]) == 2
+    assert "--output : use a file ending in .csv, .json, .jsonl" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root writes any file")
+def test_a_save_file_that_cannot_be_written_is_named(tmp_path):
+    path = tmp_path / "points.jsonl"
+    sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2], sizes=[64],
+          save=path)
+    path.chmod(0o444)
+    with pytest.raises(OSError, match=f"cannot write {path}: Permission denied"):
+        sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 3],
+              sizes=[64], save=path)

@@ -153,6 +153,11 @@ def _read(path: str) -> str:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise CommandLineError(f"no log at {path}") from None
+    except IsADirectoryError:
+        raise CommandLineError(f"{path} is a directory; give the log file nccl-tests "
+                               f"printed (or - for standard input)") from None
+    except OSError as exc:
+        raise CommandLineError(f"cannot read the log {path}: {exc.strerror or exc}") from None
     return _decode(data, path)
 
 

@@ -259,7 +259,7 @@ def _with_spec(record: dict[str, Any], spec: str, values: dict[int, int]) -> dic
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.json and args.output:
+    if args.json and args.output is not None:
         raise CommandLineError("--json writes JSON lines to standard output; with --output "
                                "the file's extension (.csv, .json, .jsonl) chooses")
     spec = template(args.topology)
@@ -281,7 +281,7 @@ def _run(args: argparse.Namespace) -> int:
                                f"root below {min(values)}")
     for size in args.sizes:
         refuse_overflow("--sizes", size, size, max(values))
-    out = check_output(args.output, _FORMATS) if args.output else None
+    out = None if args.output is None else check_output(args.output, _FORMATS)
     partial = None if out is None else sibling(out, suffix=".partial.jsonl")
     factory = functools.partial(_topology_of_ranks, spec, tuple(values.items()))
     axes = {"algorithms": args.algorithms, "ranks": list(values), "sizes": args.sizes}

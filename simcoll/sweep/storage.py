@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from simcoll.errors import InvalidInputError
-from simcoll.files import cannot_write, file_path, output_path
+from simcoll.files import cannot_write, file_path, output_path, sync_folder
 from simcoll.sweep.records import SweepResults, check_record, decode, point_key
 
 __all__ = ["ResultFile", "load_results", "check_save_path", "RECORD_START"]
@@ -176,12 +176,16 @@ class ResultFile:
                 os.truncate(self.path, cut)
         self.saved = _latest(records)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-        self._fd: int | None = os.open(self.path, flags, 0o666)
+        try:
+            self._fd: int | None = os.open(self.path, flags, 0o666)
+        except OSError as exc:
+            raise cannot_write(self.path, exc) from None
+        self._created, self._added = created, False
         if not created and not _ends_line(self.path):
             self._write(b"\n")
             os.fsync(self._fd)
-        if created and os.name == "posix":
-            _sync_folder(self.path.parent)
+        if created:
+            sync_folder(self.path.parent)
 
     def append(self, record: dict[str, Any]) -> None:
         """Write ``record`` as one line and make it durable before returning."""
@@ -194,6 +198,7 @@ class ResultFile:
         if not records:
             return
         self._write(b"".join(json.dumps(record).encode() + b"\n" for record in records))
+        self._added = True
         self.saved.update({point_key(record): record for record in records})
         assert self._fd is not None
         os.fsync(self._fd)
@@ -214,10 +219,13 @@ class ResultFile:
             raise
 
     def close(self) -> None:
-        """Close the file (every record is already on disk)."""
+        """Close the file (every record is already on disk); remove it where this run
+        created it and saved nothing (a sweep stopped before its first point)."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
+            if self._created and not self._added:
+                self.path.unlink(missing_ok=True)
 
     def __enter__(self) -> ResultFile:
         return self
@@ -233,12 +241,3 @@ def _ends_line(path: Path) -> bool:
             return True
         f.seek(-1, os.SEEK_END)
         return f.read(1) == b"\n"
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a new file's directory entry durable too."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
