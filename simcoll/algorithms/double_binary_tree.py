@@ -203,9 +203,12 @@ def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
 
     Exact for K = 1 and an even element count (the trees then never delay each other's
     critical path; checked for every p <= 64). Otherwise an estimate: over p <= 32,
-    K <= 32 and 4 KB .. 64 MB the simulated time is 0.89 .. 1.21 times this; the error
-    comes from the two trees' pieces sharing links out of step, and is largest for
-    small odd p, where rank 0 is interior in both trees.
+    K <= 32, 4 KB .. 64 MB, alpha = 1 us, beta from 1 / (100 GB/s) to 1 ns a byte and
+    gamma from 0 to beta, the simulated time was 0.68 .. 1.29 times this (a sweep of
+    2026-12-05). It is below 1 where the two trees' streams on a link hide each other's
+    latency, which the estimate charges every period (p = 2 and many pieces: 0.688
+    at K = 32), and above 1 for small p and few pieces, where the chain of pieces waiting
+    on each other, not a steady period, sets the time (p = 3, K = 2: 1.29).
     """
     if p == 1:
         return 0.0
@@ -235,9 +238,10 @@ def double_binary_tree_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp,
     up and down the slower tree, then K - 1 periods of max(alpha + d c beta, e c gamma),
     where d is the most tree edges at one rank over both trees (4 for even p >= 4) and
     e the most children. Exact for K = 1 and an even element count; otherwise an
-    estimate within about 0.89 .. 1.21 of the simulation. Bytes per rank, sent and
-    received alike: for each tree, its half times the rank's edges in it (children, plus
-    one for the parent). Source: Sanders, Speck & Traeff 2009; NCCL 2.4.
+    estimate the simulation lands within 0.68 .. 1.29 of (see the cost model). Bytes
+    per rank, sent and received alike: for each tree, its half times the rank's edges in
+    it (children, plus one for the parent). Source: Sanders, Speck & Traeff 2009;
+    NCCL 2.4.
     """
     p, r = comm.size, comm.rank
     if p == 1:
