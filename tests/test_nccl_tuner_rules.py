@@ -202,3 +202,18 @@ def test_2_26_2_counts_collnet_heads_on_the_direct_graph():
     assert "collnet_direct" in candidates(machine, "reduce_scatter", collnet=1, tuner="2.30.7")
     assert "collnet_direct" not in candidates(machine, "reduce_scatter", collnet=1,
                                               tuner="2.26.2")
+
+
+def test_on_a_tie_the_tuner_keeps_nccls_first_pair(monkeypatch):
+    """NCCL compares algorithms in its enum's order (tree, ring, CollNet, NVLS, NVLS-tree,
+    PAT), protocols as LL, LL128, Simple, and keeps only a strictly faster pair: where
+    every pair predicts the same time it runs a tree with LL. simcoll walked the ring
+    first."""
+    from simcoll.algorithms.nccl import tuner
+
+    machine = describe(sc.topology.dgx_h100(2), tuple(range(16)))
+    monkeypatch.setattr(tuner, "predict", lambda *args, **kwargs: 1e-3)
+    chosen = tuner.choose(machine, "all_reduce", 1 << 20)
+    assert (chosen.algo, chosen.proto) == ("tree", "LL")
+    chosen = tuner.choose(machine, "all_gather", 1 << 20)
+    assert (chosen.algo, chosen.proto) == ("ring", "LL")

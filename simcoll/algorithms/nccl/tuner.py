@@ -55,6 +55,11 @@ __all__ = ["ALGORITHMS", "NAMES", "SIMPLE_ONLY", "Choice", "candidates", "predic
            "max_channels", "comm_channels", "nvls_channels", "nvls_graph_of",
            "collnet_graphs_of", "nvls_reduces"]
 
+NCCL_ORDER = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat",
+              "p2p")
+"""NCCL's algorithms in the order of its enum (``NCCL_ALGO_TREE`` = 0, ...; nccl_tuner.h),
+the order its tuner compares them in (p2p, all_to_all's, has no rival)."""
+
 ALGORITHMS = {
     "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
     "reduce_scatter": ("ring", "nvls", "collnet_direct", "pat"),
@@ -660,8 +665,10 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     graphs = collnet_graphs_of(machine) if "collnet_direct" in algos else None
     direct_heads = 1 if graphs is None else graphs[0].channels  # CollNet Direct's graph's
     best: Choice | None = None
-    for a in algos:
-        for pr in protos:
+    # NCCL walks its algorithms and protocols in enum order and keeps a strictly faster
+    # pair (enqueue.cc): on a tie the earlier one, a tree before a ring.
+    for a in sorted(algos, key=lambda name: NCCL_ORDER.index(name)):
+        for pr in sorted(protos, key=PROTOCOLS.index):
             nc = channels or max_channels(machine, a, tuner, collnet)
             t = predict(machine, collective, nbytes, a, pr, nc, tuner)
             if fp8 and a == "ring" and machine.nranks > 8:
