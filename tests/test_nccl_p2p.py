@@ -160,3 +160,18 @@ def test_a_first_node_with_one_gpu_does_not_hide_the_links_inside_the_others():
     for r in range(4):
         np.testing.assert_array_equal(
             res.outputs[r], np.concatenate([data[s][2 * r:2 * r + 2] for s in range(4)]))
+
+
+def test_arm_blackwell_hosts_send_twice_the_network_chunk():
+    """NCCL 2.30.7 (computeBuffSizes in src/init.cc) doubles the network p2p chunk, 128 to
+    256 KiB, on Arm CPUs with Blackwell GPUs. addP2pToPlan doubles a 1 MiB send's
+    channels from 1 while its part is above one chunk, at most to high: with 128 KiB
+    chunks 1 MiB -> 512, 256, 128 KiB on 8 channels; with 256 KiB chunks 4."""
+    from simcoll.algorithms.nccl.machine import Machine
+
+    def machine(cpu: str, arch: str) -> Machine:
+        return Machine(8, 2, "nvlink", 1.8e12, 4e11, True, arch, cpu=cpu, rails=4)
+
+    assert parts(machine("intel", "blackwell"), 1 << 20, 1, 8) == 8
+    assert parts(machine("arm", "hopper"), 1 << 20, 1, 8) == 8
+    assert parts(machine("arm", "blackwell"), 1 << 20, 1, 8) == 4

@@ -84,8 +84,12 @@ def channels_per_peer(machine: Machine, p2p_channels: int) -> tuple[int, int]:
 
 
 def _chunk(machine: Machine) -> int:
+    """NCCL's p2p chunk (``computeBuffSizes`` in src/init.cc): across nodes the network's,
+    doubled on Arm CPUs with Blackwell GPUs (NCCL: GB200-class hosts have 4 GPUs, fewer
+    to aggregate over); else NVLink's or PCI's."""
     if machine.nnodes > 1:
-        return P2P_CHUNK["net"]
+        return P2P_CHUNK["net"] * (2 if machine.cpu == "arm" and machine.arch == "blackwell"
+                                   else 1)
     return P2P_CHUNK["nvlink" if machine.intra == "nvlink" else "pci"]
 
 
