@@ -15,7 +15,8 @@ NCCL's tuner does not choose for sends and receives; ``addP2pToPlan``
 * Parts. An operation of ``n`` bytes runs on min(nChannelsMin, ceil(n / minPartSize))
   channels, doubled while a part exceeds maxPartSize, and no further than nChannelsMax,
   where the parts' sizes come from the p2p chunk (``init.cc``: 128 KiB across nodes,
-  512 KiB between GPUs that all talk over NVLink, 128 KiB over PCI): a half and one chunk
+  256 KiB on Arm hosts with Blackwell GPUs, 512 KiB between GPUs that all talk over
+  NVLink, 128 KiB over PCI): a half and one chunk
   across nodes, an eighth and 32 chunks on one node.
 * Protocol. LL where the bytes fit in ``NCCL_P2P_LL_THRESHOLD`` (16 KiB) per channel,
   else Simple; never LL128.
