@@ -205,9 +205,9 @@ class Calibration:
         head = f"  {'type redop root':<{pad}}" if pad else ""
         lines += ["", f"{'size':>{width}}{head}   measured (us)   before (us)   after (us)   "
                       f"error before   error after"]
-        for size, what, m, b, a, eb, ea in zip(
-                self.sizes, shown or [""] * len(self.sizes), self.measured, self.before,
-                self.after, self.error_before, self.error_after):
+        for size, what, m, b, a, eb, ea in zip(self.sizes, shown, self.measured, self.before,
+                                                self.after, self.error_before,
+                                                self.error_after):
             label = f"  {what:<{pad}}" if pad else ""
             lines.append(f"{size:>{width}d}{label}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  "
                          f"{a * 1e6:>11.2f}  {eb:>+12.1%}  {ea:>+12.1%}")

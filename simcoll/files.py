@@ -90,15 +90,16 @@ def unwritable(path: Path) -> str | None:
 
 def _not_replaceable(path: Path) -> str | None:
     """Why the existing file at ``path`` cannot be renamed over, or None."""
+    final = _final(path)
     try:
-        target, folder = os.stat(_final(path)), os.stat(_final(path).parent)
+        target, folder = os.stat(final), os.stat(final.parent)
     except OSError:
         return None   # no file there yet
     me = os.geteuid() if hasattr(os, "geteuid") else None
     if me in (None, 0) or not folder.st_mode & stat.S_ISVTX:
         return None
     if me not in (target.st_uid, folder.st_uid):
-        return (f"{str(_final(path))!r} belongs to another user in a folder with the sticky "
+        return (f"{str(final)!r} belongs to another user in a folder with the sticky "
                 f"bit, which only its owner can replace; write elsewhere")
     return None
 

@@ -156,9 +156,11 @@ def _first_communicator(run: Run) -> tuple[list[int], int]:
 def _implied_ranks(rows: list[NcclTestsRow]) -> int | None:
     """The ranks a rank-share collective's rows give, size / (count x itemsize), where
     every row with elements gives the same whole number; else None."""
-    found = {row.size // (row.count * ITEMSIZE[row.type]) if row.size % (
-        row.count * ITEMSIZE[row.type]) == 0 else 0
-             for row in rows if row.count and row.type in ITEMSIZE}
+    found = set()
+    for row in rows:
+        if row.count and row.type in ITEMSIZE:
+            ranks, rest = divmod(row.size, row.count * ITEMSIZE[row.type])
+            found.add(ranks if rest == 0 else 0)
     return found.pop() if len(found) == 1 and 0 not in found else None
 
 
