@@ -172,10 +172,16 @@ class Calibration:
                          f"simulated within simcoll's run limits (the first at "
                          f"{_named(self.unsimulated[0])}) and counted as the worst fit")
         if self.left_out:
-            labels = setting_labels(self.settings + self.left_out_settings)[len(self.sizes):]
+            labels = self._labels()[len(self.sizes):]
             notes.append(wrong_note(wrong_labels(self.left_out, labels) if any(labels)
                                     else self.left_out, "left out of the fit"))
         return notes
+
+    def _labels(self) -> list[str]:
+        """Each row's type, redop and root, the fitted rows' then those left out
+        (:func:`~simcoll.comparison.setting_labels`)."""
+        return setting_labels(self.settings + self.left_out_settings,
+                              len(self.sizes) + len(self.left_out))
 
     @property
     def error_before(self) -> tuple[float, ...]:
@@ -200,7 +206,7 @@ class Calibration:
         lines += self.notes
         width = size_width(self.sizes)
         # Where rows differ in type, redop or root (-d all, -o all), each row says its own.
-        shown = setting_labels(self.settings + self.left_out_settings)[:len(self.sizes)]
+        shown = self._labels()[:len(self.sizes)]
         pad = max(len("type redop root"), *map(len, shown)) if any(shown) else 0
         head = f"  {'type redop root':<{pad}}" if pad else ""
         lines += ["", f"{'size':>{width}}{head}   measured (us)   before (us)   after (us)   "

@@ -382,7 +382,7 @@ class Comparison:
         named = " ".join(k for k in CHOICES if any(k in p for p in self.params))
         width = size_width(self.sizes)
         # Where rows differ in type, redop or root (-d all, -o all), each row says its own.
-        shown = setting_labels(self.settings)
+        shown = setting_labels(self.settings, len(self.sizes))
         varied = any(shown)
         pad = max(len("type redop root"), *map(len, shown)) if varied else 0
         head = f"{'type redop root':<{pad}}  " if varied else ""
@@ -442,12 +442,12 @@ class Comparison:
                 "wrong_rows": list(self.wrong_rows)}
 
 
-def setting_labels(settings: Sequence[Setting]) -> list[str]:
-    """Each row's type, redop and root as a report prints them (``-`` for none), in
-    columns padded to their widest; all ``""`` where the rows agree in them (a report
-    then leaves them out)."""
-    if len(set(settings)) < 2:
-        return [""] * len(settings)
+def setting_labels(settings: Sequence[Setting], rows: int) -> list[str]:
+    """Each of ``rows`` rows' type, redop and root as a report prints them (``-`` for
+    none), in columns padded to their widest; all ``""`` where the rows agree in them
+    (a report then leaves them out) or ``settings`` does not give one per row."""
+    if len(settings) != rows or len(set(settings)) < 2:
+        return [""] * rows
     words = [[t, op or "-", "-" if root is None or root < 0 else str(root)]
              for t, op, root in settings]
     widths = [max(len(row[i]) for row in words) for i in range(3)]

@@ -12,6 +12,7 @@ file beforehand.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import secrets
@@ -78,7 +79,17 @@ def unwritable(path: Path) -> str | None:
     or None: a temporary file like those :func:`write_atomically` writes through is
     created and removed to see, as permissions alone do not tell (a read-only or virtual
     file system); and an existing file another user owns in a folder with the sticky bit
-    (``/tmp``) cannot be replaced, which no probe shows."""
+    (``/tmp``) cannot be replaced, which no probe shows. For a symbolic link, all that
+    of the file it names, which is what is written."""
+    if path.is_symlink():
+        try:
+            os.stat(path)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return "a symbolic link that loops"
+        path = _final(path)
+        if not path.parent.is_dir():
+            return f"a link to {str(path)!r}, whose folder does not exist"
     probe = _temporary(path)
     try:
         probe.open("x").close()
@@ -153,7 +164,7 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     tmp = _temporary(final)
     try:
         write(tmp)
-        with tmp.open("rb+") as written:
+        with tmp.open("rb") as written:   # read-only: a umask may leave it no more
             os.fsync(written.fileno())
         with contextlib.suppress(FileNotFoundError):
             os.chmod(tmp, stat.S_IMODE(os.stat(final).st_mode))

@@ -813,3 +813,11 @@ def test_a_wrong_row_of_a_table_of_several_types_is_named_with_its_type():
                          "the same")
     assert {line.index(" sum ") for line in lines[2:6]} == {len("      size  bfloat16")}
     assert got.to_dict()["wrong_rows"] == [False, True, False, False]
+
+
+def test_a_comparison_built_without_settings_reports_every_row():
+    """settings defaults to (): the report's row loop zipped it and printed no row."""
+    found = sc.compare(machine(), made_table())
+    bare = dataclasses.replace(found, settings=(), wrong_rows=())
+    lines = bare.report().splitlines()
+    assert [line.split()[0] for line in lines[2:2 + len(SIZES)]] == [str(s) for s in SIZES]

@@ -239,3 +239,24 @@ def test_a_file_of_another_user_in_a_sticky_folder_is_refused_before_any_work(
                                                    "folder with the sticky bit"):
         output_path(folder / "t.json", "output")
     assert output_path(folder / "new.json", "output") == folder / "new.json"
+
+
+def test_a_link_is_checked_where_its_file_is_written(tmp_path):
+    """The check ran in the link's folder and the write went to the file it names: a
+    link into a missing folder, or a link that loops, passed and failed after the work."""
+    dangling = tmp_path / "out.json"
+    dangling.symlink_to(tmp_path / "no" / "out.json")
+    with pytest.raises(sc.InvalidInputError, match=f"a link to '{tmp_path}/no/out.json', "
+                                                   f"whose folder does not exist"):
+        output_path(dangling, "output")
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.symlink_to(second)
+    second.symlink_to(first)
+    with pytest.raises(sc.InvalidInputError, match="a symbolic link that loops"):
+        output_path(first, "output")
+    # a link to a file yet to be written, in a folder that exists: written there
+    (tmp_path / "real").mkdir()
+    ahead = tmp_path / "ahead.json"
+    ahead.symlink_to(Path("real") / "later.json")
+    write_atomically(output_path(ahead, "output"), lambda tmp: tmp.write_text("x"))
+    assert ahead.is_symlink() and (tmp_path / "real" / "later.json").read_text() == "x"

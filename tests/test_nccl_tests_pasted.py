@@ -122,3 +122,34 @@ def test_line_numbers_are_an_editors_whatever_the_line_ends(end):
             ).replace("\n", end)
     with pytest.raises(InvalidInputError, match="^line 7: a result row cut short"):
         parse(text)
+
+
+ROWS = """\
+        8192          2048     float     sum      -1    35.15    0.23    0.23       0    30.33    0.27    0.27       0
+       16384          4096     float     sum      -1    31.67    0.52    0.52       5    30.75    0.53    0.53       0
+"""
+
+
+def test_an_untitled_row_cut_after_its_first_block_is_an_error_not_a_run():
+    """Nine fields read as a row of one block: the cut row became a run of its own."""
+    cut = ROWS + "       32768          8192     float     sum      -1    31.67    1.03    1.03       0\n"
+    with pytest.raises(InvalidInputError, match="^line 3: expected 13 fields"):
+        parse_all(cut)
+
+
+def test_one_runs_error_column_does_not_turn_the_run_before_it():
+    """Two untitled runs after a footer shared one layout: the second's 0e+00 made the
+    first's #wrong 5 read as an error column's value, and its wrong size went unsaid."""
+    second = ROWS.replace("       0    30", "   0e+00    30").replace("       5    30",
+                                                                       "   0e+00    30")
+    first, later = parse_all(ROWS + "# Avg bus bandwidth    : 0.3\n" + second)
+    assert not first.error_column and first.wrong_sizes() == (16384,)
+    assert later.error_column and later.wrong_sizes() == ()
+
+
+def test_a_row_after_a_carriage_return_inside_a_line_is_read():
+    """A progress line written over with \\r before a row (as `script` or `tee` keep a
+    terminal): the row was read as part of the log line and dropped."""
+    text = SPARK.replace("        8192 ", "warming up... 50%\r        8192 ")
+    table = parse(text)
+    assert table.sizes == (8192, 16384) and [r.line for r in table.rows] == [4, 5]

@@ -338,3 +338,14 @@ def test_a_save_file_that_cannot_be_written_is_named(tmp_path):
     with pytest.raises(OSError, match=f"cannot write {path}: Permission denied"):
         sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 3],
               sizes=[64], save=path)
+
+
+def test_a_stopped_sweep_keeps_the_users_link_to_its_save_file(tmp_path):
+    """save= a link to a file yet to be made: a sweep stopped before its first point
+    removed the link and left the empty file it had made through it."""
+    link = tmp_path / "points.jsonl"
+    link.symlink_to("real.jsonl")
+    with pytest.raises(KeyboardInterrupt):
+        sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2], sizes=[64],
+              save=link, executor=_StoppedAtOnce())
+    assert link.is_symlink() and not (tmp_path / "real.jsonl").exists()

@@ -224,7 +224,7 @@ def test_cost_queries_check_their_sizes():
     assert (b.bandwidth, b.computation) == (28, 21)
     # a single pair: one step of latency, its bytes
     b = cost.lower_bound("all_to_allv", p=4, nbytes=np.diag([0, 5, 0], 1)[:4, :4],
-                         alpha=1, beta=1)
+                         alpha=1, beta=1, itemsize=1)
     assert (b.latency, b.bandwidth, b.message) == (1, 5, 1)
     assert cost.lower_bound("all_to_allv", p=3, nbytes=np.eye(3, dtype=int),
                             alpha=1, beta=1).total == 0

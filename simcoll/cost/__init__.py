@@ -314,7 +314,8 @@ def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: floa
 
     The v-collectives take ``nbytes`` as their models do (bytes per rank or per pair);
     their bounds are in :func:`simcoll.cost.uneven.uneven_bounds` and do not depend on
-    ``itemsize``.
+    ``itemsize``, which must still divide every size, as for the other queries (give
+    ``itemsize=1`` for sizes in bytes alone).
 
     Raises:
         InvalidInputError: a bad p, nbytes, alpha, beta, gamma, itemsize or hosts, bytes

@@ -8,6 +8,7 @@ Shared with the sibling modules: ``Run`` (what was read of one run) and ``split_
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,7 +77,7 @@ def split_runs(text: str) -> list[Run]:
         raise InvalidInputError(f"parse takes the printed text as a str, not "
                                 f"{type(text).__name__}")
     scanner = _Scanner()
-    for number, raw in enumerate(_lines(text), start=1):
+    for number, raw in _lines(text):
         scanner.read(raw, number)
     runs = [r for r in (*scanner.runs, scanner.run) if r.rows or r.error]
     if not runs:
@@ -87,13 +88,15 @@ def split_runs(text: str) -> list[Run]:
     return runs
 
 
-def _lines(text: str) -> list[str]:
-    """``text``'s lines, numbered as editors and ``grep -n`` number them: cut at each
-    newline (a carriage return before it dropped), or at each carriage return in a text
-    without newlines (old Mac line ends); form feeds and other separators stay inside."""
+def _lines(text: str) -> list[tuple[int, str]]:
+    """``text``'s lines with their numbers as editors and ``grep -n`` give them: cut at
+    each newline, or at each carriage return in a text without newlines (old Mac line
+    ends). A carriage return inside a line (a progress line written over) cuts it into
+    pieces of the same number; form feeds and other separators stay inside."""
     if "\n" not in text:
-        return text.split("\r")
-    return [line.removesuffix("\r") for line in text.split("\n")]
+        return list(enumerate(text.split("\r"), start=1))
+    return [(number, piece) for number, line in enumerate(text.split("\n"), start=1)
+            for piece in line.rstrip("\r").split("\r")]
 
 
 class _Scanner:
@@ -149,7 +152,7 @@ class _Scanner:
         if self.run.finished:
             done = self.run
             self.new_run(number, done.program)
-            self.run.layout = done.layout
+            self.run.layout = None if done.layout is None else dataclasses.replace(done.layout)
         row = self.row_in_layout(line, number)
         if _restarts(self.run, row):
             self.new_run(number)
@@ -161,16 +164,20 @@ class _Scanner:
         where no column titles did; a row whose fields give another layout than the
         first's starts another run (runs without their headers between them: an
         all_reduce's redop where a broadcast prints its root, or a blank redop)."""
-        if self.run.layout is None or not self.run.layout.titled:
+        layout = self.run.layout
+        if layout is None or not layout.titled:
             own = layout_from_row(line, number)
-            if self.run.layout is not None and self.run.rows and \
-                    (own.head, own.blocks) != (self.run.layout.head, self.run.layout.blocks):
+            # a row of other blocks than the run's is cut short (or corrupted): read_row
+            # refuses it in the run's layout
+            if layout is not None and self.run.rows and own.blocks == layout.blocks \
+                    and own.head != layout.head:
                 self.new_run(number)
-            if self.run.layout is None:
-                self.run.layout = own
-            if prints_error_column(self.run.layout, line):
-                self.run.layout.error_column = True
-        return read_row(self.run.layout, line, number)
+                layout = None
+            if layout is None:
+                layout = self.run.layout = own
+            if not layout.error_column and prints_error_column(layout, line):
+                layout = self.run.layout = dataclasses.replace(layout, error_column=True)
+        return read_row(layout, line, number)
 
 
 def _failure(run: Run, stripped: str, number: int) -> str:

@@ -224,8 +224,8 @@ class ResultFile:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
-            if self._created and not self._added:
-                self.path.unlink(missing_ok=True)
+            if self._created and not self._added:   # the file, not a link to it
+                Path(os.path.realpath(self.path)).unlink(missing_ok=True)
 
     def __enter__(self) -> ResultFile:
         return self
