@@ -227,7 +227,7 @@ def test_cost_queries_check_their_sizes():
                          alpha=1, beta=1, itemsize=1)
     assert (b.latency, b.bandwidth, b.message) == (1, 5, 1)
     assert cost.lower_bound("all_to_allv", p=3, nbytes=np.eye(3, dtype=int),
-                            alpha=1, beta=1).total == 0
+                            alpha=1, beta=1, itemsize=1).total == 0
 
 
 def test_cost_names_the_entry_that_is_not_whole_elements():
