@@ -35,6 +35,7 @@ from collections.abc import Callable
 
 import numpy as np
 import simpy
+from interrupts import run_main
 from ring_throughput import timeout_floor
 from simpy.events import Event, Timeout
 
@@ -115,6 +116,11 @@ def main() -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[256], help="rank counts N")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (best counts)")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error(f"--repeat {args.repeat}: use an integer >= 1")
+    for n in args.sizes:
+        if n < 2:
+            parser.error(f"N={n}: a ring needs 2 ranks or more")
     for n in args.sizes:
         steps = 2 * (n - 1)
         messages = n * steps
@@ -134,4 +140,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -34,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from interrupts import run_main  # noqa: E402
 from nccl_public import TABLES, PublicTable, table  # noqa: E402
 from nccl_tests_compare import (  # noqa: E402
     GEOMEAN,
@@ -181,4 +182,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

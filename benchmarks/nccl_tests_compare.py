@@ -41,6 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from interrupts import run_main  # noqa: E402
 from nccl_public import TABLES, PublicTable  # noqa: E402
 
 import simcoll as sc  # noqa: E402
@@ -48,6 +49,7 @@ from simcoll.algorithms.nccl.constants import TUNERS  # noqa: E402
 from simcoll.algorithms.nccl.machine import describe  # noqa: E402
 from simcoll.algorithms.nccl.tuner import predict  # noqa: E402
 from simcoll.cli.options import parse_param  # noqa: E402
+from simcoll.network import NETWORKS  # noqa: E402
 from simcoll.processes import local_pool  # noqa: E402
 from simcoll.topology.presets import A100_SXM_40GB, RTX_5090  # noqa: E402
 
@@ -172,9 +174,12 @@ def in_order(pool: Executor | None, calls: list[tuple[Any, ...]]
     futures = [pool.submit(simulate_size, *call) for call in calls]
     try:
         yield from (future.result() for future in futures)
-    finally:
-        for future in futures:
+    except KeyboardInterrupt:
+        raise   # the pool is terminated: a future cancelled first makes its thread raise
+    except BaseException:
+        for future in futures:   # a size that failed, or the caller stopped: no more
             future.cancel()
+        raise
 
 
 def compare(public: PublicTable, algorithm: str, network: str, proto: str | None = None,
@@ -234,11 +239,24 @@ def nccl_model(topo: sc.Topology, size: int, ran: dict[str, Any]) -> float:
                    ran["tuner"]) * 1e6
 
 
+def check_run_options(parser: argparse.ArgumentParser, algorithm: str, network: str,
+                      proto: str | None, params: dict[str, Any]) -> None:
+    """End the program, before any table, on a network, algorithm or parameter that
+    ``sc.simulate`` would refuse, naming it."""
+    if network not in NETWORKS:
+        parser.error(f"--network {network}: use one of {', '.join(NETWORKS)}")
+    try:
+        spec = sc.get_algorithm("all_reduce", algorithm)
+        spec.normalized({**params, **({} if proto is None else {"proto": proto})})
+    except sc.SimCollError as err:
+        parser.error(str(err))
+
+
 def selected_tables(parser: argparse.ArgumentParser,
                     ids: str | None) -> tuple[PublicTable, ...]:
     """The tables named by ``--tables`` (comma-separated ids; every table without it);
     an unknown id ends the program with the known ones."""
-    if not ids:
+    if ids is None:
         return TABLES
     wanted = ids.split(",")
     unknown = sorted(set(wanted) - {t.id for t in TABLES})
@@ -297,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--proto {args.proto} needs --algorithm nccl, not {algorithm}")
     if args.tuner is not None and algorithm != "nccl":
         parser.error(f"--tuner {args.tuner} needs --algorithm nccl, not {algorithm}")
+    check_run_options(parser, algorithm, args.network, args.proto, dict(args.param))
     chosen = selected_tables(parser, args.tables)
     start = time.perf_counter()
     every: list[float] = []
@@ -328,4 +347,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -19,6 +19,7 @@ runs the floors, each with the same number of messages (2(N-1) per rank):
 
 from __future__ import annotations
 
+import argparse
 import heapq
 import json
 import os
@@ -29,6 +30,7 @@ import time
 from pathlib import Path
 
 import simpy
+from interrupts import INTERRUPTED, run_main
 
 
 def timeout_floor(n: int, steps: int) -> float:
@@ -140,10 +142,16 @@ def in_subprocess(fn: str, *args: object, module: str = "ring_throughput",
     environment); return its JSON result."""
     here = str(Path(__file__).resolve().parent)
     code = (f"import json, sys; sys.path.insert(0, {here!r}); import {module} as m; "
-            f"print(json.dumps(m.{fn}(*{args!r})))")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                         text=True, env=None if env is None else {**os.environ, **env}).stdout
-    return json.loads(out.strip().splitlines()[-1])
+            f"from interrupts import run_main; "
+            f"run_main(lambda: print(json.dumps(m.{fn}(*{args!r}))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=None if env is None else {**os.environ, **env})
+    if done.returncode == INTERRUPTED:
+        raise KeyboardInterrupt
+    if done.returncode:
+        raise RuntimeError(f"{module}.{fn}{args!r} failed (exit status {done.returncode}):\n"
+                           + "\n".join(done.stderr.strip().splitlines()[-15:]))
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def row(case: dict) -> str:
@@ -159,7 +167,13 @@ def row(case: dict) -> str:
 
 
 def main(argv: list[str]) -> None:
-    sizes = [int(a) for a in argv] or [64, 256, 1024]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[64, 256, 1024], metavar="N",
+                        help="ring sizes (ranks of switch(N)); default 64 256 1024")
+    sizes = parser.parse_args(argv).sizes
+    for n in sizes:
+        if n < 2:
+            parser.error(f"N={n}: a ring needs 2 ranks or more")
     for n in sizes:
         for network in ("flow", "analytical"):
             for arrays in (False, True):
@@ -167,4 +181,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(lambda: main(sys.argv[1:]))

@@ -41,12 +41,14 @@ the same subprocess as the case they compare:
 
 from __future__ import annotations
 
+import argparse
 import platform
 import resource
 import sys
 import time
 
 import numpy as np
+from interrupts import run_main
 from ring_throughput import count_events, in_subprocess, ring_case
 from workloads import simgrid, simgrid_cpp
 
@@ -502,13 +504,17 @@ SECTIONS = {"1": _rings, "2": _all_to_allv, "3": _contention, "3b": _nccl, "4": 
 
 
 def main(argv: list[str]) -> None:
-    quick = "--quick" in argv
-    only = next((a.split("=", 1)[1].split(",") for a in argv if a.startswith("--only=")),
-                list(SECTIONS))
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--quick", action="store_true",
+                        help="without N = 4096, switch(128), p = 2000 and 8 GiB NCCL")
+    parser.add_argument("--only", type=lambda text: text.split(","), default=list(SECTIONS),
+                        metavar="S,...", help=f"some sections only ({', '.join(SECTIONS)})")
+    args = parser.parse_args(argv)
+    quick, only = args.quick, args.only
     unknown = sorted(set(only) - set(SECTIONS))
     if unknown:
-        raise SystemExit(f"--only: no section {', '.join(unknown)}; sections are "
-                         f"{', '.join(SECTIONS)}")
+        parser.error(f"--only: no section {', '.join(unknown)}; sections are "
+                     f"{', '.join(SECTIONS)}")
     print(f"simcoll benchmarks on {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, {_cpus()} CPUs")
     print(f"{'case':<46}{'work':>16}{'wall s':>9}{'rate':>16}{'ev/msg':>7}{'peak MiB':>9}"
@@ -534,4 +540,4 @@ def _cpus() -> int:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(lambda: main(sys.argv[1:]))

@@ -101,6 +101,10 @@ def _rss() -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("ring", "alltoallv", "version") \
+            or not sys.argv[2].isdigit():
+        sys.exit("usage: simgrid_cases.py ring|alltoallv|version N (run by run.py with the "
+                 "Python that has SimGrid's bindings)")
     kind, size = sys.argv[1], int(sys.argv[2])
     if kind == "version":
         import simgrid

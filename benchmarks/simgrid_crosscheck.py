@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from interrupts import run_main
+
 SIMGRID_PYTHON = "/usr/bin/python3"
 BANDWIDTHS = (1e9, 2.5e9, 1e10, 4e10)
 LATENCIES = (0.5e-6, 1e-6, 2e-6, 5e-6, 10e-6)
@@ -127,15 +129,30 @@ def _simgrid_main() -> None:
     print(json.dumps(arrivals))
 
 
+def _without_simgrid() -> str | None:
+    """Why SimGrid's Python bindings cannot run here, or None."""
+    if not Path(SIMGRID_PYTHON).exists():
+        return f"no {SIMGRID_PYTHON}: SimGrid's Python bindings are needed"
+    found = subprocess.run([SIMGRID_PYTHON, "-c", "import simgrid"], capture_output=True,
+                           text=True)
+    if found.returncode:
+        return (f"{SIMGRID_PYTHON} cannot import simgrid (SimGrid's Python bindings; on "
+                f"Debian: apt install python3-simgrid)")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=60, help="cases per model (default 60)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.cases < 1:
+        parser.error(f"--cases {args.cases}: use an integer >= 1")
     import numpy as np
 
-    if not Path(SIMGRID_PYTHON).exists():
-        print(f"no {SIMGRID_PYTHON}: SimGrid's Python bindings are needed")
+    missing = _without_simgrid()
+    if missing:
+        print(f"simgrid_crosscheck.py: {missing}", file=sys.stderr)
         return 1
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
@@ -165,4 +182,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--simgrid"]:
         _simgrid_main()
     else:
-        sys.exit(main())
+        run_main(main)

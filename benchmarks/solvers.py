@@ -17,9 +17,11 @@ with it.
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
+from interrupts import run_main
 
 from simcoll.network import compiled
 from simcoll.network.general import GROUP_FROM
@@ -91,6 +93,7 @@ def compare_grouped(p: int, share: float, kinds: int, copies: int,
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     print(f"{'links':>14}{'flows':>7}{'python ms':>11}{'numpy ms':>10}{'numpy/python':>14}"
           f"{'compiled: python order ms':>27}{'numpy order ms':>16}")
     for kinds in (1, 3):
@@ -119,4 +122,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)
