@@ -31,7 +31,7 @@ the same subprocess as the case they compare:
   element of its output written once (see ``numpy_floor``). The floor runs first, then
   the simulation twice, then twice with the numpy check, then twice with the check
   through the rank programs (``sc.lone_flows.enabled = False``, the path every data-mode
-  ring took before the ninth full run), then the floor again; the faster run of each
+  ring took before commit 0ee898e), then the floor again; the faster run of each
   counts, so all work on memory the process has already touched. The first runs of each
   (the floor's, then the simulation's, each touching new memory) are shown too, and so
   is the ratio to ``copies_floor``, the narrower floor of issue 4's wording. Last, the
