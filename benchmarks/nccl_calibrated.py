@@ -150,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--starts {args.starts}: use an integer >= 1")
     if args.workers < 1:
         parser.error(f"--workers {args.workers}: use an integer >= 1")
+    try:
+        import scipy  # noqa: F401  (sc.calibrate's, checked before any table)
+    except ImportError:
+        parser.error('sc.calibrate needs scipy: pip install "simcoll[calibrate]"')
     chosen = selected_tables(parser, args.tables)
     started = time.perf_counter()
     totals: list[list[float]] = [[], [], []]

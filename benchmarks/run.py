@@ -50,7 +50,7 @@ import time
 import numpy as np
 from interrupts import run_main
 from ring_throughput import count_events, in_subprocess, ring_case
-from workloads import simgrid, simgrid_cpp
+from workloads import simgrid, simgrid_binary, simgrid_cpp
 
 from simcoll.network import compiled
 
@@ -519,6 +519,9 @@ def main(argv: list[str]) -> None:
           f"Python {platform.python_version()}, {_cpus()} CPUs")
     print(f"{'case':<46}{'work':>16}{'wall s':>9}{'rate':>16}{'ev/msg':>7}{'peak MiB':>9}"
           f"{'floor s':>9}{'ratio':>7}")
+    if simgrid("version", 0) is None and simgrid_binary() is None:
+        print("(no SimGrid here, neither its Python bindings nor its C++ headers: the "
+              "SimGrid rows are left out)")
     if JIT:
         c = in_subprocess("compile_case", module="run")
         print(f"(numba {c['numba']} compiled the max-min solvers in {c['wall']:.1f} s, or "

@@ -131,7 +131,7 @@ def simgrid(kind: str, n: int) -> dict | None:
 def simgrid_cpp(kind: str, n: int) -> dict | None:
     """The same case on SimGrid's C++ engine (``simgrid_cases.cpp``), or None if it cannot
     be built here (no g++, or no SimGrid headers: Debian's libsimgrid-dev)."""
-    binary = _simgrid_binary()
+    binary = simgrid_binary()
     if binary is None:
         return None
     done = subprocess.run([str(binary), kind, str(n)], capture_output=True, text=True)
@@ -141,7 +141,7 @@ def simgrid_cpp(kind: str, n: int) -> dict | None:
 
 
 @functools.cache
-def _simgrid_binary() -> Path | None:
+def simgrid_binary() -> Path | None:
     """``simgrid_cases.cpp`` compiled once per version of its source (kept in the temp
     directory), or None if it does not build here."""
     compiler = shutil.which("g++")
