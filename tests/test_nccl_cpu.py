@@ -143,18 +143,20 @@ def test_a_node_with_one_gpu_counts_085_of_the_trees_bus_bandwidth():
 @pytest.mark.parametrize("collective", ["broadcast", "reduce"])
 def test_broadcast_and_reduce_add_one_steps_latency(collective):
     """tuning.cc: a broadcast or reduce ring whose channels keep one GPU order
-    (``sameChannels``, as NCCL's search finds on NVSwitch nodes and across nodes with a
-    NIC per GPU) costs its launch plus one step's latency: the node's link class on one
-    node (NVLink ring: 0.6, 1.9, 3.4 us), the network's ring across nodes (2.7, 4.0,
-    14.0 us) whatever the GPUs per node."""
+    (``sameChannels``, as NCCL's search finds on one node and across nodes of one GPU)
+    costs its launch plus one step's latency: the node's link class on one node (NVLink
+    ring: 0.6, 1.9, 3.4 us), the network's ring across nodes of one GPU (2.7, 4.0,
+    14.0 us). Where the channels enter a node at different GPUs (a NIC per GPU, as on
+    DGX H100: sameChannels 0), a step's latency per rank, the network ring's (2.7, 4.0)
+    or for Simple the tree's (14.0): 16 steps on two nodes of 8."""
     base = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
-    for machine, step in (
-            (describe(sc.topology.dgx_a100(1), tuple(range(8))), (0.6, 1.9, 3.4)),
-            (h100(2, "intel"), (2.7, 4.0, 14.0)),
-            (describe(sc.topology.cluster(4, 1), tuple(range(4))), (2.7, 4.0, 14.0))):
+    for machine, steps, step in (
+            (describe(sc.topology.dgx_a100(1), tuple(range(8))), 1, (0.6, 1.9, 3.4)),
+            (h100(2, "intel"), 16, (2.7, 4.0, 14.0)),
+            (describe(sc.topology.cluster(4, 1), tuple(range(4))), 1, (2.7, 4.0, 14.0))):
         for proto, lat in zip(("LL", "LL128", "Simple"), step):
             assert predict(machine, collective, 0, "ring", proto, 16) == pytest.approx(
-                (base[proto] + lat) * US, rel=1e-12)
+                (base[proto] + steps * lat) * US, rel=1e-12)
     # So on one DGX A100 a broadcast of 1 MiB runs Simple: 11.8 us + 1 MiB at 240 GB/s
     # (16.2 us) against LL's 7.2 + 1 MiB at 87.7 GB/s (19.2) and LL128's 15.9 + 1 MiB
     # at 0.92 x 240 (20.6); with p steps of latency it was LL (23.4 against 33.9, 40.0).

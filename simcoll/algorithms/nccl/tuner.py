@@ -364,12 +364,16 @@ def _latency(machine: Machine, collective: str, algo: str, proto: str, tuner: st
         steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1,
                  "all_gather": p - 1}.get(collective, p)
         if collective in ("broadcast", "reduce"):
-            # tuning.cc adds one step's latency (of the network's ring across nodes)
-            # where every channel's ring keeps one GPU order (the graph's sameChannels),
-            # as NCCL's search finds on NVSwitch and PCIe nodes and across nodes with a
-            # NIC per GPU (NCCL's logs print "sameChannels 1" for such rings); it would
-            # add steps x that latency (the tree's for Simple) otherwise.
-            return base + hw[machine.intra if nodes == 1 else "net"]["ring"][proto]
+            # tuning.cc adds one step's latency where every channel's ring keeps one GPU
+            # order (the graph's sameChannels), as NCCL's search finds inside one node
+            # and across nodes of one GPU; where the channels enter a node at different
+            # GPUs (one per rail, as the rings here do), it adds a step's latency per
+            # rank, the tree's for Simple (NCCL's multi-NIC logs print "sameChannels 0":
+            # NVIDIA/nccl#601).
+            link = machine.intra if nodes == 1 else "net"
+            if nodes == 1 or machine.ppn == 1:
+                return base + hw[link]["ring"][proto]
+            return base + steps * hw[link]["tree" if proto == "Simple" else "ring"][proto]
         if nodes > 1:
             intra = max(intra, net_overhead_us(machine.cpu, proto))
         inter_steps = 0 if nodes == 1 else (2 if collective == "all_reduce" else 1) * (nodes - 1)
