@@ -357,3 +357,12 @@ def test_nvls_across_nodes_moves_one_message_per_chunk_and_hop():
     assert rs.params["channels"] == ag.params["channels"] == 16
     assert rs.messages == 2048 + 256 + 256 + 128
     assert ag.messages == 128 + 128 + 256 + 256
+
+
+def test_a_product_through_sharp_is_refused_for_that_reason_alone():
+    """With collnet=1 given, the refusal of a product added "CollNet needs collnet=1"."""
+    with pytest.raises(sc.InvalidInputError) as refused:
+        sc.simulate(sc.topology.dgx_h100(2, sharp=True), "reduce_scatter", algorithm="nccl",
+                    nbytes=1 << 20, algo="collnet_direct", collnet=1, op="prod")
+    assert "never a product" in str(refused.value)
+    assert "CollNet needs collnet=1" not in str(refused.value)

@@ -649,7 +649,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                     hints.append("NCCL's NVLS search finds no channel here: a GPU's NVLink "
                                  "or a head's NIC is below its slowest speed, or NCCL has "
                                  "no NVLS for this GPU generation")
-            if any(a.startswith("collnet") for a in named):
+            if sharp_ok and any(a.startswith("collnet") for a in named):
                 hints.append("CollNet needs collnet=1, nodes of equal GPU counts joined by "
                              "a SHARP fabric, at most 8 GPUs per node, and NVLink for "
                              "Direct" + ("" if collective == "all_reduce" else
