@@ -236,8 +236,10 @@ def default_algorithm(collective: str) -> str:
     return NO_RING.get(get_collective(collective).name, "ring")
 
 
-def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
-    """The options that say what to simulate (topology, collective, algorithm, ...)."""
+def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
+                    every: bool = False) -> None:
+    """The options that say what to simulate (topology, collective, algorithm, ...);
+    ``every``: ``-d all`` and ``-o all`` are taken (``simcoll run``'s table)."""
     default = "switch" if sweep else "switch:8"
     examples = ("'switch:{p},bandwidth=100GB/s', 'cluster:nodes={p},gpus_per_node=8', "
                 "'dgx_h100:nodes={p}' ({p}: each value of --ranks), or a topology file "
@@ -262,9 +264,14 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False) -> 
     parser.add_argument("-d", "--dtype", "--datatype", default="float",
                         help="element type: int8, uint8, int32, uint32, int64, uint64, half, "
                              "float (default), double, bfloat16, f8e4m3, f8e5m2 (the last "
-                             "three need simcoll[ml_dtypes]), or a numpy name")
+                             "three need simcoll[ml_dtypes]), or a numpy name"
+                             + ("; all: each of those in turn, as nccl-tests -d all (those "
+                                "that cannot run here are left out, saying why)"
+                                if every else ""))
     parser.add_argument("-o", "--op", help="reduction: sum (default), prod, min, max, avg "
-                                           "(reducing collectives only)")
+                                           "(reducing collectives only)"
+                                           + ("; all: each in turn, as nccl-tests -o all"
+                                              if every else ""))
     parser.add_argument("-r", "--root", type=int,
                         help="root rank (default 0; broadcast, reduce, gather, scatter only)")
     parser.add_argument("--network", default="flow",

@@ -62,7 +62,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="nccl-tests' *_perf on a simulated machine",
                        description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_options(p)
+    add_run_options(p, every=True)
     p.add_argument("-b", "--minbytes", type=parse_bytes, metavar="SIZE",
                    help="smallest size (default 32M)")
     p.add_argument("-e", "--maxbytes", type=parse_bytes, metavar="SIZE",
@@ -133,6 +133,53 @@ def _requested(args: argparse.Namespace) -> list[int]:
     if args.size is not None:
         return [args.size]
     return sizes(low, high, args.stepbytes, args.stepfactor)
+
+
+ALL_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
+             "bfloat16", "f8e4m3", "f8e5m2")
+"""``-d all``: nccl-tests' types, in its order (``test_typenames``)."""
+ALL_OPS = ("sum", "prod", "max", "min", "avg")
+"""``-o all``: nccl-tests' reductions, in its order (``test_opnames``, without its
+``mulsum``, a pre-multiplied sum simcoll does not have)."""
+
+
+def _settings(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The (type, op) of each part of the table: one, or with ``-d all`` / ``-o all``
+    every type for every op, as nccl-tests loops (types outside, ops inside)."""
+    types = ALL_TYPES if args.dtype == "all" else (args.dtype,)
+    ops = ALL_OPS if args.op == "all" else (args.op,)
+    return [(t, o) for t in types for o in ops]
+
+
+def _parts(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
+           requested: list[int]) -> tuple[list[Iterator[tuple[table.Row, dict[str, Any]]]],
+                                          list[str]]:
+    """Each (type, op) part's rows, every size checked and its first row simulated before
+    any is printed; with ``-d all`` or ``-o all``, the notes on the parts this run cannot
+    simulate (an element type that needs ml_dtypes, one the algorithm or NCCL refuses),
+    which are left out as nccl-tests leaves out the types its NCCL lacks.
+
+    Raises:
+        CommandLineError: a part that cannot run where it was named alone.
+    """
+    parts: list[Iterator[tuple[table.Row, dict[str, Any]]]] = []
+    skipped: list[str] = []
+    for dtype, op in _settings(args):
+        settings = argparse.Namespace(**{**vars(args), "dtype": dtype, "op": op})
+        part_kwargs = {**kwargs, **({} if op is None else run_kwargs(settings))}
+        rows = _rows(settings, topo, part_kwargs, requested)
+        try:
+            first = next(rows)
+        except (InvalidInputError, CommandLineError) as exc:
+            if args.dtype != "all" and args.op != "all":
+                raise
+            skipped.append(f"# left out: {dtype}{'' if op is None else ' ' + op}: {exc}")
+            continue
+        parts.append(itertools.chain([first], rows))
+    if not parts:
+        raise CommandLineError("no type and op of -d / -o can run here:\n"
+                               + "\n".join(skipped))
+    return parts, skipped
 
 
 def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
@@ -258,19 +305,23 @@ def run(args: argparse.Namespace) -> int:
         0, or 1 if any size failed the numpy check.
     """
     topo = from_spec(args.topology)
-    kwargs = run_kwargs(args)
+    kwargs = run_kwargs(argparse.Namespace(**{**vars(args), "op": None}))
+    if args.op is not None and args.op != "all":
+        kwargs = run_kwargs(args)
+    elif args.op == "all" and not get_collective(args.collective).reduces:
+        raise CommandLineError(f"--op applies to reducing collectives only; "
+                               f"{args.collective} does not reduce")
     args.algorithm = args.algorithm or default_algorithm(args.collective)
     requested = _requested(args)
-    rows = _rows(args, topo, kwargs, requested)
-    first = next(rows)
+    parts, skipped = _parts(args, topo, kwargs, requested)
     done: list[table.Row] = []
     records: list[dict[str, Any]] = []
     writer = csv.writer(sys.stdout, lineterminator="\n") if args.csv else None
     if writer is not None:
         writer.writerow(_CSV_FIELDS)
     elif not args.json:
-        print("\n".join(_preamble(args, topo, kwargs) + table.header()))
-    for row, record in itertools.chain([first], rows):
+        print("\n".join(_preamble(args, topo, kwargs) + skipped + table.header()))
+    for row, record in itertools.chain.from_iterable(parts):
         done.append(row)
         records.append(record)
         if args.json:

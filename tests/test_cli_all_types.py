@@ -1,0 +1,63 @@
+"""``simcoll run -d all`` and ``-o all``: nccl-tests' whole type and op loops in one table,
+which ``sc.nccl_tests.parse`` and ``simcoll compare`` read back row by row."""
+
+from __future__ import annotations
+
+import pytest
+
+import simcoll as sc
+from simcoll.cli import main
+
+# nccl-tests' test_typenames and their element sizes, in its order
+TYPES = (("int8", 1), ("uint8", 1), ("int32", 4), ("uint32", 4), ("int64", 8), ("uint64", 8),
+         ("half", 2), ("float", 4), ("double", 8), ("bfloat16", 2), ("f8e4m3", 1),
+         ("f8e5m2", 1))
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main(["run", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_every_type_in_nccl_tests_order_each_checked(capsys):
+    pytest.importorskip("ml_dtypes")
+    status, out, _ = run(capsys, "--topology", "switch:4", "-b", "1K", "-e", "4K", "-f", "4",
+                         "-d", "all", "-c", "1")
+    assert status == 0
+    table = sc.nccl_tests.parse(out)
+    expected = [(name, size, size // itemsize) for name, itemsize in TYPES
+                for size in (1024, 4096)]
+    assert [(r.type, r.size, r.count) for r in table.rows] == expected
+    assert {r.measurement().wrong for r in table.rows} == {0}
+    # a data-free ring moves the same bytes whatever their type: one time per size
+    assert len({(r.size, r.out_of_place.time_us) for r in table.rows}) == 2
+
+
+def test_every_op_for_each_type_and_what_cannot_run_left_out_with_why(capsys):
+    pytest.importorskip("ml_dtypes")
+    status, out, _ = run(capsys, "--topology", "dgx_a100:nodes=1", "--algorithm", "nccl",
+                         "--size", "1K", "-d", "all", "-o", "all")
+    assert status == 0
+    ops = ("sum", "prod", "max", "min", "avg")
+    rows = sc.nccl_tests.parse(out).rows
+    # NCCL reduces 8-bit floats only from Hopper on: those ten parts are left out
+    assert [(r.type, r.redop) for r in rows] == [(name, op) for name, _ in TYPES[:10]
+                                                 for op in ops]
+    left = [line for line in out.splitlines() if line.startswith("# left out: ")]
+    assert [line.split()[3:5] for line in left] == [[t, o + ":"] for t in ("f8e4m3", "f8e5m2")
+                                                    for o in ops]
+    assert all("only on Hopper and newer GPUs" in line for line in left)
+
+
+def test_a_type_named_alone_that_cannot_run_is_still_an_error(capsys):
+    pytest.importorskip("ml_dtypes")
+    status, _, err = run(capsys, "--topology", "dgx_a100:nodes=1", "--algorithm", "nccl",
+                         "--size", "1K", "-d", "f8e4m3")
+    assert status == 2 and "only on Hopper and newer GPUs" in err
+
+
+def test_op_all_is_for_reducing_collectives(capsys):
+    status, _, err = run(capsys, "--collective", "all_gather", "-o", "all")
+    assert status == 2
+    assert "--op applies to reducing collectives only; all_gather does not reduce" in err
