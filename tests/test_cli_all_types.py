@@ -61,3 +61,18 @@ def test_op_all_is_for_reducing_collectives(capsys):
     status, _, err = run(capsys, "--collective", "all_gather", "-o", "all")
     assert status == 2
     assert "--op applies to reducing collectives only; all_gather does not reduce" in err
+
+
+def test_every_root_in_turn(capsys):
+    status, out, _ = run(capsys, "--topology", "switch:4", "--collective", "reduce",
+                         "--size", "1K", "-r", "all", "-o", "all", "-c", "1")
+    assert status == 0
+    rows = sc.nccl_tests.parse(out).rows
+    ops = ("sum", "prod", "max", "min", "avg")
+    assert [(r.redop, r.root) for r in rows] == [(op, root) for op in ops for root in range(4)]
+    assert {r.measurement().wrong for r in rows} == {0}
+    status, _, err = run(capsys, "--topology", "switch:4", "-r", "all")
+    assert status == 2 and "all_reduce has no root" in err
+    status, _, err = run(capsys, "--topology", "switch:4", "--collective", "broadcast",
+                         "-r", "first")
+    assert status == 2 and "'first' is not a rank (an integer) or all" in err

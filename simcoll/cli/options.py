@@ -236,10 +236,22 @@ def default_algorithm(collective: str) -> str:
     return NO_RING.get(get_collective(collective).name, "ring")
 
 
+def _root_or_all(text: str) -> int | str:
+    """``-r``'s value where ``all`` is taken: a rank, or ``all``."""
+    if text == "all":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rank (an integer) or all") \
+            from None
+
+
 def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                     every: bool = False) -> None:
     """The options that say what to simulate (topology, collective, algorithm, ...);
-    ``every``: ``-d all`` and ``-o all`` are taken (``simcoll run``'s table)."""
+    ``every``: ``-d all``, ``-o all`` and ``-r all`` are taken (``simcoll run``'s
+    table)."""
     default = "switch" if sweep else "switch:8"
     examples = ("'switch:{p},bandwidth=100GB/s', 'cluster:nodes={p},gpus_per_node=8', "
                 "'dgx_h100:nodes={p}' ({p}: each value of --ranks), or a topology file "
@@ -272,8 +284,10 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                                            "(reducing collectives only)"
                                            + ("; all: each in turn, as nccl-tests -o all"
                                               if every else ""))
-    parser.add_argument("-r", "--root", type=int,
-                        help="root rank (default 0; broadcast, reduce, gather, scatter only)")
+    parser.add_argument("-r", "--root", type=_root_or_all if every else int,
+                        help="root rank (default 0; broadcast, reduce, gather, scatter only)"
+                             + ("; all: each rank in turn, as nccl-tests -r all"
+                                if every else ""))
     parser.add_argument("--network", default="flow",
                         help=f"network model: {', '.join(NETWORKS)} (default: flow, max-min "
                              f"fair sharing; flow_rtt: shares in proportion to 1 / route "

@@ -143,12 +143,18 @@ ALL_OPS = ("sum", "prod", "max", "min", "avg")
 ``mulsum``, a pre-multiplied sum simcoll does not have)."""
 
 
-def _settings(args: argparse.Namespace) -> list[tuple[str, str | None]]:
-    """The (type, op) of each part of the table: one, or with ``-d all`` / ``-o all``
-    every type for every op, as nccl-tests loops (types outside, ops inside)."""
+def _settings(args: argparse.Namespace, p: int) -> list[tuple[str, str | None, int | None]]:
+    """The (type, op, root) of each part of the table: one, or with ``-d all``,
+    ``-o all`` or ``-r all`` every combination, as nccl-tests loops them (types, then
+    ops, then roots)."""
     types = ALL_TYPES if args.dtype == "all" else (args.dtype,)
     ops = ALL_OPS if args.op == "all" else (args.op,)
-    return [(t, o) for t in types for o in ops]
+    roots = range(p) if args.root == "all" else (args.root,)
+    return [(t, o, r) for t in types for o in ops for r in roots]
+
+
+EVERY = ("dtype", "op", "root")
+"""The options that take ``all``."""
 
 
 def _parts(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
@@ -164,20 +170,20 @@ def _parts(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
     """
     parts: list[Iterator[tuple[table.Row, dict[str, Any]]]] = []
     skipped: list[str] = []
-    for dtype, op in _settings(args):
-        settings = argparse.Namespace(**{**vars(args), "dtype": dtype, "op": op})
-        part_kwargs = {**kwargs, **({} if op is None else run_kwargs(settings))}
-        rows = _rows(settings, topo, part_kwargs, requested)
+    for dtype, op, root in _settings(args, topo.nranks):
+        settings = argparse.Namespace(**{**vars(args), "dtype": dtype, "op": op, "root": root})
+        rows = _rows(settings, topo, {**kwargs, **run_kwargs(settings)}, requested)
         try:
             first = next(rows)
         except (InvalidInputError, CommandLineError) as exc:
-            if args.dtype != "all" and args.op != "all":
+            if all(getattr(args, key) != "all" for key in EVERY):
                 raise
-            skipped.append(f"# left out: {dtype}{'' if op is None else ' ' + op}: {exc}")
+            what = " ".join(str(v) for v in (dtype, op, root) if v is not None)
+            skipped.append(f"# left out: {what}: {exc}")
             continue
         parts.append(itertools.chain([first], rows))
     if not parts:
-        raise CommandLineError("no type and op of -d / -o can run here:\n"
+        raise CommandLineError("nothing -d / -o / -r name can run here:\n"
                                + "\n".join(skipped))
     return parts, skipped
 
@@ -305,12 +311,14 @@ def run(args: argparse.Namespace) -> int:
         0, or 1 if any size failed the numpy check.
     """
     topo = from_spec(args.topology)
-    kwargs = run_kwargs(argparse.Namespace(**{**vars(args), "op": None}))
-    if args.op is not None and args.op != "all":
-        kwargs = run_kwargs(args)
-    elif args.op == "all" and not get_collective(args.collective).reduces:
+    coll = get_collective(args.collective)
+    if args.op == "all" and not coll.reduces:
         raise CommandLineError(f"--op applies to reducing collectives only; "
                                f"{args.collective} does not reduce")
+    if args.root == "all" and not coll.rooted:
+        raise CommandLineError(f"--root applies to broadcast, reduce, gather and scatter; "
+                               f"{args.collective} has no root")
+    kwargs = run_kwargs(argparse.Namespace(**{**vars(args), "op": None, "root": None}))
     args.algorithm = args.algorithm or default_algorithm(args.collective)
     requested = _requested(args)
     parts, skipped = _parts(args, topo, kwargs, requested)
