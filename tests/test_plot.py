@@ -1462,3 +1462,36 @@ def test_every_shade_of_every_line_colour_stands_out_on_white():
     markers = {line.get_label().split(" (")[0]: line.get_marker() for line in drawn}
     assert markers["ring"] == "o" and markers["nccl"] not in ("o", "h", "8", "p")
     assert len(set(_MARKERS[:len(_ALGORITHM_SLOTS)])) == len(_ALGORITHM_SLOTS)
+
+
+def test_a_comparison_on_the_callers_two_axes_has_a_log_size_axis_below_too():
+    """With axes=(upper, lower) from plt.subplots(2, 1) the ratio panel was linear: the
+    sizes crowded its left edge, their labels on top of each other."""
+    import matplotlib.pyplot as plt
+
+    sizes = [2**k for k in range(3, 30, 2)]
+    found = _found(sizes, [20e-6 + s / 30e9 for s in sizes])
+    fig, axes = plt.subplots(2, 1)
+    assert sc.plot.comparison(found, axes=axes) is fig
+    assert [ax.get_xscale() for ax in axes] == ["log", "log"]
+    for bad in ((1, 2), axes[0]):
+        with pytest.raises(sc.InvalidInputError, match="give two matplotlib Axes"):
+            sc.plot.comparison(found, axes=bad)
+
+
+def _legend(fig) -> list[str]:
+    return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_the_timeline_legend_names_what_is_drawn():
+    """256 ranks of 1 MiB: each light part under a 400th of the run, 98% of the bars
+    light, and the legend left them out; a run of 0 bytes listed solid colours drawn
+    nowhere."""
+    many = sc.simulate(sc.topology.switch(64), "all_reduce", algorithm="ring",
+                       nbytes=64 << 10, trace=True)
+    assert "message latency,\nqueueing (lighter)" in _legend(sc.plot.timeline(many))
+    empty = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=0,
+                        trace=True)
+    shown = _legend(sc.plot.timeline(empty))
+    assert "send" not in shown and "receive" not in shown
+    assert "message latency,\nqueueing (lighter)" in shown

@@ -91,7 +91,16 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
         fig, (upper, lower) = plt.subplots(2, 1, figsize=(6.4, 5.2), sharex=True,
                                            height_ratios=(3, 1.4), layout="constrained")
     else:
-        upper, lower = axes
+        from matplotlib.axes import Axes
+
+        try:
+            pair = list(axes)
+        except TypeError:
+            pair = []
+        if len(pair) != 2 or not all(isinstance(a, Axes) for a in pair):
+            raise InvalidInputError(f"axes={axes!r} is not accepted; give two matplotlib "
+                                    f"Axes, (upper, lower), e.g. plt.subplots(2, 1)[1]")
+        upper, lower = pair
         fig = upper.figure
     sizes, factor = found.sizes, found.busbw_factor
     measured = [n * factor / t / 1e9 for n, t in zip(sizes, found.measured)]
@@ -110,6 +119,7 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
                          label="lower panel: within 10%")
     lower.axhline(1.0, color="black", linewidth=0.6)
     upper.set_xscale("log", base=2)
+    lower.set_xscale("log", base=2)   # shared with upper's in the function's own figure
     # busbw spans decades over a table's sizes; within less than one, a log axis has
     # no decade to label, so it stays linear, from 0 (so a 10% gap looks like one)
     values = measured + simulated

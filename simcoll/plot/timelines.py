@@ -217,6 +217,8 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     pad = 0.04 if ruled else 0.0
     outline = 0.4 if len(events) <= 4000 and ruled else 0.0
     waited = False
+    light_time = bar_time = 0.0   # messages' light and whole spans, over every bar
+    solid: set[str] = set()       # the streams drawn solid somewhere, which the legend names
     labels = [_band_label(result, a, topology) for a in shown]
     for band, (address, label) in enumerate(zip(shown, labels)):
         for j, stream in enumerate(streams):
@@ -252,10 +254,17 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
                             for _, (s, t, _, _) in placed],
                 gid=f"{label}/{stream}"),
                 autolim=False)
-            if light:
-                # named in the legend where some bar shows it (a 400th of the run)
+            if not light:
+                solid.add(stream)
+            else:
+                # named in the legend where some bar shows it (a 400th of the run), or
+                # where many short ones add up (a twentieth of the bars' time)
                 waited = waited or any(m - s > result.time / 400
                                        for _, (s, _, m, _) in placed)
+                light_time += sum(m - s for _, (s, _, m, _) in placed)
+                bar_time += sum(t - s for _, (s, t, _, _) in placed)
+                if any(t > m for _, (_, t, m, _) in placed):
+                    solid.add(stream)
                 ax.add_collection(PolyCollection(
                     [box(m, t, y) for y, (_, t, m, _) in placed if t > m],
                     facecolors=_COLOURS[stream], edgecolors="none",
@@ -272,8 +281,9 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     ax.set_xlabel(f"time ({unit})")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    handles: list[Any] = [Patch(facecolor=_COLOURS[s], label=_LEGEND[s]) for s in streams]
-    if waited:
+    handles: list[Any] = [Patch(facecolor=_COLOURS[s], label=_LEGEND[s]) for s in streams
+                          if s in solid]
+    if waited or light_time > 0.05 * bar_time:
         handles.append(Patch(facecolor=_lighter(_COLOURS["send"]), label="message latency,\n"
                              "queueing (lighter)"))
     handles.append(Patch(facecolor="white", edgecolor="0.6", label="idle (gap)"))
