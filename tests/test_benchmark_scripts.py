@@ -55,3 +55,10 @@ def test_ctrl_c_ends_a_script_with_one_line_and_status_130(capsys):
         interrupts.run_main(stopped)
     assert ended.value.code == 130
     assert capsys.readouterr().err.endswith(": interrupted\n")
+
+
+def test_a_script_exits_with_what_its_main_returns():
+    for status in (0, 1, 3):
+        with pytest.raises(SystemExit) as ended:
+            interrupts.run_main(lambda status=status: status)
+        assert ended.value.code == status

@@ -260,3 +260,29 @@ def test_a_link_is_checked_where_its_file_is_written(tmp_path):
     ahead.symlink_to(Path("real") / "later.json")
     write_atomically(output_path(ahead, "output"), lambda tmp: tmp.write_text("x"))
     assert ahead.is_symlink() and (tmp_path / "real" / "later.json").read_text() == "x"
+
+
+def test_a_leftover_temporary_file_of_the_old_name_is_left_alone(tmp_path):
+    """Another writer's temporary file (or one left by a killed writer): the output is
+    still accepted and written through a name of its own, the other file untouched."""
+    (tmp_path / ".t.json.part").write_text("someone else's")
+    assert output_path(tmp_path / "t.json", "output") == tmp_path / "t.json"
+    write_atomically(tmp_path / "t.json", lambda tmp: tmp.write_text("new"))
+    assert (tmp_path / "t.json").read_text() == "new"
+    assert (tmp_path / ".t.json.part").read_text() == "someone else's"
+
+
+def test_the_temporary_file_is_read_not_written_to_flush_it(tmp_path, monkeypatch):
+    """Reopened read-write to flush it, a temporary file made under umask 0222 could not
+    be opened by its owner (EACCES for anyone but root)."""
+    modes = []
+    real_open = Path.open
+
+    def recording(self, mode="r", *args, **kwargs):
+        if self.name.endswith(".part"):
+            modes.append(mode)
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", recording)
+    write_atomically(tmp_path / "out.txt", lambda tmp: tmp.write_bytes(b"x"))
+    assert modes[-1] == "rb" and not any("+" in mode for mode in modes)   # then flushed

@@ -83,3 +83,25 @@ def test_a_trees_simple_slices_are_one_step():
                       nbytes=8 << 20, algo="tree", proto="Simple", channels=1, trace=True)
     sizes = {e.nbytes for e in res.trace if e.kind == "message"}
     assert sizes == {(4 << 20) // 8}
+
+
+def test_a_one_step_slice_is_half_a_rings_with_twice_as_many_in_flight():
+    """NCCL_STEPS = 8 steps of a 4 MiB Simple buffer: 512 KiB a slice, 8 in flight (the
+    ring's Simple slices are two steps, 4 in flight)."""
+    from simcoll.algorithms.nccl.protocols import PROTOCOL, one_step_slices
+
+    one = one_step_slices(PROTOCOL["Simple"])
+    assert (one.slice_bytes, one.window) == ((4 << 20) // 8, 8)
+    assert (PROTOCOL["Simple"].slice_bytes, PROTOCOL["Simple"].window) == ((4 << 20) // 4, 4)
+
+
+def test_rings_of_two_gpus_per_node_keep_the_rings_network_step(monkeypatch):
+    """Only nodes of one GPU each charge a ring the tree's network step."""
+    two = sc.topology.cluster(2, 2, inter_latency=0.5 * sc.us)
+
+    def run() -> sc.Result:
+        return sc.simulate(two, "all_reduce", algorithm="nccl", nbytes=64, algo="ring",
+                           proto="LL", channels=1)
+
+    base = run().time
+    assert _time_with(monkeypatch, "net", "tree", "LL", run) == base

@@ -153,3 +153,30 @@ def test_a_row_after_a_carriage_return_inside_a_line_is_read():
     text = SPARK.replace("        8192 ", "warming up... 50%\r        8192 ")
     table = parse(text)
     assert table.sizes == (8192, 16384) and [r.line for r in table.rows] == [4, 5]
+
+
+def test_a_footer_between_untitled_runs_of_other_columns():
+    """After a footer the next run took the run before's columns: an old broadcast after
+    an old all_reduce and its footer became a run of redop '0' and another."""
+    runs = parse_all(OLD_ALL_REDUCE + "# Avg bus bandwidth    : 0.1\n" + OLD_BROADCAST)
+    assert len(runs) == 2
+    assert [(r.size, r.redop, r.root) for r in runs[1].rows] == [(8, None, 0), (16, None, 0)]
+
+
+def test_an_untitled_row_of_other_columns_cut_short_is_an_error():
+    cut = "           8             2   float       0    45.82    0.00    0.00    N/A\n"
+    with pytest.raises(InvalidInputError, match="^line 3: "):
+        parse_all(OLD_ALL_REDUCE + cut)
+
+
+ROW4 = ("      131072          8192     float    none      -1    41.32    3.17    2.38      0"
+        "    40.18    3.26    2.45      0\n")
+ZERO = ("           0             0     float    none      -1     0.10    0.00    0.00      0"
+        "     0.10    0.00    0.00      0\n")
+
+
+def test_the_ranks_the_rows_give_only_where_they_agree():
+    # 131072 B of 8192 floats: 4 ranks, against the 8 of 65536 B of 2048
+    assert parse(ALL_GATHER_8 + ROW4, collective="all_gather").nranks is None
+    # a row of no elements (-b 0) gives none and takes none away
+    assert parse(ZERO + ALL_GATHER_8, collective="all_gather").nranks == 8

@@ -50,6 +50,7 @@ SLOW = tr.GPU("TFLOP/s given as FLOP/s", 312)
 
 @pytest.mark.parametrize("run", [
     lambda: tr.data_parallel(TOY, SWITCH, gpu=SLOW),
+    lambda: tr.zero_step(TOY, SWITCH, stage=0, gpu=SLOW),
     lambda: tr.zero_step(TOY, SWITCH, stage=3, gpu=SLOW),
     lambda: tr.step(TOY, SWITCH, dp=4, gpu=SLOW),
     lambda: tr.pipeline_step(SWITCH, stages=2, micro_batches=2, forward=1e6, backward=2e6,
@@ -60,6 +61,11 @@ def test_a_step_longer_than_a_simulation_limit_runs(run):
     """A step of years (peak_flops in TFLOP/s by mistake) failed with "raise the limit",
     which no training step takes; it runs, and its time shows the slip."""
     assert run().step_time > 1e6
+
+
+def test_a_tensor_parallel_layer_of_years_runs():
+    gpt = tr.gpt(layers=2, hidden=64, heads=4, seq_len=16, vocab=96, batch=4)
+    assert tr.tensor_parallel_layer(gpt, SWITCH, tp=4, gpu=tr.GPU("slow", 1e-3)).time > 1e6
 
 
 def test_a_step_of_years_is_its_compute_and_its_all_reduce():

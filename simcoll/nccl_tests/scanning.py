@@ -168,10 +168,11 @@ class _Scanner:
         if layout is None or not layout.titled:
             own = layout_from_row(line, number)
             # a row of other blocks than the run's is cut short (or corrupted): read_row
-            # refuses it in the run's layout
-            if layout is not None and self.run.rows and own.blocks == layout.blocks \
-                    and own.head != layout.head:
-                self.new_run(number)
+            # refuses it in the run's layout; one of other columns starts a run of its
+            # own (or, first in a run after a footer, replaces the layout it inherited)
+            if layout is not None and own.blocks == layout.blocks and own.head != layout.head:
+                if self.run.rows:
+                    self.new_run(number)
                 layout = None
             if layout is None:
                 layout = self.run.layout = own
