@@ -160,10 +160,11 @@ EVERY = ("dtype", "op", "root")
 def _parts(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
            requested: list[int]) -> tuple[list[Iterator[tuple[table.Row, dict[str, Any]]]],
                                           list[str]]:
-    """Each (type, op) part's rows, every size checked and its first row simulated before
-    any is printed; with ``-d all`` or ``-o all``, the notes on the parts this run cannot
-    simulate (an element type that needs ml_dtypes, one the algorithm or NCCL refuses),
-    which are left out as nccl-tests leaves out the types its NCCL lacks.
+    """Each (type, op, root) part's rows, every size checked and its first row simulated
+    before any is printed; with ``-d all``, ``-o all`` or ``-r all``, the notes on the
+    parts this run cannot simulate (an element type that needs ml_dtypes, one the
+    algorithm or NCCL refuses), which are left out as nccl-tests leaves out the types its
+    NCCL lacks.
 
     Raises:
         CommandLineError: a part that cannot run where it was named alone.
@@ -311,13 +312,9 @@ def run(args: argparse.Namespace) -> int:
         0, or 1 if any size failed the numpy check.
     """
     topo = from_spec(args.topology)
-    coll = get_collective(args.collective)
-    if args.op == "all" and not coll.reduces:
-        raise CommandLineError(f"--op applies to reducing collectives only; "
-                               f"{args.collective} does not reduce")
-    if args.root == "all" and not coll.rooted:
-        raise CommandLineError(f"--root applies to broadcast, reduce, gather and scatter; "
-                               f"{args.collective} has no root")
+    # -o all and -r all refused where one op or root would be (no reduction, no root)
+    run_kwargs(argparse.Namespace(**{**vars(args), "op": "sum" if args.op == "all" else args.op,
+                                     "root": 0 if args.root == "all" else args.root}))
     kwargs = run_kwargs(argparse.Namespace(**{**vars(args), "op": None, "root": None}))
     args.algorithm = args.algorithm or default_algorithm(args.collective)
     requested = _requested(args)
