@@ -60,9 +60,11 @@ NIC_OVERRIDES: dict[str, dict[str, Any]] = {
 
 PCIE_SERVERS: dict[str, tuple[dict[str, Any], str]] = {
     "rtx5090x4_genoa_shm": (
-        {"gen": 5, "p2p": False, "gpus_per_switch": 1,
+        {"gen": 5, "p2p": False, "gpus_per_switch": 1, "memory_bandwidth": 460.8 * sc.GB,
          "reduce_bandwidth": RTX_5090.reduce_bandwidth},
-        "DDR4 host memory (204.8 GB/s) stands in for the host's DDR5; one GPU per x16 root "
+        "host memory of one EPYC 9004 (Genoa) socket, 12 channels of DDR5-4800 (460.8 "
+        "GB/s, AMD's specifications; the source does not state how many are filled); "
+        "one GPU per x16 root "
         "port is read from the bus ids (0x01, 0x21, 0x41, 0x61: one per root complex of "
         "the EPYC's I/O die), which the source does not state; the receiving GPU reads "
         "host memory at the 35.2 GB/s nvbandwidth measured for H100 SMs on Gen5 "

@@ -96,6 +96,19 @@ def test_gpus_without_p2p_read_staged_data_at_the_measured_rate():
             sc.topology.pcie_node(2, gen=5, p2p=False, host_read_bandwidth=bad)
 
 
+def test_host_memory_shares_its_peak_between_staged_writes_and_reads():
+    """pcie_node(8, gen=5, p2p=False), one GPU per root port, no latencies, free
+    reductions: a ring all_reduce's 8 staged messages each cross host memory once in and
+    once out, and DRAM's 204.8 GB/s is one figure for reads and writes together, so each
+    message moves at 204.8 / 2 / 8 = 12.8 GB/s (below PCIe's 48 and the SMs' 35.2): 2 (8 - 1)
+    steps of M / 8 bytes. Counting the peak in each direction doubled the rate."""
+    topo = sc.topology.pcie_node(8, gen=5, p2p=False, gpus_per_switch=1, pcie_latency=0,
+                                 memory_latency=0, reduce_bandwidth=float("inf"))
+    m = 8 << 20
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=m)
+    assert res.time == pytest.approx(2 * 7 * (m / 8) / 12.8e9, rel=1e-12)
+
+
 def test_nccls_tuner_reads_the_links_nominal_rate():
     """NCCL's topology knows one rate per PCI link: the tuner reads 48 GB/s between two
     Gen5 GPUs without P2P, not the 35.2 GB/s the receiving GPU reads at."""

@@ -118,6 +118,15 @@ def test_one_dgx_h100_switch_reduces_in_the_network():
     assert nominal.device("nvswitch0").reduce_bandwidth == pytest.approx(1.86e12)
     assert sc.topology.dgx_h100(nvswitch_reduce_bandwidth=1e12).device(
         "nvswitch0").reduce_bandwidth == 1e12
+    assert sc.topology.dgx_h100(nvswitch_reduce_bandwidth=None).device(
+        "nvswitch0").reduce_bandwidth == pytest.approx(1.86e12)
+
+
+def test_listing_shows_the_nvswitch_reduction_rate_it_builds():
+    """`simcoll list` shows what a default dgx_h100 builds: a reducing switch, not
+    ``none`` (a forwarding one)."""
+    from simcoll.topology.catalog import describe
+    assert "nvswitch_reduce_bandwidth=1.86TB/s" in describe("dgx_h100")
 
 
 @pytest.mark.parametrize("preset, nvlink, pcie, nic, reduce_bw, per_leaf", [
@@ -318,7 +327,8 @@ def test_pcie_node_every_device_and_link(gen):
         assert topo.device(f"gpu{r}").staging is None
     for j in range(2):
         assert link(topo, f"pcie{j}", "cpu0").bandwidth == PCIE_NCCL[gen]
-    assert link(topo, "cpu0", "memory0").bandwidth == pytest.approx(8 * 25.6 * GB)
+    # EPYC 7002: 8 x 25.6 GB/s of DDR4-3200 for reads and writes together, half each way
+    assert link(topo, "cpu0", "memory0").bandwidth == pytest.approx(8 * 25.6 * GB / 2)
     nominal = sc.topology.pcie_node(8, gen, pcie_bandwidth=presets.pcie_x16(gen))
     assert all(lk.bandwidth == pytest.approx(PCIE_NOMINAL[gen])
                for lk in nominal.links if lk.kind == "pcie")

@@ -8,8 +8,9 @@ NCCL's usable figures (A100: 12 x 20 = 240 GB/s NVLink, Gen4 x16 24 GB/s; H100: 
 = 370.8 GB/s, Gen5 x16 48 GB/s) and NICs to their line rate (HDR 25 GB/s, NDR 50 GB/s).
 
 NICs and PCIe: with one NIC per GPU (the DGX layout) GPU i has one PCIe link to NIC i.
-On a DGX two GPUs and two NICs share a PCIe switch; it is non-blocking and carries no
-other traffic in these models, so each GPU-NIC pair is drawn as its own path (with routes
+On a DGX A100 two GPUs and two NICs share a PCIe switch (on a DGX H100 each NIC's own
+PCIe switch serves one GPU); it is non-blocking and carries no other traffic in these
+models, so each GPU-NIC pair is drawn as its own path (with routes
 by hop count, a shared switch would also send both GPUs through the first NIC). With
 ``nics_per_node = k x gpus`` each GPU has a PCIe switch (``pcie<node>_<gpu>``) with its k
 NICs below it, so its own x16 link bounds what it sends (NCCL binds each channel to one
@@ -212,15 +213,16 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
              pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
              network_kind: str = "ib", leaf_radix: int = 64, oversubscription: float = 1.0,
              reduce_bandwidth: float = H100_SXM.reduce_bandwidth, nvls: bool = True,
-             nvswitch_reduce_bandwidth: float | None = None, sharp: bool = False,
-             cpu: str = "intel") -> Topology:
+             nvswitch_reduce_bandwidth: float | None = NVSWITCH_REDUCE_BANDWIDTH_H100,
+             sharp: bool = False, cpu: str = "intel") -> Topology:
     """DGX H100: 8 H100 SXM5 on NVSwitch with NVLS, 8 x 400 Gb/s NDR NICs on PCIe Gen5.
 
     Defaults: NVLink 370.8 GB/s per GPU and direction (NCCL's 18 x 20.6 GB/s; nominal
     450 GB/s), PCIe 48 GB/s (NCCL's Gen5 x16; nominal 63), NICs 50 GB/s, 32 nodes per
     leaf (64-port NDR leaves), reductions at 3,350 / 3 = 1,116.7 GB/s. The NVSwitch
     reduces in the network at ``nvswitch_reduce_bandwidth`` (default 1.86 TB/s, fitted to
-    nccl-tests: see the module); ``nvls=False`` makes it forward only (a topology holds
+    nccl-tests: see the module; ``none`` takes the default); ``nvls=False`` makes it
+    forward only, and refuses any other rate (a topology holds
     no GPU generation, and ``algorithm="nccl"`` reads Hopper's constants only from a
     machine whose GPUs share an NVLS switch: pass ``arch="hopper"`` with it, as NCCL
     keeps Hopper's constants with NVLS off). ``sharp=True``
@@ -229,9 +231,11 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
     CPUs (``cpu="intel"``; the DGX H100 user guide). See :func:`dgx`.
 
     Raises:
-        TopologyError: as :func:`dgx`, or a reduction rate given with ``nvls=False``.
+        TopologyError: as :func:`dgx`, or a reduction rate other than the default given
+            with ``nvls=False``.
     """
-    if not flag(nvls, "nvls", error=TopologyError) and nvswitch_reduce_bandwidth is not None:
+    if not flag(nvls, "nvls", error=TopologyError) and nvswitch_reduce_bandwidth not in (
+            None, NVSWITCH_REDUCE_BANDWIDTH_H100):
         raise TopologyError(f"nvswitch_reduce_bandwidth={nvswitch_reduce_bandwidth!r} is "
                             f"not accepted with nvls=False (a switch that only forwards); "
                             f"leave it out, or set nvls=True")

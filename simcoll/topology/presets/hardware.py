@@ -32,7 +32,8 @@ Network (per port and direction):
 
 GPU memory:
     A100 SXM4 80 GB: 2,039 GB/s (HBM2e); A100 SXM4 40 GB: 1,555 GB/s (HBM2); A100 PCIe
-    80 GB: 1,935 GB/s; H100 SXM5 80 GB:
+    80 GB: 1,935 GB/s (given no NVLink: the bridge that joins two of them is left out, as
+    in a server without it); H100 SXM5 80 GB:
     3.35 TB/s (HBM3) (NVIDIA A100 datasheet, 2021; NVIDIA H100 datasheet, 2022);
     GeForce RTX 5090: 1,792 GB/s (32 GB of GDDR7 at 28 Gb/s per pin on a 512-bit bus;
     NVIDIA's RTX 5090 specifications, 2025), PCIe Gen5, no NVLink.

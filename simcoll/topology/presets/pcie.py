@@ -4,10 +4,10 @@ GPU peer-to-peer access.
 The machine: ``gpus`` GPUs, ``gpus_per_switch`` to a PCIe switch (``pcie<j>``), each
 switch on one x16 uplink to the root complex of its CPU socket (``cpu<s>``; switches
 spread evenly over ``sockets``), each socket's host memory (``memory<s>``) on a link of
-the memory bandwidth, and two sockets joined by their inter-socket link (UPI / Infinity
-Fabric). Every PCIe link is x16 of generation ``gen``: NCCL's usable figure by default
-(Gen3 12, Gen4 24, Gen5 48 GB/s per direction; nominal 15.75, 31.5, 63; see
-:mod:`simcoll.topology.presets.hardware`). ``pcie_latency`` is GPU to root complex, half
+half the memory bandwidth each way, and two sockets joined by their inter-socket link
+(UPI / Infinity Fabric). Every PCIe link is x16 of generation ``gen``: NCCL's usable
+figure by default (Gen3 12, Gen4 24, Gen5 48 GB/s per direction; nominal 15.75, 31.5,
+63; see :mod:`simcoll.topology.presets.hardware`). ``pcie_latency`` is GPU to root complex, half
 on each of the two links.
 
 With ``p2p=True`` GPUs write into each other's memory through the PCIe switches: GPUs on
@@ -20,8 +20,11 @@ memory (``staging`` of each GPU): it crosses the sender's PCIe links up to the r
 complex and into memory, then out of memory and down the receiver's PCIe links (and the
 inter-socket link when the receiver sits on the other socket). The uplink of a PCIe
 switch is then shared by all the traffic its GPUs send and, in the other direction,
-receive, and the memory link carries each staged byte once in each direction. Host
-memory copies are not charged separately: the memory link's rate is their only cost.
+receive, and the memory link carries each staged byte once in each direction. DRAM's
+peak rate is one figure for reads and writes together (one data bus, turned around
+between them), and staging writes every byte once and reads it once, so each direction
+of the memory link gets half of it. Host memory copies are not charged separately: the
+memory link's rate is their only cost.
 NCCL's SHM transport (src/transport/shm.cc, NCCL 2.30.7) keeps a connection's buffer in
 host memory: the sender's SMs write into it and the receiver's SMs read it over PCIe. Its
 default puts the buffer on the receiver's side (``NCCL_SHM_LOCALITY=2``), where simcoll
@@ -38,7 +41,10 @@ the GPU, it sees the link both ways at its rate away from the GPU, 48 GB/s on Ge
 Defaults: A100 PCIe 80GB GPUs (reductions at 1,935 / 3 = 645 GB/s), host memory of one
 AMD EPYC 7002/7003 socket (8 channels of DDR4-3200: 8 x 25.6 = 204.8 GB/s, AMD's EPYC
 specifications), and the inter-socket figure NCCL 2.30.7 assumes for AMD CPUs, ``AMD_BW
-16.0`` GB/s (src/graph/topo.h). Latencies are round typical values, not measurements.
+16.0`` GB/s (src/graph/topo.h): the weight NCCL's path search gives the link, which moves
+more on the machine (55.6 GB/s measured between GPUs of two EPYC 9005 sockets: README,
+the ``rtx5090x8_turin_p2p`` row; pass ``inter_socket_bandwidth`` for a machine's own).
+Latencies are round typical values, not measurements.
 """
 
 from __future__ import annotations
@@ -71,7 +77,9 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
         sockets: CPU sockets (root complexes), 1 or 2.
         pcie_bandwidth: per x16 link and direction; default NCCL's figure for ``gen``.
         pcie_latency: GPU to root complex, seconds.
-        memory_bandwidth, memory_latency: the link of each socket's host memory.
+        memory_bandwidth: each socket's host memory, bytes/s read and written together
+            (DRAM's peak); its link carries half of it each way.
+        memory_latency: the link of each socket's host memory.
         inter_socket_bandwidth, inter_socket_latency: the link between two sockets.
         reduce_bandwidth: each GPU's reduction output, bytes/s.
         host_read_bandwidth: with ``p2p=False``, bytes/s a GPU reads staged data from
@@ -107,7 +115,7 @@ def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch:
     cpus = [topo.add_switch(f"cpu{s}") for s in range(sockets)]
     memories = [topo.add_switch(f"memory{s}") for s in range(sockets)]
     for cpu, memory in zip(cpus, memories):
-        topo.add_link(cpu, memory, bandwidth=memory_bandwidth, latency=memory_latency,
+        topo.add_link(cpu, memory, bandwidth=memory_bandwidth / 2, latency=memory_latency,
                       kind="memory")
     if sockets == 2:
         topo.add_link(cpus[0], cpus[1], bandwidth=inter_socket_bandwidth,
