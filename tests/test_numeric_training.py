@@ -648,6 +648,16 @@ def test_random_shapes_train_like_one_process(widths, layers, replicas, per_repl
     (lambda m: TrainingJob(m, m.init(0), [Batch([[0.0] * 4] * 2, np.zeros((2, 2)))],
                            SGD(0.1)), "holds list inputs and ndarray targets"),
     (lambda m: m.init(-1), "seed=-1 is not accepted"),
+    # NaN or infinities trained every rank to NaN without an error.
+    (lambda m: TrainingJob(m, m.init(0), [Batch(np.array([[0.0, 1.0, np.nan, 0.0]] * 2),
+                                                np.zeros((2, 2)))], SGD(0.1)),
+     r"batches\[0\].x holds 2 NaN or infinite value\(s\), the first nan at index \(0, 2\)"),
+    (lambda m: TrainingJob(m, m.init(0), [Batch(np.zeros((2, 4)),
+                                                np.array([[0.0, np.inf], [0.0, 0.0]]))],
+                           SGD(0.1)), r"batches\[0\].target holds 1 .* inf at index \(0, 1\)"),
+    (lambda m: TrainingJob(m, dict(m.init(0), **{"layer0.bias": np.array([0.0, -np.inf])}),
+                           [Batch(np.zeros((2, 4)), np.zeros((2, 2)))], SGD(0.1)),
+     r"params\['layer0.bias'\] holds 1 .* -inf at index \(1,\)"),
     (lambda m: TrainingJob.synthetic(m, batch=2, steps=1, optimizer=SGD(0.1), seed=1.5),
      "seed=1.5 is not accepted"),
 ])

@@ -24,6 +24,15 @@ def _read_only(array: NDArray) -> NDArray:
     return out
 
 
+def _check_finite(array: NDArray, where: str) -> None:
+    """Refuse NaN and infinities, which would train every rank to NaN without an error."""
+    bad = array.size - int(np.isfinite(array).sum())
+    if bad:
+        first = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise InvalidInputError(f"{where} holds {bad} NaN or infinite value(s), the first "
+                                f"{float(array[first])} at index {first}; give finite numbers")
+
+
 @dataclass(frozen=True)
 class Batch:
     """One step's global batch.
@@ -132,6 +141,7 @@ class TrainingJob:
             if value.shape != shape or value.dtype != np.float64:
                 raise InvalidInputError(f"params[{name!r}] has shape {value.shape} and dtype "
                                         f"{value.dtype}; the model needs {shape}, float64")
+            _check_finite(value, f"params[{name!r}]")
             out[name] = _read_only(value)
         return out
 
@@ -155,11 +165,14 @@ class TrainingJob:
                 raise InvalidInputError(f"batches[{step}].x has shape {b.x.shape} and dtype "
                                         f"{b.x.dtype}; every batch needs ({samples}, {n_in}) "
                                         f"float64")
+            _check_finite(b.x, f"batches[{step}].x")
             kind = np.float64 if self.model.loss == "mse" else np.int64
             if b.target.shape != target_shape or b.target.dtype != kind:
                 raise InvalidInputError(f"batches[{step}].target has shape {b.target.shape} "
                                         f"and dtype {b.target.dtype}; {self.model.loss} needs "
                                         f"{target_shape} {np.dtype(kind).name}")
+            if kind is np.float64:
+                _check_finite(b.target, f"batches[{step}].target")
             if self.model.loss == "cross_entropy" and samples and (
                     b.target.min() < 0 or b.target.max() >= n_out):
                 raise InvalidInputError(f"batches[{step}].target holds class indices outside "
