@@ -6,7 +6,7 @@
   link move to the shortest route around it, and so do messages sent later (or the run
   ends with ``LinkFailureError`` naming the link and the messages that could not go on,
   in flight or sent later); a degraded link is shared at
-  its new bandwidth from that instant (flow network model only);
+  its new bandwidth from that instant (network models ``flow`` and ``flow_rtt``);
 * a GPU is slow: its compute and its reductions take ``slow[rank]`` times as long;
 * a GPU is late: its program starts ``late[rank]`` seconds after the others;
 * every message waits a random extra latency, uniform in ``[0, jitter)`` seconds, drawn
@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,8 +91,17 @@ class Faults:
                 index = topology.link_index(fault.u, fault.v)
             except Exception as exc:
                 raise InvalidInputError(f"faults.links: {exc}") from None
-            links.append((real(fault.at, "LinkFault at", what="seconds"), index,
-                          real(fault.factor, "LinkFault factor", what="0 fails the link")))
+            factor = real(fault.factor, "LinkFault factor", what="0 fails the link")
+            link = topology.links[index]
+            rates = (link.bandwidth,) if link.back is None else (link.bandwidth, link.back)
+            left = [rate * factor for rate in rates]
+            if factor > 0 and not all(1.0 <= rate < math.inf for rate in left):
+                shown = min(left) if min(left) < 1.0 else max(left)
+                raise InvalidInputError(
+                    f"LinkFault factor={factor!r} leaves link ({fault.u!r}, {fault.v!r}) at "
+                    f"{shown:.6g} bytes/s; give 0 (the link fails) or a factor that leaves "
+                    f"it a finite rate of at least 1 byte/s each way")
+            links.append((real(fault.at, "LinkFault at", what="seconds"), index, factor))
         slow = {integer(r, "faults.slow rank", minimum=0, maximum=p - 1):
                 real(f, f"faults.slow[{r}]", strict=True, what="slow-down factor")
                 for r, f in self.slow.items()}
@@ -140,7 +150,7 @@ class _Plan:
             jitter = self.jitter
             network.jitter = lambda: float(rng.uniform(0.0, jitter))
         if self.links:
-            network.track_flows()
+            network.track_flows(self.links)
             for at, index, factor in self.links:
                 schedule_background(network.env, at, _changer(network, index, factor))
 

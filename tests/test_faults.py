@@ -101,6 +101,37 @@ def test_a_link_failing_as_the_last_byte_crosses_it_loses_nothing(at):
                                                                      at=1.0 - 1e-9)]))
 
 
+@pytest.mark.parametrize("network", ["flow", "flow_rtt"])
+def test_an_empty_message_in_its_latency_phase_is_stopped_by_a_failure_like_any(network):
+    """Two GPUs, one link of 10 us, failing at 5 us: a barrier's empty messages are on
+    it, with no way around. They arrived at 10 us as if nothing had failed; they end the
+    run naming the link, as a 1-byte message does. On a triangle the third GPU is the
+    way around, and an empty message arrives on time (rerouted bytes pay no latency)."""
+    pair = sc.Topology("pair")
+    a, b = pair.add_gpu(), pair.add_gpu()
+    pair.add_link(a, b, bandwidth=1e9, latency=10e-6)
+    faults = sc.Faults(links=[sc.LinkFault(a, b, at=5e-6)])
+    with pytest.raises(sc.LinkFailureError, match=r"link \('gpu0', 'gpu1'\) failed at t=5e-06 "
+                       r"s .* 2 message\(s\) in flight: gpu0->gpu1 \(0 bytes left\), "
+                       r"gpu1->gpu0 \(0 bytes left\)") as info:
+        sc.simulate(pair, "barrier", algorithm="dissemination", faults=faults, network=network)
+    assert info.value.lost == [(0, 1), (1, 0)]
+    triangle = sc.Topology("triangle")
+    x, y, z = (triangle.add_gpu() for _ in range(3))
+    for u, v in ((x, y), (y, z), (z, x)):
+        triangle.add_link(u, v, bandwidth=1e9, latency=10e-6)
+    res = sc.run_program(triangle, _empty_message_0_to_1, network=network,
+                         faults=sc.Faults(links=[sc.LinkFault(x, y, at=5e-6)]))
+    assert res.time == pytest.approx(10e-6, rel=1e-12)
+
+
+def _empty_message_0_to_1(comm):
+    if comm.rank == 0:
+        yield comm.send(np.zeros(0, np.uint8), 1)
+    elif comm.rank == 1:
+        yield comm.recv(0)
+
+
 def test_a_message_sent_after_a_failure_with_no_way_around_ends_the_run_naming_it():
     """A line gpu0 - gpu1 - gpu2 whose link (gpu1, gpu2) fails at 0.1 s, before gpu0 sends
     to gpu2 at 0.2 s: the message has no route. It ended the run with an AlgorithmError
@@ -270,11 +301,44 @@ def test_jitter_is_a_seeded_uniform_extra_latency_per_message():
     (sc.Faults(links=None), r"faults.links=None is not accepted"),
     (sc.Faults(slow=[2.0, 2.0]), r"faults.slow=\[2.0, 2.0\] is not accepted; give a dict"),
     (sc.Faults(late=None), r"faults.late=None is not accepted"),
+    # A factor that overflowed the link's rate to infinity delivered the rest at once; one
+    # that left it at 5e-315 bytes/s overflowed the finish time into a "deadlock".
+    (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0, factor=1e300)]),
+     r"LinkFault factor=1e\+300 leaves link \('gpu0', 'switch'\) at inf bytes/s; give 0 \(the "
+     r"link fails\) or a factor that leaves it a finite rate of at least 1 byte/s each way"),
+    (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0, factor=5e-324)]),
+     r"factor=5e-324 leaves link \('gpu0', 'switch'\) at 4.94066e-313 bytes/s"),
+    (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0, factor=0.5e-11)]),
+     r"factor=5e-12 leaves link \('gpu0', 'switch'\) at 0.5 bytes/s"),
 ])
 def test_bad_faults_are_refused_before_the_run(faults, match):
     with pytest.raises(sc.InvalidInputError, match=match):
         sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
                     faults=faults)
+
+
+def test_flow_rtt_refuses_a_zero_latency_way_around_a_planned_failure_before_the_run():
+    """gpu0 - gpu1 directly (1 us), and through a switch on links of latency 0: the healthy
+    route weighs 1 / 1 us, but once the direct link fails the way around has latency 0,
+    an infinite weight. The run raised that halfway (or, failing at 0, as the program's
+    error); it is refused before the run, naming the failure."""
+    topo = sc.Topology("zero_detour")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    s = topo.add_switch()
+    topo.add_link(a, b, bandwidth=1e9, latency=1e-6)
+    topo.add_link(a, s, bandwidth=1e9, latency=0.0)
+    topo.add_link(s, b, bandwidth=1e9, latency=0.0)
+    for at in (0.0, 5e-4):
+        faults = sc.Faults(links=[sc.LinkFault(a, b, at=at)])
+        with pytest.raises(sc.InvalidInputError,
+                           match=rf"^once link \('gpu0', 'gpu1'\) fails at t={at:g} s, network "
+                                 r"'flow_rtt' .* route gpu0->gpu1 has latency 0 \(links "
+                                 r"\('gpu0', 'switch0'\), \('switch0', 'gpu1'\)\)"):
+            sc.run_program(topo, _empty_message_0_to_1, network="flow_rtt", faults=faults)
+    # Restored before the run sends: failed and back again is checked, and accepted on
+    # flow, which weighs no route.
+    assert sc.run_program(topo, _empty_message_0_to_1, network="flow",
+                          faults=sc.Faults(links=[sc.LinkFault(a, b, at=0.0)])).time == 0.0
 
 
 def test_link_faults_need_the_flow_model():

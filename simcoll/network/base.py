@@ -8,7 +8,7 @@ how they compute that time; all count traffic the same way, here.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, cast
 
 import simpy
@@ -139,8 +139,9 @@ class Network:
         (``via``: the devices its route was bound to, which a reroute keeps)."""
         raise NotImplementedError
 
-    def track_flows(self) -> None:
-        """Prepare for :meth:`change_link` (called before the run starts).
+    def track_flows(self, planned: Sequence[tuple[float, int, float]] = ()) -> None:
+        """Prepare for :meth:`change_link` (called before the run starts) with the link
+        faults ``planned`` as ``(at, link index, factor)`` in the order they happen.
 
         Raises:
             InvalidInputError: this network model does not model link faults.

@@ -50,6 +50,8 @@ Groups touched by a flow that cannot join them are dissolved into the general re
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from heapq import heappop
 from typing import Any
 
@@ -96,13 +98,16 @@ class FlowNetwork(Network):
         self._waking: dict[Group, None] = {}
         self._in_flight: dict[Flow, None] | None = None
         """Every flow in flight, kept only when link faults are planned."""
+        self._empty_in_flight: dict[Flow, None] = {}
+        """Empty messages in their latency phase, kept only when link faults are planned:
+        a failed link with no route around it stops them as it stops the others."""
 
     def _penalties(self) -> list[float] | None:
         """Each directed link's sharing penalty, for weighted sharing (None: unweighted,
         every flow's share is equal)."""
         return None
 
-    def track_flows(self) -> None:
+    def track_flows(self, planned: Sequence[tuple[float, int, float]] = ()) -> None:
         """Keep the set of flows in flight, which link faults need to find the flows
         crossing a link."""
         self._in_flight = {}
@@ -164,7 +169,13 @@ class FlowNetwork(Network):
         if nbytes <= 0:
             # Through an event even at zero latency: a program spinning on empty messages
             # then runs through the event loop, whose limits stop it.
-            self._arrive_after(latency, on_arrival, token)
+            if self._in_flight is None:
+                self._arrive_after(latency, on_arrival, token)
+                return
+            empty = Flow(links, 0, math.inf, on_arrival, token, src, dst)
+            empty.via = via
+            self._empty_in_flight[empty] = None
+            self._arrive_after(latency, self._empty_arrived, empty)
             return
         flow = Flow(links, nbytes, bandwidth, on_arrival, token, src, dst)
         flow.via = via
@@ -188,6 +199,10 @@ class FlowNetwork(Network):
             self._starting.add(flow, latency)
         else:
             self._activate(flow)
+
+    def _empty_arrived(self, empty: Flow) -> None:
+        del self._empty_in_flight[empty]
+        empty.on_arrival(empty.token)
 
     def _reserve(self, flow: Flow, start: float, delay: float) -> None:
         """Give ``flow`` (alone on its links, drains from ``start`` at its bottleneck) a

@@ -29,8 +29,8 @@ https://simgrid.org/doc/latest/Models.html. What differs from SimGrid:
   here the model, when it is built (before the run), raises
   :class:`~simcoll.errors.InvalidInputError` naming such a route and its links: give
   those links a latency, or use ``network="flow"``. (It checks the routes between the
-  endpoints that links of zero latency join, the only ones that can be of zero latency;
-  a route taken around a failed link is checked when it is taken.)
+  endpoints that links of zero latency join, the only ones that can be of zero latency,
+  and again as each planned link failure would leave them.)
 * A multicast's weight is the inverse of the summed latency of every link of its tree.
 * After a link fault moves a flow to another route, its weight follows the new route.
 
@@ -44,9 +44,11 @@ equal messages costs O(n^2) here against O(n log n) in the flow model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import simpy
 
-from simcoll.errors import InvalidInputError
+from simcoll.errors import InvalidInputError, LinkFailureError
 from simcoll.network.flow import FlowNetwork
 from simcoll.topology.graph import MulticastVia, Topology, Via
 
@@ -71,7 +73,8 @@ class FlowRttNetwork(FlowNetwork):
         """Find every route of zero latency now, before the run: such a route crosses
         only links of zero latency, so its ends are joined by such links. Group the
         endpoints by the components that links of zero latency form and route each pair
-        of a group (the routes are kept for the run)."""
+        of a group (the routes are kept for the run; a pair that failed links leave
+        without a route is the run's to report, if a message takes it)."""
         topo = self.topology
         parent: dict[str, str] = {}
 
@@ -92,7 +95,34 @@ class FlowRttNetwork(FlowNetwork):
             for src in members:
                 for dst in members:
                     if src != dst and (src, dst) not in self._routes:
-                        self._route(src, dst)
+                        try:
+                            self._route(src, dst)
+                        except LinkFailureError:
+                            continue
+
+    def track_flows(self, planned: Sequence[tuple[float, int, float]] = ()) -> None:
+        """As :meth:`FlowNetwork.track_flows`, and find now, before the run, every route
+        of zero latency that a link failure of ``planned`` would leave as the way around
+        it.
+
+        Raises:
+            InvalidInputError: such a route; names it, its links and the failure.
+        """
+        super().track_flows(planned)
+        failed: frozenset[int] = frozenset()
+        for at, index, factor in planned:
+            failed = failed | {index} if factor == 0 else failed - {index}
+            if factor == 0:
+                self._failed, kept = failed, self._routes
+                self._routes = {}
+                try:
+                    self._check_zero_latency_routes(len(self.sent))
+                except InvalidInputError as err:
+                    u, v = self.topology.links[index].u, self.topology.links[index].v
+                    raise InvalidInputError(f"once link ({u!r}, {v!r}) fails at t={at:.9g} "
+                                            f"s, {err}") from None
+                finally:
+                    self._failed, self._routes = frozenset(), kept
 
     def _penalties(self) -> list[float]:
         """Each directed link's latency: a flow's weight is 1 / their sum over its links."""

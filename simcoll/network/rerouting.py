@@ -30,7 +30,8 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
     of its flows to the shortest route around the failed links, from the failure on:
     the bytes it has not yet sent cross the new route (and are counted there), with no
     extra latency; a flow whose last byte is across (less than half a byte left) stays
-    and arrives as it would have.
+    and arrives as it would have, and so does an empty message in its latency phase
+    that a route still goes around the link for.
 
     Raises:
         LinkFailureError: no route around the failed links exists for some flows;
@@ -65,6 +66,12 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
                 moves.append((flow, net._route(flow.src, flow.dst, flow.via)[0]))
             except LinkFailureError:  # no route around the failed links
                 lost.append(flow)
+        for empty in net._empty_in_flight:  # in its latency phase: nothing to move
+            if directed[0] in empty.links or directed[1] in empty.links:
+                try:
+                    empty.links = net._route(empty.src, empty.dst, empty.via)[0]
+                except LinkFailureError:
+                    lost.append(empty)
         # Every moved flow leaves its old links before any starts on its new ones: one
         # started first would otherwise share links with one not yet moved (and might
         # group with it, in a regime the move does not undo).
