@@ -422,6 +422,44 @@ def _zero_traffic(p, nbytes, itemsize):
     return gpu_traffic(np.zeros(p), np.zeros(p))
 
 
+def test_the_cost_queries_refuse_what_validate_refuses():
+    """simulate refused width=9 on 4 ranks through validate, but predict, traffic and
+    is_exact answered for it (a model that does not check its own arguments gave a
+    number for a run that cannot happen). A validate that reads the ranks' nodes is
+    left to simulate: a query knows no node layout. Hosts come from the model's machine
+    parameter of that name."""
+    seen = []
+
+    def by_hosts(p, count, hosts, *, width):
+        seen.append((p, count, hosts, width))
+        if width > p:
+            raise sc.InvalidInputError(f"width={width} is more than the {p} ranks")
+
+    model = CostModel(time=_one_second, traffic=_zero_traffic, exact=lambda p, n, i: True,
+                      machine={"hosts": Int(0, minimum=0)})
+    sc.register("all_gather", "test_validate_cost", params={"width": Int(1, minimum=1)},
+                validate=by_hosts, cost=model)(
+        lambda comm, x, *, width: (yield from _flat(comm, x)))
+    query = {"p": 4, "nbytes": 64, "width": 9}
+    for ask, extra in ((cost.predict, {"alpha": 0, "beta": 0}), (cost.traffic, {}),
+                       (cost.is_exact, {})):
+        with pytest.raises(sc.InvalidInputError, match=r"^width=9 is more than the 4 ranks$"):
+            ask("all_gather", "test_validate_cost", **query, **extra)
+    assert cost.predict("all_gather", "test_validate_cost", p=4, nbytes=64, alpha=0, beta=0,
+                        width=3, hosts=2) == 1.0
+    assert seen[-1] == (4, 16, 2, 3)
+
+    def by_nodes(p, count, hosts, *, nodes):
+        raise sc.InvalidInputError("nodes read")
+
+    sc.register("all_gather", "test_validate_nodes", validate=by_nodes,
+                cost=CostModel(time=_one_second, traffic=_zero_traffic))(_flat)
+    assert cost.predict("all_gather", "test_validate_nodes", p=4, nbytes=64, alpha=0,
+                        beta=0) == 1.0
+    with pytest.raises(sc.InvalidInputError, match="nodes read"):
+        simulate(("all_gather", "test_validate_nodes"))
+
+
 def _one_second(p, nbytes, alpha, beta, gamma):
     return 1.0
 

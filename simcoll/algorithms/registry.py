@@ -115,17 +115,31 @@ class AlgorithmSpec:
         given = _normalized(self, params, self.params)
         for name, value in given.items():
             self.params[name].check_size(name, value, count)
-        if self.validate is not None:
-            args = {**self.defaults, **given, "nodes": nodes}
-            try:
-                self.validate(p, count, hosts, **named_arguments(self.validate, args))
-            except InvalidInputError:
-                raise
-            except Exception as exc:
-                raise InvalidInputError(
-                    f"{self.collective}/{self.name}: its validate function raised "
-                    f"{type(exc).__name__}: {exc}") from exc
+        self.run_validate(p, count, hosts, {**self.defaults, **given, "nodes": nodes})
         return given
+
+    @property
+    def validate_reads_nodes(self) -> bool:
+        """Whether ``validate`` takes the ranks' ``nodes`` (a cost query has none)."""
+        return self.validate is not None and "nodes" in inspect.signature(
+            self.validate).parameters
+
+    def run_validate(self, p: int, count: int, hosts: int, args: Mapping[str, Any]) -> None:
+        """Run ``validate`` (if any) with the keywords of ``args`` it takes.
+
+        Raises:
+            InvalidInputError: it refused them, or raised anything else (named).
+        """
+        if self.validate is None:
+            return
+        try:
+            self.validate(p, count, hosts, **named_arguments(self.validate, args))
+        except InvalidInputError:
+            raise
+        except Exception as exc:
+            raise InvalidInputError(
+                f"{self.collective}/{self.name}: its validate function raised "
+                f"{type(exc).__name__}: {exc}") from exc
 
     def resolved(self, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
                  params: Mapping[str, Any], op: ReduceOp | None = None,

@@ -147,15 +147,22 @@ def _refuse_barrier_bytes(collective: str, nbytes: Any) -> None:
 def _arguments(spec: AlgorithmSpec, p: int, nbytes: Any, itemsize: int,
                params: dict[str, Any]) -> dict[str, Any]:
     """``spec.model_arguments``, after refusing what ``simulate`` refuses for these sizes:
-    bytes for a barrier, and a given parameter that cuts a buffer into more pieces than a
-    rank's buffer has elements (the largest input's, for a v-collective)."""
+    bytes for a barrier, a given parameter that cuts a buffer into more pieces than a
+    rank's buffer has elements (the largest input's, for a v-collective), and what the
+    algorithm's ``validate`` refuses, where it does not read the ranks' nodes (a query
+    knows no node layout: the model checks those it needs), with the model's machine
+    parameter ``hosts`` (0 where it has none)."""
     _refuse_barrier_bytes(spec.collective, nbytes)
     args = spec.model_arguments(p, params)
     uneven = get_collective(spec.collective).uneven
     largest = nbytes if uneven is None else max(uneven.inputs(as_splits(nbytes)))
+    count = int(largest) // itemsize
     for name in params:
         if name in spec.params:
-            spec.params[name].check_size(name, args[name], int(largest) // itemsize)
+            spec.params[name].check_size(name, args[name], count)
+    if not spec.validate_reads_nodes:
+        spec.run_validate(p, count, args.get("hosts", 0),
+                          {name: args[name] for name in spec.params})
     return args
 
 
