@@ -23,16 +23,19 @@ where it exceeds 1. MIN and MAX are exact. In fp8 even this bound is wide: with 
 = 1/16, a sum over 8 ranks may be off by 7/16 of ``sum |x_i|``, so an output of zeros
 passes wherever ``|sum x_i|`` is below that (the bound the check used before 2026-12-05,
 ``2 p eps sum |x_i|``, reached ``sum |x_i|`` from 2 ranks in e5m2 and 4 in e4m3, so that
-zeros or a rank's own input passed). Where the partial results can pass the dtype's
-largest finite number (the magnitudes add up, for AVG once scaled, or the factors above
-1 multiply, past it once rounded q times), some order of the reduction overflows: an
-element may then come out infinite or NaN (float16's 60000 + 60000 - 60000 summed left
-to right; fp8 e4m3 has no infinity and gives NaN), and a finite one must still lie
-within the bound. Where the reference is infinite or NaN, an element must match it, or
-be another infinite or NaN value where the finite inputs' partial results can overflow
-or (for products) underflow to 0, which other orders turn into NaN (inf - inf, 0 x inf);
-where every input is finite, the float64 reference itself overflowed where the exact
-value need not, and the element is not checked.
+zeros or a rank's own input passed). Where a partial result can pass the dtype's
+largest finite number in some order, an element may come out infinite or NaN
+(float16's 60000 + 60000 - 60000 summed left to right; fp8 e4m3 has no infinity and
+gives NaN), and a finite one must still lie within the bound: for SUM and AVG where the
+larger of the positive terms' sum and the negative terms' magnitudes, plus the rounding
+bound ``q u sum |x_i|``, passes it (AVG's terms once scaled; a partial sum adds a subset
+of the terms, so where they cancel, as in 60000 - 60000, no order overflows), for
+PRODUCT where the factors above 1 multiply past it once rounded q times. Where the
+reference is infinite or NaN, an element must match it, or be another infinite or NaN
+value where the finite inputs' partial results can overflow or (for products) underflow
+to 0, which other orders turn into NaN (inf - inf, 0 x inf); where every input is
+finite, the float64 reference itself overflowed where the exact value need not, and the
+element is not checked.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
 of :data:`_BLOCK` elements, so temporaries stay in cache, the blocks spread over up to
@@ -111,9 +114,10 @@ def _allowed(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
     number are exact), the float64 reference by ``q r sum|x|``. AVG first rounds each
     product ``c x`` with c = 1/p in the dtype: off from x / p by ``(u |c| + |c - 1/p|)
     |x|``, plus half a subnormal step where it falls below the smallest normal number.
-    A product is off by a factor within ``(1 + u)^q``, plus what underflow adds. Where
-    the partial results can pass the dtype's largest finite number (the magnitudes, once
-    rounded q times, do), some order overflows.
+    A product is off by a factor within ``(1 + u)^q``, plus what underflow adds.
+    ``overflow``: where the partial results may pass the dtype's largest finite number
+    (the magnitudes, once rounded q times, do); for sums a first sieve, which the signed
+    sums narrow where terms cancel (:func:`_partials_overflow`).
     """
     eps, tiny, largest = float_info(dtype)
     u, r, q = eps / 2, float(np.finfo(ref.dtype).eps) / 2, p - 1
@@ -147,12 +151,6 @@ def _quick(op: ReduceOp, p: int, dtype: np.dtype, ref_dtype: np.dtype) -> float:
 def _reach(op: ReduceOp) -> Callable[[list[np.ndarray]], Sequence]:
     """What :func:`_allowed` reads of the inputs: growths for PRODUCT, else magnitudes."""
     return _growths if op is ReduceOp.PRODUCT else _Magnitudes
-
-
-def _within(error: np.ndarray, out: np.ndarray, limit: np.ndarray,
-            overflow: np.ndarray) -> np.ndarray:
-    """Per element: off by no more than ``limit``, or not finite where overflow may be."""
-    return (error <= limit) | (overflow & ~np.isfinite(out))
 
 
 Bound = tuple[np.ndarray, np.ndarray]
@@ -243,9 +241,12 @@ def _equal(out: np.ndarray, ref: np.ndarray, moved: bool) -> np.ndarray:
 
 
 def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.ndarray,
-              odd: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+              odd: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+              overflows: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """Per element of a rounded reduction: within its limit, or not finite where the
-    reduction may overflow (:func:`_within`). Where the reference itself is not finite
+    reduction may overflow (``overflow`` from the magnitudes, then, for the elements it
+    lets through, ``overflows(mask)`` from the signed sums, which can rule it out:
+    :func:`_partials_overflow`). Where the reference itself is not finite
     (``odd(mask)`` tells, for those elements, whether every input is finite and whether
     another infinite or NaN value is possible, :func:`_non_finite_cases`): that same
     value; another infinite or NaN value where the finite inputs' partial results can
@@ -254,7 +255,10 @@ def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.
     NaN); anything where every input is finite, as the reference then overflowed in
     float64 itself where the exact value need not (1.5e308 + 1.5e308 - 1.5e308)."""
     error = np.abs(out.astype(ref.dtype) - ref)
-    ok = _within(error, out, limit, overflow)
+    ok = error <= limit
+    maybe = overflow & ~np.isfinite(out) & ~ok
+    if maybe.any():
+        ok[maybe] = overflows(maybe)
     finite = np.isfinite(ref)
     if not finite.all():
         mask = ~finite
@@ -264,6 +268,20 @@ def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.
             same |= all_finite | (other & ~np.isfinite(out[mask]))
         ok[mask] = same
     return ok
+
+
+def _overflows(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
+               rank: int, where: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray]:
+    """For :func:`_verdicts`: given a mask over the output elements at flat indices
+    ``where`` (all, if None), whether each can overflow in some order: for SUM and AVG
+    by the signed sums (:func:`_partials_overflow`); a PRODUCT's factors keep the flag
+    their growth gave."""
+    def overflows(mask: np.ndarray) -> np.ndarray:
+        if op is ReduceOp.PRODUCT:
+            return np.ones(int(mask.sum()), dtype=bool)
+        chosen = np.flatnonzero(mask) if where is None else where[mask]
+        return _partials_overflow(coll, inputs, op, root, rank, chosen)
+    return overflows
 
 
 def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
@@ -287,11 +305,37 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
         small = reduced(lambda xs: [np.where(np.isfinite(x), np.minimum(np.abs(x), 1.0), 1.0)
                                     .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
         return all_finite, (big * grown > largest) | (small < eps * tiny)
-    total = reduced(lambda xs: [np.where(np.isfinite(x), np.abs(x), 0.0).astype(np.float64)
-                                for x in xs], ReduceOp.SUM)
+    return all_finite, _partials_overflow(coll, inputs, op, root, rank, chosen)
+
+
+def _partials_overflow(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
+                       rank: int, chosen: np.ndarray) -> np.ndarray:
+    """For rank ``rank``'s output elements at flat indices ``chosen`` of a SUM or AVG:
+    whether a partial result of the finite inputs can pass the dtype's largest finite
+    number in some order. A partial sum adds a subset of the terms, so it lies within
+    ``max(P, N)`` of 0, P and N the sums of the positive terms and of the negative
+    ones' magnitudes, and rounds by at most ``q u (P + N)`` (:func:`_allowed`); where
+    terms cancel (60000 - 60000 in float16) that stays below the largest number even
+    where ``P + N`` does not, and no order overflows. AVG's terms are ``c x`` rounded:
+    at most ``|c| (1 + u) |x|`` plus half a subnormal step each."""
+    dtype = inputs[0].dtype
+    p = len(inputs)
+    eps, tiny, largest = float_info(dtype)
+    u, q = eps / 2, p - 1
+
+    def part(sign: float) -> np.ndarray:
+        def terms(xs: list[np.ndarray]) -> list[np.ndarray]:
+            return [np.where(np.isfinite(x), np.maximum(sign * x.astype(np.float64), 0.0),
+                             0.0) for x in xs]
+        return np.asarray(_picked(coll, terms, inputs, ReduceOp.SUM, root, rank, chosen))
+
+    up, down = part(1.0), part(-1.0)
     if op is ReduceOp.AVG:
-        total = total * abs(_avg_scale(inputs[0].dtype, len(inputs)))
-    return all_finite, total * grown > largest
+        c, half_step = abs(_avg_scale(dtype, p)), p * eps * tiny / 2
+        up, down = c * (1 + u) * up + half_step, c * (1 + u) * down + half_step
+    ref_eps = float(np.finfo(np.result_type(dtype, np.float64)).eps)
+    reach = (np.maximum(up, down) + q * u * (up + down)) * (1 + 4 * p * ref_eps)
+    return reach > largest
 
 
 def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op: ReduceOp,
@@ -313,8 +357,10 @@ def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op
         elif bound is None:
             wrong += int(np.count_nonzero(~_equal(out, ref, moved=not coll.reduces)))
         else:
-            wrong += int(np.count_nonzero(~_verdicts(out, ref, *bound, functools.partial(
-                _non_finite_cases, coll, inputs, op, root, rank, None))))
+            wrong += int(np.count_nonzero(~_verdicts(
+                out, ref, *bound,
+                functools.partial(_non_finite_cases, coll, inputs, op, root, rank, None),
+                _overflows(coll, inputs, op, root, rank, None))))
     return wrong
 
 
@@ -357,7 +403,8 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     limit, overflow = _allowed(op, p, inputs[0].dtype, picked, reach)
     return bool(np.all(_verdicts(out.reshape(-1)[where], picked, limit, overflow,
                                  functools.partial(_non_finite_cases, coll, inputs, op, root,
-                                                   rank, where)))), worst
+                                                   rank, where),
+                                 _overflows(coll, inputs, op, root, rank, where)))), worst
 
 
 def _non_finite(inputs: list[np.ndarray]) -> list[np.ndarray]:

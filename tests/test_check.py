@@ -235,8 +235,8 @@ def test_command_line_products_of_low_precision_pass(capsys):
 def test_an_order_that_overflows_may_give_a_non_finite_element():
     # float16's largest finite number is 65504. 60000 + 60000 - 60000 is 60000, but
     # summed left to right the first partial sum overflows: inf, then inf - 60000 = inf.
-    # Some order overflows wherever the magnitudes add up past 65504 (here 180000), so an
-    # infinite or NaN element is accepted there, and only there.
+    # The positive terms add up past 65504 (here 120000), so an infinite or NaN element
+    # is accepted there, and only there.
     coll = COLLECTIVES["all_reduce"]
     big = [np.array([60000.0, 1.0], dtype=np.float16),
            np.array([60000.0, 2.0], dtype=np.float16),
@@ -252,6 +252,53 @@ def test_an_order_that_overflows_may_give_a_non_finite_element():
     # a finite element must still be within the rounding bound
     assert not compare(coll, big, [np.array([30000.0, 6.0], dtype=np.float16)] * 3,
                        SUM, 0)[0]
+
+
+@pytest.mark.parametrize("dtype_name, terms, largest", [
+    ("float16", (60000.0, -60000.0), 65504.0),
+    ("float16", (30000.0, 30000.0, -30000.0, -30000.0), 65504.0),
+    ("float8_e4m3fn", (384.0, -384.0), 448.0),
+    ("float8_e4m3fn", (96.0, 96.0, -104.0, -104.0), 448.0),
+])
+def test_terms_that_cancel_overflow_in_no_order(dtype_name, terms, largest):
+    """Every partial sum adds a subset of the terms, so it lies between minus the negative
+    terms' magnitudes and the positive terms' sum, off by at most q u sum |x| of
+    rounding: where both stay below the largest number, no order overflows and NaN or
+    inf is wrong. The check took the magnitudes' sum (120000 for 60000 - 60000) and
+    passed an all_reduce that gave NaN everywhere. Terms whose positive sum can pass it
+    still accept NaN, worked out here in exact arithmetic."""
+    dt = np.dtype(pytest.importorskip("ml_dtypes").float8_e4m3fn) \
+        if dtype_name.startswith("float8") else np.dtype(dtype_name)
+    eps = 2.0 ** -10 if dtype_name == "float16" else 2.0 ** -3
+    coll = COLLECTIVES["all_reduce"]
+    inputs = [np.array([t], dtype=dt) for t in terms]
+    p = len(terms)
+    positive = sum(t for t in terms if t > 0)
+    negative = -sum(t for t in terms if t < 0)
+    reach = max(positive, negative) + (p - 1) * eps / 2 * (positive + negative)
+    assert reach < largest  # no order overflows: by hand, before asking the check
+    nan = [np.array([np.nan], dtype=dt)] * p
+    assert not compare(coll, inputs, nan, SUM, 0)[0]
+    assert check.wrong_elements(coll, inputs, nan, SUM, 0) == p
+    assert compare(coll, inputs, [np.array([0.0], dtype=dt)] * p, SUM, 0)[0]
+    # AVG's terms are scaled by 1/p first: they cancel too
+    assert not compare(coll, inputs, nan, ReduceOp.AVG, 0)[0]
+    # one more rank holding the largest number: the positive terms pass it
+    more = inputs + [np.array([largest], dtype=dt)]
+    assert compare(coll, more, [np.array([np.nan], dtype=dt)] * (p + 1), SUM, 0)[0]
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_infinities_of_both_signs_run_without_numpys_invalid_value_warning():
+    """+inf on one rank and -inf on another reduce to NaN, which the check accepts; the
+    reductions printed numpy's "invalid value" warning, and under warnings-as-errors the
+    run failed blaming the algorithm (a RuntimeWarning from ring's array path)."""
+    import simcoll as sc
+    data = [np.array([np.inf, 1.0], np.float32), np.array([-np.inf, 2.0], np.float32)]
+    for collective, algorithm in (("all_reduce", "recursive_doubling"),
+                                  ("reduce_scatter", "ring")):
+        res = sc.simulate(sc.topology.switch(2), collective, algorithm=algorithm, data=data)
+        assert res.correct is True
 
 
 def test_a_product_whose_partial_products_can_overflow():
