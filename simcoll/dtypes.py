@@ -43,8 +43,7 @@ def _lookup(dtype: Any, where: str) -> np.dtype:
     except TypeError:
         if isinstance(dtype, str) and dtype in LOW_PRECISION:
             return np.dtype(getattr(_ml_dtypes(dtype), dtype))
-        meant = _SHORT_NAMES.get(dtype.strip().lower()) if isinstance(dtype, str) else None
-        hint = f" (did you mean {meant!r}?)" if meant else ""
+        hint = meant_name(dtype)
         raise InvalidInputError(f"{where}={dtype!r} is not a numpy dtype{hint}; use an integer "
                                 f"or floating dtype such as 'float32', or one of "
                                 f"{', '.join(LOW_PRECISION)}") from None
@@ -55,6 +54,13 @@ _SHORT_NAMES = {"fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16":
                 "fp8_e5m2": "float8_e5m2", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2",
                 "bfloat": "bfloat16", "f8": "float8_e4m3fn"}
 """Short names of element types that numpy does not know, and the names it does."""
+
+
+def meant_name(name: Any) -> str:
+    """`` (did you mean 'bfloat16'?)`` for a short name numpy does not know (bf16, fp8,
+    ...), else an empty string."""
+    meant = _SHORT_NAMES.get(name.strip().lower()) if isinstance(name, str) else None
+    return f" (did you mean {meant!r}?)" if meant else ""
 
 
 def is_float(dtype: np.dtype) -> bool:
@@ -82,8 +88,9 @@ def as_dtype(dtype: Any, where: str = "dtype") -> np.dtype:
                                 f"dtype such as 'float32'")
     dt = _lookup(dtype, where)
     if dt.kind not in "iu" and not is_float(dt):
-        raise InvalidInputError(f"{where} {dt} is not accepted; use an integer or floating "
-                                f"dtype (ml_dtypes: {', '.join(LOW_PRECISION)})")
+        raise InvalidInputError(f"{where} {dt} is not accepted; use one of numpy's integer "
+                                f"or floating dtypes (int8 to uint64, float16 to float64 or "
+                                f"longdouble) or ml_dtypes' {', '.join(LOW_PRECISION)}")
     if not dt.isnative:
         raise InvalidInputError(
             f"{where} {dt.str} is not in this machine's byte order; convert it first "

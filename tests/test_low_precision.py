@@ -164,12 +164,15 @@ def test_fp8_average_scales_each_input_even_over_more_ranks_than_fp8_can_count()
 
 
 @pytest.mark.parametrize("bad, match", [
-    ("bool", "bool is not accepted; use an integer or floating dtype"),
+    ("bool", "bool is not accepted; use one of numpy's integer or floating dtypes"),
     (np.complex64, "complex64 is not accepted"),
     ("float9", "dtype='float9' is not a numpy dtype"),
     # ml_dtypes types outside the three simcoll takes: the fnuz fp8 variants, int4
     (ml_dtypes.float8_e4m3fnuz, "float8_e4m3fnuz is not accepted"),
-    (ml_dtypes.int4, "int4 is not accepted"),
+    # (an integer type: the message named "an integer or floating dtype" as the remedy)
+    (ml_dtypes.int4, "int4 is not accepted; use one of numpy's integer or floating dtypes "
+                     r"\(int8 to uint64, float16 to float64 or longdouble\) or ml_dtypes' "
+                     "bfloat16, float8_e4m3fn, float8_e5m2"),
 ])
 def test_other_types_are_still_refused(bad, match):
     with pytest.raises(sc.InvalidInputError, match=match):

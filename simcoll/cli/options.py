@@ -17,7 +17,7 @@ import numpy as np
 from simcoll.algorithms.params import read_value
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
-from simcoll.dtypes import LOW_PRECISION, as_dtype
+from simcoll.dtypes import LOW_PRECISION, as_dtype, meant_name
 from simcoll.errors import InvalidInputError
 from simcoll.files import too_long, unwritable
 from simcoll.inputs import largest_input
@@ -190,8 +190,12 @@ def resolve_dtype(name: str) -> np.dtype:
         if resolved in LOW_PRECISION:
             raise
         _refuse_byte_order(name)
+        try:
+            what = f"{np.dtype(name).name} is not an integer or floating dtype"
+        except (TypeError, ValueError):
+            what = f"unknown dtype {name!r}{meant_name(name)}"
         raise CommandLineError(
-            f"unknown dtype {name!r}; use an nccl-tests name (int8, uint8, int32, uint32, "
+            f"{what}; use an nccl-tests name (int8, uint8, int32, uint32, "
             f"int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2) or a numpy or "
             f"ml_dtypes name (float32, float8_e4m3fn, ...)") from None
 
