@@ -450,6 +450,9 @@ class Comm:
         if not inspect.isgenerator(program):
             raise CommUsageError(f"rank {self.rank}: start() needs a generator (call the "
                                  f"generator function), got {type(program).__name__}")
+        if name is not None and not isinstance(name, str):  # before the generator is marked
+            raise CommUsageError(f"rank {self.rank}: start(name={name!r}) is not accepted; "
+                                 f"give a string, or leave it out")
         if (inspect.getgeneratorstate(program) != inspect.GEN_CREATED
                 or self._rt.count(("started", id(program)))):
             # A started generator stays alive (its process holds it) until the run ends,
@@ -457,9 +460,6 @@ class Comm:
             raise CommUsageError(f"rank {self.rank}: start() got {program.__name__}, a "
                                  f"generator already started; a generator runs once, so "
                                  f"call the generator function again for another run")
-        if name is not None and not isinstance(name, str):
-            raise CommUsageError(f"rank {self.rank}: start(name={name!r}) is not accepted; "
-                                 f"give a string, or leave it out")
         number = self._rt.count(("program", self._address))
         shown = "" if name is None else f": {name}"
         return self._rt.start(program, f"rank {self._address} (started program "

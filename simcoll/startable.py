@@ -19,8 +19,10 @@ from simpy.events import Event
 
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import VirtualBuffer, sealed
+from simcoll.checks import integer
 from simcoll.collectives import Collective, Splits, root_argument
 from simcoll.collectives import collective as get_collective
+from simcoll.dtypes import as_dtype
 from simcoll.errors import CommUsageError, InvalidInputError, SimCollError
 from simcoll.inputs import check_op
 from simcoll.ops import ReduceOp
@@ -102,6 +104,8 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         if isinstance(x, np.ndarray) and x.ndim != 1:  # as simulate refuses data=
             raise InvalidInputError(f"x has shape {x.shape}; pass 1-D arrays (use "
                                     f"x.ravel())")
+        if isinstance(x, np.ndarray):  # bool, complex and objects, as simulate refuses them
+            as_dtype(x.dtype, "x's dtype")
         spec = get_algorithm(coll.name, algorithm)
         reduce_op = check_op(coll, op)
         root = root_argument(coll, root, src, dst)
@@ -129,10 +133,14 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     if coll.reduces:
         kwargs["op"] = reduce_op
     if coll.rooted:
-        kwargs["root"] = 0 if root is None else root
-        if not 0 <= kwargs["root"] < comm.size:
-            raise CommUsageError(f"rank {comm.rank}: root={root!r} is not a rank of this "
-                                 f"communicator; use 0..{comm.size - 1}")
+        # An int, as simulate takes it: True ran as rank 1, 1.5 deadlocked, 2.0 broke
+        # the binomial trees' bit arithmetic.
+        try:
+            kwargs["root"] = 0 if root is None else integer(
+                root, "root", minimum=0, maximum=comm.size - 1,
+                what="a rank of this communicator")
+        except InvalidInputError as exc:
+            raise CommUsageError(f"rank {comm.rank}: {exc}") from None
     elif root is not None:
         raise CommUsageError(f"rank {comm.rank}: {coll.name} has no root")
     if shape is not None:

@@ -185,6 +185,49 @@ def test_start_refuses_what_is_not_a_generator_and_bad_collectives():
             sc.simulate(machine, "broadcast", algorithm="_bad_starts", nbytes=8, case=case)
 
 
+def _start_with(comm: Comm, root, x):
+    return (yield comm.collective("broadcast" if root is not None else "all_gather", x,
+                                  algorithm="binomial" if root is not None else "ring",
+                                  root=root))
+
+
+@pytest.mark.parametrize("root, x, match", [
+    # True ran as rank 1; 1.5 deadlocked a ring reduce at t=0; 2.0 broke the binomial
+    # tree's bit arithmetic with a TypeError; '1' raised Python's TypeError.
+    (True, np.ones(4), r"rank 0: root=True is not accepted; use an integer >= 0 and <= 1 "
+                       r"\(a rank of this communicator\)"),
+    (1.5, np.ones(4), r"rank 0: root=1.5 is not accepted"),
+    (1.0, np.ones(4), r"rank 0: root=1.0 is not accepted"),
+    ("1", np.ones(4), r"rank 0: root='1' is not accepted"),
+    (2, np.ones(4), r"rank 0: root=2 is not accepted; use an integer >= 0 and <= 1"),
+    # simulate refuses these dtypes; started, a bool or complex all_gather ran and an
+    # object array failed in numpy ("Cannot change data-type for array of references")
+    (None, np.ones(4, bool), r"rank 0: x's dtype bool is not accepted; use one of numpy's "
+                             r"integer or floating dtypes"),
+    (None, np.ones(4, complex), r"rank 0: x's dtype complex128 is not accepted"),
+    (None, np.array([None] * 4), r"rank 0: x's dtype object is not accepted"),
+])
+def test_a_started_collective_checks_its_root_and_dtype_as_simulate_does(root, x, match):
+    with pytest.raises(sc.AlgorithmError, match=match) as info:
+        sc.run_program(network(2), _start_with, root, x)
+    assert isinstance(info.value.__cause__, sc.CommUsageError)
+
+
+def test_a_start_refused_for_its_name_leaves_the_generator_free_to_start():
+    """start(gen, name=42) marked the generator as started before refusing the name, so
+    starting it again with a good name was refused as "already started"."""
+    def program(comm: Comm):
+        def work():
+            yield comm.sleep(1e-6)
+            return "done"
+        gen = work()
+        with pytest.raises(sc.CommUsageError, match=r"start\(name=42\) is not accepted"):
+            comm.start(gen, name=42)
+        return (yield comm.start(gen, name="work"))
+
+    assert sc.run_program(network(2), program).outputs == ["done", "done"]
+
+
 @pytest.mark.parametrize("case, match", [
     # Rank 0 gives itself 2 elements and rank 1 one; rank 1 says the reverse: each got 3
     # elements with no error where the sizes disagree.
