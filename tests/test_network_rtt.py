@@ -154,6 +154,31 @@ def test_a_route_of_zero_latency_is_refused_by_name():
         sc.simulate(topo, "all_to_all", algorithm="direct", nbytes=64, network="flow_rtt")
 
 
+@pytest.mark.parametrize("order", [(0, 1, 2), (1, 0, 2), (2, 1, 0)])
+def test_a_chain_of_zero_latency_links_is_refused_before_the_run_whatever_their_order(order):
+    """gpu0 - s1 - s2 - gpu1, every link of latency 0, added in the given order. Added
+    from gpu0 on, the grouping of the ends that such links join cut s2 off (its path
+    halving rebound a name before setting its parent): the model was built, and the
+    route was refused only by the first send, mid-run, as the program's error."""
+    topo = sc.Topology("chain")
+    g0, g1 = topo.add_gpu(), topo.add_gpu()
+    s1, s2 = topo.add_switch("s1"), topo.add_switch("s2")
+    links = [(g0, s1), (s1, s2), (s2, g1)]
+    for i in order:
+        topo.add_link(*links[i], bandwidth=1e9, latency=0.0)
+
+    def late_send(comm):
+        if comm.rank == 0:
+            yield comm.sleep(5e-3)
+            yield comm.send(np.zeros(10, np.uint8), 1)
+        else:
+            yield comm.recv(0)
+
+    with pytest.raises(InvalidInputError, match=r"^network 'flow_rtt' .* route gpu0->gpu1 "
+                                                r"has latency 0"):
+        sc.run_program(topo, late_send, network="flow_rtt")
+
+
 def test_zero_latency_links_are_fine_on_routes_of_positive_latency():
     # switch0->gpu2 has latency 0 in vee(); every route also crosses a link of 1 or 3 us.
     assert run_flows(vee(), [(0.0, 0, 2, 10**6)], "flow_rtt") == pytest.approx(

@@ -108,6 +108,23 @@ def test_an_unknown_via_is_refused_naming_it():
         run(two_nics(), ["nic9"])
 
 
+def test_a_route_that_crosses_a_link_twice_one_way_is_refused():
+    """gpu0 - a - b - gpu1, with x1 off b and x2 off a: via ('x1', 'x2') goes a -> b to
+    reach x1, back to a for x2, then a -> b again. The network counted the 1000 bytes
+    once on a -> b and shared the link as if crossed once (10 us where the route's own
+    latency is 9 us plus the transfer); it is refused, naming the link."""
+    topo = sc.Topology("via twice")
+    g0, g1 = topo.add_gpu(), topo.add_gpu()
+    a, b, x1, x2 = (topo.add_switch(n) for n in ("a", "b", "x1", "x2"))
+    for u, v in ((g0, a), (a, b), (b, g1), (b, x1), (a, x2)):
+        topo.add_link(u, v, bandwidth=1e9, latency=1e-6)
+    with pytest.raises(sc.TopologyError, match=r"route from 'gpu0' to 'gpu1' through "
+                       r"\('x1', 'x2'\) crosses link \('a', 'b'\) twice in one direction"):
+        topo.route(0, 1, via=("x1", "x2"))
+    # through x1 alone it crosses a -> b once, and b -> x1, x1 -> b: both directions once
+    assert topo.route(0, 1, via="x1").latency == pytest.approx(5e-6)
+
+
 def test_a_trace_keeps_each_messages_nic():
     # The trace records the devices a message was bound to, so link loads put it on its
     # NIC's links: 1 GB each over nic0 and nic1, sharing s0 -> gpu1.

@@ -80,7 +80,8 @@ class FlowRttNetwork(FlowNetwork):
 
         def root(name: str) -> str:
             while parent.setdefault(name, name) != name:
-                name = parent[name] = parent[parent[name]]
+                parent[name] = parent[parent[name]]  # path halving
+                name = parent[name]
             return name
 
         for link in topo.links:

@@ -501,6 +501,14 @@ class Topology:
                                     f"{self.endpoint_name(dst)!r}"
                                     + (f" through {via!r}" if via is not None else "")
                                     + (" around the failed links" if avoid else ""))
+            if len(set(links)) < len(links):
+                twice = next(d for d in links if links.count(d) > 1)
+                raise TopologyError(
+                    f"the route from {a_name!r} to {b_name!r}"
+                    + (f" through {via!r}" if via is not None else "")
+                    + f" crosses link {self.directed_link(twice)!r} twice in one direction, "
+                    f"which the network models cannot carry (a message crosses a link "
+                    f"once); give via devices that do not lead back over it")
             route = Route(tuple(links), sum(self._links[d >> 1].latency for d in links),
                           min((self.bandwidth_of(d) for d in links), default=math.inf))
             if not avoid:
