@@ -55,3 +55,19 @@ def test_readme_command_line_output_is_what_the_command_prints(capsys):
         printed = capsys.readouterr().out
         assert [line.rstrip() for line in printed.splitlines()] == [
             line.rstrip() for line in output.splitlines()], command
+
+
+def test_contributings_imports_name_what_the_modules_export():
+    """CONTRIBUTING's skeletons import names a plugin checked with ``mypy --strict``
+    must find in each module's ``__all__`` (``Buffer`` from ``simcoll.typing`` was
+    imported there but not exported, which strict mypy refuses)."""
+    import importlib
+
+    text = (README.parent / "CONTRIBUTING.md").read_text()
+    imports = re.findall(r"^\s*from (simcoll[\w.]*) import ([\w, ]+)", text, flags=re.M)
+    assert imports
+    for module, names in imports:
+        exported = getattr(importlib.import_module(module), "__all__", None)
+        assert exported is not None, module
+        for name in (n.strip() for n in names.split(",")):
+            assert name in exported, f"{module} does not export {name}"
