@@ -272,9 +272,22 @@ def test_a_program_takes_exactly_its_declared_parameters_without_defaults():
     with pytest.raises(TypeError, match=r"gives \['chunks'\] a default; declare defaults "
                                         r"once, in params="):
         sc.register("all_gather", "test_defaulted", params=chunks, cost=NO_FORMULA)(defaulted)
-    with pytest.raises(TypeError, match=r"\['op'\] but is passed \['root'\]"):
+    with pytest.raises(TypeError, match=r"\['op'\] but is passed \['root'\]; take 'root' as "
+                                        r"a keyword-only argument without a default: "
+                                        r"broadcast passes it \(the root rank\); remove 'op': "
+                                        r"broadcast does not pass it \(only collectives that "
+                                        r"reduce do\)$"):
         sc.register("broadcast", "test_op", cost=NO_FORMULA)(
             lambda comm, x, *, op: (yield from ()))
+    # The hint said to declare root in params=, which is then refused.
+    with pytest.raises(TypeError, match=r"take 'root' as a keyword-only argument without a "
+                                        r"default: reduce passes it"):
+        sc.register("reduce", "test_no_root", cost=NO_FORMULA)(
+            lambda comm, x, *, op: (yield from ()))
+    with pytest.raises(TypeError, match=r"\['root'\] cannot be declared as parameters: op, "
+                                        r"root and splits come from the collective"):
+        sc.register("reduce", "test_no_root", params={"root": Int(0, minimum=0)},
+                    cost=NO_FORMULA)(lambda comm, x, *, op: (yield from ()))
 
 
 def test_specs_and_model_functions_are_checked_at_registration():

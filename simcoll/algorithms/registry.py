@@ -293,7 +293,11 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
     taken = (({"op", "root", "splits", "nodes", "itemsize"} & set(specs))
              | ({"op", "root", "splits", "itemsize", *specs} & set(cost.machine)))
     if taken:
-        raise RegistrationError(f"{what}: {sorted(taken)} cannot be declared as parameters (taken)")
+        raise RegistrationError(f"{what}: {sorted(taken)} cannot be declared as parameters: op, "
+                                f"root and splits come from the collective (take them as "
+                                f"keyword-only arguments where it passes them), nodes from "
+                                f"the machine (validate's), itemsize from the element type "
+                                f"(the cost model's)")
     model_names = {*specs, *cost.machine, *(("root",) if coll.rooted else ())}
     for fn, positional, extra in ((cost.time, _TIME_ARGUMENTS, {"itemsize"}),
                                   (cost.traffic, _MODEL_ARGUMENTS, set()),
@@ -399,6 +403,13 @@ def _check_positional(what: str, fn: Callable[..., Any], names: tuple[str, ...],
             f"with ({', '.join(names)})")
 
 
+_COLLECTIVE_KEYWORDS = {"op": ("the reduction", "reduce"),
+                        "root": ("the root rank", "have a root"),
+                        "splits": ("the sizes of each rank", "take uneven sizes")}
+"""The keywords a collective passes its programs itself (never declared in params=): what
+each holds, and which collectives pass it."""
+
+
 def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
                    specs: Mapping[str, Param], positional: tuple[str, ...]) -> None:
     _check_positional(what, fn, positional, "program")
@@ -408,9 +419,18 @@ def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
     named = {par.name: par for par in pars if par.kind is par.KEYWORD_ONLY}
     missing, extra = keywords - set(named), set(named) - keywords
     if missing or extra:
-        raise RegistrationError(f"{what}: {fn.__name__} takes keyword-only {sorted(named)} but is "
-                        f"passed {sorted(keywords)}; declare each parameter in params= and "
-                        f"take it as a keyword-only argument")
+        collective = what.split("/")[0]
+        hints = [f"take {name!r} as a keyword-only argument without a default: {collective} "
+                 f"passes it ({_COLLECTIVE_KEYWORDS[name][0]})"
+                 for name in sorted(missing & set(_COLLECTIVE_KEYWORDS))]
+        hints += [f"remove {name!r}: {collective} does not pass it (only collectives that "
+                  f"{_COLLECTIVE_KEYWORDS[name][1]} do)"
+                  for name in sorted(extra & set(_COLLECTIVE_KEYWORDS))]
+        raise RegistrationError(
+            f"{what}: {fn.__name__} takes keyword-only {sorted(named)} but is passed "
+            f"{sorted(keywords)}; " + ("; ".join(hints) if hints else
+                                       "declare each parameter in params= and take it as a "
+                                       "keyword-only argument"))
     defaulted = sorted(n for n in specs if named[n].default is not inspect.Parameter.empty)
     if defaulted:
         raise RegistrationError(f"{what}: {fn.__name__} gives {defaulted} a default; declare "
