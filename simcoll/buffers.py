@@ -11,7 +11,7 @@ replaced with a buffer of another size, so a rank's p chunks cost O(1) memory.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Union, cast, overload
+from typing import Any, NoReturn, Union, cast, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,6 +57,11 @@ def block_start(count: int, parts: int, i: int) -> int:
     ``block_start(count, parts, parts) == count``."""
     small, big = split_sizes(count, parts)
     return i * small + min(i, big)
+
+
+_NO_VALUES = ("it holds no values (data-free mode): reduce two buffers with comm.reduce(a, "
+              "b, op), which also charges the reduction's time, join them with comm.join, "
+              "cut them with x[a:b] or simcoll.buffers.split")
 
 
 class VirtualBuffer:
@@ -109,8 +114,15 @@ class VirtualBuffer:
 
     def __getitem__(self, index: slice) -> VirtualBuffer:
         if not isinstance(index, slice):
-            raise TypeError("a VirtualBuffer can only be sliced (x[a:b]); it holds no values")
+            raise TypeError(f"a VirtualBuffer can only be sliced (x[a:b]); {_NO_VALUES}")
         return VirtualBuffer.of(len(range(*index.indices(self.count))), self.dtype)
+
+    def _arithmetic(self, *_: Any) -> NoReturn:
+        raise TypeError(f"a VirtualBuffer takes no arithmetic; {_NO_VALUES}")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arithmetic
+    __truediv__ = __rtruediv__ = __neg__ = _arithmetic
+    __array_ufunc__ = _arithmetic  # np.add(a, b), array + x: not an array of objects
 
     def copy(self) -> VirtualBuffer:
         return self

@@ -231,6 +231,22 @@ def test_a_split_into_anything_but_a_whole_number_of_parts_is_refused(parts):
         sc.Comm.split_buffer(np.arange(6.0), parts)
 
 
+def test_arithmetic_on_a_virtual_buffer_points_at_comm_reduce():
+    """``a + b`` in a rank program (where comm.reduce(a, b, op) belongs) ran in data
+    mode and, data-free, failed with Python's "unsupported operand type(s)"; numpy's
+    ufuncs made an object array. Each now says what to use."""
+    x = sc.VirtualBuffer.of(4, np.float32)
+    for attempt in (lambda: x + x, lambda: 2 * x, lambda: x - 1, lambda: -x,
+                    lambda: np.add(x, x), lambda: np.ones(4, np.float32) + x):
+        with pytest.raises(TypeError, match=r"a VirtualBuffer takes no arithmetic; it holds "
+                                            r"no values \(data-free mode\): reduce two "
+                                            r"buffers with comm.reduce\(a, b, op\)"):
+            attempt()
+    with pytest.raises(TypeError, match=r"can only be sliced \(x\[a:b\]\); .* join them "
+                                        r"with comm.join"):
+        np.concatenate([x, x])
+
+
 def test_a_virtual_buffer_counts_whole_elements_only():
     # A float count was interned under the key of its int: every later buffer of 3
     # elements came out with a float count and float byte counts.
