@@ -176,21 +176,23 @@ class Comm:
         # The default (0.0 and None) skips the call; None, 0 or False do not.
         if (delay or wire_bytes is not None or type(delay) is not float) \
                 and not _usual(delay, wire_bytes):
-            self._check_send(delay, wire_bytes)
+            delay, wire_bytes = self._check_send(delay, wire_bytes)
         done = Event(self._env)
         self._post(data, target, tag, done, delay, wire_bytes, ordered, via)
         return done
 
-    def _check_send(self, delay: Any, wire_bytes: Any) -> None:
-        """Refuse a ``delay`` that is not a finite number of seconds >= 0 and
-        ``wire_bytes`` that are not a whole number >= 0 (or None)."""
-        self._seconds("send(delay=...)", delay)
+    def _check_send(self, delay: Any, wire_bytes: Any) -> tuple[float, int | None]:
+        """``delay`` as a float and ``wire_bytes`` as an int (numpy's numbers as Python's,
+        which the trace's JSON takes); refuse a ``delay`` that is not a finite number of
+        seconds >= 0 and ``wire_bytes`` that are not a whole number >= 0 (or None)."""
+        seconds = self._seconds("send(delay=...)", delay)
         if wire_bytes is not None and (isinstance(wire_bytes, (bool, np.bool_))
                                        or not isinstance(wire_bytes, (int, np.integer))
                                        or wire_bytes < 0):
             raise CommUsageError(f"rank {self.rank}: wire_bytes={wire_bytes!r} is not "
                                  f"accepted; use a whole number of bytes >= 0, or None "
                                  f"(the payload's)")
+        return seconds, None if wire_bytes is None else int(wire_bytes)
 
     def _seconds(self, call: str, seconds: Any) -> float:
         """``seconds`` as a float, if it is a finite number >= 0."""
@@ -259,7 +261,7 @@ class Comm:
         # The default (0.0 and None) skips the call; None, 0 or False do not.
         if (delay or wire_bytes is not None or type(delay) is not float) \
                 and not _usual(delay, wire_bytes):
-            self._check_send(delay, wire_bytes)
+            delay, wire_bytes = self._check_send(delay, wire_bytes)
         joint = Joint(self._env, 2)
         rt, address, context = self._rt, self._address, self._context
         if type(tag) is not int or (recv_tag is not None and type(recv_tag) is not int):

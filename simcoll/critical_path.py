@@ -239,7 +239,7 @@ _KIND_NOTES = {
     "latency": "route latencies and protocol steps",
     "reduce": "reductions",
     "compute": "compute",
-    "wait": "asleep (launch, pacing)",
+    "wait": "asleep or not yet started (launch, pacing)",
 }
 
 
@@ -346,10 +346,14 @@ def critical_path(result: RunResult) -> CriticalPath:
     index = _Index(trace, result.sleeps or ())
     segments: list[Segment] = []
     t = result.time
-    last = [i for i, e in enumerate(trace) if e.end == t and e.end > e.start]
-    current = min(last, key=lambda i: (trace[i].kind != "message", i)) if last else None
-    # Where no activity ended last, a rank's program returned after a sleep.
+    # The activity that ended the run: a message before any other, a sleep last (a
+    # started program's or an in-network device's, whose main program may have returned
+    # long before; a rank's main program's, on the rank that returned last, first).
     endpoint = int(result.rank_times.argmax())
+    events = index.events
+    last = [i for i, e in enumerate(events) if e.end == t and e.end > e.start]
+    current = min(last, key=lambda i: (events[i].kind != "message", events[i].kind == "sleep",
+                                       events[i].rank != endpoint, i)) if last else None
     if current is None:
         current = index.woke(endpoint, t, None)
     tag: Any = None

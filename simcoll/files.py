@@ -23,7 +23,7 @@ from typing import Any
 
 from simcoll.errors import InvalidInputError
 
-__all__ = ["file_path", "output_path", "too_long", "unwritable", "write_atomically",
+__all__ = ["file_path", "output_path", "no_folder", "too_long", "unwritable", "write_atomically",
            "sibling", "cannot_write", "sync_folder"]
 
 
@@ -57,13 +57,23 @@ def output_path(path: Any, what: str, *, example: str = "out.json") -> Path:
         InvalidInputError: naming the path and what is wrong with it.
     """
     resolved = file_path(path, what, example=example)
-    if not resolved.parent.is_dir():
-        raise InvalidInputError(f"{what}={str(path)!r}: folder {str(resolved.parent)!r} "
-                                f"does not exist")
+    problem = no_folder(resolved)
+    if problem:
+        raise InvalidInputError(f"{what}={str(path)!r}: {problem}")
     problem = unwritable(resolved)
     if problem:
         raise InvalidInputError(f"{what}={str(path)!r}: {problem}")
     return resolved
+
+
+def no_folder(path: Path) -> str | None:
+    """Why ``path``'s folder cannot hold it (it does not exist, or is a file), or None."""
+    folder = path.parent
+    if folder.is_dir():
+        return None
+    if folder.exists():
+        return f"{str(folder)!r} is a file, not a folder"
+    return f"folder {str(folder)!r} does not exist"
 
 
 def too_long(path: Path) -> str | None:

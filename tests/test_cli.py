@@ -461,7 +461,7 @@ BAD = [
     (["demo", "--size", "3"], "multiple of 4 bytes"),
     ([], "required: COMMAND"),
     (["list", "everything"], "invalid choice"),
-    (["trace", "--output", "no/such/dir/t.json"], "folder no/such/dir does not exist"),
+    (["trace", "--output", "no/such/dir/t.json"], "folder 'no/such/dir' does not exist"),
     (["trace", "--output", "t.txt"], "ending in .json"),
     (["plot", "missing.jsonl", "--output", "p.png"], "cannot read missing.jsonl"),
     (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "--topology",
@@ -500,6 +500,15 @@ def test_bad_arguments_are_one_line_and_status_2(capsys, tmp_path, monkeypatch, 
     assert out == ""  # refused before any line of output
     assert err.count("\n") == 1 and err.startswith("simcoll") and "Traceback" not in err
     assert words in err
+
+
+def test_an_output_under_a_file_is_refused_as_such(capsys, tmp_path, monkeypatch):
+    """--output afile/t.json where afile is a file said "folder afile does not exist"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("")
+    status, out, err = cli(capsys, "trace", "--output", "afile/t.json")
+    assert (status, out) == (2, "")
+    assert err == "simcoll trace: error: --output afile/t.json: 'afile' is a file, not a folder\n"
 
 
 def test_a_dtype_in_a_foreign_byte_order_is_refused_for_its_byte_order(capsys):

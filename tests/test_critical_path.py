@@ -121,6 +121,72 @@ def test_ordered_slices_queue_behind_each_other_and_a_sleep_is_a_wait():
     assert all(e.latency == pytest.approx(1e-6, rel=1e-12) for e in messages)
 
 
+def _side_program_sleeps_last(comm):
+    def side():
+        yield comm.compute(1e-6)
+        yield comm.sleep(3e-6)
+    if comm.rank == 1:
+        comm.start(side())
+    else:
+        yield comm.compute(2e-6)
+
+
+def _device_sleeps_around_its_compute(comm):
+    yield comm.sleep(5e-6)
+    yield comm.compute(1e-6)
+    yield comm.sleep(2e-6)
+
+
+def _nothing(comm):
+    yield from ()
+
+
+def test_a_run_that_ends_in_a_started_program_s_or_a_device_s_sleep_ends_its_path_there():
+    """Rank 1 starts a program (1 us of compute, then 3 us asleep) and returns; rank 0
+    computes 2 us: the run ends at 4 us, in rank 1's sleep. The path put it down to
+    rank 0's compute and a wait of rank 0 from 2 to 4 us (rank 0 had returned at 2 us).
+    A switch's own program (5 us asleep, 1 us of compute, 2 us asleep) was one wait of
+    gpu0 over the whole 8 us, its compute missing."""
+    res = sc.run_program(sc.topology.switch(2, bandwidth=10e9, latency=1e-6),
+                         _side_program_sleeps_last, trace=True)
+    path = sc.critical_path(res)
+    assert [(s.kind, s.endpoint, s.start, s.end) for s in path.segments] == [
+        ("compute", 1, 0.0, pytest.approx(1e-6)), ("wait", 1, pytest.approx(1e-6), 4e-6)]
+    topo = sc.Topology("device")
+    switch = topo.add_switch(reduce_bandwidth=1e9)
+    for gpu in (topo.add_gpu(), topo.add_gpu()):
+        topo.add_link(gpu, switch, bandwidth=10e9, latency=1e-6)
+    res = sc.run_program(topo, _nothing, trace=True,
+                         in_network=_device_sleeps_around_its_compute)
+    path = sc.critical_path(res)
+    assert [(s.kind, s.endpoint) for s in path.segments] == [("wait", 2), ("compute", 2),
+                                                              ("wait", 2)]
+    np.testing.assert_allclose([s.end for s in path.segments], [5e-6, 6e-6, 8e-6], rtol=1e-12)
+    _tiles(path, res.time)
+
+
+def test_numpy_wire_bytes_leave_every_export_json_ready(tmp_path):
+    """send(wire_bytes=np.int64(...)) is accepted, but the number stayed numpy's: the
+    Chrome export, the path's to_dict and the Result's to_dict could not be written as
+    JSON (a bare TypeError)."""
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(np.zeros(1000, np.uint8), 1, wire_bytes=np.int64(5000),
+                            delay=np.float64(1e-6))
+        else:
+            yield comm.recv(0)
+
+    res = sc.run_program(sc.topology.switch(2, bandwidth=1e9, latency=1e-6), program,
+                         trace=True)
+    message = next(e for e in res.trace if e.kind == "message")
+    assert type(message.wire_bytes) is int and message.wire_bytes == 5000
+    json.dumps(res.to_dict())
+    json.dumps(sc.critical_path(res).to_dict())
+    json.dumps(to_chrome(res, sc.topology.switch(2, bandwidth=1e9, latency=1e-6)))
+    # 2 links of 1 us, 1 us of delay, 5000 wire bytes at 1 GB/s
+    assert res.time == pytest.approx(2e-6 + 1e-6 + 5e-6, rel=1e-12)
+
+
 def test_jitter_drawn_as_the_slice_ahead_arrives_is_latency_on_the_path():
     res = _ordered_run(3000, cuts=((0, 1000), (1000, 2000), (2000, 3000)),
                        delays=(0.0,) * 3, faults=sc.Faults(jitter=1e-6, seed=3))

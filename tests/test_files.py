@@ -29,6 +29,11 @@ def test_output_paths_are_refused_by_name_before_any_work(tmp_path):
     missing = tmp_path / "no" / "x.json"
     with pytest.raises(sc.InvalidInputError, match=f"folder '{tmp_path}/no' does not exist"):
         output_path(missing, "path")
+    # A file where the folder should be was called a folder that does not exist.
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(sc.InvalidInputError, match=f"'{tmp_path}/afile' is a file, not a "
+                                                   f"folder$"):
+        output_path(tmp_path / "afile" / "x.json", "path")
     assert output_path(str(tmp_path / "x.json"), "path") == tmp_path / "x.json"
 
 

@@ -19,7 +19,7 @@ from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import LOW_PRECISION, as_dtype, meant_name
 from simcoll.errors import InvalidInputError
-from simcoll.files import too_long, unwritable
+from simcoll.files import no_folder, too_long, unwritable
 from simcoll.inputs import largest_input
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
@@ -161,9 +161,7 @@ def check_output(path: str, suffixes: tuple[str, ...], option: str = "--output")
     out = Path(path)
     if out.suffix.lower() not in suffixes:
         raise CommandLineError(f"{option} {path}: use a file ending in {', '.join(suffixes)}")
-    if not out.parent.is_dir():
-        raise CommandLineError(f"{option} {path}: folder {out.parent} does not exist")
-    problem = too_long(out)
+    problem = no_folder(out) or too_long(out)
     if problem:
         raise CommandLineError(f"{option} {path}: {problem}")
     if out.is_dir():
