@@ -180,6 +180,18 @@ def test_preset_files(tmp_path, name, text, direct, spec):
                "in_network: false}\nlinks: []\n",
      ["n.yaml, line 2: devices[0].in_network: is false, but reduce_bandwidth makes the "
       "device reduce in the network"]),
+    # Aliases nested 30 deep name 3^30 paths: recording each one's line ran for ever.
+    ("l.yaml", "a0: &a0 [x, x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}]\n"
+                                           for i in range(1, 30)),
+     ["l.yaml, line 1: a0: unknown key"]),
+    # Python's own limits raised RecursionError and ValueError (status 1 on the command
+    # line, which means a failed check).
+    ("k.json", "[" * 100_000 + "]" * 100_000, ["k.json: nested too deeply to read as JSON"]),
+    ("k.toml", "a = " + "[" * 100_000 + "]" * 100_000,
+     ["k.toml: nested too deeply to read as TOML"]),
+    ("i.yaml", "devices: " + "9" * 5000 + "\n",
+     ["i.yaml: cannot read it as YAML: Exceeds the limit (4300 digits)"]
+     if hasattr(sys, "get_int_max_str_digits") else ["i.yaml, line 1: devices"]),
 ])
 def test_malformed_files_name_file_key_line_and_expectation(tmp_path, name, text, words):
     with pytest.raises(sc.TopologyError) as info:

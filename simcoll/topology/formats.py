@@ -67,8 +67,11 @@ def check_suffix(path: Path) -> str:
     return SUFFIXES[suffix]
 
 
-def _yaml_lines(node: Any, path: Key, out: dict[Key, int], source: str) -> None:
-    """Each key path's line, from the parser's nodes.
+def _yaml_lines(node: Any, path: Key, out: dict[Key, int], source: str,
+                walked: set[int]) -> None:
+    """Each key path's line, from the parser's nodes. A node met again (an alias: YAML
+    lets a few hundred bytes of them name billions of paths) keeps the lines of its
+    first path.
 
     Raises:
         TopologyError: a key given twice in one mapping (YAML keeps the last one).
@@ -76,6 +79,9 @@ def _yaml_lines(node: Any, path: Key, out: dict[Key, int], source: str) -> None:
     import yaml
 
     out[path] = node.start_mark.line + 1
+    if id(node) in walked:
+        return
+    walked.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
@@ -85,11 +91,11 @@ def _yaml_lines(node: Any, path: Key, out: dict[Key, int], source: str) -> None:
                 raise TopologyError(f"{source}, line {key_node.start_mark.line + 1}: "
                                     f"{_shown(key)}: given twice; give each key once")
             seen.add(name)
-            _yaml_lines(value_node, key, out, source)
+            _yaml_lines(value_node, key, out, source, walked)
             out[key] = key_node.start_mark.line + 1
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _yaml_lines(item, path + (i,), out, source)
+            _yaml_lines(item, path + (i,), out, source, walked)
 
 
 def _json_object(source: str) -> Any:
@@ -116,16 +122,21 @@ def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
     if kind == "YAML":
         import yaml
 
+        # Parsed once, by libyaml where PyYAML has it: the nodes give the lines, and the
+        # data is built from them.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
         try:
-            data = yaml.safe_load(text)
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            node = loader.get_single_node()
+            data = None if node is None else loader.construct_document(node)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f", line {mark.line + 1}" if mark is not None else ""
             problem = getattr(exc, "problem", None) or str(exc)
             raise TopologyError(f"{source}{line}: not valid YAML: {problem}") from None
+        finally:
+            loader.dispose()
         if node is not None:
-            _yaml_lines(node, (), lines, source)
+            _yaml_lines(node, (), lines, source, set())
         return data, lines
     if sys.version_info >= (3, 11):
         import tomllib
@@ -154,7 +165,13 @@ def read(path: str | os.PathLike) -> tuple[Any, Context]:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise TopologyError(f"cannot read topology file {path}: {reason}") from None
-    data, lines = _parse(text, kind, str(path))
+    try:
+        data, lines = _parse(text, kind, str(path))
+    except RecursionError:
+        raise TopologyError(f"{path}: nested too deeply to read as {kind}; a topology "
+                            f"file nests a few levels") from None
+    except ValueError as exc:  # a number past Python's digit limit, say
+        raise TopologyError(f"{path}: cannot read it as {kind}: {exc}") from None
     return data, Context(str(path), lines)
 
 
