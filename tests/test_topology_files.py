@@ -382,3 +382,22 @@ def test_a_null_link_bandwidth_is_named_as_null():
     with pytest.raises(sc.TopologyError, match=r"^n.json: links\[0\].bandwidth: null is not "
                                                r"accepted; write a finite rate"):
         sc.topology.from_dict(data, source="n.json")
+
+
+@pytest.mark.parametrize("libyaml", [True, False])
+def test_yaml_reads_alike_with_and_without_libyaml(tmp_path, monkeypatch, libyaml):
+    """The file is parsed once, by libyaml's loader where PyYAML has it, else by its
+    Python one: the same machine, and the same line in an error."""
+    if not libyaml:
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    good = write(tmp_path, "g.yaml", "devices:\n  - {name: g, kind: gpu}\n"
+                                     "  - {name: h, kind: gpu}\nlinks:\n"
+                                     "  - {u: g, v: h, bandwidth: 2GB/s, latency: 1us}\n")
+    topo = sc.topology.load(good)
+    assert [(link.u, link.v, link.bandwidth, link.latency) for link in topo.links] == [
+        ("g", "h", 2e9, 1e-6)]
+    bad = write(tmp_path, "b.yaml", "devices:\n  - {name: g, kind: gpu}\n"
+                                    "  - {name: h, kind: gpu}\nlinks:\n"
+                                    "  - {u: g, v: h, bandwidth: fast}\n")
+    with pytest.raises(sc.TopologyError, match=r"b.yaml, line 5: links\[0\].bandwidth"):
+        sc.topology.load(bad)
