@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from fractions import Fraction
 
+import numpy as np
 import pytest
 
 import simcoll as sc
@@ -91,6 +93,25 @@ def test_parse_rate(text, value):
     ("1µs", 1e-6), ("1\u03bcs", 1e-6), ("3s", 3.0), (0.5, 0.5)])
 def test_parse_time(text, value):
     assert parse_time(text) == value
+
+
+def test_a_quantity_is_the_float_nearest_the_number_as_written():
+    """A number with a unit is rounded once, as the literal with the unit's power of ten
+    is: 0.1us was 0.1 / 1e6 = 1.0000000000000001e-07, an ulp from 1e-07 (about 9% of
+    4-digit rates and 25% of times were). Python's own literal is the reference; binary
+    prefixes are exact powers of two, and a prefix's case is ignored ('1GIB/s' was
+    refused)."""
+    rng = np.random.default_rng(5)
+    for m in rng.integers(1, 10**6, size=400):
+        written = f"{m / 10**int(rng.integers(0, 5))}"
+        for unit, exponent in (("ms", -3), ("us", -6), ("ns", -9)):
+            assert parse_time(written + unit) == float(f"{written}e{exponent}")
+        for unit, exponent in (("KB/s", 3), ("MB/s", 6), ("GB/s", 9), ("TB/s", 12)):
+            assert parse_rate(written + unit) == float(f"{written}e{exponent}")
+        assert parse_rate(written + "Gb/s") == float(Fraction(written) * 10**9 / 8)
+        assert parse_rate(written + "GiB/s") == float(Fraction(written) * 2**30)
+    assert parse_time("0.1us") == 1e-7
+    assert parse_rate("1GIB/s") == parse_rate("1giB/s") == 8 * parse_rate("1Gib/s") == 2.0**30
 
 
 @pytest.mark.parametrize("text", ["1us", "fast", "1 parsec", "GB/s", True, "1 GB/h"])

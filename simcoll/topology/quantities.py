@@ -3,7 +3,7 @@
 Topology specs (``switch:bandwidth=100GB/s``) and topology files share these readers. A
 plain number is SI (bytes per second, seconds). Rates: ``B/s`` or ``Bps`` for bytes and
 ``b/s`` or ``bps`` for bits, after an optional prefix ``K``, ``M``, ``G``, ``T`` (powers
-of 1000, case ignored) or ``Ki``, ``Mi``, ``Gi``, ``Ti`` (powers of 1024); so ``GB/s`` is
+of 1000) or ``Ki``, ``Mi``, ``Gi``, ``Ti`` (powers of 1024), case ignored; so ``GB/s`` is
 10^9 bytes/s and ``Gb/s`` is 10^9 bits/s. Times: ``s``, ``ms``, ``us`` (or ``µs``, with
 the micro sign or the Greek mu), ``ns``.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 __all__ = ["parse_rate", "parse_time", "parse_number", "format_rate", "format_time"]
@@ -20,17 +21,20 @@ _NUMBER = r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?i:inf(?:inity)
 """A decimal number, or infinity spelt as ``float`` reads it (``inf``, ``INF``,
 ``Infinity``: any case), as JSON's ``Infinity`` is read too."""
 _QUANTITY_RE = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµμ/]*)\s*$")
-_PREFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
-             "ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30, "ti": 2.0**40}
-_RATE_UNIT_RE = re.compile(r"^([kKmMgGtT]i?)?(B/s|Bps|b/s|bps)$")
-_PER_SECOND = {"": 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "μs": 1e6, "ns": 1e9}
-"""Units per second: dividing by these (exact in binary) rounds ``500ns`` to the float
-nearest 5e-7, as the literal ``500e-9`` does; multiplying by ``1e-9`` would not."""
+_DECIMAL_PREFIXES = {"": 0, "k": 3, "m": 6, "g": 9, "t": 12}
+"""Powers of ten: applied to the number as written (``Decimal.scaleb``), so ``0.1us`` is
+the float nearest 1e-7, as the literal ``0.1e-6`` is; a float times or over a power of
+ten would round twice."""
+_BINARY_PREFIXES = {"ki": 10, "mi": 20, "gi": 30, "ti": 40}
+"""Powers of two: exact on a float."""
+_RATE_UNIT_RE = re.compile(r"^([kKmMgGtT][iI]?)?(B/s|Bps|b/s|bps)$")
+_TIME_EXPONENTS = {"": 0, "s": 0, "ms": -3, "us": -6, "µs": -6, "μs": -6, "ns": -9}
 _RATE_HELP = "a rate such as 100GB/s, 400Gbps or 25e9 (bytes/s)"
 _TIME_HELP = "a time such as 1us, 500ns, 2ms or 1e-6 (seconds)"
 
 
-def _split(text: Any, what: str) -> tuple[float, str]:
+def _split(text: Any, what: str) -> tuple[Decimal | float, str]:
+    """The number (exact, as a Decimal, where written as text) and the unit."""
     if isinstance(text, bool):
         raise ValueError(f"{text!r} is not {what}")
     if isinstance(text, (int, float)):
@@ -41,7 +45,14 @@ def _split(text: Any, what: str) -> tuple[float, str]:
     match = _QUANTITY_RE.match(str(text))
     if match is None:
         raise ValueError(f"{text!r} is not {what}")
-    return float(match.group(1)), match.group(2)
+    return Decimal(match.group(1)), match.group(2)
+
+
+def _times_ten_to(value: Decimal | float, exponent: int) -> float:
+    """``value`` x 10^exponent, rounded once to a float."""
+    if isinstance(value, float):
+        return value if exponent == 0 else float(Decimal(value).scaleb(exponent))
+    return float(value.scaleb(exponent))
 
 
 def parse_rate(text: Any) -> float:
@@ -52,13 +63,19 @@ def parse_rate(text: Any) -> float:
     """
     value, unit = _split(text, _RATE_HELP)
     if not unit:
-        return value
+        return float(value)
     match = _RATE_UNIT_RE.match(unit)
     if match is None:
         raise ValueError(f"{text!r} has unit {unit!r}, not a rate unit; write {_RATE_HELP}")
-    scale = _PREFIXES[(match.group(1) or "").lower()]
+    prefix = (match.group(1) or "").lower()
     bits = match.group(2) in ("b/s", "bps")
-    return value * scale / 8 if bits else value * scale
+    if prefix in _BINARY_PREFIXES:
+        rate = math.ldexp(float(value), _BINARY_PREFIXES[prefix] - (3 if bits else 0))
+    else:   # bits: 10^k / 8 as 10^k x 0.125, one rounding
+        exact = value if isinstance(value, Decimal) else Decimal(value)
+        rate = _times_ten_to(exact * Decimal("0.125") if bits else exact,
+                             _DECIMAL_PREFIXES[prefix])
+    return rate
 
 
 def parse_time(text: Any) -> float:
@@ -68,9 +85,9 @@ def parse_time(text: Any) -> float:
         ValueError: ``text`` is not a time; the message shows accepted forms.
     """
     value, unit = _split(text, _TIME_HELP)
-    if unit not in _PER_SECOND:
+    if unit not in _TIME_EXPONENTS:
         raise ValueError(f"{text!r} has unit {unit!r}, not a time unit; write {_TIME_HELP}")
-    return value / _PER_SECOND[unit]
+    return _times_ten_to(value, _TIME_EXPONENTS[unit])
 
 
 def parse_number(text: Any) -> float:
@@ -82,7 +99,7 @@ def parse_number(text: Any) -> float:
     value, unit = _split(text, "a number")
     if unit:
         raise ValueError(f"{text!r} is not a plain number (unexpected unit {unit!r})")
-    return value
+    return float(value)
 
 
 def _scaled(value: float, units: list[tuple[float, str]]) -> str:
