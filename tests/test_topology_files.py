@@ -276,7 +276,13 @@ def test_astra_numbers_in_exponent_form_without_a_dot_are_numbers(tmp_path):
     ("topology: [Torus]\nnpus_count: [8]\nbandwidth: [1]\nlatency: [1]\n",
      ["line 1: topology[0]", "'Torus' is not one of Ring, FullyConnected, Switch"]),
     ("topology: [Ring]\nnpus_count: [0]\nbandwidth: [1]\nlatency: [1]\n",
-     ["npus_count[0]: expected a whole number >= 1, got 0"]),
+     ["npus_count[0]: expected a whole number >= 2 (ASTRA-sim refuses fewer), got 0"]),
+    # ASTRA-sim's NetworkParser refuses a dimension of one NPU: it built "Ring_Ring(4x1)"
+    ("topology: [Ring, Ring]\nnpus_count: [4, 1]\nbandwidth: [1, 1]\nlatency: [1, 1]\n",
+     ["npus_count[1]: expected a whole number >= 2 (ASTRA-sim refuses fewer), got 1"]),
+    # the value as the file gives it, not as converted ("got 4.0")
+    ("topology: [Ring]\nnpus_count: ['4']\nbandwidth: [1]\nlatency: [1]\n",
+     ["npus_count[0]: expected a whole number >= 2 (ASTRA-sim refuses fewer), got '4'"]),
     # Named at line 1, under the builder's own argument, in bytes/s: -1073741824.
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [0]\nlatency: [1]\n",
      ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 0"]),

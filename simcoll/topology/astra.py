@@ -221,8 +221,10 @@ def from_astra_dict(data: Any, ctx: Context) -> Topology:
             raise ctx.error((key,), f"has {len(values)} entries but topology has "
                                     f"{len(blocks)} dimensions")
     for i, n in enumerate(npus):
-        if not isinstance(n, int) or n < 1:
-            raise ctx.error(("npus_count", i), f"expected a whole number >= 1, got {n!r}")
+        if not isinstance(n, int) or n < 2:  # ASTRA-sim's NetworkParser refuses fewer
+            raise ctx.error(("npus_count", i), f"expected a whole number >= 2 (ASTRA-sim "
+                                               f"refuses fewer), got "
+                                               f"{data['npus_count'][i]!r}")
     for key, values, least, what in (("bandwidth", bandwidth, "> 0", "GB/s per link"),
                                      ("latency", latency, ">= 0", "ns per link")):
         for i, value in enumerate(values):
