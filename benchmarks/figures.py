@@ -86,8 +86,9 @@ def pat_figure(out: Path) -> Path:
     colours = {"pat": "#c0504d", "ring": "#1f3f73"}
     markers = {"pat": "s", "ring": "o"}
     chosen = []
+    times: dict[str, list[float]] = {}
     for algo, label in (("pat", "PAT"), ("ring", "ring")):
-        simulated, predicted = [], []
+        simulated, predicted = times.setdefault(algo, []), []
         for n in nodes:
             topo = sc.topology.cluster(n, 1)
             res = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=per_rank, algo=algo)
@@ -102,16 +103,16 @@ def pat_figure(out: Path) -> Path:
                 label=f"{label}, simulated ({res.params['proto']})")
         ax.plot(nodes, predicted, "--", color=colours[algo], alpha=0.7,
                 label=f"{label}, NCCL's prediction")
-    runs = {"pat": [], "ring": []}
-    for n, algo in zip(nodes, chosen):
-        runs[algo].append(n)
-    for algo, ns in runs.items():
-        if ns:
-            ax.plot([], [], " ", label=f"nccl picks {algo.upper() if algo == 'pat' else algo}"
-                    f" at {', '.join(map(str, ns))} nodes")
+    # circled: the run algorithm="nccl" picks at each node count
+    ax.plot(nodes, [times[algo][k] for k, algo in enumerate(chosen)], linestyle="",
+            marker="o", markersize=13, markerfacecolor="none", markeredgecolor="black",
+            markeredgewidth=1.1, label='what algorithm="nccl" picks')
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(nodes, [str(n) for n in nodes])
+    low, high = ax.get_ylim()
+    ticks = [t for t in (10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if low <= t <= high]
+    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
     ax.set_xlabel("nodes (one GPU each)")
     ax.set_ylabel("all_gather time (µs)")
     ax.set_title("all_gather, 64 KiB per rank: PAT's log p steps against the ring's p - 1",
@@ -163,7 +164,10 @@ def nccl_figure(out: Path) -> Path:
         bottom.set_ylim(0.08, 2.5)
         bottom.set_yticks([0.1, 0.25, 0.5, 1, 2], ["0.1", "0.25", "0.5", "1", "2"])
         if k == 0:
-            top.legend(fontsize=8, loc="lower right")
+            # comparison's legend again, with NCCL's model line and the lower panels' band
+            band = [patch for patch in bottom.patches if patch.get_label()]
+            top.legend(handles=top.get_legend_handles_labels()[0] + band, fontsize=8,
+                       loc="lower right")
         else:
             top.get_legend().remove()
     fig.suptitle("all_reduce on four machines of public nccl-tests tables: busbw, and "
@@ -174,8 +178,9 @@ def nccl_figure(out: Path) -> Path:
     return path
 
 
-CRITICAL_COLOURS = {"wait": "#bfbfbf", "latency": "#4f81bd", "transfer": "#9bbb59",
-                    "reduce": "#c0504d", "compute": "#8064a2"}
+CRITICAL_COLOURS = {"wait": "#bfbfbf", "latency": "#0072b2", "transfer": "#009e73",
+                    "reduce": "#d55e00", "compute": "#cc79a7"}
+"""Okabe and Ito's colours (apart for readers who tell red from green poorly)."""
 CRITICAL_LABELS = {"wait": "launch (asleep)", "latency": "latencies and protocol steps",
                    "transfer": "bytes on links", "reduce": "reductions",
                    "compute": "compute"}
@@ -211,8 +216,10 @@ def critical_figure(out: Path) -> Path:
     ax.set_xlabel("all_reduce size per GPU (NCCL's choice and the simulated time above)")
     ax.set_title('Critical path of algorithm="nccl" all_reduce on dgx_h100(2): what '
                  "sets the time", fontsize=10)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-              fontsize=8)
+    handles, names = ax.get_legend_handles_labels()
+    # top to bottom as the bars stack
+    ax.legend(handles[::-1], names[::-1], loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              frameon=False, fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     fig.tight_layout()

@@ -115,8 +115,8 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
                label=f'simcoll, algorithm="{found.algorithm}"', **few)
     ratios = [s / m for s, m in zip(found.simulated, found.measured)]
     lower.plot(sizes, ratios, color="#4f81bd", linewidth=1.8, **few)
-    band = lower.axhspan(0.9, 1.1, color="#9bbb59", alpha=0.5, linewidth=0,
-                         label="lower panel: within 10%")
+    band = lower.axhspan(0.9, 1.1, facecolor="#9bbb59", alpha=0.6, edgecolor="#4f6228",
+                         linewidth=0.6, linestyle=":", label="lower panel: within 10%")
     lower.axhline(1.0, color="black", linewidth=0.6)
     upper.set_xscale("log", base=2)
     lower.set_xscale("log", base=2)   # shared with upper's in the function's own figure

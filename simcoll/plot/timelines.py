@@ -33,7 +33,9 @@ __all__ = ["timeline"]
 
 _STREAMS = ("send", "recv", "reduce", "compute")
 _LEGEND = {"send": "send", "recv": "receive", "reduce": "reduction", "compute": "compute"}
-_COLOURS = {"send": "#1f77b4", "recv": "#ff7f0e", "reduce": "#2ca02c", "compute": "#d62728"}
+_COLOURS = {"send": "#1f77b4", "recv": "#ff7f0e", "reduce": "#009e73", "compute": "#cc79a7"}
+"""Reductions and compute in Okabe and Ito's bluish green and reddish purple: apart from
+each other and from send and receive for readers who tell red from green poorly."""
 
 
 def _checked_ranks(ranks: Any, endpoints: int) -> list[int]:

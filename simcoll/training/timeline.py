@@ -30,11 +30,13 @@ __all__ = ["plot_timeline"]
 
 _KIND_COLOURS = {
     "forward": "#4c72b0", "backward": "#8fb0d9", "all_reduce": "#dd8452",
-    "reduce_scatter": "#c44e52", "all_gather": "#55a868", "send": "#8172b3",
+    "reduce_scatter": "#cc79a7", "all_gather": "#009e73", "send": "#8172b3",
     "recv": "#ccb974",
 }
 """Colours of the operations; a pipeline's send (purple) and receive (olive) differ in hue
-and in lightness, as their bars are thin and often side by side."""
+and in lightness, as their bars are thin and often side by side; ZeRO's reduce-scatter
+and all-gather (Okabe and Ito's reddish purple and bluish green) stay apart for readers
+who tell red from green poorly."""
 _KIND_NAMES = {"all_reduce": "all-reduce", "reduce_scatter": "reduce-scatter",
                "all_gather": "all-gather", "recv": "receive"}
 _STREAM_NAMES = {"compute": "compute", "tp": "TP", "pp": "PP", "dp": "DP",
