@@ -284,6 +284,19 @@ def test_param_refuses_the_runs_own_arguments(capsys, argv, says):
     assert status == 2 and says in err
 
 
+@pytest.mark.parametrize(("param", "says"), [
+    ("nbytes=5", "--param nbytes= is not an algorithm parameter but an argument of the "
+                 "run; use --sizes\n"),
+    ("algorithm=naive", "use --algorithms\n"),
+    ("network=flow", "use --network\n"),
+])
+def test_sweep_names_its_own_options_for_the_runs_arguments(capsys, param, says):
+    """simcoll sweep pointed at run's --size or -b, -e, -f, which sweep does not take."""
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",
+                         "--sizes", "1K", "--param", param)
+    assert status == 2 and err.endswith(says)
+
+
 def test_nccls_graphs_follow_the_table_as_its_log_prints_them(capsys):
     """With algorithm=nccl the lines after the table give the graphs NCCL's search finds,
     in its log's terms. Two DGX H100 (a 400 Gb/s NIC per GPU, 48 GB/s to NCCL): NCCL's

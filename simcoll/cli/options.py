@@ -7,7 +7,7 @@ import argparse
 import inspect
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
@@ -296,8 +296,10 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                              f"latency, TCP-like; analytical: no contention)")
 
 
-def run_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """``simulate`` keyword arguments from the options of :func:`add_run_options`.
+def run_kwargs(args: argparse.Namespace,
+               options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``simulate`` keyword arguments from the options of :func:`add_run_options`
+    (``options``: the command's own option for an argument, where it is not ``run``'s).
 
     Raises:
         CommandLineError: a v-collective (sizes per rank are for Python), --op for a
@@ -320,13 +322,15 @@ def run_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             raise CommandLineError(f"--root applies to broadcast, reduce, gather and "
                                    f"scatter; {args.collective} has no root")
         kwargs["root"] = args.root
-    return {**kwargs, **algorithm_params(args.param)}
+    return {**kwargs, **algorithm_params(args.param, options=options)}
 
 
 def algorithm_params(pairs: Iterable[tuple[str, Any]], taken: Iterable[str] = (),
-                     from_log: bool = False) -> dict[str, Any]:
+                     from_log: bool = False,
+                     options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The ``--param`` pairs as an algorithm's keyword arguments (``from_log``: for a
-    command that reads a log, whose rows give the sizes, types, ops and roots).
+    command that reads a log, whose rows give the sizes, types, ops and roots;
+    ``options``: the command's own option for an argument, where not ``run``'s).
 
     Raises:
         CommandLineError: a name given twice, or one of simulate()'s own arguments (or
@@ -340,7 +344,7 @@ def algorithm_params(pairs: Iterable[tuple[str, Any]], taken: Iterable[str] = ()
                                    f"of the log gives its own {_FROM_LOG[key]}, as "
                                    f"nccl-tests ran it")
         if key in _RUN_ARGUMENTS or key in taken:
-            instead = _OPTION_FOR.get(key, "its option, or Python")
+            instead = {**_OPTION_FOR, **(options or {})}.get(key, "its option, or Python")
             raise CommandLineError(f"--param {key}= is not an algorithm parameter but an "
                                    f"argument of the run; use {instead}")
         if key in params:
@@ -364,6 +368,9 @@ _OPTION_FOR = {"topology": "--topology", "collective": "--collective",
                "splits": "simcoll.simulate(...) from Python",
                "faults": "simcoll.simulate(...) from Python"}
 """The option that sets each of simulate()'s arguments on the command line."""
+
+SWEEP_OPTIONS = {"nbytes": "--sizes", "algorithm": "--algorithms"}
+"""Where ``simcoll sweep`` sets them otherwise."""
 
 _FROM_LOG = {"nbytes": "size", "dtype": "element type", "op": "reduction op",
              "root": "root", "src": "root", "dst": "root"}

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.cli.options import (
     SIZE_HELP,
+    SWEEP_OPTIONS,
     CommandLineError,
     add_run_options,
     check_output,
@@ -263,7 +264,7 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandLineError("--json writes JSON lines to standard output; with --output "
                                "the file's extension (.csv, .json, .jsonl) chooses")
     spec = template(args.topology)
-    kwargs = run_kwargs(args)
+    kwargs = run_kwargs(args, SWEEP_OPTIONS)
     kwargs["dtype"] = dtype = resolve_dtype(args.dtype)
     if get_collective(args.collective).name == "barrier" and any(args.sizes):
         raise CommandLineError("a barrier moves no data; give --sizes 0")
