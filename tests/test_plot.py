@@ -931,6 +931,21 @@ def test_times_over_decades_name_their_unit_on_each_tick():
     assert xy(lines(fig, "simulated")[0])[1] == pytest.approx([r.time for r in results])
 
 
+def test_times_past_hours_keep_seconds_on_their_decade_ticks():
+    """A ring and a parameter server on 1 MB/s links, 1 KiB to 16 GiB: ticks of ten
+    thousand and a hundred thousand seconds read '2.78 h' and '27.8 h', the unit changing
+    up the axis; they stay in seconds."""
+    topo = sc.topology.switch(8, bandwidth=1e6, latency=1e-3)
+    results = [sc.simulate(topo, "all_reduce", algorithm=a, nbytes=n)
+               for a in ("ring", "parameter_server") for n in (1 << 10, 1 << 34)]
+    assert max(r.time for r in results) > 1e5   # 16 GiB over 1 MB/s links: days
+    fig = scaling(results, x="nbytes", y="time")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    assert "10000 s" in labels and "100000 s" in labels and "1000 s" in labels
+    assert not any(label.endswith(" h") for label in labels)
+
+
 def test_a_timeline_leaves_out_devices_that_did_nothing_and_refuses_an_empty_run():
     topo = sc.topology.dgx_h100(2)   # 16 ranks and two NVSwitches, idle in a ring
     res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 20, trace=True)

@@ -22,6 +22,7 @@ from simcoll.plot.style import (
     finish,
     format_duration,
     format_size,
+    format_time_tick,
     log2_ticks,
     new_axes,
     octaves,
@@ -376,7 +377,7 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
         times = [p.value(y) or 0 for p in points]
         if max(times) > _DECADES * min(times):
             # Over more than three decades each tick names its own unit (10 µs, 1 ms).
-            factor, y_label, y_text = 1.0, "time", format_duration
+            factor, y_label, y_text = 1.0, "time", format_time_tick
         else:
             unit, factor = time_unit(max(times))
             y_label = f"time ({unit})"

@@ -12,6 +12,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 
 __all__ = ["lanes", "log2_ticks", "octaves", "format_size", "time_unit", "format_duration",
+           "format_time_tick",
            "wrapped", "check_axes",
            "named_bands", "integer_list", "RULED_BANDS", "OUTLINED_BAR", "checked_save_path",
            "new_axes", "finish"]
@@ -100,6 +101,15 @@ def format_duration(seconds: float) -> str:
         return f"{_digits(seconds / 3600, 3)} h"
     name, factor = time_unit(seconds)
     return f"{_digits(seconds * factor, 3)} {name}"
+
+
+def format_time_tick(seconds: float) -> str:
+    """A tick of a time axis in decades: :func:`format_duration`'s units up to seconds,
+    and seconds past them (``10000 s``, ``1000000 s``: powers of ten read 2.78 h, 27.8 h
+    in hours)."""
+    if abs(seconds) >= 1e4:
+        return f"{_digits(seconds, 3)} s"
+    return format_duration(seconds)
 
 
 def checked_save_path(save: str | os.PathLike | None) -> Path | None:
