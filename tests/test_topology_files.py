@@ -180,6 +180,14 @@ def test_preset_files(tmp_path, name, text, direct, spec):
                "in_network: false}\nlinks: []\n",
      ["n.yaml, line 2: devices[0].in_network: is false, but reduce_bandwidth makes the "
       "device reduce in the network"]),
+    # A name of null or a list became the machine's name 'None' or "['a', 'b']"; a
+    # missing list read "expected a list, got None".
+    ("m.yaml", "name: null\ndevices: []\nlinks: []\n",
+     ["m.yaml, line 1: name: expected a non-empty string, got None"]),
+    ("m2.yaml", "name: [a, b]\ndevices: []\nlinks: []\n",
+     ["m2.yaml, line 1: name: expected a non-empty string, got ['a', 'b']"]),
+    ("m3.yaml", "devices:\n  - {name: g, kind: gpu}\n",
+     ["m3.yaml, line 1: links: missing (a topology file lists its devices and links"]),
     # Aliases nested 30 deep name 3^30 paths: recording each one's line ran for ever.
     ("l.yaml", "a0: &a0 [x, x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}]\n"
                                            for i in range(1, 30)),

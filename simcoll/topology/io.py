@@ -140,12 +140,18 @@ def _field(entry: dict[str, Any], key: str, ctx: Context, path: Key, *, kind: st
 def _build(data: Any, ctx: Context) -> Topology:
     topo_data = _mapping(data, ctx, (), _TOP_KEYS, "a mapping with 'devices' and 'links'")
     name = topo_data.get("name", "custom")
+    # a number is a name as YAML reads `name: 2024`; null or a list is not
+    if isinstance(name, bool) or not isinstance(name, (str, int, float)) or name == "":
+        raise ctx.error(("name",), f"expected a non-empty string, got {name!r:.60}")
     topo = Topology(name if isinstance(name, str) else str(name))
     cpu = topo_data.get("cpu", "unknown")
     if cpu not in CPU_VENDORS:
         raise ctx.error(("cpu",), f"expected one of {', '.join(CPU_VENDORS)}, got {cpu!r:.60}")
     topo.cpu = cpu
     for key in ("devices", "links"):
+        if key not in topo_data:
+            raise ctx.error((key,), "missing (a topology file lists its devices and links, "
+                                    "or names a preset)")
         if not isinstance(topo_data.get(key), list):
             raise ctx.error((key,), f"expected a list, got {topo_data.get(key)!r:.60}")
     for i, raw in enumerate(topo_data["devices"]):
