@@ -93,6 +93,12 @@ class Execution:
         return self._plan is not None
 
     @property
+    def faults(self) -> dict[str, Any] | None:
+        """The faults planned, JSON-ready (:meth:`simcoll.faults._Plan.to_dict`), or None
+        where none would change the run (``Faults()``)."""
+        return None if self._plan is None else self._plan.to_dict(self.topology) or None
+
+    @property
     def time(self) -> float:
         """Simulated seconds until the last real activity of the finished run: its last
         event, or the end of compute or a reduction a rank started and did not wait for

@@ -122,6 +122,21 @@ class _Plan:
     jitter: float
     seed: int
 
+    def to_dict(self, topology: Topology) -> dict[str, Any]:
+        """What was planned, JSON-ready, the parts left out that change nothing: links
+        as ``{"link": [u, v], "at": s, "factor": f}``, ``slow`` and ``late`` by rank
+        (keys as strings, as JSON has them), ``jitter`` and its ``seed``."""
+        out: dict[str, Any] = {}
+        if self.links:
+            out["links"] = [{"link": list(topology.directed_link(2 * index)), "at": at,
+                             "factor": factor} for at, index, factor in self.links]
+        for name, values in (("slow", self.slow), ("late", self.late)):
+            if values:
+                out[name] = {str(rank): value for rank, value in sorted(values.items())}
+        if self.jitter > 0:
+            out["jitter"], out["seed"] = self.jitter, self.seed
+        return out
+
     def reduce_bandwidths(self, bandwidths: list[float]) -> list[float]:
         """Each endpoint's reduction bandwidth with its slow-down applied."""
         return [bw / self.slow.get(a, 1.0) for a, bw in enumerate(bandwidths)]

@@ -63,6 +63,9 @@ class RunResult:
         sleeps: with ``trace=True``, every sleep a program took (``comm.sleep``: a
             launch latency, a protocol's pacing), as trace events of kind "sleep" in the
             order they began, which the critical path reads; else None.
+        faults: the faults the run was given (``faults=``: failed or slowed links, slow
+            or late GPUs, jitter), JSON-ready and in ``to_dict``; None for a healthy
+            machine. A cost model describes a healthy one.
 
     Bytes: ``bytes_sent`` and ``bytes_received`` count payload; ``link_bytes`` counts
     what crossed each link, a protocol's framing included (NCCL's LL puts 16 bytes on
@@ -85,6 +88,7 @@ class RunResult:
     rank_times: np.ndarray = field(repr=False)
     trace: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
     sleeps: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
+    faults: dict[str, Any] | None = None
 
     def __eq__(self, other: object) -> bool:
         """Results of one type are equal where every field is (arrays by value)."""
@@ -109,7 +113,7 @@ class RunResult:
             link_bytes={topology.directed_link(d): b
                         for d, b in enumerate(network.link_bytes)},
             messages=network.messages, rank_times=run.rank_times, trace=run.trace,
-            sleeps=run.sleeps)
+            sleeps=run.sleeps, faults=run.faults)
 
     @classmethod
     def of(cls, run: Execution, outputs: list[Any] | None) -> RunResult:
@@ -127,6 +131,7 @@ class RunResult:
             "host_bytes_received": self.host_bytes_received.tolist(),
             "link_bytes": {f"{u}->{v}": b for (u, v), b in self.link_bytes.items() if b},
             "messages": self.messages, "rank_times": self.rank_times.tolist(),
+            **({} if self.faults is None else {"faults": self.faults}),
         }
 
 

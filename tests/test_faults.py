@@ -4,6 +4,8 @@ without them."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import ALPHA, BETA, GAMMA, make_data, reference_network, register_probe
@@ -339,6 +341,29 @@ def test_flow_rtt_refuses_a_zero_latency_way_around_a_planned_failure_before_the
     # flow, which weighs no route.
     assert sc.run_program(topo, _empty_message_0_to_1, network="flow",
                           faults=sc.Faults(links=[sc.LinkFault(a, b, at=0.0)])).time == 0.0
+
+
+def test_a_result_says_what_faults_it_ran_under_and_the_model_check_refuses_it():
+    """A faulted run's Result and its to_dict() read as a healthy one's, and
+    assert_matches_model then failed on a 50% time difference without a word of why."""
+    from simcoll.testing import alpha_beta_network, assert_matches_model
+
+    topo = alpha_beta_network(4, alpha=1e-6, beta=1e-9)
+    faults = sc.Faults(links=[sc.LinkFault("switch", "gpu2", at=2e-6, factor=0.25)],
+                       slow={3: 2.0, 1: 1.5}, late={0: 1e-6}, jitter=1e-7, seed=4)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096, faults=faults)
+    expected = {"links": [{"link": ["gpu2", "switch"], "at": 2e-6, "factor": 0.25}],
+                "slow": {"1": 1.5, "3": 2.0}, "late": {"0": 1e-6}, "jitter": 1e-7,
+                "seed": 4}
+    assert res.faults == expected
+    assert json.loads(json.dumps(res.to_dict()))["faults"] == expected
+    with pytest.raises(sc.InvalidInputError, match=r"^this run had faults \(.*'slow'.*\), "
+                                                   r"which the cost model does not describe"):
+        assert_matches_model(res, alpha=1e-6, beta=1e-9)
+    for healthy in (None, sc.Faults()):
+        run = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096, faults=healthy)
+        assert run.faults is None and "faults" not in run.to_dict()
+        assert_matches_model(run, alpha=1e-6, beta=1e-9)
 
 
 def test_link_faults_need_the_flow_model():

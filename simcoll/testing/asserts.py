@@ -250,12 +250,16 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     Raises:
         AssertionError: the first check that fails, values side by side.
         UnknownAlgorithmError: the algorithm has no cost model.
-        InvalidInputError: (before any check) ``res`` not a Result of ``simulate``,
+        InvalidInputError: (before any check) ``res`` not a Result of ``simulate``, or
+            one of a run with faults,
             alpha, beta, gamma or ``rtol`` not a
             finite number >= 0, a root that is not a rank of the run or not the run's
             root, or a root for a collective without one.
     """
     res = _result(res)
+    if res.faults is not None:
+        raise InvalidInputError(f"this run had faults ({res.faults}), which the cost model "
+                                f"does not describe; check a run on the healthy machine")
     for name, value in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
         real(value, name)
     rtol = real(rtol, "rtol")
