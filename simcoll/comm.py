@@ -119,17 +119,26 @@ class Comm:
             self._address = self._members[rank]
         self.rank = rank
 
+    @property
+    def _who(self) -> str:
+        """This rank as an error names it: ``rank 2``, or in a group ``rank 0 of group
+        [2, 3] (world rank 2)``, whose numbers the message then uses."""
+        if self._members is None:
+            return f"rank {self.rank}"
+        return (f"rank {self.rank} of group {list(self._members[:self.size])} (world rank "
+                f"{self._address})")
+
     # -- point to point ------------------------------------------------------------------
     def _peer(self, peer: int, role: str) -> int:
         if type(peer) is int and 0 <= peer < self._ranks and peer != self.rank:
             return peer if self._members is None else self._members[peer]
         if isinstance(peer, (bool, np.bool_)) or not isinstance(peer, (int, np.integer)):
-            raise CommUsageError(f"rank {self.rank}: {role}={peer!r} is not an integer rank")
+            raise CommUsageError(f"{self._who}: {role}={peer!r} is not an integer rank")
         if not 0 <= peer < self._ranks:
-            raise CommUsageError(f"rank {self.rank}: {role}={peer} is out of range; "
+            raise CommUsageError(f"{self._who}: {role}={peer} is out of range; "
                                  f"{self._numbering()}")
         if peer == self.rank:
-            raise CommUsageError(f"rank {self.rank}: {role}={peer} is this rank itself; "
+            raise CommUsageError(f"{self._who}: {role}={peer} is this rank itself; "
                                  f"keep local data local instead of messaging it")
         return peer if self._members is None else self._members[peer]
 
@@ -189,7 +198,7 @@ class Comm:
         if wire_bytes is not None and (isinstance(wire_bytes, (bool, np.bool_))
                                        or not isinstance(wire_bytes, (int, np.integer))
                                        or wire_bytes < 0):
-            raise CommUsageError(f"rank {self.rank}: wire_bytes={wire_bytes!r} is not "
+            raise CommUsageError(f"{self._who}: wire_bytes={wire_bytes!r} is not "
                                  f"accepted; use a whole number of bytes >= 0, or None "
                                  f"(the payload's)")
         return seconds, None if wire_bytes is None else int(wire_bytes)
@@ -198,7 +207,7 @@ class Comm:
         """``seconds`` as a float, if it is a finite number >= 0."""
         if isinstance(seconds, (bool, np.bool_)) or not isinstance(
                 seconds, (int, float, np.integer, np.floating)) or not 0 <= seconds < math.inf:
-            raise CommUsageError(f"rank {self.rank}: {call} got {seconds!r}; use a finite "
+            raise CommUsageError(f"{self._who}: {call} got {seconds!r}; use a finite "
                                  f"number of seconds >= 0")
         return float(seconds)
 
@@ -206,13 +215,13 @@ class Comm:
         """Refuse ``via`` (part of the argument ``given``, which accepts ``accepted``)
         unless it is a device's name or a tuple of them."""
         if not isinstance(via, (str, tuple)):
-            raise CommUsageError(f"rank {self.rank}: via={given!r} is not accepted; give "
+            raise CommUsageError(f"{self._who}: via={given!r} is not accepted; give "
                                  f"{accepted}")
         try:
             for name in (via,) if isinstance(via, str) else via:
                 self.topology.device(name)
         except (TopologyError, TypeError):
-            raise CommUsageError(f"rank {self.rank}: via={given!r} names no device of "
+            raise CommUsageError(f"{self._who}: via={given!r} names no device of "
                                  f"topology {self.topology.name!r}") from None
 
     def _post(self, data: Any, target: int, tag: Any, done: Event, delay: float = 0.0,
@@ -328,25 +337,25 @@ class Comm:
         channel is bound to).
         """
         if not isinstance(dsts, (list, tuple, range)):
-            raise CommUsageError(f"rank {self.rank}: multicast dsts={dsts!r} is not "
+            raise CommUsageError(f"{self._who}: multicast dsts={dsts!r} is not "
                                  f"accepted; give a list of destination ranks")
         targets = tuple(self._peer(d, "dsts") for d in dsts)
         if type(delay) is not float or not 0.0 <= delay < math.inf:
             self._seconds("multicast(delay=...)", delay)
         if not targets:
-            raise CommUsageError(f"rank {self.rank}: multicast needs at least one "
+            raise CommUsageError(f"{self._who}: multicast needs at least one "
                                  f"destination")
         if len(set(targets)) != len(targets):
-            raise CommUsageError(f"rank {self.rank}: multicast dsts={list(dsts)} lists a "
+            raise CommUsageError(f"{self._who}: multicast dsts={list(dsts)} lists a "
                                  f"rank twice")
         vias: tuple[Via | None, ...] | None = None
         if via is not None:
             if not isinstance(via, (list, tuple)):
-                raise CommUsageError(f"rank {self.rank}: multicast via={via!r} is not "
+                raise CommUsageError(f"{self._who}: multicast via={via!r} is not "
                                      f"accepted; give {_MULTICAST_VIA}")
             vias = tuple(via)
             if len(vias) != len(targets):
-                raise CommUsageError(f"rank {self.rank}: multicast via={via!r} gives "
+                raise CommUsageError(f"{self._who}: multicast via={via!r} gives "
                                      f"{len(vias)} routes for {len(targets)} destinations; "
                                      f"give one per destination (None: the shortest)")
             for one in vias:
@@ -388,20 +397,20 @@ class Comm:
         if type(a) is VirtualBuffer or type(b) is VirtualBuffer:
             if a is not b and (getattr(a, "count", None) != getattr(b, "count", None)
                                or a.dtype != b.dtype):
-                raise CommUsageError(f"rank {self.rank}: cannot reduce {a!r} with {b!r}")
+                raise CommUsageError(f"{self._who}: cannot reduce {a!r} with {b!r}")
             out = a
         else:
             if type(a) is not np.ndarray or type(b) is not np.ndarray or a.shape != b.shape \
                     or a.dtype != b.dtype:
-                raise CommUsageError(f"rank {self.rank}: cannot reduce "
+                raise CommUsageError(f"{self._who}: cannot reduce "
                                      f"{_described(a)} with {_described(b)}; give two arrays "
                                      f"of one shape and dtype (as a data-free run must)")
             if a.dtype.kind not in "iufV":  # strings and bools: no reduction op of theirs
-                raise CommUsageError(f"rank {self.rank}: cannot reduce {a.dtype} arrays; "
+                raise CommUsageError(f"{self._who}: cannot reduce {a.dtype} arrays; "
                                      f"reduce integers or floats")
             out = frozen(op(a, b))
         if shared.__class__ is not bool:
-            raise CommUsageError(f"rank {self.rank}: reduce shared={shared!r} is not "
+            raise CommUsageError(f"{self._who}: reduce shared={shared!r} is not "
                                  f"accepted; use True or False")
         rt = self._rt
         if self._inline and rt.reduce_bandwidth[self._address] == math.inf:
@@ -413,7 +422,7 @@ class Comm:
         return rt.after(rt.reduce_delay(self._address, out.nbytes), out)
 
     def _refuse_op(self, op: Any) -> NoReturn:
-        raise CommUsageError(f"rank {self.rank}: reduce op={op!r} is not accepted; use a "
+        raise CommUsageError(f"{self._who}: reduce op={op!r} is not accepted; use a "
                              f"simcoll.ReduceOp or its name")
 
     def sleep(self, seconds: float) -> Event:
@@ -450,16 +459,16 @@ class Comm:
                 generator runs once: call the generator function again for another run).
         """
         if not inspect.isgenerator(program):
-            raise CommUsageError(f"rank {self.rank}: start() needs a generator (call the "
+            raise CommUsageError(f"{self._who}: start() needs a generator (call the "
                                  f"generator function), got {type(program).__name__}")
         if name is not None and not isinstance(name, str):  # before the generator is marked
-            raise CommUsageError(f"rank {self.rank}: start(name={name!r}) is not accepted; "
+            raise CommUsageError(f"{self._who}: start(name={name!r}) is not accepted; "
                                  f"give a string, or leave it out")
         if (inspect.getgeneratorstate(program) != inspect.GEN_CREATED
                 or self._rt.count(("started", id(program)))):
             # A started generator stays alive (its process holds it) until the run ends,
             # so its id names it alone.
-            raise CommUsageError(f"rank {self.rank}: start() got {program.__name__}, a "
+            raise CommUsageError(f"{self._who}: start() got {program.__name__}, a "
                                  f"generator already started; a generator runs once, so "
                                  f"call the generator function again for another run")
         number = self._rt.count(("program", self._address))
@@ -579,7 +588,7 @@ class Comm:
         """
         if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) \
                 or not 0 <= rank < self.size:
-            raise CommUsageError(f"rank {self.rank}: node_of({rank!r}) needs a GPU rank "
+            raise CommUsageError(f"{self._who}: node_of({rank!r}) needs a GPU rank "
                                  f"0..{self.size - 1}")
         address = rank if self._members is None else self._members[rank]
         return self._rt.nodes[address]
@@ -588,7 +597,7 @@ class Comm:
         """The GPU ranks of this communicator directly linked to in-network device
         ``device``: whose data it can reduce without another hop."""
         if device not in self.in_network:
-            raise CommUsageError(f"rank {self.rank}: {device!r} is not an in-network device "
+            raise CommUsageError(f"{self._who}: {device!r} is not an in-network device "
                                  f"of this communicator (those are {list(self.in_network)})")
         if self._members is None:
             return self._rt.attached[device]
@@ -606,7 +615,7 @@ class Comm:
         """
         if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \
                 or not 0 <= rank < self.size:
-            raise CommUsageError(f"rank {self.rank}: reducer_of({rank!r}) needs a GPU rank "
+            raise CommUsageError(f"{self._who}: reducer_of({rank!r}) needs a GPU rank "
                                  f"0..{self.size - 1}")
         device = self._rt.reducer.get(self.address_of(int(rank)))
         if device is None or self._members is None:
@@ -623,7 +632,7 @@ class Comm:
         same ranks.
         """
         if not isinstance(ranks, (list, tuple, range)):
-            raise CommUsageError(f"rank {self.rank}: group ranks={ranks!r} is not accepted; "
+            raise CommUsageError(f"{self._who}: group ranks={ranks!r} is not accepted; "
                                  f"give a list of ranks")
         members = tuple(self._member(r) for r in ranks)
         if self._members is not None:
@@ -659,7 +668,7 @@ class Comm:
             return rank if self._members is None else self._members[rank]
         if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \
                 or not 0 <= rank < self._ranks:
-            raise CommUsageError(f"rank {self.rank}: address_of({rank!r}) names no endpoint "
+            raise CommUsageError(f"{self._who}: address_of({rank!r}) names no endpoint "
                                  f"of this communicator; {self._numbering()}")
         return int(rank) if self._members is None else self._members[rank]
 
@@ -687,7 +696,7 @@ class Comm:
         """
         first, said = self._rt.first_said(("agree", self._context), self.rank, value)
         if said != value:
-            raise CommUsageError(f"rank {self.rank}: {what} with {show(value)} where rank "
+            raise CommUsageError(f"{self._who}: {what} with {show(value)} where rank "
                                  f"{first} started it with {show(said)}; every member must "
                                  f"start the same collectives with the same arguments")
 
@@ -713,7 +722,7 @@ class Comm:
     def _member(self, rank: Any) -> int:
         if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \
                 or not 0 <= rank < self.size:
-            raise CommUsageError(f"rank {self.rank}: group member {rank!r} is not a rank of "
+            raise CommUsageError(f"{self._who}: group member {rank!r} is not a rank of "
                                  f"this communicator; use 0..{self.size - 1}")
         return int(rank)
 

@@ -111,9 +111,9 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         root = root_argument(coll, root, src, dst)
         shape = _shape(comm, coll, x, splits)
     except SimCollError as exc:
-        raise CommUsageError(f"rank {comm.rank}: {exc}") from None
+        raise CommUsageError(f"{comm._who}: {exc}") from None
     if spec.host is not None and comm.hosts:
-        raise CommUsageError(f"rank {comm.rank}: {coll.name}/{algorithm} runs programs on "
+        raise CommUsageError(f"{comm._who}: {coll.name}/{algorithm} runs programs on "
                              f"this machine's server hosts, which only a top-level "
                              f"simulate() starts; start it on a group of GPUs, whose "
                              f"servers are ranks")
@@ -129,7 +129,7 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                                     reduce_op if coll.reduces else None, started=True)
         kwargs = spec.arguments(checked)
     except SimCollError as exc:
-        raise CommUsageError(f"rank {comm.rank}: {exc}") from None
+        raise CommUsageError(f"{comm._who}: {exc}") from None
     if coll.reduces:
         kwargs["op"] = reduce_op
     if coll.rooted:
@@ -140,9 +140,9 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                 root, "root", minimum=0, maximum=comm.size - 1,
                 what="a rank of this communicator")
         except InvalidInputError as exc:
-            raise CommUsageError(f"rank {comm.rank}: {exc}") from None
+            raise CommUsageError(f"{comm._who}: {exc}") from None
     elif root is not None:
-        raise CommUsageError(f"rank {comm.rank}: {coll.name} has no root")
+        raise CommUsageError(f"{comm._who}: {coll.name} has no root")
     if shape is not None:
         kwargs["splits"] = shape
     sub = comm.fresh_context()

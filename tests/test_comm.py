@@ -184,6 +184,21 @@ def test_groups_translate_ranks_and_keep_their_messages_apart():
         np.testing.assert_array_equal(res.outputs[r], np.full(3, 2.0 if r % 2 == 0 else 4.0))
 
 
+def test_an_error_in_a_group_says_whose_numbers_it_uses():
+    """World rank 2, rank 0 of the group [2, 3], sends to 2: the error said "rank 2
+    raised ...: rank 0: dst=2 is out of range", two numberings with no word of which."""
+    def to_two(comm):
+        if comm.rank in (2, 3):
+            group = comm.group([2, 3])
+            if group.rank == 0:
+                yield group.send(np.zeros(1), 2)
+        yield from ()
+
+    with pytest.raises(sc.AlgorithmError, match=r"rank 0 of group \[2, 3\] \(world rank 2\): "
+                                                r"dst=2 is out of range; GPU ranks are 0..1"):
+        sc.run_program(sc.topology.switch(4), to_two)
+
+
 def test_two_groups_over_the_same_ranks_are_two_communicators():
     # torch.distributed.new_group twice over the same ranks gives two communicators: a
     # collective started on one never meets one started on the other, whatever the order.
