@@ -415,3 +415,16 @@ def test_yaml_reads_alike_with_and_without_libyaml(tmp_path, monkeypatch, libyam
                                     "  - {u: g, v: h, bandwidth: fast}\n")
     with pytest.raises(sc.TopologyError, match=r"b.yaml, line 5: links\[0\].bandwidth"):
         sc.topology.load(bad)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("b.json", '{"preset": "switch", "args": {"n": 3}}'),
+    ("b.yaml", "preset: switch\nargs: {n: 3}\n"),
+    ("b.toml", 'preset = "switch"\n[args]\nn = 3\n'),
+])
+def test_a_file_that_starts_with_a_byte_order_mark_reads_in_every_format(tmp_path, name, text):
+    """Editors on Windows write UTF-8 with a byte-order mark: YAML read it, JSON refused
+    it ("decode using utf-8-sig") and TOML said "Invalid statement"."""
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert sc.topology.load(path).nranks == 3

@@ -95,6 +95,12 @@ def test_parse_time(text, value):
     assert parse_time(text) == value
 
 
+def test_an_unknown_builder_in_capitals_gets_the_hint():
+    with pytest.raises(sc.TopologyError, match=r"unknown topology builder 'SWITCH' \(did you "
+                                               r"mean 'switch'\?\)"):
+        sc.topology.from_spec("SWITCH:4")
+
+
 def test_a_quantity_is_the_float_nearest_the_number_as_written():
     """A number with a unit is rounded once, as the literal with the unit's power of ten
     is: 0.1us was 0.1 / 1e6 = 1.0000000000000001e-07, an ulp from 1e-07 (about 9% of

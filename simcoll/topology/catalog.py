@@ -136,7 +136,7 @@ def format_value(param: Parameter, value: Any) -> str:
 def _builder(name: str) -> Callable[..., Topology]:
     known = builders()
     if name not in known:
-        close = difflib.get_close_matches(name, known, n=1)
+        close = difflib.get_close_matches(name.lower(), known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise TopologyError(f"unknown topology builder {name!r}{hint}; use one of "
                             f"{', '.join(known)}, or the path of a topology file "

@@ -161,7 +161,7 @@ def read(path: str | os.PathLike) -> tuple[Any, Context]:
     path = Path(path)
     kind = check_suffix(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark, as editors write
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise TopologyError(f"cannot read topology file {path}: {reason}") from None
