@@ -206,6 +206,8 @@ def test_malformed_files_name_file_key_line_and_expectation(tmp_path, name, text
         sc.topology.load(write(tmp_path, name, text))
     for word in words:
         assert word in str(info.value)
+    # named once: a parser's TopologyError (a ValueError) was wrapped again
+    assert str(info.value).count(name) == 1, str(info.value)
 
 
 def test_missing_and_unreadable_files(tmp_path):

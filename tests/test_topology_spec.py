@@ -120,6 +120,26 @@ def test_a_quantity_is_the_float_nearest_the_number_as_written():
     assert parse_rate("1GIB/s") == parse_rate("1giB/s") == 8 * parse_rate("1Gib/s") == 2.0**30
 
 
+def test_a_quantity_past_floats_range_is_infinite_whatever_the_decimal_context():
+    """Read through Decimal, 1e9999999us raised decimal.Overflow and 1e300TiB/s an
+    OverflowError (a traceback where a clear refusal of infinity was); a caller's own
+    decimal context (3 digits, trapping inexact results) must change nothing."""
+    import decimal
+
+    with decimal.localcontext() as context:
+        context.prec = 3
+        context.traps[decimal.Inexact] = True
+        assert parse_time("1e9999999us") == math.inf
+        assert parse_time("-1e9999999us") == -math.inf
+        assert parse_time("1e-9999999us") == 0.0
+        assert parse_rate("1e300TiB/s") == math.inf
+        assert parse_rate("3GiB/s") == 3 * 2.0**30 and parse_rate("1Kibps") == 128.0
+        assert parse_time("1.23456789012345678901234567890123us") == \
+            1.23456789012345678901234567890123e-6
+    with pytest.raises(sc.TopologyError, match="bandwidth=inf is not accepted"):
+        sc.topology.from_spec("ring:4,bandwidth=1e9999999GB/s")
+
+
 @pytest.mark.parametrize("text", ["1us", "fast", "1 parsec", "GB/s", True, "1 GB/h"])
 def test_parse_rate_refuses(text):
     with pytest.raises(ValueError, match="rate"):

@@ -167,6 +167,8 @@ def read(path: str | os.PathLike) -> tuple[Any, Context]:
         raise TopologyError(f"cannot read topology file {path}: {reason}") from None
     try:
         data, lines = _parse(text, kind, str(path))
+    except TopologyError:   # the parser's own message, naming the line (a ValueError too)
+        raise
     except RecursionError:
         raise TopologyError(f"{path}: nested too deeply to read as {kind}; a topology "
                             f"file nests a few levels") from None

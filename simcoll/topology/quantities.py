@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import Any
 
 __all__ = ["parse_rate", "parse_time", "parse_number", "format_rate", "format_time"]
@@ -48,11 +48,17 @@ def _split(text: Any, what: str) -> tuple[Decimal | float, str]:
     return Decimal(match.group(1)), match.group(2)
 
 
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
+"""Decimal arithmetic without rounding or traps, whatever the caller's decimal context:
+a number as written is scaled exactly, then rounded once by ``float`` (to infinity past
+its range, as ``float("1e400")`` is)."""
+
+
 def _times_ten_to(value: Decimal | float, exponent: int) -> float:
     """``value`` x 10^exponent, rounded once to a float."""
-    if isinstance(value, float):
-        return value if exponent == 0 else float(Decimal(value).scaleb(exponent))
-    return float(value.scaleb(exponent))
+    if isinstance(value, float) and exponent == 0:
+        return value
+    return float(Decimal(value).scaleb(exponent, _EXACT))
 
 
 def parse_rate(text: Any) -> float:
@@ -69,13 +75,12 @@ def parse_rate(text: Any) -> float:
         raise ValueError(f"{text!r} has unit {unit!r}, not a rate unit; write {_RATE_HELP}")
     prefix = (match.group(1) or "").lower()
     bits = match.group(2) in ("b/s", "bps")
+    exact = Decimal(value)
+    if bits:
+        exact = _EXACT.multiply(exact, Decimal("0.125"))
     if prefix in _BINARY_PREFIXES:
-        rate = math.ldexp(float(value), _BINARY_PREFIXES[prefix] - (3 if bits else 0))
-    else:   # bits: 10^k / 8 as 10^k x 0.125, one rounding
-        exact = value if isinstance(value, Decimal) else Decimal(value)
-        rate = _times_ten_to(exact * Decimal("0.125") if bits else exact,
-                             _DECIMAL_PREFIXES[prefix])
-    return rate
+        return float(_EXACT.multiply(exact, _EXACT.power(2, _BINARY_PREFIXES[prefix])))
+    return _times_ten_to(exact, _DECIMAL_PREFIXES[prefix])
 
 
 def parse_time(text: Any) -> float:
