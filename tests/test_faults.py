@@ -333,12 +333,12 @@ def test_flow_rtt_refuses_a_zero_latency_way_around_a_planned_failure_before_the
     for at in (0.0, 5e-4):
         faults = sc.Faults(links=[sc.LinkFault(a, b, at=at)])
         with pytest.raises(sc.InvalidInputError,
-                           match=rf"^once link \('gpu0', 'gpu1'\) fails at t={at:g} s, network "
-                                 r"'flow_rtt' .* route gpu0->gpu1 has latency 0 \(links "
-                                 r"\('gpu0', 'switch0'\), \('switch0', 'gpu1'\)\)"):
+                           match=rf"^once link\(s\) \('gpu0', 'gpu1'\) have failed at t={at:g} "
+                                 r"s \(planned, whether or not the run lasts that long\), "
+                                 r"network 'flow_rtt' .* route gpu0->gpu1 has latency 0 "
+                                 r"\(links \('gpu0', 'switch0'\), \('switch0', 'gpu1'\)\)"):
             sc.run_program(topo, _empty_message_0_to_1, network="flow_rtt", faults=faults)
-    # Restored before the run sends: failed and back again is checked, and accepted on
-    # flow, which weighs no route.
+    # flow weighs no route: the same failure runs
     assert sc.run_program(topo, _empty_message_0_to_1, network="flow",
                           faults=sc.Faults(links=[sc.LinkFault(a, b, at=0.0)])).time == 0.0
 

@@ -111,19 +111,24 @@ class FlowRttNetwork(FlowNetwork):
         """
         super().track_flows(planned)
         failed: frozenset[int] = frozenset()
+        # After each failure, as each moves the flows crossing its link at once (one
+        # restored at the same instant moves them all the same).
         for at, index, factor in planned:
             failed = failed | {index} if factor == 0 else failed - {index}
-            if factor == 0:
-                self._failed, kept = failed, self._routes
-                self._routes = {}
-                try:
-                    self._check_zero_latency_routes(len(self.sent))
-                except InvalidInputError as err:
-                    u, v = self.topology.links[index].u, self.topology.links[index].v
-                    raise InvalidInputError(f"once link ({u!r}, {v!r}) fails at t={at:.9g} "
-                                            f"s, {err}") from None
-                finally:
-                    self._failed, self._routes = frozenset(), kept
+            if factor != 0:
+                continue
+            self._failed, kept = failed, self._routes
+            self._routes = {}
+            try:
+                self._check_zero_latency_routes(len(self.sent))
+            except InvalidInputError as err:
+                shown = ", ".join(repr((self.topology.links[i].u, self.topology.links[i].v))
+                                  for i in sorted(failed))
+                raise InvalidInputError(f"once link(s) {shown} have failed at t={at:.9g} s "
+                                        f"(planned, whether or not the run lasts that "
+                                        f"long), {err}") from None
+            finally:
+                self._failed, self._routes = frozenset(), kept
 
     def _penalties(self) -> list[float]:
         """Each directed link's latency: a flow's weight is 1 / their sum over its links."""
