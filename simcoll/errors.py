@@ -8,7 +8,7 @@ __all__ = [
     "SimCollError", "TopologyError", "UnknownAlgorithmError", "UnknownCollectiveError",
     "UnknownNetworkError", "InvalidInputError", "DeadlockError", "UnmatchedMessageError",
     "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError",
-    "RegistrationError",
+    "RegistrationError", "NoRouteError",
 ]
 
 
@@ -18,6 +18,10 @@ class SimCollError(Exception):
 
 class TopologyError(SimCollError, ValueError):
     """A topology is malformed: bad link values, unknown devices, or not connected."""
+
+
+class NoRouteError(TopologyError):
+    """No route joins two endpoints (around the links asked to avoid, if any)."""
 
 
 class InvalidInputError(SimCollError, ValueError):

@@ -123,6 +123,23 @@ def test_a_route_that_crosses_a_link_twice_one_way_is_refused():
         topo.route(0, 1, via=("x1", "x2"))
     # through x1 alone it crosses a -> b once, and b -> x1, x1 -> b: both directions once
     assert topo.route(0, 1, via="x1").latency == pytest.approx(5e-6)
+    # With an unrelated link failed, the same route was reported as "no route around
+    # the failed links", naming that link.
+    spare = topo.add_switch("spare")
+    topo.add_link(b, spare, bandwidth=1e9, latency=1e-6)
+
+    def via_twice(comm):
+        if comm.rank == 0:
+            yield comm.sleep(1e-6)
+            yield comm.send(np.zeros(8, np.uint8), 1, via=("x1", "x2"))
+        else:
+            yield comm.recv(0)
+
+    with pytest.raises(sc.AlgorithmError, match=r"crosses link \('a', 'b'\) twice in one "
+                                                r"direction") as info:
+        sc.run_program(topo, via_twice,
+                       faults=sc.Faults(links=[sc.LinkFault("b", "spare", at=0.0)]))
+    assert "failed" not in str(info.value)
 
 
 def test_a_trace_keeps_each_messages_nic():

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, cast
 import simpy
 from simpy.events import Timeout
 
-from simcoll.errors import InvalidInputError, LinkFailureError, TopologyError
+from simcoll.errors import InvalidInputError, LinkFailureError, NoRouteError
 from simcoll.topology.graph import ROUTES_KEPT, MulticastVia, Topology, Via
 
 __all__ = ["Network", "Arrival"]
@@ -67,7 +67,7 @@ class Network:
         for d, bound in zip(targets, vias):
             try:
                 route = self.topology.route(src, d, avoid=self._failed, via=bound)
-            except TopologyError:
+            except NoRouteError:
                 if not self._failed:
                     raise
                 raise self._cut_off(src, d) from None

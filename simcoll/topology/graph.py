@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from simcoll.checks import integer, real, shown, text
-from simcoll.errors import TopologyError
+from simcoll.errors import NoRouteError, TopologyError
 
 __all__ = ["Device", "Link", "Route", "Topology", "Via", "MulticastVia", "DEVICE_KINDS",
            "CPU_VENDORS"]
@@ -497,7 +497,7 @@ class Topology:
                     break
                 links += leg
             if links is None:
-                raise TopologyError(f"no route from {self.endpoint_name(src)!r} to "
+                raise NoRouteError(f"no route from {self.endpoint_name(src)!r} to "
                                     f"{self.endpoint_name(dst)!r}"
                                     + (f" through {via!r}" if via is not None else "")
                                     + (" around the failed links" if avoid else ""))
