@@ -117,11 +117,12 @@ class VirtualBuffer:
             raise TypeError(f"a VirtualBuffer can only be sliced (x[a:b]); {_NO_VALUES}")
         return VirtualBuffer.of(len(range(*index.indices(self.count))), self.dtype)
 
-    def _arithmetic(self, *_: Any) -> NoReturn:
+    def _arithmetic(self, *_: Any, **__: Any) -> NoReturn:
         raise TypeError(f"a VirtualBuffer takes no arithmetic; {_NO_VALUES}")
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arithmetic
-    __truediv__ = __rtruediv__ = __neg__ = _arithmetic
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __pow__ = _arithmetic
+    __matmul__ = __rmatmul__ = __neg__ = __abs__ = _arithmetic
     __array_ufunc__ = _arithmetic  # np.add(a, b), array + x: not an array of objects
 
     def copy(self) -> VirtualBuffer:

@@ -104,8 +104,8 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         if isinstance(x, np.ndarray) and x.ndim != 1:  # as simulate refuses data=
             raise InvalidInputError(f"x has shape {x.shape}; pass 1-D arrays (use "
                                     f"x.ravel())")
-        if isinstance(x, np.ndarray):  # bool, complex and objects, as simulate refuses them
-            as_dtype(x.dtype, "x's dtype")
+        if x is not None:  # bool, complex and objects, as simulate refuses them
+            as_dtype(_dtype(x), "x's dtype")
         spec = get_algorithm(coll.name, algorithm)
         reduce_op = check_op(coll, op)
         root = root_argument(coll, root, src, dst)

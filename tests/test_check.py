@@ -300,6 +300,12 @@ def test_infinities_of_both_signs_run_without_numpys_invalid_value_warning():
         res = sc.simulate(sc.topology.switch(2), collective, algorithm=algorithm, data=data)
         assert res.correct is True
 
+    def started(comm):   # the same all_reduce, started from a rank program
+        return (yield comm.all_reduce(data[comm.rank], algorithm="ring"))
+
+    outputs = sc.run_program(sc.topology.switch(2), started).outputs
+    assert all(np.isnan(out[0]) and out[1] == 3.0 for out in outputs)
+
 
 def test_a_product_whose_partial_products_can_overflow():
     # float8_e4m3fn has no infinity: past 448 it gives NaN. 2 x 448 x 0.25 = 224, but

@@ -453,7 +453,8 @@ BAD = [
     # a short name numpy does not know gets the hint the Python API gives; a numpy name
     # that is not reduced here is not called unknown
     (["run", "--dtype", "bf16"], "unknown dtype 'bf16' (did you mean 'bfloat16'?); use"),
-    (["run", "--dtype", "bool"], "bool is not an integer or floating dtype; use an"),
+    (["run", "--dtype", "bool"], "'bool' (bool) is not an integer or floating dtype; use an"),
+    (["run", "--dtype", "U4"], "'U4' (str128) is not an integer or floating dtype"),
     (["run", "--network", "flo"], "unknown network model"),
     (["run", "--collective", "broadcast", "--algorithm", "binomial", "--root", "9"],
      "root=9 is not accepted"),
@@ -536,7 +537,7 @@ def test_a_dtype_in_a_foreign_byte_order_is_refused_for_its_byte_order(capsys):
     assert cli(capsys, "run", "-d", native, "--size", "1K", "--json")[0] == 0
     status, _, err = cli(capsys, "run", "-d", foreign.replace("f4", "c8"), "--size", "1K")
     # complex: refused whatever its order, as a numpy dtype that is not reduced here
-    assert status == 2 and "complex64 is not an integer or floating dtype" in err
+    assert status == 2 and "(complex64) is not an integer or floating dtype" in err
 
 
 def test_interrupt_is_one_line_and_status_130(capsys, monkeypatch):

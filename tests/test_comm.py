@@ -252,7 +252,9 @@ def test_arithmetic_on_a_virtual_buffer_points_at_comm_reduce():
     ufuncs made an object array. Each now says what to use."""
     x = sc.VirtualBuffer.of(4, np.float32)
     for attempt in (lambda: x + x, lambda: 2 * x, lambda: x - 1, lambda: -x,
-                    lambda: np.add(x, x), lambda: np.ones(4, np.float32) + x):
+                    lambda: np.add(x, x), lambda: np.ones(4, np.float32) + x,
+                    lambda: np.sum(x), lambda: np.add(x, x, dtype=np.float32),
+                    lambda: abs(x), lambda: x ** 2):
         with pytest.raises(TypeError, match=r"a VirtualBuffer takes no arithmetic; it holds "
                                             r"no values \(data-free mode\): reduce two "
                                             r"buffers with comm.reduce\(a, b, op\)"):

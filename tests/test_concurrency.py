@@ -206,6 +206,7 @@ def _start_with(comm: Comm, root, x):
                              r"integer or floating dtypes"),
     (None, np.ones(4, complex), r"rank 0: x's dtype complex128 is not accepted"),
     (None, np.array([None] * 4), r"rank 0: x's dtype object is not accepted"),
+    (None, sc.VirtualBuffer.of(4, np.bool_), r"rank 0: x's dtype bool is not accepted"),
 ])
 def test_a_started_collective_checks_its_root_and_dtype_as_simulate_does(root, x, match):
     with pytest.raises(sc.AlgorithmError, match=match) as info:

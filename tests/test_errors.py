@@ -77,10 +77,12 @@ def test_bad_arguments_are_refused_before_the_run(kwargs, match):
 
 
 def test_parameter_server_refuses_more_servers_than_hosts():
-    with pytest.raises(sc.InvalidInputError, match="servers=3 but the topology has 2 server"):
+    with pytest.raises(sc.InvalidInputError,
+                       match="servers=3 is more than the machine.s hosts=2 server"):
         sc.simulate(sc.topology.switch(4, servers=2), "all_reduce",
                     algorithm="parameter_server", nbytes=64, servers=3)
-    with pytest.raises(sc.InvalidInputError, match="servers=5 but the topology has 4 ranks"):
+    with pytest.raises(sc.InvalidInputError,
+                       match="servers=5 is more than the machine.s p=4 ranks"):
         sc.simulate(topo4(), "all_reduce", algorithm="parameter_server", nbytes=64, servers=5)
 
 

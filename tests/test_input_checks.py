@@ -300,10 +300,10 @@ def test_short_dtype_names_get_the_name_numpy_knows(name, meant):
      r"nbytes=10 is not a multiple of itemsize=4"),
     (lambda: sc.cost.traffic("all_reduce", "parameter_server", p=4, nbytes=64, hosts=2,
                              servers=3),
-     r"servers=3 but the topology has 2 server hosts; use 1..2"),
+     r"servers=3 is more than the machine.s hosts=2 server hosts; use 1..2"),
     (lambda: sc.cost.predict("all_reduce", "parameter_server", p=4, nbytes=64, alpha=1e-6,
                              beta=1e-9, servers=5),
-     r"servers=5 but the topology has 4 ranks; use 1..4"),
+     r"servers=5 is more than the machine.s p=4 ranks; use 1..4"),
 ])
 def test_cost_queries_refuse_what_a_run_refuses(call, match):
     with pytest.raises(sc.InvalidInputError, match=match):

@@ -284,10 +284,24 @@ def test_a_program_takes_exactly_its_declared_parameters_without_defaults():
                                         r"default: reduce passes it"):
         sc.register("reduce", "test_no_root", cost=NO_FORMULA)(
             lambda comm, x, *, op: (yield from ()))
-    with pytest.raises(TypeError, match=r"\['root'\] cannot be declared as parameters: op, "
-                                        r"root and splits come from the collective"):
+    with pytest.raises(TypeError, match=r"\['root'\] cannot be declared as parameters: root "
+                                        r"comes from the collective \(take it as a "
+                                        r"keyword-only argument where it passes it\)$"):
         sc.register("reduce", "test_no_root", params={"root": Int(0, minimum=0)},
                     cost=NO_FORMULA)(lambda comm, x, *, op: (yield from ()))
+    # a name declared in params= and in the model's machine= too, and a collective's
+    # keyword beside a parameter not declared: each told its own reason
+    twice = CostModel(time=_one_second, traffic=_zero_traffic,
+                      machine={"hosts": Int(0, minimum=0)})
+    with pytest.raises(TypeError, match=r"\['hosts'\] cannot be declared as parameters: hosts "
+                                        r"is declared in cost.machine= too$"):
+        sc.register("all_reduce", "test_twice", params={"hosts": Int(0, minimum=0)},
+                    cost=twice)(lambda comm, x, *, op, hosts: (yield from ()))
+    with pytest.raises(TypeError, match=r"remove 'op': all_gather does not pass it \(only "
+                                        r"collectives that reduce do\); declare each parameter "
+                                        r"in params= and take it as a keyword-only argument$"):
+        sc.register("all_gather", "test_both", params=chunks, cost=NO_FORMULA)(
+            lambda comm, x, *, op: (yield from ()))
 
 
 def test_specs_and_model_functions_are_checked_at_registration():

@@ -53,10 +53,10 @@ def _reduce_shard(comm: Comm, shard: Buffer | None, workers: Iterable[int],
 
 def _validate(p: int, count: int, hosts: int, *, servers: int | None) -> None:
     """Refuse server counts the topology cannot provide."""
-    limit, what = (hosts, "server hosts") if hosts else (p, "ranks")
+    limit, what = (hosts, f"hosts={hosts} server hosts") if hosts else (p, f"p={p} ranks")
     if servers is not None and servers > limit:
         raise InvalidInputError(
-            f"servers={servers} but the topology has {limit} {what}; use 1..{limit}")
+            f"servers={servers} is more than the machine's {what}; use 1..{limit}")
 
 
 def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,

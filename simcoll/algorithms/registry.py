@@ -293,11 +293,10 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
     taken = (({"op", "root", "splits", "nodes", "itemsize"} & set(specs))
              | ({"op", "root", "splits", "itemsize", *specs} & set(cost.machine)))
     if taken:
-        raise RegistrationError(f"{what}: {sorted(taken)} cannot be declared as parameters: op, "
-                                f"root and splits come from the collective (take them as "
-                                f"keyword-only arguments where it passes them), nodes from "
-                                f"the machine (validate's), itemsize from the element type "
-                                f"(the cost model's)")
+        raise RegistrationError(f"{what}: {sorted(taken)} cannot be declared as parameters: "
+                                + "; ".join(_TAKEN_BECAUSE.get(name, f"{name} is declared "
+                                                               f"in cost.machine= too")
+                                            for name in sorted(taken)))
     model_names = {*specs, *cost.machine, *(("root",) if coll.rooted else ())}
     for fn, positional, extra in ((cost.time, _TIME_ARGUMENTS, {"itemsize"}),
                                   (cost.traffic, _MODEL_ARGUMENTS, set()),
@@ -403,6 +402,13 @@ def _check_positional(what: str, fn: Callable[..., Any], names: tuple[str, ...],
             f"with ({', '.join(names)})")
 
 
+_TAKEN_BECAUSE = {
+    **{name: f"{name} comes from the collective (take it as a keyword-only argument where "
+             f"it passes it)" for name in ("op", "root", "splits")},
+    "nodes": "nodes come from the machine (validate's)",
+    "itemsize": "itemsize comes from the element type (the cost model's)"}
+"""Why a name cannot be declared as a parameter (else: declared twice)."""
+
 _COLLECTIVE_KEYWORDS = {"op": ("the reduction", "reduce"),
                         "root": ("the root rank", "have a root"),
                         "splits": ("the sizes of each rank", "take uneven sizes")}
@@ -426,11 +432,12 @@ def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
         hints += [f"remove {name!r}: {collective} does not pass it (only collectives that "
                   f"{_COLLECTIVE_KEYWORDS[name][1]} do)"
                   for name in sorted(extra & set(_COLLECTIVE_KEYWORDS))]
+        if (missing | extra) - set(_COLLECTIVE_KEYWORDS):
+            hints.append("declare each parameter in params= and take it as a keyword-only "
+                         "argument")
         raise RegistrationError(
             f"{what}: {fn.__name__} takes keyword-only {sorted(named)} but is passed "
-            f"{sorted(keywords)}; " + ("; ".join(hints) if hints else
-                                       "declare each parameter in params= and take it as a "
-                                       "keyword-only argument"))
+            f"{sorted(keywords)}; " + "; ".join(hints))
     defaulted = sorted(n for n in specs if named[n].default is not inspect.Parameter.empty)
     if defaulted:
         raise RegistrationError(f"{what}: {fn.__name__} gives {defaulted} a default; declare "

@@ -189,7 +189,7 @@ def resolve_dtype(name: str) -> np.dtype:
             raise
         _refuse_byte_order(name)
         try:
-            what = f"{np.dtype(name).name} is not an integer or floating dtype"
+            what = f"{name!r} ({np.dtype(name).name}) is not an integer or floating dtype"
         except (TypeError, ValueError):
             what = f"unknown dtype {name!r}{meant_name(name)}"
         raise CommandLineError(

@@ -221,8 +221,9 @@ def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = N
     450 GB/s), PCIe 48 GB/s (NCCL's Gen5 x16; nominal 63), NICs 50 GB/s, 32 nodes per
     leaf (64-port NDR leaves), reductions at 3,350 / 3 = 1,116.7 GB/s. The NVSwitch
     reduces in the network at ``nvswitch_reduce_bandwidth`` (default 1.86 TB/s, fitted to
-    nccl-tests: see the module; ``none`` takes the default); ``nvls=False`` makes it
-    forward only, and refuses any other rate (a topology holds
+    nccl-tests: see the module; None, ``none`` in a spec, takes the default);
+    ``nvls=False`` makes it forward only, and refuses a rate other than the default,
+    which it leaves unused (a topology holds
     no GPU generation, and ``algorithm="nccl"`` reads Hopper's constants only from a
     machine whose GPUs share an NVLS switch: pass ``arch="hopper"`` with it, as NCCL
     keeps Hopper's constants with NVLS off). ``sharp=True``
