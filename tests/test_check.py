@@ -388,3 +388,30 @@ def test_a_non_finite_reference_allows_what_other_orders_give():
         assert not compare(coll, one, [minus, minus], SUM, 0)[0]
         assert check.wrong_elements(coll, f16, nan16, SUM, 0) == 0
         assert check.wrong_elements(coll, f16, [np.array([5.0], np.float16)] * 3, SUM, 0) == 3
+
+
+def test_the_overflow_verdict_of_each_element_reads_its_own_inputs():
+    """Worked out by hand in float16 (largest 65504), each element on its own:
+    * SUM of [1, 60000, 60000] and [1, 60000, -60000]: 120000 overflows in any order
+      (inf is right there), 2 and 0 are exact; the check must read element 1's own
+      inputs among those it re-checks (not element 0's, its place in the mask);
+    * AVG of 65504 and -65504: each term is scaled by 1/2 first, to 32752, and no
+      partial result reaches the largest number: inf is wrong;
+    * SUM of 32768, 48, 48, 32624 (exact 65488, below 65504): left to right the ties
+      round up, 32832, 32896, then 65520 rounds to inf; only the rounding term of the
+      bound lets inf through, rightly."""
+    coll = COLLECTIVES["all_reduce"]
+    f16 = np.float16
+    inputs = [np.array([1, 60000, 60000], f16), np.array([1, 60000, -60000], f16)]
+    assert compare(coll, inputs, [np.array([2, np.inf, 0], f16)] * 2, SUM, 0)[0]
+    assert not compare(coll, inputs, [np.array([2, np.inf, np.inf], f16)] * 2, SUM, 0)[0]
+    extremes = [np.array([65504], f16), np.array([-65504], f16)]
+    assert check.wrong_elements(coll, extremes, [np.array([np.inf], f16)] * 2,
+                                ReduceOp.AVG, 0) == 2
+    ties = [np.array([v], f16) for v in (32768, 48, 48, 32624)]
+    left = ties[0]
+    for x in ties[1:]:
+        with np.errstate(over="ignore"):
+            left = left + x
+    assert np.isinf(left[0])   # the order that overflows, in float16 itself
+    assert check.wrong_elements(coll, ties, [np.array([np.inf], f16)] * 4, SUM, 0) == 0

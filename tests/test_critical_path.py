@@ -165,6 +165,12 @@ def test_a_run_that_ends_in_a_started_program_s_or_a_device_s_sleep_ends_its_pat
     _tiles(path, res.time)
 
 
+def _sendrecv_numpy_wire(comm):
+    peer = 1 - comm.rank
+    return (yield comm.sendrecv(np.zeros(1000, np.uint8), peer, peer,
+                                wire_bytes=np.int64(5000), delay=np.float64(1e-6)))
+
+
 def test_numpy_wire_bytes_leave_every_export_json_ready(tmp_path):
     """send(wire_bytes=np.int64(...)) is accepted, but the number stayed numpy's: the
     Chrome export, the path's to_dict and the Result's to_dict could not be written as
@@ -178,6 +184,11 @@ def test_numpy_wire_bytes_leave_every_export_json_ready(tmp_path):
 
     res = sc.run_program(sc.topology.switch(2, bandwidth=1e9, latency=1e-6), program,
                          trace=True)
+    paired = sc.run_program(sc.topology.switch(2, bandwidth=1e9, latency=1e-6),
+                            _sendrecv_numpy_wire, trace=True)
+    assert {type(e.wire_bytes) for e in paired.trace if e.kind == "message"} == {int}
+    json.dumps(paired.to_dict())
+    json.dumps(sc.critical_path(paired).to_dict())
     message = next(e for e in res.trace if e.kind == "message")
     assert type(message.wire_bytes) is int and message.wire_bytes == 5000
     json.dumps(res.to_dict())
@@ -767,3 +778,53 @@ def test_a_ddp_step_s_path_holds_only_the_compute_its_collectives_do_not_hide():
     path = sc.critical_path(res)
     _tiles(path, res.time)
     assert path.totals()["compute"] == pytest.approx(50e-6, rel=1e-12)
+
+
+def _sleeps_or_computes(comm):
+    if comm.rank == 0:
+        yield comm.sleep(2e-6)
+    else:
+        yield comm.compute(2e-6)
+
+
+def _side_compute_on_0(comm, then_sleep):
+    def side():
+        yield comm.compute(3e-6)
+    if comm.rank == 0:
+        comm.start(side())
+    elif then_sleep:
+        yield comm.sleep(1e-6)
+        yield comm.compute(2e-6)
+    else:
+        yield comm.compute(3e-6)
+
+
+def _message_and_compute_end_together(comm, arrival):
+    if comm.rank == 1:
+        yield comm.send(np.zeros(10_000, np.uint8), 0)
+    else:
+        yield comm.compute(arrival)
+        yield comm.recv(1)
+
+
+def test_the_activity_that_ends_the_run_by_the_documented_order():
+    """What ends at the run's end, worked out on switch(2) (10 GB/s, 1 us a link):
+    * a compute before a sleep (rank 1's 2 us of compute, not rank 0's 2 us asleep);
+    * among equals, the rank whose program returned last (rank 1's own compute, not rank
+      0's started program's, which ends at 3 us as well), and with it its own sleep
+      before its compute;
+    * a message before anything else: 10,000 bytes take 2 us of route and 1 us of
+      transfer, and rank 0 computes exactly until they arrive."""
+    topo = sc.topology.switch(2, bandwidth=10e9, latency=1e-6)
+
+    def path(program, *args):
+        res = sc.run_program(topo, program, *args, trace=True)
+        return [(s.kind, s.endpoint, pytest.approx(s.start, abs=1e-15),
+                 pytest.approx(s.end, abs=1e-15)) for s in sc.critical_path(res).segments]
+
+    assert path(_sleeps_or_computes) == [("compute", 1, 0.0, 2e-6)]
+    assert path(_side_compute_on_0, False) == [("compute", 1, 0.0, 3e-6)]
+    assert path(_side_compute_on_0, True) == [("wait", 1, 0.0, 1e-6),
+                                              ("compute", 1, 1e-6, 3e-6)]
+    assert path(_message_and_compute_end_together, 3e-6) == [
+        ("latency", 1, 0.0, 2e-6), ("transfer", 1, 2e-6, 3e-6)]

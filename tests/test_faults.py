@@ -408,3 +408,77 @@ def test_flows_sharing_a_bottleneck_move_together_around_a_failed_link(network):
     assert res.link_bytes[("a", "s1")] == res.link_bytes[("s1", "s3")] == 297_000
     assert res.link_bytes[("a", "s2")] == res.link_bytes[("s2", "s3")] == 5_703_000
     assert res.link_bytes[("s3", "b")] == 6_000_000
+
+
+def _pair(latency=10e-6, back=None):
+    topo = sc.Topology("pair")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=1e9, latency=latency, back_bandwidth=back)
+    return topo, a, b
+
+
+def test_a_factor_is_checked_against_both_directions_of_a_link():
+    """1 GB/s one way and 1 kB/s back: a factor of 1e-4 leaves the back direction at
+    0.1 bytes/s, refused as the forward one would be; 1e-3 leaves it exactly 1 byte/s."""
+    topo, a, b = _pair(back=1e3)
+    with pytest.raises(sc.InvalidInputError, match=r"factor=0.0001 leaves link \('gpu0', "
+                                                   r"'gpu1'\) at 0.1 bytes/s"):
+        sc.run_program(topo, _empty_message_0_to_1,
+                       faults=sc.Faults(links=[sc.LinkFault(a, b, at=0, factor=1e-4)]))
+    sc.run_program(topo, _empty_message_0_to_1,
+                   faults=sc.Faults(links=[sc.LinkFault(a, b, at=0, factor=1e-3)]))
+
+
+def _empty_then_compute(comm):
+    if comm.rank == 0:
+        yield comm.send(np.zeros(0, np.uint8), 1)
+        yield comm.compute(30e-6)
+    else:
+        yield comm.recv(0)
+
+
+@pytest.mark.parametrize("network", ["flow", "flow_rtt"])
+def test_empty_messages_under_failures_take_their_new_route_and_are_gone_once_arrived(network):
+    """A triangle of 10 us links. An empty message gpu0 -> gpu1 sent at 0 moves around
+    a failure of (gpu0, gpu1) at 3 us onto gpu0 - gpu2 - gpu1; when (gpu2, gpu1) fails
+    at 6 us it has no way left: the run ends naming that link. And an empty message that
+    has arrived (at 10 us) is not stopped by a failure at 20 us: the run ends at 40 us."""
+    triangle = sc.Topology("triangle")
+    x, y, z = (triangle.add_gpu() for _ in range(3))
+    for u, v in ((x, y), (y, z), (z, x)):
+        triangle.add_link(u, v, bandwidth=1e9, latency=10e-6)
+    twice = sc.Faults(links=[sc.LinkFault(x, y, at=3e-6), sc.LinkFault(z, y, at=6e-6)])
+    with pytest.raises(sc.LinkFailureError, match=r"link \('gpu1', 'gpu2'\) failed at "
+                                                  r"t=6e-06 s .* gpu0->gpu1 \(0 bytes left\)"):
+        sc.run_program(triangle, _empty_message_0_to_1, network=network, faults=twice)
+    topo, a, b = _pair()
+    res = sc.run_program(topo, _empty_then_compute, network=network,
+                         faults=sc.Faults(links=[sc.LinkFault(a, b, at=20e-6)]))
+    assert res.time == pytest.approx(40e-6, rel=1e-12)
+
+
+def _zero_detour():
+    topo = sc.Topology("zero_detour")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    s = topo.add_switch()
+    topo.add_link(a, b, bandwidth=1e9, latency=1e-6)
+    topo.add_link(a, s, bandwidth=1e9, latency=0.0)
+    topo.add_link(s, b, bandwidth=1e9, latency=0.0)
+    return topo, a, b, s
+
+
+def test_flow_rtt_checks_each_failure_with_the_links_failed_and_restored_by_then():
+    """gpu0 - gpu1 directly (1 us) and through switch0 on links of latency 0. (s, b)
+    fails at 1 ms and comes back at 2 ms; (a, b) fails at 3 ms: the zero-latency way
+    around is open again then, and refused before the run. With (s, b) still down, a
+    failure of (a, b) leaves no route at all, which is the run's to report if a message
+    takes it; this one arrives at 1 us, and the run goes on."""
+    topo, a, b, s = _zero_detour()
+    back = sc.Faults(links=[sc.LinkFault(s, b, at=1e-3), sc.LinkFault(s, b, at=2e-3, factor=1.0),
+                            sc.LinkFault(a, b, at=3e-3)])
+    with pytest.raises(sc.InvalidInputError, match=r"have failed at t=0.003 s .* route "
+                                                   r"gpu0->gpu1 has latency 0"):
+        sc.run_program(topo, _empty_message_0_to_1, network="flow_rtt", faults=back)
+    cut = sc.Faults(links=[sc.LinkFault(s, b, at=1e-3), sc.LinkFault(a, b, at=2e-3)])
+    assert sc.run_program(topo, _empty_message_0_to_1, network="flow_rtt",
+                          faults=cut).time == pytest.approx(1e-6)

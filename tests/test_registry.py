@@ -730,3 +730,14 @@ def test_a_model_whose_traffic_is_not_whole_bytes_is_named(sent, shown):
                                                    rf"traffic gave sent bytes that are not "
                                                    rf"whole numbers >= 0: .*{shown}"):
         sc.cost.traffic("all_reduce", name, p=4, nbytes=64)
+
+
+def test_cost_queries_give_validate_the_declared_defaults():
+    """A query without servers= runs parameter_server's validate with the declared
+    default (one server, on rank 0): each other rank pushes its 4096 bytes and pulls the
+    sum back; rank 0 sends the sum to the 3 of them. A validate given only the asked
+    parameters failed on the missing one."""
+    moved = cost.traffic("all_reduce", "parameter_server", p=4, nbytes=4096)
+    assert moved.sent.tolist() == moved.received.tolist() == [3 * 4096, 4096, 4096, 4096]
+    assert cost.predict("all_reduce", "parameter_server", p=4, nbytes=4096, alpha=1e-6,
+                        beta=1e-9) > 0

@@ -188,6 +188,9 @@ def test_preset_files(tmp_path, name, text, direct, spec):
      ["m2.yaml, line 1: name: expected a non-empty string, got ['a', 'b']"]),
     ("m3.yaml", "devices:\n  - {name: g, kind: gpu}\n",
      ["m3.yaml, line 1: links: missing (a topology file lists its devices and links"]),
+    # An alias's error names the line of the node it stands for (its first path's)
+    ("al.yaml", "devices:\n  - &d {name: g, kind: gpu}\n  - *d\nlinks: []\n",
+     ["al.yaml, line 2: devices[1]: device 'g' already exists"]),
     # Aliases nested 30 deep name 3^30 paths: recording each one's line ran for ever.
     ("l.yaml", "a0: &a0 [x, x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}]\n"
                                            for i in range(1, 30)),

@@ -379,3 +379,15 @@ def test_a_latency_of_minus_zero_is_the_machine_of_zero():
     assert topology_hash(sc.topology.from_spec("switch:4,latency=-0")) == topology_hash(
         sc.topology.from_spec("switch:4,latency=0"))
 
+
+
+def test_a_plain_number_in_a_spec_is_a_float():
+    """Numbers are read exactly (as Decimals) and must come out as floats: a Decimal
+    passed on is refused by a builder ("oversubscription=Decimal('2')")."""
+    from simcoll.topology.quantities import parse_number
+
+    assert type(parse_number("2")) is float and parse_number("2") == 2.0
+    spec = sc.topology.from_spec("dgx_h100:2,oversubscription=2")
+    built = sc.topology.dgx_h100(2, oversubscription=2.0)
+    assert [(link.u, link.v, link.bandwidth) for link in spec.links] == \
+        [(link.u, link.v, link.bandwidth) for link in built.links]
