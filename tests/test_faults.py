@@ -324,12 +324,7 @@ def test_flow_rtt_refuses_a_zero_latency_way_around_a_planned_failure_before_the
     route weighs 1 / 1 us, but once the direct link fails the way around has latency 0,
     an infinite weight. The run raised that halfway (or, failing at 0, as the program's
     error); it is refused before the run, naming the failure."""
-    topo = sc.Topology("zero_detour")
-    a, b = topo.add_gpu(), topo.add_gpu()
-    s = topo.add_switch()
-    topo.add_link(a, b, bandwidth=1e9, latency=1e-6)
-    topo.add_link(a, s, bandwidth=1e9, latency=0.0)
-    topo.add_link(s, b, bandwidth=1e9, latency=0.0)
+    topo, a, b, _ = _zero_detour()
     for at in (0.0, 5e-4):
         faults = sc.Faults(links=[sc.LinkFault(a, b, at=at)])
         with pytest.raises(sc.InvalidInputError,
