@@ -26,7 +26,7 @@ _DECIMAL_PREFIXES = {"": 0, "k": 3, "m": 6, "g": 9, "t": 12}
 the float nearest 1e-7, as the literal ``0.1e-6`` is; a float times or over a power of
 ten would round twice."""
 _BINARY_PREFIXES = {"ki": 10, "mi": 20, "gi": 30, "ti": 40}
-"""Powers of two: exact on a float."""
+"""Powers of two, applied to the number as written too (then rounded once)."""
 _RATE_UNIT_RE = re.compile(r"^([kKmMgGtT][iI]?)?(B/s|Bps|b/s|bps)$")
 _TIME_EXPONENTS = {"": 0, "s": 0, "ms": -3, "us": -6, "µs": -6, "μs": -6, "ns": -9}
 _RATE_HELP = "a rate such as 100GB/s, 400Gbps or 25e9 (bytes/s)"
