@@ -390,3 +390,27 @@ def test_random_lopsided_servers_give_nccl_the_same_run_written_either_way(seed)
             link["back_bandwidth"] = link["bandwidth"] * float(rng.choice([0.1, 0.5, 3, 10]))
     topo = sc.topology.from_dict(data)
     assert_same_nccl_run(topo, mirrored(topo), 1 << 20)
+
+
+@pytest.mark.parametrize("machine", ["cluster", "fat_tree"])
+def test_a_tree_on_nodes_of_one_nic_runs_both_trees_of_the_double_binary_tree(machine):
+    """4 nodes of 2 GPUs and one 12.5 GB/s NIC each: NCCL's search finds one channel
+    (n = 1) and duplicates it, channel 0 on tree 0 and channel 1 on tree 1 (connectTrees
+    in src/graph/connect.cc). Channel c ran on tree (c div G) mod 2, G = 2 GPUs a node:
+    both on tree 0, whose interior node sent 3 M out of its NIC. With both
+    trees each node is interior in at most one: NICs send 1, 2, 2, 1 x M (every tree
+    edge carries each tree's half up and down: 2 trees x 3 edges x 2 x M/2 = 6 M in
+    all), and the run takes at least 2 M / B where tree 0 alone took 3 M / B."""
+    m, bw = 1 << 24, 12.5e9
+    topo = (sc.topology.cluster(4, 2, inter_bandwidth=bw) if machine == "cluster" else
+            sc.topology.fat_tree(4, 2, leaf_radix=4))
+    assert describe(topo, tuple(range(8))).graph_channels == 1
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=m, algo="tree",
+                      proto="Simple")
+    assert res.params["channels"] == 2
+    out = sorted((u, b) for (u, v), b in res.link_bytes.items()
+                 if (u.startswith("node") and v == "network")
+                 or (u.startswith("nic") and v.startswith("leaf")))
+    assert [b for _, b in out] == [m, 2 * m, 2 * m, m]
+    if machine == "cluster":
+        assert 2 * m / bw < res.time < 2.2 * m / bw

@@ -490,8 +490,9 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
         return join([glue([outs[c][b] for c in range(channels)]) for b in range(p)])
     parts = list(split(x, channels))
     if algo == "tree":
+        searched = describe(comm.topology, comm.world_ranks(), arch).graph_channels
         outs = yield from run_channels(comm, channels, lambda c: trees.all_reduce(
-            comm, parts[c], c, protocol, op, intra))
+            comm, parts[c], c, searched, protocol, op, intra))
         return glue(outs)
     if algo.startswith("collnet"):
         chunk = chunk_bytes(algo, x.nbytes, channels, _ppn(comm))

@@ -6,15 +6,17 @@ construction as the ``double_binary_tree`` algorithm). NCCL finds one tree patte
 search channel and duplicates it: channel c and channel c + n (n search channels) share
 the chain and the NIC, channel c on tree 0 and c + n on tree 1 (``connectTrees`` in
 ``src/graph/connect.cc``), so every NIC carries one channel of each tree and the load of
-interior and leaf nodes evens out. Here, on nodes of G GPUs, n = G: channel c works on
-tree (c div G) mod 2, and inside a node its GPUs form a chain starting at local GPU
-c mod G; the chain's head talks to the heads of its parent and child nodes, which sit on
-the same rail. Channels trimmed for small sizes are the first ones, all on tree 0, as in
-NCCL. Data goes up (reduced at every GPU from its chain successor and, at a head, from
-its child nodes' heads) and comes down the same way, slice by slice: a GPU runs its up
-and down streams side by side, as NCCL's split tree kernel does, so a slice can travel
-down while later ones still travel up. Every step costs the protocol's tree latency over
-its link class (``hwLatencies[...][TREE]``), or the route's latency where that is more.
+interior and leaf nodes evens out. Here n is the search's channel count
+(:attr:`~.machine.Machine.graph_channels`: 8 on a DGX, 1 on a node of one NIC): channel
+c works on tree (c div n) mod 2, and inside a node of G GPUs its GPUs form a chain
+starting at local GPU (c mod n) mod G; the chain's head talks to the heads of its parent
+and child nodes, which sit on the same rail. Channels trimmed for small sizes are the
+first ones, all on tree 0, as in NCCL. Data goes up (reduced at every GPU from its chain
+successor and, at a head, from its child nodes' heads) and comes down the same way,
+slice by slice: a GPU runs its up and down streams side by side, as NCCL's split tree
+kernel does, so a slice can travel down while later ones still travel up. Every step
+costs the protocol's tree latency over its link class (``hwLatencies[...][TREE]``), or
+the route's latency where that is more.
 
 Slices are a protocol's step (:class:`~.protocols.Protocol`), whatever the size. NCCL
 halves a tree's LL128 chunk for small buffers (``calcCollChunking`` in src/enqueue.cc:
@@ -41,18 +43,20 @@ from simcoll.typing import Steps
 __all__ = ["all_reduce"]
 
 
-def _layout(comm: Comm, channel: int) -> tuple[int | None, list[int], list[int]]:
+def _layout(comm: Comm, channel: int, searched: int) -> tuple[int | None, list[int],
+                                                               list[int]]:
     """(where this rank sends up, where it receives from going up, where it sends down):
     its chain predecessor or its node's parent head; its chain successor and, at a head,
-    its child nodes' heads."""
+    its child nodes' heads. ``searched``: the search's channels, n."""
     groups, mine, _ = node_layout(comm)
-    chains = [g[channel % len(g):] + g[:channel % len(g)] for g in groups]
+    chains = [g[channel % searched % len(g):] + g[:channel % searched % len(g)]
+              for g in groups]
     chain = chains[mine]
     pos = chain.index(comm.rank)
     below = [chain[pos + 1]] if pos + 1 < len(chain) else []
     if pos > 0:
         return chain[pos - 1], below, below
-    parent, children = double_binary_tree(len(groups), mine, channel // len(groups[0]) % 2)
+    parent, children = double_binary_tree(len(groups), mine, channel // searched % 2)
     heads = [chains[k][0] for k in children]
     return (None if parent is None else chains[parent][0]), below + heads, below + heads
 
@@ -84,14 +88,15 @@ def _up(comm: Comm, slices: list[Buffer], up: int | None, sources: list[int],
     return slices
 
 
-def all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol, op: ReduceOp,
-               intra: str) -> Steps:
-    """One channel's tree all-reduce of this rank's ``part``; returns it reduced. Its
-    slices are one step each, 8 in flight (:func:`~.protocols.one_step_slices`): NCCL
-    takes a ring's Simple chunks two steps at a time, every other algorithm's one
-    (``chunkSteps`` and ``sliceSteps`` in ``src/enqueue.cc``)."""
+def all_reduce(comm: Comm, part: Buffer, channel: int, searched: int, protocol: Protocol,
+               op: ReduceOp, intra: str) -> Steps:
+    """One channel's tree all-reduce of this rank's ``part``; returns it reduced
+    (``searched``: the channels of NCCL's search, n). Its slices are one step each, 8 in
+    flight (:func:`~.protocols.one_step_slices`): NCCL takes a ring's Simple chunks two
+    steps at a time, every other algorithm's one (``chunkSteps`` and ``sliceSteps`` in
+    ``src/enqueue.cc``)."""
     protocol = one_step_slices(protocol)
-    up, sources, below = _layout(comm, channel)
+    up, sources, below = _layout(comm, channel, searched)
     tag = 2 * channel  # up on this tag, down on the next
     slices = pieces(part, protocol)
     downs = [_sender(comm, b, protocol, intra, tag + 1) for b in below]
