@@ -516,6 +516,15 @@ def test_bad_arguments_are_one_line_and_status_2(capsys, tmp_path, monkeypatch, 
     assert words in err
 
 
+def test_dtype_int_is_ncclint_32_bits_as_compare_reads_it(capsys):
+    """-d int ran numpy's int, 64 bits (128 elements of 1 KiB), where compare reads a row
+    typed int as NCCL's ncclInt, 32 bits; so the table did not read back."""
+    status, out, _ = cli(capsys, "run", "--topology", "switch:2", "--size", "1K", "-d", "int",
+                         "--json")
+    record = json.loads(out)
+    assert status == 0 and (record["type"], record["count"]) == ("int32", 256)
+
+
 def test_an_output_under_a_file_is_refused_as_such(capsys, tmp_path, monkeypatch):
     """--output afile/t.json where afile is a file said "folder afile does not exist"."""
     monkeypatch.chdir(tmp_path)

@@ -40,7 +40,9 @@ SIZE_HELP = ("K, M, G, T are powers of 1024, as nccl-tests reads them (8G = 8 Gi
              "8589934592 bytes; KiB, MiB, GiB also work); KB, MB, GB are refused as "
              "ambiguous (in Python, sc.parse_size reads them as powers of 1000)")
 NCCL_TYPES = {"half": "float16", "float": "float32", "double": "float64",
-              "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+              "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2", "int": "int32"}
+"""nccl-tests' names for numpy's types; ``int`` is NCCL's ncclInt, 32 bits, as the logs of
+nccl-tests 1.x print it and ``compare`` reads it (numpy's ``int`` is 64)."""
 NCCL_OPS = {"prod": "product"}
 
 
