@@ -252,6 +252,32 @@ def test_command_line_on_the_machine_that_printed_the_log(capsys, log):
     assert 0.9 < expected < 1.0
 
 
+def test_simcoll_runs_own_table_compared_with_other_settings_says_so(capsys, tmp_path):
+    """A table `simcoll run --param chunks=4` printed, compared without chunks=4, was 56%
+    off at 1 MiB with no word of why; its first line says what it simulated, which the
+    comparison now holds its own settings to (its parameters in any order)."""
+    assert main(["run", "--topology", "switch:4", "--algorithm", "nccl", "--param",
+                 "proto=Simple", "--param", "channels=2", "-b", "1M", "-e", "8M",
+                 "-f", "8"]) == 0
+    path = tmp_path / "simple.txt"
+    path.write_text(capsys.readouterr().out)
+    assert parse(path.read_text()).simcoll_run == \
+        "nccl, network flow, params: proto=Simple channels=2"
+    status, out, _ = cli(capsys, "compare", str(path), "--topology", "switch:4",
+                         "--algorithm", "nccl", "--json")
+    record = json.loads(out)
+    assert status == 0 and "the log is simcoll run's table of nccl, network flow, params: " \
+        "proto=Simple channels=2; this simulates nccl, network flow, params: none: give " \
+        "the same --algorithm, --network and --param to compare it with its own run" \
+        in record["notes"]
+    status, out, _ = cli(capsys, "compare", str(path), "--topology", "switch:4",
+                         "--algorithm", "nccl", "--param", "channels=2", "--param",
+                         "proto=Simple", "--json")
+    record = json.loads(out)
+    assert status == 0 and not any("simcoll run's table" in n for n in record["notes"])
+    assert record["measured"] == pytest.approx(record["simulated"], abs=0.006e-6)
+
+
 def test_command_line_takes_the_logs_nccl_release(capsys, tmp_path):
     assert main(["run", "--topology", "switch:4", "--algorithm", "nccl", "-b", "8",
                  "-e", "1K", "-f", "128"]) == 0
@@ -282,7 +308,12 @@ def test_command_line_takes_the_logs_nccl_release(capsys, tmp_path):
     status, out, err = cli(capsys, "compare", str(path), "--topology", "switch:4",
                            "--algorithm", "nccl", "--param", "tuner=2.30.7", "--json")
     record = json.loads(out)
-    assert record["notes"] == [] and record["params"][0]["tuner"] == "2.30.7"
+    assert record["params"][0]["tuner"] == "2.30.7"
+    # (the log, simcoll's own table, was made without --param: said, and nothing else)
+    assert record["notes"] == ["the log is simcoll run's table of nccl, network flow, "
+                               "params: none; this simulates nccl, network flow, params: "
+                               "tuner=2.30.7: give the same --algorithm, --network and "
+                               "--param to compare it with its own run"]
 
 
 def test_command_line_leaves_out_rows_of_nothing(capsys, tmp_path):

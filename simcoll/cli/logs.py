@@ -126,6 +126,20 @@ def machine_notes(measured: NcclTestsTable, topology: Topology) -> list[str]:
             f"GPUs sit on {nodes} node(s)"]
 
 
+def _simcoll_run_note(printed: str, args: argparse.Namespace) -> list[str]:
+    """A note where the log is ``simcoll run``'s own table of another algorithm, network
+    or parameters than this command simulates (``printed``: its first line's
+    ``ring, network flow, params: chunks=4 (defaults: ...)``), as a table made with
+    ``--param chunks=4`` compared without it differs by what the parameter does."""
+    given = " ".join(f"{k}={v}" for k, v in args.param) or "none"
+    mine = f"{args.algorithm}, network {args.network}, params: {given}"
+    theirs = printed.partition(" (defaults:")[0]
+    if sorted(theirs.split()) == sorted(mine.split()):  # the parameters in any order
+        return []
+    return [f"the log is simcoll run's table of {theirs}; this simulates {mine}: give the "
+            f"same --algorithm, --network and --param to compare it with its own run"]
+
+
 def simulate_kwargs(args: argparse.Namespace,
                     measured: NcclTestsTable) -> tuple[dict[str, Any], list[str]]:
     """``simulate``'s keyword arguments (the network, the ``--param`` values, and for
@@ -138,6 +152,8 @@ def simulate_kwargs(args: argparse.Namespace,
         notes.append(f"the log ran {measured.communicators} communicators of "
                      f"{measured.nranks} ranks at once (NCCL_TESTS_SPLIT); one is simulated "
                      f"alone, without the others' traffic on shared links")
+    if measured.simcoll_run is not None:
+        notes += _simcoll_run_note(measured.simcoll_run, args)
     if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version:
         if measured.nccl_version in TUNERS:
             kwargs["tuner"] = measured.nccl_version

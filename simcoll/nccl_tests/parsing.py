@@ -128,7 +128,8 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
     return NcclTestsTable(tuple(run.rows), collective, nranks,
                           tuple(run.ranks[r][1] for r in ranks),
                           tuple(run.ranks[r][0] for r in ranks), run.settings, run.version,
-                          run.avg_busbw, run.out_of_bounds, error_column, communicators)
+                          run.avg_busbw, run.out_of_bounds, error_column, communicators,
+                          run.simcoll_run)
 
 
 def _first_communicator(run: Run) -> tuple[list[int], int]:

@@ -34,7 +34,7 @@ _CUT_ROW = re.compile(r"^\s*\d+\s+\d+\s+(?:" + "|".join(ITEMSIZE) + r")(?:\s|$)"
 _FAILURE = re.compile(r"\bTest (?:(?:NCCL |CUDA )?failure|timeout)\b")
 _FOOTERS = ("Out of bounds values", "Avg bus bandwidth")
 _PROGRAM = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
-_SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / ")
+_SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / (.*)$")
 _DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?(?:Pid\s+\d+\s+)?on\s+"
                      r"(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
 _SETTINGS = re.compile(r"^(?:nThread|nGpus\(perProc\))\s")
@@ -66,6 +66,8 @@ class Run:
     avg_busbw: float | None = None
     out_of_bounds: int | None = None
     simcoll_ranks: int | None = None
+    simcoll_run: str | None = None
+    """What ``simcoll run`` printed its table of: ``ring, network flow, params: none``."""
     finished: bool = False
     next_program: str | None = None
     error: InvalidInputError | None = None
@@ -233,7 +235,7 @@ def _read_comment(run: Run, body: str, number: int) -> None:
     elif body.startswith("simcoll "):
         match = _SIMCOLL.match(body)
         if match:
-            run.program = match.group(1)
+            run.program, run.simcoll_run = match.group(1), match.group(2).strip()
     elif body.startswith("nRanks "):
         fields = body.split()
         if len(fields) > 1 and fields[1].isdigit():

@@ -139,6 +139,8 @@ class NcclTestsTable:
             ``NCCL_TESTS_SPLIT_MASK``: the ``Group`` column of ``# Using devices``);
             ``nranks``, ``devices`` and ``hosts`` are then those of the first one, whose
             size nccl-tests' bandwidths count.
+        simcoll_run: for a table ``simcoll run`` printed, what it simulated, as its first
+            line says (``ring, network flow, params: chunks=4``); None for nccl-tests'.
     """
 
     rows: tuple[NcclTestsRow, ...]
@@ -152,6 +154,7 @@ class NcclTestsTable:
     out_of_bounds: int | None = None
     error_column: bool = False
     communicators: int = 1
+    simcoll_run: str | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
