@@ -92,9 +92,7 @@ class Faults:
             except Exception as exc:
                 raise InvalidInputError(f"faults.links: {exc}") from None
             factor = real(fault.factor, "LinkFault factor", what="0 fails the link")
-            link = topology.links[index]
-            rates = (link.bandwidth,) if link.back is None else (link.bandwidth, link.back)
-            left = [rate * factor for rate in rates]
+            left = [topology.bandwidth_of(2 * index + way) * factor for way in (0, 1)]
             if factor > 0 and not all(1.0 <= rate < math.inf for rate in left):
                 shown = min(left) if min(left) < 1.0 else max(left)
                 raise InvalidInputError(

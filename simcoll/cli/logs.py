@@ -19,6 +19,7 @@ from simcoll.cli.options import (
     default_algorithm,
     parse_bytes,
     parse_param,
+    run_settings,
 )
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
@@ -131,8 +132,7 @@ def _simcoll_run_note(printed: str, args: argparse.Namespace) -> list[str]:
     or parameters than this command simulates (``printed``: its first line's
     ``ring, network flow, params: chunks=4 (defaults: ...)``), as a table made with
     ``--param chunks=4`` compared without it differs by what the parameter does."""
-    given = " ".join(f"{k}={v}" for k, v in args.param) or "none"
-    mine = f"{args.algorithm}, network {args.network}, params: {given}"
+    mine = run_settings(args.algorithm, args.network, args.param)
     theirs = printed.partition(" (defaults:")[0]
     if sorted(theirs.split()) == sorted(mine.split()):  # the parameters in any order
         return []

@@ -26,7 +26,7 @@ from simcoll.ops import ReduceOp
 from simcoll.simulate import simulate
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
-           "run_kwargs", "resolve_dtype", "check_output", "refuse_overflow",
+           "run_kwargs", "run_settings", "resolve_dtype", "check_output", "refuse_overflow",
            "plural", "MAX_BYTES"]
 
 MAX_BYTES = 2**50
@@ -296,6 +296,13 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                         help=f"network model: {', '.join(NETWORKS)} (default: flow, max-min "
                              f"fair sharing; flow_rtt: shares in proportion to 1 / route "
                              f"latency, TCP-like; analytical: no contention)")
+
+
+def run_settings(algorithm: str, network: str, params: Iterable[tuple[str, Any]]) -> str:
+    """What ``simcoll run`` simulated, as its first line says it and ``compare`` reads it
+    back: ``ring, network flow, params: chunks=4`` (``none`` without ``--param``)."""
+    given = " ".join(f"{k}={v}" for k, v in params) or "none"
+    return f"{algorithm}, network {network}, params: {given}"
 
 
 def run_kwargs(args: argparse.Namespace,

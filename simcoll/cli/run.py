@@ -24,6 +24,7 @@ from simcoll.cli.options import (
     refuse_overflow,
     resolve_dtype,
     run_kwargs,
+    run_settings,
 )
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import InvalidInputError
@@ -241,16 +242,15 @@ def _finite(value: float) -> float | None:
 def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) -> list[str]:
     from simcoll import __version__
 
-    params = " ".join(f"{k}={v}" for k, v in args.param) or "none"
+    settings = run_settings(args.algorithm, kwargs["network"], args.param)
     spec = get_algorithm(args.collective, args.algorithm)
     given = {k for k, _ in args.param}
     if spec.resolve is None:  # NCCL's choices are listed after the table instead
         defaults = " ".join(f"{k}={v}" for k, v in spec.defaults.items() if k not in given)
-        params += f" (defaults: {defaults})" if defaults else ""
+        settings += f" (defaults: {defaults})" if defaults else ""
     low, high = _bounds(args)  # as given, as nccl-tests prints them
     step = f"{args.stepfactor}(factor)" if args.stepfactor > 1 else f"{args.stepbytes}(bytes)"
-    return [f"# simcoll {__version__}: {args.collective} / {args.algorithm}, network "
-            f"{kwargs['network']}, params: {params}",
+    return [f"# simcoll {__version__}: {args.collective} / {settings}",
             f"# topology {topo.spec} ({topo.name}: {plural(topo.nranks, 'rank')}, "
             f"{plural(len(topo.devices), 'device')}, {plural(len(topo.links), 'link')})",
             f"# nRanks {topo.nranks} minBytes {low} maxBytes {high} "

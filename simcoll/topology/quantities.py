@@ -56,9 +56,7 @@ its range, as ``float("1e400")`` is)."""
 
 def _times_ten_to(value: Decimal | float, exponent: int) -> float:
     """``value`` x 10^exponent, rounded once to a float."""
-    if isinstance(value, float) and exponent == 0:
-        return value
-    return float(Decimal(value).scaleb(exponent, _EXACT))
+    return float(value) if exponent == 0 else float(Decimal(value).scaleb(exponent, _EXACT))
 
 
 def parse_rate(text: Any) -> float:
