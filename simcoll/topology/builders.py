@@ -70,13 +70,15 @@ def _gpus(topo: Topology, n: int, reduce_bandwidth: float) -> list[str]:
 
 
 def ring(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
-         kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
-    """``n`` GPUs, GPU i linked to GPU i+1 (mod n)."""
+         kind: str = "nvlink", reduce_bandwidth: float = math.inf,
+         routing: str = "link_order") -> Topology:
+    """``n`` GPUs, GPU i linked to GPU i+1 (mod n). ``routing`` (``Topology.routing``)
+    chooses between the two ways round to the opposite GPU of an even ring."""
     n = _check_count("ring size n", n)
     _check_size(n, n, n=n)
     _check_quantities(bandwidth=bandwidth, latency=latency, reduce_bandwidth=reduce_bandwidth)
     _check_kinds(kind=kind)
-    topo = Topology(f"ring({n})")
+    topo = Topology(f"ring({n})", routing=routing)
     gpus = _gpus(topo, n, reduce_bandwidth)
     for i in range(n if n > 2 else n - 1):
         topo.add_link(gpus[i], gpus[(i + 1) % n], bandwidth=bandwidth, latency=latency, kind=kind)
@@ -128,10 +130,13 @@ def switch(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
 
 
 def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 1 * us,
-          kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
+          kind: str = "nvlink", reduce_bandwidth: float = math.inf,
+          routing: str = "link_order") -> Topology:
     """A torus of GPUs with wrap-around links; rank = row-major index of its coordinates.
 
     A dimension of size 2 gets one link (not two) between its two GPUs; size 1 gets none.
+    ``routing`` (``Topology.routing``) chooses between equally short routes, which a
+    torus has between GPUs apart in two dimensions or half round one.
     """
     if getattr(dims, "ndim", None) == 1:  # a numpy array
         dims = list(dims)
@@ -147,7 +152,7 @@ def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 
                 dims=dims)
     _check_quantities(bandwidth=bandwidth, latency=latency, reduce_bandwidth=reduce_bandwidth)
     _check_kinds(kind=kind)
-    topo = Topology(f"torus{dims}")
+    topo = Topology(f"torus{dims}", routing=routing)
     coords = list(itertools.product(*(range(d) for d in dims)))
     gpus = {c: g for c, g in zip(coords, _gpus(topo, len(coords), reduce_bandwidth))}
     for c in coords:

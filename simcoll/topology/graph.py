@@ -5,19 +5,31 @@ Every link is full duplex: each direction has the link's ``bandwidth`` (bytes/s)
 itself. GPUs are the ranks (0..n-1, in the order they were added); hosts are extra
 endpoints (parameter servers) numbered after the GPUs; switches and NICs only forward.
 
-Routes are shortest paths in hops, ties broken by the order links were added, so they are
-deterministic. A GPU may name a device its messages to other GPUs are staged through
-(``staging``, e.g. host memory when GPUs have no peer-to-peer access): its route to another
-GPU is then the shortest path to that device followed by the shortest path from it.
+Routes are shortest paths in hops, and deterministic. Where several are equally short,
+``routing`` chooses: ``"link_order"`` (the default) searches breadth first from the
+source through each device's links in the order they were added, so ties fall to the
+links added first and routes crowd onto some of the equal ways (a leaf-spine built by
+hand sends every flow between leaves through its first spine); ``"ecmp"`` takes, at
+every device, one of the links that lead on a shortest path, chosen by a hash of the
+route's two ends (a leg's, past ``via`` or staging devices) and that device (CRC-32),
+as equal-cost multi-path switches hash a flow's addresses, so routes spread over the
+equal ways (and, as on real fabrics, two can still meet on one).
+
+A GPU may name a device its messages to other GPUs are staged through (``staging``, e.g.
+host memory when GPUs have no peer-to-peer access): its route to another GPU is then
+the shortest path to that device followed by the shortest path from it.
 Routes are computed on first use and cached (up to :data:`ROUTES_KEPT`). On a tree
 (every builder except ``ring``, ``fully_connected``, ``torus`` and the multi-node DGX
 presets) a route is found by climbing to the lowest common ancestor in O(depth);
-otherwise by a breadth-first search from the source that stops at the destination.
+otherwise by a breadth-first search from the source that stops at the destination
+(``"ecmp"``: one from the destination, whose hop counts are kept per destination).
 """
 
 from __future__ import annotations
 
 import math
+import struct
+import zlib
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +40,7 @@ from simcoll.checks import integer, real, shown, text
 from simcoll.errors import NoRouteError, TopologyError
 
 __all__ = ["Device", "Link", "Route", "Topology", "Via", "MulticastVia", "DEVICE_KINDS",
-           "CPU_VENDORS"]
+           "CPU_VENDORS", "ROUTINGS"]
 
 DEVICE_KINDS = ("gpu", "host", "switch", "nic")
 
@@ -39,6 +51,8 @@ MulticastVia = tuple[Via | None, ...]
 
 CPU_VENDORS = ("intel", "amd", "arm", "unknown")
 """The CPU vendors a topology may name (NCCL's tuner tells Intel and AMD apart)."""
+ROUTINGS = ("link_order", "ecmp")
+"""How a topology chooses between equally short routes (:attr:`Topology.routing`)."""
 ROUTES_KEPT = 1 << 17
 """Routes a topology (and a run's network) keeps cached at most: past that the cache
 starts over, so that a run through all p^2 pairs (an all-to-all) holds O(1) routes, not
@@ -113,6 +127,10 @@ class Topology:
             preset or the user sets it). Only NCCL's tuner reads it, as NCCL does: its
             LL bandwidth cap across nodes and its network overhead per step depend on it
             (``algorithm="nccl"``).
+        routing: how equally short routes are chosen, one of :data:`ROUTINGS`:
+            ``"link_order"`` (default: ties fall to the links added first) or
+            ``"ecmp"`` (hashed per route and device, spreading routes over equal ways;
+            see the module's docstring). Setting another clears ``spec``.
 
     Example:
         >>> t = Topology("two GPUs")
@@ -122,12 +140,14 @@ class Topology:
         2
     """
 
-    def __init__(self, name: str = "custom"):
+    def __init__(self, name: str = "custom", *, routing: str = "link_order"):
         if not isinstance(name, str):
             raise TopologyError(f"topology name {name!r} is not a string")
         self.name = name
         self.spec: str | None = None
         self._cpu = "unknown"
+        self._routing = _checked_routing(routing)
+        self._hops_to: dict[int, list[int]] = {}
         self._devices: dict[str, Device] = {}
         self._index: dict[str, int] = {}
         self._adjacency: list[list[tuple[int, int]]] = []
@@ -157,6 +177,20 @@ class Topology:
         if vendor != self._cpu:
             self.spec = None
         self._cpu = vendor
+
+    @property
+    def routing(self) -> str:
+        """How equally short routes are chosen: "link_order" or "ecmp"."""
+        return self._routing
+
+    @routing.setter
+    def routing(self, routing: str) -> None:
+        """Choose another way; the cached routes (and ``spec``) are dropped."""
+        routing = _checked_routing(routing)
+        if routing != self._routing:
+            self._routing = routing
+            self.spec = None
+            self._invalidate()
 
     # -- building ------------------------------------------------------------------------
     def _add(self, kind: str, name: str | None, reduce_bandwidth: float, node: int = 0,
@@ -275,6 +309,7 @@ class Topology:
         self._generation += 1
         self._endpoints = None
         self._routes.clear()
+        self._hops_to.clear()
         self._tree = None
         self._tree_checked = False
 
@@ -518,9 +553,50 @@ class Topology:
         return route
 
     def _path(self, a: int, b: int, avoid: frozenset[int]) -> list[int] | None:
-        if avoid:
-            return self._bfs_path(a, b, avoid)
-        return self._tree_path(a, b) if self._is_tree() else self._bfs_path(a, b)
+        if not avoid and self._is_tree():
+            return self._tree_path(a, b)
+        if self._routing == "ecmp":
+            return self._ecmp_path(a, b, avoid)
+        return self._bfs_path(a, b, avoid)
+
+    def _ecmp_path(self, a: int, b: int, avoid: frozenset[int]) -> list[int] | None:
+        """A shortest path from ``a`` to ``b`` whose every hop is one of the links that
+        lead on a shortest path, chosen by the CRC-32 of (a, b, the device) modulo their
+        number, in the order the links were added."""
+        hops = self._hops(b, avoid)
+        if hops[a] < 0:
+            return None
+        path = []
+        node = a
+        while node != b:
+            onward = [(nbr, dlink) for nbr, dlink in self._adjacency[node]
+                      if hops[nbr] == hops[node] - 1 and dlink >> 1 not in avoid]
+            pick = 0 if len(onward) == 1 else \
+                zlib.crc32(struct.pack("<3q", a, b, node)) % len(onward)
+            node, dlink = onward[pick]
+            path.append(dlink)
+        return path
+
+    def _hops(self, b: int, avoid: frozenset[int]) -> list[int]:
+        """Each device's hops to ``b`` (-1: none) without the links of ``avoid``; kept per
+        destination where nothing is avoided."""
+        known = None if avoid else self._hops_to.get(b)
+        if known is not None:
+            return known
+        hops = [-1] * len(self._adjacency)
+        hops[b] = 0
+        queue = deque([b])
+        while queue:
+            node = queue.popleft()
+            for nbr, dlink in self._adjacency[node]:
+                if hops[nbr] < 0 and dlink >> 1 not in avoid:
+                    hops[nbr] = hops[node] + 1
+                    queue.append(nbr)
+        if not avoid:
+            if len(self._hops_to) * len(hops) >= ROUTES_KEPT * 8:
+                self._hops_to.clear()
+            self._hops_to[b] = hops
+        return hops
 
     def _staging_index(self, gpu: str) -> int | None:
         """The index of the device ``gpu``'s messages are staged through, or None."""
@@ -595,4 +671,12 @@ class Topology:
 
     def __repr__(self) -> str:
         return (f"Topology({self.name!r}, gpus={len(self._gpus)}, hosts={len(self._hosts)}, "
-                f"devices={len(self._devices)}, links={len(self._links)})")
+                f"devices={len(self._devices)}, links={len(self._links)}"
+                + (f", routing={self._routing!r})" if self._routing != "link_order" else ")"))
+
+
+def _checked_routing(routing: Any) -> str:
+    if not isinstance(routing, str) or routing not in ROUTINGS:
+        raise TopologyError(f"routing={shown(routing)} is not accepted; use one of "
+                            f"{', '.join(map(repr, ROUTINGS))}")
+    return routing

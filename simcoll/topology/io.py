@@ -6,6 +6,7 @@ every format. A machine listed device by device (YAML shown)::
 
     name: two nodes                      # optional
     cpu: amd                             # optional: intel, amd, arm (for NCCL's tuner)
+    routing: ecmp                        # optional: link_order (default) or ecmp
     devices:                             # in order; GPUs are the ranks, in this order
       - {name: gpu0, kind: gpu, node: 0, reduce_bandwidth: 400GB/s}
       - {name: gpu1, kind: gpu, node: 1}
@@ -42,12 +43,12 @@ from typing import Any
 from simcoll.errors import InvalidInputError, TopologyError
 from simcoll.files import output_path, write_atomically
 from simcoll.topology.formats import Context, Key, check_suffix, dump, read
-from simcoll.topology.graph import CPU_VENDORS, DEVICE_KINDS, Topology
+from simcoll.topology.graph import CPU_VENDORS, DEVICE_KINDS, ROUTINGS, Topology
 from simcoll.topology.quantities import parse_rate, parse_time
 
 __all__ = ["to_dict", "from_dict", "save", "load"]
 
-_TOP_KEYS = ("name", "cpu", "devices", "links")
+_TOP_KEYS = ("name", "cpu", "routing", "devices", "links")
 _PRESET_KEYS = ("preset", "args")
 _DEVICE_KEYS = ("name", "kind", "node", "reduce_bandwidth", "in_network", "staging")
 _LINK_KEYS = ("u", "v", "bandwidth", "latency", "kind", "back_bandwidth")
@@ -63,6 +64,7 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     return {
         "name": topology.name,
         **({"cpu": topology.cpu} if topology.cpu != "unknown" else {}),
+        **({"routing": topology.routing} if topology.routing != "link_order" else {}),
         "devices": [{"name": d.name, "kind": d.kind, "node": d.node,
                      "reduce_bandwidth": None if math.isinf(d.reduce_bandwidth)
                      else d.reduce_bandwidth,
@@ -90,7 +92,7 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
         if d.get("staging") is not None:
             entry["staging"] = d["staging"]
         devices.append(entry)
-    return {"name": data["name"], **({"cpu": data["cpu"]} if "cpu" in data else {}),
+    return {"name": data["name"], **{key: data[key] for key in ("cpu", "routing") if key in data},
             "devices": devices, "links": data["links"]}
 
 
@@ -148,6 +150,11 @@ def _build(data: Any, ctx: Context) -> Topology:
     if cpu not in CPU_VENDORS:
         raise ctx.error(("cpu",), f"expected one of {', '.join(CPU_VENDORS)}, got {cpu!r:.60}")
     topo.cpu = cpu
+    routing = topo_data.get("routing", "link_order")
+    if not isinstance(routing, str) or routing not in ROUTINGS:
+        raise ctx.error(("routing",), f"expected one of {', '.join(ROUTINGS)}, got "
+                                      f"{routing!r:.60}")
+    topo.routing = routing
     for key in ("devices", "links"):
         if key not in topo_data:
             raise ctx.error((key,), "missing (a topology file lists its devices and links, "

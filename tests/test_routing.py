@@ -1,0 +1,223 @@
+"""How a topology chooses between equally short routes (``Topology.routing``): the first
+links added ("link_order") or a hash per route and device ("ecmp"). Expectations come
+from a breadth-first search and the documented hash written here, on hand-built
+leaf-spines, tori and random graphs, and from times worked out by hand."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections import deque
+
+import numpy as np
+import pytest
+
+import simcoll as sc
+from simcoll.comm import Comm
+
+GB = 10**9
+
+
+def leaf_spine(leaves: int, spines: int, per_leaf: int, *, routing: str = "link_order",
+               up: float = 50 * GB) -> sc.Topology:
+    """``leaves`` leaves of ``per_leaf`` GPUs (100 GB/s), every leaf linked to every spine
+    at ``up``; GPUs first, then leaves, then spines, in that order."""
+    topo = sc.Topology("leaf-spine", routing=routing)
+    gpus = [topo.add_gpu(node=i // per_leaf) for i in range(leaves * per_leaf)]
+    leaf = [topo.add_switch(f"leaf{i}") for i in range(leaves)]
+    spine = [topo.add_switch(f"spine{i}") for i in range(spines)]
+    for i, gpu in enumerate(gpus):
+        topo.add_link(gpu, leaf[i // per_leaf], bandwidth=100 * GB, latency=1e-6)
+    for lf in leaf:
+        for sp in spine:
+            topo.add_link(lf, sp, bandwidth=up, latency=1e-6)
+    return topo
+
+
+def adjacency(topo: sc.Topology) -> dict[str, list[tuple[str, int]]]:
+    """Each device's neighbours with the directed link to them, in the order links were
+    added (directed link 2k runs u -> v of link k, 2k + 1 back)."""
+    adj: dict[str, list[tuple[str, int]]] = {d.name: [] for d in topo.devices}
+    for k, link in enumerate(topo.links):
+        adj[link.u].append((link.v, 2 * k))
+        adj[link.v].append((link.u, 2 * k + 1))
+    return adj
+
+
+def hops_to(topo: sc.Topology, dst: str, avoid: frozenset[int] = frozenset()) -> dict[str, int]:
+    adj = adjacency(topo)
+    hops = {dst: 0}
+    queue = deque([dst])
+    while queue:
+        node = queue.popleft()
+        for nbr, d in adj[node]:
+            if nbr not in hops and d >> 1 not in avoid:
+                hops[nbr] = hops[node] + 1
+                queue.append(nbr)
+    return hops
+
+
+def ecmp_reference(topo: sc.Topology, src: int, dst: int,
+                   avoid: frozenset[int] = frozenset()) -> tuple[int, ...]:
+    """The documented choice: at each device, the links leading on a shortest path, in
+    the order they were added, picked by CRC-32 of (source, destination, device) as
+    little-endian 64-bit device indexes, modulo their number."""
+    index = {d.name: i for i, d in enumerate(topo.devices)}
+    a, b = topo.endpoint_name(src), topo.endpoint_name(dst)
+    hops, adj = hops_to(topo, b, avoid), adjacency(topo)
+    path, node = [], a
+    while node != b:
+        onward = [(n, d) for n, d in adj[node]
+                  if hops.get(n, -1) == hops[node] - 1 and d >> 1 not in avoid]
+        key = struct.pack("<3q", index[a], index[b], index[node])
+        node, d = onward[zlib.crc32(key) % len(onward)]
+        path.append(d)
+    return tuple(path)
+
+
+def spine_of(topo: sc.Topology, route: sc.topology.Route) -> str:
+    (spine,) = {end for d in route.links for end in topo.directed_link(d)
+                if end.startswith("spine")}
+    return spine
+
+
+def random_graph(seed: int, routing: str) -> sc.Topology:
+    """A connected graph with cycles: a random spanning tree of GPUs and switches plus
+    extra links, uneven bandwidths and latencies."""
+    rng = np.random.default_rng(seed)
+    topo = sc.Topology(f"random{seed}", routing=routing)
+    names = [topo.add_gpu() for _ in range(int(rng.integers(3, 7)))]
+    names += [topo.add_switch() for _ in range(int(rng.integers(2, 6)))]
+    order = list(rng.permutation(len(names)))
+    pairs = {frozenset((names[order[i]], names[order[int(rng.integers(0, i))]]))
+             for i in range(1, len(order))}
+    while len(pairs) < len(names) - 1 + int(rng.integers(2, 7)):
+        u, v = rng.choice(len(names), size=2, replace=False)
+        pairs.add(frozenset((names[u], names[v])))
+    for pair in sorted(pairs, key=sorted):
+        u, v = sorted(pair)
+        topo.add_link(u, v, bandwidth=float(rng.uniform(1, 100)) * GB,
+                      latency=float(rng.uniform(0, 2e-6)))
+    return topo
+
+
+def test_link_order_sends_every_route_between_leaves_through_the_first_spine():
+    topo = leaf_spine(4, 3, 2)
+    spines = {spine_of(topo, topo.route(s, d))
+              for s in range(8) for d in range(8) if s // 2 != d // 2}
+    assert spines == {"spine0"}
+
+
+@pytest.mark.parametrize("build", [
+    lambda r: leaf_spine(3, 4, 3, routing=r),
+    lambda r: sc.topology.torus((4, 3), routing=r),
+    lambda r: sc.topology.torus((2, 4, 3), routing=r),
+    lambda r: sc.topology.ring(8, routing=r),
+    *[lambda r, s=seed: random_graph(s, r) for seed in range(12)],
+])
+def test_ecmp_routes_are_the_documented_hash_over_shortest_paths(build):
+    topo, plain = build("ecmp"), build("link_order")
+    for src in range(topo.nranks):
+        hops = hops_to(topo, topo.endpoint_name(src))
+        for dst in range(topo.nranks):
+            route = topo.route(src, dst)
+            assert route.links == ecmp_reference(topo, src, dst)
+            assert len(route.links) == hops[topo.endpoint_name(dst)]
+            assert len(plain.route(src, dst).links) == len(route.links)
+            ends = [topo.directed_link(d) for d in route.links]
+            assert all(x[1] == y[0] for x, y in zip(ends, ends[1:]))
+            if ends:
+                assert ends[0][0] == topo.endpoint_name(src)
+                assert ends[-1][1] == topo.endpoint_name(dst)
+            assert route.latency == pytest.approx(
+                sum(topo.links[d >> 1].latency for d in route.links), rel=1e-12, abs=0)
+
+
+def test_ecmp_spreads_routes_between_leaves_over_every_spine():
+    topo = leaf_spine(8, 4, 4, routing="ecmp")
+    count = dict.fromkeys(("spine0", "spine1", "spine2", "spine3"), 0)
+    for s in range(32):
+        for d in range(32):
+            if s // 4 != d // 4:
+                count[spine_of(topo, topo.route(s, d))] += 1
+    # 896 routes over 4 spines: 224 each if even; a hash gives each 15-35% of them
+    assert sum(count.values()) == 32 * 28
+    assert all(0.15 * 896 < c < 0.35 * 896 for c in count.values()), count
+
+
+def test_ecmp_routes_around_failed_links_on_the_remaining_shortest_paths():
+    topo = leaf_spine(2, 3, 2, routing="ecmp")
+    spine0 = frozenset(k for k, link in enumerate(topo.links) if link.v == "spine0")
+    for s, d in [(0, 2), (1, 3), (2, 0), (3, 1), (0, 3)]:
+        route = topo.route(s, d, avoid=spine0)
+        assert route.links == ecmp_reference(topo, s, d, spine0)
+        assert spine_of(topo, route) != "spine0"
+
+
+def test_setting_routing_drops_routes_computed_the_other_way_and_the_spec():
+    topo = sc.topology.from_spec("torus:4x4")
+    before = {(s, d): topo.route(s, d).links for s in range(16) for d in range(16)}
+    topo.routing = "ecmp"
+    after = {(s, d): topo.route(s, d).links for s in range(16) for d in range(16)}
+    assert topo.spec is None
+    assert after == {(s, d): ecmp_reference(topo, s, d) for s in range(16) for d in range(16)}
+    assert after != before
+    topo.routing = "link_order"
+    assert {(s, d): topo.route(s, d).links for s in range(16) for d in range(16)} == before
+
+
+def _two_sends(comm: Comm, pairs):
+    """Every (src, dst) of ``pairs`` sends 1 GB at once."""
+    events = [comm.send(sc.VirtualBuffer.of(GB, np.uint8), dst, tag=i)
+              for i, (src, dst) in enumerate(pairs) if src == comm.rank]
+    events += [comm.recv(src, tag=i) for i, (src, dst) in enumerate(pairs) if dst == comm.rank]
+    for event in events:
+        yield event
+
+
+def test_two_flows_between_leaves_share_a_spine_uplink_only_where_routed_together():
+    # Four 1 us hops; 1 GB alone on a 50 GB/s uplink takes 20 ms, two on one 40 ms. The
+    # GPUs' 100 GB/s links carry one flow each.
+    plain, ecmp = leaf_spine(2, 2, 3), leaf_spine(2, 2, 3, routing="ecmp")
+    shared = []
+    for a, b in [(0, 1), (0, 2), (1, 2)]:
+        for x, y in [(3, 4), (4, 3), (3, 5), (5, 3), (4, 5), (5, 4)]:
+            pairs = [(a, x), (b, y)]
+            assert sc.run_program(plain, _two_sends, pairs).time == \
+                pytest.approx(4e-6 + 2 * GB / (50 * GB), rel=1e-12)
+            ways = {ecmp_reference(ecmp, s, d)[1] for s, d in pairs}  # leaf0 -> a spine
+            shared.append(len(ways) == 1)
+            assert sc.run_program(ecmp, _two_sends, pairs).time == \
+                pytest.approx(4e-6 + (2 if shared[-1] else 1) * GB / (50 * GB), rel=1e-12)
+    assert 0 < sum(shared) < len(shared)  # the hash put some pairs together, some apart
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml", ".toml"])
+def test_files_keep_the_routing(tmp_path, suffix):
+    topo = leaf_spine(2, 2, 2, routing="ecmp")
+    sc.topology.save(topo, tmp_path / f"m{suffix}")
+    again = sc.topology.load(tmp_path / f"m{suffix}")
+    assert again.routing == "ecmp"
+    assert [again.route(s, d).links for s in range(4) for d in range(4)] == \
+        [topo.route(s, d).links for s in range(4) for d in range(4)]
+    plain = leaf_spine(2, 2, 2)
+    sc.topology.save(plain, tmp_path / f"p{suffix}")
+    assert "routing" not in (tmp_path / f"p{suffix}").read_text()
+    assert sc.topology.load(tmp_path / f"p{suffix}").routing == "link_order"
+
+
+def test_bad_routing_is_refused_naming_the_value_and_the_choices(tmp_path):
+    with pytest.raises(sc.TopologyError, match=r"routing='spray' is not accepted; use one "
+                                               r"of 'link_order', 'ecmp'"):
+        sc.Topology("x", routing="spray")
+    topo = sc.Topology("x")
+    with pytest.raises(sc.TopologyError, match="routing=None is not accepted"):
+        topo.routing = None  # type: ignore[assignment]
+    assert topo.routing == "link_order"
+    path = tmp_path / "m.yaml"
+    path.write_text("routing: adaptive\ndevices: [{name: g, kind: gpu}]\nlinks: []\n")
+    with pytest.raises(sc.TopologyError, match=r"routing.*expected one of link_order, ecmp, "
+                                               r"got 'adaptive'"):
+        sc.topology.load(path)
+    with pytest.raises(sc.TopologyError, match="routing='spray'"):
+        sc.topology.from_spec("ring:6,routing=spray")
