@@ -169,9 +169,14 @@ def measured_times(table: NcclTestsTable, place: str) -> list[float]:
     """The ``place`` block's time of each row, seconds.
 
     Raises:
-        InvalidInputError: an unknown place, a row without that block, or a time that is
-            not above 0 (a hand-built row; the parser reads 0 only for sizes of 0).
+        InvalidInputError: an unknown place, a row without that block, a time that is
+            not above 0 (a hand-built row; the parser reads 0 only for sizes of 0), or a
+            table of ``-C 1``'s CPU times.
     """
+    if table.cputime:
+        raise InvalidInputError("the table's times are nccl-tests -C 1's cputime: the host's "
+                                "time to launch the operations, not the time they took; "
+                                "use a log run without -C (or with -C 0)")
     times = []
     for row in table.rows:
         time = row.measurement(place).time
@@ -496,9 +501,10 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
     Raises:
         InvalidInputError: an empty table, a table without ``place``'s block or measured
             on another rank count, a size that gives a rank no whole element, a time not
-            above 0, a root beyond the machine's ranks, a collective the table does not
-            name, a ``progress`` that is not True, False or None, ``workers`` that is not
-            an integer >= 1, a ``collective`` other than the one the table names, or
+            above 0 (or of -C 1's CPU time), a root beyond the machine's ranks, a
+            collective the table does not name, a ``progress`` that is not True, False or
+            None, ``workers`` that is not an integer >= 1, a ``collective`` other than
+            the one the table names, or
             (with workers) a machine or parameters that do not pickle; all before the
             first simulation.
     """

@@ -8,6 +8,7 @@ import codecs
 import dataclasses
 import inspect
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,23 @@ def _simcoll_run_note(printed: str, args: argparse.Namespace) -> list[str]:
             f"same --algorithm, --network and --param to compare it with its own run"]
 
 
+def _timing_notes(settings: Mapping[str, Any]) -> list[str]:
+    """Notes on how the log timed its operations where that differs from one launched
+    alone (nccl-tests' -m, -G and -u, read from its settings line)."""
+    notes = []
+    if settings.get("agg iters", 1) > 1:
+        notes.append(f"the log grouped {settings['agg iters']} operations per launch (-m): "
+                     f"its time per operation shares one launch's cost among them; one "
+                     f"is simulated alone")
+    if settings.get("graph", 0) > 0:
+        notes.append(f"the log replayed CUDA graphs (-G {settings['graph']}), which launch "
+                     f"with less overhead than one launch per operation, simulated here")
+    if settings.get("unalign", 0) > 0:
+        notes.append(f"the log misaligned its buffers (-u {settings['unalign']}), which "
+                     f"NCCL moves more slowly; simulated aligned")
+    return notes
+
+
 def simulate_kwargs(args: argparse.Namespace,
                     measured: NcclTestsTable) -> tuple[dict[str, Any], list[str]]:
     """``simulate``'s keyword arguments (the network, the ``--param`` values, and for
@@ -154,6 +172,7 @@ def simulate_kwargs(args: argparse.Namespace,
                      f"alone, without the others' traffic on shared links")
     if measured.simcoll_run is not None:
         notes += _simcoll_run_note(measured.simcoll_run, args)
+    notes += _timing_notes(measured.settings)
     if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version:
         if measured.nccl_version in TUNERS:
             kwargs["tuner"] = measured.nccl_version

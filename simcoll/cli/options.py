@@ -43,7 +43,9 @@ NCCL_TYPES = {"half": "float16", "float": "float32", "double": "float64",
               "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2", "int": "int32"}
 """nccl-tests' names for numpy's types; ``int`` is NCCL's ncclInt, 32 bits, as the logs of
 nccl-tests 1.x print it and ``compare`` reads it (numpy's ``int`` is 64)."""
-NCCL_OPS = {"prod": "product"}
+NCCL_OPS = {"prod": "product", "mulsum": "avg"}
+"""nccl-tests' names for ReduceOp's; ``mulsum``, a pre-multiplied sum, runs as an
+average, which NCCL computes as one (at the same cost)."""
 
 
 class CommandLineError(Exception):
@@ -241,9 +243,10 @@ def default_algorithm(collective: str) -> str:
 
 
 def _root_or_all(text: str) -> int | str:
-    """``-r``'s value where ``all`` is taken: a rank, or ``all``."""
-    if text == "all":
-        return text
+    """``-r``'s value where ``all`` is taken: a rank, or ``all`` (also ``-1``, as
+    nccl-tests spells it)."""
+    if text in ("all", "-1"):
+        return "all"
     try:
         return int(text)
     except ValueError:
@@ -285,12 +288,12 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                                 "that cannot run here are left out, saying why)"
                                 if every else ""))
     parser.add_argument("-o", "--op", help="reduction: sum (default), prod, min, max, avg "
-                                           "(reducing collectives only)"
+                                           "(mulsum runs as avg; reducing collectives only)"
                                            + ("; all: each in turn, as nccl-tests -o all"
                                               if every else ""))
     parser.add_argument("-r", "--root", type=_root_or_all if every else int,
                         help="root rank (default 0; broadcast, reduce, gather, scatter only)"
-                             + ("; all: each rank in turn, as nccl-tests -r all"
+                             + ("; all or -1: each rank in turn, as nccl-tests -r -1"
                                 if every else ""))
     parser.add_argument("--network", default="flow",
                         help=f"network model: {', '.join(NETWORKS)} (default: flow, max-min "

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.cli import checking, table
+from simcoll.cli import checking, nccl_flags, table
 from simcoll.cli.options import (
     SIZE_HELP,
     CommandLineError,
@@ -70,22 +70,25 @@ def add_parser(sub: Any) -> None:
                    help="largest size (default 32M)")
     p.add_argument("-i", "--stepbytes", type=parse_bytes, default=2**20, metavar="SIZE",
                    help="size increment when -f is 1 (default 1M)")
-    p.add_argument("-f", "--stepfactor", type=_positive, default=1, metavar="N",
-                   help="size multiplication factor (default 1: use -i)")
+    p.add_argument("-f", "--stepfactor", type=_whole, default=1, metavar="N",
+                   help="size multiplication factor (default 1, or 0: use -i)")
     p.add_argument("--size", type=parse_bytes, help="one size (same as -b SIZE -e SIZE)")
-    p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, choices=(0, 1),
-                   metavar="0/1",
-                   help="data mode: move real arrays and check them with numpy (-c or -c 1)")
+    p.add_argument("-c", "--check", nargs="?", type=_whole, const=1, default=0,
+                   metavar="N",
+                   help="data mode: move real arrays and check them with numpy (-c, or "
+                        "-c N >= 1: nccl-tests' check iterations, which a simulation "
+                        "repeats identically)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="print CSV instead of the table")
     out.add_argument("--json", action="store_true",
                      help="print one JSON object per size (JSON lines)")
-    p.set_defaults(handler=run)
+    nccl_flags.add_options(p)
+    p.set_defaults(handler=run, topology=None)
 
 
-def _positive(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+def _whole(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
     return int(text)
 
 
@@ -141,7 +144,9 @@ ALL_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "flo
 """``-d all``: nccl-tests' types, in its order (``test_typenames``)."""
 ALL_OPS = ("sum", "prod", "max", "min", "avg")
 """``-o all``: nccl-tests' reductions, in its order (``test_opnames``, without its
-``mulsum``, a pre-multiplied sum simcoll does not have)."""
+``mulsum``, a pre-multiplied sum, which ``-o mulsum`` runs as ``avg``)."""
+_MULSUM_LEFT_OUT = ("# left out: mulsum: a pre-multiplied sum, which costs what avg does "
+                    "(NCCL computes avg as one); -o mulsum runs it as avg")
 
 
 def _settings(args: argparse.Namespace, p: int) -> list[tuple[str, str | None, int | None]]:
@@ -257,6 +262,26 @@ def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) 
             f"step: {step} validation: {1 if args.check else 0}"]
 
 
+def _not_applying(args: argparse.Namespace) -> list[str]:
+    """Notes on ``-o`` for a collective that does not reduce and ``-r`` for one without a
+    root, which nccl-tests takes and ignores (its programs pass "none" and -1), now
+    dropped; and on ``-o mulsum``, run as ``avg``."""
+    coll = get_collective(args.collective)
+    lines = []
+    if args.op is not None and not coll.reduces:
+        lines.append(f"# -o {args.op}: {coll.name} does not reduce; ignored, as nccl-tests "
+                     f"ignores it")
+        args.op = None
+    if args.root is not None and not coll.rooted:
+        lines.append(f"# -r {args.root}: {coll.name} has no root; ignored, as nccl-tests "
+                     f"ignores it")
+        args.root = None
+    if args.op is not None and args.op.lower() == "mulsum":
+        lines.append("# -o mulsum: a pre-multiplied sum, run as avg, which NCCL computes as "
+                     "one at the same cost")
+    return lines
+
+
 def chosen(records: list[dict[str, Any]], given: set[str],
            defaults: Mapping[str, Any]) -> list[str]:
     """The parameters a run chose itself (``algorithm="nccl"``'s algo, proto, channels,
@@ -311,7 +336,9 @@ def run(args: argparse.Namespace) -> int:
     Returns:
         0, or 1 if any size failed the numpy check.
     """
+    args.topology = args.topology or nccl_flags.shape_spec(args) or "switch:8"
     topo = from_spec(args.topology)
+    notes = nccl_flags.notes(args, topo.nranks) + _not_applying(args)
     # -o all and -r all refused where one op or root would be (no reduction, no root)
     run_kwargs(argparse.Namespace(**{**vars(args), "op": "sum" if args.op == "all" else args.op,
                                      "root": 0 if args.root == "all" else args.root}))
@@ -319,13 +346,17 @@ def run(args: argparse.Namespace) -> int:
     args.algorithm = args.algorithm or default_algorithm(args.collective)
     requested = _requested(args)
     parts, skipped = _parts(args, topo, kwargs, requested)
+    if args.op == "all":
+        skipped.append(_MULSUM_LEFT_OUT)
     done: list[table.Row] = []
     records: list[dict[str, Any]] = []
     writer = csv.writer(sys.stdout, lineterminator="\n") if args.csv else None
     if writer is not None:
         writer.writerow(_CSV_FIELDS)
     elif not args.json:
-        print("\n".join(_preamble(args, topo, kwargs) + skipped + table.header()))
+        print("\n".join(_preamble(args, topo, kwargs) + notes + skipped + table.header()))
+    elif notes:
+        print("\n".join(notes), file=sys.stderr)
     for row, record in itertools.chain.from_iterable(parts):
         done.append(row)
         records.append(record)
@@ -340,7 +371,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(table.row(row), flush=True)
     if not args.csv and not args.json:
-        print("\n".join(table.footer(done, checked=bool(args.check))
+        print("\n".join(table.footer(done)
                         + chosen(records, {k for k, _ in args.param},
                                  get_algorithm(args.collective, args.algorithm).defaults)
                         + nccl_graphs(topo, records)))

@@ -129,7 +129,7 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
                           tuple(run.ranks[r][1] for r in ranks),
                           tuple(run.ranks[r][0] for r in ranks), run.settings, run.version,
                           run.avg_busbw, run.out_of_bounds, error_column, communicators,
-                          run.simcoll_run)
+                          run.simcoll_run, run.layout is not None and run.layout.cputime)
 
 
 def _first_communicator(run: Run) -> tuple[list[int], int]:

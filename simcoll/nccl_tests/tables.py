@@ -141,6 +141,9 @@ class NcclTestsTable:
             size nccl-tests' bandwidths count.
         simcoll_run: for a table ``simcoll run`` printed, what it simulated, as its first
             line says (``ring, network flow, params: chunks=4``); None for nccl-tests'.
+        cputime: True where the time columns are titled ``cputime`` (nccl-tests ``-C 1``):
+            the host's time to launch the operations, not theirs (algbw and busbw still
+            come from the elapsed time), which ``compare`` and ``calibrate`` refuse.
     """
 
     rows: tuple[NcclTestsRow, ...]
@@ -155,6 +158,7 @@ class NcclTestsTable:
     error_column: bool = False
     communicators: int = 1
     simcoll_run: str | None = None
+    cputime: bool = False
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -1,0 +1,192 @@
+"""nccl-tests' own command line on ``simcoll run``: options copied from a real run are
+taken (noted), fit to the machine, or refused saying what they do; ``-C 1`` logs are
+refused by compare and calibrate. Expectations from nccl-tests 2.19.6's src/common.cu
+(its options and defaults) and from runs without the options."""
+
+# ruff: noqa: E501
+# (nccl-tests' rows, as printed, are wider than 100 columns)
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_cli import cli, table_rows
+
+import simcoll as sc
+
+SMALL = ("-b", "8", "-e", "64K", "-f", "8")
+
+
+def rows_of(capsys, *argv):
+    status, out, err = cli(capsys, "run", *argv)
+    assert status == 0, err
+    return table_rows(out), out, err
+
+
+def notes_of(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("# -")]
+
+
+def test_a_real_command_line_with_g_runs_one_process_of_t_times_g_ranks(capsys):
+    plain, _, _ = rows_of(capsys, "--topology", "switch:8", *SMALL)
+    copied, out, _ = rows_of(capsys, *SMALL, "-g", "8")
+    assert copied == plain
+    assert "# nRanks 8 " in out and "# -t 1 -g 8: 1 process of 8 ranks" in out
+    _, out, _ = rows_of(capsys, *SMALL, "-t", "3", "-g", "2")
+    assert "# nRanks 6 " in out and "topology switch:n=6" in out
+
+
+def test_g_on_a_machine_counts_its_processes_and_refuses_what_does_not_divide(capsys):
+    _, out, _ = rows_of(capsys, "--topology", "cluster:2x4", *SMALL, "-g", "4")
+    assert "# -t 1 -g 4: 2 processes of 4 ranks, the machine's 8" in out
+    status, _, err = cli(capsys, "run", "--topology", "switch:12", *SMALL, "-g", "8")
+    assert status == 2
+    assert "-t 1 -g 8: 8 ranks per process do not divide the machine's 12" in err
+
+
+@pytest.mark.parametrize(("flags", "noted"), [
+    (("-n", "50", "-w", "5"), "-n 50 -w 5"), (("-N", "3"), "-N 3"),
+    (("-p", "1", "-y", "1", "-T", "60"), "-p 1 -y 1 -T 60"),
+    (("-M", "1", "-I", "1", "-K", "2", "-S", "1"), "-M 1 -I 1 -K 2 -S 1"),
+    (("-a", "0"), "-a 0"), (("--iters", "7", "--warmup_iters", "0x10"), "-n 7 -w 16"),
+    (("-m", "1", "-z", "0", "-G", "0", "-C", "0", "-R", "0", "-u", "0", "-x", "-1",
+      "-D", "0", "-V", "16"), None),
+])
+def test_options_that_cannot_change_a_simulated_time_are_taken_and_named(capsys, flags,
+                                                                         noted):
+    plain, _, _ = rows_of(capsys, "--topology", "switch:4", *SMALL)
+    rows, out, _ = rows_of(capsys, "--topology", "switch:4", *SMALL, *flags)
+    assert rows == plain
+    if noted is None:  # the timing options at their defaults say nothing
+        assert notes_of(out) == []
+    else:
+        assert notes_of(out) == [f"# {noted}: taken; a simulation's iterations all take the "
+                                 f"same time, and its time is the last rank's (as -a 3)"]
+
+
+@pytest.mark.parametrize(("flag", "value", "default"), [
+    ("-m", "4", "1"), ("-z", "1", "0"), ("-G", "10", "0"), ("-C", "1", "0"),
+    ("-R", "2", "0"), ("-u", "1", "0"), ("-x", "3", "-1"), ("-D", "1", "0"),
+    ("-V", "8", "16"), ("--cudagraph", "1", "0"),
+])
+def test_options_that_change_what_nccl_tests_times_are_refused_but_at_their_default(
+        capsys, flag, value, default):
+    status, out, err = cli(capsys, "run", "--topology", "switch:4", *SMALL, flag, value)
+    assert status == 2 and out == ""
+    short = {"--cudagraph": "-G"}.get(flag, flag)
+    assert f"{short} {value} is not simulated" in err
+    assert f"as nccl-tests with {short} {default}" in err
+
+
+def test_json_file_option_points_at_json_lines(capsys):
+    status, out, err = cli(capsys, "run", *SMALL, "-J", "results.json")
+    assert status == 2 and out == "" and "--json prints one JSON object per size" in err
+    assert not Path("results.json").exists()
+
+
+def test_check_count_and_step_factor_zero_read_as_nccl_tests_reads_them(capsys):
+    once, _, _ = rows_of(capsys, "--topology", "switch:4", *SMALL, "-c", "1")
+    five, _, _ = rows_of(capsys, "--topology", "switch:4", *SMALL, "-c", "5")
+    assert five == once and all(row[-1] == "0" for row in five)
+    # -f 0: nccl-tests steps by -i (its loop multiplies only where stepfactor > 1)
+    rows, _, _ = rows_of(capsys, "--topology", "switch:4", "-b", "1K", "-e", "4K", "-f", "0",
+                         "-i", "1K")
+    assert [int(r[0]) for r in rows] == [1024, 2048, 3072, 4096]
+
+
+def test_root_minus_one_is_every_root_in_turn(capsys):
+    rows, _, _ = rows_of(capsys, "--topology", "switch:4", "--collective", "broadcast",
+                         "-b", "1K", "-e", "1K", "-r", "-1")
+    assert [int(r[4]) for r in rows] == [0, 1, 2, 3]
+    alias, _, _ = rows_of(capsys, "--topology", "switch:4", "--collective", "broadcast",
+                          "-b", "1K", "-e", "1K", "-r", "all")
+    assert alias == rows
+
+
+def test_op_and_root_where_they_do_not_apply_are_ignored_saying_so(capsys):
+    plain, _, _ = rows_of(capsys, "--topology", "switch:4", "--collective", "all_gather",
+                          *SMALL)
+    rows, out, _ = rows_of(capsys, "--topology", "switch:4", "--collective", "all_gather",
+                           *SMALL, "-o", "sum", "-r", "0")
+    assert rows == plain
+    assert notes_of(out) == [
+        "# -o sum: all_gather does not reduce; ignored, as nccl-tests ignores it",
+        "# -r 0: all_gather has no root; ignored, as nccl-tests ignores it"]
+    rows, out, _ = rows_of(capsys, "--topology", "switch:4", *SMALL, "-r", "2")
+    assert rows == rows_of(capsys, "--topology", "switch:4", *SMALL)[0]
+    assert "# -r 2: all_reduce has no root" in out
+
+
+def test_mulsum_runs_as_avg_and_op_all_says_it_is_left_out(capsys):
+    avg, _, _ = rows_of(capsys, "--topology", "switch:4", *SMALL, "-o", "avg", "-c")
+    mulsum, out, _ = rows_of(capsys, "--topology", "switch:4", *SMALL, "-o", "mulsum", "-c")
+    assert mulsum == avg and {r[3] for r in mulsum} == {"avg"}
+    assert "# -o mulsum: a pre-multiplied sum, run as avg" in out
+    rows, out, _ = rows_of(capsys, "--topology", "switch:4", "-b", "1K", "-e", "1K", "-o", "all")
+    assert [r[3] for r in rows] == ["sum", "prod", "max", "min", "avg"]
+    assert "# left out: mulsum: " in out
+
+
+def test_out_of_bounds_line_is_printed_without_the_check_as_nccl_tests_prints_it(capsys):
+    _, out, _ = rows_of(capsys, "--topology", "switch:4", *SMALL)
+    footer = out[out.index("# Out of bounds"):].splitlines()
+    assert footer[:2] == ["# Out of bounds values : 0 OK",
+                          footer[1]] and footer[1].startswith("# Avg bus bandwidth")
+
+
+def test_notes_go_to_standard_error_with_csv_and_json(capsys):
+    status, out, err = cli(capsys, "run", "--topology", "switch:4", *SMALL, "-g", "4",
+                           "-n", "5", "--json")
+    assert status == 0 and "# -" not in out
+    assert err.splitlines() == ["# -t 1 -g 4: 1 process of 4 ranks, the machine's 4",
+                                "# -n 5: taken; a simulation's iterations all take the "
+                                "same time, and its time is the last rank's (as -a 3)"]
+
+
+CPUTIME = """\
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 8 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 1 iters: 20 \
+agg iters: 1 validation: 1 graph: 0 unalign: 0
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root  cputime   algbw   busbw #wrong  cputime   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+         256            64     float     sum      -1     6.00    0.01    0.02      0     5.80    0.01    0.02      0
+        1024           256     float     sum      -1     6.10    0.05    0.09      0     5.90    0.05    0.09      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0.055
+#
+"""
+
+
+def test_cputime_logs_are_read_as_such_and_refused_by_compare_and_calibrate(tmp_path, capsys):
+    table = sc.nccl_tests.parse(CPUTIME)
+    assert table.cputime and [r.out_of_place.time_us for r in table.rows] == [6.0, 6.1]
+    plain = CPUTIME.replace("cputime", "   time").replace("0.01    0.02", "0.04    0.07")
+    plain = plain.replace("0.05    0.09", "0.17    0.29")
+    assert not sc.nccl_tests.parse(plain).cputime
+    topo = sc.topology.switch(8)
+    with pytest.raises(sc.InvalidInputError, match="-C 1's cputime: the host's time"):
+        sc.compare(topo, table, algorithm="ring")
+    with pytest.raises(sc.InvalidInputError, match="-C 1's cputime"):
+        sc.calibrate("switch", table, algorithm="ring", fixed={"n": 8},
+                     free={"bandwidth": (50e9, 1e9, 1e12)})
+    log = tmp_path / "cputime.txt"
+    log.write_text(CPUTIME)
+    status, out, err = cli(capsys, "compare", str(log), "--topology", "switch:8")
+    assert status == 2 and out == "" and "use a log run without -C (or with -C 0)" in err
+
+
+def test_compare_notes_grouped_launches_graphs_and_misaligned_buffers(tmp_path, capsys):
+    text = CPUTIME.replace("cputime", "   time").replace("0.01    0.02", "0.04    0.07")
+    text = text.replace("0.05    0.09", "0.17    0.29")
+    text = text.replace("agg iters: 1", "agg iters: 8").replace("graph: 0", "graph: 10")
+    text = text.replace("unalign: 0", "unalign: 3")
+    log = tmp_path / "grouped.txt"
+    log.write_text(text)
+    status, out, err = cli(capsys, "compare", str(log), "--topology", "switch:8")
+    assert status == 0, err
+    first = out.splitlines()[0]
+    assert "the log grouped 8 operations per launch (-m)" in first
+    assert "the log replayed CUDA graphs (-G 10)" in first
+    assert "the log misaligned its buffers (-u 3)" in first
