@@ -131,7 +131,8 @@ def schedule_background(env: simpy.Environment, when: float,
 
 
 class RunStop(Exception):
-    """Raised by :func:`run` when a limit is reached; ``reason`` says which."""
+    """Raised by :func:`run` when a limit is reached; ``reason`` says which, ``now`` the
+    instant it stopped at (for ``"time"``: the next event's, beyond the limit)."""
 
     def __init__(self, reason: str, now: float):
         super().__init__(reason)
@@ -267,8 +268,10 @@ def run(env: simpy.Environment, *, until: float, max_events: int,
             continue
         if event.__class__ is Background and (when > until or not _foreground(queue)):
             continue
-        if when > until or processed >= max_events:
-            raise RunStop("time" if when > until else "events", env._now)
+        if when > until:
+            raise RunStop("time", when)
+        if processed >= max_events:
+            raise RunStop("events", env._now)
         if when == env._now:
             same_instant += 1
             if same_instant > max_same_instant:

@@ -180,10 +180,12 @@ class Execution:
                     f"run meant to do that many at one instant needs max_events >= "
                     f"{1000 * rt.max_same_instant} (the limit at one instant is "
                     f"max_events / 1000, at least 10^6 + 64 p^2)", running) from None
-            limit = (f"the simulated-time limit until={self.until:g} s"
+            limit = (f"the simulated-time limit until={self.until:g} s: its next event "
+                     f"falls at t={stop.now:.9g} s,"
                      if stop.reason == "time"
-                     else f"the event limit max_events={self.max_events}")
-            raise RunLimitError(f"{rt.what} reached {limit} at t={stop.now:.9g} s with "
+                     else f"the event limit max_events={self.max_events} at "
+                          f"t={stop.now:.9g} s")
+            raise RunLimitError(f"{rt.what} reached {limit} with "
                                 f"{shown or 'no program'} still running; raise the limit "
                                 f"if the run is meant to be that long", running) from None
         finally:

@@ -214,7 +214,9 @@ def test_a_program_that_never_ends_stops_at_the_time_limit_naming_it():
         while True:
             yield comm.compute(1.0)
 
-    with pytest.raises(sc.RunLimitError, match=r"simulated-time limit until=100 s .* rank 0, "
+    # compute(1.0) ends at 1, 2, ... 100 s, within the limit; the 101st falls beyond it
+    with pytest.raises(sc.RunLimitError, match=r"simulated-time limit until=100 s: its next "
+                                               r"event falls at t=101 s, with rank 0, "
                                                r"rank 1 still running") as info:
         run_program(forever, until=100)
     assert info.value.running == ["rank 0", "rank 1"]
