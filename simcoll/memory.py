@@ -12,7 +12,13 @@ import os
 
 from simcoll.collectives import Collective, Splits
 
-__all__ = ["physical_memory", "data_mode_bytes", "shortfall"]
+__all__ = ["physical_memory", "data_mode_bytes", "shortfall", "nccl_slice_bytes",
+           "NCCL_SLICE_BYTES_PER_MIB"]
+
+NCCL_SLICE_BYTES_PER_MIB = 500
+"""What ``algorithm="nccl"`` holds in a data-free run per MiB of a rank's buffer: the
+slices a ring's first step sends ahead of the next rank taking them (measured; see the
+README's data-free note)."""
 
 
 def physical_memory() -> int | None:
@@ -54,3 +60,9 @@ def shortfall(need: int) -> str | None:
         return None
     return (f"needs about {need / 2**30:.1f} GiB for its inputs and outputs alone, more "
             f"than this machine's {physical / 2**30:.1f} GiB")
+
+
+def nccl_slice_bytes(nbytes: int) -> int:
+    """The bytes a data-free ``algorithm="nccl"`` run of ``nbytes`` per rank holds in
+    slices, about :data:`NCCL_SLICE_BYTES_PER_MIB` per MiB."""
+    return nbytes * NCCL_SLICE_BYTES_PER_MIB // 2**20

@@ -25,7 +25,7 @@ from simcoll.execution import Execution
 from simcoll.faults import Faults
 from simcoll.inputs import Inputs, check_inputs, check_op, check_root, check_topology
 from simcoll.lone_flows import time_without_events
-from simcoll.memory import data_mode_bytes, shortfall
+from simcoll.memory import data_mode_bytes, nccl_slice_bytes, physical_memory, shortfall
 from simcoll.ops import ReduceOp
 from simcoll.result import Result
 from simcoll.topology.graph import Topology
@@ -60,7 +60,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             3 KB each, p^2 of them at once for algorithms that send to every rank at
             once, such as naive all_reduce and direct all_to_all, and for NCCL's rings
             about 500 B per MiB of a rank's buffer, as a ring's first step sends a
-            block's slices before the next rank takes them). For the v-collectives,
+            block's slices before the next rank takes them; refused where that exceeds
+            this machine's memory). For the v-collectives,
             bytes per rank (all_gatherv: each rank's input; reduce_scatterv: each rank's
             output block, the input being their sum) or a p x p matrix of bytes per pair
             (all_to_allv: ``nbytes[i][j]`` from rank i to rank j).
@@ -119,6 +120,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     inputs = check_inputs(p, data, nbytes, dtype, coll, splits)
     if inputs.arrays is not None:
         _refuse_what_cannot_fit(coll, p, inputs, the_root or 0)
+    elif spec.name == "nccl":
+        _refuse_slices_that_cannot_fit(inputs.count * inputs.dtype.itemsize)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
     shape = VirtualBuffer.of(inputs.count, inputs.dtype)
     requested = dict(params)
@@ -200,6 +203,21 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
             f"data= moves real arrays: {coll.name} on {p} ranks of {inputs.count} "
             f"{inputs.dtype} elements each {problem}; pass nbytes= (data-free mode, same "
             f"time and traffic) or smaller arrays")
+
+
+def _refuse_slices_that_cannot_fit(nbytes: int) -> None:
+    """Refuse a data-free ``algorithm="nccl"`` run whose slices (:mod:`simcoll.memory`)
+    exceed this machine's memory, before a simulation that would end in a MemoryError.
+
+    Raises:
+        InvalidInputError: naming the size, the estimate and the memory.
+    """
+    need, physical = nccl_slice_bytes(nbytes), physical_memory()
+    if physical is not None and need > physical:
+        raise InvalidInputError(
+            f"nbytes={nbytes}: NCCL's algorithms cut each rank's buffer into slices, about "
+            f"{need / 2**30:.1f} GiB of them here (500 B per MiB), more than this "
+            f"machine's {physical / 2**30:.1f} GiB; simulate a smaller size")
 
 
 def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: np.dtype,
