@@ -46,6 +46,8 @@ The modules:
   ``nccl_shape``.
 * :mod:`~simcoll.nccl_tests.scanning`: a log split into runs, line by line.
 * :mod:`~simcoll.nccl_tests.rows`: the column layouts, and a result row read and checked.
+* :mod:`~simcoll.nccl_tests.json_report`: nccl-tests' JSON report (``-J file``), read as
+  one run.
 * :mod:`~simcoll.nccl_tests.parsing`: ``parse``, ``parse_all``, ``count_runs``: each run
   made a table, its rows checked against its collective.
 """

@@ -9,6 +9,7 @@ import re
 
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
+from simcoll.nccl_tests.json_report import looks_like_json, read_json
 from simcoll.nccl_tests.scanning import Run, split_runs
 from simcoll.nccl_tests.tables import ITEMSIZE, NO_REDOP, PROGRAMS, NcclTestsRow, NcclTestsTable
 
@@ -29,7 +30,7 @@ def parse(text: str, *, collective: str | None = None,
     """Read one nccl-tests run (or ``simcoll run``'s table) into an NcclTestsTable.
 
     Args:
-        text: the printed output, as a string.
+        text: the printed output, as a string (or nccl-tests' JSON report, ``-J``).
         collective: the collective, when the text does not name it (``all_reduce`` or
             the program's name, ``all_reduce_perf``); it must agree with the text's, and
             it takes the place of what the columns alone suggest.
@@ -48,7 +49,7 @@ def parse(text: str, *, collective: str | None = None,
             lines), quoting the line and naming the last complete row; a ``collective``
             that disagrees with the text, or that does not print the rows' redop.
     """
-    runs = split_runs(text)
+    runs = _runs(text)
     if run is None and len(runs) > 1:
         raise InvalidInputError(f"the text holds {len(runs)} runs (the second starts at "
                                 f"line {runs[1].start}); parse_all reads each, parse(text, "
@@ -69,7 +70,7 @@ def parse_all(text: str, *, collective: str | None = None) -> list[NcclTestsTabl
             result row.
     """
     wanted = _wanted(collective)
-    return [_table(run, wanted) for run in split_runs(text)]
+    return [_table(run, wanted) for run in _runs(text)]
 
 
 def count_runs(text: str) -> int:
@@ -80,7 +81,14 @@ def count_runs(text: str) -> int:
         InvalidInputError: ``text`` is not a str, or holds no result row (nor a failed
             run).
     """
-    return len(split_runs(text))
+    return len(_runs(text))
+
+
+def _runs(text: str) -> list[Run]:
+    """The runs of a printed log, or the one of nccl-tests' JSON report (``-J``)."""
+    if isinstance(text, str) and looks_like_json(text):
+        return [read_json(text)]
+    return split_runs(text)
 
 
 def _wanted(collective: str | None) -> str | None:

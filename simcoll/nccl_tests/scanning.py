@@ -24,7 +24,7 @@ from simcoll.nccl_tests.rows import (
 )
 from simcoll.nccl_tests.tables import ITEMSIZE, NO_REDOP, PROGRAMS, NcclTestsRow
 
-__all__ = ["Run", "split_runs"]
+__all__ = ["Run", "split_runs", "version_of"]
 
 _PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?[ \t]?")
 _SRUN = re.compile(r"^\s*\d+: ")
@@ -229,7 +229,7 @@ def _read_comment(run: Run, body: str, number: int) -> None:
     elif body.startswith("nccl-tests version"):
         code = _LIBRARY_CODE.search(body)
         if code:
-            run.version = _version_of(int(code.group(1)))
+            run.version = version_of(int(code.group(1)))
     elif _SETTINGS.match(body):
         run.settings = _read_settings(body)
     elif body.startswith("simcoll "):
@@ -279,7 +279,7 @@ def _read_log_line(run: Run, stripped: str) -> None:
             run.program = program.group(1)
 
 
-def _version_of(code: int) -> str:
+def version_of(code: int) -> str:
     """NCCL_VERSION_CODE -> "2.28.3" (major * 10000 + minor * 100 + patch since 2.9)."""
     if code >= 10000:
         return f"{code // 10000}.{code // 100 % 100}.{code % 100}"

@@ -1,0 +1,152 @@
+"""nccl-tests' JSON report (``-J file``, nccl-tests 2.17.6 on), read into a run as its
+printed table would be.
+
+The keys follow ``src/util.cu`` of NVIDIA/nccl-tests 2.19.6 (``JSON_FILE_VERSION`` 3):
+``args`` (the command line: the program is its first word), ``nccl_version`` (NCCL's
+version code), ``config`` (``nthreads``, ``ngpus``, ``minimum_bytes``, ``maximum_bytes``,
+``step_factor`` or ``step_bytes``, ``warmup_iters``, ``iterations``,
+``aggregated_iterations``, ``validation``, ``graph`` ..., and ``devices``: ``rank``,
+``group``, ``hostname``, ``device_info`` per rank), ``results`` (per size: ``size``,
+``count``, ``type``, ``redop``, ``root`` as printed (``"%6i"``), ``out_of_place`` and
+``in_place``, each ``time`` (or ``cpu_time`` with ``-C 1``) in microseconds, ``alg_bw``,
+``bus_bw`` and ``nwrong`` (null without the check), or null), ``out_of_bounds.count`` and
+``average_bus_bandwidth.bandwidth``. The numbers are the full ones, not the table's
+rounded digits.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from simcoll.errors import InvalidInputError
+from simcoll.nccl_tests.rows import Layout
+from simcoll.nccl_tests.scanning import Run, version_of
+from simcoll.nccl_tests.tables import Measurement, NcclTestsRow
+
+__all__ = ["looks_like_json", "read_json"]
+
+_SETTINGS = {"nthreads": "nThread", "ngpus": "nGpus", "minimum_bytes": "minBytes",
+             "maximum_bytes": "maxBytes", "warmup_iters": "warmup iters",
+             "iterations": "iters", "aggregated_iterations": "agg iters",
+             "validation": "validation", "graph": "graph"}
+"""``config`` keys -> the names the printed settings line gives them."""
+
+
+def looks_like_json(text: str) -> bool:
+    """Whether ``text`` is a JSON document (its first character, past blanks, is ``{``)."""
+    return text.lstrip("\ufeff \t\r\n").startswith("{")
+
+
+def read_json(text: str) -> Run:
+    """The run nccl-tests' JSON report ``text`` describes.
+
+    Raises:
+        InvalidInputError: text that is not JSON, a document without ``results``, or a
+            field of the wrong kind, naming it.
+    """
+    try:
+        doc = json.loads(text.lstrip("\ufeff"))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidInputError(f"the text starts like nccl-tests' JSON report (-J) but is "
+                                f"not JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise InvalidInputError("a JSON document without a 'results' list: expected "
+                                "nccl-tests' JSON report (-J file)")
+    run = Run(start=1)
+    args = doc.get("args")
+    if isinstance(args, list) and args and isinstance(args[0], str):
+        run.program = os.path.basename(args[0])
+    code = doc.get("nccl_version")
+    if isinstance(code, int) and not isinstance(code, bool) and code > 0:
+        run.version = version_of(code)
+    config = doc.get("config")
+    if isinstance(config, dict):
+        _read_config(run, config)
+    cputime = False
+    for index, result in enumerate(doc["results"]):
+        row, cpu = _row(result, index)
+        run.rows.append(row)
+        cputime |= cpu
+    run.layout = Layout(head=("size", "count", "type", "redop", "root"),
+                        blocks=("out_of_place", "in_place"), cputime=cputime, titled=True)
+    bounds, average = doc.get("out_of_bounds"), doc.get("average_bus_bandwidth")
+    if isinstance(bounds, dict) and isinstance(bounds.get("count"), int):
+        run.out_of_bounds = bounds["count"]
+    if isinstance(average, dict) and isinstance(average.get("bandwidth"), (int, float)):
+        run.avg_busbw = float(average["bandwidth"])
+    run.finished = True
+    return run
+
+
+def _read_config(run: Run, config: dict[str, Any]) -> None:
+    for key, name in _SETTINGS.items():
+        value = config.get(key)
+        if isinstance(value, (int, bool)):
+            run.settings[name] = int(value)
+    for key, kind in (("step_factor", "factor"), ("step_bytes", "bytes")):
+        if isinstance(config.get(key), int):
+            run.settings["step"], run.settings["step_kind"] = config[key], kind
+    devices = config.get("devices")
+    for device in devices if isinstance(devices, list) else ():
+        if isinstance(device, dict) and isinstance(device.get("rank"), int):
+            rank = device["rank"]
+            run.ranks[rank] = (str(device.get("hostname", "")), str(device.get("device_info", "")))
+            if isinstance(device.get("group"), int):
+                run.groups[rank] = device["group"]
+
+
+def _row(result: Any, index: int) -> tuple[NcclTestsRow, bool]:
+    """results[index] as a row (its ``line`` the result's place, from 1), and whether its
+    times are ``-C 1``'s CPU times."""
+    where = f"results[{index}]"
+    if not isinstance(result, dict):
+        raise InvalidInputError(f"{where} is not an object: {result!r:.60}")
+    size, count = _whole(result, "size", where), _whole(result, "count", where)
+    kind, redop = result.get("type"), result.get("redop")
+    if not isinstance(kind, str) or not isinstance(redop, str):
+        raise InvalidInputError(f"{where}: expected 'type' and 'redop' strings, found "
+                                f"{kind!r:.30} and {redop!r:.30}")
+    root_text = result.get("root")
+    try:
+        root = int(str(root_text).strip())
+    except ValueError:
+        raise InvalidInputError(f"{where}.root: expected a rank (as printed, e.g. '    -1'), "
+                                f"found {root_text!r:.30}") from None
+    blocks: list[Measurement | None] = []
+    cputime = False
+    for place in ("out_of_place", "in_place"):
+        block = result.get(place)
+        if block is None:
+            blocks.append(None)
+            continue
+        if not isinstance(block, dict):
+            raise InvalidInputError(f"{where}.{place} is not an object or null")
+        cputime |= "cpu_time" in block and "time" not in block
+        blocks.append(Measurement(
+            _number(block, "cpu_time" if "time" not in block else "time", f"{where}.{place}"),
+            _number(block, "alg_bw", f"{where}.{place}", finite=False),
+            _number(block, "bus_bw", f"{where}.{place}", finite=False),
+            None if block.get("nwrong") is None
+            else _number(block, "nwrong", f"{where}.{place}")))
+    return NcclTestsRow(size, count, kind, redop or None, root, blocks[0], blocks[1],
+                        index + 1), cputime
+
+
+def _whole(entry: dict[str, Any], key: str, where: str) -> int:
+    value = entry.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{where}.{key}: expected a whole number >= 0, found "
+                                f"{value!r:.30}")
+    return value
+
+
+def _number(entry: dict[str, Any], key: str, where: str, *, finite: bool = True) -> float:
+    value = entry.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
+            or value < 0 or (finite and math.isinf(value)):
+        raise InvalidInputError(f"{where}.{key}: expected a{' finite' if finite else ''} "
+                                f"number >= 0, found {value!r:.30}")
+    return float(value)

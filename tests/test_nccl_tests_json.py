@@ -1,0 +1,113 @@
+"""nccl-tests' JSON report (``-J file``): read as its printed table is. The documents are
+written here key by key from src/util.cu of nccl-tests 2.19.6 (JSON_FILE_VERSION 3)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_cli import cli
+
+import simcoll as sc
+
+P = 4
+
+
+def block(time_us, size, factor, key="time", nwrong=0.0):
+    algbw = size / time_us / 1e3  # GB/s from bytes and microseconds
+    return {key: time_us, "alg_bw": algbw, "bus_bw": algbw * factor, "nwrong": nwrong}
+
+
+def report(program="./build/all_reduce_perf", sizes=(1024, 4096, 16384), key="time",
+           groups=(0, 0, 0, 0), **config):
+    factor = 2 * (P - 1) / P
+    results = [{"size": s, "count": s // 4, "type": "float", "redop": "sum",
+                "root": f"{-1:6d}", "out_of_place": block(10 + s / 1e3, s, factor, key),
+                "in_place": block(11 + s / 1e3, s, factor, key),
+                "actual_iterations": 20, "experiment_name": ""} for s in sizes]
+    return {
+        "version": 3, "start_time": "2026-11-30 10:00:00",
+        "args": [program, "-b", "1K", "-e", "16K", "-f", "4", "-g", "4", "-J", "r.json"],
+        "env": ["PATH=/usr/bin"], "nccl_version": 22807,
+        "config": {"nthreads": 1, "ngpus": P, "minimum_bytes": 1024, "maximum_bytes": 16384,
+                   "step_factor": 4, "warmup_iters": 5, "iterations": 20,
+                   "aggregated_iterations": 1, "validation": 1, "graph": 0,
+                   "blocking_collectives": False, "per_iter_timing": False,
+                   "per_iter_skip": 0, "parallel_init": False, **config,
+                   "devices": [{"rank": r, "group": g, "pid": 100 + r,
+                                "hostname": f"node{r // 2}", "device": r % 2,
+                                "device_hex": "0000:18:00",
+                                "device_info": "NVIDIA H100 80GB HBM3"}
+                               for r, g in enumerate(groups)]},
+        "results": results, "out_of_bounds": {"count": 0, "okay": True},
+        "average_bus_bandwidth": {"bandwidth": 1.25, "okay": "unchecked"},
+        "errors": [], "end_time": "2026-11-30 10:00:01"}
+
+
+def test_a_report_reads_as_its_table_would():
+    table = sc.nccl_tests.parse(json.dumps(report(), indent=2))
+    assert table.collective == "all_reduce" and table.nranks == P
+    assert table.hosts == ("node0", "node0", "node1", "node1")
+    assert table.devices == ("NVIDIA H100 80GB HBM3",) * P
+    assert table.nccl_version == "2.28.7"
+    assert table.settings == {"nThread": 1, "nGpus": 4, "minBytes": 1024, "maxBytes": 16384,
+                              "step": 4, "step_kind": "factor", "warmup iters": 5,
+                              "iters": 20, "agg iters": 1, "validation": 1, "graph": 0}
+    assert table.avg_busbw == 1.25 and table.out_of_bounds == 0 and not table.cputime
+    assert table.sizes == (1024, 4096, 16384)
+    first = table.rows[0]
+    assert (first.count, first.type, first.redop, first.root) == (256, "float", "sum", -1)
+    assert first.out_of_place.time_us == 10 + 1.024 and first.in_place.time_us == 11 + 1.024
+    assert first.out_of_place.busbw == pytest.approx(1024 / 11.024e3 * 1.5, rel=1e-15)
+    assert first.out_of_place.wrong == 0
+
+
+def test_compare_reads_a_report_and_its_notes(tmp_path, capsys):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report(aggregated_iterations=4)))
+    status, out, err = cli(capsys, "compare", str(path), "--topology", "switch:4")
+    assert status == 0, err
+    assert "3 sizes of" in out and "the log grouped 4 operations per launch (-m)" in out
+    # the same measured times as the document holds, printed to two decimals
+    assert [line.split()[1] for line in out.splitlines()[3:6]] == ["11.02", "14.10", "26.38"]
+
+
+def test_cpu_times_and_communicators_read_from_a_report():
+    table = sc.nccl_tests.parse(json.dumps(report(key="cpu_time")))
+    assert table.cputime
+    with pytest.raises(sc.InvalidInputError, match="-C 1's cputime"):
+        sc.compare(sc.topology.switch(P), table, algorithm="ring")
+    split = sc.nccl_tests.parse(json.dumps(report(groups=(0, 0, 1, 1), sizes=(1024,))))
+    assert split.communicators == 2 and split.nranks == 2
+
+
+def test_an_other_program_and_null_blocks():
+    doc = report(program="/opt/nccl-tests/build/all_gather_perf", sizes=(4096,))
+    doc["results"][0].update(redop="none", count=256, in_place=None)
+    table = sc.nccl_tests.parse(json.dumps(doc))
+    assert table.collective == "all_gather" and table.rows[0].in_place is None
+    with pytest.raises(sc.InvalidInputError, match="no in-place block"):
+        table.rows[0].measurement("in_place")
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("{not json", r"starts like nccl-tests' JSON report \(-J\) but is not JSON"),
+    ('{"version": 3}', "without a 'results' list"),
+    ('{"results": [3]}', r"results\[0\] is not an object"),
+    ('{"results": [{"size": -1, "count": 1}]}', r"results\[0\]\.size: expected a whole"),
+    ('{"results": [{"size": 8, "count": 2, "type": "float", "redop": "sum", "root": "x"}]}',
+     r"results\[0\]\.root: expected a rank"),
+    ('{"results": [{"size": 8, "count": 2, "type": "float", "redop": "sum", "root": "-1",'
+     ' "out_of_place": {"time": NaN, "alg_bw": 1, "bus_bw": 1}}]}',
+     r"results\[0\]\.out_of_place\.time: expected a finite number >= 0, found nan"),
+])
+def test_a_bad_report_is_refused_naming_the_field(text, words):
+    with pytest.raises(sc.InvalidInputError, match=words):
+        sc.nccl_tests.parse(text)
+
+
+def test_a_report_whose_sizes_contradict_its_counts_is_refused():
+    doc = report(sizes=(1024,))
+    doc["results"][0]["count"] = 100
+    with pytest.raises(sc.InvalidInputError, match="size 1024 B is not its count 100"):
+        sc.nccl_tests.parse(json.dumps(doc))
