@@ -155,3 +155,49 @@ def test_gradients_and_parameters_travel_at_their_own_sizes(stage, sizes):
                 else share * grad_bytes + gathers * share * param_bytes)
     np.testing.assert_array_equal(res.bytes_sent, [expected] * n)
     np.testing.assert_array_equal(res.run.bytes_received, [expected] * n)
+
+
+def _two_layers() -> tr.Model:
+    """Layers A and B of 10^6 parameters each (2 MB in fp16, 1 MB shards on 2 GPUs);
+    1 ms forward, 2 ms backward at 10^12 FLOP/s."""
+    layers = tuple(tr.Layer(name, (1_000_000,), 1e9, 2e9) for name in ("A", "B"))
+    return tr.Model("two", layers, batch=1, seq_len=8, hidden=8, heads=1)
+
+
+@pytest.mark.parametrize(("prefetch", "step", "most"), [
+    # Worked by hand (ms; every all-gather and reduce-scatter sends 1 MB at 1 GB/s):
+    # gathers A fwd [0,1], B fwd [1,2] (prefetched), B bwd [2,3], A bwd [3,4]; forward
+    # A [1,2], B [2,3]; backward B [3,5], A [5,7]; reduce-scatters B [5,6], A [7,8].
+    # Held: A fwd [0,2], B fwd [1,3], B bwd [2,5], A bwd [3,7], B's gradients [3,6],
+    # A's [5,8]: at most three layers' 2 MB at once, in [3,6).
+    (True, 8e-3, 6_000_000),
+    # Without prefetch each gather waits for the pass before: A fwd [0,1] computed
+    # [1,2]; B fwd [2,3], [3,4]; B bwd [4,5], [5,7]; then B's reduce-scatter and A's
+    # backward gather share the link from 7 (each at 0.5 GB/s) to 9; A bwd [9,11], its
+    # reduce-scatter [11,12]. Held: B bwd [4,7] with B's gradients [5,9]; A bwd [7,11]
+    # with them, then with A's [9,12]: two layers at most.
+    (False, 12e-3, 4_000_000),
+])
+def test_fsdp_holds_the_gathered_layers_and_gradients_worked_out_by_hand(prefetch, step,
+                                                                          most):
+    model, gpu = _two_layers(), tr.GPU("unit", peak_flops=1e12)
+    machine = sc.topology.switch(2, bandwidth=1e9, latency=0)
+    z = tr.zero_step(model, machine, stage=3, gpu=gpu, prefetch=prefetch)
+    assert z.step_time == pytest.approx(step, rel=1e-12)
+    assert z.gathered == most
+    assert z.memory.total == 16 * 1_000_000  # 16 Psi / N: what the shards take
+    assert tr.zero_step(model, machine, stage=2, gpu=gpu).gathered == 0
+
+
+def test_a_layer_that_takes_no_time_holds_its_parameters_while_they_are_gathered():
+    # B has no FLOPs: its passes end when their gathers do. Gathers A fwd [0,1], B fwd
+    # [1,2], B bwd [2,3]; A forward [1,2]; B's backward at 3 starts its reduce-scatter,
+    # which shares the link with A's backward gather from 3 to 5; A backward [5,7], its
+    # reduce-scatter [7,8]. Held: A fwd [0,2], B fwd [1,2], B bwd [2,3], A bwd [3,7],
+    # B's gradients [3,5], A's [5,8]: two layers at most, in [1,2) and [3,7).
+    layers = (tr.Layer("A", (1_000_000,), 1e9, 2e9), tr.Layer("B", (1_000_000,), 0.0, 0.0))
+    model = tr.Model("idle", layers, batch=1, seq_len=8, hidden=8, heads=1)
+    z = tr.zero_step(model, sc.topology.switch(2, bandwidth=1e9, latency=0), stage=3,
+                     gpu=tr.GPU("unit", peak_flops=1e12))
+    assert z.step_time == pytest.approx(8e-3, rel=1e-12)
+    assert z.gathered == 4_000_000

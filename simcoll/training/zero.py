@@ -111,7 +111,14 @@ class ZeroStep:
         communicated_params: the paper's volume in parameters, 2 Psi (stages 0-2) or
             3 Psi (stage 3), with Psi padded to whole shards where the stage pads; a
             ring-based algorithm sends (N-1)/N of it, times the bytes per element.
-        memory: model-state bytes per GPU.
+        memory: model-state bytes per GPU (the shards it keeps).
+        gathered: stage 3: the most bytes of whole layers one GPU held at once on top of
+            ``memory``, read from the spans: a layer's parameters from the start of
+            their all-gather to the end of the forward or backward pass that used them
+            (FSDP frees them then), its gradients from the start of its backward pass to
+            the end of their reduce-scatter; with ``prefetch``, the next layer's are
+            gathered while this one computes. 0 for stages 0-2, which keep whole
+            parameters and gradients in ``memory``.
         breakdown, run, spans: where the time went, the simulation, every span.
     """
 
@@ -122,6 +129,7 @@ class ZeroStep:
     bytes_sent: Any
     communicated_params: int
     memory: ZeroMemory
+    gathered: int
     breakdown: Breakdown
     run: RunResult
     spans: tuple[Span, ...]
@@ -284,6 +292,8 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
                           param_bytes, prefetch, network=network, until=STEP_UNTIL)
         communicated = 3 * sum(units)
     compute = sum(f + b for f, b in times)
+    gathered = 0 if stage < 3 else _most_gathered(rec.spans, n, times, units, param_bytes,
+                                                   grad_bytes)
     step = step_end(run.time, compute)
     parts = breakdown(rec.spans, range(n), step)
     return ZeroStep(stage=stage, step_time=step, compute_time=compute,
@@ -292,4 +302,40 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
                     memory=zero_memory(model.params, n, stage, precision.optimizer_bytes,
                                        param_bytes=precision.param_bytes,
                                        grad_bytes=precision.grad_bytes),
-                    breakdown=parts, run=run, spans=tuple(rec.spans))
+                    gathered=gathered, breakdown=parts, run=run, spans=tuple(rec.spans))
+
+
+def _most_gathered(spans: list[Span], n: int, times: list[tuple[float, float]],
+                   units: list[int], param_bytes: int, grad_bytes: int) -> int:
+    """The most bytes of whole layers any GPU held at once (see ``ZeroStep.gathered``).
+
+    Each stream runs in order, so a rank's spans of each kind pair with the passes that
+    made them: the compute spans with the passes that take time (forward, then backward
+    in reverse), the all-gathers with the passes of layers with parameters, the
+    reduce-scatters with those layers' backward passes. A pass that takes no time ends
+    when its all-gather does."""
+    layers = len(times)
+    passes = [(0, i) for i in range(layers)] + [(1, i) for i in reversed(range(layers))]
+    most = 0
+    for rank in range(n):
+        mine = [s for s in spans if s.rank == rank]
+        timed = [j for j, (b, i) in enumerate(passes) if times[i][b] > 0]
+        computed = dict(zip(timed, (s for s in mine if s.stream == "compute")))
+        needs = [j for j, (_, i) in enumerate(passes) if units[i]]
+        gathers = dict(zip(needs, (s for s in mine if s.kind == "all_gather")))
+        reduced = dict(zip([j for j in needs if passes[j][0] == 1],
+                           (s for s in mine if s.kind == "reduce_scatter")))
+        changes = []
+        for j, gather in gathers.items():
+            held = units[passes[j][1]] * param_bytes
+            used = computed.get(j)
+            changes += [(gather.start, held), (gather.end if used is None else used.end, -held)]
+        for j, reduce in reduced.items():
+            held = units[passes[j][1]] * grad_bytes
+            used = computed.get(j)
+            changes += [(reduce.start if used is None else used.start, held), (reduce.end, -held)]
+        total = 0
+        for _, change in sorted(changes):  # at one instant, what is freed goes first
+            total += change
+            most = max(most, total)
+    return most
