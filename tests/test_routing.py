@@ -221,3 +221,59 @@ def test_bad_routing_is_refused_naming_the_value_and_the_choices(tmp_path):
         sc.topology.load(path)
     with pytest.raises(sc.TopologyError, match="routing='spray'"):
         sc.topology.from_spec("ring:6,routing=spray")
+
+
+def tree_reference(topo: sc.Topology, src: int, dst: int) -> tuple[int, ...]:
+    """The documented multicast tree: from the destination back to the source, each
+    device's way in is one of the links arriving on a shortest path from the source (in
+    the order links were added), picked by CRC-32 of (source, device) modulo their
+    number."""
+    index = {d.name: i for i, d in enumerate(topo.devices)}
+    a, b = topo.endpoint_name(src), topo.endpoint_name(dst)
+    hops, adj = hops_to(topo, a), adjacency(topo)
+    path, node = [], b
+    while node != a:
+        inward = [(n, d ^ 1) for n, d in adj[node] if hops.get(n, -1) == hops[node] - 1]
+        node, d = inward[zlib.crc32(struct.pack("<2q", index[a], index[node])) % len(inward)]
+        path.append(d)
+    return tuple(path[::-1])
+
+
+@pytest.mark.parametrize("build", [
+    lambda: leaf_spine(3, 4, 3, routing="ecmp"),
+    lambda: sc.topology.torus((4, 4), routing="ecmp"),
+    *[lambda s=seed: random_graph(s, "ecmp") for seed in range(8)],
+])
+def test_ecmp_multicast_routes_from_one_source_form_one_tree(build):
+    topo = build()
+    for src in range(topo.nranks):
+        into: dict[str, set[int]] = {}
+        hops = hops_to(topo, topo.endpoint_name(src))
+        for dst in range(topo.nranks):
+            route = topo.route(src, dst, multicast=True)
+            assert route.links == tree_reference(topo, src, dst)
+            assert len(route.links) == hops[topo.endpoint_name(dst)]
+            for d in route.links:
+                into.setdefault(topo.directed_link(d)[1], set()).add(d)
+        assert all(len(ways) == 1 for ways in into.values())  # one way into each device
+
+
+def _multicast_from_0(comm: Comm, dsts):
+    if comm.rank == 0:
+        yield comm.multicast(sc.VirtualBuffer.of(GB, np.uint8), list(dsts))
+    elif comm.rank in dsts:
+        yield comm.recv(0)
+
+
+def test_ecmp_multicast_crosses_the_fabric_once_and_trees_of_sources_spread():
+    # Two leaves of 4 GPUs, 4 spines: GPU 0 to the other leaf's 4 GPUs sends 1 GB into
+    # leaf1 once (hashed per destination, the routes met again there: 4 GB).
+    topo = leaf_spine(2, 4, 4, routing="ecmp")
+    res = sc.run_program(topo, _multicast_from_0, (4, 5, 6, 7))
+    assert sum(v for (u, w), v in res.link_bytes.items() if w == "leaf1") == GB
+    assert sum(1 for (u, w), v in res.link_bytes.items() if v and u.startswith("spine")) == 1
+    # four 1 us hops; 1 GB at the 50 GB/s uplink's rate
+    assert res.time == pytest.approx(4e-6 + GB / (50 * GB), rel=1e-12)
+    wide = leaf_spine(2, 4, 8, routing="ecmp")
+    spines = {spine_of(wide, wide.route(s, 8 + s % 8, multicast=True)) for s in range(8)}
+    assert len(spines) > 1

@@ -66,7 +66,8 @@ class Network:
             else (cast("Via | None", via),) * len(targets)
         for d, bound in zip(targets, vias):
             try:
-                route = self.topology.route(src, d, avoid=self._failed, via=bound)
+                route = self.topology.route(src, d, avoid=self._failed, via=bound,
+                                            multicast=isinstance(dst, tuple))
             except NoRouteError:
                 if not self._failed:
                     raise

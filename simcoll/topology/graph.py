@@ -13,7 +13,9 @@ hand sends every flow between leaves through its first spine); ``"ecmp"`` takes,
 every device, one of the links that lead on a shortest path, chosen by a hash of the
 route's two ends (a leg's, past ``via`` or staging devices) and that device (CRC-32),
 as equal-cost multi-path switches hash a flow's addresses, so routes spread over the
-equal ways (and, as on real fabrics, two can still meet on one).
+equal ways (and, as on real fabrics, two can still meet on one). A multicast's routes
+are cut from one tree per source (``Topology.route(..., multicast=True)``), as a
+fabric's multicast group is.
 
 A GPU may name a device its messages to other GPUs are staged through (``staging``, e.g.
 host memory when GPUs have no peer-to-peer access): its route to another GPU is then
@@ -155,7 +157,7 @@ class Topology:
         self._pairs: set[frozenset[str]] = set()
         self._gpus: list[str] = []
         self._hosts: list[str] = []
-        self._routes: dict[tuple[int, int] | tuple[int, int, Via], Route] = {}
+        self._routes: dict[tuple[Any, ...], Route] = {}
         self._tree: tuple[list[int], list[int], list[int]] | None = None
         self._tree_checked = False
         self._kind_count: dict[str, int] = {}
@@ -493,13 +495,19 @@ class Topology:
 
     # -- routing -------------------------------------------------------------------------
     def route(self, src: int, dst: int, *, avoid: frozenset[int] = frozenset(),
-              via: Via | None = None) -> Route:
+              via: Via | None = None, multicast: bool = False) -> Route:
         """The route from endpoint ``src`` to endpoint ``dst`` (addresses, not names).
 
         ``avoid`` holds links (indexes into ``links``) the route must not cross, such as
         failed ones; such routes are shortest paths over the other links, not cached.
         ``via`` names a device the route must pass (a NIC a channel is bound to, say),
         or a tuple of them in order: the shortest path to each, then on to ``dst``.
+        ``multicast``: the route in ``src``'s multicast tree, so that the routes to
+        several destinations part once and never meet again. ``"link_order"`` routes
+        from one source form such a tree already; with ``"ecmp"`` the tree gives each
+        device, as its way in, one of the links that arrive on a shortest path from
+        ``src``, chosen by the CRC-32 of (source, device), where a route hashed per
+        destination could part at a leaf and meet again past two spines.
 
         Raises:
             TopologyError: no route exists (with ``avoid``: none around those links), or
@@ -512,7 +520,8 @@ class Topology:
         if src.__class__ is not int or dst.__class__ is not int:
             # True and 1.0 equal 1 as keys: only integers may find a cached route
             src, dst = self._integer_address(src), self._integer_address(dst)
-        key = (src, dst) if via is None else (src, dst, via)
+        tree = multicast and self._routing == "ecmp"
+        key = ((src, dst) if via is None else (src, dst, via)) + (("tree",) if tree else ())
         route = None if avoid else self._routes.get(key)
         if route is None:
             a_name, b_name = self.endpoint_name(src), self.endpoint_name(dst)
@@ -526,7 +535,7 @@ class Topology:
             waypoints.append(self._index[b_name])
             links: list[int] | None = []
             for a, b in zip(waypoints, waypoints[1:]):
-                leg = self._path(a, b, avoid)
+                leg = self._tree_leg(a, b, avoid) if tree else self._path(a, b, avoid)
                 if leg is None or links is None:
                     links = None
                     break
@@ -576,6 +585,24 @@ class Topology:
             node, dlink = onward[pick]
             path.append(dlink)
         return path
+
+    def _tree_leg(self, a: int, b: int, avoid: frozenset[int]) -> list[int] | None:
+        """The path from ``a`` to ``b`` in ``a``'s ECMP multicast tree: from ``b`` back
+        towards ``a``, each device's way in is one of the links arriving on a shortest
+        path from ``a``, picked by the CRC-32 of (a, the device) modulo their number."""
+        hops = self._hops(a, avoid)   # links are full duplex: hops to a = hops from a
+        if hops[b] < 0:
+            return None
+        path = []
+        node = b
+        while node != a:
+            inward = [(nbr, dlink ^ 1) for nbr, dlink in self._adjacency[node]
+                      if hops[nbr] == hops[node] - 1 and dlink >> 1 not in avoid]
+            pick = 0 if len(inward) == 1 else \
+                zlib.crc32(struct.pack("<2q", a, node)) % len(inward)
+            node, dlink = inward[pick]
+            path.append(dlink)
+        return path[::-1]
 
     def _hops(self, b: int, avoid: frozenset[int]) -> list[int]:
         """Each device's hops to ``b`` (-1: none) without the links of ``avoid``; kept per
