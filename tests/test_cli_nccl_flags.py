@@ -7,7 +7,8 @@ refused by compare and calibrate. Expectations from nccl-tests 2.19.6's src/comm
 # (nccl-tests' rows, as printed, are wider than 100 columns)
 from __future__ import annotations
 
-from pathlib import Path
+import json
+import math
 
 import pytest
 from test_cli import cli, table_rows
@@ -78,10 +79,72 @@ def test_options_that_change_what_nccl_tests_times_are_refused_but_at_their_defa
     assert f"as nccl-tests with {short} {default}" in err
 
 
-def test_json_file_option_points_at_json_lines(capsys):
-    status, out, err = cli(capsys, "run", *SMALL, "-J", "results.json")
-    assert status == 2 and out == "" and "--json prints one JSON object per size" in err
-    assert not Path("results.json").exists()
+def test_json_report_holds_the_run_and_reads_back_at_full_precision(tmp_path, capsys):
+    path = tmp_path / "r.json"
+    status, out, err = cli(capsys, "run", "--topology", "cluster:2x2", *SMALL, "-c", "-J",
+                           str(path))
+    assert status == 0, err
+    printed = table_rows(out)
+    _, lines, _ = cli(capsys, "run", "--topology", "cluster:2x2", *SMALL, "-c", "--json")
+    records = [json.loads(line) for line in lines.splitlines()]
+    doc = json.loads(path.read_text())
+    assert doc["version"] == 3 and doc["errors"] == []
+    assert doc["args"] == ["simcoll", "run", "--topology", "cluster:2x2", *SMALL, "-c", "-J",
+                           str(path)]
+    assert [d["hostname"] for d in doc["config"]["devices"]] == ["node0", "node0", "node1",
+                                                                 "node1"]
+    table = sc.nccl_tests.parse(path.read_text())
+    assert table.collective == "all_reduce" and table.nranks == 4
+    assert table.simcoll_run == "ring, network flow, params: none"
+    assert [r.size for r in table.rows] == [int(row[0]) for row in printed]
+    assert [r.out_of_place.time_us for r in table.rows] == [r["time_us"] for r in records]
+    assert [f"{r.out_of_place.time_us:.2f}" for r in table.rows] == [row[5] for row in printed]
+    assert all(r.in_place is None and r.out_of_place.wrong == 0 for r in table.rows)
+    assert table.out_of_bounds == 0
+    assert table.avg_busbw == pytest.approx(
+        sum(r["busbw_GBps"] for r in records) / len(records), rel=1e-12)
+    status, out, _ = cli(capsys, "compare", str(path), "--topology", "cluster:2x2")
+    assert status == 0 and f"geometric-mean |time error|: 0.0% over {len(records)} sizes" in out
+
+
+def test_json_report_is_refused_before_the_run_where_it_cannot_be_written(tmp_path, capsys):
+    for name, words in ((tmp_path / "r.txt", "use a file ending in .json"),
+                        (tmp_path / "none" / "r.json", "does not exist")):
+        status, out, err = cli(capsys, "run", *SMALL, "-J", str(name))
+        assert status == 2 and out == "" and words in err
+
+
+def test_json_report_keeps_the_rows_done_when_the_run_is_interrupted(tmp_path, capsys,
+                                                                      monkeypatch):
+    import simcoll.cli.run as run_module
+
+    calls = []
+    real = run_module.simulate
+
+    def stop_at_the_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "simulate", stop_at_the_third)
+    path = tmp_path / "r.json"
+    status, out, err = cli(capsys, "run", "--topology", "switch:4", *SMALL, "-J", str(path))
+    assert status == 130 and "interrupted" in err
+    doc = json.loads(path.read_text())
+    assert [r["size"] for r in doc["results"]] == [8, 64]   # the first row is run ahead
+    assert doc["errors"] == ["interrupted after 2 size(s)"]
+
+
+def test_json_report_of_a_run_in_no_time_has_null_bandwidths(tmp_path, capsys):
+    path = tmp_path / "r.json"
+    # one GPU: an all_reduce moves nothing and takes no time
+    status, _, err = cli(capsys, "run", "--topology", "switch:1", "-b", "8", "-e", "8", "-J",
+                         str(path))
+    assert status == 0, err
+    [result] = json.loads(path.read_text())["results"]
+    assert result["out_of_place"]["alg_bw"] is None and result["out_of_place"]["time"] == 0
+    assert sc.nccl_tests.parse(path.read_text()).rows[0].out_of_place.algbw == math.inf
 
 
 def test_check_count_and_step_factor_zero_read_as_nccl_tests_reads_them(capsys):

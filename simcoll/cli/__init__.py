@@ -88,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help and --version print, then exit
         return exc.code if isinstance(exc.code, int) else 0
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         status: int = args.handler(args)
         sys.stdout.flush()

@@ -10,8 +10,9 @@ Options and defaults follow ``src/common.cu`` of NVIDIA/nccl-tests 2.19.6 (its
 * options that cannot change a simulated time, each iteration of which takes the same:
   iteration counts, timeouts, init and reporting choices; taken and named in a ``#`` note;
 * options that change what is timed (grouped or blocking launches, CUDA graphs, CPU
-  time, buffer registration, misaligned buffers, NCCL's device kernels, a JSON file):
-  only their defaults are taken, anything else is refused saying what the option does.
+  time, buffer registration, misaligned buffers, NCCL's device kernels): only their
+  defaults are taken, anything else is refused saying what the option does;
+* ``-J FILE``: the run written as nccl-tests' JSON report too (:mod:`simcoll.cli.json_out`).
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                            dest=f"nccl_{flag.long[2:]}",
                            help=f"{flag.meaning} (nccl-tests' default {flag.default}"
                                 + ("; only that is taken)" if flag.timed else ")"))
-    group.add_argument("-J", "--output_file", metavar="FILE",
-                       help="refused: nccl-tests' JSON file; use --json (JSON lines)")
+    group.add_argument("-J", "--output_file", metavar="FILE.json",
+                       help="also write the run as nccl-tests' JSON report (its format 3, "
+                            "which sc.nccl_tests.parse reads)")
 
 
 def _threads_gpus(args: argparse.Namespace) -> int | None:
@@ -115,12 +117,9 @@ def notes(args: argparse.Namespace, nranks: int) -> list[str]:
     ``nranks`` ranks.
 
     Raises:
-        CommandLineError: T x G not dividing the ranks, a timing option other than its
-            default, or ``-J``.
+        CommandLineError: T x G not dividing the ranks, or a timing option other than
+            its default.
     """
-    if args.output_file is not None:
-        raise CommandLineError(f"-J {args.output_file}: nccl-tests' JSON file is not "
-                               f"written; --json prints one JSON object per size")
     lines = []
     per_process = _threads_gpus(args)
     if per_process is not None:

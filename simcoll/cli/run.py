@@ -10,14 +10,16 @@ import math
 import sys
 import textwrap
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.cli import checking, nccl_flags, table
+from simcoll.cli import checking, json_out, nccl_flags, table
 from simcoll.cli.options import (
     SIZE_HELP,
     CommandLineError,
     add_run_options,
+    check_output,
     default_algorithm,
     parse_bytes,
     plural,
@@ -337,6 +339,8 @@ def run(args: argparse.Namespace) -> int:
         0, or 1 if any size failed the numpy check.
     """
     args.topology = args.topology or nccl_flags.shape_spec(args) or "switch:8"
+    report_path = None if args.output_file is None else check_output(
+        args.output_file, (".json",), "-J")
     topo = from_spec(args.topology)
     notes = nccl_flags.notes(args, topo.nranks) + _not_applying(args)
     # -o all and -r all refused where one op or root would be (no reduction, no root)
@@ -348,15 +352,50 @@ def run(args: argparse.Namespace) -> int:
     parts, skipped = _parts(args, topo, kwargs, requested)
     if args.op == "all":
         skipped.append(_MULSUM_LEFT_OUT)
-    done: list[table.Row] = []
+    report = None if report_path is None else _report(report_path, args, topo, kwargs)
+    done: list[table.Row] = [] if report is None else report.rows
     records: list[dict[str, Any]] = []
     writer = csv.writer(sys.stdout, lineterminator="\n") if args.csv else None
     if writer is not None:
         writer.writerow(_CSV_FIELDS)
     elif not args.json:
         print("\n".join(_preamble(args, topo, kwargs) + notes + skipped + table.header()))
-    elif notes:
+    if notes and (args.csv or args.json):
         print("\n".join(notes), file=sys.stderr)
+    try:
+        _print_rows(args, parts, done, records, topo, writer)
+    except BaseException as exc:
+        if report is not None and done:
+            report.write(exc)
+        raise
+    if report is not None:
+        report.write()
+    if not args.csv and not args.json:
+        print("\n".join(table.footer(done)
+                        + chosen(records, {k for k, _ in args.param},
+                                 get_algorithm(args.collective, args.algorithm).defaults)
+                        + nccl_graphs(topo, records)))
+    return 1 if any(r.wrong for r in done) else 0
+
+
+def _report(path: Path, args: argparse.Namespace, topo: Topology,
+            kwargs: dict[str, Any]) -> json_out.Report:
+    """The -J report of this run, its rows to come."""
+    low, high = _bounds(args)
+    step = ("step_factor", args.stepfactor) if args.stepfactor > 1 else \
+        ("step_bytes", args.stepbytes)
+    simulated = {"collective": args.collective,
+                 "settings": run_settings(args.algorithm, kwargs["network"], args.param),
+                 "topology": topo.spec}
+    return json_out.Report(path, args.argv, topo, simulated, (low, high), step,
+                           bool(args.check))
+
+
+def _print_rows(args: argparse.Namespace, parts: list[Iterator[tuple[table.Row, dict[str, Any]]]],
+                done: list[table.Row], records: list[dict[str, Any]], topo: Topology,
+                writer: Any) -> None:
+    """Simulate and print each row (the table's, a CSV line or a JSON record) as it is
+    done, keeping it in ``done`` and ``records``."""
     for row, record in itertools.chain.from_iterable(parts):
         done.append(row)
         records.append(record)
@@ -370,9 +409,3 @@ def run(args: argparse.Namespace) -> int:
                                (record["algbw_GBps"], record["busbw_GBps"], row.wrong))])
         else:
             print(table.row(row), flush=True)
-    if not args.csv and not args.json:
-        print("\n".join(table.footer(done)
-                        + chosen(records, {k for k, _ in args.param},
-                                 get_algorithm(args.collective, args.algorithm).defaults)
-                        + nccl_graphs(topo, records)))
-    return 1 if any(r.wrong for r in done) else 0

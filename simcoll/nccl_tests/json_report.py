@@ -11,7 +11,8 @@ version code), ``config`` (``nthreads``, ``ngpus``, ``minimum_bytes``, ``maximum
 ``in_place``, each ``time`` (or ``cpu_time`` with ``-C 1``) in microseconds, ``alg_bw``,
 ``bus_bw`` and ``nwrong`` (null without the check), or null), ``out_of_bounds.count`` and
 ``average_bus_bandwidth.bandwidth``. The numbers are the full ones, not the table's
-rounded digits.
+rounded digits. ``simcoll run -J``'s report adds a ``simcoll`` object, whose
+``collective`` and ``settings`` (what its table's first line says) are read too.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from typing import Any
 
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests.rows import Layout
 from simcoll.nccl_tests.scanning import Run, version_of
-from simcoll.nccl_tests.tables import Measurement, NcclTestsRow
+from simcoll.nccl_tests.tables import PROGRAMS, Measurement, NcclTestsRow
 
 __all__ = ["looks_like_json", "read_json"]
 
@@ -56,9 +58,15 @@ def read_json(text: str) -> Run:
         raise InvalidInputError("a JSON document without a 'results' list: expected "
                                 "nccl-tests' JSON report (-J file)")
     run = Run(start=1)
-    args = doc.get("args")
+    args, simcoll = doc.get("args"), doc.get("simcoll")
     if isinstance(args, list) and args and isinstance(args[0], str):
-        run.program = os.path.basename(args[0])
+        stem = re.sub(r"_perf(?:_mpi)?$", "", os.path.basename(args[0]))
+        run.program = stem if stem in PROGRAMS else None
+    if isinstance(simcoll, dict):   # simcoll run -J's: what it simulated
+        if isinstance(simcoll.get("collective"), str):
+            run.program = simcoll["collective"]
+        if isinstance(simcoll.get("settings"), str):
+            run.simcoll_run = simcoll["settings"]
     code = doc.get("nccl_version")
     if isinstance(code, int) and not isinstance(code, bool) and code > 0:
         run.version = version_of(code)
@@ -127,8 +135,8 @@ def _row(result: Any, index: int) -> tuple[NcclTestsRow, bool]:
         cputime |= "cpu_time" in block and "time" not in block
         blocks.append(Measurement(
             _number(block, "cpu_time" if "time" not in block else "time", f"{where}.{place}"),
-            _number(block, "alg_bw", f"{where}.{place}", finite=False),
-            _number(block, "bus_bw", f"{where}.{place}", finite=False),
+            _bandwidth(block, "alg_bw", f"{where}.{place}"),
+            _bandwidth(block, "bus_bw", f"{where}.{place}"),
             None if block.get("nwrong") is None
             else _number(block, "nwrong", f"{where}.{place}")))
     return NcclTestsRow(size, count, kind, redop or None, root, blocks[0], blocks[1],
@@ -150,3 +158,9 @@ def _number(entry: dict[str, Any], key: str, where: str, *, finite: bool = True)
         raise InvalidInputError(f"{where}.{key}: expected a{' finite' if finite else ''} "
                                 f"number >= 0, found {value!r:.30}")
     return float(value)
+
+
+def _bandwidth(entry: dict[str, Any], key: str, where: str) -> float:
+    """A bandwidth; null (``simcoll run -J``'s for a size simulated in no time) is
+    infinite."""
+    return math.inf if entry.get(key, 0) is None else _number(entry, key, where, finite=False)

@@ -1,0 +1,86 @@
+"""``simcoll run -J FILE``: the run as nccl-tests' JSON report (``JSON_FILE_VERSION`` 3 of
+``src/util.cu``, nccl-tests 2.19.6), which :func:`simcoll.nccl_tests.parse` and tools
+made for nccl-tests' reports read.
+
+The keys are nccl-tests'; what a simulation has not, it leaves out or says: no
+``nccl_version`` (no NCCL ran), ``in_place`` null (no separate in-place run: the one
+simulated block is the out-of-place one, as in the printed table), one process of every
+rank, its iteration counts 1 and 0 (every iteration would take the same time), and a
+``simcoll`` object naming the collective, algorithm, network, parameters and machine.
+Rows done before a failure or Ctrl-C are written with the error in ``errors``; a
+bandwidth of a size simulated in no time (links without latency) is null.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from simcoll.cli import table
+from simcoll.files import write_atomically
+from simcoll.topology.graph import Topology
+
+__all__ = ["Report"]
+
+_FORMAT_VERSION = 3
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+class Report:
+    """The report of one ``simcoll run``, written by :meth:`write`."""
+
+    def __init__(self, path: Path, argv: Sequence[str], topo: Topology,
+                 simulated: dict[str, Any], sizes: tuple[int, int], step: tuple[str, int],
+                 checked: bool) -> None:
+        """``simulated``: the ``simcoll`` object; ``sizes``: -b and -e; ``step``:
+        ``("step_factor", f)`` or ``("step_bytes", i)``."""
+        self.path = path
+        self.rows: list[table.Row] = []
+        self.doc: dict[str, Any] = {
+            "version": _FORMAT_VERSION, "start_time": _now(), "args": ["simcoll", *argv],
+            "env": [], "simcoll": simulated,
+            "config": {"nthreads": 1, "ngpus": topo.nranks, "minimum_bytes": sizes[0],
+                       "maximum_bytes": sizes[1], step[0]: step[1],
+                       "warmup_iters": 0, "iterations": 1, "aggregated_iterations": 1,
+                       "validation": int(checked), "graph": 0,
+                       "blocking_collectives": False, "per_iter_timing": False,
+                       "per_iter_skip": 0, "parallel_init": False,
+                       "devices": [{"rank": r, "group": 0, "pid": 0,
+                                    "hostname": f"node{node}", "device": r,
+                                    "device_hex": "", "device_info": gpu}
+                                   for r, (gpu, node) in enumerate(zip(topo.gpus,
+                                                                       topo.gpu_nodes))]}}
+
+    def write(self, error: BaseException | None = None) -> None:
+        """Write the report of the rows done (atomically: a file is whole or absent);
+        ``error``: what stopped the run, if anything."""
+        results = [{"size": r.size, "count": r.count, "type": r.type, "redop": r.redop,
+                    "root": f"{r.root:6d}",
+                    "out_of_place": {"time": r.time_us, "alg_bw": _finite(r.algbw),
+                                     "bus_bw": _finite(r.busbw),
+                                     "nwrong": None if r.wrong is None else float(r.wrong)},
+                    "in_place": None, "actual_iterations": 1, "experiment_name": ""}
+                   for r in self.rows]
+        bad = sum(1 for r in self.rows if r.wrong)
+        average = sum(r.busbw for r in self.rows) / len(self.rows) if self.rows else 0.0
+        errors = [] if error is None else [
+            f"interrupted after {len(self.rows)} size(s)" if isinstance(error, KeyboardInterrupt)
+            else f"{type(error).__name__} after {len(self.rows)} size(s): {error}"]
+        doc = {**self.doc, "results": results,
+               "out_of_bounds": {"count": bad, "okay": bad == 0},
+               "average_bus_bandwidth": {"bandwidth": average, "okay": "unchecked"},
+               "errors": errors, "end_time": _now()}
+        text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+        write_atomically(self.path, lambda tmp: tmp.write_text(text))
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: the bandwidth of a size simulated in no time is null."""
+    return value if math.isfinite(value) else None
