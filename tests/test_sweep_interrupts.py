@@ -349,3 +349,36 @@ def test_a_stopped_sweep_keeps_the_users_link_to_its_save_file(tmp_path):
         sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2], sizes=[64],
               save=link, executor=_StoppedAtOnce())
     assert link.is_symlink() and not (tmp_path / "real.jsonl").exists()
+
+
+@LINUX
+def test_ctrl_c_during_simcoll_run_json_on_a_full_pipe_keeps_every_line_whole(tmp_path):
+    """simcoll run --json prints a record per size (some 40 kB each on 256 ranks); a
+    Ctrl-C while one waits on a full pipe lets it finish: every line printed parses (it
+    was cut at 16 kB before)."""
+    proc = _start([sys.executable, "-m", "simcoll", "run", "--collective", "all_to_all",
+                   "--topology", "switch:256", "--algorithm", "direct", "-b", "256K",
+                   "-e", "2M", "-f", "2", "--json"], tmp_path)
+    _wait_for_output(proc, _pipe_nearly_full(proc))
+    out, err = _interrupt(proc, unread=0.2)  # Ctrl-C while a write waits
+    assert proc.returncode == 130, err
+    assert err == "simcoll run: interrupted\n"
+    assert out.endswith("\n")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert 1 <= len(records) < 4
+    assert [r["size"] for r in records] == [2**18 * 2**k for k in range(len(records))]
+
+
+def test_ctrl_c_while_a_line_is_written_comes_once_it_is_written():
+    from simcoll.cli.writing import ctrl_c_held
+
+    before = signal.getsignal(signal.SIGINT)
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            reached.append("the rest of the line")
+    assert reached == ["the rest of the line"]
+    with ctrl_c_held():   # nothing pressed: nothing raised
+        reached.append("quiet")
+    assert reached[-1] == "quiet" and signal.getsignal(signal.SIGINT) is before

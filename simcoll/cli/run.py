@@ -28,6 +28,7 @@ from simcoll.cli.options import (
     run_kwargs,
     run_settings,
 )
+from simcoll.cli.writing import ctrl_c_held
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import InvalidInputError
 from simcoll.inputs import check_inputs
@@ -395,17 +396,20 @@ def _print_rows(args: argparse.Namespace, parts: list[Iterator[tuple[table.Row, 
                 done: list[table.Row], records: list[dict[str, Any]], topo: Topology,
                 writer: Any) -> None:
     """Simulate and print each row (the table's, a CSV line or a JSON record) as it is
-    done, keeping it in ``done`` and ``records``."""
+    done, keeping it in ``done`` and ``records``; a line is written whole (Ctrl-C waits
+    for its end: :func:`~simcoll.cli.writing.ctrl_c_held`)."""
     for row, record in itertools.chain.from_iterable(parts):
         done.append(row)
         records.append(record)
-        if args.json:
-            print(json.dumps(record), flush=True)
-        elif writer is not None:
-            writer.writerow([record["collective"], record["algorithm"], topo.spec,
-                             record["network"], record["nranks"], row.size, row.count,
-                             row.type, row.redop, row.root, row.time_us,
-                             *("" if value is None else value for value in
-                               (record["algbw_GBps"], record["busbw_GBps"], row.wrong))])
-        else:
-            print(table.row(row), flush=True)
+        with ctrl_c_held():
+            if args.json:
+                print(json.dumps(record), flush=True)
+            elif writer is not None:
+                writer.writerow([record["collective"], record["algorithm"], topo.spec,
+                                 record["network"], record["nranks"], row.size, row.count,
+                                 row.type, row.redop, row.root, row.time_us,
+                                 *("" if value is None else value for value in
+                                   (record["algbw_GBps"], record["busbw_GBps"], row.wrong))])
+                sys.stdout.flush()
+            else:
+                print(table.row(row), flush=True)

@@ -7,12 +7,9 @@ import csv
 import functools
 import io
 import json
-import signal
 import sys
-import threading
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,6 +26,7 @@ from simcoll.cli.options import (
     resolve_dtype,
     run_kwargs,
 )
+from simcoll.cli.writing import ctrl_c_held
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import InvalidInputError
 from simcoll.files import sibling, write_atomically
@@ -224,33 +222,15 @@ class _Printer:
             self._print()
 
     def _print(self) -> None:
-        """Write out what is waiting, whole: Ctrl-C is held back from taking it until it
-        is flushed (an interrupt inside a buffered write can garble the line, a record
-        being some 20 kB on 256 ranks, and one between taking and writing it would lose
-        it)."""
-        with _ctrl_c_held():
+        """Write out what is waiting, whole: Ctrl-C waits until it is flushed (an
+        interrupt inside a buffered write can garble the line, a record being some 20 kB
+        on 256 ranks, and one between taking and writing it would lose it)."""
+        with ctrl_c_held():
             text = self._text.getvalue()
             self._text.seek(0)
             self._text.truncate()
             sys.stdout.write(text)
             sys.stdout.flush()
-
-
-@contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Block SIGINT in the main thread for the body, and restore its mask after: a
-    Ctrl-C meanwhile goes to another thread or waits, and its KeyboardInterrupt comes
-    once the body is done (even while a write waits on a full pipe). Elsewhere (another
-    thread, or no ``pthread_sigmask``) the body runs as it is."""
-    if not hasattr(signal, "pthread_sigmask") or \
-            threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _with_spec(record: dict[str, Any], spec: str, values: dict[int, int]) -> dict[str, Any]:
