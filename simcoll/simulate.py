@@ -25,7 +25,13 @@ from simcoll.execution import Execution
 from simcoll.faults import Faults
 from simcoll.inputs import Inputs, check_inputs, check_op, check_root, check_topology
 from simcoll.lone_flows import time_without_events
-from simcoll.memory import data_mode_bytes, nccl_slice_bytes, physical_memory, shortfall
+from simcoll.memory import (
+    NCCL_SLICE_BYTES_PER_MIB,
+    data_mode_bytes,
+    nccl_slice_bytes,
+    physical_memory,
+    shortfall,
+)
 from simcoll.ops import ReduceOp
 from simcoll.result import Result
 from simcoll.topology.graph import Topology
@@ -216,8 +222,8 @@ def _refuse_slices_that_cannot_fit(nbytes: int) -> None:
     if physical is not None and need > physical:
         raise InvalidInputError(
             f"nbytes={nbytes}: NCCL's algorithms cut each rank's buffer into slices, about "
-            f"{need / 2**30:.1f} GiB of them here (500 B per MiB), more than this "
-            f"machine's {physical / 2**30:.1f} GiB; simulate a smaller size")
+            f"{need / 2**30:.3g} GiB of them here ({NCCL_SLICE_BYTES_PER_MIB} B per MiB), "
+            f"more than this machine's {physical / 2**30:.3g} GiB; simulate a smaller size")
 
 
 def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: np.dtype,

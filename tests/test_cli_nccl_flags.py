@@ -157,6 +157,20 @@ def test_check_count_and_step_factor_zero_read_as_nccl_tests_reads_them(capsys):
     assert [int(r[0]) for r in rows] == [1024, 2048, 3072, 4096]
 
 
+def test_step_factor_zero_keeps_the_size_loop_guards(capsys):
+    status, _, err = cli(capsys, "run", "-b", "8", "-e", "8G", "-i", "1", "-f", "0")
+    assert status == 2 and "gives 8589934585 sizes; at most 10000" in err
+    status, _, err = cli(capsys, "run", "-b", "8", "-e", "64", "-i", "0", "-f", "0")
+    assert status == 2 and "the sizes never grow" in err
+
+
+def test_a_machine_of_t_times_g_that_cannot_be_built_names_t_and_g(capsys):
+    status, out, err = cli(capsys, "run", *SMALL, "-g", "100000000")
+    assert status == 2 and out == ""
+    assert err.startswith("simcoll run: error: -t 1 -g 100000000 (without --topology: "
+                          "switch:100000000): ")
+
+
 def test_root_minus_one_is_every_root_in_turn(capsys):
     rows, _, _ = rows_of(capsys, "--topology", "switch:4", "--collective", "broadcast",
                          "-b", "1K", "-e", "1K", "-r", "-1")
@@ -178,6 +192,8 @@ def test_op_and_root_where_they_do_not_apply_are_ignored_saying_so(capsys):
     rows, out, _ = rows_of(capsys, "--topology", "switch:4", *SMALL, "-r", "2")
     assert rows == rows_of(capsys, "--topology", "switch:4", *SMALL)[0]
     assert "# -r 2: all_reduce has no root" in out
+    _, out, _ = rows_of(capsys, "--topology", "switch:4", *SMALL, "-r", "-1")
+    assert "# -r -1: all_reduce has no root" in out   # as typed
 
 
 def test_mulsum_runs_as_avg_and_op_all_says_it_is_left_out(capsys):
@@ -197,9 +213,10 @@ def test_out_of_bounds_line_is_printed_without_the_check_as_nccl_tests_prints_it
                           footer[1]] and footer[1].startswith("# Avg bus bandwidth")
 
 
-def test_notes_go_to_standard_error_with_csv_and_json(capsys):
+@pytest.mark.parametrize("form", ["--json", "--csv"])
+def test_notes_go_to_standard_error_with_csv_and_json(capsys, form):
     status, out, err = cli(capsys, "run", "--topology", "switch:4", *SMALL, "-g", "4",
-                           "-n", "5", "--json")
+                           "-n", "5", form)
     assert status == 0 and "# -" not in out
     assert err.splitlines() == ["# -t 1 -g 4: 1 process of 4 ranks, the machine's 4",
                                 "# -n 5: taken; a simulation's iterations all take the "

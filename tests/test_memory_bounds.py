@@ -162,15 +162,15 @@ def test_an_array_given_to_every_rank_counts_once(monkeypatch):
 @pytest.mark.parametrize("collective", ["all_reduce", "broadcast", "reduce_scatter"])
 def test_nccl_slices_that_cannot_fit_are_refused_before_the_run(monkeypatch, collective):
     """NCCL's algorithms hold about 500 B of slices per MiB of a rank's buffer: 1 TiB
-    holds 2^20 x 500 B = 0.49 GiB, more than a machine of 0.25 GiB (2^59 B ended in an
+    holds 2^20 x 500 B = 0.488 GiB, more than a machine of 0.25 GiB (2^59 B ended in an
     empty MemoryError at t = 0); 256 MiB holds 125 KiB and runs there."""
     machine_of(monkeypatch, 2**28)
     ran = []
     monkeypatch.setattr(Execution, "run", lambda self: ran.append(self))
     with pytest.raises(sc.InvalidInputError, match=(
             r"^nbytes=1099511627776: NCCL's algorithms cut each rank's buffer into slices, "
-            r"about 0\.5 GiB of them here \(500 B per MiB\), more than this machine's "
-            r"0\.2 GiB; simulate a smaller size$")):
+            r"about 0\.488 GiB of them here \(500 B per MiB\), more than this machine's "
+            r"0\.25 GiB; simulate a smaller size$")):
         sc.simulate(sc.topology.switch(2), collective, algorithm="nccl", nbytes=2**40)
     assert ran == []
     monkeypatch.undo()

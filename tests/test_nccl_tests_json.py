@@ -19,7 +19,9 @@ def block(time_us, size, factor, key="time", nwrong=0.0):
 
 
 def report(program="./build/all_reduce_perf", sizes=(1024, 4096, 16384), key="time",
-           groups=(0, 0, 0, 0), **config):
+           groups=(0,), ngpus=P, hosts=("node0",), **config):
+    """One entry in ``devices`` per process (its first rank's, as nccl-tests writes
+    them): ``groups`` and ``hosts`` per process, of ``ngpus`` ranks each."""
     factor = 2 * (P - 1) / P
     results = [{"size": s, "count": s // 4, "type": "float", "redop": "sum",
                 "root": f"{-1:6d}", "out_of_place": block(10 + s / 1e3, s, factor, key),
@@ -29,16 +31,16 @@ def report(program="./build/all_reduce_perf", sizes=(1024, 4096, 16384), key="ti
         "version": 3, "start_time": "2026-11-30 10:00:00",
         "args": [program, "-b", "1K", "-e", "16K", "-f", "4", "-g", "4", "-J", "r.json"],
         "env": ["PATH=/usr/bin"], "nccl_version": 22807,
-        "config": {"nthreads": 1, "ngpus": P, "minimum_bytes": 1024, "maximum_bytes": 16384,
+        "config": {"nthreads": 1, "ngpus": ngpus, "minimum_bytes": 1024,
+                   "maximum_bytes": 16384,
                    "step_factor": 4, "warmup_iters": 5, "iterations": 20,
                    "aggregated_iterations": 1, "validation": 1, "graph": 0,
                    "blocking_collectives": False, "per_iter_timing": False,
                    "per_iter_skip": 0, "parallel_init": False, **config,
-                   "devices": [{"rank": r, "group": g, "pid": 100 + r,
-                                "hostname": f"node{r // 2}", "device": r % 2,
-                                "device_hex": "0000:18:00",
+                   "devices": [{"rank": p * ngpus, "group": g, "pid": 100 + p,
+                                "hostname": host, "device": 0, "device_hex": "0000:18:00",
                                 "device_info": "NVIDIA H100 80GB HBM3"}
-                               for r, g in enumerate(groups)]},
+                               for p, (g, host) in enumerate(zip(groups, hosts))]},
         "results": results, "out_of_bounds": {"count": 0, "okay": True},
         "average_bus_bandwidth": {"bandwidth": 1.25, "okay": "unchecked"},
         "errors": [], "end_time": "2026-11-30 10:00:01"}
@@ -46,8 +48,11 @@ def report(program="./build/all_reduce_perf", sizes=(1024, 4096, 16384), key="ti
 
 def test_a_report_reads_as_its_table_would():
     table = sc.nccl_tests.parse(json.dumps(report(), indent=2))
-    assert table.collective == "all_reduce" and table.nranks == P
-    assert table.hosts == ("node0", "node0", "node1", "node1")
+    assert table.collective == "all_reduce" and table.nranks == P   # -g 4: one process
+    assert table.hosts == ("node0",) * P
+    two = sc.nccl_tests.parse(json.dumps(report(ngpus=2, groups=(0, 0),
+                                                hosts=("node0", "node1"))))
+    assert two.nranks == P and two.hosts == ("node0", "node0", "node1", "node1")
     assert table.devices == ("NVIDIA H100 80GB HBM3",) * P
     assert table.nccl_version == "2.28.7"
     assert table.settings == {"nThread": 1, "nGpus": 4, "minBytes": 1024, "maxBytes": 16384,
@@ -77,8 +82,12 @@ def test_cpu_times_and_communicators_read_from_a_report():
     assert table.cputime
     with pytest.raises(sc.InvalidInputError, match="-C 1's cputime"):
         sc.compare(sc.topology.switch(P), table, algorithm="ring")
-    split = sc.nccl_tests.parse(json.dumps(report(groups=(0, 0, 1, 1), sizes=(1024,))))
+    split = sc.nccl_tests.parse(json.dumps(report(groups=(0, 0, 1, 1), ngpus=1,
+                                                  hosts=("a",) * 4, sizes=(1024,))))
     assert split.communicators == 2 and split.nranks == 2
+    with pytest.raises(sc.InvalidInputError, match="a device per process of 2 ranks, and "
+                                                   "its communicators were split"):
+        sc.nccl_tests.parse(json.dumps(report(groups=(0, 1), ngpus=2, hosts=("a", "b"))))
 
 
 def test_an_other_program_and_null_blocks():
@@ -106,8 +115,25 @@ def test_a_bad_report_is_refused_naming_the_field(text, words):
         sc.nccl_tests.parse(text)
 
 
-def test_a_report_whose_sizes_contradict_its_counts_is_refused():
+def test_a_report_whose_sizes_contradict_its_counts_is_refused_naming_the_line():
+    doc = report(sizes=(1024, 4096))
+    doc["results"][1]["count"] = 100
+    text = json.dumps(doc, indent=1)
+    line = 1 + text[:text.index('"size": 4096')].count("\n")
+    with pytest.raises(sc.InvalidInputError, match=f"line {line}: size 4096 B is not its "
+                                                   f"count 100"):
+        sc.nccl_tests.parse(text)
+
+
+def test_json_lines_are_told_from_a_report():
+    records = "\n".join(json.dumps({"size": s, "nranks": 4, "time_us": 1.0}) for s in (8, 16))
+    with pytest.raises(sc.InvalidInputError, match="holds JSON lines, one record per size "
+                                                   r"\(simcoll run --json's"):
+        sc.nccl_tests.parse(records)
+
+
+def test_a_block_without_its_time_names_the_time():
     doc = report(sizes=(1024,))
-    doc["results"][0]["count"] = 100
-    with pytest.raises(sc.InvalidInputError, match="size 1024 B is not its count 100"):
+    del doc["results"][0]["out_of_place"]["time"]
+    with pytest.raises(sc.InvalidInputError, match=r"out_of_place\.time: expected"):
         sc.nccl_tests.parse(json.dumps(doc))

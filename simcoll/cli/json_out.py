@@ -4,8 +4,9 @@ made for nccl-tests' reports read.
 
 The keys are nccl-tests'; what a simulation has not, it leaves out or says: no
 ``nccl_version`` (no NCCL ran), ``in_place`` null (no separate in-place run: the one
-simulated block is the out-of-place one, as in the printed table), one process of every
-rank, its iteration counts 1 and 0 (every iteration would take the same time), and a
+simulated block is the out-of-place one, as in the printed table), a process per rank
+(one GPU each, so that ``devices``, an entry per process, names every rank's node), its
+iteration counts 1 and 0 (every iteration would take the same time), and a
 ``simcoll`` object naming the collective, algorithm, network, parameters and machine.
 Rows done before a failure or Ctrl-C are written with the error in ``errors``; a
 bandwidth of a size simulated in no time (links without latency) is null.
@@ -46,7 +47,7 @@ class Report:
         self.doc: dict[str, Any] = {
             "version": _FORMAT_VERSION, "start_time": _now(), "args": ["simcoll", *argv],
             "env": [], "simcoll": simulated,
-            "config": {"nthreads": 1, "ngpus": topo.nranks, "minimum_bytes": sizes[0],
+            "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": sizes[0],
                        "maximum_bytes": sizes[1], step[0]: step[1],
                        "warmup_iters": 0, "iterations": 1, "aggregated_iterations": 1,
                        "validation": int(checked), "graph": 0,

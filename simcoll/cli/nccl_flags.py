@@ -64,7 +64,9 @@ _FLAGS = (
 
 
 def _integer(text: str) -> int:
-    """An option's integer, as nccl-tests' strtol(optarg, NULL, 0) reads a whole one."""
+    """An option's integer: decimal, or with a 0x, 0o or 0b prefix (Python's
+    ``int(text, 0)``; nccl-tests' ``strtol(optarg, NULL, 0)`` reads ``010`` as octal,
+    which this refuses rather than guess)."""
     try:
         return int(text, 0)
     except ValueError:

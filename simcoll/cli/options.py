@@ -242,6 +242,19 @@ def default_algorithm(collective: str) -> str:
     return NO_RING.get(get_collective(collective).name, "ring")
 
 
+class _RootOrAll(argparse.Action):
+    """``-r`` where ``all`` is taken: keeps what was typed in ``root_text`` (``-1``, as
+    nccl-tests spells every root, reads as ``all``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        namespace.root_text = values
+        try:
+            setattr(namespace, self.dest, _root_or_all(values))
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"argument -r/--root: {exc}")
+
+
 def _root_or_all(text: str) -> int | str:
     """``-r``'s value where ``all`` is taken: a rank, or ``all`` (also ``-1``, as
     nccl-tests spells it)."""
@@ -291,7 +304,9 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                                            "(mulsum runs as avg; reducing collectives only)"
                                            + ("; all: each in turn, as nccl-tests -o all"
                                               if every else ""))
-    parser.add_argument("-r", "--root", type=_root_or_all if every else int,
+    if every:
+        parser.set_defaults(root_text=None)
+    parser.add_argument("-r", "--root", **({"action": _RootOrAll} if every else {"type": int}),
                         help="root rank (default 0; broadcast, reduce, gather, scatter only)"
                              + ("; all or -1: each rank in turn, as nccl-tests -r -1"
                                 if every else ""))

@@ -30,7 +30,7 @@ from simcoll.cli.options import (
 )
 from simcoll.cli.writing import ctrl_c_held
 from simcoll.collectives import collective as get_collective
-from simcoll.errors import InvalidInputError
+from simcoll.errors import InvalidInputError, TopologyError
 from simcoll.inputs import check_inputs
 from simcoll.nccl_tests import nccl_shape
 from simcoll.ops import ReduceOp
@@ -96,11 +96,13 @@ def _whole(text: str) -> int:
 
 
 def sizes(minbytes: int, maxbytes: int, stepbytes: int, stepfactor: int) -> list[int]:
-    """nccl-tests' size loop: from -b while <= -e, times -f if -f > 1, else plus -i.
+    """nccl-tests' size loop: from -b while <= -e, times -f if -f > 1, else plus -i
+    (-f 0 is -f 1, as nccl-tests multiplies only where the factor is above 1).
 
     Raises:
         CommandLineError: -b above -e, a loop that would not grow, or over 10,000 sizes.
     """
+    stepfactor = max(stepfactor, 1)
     if minbytes > maxbytes:
         raise CommandLineError(f"invalid sizes: -b {minbytes} is larger than -e {maxbytes}")
     if minbytes < maxbytes and (stepfactor == 1 and stepbytes == 0 or
@@ -276,8 +278,8 @@ def _not_applying(args: argparse.Namespace) -> list[str]:
                      f"ignores it")
         args.op = None
     if args.root is not None and not coll.rooted:
-        lines.append(f"# -r {args.root}: {coll.name} has no root; ignored, as nccl-tests "
-                     f"ignores it")
+        lines.append(f"# -r {args.root_text or args.root}: {coll.name} has no root; "
+                     f"ignored, as nccl-tests ignores it")
         args.root = None
     if args.op is not None and args.op.lower() == "mulsum":
         lines.append("# -o mulsum: a pre-multiplied sum, run as avg, which NCCL computes as "
@@ -339,10 +341,17 @@ def run(args: argparse.Namespace) -> int:
     Returns:
         0, or 1 if any size failed the numpy check.
     """
-    args.topology = args.topology or nccl_flags.shape_spec(args) or "switch:8"
+    shaped = args.topology is None and nccl_flags.shape_spec(args)
+    args.topology = args.topology or shaped or "switch:8"
     report_path = None if args.output_file is None else check_output(
         args.output_file, (".json",), "-J")
-    topo = from_spec(args.topology)
+    try:
+        topo = from_spec(args.topology)
+    except TopologyError as exc:
+        if not shaped:
+            raise
+        raise CommandLineError(f"-t {args.nthreads or 1} -g {args.ngpus or 1} (without "
+                               f"--topology: {shaped}): {exc}") from None
     notes = nccl_flags.notes(args, topo.nranks) + _not_applying(args)
     # -o all and -r all refused where one op or root would be (no reduction, no root)
     run_kwargs(argparse.Namespace(**{**vars(args), "op": "sum" if args.op == "all" else args.op,

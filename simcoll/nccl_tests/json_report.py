@@ -11,7 +11,10 @@ version code), ``config`` (``nthreads``, ``ngpus``, ``minimum_bytes``, ``maximum
 ``in_place``, each ``time`` (or ``cpu_time`` with ``-C 1``) in microseconds, ``alg_bw``,
 ``bus_bw`` and ``nwrong`` (null without the check), or null), ``out_of_bounds.count`` and
 ``average_bus_bandwidth.bandwidth``. The numbers are the full ones, not the table's
-rounded digits. ``simcoll run -J``'s report adds a ``simcoll`` object, whose
+rounded digits. ``devices`` holds one entry per process, its first rank's (nccl-tests
+gathers a line per process and reads its first rank from it): the process's T x G ranks
+are taken to share its host and device name. A row's ``line`` is the line of its
+``"size"`` key. ``simcoll run -J``'s report adds a ``simcoll`` object, whose
 ``collective`` and ``settings`` (what its table's first line says) are read too.
 """
 
@@ -49,9 +52,16 @@ def read_json(text: str) -> Run:
         InvalidInputError: text that is not JSON, a document without ``results``, or a
             field of the wrong kind, naming it.
     """
+    text = text.lstrip("\ufeff")
     try:
-        doc = json.loads(text.lstrip("\ufeff"))
+        doc = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
+        if isinstance(exc, json.JSONDecodeError) and exc.msg == "Extra data" \
+                and _records(text[:exc.pos]):
+            raise InvalidInputError(
+                "the text holds JSON lines, one record per size (simcoll run --json's or "
+                "simcoll sweep's), not nccl-tests' JSON report: write one with simcoll run "
+                "-J FILE.json, or read a sweep's with simcoll.sweep.load_results") from None
         raise InvalidInputError(f"the text starts like nccl-tests' JSON report (-J) but is "
                                 f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
@@ -73,9 +83,13 @@ def read_json(text: str) -> Run:
     config = doc.get("config")
     if isinstance(config, dict):
         _read_config(run, config)
+    # each result's line: where its "size" key is (nccl-tests' results hold the only ones)
+    at = [m.start() for m in re.finditer(r'"size"\s*:', text)]
+    lines = [text.count("\n", 0, pos) + 1 for pos in at] \
+        if len(at) == len(doc["results"]) else None
     cputime = False
     for index, result in enumerate(doc["results"]):
-        row, cpu = _row(result, index)
+        row, cpu = _row(result, index, index + 1 if lines is None else lines[index])
         run.rows.append(row)
         cputime |= cpu
     run.layout = Layout(head=("size", "count", "type", "redop", "root"),
@@ -97,18 +111,40 @@ def _read_config(run: Run, config: dict[str, Any]) -> None:
     for key, kind in (("step_factor", "factor"), ("step_bytes", "bytes")):
         if isinstance(config.get(key), int):
             run.settings["step"], run.settings["step_kind"] = config[key], kind
+    # one entry per process, its first rank's (util.cu's writeDeviceReport gathers a
+    # line per process and parseRankInfo reads its first "#  Rank" of T x G)
+    per = run.settings.get("nThread", 1) * run.settings.get("nGpus", 1)
     devices = config.get("devices")
     for device in devices if isinstance(devices, list) else ():
         if isinstance(device, dict) and isinstance(device.get("rank"), int):
-            rank = device["rank"]
-            run.ranks[rank] = (str(device.get("hostname", "")), str(device.get("device_info", "")))
-            if isinstance(device.get("group"), int):
-                run.groups[rank] = device["group"]
+            first = device["rank"]
+            group = device.get("group", 0)
+            if per > 1 and group:
+                raise InvalidInputError(
+                    f"the report lists a device per process of {per} ranks, and its "
+                    f"communicators were split (NCCL_TESTS_SPLIT: group {group}), so the "
+                    f"ranks of each cannot be told; read the printed log, whose '# Using "
+                    f"devices' lists every rank")
+            for rank in range(first, first + per):
+                run.ranks[rank] = (str(device.get("hostname", "")),
+                                   str(device.get("device_info", "")))
+                if isinstance(group, int):
+                    run.groups[rank] = group
 
 
-def _row(result: Any, index: int) -> tuple[NcclTestsRow, bool]:
-    """results[index] as a row (its ``line`` the result's place, from 1), and whether its
-    times are ``-C 1``'s CPU times."""
+def _records(text: str) -> bool:
+    """Whether ``text`` is one JSON record of ``simcoll run --json`` or a sweep (an object
+    with ``nranks``)."""
+    try:
+        first = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return isinstance(first, dict) and "nranks" in first
+
+
+def _row(result: Any, index: int, line: int) -> tuple[NcclTestsRow, bool]:
+    """results[index] as a row on ``line`` of the text, and whether its times are
+    ``-C 1``'s CPU times."""
     where = f"results[{index}]"
     if not isinstance(result, dict):
         raise InvalidInputError(f"{where} is not an object: {result!r:.60}")
@@ -134,13 +170,14 @@ def _row(result: Any, index: int) -> tuple[NcclTestsRow, bool]:
             raise InvalidInputError(f"{where}.{place} is not an object or null")
         cputime |= "cpu_time" in block and "time" not in block
         blocks.append(Measurement(
-            _number(block, "cpu_time" if "time" not in block else "time", f"{where}.{place}"),
+            _number(block, "cpu_time" if "cpu_time" in block and "time" not in block
+                    else "time", f"{where}.{place}"),
             _bandwidth(block, "alg_bw", f"{where}.{place}"),
             _bandwidth(block, "bus_bw", f"{where}.{place}"),
             None if block.get("nwrong") is None
             else _number(block, "nwrong", f"{where}.{place}")))
     return NcclTestsRow(size, count, kind, redop or None, root, blocks[0], blocks[1],
-                        index + 1), cputime
+                        line), cputime
 
 
 def _whole(entry: dict[str, Any], key: str, where: str) -> int:
