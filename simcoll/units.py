@@ -7,8 +7,12 @@ way nccl-tests and users write them (``"256MiB"``, ``"1G"``, ``"4096"``).
 
 from __future__ import annotations
 
+import decimal
 import math
+import numbers
 import re
+from decimal import Decimal
+from fractions import Fraction
 
 from simcoll.errors import InvalidInputError
 
@@ -36,39 +40,72 @@ _SIZE_UNITS = {
     "k": KB, "kb": KB, "m": MB, "mb": MB, "g": GB, "gb": GB, "t": TB, "tb": TB,
     "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
 }
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?\s*([a-zA-Z]*)\s*$")
+_MAX_EXPONENT = 40
+"""The largest power of ten, up or down, a size string may name (1e40 bytes is beyond
+any count)."""
 
 
-def parse_size(text: str | int) -> int:
-    """Return the number of bytes that ``text`` names.
+def exact_number(mantissa: str, exponent: str | None) -> Fraction | None:
+    """``mantissa`` (digits, maybe with a point) times ten to ``exponent``, exactly; None
+    where the exponent lies beyond +-:data:`_MAX_EXPONENT` (no count of bytes)."""
+    value = Fraction(mantissa)
+    if exponent:
+        power = int(exponent)
+        if abs(power) > _MAX_EXPONENT:
+            return None
+        value *= Fraction(10) ** power
+    return value
+
+
+def parse_size(text: str | int | float) -> int:
+    """Return the number of bytes that ``text`` names, exactly.
 
     Decimal suffixes (K, KB, M, MB, G, GB, T, TB) are powers of 1000, binary ones (KiB,
-    MiB, GiB, TiB) powers of 1024; a bare number is bytes. Case is ignored but in the
-    final B: a lowercase b is a bit (``"100Mb"`` is what a link rate counts in), and
-    is refused rather than read as bytes.
+    MiB, GiB, TiB) powers of 1024; a bare number is bytes, with an exponent if wanted
+    (``"1e6"``). Case is ignored but in the final B: a lowercase b is a bit
+    (``"100Mb"`` is what a link rate counts in), and is refused rather than read as
+    bytes. A number (int, float, numpy's) is bytes: a whole one, -0.0 as 0.
 
     Raises:
         InvalidInputError: (a ``ValueError``) the text is not a size, names bits, or names
-            a fractional or infinite number of bytes.
+            a fractional, negative or infinite number of bytes.
     """
-    if isinstance(text, int) and not isinstance(text, bool):
+    if isinstance(text, numbers.Integral) and not isinstance(text, bool):
         if text < 0:
             raise InvalidInputError(f"size {text} is negative; sizes are >= 0 bytes")
-        return text
+        return int(text)
+    if isinstance(text, numbers.Real) and not isinstance(text, bool):
+        number = float(text)
+        if not math.isfinite(number):
+            raise InvalidInputError(f"size {text!r} is not a finite number of bytes")
+        if not number.is_integer():
+            raise InvalidInputError(f"size {text!r} is not a whole number of bytes")
+        if number < 0:
+            raise InvalidInputError(f"size {text!r} is negative; sizes are >= 0 bytes")
+        return int(number)
     match = _SIZE_RE.match(str(text))
-    if match is not None and match.group(2).endswith("b"):
-        number, prefix = match.group(1), match.group(2)[:-1].rstrip("iI").upper()
-        instead = f"{number}{prefix}B or {number}{prefix}iB" if prefix else f"{number}B"
+    if match is not None and match.group(3).endswith("b"):
+        number_text = match.group(1) + (f"e{match.group(2)}" if match.group(2) else "")
+        prefix = match.group(3)[:-1].rstrip("iI").upper()
+        instead = f"{number_text}{prefix}B or {number_text}{prefix}iB" if prefix \
+            else f"{number_text}B"
         raise InvalidInputError(f"cannot read size {text!r}: a lowercase b is a bit, and sizes "
-                         f"are bytes; write {instead}")
-    unit = match.group(2).lower() if match else None
+                                f"are bytes; write {instead}")
+    unit = match.group(3).lower() if match else None
     if match is None or unit not in _SIZE_UNITS:
         raise InvalidInputError(
             f"cannot read size {text!r}; write a number with an optional unit "
-            f"(B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. '256MiB'")
-    value = float(match.group(1)) * _SIZE_UNITS[unit]
-    if not math.isfinite(value):
-        raise InvalidInputError(f"size {text!r} is too large to count in bytes")
-    if value != int(value):
-        raise InvalidInputError(f"size {text!r} is {value} bytes, not a whole number of bytes")
+            f"(B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. '256MiB' or '1e6'")
+    value = exact_number(match.group(1), match.group(2))
+    if value is None:
+        raise InvalidInputError(f"size {text!r} has an exponent beyond +-{_MAX_EXPONENT}; "
+                                f"sizes are whole numbers of bytes")
+    value *= _SIZE_UNITS[unit]
+    if value.denominator != 1:
+        with decimal.localcontext() as exact:
+            exact.prec = 40
+            shown = Decimal(value.numerator) / Decimal(value.denominator)
+        raise InvalidInputError(f"size {text!r} is {shown.normalize():f} bytes, not a whole "
+                                f"number of bytes")
     return int(value)

@@ -270,3 +270,10 @@ def test_compare_notes_grouped_launches_graphs_and_misaligned_buffers(tmp_path, 
     assert "the log grouped 8 operations per launch (-m)" in first
     assert "the log replayed CUDA graphs (-G 10)" in first
     assert "the log misaligned its buffers (-u 3)" in first
+
+
+def test_sizes_with_an_exponent_read_as_nccl_tests_reads_them(capsys):
+    # nccl-tests' parsesize reads "%lf" then a unit letter: 1e3 is 1000, 1e3K 1024000
+    rows, _, _ = rows_of(capsys, "--topology", "switch:4", "-b", "1e3", "-e", "1e3K",
+                         "-f", "1024")
+    assert [int(r[0]) for r in rows] == [1000, 1024000]

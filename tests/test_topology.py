@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -69,6 +71,31 @@ def test_parse_size(text, value):
 @pytest.mark.parametrize("text", ["1.5B", "12 parsecs", "", "-3", None, "1e400GB", -3])
 def test_parse_size_refuses(text):
     with pytest.raises(sc.InvalidInputError, match="size"):  # a ValueError too
+        sc.parse_size(text)
+
+
+@pytest.mark.parametrize("text, value", [
+    # read exactly, never through a double (2^53 + 1 was read as 2^53)
+    ("9007199254740993", 2**53 + 1), ("8" + "0" * 30 + "B", 8 * 10**30),
+    ("1e3", 1000), ("0.3e1KB", 3000), ("5e-1K", 500), ("2.5E+2KiB", 256000),
+    # numbers: whole ones, exactly, whatever their type
+    (1e16, 10**16), (np.float64(2.0**56), 2**56), (np.int64(5), 5), (-0.0, 0),
+])
+def test_parse_size_reads_exactly(text, value):
+    got = sc.parse_size(text)
+    assert got == value and type(got) is int
+
+
+@pytest.mark.parametrize("text, words", [
+    ("1.00000000000000001KiB", "is 1024.00000000000001024 bytes, not a whole number"),
+    ("1.5e-3", "is 0.0015 bytes, not a whole number"),
+    ("1e999999999", "has an exponent beyond +-40"), ("1e-50", "has an exponent beyond"),
+    (1.5, "size 1.5 is not a whole number of bytes"),
+    (float("inf"), "size inf is not a finite number of bytes"),
+    (float("nan"), "size nan is not a finite number"), (-2.0, "size -2.0 is negative"),
+])
+def test_parse_size_says_why_it_refuses(text, words):
+    with pytest.raises(sc.InvalidInputError, match=re.escape(words)):
         sc.parse_size(text)
 
 

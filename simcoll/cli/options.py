@@ -8,7 +8,6 @@ import inspect
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -24,6 +23,7 @@ from simcoll.inputs import largest_input
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
 from simcoll.simulate import simulate
+from simcoll.units import exact_number
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
            "run_kwargs", "run_settings", "resolve_dtype", "check_output", "refuse_overflow",
@@ -33,7 +33,8 @@ MAX_BYTES = 2**50
 """Largest size accepted (1 PiB): byte counters are int64, and a rank may send p times
 its buffer."""
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*$", re.ASCII)
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?\s*([A-Za-z]*)\s*$",
+                      re.ASCII)
 _BINARY = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
            "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 SIZE_HELP = ("K, M, G, T are powers of 1024, as nccl-tests reads them (8G = 8 GiB = "
@@ -74,35 +75,41 @@ class Parser(argparse.ArgumentParser):
 
 
 def parse_bytes(text: str) -> int:
-    """Bytes named by ``text``, with nccl-tests' binary K, M, G, T.
+    """Bytes named by ``text``, with nccl-tests' binary K, M, G, T (and an exponent, as
+    nccl-tests' ``%lf`` reads ``1e3``).
 
     Raises:
         argparse.ArgumentTypeError: not a size (digits 0-9 only), a lowercase b (a bit),
             KB, MB, GB or TB (ambiguous), not whole, negative, or above 1 PiB.
     """
     match = _SIZE_RE.match(text)
-    unit = match.group(2).lower() if match else ""
-    if match is not None and match.group(2).endswith("b"):
+    unit = match.group(3).lower() if match else ""
+    number = "" if match is None else \
+        match.group(1) + (f"e{match.group(2)}" if match.group(2) else "")
+    if match is not None and match.group(3).endswith("b"):
         prefix = unit[:-1].rstrip("i").upper()
         raise argparse.ArgumentTypeError(
             f"cannot read size {text!r}: a lowercase b is a bit, and sizes are bytes; "
-            f"write {match.group(1)}{prefix + 'iB' if prefix else 'B'}")
+            f"write {number}{prefix + 'iB' if prefix else 'B'}")
     if match is not None and unit in ("kb", "mb", "gb", "tb"):
         raise argparse.ArgumentTypeError(
             f"size {text!r} is ambiguous: this command line reads K, M, G, T as powers of "
-            f"1024, as nccl-tests does; write {match.group(1)}{unit[0].upper()} or "
-            f"{match.group(1)}{unit[0].upper()}iB for that, or the number of bytes")
+            f"1024, as nccl-tests does; write {number}{unit[0].upper()} or "
+            f"{number}{unit[0].upper()}iB for that, or the number of bytes")
     if match is None or unit not in _BINARY:
         raise argparse.ArgumentTypeError(
             f"cannot read size {text!r}; write bytes with an optional K, M, G or T (powers "
-            f"of 1024, as nccl-tests reads them), e.g. 8, 64K, 1M, 8G")
-    value = Fraction(match.group(1)) * _BINARY[unit]
+            f"of 1024, as nccl-tests reads them), e.g. 8, 64K, 1M, 8G, 1e6")
+    value = exact_number(match.group(1), match.group(2))
+    if value is None and int(match.group(2)) < 0:
+        raise argparse.ArgumentTypeError(f"size {text!r} is not a whole number of bytes")
+    if value is None or value * _BINARY[unit] > MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"size {text!r} is above the largest accepted "
+                                         f"size, 1 PiB (2^50 bytes)")
+    value *= _BINARY[unit]
     if value.denominator != 1:
         raise argparse.ArgumentTypeError(f"size {text!r} is {float(value)} bytes, not a "
                                          f"whole number of bytes")
-    if value > MAX_BYTES:
-        raise argparse.ArgumentTypeError(f"size {text!r} is above the largest accepted "
-                                         f"size, 1 PiB (2^50 bytes)")
     return int(value)
 
 
