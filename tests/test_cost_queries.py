@@ -185,3 +185,13 @@ def test_the_uneven_lower_bounds_check_itemsize_too(itemsize, nbytes, message):
     with pytest.raises(sc.InvalidInputError, match=message):
         sc.cost.lower_bound("all_gatherv", p=2, nbytes=nbytes, alpha=1e-6, beta=1e-9,
                             itemsize=itemsize)
+
+
+def test_constants_that_overflow_the_time_are_named_not_the_model():
+    # 2 (p-1) alpha + 2 (p-1)/p n beta with alpha = beta = 1e308 is beyond a double; the
+    # ring's model is right, the constants are not seconds.
+    with pytest.raises(sc.InvalidInputError, match=r"the predicted time overflows \(inf\) "
+                                                   r"with alpha=1e\+308, beta=1e\+308"):
+        sc.cost.predict("all_reduce", "ring", p=8, nbytes=1024, alpha=1e308, beta=1e308)
+    assert sc.cost.predict("all_reduce", "ring", p=8, nbytes=1024, alpha=1e300,
+                           beta=0.0) == pytest.approx(14e300, rel=1e-12)

@@ -193,9 +193,11 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
         InvalidInputError: a bad p, nbytes, alpha, beta, gamma, itemsize or parameter,
             and what ``simulate`` refuses for these sizes (:func:`traffic`); a
             v-collective's sizes whose traffic could overflow int64 counters (as
-            ``simulate`` refuses them); the registered model raised (naming what, as
-            ``simulate`` reports a ``validate`` function that raises).
-        RegistrationError: the registered model returned something that is not a number.
+            ``simulate`` refuses them); constants so large that the time overflows to
+            inf; the registered model raised (naming what, as ``simulate`` reports a
+            ``validate`` function that raises).
+        RegistrationError: the registered model returned something that is not a number
+            (or a negative or NaN time).
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
@@ -209,11 +211,27 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
                                                                          np.floating)):
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's time "
                                 f"returned {seconds!r}; return seconds as a number")
+    if seconds == math.inf and _finite_when_scaled(spec, p, nbytes, alpha, beta, gamma,
+                                                   {**args, "itemsize": itemsize}):
+        raise InvalidInputError(f"the predicted time overflows (inf) with alpha={alpha!r}, "
+                                f"beta={beta!r}, gamma={gamma!r}: give seconds per message, "
+                                f"per byte and per reduced byte (e.g. alpha=5e-6, "
+                                f"beta=1e-11)")
     if not 0 <= seconds < math.inf:
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's time "
                                 f"returned {seconds!r}; return a finite number of seconds "
                                 f">= 0")
     return float(seconds)
+
+
+def _finite_when_scaled(spec: AlgorithmSpec, p: int, nbytes: Any, alpha: float, beta: float,
+                        gamma: float, kwargs: dict[str, Any]) -> bool:
+    """Whether the model's time is finite with the constants scaled down by 2^-600 (an
+    exact scale): an infinite time is then the constants' overflow, not the model's."""
+    tiny = 2.0**-600
+    seconds = _ask(spec, "time", (p, nbytes, alpha * tiny, beta * tiny, gamma * tiny), kwargs)
+    return isinstance(seconds, (int, float, np.integer, np.floating)) and \
+        bool(0 <= seconds < math.inf)
 
 
 def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
