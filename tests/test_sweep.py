@@ -920,3 +920,28 @@ def test_load_results_names_the_line_and_field_of_a_malformed_record(tmp_path, f
                        match=rf"^{listed} record 2 is not a simcoll sweep record: its "
                              rf"{field} "):
         load_results(listed)
+
+
+@pytest.mark.parametrize(("output", "stdout_tty", "expected"), [
+    (True, True, None), (True, False, None),    # a bar where stderr is a terminal
+    (False, False, None), (False, True, False),  # none between lines on a terminal
+])
+def test_simcoll_sweep_shows_its_bar_on_a_terminal(tmp_path, monkeypatch, capsys, output,
+                                                   stdout_tty, expected):
+    import simcoll.cli.sweeping as sweeping
+    from simcoll.cli import main
+
+    seen = []
+    real = sweeping.stream
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["progress"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweeping, "stream", spy)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: stdout_tty, raising=False)
+    argv = ["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K"]
+    if output:
+        argv += ["--output", str(tmp_path / "p.jsonl")]
+    assert main(argv) == 0
+    assert seen == [expected]

@@ -233,6 +233,13 @@ class _Printer:
             sys.stdout.flush()
 
 
+def _progress(out: Path | None) -> bool | None:
+    """The sweep's bar: on a terminal (None: where standard error is one), but not
+    between the lines a sweep without --output prints to a terminal."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    return None if out is not None or not (isatty and isatty()) else False
+
+
 def _with_spec(record: dict[str, Any], spec: str, values: dict[int, int]) -> dict[str, Any]:
     """``record`` with the spec of its machine: ``{p}`` is the value that built its
     rank count."""
@@ -273,7 +280,8 @@ def _run(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a truncated line: _earlier_points said so
             results = stream(printer or (lambda record: None), factory, args.collective,
-                             **axes, workers=args.workers, save=partial, progress=False,
+                             **axes, workers=args.workers, save=partial,
+                             progress=_progress(out),
                              **kwargs)
     except BaseException:
         if printer is not None:
