@@ -1510,3 +1510,18 @@ def test_the_timeline_legend_names_what_is_drawn():
     shown = _legend(sc.plot.timeline(empty))
     assert "send" not in shown and "receive" not in shown
     assert "message latency,\nqueueing (lighter)" in shown
+
+
+def test_more_lines_than_a_figure_shows_are_refused_before_drawing():
+    # 101 sizes on 2 and 4 ranks against x = nranks: one line per size, 101 of them
+    topo = {p: sc.topology.switch(p) for p in (2, 4)}
+    records = [sc.simulate(topo[p], "all_reduce", algorithm="ring", nbytes=4 * (k + 1))
+               for p in (2, 4) for k in range(101)]
+    with pytest.raises(sc.InvalidInputError, match=r"the records make 101 lines \(one per "
+                                                   r"algorithm and nbytes .*more than a "
+                                                   r"figure shows \(100\); plot against "
+                                                   r"x='nbytes' \(split='nranks'\)"):
+        sc.plot.scaling(records, x="nranks")
+    fig = sc.plot.scaling(records, x="nbytes")   # two lines, one per rank count
+    assert len(fig.axes[0].get_lines()) == 2
+    matplotlib.pyplot.close(fig)

@@ -42,6 +42,9 @@ _LEGENDS = ("right", "inside", "none")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", ">", "*", "<", "h", "d", "p")
 """One marker per colour slot: the ten fixed algorithms' all differ, and only ring's is
 round among them (nccl's is a star, not a hexagon), so lines stay apart in grayscale."""
+MAX_LINES = 100
+"""The most lines a scaling figure draws: past that its legend outgrows any page (10,000
+sizes drew a figure 130,000 pixels wide in a minute and a half)."""
 _LEGEND_ROWS = 24
 """The most legend entries in one column; a new figure grows to hold the legend."""
 _AXES_WIDTH = 4.6
@@ -339,8 +342,8 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
 
     Raises:
         InvalidInputError: a bad axis, field, legend, ``ax`` or save path,
-            ``formula=True`` without alpha, beta and gamma (each a number >= 0), or no
-            point that can be drawn.
+            ``formula=True`` without alpha, beta and gamma (each a number >= 0), no
+            point that can be drawn, or more than :data:`MAX_LINES` lines.
     """
     split = split if split is not None else ("nbytes" if x == "nranks" else "nranks")
     if x not in _XS or y not in _YS or split not in _XS or split == x or by not in _BYS:
@@ -368,6 +371,11 @@ def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
     skipped = [p for p in everything if not ((p.value(y) or 0) > 0
                                              and (p.value(x) or 0) > 0)]
     groups = _groups(points, x, split)
+    if len(groups) > MAX_LINES:
+        raise InvalidInputError(
+            f"the records make {len(groups)} lines (one per {by} and {split} and what "
+            f"else differs), more than a figure shows ({MAX_LINES}); plot against "
+            f"x={split!r} (split={x!r}), or fewer records")
 
     import matplotlib
     from matplotlib.lines import Line2D
