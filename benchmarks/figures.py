@@ -40,6 +40,10 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from interrupts import run_main  # noqa: E402
+
 import simcoll as sc  # noqa: E402
 from simcoll.files import unwritable  # noqa: E402
 from simcoll.plot.style import finish, format_duration, format_size  # noqa: E402
@@ -271,4 +275,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)
