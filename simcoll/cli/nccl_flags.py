@@ -18,6 +18,7 @@ Options and defaults follow ``src/common.cu`` of NVIDIA/nccl-tests 2.19.6 (its
 from __future__ import annotations
 
 import argparse
+import textwrap
 from dataclasses import dataclass
 
 from simcoll.cli.options import CommandLineError
@@ -82,10 +83,10 @@ def _count(text: str) -> int:
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """nccl-tests' options that ``simcoll run`` does not otherwise have."""
-    group = parser.add_argument_group(
-        "nccl-tests options", "taken so that a real command line runs: -t/-g must fit the "
-        "machine; those that cannot change a simulated time are noted; those that change "
-        "what nccl-tests times are taken at their defaults only")
+    group = parser.add_argument_group("nccl-tests options", textwrap.fill(
+        "taken so that a real command line runs: -t/-g must fit the machine; those that "
+        "cannot change a simulated time are noted; those that change what nccl-tests "
+        "times are taken at their defaults only", 88))
     group.add_argument("-t", "--nthreads", type=_count, metavar="T",
                        help="threads per process (ranks = processes x T x G)")
     group.add_argument("-g", "--ngpus", type=_count, metavar="G",
