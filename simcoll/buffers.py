@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from simcoll.checks import integer
-from simcoll.errors import CommUsageError
+from simcoll.errors import CommUsageError, InvalidInputError
 
 __all__ = ["VirtualBuffer", "VirtualChunks", "Buffer", "Chunks", "split_sizes", "block_counts",
            "block_bytes", "block_size", "block_start", "split", "split_counts", "repeat", "join",
@@ -64,6 +64,15 @@ _NO_VALUES = ("it holds no values (data-free mode): reduce two buffers with comm
               "cut them with x[a:b] or simcoll.buffers.split")
 
 
+def _known_dtype(dtype: Any) -> np.dtype:
+    """``np.dtype(dtype)``, or an InvalidInputError naming what numpy does not know."""
+    try:
+        return np.dtype(dtype)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"dtype={dtype!r:.60} is not accepted: {exc}; give a numpy "
+                                f"dtype such as np.float32 or 'float16'") from None
+
+
 class VirtualBuffer:
     """A buffer of ``count`` elements of ``dtype`` without storage (data-free mode).
 
@@ -75,10 +84,16 @@ class VirtualBuffer:
     _interned: dict[tuple[int, np.dtype], VirtualBuffer] = {}
 
     def __init__(self, count: int, dtype: Any) -> None:
+        """``count`` elements of ``dtype`` (a numpy dtype or what names one).
+
+        Raises:
+            InvalidInputError: a count that is not an integer >= 0, or a dtype numpy
+                does not know.
+        """
         if type(count) is not int or count < 0:
             count = integer(count, "count", minimum=0, what="elements")
         self.count = count
-        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else _known_dtype(dtype)
         self.nbytes = count * self.dtype.itemsize
 
     @classmethod
@@ -91,7 +106,7 @@ class VirtualBuffer:
         """
         if type(count) is not int:
             count = integer(count, "count", minimum=0, what="elements")
-        dtype = np.dtype(dtype)
+        dtype = dtype if isinstance(dtype, np.dtype) else _known_dtype(dtype)
         key = (count, dtype)
         buf = cls._interned.get(key)
         if buf is None:
@@ -126,6 +141,7 @@ class VirtualBuffer:
     __array_ufunc__ = _arithmetic  # np.add(a, b), array + x: not an array of objects
 
     def copy(self) -> VirtualBuffer:
+        """Itself, as ``ndarray.copy`` gives an equal array: it holds no data to copy."""
         return self
 
     def __eq__(self, other: object) -> bool:

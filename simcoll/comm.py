@@ -20,7 +20,7 @@ import numpy as np
 from simpy.events import PENDING, Event
 
 from simcoll import buffers
-from simcoll.buffers import Buffer, VirtualBuffer, frozen, snapshot
+from simcoll.buffers import Buffer, Chunks, VirtualBuffer, frozen, snapshot
 from simcoll.checks import integer
 from simcoll.errors import CommUsageError, TopologyError
 from simcoll.ops import ReduceOp
@@ -557,8 +557,11 @@ class Comm:
 
     # -- buffers and groups --------------------------------------------------------------
     @staticmethod
-    def split_buffer(x: Buffer, parts: int) -> Sequence[Buffer]:
-        """Cut ``x`` into ``parts`` chunks sized as ``np.array_split`` does (both modes).
+    def split_buffer(x: Buffer, parts: int) -> Chunks:
+        """Cut ``x`` into ``parts`` chunks sized as ``np.array_split`` does (both modes):
+        a list of views in data mode, :class:`~simcoll.buffers.VirtualChunks` in
+        data-free mode; either takes a received chunk in place of one
+        (``pieces[k] = yield comm.recv(...)``).
 
         Raises:
             CommUsageError: ``parts`` is not an integer >= 1.

@@ -32,6 +32,12 @@ class ReduceOp(enum.Enum):
     MAX = "max"
     AVG = "avg"
 
+    @classmethod
+    def _missing_(cls, value: object) -> ReduceOp:
+        """``ReduceOp("SUM")`` and ``ReduceOp("prod")`` as :meth:`parse` reads them (an
+        unknown name is an InvalidInputError, a ValueError too)."""
+        return cls.parse(value)  # type: ignore[arg-type]
+
     @property
     def ufunc(self) -> np.ufunc:
         """The numpy ufunc that combines two buffers for this op."""

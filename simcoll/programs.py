@@ -49,7 +49,7 @@ def run_program(topology: Topology, program: Callable[..., Any], *args: Any,
     """
     topology = check_topology(topology)
     for name, fn in (("program", program), ("in_network", in_network)):
-        if fn is not None and not inspect.isgeneratorfunction(fn):
+        if (fn is not None or name == "program") and not inspect.isgeneratorfunction(fn):
             raise InvalidInputError(f"{name}={fn!r} is not a generator function; a program "
                                     f"yields the events comm returns")
         if fn is not None:

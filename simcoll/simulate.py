@@ -41,9 +41,10 @@ __all__ = ["simulate"]
 
 def simulate(topology: Topology, collective: str, *, algorithm: str,
              data: Sequence[np.ndarray] | None = None,
-             nbytes: int | str | Sequence[Any] | np.ndarray | None = None,
+             nbytes: int | np.integer[Any] | str | Sequence[Any] | np.ndarray | None = None,
              dtype: Any = np.float32, op: ReduceOp | str | None = None,
-             root: int | None = None, src: int | None = None, dst: int | None = None,
+             root: int | np.integer[Any] | None = None, src: int | np.integer[Any] | None = None,
+             dst: int | np.integer[Any] | None = None,
              splits: Any = None, network: str = "flow", check: bool = True,
              trace: bool = False, until: float = 1e6, max_events: int = 10**9,
              faults: Faults | None = None, **params: Any) -> Result:

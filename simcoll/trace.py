@@ -35,7 +35,7 @@ from simcoll.result import Result, RunResult, traced_events
 from simcoll.runtime import TraceEvent
 from simcoll.topology.graph import Topology
 
-__all__ = ["to_chrome", "save_chrome", "endpoint_label"]
+__all__ = ["to_chrome", "save_chrome", "endpoint_label", "TraceEvent"]
 
 _THREADS = {"message": 0, "reduce": 1, "compute": 2}
 

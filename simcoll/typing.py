@@ -4,7 +4,8 @@ A rank program is a generator function ``fn(comm: Comm, x: Buffer, *, op, root, 
 that yields the events ``comm`` returns and returns this rank's output (``None`` where
 the collective leaves a rank without output, as on non-root ranks of ``reduce``).
 ``Buffer`` (a numpy array or a data-free :class:`~simcoll.buffers.VirtualBuffer`) is
-exported here with the program types, for an algorithm's signature.
+exported here with the program types, for an algorithm's signature, and ``Chunks``, what
+``Comm.split_buffer`` returns.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Any
 
 from simpy.events import Event
 
-from simcoll.buffers import Buffer
+from simcoll.buffers import Buffer, Chunks
 
-__all__ = ["Buffer", "Program", "BufferProgram", "HostProgram", "Steps"]
+__all__ = ["Buffer", "Chunks", "Program", "BufferProgram", "HostProgram", "Steps"]
 
 Program = Generator[Event, Any, Buffer | None]
 """What a rank program returns when called: a generator of events whose value is the

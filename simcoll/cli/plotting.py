@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from simcoll.cli.options import PICTURES, CommandLineError, check_output
 from simcoll.plot import scaling
 
@@ -124,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
         one_count = len({r.get("nranks") for r in ran}) == 1
         x = "nbytes" if one_count and len({r.get("nbytes") for r in ran}) > 1 else "nranks"
     figure = scaling(records, x=x, y=args.y, save=out)
-    drawn = sum(len(line.get_xdata()) for line in figure.axes[0].get_lines()
+    drawn = sum(int(np.size(line.get_xdata())) for line in figure.axes[0].get_lines()
                 if line.get_gid() == "simulated")
     failed = sum(1 for r in records if r.get("error"))
     notes = [f"{failed} failed"] if failed else []

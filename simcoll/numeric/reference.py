@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simcoll.errors import InvalidInputError
 from simcoll.numeric.job import TrainingJob
 from simcoll.numeric.mlp import Params
 from simcoll.numeric.results import ReferenceRun
@@ -16,7 +17,13 @@ def train_reference(job: TrainingJob) -> ReferenceRun:
 
     Returns:
         The model after each step and each step's loss (before its update).
+
+    Raises:
+        InvalidInputError: ``job`` is not a TrainingJob.
     """
+    if not isinstance(job, TrainingJob):
+        raise InvalidInputError(f"job={job!r:.80} is not accepted; use a "
+                                f"simcoll.numeric.TrainingJob")
     model, optimizer = job.model, job.optimizer
     params: Params = dict(job.params)
     states: dict[str, Any] = {name: optimizer.init(value) for name, value in params.items()}

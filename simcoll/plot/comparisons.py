@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simcoll.comparison import Comparison
 from simcoll.errors import InvalidInputError
@@ -16,6 +16,9 @@ from simcoll.plot.style import (
     octaves,
     wrapped,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["comparison"]
 
@@ -60,7 +63,7 @@ def _default_title(found: Comparison) -> str:
 
 
 def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
-               title: str | None = None, save: str | os.PathLike | None = None) -> Any:
+               title: str | None = None, save: str | os.PathLike | None = None) -> Figure:
     """Draw busbw against size, measured and simulated, and below it the simulated over
     the measured time, with a band for 10% either way.
 

@@ -6,8 +6,8 @@ import itertools
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
@@ -15,7 +15,7 @@ from simcoll.checks import flag
 from simcoll.collectives import collective as collective_spec
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
-from simcoll.plot.records import Failure, Point, read_all, topology_templates
+from simcoll.plot.records import Failure, Point, Record, read_all, topology_templates
 from simcoll.plot.style import (
     check_axes,
     checked_save_path,
@@ -29,7 +29,10 @@ from simcoll.plot.style import (
     time_unit,
     wrapped,
 )
-from simcoll.result import Result
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["scaling", "plot_scaling"]
 
@@ -295,11 +298,11 @@ def _left_out_notes(failures: list[Failure], skipped: list[Point], y: str) -> li
     return notes
 
 
-def scaling(records: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
+def scaling(records: Iterable[Record], *, x: str = "nranks",
             y: str = "time", by: str = "algorithm", split: str | None = None,
             formula: bool = False, alpha: float | None = None, beta: float | None = None,
             gamma: float | None = None, ax: Any = None, legend: str | None = None,
-            save: str | os.PathLike | None = None) -> Any:
+            save: str | os.PathLike | None = None) -> Figure:
     """Plot ``y`` against ``x`` on log axes, one line per group of comparable points.
 
     Points join into one line only when everything but ``x`` is the same: collective,
@@ -497,9 +500,9 @@ def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str
     return ", ".join([head] + tail if head else tail)
 
 
-def plot_scaling(results: Iterable[Result | Mapping[str, Any]], *, x: str = "nranks",
+def plot_scaling(results: Iterable[Record], *, x: str = "nranks",
                  y: str = "time", ax: Any = None,
-                 save: str | os.PathLike | None = None, **options: Any) -> Any:
+                 save: str | os.PathLike | None = None, **options: Any) -> Axes:
     """:func:`scaling` under its first name, returning the Axes as it always did.
 
     Returns:

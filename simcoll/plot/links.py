@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from simcoll.plot.style import (
 )
 from simcoll.result import Result, RunResult
 from simcoll.topology.graph import Topology
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["link_utilization", "MAX_BINS"]
 
@@ -53,7 +56,7 @@ def _row_label(name: str) -> str:
 
 
 def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, ax: Any = None,
-                     save: str | os.PathLike | None = None) -> Any:
+                     save: str | os.PathLike | None = None) -> Figure:
     """Draw a links x time heatmap of the fraction of each link's bandwidth in use.
 
     A trace holds each message's span, size and the instant its bytes began to move,

@@ -6,13 +6,17 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
 
 from simcoll.errors import InvalidInputError
 from simcoll.result import Result
 from simcoll.sweep.records import FailedPoint, SweepResults
 
-__all__ = ["Point", "Failure", "read_points", "read_all", "topology_templates"]
+Record = Union[Result, FailedPoint, Mapping[str, Any]]  # noqa: UP007 (a runtime alias on 3.10)
+"""What the plots read: a Result, a sweep's failed point, or a record as a dict
+(``Result.to_dict()``, a saved sweep's line)."""
+
+__all__ = ["Point", "Failure", "Record", "read_points", "read_all", "topology_templates"]
 
 _REQUIRED = ("collective", "algorithm", "nranks", "nbytes")
 
@@ -120,7 +124,7 @@ def _error_type(error: Any) -> str:
     return str(error).split(":", 1)[0] or "error"
 
 
-def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
+def read_points(records: Iterable[Record]) -> list[Point]:
     """Every record as a :class:`Point`; failed sweep points (a ``FailedPoint``, or a
     dict marked with an ``error``) are left out (:func:`read_all` returns them too).
 
@@ -133,7 +137,7 @@ def read_points(records: Iterable[Result | Mapping[str, Any]]) -> list[Point]:
     return read_all(records)[0]
 
 
-def read_all(records: Iterable[Result | Mapping[str, Any]]
+def read_all(records: Iterable[Record]
              ) -> tuple[list[Point], list[Failure]]:
     """``(points, failures)``: the records that ran as :class:`Point` objects, and the
     failed sweep points as :class:`Failure` objects, so a plot can say what it lacks.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simcoll.checks import flag
 from simcoll.critical_path import Segment, critical_path
@@ -28,6 +28,9 @@ from simcoll.plot.style import (
 from simcoll.result import Result, RunResult, traced_events
 from simcoll.topology.graph import Topology
 from simcoll.trace import endpoint_label
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["timeline"]
 
@@ -132,7 +135,7 @@ def _band_label(result: RunResult, address: int, topology: Topology | None) -> s
 def timeline(result: RunResult, topology: Topology | None = None, *,
              ranks: Sequence[int] | None = None, max_ranks: int = 16,
              critical: bool = False, ax: Any = None,
-             save: str | os.PathLike | None = None) -> Any:
+             save: str | os.PathLike | None = None) -> Figure:
     """Draw a traced run as one band per rank (and host, and in-network device that
     took part), one row per stream.
 

@@ -381,6 +381,11 @@ class Topology:
         return tuple(self._links)
 
     def device(self, name: str) -> Device:
+        """The device called ``name``.
+
+        Raises:
+            TopologyError: no device of that name.
+        """
         try:
             return self._devices[name]
         except KeyError:

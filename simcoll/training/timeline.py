@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
@@ -25,6 +25,9 @@ from simcoll.plot.style import (
     wrapped,
 )
 from simcoll.training.streams import Span
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_timeline"]
 
@@ -72,7 +75,7 @@ def _what_ran(result: Any) -> str:
 
 def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks: int = 8,
                   title: str | None = None, ax: Any = None,
-                  save: str | os.PathLike | None = None) -> Any:
+                  save: str | os.PathLike | None = None) -> Figure:
     """Draw a training step: one band per GPU, one row per stream.
 
     The first row of a band is the compute stream (forward and backward passes), the
