@@ -407,7 +407,12 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         low, high = [f.low_unit for f in scale], [f.high_unit for f in scale]
         rng = np.random.default_rng(seed)
         points = [np.array([f.unit(initial[k]) for k, f in zip(names, scale)])]
-        tried[points[0].tobytes()] = before   # the initial constants, up to rounding
+        if values_of(points[0]) == initial:
+            # the fit's start is the initial constants; where the fit's scale rounds one,
+            # it is simulated as a trial point: its finite differences must all compare
+            # with the times at the values they step from, or a constant that moves no
+            # time gets a false slope
+            tried[points[0].tobytes()] = before
         points += [rng.uniform(low, high) for _ in range(starts - 1)]
 
         def probe(x: np.ndarray, stuck: list[int]) -> np.ndarray | None:
@@ -458,7 +463,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                 messages.append(str(fit.message))
                 jacobians.append((float(fit.cost), np.asarray(fit.jac)))
                 if point is points[0]:
-                    stuck = [i for i in range(len(names)) if fit.x[i] == point[i]
+                    # trf starts strictly inside the bounds: a start on a bound moves by
+                    # a hair before the first step, which is no move of the fit's
+                    stuck = [i for i in range(len(names))
+                             if abs(fit.x[i] - point[i]) <= _HAIR * (high[i] - low[i])
                              and not np.any(np.asarray(fit.jac)[:, i])]
                     unmoved = [names[i] for i in stuck]
                     again = probe(fit.x, stuck) if stuck else None
@@ -479,6 +487,9 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         message = messages[0] if starts == 1 else \
             f"the best of {len(messages)} of {starts} starts: {joined}"
     fitted = values_of(best)
+    for k in unmoved:   # not fitted: the value given, not its rounding on the fit's scale
+        if math.isclose(fitted[k], initial[k], rel_tol=1e-12):
+            fitted[k] = initial[k]
     after = tried[best.tobytes()]
     return Calibration(fitted, initial, machine(fitted), table.sizes,
                        tuple(measured.tolist()), tuple(before.tolist()),
@@ -518,6 +529,11 @@ def _undetermined(jacobian: np.ndarray | None, sizes: int, free: int) -> int:
     moving = jacobian[:, np.any(jacobian, axis=0)]
     return int(moving.shape[1] - np.linalg.matrix_rank(moving)) if moving.size else 0
 
+
+_HAIR = 1e-9
+"""How far, as a share of its range on the fit's scale, a constant may end from its start
+and still count as not moved by the fit (scipy's trf moves a start on a bound inside by
+1e-10 of the bound)."""
 
 NEAR_BOUND = 1e-3
 """How near a bound a constant has to end, as a share of its range on the fit's scale,

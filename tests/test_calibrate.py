@@ -501,3 +501,29 @@ def test_a_table_of_two_types_fits_the_rows_of_the_type_without_wrong_values():
     assert lines[head].split()[:4] == ["size", "type", "redop", "root"]
     assert [line.split()[:4] for line in lines[head + 1:head + 4]] == [
         [str(size), "float", "sum", "-"] for size in SIZES4]
+
+
+def _ring_table(topology: sc.Topology) -> NcclTestsTable:
+    rows = []
+    for i, size in enumerate(2**k for k in range(10, 27, 2)):
+        t = sc.simulate(topology, "all_reduce", algorithm="ring", nbytes=size).time
+        rows.append(NcclTestsRow(size, size // 4, "float", "sum", -1,
+                                 Measurement(t * 1e6, size / t / 1e9, 0.0, 0), None, i + 1))
+    return NcclTestsTable(tuple(rows), collective="all_reduce", nranks=topology.nranks)
+
+
+@pytest.mark.parametrize("server", [(1e10, 1e9, 1e11), (1e9, 1e9, 1e11), (1e11, 1e9, 1e11)])
+def test_a_constant_no_time_depends_on_is_not_fitted_wherever_it_starts(server):
+    # switch(8) has no servers: server_bandwidth moves no time. Started beside 20 GB/s and
+    # 5 us, whose round trip through the fit's log scale is off by an ulp, it got a false
+    # slope from times simulated at the unrounded start and was "fitted" to 6.4 GB/s;
+    # started on a bound, scipy moved it inside and it was reported as ended on it.
+    table = _ring_table(sc.topology.switch(8, bandwidth=50 * sc.GB, latency=2 * sc.us))
+    assert math.exp(math.log(20e9)) != 20e9 or math.exp(math.log(5e-6)) != 5e-6
+    cal = sc.calibrate("switch:ranks=8", table, algorithm="ring",
+                       free={"bandwidth": (20e9, 1e9, 1e12), "latency": (5e-6, 1e-8, 1e-4),
+                             "server_bandwidth": server})
+    assert cal.unmoved == cal.not_fitted == ("server_bandwidth",)
+    assert cal.values["server_bandwidth"] == server[0] and cal.on_bound == {}
+    assert cal.values["bandwidth"] == pytest.approx(50e9, rel=1e-6)
+    assert cal.values["latency"] == pytest.approx(2e-6, rel=1e-6)
