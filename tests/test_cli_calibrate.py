@@ -312,3 +312,22 @@ def test_one_size_is_one_size(capsys, tmp_path):
     assert ("note: the sizes fitted (1) do not pin down the 2 free constants: 1 "
             "combination(s) of them move no simulated time where the fit ended, so other "
             "values fit as well; fit more sizes, or free fewer constants") in lines
+
+
+def test_a_log_of_simcoll_run_with_the_fitted_param_gets_no_note(capsys, nccl_log):
+    # the log ran --param launch_overhead=12us step_latency_scale=2.5; fitting both, the
+    # note once asked for the same --param, which --free then refused
+    status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4,
+                           "--algorithm", "nccl", "--free", "launch_overhead=2us:0:100us",
+                           "--free", "step_latency_scale=1:0.1:10", "--max-evaluations",
+                           "48")
+    assert status == 0, err
+    assert "the log is simcoll run's table" not in out.splitlines()[0]
+    # fitting one of them, the other still differs: the note says so
+    status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4,
+                           "--algorithm", "nccl", "--free", "launch_overhead=2us:0:100us",
+                           "--max-evaluations", "48")
+    assert status == 0, err
+    first = out.splitlines()[0]
+    assert "the log is simcoll run's table of nccl, network flow, params: " in first
+    assert "step_latency_scale=2.5" in first

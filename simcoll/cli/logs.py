@@ -135,7 +135,14 @@ def _simcoll_run_note(printed: str, args: argparse.Namespace) -> list[str]:
     ``--param chunks=4`` compared without it differs by what the parameter does."""
     mine = run_settings(args.algorithm, args.network, args.param)
     theirs = printed.partition(" (defaults:")[0]
-    if sorted(theirs.split()) == sorted(mine.split()):  # the parameters in any order
+    fitted = {name for name, _ in getattr(args, "free", ())}   # calibrate's --free
+
+    def kept(settings: str) -> list[str]:
+        """The settings' words but the parameters being fitted (and ``none``)."""
+        return sorted(w for w in settings.split()
+                      if w.partition("=")[0] not in fitted and not (fitted and w == "none"))
+
+    if kept(theirs) == kept(mine):  # the parameters in any order
         return []
     return [f"the log is simcoll run's table of {theirs}; this simulates {mine}: give the "
             f"same --algorithm, --network and --param to compare it with its own run"]
