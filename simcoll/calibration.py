@@ -388,7 +388,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         return simulated
 
     def values_of(x: np.ndarray) -> dict[str, float]:
-        return {k: s.value(u) for k, s, u in zip(names, scale, x)}
+        return {k: float(s.value(u)) for k, s, u in zip(names, scale, x)}
 
     def residuals(x: np.ndarray) -> np.ndarray:
         simulated = tried.get(x.tobytes())

@@ -95,6 +95,8 @@ def test_exact_table_other_collective_and_linear_bounds():
     assert cal.values["bandwidth"] == pytest.approx(40e9, rel=1e-4)
     assert cal.values["latency"] == pytest.approx(3e-6, rel=1e-4)
     assert max(abs(e) for e in cal.error_after) < 1e-6
+    # plain floats, as the README shows them (a linear scale gave numpy's)
+    assert {type(v) for v in cal.values.values()} == {float}
 
 
 def test_report(table):
