@@ -7,13 +7,23 @@ refused by compare and calibrate. Expectations from nccl-tests 2.19.6's src/comm
 # (nccl-tests' rows, as printed, are wider than 100 columns)
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from test_cli import cli, table_rows
 
 import simcoll as sc
+from simcoll.cli import table
+from simcoll.cli.json_out import Report
+from simcoll.cli.options import parse_bytes
 
 SMALL = ("-b", "8", "-e", "64K", "-f", "8")
 
@@ -277,3 +287,150 @@ def test_sizes_with_an_exponent_read_as_nccl_tests_reads_them(capsys):
     rows, _, _ = rows_of(capsys, "--topology", "switch:4", "-b", "1e3", "-e", "1e3K",
                          "-f", "1024")
     assert [int(r[0]) for r in rows] == [1000, 1024000]
+
+
+def test_json_report_of_an_infinite_bus_bandwidth_is_written(tmp_path, capsys):
+    path = tmp_path / "r.json"
+    status, out, err = cli(capsys, "run", "--topology", "switch:1", "--collective",
+                           "broadcast", "-b", "8", "-e", "8", "-J", str(path))
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    [result] = doc["results"]
+    assert result["out_of_place"]["alg_bw"] is None and result["out_of_place"]["bus_bw"] is None
+    assert doc["average_bus_bandwidth"]["bandwidth"] is None   # not inf (no JSON for it)
+
+
+@pytest.mark.parametrize("flags", [("-t", "0"), ("-g", "0"), ("-t", "-2"), ("--ngpus", "0")])
+def test_t_and_g_below_one_are_refused(capsys, flags):
+    status, out, err = cli(capsys, "run", "-b", "8", "-e", "8", *flags)
+    assert status == 2 and out == ""
+    assert f"'{flags[1]}' is not a whole number >= 1" in err
+
+
+def test_mulsum_is_said_left_out_only_with_op_all_and_noted_in_any_case(capsys):
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "-b", "1K", "-e", "1K",
+                         "-o", "sum")
+    assert status == 0 and "mulsum" not in out
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "-b", "1K", "-e", "1K",
+                         "-o", "MulSum")
+    assert status == 0 and "# -o mulsum: a pre-multiplied sum, run as avg" in out
+    assert [r[3] for r in table_rows(out)] == ["avg"]
+
+
+def _report(tmp_path, capsys, *argv):
+    path = tmp_path / "r.json"
+    status, out, err = cli(capsys, "run", "--topology", "cluster:2x2", *argv, "-J", str(path))
+    assert status == 0, err
+    return json.loads(path.read_text()), table_rows(out)
+
+
+def test_json_report_config_and_rows_follow_the_command_line(tmp_path, capsys):
+    doc, rows = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-i", "1K")
+    config = doc["config"]
+    # util.cu: step_factor only where stepFactor > 1, else step_bytes
+    assert config["step_bytes"] == 1024 and "step_factor" not in config
+    assert (config["minimum_bytes"], config["maximum_bytes"]) == (1024, 4096)
+    assert config["validation"] == 0
+    assert [d["device_info"] for d in config["devices"]] == ["gpu0", "gpu1", "gpu2", "gpu3"]
+    assert [r["size"] for r in doc["results"]] == [1024, 2048, 3072, 4096]
+    for result in doc["results"]:
+        assert result["root"] == "    -1"               # sprintf("%6i", -1)
+        assert result["out_of_place"]["nwrong"] is None  # unchecked: jsonNull()
+    table_ = sc.nccl_tests.parse(json.dumps(doc))
+    assert (table_.settings["step"], table_.settings["step_kind"]) == (1024, "bytes")
+    assert table_.devices == ("gpu0", "gpu1", "gpu2", "gpu3")
+    doc, _ = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "0", "-i", "1K")
+    assert doc["config"]["step_bytes"] == 1024 and "step_factor" not in doc["config"]
+    doc, _ = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "2", "-c")
+    assert doc["config"]["step_factor"] == 2 and "step_bytes" not in doc["config"]
+    assert doc["config"]["validation"] == 1
+    assert [r["out_of_place"]["nwrong"] for r in doc["results"]] == [0.0, 0.0, 0.0]
+
+
+def test_json_report_average_of_one_size_is_its_bus_bandwidth(tmp_path, capsys):
+    doc, _ = _report(tmp_path, capsys, "--size", "1M")
+    [result] = doc["results"]
+    assert doc["average_bus_bandwidth"]["bandwidth"] == result["out_of_place"]["bus_bw"] > 0
+
+
+def test_json_report_counts_the_rows_that_failed_the_check(tmp_path):
+    topo = sc.topology.switch(2)
+    report = Report(tmp_path / "r.json", ["run"], topo, {}, (8, 16), ("step_factor", 2), True)
+    report.rows += [table.Row(8, 2, "float", "sum", -1, 1.0, 0.008, 0.008, 0),
+                    table.Row(16, 4, "float", "sum", -1, 1.0, 0.016, 0.016, 3)]
+    report.write()
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["out_of_bounds"] == {"count": 1, "okay": False}   # rows with wrong elements
+    assert [r["out_of_place"]["nwrong"] for r in doc["results"]] == [0.0, 3.0]
+    assert sc.nccl_tests.parse((tmp_path / "r.json").read_text()).out_of_bounds == 1
+
+
+def test_a_bad_topology_given_with_g_is_not_blamed_on_g(capsys):
+    status, out, err = cli(capsys, "run", "--topology", "nosuch:4", "-b", "8", "-e", "8",
+                           "-g", "4")
+    assert status == 2 and out == ""
+    assert "without --topology" not in err and "nosuch" in err
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("1E3", 1000), ("5e-1K", 512), ("2.5E+2K", 256000), ("1024T", 2**50), ("1e1M", 10 * 2**20),
+])
+def test_parse_bytes_reads_exponents_as_nccl_tests_strtod_does(text, value):
+    assert parse_bytes(text) == value
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("1025T", "above the largest accepted size, 1 PiB"),
+    ("1e50", "above the largest accepted size, 1 PiB"),
+    ("1e-50", "is not a whole number of bytes"),
+    ("1e3Mb", "write 1e3MiB"),
+    ("1e3MB", "write 1e3M or 1e3MiB"),
+])
+def test_parse_bytes_says_why_it_refuses(text, words):
+    with pytest.raises(argparse.ArgumentTypeError, match=words):
+        parse_bytes(text)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals")
+def test_csv_rows_reach_a_pipe_as_each_size_is_done(tmp_path):
+    # each size of this run takes about a second: the first CSV row must be readable
+    # while the run goes on (it sat in stdout's buffer until the end)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simcoll", "run", "--collective", "all_to_all", "--topology",
+         "switch:256", "--algorithm", "direct", "-b", "256K", "-e", "32M", "-f", "2",
+         "--csv"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+             "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        got, deadline = b"", time.monotonic() + 60
+        while got.count(b"\n") < 2 and time.monotonic() < deadline and proc.poll() is None:
+            if select.select([proc.stdout], [], [], 0.1)[0]:
+                got += os.read(proc.stdout.fileno(), 65536)
+        # the header and the first row, before the other seven sizes are done (they all
+        # came at once, at the end, while a CSV line waited in stdout's buffer)
+        assert 2 <= got.count(b"\n") < 9, got
+        assert got.split(b"\n")[1].startswith(b"all_to_all,direct,")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+
+
+def _compare_notes(tmp_path, capsys, agg, graph, unalign):
+    text = CPUTIME.replace("cputime", "   time").replace("0.01    0.02", "0.04    0.07")
+    text = text.replace("0.05    0.09", "0.17    0.29").replace("agg iters: 1", f"agg iters: {agg}")
+    text = text.replace("graph: 0", f"graph: {graph}").replace("unalign: 0", f"unalign: {unalign}")
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    status, out, err = cli(capsys, "compare", str(log), "--topology", "switch:8")
+    assert status == 0, err
+    return out.splitlines()[0]
+
+
+def test_compare_notes_no_grouping_graphs_or_misalignment_where_the_log_had_none(tmp_path,
+                                                                                  capsys):
+    first = _compare_notes(tmp_path, capsys, 1, 0, 0)
+    assert "grouped" not in first and "CUDA graphs" not in first and "misaligned" not in first
+    first = _compare_notes(tmp_path, capsys, 2, 1, 1)
+    assert "the log grouped 2 operations per launch (-m)" in first
+    assert "the log replayed CUDA graphs (-G 1)" in first
+    assert "the log misaligned its buffers (-u 1)" in first

@@ -195,3 +195,13 @@ def test_constants_that_overflow_the_time_are_named_not_the_model():
         sc.cost.predict("all_reduce", "ring", p=8, nbytes=1024, alpha=1e308, beta=1e308)
     assert sc.cost.predict("all_reduce", "ring", p=8, nbytes=1024, alpha=1e300,
                            beta=0.0) == pytest.approx(14e300, rel=1e-12)
+
+
+def test_a_reduction_constant_that_overflows_the_time_is_named():
+    # ring all_reduce: 2 (p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma; with
+    # gamma = 1e308 and n = 2^40 the last term is beyond a double
+    with pytest.raises(sc.InvalidInputError, match=r"the predicted time overflows \(inf\) "
+                                                   r"with alpha=0\.0, beta=0\.0, "
+                                                   r"gamma=1e\+308"):
+        sc.cost.predict("all_reduce", "ring", p=8, nbytes=2**40, alpha=0.0, beta=0.0,
+                        gamma=1e308)

@@ -424,3 +424,14 @@ def test_many_events_at_one_instant_are_not_taken_for_a_loop():
                       nbytes=0)
     assert res.time == 0.0
     assert res.messages == p * (p - 1)
+
+
+def test_the_time_limit_names_the_next_event_at_full_precision():
+    def forever(comm: Comm):
+        while True:
+            yield comm.compute(1234.5678)
+
+    # ends at 1234.5678 and 2469.1356 s; the third, 3703.7034 s, falls beyond 3000 s
+    with pytest.raises(sc.RunLimitError, match=r"until=3000 s: its next event falls at "
+                                               r"t=3703\.7034 s,"):
+        sc.run_program(sc.topology.switch(2), forever, until=3000)

@@ -6,6 +6,7 @@ arrays that cannot fit in the machine's memory are refused before the run."""
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -177,3 +178,25 @@ def test_nccl_slices_that_cannot_fit_are_refused_before_the_run(monkeypatch, col
     machine_of(monkeypatch, 2**28)
     res = sc.simulate(sc.topology.switch(2), collective, algorithm="nccl", nbytes=2**28)
     assert res.time > 0
+
+
+def test_nccl_slices_that_just_fit_are_not_refused(monkeypatch):
+    # 1 GiB per rank holds 2^10 x 500 B = 512,000 B of slices: a machine of exactly that
+    # is not exceeded ("refused where that exceeds this machine's memory")
+    from simcoll.execution import Execution
+
+    simulate_module = sys.modules["simcoll.simulate"]
+
+    monkeypatch.setattr(simulate_module, "physical_memory", lambda: 512_000)
+    class Ran(Exception):
+        pass
+
+    def run(self):
+        raise Ran   # past the check: the run itself is not needed
+
+    monkeypatch.setattr(Execution, "run", run)
+    with pytest.raises(Ran):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="nccl", nbytes=2**30)
+    monkeypatch.setattr(simulate_module, "physical_memory", lambda: 511_999)
+    with pytest.raises(sc.InvalidInputError, match="0.000477 GiB of them here"):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="nccl", nbytes=2**30)

@@ -137,3 +137,52 @@ def test_a_block_without_its_time_names_the_time():
     del doc["results"][0]["out_of_place"]["time"]
     with pytest.raises(sc.InvalidInputError, match=r"out_of_place\.time: expected"):
         sc.nccl_tests.parse(json.dumps(doc))
+
+
+def test_a_report_of_an_mpi_build_or_an_unknown_program():
+    mpi = report(program="/opt/nccl-tests/build/all_gather_perf_mpi", sizes=(4096,))
+    mpi["results"][0].update(redop="none", count=256)
+    assert sc.nccl_tests.parse(json.dumps(mpi)).collective == "all_gather"
+    other = report(program="/usr/bin/launcher", sizes=(4096,))
+    assert sc.nccl_tests.parse(json.dumps(other)).collective is None
+
+
+def test_a_report_of_t_threads_of_g_gpus_has_t_times_g_ranks_per_process():
+    # util.cu: one device entry per process, its first rank's (process p: rank 4 p)
+    doc = report(ngpus=2, groups=(0, 0), hosts=("node0", "node1"))
+    doc["config"]["nthreads"] = 2
+    for p, device in enumerate(doc["config"]["devices"]):
+        device["rank"] = 4 * p
+    table = sc.nccl_tests.parse(json.dumps(doc))
+    assert table.nranks == 8 and table.hosts == ("node0",) * 4 + ("node1",) * 4
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("size", True, r"results\[0\]\.size: expected a whole number >= 0, found True"),
+    ("count", 2.5, r"results\[0\]\.count: expected a whole number >= 0"),
+])
+def test_a_report_field_of_the_wrong_kind_is_named(field, value, words):
+    doc = report(sizes=(1024,))
+    doc["results"][0][field] = value
+    with pytest.raises(sc.InvalidInputError, match=words):
+        sc.nccl_tests.parse(json.dumps(doc))
+
+
+def test_an_infinite_time_is_refused():
+    doc = report(sizes=(1024,))
+    doc["results"][0]["out_of_place"]["time"] = float("inf")
+    with pytest.raises(sc.InvalidInputError, match=r"out_of_place\.time: expected a finite "
+                                                   r"number >= 0, found inf"):
+        sc.nccl_tests.parse(json.dumps(doc))   # Python writes it Infinity
+
+
+def test_two_reports_one_after_the_other_are_not_taken_for_json_lines():
+    one = json.dumps(report(sizes=(1024,)))
+    with pytest.raises(sc.InvalidInputError, match="starts like nccl-tests' JSON report "
+                                                   r"\(-J\) but is not JSON: Extra data"):
+        sc.nccl_tests.parse(one + "\n" + one)
+
+
+def test_a_report_after_a_byte_order_mark_and_blanks_is_read():
+    text = "\ufeff \n\t" + json.dumps(report())
+    assert sc.nccl_tests.parse(text).sizes == (1024, 4096, 16384)

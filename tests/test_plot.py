@@ -1525,3 +1525,13 @@ def test_more_lines_than_a_figure_shows_are_refused_before_drawing():
     fig = sc.plot.scaling(records, x="nbytes")   # two lines, one per rank count
     assert len(fig.axes[0].get_lines()) == 2
     matplotlib.pyplot.close(fig)
+
+
+def test_a_figure_of_exactly_max_lines_is_drawn(tmp_path):
+    from simcoll.plot import curves
+
+    records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": p,
+                "nbytes": 1024 * (k + 1), "time": 1e-6 * p * (k + 1), "algbw": 1.0,
+                "busbw": 1.0} for p in (2, 4) for k in range(curves.MAX_LINES)]
+    sc.plot.scaling(records, x="nranks", save=tmp_path / "f.png")
+    assert (tmp_path / "f.png").exists()

@@ -14,6 +14,7 @@ import pytest
 
 import simcoll as sc
 from simcoll.comm import Comm
+from simcoll.errors import NoRouteError
 
 GB = 10**9
 
@@ -277,3 +278,101 @@ def test_ecmp_multicast_crosses_the_fabric_once_and_trees_of_sources_spread():
     wide = leaf_spine(2, 4, 8, routing="ecmp")
     spines = {spine_of(wide, wide.route(s, 8 + s % 8, multicast=True)) for s in range(8)}
     assert len(spines) > 1
+
+
+def tree_reference_avoiding(topo, src, dst, avoid):
+    """The documented multicast tree (tree_reference) over the links not in ``avoid``."""
+    index = {d.name: i for i, d in enumerate(topo.devices)}
+    a, b = topo.endpoint_name(src), topo.endpoint_name(dst)
+    hops, adj = hops_to(topo, a, avoid), adjacency(topo)
+    path, node = [], b
+    while node != a:
+        inward = [(n, d ^ 1) for n, d in adj[node]
+                  if hops.get(n, -1) == hops[node] - 1 and d >> 1 not in avoid]
+        node, d = inward[zlib.crc32(struct.pack("<2q", index[a], index[node])) % len(inward)]
+        path.append(d)
+    return tuple(path[::-1])
+
+
+def test_link_order_multicast_routes_are_its_unicast_routes():
+    # docstring: "link_order" routes from one source form a tree already, and a
+    # leaf-spine built by hand sends every flow between leaves through its first spine
+    topo = leaf_spine(4, 3, 2)
+    for s in range(8):
+        for d in range(8):
+            route = topo.route(s, d, multicast=True)
+            assert route.links == topo.route(s, d).links
+            if s // 2 != d // 2:
+                assert spine_of(topo, route) == "spine0"
+
+
+def test_unicast_and_multicast_routes_are_kept_apart():
+    topo = leaf_spine(3, 4, 3, routing="ecmp")
+    differ = 0
+    for s in range(9):
+        for d in range(9):
+            uni = topo.route(s, d).links           # cached first
+            multi = topo.route(s, d, multicast=True).links
+            assert uni == ecmp_reference(topo, s, d)
+            assert multi == tree_reference(topo, s, d)
+            assert topo.route(s, d).links == uni
+            differ += uni != multi
+    assert differ > 0   # the two hashes part somewhere, or this test shows nothing
+
+
+@pytest.mark.parametrize("leaf, spine", [(lf, s) for lf in ("leaf0", "leaf1") for s in range(3)])
+def test_ecmp_routes_around_one_failed_uplink(leaf, spine):
+    topo = leaf_spine(2, 3, 3, routing="ecmp")
+    (k,) = [k for k, link in enumerate(topo.links) if (link.u, link.v) == (leaf, f"spine{spine}")]
+    avoid = frozenset({k})
+    for s in range(6):
+        into: dict[str, set[int]] = {}
+        for d in range(6):
+            uni = topo.route(s, d, avoid=avoid)
+            assert uni.links == ecmp_reference(topo, s, d, avoid)
+            multi = topo.route(s, d, avoid=avoid, multicast=True)
+            assert multi.links == tree_reference_avoiding(topo, s, d, avoid)
+            for route in (uni, multi):
+                assert all(d_ >> 1 != k for d_ in route.links)
+                assert len(route.links) == (0 if s == d else 2 if s // 3 == d // 3 else 4)
+            for d_ in multi.links:
+                into.setdefault(topo.directed_link(d_)[1], set()).add(d_)
+        assert all(len(ways) == 1 for ways in into.values())   # still one tree
+
+
+def test_ecmp_with_no_way_around_the_failed_links_raises_no_route():
+    topo = leaf_spine(2, 2, 2, routing="ecmp")
+    cut = frozenset(k for k, link in enumerate(topo.links) if link.u == "leaf0"
+                    and link.v.startswith("spine"))
+    for multicast in (False, True):
+        with pytest.raises(NoRouteError, match="around the failed links"):
+            topo.route(0, 2, avoid=cut, multicast=multicast)
+        assert len(topo.route(0, 1, avoid=cut, multicast=multicast).links) == 2
+
+
+@pytest.mark.parametrize("multicast", [False, True])
+def test_ecmp_route_around_a_failed_ring_link_goes_the_long_way(multicast):
+    # ring(6): link k joins gpu k and gpu k+1 (link 5: gpu5 -> gpu0); directed 2k runs
+    # u -> v, 2k + 1 back. Without link 0, gpu0 reaches gpu1 the long way round.
+    topo = sc.topology.ring(6, routing="ecmp")
+    assert topo.route(0, 1, multicast=multicast).links == (0,)       # hop counts kept
+    assert topo.route(0, 1, avoid=frozenset({0}), multicast=multicast).links == \
+        (11, 9, 7, 5, 3)
+    assert topo.route(1, 0, avoid=frozenset({0}), multicast=multicast).links == \
+        (2, 4, 6, 8, 10)
+    assert topo.route(1, 0, multicast=multicast).links == (1,)       # none kept from avoid
+
+
+def test_adding_a_link_drops_the_kept_hop_counts():
+    topo = sc.topology.ring(6, routing="ecmp")
+    assert len(topo.route(0, 3).links) == 3
+    assert len(topo.route(0, 3, multicast=True).links) == 3
+    topo.add_link("gpu0", "gpu3", bandwidth=1e9)                     # link 6
+    assert topo.route(0, 3).links == (12,)
+    assert topo.route(0, 3, multicast=True).links == (12,)
+
+
+def test_repr_names_the_routing_only_where_it_is_not_the_default():
+    assert repr(sc.Topology("x")) == "Topology('x', gpus=0, hosts=0, devices=0, links=0)"
+    assert repr(sc.Topology("x", routing="ecmp")) == \
+        "Topology('x', gpus=0, hosts=0, devices=0, links=0, routing='ecmp')"

@@ -382,3 +382,13 @@ def test_ctrl_c_while_a_line_is_written_comes_once_it_is_written():
     with ctrl_c_held():   # nothing pressed: nothing raised
         reached.append("quiet")
     assert reached[-1] == "quiet" and signal.getsignal(signal.SIGINT) is before
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX")
+def test_ctrl_c_is_blocked_while_a_line_is_written():
+    from simcoll.cli.writing import ctrl_c_held
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    with ctrl_c_held():
+        assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before

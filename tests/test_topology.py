@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -272,3 +273,29 @@ def test_a_route_takes_a_via_of_a_str_subclass():
 def test_a_torus_takes_its_dimensions_as_a_numpy_array():
     topo = sc.topology.torus(np.array([4, 3]))
     assert (topo.nranks, len(topo.links)) == (12, 24)   # 12 links along each dimension
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("1e40", 10**40),                          # the largest power of ten it names
+    (np.int64(2**53 + 1), 2**53 + 1),          # numpy's integers exactly, not via a float
+    (np.uint64(2**63 + 1), 2**63 + 1),
+    (np.float32(1024.0), 1024),
+])
+def test_parse_size_reads_these(text, value):
+    got = sc.parse_size(text)
+    assert got == value and type(got) is int
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    (-1, "size -1 is negative"),
+    (-1.0, "size -1.0 is negative"),
+    (-2.0, "size -2.0 is negative"),
+    (np.float32(np.inf), "is not a finite number of bytes"),
+    (Fraction(1, 2), "is not a whole number of bytes"),
+    ("1e41", "has an exponent beyond"),
+    ("1e-7", "is 0.0000001 bytes, not a whole number"),
+    ("1e3Mb", "write 1e3MB or 1e3MiB"),
+])
+def test_parse_size_refuses_these_saying_why(text, words):
+    with pytest.raises(sc.InvalidInputError, match=words):
+        sc.parse_size(text)

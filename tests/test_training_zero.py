@@ -201,3 +201,62 @@ def test_a_layer_that_takes_no_time_holds_its_parameters_while_they_are_gathered
                      gpu=tr.GPU("unit", peak_flops=1e12))
     assert z.step_time == pytest.approx(8e-3, rel=1e-12)
     assert z.gathered == 4_000_000
+
+
+GPU = tr.GPU("unit", peak_flops=1e12)
+MACHINE = sc.topology.switch(2, bandwidth=1e9, latency=0)
+
+
+@pytest.mark.parametrize(("prefetch", "step", "most"), [
+    # A 10^6 parameters (2 MB whole), N none, B 3x10^6 (6 MB); each 1 ms forward, A and
+    # B 2 ms backward, N 1 ms. Gathers (1 MB per 10^6 sent): A fwd [0,1], B fwd [1,4],
+    # B bwd [4,7], A bwd [7,8]; compute A [1,2], N [2,3], B [4,5]; backward B [7,9],
+    # N [9,10], A [10,12]; reduce-scatters B [9,12], A [12,13]. Held: A fwd [0,2] 2 MB,
+    # B fwd [1,5] 6, B bwd [4,9] 6, A bwd [7,12] 2, B's gradients [7,12] 6, A's [10,13]
+    # 2: most in [7,9), 6 + 2 + 6 = 14 MB.
+    (True, 13e-3, 14_000_000),
+    # Without prefetch: gathers A fwd [0,1], B fwd [3,6], B bwd [7,10], A bwd [13,15];
+    # backward B [10,12], N [12,13], A [15,17]; reduce-scatters B [12,16], A [17,18].
+    # Held: B bwd [7,12] with B's gradients [10,16]: 12 MB in [10,12).
+    (False, 18e-3, 12_000_000),
+])
+def test_a_layer_without_parameters_between_layers_of_different_sizes(prefetch, step, most):
+    layers = (tr.Layer("A", (1_000_000,), 1e9, 2e9), tr.Layer("N", (), 1e9, 1e9),
+              tr.Layer("B", (3_000_000,), 1e9, 2e9))
+    model = tr.Model("uneven", layers, batch=1, seq_len=8, hidden=8, heads=1)
+    z = tr.zero_step(model, MACHINE, stage=3, gpu=GPU, prefetch=prefetch)
+    assert z.step_time == pytest.approx(step, rel=1e-12)
+    assert z.gathered == most
+
+
+def test_gradients_wider_than_parameters_are_held_at_their_own_width():
+    # The two layers of test_training_zero's hand-worked case, gradients in 4 B: the
+    # reduce-scatters send 2 MB (2 ms). Gathers A fwd [0,1], B fwd [1,2], B bwd [2,3],
+    # A bwd [3,4]; backward B [3,5], A [5,7]; reduce-scatters B [5,7], A [7,9]. Held:
+    # B bwd [2,5] 2 MB, A bwd [3,7] 2, B's gradients [3,7] 4, A's [5,9] 4: in [5,7),
+    # 2 + 4 + 4 = 10 MB.
+    layers = tuple(tr.Layer(name, (1_000_000,), 1e9, 2e9) for name in ("A", "B"))
+    model = tr.Model("two", layers, batch=1, seq_len=8, hidden=8, heads=1,
+                     precision=tr.Precision(param_bytes=2, grad_bytes=4))
+    z = tr.zero_step(model, MACHINE, stage=3, gpu=GPU, prefetch=True)
+    assert z.step_time == pytest.approx(9e-3, rel=1e-12)
+    assert z.gathered == 10_000_000
+
+
+def test_what_is_freed_at_an_instant_goes_before_what_is_taken_then():
+    # ZeroStep.gathered read from spans made by hand (zero._most_gathered), one GPU:
+    # layers A (10 units) and B (1), 1 B each per unit; A takes no time (its passes end
+    # with their gathers), B 1 s each way. Passes: A fwd, B fwd, B bwd, A bwd.
+    from simcoll.training.streams import Span
+    from simcoll.training.zero import _most_gathered
+
+    spans = [Span(0, "all_gather", "all_gather", 0, 1),     # A fwd: held [0,1] 10
+             Span(0, "all_gather", "all_gather", 1, 2),     # B fwd: held [1,3] 1
+             Span(0, "compute", "forward", 2, 3),
+             Span(0, "all_gather", "all_gather", 2, 3),     # B bwd: held [2,5] 1
+             Span(0, "compute", "backward", 3, 5),          # B's gradients [3,6] 1
+             Span(0, "reduce_scatter", "reduce_scatter", 5, 6),
+             Span(0, "all_gather", "all_gather", 6, 7),     # A bwd: held [6,7] 10
+             Span(0, "reduce_scatter", "reduce_scatter", 7, 8)]  # A's gradients [7,8] 10
+    # at 6 B's gradients are freed as A's backward gather starts: 10, not 11
+    assert _most_gathered(spans, 1, [(0.0, 0.0), (1.0, 1.0)], [10, 1], 1, 1) == 10

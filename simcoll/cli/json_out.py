@@ -9,7 +9,8 @@ simulated block is the out-of-place one, as in the printed table), a process per
 iteration counts 1 and 0 (every iteration would take the same time), and a
 ``simcoll`` object naming the collective, algorithm, network, parameters and machine.
 Rows done before a failure or Ctrl-C are written with the error in ``errors``; a
-bandwidth of a size simulated in no time (links without latency) is null.
+bandwidth of a size simulated in no time (one rank, or links without latency) is null,
+and so is an average over such a size.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class Report:
             else f"{type(error).__name__} after {len(self.rows)} size(s): {error}"]
         doc = {**self.doc, "results": results,
                "out_of_bounds": {"count": bad, "okay": bad == 0},
-               "average_bus_bandwidth": {"bandwidth": average, "okay": "unchecked"},
+               "average_bus_bandwidth": {"bandwidth": _finite(average), "okay": "unchecked"},
                "errors": errors, "end_time": _now()}
         text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
         write_atomically(self.path, lambda tmp: tmp.write_text(text))
