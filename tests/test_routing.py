@@ -376,3 +376,30 @@ def test_repr_names_the_routing_only_where_it_is_not_the_default():
     assert repr(sc.Topology("x")) == "Topology('x', gpus=0, hosts=0, devices=0, links=0)"
     assert repr(sc.Topology("x", routing="ecmp")) == \
         "Topology('x', gpus=0, hosts=0, devices=0, links=0, routing='ecmp')"
+
+
+def test_a_fat_tree_of_several_spines_hashes_its_routes_over_them():
+    # 8 nodes of one GPU, 2 to a leaf (leaf_radix 4): 4 leaves, each joined to each of 3
+    # spines by a third of its 2 x 12.5 GB/s uplink
+    topo = sc.topology.fat_tree(8, gpus_per_node=1, leaf_radix=4, spines=3)
+    assert topo.routing == "ecmp"
+    ups = [link for link in topo.links if link.v.startswith("spine")]
+    assert sorted({link.v for link in ups}) == ["spine0", "spine1", "spine2"]
+    assert len(ups) == 12 and {link.bandwidth for link in ups} == {2 * 12.5e9 / 3}
+    one = sc.topology.fat_tree(8, gpus_per_node=1, leaf_radix=4)
+    assert one.routing == "link_order" and [link.v for link in one.links
+                                           if "spine" in link.v] == ["spine"] * 4
+    # every byte of the all-to-all crosses the spines its routes hash to
+    res = sc.simulate(topo, "all_to_all", algorithm="direct", nbytes=8 * 2**20)
+    block = 2**20
+    expected: dict[tuple[str, str], int] = {}
+    for s in range(8):
+        for d in range(8):
+            if s // 2 != d // 2:
+                for link in ecmp_reference(topo, s, d):
+                    u, v = topo.directed_link(link)
+                    if "spine" in u + v:
+                        expected[u, v] = expected.get((u, v), 0) + block
+    assert {k: v for k, v in res.link_bytes.items() if "spine" in k[0] + k[1] and v} == \
+        expected
+    assert len({v for (u, v) in expected if v.startswith("spine")}) == 3   # all used

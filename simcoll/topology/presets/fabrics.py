@@ -4,9 +4,12 @@ A leaf switch has ``leaf_radix`` ports at the NIC rate: half face the nodes, hal
 spine, so a leaf serves ``leaf_radix // 2`` nodes without oversubscription. The spine
 layer is drawn as one non-blocking switch joined to every leaf by one link that carries
 the leaf's whole uplink capacity, ``leaf_radix // 2 x nic_bandwidth / oversubscription``:
-a fat tree whose uplinks share the load perfectly (ideal adaptive routing or ECMP), with
-unique routes. With ``oversubscription = 2`` a leaf has half as much capacity up as down.
-A machine whose NICs all fit one leaf gets no spine.
+a fat tree whose uplinks share the load perfectly (ideal adaptive routing), with unique
+routes. With ``spines = k > 1`` the spine layer is k switches instead, each leaf joined
+to each by a k-th of that capacity, and routes between leaves are hashed over them
+(``Topology.routing = "ecmp"``), so flows can collide on one uplink as on a real
+equal-cost multi-path fabric. With ``oversubscription = 2`` a leaf has half as much
+capacity up as down. A machine whose NICs all fit one leaf gets no spine.
 
 Rail-optimised fabrics (DGX SuperPOD): NIC k of every node sits on leaf k of the node's
 leaf group (rail k), so GPUs with the same local index talk through one leaf. NVIDIA's
@@ -57,17 +60,18 @@ def _leaf_capacity(leaf_radix: int, oversubscription: float,
 
 def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: float,
                     latency: float, kind: str, leaf_radix: int,
-                    oversubscription: float, sharp: bool = False) -> None:
+                    oversubscription: float, sharp: bool = False, spines: int = 1) -> None:
     """Join ``nics[node][rail]`` by leaves (one per rail and group of nodes) and a spine.
 
     Leaves are named ``leaf<rail>`` (``leaf<rail>_<group>`` once there are several
-    groups of ``leaf_radix // 2`` nodes), the spine ``spine``. Every NIC-leaf and
-    leaf-spine link has ``latency`` and ``kind``. ``sharp=True`` makes every switch
-    reduce in the network (InfiniBand SHARP: in-network devices, reductions at line
-    rate, drawn as free): each leaf aggregates its nodes, and the spine the leaves.
+    groups of ``leaf_radix // 2`` nodes), the spine ``spine`` (with ``spines`` above 1:
+    ``spine0`` ... and ECMP routing, see the module). Every NIC-leaf and leaf-spine link
+    has ``latency`` and ``kind``. ``sharp=True`` makes every switch reduce in the network
+    (InfiniBand SHARP: in-network devices, reductions at line rate, drawn as free): each
+    leaf aggregates its nodes, and the spine the leaves.
 
     Raises:
-        TopologyError: a bad ``leaf_radix`` or ``oversubscription``.
+        TopologyError: a bad ``leaf_radix``, ``oversubscription`` or ``spines``.
     """
     per_leaf, ratio = _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth)
     groups = -(-len(nics) // per_leaf)
@@ -81,10 +85,14 @@ def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: flo
             topo.add_link(nic, leaves[node // per_leaf, rail], bandwidth=nic_bandwidth,
                           latency=latency, kind=kind)
     if len(leaves) > 1:
-        spine = topo.add_switch("spine", reduce_bandwidth=reduces)
+        names = ["spine"] if spines == 1 else [f"spine{k}" for k in range(spines)]
+        layer = [topo.add_switch(name, reduce_bandwidth=reduces) for name in names]
         for leaf in leaves.values():
-            topo.add_link(leaf, spine, bandwidth=per_leaf * nic_bandwidth / ratio,
-                          latency=latency, kind=kind)
+            for spine in layer:
+                topo.add_link(leaf, spine, bandwidth=per_leaf * nic_bandwidth / ratio / spines,
+                              latency=latency, kind=kind)
+        if spines > 1:
+            topo.routing = "ecmp"
 
 
 def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.0,
@@ -92,7 +100,8 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
              intra_latency: float = 1 * us, nic_bandwidth: float = 100 * Gbps,
              pcie_bandwidth: float = 24 * GB, pcie_latency: float = 1 * us,
              network_latency: float = 1.5 * us, network_kind: str = "ib",
-             reduce_bandwidth: float = math.inf, sharp: bool = False) -> Topology:
+             reduce_bandwidth: float = math.inf, sharp: bool = False,
+             spines: int = 1) -> Topology:
     """Generic GPU servers, one NIC each, on a two-level fat tree.
 
     The GPUs of a node share a node switch (links of ``intra_bandwidth``); the node
@@ -103,7 +112,9 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     a -> node switch -> NIC -> leaf -> NIC -> node switch -> b; under another leaf it
     also crosses the spine. Rank ``node * gpus_per_node + local`` (its ``node``).
     ``sharp=True`` makes the leaves and the spine reduce in the network (InfiniBand
-    SHARP, for NCCL's CollNet with ``collnet=1``).
+    SHARP, for NCCL's CollNet with ``collnet=1``). ``spines=k`` draws the spine layer as
+    k switches with ECMP routing (see the module), where 1 draws one switch that shares
+    the load perfectly.
 
     Raises:
         TopologyError: a count, ratio, bandwidth or latency that is not accepted, or a
@@ -112,9 +123,11 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     sharp = flag(sharp, "sharp", error=TopologyError)
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
-    # Per node: its switch, GPUs, NIC and leaf at most, a link to each; and the spine.
-    _check_size(nodes * (gpus_per_node + 3) + 1, nodes * (gpus_per_node + 3), bound=True,
-                nodes=nodes, gpus_per_node=gpus_per_node)
+    spines = _check_count("spines", spines)
+    # Per node: its switch, GPUs, NIC and leaf at most, a link to each and from its leaf
+    # to each spine; and the spines.
+    _check_size(nodes * (gpus_per_node + 3) + spines, nodes * (gpus_per_node + 2 + spines),
+                bound=True, nodes=nodes, gpus_per_node=gpus_per_node, spines=spines)
     _check_quantities(intra_bandwidth=intra_bandwidth, intra_latency=intra_latency,
                       nic_bandwidth=nic_bandwidth, pcie_bandwidth=pcie_bandwidth,
                       pcie_latency=pcie_latency, network_latency=network_latency,
@@ -137,5 +150,5 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     if nics:
         attach_fat_tree(topo, nics, nic_bandwidth=nic_bandwidth, latency=network_latency,
                         kind=network_kind, leaf_radix=leaf_radix,
-                        oversubscription=oversubscription, sharp=sharp)
+                        oversubscription=oversubscription, sharp=sharp, spines=spines)
     return topo
