@@ -44,16 +44,19 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?\s*([a-zA-Z]
 _MAX_EXPONENT = 40
 """The largest power of ten, up or down, a size string may name (1e40 bytes is beyond
 any count)."""
+_MAX_DIGITS = 4000
+"""The most digits a size's number may have (Python's int() reads at most 4300)."""
 
 
 def exact_number(mantissa: str, exponent: str | None) -> Fraction | None:
     """``mantissa`` (digits, maybe with a point) times ten to ``exponent``, exactly; None
     where the exponent lies beyond +-:data:`_MAX_EXPONENT` (no count of bytes)."""
     value = Fraction(mantissa)
-    if exponent:
-        power = int(exponent)
-        if abs(power) > _MAX_EXPONENT:
+    if exponent and value:
+        digits = exponent.lstrip("+-").lstrip("0")
+        if len(digits) > 2 or int(digits or "0") > _MAX_EXPONENT:
             return None
+        power = int(exponent)
         value *= Fraction(10) ** power
     return value
 
@@ -75,6 +78,13 @@ def parse_size(text: str | int | float) -> int:
         if text < 0:
             raise InvalidInputError(f"size {text} is negative; sizes are >= 0 bytes")
         return int(text)
+    if isinstance(text, numbers.Rational) and not isinstance(text, bool):
+        exact = Fraction(text.numerator, text.denominator)
+        if exact.denominator != 1:
+            raise InvalidInputError(f"size {text!r} is not a whole number of bytes")
+        if exact < 0:
+            raise InvalidInputError(f"size {text!r} is negative; sizes are >= 0 bytes")
+        return int(exact)
     if isinstance(text, numbers.Real) and not isinstance(text, bool):
         number = float(text)
         if not math.isfinite(number):
@@ -85,6 +95,9 @@ def parse_size(text: str | int | float) -> int:
             raise InvalidInputError(f"size {text!r} is negative; sizes are >= 0 bytes")
         return int(number)
     match = _SIZE_RE.match(str(text))
+    if match is not None and len(match.group(1)) > _MAX_DIGITS:
+        raise InvalidInputError(f"size {str(text)[:20]!r}... has {len(match.group(1))} digits: "
+                                f"too large to count in bytes")
     if match is not None and match.group(3).endswith("b"):
         number_text = match.group(1) + (f"e{match.group(2)}" if match.group(2) else "")
         prefix = match.group(3)[:-1].rstrip("iI").upper()
@@ -104,8 +117,9 @@ def parse_size(text: str | int | float) -> int:
     value *= _SIZE_UNITS[unit]
     if value.denominator != 1:
         with decimal.localcontext() as exact:
-            exact.prec = 40
-            shown = Decimal(value.numerator) / Decimal(value.denominator)
-        raise InvalidInputError(f"size {text!r} is {shown.normalize():f} bytes, not a whole "
+            # a decimal times powers of 10 and 2: its expansion ends; show all of it
+            exact.prec = len(str(value.numerator)) + len(str(value.denominator)) + 2
+            shown = (Decimal(value.numerator) / Decimal(value.denominator)).normalize()
+        raise InvalidInputError(f"size {text!r} is {shown:f} bytes, not a whole "
                                 f"number of bytes")
     return int(value)

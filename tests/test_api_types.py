@@ -80,3 +80,11 @@ def test_reduce_ops_are_named_in_any_case_as_simulate_reads_them():
     assert sc.ReduceOp("SUM") is sc.ReduceOp.SUM and sc.ReduceOp("prod") is sc.ReduceOp.PRODUCT
     assert sc.ReduceOp("avg") is sc.ReduceOp.AVG
     assert np.array_equal(sc.ReduceOp("MAX")(np.array([1, 5]), np.array([3, 2])), [3, 5])
+
+
+def test_a_virtual_buffer_of_a_dtype_numpy_refuses_with_a_value_error():
+    dup = [("a", "f4"), ("a", "f4")]
+    for make in (sc.VirtualBuffer, sc.VirtualBuffer.of):
+        with pytest.raises(sc.InvalidInputError, match=r"dtype=.* is not accepted: "
+                                                       r"field 'a' occurs more than once"):
+            make(4, dup)

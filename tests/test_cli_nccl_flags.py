@@ -434,3 +434,9 @@ def test_compare_notes_no_grouping_graphs_or_misalignment_where_the_log_had_none
     assert "the log grouped 2 operations per launch (-m)" in first
     assert "the log replayed CUDA graphs (-G 1)" in first
     assert "the log misaligned its buffers (-u 1)" in first
+
+
+def test_parse_bytes_of_a_long_exponent_or_zero_with_an_exponent():
+    with pytest.raises(argparse.ArgumentTypeError, match="above the largest"):
+        parse_bytes("1e" + "1" * 5000)
+    assert parse_bytes("0e50") == parse_bytes("0e-50") == 0

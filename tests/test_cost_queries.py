@@ -12,11 +12,12 @@ elements on 4 ranks cuts blocks of 2, 1, 1 and 1 elements, so its root sends 3 x
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import simcoll as sc
 from simcoll import cost
-from simcoll.cost import Bounds
+from simcoll.cost import Bounds, CostModel, gpu_traffic
 from simcoll.testing import alpha_beta_network
 
 A, B, G = 1e-6, 1e-9, 1e-7
@@ -205,3 +206,33 @@ def test_a_reduction_constant_that_overflows_the_time_is_named():
                                                    r"gamma=1e\+308"):
         sc.cost.predict("all_reduce", "ring", p=8, nbytes=2**40, alpha=0.0, beta=0.0,
                         gamma=1e308)
+
+
+def test_constants_that_make_the_time_nan_or_the_model_fail_are_named():
+    # reduce/nccl with gamma = 1e308 computes inf - inf: nan; all_reduce/tree with
+    # alpha = 1e308 failed inside its processor sharing: both are the constants' doing
+    with pytest.raises(sc.InvalidInputError, match=r"the predicted time overflows \(nan\) "
+                                                   r"with alpha=0\.0, beta=0\.0, gamma=1e\+308"):
+        sc.cost.predict("reduce", "nccl", p=8, nbytes=2**20, alpha=0.0, beta=0.0,
+                        gamma=1e308)
+    with pytest.raises(sc.InvalidInputError, match=r"the predicted time fails with "
+                                                   r"alpha=1e\+308"):
+        sc.cost.predict("all_reduce", "tree", p=8, nbytes=2**20, alpha=1e308, beta=0.0)
+
+
+def _flat_all_reduce(comm, x, *, op):
+    yield from ()
+    return x
+
+
+def test_a_model_negative_at_small_constants_is_the_registrations_fault():
+    # its infinite time at large constants is the registration's, not the constants'
+    name = "test_negative_when_small"
+    model = CostModel(time=lambda p, nbytes, alpha, beta, gamma:
+                      float("inf") if alpha > 1 else -1.0,
+                      traffic=lambda p, nbytes, itemsize: gpu_traffic(np.zeros(p),
+                                                                      np.zeros(p)))
+    sc.register("all_reduce", name, cost=model)(_flat_all_reduce)
+    with pytest.raises(sc.RegistrationError, match=rf"all_reduce/{name}: its cost model's "
+                                                   rf"time returned inf"):
+        sc.cost.predict("all_reduce", name, p=4, nbytes=64, alpha=2.0, beta=0.0)

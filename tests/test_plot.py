@@ -1520,7 +1520,7 @@ def test_more_lines_than_a_figure_shows_are_refused_before_drawing():
     with pytest.raises(sc.InvalidInputError, match=r"the records make 101 lines \(one per "
                                                    r"algorithm and nbytes .*more than a "
                                                    r"figure shows \(100\); plot against "
-                                                   r"x='nbytes' \(split='nranks'\)"):
+                                                   r"x='nbytes' \(simcoll plot --x nbytes\)"):
         sc.plot.scaling(records, x="nranks")
     fig = sc.plot.scaling(records, x="nbytes")   # two lines, one per rank count
     assert len(fig.axes[0].get_lines()) == 2

@@ -500,3 +500,41 @@ def test_the_h100_nvswitch_reduces_what_its_gpus_push():
     assert res.time == pytest.approx(2 * (NVLINK_LAT + n / H100_NVLINK)
                                      + 7 * n / 1.86e12, rel=1e-12)
     assert math.isinf(sc.topology.dgx_a100(1).device("nvswitch0").reduce_bandwidth)
+
+
+def test_a_fat_tree_of_too_many_spine_links_is_refused_before_it_is_built(monkeypatch):
+    # 4096 one-GPU nodes, 2 to a leaf (leaf_radix 4): 2048 leaves, each joined to each of
+    # 1024 spines: 2^21 leaf-spine links, plus 3 x 4096 below, above the builder's 2^21
+    def built(*args, **kwargs):
+        raise AssertionError("building started")
+
+    monkeypatch.setattr(sc.Topology, "add_link", built)
+    monkeypatch.setattr(sc.Topology, "add_switch", built)
+    with pytest.raises(sc.TopologyError, match="spines=1,?024 is not accepted"):
+        sc.topology.fat_tree(4096, gpus_per_node=1, leaf_radix=4, spines=1024)
+
+
+@pytest.mark.parametrize("spines", [0, -1, True, 1.5, "2"])
+def test_fat_tree_refuses_a_spine_count_that_is_not_one_or_more(spines):
+    with pytest.raises(sc.TopologyError, match=r"spines=.* is not accepted"):
+        sc.topology.fat_tree(4, gpus_per_node=1, leaf_radix=2, spines=spines)
+
+
+def test_the_fat_tree_size_check_counts_what_is_built():
+    # 2 nodes of 1 GPU, one to a leaf: 2 node switches, 2 GPUs, 2 NICs, 2 leaves and the
+    # spines: 8 + 2,097,146 = 2,097,154 devices, above 2^21
+    with pytest.raises(sc.TopologyError, match=r"2,?097,?154 devices"):
+        sc.topology.fat_tree(2, gpus_per_node=1, leaf_radix=2, spines=2**21 - 6)
+    # 4096 one-GPU nodes on 2 leaves of radix 4096 and 1024 spines: 3 x 4096 links below
+    # the leaves and 2 x 1024 above (it was refused as "up to 4,206,592 links")
+    topo = sc.topology.fat_tree(4096, gpus_per_node=1, leaf_radix=4096, spines=1024)
+    assert len(topo.links) == 3 * 4096 + 2 * 1024
+    assert len(topo.devices) == 3 * 4096 + 2 + 1024
+    # one node: no leaf, no spine, whatever the count
+    assert len(sc.topology.fat_tree(1, spines=2**21).devices) == 1 + 8
+
+
+def test_sharp_with_several_spines_is_refused():
+    # NCCL's CollNet reduces at one SHARP root; with two spines collnet=1 ran a ring
+    with pytest.raises(sc.TopologyError, match="sharp=True with spines=2 is not accepted"):
+        sc.topology.fat_tree(8, gpus_per_node=2, leaf_radix=4, spines=2, sharp=True)

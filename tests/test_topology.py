@@ -299,3 +299,40 @@ def test_parse_size_reads_these(text, value):
 def test_parse_size_refuses_these_saying_why(text, words):
     with pytest.raises(sc.InvalidInputError, match=words):
         sc.parse_size(text)
+
+
+@pytest.mark.parametrize("flag", [True, False, np.True_])
+def test_parse_size_refuses_a_bool(flag):
+    with pytest.raises(sc.InvalidInputError, match="cannot read size"):
+        sc.parse_size(flag)
+
+
+def test_parse_size_reads_fractions_exactly():
+    # "numbers by their value", exactly: Fraction(2^53 + 1) was read through a float
+    assert sc.parse_size(Fraction(2**53 + 1)) == 2**53 + 1
+    assert sc.parse_size(Fraction(10**400)) == 10**400   # was an OverflowError
+    with pytest.raises(sc.InvalidInputError, match="is not a whole number of bytes"):
+        sc.parse_size(Fraction(3, 2))
+
+
+@pytest.mark.parametrize("text", ["1" * 5000, "1e" + "1" * 5000])
+def test_a_size_of_thousands_of_digits_is_refused_saying_why(text):
+    # Python reads at most 4300 digits into an int: its ValueError escaped
+    with pytest.raises(sc.InvalidInputError, match="too large|exponent beyond"):
+        sc.parse_size(text)
+
+
+@pytest.mark.parametrize("text", ["0e41", "0e-50", "0.0e99"])
+def test_zero_with_any_exponent_is_zero(text):
+    # strtod (nccl-tests) and float() read 0e50 as 0; the exponent cap is for counts
+    assert sc.parse_size(text) == 0
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("1.0000000000000000000000000000001", "1.0000000000000000000000000000001"),
+    ("0.99999999999999999999999999999B", "0.99999999999999999999999999999"),
+])
+def test_a_fraction_of_a_byte_is_shown_in_full(text, shown):
+    # the message was rounded to 28 digits: "is 1 bytes"
+    with pytest.raises(sc.InvalidInputError, match=re.escape(f"is {shown} bytes, not a whole")):
+        sc.parse_size(text)

@@ -100,8 +100,11 @@ def parse_bytes(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"cannot read size {text!r}; write bytes with an optional K, M, G or T (powers "
             f"of 1024, as nccl-tests reads them), e.g. 8, 64K, 1M, 8G, 1e6")
+    if len(match.group(1)) > 100:
+        raise argparse.ArgumentTypeError(f"size {text[:20]!r}... is above the largest "
+                                         f"accepted size, 1 PiB (2^50 bytes)")
     value = exact_number(match.group(1), match.group(2))
-    if value is None and int(match.group(2)) < 0:
+    if value is None and match.group(2).startswith("-"):
         raise argparse.ArgumentTypeError(f"size {text!r} is not a whole number of bytes")
     if value is None or value * _BINARY[unit] > MAX_BYTES:
         raise argparse.ArgumentTypeError(f"size {text!r} is above the largest accepted "

@@ -194,8 +194,9 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
             and what ``simulate`` refuses for these sizes (:func:`traffic`); a
             v-collective's sizes whose traffic could overflow int64 counters (as
             ``simulate`` refuses them); constants so large that the time overflows to
-            inf; the registered model raised (naming what, as ``simulate`` reports a
-            ``validate`` function that raises).
+            inf or NaN or the model fails where smaller ones give a time; the registered
+            model raised (naming what, as ``simulate`` reports a ``validate`` function
+            that raises).
         RegistrationError: the registered model returned something that is not a number
             (or a negative or NaN time).
     """
@@ -204,19 +205,21 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
     alpha, beta, gamma = check_constants(alpha, beta, gamma)
     itemsize = _itemsize(itemsize, nbytes)
     args = _arguments(spec, p, nbytes, itemsize, params)
-    seconds = _ask(spec, "time", (p, nbytes, alpha, beta, gamma),
-                   {**args, "itemsize": itemsize})
+    kwargs = {**args, "itemsize": itemsize}
+    try:
+        seconds = _ask(spec, "time", (p, nbytes, alpha, beta, gamma), kwargs)
+    except InvalidInputError as exc:   # the model failed: on its inputs, or on huge times?
+        if _finite_when_scaled(spec, p, nbytes, alpha, beta, gamma, kwargs):
+            raise _overflow("fails", alpha, beta, gamma) from exc
+        raise
     if isinstance(seconds, (bool, np.bool_)) or not isinstance(seconds, (int, float,
                                                                          np.integer,
                                                                          np.floating)):
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's time "
                                 f"returned {seconds!r}; return seconds as a number")
-    if seconds == math.inf and _finite_when_scaled(spec, p, nbytes, alpha, beta, gamma,
-                                                   {**args, "itemsize": itemsize}):
-        raise InvalidInputError(f"the predicted time overflows (inf) with alpha={alpha!r}, "
-                                f"beta={beta!r}, gamma={gamma!r}: give seconds per message, "
-                                f"per byte and per reduced byte (e.g. alpha=5e-6, "
-                                f"beta=1e-11)")
+    if not math.isfinite(seconds) and _finite_when_scaled(spec, p, nbytes, alpha, beta, gamma,
+                                                           kwargs):
+        raise _overflow(f"overflows ({seconds!r})", alpha, beta, gamma)
     if not 0 <= seconds < math.inf:
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's time "
                                 f"returned {seconds!r}; return a finite number of seconds "
@@ -227,11 +230,24 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
 def _finite_when_scaled(spec: AlgorithmSpec, p: int, nbytes: Any, alpha: float, beta: float,
                         gamma: float, kwargs: dict[str, Any]) -> bool:
     """Whether the model's time is finite with the constants scaled down by 2^-600 (an
-    exact scale): an infinite time is then the constants' overflow, not the model's."""
+    exact scale): an infinite or NaN time, or a model that fails, is then the constants'
+    overflow, not the model's."""
     tiny = 2.0**-600
-    seconds = _ask(spec, "time", (p, nbytes, alpha * tiny, beta * tiny, gamma * tiny), kwargs)
+    try:
+        seconds = _ask(spec, "time", (p, nbytes, alpha * tiny, beta * tiny, gamma * tiny),
+                       kwargs)
+    except InvalidInputError:
+        return False
     return isinstance(seconds, (int, float, np.integer, np.floating)) and \
         bool(0 <= seconds < math.inf)
+
+
+def _overflow(what: str, alpha: float, beta: float, gamma: float) -> InvalidInputError:
+    """The error for constants so large that the predicted time ``what`` (overflows to
+    inf or NaN, or fails) where smaller ones give a time."""
+    return InvalidInputError(f"the predicted time {what} with alpha={alpha!r}, beta={beta!r}, "
+                             f"gamma={gamma!r}: give seconds per message, per byte and per "
+                             f"reduced byte (e.g. alpha=5e-6, beta=1e-11)")
 
 
 def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,

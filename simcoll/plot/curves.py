@@ -378,7 +378,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         raise InvalidInputError(
             f"the records make {len(groups)} lines (one per {by} and {split} and what "
             f"else differs), more than a figure shows ({MAX_LINES}); plot against "
-            f"x={split!r} (split={x!r}), or fewer records")
+            f"x={split!r} (simcoll plot --x {split}), or fewer records")
 
     import matplotlib
     from matplotlib.lines import Line2D

@@ -124,15 +124,23 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     spines = _check_count("spines", spines)
-    # Per node: its switch, GPUs, NIC and leaf at most, a link to each and from its leaf
-    # to each spine; and the spines.
-    _check_size(nodes * (gpus_per_node + 3) + spines, nodes * (gpus_per_node + 2 + spines),
-                bound=True, nodes=nodes, gpus_per_node=gpus_per_node, spines=spines)
+    if sharp and spines > 1:
+        raise TopologyError(f"sharp=True with spines={spines} is not accepted: NCCL's "
+                            f"CollNet reduces at one SHARP root, the spine; give spines=1")
     _check_quantities(intra_bandwidth=intra_bandwidth, intra_latency=intra_latency,
                       nic_bandwidth=nic_bandwidth, pcie_bandwidth=pcie_bandwidth,
                       pcie_latency=pcie_latency, network_latency=network_latency,
                       reduce_bandwidth=reduce_bandwidth)
-    _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth)
+    per_leaf, _ = _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth)
+    # Per node: its switch, GPUs and NIC (with more than one node), a link from each GPU,
+    # from the switch to the NIC and from the NIC to its leaf; the leaves and, where there
+    # are several, the spines and a link from each leaf to each.
+    leaves = -(-nodes // per_leaf) if nodes > 1 else 0
+    layer = spines if leaves > 1 else 0
+    has_nic = 1 if nodes > 1 else 0
+    _check_size(nodes * (1 + gpus_per_node + has_nic) + leaves + layer,
+                nodes * (gpus_per_node + 2 * has_nic) + leaves * layer,
+                nodes=nodes, gpus_per_node=gpus_per_node, spines=spines)
     _check_kinds(network_kind=network_kind)
     topo = Topology(f"fat_tree({nodes}x{gpus_per_node})")
     nics = []
