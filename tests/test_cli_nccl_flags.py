@@ -440,3 +440,21 @@ def test_parse_bytes_of_a_long_exponent_or_zero_with_an_exponent():
     with pytest.raises(argparse.ArgumentTypeError, match="above the largest"):
         parse_bytes("1e" + "1" * 5000)
     assert parse_bytes("0e50") == parse_bytes("0e-50") == 0
+
+
+def test_json_report_with_per_iteration_timing_gives_one_iterations_statistics(tmp_path,
+                                                                              capsys):
+    # util.cu's writePerIterReport keys, as tools/analyze_perf_json.py reads them: a
+    # simulation times one iteration, so every statistic is its time and none spreads
+    doc, rows = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "4", "-I", "1")
+    assert doc["config"]["per_iter_timing"] is True
+    for result, row in zip(doc["results"], rows):
+        time_us = result["out_of_place"]["time"]
+        assert f"{time_us:.2f}" == row[5]
+        assert result["out_of_place_per_iter"] == {
+            "skipped_iterations": 0, "min_us": time_us, "max_us": time_us,
+            "avg_us": time_us, "p50_us": time_us, "p95_us": time_us, "p99_us": time_us,
+            "stdev_us": 0.0, "cv_pct": 0.0, "times_us": [time_us]}
+    doc, _ = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "4")
+    assert doc["config"]["per_iter_timing"] is False
+    assert all("out_of_place_per_iter" not in r for r in doc["results"])

@@ -8,7 +8,9 @@ simulated block is the out-of-place one, as in the printed table), a process per
 (one GPU each, so that ``devices``, an entry per process, names every rank's node), its
 iteration counts 1 and 0 (every iteration would take the same time), and a
 ``simcoll`` object naming the collective, algorithm, network, parameters and machine.
-Rows done before a failure or Ctrl-C are written with the error in ``errors``; a
+With ``-I 1`` each row has its per-iteration statistics, those of one iteration (as
+nccl-tests' ``tools/analyze_perf_json.py`` reads them). Rows done before a failure or
+Ctrl-C are written with the error in ``errors``; a
 bandwidth of a size simulated in no time (one rank, or links without latency) is null,
 and so is an average over such a size.
 """
@@ -40,10 +42,12 @@ class Report:
 
     def __init__(self, path: Path, argv: Sequence[str], topo: Topology,
                  simulated: dict[str, Any], sizes: tuple[int, int], step: tuple[str, int],
-                 checked: bool) -> None:
+                 checked: bool, per_iter: bool = False) -> None:
         """``simulated``: the ``simcoll`` object; ``sizes``: -b and -e; ``step``:
-        ``("step_factor", f)`` or ``("step_bytes", i)``."""
+        ``("step_factor", f)`` or ``("step_bytes", i)``; ``per_iter``: ``-I 1``, each
+        row's per-iteration statistics too."""
         self.path = path
+        self.per_iter = per_iter
         self.rows: list[table.Row] = []
         self.doc: dict[str, Any] = {
             "version": _FORMAT_VERSION, "start_time": _now(), "args": ["simcoll", *argv],
@@ -52,7 +56,7 @@ class Report:
                        "maximum_bytes": sizes[1], step[0]: step[1],
                        "warmup_iters": 0, "iterations": 1, "aggregated_iterations": 1,
                        "validation": int(checked), "graph": 0,
-                       "blocking_collectives": False, "per_iter_timing": False,
+                       "blocking_collectives": False, "per_iter_timing": per_iter,
                        "per_iter_skip": 0, "parallel_init": False,
                        "devices": [{"rank": r, "group": 0, "pid": 0,
                                     "hostname": f"node{node}", "device": r,
@@ -68,6 +72,8 @@ class Report:
                     "out_of_place": {"time": r.time_us, "alg_bw": _finite(r.algbw),
                                      "bus_bw": _finite(r.busbw),
                                      "nwrong": None if r.wrong is None else float(r.wrong)},
+                    **({"out_of_place_per_iter": _one_iteration(r.time_us)}
+                       if self.per_iter else {}),
                     "in_place": None, "actual_iterations": 1, "experiment_name": ""}
                    for r in self.rows]
         bad = sum(1 for r in self.rows if r.wrong)
@@ -86,3 +92,11 @@ class Report:
 def _finite(value: float) -> float | None:
     """JSON has no infinity: the bandwidth of a size simulated in no time is null."""
     return value if math.isfinite(value) else None
+
+
+def _one_iteration(time_us: float) -> dict[str, Any]:
+    """``-I 1``'s statistics (util.cu's ``writePerIterReport``) of the one iteration a
+    simulation times: every figure its time, no spread."""
+    return {"skipped_iterations": 0, "min_us": time_us, "max_us": time_us,
+            "avg_us": time_us, "p50_us": time_us, "p95_us": time_us, "p99_us": time_us,
+            "stdev_us": 0.0, "cv_pct": 0.0, "times_us": [time_us]}

@@ -398,7 +398,7 @@ def _report(path: Path, args: argparse.Namespace, topo: Topology,
                  "settings": run_settings(args.algorithm, kwargs["network"], args.param),
                  "topology": topo.spec}
     return json_out.Report(path, args.argv, topo, simulated, (low, high), step,
-                           bool(args.check))
+                           bool(args.check), per_iter=bool(args.nccl_per_iter_timing))
 
 
 def _print_rows(args: argparse.Namespace, parts: list[Iterator[tuple[table.Row, dict[str, Any]]]],
