@@ -109,11 +109,6 @@ class TrainingJob:
         object.__setattr__(self, "params", self._checked_params(self.params))
         object.__setattr__(self, "batches", self._checked_batches(self.batches))
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled (and deep-copied) as its arguments, its params as a plain dict: a
-        read-only mapping does not pickle; loading checks them again."""
-        return (TrainingJob, (self.model, dict(self.params), self.batches, self.optimizer))
-
     @classmethod
     def synthetic(cls, model: MLP, *, batch: int, steps: int, optimizer: Optimizer,
                   seed: int = 0) -> TrainingJob:
