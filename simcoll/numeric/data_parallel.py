@@ -10,7 +10,7 @@ pass has produced all of it, while the backward pass goes on.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Sequence
 from functools import partial
 from typing import Any
 
@@ -118,7 +118,7 @@ def ddp_buckets(model: MLP, bucket_bytes: int) -> tuple[tuple[str, ...], ...]:
                  for bucket in buckets_of(sizes, bucket_cap_mb=cap, first_bucket_mb=cap))
 
 
-def _largest(params: Mapping[str, Any]) -> int:
+def _largest(params: Params) -> int:
     return max(v.size for v in params.values())
 
 

@@ -3,9 +3,8 @@ the optimizer, checked once so that every strategy starts from the same, valid j
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -90,14 +89,13 @@ class TrainingJob:
 
     Attributes:
         model: the network.
-        params: the starting parameters (read-only copies, in parameter order, in a
-            read-only mapping: a job once checked stays the job that was checked).
+        params: the starting parameters (read-only copies, in parameter order).
         batches: one global batch per step, all of the same number of samples.
         optimizer: :class:`~simcoll.numeric.SGD` or :class:`~simcoll.numeric.Adam`.
     """
 
     model: MLP
-    params: Mapping[str, NDArray[np.float64]]
+    params: Params
     batches: tuple[Batch, ...]
     optimizer: Optimizer
 
@@ -131,10 +129,10 @@ class TrainingJob:
         """Samples in every step's global batch."""
         return self.batches[0].samples
 
-    def _checked_params(self, params: Any) -> Mapping[str, NDArray[np.float64]]:
+    def _checked_params(self, params: Any) -> Params:
         shapes = self.model.shapes()
-        if not isinstance(params, Mapping) or set(params) != set(shapes):
-            got = sorted(params) if isinstance(params, Mapping) else type(params).__name__
+        if not isinstance(params, dict) or set(params) != set(shapes):
+            got = sorted(params) if isinstance(params, dict) else type(params).__name__
             raise InvalidInputError(f"params must be a dict of {', '.join(shapes)} for "
                                     f"{self.model.sizes}; got {got}")
         out: Params = {}
@@ -145,7 +143,7 @@ class TrainingJob:
                                         f"{value.dtype}; the model needs {shape}, float64")
             _check_finite(value, f"params[{name!r}]")
             out[name] = _read_only(value)
-        return MappingProxyType(out)
+        return out
 
     def _checked_batches(self, batches: Any) -> tuple[Batch, ...]:
         if not isinstance(batches, Sequence) or len(batches) == 0 \

@@ -16,11 +16,10 @@ their gradients with one all_reduce of their flattened gradients.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from simcoll.checks import integer
 from simcoll.comm import Comm
@@ -60,8 +59,7 @@ def _checked_tp(model: MLP, tp: int) -> int:
     return tp
 
 
-def tp_pieces(model: MLP, params: Mapping[str, NDArray[np.float64]], tp: int,
-              index: int) -> Params:
+def tp_pieces(model: MLP, params: Params, tp: int, index: int) -> Params:
     """The pieces of ``params`` that GPU ``index`` of a tensor-parallel group holds.
 
     The output features of each column-parallel layer are cut as ``np.array_split``
