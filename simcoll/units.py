@@ -17,7 +17,7 @@ from fractions import Fraction
 from simcoll.errors import InvalidInputError
 
 __all__ = ["KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "Gbps", "s", "ms", "us", "ns",
-           "parse_size"]
+           "parse_size", "exact_number", "significant"]
 
 KB = 10**3
 MB = 10**6
@@ -48,10 +48,20 @@ _MAX_DIGITS = 4000
 """The most digits a size's number may have (Python's int() reads at most 4300)."""
 
 
+def significant(mantissa: str) -> str:
+    """``mantissa`` (digits, maybe with a point) without the zeros that do not count:
+    leading ones of its whole part, trailing ones of its fraction."""
+    whole, point, fraction = mantissa.partition(".")
+    fraction = fraction.rstrip("0")
+    return (whole.lstrip("0") or "0") + ("." + fraction if point and fraction else "")
+
+
 def exact_number(mantissa: str, exponent: str | None) -> Fraction | None:
     """``mantissa`` (digits, maybe with a point) times ten to ``exponent``, exactly; None
-    where the exponent lies beyond +-:data:`_MAX_EXPONENT` (no count of bytes)."""
-    value = Fraction(mantissa)
+    where the exponent lies beyond +-:data:`_MAX_EXPONENT` (no count of bytes). Callers
+    refuse a :func:`significant` mantissa of more than :data:`_MAX_DIGITS` digits first
+    (Python reads at most 4300 into an int)."""
+    value = Fraction(significant(mantissa))
     if exponent and value:
         digits = exponent.lstrip("+-").lstrip("0")
         if len(digits) > 2 or int(digits or "0") > _MAX_EXPONENT:
@@ -95,9 +105,10 @@ def parse_size(text: str | int | float) -> int:
             raise InvalidInputError(f"size {text!r} is negative; sizes are >= 0 bytes")
         return int(number)
     match = _SIZE_RE.match(str(text))
-    if match is not None and len(match.group(1)) > _MAX_DIGITS:
-        raise InvalidInputError(f"size {str(text)[:20]!r}... has {len(match.group(1))} digits: "
-                                f"too large to count in bytes")
+    if match is not None and len(significant(match.group(1))) > _MAX_DIGITS:
+        raise InvalidInputError(f"size {str(text)[:20]!r}... has more than {_MAX_DIGITS} "
+                                f"significant digits: give a whole number of bytes below "
+                                f"10^{_MAX_DIGITS}")
     if match is not None and match.group(3).endswith("b"):
         number_text = match.group(1) + (f"e{match.group(2)}" if match.group(2) else "")
         prefix = match.group(3)[:-1].rstrip("iI").upper()

@@ -440,6 +440,11 @@ def test_parse_bytes_of_a_long_exponent_or_zero_with_an_exponent():
     with pytest.raises(argparse.ArgumentTypeError, match="above the largest"):
         parse_bytes("1e" + "1" * 5000)
     assert parse_bytes("0e50") == parse_bytes("0e-50") == 0
+    # zeros that do not count: 1, 1 and 0 bytes, however many
+    assert parse_bytes("0" * 101 + "1") == parse_bytes("1." + "0" * 100) == 1
+    assert parse_bytes("0." + "0" * 100) == 0
+    with pytest.raises(argparse.ArgumentTypeError, match="more than 100 significant digits"):
+        parse_bytes("1" * 101)
 
 
 def test_json_report_with_per_iteration_timing_gives_one_iterations_statistics(tmp_path,

@@ -236,3 +236,15 @@ def test_a_model_negative_at_small_constants_is_the_registrations_fault():
     with pytest.raises(sc.RegistrationError, match=rf"all_reduce/{name}: its cost model's "
                                                    rf"time returned inf"):
         sc.cost.predict("all_reduce", name, p=4, nbytes=64, alpha=2.0, beta=0.0)
+
+
+def test_an_overflow_of_a_numpy_time_is_shown_as_a_plain_number():
+    name = "test_numpy_time"
+    # alpha log2 p is a numpy float; with alpha = 1e308 on 8 ranks, inf
+    model = CostModel(time=lambda p, nbytes, alpha, beta, gamma: alpha * np.log2(p),
+                      traffic=lambda p, nbytes, itemsize: gpu_traffic(np.zeros(p),
+                                                                      np.zeros(p)))
+    sc.register("all_reduce", name, cost=model)(_flat_all_reduce)
+    with np.errstate(over="ignore"), \
+            pytest.raises(sc.InvalidInputError, match=r"the predicted time overflows \(inf\) "):
+        sc.cost.predict("all_reduce", name, p=8, nbytes=64, alpha=1e308, beta=0.0)

@@ -538,3 +538,7 @@ def test_sharp_with_several_spines_is_refused():
     # NCCL's CollNet reduces at one SHARP root; with two spines collnet=1 ran a ring
     with pytest.raises(sc.TopologyError, match="sharp=True with spines=2 is not accepted"):
         sc.topology.fat_tree(8, gpus_per_node=2, leaf_radix=4, spines=2, sharp=True)
+    # one leaf (or one node) builds no spine: nothing to refuse
+    one_leaf = sc.topology.fat_tree(2, gpus_per_node=2, leaf_radix=8, spines=2, sharp=True)
+    assert not any(d.name.startswith("spine") for d in one_leaf.devices)
+    assert sc.topology.fat_tree(1, spines=2, sharp=True).nranks == 8

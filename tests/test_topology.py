@@ -318,8 +318,15 @@ def test_parse_size_reads_fractions_exactly():
 @pytest.mark.parametrize("text", ["1" * 5000, "1e" + "1" * 5000])
 def test_a_size_of_thousands_of_digits_is_refused_saying_why(text):
     # Python reads at most 4300 digits into an int: its ValueError escaped
-    with pytest.raises(sc.InvalidInputError, match="too large|exponent beyond"):
+    with pytest.raises(sc.InvalidInputError, match="more than 4000 significant digits|"
+                                                   "exponent beyond"):
         sc.parse_size(text)
+
+
+@pytest.mark.parametrize(("text", "value"), [("0" * 4001 + "1", 1), ("1." + "0" * 5000, 1),
+                                             ("0." + "0" * 5000, 0)])
+def test_zeros_that_do_not_count_do_not_count_towards_the_digit_limit(text, value):
+    assert sc.parse_size(text) == value
 
 
 @pytest.mark.parametrize("text", ["0e41", "0e-50", "0.0e99"])

@@ -23,7 +23,7 @@ from simcoll.inputs import largest_input
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
 from simcoll.simulate import simulate
-from simcoll.units import exact_number
+from simcoll.units import exact_number, significant
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
            "run_kwargs", "run_settings", "resolve_dtype", "check_output", "refuse_overflow",
@@ -100,9 +100,10 @@ def parse_bytes(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"cannot read size {text!r}; write bytes with an optional K, M, G or T (powers "
             f"of 1024, as nccl-tests reads them), e.g. 8, 64K, 1M, 8G, 1e6")
-    if len(match.group(1)) > 100:
-        raise argparse.ArgumentTypeError(f"size {text[:20]!r}... is above the largest "
-                                         f"accepted size, 1 PiB (2^50 bytes)")
+    if len(significant(match.group(1))) > 100:   # a count below 1 PiB has 16 digits
+        raise argparse.ArgumentTypeError(f"size {text[:20]!r}... has more than 100 "
+                                         f"significant digits: give a whole number of bytes "
+                                         f"up to 1 PiB (2^50)")
     value = exact_number(match.group(1), match.group(2))
     if value is None and match.group(2).startswith("-"):
         raise argparse.ArgumentTypeError(f"size {text!r} is not a whole number of bytes")

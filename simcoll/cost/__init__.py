@@ -219,7 +219,7 @@ def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
                                 f"returned {seconds!r}; return seconds as a number")
     if not math.isfinite(seconds) and _finite_when_scaled(spec, p, nbytes, alpha, beta, gamma,
                                                            kwargs):
-        raise _overflow(f"overflows ({seconds!r})", alpha, beta, gamma)
+        raise _overflow(f"overflows ({float(seconds)!r})", alpha, beta, gamma)
     if not 0 <= seconds < math.inf:
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's time "
                                 f"returned {seconds!r}; return a finite number of seconds "

@@ -117,16 +117,13 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     the load perfectly.
 
     Raises:
-        TopologyError: a count, ratio, bandwidth or latency that is not accepted, or a
-            ``sharp`` that is not a bool.
+        TopologyError: a count, ratio, bandwidth or latency that is not accepted, a
+            ``sharp`` that is not a bool, or ``sharp`` with several spines built.
     """
     sharp = flag(sharp, "sharp", error=TopologyError)
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     spines = _check_count("spines", spines)
-    if sharp and spines > 1:
-        raise TopologyError(f"sharp=True with spines={spines} is not accepted: NCCL's "
-                            f"CollNet reduces at one SHARP root, the spine; give spines=1")
     _check_quantities(intra_bandwidth=intra_bandwidth, intra_latency=intra_latency,
                       nic_bandwidth=nic_bandwidth, pcie_bandwidth=pcie_bandwidth,
                       pcie_latency=pcie_latency, network_latency=network_latency,
@@ -137,10 +134,15 @@ def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.
     # are several, the spines and a link from each leaf to each.
     leaves = -(-nodes // per_leaf) if nodes > 1 else 0
     layer = spines if leaves > 1 else 0
+    if sharp and layer > 1:
+        raise TopologyError(f"sharp=True with spines={spines} is not accepted where the "
+                            f"leaves are joined by spines: NCCL's CollNet reduces at one "
+                            f"SHARP root, the spine; give spines=1")
     has_nic = 1 if nodes > 1 else 0
     _check_size(nodes * (1 + gpus_per_node + has_nic) + leaves + layer,
                 nodes * (gpus_per_node + 2 * has_nic) + leaves * layer,
-                nodes=nodes, gpus_per_node=gpus_per_node, spines=spines)
+                nodes=nodes, gpus_per_node=gpus_per_node, leaf_radix=leaf_radix,
+                spines=spines)
     _check_kinds(network_kind=network_kind)
     topo = Topology(f"fat_tree({nodes}x{gpus_per_node})")
     nics = []
