@@ -46,6 +46,16 @@ class LinkFault:
     at: float
     factor: float = 0.0
 
+    def __post_init__(self) -> None:
+        """Check the instant and the factor as the fault is made (the link's ends are
+        checked against the topology of the run that uses it).
+
+        Raises:
+            InvalidInputError: ``at`` or ``factor`` not a finite number >= 0.
+        """
+        real(self.at, "LinkFault at", what="seconds")
+        real(self.factor, "LinkFault factor", what="0 fails the link")
+
 
 @dataclass(frozen=True)
 class Faults:
@@ -66,27 +76,46 @@ class Faults:
     jitter: float = 0.0
     seed: int = 0
 
-    def checked(self, topology: Topology) -> _Plan:
-        """The faults as a plan for ``topology``, every value checked.
+    def __post_init__(self) -> None:
+        """Check every value that does not depend on the machine as the faults are made
+        (ranks against the machine's size, and links against its links, when a run
+        uses them).
 
         Raises:
-            InvalidInputError: links not a list of LinkFault, slow or late not a dict,
-                an unknown link or rank, or a value out of range.
+            InvalidInputError: links not a list of LinkFault, slow or late not a dict of
+                integer ranks >= 0, or a value out of range.
         """
-        p = topology.nranks
         if not isinstance(self.links, (list, tuple)):
             raise InvalidInputError(f"faults.links={self.links!r} is not accepted; give a "
                                     f"list of LinkFault(u, v, at=..., factor=...)")
+        for fault in self.links:
+            if not isinstance(fault, LinkFault):
+                raise InvalidInputError(f"faults.links holds {fault!r}; give LinkFault(u, v, "
+                                        f"at=..., factor=...) items")
         for name in ("slow", "late"):
             if not isinstance(getattr(self, name), Mapping):
                 raise InvalidInputError(f"faults.{name}={getattr(self, name)!r} is not "
                                         f"accepted; give a dict {{rank: "
                                         f"{'factor' if name == 'slow' else 'seconds'}}}")
+        for rank, factor in self.slow.items():
+            integer(rank, "faults.slow rank", minimum=0)
+            real(factor, f"faults.slow[{rank}]", strict=True, what="slow-down factor")
+        for rank, seconds in self.late.items():
+            integer(rank, "faults.late rank", minimum=0)
+            real(seconds, f"faults.late[{rank}]", what="seconds")
+        real(self.jitter, "faults.jitter", what="seconds")
+        integer(self.seed, "faults.seed", minimum=0)
+
+    def checked(self, topology: Topology) -> _Plan:
+        """The faults as a plan for ``topology``, every value checked.
+
+        Raises:
+            InvalidInputError: an unknown link or rank, or a factor that leaves a link's
+                rate infinite or below 1 byte/s.
+        """
+        p = topology.nranks
         links = []
         for fault in self.links:
-            if not isinstance(fault, LinkFault):
-                raise InvalidInputError(f"faults.links holds {fault!r}; give LinkFault(u, v, "
-                                        f"at=..., factor=...) items")
             try:
                 index = topology.link_index(fault.u, fault.v)
             except Exception as exc:

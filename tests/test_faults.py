@@ -291,18 +291,10 @@ def test_jitter_is_a_seeded_uniform_extra_latency_per_message():
      r"'gpu0', 'gpu1', 'gpu2', 'gpu3'$"),
     (sc.Faults(links=[sc.LinkFault(["gpu0"], "switch", at=0)]),
      r"link end \['gpu0'\] is not a device name; give a name such as 'switch'"),
-    (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=-1)]), r"LinkFault at = -1 is not"),
-    (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0, factor=-0.5)]), r"factor"),
-    (sc.Faults(slow={7: 2.0}), r"faults.slow rank = 7 is not accepted"),
-    (sc.Faults(slow={1: 0.0}), r"faults.slow\[1\] = 0.0 is not accepted"),
-    (sc.Faults(late={0: -1e-6}), r"faults.late\[0\] = -1e-06 is not accepted"),
-    (sc.Faults(jitter=float("nan")), r"faults.jitter = nan is not accepted"),
+    (sc.Faults(slow={7: 2.0}), r"faults.slow rank = 7 is not accepted; use an integer >= 0 "
+                               r"and <= 3$"),
+    (sc.Faults(late={4: 0.0}), r"faults.late rank = 4 is not accepted"),
     ("slow", r"faults='slow' is not accepted"),
-    (sc.Faults(links=sc.LinkFault("gpu0", "switch", at=0)),
-     r"faults.links=LinkFault\(.*\) is not accepted; give a list of LinkFault"),
-    (sc.Faults(links=None), r"faults.links=None is not accepted"),
-    (sc.Faults(slow=[2.0, 2.0]), r"faults.slow=\[2.0, 2.0\] is not accepted; give a dict"),
-    (sc.Faults(late=None), r"faults.late=None is not accepted"),
     # A factor that overflowed the link's rate to infinity delivered the rest at once; one
     # that left it at 5e-315 bytes/s overflowed the finish time into a "deadlock".
     (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0, factor=1e300)]),
@@ -313,8 +305,47 @@ def test_jitter_is_a_seeded_uniform_extra_latency_per_message():
     (sc.Faults(links=[sc.LinkFault("gpu0", "switch", at=0, factor=0.5e-11)]),
      r"factor=5e-12 leaves link \('gpu0', 'switch'\) at 0.5 bytes/s"),
 ])
-def test_bad_faults_are_refused_before_the_run(faults, match):
+def test_faults_that_do_not_fit_the_machine_are_refused_before_the_run(faults, match):
     with pytest.raises(sc.InvalidInputError, match=match):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
+                    faults=faults)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: sc.LinkFault("gpu0", "switch", at=-1), r"^LinkFault at = -1 is not accepted; "
+                                                    r"use a number >= 0, finite \(seconds\)$"),
+    (lambda: sc.LinkFault("gpu0", "switch", at=0, factor=-0.5),
+     r"^LinkFault factor = -0.5 is not accepted; use a number >= 0, finite \(0 fails"),
+    (lambda: sc.LinkFault("gpu0", "switch", at=float("inf")), r"LinkFault at = inf"),
+    (lambda: sc.LinkFault("gpu0", "switch", at="1ms"), r"LinkFault at = '1ms'"),
+    (lambda: sc.Faults(slow={-1: 2.0}), r"^faults.slow rank = -1 is not accepted; use an "
+                                        r"integer >= 0$"),
+    (lambda: sc.Faults(slow={"0": 2.0}), r"^faults.slow rank = '0' is not accepted"),
+    (lambda: sc.Faults(slow={1: 0.0}), r"faults.slow\[1\] = 0.0 is not accepted"),
+    (lambda: sc.Faults(late={0: -1e-6}), r"faults.late\[0\] = -1e-06 is not accepted"),
+    (lambda: sc.Faults(late={1.0: 1e-6}), r"faults.late rank = 1.0 is not accepted"),
+    (lambda: sc.Faults(jitter=float("nan")), r"faults.jitter = nan is not accepted"),
+    (lambda: sc.Faults(seed=-3), r"^faults.seed = -3 is not accepted; use an integer >= 0$"),
+    (lambda: sc.Faults(links=sc.LinkFault("gpu0", "switch", at=0)),
+     r"faults.links=LinkFault\(.*\) is not accepted; give a list of LinkFault"),
+    (lambda: sc.Faults(links=None), r"faults.links=None is not accepted"),
+    (lambda: sc.Faults(links=[("gpu0", "switch", 0)]),
+     r"^faults.links holds \('gpu0', 'switch', 0\); give LinkFault\(u, v, at=\.\.\., "),
+    (lambda: sc.Faults(slow=[2.0, 2.0]),
+     r"faults.slow=\[2.0, 2.0\] is not accepted; give a dict \{rank: factor\}$"),
+    (lambda: sc.Faults(late=None), r"faults.late=None is not accepted; give a dict "
+                                   r"\{rank: seconds\}$"),
+])
+def test_faults_are_checked_as_they_are_made(make, match):
+    # Whatever does not depend on the machine is refused at once, not at the first run.
+    with pytest.raises(sc.InvalidInputError, match=match):
+        make()
+
+
+def test_faults_changed_after_they_were_made_are_checked_again_by_the_run():
+    faults = sc.Faults(slow={1: 2.0})
+    faults.slow[1] = -2.0
+    with pytest.raises(sc.InvalidInputError, match=r"faults.slow\[1\] = -2.0 is not"):
         sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
                     faults=faults)
 
