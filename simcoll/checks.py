@@ -3,7 +3,8 @@
 Counts accept Python and numpy integers and return a plain ``int``; quantities accept
 Python and numpy reals and return a ``float``. Booleans and strings are refused for both
 (``True`` is not a bandwidth, ``"1e9"`` is not a count), as are NaN and, unless allowed,
-infinity. Every refusal names the value and what would be accepted, with the error class
+infinity; sizes in bytes also take size strings (``"25MiB"``), as ``simulate``'s
+``nbytes=`` does. Every refusal names the value and what would be accepted, with the error class
 of the caller's layer (``TopologyError`` for machines, ``InvalidInputError`` for runs).
 """
 
@@ -16,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from simcoll.errors import InvalidInputError, SimCollError
+from simcoll.units import parse_size
 
-__all__ = ["flag", "integer", "real", "text", "shown"]
+__all__ = ["flag", "integer", "real", "size", "text", "shown"]
 
 _DIGITS_SHOWN = 30
 """The most digits of an integer a message shows whole; longer ones are abbreviated."""
@@ -86,6 +88,27 @@ def integer(value: Any, name: str, *, minimum: int | None = None, maximum: int |
         raise error(f"{_subject(name, given)} is not accepted; use an integer"
                     f"{' ' + bounds if bounds else ''}{' (' + what + ')' if what else ''}")
     return value
+
+
+def size(value: Any, name: str, *, minimum: int = 0,
+         error: type[SimCollError] = InvalidInputError, what: str = "bytes") -> int:
+    """``value``, a size in bytes, as an ``int`` >= ``minimum``: an integer (numpy's too),
+    a whole float, or a size string read exactly (``"25MiB"``, ``"1e6"``; see
+    :func:`simcoll.units.parse_size`).
+
+    Raises:
+        ``error``: anything else (bools included), or a size below ``minimum``.
+    """
+    if isinstance(value, str):
+        try:
+            value = parse_size(value)
+        except InvalidInputError as exc:
+            raise error(f"{name}={value!r} is not accepted: {exc}") from None
+    elif isinstance(value, (float, np.floating)) and math.isfinite(value) \
+            and float(value).is_integer():
+        value = int(value)
+    return integer(value, name, minimum=minimum, error=error,
+                   what=f"{what}, or a size such as '25MiB'")
 
 
 def real(value: Any, name: str, *, minimum: float = 0.0, strict: bool = False,

@@ -248,3 +248,17 @@ def test_an_overflow_of_a_numpy_time_is_shown_as_a_plain_number():
     with np.errstate(over="ignore"), \
             pytest.raises(sc.InvalidInputError, match=r"the predicted time overflows \(inf\) "):
         sc.cost.predict("all_reduce", name, p=8, nbytes=64, alpha=1e308, beta=0.0)
+
+
+def test_the_queries_take_a_size_string_as_simulate_does():
+    # "1MiB" is 2**20 bytes: every query gives what it gives for 2**20.
+    for query in (cost.predict, cost.lower_bound):
+        assert query("all_reduce", **({"algorithm": "ring"} if query is cost.predict else {}),
+                     p=4, nbytes="1MiB", alpha=A, beta=B) == query(
+            "all_reduce", **({"algorithm": "ring"} if query is cost.predict else {}),
+            p=4, nbytes=2**20, alpha=A, beta=B)
+    sent = cost.traffic("all_reduce", "ring", p=4, nbytes="1MiB").sent
+    assert sent.tolist() == [2 * 3 * 2**20 // 4] * 4
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes='1Mb' is not accepted: cannot "
+                                                   r"read size '1Mb': a lowercase b is a bit"):
+        cost.predict("all_reduce", "ring", p=4, nbytes="1Mb", alpha=A, beta=B)

@@ -98,3 +98,44 @@ def test_one_gpu_steps_take_their_compute_not_an_ulp_less():
     for stage in range(4):
         z = tr.zero_step(model, sc.topology.switch(1), stage=stage, gpu=GPU)
         assert z.step_time >= z.compute_time and z.step_time - z.compute_time < 1e-15
+
+
+def test_the_byte_sizes_of_training_steps_take_size_strings_as_simulate_does():
+    # "4MiB" is 4 * 2**20 bytes and "1e3" is 1000: each step with a string is the step
+    # with those integers, field for field.
+    topo = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=1 * sc.us)
+    with_strings = tr.data_parallel_step(topo, gradient_bytes="16MiB", forward=1e-3,
+                                         backward=2e-3, bucket_bytes="4MiB")
+    with_ints = tr.data_parallel_step(topo, gradient_bytes=16 * 2**20, forward=1e-3,
+                                      backward=2e-3, bucket_bytes=4 * 2**20)
+    assert with_strings == with_ints and with_ints.buckets == 4
+    assert tr.pipeline_step(topo, stages=4, micro_batches=4, forward=1e-3, backward=2e-3,
+                            activation_bytes="1e3") == tr.pipeline_step(
+        topo, stages=4, micro_batches=4, forward=1e-3, backward=2e-3, activation_bytes=1000)
+    job = numeric.TrainingJob.synthetic(numeric.MLP((8, 16, 8)), batch=8, steps=1,
+                                        optimizer=numeric.SGD(0.1), seed=0)
+    # the MLP's float64 gradients: 8*16 + 16 + 16*8 + 8 elements, 2240 bytes
+    assert numeric.ddp_buckets(job.model, "1KiB") == numeric.ddp_buckets(job.model, 1024)
+    assert len(numeric.ddp_buckets(job.model, "1KiB")) > 1
+
+
+@pytest.mark.parametrize("run, match", [
+    (lambda: tr.data_parallel_step(SWITCH, gradient_bytes="16Mb", forward=0, backward=0),
+     r"^gradient_bytes='16Mb' is not accepted: cannot read size '16Mb': a lowercase b is a "
+     r"bit"),
+    (lambda: tr.data_parallel_step(SWITCH, gradient_bytes=64, forward=0, backward=0,
+                                   bucket_bytes="0B"),
+     r"^bucket_bytes=0 is not accepted; use an integer >= 1 \(bytes, or a size such as "
+     r"'25MiB'\)$"),
+    (lambda: tr.pipeline_step(SWITCH, stages=2, micro_batches=1, forward=0, backward=0,
+                              activation_bytes="1.5B"),
+     r"^activation_bytes='1.5B' is not accepted: size '1.5B' is 1.5 bytes, not a whole"),
+    (lambda: tr.pipeline_step(SWITCH, stages=2, micro_batches=1, forward=0, backward=0,
+                              activation_bytes=2.5),
+     r"^activation_bytes=2.5 is not accepted; use an integer >= 0"),
+    (lambda: numeric.ddp_buckets(numeric.MLP((8, 16, 8)), True),
+     r"^bucket_bytes=True is not accepted"),
+])
+def test_a_size_that_is_not_one_is_refused_naming_it(run, match):
+    with pytest.raises(sc.InvalidInputError, match=match):
+        run()

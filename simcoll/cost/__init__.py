@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 
 from simcoll.algorithms.params import named_arguments
 from simcoll.checks import integer, real
+from simcoll.checks import size as checked_size
 from simcoll.collectives import ALIASES
 from simcoll.collectives import collective as get_collective
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
@@ -104,8 +105,8 @@ the system instead of refused."""
 
 def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any]:
     """(p, nbytes) checked: an int (a whole number such as 16, 16.0 or a 0-d array of
-    one), or for a v-collective a read-only int64 array whose traffic fits the int64
-    counters (as ``simulate`` checks)."""
+    one, or a size string such as ``"16MiB"``), or for a v-collective a read-only int64
+    array whose traffic fits the int64 counters (as ``simulate`` checks)."""
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)) or p < 1:
         raise InvalidInputError(f"p={p!r} is not accepted; use an integer >= 1")
     physical = physical_memory()
@@ -119,10 +120,10 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
         check_counters(max(coll.uneven.inputs(as_splits(sizes))), int(p), largest=True)
         sizes.flags.writeable = False
         return int(p), sizes
-    size = whole_number(nbytes)
+    size = checked_size(nbytes, "nbytes") if isinstance(nbytes, str) else whole_number(nbytes)
     if size is None:
         raise InvalidInputError(f"nbytes={nbytes!r} is not accepted; use a whole number "
-                                f">= 0")
+                                f">= 0 or a size such as '16MiB'")
     return int(p), size
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.checks import integer
+from simcoll.checks import size
 from simcoll.comm import Comm
 from simcoll.numeric.checks import (
     DEFAULT_FLOP_RATE,
@@ -74,7 +74,7 @@ def data_parallel(topology: Topology, job: TrainingJob, *, algorithm: str = "rin
     return collect("data_parallel", res, lambda held: held[0])
 
 
-def ddp(topology: Topology, job: TrainingJob, *, bucket_bytes: int = 25 * MiB,
+def ddp(topology: Topology, job: TrainingJob, *, bucket_bytes: int | str = 25 * MiB,
         algorithm: str = "ring", flop_rate: float = DEFAULT_FLOP_RATE, network: str = "flow",
         trace: bool = False) -> TrainingRun:
     """Train ``job`` data-parallel with DDP's buckets (see :func:`ddp_buckets`): each
@@ -83,8 +83,8 @@ def ddp(topology: Topology, job: TrainingJob, *, bucket_bytes: int = 25 * MiB,
     communication stream beside the backward pass, then divided by the number of GPUs.
 
     Args:
-        bucket_bytes: DDP's ``bucket_cap_mb`` in bytes (PyTorch's default, 25 MiB, holds
-            a small model in one bucket).
+        bucket_bytes: DDP's ``bucket_cap_mb`` in bytes, or a size such as ``"25MiB"``
+            (PyTorch's default, 25 MiB, holds a small model in one bucket).
         algorithm, flop_rate, network, trace: as for :func:`data_parallel`.
 
     Returns:
@@ -103,15 +103,16 @@ def ddp(topology: Topology, job: TrainingJob, *, bucket_bytes: int = 25 * MiB,
     return collect("ddp", res, lambda held: held[0])
 
 
-def ddp_buckets(model: MLP, bucket_bytes: int) -> tuple[tuple[str, ...], ...]:
+def ddp_buckets(model: MLP, bucket_bytes: int | str) -> tuple[tuple[str, ...], ...]:
     """DDP's buckets: the parameter names in reverse order, cut after each name that brings
     its bucket to ``bucket_bytes`` or more (float64 gradients, 8 bytes per element):
     :func:`simcoll.training.ddp_buckets` with the first bucket's limit the others'.
 
     Raises:
-        InvalidInputError: ``bucket_bytes`` is not an integer >= 1.
+        InvalidInputError: ``bucket_bytes`` is not a size (bytes, or a string such as
+            ``"25MiB"``) >= 1.
     """
-    cap = integer(bucket_bytes, "bucket_bytes", minimum=1, what="bytes per bucket") / MiB
+    cap = size(bucket_bytes, "bucket_bytes", minimum=1, what="bytes per bucket") / MiB
     shapes, names = model.shapes(), model.parameter_names
     sizes = [8 * int(np.prod(shapes[name])) for name in names]
     return tuple(tuple(names[i] for i in bucket)

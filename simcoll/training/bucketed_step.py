@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from simcoll.algorithms.bucketed import PARAMS
-from simcoll.checks import integer, real
+from simcoll.checks import real, size
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
@@ -47,18 +47,19 @@ class DataParallelStep:
     allreduce: Result
 
 
-def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: float,
-                       backward: float, bucket_bytes: int = 25 * MiB,
+def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward: float,
+                       backward: float, bucket_bytes: int | str = 25 * MiB,
                        algorithm: str = "ring", network: str = "flow",
                        algorithm_params: Mapping[str, Any] | None = None,
                        **kwargs: Any) -> DataParallelStep:
     """Simulate one DDP step: every GPU holds the model and averages its gradients.
 
     Args:
-        gradient_bytes: size of all gradients (bytes, e.g. 4 * parameters for fp32); with
-            ``data=``, the bytes of each rank's array.
+        gradient_bytes: size of all gradients (bytes, e.g. 4 * parameters for fp32, or
+            a size such as ``"1GiB"``); with ``data=``, the bytes of each rank's array.
         forward, backward: seconds of compute per GPU for each pass.
-        bucket_bytes: DDP's ``bucket_cap_mb`` in bytes (default 25 MiB, as PyTorch);
+        bucket_bytes: DDP's ``bucket_cap_mb`` in bytes or as a size string (default
+            25 MiB, as PyTorch);
             the gradients are cut into B = ceil(gradient_bytes / bucket_bytes) buckets
             of equal element counts where B divides the count (else the first buckets
             hold one element more, and may pass ``bucket_bytes`` by that element, as
@@ -93,8 +94,8 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int, forward: floa
                                 "extra compute would count as exposed communication; "
                                 "simulate the backward pass and its buckets with "
                                 "simcoll.simulate(..., algorithm='bucketed', faults=...)")
-    bucket_bytes = integer(bucket_bytes, "bucket_bytes", minimum=1, what="bytes")
-    gradient_bytes = integer(gradient_bytes, "gradient_bytes", minimum=1, what="bytes")
+    bucket_bytes = size(bucket_bytes, "bucket_bytes", minimum=1)
+    gradient_bytes = size(gradient_bytes, "gradient_bytes", minimum=1)
     forward = real(forward, "forward", what="seconds")
     backward = real(backward, "backward", what="seconds")
     inner = PARAMS["inner"].normalize("algorithm", algorithm)

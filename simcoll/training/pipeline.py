@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from simpy.events import Event
 
-from simcoll.checks import integer, real
+from simcoll.checks import integer, real, size
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.inputs import check_topology
@@ -190,7 +190,7 @@ def _per_stage(value: float | Sequence[float], stages: int, name: str) -> list[f
 
 def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
                   forward: float | Sequence[float], backward: float | Sequence[float],
-                  activation_bytes: int, schedule: str = "1f1b",
+                  activation_bytes: int | str, schedule: str = "1f1b",
                   activation_memory: float | None = None,
                   ranks: Sequence[int] | None = None, itemsize: int = 2,
                   network: str = "flow") -> PipelineStep:
@@ -202,7 +202,8 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
         forward, backward: seconds per micro-batch on each stage (one number for every
             stage, or one per stage).
         activation_bytes: bytes of the activations one micro-batch sends from a stage to
-            the next (its gradient travels back with the same size).
+            the next (its gradient travels back with the same size), or a size such as
+            ``"16MiB"``.
         schedule: ``"gpipe"`` or ``"1f1b"``.
         activation_memory: bytes a stage keeps per micro-batch in flight (default
             ``activation_bytes``).
@@ -217,7 +218,7 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
     check_schedule(schedule)
     p = integer(stages, "stages", minimum=1)
     m = micro_batch_count(micro_batches)
-    nbytes = integer(activation_bytes, "activation_bytes", minimum=0, what="bytes")
+    nbytes = size(activation_bytes, "activation_bytes")
     itemsize = integer(itemsize, "itemsize", minimum=1, what="bytes per element")
     if nbytes % itemsize:
         raise InvalidInputError(f"activation_bytes={nbytes} is not a whole number of "
