@@ -28,6 +28,7 @@ from simcoll.cli.options import (
     run_kwargs,
     run_settings,
 )
+from simcoll.cli.waiting import still_running
 from simcoll.cli.writing import ctrl_c_held
 from simcoll.collectives import collective as get_collective
 from simcoll.errors import InvalidInputError, TopologyError
@@ -224,13 +225,14 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
     digest = topology_hash(topo)  # tells machines of one name apart, as a sweep's records
     for nbytes, count, size in shapes:
         data = None
-        if args.check:
-            data = checking.inputs(p, nbytes // dtype.itemsize, dtype)
-            res = simulate(topo, args.collective, algorithm=args.algorithm, data=data,
-                           **kwargs)
-        else:
-            res = simulate(topo, args.collective, algorithm=args.algorithm, nbytes=nbytes,
-                           dtype=dtype, **kwargs)
+        with still_running(f"{args.collective} of {size} B"):
+            if args.check:
+                data = checking.inputs(p, nbytes // dtype.itemsize, dtype)
+                res = simulate(topo, args.collective, algorithm=args.algorithm, data=data,
+                               **kwargs)
+            else:
+                res = simulate(topo, args.collective, algorithm=args.algorithm,
+                               nbytes=nbytes, dtype=dtype, **kwargs)
         wrong = None if data is None else checking.count_wrong(coll, data, res, op, root)
         row = table.Row(size, count, type_name,
                         _NCCL_OPS[op.name] if coll.reduces else "none",
