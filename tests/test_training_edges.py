@@ -139,3 +139,47 @@ def test_the_byte_sizes_of_training_steps_take_size_strings_as_simulate_does():
 def test_a_size_that_is_not_one_is_refused_naming_it(run, match):
     with pytest.raises(sc.InvalidInputError, match=match):
         run()
+
+
+@pytest.mark.parametrize("strategy", ["loop", "fused", "ddp"])
+def test_one_gpu_communicates_nothing_not_an_ulp(strategy):
+    # One GPU sends nothing: no exposed communication, a scaling efficiency of exactly 1,
+    # whichever way round the clock rounds the compute spans' sum.
+    model = tr.gpt(layers=4, hidden=256, heads=8, seq_len=128, vocab=1000, batch=8)
+    one = sc.topology.switch(1)
+    run = tr.data_parallel(model, one, gpu=GPU, strategy=strategy)
+    assert run.step_time == run.compute_time
+    assert run.exposed_communication == 0.0 and run.scaling_efficiency == 1.0
+    for stage in range(4):
+        zero = tr.zero_step(model, one, stage=stage, gpu=GPU)
+        assert zero.step_time == zero.compute_time and zero.gathered == 0
+
+
+def _tiny_layers(count: int, params: int) -> tr.Model:
+    return tr.Model("tiny", tuple(tr.Layer(f"l{i}", (params,), 1e6, 2e6)
+                                  for i in range(count)), batch=4, seq_len=1, hidden=2, heads=2)
+
+
+@pytest.mark.parametrize("stage, kept", [
+    # 100 layers of one parameter on 64 GPUs, fp16 parameters and gradients, 12 B of
+    # optimizer state: stage 3 pads each layer to 64 elements, so each GPU keeps one of
+    # every layer, 100 elements of each state; stages 1 and 2 pad the one bucket of 100
+    # gradients to 128, two elements a GPU; unpartitioned states keep all 100.
+    (0, (200, 200, 1200)), (1, (200, 200, 24)), (2, (200, 4, 24)), (3, (200, 200, 1200)),
+])
+def test_zero_memory_keeps_the_padded_shards_the_run_moves(stage, kept):
+    res = tr.zero_step(_tiny_layers(100, 1), sc.topology.switch(64), stage=stage, gpu=GPU)
+    assert (res.memory.params, res.memory.gradients, res.memory.optimizer_states) == kept
+
+
+def test_a_3d_step_keeps_the_padded_shards_its_zero_moves():
+    # Three layers of 6 parameters, tp=2 (3 each), dp=2 ZeRO-3: each layer's 3 pad to 4,
+    # so a GPU keeps 2 elements of each of its 3 layers: 6 elements, 12 B of fp16, 72 B
+    # of optimizer state (not ceil(ceil(18 / 2) / 2) = 5 elements).
+    res = tr.step(_tiny_layers(3, 6), sc.topology.switch(4), dp=2, tp=2, zero_stage=3,
+                  gpu=GPU)
+    assert [(m.params, m.gradients, m.optimizer_states) for m in res.memory] == [(12, 12, 72)]
+    whole = tr.step(_tiny_layers(3, 6), sc.topology.switch(4), dp=2, tp=2, zero_stage=0,
+                    gpu=GPU)
+    assert [(m.params, m.gradients, m.optimizer_states) for m in whole.memory] == [
+        (18, 18, 108)]

@@ -43,10 +43,10 @@ limit its caller cannot raise); a run that never ends still stops at the event l
 
 def step_end(run_time: float, compute: float) -> float:
     """A step's time: the run's, or ``compute`` where the two agree to rounding (the
-    clock adds the same spans in another order; on one GPU it can end an ulp before
-    their sum, which must not read as negative communication)."""
-    return max(run_time, compute) if math.isclose(run_time, compute, rel_tol=1e-12) \
-        else run_time
+    clock adds the same spans in another order; on one GPU it can end an ulp before or
+    after their sum, which must read as no communication, neither negative nor a
+    scaling efficiency an ulp below 1)."""
+    return compute if math.isclose(run_time, compute, rel_tol=1e-12) else run_time
 
 
 def bucket_limits(bucket_cap_mb: Any, first_bucket_mb: Any) -> tuple[float, float]:

@@ -81,7 +81,7 @@ from simcoll.training.model import (
 from simcoll.training.pipeline import SCHEDULES, micro_batch_count, schedule_of
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 from simcoll.training.tensor import block_pass
-from simcoll.training.zero import ZeroMemory, zero_memory
+from simcoll.training.zero import ZeroMemory, kept_memory
 
 __all__ = ["Placement", "Step", "step"]
 
@@ -480,8 +480,12 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     for stream, seconds_exposed in parts.exposed.items():
         kind = KIND_OF_STREAM.get(stream, stream)
         exposed[kind] = exposed.get(kind, 0.0) + seconds_exposed
-    memory = tuple(zero_memory(-(-sum(x.params for x in layers) // tp), dp, zero_stage,
-                               precision.optimizer_bytes, param_bytes=precision.param_bytes,
+    # A GPU keeps its tensor shard of each layer whole, or of it the DP shard (each
+    # layer padded to whole DP shards, as the run moves it).
+    memory = tuple(kept_memory(sum(-(-x.params // tp) for x in layers),
+                               sum(padded(-(-x.params // tp), dp) for x in layers) // dp,
+                               zero_stage, precision.optimizer_bytes,
+                               param_bytes=precision.param_bytes,
                                grad_bytes=precision.grad_bytes) for layers in stages)
     activations = tuple(
         cfg.in_flight[s] * sum(model.block_activation_memory(

@@ -92,10 +92,19 @@ def zero_memory(params: int, world_size: int, stage: int, k: int = 12, *,
     k = integer(k, "k", minimum=0, what="optimizer bytes per parameter")
     param_bytes = integer(param_bytes, "param_bytes", minimum=0)
     grad_bytes = integer(grad_bytes, "grad_bytes", minimum=0)
-    shard = -(-psi // n)
-    return ZeroMemory(params=param_bytes * (shard if stage >= 3 else psi),
-                      gradients=grad_bytes * (shard if stage >= 2 else psi),
-                      optimizer_states=k * (shard if stage >= 1 else psi))
+    return kept_memory(psi, -(-psi // n), stage, k, param_bytes=param_bytes,
+                       grad_bytes=grad_bytes)
+
+
+def kept_memory(whole: int, shard: int, stage: int, k: int, *, param_bytes: int,
+                grad_bytes: int) -> ZeroMemory:
+    """Model-state bytes of a GPU that keeps ``whole`` parameters' worth of each state
+    ZeRO ``stage`` leaves whole and ``shard`` of each state it partitions (a run's
+    shards, padded as its collectives pad them); values as :func:`zero_memory` checks
+    them."""
+    return ZeroMemory(params=param_bytes * (shard if stage >= 3 else whole),
+                      gradients=grad_bytes * (shard if stage >= 2 else whole),
+                      optimizer_states=k * (shard if stage >= 1 else whole))
 
 
 @dataclass(frozen=True)
@@ -111,14 +120,16 @@ class ZeroStep:
         communicated_params: the paper's volume in parameters, 2 Psi (stages 0-2) or
             3 Psi (stage 3), with Psi padded to whole shards where the stage pads; a
             ring-based algorithm sends (N-1)/N of it, times the bytes per element.
-        memory: model-state bytes per GPU (the shards it keeps).
+        memory: model-state bytes per GPU (the shards it keeps: Psi padded as the run's
+            collectives pad it, divided by N, for the states the stage partitions).
         gathered: stage 3: the most bytes of whole layers one GPU held at once on top of
             ``memory``, read from the spans: a layer's parameters from the start of
             their all-gather to the end of the forward or backward pass that used them
             (FSDP frees them then), its gradients from the start of its backward pass to
             the end of their reduce-scatter; with ``prefetch``, the next layer's are
             gathered while this one computes. 0 for stages 0-2, which keep whole
-            parameters and gradients in ``memory``.
+            parameters and gradients in ``memory``, and on one GPU, whose shards are
+            the whole layers (FSDP then shards nothing).
         breakdown, run, spans: where the time went, the simulation, every span.
     """
 
@@ -285,23 +296,25 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
                           grad_bytes, param_bytes, network=network, until=STEP_UNTIL)
         # An all-reduce moves 2 Psi (N-1)/N (a reduce-scatter and an all-gather), as
         # do stages 1 and 2's reduce-scatter and all-gather.
-        communicated = 2 * sum(e for _, e in buckets)
+        partitioned = sum(e for _, e in buckets)
+        communicated = 2 * partitioned
     else:
         units = [padded(layer.params, n) if layer.params else 0 for layer in model.layers]
         run = run_program(topology, _sharded, rec, times, names, units, how, grad_bytes,
                           param_bytes, prefetch, network=network, until=STEP_UNTIL)
-        communicated = 3 * sum(units)
+        partitioned = sum(units)
+        communicated = 3 * partitioned
     compute = sum(f + b for f, b in times)
-    gathered = 0 if stage < 3 else _most_gathered(rec.spans, n, times, units, param_bytes,
+    gathered = 0 if stage < 3 or n == 1 else _most_gathered(rec.spans, n, times, units, param_bytes,
                                                    grad_bytes)
     step = step_end(run.time, compute)
     parts = breakdown(rec.spans, range(n), step)
     return ZeroStep(stage=stage, step_time=step, compute_time=compute,
                     exposed=parts.exposed, bytes_sent=run.bytes_sent,
                     communicated_params=communicated,
-                    memory=zero_memory(model.params, n, stage, precision.optimizer_bytes,
-                                       param_bytes=precision.param_bytes,
-                                       grad_bytes=precision.grad_bytes),
+                    memory=kept_memory(model.params, partitioned // n, stage,
+                                       precision.optimizer_bytes, param_bytes=param_bytes,
+                                       grad_bytes=grad_bytes),
                     gathered=gathered, breakdown=parts, run=run, spans=tuple(rec.spans))
 
 
