@@ -1174,3 +1174,20 @@ def test_sweep_of_a_barrier_takes_size_0_only(capsys, tmp_path):
     times = [json.loads(line)["time"] for line in out.read_text().splitlines()]
     # dissemination: ceil(log2 p) rounds of one message, 2 us each on switch(p)
     assert status == 0 and times == pytest.approx([2e-6, 4e-6], rel=1e-12)
+
+
+@pytest.mark.parametrize("argv", [
+    ("run", "--topology", "", "--size", "1M"),
+    ("run", "--topology", "", "-g", "2", "--size", "1M"),  # not switch:2, not switch:8
+    ("sweep", "--topology", "", "--ranks", "4", "--algorithms", "ring", "--sizes", "1M"),
+    ("trace", "--topology", "", "--output", "never.json"),
+])
+def test_an_empty_topology_is_refused_not_taken_for_the_default(capsys, argv, tmp_path,
+                                                                 monkeypatch):
+    # --topology "$MACHINE" with MACHINE unset ran switch:8, dropping -g's machine.
+    monkeypatch.chdir(tmp_path)
+    status, out, err = cli(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert err == (f"simcoll {argv[0]}: error: topology spec '' is not accepted; write a "
+                   f"builder such as 'switch:8' or the path of a topology file\n")
+    assert not (tmp_path / "never.json").exists()

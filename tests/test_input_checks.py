@@ -68,7 +68,9 @@ def test_numpy_integers_are_accepted_for_counts_and_roots():
     (lambda: sc.topology.switch(2.0), r"number of GPUs n = 2.0 is not accepted"),
     (lambda: sc.topology.torus(4), r"torus dims=4 is not accepted; give the size of each"),
     (lambda: sc.topology.cluster(2, "8"), r"gpus_per_node='8' is not accepted"),
-    (lambda: sc.Topology(5), r"topology name 5 is not a string"),
+    (lambda: sc.Topology(5), r"^topology name 5 is not accepted; use a non-empty string$"),
+    # save() wrote a nameless machine that load() refused
+    (lambda: sc.Topology(""), r"^topology name '' is not accepted; use a non-empty string$"),
     (lambda: sc.topology.switch(2).route("gpu0", 1),
      r"^endpoint address 'gpu0' is a name; pass its address, topology.address\('gpu0'\)"),
     (lambda: sc.topology.switch(2).route(0, 2),

@@ -433,3 +433,35 @@ def test_a_file_that_starts_with_a_byte_order_mark_reads_in_every_format(tmp_pat
     path = tmp_path / name
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     assert sc.topology.load(path).nranks == 3
+
+
+@pytest.mark.parametrize("libyaml", [True, False])
+def test_yaml_merge_keys_take_an_anchored_entry_with_keys_overridden(tmp_path, monkeypatch,
+                                                                     libyaml):
+    # Building the data rewrote the merged mapping in place, so an overridden key read as
+    # "given twice"; a key written twice by hand still is.
+    if not libyaml:
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    head = ("devices:\n  - {name: g0, kind: gpu}\n  - {name: g1, kind: gpu}\n"
+            "  - {name: s, kind: switch}\nlinks:\n"
+            "  - &nvl {u: g0, v: s, bandwidth: 100GB/s, latency: 1us, kind: nvlink}\n")
+    topo = sc.topology.load(write(tmp_path, "m.yaml", head + "  - {<<: *nvl, u: g1}\n"))
+    assert [(link.u, link.v, link.bandwidth, link.latency, link.kind) for link in topo.links] \
+        == [("g0", "s", 1e11, 1e-6, "nvlink"), ("g1", "s", 1e11, 1e-6, "nvlink")]
+    with pytest.raises(sc.TopologyError, match=r"^.*t.yaml, line 7: links\[1\].u: given "
+                                               r"twice; give each key once$"):
+        sc.topology.load(write(tmp_path, "t.yaml", head + "  - {u: g1, v: s, u: g0}\n"))
+
+
+@pytest.mark.parametrize("kind", ["gpu", "host"])
+def test_an_endpoint_that_does_not_reduce_in_the_network_keeps_its_own_reduction_rate(
+        tmp_path, kind):
+    # in_network: false is true of every GPU and host; their reduce_bandwidth is their
+    # own reduction rate, not an in-network one.
+    text = (f"devices:\n  - {{name: g0, kind: gpu}}\n  - {{name: g1, kind: gpu}}\n"
+            f"  - {{name: e, kind: {kind}, in_network: false, reduce_bandwidth: 4GB/s}}\n"
+            f"  - {{name: s, kind: switch}}\nlinks:\n"
+            f"  - {{u: g0, v: s, bandwidth: 1GB/s}}\n  - {{u: g1, v: s, bandwidth: 1GB/s}}\n"
+            f"  - {{u: e, v: s, bandwidth: 1GB/s}}\n")
+    device = sc.topology.load(write(tmp_path, "e.yaml", text)).device("e")
+    assert (device.kind, device.reduce_bandwidth, device.in_network) == (kind, 4e9, False)

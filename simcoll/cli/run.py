@@ -344,7 +344,8 @@ def run(args: argparse.Namespace) -> int:
         0, or 1 if any size failed the numpy check.
     """
     shaped = args.topology is None and nccl_flags.shape_spec(args)
-    args.topology = args.topology or shaped or "switch:8"
+    if args.topology is None:  # --topology "" is given, and refused as from_spec refuses it
+        args.topology = shaped or "switch:8"
     report_path = None if args.output_file is None else check_output(
         args.output_file, (".json",), "-J")
     try:

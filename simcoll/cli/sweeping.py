@@ -106,8 +106,11 @@ def template(spec: str) -> str:
     Raises:
         CommandLineError: a builder without ``{p}`` whose first parameter is not ``n`` (or
             whose ``n`` is already given).
-        TopologyError: an argument between two commas is empty (naming ``spec``).
+        TopologyError: an empty spec, or an argument between two commas is empty
+            (naming ``spec``).
     """
+    if not spec.strip():
+        from_spec(spec)  # refused as 'simcoll run' refuses it
     if "{p}" in spec or is_file_spec(spec):
         return spec  # a file is one machine: --ranks must be its GPU count
     name, colon, args = spec.partition(":")

@@ -123,10 +123,14 @@ def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
         import yaml
 
         # Parsed once, by libyaml where PyYAML has it: the nodes give the lines, and the
-        # data is built from them.
+        # data is built from them. The lines are read first: building the data rewrites
+        # a mapping with a merge key (<<) in place, the merged keys before its own,
+        # where a key it overrides would read as given twice.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
         try:
             node = loader.get_single_node()
+            if node is not None:
+                _yaml_lines(node, (), lines, source, set())
             data = None if node is None else loader.construct_document(node)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
@@ -135,8 +139,6 @@ def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
             raise TopologyError(f"{source}{line}: not valid YAML: {problem}") from None
         finally:
             loader.dispose()
-        if node is not None:
-            _yaml_lines(node, (), lines, source, set())
         return data, lines
     if sys.version_info >= (3, 11):
         import tomllib

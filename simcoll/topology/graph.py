@@ -143,8 +143,9 @@ class Topology:
     """
 
     def __init__(self, name: str = "custom", *, routing: str = "link_order"):
-        if not isinstance(name, str):
-            raise TopologyError(f"topology name {name!r} is not a string")
+        if not isinstance(name, str) or not name:
+            raise TopologyError(f"topology name {name!r} is not accepted; use a non-empty "
+                                f"string")
         self.name = name
         self.spec: str | None = None
         self._cpu = "unknown"

@@ -179,7 +179,8 @@ def _build(data: Any, ctx: Context) -> Topology:
             raise ctx.error(path + ("node",), "node applies to GPUs only")
         if kind in ("gpu", "host") and in_network:
             raise ctx.error(path + ("in_network",), "applies to switches and NICs only")
-        if dev.get("in_network") is False and dev.get("reduce_bandwidth") is not None:
+        if kind in ("switch", "nic") and dev.get("in_network") is False and \
+                dev.get("reduce_bandwidth") is not None:
             raise ctx.error(path + ("in_network",), "is false, but reduce_bandwidth makes "
                                                     "the device reduce in the network; "
                                                     "drop one of them")
