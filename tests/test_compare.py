@@ -447,6 +447,32 @@ def test_plot_draws_both_panels_from_the_times(tmp_path):
     plt.close(fig)
 
 
+def test_a_log_busbw_axis_of_a_decade_or_two_labels_its_ticks_as_plain_numbers():
+    # Over 1.5 decades matplotlib labelled minor ticks too, as "4x10^2" beside a plain
+    # "100"; every label is now a plain number, and minor ticks go unlabelled.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = (65536, 1 << 18, 1 << 20, 1 << 22)
+    table = NcclTestsTable(tuple(row(s, ring_all_reduce_time(s), line=i + 1, busbw=1.0)
+                                 for i, s in enumerate(sizes)), "all_reduce", P)
+    fig = sc.plot.comparison(sc.compare(machine(), table))
+    upper = fig.axes[0]
+    fig.canvas.draw()
+    busbw = [s * 2 * (P - 1) / P / ring_all_reduce_time(s) / 1e9 for s in sizes]
+    assert 10 <= max(busbw) / min(busbw) < 10 ** 2.5 and upper.get_yscale() == "log"
+    labels = [t.get_text() for t in upper.get_yticklabels() if t.get_text()]
+    assert len(labels) >= 3
+    for label in labels:
+        float(label)  # "2", "5", "10", "20", "50": no mathtext
+    low, high = upper.get_ylim()
+    assert low <= min(busbw) and high >= max(busbw)
+    assert not any(t.get_text() for t in upper.get_yticklabels(minor=True))
+    plt.close(fig)
+
+
 def test_plot_refuses_bad_input_before_drawing(tmp_path):
     with pytest.raises(InvalidInputError, match="is not a Comparison"):
         sc.plot.comparison({"sizes": [1]})

@@ -13,6 +13,7 @@ from simcoll.plot.style import (
     finish,
     format_size,
     log2_ticks,
+    log_y_axis,
     octaves,
     wrapped,
 )
@@ -127,10 +128,7 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     # no decade to label, so it stays linear, from 0 (so a 10% gap looks like one)
     values = measured + simulated
     if max(values) >= 10 * min(values):
-        from matplotlib.ticker import FuncFormatter
-
-        upper.set_yscale("log")
-        upper.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        log_y_axis(upper, min(values), max(values), lambda v: f"{v:g}")
     else:
         upper.set_ylim(0, max(values) * 1.08)
     lower.set_yscale("log")

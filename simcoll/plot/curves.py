@@ -24,6 +24,7 @@ from simcoll.plot.style import (
     format_size,
     format_time_tick,
     log2_ticks,
+    log_y_axis,
     new_axes,
     octaves,
     time_unit,
@@ -56,12 +57,6 @@ it, so many entries widen the figure instead of squeezing the data."""
 _DECADES = 1e3
 """Times spread over more than this factor get a unit per tick instead of one for the
 axis."""
-_MIN_SPAN = 2.0
-"""The least factor a log y axis spans, so a 1% difference does not fill its height."""
-_SERIES = ((1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0),
-           (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0),
-           (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0))
-"""Labelled tick values per decade tried on log y axes spanning under 10^2.5."""
 _DEFAULT_NETWORK, _DEFAULT_DTYPE = "flow", "float32"
 
 
@@ -178,38 +173,11 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
     return algbw if y == "algbw" else algbw * spec.busbw_factor(p.nranks)
 
 
-def _log_ticks(lo: float, hi: float) -> tuple[float, float, list[float]] | None:
-    """``(bottom, top, ticks)`` for a log y axis over data from ``lo`` to ``hi``: at
-    least :data:`_MIN_SPAN` wide around the data, its ends on labelled ticks of the
-    series that wastes least height without crowding its labels; or None where the data
-    spans enough decades to be labelled at each power of ten."""
-    if hi / lo < _MIN_SPAN:
-        centre, half = math.sqrt(lo * hi), math.sqrt(_MIN_SPAN)
-        lo, hi = centre / half, centre * half
-    if hi / lo > 10 ** 2.5:
-        return None
-    lo, hi = lo / 1.025, hi * 1.025   # no point on the frame
-    best: tuple[float, float, list[float]] | None = None
-    for subs in _SERIES:
-        candidates = sorted({s * 10.0 ** e for s in subs for e in range(
-            math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 2)})
-        bottom = max(c for c in candidates if c <= lo * (1 + 1e-9))
-        top = min(c for c in candidates if c >= hi * (1 - 1e-9))
-        ticks = [c for c in candidates if bottom * (1 - 1e-9) <= c <= top * (1 + 1e-9)]
-        gaps = [math.log10(b / a) for a, b in zip(ticks, ticks[1:])]
-        if len(ticks) < 3 or min(gaps) < math.log10(top / bottom) / 12:
-            continue
-        if best is None or top / bottom < best[1] / best[0] * 0.999:
-            best = (bottom, top, ticks)
-    return best
-
-
 def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
                 y_text: Callable[[float], str]) -> None:
     from matplotlib.ticker import (
         FixedLocator,
         FuncFormatter,
-        LogLocator,
         NullFormatter,
     )
 
@@ -229,27 +197,10 @@ def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
     else:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}"))
         ax.set_xlabel("ranks")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: y_text(v)))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    chosen = _log_ticks(min(ys), max(ys))
-    if chosen is None:
-        ax.yaxis.set_major_locator(LogLocator(base=10, numticks=99))  # every decade
-    else:
-        bottom, top, ticks = chosen
-        ax.set_ylim(bottom, top)
-        ax.yaxis.set_major_locator(FixedLocator(ticks))
-        ax.yaxis.set_minor_locator(FixedLocator(
-            [t for t in _log_ticks_minor(bottom, top) if t not in ticks]))
+    log_y_axis(ax, min(ys), max(ys), y_text)
     ax.set_ylabel(y_label)
     ax.grid(True, which="major", alpha=0.45)
     ax.grid(True, which="minor", axis="y", alpha=0.15)
-
-
-def _log_ticks_minor(bottom: float, top: float) -> list[float]:
-    """1, 2, ..., 9 times each power of ten from ``bottom`` to ``top``."""
-    return [s * 10.0 ** e for e in range(math.floor(math.log10(bottom)),
-                                         math.ceil(math.log10(top)) + 1)
-            for s in range(1, 10) if bottom <= s * 10.0 ** e <= top]
 
 
 def _shade(colour: tuple, t: float) -> tuple:

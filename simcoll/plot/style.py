@@ -15,7 +15,7 @@ __all__ = ["lanes", "log2_ticks", "octaves", "format_size", "time_unit", "format
            "format_time_tick",
            "wrapped", "check_axes",
            "named_bands", "integer_list", "RULED_BANDS", "OUTLINED_BAR", "checked_save_path",
-           "new_axes", "finish"]
+           "new_axes", "finish", "log_y_axis"]
 
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _TIME_UNITS = ((1.0, "s", 1.0), (1e-3, "ms", 1e3), (1e-6, "µs", 1e6), (0.0, "ns", 1e9))
@@ -268,3 +268,67 @@ def lanes(items: Iterable[_Item],
         else:
             packed.append([item])
     return packed
+
+
+_MIN_SPAN = 2.0
+"""The least factor a log y axis spans, so a 1% difference does not fill its height."""
+_SERIES = ((1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0),
+           (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0),
+           (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0))
+"""Labelled tick values per decade tried on log y axes spanning under 10^2.5."""
+
+
+def _log_ticks(lo: float, hi: float) -> tuple[float, float, list[float]] | None:
+    """``(bottom, top, ticks)`` for a log y axis over data from ``lo`` to ``hi``: at
+    least :data:`_MIN_SPAN` wide around the data, its ends on labelled ticks of the
+    series that wastes least height without crowding its labels; or None where the data
+    spans enough decades to be labelled at each power of ten."""
+    if hi / lo < _MIN_SPAN:
+        centre, half = math.sqrt(lo * hi), math.sqrt(_MIN_SPAN)
+        lo, hi = centre / half, centre * half
+    if hi / lo > 10 ** 2.5:
+        return None
+    lo, hi = lo / 1.025, hi * 1.025   # no point on the frame
+    best: tuple[float, float, list[float]] | None = None
+    for subs in _SERIES:
+        candidates = sorted({s * 10.0 ** e for s in subs for e in range(
+            math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 2)})
+        bottom = max(c for c in candidates if c <= lo * (1 + 1e-9))
+        top = min(c for c in candidates if c >= hi * (1 - 1e-9))
+        ticks = [c for c in candidates if bottom * (1 - 1e-9) <= c <= top * (1 + 1e-9)]
+        gaps = [math.log10(b / a) for a, b in zip(ticks, ticks[1:])]
+        if len(ticks) < 3 or min(gaps) < math.log10(top / bottom) / 12:
+            continue
+        if best is None or top / bottom < best[1] / best[0] * 0.999:
+            best = (bottom, top, ticks)
+    return best
+
+
+def _log_ticks_minor(bottom: float, top: float) -> list[float]:
+    """1, 2, ..., 9 times each power of ten from ``bottom`` to ``top``."""
+    return [s * 10.0 ** e for e in range(math.floor(math.log10(bottom)),
+                                         math.ceil(math.log10(top)) + 1)
+            for s in range(1, 10) if bottom <= s * 10.0 ** e <= top]
+
+
+def log_y_axis(ax: Any, lo: float, hi: float, label: Callable[[float], str]) -> None:
+    """Make ``ax``'s y axis logarithmic over data from ``lo`` to ``hi``: under 10^2.5,
+    labelled at the tick series that wastes least height (:func:`_log_ticks`), the
+    other 1-9 multiples of each power of ten unlabelled; over it, at every power of ten.
+    Only major ticks are labelled, each by ``label`` (matplotlib's default would also
+    label minor ones, in scientific notation, where the axis spans under a decade or
+    two: "4x10^2" beside a plain "100")."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: label(v)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    chosen = _log_ticks(lo, hi)
+    if chosen is None:
+        ax.yaxis.set_major_locator(LogLocator(base=10, numticks=99))  # every decade
+    else:
+        bottom, top, ticks = chosen
+        ax.set_ylim(bottom, top)
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_minor_locator(FixedLocator(
+            [t for t in _log_ticks_minor(bottom, top) if t not in ticks]))
