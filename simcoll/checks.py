@@ -23,12 +23,26 @@ __all__ = ["flag", "integer", "real", "size", "text", "shown"]
 
 _DIGITS_SHOWN = 30
 """The most digits of an integer a message shows whole; longer ones are abbreviated."""
+_TEXT_SHOWN = 100
+"""The most characters of a value a message shows; longer ones are cut."""
 
 
 def shown(value: Any) -> str:
     """``repr(value)`` for a message, an integer of more than 30 digits abbreviated to
     its first and last digits and its length (``13582985...5376 (332 digits)``), in a
-    tuple or list too."""
+    tuple or list too, and anything whose text runs past :data:`_TEXT_SHOWN` characters
+    cut there (``Model(name='Llama 7B', layers=(Layer(... (a Model)``): a model or a
+    long list given where a number goes would otherwise fill the message."""
+    text = _in_full(value)
+    if len(text) <= _TEXT_SHOWN:
+        return text
+    what = f"a {type(value).__name__}" + (f" of {len(value)} items"
+                                           if type(value) in (tuple, list) else "")
+    return f"{text[:_TEXT_SHOWN - 20]}... ({what})"
+
+
+def _in_full(value: Any) -> str:
+    """:func:`shown` without the cut."""
     if type(value) in (tuple, list):
         inner = ", ".join(map(shown, value))
         if type(value) is list:

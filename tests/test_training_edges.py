@@ -183,3 +183,23 @@ def test_a_3d_step_keeps_the_padded_shards_its_zero_moves():
                     gpu=GPU)
     assert [(m.params, m.gradients, m.optimizer_states) for m in whole.memory] == [
         (18, 18, 108)]
+
+
+def test_a_model_given_where_a_count_goes_is_named_in_a_short_message():
+    # Llama 7B's repr filled a 7.6 kB message that never said to pass model.params.
+    with pytest.raises(sc.InvalidInputError, match=r"^zero_memory takes Psi, a number of "
+                       r"parameters, not the Model 'Llama 7B'; pass model.params, with "
+                       r"k=model.precision.optimizer_bytes \(12\), param_bytes=2 and "
+                       r"grad_bytes=2 for its precision$"):
+        tr.zero_memory(tr.llama_7b(), 64, stage=3)
+    # anywhere else a value's text is cut at 100 characters, saying what it was
+    with pytest.raises(sc.InvalidInputError) as refused:
+        tr.zero_memory(7, tr.llama_7b(), stage=3)
+    message = str(refused.value)
+    assert message.startswith("world_size=Model(name='Llama 7B', layers=(Layer(")
+    assert message.endswith("... (a Model) is not accepted; use an integer >= 1")
+    assert len(message) == len("world_size=") + 80 + len("... (a Model)") + len(
+        " is not accepted; use an integer >= 1")
+    with pytest.raises(sc.InvalidInputError, match=r"^k=\[0, 1, 2, .*\.\.\. \(a list of 500 "
+                                                   r"items\) is not accepted"):
+        tr.zero_memory(7, 2, stage=1, k=list(range(500)))

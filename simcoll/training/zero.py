@@ -30,6 +30,7 @@ from simpy.events import Event
 
 from simcoll.checks import flag, integer
 from simcoll.comm import Comm
+from simcoll.errors import InvalidInputError
 from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
@@ -84,8 +85,15 @@ def zero_memory(params: int, world_size: int, stage: int, k: int = 12, *,
         param_bytes, grad_bytes: bytes per parameter and per gradient (2 for fp16).
 
     Raises:
-        InvalidInputError: a stage other than 0-3, or a negative or non-integer size.
+        InvalidInputError: a stage other than 0-3, or a negative or non-integer size (a
+            Model instead of its parameter count named as such).
     """
+    if isinstance(params, Model):
+        p = params.precision
+        raise InvalidInputError(
+            f"zero_memory takes Psi, a number of parameters, not the Model {params.name!r}; "
+            f"pass model.params, with k=model.precision.optimizer_bytes ({p.optimizer_bytes}), "
+            f"param_bytes={p.param_bytes} and grad_bytes={p.grad_bytes} for its precision")
     psi = integer(params, "params", minimum=0)
     n = integer(world_size, "world_size", minimum=1)
     stage = integer(stage, "stage", minimum=0, maximum=3, what="ZeRO stage")
