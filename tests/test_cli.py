@@ -1191,3 +1191,38 @@ def test_an_empty_topology_is_refused_not_taken_for_the_default(capsys, argv, tm
     assert err == (f"simcoll {argv[0]}: error: topology spec '' is not accepted; write a "
                    f"builder such as 'switch:8' or the path of a topology file\n")
     assert not (tmp_path / "never.json").exists()
+
+
+@pytest.mark.parametrize("argv, said", [
+    # --size 16M --size 1G ran 1G alone: argparse keeps the last
+    (("run", "--size", "16M", "--size", "1G"),
+     "argument --size: given twice (16777216, then 1073741824)"),
+    (("run", "--topology", "switch:4", "--size", "1M", "--topology", "switch:8"),
+     "argument --topology: given twice ('switch:4', then 'switch:8')"),
+    (("run", "--collective", "all_reduce", "--collective", "broadcast"),
+     "argument --collective: given twice ('all_reduce', then 'broadcast')"),
+    (("run", "--algorithm", "ring", "--algorithm", "naive"),
+     "argument --algorithm: given twice ('ring', then 'naive')"),
+    (("run", "--network", "flow", "--network", "analytical"),
+     "argument --network: given twice ('flow', then 'analytical')"),
+    (("sweep", "--ranks", "4", "--ranks", "8", "--algorithms", "ring", "--sizes", "1M"),
+     "argument --ranks: given twice ([4], then [8])"),
+    (("trace", "--output", "a.json", "--output", "b.json"),
+     "argument --output: given twice ('a.json', then 'b.json')"),
+    (("demo", "--size", "1M", "--size", "2M"),
+     "argument --size: given twice (1048576, then 2097152)"),
+])
+def test_simcolls_own_options_given_twice_are_refused(capsys, argv, said, tmp_path,
+                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = cli(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert err == (f"simcoll {argv[0]}: error: {said}; give it once (see 'simcoll {argv[0]} "
+                   f"--help')\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_nccl_tests_options_given_twice_keep_the_last_as_its_getopt_does(capsys):
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "-b", "1K", "-b", "2K",
+                         "-e", "2K")
+    assert status == 0 and [row[0] for row in table_rows(out)] == ["2048"]

@@ -19,7 +19,7 @@ from simcoll.cli import (
     sweeping,
     tracing,
 )
-from simcoll.cli.options import CommandLineError, Parser
+from simcoll.cli.options import GIVEN_ONCE, CommandLineError, Parser
 from simcoll.errors import InvalidInputError, SimCollError, TopologyError
 
 __all__ = ["main", "entry", "build_parser"]
@@ -88,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help and --version print, then exit
         return exc.code if isinstance(exc.code, int) else 0
+    vars(args).pop(GIVEN_ONCE, None)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         status: int = args.handler(args)

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simulate_kwargs
-from simcoll.cli.options import PICTURES, check_output
+from simcoll.cli.options import PICTURES, Once, check_output
 from simcoll.comparison import compare
 from simcoll.topology.spec import from_spec
 
@@ -29,7 +29,7 @@ def add_parser(sub: Any) -> None:
                     "constants to the same log.")
     add_log_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    p.add_argument("--plot", metavar="PATH",
+    p.add_argument("--plot", metavar="PATH", action=Once,
                    help="also draw busbw against size, measured and simulated, and the "
                         "simulated over the measured time (PNG, SVG or PDF)")
     p.set_defaults(handler=_run)

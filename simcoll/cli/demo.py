@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.cli.options import SIZE_HELP, parse_bytes
+from simcoll.cli.options import SIZE_HELP, Once, parse_bytes
 from simcoll.errors import InvalidInputError
 from simcoll.memory import shortfall
 from simcoll.result import Result
@@ -82,7 +82,7 @@ def add_parser(sub: Any) -> None:
                        description="All-reduce real float32 data on 8 GPUs behind a 100 GB/s "
                                    "switch with a parameter server (on a server host, and "
                                    "on rank 0), naive and ring all_reduce.")
-    p.add_argument("--size", type=parse_bytes, default=16 * MiB,
+    p.add_argument("--size", type=parse_bytes, default=16 * MiB, action=Once,
                    help=f"per-rank buffer (default 16M); {SIZE_HELP}")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(handler=_run)

@@ -16,6 +16,7 @@ from simcoll.algorithms.nccl.constants import NCCL_VERSION, TUNERS
 from simcoll.cli.options import (
     DEFAULT_ALGORITHM_TEXT,
     CommandLineError,
+    Once,
     algorithm_params,
     default_algorithm,
     parse_bytes,
@@ -35,7 +36,7 @@ __all__ = ["add_log_arguments", "read_table", "simulate_kwargs", "machine_notes"
 def add_log_arguments(p: argparse.ArgumentParser) -> None:
     """The log, the machine, the algorithm and which sizes of the log to take."""
     p.add_argument("log", metavar="LOG", help="the nccl-tests output, a file or - for stdin")
-    p.add_argument("--topology", required=True, metavar="SPEC",
+    p.add_argument("--topology", required=True, metavar="SPEC", action=Once,
                    help="the machine, as a builder or preset with its arguments "
                         "(dgx_h100:nodes=2, 'switch:ranks=8,latency=1us') or a topology file")
     p.add_argument("--collective", metavar="NAME",

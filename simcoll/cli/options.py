@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from simcoll.algorithms.params import read_value
+from simcoll.checks import shown
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import LOW_PRECISION, as_dtype, meant_name
@@ -253,6 +254,25 @@ def default_algorithm(collective: str) -> str:
     return NO_RING.get(get_collective(collective).name, "ring")
 
 
+class Once(argparse.Action):
+    """An option of simcoll's own given at most once: ``--size 16M --size 1G`` ran 1G
+    alone, as argparse keeps the last. (nccl-tests' options keep the last, as its
+    getopt does, so a copied command line runs as it ran.)"""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given = namespace.__dict__.setdefault(GIVEN_ONCE, {})
+        if self.dest in given:
+            parser.error(f"argument {'/'.join(self.option_strings)}: given twice "
+                         f"({given[self.dest]}, then {shown(values)}); give it once")
+        given[self.dest] = shown(values)
+        setattr(namespace, self.dest, values)
+
+
+GIVEN_ONCE = "_given_once"
+"""Where :class:`Once` notes the options given during a parse (dropped after it)."""
+
+
 class _RootOrAll(argparse.Action):
     """``-r`` where ``all`` is taken: keeps what was typed in ``root_text`` (``-1``, as
     nccl-tests spells every root, reads as ``all``)."""
@@ -289,17 +309,18 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                 "(one machine)") if sweep else (
         "switch:8, 'switch:ranks=8,bandwidth=100GB/s,latency=1us', cluster:2x8, "
         "dgx_h100:nodes=2, torus:4x4, or a topology file")
-    parser.add_argument("--topology", default=default, metavar="SPEC",
+    parser.add_argument("--topology", default=default, metavar="SPEC", action=Once,
                         help=f"a builder or preset with its arguments, e.g. {examples} "
                              f"(.json, .yaml, .toml, or an ASTRA-sim network .yml); "
                              f"'simcoll list' shows every builder (default: {default})")
-    parser.add_argument("--collective", default="all_reduce",
+    parser.add_argument("--collective", default="all_reduce", action=Once,
                         help=f"{', '.join(n for n, c in COLLECTIVES.items() if c.uneven is None)} "
                              f"(default: all_reduce; the v-collectives, whose sizes differ "
                              f"between ranks, are for Python only)")
     if not sweep:
-        parser.add_argument("--algorithm", help=f"a registered algorithm ('simcoll list'; "
-                                                f"default: {DEFAULT_ALGORITHM_TEXT})")
+        parser.add_argument("--algorithm", action=Once,
+                            help=f"a registered algorithm ('simcoll list'; "
+                                 f"default: {DEFAULT_ALGORITHM_TEXT})")
     parser.add_argument("--param", action="append", type=parse_param, default=[],
                         metavar="NAME=VALUE",
                         help="an algorithm parameter, e.g. chunks=4 or "
@@ -321,7 +342,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                         help="root rank (default 0; broadcast, reduce, gather, scatter only)"
                              + ("; all or -1: each rank in turn, as nccl-tests -r -1"
                                 if every else ""))
-    parser.add_argument("--network", default="flow",
+    parser.add_argument("--network", default="flow", action=Once,
                         help=f"network model: {', '.join(NETWORKS)} (default: flow, max-min "
                              f"fair sharing; flow_rtt: shares in proportion to 1 / route "
                              f"latency, TCP-like; analytical: no contention)")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.cli.options import PICTURES, CommandLineError, check_output
+from simcoll.cli.options import PICTURES, CommandLineError, Once, check_output
 from simcoll.plot import scaling
 
 __all__ = ["add_parser", "read_records"]
@@ -24,7 +24,7 @@ def add_parser(sub: Any) -> None:
                        description="Plot the records of 'simcoll sweep' (or 'simcoll run "
                                    "--json'): y against x, one line per algorithm.")
     p.add_argument("records", help="a .jsonl (JSON lines) or .json (list) file of records")
-    p.add_argument("--output", required=True, metavar="PATH",
+    p.add_argument("--output", required=True, metavar="PATH", action=Once,
                    help="the picture: .png, .svg or .pdf")
     p.add_argument("--x", default=None, choices=("nranks", "nbytes"),
                    help="nranks or nbytes (default: nbytes where every record has one "

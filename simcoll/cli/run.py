@@ -18,6 +18,7 @@ from simcoll.cli import checking, json_out, nccl_flags, table
 from simcoll.cli.options import (
     SIZE_HELP,
     CommandLineError,
+    Once,
     add_run_options,
     check_output,
     default_algorithm,
@@ -76,7 +77,8 @@ def add_parser(sub: Any) -> None:
                    help="size increment when -f is 1 (default 1M)")
     p.add_argument("-f", "--stepfactor", type=_whole, default=1, metavar="N",
                    help="size multiplication factor (default 1, or 0: use -i)")
-    p.add_argument("--size", type=parse_bytes, help="one size (same as -b SIZE -e SIZE)")
+    p.add_argument("--size", type=parse_bytes, action=Once,
+                   help="one size (same as -b SIZE -e SIZE)")
     p.add_argument("-c", "--check", nargs="?", type=_whole, const=1, default=0,
                    metavar="N",
                    help="data mode: move real arrays and check them with numpy (-c, or "

@@ -18,6 +18,7 @@ from simcoll.cli.options import (
     SIZE_HELP,
     SWEEP_OPTIONS,
     CommandLineError,
+    Once,
     add_run_options,
     check_output,
     parse_bytes,
@@ -52,15 +53,15 @@ def add_parser(sub: Any) -> None:
                                    "--ranks; builders whose first parameter is n (switch, "
                                    "ring, fully_connected) get it there by default.")
     add_run_options(p, sweep=True)
-    p.add_argument("--algorithms", required=True, type=_names, metavar="A,B,...",
+    p.add_argument("--algorithms", required=True, type=_names, metavar="A,B,...", action=Once,
                    help="algorithms to compare, e.g. ring,naive")
-    p.add_argument("--ranks", required=True, type=_ints, metavar="P,Q,...",
+    p.add_argument("--ranks", required=True, type=_ints, metavar="P,Q,...", action=Once,
                    help="values of {p} in --topology, e.g. 2,4,8,16")
-    p.add_argument("--sizes", required=True, type=_sizes, metavar="S,T,...",
+    p.add_argument("--sizes", required=True, type=_sizes, metavar="S,T,...", action=Once,
                    help=f"each rank's input buffer (simulate's nbytes), e.g. 1M,64M; "
                         f"{SIZE_HELP}")
     p.add_argument("--workers", type=int, default=1, help="processes to use (default 1)")
-    p.add_argument("--output", metavar="PATH",
+    p.add_argument("--output", metavar="PATH", action=Once,
                    help="write .csv, .json or .jsonl at the end (default: CSV on standard "
                         "output, a row per point as it finishes, in grid order); finished "
                         "points are kept in PATH.partial.jsonl until the end (its name "

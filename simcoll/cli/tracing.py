@@ -10,6 +10,7 @@ from simcoll.cli import checking
 from simcoll.cli.options import (
     SIZE_HELP,
     CommandLineError,
+    Once,
     add_run_options,
     check_output,
     default_algorithm,
@@ -37,12 +38,12 @@ def add_parser(sub: Any) -> None:
                                    "critical path as a row of its own; print where the "
                                    "critical path spent its time.")
     add_run_options(p)
-    p.add_argument("--size", type=parse_bytes, default=None,
+    p.add_argument("--size", type=parse_bytes, default=None, action=Once,
                    help=f"nccl-tests' size, as in 'simcoll run' (default 1M); {SIZE_HELP}")
     p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, choices=(0, 1),
                    metavar="0/1",
                    help="data mode: move real arrays and check them with numpy")
-    p.add_argument("--output", required=True, metavar="PATH",
+    p.add_argument("--output", required=True, metavar="PATH", action=Once,
                    help="where to write the trace (JSON)")
     p.add_argument("--json", action="store_true",
                    help="print the run and its critical path as one JSON object "
