@@ -579,7 +579,8 @@ def test_timeline_shows_hosts_and_compute():
     ax = timeline(res).axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[3] == "endpoint 3"
-    assert ax.get_title().endswith("\nendpoints from 3 on: hosts or in-network devices")
+    assert ax.get_title().endswith("\nendpoints from 3 on: hosts or in-network devices "
+                                   "(topology= names them)")
     assert "endpoints from" not in timeline(res, ranks=[0, 1]).axes[0].get_title()
     with pytest.raises(sc.InvalidInputError, match="not the one the result ran on"):
         timeline(res, sc.topology.switch(3))

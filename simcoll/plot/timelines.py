@@ -324,6 +324,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
             notes.append(f"critical path: {hidden / result.time:.0%} of its time on "
                          f"endpoints not shown")
     if topology is None and any(a >= result.nranks for a in shown):
-        notes.append(f"endpoints from {result.nranks} on: hosts or in-network devices")
+        notes.append(f"endpoints from {result.nranks} on: hosts or in-network devices "
+                     f"(topology= names them)")
     ax.set_title(wrapped("\n".join([title] + notes)), fontsize="medium")
     return finish(fig, path)
