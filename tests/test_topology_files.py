@@ -465,3 +465,17 @@ def test_an_endpoint_that_does_not_reduce_in_the_network_keeps_its_own_reduction
             f"  - {{u: e, v: s, bandwidth: 1GB/s}}\n")
     device = sc.topology.load(write(tmp_path, "e.yaml", text)).device("e")
     assert (device.kind, device.reduce_bandwidth, device.in_network) == (kind, 4e9, False)
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json", ".toml"])
+def test_a_file_without_a_name_names_the_machine_after_itself(tmp_path, suffix):
+    # it was "custom" in every plot title and table header
+    data = {"devices": [{"name": "g0", "kind": "gpu"}, {"name": "g1", "kind": "gpu"}],
+            "links": [{"u": "g0", "v": "g1", "bandwidth": 1e9}]}
+    text = {".yaml": yaml.safe_dump(data), ".json": json.dumps(data),
+            ".toml": '[[devices]]\nname = "g0"\nkind = "gpu"\n[[devices]]\nname = "g1"\n'
+                     'kind = "gpu"\n[[links]]\nu = "g0"\nv = "g1"\nbandwidth = 1e9\n'}[suffix]
+    assert sc.topology.load(write(tmp_path, f"two_gpus{suffix}", text)).name == "two_gpus"
+    assert sc.topology.from_dict(data).name == "custom"
+    named = {**data, "name": "mine"}
+    assert sc.topology.load(write(tmp_path, "other.json", json.dumps(named))).name == "mine"

@@ -4,7 +4,7 @@
 ``.yaml`` / ``.yml``, ``.toml``); any other extension is refused. The same keys serve
 every format. A machine listed device by device (YAML shown)::
 
-    name: two nodes                      # optional
+    name: two nodes                      # optional: the file's name without its extension
     cpu: amd                             # optional: intel, amd, arm (for NCCL's tuner)
     routing: ecmp                        # optional: link_order (default) or ecmp
     devices:                             # in order; GPUs are the ranks, in this order
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 from simcoll.errors import InvalidInputError, TopologyError
@@ -283,7 +284,9 @@ def load(path: str | os.PathLike) -> Topology:
     """Read a topology file (:func:`save`'s output, a preset, or an ASTRA-sim config).
 
     ``topology.spec`` is the preset's spec for a preset file (unless an argument holds
-    a comma, which a spec cannot write), else the path.
+    a comma, which a spec cannot write), else the path. A file of devices and links
+    without a ``name`` names the machine after the file (``two_nodes.yaml``:
+    ``two_nodes``; from :func:`from_dict` it is ``custom``).
 
     Raises:
         TopologyError: an unknown extension, an unreadable or malformed file, or a
@@ -298,4 +301,6 @@ def load(path: str | os.PathLike) -> Topology:
         raise TopologyError(f"{ctx.source}: {exc}") from None
     if topology.spec is None:
         topology.spec = str(path)
+    if isinstance(data, dict) and "devices" in data and "name" not in data:
+        topology.name = Path(path).stem
     return topology
