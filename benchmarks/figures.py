@@ -12,7 +12,8 @@
    reductions run at 200 GB/s, so the reduce-scatter steps wait for them, with its
    critical path drawn over the bands.
 3. ``link_utilization_ps.png``: the links x time heatmap of a parameter-server all_reduce
-   on 8 ranks (server on rank 0): its link is the bottleneck while the others idle.
+   on 8 ranks (server on rank 0): its link is the bottleneck, and every other link runs
+   at a seventh of its bandwidth, waiting on it.
 4. ``pat_vs_ring.png``: NCCL's all_gather of 64 KiB per rank on 2 to 128 nodes of one GPU
    (``cluster(n, 1)``: 25 GB/s per node), PAT against the ring (the protocol NCCL's tuner
    picks for each), simulated, with NCCL's own predictions dashed, and what
@@ -66,7 +67,13 @@ def timeline_figure(out: Path) -> Path:
                               reduce_bandwidth=200 * sc.GB)
     res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=64 * sc.MiB, trace=True)
     path = out / "timeline_ring.png"
-    sc.plot.timeline(res, critical=True, save=path)
+    fig = sc.plot.timeline(res, critical=True)
+    ax = fig.axes[0]
+    ax.set_title(f"{ax.get_title()}\n(links {BANDWIDTH / sc.GB:g} GB/s and "
+                 f"{LATENCY / sc.us:g} us each way; reductions at 200 GB/s per GPU)",
+                 fontsize="medium")
+    finish(fig, path)
+    plt.close(fig)
     return path
 
 
@@ -185,6 +192,10 @@ def nccl_figure(out: Path) -> Path:
 CRITICAL_COLOURS = {"wait": "#bfbfbf", "latency": "#0072b2", "transfer": "#009e73",
                     "reduce": "#d55e00", "compute": "#cc79a7"}
 """Okabe and Ito's colours (apart for readers who tell red from green poorly)."""
+CRITICAL_HATCHES = {"wait": "", "latency": "////", "transfer": "", "reduce": "xxx",
+                    "compute": "...."}
+"""Hatches that tell the kinds apart in grey as well (reductions and bytes on links, the
+two that trade places over the sizes, are crossed and plain)."""
 CRITICAL_LABELS = {"wait": "launch (asleep)", "latency": "latencies and protocol steps",
                    "transfer": "bytes on links", "reduce": "reductions",
                    "compute": "compute"}
@@ -208,6 +219,7 @@ def critical_figure(out: Path) -> Path:
     for kind, colour in CRITICAL_COLOURS.items():
         if any(shares[kind]):
             ax.bar(x, shares[kind], bottom=bottom, color=colour, width=0.75,
+                   hatch=CRITICAL_HATCHES[kind], edgecolor="white", linewidth=0,
                    label=CRITICAL_LABELS[kind])
             bottom = [b + v for b, v in zip(bottom, shares[kind])]
     for i, (label, t) in enumerate(zip(labels, times)):

@@ -669,7 +669,7 @@ def test_a_lone_message_fills_each_link_of_its_route_at_its_rate(lone_message):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["gpu0->switch", "switch->gpu1"]
     assert ax.get_xlabel() == "time (µs)"
     assert mesh.norm.vmin == 0 and mesh.norm.vmax == 1
-    assert fig.axes[1].get_ylabel() == "fraction of link bandwidth"
+    assert fig.axes[1].get_ylabel() == "fraction of link bandwidth (square-root scale)"
     # Three bins of 8/3 us: the transfer fills 1/3 us of the middle one (1/8 of it) and
     # all of the last.
     grid = np.asarray(mesh_of(link_utilization(res, topo, bins=3)).get_array())

@@ -140,7 +140,7 @@ def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, 
     # over 1 by more than the rounding of a full link's bins (1.00000001)
     peak = float(grid.max())
     over = peak >= 1.005
-    fig.colorbar(mesh, ax=ax, label="fraction of link bandwidth",
+    fig.colorbar(mesh, ax=ax, label="fraction of link bandwidth (square-root scale)",
                  extend="max" if over else "neither")
     title = (f"link utilization: {result.collective}/{result.algorithm} on "
              f"{result.topology}, {format_size(result.nbytes)} per rank"
