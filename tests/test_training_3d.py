@@ -544,3 +544,26 @@ def test_an_algorithm_without_the_pipeline_s_gather_is_refused_before_the_run():
                 algorithm="tree")
     done = tr.step(model, sc.topology.switch(2), dp=1, tp=2, pp=1, algorithm="tree")
     assert done.step_time > 0     # no pipeline, no gather: the tree runs as before
+
+
+def test_a_bar_narrower_than_a_pixel_keeps_an_edge_of_its_own_colour():
+    # a pipeline step whose 8-byte transfers last ~1e-6 of it: drawn as 0.6 px, some were
+    # not drawn at all; each now has an edge of its colour, the wide ones a white outline
+    from matplotlib.colors import to_rgba
+
+    pipe = tr.pipeline_step(sc.topology.switch(2), stages=2, micro_batches=2, forward=1.0,
+                            backward=2.0, activation_bytes=8)
+    fig = tr.plot_timeline(pipe)
+    narrow = wide = 0
+    for bars in fig.axes[0].collections:
+        for (x0, x1), edge, width, face in zip(
+                [(p.vertices[:, 0].min(), p.vertices[:, 0].max()) for p in bars.get_paths()],
+                bars.get_edgecolors(), bars.get_linewidths(), bars.get_facecolors()):
+            if x1 - x0 < pipe.step_time / 200:
+                narrow += 1
+                assert tuple(edge) == tuple(face) and width == 0.6
+            else:
+                wide += 1
+                assert tuple(edge) == to_rgba("white")
+    assert narrow >= 4 and wide >= 4   # the transfers, and the compute passes
+    matplotlib.pyplot.close(fig)

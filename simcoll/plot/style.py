@@ -14,7 +14,8 @@ from simcoll.files import output_path, write_atomically
 __all__ = ["lanes", "log2_ticks", "octaves", "format_size", "time_unit", "format_duration",
            "format_time_tick",
            "wrapped", "check_axes",
-           "named_bands", "integer_list", "RULED_BANDS", "OUTLINED_BAR", "checked_save_path",
+           "named_bands", "integer_list", "RULED_BANDS", "OUTLINED_BAR", "NARROW_EDGE",
+           "checked_save_path",
            "new_axes", "finish", "log_y_axis"]
 
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -137,6 +138,8 @@ RULED_BANDS = 40
 OUTLINED_BAR = 200
 """A timeline bar keeps its white outline where it is wider than the run's time over
 this; a narrower one, a pixel or two, would be all outline."""
+NARROW_EDGE = 0.6
+"""Points of edge, in the bar's own colour, that keep a narrower bar visible."""
 
 
 def log2_ticks(values: list[float], most: int, few: int | None = None) -> list[float]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
 from simcoll.plot.style import (
+    NARROW_EDGE,
     OUTLINED_BAR,
     RULED_BANDS,
     checked_save_path,
@@ -165,13 +166,17 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
                 for kind in {s.kind for s in lane}:
                     kinds.add(kind)
                     bars = [s for s in lane if s.kind == kind]
+                    colour = _KIND_COLOURS.get(kind, "0.5")
+                    # a bar narrower than a pixel or two is drawn with an edge of its own
+                    # colour, so it shows (a 3D step's 0.36 ms transfers on a 490 ms axis
+                    # were 0.6 px wide, and some were not drawn at all)
+                    wide = [s.end - s.start > end / OUTLINED_BAR for s in bars]
                     ax.broken_barh([(s.start * factor, (s.end - s.start) * factor)
                                     for s in bars],
                                    (top + pad * height + k * lane_height, lane_height),
-                                   facecolors=_KIND_COLOURS.get(kind, "0.5"),
-                                   edgecolors="white",
-                                   linewidth=[outline if s.end - s.start > end / OUTLINED_BAR
-                                              else 0.0 for s in bars])
+                                   facecolors=colour,
+                                   edgecolors=["white" if w else colour for w in wide],
+                                   linewidth=[outline if w else NARROW_EDGE for w in wide])
         if band and ruled:
             ax.axhline(band - 0.5, color="0.6", linewidth=0.8)
     ax.set_ylim(len(shown) - 0.5, -0.5)
