@@ -72,6 +72,11 @@ def test_three_ways_against_the_formulas(p):
         assert res.breakdown.compute == pytest.approx(fwd + bwd, rel=1e-9)
         assert res.breakdown.exposed_total + res.breakdown.idle == pytest.approx(
             res.exposed_communication, rel=1e-9)
+    # DDP hides the first three buckets' all-reduces behind the next layers' backward
+    # passes and exposes the last; fused and loop all-reduce after the backward pass
+    assert ddp.hidden_communication == pytest.approx(3 * t_a, rel=1e-9)
+    assert ddp.breakdown.hidden == {"dp": ddp.hidden_communication}
+    assert fused.hidden_communication == loop.hidden_communication == 0.0
 
 
 def test_ddp_first_bucket_is_one_mib():

@@ -60,6 +60,9 @@ class DataParallelResult:
         step_time: from the first forward to the last gradient reduced, seconds.
         compute_time: forward + backward on one GPU, seconds (the step time on one GPU).
         exposed_communication: ``step_time - compute_time``, seconds.
+        hidden_communication: seconds the all-reduces ran while the GPU computed
+            (``breakdown.hidden["dp"]``, averaged over the GPUs): with
+            ``exposed_communication``, the all-reduces' busy time.
         scaling_efficiency: ``compute_time / step_time``: the throughput of N GPUs over
             N times that of one (weak scaling, the per-GPU batch fixed).
         all_reduces: bytes of each all-reduce, in the order they ran.
@@ -72,6 +75,7 @@ class DataParallelResult:
     step_time: float
     compute_time: float
     exposed_communication: float
+    hidden_communication: float
     scaling_efficiency: float
     all_reduces: tuple[int, ...]
     breakdown: Breakdown
@@ -170,10 +174,11 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
                       network=network, until=STEP_UNTIL)
     compute = sum(f + b for f, b in times)
     step = step_end(run.time, compute)
+    parts = breakdown(rec.spans, range(topology.nranks), step)
     return DataParallelResult(
         strategy=strategy, step_time=step, compute_time=compute,
         exposed_communication=step - compute,
+        hidden_communication=parts.hidden.get("dp", 0.0),
         scaling_efficiency=compute / step if step > 0 else 1.0,
         all_reduces=tuple(sum(n for _, n in g) * itemsize for g in groups),
-        breakdown=breakdown(rec.spans, range(topology.nranks), step),
-        run=run, spans=tuple(rec.spans))
+        breakdown=parts, run=run, spans=tuple(rec.spans))

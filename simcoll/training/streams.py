@@ -10,7 +10,7 @@ a :class:`Span`; :func:`breakdown` turns the spans into where each GPU's time we
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from simpy.events import Event
@@ -100,11 +100,16 @@ class Breakdown:
             once).
         idle: seconds the compute stream waited with no communication under way (a
             pipeline bubble, or waiting for a slower GPU).
+        hidden: per communication stream, seconds during which it worked while the
+            compute stream did (each stream counted whole, however many worked at
+            once): the communication the compute hid. A stream's busy time is its
+            ``hidden`` plus its share of ``exposed`` where it worked alone.
     """
 
     compute: float
     exposed: dict[str, float]
     idle: float
+    hidden: dict[str, float] = field(default_factory=dict)
 
     @property
     def exposed_total(self) -> float:
@@ -112,8 +117,8 @@ class Breakdown:
         return sum(self.exposed.values())
 
 
-def _rank_breakdown(spans: Sequence[Span], step: float) -> tuple[float, dict[str, float],
-                                                                 float]:
+def _rank_breakdown(spans: Sequence[Span], step: float) -> tuple[
+        float, dict[str, float], float, dict[str, float]]:
     edges = {0.0, step}
     for s in spans:
         edges.add(min(max(s.start, 0.0), step))
@@ -132,12 +137,16 @@ def _rank_breakdown(spans: Sequence[Span], step: float) -> tuple[float, dict[str
     running = {name: 0 for name in active}
     compute, idle = 0.0, 0.0
     exposed: dict[str, float] = {name: 0.0 for name in active if name != COMPUTE}
+    hidden = dict(exposed)
     for i in range(len(points) - 1):
         for name, row in active.items():
             running[name] += row[i]
         width = points[i + 1] - points[i]
         if running.get(COMPUTE, 0) > 0:
             compute += width
+            for name in hidden:
+                if running[name] > 0:
+                    hidden[name] += width
             continue
         busy = [name for name in exposed if running[name] > 0]
         if busy:
@@ -145,7 +154,7 @@ def _rank_breakdown(spans: Sequence[Span], step: float) -> tuple[float, dict[str
                 exposed[name] += width / len(busy)
         else:
             idle += width
-    return compute, exposed, idle
+    return compute, exposed, idle, hidden
 
 
 def breakdown(spans: Sequence[Span], ranks: Sequence[int], step_time: float) -> Breakdown:
@@ -156,11 +165,15 @@ def breakdown(spans: Sequence[Span], ranks: Sequence[int], step_time: float) -> 
             by_rank[s.rank].append(s)
     compute, idle = 0.0, 0.0
     exposed: dict[str, float] = {}
+    hidden: dict[str, float] = {}
     for r in ranks:
-        c, e, i = _rank_breakdown(by_rank[r], step_time)
+        c, e, i, h = _rank_breakdown(by_rank[r], step_time)
         compute += c
         idle += i
         for name, t in e.items():
             exposed[name] = exposed.get(name, 0.0) + t
+        for name, t in h.items():
+            hidden[name] = hidden.get(name, 0.0) + t
     n = max(1, len(ranks))
-    return Breakdown(compute / n, {k: v / n for k, v in sorted(exposed.items())}, idle / n)
+    return Breakdown(compute / n, {k: v / n for k, v in sorted(exposed.items())}, idle / n,
+                     {k: v / n for k, v in sorted(hidden.items())})
