@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.units import parse_size
 
-__all__ = ["flag", "integer", "real", "size", "text", "shown"]
+__all__ = ["Count", "flag", "integer", "real", "size", "text", "shown"]
+
+Count: TypeAlias = "int | np.integer[Any]"
+"""A count a user gives (ranks, nodes, GPUs): Python's int or numpy's, as :func:`integer`
+takes it (``np.arange`` gives numpy's)."""
 
 _DIGITS_SHOWN = 30
 """The most digits of an integer a message shows whole; longer ones are abbreviated."""

@@ -48,6 +48,14 @@ def test_documented_usage_passes_mypy_strict(tmp_path):
         fig = sc.plot.scaling(grid)
         fig.savefig("x.png")
         events: list[TraceEvent] = []
+        # counts from numpy (np.arange) where a builder or a cost query takes a count
+        for p in np.arange(2, 5):
+            machine = sc.topology.switch(p)
+            t = sc.cost.predict("all_reduce", "ring", p=p, nbytes=1024, alpha=1e-6, beta=1e-9)
+        nodes = np.int64(2)
+        machines = [sc.topology.dgx_h100(nodes), sc.topology.fat_tree(nodes, np.int64(4)),
+                    sc.topology.pcie_node(gpus=np.int64(4), gen=np.int64(5)),
+                    sc.topology.cluster(nodes, np.int64(2)), sc.topology.ring(np.int64(3))]
         '''))
     mypy = shutil.which("mypy") or str(Path(sys.executable).parent / "mypy")
     # the package's own modules are checked by the project's mypy run (its settings);

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from simcoll.algorithms.params import named_arguments
-from simcoll.checks import integer, real
+from simcoll.checks import Count, integer, real
 from simcoll.checks import size as checked_size
 from simcoll.collectives import ALIASES
 from simcoll.collectives import collective as get_collective
@@ -179,7 +179,7 @@ def check_constants(alpha: float, beta: float,
             real(gamma, "gamma", what="seconds per reduced byte"))
 
 
-def predict(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike, alpha: float,
+def predict(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLike, alpha: float,
             beta: float, gamma: float = 0.0, itemsize: int = 4, **params: Any) -> float:
     """Predicted seconds on the alpha-beta reference network.
 
@@ -251,7 +251,7 @@ def _overflow(what: str, alpha: float, beta: float, gamma: float) -> InvalidInpu
                              f"reduced byte (e.g. alpha=5e-6, beta=1e-11)")
 
 
-def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
+def traffic(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLike,
             itemsize: int = 4,
             **params: Any) -> Traffic:
     """Bytes each rank sends and receives (exact, for elements of ``itemsize`` bytes).
@@ -284,7 +284,7 @@ def traffic(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
     return moved
 
 
-def is_exact(collective: str, algorithm: str, *, p: int, nbytes: int | ArrayLike,
+def is_exact(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLike,
              itemsize: int = 4,
              **params: Any) -> bool:
     """Whether ``predict`` is exact (not an estimate) for these arguments.
@@ -329,7 +329,7 @@ def _ask(spec: AlgorithmSpec, role: str, positional: tuple[Any, ...],
                                 f"raised {type(exc).__name__}: {exc}") from exc
 
 
-def lower_bound(collective: str, *, p: int, nbytes: int | ArrayLike, alpha: float, beta: float,
+def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: float, beta: float,
                 gamma: float = 0.0, itemsize: int = 4, hosts: int = 0) -> Bounds:
     """Latency, bandwidth and computation lower bounds (Chan et al. 2007, table 1).
 

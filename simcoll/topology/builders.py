@@ -13,7 +13,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from simcoll.checks import integer, real, shown, text
+from simcoll.checks import Count, integer, real, shown, text
 from simcoll.errors import TopologyError
 from simcoll.topology.graph import Topology
 from simcoll.units import GB, us
@@ -24,7 +24,7 @@ MAX_DEVICES = 1 << 21
 """The most devices, and the most links, a builder or preset makes (2,097,152)."""
 
 
-def _check_count(name: str, value: int, minimum: int = 1) -> int:
+def _check_count(name: str, value: Count, minimum: int = 1) -> int:
     return integer(value, name, minimum=minimum, error=TopologyError)
 
 
@@ -69,7 +69,7 @@ def _gpus(topo: Topology, n: int, reduce_bandwidth: float) -> list[str]:
     return [topo.add_gpu(reduce_bandwidth=reduce_bandwidth) for _ in range(n)]
 
 
-def ring(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
+def ring(n: Count, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
          kind: str = "nvlink", reduce_bandwidth: float = math.inf,
          routing: str = "link_order") -> Topology:
     """``n`` GPUs, GPU i linked to GPU i+1 (mod n). ``routing`` (``Topology.routing``)
@@ -85,7 +85,7 @@ def ring(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
     return topo
 
 
-def fully_connected(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
+def fully_connected(n: Count, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
                     kind: str = "nvlink", reduce_bandwidth: float = math.inf) -> Topology:
     """``n`` GPUs with a direct link between every pair."""
     n = _check_count("number of GPUs n", n)
@@ -99,8 +99,8 @@ def fully_connected(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 *
     return topo
 
 
-def switch(n: int, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
-           kind: str = "nvswitch", servers: int = 0, server_bandwidth: float | None = None,
+def switch(n: Count, *, bandwidth: float = 100 * GB, latency: float = 1 * us,
+           kind: str = "nvswitch", servers: Count = 0, server_bandwidth: float | None = None,
            server_latency: float | None = None, reduce_bandwidth: float = math.inf,
            server_reduce_bandwidth: float = math.inf) -> Topology:
     """``n`` GPUs (and ``servers`` server hosts) each on one link to a non-blocking switch.
@@ -166,7 +166,7 @@ def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 
     return topo
 
 
-def cluster(nodes: int, gpus_per_node: int, *, intra_bandwidth: float = 300 * GB,
+def cluster(nodes: Count, gpus_per_node: Count, *, intra_bandwidth: float = 300 * GB,
             intra_latency: float = 1 * us, inter_bandwidth: float = 25 * GB,
             inter_latency: float = 2 * us, intra_kind: str = "nvswitch", inter_kind: str = "ib",
             reduce_bandwidth: float = math.inf) -> Topology:

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 
-from simcoll.checks import flag, integer
+from simcoll.checks import Count, flag, integer
 from simcoll.errors import TopologyError
 from simcoll.topology.builders import _check_count, _check_kinds, _check_quantities, _check_size
 from simcoll.topology.graph import Topology
@@ -75,7 +75,7 @@ NVSWITCH_REDUCE_BANDWIDTH_H100 = 1.86e12
 """The H100 NVSwitch's NVLS reduction rate, fitted to nccl-tests (see the module)."""
 
 
-def _nic_layout(gpus: int, nics: int | None) -> int:
+def _nic_layout(gpus: int, nics: Count | None) -> int:
     nics = gpus if nics is None else integer(
         nics, "nics_per_node", minimum=1, error=TopologyError,
         what="NICs per node: a multiple or a divisor of gpus_per_node")
@@ -107,11 +107,11 @@ def _node_nics(topo: Topology, node: int, gpus: list[str], nics: int, *,
     return names
 
 
-def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
-        nic_bandwidth: float, name: str = "dgx", gpus_per_node: int = 8,
-        nics_per_node: int | None = None, nvlink_latency: float = 0.5 * us,
+def dgx(nodes: Count = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
+        nic_bandwidth: float, name: str = "dgx", gpus_per_node: Count = 8,
+        nics_per_node: Count | None = None, nvlink_latency: float = 0.5 * us,
         pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
-        network_kind: str = "ib", leaf_radix: int = 64, oversubscription: float = 1.0,
+        network_kind: str = "ib", leaf_radix: Count = 64, oversubscription: float = 1.0,
         reduce_bandwidth: float = math.inf,
         nvswitch_reduce_bandwidth: float | None = None, sharp: bool = False,
         cpu: str = "unknown") -> Topology:
@@ -181,11 +181,11 @@ def dgx(nodes: int = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
     return topo
 
 
-def dgx_a100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = HDR,
+def dgx_a100(nodes: Count = 1, *, nics_per_node: Count = 8, nic_bandwidth: float = HDR,
              nvlink_bandwidth: float = A100_SXM.nvlink_bandwidth_nccl,
              pcie_bandwidth: float = pcie_x16_nccl(4), nvlink_latency: float = 0.5 * us,
              pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
-             network_kind: str = "ib", leaf_radix: int = 40, oversubscription: float = 1.0,
+             network_kind: str = "ib", leaf_radix: Count = 40, oversubscription: float = 1.0,
              reduce_bandwidth: float = A100_SXM.reduce_bandwidth,
              sharp: bool = False, cpu: str = "amd") -> Topology:
     """DGX A100: 8 A100 SXM4 80GB on NVSwitch, 8 x 200 Gb/s HDR NICs on PCIe Gen4.
@@ -207,11 +207,11 @@ def dgx_a100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = H
                reduce_bandwidth=reduce_bandwidth, sharp=sharp, cpu=cpu)
 
 
-def dgx_h100(nodes: int = 1, *, nics_per_node: int = 8, nic_bandwidth: float = NDR,
+def dgx_h100(nodes: Count = 1, *, nics_per_node: Count = 8, nic_bandwidth: float = NDR,
              nvlink_bandwidth: float = H100_SXM.nvlink_bandwidth_nccl,
              pcie_bandwidth: float = pcie_x16_nccl(5), nvlink_latency: float = 0.5 * us,
              pcie_latency: float = 1 * us, network_latency: float = 1.5 * us,
-             network_kind: str = "ib", leaf_radix: int = 64, oversubscription: float = 1.0,
+             network_kind: str = "ib", leaf_radix: Count = 64, oversubscription: float = 1.0,
              reduce_bandwidth: float = H100_SXM.reduce_bandwidth, nvls: bool = True,
              nvswitch_reduce_bandwidth: float | None = NVSWITCH_REDUCE_BANDWIDTH_H100,
              sharp: bool = False, cpu: str = "intel") -> Topology:

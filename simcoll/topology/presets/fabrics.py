@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import sys
 
-from simcoll.checks import flag, integer, real, shown
+from simcoll.checks import Count, flag, integer, real, shown
 from simcoll.errors import TopologyError
 from simcoll.topology.builders import _check_count, _check_kinds, _check_quantities, _check_size
 from simcoll.topology.graph import Topology
@@ -31,7 +31,7 @@ from simcoll.units import GB, Gbps, us
 __all__ = ["fat_tree", "attach_fat_tree"]
 
 
-def _leaf_capacity(leaf_radix: int, oversubscription: float,
+def _leaf_capacity(leaf_radix: Count, oversubscription: float,
                    nic_bandwidth: float) -> tuple[int, float]:
     """Nodes per leaf (half the ports) and the checked oversubscription ratio, refused
     where a leaf's uplink, ``leaf_radix // 2 x nic_bandwidth / oversubscription``, would
@@ -59,8 +59,8 @@ def _leaf_capacity(leaf_radix: int, oversubscription: float,
 
 
 def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: float,
-                    latency: float, kind: str, leaf_radix: int,
-                    oversubscription: float, sharp: bool = False, spines: int = 1) -> None:
+                    latency: float, kind: str, leaf_radix: Count,
+                    oversubscription: float, sharp: bool = False, spines: Count = 1) -> None:
     """Join ``nics[node][rail]`` by leaves (one per rail and group of nodes) and a spine.
 
     Leaves are named ``leaf<rail>`` (``leaf<rail>_<group>`` once there are several
@@ -95,13 +95,13 @@ def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: flo
             topo.routing = "ecmp"
 
 
-def fat_tree(nodes: int, gpus_per_node: int = 8, *, oversubscription: float = 1.0,
-             leaf_radix: int = 32, intra_bandwidth: float = 300 * GB,
+def fat_tree(nodes: Count, gpus_per_node: Count = 8, *, oversubscription: float = 1.0,
+             leaf_radix: Count = 32, intra_bandwidth: float = 300 * GB,
              intra_latency: float = 1 * us, nic_bandwidth: float = 100 * Gbps,
              pcie_bandwidth: float = 24 * GB, pcie_latency: float = 1 * us,
              network_latency: float = 1.5 * us, network_kind: str = "ib",
              reduce_bandwidth: float = math.inf, sharp: bool = False,
-             spines: int = 1) -> Topology:
+             spines: Count = 1) -> Topology:
     """Generic GPU servers, one NIC each, on a two-level fat tree.
 
     The GPUs of a node share a node switch (links of ``intra_bandwidth``); the node

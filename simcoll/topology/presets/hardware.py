@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcoll.checks import integer
+from simcoll.checks import Count, integer
 from simcoll.errors import TopologyError
 from simcoll.units import GB, Gbps
 
@@ -77,12 +77,12 @@ ETH100 = 100 * Gbps
 """100 Gb/s Ethernet (RoCE) or HDR100 port: 12.5 GB/s."""
 
 
-def _check_gen(gen: int) -> int:
+def _check_gen(gen: Count) -> int:
     return integer(gen, "gen", minimum=3, maximum=5, error=TopologyError,
                    what="the PCI Express generation: 3, 4 or 5")
 
 
-def pcie_x16(gen: int) -> float:
+def pcie_x16(gen: Count) -> float:
     """Nominal x16 rate per direction of PCIe generation ``gen`` (128b/130b encoding).
 
     Raises:
@@ -91,7 +91,7 @@ def pcie_x16(gen: int) -> float:
     return 16 * _GT_PER_S[_check_gen(gen)] * 128 / 130 / 8
 
 
-def pcie_x16_nccl(gen: int) -> float:
+def pcie_x16_nccl(gen: Count) -> float:
     """NCCL 2.30.7's usable x16 rate per direction: 6 Gb/s per 8 GT/s of each lane.
 
     Raises:
@@ -108,7 +108,7 @@ nvbandwidth's ``host_to_device_memcpy_sm`` measures it: Gen4 25.13 GB/s on an A1
 ``device_to_host_memcpy_sm``). Gen3: no measurement found."""
 
 
-def sm_host_read(gen: int) -> float | None:
+def sm_host_read(gen: Count) -> float | None:
     """:data:`SM_HOST_READ` for ``gen``, None where none was measured.
 
     Raises:

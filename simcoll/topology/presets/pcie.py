@@ -49,7 +49,7 @@ Latencies are round typical values, not measurements.
 
 from __future__ import annotations
 
-from simcoll.checks import flag, integer, real
+from simcoll.checks import Count, flag, integer, real
 from simcoll.errors import TopologyError
 from simcoll.topology.builders import _check_count, _check_quantities, _check_size
 from simcoll.topology.graph import Topology
@@ -59,8 +59,8 @@ from simcoll.units import GB, us
 __all__ = ["pcie_node"]
 
 
-def pcie_node(gpus: int = 8, gen: int = 4, p2p: bool = True, *, gpus_per_switch: int = 4,
-              sockets: int = 1, pcie_bandwidth: float | None = None,
+def pcie_node(gpus: Count = 8, gen: Count = 4, p2p: bool = True, *, gpus_per_switch: Count = 4,
+              sockets: Count = 1, pcie_bandwidth: float | None = None,
               pcie_latency: float = 1 * us, memory_bandwidth: float = 204.8 * GB,
               memory_latency: float = 0.1 * us, inter_socket_bandwidth: float = 16 * GB,
               inter_socket_latency: float = 0.5 * us,
