@@ -21,7 +21,7 @@ from simcoll.units import parse_size
 
 __all__ = ["Count", "flag", "integer", "real", "size", "text", "shown"]
 
-Count: TypeAlias = "int | np.integer[Any]"
+Count: TypeAlias = int | np.integer[Any]
 """A count a user gives (ranks, nodes, GPUs): Python's int or numpy's, as :func:`integer`
 takes it (``np.arange`` gives numpy's)."""
 

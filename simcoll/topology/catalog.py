@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from simcoll.checks import Count
 from simcoll.errors import TopologyError
 from simcoll.topology.graph import Topology
 from simcoll.topology.quantities import (
@@ -86,7 +87,7 @@ def _kind(name: str, hint: Any) -> tuple[str, bool]:
         return _kind(name, inner[0])[0], True
     if hint is bool:
         return "bool", False
-    if hint is int:
+    if hint is int or hint == Count:   # a count that numpy's integers may also give
         return "int", False
     if hint is float:
         if "bandwidth" in name:
