@@ -7,6 +7,7 @@ import csv
 import itertools
 import json
 import math
+import os
 import sys
 import textwrap
 from collections.abc import Iterator, Mapping
@@ -15,6 +16,7 @@ from typing import Any
 
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.cli import checking, json_out, nccl_flags, table
+from simcoll.cli.nccl_env import nccl_environment
 from simcoll.cli.options import (
     SIZE_HELP,
     CommandLineError,
@@ -361,8 +363,12 @@ def run(args: argparse.Namespace) -> int:
     # -o all and -r all refused where one op or root would be (no reduction, no root)
     run_kwargs(argparse.Namespace(**{**vars(args), "op": "sum" if args.op == "all" else args.op,
                                      "root": 0 if args.root == "all" else args.root}))
-    kwargs = run_kwargs(argparse.Namespace(**{**vars(args), "op": None, "root": None}))
     args.algorithm = args.algorithm or default_algorithm(args.collective)
+    from_environment, read = nccl_environment(
+        os.environ, get_algorithm(args.collective, args.algorithm), args.param)
+    args.param = [*args.param, *from_environment]
+    notes += read
+    kwargs = run_kwargs(argparse.Namespace(**{**vars(args), "op": None, "root": None}))
     requested = _requested(args)
     parts, skipped = _parts(args, topo, kwargs, requested)
     if args.op == "all":

@@ -1,0 +1,107 @@
+"""NCCL's environment variables read by ``simcoll run --algorithm nccl``, as a command
+copied from a real run sets them: the same choice as the matching --param, a note for
+each variable, --param first, and values NCCL would refuse refused naming the variable."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from test_cli import cli, table_rows
+
+H100 = ("run", "--topology", "dgx_h100:nodes=1", "--algorithm", "nccl")
+
+
+@pytest.fixture(autouse=True)
+def no_nccl_environment(monkeypatch):
+    for name in [n for n in os.environ if n.startswith("NCCL_")]:
+        monkeypatch.delenv(name)
+
+
+def records(capsys, monkeypatch, env, *argv):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    status, out, err = cli(capsys, *H100, "--json", *argv)
+    assert status == 0, err
+    return [json.loads(line) for line in out.splitlines()], err
+
+
+def test_nccl_algo_and_proto_choose_as_the_matching_params_do(capsys, monkeypatch):
+    status, out, _ = cli(capsys, *H100, "-b", "1M", "-e", "16M", "-f", "4",
+                         "--param", "algo=ring", "--param", "proto=Simple")
+    assert status == 0
+    monkeypatch.setenv("NCCL_ALGO", "Ring")       # NCCL's own spellings
+    monkeypatch.setenv("NCCL_PROTO", "^LL,LL128")
+    monkeypatch.setenv("NCCL_IB_HCA", "mlx5_0")
+    status, from_env, _ = cli(capsys, *H100, "-b", "1M", "-e", "16M", "-f", "4")
+    assert status == 0 and table_rows(from_env) == table_rows(out)
+    notes = [line for line in from_env.splitlines() if "environment" in line]
+    assert notes == ["# NCCL_ALGO in the environment: algo=ring",
+                     "# NCCL_PROTO in the environment: proto=Simple",
+                     "# NCCL_IB_HCA in the environment: not simulated"]
+    assert from_env.splitlines()[0].endswith("params: algo=ring proto=Simple")
+
+
+def test_a_param_wins_over_the_environment(capsys, monkeypatch):
+    found, err = records(capsys, monkeypatch, {"NCCL_ALGO": "Ring"}, "--size", "1M",
+                         "--param", "algo=tree")
+    assert [r["params"]["algo"] for r in found] == ["tree"]
+    assert err == "# NCCL_ALGO in the environment left aside: --param algo= given\n"
+
+
+def test_nvls_disabled_leaves_nvls_out_of_ncclls_choice(capsys, monkeypatch):
+    # one DGX H100 at 1 GiB: NCCL's tuner picks NVLS (the switch reduces); without it,
+    # the ring
+    found, _ = records(capsys, monkeypatch, {}, "--size", "1G")
+    assert found[0]["params"]["algo"] == "nvls"
+    found, err = records(capsys, monkeypatch, {"NCCL_NVLS_ENABLE": "0"}, "--size", "1G")
+    assert found[0]["params"]["algo"] == "ring"
+    assert err == ("# NCCL_NVLS_ENABLE=0 in the environment: "
+                   "algo=ring,tree,collnet_direct,collnet_chain,pat\n")
+
+
+def test_one_channel_count_from_the_environment(capsys, monkeypatch):
+    found, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": "8",
+                                               "NCCL_MAX_NCHANNELS": "8"}, "--size", "64M")
+    assert found[0]["params"]["channels"] == 8
+    assert err == "# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS in the environment: channels=8\n"
+    monkeypatch.delenv("NCCL_MIN_NCHANNELS")
+    monkeypatch.delenv("NCCL_MAX_NCHANNELS")
+    chosen, _ = records(capsys, monkeypatch, {}, "--size", "64M")
+    assert chosen[0]["params"]["channels"] != 8
+    found, err = records(capsys, monkeypatch, {"NCCL_MAX_NCHANNELS": "16"}, "--size", "64M")
+    assert found == chosen   # a range is not simulated: NCCL's own count, and a note
+    assert err.startswith("# NCCL_MIN_NCHANNELS=None NCCL_MAX_NCHANNELS=16: a range of "
+                          "channel counts is not simulated")
+
+
+@pytest.mark.parametrize("env, said", [
+    ({"NCCL_ALGO": "Rong"}, "NCCL_ALGO in the environment: algo='Rong' is not accepted"),
+    ({"NCCL_PROTO": "^LL,LL128,Simple"}, "NCCL_PROTO in the environment: "
+                                         "proto='^LL,LL128,Simple' leaves out every one"),
+    ({"NCCL_NVLS_ENABLE": "no"}, "NCCL_NVLS_ENABLE='no' in the environment is not accepted; "
+                                 "use 0 or 1"),
+    ({"NCCL_ALGO": "NVLS", "NCCL_NVLS_ENABLE": "0"},
+     "NCCL_NVLS_ENABLE=0 in the environment leaves no algorithm of NCCL_ALGO='NVLS'"),
+    ({"NCCL_MIN_NCHANNELS": "x", "NCCL_MAX_NCHANNELS": "x"},
+     "NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS='x' in the environment is not accepted"),
+])
+def test_values_nccl_would_refuse_are_refused_naming_the_variable(capsys, monkeypatch, env,
+                                                                  said):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    status, out, err = cli(capsys, *H100, "--size", "1M")
+    assert (status, out) == (2, "") and err.startswith(f"simcoll run: error: {said}")
+
+
+def test_other_algorithms_say_the_environment_is_not_theirs(capsys, monkeypatch):
+    monkeypatch.setenv("NCCL_ALGO", "Tree")
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--size", "1M")
+    assert status == 0
+    assert "# NCCL_ALGO in the environment: read with --algorithm nccl only" in out
+    monkeypatch.delenv("NCCL_ALGO")
+    monkeypatch.setenv("NCCL_COLLNET_ENABLE", "1")
+    status, out, _ = cli(capsys, "run", "--topology", "dgx_h100:nodes=1", "--algorithm",
+                         "nccl", "--collective", "broadcast", "--size", "1M")
+    assert status == 0 and "# NCCL_COLLNET_ENABLE does not apply to broadcast" in out
