@@ -175,3 +175,25 @@ def test_arm_blackwell_hosts_send_twice_the_network_chunk():
     assert parts(machine("intel", "blackwell"), 1 << 20, 1, 8) == 8
     assert parts(machine("arm", "hopper"), 1 << 20, 1, 8) == 8
     assert parts(machine("arm", "blackwell"), 1 << 20, 1, 8) == 4
+
+
+def test_sends_to_another_node_run_simple_whatever_the_protocol():
+    """NCCL allocates no LL buffer for point-to-point connections over the network
+    (net.cc, NCCL_ALLOC_P2P_NET_LL_BUFFERS=0 by default), so addP2pToPlan runs a send to a
+    peer on another node Simple; inside a node LL where it fits. cluster(2, 2), 1 KiB to
+    each peer: GPU 0 puts 2 x 1 KiB on the wire for its local peer (LL) and 1 KiB for each
+    of the two remote ones; its node sends 2 GPUs x 2 remote blocks of 1 KiB over the
+    network (LL had doubled them)."""
+    topo = sc.topology.cluster(2, 2)
+    res = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=4 * KiB)
+    assert res.params["proto"] == "LL"
+    assert res.link_bytes[("gpu0", "node0")] == 2 * KiB + 2 * KiB
+    assert res.link_bytes[("node0", "network")] == 4 * KiB
+    assert res.link_bytes[("network", "node1")] == 4 * KiB
+    forced = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=4 * KiB, proto="ll")
+    assert forced.link_bytes == res.link_bytes
+    # every peer across the network: the choice is Simple
+    apart = sc.simulate(sc.topology.cluster(4, 1), "all_to_all", algorithm="nccl",
+                        nbytes=4 * KiB)
+    assert apart.params["proto"] == "Simple"
+    assert apart.link_bytes[("gpu0", "node0")] == 3 * KiB

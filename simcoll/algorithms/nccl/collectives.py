@@ -741,7 +741,9 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     point-to-point operations), each message with the protocol's framing and step cost.
 
     The protocol and ``channels`` are NCCL's for a send of one block
-    (:mod:`simcoll.algorithms.nccl.p2p`). NCCL cuts a send into ``channels`` parts that
+    (:mod:`simcoll.algorithms.nccl.p2p`); a send to a peer on another node runs Simple
+    whatever the protocol (its network connection has no LL buffer, as NCCL allocates
+    none for point-to-point by default). NCCL cuts a send into ``channels`` parts that
     leave at once on one route; one message per peer stands for them, which takes the
     same time where links are shared fairly (the flow models; the analytical model,
     which shares nothing, would give parts in parallel the whole bandwidth each). To a
@@ -755,17 +757,20 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
     yield comm.sleep(protocol.base("ring"))
+    remote = protocol if protocol.name == "Simple" else _chosen(
+        comm, algo, "Simple", channels, arch, intra, launch_overhead, step_latency_scale)
     blocks = list(split(x, p))
     size = blocks[r].size  # every rank's block for rank r: equal inputs
     sent = []
     for step in range(1, p):
         peer = (r + step) % p
-        link = "net" if comm.node_of(peer) != comm.node_of(r) else intra
+        across = comm.node_of(peer) != comm.node_of(r)
+        link, used = ("net", remote) if across else (intra, protocol)
         nics = _p2p_nics(comm, r, peer, channels, blocks[peer].size)
         for piece, via in zip(split(blocks[peer], len(nics)), nics):
-            delay = rings.beyond_route(comm, peer, protocol.hop("ring", link), via)
+            delay = rings.beyond_route(comm, peer, used.hop("ring", link), via)
             sent.append(comm.send(piece, peer, delay=delay,
-                                  wire_bytes=protocol.wire(piece.nbytes), via=via))
+                                  wire_bytes=used.wire(piece.nbytes), via=via))
     got: list[Buffer] = list(blocks)
     for step in range(1, p):
         peer = (r - step) % p

@@ -19,7 +19,12 @@ NCCL's tuner does not choose for sends and receives; ``addP2pToPlan``
   NVLink, 128 KiB over PCI): a half and one chunk
   across nodes, an eighth and 32 chunks on one node.
 * Protocol. LL where the bytes fit in ``NCCL_P2P_LL_THRESHOLD`` (16 KiB) per channel,
-  else Simple; never LL128.
+  else Simple; never LL128. And LL only where the connection has an LL buffer
+  (``protoLL[dir] &= conn->conn.buffs[NCCL_PROTO_LL] != nullptr``): a peer reached
+  through the network (PXN included) has shared buffers without one
+  (``src/transport/net.cc``: "Only allocate dedicated buffers for ring/tree, not for
+  p2p", unless ``NCCL_ALLOC_P2P_NET_LL_BUFFERS=1``, default 0), so sends to another node
+  always run Simple.
 """
 
 from __future__ import annotations
@@ -110,11 +115,14 @@ def parts(machine: Machine, nbytes: int, low: int, high: int) -> int:
     return count
 
 
-def protocol(nbytes: int, channels: int, proto: str = "auto") -> str:
+def protocol(nbytes: int, channels: int, proto: str = "auto", *,
+             network_only: bool = False) -> str:
     """LL or Simple for a send of ``nbytes`` over ``channels`` channels: LL up to
     :data:`P2P_LL_THRESHOLD` bytes per channel. ``proto`` ("auto", or protocols in
     NCCL_PROTO's canonical form) naming only one of LL and Simple forces it (as
-    ``NCCL_P2P_LL_THRESHOLD`` set to 0 or to more than the send does).
+    ``NCCL_P2P_LL_THRESHOLD`` set to 0 or to more than the send does). Where every peer
+    is across the network (``network_only``) it is Simple: those connections have no LL
+    buffer (see the module).
 
     Raises:
         InvalidInputError: ``proto`` names neither LL nor Simple.
@@ -124,6 +132,8 @@ def protocol(nbytes: int, channels: int, proto: str = "auto") -> str:
     if not allowed:
         raise InvalidInputError(f"proto={proto!r} cannot run all_to_all: NCCL's sends and "
                                 f"receives run {' or '.join(P2P_PROTOCOLS)}, never LL128")
+    if network_only:
+        return "Simple"
     if len(allowed) == 1:
         return allowed[0]
     return "LL" if nbytes <= channels * P2P_LL_THRESHOLD else "Simple"

@@ -554,7 +554,8 @@ def _point_to_point(machine: Machine, nbytes: int, algo: str, proto: str, channe
     else:
         low, high = p2p.channels_per_peer(machine, max_channels(machine, "ring"))
         count = p2p.parts(machine, nbytes, low, high)
-    chosen = p2p.protocol(nbytes, count, proto)
+    chosen = p2p.protocol(nbytes, count, proto,
+                          network_only=machine.nnodes > 1 and machine.ppn == 1)
     return Choice("p2p", chosen, count,
                   predict(machine, "all_to_all", nbytes * machine.nranks, "p2p", chosen,
                           count, tuner))
