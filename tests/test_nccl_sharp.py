@@ -214,3 +214,25 @@ def test_the_sharp_trees_follow_the_machine_when_it_changes():
     topo.add_link("n01", "n11", bandwidth=10e9)      # rail 1 now meets without its switch
     assert topo.generation != generation
     assert sharp_groups(topo, (0, 1, 2, 3)) is None
+
+
+def test_collnet_chain_on_more_than_8_gpus_a_node_runs_with_2_26_2s_tuner_only():
+    """NCCL 2.26.2's updateCollCostTable leaves out only CollNet Direct above 8 local
+    ranks (NCCL_MAX_DIRECT_ARITY + 1); 2.30.7 leaves out Chain there too ("Disable
+    CollNet Chain for more than 8 local GPUs"). Two SHARP nodes of 16 GPUs each."""
+    from simcoll.algorithms.nccl.machine import describe
+    from simcoll.algorithms.nccl.tuner import candidates
+    from simcoll.topology.presets.dgx import dgx
+
+    topo = dgx(2, nvlink_bandwidth=370.8e9, pcie_bandwidth=48e9, nic_bandwidth=50e9,
+               gpus_per_node=16, sharp=True, nvswitch_reduce_bandwidth=1.86e12)
+    machine = describe(topo, tuple(range(32)), "auto")
+    old = candidates(machine, "all_reduce", collnet=1, tuner="2.26.2")
+    new = candidates(machine, "all_reduce", collnet=1, tuner="2.30.7")
+    assert "collnet_chain" in old and "collnet_direct" not in old
+    assert "collnet_chain" not in new and "collnet_direct" not in new
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal(64) for _ in range(32)]
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data, collnet=1,
+                      tuner="2.26.2", algo="collnet_chain")
+    assert res.correct and res.params["algo"] == "collnet_chain"

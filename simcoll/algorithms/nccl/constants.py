@@ -1,5 +1,6 @@
 """NCCL's own constants, as NCCL 2.30.7 ships them (``src/graph/tuning.cc``,
-``src/include/device.h``, ``src/init.cc``, ``src/graph/topo.h``).
+``src/include/device.h``, ``src/init.cc``, ``src/graph/topo.h``; the thread thresholds
+from ``src/include/comm.h``, the slice and chunk steps from ``src/include/collectives.h``).
 
 Latencies are in microseconds and bandwidths in GB/s (10^9 bytes/s), as NCCL writes them;
 the rest of simcoll converts them to seconds and bytes/s where they are used. Indexes
@@ -172,7 +173,9 @@ TREE_CORRECTION = {
 TUNERS = ("2.30.7", "2.26.2")
 """NCCL releases whose tuner simcoll can run: 2.30.7 (the tables above) and 2.26.2 (the
 release nccl-tests issue #309's 2-node H100 table printed). Between the two,
-``src/graph/tuning.cc`` changed the NVLS and NVLS-tree bus bandwidth (2.26.2: the
+``src/enqueue.cc`` began to leave CollNet Chain out above 8 GPUs a node (2.26.2 left
+out only CollNet Direct there), and ``src/graph/tuning.cc`` changed the NVLS and
+NVLS-tree bus bandwidth (2.26.2: the
 graph's ``min(bwIntra, bwInter)``, half of ``bwInter`` for NVLS-tree beyond 2 nodes,
 times 5/6 for all_reduce; 2.30.7 added ``nvlsEfficiency``, the ``(nChannels - 1) /
 nChannels`` share, the doubling for all_reduce's two pipelined operations and

@@ -87,7 +87,8 @@ NVLS_REDUCTIONS = {**dict.fromkeys(("int32", "uint32", "int64", "uint64", "float
                                     "bfloat16"), ("SUM", "MIN", "MAX")),
                    "float32": ("SUM",), "float64": ("SUM",)}
 """The reductions NVLS's switches compute, by element type (``ncclNvlsSupported`` in
-NCCL's src/include/device.h: sum, and min / max below 64-bit floats; AVG is NCCL's
+NCCL's src/include/device.h: sum of the 32- and 64-bit integers and of the 16-, 32- and
+64-bit floats, min / max of those integers and the 16-bit floats only; AVG is NCCL's
 PreMulSum or SumPostDiv, which they do not compute, nor a product, nor 8-bit types)."""
 
 SHARP_TYPES = ("float16", "int32", "uint32", "float32", "int64", "uint64", "float64")
@@ -441,7 +442,8 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     NCCL_COLLNET_ENABLE: on a SHARP fabric it enables CollNet Direct and Chain and lets
     NVLS run across nodes, which NCCL disables without it (``ncclTopoTuneModel``);
     CollNet Direct also needs NVSwitch (NVLink here) and at most 8 GPUs per node
-    (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does, which runs all_reduce only. NVLS's
+    (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does in 2.30.7 (2.26.2 runs Chain on any
+    node: ``updateCollCostTable`` in its enqueue.cc), which runs all_reduce only. NVLS's
     and CollNet Direct's reduce_scatter and all_gather across nodes need a head per GPU
     (tuning.cc: "AllGather/ReduceScatter requires 1:1 GPU:NIC"): NCCL's heads are the
     NVLS graph's where NVLS is supported, else (and always in 2.26.2) the CollNet Direct
@@ -464,6 +466,7 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     gathers = collective in ("reduce_scatter", "all_gather")
     heads_ok = not (gathers and across) or _heads(machine, supported, tuner) >= machine.ppn
     collnet_ok = across and machine.ppn <= 8 and heads_ok
+    chain_ok = across and heads_ok and (machine.ppn <= 8 or tuner == "2.26.2")
     nvls = nvls_ok and supported and not (gathers and (
         machine.ppn > NVLS_ARITY or tuner == "2.26.2" and machine.nranks > NVLS_ARITY))
 
@@ -476,7 +479,7 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
         if a == "collnet_direct":
             return collnet_ok and machine.intra == "nvlink"
         if a == "collnet_chain":
-            return collnet_ok and collective == "all_reduce"
+            return chain_ok and collective == "all_reduce"
         if a == "pat":
             return machine.nnodes == machine.nranks > 1 and not (
                 averages and collective == "reduce_scatter")
