@@ -105,3 +105,15 @@ def test_other_algorithms_say_the_environment_is_not_theirs(capsys, monkeypatch)
     status, out, _ = cli(capsys, "run", "--topology", "dgx_h100:nodes=1", "--algorithm",
                          "nccl", "--collective", "broadcast", "--size", "1M")
     assert status == 0 and "# NCCL_COLLNET_ENABLE does not apply to broadcast" in out
+
+
+def test_simcoll_trace_reads_the_environment_too(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = cli(capsys, "trace", "--topology", "dgx_h100:nodes=1", "--algorithm",
+                         "nccl", "--size", "1M", "--output", "a.json", "--json")
+    assert status == 0 and json.loads(out)["params"]["algo"] == "ring"   # NCCL's choice
+    monkeypatch.setenv("NCCL_ALGO", "Tree")
+    status, out, err = cli(capsys, "trace", "--topology", "dgx_h100:nodes=1", "--algorithm",
+                           "nccl", "--size", "1M", "--output", "b.json", "--json")
+    assert status == 0 and json.loads(out)["params"]["algo"] == "tree"
+    assert err == "# NCCL_ALGO in the environment: algo=tree\n"

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from typing import Any
 
+from simcoll.algorithms.registry import get_algorithm
 from simcoll.cli import checking
+from simcoll.cli.nccl_env import nccl_environment
 from simcoll.cli.options import (
     SIZE_HELP,
     CommandLineError,
@@ -55,8 +59,14 @@ def add_parser(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     out = check_output(args.output, (".json",))
     topo = from_spec(args.topology)
-    kwargs = run_kwargs(args)
+    run_kwargs(args)   # the options checked before NCCL's environment is read
     args.algorithm = args.algorithm or default_algorithm(args.collective)
+    from_environment, read = nccl_environment(
+        os.environ, get_algorithm(args.collective, args.algorithm), args.param)
+    args.param = [*args.param, *from_environment]
+    kwargs = run_kwargs(args)
+    for line in read:
+        print(line, file=sys.stderr)
     coll = get_collective(args.collective)
     dtype = resolve_dtype(args.dtype)
     if coll.name == "barrier" and args.size:
