@@ -117,3 +117,41 @@ def test_simcoll_trace_reads_the_environment_too(capsys, monkeypatch, tmp_path):
                            "nccl", "--size", "1M", "--output", "b.json", "--json")
     assert status == 0 and json.loads(out)["params"]["algo"] == "tree"
     assert err == "# NCCL_ALGO in the environment: algo=tree\n"
+
+
+@pytest.mark.parametrize("value, algo, note", [
+    # NCCL's parseList: a list for every collective, then lists for named ones
+    ("ring;allreduce:tree", "tree", "# NCCL_ALGO in the environment: algo=tree"),
+    ("tree;broadcast:ring", "tree", "# NCCL_ALGO in the environment: algo=tree"),
+    ("AllReduce:^ring,nvls", "tree", "# NCCL_ALGO in the environment: "
+                                     "algo=tree,nvls_tree,collnet_direct,collnet_chain,pat"),
+    ("broadcast:tree", "ring", "# NCCL_ALGO='broadcast:tree' in the environment sets "
+                               "nothing for all_reduce"),
+    ("", "ring", "# NCCL_ALGO='' in the environment sets nothing for all_reduce"),
+])
+def test_nccl_algo_lists_per_collective(capsys, monkeypatch, value, algo, note):
+    # one DGX H100, 1 MiB: NCCL's own choice is the ring
+    found, err = records(capsys, monkeypatch, {"NCCL_ALGO": value}, "--size", "1M")
+    assert found[0]["params"]["algo"] == algo and err == note + "\n"
+
+
+@pytest.mark.parametrize("value, said", [
+    ("ring;tree", "NCCL_ALGO='ring;tree' in the environment is not accepted: every list "
+                  "after the first needs a prefix such as 'allreduce:'"),
+    ("ring;bogus:tree", "NCCL_ALGO='ring;bogus:tree' in the environment names 'bogus', not "
+                        "one of Broadcast, Reduce, AllGather, ReduceScatter, AllReduce"),
+])
+def test_nccl_algo_lists_nccl_refuses_are_refused(capsys, monkeypatch, value, said):
+    monkeypatch.setenv("NCCL_ALGO", value)
+    status, out, err = cli(capsys, *H100, "--size", "1M")
+    assert (status, out) == (2, "") and err.startswith(f"simcoll run: error: {said}")
+
+
+def test_nccl_algo_and_proto_leave_all_to_all_alone(capsys, monkeypatch):
+    monkeypatch.setenv("NCCL_PROTO", "LL")
+    status, out, err = cli(capsys, *H100, "--collective", "all_to_all", "--size", "1M",
+                           "--json")
+    # 1 MiB is 128 KiB a peer: Simple by NCCL's threshold, NCCL_PROTO=LL not applied
+    assert status == 0 and json.loads(out.splitlines()[-1])["params"]["proto"] == "Simple"
+    assert err == ("# NCCL_PROTO does not apply to all_to_all (NCCL plans its sends and "
+                   "receives without it)\n")

@@ -5,7 +5,10 @@ the same choice here.
 Read, as NCCL 2.30.7 reads them (``src/graph/tuning.cc``, ``src/init.cc``):
 
 * ``NCCL_ALGO`` and ``NCCL_PROTO``: the ``algo`` and ``proto`` parameters, in NCCL's own
-  spellings (``Ring``, ``NVLSTree``, ``^LL128``; :class:`~simcoll.algorithms.params.Names`);
+  spellings (``Ring``, ``NVLSTree``, ``^LL128``; :class:`~simcoll.algorithms.params.Names`),
+  per collective as NCCL's ``parseList`` reads them (``ring;allreduce:tree``: a list for
+  every collective, then lists for named ones; an empty value changes nothing); not for
+  all_to_all, whose sends and receives NCCL plans without them;
 * ``NCCL_NVLS_ENABLE=0``: NVLS and NVLS-tree left out of ``algo``;
 * ``NCCL_COLLNET_ENABLE=1``: ``collnet=1`` (collectives that have it);
 * ``NCCL_MIN_NCHANNELS`` and ``NCCL_MAX_NCHANNELS`` set to one count: ``channels``.
@@ -32,6 +35,10 @@ READ = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE",
 
 _IN_NETWORK = ("nvls", "nvls_tree")
 
+NCCL_FUNCTIONS = {"broadcast": "Broadcast", "reduce": "Reduce", "all_gather": "AllGather",
+                  "reduce_scatter": "ReduceScatter", "all_reduce": "AllReduce"}
+"""``ncclFuncStr`` (src/init.cc): the prefixes of NCCL_ALGO and NCCL_PROTO's lists."""
+
 
 def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
                      given: Sequence[tuple[str, Any]]) -> tuple[list[tuple[str, Any]],
@@ -52,10 +59,19 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     named = {name for name, _ in given}
     wanted: dict[str, tuple[str, Any]] = {}   # parameter -> (variable, value)
     notes = []
-    if "NCCL_ALGO" in found:
-        wanted["algo"] = ("NCCL_ALGO", found["NCCL_ALGO"])
-    if "NCCL_PROTO" in found:
-        wanted["proto"] = ("NCCL_PROTO", found["NCCL_PROTO"])
+    for variable, param in (("NCCL_ALGO", "algo"), ("NCCL_PROTO", "proto")):
+        if variable not in found:
+            continue
+        if spec.collective not in NCCL_FUNCTIONS:
+            notes.append(f"# {variable} does not apply to {spec.collective} (NCCL plans its "
+                         f"sends and receives without it)")
+            continue
+        listed = _for_collective(variable, found[variable], spec.collective)
+        if listed is None:
+            notes.append(f"# {variable}={found[variable]!r} in the environment sets nothing "
+                         f"for {spec.collective}")
+        else:
+            wanted[param] = (variable, listed)
     if _flag(found, "NCCL_NVLS_ENABLE") is False:
         algo = wanted.get("algo", ("", "auto"))[1]
         wanted["algo"] = ("NCCL_NVLS_ENABLE=0", _without_nvls(spec, algo))
@@ -89,6 +105,33 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     if unread:
         notes.append(f"# {', '.join(unread)} in the environment: not simulated")
     return pairs, notes
+
+
+def _for_collective(variable: str, value: str, collective: str) -> str | None:
+    """The list ``value`` gives ``collective``, as NCCL's ``parseList`` reads it: lists
+    separated by ``;``, the first one for every collective unless it has a prefix, the
+    others each for the collective its prefix names (``allreduce:tree``), the last that
+    applies winning; None where none applies.
+
+    Raises:
+        CommandLineError: a list after the first without a prefix, or an unknown prefix.
+    """
+    chosen = None
+    for i, token in enumerate(t for t in value.split(";") if t):
+        prefix, colon, listed = token.partition(":")
+        if not colon:
+            if i:
+                raise CommandLineError(f"{variable}={value!r} in the environment is not "
+                                       f"accepted: every list after the first needs a "
+                                       f"prefix such as 'allreduce:' (as NCCL says)")
+            chosen = token
+        elif prefix.strip().casefold() not in {f.casefold() for f in NCCL_FUNCTIONS.values()}:
+            raise CommandLineError(f"{variable}={value!r} in the environment names "
+                                   f"{prefix!r}, not one of "
+                                   f"{', '.join(NCCL_FUNCTIONS.values())}")
+        elif prefix.strip().casefold() == NCCL_FUNCTIONS[collective].casefold():
+            chosen = listed
+    return chosen
 
 
 def _flag(found: Mapping[str, str], name: str) -> bool | None:
