@@ -19,7 +19,14 @@ prod_i max(1, |x_i|)``: each of the q multiplications rounds by a factor within 
 and, where its result falls below the smallest normal number (gradual underflow), by up
 to ``eta = eps * smallest normal`` more (the smallest subnormal step; Higham 2002,
 chapter 2), which the factors multiplied in later can grow by at most their product
-where it exceeds 1. MIN and MAX are exact. In fp8 even this bound is wide: with e4m3's u
+where it exceeds 1. MIN and MAX are exact, and so is an element whose inputs are all
+integers whose magnitudes sum to at most 2^t (t the dtype's significand bits, 8 for
+bfloat16), or for PRODUCT multiply to at most that (for AVG: sum, with p a power of two,
+whose scale 1/p is then exact): every partial result of any order is then an integer
+the dtype holds, so it must equal the reference (``simcoll run -c`` draws such inputs,
+as nccl-tests checks with values whose reductions are exact: with random normal values
+the bound let a bfloat16 all_reduce over 128 ranks that lost a rank pass). In fp8 even
+this bound is wide: with e4m3's u
 = 1/16, a sum over 8 ranks may be off by 7/16 of ``sum |x_i|``, so an output of zeros
 passes wherever ``|sum x_i|`` is below that (the bound the check used before 2026-12-05,
 ``2 p eps sum |x_i|``, reached ``sum |x_i|`` from 2 ranks in e5m2 and 4 in e4m3, so that
@@ -88,6 +95,42 @@ def _growths(inputs: list[np.ndarray]) -> _Magnitudes:
     return _Magnitudes(inputs, floor=1.0)
 
 
+class _NotWhole(Sequence):
+    """1.0 where an input is not a finite integer, else 0.0, for each input, made one at a
+    time when the reference reads it (summed: how many of an element's inputs are not)."""
+
+    def __init__(self, inputs: list[np.ndarray]):
+        self._inputs = inputs
+
+    def __len__(self) -> int:
+        return len(self._inputs)
+
+    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
+        x = self._inputs[index].astype(np.result_type(self._inputs[index].dtype, np.float64))
+        with np.errstate(invalid="ignore"):
+            return (~(np.isfinite(x) & (x == np.trunc(x)))).astype(np.float64)
+
+
+def _exactly(op: ReduceOp, p: int, dtype: np.dtype, reach: np.ndarray,
+             not_whole: np.ndarray) -> np.ndarray:
+    """Where every order of the reduction gives the reference exactly: each input an
+    integer (``not_whole`` counts those that are not) and, for SUM, ``sum |x_i| <= 2^t``
+    (t the dtype's significand bits: every partial sum, a sum of some of the terms, is
+    then an integer the dtype holds, and each addition is exact); for PRODUCT ``prod_i
+    max(1, |x_i|) <= 2^t`` (every partial product is such an integer, or 0); for AVG the
+    same as SUM where the scale c = 1/p is exact and a normal number (p a power of two:
+    ``c x_i`` and every partial sum are then such integers times c)."""
+    eps, tiny, _ = float_info(dtype)
+    top = 2.0 ** (round(-math.log2(eps)) + 1)
+    total = reach
+    if op is ReduceOp.AVG:
+        c = _avg_scale(dtype, p)
+        if c != 1 / p or c < tiny:
+            return np.zeros(np.shape(reach), dtype=bool)
+        total = reach * p
+    return (not_whole == 0) & (total <= top)
+
+
 def _underflow(p: int, eps: float, tiny: float, growth: np.ndarray,
                grown: float) -> np.ndarray:
     """A product's error from gradual underflow: (p - 1) multiplications, each off by up
@@ -102,11 +145,13 @@ def _avg_scale(dtype: np.dtype, p: int) -> float:
     return float(ReduceOp.AVG.prepare(np.ones(1, dtype), p)[0])
 
 
-def _allowed(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
-             reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _allowed(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray, reach: np.ndarray,
+             not_whole: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(limit, overflow)`` per element: how far it may lie from ``ref``, and where it may
     come out infinite or NaN instead. ``reach`` is the magnitudes' sum (their mean for
-    AVG) or the product's growth factors.
+    AVG) or the product's growth factors; ``not_whole``, how many of each element's
+    inputs are not integers, where known: an element that every order computes exactly
+    (:func:`_exactly`) must equal ``ref`` (limit 0, no overflow).
 
     With u the dtype's unit roundoff (eps / 2) and r the reference's (float64's, or the
     dtype's own where wider), q = p - 1 operations round: a sum in any order is off by
@@ -119,6 +164,33 @@ def _allowed(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
     (the magnitudes, once rounded q times, do); for sums a first sieve, which the signed
     sums narrow where terms cancel (:func:`_partials_overflow`).
     """
+    limit, overflow = _rounding(op, p, dtype, ref, reach)
+    if not_whole is None:
+        return limit, overflow
+    exact = _exactly(op, p, dtype, reach, not_whole)
+    return np.where(exact, 0.0, limit), overflow & ~exact
+
+
+def _maybe_exact(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
+                 error: np.ndarray) -> np.ndarray:
+    """Elements off their reference that every order might compute exactly
+    (:func:`_exactly`): only where the reference is whole (times p for AVG, with its exact
+    scale) and within the dtype's whole numbers."""
+    eps, tiny, _ = float_info(dtype)
+    top = 2.0 ** (round(-math.log2(eps)) + 1)
+    if op is ReduceOp.AVG:
+        c = _avg_scale(dtype, p)
+        if c != 1 / p or c < tiny:
+            return np.zeros(ref.shape, dtype=bool)
+        ref = ref * p
+    with np.errstate(invalid="ignore"):
+        return (error > 0) & (ref == np.trunc(ref)) & (np.abs(ref) <= top)
+
+
+def _rounding(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
+              reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_allowed` for any inputs: the rounding bound and where overflow is
+    possible."""
     eps, tiny, largest = float_info(dtype)
     u, r, q = eps / 2, float(np.finfo(ref.dtype).eps) / 2, p - 1
     grown = (1 + u) ** q
@@ -165,8 +237,10 @@ def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
         return [None] * len(refs)
     dtype = inputs[0].dtype
     reaches = coll.reference(_reach(op)(inputs), op, root)
+    not_whole = coll.reference(_NotWhole(inputs), ReduceOp.SUM, root)
     return [None if r is None or reach is None else
-            _allowed(op, len(inputs), dtype, r, reach) for r, reach in zip(refs, reaches)]
+            _allowed(op, len(inputs), dtype, r, reach, whole)
+            for r, reach, whole in zip(refs, reaches, not_whole)]
 
 
 _BLOCK = 1 << 16
@@ -393,14 +467,18 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     bound = np.abs(ref)
     bound *= scale
     within = error <= bound
+    # ... unless every order may compute the element exactly (its bound is then 0), as
+    # only a whole reference can tell (a whole multiple of 1/p for AVG)
+    within &= ~_maybe_exact(op, p, inputs[0].dtype, ref, error)
     if not all_finite:
         within = np.where(finite, within, exact)
     if within.all():
         return True, worst
     where = np.flatnonzero(~within)
     reach = _picked(coll, _reach(op), inputs, op, root, rank, where)
+    not_whole = _picked(coll, _NotWhole, inputs, ReduceOp.SUM, root, rank, where)
     picked = ref.reshape(-1)[where]
-    limit, overflow = _allowed(op, p, inputs[0].dtype, picked, reach)
+    limit, overflow = _allowed(op, p, inputs[0].dtype, picked, reach, not_whole)
     return bool(np.all(_verdicts(out.reshape(-1)[where], picked, limit, overflow,
                                  functools.partial(_non_finite_cases, coll, inputs, op, root,
                                                    rank, where),

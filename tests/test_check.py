@@ -415,3 +415,61 @@ def test_the_overflow_verdict_of_each_element_reads_its_own_inputs():
             left = left + x
     assert np.isinf(left[0])   # the order that overflows, in float16 itself
     assert check.wrong_elements(coll, ties, [np.array([np.inf], f16)] * 4, SUM, 0) == 0
+
+
+def _bf16():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+@pytest.mark.parametrize("op", [ReduceOp.SUM, ReduceOp.AVG])
+def test_whole_inputs_that_sum_exactly_in_any_order_must_be_exact(op):
+    # bfloat16 has 8 significand bits: whole numbers up to 2^8 = 256 are exact. 128 ranks of
+    # integers in -2..2: every partial sum is such an integer (|sum| <= 256), so every
+    # order gives the exact sum (for AVG, with p a power of two, that sum over 128). A lost
+    # rank, a zero or a unit off: wrong. The rounding bound alone, 127 x 2^-9 x sum |x_i|
+    # (about a quarter of it), let all of those pass.
+    dtype, p = _bf16(), 128
+    rng = np.random.default_rng(3)
+    inputs = [rng.integers(-2, 3, size=64).astype(dtype) for _ in range(p)]
+    exact = np.sum([x.astype(np.float64) for x in inputs], axis=0)
+    if op is ReduceOp.AVG:
+        exact = exact / p
+    right = exact.astype(dtype)
+    coll = COLLECTIVES["all_reduce"]
+    assert compare(coll, inputs, [right] * p, op, 0) == (True, 0.0)
+    lost = np.sum([x.astype(np.float64) for x in inputs[:-1]], axis=0)
+    lost = (lost / p if op is ReduceOp.AVG else lost).astype(dtype)
+    assert not np.array_equal(lost, right)
+    assert not compare(coll, inputs, [lost] * p, op, 0)[0]
+    one_off = right.copy()
+    one_off[7] = dtype.type(float(one_off[7]) + (1 / p if op is ReduceOp.AVG else 1.0))
+    assert not compare(coll, inputs, [right] * (p - 1) + [one_off], op, 0)[0]
+    assert check.wrong_elements(coll, inputs, [right] * (p - 1) + [one_off], op, 0) == 1
+
+
+def test_whole_inputs_beyond_the_exact_range_keep_the_rounding_bound():
+    # 128 ranks of integers in -4..4 can sum past 256 in bfloat16: some order rounds, so
+    # an element one unit off the exact sum (within the bound) passes, as before
+    dtype, p = _bf16(), 128
+    inputs = [np.full(4, 4.0, dtype=dtype) for _ in range(p)]   # sum 512, |x| sum 512
+    off = np.full(4, 512.0 - 2.0, dtype=dtype)                 # 510: a bfloat16 neighbour
+    assert compare(COLLECTIVES["all_reduce"], inputs, [off] * p, ReduceOp.SUM, 0)[0]
+    # AVG of a p that is not a power of two rounds its scale 1/p: the bound applies
+    three = [np.full(4, 1.0, dtype=np.float16)] * 3
+    near = np.full(4, np.float16(1.0) - np.float16(2.0**-11), dtype=np.float16)
+    assert compare(COLLECTIVES["all_reduce"], three, [near] * 3, ReduceOp.AVG, 0)[0]
+
+
+def test_whole_factors_that_multiply_exactly_must_be_exact():
+    # float16 (11 significand bits): factors of -1, 1 and 2 with a product of at most
+    # 2^11 in magnitude are exact in any order
+    p = 8
+    inputs = [np.array([2.0, -1.0, 1.0], dtype=np.float16) for _ in range(p)]
+    right = np.array([256.0, 1.0, 1.0], dtype=np.float16)
+    coll = COLLECTIVES["all_reduce"]
+    assert compare(coll, inputs, [right] * p, ReduceOp.PRODUCT, 0)[0]
+    assert not compare(coll, inputs, [np.array([256.0, -1.0, 1.0], np.float16)] * p,
+                       ReduceOp.PRODUCT, 0)[0]
+    assert not compare(coll, inputs, [np.array([255.875, 1.0, 1.0], np.float16)] * p,
+                       ReduceOp.PRODUCT, 0)[0]

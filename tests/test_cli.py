@@ -22,7 +22,7 @@ from conftest import NO_FORMULA
 import simcoll as sc
 from simcoll.algorithms import Int, registry
 from simcoll.algorithms.nccl.report import graph_lines
-from simcoll.cli import main
+from simcoll.cli import checking, main
 from simcoll.cli.options import parse_bytes
 from simcoll.cli.run import sizes
 from simcoll.cli.table import fixed
@@ -1226,3 +1226,31 @@ def test_nccl_tests_options_given_twice_keep_the_last_as_its_getopt_does(capsys)
     status, out, _ = cli(capsys, "run", "--topology", "switch:4", "-b", "1K", "-b", "2K",
                          "-e", "2K")
     assert status == 0 and [row[0] for row in table_rows(out)] == ["2048"]
+
+
+def test_the_check_data_sums_exactly_so_a_lossy_all_reduce_is_counted_wrong(capsys):
+    """-c's floats are whole numbers from -k to k with p k <= 2^t (t the significand
+    bits; k at most 8): every order sums them exactly, so #wrong counts every element an
+    algorithm got wrong. With random normal values, a bfloat16 all_reduce over 128 ranks
+    that returned each rank's own input passed (the rounding bound allowed a quarter of
+    sum |x_i|)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    data = checking.inputs(128, 512, bf16)
+    assert {float(v) for x in data for v in x} == {-2.0, -1.0, 0.0, 1.0, 2.0}   # 256 / 128
+    wide = {float(v) for x in checking.inputs(8, 512, np.dtype(np.float32)) for v in x}
+    assert wide == set(map(float, range(-8, 9)))                             # k at most 8
+    assert {float(v) for x in checking.inputs(4, 64, bf16, sc.ReduceOp.PRODUCT)
+            for v in x} == {-1.0, 1.0}
+
+    @sc.register("all_reduce", "_test_cli_own_input", cost=NO_FORMULA)
+    def own_input(comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.compute(1e-6)
+        return x.copy()
+
+    status, out, _ = cli(capsys, "run", "--topology", "switch:128", "--algorithm",
+                         "_test_cli_own_input", "-b", "1K", "-e", "1K", "-c", "-d", "bfloat16")
+    total = np.sum([x.astype(np.float64) for x in data], axis=0)
+    expected = sum(int(np.count_nonzero(x.astype(np.float64) != total)) for x in data)
+    [row] = table_rows(out)
+    assert status == 1 and int(row[-1]) == expected > 0

@@ -60,7 +60,8 @@ DESCRIPTION = "\n\n".join(textwrap.fill(text, 88) for text in [
     "receive buffers (all_gather and gather: p times each rank's input); sizes grow by -f "
     f"(a factor) or else by -i (bytes). {SIZE_HELP}.",
     "Without -c the run is data-free (sizes only) and #wrong is N/A; with -c every rank "
-    "moves real random arrays and #wrong counts elements that fail the numpy check.",
+    "moves real random arrays (whole numbers that reduce exactly in any order) and #wrong "
+    "counts elements that fail the numpy check.",
     "Exit status: 0, 1 if a check failed, 2 for bad arguments, 141 if standard output "
     "was closed (| head), as a shell reports a command that SIGPIPE ended."])
 
@@ -231,7 +232,7 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
         data = None
         with still_running(f"{args.collective} of {size} B"):
             if args.check:
-                data = checking.inputs(p, nbytes // dtype.itemsize, dtype)
+                data = checking.inputs(p, nbytes // dtype.itemsize, dtype, op)
                 res = simulate(topo, args.collective, algorithm=args.algorithm, data=data,
                                **kwargs)
             else:

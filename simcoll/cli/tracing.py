@@ -26,6 +26,7 @@ from simcoll.cli.options import (
 from simcoll.collectives import collective as get_collective
 from simcoll.critical_path import critical_path
 from simcoll.nccl_tests import nccl_shape
+from simcoll.ops import ReduceOp
 from simcoll.simulate import simulate
 from simcoll.topology.spec import from_spec
 from simcoll.trace import save_chrome
@@ -77,7 +78,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.check:
         checking.check_memory(coll, topo.nranks, nbytes // dtype.itemsize, dtype.itemsize,
                               "--size")
-        data = checking.inputs(topo.nranks, nbytes // dtype.itemsize, dtype)
+        data = checking.inputs(topo.nranks, nbytes // dtype.itemsize, dtype,
+                               kwargs.get("op", ReduceOp.SUM))
         res = simulate(topo, args.collective, algorithm=args.algorithm, data=data,
                        trace=True, **kwargs)
     else:
