@@ -1211,6 +1211,13 @@ def test_an_empty_topology_is_refused_not_taken_for_the_default(capsys, argv, tm
      "argument --output: given twice ('a.json', then 'b.json')"),
     (("demo", "--size", "1M", "--size", "2M"),
      "argument --size: given twice (1048576, then 2097152)"),
+    (("compare", "x.log", "--topology", "switch:4", "--algorithm", "ring", "--algorithm",
+      "naive"), "argument --algorithm: given twice ('ring', then 'naive')"),
+    (("calibrate", "x.log", "--topology", "switch:4", "--free", "latency=1us:0:1ms",
+      "--network", "flow", "--network", "analytical"),
+     "argument --network: given twice ('flow', then 'analytical')"),
+    (("plot", "p.jsonl", "--output", "p.png", "--y", "time", "--y", "busbw"),
+     "argument --y: given twice ('time', then 'busbw')"),
 ])
 def test_simcolls_own_options_given_twice_are_refused(capsys, argv, said, tmp_path,
                                                      monkeypatch):

@@ -83,7 +83,10 @@ def test_one_channel_count_from_the_environment(capsys, monkeypatch):
     ({"NCCL_NVLS_ENABLE": "no"}, "NCCL_NVLS_ENABLE='no' in the environment is not accepted; "
                                  "use 0 or 1"),
     ({"NCCL_ALGO": "NVLS", "NCCL_NVLS_ENABLE": "0"},
-     "NCCL_NVLS_ENABLE=0 in the environment leaves no algorithm of NCCL_ALGO='NVLS'"),
+     r"NCCL_NVLS_ENABLE=0 in the environment leaves none of NCCL_ALGO's algorithms (nvls)"),
+    # a bad NCCL_ALGO is named as such beside NCCL_NVLS_ENABLE=0
+    ({"NCCL_ALGO": "Rong", "NCCL_NVLS_ENABLE": "0"},
+     "NCCL_ALGO in the environment: algo='Rong' is not accepted"),
     ({"NCCL_MIN_NCHANNELS": "x", "NCCL_MAX_NCHANNELS": "x"},
      "NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS='x' in the environment is not accepted"),
 ])
@@ -155,3 +158,36 @@ def test_nccl_algo_and_proto_leave_all_to_all_alone(capsys, monkeypatch):
     assert status == 0 and json.loads(out.splitlines()[-1])["params"]["proto"] == "Simple"
     assert err == ("# NCCL_PROTO does not apply to all_to_all (NCCL plans its sends and "
                    "receives without it)\n")
+
+
+def test_an_algorithm_nccl_never_runs_for_the_collective_is_refused_naming_the_variable(
+        capsys, monkeypatch):
+    monkeypatch.setenv("NCCL_ALGO", "Tree")
+    status, out, err = cli(capsys, *H100, "--collective", "broadcast", "--size", "1M")
+    assert (status, out) == (2, "")
+    assert err.startswith("simcoll run: error: NCCL_ALGO in the environment: algo='tree': "
+                          "NCCL never runs broadcast with it; it runs broadcast with ring")
+
+
+def test_a_param_wins_over_nccl_algo_with_nvls_disabled_and_the_note_names_both(
+        capsys, monkeypatch):
+    found, err = records(capsys, monkeypatch, {"NCCL_ALGO": "Ring,NVLS",
+                                               "NCCL_NVLS_ENABLE": "0"},
+                         "--size", "1M", "--param", "algo=tree")
+    assert found[0]["params"]["algo"] == "tree"
+    assert err == ("# NCCL_ALGO and NCCL_NVLS_ENABLE=0 in the environment left aside: "
+                   "--param algo= given\n")
+    found, err = records(capsys, monkeypatch, {}, "--size", "1M")
+    assert err == "# NCCL_ALGO and NCCL_NVLS_ENABLE=0 in the environment: algo=ring\n"
+
+
+def test_channel_counts_set_the_communicators_not_an_all_to_alls_parts(capsys, monkeypatch):
+    # NCCL works each peer's channels out from the communicator's: all_to_all's
+    # channels= (a send's parts) is left as NCCL's own planning gives it
+    plain, _ = records(capsys, monkeypatch, {}, "--collective", "all_to_all", "--size", "4M")
+    found, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": "32",
+                                               "NCCL_MAX_NCHANNELS": "32"},
+                         "--collective", "all_to_all", "--size", "4M")
+    assert found == plain
+    assert err.startswith("# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS in the environment "
+                          "set the communicator's channels")

@@ -11,7 +11,7 @@ import numpy as np
 
 from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibrate
 from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simulate_kwargs
-from simcoll.cli.options import CommandLineError, resolve_dtype
+from simcoll.cli.options import CommandLineError, Once, resolve_dtype
 from simcoll.collectives import collective as get_collective
 from simcoll.comparison import simulated_dtype, simulated_op
 from simcoll.errors import InvalidInputError, TopologyError
@@ -44,18 +44,18 @@ def add_parser(sub: Any) -> None:
                         "100us, launch_overhead=5us:0:1ms, step_latency_scale=1:0.05:20 "
                         "(repeatable; a bandwidth takes a rate, a latency a time; with a "
                         "topology file, only the algorithm's)")
-    p.add_argument("--starts", type=int, default=1,
+    p.add_argument("--starts", action=Once, type=int, default=1,
                    help="fits from the initial constants and from random points, the best "
                         "kept (default: 1)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", action=Once, type=int, default=None,
                    help="the random starts' seed, with --starts above 1 (default: 0)")
-    p.add_argument("--loss", default="linear", choices=LOSSES,
+    p.add_argument("--loss", action=Once, default="linear", choices=LOSSES,
                    help="least squares (linear) or a robust loss that lets a one-off spike "
                         "pull less (default: linear)")
-    p.add_argument("--loss-scale", type=float, default=None,
+    p.add_argument("--loss-scale", action=Once, type=float, default=None,
                    help="where a robust loss bends, in log time, with a --loss other than "
                         "linear (default: 0.1)")
-    p.add_argument("--max-evaluations", type=int, default=20_000, metavar="N",
+    p.add_argument("--max-evaluations", action=Once, type=int, default=20_000, metavar="N",
                    help="the most simulations the fit may run (default: 20000)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(handler=_run)

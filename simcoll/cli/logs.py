@@ -39,23 +39,23 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", required=True, metavar="SPEC", action=Once,
                    help="the machine, as a builder or preset with its arguments "
                         "(dgx_h100:nodes=2, 'switch:ranks=8,latency=1us') or a topology file")
-    p.add_argument("--collective", metavar="NAME",
+    p.add_argument("--collective", action=Once, metavar="NAME",
                    help=f"the collective the log measured, where it does not say (one of "
                         f"{', '.join(n for n, c in COLLECTIVES.items() if c.uneven is None)}"
                         f"); where it does, it must agree")
-    p.add_argument("--algorithm",
+    p.add_argument("--algorithm", action=Once,
                    help=f"the algorithm simulated (default: {DEFAULT_ALGORITHM_TEXT}). "
                         f"nccl runs NCCL's own choice, with the tuner of the NCCL release "
                         f"the log printed, where simcoll has it")
     p.add_argument("--param", action="append", type=parse_param, default=[],
                    metavar="NAME=VALUE", help="a fixed algorithm parameter (repeatable)")
-    p.add_argument("--network", default="flow", choices=sorted(NETWORKS),
+    p.add_argument("--network", action=Once, default="flow", choices=sorted(NETWORKS),
                    help="the network model (default: flow)")
-    p.add_argument("--run", type=int, metavar="K",
+    p.add_argument("--run", action=Once, type=int, metavar="K",
                    help="the K-th run of a log that holds several (1 is the first)")
-    p.add_argument("--min-size", type=parse_bytes, default=0, metavar="BYTES",
+    p.add_argument("--min-size", action=Once, type=parse_bytes, default=0, metavar="BYTES",
                    help="only the sizes from this one up (K, M, G are powers of 1024)")
-    p.add_argument("--max-size", type=parse_bytes, default=None, metavar="BYTES",
+    p.add_argument("--max-size", action=Once, type=parse_bytes, default=None, metavar="BYTES",
                    help="only the sizes up to this one")
     p.add_argument("--in-place", action="store_true",
                    help="the in-place times (default: out-of-place)")

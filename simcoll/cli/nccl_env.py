@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from simcoll.algorithms.nccl.tuner import ALGORITHMS
 from simcoll.algorithms.registry import AlgorithmSpec
 from simcoll.cli.options import CommandLineError
 from simcoll.errors import InvalidInputError
@@ -71,14 +72,19 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
             notes.append(f"# {variable}={found[variable]!r} in the environment sets nothing "
                          f"for {spec.collective}")
         else:
-            wanted[param] = (variable, listed)
+            wanted[param] = (variable, _checked(spec, param, variable, listed))
     if _flag(found, "NCCL_NVLS_ENABLE") is False:
-        algo = wanted.get("algo", ("", "auto"))[1]
-        wanted["algo"] = ("NCCL_NVLS_ENABLE=0", _without_nvls(spec, algo))
+        variable, algo = wanted.get("algo", ("", "auto"))
+        wanted["algo"] = (f"{variable} and NCCL_NVLS_ENABLE=0" if variable else
+                          "NCCL_NVLS_ENABLE=0", _without_nvls(spec, algo))
     if _flag(found, "NCCL_COLLNET_ENABLE"):
         wanted["collnet"] = ("NCCL_COLLNET_ENABLE", 1)
     low, high = found.get("NCCL_MIN_NCHANNELS"), found.get("NCCL_MAX_NCHANNELS")
-    if low is not None or high is not None:
+    if (low is not None or high is not None) and spec.collective == "all_to_all":
+        notes.append("# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS in the environment set the "
+                     "communicator's channels, from which NCCL works out each peer's: not "
+                     "applied to all_to_all (its channels= is a send's parts)")
+    elif low is not None or high is not None:
         if low is not None and low == high:
             wanted["channels"] = ("NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS", low)
         else:
@@ -134,6 +140,27 @@ def _for_collective(variable: str, value: str, collective: str) -> str | None:
     return chosen
 
 
+def _checked(spec: AlgorithmSpec, param: str, variable: str, listed: str) -> str:
+    """``listed`` from ``variable`` as ``param`` takes it, naming the variable where NCCL
+    would refuse it: a name it does not know, or algorithms of which none runs the
+    collective (NCCL then finds no algorithm for it).
+
+    Raises:
+        CommandLineError: as said.
+    """
+    try:
+        value = spec.params[param].normalize(param, listed)
+    except InvalidInputError as exc:
+        raise CommandLineError(f"{variable} in the environment: {exc}") from None
+    runs = ALGORITHMS.get(spec.collective, ())
+    if param == "algo" and value != "auto" and not set(value.split(",")) & set(runs):
+        raise CommandLineError(f"{variable} in the environment: algo={value!r}: NCCL never "
+                               f"runs {spec.collective} with "
+                               f"{'it' if ',' not in value else 'any of them'}; it runs "
+                               f"{spec.collective} with {', '.join(runs)}")
+    return str(value)
+
+
 def _flag(found: Mapping[str, str], name: str) -> bool | None:
     """A 0/1 variable's value (None where it is not set).
 
@@ -162,7 +189,8 @@ def _count(variable: str, value: str) -> int:
 
 
 def _without_nvls(spec: AlgorithmSpec, algo: str) -> str:
-    """``algo`` (a Names value, or ``auto``) with NVLS and NVLS-tree left out.
+    """``algo`` (a Names value already checked, or ``auto``) with NVLS and NVLS-tree left
+    out.
 
     Raises:
         CommandLineError: nothing left.
@@ -170,13 +198,9 @@ def _without_nvls(spec: AlgorithmSpec, algo: str) -> str:
     param = spec.params.get("algo")
     if param is None:
         return algo
-    try:
-        chosen = param.normalize("algo", algo)
-    except InvalidInputError:
-        return algo   # refused, naming NCCL_ALGO, where it is checked
     names = [n for n in getattr(param, "choices", ()) if n not in _IN_NETWORK] \
-        if chosen == "auto" else [n for n in chosen.split(",") if n not in _IN_NETWORK]
+        if algo == "auto" else [n for n in algo.split(",") if n not in _IN_NETWORK]
     if not names:
-        raise CommandLineError(f"NCCL_NVLS_ENABLE=0 in the environment leaves no algorithm "
-                               f"of NCCL_ALGO={algo!r}")
+        raise CommandLineError(f"NCCL_NVLS_ENABLE=0 in the environment leaves none of "
+                               f"NCCL_ALGO's algorithms ({algo})")
     return ",".join(names)

@@ -26,11 +26,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("records", help="a .jsonl (JSON lines) or .json (list) file of records")
     p.add_argument("--output", required=True, metavar="PATH", action=Once,
                    help="the picture: .png, .svg or .pdf")
-    p.add_argument("--x", default=None, choices=("nranks", "nbytes"),
+    p.add_argument("--x", action=Once, default=None, choices=("nranks", "nbytes"),
                    help="nranks or nbytes (default: nbytes where every record has one "
                         "rank count and there are several sizes, as in 'simcoll run', "
                         "else nranks)")
-    p.add_argument("--y", default="busbw", choices=("busbw", "algbw", "time"),
+    p.add_argument("--y", action=Once, default="busbw", choices=("busbw", "algbw", "time"),
                    help="busbw (default), algbw or time")
     p.set_defaults(handler=_run)
 

@@ -60,7 +60,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sizes", required=True, type=_sizes, metavar="S,T,...", action=Once,
                    help=f"each rank's input buffer (simulate's nbytes), e.g. 1M,64M; "
                         f"{SIZE_HELP}")
-    p.add_argument("--workers", type=int, default=1, help="processes to use (default 1)")
+    p.add_argument("--workers", action=Once, type=int, default=1,
+                   help="processes to use (default 1)")
     p.add_argument("--output", metavar="PATH", action=Once,
                    help="write .csv, .json or .jsonl at the end (default: CSV on standard "
                         "output, a row per point as it finishes, in grid order); finished "

@@ -62,7 +62,9 @@ class DataParallelResult:
         exposed_communication: ``step_time - compute_time``, seconds.
         hidden_communication: seconds the all-reduces ran while the GPU computed
             (``breakdown.hidden["dp"]``, averaged over the GPUs): with
-            ``exposed_communication``, the all-reduces' busy time.
+            ``breakdown.exposed["dp"]``, the all-reduces' busy time
+            (``exposed_communication`` also counts the time a GPU waited for others
+            with no all-reduce of its own under way, ``breakdown.idle``).
         scaling_efficiency: ``compute_time / step_time``: the throughput of N GPUs over
             N times that of one (weak scaling, the per-GPU batch fixed).
         all_reduces: bytes of each all-reduce, in the order they ran.
