@@ -120,17 +120,20 @@ def _ulps_off(value: float, ulps: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("op, ref, bound_ulps", [
-    # float32, u = 2^-24, p = 4 (q = 3 roundings); float64's r = 2^-53 barely counts.
-    # SUM of four 1.0: q (u + r) sum|x| = 3 * 2^-24 * 4 = 1.5 * 2^-21, 1.5 ulps of 4.0
-    # (2^-21 each above it). AVG: each 1.0 scaled by 1/4 (exact) rounds by u / 4, and
-    # the sum of those four 1/4 by q u: 4 u = 2^-22, 2 ulps of 1.0 (2^-23 each above it).
-    # PRODUCT: (1 + u)^3 - 1 = 3 * 2^-24 (and a little), 1.5 ulps of 1.0.
-    ("sum", 4.0, 1), ("avg", 1.0, 2), ("product", 1.0, 1),
+    # float32, u = 2^-24, p = 4 (q = 3 roundings); float64's r = 2^-53 barely counts. The
+    # inputs are 1.5, not whole numbers (whose sums every order computes exactly, and
+    # which the check holds to the exact value).
+    # SUM of four 1.5: q (u + r) sum|x| = 3 * 2^-24 * 6 = 2.25 * 2^-21, 2.25 ulps of 6.0
+    # (2^-21 each above it). AVG: each 1.5 scaled by 1/4 (exact) rounds by u / 4 x 1.5,
+    # and the sum of those four 0.375 by q u x 1.5: 4 u x 1.5 = 3 * 2^-23, 3 ulps of 1.5
+    # (2^-23 each above it). PRODUCT: ((1 + u)^3 - 1) x 1.5^4 = 3 * 2^-24 x 5.0625 (and a
+    # little), 1.9 ulps of 5.0625 (2^-21 each).
+    ("sum", 6.0, 2), ("avg", 1.5, 3), ("product", 1.5**4, 1),
 ])
 def test_the_rounding_allowance_is_q_roundings_of_the_dtype(op, ref, bound_ulps):
     p = 4
     coll = sc.COLLECTIVES["all_reduce"]
-    inputs = [np.ones(1, dtype=np.float32) for _ in range(p)]
+    inputs = [np.full(1, 1.5, dtype=np.float32) for _ in range(p)]
     op = sc.ReduceOp(op)
     for ulps, ok in [(bound_ulps, True), (bound_ulps + 1, False)]:
         outputs = [_ulps_off(ref, 0)] * (p - 1) + [_ulps_off(ref, ulps)]
