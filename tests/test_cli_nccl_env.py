@@ -191,3 +191,31 @@ def test_channel_counts_set_the_communicators_not_an_all_to_alls_parts(capsys, m
     assert found == plain
     assert err.startswith("# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS in the environment "
                           "set the communicator's channels")
+
+
+def test_no_nccl_variable_no_note_whatever_the_algorithm(capsys, monkeypatch):
+    for name in [n for n in os.environ if n.startswith("NCCL_")]:
+        monkeypatch.delenv(name)
+    for algorithm in ("ring", "nccl"):
+        status, out, err = cli(capsys, "run", "--topology", "switch:4", "--algorithm",
+                               algorithm, "--size", "1K")
+        assert status == 0, err
+        assert "environment" not in out + err
+
+
+def test_collnet_enable_0_sets_nothing(capsys, monkeypatch):
+    plain, _ = records(capsys, monkeypatch, {}, "--size", "1M")
+    found, err = records(capsys, monkeypatch, {"NCCL_COLLNET_ENABLE": "0"}, "--size", "1M")
+    assert err == ""    # read, and 0 is NCCL's default: nothing to say
+    assert [r["params"] for r in found] == [r["params"] for r in plain]
+
+
+def test_a_flag_is_read_with_blanks_around_it(capsys, monkeypatch):
+    found, err = records(capsys, monkeypatch, {"NCCL_NVLS_ENABLE": " 0 "}, "--size", "1G")
+    assert found[0]["params"]["algo"] == "ring"
+    assert err.startswith("# NCCL_NVLS_ENABLE=0 in the environment: ")
+
+
+def test_a_variable_that_only_starts_with_nccl_is_not_ncclls(capsys, monkeypatch):
+    _, err = records(capsys, monkeypatch, {"NCCLX_HOME": "/opt/ncclx"}, "--size", "1M")
+    assert err == ""

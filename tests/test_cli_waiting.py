@@ -91,3 +91,59 @@ def test_simcoll_run_shows_the_line_while_a_size_simulates(at_once, monkeypatch,
     rows = [line.split() for line in capsys.readouterr().out.splitlines()
             if line and not line.startswith("#")]
     assert [row[0] for row in rows] == ["64", "128"]
+
+
+class CountingTerminal(io.StringIO):
+    """A terminal that counts its writes and keeps what each flush made visible."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+        self.first = threading.Event()
+        self.third = threading.Event()
+        self.flushed: list[str] = []
+        self.flushed_once = threading.Event()
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        self.first.set()
+        if self.writes >= 3:
+            self.third.set()
+        return super().write(text)
+
+    def flush(self) -> None:
+        self.flushed.append(self.getvalue())
+        self.flushed_once.set()
+
+
+@pytest.mark.parametrize("seconds, shown", [(59.99, "59 s"), (60, "1 min 00 s"),
+                                            (3599.9, "59 min 59 s"), (3600, "1 h 00 min"),
+                                            (3660, "1 h 01 min")])
+def test_the_clock_turns_over_at_a_minute_and_an_hour(seconds, shown):
+    assert waiting._elapsed(seconds) == shown
+
+
+def test_each_update_of_the_line_is_flushed_to_the_terminal(monkeypatch):
+    monkeypatch.setattr(waiting, "SHOWN_AFTER", 0.0)
+    monkeypatch.setattr(waiting, "EVERY", 0.01)
+    out = CountingTerminal()
+    with still_running("x", out):
+        # flushed while the simulation still runs, not only when the line is erased
+        assert out.flushed_once.wait(5)
+    # stderr on a terminal is line-buffered and the line has no newline: each update
+    # must be flushed to appear, and so must the erasing
+    assert out.flushed and out.flushed[0].startswith("\r# simulating x: 0 s so far\x1b[K")
+    assert out.flushed[-1].endswith("\r\x1b[K")
+
+
+def test_after_the_first_wait_the_line_is_updated_every_EVERY_seconds(monkeypatch):
+    monkeypatch.setattr(waiting, "SHOWN_AFTER", 1.0)
+    monkeypatch.setattr(waiting, "EVERY", 0.01)
+    out = CountingTerminal()
+    with still_running("x", out):
+        assert out.first.wait(10)
+        # two more updates 0.01 s apart, well before another SHOWN_AFTER (1 s) passes
+        assert out.third.wait(0.6)

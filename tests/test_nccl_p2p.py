@@ -197,3 +197,25 @@ def test_sends_to_another_node_run_simple_whatever_the_protocol():
                         nbytes=4 * KiB)
     assert apart.params["proto"] == "Simple"
     assert apart.link_bytes[("gpu0", "node0")] == 3 * KiB
+
+
+@pytest.mark.parametrize("proto, base", [("LL", 6.6e-6), ("Simple", 8.4e-6)])
+def test_a_send_to_another_node_costs_simples_network_hop_whatever_the_protocol(proto, base):
+    # cluster(2, 2), 16 B to each peer, no contention: NCCL's ring base latency of the
+    # protocol (LL 6.6 us, Simple 8.4 us), then the slowest send, a remote one: Simple's
+    # network hop (14 us; LL's is 2.7 us, but the connection has no LL buffer), and
+    # nanoseconds of bytes
+    res = sc.simulate(sc.topology.cluster(2, 2), "all_to_all", algorithm="nccl", nbytes=64,
+                      proto=proto, network="analytical")
+    assert res.params["proto"] == proto
+    assert res.time == pytest.approx(base + 14e-6, abs=0.01e-6)
+
+
+@pytest.mark.parametrize("proto", ["ll", "LL"])
+def test_ll_forced_where_every_peer_is_across_the_network_still_runs_simple(proto):
+    # cluster(4, 1): every send leaves the node, over connections with no LL buffer;
+    # GPU 0 puts its 3 blocks of 1 KiB on the wire unframed (LL would send 6 KiB)
+    res = sc.simulate(sc.topology.cluster(4, 1), "all_to_all", algorithm="nccl",
+                      nbytes=4 * KiB, proto=proto)
+    assert res.params["proto"] == "Simple"
+    assert res.link_bytes[("gpu0", "node0")] == 3 * KiB

@@ -236,3 +236,18 @@ def test_collnet_chain_on_more_than_8_gpus_a_node_runs_with_2_26_2s_tuner_only()
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data, collnet=1,
                       tuner="2.26.2", algo="collnet_chain")
     assert res.correct and res.params["algo"] == "collnet_chain"
+
+
+@pytest.mark.parametrize("tuner", ["2.26.2", "2.30.7"])
+def test_collnet_chain_runs_on_exactly_8_gpus_a_node_with_either_tuner(tuner):
+    # 2.30.7 leaves Chain out above 8 local GPUs only: 8 (NCCL_MAX_DIRECT_ARITY + 1)
+    # still runs it, as it does Direct
+    from simcoll.algorithms.nccl.machine import describe
+    from simcoll.algorithms.nccl.tuner import candidates
+    from simcoll.topology.presets.dgx import dgx
+
+    topo = dgx(2, nvlink_bandwidth=370.8e9, pcie_bandwidth=48e9, nic_bandwidth=50e9,
+               gpus_per_node=8, sharp=True, nvswitch_reduce_bandwidth=1.86e12)
+    machine = describe(topo, tuple(range(16)), "auto")
+    found = candidates(machine, "all_reduce", collnet=1, tuner=tuner)
+    assert "collnet_chain" in found and "collnet_direct" in found

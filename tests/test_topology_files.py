@@ -479,3 +479,22 @@ def test_a_file_without_a_name_names_the_machine_after_itself(tmp_path, suffix):
     assert sc.topology.from_dict(data).name == "custom"
     named = {**data, "name": "mine"}
     assert sc.topology.load(write(tmp_path, "other.json", json.dumps(named))).name == "mine"
+
+
+def test_a_preset_file_keeps_the_presets_name_not_the_files(tmp_path):
+    # only a file of devices and links is named after itself; a preset names its machine
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"preset": "switch", "args": {"ranks": 4}}))
+    topo = sc.topology.load(path)
+    assert topo.name == "switch(4)"
+    assert topo.nranks == 4
+
+
+def test_a_nic_with_in_network_false_and_a_reduction_rate_is_refused_as_a_switch_is(tmp_path):
+    path = tmp_path / "n.yaml"
+    path.write_text("devices:\n  - {name: n, kind: nic, reduce_bandwidth: 1TB/s, "
+                    "in_network: false}\nlinks: []\n")
+    with pytest.raises(sc.TopologyError, match=r"n.yaml, line 2: devices\[0\].in_network: is "
+                                               r"false, but reduce_bandwidth makes the "
+                                               r"device reduce in the network"):
+        sc.topology.load(path)

@@ -546,13 +546,16 @@ def test_an_algorithm_without_the_pipeline_s_gather_is_refused_before_the_run():
     assert done.step_time > 0     # no pipeline, no gather: the tree runs as before
 
 
-def test_a_bar_narrower_than_a_pixel_keeps_an_edge_of_its_own_colour():
-    # a pipeline step whose 8-byte transfers last ~1e-6 of it: drawn as 0.6 px, some were
-    # not drawn at all; each now has an edge of its colour, the wide ones a white outline
+@pytest.mark.parametrize("activation_bytes", [8, 2 * 10**9])
+def test_a_bar_narrower_than_a_pixel_keeps_an_edge_of_its_own_colour(activation_bytes):
+    # a pipeline step whose transfers last ~1e-6 of it (8 B) or 0.02 s of its 9.04 s (2 GB
+    # over switch(2)'s links: between a 2000th and the 200th that makes a bar narrow):
+    # drawn as 0.6 px, some were not drawn at all; each now has an edge of its colour,
+    # the wide ones a white outline
     from matplotlib.colors import to_rgba
 
     pipe = tr.pipeline_step(sc.topology.switch(2), stages=2, micro_batches=2, forward=1.0,
-                            backward=2.0, activation_bytes=8)
+                            backward=2.0, activation_bytes=activation_bytes)
     fig = tr.plot_timeline(pipe)
     narrow = wide = 0
     for bars in fig.axes[0].collections:

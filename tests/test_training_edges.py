@@ -3,11 +3,13 @@ strategy, steps of any length, unpadded DDP gradients, one GPU."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import simcoll as sc
 from simcoll import numeric
 from simcoll import training as tr
+from simcoll.checks import shown
 
 GPU = tr.GPU("toy", 1e12)
 TOY = tr.Model("toy", tuple(tr.Layer(f"l{i}", (2**20,), 1e9, 2e9) for i in range(4)),
@@ -203,3 +205,51 @@ def test_a_model_given_where_a_count_goes_is_named_in_a_short_message():
     with pytest.raises(sc.InvalidInputError, match=r"^k=\[0, 1, 2, .*\.\.\. \(a list of 500 "
                                                    r"items\) is not accepted"):
         tr.zero_memory(7, 2, stage=1, k=list(range(500)))
+
+
+@pytest.mark.parametrize("stage, kept", [
+    # Three layers of 5 parameters, tp=2: a GPU keeps ceil(5 / 2) = 3 of each layer,
+    # 9 elements (not ceil(15 / 2) = 8): 18 B of fp16 parameters and gradients, 108 B
+    # of optimizer state. dp=2 ZeRO-3: each layer's 3 pad to 4, 2 elements a GPU, 6 in
+    # all (not padded(5 // 2, 2) / 2 = 1 a layer): 12 B, 12 B and 72 B.
+    (0, (18, 18, 108)), (3, (12, 12, 72)),
+])
+def test_a_3d_step_rounds_each_layers_tensor_shard_up(stage, kept):
+    res = tr.step(_tiny_layers(3, 5), sc.topology.switch(4), dp=2, tp=2, zero_stage=stage,
+                  gpu=GPU)
+    assert [(m.params, m.gradients, m.optimizer_states) for m in res.memory] == [kept]
+
+
+def test_a_value_of_exactly_100_characters_is_shown_whole_and_one_more_is_cut():
+    # repr of 98 x's is 100 characters with its quotes: the limit, shown whole
+    assert shown("x" * 98) == "'" + "x" * 98 + "'"
+    # 101 characters: the first 80 kept, then what it was
+    assert shown("x" * 99) == "'" + "x" * 79 + "... (a str)"
+
+
+def test_a_long_tuple_is_cut_naming_its_length_as_a_list_is():
+    text = str(tuple(range(500)))            # Python's own repr, 2390 characters
+    assert shown(tuple(range(500))) == text[:80] + "... (a tuple of 500 items)"
+    assert shown(list(range(500))) == str(list(range(500)))[:80] + "... (a list of 500 items)"
+
+
+
+
+@pytest.mark.parametrize("whole", [np.float32(1024.0), np.float16(1024.0), np.float64(1024.0)])
+def test_a_whole_numpy_float_of_any_width_is_a_size(whole):
+    # np.float64 is a Python float; np.float32 and np.float16 are not, and are whole too
+    assert tr.pipeline_step(SWITCH, stages=2, micro_batches=1, forward=0, backward=0,
+                            activation_bytes=whole) == tr.pipeline_step(
+        SWITCH, stages=2, micro_batches=1, forward=0, backward=0, activation_bytes=1024)
+
+
+@pytest.mark.parametrize("value, match", [
+    ("16Mb", r"^link_bytes='16Mb' is not accepted: cannot read size"),
+    (-1, r"^link_bytes=-1 is not accepted; use an integer >= 0 \(bytes, or a size such as "
+         r"'25MiB'\)$"),
+])
+def test_a_size_is_refused_with_the_callers_error_class(value, match):
+    from simcoll.checks import size
+
+    with pytest.raises(sc.TopologyError, match=match):
+        size(value, "link_bytes", error=sc.TopologyError)

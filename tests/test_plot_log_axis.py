@@ -1,0 +1,82 @@
+"""The log y axis of the scaling and comparison plots (plot.style.log_y_axis): its
+limits, labelled ticks and unlabelled minor ones, worked out by hand."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from simcoll.plot.style import log_y_axis  # noqa: E402
+
+
+def _axis(lo, hi):
+    """An axes with data from lo to hi on log_y_axis, drawn: its limits, the major ticks
+    in view with their labels, the minor ticks in view with theirs."""
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [lo, hi])
+    log_y_axis(ax, lo, hi, lambda v: f"{v:g}")
+    fig.canvas.draw()
+    bottom, top = ax.get_ylim()
+    inside = lambda v: bottom * (1 - 1e-9) <= v <= top * (1 + 1e-9)  # noqa: E731
+    major = [(t.get_loc(), t.label1.get_text()) for t in ax.yaxis.get_major_ticks()
+             if inside(t.get_loc())]
+    minor = [(t.get_loc(), t.label1.get_text()) for t in ax.yaxis.get_minor_ticks()
+             if inside(t.get_loc())]
+    plt.close(fig)
+    return (bottom, top), major, minor
+
+
+def test_a_log_axis_over_100_to_200_runs_from_90_to_250():
+    # by hand: the data with 2.5% of margin, 97.6 to 205, on the series 1, 1.5, 2, 2.5,
+    # 3, 4, ... 9: 90 to 250 (ratio 2.8; 1-9 needs 90 to 300, 1-2-3-5-7 70 to 300, 1-2-5
+    # 50 to 500), its closest ticks 100/90 (0.046 decades) above 1/12 of its 0.44
+    limits, major, minor = _axis(100, 200)
+    assert limits == pytest.approx((90, 250))
+    assert [v for v, _ in major] == pytest.approx([90, 100, 150, 200, 250])
+    assert [text for _, text in major] == ["90", "100", "150", "200", "250"]
+    assert minor == []    # 90, 100 and 200 are labelled
+
+
+def test_a_log_axis_over_2_to_30_labels_1_2_5_and_leaves_the_rest_unlabelled():
+    # 1-2-5 from 1 to 50 (1-2-3-5-7 spans as much; 1-9 and 1.5-2.5 crowd 9 and 10);
+    # the other multiples of each power of ten unlabelled minor ticks
+    limits, major, minor = _axis(2, 30)
+    assert limits == pytest.approx((1, 50))
+    assert [v for v, _ in major] == pytest.approx([1, 2, 5, 10, 20, 50])
+    assert [v for v, _ in minor] == pytest.approx([3, 4, 6, 7, 8, 9, 30, 40])
+    assert all(text == "" for _, text in minor)
+
+
+def test_data_under_twice_its_lowest_value_is_centred_on_an_axis_twice_as_wide():
+    # 4.5 to 6.75: geometric centre 5.51, widened to 3.90 to 7.79 (a factor 2), with
+    # margin 3.80 to 7.99: 1-9 from 3 to 8
+    limits, major, _ = _axis(4.5, 6.75)
+    assert limits == pytest.approx((3, 8))
+    assert [v for v, _ in major] == pytest.approx([3, 4, 5, 6, 7, 8])
+
+
+@pytest.mark.parametrize("lo, hi, decades", [(1, 500, [1, 10, 100]),
+                                             (1, 1e6, [1, 10, 100, 1e3, 1e4, 1e5, 1e6])])
+def test_data_over_more_than_10_to_the_2_5_is_labelled_at_every_power_of_ten(lo, hi, decades):
+    _, major, minor = _axis(lo, hi)
+    assert [v for v, _ in major] == pytest.approx(decades)
+    assert all(text == "" for _, text in minor)
+
+
+@pytest.mark.parametrize("lo, hi", [(1, 3), (1, 5), (1.2, 4.8)])
+def test_minor_ticks_under_a_decade_are_not_labelled(lo, hi):
+    # matplotlib's own minor labels here read "4x10^0" beside a plain "5"
+    _, major, minor = _axis(lo, hi)
+    assert minor and all(text == "" for _, text in minor)
+    assert all(text and "times" not in text for _, text in major)
+
+
+def test_an_axis_needs_three_labelled_ticks():
+    # 3 to 3.03, widened about 3.015 to a factor 2 with margin: 2.08 to 4.37. 1-2-5
+    # would span 2 to 5 with two labels only; 1-2-3-5-7 spans it with 2, 3, 5
+    limits, major, _ = _axis(3, 3.03)
+    assert limits == pytest.approx((2, 5))
+    assert [v for v, _ in major] == pytest.approx([2, 3, 5])
