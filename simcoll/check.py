@@ -199,11 +199,11 @@ def _rounding(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
         limit = (grown - 1 + p * r) * slack * np.abs(ref)
         return limit + _underflow(p, eps, tiny, reach, grown), reach * grown > largest
     if op is ReduceOp.AVG:
-        total = reach * p
+        # sum |x| = p reach, not formed: near the largest number it would overflow
         c = _avg_scale(dtype, p)
         half_step = p * eps * tiny / 2
-        scaled = abs(c) * (1 + u) * total + half_step  # sum |c x|, rounded
-        limit = (q * u * scaled + (u * abs(c) + abs(c - 1 / p)) * total + half_step
+        scaled = abs(c) * p * (1 + u) * reach + half_step  # sum |c x|, rounded
+        limit = (q * u * scaled + (u * abs(c) + abs(c - 1 / p)) * p * reach + half_step
                  + p * r * reach) * slack
         return limit, scaled * grown > largest
     return q * (u + r) * slack * reach, reach * grown > largest

@@ -111,7 +111,9 @@ class Collective:
 def _combine(inputs: Arrays, op: ReduceOp) -> np.ndarray:
     """The op over all inputs, in float64 for floats (bfloat16 and fp8 too; the dtype
     itself for wider ones), in the dtype (modular) for integers; AVG divides the sum once,
-    integers toward zero."""
+    integers toward zero, and where a float sum overflowed (float64 inputs near the
+    largest number: 1e308 + 1e308) sums the inputs each divided first, so a mean that is
+    finite stays so."""
     first = inputs[0]
     floating = is_float(first.dtype)
     wide = np.result_type(first.dtype, np.float64) if floating else first.dtype
@@ -122,7 +124,13 @@ def _combine(inputs: Arrays, op: ReduceOp) -> np.ndarray:
         return acc
     p = len(inputs)
     if floating:
-        return acc / p
+        mean = acc / p
+        if not np.isfinite(mean).all():
+            scaled = inputs[0].astype(wide) / p
+            for i in range(1, p):
+                scaled += inputs[i].astype(wide) / p
+            mean = np.where(np.isfinite(mean), mean, scaled)
+        return mean
     # Written apart from ReduceOp.finish (the output path) so that the check does not
     # compare that code with itself: floor division, then one step back toward zero where
     # a negative sum did not divide evenly.

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+import simcoll as sc
 from simcoll import check
 from simcoll.check import compare, same_bytes
 from simcoll.collectives import COLLECTIVES
@@ -473,3 +474,17 @@ def test_whole_factors_that_multiply_exactly_must_be_exact():
                        ReduceOp.PRODUCT, 0)[0]
     assert not compare(coll, inputs, [np.array([255.875, 1.0, 1.0], np.float16)] * p,
                        ReduceOp.PRODUCT, 0)[0]
+
+
+def test_an_average_of_float64s_near_the_largest_number_is_checked():
+    # (1e308 + 1e308) / 2 = 1e308: the reference summed first and overflowed to inf, so
+    # the element went unchecked (an output of -5 passed) and a correct run reported an
+    # error of inf; the bound's sum |x_i| = 2e308 overflowed too
+    inputs = [np.array([1e308, 1.0]), np.array([1e308, 3.0])]
+    coll = COLLECTIVES["all_reduce"]
+    assert compare(coll, inputs, [np.array([1e308, 2.0])] * 2, ReduceOp.AVG, 0) == (True, 0.0)
+    assert not compare(coll, inputs, [np.array([-5.0, 2.0])] * 2, ReduceOp.AVG, 0)[0]
+    assert not compare(coll, inputs, [np.array([np.inf, 2.0])] * 2, ReduceOp.AVG, 0)[0]
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", data=inputs,
+                      op="avg")
+    assert (res.correct, res.max_error) == (True, 0.0)
