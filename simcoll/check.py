@@ -120,15 +120,23 @@ def _exactly(op: ReduceOp, p: int, dtype: np.dtype, reach: np.ndarray,
     max(1, |x_i|) <= 2^t`` (every partial product is such an integer, or 0); for AVG the
     same as SUM where the scale c = 1/p is exact and a normal number (p a power of two:
     ``c x_i`` and every partial sum are then such integers times c)."""
+    whole = _whole_range(op, p, dtype)
+    if whole is None:
+        return np.zeros(np.shape(reach), dtype=bool)
+    top, factor = whole
+    return (not_whole == 0) & (reach * factor <= top)
+
+
+def _whole_range(op: ReduceOp, p: int, dtype: np.dtype) -> tuple[float, float] | None:
+    """``(2^t, factor)`` of :func:`_exactly`: the largest whole total the dtype holds
+    exactly, and what turns a reach (or a reference) into that total (p for AVG's mean,
+    else 1); None for an AVG whose scale 1/p is not exact, which no input makes exact."""
     eps, tiny, _ = float_info(dtype)
     top = 2.0 ** (round(-math.log2(eps)) + 1)
-    total = reach
-    if op is ReduceOp.AVG:
-        c = _avg_scale(dtype, p)
-        if c != 1 / p or c < tiny:
-            return np.zeros(np.shape(reach), dtype=bool)
-        total = reach * p
-    return (not_whole == 0) & (total <= top)
+    if op is not ReduceOp.AVG:
+        return top, 1.0
+    c = _avg_scale(dtype, p)
+    return (top, float(p)) if c == 1 / p and c >= tiny else None
 
 
 def _underflow(p: int, eps: float, tiny: float, growth: np.ndarray,
@@ -146,11 +154,11 @@ def _avg_scale(dtype: np.dtype, p: int) -> float:
 
 
 def _allowed(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray, reach: np.ndarray,
-             not_whole: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+             not_whole: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(limit, overflow)`` per element: how far it may lie from ``ref``, and where it may
     come out infinite or NaN instead. ``reach`` is the magnitudes' sum (their mean for
     AVG) or the product's growth factors; ``not_whole``, how many of each element's
-    inputs are not integers, where known: an element that every order computes exactly
+    inputs are not integers: an element that every order computes exactly
     (:func:`_exactly`) must equal ``ref`` (limit 0, no overflow).
 
     With u the dtype's unit roundoff (eps / 2) and r the reference's (float64's, or the
@@ -165,8 +173,6 @@ def _allowed(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray, reach: np.n
     sums narrow where terms cancel (:func:`_partials_overflow`).
     """
     limit, overflow = _rounding(op, p, dtype, ref, reach)
-    if not_whole is None:
-        return limit, overflow
     exact = _exactly(op, p, dtype, reach, not_whole)
     return np.where(exact, 0.0, limit), overflow & ~exact
 
@@ -176,15 +182,13 @@ def _maybe_exact(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
     """Elements off their reference that every order might compute exactly
     (:func:`_exactly`): only where the reference is whole (times p for AVG, with its exact
     scale) and within the dtype's whole numbers."""
-    eps, tiny, _ = float_info(dtype)
-    top = 2.0 ** (round(-math.log2(eps)) + 1)
-    if op is ReduceOp.AVG:
-        c = _avg_scale(dtype, p)
-        if c != 1 / p or c < tiny:
-            return np.zeros(ref.shape, dtype=bool)
-        ref = ref * p
+    whole = _whole_range(op, p, dtype)
+    if whole is None:
+        return np.zeros(ref.shape, dtype=bool)
+    top, factor = whole
+    total = ref * factor
     with np.errstate(invalid="ignore"):
-        return (error > 0) & (ref == np.trunc(ref)) & (np.abs(ref) <= top)
+        return (error > 0) & (total == np.trunc(total)) & (np.abs(total) <= top)
 
 
 def _rounding(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
@@ -238,7 +242,7 @@ def _bounds(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
     dtype = inputs[0].dtype
     reaches = coll.reference(_reach(op)(inputs), op, root)
     not_whole = coll.reference(_NotWhole(inputs), ReduceOp.SUM, root)
-    return [None if r is None or reach is None else
+    return [None if r is None or reach is None or whole is None else
             _allowed(op, len(inputs), dtype, r, reach, whole)
             for r, reach, whole in zip(refs, reaches, not_whole)]
 
