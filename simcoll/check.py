@@ -124,19 +124,33 @@ def _exactly(op: ReduceOp, p: int, dtype: np.dtype, reach: np.ndarray,
     if whole is None:
         return np.zeros(np.shape(reach), dtype=bool)
     top, factor = whole
-    return (not_whole == 0) & (reach * factor <= top)
+    total = reach * factor
+    # The reach is summed (multiplied) in the reference's precision: where that is no
+    # wider than the dtype's (float64, longdouble), a total past 2^t can round down to
+    # 2^t itself (2^53 + 1 + 1 is 2^53 in float64), never below it, so only a total
+    # below 2^t is known to be exact.
+    within = total < top if _bits(np.result_type(dtype, np.float64)) <= _bits(dtype) \
+        else total <= top
+    return (not_whole == 0) & within
+
+
+def _bits(dtype: np.dtype) -> int:
+    """t: a floating dtype's significand bits, the implicit one included."""
+    return round(-math.log2(float_info(dtype).eps)) + 1
 
 
 def _whole_range(op: ReduceOp, p: int, dtype: np.dtype) -> tuple[float, float] | None:
     """``(2^t, factor)`` of :func:`_exactly`: the largest whole total the dtype holds
     exactly, and what turns a reach (or a reference) into that total (p for AVG's mean,
-    else 1); None for an AVG whose scale 1/p is not exact, which no input makes exact."""
-    eps, tiny, _ = float_info(dtype)
-    top = 2.0 ** (round(-math.log2(eps)) + 1)
+    else 1); None for an AVG whose scale 1/p is not exact, which no input makes exact
+    (p not a power of two: 1/p rounded in float64 would compare equal to itself), or not
+    a normal number of the dtype."""
+    top = 2.0 ** _bits(dtype)
     if op is not ReduceOp.AVG:
         return top, 1.0
-    c = _avg_scale(dtype, p)
-    return (top, float(p)) if c == 1 / p and c >= tiny else None
+    exact_scale = p & (p - 1) == 0 and _avg_scale(dtype, p) == 1 / p
+    return (top, float(p)) if exact_scale and 1 / p >= float_info(dtype).smallest_normal \
+        else None
 
 
 def _underflow(p: int, eps: float, tiny: float, growth: np.ndarray,

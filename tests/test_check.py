@@ -488,3 +488,30 @@ def test_an_average_of_float64s_near_the_largest_number_is_checked():
     res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", data=inputs,
                       op="avg")
     assert (res.correct, res.max_error) == (True, 0.0)
+
+
+def test_an_average_over_a_rank_count_not_a_power_of_two_keeps_its_bound():
+    # float64 AVG over 3 ranks of whole numbers: 1/3 is not exact, so each input scaled by
+    # c = 1/3 rounded (as NCCL scales them) sums to 0 c + 4 c - 7 c = -0.9999999999999998,
+    # the reference -1.0. c compared equal to 1/3 rounded in float64 itself, so the
+    # element was held to the exact value
+    inputs = [np.array([0.0]), np.array([4.0]), np.array([-7.0])]
+    c = np.float64(1.0) / 3
+    order = 0.0 * c + 4.0 * c + -7.0 * c
+    assert order == -0.9999999999999998
+    assert compare(COLLECTIVES["all_reduce"], inputs, [np.array([order])] * 3,
+                   ReduceOp.AVG, 0)[0]
+
+
+def test_a_float64_sum_of_magnitudes_that_rounds_down_to_2_to_53_is_not_exact():
+    # 2^53 + 1 + 1 in rank order is 2^53 (each +1 rounds back), the true sum 2^53 + 2, which
+    # the order 1 + 1 + 2^53 gives: both are correct outputs of a float64 sum
+    big = float(2**53)
+    inputs = [np.array([big]), np.array([1.0]), np.array([1.0])]
+    coll = COLLECTIVES["all_reduce"]
+    assert (big + 1.0) + 1.0 == big and (1.0 + 1.0) + big == big + 2
+    for out in (big, big + 2):
+        assert compare(coll, inputs, [np.array([out])] * 3, ReduceOp.SUM, 0)[0]
+    # below 2^53 the sum is exact in every order, and held to it
+    inputs = [np.array([big / 2]), np.array([1.0]), np.array([1.0])]
+    assert not compare(coll, inputs, [np.array([big / 2])] * 3, ReduceOp.SUM, 0)[0]
