@@ -21,8 +21,9 @@ to ``eta = eps * smallest normal`` more (the smallest subnormal step; Higham 200
 chapter 2), which the factors multiplied in later can grow by at most their product
 where it exceeds 1. MIN and MAX are exact, and so is an element whose inputs are all
 integers whose magnitudes sum to at most 2^t (t the dtype's significand bits, 8 for
-bfloat16), or for PRODUCT multiply to at most that (for AVG: sum, with p a power of two,
-whose scale 1/p is then exact): every partial result of any order is then an integer
+bfloat16; below 2^t for float64 and wider, whose magnitudes the check sums in their own
+precision), or for PRODUCT multiply to at most that (for AVG: sum, with p a power of
+two, whose scale 1/p is then exact): every partial result of any order is then an integer
 the dtype holds, so it must equal the reference (``simcoll run -c`` draws such inputs,
 as nccl-tests checks with values whose reductions are exact: with random normal values
 the bound let a bfloat16 all_reduce over 128 ranks that lost a rank pass). In fp8 even
