@@ -757,7 +757,8 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
     yield comm.sleep(protocol.base("ring"))
-    remote = protocol if protocol.name == "Simple" else _chosen(
+    # sends to another node run Simple (no LL buffer): its rate is worked out only there
+    remote = protocol if protocol.name == "Simple" or not _across_nodes(comm) else _chosen(
         comm, algo, "Simple", channels, arch, intra, launch_overhead, step_latency_scale)
     blocks = list(split(x, p))
     size = blocks[r].size  # every rank's block for rank r: equal inputs
