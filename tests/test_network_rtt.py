@@ -189,6 +189,38 @@ def test_zero_latency_links_are_fine_on_routes_of_positive_latency():
         run_flows(vee(latency_b=0.0), [(0.0, 0, 2, 10**6)], "flow_rtt")
 
 
+def test_a_zero_latency_route_picked_by_via_is_refused_by_the_send_that_takes_it():
+    """gpu0 - A - gpu1 (0 and 1 us) is the route the model checks when it is built;
+    gpu0 - B - C - gpu1 (all 0 us) is known only when a send asks for it with via='B'.
+    That send is refused, naming the route and its links, as the rank's error (the
+    README says so); the run does not go on with an infinite weight."""
+    topo = sc.Topology("via")
+    g0, g1 = topo.add_gpu(), topo.add_gpu()
+    a, b, c = topo.add_switch("A"), topo.add_switch("B"), topo.add_switch("C")
+    topo.add_link(g0, a, bandwidth=1e9, latency=0.0)
+    topo.add_link(a, g1, bandwidth=1e9, latency=1e-6)
+    for u, v in ((g0, b), (b, c), (c, g1)):
+        topo.add_link(u, v, bandwidth=1e9, latency=0.0)
+
+    def program(via):
+        def send_late(comm):
+            if comm.rank == 0:
+                yield comm.sleep(5e-3)
+                yield comm.send(np.zeros(10, np.uint8), 1, via=via)
+            else:
+                yield comm.recv(0)
+        return send_late
+
+    # Without via, the message takes gpu0 - A - gpu1: 1 us, then 10 B at 1 GB/s.
+    assert sc.run_program(topo, program(None), network="flow_rtt").time == pytest.approx(
+        5e-3 + 1e-6 + 1e-8, rel=1e-12)
+    with pytest.raises(sc.errors.AlgorithmError,
+                       match=r"rank 0 raised InvalidInputError.* route gpu0->gpu1 has "
+                             r"latency 0 \(links \('gpu0', 'B'\), \('B', 'C'\), "
+                             r"\('C', 'gpu1'\)\)"):
+        sc.run_program(topo, program("B"), network="flow_rtt")
+
+
 # -- the weighted solvers ----------------------------------------------------------------
 def weighted_reference(routes, capacity, weights):
     """Weighted progressive filling the slow way: raise a common level, each unfrozen

@@ -30,7 +30,9 @@ https://simgrid.org/doc/latest/Models.html. What differs from SimGrid:
   :class:`~simcoll.errors.InvalidInputError` naming such a route and its links: give
   those links a latency, or use ``network="flow"``. (It checks the routes between the
   endpoints that links of zero latency join, the only ones that can be of zero latency,
-  and again as each planned link failure would leave them.)
+  and again as each planned link failure would leave them. A route a program picks
+  with ``via=`` is known only when its message is sent: that send raises the error,
+  which the run reports as the rank's :class:`~simcoll.errors.AlgorithmError`.)
 * A multicast's weight is the inverse of the summed latency of every link of its tree.
 * After a link fault moves a flow to another route, its weight follows the new route.
 
