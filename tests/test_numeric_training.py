@@ -10,6 +10,7 @@ formulas worked out here.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -30,6 +31,7 @@ from simcoll.numeric import (
     pipeline_schedule,
     shard_name,
     stage_layers,
+    synthetic_batches,
     tensor_parallel,
     tp_pieces,
     train_reference,
@@ -532,10 +534,20 @@ def test_three_stage_pipeline_and_four_way_tensor_parallel():
                                                           r"an integer >= 0 and <= 1"),
     (lambda: tp_pieces(TP_JOB.model, TP_JOB.params, 32, 0), r"tp=32 is more than 16"),
     (lambda: shard_name(-1), r"layer=-1 is not accepted"),
+    (lambda: tp_pieces("mlp", TP_JOB.params, 2, 0), r"^model='mlp' is not accepted; use a "
+                                                   r"simcoll.numeric.MLP"),
+    (lambda: tp_pieces(TP_JOB.model, {"w": 1.0}, 2, 0), r"^params must be a dict of "
+                                                       r"layer0.weight, .*; got \['w'\]"),
+    (lambda: TrainingJob.synthetic("mlp", batch=8, steps=1, optimizer=SGD(lr=0.1)),
+     r"^model='mlp' is not accepted"),
+    (lambda: synthetic_batches("mlp", batch=8, steps=1), r"^model='mlp' is not accepted"),
+    (lambda: ddp_buckets("mlp", 100), r"^model='mlp' is not accepted"),
 ])
 def test_the_exported_helpers_refuse_what_their_runs_refuse(call, match):
     """stage_layers(3, 5) gave two empty stages, pipeline_schedule('zb', ...) a 1F1B
-    order, tp_pieces an IndexError, shard_name(-1) 'layer-1.shard'."""
+    order, tp_pieces an IndexError (a KeyError for params of other names),
+    shard_name(-1) 'layer-1.shard'; a model that is not an MLP gave TrainingJob.synthetic,
+    synthetic_batches and ddp_buckets an AttributeError."""
     with pytest.raises(sc.InvalidInputError, match=match):
         call()
 
@@ -599,6 +611,13 @@ def test_bad_models_and_jobs_are_refused():
     short = Batch(np.zeros((4, 7)), np.zeros((4, 8)))
     with pytest.raises(sc.InvalidInputError, match=r"batches\[0\].x has shape \(4, 7\)"):
         TrainingJob(MODEL, JOB.params, (short,), Adam())
+    # a 0-d x gave an IndexError; a 1-D one was measured against a sample count read from
+    # its feature axis ("needs (8, 8)")
+    for x in (np.array(1.0), np.zeros(8)):
+        with pytest.raises(sc.InvalidInputError, match=rf"^batches\[0\].x has shape "
+                                                       rf"{re.escape(str(x.shape))}; give a "
+                                                       rf"2-D array, samples x 8 inputs$"):
+            TrainingJob(MODEL, JOB.params, (Batch(x, np.zeros((1, 8))),), Adam())
     with pytest.raises(sc.InvalidInputError, match=r"non-empty"):
         TrainingJob(MODEL, JOB.params, (), Adam())
     ce = MLP((8, 3), loss="cross_entropy")

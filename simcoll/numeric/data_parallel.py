@@ -25,7 +25,7 @@ from simcoll.numeric.checks import (
     check_job,
     local_batch,
 )
-from simcoll.numeric.job import TrainingJob
+from simcoll.numeric.job import TrainingJob, check_model
 from simcoll.numeric.mlp import MLP, Params
 from simcoll.numeric.passes import (
     flatten,
@@ -109,9 +109,10 @@ def ddp_buckets(model: MLP, bucket_bytes: int | str) -> tuple[tuple[str, ...], .
     :func:`simcoll.training.ddp_buckets` with the first bucket's limit the others'.
 
     Raises:
-        InvalidInputError: ``bucket_bytes`` is not a size (bytes, or a string such as
-            ``"25MiB"``) >= 1.
+        InvalidInputError: ``model`` is not an :class:`MLP`, or ``bucket_bytes`` is not
+            a size (bytes, or a string such as ``"25MiB"``) >= 1.
     """
+    check_model(model)
     cap = size(bucket_bytes, "bucket_bytes", minimum=1, what="bytes per bucket") / MiB
     shapes, names = model.shapes(), model.parameter_names
     sizes = [8 * int(np.prod(shapes[name])) for name in names]

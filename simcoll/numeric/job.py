@@ -15,7 +15,15 @@ from simcoll.errors import InvalidInputError
 from simcoll.numeric.mlp import MLP, Params
 from simcoll.numeric.optim import Optimizer, check_optimizer
 
-__all__ = ["Batch", "TrainingJob", "synthetic_batches"]
+__all__ = ["Batch", "TrainingJob", "check_model", "checked_params", "synthetic_batches"]
+
+
+def check_model(model: Any) -> MLP:
+    """``model`` itself, refused with a clear error unless it is an :class:`MLP`."""
+    if not isinstance(model, MLP):
+        raise InvalidInputError(f"model={model!r:.100} is not accepted; use a "
+                                f"simcoll.numeric.MLP")
+    return model
 
 
 def _read_only(array: NDArray) -> NDArray:
@@ -56,6 +64,25 @@ class Batch:
         return Batch(self.x[start:stop], self.target[start:stop])
 
 
+def checked_params(model: MLP, params: Any) -> Params:
+    """``params`` as read-only float64 copies in parameter order, refused with a clear
+    error unless they are a dict of exactly ``model``'s parameters, of their shapes, finite."""
+    shapes = model.shapes()
+    if not isinstance(params, dict) or set(params) != set(shapes):
+        got = sorted(params) if isinstance(params, dict) else type(params).__name__
+        raise InvalidInputError(f"params must be a dict of {', '.join(shapes)} for "
+                                f"{model.sizes}; got {got}")
+    out: Params = {}
+    for name, shape in shapes.items():
+        value = np.asarray(params[name])
+        if value.shape != shape or value.dtype != np.float64:
+            raise InvalidInputError(f"params[{name!r}] has shape {value.shape} and dtype "
+                                    f"{value.dtype}; the model needs {shape}, float64")
+        _check_finite(value, f"params[{name!r}]")
+        out[name] = _read_only(value)
+    return out
+
+
 def synthetic_batches(model: MLP, *, batch: int, steps: int, seed: int = 0) -> tuple[Batch, ...]:
     """``steps`` batches of ``batch`` samples for ``model``, drawn from a seeded generator.
 
@@ -64,8 +91,9 @@ def synthetic_batches(model: MLP, *, batch: int, steps: int, seed: int = 0) -> t
     the largest entry of ``x A`` for ``cross_entropy``.
 
     Raises:
-        InvalidInputError: ``batch`` or ``steps`` below 1.
+        InvalidInputError: ``model`` not an :class:`MLP`, ``batch`` or ``steps`` below 1.
     """
+    check_model(model)
     batch = integer(batch, "batch", minimum=1, what="samples per step")
     steps = integer(steps, "steps", minimum=1)
     rng = np.random.default_rng(integer(seed, "seed", minimum=0))
@@ -100,11 +128,9 @@ class TrainingJob:
     optimizer: Optimizer
 
     def __post_init__(self) -> None:
-        if not isinstance(self.model, MLP):
-            raise InvalidInputError(f"model={self.model!r} is not accepted; use a "
-                                    f"simcoll.numeric.MLP")
+        check_model(self.model)
         check_optimizer(self.optimizer)
-        object.__setattr__(self, "params", self._checked_params(self.params))
+        object.__setattr__(self, "params", checked_params(self.model, self.params))
         object.__setattr__(self, "batches", self._checked_batches(self.batches))
 
     @classmethod
@@ -113,8 +139,10 @@ class TrainingJob:
         """A job on :func:`synthetic_batches`, starting from ``model.init(seed)``.
 
         Raises:
-            InvalidInputError: a seed that is not an integer >= 0, or bad sizes.
+            InvalidInputError: ``model`` not an :class:`MLP`, a seed that is not an
+                integer >= 0, or bad sizes.
         """
+        check_model(model)
         seed = integer(seed, "seed", minimum=0)
         return cls(model, model.init(seed), synthetic_batches(model, batch=batch, steps=steps,
                                                               seed=seed + 1), optimizer)
@@ -129,22 +157,6 @@ class TrainingJob:
         """Samples in every step's global batch."""
         return self.batches[0].samples
 
-    def _checked_params(self, params: Any) -> Params:
-        shapes = self.model.shapes()
-        if not isinstance(params, dict) or set(params) != set(shapes):
-            got = sorted(params) if isinstance(params, dict) else type(params).__name__
-            raise InvalidInputError(f"params must be a dict of {', '.join(shapes)} for "
-                                    f"{self.model.sizes}; got {got}")
-        out: Params = {}
-        for name, shape in shapes.items():
-            value = np.asarray(params[name])
-            if value.shape != shape or value.dtype != np.float64:
-                raise InvalidInputError(f"params[{name!r}] has shape {value.shape} and dtype "
-                                        f"{value.dtype}; the model needs {shape}, float64")
-            _check_finite(value, f"params[{name!r}]")
-            out[name] = _read_only(value)
-        return out
-
     def _checked_batches(self, batches: Any) -> tuple[Batch, ...]:
         if not isinstance(batches, Sequence) or len(batches) == 0 \
                 or not all(isinstance(b, Batch) for b in batches):
@@ -155,6 +167,9 @@ class TrainingJob:
                 raise InvalidInputError(f"batches[{step}] holds {type(b.x).__name__} inputs "
                                         f"and {type(b.target).__name__} targets; give numpy "
                                         f"arrays")
+            if b.x.ndim != 2:
+                raise InvalidInputError(f"batches[{step}].x has shape {b.x.shape}; give a "
+                                        f"2-D array, samples x {self.model.sizes[0]} inputs")
         samples = batches[0].samples
         if samples < 1:
             raise InvalidInputError("batches[0] has no sample; a step needs at least one")

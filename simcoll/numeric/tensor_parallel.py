@@ -32,7 +32,7 @@ from simcoll.numeric.checks import (
     data_parallel_degree,
     local_batch,
 )
-from simcoll.numeric.job import TrainingJob
+from simcoll.numeric.job import TrainingJob, check_model, checked_params
 from simcoll.numeric.mlp import MLP, LayerCache, Params
 from simcoll.numeric.passes import flatten, optimizer_step, share, unflatten
 from simcoll.numeric.results import StepRecord, TrainingRun, collect
@@ -67,9 +67,11 @@ def tp_pieces(model: MLP, params: Params, tp: int, index: int) -> Params:
     next layer's weight, and the whole bias of that next layer.
 
     Raises:
-        InvalidInputError: a ``tp`` :func:`tensor_parallel` refuses, or an index not in
-            0..tp - 1.
+        InvalidInputError: ``model`` not an :class:`MLP`, ``params`` not its parameters
+            (as :class:`~simcoll.numeric.TrainingJob` takes them), a ``tp``
+            :func:`tensor_parallel` refuses, or an index not in 0..tp - 1.
     """
+    params = checked_params(check_model(model), params)
     tp = _checked_tp(model, tp)
     index = integer(index, "index", minimum=0, maximum=tp - 1)
     out: Params = {}
