@@ -1305,6 +1305,23 @@ def test_plot_command_counts_failed_records(capsys, tmp_path):
     assert capsys.readouterr().out == f"2 of 5 records plotted to {picture} (3 failed)\n"
 
 
+def test_plot_command_reads_a_retried_point_as_last_saved(capsys, tmp_path):
+    """A sweep saves two points failed on a run limit, then retry_failed=True saves them
+    again, run: load_results reads three points, none failed; simcoll plot read five
+    records, two failed, and its legend said "ring: 2 points failed (RunLimitError)"."""
+    from simcoll.cli import main
+
+    points = tmp_path / "retried.jsonl"
+    grid = dict(algorithms=["ring"], ranks=[2, 4, 8], sizes=[1024], save=points)
+    # ring on switch(p): 2 (p - 1) steps of 1 us latency each, so 4 and 8 ranks pass 5 us
+    assert len(sc.sweep(sc.topology.switch, "all_reduce", until=5e-6, **grid).failed) == 2
+    assert not sc.sweep(sc.topology.switch, "all_reduce", retry_failed=True, **grid).failed
+    assert len(points.read_text().splitlines()) == 5
+    picture = tmp_path / "p.png"
+    assert main(["plot", str(points), "--output", str(picture)]) == 0
+    assert capsys.readouterr().out == f"3 of 3 records plotted to {picture}\n"
+
+
 def test_size_axes_name_the_machine_once_in_the_title():
     records = [rec(a, p, n, (k + 1) * p * n * 1e-11) for k, a in enumerate(("ring", "tree"))
                for p in (2, 4) for n in (1 << 10, 1 << 20)]

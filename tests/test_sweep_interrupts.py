@@ -264,6 +264,23 @@ def test_a_second_write_does_not_follow_part_of_a_line(tmp_path, monkeypatch):
 
 
 
+def test_a_sweep_stopped_before_its_first_point_keeps_what_another_saved_meanwhile(tmp_path):
+    """Sweep A makes the save file; sweep B, saving to the same file, writes its points;
+    A is stopped before its first point. A removed the file it had made and saved nothing
+    to, and B's points with it."""
+    from simcoll.sweep.storage import ResultFile
+
+    path = tmp_path / "points.jsonl"
+    first = ResultFile(path)  # A: makes the file
+    done = sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "naive"], ranks=[2],
+                 sizes=[64], save=path)  # B
+    first.close()
+    assert load_results(path).records == done.records and len(done.records) == 2
+    alone = tmp_path / "alone.jsonl"
+    ResultFile(alone).close()  # nothing written: the file it made is removed
+    assert not alone.exists()
+
+
 def test_a_full_disk_under_save_names_the_file_and_keeps_what_it_holds(tmp_path,
                                                                        monkeypatch):
     """The OSError of a full disk said '[Errno 28] No space left on device', naming no

@@ -12,6 +12,7 @@ import numpy as np
 
 from simcoll.cli.options import PICTURES, CommandLineError, Once, check_output
 from simcoll.plot import scaling
+from simcoll.sweep.records import IDENTITY, point_key
 
 __all__ = ["add_parser", "read_records"]
 
@@ -38,8 +39,9 @@ def add_parser(sub: Any) -> None:
 def read_records(path: Path) -> list[dict[str, Any]]:
     """Records from a JSON-lines or JSON file, as ``Result.to_dict()`` writes them,
     failed sweep points (records with an ``error``) included. A cut-off last line, as a
-    sweep stopped while writing it leaves, is ignored with a note on standard error, as
-    ``sc.load_results`` ignores it.
+    sweep stopped while writing it leaves, is ignored with a note on standard error, and
+    a sweep point saved twice (a failure run again with ``retry_failed=True``) is read as
+    last saved, as ``sc.load_results`` reads them.
 
     Raises:
         CommandLineError: an unreadable file, a bad line (named, with the column), or a
@@ -63,9 +65,19 @@ def read_records(path: Path) -> list[dict[str, Any]]:
             raise CommandLineError(f"{path}: record {n} lacks {', '.join(missing)}; give "
                                    f"the output of 'simcoll sweep' or 'simcoll run --json'")
         records.append(item)
+    records = _last_of_each_point(records)
     if all(r.get("error") for r in records):
         raise CommandLineError(f"{path} holds no records of points that ran")
     return records
+
+
+def _last_of_each_point(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records, each sweep point (a record with every field of its identity,
+    :data:`~simcoll.sweep.records.IDENTITY`) kept as last saved, where it was last saved;
+    records of other kinds (``simcoll run --json``'s) as they are."""
+    last = {point_key(r): n for n, r in enumerate(records) if set(IDENTITY) <= set(r)}
+    return [r for n, r in enumerate(records)
+            if not set(IDENTITY) <= set(r) or last[point_key(r)] == n]
 
 
 def _json_error(exc: json.JSONDecodeError) -> str:

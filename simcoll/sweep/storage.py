@@ -180,7 +180,7 @@ class ResultFile:
             self._fd: int | None = os.open(self.path, flags, 0o666)
         except OSError as exc:
             raise cannot_write(self.path, exc) from None
-        self._created, self._added = created, False
+        self._created = created
         if not created and not _ends_line(self.path):
             self._write(b"\n")
             os.fsync(self._fd)
@@ -198,7 +198,6 @@ class ResultFile:
         if not records:
             return
         self._write(b"".join(json.dumps(record).encode() + b"\n" for record in records))
-        self._added = True
         self.saved.update({point_key(record): record for record in records})
         assert self._fd is not None
         os.fsync(self._fd)
@@ -220,11 +219,15 @@ class ResultFile:
 
     def close(self) -> None:
         """Close the file (every record is already on disk); remove it where this run
-        created it and saved nothing (a sweep stopped before its first point)."""
+        created it and it is still empty (a sweep stopped before its first point; another
+        sweep saving to the same file may have written to it meanwhile)."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
-            os.close(fd)
-            if self._created and not self._added:   # the file, not a link to it
+            try:
+                empty = os.fstat(fd).st_size == 0
+            finally:
+                os.close(fd)
+            if self._created and empty:   # the file, not a link to it
                 Path(os.path.realpath(self.path)).unlink(missing_ok=True)
 
     def __enter__(self) -> ResultFile:
