@@ -158,3 +158,29 @@ def test_on_one_node_the_model_is_the_rings_on_its_largest_block(p, count):
     got = cost.predict("all_reduce", "hierarchical", p=p, nbytes=4 * count, itemsize=4,
                        alpha=alpha, beta=beta, gamma=gamma)
     assert got == pytest.approx(hand, rel=1e-12)
+
+
+@pytest.mark.parametrize("inter", ["recursive_doubling", "tree", "ring"])
+def test_the_nodes_ids_are_labels_only(inter):
+    """Ranks numbered node by node; the nodes' ids (5, 2, 9) not rising with the ranks.
+    The run ordered nodes by id, so the first two ranks took the place of a middle node
+    (with recursive doubling over 3 nodes the folding node sent 120 B where the model,
+    which puts rank r on node r div G, said 88): the run must be the one of ids 0, 1, 2,
+    and match the model's traffic."""
+    def run(ids):
+        topo = sc.Topology("labels")
+        switch = topo.add_switch("switch")
+        for node in ids:
+            topo.add_link(topo.add_gpu(node=node), switch, bandwidth=1e9, latency=1e-6)
+        return sc.simulate(topo, "all_reduce", algorithm="hierarchical", inter=inter,
+                           data=make_data(6, 7, np.float64, seed=1))
+
+    ordered, labelled = run((0, 0, 1, 1, 2, 2)), run((5, 5, 2, 2, 9, 9))
+    assert labelled.correct and ordered.correct
+    assert labelled.time == ordered.time
+    np.testing.assert_array_equal(labelled.bytes_sent, ordered.bytes_sent)
+    np.testing.assert_array_equal(labelled.bytes_received, ordered.bytes_received)
+    model = cost.traffic("all_reduce", "hierarchical", p=6, nbytes=56, itemsize=8,
+                         inter=inter, nodes=3)
+    np.testing.assert_array_equal(labelled.bytes_sent, model.sent)
+    np.testing.assert_array_equal(labelled.bytes_received, model.received)

@@ -9,9 +9,9 @@ inter-node network per GPU, and the G cross-node all-reduces run in parallel.
 The algorithm learns the node of each rank from ``comm.node_of`` (the topology's
 ``node`` of each GPU); it never looks at links or bandwidths.
 
-Cost model: the machine has N nodes of G GPUs (p = N G, ranks numbered node by node, the
-nodes' ids rising with their ranks, as ``cluster`` numbers them: the traffic model puts
-rank r on the (r div G)-th node across, where the run orders nodes by id). A
+Cost model: the machine has N nodes of G GPUs (p = N G, ranks numbered node by node, as
+``cluster`` numbers them, whatever the nodes' ids: the traffic model puts rank r on the
+(r div G)-th node across, and the run orders nodes by their lowest rank). A
 message inside a node costs alpha + m beta; between nodes alpha_inter + m beta_inter,
 where beta_inter is the time per byte of one GPU's cross-node flow while all G GPUs of
 its node send at once (on ``cluster``, whose nodes have one uplink each:
@@ -67,11 +67,11 @@ MACHINE = {
 
 
 def _nodes(node_of: Callable[[int], int], size: int) -> list[list[int]]:
-    """Ranks of each node, nodes in order of their id, ranks in rank order."""
+    """Ranks of each node, nodes in order of their lowest rank, ranks in rank order."""
     members: dict[int, list[int]] = defaultdict(list)
     for rank in range(size):
         members[node_of(rank)].append(rank)
-    return [members[node] for node in sorted(members)]
+    return list(members.values())
 
 
 def _validate(p: int, count: int, hosts: int, *, nodes: tuple[int, ...]) -> None:
