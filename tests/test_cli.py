@@ -648,7 +648,7 @@ def test_a_sweep_whose_final_write_fails_says_where_its_points_are(capsys, monke
     status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4",
                          "--sizes", "1K", "--output", str(out))
     partial = tmp_path / "points.json.partial.jsonl"
-    assert status == 2
+    assert status == 1  # a failed write, not bad arguments
     assert err == (f"the finished points are kept in {partial} (a sweep to {out} resumes "
                    f"from it)\nsimcoll sweep: error: [Errno 28] cannot write {out}: No space "
                    f"left on device\n")
@@ -1191,6 +1191,45 @@ def test_an_empty_topology_is_refused_not_taken_for_the_default(capsys, argv, tm
     assert err == (f"simcoll {argv[0]}: error: topology spec '' is not accepted; write a "
                    f"builder such as 'switch:8' or the path of a topology file\n")
     assert not (tmp_path / "never.json").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ("run", "--size", "1M"),
+    ("trace", "--output", "never.json"),
+    ("compare", "log.txt", "--topology", "switch:4"),
+    ("calibrate", "log.txt", "--topology", "switch:4", "--free", "bandwidth=50GB/s:1GB/s:1TB/s"),
+])
+def test_an_empty_algorithm_is_refused_not_taken_for_the_default(capsys, argv, tmp_path,
+                                                                  monkeypatch):
+    # --algorithm "$ALGO" with ALGO unset ran the ring
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--topology", "switch:4", "-b", "1K", "-e", "4K", "-f", "4"]) == 0
+    (tmp_path / "log.txt").write_text(capsys.readouterr().out)
+    status, out, err = cli(capsys, *argv, "--algorithm", "")
+    assert (status, out) == (2, "")
+    assert err.startswith(f"simcoll {argv[0]}: error: unknown algorithm '' for 'all_reduce'; "
+                          f"known algorithms: bucketed, direct, ")
+    assert not (tmp_path / "never.json").exists()
+
+
+def test_standard_output_closed_or_full_is_said_with_the_status_of_its_kind(capsys,
+                                                                            monkeypatch):
+    """simcoll run >&- ran the whole simulation printing nothing, then raised an
+    AttributeError; > /dev/full exited 2, the status of bad arguments."""
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["run", "--size", "1K"]) == 2
+    assert capsys.readouterr().err == (
+        "simcoll run: error: standard output is closed; give it a file or a pipe "
+        "(>/dev/null to drop what it prints)\n")
+
+    class Full(io.StringIO):
+        def flush(self):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    assert main(["run", "--size", "1K"]) == 1
+    assert capsys.readouterr().err == (f"simcoll run: error: cannot write standard output: "
+                                       f"{os.strerror(errno.ENOSPC)}\n")
 
 
 @pytest.mark.parametrize("argv, said", [

@@ -49,6 +49,13 @@ def test_every_op_for_each_type_and_what_cannot_run_left_out_with_why(capsys):
                                                          for o in ops]
     assert all("only on Hopper and newer GPUs" in line for line in left[:-1])
     assert left[-1].startswith("# left out: mulsum: a pre-multiplied sum")
+    # with --csv and --json the same lines go to standard error (none did: a type left
+    # the rows without a word)
+    for form in ("--csv", "--json"):
+        status, out, err = run(capsys, "--topology", "dgx_a100:nodes=1", "--algorithm",
+                               "nccl", "--size", "1K", "-d", "all", "-o", "all", form)
+        assert status == 0 and "# left out" not in out
+        assert [line for line in err.splitlines() if line.startswith("# left out: ")] == left
 
 
 def test_a_type_named_alone_that_cannot_run_is_still_an_error(capsys):

@@ -60,8 +60,11 @@ def test_g_on_a_machine_counts_its_processes_and_refuses_what_does_not_divide(ca
     (("-p", "1", "-y", "1", "-T", "60"), "-p 1 -y 1 -T 60"),
     (("-M", "1", "-I", "1", "-K", "2", "-S", "1"), "-M 1 -I 1 -K 2 -S 1"),
     (("-a", "0"), "-a 0"), (("--iters", "7", "--warmup_iters", "0x10"), "-n 7 -w 16"),
+    # -V sets the CTAs of -D's device kernels only (refused): any value, as with -D 0
+    # (nccl-tests reads -V 0 as its default 16)
+    (("-D", "0", "-V", "32"), "-V 32"), (("-V", "0"), "-V 0"),
     (("-m", "1", "-z", "0", "-G", "0", "-C", "0", "-R", "0", "-u", "0", "-x", "-1",
-      "-D", "0", "-V", "16"), None),
+      "-D", "0"), None),
 ])
 def test_options_that_cannot_change_a_simulated_time_are_taken_and_named(capsys, flags,
                                                                          noted):
@@ -78,7 +81,7 @@ def test_options_that_cannot_change_a_simulated_time_are_taken_and_named(capsys,
 @pytest.mark.parametrize(("flag", "value", "default"), [
     ("-m", "4", "1"), ("-z", "1", "0"), ("-G", "10", "0"), ("-C", "1", "0"),
     ("-R", "2", "0"), ("-u", "1", "0"), ("-x", "3", "-1"), ("-D", "1", "0"),
-    ("-V", "8", "16"), ("--cudagraph", "1", "0"),
+    ("--cudagraph", "1", "0"),
 ])
 def test_options_that_change_what_nccl_tests_times_are_refused_but_at_their_default(
         capsys, flag, value, default):
@@ -463,3 +466,11 @@ def test_json_report_with_per_iteration_timing_gives_one_iterations_statistics(t
     doc, _ = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "4")
     assert doc["config"]["per_iter_timing"] is False
     assert all("out_of_place_per_iter" not in r for r in doc["results"])
+    # nccl-tests takes -I 0 or 1 and turns the statistics off for any other value
+    doc, _ = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "4", "-I", "2")
+    assert doc["config"]["per_iter_timing"] is False
+    assert all("out_of_place_per_iter" not in r for r in doc["results"])
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", *SMALL, "-I", "2")
+    assert status == 0 and notes_of(out)[0] == (
+        "# -I 2: nccl-tests takes 0 (off) or 1 (on) and turns per-iteration statistics off "
+        "for any other value; off")

@@ -125,7 +125,7 @@ def test_preset_files(tmp_path, name, text, direct, spec):
 @pytest.mark.parametrize("name, text, words", [
     ("e.json", "[]", ["e.json: expected a mapping with 'devices' and 'links'", "got list"]),
     ("e.yaml", "[]\n", ["e.yaml", "got list"]),
-    ("e.yaml", "", ["e.yaml", "got NoneType"]),
+    ("e.yaml", "", ["e.yaml", "holds nothing"]),
     ("k.yaml", "devices:\n  - {name: g, kind: gpu}\n  - name: s\n    kind: swtch\nlinks: []\n",
      ["k.yaml, line 4: devices[1].kind", "'swtch' is not a device kind", "gpu, host"]),
     ("l.yaml", "devices:\n  - {name: g, kind: gpu}\n  - {name: h, kind: gpu}\nlinks:\n"
@@ -498,3 +498,25 @@ def test_a_nic_with_in_network_false_and_a_reduction_rate_is_refused_as_a_switch
                                                r"false, but reduce_bandwidth makes the "
                                                r"device reduce in the network"):
         sc.topology.load(path)
+
+
+def test_a_folder_or_an_empty_file_is_said_to_be_so(tmp_path):
+    """A folder given as a spec was "unknown topology builder '/tmp'" (one named .yaml
+    was already refused as a directory); an empty YAML file "expected a mapping ...,
+    got NoneType None"."""
+    folder = tmp_path / "machines"
+    folder.mkdir()
+    for spec in (str(folder), str(tmp_path / "machines.yaml")):
+        if spec.endswith(".yaml"):
+            Path(spec).mkdir()
+        with pytest.raises(sc.TopologyError,
+                           match=rf"^cannot read topology file {spec}: Is a directory$"):
+            sc.topology.from_spec(spec)
+    for text in ("", "# nothing yet\n", "null\n"):
+        empty = tmp_path / "empty.yaml"
+        empty.write_text(text)
+        with pytest.raises(sc.TopologyError,
+                           match=rf"^{empty} holds nothing \(it is empty, or only comments or "
+                                 rf"null\); a topology file holds 'devices' and 'links' "
+                                 rf"\(or 'preset'\)$"):
+            sc.topology.load(empty)

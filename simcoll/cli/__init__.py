@@ -4,6 +4,7 @@ parses, dispatches, and turns errors into one line on standard error."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -25,12 +26,14 @@ from simcoll.errors import InvalidInputError, SimCollError, TopologyError
 __all__ = ["main", "entry", "build_parser"]
 
 _COMMANDS = (run, demo, listing, sweeping, plotting, tracing, comparing, calibrating)
-_USAGE_ERRORS = (CommandLineError, InvalidInputError, TopologyError, OSError)
+_USAGE_ERRORS = (CommandLineError, InvalidInputError, TopologyError)
 INTERRUPTED = 130
 """The status after Ctrl-C: 128 + SIGINT (2)."""
 CLOSED_PIPE = 141
 """The status after a closed pipe (``simcoll run ... | head``): 128 + SIGPIPE (13), as a
 shell reports a command that SIGPIPE ended; not 1, a failed check."""
+_FAILED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""Errors of a write that the arguments did not cause (a full disk): status 1, not 2."""
 
 
 def build_parser() -> Parser:
@@ -76,9 +79,9 @@ def _interrupted(command: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
-    0 on success, 1 if a result failed its check (or the simulation failed), 2 for bad
-    arguments or input, 130 when interrupted, 141 when standard output was closed early
-    (:data:`CLOSED_PIPE`). Errors are one line on standard error.
+    0 on success, 1 if a result failed its check (or the simulation failed, or a write
+    did: a full disk), 2 for bad arguments or input, 130 when interrupted, 141 when
+    standard output was closed early (:data:`CLOSED_PIPE`). Errors are one line on standard error.
     """
     parser = build_parser()
     try:
@@ -90,6 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     vars(args).pop(GIVEN_ONCE, None)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:  # started with standard output closed (>&-)
+        print(f"simcoll {args.command}: error: standard output is closed; give it a file "
+              f"or a pipe (>/dev/null to drop what it prints)", file=sys.stderr)
+        return 2
     try:
         status: int = args.handler(args)
         sys.stdout.flush()
@@ -105,6 +112,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "direct, hold p^2 messages even data-free) or smaller sizes (or drop -c)")
         print(f"simcoll {args.command}: error: out of memory; use {hint}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        if exc.errno not in _FAILED_WRITES:
+            print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        # every file simcoll writes is named in its error; one that names none is
+        # standard output
+        named = exc.filename is not None or str(exc.strerror).startswith("cannot write")
+        shown = exc if named else f"cannot write standard output: {exc.strerror}"
+        print(f"simcoll {args.command}: error: {shown}", file=sys.stderr)
+        return 1
     except _USAGE_ERRORS as exc:
         print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)
         return 2

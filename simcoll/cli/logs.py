@@ -79,7 +79,8 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     if args.max_size is not None and args.min_size > args.max_size:
         raise CommandLineError(f"--min-size {args.min_size} is above --max-size "
                                f"{args.max_size}")
-    args.algorithm = args.algorithm or default_algorithm(measured.collective)
+    if args.algorithm is None:
+        args.algorithm = default_algorithm(measured.collective)
     place = "in_place" if args.in_place else "out_of_place"
     between = measured.between(args.min_size, args.max_size)
     kept = tuple(row for row in between.rows

@@ -88,9 +88,12 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
         if low is not None and low == high:
             wanted["channels"] = ("NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS", low)
         else:
-            notes.append(f"# NCCL_MIN_NCHANNELS={low} NCCL_MAX_NCHANNELS={high}: a range "
-                         f"of channel counts is not simulated (channels= is one count: "
-                         f"give both the same, or --param channels=N)")
+            counts = " ".join(f"{name}={value}" for name, value in
+                             (("NCCL_MIN_NCHANNELS", low), ("NCCL_MAX_NCHANNELS", high))
+                             if value is not None)
+            notes.append(f"# {counts}: a range of channel counts is not simulated "
+                         f"(channels= is one count: give NCCL_MIN_NCHANNELS and "
+                         f"NCCL_MAX_NCHANNELS the same, or --param channels=N)")
     pairs = []
     for param, (variable, value) in wanted.items():
         if param not in spec.params:

@@ -60,7 +60,8 @@ _FLAGS = (
     _Flag("-u", "--unalign", 0, "buffers misaligned by a few elements", True),
     _Flag("-x", "--cta_policy", -1, "NCCL's CTA policy", True),
     _Flag("-D", "--device_implementation", 0, "nccl-tests' device-side kernels", True),
-    _Flag("-V", "--device_cta_count", 16, "CTAs of the device-side kernels", True),
+    _Flag("-V", "--device_cta_count", 16, "CTAs of the device-side kernels, which only "
+          "-D > 0 runs (refused)", False),
 )
 
 
@@ -145,6 +146,9 @@ def notes(args: argparse.Namespace, nranks: int) -> list[str]:
                                    f"{flag.short} {flag.default}")
         if not flag.timed:
             ignored.append(f"{flag.short} {value}")
+    if args.nccl_per_iter_timing not in (None, 0, 1):
+        lines.append(f"# -I {args.nccl_per_iter_timing}: nccl-tests takes 0 (off) or 1 (on) "
+                     f"and turns per-iteration statistics off for any other value; off")
     if ignored:
         lines.append(f"# {' '.join(ignored)}: taken; a simulation's iterations all take the "
                      f"same time, and its time is the last rank's (as -a 3)")

@@ -62,8 +62,9 @@ DESCRIPTION = "\n\n".join(textwrap.fill(text, 88) for text in [
     "Without -c the run is data-free (sizes only) and #wrong is N/A; with -c every rank "
     "moves real random arrays (whole numbers that reduce exactly in any order) and #wrong "
     "counts elements that fail the numpy check.",
-    "Exit status: 0, 1 if a check failed, 2 for bad arguments, 141 if standard output "
-    "was closed (| head), as a shell reports a command that SIGPIPE ended."])
+    "Exit status: 0, 1 if a check failed (or a write did: a full disk), 2 for bad "
+    "arguments, 141 if standard output was closed (| head), as a shell reports a command "
+    "that SIGPIPE ended."])
 
 
 def add_parser(sub: Any) -> None:
@@ -364,7 +365,8 @@ def run(args: argparse.Namespace) -> int:
     # -o all and -r all refused where one op or root would be (no reduction, no root)
     run_kwargs(argparse.Namespace(**{**vars(args), "op": "sum" if args.op == "all" else args.op,
                                      "root": 0 if args.root == "all" else args.root}))
-    args.algorithm = args.algorithm or default_algorithm(args.collective)
+    if args.algorithm is None:
+        args.algorithm = default_algorithm(args.collective)
     from_environment, read = nccl_environment(
         os.environ, get_algorithm(args.collective, args.algorithm), args.param)
     args.param = [*args.param, *from_environment]
@@ -382,8 +384,8 @@ def run(args: argparse.Namespace) -> int:
         writer.writerow(_CSV_FIELDS)
     elif not args.json:
         print("\n".join(_preamble(args, topo, kwargs) + notes + skipped + table.header()))
-    if notes and (args.csv or args.json):
-        print("\n".join(notes), file=sys.stderr)
+    if (notes or skipped) and (args.csv or args.json):
+        print("\n".join(notes + skipped), file=sys.stderr)
     try:
         _print_rows(args, parts, done, records, topo, writer)
     except BaseException as exc:
@@ -410,7 +412,7 @@ def _report(path: Path, args: argparse.Namespace, topo: Topology,
                  "settings": run_settings(args.algorithm, kwargs["network"], args.param),
                  "topology": topo.spec}
     return json_out.Report(path, args.argv, topo, simulated, (low, high), step,
-                           bool(args.check), per_iter=bool(args.nccl_per_iter_timing))
+                           bool(args.check), per_iter=args.nccl_per_iter_timing == 1)
 
 
 def _print_rows(args: argparse.Namespace, parts: list[Iterator[tuple[table.Row, dict[str, Any]]]],

@@ -61,7 +61,8 @@ def _run(args: argparse.Namespace) -> int:
     out = check_output(args.output, (".json",))
     topo = from_spec(args.topology)
     run_kwargs(args)   # the options checked before NCCL's environment is read
-    args.algorithm = args.algorithm or default_algorithm(args.collective)
+    if args.algorithm is None:
+        args.algorithm = default_algorithm(args.collective)
     from_environment, read = nccl_environment(
         os.environ, get_algorithm(args.collective, args.algorithm), args.param)
     args.param = [*args.param, *from_environment]

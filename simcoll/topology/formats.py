@@ -161,6 +161,8 @@ def read(path: str | os.PathLike) -> tuple[Any, Context]:
         raise TopologyError(f"a topology file is named by a path; got {type(path).__name__} "
                             f"{path!r:.60}")
     path = Path(path)
+    if path.is_dir():
+        raise TopologyError(f"cannot read topology file {path}: Is a directory")
     kind = check_suffix(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark, as editors write
@@ -176,6 +178,10 @@ def read(path: str | os.PathLike) -> tuple[Any, Context]:
                             f"file nests a few levels") from None
     except ValueError as exc:  # a number past Python's digit limit, say
         raise TopologyError(f"{path}: cannot read it as {kind}: {exc}") from None
+    if data is None:  # YAML's reading of a file of nothing (or only comments)
+        raise TopologyError(f"{path} holds nothing (it is empty, or only comments or null); "
+                            f"a topology file holds 'devices' and 'links' "
+                            f"(or 'preset')")
     return data, Context(str(path), lines)
 
 

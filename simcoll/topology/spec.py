@@ -91,13 +91,13 @@ def _from_builder(spec: str) -> Topology:
 def is_file_spec(spec: str) -> bool:
     """Whether ``spec`` names a topology file: it is not a builder's name, alone or
     followed by ``:`` and arguments (``switch:4,kind=link.yaml`` is a builder spec,
-    whatever its last value ends in), and it ends in a topology file extension or is
-    an existing file."""
+    whatever its last value ends in), and it ends in a topology file extension or
+    exists (a folder too, which loading then refuses as one)."""
     if spec.partition(":")[0].strip() in builders():
         return False
     path = Path(spec)
     try:
-        return path.suffix.lower() in FILE_SUFFIXES or path.is_file()
+        return path.suffix.lower() in FILE_SUFFIXES or path.exists()
     except OSError:  # a name the system cannot take (too long): not a file, then
         return False
 
