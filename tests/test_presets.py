@@ -382,6 +382,10 @@ def test_without_peer_to_peer_a_switch_uplink_carries_all_its_gpus_traffic():
     (dict(gpus=0), ["gpus=0"]),
     (dict(gpus_per_switch=0), ["gpus_per_switch=0"]),
     (dict(p2p="no"), ["p2p='no'", "True or False"]),
+    # with both rates given, gen went into the machine's name unchecked
+    # ("pcie_node(8, genbanana, no p2p)")
+    *[(dict(gen=gen, p2p=False, pcie_bandwidth=24e9, host_read_bandwidth=20e9),
+       [f"gen={gen!r} is not accepted", "3, 4 or 5"]) for gen in (9, "banana", 2.5, None)],
 ])
 def test_bad_pcie_node_arguments_are_refused(kwargs, words):
     with pytest.raises(sc.TopologyError) as err:

@@ -21,8 +21,10 @@ A GPU may name a device its messages to other GPUs are staged through (``staging
 host memory when GPUs have no peer-to-peer access): its route to another GPU is then
 the shortest path to that device followed by the shortest path from it.
 Routes are computed on first use and cached (up to :data:`ROUTES_KEPT`). On a tree
-(every builder except ``ring``, ``fully_connected``, ``torus`` and the multi-node DGX
-presets) a route is found by climbing to the lowest common ancestor in O(depth);
+(``switch``, ``cluster`` and the one-node presets, say; not ``ring``,
+``fully_connected``, ``torus``, ``multi_dim`` of several dimensions, ``fat_tree`` with
+several spines or the multi-node DGX presets) a route is found by climbing to the lowest
+common ancestor in O(depth);
 otherwise by a breadth-first search from the source that stops at the destination
 (``"ecmp"``: one from the destination, whose hop counts are kept per destination).
 """

@@ -64,7 +64,7 @@ from simcoll.units import GB, Gbps
 
 __all__ = ["GPUSpec", "A100_SXM", "A100_SXM_40GB", "A100_PCIE", "H100_SXM", "RTX_5090",
            "reduce_bandwidth_of", "pcie_x16", "pcie_x16_nccl", "PCIE_GENERATIONS", "HDR",
-           "NDR", "ETH100", "SM_HOST_READ", "sm_host_read"]
+           "NDR", "ETH100", "SM_HOST_READ", "sm_host_read", "check_gen"]
 
 PCIE_GENERATIONS = (3, 4, 5)
 _GT_PER_S = {3: 8e9, 4: 16e9, 5: 32e9}
@@ -77,7 +77,8 @@ ETH100 = 100 * Gbps
 """100 Gb/s Ethernet (RoCE) or HDR100 port: 12.5 GB/s."""
 
 
-def _check_gen(gen: Count) -> int:
+def check_gen(gen: Count) -> int:
+    """``gen`` as an int, refused unless it is 3, 4 or 5 (:class:`TopologyError`)."""
     return integer(gen, "gen", minimum=3, maximum=5, error=TopologyError,
                    what="the PCI Express generation: 3, 4 or 5")
 
@@ -88,7 +89,7 @@ def pcie_x16(gen: Count) -> float:
     Raises:
         TopologyError: ``gen`` is not 3, 4 or 5.
     """
-    return 16 * _GT_PER_S[_check_gen(gen)] * 128 / 130 / 8
+    return 16 * _GT_PER_S[check_gen(gen)] * 128 / 130 / 8
 
 
 def pcie_x16_nccl(gen: Count) -> float:
@@ -97,7 +98,7 @@ def pcie_x16_nccl(gen: Count) -> float:
     Raises:
         TopologyError: ``gen`` is not 3, 4 or 5.
     """
-    return 16 * _GT_PER_S[_check_gen(gen)] * 0.75 / 8
+    return 16 * _GT_PER_S[check_gen(gen)] * 0.75 / 8
 
 
 SM_HOST_READ = {4: 25.13e9, 5: 35.2e9}
@@ -114,7 +115,7 @@ def sm_host_read(gen: Count) -> float | None:
     Raises:
         TopologyError: ``gen`` is not 3, 4 or 5.
     """
-    return SM_HOST_READ.get(_check_gen(gen))
+    return SM_HOST_READ.get(check_gen(gen))
 
 
 def reduce_bandwidth_of(memory_bandwidth: float) -> float:

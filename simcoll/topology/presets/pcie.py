@@ -53,7 +53,7 @@ from simcoll.checks import Count, flag, integer, real
 from simcoll.errors import TopologyError
 from simcoll.topology.builders import _check_count, _check_quantities, _check_size
 from simcoll.topology.graph import Topology
-from simcoll.topology.presets.hardware import A100_PCIE, pcie_x16_nccl, sm_host_read
+from simcoll.topology.presets.hardware import A100_PCIE, check_gen, pcie_x16_nccl, sm_host_read
 from simcoll.units import GB, us
 
 __all__ = ["pcie_node"]
@@ -91,6 +91,7 @@ def pcie_node(gpus: Count = 8, gen: Count = 4, p2p: bool = True, *, gpus_per_swi
     """
     gpus = _check_count("gpus", gpus)
     per_switch = _check_count("gpus_per_switch", gpus_per_switch)
+    gen = check_gen(gen)  # also where both rates are given and the name alone shows it
     sockets = integer(sockets, "sockets", minimum=1, maximum=2, error=TopologyError,
                       what="CPU sockets (root complexes): 1 or 2")
     p2p = flag(p2p, "p2p", error=TopologyError)
