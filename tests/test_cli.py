@@ -1207,8 +1207,9 @@ def test_an_empty_algorithm_is_refused_not_taken_for_the_default(capsys, argv, t
     (tmp_path / "log.txt").write_text(capsys.readouterr().out)
     status, out, err = cli(capsys, *argv, "--algorithm", "")
     assert (status, out) == (2, "")
+    # (other tests register algorithms of their own: the list is not fixed)
     assert err.startswith(f"simcoll {argv[0]}: error: unknown algorithm '' for 'all_reduce'; "
-                          f"known algorithms: bucketed, direct, ")
+                          f"known algorithms: ") and ", ring, " in err
     assert not (tmp_path / "never.json").exists()
 
 
