@@ -67,6 +67,18 @@ def test_a_report_reads_as_its_table_would():
     assert first.out_of_place.wrong == 0
 
 
+def test_a_report_of_nccl_tests_2_17_3_to_2_17_8_keeps_its_average_bus_bandwidth():
+    """Before 2.17.9 (commit 85ca91d) util.cu wrote "average_bus_bandwidith" and
+    "bandwidith": the average was lost, and compare said the run may have stopped early."""
+    old = report()
+    old["version"] = 1
+    del old["average_bus_bandwidth"]
+    old["average_bus_bandwidith"] = {"bandwidith": 33.07892, "okay": "unchecked"}
+    table = sc.nccl_tests.parse(json.dumps(old, indent=2))
+    assert table.avg_busbw == 33.07892
+    assert [r.size for r in table.rows] == [1024, 4096, 16384]
+
+
 def test_compare_reads_a_report_and_its_notes(tmp_path, capsys):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(report(aggregated_iterations=4)))

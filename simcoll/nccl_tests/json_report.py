@@ -1,4 +1,4 @@
-"""nccl-tests' JSON report (``-J file``, nccl-tests 2.17.6 on), read into a run as its
+"""nccl-tests' JSON report (``-J file``, nccl-tests 2.17.3 on), read into a run as its
 printed table would be.
 
 The keys follow ``src/util.cu`` of NVIDIA/nccl-tests 2.19.6 (``JSON_FILE_VERSION`` 3):
@@ -10,7 +10,9 @@ version code), ``config`` (``nthreads``, ``ngpus``, ``minimum_bytes``, ``maximum
 ``count``, ``type``, ``redop``, ``root`` as printed (``"%6i"``), ``out_of_place`` and
 ``in_place``, each ``time`` (or ``cpu_time`` with ``-C 1``) in microseconds, ``alg_bw``,
 ``bus_bw`` and ``nwrong`` (null without the check), or null), ``out_of_bounds.count`` and
-``average_bus_bandwidth.bandwidth``. The numbers are the full ones, not the table's
+``average_bus_bandwidth.bandwidth`` (``average_bus_bandwidith.bandwidith`` before
+2.17.9, whose commit 85ca91d corrected the spelling). The numbers are the full ones, not
+the table's
 rounded digits. ``devices`` holds one entry per process, its first rank's (nccl-tests
 gathers a line per process and reads its first rank from it): the process's T x G ranks
 are taken to share its host and device name. A row's ``line`` is the line of its
@@ -94,11 +96,14 @@ def read_json(text: str) -> Run:
         cputime |= cpu
     run.layout = Layout(head=("size", "count", "type", "redop", "root"),
                         blocks=("out_of_place", "in_place"), cputime=cputime, titled=True)
-    bounds, average = doc.get("out_of_bounds"), doc.get("average_bus_bandwidth")
+    bounds = doc.get("out_of_bounds")
     if isinstance(bounds, dict) and isinstance(bounds.get("count"), int):
         run.out_of_bounds = bounds["count"]
-    if isinstance(average, dict) and isinstance(average.get("bandwidth"), (int, float)):
-        run.avg_busbw = float(average["bandwidth"])
+    for key, field in (("average_bus_bandwidth", "bandwidth"),
+                       ("average_bus_bandwidith", "bandwidith")):   # 2.17.3 to 2.17.8
+        average = doc.get(key)
+        if isinstance(average, dict) and isinstance(average.get(field), (int, float)):
+            run.avg_busbw = float(average[field])
     run.finished = True
     return run
 
