@@ -15,6 +15,7 @@ import pytest
 import simcoll as sc
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests import Measurement, NcclTestsRow, NcclTestsTable
+from simcoll.testing import alpha_beta_network, assert_matches_model
 
 RING_LL_BASE_US = 6.6   # baseLat[ring][LL]
 RING_LL_NVLINK_US = 0.6  # hwLat[NVLINK][ring][LL]
@@ -287,3 +288,24 @@ def test_the_searched_switch_is_the_whole_switchs_description(p):
     beta = 1e-11
     whole = describe(sc.topology.switch(p, bandwidth=1 / beta), tuple(range(p)))
     assert _searched_switch(p, beta) == whole
+
+
+def test_the_estimate_is_refused_where_the_tuner_runs_a_tree_on_the_reference_network():
+    """Links of 1 TB/s, 5 GPUs, 1 MiB: the run takes NCCL's tree, and the ring's estimate
+    and traffic were given for it as if the tuner ran the ring there (rank 0 sent
+    1,638,400 B where the model said 1,677,720)."""
+    a, b, p, n = 5e-6, 1e-12, 5, 1 << 20
+    res = sc.simulate(alpha_beta_network(p, alpha=a, beta=b), "all_reduce",
+                      algorithm="nccl", nbytes=n)
+    assert res.params["algo"] == "tree"
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^on the reference network of 5 GPUs with beta=1e-12 s/B, "
+                             r"NCCL's tuner runs tree \(LL128\) for all_reduce of 1048576 B "
+                             r"\(algo='auto', proto='auto'\); .* give algo='ring'"):
+        sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a, beta=b)
+    # with the ring named, both sides run it, and the model's traffic is the run's
+    ring = sc.simulate(alpha_beta_network(p, alpha=a, beta=b), "all_reduce",
+                       algorithm="nccl", nbytes=n, algo="ring")
+    assert_matches_model(ring, alpha=a, beta=b)
+    # where the tuner runs the ring by itself (100 GB/s links) the estimate stands
+    assert sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a, beta=1e-11) > 0

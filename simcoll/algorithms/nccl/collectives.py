@@ -20,14 +20,17 @@ shows what was chosen.
 
 Cost models (estimates, on the alpha-beta reference network: one node, no NVLS), of
 NCCL's ring (all_to_all: its sends to every peer), which the tuner runs there by itself
-(an ``algo`` that leaves the ring out is refused by the models; a ``proto`` of LL128
-alone can make the run take a tree on small sizes, where the run's ``Result.params``
-says so): the ring's 2(p-1) (reduce_scatter and all_gather: p-1; broadcast and reduce:
-p-1 along a chain) steps each cost the protocol's step latency or alpha, whichever is
-more (NCCL measured its step latencies end to end), plus the wire bytes at beta and the
-reductions at gamma, after the protocol's launch cost (both with the run's extra costs,
-as the run counts them). Traffic is exact for a run of the ring: the payload it moves
-(protocol framing counts only on the links).
+except on links of about 1 TB/s and faster (beta <= 1e-12 s/B), where it takes its tree
+for some all_reduce sizes (an ``algo`` that leaves the ring out is refused by the models,
+and so is a time where the tuner, given ``algo`` and ``proto``, would run another of
+them: a ``proto`` of LL128 alone can make it take a tree on small sizes; the run's
+``Result.params`` says what ran): the ring's 2(p-1) (reduce_scatter and all_gather: p-1;
+broadcast and reduce: p-1 along a chain) steps each cost the protocol's step latency or
+alpha, whichever is more (NCCL measured its step latencies end to end), plus the wire
+bytes at beta and the reductions at gamma, after the protocol's launch cost (both with
+the run's extra costs, as the run counts them). Traffic is exact for a run of the ring:
+the payload it moves (protocol framing counts only on the links); a traffic query knows
+no beta, so with ``algo="auto"`` it gives the ring's wherever the tuner would run it.
 """
 
 from __future__ import annotations
@@ -352,6 +355,23 @@ _ESTIMATE_KEYS = ("algo", "proto", "channels", "arch", "intra", "tuner", "launch
                  "step_latency_scale")
 
 
+def _tuned_to_ring(collective: str, p: int, nbytes: int, beta: float, kw: Any) -> None:
+    """Refuse a time where NCCL's tuner, on the reference network (as the run's search
+    sees it: :func:`_searched_switch`) and among the algorithms ``algo`` allows, would run
+    another algorithm than the ring the model describes."""
+    if collective == "all_to_all" or p == 1 or nbytes == 0 or kw["algo"] == "ring":
+        return
+    choice = choose(_searched_switch(p, beta), collective, nbytes, algo=kw["algo"],
+                    proto=kw["proto"], channels=kw["channels"], tuner=kw["tuner"])
+    if choice.algo != "ring":
+        raise InvalidInputError(
+            f"on the reference network of {p} GPUs with beta={beta:g} s/B, NCCL's tuner "
+            f"runs {choice.algo} ({choice.proto}) for {collective} of {nbytes} B "
+            f"(algo={kw['algo']!r}, proto={kw['proto']!r}); simcoll.cost's model of "
+            f"{collective}/nccl is NCCL's ring: give algo='ring' for its estimate, or "
+            f"simulate the run")
+
+
 def _model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any) -> CostModel:
     def moved(p: int, nbytes: int, itemsize: int, **kw: Any) -> Traffic:
         _modelled(collective, kw["algo"])
@@ -359,6 +379,7 @@ def _model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any)
 
     def time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, **kw: Any) -> float:
         _modelled(collective, kw["algo"])
+        _tuned_to_ring(collective, p, nbytes, beta, kw)
         options = {k: kw[k] for k in _ESTIMATE_KEYS}
         if collective in ("broadcast", "reduce"):
             return _chain_estimate(collective, p, nbytes, alpha, beta, gamma, **options)
