@@ -94,8 +94,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             (see :mod:`simcoll.trace` for Chrome / Perfetto export).
         until: stop with ``RunLimitError`` past this many simulated seconds (default
             10^6 s, about 11.6 days; ``math.inf`` for no limit).
-        max_events: stop with ``RunLimitError`` after this many events (default 10^9,
-            some 15 times what a ring all_reduce on 4096 GPUs needs), or after
+        max_events: stop with ``RunLimitError`` after this many events (default 10^9),
+            or after
             max_events / 1000 in a row (at least 10^6 + 64 p^2) at one simulated instant:
             a loop of work that takes no time.
         faults: link failures and slow-downs, slow or late GPUs, message jitter

@@ -290,22 +290,27 @@ def test_the_searched_switch_is_the_whole_switchs_description(p):
     assert _searched_switch(p, beta) == whole
 
 
-def test_the_estimate_is_refused_where_the_tuner_runs_a_tree_on_the_reference_network():
-    """Links of 1 TB/s, 5 GPUs, 1 MiB: the run takes NCCL's tree, and the ring's estimate
-    and traffic were given for it as if the tuner ran the ring there (rank 0 sent
-    1,638,400 B where the model said 1,677,720)."""
-    a, b, p, n = 5e-6, 1e-12, 5, 1 << 20
+@pytest.mark.parametrize("p, b, n", [(5, 1e-12, 1 << 20), (16, 1 / 450e9, 4 << 20)])
+def test_the_estimate_is_refused_where_the_tuner_runs_a_tree_on_the_reference_network(p, b,
+                                                                                      n):
+    """Links of 1 TB/s, 5 GPUs, 1 MiB (or 450 GB/s, 16 GPUs, 4 MiB): the run takes NCCL's
+    tree, and the ring's estimate and traffic were given for it as if the tuner ran the
+    ring there (rank 0 sent 1,638,400 B where the model said 1,677,720)."""
+    a = 5e-6
     res = sc.simulate(alpha_beta_network(p, alpha=a, beta=b), "all_reduce",
                       algorithm="nccl", nbytes=n)
     assert res.params["algo"] == "tree"
     with pytest.raises(sc.InvalidInputError,
-                       match=r"^on the reference network of 5 GPUs with beta=1e-12 s/B, "
-                             r"NCCL's tuner runs tree \(LL128\) for all_reduce of 1048576 B "
-                             r"\(algo='auto', proto='auto'\); .* give algo='ring'"):
+                       match=rf"^on the reference network of {p} GPUs with beta={b:g} s/B, "
+                             rf"NCCL's tuner runs tree \({res.params['proto']}\) for "
+                             rf"all_reduce of {n} B \(algo='auto', proto='auto'\); .* give "
+                             rf"algo='ring'"):
         sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a, beta=b)
     # with the ring named, both sides run it, and the model's traffic is the run's
     ring = sc.simulate(alpha_beta_network(p, alpha=a, beta=b), "all_reduce",
                        algorithm="nccl", nbytes=n, algo="ring")
     assert_matches_model(ring, alpha=a, beta=b)
     # where the tuner runs the ring by itself (100 GB/s links) the estimate stands
+    assert sc.simulate(alpha_beta_network(p, alpha=a, beta=1e-11), "all_reduce",
+                       algorithm="nccl", nbytes=n).params["algo"] == "ring"
     assert sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a, beta=1e-11) > 0

@@ -1,11 +1,14 @@
-"""MPICH's fold of rank counts that are not powers of two, shared by the recursive families.
+"""The fold of rank counts that are not powers of two, shared by the recursive families.
 
 With p' the largest power of two <= p and rem = p - p', the first 2 rem ranks pair up:
 each odd rank 2i+1 sends its buffer to rank 2i, which reduces it (rank 2i's buffer on the
 left); the p' survivors (rank 2i as new rank i for i < rem, rank r >= 2 rem as new rank
 r - rem) run the power-of-two algorithm; then rank 2i sends rank 2i+1 its result
-(Thakur, Rabenseifner & Gropp, IJHPCA 19(1), 2005, section 4.5). Programs and their cost
-models use the helpers here.
+(Thakur, Rabenseifner & Gropp, IJHPCA 19(1), 2005). MPICH's Rabenseifner reduce folds so;
+its all-reduce (``MPIR_Allreduce_intra_reduce_scatter_allgather``) folds the mirror way,
+the even ranks below 2 rem sending to rank + 1, which gives the same times and the same
+bytes per rank, mirrored within each pair. Programs and their cost models use the
+helpers here.
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ shows what was chosen.
 
 Cost models (estimates, on the alpha-beta reference network: one node, no NVLS), of
 NCCL's ring (all_to_all: its sends to every peer), which the tuner runs there by itself
-except on links of about 1 TB/s and faster (beta <= 1e-12 s/B), where it takes its tree
-for some all_reduce sizes (an ``algo`` that leaves the ring out is refused by the models,
+but for a few all_reduce sizes on fast links or many GPUs, where it takes its tree (from
+4 GPUs at 1 TB/s, 16 at 450 GB/s, 64 at 200 GB/s, 1024 at 100 GB/s; some MiB per GPU
+and up) (an ``algo`` that leaves the ring out is refused by the models,
 and so is a time where the tuner, given ``algo`` and ``proto``, would run another of
 them: a ``proto`` of LL128 alone can make it take a tree on small sizes; the run's
 ``Result.params`` says what ran): the ring's 2(p-1) (reduce_scatter and all_gather: p-1;

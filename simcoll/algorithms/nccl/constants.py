@@ -180,8 +180,13 @@ graph's ``min(bwIntra, bwInter)``, half of ``bwInter`` for NVLS-tree beyond 2 no
 times 5/6 for all_reduce; 2.30.7 added ``nvlsEfficiency``, the ``(nChannels - 1) /
 nChannels`` share, the doubling for all_reduce's two pipelined operations and
 ``perChMaxNVLSTreeBws``), NVLS-tree's network step latency and Blackwell's per-channel
-caps (the ``*_BY_TUNER`` tables); the rest of what the tuner reads is the same in both,
-and so is ``enqueue.cc``'s channel trimming for the algorithms simcoll runs."""
+caps (the ``*_BY_TUNER`` tables), CollNet Direct's reduce_scatter and all_gather bus
+bandwidth (2.26.2: ppn x the channel's bw, times a ratio from 0.95 at one GPU a node to
+0.85 at 8; 2.30.7: ppn x ``min(bwIntra, 0.9 bwInter)``) and, on Blackwell with x86 CPUs,
+a size correction of NVLS-tree (2.30.7 multiplies its all_reduce bandwidth by the tree's
+``treeCorrectionFactor``; 2.26.2 corrects the tree's only); the rest of what the tuner
+reads is the same in both, and so is ``enqueue.cc``'s channel trimming for the
+algorithms simcoll runs."""
 
 
 def _replaced(table: dict[str, tuple[float, float, float]], arch: str,
