@@ -282,8 +282,8 @@ def test_the_chain_estimate_reads_nccls_search_of_the_whole_switch(p, beta):
 def test_the_searched_switch_is_the_whole_switchs_description(p):
     """The estimate searches a switch of 8 GPUs and reads it as one of p: every field of
     the description equals the search of all p GPUs (the rank count above 8 included)."""
-    from simcoll.algorithms.nccl.collectives import _searched_switch
     from simcoll.algorithms.nccl.machine import describe
+    from simcoll.algorithms.nccl.reference_models import searched_switch as _searched_switch
 
     beta = 1e-11
     whole = describe(sc.topology.switch(p, bandwidth=1 / beta), tuple(range(p)))

@@ -1,0 +1,210 @@
+"""NCCL's cost models on the alpha-beta reference network (one node, no NVLS), for
+:mod:`simcoll.cost`: estimates of NCCL's ring (all_to_all: its sends to every peer).
+
+The tuner runs the ring there by itself but for a few all_reduce sizes on fast links or
+many GPUs, where it takes its tree (from 4 GPUs at 1 TB/s, 16 at 450 GB/s, 64 at
+200 GB/s, 1024 at 100 GB/s; some MiB per GPU and up). An ``algo`` that leaves the ring
+out is refused by the models, and so is a time where the tuner, given ``algo`` and
+``proto``, would run another of them (a ``proto`` of LL128 alone can make it take a tree
+on small sizes; the run's ``Result.params`` says what ran).
+
+Time: the ring's 2(p-1) steps (reduce_scatter and all_gather: p-1; broadcast and reduce:
+p-1 along a chain) each cost the protocol's step latency or alpha, whichever is more
+(NCCL measured its step latencies end to end), plus the wire bytes at beta and the
+reductions at gamma, after the protocol's launch cost (both with the run's extra costs,
+as the run counts them). Traffic is exact for a run of the ring: the payload it moves
+(protocol framing counts only on the links); a traffic query knows no beta, so with
+``algo="auto"`` it gives the ring's wherever the tuner would run it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import numpy as np
+
+from simcoll.algorithms.nccl.machine import Machine, describe
+from simcoll.algorithms.nccl.protocols import PROTOCOL, one_step_slices
+from simcoll.algorithms.nccl.tuner import choose
+from simcoll.algorithms.params import named_arguments
+from simcoll.buffers import block_bytes
+from simcoll.cost.model import CostModel, Traffic, gpu_traffic
+from simcoll.errors import InvalidInputError
+from simcoll.topology.builders import switch
+
+__all__ = ["model", "searched_switch", "ring_all_reduce_traffic", "ring_reduce_scatter_traffic",
+           "ring_all_gather_traffic", "chain_traffic", "p2p_traffic"]
+
+
+def _reference(p: int, beta: float) -> Machine:
+    """The reference network as NCCL's tuner sees it: one node, links of 1/beta."""
+    return Machine(p, 1, "nvlink", 1 / beta if beta > 0 else np.inf, 0.0, False, "ampere")
+
+
+def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
+                   p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
+                   algo: str, proto: str, channels: int, arch: str, intra: str,
+                   tuner: str, launch_overhead: float = 0.0,
+                   step_latency_scale: float = 1.0) -> float:
+    """Launch + ``steps`` x max(alpha, step latency) + wire bytes x beta + reductions (a
+    step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``);
+    nothing for one rank or an empty buffer, which NCCL discards."""
+    if p == 1 or nbytes == 0:
+        return 0.0
+    if collective == "all_to_all":
+        proto = choose(_reference(p, beta), collective, -(-nbytes // p), algo="p2p",
+                       proto=proto, channels=channels, tuner=tuner).proto
+    elif proto == "auto" or "," in proto:
+        proto = choose(_reference(p, beta), collective, nbytes, algo="ring", proto=proto,
+                       tuner=tuner).proto
+    protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
+                                   step_scale=step_latency_scale)
+    link = "nvlink" if intra == "auto" else intra
+    return (protocol.base("ring") + steps * max(alpha, protocol.hop("ring", link))
+            + protocol.wire(int(volume * nbytes)) * beta + reduced * nbytes * gamma)
+
+
+_SEARCHED_GPUS = 8
+"""GPUs of the switch NCCL's search is run on for :func:`searched_switch`."""
+
+
+def searched_switch(p: int, beta: float) -> Machine:
+    """What NCCL's search and tuner make of the reference switch of ``p`` GPUs and links
+    of 1/beta: the search run on a switch of at most :data:`_SEARCHED_GPUS` GPUs, whose
+    channels and speeds do not depend on the GPU count (checked for 2 to 100 GPUs), so a
+    query costs the same at any ``p``; beta = 0 is the limit of ever faster links."""
+    gpus = min(p, _SEARCHED_GPUS)
+    searched = _described_switch(gpus, 1 / beta if beta > 0 else _FASTEST)
+    return dataclasses.replace(searched, nranks=p, smallest_node=p)
+
+
+_FASTEST = 1e300
+"""Bytes per second standing for links without a per-byte cost (beta = 0)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _described_switch(gpus: int, bandwidth: float) -> Machine:
+    return describe(switch(gpus, bandwidth=bandwidth), tuple(range(gpus)))
+
+
+def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: float,
+                    gamma: float, *, algo: str, proto: str, channels: int, arch: str,
+                    intra: str, tuner: str, launch_overhead: float = 0.0,
+                    step_latency_scale: float = 1.0) -> float:
+    """NCCL's broadcast or reduce chain on the reference network, an estimate.
+
+    Each of the c channels (what NCCL's search and tuner give the reference switch) cuts
+    its n/c bytes into K pieces of one step (full steps, then the rest:
+    :func:`~.rings.chunks_then_rest`), pipelined along the p-1 hops, the c channels'
+    pieces sharing each link: launch + (p-1)(T + R) + (K-1) max(T, R), with
+    T = max(alpha, step latency) + wire(n/(cK)) c beta and R = n/K gamma for reduce (0
+    for broadcast): the chain pipeline's time (the README's ``reduce``/``ring`` row).
+    Nothing for one rank or an empty buffer, which NCCL discards."""
+    if p == 1 or nbytes == 0:
+        return 0.0
+    choice = choose(searched_switch(p, beta), collective, nbytes, algo="ring", proto=proto,
+                    channels=channels, tuner=tuner)
+    protocol = dataclasses.replace(one_step_slices(PROTOCOL[choice.proto]),
+                                   launch=launch_overhead, step_scale=step_latency_scale)
+    c = choice.channels
+    pieces = max(1, -(-nbytes // (c * protocol.slice_bytes)))
+    link = "nvlink" if intra == "auto" else intra
+    step = (max(alpha, protocol.hop("ring", link))
+            + protocol.wire(-(-nbytes // (c * pieces))) * c * beta)
+    reduction = nbytes / pieces * gamma if collective == "reduce" else 0.0
+    return (protocol.base("ring") + (p - 1) * (step + reduction)
+            + (pieces - 1) * max(step, reduction))
+
+
+def ring_all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    """Rank r sends every block but its own and its successor's (rings on one node are
+    rotations of rank order, so r's successor is r + 1 on every channel)."""
+    b = block_bytes(nbytes, p, itemsize)
+    sent = 2 * int(b.sum()) - b - np.roll(b, -1)
+    return gpu_traffic(sent, np.roll(sent, 1))
+
+
+def ring_reduce_scatter_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    """Rank r sends every block but its own and its successor's... until the last step:
+    every block but its own; it receives every block but its predecessor's."""
+    b = block_bytes(nbytes, p, itemsize)
+    total = int(b.sum())
+    return gpu_traffic(total - b, total - np.roll(b, 1))
+
+
+def ring_all_gather_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    each = np.full(p, (p - 1) * (nbytes // itemsize) * itemsize, dtype=np.int64)
+    return gpu_traffic(each, each.copy())
+
+
+def chain_traffic(towards_root: bool) -> Any:
+    def traffic(p: int, nbytes: int, itemsize: int, *, root: int) -> Traffic:
+        """Along the chain every rank but its last sends n and every rank but its first
+        receives n (the chain ends at the root for reduce, starts there for broadcast)."""
+        n = (nbytes // itemsize) * itemsize
+        sent, received = np.full(p, n, dtype=np.int64), np.full(p, n, dtype=np.int64)
+        first, last = ((root + 1) % p, root) if towards_root else (root, (root - 1) % p)
+        sent[last], received[first] = 0, 0
+        return gpu_traffic(sent, received)
+    return traffic
+
+
+def p2p_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:
+    """Rank r sends every block but its own and receives block r from every other rank."""
+    b = block_bytes(nbytes, p, itemsize)
+    return gpu_traffic(np.full(p, int(b.sum()), dtype=np.int64) - b, (p - 1) * b)
+
+
+def _modelled(collective: str, algo: str) -> None:
+    """Refuse an ``algo`` that leaves out what the cost model describes: NCCL's ring (its
+    point-to-point sends for all_to_all)."""
+    ring = "p2p" if collective == "all_to_all" else "ring"
+    if algo != "auto" and ring not in algo.split(","):
+        raise InvalidInputError(f"simcoll.cost's model of {collective}/nccl is NCCL's "
+                                f"{ring} on the reference network; algo={algo!r} leaves it "
+                                f"out: simulate that algorithm instead")
+
+
+_ESTIMATE_KEYS = ("algo", "proto", "channels", "arch", "intra", "tuner", "launch_overhead",
+                 "step_latency_scale")
+
+
+def _tuned_to_ring(collective: str, p: int, nbytes: int, beta: float, kw: Any) -> None:
+    """Refuse a time where NCCL's tuner, on the reference network (as the run's search
+    sees it: :func:`searched_switch`) and among the algorithms ``algo`` allows, would run
+    another algorithm than the ring the model describes."""
+    if collective == "all_to_all" or p == 1 or nbytes == 0 or kw["algo"] == "ring":
+        return
+    choice = choose(searched_switch(p, beta), collective, nbytes, algo=kw["algo"],
+                    proto=kw["proto"], channels=kw["channels"], tuner=kw["tuner"])
+    if choice.algo != "ring":
+        raise InvalidInputError(
+            f"on the reference network of {p} GPUs with beta={beta:g} s/B, NCCL's tuner "
+            f"runs {choice.algo} ({choice.proto}) for {collective} of {nbytes} B "
+            f"(algo={kw['algo']!r}, proto={kw['proto']!r}); simcoll.cost's model of "
+            f"{collective}/nccl is NCCL's ring: give algo='ring' for its estimate, or "
+            f"simulate the run")
+
+
+def model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any) -> CostModel:
+    """The cost model of ``collective``/nccl: the chain's estimate for broadcast and
+    reduce, else the ring's of ``steps(p)`` steps moving ``volume(p)`` times the buffer
+    and reducing ``reduced(p)`` times it; ``traffic``, the ring's (or chain's) bytes."""
+    def moved(p: int, nbytes: int, itemsize: int, **kw: Any) -> Traffic:
+        _modelled(collective, kw["algo"])
+        return traffic(p, nbytes, itemsize, **named_arguments(traffic, kw))
+
+    def time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, **kw: Any) -> float:
+        _modelled(collective, kw["algo"])
+        _tuned_to_ring(collective, p, nbytes, beta, kw)
+        options = {k: kw[k] for k in _ESTIMATE_KEYS}
+        if collective in ("broadcast", "reduce"):
+            return _chain_estimate(collective, p, nbytes, alpha, beta, gamma, **options)
+        return _ring_estimate(collective, steps(p), volume(p), reduced(p), p, nbytes, alpha,
+                              beta, gamma, **options)
+    time.__doc__ = (_chain_estimate if collective in ("broadcast", "reduce")
+                    else _ring_estimate).__doc__
+    moved.__doc__ = traffic.__doc__
+    return CostModel(time=time, traffic=moved, exact=lambda *a, **k: False)
