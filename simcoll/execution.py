@@ -192,6 +192,12 @@ class Execution:
             if enabled:
                 gc.enable()
         self._raise_if_unfinished()
+        if self.time > self.until:  # work started and not waited for, past the limit
+            raise RunLimitError(
+                f"{rt.what} reached the simulated-time limit until={self.until:g} s: "
+                f"compute or a reduction a program started and did not wait for ends at "
+                f"t={self.time:.9g} s; raise the limit if the run is meant to be that long",
+                [])
 
     def _raise_if_unfinished(self) -> None:
         rt = self.runtime

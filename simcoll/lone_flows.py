@@ -58,8 +58,11 @@ enabled = True
 
 EVENTS_PER_MESSAGE = 4
 """At most this many events per message (its arrival, a reduction, an instant one) in
-the event-driven run of a timeline algorithm: runs whose ``max_events`` could be reached
-are left to it, so that they stop as they would there."""
+the event-driven run of a timeline algorithm, besides :data:`EVENTS_PER_RANK`: runs whose
+``max_events`` could be reached are left to it, so that they stop as they would there."""
+
+EVENTS_PER_RANK = 2
+"""Events of each rank's program besides its messages' (its start and its end)."""
 
 
 class NotLone(Exception):
@@ -166,7 +169,8 @@ def time_without_events(run: Execution, timeline: Timeline | None, count: int,
     except NotLone:
         return False
     end = float(lanes.clock.max())
-    if end >= run.until or EVENTS_PER_MESSAGE * lanes.messages > run.max_events:
+    if end >= run.until or (EVENTS_PER_MESSAGE * lanes.messages
+                            + EVENTS_PER_RANK * p > run.max_events):
         return False
     sent = lanes.sent.tolist()
     for r, (links, _, _) in enumerate(routes):

@@ -3,7 +3,10 @@
 ``simulate(data=...)`` and the command line's ``-c`` refuse, before any work, a run whose
 arrays cannot fit in the machine's physical memory (an all_gather of 4 MiB on 1024 ranks
 returns 4 TiB of outputs), with one rule: :func:`data_mode_bytes`. Data-free runs hold
-no arrays; what they hold grows with the messages in flight (see the README).
+no arrays; what they hold grows with the messages in flight (see the README): a run
+whose messages use up the machine's memory stops with a MemoryError once little is
+left (:func:`check_memory_left`, every :data:`CHECK_EVERY` events of the run), before
+the system's out-of-memory killer would end the process.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import os
 from simcoll.collectives import Collective, Splits
 
 __all__ = ["physical_memory", "data_mode_bytes", "shortfall", "nccl_slice_bytes",
-           "NCCL_SLICE_BYTES_PER_MIB"]
+           "NCCL_SLICE_BYTES_PER_MIB", "available_memory", "check_memory_left",
+           "CHECK_EVERY", "LOW_MEMORY", "in_gib"]
 
 NCCL_SLICE_BYTES_PER_MIB = 500
 """What ``algorithm="nccl"`` holds in a data-free run per MiB of a rank's buffer: the
@@ -58,11 +62,63 @@ def shortfall(need: int) -> str | None:
     physical = physical_memory()
     if physical is None or need <= physical:
         return None
-    return (f"needs about {need / 2**30:.1f} GiB for its inputs and outputs alone, more "
-            f"than this machine's {physical / 2**30:.1f} GiB")
+    needed, has = in_gib(need, physical)
+    return (f"needs about {needed} GiB for its inputs and outputs alone, more than this "
+            f"machine's {has} GiB")
+
+
+def in_gib(need: int, physical: int, digits: int = 1, kind: str = "f") -> tuple[str, str]:
+    """``need`` > ``physical`` bytes in GiB, formatted ``.{digits}{kind}`` or with as many
+    more digits as it takes for the two to read differently (23.5 GiB needed of 23.5
+    said nothing)."""
+    for more in range(digits, digits + 12):
+        shown = f"{need / 2**30:.{more}{kind}}", f"{physical / 2**30:.{more}{kind}}"
+        if shown[0] != shown[1]:
+            break
+    return shown
 
 
 def nccl_slice_bytes(nbytes: int) -> int:
     """The bytes a data-free ``algorithm="nccl"`` run of ``nbytes`` per rank holds in
     slices, about :data:`NCCL_SLICE_BYTES_PER_MIB` per MiB."""
     return nbytes * NCCL_SLICE_BYTES_PER_MIB // 2**20
+
+
+CHECK_EVERY = 1 << 14
+"""Events of a run between two looks at the memory left (:func:`check_memory_left`; a
+look reads ``/proc/meminfo``, some 20 us, so it costs about 1 ns an event)."""
+
+LOW_MEMORY = 256 * 2**20
+"""Bytes of available memory below which a run stops (or 2% of the physical memory,
+whichever is more)."""
+
+
+def available_memory() -> int | None:
+    """The memory the system can still give without swapping (Linux's ``MemAvailable``),
+    or None where the system does not say."""
+    try:
+        with open("/proc/meminfo", "rb") as meminfo:
+            for line in meminfo:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_memory_left() -> None:
+    """Raise MemoryError where the machine has almost no memory left (below
+    :data:`LOW_MEMORY`, or 2% of its physical memory): a run that goes on would be ended
+    by the system's out-of-memory killer, or swap for hours.
+
+    Raises:
+        MemoryError: naming the memory left and the floor.
+    """
+    left = available_memory()
+    if left is None:
+        return
+    floor = max(LOW_MEMORY, (physical_memory() or 0) // 50)
+    if left < floor:
+        raise MemoryError(
+            f"out of memory: this machine has {left / 2**20:.0f} MiB left (below "
+            f"{floor / 2**20:.0f} MiB), so the simulation stopped")

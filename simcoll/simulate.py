@@ -28,6 +28,7 @@ from simcoll.lone_flows import time_without_events
 from simcoll.memory import (
     NCCL_SLICE_BYTES_PER_MIB,
     data_mode_bytes,
+    in_gib,
     nccl_slice_bytes,
     physical_memory,
     shortfall,
@@ -67,8 +68,10 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             3 KB each, p^2 of them at once for algorithms that send to every rank at
             once, such as naive all_reduce and direct all_to_all, and for NCCL's rings
             about 500 B per MiB of a rank's buffer, as a ring's first step sends a
-            block's slices before the next rank takes them; refused where that exceeds
-            this machine's memory). For the v-collectives,
+            block's slices before the next rank takes them, refused before the run
+            where that exceeds this machine's memory; any run stops with a MemoryError
+            where the machine's memory runs low, :mod:`simcoll.memory`). For the
+            v-collectives,
             bytes per rank (all_gatherv: each rank's input; reduce_scatterv: each rank's
             output block, the input being their sum) or a p x p matrix of bytes per pair
             (all_to_allv: ``nbytes[i][j]`` from rank i to rank j).
@@ -221,10 +224,11 @@ def _refuse_slices_that_cannot_fit(nbytes: int) -> None:
     """
     need, physical = nccl_slice_bytes(nbytes), physical_memory()
     if physical is not None and need > physical:
+        needed, has = in_gib(need, physical, 3, "g")
         raise InvalidInputError(
             f"nbytes={nbytes}: NCCL's algorithms cut each rank's buffer into slices, about "
-            f"{need / 2**30:.3g} GiB of them here ({NCCL_SLICE_BYTES_PER_MIB} B per MiB), "
-            f"more than this machine's {physical / 2**30:.3g} GiB; simulate a smaller size")
+            f"{needed} GiB of them here ({NCCL_SLICE_BYTES_PER_MIB} B per MiB), more than "
+            f"this machine's {has} GiB; simulate a smaller size")
 
 
 def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: np.dtype,

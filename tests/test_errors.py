@@ -390,6 +390,25 @@ def test_a_run_limit_names_every_rank_it_stopped_spinning():
     assert info.value.running == [f"rank {r}" for r in range(8)]
 
 
+def test_work_not_waited_for_past_the_time_limit_stops_the_run():
+    """A program that ends with compute it does not wait for keeps its GPU busy until the
+    compute ends, and the run's time says so: 10 s past until=1 s came back as a Result
+    of time 10.000001 s, no limit reached."""
+    def fire_and_forget(comm):
+        yield comm.compute(1e-6)
+        comm.compute(10.0)
+        return comm.rank
+
+    with pytest.raises(sc.RunLimitError,
+                       match=r"^fire_and_forget reached the simulated-time limit until=1 s: "
+                             r"compute or a reduction a program started and did not wait "
+                             r"for ends at t=10.000001 s") as info:
+        sc.run_program(sc.topology.switch(2), fire_and_forget, until=1.0)
+    assert info.value.running == []
+    assert sc.run_program(sc.topology.switch(2), fire_and_forget, until=11.0).time == \
+        pytest.approx(10.000001, rel=1e-12)
+
+
 def test_a_run_limit_halfway_through_a_ring_names_every_rank():
     """A ring all_reduce's ranks return after its 2 (p - 1) = 6 steps; stopped after 10
     events, half way (t = 1.39e-5 s of 2.77e-5 s), none had returned."""

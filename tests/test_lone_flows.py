@@ -194,6 +194,25 @@ def test_limits_stop_as_the_event_driven_run_does(timed):
     assert timed == [False, False]
 
 
+@pytest.mark.parametrize("collective", ["all_gatherv", "reduce_scatterv"])
+@pytest.mark.parametrize("p, splits, limit", [(2, [0, 1], 4), (8, [0] * 8, 15)])
+def test_the_event_limit_counts_the_programs_start_and_end(collective, p, splits, limit):
+    """The rank programs of these runs take one event more than ``limit`` (p starts and
+    p ends, and one message for [0, 1]): they stop there, and so must the arrays' path,
+    which counted 4 events a message alone and returned a Result."""
+    kwargs = dict(algorithm="ring", nbytes=[4 * s for s in splits], max_events=limit)
+    with pytest.raises(RunLimitError, match=f"max_events={limit} "):
+        sc.simulate(sc.topology.ring(p), collective, **kwargs)
+    lone_flows.enabled = False
+    try:
+        with pytest.raises(RunLimitError, match=f"max_events={limit} "):
+            sc.simulate(sc.topology.ring(p), collective, **kwargs)
+        assert sc.simulate(sc.topology.ring(p), collective,
+                           **{**kwargs, "max_events": limit + 1}).time >= 0
+    finally:
+        lone_flows.enabled = True
+
+
 @pytest.mark.parametrize("collective", RING)
 @pytest.mark.parametrize("chunks", [1, 3])
 def test_reductions_slower_than_links(monkeypatch, timed, collective, chunks):

@@ -198,5 +198,43 @@ def test_nccl_slices_that_just_fit_are_not_refused(monkeypatch):
     with pytest.raises(Ran):
         sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="nccl", nbytes=2**30)
     monkeypatch.setattr(simulate_module, "physical_memory", lambda: 511_999)
-    with pytest.raises(sc.InvalidInputError, match="0.000477 GiB of them here"):
+    # as many digits as it takes for the two figures to differ ("about 0.000477 GiB of
+    # them here ..., more than this machine's 0.000477 GiB" before)
+    with pytest.raises(sc.InvalidInputError, match=r"about 0\.000476837 GiB of them here "
+                                                   r"\(500 B per MiB\), more than this "
+                                                   r"machine's 0\.000476836 GiB"):
         sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="nccl", nbytes=2**30)
+
+
+def test_a_run_stops_with_a_memory_error_where_the_machine_runs_out(monkeypatch, capsys):
+    """A data-free direct all_to_all on 3,000 ranks holds some 9 million messages, 25 GiB:
+    it started on a machine of 23.5 GiB and ran until the out-of-memory killer came. The
+    run now looks at the memory left every CHECK_EVERY events and stops with a
+    MemoryError once little is (here: 100 MiB left, 2% of 23.5 GiB is 482 MiB)."""
+    from simcoll import engine, memory
+    from simcoll.cli import main
+
+    monkeypatch.setattr(engine, "CHECK_EVERY", 16)  # the run takes 35 events
+    monkeypatch.setattr(memory, "physical_memory", lambda: 23.5 * 2**30)
+    monkeypatch.setattr(memory, "available_memory", lambda: 100 * 2**20)
+    with pytest.raises(MemoryError, match=r"^out of memory: this machine has 100 MiB left "
+                                          r"\(below 481 MiB\), so the simulation stopped$"):
+        sc.simulate(sc.topology.switch(16), "all_to_all", algorithm="direct", nbytes=1024)
+    assert main(["run", "--collective", "all_to_all", "--algorithm", "direct",
+                 "--topology", "switch:16", "--size", "1K"]) == 2
+    assert capsys.readouterr().err == (
+        "simcoll run: error: out of memory: this machine has 100 MiB left (below 481 MiB), "
+        "so the simulation stopped; use fewer ranks (algorithms that send to every rank at "
+        "once, such as naive and direct, hold p^2 messages even data-free) or smaller sizes "
+        "(or drop -c)\n")
+    # with memory to spare, or where the system does not say, the run goes on
+    for left in (lambda: 482 * 2**20, lambda: None):
+        monkeypatch.setattr(memory, "available_memory", left)
+        assert sc.simulate(sc.topology.switch(16), "all_to_all", algorithm="direct",
+                           nbytes=1024).time > 0
+
+
+def test_the_memory_left_is_read_from_the_system():
+    left, physical = sc.memory.available_memory(), sc.memory.physical_memory()
+    if sys.platform.startswith("linux"):
+        assert left is not None and physical is not None and 0 < left <= physical

@@ -106,11 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return CLOSED_PIPE
     except KeyboardInterrupt:
         return _interrupted(args.command)
-    except MemoryError:
+    except MemoryError as exc:
         hint = ("a smaller --size" if args.command == "demo" else
                 "fewer ranks (algorithms that send to every rank at once, such as naive and "
                 "direct, hold p^2 messages even data-free) or smaller sizes (or drop -c)")
-        print(f"simcoll {args.command}: error: out of memory; use {hint}", file=sys.stderr)
+        said = str(exc) if str(exc).startswith("out of memory") else "out of memory"
+        print(f"simcoll {args.command}: error: {said}; use {hint}", file=sys.stderr)
         return 2
     except OSError as exc:
         if exc.errno not in _FAILED_WRITES:
