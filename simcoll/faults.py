@@ -137,7 +137,8 @@ class Faults:
                 for r, t in self.late.items()}
         jitter = real(self.jitter, "faults.jitter", what="seconds")
         seed = integer(self.seed, "faults.seed", minimum=0)
-        # By instant, faults of one instant in the order given (the last one holds).
+        # By instant, faults of one instant in the order given, each applied in turn (a
+        # failure then a restore at one instant moves the messages in flight all the same).
         return _Plan(sorted(links, key=lambda fault: fault[0]), slow, late, jitter, seed)
 
 
