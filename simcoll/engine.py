@@ -31,8 +31,7 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
   happen, so ``env.now`` after the run is the instant of the last event that did
   something: the last message delivered or the last process resumed. And the run
   stops with :class:`~simcoll.errors.RunLimitError` past a simulated time or an event
-  count, so a program that never ends cannot hang the caller, and with a MemoryError
-  where the machine's memory runs out (:func:`simcoll.memory.check_memory_left`).
+  count, so a program that never ends cannot hang the caller.
 """
 
 from __future__ import annotations
@@ -44,8 +43,6 @@ from typing import Any
 
 import simpy
 from simpy.events import Event, EventPriority, Process
-
-from simcoll.memory import CHECK_EVERY, check_memory_left
 
 __all__ = ["done_event", "complete", "cancel", "schedule_at", "schedule_background", "run",
            "ProgramProcess", "RunStop", "InvalidYield", "AT_ONCE", "LATE"]
@@ -257,14 +254,10 @@ def run(env: simpy.Environment, *, until: float, max_events: int,
             processed, or more than ``max_same_instant`` in a row at one instant (a loop
             of operations that take no time).
         InvalidYield: a process yielded something that is not an event.
-        MemoryError: the machine has almost no memory left
-            (:func:`simcoll.memory.check_memory_left`, every
-            :data:`~simcoll.memory.CHECK_EVERY` events).
     """
     queue = env._queue
     processed = 0
     same_instant = 0
-    memory_mask = CHECK_EVERY - 1  # a power of two
     while queue:
         when, _, _, event = heappop(queue)
         callbacks = event.callbacks
@@ -287,8 +280,6 @@ def run(env: simpy.Environment, *, until: float, max_events: int,
             same_instant = 0
         env._now = when
         processed += 1
-        if not processed & memory_mask:
-            check_memory_left()
         for callback in callbacks:
             callback(event)
         if not event._ok and not hasattr(event, "_defused"):

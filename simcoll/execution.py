@@ -192,7 +192,8 @@ class Execution:
             if enabled:
                 gc.enable()
         self._raise_if_unfinished()
-        if self.time > self.until:  # work started and not waited for, past the limit
+        if self.time > self.until * (1 + 1e-12):  # work not waited for, past the limit
+            # (a computed end may lie an ulp past the instant of its event)
             raise RunLimitError(
                 f"{rt.what} reached the simulated-time limit until={self.until:g} s: "
                 f"compute or a reduction a program started and did not wait for ends at "

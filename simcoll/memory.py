@@ -5,7 +5,7 @@ arrays cannot fit in the machine's physical memory (an all_gather of 4 MiB on 10
 returns 4 TiB of outputs), with one rule: :func:`data_mode_bytes`. Data-free runs hold
 no arrays; what they hold grows with the messages in flight (see the README): a run
 whose messages use up the machine's memory stops with a MemoryError once little is
-left (:func:`check_memory_left`, every :data:`CHECK_EVERY` events of the run), before
+left (:func:`check_memory_left`, every :data:`CHECK_EVERY` messages of the run), before
 the system's out-of-memory killer would end the process.
 """
 
@@ -16,8 +16,8 @@ import os
 from simcoll.collectives import Collective, Splits
 
 __all__ = ["physical_memory", "data_mode_bytes", "shortfall", "nccl_slice_bytes",
-           "NCCL_SLICE_BYTES_PER_MIB", "available_memory", "check_memory_left",
-           "CHECK_EVERY", "LOW_MEMORY", "in_gib"]
+           "NCCL_SLICE_BYTES_PER_MIB", "memory_left", "check_memory_left",
+           "CHECK_EVERY", "MEMORY_MASK", "LOW_MEMORY", "in_gib"]
 
 NCCL_SLICE_BYTES_PER_MIB = 500
 """What ``algorithm="nccl"`` holds in a data-free run per MiB of a rank's buffer: the
@@ -85,39 +85,50 @@ def nccl_slice_bytes(nbytes: int) -> int:
 
 
 CHECK_EVERY = 1 << 14
-"""Events of a run between two looks at the memory left (:func:`check_memory_left`; a
-look reads ``/proc/meminfo``, some 20 us, so it costs about 1 ns an event)."""
+"""Messages of a run between two looks at the memory left (:func:`check_memory_left`,
+from the networks' message count; a look reads ``/proc/meminfo``, some 15 us, so it
+costs about 1 ns a message)."""
+
+MEMORY_MASK = CHECK_EVERY - 1
+"""``count & MEMORY_MASK == 0`` every :data:`CHECK_EVERY` counts (a power of two)."""
 
 LOW_MEMORY = 256 * 2**20
-"""Bytes of available memory below which a run stops (or 2% of the physical memory,
+"""Bytes of available memory below which a run stops (or 2% of the total memory,
 whichever is more)."""
 
 
-def available_memory() -> int | None:
-    """The memory the system can still give without swapping (Linux's ``MemAvailable``),
-    or None where the system does not say."""
+def memory_left() -> tuple[int, int] | None:
+    """``(available, total)``: the memory the system can still give without swapping
+    and all of it (Linux's ``MemAvailable`` and ``MemTotal``, from one reading of
+    ``/proc/meminfo``, so that a container that shows its own figures shows both), or
+    None where the system does not say."""
+    found: dict[bytes, int] = {}
     try:
         with open("/proc/meminfo", "rb") as meminfo:
             for line in meminfo:
-                if line.startswith(b"MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                key = line.split(b":", 1)[0]
+                if key in (b"MemAvailable", b"MemTotal"):
+                    found[key] = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
-    return None
+    if len(found) < 2:
+        return None
+    return found[b"MemAvailable"], found[b"MemTotal"]
 
 
 def check_memory_left() -> None:
     """Raise MemoryError where the machine has almost no memory left (below
-    :data:`LOW_MEMORY`, or 2% of its physical memory): a run that goes on would be ended
-    by the system's out-of-memory killer, or swap for hours.
+    :data:`LOW_MEMORY`, or 2% of its total): a run that goes on would be ended by the
+    system's out-of-memory killer, or swap for hours.
 
     Raises:
         MemoryError: naming the memory left and the floor.
     """
-    left = available_memory()
-    if left is None:
+    reading = memory_left()
+    if reading is None:
         return
-    floor = max(LOW_MEMORY, (physical_memory() or 0) // 50)
+    left, total = reading
+    floor = max(LOW_MEMORY, total // 50)
     if left < floor:
         raise MemoryError(
             f"out of memory: this machine has {left / 2**20:.0f} MiB left (below "

@@ -1214,7 +1214,8 @@ def test_an_empty_algorithm_is_refused_not_taken_for_the_default(capsys, argv, t
 
 
 def test_standard_output_closed_or_full_is_said_with_the_status_of_its_kind(capsys,
-                                                                            monkeypatch):
+                                                                            monkeypatch,
+                                                                            tmp_path):
     """simcoll run >&- ran the whole simulation printing nothing, then raised an
     AttributeError; > /dev/full exited 2, the status of bad arguments."""
     monkeypatch.setattr(sys, "stdout", None)
@@ -1222,6 +1223,14 @@ def test_standard_output_closed_or_full_is_said_with_the_status_of_its_kind(caps
     assert capsys.readouterr().err == (
         "simcoll run: error: standard output is closed; give it a file or a pipe "
         "(>/dev/null to drop what it prints)\n")
+    # a command whose work goes to --output does it, its note on standard output lost
+    monkeypatch.setattr(sys, "stdout", None)
+    swept = tmp_path / "points.jsonl"
+    assert main(["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K",
+                 "--output", str(swept)]) == 0
+    assert [r.nranks for r in sc.load_results(swept)] == [2]
+    assert capsys.readouterr().err == f"1 point written to {swept}\n"
+    sys.stdout.close()   # the null device main opened in its place
 
     class Full(io.StringIO):
         def flush(self):

@@ -409,6 +409,25 @@ def test_work_not_waited_for_past_the_time_limit_stops_the_run():
         pytest.approx(10.000001, rel=1e-12)
 
 
+def test_work_waited_for_ends_within_the_limit_set_at_its_last_event():
+    """A program that waits for all its compute, with until= the instant its last event
+    fires: the compute's end, computed as max(now, x) + s, lies an ulp past that instant
+    (1.2076672765127434 against 1.2076672765127432), which must not read as work left
+    running past the limit."""
+    x, y, s = 0.762280082457942, 0.0021060533511106927, 0.4453871940548014
+
+    def waits(comm):
+        first = comm.compute(x)
+        yield comm.sleep(y)
+        yield comm.compute(s)
+        yield first
+        return comm.rank
+
+    fired = y + ((x + s) - y)
+    assert fired < x + s   # the ulp
+    assert sc.run_program(sc.topology.switch(2), waits, until=fired).time == x + s
+
+
 def test_a_run_limit_halfway_through_a_ring_names_every_rank():
     """A ring all_reduce's ranks return after its 2 (p - 1) = 6 steps; stopped after 10
     events, half way (t = 1.39e-5 s of 2.77e-5 s), none had returned."""

@@ -209,32 +209,51 @@ def test_nccl_slices_that_just_fit_are_not_refused(monkeypatch):
 def test_a_run_stops_with_a_memory_error_where_the_machine_runs_out(monkeypatch, capsys):
     """A data-free direct all_to_all on 3,000 ranks holds some 9 million messages, 25 GiB:
     it started on a machine of 23.5 GiB and ran until the out-of-memory killer came. The
-    run now looks at the memory left every CHECK_EVERY events and stops with a
-    MemoryError once little is (here: 100 MiB left, 2% of 23.5 GiB is 482 MiB)."""
-    from simcoll import engine, memory
+    run now looks at the memory left every CHECK_EVERY (16,384) messages and stops with
+    a MemoryError once little is (here: 100 MiB left; 2% of 23.5 GiB is 481.3 MiB). On
+    129 ranks 16,512 messages: one look, in every network model (the run processes some
+    2p events only, so looking by events never looked)."""
+    from simcoll import memory
     from simcoll.cli import main
 
-    monkeypatch.setattr(engine, "CHECK_EVERY", 16)  # the run takes 35 events
-    monkeypatch.setattr(memory, "physical_memory", lambda: 23.5 * 2**30)
-    monkeypatch.setattr(memory, "available_memory", lambda: 100 * 2**20)
-    with pytest.raises(MemoryError, match=r"^out of memory: this machine has 100 MiB left "
-                                          r"\(below 481 MiB\), so the simulation stopped$"):
-        sc.simulate(sc.topology.switch(16), "all_to_all", algorithm="direct", nbytes=1024)
+    looks = []
+
+    def low():
+        looks.append(1)
+        return 100 * 2**20, int(23.5 * 2**30)
+
+    monkeypatch.setattr(memory, "memory_left", low)
+    for network in ("flow", "flow_rtt", "analytical"):
+        looks.clear()
+        with pytest.raises(MemoryError, match=r"^out of memory: this machine has 100 MiB "
+                                              r"left \(below 481 MiB\), so the simulation "
+                                              r"stopped$"):
+            sc.simulate(sc.topology.switch(129), "all_to_all", algorithm="direct",
+                        nbytes=129 * 8, network=network)
+        assert looks == [1]
     assert main(["run", "--collective", "all_to_all", "--algorithm", "direct",
-                 "--topology", "switch:16", "--size", "1K"]) == 2
+                 "--topology", "switch:129", "--size", "1032"]) == 2
     assert capsys.readouterr().err == (
         "simcoll run: error: out of memory: this machine has 100 MiB left (below 481 MiB), "
         "so the simulation stopped; use fewer ranks (algorithms that send to every rank at "
         "once, such as naive and direct, hold p^2 messages even data-free) or smaller sizes "
         "(or drop -c)\n")
-    # with memory to spare, or where the system does not say, the run goes on
-    for left in (lambda: 482 * 2**20, lambda: None):
-        monkeypatch.setattr(memory, "available_memory", left)
-        assert sc.simulate(sc.topology.switch(16), "all_to_all", algorithm="direct",
-                           nbytes=1024).time > 0
+    # with memory to spare, or where the system does not say, the run goes on; below
+    # 16,384 messages nothing is read
+    for reading in (lambda: (482 * 2**20, int(23.5 * 2**30)), lambda: None):
+        monkeypatch.setattr(memory, "memory_left", reading)
+        assert sc.simulate(sc.topology.switch(129), "all_to_all", algorithm="direct",
+                           nbytes=129 * 8).time > 0
+    looks.clear()
+    monkeypatch.setattr(memory, "memory_left", low)
+    assert sc.simulate(sc.topology.switch(128), "all_to_all", algorithm="direct",
+                       nbytes=128 * 8).messages == 16_256
+    assert looks == []
 
 
 def test_the_memory_left_is_read_from_the_system():
-    left, physical = sc.memory.available_memory(), sc.memory.physical_memory()
+    reading = sc.memory.memory_left()
     if sys.platform.startswith("linux"):
-        assert left is not None and physical is not None and 0 < left <= physical
+        assert reading is not None
+        left, total = reading
+        assert 0 < left <= total

@@ -1320,6 +1320,17 @@ def test_plot_command_reads_a_retried_point_as_last_saved(capsys, tmp_path):
     picture = tmp_path / "p.png"
     assert main(["plot", str(points), "--output", str(picture)]) == 0
     assert capsys.readouterr().out == f"3 of 3 records plotted to {picture}\n"
+    # identity values that are not hashable (a root written as a list) are compared as
+    # JSON: the point read last holds, and nothing raised a TypeError
+    odd = tmp_path / "odd.jsonl"
+    first, again = (dict(rec("ring", 2, 1 << 20, t), network="flow", topology_hash="h",
+                         op="SUM", root=[0], params={}) for t in (1e-5, 2e-5))
+    other = dict(first, nranks=4, busbw=1.0)
+    odd.write_text("".join(json.dumps(r) + "\n" for r in (first, other, again)))
+    assert main(["plot", str(odd), "--output", str(picture)]) == 0
+    assert capsys.readouterr().out == f"2 of 2 records plotted to {picture}\n"
+    from simcoll.cli.plotting import read_records
+    assert read_records(odd) == [other, again]
 
 
 def test_size_axes_name_the_machine_once_in_the_title():

@@ -281,6 +281,24 @@ def test_a_sweep_stopped_before_its_first_point_keeps_what_another_saved_meanwhi
     assert not alone.exists()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="no file locks: an empty file stays")
+def test_a_sweep_stopped_before_its_first_point_keeps_a_file_another_has_open(tmp_path):
+    """Sweep A makes the save file, sweep B opens it and has not saved a point yet, A
+    stops: A removed the empty file, and B's points then went to a file no longer in the
+    folder, without an error."""
+    from simcoll.sweep.storage import ResultFile
+
+    path = tmp_path / "points.jsonl"
+    record = sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                   sizes=[64]).records[0]
+    first, second = ResultFile(path), ResultFile(path)
+    first.close()
+    assert path.exists()
+    second.append(record)
+    second.close()
+    assert load_results(path).records == (record,)
+
+
 def test_a_full_disk_under_save_names_the_file_and_keeps_what_it_holds(tmp_path,
                                                                        monkeypatch):
     """The OSError of a full disk said '[Errno 28] No space left on device', naming no

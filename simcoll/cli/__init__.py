@@ -94,9 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     vars(args).pop(GIVEN_ONCE, None)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if sys.stdout is None:  # started with standard output closed (>&-)
-        print(f"simcoll {args.command}: error: standard output is closed; give it a file "
-              f"or a pipe (>/dev/null to drop what it prints)", file=sys.stderr)
-        return 2
+        if getattr(args, "output", None) is None:
+            print(f"simcoll {args.command}: error: standard output is closed; give it a "
+                  f"file or a pipe (>/dev/null to drop what it prints)", file=sys.stderr)
+            return 2
+        sys.stdout = open(os.devnull, "w")  # what it makes goes to --output: a note lost
     try:
         status: int = args.handler(args)
         sys.stdout.flush()
@@ -109,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError as exc:
         hint = ("a smaller --size" if args.command == "demo" else
                 "fewer ranks (algorithms that send to every rank at once, such as naive and "
-                "direct, hold p^2 messages even data-free) or smaller sizes (or drop -c)")
+                "direct, hold p^2 messages even data-free) or smaller sizes"
+                + (" (or drop -c)" if args.command in ("run", "trace") else ""))
         said = str(exc) if str(exc).startswith("out of memory") else "out of memory"
         print(f"simcoll {args.command}: error: {said}; use {hint}", file=sys.stderr)
         return 2

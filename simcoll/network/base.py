@@ -15,6 +15,7 @@ import simpy
 from simpy.events import Timeout
 
 from simcoll.errors import InvalidInputError, LinkFailureError, NoRouteError
+from simcoll.memory import MEMORY_MASK, check_memory_left
 from simcoll.topology.graph import ROUTES_KEPT, MulticastVia, Topology, Via
 
 __all__ = ["Network", "Arrival"]
@@ -125,6 +126,8 @@ class Network:
         for d in dsts:
             self.received[d] += nbytes
         self.messages += 1
+        if not self.messages & MEMORY_MASK:
+            check_memory_left()
         for d in links:
             self.link_bytes[d] += nbytes
         latency += delay
@@ -160,6 +163,8 @@ class Network:
         self.sent[src] += nbytes
         self.received[dst] += nbytes
         self.messages += 1
+        if not self.messages & MEMORY_MASK:
+            check_memory_left()
         link_bytes = self.link_bytes
         for d in links:
             link_bytes[d] += wire_bytes

@@ -59,6 +59,7 @@ import simpy
 from simpy.events import Event, Timeout
 
 from simcoll.engine import LATE, cancel, schedule_at
+from simcoll.memory import MEMORY_MASK, check_memory_left
 from simcoll.network.base import Arrival, Network
 from simcoll.network.general import GeneralFlows
 from simcoll.network.maxmin import CROSSOVER
@@ -138,6 +139,8 @@ class FlowNetwork(Network):
         self.sent[src] += nbytes
         self.received[dst] += nbytes
         self.messages += 1
+        if not self.messages & MEMORY_MASK:
+            check_memory_left()
         link_bytes, load = self.link_bytes, self._load
         idle = wire > 0 and self.fast
         for d in links:

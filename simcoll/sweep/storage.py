@@ -21,6 +21,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+try:
+    import fcntl
+except ImportError:  # Windows: a save file a stopped sweep made empty stays
+    fcntl = None  # type: ignore[assignment]
+
 from simcoll.errors import InvalidInputError
 from simcoll.files import cannot_write, file_path, output_path, sync_folder
 from simcoll.sweep.records import SweepResults, check_record, decode, point_key
@@ -175,11 +180,7 @@ class ResultFile:
                 _warn_truncated(self.path, self.path.stat().st_size, cut)
                 os.truncate(self.path, cut)
         self.saved = _latest(records)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-        try:
-            self._fd: int | None = os.open(self.path, flags, 0o666)
-        except OSError as exc:
-            raise cannot_write(self.path, exc) from None
+        self._fd: int | None = _open_shared(self.path)
         self._created = created
         if not created and not _ends_line(self.path):
             self._write(b"\n")
@@ -219,22 +220,53 @@ class ResultFile:
 
     def close(self) -> None:
         """Close the file (every record is already on disk); remove it where this run
-        created it and it is still empty (a sweep stopped before its first point; another
-        sweep saving to the same file may have written to it meanwhile)."""
+        created it, it is still empty and no other sweep has it open (a sweep stopped
+        before its first point; another saving to the same file may have opened it, or
+        written to it, meanwhile)."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
             try:
-                empty = os.fstat(fd).st_size == 0
+                if self._created and os.fstat(fd).st_size == 0 and _alone(fd):
+                    Path(os.path.realpath(self.path)).unlink(missing_ok=True)  # not a link
             finally:
                 os.close(fd)
-            if self._created and empty:   # the file, not a link to it
-                Path(os.path.realpath(self.path)).unlink(missing_ok=True)
 
     def __enter__(self) -> ResultFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _open_shared(path: Path) -> int:
+    """``path`` opened for appending (made if need be), with a shared lock that tells
+    other sweeps it is in use (:func:`_alone`); opened again if the file was removed
+    while the lock was awaited."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+    while True:
+        try:
+            fd = os.open(path, flags, 0o666)
+        except OSError as exc:
+            raise cannot_write(path, exc) from None
+        if fcntl is None:
+            return fd
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        if os.fstat(fd).st_nlink > 0:
+            return fd
+        os.close(fd)   # removed by a sweep that had it alone: make it again
+
+
+def _alone(fd: int) -> bool:
+    """Whether no other sweep has the file of ``fd`` open (an exclusive lock is to be
+    had; kept until the file is closed). Where locks are not available: not known, so
+    False."""
+    if fcntl is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 def _ends_line(path: Path) -> bool:
