@@ -1320,3 +1320,39 @@ def test_a_checked_double_average_over_ranks_not_a_power_of_two_counts_nothing_w
     status, out, _ = cli(capsys, "run", "--topology", topology, "-b", "1K", "-e", "64K",
                          "-f", "8", "-c", "-d", "double", "-o", "avg")
     assert status == 0 and [row[-1] for row in table_rows(out)] == ["0", "0", "0"]
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO])
+def test_every_failed_write_exits_1_naming_its_file_or_standard_output(capsys, monkeypatch,
+                                                                       code):
+    """A write that fails for want of room (or of a working disk) is status 1; its error
+    names the file where it has one, else standard output."""
+    strerror = os.strerror(code)
+
+    def failing(filename):
+        class Failing(io.StringIO):
+            def flush(self):
+                raise OSError(code, strerror, filename)
+        return Failing()
+
+    monkeypatch.setattr(sys, "stdout", failing(None))
+    assert main(["run", "--size", "1K"]) == 1
+    assert capsys.readouterr().err == (f"simcoll run: error: cannot write standard output: "
+                                       f"{strerror}\n")
+    monkeypatch.setattr(sys, "stdout", failing("/mnt/full/out.csv"))
+    assert main(["run", "--size", "1K"]) == 1
+    assert capsys.readouterr().err == (f"simcoll run: error: [Errno {code}] {strerror}: "
+                                       f"'/mnt/full/out.csv'\n")
+
+
+def test_an_os_error_the_arguments_caused_is_status_2(capsys, monkeypatch):
+    """OSError left _USAGE_ERRORS for a branch of its own: an error other than a failed
+    write (a file that cannot be opened) is still the status of bad input, 2."""
+    class Denied(io.StringIO):
+        def flush(self):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), "/x/out.csv")
+
+    monkeypatch.setattr(sys, "stdout", Denied())
+    assert main(["run", "--size", "1K"]) == 2
+    assert capsys.readouterr().err == (f"simcoll run: error: [Errno {errno.EACCES}] "
+                                       f"{os.strerror(errno.EACCES)}: '/x/out.csv'\n")

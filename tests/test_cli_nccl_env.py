@@ -221,3 +221,16 @@ def test_a_flag_is_read_with_blanks_around_it(capsys, monkeypatch):
 def test_a_variable_that_only_starts_with_nccl_is_not_ncclls(capsys, monkeypatch):
     _, err = records(capsys, monkeypatch, {"NCCLX_HOME": "/opt/ncclx"}, "--size", "1M")
     assert err == ""
+
+
+@pytest.mark.parametrize("env, said", [
+    ({"NCCL_MIN_NCHANNELS": "2", "NCCL_MAX_NCHANNELS": "4"},
+     "NCCL_MIN_NCHANNELS=2 NCCL_MAX_NCHANNELS=4"),
+    ({"NCCL_MIN_NCHANNELS": "2"}, "NCCL_MIN_NCHANNELS=2"),
+])
+def test_a_range_of_channel_counts_names_what_is_set_minimum_first(capsys, monkeypatch, env,
+                                                                   said):
+    _, err = records(capsys, monkeypatch, env, "--size", "64M")
+    assert err.startswith(f"# {said}: a range of channel counts is not simulated "
+                          f"(channels= is one count: give NCCL_MIN_NCHANNELS and "
+                          f"NCCL_MAX_NCHANNELS the same, or --param channels=N)\n")

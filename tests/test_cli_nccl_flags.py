@@ -474,3 +474,20 @@ def test_json_report_with_per_iteration_timing_gives_one_iterations_statistics(t
     assert status == 0 and notes_of(out)[0] == (
         "# -I 2: nccl-tests takes 0 (off) or 1 (on) and turns per-iteration statistics off "
         "for any other value; off")
+
+
+def test_per_iteration_timing_0_or_1_says_nothing_of_its_value(capsys):
+    """Only -I other than 0 and 1 is noted as turned off; -I 0 and -I 1 are taken."""
+    for value in ("0", "1"):
+        status, out, _ = cli(capsys, "run", "--topology", "switch:4", *SMALL, "-I", value)
+        assert status == 0 and notes_of(out) == [
+            f"# -I {value}: taken; a simulation's iterations all take the same time, and "
+            f"its time is the last rank's (as -a 3)"]
+
+
+def test_device_cta_count_help_names_nccl_tests_default(capsys):
+    from simcoll.cli import main
+
+    assert main(["run", "--help"]) == 0
+    assert ("CTAs of the device-side kernels, which only -D > 0 runs (refused) "
+            "(nccl-tests' default 16)") in " ".join(capsys.readouterr().out.split())

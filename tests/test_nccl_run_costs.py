@@ -314,3 +314,36 @@ def test_the_estimate_is_refused_where_the_tuner_runs_a_tree_on_the_reference_ne
     assert sc.simulate(alpha_beta_network(p, alpha=a, beta=1e-11), "all_reduce",
                        algorithm="nccl", nbytes=n).params["algo"] == "ring"
     assert sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a, beta=1e-11) > 0
+
+
+def test_the_tuners_check_follows_algo_and_proto_and_skips_what_it_does_not_tune():
+    """The refusal asks the tuner with the given algo and proto: LL128 alone takes the
+    tree at 8 B even on 100 GB/s links; a list that leaves the tree out runs the ring,
+    whose estimate stands; an empty buffer costs nothing whatever the tuner would take."""
+    a = 5e-6
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^on the reference network of 2 GPUs with beta=1e-11 s/B, "
+                             r"NCCL's tuner runs tree \(LL128\) for all_reduce of 8 B "
+                             r"\(algo='auto', proto='LL128'\)"):
+        sc.cost.predict("all_reduce", "nccl", p=2, nbytes=8, alpha=a, beta=1e-11,
+                        proto="LL128")
+    ring = sc.cost.predict("all_reduce", "nccl", p=4, nbytes=1 << 20, alpha=a, beta=1e-12,
+                           algo="ring")
+    for algo in ("^tree", "ring,nvls"):
+        assert sc.cost.predict("all_reduce", "nccl", p=4, nbytes=1 << 20, alpha=a,
+                               beta=1e-12, algo=algo) == ring
+    assert sc.cost.predict("all_reduce", "nccl", p=5, nbytes=0, alpha=a, beta=1e-12,
+                           proto="LL128") == 0.0
+
+
+def test_the_tuners_check_sees_intra_and_arch_as_the_run_does():
+    """With intra='pci' or arch='hopper' the run's tuner takes the ring where it takes its
+    tree without them (1 TB/s, 5 GPUs, 1 MiB); the check asked the tuner about the plain
+    switch and refused the estimate, saying the tuner ran the tree."""
+    a, b, p, n = 5e-6, 1e-12, 5, 1 << 20
+    for kw in (dict(intra="pci"), dict(arch="hopper")):
+        res = sc.simulate(alpha_beta_network(p, alpha=a, beta=b), "all_reduce",
+                          algorithm="nccl", nbytes=n, **kw)
+        assert res.params["algo"] == "ring"
+        assert sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a, beta=b,
+                               **kw) > 0

@@ -198,3 +198,16 @@ def test_two_reports_one_after_the_other_are_not_taken_for_json_lines():
 def test_a_report_after_a_byte_order_mark_and_blanks_is_read():
     text = "\ufeff \n\t" + json.dumps(report())
     assert sc.nccl_tests.parse(text).sizes == (1024, 4096, 16384)
+
+
+@pytest.mark.parametrize("key, field", [("average_bus_bandwidth", "bandwidth"),
+                                        ("average_bus_bandwidith", "bandwidith")])
+def test_an_average_that_is_not_a_number_is_left_out(key, field):
+    """Under either spelling, an average bus bandwidth that is not a number (a string
+    such as "n/a") is left out, as a missing one is, not read or raised on."""
+    doc = report()
+    del doc["average_bus_bandwidth"]
+    doc[key] = {field: "n/a", "okay": "unchecked"}
+    table = sc.nccl_tests.parse(json.dumps(doc, indent=2))
+    assert table.avg_busbw is None
+    assert [r.size for r in table.rows] == [1024, 4096, 16384]

@@ -712,3 +712,40 @@ def test_zero_runs_its_layers_collectives_one_after_another(stage):
     run = zero(topo, JOB, stage=stage, flop_rate=math.inf)
     for t in run.step_times:
         assert t == pytest.approx(one_after_another, rel=1e-9)
+
+
+def test_a_job_takes_exactly_the_models_float64_params_as_read_only_copies():
+    """TrainingJob's checks moved to check_model and checked_params: a model that is not
+    an MLP, params with a name too many or of float32, are refused by name, and the job
+    keeps read-only copies, not the caller's arrays."""
+    with pytest.raises(sc.InvalidInputError, match=r"^model='mlp' is not accepted; use a "
+                                                   r"simcoll.numeric.MLP$"):
+        TrainingJob("mlp", JOB.params, JOB.batches, Adam())
+    extra = {**JOB.params, "layer3.weight": np.zeros((8, 8))}
+    with pytest.raises(sc.InvalidInputError, match=r"^params must be a dict of "
+                                                   r"layer0.weight, .*; got \[.*'layer3.weight'"):
+        TrainingJob(MODEL, extra, JOB.batches, Adam())
+    single = {name: value.astype(np.float32) for name, value in JOB.params.items()}
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^params\['layer0.weight'\] has shape \(16, 8\) and dtype "
+                             r"float32; the model needs \(16, 8\), float64$"):
+        TrainingJob(MODEL, single, JOB.batches, Adam())
+    mine = {name: value.copy() for name, value in JOB.params.items()}
+    job = TrainingJob(MODEL, mine, JOB.batches, Adam())
+    mine["layer0.weight"][...] = 0.0   # the caller's array, not the job's
+    assert not any(value.flags.writeable for value in job.params.values())
+    np.testing.assert_array_equal(job.params["layer0.weight"], JOB.params["layer0.weight"])
+
+
+def test_tp_pieces_takes_params_as_a_job_takes_them():
+    """tp_pieces reads params through checked_params: nested lists of floats are taken
+    as a job takes them (cut as the arrays are), float32 is refused by name."""
+    want = tp_pieces(TP_JOB.model, TP_JOB.params, 2, 1)
+    got = tp_pieces(TP_JOB.model, {k: v.tolist() for k, v in TP_JOB.params.items()}, 2, 1)
+    assert list(got) == list(want)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
+    with pytest.raises(sc.InvalidInputError, match=r"^params\['layer0.weight'\] has shape "
+                                                   r"\(16, 8\) and dtype float32"):
+        tp_pieces(TP_JOB.model, {k: v.astype(np.float32) for k, v in TP_JOB.params.items()},
+                  2, 0)

@@ -70,14 +70,17 @@ _SEARCHED_GPUS = 8
 """GPUs of the switch NCCL's search is run on for :func:`searched_switch`."""
 
 
-def searched_switch(p: int, beta: float) -> Machine:
+def searched_switch(p: int, beta: float, arch: str = "auto",
+                    intra: str = "auto") -> Machine:
     """What NCCL's search and tuner make of the reference switch of ``p`` GPUs and links
     of 1/beta: the search run on a switch of at most :data:`_SEARCHED_GPUS` GPUs, whose
     channels and speeds do not depend on the GPU count (checked for 2 to 100 GPUs), so a
-    query costs the same at any ``p``; beta = 0 is the limit of ever faster links."""
+    query costs the same at any ``p``; beta = 0 is the limit of ever faster links. The
+    ``arch`` and ``intra`` a run is given change what its tuner sees, and so here."""
     gpus = min(p, _SEARCHED_GPUS)
-    searched = _described_switch(gpus, 1 / beta if beta > 0 else _FASTEST)
-    return dataclasses.replace(searched, nranks=p, smallest_node=p)
+    searched = _described_switch(gpus, 1 / beta if beta > 0 else _FASTEST, arch)
+    searched = dataclasses.replace(searched, nranks=p, smallest_node=p)
+    return searched if intra == "auto" else dataclasses.replace(searched, intra=intra)
 
 
 _FASTEST = 1e300
@@ -85,8 +88,8 @@ _FASTEST = 1e300
 
 
 @functools.lru_cache(maxsize=64)
-def _described_switch(gpus: int, bandwidth: float) -> Machine:
-    return describe(switch(gpus, bandwidth=bandwidth), tuple(range(gpus)))
+def _described_switch(gpus: int, bandwidth: float, arch: str) -> Machine:
+    return describe(switch(gpus, bandwidth=bandwidth), tuple(range(gpus)), arch)
 
 
 def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: float,
@@ -104,8 +107,8 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     Nothing for one rank or an empty buffer, which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
-    choice = choose(searched_switch(p, beta), collective, nbytes, algo="ring", proto=proto,
-                    channels=channels, tuner=tuner)
+    choice = choose(searched_switch(p, beta, arch, intra), collective, nbytes, algo="ring",
+                    proto=proto, channels=channels, tuner=tuner)
     protocol = dataclasses.replace(one_step_slices(PROTOCOL[choice.proto]),
                                    launch=launch_overhead, step_scale=step_latency_scale)
     c = choice.channels
@@ -177,8 +180,9 @@ def _tuned_to_ring(collective: str, p: int, nbytes: int, beta: float, kw: Any) -
     another algorithm than the ring the model describes."""
     if collective == "all_to_all" or p == 1 or nbytes == 0 or kw["algo"] == "ring":
         return
-    choice = choose(searched_switch(p, beta), collective, nbytes, algo=kw["algo"],
-                    proto=kw["proto"], channels=kw["channels"], tuner=kw["tuner"])
+    choice = choose(searched_switch(p, beta, kw["arch"], kw["intra"]), collective, nbytes,
+                    algo=kw["algo"], proto=kw["proto"], channels=kw["channels"],
+                    tuner=kw["tuner"])
     if choice.algo != "ring":
         raise InvalidInputError(
             f"on the reference network of {p} GPUs with beta={beta:g} s/B, NCCL's tuner "
