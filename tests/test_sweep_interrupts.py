@@ -427,3 +427,26 @@ def test_ctrl_c_is_blocked_while_a_line_is_written():
     with ctrl_c_held():
         assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
     assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+
+
+def test_a_file_system_without_locks_keeps_the_save_file(tmp_path, monkeypatch):
+    """Where flock fails (a file system without locks), a sweep still saves its points,
+    and a stopped one keeps the empty file it made (whether another sweep has it open
+    cannot be known)."""
+    from simcoll.sweep import storage
+
+    class NoLocks:
+        LOCK_SH, LOCK_EX, LOCK_NB = 1, 2, 4
+
+        @staticmethod
+        def flock(fd, operation):
+            raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(storage, "fcntl", NoLocks)
+    path = tmp_path / "points.jsonl"
+    done = sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                 sizes=[64], save=path)
+    assert load_results(path).records == done.records
+    empty = tmp_path / "empty.jsonl"
+    storage.ResultFile(empty).close()
+    assert empty.exists() and empty.read_bytes() == b""

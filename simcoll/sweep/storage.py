@@ -250,7 +250,10 @@ def _open_shared(path: Path) -> int:
             raise cannot_write(path, exc) from None
         if fcntl is None:
             return fd
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError:   # a file system without locks: kept, whatever happens (_alone)
+            return fd
         if os.fstat(fd).st_nlink > 0:
             return fd
         os.close(fd)   # removed by a sweep that had it alone: make it again
@@ -258,8 +261,8 @@ def _open_shared(path: Path) -> int:
 
 def _alone(fd: int) -> bool:
     """Whether no other sweep has the file of ``fd`` open (an exclusive lock is to be
-    had; kept until the file is closed). Where locks are not available: not known, so
-    False."""
+    had; kept until the file is closed). Where locks are not available (Windows, a file
+    system without them): not known, so False."""
     if fcntl is None:
         return False
     try:
