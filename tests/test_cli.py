@@ -1356,3 +1356,39 @@ def test_an_os_error_the_arguments_caused_is_status_2(capsys, monkeypatch):
     assert main(["run", "--size", "1K"]) == 2
     assert capsys.readouterr().err == (f"simcoll run: error: [Errno {errno.EACCES}] "
                                        f"{os.strerror(errno.EACCES)}: '/x/out.csv'\n")
+
+
+def test_out_of_memory_names_dash_c_only_where_the_command_has_it(capsys, monkeypatch,
+                                                                 tmp_path):
+    """trace has -c as run does, and its hint says so; sweep has no -c, and its hint
+    does not tell to drop it."""
+    from simcoll import memory
+
+    monkeypatch.setattr(memory, "memory_left", lambda: (100 * 2**20, int(23.5 * 2**30)))
+    said = ("out of memory: this machine has 100 MiB left (below 481 MiB), so the "
+            "simulation stopped; use fewer ranks (algorithms that send to every rank at once, "
+            "such as naive and direct, hold p^2 messages even data-free) or smaller sizes")
+    status, _, err = cli(capsys, "trace", "--collective", "all_to_all", "--algorithm",
+                         "direct", "--topology", "switch:129", "--size", "1032", "--output",
+                         str(tmp_path / "t.json"))
+    assert (status, err) == (2, f"simcoll trace: error: {said} (or drop -c)\n")
+    status, _, err = cli(capsys, "sweep", "--collective", "all_to_all", "--algorithms",
+                         "direct", "--ranks", "129", "--sizes", "1032")
+    assert (status, err) == (2, f"simcoll sweep: error: {said}\n")
+
+
+def test_out_of_memory_says_only_simcolls_own_words(capsys):
+    """The run's own MemoryError names the memory left; any other (numpy's 'Unable to
+    allocate ...', a bare MemoryError) reads 'out of memory', as before."""
+    @sc.register("all_reduce", "_test_cli_numpy_out_of_memory", cost=NO_FORMULA)
+    def hungry(comm, x, *, op=sc.ReduceOp.SUM):
+        yield comm.compute(1e-6)
+        raise MemoryError("Unable to allocate 4.00 GiB for an array with shape "
+                          "(1073741824,) and data type float32")
+
+    status, _, err = cli(capsys, "run", "--topology", "switch:4", "--algorithm",
+                         "_test_cli_numpy_out_of_memory", "--size", "1K")
+    assert (status, err) == (2, "simcoll run: error: out of memory; use fewer ranks "
+                                "(algorithms that send to every rank at once, such as "
+                                "naive and direct, hold p^2 messages even data-free) or "
+                                "smaller sizes (or drop -c)\n")

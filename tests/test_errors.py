@@ -434,3 +434,22 @@ def test_a_run_limit_halfway_through_a_ring_names_every_rank():
     with pytest.raises(sc.RunLimitError) as info:
         sc.simulate(topo4(), "all_reduce", algorithm="ring", nbytes=1 << 20, max_events=10)
     assert info.value.running == ["rank 0", "rank 1", "rank 2", "rank 3"]
+
+
+@pytest.mark.parametrize("until", [1e-6, 1.0, 1e4])
+def test_work_not_waited_for_a_billionth_past_the_limit_stops_the_run(until):
+    """The until check allows a computed end the rounding of one sum past its event (a
+    relative 1e-12), not more: compute a program does not wait for that ends a relative
+    1e-9 past until= is past the limit, on every scale (an absolute 1e-12 s would let
+    compute end a millionth past until=1e-6 s)."""
+    def late(comm):
+        yield comm.compute(until / 2)
+        comm.compute(until / 2 * (1 + 2e-9))
+        return comm.rank
+
+    with pytest.raises(sc.RunLimitError, match=rf"^late reached the simulated-time limit "
+                                               rf"until={until:g} s: compute or a "
+                                               rf"reduction a program started"):
+        sc.run_program(sc.topology.switch(2), late, until=until)
+    assert sc.run_program(sc.topology.switch(2), late, until=until * (1 + 1e-8)).time == \
+        pytest.approx(until * (1 + 1e-9), rel=1e-13)

@@ -396,3 +396,18 @@ def test_data_mode_without_outputs_runs_the_rank_programs(monkeypatch, timed):
     assert res.outputs is not None and res.outputs[3].tolist() == [6.0] * 8
     sc.simulate(topo, "all_reduce", algorithm="timeline-only", nbytes=32)
     assert timed == [True]
+
+
+@pytest.mark.parametrize("collective", ["all_gatherv", "reduce_scatterv"])
+def test_a_run_that_just_fits_max_events_is_still_timed_over_arrays(timed, collective):
+    """Eight ranks with nothing to send take 2p = 16 events (each program's start and
+    end) and no message: max_events=16 is enough, exactly, and the arrays' path times the
+    run, as it does with more to spare; at 15 it leaves the run to the events."""
+    kwargs = dict(algorithm="ring", nbytes=[0] * 8)
+    for limit in (16, 17):
+        assert sc.simulate(sc.topology.ring(8), collective, max_events=limit,
+                           **kwargs).time >= 0
+    assert timed == [True, True]
+    with pytest.raises(RunLimitError, match="max_events=15 "):
+        sc.simulate(sc.topology.ring(8), collective, max_events=15, **kwargs)
+    assert timed == [True, True, False]

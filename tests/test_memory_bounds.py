@@ -257,3 +257,106 @@ def test_the_memory_left_is_read_from_the_system():
         assert reading is not None
         left, total = reading
         assert 0 < left <= total
+
+
+def _meminfo(monkeypatch, text):
+    """Make /proc/meminfo read ``text`` (bytes) for simcoll.memory."""
+    import builtins
+    import io
+
+    from simcoll import memory
+
+    real = builtins.open
+
+    def fake(path, *args, **kwargs):
+        if path == "/proc/meminfo":
+            return io.BytesIO(text)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(memory, "open", fake, raising=False)
+
+
+def test_the_memory_left_is_read_in_kib_from_one_reading(monkeypatch):
+    """/proc/meminfo's kB are KiB; both figures come from the one file, and a file that
+    lacks either, or a figure that is not a number, says nothing (None): the run goes on
+    rather than stopping on a reading it cannot trust."""
+    from simcoll import memory
+
+    _meminfo(monkeypatch, b"MemTotal:       24683792 kB\nMemFree:        21970192 kB\n"
+                          b"MemAvailable:   24091872 kB\nBuffers:           12 kB\n")
+    assert memory.memory_left() == (24091872 * 1024, 24683792 * 1024)
+    for text in (b"MemTotal:       24683792 kB\nMemFree:        21970192 kB\n",
+                 b"MemAvailable:   24091872 kB\n",
+                 b"MemTotal:       24683792 kB\nMemAvailable:   many kB\n",
+                 b"MemTotal:\nMemAvailable:   24091872 kB\n"):
+        _meminfo(monkeypatch, text)
+        assert memory.memory_left() is None
+        memory.check_memory_left()  # nothing known: no error
+
+
+def test_the_memory_floor_is_256_mib_or_2_percent_and_exactly_the_floor_is_enough(
+        monkeypatch):
+    """The run stops below max(LOW_MEMORY, 2% of the total): on a 4 GiB machine (2% is
+    82 MiB) below 256 MiB; on 23.5 GiB below 481.3 MiB. Exactly the floor left goes on."""
+    from simcoll import memory
+
+    assert memory.LOW_MEMORY == 256 * 2**20
+    for total, floor, shown in ((4 * 2**30, 256 * 2**20, 256),
+                                (int(23.5 * 2**30), int(23.5 * 2**30) // 50, 481)):
+        monkeypatch.setattr(memory, "memory_left", lambda f=floor, t=total: (f, t))
+        memory.check_memory_left()
+        monkeypatch.setattr(memory, "memory_left", lambda f=floor, t=total: (f - 1, t))
+        with pytest.raises(MemoryError, match=rf"\(below {shown} MiB\)"):
+            memory.check_memory_left()
+
+
+@pytest.mark.parametrize("network", ["flow", "flow_rtt", "analytical"])
+def test_every_network_model_looks_at_the_memory_every_check_every_messages(monkeypatch,
+                                                                           network):
+    """16,256 messages (direct all_to_all on 128 ranks) read nothing; the look comes at
+    the 16,384th message, in every network model, and not before."""
+    from simcoll import memory
+
+    seen = []
+
+    def reading():
+        seen.append(1)
+        return 2**40, 2**40   # memory to spare
+
+    monkeypatch.setattr(memory, "memory_left", reading)
+    assert sc.simulate(sc.topology.switch(128), "all_to_all", algorithm="direct",
+                       nbytes=128 * 8, network=network).messages == 16_256
+    assert seen == []
+    assert sc.simulate(sc.topology.switch(129), "all_to_all", algorithm="direct",
+                       nbytes=129 * 8, network=network).messages == 16_512
+    assert seen == [1]
+
+
+@pytest.mark.parametrize("network", ["flow", "flow_rtt", "analytical"])
+def test_multicasts_count_towards_the_memory_look(monkeypatch, network):
+    """A multicast is a message as any other: 16,383 of them read nothing, and the
+    16,384th looks at the memory left and stops the run where little is."""
+    from simcoll import memory
+
+    looks = []
+
+    def low():
+        looks.append(1)
+        return 100 * 2**20, int(23.5 * 2**30)
+
+    def caster(comm, n):
+        if comm.rank == 0:
+            for _ in range(n):
+                yield comm.multicast(np.ones(1), [1, 2])
+        else:
+            for _ in range(n):
+                yield comm.recv(0)
+        return comm.rank
+
+    monkeypatch.setattr(memory, "memory_left", low)
+    assert sc.run_program(sc.topology.switch(3), caster, memory.CHECK_EVERY - 1,
+                          network=network).messages == memory.CHECK_EVERY - 1
+    assert looks == []
+    with pytest.raises(MemoryError, match=r"^out of memory: this machine has 100 MiB left"):
+        sc.run_program(sc.topology.switch(3), caster, memory.CHECK_EVERY, network=network)
+    assert looks == [1]

@@ -347,3 +347,44 @@ def test_the_tuners_check_sees_intra_and_arch_as_the_run_does():
         assert res.params["algo"] == "ring"
         assert sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a, beta=b,
                                **kw) > 0
+
+
+@pytest.mark.parametrize("collective, p, beta, nbytes, kw", [
+    ("broadcast", 4, 1e-11, 1 << 20, dict(arch="hopper")),   # 8 channels, not 10
+    ("reduce", 4, 1e-11, 1 << 20, dict(arch="hopper")),
+    ("broadcast", 2, 1e-9, 512, dict(intra="pci")),           # LL, not Simple
+])
+def test_the_chain_estimate_takes_what_the_runs_tuner_takes_for_arch_and_intra(
+        collective, p, beta, nbytes, kw):
+    """The chain's estimate reads the channels and protocol of NCCL's search and tuner as
+    the run's, given the run's arch and intra: on Hopper the search gives the switch 8
+    channels, and over PCI the tuner takes LL for 512 B; the estimate equals the run's
+    time, and the estimate with that protocol and those channels given."""
+    a = 5e-6
+    res = sc.simulate(alpha_beta_network(p, alpha=a, beta=beta), collective,
+                      algorithm="nccl", nbytes=nbytes, algo="ring", **kw)
+    plain = sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=a, beta=beta,
+                            algo="ring", proto=res.params["proto"])
+    estimate = sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=a, beta=beta,
+                               algo="ring", **kw)
+    assert estimate == sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=a,
+                                       beta=beta, algo="ring", proto=res.params["proto"],
+                                       channels=res.params["channels"], **kw)
+    assert estimate == pytest.approx(res.time, rel=1e-5)
+    if "arch" in kw:   # the same protocol on 10 channels: another time
+        assert estimate != plain
+
+
+def test_the_ring_estimate_takes_the_protocol_the_runs_tuner_takes_for_its_arch():
+    """The ring's estimate picked its protocol on an Ampere switch over NVLink whatever
+    arch and intra were given. On Volta the run's tuner takes LL128 for a 1 MiB ring
+    all_reduce on 4 GPUs (60.8 us); the estimate priced LL (68.1 us), 12% over the run."""
+    a, b, p, n = 5e-6, 1e-11, 4, 1 << 20
+    res = sc.simulate(alpha_beta_network(p, alpha=a, beta=b), "all_reduce",
+                      algorithm="nccl", nbytes=n, algo="ring", arch="volta")
+    assert res.params["proto"] == "LL128"
+    estimate = sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a, beta=b,
+                               algo="ring", arch="volta")
+    assert estimate == sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a,
+                                       beta=b, algo="ring", arch="volta", proto="LL128")
+    assert estimate == pytest.approx(res.time, rel=1e-3)

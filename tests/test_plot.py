@@ -1564,3 +1564,21 @@ def test_a_figure_of_exactly_max_lines_is_drawn(tmp_path):
                 "busbw": 1.0} for p in (2, 4) for k in range(curves.MAX_LINES)]
     sc.plot.scaling(records, x="nranks", save=tmp_path / "f.png")
     assert (tmp_path / "f.png").exists()
+
+
+def test_plot_tells_points_apart_by_every_identity_field_in_any_key_order(tmp_path):
+    """A point is one point whatever the order of its params' keys, as load_results reads
+    it (point_key sorts them): the record read last holds. Records that differ in their
+    params or their root alone are other points, each kept."""
+    from simcoll.cli.plotting import read_records
+
+    points = tmp_path / "reordered.jsonl"
+    first, again = (dict(rec("ring", 2, 1 << 20, t), topology_hash="h", op="SUM", root=0,
+                         params=params)
+                    for t, params in ((1e-5, {"chunks": 2, "channels": 4}),
+                                      (2e-5, {"channels": 4, "chunks": 2})))
+    other_params = dict(first, params={"chunks": 4, "channels": 4})
+    other_root = dict(first, root=1)
+    records = (first, other_params, other_root, again)
+    points.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert read_records(points) == [other_params, other_root, again]

@@ -450,3 +450,58 @@ def test_a_file_system_without_locks_keeps_the_save_file(tmp_path, monkeypatch):
     empty = tmp_path / "empty.jsonl"
     storage.ResultFile(empty).close()
     assert empty.exists() and empty.read_bytes() == b""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no file locks")
+def test_a_save_file_removed_while_its_lock_was_awaited_is_made_again(tmp_path,
+                                                                      monkeypatch):
+    """Sweep B opens the save file while sweep A, stopped before its first point, holds it
+    alone and removes it; B's shared lock is granted once A has closed it. B then held a
+    file no longer in the folder, and its points went nowhere, without an error: it opens
+    the path again (and closes what it opened first)."""
+    from simcoll.sweep import storage
+    from simcoll.sweep.storage import ResultFile
+
+    path = tmp_path / "points.jsonl"
+    record = sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                   sizes=[64]).records[0]
+    real = storage.fcntl
+
+    class RemovedWhileAwaited:
+        LOCK_SH, LOCK_EX, LOCK_NB = real.LOCK_SH, real.LOCK_EX, real.LOCK_NB
+        removed = 0
+
+        @classmethod
+        def flock(cls, fd, how):
+            if how == real.LOCK_SH and not cls.removed:  # A removes it meanwhile
+                cls.removed += 1
+                path.unlink()
+            real.flock(fd, how)
+
+    open_before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    monkeypatch.setattr(storage, "fcntl", RemovedWhileAwaited)
+    store = ResultFile(path)
+    assert RemovedWhileAwaited.removed == 1 and path.exists()
+    store.append(record)
+    store.close()
+    if open_before is not None:
+        assert len(os.listdir("/proc/self/fd")) == open_before   # no descriptor left open
+    assert load_results(path).records == (record,)
+
+
+def test_without_file_locks_a_stopped_sweep_keeps_the_empty_file_it_made(tmp_path,
+                                                                         monkeypatch):
+    """Where locks are not available (Windows) nothing tells whether another sweep has the
+    file open: the empty file stays rather than being removed under that sweep."""
+    from simcoll.sweep import storage
+    from simcoll.sweep.storage import ResultFile
+
+    monkeypatch.setattr(storage, "fcntl", None)
+    path = tmp_path / "points.jsonl"
+    ResultFile(path).close()
+    assert path.exists() and path.read_bytes() == b""
+    record = sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                   sizes=[64]).records[0]
+    with ResultFile(path) as store:
+        store.append(record)
+    assert load_results(path).records == (record,)

@@ -38,11 +38,6 @@ __all__ = ["model", "searched_switch", "ring_all_reduce_traffic", "ring_reduce_s
            "ring_all_gather_traffic", "chain_traffic", "p2p_traffic"]
 
 
-def _reference(p: int, beta: float) -> Machine:
-    """The reference network as NCCL's tuner sees it: one node, links of 1/beta."""
-    return Machine(p, 1, "nvlink", 1 / beta if beta > 0 else np.inf, 0.0, False, "ampere")
-
-
 def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
                    algo: str, proto: str, channels: int, arch: str, intra: str,
@@ -53,11 +48,12 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
     nothing for one rank or an empty buffer, which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
+    searched = searched_switch(p, beta, arch, intra)   # as the run's tuner sees it
     if collective == "all_to_all":
-        proto = choose(_reference(p, beta), collective, -(-nbytes // p), algo="p2p",
-                       proto=proto, channels=channels, tuner=tuner).proto
+        proto = choose(searched, collective, -(-nbytes // p), algo="p2p", proto=proto,
+                       channels=channels, tuner=tuner).proto
     elif proto == "auto" or "," in proto:
-        proto = choose(_reference(p, beta), collective, nbytes, algo="ring", proto=proto,
+        proto = choose(searched, collective, nbytes, algo="ring", proto=proto,
                        tuner=tuner).proto
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
                                    step_scale=step_latency_scale)
