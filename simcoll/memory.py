@@ -6,7 +6,10 @@ returns 4 TiB of outputs), with one rule: :func:`data_mode_bytes`. Data-free run
 no arrays; what they hold grows with the messages in flight (see the README): a run
 whose messages use up the machine's memory stops with a MemoryError once little is
 left (:func:`check_memory_left`, every :data:`CHECK_EVERY` messages of the run), before
-the system's out-of-memory killer would end the process.
+the system's out-of-memory killer would end the process. It reads the machine's memory
+as ``/proc/meminfo`` gives it: a memory limit of the process's control group (a
+container's ``--memory``, Slurm's or systemd's) is not read, and its own killer may
+come first.
 """
 
 from __future__ import annotations

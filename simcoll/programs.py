@@ -45,7 +45,7 @@ def run_program(topology: Topology, program: Callable[..., Any], *args: Any,
             arguments ``program`` (or ``in_network``) cannot take, such as a keyword it
             does not name (a misspelt option of run_program's own is passed on to it).
         DeadlockError, UnmatchedMessageError, AlgorithmError, RunLimitError,
-        LinkFailureError: as for :func:`simcoll.simulate`.
+        LinkFailureError, MemoryError: as for :func:`simcoll.simulate`.
     """
     topology = check_topology(topology)
     for name, fn in (("program", program), ("in_network", in_network)):

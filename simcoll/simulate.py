@@ -116,9 +116,12 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         UnmatchedMessageError: messages sent but never received.
         AlgorithmError: an algorithm raised; the message names the rank.
         RunLimitError: the run went past ``until`` or ``max_events``; the message names
-            the ranks still running.
+            the ranks still running (none, where every program returned and work one did
+            not wait for, compute or a reduction, ends past ``until``).
         LinkFailureError: a link failed and messages in flight across it, or sent
             later, have no route around it.
+        MemoryError: the machine has almost no memory left (:mod:`simcoll.memory`): the
+            run stopped before the system's out-of-memory killer would end it.
     """
     coll = get_collective(collective)
     spec = get_algorithm(coll.name, algorithm)

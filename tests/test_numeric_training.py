@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -749,3 +750,26 @@ def test_tp_pieces_takes_params_as_a_job_takes_them():
                                                    r"\(16, 8\) and dtype float32"):
         tp_pieces(TP_JOB.model, {k: v.astype(np.float32) for k, v in TP_JOB.params.items()},
                   2, 0)
+
+
+def test_tensor_parallel_ranks_hold_views_of_the_jobs_parameters(monkeypatch):
+    """Each rank's pieces are views of the job's checked, read-only arrays: they were cut
+    from a copy tp_pieces made per rank (a whole model held on every rank)."""
+    module = sys.modules["simcoll.numeric.tensor_parallel"]   # the name is the function's
+    copies = []
+    real = module.checked_params
+    monkeypatch.setattr(module, "checked_params",
+                        lambda *args: copies.append(1) or real(*args))
+    views = []
+    real_pieces = module._pieces
+
+    def pieces(model, params, tp, index):
+        out = real_pieces(model, params, tp, index)
+        views.append(all(np.shares_memory(out[name], params[name]) and
+                         params[name] is TP_JOB.params[name] for name in out))
+        return out
+
+    monkeypatch.setattr(module, "_pieces", pieces)
+    run = tensor_parallel(sc.topology.switch(4), TP_JOB, tp=2)
+    assert copies == [] and views == [True] * 4
+    assert_matches_reference(run, train_reference(TP_JOB), TP_JOB)

@@ -33,7 +33,6 @@ ceil(count/G) elements, stands for n/G where G does not divide the count).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
@@ -47,6 +46,7 @@ from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
 from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
+from simcoll.topology.graph import node_order
 from simcoll.typing import BufferProgram
 
 __all__ = ["hierarchical_all_reduce", "hierarchical_time", "INTER_ALGORITHMS"]
@@ -68,10 +68,7 @@ MACHINE = {
 
 def _nodes(node_of: Callable[[int], int], size: int) -> list[list[int]]:
     """Ranks of each node, nodes in order of their lowest rank, ranks in rank order."""
-    members: dict[int, list[int]] = defaultdict(list)
-    for rank in range(size):
-        members[node_of(rank)].append(rank)
-    return list(members.values())
+    return node_order([node_of(rank) for rank in range(size)])
 
 
 def _validate(p: int, count: int, hosts: int, *, nodes: tuple[int, ...]) -> None:

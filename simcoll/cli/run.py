@@ -63,8 +63,8 @@ DESCRIPTION = "\n\n".join(textwrap.fill(text, 88) for text in [
     "moves real random arrays (whole numbers that reduce exactly in any order) and #wrong "
     "counts elements that fail the numpy check.",
     "Exit status: 0, 1 if a check failed (or a write did: a full disk), 2 for bad "
-    "arguments, 141 if standard output was closed (| head), as a shell reports a command "
-    "that SIGPIPE ended."])
+    "arguments (or a run out of memory), 141 if standard output was closed (| head), as a "
+    "shell reports a command that SIGPIPE ended."])
 
 
 def add_parser(sub: Any) -> None:

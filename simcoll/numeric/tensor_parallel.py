@@ -73,7 +73,11 @@ def tp_pieces(model: MLP, params: Params, tp: int, index: int) -> Params:
     """
     params = checked_params(check_model(model), params)
     tp = _checked_tp(model, tp)
-    index = integer(index, "index", minimum=0, maximum=tp - 1)
+    return _pieces(model, params, tp, integer(index, "index", minimum=0, maximum=tp - 1))
+
+
+def _pieces(model: MLP, params: Params, tp: int, index: int) -> Params:
+    """:func:`tp_pieces` of checked arguments: views of ``params``, no copy."""
     out: Params = {}
     for col in range(0, model.layers, 2):
         rows = np.array_split(np.arange(model.sizes[col + 1]), tp)[index]
@@ -141,7 +145,7 @@ def _tp_rank(comm: Comm, job: TrainingJob, tp: int, algorithm: str,
     replica, index = divmod(comm.rank, tp)
     tp_group = comm.group([replica * tp + j for j in range(tp)])
     dp_group = comm.group([d * tp + index for d in range(replicas)])
-    params = tp_pieces(model, job.params, tp, index)
+    params = _pieces(model, job.params, tp, index)   # the job's checked, read-only arrays
     states = {n: optimizer.init(v) for n, v in params.items()}
     names = model.parameter_names
     records = []

@@ -44,7 +44,7 @@ from simcoll.checks import integer, real, shown, text
 from simcoll.errors import NoRouteError, TopologyError
 
 __all__ = ["Device", "Link", "Route", "Topology", "Via", "MulticastVia", "DEVICE_KINDS",
-           "CPU_VENDORS", "ROUTINGS"]
+           "CPU_VENDORS", "ROUTINGS", "node_order"]
 
 DEVICE_KINDS = ("gpu", "host", "switch", "nic")
 
@@ -116,6 +116,15 @@ def _listed(names: list[str], most: int = 10) -> str:
     """The first ``most`` of ``names``, quoted, and " ..." where there are more."""
     return ", ".join(map(repr, names[:most])) + (" ..." if len(names) > most else "") \
         if names else "nothing"
+
+
+def node_order(nodes: list[int]) -> list[list[int]]:
+    """Positions grouped by node (``nodes[i]``: the node of position i), nodes in order of
+    first appearance, positions in order."""
+    groups: dict[int, list[int]] = {}
+    for position, node in enumerate(nodes):
+        groups.setdefault(node, []).append(position)
+    return list(groups.values())
 
 
 class Topology:

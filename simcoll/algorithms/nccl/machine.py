@@ -32,7 +32,7 @@ from simcoll.algorithms.nccl.node_search import (
     ring_graph,
 )
 from simcoll.comm import Comm
-from simcoll.topology.graph import Topology, Via
+from simcoll.topology.graph import Topology, Via, node_order
 
 __all__ = ["Machine", "describe", "node_order", "node_layout", "network_reducers", "SharpTree",
            "sharp_groups"]
@@ -144,14 +144,6 @@ class Machine:
         (``PATH_PXN``): never through a host (:attr:`nic_path`)."""
         reach = ("pxb", "pxn") if self.arch in ("hopper", "blackwell") else ("pxb",)
         return self.intra == "nvlink" and self.nic_path in reach
-
-
-def node_order(nodes: list[int]) -> list[list[int]]:
-    """Positions grouped by node, nodes in order of first appearance, positions in order."""
-    groups: dict[int, list[int]] = {}
-    for position, node in enumerate(nodes):
-        groups.setdefault(node, []).append(position)
-    return list(groups.values())
 
 
 def node_layout(comm: Comm) -> tuple[list[list[int]], int, int]:

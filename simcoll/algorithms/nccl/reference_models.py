@@ -2,8 +2,8 @@
 :mod:`simcoll.cost`: estimates of NCCL's ring (all_to_all: its sends to every peer).
 
 The tuner runs the ring there by itself but for a few all_reduce sizes on fast links or
-many GPUs, where it takes its tree (from 4 GPUs at 1 TB/s, 16 at 450 GB/s, 64 at
-200 GB/s, 1024 at 100 GB/s; some MiB per GPU and up). An ``algo`` that leaves the ring
+many GPUs, where it takes its tree (from 4 GPUs at 1 TB/s, 10 at 450 GB/s, 34 at
+200 GB/s, about 650 at 100 GB/s; some MiB per GPU and up). An ``algo`` that leaves the ring
 out is refused by the models, and so is a time where the tuner, given ``algo`` and
 ``proto``, would run another of them (a ``proto`` of LL128 alone can make it take a tree
 on small sizes; the run's ``Result.params`` says what ran).
@@ -173,8 +173,9 @@ _ESTIMATE_KEYS = ("algo", "proto", "channels", "arch", "intra", "tuner", "launch
 def _tuned_to_ring(collective: str, p: int, nbytes: int, beta: float, kw: Any) -> None:
     """Refuse a time where NCCL's tuner, on the reference network (as the run's search
     sees it: :func:`searched_switch`) and among the algorithms ``algo`` allows, would run
-    another algorithm than the ring the model describes."""
-    if collective == "all_to_all" or p == 1 or nbytes == 0 or kw["algo"] == "ring":
+    another algorithm than the ring the model describes: only all_reduce has another
+    there (its tree; one node, no NVLS switch, no SHARP, so no NVLS, CollNet or PAT)."""
+    if collective != "all_reduce" or p == 1 or nbytes == 0 or kw["algo"] == "ring":
         return
     choice = choose(searched_switch(p, beta, kw["arch"], kw["intra"]), collective, nbytes,
                     algo=kw["algo"], proto=kw["proto"], channels=kw["channels"],
