@@ -12,7 +12,7 @@ import numpy as np
 
 from simcoll.cli.options import PICTURES, CommandLineError, Once, check_output
 from simcoll.plot import scaling
-from simcoll.sweep.records import IDENTITY
+from simcoll.sweep.records import IDENTITY, point_key
 
 __all__ = ["add_parser", "read_records"]
 
@@ -76,12 +76,9 @@ def _last_of_each_point(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     :data:`~simcoll.sweep.records.IDENTITY`, as sweeps and ``simcoll run --json`` write
     them) kept as last saved, where it was last saved; records without them as they
     are."""
-    def key(record: dict[str, Any]) -> str:
-        return json.dumps([record[k] for k in IDENTITY], sort_keys=True, default=repr)
-
-    last = {key(r): n for n, r in enumerate(records) if set(IDENTITY) <= set(r)}
+    last = {point_key(r): n for n, r in enumerate(records) if set(IDENTITY) <= set(r)}
     return [r for n, r in enumerate(records)
-            if not set(IDENTITY) <= set(r) or last[key(r)] == n]
+            if not set(IDENTITY) <= set(r) or last[point_key(r)] == n]
 
 
 def _json_error(exc: json.JSONDecodeError) -> str:

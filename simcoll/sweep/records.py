@@ -199,9 +199,10 @@ def topology_hash(topology: Topology) -> str:
 
 
 def point_key(record: dict[str, Any]) -> tuple[Any, ...]:
-    """The identity of the point a record (or a record head) describes."""
-    return tuple(json.dumps(record[k], sort_keys=True) if k == "params" else record[k]
-                 for k in IDENTITY)
+    """The identity of the point a record (or a record head) describes (its dicts and
+    lists, ``params`` or a hand-written file's ``[0]``, as JSON text: hashable)."""
+    return tuple(json.dumps(record[k], sort_keys=True)
+                 if isinstance(record[k], (dict, list)) else record[k] for k in IDENTITY)
 
 
 def result_fields(result: Result) -> dict[str, Any]:
