@@ -120,8 +120,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             not wait for, compute or a reduction, ends past ``until``).
         LinkFailureError: a link failed and messages in flight across it, or sent
             later, have no route around it.
-        MemoryError: the machine has almost no memory left (:mod:`simcoll.memory`): the
-            run stopped before the system's out-of-memory killer would end it.
+        MemoryError: the machine, or the process's control group under its memory
+            limit, has almost no memory left (:mod:`simcoll.memory`): the run stopped
+            before an out-of-memory killer would end it.
     """
     coll = get_collective(collective)
     spec = get_algorithm(coll.name, algorithm)

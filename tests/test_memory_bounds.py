@@ -360,3 +360,91 @@ def test_multicasts_count_towards_the_memory_look(monkeypatch, network):
     with pytest.raises(MemoryError, match=r"^out of memory: this machine has 100 MiB left"):
         sc.run_program(sc.topology.switch(3), caster, memory.CHECK_EVERY, network=network)
     assert looks == [1]
+
+
+def _write(folder, **files):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name.replace("_", ".", 1)).write_text(text)
+
+
+def test_a_cgroup_v2_limit_is_read_from_the_group_and_its_ancestors(tmp_path):
+    """cgroup v2: the tightest of the group's and its ancestors' memory.max less what
+    each uses but its inactive file pages: here the parent's 2 GiB less (1.5 GiB used
+    but 0.25 GiB of them reclaimable) = 0.75 GiB; the group's own "max" sets nothing,
+    and the root (no memory.max) neither."""
+    gib = 2**30
+    (tmp_path / "cgroup").write_text("0::/user.slice/job\n")
+    mount = tmp_path / "fs"
+    _write(mount / "user.slice", memory_max=f"{2 * gib}\n", memory_current=f"{3 * gib // 2}\n",
+           memory_stat=f"anon 1\ninactive_file {gib // 4}\nactive_file 7\n")
+    _write(mount / "user.slice" / "job", memory_max="max\n", memory_current=f"{gib}\n",
+           memory_stat="inactive_file 0\n")
+    _write(mount, memory_stat="inactive_file 0\n")
+    assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup"), str(mount)) == (
+        2 * gib - (3 * gib // 2 - gib // 4), 2 * gib)
+    # a group with its own lower limit, tighter than its parent's left: 600 MiB - 500
+    job = mount / "user.slice" / "job2"
+    _write(job, memory_max=f"{600 * 2**20}\n", memory_current=f"{500 * 2**20}\n",
+           memory_stat="inactive_file 0\n")
+    (tmp_path / "cgroup2").write_text("0::/user.slice/job2\n")
+    assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup2"), str(mount)) == (
+        100 * 2**20, 600 * 2**20)
+
+
+def test_a_cgroup_v1_limit_and_a_container_that_sees_its_group_as_the_root(tmp_path):
+    """cgroup v1's memory controller: hierarchical_memory_limit less usage_in_bytes but
+    total_inactive_file (1 GiB - (900 - 100) MiB = 224 MiB). In a container the group's
+    path names a folder not mounted there: the mount's own files are the group's. No
+    limit (v1 writes 2^63 less a page) or a limit above the machine's memory: None."""
+    mib = 2**20
+    (tmp_path / "cgroup").write_text(
+        "12:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/docker/abc\n")
+    mount = tmp_path / "fs"
+    stat = (f"cache 5\nhierarchical_memory_limit {1024 * mib}\n"
+            f"total_inactive_file {100 * mib}\n")
+    _write(mount / "memory" / "docker" / "abc", memory_stat=stat,
+           memory_usage_in_bytes=f"{900 * mib}\n", memory_limit_in_bytes=f"{2048 * mib}\n")
+    assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup"), str(mount)) == (
+        224 * mib, 1024 * mib)
+    inside = tmp_path / "inside"
+    _write(inside / "memory", memory_stat=stat, memory_usage_in_bytes=f"{900 * mib}\n")
+    assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup"), str(inside)) == (
+        224 * mib, 1024 * mib)
+    for limit in (9223372036854771712, 2 * sc.memory.physical_memory()):
+        free = tmp_path / f"free{limit}"
+        _write(free / "memory", memory_stat=f"hierarchical_memory_limit {limit}\n",
+               memory_usage_in_bytes=f"{900 * mib}\n")
+        assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup"), str(free)) is None
+    assert sc.memory.cgroup_memory_left(str(tmp_path / "none"), str(mount)) is None
+
+
+def test_the_memory_stop_names_a_control_groups_limit_where_it_is_tighter(monkeypatch):
+    """A control group with less left than the machine stops the run under its own
+    floor (2% of its limit, at least 256 MiB but never over a quarter of the limit: a
+    512 MiB limit stops below 128 MiB) and says so; the machine's figures where the
+    group has more left."""
+    from simcoll import memory
+
+    monkeypatch.setattr(memory, "memory_left", lambda: (20 * 2**30, 24 * 2**30))
+    monkeypatch.setattr(memory, "cgroup_memory_left", lambda: (128 * 2**20, 512 * 2**20))
+    memory.check_memory_left()
+    monkeypatch.setattr(memory, "cgroup_memory_left", lambda: (128 * 2**20 - 1, 512 * 2**20))
+    with pytest.raises(MemoryError, match=r"^out of memory: this process's control group "
+                                          r"\(a memory limit of 0\.5 GiB\) has 128 MiB left "
+                                          r"\(below 128 MiB\), so the simulation stopped$"):
+        memory.check_memory_left()
+    monkeypatch.setattr(memory, "memory_left", lambda: (100 * 2**20, 24 * 2**30))
+    with pytest.raises(MemoryError, match=r"^out of memory: this machine has 100 MiB"):
+        memory.check_memory_left()
+    monkeypatch.setattr(memory, "memory_left", lambda: None)
+    monkeypatch.setattr(memory, "cgroup_memory_left", lambda: (-5, 512 * 2**20))
+    with pytest.raises(MemoryError, match=r"has 0 MiB left"):
+        memory.check_memory_left()
+
+
+def test_the_control_group_of_this_process_reads_as_no_limit_or_a_sane_one():
+    reading = sc.memory.cgroup_memory_left()
+    if reading is not None:
+        left, limit = reading
+        assert left <= limit < sc.memory.physical_memory()
