@@ -185,6 +185,28 @@ def test_bad_inner_params(kwargs, match):
                     nbytes=4 * 17, **args)
 
 
+def test_an_inner_nccl_refusal_names_inner_params_and_the_ring_estimate_is_the_formula():
+    """bucketed's cost model passes an inner NCCL refusal on under inner's name: NCCL's
+    tuner runs its tree for a 4 MiB bucket on 16 GPUs at 450 GB/s, where the estimate is
+    the ring's; with inner_params={'algo': 'ring'} the time is t_c + t_a + (B-1)
+    max(t_c, t_a), t_a the ring's estimate of one bucket."""
+    kw = dict(p=16, nbytes=1 << 24, alpha=1e-6, beta=1 / 450e9, inner="nccl", buckets=4,
+              compute=4e-4)
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^inner='nccl', whose parameters bucketed takes in "
+                             r"inner_params, for a bucket: on the reference network of 16 "
+                             r"GPUs .* runs tree \(LL128\) for all_reduce of 4194304 B .*"
+                             r"give algo='ring'"):
+        sc.cost.predict("all_reduce", "bucketed", **kw)
+    for query in (sc.cost.traffic, sc.cost.is_exact):
+        query("all_reduce", "bucketed", p=16, nbytes=1 << 24, inner="nccl", buckets=4)
+    t_a = sc.cost.predict("all_reduce", "nccl", p=16, nbytes=1 << 22, alpha=1e-6,
+                          beta=1 / 450e9, algo="ring")
+    t_c = 1e-4
+    assert sc.cost.predict("all_reduce", "bucketed", inner_params={"algo": "ring"},
+                           **kw) == pytest.approx(t_c + t_a + 3 * max(t_c, t_a), rel=1e-12)
+
+
 def test_data_parallel_step_refuses_algorithm_params_that_are_not_a_dict():
     with pytest.raises(sc.InvalidInputError, match="algorithm_params='proto=LL' is not "
                                                    "accepted; give a dict"):

@@ -18,6 +18,8 @@ rest, which the bucket-after-bucket sum does not see.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from simpy.events import Event
@@ -80,13 +82,25 @@ def _validate(p: int, count: int, hosts: int, *, nodes: tuple[int, ...], buckets
         raise InvalidInputError(f"inner_params for inner={inner!r}: {exc}") from None
 
 
+@contextmanager
+def _inner_refusals(inner: str) -> Iterator[None]:
+    """Name ``inner`` and where its parameters go in a refusal of its cost model (one
+    that says "give algo='ring'" means inner_params={'algo': 'ring'} here)."""
+    try:
+        yield
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"inner={inner!r}, whose parameters bucketed takes in "
+                                f"inner_params, for a bucket: {exc}") from None
+
+
 def _traffic(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str,
              inner_params: dict[str, Any]) -> Traffic:
     _validate(p, nbytes // itemsize, 0, nodes=(), buckets=buckets, inner=inner,
               inner_params=inner_params)
-    parts = [cost.traffic("all_reduce", inner, p=p, nbytes=int(b), itemsize=itemsize,
-                          **inner_params)
-             for b in block_bytes(nbytes, buckets, itemsize)]
+    with _inner_refusals(inner):
+        parts = [cost.traffic("all_reduce", inner, p=p, nbytes=int(b), itemsize=itemsize,
+                              **inner_params)
+                 for b in block_bytes(nbytes, buckets, itemsize)]
     return Traffic(*(sum(getattr(t, f) for t in parts)
                      for f in ("sent", "received", "host_sent", "host_received")))
 
@@ -95,10 +109,11 @@ def _exact(p: int, nbytes: int, itemsize: int, *, buckets: int, inner: str,
            inner_params: dict[str, Any]) -> bool:
     _validate(p, nbytes // itemsize, 0, nodes=(), buckets=buckets, inner=inner,
               inner_params=inner_params)
-    return ((nbytes // itemsize) % buckets == 0
-            and (buckets == 1 or get_algorithm("all_reduce", inner).cost.ends_together)
-            and cost.is_exact("all_reduce", inner, p=p, nbytes=nbytes // buckets,
-                              itemsize=itemsize, **inner_params))
+    with _inner_refusals(inner):
+        return ((nbytes // itemsize) % buckets == 0
+                and (buckets == 1 or get_algorithm("all_reduce", inner).cost.ends_together)
+                and cost.is_exact("all_reduce", inner, p=p, nbytes=nbytes // buckets,
+                                  itemsize=itemsize, **inner_params))
 
 
 def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, buckets: int,
@@ -109,8 +124,10 @@ def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, bucke
     _validate(p, nbytes // itemsize, 0, nodes=(), buckets=buckets, inner=inner,
               inner_params=inner_params)
     t_c = compute / buckets
-    t_a = cost.predict("all_reduce", inner, p=p, nbytes=largest_block(nbytes, buckets, itemsize),
-                       alpha=alpha, beta=beta, gamma=gamma, itemsize=itemsize, **inner_params)
+    with _inner_refusals(inner):
+        t_a = cost.predict("all_reduce", inner, p=p,
+                           nbytes=largest_block(nbytes, buckets, itemsize), alpha=alpha,
+                           beta=beta, gamma=gamma, itemsize=itemsize, **inner_params)
     return t_c + t_a + (buckets - 1) * max(t_c, t_a)
 
 
