@@ -47,7 +47,7 @@ from nccl_public import TABLES, PublicTable  # noqa: E402
 import simcoll as sc  # noqa: E402
 from simcoll.algorithms.nccl.constants import TUNERS  # noqa: E402
 from simcoll.algorithms.nccl.machine import describe  # noqa: E402
-from simcoll.algorithms.nccl.tuner import predict  # noqa: E402
+from simcoll.algorithms.nccl.tune_model import predict  # noqa: E402
 from simcoll.cli.options import parse_param  # noqa: E402
 from simcoll.network import NETWORKS  # noqa: E402
 from simcoll.processes import local_pool  # noqa: E402

@@ -13,7 +13,8 @@ from reference import assert_outputs_match
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import choose, predict
+from simcoll.algorithms.nccl.tune_model import predict
+from simcoll.algorithms.nccl.tuner import choose
 
 US = 1e-6
 

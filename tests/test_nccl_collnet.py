@@ -20,7 +20,8 @@ from reference import assert_outputs_match
 import simcoll as sc
 from simcoll.algorithms.nccl.collnet import chunk_bytes
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import candidates, choose, predict, trim_channels
+from simcoll.algorithms.nccl.tune_model import predict
+from simcoll.algorithms.nccl.tuner import candidates, choose, trim_channels
 
 US = 1e-6
 MIB = 1 << 20

@@ -20,7 +20,7 @@ import pytest
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.protocols import channel_rate
-from simcoll.algorithms.nccl.tuner import predict
+from simcoll.algorithms.nccl.tune_model import predict
 from simcoll.errors import TopologyError
 from simcoll.topology.io import from_dict, load, save, to_dict
 

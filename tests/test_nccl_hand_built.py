@@ -13,7 +13,8 @@ from machines import random_nodes
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import candidates, choose, predict
+from simcoll.algorithms.nccl.tune_model import predict
+from simcoll.algorithms.nccl.tuner import candidates, choose
 
 
 def nvls_nodes(sizes: tuple[int, ...], sharp: bool = False) -> sc.Topology:

@@ -15,7 +15,7 @@ import pytest
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.p2p import channels_per_peer, parts, protocol
-from simcoll.algorithms.nccl.tuner import max_channels
+from simcoll.algorithms.nccl.tune_model import max_channels
 
 KiB, MiB = 1 << 10, 1 << 20
 

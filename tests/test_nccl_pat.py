@@ -16,7 +16,8 @@ import pytest
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.pat_schedule import schedule
-from simcoll.algorithms.nccl.tuner import choose, predict
+from simcoll.algorithms.nccl.tune_model import predict
+from simcoll.algorithms.nccl.tuner import choose
 from simcoll.errors import InvalidInputError
 
 US = 1e-6

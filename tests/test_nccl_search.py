@@ -22,7 +22,7 @@ from simcoll.algorithms.nccl.search import (
     nvls_graph,
     one_node_channels,
 )
-from simcoll.algorithms.nccl.tuner import collnet_graphs_of, max_channels, predict
+from simcoll.algorithms.nccl.tune_model import collnet_graphs_of, max_channels, predict
 from simcoll.topology.graph import Topology
 from simcoll.topology.presets.dgx import dgx
 

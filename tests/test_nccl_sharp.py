@@ -17,7 +17,8 @@ from reference import assert_outputs_match
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import SharpTree, describe, sharp_groups
-from simcoll.algorithms.nccl.tuner import choose, predict
+from simcoll.algorithms.nccl.tune_model import predict
+from simcoll.algorithms.nccl.tuner import choose
 
 US = 1e-6
 MIB = 1 << 20

@@ -11,7 +11,8 @@ import pytest
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
 from simcoll.algorithms.nccl.sharp import rail_plan, rail_steps
-from simcoll.algorithms.nccl.tuner import candidates, predict
+from simcoll.algorithms.nccl.tune_model import predict
+from simcoll.algorithms.nccl.tuner import candidates
 
 N_NODES, G = 2, 8
 P = N_NODES * G

@@ -12,13 +12,8 @@ import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import (
-    candidates,
-    choose,
-    collnet_graphs_of,
-    nvls_graph_of,
-    predict,
-)
+from simcoll.algorithms.nccl.tune_model import collnet_graphs_of, nvls_graph_of, predict
+from simcoll.algorithms.nccl.tuner import candidates, choose
 
 US = 1e-6
 MIB = 1 << 20

@@ -13,7 +13,9 @@ import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import Machine, describe
-from simcoll.algorithms.nccl.tuner import ALGORITHMS, candidates, choose, predict
+from simcoll.algorithms.nccl.support import ALGORITHMS
+from simcoll.algorithms.nccl.tune_model import predict
+from simcoll.algorithms.nccl.tuner import candidates, choose
 from simcoll.cli import main
 
 US = 1e-6

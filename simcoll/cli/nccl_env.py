@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simcoll.algorithms.nccl.tuner import ALGORITHMS
+from simcoll.algorithms.nccl.support import ALGORITHMS
 from simcoll.algorithms.registry import AlgorithmSpec
 from simcoll.cli.options import CommandLineError
 from simcoll.errors import InvalidInputError

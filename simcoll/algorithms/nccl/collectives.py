@@ -57,14 +57,9 @@ from simcoll.algorithms.nccl.reference_models import (
     ring_all_reduce_traffic,
     ring_reduce_scatter_traffic,
 )
-from simcoll.algorithms.nccl.tuner import (
-    ALGORITHMS,
-    NAMES,
-    choose,
-    comm_channels,
-    nvls_reduces,
-    sharp_reduces,
-)
+from simcoll.algorithms.nccl.support import ALGORITHMS, NAMES, nvls_reduces, sharp_reduces
+from simcoll.algorithms.nccl.tune_model import comm_channels
+from simcoll.algorithms.nccl.tuner import choose
 from simcoll.algorithms.params import Choice, Int, Names, Real
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, block_counts, join, split
@@ -190,7 +185,7 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str, intra: 
             collnet: int = 0) -> Protocol:
     """The protocol the tuner chose, with its per-channel rate on this machine (a share
     of the caps of NCCL's graph channels, over the communicator's channels:
-    :func:`~.tuner.comm_channels`) and the run's costs beyond NCCL's model
+    :func:`~.tune_model.comm_channels`) and the run's costs beyond NCCL's model
     (:class:`~.protocols.Protocol`'s ``launch`` and ``step_scale``)."""
     if "auto" in (algo, proto, intra, arch) or "," in algo + proto or channels == 0:
         raise CommUsageError(f"rank {comm.rank}: NCCL's tuner has not run (algo={algo!r}, "

@@ -96,7 +96,7 @@ class Machine:
             (``PATH_PIX``).
         channels: the channels NCCL's rings and trees run on here, from its topology
             search (:mod:`~simcoll.algorithms.nccl.node_search`), without CollNet's
-            (:func:`~.tuner.comm_channels` adds them); 0 on a communicator of one GPU,
+            (:func:`~.tune_model.comm_channels` adds them); 0 on a communicator of one GPU,
             which searches no graph.
         graph_channels: the channels of the search's ring graph, which NCCL's tuner
             counts (half of ``channels`` or less; 0 with ``channels``).

@@ -90,7 +90,7 @@ def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,
     the data a channel sends. NCCL's per-channel caps are per channel of its ring graph,
     which its collectives run on ``1 / share`` channels each (twice over, three times
     with CollNet's: :attr:`~.machine.Machine.graph_channels` over
-    :func:`~.tuner.comm_channels`), so a channel that runs moves ``share`` of a cap."""
+    :func:`~.tune_model.comm_channels`), so a channel that runs moves ``share`` of a cap."""
     column = min(nodes, 3) - 1
     if protocol == "LL" and algorithm in ("ring", "tree"):
         return ll_max_bw(arch, nodes, cpu) * 1e9 / channels

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from simcoll.algorithms.nccl.constants import NCCL_VERSION
 from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import (
-    candidates,
+from simcoll.algorithms.nccl.tune_model import (
     collnet_graphs_of,
     comm_channels,
     nvls_channels,
     nvls_graph_of,
 )
+from simcoll.algorithms.nccl.tuner import candidates
 from simcoll.topology.graph import Topology
 
 __all__ = ["graph_lines"]
