@@ -51,6 +51,7 @@ from simcoll.inputs import check_topology
 from simcoll.result import RunResult, traced_events
 from simcoll.runtime import TraceEvent
 from simcoll.topology.graph import Topology
+from simcoll.topology.io import topology_hash
 
 __all__ = ["Segment", "CriticalPath", "critical_path", "narrowest_link"]
 
@@ -78,7 +79,8 @@ class Segment:
         tag: a message's tag.
         via: the devices a message's route was bound to pass, if any.
         links: a transfer's directed links, as the network routed it
-            (``TraceEvent.links``), where the trace has them.
+            (``TraceEvent.links``; a multicast's whole tree, whose slowest branch sets
+            the rate of every copy), where the trace has them.
         bandwidths: a transfer's links that link faults changed, with their bandwidth
             averaged over it (``TraceEvent.bandwidths``); others had their nominal one.
     """
@@ -114,14 +116,16 @@ class CriticalPath:
     Attributes:
         time: the run's time (``Result.time``), where the path ends.
         segments: from time 0 to ``time``, each ending where the next begins.
-        topology, nranks: the name and rank count of the topology the run took (the
-            methods that take a topology check it is that one).
+        topology, nranks, topology_hash: the name, rank count and digest
+            (``Result.topology_hash``) of the topology the run took (the methods that
+            take a topology check it is that one).
     """
 
     time: float
     segments: tuple[Segment, ...]
     topology: str = ""
     nranks: int = 0
+    topology_hash: str | None = None
 
     def _check(self, topology: Topology) -> None:
         check_topology(topology)
@@ -129,6 +133,11 @@ class CriticalPath:
             raise InvalidInputError(
                 f"topology {topology.name!r} ({topology.nranks} ranks) is not the one the "
                 f"run took ({self.topology!r}, {self.nranks} ranks); pass that topology")
+        if self.topology_hash not in (None, topology_hash(topology)):
+            raise InvalidInputError(
+                f"topology {topology.name!r} has the name and rank count of the one the run "
+                f"took but other devices or links (bandwidths, latencies); pass that "
+                f"topology")
 
     def totals(self) -> dict[str, float]:
         """Seconds of the path in each kind of segment (every kind, 0 where absent)."""
@@ -143,10 +152,13 @@ class CriticalPath:
         its latency."""
         count = 0
         for before, s in zip((None, *self.segments), self.segments):
+            # an empty message's latency may end where the transfer of the message queued
+            # behind it on its connection begins: the sizes tell the two apart
             own_latency = (before is not None and before.kind == "latency"
                            and s.kind == "transfer" and before.end == s.start
-                           and (before.endpoint, before.peer, before.tag)
-                           == (s.endpoint, s.peer, s.tag))
+                           and (before.endpoint, before.peer, before.tag, before.nbytes,
+                                before.wire_bytes)
+                           == (s.endpoint, s.peer, s.tag, s.nbytes, s.wire_bytes))
             count += s.peer is not None and not own_latency
         return count
 
@@ -382,9 +394,10 @@ def critical_path(result: RunResult) -> CriticalPath:
             moving = e.end if e.moving is None else e.moving
             wire = e.nbytes if e.wire_bytes is None else e.wire_bytes
             if moving < e.end:
+                tree = trace[_first_destination(trace, current)]
                 segments.append(Segment("transfer", e.rank, e.peer, moving, e.end, e.nbytes,
-                                        wire, tag=e.tag, via=e.via, links=e.links,
-                                        bandwidths=e.bandwidths))
+                                        wire, tag=e.tag, via=e.via, links=tree.links,
+                                        bandwidths=tree.bandwidths))
             if e.queued:
                 current = _ahead(index, current, moving)
                 ahead = trace[current].end
@@ -401,7 +414,23 @@ def critical_path(result: RunResult) -> CriticalPath:
         current = index.woke(endpoint, t, tag) if t > 0 else None
     segments.reverse()
     return CriticalPath(result.time, tuple(_merged_waits(segments)), result.topology,
-                        result.nranks)
+                        result.nranks, result.topology_hash)
+
+
+def _first_destination(trace: Sequence[TraceEvent], i: int) -> int:
+    """The event holding the links of message ``i``: itself, or where it is a
+    multicast's later destination (``links`` ``()``), its first destination's, which
+    the trace holds just before its others, with the multicast's tree."""
+    e, j = trace[i], i
+    while e.links == () and j > 0:
+        before = trace[j - 1]
+        if (before.kind, before.rank, before.tag, before.start, before.end, before.context
+                ) != ("message", e.rank, e.tag, e.start, e.end, e.context):
+            break
+        j -= 1
+        if before.links:
+            return j
+    return i
 
 
 def _merged_waits(segments: list[Segment]) -> list[Segment]:

@@ -26,6 +26,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.inputs import check_topology
 from simcoll.result import RunResult, traced_events
 from simcoll.topology.graph import Topology
+from simcoll.topology.io import topology_hash
 
 __all__ = ["LinkLoad", "link_loads", "rate_steps", "binned_bytes", "check_ran_on"]
 
@@ -67,6 +68,10 @@ def check_ran_on(result: RunResult, topology: Topology) -> None:
             f"{topology.endpoints - topology.nranks} other endpoints) is not the one the "
             f"result ran on ({result.topology!r}, {result.nranks} ranks, {others} other "
             f"endpoints); pass that topology")
+    if result.topology_hash not in (None, topology_hash(topology)):
+        raise InvalidInputError(
+            f"topology {topology.name!r} has the name and shape of the one the result ran "
+            f"on but other devices or links (bandwidths, latencies); pass that topology")
 
 
 def link_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:

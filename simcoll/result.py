@@ -12,6 +12,7 @@ import numpy as np
 from simcoll.collectives import Collective, Splits
 from simcoll.errors import InvalidInputError
 from simcoll.runtime import TraceEvent
+from simcoll.topology.io import topology_hash
 
 if TYPE_CHECKING:
     from simcoll.execution import Execution
@@ -66,6 +67,10 @@ class RunResult:
         faults: the faults the run was given (``faults=``: failed or slowed links, slow
             or late GPUs, jitter), JSON-ready and in ``to_dict``; None for a healthy
             machine. A cost model describes a healthy one.
+        topology_hash: a digest of the machine's full description
+            (:func:`simcoll.topology.io.topology_hash`), by which the trace's readers
+            (link loads, the critical path) know the topology the run took; None where
+            unknown (a record written without it).
 
     Bytes: ``bytes_sent`` and ``bytes_received`` count payload; ``link_bytes`` counts
     what crossed each link, a protocol's framing included (NCCL's LL puts 16 bytes on
@@ -89,6 +94,7 @@ class RunResult:
     trace: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
     sleeps: tuple[TraceEvent, ...] | None = field(default=None, repr=False)
     faults: dict[str, Any] | None = None
+    topology_hash: str | None = field(default=None, repr=False)
 
     def __eq__(self, other: object) -> bool:
         """Results of one type are equal where every field is (arrays by value)."""
@@ -113,7 +119,7 @@ class RunResult:
             link_bytes={topology.directed_link(d): b
                         for d, b in enumerate(network.link_bytes)},
             messages=network.messages, rank_times=run.rank_times, trace=run.trace,
-            sleeps=run.sleeps, faults=run.faults)
+            sleeps=run.sleeps, faults=run.faults, topology_hash=topology_hash(topology))
 
     @classmethod
     def of(cls, run: Execution, outputs: list[Any] | None) -> RunResult:

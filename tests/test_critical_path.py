@@ -4,6 +4,7 @@ time with segments the trace accounts for."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -828,3 +829,90 @@ def test_the_activity_that_ends_the_run_by_the_documented_order():
                                               ("compute", 1, 1e-6, 3e-6)]
     assert path(_message_and_compute_end_together, 3e-6) == [
         ("latency", 1, 0.0, 2e-6), ("transfer", 1, 2e-6, 3e-6)]
+
+
+def test_a_topology_of_the_same_name_and_shape_but_other_links_is_refused():
+    """Builders leave bandwidths out of a name: switch(4) at 25 GB/s is not the
+    switch(4) at 100 GB/s a run took, and its loads and narrowest links would be wrong.
+    A topology rebuilt the same (another object) is the one; one changed after the run
+    is not."""
+    from simcoll.link_load import link_loads
+    from simcoll.plot import link_utilization
+
+    ran_on = sc.topology.switch(4, bandwidth=100e9)
+    res = sc.simulate(ran_on, "all_reduce", algorithm="ring", nbytes=1 << 20, trace=True)
+    path = sc.critical_path(res)
+    slower = sc.topology.switch(4, bandwidth=25e9)
+    assert slower.name == ran_on.name
+    for use in (path.summary, path.by_link, path.to_dict):
+        with pytest.raises(sc.InvalidInputError, match=r"^topology 'switch\(4\)' has the name "
+                                                       r"and rank count of the one the run "
+                                                       r"took but other devices or links"):
+            use(slower)
+    for use in (lambda t: link_loads(res, t), lambda t: link_utilization(res, t),
+                lambda t: to_chrome(res, t)):
+        with pytest.raises(sc.InvalidInputError, match=r"^topology 'switch\(4\)' has the name "
+                                                       r"and shape of the one the result ran "
+                                                       r"on but other devices or links"):
+            use(slower)
+    again = sc.topology.switch(4, bandwidth=100e9)
+    assert sum(path.by_link(again).values()) == pytest.approx(path.totals()["transfer"])
+    assert len(link_loads(res, again)) == 8
+    ran_on.add_link("gpu0", "gpu1", bandwidth=1e9)
+    with pytest.raises(sc.InvalidInputError, match="other devices or links"):
+        path.by_link(ran_on)
+    # a record written without the digest is taken by its name and shape, as before
+    unknown = dataclasses.replace(res, topology_hash=None)
+    assert len(link_loads(unknown, slower)) == 8
+
+
+def test_a_multicasts_later_copy_is_put_down_to_the_narrowest_link_of_its_tree():
+    """A multicast drains as one flow at its slowest branch's share: the copy to gpu2
+    (over 100 GB/s links) moved at the 10 GB/s of gpu1's branch, which is where its
+    transfer's time goes, not to gpu0's 100 GB/s uplink its own route starts with."""
+    t = sc.Topology("branches")
+    g = [t.add_gpu() for _ in range(3)]
+    s = t.add_switch()
+    t.add_link(g[0], s, bandwidth=100e9, latency=1e-6)
+    t.add_link(s, g[1], bandwidth=10e9, latency=1e-6)
+    t.add_link(s, g[2], bandwidth=100e9, latency=1e-6)
+
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.multicast(np.zeros(250_000, np.float32), [1, 2])
+        elif comm.rank == 2:
+            yield comm.recv(0)
+            yield comm.compute(1e-6)   # the path runs through gpu2's copy
+        else:
+            yield comm.recv(0)
+
+    res = sc.run_program(t, program, trace=True)
+    assert [e.links for e in res.trace[:2]] == [(0, 2, 4), ()]
+    path = sc.critical_path(res)
+    (transfer,) = [s for s in path.segments if s.kind == "transfer"]
+    assert transfer.peer == 2 and transfer.duration == pytest.approx(1e6 / 10e9, rel=1e-9)
+    assert transfer.links == (0, 2, 4)
+    assert narrowest_link(t, transfer) == "switch0->gpu1"
+    assert path.by_link(t) == {"switch0->gpu1": pytest.approx(1e-4, rel=1e-9)}
+
+
+def test_an_empty_ordered_messages_latency_and_the_next_ones_transfer_are_two_messages():
+    """An empty message's 5 us (2 us of route latency, 3 us of delay) ends where the
+    transfer of the 1000 B queued behind it begins: the path goes through both."""
+    t = sc.topology.switch(2, bandwidth=1e9, latency=1e-6)
+
+    def program(comm):
+        if comm.rank == 0:
+            a = comm.send(np.zeros(0, np.float32), 1, ordered=True, delay=3e-6)
+            b = comm.send(np.zeros(250, np.float32), 1, ordered=True)
+            yield a
+            yield b
+        else:
+            yield comm.recv(0)
+            yield comm.recv(0)
+
+    path = sc.critical_path(sc.run_program(t, program, trace=True))
+    assert [(s.kind, s.nbytes) for s in path.segments] == [("latency", 0), ("transfer", 1000)]
+    assert path.segments[0].duration == pytest.approx(5e-6, rel=1e-9)
+    assert path.messages() == 2
+    assert "through 2 messages" in path.summary(t)

@@ -28,7 +28,6 @@ on a limit is run again with a higher one through ``retry_failed=True``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import reprlib
@@ -41,8 +40,7 @@ import numpy as np
 from simcoll import optional
 from simcoll.errors import InvalidInputError
 from simcoll.result import Result
-from simcoll.topology.graph import Topology
-from simcoll.topology.io import to_dict
+from simcoll.topology.io import topology_hash
 
 if TYPE_CHECKING:
     import pandas  # type: ignore[import-untyped]
@@ -192,12 +190,6 @@ class SweepResults(list["Result | FailedPoint"]):
         return pd.DataFrame(rows, columns=[*_SCALARS, "error"])
 
 
-def topology_hash(topology: Topology) -> str:
-    """A short digest of everything that defines ``topology`` (its saved description)."""
-    text = json.dumps(to_dict(topology), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def point_key(record: dict[str, Any]) -> tuple[Any, ...]:
     """The identity of the point a record (or a record head) describes (its dicts and
     lists, ``params`` or a hand-written file's ``[0]``, as JSON text: hashable)."""
@@ -266,5 +258,6 @@ def decode(record: dict[str, Any]) -> Result | FailedPoint:
         link_bytes={(u, v): b for u, v, b in record["link_bytes"]},
         messages=record["messages"],
         rank_times=np.array(record["rank_times"], dtype=np.float64),
+        topology_hash=record.get("topology_hash"),
         algbw=rate(record["algbw"]), busbw=rate(record["busbw"]),
         max_error=record["max_error"], root=record["root"])

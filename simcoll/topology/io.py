@@ -36,8 +36,11 @@ via a temporary file, so an existing file is never left half-written.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +50,7 @@ from simcoll.topology.formats import Context, Key, check_suffix, dump, read
 from simcoll.topology.graph import CPU_VENDORS, DEVICE_KINDS, ROUTINGS, Topology
 from simcoll.topology.quantities import parse_rate, parse_time
 
-__all__ = ["to_dict", "from_dict", "save", "load"]
+__all__ = ["to_dict", "from_dict", "save", "load", "topology_hash"]
 
 _TOP_KEYS = ("name", "cpu", "routing", "devices", "links")
 _PRESET_KEYS = ("preset", "args")
@@ -77,6 +80,23 @@ def to_dict(topology: Topology) -> dict[str, Any]:
                    **({"back_bandwidth": link.back} if link.back is not None else {})}
                   for link in topology.links],
     }
+
+
+_HASHES: weakref.WeakKeyDictionary[Topology, tuple[tuple[Any, ...], str]] = (
+    weakref.WeakKeyDictionary())
+
+
+def topology_hash(topology: Topology) -> str:
+    """A short digest of everything that defines ``topology`` (its saved description:
+    devices, links, bandwidths, latencies), kept until the machine changes."""
+    state = (topology.generation, topology.name, topology.cpu)
+    kept = _HASHES.get(topology)
+    if kept is not None and kept[0] == state:
+        return kept[1]
+    text = json.dumps(to_dict(topology), sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    _HASHES[topology] = state, digest
+    return digest
 
 
 def _compact(data: dict[str, Any]) -> dict[str, Any]:
