@@ -162,26 +162,25 @@ class ProgramProcess(Process):
     """
 
     spin_limit = 10**9
-    """The most times in a row the program may yield one event that has already fired
-    (the run's ``max_same_instant``, which the runtime sets): each resumes it at once,
-    at one instant, so a program waiting again and again on a handle it keeps stops the
-    run as a loop at one instant does. Many different events that have fired (sends
-    waited on after they all arrived) are work, not a loop."""
+    """The most events that have already fired the program may yield in a row (the
+    run's ``max_same_instant``, which the runtime sets): each resumes it at once, at one
+    instant, without the event loop, so a program waiting again and again on handles it
+    keeps (one, or a polling loop over several) stops the run as a loop at one instant
+    does. The limit is the event loop's own at one instant, at least 10^6 + 64 p^2: a
+    program waiting on its sends after they all arrived is far below it."""
 
     def _resume(self, event: Event) -> None:
         """Resume the program with ``event``'s value (or throw its failure into it) and
         run it to its next yield of an event not yet processed, or to its end.
 
         Raises:
-            RunStop: it yielded one processed event more than :attr:`spin_limit` times
-                in a row.
+            RunStop: it yielded more than :attr:`spin_limit` processed events in a row.
         """
         env = self.env
         env._active_proc = self
         generator = self._generator
         spins = 0
         while True:
-            last = event
             try:
                 if event._ok:
                     event = generator.send(event._value)
@@ -204,7 +203,7 @@ class ProgramProcess(Process):
                 self._target = event
                 env._active_proc = None
                 return
-            spins = spins + 1 if event is last else 0
+            spins += 1
             if spins > self.spin_limit:
                 env._active_proc = None
                 raise RunStop("instant", env._now)

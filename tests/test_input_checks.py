@@ -372,10 +372,12 @@ def test_yielding_an_event_that_has_fired_again_and_again_stops_the_run():
         sc.run_program(switch(2), polling, max_events=1000)
 
 
-def test_many_different_events_that_fired_are_work_not_a_loop():
-    """The limit counts one event yielded again and again: a program that waits, one by
-    one, on many sends that have all arrived (here 12, against a limit of 5) is not
-    stopped; one that waits 12 times on one of them is."""
+def test_events_that_fired_count_in_a_row_whether_one_or_many():
+    """Each yield of an event that has fired resumes the program at once, without the
+    event loop: the limit counts them all in a row. With a limit of 5, five such yields
+    go on and a sixth stops the run, the same event six times or six different ones (a
+    polling loop over two handles spun forever when only one event yielded again and
+    again was counted)."""
     import simpy
 
     from simcoll.engine import ProgramProcess, RunStop, done_event
@@ -395,9 +397,21 @@ def test_many_different_events_that_fired_are_work_not_a_loop():
         run_engine(env, until=10.0, max_events=100, max_same_instant=100)
         return process
 
-    assert run_with(lambda env: [done_event(env) for _ in range(12)]).ok
-    with pytest.raises(RunStop):
-        run_with(lambda env: [done_event(env)] * 12)
+    assert run_with(lambda env: [done_event(env) for _ in range(5)]).ok
+    assert run_with(lambda env: [done_event(env)] * 5).ok
+    for six in (lambda env: [done_event(env) for _ in range(6)],
+                lambda env: [done_event(env)] * 6):
+        with pytest.raises(RunStop):
+            run_with(six)
+
+    def polling(comm: Comm):
+        handles = [comm.send(np.zeros(1), 1 - comm.rank), comm.recv(1 - comm.rank)]
+        while True:
+            for handle in handles:
+                yield handle
+
+    with pytest.raises(sc.RunLimitError, match="processed 10000 events in a row"):
+        sc.run_program(switch(2), polling, max_events=10**4, until=1.0)
 
 
 def test_empty_messages_over_links_without_latency_go_through_the_event_loop():
