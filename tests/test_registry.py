@@ -323,6 +323,51 @@ def test_specs_and_model_functions_are_checked_at_registration():
     assert ("all_gather", "test_spec") not in sc.list_algorithms()
 
 
+def test_a_declared_parameter_taken_positionally_and_a_builtin_are_refused_at_registration():
+    """Only keyword-only arguments are passed to a model: a time function taking chunks
+    positionally with a default never got it (predict gave chunks=4's time for every
+    chunks), nor a traffic function its root; a builtin (no signature Python reads) gave
+    a bare ValueError naming neither the algorithm nor what it was for."""
+    chunks = {"chunks": Int(4, minimum=1)}
+
+    def chain_time(p, nbytes, alpha, beta, gamma, chunks=4):
+        return 0.0
+
+    def chain_traffic(p, nbytes, itemsize, root=0):
+        return gpu_traffic(np.zeros(p, np.int64), np.zeros(p, np.int64))
+
+    with pytest.raises(sc.RegistrationError,
+                       match=r"^broadcast/test_unpassed: cost model function 'chain_time' "
+                             r"takes \['chunks'\] positionally, so it is never passed them "
+                             r"\(only keyword-only arguments are\) and keeps its default; "
+                             r"make them keyword-only \(after a bare \*\)$"):
+        sc.register("broadcast", "test_unpassed", params=chunks,
+                    cost=CostModel(time=chain_time, traffic=NO_FORMULA.traffic))
+    with pytest.raises(sc.RegistrationError, match=r"'chain_traffic' takes \['root'\] "
+                                                   r"positionally"):
+        sc.register("broadcast", "test_unpassed",
+                    cost=CostModel(time=NO_FORMULA.time, traffic=chain_traffic))
+    with pytest.raises(sc.RegistrationError,
+                       match=r"^all_reduce/test_unpassed: cost model function 'max' has no "
+                             r"signature Python can read \(a builtin\?\); wrap it in a "
+                             r"function of your own$"):
+        sc.register("all_reduce", "test_unpassed",
+                    cost=CostModel(time=max, traffic=NO_FORMULA.traffic))
+    with pytest.raises(sc.RegistrationError, match="validate 'max' has no signature"):
+        sc.register("all_reduce", "test_unpassed", validate=max, cost=NO_FORMULA)
+    # a positional argument of the model's own without a default is refused as before;
+    # keyword-only ones are passed
+    def keyword_time(p, nbytes, alpha, beta, gamma, *, chunks):
+        return float(chunks)
+
+    sc.register("broadcast", "test_unpassed", params=chunks,
+                cost=CostModel(time=keyword_time, traffic=NO_FORMULA.traffic))(
+        lambda comm, x, *, root, chunks: (yield from ()))
+    assert cost.predict("broadcast", "test_unpassed", p=4, nbytes=8, alpha=0, beta=0,
+                        chunks=7) == 7.0
+    assert ("all_reduce", "test_unpassed") not in sc.list_algorithms()
+
+
 def test_programs_and_models_that_cannot_take_their_arguments_are_refused_at_registration():
     def no_buffer(comm, *, op):
         yield from ()

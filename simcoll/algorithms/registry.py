@@ -371,15 +371,35 @@ def _check_specs(what: str, specs: Mapping[str, Param]) -> None:
                             f"{exc}") from None
 
 
+def _signature(what: str, fn: Callable[..., Any], role: str) -> inspect.Signature:
+    """``fn``'s signature, or a refusal naming the role where Python cannot read it (a
+    builtin such as ``max``, a numpy ufunc)."""
+    try:
+        return inspect.signature(fn)
+    except (ValueError, TypeError):
+        raise RegistrationError(
+            f"{what}: {role} {getattr(fn, '__name__', fn)!r} has no signature Python can "
+            f"read (a builtin?); wrap it in a function of your own") from None
+
+
 def _check_keywords(what: str, fn: Callable[..., Any], known: set[str], role: str) -> None:
+    """Refuse ``fn`` unless what it takes by name is among ``known``, and each of those
+    it takes, keyword-only: the others are never passed to it."""
     if not callable(fn):
         raise RegistrationError(f"{what}: {role} {fn!r} is not callable")
-    named = {n for n, par in inspect.signature(fn).parameters.items()
-             if par.kind is par.KEYWORD_ONLY}
+    pars = _signature(what, fn, role).parameters.values()
+    named = {par.name for par in pars if par.kind is par.KEYWORD_ONLY}
     if named - known:
         raise RegistrationError(f"{what}: {role} {getattr(fn, '__name__', fn)!r} takes "
                         f"{sorted(named - known)}, which nobody passes; it may take "
                         f"{sorted(known) or 'none'}")
+    unnamed = sorted(par.name for par in pars if par.kind is par.POSITIONAL_OR_KEYWORD
+                     and par.name in known and par.default is not inspect.Parameter.empty)
+    if unnamed:
+        raise RegistrationError(
+            f"{what}: {role} {getattr(fn, '__name__', fn)!r} takes {unnamed} positionally, "
+            f"so it is never passed them (only keyword-only arguments are) and keeps its "
+            f"default; make them keyword-only (after a bare *)")
 
 
 _TIME_ARGUMENTS = ("p", "nbytes", "alpha", "beta", "gamma")
@@ -390,7 +410,7 @@ _VALIDATE_ARGUMENTS = ("p", "count", "hosts")
 def _check_positional(what: str, fn: Callable[..., Any], names: tuple[str, ...],
                       role: str) -> None:
     """Refuse ``fn`` unless it can be called with ``len(names)`` positional arguments."""
-    pars = list(inspect.signature(fn).parameters.values())
+    pars = list(_signature(what, fn, role).parameters.values())
     positional = [par for par in pars if par.kind in (par.POSITIONAL_ONLY,
                                                       par.POSITIONAL_OR_KEYWORD)]
     required = [par for par in positional if par.default is inspect.Parameter.empty]
