@@ -265,9 +265,9 @@ def run(env: simpy.Environment, *, until: float, max_events: int,
             if not event._ok and not hasattr(event, "_defused"):
                 raise event._value
             continue
-        if event.__class__ is Background and (when > until or not _foreground(queue)):
+        if event.__class__ is Background and (not when <= until or not _foreground(queue)):
             continue
-        if when > until:
+        if not when <= until:   # past it, or not a number (times that overflowed)
             raise RunStop("time", when)
         if processed >= max_events:
             raise RunStop("events", env._now)

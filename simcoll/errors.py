@@ -80,7 +80,8 @@ class DeadlockError(SimCollError):
 
 
 class UnmatchedMessageError(SimCollError):
-    """The simulation finished but some messages were sent and never received."""
+    """The simulation finished but some messages were sent and never received, or some
+    receives were posted and no message matched them."""
 
 
 class RunLimitError(SimCollError):

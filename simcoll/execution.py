@@ -9,6 +9,7 @@ or raises (deadlock, lost messages, a failing program, a limit).
 from __future__ import annotations
 
 import gc
+import math
 from collections import Counter
 from collections.abc import Callable, Generator
 from typing import Any
@@ -180,8 +181,11 @@ class Execution:
                     f"run meant to do that many at one instant needs max_events >= "
                     f"{1000 * rt.max_same_instant} (the limit at one instant is "
                     f"max_events / 1000, at least 10^6 + 64 p^2)", running) from None
+            overflowed = "" if math.isfinite(stop.now) else (
+                " (times past the float range: link latencies or bandwidths so extreme "
+                "that a route's latency or a transfer's time overflowed)")
             limit = (f"the simulated-time limit until={self.until:g} s: its next event "
-                     f"falls at t={stop.now:.9g} s,"
+                     f"falls at t={stop.now:.9g} s{overflowed},"
                      if stop.reason == "time"
                      else f"the event limit max_events={self.max_events} at "
                           f"t={stop.now:.9g} s")
@@ -192,7 +196,7 @@ class Execution:
             if enabled:
                 gc.enable()
         self._raise_if_unfinished()
-        if self.time > self.until * (1 + 1e-12):  # work not waited for, past the limit
+        if not self.time <= self.until * (1 + 1e-12):  # work not waited for, past it
             # (a computed end may lie an ulp past the instant of its event)
             raise RunLimitError(
                 f"{rt.what} reached the simulated-time limit until={self.until:g} s: "
@@ -243,6 +247,19 @@ class Execution:
             raise UnmatchedMessageError(
                 f"{rt.what} finished with {len(unclaimed)} message(s) never received: "
                 f"{self._messages(unclaimed)}; {'; '.join(why)}")
+        posted = rt.waiting_receives()
+        if posted:
+            owners: dict[int, str] = {}
+            for _, label, address in rt.programs:
+                owners.setdefault(address, label)
+            receives = [f"{owners.get(dst, f'endpoint {dst}')}'s {recv}"
+                        for dst in sorted(posted) for recv in posted[dst]]
+            more = f" (and {len(receives) - 16} more)" if len(receives) > 16 else ""
+            raise UnmatchedMessageError(
+                f"{rt.what} finished with {len(receives)} receive(s) no message matched: "
+                f"{'; '.join(receives[:16])}{more}; a send missing, or a tag or source that "
+                f"does not match (every receive posted must be matched, waited on or not, "
+                f"as MPI asks of a program before it finalizes)")
 
     def _messages(self, messages: list[Any]) -> str:
         """``messages`` as ``src->dst (tag t)``, alike ones counted (``x 7``), the first

@@ -165,11 +165,12 @@ def time_without_events(run: Execution, timeline: Timeline | None, count: int,
     reduce_bandwidth = np.array(run.runtime.reduce_bandwidth[:p], dtype=np.float64)
     lanes = Lanes(latency, bandwidth, reduce_bandwidth, itemsize)
     try:
-        timeline(lanes, count, **params)
+        with np.errstate(over="ignore", invalid="ignore"):  # times past the float range
+            timeline(lanes, count, **params)                # go to the event loop, below
     except NotLone:
         return False
     end = float(lanes.clock.max())
-    if end >= run.until or (EVENTS_PER_MESSAGE * lanes.messages
+    if not end < run.until or (EVENTS_PER_MESSAGE * lanes.messages
                             + EVENTS_PER_RANK * p > run.max_events):
         return False
     sent = lanes.sent.tolist()

@@ -191,6 +191,45 @@ def test_unreceived_messages_are_reported():
         sc.simulate(topo4(), "all_reduce", algorithm="test_leaky", nbytes=64)
 
 
+def test_receives_no_message_matched_are_reported_waited_on_or_not():
+    """A receive posted and never matched ended the run as a success where its program
+    did not wait on it: a forgotten yield (the program returned the receive's event as
+    its output) or the loser of an any-of wait; as a message never received does, it
+    is an UnmatchedMessageError naming the rank and the receive."""
+    topo = sc.topology.switch(3, bandwidth=1e9, latency=0.5e-6)
+
+    def forgot_yield(comm):
+        if comm.rank == 0:
+            x = comm.recv(1)   # meant: x = yield comm.recv(1); rank 1 sends nothing
+            yield comm.sleep(1e-6)
+            return x
+
+    def either(comm):
+        if comm.rank == 0:
+            yield comm.recv(1) | comm.recv(2, tag=5)   # rank 2 never sends tag 5
+        if comm.rank == 1:
+            yield comm.send(np.ones(2), 0)
+
+    with pytest.raises(sc.UnmatchedMessageError,
+                       match=r"^forgot_yield finished with 1 receive\(s\) no message "
+                             r"matched: rank 0's recv from 1 \(tag 0\); a send missing, or "
+                             r"a tag or source that does not match"):
+        sc.run_program(topo, forgot_yield)
+    with pytest.raises(sc.UnmatchedMessageError,
+                       match=r"1 receive\(s\) no message matched: rank 0's recv from 2 "
+                             r"\(tag 5\);"):
+        sc.run_program(topo, either)
+
+    def both_sent(comm):   # the same any-of wait where both arrive: no error
+        if comm.rank == 0:
+            yield comm.recv(1) | comm.recv(2, tag=5)
+            yield comm.sleep(1e-3)
+        else:
+            yield comm.send(np.ones(2), 0, tag=5 if comm.rank == 2 else 0)
+
+    assert sc.run_program(topo, both_sent).time > 1e-3
+
+
 def test_a_peer_off_by_one_that_reaches_a_device_is_named_as_such():
     """On a machine with an NVSwitch that reduces (or server hosts), address p is that
     device, so dst=p is legal and the message waits there for a program that never

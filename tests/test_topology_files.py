@@ -303,6 +303,19 @@ def test_astra_numbers_in_exponent_form_without_a_dot_are_numbers(tmp_path):
      ["line 3: bandwidth[1]: expected a finite number > 0 (GB/s per link), got -1"]),
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1]\nlatency: [-5]\n",
      ["line 4: latency[0]: expected a finite number >= 0 (ns per link), got -5"]),
+    # past float's range as written (a whole number: OverflowError) or once in bytes/s;
+    # a rate below the smallest normal float once in bytes/s
+    ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1" + "0" * 400 + "]\nlatency: [1]\n",
+     ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 1000"]),
+    ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1]\nlatency: [1" + "0" * 400 + "]\n",
+     ["line 4: latency[0]: expected a finite number >= 0 (ns per link), got 1000"]),
+    ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1.0e+300]\nlatency: [1]\n",
+     ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 1e+300"]),
+    ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1.0e-320]\nlatency: [1]\n",
+     ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 1e-320"]),
+    # a machine too large, named where its NPU counts are (it was line 1)
+    ("topology: [Ring, Ring]\nnpus_count: [4096, 4096]\nbandwidth: [1, 1]\nlatency: [1, 1]\n",
+     ["line 2: npus_count: npus=[4096, 4096] is not accepted: the machine would have"]),
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1]\n", ["latency: missing"]),
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1]\nlatency: [1]\nlinks: 3\n",
      ["links: unknown key in an ASTRA-sim network config"]),
@@ -314,6 +327,45 @@ def test_bad_astra_configs(tmp_path, text, words):
             reader(path)
         for word in ["bad.yml", *words]:
             assert word in str(info.value)
+
+
+def test_a_misspelt_preset_is_named_at_preset_without_a_files_advice(tmp_path):
+    """The name is refused where it is written (it was reported at args, on its line),
+    and without "or the path of a topology file", which preset: does not take."""
+    path = write(tmp_path, "typo.yaml", "preset: dgx_h10\nargs: {nodes: 2}\n")
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(path)
+    text = str(info.value)
+    assert "typo.yaml, line 1: preset: unknown topology builder 'dgx_h10' (did you mean " \
+           "'dgx_h100'?); use one of " in text
+    assert "path" not in text and "args" not in text
+    with pytest.raises(sc.TopologyError, match="or the path of a topology file"):
+        sc.topology.from_spec("dgx_h10:2")
+
+
+def test_latencies_whose_sum_overflows_and_rates_whose_times_do_are_refused(tmp_path):
+    """Each link's value passes its own check, but two latencies of 1e308 s sum to inf
+    on a route, and 512 B at 3e-308 B/s take longer than the largest float: the run
+    gave time nan, busbw inf and exit status 0. The route is refused, naming it, and a
+    time past the float's range stops the run as a time past until= does."""
+    devices = "devices:\n  - {name: g0, kind: gpu}\n  - {name: g1, kind: gpu}\n" \
+              "  - {name: s, kind: switch}\nlinks:\n"
+    path = write(tmp_path, "far.yaml", devices + "  - {u: g0, v: s, bandwidth: 1GB/s, "
+                 "latency: 1e308}\n  - {u: g1, v: s, bandwidth: 1GB/s, latency: 1e308}\n")
+    far = sc.topology.load(path)
+    with pytest.raises(sc.TopologyError,
+                       match=r"^the route from 'g0' to 'g1' has a latency past the float "
+                             r"range: its links' latencies \(1e\+308, 1e\+308 s\) sum to "
+                             r"inf; give latencies whose sum is finite$"):
+        sc.simulate(far, "all_reduce", algorithm="ring", nbytes=1024)
+    slow = sc.topology.switch(2, bandwidth=3e-308)
+    for network in ("flow", "analytical", "flow_rtt"):
+        for algorithm in ("ring", "naive"):
+            with pytest.raises(sc.RunLimitError, match=r"falls at t=inf s \(times past the "
+                                                       r"float range: link latencies or "
+                                                       r"bandwidths so extreme"):
+                sc.simulate(slow, "all_reduce", algorithm=algorithm, nbytes=1024,
+                            network=network)
 
 
 def test_from_astra_sim_refuses_other_files(tmp_path):

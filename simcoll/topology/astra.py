@@ -35,6 +35,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -225,16 +226,22 @@ def from_astra_dict(data: Any, ctx: Context) -> Topology:
             raise ctx.error(("npus_count", i), f"expected a whole number >= 2 (ASTRA-sim "
                                                f"refuses fewer), got "
                                                f"{data['npus_count'][i]!r}")
-    for key, values, least, what in (("bandwidth", bandwidth, "> 0", "GB/s per link"),
-                                     ("latency", latency, ">= 0", "ns per link")):
+    for key, values, least, what, scale in (
+            ("bandwidth", bandwidth, "> 0", "GB/s per link", GB),
+            ("latency", latency, ">= 0", "ns per link", 1e-9)):
         for i, value in enumerate(values):
-            if not (math.isfinite(value) and (value > 0 if least == "> 0" else value >= 0)):
+            try:
+                converted = float(value) * scale   # a whole number past float's range
+            except OverflowError:                  # overflows here
+                converted = math.inf
+            if not (math.isfinite(converted) and (value > 0 if least == "> 0" else value >= 0)
+                    and (converted >= sys.float_info.min or least != "> 0")):
                 raise ctx.error((key, i), f"expected a finite number {least} ({what}), "
-                                          f"got {value!r}")
+                                          f"got {value!r:.60}")
     try:
         return multi_dim(blocks, npus, [b * GB for b in bandwidth], [t / 1e9 for t in latency])
-    except TopologyError as exc:
-        raise ctx.error((), str(exc)) from None
+    except TopologyError as exc:   # what is left to refuse: a machine too large
+        raise ctx.error(("npus_count",), str(exc)) from None
 
 
 def from_astra_sim(path: str | os.PathLike) -> Topology:

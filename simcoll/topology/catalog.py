@@ -30,7 +30,7 @@ from simcoll.topology.quantities import (
     parse_time,
 )
 
-__all__ = ["Parameter", "builders", "parameters", "describe", "format_value", "build",
+__all__ = ["Parameter", "builders", "builder", "parameters", "describe", "format_value", "build",
            "FILE_SUFFIXES"]
 
 FILE_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
@@ -104,7 +104,7 @@ def parameters(name: str) -> tuple[Parameter, ...]:
     Raises:
         TopologyError: no builder of that name; the message lists them.
     """
-    fn = _builder(name)
+    fn = builder(name)
     hints = typing.get_type_hints(fn)
     out = []
     for p in inspect.signature(fn).parameters.values():
@@ -134,14 +134,20 @@ def format_value(param: Parameter, value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _builder(name: str) -> Callable[..., Topology]:
+def builder(name: str, *, files: bool = True) -> Callable[..., Topology]:
+    """The builder or preset ``name``.
+
+    Raises:
+        TopologyError: no such name, listing the known ones (and, where a file could be
+            given instead, ``files``, saying so).
+    """
     known = builders()
     if name not in known:
         close = difflib.get_close_matches(name.lower(), known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
+        path = f", or the path of a topology file ({', '.join(FILE_SUFFIXES)})" if files else ""
         raise TopologyError(f"unknown topology builder {name!r}{hint}; use one of "
-                            f"{', '.join(known)}, or the path of a topology file "
-                            f"({', '.join(FILE_SUFFIXES)})")
+                            f"{', '.join(known)}{path}")
     return known[name]
 
 
@@ -184,7 +190,7 @@ def build(name: str, given: dict[str, str], context: str) -> Topology:
         TopologyError: naming the bad key or value and listing the parameters.
     """
     try:
-        fn = _builder(name)
+        fn = builder(name)
     except TopologyError as exc:
         raise TopologyError(f"{context}: {exc}") from None
     params = parameters(name)

@@ -572,6 +572,12 @@ class Topology:
                     f"once); give via devices that do not lead back over it")
             route = Route(tuple(links), sum(self._links[d >> 1].latency for d in links),
                           min((self.bandwidth_of(d) for d in links), default=math.inf))
+            if math.isinf(route.latency):
+                summed = ", ".join(f"{self._links[d >> 1].latency:g}" for d in links)
+                raise TopologyError(
+                    f"the route from {a_name!r} to {b_name!r} has a latency past the float "
+                    f"range: its links' latencies ({summed} s) sum to inf; give latencies "
+                    f"whose sum is finite")
             if not avoid:
                 if len(self._routes) >= ROUTES_KEPT:
                     self._routes.clear()

@@ -236,12 +236,16 @@ def _build(data: Any, ctx: Context) -> Topology:
 
 
 def _preset(data: dict[str, Any], ctx: Context) -> Topology:
-    from simcoll.topology.catalog import build
+    from simcoll.topology.catalog import build, builder
 
     _mapping(data, ctx, (), _PRESET_KEYS, "a mapping with 'preset' and 'args'")
     name = data["preset"]
     if not isinstance(name, str):
         raise ctx.error(("preset",), f"expected a builder or preset name, got {name!r}")
+    try:
+        builder(name, files=False)
+    except TopologyError as exc:
+        raise ctx.error(("preset",), str(exc)) from None
     args = data.get("args", {})
     if not isinstance(args, dict):
         raise ctx.error(("args",), f"expected a mapping of parameter: value, got {args!r:.60}")
