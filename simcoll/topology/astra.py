@@ -25,9 +25,11 @@ What it means, from the same code:
 Where simcoll differs: a message between NPUs that differ in several coordinates follows
 its shortest route through every dimension it crosses (ASTRA-sim's congestion-unaware
 backend charges only the first differing dimension; its collectives send along one
-dimension at a time, where the two agree), and a ring of 2 NPUs is one link (ASTRA-sim
-links the pair twice). With two or more dimensions a GPU's ``node`` is its dimension-0
-group (rank // n0), so hierarchical algorithms treat dimension 0 as the server.
+dimension at a time, where the two agree). A ring of 2 NPUs is one link, as in
+ASTRA-sim, whose congestion-aware ``Ring`` connects the pair twice but keeps one link
+per peer (``Device::links`` is a map: the second replaces the first). With two or more
+dimensions a GPU's ``node`` is its dimension-0 group (rank // n0), so hierarchical
+algorithms treat dimension 0 as the server.
 """
 
 from __future__ import annotations
