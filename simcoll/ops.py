@@ -12,7 +12,7 @@ from simcoll.dtypes import is_float
 
 __all__ = ["ReduceOp"]
 
-_UFUNCS = {"SUM": np.add, "PRODUCT": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
+_UFUNCS = {"SUM": np.add, "PRODUCT": np.multiply, "MIN": np.fmin, "MAX": np.fmax,
            "AVG": np.add}
 
 
@@ -24,6 +24,10 @@ class ReduceOp(enum.Enum):
     the dtype before they are summed (``ncclDevPreMulSum``: no partial sum can overflow
     where the mean does not), an integer dtype's sum is divided by ``p`` once at the end
     (``ncclDevSumPostDiv``, truncating toward zero, as C does).
+
+    ``MIN`` and ``MAX`` pass over NaN, as NCCL's ``fminf`` / ``fmaxf`` (``__hmin`` /
+    ``__hmax`` for 16-bit and 8-bit floats; ``FuncMinMax`` in src/device/reduce_kernel.h)
+    do: an element is NaN only where every input is (numpy's ``fmin`` / ``fmax``).
     """
 
     SUM = "sum"

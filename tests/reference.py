@@ -66,7 +66,13 @@ def reduced(inputs: list[np.ndarray], op: sc.ReduceOp) -> np.ndarray:
         return stack.sum(axis=0) / len(inputs)
     if op is sc.ReduceOp.PRODUCT:
         return stack.prod(axis=0)
-    return stack.min(axis=0) if op is sc.ReduceOp.MIN else stack.max(axis=0)
+    # NCCL's fminf / fmaxf: a NaN loses to any number; NaN only where every input is
+    missing = np.isnan(stack)
+    if op is sc.ReduceOp.MIN:
+        out = np.where(missing, np.inf, stack).min(axis=0)
+    else:
+        out = np.where(missing, -np.inf, stack).max(axis=0)
+    return np.where(missing.all(axis=0), np.nan, out)
 
 
 def _blocks(x: np.ndarray, p: int) -> list[np.ndarray]:

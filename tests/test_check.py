@@ -515,3 +515,37 @@ def test_a_float64_sum_of_magnitudes_that_rounds_down_to_2_to_53_is_not_exact():
     # below 2^53 the sum is exact in every order, and held to it
     inputs = [np.array([big / 2]), np.array([1.0]), np.array([1.0])]
     assert not compare(coll, inputs, [np.array([big / 2])] * 3, ReduceOp.SUM, 0)[0]
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "rabenseifner", "naive", "tree", "nccl",
+                                       "direct"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "bfloat16"])
+def test_min_and_max_pass_over_nan_as_nccls_fminf_and_fmaxf(algorithm, dtype):
+    """NCCL's MIN / MAX are fminf / fmaxf (__hmin / __hmax for 16-bit floats): a NaN
+    loses to any number, and an element is NaN only where every rank's is. simcoll took
+    np.minimum / np.maximum, which spread a NaN, and marked NCCL's own answer wrong.
+    Expected values worked by hand."""
+    nan = float("nan")
+    columns = [[nan, 1.0, nan, -0.5], [2.0, 3.0, nan, nan], [-5.0, nan, nan, 7.0],
+               [4.0, 0.5, nan, 1.5]]
+    want = {"min": [-5.0, 0.5, nan, -0.5], "max": [4.0, 3.0, nan, 7.0]}
+    if dtype == "bfloat16":
+        import ml_dtypes
+        numpy_dtype = np.dtype(ml_dtypes.bfloat16)
+    else:
+        numpy_dtype = np.dtype(dtype)
+    xs = [np.array(c * 2, dtype=numpy_dtype) for c in columns]
+    for op, expected in want.items():
+        res = sc.simulate(sc.topology.dgx_h100(1) if algorithm == "nccl"
+                          else sc.topology.switch(4), "all_reduce", algorithm=algorithm,
+                          data=xs * (2 if algorithm == "nccl" else 1), op=op)
+        assert res.correct
+        for out in res.outputs:
+            got = out.astype(np.float64)
+            assert np.array_equal(got, np.array(expected * 2), equal_nan=True), (op, got)
+        # the old rule's answer (NaN spread) is now wrong
+        spread = [x.astype(np.float64) for x in xs]
+        naive = np.minimum.reduce(spread) if op == "min" else np.maximum.reduce(spread)
+        ok, _ = compare(COLLECTIVES["all_reduce"], xs, [naive.astype(numpy_dtype)] * 4,
+                        ReduceOp(op), 0)
+        assert not ok
