@@ -52,8 +52,9 @@ def _lookup(dtype: Any, where: str) -> np.dtype:
 _SHORT_NAMES = {"fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16",
                 "fp8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn",
                 "fp8_e5m2": "float8_e5m2", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2",
-                "bfloat": "bfloat16", "f8": "float8_e4m3fn"}
-"""Short names of element types that numpy does not know, and the names it does."""
+                "bfloat": "bfloat16"}
+"""Short names of element types that numpy does not know, and the names it does (not
+``f8``: numpy's code for float64)."""
 
 
 def meant_name(name: Any) -> str:
