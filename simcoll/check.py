@@ -33,8 +33,9 @@ passes wherever ``|sum x_i|`` is below that (the bound the check used before 202
 ``2 p eps sum |x_i|``, reached ``sum |x_i|`` from 2 ranks in e5m2 and 4 in e4m3, so that
 zeros or a rank's own input passed). Where a partial result can pass the dtype's
 largest finite number in some order, an element may come out infinite or NaN
-(float16's 60000 + 60000 - 60000 summed left to right; fp8 e4m3 has no infinity and
-gives NaN), and a finite one must still lie within the bound: for SUM and AVG where the
+(float16's 60000 + 60000 - 60000 summed left to right; fp8 sums and products saturate
+at their largest finite number instead, as NCCL's do, which counts as such an
+overflow), and a finite one must still lie within the bound: for SUM and AVG where the
 larger of the positive terms' sum and the negative terms' magnitudes, plus the rounding
 bound ``q u sum |x_i|``, passes it (AVG's terms once scaled; a partial sum adds a subset
 of the terms, so where they cancel, as in 60000 - 60000, no order overflows), for
@@ -70,7 +71,7 @@ import numpy as np
 
 from simcoll.collectives import Collective
 from simcoll.dtypes import float_info, is_float
-from simcoll.ops import ReduceOp
+from simcoll.ops import SATURATING, ReduceOp
 
 __all__ = ["compare", "wrong_elements"]
 
@@ -349,16 +350,24 @@ def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.
     float64 itself where the exact value need not (1.5e308 + 1.5e308 - 1.5e308)."""
     error = np.abs(out.astype(ref.dtype) - ref)
     ok = error <= limit
-    maybe = overflow & ~np.isfinite(out) & ~ok
+    overflowed = ~np.isfinite(out)
+    saturating = out.dtype.name in SATURATING
+    if saturating:   # fp8 sums and products saturate (ReduceOp.combine): an overflow
+        wide = out.astype(np.float64)   # reads as the largest finite number
+        overflowed |= np.abs(wide) == float_info(out.dtype).largest
+    maybe = overflow & overflowed & ~ok
     if maybe.any():
         ok[maybe] = overflows(maybe)
     finite = np.isfinite(ref)
     if not finite.all():
         mask = ~finite
         same = _equal(out[mask].astype(ref.dtype), ref[mask], moved=False)
+        if saturating:   # an infinite input's sum saturates too, to its sign's end
+            same |= np.isinf(ref[mask]) & (wide[mask] == np.sign(ref[mask])
+                                          * float_info(out.dtype).largest)
         if not same.all():
             all_finite, other = odd(mask)
-            same |= all_finite | (other & ~np.isfinite(out[mask]))
+            same |= all_finite | (other & overflowed[mask])
         ok[mask] = same
     return ok
 

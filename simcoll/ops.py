@@ -8,12 +8,15 @@ from typing import Any
 import numpy as np
 
 from simcoll.buffers import sealed
-from simcoll.dtypes import is_float
+from simcoll.dtypes import float_info, is_float
 
-__all__ = ["ReduceOp"]
+__all__ = ["ReduceOp", "SATURATING"]
 
 _UFUNCS = {"SUM": np.add, "PRODUCT": np.multiply, "MIN": np.fmin, "MAX": np.fmax,
            "AVG": np.add}
+
+SATURATING = ("float8_e4m3fn", "float8_e5m2")
+"""The element types NCCL's sums and products saturate (:meth:`ReduceOp.combine`)."""
 
 
 class ReduceOp(enum.Enum):
@@ -24,6 +27,12 @@ class ReduceOp(enum.Enum):
     the dtype before they are summed (``ncclDevPreMulSum``: no partial sum can overflow
     where the mean does not), an integer dtype's sum is divided by ``p`` once at the end
     (``ncclDevSumPostDiv``, truncating toward zero, as C does).
+
+    fp8 sums and products are computed as NCCL computes them (``FuncSum`` /
+    ``FuncProd`` of ``__nv_fp8_e4m3`` and ``__nv_fp8_e5m2``): in half precision, then
+    converted back saturating (the fp8 constructors' ``__NV_SATFINITE``), so a result past
+    the largest finite number, infinity included, is that number (448 in e4m3, 57,344 in
+    e5m2), and NaN stays NaN.
 
     ``MIN`` and ``MAX`` pass over NaN, as NCCL's ``fminf`` / ``fmaxf`` (``__hmin`` /
     ``__hmax`` for 16-bit and 8-bit floats; ``FuncMinMax`` in src/device/reduce_kernel.h)
@@ -48,7 +57,23 @@ class ReduceOp(enum.Enum):
         return _UFUNCS[self.name]
 
     def __call__(self, a: Any, b: Any) -> Any:
-        return _UFUNCS[self.name](a, b)
+        return self.combine(a, b)
+
+    def combine(self, a: Any, b: Any, out: np.ndarray | None = None) -> Any:
+        """``a`` combined with ``b`` element-wise (into ``out`` if given) in their dtype;
+        fp8 sums and products in half precision, saturated back to fp8 (see the class)."""
+        ufunc = _UFUNCS[self.name]
+        dtype = getattr(a, "dtype", None)
+        if dtype is None or dtype.name not in SATURATING or ufunc in (np.fmin, np.fmax):
+            return ufunc(a, b) if out is None else ufunc(a, b, out=out)
+        largest = float_info(dtype).largest
+        with np.errstate(over="ignore", invalid="ignore"):  # past half's range: inf
+            wide = ufunc(np.asarray(a, np.float16), np.asarray(b, np.float16))
+        np.clip(wide, -largest, largest, out=wide)   # NaN stays NaN
+        if out is None:
+            return wide.astype(dtype)
+        out[...] = wide
+        return out
 
     @property
     def combining(self) -> ReduceOp:

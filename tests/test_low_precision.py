@@ -264,20 +264,63 @@ def test_an_average_of_the_largest_number_may_overflow_as_it_rounds(dtype, p):
     the partial sums round up past the largest number (float16: 65504 x 0.0999755859375
     rounds to 6548, ten of which are 65480, but the partial sums round up, 19644 to 19648
     and on, until 58976 + 6548 = 65524 rounds to inf; e4m3: 448 x 1/3 rounds to 160, and
-    3 x 160 = 480 is past 448, NaN). The check refused simcoll's own ring for it."""
+    3 x 160 = 480 is past 448, which NCCL's fp8 sum saturates to 448). The check refused
+    simcoll's own ring for it."""
     big = float(ml_dtypes.finfo(dtype).max)
     data = [np.full(16, big).astype(dtype) for _ in range(p)]
     res = sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring", data=data,
                       op="avg")
-    assert not np.isfinite(res.outputs[0].astype(np.float64)).all()  # it did overflow
+    out = res.outputs[0].astype(np.float64)
+    if dtype is ml_dtypes.float8_e4m3fn:
+        assert (out == 448.0).all()   # 160 + 160 = 320, + 160 = 480: saturated
+    else:
+        assert not np.isfinite(out).all()  # it did overflow
     assert res.correct
 
 
 def test_a_sum_whose_exact_value_is_the_largest_may_round_past_it():
     """e5m2: 40960 + 4096 = 45056 rounds to even, 49152; + 12288 = 61440, halfway to
-    the next step past 57344, rounds to infinity. The exact sum is 57344, the largest."""
+    the next step past 57344, rounds past the largest, which NCCL's conversion saturates
+    to. The exact sum is 57344, the largest."""
     dtype = ml_dtypes.float8_e5m2
     data = [np.array([v], dtype) for v in (40960.0, 4096.0, 12288.0)]
     res = sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="naive", data=data)
-    assert np.isinf(res.outputs[0].astype(np.float64)).any()
+    assert res.outputs[0].astype(np.float64)[0] == 57344.0
+    assert res.correct
+
+
+@pytest.mark.parametrize("op", ["sum", "product"])
+def test_fp8_sums_and_products_saturate_as_nccls_do(op):
+    """NCCL reduces fp8 in half precision and converts back with __NV_SATFINITE: past
+    the largest finite number, and from an infinite input, the result is that number
+    (448 in e4m3, 57344 in e5m2), never NaN or infinity; a NaN input stays NaN. simcoll
+    gave NaN (e4m3) or inf (e5m2), and the check refused what the GPU gives."""
+    for dtype, big in ((ml_dtypes.float8_e4m3fn, 448.0), (ml_dtypes.float8_e5m2, 57344.0)):
+        values = [[big, -big, 2.0, 1.0], [big, -big, -1.0, float("nan")],
+                  [1.0, 1.0, -big, 1.0], [1.0, 1.0, 1.0, 1.0]]
+        data = [np.array(v, dtype) for v in values]
+        for algorithm in ("ring", "naive", "tree"):
+            res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm=algorithm,
+                              data=data, op=op)
+            out = res.outputs[0].astype(np.float64)
+            want = ([big, -big, -big, float("nan")] if op == "sum"
+                    else [big, big, big, float("nan")])
+            assert np.array_equal(out, np.array(want), equal_nan=True), (dtype, out)
+            assert res.correct
+        # a saturated value where nothing can overflow is wrong
+        small = [np.array([1.0, 2.0, 1.0, 1.0], dtype)] * 4
+        saturated = [np.array([big, 8.0, 4.0, 4.0], dtype)] * 4
+        coll = sc.COLLECTIVES["all_reduce"]
+        assert not compare(coll, small, saturated, sc.ReduceOp.SUM, 0)[0]
+    e5m2 = [np.array([np.inf, -np.inf, np.inf], ml_dtypes.float8_e5m2),
+            np.array([1.0, 1.0, -np.inf], ml_dtypes.float8_e5m2)]
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", data=e5m2,
+                      op=op)
+    # inf + 1 saturates; inf - inf (or inf x -inf's sign) as half arithmetic gives it
+    with np.errstate(invalid="ignore"):
+        half = [np.float16(a) + np.float16(b) if op == "sum"
+                else np.float16(a) * np.float16(b)
+                for a, b in zip([np.inf, -np.inf, np.inf], [1.0, 1.0, -np.inf])]
+    want = [np.nan if np.isnan(h) else np.sign(h) * 57344.0 for h in half]
+    assert np.array_equal(res.outputs[0].astype(np.float64), np.array(want), equal_nan=True)
     assert res.correct

@@ -33,9 +33,9 @@ def _reduce_block(inputs: Arrays, op: ReduceOp, first: int, lo: int, hi: int,
                   out: np.ndarray) -> None:
     """Elements ``lo:hi`` reduced along the ring from rank ``first``, into ``out``."""
     p = len(inputs)
-    op.ufunc(inputs[(first + 1) % p][lo:hi], inputs[first][lo:hi], out=out)
+    op.combine(inputs[(first + 1) % p][lo:hi], inputs[first][lo:hi], out=out)
     for k in range(2, p):
-        op.ufunc(inputs[(first + k) % p][lo:hi], out, out=out)
+        op.combine(inputs[(first + k) % p][lo:hi], out, out=out)
 
 
 def _reduced_blocks(inputs: Arrays, op: ReduceOp, counts: NDArray[np.int64], start: int,
