@@ -57,8 +57,14 @@ def scaling_figure(out: Path) -> Path:
                        algorithms=["ring", "naive", "parameter_server"],
                        ranks=[2, 4, 8, 16, 32, 64, 128, 256], sizes=["64MiB"])
     path = out / "scaling_busbw.png"
-    sc.plot.scaling(results, x="nranks", y="busbw", formula=True, alpha=2 * LATENCY,
-                    beta=1 / BANDWIDTH, gamma=0.0, save=path)
+    fig = sc.plot.scaling(results, x="nranks", y="busbw", formula=True, alpha=2 * LATENCY,
+                          beta=1 / BANDWIDTH, gamma=0.0)
+    ax = fig.axes[0]
+    ax.set_title(f"{ax.get_title()}\n(links {BANDWIDTH / sc.GB:g} GB/s and "
+                 f"{LATENCY / sc.us:g} us each way; the models' α = {2 * LATENCY / sc.us:g} "
+                 f"us, β = 1 / ({BANDWIDTH / sc.GB:g} GB/s), γ = 0)", fontsize="medium")
+    finish(fig, path)
+    plt.close(fig)
     return path
 
 
@@ -82,7 +88,14 @@ def link_figure(out: Path) -> Path:
     res = sc.simulate(topo, "all_reduce", algorithm="parameter_server", nbytes=64 * sc.MiB,
                       trace=True)
     path = out / "link_utilization_ps.png"
-    sc.plot.link_utilization(res, topo, save=path)
+    fig = sc.plot.link_utilization(res, topo)
+    heat, bar = fig.axes
+    heat.set_title(f"{heat.get_title()}\n(links {BANDWIDTH / sc.GB:g} GB/s each way)",
+                   fontsize="medium")
+    ticks = [0.0, 1 / 7, 0.4, 0.6, 0.8, 1.0]   # 1/7: each worker's share of gpu0's link
+    bar.set_yticks(ticks, ["0", "1/7", "0.4", "0.6", "0.8", "1"])
+    finish(fig, path)
+    plt.close(fig)
     return path
 
 
@@ -97,9 +110,8 @@ def pat_figure(out: Path) -> Path:
     colours = {"pat": "#c0504d", "ring": "#1f3f73"}
     markers = {"pat": "s", "ring": "o"}
     chosen = []
-    times: dict[str, list[float]] = {}
     for algo, label in (("pat", "PAT"), ("ring", "ring")):
-        simulated, predicted = times.setdefault(algo, []), []
+        simulated, predicted = [], []
         for n in nodes:
             topo = sc.topology.cluster(n, 1)
             res = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=per_rank, algo=algo)
@@ -114,22 +126,28 @@ def pat_figure(out: Path) -> Path:
                 label=f"{label}, simulated ({res.params['proto']})")
         ax.plot(nodes, predicted, "--", color=colours[algo], alpha=0.7,
                 label=f"{label}, NCCL's prediction")
-    # circled: the run algorithm="nccl" picks at each node count
-    ax.plot(nodes, [times[algo][k] for k, algo in enumerate(chosen)], linestyle="",
-            marker="o", markersize=13, markerfacecolor="none", markeredgecolor="black",
-            markeredgewidth=1.1, label='what algorithm="nccl" picks')
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(nodes, [str(n) for n in nodes])
     low, high = ax.get_ylim()
     ticks = [t for t in (10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if low <= t <= high]
     ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+    # named on a top axis: the run algorithm="nccl" picks at each node count (circles
+    # around the points hid which one at 4 nodes, where the two nearly meet)
+    picks = ax.secondary_xaxis("top")
+    picks.set_xscale("log", base=2)
+    picks.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    picks.set_xticks(nodes, [{"pat": "PAT", "ring": "ring"}[a] for a in chosen],
+                     fontsize=8, fontweight="bold")
+    for label, algo in zip(picks.get_xticklabels(), chosen):
+        label.set_color(colours[algo])
+    picks.set_xlabel('what algorithm="nccl" picks', fontsize=8)
     ax.set_xlabel("nodes (one GPU each)")
     ax.set_ylabel("all_gather time (µs)")
     ax.set_title("all_gather, 64 KiB per rank: PAT's log p steps against the ring's p - 1",
                  fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     path = out / "pat_vs_ring.png"
     finish(fig, path)
