@@ -32,14 +32,17 @@ this bound is wide: with e4m3's u
 passes wherever ``|sum x_i|`` is below that (the bound the check used before 2026-12-05,
 ``2 p eps sum |x_i|``, reached ``sum |x_i|`` from 2 ranks in e5m2 and 4 in e4m3, so that
 zeros or a rank's own input passed). Where a partial result can pass the dtype's
-largest finite number in some order, an element may come out infinite or NaN
-(float16's 60000 + 60000 - 60000 summed left to right; fp8 sums and products saturate
-at their largest finite number instead, as NCCL's do, which counts as such an
-overflow), and a finite one must still lie within the bound: for SUM and AVG where the
-larger of the positive terms' sum and the negative terms' magnitudes, plus the rounding
-bound ``q u sum |x_i|``, passes it (AVG's terms once scaled; a partial sum adds a subset
-of the terms, so where they cancel, as in 60000 - 60000, no order overflows), for
-PRODUCT where the factors above 1 multiply past it once rounded q times. Where the
+largest finite number in some order, an element may come out infinite (float16's
+60000 + 60000 - 60000 summed left to right), of the sign of the partial results that
+can pass it, or NaN where both signs can (inf - inf), and a finite one must still lie
+within the bound: for SUM and AVG, upward where the positive terms' sum, downward where
+the negative terms' magnitudes, plus the rounding bound ``q u sum |x_i|``, pass it
+(AVG's terms once scaled; a partial sum adds a subset of the terms, so where they
+cancel, as in 60000 - 60000, no order overflows), for PRODUCT (either sign, or NaN)
+where the factors above 1 multiply past it once rounded q times. fp8 sums and products
+saturate at their largest finite number instead, as NCCL's do, and may come back down
+(448 + 448 - 448 is 0 left to right in e4m3): there any finite element is accepted, and
+no NaN. Where the
 reference is infinite or NaN, an element must match it, or be another infinite or NaN
 value where the finite inputs' partial results can overflow or (for products) underflow
 to 0, which other orders turn into NaN (inf - inf, 0 x inf); where every input is
@@ -186,7 +189,7 @@ def _allowed(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray, reach: np.n
     A product is off by a factor within ``(1 + u)^q``, plus what underflow adds.
     ``overflow``: where the partial results may pass the dtype's largest finite number
     (the magnitudes, once rounded q times, do); for sums a first sieve, which the signed
-    sums narrow where terms cancel (:func:`_partials_overflow`).
+    sums narrow where terms cancel (:func:`_partial_reaches`).
     """
     limit, overflow = _rounding(op, p, dtype, ref, reach)
     exact = _exactly(op, p, dtype, reach, not_whole)
@@ -336,11 +339,14 @@ def _equal(out: np.ndarray, ref: np.ndarray, moved: bool) -> np.ndarray:
 
 def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.ndarray,
               odd: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-              overflows: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+              overflows: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """Per element of a rounded reduction: within its limit, or not finite where the
     reduction may overflow (``overflow`` from the magnitudes, then, for the elements it
-    lets through, ``overflows(mask)`` from the signed sums, which can rule it out:
-    :func:`_partials_overflow`). Where the reference itself is not finite
+    lets through, ``overflows(mask, values)`` from the signed sums, which can rule it
+    out, and rule out an infinity of a sign no partial result reaches:
+    :func:`_partial_reaches`); in fp8, whose sums and products saturate and may come
+    back down from their largest number (448 + 448 - 448 is 0 left to right in e4m3),
+    any finite value where a partial result can pass it. Where the reference itself is not finite
     (``odd(mask)`` tells, for those elements, whether every input is finite and whether
     another infinite or NaN value is possible, :func:`_non_finite_cases`): that same
     value; another infinite or NaN value where the finite inputs' partial results can
@@ -351,13 +357,13 @@ def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.
     error = np.abs(out.astype(ref.dtype) - ref)
     ok = error <= limit
     overflowed = ~np.isfinite(out)
+    wide = out.astype(np.float64)
     saturating = out.dtype.name in SATURATING
     if saturating:   # fp8 sums and products saturate (ReduceOp.combine): an overflow
-        wide = out.astype(np.float64)   # reads as the largest finite number
-        overflowed |= np.abs(wide) == float_info(out.dtype).largest
-    maybe = overflow & overflowed & ~ok
+        overflowed |= np.abs(wide) == float_info(out.dtype).largest  # reads as the largest
+    maybe = overflow & (True if saturating else overflowed) & ~ok
     if maybe.any():
-        ok[maybe] = overflows(maybe)
+        ok[maybe] = overflows(maybe, wide[maybe])
     finite = np.isfinite(ref)
     if not finite.all():
         mask = ~finite
@@ -373,16 +379,25 @@ def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.
 
 
 def _overflows(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
-               rank: int, where: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray]:
+               rank: int, where: np.ndarray | None
+               ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """For :func:`_verdicts`: given a mask over the output elements at flat indices
-    ``where`` (all, if None), whether each can overflow in some order: for SUM and AVG
-    by the signed sums (:func:`_partials_overflow`); a PRODUCT's factors keep the flag
-    their growth gave."""
-    def overflows(mask: np.ndarray) -> np.ndarray:
+    ``where`` (all, if None) and the values found there, whether an order of the
+    reduction can give each: for SUM and AVG by the signed sums (:func:`_partial_reaches`):
+    +inf where a partial result can pass the largest number upward, -inf downward, NaN
+    (inf - inf) where both can; a PRODUCT's factors keep the flag their growth gave. In
+    fp8 (saturating) no NaN comes of finite inputs, and any finite value may where a
+    partial result can overflow (:func:`_verdicts`)."""
+    saturating = inputs[0].dtype.name in SATURATING
+
+    def overflows(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
         if op is ReduceOp.PRODUCT:
-            return np.ones(int(mask.sum()), dtype=bool)
+            return ~np.isnan(values) if saturating else np.ones(len(values), dtype=bool)
         chosen = np.flatnonzero(mask) if where is None else where[mask]
-        return _partials_overflow(coll, inputs, op, root, rank, chosen)
+        up, down = _partial_reaches(coll, inputs, op, root, rank, chosen)
+        if saturating:
+            return ~np.isnan(values) & (up | down)
+        return np.where(np.isnan(values), up & down, np.where(values > 0, up, down))
     return overflows
 
 
@@ -407,19 +422,21 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
         small = reduced(lambda xs: [np.where(np.isfinite(x), np.minimum(np.abs(x), 1.0), 1.0)
                                     .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
         return all_finite, (big * grown > largest) | (small < eps * tiny)
-    return all_finite, _partials_overflow(coll, inputs, op, root, rank, chosen)
+    up, down = _partial_reaches(coll, inputs, op, root, rank, chosen)
+    return all_finite, up | down
 
 
-def _partials_overflow(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
-                       rank: int, chosen: np.ndarray) -> np.ndarray:
+def _partial_reaches(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
+                     rank: int, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For rank ``rank``'s output elements at flat indices ``chosen`` of a SUM or AVG:
     whether a partial result of the finite inputs can pass the dtype's largest finite
-    number in some order. A partial sum adds a subset of the terms, so it lies within
-    ``max(P, N)`` of 0, P and N the sums of the positive terms and of the negative
-    ones' magnitudes, and rounds by at most ``q u (P + N)`` (:func:`_allowed`); where
-    terms cancel (60000 - 60000 in float16) that stays below the largest number even
-    where ``P + N`` does not, and no order overflows. AVG's terms are ``c x`` rounded:
-    at most ``|c| (1 + u) |x|`` plus half a subnormal step each."""
+    number in some order, upward and downward. A partial sum adds a subset of the
+    terms, so it lies between -N and P, P and N the sums of the positive terms and of
+    the negative ones' magnitudes, and rounds by at most ``q u (P + N)``
+    (:func:`_allowed`); where terms cancel (60000 - 60000 in float16) that stays below
+    the largest number even where ``P + N`` does not, and no order overflows. AVG's
+    terms are ``c x`` rounded: at most ``|c| (1 + u) |x|`` plus half a subnormal step
+    each."""
     dtype = inputs[0].dtype
     p = len(inputs)
     eps, tiny, largest = float_info(dtype)
@@ -436,8 +453,9 @@ def _partials_overflow(coll: Collective, inputs: list[np.ndarray], op: ReduceOp,
         c, half_step = abs(_avg_scale(dtype, p)), p * eps * tiny / 2
         up, down = c * (1 + u) * up + half_step, c * (1 + u) * down + half_step
     ref_eps = float(np.finfo(np.result_type(dtype, np.float64)).eps)
-    reach = (np.maximum(up, down) + q * u * (up + down)) * (1 + 4 * p * ref_eps)
-    return reach > largest
+    rounding = q * u * (up + down)
+    safety = 1 + 4 * p * ref_eps
+    return (up + rounding) * safety > largest, (down + rounding) * safety > largest
 
 
 def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op: ReduceOp,

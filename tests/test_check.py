@@ -236,8 +236,9 @@ def test_command_line_products_of_low_precision_pass(capsys):
 def test_an_order_that_overflows_may_give_a_non_finite_element():
     # float16's largest finite number is 65504. 60000 + 60000 - 60000 is 60000, but
     # summed left to right the first partial sum overflows: inf, then inf - 60000 = inf.
-    # The positive terms add up past 65504 (here 120000), so an infinite or NaN element
-    # is accepted there, and only there.
+    # The positive terms add up past 65504 (here 120000), so +inf is accepted there, and
+    # only there; the negative ones' 60000 (plus at most 2 u 180000 = 176 of rounding)
+    # cannot, so no order gives -inf, nor NaN (inf - inf), which the check took before.
     coll = COLLECTIVES["all_reduce"]
     big = [np.array([60000.0, 1.0], dtype=np.float16),
            np.array([60000.0, 2.0], dtype=np.float16),
@@ -246,7 +247,17 @@ def test_an_order_that_overflows_may_give_a_non_finite_element():
         left = big[0] + big[1] + big[2]
     assert np.isinf(left[0]) and left[1] == 6.0
     assert compare(coll, big, [left] * 3, SUM, 0)[0]
-    assert compare(coll, big, [np.array([np.nan, 6.0], dtype=np.float16)] * 3, SUM, 0)[0]
+    for wrong in (-np.inf, np.nan):
+        assert not compare(coll, big, [np.array([wrong, 6.0], dtype=np.float16)] * 3,
+                           SUM, 0)[0]
+    # both ways past it: 60000 + 60000 and -60000 - 60000 overflow, inf - inf is NaN
+    both = big + [np.array([-60000.0, 4.0], dtype=np.float16)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        nan = (both[0] + both[1]) + (both[2] + both[3])
+    assert np.isnan(nan[0])
+    for value in (np.nan, np.inf, -np.inf):
+        assert compare(coll, both, [np.array([value, 10.0], dtype=np.float16)] * 4,
+                       SUM, 0)[0]
     # the small element's magnitudes add up to 6: it must stay finite
     assert not compare(coll, big, [np.array([60000.0, np.inf], dtype=np.float16)] * 3,
                        SUM, 0)[0]
@@ -267,7 +278,9 @@ def test_terms_that_cancel_overflow_in_no_order(dtype_name, terms, largest):
     rounding: where both stay below the largest number, no order overflows and NaN or
     inf is wrong. The check took the magnitudes' sum (120000 for 60000 - 60000) and
     passed an all_reduce that gave NaN everywhere. Terms whose positive sum can pass it
-    still accept NaN, worked out here in exact arithmetic."""
+    accept +inf (in float16; in fp8, which saturates, any finite value) but not NaN,
+    which needs a partial result past it each way, worked out here in exact
+    arithmetic."""
     dt = np.dtype(pytest.importorskip("ml_dtypes").float8_e4m3fn) \
         if dtype_name.startswith("float8") else np.dtype(dtype_name)
     eps = 2.0 ** -10 if dtype_name == "float16" else 2.0 ** -3
@@ -284,9 +297,13 @@ def test_terms_that_cancel_overflow_in_no_order(dtype_name, terms, largest):
     assert compare(coll, inputs, [np.array([0.0], dtype=dt)] * p, SUM, 0)[0]
     # AVG's terms are scaled by 1/p first: they cancel too
     assert not compare(coll, inputs, nan, ReduceOp.AVG, 0)[0]
-    # one more rank holding the largest number: the positive terms pass it
+    # one more rank holding the largest number: the positive terms pass it, the
+    # negative ones do not
     more = inputs + [np.array([largest], dtype=dt)]
-    assert compare(coll, more, [np.array([np.nan], dtype=dt)] * (p + 1), SUM, 0)[0]
+    assert not compare(coll, more, [np.array([np.nan], dtype=dt)] * (p + 1), SUM, 0)[0]
+    passed = [np.array([np.inf if dtype_name == "float16" else 0.0], dtype=dt)] * (p + 1)
+    assert compare(coll, more, passed, SUM, 0)[0]
+    assert not compare(coll, more, [np.array([-np.inf], dtype=dt)] * (p + 1), SUM, 0)[0]
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -309,16 +326,21 @@ def test_infinities_of_both_signs_run_without_numpys_invalid_value_warning():
 
 
 def test_a_product_whose_partial_products_can_overflow():
-    # float8_e4m3fn has no infinity: past 448 it gives NaN. 2 x 448 x 0.25 = 224, but
-    # (2 x 448) overflows first; the factors above 1 multiply to 896 > 448.
+    # float8_e4m3fn's products saturate at 448, as NCCL's do. 2 x 448 x 0.25 = 224, but
+    # (2 x 448) overflows first, to 448, then x 0.25 is 112 (worked by hand); the factors
+    # above 1 multiply to 896 > 448. No order gives NaN.
     ml_dtypes = pytest.importorskip("ml_dtypes")
     dt = np.dtype(ml_dtypes.float8_e4m3fn)
     coll = COLLECTIVES["all_reduce"]
     inputs = [np.array([2.0, 0.5], dtype=dt), np.array([448.0, 0.5], dtype=dt),
               np.array([0.25, 0.5], dtype=dt)]
-    left = inputs[0] * inputs[1] * inputs[2]
-    assert np.isnan(left[0].astype(np.float32)) and float(left[1]) == 0.125
+    left = np.array([112.0, 0.125], dtype=dt)
     assert compare(coll, inputs, [left] * 3, ReduceOp.PRODUCT, 0)[0]
+    res = sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="naive", data=inputs,
+                      op="product")
+    assert res.correct
+    assert not compare(coll, inputs, [np.array([np.nan, 0.125], dtype=dt)] * 3,
+                       ReduceOp.PRODUCT, 0)[0]
     # all factors of the second element are below 1: no order overflows there
     nan_small = np.array([224.0, np.nan], dtype=dt)
     assert not compare(coll, inputs, [nan_small] * 3, ReduceOp.PRODUCT, 0)[0]

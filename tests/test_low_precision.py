@@ -324,3 +324,21 @@ def test_fp8_sums_and_products_saturate_as_nccls_do(op):
     want = [np.nan if np.isnan(h) else np.sign(h) * 57344.0 for h in half]
     assert np.array_equal(res.outputs[0].astype(np.float64), np.array(want), equal_nan=True)
     assert res.correct
+
+
+def test_an_fp8_sum_that_saturates_and_comes_back_down_is_accepted():
+    """448 + 448 - 448 in e4m3, left to right as NCCL computes it: 896 saturates to 448,
+    less 448 is 0, where the exact sum is 448. The error, 448, is past the rounding
+    bound (2 u 1344 = 168), but a partial sum can pass the largest number, after which
+    any finite value may come out; NaN cannot, in fp8."""
+    dt = np.dtype(ml_dtypes.float8_e4m3fn)
+    coll = sc.COLLECTIVES["all_reduce"]
+    data = [np.array([v], dt) for v in (448.0, 448.0, -448.0)]
+    res = sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="naive", data=data)
+    assert res.correct
+    for value in (0.0, 448.0, 64.0):
+        assert compare(coll, data, [np.array([value], dt)] * 3, sc.ReduceOp.SUM, 0)[0]
+    assert not compare(coll, data, [np.array([np.nan], dt)] * 3, sc.ReduceOp.SUM, 0)[0]
+    # where no partial sum can pass 448, a wrong value is still wrong
+    small = [np.array([v], dt) for v in (96.0, 96.0, -96.0)]
+    assert not compare(coll, small, [np.array([0.0], dt)] * 3, sc.ReduceOp.SUM, 0)[0]
