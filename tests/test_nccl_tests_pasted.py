@@ -180,3 +180,39 @@ def test_the_ranks_the_rows_give_only_where_they_agree():
     assert parse(ALL_GATHER_8 + ROW4, collective="all_gather").nranks is None
     # a row of no elements (-b 0) gives none and takes none away
     assert parse(ZERO + ALL_GATHER_8, collective="all_gather").nranks == 8
+
+
+# all_reduce rows pasted without their header or device list: busbw / algbw is
+# 55.41 / 31.66 = 1.750 and 223.79 / 127.88 = 1.750, 2 (n - 1) / n for n = 8 alone
+ALL_REDUCE_8_BARE = """\
+     1048576        262144     float     sum      -1    33.12   31.66   55.41      0    32.50   32.26   56.46      0
+    16777216       4194304     float     sum      -1    131.2  127.88  223.79      0    130.9  128.17  224.30      0
+"""
+
+
+def test_rows_without_a_device_list_tell_their_rank_count_by_busbw_over_algbw():
+    """nccl-tests' busbw is algbw times 2 (n - 1) / n for all_reduce, (n - 1) / n for
+    all_gather: printed to two decimals it gives n where one count fits every row. An
+    all_reduce of 8 GPUs compared on 16 was simulated there, unsaid. Where no count or
+    several fit (rows of algbw 0.00, a ratio no n gives, broadcast's factor of 1, a
+    ratio too coarse to part 63 from 64), the count stays unknown."""
+    table = parse(ALL_REDUCE_8_BARE, collective="all_reduce")
+    assert table.nranks == 8
+    with pytest.raises(InvalidInputError, match="the table was measured on 8 ranks, but "
+                                                "the machine has 16"):
+        sc.compare(sc.topology.switch(16), table)
+    # all_gather, (n - 1) / n: 3.50 / 4.00 = 0.875 is n = 8; reduce_scatter's 0.75, 4
+    def row(size, count, redop, algbw, busbw):
+        time = f"{size / (algbw * 1e3):.2f}"   # us, as size / algbw
+        block = f"{time:>8} {algbw:7.2f} {busbw:7.2f}      0"
+        return f"{size:12d} {count:13d}     float {redop:>7}      -1 {block} {block}\n"
+
+    assert parse(row(8 << 20, 1 << 18, "none", 4.0, 3.5),
+                 collective="all_gather").nranks == 8
+    assert parse(row(4 << 20, 1 << 18, "sum", 100.0, 75.0),
+                 collective="reduce_scatter").nranks == 4
+    for text, collective in ((row(64, 16, "sum", 0.003, 0.005), "all_reduce"),
+                             (row(1 << 20, 1 << 18, "sum", 4.0, 9.0), "all_reduce"),
+                             (row(1 << 20, 1 << 18, "none", 4.0, 4.0), "broadcast"),
+                             (row(1 << 20, 1 << 18, "sum", 1.0, 1.97), "all_reduce")):
+        assert parse(text, collective=collective).nranks is None, text

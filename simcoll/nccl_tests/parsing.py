@@ -5,9 +5,11 @@ checked against it (its redop, and its size against its count).
 
 from __future__ import annotations
 
+import math
 import re
 
 from simcoll.checks import integer
+from simcoll.collectives import COLLECTIVES
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests.json_report import looks_like_json, read_json
 from simcoll.nccl_tests.scanning import Run, split_runs
@@ -126,6 +128,8 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
     collective = named or wanted or _from_layout(run.rows, nranks)
     if nranks is None and collective in _SHARE:
         nranks = _implied_ranks(run.rows)
+    if nranks is None:
+        nranks = _bandwidth_ranks(run.rows, collective)
     for row in run.rows:
         _check_redop(row, collective)
         _check_size(row, collective, nranks)
@@ -171,6 +175,42 @@ def _implied_ranks(rows: list[NcclTestsRow]) -> int | None:
             ranks, rest = divmod(row.size, row.count * ITEMSIZE[row.type])
             found.add(ranks if rest == 0 else 0)
     return found.pop() if len(found) == 1 and 0 not in found else None
+
+
+_MOST_RANKS = 1 << 24
+"""The most ranks :func:`_bandwidth_ranks` considers."""
+
+
+def _bandwidth_ranks(rows: list[NcclTestsRow], collective: str | None) -> int | None:
+    """The rank count the rows' busbw / algbw give, where every row's ratio, as
+    printed to two decimals (each off by up to 0.005), fits nccl-tests' bus bandwidth
+    factor of one rank count alone (all_reduce's 2 (n - 1) / n, all_gather's (n - 1) / n
+    ...; ``*GetBw`` in nccl-tests' src/*.cu); else None (a factor that does not depend on
+    n, as broadcast's, or rows too small to tell: algbw 0.00)."""
+    coll = COLLECTIVES.get(collective or "")
+    if coll is None or coll.busbw_factor(2) == coll.busbw_factor(3):
+        return None
+    factor = coll.busbw_factor
+
+    def first(at_least: float) -> int:
+        """The smallest n whose factor reaches ``at_least`` (past the range if none)."""
+        low, high = 2, _MOST_RANKS + 1
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if factor(mid) >= at_least else (mid + 1, high)
+        return low
+
+    low, high, seen = 2, _MOST_RANKS, False
+    for row in rows:
+        for block in (row.out_of_place, row.in_place):
+            if block is None or block.algbw <= 0.005:
+                continue
+            least = (block.busbw - 0.005) / (block.algbw + 0.005) * (1 - 1e-12)
+            most = (block.busbw + 0.005) / (block.algbw - 0.005) * (1 + 1e-12)
+            low = max(low, first(least))
+            high = min(high, first(math.nextafter(most, math.inf)) - 1)
+            seen = True
+    return low if seen and low == high else None
 
 
 def _from_layout(rows: list[NcclTestsRow], nranks: int | None) -> str | None:

@@ -123,8 +123,10 @@ class NcclTestsTable:
         nranks: ranks listed under ``# Using devices`` (or simcoll's ``nRanks``); where
             the list is missing or cut short (its ranks do not run 0 .. n - 1), what a
             rank-share collective's rows give (all_gather, reduce_scatter, all_to_all,
-            gather, scatter: size / (count x itemsize), where every row agrees); else
-            None.
+            gather, scatter: size / (count x itemsize), where every row agrees), or
+            the rank count whose bus bandwidth factor alone fits every row's busbw /
+            algbw (2 (n - 1) / n for all_reduce, ...; not broadcast's or reduce's 1);
+            else None.
         devices: the device name of each listed rank, in rank order.
         hosts: the host of each listed rank, in rank order.
         settings: the ``# nThread ...`` line as ``{"nThread": 1, "minBytes": 8, ...,
