@@ -394,9 +394,11 @@ def _overflows(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: i
         if op is ReduceOp.PRODUCT:
             return ~np.isnan(values) if saturating else np.ones(len(values), dtype=bool)
         chosen = np.flatnonzero(mask) if where is None else where[mask]
-        up, down = _partial_reaches(coll, inputs, op, root, rank, chosen)
-        if saturating:
-            return ~np.isnan(values) & (up | down)
+        high, low = _partial_reaches(coll, inputs, op, root, rank, chosen)
+        largest = float_info(inputs[0].dtype).largest
+        up, down = high > largest, low > largest
+        if saturating:   # between the partial sums' ends, where one can saturate
+            return ~np.isnan(values) & (up | down) & (-low <= values) & (values <= high)
         return np.where(np.isnan(values), up & down, np.where(values > 0, up, down))
     return overflows
 
@@ -422,24 +424,25 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
         small = reduced(lambda xs: [np.where(np.isfinite(x), np.minimum(np.abs(x), 1.0), 1.0)
                                     .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
         return all_finite, (big * grown > largest) | (small < eps * tiny)
-    up, down = _partial_reaches(coll, inputs, op, root, rank, chosen)
-    return all_finite, up | down
+    high, low = _partial_reaches(coll, inputs, op, root, rank, chosen)
+    return all_finite, np.maximum(high, low) > largest
 
 
 def _partial_reaches(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
                      rank: int, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For rank ``rank``'s output elements at flat indices ``chosen`` of a SUM or AVG:
-    whether a partial result of the finite inputs can pass the dtype's largest finite
-    number in some order, upward and downward. A partial sum adds a subset of the
-    terms, so it lies between -N and P, P and N the sums of the positive terms and of
-    the negative ones' magnitudes, and rounds by at most ``q u (P + N)``
-    (:func:`_allowed`); where terms cancel (60000 - 60000 in float16) that stays below
-    the largest number even where ``P + N`` does not, and no order overflows. AVG's
-    terms are ``c x`` rounded: at most ``|c| (1 + u) |x|`` plus half a subnormal step
-    each."""
+    how far up and down a partial result of the finite inputs can reach in some order
+    (an overflow where past the dtype's largest finite number). A partial sum adds a
+    subset of the terms, so it lies between -N and P, P and N the sums of the positive
+    terms and of the negative ones' magnitudes, and rounds by at most ``q u (P + N)``
+    (:func:`_allowed`): it reaches ``P + q u (P + N)`` up and ``N + q u (P + N)`` down
+    (saturated ones lie nearer 0); where terms cancel (60000 - 60000 in float16) that
+    stays below the largest number even where ``P + N`` does not, and no order
+    overflows. AVG's terms are ``c x`` rounded: at most ``|c| (1 + u) |x|`` plus half a
+    subnormal step each."""
     dtype = inputs[0].dtype
     p = len(inputs)
-    eps, tiny, largest = float_info(dtype)
+    eps, tiny, _ = float_info(dtype)
     u, q = eps / 2, p - 1
 
     def part(sign: float) -> np.ndarray:
@@ -455,7 +458,7 @@ def _partial_reaches(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, r
     ref_eps = float(np.finfo(np.result_type(dtype, np.float64)).eps)
     rounding = q * u * (up + down)
     safety = 1 + 4 * p * ref_eps
-    return (up + rounding) * safety > largest, (down + rounding) * safety > largest
+    return (up + rounding) * safety, (down + rounding) * safety
 
 
 def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op: ReduceOp,
