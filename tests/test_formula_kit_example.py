@@ -98,12 +98,45 @@ def test_a_wrong_traffic_formula_names_the_ranks_that_differ():
         assert_traffic(res, sent=300, received=[300, 400, 300, 200])
 
 
+def slow_direct_time(p, nbytes, alpha, beta, gamma):
+    """A wrong model: (p-1) alpha, as if the messages went one after another."""
+    return (p - 1) * alpha + (p - 1) * nbytes * beta if p > 1 else 0.0
+
+
+register("all_gather", "direct_wrong_model",
+         cost=CostModel(time=slow_direct_time, traffic=direct_traffic))(direct_all_gather)
+
+
 def test_a_wrong_model_is_caught_by_assert_matches_model():
     res = simulate(alpha_beta_network(8, alpha=ALPHA, beta=BETA), "all_reduce",
                    algorithm="ring", nbytes=8 << 10)
     assert_matches_model(res, alpha=ALPHA, beta=BETA)
-    with pytest.raises(AssertionError, match=r"expected .*\n +simulated"):
-        assert_matches_model(res, alpha=2 * ALPHA, beta=BETA)
+    wrong = simulate(alpha_beta_network(8, alpha=ALPHA, beta=BETA), "all_gather",
+                     algorithm="direct_wrong_model", nbytes=1000)
+    with pytest.raises(AssertionError, match=r"expected +7\.07e-06 s\n +simulated +1\.07e-"
+                                             r"06 s"):
+        assert_matches_model(wrong, alpha=ALPHA, beta=BETA)
+
+
+def test_a_run_on_another_machine_or_constants_is_refused_by_assert_matches_model():
+    """Constants other than the run's (alpha twice the network's, beta given as a
+    bandwidth), or a switch of other links: the check's verdict would not be the
+    model's. A run on the analytical network, whose messages share no link, neither."""
+    res = simulate(alpha_beta_network(6, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="recursive_doubling", nbytes=4096)
+    for alpha, beta in ((2 * ALPHA, BETA), (ALPHA, 1 / BETA)):
+        with pytest.raises(sc.InvalidInputError, match=(
+                r"^all_reduce/recursive_doubling \(p=6, nbytes=4096\) did not run on the "
+                r"reference network of alpha=.*; run it on alpha_beta_network\(6, alpha=")):
+            assert_matches_model(res, alpha=alpha, beta=beta)
+    slower = simulate(sc.topology.switch(6, bandwidth=1e10, latency=5 * ALPHA / 2),
+                      "all_reduce", algorithm="recursive_doubling", nbytes=4096)
+    with pytest.raises(sc.InvalidInputError, match="did not run on the reference network"):
+        assert_matches_model(slower, alpha=ALPHA, beta=BETA)
+    flat = simulate(alpha_beta_network(8, alpha=ALPHA, beta=BETA), "all_reduce",
+                    algorithm="naive", nbytes=4096, network="analytical")
+    with pytest.raises(sc.InvalidInputError, match="ran on network='analytical'"):
+        assert_matches_model(flat, alpha=ALPHA, beta=BETA)
 
 
 def test_assert_matches_model_takes_the_root_of_a_rooted_run(simcoll_reference):
@@ -114,11 +147,12 @@ def test_assert_matches_model_takes_the_root_of_a_rooted_run(simcoll_reference):
     res = simulate(simcoll_reference.network(4), "broadcast", algorithm="binomial",
                    nbytes=1000, root=3)
     assert_traffic(res, sent=[0, 1000, 0, 2000], received=[1000, 1000, 1000, 0])
-    assert_matches_model(res, alpha=ALPHA, beta=BETA, root=3)
-    assert_matches_model(res, alpha=ALPHA, beta=BETA)
+    constants = dict(alpha=ALPHA, beta=BETA, gamma=simcoll_reference.gamma)
+    assert_matches_model(res, **constants, root=3)
+    assert_matches_model(res, **constants)
     simcoll_reference.check(res, root=3)
     with pytest.raises(sc.InvalidInputError, match=r"root=0 is not the root of the run"):
-        assert_matches_model(res, alpha=ALPHA, beta=BETA, root=0)
+        assert_matches_model(res, **constants, root=0)
 
 
 @sweep(p=[1, 2, 5], nbytes=[0, 12, 4096])

@@ -17,9 +17,10 @@ from simcoll.algorithms.registry import get_algorithm
 from simcoll.checks import _subject, real
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
-from simcoll.errors import InvalidInputError
+from simcoll.errors import InvalidInputError, TopologyError
 from simcoll.inputs import check_root
 from simcoll.result import Result
+from simcoll.topology.io import topology_hash
 from simcoll.uneven import abbreviated
 from simcoll.units import parse_size
 
@@ -230,6 +231,34 @@ def _run_root(res: Result, root: Any) -> int | None:
     return checked
 
 
+def _check_reference(res: Result, alpha: float, beta: float, gamma: float) -> None:
+    """Refuse a run on another machine than the reference network of these constants
+    (by its digest, ``Result.topology_hash``, where the result has one), or on the
+    analytical network model, where messages do not share links as the models say."""
+    if res.network == "analytical":
+        raise InvalidInputError(
+            f"{_what(res)} ran on network='analytical', where every message has its "
+            f"route's whole bandwidth; the cost models describe messages sharing links, "
+            f"as network='flow' (the default) or 'flow_rtt' runs them")
+    if res.topology_hash is None:
+        return
+    from simcoll.testing.network import alpha_beta_network  # which checks with this module
+
+    try:
+        reference = alpha_beta_network(res.nranks, alpha=alpha, beta=beta, gamma=gamma,
+                                       servers=_hosts(res))
+    except TopologyError as exc:
+        raise InvalidInputError(str(exc)) from None
+    if topology_hash(reference) != res.topology_hash:
+        raise InvalidInputError(
+            f"{_what(res)} did not run on the reference network of alpha={alpha:g}, "
+            f"beta={beta:g}, gamma={gamma:g} (it ran on {res.topology!r}, whose links or "
+            f"constants differ); run it on alpha_beta_network({res.nranks}, alpha=..., "
+            f"beta=..., gamma=...{', servers=...' if _hosts(res) else ''}) and give the "
+            f"same constants here (alpha in seconds per message, beta in seconds per "
+            f"byte, gamma in seconds per reduced byte)")
+
+
 def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float = 0.0,
                          rtol: float = 1e-9, root: int | None = None) -> None:
     """Assert ``res`` agrees with the registered cost model of the algorithm that ran.
@@ -251,7 +280,8 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
         AssertionError: the first check that fails, values side by side.
         UnknownAlgorithmError: the algorithm has no cost model.
         InvalidInputError: (before any check) ``res`` not a Result of ``simulate``, or
-            one of a run with faults,
+            one of a run with faults, on the analytical network model, or on another
+            machine than the reference network of these constants,
             alpha, beta, gamma or ``rtol`` not a
             finite number >= 0, a root that is not a rank of the run or not the run's
             root, or a root for a collective without one.
@@ -264,6 +294,7 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
         real(value, name)
     rtol = real(rtol, "rtol")
     root = _run_root(res, root)
+    _check_reference(res, alpha, beta, gamma)
     if res.correct is False:
         raise AssertionError(f"{_what(res)} computed a wrong result "
                              f"(largest error {res.max_error!r})")
