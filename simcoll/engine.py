@@ -37,6 +37,7 @@ cancelled; ``Environment.run`` moves the clock for events nobody waits on):
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
@@ -162,24 +163,26 @@ class ProgramProcess(Process):
     """
 
     spin_limit = 10**9
-    """The most events that have already fired the program may yield in a row (the
-    run's ``max_same_instant``, which the runtime sets): each resumes it at once, at one
-    instant, without the event loop, so a program waiting again and again on handles it
-    keeps (one, or a polling loop over several) stops the run as a loop at one instant
-    does. The limit is the event loop's own at one instant, at least 10^6 + 64 p^2: a
-    program waiting on its sends after they all arrived is far below it."""
+    """The most times in a row the program may yield an event that has fired and that it
+    yielded before in that row (the run's ``max_same_instant``, which the runtime sets):
+    each resumes it at once, at one instant, without the event loop, so a program
+    waiting again and again on handles it keeps (one, or a polling loop over several)
+    stops the run as a loop at one instant does. Different events that have fired (a
+    million sends waited on after they all arrived) are work, not a loop."""
 
     def _resume(self, event: Event) -> None:
         """Resume the program with ``event``'s value (or throw its failure into it) and
         run it to its next yield of an event not yet processed, or to its end.
 
         Raises:
-            RunStop: it yielded more than :attr:`spin_limit` processed events in a row.
+            RunStop: it yielded processed events it had yielded before in the row more
+                than :attr:`spin_limit` times.
         """
         env = self.env
         env._active_proc = self
         generator = self._generator
         spins = 0
+        yielded: set[int] = set()   # the processed events yielded in this row, by id
         while True:
             try:
                 if event._ok:
@@ -203,7 +206,11 @@ class ProgramProcess(Process):
                 self._target = event
                 env._active_proc = None
                 return
-            spins += 1
+            key = id(event)
+            if key in yielded:
+                spins += 1
+            else:
+                yielded.add(key)
             if spins > self.spin_limit:
                 env._active_proc = None
                 raise RunStop("instant", env._now)
@@ -257,6 +264,7 @@ def run(env: simpy.Environment, *, until: float, max_events: int,
     queue = env._queue
     processed = 0
     same_instant = 0
+    until = min(until, sys.float_info.max)   # an infinite time stops even until=inf
     while queue:
         when, _, _, event = heappop(queue)
         callbacks = event.callbacks
@@ -267,7 +275,7 @@ def run(env: simpy.Environment, *, until: float, max_events: int,
             continue
         if event.__class__ is Background and (not when <= until or not _foreground(queue)):
             continue
-        if not when <= until:   # past it, or not a number (times that overflowed)
+        if not when <= until:   # past it, or past the floats (times that overflowed)
             raise RunStop("time", when)
         if processed >= max_events:
             raise RunStop("events", env._now)

@@ -181,11 +181,15 @@ class Execution:
                     f"run meant to do that many at one instant needs max_events >= "
                     f"{1000 * rt.max_same_instant} (the limit at one instant is "
                     f"max_events / 1000, at least 10^6 + 64 p^2)", running) from None
-            overflowed = "" if math.isfinite(stop.now) else (
-                " (times past the float range: link latencies or bandwidths so extreme "
-                "that a route's latency or a transfer's time overflowed)")
+            if not math.isfinite(stop.now):
+                raise RunLimitError(
+                    f"{rt.what} reached times past the float range (its next event falls "
+                    f"at t={stop.now:g} s) with {shown or 'no program'} still running: "
+                    f"link latencies or bandwidths so extreme that a route's latency or a "
+                    f"transfer's time overflowed; give values a run's times can hold",
+                    running) from None
             limit = (f"the simulated-time limit until={self.until:g} s: its next event "
-                     f"falls at t={stop.now:.9g} s{overflowed},"
+                     f"falls at t={stop.now:.9g} s,"
                      if stop.reason == "time"
                      else f"the event limit max_events={self.max_events} at "
                           f"t={stop.now:.9g} s")

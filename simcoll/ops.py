@@ -69,7 +69,7 @@ class ReduceOp(enum.Enum):
         largest = float_info(dtype).largest
         with np.errstate(over="ignore", invalid="ignore"):  # past half's range: inf
             wide = ufunc(np.asarray(a, np.float16), np.asarray(b, np.float16))
-        np.clip(wide, -largest, largest, out=wide)   # NaN stays NaN
+        wide = np.clip(wide, -largest, largest)   # NaN stays NaN
         if out is None:
             return wide.astype(dtype)
         out[...] = wide

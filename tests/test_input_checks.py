@@ -372,12 +372,13 @@ def test_yielding_an_event_that_has_fired_again_and_again_stops_the_run():
         sc.run_program(switch(2), polling, max_events=1000)
 
 
-def test_events_that_fired_count_in_a_row_whether_one_or_many():
+def test_fired_events_yielded_again_count_in_a_row_whether_one_or_many():
     """Each yield of an event that has fired resumes the program at once, without the
-    event loop: the limit counts them all in a row. With a limit of 5, five such yields
-    go on and a sixth stops the run, the same event six times or six different ones (a
-    polling loop over two handles spun forever when only one event yielded again and
-    again was counted)."""
+    event loop: the limit counts those that were yielded before in the row. With a
+    limit of 5, one event yielded six times stops the run on its sixth repeat, and a
+    polling loop over two handles stops too (it spun forever when only one event
+    yielded again and again was counted); twelve different events that fired are work,
+    not a loop (counting every one stopped a rank waiting on a million sends)."""
     import simpy
 
     from simcoll.engine import ProgramProcess, RunStop, done_event
@@ -397,12 +398,12 @@ def test_events_that_fired_count_in_a_row_whether_one_or_many():
         run_engine(env, until=10.0, max_events=100, max_same_instant=100)
         return process
 
-    assert run_with(lambda env: [done_event(env) for _ in range(5)]).ok
-    assert run_with(lambda env: [done_event(env)] * 5).ok
-    for six in (lambda env: [done_event(env) for _ in range(6)],
-                lambda env: [done_event(env)] * 6):
-        with pytest.raises(RunStop):
-            run_with(six)
+    assert run_with(lambda env: [done_event(env) for _ in range(12)]).ok
+    assert run_with(lambda env: [done_event(env)] * 6).ok   # five repeats
+    with pytest.raises(RunStop):
+        run_with(lambda env: [done_event(env)] * 7)
+    with pytest.raises(RunStop):
+        run_with(lambda env: [done_event(env), done_event(env)] * 4)   # 6 repeats
 
     def polling(comm: Comm):
         handles = [comm.send(np.zeros(1), 1 - comm.rank), comm.recv(1 - comm.rank)]

@@ -324,6 +324,11 @@ def test_fp8_sums_and_products_saturate_as_nccls_do(op):
     want = [np.nan if np.isnan(h) else np.sign(h) * 57344.0 for h in half]
     assert np.array_equal(res.outputs[0].astype(np.float64), np.array(want), equal_nan=True)
     assert res.correct
+    # scalars and 0-d arrays too (np.clip into a scalar raised a TypeError)
+    e4 = ml_dtypes.float8_e4m3fn
+    combine = sc.ReduceOp.SUM if op == "sum" else sc.ReduceOp.PRODUCT
+    for a in (e4(300.0), np.array(300.0, e4)):
+        assert float(combine(a, a)) == 448.0
 
 
 def test_an_fp8_sum_that_saturates_and_comes_back_down_is_accepted():

@@ -347,6 +347,14 @@ def test_a_declared_parameter_taken_positionally_and_a_builtin_are_refused_at_re
                                                    r"positionally"):
         sc.register("broadcast", "test_unpassed",
                     cost=CostModel(time=NO_FORMULA.time, traffic=chain_traffic))
+
+    def only_positional(p, nbytes, alpha, beta, gamma, chunks=4, /):
+        return 0.0
+
+    with pytest.raises(sc.RegistrationError, match=r"'only_positional' takes \['chunks'\] "
+                                                   r"positionally"):
+        sc.register("broadcast", "test_unpassed", params=chunks,
+                    cost=CostModel(time=only_positional, traffic=NO_FORMULA.traffic))
     with pytest.raises(sc.RegistrationError,
                        match=r"^all_reduce/test_unpassed: cost model function 'max' has no "
                              r"signature Python can read \(a builtin\?\); wrap it in a "

@@ -4,6 +4,7 @@ ASTRA-sim network configs."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from itertools import combinations
 from pathlib import Path
@@ -306,13 +307,16 @@ def test_astra_numbers_in_exponent_form_without_a_dot_are_numbers(tmp_path):
     # past float's range as written (a whole number: OverflowError) or once in bytes/s;
     # a rate below the smallest normal float once in bytes/s
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1" + "0" * 400 + "]\nlatency: [1]\n",
-     ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 1000"]),
+     ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 1000",
+      "0000 (401 digits)"]),
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1]\nlatency: [1" + "0" * 400 + "]\n",
-     ["line 4: latency[0]: expected a finite number >= 0 (ns per link), got 1000"]),
+     ["line 4: latency[0]: expected a finite number >= 0 (ns per link), got 1000",
+      "(401 digits)"]),
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1.0e+300]\nlatency: [1]\n",
      ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 1e+300"]),
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1.0e-320]\nlatency: [1]\n",
-     ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 1e-320"]),
+     ["line 3: bandwidth[0]: expected a number > 0 (GB/s per link) whose bytes/s (x 2^30) "
+      "a float holds, at least 2.07e-317; got 1e-320"]),
     # a machine too large, named where its NPU counts are (it was line 1)
     ("topology: [Ring, Ring]\nnpus_count: [4096, 4096]\nbandwidth: [1, 1]\nlatency: [1, 1]\n",
      ["line 2: npus_count: npus=[4096, 4096] is not accepted: the machine would have"]),
@@ -361,11 +365,14 @@ def test_latencies_whose_sum_overflows_and_rates_whose_times_do_are_refused(tmp_
     slow = sc.topology.switch(2, bandwidth=3e-308)
     for network in ("flow", "analytical", "flow_rtt"):
         for algorithm in ("ring", "naive"):
-            with pytest.raises(sc.RunLimitError, match=r"falls at t=inf s \(times past the "
-                                                       r"float range: link latencies or "
-                                                       r"bandwidths so extreme"):
-                sc.simulate(slow, "all_reduce", algorithm=algorithm, nbytes=1024,
-                            network=network)
+            for until in (1e6, math.inf):   # an inf time is past until=inf too
+                with pytest.raises(sc.RunLimitError,
+                                   match=r"reached times past the float range \(its next "
+                                         r"event falls at t=inf s\) with rank 0, rank 1 "
+                                         r"still running: link latencies or bandwidths so "
+                                         r"extreme .*; give values a run's times can hold$"):
+                    sc.simulate(slow, "all_reduce", algorithm=algorithm, nbytes=1024,
+                                network=network, until=until)
 
 
 def test_from_astra_sim_refuses_other_files(tmp_path):

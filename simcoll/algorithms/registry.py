@@ -393,7 +393,8 @@ def _check_keywords(what: str, fn: Callable[..., Any], known: set[str], role: st
         raise RegistrationError(f"{what}: {role} {getattr(fn, '__name__', fn)!r} takes "
                         f"{sorted(named - known)}, which nobody passes; it may take "
                         f"{sorted(known) or 'none'}")
-    unnamed = sorted(par.name for par in pars if par.kind is par.POSITIONAL_OR_KEYWORD
+    unnamed = sorted(par.name for par in pars
+                     if par.kind in (par.POSITIONAL_OR_KEYWORD, par.POSITIONAL_ONLY)
                      and par.name in known and par.default is not inspect.Parameter.empty)
     if unnamed:
         raise RegistrationError(

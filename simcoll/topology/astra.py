@@ -236,10 +236,13 @@ def from_astra_dict(data: Any, ctx: Context) -> Topology:
                 converted = float(value) * scale   # a whole number past float's range
             except OverflowError:                  # overflows here
                 converted = math.inf
-            if not (math.isfinite(converted) and (value > 0 if least == "> 0" else value >= 0)
-                    and (converted >= sys.float_info.min or least != "> 0")):
+            if not (math.isfinite(converted) and (value > 0 if least == "> 0" else value >= 0)):
                 raise ctx.error((key, i), f"expected a finite number {least} ({what}), "
-                                          f"got {value!r:.60}")
+                                          f"got {shown(value)}")
+            if least == "> 0" and converted < sys.float_info.min:
+                raise ctx.error((key, i), f"expected a number > 0 ({what}) whose bytes/s "
+                                          f"(x 2^30) a float holds, at least "
+                                          f"{sys.float_info.min / GB:.3g}; got {shown(value)}")
     try:
         return multi_dim(blocks, npus, [b * GB for b in bandwidth], [t / 1e9 for t in latency])
     except TopologyError as exc:   # what is left to refuse: a machine too large
