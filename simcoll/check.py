@@ -41,8 +41,8 @@ the negative terms' magnitudes, plus the rounding bound ``q u sum |x_i|``, pass 
 cancel, as in 60000 - 60000, no order overflows), for PRODUCT (either sign, or NaN)
 where the factors above 1 multiply past it once rounded q times. fp8 sums and products
 saturate at their largest finite number instead, as NCCL's do, and may come back down
-(448 + 448 - 448 is 0 left to right in e4m3): there any finite element is accepted, and
-no NaN. Where the
+(448 + 448 - 448 is 0 left to right in e4m3): there any finite element between the
+partial sums' ends is accepted, and no NaN. Where the
 reference is infinite or NaN, an element must match it, or be another infinite or NaN
 value where the finite inputs' partial results can overflow or (for products) underflow
 to 0, which other orders turn into NaN (inf - inf, 0 x inf); where every input is
@@ -346,7 +346,8 @@ def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.
     out, and rule out an infinity of a sign no partial result reaches:
     :func:`_partial_reaches`); in fp8, whose sums and products saturate and may come
     back down from their largest number (448 + 448 - 448 is 0 left to right in e4m3),
-    any finite value where a partial result can pass it. Where the reference itself is not finite
+    any finite value between the partial sums' ends where one can pass it. Where the
+    reference itself is not finite
     (``odd(mask)`` tells, for those elements, whether every input is finite and whether
     another infinite or NaN value is possible, :func:`_non_finite_cases`): that same
     value; another infinite or NaN value where the finite inputs' partial results can
@@ -361,7 +362,7 @@ def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.
     saturating = out.dtype.name in SATURATING
     if saturating:   # fp8 sums and products saturate (ReduceOp.combine): an overflow
         overflowed |= np.abs(wide) == float_info(out.dtype).largest  # reads as the largest
-    maybe = overflow & (True if saturating else overflowed) & ~ok
+    maybe = overflow & ~ok if saturating else overflow & overflowed & ~ok
     if maybe.any():
         ok[maybe] = overflows(maybe, wide[maybe])
     finite = np.isfinite(ref)
@@ -386,8 +387,8 @@ def _overflows(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: i
     reduction can give each: for SUM and AVG by the signed sums (:func:`_partial_reaches`):
     +inf where a partial result can pass the largest number upward, -inf downward, NaN
     (inf - inf) where both can; a PRODUCT's factors keep the flag their growth gave. In
-    fp8 (saturating) no NaN comes of finite inputs, and any finite value may where a
-    partial result can overflow (:func:`_verdicts`)."""
+    fp8 (saturating) no NaN comes of finite inputs, and any finite value between the
+    partial sums' ends may where one can overflow (:func:`_verdicts`)."""
     saturating = inputs[0].dtype.name in SATURATING
 
     def overflows(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
