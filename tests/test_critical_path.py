@@ -916,3 +916,35 @@ def test_an_empty_ordered_messages_latency_and_the_next_ones_transfer_are_two_me
     assert path.segments[0].duration == pytest.approx(5e-6, rel=1e-9)
     assert path.messages() == 2
     assert "through 2 messages" in path.summary(t)
+
+
+def test_a_multicasts_third_copy_takes_the_tree_of_its_first_not_its_seconds_empty_links():
+    """A multicast to three GPUs: the trace holds the tree on the first destination's
+    event and () on the second's and third's. The path through gpu3's copy must walk
+    back past the second destination (its links () too) to the first: its transfer has
+    the whole tree (g0->s, s->g1, s->g2, s->g3: directed links 0, 2, 4, 6) and moved at
+    the 10 GB/s of gpu1's branch, 1 MB in 1e-4 s."""
+    t = sc.Topology("branches3")
+    g = [t.add_gpu() for _ in range(4)]
+    s = t.add_switch()
+    t.add_link(g[0], s, bandwidth=100e9, latency=1e-6)
+    t.add_link(s, g[1], bandwidth=10e9, latency=1e-6)
+    t.add_link(s, g[2], bandwidth=100e9, latency=1e-6)
+    t.add_link(s, g[3], bandwidth=100e9, latency=1e-6)
+
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.multicast(np.zeros(250_000, np.float32), [1, 2, 3])
+        elif comm.rank == 3:
+            yield comm.recv(0)
+            yield comm.compute(1e-6)   # the path runs through gpu3's copy
+        else:
+            yield comm.recv(0)
+
+    res = sc.run_program(t, program, trace=True)
+    assert [e.links for e in res.trace[:3]] == [(0, 2, 4, 6), (), ()]
+    path = sc.critical_path(res)
+    (transfer,) = [s for s in path.segments if s.kind == "transfer"]
+    assert transfer.peer == 3 and transfer.duration == pytest.approx(1e6 / 10e9, rel=1e-9)
+    assert transfer.links == (0, 2, 4, 6)
+    assert narrowest_link(t, transfer) == "switch0->gpu1"

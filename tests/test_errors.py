@@ -492,3 +492,42 @@ def test_work_not_waited_for_a_billionth_past_the_limit_stops_the_run(until):
         sc.run_program(sc.topology.switch(2), late, until=until)
     assert sc.run_program(sc.topology.switch(2), late, until=until * (1 + 1e-8)).time == \
         pytest.approx(until * (1 + 1e-9), rel=1e-13)
+
+
+def test_seventeen_unmatched_receives_show_sixteen_and_count_the_one_more():
+    """17 receives posted and never matched (tags 0..16 from rank 1): the message counts
+    17, names the first 16 (tags 0..15) and says "(and 1 more)"."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+
+    def forgets(comm):
+        if comm.rank == 0:
+            for tag in range(17):
+                comm.recv(1, tag=tag)   # never waited on; rank 1 sends nothing
+            yield comm.sleep(1e-6)
+
+    with pytest.raises(sc.UnmatchedMessageError) as info:
+        sc.run_program(topo, forgets)
+    text = str(info.value)
+    assert "17 receive(s) no message matched: " in text
+    shown = "; ".join(f"rank 0's recv from 1 (tag {t})" for t in range(16))
+    assert shown + " (and 1 more); a send missing" in text
+    assert "(tag 16)" not in text
+
+
+def test_unmatched_receives_are_listed_by_rank_not_by_when_they_were_posted():
+    """Rank 2 posts its receive at t=0, rank 1 only after 1 us: the report lists rank 1's
+    first (ranks in order)."""
+    topo = sc.topology.switch(3, bandwidth=1e9, latency=0.5e-6)
+
+    def late(comm):
+        if comm.rank == 1:
+            yield comm.sleep(1e-6)
+            comm.recv(0, tag=1)
+        elif comm.rank == 2:
+            comm.recv(0, tag=2)
+            yield comm.sleep(2e-6)
+
+    with pytest.raises(sc.UnmatchedMessageError,
+                       match=r"2 receive\(s\) no message matched: rank 1's recv from 0 "
+                             r"\(tag 1\); rank 2's recv from 0 \(tag 2\); "):
+        sc.run_program(topo, late)

@@ -347,3 +347,27 @@ def test_an_fp8_sum_that_saturates_and_comes_back_down_is_accepted():
     # where no partial sum can pass 448, a wrong value is still wrong
     small = [np.array([v], dt) for v in (96.0, 96.0, -96.0)]
     assert not compare(coll, small, [np.array([0.0], dt)] * 3, sc.ReduceOp.SUM, 0)[0]
+
+
+def test_fp8_min_and_max_keep_an_infinite_input_as_nccls_hmin_hmax_do():
+    """Only sums and products saturate: e5m2 MAX of (inf, -inf) and (1, 1) is (inf, 1)
+    and MIN is (1, -inf), as __hmax / __hmin give, not 57344."""
+    dtype = ml_dtypes.float8_e5m2
+    data = [np.array([np.inf, -np.inf], dtype), np.array([1.0, 1.0], dtype)]
+    for op, want in (("max", [np.inf, 1.0]), ("min", [1.0, -np.inf])):
+        for algorithm in ("ring", "naive"):
+            res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=algorithm,
+                              data=data, op=op)
+            assert np.array_equal(res.outputs[0].astype(np.float64), np.array(want)), (
+                op, algorithm)
+            assert res.correct
+
+
+def test_an_infinite_sum_saturated_to_the_wrong_sign_is_wrong():
+    """e5m2 inf + 1 saturates to +57344; -57344 (the other end) is a wrong result."""
+    dtype = ml_dtypes.float8_e5m2
+    coll = sc.COLLECTIVES["all_reduce"]
+    inputs = [np.array([np.inf], dtype), np.array([1.0], dtype)]
+    assert compare(coll, inputs, [np.array([57344.0], dtype)] * 2, sc.ReduceOp.SUM, 0)[0]
+    assert not compare(coll, inputs, [np.array([-57344.0], dtype)] * 2,
+                       sc.ReduceOp.SUM, 0)[0]

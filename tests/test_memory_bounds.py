@@ -448,3 +448,54 @@ def test_the_control_group_of_this_process_reads_as_no_limit_or_a_sane_one():
     if reading is not None:
         left, limit = reading
         assert left <= limit < sc.memory.physical_memory()
+
+
+def test_a_cgroup_v2_group_whose_reclaimable_pages_exceed_its_usage_has_its_whole_limit_left(
+        tmp_path):
+    """memory.current 100 MiB of which inactive_file says 300 MiB (the two are read at
+    different instants): usage is 0, not -200 MiB, so a 1 GiB limit leaves 1 GiB, never
+    more than the limit."""
+    mib = 2**20
+    (tmp_path / "cgroup").write_text("0::/job\n")
+    mount = tmp_path / "fs"
+    _write(mount / "job", memory_max=f"{1024 * mib}\n", memory_current=f"{100 * mib}\n",
+           memory_stat=f"inactive_file {300 * mib}\n")
+    assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup"), str(mount)) == (
+        1024 * mib, 1024 * mib)
+
+
+def test_a_cgroup_v2_group_without_a_usage_file_sets_no_limit(tmp_path):
+    """memory.max without memory.current: the group cannot be read, so it is no limit
+    (None), not a limit with nothing used."""
+    mib = 2**20
+    (tmp_path / "cgroup").write_text("0::/job\n")
+    mount = tmp_path / "fs"
+    _write(mount / "job", memory_max=f"{1024 * mib}\n", memory_stat="inactive_file 0\n")
+    assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup"), str(mount)) is None
+
+
+def test_a_named_v1_hierarchy_whose_name_contains_memory_is_not_the_memory_controller(
+        tmp_path):
+    """'1:name=memoryhog:/job' is a named hierarchy, not v1's memory controller
+    (controllers are a comma-separated list): the memory folder it would point at is
+    not read, so there is no limit."""
+    mib = 2**20
+    (tmp_path / "cgroup").write_text("1:name=memoryhog:/job\n")
+    mount = tmp_path / "fs"
+    _write(mount / "memory" / "job",
+           memory_stat=f"hierarchical_memory_limit {1024 * mib}\ntotal_inactive_file 0\n",
+           memory_usage_in_bytes=f"{100 * mib}\n")
+    assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup"), str(mount)) is None
+
+
+def test_malformed_cgroup_and_memory_stat_lines_are_passed_over(tmp_path):
+    """A /proc/self/cgroup line without three fields and a memory.stat line without a
+    value are skipped, not a crash: the well-formed lines still give 1 GiB - (600 - 100)
+    MiB = 524 MiB."""
+    mib = 2**20
+    (tmp_path / "cgroup").write_text("garbage:line\n0::/job\n")
+    mount = tmp_path / "fs"
+    _write(mount / "job", memory_max=f"{1024 * mib}\n", memory_current=f"{600 * mib}\n",
+           memory_stat=f"inactive_file\ninactive_file {100 * mib}\n")
+    assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup"), str(mount)) == (
+        524 * mib, 1024 * mib)

@@ -794,3 +794,17 @@ def test_cost_queries_give_validate_the_declared_defaults():
     assert moved.sent.tolist() == moved.received.tolist() == [3 * 4096, 4096, 4096, 4096]
     assert cost.predict("all_reduce", "parameter_server", p=4, nbytes=4096, alpha=1e-6,
                         beta=1e-9) > 0
+
+
+def test_a_positional_argument_with_a_default_that_is_no_declared_parameter_is_accepted():
+    """Only the model's declared parameters must be keyword-only: a time function with
+    an extra positional argument of its own with a default (never passed, keeps 2.0)
+    registers, and predicts 2.0 s."""
+    def own_default_time(p, nbytes, alpha, beta, gamma, scale=2.0):
+        return scale
+
+    sc.register("broadcast", "test_own_default",
+                cost=CostModel(time=own_default_time, traffic=NO_FORMULA.traffic))(
+        lambda comm, x, *, root: (yield from ()))
+    assert cost.predict("broadcast", "test_own_default", p=4, nbytes=8, alpha=0,
+                        beta=0) == 2.0

@@ -26,6 +26,7 @@ import pytest
 
 import simcoll as sc
 from simcoll.sweep import FailedPoint, SweepResults, load_results, sweep, workers
+from simcoll.topology.io import topology_hash
 
 SWITCH = "simcoll.topology.builders:switch"
 LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -945,3 +946,12 @@ def test_simcoll_sweep_shows_its_bar_on_a_terminal(tmp_path, monkeypatch, capsys
         argv += ["--output", str(tmp_path / "p.jsonl")]
     assert main(argv) == 0
     assert seen == [expected]
+
+
+def test_seventeen_machines_differing_in_one_bandwidth_have_seventeen_hashes():
+    """The digest tells machines apart by their links: 17 switches of 4 GPUs that differ
+    only in their bandwidth (1..17 GB/s) have 17 different hashes, each a 16-digit hex
+    string."""
+    hashes = [topology_hash(sc.topology.switch(4, bandwidth=b * 1e9)) for b in range(1, 18)]
+    assert len(set(hashes)) == 17
+    assert all(len(h) == 16 and int(h, 16) >= 0 for h in hashes)
