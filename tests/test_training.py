@@ -207,6 +207,30 @@ def test_an_inner_nccl_refusal_names_inner_params_and_the_ring_estimate_is_the_f
                            **kw) == pytest.approx(t_c + t_a + 3 * max(t_c, t_a), rel=1e-12)
 
 
+def test_an_inner_models_refusal_of_traffic_or_exactness_is_named_under_inner():
+    """bucketed passes a refusal of its inner algorithm's traffic and is_exact queries on
+    under inner's name, as it does its time's (an inner whose models refuse a size)."""
+    from simcoll.cost import CostModel
+
+    def refusing(p, nbytes, itemsize):
+        raise sc.InvalidInputError(f"no model for {nbytes} B")
+
+    def exactness(p, nbytes, itemsize):
+        raise sc.InvalidInputError(f"no exactness for {nbytes} B")
+
+    sc.register("all_reduce", "test_refusing_inner",
+                cost=CostModel(time=lambda p, nbytes, alpha, beta, gamma: 0.0,
+                               traffic=refusing, exact=exactness))(
+        lambda comm, x, *, op: (yield from ()) or x)
+    for query, buckets, words in ((sc.cost.traffic, 4, "no model for 1024 B"),
+                                  (sc.cost.is_exact, 1, "no exactness for 4096 B")):
+        with pytest.raises(sc.InvalidInputError,
+                           match=rf"^inner='test_refusing_inner', whose parameters bucketed "
+                                 rf"takes in inner_params, for a bucket: {words}$"):
+            query("all_reduce", "bucketed", p=4, nbytes=4096, buckets=buckets,
+                  inner="test_refusing_inner")
+
+
 def test_data_parallel_step_refuses_algorithm_params_that_are_not_a_dict():
     with pytest.raises(sc.InvalidInputError, match="algorithm_params='proto=LL' is not "
                                                    "accepted; give a dict"):
