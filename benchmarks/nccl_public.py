@@ -143,6 +143,36 @@ TABLES: tuple[PublicTable, ...] = (
             (536870912, 2175.8, 246.75, 431.81), (1073741824, 4038.8, 265.85, 465.25),
             (2147483648, 8020.3, 267.76, 468.57), (4294967296, 15870, 270.63, 473.60))),
     PublicTable(
+        id="h100x8_exemplar",
+        gpu="NVIDIA H100 80GB HBM3", gpus_per_node=8, nodes=1,
+        fabric="8 H100 SXM on NVSwitch (NVLink 4): one node of the recipe's DGX H100 "
+               "systems",
+        nics="", nccl_version=None, env={},
+        source="https://github.com/NVIDIA/exemplar-performance, file "
+               "microbenchmarks/nccl/README.md, \"View sample output (AllReduce excerpt)\" "
+               "(commit b4ac983)",
+        date="2026-08-18 (release v26.08.00)",
+        notes="NVIDIA's sample output of its NCCL recipe, -b 8 -e 16G -f 2, 20 timed "
+              "iterations, an nccl-tests fork (side_work, work_sms); NCCL chose the "
+              "algorithm, its version not printed. 32 B and 4 KiB are one-off spikes "
+              "(in-place: 13.52 and 16.46 us).",
+        rows=(
+            (8, 13.67, 0.00, 0.00), (16, 13.00, 0.00, 0.00), (32, 68.14, 0.00, 0.00),
+            (64, 14.92, 0.00, 0.01), (128, 15.87, 0.01, 0.01), (256, 16.10, 0.02, 0.03),
+            (512, 16.70, 0.03, 0.05), (1024, 16.94, 0.06, 0.11), (2048, 17.14, 0.12, 0.21),
+            (4096, 23.59, 0.17, 0.30), (8192, 17.40, 0.47, 0.82),
+            (16384, 17.93, 0.91, 1.60), (32768, 19.33, 1.70, 2.97),
+            (65536, 19.54, 3.35, 5.87), (131072, 19.89, 6.59, 11.53),
+            (262144, 20.43, 12.83, 22.45), (524288, 20.66, 25.38, 44.41),
+            (1048576, 27.37, 38.31, 67.04), (2097152, 42.21, 49.68, 86.94),
+            (4194304, 54.19, 77.39, 135.44), (8388608, 83.04, 101.01, 176.77),
+            (16777216, 123.8, 135.55, 237.21), (33554432, 199.3, 168.39, 294.69),
+            (67108864, 324.7, 206.67, 361.67), (134217728, 586.4, 228.88, 400.53),
+            (268435456, 1112.5, 241.29, 422.25), (536870912, 2151.0, 249.59, 436.79),
+            (1073741824, 4029.4, 266.48, 466.33), (2147483648, 7939.1, 270.50, 473.37),
+            (4294967296, 15749, 272.71, 477.24), (8589934592, 31307, 274.38, 480.16),
+            (17179869184, 62648, 274.23, 479.90))),
+    PublicTable(
         id="h100x16_ndr_default",
         gpu="NVIDIA H100 80GB HBM3", gpus_per_node=8, nodes=2,
         fabric="Dell PowerEdge XE9680 (HGX H100 8-GPU, NVSwitch, NVLink 4)",
