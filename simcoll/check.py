@@ -39,15 +39,19 @@ within the bound: for SUM and AVG, upward where the positive terms' sum, downwar
 the negative terms' magnitudes, plus the rounding bound ``q u sum |x_i|``, pass it
 (AVG's terms once scaled; a partial sum adds a subset of the terms, so where they
 cancel, as in 60000 - 60000, no order overflows), for PRODUCT (either sign, or NaN)
-where the factors above 1 multiply past it once rounded q times. fp8 sums and products
-saturate at their largest finite number instead, as NCCL's do, and may come back down
-(448 + 448 - 448 is 0 left to right in e4m3): there any finite element between the
-partial sums' ends is accepted, and no NaN. Where the
-reference is infinite or NaN, an element must match it, or be another infinite or NaN
-value where the finite inputs' partial results can overflow or (for products) underflow
-to 0, which other orders turn into NaN (inf - inf, 0 x inf); where every input is
-finite, the float64 reference itself overflowed where the exact value need not, and the
-element is not checked.
+where the factors above 1 multiply past it once rounded q times (an infinity of the
+product's sign; NaN where a partial product can also underflow to 0). fp8 sums and
+products saturate at their largest finite number M instead, as NCCL's do, and may come
+back down (448 + 448 - 448 is 0 left to right in e4m3): there a finite element must
+lie in the range a saturated order reaches, no NaN comes of finite inputs
+(:func:`_saturated_sums`, :func:`_saturated_products`; every association of 3 and 4
+ranks of large fp8 inputs lands in it, tests/test_check.py). Where the reference is
+infinite or NaN, an element must match it, or be a value another order gives: NaN for
+a sum with +inf among its inputs where the finite terms can overflow to -inf (inf -
+inf), a product's infinity or NaN where its finite factors can overflow or underflow to
+0 (0 x inf), and in fp8 what the saturated ranges give with an infinite input clamped
+at its first combine; where every input is finite, the float64 reference itself
+overflowed where the exact value need not, and the element is not checked.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
 of :data:`_BLOCK` elements, so temporaries stay in cache, the blocks spread over up to
@@ -98,6 +102,13 @@ class _Magnitudes(Sequence):
 
 def _growths(inputs: list[np.ndarray]) -> _Magnitudes:
     return _Magnitudes(inputs, floor=1.0)
+
+
+def _shrinks(inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """min(1, |x|) in float64 for each input (1 where not finite): multiplied, the most a
+    product's factors below 1 can shrink a partial product."""
+    return [np.where(np.isfinite(x), np.minimum(np.abs(x.astype(np.float64)), 1.0), 1.0)
+            for x in inputs]
 
 
 class _NotWhole(Sequence):
@@ -189,7 +200,7 @@ def _allowed(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray, reach: np.n
     A product is off by a factor within ``(1 + u)^q``, plus what underflow adds.
     ``overflow``: where the partial results may pass the dtype's largest finite number
     (the magnitudes, once rounded q times, do); for sums a first sieve, which the signed
-    sums narrow where terms cancel (:func:`_partial_reaches`).
+    sums narrow where terms cancel (:func:`_reaches`).
     """
     limit, overflow = _rounding(op, p, dtype, ref, reach)
     exact = _exactly(op, p, dtype, reach, not_whole)
@@ -338,22 +349,18 @@ def _equal(out: np.ndarray, ref: np.ndarray, moved: bool) -> np.ndarray:
 
 
 def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.ndarray,
-              odd: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-              overflows: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
-    """Per element of a rounded reduction: within its limit, or not finite where the
-    reduction may overflow (``overflow`` from the magnitudes, then, for the elements it
-    lets through, ``overflows(mask, values)`` from the signed sums, which can rule it
-    out, and rule out an infinity of a sign no partial result reaches:
-    :func:`_partial_reaches`); in fp8, whose sums and products saturate and may come
-    back down from their largest number (448 + 448 - 448 is 0 left to right in e4m3),
-    any finite value between the partial sums' ends where one can pass it. Where the
-    reference itself is not finite
-    (``odd(mask)`` tells, for those elements, whether every input is finite and whether
-    another infinite or NaN value is possible, :func:`_non_finite_cases`): that same
-    value; another infinite or NaN value where the finite inputs' partial results can
-    overflow (float16's inf - 60000 - 60000 is inf left to right, but -60000 - 60000 =
-    -inf first gives inf - inf = NaN) or a product of them underflow to 0 (0 x inf is
-    NaN); anything where every input is finite, as the reference then overflowed in
+              odd: Callable[[np.ndarray, np.ndarray, np.ndarray],
+                            tuple[np.ndarray, np.ndarray]],
+              overflows: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+              ) -> np.ndarray:
+    """Per element of a rounded reduction: within its limit, or, where the reduction may
+    overflow (``overflow`` from the magnitudes), what ``overflows(mask, values, refs)``
+    finds an order can give (:func:`_overflows`: not finite, of a sign a partial result
+    reaches; in fp8, which saturates, a finite value in the range a saturated order
+    reaches). Where the reference itself is not finite (``odd(mask, values, refs)`` tells, for
+    those elements, whether every input is finite and whether the value found is one
+    another order can give, :func:`_non_finite_cases`): that same value, or one of
+    those; anything where every input is finite, as the reference then overflowed in
     float64 itself where the exact value need not (1.5e308 + 1.5e308 - 1.5e308)."""
     error = np.abs(out.astype(ref.dtype) - ref)
     ok = error <= limit
@@ -364,55 +371,134 @@ def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.
         overflowed |= np.abs(wide) == float_info(out.dtype).largest  # reads as the largest
     maybe = overflow & ~ok if saturating else overflow & overflowed & ~ok
     if maybe.any():
-        ok[maybe] = overflows(maybe, wide[maybe])
+        ok[maybe] = overflows(maybe, wide[maybe], ref[maybe])
     finite = np.isfinite(ref)
     if not finite.all():
         mask = ~finite
         same = _equal(out[mask].astype(ref.dtype), ref[mask], moved=False)
-        if saturating:   # an infinite input's sum saturates too, to its sign's end
-            same |= np.isinf(ref[mask]) & (wide[mask] == np.sign(ref[mask])
-                                          * float_info(out.dtype).largest)
         if not same.all():
-            all_finite, other = odd(mask)
-            same |= all_finite | (other & overflowed[mask])
+            all_finite, other = odd(mask, wide[mask], ref[mask])
+            same |= all_finite | other
         ok[mask] = same
     return ok
 
 
 def _overflows(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
                rank: int, where: np.ndarray | None
-               ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+               ) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
     """For :func:`_verdicts`: given a mask over the output elements at flat indices
-    ``where`` (all, if None) and the values found there, whether an order of the
-    reduction can give each: for SUM and AVG by the signed sums (:func:`_partial_reaches`):
-    +inf where a partial result can pass the largest number upward, -inf downward, NaN
-    (inf - inf) where both can; a PRODUCT's factors keep the flag their growth gave. In
-    fp8 (saturating) no NaN comes of finite inputs, and any finite value between the
-    partial sums' ends may where one can overflow (:func:`_verdicts`)."""
+    ``where`` (all, if None), the values found there and their references, whether an
+    order of the reduction can give each. SUM and AVG by the signed sums
+    (:func:`_signed_parts`): +inf where a partial result can pass the largest number
+    upward, -inf downward, NaN (inf - inf) where both can; a PRODUCT (whose factors'
+    growth gave the flag) an infinity of its sign, NaN where a partial product can also
+    underflow to 0 (0 x inf). fp8 sums and products saturate: no NaN comes of finite
+    inputs, and a finite value must lie in the range a saturated order reaches
+    (:func:`_saturated_sums`, :func:`_saturated_products`)."""
     saturating = inputs[0].dtype.name in SATURATING
+    p = len(inputs)
 
-    def overflows(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
-        if op is ReduceOp.PRODUCT:
-            return ~np.isnan(values) if saturating else np.ones(len(values), dtype=bool)
+    def overflows(mask: np.ndarray, values: np.ndarray, refs: np.ndarray) -> np.ndarray:
         chosen = np.flatnonzero(mask) if where is None else where[mask]
-        high, low = _partial_reaches(coll, inputs, op, root, rank, chosen)
+        if op is ReduceOp.PRODUCT:
+            shrink = _picked(coll, _shrinks, inputs, ReduceOp.PRODUCT, root, rank, chosen)
+            if not saturating:   # inf of the product's sign; NaN as inf x 0, where a
+                eps, tiny, _ = float_info(inputs[0].dtype)   # partial can reach 0
+                return np.where(np.isnan(values), shrink < eps * tiny,
+                                np.sign(values) * np.sign(refs) > 0)
+            growth = _picked(coll, _growths, inputs, ReduceOp.PRODUCT, root, rank, chosen)
+            return _saturated_products(values, refs, growth, shrink, p, inputs[0].dtype)
+        positive, negative = _signed_parts(coll, inputs, op, root, rank, chosen)
+        if saturating:
+            low, high = _saturated_sums(positive, negative, p, inputs[0].dtype)
+            return ~np.isnan(values) & (low <= values) & (values <= high)
+        up, down = _reaches(positive, negative, p, inputs[0].dtype)
         largest = float_info(inputs[0].dtype).largest
-        up, down = high > largest, low > largest
-        if saturating:   # between the partial sums' ends, where one can saturate
-            return ~np.isnan(values) & (up | down) & (-low <= values) & (values <= high)
+        up, down = up > largest, down > largest
         return np.where(np.isnan(values), up & down, np.where(values > 0, up, down))
     return overflows
 
 
+def _saturation_growth(p: int, dtype: np.dtype) -> float:
+    """gamma_q = (1 + u)^q - 1 for a saturating (fp8) dtype, u its unit roundoff plus
+    half precision's, which NCCL adds in before it rounds to fp8 (two roundings), and
+    q = p - 1 combines."""
+    u = float_info(dtype).eps / 2 + 2.0 ** -11
+    return (1 + u) ** (p - 1) - 1
+
+
+def _saturated_sums(positive: np.ndarray, negative: np.ndarray, p: int, dtype: np.dtype
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The range a saturating (fp8) sum of terms whose positive ones add up to P and
+    negative ones to -N can come out in, in any order. Each computed partial sum is its
+    terms times factors within gamma of 1 (Higham 2002, chapter 4), so it lies within
+    ``[P (1 - gamma) - N (1 + gamma), P (1 + gamma) - N (1 - gamma)]`` where nothing
+    saturates; a partial clamped at the largest number M loses what it had past it, at
+    most ``P (1 + gamma) - M`` over the whole reduction (by induction over the combines:
+    a clamp at M leaves what a subtree could still lose), which only later negative
+    terms bring to light, and a clamp at -M gains at most ``N (1 + gamma) - M``. With
+    only positive terms a clamped partial stays at M: the sum is at least
+    ``min(M, P (1 - gamma))``; with only negative ones at most ``max(-M, -N (1 -
+    gamma))``."""
+    gamma = _saturation_growth(p, dtype)
+    largest = float_info(dtype).largest
+    pad = 4 * p * float(np.finfo(np.float64).eps) * (positive + negative)
+    low = np.where(negative > 0,
+                   positive * (1 - gamma) - negative * (1 + gamma)
+                   - np.maximum(0.0, positive * (1 + gamma) - largest),
+                   np.minimum(largest, positive * (1 - gamma)))
+    high = np.where(positive > 0,
+                    positive * (1 + gamma) - negative * (1 - gamma)
+                    + np.maximum(0.0, negative * (1 + gamma) - largest),
+                    np.maximum(-largest, -negative * (1 - gamma)))
+    return np.maximum(low - pad, -largest), np.minimum(high + pad, largest)
+
+
+def _saturated_products(values: np.ndarray, refs: np.ndarray, growth: np.ndarray,
+                        shrink: np.ndarray, p: int, dtype: np.dtype) -> np.ndarray:
+    """Whether a saturating (fp8) product can come out at ``values`` where the exact
+    one is ``refs``: of its sign (rounding keeps a product's sign), at most ``|ref| (1 +
+    gamma)`` and the largest number M, and at least ``|ref| min(1, M / (B (1 +
+    gamma))) / (1 + gamma)``, B the factors above 1 multiplied (``growth``): a clamp at
+    M divides a partial product by at most what it had past M, which only the factors
+    below 1 multiplied in later bring to light (by induction over the combines, as
+    :func:`_saturated_sums`); less the subnormal steps a product below the smallest
+    normal number may round by (:func:`_underflow`), where one can: where the factors
+    below 1 (``shrink``, multiplied) take a partial product there."""
+    eps, tiny, largest = float_info(dtype)
+    grown = 1 + _saturation_growth(p, dtype)
+    magnitude, found = np.abs(refs), np.abs(values)
+    slack = 1 + 4 * p * float(np.finfo(np.float64).eps)
+    step = np.where(shrink < tiny * grown, _underflow(p, eps, tiny, growth, grown), 0.0)
+    least = magnitude * np.minimum(1.0, largest / (growth * grown)) / grown / slack - step
+    most = np.minimum(largest, magnitude * grown * slack + step)
+    return (~np.isnan(values) & (found >= least) & (found <= most)
+            & (np.sign(values) * np.sign(refs) >= 0))
+
+
 def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
-                      rank: int, where: np.ndarray | None, mask: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      rank: int, where: np.ndarray | None, mask: np.ndarray,
+                      values: np.ndarray, refs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For the output elements of rank ``rank`` at flat indices ``where`` (all, if None)
-    picked by ``mask``: whether every input is finite, and whether the finite inputs'
-    partial results can overflow or, for a product, underflow to 0."""
+    picked by ``mask``, whose references ``refs`` are not finite, and the ``values``
+    found there:
+    whether every input is finite, and whether another order can give the value. A
+    sum with +inf among its inputs (and no -inf, else the reference is NaN) is +inf in
+    every order, or NaN where the finite terms' partial sums can overflow downward
+    (-inf first, then inf - inf); -inf likewise. A product: another infinite or NaN
+    value where the finite factors can overflow or underflow to 0 (0 x inf). In fp8,
+    which saturates, an infinite input is clamped at the first combine, and later terms
+    may bring the result back down: a sum lies in the range :func:`_saturated_sums`
+    gives with it counted as a term past every sum of the others; a product, of the
+    reference's sign, between the largest number M and M times the finite factors below
+    1, each rounding taken out (as :func:`_saturated_products`); with a 0 too, NaN (0 x
+    inf) or 0 (the infinity clamped first), and NaN or 0 where the finite factors can
+    take a partial product to 0."""
     chosen = np.flatnonzero(mask) if where is None else where[mask]
-    eps, tiny, largest = float_info(inputs[0].dtype)
+    dtype = inputs[0].dtype
+    eps, tiny, largest = float_info(dtype)
     grown = (1 + eps / 2) ** (len(inputs) - 1)
+    saturating = dtype.name in SATURATING
 
     def reduced(of: Callable[[list[np.ndarray]], list[np.ndarray]],
                 how: ReduceOp) -> np.ndarray:
@@ -424,42 +510,79 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
                                   .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
         small = reduced(lambda xs: [np.where(np.isfinite(x), np.minimum(np.abs(x), 1.0), 1.0)
                                     .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
-        return all_finite, (big * grown > largest) | (small < eps * tiny)
-    high, low = _partial_reaches(coll, inputs, op, root, rank, chosen)
-    return all_finite, np.maximum(high, low) > largest
+        if saturating:   # |inf x rest| clamps to M, times what the factors below 1 take
+            saturated = 1 + _saturation_growth(len(inputs), dtype)
+            slack = 1 + 4 * len(inputs) * float(np.finfo(np.float64).eps)
+            least = (largest * small / saturated**2 / slack
+                     - _underflow(len(inputs), eps, tiny, big, saturated))
+            found = np.abs(values)
+            # 0 x inf: NaN, or 0 where the infinity was clamped before the 0 came in
+            nan_input = reduced(lambda xs: [np.isnan(x).astype(np.float64) for x in xs],
+                                ReduceOp.MAX) > 0
+            return all_finite, ((~np.isnan(values) & (least <= found) & (found <= largest)
+                                 & (np.sign(values) * np.sign(refs) >= 0))
+                                | ((values == 0) & ((np.isnan(refs) & ~nan_input)
+                                                     | (small < eps * tiny)))
+                                | (np.isnan(values) & (small < eps * tiny)))
+        return all_finite, ~np.isfinite(values) & ((big * grown > largest)
+                                                   | (small < eps * tiny))
+    if saturating:   # an infinity counts as more than every other term can take back
+        past = (2 + (1 + _saturation_growth(len(inputs), dtype)) * len(inputs)) * largest
+        positive, negative = _signed_parts(coll, inputs, op, root, rank, chosen,
+                                           infinite=past)
+        low, high = _saturated_sums(positive, negative, len(inputs), dtype)
+        return all_finite, ~np.isnan(values) & (low <= values) & (values <= high)
+    positive, negative = _signed_parts(coll, inputs, op, root, rank, chosen)
+    up, down = _reaches(positive, negative, len(inputs), dtype)
+    other = np.where(refs > 0, down > largest, up > largest)
+    return all_finite, np.isnan(values) & other
 
 
-def _partial_reaches(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
-                     rank: int, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _signed_parts(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
+                  rank: int, chosen: np.ndarray, infinite: float = 0.0
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """For rank ``rank``'s output elements at flat indices ``chosen`` of a SUM or AVG:
-    how far up and down a partial result of the finite inputs can reach in some order
-    (an overflow where past the dtype's largest finite number). A partial sum adds a
-    subset of the terms, so it lies between -N and P, P and N the sums of the positive
-    terms and of the negative ones' magnitudes, and rounds by at most ``q u (P + N)``
-    (:func:`_allowed`): it reaches ``P + q u (P + N)`` up and ``N + q u (P + N)`` down
-    (saturated ones lie nearer 0); where terms cancel (60000 - 60000 in float16) that
-    stays below the largest number even where ``P + N`` does not, and no order
-    overflows. AVG's terms are ``c x`` rounded: at most ``|c| (1 + u) |x|`` plus half a
-    subnormal step each."""
+    P and N, the sums of the positive terms and of the negative ones' magnitudes, in
+    float64; an infinite input counts as ``infinite`` (0: left out), NaN as nothing.
+    AVG's terms are ``c x`` rounded: at most ``|c| (1 + u) |x|`` plus half a subnormal
+    step each."""
     dtype = inputs[0].dtype
     p = len(inputs)
     eps, tiny, _ = float_info(dtype)
-    u, q = eps / 2, p - 1
 
     def part(sign: float) -> np.ndarray:
         def terms(xs: list[np.ndarray]) -> list[np.ndarray]:
-            return [np.where(np.isfinite(x), np.maximum(sign * x.astype(np.float64), 0.0),
-                             0.0) for x in xs]
+            out = []
+            for x in xs:
+                signed = sign * x.astype(np.float64)
+                out.append(np.where(np.isfinite(signed), np.maximum(signed, 0.0),
+                                    np.where(signed > 0, infinite, 0.0)))
+            return out
         return np.asarray(_picked(coll, terms, inputs, ReduceOp.SUM, root, rank, chosen))
 
-    up, down = part(1.0), part(-1.0)
+    positive, negative = part(1.0), part(-1.0)
     if op is ReduceOp.AVG:
         c, half_step = abs(_avg_scale(dtype, p)), p * eps * tiny / 2
-        up, down = c * (1 + u) * up + half_step, c * (1 + u) * down + half_step
-    ref_eps = float(np.finfo(np.result_type(dtype, np.float64)).eps)
-    rounding = q * u * (up + down)
+        scale = c * (1 + eps / 2)   # no terms of a sign: nothing to scale or round
+        positive = np.where(positive > 0, scale * positive + half_step, 0.0)
+        negative = np.where(negative > 0, scale * negative + half_step, 0.0)
+    return positive, negative
+
+
+def _reaches(positive: np.ndarray, negative: np.ndarray, p: int, dtype: np.dtype
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """How far up and down a partial sum of terms whose positive ones add up to P and
+    negative ones to -N can reach in some order (an overflow where past the dtype's
+    largest finite number): a partial sum adds a subset of the terms, so it lies
+    between -N and P, and rounds by at most ``q u (P + N)`` (:func:`_allowed`): it
+    reaches ``P + q u (P + N)`` up and ``N + q u (P + N)`` down; where terms cancel
+    (60000 - 60000 in float16) that stays below the largest number even where
+    ``P + N`` does not, and no order overflows."""
+    u, q = float_info(dtype).eps / 2, p - 1
+    ref_eps = float(np.finfo(np.float64).eps)
+    rounding = q * u * (positive + negative)
     safety = 1 + 4 * p * ref_eps
-    return (up + rounding) * safety, (down + rounding) * safety
+    return (positive + rounding) * safety, (negative + rounding) * safety
 
 
 def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op: ReduceOp,

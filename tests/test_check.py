@@ -571,3 +571,108 @@ def test_min_and_max_pass_over_nan_as_nccls_fminf_and_fmaxf(algorithm, dtype):
         ok, _ = compare(COLLECTIVES["all_reduce"], xs, [naive.astype(numpy_dtype)] * 4,
                         ReduceOp(op), 0)
         assert not ok
+
+
+def _saturating(dtype, combine, a, b):
+    """NCCL's fp8 arithmetic, written here: half precision, then clamped to the
+    dtype's largest number and rounded to it (NaN stays NaN)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    largest = float(ml_dtypes.finfo(dtype).max)
+    with np.errstate(all="ignore"):
+        wide = combine(np.asarray(a, np.float16), np.asarray(b, np.float16))
+    return np.clip(wide, -largest, largest).astype(dtype)
+
+
+def _evaluate(node, inputs, combine):
+    """The value of an association tree of input indices, each node combined."""
+    if isinstance(node, int):
+        return inputs[node]
+    return combine(_evaluate(node[0], inputs, combine), _evaluate(node[1], inputs, combine))
+
+
+def _orders(leaves):
+    """Every full binary tree over ``leaves`` (their order kept): every association."""
+    if len(leaves) == 1:
+        yield leaves[0]
+        return
+    for cut in range(1, len(leaves)):
+        for left in _orders(leaves[:cut]):
+            for right in _orders(leaves[cut:]):
+                yield (left, right)
+
+
+@pytest.mark.parametrize("dtype_name", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("op", [SUM, ReduceOp.PRODUCT])
+def test_every_saturating_fp8_order_passes_and_values_none_can_give_do_not(dtype_name, op):
+    """fp8 sums and products saturate (NCCL's half precision clamped back): a saturated
+    partial may come back down (448 + 448 - 448 is 0), so the check takes a range, and
+    every association of every permutation of these inputs must land in it. Values no
+    order gives are refused: all-positive terms past 448 give 448 in every order (0, 16,
+    -96 are wrong; the check once took any finite value there), a product keeps its sign
+    (16 x 16 x 16 is 448, never -448 or 1)."""
+    import itertools
+
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(getattr(ml_dtypes, dtype_name))
+    big = float(ml_dtypes.finfo(dt).max)
+    combine = np.add if op is SUM else np.multiply
+    coll = COLLECTIVES["all_reduce"]
+    cases = ([[big, big, -big], [big, big / 2, -big, 3.0], [big, -big, big / 4, -big / 2],
+              [big / 2, big / 2, big / 2, -1.0]] if op is SUM else
+             [[16.0, 16.0, 16.0], [16.0, -16.0, 16.0, 0.5], [big, 2.0, 0.25], [4.0, 64.0, 0.125]])
+    for values in cases:
+        inputs = [np.array([v], dt) for v in values]
+        for perm in set(itertools.permutations(range(len(values)))):
+            for tree in _orders(list(perm)):
+                out = _evaluate(tree, inputs, lambda a, b: _saturating(dt, combine, a, b))
+                assert compare(coll, inputs, [out] * len(values), op, 0)[0], (values, tree, out)
+    wrong = ({(big, big, big): (0.0, 16.0, -96.0, -big), (big, 1.0, 1.0): (0.0, -big)}
+             if op is SUM else {(16.0, 16.0, 16.0): (1.0, 0.0, -0.5, -big),
+                                (16.0, -16.0, 16.0): (big, 3.0)})
+    for values, outs in wrong.items():
+        inputs = [np.array([v], dt) for v in values]
+        for bad in outs:
+            assert not compare(coll, inputs, [np.array([bad], dt)] * 3, op, 0)[0], (values, bad)
+
+
+def test_infinities_and_nan_keep_to_what_an_order_can_give():
+    """float16: inf + 60000 + 30000 is +inf in every order (the finite terms overflow
+    upward only): -inf and NaN are wrong; with -60000 - 30000, which can overflow to
+    -inf, NaN (inf - inf) is possible. A product of 300s overflows to +inf, never -inf;
+    NaN only where a partial product can also reach 0 (0 x inf). e5m2, which saturates:
+    inf - 57344 - 57344 can come back to 0, and inf + 1 + 1 is 57344, never -57344."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    coll = COLLECTIVES["all_reduce"]
+
+    def verdict(dtype, values, out, op=SUM):
+        inputs = [np.array([v], dtype) for v in values]
+        with np.errstate(all="ignore"):
+            return compare(coll, inputs, [np.array([out], dtype)] * len(values), op, 0)[0]
+
+    f16, e5 = np.float16, ml_dtypes.float8_e5m2
+    assert verdict(f16, [np.inf, 60000.0, 30000.0], np.inf)
+    assert not verdict(f16, [np.inf, 60000.0, 30000.0], -np.inf)
+    assert not verdict(f16, [np.inf, 60000.0, 30000.0], np.nan)
+    assert verdict(f16, [np.inf, -60000.0, -30000.0], np.nan)
+    assert not verdict(f16, [np.inf, -60000.0, -30000.0], -np.inf)
+    product = ReduceOp.PRODUCT
+    assert verdict(f16, [300.0, 300.0, 300.0], np.inf, product)
+    assert not verdict(f16, [300.0, 300.0, 300.0], -np.inf, product)
+    assert not verdict(f16, [300.0, 300.0, 300.0], np.nan, product)
+    assert verdict(f16, [300.0, 300.0, 300.0, 1e-4, 1e-4], np.nan, product)
+    assert verdict(e5, [np.inf, -57344.0, -57344.0], 0.0)
+    assert verdict(e5, [np.inf, 1.0, 1.0], 57344.0)
+    assert not verdict(e5, [np.inf, 1.0, 1.0], -57344.0)
+    assert not verdict(e5, [np.inf, 1.0, 1.0], np.nan)
+
+
+def test_an_fp8_all_reduce_that_returns_zeros_is_wrong_where_sums_can_saturate():
+    """8 ranks of e4m3 values from 100 to 448: every sum, mean and product can pass
+    448; an algorithm returning zeros passed the check there."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(ml_dtypes.float8_e4m3fn)
+    rng = np.random.default_rng(7)
+    inputs = [rng.uniform(100, 448, 256).astype(dt) for _ in range(8)]
+    zeros = [np.zeros(256, dt)] * 8
+    for op in (SUM, ReduceOp.AVG, ReduceOp.PRODUCT):
+        assert check.wrong_elements(COLLECTIVES["all_reduce"], inputs, zeros, op, 0) == 8 * 256
