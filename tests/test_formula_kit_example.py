@@ -133,6 +133,13 @@ def test_a_run_on_another_machine_or_constants_is_refused_by_assert_matches_mode
                       "all_reduce", algorithm="recursive_doubling", nbytes=4096)
     with pytest.raises(sc.InvalidInputError, match="did not run on the reference network"):
         assert_matches_model(slower, alpha=ALPHA, beta=BETA)
+    # the same machine built from its rates: 1 / (1 / X) is not X for 162 of the whole
+    # numbers of GB/s up to 1000 (8 GB/s among them), and it is the reference network
+    for gbps in (1, 8, 333):
+        typed = simulate(sc.topology.switch(4, bandwidth=gbps * 1e9, latency=ALPHA / 2,
+                                            reduce_bandwidth=3e11), "all_reduce",
+                         algorithm="ring", nbytes=4096)
+        assert_matches_model(typed, alpha=ALPHA, beta=1 / (gbps * 1e9), gamma=1 / 3e11)
     flat = simulate(alpha_beta_network(8, alpha=ALPHA, beta=BETA), "all_reduce",
                     algorithm="naive", nbytes=4096, network="analytical")
     with pytest.raises(sc.InvalidInputError, match="ran on network='analytical'"):

@@ -233,8 +233,10 @@ def _run_root(res: Result, root: Any) -> int | None:
 
 def _check_reference(res: Result, alpha: float, beta: float, gamma: float) -> None:
     """Refuse a run on another machine than the reference network of these constants
-    (by its digest, ``Result.topology_hash``, where the result has one), or on the
-    analytical network model, where messages do not share links as the models say."""
+    (by its digest, ``Result.topology_hash``, where the result has one; a bandwidth or
+    reduction rate a float step from 1/beta or 1/gamma is the same machine typed as
+    rates), or on the analytical network model, where messages do not share links as
+    the models say."""
     if res.network == "analytical":
         raise InvalidInputError(
             f"{_what(res)} ran on network='analytical', where every message has its "
@@ -242,14 +244,15 @@ def _check_reference(res: Result, alpha: float, beta: float, gamma: float) -> No
             f"as network='flow' (the default) or 'flow_rtt' runs them")
     if res.topology_hash is None:
         return
-    from simcoll.testing.network import alpha_beta_network  # which checks with this module
+    from simcoll.testing.network import reference_networks  # which checks with this module
 
     try:
-        reference = alpha_beta_network(res.nranks, alpha=alpha, beta=beta, gamma=gamma,
-                                       servers=_hosts(res))
+        found = any(topology_hash(reference) == res.topology_hash
+                    for reference in reference_networks(res.nranks, alpha=alpha, beta=beta,
+                                                        gamma=gamma, servers=_hosts(res)))
     except TopologyError as exc:
         raise InvalidInputError(str(exc)) from None
-    if topology_hash(reference) != res.topology_hash:
+    if not found:
         raise InvalidInputError(
             f"{_what(res)} did not run on the reference network of alpha={alpha:g}, "
             f"beta={beta:g}, gamma={gamma:g} (it ran on {res.topology!r}, whose links or "

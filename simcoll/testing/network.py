@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from simcoll.checks import real
@@ -46,9 +47,32 @@ def alpha_beta_network(p: int, *, alpha: float, beta: float, gamma: float = 0.0,
     """
     alpha, beta, gamma = _checked(alpha, beta, gamma)
     reduce_bandwidth = math.inf if gamma == 0 else 1 / gamma
-    return builders.switch(p, bandwidth=1 / beta, latency=alpha / 2, servers=servers,
+    return _switch(p, alpha, 1 / beta, reduce_bandwidth, servers)
+
+
+def _switch(p: int, alpha: float, bandwidth: float, reduce_bandwidth: float,
+            servers: int) -> Topology:
+    return builders.switch(p, bandwidth=bandwidth, latency=alpha / 2, servers=servers,
                            reduce_bandwidth=reduce_bandwidth,
                            server_reduce_bandwidth=reduce_bandwidth)
+
+
+def reference_networks(p: int, *, alpha: float, beta: float, gamma: float = 0.0,
+                       servers: int = 0) -> Iterator[Topology]:
+    """:func:`alpha_beta_network`, then the same with its bandwidth and reduction rate
+    each one float step up or down: the machine as built from the rates themselves
+    (``switch(p, bandwidth=X, ...)`` checked with ``beta=1/X``: 1 / (1 / X) need not be
+    X again)."""
+    alpha, beta, gamma = _checked(alpha, beta, gamma)
+    reduce_bandwidth = math.inf if gamma == 0 else 1 / gamma
+
+    def near(x: float) -> tuple[float, ...]:
+        return (x,) if math.isinf(x) else (x, math.nextafter(x, 0.0),
+                                           math.nextafter(x, math.inf))
+
+    for bandwidth in near(1 / beta):
+        for rate in near(reduce_bandwidth):
+            yield _switch(p, alpha, bandwidth, rate, servers)
 
 
 @dataclass(frozen=True)
