@@ -103,9 +103,16 @@ def fill_arrays_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     count, on_link, owner = _crossings(links, multiplicity, size, True)
     left = capacity.copy()
     count[pad] = 0.0
+    # The links some unfrozen flow crosses, in index order: the others' share is inf (and
+    # their left inf), so they never are the least nor tie, and each pass reads only these.
+    active = np.empty(size, dtype=np.int64)
+    nactive = 0
     for d in range(size):
         if count[d] == 0.0:
             left[d] = math.inf
+        else:
+            active[nactive] = d
+            nactive += 1
     frozen = np.zeros(flows, dtype=np.bool_)
     rates = np.empty(flows)
     crossed = np.zeros(size)
@@ -115,17 +122,25 @@ def fill_arrays_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     remaining = flows
     while remaining > 0:
         # The first least share, as argmin (NaN counting as least); inf where no unfrozen
-        # flow crosses a link (numpy's inf / 0).
+        # flow crosses a link (numpy's inf / 0). Links that no longer count leave the list.
         least = 0
         share = left[0] / count[0] if count[0] != 0.0 else math.inf
-        for d in range(1, size):
-            value = left[d] / count[d] if count[d] != 0.0 else math.inf
+        kept = 0
+        for a in range(nactive):
+            d = active[a]
+            if count[d] == 0.0:
+                continue
+            active[kept] = d
+            kept += 1
+            value = left[d] / count[d]
             if value < share or (value != value and share == share):
                 share = value
                 least = d
+        nactive = kept
         level = share + abs(share) * TIE
         ntied = 0
-        for d in range(size):
+        for a in range(nactive):
+            d = active[a]
             if left[d] <= level * count[d]:
                 tied[ntied] = d
                 ntied += 1

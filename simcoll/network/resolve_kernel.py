@@ -57,28 +57,30 @@ def resolve(links: NDArray[np.intp], used: NDArray[np.bool_], rate: NDArray[np.f
     pad = size - 1
     chosen = np.empty(rows, dtype=np.int64)
     nchosen = 0
-    available = capacity
-    if floor > 0:
-        cutoff = floor * (1 - 4 * tie)
-        load = np.zeros(size)
-        nfixed = 0
-        for i in range(rows):
-            if used[i]:
-                level = rate[i] / weight[i] if weighted else rate[i]
-                if level >= cutoff:
-                    chosen[nchosen] = i
-                    nchosen += 1
-                elif level < cutoff:
-                    nfixed += 1
-                    for k in range(width):
-                        load[links[i, k]] += rate[i]
-        if nfixed:
-            available = capacity - load
-    else:
-        for i in range(rows):
-            if used[i]:
+    # One loop for both cases: compiled as two (the floor-0 one in an else branch), the
+    # floor-0 loop ran about ten times slower than this one (numba 0.68, measured).
+    every = not floor > 0
+    cutoff = floor * (1 - 4 * tie)
+    load = np.zeros(size)
+    nfixed = 0
+    for i in range(rows):
+        if used[i]:
+            if every:
                 chosen[nchosen] = i
                 nchosen += 1
+                continue
+            level = rate[i] / weight[i] if weighted else rate[i]
+            if level >= cutoff:
+                chosen[nchosen] = i
+                nchosen += 1
+            elif level < cutoff:
+                nfixed += 1
+                # The padding link's load is never read: the solvers give it no share.
+                for k in range(width):
+                    d = links[i, k]
+                    if d != pad:
+                        load[d] += rate[i]
+    available = capacity - load if nfixed else capacity
     chosen = chosen[:nchosen]
 
     # The rows the solver sees, with multiplicities, and where each chosen row's rate is.
