@@ -676,3 +676,38 @@ def test_an_fp8_all_reduce_that_returns_zeros_is_wrong_where_sums_can_saturate()
     zeros = [np.zeros(256, dt)] * 8
     for op in (SUM, ReduceOp.AVG, ReduceOp.PRODUCT):
         assert check.wrong_elements(COLLECTIVES["all_reduce"], inputs, zeros, op, 0) == 8 * 256
+
+
+def test_negative_terms_that_round_past_the_largest_number_may_give_minus_inf():
+    """float16, all negative, summed left to right: -16400 - 16416 = -32816, halfway
+    between -32800 and -32832 (steps of 32), rounds to even, -32832; - 16368 = -49200,
+    halfway again, rounds to -49216; - 16304 = -65520, halfway between -65504 and
+    -65536, rounds to even: -inf. The exact sum is -65488, inside the range, but the
+    rounding bound of the negative terms' reach, N + q u (P + N) = 65488 + 3 x 2^-11 x
+    65488 = 65583.9, passes 65504: -inf is accepted (and +inf, which no partial sum
+    reaches, is not). The reach downward must count the rounding of the negative
+    terms, not only of the positive ones."""
+    coll = COLLECTIVES["all_reduce"]
+    terms = (-16400.0, -16416.0, -16368.0, -16304.0)
+    inputs = [np.array([t], np.float16) for t in terms]
+    with np.errstate(over="ignore"):
+        acc = np.float16(terms[0])
+        for t in terms[1:]:
+            acc = np.float16(acc + np.float16(t))
+    assert acc == -np.inf and sum(terms) == -65488.0
+    assert compare(coll, inputs, [np.array([-np.inf], np.float16)] * 4, SUM, 0)[0]
+    assert not compare(coll, inputs, [np.array([np.inf], np.float16)] * 4, SUM, 0)[0]
+    assert not compare(coll, inputs, [np.array([np.nan], np.float16)] * 4, SUM, 0)[0]
+
+
+def test_an_average_scales_its_negative_terms_before_they_can_overflow():
+    """float16 AVG over 4 ranks of -65504, -65504, -65504, 65504: each term is scaled by
+    1/4 first (exact), to -16376 x 3 and 16376, so a partial sum reaches at most
+    49128 (1 + u) + 3 u (16376 + 49128)(1 + u) ~ 49248 downward, below 65504: no order
+    gives -inf, though the unscaled magnitudes (196512) pass it."""
+    coll = COLLECTIVES["all_reduce"]
+    inputs = [np.array([v], np.float16) for v in (-65504.0, -65504.0, -65504.0, 65504.0)]
+    assert compare(coll, inputs, [np.array([-32752.0], np.float16)] * 4, ReduceOp.AVG, 0)[0]
+    for wrong in (-np.inf, np.inf, np.nan):
+        assert not compare(coll, inputs, [np.array([wrong], np.float16)] * 4,
+                           ReduceOp.AVG, 0)[0]

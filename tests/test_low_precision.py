@@ -371,3 +371,53 @@ def test_an_infinite_sum_saturated_to_the_wrong_sign_is_wrong():
     assert compare(coll, inputs, [np.array([57344.0], dtype)] * 2, sc.ReduceOp.SUM, 0)[0]
     assert not compare(coll, inputs, [np.array([-57344.0], dtype)] * 2,
                        sc.ReduceOp.SUM, 0)[0]
+
+
+def test_an_fp8_sum_whose_terms_cancel_may_not_come_back_as_any_finite_value():
+    """e4m3 384 - 384: the magnitudes (768) pass 448, but no partial sum does: it lies
+    between -384 and 384, plus at most q u (P + N) = 1 x 2^-4 x 768 = 48 of rounding, so
+    432 at most either way (< 448). No order saturates, and 96 (error 96 > the bound
+    48) is wrong; the saturating path's "any value between the ends" applies only where
+    an end passes 448."""
+    dt = np.dtype(ml_dtypes.float8_e4m3fn)
+    coll = sc.COLLECTIVES["all_reduce"]
+    data = [np.array([384.0], dt), np.array([-384.0], dt)]
+    assert compare(coll, data, [np.array([0.0], dt)] * 2, sc.ReduceOp.SUM, 0)[0]
+    for wrong in (96.0, -96.0, 256.0):
+        assert not compare(coll, data, [np.array([wrong], dt)] * 2, sc.ReduceOp.SUM, 0)[0]
+
+
+def test_an_fp8_sum_that_saturates_stays_between_its_partial_sums_ends():
+    """e4m3, three ranks, q u = 2 x 2^-4 = 1/8. 448 + 448 - 64: P = 896, N = 64, rounding
+    at most (896 + 64) / 8 = 120, so no partial sum goes below -184. The orders give
+    448 + 448 = 896, saturated to 448, - 64 = 384; or 448 - 64 = 384, + 448 = 832,
+    saturated to 448: both accepted. Nothing reaches -256 or -448 (the other end).
+    Mirrored, -448 - 448 + 64: -384 and -448 accepted, 256 and 448 not."""
+    dt = np.dtype(ml_dtypes.float8_e4m3fn)
+    coll = sc.COLLECTIVES["all_reduce"]
+    up = [np.array([v], dt) for v in (448.0, 448.0, -64.0)]
+    down = [np.array([-v], dt) for v in (448.0, 448.0, -64.0)]
+    for value in (448.0, 384.0):
+        assert compare(coll, up, [np.array([value], dt)] * 3, sc.ReduceOp.SUM, 0)[0], value
+        assert compare(coll, down, [np.array([-value], dt)] * 3, sc.ReduceOp.SUM, 0)[0], value
+    for value in (-256.0, -448.0):
+        assert not compare(coll, up, [np.array([value], dt)] * 3, sc.ReduceOp.SUM, 0)[0]
+        assert not compare(coll, down, [np.array([-value], dt)] * 3, sc.ReduceOp.SUM, 0)[0]
+
+
+def test_an_infinite_input_whose_sum_saturates_and_comes_back_to_the_other_end():
+    """e5m2 (largest 57344), as NCCL adds it in half precision and saturates back:
+    inf - 57344 is inf, saturated to 57344; - 57344 is 0; - 57344 is -57344. The
+    reference is +inf, but the finite inputs' partial sums pass the largest number
+    downward (-172032), and -57344 is fp8's overflow (its largest number), so it is
+    accepted; NaN is not (fp8 sums never give it from these)."""
+    dt = np.dtype(ml_dtypes.float8_e5m2)
+    coll = sc.COLLECTIVES["all_reduce"]
+    data = [np.array([np.inf], dt)] + [np.array([-57344.0], dt)] * 3
+    with np.errstate(over="ignore"):   # the order by hand, half precision then saturate
+        acc = np.float16(np.inf)
+        for _ in range(3):
+            acc = np.clip(acc + np.float16(-57344.0), -57344.0, 57344.0).astype(np.float16)
+    assert float(acc) == -57344.0
+    assert compare(coll, data, [np.array([-57344.0], dt)] * 4, sc.ReduceOp.SUM, 0)[0]
+    assert compare(coll, data, [np.array([57344.0], dt)] * 4, sc.ReduceOp.SUM, 0)[0]

@@ -216,3 +216,55 @@ def test_rows_without_a_device_list_tell_their_rank_count_by_busbw_over_algbw():
                              (row(1 << 20, 1 << 18, "none", 4.0, 4.0), "broadcast"),
                              (row(1 << 20, 1 << 18, "sum", 1.0, 1.97), "all_reduce")):
         assert parse(text, collective=collective).nranks is None, text
+
+
+def _bare_row(size, count, redop, blocks):
+    """An all_reduce-style row of nccl-tests (no header, no device list): one
+    (algbw, busbw) pair per block, out of place then in place."""
+    cells = []
+    for algbw, busbw in blocks:
+        time = f"{size / (algbw * 1e3):.2f}" if algbw else "0.10"
+        cells.append(f"{time:>8} {algbw:7.2f} {busbw:7.2f}      0")
+    return f"{size:12d} {count:13d}     float {redop:>7}      -1 {' '.join(cells)}\n"
+
+
+def test_a_rank_count_past_sixteen_is_told_by_busbw_over_algbw():
+    """all_reduce on 32 ranks: 2 x 31 / 32 = 1.9375, so algbw 100.00 gives busbw 193.75.
+    Printed to two decimals the ratio lies in [193.745 / 100.005, 193.755 / 99.995] =
+    [1.93735, 1.93765]; 31 ranks give 1.93548 and 33 give 1.93939, outside it: 32
+    alone. And 256 ranks: 2 x 255 / 256 = 1.9921875, algbw 400.00, busbw 796.88 (796.875
+    rounded): [796.875 / 400.005, 796.885 / 399.995] = [1.99216, 1.99224]; 255 gives
+    1.99216 (1.992157 < 1.992163) and 257 gives 1.99222 -- inside, so 256 and 257 both
+    fit: unknown."""
+    assert parse(_bare_row(1 << 20, 1 << 18, "sum", [(100.0, 193.75)] * 2),
+                 collective="all_reduce").nranks == 32
+    assert parse(_bare_row(1 << 20, 1 << 18, "sum", [(400.0, 796.88)] * 2),
+                 collective="all_reduce").nranks is None
+
+
+def test_the_in_place_block_narrows_the_rank_count_too():
+    """Out of place, algbw 0.40 and busbw 0.70 fit [0.695 / 0.405, 0.705 / 0.395] =
+    [1.716, 1.785]: 8 ranks (1.75) and 9 (1.778) alike, 7 (1.714) not. In place, 100.00
+    and 175.00 fit [1.74986, 1.75014]: 8 alone. Every block counts, so the rows give 8;
+    the out-of-place block alone leaves it unknown."""
+    text = _bare_row(1 << 20, 1 << 18, "sum", [(0.40, 0.70), (100.0, 175.0)])
+    assert parse(text, collective="all_reduce").nranks == 8
+    alone = _bare_row(1 << 20, 1 << 18, "sum", [(0.40, 0.70), (0.40, 0.70)])
+    assert parse(alone, collective="all_reduce").nranks is None
+
+
+def test_two_ranks_are_told_by_a_bus_bandwidth_equal_to_the_algorithm_bandwidth():
+    """all_reduce's 2 (n - 1) / n is 1 for n = 2 alone (3 gives 4/3): busbw 10.00 over
+    algbw 10.00 lies in [9.995 / 10.005, 10.005 / 9.995] = [0.999, 1.001], so 2 ranks;
+    the smallest count considered is 2, not 3."""
+    assert parse(_bare_row(1 << 20, 1 << 18, "sum", [(10.0, 10.0)] * 2),
+                 collective="all_reduce").nranks == 2
+
+
+def test_a_ratio_at_the_edge_of_its_rounding_still_fits_its_rank_count():
+    """busbw 10.01 over algbw 10.00 can be 10.005 / 10.005 = 1 exactly (both printed
+    rounded up or down by 0.005): 2 ranks' factor, 2 (2 - 1) / 2 = 1, lies on the edge
+    of [10.005 / 10.005, 10.015 / 9.995] = [1, 1.002], and still fits (3 ranks' 4/3
+    does not); float rounding of that edge must not push it out."""
+    assert parse(_bare_row(1 << 20, 1 << 18, "sum", [(10.0, 10.01)] * 2),
+                 collective="all_reduce").nranks == 2

@@ -808,3 +808,17 @@ def test_a_positional_argument_with_a_default_that_is_no_declared_parameter_is_a
         lambda comm, x, *, root: (yield from ()))
     assert cost.predict("broadcast", "test_own_default", p=4, nbytes=8, alpha=0,
                         beta=0) == 2.0
+
+
+def test_a_declared_parameter_taken_positionally_without_a_default_is_named_as_a_call_mismatch():
+    """A time function taking chunks positionally with no default cannot even be called
+    with (p, nbytes, alpha, beta, gamma): the refusal says so, not "keeps its default"
+    (it has none), which is only for a positional parameter that has one."""
+    def no_default(p, nbytes, alpha, beta, gamma, chunks):
+        return 0.0
+
+    with pytest.raises(sc.RegistrationError) as info:
+        sc.register("broadcast", "test_unpassed", params={"chunks": Int(4, minimum=1)},
+                    cost=CostModel(time=no_default, traffic=NO_FORMULA.traffic))
+    assert "positionally but is called with (p, nbytes, alpha, beta, gamma)" in str(info.value)
+    assert "keeps its default" not in str(info.value)

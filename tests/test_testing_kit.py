@@ -273,3 +273,15 @@ def test_a_failed_sweep_point_a_dict_or_a_program_run_is_refused_saying_what_it_
         with pytest.raises(sc.InvalidInputError, match="res is a RunResult, not what "
                                                        "simulate returns"):
             check(run)
+
+
+def test_constants_the_reference_network_refuses_are_an_invalid_input_not_a_topology_error():
+    """beta = 0 (an infinite bandwidth) and beta = 1e-320 (1/beta past the floats) pass
+    the check of a number >= 0 but no reference network has them: assert_matches_model
+    says so as an InvalidInputError, as its docstring promises, not as the
+    TopologyError of building that network (TopologyError is no InvalidInputError)."""
+    res = sc.simulate(alpha_beta_network(4, alpha=1e-6, beta=1e-9), "all_reduce",
+                      algorithm="ring", nbytes=4096)
+    for beta in (0.0, 1e-320):
+        with pytest.raises(sc.InvalidInputError, match="beta="):
+            assert_matches_model(res, alpha=1e-6, beta=beta)

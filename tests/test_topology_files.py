@@ -579,3 +579,19 @@ def test_a_folder_or_an_empty_file_is_said_to_be_so(tmp_path):
                                  rf"null\); a topology file holds 'devices' and 'links' "
                                  rf"\(or 'preset'\)$"):
             sc.topology.load(empty)
+
+
+def test_the_smallest_astra_bandwidth_a_float_holds_is_accepted(tmp_path):
+    """The refusal says "at least float_info.min / 2^30": 2^-1052 GB/s is exactly
+    2^-1022 bytes/s, the smallest normal float, and is accepted; one subnormal step
+    below it (2^-1052 - 2^-1074) is refused."""
+    least = 2.0 ** -1052
+    assert least * 2 ** 30 == sys.float_info.min
+    ok = write(tmp_path, "least.yml", f"topology: [Ring]\nnpus_count: [4]\n"
+                                      f"bandwidth: [{least!r}]\nlatency: [1]\n")
+    assert len(sc.topology.from_astra_sim(ok).gpus) == 4
+    below = write(tmp_path, "below.yml", f"topology: [Ring]\nnpus_count: [4]\n"
+                                         f"bandwidth: [{least - 2.0 ** -1074!r}]\n"
+                                         f"latency: [1]\n")
+    with pytest.raises(sc.TopologyError, match="whose bytes/s"):
+        sc.topology.from_astra_sim(below)
