@@ -62,22 +62,32 @@ def data_mode_bytes(coll: Collective, p: int, count: int, itemsize: int, root: i
 
 def shortfall(need: int) -> str | None:
     """Where ``need`` bytes (:func:`data_mode_bytes`) exceed this machine's physical
-    memory, the words saying so (``"needs about 8.0 GiB for its inputs and outputs
-    alone, more than this machine's 4.0 GiB"``), else None."""
-    physical = physical_memory()
-    if physical is None or need <= physical:
+    memory, or the memory limit of the process's control group where that is less
+    (:func:`cgroup_memory_left`), the words saying so (``"needs about 8.0 GiB for its
+    inputs and outputs alone, more than this machine's 4.0 GiB"``), else None."""
+    limit, whose = physical_memory(), "this machine's"
+    limited = cgroup_memory_left()
+    if limited is not None and (limit is None or limited[1] < limit):
+        limit, whose = limited[1], "this process's control-group limit of"
+    if limit is None or need <= limit:
         return None
-    needed, has = in_gib(need, physical)
-    return (f"needs about {needed} GiB for its inputs and outputs alone, more than this "
-            f"machine's {has} GiB")
+    needed, has = in_gib(need, limit)
+    return (f"needs about {needed} GiB for its inputs and outputs alone, more than {whose} "
+            f"{has} GiB")
 
 
 def in_gib(need: int, physical: int, digits: int = 1, kind: str = "f") -> tuple[str, str]:
     """``need`` > ``physical`` bytes in GiB, formatted ``.{digits}{kind}`` or with as many
     more digits as it takes for the two to read differently (23.5 GiB needed of 23.5
     said nothing)."""
+    return _apart(need, physical, 2**30, digits, kind)
+
+
+def _apart(a: int, b: int, unit: int, digits: int, kind: str = "f") -> tuple[str, str]:
+    """``a`` and ``b`` bytes in ``unit``, formatted ``.{digits}{kind}`` or with as many more
+    digits as it takes for two different numbers to read differently."""
     for more in range(digits, digits + 12):
-        shown = f"{need / 2**30:.{more}{kind}}", f"{physical / 2**30:.{more}{kind}}"
+        shown = f"{a / unit:.{more}{kind}}", f"{b / unit:.{more}{kind}}"
         if shown[0] != shown[1]:
             break
     return shown
@@ -270,6 +280,6 @@ def check_memory_left() -> None:
     left, total = reading
     floor = min(max(LOW_MEMORY, total // 50), total // 4)
     if left < floor:
-        raise MemoryError(
-            f"out of memory: {where} {max(left, 0) / 2**20:.0f} MiB left (below "
-            f"{floor / 2**20:.0f} MiB), so the simulation stopped")
+        shown, below = _apart(max(left, 0), floor, 2**20, 0)
+        raise MemoryError(f"out of memory: {where} {shown} MiB left (below {below} MiB), "
+                          f"so the simulation stopped")

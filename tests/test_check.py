@@ -278,9 +278,9 @@ def test_terms_that_cancel_overflow_in_no_order(dtype_name, terms, largest):
     rounding: where both stay below the largest number, no order overflows and NaN or
     inf is wrong. The check took the magnitudes' sum (120000 for 60000 - 60000) and
     passed an all_reduce that gave NaN everywhere. Terms whose positive sum can pass it
-    accept +inf (in float16; in fp8, which saturates, any finite value) but not NaN,
-    which needs a partial result past it each way, worked out here in exact
-    arithmetic."""
+    accept +inf (in float16; in fp8, which saturates, a finite value in the range a
+    saturated order reaches) but not NaN, which needs a partial result past it each
+    way, worked out here in exact arithmetic."""
     dt = np.dtype(pytest.importorskip("ml_dtypes").float8_e4m3fn) \
         if dtype_name.startswith("float8") else np.dtype(dtype_name)
     eps = 2.0 ** -10 if dtype_name == "float16" else 2.0 ** -3
@@ -552,8 +552,7 @@ def test_min_and_max_pass_over_nan_as_nccls_fminf_and_fmaxf(algorithm, dtype):
                [4.0, 0.5, nan, 1.5]]
     want = {"min": [-5.0, 0.5, nan, -0.5], "max": [4.0, 3.0, nan, 7.0]}
     if dtype == "bfloat16":
-        import ml_dtypes
-        numpy_dtype = np.dtype(ml_dtypes.bfloat16)
+        numpy_dtype = np.dtype(pytest.importorskip("ml_dtypes").bfloat16)
     else:
         numpy_dtype = np.dtype(dtype)
     xs = [np.array(c * 2, dtype=numpy_dtype) for c in columns]

@@ -335,7 +335,8 @@ def test_an_fp8_sum_that_saturates_and_comes_back_down_is_accepted():
     """448 + 448 - 448 in e4m3, left to right as NCCL computes it: 896 saturates to 448,
     less 448 is 0, where the exact sum is 448. The error, 448, is past the rounding
     bound (2 u 1344 = 168), but a partial sum can pass the largest number, after which
-    any finite value may come out; NaN cannot, in fp8."""
+    a value down to what later negative terms take off may come out; NaN cannot, in
+    fp8."""
     dt = np.dtype(ml_dtypes.float8_e4m3fn)
     coll = sc.COLLECTIVES["all_reduce"]
     data = [np.array([v], dt) for v in (448.0, 448.0, -448.0)]

@@ -301,12 +301,15 @@ def test_the_memory_floor_is_256_mib_or_2_percent_and_exactly_the_floor_is_enoug
     from simcoll import memory
 
     assert memory.LOW_MEMORY == 256 * 2**20
-    for total, floor, shown in ((4 * 2**30, 256 * 2**20, 256),
-                                (int(23.5 * 2**30), int(23.5 * 2**30) // 50, 481)):
+    # a byte below the floor reads apart from it: 255.999999 MiB left (below 256.000000)
+    for total, floor, shown in ((4 * 2**30, 256 * 2**20, r"255\.999999 MiB left \(below "
+                                 r"256\.000000 MiB\)"),
+                                (int(23.5 * 2**30), int(23.5 * 2**30) // 50,
+                                 r"481\.279999 MiB left \(below 481\.280000 MiB\)")):
         monkeypatch.setattr(memory, "memory_left", lambda f=floor, t=total: (f, t))
         memory.check_memory_left()
         monkeypatch.setattr(memory, "memory_left", lambda f=floor, t=total: (f - 1, t))
-        with pytest.raises(MemoryError, match=rf"\(below {shown} MiB\)"):
+        with pytest.raises(MemoryError, match=shown):
             memory.check_memory_left()
 
 
@@ -431,8 +434,9 @@ def test_the_memory_stop_names_a_control_groups_limit_where_it_is_tighter(monkey
     memory.check_memory_left()
     monkeypatch.setattr(memory, "cgroup_memory_left", lambda: (128 * 2**20 - 1, 512 * 2**20))
     with pytest.raises(MemoryError, match=r"^out of memory: this process's control group "
-                                          r"\(a memory limit of 0\.5 GiB\) has 128 MiB left "
-                                          r"\(below 128 MiB\), so the simulation stopped$"):
+                                          r"\(a memory limit of 0\.5 GiB\) has 127\.999999 MiB "
+                                          r"left \(below 128\.000000 MiB\), so the simulation "
+                                          r"stopped$"):
         memory.check_memory_left()
     monkeypatch.setattr(memory, "memory_left", lambda: (100 * 2**20, 24 * 2**30))
     with pytest.raises(MemoryError, match=r"^out of memory: this machine has 100 MiB"):
@@ -499,3 +503,22 @@ def test_malformed_cgroup_and_memory_stat_lines_are_passed_over(tmp_path):
            memory_stat=f"inactive_file\ninactive_file {100 * mib}\n")
     assert sc.memory.cgroup_memory_left(str(tmp_path / "cgroup"), str(mount)) == (
         524 * mib, 1024 * mib)
+
+
+def test_arrays_past_a_control_groups_limit_are_refused_before_the_run(monkeypatch):
+    """Inputs and outputs that fit the machine but not the process's control-group
+    limit are refused by it, named as such: 2 GiB needed under a 1 GiB limit on a
+    24 GiB machine; under no limit, or a looser one, the machine's memory decides."""
+    from simcoll import memory
+
+    monkeypatch.setattr(memory, "physical_memory", lambda: 24 * 2**30)
+    monkeypatch.setattr(memory, "cgroup_memory_left", lambda: (2**29, 2**30))
+    assert memory.shortfall(2 * 2**30) == (
+        "needs about 2.0 GiB for its inputs and outputs alone, more than this process's "
+        "control-group limit of 1.0 GiB")
+    assert memory.shortfall(2**30) is None
+    monkeypatch.setattr(memory, "cgroup_memory_left", lambda: None)
+    assert memory.shortfall(2 * 2**30) is None
+    assert memory.shortfall(25 * 2**30) == (
+        "needs about 25.0 GiB for its inputs and outputs alone, more than this machine's "
+        "24.0 GiB")

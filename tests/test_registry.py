@@ -363,6 +363,16 @@ def test_a_declared_parameter_taken_positionally_and_a_builtin_are_refused_at_re
                     cost=CostModel(time=max, traffic=NO_FORMULA.traffic))
     with pytest.raises(sc.RegistrationError, match="validate 'max' has no signature"):
         sc.register("all_reduce", "test_unpassed", validate=max, cost=NO_FORMULA)
+    # with **kwargs every argument comes by keyword: a positional one with a default is
+    # passed too (registered at 1ca282c, refused by the first form of this check)
+    def open_time(p, nbytes, alpha, beta, gamma, chunks=4, **rest):
+        return float(chunks)
+
+    sc.register("broadcast", "test_open_model", params=chunks,
+                cost=CostModel(time=open_time, traffic=NO_FORMULA.traffic))(
+        lambda comm, x, *, root, chunks: (yield from ()))
+    assert cost.predict("broadcast", "test_open_model", p=4, nbytes=8, alpha=0, beta=0,
+                        chunks=7) == 7.0
     # a positional argument of the model's own without a default is refused as before;
     # keyword-only ones are passed
     def keyword_time(p, nbytes, alpha, beta, gamma, *, chunks):

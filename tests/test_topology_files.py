@@ -313,10 +313,11 @@ def test_astra_numbers_in_exponent_form_without_a_dot_are_numbers(tmp_path):
      ["line 4: latency[0]: expected a finite number >= 0 (ns per link), got 1000",
       "(401 digits)"]),
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1.0e+300]\nlatency: [1]\n",
-     ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 1e+300"]),
+     ["line 3: bandwidth[0]: expected a number > 0 (GB/s per link) whose bytes/s (x 2^30) "
+      "a float holds, from 2.07e-317 to 1.67e+299; got 1e+300"]),
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [1.0e-320]\nlatency: [1]\n",
      ["line 3: bandwidth[0]: expected a number > 0 (GB/s per link) whose bytes/s (x 2^30) "
-      "a float holds, at least 2.07e-317; got 1e-320"]),
+      "a float holds, from 2.07e-317 to 1.67e+299; got 1e-320"]),
     # a machine too large, named where its NPU counts are (it was line 1)
     ("topology: [Ring, Ring]\nnpus_count: [4096, 4096]\nbandwidth: [1, 1]\nlatency: [1, 1]\n",
      ["line 2: npus_count: npus=[4096, 4096] is not accepted: the machine would have"]),
@@ -582,7 +583,7 @@ def test_a_folder_or_an_empty_file_is_said_to_be_so(tmp_path):
 
 
 def test_the_smallest_astra_bandwidth_a_float_holds_is_accepted(tmp_path):
-    """The refusal says "at least float_info.min / 2^30": 2^-1052 GB/s is exactly
+    """The refusal says "from float_info.min / 2^30": 2^-1052 GB/s is exactly
     2^-1022 bytes/s, the smallest normal float, and is accepted; one subnormal step
     below it (2^-1052 - 2^-1074) is refused."""
     least = 2.0 ** -1052

@@ -393,8 +393,12 @@ def _check_keywords(what: str, fn: Callable[..., Any], known: set[str], role: st
         raise RegistrationError(f"{what}: {role} {getattr(fn, '__name__', fn)!r} takes "
                         f"{sorted(named - known)}, which nobody passes; it may take "
                         f"{sorted(known) or 'none'}")
-    unnamed = sorted(par.name for par in pars
-                     if par.kind in (par.POSITIONAL_OR_KEYWORD, par.POSITIONAL_ONLY)
+    # with **kwargs every argument is passed by keyword, so only positional-only ones miss
+    by_keyword = any(par.kind is par.VAR_KEYWORD for par in pars)
+    kinds = inspect.Parameter
+    missed = ((kinds.POSITIONAL_ONLY,) if by_keyword
+              else (kinds.POSITIONAL_OR_KEYWORD, kinds.POSITIONAL_ONLY))
+    unnamed = sorted(par.name for par in pars if par.kind in missed
                      and par.name in known and par.default is not inspect.Parameter.empty)
     if unnamed:
         raise RegistrationError(

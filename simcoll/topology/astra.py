@@ -228,21 +228,21 @@ def from_astra_dict(data: Any, ctx: Context) -> Topology:
             raise ctx.error(("npus_count", i), f"expected a whole number >= 2 (ASTRA-sim "
                                                f"refuses fewer), got "
                                                f"{data['npus_count'][i]!r}")
-    for key, values, least, what, scale in (
-            ("bandwidth", bandwidth, "> 0", "GB/s per link", GB),
-            ("latency", latency, ">= 0", "ns per link", 1e-9)):
+    for key, values, least, what in (("bandwidth", bandwidth, "> 0", "GB/s per link"),
+                                     ("latency", latency, ">= 0", "ns per link")):
         for i, value in enumerate(values):
             try:
-                converted = float(value) * scale   # a whole number past float's range
-            except OverflowError:                  # overflows here
-                converted = math.inf
-            if not (math.isfinite(converted) and (value > 0 if least == "> 0" else value >= 0)):
+                number = float(value)   # a whole number past float's range overflows
+            except OverflowError:
+                number = math.inf
+            if not (math.isfinite(number) and (number > 0 if least == "> 0" else number >= 0)):
                 raise ctx.error((key, i), f"expected a finite number {least} ({what}), "
                                           f"got {shown(value)}")
-            if least == "> 0" and converted < sys.float_info.min:
+            if key == "bandwidth" and not sys.float_info.min <= number * GB < math.inf:
                 raise ctx.error((key, i), f"expected a number > 0 ({what}) whose bytes/s "
-                                          f"(x 2^30) a float holds, at least "
-                                          f"{sys.float_info.min / GB:.3g}; got {shown(value)}")
+                                          f"(x 2^30) a float holds, from "
+                                          f"{sys.float_info.min / GB:.3g} to "
+                                          f"{sys.float_info.max / GB:.3g}; got {shown(value)}")
     try:
         return multi_dim(blocks, npus, [b * GB for b in bandwidth], [t / 1e9 for t in latency])
     except TopologyError as exc:   # what is left to refuse: a machine too large

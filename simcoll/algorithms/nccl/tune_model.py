@@ -37,7 +37,7 @@ from simcoll.algorithms.nccl.search import (
 )
 
 __all__ = ["comm_channels", "max_channels", "nvls_channels", "nvls_graph_of",
-           "collnet_graphs_of", "predict"]
+           "nvls_searched", "collnet_graphs_of", "predict"]
 
 
 def comm_channels(machine: Machine, collnet: int = 0) -> int:
@@ -115,7 +115,7 @@ def nvls_graph_of(machine: Machine) -> HeadsGraph:
     return nvls_graph(machine.arch, machine.intra_bw / 1e9, gpus, nics, nic / 1e9)
 
 
-def _nvls_searched(machine: Machine) -> bool:
+def nvls_searched(machine: Machine) -> bool:
     """NCCL's NVLS graph has a channel here (NVLS runs only then)."""
     return NVLS_EFFICIENCY[machine.arch] > 0 and nvls_graph_of(machine).channels > 0
 

@@ -2,12 +2,14 @@
 
 NCCL predicts each (algorithm, protocol) pair's time as latency + bytes / bandwidth from
 a few constants and its topology's figures (``ncclTopoTuneModel``, ``ncclTopoGetAlgoTime``
-in ``src/graph/tuning.cc``) and runs the fastest; it then lowers the channel count for
-small sizes (``topoGetAlgoInfo`` in ``src/enqueue.cc``). This module redoes that
-arithmetic on a :class:`~simcoll.algorithms.nccl.machine.Machine`, with NCCL 2.30.7's
-formulas and constants or, given ``tuner="2.26.2"``, with 2.26.2's (they differ for NVLS
-and NVLS-tree; see :data:`~simcoll.algorithms.nccl.constants.TUNERS`). Its predictions
-only choose: what a choice costs is then simulated, message by message.
+in ``src/graph/tuning.cc``: :mod:`~simcoll.algorithms.nccl.tune_model` redoes that
+arithmetic) and runs the fastest; it then lowers the channel count for small sizes
+(``topoGetAlgoInfo`` in ``src/enqueue.cc``). This module makes that choice on a
+:class:`~simcoll.algorithms.nccl.machine.Machine`, among what NCCL runs for the
+collective, op and type (:mod:`~simcoll.algorithms.nccl.support`), with NCCL 2.30.7's
+rules or, given ``tuner="2.26.2"``, 2.26.2's (see
+:data:`~simcoll.algorithms.nccl.constants.TUNERS`). Its predictions only choose: what a
+choice costs is then simulated, message by message.
 """
 
 from __future__ import annotations
@@ -27,9 +29,7 @@ from simcoll.algorithms.nccl.constants import (
     THREAD_THRESHOLD,
 )
 from simcoll.algorithms.nccl.machine import Machine
-from simcoll.algorithms.nccl.search import (
-    NVLS_ARITY,
-)
+from simcoll.algorithms.nccl.search import NVLS_ARITY
 from simcoll.algorithms.nccl.support import (
     ALGORITHMS,
     FP8_RING_PENALTY,
@@ -37,15 +37,16 @@ from simcoll.algorithms.nccl.support import (
     SIMPLE_ONLY,
 )
 from simcoll.algorithms.nccl.tune_model import (
-    _nvls_searched,
     collnet_graphs_of,
     max_channels,
     nvls_graph_of,
+    nvls_searched,
     predict,
 )
 from simcoll.errors import InvalidInputError
 
 __all__ = ["Choice", "candidates", "choose", "trim_channels"]
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -114,7 +115,7 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
 def _nvls_supported(machine: Machine) -> bool:
     """NCCL's ``nvlsSupport``: NVLS switches, no node of one GPU, a channel in its NVLS
     graph (whatever the op and type a collective reduces)."""
-    return machine.nvls and not machine.lone_gpu_node and _nvls_searched(machine)
+    return machine.nvls and not machine.lone_gpu_node and nvls_searched(machine)
 
 
 def _heads(machine: Machine, nvls_supported: bool, tuner: str) -> int:
@@ -272,7 +273,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                                  "a product or 8-bit elements")
                 elif machine.lone_gpu_node:
                     hints.append("NCCL runs no NVLS where a node holds one GPU")
-                elif not _nvls_searched(machine):
+                elif not nvls_searched(machine):
                     hints.append("NCCL's NVLS search finds no channel here: a GPU's NVLink "
                                  "or a head's NIC is below its slowest speed, or NCCL has "
                                  "no NVLS for this GPU generation")
