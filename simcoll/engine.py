@@ -182,7 +182,7 @@ class ProgramProcess(Process):
         env._active_proc = self
         generator = self._generator
         spins = 0
-        yielded: set[int] = set()   # the processed events yielded in this row, by id
+        yielded: set[int] | None = None   # the processed events yielded in this row, by id
         while True:
             try:
                 if event._ok:
@@ -207,7 +207,9 @@ class ProgramProcess(Process):
                 env._active_proc = None
                 return
             key = id(event)
-            if key in yielded:
+            if yielded is None:   # made only once the row holds one (most hold none)
+                yielded = {key}
+            elif key in yielded:
                 spins += 1
             else:
                 yielded.add(key)
