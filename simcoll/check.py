@@ -509,8 +509,7 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
     if op is ReduceOp.PRODUCT:
         big = reduced(lambda xs: [np.where(np.isfinite(x), np.maximum(np.abs(x), 1.0), 1.0)
                                   .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
-        small = reduced(lambda xs: [np.where(np.isfinite(x), np.minimum(np.abs(x), 1.0), 1.0)
-                                    .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
+        small = reduced(_shrinks, ReduceOp.PRODUCT)
         if saturating:   # |inf x rest| clamps to M, times what the factors below 1 take
             saturated = 1 + _saturation_growth(len(inputs), dtype)
             slack = 1 + 4 * len(inputs) * float(np.finfo(np.float64).eps)
