@@ -486,8 +486,8 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
     whether every input is finite, and whether another order can give the value. A
     sum with +inf among its inputs (and no -inf, else the reference is NaN) is +inf in
     every order, or NaN where the finite terms' partial sums can overflow downward
-    (-inf first, then inf - inf); -inf likewise. A product: another infinite or NaN
-    value where the finite factors can overflow or underflow to 0 (0 x inf). In fp8,
+    (-inf first, then inf - inf); -inf likewise. A product: NaN where the finite
+    factors can take a partial product to 0 (0 x inf), never the other infinity. In fp8,
     which saturates, an infinite input is clamped at the first combine, and later terms
     may bring the result back down: a sum lies in the range :func:`_saturated_sums`
     gives with it counted as a term past every sum of the others; a product, of the
@@ -498,7 +498,6 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
     chosen = np.flatnonzero(mask) if where is None else where[mask]
     dtype = inputs[0].dtype
     eps, tiny, largest = float_info(dtype)
-    grown = (1 + eps / 2) ** (len(inputs) - 1)
     saturating = dtype.name in SATURATING
 
     def reduced(of: Callable[[list[np.ndarray]], list[np.ndarray]],
@@ -507,10 +506,11 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
 
     all_finite = reduced(_non_finite, ReduceOp.MAX) == 0
     if op is ReduceOp.PRODUCT:
-        big = reduced(lambda xs: [np.where(np.isfinite(x), np.maximum(np.abs(x), 1.0), 1.0)
-                                  .astype(np.float64) for x in xs], ReduceOp.PRODUCT)
         small = reduced(_shrinks, ReduceOp.PRODUCT)
         if saturating:   # |inf x rest| clamps to M, times what the factors below 1 take
+            big = reduced(lambda xs: [np.where(np.isfinite(x), np.maximum(np.abs(x), 1.0),
+                                               1.0).astype(np.float64) for x in xs],
+                          ReduceOp.PRODUCT)
             saturated = 1 + _saturation_growth(len(inputs), dtype)
             slack = 1 + 4 * len(inputs) * float(np.finfo(np.float64).eps)
             least = (largest * small / saturated**2 / slack
@@ -524,8 +524,9 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
                                 | ((values == 0) & ((np.isnan(refs) & ~nan_input)
                                                      | (small < eps * tiny)))
                                 | (np.isnan(values) & (small < eps * tiny)))
-        return all_finite, ~np.isfinite(values) & ((big * grown > largest)
-                                                   | (small < eps * tiny))
+        # an infinite factor keeps the product infinite and of the reference's sign
+        # (which _equal took); NaN comes only of inf x 0, where a partial can reach 0
+        return all_finite, np.isnan(values) & (small < eps * tiny)
     if saturating:   # an infinity counts as more than every other term can take back
         past = (2 + (1 + _saturation_growth(len(inputs), dtype)) * len(inputs)) * largest
         positive, negative = _signed_parts(coll, inputs, op, root, rank, chosen,

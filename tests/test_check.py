@@ -710,3 +710,216 @@ def test_an_average_scales_its_negative_terms_before_they_can_overflow():
     for wrong in (-np.inf, np.inf, np.nan):
         assert not compare(coll, inputs, [np.array([wrong], np.float16)] * 4,
                            ReduceOp.AVG, 0)[0]
+
+
+def _every_result(dt, combine, values, saturating):
+    """Every value some association of some permutation of ``values`` gives, in the
+    test's own arithmetic: NCCL's fp8 (``_saturating``) or the dtype's own IEEE
+    operations. Floats; NaN as the string "nan"."""
+    import itertools
+
+    inputs = [np.array([v], dt) for v in values]
+
+    def step(a, b):
+        if saturating:
+            return _saturating(dt, combine, a, b)
+        with np.errstate(all="ignore"):
+            return combine(np.asarray(a, dt), np.asarray(b, dt)).astype(dt)
+
+    found = set()
+    for perm in set(itertools.permutations(range(len(values)))):
+        for tree in _orders(list(perm)):
+            out = float(np.asarray(_evaluate(tree, inputs, step)).astype(np.float64)[0])
+            found.add("nan" if out != out else out)
+    return found
+
+
+def _one(dt, values, out, op):
+    coll = COLLECTIVES["all_reduce"]
+    inputs = [np.array([v], dt) for v in values]
+    with np.errstate(all="ignore"):
+        return compare(coll, inputs, [np.array([out], dt)] * len(values), op, 0)[0]
+
+
+def test_a_float64_sum_whose_reference_overflowed_takes_what_another_order_gives():
+    """float64 1.5e308 + 1.5e308 - 1.5e308: the reference, left to right, overflows to
+    inf, but 1.5e308 + (1.5e308 - 1.5e308) is 1.5e308 exactly. Every input is finite,
+    so a finite element is not checked there (the reference itself overflowed)."""
+    values = (1.5e308, 1.5e308, -1.5e308)
+    found = _every_result(np.dtype(np.float64), np.add, values, saturating=False)
+    assert 1.5e308 in found and np.inf in found
+    assert _one(np.float64, values, 1.5e308, SUM)
+    assert _one(np.float64, values, np.inf, SUM)
+
+
+def test_a_float16_product_with_a_zero_factor_is_never_infinite():
+    """float16 300 x 300 x 300 x 0: the reference is 0, the factors above 1 can overflow
+    (300 x 300 is inf), but the 0 meets either a finite partial (0) or an infinite one
+    (NaN): no order gives +inf or -inf, which a product's sign (0 here) rules out."""
+    f16 = np.dtype(np.float16)
+    values = (300.0, 300.0, 300.0, 0.0)
+    found = _every_result(f16, np.multiply, values, saturating=False)
+    assert found == {0.0, "nan"}
+    assert _one(f16, values, np.nan, ReduceOp.PRODUCT)
+    assert _one(f16, values, 0.0, ReduceOp.PRODUCT)
+    for wrong in (np.inf, -np.inf):
+        assert not _one(f16, values, wrong, ReduceOp.PRODUCT)
+
+
+@pytest.mark.parametrize("dtype_name", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_negative_terms_past_the_largest_number_saturate_at_minus_it(dtype_name):
+    """-M - M - M in fp8 saturates at -M in every order (M = 448 in e4m3, 57,344 in
+    e5m2): -M is right, and -M/2, -M/4, 0 are not (the mirror of the all-positive rule;
+    with only negative terms the sum is at most max(-M, -N (1 - gamma)))."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(getattr(ml_dtypes, dtype_name))
+    big = float(ml_dtypes.finfo(dt).max)
+    values = (-big, -big, -big)
+    assert _every_result(dt, np.add, values, saturating=True) == {-big}
+    assert _one(dt, values, -big, SUM)
+    for wrong in (-big / 2, -big / 4, -big * 0.75, 0.0, big):
+        assert not _one(dt, values, wrong, SUM), wrong
+
+
+def test_e5m2_negative_infinity_clamps_to_minus_the_largest_number():
+    """e5m2: -inf - 1 - 1 is -57,344 in every order (the infinity clamped at its first
+    combine, the 1s too small to move it), never +57,344, -49,152 or NaN."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(ml_dtypes.float8_e5m2)
+    values = (-np.inf, -1.0, -1.0)
+    assert _every_result(dt, np.add, values, saturating=True) == {-57344.0}
+    assert _one(dt, values, -57344.0, SUM)
+    for wrong in (57344.0, -49152.0, -32768.0, np.nan):
+        assert not _one(dt, values, wrong, SUM), wrong
+
+
+def test_e5m2_infinity_plus_small_terms_stays_at_the_largest_number():
+    """e5m2: inf + 1 + 1 is 57,344 in every order: the infinity counts as a term past
+    every sum of the others (not as 57,344 itself, which would let P (1 - gamma), about
+    49,900, down to 49,152)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(ml_dtypes.float8_e5m2)
+    values = (np.inf, 1.0, 1.0)
+    assert _every_result(dt, np.add, values, saturating=True) == {57344.0}
+    for wrong in (49152.0, 40960.0, 32768.0):
+        assert not _one(dt, values, wrong, SUM), wrong
+
+
+def test_e5m2_infinite_product_whose_small_factors_underflow():
+    """e5m2 (smallest subnormal 2^-16), product of inf and 2^-16 three times: 2^-16 x
+    2^-16 = 2^-32 is 0 in half precision, and inf x 0 is NaN; inf x 2^-16 clamps to
+    57,344 first, x 2^-16 = 0.875, then 0.875 x 2^-16 rounds to 2^-16 (e5m2's step
+    there), x 2^-16 to 0. With three ranks (inf, 2^-16, 2^-16) NaN is one of the
+    results. A NaN input gives NaN in every order: 0 is wrong there."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(ml_dtypes.float8_e5m2)
+    tiny = 2.0 ** -16
+    assert float(ml_dtypes.finfo(dt).smallest_subnormal) == tiny
+    three = (np.inf, tiny, tiny)
+    found = _every_result(dt, np.multiply, three, saturating=True)
+    assert "nan" in found
+    assert _one(dt, three, np.nan, ReduceOp.PRODUCT)
+    four = (np.inf, tiny, tiny, tiny)
+    found = _every_result(dt, np.multiply, four, saturating=True)
+    assert 0.0 in found and "nan" in found
+    assert _one(dt, four, 0.0, ReduceOp.PRODUCT)
+    assert _one(dt, four, np.nan, ReduceOp.PRODUCT)
+    # (inf x 2) clamps to 57,344; 2^-8 x 2^-9 = 2^-17, a tie between 0 and 2^-16, rounds
+    # to the even 0; 57,344 x 0 is 0. The finite factors' product, 2^-17, is below 2^-16
+    # but 57,344 x 2^-17 (0.4375) is far above 0: only the underflow to 0 gives the 0.
+    clamped = (np.inf, 2.0, 2.0 ** -8, 2.0 ** -9)
+    found = _every_result(dt, np.multiply, clamped, saturating=True)
+    assert 0.0 in found
+    assert _one(dt, clamped, 0.0, ReduceOp.PRODUCT)
+    for e4 in (True, False):
+        d = np.dtype(ml_dtypes.float8_e4m3fn if e4 else ml_dtypes.float8_e5m2)
+        with_nan = (np.nan, 2.0, 3.0)
+        assert _every_result(d, np.multiply, with_nan, saturating=True) == {"nan"}
+        assert _one(d, with_nan, np.nan, ReduceOp.PRODUCT)
+        assert not _one(d, with_nan, 0.0, ReduceOp.PRODUCT)
+
+
+def test_an_fp8_sum_clamped_at_minus_the_largest_number_keeps_what_it_had():
+    """e4m3: 52 + (-160 - 448): -608 clamps to -448, + 52 is -396, which rounds to -384
+    (steps of 32 there); the exact sum is -556. A clamp at -M gains at most N (1 +
+    gamma) - M, and the range's top, P (1 + gamma) - N (1 - gamma) plus that, must
+    reach -384 (with N (1 + gamma) in its place it stopped near -473)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(ml_dtypes.float8_e4m3fn)
+    values = (52.0, -160.0, -448.0)
+    found = _every_result(dt, np.add, values, saturating=True)
+    assert -384.0 in found
+    for out in found:
+        assert _one(dt, values, out, SUM), out
+
+
+def test_an_e5m2_product_with_an_infinite_input_keeps_its_sign():
+    """e5m2: inf x 2 x 3 clamps to 57,344 in every order, -inf x 2 x 3 to -57,344: the
+    value of the other sign is wrong, as is 0 (no factor can reach it)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(ml_dtypes.float8_e5m2)
+    for sign in (1.0, -1.0):
+        values = (sign * np.inf, 2.0, 3.0)
+        assert _every_result(dt, np.multiply, values, saturating=True) == {sign * 57344.0}
+        assert _one(dt, values, sign * 57344.0, ReduceOp.PRODUCT)
+        for wrong in (-sign * 57344.0, -sign * 49152.0, 0.0):
+            assert not _one(dt, values, wrong, ReduceOp.PRODUCT), (sign, wrong)
+
+
+def test_an_fp8_average_of_terms_of_one_sign_that_saturate():
+    """e4m3 AVG over 4 ranks of 448: each input scaled by 1/4 (exact) to 112, and every
+    order gives 448 (224 + 224; 336 rounds to 320, + 112 = 432 rounds to 448): a value
+    far below, 288, is wrong, as -320 is for -448 x 4. Without negative terms there is
+    nothing to bring a saturated partial back down (AVG scales and rounds only the
+    signs that have terms)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(ml_dtypes.float8_e4m3fn)
+    for sign, wrong in ((1.0, 288.0), (-1.0, -320.0)):
+        values = (sign * 448.0,) * 4
+        scaled = np.array(values, dt) * dt.type(0.25)   # 1/4: exact in e4m3
+        found = _every_result(dt, np.add, tuple(float(v) for v in scaled), saturating=True)
+        assert found == {sign * 448.0}
+        assert _one(dt, values, sign * 448.0, ReduceOp.AVG)
+        assert not _one(dt, values, wrong, ReduceOp.AVG)
+
+
+def test_a_float16_infinite_product_is_nan_only_where_a_partial_reaches_zero():
+    """float16: inf x 2^-7 x 2^-8: 2^-15 is a subnormal, not 0, so every order gives
+    inf (NaN needs inf x 0); the finite factors' product is below the smallest normal
+    number, 2^-14, but not below half its smallest subnormal step, 2^-25."""
+    f16 = np.dtype(np.float16)
+    values = (np.inf, 2.0 ** -7, 2.0 ** -8)
+    assert _every_result(f16, np.multiply, values, saturating=False) == {np.inf}
+    assert _one(f16, values, np.inf, ReduceOp.PRODUCT)
+    assert not _one(f16, values, np.nan, ReduceOp.PRODUCT)
+
+
+def test_a_float16_product_with_an_infinite_factor_keeps_its_sign_and_nan_needs_a_zero():
+    """inf x 300 x 300 is +inf in every order, though 300 x 300 x ... overflows: -inf and
+    NaN were taken there; with a 0 among the factors every order gives NaN (inf x 0),
+    never an infinity. Where tiny factors can take a partial product to 0 (2^-14 x
+    2^-14 underflows), NaN is possible. Every order of these is accepted."""
+    import itertools
+
+    coll = COLLECTIVES["all_reduce"]
+    product = ReduceOp.PRODUCT
+
+    def verdict(values, out):
+        inputs = [np.array([v], np.float16) for v in values]
+        with np.errstate(all="ignore"):
+            return compare(coll, inputs, [np.array([out], np.float16)] * len(values),
+                           product, 0)[0]
+
+    for values in ([np.inf, 300.0, 300.0], [np.inf, 0.0, 300.0, 300.0],
+                   [np.inf, 2.0 ** -14, 2.0 ** -14, 3.0]):
+        inputs = [np.array([v], np.float16) for v in values]
+        for perm in itertools.permutations(range(len(values))):
+            for tree in _orders(list(perm)):
+                with np.errstate(all="ignore"):
+                    out = _evaluate(tree, inputs, np.multiply)
+                assert verdict(values, float(out[0])), (values, tree, out)
+    assert not verdict([np.inf, 300.0, 300.0], -np.inf)
+    assert not verdict([np.inf, 300.0, 300.0], np.nan)
+    assert not verdict([np.inf, 0.0, 300.0, 300.0], np.inf)
+    assert not verdict([np.inf, 0.0, 300.0, 300.0], -np.inf)
+    assert verdict([np.inf, 2.0 ** -14, 2.0 ** -14, 3.0], np.nan)

@@ -204,3 +204,24 @@ def test_the_kit_refuses_constants_and_tolerances_no_formula_has():
     with pytest.raises(sc.InvalidInputError, match="^rtol=-1 is not accepted"):
         assert_traffic(res, sent=0, rtol=-1)
     assert_time(res, res.time, rtol=0.0)
+
+
+def test_rates_a_float_step_either_way_from_the_constants_are_the_reference_network():
+    """switch(4, bandwidth=X, reduce_bandwidth=R) checked with beta=1/X, gamma=1/R:
+    1 / (1 / X) is a float step above X for 33 GB/s (below it for 8 GB/s), and the
+    reduction rates 33e9 and 8e9 come back a step off too; each is the machine the
+    constants describe, and must pass (a neighbour only one way, or none for the
+    reduction rate, refused it)."""
+    import math
+
+    for gbps, rate in ((33, 33e9), (33, 8e9), (8, 33e9)):
+        bandwidth = gbps * 1e9
+        back = 1 / (1 / bandwidth)
+        assert back != bandwidth and abs(back - bandwidth) == abs(
+            math.nextafter(back, bandwidth) - back)   # exactly one float step apart
+        assert 1 / (1 / rate) != rate
+        typed = simulate(sc.topology.switch(4, bandwidth=bandwidth, latency=ALPHA / 2,
+                                            reduce_bandwidth=rate), "all_reduce",
+                         algorithm="ring", nbytes=4096)
+        assert_matches_model(typed, alpha=ALPHA, beta=1 / bandwidth, gamma=1 / rate)
+    assert 1 / (1 / 33e9) > 33e9 and 1 / (1 / 8e9) < 8e9
