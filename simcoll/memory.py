@@ -22,7 +22,8 @@ from simcoll.collectives import Collective, Splits
 
 __all__ = ["physical_memory", "data_mode_bytes", "shortfall", "nccl_slice_bytes",
            "NCCL_SLICE_BYTES_PER_MIB", "memory_left", "check_memory_left",
-           "CHECK_EVERY", "MEMORY_MASK", "LOW_MEMORY", "in_gib", "cgroup_memory_left"]
+           "CHECK_EVERY", "MEMORY_MASK", "LOW_MEMORY", "in_gib", "cgroup_memory_left",
+           "memory_limit"]
 
 NCCL_SLICE_BYTES_PER_MIB = 500
 """What ``algorithm="nccl"`` holds in a data-free run per MiB of a rank's buffer: the
@@ -60,20 +61,28 @@ def data_mode_bytes(coll: Collective, p: int, count: int, itemsize: int, root: i
     return (given * itemsize if inputs is None else inputs) + made * itemsize
 
 
-def shortfall(need: int) -> str | None:
-    """Where ``need`` bytes (:func:`data_mode_bytes`) exceed this machine's physical
-    memory, or the memory limit of the process's control group where that is less
-    (:func:`cgroup_memory_left`), the words saying so (``"needs about 8.0 GiB for its
-    inputs and outputs alone, more than this machine's 4.0 GiB"``), else None."""
-    limit, whose = physical_memory(), "this machine's"
+def memory_limit() -> tuple[int, str] | None:
+    """The most bytes this process can hold, and whose limit that is: the machine's
+    physical memory (``"this machine's"``), or the memory limit of the process's control
+    group where that is less (``"this process's control-group limit of"``,
+    :func:`cgroup_memory_left`); None where neither is known."""
+    physical = physical_memory()
     limited = cgroup_memory_left()
-    if limited is not None and (limit is None or limited[1] < limit):
-        limit, whose = limited[1], "this process's control-group limit of"
-    if limit is None or need <= limit:
+    if limited is not None and (physical is None or limited[1] < physical):
+        return limited[1], "this process's control-group limit of"
+    return None if physical is None else (physical, "this machine's")
+
+
+def shortfall(need: int) -> str | None:
+    """Where ``need`` bytes (:func:`data_mode_bytes`) exceed what this process can hold
+    (:func:`memory_limit`), the words saying so (``"needs about 8.0 GiB for its inputs
+    and outputs alone, more than this machine's 4.0 GiB"``), else None."""
+    found = memory_limit()
+    if found is None or need <= found[0]:
         return None
-    needed, has = in_gib(need, limit)
-    return (f"needs about {needed} GiB for its inputs and outputs alone, more than {whose} "
-            f"{has} GiB")
+    needed, has = in_gib(need, found[0])
+    return (f"needs about {needed} GiB for its inputs and outputs alone, more than "
+            f"{found[1]} {has} GiB")
 
 
 def in_gib(need: int, physical: int, digits: int = 1, kind: str = "f") -> tuple[str, str]:

@@ -29,8 +29,8 @@ from simcoll.memory import (
     NCCL_SLICE_BYTES_PER_MIB,
     data_mode_bytes,
     in_gib,
+    memory_limit,
     nccl_slice_bytes,
-    physical_memory,
     shortfall,
 )
 from simcoll.ops import ReduceOp
@@ -221,18 +221,19 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
 
 def _refuse_slices_that_cannot_fit(nbytes: int) -> None:
     """Refuse a data-free ``algorithm="nccl"`` run whose slices (:mod:`simcoll.memory`)
-    exceed this machine's memory, before a simulation that would end in a MemoryError.
+    exceed what this process can hold (:func:`~simcoll.memory.memory_limit`), before a
+    simulation that would end in a MemoryError.
 
     Raises:
         InvalidInputError: naming the size, the estimate and the memory.
     """
-    need, physical = nccl_slice_bytes(nbytes), physical_memory()
-    if physical is not None and need > physical:
-        needed, has = in_gib(need, physical, 3, "g")
+    need, found = nccl_slice_bytes(nbytes), memory_limit()
+    if found is not None and need > found[0]:
+        needed, has = in_gib(need, found[0], 3, "g")
         raise InvalidInputError(
             f"nbytes={nbytes}: NCCL's algorithms cut each rank's buffer into slices, about "
             f"{needed} GiB of them here ({NCCL_SLICE_BYTES_PER_MIB} B per MiB), more than "
-            f"this machine's {has} GiB; simulate a smaller size")
+            f"{found[1]} {has} GiB; simulate a smaller size")
 
 
 def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: np.dtype,

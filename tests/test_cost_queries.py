@@ -157,7 +157,7 @@ def test_too_many_ranks_for_any_size_say_so(monkeypatch):
     """2 p^2 n bytes must stay below 2^63: past p = isqrt(2^61) = 1,518,500,249 no
     size fits, and the advice was "use nbytes < 0" (on a machine whose memory the
     system does not tell, which the memory check below would refuse otherwise)."""
-    monkeypatch.setattr("simcoll.cost.physical_memory", lambda: None)
+    monkeypatch.setattr("simcoll.memory.physical_memory", lambda: None)
     with pytest.raises(sc.InvalidInputError, match=r"nbytes=8 on 1518500250 ranks could "
                                                    r"overflow the int64 traffic counters; "
                                                    r"use fewer ranks \(at most 1518500249"):
@@ -168,7 +168,7 @@ def test_a_query_whose_per_rank_arrays_exceed_the_memory_is_refused(monkeypatch)
     """p = 759,250,124 passed the counters' check and was killed by the system as its
     per-rank arrays filled the memory. At 512 bytes a rank (double_binary_tree's trees
     take about 430), 2^22 ranks need 2 GiB."""
-    monkeypatch.setattr("simcoll.cost.physical_memory", lambda: 2**30)
+    monkeypatch.setattr("simcoll.memory.physical_memory", lambda: 2**30)
     with pytest.raises(sc.InvalidInputError, match=r"p=4194304 ranks: a query's arrays of "
                                                    r"one entry per rank would need about "
                                                    r"2.0 GiB, more than this machine's 1.0 GiB"):

@@ -185,9 +185,7 @@ def test_nccl_slices_that_just_fit_are_not_refused(monkeypatch):
     # is not exceeded ("refused where that exceeds this machine's memory")
     from simcoll.execution import Execution
 
-    simulate_module = sys.modules["simcoll.simulate"]
-
-    monkeypatch.setattr(simulate_module, "physical_memory", lambda: 512_000)
+    monkeypatch.setattr(sc.memory, "physical_memory", lambda: 512_000)
     class Ran(Exception):
         pass
 
@@ -197,7 +195,7 @@ def test_nccl_slices_that_just_fit_are_not_refused(monkeypatch):
     monkeypatch.setattr(Execution, "run", run)
     with pytest.raises(Ran):
         sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="nccl", nbytes=2**30)
-    monkeypatch.setattr(simulate_module, "physical_memory", lambda: 511_999)
+    monkeypatch.setattr(sc.memory, "physical_memory", lambda: 511_999)
     # as many digits as it takes for the two figures to differ ("about 0.000477 GiB of
     # them here ..., more than this machine's 0.000477 GiB" before)
     with pytest.raises(sc.InvalidInputError, match=r"about 0\.000476837 GiB of them here "
@@ -522,3 +520,27 @@ def test_arrays_past_a_control_groups_limit_are_refused_before_the_run(monkeypat
     assert memory.shortfall(25 * 2**30) == (
         "needs about 25.0 GiB for its inputs and outputs alone, more than this machine's "
         "24.0 GiB")
+
+
+def test_the_refusals_before_a_run_read_a_control_groups_limit(monkeypatch):
+    """A cost query's per-rank arrays (512 B a rank: 2 GiB for 2^22 ranks) and NCCL's
+    slices (500 B per MiB: 2 MiB for 4 GiB per rank) are refused against the control
+    group's limit (1 GiB, then 1 MiB) on a 24 GiB machine, naming it; the machine's
+    memory where no group limits it, and nothing where neither is known."""
+    from simcoll import memory
+
+    monkeypatch.setattr(memory, "physical_memory", lambda: 24 * 2**30)
+    monkeypatch.setattr(memory, "cgroup_memory_left", lambda: (2**29, 2**30))
+    assert memory.memory_limit() == (2**30, "this process's control-group limit of")
+    with pytest.raises(sc.InvalidInputError, match=r"would need about 2\.0 GiB, more than "
+                                                   r"this process's control-group limit of "
+                                                   r"1\.0 GiB"):
+        sc.cost.traffic("all_reduce", "double_binary_tree", p=2**22, nbytes=8)
+    monkeypatch.setattr(memory, "cgroup_memory_left", lambda: (2**19, 2**20))
+    with pytest.raises(sc.InvalidInputError, match=r"more than this process's "
+                                                   r"control-group limit of"):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="nccl", nbytes=4 * 2**30)
+    monkeypatch.setattr(memory, "cgroup_memory_left", lambda: None)
+    assert memory.memory_limit() == (24 * 2**30, "this machine's")
+    monkeypatch.setattr(memory, "physical_memory", lambda: None)
+    assert memory.memory_limit() is None

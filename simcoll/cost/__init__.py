@@ -34,7 +34,7 @@ from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
 from simcoll.cost.uneven import uneven_bounds
 from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
 from simcoll.inputs import check_counters
-from simcoll.memory import physical_memory
+from simcoll.memory import memory_limit
 from simcoll.uneven import as_splits, check_nbytes, first_partial, whole_number
 
 if TYPE_CHECKING:
@@ -109,11 +109,11 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
     array whose traffic fits the int64 counters (as ``simulate`` checks)."""
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)) or p < 1:
         raise InvalidInputError(f"p={p!r} is not accepted; use an integer >= 1")
-    physical = physical_memory()
-    if physical is not None and _PER_RANK_BYTES * p > physical:
+    found = memory_limit()
+    if found is not None and _PER_RANK_BYTES * p > found[0]:
         raise InvalidInputError(f"p={p} ranks: a query's arrays of one entry per rank would "
                                 f"need about {_PER_RANK_BYTES * p / 2**30:.1f} GiB, more than "
-                                f"this machine's {physical / 2**30:.1f} GiB; use fewer ranks")
+                                f"{found[1]} {found[0] / 2**30:.1f} GiB; use fewer ranks")
     coll = None if collective is None else get_collective(collective)
     if coll is not None and coll.uneven is not None:
         sizes = check_nbytes(coll, nbytes, int(p))
