@@ -866,27 +866,35 @@ def test_a_topology_of_the_same_name_and_shape_but_other_links_is_refused():
     assert len(link_loads(unknown, slower)) == 8
 
 
+def _multicast_over_branches(copies):
+    """gpu0 multicasts 1 MB to gpus 1 .. ``copies`` behind one switch, gpu1's branch at
+    10 GB/s and the others' at 100 GB/s (1 us a link); the last destination computes
+    1 us after its copy, so the critical path runs through that copy. Returns the
+    topology and the traced run."""
+    t = sc.Topology(f"branches{copies}")
+    g = [t.add_gpu() for _ in range(copies + 1)]
+    s = t.add_switch()
+    t.add_link(g[0], s, bandwidth=100e9, latency=1e-6)
+    for k in range(1, copies + 1):
+        t.add_link(s, g[k], bandwidth=10e9 if k == 1 else 100e9, latency=1e-6)
+
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.multicast(np.zeros(250_000, np.float32), list(range(1, copies + 1)))
+        elif comm.rank == copies:
+            yield comm.recv(0)
+            yield comm.compute(1e-6)
+        else:
+            yield comm.recv(0)
+
+    return t, sc.run_program(t, program, trace=True)
+
+
 def test_a_multicasts_later_copy_is_put_down_to_the_narrowest_link_of_its_tree():
     """A multicast drains as one flow at its slowest branch's share: the copy to gpu2
     (over 100 GB/s links) moved at the 10 GB/s of gpu1's branch, which is where its
     transfer's time goes, not to gpu0's 100 GB/s uplink its own route starts with."""
-    t = sc.Topology("branches")
-    g = [t.add_gpu() for _ in range(3)]
-    s = t.add_switch()
-    t.add_link(g[0], s, bandwidth=100e9, latency=1e-6)
-    t.add_link(s, g[1], bandwidth=10e9, latency=1e-6)
-    t.add_link(s, g[2], bandwidth=100e9, latency=1e-6)
-
-    def program(comm):
-        if comm.rank == 0:
-            yield comm.multicast(np.zeros(250_000, np.float32), [1, 2])
-        elif comm.rank == 2:
-            yield comm.recv(0)
-            yield comm.compute(1e-6)   # the path runs through gpu2's copy
-        else:
-            yield comm.recv(0)
-
-    res = sc.run_program(t, program, trace=True)
+    t, res = _multicast_over_branches(2)
     assert [e.links for e in res.trace[:2]] == [(0, 2, 4), ()]
     path = sc.critical_path(res)
     (transfer,) = [s for s in path.segments if s.kind == "transfer"]
@@ -924,24 +932,7 @@ def test_a_multicasts_third_copy_takes_the_tree_of_its_first_not_its_seconds_emp
     back past the second destination (its links () too) to the first: its transfer has
     the whole tree (g0->s, s->g1, s->g2, s->g3: directed links 0, 2, 4, 6) and moved at
     the 10 GB/s of gpu1's branch, 1 MB in 1e-4 s."""
-    t = sc.Topology("branches3")
-    g = [t.add_gpu() for _ in range(4)]
-    s = t.add_switch()
-    t.add_link(g[0], s, bandwidth=100e9, latency=1e-6)
-    t.add_link(s, g[1], bandwidth=10e9, latency=1e-6)
-    t.add_link(s, g[2], bandwidth=100e9, latency=1e-6)
-    t.add_link(s, g[3], bandwidth=100e9, latency=1e-6)
-
-    def program(comm):
-        if comm.rank == 0:
-            yield comm.multicast(np.zeros(250_000, np.float32), [1, 2, 3])
-        elif comm.rank == 3:
-            yield comm.recv(0)
-            yield comm.compute(1e-6)   # the path runs through gpu3's copy
-        else:
-            yield comm.recv(0)
-
-    res = sc.run_program(t, program, trace=True)
+    t, res = _multicast_over_branches(3)
     assert [e.links for e in res.trace[:3]] == [(0, 2, 4, 6), (), ()]
     path = sc.critical_path(res)
     (transfer,) = [s for s in path.segments if s.kind == "transfer"]
