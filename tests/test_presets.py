@@ -266,7 +266,10 @@ def test_fat_tree_shape_and_oversubscription_halves_the_uplinks():
     (dict(leaf_radix=2**1100), "leaf_radix=13582985...5376 (332 digits)", "inf"),
     (dict(leaf_radix=10**300), "leaf_radix=10000000...0000 (301 digits)", "inf"),
     (dict(leaf_radix=2, oversubscription=1e300, nic_bandwidth=1e-300),
-     "oversubscription=1e+300", "0")])
+     "oversubscription=1e+300", "0"),
+    # the uplink is computed as it is built, radix x rate first: 5e299 x 5e10 / 1e300
+    # would be 2.5e10 in another order, but the links would be built with inf
+    (dict(leaf_radix=10**300, oversubscription=1e300), "oversubscription=1e+300", "inf")])
 def test_a_leaf_uplink_beyond_a_float_is_refused_naming_radix_and_ratio(
         build, kwargs, shown, uplink, monkeypatch):
     """A leaf's uplink is leaf_radix // 2 x nic_bandwidth / oversubscription: 2**1100
@@ -279,7 +282,22 @@ def test_a_leaf_uplink_beyond_a_float_is_refused_naming_radix_and_ratio(
         build(2, **kwargs)
     message = str(info.value)
     assert message.startswith("leaf_radix=") and shown in message
-    assert f"would be {uplink} bytes/s; keep it between 2.23e-308 and 1.8e+308" in message
+    assert f"would be {uplink} bytes/s (computed in that order); keep it between 2.23e-308 " \
+        f"and 1.8e+308" in message
+
+
+def test_a_leaf_uplink_shared_by_spines_is_checked_as_each_link_is_built(monkeypatch):
+    """With k spines a leaf's link to each carries 1/k of its uplink; a ratio that leaves
+    the whole uplink a normal float (2 x 1e-300 / 1e5 = 2e-305) but each link a subnormal
+    one (2e-305 / 1e4) was refused by no check, and the machine built with links of a
+    rate no float division keeps exact."""
+    monkeypatch.setattr(sc.Topology, "_add", lambda *a, **k: pytest.fail("built first"))
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.fat_tree(4, 2, leaf_radix=4, nic_bandwidth=1e-300, oversubscription=1e5,
+                             spines=10_000)
+    message = str(info.value)
+    assert message.startswith("leaf_radix=4 with oversubscription=100000.0 is not accepted")
+    assert "/ oversubscription / spines (10000), would be 2e-309 bytes/s" in message
 
 
 def _pairs(pairs, n):

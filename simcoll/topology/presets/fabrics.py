@@ -31,11 +31,12 @@ from simcoll.units import GB, Gbps, us
 __all__ = ["fat_tree", "attach_fat_tree"]
 
 
-def _leaf_capacity(leaf_radix: Count, oversubscription: float,
-                   nic_bandwidth: float) -> tuple[int, float]:
-    """Nodes per leaf (half the ports) and the checked oversubscription ratio, refused
-    where a leaf's uplink, ``leaf_radix // 2 x nic_bandwidth / oversubscription``, would
-    not be a finite rate (``nic_bandwidth`` is checked first).
+def _leaf_capacity(leaf_radix: Count, oversubscription: float, nic_bandwidth: float,
+                   spines: int = 1) -> tuple[int, float]:
+    """Nodes per leaf (half the ports) and the rate of each of a leaf's links to the
+    spines, ``leaf_radix // 2 x nic_bandwidth / oversubscription / spines``, computed in
+    that order as the links are built, refused where it would not be a finite rate above
+    0 (``nic_bandwidth`` is checked first).
 
     Raises:
         TopologyError: naming ``leaf_radix`` and ``oversubscription``.
@@ -48,14 +49,16 @@ def _leaf_capacity(leaf_radix: Count, oversubscription: float,
     nic = real(nic_bandwidth, "nic_bandwidth", strict=True, error=TopologyError,
                what="bytes/s")
     per_leaf = radix // 2
-    uplink = per_leaf / ratio * nic if per_leaf <= sys.float_info.max else math.inf
+    uplink = per_leaf * nic / ratio / spines if per_leaf <= sys.float_info.max else math.inf
     if not sys.float_info.min <= uplink <= sys.float_info.max:
+        shared = "" if spines == 1 else f" / spines ({spines})"
         raise TopologyError(
             f"leaf_radix={shown(leaf_radix)} with oversubscription={shown(oversubscription)} "
-            f"is not accepted: a leaf's uplink, leaf_radix // 2 x nic_bandwidth "
-            f"({nic:g}) / oversubscription, would be {uplink:g} bytes/s; keep it between "
-            f"{sys.float_info.min:.3g} and {sys.float_info.max:.3g}")
-    return per_leaf, ratio
+            f"is not accepted: a leaf's link to the spine, leaf_radix // 2 x nic_bandwidth "
+            f"({nic:g}) / oversubscription{shared}, would be {uplink:g} bytes/s (computed "
+            f"in that order); keep it between {sys.float_info.min:.3g} and "
+            f"{sys.float_info.max:.3g}")
+    return per_leaf, uplink
 
 
 def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: float,
@@ -73,7 +76,7 @@ def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: flo
     Raises:
         TopologyError: a bad ``leaf_radix``, ``oversubscription`` or ``spines``.
     """
-    per_leaf, ratio = _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth)
+    per_leaf, uplink = _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth, spines)
     groups = -(-len(nics) // per_leaf)
     rails = len(nics[0])
     reduces = math.inf if sharp else None
@@ -89,7 +92,7 @@ def attach_fat_tree(topo: Topology, nics: list[list[str]], *, nic_bandwidth: flo
         layer = [topo.add_switch(name, reduce_bandwidth=reduces) for name in names]
         for leaf in leaves.values():
             for spine in layer:
-                topo.add_link(leaf, spine, bandwidth=per_leaf * nic_bandwidth / ratio / spines,
+                topo.add_link(leaf, spine, bandwidth=uplink,
                               latency=latency, kind=kind)
         if spines > 1:
             topo.routing = "ecmp"
@@ -128,7 +131,7 @@ def fat_tree(nodes: Count, gpus_per_node: Count = 8, *, oversubscription: float 
                       nic_bandwidth=nic_bandwidth, pcie_bandwidth=pcie_bandwidth,
                       pcie_latency=pcie_latency, network_latency=network_latency,
                       reduce_bandwidth=reduce_bandwidth)
-    per_leaf, _ = _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth)
+    per_leaf, _ = _leaf_capacity(leaf_radix, oversubscription, nic_bandwidth, spines)
     # Per node: its switch, GPUs and NIC (with more than one node), a link from each GPU,
     # from the switch to the NIC and from the NIC to its leaf; the leaves and, where there
     # are several, the spines and a link from each leaf to each.

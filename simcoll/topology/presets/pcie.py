@@ -110,7 +110,7 @@ def pcie_node(gpus: Count = 8, gen: Count = 4, p2p: bool = True, *, gpus_per_swi
                             f"host memory); leave it out, or set p2p=False")
     read = sm_host_read(gen) if host_read_bandwidth is None else real(
         host_read_bandwidth, "host_read_bandwidth", strict=True, error=TopologyError,
-        what="bytes/s, > 0 and finite")
+        what="bytes/s")
     back = None if p2p or read is None or read >= bandwidth else read
     topo = Topology(f"pcie_node({gpus}, gen{gen}{'' if p2p else ', no p2p'})")
     cpus = [topo.add_switch(f"cpu{s}") for s in range(sockets)]
