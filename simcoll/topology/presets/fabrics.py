@@ -32,7 +32,7 @@ __all__ = ["fat_tree", "attach_fat_tree"]
 
 
 def _leaf_capacity(leaf_radix: Count, oversubscription: float, nic_bandwidth: float,
-                   spines: int = 1) -> tuple[int, float]:
+                   spines: Count = 1) -> tuple[int, float]:
     """Nodes per leaf (half the ports) and the rate of each of a leaf's links to the
     spines, ``leaf_radix // 2 x nic_bandwidth / oversubscription / spines``, computed in
     that order as the links are built, refused where it would not be a finite rate above
@@ -48,6 +48,8 @@ def _leaf_capacity(leaf_radix: Count, oversubscription: float, nic_bandwidth: fl
                  what="leaf down-link capacity over up-link capacity, e.g. 1.0 or 2.0")
     nic = real(nic_bandwidth, "nic_bandwidth", strict=True, error=TopologyError,
                what="bytes/s")
+    spines = integer(spines, "spines", minimum=1, error=TopologyError,
+                     what="switches in the spine layer")
     per_leaf = radix // 2
     uplink = per_leaf * nic / ratio / spines if per_leaf <= sys.float_info.max else math.inf
     if not sys.float_info.min <= uplink <= sys.float_info.max:
