@@ -203,6 +203,41 @@ def test_a_layer_that_takes_no_time_holds_its_parameters_while_they_are_gathered
     assert z.gathered == 4_000_000
 
 
+def test_a_pass_that_takes_no_time_holds_its_gradients_from_when_it_runs():
+    # Z (2 x 10^6 parameters, no FLOPs) before A (10^6; 1 ms forward, 2 ms backward),
+    # gradients in 4 B, prefetch. Gathers Z fwd [0,2], A fwd [2,3], A bwd [3,4], Z bwd
+    # [4,6]; A forward [3,4], backward [4,6]; Z's backward runs at 6, when its gather and
+    # A's backward are done; reduce-scatters A [6,8], Z [8,12] (behind A's on its
+    # stream). Held: Z fwd [0,2] 4 MB, A fwd [2,4] 2, A bwd [3,6] 2, Z bwd [4,6] 4, A's
+    # gradients [4,8] 4, Z's [6,12] 8: most in [6,8), 4 + 8 = 12 MB. Z's gradients
+    # were counted from the start of their reduce-scatter (8), which gave 10 MB.
+    layers = (tr.Layer("Z", (2_000_000,), 0.0, 0.0), tr.Layer("A", (1_000_000,), 1e9, 2e9))
+    model = tr.Model("late", layers, batch=1, seq_len=8, hidden=8, heads=1,
+                     precision=tr.Precision(param_bytes=2, grad_bytes=4))
+    z = tr.zero_step(model, sc.topology.switch(2, bandwidth=1e9, latency=0), stage=3,
+                     gpu=tr.GPU("unit", peak_flops=1e12), prefetch=True)
+    assert z.step_time == pytest.approx(12e-3, rel=1e-12)
+    assert z.gathered == 12_000_000
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_a_gpt_embedding_holds_its_gradients_from_its_backward_pass(prefetch):
+    # tr.gpt's embedding takes no FLOPs and its backward pass comes last: on a 1 GB/s
+    # switch its gradients (fp32) exist from when its gather lets the pass run, while
+    # block0's are still being reduce-scattered (the embedding's wait behind them on
+    # that stream), so a GPU holds both layers' gradients at once and nothing else then
+    # (every parameter gathered has been used). Counted from the start of their
+    # reduce-scatter, they missed block0's: 4,760,576 B (6,340,096 with prefetch).
+    model = tr.gpt(layers=1, hidden=256, heads=8, seq_len=128, vocab=3000, batch=2,
+                   precision=tr.Precision(param_bytes=2, grad_bytes=4))
+    embedding, block, _ = model.layers
+    assert (embedding.name, block.name) == ("embedding", "block0")
+    z = tr.zero_step(model, sc.topology.switch(4, bandwidth=1e9, latency=1e-6), stage=3,
+                     gpu=tr.GPU("g", 1e14), prefetch=prefetch)
+    assert embedding.params % 4 == block.params % 4 == 0  # no padding
+    assert z.gathered == (embedding.params + block.params) * 4
+
+
 GPU = tr.GPU("unit", peak_flops=1e12)
 MACHINE = sc.topology.switch(2, bandwidth=1e9, latency=0)
 

@@ -89,8 +89,9 @@ def direct_all_to_allv(comm: Comm, x: Buffer, *, splits: Matrix) -> BufferProgra
     """Direct all_to_allv: rank r sends block j of x to rank j for every j at once.
 
     Cost: alpha + beta max_r max(sent_r, received_r) (the busiest link; exact when every
-    receiver hears k equal messages, or every sender sends k, see ``_direct_time``; a lower
-    bound otherwise). Rank r sends sent_r and receives received_r bytes.
+    receiver hears k equal messages and no rank sends more than k messages, or every
+    sender sends k equal messages and no rank hears more than k, see ``_direct_time``; a
+    lower bound otherwise). Rank r sends sent_r and receives received_r bytes.
     """
     p, r = comm.size, comm.rank
     mine = split_counts(x, splits[r])

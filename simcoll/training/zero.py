@@ -134,8 +134,10 @@ class ZeroStep:
             ``memory``, read from the spans: a layer's parameters from the start of
             their all-gather to the end of the forward or backward pass that used them
             (FSDP frees them then), its gradients from the start of its backward pass to
-            the end of their reduce-scatter; with ``prefetch``, the next layer's are
-            gathered while this one computes. 0 for stages 0-2, which keep whole
+            the end of their reduce-scatter (a pass that takes no time, such as an
+            embedding's, runs once the pass before it has ended and its parameters are
+            there); with ``prefetch``, the next layer's are gathered while this one
+            computes. 0 for stages 0-2, which keep whole
             parameters and gradients in ``memory``, and on one GPU, whose shards are
             the whole layers (FSDP then shards nothing).
         breakdown, run, spans: where the time went, the simulation, every span.
@@ -333,8 +335,9 @@ def _most_gathered(spans: list[Span], n: int, times: list[tuple[float, float]],
     Each stream runs in order, so a rank's spans of each kind pair with the passes that
     made them: the compute spans with the passes that take time (forward, then backward
     in reverse), the all-gathers with the passes of layers with parameters, the
-    reduce-scatters with those layers' backward passes. A pass that takes no time ends
-    when its all-gather does."""
+    reduce-scatters with those layers' backward passes. A pass that takes no time runs
+    at the instant the program reaches it and its parameters are there: the later of the
+    end of the pass before it and the end of its all-gather."""
     layers = len(times)
     passes = [(0, i) for i in range(layers)] + [(1, i) for i in reversed(range(layers))]
     most = 0
@@ -346,15 +349,22 @@ def _most_gathered(spans: list[Span], n: int, times: list[tuple[float, float]],
         gathers = dict(zip(needs, (s for s in mine if s.kind == "all_gather")))
         reduced = dict(zip([j for j in needs if passes[j][0] == 1],
                            (s for s in mine if s.kind == "reduce_scatter")))
+        ran: list[tuple[float, float]] = []  # each pass's (start, end)
+        for j in range(len(passes)):
+            used = computed.get(j)
+            if used is not None:
+                ran.append((used.start, used.end))
+            else:
+                reached = ran[-1][1] if ran else 0.0
+                instant = max(reached, gathers[j].end) if j in gathers else reached
+                ran.append((instant, instant))
         changes = []
         for j, gather in gathers.items():
             held = units[passes[j][1]] * param_bytes
-            used = computed.get(j)
-            changes += [(gather.start, held), (gather.end if used is None else used.end, -held)]
+            changes += [(gather.start, held), (ran[j][1], -held)]
         for j, reduce in reduced.items():
             held = units[passes[j][1]] * grad_bytes
-            used = computed.get(j)
-            changes += [(reduce.start if used is None else used.start, held), (reduce.end, -held)]
+            changes += [(ran[j][0], held), (reduce.end, -held)]
         total = 0
         for _, change in sorted(changes):  # at one instant, what is freed goes first
             total += change
