@@ -508,3 +508,94 @@ def test_flow_rtt_checks_each_failure_with_the_links_failed_and_restored_by_then
     cut = sc.Faults(links=[sc.LinkFault(s, b, at=1e-3), sc.LinkFault(a, b, at=2e-3)])
     assert sc.run_program(topo, _empty_message_0_to_1, network="flow_rtt",
                           faults=cut).time == pytest.approx(1e-6)
+
+
+def test_flow_rtt_checks_the_links_a_restore_leaves_failed():
+    """(s, b) fails at 1 ms, (a, b) at 2 ms (no route then: the run's to report), and
+    (s, b) comes back at 3 ms: from then on the only way from gpu0 to gpu1 is the one of
+    zero latency, which a message sent at 4 ms would take. Only the sets after each
+    failure were checked, so the run started and that send failed as an error of rank
+    0's program, naming no fault; it is refused before the run, naming the link still
+    failed and the instant."""
+    topo, a, b, s = _zero_detour()
+    faults = sc.Faults(links=[sc.LinkFault(s, b, at=1e-3), sc.LinkFault(a, b, at=2e-3),
+                              sc.LinkFault(s, b, at=3e-3, factor=1.0)])
+    started = []
+
+    def late(comm):
+        started.append(comm.rank)
+        yield comm.sleep(4e-3)
+        yield from _empty_message_0_to_1(comm)
+
+    with pytest.raises(sc.InvalidInputError, match=r"^once link\(s\) \('gpu0', 'gpu1'\) have "
+                                                   r"failed at t=0.003 s .* route gpu0->gpu1 "
+                                                   r"has latency 0"):
+        sc.run_program(topo, late, network="flow_rtt", faults=faults)
+    assert started == []
+
+
+def _bound_detour():
+    """gpu0 - S - gpu1 (1 us each) and S - V (1 us); V is also reached from gpu0 by A
+    and reaches gpu1 by B on links of latency 0."""
+    topo = sc.Topology("bound_detour")
+    g0, g1 = topo.add_gpu(), topo.add_gpu()
+    for name in "SAVB":
+        topo.add_switch(name)
+    for u, v, latency in [(g0, "S", 1e-6), ("S", g1, 1e-6), ("S", "V", 1e-6),
+                          (g0, "A", 0.0), ("A", "V", 0.0), ("V", "B", 0.0), ("B", g1, 0.0)]:
+        topo.add_link(u, v, bandwidth=1e9, latency=latency)
+    return topo
+
+
+def test_flow_rtt_names_the_failure_that_moves_a_bound_flow_onto_a_route_of_zero_latency():
+    """A message bound through V (gpu0 - S - V - S - gpu1, 4 us) is in flight when (S, V)
+    fails at 20 us: the way to V around it crosses only links of latency 0, which flow_rtt
+    cannot weigh. A bound route is known only when it is sent, so it is refused then,
+    naming the failure, the message and its binding (a bare InvalidInputError naming
+    neither came out of the fault's event)."""
+    def bound(comm):
+        if comm.rank == 0:
+            yield comm.send(sc.VirtualBuffer(100_000, np.uint8), 1, via="V")
+        else:
+            yield comm.recv(0)
+
+    faults = sc.Faults(links=[sc.LinkFault("S", "V", at=20e-6)])
+    with pytest.raises(sc.InvalidInputError, match=r"^link \('S', 'V'\) failed at t=2e-05 s "
+                                                   r"and the message gpu0->gpu1 in flight "
+                                                   r"\(bound through 'V'\) moves around it: "
+                                                   r"network 'flow_rtt' weighs"):
+        sc.run_program(_bound_detour(), bound, network="flow_rtt", faults=faults)
+    # on the flow model the rest of the bytes take the detour: 4 us, 20 us at 1 GB/s
+    # (16 kB sent), then 84 kB at 1 GB/s on A - V - B
+    assert sc.run_program(_bound_detour(), bound, faults=faults).time == \
+        pytest.approx(4e-6 + 100e-6, rel=1e-12)
+
+
+def test_a_bound_message_with_no_route_left_names_a_failed_link_of_its_bound_route():
+    """gpu0 - a - b - gpu1 is the direct way, and a - s1 - b the one through s1; a spur
+    (a, c) is on neither. With (a, c), (a, s1) and (b, s1) failed, a message bound
+    through s1 has no route: the error named the spur (the lowest failed link, as the
+    route found without the binding crosses none), and not the binding."""
+    topo = sc.Topology("via_spur")
+    g0, g1 = topo.add_gpu(), topo.add_gpu()
+    for name in ("a", "b", "s1", "c"):
+        topo.add_switch(name)
+    for u, v in [("a", "c"), (g0, "a"), (g1, "b"), ("a", "b"), ("a", "s1"), ("b", "s1")]:
+        topo.add_link(u, v, bandwidth=1e9, latency=1e-6)
+
+    def bound(comm):
+        if comm.rank == 0:
+            yield comm.sleep(10e-6)
+            yield comm.send(sc.VirtualBuffer(1000, np.uint8), 1, via="s1")
+        else:
+            yield comm.recv(0)
+
+    faults = sc.Faults(links=[sc.LinkFault("a", "c", at=1e-6),
+                              sc.LinkFault("a", "s1", at=1e-6),
+                              sc.LinkFault("b", "s1", at=1e-6)])
+    with pytest.raises(sc.LinkFailureError) as info:
+        sc.run_program(topo, bound, faults=faults)
+    assert info.value.link == ("a", "s1")
+    assert "no route from 'gpu0' to 'gpu1' through 's1' around the failed links" in \
+        str(info.value)
+    assert "link ('a', 's1') failed" in str(info.value)

@@ -70,9 +70,11 @@ class Network:
                 route = self.topology.route(src, d, avoid=self._failed, via=bound,
                                             multicast=isinstance(dst, tuple))
             except NoRouteError:
-                if not self._failed:
+                cut = self._cut_off(src, d, bound, isinstance(dst, tuple)) \
+                    if self._failed else None
+                if cut is None:
                     raise
-                raise self._cut_off(src, d) from None
+                raise cut from None
             latency = max(latency, route.latency)
             links.extend(link for link in route.links if link not in links)
         capacity = self._capacity
@@ -83,18 +85,25 @@ class Network:
             tuple(links), latency, bandwidth)
         return entry
 
-    def _cut_off(self, src: int, dst: int) -> LinkFailureError:
-        """The error for a message sent from ``src`` to ``dst`` after failed links left no
-        route between them: it names the first failed link of the route the message
-        would take on the healthy machine."""
+    def _cut_off(self, src: int, dst: int, via: Via | None = None,
+                 multicast: bool = False) -> LinkFailureError | None:
+        """The error for a message sent from ``src`` to ``dst`` (through ``via``) after
+        failed links left no route between them: it names the first failed link of the
+        route the message would take on the healthy machine. None where the healthy
+        machine has no such route either (the failures are not the cause)."""
         failed = self._failed
-        healthy = self.topology.route(src, dst).links
+        try:
+            healthy = self.topology.route(src, dst, via=via, multicast=multicast).links
+        except NoRouteError:
+            return None
         link = next((d >> 1 for d in healthy if d >> 1 in failed), min(failed))
         u, v = self.topology.links[link].u, self.topology.links[link].v
         name = self.topology.endpoint_name
+        bound = "" if via is None else \
+            f" through {', '.join(map(repr, (via,) if isinstance(via, str) else via))}"
         return LinkFailureError(
-            f"no route from {name(src)!r} to {name(dst)!r} around the failed links for a "
-            f"message sent at t={self.env.now:.9g} s: link ({u!r}, {v!r}) failed",
+            f"no route from {name(src)!r} to {name(dst)!r}{bound} around the failed links "
+            f"for a message sent at t={self.env.now:.9g} s: link ({u!r}, {v!r}) failed",
             (u, v), [(src, dst)])
 
     def route(self, src: int, dst: int | tuple[int, ...], via: Via | MulticastVia | None = None

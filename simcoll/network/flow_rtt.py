@@ -105,20 +105,23 @@ class FlowRttNetwork(FlowNetwork):
 
     def track_flows(self, planned: Sequence[tuple[float, int, float]] = ()) -> None:
         """As :meth:`FlowNetwork.track_flows`, and find now, before the run, every route
-        of zero latency that a link failure of ``planned`` would leave as the way around
-        it.
+        of zero latency that the links ``planned`` to fail would leave as the way around
+        them, after each failure and each restore that leaves others failed.
 
         Raises:
             InvalidInputError: such a route; names it, its links and the failure.
         """
         super().track_flows(planned)
         failed: frozenset[int] = frozenset()
-        # After each failure, as each moves the flows crossing its link at once (one
-        # restored at the same instant moves them all the same).
+        seen: set[frozenset[int]] = set()
+        # After each change, as each failure moves the flows crossing its link at once
+        # (one restored at the same instant moves them all the same), and messages sent
+        # after a restore take the routes around the links still failed.
         for at, index, factor in planned:
             failed = failed | {index} if factor == 0 else failed - {index}
-            if factor != 0:
+            if not failed or failed in seen:
                 continue
+            seen.add(failed)
             self._failed, kept = failed, self._routes
             self._routes = {}
             try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from simcoll.errors import LinkFailureError
+from simcoll.errors import InvalidInputError, LinkFailureError
 from simcoll.network.regimes import Flow
 
 if TYPE_CHECKING:
@@ -36,6 +36,10 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
     Raises:
         LinkFailureError: no route around the failed links exists for some flows;
             names the link and those messages.
+        InvalidInputError: the network refuses the route around them for a flow
+            (``flow_rtt``: a route of zero latency, which only a flow bound ``via``
+            devices can meet here, the others' are checked before the run); names the
+            link, the message and the network's reason.
     """
     if net._in_flight is None:
         raise RuntimeError("change_link needs track_flows() before the run starts")
@@ -66,6 +70,12 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
                 moves.append((flow, net._route(flow.src, flow.dst, flow.via)[0]))
             except LinkFailureError:  # no route around the failed links
                 lost.append(flow)
+            except InvalidInputError as err:  # a route the network refuses (flow_rtt's)
+                u, v = net.topology.directed_link(directed[0])
+                raise InvalidInputError(
+                    f"link ({u!r}, {v!r}) failed at t={now:.9g} s and the message "
+                    f"{_describe(net, flow)} in flight{_bound(flow)} moves around it: "
+                    f"{err}") from None
         for empty in net._empty_in_flight:  # in its latency phase: nothing to move
             if directed[0] in empty.links or directed[1] in empty.links:
                 try:
@@ -93,6 +103,15 @@ def _describe(net: FlowNetwork, flow: Flow) -> str:
     name = net.topology.endpoint_name
     dsts = flow.dst if isinstance(flow.dst, tuple) else (flow.dst,)
     return f"{name(flow.src)}->{'+'.join(name(d) for d in dsts)}"
+
+def _bound(flow: Flow) -> str:
+    """`` (bound through 'nic0')`` for a flow sent ``via`` devices, else nothing."""
+    if flow.via is None:
+        return ""
+    vias = flow.via if isinstance(flow.dst, tuple) else (flow.via,)
+    shown = "; ".join(repr(v) for v in vias if v is not None)
+    return f" (bound through {shown})" if shown else ""
+
 
 def _left(net: FlowNetwork, flow: Flow, now: float) -> float:
     """Bytes ``flow`` (general, or in its latency phase) has still to send at ``now``."""
