@@ -10,6 +10,7 @@ import inspect
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -1374,7 +1375,8 @@ def test_out_of_memory_names_dash_c_only_where_the_command_has_it(capsys, monkey
     assert (status, err) == (2, f"simcoll trace: error: {said} (or drop -c)\n")
     status, _, err = cli(capsys, "sweep", "--collective", "all_to_all", "--algorithms",
                          "direct", "--ranks", "129", "--sizes", "1032")
-    assert (status, err) == (2, f"simcoll sweep: error: {said}\n")
+    point = " (at the sweep's point all_to_all direct p=129 nbytes=1032)"
+    assert (status, err) == (2, f"simcoll sweep: error: {said.replace('; use', point + '; use')}\n")
 
 
 def test_out_of_memory_says_only_simcolls_own_words(capsys):
@@ -1392,3 +1394,46 @@ def test_out_of_memory_says_only_simcolls_own_words(capsys):
                                 "(algorithms that send to every rank at once, such as "
                                 "naive and direct, hold p^2 messages even data-free) or "
                                 "smaller sizes (or drop -c)\n")
+
+
+_RUN_ARGUMENTS = [name for name, p in inspect.signature(sc.simulate).parameters.items()
+                  if p.kind is not inspect.Parameter.VAR_KEYWORD]
+
+
+@pytest.mark.parametrize("command", ["run", "trace", "sweep", "compare", "calibrate"])
+def test_a_runs_argument_given_as_param_is_pointed_to_what_sets_it(capsys, tmp_path, command):
+    """Every argument of simulate() given as --param is refused, pointing at an option
+    the command has, another command, or a Python function that takes it: sweep's and
+    compare's said "use -c" (neither has it), and until= and max_events= "use its
+    option", which no command has."""
+    assert main(["run", "--topology", "switch:4", "-b", "1K", "-e", "4K", "-f", "4"]) == 0
+    log = tmp_path / "ring.txt"
+    log.write_text(capsys.readouterr().out)
+    base = {"run": ["run", "--topology", "switch:4", "--size", "1K"],
+            "trace": ["trace", "--topology", "switch:4", "--size", "1K", "--output",
+                      str(tmp_path / "trace.json")],
+            "sweep": ["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K"],
+            "compare": ["compare", str(log), "--topology", "switch:4"],
+            "calibrate": ["calibrate", str(log), "--topology", "switch:4",
+                          "--free", "latency=1us:0.1us:10us"]}[command]
+    assert main([command, "--help"]) == 0
+    options = set(re.findall(r"(?<![\w-])-{1,2}[a-z][\w-]*", capsys.readouterr().out))
+    pointed = 0
+    for key in _RUN_ARGUMENTS:
+        status, _, err = cli(capsys, *base, "--param", f"{key}=1")
+        assert status == 2, (key, err)
+        if "argument of the run; use " not in err:
+            continue  # refused otherwise (a log's rows give the sizes, types, ops, roots)
+        pointed += 1
+        advice = err.split("argument of the run; use ", 1)[1].strip()
+        if advice.startswith("-"):
+            for option in re.findall(r"-{1,2}[a-z][\w-]*", advice.split(" (")[0]):
+                assert option in options, (command, key, advice)
+        elif advice.startswith("simcoll."):
+            for call in re.findall(r"simcoll\.(\w+)\(", advice):
+                taken = inspect.signature(getattr(sc, call)).parameters
+                assert key in taken or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                           for p in taken.values()), (command, key, advice)
+        else:
+            assert advice == "simcoll trace", (command, key, advice)
+    assert pointed >= 10

@@ -955,3 +955,36 @@ def test_seventeen_machines_differing_in_one_bandwidth_have_seventeen_hashes():
     hashes = [topology_hash(sc.topology.switch(4, bandwidth=b * 1e9)) for b in range(1, 18)]
     assert len(set(hashes)) == 17
     assert all(len(h) == 16 and int(h, 16) >= 0 for h in hashes)
+
+
+def test_a_point_that_fails_outside_simcolls_errors_is_named(tmp_path, monkeypatch, capsys):
+    """An exception that is not a SimCollError (here a MemoryError at one point) stops
+    the sweep, as it should, but said nothing of the point it came from: the Python
+    error carries a note naming it, the command line prints it, and what finished before
+    is saved."""
+    from simcoll.cli import main
+
+    real = workers.simulate
+
+    def short_of_memory(topology, collective, **kwargs):
+        if kwargs["nbytes"] == 4096 and (kwargs["algorithm"] == "naive"
+                                         or kwargs.get("chunks") == 2):
+            raise MemoryError
+        return real(topology, collective, **kwargs)
+
+    monkeypatch.setattr(workers, "simulate", short_of_memory)
+    save = tmp_path / "points.jsonl"
+    with pytest.raises(MemoryError) as info:
+        sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "naive"], ranks=[4],
+                 sizes=[1024, 4096], save=str(save), progress=False)
+    assert info.value.__notes__ == ["at the sweep's point all_reduce naive p=4 nbytes=4096"]
+    kept = sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "naive"], ranks=[4],
+                    sizes=[1024], save=str(save), progress=False)
+    assert len(kept) == 2  # the points before it were saved, and are read back
+
+    status = main(["sweep", "--algorithms", "ring", "--ranks", "4", "--sizes", "4K",
+                   "--param", "chunks=2"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "error: out of memory (at the sweep's point all_reduce ring p=4 nbytes=4096 " \
+           "chunks=2); use fewer ranks" in err

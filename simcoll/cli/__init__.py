@@ -114,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "direct, hold p^2 messages even data-free) or smaller sizes"
                 + (" (or drop -c)" if args.command in ("run", "trace") else ""))
         said = str(exc) if str(exc).startswith("out of memory") else "out of memory"
+        said += "".join(f" ({note})" for note in getattr(exc, "__notes__", ()))
         print(f"simcoll {args.command}: error: {said}; use {hint}", file=sys.stderr)
         return 2
     except OSError as exc:

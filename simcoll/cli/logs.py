@@ -15,6 +15,7 @@ from typing import Any
 from simcoll.algorithms.nccl.constants import NCCL_VERSION, TUNERS
 from simcoll.cli.options import (
     DEFAULT_ALGORITHM_TEXT,
+    LOG_OPTIONS,
     CommandLineError,
     Once,
     algorithm_params,
@@ -173,7 +174,8 @@ def simulate_kwargs(args: argparse.Namespace,
     ``--algorithm nccl`` the tuner of the log's NCCL release where simcoll has it), and
     a note for each choice the log made."""
     kwargs: dict[str, Any] = {"network": args.network, **algorithm_params(
-        args.param, inspect.signature(compare).parameters, from_log=True)}
+        args.param, inspect.signature(compare).parameters, from_log=True,
+        options=LOG_OPTIONS)}
     notes = []
     if measured.communicators > 1:
         notes.append(f"the log ran {measured.communicators} communicators of "

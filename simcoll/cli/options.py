@@ -425,11 +425,30 @@ _OPTION_FOR = {"topology": "--topology", "collective": "--collective",
                "trace": "simcoll trace",
                "data": "simcoll.simulate(...) from Python",
                "splits": "simcoll.simulate(...) from Python",
-               "faults": "simcoll.simulate(...) from Python"}
+               "faults": "simcoll.simulate(...) from Python",
+               "until": "simcoll.simulate(..., until=...) from Python (no option sets it)",
+               "max_events": "simcoll.simulate(..., max_events=...) from Python (no option "
+                             "sets it)"}
 """The option that sets each of simulate()'s arguments on the command line."""
 
-SWEEP_OPTIONS = {"nbytes": "--sizes", "algorithm": "--algorithms"}
+SWEEP_OPTIONS = {"nbytes": "--sizes", "algorithm": "--algorithms",
+                 "check": "simcoll.sweep(..., check=...) from Python (simcoll sweep has no -c)",
+                 "until": "simcoll.sweep(..., until=...) from Python (no option sets it)",
+                 "max_events": "simcoll.sweep(..., max_events=...) from Python (no option "
+                               "sets it)"}
 """Where ``simcoll sweep`` sets them otherwise."""
+
+TRACE_OPTIONS = {"nbytes": "--size"}
+"""Where ``simcoll trace`` sets them otherwise (one size, no -b, -e, -f)."""
+
+LOG_OPTIONS = {"check": "simcoll.compare(..., check=True) from Python (compare and calibrate "
+                        "have no -c)",
+               "until": "simcoll.compare(..., until=...) or simcoll.calibrate(..., until=...) "
+                        "from Python (no option sets it)",
+               "max_events": "simcoll.compare(..., max_events=...) or "
+                             "simcoll.calibrate(..., max_events=...) from Python (no option "
+                             "sets it)"}
+"""Where ``simcoll compare`` and ``simcoll calibrate`` send them otherwise."""
 
 _FROM_LOG = {"nbytes": "size", "dtype": "element type", "op": "reduction op",
              "root": "root", "src": "root", "dst": "root"}

@@ -13,6 +13,7 @@ from simcoll.cli import checking
 from simcoll.cli.nccl_env import nccl_environment
 from simcoll.cli.options import (
     SIZE_HELP,
+    TRACE_OPTIONS,
     CommandLineError,
     Once,
     add_run_options,
@@ -60,13 +61,13 @@ def add_parser(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     out = check_output(args.output, (".json",))
     topo = from_spec(args.topology)
-    run_kwargs(args)   # the options checked before NCCL's environment is read
+    run_kwargs(args, TRACE_OPTIONS)   # the options checked before NCCL's environment is read
     if args.algorithm is None:
         args.algorithm = default_algorithm(args.collective)
     from_environment, read = nccl_environment(
         os.environ, get_algorithm(args.collective, args.algorithm), args.param)
     args.param = [*args.param, *from_environment]
-    kwargs = run_kwargs(args)
+    kwargs = run_kwargs(args, TRACE_OPTIONS)
     for line in read:
         print(line, file=sys.stderr)
     coll = get_collective(args.collective)

@@ -24,14 +24,15 @@ from simcoll.simulate import simulate
 from simcoll.sweep.grid import Point
 from simcoll.sweep.records import result_fields
 
-__all__ = ["run_point", "completed", "Finished"]
+__all__ = ["run_point", "point_name", "add_note", "completed", "Finished"]
 
 Record = dict[str, Any]
 
 
 def run_point(point: Point) -> dict[str, Any]:
     """Simulate one point and return its record; a SimCollError becomes an error record
-    (any other exception propagates and stops the sweep)."""
+    (any other exception, a MemoryError say, propagates and stops the sweep, with a note
+    naming the point)."""
     head = point.head
     if point.topology is None:  # the factory failed for this rank count
         return {**head, "error": point.error}
@@ -46,7 +47,29 @@ def run_point(point: Point) -> dict[str, Any]:
                           nbytes=head["nbytes"], **kwargs)
     except SimCollError as exc:
         return {**head, "error": {"type": type(exc).__name__, "message": str(exc)}}
+    except Exception as exc:
+        add_note(exc, f"at the sweep's point {point_name(head)}")
+        raise
     return {**head, "error": None, **result_fields(result)}
+
+
+def point_name(head: Record) -> str:
+    """``all_reduce ring p=8 nbytes=1048576`` and the parameters a point ran with."""
+    params = "".join(f" {key}={value!r}" for key, value in head["params"].items())
+    return f"{head['collective']} {head['algorithm']} p={head['nranks']} " \
+        f"nbytes={head['nbytes']}{params}"
+
+
+def add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)`` (Python 3.11 on; on 3.10 the note is kept in ``__notes__``
+    too, for the command line to print, though tracebacks do not show it)."""
+    notes = getattr(exc, "__notes__", None)
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    elif isinstance(notes, list):
+        notes.append(note)
+    else:
+        exc.__notes__ = [note]  # type: ignore[attr-defined]
 
 
 def _check_picklable(points: Sequence[Point]) -> None:
