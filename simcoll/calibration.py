@@ -431,6 +431,31 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                     probed[names[i]] = scale[i].value(start[i])
             return start if probed else None
 
+        def _moved_nothing(x: np.ndarray, start: np.ndarray, i: int) -> bool:
+            """Whether constant ``i`` of ``x`` (a zero Jacobian column there) moves no
+            time between ``x`` and ``start``: it ended at its start (trf starts strictly
+            inside the bounds, so a start on a bound moves by a hair before the first
+            step, which is no move of the fit's), or the time at ``x`` with it set back
+            to its start is the same (trf may wander along a direction of no slope)."""
+            if abs(x[i] - start[i]) <= _HAIR * (high[i] - low[i]):
+                return True
+            back = x.copy()
+            back[i] = start[i]
+            return bool(np.array_equal(residuals(back), residuals(x)))
+
+        def unwandered(x: np.ndarray) -> np.ndarray:
+            """``x`` with each unmoved constant back at its start where that changes no
+            time (the fit may have left it anywhere a zero slope let it go)."""
+            for i, name in enumerate(names):
+                if name in unmoved and x[i] != points[0][i]:
+                    try:
+                        if _moved_nothing(x, points[0], i):
+                            x = x.copy()
+                            x[i] = points[0][i]
+                    except _OutOfEvaluations:
+                        return x
+            return x
+
         def snap(x: np.ndarray) -> np.ndarray:
             """``x`` with each constant that ended within NEAR_BOUND of a bound moved onto
             it where that fits as well or better (trf's points stay strictly inside the
@@ -463,11 +488,9 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                 messages.append(str(fit.message))
                 jacobians.append((float(fit.cost), np.asarray(fit.jac)))
                 if point is points[0]:
-                    # trf starts strictly inside the bounds: a start on a bound moves by
-                    # a hair before the first step, which is no move of the fit's
                     stuck = [i for i in range(len(names))
-                             if abs(fit.x[i] - point[i]) <= _HAIR * (high[i] - low[i])
-                             and not np.any(np.asarray(fit.jac)[:, i])]
+                             if not np.any(np.asarray(fit.jac)[:, i])
+                             and _moved_nothing(fit.x, point, i)]
                     unmoved = [names[i] for i in stuck]
                     again = probe(fit.x, stuck) if stuck else None
                     queue[:0] = [] if again is None else [again]
@@ -478,7 +501,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         key = min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
         if not np.all(np.isfinite(tried[key])):
             raise _all_unsimulated(unsimulated)
-        best = snap(np.frombuffer(key, dtype=points[0].dtype).copy())
+        best = snap(unwandered(np.frombuffer(key, dtype=points[0].dtype).copy()))
     joined = "; ".join(m.rstrip(".") for m in messages)
     if probed:
         message = (f"the best of {len(messages)} fits ({starts} start{'s' * (starts > 1)}, "
@@ -575,8 +598,11 @@ def _cost(simulated: np.ndarray, measured: np.ndarray, loss: str = "linear",
 
 @dataclass(frozen=True)
 class _Scale:
-    """How one constant maps to the fit's variable: log scale where low > 0, else linear
-    in units of the bounds' span."""
+    """How one constant maps to the fit's variable: log scale where low > 0 (1 at the low
+    bound: scipy's trf starts with a trust region the size of the starting point, and
+    log 1 = 0 would have it crawl out of a hair's width where every start is 1, as
+    ``step_latency_scale``'s default is), else linear in units of the bounds' span (0
+    at 0, which keeps a value many decades below the span exact)."""
 
     low: float
     high: float
@@ -586,10 +612,10 @@ class _Scale:
         return self.low > 0
 
     def unit(self, value: float) -> float:
-        return math.log(value) if self.log else value / (self.high - self.low)
+        return 1.0 + math.log(value / self.low) if self.log else value / (self.high - self.low)
 
     def value(self, unit: float) -> float:
-        value = math.exp(unit) if self.log else unit * (self.high - self.low)
+        value = self.low * math.exp(unit - 1.0) if self.log else unit * (self.high - self.low)
         return min(max(value, self.low), self.high)
 
     @property
