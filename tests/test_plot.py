@@ -742,8 +742,13 @@ def test_link_utilization_draws_a_program_run():
 def test_a_timeline_bar_narrower_than_a_200th_of_the_run_has_no_outline():
     """Back-to-back bars a pixel wide (NVLS's reductions on the switch) were drawn as
     their white outline only, an idle-looking row; a 0.1 us compute span in a 100.1 us
-    run (a 200th: 0.5 us) now has none, a 100 us one keeps it. The critical path has no
-    white halo, which split the bars it runs along into what looked like two lanes."""
+    run (a 200th: 0.5 us) now has no white outline but an edge in its own colour (without
+    one, the pixel grid dropped such bars or kept them by where they fell: a ring's
+    steps showed their bytes moving at 46 of 126), a 100 us one keeps its outline. The
+    critical path has no white halo, which split the bars it runs along into what
+    looked like two lanes."""
+    from simcoll.plot.style import NARROW_EDGE
+
     def program(comm):
         yield comm.compute(0.1e-6)
         yield comm.compute(100e-6)
@@ -752,7 +757,9 @@ def test_a_timeline_bar_narrower_than_a_200th_of_the_run_has_no_outline():
     fig = timeline(res, critical=True)
     ax = fig.axes[0]
     (bars,) = [c for c in ax.collections if c.get_gid() == "rank 0/compute"]
-    assert list(bars.get_linewidths()) == [0.0, 0.4]
+    assert list(bars.get_linewidths()) == [NARROW_EDGE, 0.4]
+    edges, faces = bars.get_edgecolors(), bars.get_facecolors()
+    assert tuple(edges[0]) == tuple(faces[0]) and tuple(edges[1]) == (1.0, 1.0, 1.0, 1.0)
     (path,) = [line for line in ax.lines if line.get_gid() == "critical path"]
     assert path.get_path_effects() == []
 
@@ -1530,15 +1537,26 @@ def _legend(fig) -> list[str]:
 def test_the_timeline_legend_names_what_is_drawn():
     """256 ranks of 1 MiB: each light part under a 400th of the run, 98% of the bars
     light, and the legend left them out; a run of 0 bytes listed solid colours drawn
-    nowhere."""
+    nowhere, and then named neither of its rows: they are named in the light shade
+    they are drawn in."""
+    from matplotlib.colors import to_rgba
+
     many = sc.simulate(sc.topology.switch(64), "all_reduce", algorithm="ring",
                        nbytes=64 << 10, trace=True)
     assert "message latency,\nqueueing (lighter)" in _legend(sc.plot.timeline(many))
     empty = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=0,
                         trace=True)
-    shown = _legend(sc.plot.timeline(empty))
-    assert "send" not in shown and "receive" not in shown
+    fig = sc.plot.timeline(empty)
+    shown = _legend(fig)
+    assert shown[:2] == ["send", "receive"]
     assert "message latency,\nqueueing (lighter)" in shown
+    legend = fig.axes[0].get_legend()
+    patches = dict(zip(shown, legend.get_patches()))
+    bars = {c.get_gid(): c for c in fig.axes[0].collections}
+    for name, row in (("send", "rank 0/send"), ("receive", "rank 0/recv")):
+        drawn = tuple(bars[row].get_facecolor()[0])
+        assert tuple(patches[name].get_facecolor()) == pytest.approx(drawn)
+        assert drawn != pytest.approx(to_rgba({"send": "#1f77b4", "receive": "#ff7f0e"}[name]))
 
 
 def test_more_lines_than_a_figure_shows_are_refused_before_drawing():
@@ -1582,3 +1600,59 @@ def test_plot_tells_points_apart_by_every_identity_field_in_any_key_order(tmp_pa
     records = (first, other_params, other_root, again)
     points.write_text("".join(json.dumps(r) + "\n" for r in records))
     assert read_records(points) == [other_params, other_root, again]
+
+
+def test_an_algorithm_without_a_fixed_look_never_takes_a_fixed_ones():
+    """Ring is blue circles and tree orange squares in every figure; hierarchical, which
+    has no fixed look, took the first one this figure left free, the ring's, so a figure
+    of hierarchical and tree read as ring and tree next to one of ring and tree. Others
+    take the looks after the ten fixed ones, in the order they come."""
+    from matplotlib.colors import to_rgba
+
+    def records(algorithms):
+        return [{"collective": "all_reduce", "algorithm": a, "topology": f"switch({p})",
+                 "nranks": p, "nbytes": 1 << 20, "time": (k + 1) * p * 1e-6}
+                for k, a in enumerate(algorithms) for p in (2, 4, 8)]
+
+    def looks(algorithms):
+        fig = scaling(records(algorithms), x="nranks")
+        return {line.get_label(): (to_rgba(line.get_markeredgecolor()), line.get_marker())
+                for line in lines(fig, "simulated")}
+
+    fixed = looks(["ring", "tree"])
+    mixed = looks(["hierarchical", "tree", "bucketed"])
+    assert mixed["tree"] == fixed["tree"]
+    assert mixed["hierarchical"] not in fixed.values()
+    assert mixed["hierarchical"][1] not in ("o", "s") and mixed["bucketed"][1] not in ("o", "s")
+    assert len(set(mixed.values())) == 3
+    # Dark2's first two colours, after tab10's ten
+    dark = [tuple(matplotlib.colormaps["Dark2"](i)) for i in range(2)]
+    assert [mixed[a][0] for a in ("hierarchical", "bucketed")] == dark
+
+
+def test_a_timeline_leaves_out_a_stream_whose_spans_take_no_time():
+    """bucketed's default compute=0 traced spans of no time: every band got an empty
+    compute row, and the legend a compute colour drawn nowhere."""
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="bucketed",
+                      nbytes=1 << 20, trace=True)
+    assert any(e.kind == "compute" and e.end == e.start for e in res.trace)
+    fig = timeline(res)
+    assert "compute" not in _legend(fig)
+    assert not [c for c in fig.axes[0].collections if c.get_gid().endswith("/compute")]
+
+
+def test_the_bytes_of_a_short_message_keep_an_edge_in_their_colour():
+    """A ring of 64 ranks at 1 MiB: each step's 16 KiB move for 0.164 us of 272.6 us, far
+    under a pixel; drawn without an edge, the pixel grid kept them at 46 of rank 0's 126
+    sends and dropped the rest, so the bytes seemed not to move for long stretches."""
+    from matplotlib.colors import to_rgba
+
+    from simcoll.plot.style import NARROW_EDGE
+
+    res = sc.simulate(sc.topology.switch(64), "all_reduce", algorithm="ring",
+                      nbytes=1 << 20, trace=True)
+    fig = timeline(res, ranks=[0])
+    (moving,) = [c for c in fig.axes[0].collections if c.get_gid() == "rank 0/send bytes"]
+    assert len(moving.get_paths()) == 126
+    assert set(moving.get_linewidths()) == {NARROW_EDGE}
+    assert {tuple(c) for c in moving.get_edgecolors()} == {to_rgba("#1f77b4")}

@@ -70,11 +70,12 @@ _PALETTES = (("tab10", 10), ("Dark2", 8))
 
 def _slots(values: list[Any], by: str) -> dict[Any, int]:
     """Each line colour's slot: an algorithm's fixed one where it has one, else the next
-    free slot in the order the values come."""
+    slot after the fixed ones in the order the values come (a slot a fixed algorithm
+    leaves free in this figure is still its own: taken, it would make another algorithm
+    look like it across figures)."""
     fixed = {name: i for i, name in enumerate(_ALGORITHM_SLOTS)} if by == "algorithm" else {}
     slots: dict[Any, int] = {}
-    taken = {fixed[v] for v in values if v in fixed}
-    free = (i for i in itertools.count() if i not in taken)
+    free = itertools.count(len(fixed))
     for value in values:
         if value not in slots:
             slots[value] = fixed[value] if value in fixed else next(free)

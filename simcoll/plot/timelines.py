@@ -12,6 +12,7 @@ from simcoll.critical_path import Segment, critical_path
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import check_ran_on
 from simcoll.plot.style import (
+    NARROW_EDGE,
     OUTLINED_BAR,
     RULED_BANDS,
     checked_save_path,
@@ -116,6 +117,16 @@ def _path_line(segments: Sequence[Segment], shown: list[int], streams: list[str]
     return xs, ys
 
 
+def _edges(widths: list[float], face: Any, outline: float, run: float) -> dict[str, Any]:
+    """Bar edges: a white outline (``outline`` points, 0 for none) on bars wider than the
+    run's time over OUTLINED_BAR, which sets lanes apart; an edge of NARROW_EDGE points
+    in the bar's own colour on the narrower ones, which a pixel grid would otherwise
+    drop or keep by where they fall."""
+    wide = [w > run / OUTLINED_BAR for w in widths]
+    return {"edgecolors": ["white" if w else face for w in wide],
+            "linewidths": [outline if w else NARROW_EDGE for w in wide]}
+
+
 def _lighter(colour: str, amount: float = 0.6) -> tuple[float, float, float]:
     """``colour`` mixed with ``amount`` of white."""
     from matplotlib.colors import to_rgb
@@ -203,7 +214,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
             moving = e.start if e.moving is None else e.moving
             spans.setdefault((e.rank, "send"), []).append((e.start, e.end, moving, e.peer))
             spans.setdefault((e.peer, "recv"), []).append((e.start, e.end, moving, e.rank))
-        else:
+        elif e.end > e.start:  # a reduction or compute of no time draws nothing
             spans.setdefault((e.rank, e.kind), []).append((e.start, e.end, e.start, None))
     sends: dict[int, list[tuple[float, _Bar]]] = {}  # each send bar with its lane's centre
     streams = [s for s in _STREAMS if any(key[1] == s for key in spans)] or ["send"]
@@ -223,7 +234,8 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     outline = 0.4 if len(events) <= 4000 and ruled else 0.0
     waited = False
     light_time = bar_time = 0.0   # messages' light and whole spans, over every bar
-    solid: set[str] = set()       # the streams drawn solid somewhere, which the legend names
+    drawn: set[str] = set()       # the streams with a bar somewhere, which the legend names
+    solid: set[str] = set()       # those drawn solid somewhere, in their colour there
     labels = [_band_label(result, a, topology) for a in shown]
     for band, (address, label) in enumerate(zip(shown, labels)):
         for j, stream in enumerate(streams):
@@ -251,14 +263,14 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
             # 113,152 spans of NCCL on dgx_h100(8), against 2 s now. A message's whole
             # span is drawn light, its bytes' part solid over it.
             light = stream in ("send", "recv")
+            face = _lighter(_COLOURS[stream]) if light else _COLOURS[stream]
             ax.add_collection(PolyCollection(
                 [box(s, t, y) for y, (s, t, _, _) in placed],
-                facecolors=_lighter(_COLOURS[stream]) if light else _COLOURS[stream],
-                edgecolors="white",
-                linewidths=[outline if t - s > result.time / OUTLINED_BAR else 0.0
-                            for _, (s, t, _, _) in placed],
+                facecolors=face, **_edges([t - s for _, (s, t, _, _) in placed], face,
+                                          outline, result.time),
                 gid=f"{label}/{stream}"),
                 autolim=False)
+            drawn.add(stream)
             if not light:
                 solid.add(stream)
             else:
@@ -268,11 +280,13 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
                                        for _, (s, _, m, _) in placed)
                 light_time += sum(m - s for _, (s, _, m, _) in placed)
                 bar_time += sum(t - s for _, (s, t, _, _) in placed)
-                if any(t > m for _, (_, t, m, _) in placed):
+                moved = [(y, m, t) for y, (_, t, m, _) in placed if t > m]
+                if moved:
                     solid.add(stream)
                 ax.add_collection(PolyCollection(
-                    [box(m, t, y) for y, (_, t, m, _) in placed if t > m],
-                    facecolors=_COLOURS[stream], edgecolors="none",
+                    [box(m, t, y) for y, m, t in moved], facecolors=_COLOURS[stream],
+                    **_edges([t - m for _, m, t in moved], _COLOURS[stream], outline,
+                             result.time),
                     gid=f"{label}/{stream} bytes"), autolim=False)
         if band and ruled:
             ax.axhline(band - 0.5, color="0.8", linewidth=0.6)
@@ -286,8 +300,9 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     ax.set_xlabel(f"time ({unit})")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    handles: list[Any] = [Patch(facecolor=_COLOURS[s], label=_LEGEND[s]) for s in streams
-                          if s in solid]
+    # every row named; one whose bars are all light (messages of no bytes) in that shade
+    handles: list[Any] = [Patch(facecolor=_COLOURS[s] if s in solid else _lighter(_COLOURS[s]),
+                                label=_LEGEND[s]) for s in streams if s in drawn]
     if waited or light_time > 0.05 * bar_time:
         handles.append(Patch(facecolor=_lighter(_COLOURS["send"]), label="message latency,\n"
                              "queueing (lighter)"))
