@@ -214,9 +214,9 @@ CRITICAL_HATCHES = {"wait": "", "latency": "////", "transfer": "", "reduce": "xx
                     "compute": "...."}
 """Hatches that tell the kinds apart in grey as well (reductions and bytes on links, the
 two that trade places over the sizes, are crossed and plain)."""
-CRITICAL_LABELS = {"wait": "launch (asleep)", "latency": "latencies and protocol steps",
-                   "transfer": "bytes on links", "reduce": "reductions",
-                   "compute": "compute"}
+CRITICAL_LABELS = {"wait": "launch, threads' pace (asleep)",
+                   "latency": "latencies and protocol steps", "transfer": "bytes on links",
+                   "reduce": "reductions", "compute": "compute"}
 
 
 def critical_figure(out: Path) -> Path:

@@ -29,10 +29,11 @@ def one_link(bandwidth=100e9, latency=0.5e-6):
 # NCCL 2.30.7, src/graph/tuning.cc: ring base latencies and NVLink step latencies (us),
 # and what one channel's threads move per second on one Ampere node: llMaxBws' 87.7 GB/s
 # for all channels together in LL (here one channel), perChMaxRingLL128Bws' 20 GB/s for
-# LL128, no cap for Simple.
+# LL128 per channel of NCCL's ring graph, which its collectives run on twice over (a
+# channel that runs moves half of it: 10 GB/s), no cap for Simple.
 BASE = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
 STEP = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}
-RATE = {"LL": 87.7e9, "LL128": 20e9, "Simple": math.inf}
+RATE = {"LL": 87.7e9, "LL128": 10e9, "Simple": math.inf}
 
 
 @pytest.mark.parametrize("proto, nbytes, wire", [
@@ -45,11 +46,13 @@ RATE = {"LL": 87.7e9, "LL128": 20e9, "Simple": math.inf}
 def test_each_protocol_alone_on_one_link(proto, nbytes, wire):
     # A broadcast between two GPUs on one channel: one message smaller than a slice.
     # Hand-worked: launch + one step (NCCL's step latency holds the link's 0.5 us, which
-    # is below every step latency here) + wire bytes at the link's rate. The channel's
-    # threads start forwarding the first line at once, so their rate adds nothing.
+    # is below every step latency here) + the wire bytes at the link's rate or the data at
+    # the channel's threads' rate, whichever takes longer: the root's threads write the
+    # lines while they cross the link (LL: 2000 B at 100 GB/s, 20 ns, against 1000 B at
+    # 87.7 GB/s, 11.4 ns; LL128: 1200 B at 10 GB/s, 120 ns, against 12.8 ns on the link).
     res = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=nbytes,
                       dtype="uint8", proto=proto, channels=1)
-    expected = (BASE[proto] + STEP[proto]) * US + wire / 100e9
+    expected = (BASE[proto] + STEP[proto]) * US + max(wire / 100e9, nbytes / RATE[proto])
     assert res.time == pytest.approx(expected, rel=1e-12)
     assert res.bytes_sent.tolist() == [nbytes, 0]                      # payload
     assert res.link_bytes[("gpu0", "gpu1")] == wire                    # on the wire
@@ -70,15 +73,17 @@ def test_a_link_slower_than_the_step_latency_costs_its_own_latency(proto):
 
 def test_the_channel_rate_paces_a_stream_of_slices():
     # 320 KiB in LL: ten 32 KiB slices (64 KiB of lines each). The threads' 87.7 GB/s
-    # lets a slice leave every 32768 / 87.7e9 s; a slice's lines take 65536 / 400e9 s on
-    # the 400 GB/s link, less than that, so the slices never share the link and the last
-    # leaves 9 slice-times after the first. The FIFO's 8 slots never fill: the first
-    # slice is back after 0.6 us + 0.16 us, before the ninth is ready.
+    # write a slice in 32768 / 87.7e9 s; its lines take 65536 / 400e9 s on the 400 GB/s
+    # link, less than that, so the slices never share the link, and the last one's last
+    # line arrives as the threads finish writing it, 10 slice-times after they start.
+    # The FIFO's 8 slots never fill: the first slice is back within 1 us (0.21 us of
+    # writing beyond its wire time, 0.6 us of step, 0.16 us on the link), before the
+    # ninth is ready.
     n = 10 * 32768
     res = sc.simulate(one_link(bandwidth=400e9), "broadcast", algorithm="nccl", nbytes=n,
                       dtype="uint8", proto="LL", channels=1)
     assert res.messages == 10
-    expected = (BASE["LL"] + STEP["LL"]) * US + 9 * 32768 / RATE["LL"] + 65536 / 400e9
+    expected = (BASE["LL"] + STEP["LL"]) * US + 10 * 32768 / RATE["LL"]
     assert res.time == pytest.approx(expected, rel=1e-12)
 
 
@@ -449,3 +454,26 @@ def test_the_chain_cost_model_counts_the_pieces_of_each_channel(collective):
         model = sc.cost.predict(collective, "nccl", p=p, nbytes=size, alpha=a, beta=beta,
                                 root=p // 2)
         assert 0.75 < run.time / model < 1.25
+
+
+def test_a_tree_streams_at_half_a_channels_rate_and_its_leaf_pays_its_first_slice():
+    """Two nodes of one GPU (cluster(2, 1), links far faster than the threads): a tree
+    all_reduce with LL128 on one channel is the leaf sending its 16 slices of 576,000
+    data bytes up and the root sending each back down as it has reduced it. NCCL's split
+    tree kernel gives the leaf's up stream part of the channel's threads (runTreeSplit),
+    each stream here half of the channel's rate: perChMaxTreeLL128Bws' 20 GB/s on Ampere,
+    halved as NCCL runs every graph channel twice, and halved again, 5 GB/s. The leaf
+    writes its own data, so even its first slice leaves only once written (its lines
+    overlap the link, 614,400 wire bytes at 300 GB/s); the root forwards at the whole
+    rate, keeping up. Hand-worked: launch 14 us (tree LL128) + 16 slices at 5 GB/s
+    + two network steps of 8.5 us (NCCL's tree LL128 latency, above the route's 6 us)
+    + the last slice's wire time. At the whole rate the slices alone took 921.6 us, and
+    with a first slice that left at once 113 us less."""
+    topo = sc.topology.cluster(2, 1, inter_bandwidth=1e12)
+    slice_bytes, slices = 576_000, 16
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=slices * slice_bytes,
+                      dtype="uint8", algo="tree", proto="LL128", channels=1)
+    expected = (14.0 + 2 * 8.5) * US + slices * slice_bytes / 5e9 \
+        + slice_bytes // 120 * 128 / 300e9
+    assert res.time == pytest.approx(expected, rel=1e-12)
+    assert res.params["arch"] == "ampere"

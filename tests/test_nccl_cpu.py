@@ -206,8 +206,10 @@ def test_a_rings_steps_inside_nodes_cost_at_least_the_network_post_overhead(
             for cpu in ("intel", "amd")}
     chains = {cpu: _critical_steps(hops, max(nvlink, overhead), net)
               for cpu, overhead in (("intel", intel), ("amd", amd))}
+    # abs: the threads' write of a 4-byte slice at each CPU's LL rate (under 0.2 ns) is
+    # not in the hand-worked chains
     assert runs["amd"].time - runs["intel"].time == pytest.approx(
-        (chains["amd"] - chains["intel"]) * US, abs=1e-11)
+        (chains["amd"] - chains["intel"]) * US, abs=2e-10)
     assert runs["intel"].time >= chains["intel"] * US
     one_node = {cpu: sc.simulate(sc.topology.dgx_h100(1, cpu=cpu), collective,
                                  algorithm="nccl", nbytes=8, algo="ring", proto=proto,

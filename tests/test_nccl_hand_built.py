@@ -401,7 +401,8 @@ def test_a_tree_on_nodes_of_one_nic_runs_both_trees_of_the_double_binary_tree(ma
     both on tree 0, whose interior node sent 3 M out of its NIC. With both
     trees each node is interior in at most one: NICs send 1, 2, 2, 1 x M (every tree
     edge carries each tree's half up and down: 2 trees x 3 edges x 2 x M/2 = 6 M in
-    all), and the run takes at least 2 M / B where tree 0 alone took 3 M / B."""
+    all), and the run takes at least 2 M / B, and less than the 3 M / B tree 0 alone
+    takes at least."""
     m, bw = 1 << 24, 12.5e9
     topo = (sc.topology.cluster(4, 2, inter_bandwidth=bw) if machine == "cluster" else
             sc.topology.fat_tree(4, 2, leaf_radix=4))
@@ -414,4 +415,4 @@ def test_a_tree_on_nodes_of_one_nic_runs_both_trees_of_the_double_binary_tree(ma
                  or (u.startswith("nic") and v.startswith("leaf")))
     assert [b for _, b in out] == [m, 2 * m, 2 * m, m]
     if machine == "cluster":
-        assert 2 * m / bw < res.time < 2.2 * m / bw
+        assert 2 * m / bw < res.time < 3 * m / bw

@@ -543,12 +543,14 @@ def test_the_tuners_tree_bandwidth_on_two_nodes_reads_the_tree_graph():
 def test_a_channel_that_runs_moves_its_share_of_a_graph_channels_cap():
     """NCCL runs each graph channel twice (``ncclTopoPostset``), so a running channel of
     a ring with LL128 on dgx_h100(2) moves at most half of ``perChMaxRingLL128Bws``' 36.7
-    GB/s: 64 MiB on one channel takes 2 (p - 1) / p x n at 18.35 GB/s, within 0.1%."""
+    GB/s: 64 MiB on one channel takes 2 (p - 1) / p x n at 18.35 GB/s and the last
+    slice's way to its last rank (its steps' latencies, some 20 us), within 0.5%; a
+    channel at the whole 36.7 GB/s would take half as long."""
     n = 64 << 20
     res = sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl", nbytes=n,
                       algo="ring", proto="LL128", channels=1)
     paced = 2 * 15 / 16 * n / 18.35e9
-    assert paced < res.time < 1.001 * paced
+    assert paced < res.time < 1.005 * paced
     assert channel_rate("LL128", "ring", "hopper", 2, 1, share=0.5) == 18.35e9
 
 

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any
 
 import numpy as np
 
 from simcoll.algorithms.nccl.machine import Machine, describe
-from simcoll.algorithms.nccl.protocols import PROTOCOL, one_step_slices
+from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate, one_step_slices
+from simcoll.algorithms.nccl.tune_model import comm_channels
 from simcoll.algorithms.nccl.tuner import choose
 from simcoll.algorithms.params import named_arguments
 from simcoll.buffers import block_bytes
@@ -44,22 +46,40 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    tuner: str, launch_overhead: float = 0.0,
                    step_latency_scale: float = 1.0) -> float:
     """Launch + ``steps`` x max(alpha, step latency) + wire bytes x beta + reductions (a
-    step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``);
-    nothing for one rank or an empty buffer, which NCCL discards."""
+    step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``),
+    + what a channel's threads take to write the first slice of a rank's own data beyond
+    its wire bytes' time, at the protocol's rate per channel (``rings.Sender``'s
+    ``origin``); nothing for one rank or an empty buffer, which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)   # as the run's tuner sees it
     if collective == "all_to_all":
         proto = choose(searched, collective, -(-nbytes // p), algo="p2p", proto=proto,
                        channels=channels, tuner=tuner).proto
-    elif proto == "auto" or "," in proto:
-        proto = choose(searched, collective, nbytes, algo="ring", proto=proto,
-                       tuner=tuner).proto
+        origin = 0.0
+    else:
+        choice = choose(searched, collective, nbytes, algo="ring", proto=proto,
+                        channels=channels, tuner=tuner)
+        proto = choice.proto
+        own = nbytes if collective == "all_gather" else nbytes / p
+        origin = _first_slice_write(searched, PROTOCOL[proto], own / choice.channels,
+                                    choice.channels, beta)
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
                                    step_scale=step_latency_scale)
     link = "nvlink" if intra == "auto" else intra
     return (protocol.base("ring") + steps * max(alpha, protocol.hop("ring", link))
-            + protocol.wire(int(volume * nbytes)) * beta + reduced * nbytes * gamma)
+            + protocol.wire(int(volume * nbytes)) * beta + reduced * nbytes * gamma + origin)
+
+
+def _first_slice_write(searched: Machine, protocol: Protocol, part: float, channels: int,
+                       beta: float) -> float:
+    """What a channel's threads take to write the first slice of ``part`` bytes (cut
+    into equal slices of at most the protocol's) beyond its wire bytes' time at beta."""
+    share = searched.graph_channels / comm_channels(searched) if searched.channels else 1.0
+    rate = channel_rate(protocol.name, "ring", searched.arch, 1, channels, searched.cpu,
+                        share)
+    first = part / max(1, math.ceil(part / protocol.slice_bytes))
+    return max(0.0, first / rate - protocol.wire(int(first)) * beta)
 
 
 _SEARCHED_GPUS = 8

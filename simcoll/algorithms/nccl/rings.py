@@ -35,7 +35,7 @@ from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.buffers import Buffer, join, split, split_counts
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
-from simcoll.topology.graph import Via
+from simcoll.topology.graph import Route, Via
 from simcoll.typing import Steps
 
 __all__ = ["channel_rings", "beyond_route", "Sender", "relay", "pieces", "chunks_then_rest",
@@ -69,14 +69,17 @@ def channel_rings(nodes: list[int], channels: int,
     return rings
 
 
+def _route(comm: Comm, peer: int, via: Via | None) -> Route:
+    return comm.topology.route(comm.address_of(comm.rank), comm.address_of(peer), via=via)
+
+
 def beyond_route(comm: Comm, peer: int, step: float, via: Via | None = None) -> float:
     """What NCCL's step latency ``step`` (measured end to end) adds to the latency of the
     route from this rank to ``peer`` (a rank, or an in-network device; through the NICs
     ``via`` if given): the part of it the links do not already take."""
     if step <= 0:
         return 0.0
-    route = comm.topology.route(comm.address_of(comm.rank), comm.address_of(peer), via=via)
-    return max(0.0, step - route.latency)
+    return max(0.0, step - _route(comm, peer, via).latency)
 
 
 class Sender:
@@ -90,7 +93,12 @@ class Sender:
     The channel's threads move at most ``protocol.rate`` bytes per second through the
     connection: a slice leaves once they have moved the one before it. They forward LL
     and LL128 data line by line as it arrives, so a slice is not held back at every hop
-    for its whole size: the rate paces a connection, it does not add to each hop.
+    for its whole size: the rate paces a connection, it does not add to each hop. Where
+    a chain's data starts (a rank's own data, ``origin``), the threads write a slice
+    line by line while its lines cross the links, so its last byte arrives when the
+    slower of the two is done: the slice leaves what writing it takes beyond what its
+    wire bytes take on the route's narrowest link, and a chain of one slice pays the
+    rate once, not nothing.
 
     The threads write a connection's slices one after the other: each is an ordered
     message (:meth:`~simcoll.comm.Comm.send`), whose bytes move once the slice ahead has
@@ -103,26 +111,40 @@ class Sender:
                  tag: Hashable, via: Via | None = None) -> None:
         self.comm, self.peer, self.protocol, self.tag = comm, peer, protocol, tag
         self.via = via
-        self.delay = beyond_route(comm, peer, step, via)
+        paced = protocol.rate != math.inf
+        route = _route(comm, peer, via) if step > 0 or paced else None
+        self.delay = max(0.0, step - route.latency) if route is not None and step > 0 else 0.0
+        self.bandwidth = route.bandwidth if route is not None else math.inf
         self.in_flight: deque[Event] = deque()
         self.free_at = -math.inf
 
-    def send(self, piece: Buffer, wire_bytes: int | None = None) -> Steps:
+    def send(self, piece: Buffer, wire_bytes: int | None = None, origin: bool = False
+             ) -> Steps:
         """Send ``piece`` once a FIFO slot is free and the channel's threads have moved
         the slice before it (at the protocol's rate per channel); ``wire_bytes`` puts
-        that many bytes on the links instead of the protocol's framing of ``piece``."""
+        that many bytes on the links instead of the protocol's framing of ``piece``.
+
+        ``origin``: the piece is this rank's own data, not data it has just received
+        (and reduced): the threads write it line by line as its lines cross the links, so
+        it leaves what writing it takes (``piece / rate``) beyond what its wire bytes take
+        on the route's narrowest link, the first slice of a connection too. A piece
+        passed on leaves as its last line comes in (the threads forward lines as they
+        arrive), so a chain pays the rate once, where its data starts."""
         rate = self.protocol.rate
+        wire = self.protocol.wire(piece.nbytes) if wire_bytes is None else wire_bytes
         if rate != math.inf:
             now = self.comm.now
-            if self.free_at > now:
-                yield self.comm.sleep(self.free_at - now)
-            self.free_at = max(now, self.free_at) + piece.nbytes / rate
+            start = now + max(0.0, piece.nbytes / rate - wire / self.bandwidth) \
+                if origin else now
+            leave = max(start, self.free_at)
+            if leave > now:
+                yield self.comm.sleep(leave - now)
+            self.free_at = leave + piece.nbytes / rate
         if len(self.in_flight) >= self.protocol.window:
             yield self.in_flight.popleft()
         self.in_flight.append(self.comm.send(
-            piece, self.peer, tag=self.tag, delay=self.delay,
-            wire_bytes=self.protocol.wire(piece.nbytes) if wire_bytes is None
-            else wire_bytes, ordered=True, via=self.via))
+            piece, self.peer, tag=self.tag, delay=self.delay, wire_bytes=wire, ordered=True,
+            via=self.via))
 
     def drain(self) -> Steps:
         """Wait until every slice sent has arrived."""
@@ -208,7 +230,7 @@ def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Prot
     slices = [pieces(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
     out = _sender(comm, right, protocol, intra, tag, ring)
     for piece in slices[i]:
-        yield from out.send(piece)
+        yield from out.send(piece, origin=True)
     for s in range(p - 1):
         mine = slices[(i - s - 1) % p]
         for k in range(len(mine)):
@@ -233,7 +255,7 @@ def reduce_scatter(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: 
     slices = [pieces(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
     out = _sender(comm, right, protocol, intra, tag, ring)
     for piece in slices[i]:
-        yield from out.send(piece)
+        yield from out.send(piece, origin=True)
     for s in range(p - 1):
         mine = slices[(i - s - 1) % p]
         for k in range(len(mine)):
@@ -255,7 +277,7 @@ def all_gather(comm: Comm, own: Buffer, ring: list[int], protocol: Protocol, int
     got[comm.rank] = own
     out = _sender(comm, right, protocol, intra, tag, ring)
     for piece in pieces(own, protocol):
-        yield from out.send(piece)
+        yield from out.send(piece, origin=True)
     for s in range(p - 1):
         source = ring[(i - s - 1) % p]
         parts = pieces(own, protocol)  # every rank's part has this rank's part's size
@@ -283,7 +305,7 @@ def broadcast(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, in
         if i > 0:
             slices[k] = yield comm.recv(chain[i - 1], tag=tag)
         if out is not None:
-            yield from out.send(slices[k])
+            yield from out.send(slices[k], origin=i == 0)
     if out is not None:
         yield from out.drain()
     return join(slices)
@@ -305,7 +327,7 @@ def reduce(comm: Comm, block: Buffer, ring: list[int], protocol: Protocol, op: R
             got = yield comm.recv(chain[i - 1], tag=tag)
             slices[k] = yield comm.reduce(slices[k], got, op, shared=True)
         if out is not None:
-            yield from out.send(slices[k])
+            yield from out.send(slices[k], origin=i == 0)
     if out is not None:
         yield from out.drain()
     return join(slices)

@@ -14,7 +14,13 @@ and child nodes, which sit on the same rail. Channels trimmed for small sizes ar
 first ones, all on tree 0, as in NCCL. Data goes up (reduced at every GPU from its chain
 successor and, at a head, from its child nodes' heads) and comes down the same way,
 slice by slice: a GPU runs its up and down streams side by side, as NCCL's split tree
-kernel does, so a slice can travel down while later ones still travel up. Every step
+kernel does, so a slice can travel down while later ones still travel up. That kernel
+(``runTreeSplit`` in src/device/all_reduce.h) gives each stream a part of the channel's
+threads (70% up and 30% down for LL and LL128, about half each for Simple), and the root,
+which reduces and sends down in one pass, all of them; here each stream of a GPU below
+the root moves half the channel's rate (``Protocol.rate``), as NCCL's own model does
+when it counts a tree's bus bandwidth twice for its algorithm bandwidth (a ratio of
+0.5). Every step
 costs the protocol's tree latency over its link class (``hwLatencies[...][TREE]``), or
 the route's latency where that is more.
 
@@ -29,6 +35,8 @@ chunk costs more than the model charges it, so simcoll keeps the step.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.machine import node_layout
@@ -82,7 +90,7 @@ def _up(comm: Comm, slices: list[Buffer], up: int | None, sources: list[int],
             got = yield comm.recv(source, tag=tag)
             slices[k] = yield comm.reduce(slices[k], got, op, shared=True)
         for sender in ([out] if out is not None else downs):
-            yield from sender.send(slices[k])
+            yield from sender.send(slices[k], origin=not sources)
     for sender in ([out] if out is not None else downs):
         yield from sender.drain()
     return slices
@@ -97,6 +105,8 @@ def all_reduce(comm: Comm, part: Buffer, channel: int, searched: int, protocol: 
     ``src/enqueue.cc``)."""
     protocol = one_step_slices(protocol)
     up, sources, below = _layout(comm, channel, searched)
+    if up is not None:  # up and down each on half of the channel's threads (see above)
+        protocol = dataclasses.replace(protocol, rate=protocol.rate / 2)
     tag = 2 * channel  # up on this tag, down on the next
     slices = pieces(part, protocol)
     downs = [_sender(comm, b, protocol, intra, tag + 1) for b in below]
