@@ -1656,3 +1656,28 @@ def test_the_bytes_of_a_short_message_keep_an_edge_in_their_colour():
     assert len(moving.get_paths()) == 126
     assert set(moving.get_linewidths()) == {NARROW_EDGE}
     assert {tuple(c) for c in moving.get_edgecolors()} == {to_rgba("#1f77b4")}
+
+
+def test_a_timeline_on_a_callers_axes_can_put_its_legend_beside_them_or_leave_it_out():
+    """On a caller's Axes the legend went inside, always over bars (they fill the axes),
+    with no way to move it; legend= takes scaling's places, checked before drawing."""
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
+                      nbytes=1 << 20, trace=True)
+    fig, ax = plt.subplots()
+    timeline(res, ax=ax, legend="right")
+    box = ax.get_legend()
+    fig.canvas.draw()
+    assert box.get_window_extent().x0 >= ax.get_window_extent().x1
+    fig, ax = plt.subplots()
+    timeline(res, ax=ax, legend="none")
+    assert ax.get_legend() is None
+    fig, ax = plt.subplots()
+    timeline(res, ax=ax)
+    fig.canvas.draw()
+    inside = ax.get_legend().get_window_extent()
+    assert ax.get_window_extent().x0 <= inside.x0 and inside.x1 <= ax.get_window_extent().x1
+    for bad in ("left", 1, True):
+        with pytest.raises(sc.InvalidInputError, match=r"legend=.* is not accepted; use one "
+                                                       r"of \('right', 'inside', 'none'\)"):
+            timeline(res, legend=bad)
+    plt.close("all")

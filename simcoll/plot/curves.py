@@ -23,6 +23,7 @@ from simcoll.plot.style import (
     format_duration,
     format_size,
     format_time_tick,
+    legend_place,
     log2_ticks,
     log_y_axis,
     new_axes,
@@ -42,7 +43,6 @@ _X_TICKS = 8
 """The most labelled x values where they are too many (more than 12) to label all."""
 _YS = ("time", "busbw", "algbw")
 _BYS = ("algorithm", "collective", "topology", "network", "dtype")
-_LEGENDS = ("right", "inside", "none")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", ">", "*", "<", "h", "d", "p")
 """One marker per colour slot: the ten fixed algorithms' all differ, and only ring's is
 round among them (nccl's is a star, not a hexagon), so lines stay apart in grayscale."""
@@ -305,9 +305,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         raise InvalidInputError(
             f"cannot plot y={y!r} against x={x!r} by={by!r} split={split!r}; use x and "
             f"split in {_XS} (different), y in {_YS}, by in {_BYS}")
-    if legend is not None and legend not in _LEGENDS:
-        raise InvalidInputError(f"legend={legend!r} is not accepted; use one of {_LEGENDS} "
-                                f"or leave it out")
+    place = legend_place(legend, ax is not None)
     check_axes(ax)
     model_args: tuple[float, float, float] | None = None
     if flag(formula, "formula"):
@@ -348,7 +346,6 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         factor, y_label = 1e-9, f"{y} (GB/s)"
     own = ax is None
     fig, ax = new_axes(ax, (7.0, 4.2))
-    place = legend if legend is not None else ("right" if own else "inside")
     varies = [len({key[i] for key in groups}) > 1 for i in range(len(_KEY))]
     by_index = _KEY.index(by)
     slot_of = _slots([key[by_index] for key in groups], by)

@@ -16,7 +16,7 @@ __all__ = ["lanes", "log2_ticks", "octaves", "format_size", "time_unit", "format
            "wrapped", "check_axes",
            "named_bands", "integer_list", "RULED_BANDS", "OUTLINED_BAR", "NARROW_EDGE",
            "checked_save_path",
-           "new_axes", "finish", "log_y_axis"]
+           "new_axes", "finish", "log_y_axis", "LEGEND_PLACES", "legend_place"]
 
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _TIME_UNITS = ((1.0, "s", 1.0), (1e-3, "ms", 1e3), (1e-6, "µs", 1e6), (0.0, "ns", 1e9))
@@ -335,3 +335,22 @@ def log_y_axis(ax: Any, lo: float, hi: float, label: Callable[[float], str]) -> 
         ax.yaxis.set_major_locator(FixedLocator(ticks))
         ax.yaxis.set_minor_locator(FixedLocator(
             [t for t in _log_ticks_minor(bottom, top) if t not in ticks]))
+
+
+LEGEND_PLACES = ("right", "inside", "none")
+"""Where a figure's legend may go: beside the axes, in their best corner, or nowhere."""
+
+
+def legend_place(legend: Any, given_axes: bool) -> str:
+    """``legend`` checked, or by default ``"right"`` in a figure of one's own and
+    ``"inside"`` on a caller's Axes, so the caller's layout holds.
+
+    Raises:
+        InvalidInputError: a value not in :data:`LEGEND_PLACES`.
+    """
+    if legend is None:
+        return "inside" if given_axes else "right"
+    if not isinstance(legend, str) or legend not in LEGEND_PLACES:
+        raise InvalidInputError(f"legend={legend!r} is not accepted; use one of "
+                                f"{LEGEND_PLACES} or leave it out")
+    return legend

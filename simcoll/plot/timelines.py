@@ -21,6 +21,7 @@ from simcoll.plot.style import (
     format_size,
     integer_list,
     lanes,
+    legend_place,
     named_bands,
     new_axes,
     time_unit,
@@ -145,7 +146,7 @@ def _band_label(result: RunResult, address: int, topology: Topology | None) -> s
 
 def timeline(result: RunResult, topology: Topology | None = None, *,
              ranks: Sequence[int] | None = None, max_ranks: int = 16,
-             critical: bool = False, ax: Any = None,
+             critical: bool = False, ax: Any = None, legend: str | None = None,
              save: str | os.PathLike | None = None) -> Figure:
     """Draw a traced run as one band per rank (and host, and in-network device that
     took part), one row per stream.
@@ -175,8 +176,10 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
             (:func:`simcoll.critical_path`), a black line from band to band, along the
             lane of each message it follows; the title says how much of it lies on
             endpoints not shown.
-        ax: a matplotlib Axes to draw on (a new figure otherwise); the legend then goes
-            inside it, so the caller's layout is left alone.
+        ax: a matplotlib Axes to draw on (a new figure otherwise).
+        legend: ``"right"`` (beside the axes), ``"inside"`` (the axes' best corner, over
+            some bars: they fill the axes) or ``"none"``; by default ``"right"`` in a
+            new figure and ``"inside"`` on a given ``ax``, so the caller's layout holds.
         save: write the figure there (PNG, SVG, PDF, ... by extension).
 
     Returns:
@@ -184,10 +187,12 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
 
     Raises:
         InvalidInputError: not a traced run's result, or one that ran on another
-            topology, or bad ``ranks`` / ``max_ranks`` / ``critical`` / save path.
+            topology, or bad ``ranks`` / ``max_ranks`` / ``critical`` / ``legend`` / save
+            path.
     """
     events = traced_events(result)
     critical = flag(critical, "critical")
+    place = legend_place(legend, ax is not None)
     if topology is not None:
         check_ran_on(result, topology)
     if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 1:
@@ -224,7 +229,6 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
 
     unit, factor = time_unit(result.time)
     rows = len(shown) * len(streams)
-    given = ax is not None
     fig, ax = new_axes(ax, (8.0, min(11.0, max(2.6, 1.4 + 0.16 * rows))))
     # Past RULED_BANDS bands a row is a pixel or two: rows and lanes then fill their band
     # without white seams, which drew moire stripes.
@@ -313,9 +317,9 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
         (line,) = ax.plot(xs, ys, color="black", linewidth=1.6, solid_capstyle="butt",
                           label="critical path", gid="critical path")
         handles.append(line)
-    if given:   # inside the caller's axes: an outside legend would take room from others
+    if place == "inside":
         ax.legend(handles=handles, loc="best", fontsize="x-small", framealpha=0.9)
-    else:
+    elif place == "right":
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   frameon=False, fontsize="small")
     if isinstance(result, Result):
