@@ -445,13 +445,16 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
 
         def unwandered(x: np.ndarray) -> np.ndarray:
             """``x`` with each unmoved constant back at its start where that changes no
-            time (the fit may have left it anywhere a zero slope let it go)."""
+            time (the fit may have left it anywhere a zero slope let it go); every point
+            returned has been simulated, so its times are known."""
             for i, name in enumerate(names):
                 if name in unmoved and x[i] != points[0][i]:
+                    back = x.copy()
+                    back[i] = points[0][i]
                     try:
                         if _moved_nothing(x, points[0], i):
-                            x = x.copy()
-                            x[i] = points[0][i]
+                            residuals(back)
+                            x = back
                     except _OutOfEvaluations:
                         return x
             return x
@@ -612,10 +615,13 @@ class _Scale:
         return self.low > 0
 
     def unit(self, value: float) -> float:
-        return 1.0 + math.log(value / self.low) if self.log else value / (self.high - self.low)
+        if self.log:  # logs apart: value / low can pass float's range (a low of 1e-320)
+            return 1.0 + (math.log(value) - math.log(self.low))
+        return value / (self.high - self.low)
 
     def value(self, unit: float) -> float:
-        value = self.low * math.exp(unit - 1.0) if self.log else unit * (self.high - self.low)
+        value = math.exp(math.log(self.low) + (unit - 1.0)) if self.log \
+            else unit * (self.high - self.low)
         return min(max(value, self.low), self.high)
 
     @property

@@ -128,6 +128,16 @@ class Comm:
         return (f"rank {self.rank} of group {list(self._members[:self.size])} (world rank "
                 f"{self._address})")
 
+    @property
+    def _endpoint(self) -> str:
+        """This endpoint as the run names it: ``rank 2`` (its world rank), ``host NAME``
+        or ``in-network device NAME``."""
+        address, runtime = self._address, self._rt
+        if address < runtime.nranks:
+            return f"rank {address}"
+        kind = "host" if address < runtime.nranks + runtime.hosts else "in-network device"
+        return f"{kind} {self.topology.endpoint_name(address)}"
+
     # -- point to point ------------------------------------------------------------------
     def _peer(self, peer: int, role: str) -> int:
         if type(peer) is int and 0 <= peer < self._ranks and peer != self.rank:
@@ -473,7 +483,7 @@ class Comm:
                                  f"call the generator function again for another run")
         number = self._rt.count(("program", self._address))
         shown = "" if name is None else f": {name}"
-        return self._rt.start(program, f"rank {self._address} (started program "
+        return self._rt.start(program, f"{self._endpoint} (started program "
                                        f"{number}{shown})", self._address)
 
     def collective(self, collective: str, x: Buffer | None = None, *, algorithm: str,
@@ -659,6 +669,17 @@ class Comm:
         """The machine (for choosing among algorithms before one starts, as NCCL's tuner
         does; an algorithm itself decides from its rank, size and arguments)."""
         return self._rt.network.topology
+
+    def route_bandwidth(self, peer: int, via: Via | None = None) -> float:
+        """Bytes per second of the narrowest link of the route to ``peer`` (through the
+        devices ``via``) as links stand now: slowed or failed links count as they are
+        (for NCCL's threads, which write a slice while its lines cross the links).
+
+        Raises:
+            CommUsageError: ``peer`` is not an endpoint of this communicator.
+        """
+        network = self._rt.network
+        return network.route(self._address, self.address_of(peer), via)[2]
 
     def address_of(self, rank: int) -> int:
         """The machine-wide endpoint address of ``rank`` of this communicator (a GPU's

@@ -69,10 +69,10 @@ def _shape(comm: Comm, coll: Collective, x: Any, splits: Any) -> Splits | None:
     return checked
 
 
-Said = tuple[str, tuple[int | None, str] | None, str, tuple[tuple[str, Any], ...]]
+Said = tuple[str, tuple[int | None, str, str] | None, str, tuple[tuple[str, Any], ...]]
 """What the members of a started collective must say alike: the collective, its buffer's
-count and dtype where they must agree (the dtype alone for the v-collectives), the
-algorithm and its keywords by name."""
+count, dtype and kind (data or data-free) where they must agree (the dtype and kind
+alone for the v-collectives), the algorithm and its keywords by name."""
 
 
 def _arguments(arguments: Said) -> str:
@@ -85,16 +85,21 @@ def _arguments(arguments: Said) -> str:
     return ", ".join(shown)
 
 
-def _buffer(shape: tuple[int | None, str]) -> str:
-    """A buffer's count and dtype as they read (the dtype alone without a count)."""
-    count, dtype = shape
-    return f"{dtype} elements" if count is None else f"{count} {dtype} elements"
+def _buffer(shape: tuple[int | None, str, str]) -> str:
+    """A buffer's count, dtype and kind as they read (the dtype alone without a count;
+    ``data-free`` where it holds sizes only)."""
+    count, dtype, kind = shape
+    elements = f"{dtype} elements" if count is None else f"{count} {dtype} elements"
+    return elements if kind == "data" else f"{elements} ({kind})"
 
 
 def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                      op: ReduceOp | str | None, root: int | None, src: int | None,
                      dst: int | None, params: dict[str, Any], splits: Any = None) -> Event:
     """Start ``algorithm`` of ``collective`` for ``comm``'s rank; see ``Comm.collective``."""
+    if comm.rank >= comm.size:
+        raise CommUsageError(f"{comm._endpoint} cannot start collectives; only GPU ranks "
+                             f"can")
     try:
         coll = get_collective(collective)
         if not (isinstance(x, (np.ndarray, VirtualBuffer))
@@ -117,8 +122,6 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                              f"this machine's server hosts, which only a top-level "
                              f"simulate() starts; start it on a group of GPUs, whose "
                              f"servers are ranks")
-    if comm.rank >= comm.size:
-        raise CommUsageError(f"host {comm.rank} cannot start collectives; only GPU ranks can")
     count = 0 if x is None else int(x.size)
     nodes = tuple(comm.node_of(r) for r in range(comm.size))
     try:
@@ -149,7 +152,8 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     # Every member passes a buffer of one count and dtype (NCCL's count and datatype),
     # but for the v-collectives, whose sizes differ by rank (one dtype), and a barrier.
     buffer = None if coll.name in _MAY_COME_EMPTY else \
-        (None if coll.uneven is not None else count, str(_dtype(x)))
+        (None if coll.uneven is not None else count, str(_dtype(x)),
+         "data-free" if isinstance(x, VirtualBuffer) else "data")
     said: Said = (coll.name, buffer, algorithm, tuple(sorted(kwargs.items())))
     sub.agree("started a collective", said, _arguments)
     if spec.in_network is not None:

@@ -251,6 +251,33 @@ def test_a_robust_loss_is_not_pulled_by_a_spike():
     assert fit.values["bandwidth"] == pytest.approx(40e9, rel=0.02)
 
 
+def test_constants_that_move_nothing_from_a_bound_are_left_there_and_simulated():
+    """Two constants no time depends on, each started on a bound (trf moves a start on
+    a bound inside by a hair, which is no move of the fit's): both were set back to
+    their starts in a point never simulated, and the fit ended in a KeyError."""
+    def two_ignored(bandwidth: float, reduce_bandwidth: float, latency: float) -> sc.Topology:
+        return sc.topology.switch(P4, bandwidth=TRUE_BANDWIDTH, latency=latency)
+
+    cal = sc.calibrate(two_ignored, table4(),
+                       free={"bandwidth": (1 * sc.GB, 1 * sc.GB, 400 * sc.GB),
+                             "reduce_bandwidth": (400 * sc.GB, 1 * sc.GB, 400 * sc.GB),
+                             "latency": (5 * sc.us, 10 * sc.ns, 100 * sc.us)})
+    assert cal.values["latency"] == pytest.approx(LINK_LATENCY, rel=1e-6)
+    assert (cal.values["bandwidth"], cal.values["reduce_bandwidth"]) == (1e9, 400e9)
+    assert cal.not_fitted == ("bandwidth", "reduce_bandwidth")
+
+
+def test_a_log_scale_across_more_than_floats_range_still_fits():
+    """A latency bounded below by 1e-320 (a subnormal): high / low is past float's range,
+    and the log scale's 1 + ln(value / low) overflowed, ending the fit in numpy's
+    ValueError (before the log scale put 1 at the low bound it fitted)."""
+    cal = sc.calibrate(ring_switch, table4(),
+                       free={"bandwidth": (50 * sc.GB, 1 * sc.GB, 400 * sc.GB),
+                             "latency": (5 * sc.us, 1e-320, 1e-4)}, max_evaluations=400)
+    assert cal.values["bandwidth"] == pytest.approx(TRUE_BANDWIDTH, rel=1e-6)
+    assert cal.values["latency"] == pytest.approx(LINK_LATENCY, rel=1e-6)
+
+
 def test_a_fit_from_nccls_defaults_leaves_them_at_once():
     """launch_overhead starting at 0 (its lower bound) and step_latency_scale at 1 put the
     fit's variables at 0, where scipy's trf starts with a trust region of that size (a

@@ -502,3 +502,57 @@ def test_run_program_refuses_arguments_the_program_cannot_take_before_the_run():
 def device_without_arguments(comm):
     """An in-network program that takes no argument besides comm."""
     yield comm.sleep(0.0)
+
+
+def _idle(comm):
+    return None
+    yield
+
+
+def test_an_in_network_device_that_starts_a_collective_is_named_as_one():
+    """nvswitch0 (address 8 of dgx_h100(1), which has no hosts) starting an all_reduce
+    was called "host 8"; starting an all_gatherv it raised an IndexError."""
+    def reduces(comm):
+        yield comm.all_reduce(np.ones(4))
+
+    def gathers(comm):
+        yield comm.all_gatherv(np.ones(4), [4] * 8)
+
+    for device in (reduces, gathers):
+        with pytest.raises(sc.AlgorithmError, match=r"CommUsageError in _idle: in-network "
+                                                    r"device nvswitch0 cannot start "
+                                                    r"collectives; only GPU ranks can"):
+            sc.run_program(sc.topology.dgx_h100(1), _idle, in_network=device)
+
+
+def test_a_program_an_in_network_device_starts_is_named_by_the_device():
+    """A program started by nvswitch0 was named "rank 8 (started program 0)" on a machine
+    whose ranks are 0-7 (in NCCL's NVLS deadlock reports too)."""
+    def boom(comm):
+        yield comm.sleep(1e-6)
+        raise ValueError("boom")
+
+    def device(comm):
+        yield comm.start(boom(comm))
+
+    with pytest.raises(sc.AlgorithmError, match=r"^in-network device nvswitch0 \(started "
+                                                r"program 0\) raised ValueError"):
+        sc.run_program(sc.topology.dgx_h100(1), _idle, in_network=device)
+
+
+@pytest.mark.parametrize("collective, algorithm", [
+    ("broadcast", "binomial"), ("all_gather", "ring"), ("all_reduce", "ring")])
+def test_members_must_all_pass_data_or_all_sizes_only(collective, algorithm):
+    """Rank 0 passed a data-free buffer and the others arrays: a broadcast handed the
+    others data-free buffers back without a word, an all_gather raised a TypeError from
+    inside, an all_reduce could not reduce an array with a VirtualBuffer."""
+    def mixed(comm):
+        x = sc.VirtualBuffer.of(8, np.float32) if comm.rank == 0 else np.ones(8, np.float32)
+        kw = {"root": 0} if collective == "broadcast" else {}
+        return (yield comm.collective(collective, x, algorithm=algorithm, **kw))
+
+    with pytest.raises(sc.AlgorithmError, match=rf"started a collective with {collective} of "
+                                                rf"8 float32 elements, .* where rank 0 "
+                                                rf"started it with {collective} of 8 float32 "
+                                                rf"elements \(data-free\)"):
+        sc.run_program(sc.topology.switch(4), mixed)

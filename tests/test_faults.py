@@ -599,3 +599,21 @@ def test_a_bound_message_with_no_route_left_names_a_failed_link_of_its_bound_rou
     assert "no route from 'gpu0' to 'gpu1' through 's1' around the failed links" in \
         str(info.value)
     assert "link ('a', 's1') failed" in str(info.value)
+
+
+def test_flow_rtt_names_the_failure_that_moves_a_bound_empty_message_onto_zero_latency():
+    """The same for a message of no bytes, still in its latency phase when (S, V) fails:
+    a bare InvalidInputError came out of the fault's event."""
+    def bound(comm):
+        if comm.rank == 0:
+            yield comm.send(sc.VirtualBuffer(0, np.uint8), 1, via="V")
+        else:
+            yield comm.recv(0)
+
+    faults = sc.Faults(links=[sc.LinkFault("S", "V", at=1e-6)])
+    with pytest.raises(sc.InvalidInputError, match=r"^link \('S', 'V'\) failed at t=1e-06 s "
+                                                   r"and the message gpu0->gpu1 in flight "
+                                                   r"\(bound through 'V'\) moves around it"):
+        sc.run_program(_bound_detour(), bound, network="flow_rtt", faults=faults)
+    # on the flow model it arrives when its route's 4 us of latency are over
+    assert sc.run_program(_bound_detour(), bound, faults=faults).time == pytest.approx(4e-6)

@@ -411,3 +411,60 @@ def test_a_run_that_just_fits_max_events_is_still_timed_over_arrays(timed, colle
     with pytest.raises(RunLimitError, match="max_events=15 "):
         sc.simulate(sc.topology.ring(8), collective, max_events=15, **kwargs)
     assert timed == [True, True, False]
+
+
+def test_an_algorithm_with_a_host_program_runs_it_in_the_event_loop():
+    """A ring registered with a timeline and a host program (busy for 1 ms): the array
+    path timed the GPUs' ring alone, 4 us, and never started the host's program."""
+    from simcoll.algorithms import ring_timelines
+
+    ring = get_algorithm("all_gather", "ring")
+
+    def host(comm, *, chunks):
+        yield comm.compute(1e-3)
+
+    @sc.register("all_gather", "ring_with_busy_host", cost=ring.cost, params=ring.params,
+                 timeline=ring_timelines.all_gather, host=host)
+    def program(comm, x, *, chunks):
+        return (yield from ring.fn(comm, x, chunks=chunks))
+
+    topo = sc.Topology("hosted")
+    topo.add_switch("s")
+    for _ in range(3):
+        topo.add_link(topo.add_gpu(), "s", bandwidth=1e10, latency=1e-6)
+    topo.add_link(topo.add_host(), "s", bandwidth=1e10, latency=1e-6)
+    res = sc.simulate(topo, "all_gather", algorithm="ring_with_busy_host", nbytes=64)
+    assert res.time == pytest.approx(1e-3, rel=1e-12)
+
+
+def test_a_bad_outputs_function_is_refused_on_the_array_path_too():
+    """outputs= (what the array path gives as the ranks' outputs) returning float64
+    arrays of shape (1, 6) for float32 inputs: the event path refuses such a return of
+    a rank program, the array path handed it on as the outputs (and the check found
+    them wrong, max_error inf). The rank programs, which the event path runs, return
+    the right arrays."""
+    from simcoll.algorithms import ring_timelines
+
+    ring = get_algorithm("all_reduce", "ring")
+
+    def outputs(inputs, *, op, chunks):
+        total = np.sum(inputs, axis=0, dtype=np.float64)
+        return [total.reshape(1, -1)] * len(inputs)
+
+    @sc.register("all_reduce", "ring_bad_outputs", cost=ring.cost, params=ring.params,
+                 timeline=ring_timelines.all_reduce, outputs=outputs)
+    def program(comm, x, *, op, chunks):
+        return (yield from ring.fn(comm, x, op=op, chunks=chunks))
+
+    data = [np.arange(6, dtype=np.float32) + r for r in range(3)]
+    with pytest.raises(sc.AlgorithmError, match=r"^rank 0 in all_reduce/ring_bad_outputs "
+                                                r"returned a float64 array of shape \(1, 6\)"):
+        sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="ring_bad_outputs",
+                    data=data)
+    lone_flows.enabled = False
+    try:
+        res = sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="ring_bad_outputs",
+                          data=data)
+    finally:
+        lone_flows.enabled = True
+    assert res.correct and res.outputs[0].shape == (6,)

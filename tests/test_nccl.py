@@ -477,3 +477,60 @@ def test_a_tree_streams_at_half_a_channels_rate_and_its_leaf_pays_its_first_slic
         + slice_bytes // 120 * 128 / 300e9
     assert res.time == pytest.approx(expected, rel=1e-12)
     assert res.params["arch"] == "ampere"
+
+
+def test_the_chain_estimate_counts_the_first_piece_its_start_writes():
+    """A broadcast of 128 KiB on 2 Volta GPUs (the tuner's LL on 10 channels): the root
+    writes each channel's 13,107 bytes at LL's 39 GB/s shared by the channels before the
+    lines' last leaves, 3.1 us beyond their wire time at 100 GB/s; the estimate left it
+    out (7.9 us against the run's 11.0)."""
+    from simcoll.testing import alpha_beta_network
+
+    a, b, n = 1e-6, 1e-11, 128 << 10
+    run = sc.simulate(alpha_beta_network(2, alpha=a, beta=b), "broadcast", algorithm="nccl",
+                      nbytes=n, arch="volta", root=0)
+    assert (run.params["proto"], run.params["channels"]) == ("LL", 10)
+    model = sc.cost.predict("broadcast", "nccl", p=2, nbytes=n, alpha=a, beta=b,
+                            arch="volta", root=0)
+    part = n / 10
+    written = part / (39e9 / 10) - 2 * part * b   # LL's 16-byte lines: 2 wire bytes a byte
+    assert written > 3e-6 and run.time - model < 1e-3 * run.time
+    assert model == pytest.approx(run.time, rel=1e-3)
+
+
+@pytest.mark.parametrize("collective, proto, p, n, arch, within", [
+    # the run's tuner takes Simple for the 8 MiB of output of an all_gather of 1 MiB a
+    # rank; the estimate asked the tuner about 1 MiB and priced LL (twice the run)
+    ("all_gather", "auto", 8, 1 << 20, "volta", 0.02),
+    # LL at 16 MiB on 2 GPUs: the threads' pace (LL's cap per channel) sets the time, not
+    # the link; the estimate priced the link alone (the run took 1.26 times as long)
+    ("all_reduce", "LL", 2, 16 << 20, "volta", 0.05),
+    ("reduce_scatter", "LL", 2, 16 << 20, "volta", 0.05),
+])
+def test_the_ring_estimate_follows_the_runs_choice_and_its_threads_pace(collective, proto,
+                                                                        p, n, arch, within):
+    from simcoll.testing import alpha_beta_network
+
+    a, b = 1e-6, 1e-11
+    kw = {"arch": arch, **({} if proto == "auto" else {"proto": proto})}
+    run = sc.simulate(alpha_beta_network(p, alpha=a, beta=b), collective, algorithm="nccl",
+                      nbytes=n, algo="ring", **kw)
+    model = sc.cost.predict(collective, "nccl", p=p, nbytes=n, alpha=a, beta=b, algo="ring",
+                            **kw)
+    assert model == pytest.approx(run.time, rel=within)
+
+
+def test_a_slowed_link_slows_the_first_slice_its_threads_write():
+    """A broadcast of 1,200 bytes of LL128 on one link slowed to 1% (1 GB/s) from the
+    start: the root's threads write the slice at 10 GB/s (120 ns) while its 1,280 wire
+    bytes take 1.28 us on the slowed link, so it arrives 1.28 us after its step, as on a
+    link built at 1 GB/s. The write was set against the healthy link's 12.8 ns, so the
+    slice waited 107 ns more before it left."""
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.0, factor=0.01)])
+    slowed = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=1200,
+                         dtype="uint8", proto="LL128", channels=1, faults=faults)
+    built = sc.simulate(one_link(bandwidth=1e9), "broadcast", algorithm="nccl", nbytes=1200,
+                        dtype="uint8", proto="LL128", channels=1)
+    expected = (BASE["LL128"] + STEP["LL128"]) * US + max(1280 / 1e9, 1200 / RATE["LL128"])
+    assert slowed.time == pytest.approx(expected, rel=1e-12)
+    assert built.time == pytest.approx(expected, rel=1e-12)

@@ -71,17 +71,15 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
             except LinkFailureError:  # no route around the failed links
                 lost.append(flow)
             except InvalidInputError as err:  # a route the network refuses (flow_rtt's)
-                u, v = net.topology.directed_link(directed[0])
-                raise InvalidInputError(
-                    f"link ({u!r}, {v!r}) failed at t={now:.9g} s and the message "
-                    f"{_describe(net, flow)} in flight{_bound(flow)} moves around it: "
-                    f"{err}") from None
+                raise _refused(net, directed[0], now, flow, err) from None
         for empty in net._empty_in_flight:  # in its latency phase: nothing to move
             if directed[0] in empty.links or directed[1] in empty.links:
                 try:
                     empty.links = net._route(empty.src, empty.dst, empty.via)[0]
                 except LinkFailureError:
                     lost.append(empty)
+                except InvalidInputError as err:
+                    raise _refused(net, directed[0], now, empty, err) from None
         # Every moved flow leaves its old links before any starts on its new ones: one
         # started first would otherwise share links with one not yet moved (and might
         # group with it, in a regime the move does not undo).
@@ -103,6 +101,16 @@ def _describe(net: FlowNetwork, flow: Flow) -> str:
     name = net.topology.endpoint_name
     dsts = flow.dst if isinstance(flow.dst, tuple) else (flow.dst,)
     return f"{name(flow.src)}->{'+'.join(name(d) for d in dsts)}"
+
+def _refused(net: FlowNetwork, directed: int, now: float, flow: Flow,
+             err: InvalidInputError) -> InvalidInputError:
+    """The error for a flow in flight that a failure of ``directed`` would move onto a
+    route the network refuses: names the link, the instant, the message and why."""
+    u, v = net.topology.directed_link(directed)
+    return InvalidInputError(f"link ({u!r}, {v!r}) failed at t={now:.9g} s and the message "
+                             f"{_describe(net, flow)} in flight{_bound(flow)} moves around "
+                             f"it: {err}")
+
 
 def _bound(flow: Flow) -> str:
     """`` (bound through 'nic0')`` for a flow sent ``via`` devices, else nothing."""

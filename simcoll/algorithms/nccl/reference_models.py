@@ -45,40 +45,49 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    algo: str, proto: str, channels: int, arch: str, intra: str,
                    tuner: str, launch_overhead: float = 0.0,
                    step_latency_scale: float = 1.0) -> float:
-    """Launch + ``steps`` x max(alpha, step latency) + wire bytes x beta + reductions (a
-    step costs NCCL's latency or the link's, whichever is more: see ``rings.Sender``),
-    + what a channel's threads take to write the first slice of a rank's own data beyond
-    its wire bytes' time, at the protocol's rate per channel (``rings.Sender``'s
-    ``origin``); nothing for one rank or an empty buffer, which NCCL discards."""
+    """Launch + ``steps`` x max(alpha, step latency) + wire bytes x beta (a step costs
+    NCCL's latency or the link's, whichever is more: see ``rings.Sender``), or where
+    more a channel's share of the data at the protocol's rate per channel (its threads'
+    pace, which the steps' latencies then overlap), + reductions + what the threads
+    take to write the first slice of a rank's own data beyond its wire bytes' time
+    (``rings.Sender``'s ``origin``); nothing for one rank or an empty buffer, which
+    NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)   # as the run's tuner sees it
     if collective == "all_to_all":
         proto = choose(searched, collective, -(-nbytes // p), algo="p2p", proto=proto,
                        channels=channels, tuner=tuner).proto
-        origin = 0.0
+        paced = origin = 0.0
     else:
-        choice = choose(searched, collective, nbytes, algo="ring", proto=proto,
+        # the tuner reasons on the whole output of an all_gather, as the run's does
+        tuned = nbytes * p if collective == "all_gather" else nbytes
+        choice = choose(searched, collective, tuned, algo="ring", proto=proto,
                         channels=channels, tuner=tuner)
-        proto = choice.proto
-        own = nbytes if collective == "all_gather" else nbytes / p
-        origin = _first_slice_write(searched, PROTOCOL[proto], own / choice.channels,
-                                    choice.channels, beta)
+        proto, c = choice.proto, choice.channels
+        rate = _rate(searched, proto, c)
+        own = (nbytes if collective == "all_gather" else nbytes / p) / c
+        first = own / max(1, math.ceil(own / PROTOCOL[proto].slice_bytes))  # equal slices
+        paced = volume * nbytes / c / rate
+        origin = _write_beyond_wire(PROTOCOL[proto], first, rate, beta)
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
                                    step_scale=step_latency_scale)
     link = "nvlink" if intra == "auto" else intra
-    return (protocol.base("ring") + steps * max(alpha, protocol.hop("ring", link))
-            + protocol.wire(int(volume * nbytes)) * beta + reduced * nbytes * gamma + origin)
+    stepped = steps * max(alpha, protocol.hop("ring", link)) \
+        + protocol.wire(int(volume * nbytes)) * beta
+    return protocol.base("ring") + max(stepped, paced) + reduced * nbytes * gamma + origin
 
 
-def _first_slice_write(searched: Machine, protocol: Protocol, part: float, channels: int,
-                       beta: float) -> float:
-    """What a channel's threads take to write the first slice of ``part`` bytes (cut
-    into equal slices of at most the protocol's) beyond its wire bytes' time at beta."""
+def _rate(searched: Machine, proto: str, channels: int) -> float:
+    """Bytes per second a channel's threads move (``Protocol.rate``, as a run on the
+    reference switch takes it)."""
     share = searched.graph_channels / comm_channels(searched) if searched.channels else 1.0
-    rate = channel_rate(protocol.name, "ring", searched.arch, 1, channels, searched.cpu,
-                        share)
-    first = part / max(1, math.ceil(part / protocol.slice_bytes))
+    return channel_rate(proto, "ring", searched.arch, 1, channels, searched.cpu, share)
+
+
+def _write_beyond_wire(protocol: Protocol, first: float, rate: float, beta: float) -> float:
+    """What a channel's threads take to write a first slice of ``first`` bytes beyond its
+    wire bytes' time at beta."""
     return max(0.0, first / rate - protocol.wire(int(first)) * beta)
 
 
@@ -117,24 +126,31 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     Each of the c channels (what NCCL's search and tuner give the reference switch) cuts
     its n/c bytes into K pieces of one step (full steps, then the rest:
     :func:`~.rings.chunks_then_rest`), pipelined along the p-1 hops, the c channels'
-    pieces sharing each link: launch + (p-1)(T + R) + (K-1) max(T, R), with
-    T = max(alpha, step latency) + wire(n/(cK)) c beta and R = n/K gamma for reduce (0
-    for broadcast): the chain pipeline's time (the README's ``reduce``/``ring`` row).
-    Nothing for one rank or an empty buffer, which NCCL discards."""
+    pieces sharing each link: launch + W + (p-1)(T + R) + (K-1) max(T, R, P), with
+    T = max(alpha, step latency) + wire(n/(cK)) c beta, R = n/K gamma for reduce (0
+    for broadcast), P = n/(cK) / rate the pace of a channel's threads (the protocol's
+    rate per channel) and W what they take to write the chain's first piece beyond its
+    wire bytes' time (``rings.Sender``'s ``origin``): the chain pipeline's time (the
+    README's ``reduce``/``ring`` row). Nothing for one rank or an empty buffer, which
+    NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
-    choice = choose(searched_switch(p, beta, arch, intra), collective, nbytes, algo="ring",
-                    proto=proto, channels=channels, tuner=tuner)
+    searched = searched_switch(p, beta, arch, intra)
+    choice = choose(searched, collective, nbytes, algo="ring", proto=proto,
+                    channels=channels, tuner=tuner)
     protocol = dataclasses.replace(one_step_slices(PROTOCOL[choice.proto]),
                                    launch=launch_overhead, step_scale=step_latency_scale)
     c = choice.channels
     pieces = max(1, -(-nbytes // (c * protocol.slice_bytes)))
+    rate = _rate(searched, choice.proto, c)
     link = "nvlink" if intra == "auto" else intra
     step = (max(alpha, protocol.hop("ring", link))
             + protocol.wire(-(-nbytes // (c * pieces))) * c * beta)
     reduction = nbytes / pieces * gamma if collective == "reduce" else 0.0
-    return (protocol.base("ring") + (p - 1) * (step + reduction)
-            + (pieces - 1) * max(step, reduction))
+    first = min(protocol.slice_bytes, nbytes / c)   # full steps first, then the rest
+    return (protocol.base("ring") + _write_beyond_wire(protocol, first, rate, beta)
+            + (p - 1) * (step + reduction)
+            + (pieces - 1) * max(step, reduction, nbytes / (c * pieces) / rate))
 
 
 def ring_all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:

@@ -35,7 +35,7 @@ from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.buffers import Buffer, join, split, split_counts
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
-from simcoll.topology.graph import Route, Via
+from simcoll.topology.graph import Via
 from simcoll.typing import Steps
 
 __all__ = ["channel_rings", "beyond_route", "Sender", "relay", "pieces", "chunks_then_rest",
@@ -69,17 +69,14 @@ def channel_rings(nodes: list[int], channels: int,
     return rings
 
 
-def _route(comm: Comm, peer: int, via: Via | None) -> Route:
-    return comm.topology.route(comm.address_of(comm.rank), comm.address_of(peer), via=via)
-
-
 def beyond_route(comm: Comm, peer: int, step: float, via: Via | None = None) -> float:
     """What NCCL's step latency ``step`` (measured end to end) adds to the latency of the
     route from this rank to ``peer`` (a rank, or an in-network device; through the NICs
     ``via`` if given): the part of it the links do not already take."""
     if step <= 0:
         return 0.0
-    return max(0.0, step - _route(comm, peer, via).latency)
+    route = comm.topology.route(comm.address_of(comm.rank), comm.address_of(peer), via=via)
+    return max(0.0, step - route.latency)
 
 
 class Sender:
@@ -111,10 +108,7 @@ class Sender:
                  tag: Hashable, via: Via | None = None) -> None:
         self.comm, self.peer, self.protocol, self.tag = comm, peer, protocol, tag
         self.via = via
-        paced = protocol.rate != math.inf
-        route = _route(comm, peer, via) if step > 0 or paced else None
-        self.delay = max(0.0, step - route.latency) if route is not None and step > 0 else 0.0
-        self.bandwidth = route.bandwidth if route is not None else math.inf
+        self.delay = beyond_route(comm, peer, step, via)
         self.in_flight: deque[Event] = deque()
         self.free_at = -math.inf
 
@@ -127,14 +121,16 @@ class Sender:
         ``origin``: the piece is this rank's own data, not data it has just received
         (and reduced): the threads write it line by line as its lines cross the links, so
         it leaves what writing it takes (``piece / rate``) beyond what its wire bytes take
-        on the route's narrowest link, the first slice of a connection too. A piece
+        on the route's narrowest link as links stand now, the first slice of a
+        connection too. A piece
         passed on leaves as its last line comes in (the threads forward lines as they
         arrive), so a chain pays the rate once, where its data starts."""
         rate = self.protocol.rate
         wire = self.protocol.wire(piece.nbytes) if wire_bytes is None else wire_bytes
         if rate != math.inf:
             now = self.comm.now
-            start = now + max(0.0, piece.nbytes / rate - wire / self.bandwidth) \
+            start = now + max(0.0, piece.nbytes / rate
+                              - wire / self.comm.route_bandwidth(self.peer, self.via)) \
                 if origin else now
             leave = max(start, self.free_at)
             if leave > now:
