@@ -239,8 +239,8 @@ class Execution:
             names: dict[int, str] = {}
             for _, label, address in rt.programs:   # a main program before those it started
                 names.setdefault(address, label)
-            receivers = sorted({names[m.dst] for m in unclaimed[:16] if m.dst in names})
-            idle = sorted({m.dst for m in unclaimed[:16] if m.dst not in names})
+            receivers = sorted({names[m.dst] for _, m in unclaimed[:16] if m.dst in names})
+            idle = sorted({m.dst for _, m in unclaimed[:16] if m.dst not in names})
             why = []
             if receivers:
                 why.append(f"{', '.join(receivers)} returned without receiving "
@@ -265,17 +265,19 @@ class Execution:
                 f"does not match (every receive posted must be matched, waited on or not, "
                 f"as MPI asks of a program before it finalizes)")
 
-    def _messages(self, messages: list[Any]) -> str:
-        """``messages`` as ``src->dst (tag t)``, alike ones counted (``x 7``), the first
-        16 kinds; an endpoint that runs no program named (a peer off by one reaches a
-        host or an in-network device)."""
-        kinds = Counter((m.src, m.dst, repr(m.tag)) for m in messages)
+    def _messages(self, messages: list[tuple[int, Any]]) -> str:
+        """``(context, message)`` pairs as ``src->dst (tag t)`` (``in matching context c``
+        where not the user's, as waiting receives are named), alike ones counted
+        (``x 7``), the first 16 kinds; an endpoint that runs no program named (a peer off
+        by one reaches a host or an in-network device)."""
+        kinds = Counter((m.src, m.dst, repr(m.tag), context) for context, m in messages)
         running = {address for _, _, address in self.runtime.programs}
         shown = ", ".join(
             f"{src}->{dst} (tag {tag}"
+            f"{'' if context == 0 else f' in matching context {context}'}"
             f"{'' if dst in running else f'; {self.topology.endpoint_name(dst)} runs no program'})"
             f"{f' x {n}' if n > 1 else ''}"
-            for (src, dst, tag), n in list(kinds.items())[:16])
+            for (src, dst, tag, context), n in list(kinds.items())[:16])
         return shown + (f" and {len(kinds) - 16} more kinds" if len(kinds) > 16 else "")
 
     @property

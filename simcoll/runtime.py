@@ -508,8 +508,10 @@ class Runtime:
                 waits.setdefault(dst, []).append(f"recv from {src} (tag {tag!r}){where}")
         return waits
 
-    def unclaimed_messages(self) -> list[Message]:
-        return [m for ch in self.channels.values() for m in ch.unclaimed]
+    def unclaimed_messages(self) -> list[tuple[int, Message]]:
+        """Every message that arrived and was not received, with its matching context."""
+        return [(context, m) for (context, _, _, _), ch in self.channels.items()
+                for m in ch.unclaimed]
 
 
 def _wakes(event: Event | None, ahead: int = 0) -> bool:

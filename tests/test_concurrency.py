@@ -556,3 +556,17 @@ def test_members_must_all_pass_data_or_all_sizes_only(collective, algorithm):
                                                 rf"started it with {collective} of 8 float32 "
                                                 rf"elements \(data-free\)"):
         sc.run_program(sc.topology.switch(4), mixed)
+
+
+def test_a_deadlock_names_the_matching_context_of_messages_nobody_received():
+    """Rank 3 never starts the all_reduce the others start: the receives left waiting
+    were named with their matching context, the messages that arrived for rank 3 were
+    listed as if the user's own tag-0 messages."""
+    def program(comm):
+        if comm.rank == 3:
+            return None
+        return (yield comm.all_reduce(np.arange(8, dtype=np.float32)))
+
+    with pytest.raises(sc.DeadlockError, match=r"arrived and not received: 2->3 \(tag 0 in "
+                                               r"matching context 1\)"):
+        sc.run_program(sc.topology.switch(4, bandwidth=10e9, latency=1e-6), program)
