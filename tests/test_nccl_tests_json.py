@@ -140,8 +140,12 @@ def test_a_report_whose_sizes_contradict_its_counts_is_refused_naming_the_line()
 def test_json_lines_are_told_from_a_report():
     records = "\n".join(json.dumps({"size": s, "nranks": 4, "time_us": 1.0}) for s in (8, 16))
     with pytest.raises(sc.InvalidInputError, match="holds JSON lines, one record per size "
-                                                   r"\(simcoll run --json's"):
+                                                   r"\(simcoll run --json's") as info:
         sc.nccl_tests.parse(records)
+    # the function it points to is there under that name (sc.sweep is the function
+    # sweep, so "simcoll.sweep.load_results" named nothing)
+    assert str(info.value).endswith("read a sweep's with simcoll.load_results")
+    assert callable(sc.load_results)
 
 
 def test_a_block_without_its_time_names_the_time():

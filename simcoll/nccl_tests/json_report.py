@@ -63,7 +63,7 @@ def read_json(text: str) -> Run:
             raise InvalidInputError(
                 "the text holds JSON lines, one record per size (simcoll run --json's or "
                 "simcoll sweep's), not nccl-tests' JSON report: write one with simcoll run "
-                "-J FILE.json, or read a sweep's with simcoll.sweep.load_results") from None
+                "-J FILE.json, or read a sweep's with simcoll.load_results") from None
         raise InvalidInputError(f"the text starts like nccl-tests' JSON report (-J) but is "
                                 f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
