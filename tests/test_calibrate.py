@@ -611,3 +611,108 @@ def test_a_constant_no_time_depends_on_is_not_fitted_wherever_it_starts(server):
     assert cal.values["server_bandwidth"] == server[0] and cal.on_bound == {}
     assert cal.values["bandwidth"] == pytest.approx(50e9, rel=1e-6)
     assert cal.values["latency"] == pytest.approx(2e-6, rel=1e-6)
+
+
+pytest.importorskip("scipy")
+
+# Proposed tests (mutation testing of 9e8a9a0: calibrate's _moved_nothing / unwandered).
+# A 4-rank switch whose ring all_reduce takes 2 (p - 1) (2 latencies + size / p / bandwidth).
+_MUT_P, _MUT_LATENCY, _MUT_BANDWIDTH = 4, 2 * sc.us, 40 * sc.GB
+_MUT_SIZES = (4096, 1 << 20, 64 << 20)
+
+
+def _mut_table(bandwidth=_MUT_BANDWIDTH):
+    """The hand-worked ring times at ``bandwidth``, as a table."""
+    return NcclTestsTable(tuple(
+        NcclTestsRow(size, size // 4, "float", "sum", -1,
+                     Measurement(2 * (_MUT_P - 1) * (2 * _MUT_LATENCY + size / _MUT_P
+                                                      / bandwidth) * 1e6, 0.0, 0.0, 0.0),
+                     None, i + 1)
+        for i, size in enumerate(_MUT_SIZES)), "all_reduce", _MUT_P)
+
+
+def _mut_ignores_bandwidth(bandwidth, latency):
+    return sc.topology.switch(_MUT_P, bandwidth=_MUT_BANDWIDTH, latency=latency)
+
+
+_MUT_FREE = {"bandwidth": (50 * sc.GB, 1 * sc.GB, 400 * sc.GB),
+             "latency": (5 * sc.us, 10 * sc.ns, 100 * sc.us)}
+
+
+def test_a_constant_fitted_into_a_range_of_no_slope_is_fitted_not_unmoved():
+    """The bandwidth moves the time only below 48 GB/s (a NIC behind a PCIe link) and the
+    table was made at 48 GB/s: from 20 GB/s the fit raises it until the time stops
+    moving, so it ends with a zero slope, but it moved the time on the way (set back to
+    20 GB/s the times are 2.4 times as long at 64 MiB): it is fitted, not a constant that
+    moved no time, and nothing is probed."""
+    def behind_a_48_gbs_link(bandwidth):
+        return sc.topology.switch(_MUT_P, bandwidth=min(bandwidth, 48 * sc.GB),
+                                  latency=_MUT_LATENCY)
+
+    cal = sc.calibrate(behind_a_48_gbs_link, _mut_table(48 * sc.GB),
+                       free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 400 * sc.GB)})
+    assert cal.values["bandwidth"] >= 48 * sc.GB * (1 - 1e-9)
+    assert max(abs(e) for e in cal.error_after) < 1e-9
+    assert cal.unmoved == () and cal.not_fitted == () and cal.probed == {}
+    assert "probing" not in cal.message
+
+
+def _mut_wander_from_the_start(monkeypatch, latency_nudge=0.0):
+    """scipy's trf made to start each fit with bandwidth (the first variable, which no
+    time depends on) 70% of the way to its upper bound, so every point it tries has it
+    there; ``latency_nudge`` moves the latency of the point it returns by that much."""
+    import scipy.optimize
+
+    real = scipy.optimize.least_squares
+
+    def wandering(fun, x0, **kwargs):
+        x0 = x0.copy()
+        x0[0] = x0[0] + 0.7 * (kwargs["bounds"][1][0] - x0[0])
+        fit = real(fun, x0, **kwargs)
+        fit.x = fit.x.copy()
+        fit.x[1] += latency_nudge
+        return fit
+
+    monkeypatch.setattr(scipy.optimize, "least_squares", wandering)
+
+
+def test_the_best_point_tried_with_a_constant_wandered_off_is_set_back(monkeypatch):
+    """Every point the fit tried has bandwidth (no time depends on it) at 2.1e11 (70% of
+    the way to 4e11 on its log scale from 5e10), the best one too: bandwidth is unmoved
+    and set back to where it started, 5e10, not reported as fitted at 2.1e11."""
+    _mut_wander_from_the_start(monkeypatch)
+    cal = sc.calibrate(_mut_ignores_bandwidth, _mut_table(), free=_MUT_FREE)
+    assert cal.values["latency"] == pytest.approx(_MUT_LATENCY, rel=1e-6)
+    assert cal.values["bandwidth"] == 50 * sc.GB
+    assert cal.unmoved == cal.not_fitted == ("bandwidth",)
+    assert cal.topology.links[0].bandwidth == _MUT_BANDWIDTH
+
+
+def test_a_budget_spent_before_a_wandered_constant_is_set_back_still_returns(monkeypatch):
+    """As above, with the point the fit returns a hair off the best one it tried, so
+    setting bandwidth back at the best point takes one more trial point: with a budget
+    that ends just before it, calibrate returns the best point tried (within the budget)
+    rather than raising its internal out-of-evaluations signal."""
+    _mut_wander_from_the_start(monkeypatch, latency_nudge=1e-3)
+    whole = sc.calibrate(_mut_ignores_bandwidth, _mut_table(), free=_MUT_FREE)
+    budget = whole.evaluations - 3   # 3 sizes: one trial point fewer
+    cal = sc.calibrate(_mut_ignores_bandwidth, _mut_table(), free=_MUT_FREE,
+                       max_evaluations=budget)
+    assert cal.evaluations <= budget
+    assert cal.values["latency"] == pytest.approx(_MUT_LATENCY, rel=1e-6)
+    assert "bandwidth" in cal.unmoved
+
+
+def test_a_log_scale_constant_starting_on_its_lower_bound_is_fitted_within_a_small_budget():
+    """The bandwidth starts on its lower bound, 1 GB/s (bounds 1 to 400 GB/s, a log
+    scale), and the table was made at 40 GB/s: the fit's variable at that bound must not
+    be 0 (trf moves a start on a bound a hair inside and starts with a trust region the
+    size of the starting point, so it would crawl from a hair's width: still at 1 GB/s
+    after 60 simulations); it recovers 40 GB/s within 60 simulations (20 trial points)."""
+    def switch4(bandwidth):
+        return sc.topology.switch(_MUT_P, bandwidth=bandwidth, latency=_MUT_LATENCY)
+
+    cal = sc.calibrate(switch4, _mut_table(), max_evaluations=60,
+                       free={"bandwidth": (1 * sc.GB, 1 * sc.GB, 400 * sc.GB)})
+    assert cal.values["bandwidth"] == pytest.approx(_MUT_BANDWIDTH, rel=1e-6)
+    assert max(abs(e) for e in cal.error_after) < 1e-9

@@ -1437,3 +1437,30 @@ def test_a_runs_argument_given_as_param_is_pointed_to_what_sets_it(capsys, tmp_p
         else:
             assert advice == "simcoll trace", (command, key, advice)
     assert pointed >= 10
+
+
+@pytest.mark.parametrize("command, key, function", [
+    ("sweep", "until", "sweep"),
+    ("sweep", "max_events", "sweep"),
+    ("compare", "until", "compare"),
+    ("compare", "max_events", "compare"),
+    ("calibrate", "until", "calibrate"),
+    ("calibrate", "max_events", "calibrate"),
+])
+def test_a_run_limit_given_as_param_points_to_the_commands_own_python_function(
+        capsys, tmp_path, command, key, function):
+    """until= and max_events= have no option on any command: --param with either points
+    to the Python function the command runs (simcoll.sweep, compare, calibrate), which
+    takes it, not to simcoll.simulate."""
+    assert main(["run", "--topology", "switch:4", "-b", "1K", "-e", "4K", "-f", "4"]) == 0
+    log = tmp_path / "ring.txt"
+    log.write_text(capsys.readouterr().out)
+    base = {"sweep": ["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K"],
+            "compare": ["compare", str(log), "--topology", "switch:4"],
+            "calibrate": ["calibrate", str(log), "--topology", "switch:4",
+                          "--free", "latency=1us:0.1us:10us"]}[command]
+    status = main([*base, "--param", f"{key}=1"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert f"simcoll.{function}(..., {key}=...)" in err, err
+    assert "simcoll.simulate(" not in err, err

@@ -534,3 +534,113 @@ def test_a_slowed_link_slows_the_first_slice_its_threads_write():
     expected = (BASE["LL128"] + STEP["LL128"]) * US + max(1280 / 1e9, 1200 / RATE["LL128"])
     assert slowed.time == pytest.approx(expected, rel=1e-12)
     assert built.time == pytest.approx(expected, rel=1e-12)
+
+
+_MUT_US = 1e-6
+# NCCL 2.30.7 (src/graph/tuning.cc), one Ampere node, one channel: ring LL128 launch
+# 14.0 us, NVLink step 1.9 us; LL launch 6.6 us; LL128's per-channel cap 20 GB/s halved
+# (a running channel moves half of a graph channel's): 10 GB/s; LL's 87.7 GB/s.
+_MUT_LL128_BASE, _MUT_LL128_STEP, _MUT_LL128_RATE = 14.0, 1.9, 10e9
+_MUT_LL_BASE, _MUT_LL_RATE = 6.6, 87.7e9
+
+
+def _mut_one_link(bandwidth=100e9, latency=0.5e-6):
+    topo = sc.Topology("one link")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=bandwidth, latency=latency, kind="nvlink")
+    return topo
+
+
+def _mut_switch(p=3, bandwidth=100e9, latency=0.25e-6):
+    """p GPUs on one NVLink switch: every route two links, 0.5 us, 100 GB/s."""
+    topo = sc.Topology("switch")
+    switch = topo.add_switch("sw")
+    for _ in range(p):
+        gpu = topo.add_gpu()
+        topo.add_link(gpu, switch, bandwidth=bandwidth, latency=latency, kind="nvlink")
+    return topo
+
+
+@pytest.mark.parametrize("collective, nbytes, own", [
+    ("all_gather", 2400, 2400),       # nbytes is each rank's part: its own data
+    ("reduce_scatter", 2400, 1200),   # each rank's own block: nbytes / p
+])
+def test_a_rings_first_slice_of_its_own_data_pays_the_threads_write(collective, nbytes,
+                                                                     own):
+    """Two GPUs on one 100 GB/s link, LL128, one channel: each rank sends its own block
+    (one slice) once, and nothing is passed on (p - 1 = 1 step). The threads write its
+    lines at 10 GB/s while they cross the link, so the slice arrives when the slower of
+    the two is done: own / 10 GB/s (240 or 120 ns) against own / 120 x 128 wire bytes at
+    100 GB/s (25.6 or 12.8 ns). Hand-worked: launch + one step + own / rate. A first
+    slice sent as if it were passed on (no origin) costs its wire time only."""
+    res = sc.simulate(_mut_one_link(), collective, algorithm="nccl", nbytes=nbytes,
+                      dtype="uint8", proto="LL128", channels=1)
+    assert res.params["algo"] == "ring" and res.params["arch"] == "ampere"
+    expected = (_MUT_LL128_BASE + _MUT_LL128_STEP) * _MUT_US + max(
+        own / _MUT_LL128_RATE, own // 120 * 128 / 100e9)
+    assert res.time == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+@pytest.mark.parametrize("root", [0, 1, 2])
+def test_a_chain_pays_the_threads_write_once_where_its_data_starts(collective, root):
+    """Three GPUs on a switch, LL128, one channel, 1200 B (one slice): a chain of two
+    hops. Its first rank writes the slice at 10 GB/s while its 1280 wire bytes cross at
+    100 GB/s, so it arrives 120 ns + one step (1.9 us, above the route's 0.5 us) after the
+    launch; the middle rank passes it on (reduces it, for reduce, at an infinite rate) as
+    its last line arrives, so the second hop costs a step and the wire time only.
+    Hand-worked: 14 + 2 x 1.9 us + 120 ns + 12.8 ns. The chain's start not paying the
+    write is 107.2 ns less; the middle rank paying it again, 107.2 ns more."""
+    res = sc.simulate(_mut_switch(), collective, algorithm="nccl", nbytes=1200,
+                      dtype="uint8", proto="LL128", channels=1, root=root)
+    assert res.params["algo"] == "ring" and res.messages == 2
+    expected = (_MUT_LL128_BASE + 2 * _MUT_LL128_STEP) * _MUT_US + 1200 / _MUT_LL128_RATE \
+        + 1280 / 100e9
+    assert res.time == pytest.approx(expected, rel=1e-12)
+
+
+def test_without_step_latency_the_first_slice_still_overlaps_its_write_and_wire():
+    """step_latency_scale=0: no NCCL step latency, so the slice costs the link's 0.5 us
+    latency, and the root's threads still write its 1000 B of LL at 87.7 GB/s (11.4 ns)
+    while its 2000 wire bytes cross the 100 GB/s link (20 ns): the slower, not the sum.
+    Hand-worked: launch 6.6 us + 0.5 us + 20 ns."""
+    res = sc.simulate(_mut_one_link(), "broadcast", algorithm="nccl", nbytes=1000,
+                      dtype="uint8", proto="LL", channels=1, step_latency_scale=0)
+    expected = (_MUT_LL_BASE + 0.5) * _MUT_US + max(2000 / 100e9, 1000 / _MUT_LL_RATE)
+    assert res.time == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_tree_root_passes_a_burst_down_at_the_whole_channel_rate():
+    """Two nodes of one GPU (cluster(2, 1), links far faster than the threads), a tree
+    all_reduce of 8 LL128 slices of 576,000 B on one channel, the root (rank 0) starting
+    2 ms late (``Faults(late=...)``): the leaf has sent all 8 slices up by then (8 fit in
+    flight), so the root finds them all waiting. The root, which reduces and sends down in
+    one pass, has all of the channel's threads (NCCL's runTreeSplit; perChMaxTreeLL128Bws'
+    20 GB/s on Ampere halved as NCCL runs each graph channel twice: 10 GB/s), so it sends
+    a slice down every 576,000 / 10 GB/s = 57.6 us, the first as soon as it starts (it
+    passes data on, it does not write its own). Hand-worked: 2 ms + launch 14 us + 7 x 57.6
+    us + one network step of 8.5 us (tree LL128, above the route's latency) + the last
+    slice's 614,400 wire bytes at 300 GB/s. A root at half the channel's rate, as the
+    streams below it have, would take 7 x 57.6 us longer."""
+    topo = sc.topology.cluster(2, 1, inter_bandwidth=1e12)
+    slice_bytes, slices, late = 576_000, 8, 2e-3
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=slices * slice_bytes,
+                      dtype="uint8", algo="tree", proto="LL128", channels=1,
+                      faults=sc.Faults(late={0: late}))
+    assert res.params["arch"] == "ampere"
+    expected = late + (14.0 + 8.5) * _MUT_US + (slices - 1) * slice_bytes / 10e9 \
+        + slice_bytes // 120 * 128 / 300e9
+    assert res.time == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_ring_all_reduce_pays_the_write_of_its_own_block_only():
+    """Two GPUs on one 100 GB/s link, ring LL128, one channel, 2400 B: each rank sends its
+    own block of 1200 B (written at 10 GB/s while its 1280 wire bytes cross: 120 ns),
+    reduces the block it gets (GPUs that reduce at an infinite rate) and passes the sum
+    on as it arrives (its wire time, 12.8 ns; its write was paid where the chain starts),
+    two steps in all. Hand-worked: launch 14 us + 2 x 1.9 us + 120 ns + 12.8 ns."""
+    res = sc.simulate(_mut_one_link(), "all_reduce", algorithm="nccl", nbytes=2400,
+                      dtype="uint8", algo="ring", proto="LL128", channels=1)
+    expected = (_MUT_LL128_BASE + 2 * _MUT_LL128_STEP) * _MUT_US + 1200 / _MUT_LL128_RATE \
+        + 1280 / 100e9
+    assert res.time == pytest.approx(expected, rel=1e-12)

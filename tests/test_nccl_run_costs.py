@@ -388,3 +388,46 @@ def test_the_ring_estimate_takes_the_protocol_the_runs_tuner_takes_for_its_arch(
     assert estimate == sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=a,
                                        beta=b, algo="ring", arch="volta", proto="LL128")
     assert estimate == pytest.approx(res.time, rel=1e-3)
+
+
+def _mut_ll_wire(n):
+    """LL's wire bytes: 16-byte lines of 8 data bytes, a partial line a whole one."""
+    return -(-n // 8) * 16
+
+
+def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
+    """NCCL's ring on one Ampere NVLink switch, LL, one channel, by hand: launch 6.6 us +
+    steps x max(alpha, 0.6 us) + the ring's wire bytes x beta, or where more the data a
+    rank sends at the channel's threads' rate (llMaxBws' 87.7 GB/s, one channel), +
+    reductions x gamma + what the threads take to write the first slice (at most 32 KiB
+    of data, the part cut into equal slices) of a rank's own data beyond its wire bytes'
+    time at beta (nothing where the wire is slower)."""
+    steps, volume, reduced = {
+        "all_gather": (p - 1, (p - 1) * n, 0),
+        "reduce_scatter": (p - 1, (p - 1) / p * n, (p - 1) / p * n),
+        "all_reduce": (2 * (p - 1), 2 * (p - 1) / p * n, (p - 1) / p * n)}[collective]
+    own = n if collective == "all_gather" else n / p
+    first = own / max(1, math.ceil(own / 32768))
+    write = max(0.0, first / 87.7e9 - _mut_ll_wire(int(first)) * beta)
+    stepped = steps * max(alpha, 0.6e-6) + _mut_ll_wire(int(volume)) * beta
+    return 6.6e-6 + max(stepped, volume / 87.7e9) + reduced * gamma + write
+
+
+@pytest.mark.parametrize("collective", ["all_gather", "reduce_scatter", "all_reduce"])
+@pytest.mark.parametrize("p, nbytes, beta", [
+    (2, 1000, 1e-11),        # one slice whose wire (100 GB/s) is slower than its write
+    (4, 4000, 1e-11),
+    (2, 65536, 1e-12),       # all_gather: two 32 KiB slices, the first one's write counts
+    (4, 1 << 20, 1e-12),     # 32 slices of a rank's 1 MiB (all_gather), 8 of 256 KiB
+    (4, 40000, 1e-12),       # two slices of 20,000 B (all_gather), one of 10,000 B
+])
+def test_the_ring_estimate_counts_the_write_of_the_first_slice_only_beyond_its_wire(
+        collective, p, nbytes, beta):
+    """The ring estimate's first-slice term, hand-worked: the first of equal slices of
+    at most 32 KiB (not the whole part), and nothing (not a negative time) where its
+    wire bytes take longer than the threads' write."""
+    alpha, gamma = 1e-7, 1e-12
+    got = sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=alpha, beta=beta,
+                          gamma=gamma, algo="ring", proto="LL", channels=1)
+    assert got == pytest.approx(
+        _mut_ring_ll_estimate(collective, p, nbytes, alpha, beta, gamma), rel=1e-12)

@@ -1681,3 +1681,48 @@ def test_a_timeline_on_a_callers_axes_can_put_its_legend_beside_them_or_leave_it
                                                        r"of \('right', 'inside', 'none'\)"):
             timeline(res, legend=bad)
     plt.close("all")
+
+
+matplotlib.use("Agg")
+
+# Proposed tests (mutation testing of 11fb544: plot/timelines.py _edges and the legend).
+
+
+def test_a_legend_names_messages_whose_bytes_are_drawn_solid_in_their_full_colour():
+    """A ring all_reduce of 1 MiB on switch(4): every message moves bytes, drawn solid
+    over its light span, so the legend shows send and receive in their own colours
+    (matplotlib's tab10 blue and orange), not the light shade kept for a run of
+    messages without bytes."""
+    from matplotlib.colors import to_rgba
+
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
+                      nbytes=1 << 20, trace=True)
+    fig = sc.plot.timeline(res)
+    legend = fig.axes[0].get_legend()
+    patches = {t.get_text(): p for t, p in zip(legend.get_texts(), legend.get_patches())}
+    assert tuple(patches["send"].get_facecolor()) == pytest.approx(to_rgba("#1f77b4"))
+    assert tuple(patches["receive"].get_facecolor()) == pytest.approx(to_rgba("#ff7f0e"))
+    matplotlib.pyplot.close(fig)
+
+
+def test_a_bar_of_exactly_a_200th_of_the_run_is_not_outlined():
+    """Outlines are for bars wider than a 200th of the run: rank 0 computes 1 s then 199
+    s of a 200 s run; the 1 s bar is exactly a 200th, so it keeps the narrow edge in its
+    own colour (0.6 pt), the 199 s bar the white outline (0.4 pt)."""
+    from matplotlib.colors import to_rgba
+
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.compute(1.0)
+            yield comm.compute(199.0)
+        else:
+            yield comm.compute(200.0)
+
+    res = sc.run_program(sc.topology.switch(2), program, trace=True)
+    assert res.time == 200.0
+    fig = sc.plot.timeline(res)
+    (bars,) = [c for c in fig.axes[0].collections if c.get_gid() == "rank 0/compute"]
+    assert list(bars.get_linewidths()) == [0.6, 0.4]
+    face = tuple(bars.get_facecolors()[0])
+    assert [tuple(c) for c in bars.get_edgecolors()] == [face, to_rgba("white")]
+    matplotlib.pyplot.close(fig)

@@ -564,3 +564,18 @@ def test_sharp_with_several_spines_is_refused():
     one_leaf = sc.topology.fat_tree(2, gpus_per_node=2, leaf_radix=8, spines=2, sharp=True)
     assert not any(d.name.startswith("spine") for d in one_leaf.devices)
     assert sc.topology.fat_tree(1, spines=2, sharp=True).nranks == 8
+
+
+@pytest.mark.parametrize("spines", [1, 2, 4])
+def test_each_leaf_spine_link_carries_its_share_of_the_leafs_uplink(spines):
+    """8 one-GPU nodes on leaves of radix 4 (2 nodes each: 4 leaves), 2:1 oversubscribed,
+    50 GB/s NICs: a leaf's uplink is 2 x 50 / 2 = 50 GB/s, split over its links to the
+    spines: 50 / spines GB/s each, one link from each leaf to each spine."""
+    topo = sc.topology.fat_tree(8, gpus_per_node=1, leaf_radix=4, oversubscription=2.0,
+                                nic_bandwidth=50e9, spines=spines)
+    up = [link for link in topo.links
+          if sorted(end.rstrip("0123456789_") for end in (link.u, link.v))
+          == ["leaf", "spine"]]
+    assert len(up) == 4 * spines
+    for link in up:
+        assert link.bandwidth == 2 * 50e9 / 2.0 / spines

@@ -8,6 +8,8 @@ import pytest
 
 import simcoll as sc
 from simcoll import training as tr
+from simcoll.training.streams import Span
+from simcoll.training.zero import _most_gathered
 
 
 def test_figure_1_of_the_zero_paper():
@@ -295,3 +297,42 @@ def test_what_is_freed_at_an_instant_goes_before_what_is_taken_then():
              Span(0, "reduce_scatter", "reduce_scatter", 7, 8)]  # A's gradients [7,8] 10
     # at 6 B's gradients are freed as A's backward gather starts: 10, not 11
     assert _most_gathered(spans, 1, [(0.0, 0.0), (1.0, 1.0)], [10, 1], 1, 1) == 10
+
+
+def test_a_pass_of_no_time_whose_gather_ended_early_runs_when_the_pass_before_it_ends():
+    # Layers A (1 unit; 1 s forward, 2 s backward) and Z (10 units, no time). Passes: A
+    # fwd, Z fwd, Z bwd, A bwd. Gathers A fwd [0,1], Z fwd [1,2] (prefetched while A
+    # computes [1,3]), Z bwd [2.5,4], A bwd [4,5]; A backward [5,7]; reduce-scatters Z
+    # [4,6], A [7,8]. Z's forward runs at 3, when A's forward ends (its gather ended at
+    # 2), so Z's forward parameters are held [1,3], not [1,2]. Held: A fwd [0,3] 1, Z fwd
+    # [1,3] 10, Z bwd [2.5,4] 10 (Z's backward runs at 4, when its gather ends), Z's
+    # gradients [4,6] 10, A bwd [4,7] 1, A's gradients [5,8] 1: most in [2.5,3), 21.
+    # Freed at the end of its gather, Z's forward parameters would give 12 (in [5,6)).
+    spans = [Span(0, "all_gather", "all_gather", 0, 1),
+             Span(0, "compute", "forward", 1, 3),
+             Span(0, "all_gather", "all_gather", 1, 2),
+             Span(0, "all_gather", "all_gather", 2.5, 4),
+             Span(0, "all_gather", "all_gather", 4, 5),
+             Span(0, "reduce_scatter", "reduce_scatter", 4, 6),
+             Span(0, "compute", "backward", 5, 7),
+             Span(0, "reduce_scatter", "reduce_scatter", 7, 8)]
+    assert _most_gathered(spans, 1, [(1.0, 2.0), (0.0, 0.0)], [1, 10], 1, 1) == 21
+
+
+def test_a_backward_pass_of_no_time_waits_for_its_gather_before_its_gradients_exist():
+    # Layers Z (10 units, no time) and B (1 unit; 1 s forward, 2 s backward), gradients
+    # in 3 B. Passes: Z fwd, B fwd, B bwd, Z bwd. Gathers Z fwd [0,2], B fwd [2,3], B bwd
+    # [3,4], Z bwd [4,7]; B forward [3,4], backward [4,6]; reduce-scatters B [6,6.5],
+    # Z [8,10]. Z's backward runs at 7, when its gather ends (B's backward ended at 6):
+    # its gradients exist from 7, not 6. Held: Z fwd [0,2] 10, B fwd [2,4] 1, B bwd
+    # [3,6] 1, B's gradients [4,6.5] 3, Z bwd [4,7] 10, Z's gradients [7,10] 30: most in
+    # [7,8), 30. Z's gradients from 6 would overlap B's: 33.
+    spans = [Span(0, "all_gather", "all_gather", 0, 2),
+             Span(0, "all_gather", "all_gather", 2, 3),
+             Span(0, "compute", "forward", 3, 4),
+             Span(0, "all_gather", "all_gather", 3, 4),
+             Span(0, "compute", "backward", 4, 6),
+             Span(0, "all_gather", "all_gather", 4, 7),
+             Span(0, "reduce_scatter", "reduce_scatter", 6, 6.5),
+             Span(0, "reduce_scatter", "reduce_scatter", 8, 10)]
+    assert _most_gathered(spans, 1, [(0.0, 0.0), (1.0, 2.0)], [10, 1], 1, 3) == 30
