@@ -617,3 +617,31 @@ def test_flow_rtt_names_the_failure_that_moves_a_bound_empty_message_onto_zero_l
         sc.run_program(_bound_detour(), bound, network="flow_rtt", faults=faults)
     # on the flow model it arrives when its route's 4 us of latency are over
     assert sc.run_program(_bound_detour(), bound, faults=faults).time == pytest.approx(4e-6)
+
+
+def test_a_bound_message_whose_device_no_route_reaches_is_not_blamed_on_failures():
+    """A message bound through z, on an island of its own, has no route on the healthy
+    machine either: with a link failed elsewhere the error said "around the failed
+    links", blaming failures that are not the cause; it reads as without them."""
+    topo = sc.Topology("via_island")
+    g0, g1 = topo.add_gpu(), topo.add_gpu()
+    for name in ("a", "b", "s1", "z", "w"):
+        topo.add_switch(name)
+    for u, v in [(g0, "a"), (g1, "b"), ("a", "b"), ("a", "s1"), ("b", "s1"), ("z", "w")]:
+        topo.add_link(u, v, bandwidth=1e9, latency=1e-6)
+
+    def bound(comm):
+        if comm.rank == 0:
+            yield comm.sleep(10e-6)
+            yield comm.send(sc.VirtualBuffer(1000, np.uint8), 1, via="z")
+        else:
+            yield comm.recv(0)
+
+    messages = []
+    for faults in (None, sc.Faults(links=[sc.LinkFault("a", "s1", at=1e-6)])):
+        with pytest.raises(sc.AlgorithmError) as info:
+            sc.run_program(topo, bound, faults=faults)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    assert "no route from 'gpu0' to 'gpu1' through 'z'" in messages[1]
+    assert "failed" not in messages[1]

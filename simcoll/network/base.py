@@ -70,11 +70,9 @@ class Network:
                 route = self.topology.route(src, d, avoid=self._failed, via=bound,
                                             multicast=isinstance(dst, tuple))
             except NoRouteError:
-                cut = self._cut_off(src, d, bound, isinstance(dst, tuple)) \
-                    if self._failed else None
-                if cut is None:
+                if not self._failed:
                     raise
-                raise cut from None
+                raise self._cut_off(src, d, bound, isinstance(dst, tuple)) from None
             latency = max(latency, route.latency)
             links.extend(link for link in route.links if link not in links)
         capacity = self._capacity
@@ -86,16 +84,16 @@ class Network:
         return entry
 
     def _cut_off(self, src: int, dst: int, via: Via | None = None,
-                 multicast: bool = False) -> LinkFailureError | None:
+                 multicast: bool = False) -> LinkFailureError | NoRouteError:
         """The error for a message sent from ``src`` to ``dst`` (through ``via``) after
         failed links left no route between them: it names the first failed link of the
-        route the message would take on the healthy machine. None where the healthy
-        machine has no such route either (the failures are not the cause)."""
+        route the message would take on the healthy machine; where the healthy machine
+        has no such route either (the failures are not the cause), its own error."""
         failed = self._failed
         try:
             healthy = self.topology.route(src, dst, via=via, multicast=multicast).links
-        except NoRouteError:
-            return None
+        except NoRouteError as error:
+            return error
         link = next((d >> 1 for d in healthy if d >> 1 in failed), min(failed))
         u, v = self.topology.links[link].u, self.topology.links[link].v
         name = self.topology.endpoint_name
