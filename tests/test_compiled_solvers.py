@@ -188,7 +188,7 @@ def test_numbas_numpy_support_loads_without_probing_blas_and_leaves_it_importabl
 
 def test_cached_code_of_changed_kernels_is_dropped(tmp_path):
     package = tmp_path
-    for name in compiled.KERNEL_MODULES:
+    for name in (*compiled.KERNEL_MODULES, "maxmin", "weighted"):
         (package / f"{name}.py").write_text(f"# {name}\n")
     cache = package / "__pycache__"
     cache.mkdir()
@@ -206,3 +206,14 @@ def test_cached_code_of_changed_kernels_is_dropped(tmp_path):
     (package / "weighted_kernels.py").write_text("# changed\n")
     compiled._drop_stale_cache(package)
     assert not any(path.exists() for path in cached) and other.exists()
+    # numba bakes maxmin.TIE and weighted.REFRESH into the kernels: a changed tie
+    # tolerance kept the old one in cached code (the compiled solver 1.0000000001 where
+    # the pure one gave 1.0)
+    for constants in ("maxmin", "weighted"):
+        for path in cached:
+            path.write_text("")
+        compiled._drop_stale_cache(package)
+        assert all(path.exists() for path in cached)
+        (package / f"{constants}.py").write_text("TIE = 1e-9\n")
+        compiled._drop_stale_cache(package)
+        assert not any(path.exists() for path in cached) and other.exists()

@@ -209,9 +209,10 @@ def test_a_reduction_constant_that_overflows_the_time_is_named():
 
 
 def test_constants_that_make_the_time_nan_or_the_model_fail_are_named():
-    # reduce/nccl with gamma = 1e308 computes inf - inf: nan; all_reduce/tree with
+    # reduce/nccl with gamma = 1e308 overflows (it computed inf - inf, nan, before its
+    # chain priced the rest apart from the full steps); all_reduce/tree with
     # alpha = 1e308 failed inside its processor sharing: both are the constants' doing
-    with pytest.raises(sc.InvalidInputError, match=r"the predicted time overflows \(nan\) "
+    with pytest.raises(sc.InvalidInputError, match=r"the predicted time overflows \(inf\) "
                                                    r"with alpha=0\.0, beta=0\.0, gamma=1e\+308"):
         sc.cost.predict("reduce", "nccl", p=8, nbytes=2**20, alpha=0.0, beta=0.0,
                         gamma=1e308)

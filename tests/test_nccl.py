@@ -644,3 +644,44 @@ def test_a_ring_all_reduce_pays_the_write_of_its_own_block_only():
     expected = (_MUT_LL128_BASE + 2 * _MUT_LL128_STEP) * _MUT_US + 1200 / _MUT_LL128_RATE \
         + 1280 / 100e9
     assert res.time == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("collective, p, n, beta, kw, hand", [
+    # each rank's 512 KiB is one LL128 slice on one channel: written at 10 GB/s (52.43 us)
+    # while its 559,241 wire bytes cross at 100 GB/s, then one step of 1.9 us: the pace
+    # held the first slice's write, which the estimate added again (113.3 us)
+    ("reduce_scatter", 2, 1 << 20, 1e-11, {"proto": "LL128", "channels": 1},
+     (14.0 + 1.9) * US + (1 << 19) / 10e9),
+    # 42,104 B of LL on 8 GPUs at 1 GB/s, one channel: a full slice of 32,768 B and a rest
+    # of 9,336; the full slice sets the chain's pace over 7 hops of 1 us + its 65,536 wire
+    # bytes, then the rest crosses the last hop. The estimate cut two equal pieces
+    # (351.5 us against the run's 491.0)
+    ("broadcast", 8, 42104, 1e-9, {"proto": "LL", "root": 0},
+     6.6 * US + 7 * (US + 65536e-9) + 18672e-9),
+])
+def test_the_estimates_follow_the_pace_and_the_pieces_of_the_run(collective, p, n, beta, kw,
+                                                                 hand):
+    from simcoll.testing import alpha_beta_network
+
+    run = sc.simulate(alpha_beta_network(p, alpha=1e-6, beta=beta), collective,
+                      algorithm="nccl", nbytes=n, algo="ring", **kw)
+    model = sc.cost.predict(collective, "nccl", p=p, nbytes=n, alpha=1e-6, beta=beta,
+                            algo="ring", **kw)
+    assert run.time == pytest.approx(hand, rel=1e-9)
+    assert model == pytest.approx(hand, rel=5e-3)
+
+
+def test_a_link_down_when_a_slice_is_written_but_back_when_it_leaves_is_no_failure():
+    """The one link fails at 0 and is back at 14.5 us; the broadcast's root starts
+    writing its LL128 slice at 14 us (after the launch) and it leaves at about 15.1 us,
+    on the restored link. Asking for the route's bandwidth while the link was down ended
+    the run with a LinkFailureError at 14 us; it runs as on the healthy machine."""
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.0, factor=0.0),
+                              sc.LinkFault("gpu0", "gpu1", at=14.5e-6, factor=1.0)])
+    res = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=12000, dtype="uint8",
+                      proto="LL128", channels=1, faults=faults)
+    healthy = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=12000,
+                          dtype="uint8", proto="LL128", channels=1)
+    assert res.time == pytest.approx(healthy.time, rel=1e-12)
+    assert healthy.time == pytest.approx((BASE["LL128"] + STEP["LL128"]) * US
+                                         + 12000 / RATE["LL128"], rel=1e-12)

@@ -397,11 +397,11 @@ def _mut_ll_wire(n):
 
 def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     """NCCL's ring on one Ampere NVLink switch, LL, one channel, by hand: launch 6.6 us +
-    steps x max(alpha, 0.6 us) + the ring's wire bytes x beta, or where more the data a
-    rank sends at the channel's threads' rate (llMaxBws' 87.7 GB/s, one channel), +
-    reductions x gamma + what the threads take to write the first slice (at most 32 KiB
-    of data, the part cut into equal slices) of a rank's own data beyond its wire bytes'
-    time at beta (nothing where the wire is slower)."""
+    steps x max(alpha, 0.6 us) + the ring's wire bytes x beta + what the threads take to
+    write the first slice (at most 32 KiB of data, the part cut into equal slices) of a
+    rank's own data beyond its wire bytes' time at beta (nothing where the wire is
+    slower), or where more the data a rank sends at the channel's threads' rate
+    (llMaxBws' 87.7 GB/s, one channel), + reductions x gamma."""
     steps, volume, reduced = {
         "all_gather": (p - 1, (p - 1) * n, 0),
         "reduce_scatter": (p - 1, (p - 1) / p * n, (p - 1) / p * n),
@@ -410,7 +410,8 @@ def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     first = own / max(1, math.ceil(own / 32768))
     write = max(0.0, first / 87.7e9 - _mut_ll_wire(int(first)) * beta)
     stepped = steps * max(alpha, 0.6e-6) + _mut_ll_wire(int(volume)) * beta
-    return 6.6e-6 + max(stepped, volume / 87.7e9) + reduced * gamma + write
+    # the threads' pace holds their first slice's write already
+    return 6.6e-6 + max(stepped + write, volume / 87.7e9) + reduced * gamma
 
 
 @pytest.mark.parametrize("collective", ["all_gather", "reduce_scatter", "all_reduce"])

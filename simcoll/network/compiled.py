@@ -30,8 +30,9 @@ Compiled code is cached next to this module (numba's ``cache=True``); the first 
 after an install compiles the solvers and the re-solve (about 10 s here). Where that
 directory is not writable numba compiles them again in every process that needs them;
 its ``NUMBA_CACHE_DIR`` environment variable moves the cache elsewhere. numba checks only
-a function's own file for changes, and the re-solve calls the solvers of two other files:
-:func:`_drop_stale_cache` deletes the cached code of all three when any of them changed.
+a function's own file for changes, and the re-solve calls the solvers of two other files
+(and the kernels read constants of two more): :func:`_drop_stale_cache` deletes the cached
+code of all three when any of the five changed.
 """
 
 from __future__ import annotations
@@ -344,13 +345,17 @@ KERNEL_MODULES = ("compiled", "resolve_kernel", "weighted_kernels")
 """The modules whose functions numba compiles, all cached in this package's
 ``__pycache__``."""
 
+KERNEL_SOURCES = (*KERNEL_MODULES, "maxmin", "weighted")
+"""The modules the compiled code is made from: the kernels', and those whose constants
+numba bakes into them (``maxmin.TIE``, ``weighted.REFRESH``)."""
+
 
 def _drop_stale_cache(package: Path) -> None:
     """Delete numba's cached code of :data:`KERNEL_MODULES` in ``package/__pycache__``
-    unless it was made from the modules' present sources (a digest of them is kept
-    there). Nothing happens where the directory cannot be written."""
+    unless it was made from the present sources of :data:`KERNEL_SOURCES` (a digest of
+    them is kept there). Nothing happens where the directory cannot be written."""
     digest = hashlib.sha256(b"".join((package / f"{name}.py").read_bytes()
-                                     for name in KERNEL_MODULES)).hexdigest()
+                                     for name in KERNEL_SOURCES)).hexdigest()
     cache = package / "__pycache__"
     stamp = cache / "simcoll-kernels.sha256"
     try:

@@ -10,11 +10,13 @@ on small sizes; the run's ``Result.params`` says what ran).
 
 Time: the ring's 2(p-1) steps (reduce_scatter and all_gather: p-1; broadcast and reduce:
 p-1 along a chain) each cost the protocol's step latency or alpha, whichever is more
-(NCCL measured its step latencies end to end), plus the wire bytes at beta and the
-reductions at gamma, after the protocol's launch cost (both with the run's extra costs,
-as the run counts them). Traffic is exact for a run of the ring: the payload it moves
-(protocol framing counts only on the links); a traffic query knows no beta, so with
-``algo="auto"`` it gives the ring's wherever the tuner would run it.
+(NCCL measured its step latencies end to end), plus the wire bytes at beta, or where
+more a channel's data at its threads' pace (the protocol's rate per channel), the first
+slice's write beyond its wire time, and the reductions at gamma, after the protocol's
+launch cost (both with the run's extra costs, as the run counts them). Traffic is exact
+for a run of the ring: the payload it moves (protocol framing counts only on the links);
+a traffic query knows no beta, so with ``algo="auto"`` it gives the ring's wherever the
+tuner would run it.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
     link = "nvlink" if intra == "auto" else intra
     stepped = steps * max(alpha, protocol.hop("ring", link)) \
         + protocol.wire(int(volume * nbytes)) * beta
-    return protocol.base("ring") + max(stepped, paced) + reduced * nbytes * gamma + origin
+    # the pace already holds the first slice's write
+    return protocol.base("ring") + max(stepped + origin, paced) + reduced * nbytes * gamma
 
 
 def _rate(searched: Machine, proto: str, channels: int) -> float:
@@ -124,13 +127,14 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     """NCCL's broadcast or reduce chain on the reference network, an estimate.
 
     Each of the c channels (what NCCL's search and tuner give the reference switch) cuts
-    its n/c bytes into K pieces of one step (full steps, then the rest:
+    its n/c bytes into K pieces of one step (full steps of s bytes, then the rest r:
     :func:`~.rings.chunks_then_rest`), pipelined along the p-1 hops, the c channels'
-    pieces sharing each link: launch + W + (p-1)(T + R) + (K-1) max(T, R, P), with
-    T = max(alpha, step latency) + wire(n/(cK)) c beta, R = n/K gamma for reduce (0
-    for broadcast), P = n/(cK) / rate the pace of a channel's threads (the protocol's
-    rate per channel) and W what they take to write the chain's first piece beyond its
-    wire bytes' time (``rings.Sender``'s ``origin``): the chain pipeline's time (the
+    pieces sharing each link: launch + W + (p-1)(T + R) + (K-2) max(T, R, P) +
+    max(T, R, P) of the rest (launch + W + (p-1)(T + R) for one piece), with
+    T = max(alpha, step latency) + wire(s) c beta, R = s c gamma for reduce (0 for
+    broadcast), P = s / rate the pace of a channel's threads (the protocol's rate per
+    channel) and W what they take to write the chain's first piece beyond its wire
+    bytes' time (``rings.Sender``'s ``origin``): the chain pipeline's time (the
     README's ``reduce``/``ring`` row). Nothing for one rank or an empty buffer, which
     NCCL discards."""
     if p == 1 or nbytes == 0:
@@ -141,16 +145,25 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     protocol = dataclasses.replace(one_step_slices(PROTOCOL[choice.proto]),
                                    launch=launch_overhead, step_scale=step_latency_scale)
     c = choice.channels
-    pieces = max(1, -(-nbytes // (c * protocol.slice_bytes)))
+    part = nbytes / c
+    pieces = max(1, math.ceil(part / protocol.slice_bytes))
     rate = _rate(searched, choice.proto, c)
     link = "nvlink" if intra == "auto" else intra
-    step = (max(alpha, protocol.hop("ring", link))
-            + protocol.wire(-(-nbytes // (c * pieces))) * c * beta)
-    reduction = nbytes / pieces * gamma if collective == "reduce" else 0.0
-    first = min(protocol.slice_bytes, nbytes / c)   # full steps first, then the rest
-    return (protocol.base("ring") + _write_beyond_wire(protocol, first, rate, beta)
-            + (p - 1) * (step + reduction)
-            + (pieces - 1) * max(step, reduction, nbytes / (c * pieces) / rate))
+    full = min(protocol.slice_bytes, part)              # full steps first, then the rest
+    rest = part - (pieces - 1) * full
+
+    def stage(piece: float) -> tuple[float, float, float]:
+        """(T, R, P) of a piece: its hop, its reduction, its threads' pace."""
+        return (max(alpha, protocol.hop("ring", link))
+                + protocol.wire(math.ceil(piece)) * c * beta,
+                piece * c * gamma if collective == "reduce" else 0.0, piece / rate)
+
+    hop, reduction, pace = stage(full)
+    total = (protocol.base("ring") + _write_beyond_wire(protocol, full, rate, beta)
+             + (p - 1) * (hop + reduction))
+    if pieces > 1:
+        total += (pieces - 2) * max(hop, reduction, pace) + max(stage(rest))
+    return total
 
 
 def ring_all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:

@@ -34,6 +34,7 @@ from simcoll.algorithms.nccl.nics import bound_nic
 from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.buffers import Buffer, join, split, split_counts
 from simcoll.comm import Comm
+from simcoll.errors import LinkFailureError
 from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Via
 from simcoll.typing import Steps
@@ -129,8 +130,7 @@ class Sender:
         wire = self.protocol.wire(piece.nbytes) if wire_bytes is None else wire_bytes
         if rate != math.inf:
             now = self.comm.now
-            start = now + max(0.0, piece.nbytes / rate
-                              - wire / self.comm.route_bandwidth(self.peer, self.via)) \
+            start = now + max(0.0, piece.nbytes / rate - wire / self._bandwidth()) \
                 if origin else now
             leave = max(start, self.free_at)
             if leave > now:
@@ -141,6 +141,17 @@ class Sender:
         self.in_flight.append(self.comm.send(
             piece, self.peer, tag=self.tag, delay=self.delay, wire_bytes=wire, ordered=True,
             via=self.via))
+
+    def _bandwidth(self) -> float:
+        """The narrowest link of the route to the peer as links stand now; where failed
+        links leave none now, the healthy route's (the slice leaves later, and the send
+        then finds the way as it stands, or reports the failure)."""
+        try:
+            return self.comm.route_bandwidth(self.peer, self.via)
+        except LinkFailureError:
+            comm = self.comm
+            return comm.topology.route(comm.address_of(comm.rank), comm.address_of(self.peer),
+                                       via=self.via).bandwidth
 
     def drain(self) -> Steps:
         """Wait until every slice sent has arrived."""
