@@ -431,7 +431,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                     probed[names[i]] = scale[i].value(start[i])
             return start if probed else None
 
-        def _moved_nothing(x: np.ndarray, start: np.ndarray, i: int) -> bool:
+        def moved_nothing(x: np.ndarray, start: np.ndarray, i: int) -> bool:
             """Whether constant ``i`` of ``x`` (a zero Jacobian column there) moves no
             time between ``x`` and ``start``: it ended at its start (trf starts strictly
             inside the bounds, so a start on a bound moves by a hair before the first
@@ -452,7 +452,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                     back = x.copy()
                     back[i] = points[0][i]
                     try:
-                        if _moved_nothing(x, points[0], i):
+                        if moved_nothing(x, points[0], i):
                             residuals(back)
                             x = back
                     except _OutOfEvaluations:
@@ -493,7 +493,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                 if point is points[0]:
                     stuck = [i for i in range(len(names))
                              if not np.any(np.asarray(fit.jac)[:, i])
-                             and _moved_nothing(fit.x, point, i)]
+                             and moved_nothing(fit.x, point, i)]
                     unmoved = [names[i] for i in stuck]
                     again = probe(fit.x, stuck) if stuck else None
                     queue[:0] = [] if again is None else [again]

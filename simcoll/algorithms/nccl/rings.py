@@ -123,9 +123,9 @@ class Sender:
         (and reduced): the threads write it line by line as its lines cross the links, so
         it leaves what writing it takes (``piece / rate``) beyond what its wire bytes take
         on the route's narrowest link as links stand now, the first slice of a
-        connection too. A piece
-        passed on leaves as its last line comes in (the threads forward lines as they
-        arrive), so a chain pays the rate once, where its data starts."""
+        connection too. A piece passed on leaves as its last line comes in (the threads
+        forward lines as they arrive), so a chain pays the rate once, where its data
+        starts."""
         rate = self.protocol.rate
         wire = self.protocol.wire(piece.nbytes) if wire_bytes is None else wire_bytes
         if rate != math.inf:

@@ -20,9 +20,8 @@ threads (70% up and 30% down for LL and LL128, about half each for Simple), and 
 which reduces and sends down in one pass, all of them; here each stream of a GPU below
 the root moves half the channel's rate (``Protocol.rate``), as NCCL's own model does
 when it counts a tree's bus bandwidth twice for its algorithm bandwidth (a ratio of
-0.5). Every step
-costs the protocol's tree latency over its link class (``hwLatencies[...][TREE]``), or
-the route's latency where that is more.
+0.5). Every step costs the protocol's tree latency over its link class
+(``hwLatencies[...][TREE]``), or the route's latency where that is more.
 
 Slices are a protocol's step (:class:`~.protocols.Protocol`), whatever the size. NCCL
 halves a tree's LL128 chunk for small buffers (``calcCollChunking`` in src/enqueue.cc:
