@@ -356,11 +356,13 @@ def test_a_constant_that_moves_no_time_at_its_start_is_probed_and_fitted():
     assert "then one from probing bandwidth" in cal.message
 
 
-def test_a_constant_that_moves_no_time_anywhere_is_reported_as_not_fitted():
-    def ignores_bandwidth(bandwidth: float, latency: float) -> sc.Topology:
-        return sc.topology.switch(P4, bandwidth=TRUE_BANDWIDTH, latency=latency)
+def _ignores_bandwidth(bandwidth: float, latency: float) -> sc.Topology:
+    """A 4-GPU switch whose bandwidth is the table's whatever ``bandwidth`` says."""
+    return sc.topology.switch(P4, bandwidth=TRUE_BANDWIDTH, latency=latency)
 
-    cal = sc.calibrate(ignores_bandwidth, table4(),
+
+def test_a_constant_that_moves_no_time_anywhere_is_reported_as_not_fitted():
+    cal = sc.calibrate(_ignores_bandwidth, table4(),
                        free={"bandwidth": (50 * sc.GB, 1 * sc.GB, 400 * sc.GB),
                              "latency": (5 * sc.us, 10 * sc.ns, 100 * sc.us)})
     assert cal.values["latency"] == pytest.approx(LINK_LATENCY, rel=1e-6)
@@ -393,10 +395,7 @@ def test_a_constant_the_fit_wanders_off_with_no_slope_is_still_not_fitted(monkey
 
     monkeypatch.setattr(scipy.optimize, "least_squares", wandering)
 
-    def ignores_bandwidth(bandwidth: float, latency: float) -> sc.Topology:
-        return sc.topology.switch(P4, bandwidth=TRUE_BANDWIDTH, latency=latency)
-
-    cal = sc.calibrate(ignores_bandwidth, table4(),
+    cal = sc.calibrate(_ignores_bandwidth, table4(),
                        free={"bandwidth": (50 * sc.GB, 1 * sc.GB, 400 * sc.GB),
                              "latency": (5 * sc.us, 10 * sc.ns, 100 * sc.us)})
     assert cal.values["latency"] == pytest.approx(LINK_LATENCY, rel=1e-6)

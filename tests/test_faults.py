@@ -547,28 +547,33 @@ def _bound_detour():
     return topo
 
 
+def _sent_through_v(nbytes):
+    """A program: rank 0 sends ``nbytes`` to rank 1 bound through V."""
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(sc.VirtualBuffer(nbytes, np.uint8), 1, via="V")
+        else:
+            yield comm.recv(0)
+    return program
+
+
 def test_flow_rtt_names_the_failure_that_moves_a_bound_flow_onto_a_route_of_zero_latency():
     """A message bound through V (gpu0 - S - V - S - gpu1, 4 us) is in flight when (S, V)
     fails at 20 us: the way to V around it crosses only links of latency 0, which flow_rtt
     cannot weigh. A bound route is known only when it is sent, so it is refused then,
     naming the failure, the message and its binding (a bare InvalidInputError naming
     neither came out of the fault's event)."""
-    def bound(comm):
-        if comm.rank == 0:
-            yield comm.send(sc.VirtualBuffer(100_000, np.uint8), 1, via="V")
-        else:
-            yield comm.recv(0)
-
     faults = sc.Faults(links=[sc.LinkFault("S", "V", at=20e-6)])
     with pytest.raises(sc.InvalidInputError, match=r"^link \('S', 'V'\) failed at t=2e-05 s "
                                                    r"and the message gpu0->gpu1 in flight "
                                                    r"\(bound through 'V'\) moves around it: "
                                                    r"network 'flow_rtt' weighs"):
-        sc.run_program(_bound_detour(), bound, network="flow_rtt", faults=faults)
+        sc.run_program(_bound_detour(), _sent_through_v(100_000), network="flow_rtt",
+                       faults=faults)
     # on the flow model the rest of the bytes take the detour: 4 us, 20 us at 1 GB/s
     # (16 kB sent), then 84 kB at 1 GB/s on A - V - B
-    assert sc.run_program(_bound_detour(), bound, faults=faults).time == \
-        pytest.approx(4e-6 + 100e-6, rel=1e-12)
+    assert sc.run_program(_bound_detour(), _sent_through_v(100_000), faults=faults).time \
+        == pytest.approx(4e-6 + 100e-6, rel=1e-12)
 
 
 def test_a_bound_message_with_no_route_left_names_a_failed_link_of_its_bound_route():
@@ -604,19 +609,15 @@ def test_a_bound_message_with_no_route_left_names_a_failed_link_of_its_bound_rou
 def test_flow_rtt_names_the_failure_that_moves_a_bound_empty_message_onto_zero_latency():
     """The same for a message of no bytes, still in its latency phase when (S, V) fails:
     a bare InvalidInputError came out of the fault's event."""
-    def bound(comm):
-        if comm.rank == 0:
-            yield comm.send(sc.VirtualBuffer(0, np.uint8), 1, via="V")
-        else:
-            yield comm.recv(0)
-
     faults = sc.Faults(links=[sc.LinkFault("S", "V", at=1e-6)])
     with pytest.raises(sc.InvalidInputError, match=r"^link \('S', 'V'\) failed at t=1e-06 s "
                                                    r"and the message gpu0->gpu1 in flight "
                                                    r"\(bound through 'V'\) moves around it"):
-        sc.run_program(_bound_detour(), bound, network="flow_rtt", faults=faults)
+        sc.run_program(_bound_detour(), _sent_through_v(0), network="flow_rtt",
+                       faults=faults)
     # on the flow model it arrives when its route's 4 us of latency are over
-    assert sc.run_program(_bound_detour(), bound, faults=faults).time == pytest.approx(4e-6)
+    assert sc.run_program(_bound_detour(), _sent_through_v(0), faults=faults).time == \
+        pytest.approx(4e-6)
 
 
 def test_a_bound_message_whose_device_no_route_reaches_is_not_blamed_on_failures():
