@@ -83,9 +83,10 @@ class Calibration:
             machine's.
         bounds: each constant's (low, high).
         unmoved: the constants that moved no simulated time where they started (the fit
-            from the initial constants ended there with a zero Jacobian column: a
-            bandwidth that is not the bottleneck there, say), so that fit could not move
-            them; each is then tried at :data:`PROBES` values across its bounds.
+            from the initial constants ended with a zero Jacobian column for them, and
+            setting them back to their start changes no time: a bandwidth that is not the
+            bottleneck there, say), so that fit could not move them; each is then tried
+            at :data:`PROBES` values across its bounds.
         probed: of those, the ones some probed value moved the time at, and the value a
             further fit started from (the best probed); the others are not fitted
             (:attr:`not_fitted`).
@@ -478,7 +479,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             return x
 
         messages = []
-        unmoved: list[str] = []    # zero Jacobian columns where the first fit ended, at its start
+        unmoved: list[str] = []    # zero Jacobian columns where the first fit ended, moving no time
         probed: dict[str, float] = {}
         jacobians: list[tuple[float, np.ndarray]] = []   # where each fit ended
         queue = list(points)

@@ -673,10 +673,15 @@ class Comm:
     def route_bandwidth(self, peer: int, via: Via | None = None) -> float:
         """Bytes per second of the narrowest link of the route to ``peer`` (through the
         devices ``via``) as links stand now: slowed or failed links count as they are
-        (for NCCL's threads, which write a slice while its lines cross the links).
+        (for NCCL's threads, which write a slice while its lines cross the links). Like
+        :attr:`topology`, it may set when a program sends, never what: an algorithm
+        decides what to send from its rank, size and arguments.
 
         Raises:
             CommUsageError: ``peer`` is not an endpoint of this communicator.
+            LinkFailureError: failed links leave no route to ``peer`` now
+                (:class:`~simcoll.errors.NoRouteError` where the healthy machine has
+                none either).
         """
         network = self._rt.network
         return network.route(self._address, self.address_of(peer), via)[2]

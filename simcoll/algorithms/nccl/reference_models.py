@@ -8,12 +8,13 @@ out is refused by the models, and so is a time where the tuner, given ``algo`` a
 ``proto``, would run another of them (a ``proto`` of LL128 alone can make it take a tree
 on small sizes; the run's ``Result.params`` says what ran).
 
-Time: the ring's 2(p-1) steps (reduce_scatter and all_gather: p-1; broadcast and reduce:
-p-1 along a chain) each cost the protocol's step latency or alpha, whichever is more
-(NCCL measured its step latencies end to end), plus the wire bytes at beta, or where
-more a channel's data at its threads' pace (the protocol's rate per channel), the first
-slice's write beyond its wire time, and the reductions at gamma, after the protocol's
-launch cost (both with the run's extra costs, as the run counts them). Traffic is exact
+Time: after the protocol's launch cost, the larger of the ring's 2(p-1) steps
+(reduce_scatter and all_gather: p-1), each the protocol's step latency or alpha,
+whichever is more (NCCL measured its step latencies end to end), with the wire bytes at
+beta and the first slice's write beyond its wire time, and a channel's data at its
+threads' pace (the protocol's rate per channel); then the reductions at gamma (the
+launch and the steps with the run's extra costs, as the run counts them). Broadcast and
+reduce are a chain's pipeline (:func:`_chain_estimate`). Traffic is exact
 for a run of the ring: the payload it moves (protocol framing counts only on the links);
 a traffic query knows no beta, so with ``algo="auto"`` it gives the ring's wherever the
 tuner would run it.
@@ -47,13 +48,13 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    algo: str, proto: str, channels: int, arch: str, intra: str,
                    tuner: str, launch_overhead: float = 0.0,
                    step_latency_scale: float = 1.0) -> float:
-    """Launch + ``steps`` x max(alpha, step latency) + wire bytes x beta (a step costs
-    NCCL's latency or the link's, whichever is more: see ``rings.Sender``), or where
-    more a channel's share of the data at the protocol's rate per channel (its threads'
-    pace, which the steps' latencies then overlap), + reductions + what the threads
-    take to write the first slice of a rank's own data beyond its wire bytes' time
-    (``rings.Sender``'s ``origin``); nothing for one rank or an empty buffer, which
-    NCCL discards."""
+    """Launch + the larger of (``steps`` x max(alpha, step latency) + wire bytes x
+    beta + what the threads take to write the first slice of a rank's own data beyond
+    its wire bytes' time, ``rings.Sender.send``'s ``origin``) and (a channel's share of
+    the data at the protocol's rate per channel: its threads' pace, which holds that
+    first write and which the steps' latencies then overlap), + reductions (a step costs
+    NCCL's latency or the link's, whichever is more: see ``rings.Sender``); nothing for
+    one rank or an empty buffer, which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)   # as the run's tuner sees it
@@ -134,7 +135,7 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     T = max(alpha, step latency) + wire(s) c beta, R = s c gamma for reduce (0 for
     broadcast), P = s / rate the pace of a channel's threads (the protocol's rate per
     channel) and W what they take to write the chain's first piece beyond its wire
-    bytes' time (``rings.Sender``'s ``origin``): the chain pipeline's time (the
+    bytes' time (``rings.Sender.send``'s ``origin``): the chain pipeline's time (the
     README's ``reduce``/``ring`` row). Nothing for one rank or an empty buffer, which
     NCCL discards."""
     if p == 1 or nbytes == 0:

@@ -94,8 +94,8 @@ class Sender:
     for its whole size: the rate paces a connection, it does not add to each hop. Where
     a chain's data starts (a rank's own data, ``origin``), the threads write a slice
     line by line while its lines cross the links, so its last byte arrives when the
-    slower of the two is done: the slice leaves what writing it takes beyond what its
-    wire bytes take on the route's narrowest link, and a chain of one slice pays the
+    slower of the two is done: the slice leaves later by what writing it takes beyond
+    what its wire bytes take on the route's narrowest link, and a chain of one slice pays the
     rate once, not nothing.
 
     The threads write a connection's slices one after the other: each is an ordered
@@ -121,8 +121,8 @@ class Sender:
 
         ``origin``: the piece is this rank's own data, not data it has just received
         (and reduced): the threads write it line by line as its lines cross the links, so
-        it leaves what writing it takes (``piece / rate``) beyond what its wire bytes take
-        on the route's narrowest link as links stand now, the first slice of a
+        it leaves later by what writing it takes (``piece / rate``) beyond what its wire
+        bytes take on the route's narrowest link as links stand now, the first slice of a
         connection too. A piece passed on leaves as its last line comes in (the threads
         forward lines as they arrive), so a chain pays the rate once, where its data
         starts."""
