@@ -19,7 +19,7 @@ from simcoll import lone_flows
 from simcoll.algorithms import registry
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.dtypes import as_dtype
-from simcoll.errors import RunLimitError
+from simcoll.errors import AlgorithmError, RunLimitError
 from tests.machines import KINDS, random_machine
 
 RING = ("all_reduce", "reduce_scatter", "all_gather")
@@ -468,3 +468,56 @@ def test_a_bad_outputs_function_is_refused_on_the_array_path_too():
     finally:
         lone_flows.enabled = True
     assert res.correct and res.outputs[0].shape == (6,)
+
+
+
+
+def _mut2_star(reduce_bandwidth=None):
+    """Three GPUs on one switch (10 GB/s, 1 us links); the switch computes in the
+    network where ``reduce_bandwidth`` is given."""
+    topo = sc.Topology("mut2-star")
+    topo.add_switch("s", reduce_bandwidth=reduce_bandwidth)
+    for _ in range(3):
+        topo.add_link(topo.add_gpu(), "s", bandwidth=1e10, latency=1e-6)
+    return topo
+
+
+def test_mut2_an_algorithm_with_an_in_network_program_runs_it_in_the_event_loop():
+    """A ring registered with a timeline and an in-network program that keeps the
+    switch busy 1 ms: the run ends when the switch's program does, at 1 ms (the GPUs'
+    ring of 64 B takes a few us). Timed by the GPUs' timeline alone it gave ~4 us and
+    never started the switch's program."""
+    ring = get_algorithm("all_gather", "ring")
+
+    def device(comm, like, *, chunks):
+        yield comm.compute(1e-3)
+
+    @sc.register("all_gather", "ring_with_busy_switch_mut2", cost=ring.cost,
+                 params=ring.params, timeline=sc.algorithms.ring_timelines.all_gather,
+                 in_network=device, replace=True)
+    def program(comm, x, *, chunks):
+        return (yield from ring.fn(comm, x, chunks=chunks))
+
+    res = sc.simulate(_mut2_star(reduce_bandwidth=1e12), "all_gather",
+                      algorithm="ring_with_busy_switch_mut2", nbytes=64)
+    assert res.time == pytest.approx(1e-3, rel=1e-12)
+
+
+def test_mut2_a_data_free_run_refuses_a_program_that_returns_the_wrong_count():
+    """A data-free all_gather on 4 ranks of 16 float32 each leaves 64 elements on every
+    rank; a program that returns its 16-element input is refused as in data mode (the
+    check ran after the data-free return, so the run passed with time 1 us)."""
+    ring = get_algorithm("all_gather", "ring")
+
+    @sc.register("all_gather", "returns_its_input_mut2", cost=ring.cost,
+                 params=ring.params, replace=True)
+    def program(comm, x, *, chunks):
+        yield comm.compute(1e-6)
+        return x
+
+    for kwargs in (dict(nbytes=64), dict(data=[np.ones(16, np.float32)] * 4)):
+        with pytest.raises(AlgorithmError, match=r"rank 0 in all_gather/returns_its_input_mut2"
+                                                 r" returned .*its output is 64 float32 "
+                                                 r"elements"):
+            sc.simulate(sc.topology.ring(4), "all_gather", algorithm="returns_its_input_mut2",
+                        **kwargs)

@@ -432,3 +432,58 @@ def test_the_ring_estimate_counts_the_write_of_the_first_slice_only_beyond_its_w
                           gamma=gamma, algo="ring", proto="LL", channels=1)
     assert got == pytest.approx(
         _mut_ring_ll_estimate(collective, p, nbytes, alpha, beta, gamma), rel=1e-12)
+
+
+
+_MUT2_US = 1e-6
+# NCCL 2.30.7 (src/graph/tuning.cc), Ampere, one NVLink node: ring LL launch 6.6 us;
+# ring LL128 launch 14.0 us, NVLink step 1.9 us, per-channel rate 10 GB/s (20 halved);
+# LL moves 8 data bytes in 16-byte lines, LL128 120 in 128; a chain's LL slice is one
+# step of 32,768 data bytes, LL128's 576,000.
+_MUT2_LL_BASE, _MUT2_LL128_BASE, _MUT2_LL128_STEP, _MUT2_LL128_RATE = 6.6, 14.0, 1.9, 10e9
+
+
+def test_mut2_a_reduce_chain_reduces_every_channels_piece_at_each_step():
+    """reduce on 3 GPUs, ring LL, 2 channels, 131,072 B: each channel's 65,536 B is two
+    pieces of 32,768 B. Per step a rank reduces one piece of each channel, 2 x 32,768 B
+    at 1/gamma = 100 MB/s: R = 655.36 us; the step is alpha 1 us + both channels' wire
+    bytes (2 x 65,536) at 1 GB/s: T = 132.072 us. Chain pipeline: launch 6.6 us +
+    2 hops x (T + R) + one more piece at max(T, R) = R. The run and the estimate both
+    take it (an estimate that counted one channel's piece gave 1.254 ms)."""
+    p, n, alpha, beta, gamma = 3, 131072, 1e-6, 1e-9, 1e-8
+    kw = dict(algo="ring", proto="LL", channels=2, root=0)
+    piece, c = 32768, 2
+    step = alpha + 2 * piece * c * beta
+    reduction = piece * c * gamma
+    hand = _MUT2_LL_BASE * _MUT2_US + (p - 1) * (step + reduction) + max(step, reduction)
+    run = sc.simulate(alpha_beta_network(p, alpha=alpha, beta=beta, gamma=gamma), "reduce",
+                      algorithm="nccl", nbytes=n, dtype="uint8", **kw)
+    model = sc.cost.predict("reduce", "nccl", p=p, nbytes=n, alpha=alpha, beta=beta,
+                            gamma=gamma, itemsize=1, **kw)
+    assert run.params["channels"] == 2 and run.params["proto"] == "LL"
+    assert run.time == pytest.approx(hand, rel=1e-9)
+    assert model == pytest.approx(hand, rel=1e-9)
+
+
+@pytest.mark.parametrize("p, pieces", [(3, 3), (4, 6)])
+def test_mut2_a_broadcast_chain_is_paced_by_its_roots_threads(p, pieces):
+    """broadcast from rank 0, ring LL128, one channel, pieces x 576,000 B at 100 GB/s:
+    the root's threads write a piece in 576,000 / 10 GB/s = 57.6 us, far more than a
+    hop (1.9 us + 614,400 wire bytes at 100 GB/s = 8.044 us). The first piece leaves
+    after its write beyond its wire time (57.6 - 6.144 us), crosses the p-1 hops, and
+    each later piece comes 57.6 us behind it: launch 14 us + 51.456 us + (p-1) x 8.044
+    us + (pieces-1) x 57.6 us. An estimate without the pace P put the later pieces
+    one hop apart (97.6 us for 3 pieces on 3 GPUs, 129.8 us for 6 on 4)."""
+    n, alpha, beta = pieces * 576000, 1e-6, 1e-11
+    kw = dict(algo="ring", proto="LL128", channels=1, root=0)
+    wire = 576000 // 120 * 128 * beta
+    pace = 576000 / _MUT2_LL128_RATE
+    hop = _MUT2_LL128_STEP * _MUT2_US + wire
+    hand = _MUT2_LL128_BASE * _MUT2_US + (pace - wire) + (p - 1) * hop + (pieces - 1) * pace
+    run = sc.simulate(alpha_beta_network(p, alpha=alpha, beta=beta), "broadcast",
+                      algorithm="nccl", nbytes=n, dtype="uint8", **kw)
+    model = sc.cost.predict("broadcast", "nccl", p=p, nbytes=n, alpha=alpha, beta=beta,
+                            itemsize=1, **kw)
+    assert run.params["arch"] == "ampere"
+    assert run.time == pytest.approx(hand, rel=1e-9)
+    assert model == pytest.approx(hand, rel=1e-9)
