@@ -547,11 +547,14 @@ def _bound_detour():
     return topo
 
 
-def _sent_through_v(nbytes):
-    """A program: rank 0 sends ``nbytes`` to rank 1 bound through V."""
+def _sent_through(via, nbytes, after=0.0):
+    """A program: rank 0 sends ``nbytes`` to rank 1 bound through ``via``, ``after``
+    seconds in."""
     def program(comm):
         if comm.rank == 0:
-            yield comm.send(sc.VirtualBuffer(nbytes, np.uint8), 1, via="V")
+            if after:
+                yield comm.sleep(after)
+            yield comm.send(sc.VirtualBuffer(nbytes, np.uint8), 1, via=via)
         else:
             yield comm.recv(0)
     return program
@@ -568,11 +571,11 @@ def test_flow_rtt_names_the_failure_that_moves_a_bound_flow_onto_a_route_of_zero
                                                    r"and the message gpu0->gpu1 in flight "
                                                    r"\(bound through 'V'\) moves around it: "
                                                    r"network 'flow_rtt' weighs"):
-        sc.run_program(_bound_detour(), _sent_through_v(100_000), network="flow_rtt",
+        sc.run_program(_bound_detour(), _sent_through("V", 100_000), network="flow_rtt",
                        faults=faults)
     # on the flow model the rest of the bytes take the detour: 4 us, 20 us at 1 GB/s
     # (16 kB sent), then 84 kB at 1 GB/s on A - V - B
-    assert sc.run_program(_bound_detour(), _sent_through_v(100_000), faults=faults).time \
+    assert sc.run_program(_bound_detour(), _sent_through("V", 100_000), faults=faults).time \
         == pytest.approx(4e-6 + 100e-6, rel=1e-12)
 
 
@@ -588,13 +591,7 @@ def test_a_bound_message_with_no_route_left_names_a_failed_link_of_its_bound_rou
     for u, v in [("a", "c"), (g0, "a"), (g1, "b"), ("a", "b"), ("a", "s1"), ("b", "s1")]:
         topo.add_link(u, v, bandwidth=1e9, latency=1e-6)
 
-    def bound(comm):
-        if comm.rank == 0:
-            yield comm.sleep(10e-6)
-            yield comm.send(sc.VirtualBuffer(1000, np.uint8), 1, via="s1")
-        else:
-            yield comm.recv(0)
-
+    bound = _sent_through("s1", 1000, after=10e-6)
     faults = sc.Faults(links=[sc.LinkFault("a", "c", at=1e-6),
                               sc.LinkFault("a", "s1", at=1e-6),
                               sc.LinkFault("b", "s1", at=1e-6)])
@@ -613,10 +610,10 @@ def test_flow_rtt_names_the_failure_that_moves_a_bound_empty_message_onto_zero_l
     with pytest.raises(sc.InvalidInputError, match=r"^link \('S', 'V'\) failed at t=1e-06 s "
                                                    r"and the message gpu0->gpu1 in flight "
                                                    r"\(bound through 'V'\) moves around it"):
-        sc.run_program(_bound_detour(), _sent_through_v(0), network="flow_rtt",
+        sc.run_program(_bound_detour(), _sent_through("V", 0), network="flow_rtt",
                        faults=faults)
     # on the flow model it arrives when its route's 4 us of latency are over
-    assert sc.run_program(_bound_detour(), _sent_through_v(0), faults=faults).time == \
+    assert sc.run_program(_bound_detour(), _sent_through("V", 0), faults=faults).time == \
         pytest.approx(4e-6)
 
 
@@ -631,13 +628,7 @@ def test_a_bound_message_whose_device_no_route_reaches_is_not_blamed_on_failures
     for u, v in [(g0, "a"), (g1, "b"), ("a", "b"), ("a", "s1"), ("b", "s1"), ("z", "w")]:
         topo.add_link(u, v, bandwidth=1e9, latency=1e-6)
 
-    def bound(comm):
-        if comm.rank == 0:
-            yield comm.sleep(10e-6)
-            yield comm.send(sc.VirtualBuffer(1000, np.uint8), 1, via="z")
-        else:
-            yield comm.recv(0)
-
+    bound = _sent_through("z", 1000, after=10e-6)
     messages = []
     for faults in (None, sc.Faults(links=[sc.LinkFault("a", "s1", at=1e-6)])):
         with pytest.raises(sc.AlgorithmError) as info:
