@@ -591,6 +591,30 @@ def test_bad_configurations_are_refused_with_clear_errors():
         data_parallel(four, REF)
 
 
+def _gpus_on_nodes(nodes):
+    """A switch with one GPU per entry of ``nodes``, on that node."""
+    topo = sc.Topology("interleaved")
+    hub = topo.add_switch("sw")
+    for node in nodes:
+        topo.add_link(topo.add_gpu(node=node), hub, bandwidth=100e9, latency=1e-6)
+    return topo
+
+
+@pytest.mark.parametrize("run", [
+    lambda topo: pipeline(topo, job_for(MODEL, batch=12), stages=2, micro_batches=2,
+                          algorithm="hierarchical"),
+    lambda topo: tensor_parallel(topo, job_for(TP_MODEL, batch=12), tp=2,
+                                 algorithm="hierarchical"),
+], ids=["pipeline", "tensor_parallel"])
+def test_every_group_is_checked_before_the_run(run):
+    """Ranks 0, 2, 4 sit on nodes 0, 1, 2 (one GPU each: hierarchical takes them) and
+    ranks 1, 3, 5 on nodes 0, 0, 1 (two GPUs on one node, one on the other: it refuses
+    them); the second group, not only the first, is checked before anything runs."""
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"group of ranks \[1, 3, 5\]: hierarchical.*same number"):
+        run(_gpus_on_nodes([0, 0, 1, 0, 2, 1]))
+
+
 def test_bad_models_and_jobs_are_refused():
     with pytest.raises(sc.InvalidInputError, match=r"sizes=\(4,\)"):
         MLP((4,))

@@ -14,7 +14,7 @@ from simcoll.numeric.job import TrainingJob
 from simcoll.topology.graph import Topology
 
 __all__ = ["DEFAULT_FLOP_RATE", "check_job", "check_flop_rate", "data_parallel_degree",
-           "local_batch", "check_algorithm"]
+           "local_batch", "check_algorithm", "check_groups"]
 
 DEFAULT_FLOP_RATE = 10e12
 """FLOP/s a simulated GPU sustains on the model's matrix products unless told otherwise."""
@@ -95,4 +95,29 @@ def check_algorithm(collective: str, name: Any, nodes: tuple[int, ...], count: i
                                 f"start; use an algorithm that runs on the GPUs alone, "
                                 f"such as 'ring', or a machine without server hosts")
     spec.check(len(nodes), count, 0, nodes, {})
+    return name
+
+
+def check_groups(collective: str, name: Any, topology: Topology,
+                 groups: list[list[int]], count: int) -> str:
+    """``name`` once :func:`check_algorithm` accepts it on every group of ranks in
+    ``groups`` (each group's members' nodes read from ``topology``): an algorithm that
+    reads the node layout (``hierarchical``) may take one group and refuse another.
+
+    Raises:
+        UnknownAlgorithmError, InvalidInputError: as :func:`check_algorithm`; a group's
+            refusal names its ranks.
+    """
+    checked: set[tuple[int, ...]] = set()
+    for group in groups:
+        nodes = tuple(topology.gpu_nodes[r] for r in group)
+        if nodes in checked:
+            continue
+        try:
+            check_algorithm(collective, name, nodes, count, len(topology.hosts))
+        except InvalidInputError as err:
+            if type(err) is not InvalidInputError:
+                raise
+            raise InvalidInputError(f"the group of ranks {group}: {err}") from None
+        checked.add(nodes)
     return name

@@ -27,8 +27,8 @@ from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.numeric.checks import (
     DEFAULT_FLOP_RATE,
-    check_algorithm,
     check_flop_rate,
+    check_groups,
     check_job,
     data_parallel_degree,
     local_batch,
@@ -105,7 +105,8 @@ def pipeline(topology: Topology, job: TrainingJob, *, stages: int = 2,
     Raises:
         InvalidInputError: more stages than layers, a GPU count that is not a multiple of
             ``stages``, a batch that does not split evenly across the replicas or a share
-            that ``micro_batches`` does not divide, an unknown schedule or algorithm.
+            that ``micro_batches`` does not divide, an unknown schedule or algorithm, or an
+            algorithm one of the data-parallel groups refuses.
     """
     topology = check_job(topology, job)
     layers = job.model.layers
@@ -113,9 +114,9 @@ def pipeline(topology: Topology, job: TrainingJob, *, stages: int = 2,
     check_schedule(schedule)
     replicas = data_parallel_degree(topology, stages, "stages")
     local_batch(job, replicas, micro_batches)
-    nodes = tuple(topology.gpu_nodes[d * stages] for d in range(replicas))
-    check_algorithm("all_reduce", algorithm, nodes, sum(v.size for v in job.params.values()),
-                    len(topology.hosts))
+    check_groups("all_reduce", algorithm, topology,
+                 [[d * stages + s for d in range(replicas)] for s in range(stages)],
+                 sum(v.size for v in job.params.values()))
     res = run_program(topology, _stage_rank, job, stages, micro_batches, schedule, algorithm,
                       check_flop_rate(flop_rate), network=network, trace=trace)
 

@@ -26,8 +26,8 @@ from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.numeric.checks import (
     DEFAULT_FLOP_RATE,
-    check_algorithm,
     check_flop_rate,
+    check_groups,
     check_job,
     data_parallel_degree,
     local_batch,
@@ -109,7 +109,8 @@ def tensor_parallel(topology: Topology, job: TrainingJob, *, tp: int = 2,
     Raises:
         InvalidInputError: an odd number of layers, ``tp`` above a column-parallel layer's
             width, a GPU count that is not a multiple of ``tp``, a batch that does not
-            split evenly across the replicas, an unknown algorithm.
+            split evenly across the replicas, an unknown algorithm, or one a tensor- or
+            data-parallel group refuses.
     """
     topology = check_job(topology, job)
     model = job.model
@@ -117,10 +118,9 @@ def tensor_parallel(topology: Topology, job: TrainingJob, *, tp: int = 2,
     replicas = data_parallel_degree(topology, tp, "tp")
     local_batch(job, replicas)
     count = sum(v.size for v in job.params.values())
-    check_algorithm("all_reduce", algorithm, topology.gpu_nodes[:tp], count,
-                    len(topology.hosts))
-    check_algorithm("all_reduce", algorithm, topology.gpu_nodes[::tp], count,
-                    len(topology.hosts))
+    check_groups("all_reduce", algorithm, topology,
+                 [list(range(r * tp, (r + 1) * tp)) for r in range(replicas)]
+                 + [[d * tp + j for d in range(replicas)] for j in range(tp)], count)
     res = run_program(topology, _tp_rank, job, tp, algorithm, check_flop_rate(flop_rate),
                       network=network, trace=trace)
     return collect("tensor_parallel", res, lambda held: _assemble(model, held[:tp]))
