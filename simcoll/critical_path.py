@@ -3,20 +3,21 @@
 ``Result.time`` is when the last activity ended. Walking back from it, each activity
 waited for something that ended just when it began, on the same endpoint: a message's
 bytes moved once its latency had run (the route's, plus the delay its sender asked for
-beyond it: a protocol's step) or once the message ahead of it on its connection had
-arrived (on its connection: from its sender to its receiver in its matching context with
-its tag); the message was sent when its sender's program resumed, because a message
-arrived there, a reduction or compute span ended, or a message it sent arrived; a
-message that took no time (empty, on a route without latency) passes the walk on to its
-sender at the same instant. An arrival counts only where it woke what waited on it
-(``TraceEvent.woke_receiver``, ``woke_sender``): one that came while the program slept,
-computed or had not started yet woke nothing. A program that slept (``comm.sleep``: a
-launch latency, a protocol's pacing; ``RunResult.sleeps``) waited from when its sleep
-began: a ``wait``. Where nothing ended at that instant (a late start) the endpoint
-waited since the last instant it ran (a send, an arrival it woke to, a reduction,
-compute span or sleep ending) or since time 0. The walk stops at time 0. An endpoint's
-programs (a rank's, and the collectives it started) count as one where they meet: an
-arrival, a reduction or a compute span ending on it may have woken any of them.
+beyond it: a protocol's step, and any jitter drawn for it) or once the message ahead of
+it on its connection had arrived (on its connection: from its sender to its receiver in
+its matching context with its tag); the message was sent when its sender's program
+resumed, because a message arrived there, a reduction or compute span ended, or a
+message it sent arrived; a message that took no time (empty, on a route without latency)
+passes the walk on to its sender at the same instant. An arrival counts only where it
+woke what waited on it (``TraceEvent.woke_receiver``, ``woke_sender``): one that came
+while the program slept, computed or had not started yet woke nothing. A program that
+slept (``comm.sleep``: a launch latency, a protocol's pacing; ``RunResult.sleeps``)
+waited from when its sleep began: a ``wait``. Where nothing ended at that instant (a
+late start) the endpoint waited since the last instant it ran (a send, an arrival it
+woke to, a reduction, compute span or sleep ending) or since time 0. The walk stops at
+time 0. An endpoint's programs (a rank's, and the collectives it started) count as one
+where they meet: an arrival, a reduction or a compute span ending on it may have woken
+any of them.
 
 The segments tile ``[0, Result.time]`` exactly: each one ends where the next begins, so
 their durations add up to the run's time, and each is a route's latency, bytes crossing a
@@ -75,7 +76,8 @@ class Segment:
         nbytes: a message's payload or a reduction's bytes (0 otherwise).
         wire_bytes: bytes a transfer put on each link of its route.
         route_latency: for ``"latency"``, the part that is the route's own latency; the
-            rest is the delay its sender asked for.
+            rest is the delay its sender asked for and any jitter
+            (:class:`simcoll.Faults`) drawn for it.
         tag: a message's tag.
         via: the devices a message's route was bound to pass, if any.
         links: a transfer's directed links, as the network routed it
@@ -248,7 +250,7 @@ class CriticalPath:
 
 _KIND_NOTES = {
     "transfer": "bytes crossing routes",
-    "latency": "route latencies and protocol steps",
+    "latency": "route latencies, protocol steps and jitter",
     "reduce": "reductions",
     "compute": "compute",
     "wait": "asleep or not yet started (launch, pacing)",

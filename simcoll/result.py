@@ -146,7 +146,10 @@ class Result(RunResult):
     """What ``simulate`` returns: a run of one collective. Rates in bytes/s.
 
     Attributes (besides :class:`RunResult`'s):
-        collective, algorithm, params: what ran.
+        collective, algorithm: what ran. params: the parameters given, normalized, and
+            what the algorithm chose from the machine (NCCL's, with the defaults its
+            choice fills in); a parameter left at its default and not chosen is not
+            listed (a ring's ``chunks=1``).
         nbytes, dtype, op: each rank's input size and element type, and the reduction.
             For a v-collective ``nbytes`` is the ranks' mean input in bytes, rounded down
             (exact when every rank's input has one size); ``splits`` holds the sizes.
