@@ -72,7 +72,33 @@ def test_a_scatter_of_one_element_may_need_no_message():
     assert cost.lower_bound("scatter", p=4, nbytes=4, alpha=A, beta=B) == Bounds(
         0.0, 0.0, 0.0, 0.0)
     assert cost.lower_bound("scatter", p=4, nbytes=8, alpha=A, beta=B) == pytest.approx(
-        Bounds(latency=2 * A, bandwidth=4 * B, computation=0.0, message=A))
+        Bounds(latency=A, bandwidth=4 * B, computation=0.0, message=A))
+
+
+@pytest.mark.parametrize("count, rounds", [(2, 1), (3, 2), (4, 2), (5, 3), (7, 3), (8, 3),
+                                           (9, 3), (100, 3)])
+def test_a_scatter_latency_bound_counts_only_the_ranks_its_blocks_reach(count, rounds):
+    """count elements over 8 ranks fill min(8, count) blocks; the root holds one, and a
+    round of single-port messages at most doubles the ranks holding their block:
+    ceil(log2 min(8, count)) rounds (1 for two blocks, 3 from five). It was 3 alpha at
+    every count, above the alpha + 4 beta of a root that sends rank 1 its lone element."""
+    bound = cost.lower_bound("scatter", p=8, nbytes=4 * count, alpha=A, beta=B)
+    assert bound.latency == pytest.approx(rounds * A)
+
+
+def test_a_scatter_of_two_elements_can_end_after_one_message():
+    """A root that sends rank 1 its element and nothing else is a valid scatter of two
+    float32 elements over 8 ranks (blocks 2 - 7 are empty): one alpha and 4 beta, within
+    the bound's latency."""
+    def root_sends_one(comm):
+        if comm.rank == 0:
+            yield comm.send(np.zeros(1, np.float32), 1)
+        elif comm.rank == 1:
+            yield comm.recv(0)
+
+    run = sc.run_program(alpha_beta_network(8, alpha=A, beta=B), root_sends_one)
+    assert run.time == pytest.approx(A + 4 * B, rel=1e-12)
+    assert run.time >= cost.lower_bound("scatter", p=8, nbytes=8, alpha=A, beta=B).latency
 
 
 def test_a_barrier_still_needs_its_messages():

@@ -50,7 +50,8 @@ class Bounds:
 
     Attributes:
         latency: ceil(log2 p) alpha, the latency bound of single-port algorithms (one
-            message in flight per rank at a time), where any message is needed.
+            message in flight per rank at a time), where any message is needed (a
+            scatter of fewer elements than ranks: ceil(log2 count) alpha).
         bandwidth: bytes a rank must move, times beta.
         computation: bytes a reduction engine (a rank's or a server host's) must reduce,
             times gamma.
@@ -334,14 +335,16 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
     """Latency, bandwidth and computation lower bounds (Chan et al. 2007, table 1).
 
     With n the per-rank input bytes and L = ceil(log2 p) (a message at most doubles the
-    ranks that know something per round), the single-port latency bound is L alpha for
-    every collective. Bandwidth bounds: all_reduce 2 (p-1)/p n beta (Patarasuk & Yuan 2009);
-    reduce_scatter and all_to_all (p-1)/p n beta; scatter (n - b) beta, where b is the
-    largest block the root may keep (ceil(count/p) elements of ``itemsize`` bytes, as
+    ranks that know something per round), the single-port latency bound is L alpha for every
+    collective but scatter, whose blocks of ``count < p`` elements leave p - count ranks
+    nothing to hear: ceil(log2 min(p, count)) alpha (the root holding one of the non-empty
+    blocks, as below). Bandwidth bounds: all_reduce 2 (p-1)/p n beta (Patarasuk & Yuan
+    2009); reduce_scatter and all_to_all (p-1)/p n beta; scatter (n - b) beta, where b is
+    the largest block the root may keep (ceil(count/p) elements of ``itemsize`` bytes, as
     ``np.array_split`` cuts); all_gather and gather (p-1) n beta (each rank receives every
     other rank's n bytes); broadcast and reduce n beta. Computation bounds: the (p-1) n
-    bytes that p inputs take to reduce, shared by the p ranks' reduction engines,
-    (p-1)/p n gamma, for all_reduce, reduce_scatter and reduce; 0 otherwise.
+    bytes that p inputs take to reduce, shared by the p ranks' reduction engines, (p-1)/p n
+    gamma, for all_reduce, reduce_scatter and reduce; 0 otherwise.
 
     Server hosts (``hosts=h``, the network's ``alpha_beta_network(servers=h)``; 0 by
     default) can reduce too: with h of them the computation bound is (p-1) n gamma /
@@ -384,8 +387,11 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
         moved = n
     if not moved and collective != "barrier":  # no rank need move a byte: no message
         return Bounds(0.0, 0.0, 0.0, 0.0)
-    return Bounds((p - 1).bit_length() * alpha, moved * beta, reduced / (p + hosts) * gamma,
-                  alpha)
+    # a scatter's empty blocks need no message: only the ranks of its non-empty blocks
+    # (the root among them, as the bandwidth bound lets it keep one) must hear from it
+    reached = min(p, n // itemsize) if collective == "scatter" else p
+    return Bounds((reached - 1).bit_length() * alpha, moved * beta,
+                  reduced / (p + hosts) * gamma, alpha)
 
 
 _BOUNDED = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all",
