@@ -65,9 +65,14 @@ def _subject(name: str, value: Any) -> str:
     return f"{name}={shown(value)}" if name.isidentifier() else f"{name} = {shown(value)}"
 
 
+FLOAT_OVERFLOW = 2**1024 - 2**970
+"""The least integer ``float()`` cannot hold: half an ulp above the largest float,
+(2 - 2^-52) x 2^1023, it rounds to 2^1024 (an OverflowError)."""
+
+
 def _huge(value: Any) -> bool:
     """Whether ``value`` is a Python integer beyond float's range (no float holds it)."""
-    return type(value) is int and abs(value) >= 2**1024
+    return type(value) is int and abs(value) >= FLOAT_OVERFLOW
 
 
 def _is_bool(value: Any) -> bool:

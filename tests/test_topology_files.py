@@ -154,6 +154,10 @@ def test_preset_files(tmp_path, name, text, direct, spec):
     ("z.yaml", "preset: switch\nargs: {n: 2}\ndevices: []\n",
      ["z.yaml, line 3: devices: unknown key", "preset, args"]),
     ("w.yaml", "preset: warp_drive\n", ["unknown topology builder 'warp_drive'"]),
+    # null for a parameter without 'none' became the text "none": a link kind of "none"
+    ("k.yaml", "preset: switch\nargs: {n: 2, kind: null}\n",
+     ["k.yaml, line 2: args.kind: null is not accepted for switch's 'kind', which has no "
+      "'none'"]),
     ("a.yaml", "!!python/object/apply:os.system ['echo unsafe']\n",
      ["a.yaml", "not valid YAML", "python/object/apply"]),
     # A 400-digit bandwidth is as infinite as 1e400 (it raised a raw OverflowError).

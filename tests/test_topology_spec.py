@@ -140,6 +140,33 @@ def test_a_quantity_past_floats_range_is_infinite_whatever_the_decimal_context()
         sc.topology.from_spec("ring:4,bandwidth=1e9999999GB/s")
 
 
+def test_an_exponent_past_what_decimal_holds_reads_as_float_reads_it():
+    """decimal takes exponents of up to 18 digits; one of 20 raised decimal.InvalidOperation
+    (neither a ValueError nor a SimCollError: a traceback on the command line)."""
+    huge = "1e99999999999999999999"
+    assert parse_time("1e-99999999999999999999us") == float("1e-99999999999999999999") == 0.0
+    assert parse_rate(huge + "GB/s") == float(huge) == math.inf
+    with pytest.raises(sc.TopologyError, match="bandwidth=inf is not accepted"):
+        sc.topology.from_spec(f"switch:2,bandwidth={huge}")
+
+
+def test_integers_float_rounds_past_its_range_are_infinite():
+    """The largest float is (2 - 2^-52) 2^1023 = 2^1024 - 2^971; integers from half an ulp
+    above it, 2^1024 - 2^970, round to 2^1024, and float() raised OverflowError for those
+    under 2^1024 (a traceback where 2^1024 itself was refused clearly)."""
+    largest = 2**1024 - 2**971
+    assert float(largest + 2**970 - 1) == float(largest)
+    assert parse_rate(largest + 2**970 - 1) == float(largest)
+    assert parse_rate(largest + 2**970) == parse_rate(2**1024 - 1) == math.inf
+    topo = Topology()
+    a, b = topo.add_gpu(), topo.add_gpu()
+    with pytest.raises(sc.TopologyError, match=r"bandwidth of link .* is not accepted; use a "
+                                               r"number > 0, finite"):
+        topo.add_link(a, b, bandwidth=2**1024 - 1)
+    with pytest.raises(sc.TopologyError, match=r"latency=17976931.* is not accepted"):
+        sc.topology.switch(2, latency=largest + 2**970)
+
+
 @pytest.mark.parametrize("text", ["1us", "fast", "1 parsec", "GB/s", True, "1 GB/h"])
 def test_parse_rate_refuses(text):
     with pytest.raises(ValueError, match="rate"):

@@ -236,7 +236,7 @@ def _build(data: Any, ctx: Context) -> Topology:
 
 
 def _preset(data: dict[str, Any], ctx: Context) -> Topology:
-    from simcoll.topology.catalog import build, builder
+    from simcoll.topology.catalog import build, builder, parameters
 
     _mapping(data, ctx, (), _PRESET_KEYS, "a mapping with 'preset' and 'args'")
     name = data["preset"]
@@ -250,15 +250,21 @@ def _preset(data: dict[str, Any], ctx: Context) -> Topology:
     if not isinstance(args, dict):
         raise ctx.error(("args",), f"expected a mapping of parameter: value, got {args!r:.60}")
 
-    def text(value: Any) -> str:
+    optional = {p.name: p.optional for p in parameters(name)}
+
+    def text(key: str, value: Any) -> str:
         if isinstance(value, bool):
             return str(value).lower()
         if isinstance(value, (list, tuple)):
             return "x".join(str(v) for v in value)
+        if value is None and not optional.get(key, True):
+            raise ctx.error(("args", key), f"null is not accepted for {name}'s {key!r}, "
+                                           f"which has no 'none'; give a value or leave the "
+                                           f"key out for its default")
         return "none" if value is None else str(value)
 
     place = ctx.place(("args",) if "args" in data else ("preset",))
-    return build(name, {str(k): text(v) for k, v in args.items()}, place)
+    return build(name, {str(k): text(str(k), v) for k, v in args.items()}, place)
 
 
 def from_dict(data: Any, *, source: str = "topology description",

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
 from typing import Any
+
+from simcoll.checks import FLOAT_OVERFLOW
 
 __all__ = ["parse_rate", "parse_time", "parse_number", "format_rate", "format_time"]
 
@@ -39,13 +41,18 @@ def _split(text: Any, what: str) -> tuple[Decimal | float, str]:
         raise ValueError(f"{text!r} is not {what}")
     if isinstance(text, (int, float)):
         # An integer beyond float's range is as infinite as 1e400 written out.
-        if type(text) is int and abs(text) >= 2**1024:
+        if type(text) is int and abs(text) >= FLOAT_OVERFLOW:
             return (math.inf if text > 0 else -math.inf), ""
         return float(text), ""
     match = _QUANTITY_RE.match(str(text))
     if match is None:
         raise ValueError(f"{text!r} is not {what}")
-    return Decimal(match.group(1)), match.group(2)
+    try:
+        return Decimal(match.group(1)), match.group(2)
+    except InvalidOperation:
+        # an exponent past what decimal holds (20 digits): as far past float's range,
+        # read as float reads it (0 or infinity)
+        return float(match.group(1)), match.group(2)
 
 
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])

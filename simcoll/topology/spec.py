@@ -111,8 +111,10 @@ def from_spec(spec: str | os.PathLike) -> Topology:
         1000000000.0
 
     Raises:
-        TopologyError: an unknown builder, parameter or value; the message names it and
-            lists the builder's parameters with their defaults.
+        TopologyError: an unknown builder or parameter, or a value that cannot be read
+            (the message names it and lists the builder's parameters with their
+            defaults); a value the builder refuses (``switch:0``, ``bandwidth=0``: the
+            message names it and what is accepted).
     """
     if isinstance(spec, os.PathLike):
         from simcoll.topology.io import load
