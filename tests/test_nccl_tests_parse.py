@@ -479,6 +479,32 @@ def test_milliseconds_without_their_titles_are_refused():
         parse(row[0])
 
 
+ALGBW_HEAD = ("#       size         count      type   redop    root     time   algbw   busbw "
+              "#wrong     time   algbw   busbw #wrong\n")
+
+
+def test_algbw_short_of_size_over_time_passes_only_where_old_versions_printed_it_so():
+    """8388608 B / 103.4 us = 81.13 GB/s; a row printing 67.98 (8388608 B / 123.4 us) has
+    a time 16% short of its algbw's. nccl-tests before 2.10 printed (p - 1) / p of algbw
+    for all_gather and reduce_scatter only, so half of size / time was let through for
+    all_reduce too; an all_gather row (redop none) or a reduce_scatter row (size 4 x its
+    count's bytes) may still print it."""
+    all_reduce = ("     8388608       2097152     float     sum      -1    103.4   67.98  101.97"
+                  "      0    122.9   68.25  102.38      0\n")
+    with pytest.raises(InvalidInputError, match=r"line 2: algbw 67.98 GB/s is not size / "
+                                                r"time = 8388608 B / 103.4 us = 81.13 GB/s"):
+        parse(ALGBW_HEAD + all_reduce)
+    with pytest.raises(InvalidInputError, match=r"line 2: algbw 0.00 GB/s is not size"):
+        parse(ALGBW_HEAD + all_reduce.replace("   67.98", "    0.00"))
+    gathered = all_reduce.replace("     sum", "    none")
+    assert parse(ALGBW_HEAD + gathered).rows[0].out_of_place.algbw == 67.98
+    scattered = all_reduce.replace("2097152", " 524288")
+    assert parse(ALGBW_HEAD + scattered).rows[0].out_of_place.time_us == 103.4
+    # under half of size / time stays refused for them too
+    with pytest.raises(InvalidInputError, match=r"algbw 40.00 GB/s is not size / time"):
+        parse(ALGBW_HEAD + gathered.replace("   67.98", "   40.00"))
+
+
 # what nccl-tests' NCCLCHECK and TESTCHECK macros print (src/common.h) when a run fails
 NCCL_FAILURE = ("node-001: Test NCCL failure common.cu:1279 'unhandled system error (run with "
                 "NCCL_DEBUG=INFO for details) / '")

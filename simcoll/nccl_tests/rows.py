@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from simcoll.errors import InvalidInputError
-from simcoll.nccl_tests.tables import Measurement, NcclTestsRow
+from simcoll.nccl_tests.tables import ITEMSIZE, Measurement, NcclTestsRow
 
 __all__ = ["Layout", "layout_from_titles", "layout_from_row", "read_row", "read_number",
            "prints_error_column"]
@@ -139,8 +139,13 @@ def read_row(layout: Layout, line: str, number: int) -> NcclTestsRow:
     size = _whole(head["size"], number, "size")
     count = _whole(head["count"], number, "count")
     root = _whole(head["root"], number, "root", signed=True) if "root" in head else None
+    itemsize = ITEMSIZE.get(head["type"])
+    # what may be all_gather (no reduction) or reduce_scatter (size a rank's share times
+    # the ranks), whose algbw old nccl-tests printed short (:func:`_check_algbw`)
+    shortened = head.get("redop") in (None, "none") or itemsize is None \
+        or size > count * itemsize
     blocks = {name: _measurement(layout, fields[start:start + layout.block_width], size,
-                                 number)
+                                 number, shortened)
               for name, start in zip(layout.blocks, range(len(layout.head), layout.width,
                                                           layout.block_width))}
     return NcclTestsRow(size, count, head["type"], head.get("redop"), root,
@@ -180,8 +185,10 @@ def _row_layout(layout: Layout, fields: list[str]) -> Layout:
     return layout
 
 
-def _measurement(layout: Layout, fields: list[str], size: int, number: int) -> Measurement:
-    """One block of a row, its time in microseconds, its algbw checked against it."""
+def _measurement(layout: Layout, fields: list[str], size: int, number: int,
+                 shortened: bool) -> Measurement:
+    """One block of a row, its time in microseconds, its algbw checked against it
+    (``shortened``: as :func:`_check_algbw` allows)."""
     values = dict(zip(layout.block_columns, fields))
     unit = "ms" if layout.time_shift == 3 else "us"
     time = read_number(values["time"], number, f"the time ({unit})", finite=True)
@@ -189,7 +196,7 @@ def _measurement(layout: Layout, fields: list[str], size: int, number: int) -> M
         time = float(Decimal(values["time"]).scaleb(layout.time_shift))
     algbw = read_number(values["algbw"], number, "algbw (GB/s)")
     if not layout.cputime:
-        _check_algbw(size, values["time"], values["algbw"], layout, number)
+        _check_algbw(size, values["time"], values["algbw"], layout, number, shortened)
     return Measurement(time, algbw, read_number(values["busbw"], number, "busbw (GB/s)"),
                        _wrong(values.get("wrong", "N/A"), number))
 
@@ -201,17 +208,19 @@ def _half_step(text: str) -> float:
 
 
 def _check_algbw(size: int, time_text: str, algbw_text: str, layout: Layout,
-                 number: int) -> None:
+                 number: int, shortened: bool) -> None:
     """algbw is size / time, to the rounding of both printed numbers. nccl-tests before
     2.10 printed (p - 1) / p of it for all_gather and reduce_scatter, as hypercube still
-    does: half of it is let through (and 0, a single rank's)."""
+    does: where the row may be one of those (``shortened``: no reduction, or a size of
+    more than its count's bytes), half of it is let through (and 0, a single rank's)."""
     shift = layout.time_shift
     time_us, step = float(time_text) * 10.0 ** shift, _half_step(time_text) * 10.0 ** shift
     algbw, rounding = float(algbw_text), _half_step(algbw_text)
     slowest = size / (time_us + step) / 1e3
     fastest = size / (time_us - step) / 1e3 if time_us > step else math.inf
     if algbw - rounding <= fastest * (1 + 1e-9) and (
-            algbw == 0 or algbw + rounding >= slowest / 2 * (1 - 1e-9)):
+            shortened and algbw == 0
+            or algbw + rounding >= slowest / (2 if shortened else 1) * (1 - 1e-9)):
         return
     implied = size / time_us / 1e3 if time_us else math.inf
     untitled = "" if layout.titled else (
