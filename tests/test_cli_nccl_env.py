@@ -66,6 +66,10 @@ def test_one_channel_count_from_the_environment(capsys, monkeypatch):
                                                "NCCL_MAX_NCHANNELS": "8"}, "--size", "64M")
     assert found[0]["params"]["channels"] == 8
     assert err == "# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS in the environment: channels=8\n"
+    # NCCL reads them as numbers: 8 and ' 08' are one count (compared as text, a range)
+    spelt, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": "8",
+                                               "NCCL_MAX_NCHANNELS": " 08"}, "--size", "64M")
+    assert spelt == found and "channels=8" in err
     monkeypatch.delenv("NCCL_MIN_NCHANNELS")
     monkeypatch.delenv("NCCL_MAX_NCHANNELS")
     chosen, _ = records(capsys, monkeypatch, {}, "--size", "64M")
@@ -90,7 +94,9 @@ def test_one_channel_count_from_the_environment(capsys, monkeypatch):
     ({"NCCL_ALGO": "Rong", "NCCL_NVLS_ENABLE": "0"},
      "NCCL_ALGO in the environment: algo='Rong' is not accepted"),
     ({"NCCL_MIN_NCHANNELS": "x", "NCCL_MAX_NCHANNELS": "x"},
-     "NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS='x' in the environment is not accepted"),
+     "NCCL_MIN_NCHANNELS='x' in the environment is not accepted; use a whole number"),
+    ({"NCCL_MIN_NCHANNELS": "8", "NCCL_MAX_NCHANNELS": "8x"},
+     "NCCL_MAX_NCHANNELS='8x' in the environment is not accepted; use a whole number"),
 ])
 def test_values_nccl_would_refuse_are_refused_naming_the_variable(capsys, monkeypatch, env,
                                                                   said):

@@ -316,6 +316,23 @@ def test_command_line_takes_the_logs_nccl_release(capsys, tmp_path):
                                "--param to compare it with its own run"]
 
 
+def test_command_line_names_nccl_variables_it_does_not_read(capsys, tmp_path, monkeypatch):
+    """simcoll run applies NCCL_PROTO; compare simulated NCCL's own choice beside it with
+    no word (the log's run may have set other variables than this shell)."""
+    assert main(["run", "--topology", "switch:4", "--algorithm", "nccl", "-b", "8",
+                 "-e", "8"]) == 0
+    path = tmp_path / "nccl.txt"
+    path.write_text(capsys.readouterr().out)
+    monkeypatch.setenv("NCCL_PROTO", "Simple")
+    status, out, _ = cli(capsys, "compare", str(path), "--topology", "switch:4",
+                         "--algorithm", "nccl", "--json")
+    record = json.loads(out)
+    assert status == 0 and record["notes"] == [
+        "NCCL_PROTO in the environment: not read here (the log's run had its own; give its "
+        "choices with --param, such as proto=Simple)"]
+    assert record["params"][0]["proto"] == "LL"
+
+
 def test_command_line_leaves_out_rows_of_nothing(capsys, tmp_path):
     # 8 B of reduce_scatter on 4 ranks is no element per rank: a row of size 0
     assert main(["run", "--topology", "switch:4", "--collective", "reduce_scatter",
@@ -777,6 +794,13 @@ def test_command_line_header_and_notes(capsys, unnamed_log):
     assert status == 0
     assert out.splitlines()[0].endswith(f"1 size of {unnamed_log}; the run has no '# Avg "
                                         f"bus bandwidth' footer: it may have stopped early")
+    # cut inside the footer, after its colon: the same (it was refused, "found nothing")
+    cut = unnamed_log.parent / "cut.txt"
+    cut.write_text(unnamed_log.read_text() + "# Avg bus bandwidth    : ")
+    status, again, _ = cli(capsys, "compare", str(cut), "--topology",
+                           "switch:ranks=4,bandwidth=50GB/s,latency=2us", "--collective",
+                           "all_reduce", "--min-size", "16M")
+    assert status == 0 and again.replace(str(cut), str(unnamed_log)) == out
 
 
 def test_a_size_of_eleven_digits_keeps_the_columns():

@@ -340,7 +340,8 @@ def test_malformed_inputs():
         parse("  8  2  float  sum  -1  1.0  0.0  0.0  0  1.0")
     with pytest.raises(InvalidInputError, match="line 2: cannot read the column titles"):
         parse("#  out-of-place in-place\n#  size  count  type  time  algbw  speed\n")
-    with pytest.raises(InvalidInputError, match="line 1: expected a number after"):
+    # a footer cut after its colon is a run without its footer (test_compare's notes)
+    with pytest.raises(InvalidInputError, match="no result rows found"):
         parse("# Avg bus bandwidth    : \n")
     with pytest.raises(InvalidInputError, match="no in-place block"):
         parse("  8  2  float  sum  -1  1.0  0.0  0.0  0").rows[0].measurement("in_place")

@@ -7,6 +7,7 @@ import argparse
 import codecs
 import dataclasses
 import inspect
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -184,6 +185,10 @@ def simulate_kwargs(args: argparse.Namespace,
     if measured.simcoll_run is not None:
         notes += _simcoll_run_note(measured.simcoll_run, args)
     notes += _timing_notes(measured.settings)
+    unread = sorted(name for name in os.environ if name.startswith("NCCL_"))
+    if unread:
+        notes.append(f"{', '.join(unread)} in the environment: not read here (the log's run "
+                     f"had its own; give its choices with --param, such as proto=Simple)")
     if args.algorithm == "nccl" and "tuner" not in kwargs and measured.nccl_version:
         if measured.nccl_version in TUNERS:
             kwargs["tuner"] = measured.nccl_version

@@ -85,7 +85,8 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
                      "communicator's channels, from which NCCL works out each peer's: not "
                      "applied to all_to_all (its channels= is a send's parts)")
     elif low is not None or high is not None:
-        if low is not None and low == high:
+        if low is not None and high is not None and \
+                _count("NCCL_MIN_NCHANNELS", low) == _count("NCCL_MAX_NCHANNELS", high):
             wanted["channels"] = ("NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS", low)
         else:
             counts = " ".join(f"{name}={value}" for name, value in
