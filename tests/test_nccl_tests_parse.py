@@ -506,6 +506,23 @@ def test_algbw_short_of_size_over_time_passes_only_where_old_versions_printed_it
         parse(ALGBW_HEAD + gathered.replace("   67.98", "   40.00"))
 
 
+def test_an_nccl_log_line_inside_a_row_is_named_as_the_cause():
+    """nccl-tests prints a row's size, count, type, redop and root before it times the
+    size; NCCL's lazy connection set-up then logs into the middle of the row."""
+    lines = nccl_text("all_reduce", 4, SIZES[5:7]).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"{SIZES[5]:12d}"))
+    head, tail = lines[at][:52], lines[at][52:]
+    lines[at:at + 1] = [head + "node00:1000:1050 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] "
+                               "via P2P/CUMEM", tail]
+    with pytest.raises(InvalidInputError, match=rf"line {at + 1}: expected 13 fields .*; an "
+                                                r"NCCL log line inside the row .* "
+                                                r"NCCL_DEBUG_FILE"):
+        parse("\n".join(lines))
+    lines[at:at + 2] = [head + " 7 " + tail]     # a field too many, no log line: no cause
+    with pytest.raises(InvalidInputError, match=r"found 14: '[^']*'$"):
+        parse("\n".join(lines))
+
+
 # what nccl-tests' NCCLCHECK and TESTCHECK macros print (src/common.h) when a run fails
 NCCL_FAILURE = ("node-001: Test NCCL failure common.cu:1279 'unhandled system error (run with "
                 "NCCL_DEBUG=INFO for details) / '")
