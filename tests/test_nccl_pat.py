@@ -153,9 +153,16 @@ def test_pat_only_runs_with_one_gpu_per_node_and_never_averages():
         "algo"] == "pat"
     averaged = sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=1024, op="avg")
     assert averaged.params["algo"] == "ring"
-    with pytest.raises(InvalidInputError, match="op=avg"):
+    # one GPU per node already: only the average is named (it also said "PAT needs one
+    # GPU per node")
+    with pytest.raises(InvalidInputError, match=r"\(NCCL leaves PAT out of reduce_scatter's "
+                                                r"op=avg\)$"):
         sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=1024, op="avg",
                     algo="pat")
+    with pytest.raises(InvalidInputError, match=r"\(PAT needs one GPU per node; NCCL leaves "
+                                                r"PAT out of reduce_scatter's op=avg\)$"):
+        sc.simulate(sc.topology.dgx_h100(2), "reduce_scatter", algorithm="nccl",
+                    nbytes=1024, op="avg", algo="pat")
 
 
 def random_one_gpu_nodes(seed: int) -> sc.topology.Topology:

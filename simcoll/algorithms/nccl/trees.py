@@ -99,9 +99,9 @@ def all_reduce(comm: Comm, part: Buffer, channel: int, searched: int, protocol: 
                op: ReduceOp, intra: str) -> Steps:
     """One channel's tree all-reduce of this rank's ``part``; returns it reduced
     (``searched``: the channels of NCCL's search, n). Its slices are one step each, 8 in
-    flight (:func:`~.protocols.one_step_slices`): NCCL takes a ring's Simple chunks two
-    steps at a time, every other algorithm's one (``chunkSteps`` and ``sliceSteps`` in
-    ``src/enqueue.cc``)."""
+    flight (:func:`~.protocols.one_step_slices`): NCCL cuts a ring's Simple chunks of
+    four steps into slices of two, every other algorithm's into slices of one
+    (``chunkSteps`` and ``sliceSteps`` in ``src/enqueue.cc``)."""
     protocol = one_step_slices(protocol)
     up, sources, below = _layout(comm, channel, searched)
     if up is not None:  # up and down each on half of the channel's threads (see above)

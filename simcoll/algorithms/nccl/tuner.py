@@ -285,8 +285,11 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                                          "only, with a head per GPU: NVLS's heads, or "
                                          "a NIC per GPU"))
             if "pat" in named:
-                hints.append("PAT needs one GPU per node" + (
-                    ", and NCCL leaves it out of op=avg" if averages else ""))
+                pat_needs = (["PAT needs one GPU per node"] if machine.nnodes != machine.nranks
+                             else []) + (["NCCL leaves PAT out of reduce_scatter's op=avg"]
+                                         if averages and collective == "reduce_scatter"
+                                         else [])
+                hints.append("; ".join(pat_needs or ["PAT needs one GPU per node"]))
             raise InvalidInputError(
                 f"algo={algo!r} cannot run {collective} on this machine; it can run "
                 f"{', '.join(algos)}" + "".join(f" ({hint})" for hint in hints))
@@ -315,7 +318,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                    f"as in NCCL; give proto='Simple' or 'auto')")
         elif all(a.startswith("nvls") for a in algos):
             if channels == 1:
-                few = " (NVLS needs 2 channels or more, as in NCCL)"
+                few = (" (simcoll runs NVLS on 2 channels or more, as NCCL 2.30.7 runs it "
+                       "only where its NVLS graph has 2 or more; give channels=2 or more)")
             elif tuner != "2.26.2" and nvls_graph_of(machine).channels < 2:
                 few = (" (NCCL's NVLS graph has 1 channel here, one head, and NCCL "
                        "2.30.7 runs NVLS on 2 or more)")
