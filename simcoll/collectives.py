@@ -46,13 +46,13 @@ from typing import Any, Union
 
 import numpy as np
 
-from simcoll.buffers import block_size
+from simcoll.buffers import VirtualBuffer, block_size
 from simcoll.dtypes import is_float
-from simcoll.errors import InvalidInputError, UnknownCollectiveError
+from simcoll.errors import AlgorithmError, InvalidInputError, UnknownCollectiveError
 from simcoll.ops import ReduceOp
 
 __all__ = ["Collective", "Shape", "Splits", "COLLECTIVES", "ALIASES", "ROOT_NAMES",
-           "collective", "root_argument"]
+           "collective", "root_argument", "check_output"]
 
 Arrays = Sequence[np.ndarray]
 Outputs = list[np.ndarray | None]
@@ -324,3 +324,30 @@ def root_argument(coll: Collective, root: Any, src: Any = None, dst: Any = None)
         raise InvalidInputError(f"the root is given twice ({both}); pass root= or "
                                 f"{torch_name}=, not both")
     return next(iter(given.values()), None)
+
+
+def check_output(value: Any, expected: int | None, dtype: np.dtype, who: str) -> None:
+    """Refuse what ``who`` (a rank of an algorithm) returned where it is not its output: a
+    buffer (an array in data mode, a ``VirtualBuffer`` without data) of ``expected``
+    elements of ``dtype`` (``None``: an output the collective leaves undefined, such as a
+    gather's non-roots, which may be anything).
+
+    Raises:
+        AlgorithmError: naming ``who``, what it returned and what was expected.
+    """
+    if expected is None:
+        return
+    if isinstance(value, np.ndarray):
+        if value.ndim == 1 and value.size == expected and value.dtype == dtype:
+            return
+        got = f"{'an' if value.dtype.name.startswith('i') else 'a'} {value.dtype} " \
+              f"array of shape {value.shape}"
+    elif isinstance(value, VirtualBuffer):
+        if value.count == expected and value.dtype == dtype:
+            return
+        got = f"{value.count} {value.dtype} elements"
+    else:
+        got = "None" if value is None else f"a {type(value).__name__}"
+    raise AlgorithmError(f"{who} returned {got}; its output is {expected} {dtype} elements "
+                         f"(a 1-D array in data mode, a VirtualBuffer without data): return "
+                         f"the buffer the collective leaves on the rank")

@@ -150,6 +150,7 @@ class Comm:
         if peer == self.rank:
             raise CommUsageError(f"{self._who}: {role}={peer} is this rank itself; "
                                  f"keep local data local instead of messaging it")
+        peer = int(peer)   # a numpy integer, as the trace's JSON takes it
         return peer if self._members is None else self._members[peer]
 
     def _numbering(self) -> str:
@@ -636,7 +637,8 @@ class Comm:
         return self.in_network[device - self._rt.nranks - self._rt.hosts]
 
     def group(self, ranks: Sequence[int]) -> Comm:
-        """A communicator over ``ranks`` (world ranks, in their new rank order).
+        """A communicator over ``ranks``, this communicator's ranks (world ranks on the
+        world communicator, a group's own on a group), in their new rank order.
 
         Every member must call it with the same list, and as often: as with
         ``torch.distributed.new_group``, each call makes a communicator of its own, the
@@ -651,9 +653,10 @@ class Comm:
         if self._members is not None:
             members = tuple(self._members[r] for r in members)
         if self._address not in members:
-            raise CommUsageError(f"rank {self.rank} is not in group {list(ranks)}")
+            raise CommUsageError(f"{self._who} called group({list(ranks)}), which leaves it "
+                                 f"out; only the group's members call it")
         if len(set(members)) != len(members):
-            raise CommUsageError(f"group {list(ranks)} lists a rank twice")
+            raise CommUsageError(f"{self._who}: group {list(ranks)} lists a rank twice")
         number = self._rt.count(("group", self._context, members, self._address))
         contexts = self._rt.contexts
         context = contexts.setdefault(("group", self._context, members, number),
@@ -724,7 +727,7 @@ class Comm:
             CommUsageError: this rank says something else than the first did.
         """
         first, said = self._rt.first_said(("agree", self._context), self.rank, value)
-        if said != value:
+        if not _same(said, value):
             raise CommUsageError(f"{self._who}: {what} with {show(value)} where rank "
                                  f"{first} started it with {show(said)}; every member must "
                                  f"start the same collectives with the same arguments")
@@ -757,3 +760,31 @@ class Comm:
 
     def __repr__(self) -> str:
         return f"Comm(rank={self.rank}, size={self.size})"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two members said the same: equal, element by element inside tuples, lists
+    and dicts; arrays of one dtype and shape with equal elements; NaN the same as NaN (a
+    ``Value`` parameter may hold any of them, where ``!=`` is ambiguous or never false)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                and a.dtype == b.dtype and a.shape == b.shape
+                and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (type(a) is type(b) and a.keys() == b.keys()
+                and all(_same(a[k], b[k]) for k in a))
+    if a is b:
+        return True
+    try:
+        equal = a == b
+    except Exception:   # a user's value whose == raises
+        return False
+    if isinstance(equal, (bool, np.bool_)):
+        return bool(equal) or _is_nan(a) and _is_nan(b)
+    return False
+
+
+def _is_nan(x: Any) -> bool:
+    return isinstance(x, (float, np.floating, complex, np.complexfloating)) and x != x

@@ -18,9 +18,9 @@ from simcoll.algorithms.registry import AlgorithmSpec, get_algorithm
 from simcoll.buffers import VirtualBuffer, memory_owner, owned
 from simcoll.check import compare
 from simcoll.checks import flag
-from simcoll.collectives import Collective, root_argument
+from simcoll.collectives import Collective, check_output, root_argument
 from simcoll.collectives import collective as get_collective
-from simcoll.errors import AlgorithmError, InvalidInputError
+from simcoll.errors import InvalidInputError
 from simcoll.execution import Execution
 from simcoll.faults import Faults
 from simcoll.inputs import Inputs, check_inputs, check_op, check_root, check_topology
@@ -241,34 +241,16 @@ def _refuse_slices_that_cannot_fit(nbytes: int) -> None:
 
 def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: np.dtype,
                     root: int, what: str) -> None:
-    """Refuse what a rank program returned where it is not the rank's output: a buffer
-    (an array in data mode, a ``VirtualBuffer`` without data) of the collective's count
-    of ``dtype`` elements (ranks whose output the collective leaves undefined, such as a
-    gather's non-roots, return anything).
+    """Refuse what a rank program returned where it is not the rank's output
+    (:func:`~simcoll.collectives.check_output`).
 
     Raises:
         AlgorithmError: naming the rank, what it returned and what was expected.
     """
     p = len(values)
     for rank, value in enumerate(values):
-        expected = coll.out_count(p, count, rank, root)
-        if expected is None:
-            continue
-        if isinstance(value, np.ndarray):
-            if value.ndim == 1 and value.size == expected and value.dtype == dtype:
-                continue
-            got = f"{'an' if value.dtype.name.startswith('i') else 'a'} {value.dtype} " \
-                  f"array of shape {value.shape}"
-        elif isinstance(value, VirtualBuffer):
-            if value.count == expected and value.dtype == dtype:
-                continue
-            got = f"{value.count} {value.dtype} elements"
-        else:
-            got = "None" if value is None else f"a {type(value).__name__}"
-        raise AlgorithmError(f"rank {rank} in {what} returned {got}; its output is "
-                             f"{expected} {dtype} elements (a 1-D array in data mode, a "
-                             f"VirtualBuffer without data): return the buffer the "
-                             f"collective leaves on the rank")
+        check_output(value, coll.out_count(p, count, rank, root), dtype,
+                     f"rank {rank} in {what}")
 
 
 def _run_programs(run: Execution, spec: AlgorithmSpec, buffers: Sequence[Any],

@@ -20,7 +20,7 @@ from simpy.events import Event
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import VirtualBuffer, sealed
 from simcoll.checks import integer
-from simcoll.collectives import Collective, Splits, root_argument
+from simcoll.collectives import Collective, Splits, check_output, root_argument
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import as_dtype
 from simcoll.errors import CommUsageError, InvalidInputError, SimCollError
@@ -166,7 +166,19 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     program = spec.fn(sub, _held(comm, x), **kwargs)
     if reduce_op is ReduceOp.AVG and coll.reduces:
         program = _finished(program, reduce_op, comm.size)
+    reference = coll if shape is None else coll.shaped(shape)
+    expected = reference.out_count(comm.size, count, comm.rank, kwargs.get("root", 0))
+    program = _checked(program, expected, _dtype(x), f"{comm._who} in {coll.name}/{algorithm}")
     return comm.start(program, name=f"{coll.name}/{algorithm}")
+
+
+def _checked(program: Generator[Event, Any, Any], expected: int | None, dtype: Any,
+             who: str) -> Generator[Event, Any, Any]:
+    """The program, what it returns checked to be the rank's output, as ``simulate``
+    checks a top-level run's (:func:`~simcoll.collectives.check_output`)."""
+    out = yield from program
+    check_output(out, expected, dtype, who)
+    return out
 
 
 def _held(comm: Comm, x: Any) -> Any:

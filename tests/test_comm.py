@@ -199,6 +199,47 @@ def test_an_error_in_a_group_says_whose_numbers_it_uses():
         sc.run_program(sc.topology.switch(4), to_two)
 
 
+def test_a_group_of_a_group_takes_its_parent_s_ranks_and_outsiders_are_named():
+    """g = [3, 2, 1, 0]; g.group([1, 2]) holds g's ranks 1 and 2, world ranks 2 and 1.
+    The refusal of an outsider named it by its rank in g alone ("rank 3 is not in group
+    [1, 2]", where the label said rank 0)."""
+    def nested(comm):
+        g = comm.group([3, 2, 1, 0])
+        if g.rank in (1, 2):
+            h = g.group([1, 2])
+            yield h.sendrecv(np.zeros(1), dst=1 - h.rank, src=1 - h.rank)
+            return h.world_ranks()
+        yield from ()
+
+    assert sc.run_program(sc.topology.switch(4), nested).outputs == [None, (2, 1), (2, 1),
+                                                                     None]
+
+    def outsider(comm):
+        comm.group([3, 2, 1, 0]).group([1, 2])
+        yield from ()
+
+    with pytest.raises(sc.AlgorithmError, match=r"rank 3 of group \[3, 2, 1, 0\] \(world rank "
+                                                r"0\) called group\(\[1, 2\]\), which leaves "
+                                                r"it out"):
+        sc.run_program(sc.topology.switch(4), outsider)
+
+
+def test_numpy_integer_peers_are_plain_ints_in_the_trace(tmp_path):
+    """np.int64(1) as dst stayed a numpy integer in TraceEvent.peer, and the Chrome
+    trace's json.dump raised TypeError."""
+    def numpy_peers(comm):
+        if comm.rank == 0:
+            yield comm.send(np.zeros(4, np.float32), np.int64(1))
+        else:
+            yield comm.recv(np.int32(0))
+
+    topo = sc.topology.switch(2)
+    res = sc.run_program(topo, numpy_peers, trace=True)
+    assert [type(e.peer) for e in res.trace] == [int]
+    sc.trace.save_chrome(res, tmp_path / "t.json", topo)
+    assert (tmp_path / "t.json").stat().st_size > 0
+
+
 def test_two_groups_over_the_same_ranks_are_two_communicators():
     # torch.distributed.new_group twice over the same ranks gives two communicators: a
     # collective started on one never meets one started on the other, whatever the order.

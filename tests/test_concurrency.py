@@ -147,6 +147,64 @@ def test_an_exception_in_a_started_program_names_the_rank():
         sc.simulate(network(2), "broadcast", algorithm="_start_fails", nbytes=8)
 
 
+def test_a_started_collective_s_output_is_checked_as_a_top_level_run_s():
+    """An all_gather that hands back its input: simulate refused it, but started from a
+    rank program its 4 elements reached the caller in place of the 8 of its output."""
+    @register_probe("all_gather", "_hands_back_its_input")
+    def hands_back(comm: Comm, x):
+        yield comm.compute(1e-6)
+        return x
+
+    def starts(comm: Comm):
+        out = yield comm.all_gather(np.ones(4, np.float32), algorithm="_hands_back_its_input")
+        return out.size
+
+    message = (r"rank 0 in all_gather/_hands_back_its_input returned a float32 array of "
+               r"shape \(4,\); its output is 8 float32 elements")
+    with pytest.raises(sc.AlgorithmError, match=message):
+        sc.run_program(network(2), starts)
+    with pytest.raises(sc.AlgorithmError, match=message):
+        sc.simulate(network(2), "all_gather", algorithm="_hands_back_its_input",
+                    data=[np.ones(4, np.float32)] * 2)
+
+    def starts_on_a_group(comm: Comm):   # a data-free one too, named by its group rank
+        group = comm.group([1, 0])
+        yield group.all_gather(sc.VirtualBuffer.of(4, np.float32),
+                               algorithm="_hands_back_its_input")
+
+    with pytest.raises(sc.AlgorithmError, match=r"rank 1 of group \[1, 0\] \(world rank 0\) "
+                                                r"in all_gather/_hands_back_its_input "
+                                                r"returned 4 float32 elements; its output is 8"):
+        sc.run_program(network(2), starts_on_a_group)
+
+
+@pytest.mark.parametrize("weights, agree", [
+    (lambda rank: np.array([1.0, np.nan]), True),
+    (lambda rank: float("nan"), True),
+    (lambda rank: (np.arange(3), {"k": [float("nan")]}), True),
+    (lambda rank: np.array([1, rank]), False),
+    (lambda rank: np.arange(2, dtype=np.int32 if rank else np.int64), False),
+])
+def test_members_agree_on_arrays_and_nan_held_by_a_value_parameter(weights, agree):
+    """A Value parameter may hold an array: the agreement check's != raised numpy's
+    'truth value of an array is ambiguous', and NaN was refused as unlike itself."""
+    @register_probe("all_gather", "_takes_weights", weights=None)
+    def takes_weights(comm: Comm, x, *, weights):
+        return (yield comm.all_gather(x, algorithm="ring"))
+
+    def starts(comm: Comm):
+        yield comm.all_gather(np.ones(2, np.float32), algorithm="_takes_weights",
+                              weights=weights(comm.rank))
+
+    if agree:
+        assert sc.run_program(network(2), starts).time > 0
+    else:
+        with pytest.raises(sc.AlgorithmError, match=r"rank 1: started a collective with .*"
+                                                    r"weights=array\(.* where rank 0 started "
+                                                    r"it with .*weights=array\("):
+            sc.run_program(network(2), starts)
+
+
 def test_a_deadlocked_started_collective_is_reported():
     @register_probe("broadcast", "_mismatched_starts")
     def mismatched(comm: Comm, x, *, root=0):
