@@ -323,6 +323,31 @@ def test_specs_and_model_functions_are_checked_at_registration():
     assert ("all_gather", "test_spec") not in sc.list_algorithms()
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda: Optional(5), r"Optional\(5\) is not accepted; give the spec of the value"),
+    (lambda: Int(3, minimum="1"), r"Int\(minimum='1'\) is not accepted; give an integer"),
+    (lambda: Int(3, maximum=4.5), r"Int\(maximum=4.5\) is not accepted; give an integer"),
+    (lambda: Int(3, minimum=True), r"Int\(minimum=True\) is not accepted"),
+    (lambda: Int(3, minimum=5, maximum=1), r"Int\(minimum=5, maximum=1\) accepts nothing"),
+    (lambda: Real(0.5, minimum=math.nan), r"Real\(minimum=nan\) is not accepted; give a "
+                                          r"number or None"),
+    (lambda: Real(0.5, maximum="1"), r"Real\(maximum='1'\) is not accepted"),
+    (lambda: Choice("a", ()), r"Choice\(choices=\(\)\) is not accepted; give at least one"),
+])
+def test_malformed_specs_are_refused_when_made(make, message):
+    """Optional(5) registered, then failed at its first value with an AttributeError;
+    Int(minimum='1') raised a bare TypeError comparing its default; an empty Choice ended
+    its refusal in 'use one of ' and nothing."""
+    with pytest.raises(sc.RegistrationError, match=message):
+        make()
+
+
+def test_well_formed_specs_are_made():
+    assert Int(3, minimum=np.int64(1), maximum=3).normalize("k", 2) == 2
+    assert Real(0.5, minimum=0, maximum=math.inf).normalize("k", 7) == 7.0
+    assert Optional(Int(1, minimum=1)).normalize("k", None) is None
+
+
 def test_a_declared_parameter_taken_positionally_and_a_builtin_are_refused_at_registration():
     """Only keyword-only arguments are passed to a model: a time function taking chunks
     positionally with a default never got it (predict gave chunks=4's time for every

@@ -69,6 +69,25 @@ def _is_integer(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+def _check_bounds(spec: str, minimum: Any, maximum: Any, integers: bool) -> None:
+    """Refuse bounds that are not numbers (integers for an ``Int``) or that leave no value.
+
+    Raises:
+        RegistrationError: naming the spec and the bound.
+    """
+    kind = "an integer" if integers else "a number"
+    for name, bound in (("minimum", minimum), ("maximum", maximum)):
+        number = isinstance(bound, (int, np.integer)) or not integers and isinstance(
+            bound, (float, np.floating))
+        if bound is not None and (isinstance(bound, (bool, np.bool_)) or not number
+                                  or bound != bound):
+            raise RegistrationError(f"{spec}({name}={bound!r}) is not accepted; give {kind} "
+                                    f"or None")
+    if minimum is not None and maximum is not None and minimum > maximum:
+        raise RegistrationError(f"{spec}(minimum={minimum!r}, maximum={maximum!r}) accepts "
+                                f"nothing; give a minimum no larger than the maximum")
+
+
 def _range(kind: str, minimum: float | None, maximum: float | None) -> str:
     def text(bound: float) -> str:
         return str(bound) if isinstance(bound, int) else f"{bound:g}"
@@ -100,6 +119,9 @@ class Int(Param):
     maximum: int | None = None
     at_most_elements: bool = False
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        _check_bounds("Int", self.minimum, self.maximum, integers=True)
 
     def accepted(self) -> str:
         return _range("an integer", self.minimum, self.maximum)
@@ -137,6 +159,9 @@ class Real(Param):
     maximum: float | None = None
     allow_inf: bool = False
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        _check_bounds("Real", self.minimum, self.maximum, integers=False)
 
     def accepted(self) -> str:
         kind = "a number" if self.allow_inf else "a finite number"
@@ -192,6 +217,9 @@ class Choice(Param):
     def __post_init__(self) -> None:
         if not callable(self.choices):
             object.__setattr__(self, "choices", _names("Choice", self.choices))
+            if not self.choices:
+                raise RegistrationError("Choice(choices=()) is not accepted; give at least "
+                                        "one name")
 
     def options(self) -> tuple[str, ...]:
         """The accepted names, now."""
@@ -291,6 +319,12 @@ class Optional(Param):
 
     param: Param
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.param, Param):
+            raise RegistrationError(f"Optional({self.param!r}) is not accepted; give the spec "
+                                    f"of the value when one is given, such as "
+                                    f"Optional(Int(minimum=1))")
 
     @property
     def default(self) -> None:
