@@ -154,6 +154,32 @@ def test_a_route_of_zero_latency_is_refused_by_name():
         sc.simulate(topo, "all_to_all", algorithm="direct", nbytes=64, network="flow_rtt")
 
 
+def test_a_route_too_short_to_weigh_is_refused_before_the_run():
+    """1 / 2e-310 s overflows to infinity, and two flows of 1e-308 s links sum their
+    weights past float's range: the pure solver looped for ever (0 x inf is NaN, so no
+    link bound a flow) and the numpy one raised 'need at least one array to
+    concatenate'."""
+    for latency in (1e-310, 1e-308 / 2):
+        topo = sc.Topology("tiny")
+        hub = topo.add_switch()
+        for _ in range(3):
+            topo.add_link(topo.add_gpu(), hub, bandwidth=1e9, latency=latency)
+        with pytest.raises(InvalidInputError, match=r"route gpu0->gpu1 has latency [0-9.e-]+ "
+                                                    r"s, under 1e-300 s, whose weight could "
+                                                    r"overflow .*give these links a latency "
+                                                    r"of at least 1e-300 s"):
+            sc.simulate(topo, "all_to_all", algorithm="direct", nbytes=3, dtype=np.uint8,
+                        network="flow_rtt")
+    topo = sc.Topology("short")
+    hub = topo.add_switch()
+    for _ in range(3):
+        topo.add_link(topo.add_gpu(), hub, bandwidth=1e9, latency=1e-300)
+    res = sc.simulate(topo, "all_to_all", algorithm="direct", nbytes=3000, dtype=np.uint8,
+                      network="flow_rtt")
+    # two 1000 B flows into each GPU's link share its 1 GB/s evenly: 2 us
+    assert res.time == pytest.approx(2e-6, rel=1e-9)
+
+
 @pytest.mark.parametrize("order", [(0, 1, 2), (1, 0, 2), (2, 1, 0)])
 def test_a_chain_of_zero_latency_links_is_refused_before_the_run_whatever_their_order(order):
     """gpu0 - s1 - s2 - gpu1, every link of latency 0, added in the given order. Added

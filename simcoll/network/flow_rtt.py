@@ -24,7 +24,9 @@ https://simgrid.org/doc/latest/Models.html. What differs from SimGrid:
   does not, and neither does this model. No latency or bandwidth correction factors
   (LV08's 13.01 and 0.97), no TCP window bound (``network/TCP-gamma``), no cross-traffic
   of acknowledgements on the reverse route (``network/crosstraffic``).
-* Routes of zero latency are refused: their weight would be infinite. SimGrid gives a
+* Routes of zero latency are refused: their weight would be infinite (and so are those
+  under ``SMALLEST_LATENCY``, 1e-300 s, whose weights summed over a link's flows could
+  overflow to infinity, which no share can be computed from). SimGrid gives a
   flow whose route has zero latency a penalty of 1 (as if its route took one second);
   here the model, when it is built (before the run), raises
   :class:`~simcoll.errors.InvalidInputError` naming such a route and its links: give
@@ -54,7 +56,11 @@ from simcoll.errors import InvalidInputError, LinkFailureError
 from simcoll.network.flow import FlowNetwork
 from simcoll.topology.graph import MulticastVia, Topology, Via
 
-__all__ = ["FlowRttNetwork"]
+__all__ = ["FlowRttNetwork", "SMALLEST_LATENCY"]
+
+SMALLEST_LATENCY = 1e-300
+"""The least route latency weighed (seconds): weights of 1 / latency stay below 1e300, so
+a link's summed weights stay finite for any number of flows a run can hold."""
 
 
 class FlowRttNetwork(FlowNetwork):
@@ -66,7 +72,8 @@ class FlowRttNetwork(FlowNetwork):
 
     def __init__(self, env: simpy.Environment, topology: Topology, endpoints: int):
         """Raises:
-            InvalidInputError: a route between two endpoints has latency 0.
+            InvalidInputError: a route between two endpoints has latency 0 (or under
+                ``SMALLEST_LATENCY``).
         """
         super().__init__(env, topology, endpoints)
         self._check_zero_latency_routes(endpoints)
@@ -87,7 +94,7 @@ class FlowRttNetwork(FlowNetwork):
             return name
 
         for link in topo.links:
-            if link.latency <= 0:
+            if link.latency < SMALLEST_LATENCY:
                 parent[root(link.u)] = root(link.v)
         groups: dict[str, list[int]] = {}
         for address in range(endpoints):
@@ -149,14 +156,17 @@ class FlowRttNetwork(FlowNetwork):
         """
         entry = super()._route(src, dst, via)
         links, latency, _ = entry
-        if links and latency <= 0:
+        if links and latency < SMALLEST_LATENCY:
             del self._routes[(src, dst) if via is None else (src, dst, via)]
             topo = self.topology
             dsts = dst if isinstance(dst, tuple) else (dst,)
             shown = ", ".join(repr(topo.directed_link(d)) for d in links)
+            said, least = ("0", "> 0") if latency <= 0 else (
+                f"{latency:g} s, under {SMALLEST_LATENCY:g} s, whose weight could overflow",
+                f"of at least {SMALLEST_LATENCY:g} s")
             raise InvalidInputError(
                 f"network 'flow_rtt' weighs each flow by 1 / its route's latency, and the "
                 f"route {topo.endpoint_name(src)}->"
-                f"{'+'.join(topo.endpoint_name(d) for d in dsts)} has latency 0 (links "
-                f"{shown}); give these links a latency > 0, or use network='flow'")
+                f"{'+'.join(topo.endpoint_name(d) for d in dsts)} has latency {said} (links "
+                f"{shown}); give these links a latency {least}, or use network='flow'")
         return entry
