@@ -89,8 +89,9 @@ def unwritable(path: Path) -> str | None:
     or None: a temporary file like those :func:`write_atomically` writes through is
     created and removed to see, as permissions alone do not tell (a read-only or virtual
     file system); and an existing file another user owns in a folder with the sticky bit
-    (``/tmp``) cannot be replaced, which no probe shows. For a symbolic link, all that
-    of the file it names, which is what is written."""
+    (``/tmp``) cannot be replaced, which no probe shows; a device, pipe or socket would be
+    replaced by a file. For a symbolic link, all that of the file it names, which is what
+    is written."""
     if path.is_symlink():
         try:
             os.stat(path)
@@ -100,6 +101,10 @@ def unwritable(path: Path) -> str | None:
         path = _final(path)
         if not path.parent.is_dir():
             return f"a link to {str(path)!r}, whose folder does not exist"
+    if path.exists() and not path.is_file() and not path.is_dir():
+        # writing renames a file over it: a pipe or a device node (/dev/null) would go
+        return ("is not a regular file (a device, pipe or socket), which writing would "
+                "replace; give a file path")
     probe = _temporary(path)
     try:
         probe.open("x").close()

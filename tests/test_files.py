@@ -81,6 +81,33 @@ def test_the_command_line_refuses_an_output_that_is_a_directory(capsys, tmp_path
     assert list(folder.iterdir()) == [] and [p.name for p in tmp_path.iterdir()] == ["out.json"]
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+@pytest.mark.parametrize("write", [
+    lambda path: save_chrome(_traced(), path),
+    lambda path: sc.topology.save(sc.topology.switch(2), path),
+    lambda path: sc.plot.timeline(_traced(), save=path),
+])
+def test_every_writer_refuses_a_pipe_rather_than_replace_it(tmp_path, write):
+    """A file renamed over a named pipe (or a device node: /dev/null, written by root)
+    replaced it; only a sweep's save= refused them."""
+    pipe = tmp_path / "out.json"
+    os.mkfifo(pipe)
+    with pytest.raises(sc.InvalidInputError, match=r"out.json': is not a regular file \(a "
+                                                   r"device, pipe or socket\), which writing "
+                                                   r"would replace"):
+        write(pipe)
+    assert pipe.is_fifo() and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_the_command_line_refuses_a_pipe_as_its_output(capsys, tmp_path):
+    pipe = tmp_path / "trace.json"
+    os.mkfifo(pipe)
+    assert main(["trace", "--topology", "switch:2", "--size", "1K", "--output", str(pipe)]) == 2
+    assert "is not a regular file (a device, pipe or socket)" in capsys.readouterr().err
+    assert pipe.is_fifo()
+
+
 # /proc takes no new file, whoever asks (root included, whom permissions do not stop).
 PROC = Path("/proc")
 

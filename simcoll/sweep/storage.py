@@ -98,11 +98,7 @@ def check_save_path(path: str | os.PathLike[str]) -> Path:
             f"point, as each finishes), and a {suffix} file reads as "
             f"{'one JSON list' if suffix == '.json' else 'CSV'}; name it "
             f"{resolved.with_suffix('.jsonl').name!r}")
-    resolved = output_path(path, "save", example="sweep.jsonl")
-    if resolved.exists() and not resolved.is_file():
-        raise InvalidInputError(f"save={str(path)!r} is not a regular file (a device, pipe "
-                                f"or socket); give a file path, e.g. 'sweep.jsonl'")
-    return resolved
+    return output_path(path, "save", example="sweep.jsonl")
 
 
 def load_results(path: str | os.PathLike[str]) -> SweepResults:
