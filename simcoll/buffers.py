@@ -68,7 +68,7 @@ def _known_dtype(dtype: Any) -> np.dtype:
     """``np.dtype(dtype)``, or an InvalidInputError naming what numpy does not know."""
     try:
         return np.dtype(dtype)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, SyntaxError) as exc:
         raise InvalidInputError(f"dtype={dtype!r:.60} is not accepted: {exc}; give a numpy "
                                 f"dtype such as np.float32 or 'float16'") from None
 

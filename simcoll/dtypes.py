@@ -40,7 +40,7 @@ def _ml_dtypes(name: str) -> Any:
 def _lookup(dtype: Any, where: str) -> np.dtype:
     try:
         return np.dtype(dtype)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):   # numpy parses 'i4,,' as Python: SyntaxError
         if isinstance(dtype, str) and dtype in LOW_PRECISION:
             return np.dtype(getattr(_ml_dtypes(dtype), dtype))
         hint = meant_name(dtype)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from simcoll.buffers import Buffer, VirtualBuffer, sealed
-from simcoll.checks import integer, real
+from simcoll.checks import integer, real, shown
 from simcoll.collectives import Collective, Splits
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
@@ -132,7 +132,8 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
             counters could overflow; splits for a collective without them, or sizes of
             the wrong shape for a v-collective; a size above 0 for a barrier.
     """
-    if (data is None) == (nbytes is None) and coll.name != "barrier":
+    # a barrier moves nothing: it may be given neither (never both)
+    if (data is None) == (nbytes is None) and (coll.name != "barrier" or data is not None):
         raise InvalidInputError("pass exactly one of data= (arrays, data mode) or nbytes= "
                                 "(sizes only, data-free mode)")
     if coll.uneven is not None:
@@ -150,7 +151,7 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
         dt = as_dtype(dtype, "dtype")
         size = _check_size(0 if nbytes is None else nbytes, dt)
     if coll.name == "barrier" and size:
-        raise InvalidInputError(f"a barrier moves no data, but {size} bytes per rank were "
+        raise InvalidInputError(f"a barrier moves no data, but {shown(size)} bytes per rank were "
                                 f"given; leave nbytes= and data= out")
     check_counters(size, p)
     if arrays is None:
@@ -170,7 +171,8 @@ def check_counters(size: int, p: int, largest: bool = False) -> None:
             accepted.
     """
     if size > largest_input(p):
-        subject = f"a rank's input of {size} bytes" if largest else f"nbytes={size}"
+        subject = f"a rank's input of {shown(size)} bytes" if largest else \
+            f"nbytes={shown(size)}"
         bound = _COUNTER_LIMIT // (2 * p * p)
         fix = (f"use {'inputs' if largest else 'nbytes'} < {bound}" if bound > 1 else
                f"use fewer ranks (at most {math.isqrt(_COUNTER_LIMIT // 4)} for any bytes)")
@@ -219,9 +221,9 @@ def _check_size(nbytes: Any, dtype: np.dtype) -> int:
     try:
         size = parse_size(nbytes)
     except (ValueError, TypeError, OverflowError) as exc:
-        raise InvalidInputError(f"nbytes={nbytes!r} is not accepted: {exc}") from None
+        raise InvalidInputError(f"nbytes={shown(nbytes)} is not accepted: {exc}") from None
     if size % dtype.itemsize:
-        raise InvalidInputError(f"nbytes={size} is not a multiple of the {dtype} item size "
+        raise InvalidInputError(f"nbytes={shown(size)} is not a multiple of the {dtype} item size "
                                 f"({dtype.itemsize} bytes)")
     return size
 

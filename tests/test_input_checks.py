@@ -19,7 +19,7 @@ def switch(p=4):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"nbytes": 10**30}, r"nbytes=10{30} on 4 ranks could overflow"),
+    ({"nbytes": 10**29}, r"nbytes=10{29} on 4 ranks could overflow"),
     ({"nbytes": "abc"}, r"nbytes='abc' is not accepted"),
     ({"nbytes": 64, "dtype": None}, r"dtype=None is not accepted"),
     ({"nbytes": 64, "dtype": "U4"}, r"dtype <U4 is not accepted"),
@@ -336,6 +336,36 @@ def test_a_barrier_given_bytes_is_refused():
         sc.simulate(switch(), "barrier", algorithm="dissemination", nbytes=16)
     res = sc.simulate(switch(), "barrier", algorithm="dissemination")
     assert (res.nbytes, res.algbw, res.busbw, int(res.bytes_sent.sum())) == (0, 0.0, 0.0, 0)
+    # both given, as for every other collective (nbytes='1GiB' was dropped silently)
+    with pytest.raises(sc.InvalidInputError, match="pass exactly one of data="):
+        sc.simulate(switch(), "barrier", algorithm="dissemination",
+                    data=[np.zeros(0, np.float32)] * 4, nbytes="1GiB")
+
+
+@pytest.mark.parametrize("nbytes, match", [
+    (10**400, r"^nbytes=10000000\.\.\.0000 \(401 digits\) on 4 ranks could overflow"),
+    ("9" * 5000, r"^nbytes='99999.*\.\.\. \(a str\) is not accepted: size '9"),
+    (10**40 + 2, r"^nbytes=10000000\.\.\.0002 \(41 digits\) is not a multiple of the "
+                 r"float32 item size"),
+])
+def test_huge_sizes_are_abbreviated_in_refusals(nbytes, match):
+    """They were printed whole: 494 and 5139 characters."""
+    with pytest.raises(sc.InvalidInputError, match=match) as info:
+        sc.simulate(switch(), "all_reduce", algorithm="ring", nbytes=nbytes)
+    assert len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize("dtype", ["i4,,", "(2,3", "f4,(-1)i4"])
+def test_dtype_strings_numpy_cannot_parse_are_refused_by_name(dtype, capsys):
+    """numpy raised SyntaxError or ValueError for these, which went out raw (a traceback
+    and exit status 1 on the command line)."""
+    with pytest.raises(sc.InvalidInputError, match=r"is not a numpy dtype"):
+        sc.simulate(switch(), "all_reduce", algorithm="ring", nbytes=64, dtype=dtype)
+    from simcoll.cli import main
+    assert main(["run", "--topology", "switch:2", "-b", "1K", "-e", "1K", "-d", dtype]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    with pytest.raises(sc.InvalidInputError, match=r"is not accepted: .*; give a numpy dtype"):
+        sc.VirtualBuffer.of(4, dtype)
 
 
 def test_a_zero_time_loop_stops_after_a_million_events_at_one_instant():

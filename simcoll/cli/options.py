@@ -206,7 +206,7 @@ def resolve_dtype(name: str) -> np.dtype:
         _refuse_byte_order(name)
         try:
             what = f"{name!r} ({np.dtype(name).name}) is not an integer or floating dtype"
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, SyntaxError):   # 'i4,,' is parsed as Python
             what = f"unknown dtype {name!r}{meant_name(name)}"
         raise CommandLineError(
             f"{what}; use an nccl-tests name (int8, uint8, int32, uint32, "
@@ -224,7 +224,7 @@ def _refuse_byte_order(name: str) -> None:
     try:
         dtype = np.dtype(name)
         native = as_dtype(dtype.newbyteorder("="), "--dtype")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, SyntaxError):
         return
     if not dtype.isnative:
         order = "big" if dtype.byteorder == ">" else "little"
