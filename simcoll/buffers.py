@@ -206,7 +206,23 @@ class VirtualChunks(Sequence[VirtualBuffer]):
             return self._changed[i]
         return self._big if i < self._nbig else self._small
 
-    def __setitem__(self, index: int, value: Buffer) -> None:
+    @overload
+    def __setitem__(self, index: int, value: Buffer) -> None: ...
+
+    @overload
+    def __setitem__(self, index: slice, value: Sequence[Buffer]) -> None: ...
+
+    def __setitem__(self, index: int | slice, value: Any) -> None:
+        if isinstance(index, slice):   # as a list takes it, but for as many chunks
+            indices = range(*index.indices(self._parts))
+            values = list(value)
+            if len(values) != len(indices):
+                raise ValueError(f"cannot assign {len(values)} chunks to {len(indices)} of "
+                                 f"a data-free split, whose {self._parts} chunks stay "
+                                 f"{self._parts}")
+            for i, chunk in zip(indices, values):
+                self[i] = chunk
+            return
         i = index + self._parts if index < 0 else index
         if not 0 <= i < self._parts:
             raise IndexError(f"chunk index {index} out of range for {self._parts} chunks")

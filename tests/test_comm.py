@@ -279,6 +279,19 @@ def test_virtual_buffers_split_and_join_like_numpy():
     assert buf[2:9].nbytes == 28 and len(buf[::2]) == 6
 
 
+def test_data_free_chunks_take_slice_assignment_as_a_list_of_arrays_does():
+    """chunks[a:b] = [...] works on data mode's list; on data-free chunks it raised
+    "'<' not supported between instances of 'slice' and 'int'"."""
+    arrays = sc.Comm.split_buffer(np.zeros(11, np.float32), 4)
+    virtual = sc.Comm.split_buffer(sc.VirtualBuffer.of(11, np.float32), 4)
+    arrays[1:4:2] = [np.ones(7, np.float32), np.ones(1, np.float32)]
+    virtual[1:4:2] = [sc.VirtualBuffer.of(7, np.float32), sc.VirtualBuffer.of(1, np.float32)]
+    assert [c.size for c in arrays] == [c.count for c in virtual] == [3, 7, 3, 1]
+    with pytest.raises(ValueError, match=r"cannot assign 1 chunks to 2 of a data-free split, "
+                                         r"whose 4 chunks stay 4"):
+        virtual[0:2] = [sc.VirtualBuffer.of(1, np.float32)]
+
+
 @pytest.mark.parametrize("parts", [2.0, True, 0, "2"])
 def test_a_split_into_anything_but_a_whole_number_of_parts_is_refused(parts):
     with pytest.raises(sc.CommUsageError, match=f"parts={parts!r} is not accepted"):
