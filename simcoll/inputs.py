@@ -7,6 +7,7 @@ views that nobody can make writeable, :func:`simcoll.buffers.sealed`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from simcoll.uneven import (
 from simcoll.units import parse_size
 
 __all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits",
-           "check_counters", "largest_input"]
+           "check_counters", "largest_input", "sealing_copies"]
 
 _COUNTER_LIMIT = 2**63
 """Traffic counters are int64 (``Result.bytes_sent``, ...)."""
@@ -44,9 +45,9 @@ class Inputs:
 
     Attributes:
         arrays: the user's arrays (data mode), else None.
-        buffers: each rank's input as the algorithm sees it: a read-only view of its array
-            that nobody can make writeable (:func:`~simcoll.buffers.sealed`), or a
-            VirtualBuffer (data-free mode).
+        buffers: each rank's input: its array as given (data mode) until :meth:`sealed`
+            makes it the algorithm's read-only view, or a VirtualBuffer (data-free
+            mode).
         dtype, nbytes, count: element type, bytes and elements of each rank's input (for
             a v-collective: the mean input bytes, rounded down, and the largest count).
         splits: a v-collective's sizes in elements (:mod:`simcoll.uneven`), else None.
@@ -58,6 +59,28 @@ class Inputs:
     nbytes: int
     count: int
     splits: Splits | None = None
+
+    def sealed(self) -> Inputs:
+        """These inputs as the algorithm holds them: each array a read-only view nobody
+        can make writeable (:func:`~simcoll.buffers.sealed`), an array given to several
+        ranks sealed once (an array that is not contiguous is copied then: check the
+        memory before, :func:`simcoll.memory.data_mode_bytes` with
+        :func:`sealing_copies`)."""
+        if self.arrays is None:
+            return self
+        views: dict[int, np.ndarray] = {}
+        buffers: list[Buffer] = []
+        for x in self.arrays:   # each rank an array object of its own, as given
+            view = views.get(id(x))
+            buffers.append(view.view() if view is not None else
+                           views.setdefault(id(x), sealed(x)))
+        return dataclasses.replace(self, buffers=buffers)
+
+
+def sealing_copies(arrays: list[np.ndarray]) -> int:
+    """The bytes :meth:`Inputs.sealed` copies: each array that is not contiguous,
+    once."""
+    return sum({id(x): x.nbytes for x in arrays if not x.flags.c_contiguous}.values())
 
 
 def check_topology(topology: Any) -> Topology:
@@ -145,7 +168,7 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
         arrays = _check_arrays(data, p)
         dt = arrays[0].dtype
         size = arrays[0].nbytes
-        buffers: list[Buffer] = [sealed(x) for x in arrays]
+        buffers: list[Buffer] = list(arrays)
     else:
         arrays = None
         dt = as_dtype(dtype, "dtype")
@@ -208,7 +231,7 @@ def _uneven_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
     if arrays is None:
         buffers: list[Buffer] = [VirtualBuffer.of(c, dt) for c in counts]
     else:
-        buffers = [sealed(x) for x in arrays]
+        buffers = list(arrays)
     return Inputs(arrays, buffers, dt, sum(counts) * dt.itemsize // p, max(counts), shape)
 
 

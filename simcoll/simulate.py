@@ -23,7 +23,14 @@ from simcoll.collectives import collective as get_collective
 from simcoll.errors import InvalidInputError
 from simcoll.execution import Execution
 from simcoll.faults import Faults
-from simcoll.inputs import Inputs, check_inputs, check_op, check_root, check_topology
+from simcoll.inputs import (
+    Inputs,
+    check_inputs,
+    check_op,
+    check_root,
+    check_topology,
+    sealing_copies,
+)
 from simcoll.lone_flows import time_without_events
 from simcoll.memory import (
     NCCL_SLICE_BYTES_PER_MIB,
@@ -134,6 +141,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     inputs = check_inputs(p, data, nbytes, dtype, coll, splits)
     if inputs.arrays is not None:
         _refuse_what_cannot_fit(coll, p, inputs, the_root or 0)
+        inputs = inputs.sealed()
     elif spec.name == "nccl":
         _refuse_slices_that_cannot_fit(inputs.count * inputs.dtype.itemsize)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
@@ -205,7 +213,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
 
 def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int) -> None:
     """Refuse a data-mode run whose inputs (each array once, however many ranks it is
-    given to) and outputs alone exceed this machine's memory (:mod:`simcoll.memory`),
+    given to, and the contiguous copy sealing makes of one that is not) and outputs
+    alone exceed this machine's memory (:mod:`simcoll.memory`),
     before a simulation that would end in a MemoryError.
 
     Raises:
@@ -214,7 +223,8 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
     assert inputs.arrays is not None
     held = {id(owner): owner.nbytes for owner in map(memory_owner, inputs.arrays)}
     problem = shortfall(data_mode_bytes(coll, p, inputs.count, inputs.dtype.itemsize, root,
-                                        inputs.splits, sum(held.values())))
+                                        inputs.splits, sum(held.values())
+                                        + sealing_copies(inputs.arrays)))
     if problem:
         raise InvalidInputError(
             f"data= moves real arrays: {coll.name} on {p} ranks of {inputs.count} "

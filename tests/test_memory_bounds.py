@@ -160,6 +160,34 @@ def test_an_array_given_to_every_rank_counts_once(monkeypatch):
     assert res.correct is True
 
 
+def test_a_view_that_is_not_contiguous_is_counted_and_copied_after_the_check(monkeypatch):
+    """np.broadcast_to views 32 MiB of 4 bytes; the algorithm holds a contiguous copy. It
+    was copied once per rank (128 MiB on 4 ranks) before the memory check, which did not
+    count it: on a machine of 64 MiB the copies came first, and a view of 1 TiB ended in
+    numpy's MemoryError instead of the refusal."""
+    machine_of(monkeypatch, 2**26)
+    y = np.broadcast_to(np.float32(1), (2**23,))
+    copies = []
+    real = np.ascontiguousarray
+    monkeypatch.setattr(np, "ascontiguousarray", lambda a: copies.append(a) or real(a))
+    # refused before anything is copied
+    with pytest.raises(sc.InvalidInputError, match=r"needs about 0\.2 GiB .* more than this "
+                                                   r"machine's 0\.1 GiB"):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", data=[y] * 4)
+    assert copies == []
+    # a gather of 2 MiB views on 4 ranks: the root's 8 MiB output and one 2 MiB copy
+    # (once, however many ranks share the view) hold 10 MiB: they fit in 12 MiB and not
+    # in 10 MiB less a page (without counting the copy, 8 MiB would fit there)
+    machine_of(monkeypatch, 12 * 2**20)
+    small = np.broadcast_to(np.float32(2), (2**19,))
+    res = sc.simulate(sc.topology.switch(4), "gather", algorithm="binomial", data=[small] * 4)
+    assert res.correct is True and len(copies) == 1
+    machine_of(monkeypatch, 10 * 2**20 - 4096)
+    with pytest.raises(sc.InvalidInputError, match=r"needs about 0\.00977 GiB"):
+        sc.simulate(sc.topology.switch(4), "gather", algorithm="binomial", data=[small] * 4)
+    assert len(copies) == 1
+
+
 @pytest.mark.parametrize("collective", ["all_reduce", "broadcast", "reduce_scatter"])
 def test_nccl_slices_that_cannot_fit_are_refused_before_the_run(monkeypatch, collective):
     """NCCL's algorithms hold about 500 B of slices per MiB of a rank's buffer: 1 TiB
