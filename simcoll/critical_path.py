@@ -227,8 +227,10 @@ class CriticalPath:
         if topology is not None:
             self._check(topology)
         totals = self.totals()
-        lines = [f"critical path of {self.time * 1e6:.3f} us: {len(self.segments)} segments "
-                 f"through {self.messages()} messages"]
+        segments, messages = len(self.segments), self.messages()
+        lines = [f"critical path of {self.time * 1e6:.3f} us: {segments} "
+                 f"segment{'s' * (segments != 1)} through {messages} "
+                 f"message{'s' * (messages != 1)}"]
         for kind in KINDS:
             if totals[kind] > 0:
                 share = totals[kind] / self.time

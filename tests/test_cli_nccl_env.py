@@ -111,6 +111,13 @@ def test_other_algorithms_say_the_environment_is_not_theirs(capsys, monkeypatch)
     status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--size", "1M")
     assert status == 0
     assert "# NCCL_ALGO in the environment: read with --algorithm nccl only" in out
+    # a variable no algorithm reads is not simulated, whichever runs (it was said to be
+    # read with --algorithm nccl)
+    monkeypatch.setenv("NCCL_DEBUG", "INFO")
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--size", "1M")
+    assert "# NCCL_ALGO in the environment: read with --algorithm nccl only\n" \
+        "# NCCL_DEBUG in the environment: not simulated\n" in out
+    monkeypatch.delenv("NCCL_DEBUG")
     monkeypatch.delenv("NCCL_ALGO")
     monkeypatch.setenv("NCCL_COLLNET_ENABLE", "1")
     status, out, _ = cli(capsys, "run", "--topology", "dgx_h100:nodes=1", "--algorithm",
@@ -240,3 +247,27 @@ def test_a_range_of_channel_counts_names_what_is_set_minimum_first(capsys, monke
     assert err.startswith(f"# {said}: a range of channel counts is not simulated "
                           f"(channels= is one count: give NCCL_MIN_NCHANNELS and "
                           f"NCCL_MAX_NCHANNELS the same, or --param channels=N)\n")
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "nccl"])
+def test_nccl_tests_min_bw_fails_an_average_below_nine_tenths_of_it(capsys, monkeypatch,
+                                                                   tmp_path, algorithm):
+    """nccl-tests' own check (src/common.cu, util.cu): FAILED after the average and a
+    failing exit where avg < 0.9 x NCCL_TESTS_MIN_BW; it was named 'not simulated' and
+    the run exited 0."""
+    args = ("run", "--topology", "switch:4", "--algorithm", algorithm, "-b", "1M", "-e", "4M",
+            "-f", "2")
+    status, out, _ = cli(capsys, *args)
+    average = float(out.split("# Avg bus bandwidth    : ")[1].split()[0])
+    for least, verdict in ((average / 0.9 * 0.999, "OK"), (average / 0.9 * 1.001, "FAILED")):
+        monkeypatch.setenv("NCCL_TESTS_MIN_BW", repr(least))
+        report = tmp_path / f"{verdict}.json"
+        status, out, _ = cli(capsys, *args, "-J", str(report))
+        assert status == (0 if verdict == "OK" else 1)
+        assert f"# Avg bus bandwidth    : {average:g} {verdict}\n" in out
+        assert "not simulated" not in out and "NCCL_TESTS_MIN_BW=" in out
+        okay = json.loads(report.read_text())["average_bus_bandwidth"]["okay"]
+        assert okay is (verdict == "OK")
+    monkeypatch.setenv("NCCL_TESTS_MIN_BW", "fast")
+    status, out, err = cli(capsys, *args)
+    assert status == 2 and "NCCL_TESTS_MIN_BW='fast' in the environment is not accepted" in err

@@ -65,6 +65,8 @@ def test_g_on_a_machine_counts_its_processes_and_refuses_what_does_not_divide(ca
     (("-D", "0", "-V", "32"), "-V 32"), (("-V", "0"), "-V 0"),
     (("-m", "1", "-z", "0", "-G", "0", "-C", "0", "-R", "0", "-u", "0", "-x", "-1",
       "-D", "0"), None),
+    # -x 0 is NCCL_CTA_POLICY_DEFAULT, what NCCL runs where nccl-tests sets none (-x -1)
+    (("-x", "0"), None),
 ])
 def test_options_that_cannot_change_a_simulated_time_are_taken_and_named(capsys, flags,
                                                                          noted):
@@ -168,6 +170,36 @@ def test_check_count_and_step_factor_zero_read_as_nccl_tests_reads_them(capsys):
     rows, _, _ = rows_of(capsys, "--topology", "switch:4", "-b", "1K", "-e", "4K", "-f", "0",
                          "-i", "1K")
     assert [int(r[0]) for r in rows] == [1024, 2048, 3072, 4096]
+
+
+def test_every_integer_option_reads_prefixes_as_nccl_tests_strtol_does(capsys):
+    """-g 0x2 was taken but -f 0x2, -c 0x1 and -r 0x1 refused; nccl-tests reads each
+    with strtol(optarg, NULL, 0)."""
+    plain, out, _ = rows_of(capsys, "--topology", "switch:4", "-b", "8", "-e", "64K", "-f",
+                            "8", "-c", "1")
+    hexed, hex_out, _ = rows_of(capsys, "--topology", "switch:4", "-b", "8", "-e", "64K",
+                                "-f", "0x8", "-c", "0x1")
+    assert hexed == plain and "validation: 1" in hex_out
+    rooted, _, _ = rows_of(capsys, "--topology", "switch:4", "--collective", "broadcast",
+                           "--size", "1K", "-r", "0b11")
+    assert [r[4] for r in rooted] == ["3"]
+    status, _, err = cli(capsys, "run", "-f", "1.5")
+    assert status == 2 and "'1.5' is not a whole number >= 0" in err
+    # int() reads Arabic-Indic digits, strtol does not ('-g ٢' ran 2 GPUs per thread)
+    status, _, err = cli(capsys, "run", "-g", "\u0662")
+    assert status == 2 and "'\u0662' is not an integer" in err
+
+
+def test_check_iterations_and_the_default_largest_size_as_printed(capsys):
+    """-c 2 printed 'validation: 1' (nccl-tests prints its datacheck, 2); -e alone below
+    -b's default named a '-b 33554432' nobody typed; -b above 32M alone takes -e = -b."""
+    _, out, _ = rows_of(capsys, "--topology", "switch:4", "--size", "1K", "-c", "2")
+    assert "validation: 2" in out
+    status, _, err = cli(capsys, "run", "-e", "1M")
+    assert status == 2 and err.strip().endswith(
+        "invalid sizes: -e 1048576 is below -b's default, 32M (33554432); give -b too")
+    rows, _, _ = rows_of(capsys, "--topology", "switch:4", "-b", "64M")
+    assert [int(r[0]) for r in rows] == [64 << 20]
 
 
 def test_step_factor_zero_keeps_the_size_loop_guards(capsys):

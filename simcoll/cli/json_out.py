@@ -42,11 +42,14 @@ class Report:
 
     def __init__(self, path: Path, argv: Sequence[str], topo: Topology,
                  simulated: dict[str, Any], sizes: tuple[int, int], step: tuple[str, int],
-                 checked: bool, per_iter: bool = False) -> None:
+                 checked: int, per_iter: bool = False, min_bw: float | None = None
+                 ) -> None:
         """``simulated``: the ``simcoll`` object; ``sizes``: -b and -e; ``step``:
         ``("step_factor", f)`` or ``("step_bytes", i)``; ``per_iter``: ``-I 1``, each
-        row's per-iteration statistics too."""
+        row's per-iteration statistics too; ``checked``: -c's value; ``min_bw``:
+        ``NCCL_TESTS_MIN_BW``, which the average busbw is checked against."""
         self.path = path
+        self.min_bw = min_bw
         self.per_iter = per_iter
         self.rows: list[table.Row] = []
         self.doc: dict[str, Any] = {
@@ -55,7 +58,7 @@ class Report:
             "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": sizes[0],
                        "maximum_bytes": sizes[1], step[0]: step[1],
                        "warmup_iters": 0, "iterations": 1, "aggregated_iterations": 1,
-                       "validation": int(checked), "graph": 0,
+                       "validation": checked, "graph": 0,
                        "blocking_collectives": False, "per_iter_timing": per_iter,
                        "per_iter_skip": 0, "parallel_init": False,
                        "devices": [{"rank": r, "group": 0, "pid": 0,
@@ -77,13 +80,14 @@ class Report:
                     "in_place": None, "actual_iterations": 1, "experiment_name": ""}
                    for r in self.rows]
         bad = sum(1 for r in self.rows if r.wrong)
-        average = sum(r.busbw for r in self.rows) / len(self.rows) if self.rows else 0.0
+        average = table.average_busbw(self.rows)
+        okay = "unchecked" if self.min_bw is None else not table.below(average, self.min_bw)
         errors = [] if error is None else [
             f"interrupted after {len(self.rows)} size(s)" if isinstance(error, KeyboardInterrupt)
             else f"{type(error).__name__} after {len(self.rows)} size(s): {error}"]
         doc = {**self.doc, "results": results,
                "out_of_bounds": {"count": bad, "okay": bad == 0},
-               "average_bus_bandwidth": {"bandwidth": _finite(average), "okay": "unchecked"},
+               "average_bus_bandwidth": {"bandwidth": _finite(average), "okay": okay},
                "errors": errors, "end_time": _now()}
         text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
         write_atomically(self.path, lambda tmp: tmp.write_text(text))

@@ -20,6 +20,7 @@ what it ran.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from simcoll.algorithms.registry import AlgorithmSpec
 from simcoll.cli.options import CommandLineError
 from simcoll.errors import InvalidInputError
 
-__all__ = ["nccl_environment"]
+__all__ = ["nccl_environment", "tests_min_bw"]
 
 READ = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE",
         "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
@@ -51,12 +52,16 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     Raises:
         CommandLineError: a value NCCL would not take, naming the variable.
     """
-    found = {name: environ[name] for name in sorted(environ) if name.startswith("NCCL_")}
+    found = {name: environ[name] for name in sorted(environ)
+             if name.startswith("NCCL_") and name != MIN_BW}
     if not found:
         return [], []
     if spec.name != "nccl":
-        return [], [f"# {', '.join(found)} in the environment: read with --algorithm nccl "
-                    f"only"]
+        read = [name for name in found if name in READ]
+        unread = [name for name in found if name not in READ]
+        return [], [f"# {', '.join(names)} in the environment: {said}"
+                    for names, said in ((read, "read with --algorithm nccl only"),
+                                        (unread, "not simulated")) if names]
     named = {name for name, _ in given}
     wanted: dict[str, tuple[str, Any]] = {}   # parameter -> (variable, value)
     notes = []
@@ -115,6 +120,31 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     if unread:
         notes.append(f"# {', '.join(unread)} in the environment: not simulated")
     return pairs, notes
+
+
+MIN_BW = "NCCL_TESTS_MIN_BW"
+"""nccl-tests' own check (src/common.cu): the run fails where the average busbw is below
+0.9 times this many GB/s."""
+
+
+def tests_min_bw(environ: Mapping[str, str]) -> float | None:
+    """``NCCL_TESTS_MIN_BW`` (GB/s), or None where it is not set.
+
+    Raises:
+        CommandLineError: not a number (nccl-tests' ``atof`` would read it as 0, a check
+            every run passes).
+    """
+    text = environ.get(MIN_BW)
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise CommandLineError(f"{MIN_BW}={text!r} in the environment is not accepted; give "
+                               f"the least average busbw in GB/s, e.g. 100")
+    return value
 
 
 def _for_collective(variable: str, value: str, collective: str) -> str | None:

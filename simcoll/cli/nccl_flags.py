@@ -22,6 +22,7 @@ import textwrap
 from dataclasses import dataclass
 
 from simcoll.cli.options import CommandLineError
+from simcoll.cli.options import integer_option as _integer
 
 __all__ = ["add_options", "shape_spec", "notes"]
 
@@ -33,6 +34,7 @@ class _Flag:
     default: int
     meaning: str
     timed: bool  # changes what nccl-tests times: only the default is taken
+    same: tuple[int, ...] = ()  # values that run as the default does
 
 
 _FLAGS = (
@@ -58,21 +60,12 @@ _FLAGS = (
     _Flag("-R", "--local_register", 0, "registered (or symmetric) buffers, which NCCL "
           "moves with other kernels", True),
     _Flag("-u", "--unalign", 0, "buffers misaligned by a few elements", True),
-    _Flag("-x", "--cta_policy", -1, "NCCL's CTA policy", True),
+    # -x 0 is NCCL_CTA_POLICY_DEFAULT, which NCCL takes where none is set (src/init.cc)
+    _Flag("-x", "--cta_policy", -1, "NCCL's CTA policy", True, same=(0,)),
     _Flag("-D", "--device_implementation", 0, "nccl-tests' device-side kernels", True),
     _Flag("-V", "--device_cta_count", 16, "CTAs of the device-side kernels, which only "
           "-D > 0 runs (refused)", False),
 )
-
-
-def _integer(text: str) -> int:
-    """An option's integer: decimal, or with a 0x, 0o or 0b prefix (Python's
-    ``int(text, 0)``; nccl-tests' ``strtol(optarg, NULL, 0)`` reads ``010`` as octal,
-    which this refuses rather than guess)."""
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
 def _count(text: str) -> int:
@@ -140,7 +133,7 @@ def notes(args: argparse.Namespace, nranks: int) -> list[str]:
         value = getattr(args, f"nccl_{flag.long[2:]}")
         if value is None:
             continue
-        if flag.timed and value != flag.default:
+        if flag.timed and value != flag.default and value not in flag.same:
             raise CommandLineError(f"{flag.short} {value} is not simulated: {flag.meaning}; "
                                    f"simcoll times one operation alone, as nccl-tests with "
                                    f"{flag.short} {flag.default}")

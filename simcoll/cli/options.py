@@ -28,7 +28,7 @@ from simcoll.units import exact_number, significant
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
            "run_kwargs", "run_settings", "resolve_dtype", "check_output", "refuse_overflow",
-           "plural", "MAX_BYTES"]
+           "plural", "MAX_BYTES", "integer_option"]
 
 MAX_BYTES = 2**50
 """Largest size accepted (1 PiB): byte counters are int64, and a rank may send p times
@@ -286,14 +286,30 @@ class _RootOrAll(argparse.Action):
             parser.error(f"argument -r/--root: {exc}")
 
 
+def integer_option(text: str) -> int:
+    """An option's integer: decimal, or with a 0x, 0o or 0b prefix (Python's
+    ``int(text, 0)``, as nccl-tests' ``strtol(optarg, NULL, 0)`` reads its options; that
+    reads ``010`` as octal, which this refuses rather than guess).
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer so written.
+    """
+    try:
+        if not text.isascii():   # int() reads other scripts' digits, which strtol does not
+            raise ValueError(text)
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
 def _root_or_all(text: str) -> int | str:
     """``-r``'s value where ``all`` is taken: a rank, or ``all`` (also ``-1``, as
     nccl-tests spells it)."""
     if text in ("all", "-1"):
         return "all"
     try:
-        return int(text)
-    except ValueError:
+        return integer_option(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a rank (an integer) or all") \
             from None
 

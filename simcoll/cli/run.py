@@ -16,7 +16,7 @@ from typing import Any
 
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.cli import checking, json_out, nccl_flags, table
-from simcoll.cli.nccl_env import nccl_environment
+from simcoll.cli.nccl_env import nccl_environment, tests_min_bw
 from simcoll.cli.options import (
     SIZE_HELP,
     CommandLineError,
@@ -24,6 +24,7 @@ from simcoll.cli.options import (
     add_run_options,
     check_output,
     default_algorithm,
+    integer_option,
     parse_bytes,
     plural,
     refuse_overflow,
@@ -62,7 +63,8 @@ DESCRIPTION = "\n\n".join(textwrap.fill(text, 88) for text in [
     "Without -c the run is data-free (sizes only) and #wrong is N/A; with -c every rank "
     "moves real random arrays (whole numbers that reduce exactly in any order) and #wrong "
     "counts elements that fail the numpy check.",
-    "Exit status: 0, 1 if a check failed (or a write did: a full disk), 2 for bad "
+    "Exit status: 0, 1 if a check failed (the numpy check, or NCCL_TESTS_MIN_BW's: an "
+    "average busbw below 0.9 times it) or a write did (a full disk), 2 for bad "
     "arguments (or a run out of memory), 141 if standard output was closed (| head), as a "
     "shell reports a command that SIGPIPE ended."])
 
@@ -76,7 +78,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-b", "--minbytes", type=parse_bytes, metavar="SIZE",
                    help="smallest size (default 32M)")
     p.add_argument("-e", "--maxbytes", type=parse_bytes, metavar="SIZE",
-                   help="largest size (default 32M)")
+                   help="largest size (default 32M, or -b where that is larger)")
     p.add_argument("-i", "--stepbytes", type=parse_bytes, default=2**20, metavar="SIZE",
                    help="size increment when -f is 1 (default 1M)")
     p.add_argument("-f", "--stepfactor", type=_whole, default=1, metavar="N",
@@ -87,7 +89,7 @@ def add_parser(sub: Any) -> None:
                    metavar="N",
                    help="data mode: move real arrays and check them with numpy (-c, or "
                         "-c N >= 1: nccl-tests' check iterations, which a simulation "
-                        "repeats identically)")
+                        "repeats identically; -c 0: off, the default)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="print CSV instead of the table")
     out.add_argument("--json", action="store_true",
@@ -97,9 +99,15 @@ def add_parser(sub: Any) -> None:
 
 
 def _whole(text: str) -> int:
-    if not (text.isascii() and text.isdigit()):
+    """A whole number >= 0, written as nccl-tests' other integer options take it
+    (decimal, or 0x, 0o, 0b: :func:`~simcoll.cli.options.integer_option`)."""
+    try:
+        value = integer_option(text)
+    except argparse.ArgumentTypeError:
+        value = -1
+    if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
-    return int(text)
+    return value
 
 
 def sizes(minbytes: int, maxbytes: int, stepbytes: int, stepfactor: int) -> list[int]:
@@ -141,6 +149,9 @@ def _bounds(args: argparse.Namespace) -> tuple[int, int]:
         return args.size, args.size
     low = 32 * 2**20 if args.minbytes is None else args.minbytes
     high = max(low, 32 * 2**20) if args.maxbytes is None else args.maxbytes
+    if args.minbytes is None and high < low:
+        raise CommandLineError(f"invalid sizes: -e {high} is below -b's default, 32M "
+                               f"({low}); give -b too")
     return low, high
 
 
@@ -272,7 +283,7 @@ def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) 
             f"# topology {topo.spec} ({topo.name}: {plural(topo.nranks, 'rank')}, "
             f"{plural(len(topo.devices), 'device')}, {plural(len(topo.links), 'link')})",
             f"# nRanks {topo.nranks} minBytes {low} maxBytes {high} "
-            f"step: {step} validation: {1 if args.check else 0}"]
+            f"step: {step} validation: {args.check}"]
 
 
 def _not_applying(args: argparse.Namespace) -> list[str]:
@@ -347,7 +358,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``simcoll run``; every argument is checked before the first line is printed.
 
     Returns:
-        0, or 1 if any size failed the numpy check.
+        0, or 1 if any size failed the numpy check or the average busbw failed
+        ``NCCL_TESTS_MIN_BW``'s.
     """
     shaped = args.topology is None and nccl_flags.shape_spec(args)
     if args.topology is None:  # --topology "" is given, and refused as from_spec refuses it
@@ -371,12 +383,17 @@ def run(args: argparse.Namespace) -> int:
         os.environ, get_algorithm(args.collective, args.algorithm), args.param)
     args.param = [*args.param, *from_environment]
     notes += read
+    min_bw = tests_min_bw(os.environ)
+    if min_bw is not None:
+        notes.append(f"# NCCL_TESTS_MIN_BW={min_bw:g} in the environment: the average busbw "
+                     f"passes from {0.9 * min_bw:g} GB/s (0.9 times it, as nccl-tests checks)")
     kwargs = run_kwargs(argparse.Namespace(**{**vars(args), "op": None, "root": None}))
     requested = _requested(args)
     parts, skipped = _parts(args, topo, kwargs, requested)
     if args.op == "all":
         skipped.append(_MULSUM_LEFT_OUT)
-    report = None if report_path is None else _report(report_path, args, topo, kwargs)
+    report = None if report_path is None else _report(report_path, args, topo, kwargs,
+                                                      min_bw)
     done: list[table.Row] = [] if report is None else report.rows
     records: list[dict[str, Any]] = []
     writer = csv.writer(sys.stdout, lineterminator="\n") if args.csv else None
@@ -395,15 +412,16 @@ def run(args: argparse.Namespace) -> int:
     if report is not None:
         report.write()
     if not args.csv and not args.json:
-        print("\n".join(table.footer(done)
+        print("\n".join(table.footer(done, min_bw)
                         + chosen(records, {k for k, _ in args.param},
                                  get_algorithm(args.collective, args.algorithm).defaults)
                         + nccl_graphs(topo, records)))
-    return 1 if any(r.wrong for r in done) else 0
+    failed = min_bw is not None and table.below(table.average_busbw(done), min_bw)
+    return 1 if failed or any(r.wrong for r in done) else 0
 
 
 def _report(path: Path, args: argparse.Namespace, topo: Topology,
-            kwargs: dict[str, Any]) -> json_out.Report:
+            kwargs: dict[str, Any], min_bw: float | None) -> json_out.Report:
     """The -J report of this run, its rows to come."""
     low, high = _bounds(args)
     step = ("step_factor", args.stepfactor) if args.stepfactor > 1 else \
@@ -412,7 +430,8 @@ def _report(path: Path, args: argparse.Namespace, topo: Topology,
                  "settings": run_settings(args.algorithm, kwargs["network"], args.param),
                  "topology": topo.spec}
     return json_out.Report(path, args.argv, topo, simulated, (low, high), step,
-                           bool(args.check), per_iter=args.nccl_per_iter_timing == 1)
+                           args.check, per_iter=args.nccl_per_iter_timing == 1,
+                           min_bw=min_bw)
 
 
 def _print_rows(args: argparse.Namespace, parts: list[Iterator[tuple[table.Row, dict[str, Any]]]],

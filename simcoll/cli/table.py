@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Row", "fixed", "header", "row", "footer"]
+__all__ = ["Row", "fixed", "header", "row", "footer", "average_busbw", "below"]
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,26 @@ def row(r: Row) -> str:
     return head + body + ("    N/A" if r.wrong is None else f"  {float(r.wrong):6g}")
 
 
-def footer(rows: list[Row]) -> list[str]:
+def footer(rows: list[Row], min_bw: float | None = None) -> list[str]:
     """``# Out of bounds values`` (rows with #wrong above 0: ``0 OK`` without the check,
     as nccl-tests prints it with -c 0) and ``# Avg bus bandwidth``: the mean busbw over
-    the rows, in GB/s, printed with %g as nccl-tests does."""
+    the rows, in GB/s, printed with %g as nccl-tests does, then ``OK`` or ``FAILED`` where
+    ``min_bw`` (``NCCL_TESTS_MIN_BW``) is given: below 0.9 times it fails."""
     bad = sum(1 for r in rows if r.wrong)
     lines = [f"# {'Out of bounds values':<20} : {bad} {'FAILED' if bad else 'OK'}"]
-    avg = sum(r.busbw for r in rows) / len(rows) if rows else 0.0
-    lines.append(f"# {'Avg bus bandwidth':<20} : {avg:g} ")
+    avg = average_busbw(rows)
+    verdict = "" if min_bw is None else "FAILED" if below(avg, min_bw) else "OK"
+    lines.append(f"# {'Avg bus bandwidth':<20} : {avg:g} {verdict}")
     lines.append("#")
     return lines
+
+
+def average_busbw(rows: list[Row]) -> float:
+    """The mean busbw over the rows, GB/s (0 without rows)."""
+    return sum(r.busbw for r in rows) / len(rows) if rows else 0.0
+
+
+def below(average: float, min_bw: float) -> bool:
+    """Whether nccl-tests' ``NCCL_TESTS_MIN_BW`` check fails: an average busbw below 0.9
+    times it (``bw[0] < check_avg_bw*(0.9)`` in src/common.cu)."""
+    return average < min_bw * 0.9
