@@ -1,7 +1,7 @@
 """The simcoll benchmark suite: one table of figures and ratios (issues 4 and 12), never
 timed tests.
 
-    python benchmarks/run.py            # everything, N = 4096 included (13 to 15 minutes here)
+    python benchmarks/run.py            # everything, N = 4096 included (13 to 22 minutes here)
     python benchmarks/run.py --quick    # without N = 4096, switch(128), p = 2000, 8 GiB NCCL
     python benchmarks/run.py --only=5,6 # some sections only (1, 2, 3, 3b, 4, 5, 6, 7, 8)
 
@@ -419,8 +419,8 @@ def _contention(quick: bool) -> None:
 def _nccl(quick: bool) -> None:
     print("-- 3b. NCCL model on dgx_h100(8), 64 MiB: all_reduce of 64 GPUs, 16 channels, "
           "up to 8 slices in flight per connection (general solver, flows grouped by route; "
-          "then without grouping; then traced, and its critical path); then 8 GiB, NCCL's "
-          "choice there")
+          "then without grouping; then traced, and its critical path)"
+          + ("" if quick else "; then 8 GiB, NCCL's choice there"))
     for grouped, env in ((True, None), (False, None)) + (((True, NO_JIT),) if JIT else ()):
         c = in_subprocess("nccl_case", 8, 64 * 2**20, grouped, module="run", env=env)
         label = "nccl all_reduce dgx_h100(8)" + ("" if grouped else " (ungrouped)") + (
@@ -455,7 +455,8 @@ def _mixed(quick: bool) -> None:
 
 def _data(quick: bool) -> None:
     print("-- 5. data mode, ring all_reduce float32; floor = numpy adds + output writes "
-          "(best of 2; first run; narrow floor; with the numpy check; the check alone)")
+          "(best of 2; first run; narrow floor; with the numpy check, over arrays and "
+          "through the rank programs; the check alone)")
     for p, nbytes in ((8, 256 * 2**20), (64, 16 * 2**20)):
         c = in_subprocess("data_case", p, nbytes, module="run")
         label = f"ring data p={p} {nbytes >> 20} MiB"
@@ -472,8 +473,9 @@ def _data(quick: bool) -> None:
 
 def _memory(quick: bool) -> None:
     print("-- 6. memory in data-free mode, 40 MB per rank on switch(p): rooted collectives "
-          "at p = 10,000, the pairwise all_to_all (p^2 messages) at p = 500 to 2,000; peak "
-          "MiB of the whole process, the run's own in the rate column")
+          f"at p = 10,000, the pairwise all_to_all (p^2 messages) at p = 500 to "
+          f"{'1,000' if quick else '2,000'}; peak MiB of the whole process, the run's own in "
+          f"the rate column")
     cases = [("scatter", "binomial", 10_000), ("broadcast", "binomial", 10_000),
              ("gather", "binomial", 10_000), ("all_to_all", "pairwise", 500),
              ("all_to_all", "pairwise", 1000)] + ([] if quick else [
@@ -519,9 +521,16 @@ def main(argv: list[str]) -> None:
           f"Python {platform.python_version()}, {_cpus()} CPUs")
     print(f"{'case':<46}{'work':>16}{'wall s':>9}{'rate':>16}{'ev/msg':>7}{'peak MiB':>9}"
           f"{'floor s':>9}{'ratio':>7}")
-    if simgrid("version", 0) is None and simgrid_binary() is None:
+    python_api, cpp = simgrid("version", 0) is not None, simgrid_binary() is not None
+    if not (python_api or cpp):
         print("(no SimGrid here, neither its Python bindings nor its C++ headers: the "
               "SimGrid rows are left out)")
+    elif not python_api:
+        print("(no SimGrid Python bindings here: the rows of SimGrid's Python API are left "
+              "out)")
+    elif not cpp:
+        print("(no g++ or SimGrid C++ headers here: the rows of SimGrid's C++ engine are "
+              "left out)")
     if JIT:
         c = in_subprocess("compile_case", module="run")
         print(f"(numba {c['numba']} compiled the max-min solvers in {c['wall']:.1f} s, or "

@@ -93,7 +93,7 @@ def compare_grouped(p: int, share: float, kinds: int, copies: int,
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split())).parse_args()
     print(f"{'links':>14}{'flows':>7}{'python ms':>11}{'numpy ms':>10}{'numpy/python':>14}"
           f"{'compiled: python order ms':>27}{'numpy order ms':>16}")
     for kinds in (1, 3):

@@ -13,6 +13,7 @@ import json
 import resource
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -124,8 +125,17 @@ def simgrid(kind: str, n: int) -> dict | None:
     done = subprocess.run([SIMGRID_PYTHON, str(script), kind, str(n)], capture_output=True,
                           text=True)
     if done.returncode != 0:
+        if kind != "version":   # "version" failing is the bindings missing: run.py says so
+            _failed("SimGrid's Python API", kind, n, done.stderr)
         return None
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _failed(engine: str, kind: str, n: int, stderr: str) -> None:
+    """Say that a SimGrid case failed, and how, where its row is then left out."""
+    last = (stderr.strip().splitlines() or ["no message"])[-1]
+    print(f"({engine} failed on {kind} {n}: {last}; its figures are left out)",
+          file=sys.stderr)
 
 
 def simgrid_cpp(kind: str, n: int) -> dict | None:
@@ -136,6 +146,7 @@ def simgrid_cpp(kind: str, n: int) -> dict | None:
         return None
     done = subprocess.run([str(binary), kind, str(n)], capture_output=True, text=True)
     if done.returncode != 0:
+        _failed("SimGrid's C++ engine", kind, n, done.stderr)
         return None
     return json.loads(done.stdout.strip().splitlines()[-1])
 
