@@ -206,6 +206,10 @@ def _never_run(*args, **kwargs):
     (dict(dp=2, tp=2, pp=2, micro_batches=3), "micro_batches=3 does not divide the batch"),
     (dict(dp=1, tp=1, pp=8), "pp=8 pipeline stages is more than the 4 transformer blocks"),
     (dict(dp=8, micro_batches=2), "micro_batches=2 does not divide the batch"),
+    # batch 6 over 4 replicas: no micro_batches mends it (the refusal named micro_batches=1)
+    (dict(dp=4, tp=2, pp=1, batch=6), r"dp=4 does not divide the batch: 6 sequences over 4 "
+                                      r"data-parallel replicas leaves 1.5 per replica; give "
+                                      r"the model a batch that is a multiple of 4"),
     (dict(dp=1, tp=8, pp=1), "tp=8 does not divide the 4 attention heads"),
     (dict(dp=2, tp=2, pp=2, zero_stage=4), "zero_stage=4"),
     (dict(dp=2, tp=2, pp=2, schedule="zb"), "schedule='zb'"),
@@ -215,7 +219,7 @@ def _never_run(*args, **kwargs):
 ])
 def test_bad_configurations_are_refused_before_the_run(monkeypatch, kwargs, match):
     monkeypatch.setattr("simcoll.training.parallel3d.run_program", _never_run)
-    model = tr.gpt(4, 64, 4, 16, 128, batch=8)
+    model = tr.gpt(4, 64, 4, 16, 128, batch=kwargs.pop("batch", 8))
     with pytest.raises(sc.InvalidInputError, match=match):
         tr.step(model, sc.topology.switch(8), **kwargs)
 

@@ -389,6 +389,11 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
         raise InvalidInputError(f"schedule={schedule!r} is not accepted; use one of "
                                 f"{', '.join(map(repr, SCHEDULES))}")
     order = _order(order)
+    if model.batch % dp:   # no micro_batches can mend it
+        raise InvalidInputError(
+            f"dp={dp} does not divide the batch: {model.batch} sequences over {dp} "
+            f"data-parallel replicas leaves {model.batch / dp:g} per replica; give the "
+            f"model a batch that is a multiple of {dp}, or a smaller dp")
     if model.batch % (dp * m):
         raise InvalidInputError(
             f"micro_batches={m} does not divide the batch: {model.batch} sequences over "

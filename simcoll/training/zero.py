@@ -198,8 +198,9 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
              units: list[int], how: Mapping[str, Any], grad_bytes: int, param_bytes: int,
              prefetch: bool) -> Generator[Event, Any, float]:
     """Stage 3 / FSDP: each layer's parameters all-gathered just before its forward and
-    again before its backward (the next one prefetched while it computes), each layer's
-    gradients reduce-scattered after its backward."""
+    again before its backward (the next one prefetched while a pass computes, but the
+    backward of the layer whose forward computes: it is prefetched once that forward
+    has let its copy go), each layer's gradients reduce-scattered after its backward."""
     r, n = comm.rank, comm.size
     gather_stream, reduce_stream = comm.fresh_context(), comm.fresh_context()
     passes = [("forward", i) for i in range(len(times))] + \
@@ -225,11 +226,14 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
         gather(needs[0])
     for j, (pass_name, i) in enumerate(passes):
         if units[i]:
-            if prefetch:
-                later = [x for x in needs if x > j]
-                if later:
-                    gather(later[0])
             gather(j)
+        if prefetch:
+            later = [x for x in needs if x > j]
+            # not the backward of this very layer: its forward copy is held until the
+            # forward ends, and FSDP gathers one copy at a time (a pass after it gathers it)
+            if later and passes[later[0]][1] != i:
+                gather(later[0])
+        if units[i]:
             yield gathered[j]
         seconds = times[i][0] if pass_name == "forward" else times[i][1]
         computed = rec.compute(comm, r, seconds, pass_name, names[i])
