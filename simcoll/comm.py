@@ -766,17 +766,20 @@ def _same(a: Any, b: Any) -> bool:
     """Whether two members said the same: equal, element by element inside tuples, lists
     and dicts; arrays of one dtype and shape with equal elements; NaN the same as NaN (a
     ``Value`` parameter may hold any of them, where ``!=`` is ambiguous or never false)."""
+    if a is b:
+        return True
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
-                and a.dtype == b.dtype and a.shape == b.shape
-                and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                and a.dtype == b.dtype and a.shape == b.shape):
+            return False
+        if a.dtype.kind == "O":   # arrays inside: compare element by element
+            return all(map(_same, a.flat, b.flat))
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
         return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
     if isinstance(a, dict) or isinstance(b, dict):
         return (type(a) is type(b) and a.keys() == b.keys()
                 and all(_same(a[k], b[k]) for k in a))
-    if a is b:
-        return True
     try:
         equal = a == b
     except Exception:   # a user's value whose == raises

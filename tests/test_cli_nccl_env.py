@@ -66,10 +66,15 @@ def test_one_channel_count_from_the_environment(capsys, monkeypatch):
                                                "NCCL_MAX_NCHANNELS": "8"}, "--size", "64M")
     assert found[0]["params"]["channels"] == 8
     assert err == "# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS in the environment: channels=8\n"
-    # NCCL reads them as numbers: 8 and ' 08' are one count (compared as text, a range)
-    spelt, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": "8",
-                                               "NCCL_MAX_NCHANNELS": " 08"}, "--size", "64M")
-    assert spelt == found and "channels=8" in err
+    # NCCL reads them with strtoll(value, NULL, 0): 8, ' 0x8' and '010' are one count
+    # (compared as text, a range); ' 08' is 0 to NCCL (octal), which is refused
+    for low, high in (("8", " 0x8"), ("010", "8")):
+        spelt, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": low,
+                                                   "NCCL_MAX_NCHANNELS": high}, "--size", "64M")
+        assert spelt == found and "channels=8" in err
+    monkeypatch.setenv("NCCL_MAX_NCHANNELS", " 08")
+    status, _, err = cli(capsys, *H100, "--size", "64M")
+    assert status == 2 and "NCCL_MAX_NCHANNELS=' 08' in the environment is not accepted" in err
     monkeypatch.delenv("NCCL_MIN_NCHANNELS")
     monkeypatch.delenv("NCCL_MAX_NCHANNELS")
     chosen, _ = records(capsys, monkeypatch, {}, "--size", "64M")
@@ -268,6 +273,18 @@ def test_nccl_tests_min_bw_fails_an_average_below_nine_tenths_of_it(capsys, monk
         assert "not simulated" not in out and "NCCL_TESTS_MIN_BW=" in out
         okay = json.loads(report.read_text())["average_bus_bandwidth"]["okay"]
         assert okay is (verdict == "OK")
-    monkeypatch.setenv("NCCL_TESTS_MIN_BW", "fast")
-    status, out, err = cli(capsys, *args)
-    assert status == 2 and "NCCL_TESTS_MIN_BW='fast' in the environment is not accepted" in err
+    # with --csv the verdict goes to standard error, the exit status as the table's
+    status, _, err = cli(capsys, *args, "--csv")
+    assert status == 1 and f"# Avg bus bandwidth    : {average:g} FAILED" in err
+    # -1 is nccl-tests' unset (no verdict, JSON "unchecked"); atof reads 1_000 as 1 and
+    # fast as 0: refused rather than guessed
+    monkeypatch.setenv("NCCL_TESTS_MIN_BW", "-1")
+    status, out, _ = cli(capsys, *args, "-J", str(tmp_path / "unset.json"))
+    assert status == 0 and f"# Avg bus bandwidth    : {average:g} \n" in out
+    unset = json.loads((tmp_path / "unset.json").read_text())["average_bus_bandwidth"]
+    assert unset["okay"] == "unchecked"
+    for text in ("fast", "1_000", "inf"):
+        monkeypatch.setenv("NCCL_TESTS_MIN_BW", text)
+        status, out, err = cli(capsys, *args)
+        assert status == 2 and f"NCCL_TESTS_MIN_BW='{text}' in the environment is not " \
+            f"accepted" in err

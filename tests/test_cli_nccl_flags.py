@@ -174,20 +174,27 @@ def test_check_count_and_step_factor_zero_read_as_nccl_tests_reads_them(capsys):
 
 def test_every_integer_option_reads_prefixes_as_nccl_tests_strtol_does(capsys):
     """-g 0x2 was taken but -f 0x2, -c 0x1 and -r 0x1 refused; nccl-tests reads each
-    with strtol(optarg, NULL, 0)."""
+    with strtol(optarg, NULL, 0): hex after 0x, octal after a leading 0 (010 is 8), and
+    it stops at what it cannot read (0o1 is 0, 1_0 is 1, 1.5 is 1), which is refused
+    rather than read as Python's int() would (1, 10)."""
     plain, out, _ = rows_of(capsys, "--topology", "switch:4", "-b", "8", "-e", "64K", "-f",
                             "8", "-c", "1")
     hexed, hex_out, _ = rows_of(capsys, "--topology", "switch:4", "-b", "8", "-e", "64K",
                                 "-f", "0x8", "-c", "0x1")
     assert hexed == plain and "validation: 1" in hex_out
     rooted, _, _ = rows_of(capsys, "--topology", "switch:4", "--collective", "broadcast",
-                           "--size", "1K", "-r", "0b11")
+                           "--size", "1K", "-r", "03")
     assert [r[4] for r in rooted] == ["3"]
-    status, _, err = cli(capsys, "run", "-f", "1.5")
-    assert status == 2 and "'1.5' is not a whole number >= 0" in err
-    # int() reads Arabic-Indic digits, strtol does not ('-g ٢' ran 2 GPUs per thread)
-    status, _, err = cli(capsys, "run", "-g", "\u0662")
-    assert status == 2 and "'\u0662' is not an integer" in err
+    octal, _, _ = rows_of(capsys, "--topology", "switch:4", "-b", "1K", "-e", "64K", "-f",
+                          "010")
+    assert [int(r[0]) for r in octal] == [1024, 8192, 65536]
+    for flag, text in (("-f", "1.5"), ("-f", "1_0"), ("-c", "0o1"), ("-f", "08")):
+        status, _, err = cli(capsys, "run", flag, text)
+        assert status == 2 and f"'{text}' is not a whole number >= 0" in err
+    # int() reads Arabic-Indic digits and underscores, strtol does not
+    for text in ("\u0662", "0b10", "1_6"):
+        status, _, err = cli(capsys, "run", "-g", text)
+        assert status == 2 and f"'{text}' is not an integer as nccl-tests reads it" in err
 
 
 def test_check_iterations_and_the_default_largest_size_as_printed(capsys):

@@ -178,12 +178,22 @@ def test_a_started_collective_s_output_is_checked_as_a_top_level_run_s():
         sc.run_program(network(2), starts_on_a_group)
 
 
+def _ragged(*parts):
+    """An object array holding ``parts``, arrays of different lengths."""
+    held = np.empty(len(parts), dtype=object)
+    held[:] = parts
+    return held
+
+
 @pytest.mark.parametrize("weights, agree", [
     (lambda rank: np.array([1.0, np.nan]), True),
     (lambda rank: float("nan"), True),
     (lambda rank: (np.arange(3), {"k": [float("nan")]}), True),
     (lambda rank: np.array([1, rank]), False),
     (lambda rank: np.arange(2, dtype=np.int32 if rank else np.int64), False),
+    # ragged sizes as an object array of arrays: np.array_equal raised 'ambiguous'
+    (lambda rank: _ragged(np.arange(2), np.arange(3)), True),
+    (lambda rank: _ragged(np.arange(2), np.arange(3) + rank), False),
 ])
 def test_members_agree_on_arrays_and_nan_held_by_a_value_parameter(weights, agree):
     """A Value parameter may hold an array: the agreement check's != raised numpy's

@@ -333,6 +333,8 @@ def test_specs_and_model_functions_are_checked_at_registration():
                                           r"number or None"),
     (lambda: Real(0.5, maximum="1"), r"Real\(maximum='1'\) is not accepted"),
     (lambda: Choice("a", ()), r"Choice\(choices=\(\)\) is not accepted; give at least one"),
+    (lambda: Real(math.inf, minimum=math.inf), r"Real\(minimum=inf, maximum=None\) accepts "
+                                               r"nothing: only inf reaches that bound"),
 ])
 def test_malformed_specs_are_refused_when_made(make, message):
     """Optional(5) registered, then failed at its first value with an AttributeError;

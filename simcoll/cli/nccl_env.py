@@ -21,12 +21,13 @@ what it ran.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simcoll.algorithms.nccl.support import ALGORITHMS
 from simcoll.algorithms.registry import AlgorithmSpec
-from simcoll.cli.options import CommandLineError
+from simcoll.cli.options import CommandLineError, c_integer
 from simcoll.errors import InvalidInputError
 
 __all__ = ["nccl_environment", "tests_min_bw"]
@@ -127,24 +128,27 @@ MIN_BW = "NCCL_TESTS_MIN_BW"
 0.9 times this many GB/s."""
 
 
+_C_DECIMAL = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+"""A number as C's ``atof`` reads it whole (no underscores, which Python's float takes)."""
+
+
 def tests_min_bw(environ: Mapping[str, str]) -> float | None:
-    """``NCCL_TESTS_MIN_BW`` (GB/s), or None where it is not set.
+    """``NCCL_TESTS_MIN_BW`` (GB/s), or None where it is not set or is -1, nccl-tests'
+    value for unset (``check_avg_bw == -1``: no verdict).
 
     Raises:
-        CommandLineError: not a number (nccl-tests' ``atof`` would read it as 0, a check
-            every run passes).
+        CommandLineError: not a finite decimal number read whole (nccl-tests' ``atof``
+            reads ``fast`` as 0, a check every run passes, and ``1_000`` as 1).
     """
     text = environ.get(MIN_BW)
     if text is None:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = float(text) if _C_DECIMAL.fullmatch(text) else math.nan
     if not math.isfinite(value):
         raise CommandLineError(f"{MIN_BW}={text!r} in the environment is not accepted; give "
-                               f"the least average busbw in GB/s, e.g. 100")
-    return value
+                               f"the least average busbw in GB/s as a decimal number, e.g. "
+                               f"100")
+    return None if value == -1 else value
 
 
 def _for_collective(variable: str, value: str, collective: str) -> str | None:
@@ -215,11 +219,12 @@ def _count(variable: str, value: str) -> int:
     Raises:
         CommandLineError: not a whole number.
     """
-    try:
-        return int(value.strip())
-    except ValueError:
+    count = c_integer(value)
+    if count is None:
         raise CommandLineError(f"{variable}={value!r} in the environment is not accepted; "
-                               f"use a whole number of channels") from None
+                               f"use a whole number of channels as NCCL reads it (strtoll: "
+                               f"decimal, hex after 0x, octal after a leading 0)")
+    return count
 
 
 def _without_nvls(spec: AlgorithmSpec, algo: str) -> str:

@@ -28,7 +28,7 @@ from simcoll.units import exact_number, significant
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
            "run_kwargs", "run_settings", "resolve_dtype", "check_output", "refuse_overflow",
-           "plural", "MAX_BYTES", "integer_option"]
+           "plural", "MAX_BYTES", "integer_option", "c_integer"]
 
 MAX_BYTES = 2**50
 """Largest size accepted (1 PiB): byte counters are int64, and a rank may send p times
@@ -286,20 +286,40 @@ class _RootOrAll(argparse.Action):
             parser.error(f"argument -r/--root: {exc}")
 
 
+_C_INTEGER = re.compile(r"[ \t\n\v\f\r]*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)"
+                        r"[ \t\n\v\f\r]*")
+"""What C's ``strtol(text, NULL, 0)`` reads whole: a sign, then hex after 0x, octal after
+a leading 0, or decimal (ASCII digits only; no underscores, 0o or 0b)."""
+
+
+def c_integer(text: str) -> int | None:
+    """The integer C's ``strtol(text, NULL, 0)`` reads from ``text`` (as nccl-tests
+    reads its options and NCCL its variables: ``0x10`` is 16, ``010`` is 8), or None
+    where it would stop before the end (``1.5``, ``1_0``, ``0o1``, ``08``) or read
+    nothing: there it reads a number other than Python would, which is refused rather
+    than guessed."""
+    match = _C_INTEGER.fullmatch(text)
+    if match is None:
+        return None
+    sign, digits = match.groups()
+    base = 16 if digits[:2] in ("0x", "0X") else 8 if len(digits) > 1 and \
+        digits[0] == "0" else 10
+    value = int(digits, base)
+    return -value if sign == "-" else value
+
+
 def integer_option(text: str) -> int:
-    """An option's integer: decimal, or with a 0x, 0o or 0b prefix (Python's
-    ``int(text, 0)``, as nccl-tests' ``strtol(optarg, NULL, 0)`` reads its options; that
-    reads ``010`` as octal, which this refuses rather than guess).
+    """An option's integer as nccl-tests reads it (:func:`c_integer`).
 
     Raises:
-        argparse.ArgumentTypeError: not an integer so written.
+        argparse.ArgumentTypeError: not an integer strtol reads whole.
     """
-    try:
-        if not text.isascii():   # int() reads other scripts' digits, which strtol does not
-            raise ValueError(text)
-        return int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = c_integer(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an integer as nccl-tests reads it (decimal, hex after 0x, "
+            f"octal after a leading 0)")
+    return value
 
 
 def _root_or_all(text: str) -> int | str:

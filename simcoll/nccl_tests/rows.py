@@ -215,14 +215,15 @@ def _check_algbw(size: int, time_text: str, algbw_text: str, layout: Layout,
     """algbw is size / time, to the rounding of both printed numbers. nccl-tests before
     2.10 printed (p - 1) / p of it for all_gather and reduce_scatter, as hypercube still
     does: where the row may be one of those (``shortened``: no reduction, or a size of
-    more than its count's bytes), half of it is let through (and 0, a single rank's)."""
+    more than its count's bytes), half of it is let through; and 0 in any row (a single
+    rank's reduce_scatter, whose size is its count's bytes)."""
     shift = layout.time_shift
     time_us, step = float(time_text) * 10.0 ** shift, _half_step(time_text) * 10.0 ** shift
     algbw, rounding = float(algbw_text), _half_step(algbw_text)
     slowest = size / (time_us + step) / 1e3
     fastest = size / (time_us - step) / 1e3 if time_us > step else math.inf
     if algbw - rounding <= fastest * (1 + 1e-9) and (
-            shortened and algbw == 0
+            algbw == 0
             or algbw + rounding >= slowest / (2 if shortened else 1) * (1 - 1e-9)):
         return
     implied = size / time_us / 1e3 if time_us else math.inf
