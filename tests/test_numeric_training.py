@@ -339,8 +339,9 @@ def test_numeric_steps_take_the_time_of_the_step_models():
     """The numeric strategies and simcoll.training's step models, written apart, on the
     same MLP, machine and collectives (a layer's weight and bias as one tensor for ZeRO,
     one bucket per layer): the same step time. ZeRO-1 once reduce-scattered after the
-    backward pass (2.9% slower than zero_step) and ZeRO-3 gathered the last layer for
-    its backward pass only once the forward pass was done (0.23%)."""
+    backward pass (2.9% slower than zero_step); ZeRO-3's backward gather of the last
+    layer, which both take once that layer's forward is done, differed by 0.23% while
+    one of them took it during that forward."""
     sizes, p, batch, rate = (512, 1024, 1024, 1024, 512), 4, 512, 10e12
     topo = sc.topology.switch(p, bandwidth=10 * sc.GB, latency=5 * sc.us)
     job = TrainingJob.synthetic(MLP(sizes), batch=batch, steps=1, optimizer=SGD(0.1))

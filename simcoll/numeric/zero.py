@@ -15,9 +15,10 @@ every layer, and keeps the optimizer state of that shard only. What each stage m
   kept, which changes the memory a GPU needs, not what moves;
 * stage 3: GPUs hold only their shards of the parameters. Each layer's parameters are
   all-gathered just before its forward pass and again before its backward pass (the next
-  all-gather is started before the current layer computes: prefetch, the last layer's
-  backward one during its forward), and each layer's gradient is reduce-scattered as
-  soon as it exists; nothing is gathered after the update.
+  all-gather is started before the current layer computes: prefetch; the last layer's
+  backward one once its forward is done, as FSDP frees a layer's forward copy first),
+  and each layer's gradient is reduce-scattered as soon as it exists; nothing is
+  gathered after the update.
 
 Per step and GPU, with ``n`` padded elements in all and a ring, stages 1 and 2 send
 ``2 (p-1)/p n`` elements and stage 3 sends ``3 (p-1)/p n``, the paper's 2 Psi and 3 Psi.
@@ -191,13 +192,15 @@ def _stage3_rank(comm: Comm, job: TrainingJob, rs_algorithm: str,
         caches = []
         out, ahead = mine.x, gather(0)
         for layer in range(model.layers):
-            # the next gather: the next layer's, or after the last the backward pass's
-            # first, the last layer again
-            current, ahead = ahead, gather(min(layer + 1, last))
+            # the next layer's gather starts before this one computes (prefetch)
+            current, ahead = ahead, gather(layer + 1) if layer < last else None
             weights = _layer_params(model, layer, (yield current))
             out, (cache,) = yield from forward_layers(comm, model, weights, [layer], out,
                                                       flop_rate)
             caches.append(cache)
+        # the last layer again for the backward pass, once its forward has let its
+        # parameters go (FSDP holds one gathered copy of a layer at a time)
+        ahead = gather(last)
         loss, grad = model.loss_and_grad(out, mine.target)
         scattered = {}
         for layer in reversed(range(model.layers)):
