@@ -1,8 +1,10 @@
 """The checks ``simulate`` runs on its arguments before any work is done.
 
 Each check names the bad value and what would be accepted, and turns what it accepts into
-the form the run uses (numpy integers to ``int``, sizes to bytes, arrays to read-only
-views that nobody can make writeable, :func:`simcoll.buffers.sealed`).
+the form the run uses (numpy integers to ``int``, sizes to bytes); :meth:`Inputs.sealed`
+then turns the arrays into read-only views that nobody can make writeable
+(:func:`simcoll.buffers.sealed`), once the memory check has counted the copies that
+takes.
 """
 
 from __future__ import annotations
@@ -150,7 +152,8 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
     v-collective its ``splits`` (:mod:`simcoll.uneven`).
 
     Raises:
-        InvalidInputError: both or neither of data and nbytes; arrays of the wrong number,
+        InvalidInputError: both of data and nbytes, or neither (a barrier may be given
+            neither); arrays of the wrong number,
             shape or dtype; a size that is not whole elements, or so large that traffic
             counters could overflow; splits for a collective without them, or sizes of
             the wrong shape for a v-collective; a size above 0 for a barrier.

@@ -163,9 +163,10 @@ class Real(Param):
     def __post_init__(self) -> None:
         _check_bounds("Real", self.minimum, self.maximum, integers=False)
         if not self.allow_inf and (self.minimum == math.inf or self.maximum == -math.inf):
+            bound = math.inf if self.minimum == math.inf else -math.inf
             raise RegistrationError(f"Real(minimum={self.minimum!r}, maximum="
-                                    f"{self.maximum!r}) accepts nothing: only inf reaches "
-                                    f"that bound, and allow_inf is False")
+                                    f"{self.maximum!r}) accepts nothing: only {bound} "
+                                    f"reaches that bound, and allow_inf is False")
 
     def accepted(self) -> str:
         kind = "a number" if self.allow_inf else "a finite number"

@@ -173,7 +173,8 @@ def simulate_kwargs(args: argparse.Namespace,
                     measured: NcclTestsTable) -> tuple[dict[str, Any], list[str]]:
     """``simulate``'s keyword arguments (the network, the ``--param`` values, and for
     ``--algorithm nccl`` the tuner of the log's NCCL release where simcoll has it), and
-    a note for each choice the log made."""
+    a note for each choice the log made, and one naming the ``NCCL_*`` variables in this
+    environment, which are not read."""
     kwargs: dict[str, Any] = {"network": args.network, **algorithm_params(
         args.param, inspect.signature(compare).parameters, from_log=True,
         options=LOG_OPTIONS)}

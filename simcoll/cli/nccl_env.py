@@ -1,6 +1,6 @@
-"""NCCL's environment variables for ``simcoll run --algorithm nccl``: a command copied
-from a real run, ``NCCL_ALGO=Ring NCCL_PROTO=Simple all_reduce_perf -b 8 -e 8G``, runs
-the same choice here.
+"""NCCL's environment variables for ``simcoll run`` and ``simcoll trace`` with
+``--algorithm nccl``: a command copied from a real run, ``NCCL_ALGO=Ring
+NCCL_PROTO=Simple all_reduce_perf -b 8 -e 8G``, runs the same choice here.
 
 Read, as NCCL 2.30.7 reads them (``src/graph/tuning.cc``, ``src/init.cc``):
 
@@ -15,7 +15,11 @@ Read, as NCCL 2.30.7 reads them (``src/graph/tuning.cc``, ``src/init.cc``):
 
 A ``--param`` of the same name wins over the environment. Every variable read, left
 aside or not simulated (any other ``NCCL_*``) is named in a ``#`` note, so a table says
-what it ran.
+what it ran; under another algorithm than ``nccl`` those above are named as read with
+``--algorithm nccl`` only, the others as not simulated (``simcoll trace`` too).
+
+``NCCL_TESTS_MIN_BW`` is nccl-tests' own variable, not NCCL's: :func:`tests_min_bw` reads
+it for ``simcoll run``, with any algorithm.
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ READ = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE",
         "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
 """The variables read; other ``NCCL_*`` ones are named as not simulated."""
 
+MIN_BW = "NCCL_TESTS_MIN_BW"
+"""nccl-tests' own check (src/common.cu): the run fails where the average busbw is below
+0.9 times this many GB/s."""
+
+
 _IN_NETWORK = ("nvls", "nvls_tree")
 
 NCCL_FUNCTIONS = {"broadcast": "Broadcast", "reduce": "Reduce", "all_gather": "AllGather",
@@ -44,17 +53,18 @@ NCCL_FUNCTIONS = {"broadcast": "Broadcast", "reduce": "Reduce", "all_gather": "A
 
 
 def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
-                     given: Sequence[tuple[str, Any]]) -> tuple[list[tuple[str, Any]],
-                                                                list[str]]:
+                     given: Sequence[tuple[str, Any]], *, checks_min_bw: bool = False
+                     ) -> tuple[list[tuple[str, Any]], list[str]]:
     """The ``--param`` pairs NCCL's variables in ``environ`` set for ``spec`` (the
     collective's registered algorithm), those ``given`` on the command line left as they
-    are, and the ``#`` notes saying so.
+    are, and the ``#`` notes saying so; ``checks_min_bw``: the caller reads
+    ``NCCL_TESTS_MIN_BW`` (:func:`tests_min_bw`), which is then not named here.
 
     Raises:
         CommandLineError: a value NCCL would not take, naming the variable.
     """
     found = {name: environ[name] for name in sorted(environ)
-             if name.startswith("NCCL_") and name != MIN_BW}
+             if name.startswith("NCCL_") and not (checks_min_bw and name == MIN_BW)}
     if not found:
         return [], []
     if spec.name != "nccl":
@@ -121,11 +131,6 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     if unread:
         notes.append(f"# {', '.join(unread)} in the environment: not simulated")
     return pairs, notes
-
-
-MIN_BW = "NCCL_TESTS_MIN_BW"
-"""nccl-tests' own check (src/common.cu): the run fails where the average busbw is below
-0.9 times this many GB/s."""
 
 
 _C_DECIMAL = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")

@@ -11,7 +11,8 @@ Options and defaults follow ``src/common.cu`` of NVIDIA/nccl-tests 2.19.6 (its
   iteration counts, timeouts, init and reporting choices; taken and named in a ``#`` note;
 * options that change what is timed (grouped or blocking launches, CUDA graphs, CPU
   time, buffer registration, misaligned buffers, NCCL's device kernels): only their
-  defaults are taken, anything else is refused saying what the option does;
+  defaults are taken (and ``-x 0``, which runs as ``-x -1``), anything else is refused
+  saying what the option does;
 * ``-J FILE``: the run written as nccl-tests' JSON report too (:mod:`simcoll.cli.json_out`).
 """
 
@@ -80,7 +81,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("nccl-tests options", textwrap.fill(
         "taken so that a real command line runs: -t/-g must fit the machine; those that "
         "cannot change a simulated time are noted; those that change what nccl-tests "
-        "times are taken at their defaults only", 88))
+        "times are taken at their defaults only (and -x 0, which runs as -x -1)", 88))
     group.add_argument("-t", "--nthreads", type=_count, metavar="T",
                        help="threads per process (ranks = processes x T x G)")
     group.add_argument("-g", "--ngpus", type=_count, metavar="G",
@@ -90,7 +91,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         group.add_argument(flag.short, flag.long, type=_integer, metavar="N",
                            dest=f"nccl_{flag.long[2:]}",
                            help=f"{flag.meaning} (nccl-tests' default {flag.default}"
-                                + ("; only that is taken)" if flag.timed else ")"))
+                                + (")" if not flag.timed else "; only that is taken)"
+                                   if not flag.same else
+                                   f"; only that and {', '.join(map(str, flag.same))}, "
+                                   f"which runs as it does, are taken)"))
     group.add_argument("-J", "--output_file", metavar="FILE.json",
                        help="also write the run as nccl-tests' JSON report (its format 3, "
                             "which sc.nccl_tests.parse reads)")

@@ -325,13 +325,14 @@ def integer_option(text: str) -> int:
 def _root_or_all(text: str) -> int | str:
     """``-r``'s value where ``all`` is taken: a rank, or ``all`` (also ``-1``, as
     nccl-tests spells it)."""
-    if text in ("all", "-1"):
+    if text == "all":
         return "all"
     try:
-        return integer_option(text)
+        value = integer_option(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a rank (an integer) or all") \
             from None
+    return "all" if value == -1 else value
 
 
 def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,

@@ -99,8 +99,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _whole(text: str) -> int:
-    """A whole number >= 0, written as nccl-tests' other integer options take it
-    (decimal, or 0x, 0o, 0b: :func:`~simcoll.cli.options.integer_option`)."""
+    """A whole number >= 0 as nccl-tests' strtol reads it (decimal, hex after 0x, octal
+    after a leading 0: :func:`~simcoll.cli.options.integer_option`)."""
     try:
         value = integer_option(text)
     except argparse.ArgumentTypeError:
@@ -380,7 +380,8 @@ def run(args: argparse.Namespace) -> int:
     if args.algorithm is None:
         args.algorithm = default_algorithm(args.collective)
     from_environment, read = nccl_environment(
-        os.environ, get_algorithm(args.collective, args.algorithm), args.param)
+        os.environ, get_algorithm(args.collective, args.algorithm), args.param,
+        checks_min_bw=True)
     args.param = [*args.param, *from_environment]
     notes += read
     min_bw = tests_min_bw(os.environ)

@@ -79,8 +79,9 @@ class FlowRttNetwork(FlowNetwork):
         self._check_zero_latency_routes(endpoints)
 
     def _check_zero_latency_routes(self, endpoints: int) -> None:
-        """Find every route of zero latency now, before the run: such a route crosses
-        only links of zero latency, so its ends are joined by such links. Group the
+        """Find every route of zero latency (or under ``SMALLEST_LATENCY``) now, before
+        the run: such a route crosses only links under it, so its ends are joined by
+        such links. Group the
         endpoints by the components that links of zero latency form and route each pair
         of a group (the routes are kept for the run; a pair that failed links leave
         without a route is the run's to report, if a message takes it)."""
@@ -112,8 +113,9 @@ class FlowRttNetwork(FlowNetwork):
 
     def track_flows(self, planned: Sequence[tuple[float, int, float]] = ()) -> None:
         """As :meth:`FlowNetwork.track_flows`, and find now, before the run, every route
-        of zero latency that the links ``planned`` to fail would leave as the way around
-        them, after each failure and each restore that leaves others failed.
+        of zero latency (or under ``SMALLEST_LATENCY``) that the links ``planned`` to fail
+        would leave as the way around them, after each failure and each restore that
+        leaves others failed.
 
         Raises:
             InvalidInputError: such a route; names it, its links and the failure.

@@ -50,8 +50,8 @@ def _split(text: Any, what: str) -> tuple[Decimal | float, str]:
     try:
         return Decimal(match.group(1)), match.group(2)
     except InvalidOperation:
-        # an exponent past what decimal holds (20 digits): as far past float's range,
-        # read as float reads it (0 or infinity)
+        # an exponent of 19 digits or more, past decimal's MAX_EMAX (18 digits): as far
+        # past float's range, read as float reads it (0 or infinity)
         return float(match.group(1)), match.group(2)
 
 

@@ -137,7 +137,8 @@ class ZeroStep:
             the end of their reduce-scatter (a pass that takes no time, such as an
             embedding's, runs once the pass before it has ended and its parameters are
             there); with ``prefetch``, the next layer's are gathered while this one
-            computes. 0 for stages 0-2, which keep whole
+            computes (a layer's backward copy once its forward one is freed). 0 for
+            stages 0-2, which keep whole
             parameters and gradients in ``memory``, and on one GPU, whose shards are
             the whole layers (FSDP then shards nothing).
         breakdown, run, spans: where the time went, the simulation, every span.
@@ -198,9 +199,10 @@ def _sharded(comm: Comm, rec: Recorder, times: list[tuple[float, float]], names:
              units: list[int], how: Mapping[str, Any], grad_bytes: int, param_bytes: int,
              prefetch: bool) -> Generator[Event, Any, float]:
     """Stage 3 / FSDP: each layer's parameters all-gathered just before its forward and
-    again before its backward (the next one prefetched while a pass computes, but the
-    backward of the layer whose forward computes: it is prefetched once that forward
-    has let its copy go), each layer's gradients reduce-scattered after its backward."""
+    again before its backward, and its gradients reduce-scattered after its backward.
+    With ``prefetch`` each pass starts the next gather as it begins, except a layer's
+    backward gather during its own forward: that one starts when the forward ends
+    (under the next pass, if that pass has no parameters, such as GPT's logits)."""
     r, n = comm.rank, comm.size
     gather_stream, reduce_stream = comm.fresh_context(), comm.fresh_context()
     passes = [("forward", i) for i in range(len(times))] + \
@@ -273,7 +275,9 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
         gpu: the GPUs' rate; algorithm: the algorithm of every collective (it must be
             registered for each collective the stage uses, as ``"ring"`` is).
         bucket_cap_mb, first_bucket_mb: bucket limits for stages 0-2 (MiB).
-        prefetch: stage 3 only: all-gather the next layer while this one computes.
+        prefetch: stage 3 only: all-gather the next layer while this one computes (a
+            layer's backward gather waits until its own forward ends, which frees its
+            forward copy).
         algorithm_params: parameters of that algorithm for every collective of the step
             (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
             ``collnet=1`` needs collectives over every GPU of the machine), checked
