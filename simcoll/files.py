@@ -103,8 +103,8 @@ def unwritable(path: Path) -> str | None:
             return f"a link to {str(path)!r}, whose folder does not exist"
     if path.exists() and not path.is_file() and not path.is_dir():
         # writing renames a file over it: a pipe or a device node (/dev/null) would go
-        return ("is not a regular file (a device, pipe or socket), which writing would "
-                "replace; give a file path")
+        return ("a device, pipe or socket, not a regular file: writing would replace it; "
+                "give a file path")
     probe = _temporary(path)
     try:
         probe.open("x").close()

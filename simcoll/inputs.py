@@ -1,7 +1,7 @@
 """The checks ``simulate`` runs on its arguments before any work is done.
 
 Each check names the bad value and what would be accepted, and turns what it accepts into
-the form the run uses (numpy integers to ``int``, sizes to bytes); :meth:`Inputs.sealed`
+the form the run uses (numpy integers to ``int``, sizes to bytes); :meth:`Inputs.for_algorithm`
 then turns the arrays into read-only views that nobody can make writeable
 (:func:`simcoll.buffers.sealed`), once the memory check has counted the copies that
 takes.
@@ -62,7 +62,7 @@ class Inputs:
     count: int
     splits: Splits | None = None
 
-    def sealed(self) -> Inputs:
+    def for_algorithm(self) -> Inputs:
         """These inputs as the algorithm holds them: each array a read-only view nobody
         can make writeable (:func:`~simcoll.buffers.sealed`), an array given to several
         ranks sealed once (an array that is not contiguous is copied then: check the
@@ -80,7 +80,7 @@ class Inputs:
 
 
 def sealing_copies(arrays: list[np.ndarray]) -> int:
-    """The bytes :meth:`Inputs.sealed` copies: each array that is not contiguous,
+    """The bytes :meth:`Inputs.for_algorithm` copies: each array that is not contiguous,
     once."""
     return sum({id(x): x.nbytes for x in arrays if not x.flags.c_contiguous}.values())
 

@@ -46,23 +46,23 @@ class TraceEvent:
     ``wire_bytes`` crossing the route (the payload, or a protocol's framing of it).
     ``moving`` is None for reductions and compute spans. ``links``: the directed links
     its bytes were handed to, as the network routed it then (around links failed when it
-    was sent; a failure while it is in flight moves its remaining bytes to a detour that
-    ``Result.link_bytes`` counts and this keeps the first route); a multicast's tree on
-    its first destination's event and ``()`` on the others, as each byte crosses each
-    link of the tree once; None where the run was timed without the network
-    (:mod:`simcoll.lone_flows`). ``context``: a message's matching context (0 on a
-    communicator's own; a group and each :meth:`~simcoll.comm.Comm.fresh_context`, as of
-    a collective started from a rank program, have their own), part of its connection's
-    key with ``rank``, ``peer`` and ``tag``. ``woke_sender``, ``woke_receiver``: whether
-    its arrival resumed what waited on its send at ``rank`` and on its receive at
-    ``peer`` (a program; or a wait on several events, which resumes at the last of
-    them): False where nothing waited on it yet (a program still asleep, computing or
-    not started, that took it later at once), or where the rest of what it waited on was
-    still to come (a ``sendrecv``'s other half, a multicast's other destinations).
-    ``bandwidths``: where link faults (:class:`simcoll.Faults`) had changed links by the
-    message's arrival, each changed directed link with its bandwidth averaged over the
-    span the message's bytes moved (``moving`` to ``end``; 0 while failed); every other
-    link had its nominal bandwidth
+    was sent; if a link fails while it is in flight, its remaining bytes take a detour,
+    which ``Result.link_bytes`` counts but ``links`` does not: it keeps the first
+    route); a multicast's tree on its first destination's event and ``()`` on the
+    others, as each byte crosses each link of the tree once; None where the run was
+    timed without the network (:mod:`simcoll.lone_flows`). ``context``: a message's
+    matching context (0 on a communicator's own; a group and each
+    :meth:`~simcoll.comm.Comm.fresh_context`, as of a collective started from a rank
+    program, have their own), part of its connection's key with ``rank``, ``peer`` and
+    ``tag``. ``woke_sender``, ``woke_receiver``: whether its arrival resumed what waited
+    on its send at ``rank`` and on its receive at ``peer`` (a program; or a wait on
+    several events, which resumes at the last of them): False where nothing waited on it
+    yet (a program still asleep, computing or not started, that took it later at once),
+    or where the rest of what it waited on was still to come (a ``sendrecv``'s other
+    half, a multicast's other destinations). ``bandwidths``: where link faults
+    (:class:`simcoll.Faults`) had changed links by the message's arrival, each changed
+    directed link with its bandwidth averaged over the span the message's bytes moved
+    (``moving`` to ``end``; 0 while failed); every other link had its nominal bandwidth
     (:meth:`~simcoll.topology.graph.Topology.bandwidth_of`).
     """
 

@@ -141,7 +141,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     inputs = check_inputs(p, data, nbytes, dtype, coll, splits)
     if inputs.arrays is not None:
         _refuse_what_cannot_fit(coll, p, inputs, the_root or 0)
-        inputs = inputs.sealed()
+        inputs = inputs.for_algorithm()
     elif spec.name == "nccl":
         _refuse_slices_that_cannot_fit(inputs.count * inputs.dtype.itemsize)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)

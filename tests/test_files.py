@@ -92,9 +92,9 @@ def test_every_writer_refuses_a_pipe_rather_than_replace_it(tmp_path, write):
     replaced it; only a sweep's save= refused them."""
     pipe = tmp_path / "out.json"
     os.mkfifo(pipe)
-    with pytest.raises(sc.InvalidInputError, match=r"out.json': is not a regular file \(a "
-                                                   r"device, pipe or socket\), which writing "
-                                                   r"would replace"):
+    with pytest.raises(sc.InvalidInputError, match=r"out.json': a device, pipe or socket, "
+                                                   r"not a regular file: writing would "
+                                                   r"replace it"):
         write(pipe)
     assert pipe.is_fifo() and [p.name for p in tmp_path.iterdir()] == ["out.json"]
 
@@ -104,7 +104,7 @@ def test_the_command_line_refuses_a_pipe_as_its_output(capsys, tmp_path):
     pipe = tmp_path / "trace.json"
     os.mkfifo(pipe)
     assert main(["trace", "--topology", "switch:2", "--size", "1K", "--output", str(pipe)]) == 2
-    assert "is not a regular file (a device, pipe or socket)" in capsys.readouterr().err
+    assert "a device, pipe or socket, not a regular file" in capsys.readouterr().err
     assert pipe.is_fifo()
 
 

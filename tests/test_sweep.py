@@ -834,7 +834,8 @@ def test_load_results_of_json_lines_named_json_says_to_name_it_jsonl(tmp_path):
 
 def test_a_device_as_save_is_refused_before_any_work(calls):
     built = []
-    with pytest.raises(sc.InvalidInputError, match="^save='/dev/null': is not a regular file"):
+    with pytest.raises(sc.InvalidInputError, match="^save='/dev/null': a device, pipe or "
+                                                   "socket, not a regular file"):
         sweep(lambda p: built.append(p) or sc.topology.switch(p), "all_reduce",
               save="/dev/null", **GOOD)
     assert built == [] and calls == []

@@ -81,7 +81,8 @@ class Report:
                    for r in self.rows]
         bad = sum(1 for r in self.rows if r.wrong)
         average = table.average_busbw(self.rows)
-        okay = "unchecked" if self.min_bw is None else not table.below(average, self.min_bw)
+        okay = "unchecked" if self.min_bw is None else \
+            not table.fails_min_bw(average, self.min_bw)
         errors = [] if error is None else [
             f"interrupted after {len(self.rows)} size(s)" if isinstance(error, KeyboardInterrupt)
             else f"{type(error).__name__} after {len(self.rows)} size(s): {error}"]

@@ -101,8 +101,8 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
                      "communicator's channels, from which NCCL works out each peer's: not "
                      "applied to all_to_all (its channels= is a send's parts)")
     elif low is not None or high is not None:
-        if low is not None and high is not None and \
-                _count("NCCL_MIN_NCHANNELS", low) == _count("NCCL_MAX_NCHANNELS", high):
+        if low is not None and high is not None and _channel_count(
+                "NCCL_MIN_NCHANNELS", low) == _channel_count("NCCL_MAX_NCHANNELS", high):
             wanted["channels"] = ("NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS", low)
         else:
             counts = " ".join(f"{name}={value}" for name, value in
@@ -118,7 +118,7 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
             continue
         try:
             checked = spec.params[param].normalize(param, value if param != "channels"
-                                                   else _count(variable, value))
+                                                   else _channel_count(variable, value))
         except InvalidInputError as exc:
             raise CommandLineError(f"{variable} in the environment: {exc}") from None
         if param in named:
@@ -218,7 +218,7 @@ def _flag(found: Mapping[str, str], name: str) -> bool | None:
     return found[name].strip() == "1"
 
 
-def _count(variable: str, value: str) -> int:
+def _channel_count(variable: str, value: str) -> int:
     """A channel count from the environment.
 
     Raises:

@@ -22,8 +22,7 @@ import argparse
 import textwrap
 from dataclasses import dataclass
 
-from simcoll.cli.options import CommandLineError
-from simcoll.cli.options import integer_option as _integer
+from simcoll.cli.options import CommandLineError, integer_option
 
 __all__ = ["add_options", "shape_spec", "notes"]
 
@@ -70,7 +69,7 @@ _FLAGS = (
 
 
 def _count(text: str) -> int:
-    value = _integer(text)
+    value = integer_option(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
     return value
@@ -88,7 +87,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                        help="GPUs per thread; without --topology the machine is "
                             "switch:T*G")
     for flag in _FLAGS:
-        group.add_argument(flag.short, flag.long, type=_integer, metavar="N",
+        group.add_argument(flag.short, flag.long, type=integer_option, metavar="N",
                            dest=f"nccl_{flag.long[2:]}",
                            help=f"{flag.meaning} (nccl-tests' default {flag.default}"
                                 + (")" if not flag.timed else "; only that is taken)"

@@ -295,9 +295,8 @@ a leading 0, or decimal (ASCII digits only; no underscores, 0o or 0b)."""
 def c_integer(text: str) -> int | None:
     """The integer C's ``strtol(text, NULL, 0)`` reads from ``text`` (as nccl-tests
     reads its options and NCCL its variables: ``0x10`` is 16, ``010`` is 8), or None
-    where it would stop before the end (``1.5``, ``1_0``, ``0o1``, ``08``) or read
-    nothing: there it reads a number other than Python would, which is refused rather
-    than guessed."""
+    where strtol would stop before the end (``1.5``, ``1_0``, ``0o1``, ``08``) or read
+    nothing: such text is refused rather than read one way or the other."""
     match = _C_INTEGER.fullmatch(text)
     if match is None:
         return None

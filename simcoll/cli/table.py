@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Row", "fixed", "header", "row", "footer", "average_busbw", "below"]
+__all__ = ["Row", "fixed", "header", "row", "footer", "average_busbw", "fails_min_bw"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def footer(rows: list[Row], min_bw: float | None = None) -> list[str]:
     bad = sum(1 for r in rows if r.wrong)
     lines = [f"# {'Out of bounds values':<20} : {bad} {'FAILED' if bad else 'OK'}"]
     avg = average_busbw(rows)
-    verdict = "" if min_bw is None else "FAILED" if below(avg, min_bw) else "OK"
+    verdict = "" if min_bw is None else "FAILED" if fails_min_bw(avg, min_bw) else "OK"
     lines.append(f"# {'Avg bus bandwidth':<20} : {avg:g} {verdict}")
     lines.append("#")
     return lines
@@ -83,7 +83,7 @@ def average_busbw(rows: list[Row]) -> float:
     return sum(r.busbw for r in rows) / len(rows) if rows else 0.0
 
 
-def below(average: float, min_bw: float) -> bool:
+def fails_min_bw(average: float, min_bw: float) -> bool:
     """Whether nccl-tests' ``NCCL_TESTS_MIN_BW`` check fails: an average busbw below 0.9
     times it (``bw[0] < check_avg_bw*(0.9)`` in src/common.cu)."""
     return average < min_bw * 0.9

@@ -336,11 +336,11 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
 
     With n the per-rank input bytes and L = ceil(log2 p) (a message at most doubles the
     ranks that know something per round), the single-port latency bound is L alpha for every
-    collective but scatter, whose blocks of ``count < p`` elements leave p - count ranks
-    nothing to hear: ceil(log2 min(p, count)) alpha (the root holding one of the non-empty
-    blocks, as below). Bandwidth bounds: all_reduce 2 (p-1)/p n beta (Patarasuk & Yuan
-    2009); reduce_scatter and all_to_all (p-1)/p n beta; scatter (n - b) beta, where b is
-    the largest block the root may keep (ceil(count/p) elements of ``itemsize`` bytes, as
+    collective but a scatter of count = n / itemsize < p elements, whose p - count empty
+    blocks need no message: ceil(log2 count) alpha (the root holding one of the count
+    non-empty blocks, as below). Bandwidth bounds: all_reduce 2 (p-1)/p n beta (Patarasuk &
+    Yuan 2009); reduce_scatter and all_to_all (p-1)/p n beta; scatter (n - b) beta, where b
+    is the largest block the root may keep (ceil(count/p) elements of ``itemsize`` bytes, as
     ``np.array_split`` cuts); all_gather and gather (p-1) n beta (each rank receives every
     other rank's n bytes); broadcast and reduce n beta. Computation bounds: the (p-1) n
     bytes that p inputs take to reduce, shared by the p ranks' reduction engines, (p-1)/p n

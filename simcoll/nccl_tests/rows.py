@@ -133,9 +133,11 @@ def read_row(layout: Layout, line: str, number: int) -> NcclTestsRow:
     layout = _row_layout(layout, fields)
     if len(fields) != layout.width:
         expected = " ".join(layout.head + layout.block_columns * len(layout.blocks))
-        cause = "; an NCCL log line inside the row (NCCL_DEBUG's output lands in the " \
-            "table): move it out, or have NCCL write its log to a file with " \
-            "NCCL_DEBUG_FILE" if re.search(r"\bNCCL (?:INFO|WARN|TRACE)\b", line) else ""
+        cause = ""
+        if re.search(r"\bNCCL (?:INFO|WARN|TRACE)\b", line):
+            cause = ("; an NCCL log line inside the row (NCCL_DEBUG's output lands in the "
+                     "table): move it out, or have NCCL write its log to a file with "
+                     "NCCL_DEBUG_FILE")
         raise InvalidInputError(f"line {number}: expected {layout.width} fields ({expected}), "
                                 f"found {len(fields)}: {line.strip()!r}{cause}")
     head = dict(zip(layout.head, fields))

@@ -14,7 +14,7 @@ from simcoll.numeric.job import TrainingJob
 from simcoll.topology.graph import Topology
 
 __all__ = ["DEFAULT_FLOP_RATE", "check_job", "check_flop_rate", "data_parallel_degree",
-           "local_batch", "check_algorithm", "check_groups"]
+           "local_batch", "check_algorithm", "check_algorithm_on_groups"]
 
 DEFAULT_FLOP_RATE = 10e12
 """FLOP/s a simulated GPU sustains on the model's matrix products unless told otherwise."""
@@ -98,7 +98,7 @@ def check_algorithm(collective: str, name: Any, nodes: tuple[int, ...], count: i
     return name
 
 
-def check_groups(collective: str, name: Any, topology: Topology,
+def check_algorithm_on_groups(collective: str, name: Any, topology: Topology,
                  groups: list[list[int]], count: int) -> str:
     """``name`` once :func:`check_algorithm` accepts it on every group of ranks in
     ``groups`` (each group's members' nodes read from ``topology``): an algorithm that

@@ -27,8 +27,8 @@ from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.numeric.checks import (
     DEFAULT_FLOP_RATE,
+    check_algorithm_on_groups,
     check_flop_rate,
-    check_groups,
     check_job,
     data_parallel_degree,
     local_batch,
@@ -114,7 +114,7 @@ def pipeline(topology: Topology, job: TrainingJob, *, stages: int = 2,
     check_schedule(schedule)
     replicas = data_parallel_degree(topology, stages, "stages")
     local_batch(job, replicas, micro_batches)
-    check_groups("all_reduce", algorithm, topology,
+    check_algorithm_on_groups("all_reduce", algorithm, topology,
                  [[d * stages + s for d in range(replicas)] for s in range(stages)],
                  sum(v.size for v in job.params.values()))
     res = run_program(topology, _stage_rank, job, stages, micro_batches, schedule, algorithm,

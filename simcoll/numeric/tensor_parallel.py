@@ -26,8 +26,8 @@ from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.numeric.checks import (
     DEFAULT_FLOP_RATE,
+    check_algorithm_on_groups,
     check_flop_rate,
-    check_groups,
     check_job,
     data_parallel_degree,
     local_batch,
@@ -118,7 +118,7 @@ def tensor_parallel(topology: Topology, job: TrainingJob, *, tp: int = 2,
     replicas = data_parallel_degree(topology, tp, "tp")
     local_batch(job, replicas)
     count = sum(v.size for v in job.params.values())
-    check_groups("all_reduce", algorithm, topology,
+    check_algorithm_on_groups("all_reduce", algorithm, topology,
                  [list(range(r * tp, (r + 1) * tp)) for r in range(replicas)]
                  + [[d * tp + j for d in range(replicas)] for j in range(tp)], count)
     res = run_program(topology, _tp_rank, job, tp, algorithm, check_flop_rate(flop_rate),

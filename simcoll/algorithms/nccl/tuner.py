@@ -289,7 +289,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                              else []) + (["NCCL leaves PAT out of reduce_scatter's op=avg"]
                                          if averages and collective == "reduce_scatter"
                                          else [])
-                hints.append("; ".join(pat_needs or ["PAT needs one GPU per node"]))
+                hints.append("; ".join(pat_needs))
             raise InvalidInputError(
                 f"algo={algo!r} cannot run {collective} on this machine; it can run "
                 f"{', '.join(algos)}" + "".join(f" ({hint})" for hint in hints))
