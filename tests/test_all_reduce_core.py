@@ -250,3 +250,32 @@ def test_naive_gives_every_rank_the_rank_order_sum_bit_for_bit(p):
     res = sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="naive", data=data)
     for out in res.outputs:
         assert out.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("wrong, got", [
+    ("2d", "a float32 array of shape (2, 150000)"),
+    ("free_dtype", "300000 float64 elements")])
+def test_outputs_of_the_right_size_but_wrong_shape_or_dtype_are_refused(wrong, got):
+    """300000 float32 elements returned as a 2 x 150000 array, or as a data-free buffer
+    of 300000 float64 elements: not the rank's output, an AlgorithmError as for a short
+    one (mutants: the ndim test dropped passed the 2-D array; the VirtualBuffer's dtype
+    test dropped passed the float64 buffer)."""
+    name = f"test_wrong_output_{wrong}"
+
+    @sc.register("all_reduce", name, cost=NO_FORMULA)
+    def bad_output(comm, x, *, op=sc.ReduceOp.SUM):
+        out = yield from sc.get_algorithm("all_reduce", "ring").program(comm, x, op=op)
+        if comm.rank == 2:
+            out = out.reshape(2, -1) if wrong == "2d" else \
+                sc.VirtualBuffer.of(out.count, np.float64)
+        return out
+
+    expected = (rf"rank 2 in all_reduce/{name} returned {re.escape(got)}; its output is "
+                rf"300000 float32 elements")
+    with pytest.raises(sc.AlgorithmError, match=expected):
+        if wrong == "free_dtype":
+            sc.simulate(sc.topology.switch(4), "all_reduce", algorithm=name,
+                        nbytes=4 * 300_000)
+        else:
+            sc.simulate(sc.topology.switch(4), "all_reduce", algorithm=name,
+                        data=make_data(4, 300_000, "float32"))

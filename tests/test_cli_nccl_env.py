@@ -288,3 +288,34 @@ def test_nccl_tests_min_bw_fails_an_average_below_nine_tenths_of_it(capsys, monk
         status, out, err = cli(capsys, *args)
         assert status == 2 and f"NCCL_TESTS_MIN_BW='{text}' in the environment is not " \
             f"accepted" in err
+
+
+@pytest.mark.parametrize("text", ["inf", "-inf", "nan", "1e999"])
+def test_nccl_tests_min_bw_that_is_not_finite_is_refused(capsys, monkeypatch, text):
+    """Only a finite NCCL_TESTS_MIN_BW is a check: inf would fail every run and -inf pass
+    every one (mutant: isnan() alone let inf through, and the run exited 1)."""
+    monkeypatch.setenv("NCCL_TESTS_MIN_BW", text)
+    status, out, err = cli(capsys, "run", "--topology", "switch:4", "--algorithm", "ring",
+                           "--size", "1M")
+    assert status == 2 and out == ""
+    assert f"NCCL_TESTS_MIN_BW={text!r} in the environment is not accepted" in err
+
+
+def test_other_algorithms_name_only_the_kinds_of_variable_set(capsys, monkeypatch):
+    """Only variables nccl reads: one line, no 'not simulated' line for an empty list
+    (mutant: both lines always, the second naming nothing)."""
+    monkeypatch.setenv("NCCL_ALGO", "Tree")
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--size", "1M")
+    assert status == 0
+    notes = [line for line in out.splitlines() if "in the environment" in line]
+    assert notes == ["# NCCL_ALGO in the environment: read with --algorithm nccl only"]
+
+
+def test_nccl_tests_min_bw_note_gives_the_passing_average(capsys, monkeypatch):
+    """NCCL_TESTS_MIN_BW=100: a run passes from an average of 0.9 x 100 = 90 GB/s
+    (src/common.cu), as the note says (mutant: it said 100)."""
+    monkeypatch.setenv("NCCL_TESTS_MIN_BW", "100")
+    _, out, _ = cli(capsys, "run", "--topology", "switch:4", "--algorithm", "ring",
+                    "--size", "1M")
+    assert "# NCCL_TESTS_MIN_BW=100 in the environment: the average busbw passes from 90 " \
+           "GB/s (0.9 times it, as nccl-tests checks)" in out

@@ -530,3 +530,35 @@ def test_device_cta_count_help_names_nccl_tests_default(capsys):
     assert main(["run", "--help"]) == 0
     assert ("CTAs of the device-side kernels, which only -D > 0 runs (refused) "
             "(nccl-tests' default 16)") in " ".join(capsys.readouterr().out.split())
+
+
+def test_json_report_validation_is_the_check_count(tmp_path, capsys):
+    """-c 2: the preamble prints 'validation: 2' (nccl-tests' datacheck); the -J report's
+    config says the same (mutant: int(bool(checked)) wrote 1)."""
+    path = tmp_path / "r.json"
+    status, out, err = cli(capsys, "run", "--topology", "switch:4", "--size", "1K", "-c", "2",
+                           "-J", str(path))
+    assert status == 0, err
+    assert "validation: 2" in out
+    assert json.loads(path.read_text())["config"]["validation"] == 2
+
+
+def test_nccl_tests_min_bw_passes_an_average_of_exactly_nine_tenths_of_it():
+    """src/common.cu fails the run where ``bw[0] < check_avg_bw*(0.9)``: strictly below.
+    10 x 0.9 rounds to 9.0 exactly in float64, so 9.0 GB/s passes a minimum of 10 and the
+    next float below fails it (mutant: <= failed 9.0)."""
+    assert 10.0 * 0.9 == 9.0
+    assert not table.fails_min_bw(9.0, 10.0)
+    assert table.fails_min_bw(math.nextafter(9.0, 0.0), 10.0)
+    rows = [table.Row(1024, 256, "float", "sum", -1, 1.0, 9.0, 9.0, None)]
+    assert table.footer(rows, 10.0)[1] == "# Avg bus bandwidth    : 9 OK"
+
+
+@pytest.mark.parametrize("dtype", ["i4,,", ">i4,,"])
+def test_a_dtype_numpy_parses_as_python_is_refused_by_name(capsys, dtype):
+    """numpy's np.dtype('i4,,') raises SyntaxError (it reads the comma list as Python):
+    a bad argument, status 2 (mutants: without SyntaxError caught, a traceback, status 1)."""
+    status, out, err = cli(capsys, "run", "--topology", "switch:2", "--size", "1K",
+                           "--dtype", dtype)
+    assert status == 2 and out == ""
+    assert f"unknown dtype {dtype!r}" in err

@@ -4,6 +4,7 @@ program (``comm.all_reduce(...)``), side by side, each in a context of its own."
 from __future__ import annotations
 
 import re
+import types
 
 import numpy as np
 import pytest
@@ -638,3 +639,72 @@ def test_a_deadlock_names_the_matching_context_of_messages_nobody_received():
     with pytest.raises(sc.DeadlockError, match=r"arrived and not received: 2->3 \(tag 0 in "
                                                r"matching context 1\)"):
         sc.run_program(sc.topology.switch(4, bandwidth=10e9, latency=1e-6), program)
+
+
+class _EqualityRaises:
+    def __eq__(self, other):
+        raise RuntimeError("no comparison")
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return "_EqualityRaises()"
+
+
+class _EqualityIsNotABool:
+    def __eq__(self, other):
+        return [True]   # truthy, but not an answer
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return "_EqualityIsNotABool()"
+
+
+_SHARED = _EqualityRaises()
+
+
+# network(p): the helper of tests/test_concurrency.py
+@pytest.mark.parametrize("weights, agree", [
+    (lambda rank: (1, 2) if rank == 0 else [1, 2], False),               # tuple, list
+    (lambda rank: {"k": 1} if rank == 0 else {"k": 1, "j": 2}, False),   # a key more
+    (lambda rank: {"k": 1} if rank == 0 else types.MappingProxyType({"k": 1}), False),
+    (lambda rank: _EqualityRaises(), False),      # == raises: not known to be the same
+    (lambda rank: _EqualityIsNotABool(), False),  # == answers no bool
+    (lambda rank: _SHARED, True),                 # the very same object
+])
+def test_members_agree_only_on_values_of_one_type_and_shape(weights, agree):
+    """_same, the agreement check of started collectives: containers agree only with
+    containers of their own type and keys; a value whose == raises or answers something
+    other than a bool agrees with nothing but itself (mutants: the type or keys test
+    dropped, True for a raising or non-bool ==, the identity test dropped, dict 'or'
+    made 'and')."""
+    @register_probe("all_gather", "_takes_weights_2", weights=None)
+    def takes_weights(comm: Comm, x, *, weights):
+        return (yield comm.all_gather(x, algorithm="ring"))
+
+    def starts(comm: Comm):
+        yield comm.all_gather(np.ones(2, np.float32), algorithm="_takes_weights_2",
+                              weights=weights(comm.rank))
+
+    if agree:
+        assert sc.run_program(network(2), starts).time > 0
+    else:
+        with pytest.raises(sc.AlgorithmError, match=r"rank 1: started a collective with .*"
+                                                    r"weights=.* where rank 0 started it"):
+            sc.run_program(network(2), starts)
+
+
+def _gathers_at(comm: Comm, root):
+    x = np.full(4, comm.rank + 1, np.float32)
+    out = yield comm.collective("gather", x, algorithm="binomial", root=root)
+    if comm.rank == root:
+        np.testing.assert_array_equal(out, [1, 1, 1, 1, 2, 2, 2, 2])
+
+
+@pytest.mark.parametrize("root", [0, 1])
+def test_a_started_gather_s_output_is_checked_at_its_own_root(root):
+    """Only the root's output is defined (2 x 4 elements); the other rank's may be
+    anything (mutant: the root taken as 0 whatever was given, and rank 0, not the root
+    of a gather at 1, was told it must return 8 elements)."""
+    assert sc.run_program(network(2), _gathers_at, root).time > 0

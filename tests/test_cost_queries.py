@@ -289,3 +289,24 @@ def test_the_queries_take_a_size_string_as_simulate_does():
     with pytest.raises(sc.InvalidInputError, match=r"^nbytes='1Mb' is not accepted: cannot "
                                                    r"read size '1Mb': a lowercase b is a bit"):
         cost.predict("all_reduce", "ring", p=4, nbytes="1Mb", alpha=A, beta=B)
+
+
+def test_a_gather_of_one_element_a_rank_still_needs_every_rank_heard():
+    """Only a scatter's empty blocks spare messages: a gather of one float32 per rank over
+    8 ranks must bring 7 ranks' elements to the root, and a single-port round at most
+    doubles the ranks whose data it holds: ceil(log2 8) = 3 alpha; (p-1) n = 28 bytes
+    (mutant: min(p, count) applied to gather too gave latency 0)."""
+    assert cost.lower_bound("gather", p=8, nbytes=4, alpha=A, beta=B) == pytest.approx(
+        Bounds(latency=3 * A, bandwidth=28 * B, computation=0.0, message=A))
+
+
+def test_a_scatter_latency_bound_counts_elements_of_its_itemsize():
+    """4 bytes of 2-byte elements over 8 ranks: 2 blocks of one element, the root keeps
+    one and sends the other: 1 alpha and 2 bytes (mutant: n // 4 counted one element and
+    bounded the latency at 0)."""
+    assert cost.lower_bound("scatter", p=8, nbytes=4, alpha=A, beta=B,
+                            itemsize=2) == pytest.approx(
+        Bounds(latency=A, bandwidth=2 * B, computation=0.0, message=A))
+    # 16 bytes of 2-byte elements: 8 blocks, every rank reached: 3 alpha, 14 bytes
+    assert cost.lower_bound("scatter", p=8, nbytes=16, alpha=A, beta=B,
+                            itemsize=2).latency == pytest.approx(3 * A)

@@ -939,3 +939,29 @@ def test_a_multicasts_third_copy_takes_the_tree_of_its_first_not_its_seconds_emp
     assert transfer.peer == 3 and transfer.duration == pytest.approx(1e6 / 10e9, rel=1e-9)
     assert transfer.links == (0, 2, 4, 6)
     assert narrowest_link(t, transfer) == "switch0->gpu1"
+
+
+def _computes_alone(comm):
+    if comm.rank == 0:
+        yield comm.compute(2e-6)
+
+
+def _one_message(comm):
+    if comm.rank == 0:
+        yield comm.send(np.zeros(1000, np.uint8), 1)
+    else:
+        yield comm.recv(0)
+
+
+def test_the_summary_counts_one_segment_and_one_message_in_the_singular():
+    """A path of one compute span: '1 segment through 0 messages'; one message of 1000 B
+    over 1 us and 10 GB/s: its latency then its bytes, '2 segments through 1 message'
+    (mutants: 'segments' and 'messages' whatever the count)."""
+    topo = sc.topology.switch(2, bandwidth=10e9, latency=0.5e-6)
+    path = sc.critical_path(sc.run_program(topo, _computes_alone, trace=True))
+    assert [s.kind for s in path.segments] == ["compute"]
+    assert path.summary().splitlines()[0] == \
+        "critical path of 2.000 us: 1 segment through 0 messages"
+    path = sc.critical_path(sc.run_program(topo, _one_message, trace=True))
+    assert [s.kind for s in path.segments] == ["latency", "transfer"]
+    assert path.summary().splitlines()[0].endswith(": 2 segments through 1 message")

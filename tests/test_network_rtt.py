@@ -405,3 +405,15 @@ def test_flow_rtt_is_registered_and_the_cli_runs_it(capsys):
                       nbytes=2**20, network="flow_rtt")
     assert status == 0 and record["network"] == "flow_rtt"
     assert record["time"] == res.time
+
+
+def test_a_route_of_exactly_the_smallest_latency_is_weighed():
+    """SMALLEST_LATENCY (1e-300 s) is the least route latency weighed, the bound the
+    refusal asks for ('of at least 1e-300 s'): two GPUs on one 1 GB/s link of 1e-300 s
+    each send 1000 B, one per direction: 1 us (mutant: <= refused this route)."""
+    topo = sc.Topology("direct")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=1e9, latency=1e-300)
+    res = sc.simulate(topo, "all_to_all", algorithm="direct", nbytes=2000, dtype=np.uint8,
+                      network="flow_rtt")
+    assert res.time == pytest.approx(1e-6, rel=1e-9)

@@ -798,3 +798,29 @@ def test_tensor_parallel_ranks_hold_views_of_the_jobs_parameters(monkeypatch):
     run = tensor_parallel(sc.topology.switch(4), TP_JOB, tp=2)
     assert copies == [] and views == [True] * 4
     assert_matches_reference(run, train_reference(TP_JOB), TP_JOB)
+
+
+def test_a_tensor_parallel_group_is_checked_before_the_run():
+    """tp=3 on nodes 0, 0, 1, 2, 3, 4: the tensor-parallel group of ranks 0-2 sits 2 + 1
+    on two nodes, which hierarchical refuses; the data-parallel pairs (0, 3), (1, 4),
+    (2, 5) sit one GPU a node (mutant: only the data-parallel groups checked, and the
+    run went ahead)."""
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"group of ranks \[0, 1, 2\]: hierarchical.*same number"):
+        tensor_parallel(_gpus_on_nodes([0, 0, 1, 2, 3, 4]), job_for(TP_MODEL, batch=12), tp=3,
+                        algorithm="hierarchical")
+
+
+@pytest.mark.parametrize("run", [
+    lambda topo: pipeline(topo, job_for(MODEL, batch=12), stages=2, micro_batches=2,
+                          algorithm="no_such_algorithm"),
+    lambda topo: tensor_parallel(topo, job_for(TP_MODEL, batch=12), tp=2,
+                                 algorithm="no_such_algorithm"),
+], ids=["pipeline", "tensor_parallel"])
+def test_an_unknown_algorithm_is_refused_as_unknown_not_as_a_groups(run):
+    """An unknown name is no group's refusal: UnknownAlgorithmError, listing the known
+    ones, without 'the group of ranks' (mutant: every InvalidInputError wrapped as a
+    group's plain InvalidInputError)."""
+    with pytest.raises(sc.UnknownAlgorithmError, match=r"^unknown algorithm "
+                                                       r"'no_such_algorithm' for 'all_reduce'"):
+        run(_gpus_on_nodes([0, 0, 1, 1]))

@@ -859,3 +859,10 @@ def test_a_declared_parameter_taken_positionally_without_a_default_is_named_as_a
                     cost=CostModel(time=no_default, traffic=NO_FORMULA.traffic))
     assert "positionally but is called with (p, nbytes, alpha, beta, gamma)" in str(info.value)
     assert "keeps its default" not in str(info.value)
+
+
+def test_a_spec_whose_minimum_is_its_maximum_takes_that_one_value():
+    """minimum == maximum leaves one value, which is accepted: only minimum > maximum
+    'accepts nothing' (mutant: >= refused these at registration)."""
+    assert Int(3, minimum=3, maximum=3).normalize("k", 3) == 3
+    assert Real(0.5, minimum=0.5, maximum=0.5).normalize("k", 0.5) == 0.5

@@ -600,3 +600,15 @@ def test_the_smallest_astra_bandwidth_a_float_holds_is_accepted(tmp_path):
                                          f"latency: [1]\n")
     with pytest.raises(sc.TopologyError, match="whose bytes/s"):
         sc.topology.from_astra_sim(below)
+
+
+def test_null_for_an_unknown_preset_argument_names_the_unknown_parameter(tmp_path):
+    """null is refused only for a known parameter without 'none'; for a key the builder
+    does not have, the refusal is the unknown parameter's, listing the builder's
+    parameters (mutant: optional.get(key, False) said "null is not accepted for switch's
+    'bogus', which has no 'none'"); a parameter with 'none' takes null."""
+    with pytest.raises(sc.TopologyError, match=r"switch has no parameter 'bogus'; switch: n, "):
+        sc.topology.from_dict({"preset": "switch", "args": {"n": 2, "bogus": None}})
+    topo = sc.topology.from_dict({"preset": "switch",
+                                  "args": {"n": 2, "server_bandwidth": None}})
+    assert topo.nranks == 2
