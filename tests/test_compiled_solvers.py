@@ -217,3 +217,30 @@ def test_cached_code_of_changed_kernels_is_dropped(tmp_path):
         (package / f"{constants}.py").write_text("TIE = 1e-9\n")
         compiled._drop_stale_cache(package)
         assert not any(path.exists() for path in cached) and other.exists()
+
+
+def test_a_weighted_solve_whose_weights_overflow_raises_instead_of_spinning():
+    """Two flows of weight 1e308 on one link sum to infinity: the share is 0 and 0 x inf
+    is NaN, so no link compares as the bottleneck; the pure Python weighted solver looped
+    for ever (flow_rtt now refuses the routes that give such weights, but a solver must
+    not hang on any input)."""
+    import signal
+
+    from simcoll.network.weighted import fill_arrays_weighted, fill_weighted
+
+    routes, capacity, weights = [(0,), (0,)], [1.0], [1e308, 1e308]
+    links, cap, ones = _arguments(routes, capacity, None)
+    solves = [lambda: fill_weighted(routes, {0: 1.0}, weights),
+              lambda: fill_arrays_weighted(links, cap, np.array(weights))]
+    rows = compiled.solver("weighted_rows", compiled.WARMUP)
+    arrays = compiled.solver("weighted_arrays", compiled.WARMUP)
+    solves += [lambda f=f: f(links, cap, np.array(weights), ones)
+               for f in (rows, arrays) if f is not None]
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the solver spun"))
+    try:
+        for solve in solves:
+            signal.alarm(20)
+            with pytest.raises(ValueError, match="no link is a bottleneck"):
+                solve()
+    finally:
+        signal.alarm(0)

@@ -81,6 +81,8 @@ def fill_weighted(routes: Sequence[Sequence[int]], capacity: Mapping[int, float]
         share = max(share, 0.0)
         tied = [d for d, count in unfrozen.items()
                 if count and left[d] <= level * weight[d]]
+        if not tied:   # a NaN share (a weight past float's range): it would loop for ever
+            raise ValueError("max-min solve stopped: no link is a bottleneck")
         for bottleneck in tied:
             for i in on_link[bottleneck]:
                 if rates[i] < 0:
@@ -148,6 +150,8 @@ def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],
             share = float(shares[least])
             level = share + abs(share) * TIE
             tied = np.flatnonzero(left <= level * weight)
+            if not len(tied):   # a NaN share (a weight past float's range): no link fills
+                raise ValueError("max-min solve stopped: no link is a bottleneck")
             members = unfrozen_on(tied, least, owner, start, frozen)
             share = max(share, 0.0)
             frozen[members] = True

@@ -129,6 +129,8 @@ def fill_weighted_rows(links: NDArray[np.intp], capacity: NDArray[np.float64],
     frozen = 0
     while frozen < flows:
         share, ntied = _bottlenecks(order, links_seen, unfrozen, left, weight, tied)
+        if ntied == 0:  # a NaN share: no link can ever fill
+            raise ValueError("max-min solve stopped: no link is a bottleneck")
         for t in range(ntied):
             bottleneck = tied[t]
             for j in range(on_link[bottleneck], on_link[bottleneck + 1]):
