@@ -601,19 +601,23 @@ def _gpus_on_nodes(nodes):
     return topo
 
 
-@pytest.mark.parametrize("run", [
-    lambda topo: pipeline(topo, job_for(MODEL, batch=12), stages=2, micro_batches=2,
-                          algorithm="hierarchical"),
-    lambda topo: tensor_parallel(topo, job_for(TP_MODEL, batch=12), tp=2,
-                                 algorithm="hierarchical"),
-], ids=["pipeline", "tensor_parallel"])
-def test_every_group_is_checked_before_the_run(run):
+GROUPED_RUNS = {
+    "pipeline": lambda topo, algorithm: pipeline(topo, job_for(MODEL, batch=12), stages=2,
+                                                 micro_batches=2, algorithm=algorithm),
+    "tensor_parallel": lambda topo, algorithm: tensor_parallel(
+        topo, job_for(TP_MODEL, batch=12), tp=2, algorithm=algorithm),
+}
+"""The strategies that run collectives on groups of ranks, on a machine and algorithm."""
+
+
+@pytest.mark.parametrize("strategy", GROUPED_RUNS)
+def test_every_group_is_checked_before_the_run(strategy):
     """Ranks 0, 2, 4 sit on nodes 0, 1, 2 (one GPU each: hierarchical takes them) and
     ranks 1, 3, 5 on nodes 0, 0, 1 (two GPUs on one node, one on the other: it refuses
     them); the second group, not only the first, is checked before anything runs."""
     with pytest.raises(sc.InvalidInputError,
                        match=r"group of ranks \[1, 3, 5\]: hierarchical.*same number"):
-        run(_gpus_on_nodes([0, 0, 1, 0, 2, 1]))
+        GROUPED_RUNS[strategy](_gpus_on_nodes([0, 0, 1, 0, 2, 1]), "hierarchical")
 
 
 def test_bad_models_and_jobs_are_refused():
@@ -811,16 +815,11 @@ def test_a_tensor_parallel_group_is_checked_before_the_run():
                         algorithm="hierarchical")
 
 
-@pytest.mark.parametrize("run", [
-    lambda topo: pipeline(topo, job_for(MODEL, batch=12), stages=2, micro_batches=2,
-                          algorithm="no_such_algorithm"),
-    lambda topo: tensor_parallel(topo, job_for(TP_MODEL, batch=12), tp=2,
-                                 algorithm="no_such_algorithm"),
-], ids=["pipeline", "tensor_parallel"])
-def test_an_unknown_algorithm_is_refused_as_unknown_not_as_a_groups(run):
+@pytest.mark.parametrize("strategy", GROUPED_RUNS)
+def test_an_unknown_algorithm_is_refused_as_unknown_not_as_a_groups(strategy):
     """An unknown name is no group's refusal: UnknownAlgorithmError, listing the known
     ones, without 'the group of ranks' (mutant: every InvalidInputError wrapped as a
     group's plain InvalidInputError)."""
     with pytest.raises(sc.UnknownAlgorithmError, match=r"^unknown algorithm "
                                                        r"'no_such_algorithm' for 'all_reduce'"):
-        run(_gpus_on_nodes([0, 0, 1, 1]))
+        GROUPED_RUNS[strategy](_gpus_on_nodes([0, 0, 1, 1]), "no_such_algorithm")
