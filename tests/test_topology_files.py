@@ -286,6 +286,13 @@ def test_astra_numbers_in_exponent_form_without_a_dot_are_numbers(tmp_path):
     assert {(link.bandwidth, link.latency) for link in topo.links} == {(50 * GiB, 1e-6)}
 
 
+def test_astra_quoted_whole_numbers_are_numbers(tmp_path):
+    # yaml-cpp's as<int> reads a quoted '4' as 4; it was refused ("a whole number, got '4'")
+    topo = sc.topology.load(astra(tmp_path, "[ Ring ]", "[ '4' ]", "[ '200' ]", "[ '5' ]"))
+    assert len(topo.gpus) == 4
+    assert {(link.bandwidth, link.latency) for link in topo.links} == {(200 * GiB, 5e-9)}
+
+
 @pytest.mark.parametrize("text, words", [
     ("topology: [Ring]\nnpus_count: [8]\nbandwidth: [tbd]\nlatency: [1]\n",
      ["line 3: bandwidth[0]: expected a number", "'tbd'"]),
@@ -299,8 +306,11 @@ def test_astra_numbers_in_exponent_form_without_a_dot_are_numbers(tmp_path):
     ("topology: [Ring, Ring]\nnpus_count: [4, 1]\nbandwidth: [1, 1]\nlatency: [1, 1]\n",
      ["npus_count[1]: expected a whole number >= 2 (ASTRA-sim refuses fewer), got 1"]),
     # the value as the file gives it, not as converted ("got 4.0")
-    ("topology: [Ring]\nnpus_count: ['4']\nbandwidth: [1]\nlatency: [1]\n",
-     ["npus_count[0]: expected a whole number >= 2 (ASTRA-sim refuses fewer), got '4'"]),
+    ("topology: [Ring]\nnpus_count: ['4.0']\nbandwidth: [1]\nlatency: [1]\n",
+     ["npus_count[0]: expected a whole number >= 2 (ASTRA-sim refuses fewer), got '4.0'"]),
+    # ASTRA-sim's older JSON format is named as such (it was "unknown key ... devices")
+    ('{"topology-name": "Hierarchical", "units-count": [2, 8], "link-bandwidth": [25, 25]}',
+     ["topology-name: a key of ASTRA-sim's older JSON network config", "npus_count"]),
     # Named at line 1, under the builder's own argument, in bytes/s: -1073741824.
     ("topology: [Ring]\nnpus_count: [4]\nbandwidth: [0]\nlatency: [1]\n",
      ["line 3: bandwidth[0]: expected a finite number > 0 (GB/s per link), got 0"]),

@@ -283,10 +283,11 @@ def from_dict(data: Any, *, source: str = "topology description",
     ctx = context or Context(source)
     if isinstance(data, dict) and "preset" in data:
         return _preset(data, ctx)
-    if isinstance(data, dict) and ("npus_count" in data or isinstance(data.get("topology"),
-                                                                       list)):
-        from simcoll.topology.astra import from_astra_dict
+    from simcoll.topology.astra import LEGACY_KEYS, from_astra_dict
 
+    if isinstance(data, dict) and ("npus_count" in data or isinstance(data.get("topology"),
+                                                                       list)
+                                   or any(key in data for key in LEGACY_KEYS)):
         return from_astra_dict(data, ctx)
     if not isinstance(data, dict):
         raise ctx.error((), f"expected a mapping with 'devices' and 'links' (or 'preset'), "
