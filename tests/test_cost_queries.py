@@ -101,6 +101,25 @@ def test_a_scatter_of_two_elements_can_end_after_one_message():
     assert run.time >= cost.lower_bound("scatter", p=8, nbytes=8, alpha=A, beta=B).latency
 
 
+@pytest.mark.parametrize("collective", ["broadcast", "reduce", "gather", "scatter"])
+def test_lower_bound_takes_a_root_as_predict_does_and_holds_from_every_root(collective):
+    """It raised Python's TypeError on root=, which predict takes; every root's simulated
+    binomial run stays above the (root-free) bound."""
+    for root in range(5):
+        bound = cost.lower_bound(collective, p=5, nbytes=4 * 7, alpha=A, beta=B, root=root)
+        assert bound == cost.lower_bound(collective, p=5, nbytes=4 * 7, alpha=A, beta=B)
+        run = sc.simulate(alpha_beta_network(5, alpha=A, beta=B), collective,
+                          algorithm="binomial", nbytes=4 * 7, root=root)
+        assert run.time >= bound.total
+    with pytest.raises(sc.InvalidInputError, match=r"root=5 is not accepted.*<= 4"):
+        cost.lower_bound(collective, p=5, nbytes=28, alpha=A, beta=B, root=5)
+
+
+def test_lower_bound_refuses_a_root_for_a_collective_without_one():
+    with pytest.raises(sc.InvalidInputError, match="all_reduce has no root, but root=0"):
+        cost.lower_bound("all_reduce", p=5, nbytes=28, alpha=A, beta=B, root=0)
+
+
 def test_a_barrier_still_needs_its_messages():
     assert cost.lower_bound("barrier", p=5, nbytes=0, alpha=A, beta=B) == Bounds(
         latency=3 * A, bandwidth=0.0, computation=0.0, message=A)

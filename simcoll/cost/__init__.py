@@ -33,7 +33,7 @@ from simcoll.collectives import collective as get_collective
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
 from simcoll.cost.uneven import uneven_bounds
 from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
-from simcoll.inputs import check_counters
+from simcoll.inputs import check_counters, check_root
 from simcoll.memory import memory_limit
 from simcoll.uneven import as_splits, check_nbytes, first_partial, whole_number
 
@@ -71,8 +71,10 @@ class Bounds:
         A message drains only after its latency, and a link moves at most 1/beta bytes/s,
         so no collective ends before ``message + bandwidth``, nor before its reductions.
         ``latency`` is left out: the network lets a rank overlap the latencies of
-        concurrent messages (direct and naive algorithms do), so it binds only
-        single-port algorithms.
+        concurrent messages, so it binds only single-port algorithms (direct, naive and
+        parameter-server algorithms end below it, and so do binomial gather and reduce
+        where p is not a power of two: children send to the root at once, a p = 3
+        gather of one element in about alpha, not 2 alpha).
         """
         return max(self.message + self.bandwidth, self.computation)
 
@@ -193,9 +195,10 @@ def predict(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLik
     Raises:
         UnknownAlgorithmError: no model for the pair; the message lists the known ones.
         InvalidInputError: a bad p, nbytes, alpha, beta, gamma, itemsize or parameter,
-            and what ``simulate`` refuses for these sizes (:func:`traffic`); a
-            v-collective's sizes whose traffic could overflow int64 counters (as
-            ``simulate`` refuses them); constants so large that the time overflows to
+            and a v-collective's sizes whose traffic could overflow int64 counters (as
+            ``simulate`` refuses them; a fixed-size collective's time is given for any
+            size, where ``simulate`` and :func:`traffic` refuse one whose traffic could
+            overflow those counters); constants so large that the time overflows to
             inf or NaN or the model fails where smaller ones give a time; the registered
             model raised (naming what, as ``simulate`` reports a ``validate`` function
             that raises).
@@ -331,7 +334,8 @@ def _ask(spec: AlgorithmSpec, role: str, positional: tuple[Any, ...],
 
 
 def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: float, beta: float,
-                gamma: float = 0.0, itemsize: int = 4, hosts: int = 0) -> Bounds:
+                gamma: float = 0.0, itemsize: int = 4, hosts: int = 0,
+                root: int | None = None) -> Bounds:
     """Latency, bandwidth and computation lower bounds (Chan et al. 2007, table 1).
 
     With n the per-rank input bytes and L = ceil(log2 p) (a message at most doubles the
@@ -362,9 +366,13 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
     ``itemsize``, which must still divide every size, as for the other queries (give
     ``itemsize=1`` for sizes in bytes alone).
 
+    ``root`` (a rooted collective's, as :func:`predict` takes it) is checked but changes
+    no bound: each holds for any root.
+
     Raises:
-        InvalidInputError: a bad p, nbytes, alpha, beta, gamma, itemsize or hosts, bytes
-            for a barrier, or a collective without bounds.
+        InvalidInputError: a bad p, nbytes, alpha, beta, gamma, itemsize, hosts or root
+            (a root for a collective without one), bytes for a barrier, or a collective
+            without bounds.
     """
     collective = ALIASES.get(collective, collective)
     alpha, beta, gamma = check_constants(alpha, beta, gamma)
@@ -378,6 +386,7 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
         raise InvalidInputError(f"no lower bound for collective {collective!r}; known: "
                                 f"{', '.join(_BOUNDED)}")
     p, n = _sizes(p, nbytes)
+    check_root(get_collective(collective), root, p)
     itemsize = _itemsize(itemsize, n)
     _refuse_barrier_bytes(collective, n)
     if p == 1:
