@@ -100,12 +100,14 @@ class RunLimitError(SimCollError):
 
 
 class LinkFailureError(SimCollError):
-    """A link failed with messages in flight across it and no route around it.
+    """A failed link left a message with no route: one in flight across it when it
+    failed, or one sent while it was down.
 
     Attributes:
         link: the failed link's ``(u, v)`` device names.
         lost: ``(src, dst)`` endpoint addresses of the messages that could not go on
-            (``dst`` a tuple of them for a multicast).
+            (``dst`` a tuple of them for a multicast in flight; a multicast sent while
+            the link was down is routed per destination, and names the one cut off).
     """
 
     def __init__(self, message: str, link: tuple[str, str],

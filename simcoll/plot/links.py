@@ -62,14 +62,18 @@ def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, 
     A trace holds each message's span, size and the instant its bytes began to move,
     not the rates the network gave it from moment to moment, so each message counts at
     its average rate from that instant to its arrival, ``wire_bytes / (end - moving)``,
-    on every directed link of its route (``topology.route(src, dst)``); a cell is the
-    bytes that puts into its time bin, divided by the bin's length and the link's
-    bandwidth (:mod:`simcoll.link_load`), the topology's: a link a fault slowed down
-    shows the fraction of its nominal bandwidth (a quarter at most where a fault left it
-    a quarter). That is exact for a message alone on healthy links (one bottlenecked by
-    a link shows 1.0 in every bin its transfer fills), and an approximation under
-    contention. Each row's bytes add up to the link's total traffic
-    (``Result.link_bytes``, protocol framing included). Only links that carried bytes
+    on every directed link the network routed it over when it was sent
+    (``TraceEvent.links``: around links failed by then); a cell is the bytes that puts
+    into its time bin, divided by the bin's length and the link's bandwidth
+    (:mod:`simcoll.link_load`), the topology's: a link a fault slowed down shows the
+    fraction of its nominal bandwidth, and a message that ran across the slow-down is
+    drawn at its average rate on both sides of it. That is exact for a message alone on
+    healthy links (one bottlenecked by a link shows 1.0 in every bin its transfer fills),
+    and an approximation under contention. Each row's bytes add up to the link's total
+    traffic (``Result.link_bytes``, protocol framing included), except where a message
+    was in flight when a link of its route failed: it is drawn on its first route for
+    its whole span, and the detour that carried its remaining bytes is not drawn. Only
+    links that carried bytes
     get a row, grouped by link kind where there are several (white lines between the
     groups; a group's first label names its kind, and on large machines every group
     labels every k-th of its rows from its first, k odd, and the y label says so); long
