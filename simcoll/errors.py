@@ -118,3 +118,15 @@ class LinkFailureError(SimCollError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (str(self), self.link, self.lost)
+
+
+def add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)`` (Python 3.11 on; on 3.10 the note is kept in ``__notes__``
+    too, for the command line to print, though tracebacks do not show it)."""
+    notes = getattr(exc, "__notes__", None)
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    elif isinstance(notes, list):
+        notes.append(note)
+    else:
+        exc.__notes__ = [note]  # type: ignore[attr-defined]

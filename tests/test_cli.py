@@ -493,6 +493,9 @@ BAD = [
      "'2,' has an empty entry"),
     (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1M,1MiB"],
      "gives a size twice"),
+    # named as sweep's keyword: "workers=0 is not accepted"
+    (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "--workers", "0"],
+     "argument --workers: '0' is not accepted; give a whole number of processes, 1 or more"),
     (["sweep", "--algorithms", "ring", "--ranks", "8", "--sizes", "1K", "--topology",
       TWO_NODES],
      "is one machine of 4 GPUs; give --ranks 4"),

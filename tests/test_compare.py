@@ -396,6 +396,8 @@ def test_command_line_refuses_a_log_with_nothing_to_compare(capsys, tmp_path):
                                       "printed (or - for standard input)"),
     (["LOG", "--topology", "switch:8"], "measured on 4 ranks, but the machine has 8"),
     (["LOG", "--topology", "switch:4", "--run", "2"], "--run 2: the log holds 1 run"),
+    (["LOG", "--topology", "switch:4", "--workers", "-2"],
+     "argument --workers: '-2' is not accepted; give a whole number of processes"),
     (["LOG", "--topology", "switch:4", "--min-size", "1G"], "no size of the log lies"),
     (["LOG", "--topology", "swtich:4"], "unknown topology builder 'swtich'"),
     (["LOG", "--topology", "switch:4", "--param", "algorithm=naive"],

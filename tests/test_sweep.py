@@ -443,6 +443,18 @@ def test_a_factory_that_fails_for_a_rank_count_fails_only_those_points(tmp_path)
         error_type="TopologyError", error_message="even_switch takes even rank counts, not 3")
 
 
+def test_a_factory_error_that_is_not_a_simcoll_error_names_the_rank_count():
+    def odd_fails(p):
+        if p % 2:
+            raise ValueError("no odd machines")
+        return sc.topology.switch(p)
+
+    with pytest.raises(ValueError, match="no odd machines") as info:
+        sweep(odd_fails, "all_reduce", algorithms=["ring"], ranks=[2, 3], sizes=[64])
+    assert any("for ranks value p=3" in note and "odd_fails" in note
+               for note in info.value.__notes__)
+
+
 def test_an_error_that_is_not_a_simcoll_error_stops_the_sweep(tmp_path, monkeypatch):
     path = tmp_path / "points.jsonl"
     real, seen = workers.simulate, []

@@ -23,6 +23,7 @@ from simcoll.cli.options import (
     default_algorithm,
     parse_bytes,
     parse_param,
+    processes,
     run_settings,
 )
 from simcoll.collectives import COLLECTIVES
@@ -61,7 +62,7 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
                    help="only the sizes up to this one")
     p.add_argument("--in-place", action="store_true",
                    help="the in-place times (default: out-of-place)")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
+    p.add_argument("--workers", action=Once, type=processes, default=1, metavar="N",
                    help="local processes that simulate the sizes (default: 1, this one)")
 
 

@@ -321,6 +321,18 @@ def integer_option(text: str) -> int:
     return value
 
 
+def processes(text: str) -> int:
+    """``--workers``' value: a whole number of processes, 1 or more.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted; give a whole number "
+                                         f"of processes, 1 or more (1 runs here)")
+    return int(text)
+
+
 def _root_or_all(text: str) -> int | str:
     """``-r``'s value where ``all`` is taken: a rank, or ``all`` (also ``-1``, as
     nccl-tests spells it)."""

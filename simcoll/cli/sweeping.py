@@ -23,6 +23,7 @@ from simcoll.cli.options import (
     check_output,
     parse_bytes,
     plural,
+    processes,
     refuse_overflow,
     resolve_dtype,
     run_kwargs,
@@ -60,7 +61,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sizes", required=True, type=_sizes, metavar="S,T,...", action=Once,
                    help=f"each rank's input buffer (simulate's nbytes), e.g. 1M,64M; "
                         f"{SIZE_HELP}")
-    p.add_argument("--workers", action=Once, type=int, default=1,
+    p.add_argument("--workers", action=Once, type=processes, default=1, metavar="N",
                    help="processes to use (default 1)")
     p.add_argument("--output", metavar="PATH", action=Once,
                    help="write .csv, .json or .jsonl at the end (default: CSV on standard "

@@ -23,7 +23,7 @@ from simcoll.checks import flag
 from simcoll.collectives import collective as get_collective
 from simcoll.collectives import root_argument
 from simcoll.dtypes import as_dtype
-from simcoll.errors import InvalidInputError, SimCollError
+from simcoll.errors import InvalidInputError, SimCollError, add_note
 from simcoll.inputs import check_inputs, check_limits, check_op, check_root
 from simcoll.network import network_class
 from simcoll.sweep.records import point_key, topology_hash
@@ -181,6 +181,10 @@ def _build(factory: Callable[[int], Topology], p: int
         topology = factory(p)
     except SimCollError as exc:
         return None, {"type": type(exc).__name__, "message": str(exc)}
+    except Exception as exc:
+        add_note(exc, f"raised by topology factory {_describe(factory)} for ranks value "
+                      f"p={p}")
+        raise
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology factory {_describe(factory)} returned a "
                                 f"{type(topology).__name__} for p={p}, not a Topology")

@@ -18,13 +18,13 @@ from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from typing import Any
 
-from simcoll.errors import InvalidInputError, SimCollError
+from simcoll.errors import InvalidInputError, SimCollError, add_note
 from simcoll.processes import new_pool, terminate
 from simcoll.simulate import simulate
 from simcoll.sweep.grid import Point
 from simcoll.sweep.records import result_fields
 
-__all__ = ["run_point", "point_name", "add_note", "completed", "Finished"]
+__all__ = ["run_point", "point_name", "completed", "Finished"]
 
 Record = dict[str, Any]
 
@@ -58,18 +58,6 @@ def point_name(head: Record) -> str:
     params = "".join(f" {key}={value!r}" for key, value in head["params"].items())
     return f"{head['collective']} {head['algorithm']} p={head['nranks']} " \
         f"nbytes={head['nbytes']}{params}"
-
-
-def add_note(exc: BaseException, note: str) -> None:
-    """``exc.add_note(note)`` (Python 3.11 on; on 3.10 the note is kept in ``__notes__``
-    too, for the command line to print, though tracebacks do not show it)."""
-    notes = getattr(exc, "__notes__", None)
-    if hasattr(exc, "add_note"):
-        exc.add_note(note)
-    elif isinstance(notes, list):
-        notes.append(note)
-    else:
-        exc.__notes__ = [note]  # type: ignore[attr-defined]
 
 
 def _check_picklable(points: Sequence[Point]) -> None:
