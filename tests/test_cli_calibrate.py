@@ -131,6 +131,9 @@ def test_several_runs_and_standard_input(capsys, monkeypatch, nccl_log):
      "--starts 0 is not accepted; give 1 or more"),
     (["--free", "latency=1us:0:1ms", "--max-evaluations", "0"],
      "--max-evaluations 0 is not accepted"),
+    # below twice the sizes it named calibrate's keyword: "max_evaluations=3 is not ..."
+    (["--free", "latency=1us:0:1ms", "--max-evaluations", "3"],
+     "--max-evaluations 3 is not accepted; give "),
     (["--free", "latency=1us:0:1ms", "--loss", "huber", "--loss-scale", "0"],
      "--loss-scale 0 is not accepted; give a number above 0"),
     # options that changed nothing, silently

@@ -141,10 +141,13 @@ def _run(args: argparse.Namespace) -> int:
                                f"constant once")
     free = {name: free_values(name, parts, kinds.get(name, "any"))
             for name, parts in args.free}
-    for option, value in (("--starts", args.starts), ("--max-evaluations",
-                                                     args.max_evaluations)):
-        if value < 1:
-            raise CommandLineError(f"{option} {value} is not accepted; give 1 or more")
+    if args.starts < 1:
+        raise CommandLineError(f"--starts {args.starts} is not accepted; give 1 or more")
+    least = 2 * len(measured.rows)   # calibrate's least: each size at the start, then once
+    if args.max_evaluations < least:
+        raise CommandLineError(f"--max-evaluations {args.max_evaluations} is not accepted; "
+                               f"give {least} or more (the {len(measured.rows)} sizes at the "
+                               f"initial constants, then at one trial point)")
     if args.loss_scale is not None and not args.loss_scale > 0:
         raise CommandLineError(f"--loss-scale {args.loss_scale:g} is not accepted; give a "
                                f"number above 0")
