@@ -151,8 +151,8 @@ class Calibration:
         notes = []
         for k in self.unmoved:
             note = (f"note: {k} moved no simulated time at {self.initial[k]:g}, where it "
-                    f"started (another part of the machine is the bottleneck there, or no "
-                    f"run uses it)")
+                    f"started (another part of the machine is the bottleneck there, it acts "
+                    f"only past a threshold, or no run uses it)")
             if k in self.probed:
                 note += (f"; fitted again from {self.probed[k]:.4g}, the best of {PROBES} "
                          f"values probed across its bounds")

@@ -350,8 +350,9 @@ def test_a_constant_that_moves_no_time_at_its_start_is_probed_and_fitted():
     assert cal.unmoved == ("bandwidth",) and cal.not_fitted == ()
     assert cal.probed == {"bandwidth": pytest.approx(start, rel=1e-9)}
     assert (f"note: bandwidth moved no simulated time at 5e+10, where it started (another "
-            f"part of the machine is the bottleneck there, or no run uses it); fitted again "
-            f"from {start:.4g}, the best of 8 values probed across its bounds") \
+            f"part of the machine is the bottleneck there, it acts only past a threshold, "
+            f"or no run uses it); fitted again from {start:.4g}, the best of 8 values probed "
+            f"across its bounds") \
         in cal.report().splitlines()
     assert "then one from probing bandwidth" in cal.message
 
@@ -373,8 +374,8 @@ def test_a_constant_that_moves_no_time_anywhere_is_reported_as_not_fitted():
                                 "no", "simulated", "time"]
     assert lines[2].split()[0] == "latency" and len(lines[2].split()) == 3
     assert ("note: bandwidth moved no simulated time at 5e+10, where it started (another "
-            "part of the machine is the bottleneck there, or no run uses it): not fitted; "
-            "start it elsewhere or use starts > 1") in lines
+            "part of the machine is the bottleneck there, it acts only past a threshold, or "
+            "no run uses it): not fitted; start it elsewhere or use starts > 1") in lines
 
 
 def test_a_constant_the_fit_wanders_off_with_no_slope_is_still_not_fitted(monkeypatch):
