@@ -131,9 +131,13 @@ def schedule_background(env: simpy.Environment, when: float,
     return event
 
 
-class RunStop(Exception):
+class RunStop(BaseException):
     """Raised by :func:`run` when a limit is reached; ``reason`` says which, ``now`` the
-    instant it stopped at (for ``"time"``: the next event's, beyond the limit)."""
+    instant it stopped at (for ``"time"``: the next event's, beyond the limit).
+
+    A BaseException, as GeneratorExit is: the runtime raises it inside a rank program
+    (work that took no time past a limit), and a program's ``except Exception`` must not
+    swallow the run's stop."""
 
     def __init__(self, reason: str, now: float):
         super().__init__(reason)

@@ -162,6 +162,8 @@ class Execution:
         try:
             run(self.env, until=self.until, max_events=self.max_events,
                 max_same_instant=rt.max_same_instant)
+            if rt.stop is not None:   # raised in a program, which caught it
+                raise rt.stop
         except InvalidYield as exc:
             label = next((label for proc, label, _ in rt.programs if proc is exc.process),
                          "a rank")

@@ -173,6 +173,9 @@ class Runtime:
         self._arrive = self.arrive
         self.contexts: dict[tuple, int] = {}
         self.instant_left = max_instant
+        self.stop: RunStop | None = None
+        """The limit :meth:`done` raised inside a program, kept: a program that caught
+        it (a bare ``except:``) and ran on still stops the run."""
         self.max_same_instant = max_same_instant
         self._instant_at = 0.0
         self._same_instant = 0
@@ -490,12 +493,14 @@ class Runtime:
         would."""
         self.instant_left -= 1
         if self.instant_left < 0:
-            raise RunStop("events", self.env._now)
+            self.stop = RunStop("events", self.env._now)
+            raise self.stop
         now = self.env._now
         if now == self._instant_at:
             self._same_instant += 1
             if self._same_instant > self.max_same_instant:
-                raise RunStop("instant", now)
+                self.stop = RunStop("instant", now)
+                raise self.stop
         else:
             self._instant_at, self._same_instant = now, 0
         return done_event(self.env, value)

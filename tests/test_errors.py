@@ -429,6 +429,42 @@ def test_a_run_limit_names_every_rank_it_stopped_spinning():
     assert info.value.running == [f"rank {r}" for r in range(8)]
 
 
+def test_a_program_that_catches_exceptions_does_not_swallow_the_run_limit():
+    """The limit is raised inside the program (compute(0) past max_events): a program's
+    ``except Exception`` caught it, and the run came back as a Result with outputs such as
+    'gave up after 1000: RunStop' (or spun for ever, retrying)."""
+    def gives_up(comm):
+        done = 0
+        try:
+            for _ in range(5000):
+                yield comm.compute(0)
+                done += 1
+        except Exception as exc:
+            return f"gave up after {done}: {type(exc).__name__}"
+        return done
+
+    def retries(comm):
+        for _ in range(20_000):   # bounded: the old code finished it as a Result
+            try:
+                yield comm.compute(0)
+            except Exception:
+                pass
+
+    def catches_everything(comm):
+        try:
+            for _ in range(5000):
+                yield comm.compute(0)
+        except:  # noqa: E722 (the point: even a bare except keeps the run's stop)
+            return "caught"
+
+    for program in (gives_up, retries):
+        with pytest.raises(sc.RunLimitError, match=r"reached the event limit "
+                                                   r"max_events=1000 at t=0 s with rank 0"):
+            sc.run_program(sc.topology.switch(2), program, max_events=1000)
+    with pytest.raises(sc.RunLimitError, match=r"reached the event limit max_events=1000"):
+        sc.run_program(sc.topology.switch(2), catches_everything, max_events=1000)
+
+
 def test_work_not_waited_for_past_the_time_limit_stops_the_run():
     """A program that ends with compute it does not wait for keeps its GPU busy until the
     compute ends, and the run's time says so: 10 s past until=1 s came back as a Result
