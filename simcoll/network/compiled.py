@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from simcoll.network.compile_guard import guard_first_call
 from simcoll.network.maxmin import TIE
 
 __all__ = ["AVAILABLE", "WARMUP", "add_work", "fill_rows", "fill_arrays_rows", "solver"]
@@ -405,9 +406,12 @@ def _compile(numba: Any) -> dict[str, Callable[..., Any]]:
                   multiplicity: NDArray[np.intp] | None) -> NDArray[np.float64]:
         return arrays(links, capacity, _as_floats(multiplicity, len(links)))
 
-    return {"rows": on_rows, "arrays": on_arrays, "resolve": resolve,
-            "weighted_rows": resolve_kernel.fill_weighted_rows,
-            "weighted_arrays": resolve_kernel.fill_arrays_weighted_rows}
+    # numba compiles (or loads) each on its first call, mid-run: Ctrl-C kept from being
+    # lost in llvmlite's callbacks
+    return {kind: guard_first_call(kernel) for kind, kernel in (
+        ("rows", on_rows), ("arrays", on_arrays), ("resolve", resolve),
+        ("weighted_rows", resolve_kernel.fill_weighted_rows),
+        ("weighted_arrays", resolve_kernel.fill_arrays_weighted_rows))}
 
 
 def _as_floats(multiplicity: NDArray[np.intp] | None, rows: int) -> NDArray[np.float64]:
