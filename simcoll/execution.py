@@ -42,8 +42,9 @@ Program = Generator[Event, Any, Any]
 def same_instant_limit(max_events: int, endpoints: int) -> int:
     """How many events in a row a run may process at one simulated instant before it is
     taken for a loop of operations that take no time: max_events / 1000, at least
-    10^6 + 64 p^2 (p endpoints; a direct all-to-all of equal messages can end p^2
-    messages of a few events each at one instant), and never more than max_events. With
+    10^6 + 64 e^2 (e endpoints: ranks, server hosts, in-network switches; a direct
+    all-to-all of equal messages can end e^2 messages of a few events each at one
+    instant), and never more than max_events. With
     the default max_events (10^9) a program spinning on ``compute(0)`` stops after about
     a second instead of a quarter of an hour."""
     return min(max_events, max(10**6 + 64 * endpoints**2, max_events // 1000))
@@ -182,7 +183,8 @@ class Execution:
                     f"event yielded again after it fired)? A "
                     f"run meant to do that many at one instant needs max_events >= "
                     f"{1000 * rt.max_same_instant} (the limit at one instant is "
-                    f"max_events / 1000, at least 10^6 + 64 p^2)", running) from None
+                    f"max_events / 1000, at least 10^6 + 64 e^2 for e endpoints: ranks, "
+                    f"server hosts and in-network switches)", running) from None
             if not math.isfinite(stop.now):
                 raise RunLimitError(
                     f"{rt.what} reached times past the float range (its next event falls "

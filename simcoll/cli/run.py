@@ -65,8 +65,8 @@ DESCRIPTION = "\n\n".join(textwrap.fill(text, 88) for text in [
     "counts elements that fail the numpy check.",
     "Exit status: 0, 1 if a check failed (the numpy check, or NCCL_TESTS_MIN_BW's: an "
     "average busbw below 0.9 times it) or a write did (a full disk), 2 for bad "
-    "arguments (or a run out of memory), 141 if standard output was closed (| head), as a "
-    "shell reports a command that SIGPIPE ended."])
+    "arguments (or a run out of memory), 130 on Ctrl-C, 141 if standard output was closed "
+    "(| head), as a shell reports a command that SIGINT or SIGPIPE ended."])
 
 
 def add_parser(sub: Any) -> None:
