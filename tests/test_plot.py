@@ -1726,3 +1726,19 @@ def test_a_bar_of_exactly_a_200th_of_the_run_is_not_outlined():
     face = tuple(bars.get_facecolors()[0])
     assert [tuple(c) for c in bars.get_edgecolors()] == [face, to_rgba("white")]
     matplotlib.pyplot.close(fig)
+
+
+def test_thin_timeline_lanes_drop_their_white_outline():
+    """31 lanes in a row of a 32-rank all-to-all are a fraction of a point each: their
+    white 0.4-point outlines covered the bars, and the busy rows read as idle. Four
+    ranks' three lanes keep the outline that sets them apart."""
+    def widths(p):
+        topo = sc.topology.switch(p)
+        res = sc.simulate(topo, "all_to_all", algorithm="direct", nbytes=4 * sc.MiB,
+                          trace=True)
+        fig = timeline(res, topo, ranks=[0, 1, 2, 3])
+        return {float(w) for c in fig.axes[0].collections
+                if c.get_gid() == "rank 0/send bytes" for w in c.get_linewidths()}
+
+    assert widths(32) == {0.0}
+    assert widths(4) == {0.4}

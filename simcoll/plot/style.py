@@ -141,6 +141,11 @@ this; a narrower one, a pixel or two, would be all outline."""
 NARROW_EDGE = 0.6
 """Points of edge, in the bar's own colour, that keep a narrower bar visible."""
 
+OUTLINED_LANE = 2.0
+"""Points of height a timeline lane's bars need to keep their white outline: in thinner
+lanes (31 of them in a row of a 32-rank all-to-all) the outlines covered the bars, and
+busy rows read as idle."""
+
 
 def log2_ticks(values: list[float], most: int, few: int | None = None) -> list[float]:
     """The labelled values of a log2 axis (sizes, rank counts): the values themselves

@@ -14,6 +14,7 @@ from simcoll.link_load import check_ran_on
 from simcoll.plot.style import (
     NARROW_EDGE,
     OUTLINED_BAR,
+    OUTLINED_LANE,
     RULED_BANDS,
     checked_save_path,
     finish,
@@ -236,6 +237,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     height = (0.9 if ruled else 1.0) / len(streams)
     pad = 0.04 if ruled else 0.0
     outline = 0.4 if len(events) <= 4000 and ruled else 0.0
+    band_points = ax.get_window_extent().height * 72 / fig.dpi / len(shown)
     waited = False
     light_time = bar_time = 0.0   # messages' light and whole spans, over every bar
     drawn: set[str] = set()       # the streams with a bar somewhere, which the legend names
@@ -251,6 +253,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
             # Lanes apart by a fifth of a lane where bands are ruled: abutting, bars that
             # overlap in time read as one thick bar.
             gap = 0.2 * lane_height if ruled and len(packed) > 1 else 0.0
+            edge = outline if (lane_height - gap) * band_points >= OUTLINED_LANE else 0.0
 
             def box(s: float, t: float, y: float, h: float = lane_height - gap,
                     shift: float = gap / 2) -> list[tuple[float, float]]:
@@ -271,7 +274,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
             ax.add_collection(PolyCollection(
                 [box(s, t, y) for y, (s, t, _, _) in placed],
                 facecolors=face, **_edges([t - s for _, (s, t, _, _) in placed], face,
-                                          outline, result.time),
+                                          edge, result.time),
                 gid=f"{label}/{stream}"),
                 autolim=False)
             drawn.add(stream)
@@ -289,7 +292,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
                     solid.add(stream)
                 ax.add_collection(PolyCollection(
                     [box(m, t, y) for y, m, t in moved], facecolors=_COLOURS[stream],
-                    **_edges([t - m for _, m, t in moved], _COLOURS[stream], outline,
+                    **_edges([t - m for _, m, t in moved], _COLOURS[stream], edge,
                              result.time),
                     gid=f"{label}/{stream} bytes"), autolim=False)
         if band and ruled:
