@@ -1742,3 +1742,23 @@ def test_thin_timeline_lanes_drop_their_white_outline():
 
     assert widths(32) == {0.0}
     assert widths(4) == {0.4}
+
+
+def test_a_pgf_save_without_its_tex_system_is_refused_before_drawing(monkeypatch, tmp_path):
+    """matplotlib writes .pgf through xelatex (rcParams["pgf.texsystem"]): without it the
+    save failed after the drawing with matplotlib's RuntimeError, and the refusal of
+    other extensions listed .pgf among those accepted."""
+    import shutil
+
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == matplotlib.rcParams[
+        "pgf.texsystem"] else real(name))
+    topo = sc.topology.switch(4)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1024, trace=True)
+    with pytest.raises(sc.InvalidInputError, match=r"'.*x\.pgf' \(\.pgf needs xelatex, "
+                                                   r"which is not installed\); use one"):
+        timeline(res, save=tmp_path / "x.pgf")
+    with pytest.raises(sc.InvalidInputError) as info:
+        timeline(res, save=tmp_path / "x.foo")
+    assert ".png" in str(info.value) and ".pgf" not in str(info.value)
+    assert not list(tmp_path.iterdir())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -122,13 +123,20 @@ def checked_save_path(save: str | os.PathLike | None) -> Path | None:
     """
     if save is None:
         return None
+    import matplotlib
     from matplotlib.backend_bases import FigureCanvasBase
 
     path = output_path(save, "save", example="figure.png")
-    formats = FigureCanvasBase.get_supported_filetypes()
+    formats = set(FigureCanvasBase.get_supported_filetypes())
+    tex = matplotlib.rcParams["pgf.texsystem"]
+    if shutil.which(tex) is None:   # matplotlib writes .pgf through it, after the drawing
+        formats.discard("pgf")
     if path.suffix[1:].lower() not in formats:
-        raise InvalidInputError(f"cannot save a figure as {str(path)!r}; use one of the "
-                                f"extensions {', '.join('.' + f for f in sorted(formats))}")
+        missing = f" (.pgf needs {tex}, which is not installed)" if \
+            path.suffix[1:].lower() == "pgf" else ""
+        raise InvalidInputError(f"cannot save a figure as {str(path)!r}{missing}; use one "
+                                f"of the extensions "
+                                f"{', '.join('.' + f for f in sorted(formats))}")
     return path
 
 
