@@ -1176,6 +1176,8 @@ def test_durations_and_sizes_are_rounded_before_their_unit_is_chosen():
     assert time_unit(0.9996e-3) == ("ms", 1e3)
     assert format_duration(1500.0) == "1500 s" and format_duration(999.9) == "1000 s"
     assert format_duration(46.4e-6) == "46.4 µs" and format_duration(0.0) == "0 ns"
+    # 9999 s rounds to 10000 s, where hours begin (it read "10000 s"): 9999 / 3600 h
+    assert format_duration(9999.0) == "2.78 h" and format_duration(9994.0) == "9990 s"
     assert format_size(1023.99) == "1 KiB" and format_size(1536) == "1.5 KiB"
     assert "e+" not in format_size(5000 * 2.0 ** 50) and "e+" not in format_duration(3e5)
     # 1 ns to 100 s: every y label a plain number with its unit.
@@ -1762,3 +1764,13 @@ def test_a_pgf_save_without_its_tex_system_is_refused_before_drawing(monkeypatch
         timeline(res, save=tmp_path / "x.foo")
     assert ".png" in str(info.value) and ".pgf" not in str(info.value)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_critical_timeline_of_every_endpoint_does_not_count_them_twice():
+    """Every endpoint of a 64-rank ring is on its critical path; 16 are shown. The title
+    said "showing 16 of the 64 endpoints (of 64) that the critical path visits"."""
+    topo = sc.topology.switch(64)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=64 * sc.KiB, trace=True)
+    title = timeline(res, topo, critical=True).axes[0].get_title()
+    assert "showing 16 of the 64 endpoints that the critical path visits" in title
+    assert "(of 64)" not in title

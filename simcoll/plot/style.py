@@ -99,7 +99,7 @@ def _phrases(line: str, marks: str) -> list[str]:
 def format_duration(seconds: float) -> str:
     """``1.23 ms``, ``850 µs``, ``1 ms`` (for 999.6 µs: rounded first, then given its
     unit), ``1500 s`` (never ``1.5e+03 s``), ``3.43 h`` from 10,000 s on."""
-    if abs(seconds) >= 1e4:
+    if abs(float(_digits(seconds, 3))) >= 1e4:   # 9999 s rounds to 10000: hours
         return f"{_digits(seconds / 3600, 3)} h"
     name, factor = time_unit(seconds)
     return f"{_digits(seconds * factor, 3)} {name}"

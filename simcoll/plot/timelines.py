@@ -334,10 +334,13 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     notes = []
     if chosen is None and critical and len(shown) < result.nranks + others:
         visited = len(on_path)
-        notes.append(f"showing the {len(shown)} of {result.nranks + others} endpoints "
-                     f"that the critical path visits" if len(shown) == visited else
-                     f"showing {len(shown)} of the {visited} endpoints (of "
-                     f"{result.nranks + others}) that the critical path visits")
+        every = result.nranks + others
+        notes.append(f"showing the {len(shown)} of {every} endpoints that the critical "
+                     f"path visits" if len(shown) == visited else
+                     f"showing {len(shown)} of the {visited} endpoints that the critical "
+                     f"path visits" if visited == every else
+                     f"showing {len(shown)} of the {visited} endpoints (of {every}) that "
+                     f"the critical path visits")
     elif chosen is None and len(shown) < result.nranks + others:
         notes.append("showing " + _what_is_shown(shown, result.nranks, others))
     if critical:
