@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
+import simcoll as sc  # noqa: E402
 from simcoll.plot.style import log_y_axis  # noqa: E402
 
 
@@ -80,3 +81,21 @@ def test_an_axis_needs_three_labelled_ticks():
     limits, major, _ = _axis(3, 3.03)
     assert limits == pytest.approx((2, 5))
     assert [v for v, _ in major] == pytest.approx([2, 3, 5])
+
+
+def test_tick_labels_over_many_decades_share_one_notation():
+    """busbw of 8 B - 32 KiB on a 50 us machine spans 1e-5 to 0.04 GB/s: Python's g form
+    labelled it 1e-05 beside 0.0001; every tick is now a power of ten."""
+    topo = sc.topology.switch(8, bandwidth=10 * sc.GB, latency=50 * sc.us)
+    runs = [sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=n)
+            for n in (8, 64, 512, 4096, 32768)]
+    fig = sc.plot.scaling(runs, x="nbytes", y="busbw")
+    ax = fig.axes[0]
+    labels = {float(v): t.get_text() for v, t in zip(ax.get_yticks(), ax.get_yticklabels())
+              if ax.get_ylim()[0] <= v <= ax.get_ylim()[1]}
+    superscripts = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+    assert len(labels) >= 4
+    for value, text in labels.items():
+        assert text.startswith("10") and "e" not in text
+        assert 10.0 ** int(text[2:].translate(superscripts)) == pytest.approx(value)
+    plt.close(fig)

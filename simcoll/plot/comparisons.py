@@ -15,6 +15,7 @@ from simcoll.plot.style import (
     log2_ticks,
     log_y_axis,
     octaves,
+    tick_numbers,
     wrapped,
 )
 
@@ -128,7 +129,7 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     # no decade to label, so it stays linear, from 0 (so a 10% gap looks like one)
     values = measured + simulated
     if max(values) >= 10 * min(values):
-        log_y_axis(upper, min(values), max(values), lambda v: f"{v:g}")
+        log_y_axis(upper, min(values), max(values), tick_numbers(min(values), max(values)))
     else:
         upper.set_ylim(0, max(values) * 1.08)
     lower.set_yscale("log")

@@ -28,6 +28,7 @@ from simcoll.plot.style import (
     log_y_axis,
     new_axes,
     octaves,
+    tick_numbers,
     time_unit,
     wrapped,
 )
@@ -82,8 +83,6 @@ def _slots(values: list[Any], by: str) -> dict[Any, int]:
     return slots
 
 
-def _plain(value: float) -> str:
-    return f"{value:g}"
 # The fields that tell groups apart, in the order labels list them.
 _KEY = ("collective", "algorithm", "params", "settings", "topology", "network", "dtype",
         "split")
@@ -175,7 +174,7 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
 
 
 def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
-                y_text: Callable[[float], str]) -> None:
+                y_text: Callable[[float], str] | None) -> None:
     from matplotlib.ticker import (
         FixedLocator,
         FuncFormatter,
@@ -198,7 +197,7 @@ def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
     else:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}"))
         ax.set_xlabel("ranks")
-    log_y_axis(ax, min(ys), max(ys), y_text)
+    log_y_axis(ax, min(ys), max(ys), y_text or tick_numbers(min(ys), max(ys)))
     ax.set_ylabel(y_label)
     ax.grid(True, which="major", alpha=0.45)
     ax.grid(True, which="minor", axis="y", alpha=0.15)
@@ -333,7 +332,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     import matplotlib
     from matplotlib.lines import Line2D
 
-    y_text: Callable[[float], str] = _plain
+    y_text: Callable[[float], str] | None = None   # numbers: tick_numbers of the data
     if y == "time":
         times = [p.value(y) or 0 for p in points]
         if max(times) > _DECADES * min(times):

@@ -327,6 +327,31 @@ def _log_ticks_minor(bottom: float, top: float) -> list[float]:
             for s in range(1, 10) if bottom <= s * 10.0 ** e <= top]
 
 
+_SUPERSCRIPTS = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075"
+                                              "\u2076\u2077\u2078\u2079")
+
+
+def tick_numbers(lo: float, hi: float) -> Callable[[float], str]:
+    """Tick labels for a log axis over data from ``lo`` to ``hi`` (> 0), all in one
+    notation: plain (``0.0001``, ``250``, ``100000``) where every tick, at most the data's
+    own decades, reads so, else each as a power of ten (``10⁻⁵``, ``2×10⁶``), where
+    Python's ``g`` put ``1e-05`` beside ``0.0001`` on one axis."""
+    if lo >= 1e-4 and hi <= 1e5:   # ticks from 1e-4 to 1e5: no exponent in g form
+        return lambda v: f"{v:g}"
+
+    def power_of_ten(value: float) -> str:
+        if value <= 0:
+            return f"{value:g}"
+        exponent = math.floor(math.log10(value))
+        mantissa = float(f"{value / 10.0 ** exponent:.3g}")
+        if mantissa >= 10:
+            mantissa, exponent = mantissa / 10, exponent + 1
+        power = "10" + str(exponent).translate(_SUPERSCRIPTS)
+        return power if mantissa == 1 else f"{mantissa:g}\u00d7{power}"
+
+    return power_of_ten
+
+
 def log_y_axis(ax: Any, lo: float, hi: float, label: Callable[[float], str]) -> None:
     """Make ``ax``'s y axis logarithmic over data from ``lo`` to ``hi``: under 10^2.5,
     labelled at the tick series that wastes least height (:func:`_log_ticks`), the
