@@ -70,7 +70,7 @@ FLOAT_OVERFLOW = 2**1024 - 2**970
 (2 - 2^-52) x 2^1023, it rounds to 2^1024 (an OverflowError)."""
 
 
-def _huge(value: Any) -> bool:
+def huge(value: Any) -> bool:
     """Whether ``value`` is a Python integer beyond float's range (no float holds it)."""
     return type(value) is int and abs(value) >= FLOAT_OVERFLOW
 
@@ -150,7 +150,7 @@ def real(value: Any, name: str, *, minimum: float = 0.0, strict: bool = False,
     ok = not _is_bool(value) and isinstance(value, (int, float, np.integer, np.floating))
     if ok:
         # An integer beyond float's range is as infinite as 1e400.
-        value = float(value) if not _huge(value) else math.inf if value > 0 else -math.inf
+        value = float(value) if not huge(value) else math.inf if value > 0 else -math.inf
         ok = (not math.isnan(value) and (allow_inf or not math.isinf(value))
               and (value > minimum if strict else value >= minimum)
               and not (strict and minimum == 0 and value < sys.float_info.min))

@@ -21,7 +21,7 @@ from simpy.events import PENDING, Event
 
 from simcoll import buffers
 from simcoll.buffers import Buffer, Chunks, VirtualBuffer, frozen, snapshot
-from simcoll.checks import integer
+from simcoll.checks import huge, integer, shown
 from simcoll.errors import CommUsageError, TopologyError
 from simcoll.ops import ReduceOp
 from simcoll.runtime import Joint, Message, Runtime
@@ -217,9 +217,10 @@ class Comm:
     def _seconds(self, call: str, seconds: Any) -> float:
         """``seconds`` as a float, if it is a finite number >= 0."""
         if isinstance(seconds, (bool, np.bool_)) or not isinstance(
-                seconds, (int, float, np.integer, np.floating)) or not 0 <= seconds < math.inf:
-            raise CommUsageError(f"{self._who}: {call} got {seconds!r}; use a finite "
-                                 f"number of seconds >= 0")
+                seconds, (int, float, np.integer, np.floating)) or not 0 <= seconds < math.inf \
+                or huge(seconds):
+            raise CommUsageError(f"{self._who}: {call} got {shown(seconds)}; use a "
+                                 f"finite number of seconds >= 0")
         return float(seconds)
 
     def _check_via(self, via: Via, given: Any, accepted: str = _VIA) -> None:
@@ -352,7 +353,7 @@ class Comm:
                                  f"accepted; give a list of destination ranks")
         targets = tuple(self._peer(d, "dsts") for d in dsts)
         if type(delay) is not float or not 0.0 <= delay < math.inf:
-            self._seconds("multicast(delay=...)", delay)
+            delay = self._seconds("multicast(delay=...)", delay)
         if not targets:
             raise CommUsageError(f"{self._who}: multicast needs at least one "
                                  f"destination")

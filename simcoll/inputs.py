@@ -37,7 +37,7 @@ from simcoll.units import parse_size
 __all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits",
            "check_counters", "largest_input", "sealing_copies"]
 
-_COUNTER_LIMIT = 2**63
+COUNTER_LIMIT = 2**63
 """Traffic counters are int64 (``Result.bytes_sent``, ...)."""
 
 
@@ -185,9 +185,10 @@ def check_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,
     return Inputs(arrays, buffers, dt, size, size // dt.itemsize)
 
 
-def check_counters(size: int, p: int, largest: bool = False) -> None:
-    """Refuse inputs of ``size`` bytes (the largest input, for a v-collective: ``largest``)
-    on p ranks whose traffic could overflow the int64 counters.
+def check_counters(size: int, p: int, largest: bool = False, name: str = "nbytes") -> None:
+    """Refuse inputs of ``size`` bytes (the largest input, for a v-collective: ``largest``;
+    the argument ``name`` otherwise) on p ranks whose traffic could overflow the int64
+    counters.
 
     Every algorithm here moves less than 2 p^2 input buffers in all, so no counter (a
     rank's, a host's or a link's) passes 2 p^2 ``size`` bytes.
@@ -198,10 +199,10 @@ def check_counters(size: int, p: int, largest: bool = False) -> None:
     """
     if size > largest_input(p):
         subject = f"a rank's input of {shown(size)} bytes" if largest else \
-            f"nbytes={shown(size)}"
-        bound = _COUNTER_LIMIT // (2 * p * p)
-        fix = (f"use {'inputs' if largest else 'nbytes'} < {bound}" if bound > 1 else
-               f"use fewer ranks (at most {math.isqrt(_COUNTER_LIMIT // 4)} for any bytes)")
+            f"{name}={shown(size)}"
+        bound = COUNTER_LIMIT // (2 * p * p)
+        fix = (f"use {'inputs' if largest else name} < {bound}" if bound > 1 else
+               f"use fewer ranks (at most {math.isqrt(COUNTER_LIMIT // 4)} for any bytes)")
         raise InvalidInputError(
             f"{subject} on {p} ranks could overflow the int64 traffic counters; {fix}")
 
@@ -209,7 +210,7 @@ def check_counters(size: int, p: int, largest: bool = False) -> None:
 def largest_input(p: int) -> int:
     """The largest input, in bytes, :func:`check_counters` accepts on ``p`` ranks: the
     largest n with 2 p^2 n < 2^63."""
-    return (_COUNTER_LIMIT - 1) // (2 * p * p)
+    return (COUNTER_LIMIT - 1) // (2 * p * p)
 
 
 def _uneven_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,

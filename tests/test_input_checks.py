@@ -482,3 +482,75 @@ def test_the_time_limit_names_the_next_event_at_full_precision():
     with pytest.raises(sc.RunLimitError, match=r"until=3000 s: its next event falls at "
                                                r"t=3703\.7034 s,"):
         sc.run_program(sc.topology.switch(2), forever, until=3000)
+
+
+@pytest.mark.parametrize("delay", [np.float32(2.0), np.float16(2.0)])
+def test_a_multicast_delay_of_numpy_precision_is_timed_in_float64(delay):
+    """multicast checked its delay and dropped the float: 2 s + 2 x 1 us + 32 B at
+    100 GB/s came out as 2.000001907 s in float32 and 2.0 s in float16."""
+    topo = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=1 * sc.us)
+    x = np.arange(8, dtype=np.float32)
+
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.multicast(x, [1, 2], delay=delay)
+        elif comm.rank in (1, 2):
+            yield comm.recv(0)
+
+    assert sc.run_program(topo, program).time == pytest.approx(2 + 2e-6 + 32 / 100e9,
+                                                               rel=1e-15)
+
+
+def test_a_time_past_floats_range_in_a_rank_program_is_named():
+    def program(comm):
+        yield comm.sleep(10**400)
+
+    with pytest.raises(sc.AlgorithmError, match=r"sleep got 10000000\.\.\.0000 \(401 "
+                                                r"digits\); use a finite number of seconds"):
+        sc.run_program(sc.topology.switch(2), program)
+
+
+def test_data_parallel_buckets_are_counted_exactly():
+    """ceil(g / b) in floats: 2^56 + 4 bytes in buckets of 2^56 gave 1 bucket, not 2, and
+    a bucket past float's range raised 'buckets=0', a parameter nobody gave."""
+    topo = sc.topology.switch(4)
+    two = sc.training.data_parallel_step(topo, gradient_bytes=2**56 + 4, bucket_bytes=2**56,
+                                         forward=0.0, backward=1e-3)
+    assert two.buckets == 2
+    one = sc.training.data_parallel_step(topo, gradient_bytes=1 << 20, bucket_bytes=10**400,
+                                         forward=0.0, backward=1e-3)
+    assert one.buckets == 1
+    with pytest.raises(sc.InvalidInputError, match=r"^gradient_bytes=10000000\.\.\.0000 "
+                                                   r"\(401 digits\) on 4 ranks could overflow"):
+        sc.training.data_parallel_step(topo, gradient_bytes=10**400, forward=0, backward=0)
+
+
+def test_step_models_refuse_traffic_past_the_counters_before_the_run():
+    """They ran, then numpy raised OverflowError building the int64 counters. Bounds by
+    hand: 2 m p activation bytes per counter at most (2^63 / (2 x 4 x 4) = 2^58); four
+    collectives of sequences x 256 x 128 elements of 2 bytes on 4 ranks, within
+    (2^63 - 1) // 32 bytes."""
+    topo = sc.topology.switch(4)
+    with pytest.raises(sc.InvalidInputError, match=rf"activation_bytes={2**62} over 4 "
+                                                   rf"micro-batches and 4 stages could "
+                                                   rf"overflow .* < {2**58}$"):
+        sc.training.pipeline_step(topo, stages=4, micro_batches=4, forward=1e-3,
+                                  backward=2e-3, activation_bytes=2**62)
+    model = sc.training.gpt(2, 256, 4, 128, 1000)
+    per_sequence = 4 * 256 * 128 * model.precision.activation_bytes
+    most = (2**63 - 1) // 32 // per_sequence
+    with pytest.raises(sc.InvalidInputError, match=rf"use sequences <= {most}$"):
+        sc.training.tensor_parallel_layer(model, topo, tp=4, sequences=most + 1)
+
+
+def test_cost_queries_take_numpy_rank_counts_as_python_ones_and_refuse_huge_numbers():
+    """512 x np.int64(2^55) wrapped to 0 and skipped the memory refusal that 2^55 gets;
+    numbers past float's range raised OverflowError."""
+    for p in (2**55, np.int64(2**55), 10**400):
+        with pytest.raises(sc.InvalidInputError, match="a query's arrays of one entry per "
+                                                       "rank would need about"):
+            sc.cost.predict("all_reduce", "ring", p=p, nbytes=1024, alpha=1e-6, beta=1e-9)
+    with pytest.raises(sc.InvalidInputError, match="is past the range of floats"):
+        sc.cost.lower_bound("all_reduce", p=4, nbytes=10**400, alpha=1e-6, beta=1e-9)
+    with pytest.raises(sc.InvalidInputError, match=r"hosts=10000000\.\.\.0000"):
+        sc.cost.lower_bound("all_reduce", p=4, nbytes=8, alpha=1e-6, beta=1e-9, hosts=10**400)

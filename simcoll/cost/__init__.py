@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from simcoll.algorithms.params import named_arguments
-from simcoll.checks import Count, integer, real
+from simcoll.checks import Count, huge, integer, real, shown
 from simcoll.checks import size as checked_size
 from simcoll.collectives import ALIASES
 from simcoll.collectives import collective as get_collective
@@ -112,11 +112,14 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
     array whose traffic fits the int64 counters (as ``simulate`` checks)."""
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)) or p < 1:
         raise InvalidInputError(f"p={p!r} is not accepted; use an integer >= 1")
+    p = int(p)   # a numpy integer's product below wrapped (512 x 2^55 as 0)
     found = memory_limit()
     if found is not None and _PER_RANK_BYTES * p > found[0]:
-        raise InvalidInputError(f"p={p} ranks: a query's arrays of one entry per rank would "
-                                f"need about {_PER_RANK_BYTES * p / 2**30:.1f} GiB, more than "
-                                f"{found[1]} {found[0] / 2**30:.1f} GiB; use fewer ranks")
+        need = _PER_RANK_BYTES * p
+        gib = shown(need // 2**30) if huge(need) else f"{need / 2**30:.1f}"
+        raise InvalidInputError(f"p={shown(p)} ranks: a query's arrays of one entry per rank "
+                                f"would need about {gib} GiB, more than {found[1]} "
+                                f"{found[0] / 2**30:.1f} GiB; use fewer ranks")
     coll = None if collective is None else get_collective(collective)
     if coll is not None and coll.uneven is not None:
         sizes = check_nbytes(coll, nbytes, int(p))
@@ -127,6 +130,9 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
     if size is None:
         raise InvalidInputError(f"nbytes={nbytes!r} is not accepted; use a whole number "
                                 f">= 0 or a size such as '16MiB'")
+    if huge(size):
+        raise InvalidInputError(f"nbytes={shown(size)} is past the range of floats, in "
+                                f"which the models compute; use nbytes < 2^1024")
     return int(p), size
 
 
@@ -376,7 +382,7 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
     """
     collective = ALIASES.get(collective, collective)
     alpha, beta, gamma = check_constants(alpha, beta, gamma)
-    hosts = integer(hosts, "hosts", minimum=0, what="server hosts")
+    hosts = integer(hosts, "hosts", minimum=0, maximum=2**63 - 1, what="server hosts")
     if collective in ("all_gatherv", "reduce_scatterv", "all_to_allv"):
         p, sizes = _sizes(p, nbytes, collective)
         _itemsize(itemsize, sizes)   # the bounds do not depend on it, but sizes must be whole

@@ -19,7 +19,7 @@ from simcoll.checks import real, size
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
-from simcoll.inputs import check_inputs
+from simcoll.inputs import check_counters, check_inputs, check_topology
 from simcoll.result import Result
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
@@ -118,7 +118,8 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
         kwargs["nbytes"] = gradient_bytes
     if algorithm_params:
         kwargs["inner_params"] = dict(algorithm_params)
-    buckets = math.ceil(gradient_bytes / bucket_bytes)
+    check_counters(gradient_bytes, check_topology(topology).nranks, name="gradient_bytes")
+    buckets = -(-gradient_bytes // bucket_bytes)   # exact: a float quotient rounds
     if bucket_bytes < dtype.itemsize:
         raise InvalidInputError(f"bucket_bytes={bucket_bytes} would cut the gradients into "
                                 f"{buckets} buckets, more than their "

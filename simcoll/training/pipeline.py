@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from simpy.events import Event
 
-from simcoll.checks import integer, real, size
+from simcoll.checks import integer, real, shown, size
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
-from simcoll.inputs import check_topology
+from simcoll.inputs import COUNTER_LIMIT, check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
@@ -223,6 +223,13 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
     if nbytes % itemsize:
         raise InvalidInputError(f"activation_bytes={nbytes} is not a whole number of "
                                 f"{itemsize}-byte elements")
+    # each of the m micro-batches crosses each of the p - 1 stage boundaries twice
+    # (activations forward, gradients back): no counter passes 2 m p bytes per byte
+    if 2 * m * p * nbytes >= COUNTER_LIMIT:
+        raise InvalidInputError(f"activation_bytes={shown(nbytes)} over {m} micro-batches "
+                                f"and {p} stages could overflow the int64 traffic "
+                                f"counters; use activation_bytes < "
+                                f"{-(-COUNTER_LIMIT // (2 * m * p))}")
     kept = nbytes if activation_memory is None else real(activation_memory,
                                                          "activation_memory", what="bytes")
     chosen = check_ranks(topology, ranks, p, "stages")

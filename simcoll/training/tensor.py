@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 from simpy.events import Event
 
-from simcoll.checks import flag, integer
+from simcoll.checks import flag, integer, shown
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
-from simcoll.inputs import check_topology
+from simcoll.inputs import check_topology, largest_input
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
@@ -154,6 +154,12 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     if block is None:
         raise InvalidInputError(f"{model.name} has no transformer block to split")
     elements = b * model.seq_len * model.hidden
+    moved = 4 * elements * model.precision.activation_bytes  # four collectives a layer
+    if moved > largest_input(t):
+        raise InvalidInputError(
+            f"sequences={shown(b)} make {shown(moved)} bytes of activations in the layer's "
+            f"four collectives on tp={t} ranks, which could overflow the int64 traffic "
+            f"counters; use sequences <= {largest_input(t) // (moved // b)}")
     if sequence_parallel and model.seq_len % t:  # it splits the sequence, as step() does
         raise InvalidInputError(f"sequence parallelism needs tp={t} to divide "
                                 f"seq_len={model.seq_len}")
