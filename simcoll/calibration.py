@@ -38,6 +38,7 @@ import numpy as np
 
 from simcoll.algorithms.params import Choice, Int, Real
 from simcoll.algorithms.registry import get_algorithm
+from simcoll.checks import huge, shown
 from simcoll.comparison import (
     Setting,
     check_picklable,
@@ -288,7 +289,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
 
     Raises:
         InvalidInputError: an empty table, no free constant, too small a
-            ``max_evaluations``, ``starts`` that is not an integer >= 1, a name neither
+            ``max_evaluations``, ``starts`` that is not an integer from 1 to
+            ``max_evaluations``, a name neither
             ``build`` nor the algorithm takes (or one given in ``simulate_kwargs`` or
             fixed in ``build``'s spec too, or with a topology file one that is not the
             algorithm's), a parameter that is not real-valued (an int, a bool, a str),
@@ -351,16 +353,18 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                 raise InvalidInputError(f"free[{k!r}]: the machine cannot be built at the "
                                         f"bound {bound:g}: {err}") from None
     shapes = size_runs(table, coll, topology)
-    Int(1, minimum=1).normalize("starts", starts)
     Int(0, minimum=0).normalize("seed", seed)
     Choice("linear", LOSSES).normalize("loss", loss)
     if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) \
-            or not 0 < loss_scale < math.inf:
-        raise InvalidInputError(f"loss_scale={loss_scale!r} is not accepted; use a finite "
-                                f"number > 0")
+            or not 0 < loss_scale < math.inf or huge(loss_scale):
+        raise InvalidInputError(f"loss_scale={shown(loss_scale)} is not accepted; use a "
+                                f"finite number > 0")
     Int(2 * len(shapes), minimum=2 * len(shapes),
         doc=f"the {len(shapes)} sizes at the initial constants, then at one trial "
             f"point").normalize("max_evaluations", max_evaluations)
+    # each start is drawn before the fits and runs a simulation at least
+    Int(1, minimum=1, maximum=max_evaluations,
+        doc="fits, each of one simulation at least").normalize("starts", starts)
     check_progress(progress)
     workers = check_workers(workers)
     if workers > 1:

@@ -207,7 +207,12 @@ def test_more_starts_get_past_a_local_minimum(made_table):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"starts": 0}, "starts=0 is not accepted; use an integer >= 1"),
+    ({"starts": 0}, "starts=0 is not accepted; use an integer in 1..20000"),
+    # drawn before the fits: 2^64 of them did not end (each runs a simulation at least)
+    ({"starts": 2**64, "max_evaluations": 30},
+     "starts=18446744073709551616 is not accepted; use an integer in 1..30"),
+    ({"loss": "huber", "loss_scale": 10**400},
+     r"loss_scale=10000000\.\.\.0000 \(401 digits\) is not accepted"),
     ({"starts": 2.0}, "starts=2.0 is not accepted"),
     ({"starts": True}, "starts=True is not accepted"),
     ({"seed": "1"}, "seed='1' is not accepted; use an integer"),

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.checks import huge, shown
 from simcoll.errors import InvalidInputError, RegistrationError
 from simcoll.topology.quantities import parse_time
 
@@ -61,7 +62,7 @@ class Param(ABC):
     def refusal(self, name: str, value: Any) -> InvalidInputError:
         """The error for a value this parameter does not accept."""
         what = f" ({self.doc})" if self.doc else ""
-        return InvalidInputError(f"{name}={value!r} is not accepted; use {self.accepted()}"
+        return InvalidInputError(f"{name}={shown(value)} is not accepted; use {self.accepted()}"
                                  f"{what}")
 
 
@@ -176,7 +177,7 @@ class Real(Param):
         if isinstance(value, (bool, np.bool_)) or not isinstance(
                 value, (int, float, np.integer, np.floating)):
             raise self.refusal(name, value)
-        number = float(value)
+        number = float(value) if not huge(value) else math.inf if value > 0 else -math.inf
         if (math.isnan(number) or (math.isinf(number) and not self.allow_inf)
                 or (self.minimum is not None and number < self.minimum)
                 or (self.maximum is not None and number > self.maximum)):

@@ -24,7 +24,13 @@ import sys
 
 from simcoll.checks import Count, flag, integer, real, shown
 from simcoll.errors import TopologyError
-from simcoll.topology.builders import _check_count, _check_kinds, _check_quantities, _check_size
+from simcoll.topology.builders import (
+    MAX_DEVICES,
+    _check_count,
+    _check_kinds,
+    _check_quantities,
+    _check_size,
+)
 from simcoll.topology.graph import Topology
 from simcoll.units import GB, Gbps, us
 
@@ -48,7 +54,7 @@ def _leaf_capacity(leaf_radix: Count, oversubscription: float, nic_bandwidth: fl
                  what="leaf down-link capacity over up-link capacity, e.g. 1.0 or 2.0")
     nic = real(nic_bandwidth, "nic_bandwidth", strict=True, error=TopologyError,
                what="bytes/s")
-    spines = integer(spines, "spines", minimum=1, error=TopologyError,
+    spines = integer(spines, "spines", minimum=1, maximum=MAX_DEVICES, error=TopologyError,
                      what="switches in the spine layer")
     per_leaf = radix // 2
     uplink = per_leaf * nic / ratio / spines if per_leaf <= sys.float_info.max else math.inf
