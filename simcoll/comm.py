@@ -214,6 +214,13 @@ class Comm:
                                  f"(the payload's)")
         return seconds, None if wire_bytes is None else int(wire_bytes)
 
+    def _flag(self, name: str, value: Any) -> bool:
+        """``value`` (the argument ``name``) as a bool, if it is one (numpy's too)."""
+        if not isinstance(value, (bool, np.bool_)):
+            raise CommUsageError(f"{self._who}: {name}={shown(value)} is not accepted; use "
+                                 f"True or False")
+        return bool(value)
+
     def _seconds(self, call: str, seconds: Any) -> float:
         """``seconds`` as a float, if it is a finite number >= 0."""
         if isinstance(seconds, (bool, np.bool_)) or not isinstance(
@@ -239,6 +246,8 @@ class Comm:
     def _post(self, data: Any, target: int, tag: Any, done: Event, delay: float = 0.0,
               wire_bytes: int | None = None, ordered: bool = False,
               via: Via | None = None) -> None:
+        if ordered is not False and ordered is not True:   # "no" would pass as True
+            ordered = self._flag("ordered", ordered)
         if type(data) is VirtualBuffer:
             payload, nbytes = data, data.nbytes
         else:
@@ -382,6 +391,8 @@ class Comm:
             nbytes = buffers.nbytes_of(payload)
         if type(tag) is not int:
             _check_tag(self.rank, tag)
+        if ordered is not False and ordered is not True:
+            ordered = self._flag("ordered", ordered)
         done = Joint(self._env, len(targets))
         address = self._address
         self._rt.post_multicast([(self._context, address, t, tag) for t in targets], payload,

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from simcoll import optional
-from simcoll.checks import integer
+from simcoll.checks import integer, shown
 from simcoll.collectives import Collective
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import as_dtype
@@ -199,7 +199,10 @@ def table_collective(table: NcclTestsTable, collective: str | None) -> Collectiv
     if not isinstance(table, NcclTestsTable):
         raise InvalidInputError(f"table={table!r:.80} is not accepted; give a parsed nccl-tests "
                                 f"table (simcoll.nccl_tests.parse(text))")
-    name = collective or table.collective
+    if collective is not None and not isinstance(collective, str):
+        raise InvalidInputError(f"collective={shown(collective)} is not accepted; give a "
+                                f"collective's name, or None for the table's")
+    name = table.collective if collective is None else collective
     if name is None:
         raise InvalidInputError("the table does not say which collective it measured; pass "
                                 "collective='all_reduce' (or the one measured)")

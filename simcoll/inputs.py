@@ -255,8 +255,9 @@ def _check_size(nbytes: Any, dtype: np.dtype) -> int:
     return size
 
 
-def check_root(coll: Collective, root: Any, p: int) -> int | None:
-    """The root rank of a rooted collective (0 if not given); None for the others.
+def check_root(coll: Collective, root: Any, p: int, name: str = "root") -> int | None:
+    """The root rank of a rooted collective (0 if not given; ``name`` the argument that
+    gave it: ``root``, or torch's ``src`` or ``dst``); None for the others.
 
     Raises:
         InvalidInputError: a root that is not a rank, or a root for a collective that has
@@ -267,7 +268,7 @@ def check_root(coll: Collective, root: Any, p: int) -> int | None:
             raise InvalidInputError(f"{coll.name} has no root, but root={root!r} was given; "
                                     f"root= is for broadcast, reduce, gather and scatter")
         return None
-    return 0 if root is None else integer(root, "root", minimum=0, maximum=p - 1,
+    return 0 if root is None else integer(root, name, minimum=0, maximum=p - 1,
                                           what="a rank")
 
 

@@ -138,7 +138,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     check = flag(check, "check")
     p = topology.nranks
     reduce_op = check_op(coll, op)
-    the_root = check_root(coll, root_argument(coll, root, src, dst), p)
+    the_root = check_root(coll, root_argument(coll, root, src, dst), p,
+                          "src" if src is not None else "dst" if dst is not None else "root")
     inputs = check_inputs(p, data, nbytes, dtype, coll, splits)
     if inputs.arrays is not None:
         _refuse_what_cannot_fit(coll, p, inputs, the_root or 0)

@@ -11,6 +11,7 @@ import pytest
 from conftest import NO_FORMULA
 
 import simcoll as sc
+from simcoll import numeric
 from simcoll.comm import Comm
 
 
@@ -554,3 +555,94 @@ def test_cost_queries_take_numpy_rank_counts_as_python_ones_and_refuse_huge_numb
         sc.cost.lower_bound("all_reduce", p=4, nbytes=10**400, alpha=1e-6, beta=1e-9)
     with pytest.raises(sc.InvalidInputError, match=r"hosts=10000000\.\.\.0000"):
         sc.cost.lower_bound("all_reduce", p=4, nbytes=8, alpha=1e-6, beta=1e-9, hosts=10**400)
+
+
+def test_src_and_dst_refusals_name_the_argument_given():
+    topo = sc.topology.switch(4)
+    with pytest.raises(sc.InvalidInputError, match=r"^src=7 is not accepted; use an integer "
+                                                   r">= 0 and <= 3 \(a rank\)"):
+        sc.simulate(topo, "broadcast", algorithm="binomial", nbytes=1024, src=7)
+    with pytest.raises(sc.InvalidInputError, match=r"^dst=-1 is not accepted"):
+        sc.simulate(topo, "reduce", algorithm="binomial", nbytes=1024, dst=-1)
+
+
+@pytest.mark.parametrize("collective", [False, 0, 0.0, [], np.array([])])
+def test_compare_and_parse_take_a_collective_name_or_none_only(collective):
+    """compare took any falsy collective as 'the table's' (an empty array raised numpy's
+    'ambiguous'); parse raised AttributeError on anything but a string."""
+    from simcoll.nccl_tests import parse
+    row = sc.nccl_tests.NcclTestsRow(1024, 256, "float", "sum", -1,
+                                     sc.nccl_tests.Measurement(20.0, 0.0, 0.0, None), None, 1)
+    table = sc.nccl_tests.NcclTestsTable((row,), "all_reduce", 4)
+    with pytest.raises(sc.InvalidInputError, match=r"^collective=.* is not accepted; give a "
+                                                   r"collective's name, or None"):
+        sc.compare(sc.topology.switch(4), table, collective=collective)
+    with pytest.raises(sc.InvalidInputError, match=r"^collective=.* is not accepted; give an "
+                                                   r"nccl-tests program or collective name"):
+        parse("", collective=collective)
+
+
+def test_a_zero_dimensional_array_is_not_taken_for_a_list():
+    """Each raised Python's TypeError iterating it ("iteration over a 0-d array")."""
+    topo = sc.topology.switch(4)
+    with pytest.raises(sc.InvalidInputError, match=r"ranks=array\(4\) is not accepted; give "
+                                                   r"a list"):
+        sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=np.array(4),
+                 sizes=[1024], progress=False)
+    with pytest.raises(sc.InvalidInputError, match=r"ranks=array\(2\) is not accepted"):
+        sc.training.pipeline_step(topo, stages=2, micro_batches=2, forward=1e-3,
+                                  backward=1e-3, activation_bytes=1024, ranks=np.array(2))
+    with pytest.raises(sc.InvalidInputError, match=r"sizes=array\(4\) is not accepted"):
+        numeric.MLP(np.array(4))
+    assert numeric.MLP(np.array([4, 2])).sizes == (4, 2)
+
+
+def test_synthetic_batches_past_memory_are_refused_before_drawing():
+    """2^64 steps ran until memory ran out; a batch of 2^64 raised numpy's ValueError."""
+    model = numeric.MLP((4, 8, 2))
+    for batch, steps in ((2**64, 2), (8, 2**64)):
+        with pytest.raises(sc.InvalidInputError, match=rf"synthetic_batches\(batch={batch}, "
+                                                       rf"steps={steps}\) needs about"):
+            numeric.synthetic_batches(model, batch=batch, steps=steps)
+
+
+@pytest.mark.parametrize("avoid, message", [
+    (3, r"avoid=3 is not accepted; give a set of link indexes \(into links: 0\.\.3\)"),
+    ("abc", r"avoid='abc' is not accepted"),
+    ([99], r"avoid=99 is not accepted; use an integer >= 0 and <= 3 \(a link index\)"),
+    ({-1}, r"avoid=-1 is not accepted"),   # an index no link has was ignored
+])
+def test_route_checks_the_links_to_avoid(avoid, message):
+    with pytest.raises(sc.TopologyError, match=message):
+        sc.topology.ring(4).route(0, 1, avoid=avoid)
+
+
+def test_route_around_a_link_given_as_a_list_of_numpy_indexes():
+    topo = sc.topology.ring(4)
+    direct = topo.route(0, 1)
+    (link,) = direct.links
+    around = topo.route(0, 1, avoid=[np.int64(link)])
+    assert len(around.links) == 3 and link not in around.links
+
+
+def test_flags_of_routes_and_messages_are_booleans():
+    """multicast="no" and ordered="no" passed as True."""
+    with pytest.raises(sc.TopologyError, match="multicast='no' is not accepted; use True "
+                                               "or False"):
+        sc.topology.ring(4).route(0, 1, multicast="no")
+
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(np.arange(4.0), 1, ordered="no")
+        elif comm.rank == 1:
+            yield comm.recv(0)
+
+    with pytest.raises(sc.AlgorithmError, match="rank 0: ordered='no' is not accepted; use "
+                                                "True or False"):
+        sc.run_program(sc.topology.ring(4), program)
+
+
+def test_assert_traffic_without_an_expectation_is_a_simcoll_error():
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=64)
+    with pytest.raises(sc.InvalidInputError, match="assert_traffic needs sent="):
+        sc.testing.assert_traffic(res)

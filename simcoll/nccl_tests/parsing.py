@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 
-from simcoll.checks import integer
+from simcoll.checks import integer, shown
 from simcoll.collectives import COLLECTIVES
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests.json_report import looks_like_json, read_json
@@ -51,6 +51,7 @@ def parse(text: str, *, collective: str | None = None,
             lines), quoting the line and naming the last complete row; a ``collective``
             that disagrees with the text, or that does not print the rows' redop.
     """
+    wanted = _wanted(collective)
     runs = _runs(text)
     if run is None and len(runs) > 1:
         raise InvalidInputError(f"the text holds {len(runs)} runs (the second starts at "
@@ -58,7 +59,7 @@ def parse(text: str, *, collective: str | None = None,
                                 f"run=K) one of them (1..{len(runs)})")
     index = 1 if run is None else integer(run, "run", minimum=1, maximum=len(runs),
                                           what=f"the text holds {len(runs)} run(s)")
-    return _table(runs[index - 1], _wanted(collective))
+    return _table(runs[index - 1], wanted)
 
 
 def parse_all(text: str, *, collective: str | None = None) -> list[NcclTestsTable]:
@@ -94,6 +95,10 @@ def _runs(text: str) -> list[Run]:
 
 
 def _wanted(collective: str | None) -> str | None:
+    if collective is not None and not isinstance(collective, str):
+        raise InvalidInputError(f"collective={shown(collective)} is not accepted; give an "
+                                f"nccl-tests program or collective name "
+                                f"(all_reduce_perf, all_reduce), or None for every run")
     return None if collective is None else _collective_name(collective)
 
 

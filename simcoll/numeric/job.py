@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from simcoll.checks import integer
+from simcoll.checks import integer, shown
 from simcoll.errors import InvalidInputError
+from simcoll.memory import shortfall
 from simcoll.numeric.mlp import MLP, Params
 from simcoll.numeric.optim import Optimizer, check_optimizer
 
@@ -91,13 +92,18 @@ def synthetic_batches(model: MLP, *, batch: int, steps: int, seed: int = 0) -> t
     the largest entry of ``x A`` for ``cross_entropy``.
 
     Raises:
-        InvalidInputError: ``model`` not an :class:`MLP`, ``batch`` or ``steps`` below 1.
+        InvalidInputError: ``model`` not an :class:`MLP`, ``batch`` or ``steps`` below 1,
+            or batches past this process's memory.
     """
     check_model(model)
     batch = integer(batch, "batch", minimum=1, what="samples per step")
     steps = integer(steps, "steps", minimum=1)
     rng = np.random.default_rng(integer(seed, "seed", minimum=0))
     n_in, n_out = model.sizes[0], model.sizes[-1]
+    short = shortfall(steps * batch * (n_in + n_out) * 8)   # float64 inputs and targets
+    if short is not None:
+        raise InvalidInputError(f"synthetic_batches(batch={shown(batch)}, "
+                                f"steps={shown(steps)}) {short}; use fewer samples")
     teacher = rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)
     out = []
     for _ in range(steps):

@@ -58,7 +58,7 @@ class MLP:
 
     def __post_init__(self) -> None:
         if isinstance(self.sizes, (str, bytes)) or not hasattr(self.sizes, "__len__") \
-                or len(self.sizes) < 2:
+                or np.ndim(self.sizes) != 1 or len(self.sizes) < 2:
             raise InvalidInputError(f"sizes={self.sizes!r} is not accepted; give the widths "
                                     f"of every layer boundary, at least (inputs, outputs)")
         object.__setattr__(self, "sizes", tuple(

@@ -208,7 +208,7 @@ def integer_list(values: Any) -> list[int] | None:
     import numpy as np
 
     items = list(values) if isinstance(values, (Sequence, np.ndarray)) \
-        and not isinstance(values, str) else []
+        and not isinstance(values, str) and np.ndim(values) == 1 else []
     if not items or len(set(items)) < len(items) or any(
             isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
             for v in items):

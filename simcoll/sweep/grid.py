@@ -75,7 +75,8 @@ class Grid:
 
 
 def _listed(name: str, values: Any) -> list[Any]:
-    if isinstance(values, (str, bytes, dict)) or not isinstance(values, Iterable):
+    if isinstance(values, (str, bytes, dict)) or not isinstance(values, Iterable) or (
+            isinstance(values, np.ndarray) and values.ndim != 1):   # a 0-d array: no list
         raise InvalidInputError(f"{name}={values!r} is not accepted; give a list, e.g. "
                                 f"{name}=[{values!r}]")
     listed = list(values)

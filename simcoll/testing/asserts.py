@@ -164,8 +164,8 @@ def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
     Raises:
         AssertionError: naming the run; a table of the ranks that differ with expected and
             simulated bytes side by side.
-        ValueError: no expectation given.
-        InvalidInputError: (before any comparison) ``res`` not a Result of ``simulate``,
+        InvalidInputError: (before any comparison) no expectation given, ``res`` not a
+            Result of ``simulate``,
             a byte count that is not a finite
             number >= 0 nor a size string, a nested list, a list whose length is not the
             run's number of ranks (hosts), a ``host_*`` expectation on a run without
@@ -173,8 +173,8 @@ def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
     """
     res = _result(res)
     if sent is None and received is None and host_sent is None and host_received is None:
-        raise ValueError("assert_traffic needs sent=, received=, host_sent= or "
-                         "host_received=")
+        raise InvalidInputError("assert_traffic needs sent=, received=, host_sent= or "
+                                "host_received=")
     rtol = real(rtol, "rtol")
     expected = tuple(None if value is None else _expected_bytes(arg, value, got.size)
                      for arg, value, got in (

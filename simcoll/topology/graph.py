@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.checks import integer, real, shown, text
+from simcoll.checks import flag, integer, real, shown, text
 from simcoll.errors import NoRouteError, TopologyError
 
 __all__ = ["Device", "Link", "Route", "Topology", "Via", "MulticastVia", "DEVICE_KINDS",
@@ -413,6 +413,18 @@ class Topology:
             return endpoints[address]
         return endpoints[self._integer_address(address)]
 
+    def _links_to_avoid(self, avoid: Any) -> frozenset[int]:
+        """:meth:`route`'s ``avoid`` as a frozenset of link indexes.
+
+        Raises:
+            TopologyError: not a collection of indexes of this topology's links.
+        """
+        if isinstance(avoid, (str, bytes)) or not hasattr(avoid, "__iter__"):
+            raise TopologyError(f"avoid={shown(avoid)} is not accepted; give a set of link "
+                                f"indexes (into links: 0..{len(self.links) - 1})")
+        return frozenset(integer(i, "avoid", minimum=0, maximum=len(self.links) - 1,
+                                 error=TopologyError, what="a link index") for i in avoid)
+
     def _integer_address(self, address: Any) -> int:
         """``address`` as an int if it is one of the endpoint addresses (an integer, numpy's
         too; never a bool, a float or a name).
@@ -537,6 +549,11 @@ class Topology:
         if src.__class__ is not int or dst.__class__ is not int:
             # True and 1.0 equal 1 as keys: only integers may find a cached route
             src, dst = self._integer_address(src), self._integer_address(dst)
+        if multicast is not False and multicast is not True:
+            multicast = flag(multicast, "multicast", error=TopologyError)
+        if avoid and avoid.__class__ is not frozenset or any(
+                i.__class__ is not int or not 0 <= i < len(self.links) for i in avoid):
+            avoid = self._links_to_avoid(avoid)
         tree = multicast and self._routing == "ecmp"
         key = ((src, dst) if via is None else (src, dst, via)) + (("tree",) if tree else ())
         route = None if avoid else self._routes.get(key)

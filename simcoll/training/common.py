@@ -206,7 +206,8 @@ def check_ranks(topology: Topology, ranks: Sequence[int] | None, count: int,
             raise InvalidInputError(f"{name}={count} needs {count} GPUs; {topology.name} has "
                                     f"{topology.nranks}")
         return list(range(count))
-    if not isinstance(ranks, (Sequence, np.ndarray)) or isinstance(ranks, (str, bytes)):
+    if not isinstance(ranks, (Sequence, np.ndarray)) or isinstance(ranks, (str, bytes)) or (
+            isinstance(ranks, np.ndarray) and ranks.ndim != 1):
         raise InvalidInputError(f"ranks={ranks!r} is not accepted; give a list of {count} "
                                 f"distinct GPU ranks of {topology.name} ({name}={count})")
     chosen = [integer(r, "rank", minimum=0, maximum=topology.nranks - 1) for r in ranks]
