@@ -140,8 +140,9 @@ def assert_outputs_match(res: sc.Result, inputs: list[np.ndarray], op: sc.Reduce
                                                    for x in inputs], sc.ReduceOp.SUM, root,
                                   splits) \
         if coll.reduces and is_float(dtype) else None
+    # strict: an output list shorter than p would have left the missing ranks unchecked
     for rank, (out, ref) in enumerate(zip(res.outputs, expected_outputs(
-            res.collective, inputs, op, root, splits))):
+            res.collective, inputs, op, root, splits), strict=True)):
         if ref is None:
             continue
         assert out.dtype == dtype and out.shape == ref.shape, (rank, out.dtype, out.shape)

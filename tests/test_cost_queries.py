@@ -329,3 +329,22 @@ def test_a_scatter_latency_bound_counts_elements_of_its_itemsize():
     # 16 bytes of 2-byte elements: 8 blocks, every rank reached: 3 alpha, 14 bytes
     assert cost.lower_bound("scatter", p=8, nbytes=16, alpha=A, beta=B,
                             itemsize=2).latency == pytest.approx(3 * A)
+
+
+@pytest.mark.parametrize("collective, moved, reduced", [
+    # p = 4 ranks of n = 4096 bytes (1024 float32), worked by hand (Chan et al. 2007):
+    ("all_reduce", 2 * 3 * 4096 // 4, 3 * 4096 // 4),    # 2 (p-1)/p n; (p-1)/p n
+    ("reduce_scatter", 3 * 4096 // 4, 3 * 4096 // 4),
+    ("all_gather", 3 * 4096, 0),                         # (p-1) n: the others' inputs
+    ("gather", 3 * 4096, 0),
+    ("broadcast", 4096, 0),
+    ("reduce", 4096, 3 * 4096 // 4),
+    ("all_to_all", 3 * 4096 // 4, 0),
+    ("scatter", 4096 - 1024, 0),                         # n less the root's own 256 floats
+])
+def test_lower_bounds_by_value(collective, moved, reduced):
+    """Only time >= bound was asserted: a bound halved (all_gather, broadcast, all_to_all)
+    passed every test. ceil(log2 4) = 2 rounds; one message at least."""
+    bound = cost.lower_bound(collective, p=4, nbytes=4096, alpha=A, beta=B, gamma=G)
+    assert bound == Bounds(pytest.approx(2 * A, rel=1e-15), pytest.approx(moved * B, rel=1e-15),
+                           pytest.approx(reduced * G, rel=1e-15), A)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from machines import random_nodes
+from reference import assert_outputs_match
 
 import simcoll as sc
 
@@ -72,6 +73,9 @@ def test_every_collective_on_random_servers(seed):
             res = sc.simulate(topo, collective, algorithm="nccl", data=data,
                               network=network, **kwargs, **params)
         assert res.correct, (collective, params)
+        # res.correct is simcoll's own check: numpy's reference too
+        assert_outputs_match(res, data, sc.ReduceOp(kwargs.get("op", "sum")),
+                             root=kwargs.get("root", 0))
         free = sc.simulate(topo, collective, algorithm="nccl", nbytes=count * 8,
                            dtype=np.int64, network=network, **kwargs, **params)
         assert free.time == pytest.approx(res.time, rel=1e-12, abs=0)

@@ -66,7 +66,8 @@ def test_ring_is_correct_with_exact_traffic_in_both_modes(coll, p, chunks):
         kept = [x.copy() for x in data]
         res = run(coll, topo, data=data, chunks=chunks)
         assert res.correct, (count, res.max_error)
-        for out, want in zip(res.outputs, numpy_result(coll, data, sc.ReduceOp.SUM)):
+        for out, want in zip(res.outputs, numpy_result(coll, data, sc.ReduceOp.SUM),
+                             strict=True):
             assert out.shape == want.shape
             np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-3)
         for x, y in zip(data, kept):
@@ -88,7 +89,7 @@ def test_ring_reduces_every_dtype_and_op(coll, dtype, op):
     res = run(coll, reference_network(p), data=data, op=op, chunks=2)
     assert res.correct
     if np.dtype(dtype).kind != "f" and op is not sc.ReduceOp.AVG:
-        for out, want in zip(res.outputs, numpy_result(coll, data, op)):
+        for out, want in zip(res.outputs, numpy_result(coll, data, op), strict=True):
             np.testing.assert_array_equal(out, want)
 
 
