@@ -402,7 +402,8 @@ def test_json_report_counts_the_rows_that_failed_the_check(tmp_path):
                     table.Row(16, 4, "float", "sum", -1, 1.0, 0.016, 0.016, 3)]
     report.write()
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert doc["out_of_bounds"] == {"count": 1, "okay": False}   # rows with wrong elements
+    # rows with wrong elements; "false" as util.cu's jsonBool writes it (a string)
+    assert doc["out_of_bounds"] == {"count": 1, "okay": "false"}
     assert [r["out_of_place"]["nwrong"] for r in doc["results"]] == [0.0, 3.0]
     assert sc.nccl_tests.parse((tmp_path / "r.json").read_text()).out_of_bounds == 1
 
@@ -494,7 +495,7 @@ def test_json_report_with_per_iteration_timing_gives_one_iterations_statistics(t
     # util.cu's writePerIterReport keys, as tools/analyze_perf_json.py reads them: a
     # simulation times one iteration, so every statistic is its time and none spreads
     doc, rows = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "4", "-I", "1")
-    assert doc["config"]["per_iter_timing"] is True
+    assert doc["config"]["per_iter_timing"] == "true"
     for result, row in zip(doc["results"], rows):
         time_us = result["out_of_place"]["time"]
         assert f"{time_us:.2f}" == row[5]
@@ -503,11 +504,11 @@ def test_json_report_with_per_iteration_timing_gives_one_iterations_statistics(t
             "avg_us": time_us, "p50_us": time_us, "p95_us": time_us, "p99_us": time_us,
             "stdev_us": 0.0, "cv_pct": 0.0, "times_us": [time_us]}
     doc, _ = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "4")
-    assert doc["config"]["per_iter_timing"] is False
+    assert doc["config"]["per_iter_timing"] == "false"
     assert all("out_of_place_per_iter" not in r for r in doc["results"])
     # nccl-tests takes -I 0 or 1 and turns the statistics off for any other value
     doc, _ = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "4", "-I", "2")
-    assert doc["config"]["per_iter_timing"] is False
+    assert doc["config"]["per_iter_timing"] == "false"
     assert all("out_of_place_per_iter" not in r for r in doc["results"])
     status, out, _ = cli(capsys, "run", "--topology", "switch:4", *SMALL, "-I", "2")
     assert status == 0 and notes_of(out)[0] == (

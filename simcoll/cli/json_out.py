@@ -2,7 +2,8 @@
 ``src/util.cu``, nccl-tests 2.19.6), which :func:`simcoll.nccl_tests.parse` and tools
 made for nccl-tests' reports read.
 
-The keys are nccl-tests'; what a simulation has not, it leaves out or says: no
+The keys are nccl-tests', and so are the values' types (flags the strings "true" and
+"false", as its ``jsonBool`` writes them); what a simulation has not, it leaves out or says: no
 ``nccl_version`` (no NCCL ran), ``in_place`` null (no separate in-place run: the one
 simulated block is the out-of-place one, as in the printed table), a process per rank
 (one GPU each, so that ``devices``, an entry per process, names every rank's node), its
@@ -37,6 +38,12 @@ def _now() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _boolean(value: bool) -> str:
+    """A flag as nccl-tests writes one: the string "true" or "false" (``jsonBool``), not
+    JSON's literal, so that tools comparing with "true" read it."""
+    return "true" if value else "false"
+
+
 class Report:
     """The report of one ``simcoll run``, written by :meth:`write`."""
 
@@ -59,8 +66,9 @@ class Report:
                        "maximum_bytes": sizes[1], step[0]: step[1],
                        "warmup_iters": 0, "iterations": 1, "aggregated_iterations": 1,
                        "validation": checked, "graph": 0,
-                       "blocking_collectives": False, "per_iter_timing": per_iter,
-                       "per_iter_skip": 0, "parallel_init": False,
+                       "blocking_collectives": _boolean(False),
+                       "per_iter_timing": _boolean(per_iter), "per_iter_skip": 0,
+                       "parallel_init": _boolean(False),
                        "devices": [{"rank": r, "group": 0, "pid": 0,
                                     "hostname": f"node{node}", "device": r,
                                     "device_hex": "", "device_info": gpu}
@@ -82,12 +90,12 @@ class Report:
         bad = sum(1 for r in self.rows if r.wrong)
         average = table.average_busbw(self.rows)
         okay = "unchecked" if self.min_bw is None else \
-            not table.fails_min_bw(average, self.min_bw)
+            _boolean(not table.fails_min_bw(average, self.min_bw))
         errors = [] if error is None else [
             f"interrupted after {len(self.rows)} size(s)" if isinstance(error, KeyboardInterrupt)
             else f"{type(error).__name__} after {len(self.rows)} size(s): {error}"]
         doc = {**self.doc, "results": results,
-               "out_of_bounds": {"count": bad, "okay": bad == 0},
+               "out_of_bounds": {"count": bad, "okay": _boolean(bad == 0)},
                "average_bus_bandwidth": {"bandwidth": _finite(average), "okay": okay},
                "errors": errors, "end_time": _now()}
         text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
