@@ -728,7 +728,7 @@ def test_list_shows_a_registered_algorithms_parameters_and_formula(capsys, monke
     def flat_time(p, nbytes, alpha, beta, gamma):
         """alpha + (p-1) n beta: the root sends to everyone at once.
 
-        (A second paragraph the listing leaves out.)"""
+        A second paragraph, which the listing shows too."""
         return alpha + (p - 1) * nbytes * beta
 
     spec = registry.AlgorithmSpec("broadcast", "flat_cli", flat,
@@ -739,6 +739,7 @@ def test_list_shows_a_registered_algorithms_parameters_and_formula(capsys, monke
     entry = out.split("\n    flat_cli")[1].split("\n    ")
     assert entry[0].strip() == "fanout=2"
     assert entry[1].strip() == "alpha + (p-1) n beta: the root sends to everyone at once."
+    assert entry[2].strip() == "A second paragraph, which the listing shows too."
 
 
 def test_sweep_writes_every_point(capsys, tmp_path):

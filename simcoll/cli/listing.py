@@ -14,7 +14,7 @@ from simcoll.algorithms.registry import algorithms, get_algorithm
 from simcoll.collectives import ALIASES, COLLECTIVES
 from simcoll.topology.catalog import builders, describe
 
-__all__ = ["add_parser", "formula"]
+__all__ = ["add_parser", "formulas"]
 
 _WHAT = ("collectives", "algorithms", "topologies")
 
@@ -30,12 +30,13 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=_run)
 
 
-def formula(collective: str, algorithm: str) -> str:
-    """The summary paragraph of the algorithm's cost model, on one line (or the first line
-    of the algorithm's own docstring, for algorithms without a model)."""
+def formulas(collective: str, algorithm: str) -> list[str]:
+    """The paragraphs of the algorithm's cost model, each on one line: the formula, and
+    what its terms are, where it is exact and how close an estimate comes (the summary
+    alone left some without a formula: a parameter server's, a chain's)."""
     doc = inspect.getdoc(get_algorithm(collective, algorithm).cost.time) or ""
-    summary = " ".join(doc.split("\n\n")[0].split())
-    return re.sub(r":\w+:`([^`]*)`", r"\1", summary).replace("``", "")
+    return [re.sub(r":\w+:`([^`]*)`", r"\1", " ".join(paragraph.split())).replace("``", "")
+            for paragraph in doc.split("\n\n") if paragraph.strip()]
 
 
 def _signature(collective: str, name: str) -> str:
@@ -56,7 +57,8 @@ def _collectives() -> list[str]:
 
 def _algorithms(width: int) -> list[str]:
     lines = ["Algorithms (time on the alpha-beta reference network: p ranks, n bytes per "
-             "rank; --param NAME=VALUE sets a parameter):"]
+             "rank, a v-collective's the sum of its blocks; --param NAME=VALUE sets a "
+             "parameter):"]
     current = None
     for collective, name in algorithms():
         if collective != current:
@@ -64,8 +66,9 @@ def _algorithms(width: int) -> list[str]:
             lines.append(f"  {collective}")
         params = _signature(collective, name)
         lines.append(f"    {name:<21} {params}".rstrip())
-        lines.extend(textwrap.wrap(formula(collective, name), width, initial_indent=" " * 8,
-                                   subsequent_indent=" " * 8))
+        for paragraph in formulas(collective, name):
+            lines.extend(textwrap.wrap(paragraph, width, initial_indent=" " * 8,
+                                       subsequent_indent=" " * 8, break_on_hyphens=False))
     return lines
 
 
