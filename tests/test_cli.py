@@ -1468,3 +1468,13 @@ def test_a_run_limit_given_as_param_points_to_the_commands_own_python_function(
     assert status == 2
     assert f"simcoll.{function}(..., {key}=...)" in err, err
     assert "simcoll.simulate(" not in err, err
+
+
+def test_a_run_limit_on_the_command_line_says_no_option_sets_it(capsys):
+    """The message said "raise the limit", which no option of the command line does."""
+    status, out, err = cli(capsys, "run", "--topology", "switch:4", "--size", "64K",
+                           "--algorithm", "bucketed", "--param", "compute=1e6")
+    assert status == 1
+    assert "reached the simulated-time limit until=1e+06 s" in err
+    assert err.rstrip().endswith("(no option sets until= or max_events=; simcoll.simulate "
+                                 "takes them from Python)")

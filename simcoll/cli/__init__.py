@@ -21,7 +21,7 @@ from simcoll.cli import (
     tracing,
 )
 from simcoll.cli.options import GIVEN_ONCE, CommandLineError, Parser
-from simcoll.errors import InvalidInputError, SimCollError, TopologyError
+from simcoll.errors import InvalidInputError, RunLimitError, SimCollError, TopologyError
 
 __all__ = ["main", "entry", "build_parser"]
 
@@ -130,6 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _USAGE_ERRORS as exc:
         print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except RunLimitError as exc:   # no option sets the limits: say where they are set
+        print(f"simcoll {args.command}: error: {exc} (no option sets until= or max_events=; "
+              f"simcoll.simulate takes them from Python)", file=sys.stderr)
+        return 1
     except SimCollError as exc:
         print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)
         return 1

@@ -64,7 +64,8 @@ DESCRIPTION = "\n\n".join(textwrap.fill(text, 88) for text in [
     "moves real random arrays (whole numbers that reduce exactly in any order) and #wrong "
     "counts elements that fail the numpy check.",
     "Exit status: 0, 1 if a check failed (the numpy check, or NCCL_TESTS_MIN_BW's: an "
-    "average busbw below 0.9 times it) or a write did (a full disk), 2 for bad "
+    "average busbw below 0.9 times it), the simulation did (a run limit reached) or a "
+    "write did (a full disk), 2 for bad "
     "arguments (or a run out of memory), 130 on Ctrl-C, 141 if standard output was closed "
     "(| head), as a shell reports a command that SIGINT or SIGPIPE ended."])
 
