@@ -127,6 +127,10 @@ def test_several_runs_and_standard_input(capsys, monkeypatch, nccl_log):
      "--run 0: the log holds 1 run(s); use 1..1"),
     (["--free", "launch_overhead=2us:0:100us", "--collective", "all_gather"],
      "collective 'all_gather' was given, but the run starting at line 1 is 'all_reduce'"),
+    # named as the option wrote it (it was "free['reduce_bandwidth']: initial 1e+09 ...")
+    (["--free", "reduce_bandwidth=1GB/s:2GB/s:3GB/s"],
+     "--free reduce_bandwidth=1GB/s:2GB/s:3GB/s: initial 1e+09 lies outside its bounds "
+     "[2e+09, 3e+09]"),
     (["--free", "latency=1us:0:1ms", "--starts", "0"],
      "--starts 0 is not accepted; give 1 or more"),
     (["--free", "latency=1us:0:1ms", "--max-evaluations", "0"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -169,13 +170,21 @@ def _run(args: argparse.Namespace) -> int:
         # The machine stays as it is: any spec or file.
         machine = from_spec(args.topology)
         build = lambda: machine  # noqa: E731
-    fit = calibrate(build, measured, free=free, collective=collective,
-                    algorithm=args.algorithm,
-                    place="in_place" if args.in_place else "out_of_place",
-                    max_evaluations=args.max_evaluations, starts=args.starts,
-                    seed=args.seed or 0, loss=args.loss,
-                    loss_scale=0.1 if args.loss_scale is None else args.loss_scale,
-                    workers=args.workers, **kwargs)
+    try:
+        fit = calibrate(build, measured, free=free, collective=collective,
+                        algorithm=args.algorithm,
+                        place="in_place" if args.in_place else "out_of_place",
+                        max_evaluations=args.max_evaluations, starts=args.starts,
+                        seed=args.seed or 0, loss=args.loss,
+                        loss_scale=0.1 if args.loss_scale is None else args.loss_scale,
+                        workers=args.workers, **kwargs)
+    except InvalidInputError as exc:   # named as the option gave it, not as free['name']
+        given = dict(args.free)
+        named = re.match(r"free\['(\w+)'\]( =[^:]*)?:? ", str(exc))
+        if named is None or named[1] not in given:
+            raise
+        raise CommandLineError(f"--free {named[1]}={':'.join(given[named[1]])}: "
+                               f"{str(exc)[named.end():]}") from None
     command, caveats = _command(fit, args, kwargs, measured)
     notes += machine_notes(measured, fit.topology) + caveats
     if args.json:
