@@ -455,8 +455,11 @@ BAD = [
     (["run", "--dtype", "bool"], "'bool' (bool) is not an integer or floating dtype; use an"),
     (["run", "--dtype", "U4"], "'U4' (str128) is not an integer or floating dtype"),
     (["run", "--network", "flo"], "unknown network model"),
+    # named as the option (it said simulate's "root=9 is not accepted")
     (["run", "--collective", "broadcast", "--algorithm", "binomial", "--root", "9"],
-     "root=9 is not accepted"),
+     "-r/--root 9 is not a rank of switch(8); give 0 to 7"),
+    (["trace", "--output", "t.json", "--collective", "broadcast", "-r", "-2"],
+     "-r/--root -2 is not a rank of switch(8); give 0 to 7"),
     (["run", "--topology", "nope.yaml"], "cannot read topology file nope.yaml"),
     (["run", "-c", "--size", "1T", "--topology", "switch:64"],
      "lower --size or run without -c"),

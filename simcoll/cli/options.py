@@ -24,6 +24,7 @@ from simcoll.inputs import largest_input
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
 from simcoll.simulate import simulate
+from simcoll.topology.graph import Topology
 from simcoll.units import exact_number, significant
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
@@ -331,6 +332,19 @@ def processes(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not accepted; give a whole number "
                                          f"of processes, 1 or more (1 runs here)")
     return int(text)
+
+
+def check_root_rank(args: argparse.Namespace, topology: Topology) -> None:
+    """Refuse ``-r`` (a number) that is no rank of ``topology``, naming the option
+    (simulate's refusal named ``root=``).
+
+    Raises:
+        CommandLineError: a root below 0 or past the machine's ranks.
+    """
+    root = getattr(args, "root", None)
+    if isinstance(root, int) and not 0 <= root < topology.nranks:
+        raise CommandLineError(f"-r/--root {getattr(args, 'root_text', None) or root} is not "
+                               f"a rank of {topology.name}; give 0 to {topology.nranks - 1}")
 
 
 def _root_or_all(text: str) -> int | str:

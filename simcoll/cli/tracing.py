@@ -18,6 +18,7 @@ from simcoll.cli.options import (
     Once,
     add_run_options,
     check_output,
+    check_root_rank,
     default_algorithm,
     parse_bytes,
     refuse_overflow,
@@ -62,6 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     out = check_output(args.output, (".json",))
     topo = from_spec(args.topology)
     run_kwargs(args, TRACE_OPTIONS)   # the options checked before NCCL's environment is read
+    check_root_rank(args, topo)
     if args.algorithm is None:
         args.algorithm = default_algorithm(args.collective)
     from_environment, read = nccl_environment(
