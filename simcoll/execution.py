@@ -286,7 +286,8 @@ class Execution:
 
     @property
     def trace(self) -> tuple[Any, ...] | None:
-        """Every message, reduction and compute span, if traced, in the order they ended
+        """Every message and compute span and every reduction that took time, if traced, in
+        the order they ended
         (a reduction or compute span is recorded when it starts, its end known)."""
         rt = self.runtime
         if not isinstance(rt, TracingRuntime):

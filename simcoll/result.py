@@ -58,7 +58,8 @@ class RunResult:
         link_bytes: ``{(from_device, to_device): bytes}`` for every directed link.
         messages: number of point-to-point messages.
         rank_times: simulated time at which each rank's program returned.
-        trace: every message, reduction and compute span, in the order they ended
+        trace: every message and compute span and every reduction that took time (none on
+            an engine of infinite rate, the builders' default), in the order they ended
             (those ending together in the order they were recorded; ``trace=True``),
             else None.
         sleeps: with ``trace=True``, every sleep a program took (``comm.sleep``: a

@@ -568,7 +568,8 @@ class _Sent:
 
 
 class TracingRuntime(Runtime):
-    """A runtime that also records every message, reduction and compute span, when each
+    """A runtime that also records every message and compute span, every reduction that
+    takes time (one of no time is not recorded), when each
     message's bytes began to move, and what its arrival woke (:class:`TraceEvent`), and
     every sleep (kind "sleep"), apart."""
 

@@ -100,7 +100,8 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             output that is not a buffer of the collective's count and dtype
             (``AlgorithmError`` naming the rank; without data too). ``check=False``
             returns what the programs returned, whatever it is.
-        trace: record every message, reduction and compute span in ``Result.trace``
+        trace: record every message and compute span, and every reduction that takes time
+            (none on engines of infinite rate, the builders' default), in ``Result.trace``
             (see :mod:`simcoll.trace` for Chrome / Perfetto export).
         until: stop with ``RunLimitError`` past this many simulated seconds (default
             10^6 s, about 11.6 days; ``math.inf`` for no limit).

@@ -39,8 +39,10 @@ __all__ = ["add_parser"]
 def add_parser(sub: Any) -> None:
     """Add ``trace`` to the subcommands."""
     p = sub.add_parser("trace", help="one run to a Chrome / Perfetto trace (JSON)",
-                       description="Simulate one collective with every message, reduction "
-                                   "and compute span recorded, and write them as Chrome "
+                       description="Simulate one collective with every message and "
+                                   "compute span and every reduction that takes time (none "
+                                   "where the machine reduces at an infinite rate) recorded, "
+                                   "and write them as Chrome "
                                    "trace JSON (open it in ui.perfetto.dev), with the run's "
                                    "critical path as a row of its own; print where the "
                                    "critical path spent its time.")
