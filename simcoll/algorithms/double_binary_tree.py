@@ -12,13 +12,11 @@ ncclGetBtree, ncclGetDtree).
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from simpy.events import Event
+from simpy.events import AnyOf, Event
 
 from simcoll.algorithms.params import Int
 from simcoll.algorithms.registry import register
@@ -130,8 +128,10 @@ def _root(comm: Comm, parts: Chunks, children: list[int], op: ReduceOp, tag: int
 def _side_by_side(programs: Sequence[Steps]) -> Steps:
     """Run sub-programs of one rank concurrently; each yields events that comm returned.
 
-    Waits for whichever pending event is processed first (SimPy's ``|``) and resumes the
-    sub-programs whose events are done, as NCCL runs each tree on its own channel.
+    Waits for whichever pending event is processed first (one SimPy ``AnyOf`` over them:
+    a chain of ``|`` left its inner conditions, never triggered, alive in reference
+    cycles to the end of the run) and resumes the sub-programs whose events are done,
+    as NCCL runs each tree on its own channel.
     """
     waiting: dict[Event, Steps] = {}
 
@@ -144,7 +144,7 @@ def _side_by_side(programs: Sequence[Steps]) -> Steps:
     for program in programs:
         advance(program, None)
     while waiting:
-        yield functools.reduce(operator.or_, waiting)
+        yield AnyOf(next(iter(waiting)).env, list(waiting))
         for event in [e for e in waiting if e.processed]:
             advance(waiting.pop(event), event.value)
 

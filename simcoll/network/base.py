@@ -8,8 +8,8 @@ how they compute that time; all count traffic the same way, here.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar, TypeVar, cast
 
 import simpy
 from simpy.events import Timeout
@@ -18,7 +18,20 @@ from simcoll.errors import InvalidInputError, LinkFailureError, NoRouteError
 from simcoll.memory import MEMORY_MASK, check_memory_left
 from simcoll.topology.graph import ROUTES_KEPT, MulticastVia, Topology, Via
 
-__all__ = ["Network", "Arrival"]
+__all__ = ["Network", "Arrival", "handed_out"]
+
+T = TypeVar("T")
+
+
+def handed_out(items: list[T]) -> Iterator[T]:
+    """``items`` in order, each dropped from the list as it is handed out: an arrival's
+    delivery runs its receiver at once, whose next sends would otherwise find every
+    arrival delivered before it still held (a direct all_reduce's p(p-1) first-round
+    messages alive through its second round: 1.4 GiB on 512 ranks, not 1.2)."""
+    items.reverse()
+    while items:
+        yield items.pop()
+
 
 Arrival = Callable[[Any], None]
 
@@ -187,7 +200,7 @@ class Network:
         batch.append((on_arrival, token))
 
     def _deliver(self, event: Timeout) -> None:
-        for on_arrival, token in self._arriving.pop(event._value):
+        for on_arrival, token in handed_out(self._arriving.pop(event._value)):
             on_arrival(token)
 
     def transfer(self, src: int, dst: int, nbytes: int, on_arrival: Arrival,

@@ -60,7 +60,7 @@ from simpy.events import Event, Timeout
 
 from simcoll.engine import LATE, cancel, schedule_at
 from simcoll.memory import MEMORY_MASK, check_memory_left
-from simcoll.network.base import Arrival, Network
+from simcoll.network.base import Arrival, Network, handed_out
 from simcoll.network.general import GeneralFlows
 from simcoll.network.maxmin import CROSSOVER
 from simcoll.network.regimes import Batches, Flow, Group
@@ -333,7 +333,7 @@ class FlowNetwork(Network):
                 del self._in_flight[flow]
         if heap:
             self._wake(group)
-        for flow in done:
+        for flow in handed_out(done):
             flow.on_arrival(flow.token)
 
     def _dissolve(self, group: Group, now: float) -> None:
@@ -370,7 +370,7 @@ class FlowNetwork(Network):
             for d in flow.links:
                 owner[d] = None
                 load[d] -= 1
-        for flow in flows:
+        for flow in handed_out(flows):
             flow.on_arrival(flow.token)
 
     def _general_due(self, _event: Event) -> None:
@@ -387,7 +387,7 @@ class FlowNetwork(Network):
                 del in_flight[flow]
         settling = self._settling
         self._settling = True
-        for flow in done:
+        for flow in handed_out(done):
             flow.on_arrival(flow.token)
         if not settling:
             self._settle(_event)
