@@ -239,3 +239,21 @@ def test_every_pair_has_an_algorithm_and_a_cost_model():
     for pair in PAIRS:
         assert pair in algorithms(pair[0])
         assert pair in cost.models()
+
+
+@pytest.mark.parametrize("p", [2, 3, 6, 13, 16])
+@pytest.mark.parametrize("count", [0, 1, 5, 3 * 16 + 2, 1000])
+def test_bruck_all_to_all_without_data_moves_what_it_moves_with_data(p, count):
+    """Data-free, the blocks' counts are kept in one array (their blocks one by one cost
+    O(p) Python operations a step); with data each block is cut and joined: both send
+    the same messages at the same times."""
+    topo = sc.topology.ring(p)
+    data = [np.arange(count, dtype=np.float32) + 1000 * r for r in range(p)]
+    real = sc.simulate(topo, "all_to_all", algorithm="bruck", data=data)
+    free = sc.simulate(topo, "all_to_all", algorithm="bruck", nbytes=4 * count)
+    assert real.correct
+    assert free.time == real.time and free.messages == real.messages
+    assert list(free.bytes_sent) == list(real.bytes_sent)
+    assert list(free.bytes_received) == list(real.bytes_received)
+    assert free.link_bytes == real.link_bytes
+    assert list(free.rank_times) == list(real.rank_times)

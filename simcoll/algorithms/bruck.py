@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from simcoll.algorithms.registry import register
-from simcoll.buffers import Buffer, block_size, split, split_sizes
+from simcoll.buffers import Buffer, VirtualBuffer, block_size, split, split_sizes
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, even_blocks, gpu_traffic
 from simcoll.typing import BufferProgram
@@ -115,6 +115,27 @@ def _slots(p: int, dist: int) -> Iterator[int]:
     return (i for i in range(dist, p) if i & dist)
 
 
+def _bruck_all_to_all_counts(comm: Comm, x: VirtualBuffer) -> BufferProgram:
+    """:func:`bruck_all_to_all` without data: the blocks' element counts in one array by
+    position, each step's message the sum of its slots' counts. The blocks one by one
+    took about p/2 Python operations a step per rank whatever the size: 7.8 s for the
+    10,240 messages of 1024 ranks, where the all_gather's Bruck takes 0.34 s."""
+    p, r = comm.size, comm.rank
+    small, big = split_sizes(x.count, p)
+    counts = small + (np.arange(p) < big)   # position j holds block j, as split cuts it
+    dist = 1
+    while dist < p:
+        slots = np.arange(dist, p)
+        slots = slots[(slots & dist) != 0]
+        positions = (r + slots) % p
+        packed = VirtualBuffer.of(int(counts[positions].sum()), x.dtype)
+        yield comm.sendrecv(packed, dst=(r + dist) % p, src=(r - dist) % p)
+        # from rank r - dist, bound for (r - dist) + (i without its bits below dist)
+        counts[positions] = small + ((r - dist + (slots & -dist)) % p < big)
+        dist *= 2
+    return VirtualBuffer.of(int(counts.sum()), x.dtype)
+
+
 @register("all_to_all", "bruck", cost=CostModel(
     time=_all_to_all_time, traffic=_all_to_all_traffic, exact=even_blocks,
     ends_together=True))
@@ -135,6 +156,8 @@ def bruck_all_to_all(comm: Comm, x: Buffer) -> BufferProgram:
     bit k set: ceil(log2 p) alpha + sum_k c_k n/p beta, about log2(p)/2 n beta (Bruck et
     al. 1997; Thakur et al. 2005). Bytes per rank: sum_k of the blocks it forwards.
     """
+    if type(x) is VirtualBuffer:
+        return (yield from _bruck_all_to_all_counts(comm, x))
     p, r = comm.size, comm.rank
     count = len(x)
     chunks = split(x, p)
