@@ -340,6 +340,17 @@ def test_collnet_graphs_as_nccls_search_finds_them():
     assert lines[1] == "tree    nChannels 8, bw 30.0/24.0"
 
 
+def test_the_tree_graph_prints_its_raised_speed_on_any_node_count():
+    """search.cc raises the tree graph's bwIntra from 24 to 30 whatever the node count
+    (its "increase bwIntra for trees" step does not read it); only the tuner reads the
+    raised speed on two nodes alone (tuning.cc), so the graph line said 24.0/24.0 from
+    4 nodes on, where NCCL's log says 30.0/24.0."""
+    for nodes in (2, 4, 8):
+        assert graph_lines(sc.topology.dgx_a100(nodes))[1] == \
+            "tree    nChannels 8, bw 30.0/24.0"
+    assert graph_lines(sc.topology.dgx_a100(1))[1] == "tree    nChannels 12, bw 20.0/20.0"
+
+
 def test_the_parameters_nccl_chose_follow_the_table(capsys):
     """algorithm=nccl picks algo, proto and channels per size: the lines after the table
     give, for each size, what simulate reports for that size; a parameter the user fixed

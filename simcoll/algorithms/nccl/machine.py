@@ -103,10 +103,13 @@ class Machine:
         graph_channel_bw: bytes/s of one of those graph channels, the search's speed
             (its ``bwIntra``; 0 with ``channels``): NCCL's tuner takes ``graph_channels``
             times it as the bus bandwidth of rings.
-        tree_channel_bw: the same for trees (NCCL's tree graph, which keeps the ring
-            graph's channels): on two nodes its ``bwIntra``, raised above the ring's
-            speed (:func:`~simcoll.algorithms.nccl.search.tree_intra_speed`), else
-            ``graph_channel_bw``.
+        tree_channel_bw: the same for trees as NCCL's tuner reads it (the tree graph
+            keeps the ring graph's channels): on two nodes the tree graph's ``bwIntra``
+            (``tree_graph_bw``), else ``graph_channel_bw``.
+        tree_graph_bw: the tree graph's own ``bwIntra`` in bytes/s, which its search
+            raises above the ring's speed on any node count
+            (:func:`~simcoll.algorithms.nccl.search.tree_intra_speed`; what NCCL's log
+            prints), the ring's on one node.
     """
 
     nranks: int
@@ -128,6 +131,7 @@ class Machine:
     graph_channels: int = 0
     graph_channel_bw: float = 0.0
     tree_channel_bw: float = 0.0
+    tree_graph_bw: float = 0.0
 
     @property
     def ppn(self) -> float:
@@ -356,4 +360,5 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
-                   heads, nic_path, ring.run, ring.graph, ring.speed * 1e9, tree * 1e9)
+                   heads, nic_path, ring.run, ring.graph, ring.speed * 1e9,
+                   (tree if len(groups) == 2 else ring.speed) * 1e9, tree * 1e9)

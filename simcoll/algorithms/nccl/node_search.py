@@ -103,11 +103,12 @@ def gpu_total_bw(topology: Topology, rank: int) -> float:
 def ring_graph(topology: Topology, groups: list[list[int]], arch: str,
                searched: list[int]) -> tuple[Searched, float]:
     """NCCL's ring graph on the nodes ``groups`` (world ranks, node by node, in local
-    order), and the speed (GB/s) of its tree graph inside a node: on two nodes the
-    least ``bwIntra`` a node's tree search raises to
-    (:func:`~.search.tree_intra_speed`, :func:`~.search.pci_tree_intra_speed`), else
-    the ring's. ``searched``: the indexes of the nodes to search, one of each shape
-    (:func:`distinct_nodes`). No channels on a node of one GPU alone."""
+    order), and the speed (GB/s) of its tree graph inside a node: across nodes the least
+    ``bwIntra`` a node's tree search raises to (:func:`~.search.tree_intra_speed`,
+    :func:`~.search.pci_tree_intra_speed`; search.cc raises it on any node count, the
+    tuner reads it on two nodes only), on one node the ring's. ``searched``: the indexes
+    of the nodes to search, one of each shape (:func:`distinct_nodes`). No channels on a
+    node of one GPU alone."""
     if len(groups) == 1:
         group = groups[0]
         if len(group) < 2:
@@ -116,8 +117,8 @@ def ring_graph(topology: Topology, groups: list[list[int]], arch: str,
         found = (one_node_channels(arch, bw / 1e9) if kind == "nvlink"
                  else _pci_node_channels(topology, group, arch))
         return found, found.speed
-    graphs = [_node_graphs(topology, groups[j], groups[(j + 1) % len(groups)], arch,
-                           len(groups) == 2) for j in searched]
+    graphs = [_node_graphs(topology, groups[j], groups[(j + 1) % len(groups)], arch)
+              for j in searched]
     return fewest([ring for ring, _ in graphs], arch), min(tree for _, tree in graphs)
 
 
@@ -160,21 +161,20 @@ def node_shape(topology: Topology, group: list[int],
     return len(group), tuple(shape)
 
 
-def _node_graphs(topology: Topology, group: list[int], after: list[int], arch: str,
-                 two_nodes: bool) -> tuple[Searched, float]:
-    """One node's ring graph towards the node ``after`` it, and its tree speed inside
-    the node (raised on ``two_nodes``)."""
+def _node_graphs(topology: Topology, group: list[int], after: list[int], arch: str
+                 ) -> tuple[Searched, float]:
+    """One node's ring graph towards the node ``after`` it, and its tree graph's speed
+    inside the node (raised as search.cc raises it)."""
     if len(group) == 1:
         own = gpu_total_bw(topology, group[0]) / 1e9
         ring = across_nodes_channels(arch, own, 1, _routes(topology, group, after))
-        return ring, tree_intra_speed(arch, ring, own, 1) if two_nodes else ring.speed
+        return ring, tree_intra_speed(arch, ring, own, 1)
     kind, bw = node_links(topology, group)
     if kind == "nvlink":
         ring = across_nodes_channels(arch, bw / 1e9, len(group),
                                      _routes(topology, group, after))
-        return ring, (tree_intra_speed(arch, ring, bw / 1e9, len(group)) if two_nodes
-                      else ring.speed)
-    return _pci_nodes_graphs(topology, group, after, arch, two_nodes)
+        return ring, tree_intra_speed(arch, ring, bw / 1e9, len(group))
+    return _pci_nodes_graphs(topology, group, after, arch)
 
 
 def _routes(topology: Topology, group: list[int], after: list[int]
@@ -230,13 +230,13 @@ def _exit_route(topology: Topology, a: int, b: int, via: tuple[str, ...] | None)
             + _weighted(topology, links[cut:], False))
 
 
-def _pci_nodes_graphs(topology: Topology, group: list[int], after: list[int], arch: str,
-                      two_nodes: bool) -> tuple[Searched, float]:
+def _pci_nodes_graphs(topology: Topology, group: list[int], after: list[int], arch: str
+                      ) -> tuple[Searched, float]:
     """NCCL's ring search on a node over PCI towards the node ``after`` it: the hops
     from its first GPU to its last, then from the last through each of its NICs in
     turn (paired with the next node's NIC of that place) to the next node's first GPU
     (:func:`~.search.across_pci_nodes_channels`); and its tree speed inside the node,
-    raised on ``two_nodes`` with the tree's ways to the NICs from the first GPU
+    raised with the tree's ways to the NICs from the first GPU
     (:func:`~.search.pci_tree_intra_speed`)."""
     chain = [link for hop in _pci_hops(topology, list(zip(group, group[1:]))) for link in hop]
     ours, theirs = node_nics(topology, group), node_nics(topology, after)
@@ -247,7 +247,5 @@ def _pci_nodes_graphs(topology: Topology, group: list[int], after: list[int], ar
     ring = across_pci_nodes_channels(
         arch, total / 1e9, chain, [_exit_route(topology, group[-1], after[0], via)
                                    for via in vias])
-    if not two_nodes:
-        return ring, ring.speed
     tree = [_exit_route(topology, group[0], after[0], via) for via in vias]
     return ring, pci_tree_intra_speed(arch, ring, chain, tree)

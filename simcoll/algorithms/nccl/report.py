@@ -34,7 +34,7 @@ def graph_lines(topology: Topology, arch: str = "auto", tuner: str = NCCL_VERSIO
     if not machine.graph_channels:
         return []
     n, ring, tree = (machine.graph_channels, machine.graph_channel_bw / 1e9,
-                     machine.tree_channel_bw / 1e9)
+                     machine.tree_graph_bw / 1e9)
     with_collnet = comm_channels(machine, collnet=1)
     lines = [f"ring    nChannels {n}, bw {ring:.1f}/{ring:.1f}; {machine.channels} coll "
              f"channels" + (f" ({with_collnet} with collnet=1)"
