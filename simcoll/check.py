@@ -48,9 +48,12 @@ lie in the range a saturated order reaches, no NaN comes of finite inputs
 ranks of large fp8 inputs lands in it, tests/test_check.py). Where the reference is
 infinite or NaN, an element must match it, or be a value another order gives: NaN for
 a sum with +inf among its inputs where the finite terms can overflow to -inf (inf -
-inf), a product's infinity or NaN where its finite factors can overflow or underflow to
-0 (0 x inf), and in fp8 what the saturated ranges give with an infinite input clamped
-at its first combine; where every input is finite, the float64 reference itself
+inf), and that +inf where the reference is such a NaN (M + M - inf in float64, which
+an order meeting -inf first keeps at -inf); a product's NaN where its finite factors
+can underflow to 0 (0 x inf), and its infinity of the factors' signs where the
+reference is such a NaN and no factor is 0; in fp8 what the saturated ranges give with
+an infinite input clamped at its first combine (never an infinity, once two inputs
+combine); where every input is finite, the float64 reference itself
 overflowed where the exact value need not, and the element is not checked.
 
 What the check costs. Element-wise collectives (all_reduce, reduce) are checked in blocks
@@ -334,6 +337,12 @@ def _exact(out: np.ndarray, ref: np.ndarray, moved: bool = False) -> tuple[bool,
     if ref.dtype == out.dtype and same_bytes(out, ref):
         return True, 0.0
     same = _equal(out, ref, moved)
+    if out.dtype.kind in "iu" and ref.dtype.kind in "iu":
+        # exactly, in Python's integers: float64 took 2^62 + 1 for 2^62 (an error of 0)
+        wrong = ~same
+        worst = max((abs(int(a) - int(b)) for a, b in zip(out[wrong].tolist(),
+                                                         ref[wrong].tolist())), default=0)
+        return not wrong.any(), float(worst)
     error = np.where(same, 0.0, np.abs(out.astype(np.float64) - ref.astype(np.float64)))
     return bool(np.all(same)), _largest(error)
 
@@ -377,6 +386,8 @@ def _verdicts(out: np.ndarray, ref: np.ndarray, limit: np.ndarray, overflow: np.
     if not finite.all():
         mask = ~finite
         same = _equal(out[mask].astype(ref.dtype), ref[mask], moved=False)
+        if out.dtype.name in SATURATING:   # a combine clamps an infinity: odd() says where
+            same &= ~np.isinf(wide[mask])
         if not same.all():
             all_finite, other = odd(mask, wide[mask], ref[mask])
             same |= all_finite | other
@@ -505,6 +516,9 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
         return np.asarray(_picked(coll, of, inputs, how, root, rank, chosen))
 
     all_finite = reduced(_non_finite, ReduceOp.MAX) == 0
+    alone = len(inputs) == 1   # nothing combined: the input itself, an infinity too
+    nan_input = reduced(lambda xs: [np.isnan(x).astype(np.float64) for x in xs],
+                        ReduceOp.MAX) > 0
     if op is ReduceOp.PRODUCT:
         small = reduced(_shrinks, ReduceOp.PRODUCT)
         if saturating:   # |inf x rest| clamps to M, times what the factors below 1 take
@@ -517,26 +531,43 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
                      - _underflow(len(inputs), eps, tiny, big, saturated))
             found = np.abs(values)
             # 0 x inf: NaN, or 0 where the infinity was clamped before the 0 came in
-            nan_input = reduced(lambda xs: [np.isnan(x).astype(np.float64) for x in xs],
-                                ReduceOp.MAX) > 0
-            return all_finite, ((~np.isnan(values) & (least <= found) & (found <= largest)
+            return all_finite, ((alone & (values == refs))
+                                | (~np.isnan(values) & (least <= found) & (found <= largest)
                                  & (np.sign(values) * np.sign(refs) >= 0))
                                 | ((values == 0) & ((np.isnan(refs) & ~nan_input)
                                                      | (small < eps * tiny)))
                                 | (np.isnan(values) & (small < eps * tiny)))
         # an infinite factor keeps the product infinite and of the reference's sign
-        # (which _equal took); NaN comes only of inf x 0, where a partial can reach 0
-        return all_finite, np.isnan(values) & (small < eps * tiny)
+        # (which _equal took); NaN comes only of inf x 0, where a partial can reach 0.
+        # Where the reference is that NaN (its float64 partials underflowed to 0) and no
+        # factor is 0 or NaN, the exact product is infinite, of the factors' signs: an
+        # order that meets the infinity first keeps it
+        zero = reduced(lambda xs: [(x == 0).astype(np.float64) for x in xs],
+                       ReduceOp.MAX) > 0
+        signs = reduced(lambda xs: [np.sign(x.astype(np.float64)) for x in xs],
+                        ReduceOp.PRODUCT)
+        exact = np.isnan(refs) & ~nan_input & ~zero & (values == signs * np.inf)
+        return all_finite, (np.isnan(values) & (small < eps * tiny)) | exact
     if saturating:   # an infinity counts as more than every other term can take back
         past = (2 + (1 + _saturation_growth(len(inputs), dtype)) * len(inputs)) * largest
         positive, negative = _signed_parts(coll, inputs, op, root, rank, chosen,
                                            infinite=past)
         low, high = _saturated_sums(positive, negative, len(inputs), dtype)
-        return all_finite, ~np.isnan(values) & (low <= values) & (values <= high)
+        return all_finite, ((alone & (values == refs))
+                            | (~np.isnan(values) & (low <= values) & (values <= high)))
     positive, negative = _signed_parts(coll, inputs, op, root, rank, chosen)
     up, down = _reaches(positive, negative, len(inputs), dtype)
     other = np.where(refs > 0, down > largest, up > largest)
-    return all_finite, np.isnan(values) & other
+    # Where the reference is NaN though no input is and the infinite ones share a sign,
+    # its float64 partials overflowed into the other infinity (M + M - inf): the exact
+    # sum is that sign's infinity, which an order that meets the infinity first gives
+    above = reduced(lambda xs: [(x == np.inf).astype(np.float64) for x in xs],
+                    ReduceOp.MAX) > 0
+    below = reduced(lambda xs: [(x == -np.inf).astype(np.float64) for x in xs],
+                    ReduceOp.MAX) > 0
+    exact = (np.isnan(refs) & ~nan_input & (above != below)
+             & (values == np.where(above, np.inf, -np.inf)))
+    return all_finite, (np.isnan(values) & other) | exact
 
 
 def _signed_parts(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, root: int,
@@ -634,6 +665,8 @@ def _bounded(coll: Collective, inputs: list[np.ndarray], out: np.ndarray, ref: n
     if not all_finite:
         finite = np.isfinite(ref)
         exact = _equal(out.astype(ref.dtype), ref, moved=False)
+        if p > 1 and inputs[0].dtype.name in SATURATING:   # combines clamp infinities
+            exact &= ~np.isinf(out)
         error = np.where(finite, error, np.where(exact, 0.0, np.inf))
         worst = _largest(error)
     # A lower bound of the bound (for sums |sum x| <= sum |x|; the offset left out): an

@@ -923,3 +923,64 @@ def test_a_float16_product_with_an_infinite_factor_keeps_its_sign_and_nan_needs_
     assert not verdict([np.inf, 0.0, 300.0, 300.0], np.inf)
     assert not verdict([np.inf, 0.0, 300.0, 300.0], -np.inf)
     assert verdict([np.inf, 2.0 ** -14, 2.0 ** -14, 3.0], np.nan)
+
+
+def test_an_exact_infinity_is_right_where_the_float64_reference_overflowed_to_nan():
+    """M + M - inf is -inf exactly, and an order that meets -inf first keeps it; the
+    reference, left to right in float64, overflows M + M to inf and gives inf - inf =
+    NaN, and the ring's and the double binary tree's -inf were called wrong (naive's NaN
+    right). +inf, of the wrong sign, stays wrong; so does either infinity where both
+    signs are among the inputs (NaN in every order)."""
+    big = np.finfo(np.float64).max
+    x = [np.full(3, big), np.full(3, big), np.full(3, -np.inf)]
+    for algorithm in ("ring", "double_binary_tree", "naive"):
+        res = sc.simulate(sc.topology.switch(3), "all_reduce", algorithm=algorithm, data=x)
+        assert res.correct, algorithm
+    coll = COLLECTIVES["all_reduce"]
+    assert compare(coll, x, [np.full(3, -np.inf)] * 3, ReduceOp.SUM, 0)[0]
+    assert not compare(coll, x, [np.full(3, np.inf)] * 3, ReduceOp.SUM, 0)[0]
+    both = [np.array([np.inf]), np.array([-np.inf])]
+    assert not compare(coll, both, [np.array([np.inf])] * 2, ReduceOp.SUM, 0)[0]
+
+
+def test_an_exact_infinite_product_is_right_where_the_reference_underflowed_to_nan():
+    """Nine float32 subnormals times inf is +inf exactly (inf first keeps it); the
+    float64 reference takes s^8 to 0 and 0 x inf to NaN, and the ring's inf was wrong.
+    The infinity has the factors' sign; a 0 factor makes NaN the only result."""
+    s = np.finfo(np.float32).smallest_subnormal
+    x = [np.full(10, s, np.float32) for _ in range(9)] + [np.full(10, np.inf, np.float32)]
+    res = sc.simulate(sc.topology.switch(10), "all_reduce", algorithm="ring", data=x,
+                      op="product")
+    assert res.correct and np.isinf(res.outputs[0]).any()
+    coll = COLLECTIVES["all_reduce"]
+    tiny = np.float64(5e-324)
+    signed = [np.array([-tiny]), np.array([tiny]), np.array([np.inf])]
+    assert compare(coll, signed, [np.array([-np.inf])] * 3, ReduceOp.PRODUCT, 0)[0]
+    assert not compare(coll, signed, [np.array([np.inf])] * 3, ReduceOp.PRODUCT, 0)[0]
+    zero = [np.array([0.0]), np.array([np.inf])]
+    assert not compare(coll, zero, [np.array([np.inf])] * 2, ReduceOp.PRODUCT, 0)[0]
+
+
+def test_an_fp8_infinity_is_wrong_once_two_inputs_combine():
+    """fp8 sums and products saturate at the largest number, an infinite input included
+    (57,344 in e5m2): an infinite output cannot come of two or more ranks, and was
+    accepted as equal to the reference's infinity. One rank combines nothing."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    e5 = np.dtype(ml_dtypes.float8_e5m2)
+    coll = COLLECTIVES["all_reduce"]
+    x = [np.array([np.inf], e5), np.array([1.0], e5)]
+    for op in (ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.AVG):
+        assert not compare(coll, x, [np.array([np.inf], e5)] * 2, op, 0)[0], op
+    assert compare(coll, x, [np.array([57344], e5)] * 2, ReduceOp.SUM, 0)[0]
+    assert compare(coll, x[:1], [np.array([np.inf], e5)], ReduceOp.SUM, 0)[0]
+
+
+def test_the_error_of_a_wrong_large_integer_is_exact():
+    """float64 holds 2^62 + 1 as 2^62: a wrong int64 sum had max_error 0.0."""
+    coll = COLLECTIVES["all_reduce"]
+    x = [np.array([2**62], np.int64), np.array([0], np.int64)]
+    assert compare(coll, x, [np.array([2**62 + 1], np.int64)] * 2, ReduceOp.SUM, 0) == \
+        (False, 1.0)
+    u = [np.array([2**64 - 2], np.uint64), np.array([0], np.uint64)]
+    assert compare(coll, u, [np.array([2**64 - 1], np.uint64)] * 2, ReduceOp.SUM, 0) == \
+        (False, 1.0)

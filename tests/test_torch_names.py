@@ -76,7 +76,8 @@ def test_src_and_dst_name_the_root(collective, torch_name, algorithm):
                                             r"or src="),
     ({"collective": "gather", "src": 1}, r"src=1 is not accepted: gather takes root= or dst="),
     ({"collective": "all_reduce", "src": 1}, r"src=1 is not accepted: all_reduce has no root"),
-    ({"collective": "scatter", "src": 4}, r"root=4 is not accepted"),
+    # named as given (it said root=4)
+    ({"collective": "scatter", "src": 4}, r"src=4 is not accepted"),
     ({"collective": "allgather"}, r"unknown collective 'allgather'; known collectives: "
                                   r".*all_gather_into_tensor"),
 ])
