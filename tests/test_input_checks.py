@@ -609,8 +609,11 @@ def test_synthetic_batches_past_memory_are_refused_before_drawing():
 @pytest.mark.parametrize("avoid, message", [
     (3, r"avoid=3 is not accepted; give a set of link indexes \(into links: 0\.\.3\)"),
     ("abc", r"avoid='abc' is not accepted"),
-    ([99], r"avoid=99 is not accepted; use an integer >= 0 and <= 3 \(a link index\)"),
-    ({-1}, r"avoid=-1 is not accepted"),   # an index no link has was ignored
+    ([99], r"an index in avoid = 99 is not accepted; use an integer >= 0 and <= 3 \(a "
+           r"link index\)"),
+    ({-1}, r"an index in avoid = -1 is not accepted"),   # an index no link has was ignored
+    (None, r"avoid=None is not accepted"),   # falsy: Python's TypeError iterating it
+    (0, r"avoid=0 is not accepted"),
 ])
 def test_route_checks_the_links_to_avoid(avoid, message):
     with pytest.raises(sc.TopologyError, match=message):
@@ -646,3 +649,19 @@ def test_assert_traffic_without_an_expectation_is_a_simcoll_error():
     res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=64)
     with pytest.raises(sc.InvalidInputError, match="assert_traffic needs sent="):
         sc.testing.assert_traffic(res)
+
+
+def test_ragged_lists_are_refused_by_name():
+    """np.ndim of a ragged list raises numpy's ValueError before the refusal was built."""
+    with pytest.raises(sc.InvalidInputError, match=r"sizes\[1\] = \[2, 3\] is not accepted"):
+        numeric.MLP([4, [2, 3]])
+    topo = sc.topology.switch(4)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1024, trace=True)
+    with pytest.raises(sc.InvalidInputError, match=r"ranks=\[1, \[2, 3\]\] is not accepted"):
+        sc.plot.timeline(res, topo, ranks=[1, [2, 3]])
+
+
+def test_lower_bound_checks_a_v_collectives_root_too():
+    with pytest.raises(sc.InvalidInputError, match="all_gatherv has no root, but root=3"):
+        sc.cost.lower_bound("all_gatherv", p=4, nbytes=[4] * 4, alpha=1e-6, beta=1e-9,
+                            root=3)

@@ -132,7 +132,8 @@ def _sizes(p: Any, nbytes: Any, collective: str | None = None) -> tuple[int, Any
                                 f">= 0 or a size such as '16MiB'")
     if huge(size):
         raise InvalidInputError(f"nbytes={shown(size)} is past the range of floats, in "
-                                f"which the models compute; use nbytes < 2^1024")
+                                f"which the models compute; use nbytes < 2^1024 - 2^970 "
+                                f"(about 1.8e308)")
     return int(p), size
 
 
@@ -385,6 +386,7 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
     hosts = integer(hosts, "hosts", minimum=0, maximum=2**63 - 1, what="server hosts")
     if collective in ("all_gatherv", "reduce_scatterv", "all_to_allv"):
         p, sizes = _sizes(p, nbytes, collective)
+        check_root(get_collective(collective), root, p)
         _itemsize(itemsize, sizes)   # the bounds do not depend on it, but sizes must be whole
         steps, moved, reduced, needed = uneven_bounds(collective, p, sizes, p + hosts)
         return Bounds(steps * alpha, moved * beta, reduced * gamma, alpha if needed else 0.0)

@@ -58,7 +58,8 @@ class MLP:
 
     def __post_init__(self) -> None:
         if isinstance(self.sizes, (str, bytes)) or not hasattr(self.sizes, "__len__") \
-                or np.ndim(self.sizes) != 1 or len(self.sizes) < 2:
+                or (isinstance(self.sizes, np.ndarray) and self.sizes.ndim != 1) \
+                or len(self.sizes) < 2:
             raise InvalidInputError(f"sizes={self.sizes!r} is not accepted; give the widths "
                                     f"of every layer boundary, at least (inputs, outputs)")
         object.__setattr__(self, "sizes", tuple(

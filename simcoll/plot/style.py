@@ -208,10 +208,11 @@ def integer_list(values: Any) -> list[int] | None:
     import numpy as np
 
     items = list(values) if isinstance(values, (Sequence, np.ndarray)) \
-        and not isinstance(values, str) and np.ndim(values) == 1 else []
-    if not items or len(set(items)) < len(items) or any(
-            isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
-            for v in items):
+        and not isinstance(values, str) \
+        and not (isinstance(values, np.ndarray) and values.ndim != 1) else []
+    # the types first: a list among the items is no key for set()
+    if not items or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
+                        for v in items) or len(set(items)) < len(items):
         return None
     return [int(v) for v in items]
 

@@ -419,11 +419,13 @@ class Topology:
         Raises:
             TopologyError: not a collection of indexes of this topology's links.
         """
-        if isinstance(avoid, (str, bytes)) or not hasattr(avoid, "__iter__"):
+        if isinstance(avoid, (str, bytes)) or not hasattr(avoid, "__iter__") or (
+                isinstance(avoid, np.ndarray) and avoid.ndim != 1):
             raise TopologyError(f"avoid={shown(avoid)} is not accepted; give a set of link "
                                 f"indexes (into links: 0..{len(self.links) - 1})")
-        return frozenset(integer(i, "avoid", minimum=0, maximum=len(self.links) - 1,
-                                 error=TopologyError, what="a link index") for i in avoid)
+        return frozenset(integer(i, "an index in avoid", minimum=0,
+                                 maximum=len(self.links) - 1, error=TopologyError,
+                                 what="a link index") for i in avoid)
 
     def _integer_address(self, address: Any) -> int:
         """``address`` as an int if it is one of the endpoint addresses (an integer, numpy's
@@ -551,7 +553,7 @@ class Topology:
             src, dst = self._integer_address(src), self._integer_address(dst)
         if multicast is not False and multicast is not True:
             multicast = flag(multicast, "multicast", error=TopologyError)
-        if avoid and avoid.__class__ is not frozenset or any(
+        if avoid.__class__ is not frozenset or avoid and any(
                 i.__class__ is not int or not 0 <= i < len(self.links) for i in avoid):
             avoid = self._links_to_avoid(avoid)
         tree = multicast and self._routing == "ecmp"
