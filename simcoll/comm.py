@@ -223,12 +223,14 @@ class Comm:
 
     def _seconds(self, call: str, seconds: Any) -> float:
         """``seconds`` as a float, if it is a finite number >= 0."""
-        if isinstance(seconds, (bool, np.bool_)) or not isinstance(
-                seconds, (int, float, np.integer, np.floating)) or not 0 <= seconds < math.inf \
-                or huge(seconds):
-            raise CommUsageError(f"{self._who}: {call} got {shown(seconds)}; use a "
-                                 f"finite number of seconds >= 0")
-        return float(seconds)
+        if not isinstance(seconds, (bool, np.bool_)) and isinstance(
+                seconds, (int, float, np.integer, np.floating)):
+            # in float64 before comparing: numpy's long double holds 1e400
+            value = math.inf if huge(seconds) else float(seconds)
+            if 0 <= value < math.inf:
+                return value
+        raise CommUsageError(f"{self._who}: {call} got {shown(seconds)}; use a "
+                             f"finite number of seconds >= 0")
 
     def _check_via(self, via: Via, given: Any, accepted: str = _VIA) -> None:
         """Refuse ``via`` (part of the argument ``given``, which accepts ``accepted``)

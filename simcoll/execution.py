@@ -8,10 +8,12 @@ or raises (deadlock, lost messages, a failing program, a limit).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
+import threading
 from collections import Counter
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import numpy as np
@@ -41,8 +43,34 @@ Program = Generator[Event, Any, Any]
 
 RUN_GC_THRESHOLDS = (200_000, 50, 50)
 """The cyclic garbage collector's thresholds during a run (``gc.set_threshold``): a young
-collection per 200,000 new objects, not Python's 700, and older ones rarer still, which
-took no measurable time in runs where the default's cost about a quarter (2026-12-06)."""
+collection per 200,000 new objects, not Python's 700, and older ones rarer still.
+Collections at these thresholds took no measurable time in runs where Python's defaults
+cost about a quarter of the run (2026-12-06)."""
+
+_RUNS_LOCK = threading.Lock()
+_runs = [0]
+"""Runs going on in this process (threads may overlap them, a rank program may start
+one), and below, the thresholds the first of them found, restored when the last ends."""
+_found: list[tuple[int, ...]] = []
+
+
+@contextlib.contextmanager
+def _collector_for_runs() -> Iterator[None]:
+    """:data:`RUN_GC_THRESHOLDS` while any run goes on; the thresholds found before, once
+    none does (the first run of two overlapping ones to end restored them under the
+    other, which left them at these for good when it ended)."""
+    with _RUNS_LOCK:
+        if _runs[0] == 0:
+            _found[:] = [gc.get_threshold()]
+            gc.set_threshold(*RUN_GC_THRESHOLDS)
+        _runs[0] += 1
+    try:
+        yield
+    finally:
+        with _RUNS_LOCK:
+            _runs[0] -= 1
+            if _runs[0] == 0:
+                gc.set_threshold(*_found[0])
 
 
 def same_instant_limit(max_events: int, endpoints: int) -> int:
@@ -164,52 +192,49 @@ class Execution:
         # objects triggered collections that cost about a quarter of a data-free run, but
         # it cannot be off, as it was: SimPy's conditions are reference cycles, which a
         # program's chain of "|" that never fires leaves behind (a double binary tree of
-        # 256 ranks and 64 chunks peaked at 231 MiB, not 158).
+        # 256 ranks and 64 chunks, when it chained "|", peaked at 231 MiB, not 158).
         rt = self.runtime
-        thresholds = gc.get_threshold()
-        gc.set_threshold(*RUN_GC_THRESHOLDS)
-        try:
-            run(self.env, until=self.until, max_events=self.max_events,
-                max_same_instant=rt.max_same_instant)
-            if rt.stop is not None:   # raised in a program, which caught it
-                raise rt.stop
-        except InvalidYield as exc:
-            label = next((label for proc, label, _ in rt.programs if proc is exc.process),
-                         "a rank")
-            raise AlgorithmError(f"{label} in {rt.what} yielded something that is not an "
-                                 f"event ({exc}); yield what comm returns") from None
-        except RunStop as stop:
-            running = [label for proc, label, _ in rt.programs if _unreturned(proc)]
-            shown = ", ".join(running[:16]) + (f" and {len(running) - 16} more"
-                                                if len(running) > 16 else "")
-            if stop.reason == "instant":
-                raise RunLimitError(
-                    f"{rt.what} processed {rt.max_same_instant} events in a row at "
-                    f"t={stop.now:.9g} s without simulated time passing, with "
-                    f"{shown or 'no program'} still running: a loop of operations that take "
-                    f"no time (compute(0), empty messages over links without latency, an "
-                    f"event yielded again after it fired)? A "
-                    f"run meant to do that many at one instant needs max_events >= "
-                    f"{1000 * rt.max_same_instant} (the limit at one instant is "
-                    f"max_events / 1000, at least 10^6 + 64 e^2 for e endpoints: ranks, "
-                    f"server hosts and in-network switches)", running) from None
-            if not math.isfinite(stop.now):
-                raise RunLimitError(
-                    f"{rt.what} reached times past the float range (its next event falls "
-                    f"at t={stop.now:g} s) with {shown or 'no program'} still running: "
-                    f"link latencies or bandwidths so extreme that a route's latency or a "
-                    f"transfer's time overflowed; give values a run's times can hold",
-                    running) from None
-            limit = (f"the simulated-time limit until={self.until:g} s: its next event "
-                     f"falls at t={stop.now:.9g} s,"
-                     if stop.reason == "time"
-                     else f"the event limit max_events={self.max_events} at "
-                          f"t={stop.now:.9g} s")
-            raise RunLimitError(f"{rt.what} reached {limit} with "
-                                f"{shown or 'no program'} still running; raise the limit "
-                                f"if the run is meant to be that long", running) from None
-        finally:
-            gc.set_threshold(*thresholds)
+        with _collector_for_runs():
+            try:
+                run(self.env, until=self.until, max_events=self.max_events,
+                    max_same_instant=rt.max_same_instant)
+                if rt.stop is not None:   # raised in a program, which caught it
+                    raise rt.stop
+            except InvalidYield as exc:
+                label = next((label for proc, label, _ in rt.programs if proc is exc.process),
+                             "a rank")
+                raise AlgorithmError(f"{label} in {rt.what} yielded something that is not an "
+                                     f"event ({exc}); yield what comm returns") from None
+            except RunStop as stop:
+                running = [label for proc, label, _ in rt.programs if _unreturned(proc)]
+                shown = ", ".join(running[:16]) + (f" and {len(running) - 16} more"
+                                                    if len(running) > 16 else "")
+                if stop.reason == "instant":
+                    raise RunLimitError(
+                        f"{rt.what} processed {rt.max_same_instant} events in a row at "
+                        f"t={stop.now:.9g} s without simulated time passing, with "
+                        f"{shown or 'no program'} still running: a loop of operations that take "
+                        f"no time (compute(0), empty messages over links without latency, an "
+                        f"event yielded again after it fired)? A "
+                        f"run meant to do that many at one instant needs max_events >= "
+                        f"{1000 * rt.max_same_instant} (the limit at one instant is "
+                        f"max_events / 1000, at least 10^6 + 64 e^2 for e endpoints: ranks, "
+                        f"server hosts and in-network switches)", running) from None
+                if not math.isfinite(stop.now):
+                    raise RunLimitError(
+                        f"{rt.what} reached times past the float range (its next event falls "
+                        f"at t={stop.now:g} s) with {shown or 'no program'} still running: "
+                        f"link latencies or bandwidths so extreme that a route's latency or a "
+                        f"transfer's time overflowed; give values a run's times can hold",
+                        running) from None
+                limit = (f"the simulated-time limit until={self.until:g} s: its next event "
+                         f"falls at t={stop.now:.9g} s,"
+                         if stop.reason == "time"
+                         else f"the event limit max_events={self.max_events} at "
+                              f"t={stop.now:.9g} s")
+                raise RunLimitError(f"{rt.what} reached {limit} with "
+                                    f"{shown or 'no program'} still running; raise the limit "
+                                    f"if the run is meant to be that long", running) from None
         self._raise_if_unfinished()
         if not self.time <= self.until * (1 + 1e-12):  # work not waited for, past it
             # (a computed end may lie an ulp past the instant of its event)

@@ -491,6 +491,8 @@ class Runtime:
         hits the run's event limit like one that spins on timed events, and more than
         ``max_same_instant`` of them at one instant stop the run as the event loop's
         would."""
+        if self.stop is not None:   # a program caught the stop: it waits here for ever,
+            return Event(self.env)  # and the run ends with the stop once all do
         self.instant_left -= 1
         if self.instant_left < 0:
             self.stop = RunStop("events", self.env._now)

@@ -567,3 +567,39 @@ def test_unmatched_receives_are_listed_by_rank_not_by_when_they_were_posted():
                        match=r"2 receive\(s\) no message matched: rank 1's recv from 0 "
                              r"\(tag 1\); rank 2's recv from 0 \(tag 2\); "):
         sc.run_program(topo, late)
+
+
+def test_a_program_that_catches_everything_and_retries_still_stops():
+    """A program catching every exception around compute(0) caught the stop again at
+    every call and the run never ended; now the program waits where it caught it, and
+    the run ends with it."""
+    caught_stops = []
+
+    def retries(comm):
+        for _ in range(20_000):   # bounded: the old code spun through them all
+            try:
+                yield comm.compute(0)
+            except BaseException as caught:   # the stop too (not the generator's close)
+                if isinstance(caught, GeneratorExit):
+                    raise
+                caught_stops.append(comm.rank)
+        return "ended"
+
+    with pytest.raises(sc.RunLimitError, match=r"reached the event limit max_events=1000"):
+        sc.run_program(sc.topology.switch(2), retries, max_events=1000)
+    assert caught_stops == [0]   # caught once, then waited: it was caught 19,500 times
+
+
+def test_a_long_double_past_floats_range_is_not_a_time():
+    """np.longdouble holds 1e400, which passed '< inf' and became an infinite compute;
+    the run then blamed extreme link latencies."""
+    huge = np.longdouble("1e400")
+    if not np.isfinite(huge):
+        pytest.skip("this platform's long double is float64")
+
+    def program(comm):
+        yield comm.compute(huge)
+
+    with pytest.raises(sc.AlgorithmError, match="compute.* got .*; use a finite number of "
+                                                "seconds >= 0"):
+        sc.run_program(sc.topology.switch(2), program)

@@ -125,3 +125,33 @@ def test_the_garbage_collector_runs_during_a_run_and_is_restored_after():
     sc.run_program(sc.topology.switch(2), program)
     assert seen[0][0] and seen[0][1][0] > before[0]
     assert gc.get_threshold() == before and gc.isenabled()
+
+
+def test_overlapping_runs_in_threads_restore_the_collector_when_the_last_ends():
+    """A run starts, a second starts in another thread, the first ends, then the second:
+    the first restored the thresholds it found and the second the first run's own
+    (200,000, ...), which stayed so for good."""
+    import gc
+    import threading
+
+    before = gc.get_threshold()
+    second_started, first_done = threading.Event(), threading.Event()
+
+    def second(comm):
+        second_started.set()
+        first_done.wait(10)   # until the first run has ended
+        yield comm.sleep(1e-6)
+
+    runner = threading.Thread(target=lambda: sc.run_program(sc.topology.switch(2), second))
+
+    def first(comm):
+        if comm.rank == 0:
+            runner.start()
+            second_started.wait(10)
+        yield comm.sleep(1e-6)
+
+    sc.run_program(sc.topology.switch(2), first)
+    first_done.set()
+    runner.join(30)
+    assert not runner.is_alive() and second_started.is_set()
+    assert gc.get_threshold() == before
