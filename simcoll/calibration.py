@@ -364,7 +364,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
             f"point").normalize("max_evaluations", max_evaluations)
     # each start is drawn before the fits and runs a simulation at least
     Int(1, minimum=1, maximum=max_evaluations,
-        doc="fits, each of one simulation at least").normalize("starts", starts)
+        doc="starts, each of one simulation at least, within max_evaluations"
+        ).normalize("starts", starts)
     check_progress(progress)
     workers = check_workers(workers)
     if workers > 1:

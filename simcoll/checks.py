@@ -19,7 +19,7 @@ import numpy as np
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.units import parse_size
 
-__all__ = ["Count", "flag", "integer", "real", "size", "text", "shown"]
+__all__ = ["Count", "flag", "integer", "real", "size", "text", "shown", "huge", "as_float"]
 
 Count: TypeAlias = int | np.integer[Any]
 """A count a user gives (ranks, nodes, GPUs): Python's int or numpy's, as :func:`integer`
@@ -73,6 +73,12 @@ FLOAT_OVERFLOW = 2**1024 - 2**970
 def huge(value: Any) -> bool:
     """Whether ``value`` is a Python integer beyond float's range (no float holds it)."""
     return type(value) is int and abs(value) >= FLOAT_OVERFLOW
+
+
+def as_float(value: Any) -> float:
+    """``float(value)``, a Python integer past float's range as an infinity of its sign
+    (as infinite as 1e400 is), where ``float`` raises OverflowError."""
+    return float(value) if not huge(value) else math.inf if value > 0 else -math.inf
 
 
 def _is_bool(value: Any) -> bool:
@@ -150,7 +156,7 @@ def real(value: Any, name: str, *, minimum: float = 0.0, strict: bool = False,
     ok = not _is_bool(value) and isinstance(value, (int, float, np.integer, np.floating))
     if ok:
         # An integer beyond float's range is as infinite as 1e400.
-        value = float(value) if not huge(value) else math.inf if value > 0 else -math.inf
+        value = as_float(value)
         ok = (not math.isnan(value) and (allow_inf or not math.isinf(value))
               and (value > minimum if strict else value >= minimum)
               and not (strict and minimum == 0 and value < sys.float_info.min))

@@ -21,7 +21,7 @@ from simpy.events import PENDING, Event
 
 from simcoll import buffers
 from simcoll.buffers import Buffer, Chunks, VirtualBuffer, frozen, snapshot
-from simcoll.checks import huge, integer, shown
+from simcoll.checks import as_float, flag, integer, shown
 from simcoll.errors import CommUsageError, TopologyError
 from simcoll.ops import ReduceOp
 from simcoll.runtime import Joint, Message, Runtime
@@ -216,17 +216,17 @@ class Comm:
 
     def _flag(self, name: str, value: Any) -> bool:
         """``value`` (the argument ``name``) as a bool, if it is one (numpy's too)."""
-        if not isinstance(value, (bool, np.bool_)):
-            raise CommUsageError(f"{self._who}: {name}={shown(value)} is not accepted; use "
-                                 f"True or False")
-        return bool(value)
+        try:
+            return flag(value, name, error=CommUsageError)
+        except CommUsageError as exc:
+            raise CommUsageError(f"{self._who}: {exc}") from None
 
     def _seconds(self, call: str, seconds: Any) -> float:
         """``seconds`` as a float, if it is a finite number >= 0."""
         if not isinstance(seconds, (bool, np.bool_)) and isinstance(
                 seconds, (int, float, np.integer, np.floating)):
             # in float64 before comparing: numpy's long double holds 1e400
-            value = math.inf if huge(seconds) else float(seconds)
+            value = as_float(seconds)
             if 0 <= value < math.inf:
                 return value
         raise CommUsageError(f"{self._who}: {call} got {shown(seconds)}; use a "

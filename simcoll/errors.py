@@ -8,7 +8,7 @@ __all__ = [
     "SimCollError", "TopologyError", "UnknownAlgorithmError", "UnknownCollectiveError",
     "UnknownNetworkError", "InvalidInputError", "DeadlockError", "UnmatchedMessageError",
     "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError",
-    "RegistrationError", "NoRouteError",
+    "RegistrationError", "NoRouteError", "add_note",
 ]
 
 

@@ -35,7 +35,7 @@ from simcoll.uneven import (
 from simcoll.units import parse_size
 
 __all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits",
-           "check_counters", "largest_input", "sealing_copies"]
+           "check_counters", "largest_input", "sealing_copies", "COUNTER_LIMIT"]
 
 COUNTER_LIMIT = 2**63
 """Traffic counters are int64 (``Result.bytes_sent``, ...)."""

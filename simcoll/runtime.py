@@ -231,8 +231,8 @@ class Runtime:
             return
         exc = cast(BaseException, event.value)
         event.defused = True
-        if isinstance(exc, (RunStop, LinkFailureError)) or not isinstance(exc, Exception):
-            raise exc  # a link failure is the machine's, not the program's
+        if isinstance(exc, LinkFailureError) or not isinstance(exc, Exception):
+            raise exc  # a link failure is the machine's; the run's stop a BaseException
         raise AlgorithmError(f"{label} raised {type(exc).__name__} in {self.what}: {exc}"
                              ) from exc
 

@@ -105,11 +105,12 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             (see :mod:`simcoll.trace` for Chrome / Perfetto export).
         until: stop with ``RunLimitError`` past this many simulated seconds (default
             10^6 s, about 11.6 days; ``math.inf`` for no limit).
-        max_events: stop with ``RunLimitError`` after this many events (default 10^9;
-            the event loop's and, counted apart, work that took no time, such as
-            ``compute(0)``, each up to this many), or after max_events / 1000 in a row
-            (at least 10^6 + 64 e^2, e the ranks plus any server hosts and in-network
-            switches) at one simulated instant: a loop of work that takes no time.
+        max_events: stop with ``RunLimitError`` after this many events (default 10^9:
+            the event loop's events, and apart from them the operations that take no
+            time such as ``compute(0)``, each counted up to this many), or after
+            max_events / 1000 in a row (at least 10^6 + 64 e^2, e the ranks plus any
+            server hosts and in-network switches) at one simulated instant: a loop of
+            work that takes no time.
         faults: link failures and slow-downs, slow or late GPUs, message jitter
             (:class:`~simcoll.faults.Faults`).
         **params: algorithm parameters (``chunks=``, ``servers=``, ...).

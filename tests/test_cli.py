@@ -468,7 +468,7 @@ BAD = [
     (["run", "--network", "flo"], "unknown network model"),
     # named as the option (it said simulate's "root=9 is not accepted")
     (["run", "--collective", "broadcast", "--algorithm", "binomial", "--root", "9"],
-     "-r/--root 9 is not a rank of switch(8); give 0 to 7"),
+     "-r/--root 9 is not a rank of switch(8); give 0 to 7, or all"),
     (["trace", "--output", "t.json", "--collective", "broadcast", "-r", "-2"],
      "-r/--root -2 is not a rank of switch(8); give 0 to 7"),
     (["run", "--topology", "nope.yaml"], "cannot read topology file nope.yaml"),
@@ -1490,5 +1490,6 @@ def test_a_run_limit_on_the_command_line_says_no_option_sets_it(capsys):
                            "--algorithm", "bucketed", "--param", "compute=1e6")
     assert status == 1
     assert "reached the simulated-time limit until=1e+06 s" in err
-    assert err.rstrip().endswith("(no option sets until= or max_events=; simcoll.simulate "
-                                 "takes them from Python)")
+    assert err.rstrip().endswith("(the command line has no option for until= or "
+                                 "max_events=; raise them from Python: simcoll.simulate(..., "
+                                 "until=..., max_events=...))")

@@ -131,6 +131,9 @@ def test_several_runs_and_standard_input(capsys, monkeypatch, nccl_log):
     (["--free", "reduce_bandwidth=1GB/s:2GB/s:3GB/s"],
      "--free reduce_bandwidth=1GB/s:2GB/s:3GB/s: initial 1e+09 lies outside its bounds "
      "[2e+09, 3e+09]"),
+    # named as the option (it said calibrate's "starts=100 is not accepted")
+    (["--free", "reduce_bandwidth=1GB/s:0.5GB/s:2GB/s", "--starts", "100",
+      "--max-evaluations", "30"], "--starts 100 is not accepted; give 1 to 30"),
     (["--free", "latency=1us:0:1ms", "--starts", "0"],
      "--starts 0 is not accepted; give 1 or more"),
     (["--free", "latency=1us:0:1ms", "--max-evaluations", "0"],

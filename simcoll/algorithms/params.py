@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.checks import huge, shown
+from simcoll.checks import as_float, shown
 from simcoll.errors import InvalidInputError, RegistrationError
 from simcoll.topology.quantities import parse_time
 
@@ -177,7 +177,7 @@ class Real(Param):
         if isinstance(value, (bool, np.bool_)) or not isinstance(
                 value, (int, float, np.integer, np.floating)):
             raise self.refusal(name, value)
-        number = float(value) if not huge(value) else math.inf if value > 0 else -math.inf
+        number = as_float(value)
         if (math.isnan(number) or (math.isinf(number) and not self.allow_inf)
                 or (self.minimum is not None and number < self.minimum)
                 or (self.maximum is not None and number > self.maximum)):

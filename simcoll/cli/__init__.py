@@ -131,8 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except RunLimitError as exc:   # no option sets the limits: say where they are set
-        print(f"simcoll {args.command}: error: {exc} (no option sets until= or max_events=; "
-              f"simcoll.simulate takes them from Python)", file=sys.stderr)
+        print(f"simcoll {args.command}: error: {exc} (the command line has no option for "
+              f"until= or max_events=; raise them from Python: simcoll.simulate(..., "
+              f"until=..., max_events=...))", file=sys.stderr)
         return 1
     except SimCollError as exc:
         print(f"simcoll {args.command}: error: {exc}", file=sys.stderr)

@@ -149,6 +149,10 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandLineError(f"--max-evaluations {args.max_evaluations} is not accepted; "
                                f"give {least} or more (the {len(measured.rows)} sizes at the "
                                f"initial constants, then at one trial point)")
+    if args.starts > args.max_evaluations:
+        raise CommandLineError(f"--starts {args.starts} is not accepted; give 1 to "
+                               f"{args.max_evaluations} (each start runs a simulation at least, "
+                               f"within --max-evaluations)")
     if args.loss_scale is not None and not args.loss_scale > 0:
         raise CommandLineError(f"--loss-scale {args.loss_scale:g} is not accepted; give a "
                                f"number above 0")

@@ -14,7 +14,7 @@ from simcoll.algorithms.registry import algorithms, get_algorithm
 from simcoll.collectives import ALIASES, COLLECTIVES
 from simcoll.topology.catalog import builders, describe
 
-__all__ = ["add_parser", "formulas"]
+__all__ = ["add_parser"]
 
 _WHAT = ("collectives", "algorithms", "topologies")
 
@@ -30,7 +30,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=_run)
 
 
-def formulas(collective: str, algorithm: str) -> list[str]:
+def _formulas(collective: str, algorithm: str) -> list[str]:
     """The paragraphs of the algorithm's cost model, each on one line: the formula, and
     what its terms are, where it is exact and how close an estimate comes (the summary
     alone left some without a formula: a parameter server's, a chain's)."""
@@ -57,7 +57,7 @@ def _collectives() -> list[str]:
 
 def _algorithms(width: int) -> list[str]:
     lines = ["Algorithms (time on the alpha-beta reference network: p ranks, n bytes per "
-             "rank, a v-collective's the sum of its blocks; --param NAME=VALUE sets a "
+             "rank (for a v-collective, the sum of its blocks); --param NAME=VALUE sets a "
              "parameter):"]
     current = None
     for collective, name in algorithms():
@@ -66,7 +66,7 @@ def _algorithms(width: int) -> list[str]:
             lines.append(f"  {collective}")
         params = _signature(collective, name)
         lines.append(f"    {name:<21} {params}".rstrip())
-        for paragraph in formulas(collective, name):
+        for paragraph in _formulas(collective, name):
             lines.extend(textwrap.wrap(paragraph, width, initial_indent=" " * 8,
                                        subsequent_indent=" " * 8, break_on_hyphens=False))
     return lines

@@ -334,9 +334,10 @@ def processes(text: str) -> int:
     return int(text)
 
 
-def check_root_rank(args: argparse.Namespace, topology: Topology) -> None:
+def check_root_rank(args: argparse.Namespace, topology: Topology, every: bool = False
+                    ) -> None:
     """Refuse ``-r`` (a number) that is no rank of ``topology``, naming the option
-    (simulate's refusal named ``root=``).
+    (simulate's refusal named ``root=``); ``every``: ``all`` is taken too (run's ``-r``).
 
     Raises:
         CommandLineError: a root below 0 or past the machine's ranks.
@@ -344,7 +345,8 @@ def check_root_rank(args: argparse.Namespace, topology: Topology) -> None:
     root = getattr(args, "root", None)
     if isinstance(root, int) and not 0 <= root < topology.nranks:
         raise CommandLineError(f"-r/--root {getattr(args, 'root_text', None) or root} is not "
-                               f"a rank of {topology.name}; give 0 to {topology.nranks - 1}")
+                               f"a rank of {topology.name}; give 0 to {topology.nranks - 1}"
+                               + (", or all" if every else ""))
 
 
 def _root_or_all(text: str) -> int | str:

@@ -379,7 +379,7 @@ def run(args: argparse.Namespace) -> int:
     # -o all and -r all refused where one op or root would be (no reduction, no root)
     run_kwargs(argparse.Namespace(**{**vars(args), "op": "sum" if args.op == "all" else args.op,
                                      "root": 0 if args.root == "all" else args.root}))
-    check_root_rank(args, topo)
+    check_root_rank(args, topo, every=True)
     if args.algorithm is None:
         args.algorithm = default_algorithm(args.collective)
     from_environment, read = nccl_environment(

@@ -98,7 +98,8 @@ def _wanted(collective: str | None) -> str | None:
     if collective is not None and not isinstance(collective, str):
         raise InvalidInputError(f"collective={shown(collective)} is not accepted; give an "
                                 f"nccl-tests program or collective name "
-                                f"(all_reduce_perf, all_reduce), or None for every run")
+                                f"(all_reduce_perf, all_reduce), or None for the one the "
+                                f"text names")
     return None if collective is None else _collective_name(collective)
 
 

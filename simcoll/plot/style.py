@@ -98,7 +98,8 @@ def _phrases(line: str, marks: str) -> list[str]:
 
 def format_duration(seconds: float) -> str:
     """``1.23 ms``, ``850 µs``, ``1 ms`` (for 999.6 µs: rounded first, then given its
-    unit), ``1500 s`` (never ``1.5e+03 s``), ``3.43 h`` from 10,000 s on."""
+    unit), ``1500 s`` (never ``1.5e+03 s``), ``3.43 h`` from what rounds to 10,000 s on
+    (9,995 s: never ``10000 s``)."""
     if abs(float(_digits(seconds, 3))) >= 1e4:   # 9999 s rounds to 10000: hours
         return f"{_digits(seconds / 3600, 3)} h"
     name, factor = time_unit(seconds)

@@ -34,8 +34,9 @@ model (by default a message takes its route's summed latency plus its bytes over
 least bandwidth, links shared max-min fairly): on a free route that is the
 congestion-unaware backend's hops x latency + size / bandwidth, not the congestion-aware
 backend's, which forwards a chunk one link at a time, each link paying latency + size /
-bandwidth, and queues chunks in order on a busy link (a 64 MiB message between two NPUs
-of a 400 GB/s Switch: 158.1 us here, 314.4 us there).
+bandwidth, and queues chunks in order on a busy link (a 64 MiB message between the two
+NPUs of a Switch of 400 GB/s and 500 ns links: 2 x 0.5 + 156.25 = 157.25 us here,
+2 x (0.5 + 156.25) = 313.5 us there).
 
 ASTRA-sim's older JSON configs (``"topology-name": "Hierarchical"``, ``units-count``,
 ``link-bandwidth``, ...) are refused by name; write them in the keys above.

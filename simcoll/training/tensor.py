@@ -154,7 +154,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     if block is None:
         raise InvalidInputError(f"{model.name} has no transformer block to split")
     elements = b * model.seq_len * model.hidden
-    moved = 4 * elements * model.precision.activation_bytes  # four collectives a layer
+    moved = 4 * model.activation_bytes(b)   # four collectives a layer
     if moved > largest_input(t):
         raise InvalidInputError(
             f"sequences={shown(b)} make {shown(moved)} bytes of activations in the layer's "

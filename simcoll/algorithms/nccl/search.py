@@ -318,7 +318,7 @@ def across_pci_nodes_channels(arch: str, gpu_gbs: float,
 
 def pci_tree_intra_speed(arch: str, ring: Searched, chain: Sequence[tuple[int, float, float]],
                          routes: Sequence[Sequence[tuple[int, float, float]]]) -> float:
-    """:func:`tree_intra_speed` across two nodes whose GPUs talk over PCI: the tree's
+    """:func:`tree_intra_speed` across nodes whose GPUs talk over PCI: the tree's
     channels (the ring graph's, NCCL's pattern NET -> GPU a -> ... -> GPU x with GPU a
     back to the NET) take ``routes`` (from the node's first GPU through its NICs, as
     triples) at the ring's speed and raise the speed on ``chain`` (the hops from the
@@ -330,8 +330,9 @@ def pci_tree_intra_speed(arch: str, ring: Searched, chain: Sequence[tuple[int, f
 
 
 def tree_intra_speed(arch: str, ring: Searched, nvlink_gbs: float, gpus: int) -> float:
-    """The speed (GB/s) NCCL's tree graph gives its channels inside a node across two
-    nodes (its ``bwIntra``, which the tuner reads there), from the ring graph's search
+    """The speed (GB/s) NCCL's tree graph gives its channels inside a node across nodes
+    (its ``bwIntra``: search.cc raises it on any node count, the tuner reads it on two
+    nodes only), from the ring graph's search
     ``ring``: the tree takes the ring's channels at its speed to the network
     (``bwInter``), then pass 2 raises ``bwIntra`` one step of the speed array at a time
     ("increase bwIntra for trees (2 nodes or collnet)") while it is below twice
