@@ -716,3 +716,17 @@ def test_a_log_scale_constant_starting_on_its_lower_bound_is_fitted_within_a_sma
                        free={"bandwidth": (1 * sc.GB, 1 * sc.GB, 400 * sc.GB)})
     assert cal.values["bandwidth"] == pytest.approx(_MUT_BANDWIDTH, rel=1e-6)
     assert max(abs(e) for e in cal.error_after) < 1e-9
+
+
+def test_starts_past_max_evaluations_are_refused(no_simulation, table):
+    # each start runs one simulation at least: 1001 starts cannot fit 1000 evaluations
+    with pytest.raises(InvalidInputError, match=r"^starts=1001 is not accepted; use an "
+                                                r"integer in 1\.\.1000"):
+        sc.calibrate(switch8, table, free=GOOD, max_evaluations=1000, starts=1001)  # noqa: F821
+
+
+def test_a_loss_scale_past_floats_range_is_refused(no_simulation, table):
+    # 10^400 < math.inf is True for a Python int: only the huge() check refuses it
+    with pytest.raises(InvalidInputError, match=r"^loss_scale=10000000\.\.\.0000 \(401 "
+                                                r"digits\) is not accepted; use a finite"):
+        sc.calibrate(switch8, table, free=GOOD, loss="soft_l1", loss_scale=10**400)  # noqa: F821

@@ -1493,3 +1493,66 @@ def test_a_run_limit_on_the_command_line_says_no_option_sets_it(capsys):
     assert err.rstrip().endswith("(the command line has no option for until= or "
                                  "max_events=; raise them from Python: simcoll.simulate(..., "
                                  "until=..., max_events=...))")
+
+
+def _register(monkeypatch, doc):
+    def flat(comm, x, *, root):
+        return x
+        yield
+
+    def flat_time(p, nbytes, alpha, beta, gamma):
+        return alpha
+    flat_time.__doc__ = doc
+    spec = registry.AlgorithmSpec("broadcast", "flat_cli2", flat,
+                                  CostModel(time=flat_time, traffic=flat_time))
+    monkeypatch.setitem(registry._REGISTRY, ("broadcast", "flat_cli2"), spec)
+
+
+def _entry(capsys, monkeypatch, doc):
+    _register(monkeypatch, doc)
+    _, out, _ = cli(capsys, "list", "algorithms")  # noqa: F821
+    items = out.split("\n    flat_cli2")[1].split("\n    ")
+    # the parameters' remainder, then the formula's lines (indented 8: 4 left after the split)
+    return [items[0]] + [item for item in
+                         __import__("itertools").takewhile(lambda i: i.startswith("    "),
+                                                           items[1:])]
+
+
+def test_list_wraps_formulas_at_spaces_only(capsys, monkeypatch):
+    # hyphenated terms of varying lengths at 100 columns: textwrap's default
+    # (break_on_hyphens=True) cuts some line after a hyphen, mid-term
+    monkeypatch.setenv("COLUMNS", "100")
+    doc = " ".join(f"a{'b' * (i % 7)}-c{'d' * (i % 5)}-e{'f' * (i % 3)}" for i in range(80))
+    entry = _entry(capsys, monkeypatch, doc)
+    lines = [line.strip() for line in entry[1:]]
+    assert " ".join(lines).split() == doc.split()
+    assert all(not line.endswith("-") for line in lines)
+
+
+def test_list_drops_sphinx_roles_and_literals(capsys, monkeypatch):
+    entry = _entry(capsys, monkeypatch, "alpha by :func:`simcoll.cost.predict` and ``n``.")
+    assert entry[1].strip() == "alpha by simcoll.cost.predict and n."
+
+
+def test_workers_of_other_scripts_digits_are_refused(capsys):
+    # '²' is a digit to str.isdigit but no whole number int() reads
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",  # noqa: F821
+                         "--sizes", "1K", "--workers", "²")
+    assert status == 2 and ("argument --workers: '²' is not accepted; give a whole number "
+                            "of processes") in err
+
+
+@pytest.mark.parametrize("command", [["run"], ["trace", "--output", "t.json"]])
+def test_root_one_past_the_last_rank_is_named_as_the_option(capsys, tmp_path, monkeypatch,
+                                                            command):
+    monkeypatch.chdir(tmp_path)
+    status, _, err = cli(capsys, *command, "--collective", "broadcast", "--algorithm",  # noqa: F821
+                         "binomial", "-r", "8")
+    assert status == 2 and "-r/--root 8 is not a rank of switch(8); give 0 to 7" in err
+
+
+def test_root_zero_and_the_last_rank_are_taken(capsys):
+    for root in ("0", "7"):
+        status, _, err = cli(capsys, "run", "--collective", "broadcast", "--algorithm",  # noqa: F821
+                             "binomial", "-r", root, "-b", "1K", "-e", "1K")
+        assert status == 0, err

@@ -341,3 +341,18 @@ def test_a_log_of_simcoll_run_with_the_fitted_param_gets_no_note(capsys, nccl_lo
     first = out.splitlines()[0]
     assert "the log is simcoll run's table of nccl, network flow, params: " in first
     assert "step_latency_scale=2.5" in first
+
+
+def test_max_evaluations_below_twice_the_sizes_names_the_least(capsys, nccl_log):
+    status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4,  # noqa: F821
+                           "--free", "latency=1us:0:1ms", "--max-evaluations", "23")
+    assert status == 2 and not out
+    assert ("--max-evaluations 23 is not accepted; give 24 or more (the 12 sizes at the "
+            "initial constants, then at one trial point)") in err
+
+
+def test_max_evaluations_of_exactly_twice_the_sizes_is_accepted(capsys, nccl_log):
+    status, _, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4,  # noqa: F821
+                         "--algorithm", "nccl", "--free", "launch_overhead=2us:0:100us",
+                         "--max-evaluations", "24")
+    assert status == 0 and "is not accepted" not in err

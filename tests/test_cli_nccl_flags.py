@@ -563,3 +563,12 @@ def test_a_dtype_numpy_parses_as_python_is_refused_by_name(capsys, dtype):
                            "--dtype", dtype)
     assert status == 2 and out == ""
     assert f"unknown dtype {dtype!r}" in err
+
+
+def test_json_report_config_flags_are_jsonbool_strings(tmp_path, capsys):
+    doc, _ = _report(tmp_path, capsys, "-b", "1K", "-e", "4K", "-f", "4")  # noqa: F821
+    config = doc["config"]
+    # nccl-tests 2.19.6 util.cu: jsonBool(false) for blocking and parallel init by default
+    assert config["blocking_collectives"] == "false"
+    assert config["parallel_init"] == "false"
+    assert config["per_iter_timing"] == "false"

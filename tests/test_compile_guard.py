@@ -26,6 +26,15 @@ def callback(seconds):
 '''
 
 
+@pytest.fixture(autouse=True)
+def python_handles_ctrl_c():
+    """Python's own SIGINT handler, which the guard replaces and which a process started
+    in the background (SIGINT ignored, as a shell's "&" leaves it) does not have."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _llvmlite_module():
     """A module named as llvmlite's are, holding :data:`CALLBACK`."""
     module = types.ModuleType("llvmlite.simcoll_test")
@@ -75,3 +84,18 @@ def test_only_the_first_call_runs_under_the_handler():
     first, second = handlers(), handlers()
     assert first is not signal.default_int_handler
     assert second is signal.default_int_handler
+
+
+def test_a_press_raised_at_the_end_leaves_no_retry_behind(monkeypatch):
+    monkeypatch.setattr(compile_guard, "RETRY", 0.2)
+    module = _llvmlite_module()  # noqa: F821
+    with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_outside_llvmlite():
+            module.callback(0.0)
+    # the one press was raised above; its retry must not interrupt again 0.2 s later
+    end = time.monotonic() + 0.6
+    try:
+        while time.monotonic() < end:
+            pass
+    except KeyboardInterrupt:
+        pytest.fail("a retry timer left running interrupted the program again")

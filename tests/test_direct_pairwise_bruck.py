@@ -7,6 +7,7 @@ import pytest
 
 import simcoll as sc
 from simcoll import cost
+from simcoll.algorithms import bruck
 from simcoll.algorithms.bruck import slots_with_bit
 from simcoll.algorithms.registry import algorithms
 from simcoll.testing import alpha_beta_network
@@ -257,3 +258,16 @@ def test_bruck_all_to_all_without_data_moves_what_it_moves_with_data(p, count):
     assert list(free.bytes_received) == list(real.bytes_received)
     assert free.link_bytes == real.link_bytes
     assert list(free.rank_times) == list(real.rank_times)
+
+
+def test_a_data_free_bruck_all_to_all_takes_the_count_path(monkeypatch):
+    calls = []
+    counts = bruck._bruck_all_to_all_counts
+
+    def spy(comm, x):
+        calls.append(comm.rank)
+        return (yield from counts(comm, x))
+
+    monkeypatch.setattr(bruck, "_bruck_all_to_all_counts", spy)
+    sc.simulate(sc.topology.switch(6), "all_to_all", algorithm="bruck", nbytes=6 * 40)
+    assert sorted(calls) == list(range(6))

@@ -665,3 +665,93 @@ def test_lower_bound_checks_a_v_collectives_root_too():
     with pytest.raises(sc.InvalidInputError, match="all_gatherv has no root, but root=3"):
         sc.cost.lower_bound("all_gatherv", p=4, nbytes=[4] * 4, alpha=1e-6, beta=1e-9,
                             root=3)
+
+
+def test_a_numpy_bool_is_a_flag_for_ordered():
+    # Comm._flag: "as a bool, if it is one (numpy's too)"
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(np.arange(4.0), 1, ordered=np.True_)
+        elif comm.rank == 1:
+            yield comm.recv(0)
+
+    assert sc.run_program(sc.topology.ring(4), program).messages == 1
+
+
+def test_a_multicasts_ordered_flag_is_a_boolean():
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.multicast(np.arange(4.0), [1, 2], ordered="no")
+        elif comm.rank in (1, 2):
+            yield comm.recv(0)
+
+    with pytest.raises(sc.AlgorithmError, match="rank 0: ordered='no' is not accepted; use "
+                                                "True or False"):
+        sc.run_program(sc.topology.switch(4), program)
+
+
+def test_a_program_that_catches_everything_does_not_swallow_the_same_instant_limit():
+    # max_events 2,000,000 on 2 ranks: the same-instant limit is
+    # min(2e6, max(10^6 + 64 * 2^2, 2e6 // 1000)) = 1,000,256 < 2e6 (the event limit)
+    def catches_everything(comm):
+        try:
+            for _ in range(1_100_000):
+                yield comm.compute(0)
+        except:  # noqa: E722
+            return "caught"
+
+    with pytest.raises(sc.RunLimitError, match=r"processed 1000256 events in a row at t=0 s"):
+        sc.run_program(sc.topology.switch(2), catches_everything, max_events=2_000_000)
+
+
+def test_a_ddp_gradient_past_the_counters_names_the_argument_in_the_fix():
+    # 2^63 // (2 * 4^2) = 2^58 on 4 ranks
+    with pytest.raises(sc.InvalidInputError, match=rf"use gradient_bytes < {2**58}$"):
+        sc.training.data_parallel_step(sc.topology.switch(4), gradient_bytes=10**400,
+                                       forward=0, backward=0)
+
+
+def test_synthetic_batches_count_eight_bytes_per_input_and_target(monkeypatch):
+    # 10 steps of 16 samples, 4 inputs and 2 targets each, in float64: 10*16*6*8 = 7680 B
+    import simcoll.memory as memory
+    model = numeric.MLP((4, 8, 2))
+    monkeypatch.setattr(memory, "memory_limit", lambda: (7679, "this machine's"))
+    with pytest.raises(sc.InvalidInputError, match="needs about"):
+        numeric.synthetic_batches(model, batch=16, steps=10)
+    monkeypatch.setattr(memory, "memory_limit", lambda: (7680, "this machine's"))
+    assert len(numeric.synthetic_batches(model, batch=16, steps=10)) == 10
+
+
+def test_route_refuses_a_frozenset_holding_one_past_the_last_link():
+    topo = sc.topology.ring(4)
+    with pytest.raises(sc.TopologyError, match=rf"an index in avoid = {len(topo.links)} is not "
+                                               r"accepted"):
+        topo.route(0, 1, avoid=frozenset({len(topo.links)}))
+
+
+def test_pipeline_counter_bound_is_exact():
+    # 4 micro-batches, 4 stages: 2 m p = 32 bytes per activation byte; 32 * 2^58 = 2^63
+    topo = sc.topology.switch(4)
+    kwargs = dict(stages=4, micro_batches=4, forward=1e-3, backward=2e-3)
+    with pytest.raises(sc.InvalidInputError, match=rf"activation_bytes={2**58} over 4"):
+        sc.training.pipeline_step(topo, activation_bytes=2**58, **kwargs)
+    # 3 micro-batches: 2 m p = 24 does not divide 2^63; the fix is ceil(2^63 / 24)
+    ceil = -(-9223372036854775808 // 24)
+    assert ceil == 384307168202282326   # 2^63 / 24 = 384307168202282325.33...
+    with pytest.raises(sc.InvalidInputError, match=rf"use activation_bytes < {ceil}$"):
+        sc.training.pipeline_step(topo, stages=4, micro_batches=3, forward=1e-3,
+                                  backward=2e-3, activation_bytes=2**62)
+
+
+def test_an_empty_collective_name_is_not_the_tables():
+    import contextlib
+    import io
+
+    from simcoll.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["run", "--topology", "switch:4", "-b", "1K", "-e", "1K"]) == 0
+    table = sc.nccl_tests.parse(out.getvalue())
+    # "" is a str, not None: it is no collective's name, not "the table's"
+    with pytest.raises(sc.InvalidInputError):
+        sc.compare(sc.topology.switch(4), table, collective="")

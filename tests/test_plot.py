@@ -1774,3 +1774,12 @@ def test_a_critical_timeline_of_every_endpoint_does_not_count_them_twice():
     title = timeline(res, topo, critical=True).axes[0].get_title()
     assert "showing 16 of the 64 endpoints that the critical path visits" in title
     assert "(of 64)" not in title
+
+
+@pytest.mark.parametrize("ranks", [np.array(1), np.array([[0, 1]])])
+def test_timeline_ranks_of_another_dimension_are_refused(ranks):
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=1024,
+                      trace=True)
+    with pytest.raises(sc.InvalidInputError, match=r"ranks=array\(.*is not accepted; give a "
+                                                   r"non-empty list"):
+        sc.plot.timeline(res, ranks=ranks)

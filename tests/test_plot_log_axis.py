@@ -10,7 +10,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 import simcoll as sc  # noqa: E402
-from simcoll.plot.style import log_y_axis  # noqa: E402
+from simcoll.plot.style import (
+    log_y_axis,  # noqa: E402
+    tick_numbers,
+)
 
 
 def _axis(lo, hi):
@@ -99,3 +102,23 @@ def test_tick_labels_over_many_decades_share_one_notation():
         assert text.startswith("10") and "e" not in text
         assert 10.0 ** int(text[2:].translate(superscripts)) == pytest.approx(value)
     plt.close(fig)
+
+
+def test_tick_numbers_plain_exactly_from_1e_4_to_1e5():
+    plain = tick_numbers(1e-4, 1e5)
+    assert plain(1e-4) == "0.0001" and plain(1e5) == "100000" and plain(250.0) == "250"
+
+
+def test_tick_numbers_powers_of_ten_just_past_either_end():
+    assert tick_numbers(1e-5, 1.0)(1e-5) == "10\u207b\u2075"        # 10⁻⁵ (g: 1e-05)
+    assert tick_numbers(1.0, 1e6)(1e6) == "10\u2076"                # 10⁶ (g: 1e+06)
+    assert tick_numbers(1.0, 1e6)(2e6) == "2\u00d710\u2076"         # 2×10⁶
+
+
+def test_tick_numbers_a_mantissa_rounding_to_ten_moves_to_the_next_power():
+    # 999,960 = 9.9996 x 10^5, 3 significant digits: 10.0 x 10^5 = 10^6
+    assert tick_numbers(1.0, 1e6)(999_960.0) == "10\u2076"
+
+
+def test_tick_numbers_zero_reads_as_zero():
+    assert tick_numbers(1e-6, 1e6)(0.0) == "0"

@@ -23,6 +23,7 @@ import simcoll.algorithms as algorithms_package
 from simcoll import cost
 from simcoll.algorithms import Choice, Int, Keywords, Names, Optional, Real, registry
 from simcoll.cost import CostModel, gpu_traffic
+from simcoll.errors import InvalidInputError
 
 P, COUNT = 4, 64          # ranks and float32 elements per rank of every run below
 
@@ -869,3 +870,12 @@ def test_a_spec_whose_minimum_is_its_maximum_takes_that_one_value():
     'accepts nothing' (mutant: >= refused these at registration)."""
     assert Int(3, minimum=3, maximum=3).normalize("k", 3) == 3
     assert Real(0.5, minimum=0.5, maximum=0.5).normalize("k", 0.5) == 0.5
+
+
+def test_a_real_parameter_reads_integers_past_floats_range_as_signed_infinities():
+    # 10^400 is larger than any float: +inf where inf is allowed, -10^400 is -inf
+    assert Real(0.0, minimum=0.0, allow_inf=True).normalize("x", 10**400) == math.inf
+    assert Real(0.0, allow_inf=True).normalize("x", -10**400) == -math.inf
+    with pytest.raises(InvalidInputError, match=r"^x=-10000000\.\.\.0000 \(401 digits\) is "
+                                                r"not accepted"):
+        Real(0.0, minimum=0.0, allow_inf=True).normalize("x", -10**400)

@@ -622,3 +622,9 @@ def test_null_for_an_unknown_preset_argument_names_the_unknown_parameter(tmp_pat
     topo = sc.topology.from_dict({"preset": "switch",
                                   "args": {"n": 2, "server_bandwidth": None}})
     assert topo.nranks == 2
+
+
+def test_astra_quoted_signed_whole_numbers_are_numbers(tmp_path):
+    topo = sc.topology.load(astra(tmp_path, "[ Ring ]", "[ '+4' ]", "[ '200' ]",  # noqa: F821
+                                  "[ '5' ]"))
+    assert len(topo.gpus) == 4
