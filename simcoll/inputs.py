@@ -200,8 +200,8 @@ def check_counters(size: int, p: int, largest: bool = False, name: str = "nbytes
     if size > largest_input(p):
         subject = f"a rank's input of {shown(size)} bytes" if largest else \
             f"{name}={shown(size)}"
-        bound = COUNTER_LIMIT // (2 * p * p)
-        fix = (f"use {'inputs' if largest else name} < {bound}" if bound > 1 else
+        most = largest_input(p)
+        fix = (f"use {'inputs' if largest else name} < {most + 1}" if most > 1 else
                f"use fewer ranks (at most {math.isqrt(COUNTER_LIMIT // 4)} for any bytes)")
         raise InvalidInputError(
             f"{subject} on {p} ranks could overflow the int64 traffic counters; {fix}")

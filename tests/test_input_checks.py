@@ -755,3 +755,13 @@ def test_an_empty_collective_name_is_not_the_tables():
     # "" is a str, not None: it is no collective's name, not "the table's"
     with pytest.raises(sc.InvalidInputError):
         sc.compare(sc.topology.switch(4), table, collective="")
+
+
+def test_the_counter_refusal_names_the_least_size_it_refuses():
+    """On 3 ranks 2 p^2 n < 2^63 holds up to n = (2^63 - 1) // 18 = 512409557603043100,
+    which is accepted; the message said "use nbytes < 512409557603043100" (2^63 // 18)."""
+    most = (2**63 - 1) // 18
+    assert most == 512409557603043100
+    sc.cost.traffic("all_reduce", "ring", p=3, nbytes=most, itemsize=1)
+    with pytest.raises(sc.InvalidInputError, match=rf"use nbytes < {most + 1}$"):
+        sc.cost.traffic("all_reduce", "ring", p=3, nbytes=most + 1, itemsize=1)
