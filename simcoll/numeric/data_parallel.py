@@ -84,7 +84,10 @@ def ddp(topology: Topology, job: TrainingJob, *, bucket_bytes: int | str = 25 * 
 
     Args:
         bucket_bytes: DDP's ``bucket_cap_mb`` in bytes, or a size such as ``"25MiB"``
-            (PyTorch's default, 25 MiB, holds a small model in one bucket).
+            (25 MiB, PyTorch's cap; the first bucket has this cap too, as recent
+            PyTorch gives it where ``bucket_cap_mb`` is passed; left at its default,
+            PyTorch's first bucket is 1 MiB). The buckets are those DDP uses from its
+            second iteration on (:func:`~simcoll.training.ddp_buckets`), every step.
         algorithm, flop_rate, network, trace: as for :func:`data_parallel`.
 
     Returns:

@@ -64,12 +64,17 @@ def ddp_buckets(tensor_bytes: Sequence[int], *, bucket_cap_mb: float = 25,
                 first_bucket_mb: float = 1) -> list[list[int]]:
     """PyTorch DDP's bucket assignment: tensor indices, buckets in reduction order.
 
-    As ``torch.distributed._compute_bucket_assignment_by_size`` (Li et al. 2020,
-    Sec. 3.2.3): the tensors are taken in reverse order (roughly the order the backward
-    pass produces their gradients), each is added to the open bucket, and the bucket is
-    closed once it holds at least its limit: ``first_bucket_mb`` MiB for the first
-    bucket, ``bucket_cap_mb`` MiB for the others (``inf``: no limit, one bucket). A
-    tensor is never split.
+    The buckets DDP's reducer rebuilds after the first iteration and keeps from the
+    second on (``Reducer::rebuild_buckets``, with
+    ``torch.distributed._compute_bucket_assignment_by_size``; Li et al. 2020, Sec.
+    3.2.3); the first iteration reduces every gradient in one bucket by default. The
+    tensors are taken in reverse order (roughly the order the backward pass produces
+    their gradients), each is added to the open bucket, and the bucket is closed once
+    it holds at least its limit: ``first_bucket_mb`` MiB for the first bucket,
+    ``bucket_cap_mb`` MiB for the others (``inf``: no limit, one bucket). A tensor is
+    never split. Recent PyTorch gives the first bucket 1 MiB only where
+    ``bucket_cap_mb`` is left at its default, and the cap given otherwise: pass
+    ``first_bucket_mb=bucket_cap_mb`` to follow it.
 
     Raises:
         InvalidInputError: a limit that is not a number > 0 (Python or numpy), or
