@@ -337,13 +337,14 @@ def _exact(out: np.ndarray, ref: np.ndarray, moved: bool = False) -> tuple[bool,
     if ref.dtype == out.dtype and same_bytes(out, ref):
         return True, 0.0
     same = _equal(out, ref, moved)
+    wide_out, wide_ref = out.astype(np.float64), ref.astype(np.float64)
+    error = np.where(same, 0.0, np.abs(wide_out - wide_ref))
     if out.dtype.kind in "iu" and ref.dtype.kind in "iu":
-        # exactly, in Python's integers: float64 took 2^62 + 1 for 2^62 (an error of 0)
-        wrong = ~same
-        worst = max((abs(int(a) - int(b)) for a, b in zip(out[wrong].tolist(),
-                                                         ref[wrong].tolist())), default=0)
-        return not wrong.any(), float(worst)
-    error = np.where(same, 0.0, np.abs(out.astype(np.float64) - ref.astype(np.float64)))
+        # float64 holds integers exactly up to 2^53: past it, the difference in Python's
+        # integers (2^62 + 1 for 2^62 had an error of 0)
+        past = ~same & ((np.abs(wide_out) > 2.0**53) | (np.abs(wide_ref) > 2.0**53))
+        error[past] = [float(abs(int(a) - int(b)))
+                       for a, b in zip(out[past].tolist(), ref[past].tolist())]
     return bool(np.all(same)), _largest(error)
 
 
@@ -515,10 +516,13 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
                 how: ReduceOp) -> np.ndarray:
         return np.asarray(_picked(coll, of, inputs, how, root, rank, chosen))
 
+    def some_input(test: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """Whether ``test`` holds for some input of each element."""
+        return reduced(lambda xs: [test(x).astype(np.float64) for x in xs], ReduceOp.MAX) > 0
+
     all_finite = reduced(_non_finite, ReduceOp.MAX) == 0
     alone = len(inputs) == 1   # nothing combined: the input itself, an infinity too
-    nan_input = reduced(lambda xs: [np.isnan(x).astype(np.float64) for x in xs],
-                        ReduceOp.MAX) > 0
+    nan_input = some_input(np.isnan)
     if op is ReduceOp.PRODUCT:
         small = reduced(_shrinks, ReduceOp.PRODUCT)
         if saturating:   # |inf x rest| clamps to M, times what the factors below 1 take
@@ -542,8 +546,7 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
         # Where the reference is that NaN (its float64 partials underflowed to 0) and no
         # factor is 0 or NaN, the exact product is infinite, of the factors' signs: an
         # order that meets the infinity first keeps it
-        zero = reduced(lambda xs: [(x == 0).astype(np.float64) for x in xs],
-                       ReduceOp.MAX) > 0
+        zero = some_input(lambda x: x == 0)
         signs = reduced(lambda xs: [np.sign(x.astype(np.float64)) for x in xs],
                         ReduceOp.PRODUCT)
         exact = np.isnan(refs) & ~nan_input & ~zero & (values == signs * np.inf)
@@ -561,10 +564,7 @@ def _non_finite_cases(coll: Collective, inputs: list[np.ndarray], op: ReduceOp, 
     # Where the reference is NaN though no input is and the infinite ones share a sign,
     # its float64 partials overflowed into the other infinity (M + M - inf): the exact
     # sum is that sign's infinity, which an order that meets the infinity first gives
-    above = reduced(lambda xs: [(x == np.inf).astype(np.float64) for x in xs],
-                    ReduceOp.MAX) > 0
-    below = reduced(lambda xs: [(x == -np.inf).astype(np.float64) for x in xs],
-                    ReduceOp.MAX) > 0
+    above, below = some_input(lambda x: x == np.inf), some_input(lambda x: x == -np.inf)
     exact = (np.isnan(refs) & ~nan_input & (above != below)
              & (values == np.where(above, np.inf, -np.inf)))
     return all_finite, (np.isnan(values) & other) | exact

@@ -47,11 +47,13 @@ collection per 200,000 new objects, not Python's 700, and older ones rarer still
 Collections at these thresholds took no measurable time in runs where Python's defaults
 cost about a quarter of the run (2026-12-06)."""
 
-_RUNS_LOCK = threading.Lock()
-_runs = [0]
-"""Runs going on in this process (threads may overlap them, a rank program may start
-one), and below, the thresholds the first of them found, restored when the last ends."""
-_found: list[tuple[int, ...]] = []
+class _Collector:
+    """The runs going on in this process (threads may overlap them, a rank program may
+    start one) and the collector's thresholds the first of them found."""
+
+    lock = threading.Lock()
+    runs = 0
+    found: tuple[int, ...] = ()
 
 
 @contextlib.contextmanager
@@ -59,18 +61,18 @@ def _collector_for_runs() -> Iterator[None]:
     """:data:`RUN_GC_THRESHOLDS` while any run goes on; the thresholds found before, once
     none does (the first run of two overlapping ones to end restored them under the
     other, which left them at these for good when it ended)."""
-    with _RUNS_LOCK:
-        if _runs[0] == 0:
-            _found[:] = [gc.get_threshold()]
+    with _Collector.lock:
+        if _Collector.runs == 0:
+            _Collector.found = gc.get_threshold()
             gc.set_threshold(*RUN_GC_THRESHOLDS)
-        _runs[0] += 1
+        _Collector.runs += 1
     try:
         yield
     finally:
-        with _RUNS_LOCK:
-            _runs[0] -= 1
-            if _runs[0] == 0:
-                gc.set_threshold(*_found[0])
+        with _Collector.lock:
+            _Collector.runs -= 1
+            if _Collector.runs == 0:
+                gc.set_threshold(*_Collector.found)
 
 
 def same_instant_limit(max_events: int, endpoints: int) -> int:
