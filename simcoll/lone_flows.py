@@ -31,11 +31,12 @@ rank programs return, block by block, with the same operations in the same order
 (:mod:`simcoll.algorithms.ring_outputs`), so the outputs are the same bit for bit too.
 
 It runs only where it is exact and nothing is lost by skipping the events: runs of an
-algorithm registered with a ``timeline`` (the rings; in data mode, with ``outputs``
-too), without trace, faults or jitter, on the analytical model or on the flow models'
-lone-flow path, with every message non-empty and each message taking time, and within
-``until`` and ``max_events``; anywhere else ``simulate`` runs the rank programs. Set
-``simcoll.lone_flows.enabled = False`` to always run them.
+algorithm registered with a ``timeline`` (the rings, and the hierarchical all-reduce on
+one node; in data mode, with ``outputs`` too), without trace, faults or jitter, on the
+analytical model or on the flow models' lone-flow path, with every message non-empty
+and each message taking time, and within ``until`` and ``max_events``; anywhere else
+``simulate`` runs the rank programs. Set ``simcoll.lone_flows.enabled = False`` to always
+run them.
 """
 
 from __future__ import annotations
@@ -66,22 +67,27 @@ EVENTS_PER_RANK = 2
 
 
 class NotLone(Exception):
-    """A step the array recurrence does not time exactly (an empty message)."""
+    """A step the array recurrence does not time exactly (an empty message), or a run it
+    does not cover (a hierarchical all_reduce across nodes)."""
 
 
 class Lanes:
     """Every rank's clock and reduction engine, advanced one ring step at a time.
 
     Attributes:
+        nodes: the node of each rank (the topology's ``node``, as ``comm.node_of`` gives
+            it), for a timeline that is exact on one node only.
         clock: the instant each rank's program has reached (seconds).
         sent: payload bytes each rank has sent to its right neighbour.
         messages: messages sent so far.
     """
 
     def __init__(self, latency: NDArray[np.float64], bandwidth: NDArray[np.float64],
-                 reduce_bandwidth: NDArray[np.float64], itemsize: int):
+                 reduce_bandwidth: NDArray[np.float64], itemsize: int,
+                 nodes: tuple[int, ...]):
         self.p = len(latency)
         self.itemsize = itemsize
+        self.nodes = nodes
         self._latency = latency
         self._bandwidth = bandwidth
         self._reduce_bandwidth = reduce_bandwidth
@@ -163,7 +169,7 @@ def time_without_events(run: Execution, timeline: Timeline | None, count: int,
     if not np.all((latency > 0) | (bandwidth < np.inf)):
         return False
     reduce_bandwidth = np.array(run.runtime.reduce_bandwidth[:p], dtype=np.float64)
-    lanes = Lanes(latency, bandwidth, reduce_bandwidth, itemsize)
+    lanes = Lanes(latency, bandwidth, reduce_bandwidth, itemsize, run.runtime.nodes[:p])
     try:
         with np.errstate(over="ignore", invalid="ignore"):  # times past the float range
             timeline(lanes, count, **params)                # go to the event loop, below

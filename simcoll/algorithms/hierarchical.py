@@ -38,6 +38,7 @@ from collections.abc import Callable
 import numpy as np
 
 from simcoll import cost
+from simcoll.algorithms import ring_outputs, ring_timelines
 from simcoll.algorithms.params import Choice, Int, Optional, Real
 from simcoll.algorithms.registry import get_algorithm, register
 from simcoll.algorithms.ring import ring_all_gather, ring_reduce_scatter
@@ -45,6 +46,7 @@ from simcoll.buffers import Buffer, block_bytes
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
 from simcoll.errors import InvalidInputError
+from simcoll.lone_flows import Lanes, NotLone
 from simcoll.ops import ReduceOp
 from simcoll.topology.graph import node_order
 from simcoll.typing import BufferProgram
@@ -150,8 +152,22 @@ def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *, inter
     return _intra_time(g, block, alpha, beta, gamma) + across
 
 
+def _timeline(lanes: Lanes, count: int, *, inter: str) -> None:
+    """On one node, the ring reduce-scatter and all-gather over arrays (the cross-node
+    all-reduce of one rank sends nothing and reduces nothing)."""
+    if len(set(lanes.nodes)) > 1:
+        raise NotLone("the cross-node all-reduces share the nodes' links")
+    ring_timelines.reduce_scatter_then_all_gather(lanes, count)
+
+
+def _outputs(inputs: list[np.ndarray], *, op: ReduceOp, inter: str) -> list[np.ndarray]:
+    """What the programs return on one node (see :func:`_timeline`)."""
+    return ring_outputs.reduce_scatter_then_all_gather(inputs, op=op)
+
+
 @register("all_reduce", "hierarchical", params=PARAMS, validate=_validate,
-          cost=CostModel(time=_time, traffic=_traffic, exact=_exact, machine=MACHINE))
+          cost=CostModel(time=_time, traffic=_traffic, exact=_exact, machine=MACHINE),
+          timeline=_timeline, outputs=_outputs)
 def hierarchical_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, inter: str) -> BufferProgram:
     """Hierarchical all-reduce: ring reduce-scatter in each node, all-reduce across nodes
     of each block, ring all-gather in each node.

@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 from simcoll.buffers import block_counts
 from simcoll.ops import ReduceOp
 
-__all__ = ["all_reduce", "reduce_scatter", "all_gather", "all_gatherv", "reduce_scatterv"]
+__all__ = ["all_reduce", "reduce_scatter", "all_gather", "all_gatherv", "reduce_scatterv",
+           "reduce_scatter_then_all_gather"]
 
 Arrays = Sequence[np.ndarray]
 
@@ -65,6 +66,12 @@ def all_reduce(inputs: Arrays, *, op: ReduceOp, chunks: int) -> list[np.ndarray]
 def reduce_scatter(inputs: Arrays, *, op: ReduceOp, chunks: int) -> list[np.ndarray]:
     """``ring.ring_reduce_scatter``: block c starts at rank c + 1 and ends at rank c."""
     return _reduced_blocks(inputs, op, block_counts(inputs[0].size, len(inputs)), -1)
+
+
+def reduce_scatter_then_all_gather(inputs: Arrays, *, op: ReduceOp) -> list[np.ndarray]:
+    """``ring.ring_reduce_scatter``, then ``ring.ring_all_gather`` of its blocks: every
+    rank gets block c reduced from rank c + 1 (the hierarchical all-reduce on one node)."""
+    return [np.concatenate(reduce_scatter(inputs, op=op, chunks=1))] * len(inputs)
 
 
 def all_gather(inputs: Arrays, *, chunks: int) -> list[np.ndarray]:

@@ -16,7 +16,8 @@ from numpy.typing import NDArray
 from simcoll.buffers import block_counts
 from simcoll.lone_flows import Lanes
 
-__all__ = ["all_reduce", "reduce_scatter", "all_gather", "all_gatherv", "reduce_scatterv"]
+__all__ = ["all_reduce", "reduce_scatter", "all_gather", "all_gatherv", "reduce_scatterv",
+           "reduce_scatter_then_all_gather"]
 
 Ready = list[NDArray[np.float64]]
 
@@ -80,6 +81,13 @@ def reduce_scatter(lanes: Lanes, count: int, *, chunks: int) -> None:
 def all_gather(lanes: Lanes, count: int, *, chunks: int) -> None:
     """``ring.ring_all_gather``: every block is one rank's whole input."""
     _all_gather_steps(lanes, np.full(lanes.p, count, dtype=np.int64), chunks, 0)
+
+
+def reduce_scatter_then_all_gather(lanes: Lanes, count: int) -> None:
+    """``ring.ring_reduce_scatter``, then ``ring.ring_all_gather`` of the block each rank
+    holds (rank r's block r): the hierarchical all-reduce on one node."""
+    reduce_scatter(lanes, count, chunks=1)
+    _all_gather_steps(lanes, block_counts(count, lanes.p), 1, 0)
 
 
 def all_gatherv(lanes: Lanes, count: int, *, splits: tuple[int, ...]) -> None:
