@@ -29,16 +29,43 @@ def uniform(blocks, seconds_fwd=1e-3, params=4096, batch=8):
 
 @pytest.mark.parametrize("t", [2, 4, 8])
 @pytest.mark.parametrize("sp", [False, True])
-def test_tensor_parallel_traffic_is_four_all_reduces(t, sp):
+def test_tensor_parallel_traffic(t, sp):
     model = tr.gpt(2, 256, 8, 64, 1000, batch=2)
     res = tr.tensor_parallel_layer(model, sc.topology.switch(t), tp=t, sequences=2,
                                    sequence_parallel=sp)
     bsh = 2 * 64 * 256 * 2  # bytes of b x s x h fp16
-    # Four ring all-reduces, or four reduce-scatters and four all-gathers: the same bytes.
-    np.testing.assert_array_equal(res.bytes_sent, [4 * 2 * (t - 1) * bsh // t] * t)
+    # Four ring all-reduces, 2 (t-1)/t bsh each; or, with sequence parallelism, four
+    # reduce-scatters and four all-gathers, (t-1)/t bsh each, and the backward pass's two
+    # all-gathers of the column-parallel layers' inputs (Megatron-LM's
+    # LinearWithGradAccumulationAndAsyncCommunication.backward): 10 in all.
+    halves = 10 if sp else 8
+    np.testing.assert_array_equal(res.bytes_sent, [halves * (t - 1) * bsh // t] * t)
     kinds = sorted(s.kind for s in res.spans if s.rank == 0 and s.stream == "tp")
-    assert kinds == (["all_gather"] * 4 + ["reduce_scatter"] * 4 if sp else ["all_reduce"] * 4)
+    assert kinds == (["all_gather"] * 6 + ["reduce_scatter"] * 4 if sp else ["all_reduce"] * 4)
     assert res.time == pytest.approx(res.forward_time + res.backward_time)
+
+
+@pytest.mark.parametrize("rate", [1e12, 1e18])
+def test_sequence_parallel_times_on_the_reference_network(rate):
+    """t = 2. Forward, each half: an all-gather of the b s h / t shard, the half's compute,
+    a reduce-scatter of b s h. Backward, each half: the all-gather, then the half's
+    compute beside the all-gather of its first layer's input, then the reduce-scatter,
+    which waits for both. At 1e12 FLOP/s the compute hides that all-gather; at 1e18 the
+    all-gather is what the reduce-scatter waits for."""
+    t = 2
+    model = tr.gpt(1, 128, 4, 32, 100, batch=1)
+    res = tr.tensor_parallel_layer(model, reference_network(t), tp=t,
+                                   gpu=tr.GPU("gpu", rate), sequence_parallel=True)
+    block = model.layers[1]
+    bsh = 32 * 128 * 2
+    ag = (t - 1) * (ALPHA + bsh / t * BETA)                   # ring all_gather, n = bsh / t
+    rs = (t - 1) * (ALPHA + bsh / t * BETA + bsh / t * GAMMA)  # ring reduce_scatter
+    fwd, bwd = block.forward_flops / t / rate, block.backward_flops / t / rate
+    share = block.attention_share
+    assert res.forward_time == pytest.approx(2 * ag + fwd + 2 * rs, rel=1e-9)
+    assert res.backward_time == pytest.approx(
+        2 * ag + max(bwd * (1 - share), ag) + max(bwd * share, ag) + 2 * rs, rel=1e-9)
+    assert res.communication_time == pytest.approx(6 * ag + 4 * rs, rel=1e-9)
 
 
 @pytest.mark.parametrize("t", [2, 4])
@@ -360,15 +387,17 @@ def test_zero_2_micro_batch_reduce_scatters_on_the_reference_network():
 @pytest.mark.parametrize("sp", [False, True])
 def test_recomputation_runs_the_forward_collectives_again(sp):
     # Each block's backward pass first reruns its forward: 2 + 2 + 2 all-reduces (or
-    # all-gather / reduce-scatter pairs, the same bytes) instead of 2 + 2.
+    # all-gather / reduce-scatter pairs, the same bytes, and the backward pass's two
+    # all-gathers of the column-parallel layers' inputs) instead of 2 + 2.
     t, m = 2, 2
     model = tr.gpt(3, 64, 4, 16, 128, batch=4)
     res = tr.step(model, sc.topology.switch(t), dp=1, tp=t, micro_batches=m,
                   sequence_parallel=sp, recompute=True)
     bsh = 4 // m * 16 * 64 * 2
+    halves = 6 * 2 + (2 if sp else 0)
     np.testing.assert_array_equal(res.run.bytes_sent,
-                                  [m * 3 * 6 * 2 * (t - 1) * bsh // t] * t)
-    per_rank = 6 * 2 if sp else 6
+                                  [m * 3 * halves * (t - 1) * bsh // t] * t)
+    per_rank = 6 * 2 + 2 if sp else 6
     assert sum(s.rank == 0 and s.stream == "tp" for s in res.spans) == m * 3 * per_rank
 
 

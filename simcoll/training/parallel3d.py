@@ -444,8 +444,8 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         sequence_parallel: Megatron's sequence parallelism in the tensor-parallel group.
         recompute: full activation recomputation (one more forward pass per block in
             the backward pass, with its tensor-parallel collectives: 2 more all-reduces
-            per block, or all-gathers and reduce-scatters with sequence parallelism;
-            only each block's input is kept).
+            per block, or 2 more all-gathers and reduce-scatters with sequence
+            parallelism; only each block's input is kept).
         gpu: the GPUs' rate and peak (MFU).
         order: the placement, innermost dimension first (default TP inside nodes, PP
             across, DP outermost).

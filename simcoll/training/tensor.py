@@ -6,10 +6,19 @@ split over the t GPUs of a tensor-parallel group, so a block needs two all-reduc
 b x s x h activations in the forward pass (after the attention's output projection and
 after the MLP's second matrix: the g operator) and two in the backward pass (the f
 operators before them). With sequence parallelism (Korthikanti et al. 2022, Sec. 4.2.2)
-each all-reduce becomes a reduce-scatter, and an all-gather comes before each half: the
-same bytes (a ring all-reduce is a reduce-scatter and an all-gather), with the layer norms
-and dropouts split over the sequence. These collectives sit on the critical path: the
-next matrix multiplication needs their result.
+each all-reduce becomes a reduce-scatter, and an all-gather comes before each half (a ring
+all-reduce is a reduce-scatter and an all-gather), with the layer norms and dropouts split
+over the sequence. These collectives sit on the critical path: the next matrix
+multiplication needs their result. Each half's first linear layer (column-parallel: the
+attention's QKV projection, the MLP's first matrix) keeps only its sequence shard of the
+input it gathered, so the backward pass gathers that input again for the weight
+gradient: one all-gather more per half, started with the half's backward compute and
+overlapped with it, which the half's reduce-scatter waits for (the paper's "extra
+all-gather in the backward pass"; Megatron-LM's
+``LinearWithGradAccumulationAndAsyncCommunication.backward``,
+``megatron/core/tensor_parallel/layers.py``, overlaps it with the input gradient's matrix
+multiplication). A block then moves 10 (t-1)/t b s h bytes per GPU forward and backward
+with sequence parallelism, 8 (t-1)/t b s h in its four all-reduces without.
 """
 
 from __future__ import annotations
@@ -50,7 +59,8 @@ def block_pass(comm: Comm, group: Comm | None, rec: Recorder, rank: int, layer: 
                label: str) -> Generator[Event, Any, None]:
     """One block's forward or backward pass on one GPU of its tensor-parallel ``group``
     (None: no tensor parallelism): two halves of compute, each with its collectives
-    (``how``: their algorithm and its parameters)."""
+    (``how``: their algorithm and its parameters; with sequence parallelism a backward
+    half gathers its first layer's input again during its compute: see the module)."""
     halves = [layer.attention_share, 1 - layer.attention_share]
     if pass_name != "forward":
         halves.reverse()
@@ -67,9 +77,14 @@ def block_pass(comm: Comm, group: Comm | None, rec: Recorder, rank: int, layer: 
         if group is None:
             yield computed
         elif sequence_parallel:
+            after = [computed]
+            if pass_name != "forward":
+                after.append(rec.on_stream(comm, rank, "tp", "all_gather",
+                                           partial(group.all_gather, shard, **how),
+                                           nbytes=shard.nbytes, label=f"{part} input"))
             yield rec.on_stream(comm, rank, "tp", "reduce_scatter",
                                 partial(group.reduce_scatter, full, **how),
-                                after=[computed], nbytes=full.nbytes, label=part)
+                                after=after, nbytes=full.nbytes, label=part)
         else:
             yield rec.on_stream(comm, rank, "tp", "all_reduce",
                                 partial(group.all_reduce, full, **how),
@@ -84,7 +99,9 @@ class TensorParallelLayer:
         tp, sequence_parallel, ranks: what ran where.
         forward_time, backward_time, time: seconds (time = forward + backward).
         compute_time: seconds of compute per GPU (the block's FLOPs / t).
-        communication_time: seconds the group spent in its collectives (all exposed).
+        communication_time: seconds the group spent in its collectives, per GPU (all
+            exposed but the backward pass's all-gathers of the first layers' inputs with
+            sequence parallelism, which run beside the compute).
         bytes_sent: bytes each GPU of the group sent.
         run, spans: the simulation and every span.
     """
@@ -154,7 +171,9 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     if block is None:
         raise InvalidInputError(f"{model.name} has no transformer block to split")
     elements = b * model.seq_len * model.hidden
-    moved = 4 * model.activation_bytes(b)   # four collectives a layer
+    # the layer's collectives: four all-reduces, or with sequence parallelism ten
+    # all-gathers and reduce-scatters, each of whose sends a ring all-reduce's half
+    moved = (5 if sequence_parallel else 4) * model.activation_bytes(b)
     if moved > largest_input(t):
         raise InvalidInputError(
             f"sequences={shown(b)} make {shown(moved)} bytes of activations in the layer's "
