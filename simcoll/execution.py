@@ -256,11 +256,26 @@ class Execution:
                        for _, _, address in stuck}
             labels = {proc: label for proc, label, _ in stuck}
 
+            def started(event: simpy.Event) -> list[str]:
+                """The stuck programs ``event`` waits for: itself, or those a condition
+                (``&``, ``|``, AllOf, AnyOf) joins."""
+                if isinstance(event, simpy.events.Condition):
+                    # SimPy keeps a condition's events in ``_events`` and offers no other
+                    # way to read them.
+                    return [label for e in event._events for label in started(e)]
+                label = labels.get(event)  # type: ignore[call-overload]
+                return [] if label is None else [label]
+
             def blocked_on(proc: simpy.Process, address: int) -> str:
-                # A program waiting for one it started waits for that one, not for the
+                # A program waiting for ones it started waits for those, not for the
                 # receives of its endpoint.
-                child = labels.get(proc.target)  # type: ignore[call-overload]
-                return f"{child} to end" if child is not None else waiting[address]
+                target = proc.target
+                children = started(target)
+                if not children:
+                    return waiting[address]
+                either = isinstance(target, simpy.events.Condition) and \
+                    target._evaluate is simpy.events.Condition.any_events
+                return f"{(' or ' if either else ' and ').join(children)} to end"
 
             shown = "; ".join(f"{label} waits for {blocked_on(proc, address)}"
                               for proc, label, address in stuck[:16])

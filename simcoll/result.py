@@ -11,6 +11,7 @@ import numpy as np
 
 from simcoll.collectives import Collective, Splits
 from simcoll.errors import InvalidInputError
+from simcoll.inputs import COUNTER_LIMIT
 from simcoll.runtime import TraceEvent
 from simcoll.topology.io import topology_hash
 
@@ -111,6 +112,11 @@ class RunResult:
         """The fields every result takes from a finished run: its counters as arrays."""
         topology, network = run.topology, run.network
         p = topology.nranks
+        most = max(max(network.sent), max(network.received))
+        if most > COUNTER_LIMIT - 1:  # run_program's messages are not checked before the run
+            raise InvalidInputError(
+                f"{run.runtime.what}'s traffic passed the int64 counters: an endpoint moved "
+                f"{most} bytes, more than {COUNTER_LIMIT - 1}; send smaller buffers")
         sent = np.array(network.sent, dtype=np.int64)
         received = np.array(network.received, dtype=np.int64)
         return dict(

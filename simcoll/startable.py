@@ -24,7 +24,7 @@ from simcoll.collectives import Collective, Splits, check_output, root_argument
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import as_dtype
 from simcoll.errors import CommUsageError, InvalidInputError, SimCollError
-from simcoll.inputs import check_op
+from simcoll.inputs import check_counters, check_op
 from simcoll.ops import ReduceOp
 from simcoll.uneven import abbreviated, check_splits, what_it_takes
 
@@ -102,6 +102,9 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                              f"can")
     try:
         coll = get_collective(collective)
+        if coll.name in _MAY_COME_EMPTY and x is not None:  # as simulate refuses data=
+            raise InvalidInputError(f"a {coll.name} moves no data; pass x=None, not "
+                                    f"{type(x).__name__} {x!r:.60}")
         if not (isinstance(x, (np.ndarray, VirtualBuffer))
                 or (x is None and coll.name in _MAY_COME_EMPTY)):
             raise InvalidInputError(f"{coll.name} needs x, this rank's buffer (a numpy "
@@ -115,6 +118,13 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
         reduce_op = check_op(coll, op)
         root = root_argument(coll, root, src, dst)
         shape = _shape(comm, coll, x, splits)
+        # The largest input, as simulate checks and passes it: a v-collective's ranks'
+        # buffers differ, and every rank must judge the same count.
+        count = 0 if x is None else int(x.size)
+        if shape is not None and coll.uneven is not None:
+            count = max(coll.uneven.inputs(shape))
+        if x is not None:
+            check_counters(count * _dtype(x).itemsize, comm.size, largest=True)
     except SimCollError as exc:
         raise CommUsageError(f"{comm._who}: {exc}") from None
     if spec.host is not None and comm.hosts:
@@ -122,7 +132,6 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
                              f"this machine's server hosts, which only a top-level "
                              f"simulate() starts; start it on a group of GPUs, whose "
                              f"servers are ranks")
-    count = 0 if x is None else int(x.size)
     nodes = tuple(comm.node_of(r) for r in range(comm.size))
     try:
         checked = spec.check(comm.size, count, 0, nodes, params)
@@ -167,7 +176,8 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     if reduce_op is ReduceOp.AVG and coll.reduces:
         program = _finished(program, reduce_op, comm.size)
     reference = coll if shape is None else coll.shaped(shape)
-    expected = reference.out_count(comm.size, count, comm.rank, kwargs.get("root", 0))
+    expected = reference.out_count(comm.size, 0 if x is None else int(x.size), comm.rank,
+                                   kwargs.get("root", 0))
     program = _checked(program, expected, _dtype(x), f"{comm._who} in {coll.name}/{algorithm}")
     return comm.start(program, name=f"{coll.name}/{algorithm}")
 

@@ -610,3 +610,111 @@ def test_via_as_a_tuple_still_routes():
 
     res = sc.run_program(sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6), program)
     assert res.time == pytest.approx(1e-6 + 16e-9, rel=1e-12)
+
+
+def test_a_started_v_collective_judges_its_parameters_on_the_largest_input():
+    """simulate checks an algorithm's parameters against the largest input of a
+    v-collective; a started one judged them on each rank's own share, so rank 1 (one
+    element) refused chunks=2 that simulate takes for splits [4, 1]."""
+    from simcoll.algorithms import Int
+    from simcoll.cost import CostModel, gpu_traffic
+
+    def nothing(p, nbytes, itemsize, **kwargs):
+        return gpu_traffic(np.zeros(p, np.int64), np.zeros(p, np.int64))
+
+    model = CostModel(time=lambda p, nbytes, alpha, beta, gamma, **kwargs: 0.0,
+                      traffic=nothing, exact=lambda p, nbytes, itemsize, **kwargs: False)
+
+    @sc.register("all_gatherv", "pieces_v", cost=model,
+                 params={"chunks": Int(1, minimum=1, at_most_elements=True, doc="pieces")})
+    def pieces_v(comm, x, *, splits, chunks):
+        return (yield comm.all_gatherv(x, splits, algorithm="ring"))
+
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+    data = [np.arange(4.0), np.array([7.0])]
+    assert sc.simulate(topo, "all_gatherv", algorithm="pieces_v", data=data,
+                       chunks=2).correct is True
+
+    def program(comm):
+        return (yield comm.all_gatherv(data[comm.rank], [4, 1], algorithm="pieces_v",
+                                       chunks=2))
+
+    done = sc.run_program(topo, program)
+    for out in done.outputs:
+        assert out.tolist() == [0.0, 1.0, 2.0, 3.0, 7.0]
+
+    def too_many(comm):
+        return (yield comm.all_gatherv(data[comm.rank], [4, 1], algorithm="pieces_v",
+                                       chunks=5))
+
+    with pytest.raises(sc.AlgorithmError, match="rank 0: chunks=5 is more than the 4 "):
+        sc.run_program(topo, too_many)
+
+
+def test_a_started_collective_past_the_traffic_counters_is_refused_before_it_runs():
+    """A ring all_reduce of 2^60 float64 per rank sends 2^63 bytes from each rank: simulate
+    refuses it; started from a rank program it ran to the end, then building the result
+    raised numpy's OverflowError."""
+    topo = sc.topology.switch(2, bandwidth=1e14, latency=1e-6)
+    huge = sc.VirtualBuffer.of(2**60, np.float64)
+
+    def program(comm):
+        return (yield comm.all_reduce(huge))
+
+    with pytest.raises(sc.AlgorithmError, match=r"input of 9223372036854775808 bytes on 2 "
+                                                r"ranks could overflow the int64"):
+        sc.run_program(topo, program)
+
+
+def test_messages_past_the_traffic_counters_end_in_a_simcoll_error():
+    """Point-to-point messages are not known before the run: 2^62 bytes sent twice by rank
+    0 make 2^63, past int64, which the result's counters cannot hold."""
+    topo = sc.topology.switch(2, bandwidth=1e18, latency=1e-6)
+    half = sc.VirtualBuffer.of(2**62, np.uint8)
+
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(half, 1)
+            yield comm.send(half, 1)
+        else:
+            yield comm.recv(0)
+            yield comm.recv(0)
+
+    with pytest.raises(sc.InvalidInputError, match="traffic passed the int64 counters: an "
+                                                   "endpoint moved 9223372036854775808 bytes"):
+        sc.run_program(topo, program)
+
+
+def test_a_started_barrier_refuses_a_buffer():
+    """simulate refuses data for a barrier; a started one ignored the buffer of rank 0."""
+    topo = sc.topology.switch(3, bandwidth=1e9, latency=0.5e-6)
+
+    def program(comm):
+        x = np.ones(1000) if comm.rank == 0 else None
+        return (yield comm.collective("barrier", x, algorithm="dissemination"))
+
+    with pytest.raises(sc.AlgorithmError, match="rank 0: a barrier moves no data; pass "
+                                                "x=None, not ndarray"):
+        sc.run_program(topo, program)
+
+
+@pytest.mark.parametrize("join, word", [("&", "and"), ("|", "or")])
+def test_a_deadlock_names_the_started_programs_a_condition_waits_for(join, word):
+    """Rank 0 waits on two collectives that rank 1 never starts, both at once (&) or
+    either (|): the message named a receive of a started collective as what rank 0's own
+    program waited for."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+
+    def program(comm):
+        done = yield comm.all_reduce(np.ones(4))
+        if comm.rank == 0:
+            gather, scatter = comm.all_gather(np.ones(4)), comm.reduce_scatter(np.ones(4))
+            yield gather & scatter if join == "&" else gather | scatter
+        return done
+
+    with pytest.raises(sc.DeadlockError) as caught:
+        sc.run_program(topo, program)
+    message = str(caught.value)
+    assert (f"rank 0 waits for rank 0 (started program 1: all_gather/ring) {word} rank 0 "
+            f"(started program 2: reduce_scatter/ring) to end;") in message
+    assert "rank 0 waits for recv" not in message
