@@ -861,8 +861,17 @@ def test_a_declared_parameter_taken_positionally_without_a_default_is_named_as_a
     with pytest.raises(sc.RegistrationError) as info:
         sc.register("broadcast", "test_unpassed", params={"chunks": Int(4, minimum=1)},
                     cost=CostModel(time=no_default, traffic=NO_FORMULA.traffic))
-    assert "positionally but is called with (p, nbytes, alpha, beta, gamma)" in str(info.value)
+    assert "positionally but is called with (p, nbytes, alpha, beta, gamma); anything " \
+        "else comes by name: make 'chunks' keyword-only (after a bare *)" in str(info.value)
     assert "keeps its default" not in str(info.value)
+
+    def with_itemsize(p, nbytes, alpha, beta, gamma, itemsize):
+        return 0.0
+
+    with pytest.raises(sc.RegistrationError, match=r"make 'itemsize' keyword-only \(after a "
+                                                   r"bare \*\)"):
+        sc.register("broadcast", "test_unpassed",
+                    cost=CostModel(time=with_itemsize, traffic=NO_FORMULA.traffic))
 
 
 def test_a_spec_whose_minimum_is_its_maximum_takes_that_one_value():

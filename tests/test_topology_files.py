@@ -175,8 +175,8 @@ def test_preset_files(tmp_path, name, text, direct, spec):
      ["q.json: key 'devices' given twice"]),
     # A machine that cannot run is named with its file, at load.
     ("c.yaml", "devices:\n  - {name: g, kind: gpu}\n  - {name: h, kind: gpu}\nlinks: []\n",
-     ["c.yaml: topology 'custom' is not connected: h cannot reach 'g'"]),
-    ("o.yaml", "devices: []\nlinks: []\n", ["o.yaml: topology 'custom' has no GPU",
+     ["c.yaml: topology 'c' is not connected: h cannot reach 'g'"]),
+    ("o.yaml", "devices: []\nlinks: []\n", ["o.yaml: topology 'o' has no GPU",
                                             "a device of kind gpu in a file"]),
     ("p.yaml", "preset: dgx_h200\n", ["p.yaml, line 1: preset: unknown topology builder "
                                       "'dgx_h200' (did you mean 'dgx_h100'?)"]),

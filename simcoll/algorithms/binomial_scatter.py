@@ -136,7 +136,8 @@ def binomial_scatter(comm: Comm, x: Buffer, *, root: int) -> BufferProgram:
 
     The root's x is cut into p blocks as np.array_split does; rank r gets block r.
     Relative rank v receives the blocks of its subtree (relative ranks v .. v + s - 1, as
-    one message) and sends each child its part, largest subtree first, one at a time.
+    one message) and sends each child its part, farthest child first
+    (:func:`~simcoll.algorithms.binomial_tree.binomial_children`), one at a time.
 
     Cost: ceil(log2 p) alpha + (p-1)/p n beta, exact for every p when count is divisible
     by p (no link is ever shared; the root's chain of sends is the critical path). A rank
@@ -205,7 +206,7 @@ def scatter_allgather_broadcast(comm: Comm, x: Buffer, *, root: int) -> BufferPr
     x is cut into p blocks as np.array_split does (the first count % p blocks get one
     more element; with fewer elements than ranks the last blocks are empty and travel as
     zero-byte messages). Relative rank v owns block v; the binomial scatter hands each
-    child the contiguous blocks of its subtree, largest subtree first. Then p - 1 ring
+    child the contiguous blocks of its subtree, farthest child first. Then p - 1 ring
     steps in relative order pass the blocks on until every rank holds all of them.
 
     Cost with count divisible by p: scatter ceil(log2 p) alpha + (p-1)/p n beta, then

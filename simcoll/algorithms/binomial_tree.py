@@ -47,7 +47,9 @@ def binomial_parent(v: int) -> int:
 
 
 def binomial_children(v: int, p: int) -> Iterator[tuple[int, int]]:
-    """(child, mask) pairs of relative rank v, largest subtree first.
+    """(child, mask) pairs of relative rank v, farthest child (largest mask) first, as
+    MPICH orders them: the largest subtree first where p is a power of two (on 5 ranks
+    rank 0's children are 4, of a subtree of one rank, then 2, of two).
 
     The subtree of child c = v + mask holds the relative ranks c .. min(c + mask, p) - 1.
     """
@@ -118,7 +120,8 @@ def binomial_broadcast(comm: Comm, x: Buffer, *, root: int) -> BufferProgram:
     """Binomial-tree broadcast (MPICH's short-message broadcast).
 
     Each rank receives x from its parent, then sends it to its children one at a time,
-    largest subtree first, waiting for each send to arrive before the next.
+    farthest first (:func:`binomial_children`), waiting for each send to arrive before
+    the next.
 
     Cost: ceil(log2 p) (alpha + n beta) for every p >= 1 (the root sends ceil(log2 p)
     messages back to back). Each non-root rank receives n bytes; a rank with c children

@@ -421,10 +421,14 @@ def _check_positional(what: str, fn: Callable[..., Any], names: tuple[str, ...],
     required = [par for par in positional if par.default is inspect.Parameter.empty]
     takes_more = any(par.kind is par.VAR_POSITIONAL for par in pars)
     if len(required) > len(names) or (len(positional) < len(names) and not takes_more):
+        extra = [par.name for par in required[len(names):]]
+        hint = "" if not extra else (
+            f"; anything else comes by name: make {', '.join(map(repr, extra))} "
+            f"keyword-only (after a bare *)")
         raise RegistrationError(
             f"{what}: {role} {getattr(fn, '__name__', fn)!r} takes "
             f"({', '.join(par.name for par in positional)}) positionally but is called "
-            f"with ({', '.join(names)})")
+            f"with ({', '.join(names)}){hint}")
 
 
 _TAKEN_BECAUSE = {

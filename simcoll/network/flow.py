@@ -3,8 +3,10 @@
 A message waits the summed latency of its route, then drains its bytes as a flow that
 crosses every directed link of the route at once. Active flows share each link max-min
 fairly (progressive filling, as in SimGrid's flow-level model without its TCP correction
-factors): a flow alone on its path drains at the path's least bandwidth, so it takes
-exactly ``sum(latency) + nbytes / min(bandwidth)``; k equal flows on one link get 1/k each.
+factors, reverse-route cross-traffic and window bound, on split-duplex links, for routes
+of equal latency: see the README's "The network model"): a flow alone on its path drains
+at the path's least bandwidth, so it takes exactly ``sum(latency) + nbytes /
+min(bandwidth)``; k equal flows on one link get 1/k each.
 
 How rates are kept up to date, and what it costs. Each directed link keeps the set of
 flows draining across it, and a count of the flows in flight on it (draining, or still in

@@ -325,6 +325,8 @@ def load(path: str | os.PathLike) -> Topology:
             the message names the file, the key or line, and what was expected.
     """
     data, ctx = read(path)
+    if isinstance(data, dict) and "devices" in data and not {"name", "preset"} & set(data):
+        data = {"name": Path(path).stem, **data}   # named before its errors name it
     topology = from_dict(data, context=ctx)
     try:
         topology.validate()
@@ -332,6 +334,4 @@ def load(path: str | os.PathLike) -> Topology:
         raise TopologyError(f"{ctx.source}: {exc}") from None
     if topology.spec is None:
         topology.spec = str(path)
-    if isinstance(data, dict) and "devices" in data and "name" not in data:
-        topology.name = Path(path).stem
     return topology
