@@ -182,8 +182,8 @@ def nccl_figure(out: Path) -> Path:
         sc.plot.comparison(found, axes=(top, bottom), title=title)
         # NCCL's own model for what ran (its tuner's latency plus size over bandwidth),
         # dashed beside the simulation
-        predicted = [nccl_model(topo, size, params) * 1e-6
-                     for size, params in zip(found.sizes, found.params)]
+        predicted = [nccl_model(topo, size, ran) * 1e-6
+                     for size, ran in zip(found.sizes, found.params)]
         style = dict(linestyle="--", color="#c0504d", linewidth=1.2)
         top.plot(found.sizes, [n * found.busbw_factor / t / 1e9
                                for n, t in zip(found.sizes, predicted)],

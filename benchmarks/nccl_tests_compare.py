@@ -47,7 +47,7 @@ from nccl_public import TABLES, PublicTable  # noqa: E402
 import simcoll as sc  # noqa: E402
 from simcoll.algorithms.nccl.constants import TUNERS  # noqa: E402
 from simcoll.algorithms.nccl.machine import describe  # noqa: E402
-from simcoll.algorithms.nccl.tune_model import predict  # noqa: E402
+from simcoll.algorithms.nccl.tune_model import max_channels, predict  # noqa: E402
 from simcoll.cli.options import parse_param  # noqa: E402
 from simcoll.network import NETWORKS  # noqa: E402
 from simcoll.processes import local_pool  # noqa: E402
@@ -216,7 +216,7 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
         logs.append(math.log(sim_us / time_us))
         shown = ""
         if algorithm == "nccl":
-            model_us = nccl_model(topo, size, ran)
+            model_us = nccl_model(topo, size, ran, params.get("channels", 0))
             model_logs.append(math.log(model_us / time_us))
             shown = f" {model_us:>14.2f}  {ran['algo']}/{ran['proto']}/{ran['channels']}"
         print(f"   {size:>12d} {time_us:>12.2f} {sim_us:>13.2f} {sim_us / time_us - 1:>+11.1%} "
@@ -233,11 +233,17 @@ def compare(public: PublicTable, algorithm: str, network: str, proto: str | None
     return logs, summary
 
 
-def nccl_model(topo: sc.Topology, size: int, ran: dict[str, Any]) -> float:
+def nccl_model(topo: sc.Topology, size: int, ran: dict[str, Any],
+               channels: int = 0) -> float:
     """NCCL's own predicted time (us) for what ran: its tuner's cost model, latency plus
-    size over bandwidth, for the algorithm, protocol and channels the run took."""
+    size over bandwidth, for the algorithm and protocol the run took, on the channels the
+    tuner reasons on: ``channels`` where the run fixed them (NCCL_MIN_NCHANNELS and
+    NCCL_MAX_NCHANNELS), else the communicator's, before NCCL trims them for a small
+    buffer (``ran["channels"]``: the tuner's bandwidths and its ring "plateau" test read
+    the communicator's count)."""
     machine = describe(topo, tuple(range(topo.nranks)), ran["arch"])
-    return predict(machine, "all_reduce", size, ran["algo"], ran["proto"], ran["channels"],
+    tuned = channels or max_channels(machine, ran["algo"], ran["tuner"], ran["collnet"])
+    return predict(machine, "all_reduce", size, ran["algo"], ran["proto"], tuned,
                    ran["tuner"]) * 1e6
 
 

@@ -152,3 +152,30 @@ def test_a_figure_that_cannot_be_written_leaves_the_old_one(monkeypatch, capsys,
     assert [p.name for p in tmp_path.iterdir()] == ["pat_vs_ring.png"]
     assert f"cannot write {old}: No space left on device" in capsys.readouterr().err
     assert ".savefig(" not in inspect.getsource(figures)  # every figure goes through finish
+
+
+@pytest.mark.parametrize("size", [8, 4096, 1 << 20, 1 << 28])
+def test_nccl_s_model_is_its_tuner_s_prediction_before_channels_are_trimmed(size):
+    """The "NCCL model" column is the time NCCL's tuner predicts for what it chose: on
+    the communicator's channels, which it trims for a small buffer only afterwards (a
+    4 KiB forced ring/Simple on two DGX H100 runs one channel, whose count would bring in
+    the ring's "plateau" factor 1.4 that NCCL's test of nBytes / (nChannels nRanks) >= 64
+    leaves out at the communicator's count). With channels fixed, NCCL reasons on them."""
+    from simcoll.algorithms.nccl.machine import describe
+    from simcoll.algorithms.nccl.tuner import choose
+
+    topo = sc.topology.dgx_h100(2)
+    machine = describe(topo, tuple(range(16)))
+    for forced in ({}, {"algo": "ring", "proto": "Simple"}):
+        ran = dict(sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size,
+                               **forced).params)
+        chose = choose(machine, "all_reduce", size, **forced)
+        assert (ran["algo"], ran["proto"]) == (chose.algo, chose.proto)
+        assert nccl_tests_compare.nccl_model(topo, size, ran) == \
+            pytest.approx(chose.predicted * 1e6, rel=1e-12)
+    ran = dict(sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size, algo="ring",
+                           proto="Simple", channels=2).params)
+    fixed = choose(machine, "all_reduce", size, algo="ring", proto="Simple", channels=2)
+    assert ran["channels"] == fixed.channels == 2
+    assert nccl_tests_compare.nccl_model(topo, size, ran, 2) == \
+        pytest.approx(fixed.predicted * 1e6, rel=1e-12)
