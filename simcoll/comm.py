@@ -516,9 +516,13 @@ class Comm:
         for the collective, ``src=`` (broadcast, scatter) or ``dst=`` (reduce, gather)
         for the root. The v-collectives take ``splits=``, every rank's sizes in elements
         (the same on every rank; see ``simulate``), and ``x`` must be this rank's share.
+        A barrier takes no buffer (``x=None``). Parameters are checked against the
+        largest input, as ``simulate`` checks them (a v-collective's largest share).
 
         Raises:
-            CommUsageError: an unknown collective or algorithm, bad parameters, an op
+            CommUsageError: an unknown collective or algorithm, bad parameters, a buffer
+                for a barrier or none for another collective, sizes whose traffic could
+                overflow the int64 counters, an op
                 for a collective that does not reduce (SUM by default where it does), a
                 root given twice, or an algorithm that runs programs on server hosts started
                 on a communicator that has them (they run only at the top level; on a
