@@ -308,7 +308,8 @@ def test_short_dtype_names_get_the_name_numpy_knows(name, meant):
      r"servers=3 is more than the machine.s hosts=2 server hosts; use 1..2"),
     (lambda: sc.cost.predict("all_reduce", "parameter_server", p=4, nbytes=64, alpha=1e-6,
                              beta=1e-9, servers=5),
-     r"servers=5 is more than the machine.s p=4 ranks; use 1..4"),
+     r"servers=5 is more than the machine.s p=4 ranks; use 1..4, or a machine with server "
+     r"hosts \(a topology.s servers=, hosts= in simcoll.cost\)"),
 ])
 def test_cost_queries_refuse_what_a_run_refuses(call, match):
     with pytest.raises(sc.InvalidInputError, match=match):

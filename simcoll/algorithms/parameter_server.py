@@ -55,8 +55,10 @@ def _validate(p: int, count: int, hosts: int, *, servers: int | None) -> None:
     """Refuse server counts the topology cannot provide."""
     limit, what = (hosts, f"hosts={hosts} server hosts") if hosts else (p, f"p={p} ranks")
     if servers is not None and servers > limit:
+        hint = "" if hosts else (", or a machine with server hosts (a topology's servers=, "
+                                 "hosts= in simcoll.cost)")
         raise InvalidInputError(
-            f"servers={servers} is more than the machine's {what}; use 1..{limit}")
+            f"servers={servers} is more than the machine's {what}; use 1..{limit}{hint}")
 
 
 def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,

@@ -57,6 +57,7 @@ class Bounds:
             times gamma.
         message: alpha if any message is needed (p > 1 and a rank must move bytes, or a
             barrier), else 0.
+        total: the bound that holds for every algorithm (a property: see it).
     """
 
     latency: float

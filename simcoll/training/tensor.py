@@ -17,8 +17,9 @@ overlapped with it, which the half's reduce-scatter waits for (the paper's "extr
 all-gather in the backward pass"; Megatron-LM's
 ``LinearWithGradAccumulationAndAsyncCommunication.backward``,
 ``megatron/core/tensor_parallel/layers.py``, overlaps it with the input gradient's matrix
-multiplication). A block then moves 10 (t-1)/t b s h bytes per GPU forward and backward
-with sequence parallelism, 8 (t-1)/t b s h in its four all-reduces without.
+multiplication). A block then moves 10 (t-1)/t b s h activations per GPU forward and
+backward with sequence parallelism, 8 (t-1)/t b s h in its four all-reduces without
+(each of ``Precision.activation_bytes``).
 """
 
 from __future__ import annotations
