@@ -1556,3 +1556,14 @@ def test_root_zero_and_the_last_rank_are_taken(capsys):
         status, _, err = cli(capsys, "run", "--collective", "broadcast", "--algorithm",  # noqa: F821
                              "binomial", "-r", root, "-b", "1K", "-e", "1K")
         assert status == 0, err
+
+
+def test_plot_draws_the_busiest_sender_s_bytes(capsys, tmp_path):
+    points = tmp_path / "points.jsonl"
+    cli(capsys, "sweep", "--algorithms", "ring,naive", "--ranks", "2,4", "--sizes", "1M",
+        "--output", str(points))
+    picture = tmp_path / "bytes.png"
+    status, out, _ = cli(capsys, "plot", str(points), "--output", str(picture), "--y",
+                         "bytes_sent")
+    assert status == 0 and "4 of 4 records plotted" in out
+    assert picture.read_bytes().startswith(b"\x89PNG")

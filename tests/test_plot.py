@@ -1783,3 +1783,33 @@ def test_timeline_ranks_of_another_dimension_are_refused(ranks):
     with pytest.raises(sc.InvalidInputError, match=r"ranks=array\(.*is not accepted; give a "
                                                    r"non-empty list"):
         sc.plot.timeline(res, ranks=ranks)
+
+
+def test_scaling_plots_the_busiest_sender_s_bytes_and_the_traffic_model():
+    """y="bytes_sent": the most bytes one endpoint sent. 64 MiB per rank: a ring sends
+    2 (p-1)/p M from every rank; the parameter server on rank 0 sends the reduced M to
+    each of the p-1 workers, (p-1) M; with two server hosts each host sends its half of
+    M to all p workers, p M / 2. The model's lines (cost.traffic) lie on the simulated
+    ones, and the axis is labelled at powers of 2 in binary units."""
+    m = 64 * 2**20
+    records = []
+    for p in (2, 4, 8):
+        records.append(sc.simulate(reference(p), "all_reduce", algorithm="ring", nbytes=m))
+        records.append(sc.simulate(reference(p), "all_reduce", algorithm="parameter_server",
+                                   nbytes=m))
+        hosts = sc.topology.switch(p, bandwidth=1 / BETA, latency=ALPHA / 2, servers=2)
+        records.append(sc.simulate(hosts, "all_reduce", algorithm="parameter_server",
+                                   nbytes=m).to_dict())
+    fig = scaling(records, y="bytes_sent", formula=True, alpha=ALPHA, beta=BETA, gamma=0)
+    expected = {"ring": [2 * (p - 1) * m // p for p in (2, 4, 8)],
+                "rank 0": [(p - 1) * m for p in (2, 4, 8)],
+                "hosts": [p * m // 2 for p in (2, 4, 8)]}
+    drawn = sorted(xy(line)[1] for line in lines(fig, "simulated"))
+    assert drawn == sorted([float(v) for v in values] for values in expected.values())
+    model = sorted(xy(line)[1] for line in lines(fig, "formula"))
+    assert model == drawn
+    ticks = tick_texts(fig, "y")
+    assert "64 MiB" in ticks and "512 MiB" in ticks and all(t.endswith("iB") for t in ticks)
+    assert fig.axes[0].get_ylabel() == "bytes sent by the busiest endpoint"
+    legend = fig.axes[0].get_legend()
+    assert "traffic model (dashed)" in [text.get_text() for text in legend.get_texts()]

@@ -31,8 +31,10 @@ def add_parser(sub: Any) -> None:
                    help="nranks or nbytes (default: nbytes where every record has one "
                         "rank count and there are several sizes, as in 'simcoll run', "
                         "else nranks)")
-    p.add_argument("--y", action=Once, default="busbw", choices=("busbw", "algbw", "time"),
-                   help="busbw (default), algbw or time")
+    p.add_argument("--y", action=Once, default="busbw",
+                   choices=("busbw", "algbw", "time", "bytes_sent"),
+                   help="busbw (default), algbw, time, or bytes_sent (the most bytes one "
+                        "GPU or server host sent)")
     p.set_defaults(handler=_run)
 
 

@@ -42,7 +42,7 @@ __all__ = ["scaling", "plot_scaling"]
 _XS = ("nranks", "nbytes")
 _X_TICKS = 8
 """The most labelled x values where they are too many (more than 12) to label all."""
-_YS = ("time", "busbw", "algbw")
+_YS = ("time", "busbw", "algbw", "bytes_sent")
 _BYS = ("algorithm", "collective", "topology", "network", "dtype")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", ">", "*", "<", "h", "d", "p")
 """One marker per colour slot: the ten fixed algorithms' all differ, and only ring's is
@@ -159,6 +159,11 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
     try:
         if "hosts" in get_algorithm(p.collective, p.algorithm).cost.machine:
             params["hosts"] = p.hosts
+        if y == "bytes_sent":
+            moved = cost.traffic(p.collective, p.algorithm, p=p.nranks, nbytes=p.nbytes,
+                                 itemsize=_itemsize(p.dtype), **params)
+            most = max([*moved.sent.tolist(), *moved.host_sent.tolist()], default=0)
+            return float(most) if most > 0 else None
         t = cost.predict(p.collective, p.algorithm, p=p.nranks, nbytes=p.nbytes,
                          alpha=alpha, beta=beta, gamma=gamma,
                          itemsize=_itemsize(p.dtype), **params)
@@ -197,10 +202,31 @@ def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
     else:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}"))
         ax.set_xlabel("ranks")
-    log_y_axis(ax, min(ys), max(ys), y_text or tick_numbers(min(ys), max(ys)))
+    if y_text is format_size:
+        _bytes_axis(ax, min(ys), max(ys))
+    else:
+        log_y_axis(ax, min(ys), max(ys), y_text or tick_numbers(min(ys), max(ys)))
     ax.set_ylabel(y_label)
     ax.grid(True, which="major", alpha=0.45)
     ax.grid(True, which="minor", axis="y", alpha=0.15)
+
+
+def _bytes_axis(ax: Any, lo: float, hi: float) -> None:
+    """A log2 y axis of sizes over the powers of 2 from the one at or below ``lo`` to the
+    one at or above ``hi`` (one octave at least), and a quarter octave past data that
+    lies on them, labelled in binary units at powers of 2, every k-th octave for at most
+    :data:`_X_TICKS` labels."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    first, last = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    last = max(last, first + 1)
+    step = -(-(last - first) // _X_TICKS)
+    ax.set_yscale("log", base=2)
+    ax.set_ylim(min(2.0 ** first, lo / 2 ** 0.25), max(2.0 ** last, hi * 2 ** 0.25))
+    ax.yaxis.set_major_locator(FixedLocator([2.0 ** e for e in range(first, last + 1, step)]))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
+    ax.yaxis.set_minor_locator(FixedLocator([2.0 ** e for e in range(first, last + 1)]))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _shade(colour: tuple, t: float) -> tuple:
@@ -275,7 +301,10 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         records: ``Result`` objects, or dicts as ``Result.to_dict()`` writes them (the lines
             of a sweep file).
         x: ``"nranks"`` or ``"nbytes"``.
-        y: ``"time"``, ``"busbw"`` or ``"algbw"``.
+        y: ``"time"``, ``"busbw"``, ``"algbw"``, or ``"bytes_sent"``: the most bytes
+            one endpoint (a GPU rank or a server host) sent, the busiest sender's traffic
+            (with ``formula=True`` the model's, ``simcoll.cost.traffic``; alpha, beta and
+            gamma are then not read but must still be given).
         by: the field that picks a line's colour: ``"algorithm"``, ``"collective"``,
             ``"topology"``, ``"network"`` or ``"dtype"``.
         split: the field that splits lines further, the other of ``nranks`` / ``nbytes``
@@ -341,6 +370,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         else:
             unit, factor = time_unit(max(times))
             y_label = f"time ({unit})"
+    elif y == "bytes_sent":
+        factor, y_label, y_text = 1.0, "bytes sent by the busiest endpoint", format_size
     else:
         factor, y_label = 1e-9, f"{y} (GB/s)"
     own = ax is None
@@ -400,7 +431,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     handles, _ = ax.get_legend_handles_labels()
     if model_args is not None:
         handles.append(Line2D([], [], color="0.35", linestyle="--",
-                              label="α-β-γ model (dashed)"))
+                              label="traffic model (dashed)" if y == "bytes_sent"
+                              else "α-β-γ model (dashed)"))
     for note in _left_out_notes(failures, skipped, y):
         handles.append(Line2D([], [], color="0.45", marker="x", linestyle="none",
                               label=note))

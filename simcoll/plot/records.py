@@ -51,9 +51,12 @@ class Point:
     settings: str = ""
     """A root other than 0 and an op other than a sum, as ``root=5, op=max``: points that
     differ in them are different lines."""
+    bytes_sent: int | None = None
+    """The most bytes one endpoint sent (a GPU rank's ``bytes_sent`` or a server host's
+    ``host_bytes_sent``), where the record lists them."""
 
     def value(self, name: str) -> float | None:
-        """``nranks``, ``nbytes``, ``time``, ``algbw`` or ``busbw``."""
+        """``nranks``, ``nbytes``, ``time``, ``algbw``, ``busbw`` or ``bytes_sent``."""
         v = getattr(self, name)
         return None if v is None else float(v)
 
@@ -87,6 +90,15 @@ def _settings(root: Any, op: Any) -> str:
     return ", ".join(parts)
 
 
+def _most_sent(*lists: Any) -> int | None:
+    """The largest count of the lists (a record's ``bytes_sent`` and
+    ``host_bytes_sent``), or None where no list of whole numbers is given."""
+    counts = [v for values in lists if isinstance(values, (list, tuple)) for v in values]
+    if not counts or not all(isinstance(v, int) and not isinstance(v, bool) for v in counts):
+        return None
+    return max(counts)
+
+
 def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
     for key in _REQUIRED:
         if key not in r:
@@ -104,7 +116,8 @@ def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
                  _number(r.get("algbw")), _number(r.get("busbw")),
                  dict(r.get("requested", r.get("params")) or {}),
                  _machine(r), spec=None if r.get("spec") is None else str(r["spec"]),
-                 settings=_settings(r.get("root"), r.get("op")))
+                 settings=_settings(r.get("root"), r.get("op")),
+                 bytes_sent=_most_sent(r.get("bytes_sent"), r.get("host_bytes_sent")))
 
 
 @dataclass(frozen=True)
@@ -157,7 +170,9 @@ def read_all(records: Iterable[Record]
                                 r.nranks, r.nbytes, len(r.host_bytes_sent), _number(r.time),
                                 _number(r.algbw), _number(r.busbw),
                                 dict(r.params if r.requested is None else r.requested),
-                                from_result=True, settings=_settings(r.root, r.op)))
+                                from_result=True, settings=_settings(r.root, r.op),
+                                bytes_sent=_most_sent(r.bytes_sent.tolist(),
+                                                      r.host_bytes_sent.tolist())))
         elif isinstance(r, Mapping):
             if r.get("error"):
                 failures.append(Failure(str(r.get("collective", "?")),
