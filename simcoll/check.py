@@ -230,10 +230,11 @@ def _rounding(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
     possible."""
     eps, tiny, largest = float_info(dtype)
     u, r, q = eps / 2, float(np.finfo(ref.dtype).eps) / 2, p - 1
-    grown = (1 + u) ** q
+    growth = _growth(u, q)
+    grown = 1 + growth
     slack = 1 + 4 * p * r  # the check's own float64 sums and subtraction
     if op is ReduceOp.PRODUCT:
-        limit = (grown - 1 + p * r) * slack * np.abs(ref)
+        limit = (growth + p * r) * slack * np.abs(ref)
         return limit + _underflow(p, eps, tiny, reach, grown), reach * grown > largest
     if op is ReduceOp.AVG:
         # sum |x| = p reach, not formed: near the largest number it would overflow
@@ -246,12 +247,18 @@ def _rounding(op: ReduceOp, p: int, dtype: np.dtype, ref: np.ndarray,
     return q * (u + r) * slack * reach, reach * grown > largest
 
 
+def _growth(u: float, q: int) -> float:
+    """(1 + u)^q - 1, which float64 cannot compute as written where u is its own unit
+    roundoff (1 + 2^-53 rounds to 1, and the bound to 0)."""
+    return math.expm1(q * math.log1p(u))
+
+
 def _quick(op: ReduceOp, p: int, dtype: np.dtype, ref_dtype: np.dtype) -> float:
     """A factor k with ``k |reference|`` within every element's limit (:func:`_allowed`;
     ``|sum x| <= sum |x|``): an element that close needs no magnitudes computed."""
     u, r, q = float_info(dtype).eps / 2, float(np.finfo(ref_dtype).eps) / 2, p - 1
     if op is ReduceOp.PRODUCT:
-        return (1 + u) ** q - 1
+        return _growth(u, q)
     if op is ReduceOp.AVG:
         return q * u * (1 - u) * abs(_avg_scale(dtype, p)) * p / (1 + p * r)
     return q * (u + r)
@@ -436,8 +443,7 @@ def _saturation_growth(p: int, dtype: np.dtype) -> float:
     """gamma_q = (1 + u)^q - 1 for a saturating (fp8) dtype, u its unit roundoff plus
     half precision's, which NCCL adds in before it rounds to fp8 (two roundings), and
     q = p - 1 combines."""
-    u = float_info(dtype).eps / 2 + 2.0 ** -11
-    return (1 + u) ** (p - 1) - 1
+    return _growth(float_info(dtype).eps / 2 + 2.0 ** -11, p - 1)
 
 
 def _saturated_sums(positive: np.ndarray, negative: np.ndarray, p: int, dtype: np.dtype

@@ -984,3 +984,26 @@ def test_the_error_of_a_wrong_large_integer_is_exact():
     u = [np.array([2**64 - 2], np.uint64), np.array([0], np.uint64)]
     assert compare(coll, u, [np.array([2**64 - 1], np.uint64)] * 2, ReduceOp.SUM, 0) == \
         (False, 1.0)
+
+
+def test_float64_products_keep_their_rounding_allowance():
+    """(1 + u)^q - 1 in float64 with u = 2^-53 is 0 (1 + 2^-53 rounds to 1): a float64
+    product's allowance was only the reference's own p r, and a ring's right product of
+    five numbers in [0.9, 1.1] (2.7 u from the exact one, by fractions) was called wrong.
+    The allowance is q u from the dtype and p r from the reference: 4 u + 5 r here; an
+    output 20 u off is still refused."""
+    from fractions import Fraction
+
+    p = 5
+    data = [np.random.default_rng(1900 + r).uniform(0.9, 1.1, 64) for r in range(p)]
+    res = sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring", data=data,
+                      op="product")
+    u = 2.0**-53
+    exact = [np.prod([Fraction(float(x[j])) for x in data]) for j in range(64)]
+    off = max(abs(Fraction(float(res.outputs[0][j])) - exact[j]) / exact[j]
+              for j in range(64))
+    assert off <= (p - 1) * u * 1.001      # within what four roundings may do
+    assert res.correct is True
+    coll = COLLECTIVES["all_reduce"]
+    far = [np.array([float(e) * (1 + 20 * u) for e in exact])] * p
+    assert not compare(coll, data, far, ReduceOp.PRODUCT, 0)[0]

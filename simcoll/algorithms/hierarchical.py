@@ -26,8 +26,9 @@ beta_inter and gamma; the intra-node all-gather takes G-1 steps of alpha + n/G b
     T = 2 (G-1)(alpha + n/G beta) + (G-1)/G n gamma + T_inter(N, n/G)
 
 With the ring across nodes T_inter(N, m) = 2 (N-1)(alpha_inter + m/N beta_inter)
-+ (N-1)/N m gamma (:func:`hierarchical_time`). The time is exact where the ``inter``
-model is exact for N ranks and n/G bytes, else an estimate (the largest block,
++ (N-1)/N m gamma (:func:`hierarchical_time`). ``is_exact`` says so for a count divisible
+by p where the ``inter`` model is exact for N ranks and n/G bytes (some other counts are
+exact too, one GPU per node among them); elsewhere the time is an estimate (the largest block,
 ceil(count/G) elements, stands for n/G where G does not divide the count).
 """
 
