@@ -5,7 +5,8 @@ each odd rank 2i+1 sends its buffer to rank 2i, which reduces it (rank 2i's buff
 left); the p' survivors (rank 2i as new rank i for i < rem, rank r >= 2 rem as new rank
 r - rem) run the power-of-two algorithm; then rank 2i sends rank 2i+1 its result
 (Thakur, Rabenseifner & Gropp, IJHPCA 19(1), 2005). MPICH's Rabenseifner reduce folds so;
-its all-reduce (``MPIR_Allreduce_intra_reduce_scatter_allgather``) folds the mirror way,
+its all-reduce (``MPIR_Allreduce_intra_reduce_scatter_allgather``) and its
+reduce-scatter (``MPIR_Reduce_scatter_intra_recursive_halving``) fold the mirror way,
 the even ranks below 2 rem sending to rank + 1, which gives the same times and the same
 bytes per rank, mirrored within each pair. Programs and their cost models use the
 helpers here.

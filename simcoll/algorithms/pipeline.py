@@ -7,8 +7,8 @@ Each rank keeps at most one message in flight per destination: it waits for piec
 arrive before sending piece k + 1, so pieces flow back to back. The mirror image, the
 pipelined reduce toward the root, is ``reduce/ring`` (:mod:`simcoll.algorithms.ring`).
 
-Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
-MPICH", IJHPCA 19(1), 2005 (pipelined broadcast).
+The linear pipeline is a classic of broadcasting on a chain; its cost here is derived in
+this module (a proportionate flow shop: every piece takes the same time at every hop).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from simcoll.algorithms.params import Int
 from simcoll.algorithms.registry import register
 from simcoll.buffers import Buffer, split
 from simcoll.comm import Comm
-from simcoll.cost.model import CostModel, Traffic, gpu_traffic
+from simcoll.cost.model import CostModel, Traffic, always_exact, gpu_traffic, largest_block
 from simcoll.typing import BufferProgram
 
 __all__ = ["pipeline_broadcast"]
@@ -29,14 +29,18 @@ CHUNKS = {"chunks": Int(8, minimum=1, at_most_elements=True,
 
 
 def _time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
-          chunks: int) -> float:
-    """(p - 2 + K)(alpha + n/K beta) for p >= 2 (Thakur et al. 2005).
+          chunks: int, itemsize: int) -> float:
+    """(p - 2 + K) alpha + (n + (p - 2) c) beta for p >= 2, c the largest piece in bytes:
+    (p - 2 + K)(alpha + n/K beta) when K divides the element count.
 
-    The first piece needs p - 1 hops, then one piece arrives per hop time.
+    Derivation (ours): the K pieces cross p - 1 hops in order, piece k taking
+    alpha + s_k beta at each: a proportionate flow shop, whose makespan is the sum of
+    the pieces' times plus p - 2 times the longest piece's.
     """
     if p == 1:
         return 0.0
-    return (p - 2 + chunks) * (alpha + nbytes / chunks * beta)
+    largest = largest_block(nbytes, chunks, itemsize)
+    return (p - 2 + chunks) * alpha + (nbytes + (p - 2) * largest) * beta
 
 
 def _traffic(p: int, nbytes: int, itemsize: int, *, root: int) -> Traffic:
@@ -48,12 +52,8 @@ def _traffic(p: int, nbytes: int, itemsize: int, *, root: int) -> Traffic:
     return gpu_traffic(sent, received)
 
 
-def _exact(p: int, nbytes: int, itemsize: int, *, chunks: int) -> bool:
-    return p == 1 or (nbytes // itemsize) % chunks == 0
-
-
 @register("broadcast", "pipeline", params=CHUNKS,
-          cost=CostModel(time=_time, traffic=_traffic, exact=_exact))
+          cost=CostModel(time=_time, traffic=_traffic, exact=always_exact))
 def pipeline_broadcast(comm: Comm, x: Buffer, *, root: int, chunks: int) -> BufferProgram:
     """Pipelined chain broadcast: root -> root+1 -> ... -> root-1, in K pieces.
 
@@ -63,8 +63,8 @@ def pipeline_broadcast(comm: Comm, x: Buffer, *, root: int, chunks: int) -> Buff
     Cost: (p - 2 + K)(alpha + n/K beta) for p >= 2 when K divides the element count.
     With uneven pieces (the first count % K one element larger, c the largest in bytes)
     it is (p - 2 + K) alpha + (n + (p-2) c) beta: a flow shop whose pieces take the same
-    time at every hop. Each rank but the last sends n bytes; each but the root receives
-    n bytes. Source: Thakur et al. 2005.
+    time at every hop (derived here), exact for every count. Each rank but the last
+    sends n bytes; each but the root receives n bytes.
     """
     p = comm.size
     if p == 1:

@@ -218,8 +218,10 @@ def recursive_halving_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp) -> 
     At distance d rank r keeps the half of its current block range that holds block r,
     sends the other half to rank r ^ d and reduces the half it receives; after log2 p
     rounds it holds block r (np.array_split(x, p)[r]) reduced over all ranks.
-    Non-power-of-two p: MPICH's fold; survivor i < rem works for the two blocks 2i and
-    2i+1 and sends block 2i+1 to rank 2i+1 at the end.
+    Non-power-of-two p: the fold of :mod:`~simcoll.algorithms.fold` (MPICH's
+    reduce-scatter folds the mirror way, its even ranks sending to rank + 1: the same
+    times, the bytes swapped within each pair); survivor i < rem works for the two blocks
+    2i and 2i+1 and sends block 2i+1 to rank 2i+1 at the end.
 
     Cost for p a power of two and n divisible by p (Thakur et al. 2005):
     log2 p alpha + (p-1)/p n (beta + gamma); each rank sends and receives (p-1)/p n

@@ -193,7 +193,8 @@ def ring_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, chunks: int) -> Buff
 
 def _reduce_scatter_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
                          chunks: int, itemsize: int) -> float:
-    """K = 1: (p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma (Thakur et al. 2005).
+    """K = 1: (p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma (the cost Thakur et al. 2005
+    give MPICH's pairwise-exchange reduce-scatter; the ring's schedule is Patarasuk & Yuan's).
 
     K >= 2: c + g + (N - 1) max(c, g) (module docstring): the slower of link and reduction
     engine is never idle.
@@ -226,8 +227,9 @@ def ring_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, chunks: int) -> 
     reduction completes block r. With ``chunks=K`` every block travels as K pieces.
 
     Cost, with N, c and g as for the ring all-reduce: K = 1: (p-1) alpha + (p-1)/p n beta
-    + (p-1)/p n gamma (Thakur et al. 2005); K >= 2: c + g + (N - 1) max(c, g) (derived
-    here: the link or the reduction engine, whichever is slower per piece, is never idle).
+    + (p-1)/p n gamma (the cost of Thakur et al. 2005's pairwise exchange); K >= 2:
+    c + g + (N - 1) max(c, g) (derived here: the link or the reduction engine, whichever
+    is slower per piece, is never idle).
     Rank r sends every block but block r and receives every block but block r - 1:
     (p-1)/p n bytes each way for sizes divisible by p.
     """
@@ -309,8 +311,8 @@ def ring_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, chunks: int) 
     Cost, with T = alpha + n/K beta per hop and R = n/K gamma per reduction, for p >= 2
     when K divides the element count: (p-1)(T + R) + (K-1) max(T, R) (a flow shop of
     p - 1 links and p - 1 reduction engines, every piece taking the same time on each).
-    Each rank but the root sends n bytes; each but root - 1 receives n bytes. Source:
-    Thakur et al. 2005 (pipelined reduce).
+    Each rank but the root sends n bytes; each but root - 1 receives n bytes (the
+    pipelined chain, derived here).
     """
     p = comm.size
     if p == 1:

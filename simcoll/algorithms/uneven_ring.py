@@ -97,8 +97,8 @@ def ring_reduce_scatterv(comm: Comm, x: Buffer, *, op: ReduceOp,
     it holds block r, fully reduced.
 
     Cost: the ring recurrence with reductions (module docstring), (p-1)(alpha + n/p beta +
-    n/p gamma) for equal blocks (Thakur et al. 2005). Rank r sends n - c_r and receives
-    n - c_{r-1} bytes.
+    n/p gamma) for equal blocks (as Thakur et al. 2005 cost a pairwise exchange). Rank r
+    sends n - c_r and receives n - c_{r-1} bytes.
     """
     p, r = comm.size, comm.rank
     right, left = (r + 1) % p, (r - 1) % p
