@@ -256,26 +256,31 @@ class Execution:
                        for _, _, address in stuck}
             labels = {proc: label for proc, label, _ in stuck}
 
-            def started(event: simpy.Event) -> list[str]:
-                """The stuck programs ``event`` waits for: itself, or those a condition
-                (``&``, ``|``, AllOf, AnyOf) joins."""
+            def started(event: simpy.Event, address: int, nested: bool = False) -> str | None:
+                """What a program waiting for ``event`` waits for where that names a
+                program it started: the program's end, or a condition's (``&``, ``|``)
+                parts that have not fired, other parts read as the endpoint's waiting
+                receives; None where no started program is among them."""
                 if isinstance(event, simpy.events.Condition):
                     # SimPy keeps a condition's events in ``_events`` and offers no other
                     # way to read them.
-                    return [label for e in event._events for label in started(e)]
+                    parts = [started(e, address, True) for e in event._events
+                             if not e.triggered]
+                    named = [part for part in parts if part is not None]
+                    if not named:
+                        return None
+                    if len(named) < len(parts):
+                        named.append(waiting[address])
+                    either = event._evaluate is simpy.events.Condition.any_events
+                    text = (" or " if either else " and ").join(named)
+                    return f"({text})" if nested and len(named) > 1 else text
                 label = labels.get(event)  # type: ignore[call-overload]
-                return [] if label is None else [label]
+                return None if label is None else f"{label} to end"
 
             def blocked_on(proc: simpy.Process, address: int) -> str:
-                # A program waiting for ones it started waits for those, not for the
-                # receives of its endpoint.
-                target = proc.target
-                children = started(target)
-                if not children:
-                    return waiting[address]
-                either = isinstance(target, simpy.events.Condition) and \
-                    target._evaluate is simpy.events.Condition.any_events
-                return f"{(' or ' if either else ' and ').join(children)} to end"
+                # A program waiting for ones it started waits for those, not (only) for
+                # the receives of its endpoint.
+                return started(proc.target, address) or waiting[address]
 
             shown = "; ".join(f"{label} waits for {blocked_on(proc, address)}"
                               for proc, label, address in stuck[:16])

@@ -715,6 +715,36 @@ def test_a_deadlock_names_the_started_programs_a_condition_waits_for(join, word)
     with pytest.raises(sc.DeadlockError) as caught:
         sc.run_program(topo, program)
     message = str(caught.value)
-    assert (f"rank 0 waits for rank 0 (started program 1: all_gather/ring) {word} rank 0 "
-            f"(started program 2: reduce_scatter/ring) to end;") in message
+    assert (f"rank 0 waits for rank 0 (started program 1: all_gather/ring) to end {word} "
+            f"rank 0 (started program 2: reduce_scatter/ring) to end;") in message
     assert "rank 0 waits for recv" not in message
+
+
+def test_a_deadlock_message_keeps_a_condition_s_receives_and_its_grouping():
+    """A program waiting for a started collective or a receive of its own waits for
+    either: both are named. A condition inside a condition keeps its parentheses."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+
+    def either(comm):
+        if comm.rank == 0:
+            yield comm.all_gather(np.ones(4)) | comm.recv(src=1, tag=7)
+        return None
+
+    with pytest.raises(sc.DeadlockError) as caught:
+        sc.run_program(topo, either)
+    message = str(caught.value)
+    assert "rank 0 waits for rank 0 (started program 0: all_gather/ring) to end or recv " \
+        "from 1 (tag 7)" in message
+
+    def nested(comm):
+        if comm.rank == 0:
+            gather, scatter = comm.all_gather(np.ones(4)), comm.reduce_scatter(np.ones(4))
+            third = comm.all_reduce(np.ones(4))
+            yield (gather | scatter) & third
+        return None
+
+    with pytest.raises(sc.DeadlockError) as caught:
+        sc.run_program(topo, nested)
+    assert ("rank 0 waits for (rank 0 (started program 0: all_gather/ring) to end or rank 0 "
+            "(started program 1: reduce_scatter/ring) to end) and rank 0 (started program 2: "
+            "all_reduce/ring) to end;") in str(caught.value)

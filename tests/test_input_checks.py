@@ -543,6 +543,14 @@ def test_step_models_refuse_traffic_past_the_counters_before_the_run():
     most = (2**63 - 1) // 32 // per_sequence
     with pytest.raises(sc.InvalidInputError, match=rf"use sequences <= {most}$"):
         sc.training.tensor_parallel_layer(model, topo, tp=4, sequences=most + 1)
+    # with sequence parallelism ten all-gathers and reduce-scatters, each sending half of
+    # what an all-reduce does: five all-reduces' worth
+    most = (2**63 - 1) // 32 // (5 * 256 * 128 * model.precision.activation_bytes)
+    with pytest.raises(sc.InvalidInputError, match=rf"in the layer's collectives on tp=4 "
+                                                   rf"ranks.* use sequences <= {most}$"):
+        sc.training.tensor_parallel_layer(model, topo, tp=4, sequences=most + 1,
+                                          sequence_parallel=True)
+    sc.training.tensor_parallel_layer(model, topo, tp=4, sequences=1, sequence_parallel=True)
 
 
 def test_cost_queries_take_numpy_rank_counts_as_python_ones_and_refuse_huge_numbers():

@@ -873,6 +873,14 @@ def test_a_declared_parameter_taken_positionally_without_a_default_is_named_as_a
         sc.register("broadcast", "test_unpassed",
                     cost=CostModel(time=with_itemsize, traffic=NO_FORMULA.traffic))
 
+    def in_the_middle(p, nbytes, chunks, alpha, beta, gamma):
+        return 0.0
+
+    # the parameter out of place is named, not the last one (gamma)
+    with pytest.raises(sc.RegistrationError, match=r"make 'chunks' keyword-only"):
+        sc.register("broadcast", "test_unpassed", params={"chunks": Int(4, minimum=1)},
+                    cost=CostModel(time=in_the_middle, traffic=NO_FORMULA.traffic))
+
 
 def test_a_spec_whose_minimum_is_its_maximum_takes_that_one_value():
     """minimum == maximum leaves one value, which is accepted: only minimum > maximum

@@ -421,7 +421,7 @@ def _check_positional(what: str, fn: Callable[..., Any], names: tuple[str, ...],
     required = [par for par in positional if par.default is inspect.Parameter.empty]
     takes_more = any(par.kind is par.VAR_POSITIONAL for par in pars)
     if len(required) > len(names) or (len(positional) < len(names) and not takes_more):
-        extra = [par.name for par in required[len(names):]]
+        extra = [par.name for par in required if par.name not in names]
         hint = "" if not extra else (
             f"; anything else comes by name: make {', '.join(map(repr, extra))} "
             f"keyword-only (after a bare *)")

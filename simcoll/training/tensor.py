@@ -178,8 +178,9 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     if moved > largest_input(t):
         raise InvalidInputError(
             f"sequences={shown(b)} make {shown(moved)} bytes of activations in the layer's "
-            f"four collectives on tp={t} ranks, which could overflow the int64 traffic "
-            f"counters; use sequences <= {largest_input(t) // (moved // b)}")
+            f"{'collectives' if sequence_parallel else 'four all-reduces'} on tp={t} "
+            f"ranks, which could overflow the int64 traffic counters; use sequences <= "
+            f"{largest_input(t) // (moved // b)}")
     if sequence_parallel and model.seq_len % t:  # it splits the sequence, as step() does
         raise InvalidInputError(f"sequence parallelism needs tp={t} to divide "
                                 f"seq_len={model.seq_len}")
