@@ -348,3 +348,15 @@ def test_lower_bounds_by_value(collective, moved, reduced):
     bound = cost.lower_bound(collective, p=4, nbytes=4096, alpha=A, beta=B, gamma=G)
     assert bound == Bounds(pytest.approx(2 * A, rel=1e-15), pytest.approx(moved * B, rel=1e-15),
                            pytest.approx(reduced * G, rel=1e-15), A)
+
+
+def test_lower_bound_names_collectives_as_predict_does():
+    """lower_bound refused a list with a raw TypeError, an unknown name with a plain
+    InvalidInputError listing fewer collectives than it takes; torch's names work."""
+    for bad in (["all_reduce"], "all_reduec"):
+        with pytest.raises(sc.UnknownCollectiveError, match="all_gatherv, reduce_scatterv, "
+                                                            "all_to_allv"):
+            cost.lower_bound(bad, p=4, nbytes=64, alpha=1.0, beta=1.0)
+    torch = cost.lower_bound("all_gather_into_tensor", p=4, nbytes=64, alpha=1.0, beta=0.5)
+    # an all_gather's rank receives (p-1) n bytes: 3 x 64 x 0.5 = 96; 2 rounds of alpha
+    assert (torch.bandwidth, torch.latency) == (96.0, 2.0)

@@ -820,3 +820,36 @@ def test_an_alltoallv_run_is_read_and_refused_by_compare_as_such():
     with pytest.raises(sc.InvalidInputError, match=r"nccl-tests' alltoallv_perf, which is no "
                                                    r"collective simcoll simulates"):
         sc.compare(sc.topology.switch(8), table)
+
+
+def test_a_log_given_as_bytes_is_refused_by_every_reader():
+    for read in (parse, count_runs):
+        with pytest.raises(InvalidInputError, match=r"an nccl-tests log is read as its "
+                                                    r"printed text, a str, not bytes "
+                                                    r"\(bytes: \.decode\(\) them first\)"):
+            read(b"# nccl-tests log")
+
+
+def test_nccl_shape_checks_its_arguments():
+    """p = 0 divided by zero; a name raised AttributeError; a float size gave floats.
+    4 ranks, 1000 bytes of float32: 250 elements, 62 a rank for an all_gather, which
+    nccl-tests prints as count 62 and size 62 x 4 x 4 = 992."""
+    from simcoll.nccl_tests import nccl_shape
+
+    assert nccl_shape("all_gather", 4, 1000, 4) == (248, 62, 992)
+    assert nccl_shape(sc.COLLECTIVES["all_gather"], 4, 1000, 4) == (248, 62, 992)
+    for args, match in ((("all_gather", 0, 8, 4), "p=0"), (("all_gather", 4, -8, 4), "size=-8"),
+                        (("all_gather", 4, 8.5, 4), "size=8.5"),
+                        (("all_gather", 4, 8, 0), "itemsize=0"),
+                        (("al_gather", 4, 8, 4), "unknown collective 'al_gather'")):
+        with pytest.raises(InvalidInputError, match=match):
+            nccl_shape(*args)
+
+
+def test_a_measurement_s_time_is_its_microseconds_correctly_rounded():
+    from simcoll.nccl_tests.tables import Measurement
+
+    # 20 x 1e-6 is 1.9999999999999998e-05 in floats; the nearest float to 20 us is 2e-05
+    fields = {f: 0.0 for f in Measurement.__dataclass_fields__ if f != "time_us"}
+    for us, seconds in ((20.0, 2e-05), (1.0, 1e-06), (7.0, 7e-06)):
+        assert Measurement(time_us=us, **fields).time == seconds

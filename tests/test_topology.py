@@ -343,3 +343,27 @@ def test_a_fraction_of_a_byte_is_shown_in_full(text, shown):
     # the message was rounded to 28 digits: "is 1 bytes"
     with pytest.raises(sc.InvalidInputError, match=re.escape(f"is {shown} bytes, not a whole")):
         sc.parse_size(text)
+
+
+@pytest.mark.parametrize("index", [4, -1, True, 1.0, "0"])
+def test_a_directed_link_outside_the_topology_is_refused_by_name(index):
+    """Two links have directed links 0..3: 4 raised IndexError, -1 read the last link
+    backwards."""
+    topo = sc.Topology("three")
+    a, b, c = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=1e9)
+    topo.add_link(b, c, bandwidth=2e9, back_bandwidth=3e9)
+    assert [topo.directed_link(d) for d in range(4)] == [(a, b), (b, a), (b, c), (c, b)]
+    assert [topo.bandwidth_of(d) for d in range(4)] == [1e9, 1e9, 2e9, 3e9]
+    for lookup in (topo.directed_link, topo.bandwidth_of):
+        with pytest.raises(sc.TopologyError, match=rf"directed link {index!r} is not one of "
+                                                   rf"this topology's: use 0\.\.3"):
+            lookup(index)
+
+
+def test_the_topology_docstring_example_runs_as_shown():
+    import doctest
+
+    finder = doctest.DocTestFinder()
+    (example,) = [t for t in finder.find(sc.Topology, "Topology") if t.name == "Topology"]
+    assert doctest.DocTestRunner().run(example).failed == 0

@@ -100,8 +100,11 @@ def test_split_blocks():
     assert [[x.name for x in p] for p in parts] == [
         ["embedding", "block0", "block1", "block2"], ["block3", "block4", "logits"]]
     assert sum(len(p) for p in tr.split_blocks(m, 5)) == len(m.layers)
-    with pytest.raises(sc.InvalidInputError, match="pp=6 .* 5 transformer blocks"):
+    # named by the argument given: split_blocks' stages, step's pp
+    with pytest.raises(sc.InvalidInputError, match="^stages=6 .* 5 transformer blocks"):
         tr.split_blocks(m, 6)
+    with pytest.raises(sc.InvalidInputError, match="^pp=6 .* 5 transformer blocks"):
+        tr.split_blocks(m, 6, name="pp")
 
 
 def test_gpu_rate():

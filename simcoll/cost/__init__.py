@@ -28,7 +28,6 @@ from numpy.typing import ArrayLike
 from simcoll.algorithms.params import named_arguments
 from simcoll.checks import Count, huge, integer, real, shown
 from simcoll.checks import size as checked_size
-from simcoll.collectives import ALIASES
 from simcoll.collectives import collective as get_collective
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
 from simcoll.cost.uneven import uneven_bounds
@@ -379,10 +378,10 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
 
     Raises:
         InvalidInputError: a bad p, nbytes, alpha, beta, gamma, itemsize, hosts or root
-            (a root for a collective without one), bytes for a barrier, or a collective
-            without bounds.
+            (a root for a collective without one), or bytes for a barrier.
+        UnknownCollectiveError: an unknown collective (an InvalidInputError too).
     """
-    collective = ALIASES.get(collective, collective)
+    collective = get_collective(collective).name   # torch's names too; unknown: refused
     alpha, beta, gamma = check_constants(alpha, beta, gamma)
     hosts = integer(hosts, "hosts", minimum=0, maximum=2**63 - 1, what="server hosts")
     if collective in ("all_gatherv", "reduce_scatterv", "all_to_allv"):
@@ -391,9 +390,7 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
         _itemsize(itemsize, sizes)   # the bounds do not depend on it, but sizes must be whole
         steps, moved, reduced, needed = uneven_bounds(collective, p, sizes, p + hosts)
         return Bounds(steps * alpha, moved * beta, reduced * gamma, alpha if needed else 0.0)
-    if collective not in _BOUNDED:
-        raise InvalidInputError(f"no lower bound for collective {collective!r}; known: "
-                                f"{', '.join(_BOUNDED)}")
+    assert collective in _BOUNDED, collective   # every collective has bounds
     p, n = _sizes(p, nbytes)
     check_root(get_collective(collective), root, p)
     itemsize = _itemsize(itemsize, n)

@@ -76,8 +76,8 @@ class Run:
 def split_runs(text: str) -> list[Run]:
     """The runs of ``text`` that have rows or failed, each with its first error, if any."""
     if not isinstance(text, str):
-        raise InvalidInputError(f"parse takes the printed text as a str, not "
-                                f"{type(text).__name__}")
+        raise InvalidInputError(f"an nccl-tests log is read as its printed text, a str, not "
+                                f"{type(text).__name__} (bytes: .decode() them first)")
     scanner = _Scanner()
     for number, raw in _lines(text):
         scanner.read(raw, number)

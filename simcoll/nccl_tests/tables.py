@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simcoll import optional
-from simcoll.collectives import Collective
+from simcoll.checks import integer
+from simcoll.collectives import Collective, collective
 from simcoll.errors import InvalidInputError
 from simcoll.units import parse_size
 
@@ -60,8 +61,8 @@ class Measurement:
 
     @property
     def time(self) -> float:
-        """The time in seconds."""
-        return self.time_us * 1e-6
+        """The time in seconds (a division, correctly rounded: 20.00 us is 2e-05 s)."""
+        return self.time_us / 1e6
 
 
 @dataclass(frozen=True)
@@ -233,14 +234,24 @@ _SPLIT = ("reduce_scatter", "all_to_all", "scatter")
 """Collectives whose size column is a rank's input, cut into p blocks."""
 
 
-def nccl_shape(coll: Collective, p: int, size: int, itemsize: int,
+def nccl_shape(coll: Collective | str, p: int, size: int, itemsize: int,
                aligned: bool = False) -> tuple[int, int, int]:
     """``(nbytes, count, size)``: simulate's per-rank input bytes, nccl-tests' count and
     size columns, for a requested size in bytes (rounded down to whole elements). With
     ``aligned``, a collective that cuts its buffer into p blocks rounds each block down
     to whole 16 bytes, as nccl-tests does since 2.13.12 (``(count/nranks) &
     ~(16/eltSize - 1)`` in src/all_gather.cu and its siblings; a log read back gives its
-    sizes as they ran)."""
+    sizes as they ran). ``coll`` a :class:`~simcoll.collectives.Collective` or its name.
+
+    Raises:
+        InvalidInputError: an unknown collective, p or itemsize not an integer >= 1, or
+            size not an integer >= 0.
+    """
+    if not isinstance(coll, Collective):
+        coll = collective(coll)
+    p = integer(p, "p", minimum=1)
+    size = integer(size, "size", minimum=0)
+    itemsize = integer(itemsize, "itemsize", minimum=1)
     count = size // itemsize
     per = count // p
     if aligned and 16 % itemsize == 0:

@@ -148,7 +148,7 @@ class Topology:
     Example:
         >>> t = Topology("two GPUs")
         >>> a, b = t.add_gpu(), t.add_gpu()
-        >>> t.add_link(a, b, bandwidth=50e9, latency=1e-6, kind="nvlink")
+        >>> link = t.add_link(a, b, bandwidth=50e9, latency=1e-6, kind="nvlink")
         >>> t.nranks
         2
     """
@@ -470,16 +470,35 @@ class Topology:
                                     f"devices: {_listed(list(self._devices))}")
 
     def directed_link(self, index: int) -> tuple[str, str]:
-        """The (from, to) device names of directed link ``index``."""
-        link = self._links[index >> 1]
+        """The (from, to) device names of directed link ``index`` (2 k and 2 k + 1 are
+        link k's two directions, as routes index them).
+
+        Raises:
+            TopologyError: an index that is not one of 0 .. 2 (links) - 1.
+        """
+        link = self._links[self._directed(index) >> 1]
         return (link.u, link.v) if index % 2 == 0 else (link.v, link.u)
+
+    def _directed(self, index: Any) -> int:
+        """``index`` if it is a directed link's index, else a TopologyError naming it."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) \
+                or not 0 <= index < 2 * len(self._links):
+            raise TopologyError(f"directed link {index!r} is not one of this topology's: "
+                                f"use 0..{2 * len(self._links) - 1} (link k's directions "
+                                f"are 2k and 2k + 1)")
+        return int(index)
 
     def directed_bandwidths(self) -> list[float]:
         """Bandwidth of every directed link, indexed as routes index them."""
         return [link.rate(direction) for link in self._links for direction in (0, 1)]
 
     def bandwidth_of(self, index: int) -> float:
-        """Bandwidth of directed link ``index`` (as routes index them)."""
+        """Bandwidth of directed link ``index`` (as routes index them).
+
+        Raises:
+            TopologyError: an index that is not one of 0 .. 2 (links) - 1.
+        """
+        index = self._directed(index)
         return self._links[index >> 1].rate(index & 1)
 
     def validate(self) -> None:

@@ -394,18 +394,19 @@ def llama_70b(batch: int = 1, seq_len: int = 4096) -> Model:
                  name="Llama 70B")
 
 
-def split_blocks(model: Model, stages: int) -> list[list[Layer]]:
+def split_blocks(model: Model, stages: int, *, name: str = "stages") -> list[list[Layer]]:
     """The model's layers cut into ``stages`` pipeline stages of nearly equal numbers of
     blocks (earlier stages take the extra ones, as ``np.array_split``); layers before the
-    first block go to the first stage, layers after the last block to the last.
+    first block go to the first stage, layers after the last block to the last. ``name``:
+    what errors call the stage count (``step`` passes ``"pp"``).
 
     Raises:
         InvalidInputError: more stages than blocks.
     """
-    stages = integer(stages, "stages", minimum=1)
+    stages = integer(stages, name, minimum=1)
     blocks = [i for i, layer in enumerate(model.layers) if layer.block]
     if stages > max(1, len(blocks)):
-        raise InvalidInputError(f"pp={stages} pipeline stages is more than the "
+        raise InvalidInputError(f"{name}={stages} pipeline stages is more than the "
                                 f"{len(blocks)} transformer blocks of {model.name}; use at "
                                 f"most {max(1, len(blocks))} stage"
                                 f"{'s' if len(blocks) > 1 else ''}")

@@ -468,7 +468,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     dp, tp, pp, zero_stage, m, order, how = _checked(
         model, topology, dp, tp, pp, zero_stage, micro_batches, schedule, order,
         sequence_parallel, algorithm, algorithm_params)
-    stages = split_blocks(model, pp)
+    stages = split_blocks(model, pp, name="pp")
     sequences = model.batch // (dp * m)
     fraction = sequences / model.batch / tp
     seconds = [per_layer_seconds(layers, gpu, fraction) for layers in stages]
