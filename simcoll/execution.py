@@ -107,7 +107,7 @@ class Execution:
         self.topology = topology
         p = topology.nranks
         endpoints = topology.endpoints
-        self.env = env = simpy.Environment()
+        self.env = env = simpy.Environment(initial_time=0.0)  # times are floats from the start
         self.network = net_cls(env, topology, endpoints)
         reduce_bw = [topology.device(topology.endpoint_name(a)).reduce_bandwidth
                      for a in range(endpoints)]

@@ -280,3 +280,12 @@ def test_a_rank_programs_run_exports_to_chrome_too(tmp_path):
                                  "time_s": res.time}
     sends = [e for e in data["traceEvents"] if e.get("ph") == "b"]
     assert len(sends) == 1 and sends[0]["args"]["bytes"] == 32
+
+
+def test_trace_times_are_floats_from_the_first_instant():
+    """SimPy's clock starts at the integer 0: events at t = 0 had start=0, an int, where
+    TraceEvent types it float."""
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=8,
+                      trace=True)
+    assert res.trace[0].start == 0.0
+    assert all(type(e.start) is float and type(e.end) is float for e in res.trace)
