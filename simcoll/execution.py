@@ -255,12 +255,13 @@ class Execution:
             waiting = {address: "; ".join(waits.get(address, ["an event that never fires"]))
                        for _, _, address in stuck}
             labels = {proc: label for proc, label, _ in stuck}
+            own_receives = {event: text for event, (_, text) in rt.receives_waiting().items()}
 
             def started(event: simpy.Event, address: int, nested: bool = False) -> str | None:
-                """What a program waiting for ``event`` waits for where that names a
-                program it started: the program's end, or a condition's (``&``, ``|``)
-                parts that have not fired, other parts read as the endpoint's waiting
-                receives; None where no started program is among them."""
+                """What a program waiting for ``event`` waits for where that can be told:
+                a program it started to end, a receive of its own, or a condition's
+                (``&``, ``|``) parts that have not fired, other parts read as the
+                endpoint's waiting receives; None where none is known."""
                 if isinstance(event, simpy.events.Condition):
                     # SimPy keeps a condition's events in ``_events`` and offers no other
                     # way to read them.
@@ -275,11 +276,11 @@ class Execution:
                     text = (" or " if either else " and ").join(named)
                     return f"({text})" if nested and len(named) > 1 else text
                 label = labels.get(event)  # type: ignore[call-overload]
-                return None if label is None else f"{label} to end"
+                return f"{label} to end" if label is not None else own_receives.get(event)
 
             def blocked_on(proc: simpy.Process, address: int) -> str:
-                # A program waiting for ones it started waits for those, not (only) for
-                # the receives of its endpoint.
+                # A program waits for what it yielded, not for every receive of its
+                # endpoint (those of the programs it started among them).
                 return started(proc.target, address) or waiting[address]
 
             shown = "; ".join(f"{label} waits for {blocked_on(proc, address)}"

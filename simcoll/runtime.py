@@ -511,11 +511,20 @@ class Runtime:
     def waiting_receives(self) -> dict[int, list[str]]:
         """What each endpoint is blocked on: receives posted that no message matched."""
         waits: dict[int, list[str]] = {}
-        for (context, src, dst, tag), channel in self.channels.items():
-            if channel.waiting:
-                where = "" if context == 0 else f" in matching context {context}"
-                waits.setdefault(dst, []).append(f"recv from {src} (tag {tag!r}){where}")
+        for dst, text in self.receives_waiting().values():
+            if text not in waits.setdefault(dst, []):
+                waits[dst].append(text)
         return waits
+
+    def receives_waiting(self) -> dict[Event, tuple[int, str]]:
+        """Each receive posted that no message matched: its event, its endpoint and what it
+        waits for (``recv from 1 (tag 0)``)."""
+        out: dict[Event, tuple[int, str]] = {}
+        for (context, src, dst, tag), channel in self.channels.items():
+            where = "" if context == 0 else f" in matching context {context}"
+            for event in channel.waiting:
+                out[event] = (dst, f"recv from {src} (tag {tag!r}){where}")
+        return out
 
     def unclaimed_messages(self) -> list[tuple[int, Message]]:
         """Every message that arrived and was not received, with its matching context."""

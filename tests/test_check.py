@@ -5,6 +5,7 @@ outputs are caught wherever they hide, right ones pass, on cases worked out here
 from __future__ import annotations
 
 import time
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -1007,3 +1008,41 @@ def test_float64_products_keep_their_rounding_allowance():
     coll = COLLECTIVES["all_reduce"]
     far = [np.array([float(e) * (1 + 20 * u) for e in exact])] * p
     assert not compare(coll, data, far, ReduceOp.PRODUCT, 0)[0]
+
+
+def test_a_two_rank_float32_product_keeps_one_rounding_s_allowance():
+    """p = 2: one combine, q = 1, so the allowance is (1 + u)^1 - 1 = u = 2^-24 of the
+    exact product (plus the reference's own 2 r). 1.1f x 1.3f is not a float32: its
+    correctly rounded value (one rounding, as any order gives) is off the exact product
+    by about 2^-26 of it, far more than 2 r = 2^-52, and must pass; a value 4 ulps off
+    (4 x 2^-23 relative, past u) must not."""
+    x, y = np.float32(1.1), np.float32(1.3)
+    exact = Fraction(float(x)) * Fraction(float(y))
+    right = np.float32(float(x) * float(y))   # float32 x float32 is exact in float64
+    off = abs(Fraction(float(right)) - exact) / exact
+    assert 2 ** -52 * 4 < off <= Fraction(1, 2 ** 24)
+    coll = COLLECTIVES["all_reduce"]
+    inputs = [np.array([x]), np.array([y])]
+    assert compare(coll, inputs, [np.array([right])] * 2, ReduceOp.PRODUCT, 0)[0]
+    far = np.array([right]) * np.float32(1 + 4 * 2 ** -23)
+    assert not compare(coll, inputs, [far.astype(np.float32)] * 2, ReduceOp.PRODUCT, 0)[0]
+
+
+def test_an_fp8_sum_that_may_saturate_keeps_both_roundings_in_its_allowance():
+    """e4m3 224 + (-256) on 2 ranks: |x| sums to 480, and 480 (1 + u) > 448 = M, so the
+    sum may saturate and is judged by the saturated range (one combine, q = 1). NCCL
+    rounds to half, then to fp8: gamma_1 = u + 2^-11 (u = 2^-4), and the range's top is
+    224 (1 + gamma) - 256 (1 - gamma) = -32 + 480 gamma = -2 + 480/2048 = -1.765625. -1.875
+    lies under it, and above -2, the top with u alone (one rounding): it passes only with
+    the half-precision rounding counted. -1.75 is past the top."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(ml_dtypes.float8_e4m3fn)
+    inputs = [np.array([224.0], dtype=dt), np.array([-256.0], dtype=dt)]
+    gamma = Fraction(1, 16) + Fraction(1, 2048)
+    top = 224 * (1 + gamma) - 256 * (1 - gamma)
+    assert top == Fraction(-113, 64) and 224 * Fraction(17, 16) - 256 * Fraction(15, 16) == -2
+    coll = COLLECTIVES["all_reduce"]
+    for value, right in ((-1.875, True), (-1.75, False), (-32.0, True)):
+        out = np.array([value], dtype=dt)
+        assert float(out[0]) == value
+        assert compare(coll, inputs, [out] * 2, ReduceOp.SUM, 0)[0] is right, value

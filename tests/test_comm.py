@@ -748,3 +748,98 @@ def test_a_deadlock_message_keeps_a_condition_s_receives_and_its_grouping():
     assert ("rank 0 waits for (rank 0 (started program 0: all_gather/ring) to end or rank 0 "
             "(started program 1: reduce_scatter/ring) to end) and rank 0 (started program 2: "
             "all_reduce/ring) to end;") in str(caught.value)
+
+
+def test_an_endpoint_that_only_receives_past_the_counters_ends_in_a_simcoll_error():
+    """Ranks 0 and 1 each send 2^62 bytes to rank 2: neither sends more than 2^62, but
+    rank 2 receives 2 x 2^62 = 2^63 = 9223372036854775808, past int64 (its received
+    counter, not a sent one, passes)."""
+    topo = sc.topology.switch(3, bandwidth=1e18, latency=1e-6)
+    half = sc.VirtualBuffer.of(2**62, np.uint8)
+
+    def program(comm):
+        if comm.rank < 2:
+            yield comm.send(half, 2)
+        else:
+            yield comm.recv(0)
+            yield comm.recv(1)
+
+    with pytest.raises(sc.InvalidInputError, match="traffic passed the int64 counters: an "
+                                                   "endpoint moved 9223372036854775808 bytes"):
+        sc.run_program(topo, program)
+
+
+def test_an_endpoint_that_moves_exactly_the_largest_int64_is_counted():
+    """2^62 + (2^62 - 1) = 2^63 - 1 bytes from rank 0 to rank 1: the largest int64, which
+    the counters hold; the result counts it exactly."""
+    topo = sc.topology.switch(2, bandwidth=1e18, latency=1e-6)
+
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(sc.VirtualBuffer.of(2**62, np.uint8), 1)
+            yield comm.send(sc.VirtualBuffer.of(2**62 - 1, np.uint8), 1)
+        else:
+            yield comm.recv(0)
+            yield comm.recv(0)
+
+    res = sc.run_program(topo, program)
+    assert res.bytes_sent.tolist() == [2**63 - 1, 0]
+    assert res.bytes_received.tolist() == [0, 2**63 - 1]
+
+
+def test_a_deadlock_on_a_condition_leaves_out_its_parts_that_ended():
+    """Rank 0 waits for an all_reduce (which rank 1 runs too, so it ends) and a
+    reduce_scatter rank 1 never starts: only the reduce_scatter is still waited for,
+    and nothing else (no 'and' with a receive)."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+
+    def program(comm):
+        done = comm.all_reduce(np.ones(4))
+        if comm.rank == 0:
+            yield done & comm.reduce_scatter(np.ones(4))
+        else:
+            yield done
+
+    with pytest.raises(sc.DeadlockError) as caught:
+        sc.run_program(topo, program)
+    assert ("rank 0 waits for rank 0 (started program 1: reduce_scatter/ring) to end; "
+            in str(caught.value))
+
+
+def test_a_condition_inside_a_condition_with_one_part_left_needs_no_parentheses():
+    """(all_reduce & reduce_scatter) | all_gather on rank 0, the all_reduce ended (rank 1
+    ran it): the inner condition waits for the reduce_scatter alone, named bare."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+
+    def program(comm):
+        done = comm.all_reduce(np.ones(4))
+        if comm.rank == 0:
+            scatter, gather = comm.reduce_scatter(np.ones(4)), comm.all_gather(np.ones(4))
+            yield (done & scatter) | gather
+        else:
+            yield done
+
+    with pytest.raises(sc.DeadlockError) as caught:
+        sc.run_program(topo, program)
+    assert ("rank 0 waits for rank 0 (started program 1: reduce_scatter/ring) to end or "
+            "rank 0 (started program 2: all_gather/ring) to end; " in str(caught.value))
+
+
+def test_a_condition_of_receives_inside_a_condition_is_named_after_the_started_program():
+    """(recv tag 7 | recv tag 8) & reduce_scatter on rank 0: each part named, the receives
+    as the program posted them (not as every receive of the endpoint), grouped as
+    written."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+
+    def program(comm):
+        if comm.rank == 0:
+            scatter = comm.reduce_scatter(np.ones(4))
+            yield (comm.recv(src=1, tag=7) | comm.recv(src=1, tag=8)) & scatter
+        return None
+
+    with pytest.raises(sc.DeadlockError) as caught:
+        sc.run_program(topo, program)
+    message = str(caught.value)
+    assert ("rank 0 waits for (recv from 1 (tag 7) or recv from 1 (tag 8)) and rank 0 "
+            "(started program 0: reduce_scatter/ring) to end;" in message)
+    assert message.count("recv from 1 (tag 7)") == 1   # rank 0's own, not its program's

@@ -21,6 +21,8 @@ from simcoll.trace import to_chrome
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from simcoll.cost.model import gpu_traffic
+
 
 @pytest.fixture(autouse=True)
 def close_figures():
@@ -1813,3 +1815,107 @@ def test_scaling_plots_the_busiest_sender_s_bytes_and_the_traffic_model():
     assert fig.axes[0].get_ylabel() == "bytes sent by the busiest endpoint"
     legend = fig.axes[0].get_legend()
     assert "traffic model (dashed)" in [text.get_text() for text in legend.get_texts()]
+
+
+MIB = 2**20
+
+
+def _sent(values: dict[int, list[int]], algorithm: str = "ring") -> list[dict]:
+    """all_reduce records of 1 MiB per rank whose GPUs sent ``values[p]`` bytes."""
+    return [{"collective": "all_reduce", "algorithm": algorithm, "nranks": p,
+             "nbytes": MIB, "bytes_sent": sent} for p, sent in values.items()]
+
+
+def test_bytes_sent_on_one_power_of_two_spans_an_octave_above_it():
+    """Every busiest sender sent 64 MiB = 2^26: the axis runs from a quarter octave
+    below it, 2^25.75, to the next power of 2, 2^27, on a log2 scale, with a tick at
+    2^26 and 2^27."""
+    fig = scaling(_sent({2: [64 * MIB] * 2, 4: [64 * MIB] * 4}), y="bytes_sent")
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo == pytest.approx(2**25.75, rel=1e-12)
+    assert hi == pytest.approx(2**27, rel=1e-12)
+    assert ax.get_yscale() == "log" and ax.yaxis.get_transform().base == 2
+    assert [float(v) for v in ax.yaxis.get_minor_locator().locs] == [2.0**26, 2.0**27]
+
+
+def test_bytes_sent_on_powers_of_two_get_a_quarter_octave_either_side():
+    """Busiest senders of 64 MiB (2^26) and 512 MiB (2^29): the data lie on powers of 2,
+    so the axis reaches a quarter octave past both, 2^25.75 to 2^29.25, with a minor tick
+    at each power 2^26 .. 2^29."""
+    fig = scaling(_sent({2: [64 * MIB, 1], 4: [512 * MIB, 0, 0, 0]}), y="bytes_sent")
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo == pytest.approx(2**25.75, rel=1e-12)
+    assert hi == pytest.approx(2**29.25, rel=1e-12)
+    assert [float(v) for v in ax.yaxis.get_minor_locator().locs] == [2.0**e for e in range(26, 30)]
+
+
+def test_bytes_sent_off_the_powers_of_two_start_at_the_power_below():
+    """3 MiB and 6 MiB: the powers of 2 from the one at or below 3 MiB (2 MiB = 2^21) to
+    the one at or above 6 MiB (8 MiB = 2^23) bound the axis (the data lie off them, so no
+    quarter octave is added), a tick at each."""
+    fig = scaling(_sent({2: [3 * MIB] * 2, 4: [6 * MIB] * 4}), y="bytes_sent")
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo == pytest.approx(2.0**21, rel=1e-12)
+    assert hi == pytest.approx(2.0**23, rel=1e-12)
+    assert [float(v) for v in ax.yaxis.get_minor_locator().locs] == [2.0**21, 2.0**22, 2.0**23]
+
+
+def test_a_traffic_model_of_no_bytes_is_not_drawn():
+    """A model that says no GPU sends anything has nothing to draw on a log axis: the
+    simulated line is drawn, the model's is not (the line says 'no model')."""
+    def zeros(p, nbytes, itemsize):
+        return gpu_traffic(np.zeros(p, dtype=np.int64), np.zeros(p, dtype=np.int64))
+
+    def never(p, nbytes, alpha, beta, gamma):
+        return alpha
+
+    @sc.register("all_reduce", "silent_model_probe", cost=CostModel(time=never, traffic=zeros))
+    def program(comm, x, *, op):
+        yield comm.compute(0.0)
+        return x
+
+    fig = scaling(_sent({2: [MIB] * 2, 4: [2 * MIB] * 4}, "silent_model_probe"),
+                  y="bytes_sent", formula=True, alpha=1e-6, beta=1e-9, gamma=0)
+    ax = fig.axes[0]
+    assert not [line for line in ax.get_lines() if line.get_gid() == "formula"]
+    simulated = [line for line in ax.get_lines() if line.get_gid() == "simulated"]
+    assert [float(v) for v in simulated[0].get_ydata()] == [MIB, 2 * MIB]
+    assert "no model" in simulated[0].get_label()
+
+
+def test_a_record_s_bytes_sent_as_tuples_or_booleans():
+    """A mapping's bytes_sent may be a tuple (the largest of it counts, with its
+    host_bytes_sent); booleans are no byte counts."""
+    records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": 2, "nbytes": 8,
+                "bytes_sent": (3, 5), "host_bytes_sent": (7,)},
+               {"collective": "all_reduce", "algorithm": "ring", "nranks": 2, "nbytes": 8,
+                "bytes_sent": [True, True]}]
+    assert [point.bytes_sent for point in read_points(records)] == [7, None]
+
+
+def test_a_result_s_busiest_sender_may_be_a_server_host():
+    """A parameter server with two server hosts on 4 GPUs, 64 MiB: each host sends its
+    half of the reduced buffer to the 4 workers, 4 x 32 MiB = 128 MiB; a worker sends its
+    two halves, 64 MiB. Read from the Result itself (not its dict), the busiest is a host."""
+    m = 64 * MIB
+    topo = sc.topology.switch(4, bandwidth=1e11, latency=1e-6, servers=2)
+    res = sc.simulate(topo, "all_reduce", algorithm="parameter_server", nbytes=m)
+    assert res.bytes_sent.tolist() == [m] * 4
+    (point,) = read_points([res])
+    assert point.bytes_sent == 4 * m // 2
+
+
+@pytest.mark.parametrize("octaves", [8, 16, 24])
+def test_bytes_sent_axis_labels_at_most_eight_powers_of_two(octaves):
+    """1 KiB to 2^octaves KiB: octaves + 1 powers of 2, every k-th labelled, k the least
+    with ceil((octaves + 1) / k) <= 8 (2, 3, 4): 5, 6 and 7 labels (9 were labelled)."""
+    records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": 2, "nbytes": 1024,
+                "bytes_sent": [1024]},
+               {"collective": "all_reduce", "algorithm": "ring", "nranks": 4, "nbytes": 1024,
+                "bytes_sent": [1024 * 2**octaves]}]
+    fig = scaling(records, y="bytes_sent")
+    k = math.ceil((octaves + 1) / 8)
+    assert len(fig.axes[0].yaxis.get_major_locator().locs) == math.ceil((octaves + 1) / k) <= 8

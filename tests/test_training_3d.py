@@ -603,3 +603,34 @@ def test_a_bar_narrower_than_a_pixel_keeps_an_edge_of_its_own_colour(activation_
                 assert tuple(edge) == to_rgba("white")
     assert narrow >= 4 and wide >= 4   # the transfers, and the compute passes
     matplotlib.pyplot.close(fig)
+
+
+def test_sequence_parallel_spans_record_each_collective_s_own_buffer():
+    """Span.nbytes is the GPU's buffer for a collective: b s h = 2 x 64 x 256 fp16 =
+    65,536 bytes for each reduce-scatter, its t = 4 shard, 16,384, for every all-gather,
+    the backward pass's gathers of the first layers' inputs among them (six gathers, four
+    reduce-scatters per GPU)."""
+    t = 4
+    model = tr.gpt(2, 256, 8, 64, 1000, batch=2)
+    res = tr.tensor_parallel_layer(model, sc.topology.switch(t), tp=t, sequences=2,
+                                   sequence_parallel=True)
+    bsh = 2 * 64 * 256 * 2
+    for rank in range(t):
+        spans = [s for s in res.spans if s.rank == rank and s.stream == "tp"]
+        assert sorted((s.kind, s.nbytes) for s in spans) == \
+            [("all_gather", bsh // t)] * 6 + [("reduce_scatter", bsh)] * 4
+
+
+def test_the_backward_input_gathers_are_told_apart_from_the_half_s_gather():
+    """In the backward pass each half runs two all-gathers (the half's input shard, and
+    its first layer's input again beside the compute): within a pass no two spans of one
+    GPU's tp stream share kind and label, in either pass."""
+    t = 2
+    model = tr.gpt(2, 256, 8, 64, 1000, batch=2)
+    res = tr.tensor_parallel_layer(model, sc.topology.switch(t), tp=t, sequences=2,
+                                   sequence_parallel=True)
+    spans = [s for s in res.spans if s.rank == 0 and s.stream == "tp"]
+    forward = [(s.kind, s.label) for s in spans if s.start < res.forward_time]
+    backward = [(s.kind, s.label) for s in spans if s.start >= res.forward_time]
+    assert len(forward) == 4 and len(backward) == 6
+    assert len(set(forward)) == 4 and len(set(backward)) == 6

@@ -220,7 +220,7 @@ def _bytes_axis(ax: Any, lo: float, hi: float) -> None:
 
     first, last = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
     last = max(last, first + 1)
-    step = -(-(last - first) // _X_TICKS)
+    step = -(-(last - first + 1) // _X_TICKS)   # at most _X_TICKS of the last - first + 1 powers
     ax.set_yscale("log", base=2)
     ax.set_ylim(min(2.0 ** first, lo / 2 ** 0.25), max(2.0 ** last, hi * 2 ** 0.25))
     ax.yaxis.set_major_locator(FixedLocator([2.0 ** e for e in range(first, last + 1, step)]))
