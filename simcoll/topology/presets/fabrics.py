@@ -118,7 +118,9 @@ def fat_tree(nodes: Count, gpus_per_node: Count = 8, *, oversubscription: float 
     The GPUs of a node share a node switch (links of ``intra_bandwidth``); the node
     switch reaches the node's NIC over PCIe (``pcie_bandwidth``, NCCL's Gen4 x16 figure
     by default); the NICs sit ``leaf_radix // 2`` to a leaf, and leaves reach a spine
-    with ``oversubscription`` times less capacity up than down (see the module). A
+    with ``oversubscription`` times less capacity up than a full leaf's ports down (a
+    leaf with fewer nodes keeps the full leaf's uplinks; with every node on one leaf
+    there is no spine; see the module). A
     message from GPU a to GPU b of another node under the same leaf crosses
     a -> node switch -> NIC -> leaf -> NIC -> node switch -> b; under another leaf it
     also crosses the spine. Rank ``node * gpus_per_node + local`` (its ``node``).
