@@ -896,3 +896,38 @@ def test_a_real_parameter_reads_integers_past_floats_range_as_signed_infinities(
     with pytest.raises(InvalidInputError, match=r"^x=-10000000\.\.\.0000 \(401 digits\) is "
                                                 r"not accepted"):
         Real(0.0, minimum=0.0, allow_inf=True).normalize("x", -10**400)
+
+
+def test_a_module_imported_again_replaces_its_own_registration(tmp_path):
+    """pytest reads a conftest again in a second session of one process: its register()
+    ran again with a new function object and was refused. The same definition (module,
+    name, file, line) now replaces it; another file's function of that name does not."""
+    import importlib.util
+
+    source = ('import simcoll as sc\n'
+              'from simcoll.cost import CostModel, gpu_traffic\n'
+              'def none(p, nbytes, itemsize):\n'
+              '    return gpu_traffic([0] * p, [0] * p)\n'
+              '@sc.register("barrier", "again", cost=CostModel(\n'
+              '    time=lambda p, nbytes, alpha, beta, gamma: 0.0, traffic=none))\n'
+              'def again(comm, x):\n'
+              '    return (yield comm.sleep(0))\n')
+
+    def load(path):
+        spec = importlib.util.spec_from_file_location("conftest_again", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    first = tmp_path / "a" / "conftest_again.py"
+    first.parent.mkdir()
+    first.write_text(source)
+    one, two = load(first), load(first)
+    assert one.again is not two.again
+    assert sc.get_algorithm("barrier", "again").fn is two.again
+    other = tmp_path / "b" / "conftest_again.py"
+    other.parent.mkdir()
+    other.write_text(source)
+    with pytest.raises(sc.RegistrationError, match="'again' is already registered for "
+                                                   "'barrier' .*pass replace=True"):
+        load(other)

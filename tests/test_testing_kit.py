@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -232,17 +233,23 @@ def _pytest_with_ini(tmp_path, ini: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("ini, accepted", [
-    ("simcoll_alpha = -1", "simcoll_alpha = '-1' is not accepted; use a finite number >= 0"),
-    ("simcoll_beta = 0", "simcoll_beta = '0' is not accepted; use a finite number > 0"),
-    ("simcoll_gamma = nan", "simcoll_gamma = 'nan' is not accepted; use a finite number >= 0"),
-    ("simcoll_alpha = fast", "simcoll_alpha = 'fast' is not accepted; use a finite number"),
+    # the value as pytest read it: a string, or from 9.2 on a float where it is a number
+    ("simcoll_alpha = -1", r"simcoll_alpha = '?-1(\.0)?'? is not accepted; use a number >= 0, "
+                           r"finite"),
+    ("simcoll_beta = 0", r"simcoll_beta = '?0(\.0)?'? is not accepted; use a number > 0, finite"),
+    ("simcoll_gamma = nan", r"simcoll_gamma = '?nan'? is not accepted; use a number >= 0, "
+                            r"finite"),
+    ("simcoll_alpha = fast", r"simcoll_alpha = 'fast' is not accepted; use a finite number"),
+    # a positive beta too small to invert: the range it is out of, not "> 0"
+    ("simcoll_beta = 1e-310", r"simcoll_beta = '?1e-310'? is not accepted; use a number >= "
+                              r"2\.23e-308 \(smaller ones overflow when inverted\)"),
 ])
 def test_a_bad_ini_constant_stops_pytest_once_naming_the_option(tmp_path, ini, accepted):
     """These failed every test's setup with a TopologyError naming alpha=-1.0."""
     run = _pytest_with_ini(tmp_path, ini)
     out = run.stdout + run.stderr
     assert run.returncode == pytest.ExitCode.USAGE_ERROR, out
-    assert out.count(accepted) == 1, out
+    assert len(re.findall(accepted, out)) == 1, out
     assert "TopologyError" not in out and "Traceback" not in out, out
 
 
@@ -285,3 +292,84 @@ def test_constants_the_reference_network_refuses_are_an_invalid_input_not_a_topo
     for beta in (0.0, 1e-320):
         with pytest.raises(sc.InvalidInputError, match="beta="):
             assert_matches_model(res, alpha=1e-6, beta=beta)
+
+
+def test_integer_byte_counts_are_compared_exactly_however_large():
+    """rtol=1e-12 let a count one byte off pass past 1e12 bytes: a ring all-reduce of
+    1 TiB on 2 ranks sends n = 2^40 bytes from each; 2^40 + 1 as an int must fail, as a
+    float formula's result it may round within rtol."""
+    n = 1 << 40
+    res = simulate(alpha_beta_network(2, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="ring", nbytes=n)
+    assert_traffic(res, sent=n, received=[n, n], rtol=0.5)   # exact: rtol is for floats
+    with pytest.raises(AssertionError, match=r"bytes_sent: 2 of 2 ranks differ\n.*\n\s+0 "
+                                             r"\s+1099511627777\s+1099511627776\s+-1"):
+        assert_traffic(res, sent=n + 1)
+    with pytest.raises(AssertionError, match="bytes_received: 1 of 2 ranks differ"):
+        assert_traffic(res, received=np.array([n, n + 1], dtype=np.int64))
+    assert_traffic(res, sent=float(n + 1))                   # 1e-12 of 2^40 is 1.1 bytes
+
+
+def test_exact_fractions_and_decimals_are_expected_byte_counts():
+    """2(p-1)/p n on 3 ranks of 3 x 4096 bytes is 16384 exactly: as a Fraction or a Decimal
+    it is compared exactly; a Fraction that is not whole never matches."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    n = 3 * 4096
+    res = simulate(alpha_beta_network(3, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="ring", nbytes=n)
+    assert_traffic(res, sent=Fraction(2 * 2, 3) * n, received=Decimal(16384))
+    with pytest.raises(AssertionError, match=r"49153/3\s+16384\s+-1/3"):
+        assert_traffic(res, sent=Fraction(49153, 3))
+    for bad in (Fraction(-1), Decimal("NaN"), Decimal("-Infinity")):
+        with pytest.raises(sc.InvalidInputError, match="sent=.* is not accepted"):
+            assert_traffic(res, sent=bad)
+
+
+@pytest.mark.skipif(pytest.version_tuple < (9, 2), reason="pytest 9.2 types ini options")
+def test_a_toml_table_gives_the_constants_as_numbers(tmp_path):
+    """pytest 9's [tool.pytest] table refused a number for an option declared a string
+    ("expects a string, got float"); the session-wide fixture also serves a
+    module-scoped one (a ScopeMismatch while it was function-scoped)."""
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.pytest]\nsimcoll_alpha = 2e-6\nsimcoll_beta = 1e-10\nsimcoll_gamma = 0\n")
+    (tmp_path / "test_it.py").write_text(
+        "import pytest\n"
+        "@pytest.fixture(scope='module')\n"
+        "def net(simcoll_reference):\n    return simcoll_reference\n"
+        "def test_one(net):\n    print(net)\n")
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "simcoll.testing.plugin", "-p",
+         "no:cacheprovider", "-q", "-s", "test_it.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "AlphaBeta(alpha=2e-06, beta=1e-10, gamma=0.0)" in run.stdout
+
+
+def test_sweep_ids_leave_out_memory_addresses():
+    """An object's text holds its address, which differs from process to process, and
+    pytest-xdist, --lf and --deselect compare ids across processes."""
+    class Machine:
+        pass
+
+    mark = sweep(machine=[Machine()], p=[2])
+    (test_id,) = mark.kwargs["ids"]
+    assert "0x" not in test_id and test_id.startswith("machine=<") and test_id.endswith("-p=2")
+
+
+def test_a_reference_network_of_no_gpus_names_p():
+    with pytest.raises(sc.TopologyError, match=r"^p=0 is not accepted; use an integer >= 1 "
+                                               r"\(GPUs\)"):
+        alpha_beta_network(0, alpha=ALPHA, beta=BETA)
+
+
+def test_a_time_that_differs_past_twelve_digits_shows_every_digit(ring):
+    """With a tight rtol, 12 digits printed the two times alike."""
+    close = ring.time * (1 + 1e-13)
+    with pytest.raises(AssertionError) as caught:
+        assert_time(ring, close, rtol=1e-15)
+    lines = str(caught.value).splitlines()
+    assert lines[1].split()[1] != lines[2].split()[1]
+    assert float(lines[1].split()[1]) == close and float(lines[2].split()[1]) == ring.time

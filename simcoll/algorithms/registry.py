@@ -336,9 +336,11 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
 
 def _check_free(entry: AlgorithmSpec, replace: bool) -> None:
     """Refuse to register ``entry`` where another registration holds its name, unless
-    ``replace`` (never over simcoll's own); the same registration again is no change."""
+    ``replace`` (never over simcoll's own); the same registration again is no change, and
+    so is the same definition imported again (a conftest read by a second pytest session
+    in one process): a function of the same module, name, file and line."""
     old = _REGISTRY.get((entry.collective, entry.name))
-    if old is None:
+    if old is None or _reimported(old.fn, entry.fn):
         return
     changed = [f.name for f in fields(AlgorithmSpec)
                if getattr(old, f.name) is not getattr(entry, f.name)
@@ -355,6 +357,23 @@ def _check_free(entry: AlgorithmSpec, replace: bool) -> None:
         raise RegistrationError(f"{taken} {which}; pass replace=True to register() to "
                                 f"replace it (a notebook cell run again), or choose "
                                 f"another name")
+
+
+def _reimported(old: Callable[..., Any], new: Callable[..., Any]) -> bool:
+    """Whether ``new`` is ``old``'s definition, imported again: another function object
+    of the same module and qualified name, defined at the same line of the same file, in
+    another module object (one module making two functions of one definition, a
+    factory's, is refused as any second registration is; simcoll's own are imported
+    once)."""
+    if old is new or (old.__module__ or "").startswith("simcoll.") \
+            or getattr(old, "__globals__", None) is getattr(new, "__globals__", None):
+        return False
+    old_code, new_code = getattr(old, "__code__", None), getattr(new, "__code__", None)
+    return (old_code is not None and new_code is not None
+            and (old.__module__, old.__qualname__, old_code.co_filename,
+                 old_code.co_firstlineno)
+            == (new.__module__, new.__qualname__, new_code.co_filename,
+                new_code.co_firstlineno))
 
 
 def _check_specs(what: str, specs: Mapping[str, Param]) -> None:

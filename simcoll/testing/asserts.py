@@ -7,14 +7,16 @@ failures list the ranks that differ.
 from __future__ import annotations
 
 import reprlib
-from typing import Any
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.checks import _subject, real
+from simcoll.checks import _subject, integer, real
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, TopologyError
@@ -65,35 +67,57 @@ def assert_time(res: Result, expected: float, *, rtol: float = 1e-9,
             dict), or an expected time, ``rtol`` or ``atol`` that is not a finite
             number >= 0.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line
     _assert_time(_result(res), real(expected, "expected", what="seconds"), rtol, atol,
                  "the formula")
 
 
 def _assert_time(res: Result, expected: float, rtol: float, atol: float,
                  source: str) -> None:
+    __tracebackhide__ = True
     rtol, atol = real(rtol, "rtol"), real(atol, "atol")
     diff = res.time - expected
     if abs(diff) <= atol + rtol * abs(expected):
         return
     rel = abs(diff) / abs(expected) if expected else float("inf")
+    # 12 digits, or as many as tell the two apart (a tight rtol): every digit of a float
+    digits = 12 if f"{expected:.12g}" != f"{res.time:.12g}" else 17
     raise AssertionError(
         f"time of {_what(res)} differs from {source}:\n"
-        f"  expected  {expected:.12g} s\n"
-        f"  simulated {res.time:.12g} s\n"
+        f"  expected  {expected:.{digits}g} s\n"
+        f"  simulated {res.time:.{digits}g} s\n"
         f"  difference {diff:+.6g} s (relative {rel:.3g}; rtol={rtol:g}, atol={atol:g})")
 
 
-def _byte_count(value: Any, name: str) -> float:
-    """One expected byte count: a number >= 0, finite, or a size string like ``"1MiB"``."""
-    if not isinstance(value, str):
-        return real(value, name, what="bytes, or a size string like '1MiB'")
-    try:
-        return float(parse_size(value))
-    except (ValueError, TypeError, OverflowError) as exc:
-        raise InvalidInputError(f"{_subject(name, value)} is not accepted: {exc}") from None
+Count: TypeAlias = "int | float | Fraction"
+"""An expected byte count: exact (an int, or a Fraction from exact arithmetic, compared
+as it is) or a float (compared within ``rtol``)."""
 
 
-def _expected_bytes(arg: str, value: Any, count: int) -> np.ndarray:
+def _byte_count(value: Any, name: str) -> Count:
+    """One expected byte count: a number >= 0, finite, or a size string like ``"1MiB"``;
+    integers (numpy's too), Fractions and Decimals kept exact, floats as floats."""
+    what = "bytes, or a size string like '1MiB'"
+    if isinstance(value, str):
+        try:
+            return parse_size(value)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InvalidInputError(f"{_subject(name, value)} is not accepted: {exc}") from None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return integer(value, name, minimum=0, what=what)
+    if isinstance(value, (Fraction, Decimal)):
+        try:
+            exact = Fraction(value)
+        except (ValueError, OverflowError):   # a Decimal NaN or infinity
+            exact = Fraction(-1)
+        if exact < 0:
+            raise InvalidInputError(f"{_subject(name, value)} is not accepted; use {what} "
+                                    f"(a number >= 0, finite)")
+        return int(exact) if exact.denominator == 1 else exact
+    return real(value, name, what=what)
+
+
+def _expected_bytes(arg: str, value: Any, count: int) -> list[Count]:
     """Argument ``arg`` as ``count`` expected byte counts: one for every rank (server host
     for ``host_*``), or a flat list of one per rank (host).
 
@@ -115,7 +139,7 @@ def _expected_bytes(arg: str, value: Any, count: int) -> np.ndarray:
         ndim, nested = 2, "a nested list"
     if ndim == 0:
         scalar = value.item() if isinstance(value, np.ndarray) else value
-        return np.full(count, _byte_count(scalar, arg))
+        return [_byte_count(scalar, arg)] * count
     if ndim > 1:
         raise InvalidInputError(f"{shown}: it is {nested}; {per}")
     if len(value) != count:
@@ -126,28 +150,42 @@ def _expected_bytes(arg: str, value: Any, count: int) -> np.ndarray:
         bad = np.flatnonzero(~np.isfinite(array) | (array < 0))
         if bad.size:
             _byte_count(array[bad[0]].item(), f"{arg}[{bad[0]}]")
-        return array.astype(np.float64)
-    return np.array([_byte_count(v, f"{arg}[{i}]") for i, v in enumerate(value)])
+        return list(array.tolist())   # Python ints stay exact, floats stay floats
+    return [_byte_count(v, f"{arg}[{i}]") for i, v in enumerate(value)]
 
 
-def _check_bytes(name: str, simulated: np.ndarray, expected: ArrayLike,
+def _shown_count(value: Count) -> str:
+    """An expected count as it reads: an int or a Fraction exactly, a float in 15 digits."""
+    return f"{value:.15g}" if isinstance(value, float) else str(value)
+
+
+def _check_bytes(name: str, simulated: np.ndarray, expected: list[Count] | np.ndarray | int,
                  rtol: float) -> list[str]:
-    want = np.broadcast_to(np.asarray(expected, dtype=np.float64), simulated.shape) \
-        if np.ndim(expected) == 0 else np.asarray(expected, dtype=np.float64)
+    """The lines of a table of the ranks (hosts) whose bytes differ from ``expected`` (one
+    count for all, or one each): exact counts (ints, Fractions) must be equal, floats
+    within ``rtol``."""
+    if isinstance(expected, int):
+        want: list[Count] = [expected] * simulated.size
+    else:
+        want = expected.tolist() if isinstance(expected, np.ndarray) else list(expected)
     who = "host" if name.startswith("host") else "rank"
-    if want.shape != simulated.shape:
-        return [f"{name}: expected {want.size} values, one per {who}, but the run has "
+    if len(want) != simulated.size:
+        return [f"{name}: expected {len(want)} values, one per {who}, but the run has "
                 f"{simulated.size}"]
-    bad = np.flatnonzero(np.abs(simulated - want) > rtol * np.abs(want))
-    if not bad.size:
+    got = simulated.tolist()
+    bad = [i for i, (g, w) in enumerate(zip(got, want))
+           if (abs(g - w) > rtol * abs(w) if isinstance(w, float) else g != w)]
+    if not bad:
         return []
-    lines = [f"{name}: {bad.size} of {simulated.size} {who}s differ",
+    lines = [f"{name}: {len(bad)} of {simulated.size} {who}s differ",
              f"  {who:>6} {'expected':>16} {'simulated':>16} {'difference':>12}"]
     for i in bad[:_SHOWN]:
-        lines.append(f"  {i:>6} {want[i]:>16.15g} {simulated[i]:>16d} "
-                     f"{simulated[i] - want[i]:>+12.6g}")
-    if bad.size > _SHOWN:
-        lines.append(f"  ... and {bad.size - _SHOWN} more")
+        difference = got[i] - want[i]
+        shown = f"{difference:+.6g}" if isinstance(difference, float) else \
+            f"{'+' if difference >= 0 else ''}{difference}"
+        lines.append(f"  {i:>6} {_shown_count(want[i]):>16} {got[i]:>16d} {shown:>12}")
+    if len(bad) > _SHOWN:
+        lines.append(f"  ... and {len(bad) - _SHOWN} more")
     return lines
 
 
@@ -158,8 +196,9 @@ def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
 
     Each expectation is one byte count for every rank, or a flat list of one per rank
     (per server host for ``host_*``); a byte count is a finite number >= 0 or a size
-    string like ``"1MiB"`` (as ``simulate``'s ``nbytes`` takes). ``rtol`` only absorbs
-    the rounding of formulas written in floats.
+    string like ``"1MiB"`` (as ``simulate``'s ``nbytes`` takes). Integers (and Fractions
+    or Decimals, from exact arithmetic) must equal the simulated counts exactly; ``rtol``
+    only absorbs the rounding of formulas written in floats.
 
     Raises:
         AssertionError: naming the run; a table of the ranks that differ with expected and
@@ -171,6 +210,7 @@ def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
             run's number of ranks (hosts), a ``host_*`` expectation on a run without
             server hosts, or an ``rtol`` that is not a finite number >= 0.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line
     res = _result(res)
     if sent is None and received is None and host_sent is None and host_received is None:
         raise InvalidInputError("assert_traffic needs sent=, received=, host_sent= or "
@@ -186,6 +226,7 @@ def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
 
 
 def _assert_traffic(res: Result, expected: tuple, rtol: float, source: str) -> None:
+    __tracebackhide__ = True
     rtol = real(rtol, "rtol")
     simulated = (res.bytes_sent, res.bytes_received, res.host_bytes_sent,
                  res.host_bytes_received)
@@ -289,6 +330,7 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
             finite number >= 0, a root that is not a rank of the run or not the run's
             root, or a root for a collective without one.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line
     res = _result(res)
     if res.faults is not None:
         raise InvalidInputError(f"this run had faults ({res.faults}), which the cost model "

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from simcoll.checks import real
+from simcoll.checks import integer, real
 from simcoll.errors import TopologyError
 from simcoll.testing.asserts import assert_matches_model
 from simcoll.topology import Topology, builders
@@ -43,7 +43,8 @@ def alpha_beta_network(p: int, *, alpha: float, beta: float, gamma: float = 0.0,
     (``gamma=0``: reductions are free). This is the network ``simcoll.cost`` models.
 
     Raises:
-        TopologyError: alpha or gamma not a finite number >= 0, beta not one > 0.
+        TopologyError: alpha or gamma not a finite number >= 0, beta not one > 0, p not
+            an integer >= 1.
     """
     alpha, beta, gamma = _checked(alpha, beta, gamma)
     reduce_bandwidth = math.inf if gamma == 0 else 1 / gamma
@@ -52,6 +53,7 @@ def alpha_beta_network(p: int, *, alpha: float, beta: float, gamma: float = 0.0,
 
 def _switch(p: int, alpha: float, bandwidth: float, reduce_bandwidth: float,
             servers: int) -> Topology:
+    p = integer(p, "p", minimum=1, error=TopologyError, what="GPUs")  # the caller's name
     return builders.switch(p, bandwidth=bandwidth, latency=alpha / 2, servers=servers,
                            reduce_bandwidth=reduce_bandwidth,
                            server_reduce_bandwidth=reduce_bandwidth)

@@ -22,6 +22,7 @@ import dataclasses
 
 import pytest
 
+from simcoll.errors import TopologyError
 from simcoll.testing.network import RULES, AlphaBeta, constant
 
 _DEFAULTS = {f.name: repr(f.default) for f in dataclasses.fields(AlphaBeta)}
@@ -29,20 +30,29 @@ _REFERENCE = pytest.StashKey[AlphaBeta]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    # pytest 9.2 types ini options by a type expression: a TOML table may then give a
+    # number as a number; older pytest reads every value as a string
+    typed = {"type": float | str} if pytest.version_tuple >= (9, 2) else {}
     for name, default in _DEFAULTS.items():
         parser.addini(f"simcoll_{name}", f"simcoll_reference fixture: {RULES[name][1]}",
-                      default=default)
+                      default=default, **typed)  # type: ignore[arg-type]
 
 
 def _option(config: pytest.Config, name: str) -> float:
     raw = config.getini(f"simcoll_{name}")
+    strict, what = RULES[name]
     try:
-        return constant(name, float(raw))
-    except (TypeError, ValueError):  # not a number, or out of range (TopologyError)
-        strict, what = RULES[name]
+        value = float(raw)
+    except (TypeError, ValueError):  # not a number
         raise pytest.UsageError(
             f"ini option simcoll_{name} = {raw!r} is not accepted; use a finite number "
             f"{'>' if strict else '>='} 0 ({what})") from None
+    try:
+        return constant(name, value)
+    except TopologyError as exc:     # out of its range: the range, as constant() says it
+        accepted = str(exc).split(" is not accepted; ", 1)[-1]
+        raise pytest.UsageError(f"ini option simcoll_{name} = {raw!r} is not accepted; "
+                                f"{accepted}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,7 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                             for name in _DEFAULTS})
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def simcoll_reference(pytestconfig: pytest.Config) -> AlphaBeta:
-    """The reference constants (``simcoll_alpha/beta/gamma`` ini options) as AlphaBeta."""
+    """The reference constants (``simcoll_alpha/beta/gamma`` ini options) as AlphaBeta,
+    fixed for the session (so fixtures of any scope can use it)."""
     return pytestconfig.stash[_REFERENCE]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import reprlib
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -13,7 +14,11 @@ __all__ = ["sweep"]
 
 
 def _label(value: Any) -> str:
-    return getattr(value, "__name__", None) or getattr(value, "name", None) or str(value)
+    """A value as its test id shows it: its name where it has one, else its text, with
+    any memory address (``<object at 0x7f...>``) cut out, so that ids are the same in
+    every process (pytest-xdist's collection, ``--lf`` and ``--deselect`` compare them)."""
+    text = getattr(value, "__name__", None) or getattr(value, "name", None) or str(value)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
 
 
 def _values(name: str, values: Any) -> list[Any]:
