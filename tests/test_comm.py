@@ -666,19 +666,22 @@ def test_a_started_collective_past_the_traffic_counters_is_refused_before_it_run
         sc.run_program(topo, program)
 
 
-def test_messages_past_the_traffic_counters_end_in_a_simcoll_error():
-    """Point-to-point messages are not known before the run: 2^62 bytes sent twice by rank
-    0 make 2^63, past int64, which the result's counters cannot hold."""
-    topo = sc.topology.switch(2, bandwidth=1e18, latency=1e-6)
+@pytest.mark.parametrize("senders", [1, 2])
+def test_messages_past_the_traffic_counters_end_in_a_simcoll_error(senders):
+    """Point-to-point messages are not known before the run: 2^62 bytes sent twice to the
+    last rank, by rank 0 alone (its sent counter passes int64) or once by each of two
+    ranks (the receiver's counter passes, neither sender's), make 2^63, which the
+    result's counters cannot hold."""
+    topo = sc.topology.switch(senders + 1, bandwidth=1e18, latency=1e-6)
     half = sc.VirtualBuffer.of(2**62, np.uint8)
 
     def program(comm):
-        if comm.rank == 0:
-            yield comm.send(half, 1)
-            yield comm.send(half, 1)
+        if comm.rank < senders:
+            for _ in range(2 // senders):
+                yield comm.send(half, senders)
         else:
-            yield comm.recv(0)
-            yield comm.recv(0)
+            for source in (0, senders - 1):
+                yield comm.recv(source)
 
     with pytest.raises(sc.InvalidInputError, match="traffic passed the int64 counters: an "
                                                    "endpoint moved 9223372036854775808 bytes"):
@@ -748,25 +751,6 @@ def test_a_deadlock_message_keeps_a_condition_s_receives_and_its_grouping():
     assert ("rank 0 waits for (rank 0 (started program 0: all_gather/ring) to end or rank 0 "
             "(started program 1: reduce_scatter/ring) to end) and rank 0 (started program 2: "
             "all_reduce/ring) to end;") in str(caught.value)
-
-
-def test_an_endpoint_that_only_receives_past_the_counters_ends_in_a_simcoll_error():
-    """Ranks 0 and 1 each send 2^62 bytes to rank 2: neither sends more than 2^62, but
-    rank 2 receives 2 x 2^62 = 2^63 = 9223372036854775808, past int64 (its received
-    counter, not a sent one, passes)."""
-    topo = sc.topology.switch(3, bandwidth=1e18, latency=1e-6)
-    half = sc.VirtualBuffer.of(2**62, np.uint8)
-
-    def program(comm):
-        if comm.rank < 2:
-            yield comm.send(half, 2)
-        else:
-            yield comm.recv(0)
-            yield comm.recv(1)
-
-    with pytest.raises(sc.InvalidInputError, match="traffic passed the int64 counters: an "
-                                                   "endpoint moved 9223372036854775808 bytes"):
-        sc.run_program(topo, program)
 
 
 def test_an_endpoint_that_moves_exactly_the_largest_int64_is_counted():
