@@ -453,7 +453,9 @@ BAD = [
     (["run", "--collective", "all_gathr"], "known collectives"),
     (["run", "--param", "chunks"], "is not NAME=VALUE"),
     (["run", "--param", "chunkz=4"], "does not take parameter(s) ['chunkz']"),
-    (["run", "--op", "median"], "unknown reduction op"),
+    (["run", "--op", "median"], "--op 'median' is not accepted; use sum, prod, min, max, avg "
+                                "or mulsum"),
+    (["run", "--param", "chunks=4_0"], "chunks='4_0' is not accepted"),   # not 40
     (["run", "-b", "8", "-e", "4"], "-b 8 is larger than -e 4"),
     (["run", "-b", "8", "-e", "8G", "-i", "1"], "at most 10000"),
     (["run", "-b", "0", "-e", "8", "-f", "2"], "never grow"),
@@ -500,6 +502,10 @@ BAD = [
     (["sweep", "--collective", "broadcast", "--algorithms", "binomial", "--ranks", "4,2",
       "--sizes", "1K", "--root", "3"],
      "--root 3 is not a rank of the machine of 2 ranks (--ranks 2); give a root below 2"),
+    (["sweep", "--collective", "broadcast", "--algorithms", "binomial", "--ranks", "2",
+      "--sizes", "1K", "--root", "-5"],
+     "--root -5 is not a rank; give a root from 0 to 1"),
+    (["list", "algos"], "argument SECTION: invalid choice: 'algos'"),
     # An empty entry was dropped without a word.
     (["sweep", "--algorithms", "ring,,naive", "--ranks", "2", "--sizes", "1K"],
      "'ring,,naive' has an empty entry"),

@@ -142,7 +142,9 @@ def test_several_runs_and_standard_input(capsys, monkeypatch, nccl_log):
     (["--free", "latency=1us:0:1ms", "--max-evaluations", "3"],
      "--max-evaluations 3 is not accepted; give "),
     (["--free", "latency=1us:0:1ms", "--loss", "huber", "--loss-scale", "0"],
-     "--loss-scale 0 is not accepted; give a number above 0"),
+     "--loss-scale 0 is not accepted; give a finite number above 0"),
+    (["--free", "latency=1us:0:1ms", "--loss", "huber", "--loss-scale", "inf"],
+     "--loss-scale inf is not accepted; give a finite number above 0"),
     # options that changed nothing, silently
     (["--free", "latency=1us:0:1ms", "--seed", "7"], "--seed draws the random starts; "
                                                      "with --starts 1"),

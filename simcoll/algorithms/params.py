@@ -403,13 +403,17 @@ class Keywords(Param):
 
 def read_value(raw: str) -> Any:
     """A parameter's value written as text (``--param chunks=4``): ``true``/``false``, ``none``,
-    an int, a float, a time with its unit (``20us`` -> 2e-05 seconds), else the text."""
+    an int, a float, a time with its unit (``20us`` -> 2e-05 seconds), else the text (as is
+    a number with Python's digit separators, ``4_0``: a typo, left for the parameter's
+    check to refuse, not read as 40)."""
     value = raw.strip()
     lowered = value.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
     if lowered == "none":
         return None
+    if "_" in value:
+        return value
     for kind in (int, float, parse_time):
         try:
             return kind(value)

@@ -153,8 +153,8 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandLineError(f"--starts {args.starts} is not accepted; give 1 to "
                                f"{args.max_evaluations} (each start runs a simulation at least, "
                                f"within --max-evaluations)")
-    if args.loss_scale is not None and not args.loss_scale > 0:
-        raise CommandLineError(f"--loss-scale {args.loss_scale:g} is not accepted; give a "
+    if args.loss_scale is not None and not 0 < args.loss_scale < float("inf"):
+        raise CommandLineError(f"--loss-scale {args.loss_scale:g} is not accepted; give a finite "
                                f"number above 0")
     if args.seed is not None and args.starts == 1:
         raise CommandLineError("--seed draws the random starts; with --starts 1 the fit "

@@ -26,7 +26,8 @@ def add_parser(sub: Any) -> None:
                                    "on the alpha-beta reference network (from simcoll.cost) "
                                    "and parameters, and the topology builders and presets "
                                    "with theirs.")
-    p.add_argument("what", nargs="?", choices=_WHAT, help="list only these")
+    p.add_argument("what", nargs="?", choices=_WHAT, metavar="SECTION",
+                   help=f"list only this section: {', '.join(_WHAT)}")
     p.set_defaults(handler=_run)
 
 

@@ -439,7 +439,11 @@ def run_kwargs(args: argparse.Namespace,
         if not coll.reduces:
             raise CommandLineError(f"--op applies to reducing collectives only; "
                                    f"{args.collective} does not reduce")
-        kwargs["op"] = ReduceOp.parse(NCCL_OPS.get(args.op.lower(), args.op))
+        try:
+            kwargs["op"] = ReduceOp.parse(NCCL_OPS.get(args.op.lower(), args.op))
+        except InvalidInputError:
+            raise CommandLineError(f"--op {args.op!r} is not accepted; use sum, prod, min, "
+                                   f"max, avg or mulsum (runs as avg)") from None
     if args.root is not None:
         if not coll.rooted:
             raise CommandLineError(f"--root applies to broadcast, reduce, gather and "

@@ -268,6 +268,9 @@ def _run(args: argparse.Namespace) -> int:
     for algorithm in args.algorithms:
         get_algorithm(args.collective, algorithm)
     values = _machines(spec, args.ranks)
+    if kwargs.get("root", 0) < 0:
+        raise CommandLineError(f"--root {kwargs['root']} is not a rank; give a root from 0 "
+                               f"to {min(values) - 1}")
     outside = sorted(p for p in values if kwargs.get("root", 0) >= p)
     if outside:
         raise CommandLineError(f"--root {kwargs['root']} is not a rank of the machine of "
