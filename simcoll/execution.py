@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
@@ -54,6 +55,20 @@ class _Collector:
     lock = threading.Lock()
     runs = 0
     found: tuple[int, ...] = ()
+
+
+def _forked() -> None:
+    """In a process forked while another thread ran (a sweep's worker): no run goes on in
+    it, its collector's thresholds are the ones found, and the lock, which the fork may
+    have copied held (the worker then waited on it for ever), is a new one."""
+    if _Collector.runs:
+        gc.set_threshold(*_Collector.found)
+    _Collector.lock = threading.Lock()
+    _Collector.runs = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 @contextlib.contextmanager

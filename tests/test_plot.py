@@ -1919,3 +1919,30 @@ def test_bytes_sent_axis_labels_at_most_eight_powers_of_two(octaves):
     fig = scaling(records, y="bytes_sent")
     k = math.ceil((octaves + 1) / 8)
     assert len(fig.axes[0].yaxis.get_major_locator().locs) == math.ceil((octaves + 1) / k) <= 8
+
+
+def test_figures_saved_from_threads_at_once_keep_their_text(tmp_path):
+    """matplotlib's rc_context sets settings for the whole process: two threads saving
+    at once left one file's text drawn as paths, and the settings changed after."""
+    import threading
+
+    results = [sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring",
+                           nbytes=1 << 20) for p in (2, 4)]
+    before = dict(matplotlib.rcParams)
+    paths = []
+    for round_ in range(4):
+        pair = [tmp_path / f"{round_}.svg", tmp_path / f"{round_}.pdf"]
+        threads = [threading.Thread(target=scaling, args=(results,), kwargs={"save": path})
+                   for path in pair]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        paths += pair
+    for path in paths:
+        if path.suffix == ".svg":
+            assert "<text" in path.read_text(), path
+        else:
+            data = path.read_bytes()
+            assert b"/Type3" not in data and b"/FontFile2" in data, path
+    assert {k: v for k, v in matplotlib.rcParams.items() if before[k] != v} == {}

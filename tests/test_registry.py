@@ -771,6 +771,48 @@ def test_a_plugin_that_fails_to_load_is_skipped_with_a_warning_naming_it(tmp_pat
         sc.get_algorithm("broadcast", "zz_missing")
 
 
+def test_a_lookup_waits_for_the_plugins_another_thread_is_loading(tmp_path, monkeypatch):
+    """Two threads' first lookups at once: the second found the plugins marked loaded
+    while the first still imported them, and was told the plugin's algorithm was
+    unknown. A plugin whose import takes 0.3 s, and which looks an algorithm up itself
+    while it loads (that lookup must not wait for itself)."""
+    import threading
+
+    (tmp_path / "zz_slowplug.py").write_text(
+        "import time\n"
+        "import numpy as np\n"
+        "import simcoll as sc\n"
+        "from simcoll.cost import CostModel, gpu_traffic\n"
+        "sc.get_algorithm('broadcast', 'binomial')\n"
+        "time.sleep(0.3)\n"
+        "def traffic(p, nbytes, itemsize):\n"
+        "    return gpu_traffic(np.zeros(p), np.zeros(p))\n"
+        "@sc.register('broadcast', 'zz_slow',\n"
+        "             cost=CostModel(time=lambda *a: 0.0, traffic=traffic))\n"
+        "def slow(comm, x, *, root):\n"
+        "    yield from ()\n"
+        "    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugin = EntryPoint("slow", "zz_slowplug", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "entry_points", lambda group: [plugin])
+    monkeypatch.setattr(registry, "_plugins_loaded", False)
+    monkeypatch.delitem(sys.modules, "zz_slowplug", raising=False)
+    found: list[object] = []
+
+    def look_up():
+        try:
+            found.append(sc.get_algorithm("broadcast", "zz_slow").name)
+        except sc.SimCollError as exc:
+            found.append(exc)
+
+    threads = [threading.Thread(target=look_up) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert found == ["zz_slow", "zz_slow"]
+
+
 # -- the specs themselves --------------------------------------------------------------
 
 @pytest.mark.parametrize("spec, value, normalized", [

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import threading
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -217,6 +218,11 @@ _SPECS = "Int, Real, Choice, Names, Optional, Keywords or Value"
 
 _REGISTRY: dict[tuple[str, str], AlgorithmSpec] = {}
 _plugins_loaded = False
+_plugins_loading = False
+_plugins_lock = threading.RLock()
+"""Held while the plugins load: another thread's first lookup waits for them (it was
+told an installed plugin's algorithm was unknown); the loading thread's own lookups,
+from a plugin's import, go through."""
 _plugin_failures: list[str] = []
 """The plugins that failed to load: each entry point, its module and what it raised."""
 
@@ -494,12 +500,19 @@ def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
 
 def _load_plugins() -> None:
     """Load every plugin of the entry-point group, once (on first lookup)."""
-    global _plugins_loaded
+    global _plugins_loaded, _plugins_loading
     if _plugins_loaded:
         return
-    _plugins_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        _load_plugin(ep)
+    with _plugins_lock:
+        if _plugins_loaded or _plugins_loading:   # loaded meanwhile, or a plugin's lookup
+            return
+        _plugins_loading = True
+        try:
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                _load_plugin(ep)
+        finally:
+            _plugins_loading = False
+            _plugins_loaded = True
 
 
 def _load_plugin(ep: EntryPoint) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -254,6 +255,10 @@ matplotlib embeds by default are refused by IEEE's and ACM's checkers), and edit
 text in SVG."""
 
 
+_SAVING = threading.Lock()
+"""Held while a figure is saved under :data:`_VECTOR_TEXT`."""
+
+
 def finish(fig: Any, path: Path | None) -> Any:
     """Save ``fig`` to ``path`` (if given) through a temporary file, so an existing file
     is never left half written, with its text kept as text in PDF, PostScript and SVG
@@ -262,7 +267,9 @@ def finish(fig: Any, path: Path | None) -> Any:
         import matplotlib
 
         def save(tmp: Path) -> None:
-            with matplotlib.rc_context(_VECTOR_TEXT):
+            # rc_context sets matplotlib's settings for the whole process: saves from
+            # two threads at once left one file's text as paths, and the settings changed
+            with _SAVING, matplotlib.rc_context(_VECTOR_TEXT):
                 fig.savefig(tmp, format=path.suffix[1:].lower(), dpi=150)
 
         write_atomically(path, save)
