@@ -993,8 +993,6 @@ def test_float64_products_keep_their_rounding_allowance():
     five numbers in [0.9, 1.1] (2.7 u from the exact one, by fractions) was called wrong.
     The allowance is q u from the dtype and p r from the reference: 4 u + 5 r here; an
     output 20 u off is still refused."""
-    from fractions import Fraction
-
     p = 5
     data = [np.random.default_rng(1900 + r).uniform(0.9, 1.1, 64) for r in range(p)]
     res = sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring", data=data,

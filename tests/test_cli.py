@@ -453,8 +453,11 @@ BAD = [
     (["run", "--collective", "all_gathr"], "known collectives"),
     (["run", "--param", "chunks"], "is not NAME=VALUE"),
     (["run", "--param", "chunkz=4"], "does not take parameter(s) ['chunkz']"),
-    (["run", "--op", "median"], "--op 'median' is not accepted; use sum, prod, min, max, avg "
-                                "or mulsum"),
+    (["run", "--op", "median"], "--op 'median' is not accepted (did you mean avg?); use sum, "
+                                "prod, min, max, avg, mulsum or all"),
+    (["run", "--op", "mean"], "--op 'mean' is not accepted (did you mean avg?)"),
+    (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "--op", "prd"],
+     "--op 'prd' is not accepted (did you mean prod?); use sum, prod, min, max, avg or mulsum"),
     (["run", "--param", "chunks=4_0"], "chunks='4_0' is not accepted"),   # not 40
     (["run", "-b", "8", "-e", "4"], "-b 8 is larger than -e 4"),
     (["run", "-b", "8", "-e", "8G", "-i", "1"], "at most 10000"),

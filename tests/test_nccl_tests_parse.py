@@ -828,6 +828,11 @@ def test_a_log_given_as_bytes_is_refused_by_every_reader():
                                                     r"printed text, a str, not bytes "
                                                     r"\(bytes: \.decode\(\) them first\)"):
             read(b"# nccl-tests log")
+    from pathlib import Path
+
+    with pytest.raises(InvalidInputError, match=r"a str, not PosixPath \(a file: pass its "
+                                                r"path\.read_text\(\)\)$"):
+        parse(Path("log.txt"))
 
 
 def test_nccl_shape_checks_its_arguments():

@@ -1815,6 +1815,9 @@ def test_scaling_plots_the_busiest_sender_s_bytes_and_the_traffic_model():
     assert fig.axes[0].get_ylabel() == "bytes sent by the busiest endpoint"
     legend = fig.axes[0].get_legend()
     assert "traffic model (dashed)" in [text.get_text() for text in legend.get_texts()]
+    # the traffic model reads no alpha, beta or gamma: none need be given for it
+    bare = scaling(records, y="bytes_sent", formula=True)
+    assert sorted(xy(line)[1] for line in lines(bare, "formula")) == drawn
 
 
 MIB = 2**20

@@ -11,6 +11,7 @@ import json
 import math
 import re
 import sys
+import time
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -810,7 +811,47 @@ def test_a_lookup_waits_for_the_plugins_another_thread_is_loading(tmp_path, monk
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
+    sys.modules.pop("zz_slowplug", None)
     assert found == ["zz_slow", "zz_slow"]
+
+
+def test_a_thread_importing_a_plugin_while_another_loads_the_plugins_does_not_hang(
+        tmp_path, monkeypatch):
+    """Thread B imports a plugin module itself, which looks up 'ring' as it is imported;
+    thread A's first lookup loads the plugins and so imports that module too. Holding a
+    lock of its own while importing, A waited for the module (B's import) and B for A's
+    lock, for ever."""
+    import threading
+
+    (tmp_path / "zz_wrapplug.py").write_text(
+        "import time\n"
+        "import simcoll as sc\n"
+        "time.sleep(0.3)\n"
+        "RING = sc.get_algorithm('all_reduce', 'ring')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugin = EntryPoint("wrap", "zz_wrapplug", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "entry_points", lambda group: [plugin])
+    monkeypatch.setattr(registry, "_plugins_loaded", False)
+    monkeypatch.delitem(sys.modules, "zz_wrapplug", raising=False)
+    done: dict[str, str] = {}
+
+    def importer():
+        import zz_wrapplug
+
+        done["B"] = zz_wrapplug.RING.name
+
+    def looker():
+        done["A"] = sc.get_algorithm("all_reduce", "ring").name
+
+    b = threading.Thread(target=importer, daemon=True)
+    b.start()
+    time.sleep(0.1)   # B is inside its import
+    a = threading.Thread(target=looker, daemon=True)
+    a.start()
+    a.join(20)
+    b.join(20)
+    sys.modules.pop("zz_wrapplug", None)
+    assert done == {"A": "ring", "B": "ring"}
 
 
 # -- the specs themselves --------------------------------------------------------------

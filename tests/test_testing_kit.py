@@ -373,3 +373,35 @@ def test_a_time_that_differs_past_twelve_digits_shows_every_digit(ring):
     lines = str(caught.value).splitlines()
     assert lines[1].split()[1] != lines[2].split()[1]
     assert float(lines[1].split()[1]) == close and float(lines[2].split()[1]) == ring.time
+
+
+def test_an_integer_beside_a_float_in_a_list_is_still_exact():
+    """In a list holding a float, the integers were read as floats too, and compared
+    within rtol: 2^40 + 1 passed against 2^40. A boolean in a list was read as 1 byte."""
+    n = 1 << 40
+    res = simulate(alpha_beta_network(2, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="ring", nbytes=n)
+    assert_traffic(res, sent=[n, float(n)])
+    with pytest.raises(AssertionError, match=r"bytes_sent: 1 of 2 ranks differ"):
+        assert_traffic(res, sent=[n + 1, float(n)])
+    with pytest.raises(sc.InvalidInputError, match=r"sent\[0\] = True is not accepted"):
+        assert_traffic(res, sent=[True, n])
+
+
+def test_sweep_ids_take_only_text_names():
+    """A value whose name attribute is a method or a number raised TypeError when the test
+    module was imported; its text is used instead."""
+    class Named:
+        name = 7
+
+        def __str__(self) -> str:
+            return "named"
+
+    class Method:
+        def name(self) -> str:
+            return "m"
+
+        def __str__(self) -> str:
+            return "method"
+
+    assert sweep(x=[Named(), Method()]).kwargs["ids"] == ["x=named", "x=method"]

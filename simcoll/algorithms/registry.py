@@ -14,6 +14,7 @@ load, and a lookup of an unknown algorithm names the plugins that failed.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import threading
 import warnings
@@ -218,11 +219,30 @@ _SPECS = "Int, Real, Choice, Names, Optional, Keywords or Value"
 
 _REGISTRY: dict[tuple[str, str], AlgorithmSpec] = {}
 _plugins_loaded = False
-_plugins_loading = False
-_plugins_lock = threading.RLock()
-"""Held while the plugins load: another thread's first lookup waits for them (it was
-told an installed plugin's algorithm was unknown); the loading thread's own lookups,
-from a plugin's import, go through."""
+_plugins_loader: int | None = None
+"""The thread loading the plugins, while it does."""
+_plugins_lock = threading.Lock()
+"""Held only to pick the thread that loads the plugins (never during their imports,
+which could wait on another thread's import of the same module)."""
+_plugins_done = threading.Event()
+"""Set once the plugins are loaded: a lookup another thread misses while they load waits
+for it, then looks again (it was told an installed plugin's algorithm was unknown)."""
+PLUGIN_WAIT = 60.0
+"""Seconds a lookup waits for another thread's plugins before it says what it found."""
+
+
+def _forked() -> None:
+    """In a process forked while another thread picked or loaded the plugins: that thread
+    is not in it, so the lock and the wait are new, and the plugins load again at the
+    first lookup where they had not finished."""
+    global _plugins_lock, _plugins_done, _plugins_loader
+    _plugins_lock, _plugins_done = threading.Lock(), threading.Event()
+    _plugins_done.set()
+    _plugins_loader = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 _plugin_failures: list[str] = []
 """The plugins that failed to load: each entry point, its module and what it raised."""
 
@@ -499,20 +519,33 @@ def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
 
 
 def _load_plugins() -> None:
-    """Load every plugin of the entry-point group, once (on first lookup)."""
-    global _plugins_loaded, _plugins_loading
+    """Load every plugin of the entry-point group, once (on first lookup), in the first
+    thread to look up; the others go on with what is registered (see :func:`_lookup`)."""
+    global _plugins_loaded, _plugins_loader
     if _plugins_loaded:
         return
     with _plugins_lock:
-        if _plugins_loaded or _plugins_loading:   # loaded meanwhile, or a plugin's lookup
+        if _plugins_loaded or _plugins_loader is not None:
             return
-        _plugins_loading = True
-        try:
-            for ep in entry_points(group=ENTRY_POINT_GROUP):
-                _load_plugin(ep)
-        finally:
-            _plugins_loading = False
-            _plugins_loaded = True
+        _plugins_loader = threading.get_ident()
+        _plugins_done.clear()
+    try:
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            _load_plugin(ep)
+    finally:
+        _plugins_loaded, _plugins_loader = True, None
+        _plugins_done.set()
+
+
+def _lookup(key: tuple[str, str]) -> AlgorithmSpec | None:
+    """The registered entry of ``key``; where another thread is loading the plugins, a
+    miss waits for them (up to :data:`PLUGIN_WAIT` seconds) and looks again."""
+    spec = _REGISTRY.get(key)
+    loader = _plugins_loader
+    if spec is None and loader is not None and loader != threading.get_ident():
+        _plugins_done.wait(PLUGIN_WAIT)
+        spec = _REGISTRY.get(key)
+    return spec
 
 
 def _load_plugin(ep: EntryPoint) -> None:
@@ -554,7 +587,7 @@ def get_algorithm(collective: str, name: str) -> AlgorithmSpec:
     """
     collective = _collective(collective).name  # torch's aliases name the same entries
     _load_plugins()
-    spec = _REGISTRY.get((collective, name)) if isinstance(name, str) else None
+    spec = _lookup((collective, name)) if isinstance(name, str) else None
     if spec is None:
         known = ", ".join(n for _, n in algorithms(collective)) or "none yet"
         failed = "".join(f"; the {failure}" for failure in _plugin_failures)

@@ -4,6 +4,7 @@ the options that say what to simulate (topology, collective, algorithm, ...)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import inspect
 import re
 import sys
@@ -442,8 +443,13 @@ def run_kwargs(args: argparse.Namespace,
         try:
             kwargs["op"] = ReduceOp.parse(NCCL_OPS.get(args.op.lower(), args.op))
         except InvalidInputError:
-            raise CommandLineError(f"--op {args.op!r} is not accepted; use sum, prod, min, "
-                                   f"max, avg or mulsum (runs as avg)") from None
+            names = ["sum", "prod", "min", "max", "avg", "mulsum"]
+            names += ["all"] if hasattr(args, "root_text") else []   # run's options
+            close = difflib.get_close_matches(args.op.lower(), [*names, "mean"], n=1)
+            hint = "" if not close else \
+                f" (did you mean {'avg' if close[0] == 'mean' else close[0]}?)"
+            raise CommandLineError(f"--op {args.op!r} is not accepted{hint}; use "
+                                   f"{', '.join(names[:-1])} or {names[-1]}") from None
     if args.root is not None:
         if not coll.rooted:
             raise CommandLineError(f"--root applies to broadcast, reduce, gather and "

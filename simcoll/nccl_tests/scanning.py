@@ -9,6 +9,7 @@ Shared with the sibling modules: ``Run`` (what was read of one run) and ``split_
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,8 +77,11 @@ class Run:
 def split_runs(text: str) -> list[Run]:
     """The runs of ``text`` that have rows or failed, each with its first error, if any."""
     if not isinstance(text, str):
+        how = (" (bytes: .decode() them first)" if isinstance(text, (bytes, bytearray))
+               else " (a file: pass its path.read_text())" if isinstance(text, os.PathLike)
+               else "")
         raise InvalidInputError(f"an nccl-tests log is read as its printed text, a str, not "
-                                f"{type(text).__name__} (bytes: .decode() them first)")
+                                f"{type(text).__name__}{how}")
     scanner = _Scanner()
     for number, raw in _lines(text):
         scanner.read(raw, number)

@@ -302,9 +302,9 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             of a sweep file).
         x: ``"nranks"`` or ``"nbytes"``.
         y: ``"time"``, ``"busbw"``, ``"algbw"``, or ``"bytes_sent"``: the most bytes
-            one endpoint (a GPU rank or a server host) sent, the busiest sender's traffic
-            (with ``formula=True`` the model's, ``simcoll.cost.traffic``; alpha, beta and
-            gamma are then not read but must still be given).
+            one endpoint (a GPU rank or a server host) sent, the busiest sender's traffic,
+            on a log2 axis labelled in binary units (with ``formula=True`` the traffic
+            model's, ``simcoll.cost.traffic``, which needs no alpha, beta or gamma).
         by: the field that picks a line's colour: ``"algorithm"``, ``"collective"``,
             ``"topology"``, ``"network"`` or ``"dtype"``.
         split: the field that splits lines further, the other of ``nranks`` / ``nbytes``
@@ -312,8 +312,9 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         formula: also draw ``simcoll.cost.predict`` for each line, dashed in its colour,
             at the simulated x values; the legend says where the model does not apply.
         alpha, beta, gamma: the model's seconds per message, seconds per byte and seconds
-            per reduced byte (required with ``formula=True``; ``gamma=0`` for free
-            reductions). On ``switch(p, bandwidth=B, latency=L)``: alpha = 2 L, beta = 1/B.
+            per reduced byte (required with ``formula=True`` but for ``y="bytes_sent"``;
+            ``gamma=0`` for free reductions). On ``switch(p, bandwidth=B, latency=L)``:
+            alpha = 2 L, beta = 1/B.
         ax: a matplotlib Axes to draw on (a new figure otherwise).
         legend: ``"right"`` (beside the axes; a new figure widens to hold it),
             ``"inside"`` (the axes' best corner) or ``"none"``; by default ``"right"`` in a
@@ -336,7 +337,9 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     place = legend_place(legend, ax is not None)
     check_axes(ax)
     model_args: tuple[float, float, float] | None = None
-    if flag(formula, "formula"):
+    if flag(formula, "formula") and y == "bytes_sent" and alpha is beta is gamma is None:
+        model_args = (0.0, 0.0, 0.0)   # the traffic model reads no constant
+    elif formula:
         if alpha is None or beta is None or gamma is None:
             raise InvalidInputError(
                 f"formula=True needs the model's alpha (s per message), beta (s per byte) "

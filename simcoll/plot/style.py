@@ -259,6 +259,17 @@ _SAVING = threading.Lock()
 """Held while a figure is saved under :data:`_VECTOR_TEXT`."""
 
 
+def _forked() -> None:
+    """A process forked while another thread saved a figure has no such thread: a new
+    lock (the copy could be held for ever)."""
+    global _SAVING
+    _SAVING = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
 def finish(fig: Any, path: Path | None) -> Any:
     """Save ``fig`` to ``path`` (if given) through a temporary file, so an existing file
     is never left half written, with its text kept as text in PDF, PostScript and SVG

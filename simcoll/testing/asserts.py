@@ -7,6 +7,7 @@ failures list the ranks that differ.
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, TypeAlias
@@ -145,12 +146,13 @@ def _expected_bytes(arg: str, value: Any, count: int) -> list[Count]:
     if len(value) != count:
         raise InvalidInputError(f"{shown}: it has {len(value)} values, one per {who}, but "
                                 f"the run has {count} {who}s; {per}")
-    array = np.asarray(value)
-    if array.dtype.kind in "iuf":  # numbers: check them all at once
-        bad = np.flatnonzero(~np.isfinite(array) | (array < 0))
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
+        # an array of one kind: checked all at once
+        bad = np.flatnonzero(~np.isfinite(value) | (value < 0))
         if bad.size:
-            _byte_count(array[bad[0]].item(), f"{arg}[{bad[0]}]")
-        return list(array.tolist())   # Python ints stay exact, floats stay floats
+            _byte_count(value[bad[0]].item(), f"{arg}[{bad[0]}]")
+        return list(value.tolist())   # Python ints stay exact, floats stay floats
+    # a list: each count as it is (an int in a list beside a float stays exact)
     return [_byte_count(v, f"{arg}[{i}]") for i, v in enumerate(value)]
 
 
@@ -189,9 +191,14 @@ def _check_bytes(name: str, simulated: np.ndarray, expected: list[Count] | np.nd
     return lines
 
 
-def assert_traffic(res: Result, *, sent: ArrayLike | None = None,
-                   received: ArrayLike | None = None, host_sent: ArrayLike | None = None,
-                   host_received: ArrayLike | None = None, rtol: float = 1e-12) -> None:
+Expected: TypeAlias = "ArrayLike | Fraction | Decimal | Sequence[Fraction | Decimal] | str"
+"""What ``assert_traffic`` takes for one direction: a count for every rank (host), or a
+list or array of one each."""
+
+
+def assert_traffic(res: Result, *, sent: Expected | None = None,
+                   received: Expected | None = None, host_sent: Expected | None = None,
+                   host_received: Expected | None = None, rtol: float = 1e-12) -> None:
     """Assert the payload bytes of every rank (or server host).
 
     Each expectation is one byte count for every rank, or a flat list of one per rank

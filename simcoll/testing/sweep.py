@@ -17,7 +17,8 @@ def _label(value: Any) -> str:
     """A value as its test id shows it: its name where it has one, else its text, with
     any memory address (``<object at 0x7f...>``) cut out, so that ids are the same in
     every process (pytest-xdist's collection, ``--lf`` and ``--deselect`` compare them)."""
-    text = getattr(value, "__name__", None) or getattr(value, "name", None) or str(value)
+    names = [getattr(value, attribute, None) for attribute in ("__name__", "name")]
+    text = next((n for n in names if isinstance(n, str) and n), str(value))
     return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
 
 

@@ -134,8 +134,8 @@ class Topology:
         name: a label, e.g. ``"switch(8)"``.
         spec: what rebuilds this machine with ``simcoll.topology.from_spec`` (a builder
             spec or a file path; set by ``from_spec`` and ``load``), or None. Adding a
-            device or a link, or setting ``cpu`` to another vendor, clears it, so it
-            never describes a different machine.
+            device or a link, or setting ``cpu`` or ``routing`` to another value, clears
+            it, so it never describes a different machine.
         cpu: the servers' CPU vendor, one of :data:`CPU_VENDORS` ("unknown" unless a
             preset or the user sets it). Only NCCL's tuner reads it, as NCCL does: its
             LL bandwidth cap across nodes and its network overhead per step depend on it

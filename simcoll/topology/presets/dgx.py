@@ -131,8 +131,7 @@ def dgx(nodes: Count = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
         network_kind: the kind of the network links, e.g. ``"ib"`` or ``"roce"``.
         leaf_radix: ports per leaf switch (half face nodes).
         oversubscription: leaf down over up capacity, of a full leaf's ports (a leaf
-            with fewer nodes keeps the full leaf's uplinks; with every node on one leaf
-            there is no spine and it changes nothing).
+            with fewer nodes keeps the full leaf's uplinks).
         reduce_bandwidth: each GPU's reduction output, bytes/s.
         nvswitch_reduce_bandwidth: makes each NVSwitch reduce in the network at this
             rate (NVLS); None for a switch that only forwards.
