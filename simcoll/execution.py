@@ -325,16 +325,19 @@ class Execution:
             raise UnmatchedMessageError(
                 f"{rt.what} finished with {len(unclaimed)} message(s) never received: "
                 f"{self._messages(unclaimed)}; {'; '.join(why)}")
-        posted = rt.waiting_receives()
+        posted = rt.receives_waiting()
         if posted:
             owners: dict[int, str] = {}
             for _, label, address in rt.programs:
                 owners.setdefault(address, label)
+            alike = Counter(posted.values())   # (endpoint, receive): how many posted
             receives = [f"{owners.get(dst, f'endpoint {dst}')}'s {recv}"
-                        for dst in sorted(posted) for recv in posted[dst]]
+                        + (f" x {count}" if count > 1 else "")
+                        for (dst, recv), count in sorted(alike.items(),
+                                                         key=lambda item: item[0][0])]
             more = f" (and {len(receives) - 16} more)" if len(receives) > 16 else ""
             raise UnmatchedMessageError(
-                f"{rt.what} finished with {len(receives)} receive(s) no message matched: "
+                f"{rt.what} finished with {len(posted)} receive(s) no message matched: "
                 f"{'; '.join(receives[:16])}{more}; a send missing, or a tag or source that "
                 f"does not match (every receive posted must be matched, waited on or not, "
                 f"as MPI asks of a program before it finalizes)")

@@ -1576,3 +1576,27 @@ def test_plot_draws_the_busiest_sender_s_bytes(capsys, tmp_path):
                          "bytes_sent")
     assert status == 0 and "4 of 4 records plotted" in out
     assert picture.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("ranks, root, words", [
+    # -1 is no rank: refused by the negative-root check, named as the option (sweeping.py:
+    # `kwargs.get("root", 0) < 0`; a mutant `< -1` let -1 through to simulate's "root=-1")
+    ("2", "-1", "--root -1 is not a rank; give a root from 0 to 1"),
+    # the range is that of the smallest machine swept: min(4, 2) - 1 = 1, not 3
+    ("4,2", "-5", "--root -5 is not a rank; give a root from 0 to 1"),
+])
+def test_sweep_a_negative_root_is_named_with_the_smallest_machine_s_ranks(
+        capsys, tmp_path, monkeypatch, ranks, root, words):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = cli(capsys, "sweep", "--collective", "broadcast", "--algorithms",
+                           "binomial", "--ranks", ranks, "--sizes", "1K", "--root", root)
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert words in err
+
+
+def test_list_help_names_its_sections(capsys):
+    """`simcoll list --help` says what SECTION may be: the three sections list knows."""
+    assert main(["list", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "SECTION" in out
+    assert "list only this section: collectives, algorithms, topologies" in out

@@ -827,3 +827,21 @@ def test_a_condition_of_receives_inside_a_condition_is_named_after_the_started_p
     assert ("rank 0 waits for (recv from 1 (tag 7) or recv from 1 (tag 8)) and rank 0 "
             "(started program 0: reduce_scatter/ring) to end;" in message)
     assert message.count("recv from 1 (tag 7)") == 1   # rank 0's own, not its program's
+
+
+def test_a_deadlock_names_two_alike_receives_of_an_endpoint_once_in_its_waiting():
+    """Rank 0 posts two receives from 1 with tag 0 and waits for both; rank 1 sends
+    nothing. The message names each of the program's two receives; DeadlockError.waiting
+    ({rank: what it waits for}) says what the endpoint waits for once, not twice."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+
+    def program(comm):
+        if comm.rank == 0:
+            first, second = comm.recv(src=1, tag=0), comm.recv(src=1, tag=0)
+            yield first & second
+        return None
+
+    with pytest.raises(sc.DeadlockError) as caught:
+        sc.run_program(topo, program)
+    assert "rank 0 waits for recv from 1 (tag 0) and recv from 1 (tag 0)" in str(caught.value)
+    assert caught.value.waiting == {0: "recv from 1 (tag 0)"}

@@ -603,3 +603,20 @@ def test_a_long_double_past_floats_range_is_not_a_time():
     with pytest.raises(sc.AlgorithmError, match="compute.* got .*; use a finite number of "
                                                 "seconds >= 0"):
         sc.run_program(sc.topology.switch(2), program)
+
+
+def test_alike_unmatched_receives_are_counted_each():
+    """Two receives from rank 1 with tag 0, never matched: the message said "1 receive(s)"
+    (the two read alike were counted once); it counts 2 and shows the text once, x 2."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0.5e-6)
+
+    def forgets(comm):
+        if comm.rank == 0:
+            comm.recv(1)
+            comm.recv(1)
+            yield comm.sleep(1e-6)
+
+    with pytest.raises(sc.UnmatchedMessageError, match=r"finished with 2 receive\(s\) no "
+                                                       r"message matched: rank 0's recv from "
+                                                       r"1 \(tag 0\) x 2; a send missing"):
+        sc.run_program(topo, forgets)

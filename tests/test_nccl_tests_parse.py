@@ -18,6 +18,7 @@ import simcoll as sc
 from simcoll.cli import main
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests import count_runs, parse, parse_all
+from simcoll.nccl_tests.tables import nccl_shape
 
 BUSBW = {"all_reduce": lambda p: 2 * (p - 1) / p, "all_gather": lambda p: (p - 1) / p,
          "reduce_scatter": lambda p: (p - 1) / p, "alltoall": lambda p: (p - 1) / p,
@@ -858,3 +859,12 @@ def test_a_measurement_s_time_is_its_microseconds_correctly_rounded():
     fields = {f: 0.0 for f in Measurement.__dataclass_fields__ if f != "time_us"}
     for us, seconds in ((20.0, 2e-05), (1.0, 1e-06), (7.0, 7e-06)):
         assert Measurement(time_us=us, **fields).time == seconds
+
+
+def test_nccl_shape_takes_an_empty_buffer_and_refuses_a_negative_size():
+    """size 0 is a real nccl-tests row (-b 0): 0 bytes, count 0, size 0 (0 // 4 = 0
+    elements); a size of -1 bytes is no size (the docstring: size an integer >= 0)."""
+    assert nccl_shape("all_reduce", 2, 0, 4) == (0, 0, 0)
+    assert nccl_shape("all_gather", 4, 0, 4, aligned=True)[1:] == (0, 0)
+    with pytest.raises(InvalidInputError, match=r"size=-1 is not accepted"):
+        nccl_shape("all_reduce", 2, -1, 4)

@@ -127,40 +127,6 @@ def test_the_garbage_collector_runs_during_a_run_and_is_restored_after():
     assert gc.get_threshold() == before and gc.isenabled()
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
-def test_a_process_forked_during_another_thread_s_run_can_run(tmp_path):
-    """A sweep's worker forked while another thread was inside a run copied the
-    collector's lock held and waited on it for ever at its first run. Here the lock is
-    held (as by that thread) and the run's thresholds set: the forked child runs a
-    simulation, and finds the thresholds from before the run."""
-    import gc
-    import multiprocessing
-
-    from simcoll import execution
-
-    before = gc.get_threshold()
-    out = tmp_path / "child.txt"
-
-    def child() -> None:
-        res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=8)
-        out.write_text(f"{res.messages} {gc.get_threshold() == before}")
-
-    with execution._Collector.lock:   # another thread inside a run
-        execution._Collector.runs += 1
-        execution._Collector.found = before
-        gc.set_threshold(*execution.RUN_GC_THRESHOLDS)
-        try:
-            process = multiprocessing.get_context("fork").Process(target=child)
-            process.start()
-            process.join(60)
-            if process.is_alive():
-                process.kill()
-        finally:
-            execution._Collector.runs -= 1
-            gc.set_threshold(*before)
-    assert process.exitcode == 0 and out.read_text() == "4 True"
-
-
 def test_overlapping_runs_in_threads_restore_the_collector_when_the_last_ends():
     """A run starts, a second starts in another thread, the first ends, then the second:
     the first restored the thresholds it found and the second the first run's own
@@ -189,3 +155,49 @@ def test_overlapping_runs_in_threads_restore_the_collector_when_the_last_ends():
     runner.join(30)
     assert not runner.is_alive() and second_started.is_set()
     assert gc.get_threshold() == before
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_process_forked_during_another_thread_s_run_runs_a_rank_program(tmp_path):
+    """A sweep's worker forked while another thread was inside a run copied the
+    collector's lock held and waited on it for ever at its first run. Here the lock is
+    held (as by that thread) and the run's thresholds set; the forked child runs rank
+    programs (sc.run_program always runs the engine, where a small ring all-reduce is
+    timed without it): it must not wait on the copied lock, its run must find no other
+    run going on (so it sets RUN_GC_THRESHOLDS itself) and must restore the thresholds
+    from before."""
+    import gc
+    import multiprocessing
+
+    from simcoll import execution
+
+    before = gc.get_threshold()
+    out = tmp_path / "child.txt"
+
+    def child() -> None:
+        during = []
+
+        def program(comm):
+            during.append(gc.get_threshold())
+            yield comm.sleep(1e-6)
+
+        sc.run_program(sc.topology.switch(2), program)
+        out.write_text(f"{during[0] == execution.RUN_GC_THRESHOLDS} "
+                       f"{gc.get_threshold() == before}")
+
+    with execution._Collector.lock:   # another thread inside a run
+        execution._Collector.runs += 1
+        execution._Collector.found = before
+        gc.set_threshold(*execution.RUN_GC_THRESHOLDS)
+        try:
+            process = multiprocessing.get_context("fork").Process(target=child)
+            process.start()
+            process.join(30)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        finally:
+            execution._Collector.runs -= 1
+            gc.set_threshold(*before)
+    assert process.exitcode == 0 and out.read_text() == "True True"

@@ -1949,3 +1949,20 @@ def test_figures_saved_from_threads_at_once_keep_their_text(tmp_path):
             data = path.read_bytes()
             assert b"/Type3" not in data and b"/FontFile2" in data, path
     assert {k: v for k, v in matplotlib.rcParams.items() if before[k] != v} == {}
+
+
+@pytest.mark.parametrize("octaves, labels", [
+    # 1 KiB .. 2^7 KiB: 8 powers of 2 (2^10 .. 2^17), at most 8 labels: every one
+    (7, [2.0**e for e in range(10, 18)]),
+    # 1 KiB .. 2^15 KiB: 16 powers, every 2nd: 2^10, 2^12, .., 2^24 (8 labels)
+    (15, [2.0**e for e in range(10, 26, 2)]),
+])
+def test_bytes_sent_axis_labels_every_power_that_fits_in_eight(octaves, labels):
+    """k is the least step with ceil((octaves + 1) / k) <= 8: 8 powers need no thinning
+    (k = 1), 16 powers every 2nd (k = 2); a step taken one power too wide halves them."""
+    records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": 2, "nbytes": 1024,
+                "bytes_sent": [1024]},
+               {"collective": "all_reduce", "algorithm": "ring", "nranks": 4, "nbytes": 1024,
+                "bytes_sent": [1024 * 2**octaves]}]
+    fig = scaling(records, y="bytes_sent")
+    assert [float(v) for v in fig.axes[0].yaxis.get_major_locator().locs] == labels

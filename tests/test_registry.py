@@ -7,11 +7,13 @@ refusals that name the value and the accepted range, before any run starts.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import re
 import sys
 import time
+import warnings
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -1014,3 +1016,75 @@ def test_a_module_imported_again_replaces_its_own_registration(tmp_path):
     with pytest.raises(sc.RegistrationError, match="'again' is already registered for "
                                                    "'barrier' .*pass replace=True"):
         load(other)
+
+
+def test_simcoll_s_own_module_executed_again_does_not_replace_its_registrations(monkeypatch):
+    """The same definition imported again replaces a user's registration (a conftest read
+    again), never simcoll's own (simcoll's modules are imported once): executing
+    simcoll/algorithms/dissemination.py as a second module object of the same name is
+    refused, and the registry keeps simcoll's function."""
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    import simcoll.algorithms.dissemination as original
+
+    kept = {key: spec.fn for key, spec in registry._REGISTRY.items()
+            if spec.fn.__module__ == original.__name__}
+    assert kept
+    spec = importlib.util.spec_from_file_location(original.__name__, original.__file__)
+    module = importlib.util.module_from_spec(spec)
+    with pytest.raises(sc.RegistrationError, match="by simcoll itself"):
+        spec.loader.exec_module(module)
+    assert {key: registry._REGISTRY[key].fn for key in kept} == kept
+
+
+def test_a_renamed_function_at_the_same_line_is_no_reimport(tmp_path):
+    """The same module name, file and line but another function name (the file edited
+    between two loads): not the same definition, so refused as any second registration
+    is (the docstring: same module, name, file and line)."""
+    head = ('import simcoll as sc\n'
+            'from simcoll.cost import CostModel, gpu_traffic\n'
+            'def none(p, nbytes, itemsize):\n'
+            '    return gpu_traffic([0] * p, [0] * p)\n'
+            '@sc.register("barrier", "renamed_probe", cost=CostModel(\n'
+            '    time=lambda p, nbytes, alpha, beta, gamma: 0.0, traffic=none))\n')
+    path = tmp_path / "conftest_renamed.py"
+
+    def load():
+        spec = importlib.util.spec_from_file_location("conftest_renamed", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    path.write_text(head + 'def first(comm, x):\n    return (yield comm.sleep(0))\n')
+    one = load()
+    path.write_text(head + 'def second(comm, x):\n    return (yield comm.sleep(0))\n')
+    with pytest.raises(sc.RegistrationError, match="'renamed_probe' is already registered"):
+        load()
+    assert sc.get_algorithm("barrier", "renamed_probe").fn is one.first
+
+
+def test_a_plugin_that_looks_up_while_loading_loads_the_others_once(tmp_path, monkeypatch):
+    """A plugin whose import looks an algorithm up (that lookup goes through, it does
+    not load the plugins again), then a plugin that fails: the failure is warned about
+    and recorded once, and a later lookup loads nothing again."""
+    (tmp_path / "zz_lookingplug.py").write_text(
+        "import simcoll as sc\n"
+        "sc.get_algorithm('broadcast', 'binomial')\n")
+    (tmp_path / "zz_failingplug.py").write_text("raise RuntimeError('plugin import failed')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins = [EntryPoint(name, value, registry.ENTRY_POINT_GROUP)
+               for name, value in (("a_looking", "zz_lookingplug"),
+                                   ("b_failing", "zz_failingplug"))]
+    monkeypatch.setattr(registry, "entry_points", lambda group: plugins)
+    monkeypatch.setattr(registry, "_plugins_loaded", False)
+    monkeypatch.setattr(registry, "_plugin_failures", [])
+    for module in ("zz_lookingplug", "zz_failingplug"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sc.get_algorithm("broadcast", "binomial")
+        sc.simulate(reference_network(2), "broadcast", algorithm="binomial", nbytes=8)
+        sc.list_algorithms()
+    failed = [w for w in caught if "b_failing" in str(w.message)]
+    assert len(failed) == 1, [str(w.message) for w in caught]
+    assert len(registry._plugin_failures) == 1
+    assert registry._plugins_loaded

@@ -15,6 +15,8 @@ import os
 import re
 import subprocess
 import sys
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -405,3 +407,128 @@ def test_sweep_ids_take_only_text_names():
             return "method"
 
     assert sweep(x=[Named(), Method()]).kwargs["ids"] == ["x=named", "x=method"]
+
+
+def test_a_failing_assertion_s_traceback_ends_at_the_caller_s_line(tmp_path):
+    """assert_time, assert_traffic and assert_matches_model hide their own frames
+    (__tracebackhide__): pytest's report of each failure shows no line of asserts.py.
+    (A barrier whose model says nothing moves while rank 0 sends rank 1 16 bytes fails
+    assert_matches_model's traffic check.)"""
+    (tmp_path / "test_it.py").write_text(
+        "import numpy as np\n"
+        "import simcoll as sc\n"
+        "from simcoll.cost import CostModel, gpu_traffic\n"
+        "from simcoll.testing import (alpha_beta_network, assert_matches_model,\n"
+        "                             assert_time, assert_traffic)\n"
+        "NET = alpha_beta_network(2, alpha=1e-6, beta=1e-9)\n"
+        "RES = sc.simulate(NET, 'all_reduce', algorithm='ring', nbytes=8)\n"
+        "def none(p, nbytes, itemsize):\n"
+        "    return gpu_traffic(np.zeros(p, dtype=np.int64), np.zeros(p, dtype=np.int64))\n"
+        "@sc.register('barrier', 'zz_talks', cost=CostModel(\n"
+        "    time=lambda p, nbytes, alpha, beta, gamma: 0.0, traffic=none))\n"
+        "def talks(comm, x):\n"
+        "    if comm.rank == 0:\n"
+        "        yield comm.send(np.zeros(2), 1)\n"
+        "    else:\n"
+        "        yield comm.recv(0)\n"
+        "TALKS = sc.simulate(NET, 'barrier', algorithm='zz_talks')\n"
+        "def test_time():\n    assert_time(RES, 1.0)\n"
+        "def test_traffic():\n    assert_traffic(RES, sent=1)\n"
+        "def test_model():\n    assert_matches_model(TALKS, alpha=1e-6, beta=1e-9)\n")
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                          "--tb=long", "test_it.py"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    out = run.stdout + run.stderr
+    assert "3 failed" in out, out
+    assert "asserts.py" not in out, out
+    for line in ("assert_time(RES, 1.0)", "assert_traffic(RES, sent=1)",
+                 "assert_matches_model(TALKS, alpha=1e-6, beta=1e-9)"):
+        assert f">   {line}" in out.replace(">       ", ">   "), out
+
+
+def test_a_size_string_is_an_exact_byte_count():
+    """A size string is exact as an int is: 2^40 + 1 bytes written out is one byte more
+    than the 2^40 each of 2 ranks sends in a ring all-reduce of 1 TiB (2 (p-1)/p n = n),
+    which rtol=1e-12 (1.1 bytes of 2^40) would let pass if it were read as a float."""
+    n = 1 << 40
+    res = simulate(alpha_beta_network(2, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="ring", nbytes=n)
+    assert_traffic(res, sent="1TiB", received="1099511627776")
+    with pytest.raises(AssertionError, match="bytes_sent: 2 of 2 ranks differ"):
+        assert_traffic(res, sent="1099511627777")
+
+
+def test_a_negative_integer_byte_count_is_refused_not_compared(ring):
+    with pytest.raises(sc.InvalidInputError, match=r"sent=-1 is not accepted"):
+        assert_traffic(ring, sent=-1)
+    with pytest.raises(sc.InvalidInputError, match=r"received\[1\] = -1 is not accepted"):
+        assert_traffic(ring, received=[1572864, -1, 1572864, 1572864])   # ints: exact
+
+
+def test_zero_as_a_fraction_or_a_decimal_is_a_byte_count():
+    """A binomial broadcast of 64 bytes on 2 ranks: the root sends 64, rank 1 nothing;
+    0 as a Fraction or a Decimal is a count >= 0 like any other."""
+    res = simulate(alpha_beta_network(2, alpha=ALPHA, beta=BETA), "broadcast",
+                   algorithm="binomial", nbytes=64)
+    assert_traffic(res, sent=[64, Fraction(0)], received=[Decimal(0), Fraction(64)])
+
+
+def test_a_float_expectation_is_shown_in_fifteen_digits(ring):
+    """1000/3 = 333.3333333333333 (a float): the table shows it as 333.333333333333,
+    15 significant digits, not its full repr and not 12 digits."""
+    with pytest.raises(AssertionError) as caught:
+        assert_traffic(ring, sent=1000 / 3)
+    assert re.search(r"\s333\.333333333333\s+1572864\s", str(caught.value)), str(caught.value)
+
+
+def test_a_float_expectation_equal_to_the_count_passes_with_rtol_0(ring):
+    """RING = 2 * 3/4 * 2^20 = 1572864.0 exactly: equal, so within rtol=0."""
+    assert_traffic(ring, sent=float(RING), received=[float(RING)] * 4, rtol=0)
+
+
+def test_a_table_of_sixteen_differing_ranks_shows_them_all_and_no_more_line():
+    """16 ranks, a ring all-reduce of 64 bytes: each sends 2 * 15/16 * 64 = 120 bytes;
+    expecting 0 from each, all 16 differ, and the table has room for 16."""
+    res = simulate(alpha_beta_network(16, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="ring", nbytes=64)
+    assert res.bytes_sent.tolist() == [120] * 16
+    with pytest.raises(AssertionError) as caught:
+        assert_traffic(res, sent=0)
+    message = str(caught.value)
+    assert "bytes_sent: 16 of 16 ranks differ" in message
+    assert "more" not in message
+    assert len(re.findall(r"^\s+\d+\s+0\s+120\s+\+120$", message, re.M)) == 16
+
+
+def test_a_table_of_nineteen_differing_ranks_says_how_many_more():
+    """19 ranks, every one sends something in a ring all-reduce of 152 bytes: 16 rows,
+    then '... and 3 more'."""
+    res = simulate(alpha_beta_network(19, alpha=ALPHA, beta=BETA), "all_reduce",
+                   algorithm="ring", nbytes=152)
+    with pytest.raises(AssertionError) as caught:
+        assert_traffic(res, sent=0)
+    assert str(caught.value).endswith("  ... and 3 more")
+
+
+def test_a_beta_that_is_no_number_is_refused_as_above_zero(tmp_path):
+    """beta is strict (a finite number > 0), alpha and gamma not (>= 0): the message of
+    an ini value that is no number says which."""
+    run = _pytest_with_ini(tmp_path, "simcoll_beta = slow")
+    out = run.stdout + run.stderr
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert ("simcoll_beta = 'slow' is not accepted; use a finite number > 0 (seconds per "
+            "byte)") in out, out
+    run = _pytest_with_ini(tmp_path, "simcoll_gamma = free")
+    out = run.stdout + run.stderr
+    assert "simcoll_gamma = 'free' is not accepted; use a finite number >= 0 (" in out, out
+
+
+def test_a_sweep_id_cuts_an_address_written_in_hex_letters():
+    """An address is hexadecimal: 0xdeadbeef, all letters, is cut as 0x7f3a... is."""
+    class Machine:
+        def __repr__(self) -> str:
+            return "<Machine object at 0xdeadbeef>"
+
+    mark = sweep(machine=[Machine()], p=[2])
+    assert mark.kwargs["ids"] == ["machine=<Machine object>-p=2"]

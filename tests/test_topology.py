@@ -367,3 +367,16 @@ def test_the_topology_docstring_example_runs_as_shown():
     finder = doctest.DocTestFinder()
     (example,) = [t for t in finder.find(sc.Topology, "Topology") if t.name == "Topology"]
     assert doctest.DocTestRunner().run(example).failed == 0
+
+
+def test_a_directed_link_index_may_be_a_numpy_integer():
+    """Routes are numpy arrays: their entries (np.int64) index directed links as ints do.
+    One link a-b of 50 GB/s: index 0 is a->b, 1 is b->a, both at 50e9 bytes/s."""
+    t = sc.Topology("two GPUs")
+    a, b = t.add_gpu(), t.add_gpu()
+    t.add_link(a, b, bandwidth=50e9, latency=1e-6, kind="nvlink")
+    names = (t.endpoint_name(0), t.endpoint_name(1))
+    assert t.directed_link(np.int64(0)) == names
+    assert t.directed_link(np.int64(1)) == names[::-1]
+    assert t.bandwidth_of(np.int64(1)) == 50e9
+    assert t.bandwidth_of(np.int32(0)) == 50e9

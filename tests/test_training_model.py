@@ -203,3 +203,13 @@ def test_the_tp_the_model_splits_into_is_accepted():
         tr.Model("m", gpt.layers, 1, 16, 64, 4, kv_heads=3)
     with pytest.raises(sc.InvalidInputError, match="ffn=0 is not accepted"):
         tr.Model("m", gpt.layers, 1, 16, 64, 4, ffn=0)
+
+
+def test_split_blocks_names_a_stage_count_that_is_no_count_as_told():
+    """split_blocks(name="pp") (step's): a stage count below 1 is refused as pp=, in the
+    integer check as in the more-stages-than-blocks check."""
+    model = tr.gpt2_1_5b()
+    with pytest.raises(sc.InvalidInputError, match=r"^pp=0 is not accepted"):
+        tr.split_blocks(model, 0, name="pp")
+    with pytest.raises(sc.InvalidInputError, match=r"^stages=0 is not accepted"):
+        tr.split_blocks(model, 0)
