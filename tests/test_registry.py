@@ -774,6 +774,15 @@ def test_a_plugin_that_fails_to_load_is_skipped_with_a_warning_naming_it(tmp_pat
         sc.get_algorithm("broadcast", "zz_missing")
 
 
+def _the_one_plugin(monkeypatch, tmp_path, module: str) -> None:
+    """Make ``module`` (written in ``tmp_path``) the one installed plugin, not loaded yet."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugin = EntryPoint(module, module, registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "entry_points", lambda group: [plugin])
+    monkeypatch.setattr(registry, "_plugins_loaded", False)
+    monkeypatch.delitem(sys.modules, module, raising=False)
+
+
 def test_a_lookup_waits_for_the_plugins_another_thread_is_loading(tmp_path, monkeypatch):
     """Two threads' first lookups at once: the second found the plugins marked loaded
     while the first still imported them, and was told the plugin's algorithm was
@@ -795,11 +804,7 @@ def test_a_lookup_waits_for_the_plugins_another_thread_is_loading(tmp_path, monk
         "def slow(comm, x, *, root):\n"
         "    yield from ()\n"
         "    return x\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    plugin = EntryPoint("slow", "zz_slowplug", registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "entry_points", lambda group: [plugin])
-    monkeypatch.setattr(registry, "_plugins_loaded", False)
-    monkeypatch.delitem(sys.modules, "zz_slowplug", raising=False)
+    _the_one_plugin(monkeypatch, tmp_path, "zz_slowplug")
     found: list[object] = []
 
     def look_up():
@@ -830,11 +835,7 @@ def test_a_thread_importing_a_plugin_while_another_loads_the_plugins_does_not_ha
         "import simcoll as sc\n"
         "time.sleep(0.3)\n"
         "RING = sc.get_algorithm('all_reduce', 'ring')\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    plugin = EntryPoint("wrap", "zz_wrapplug", registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "entry_points", lambda group: [plugin])
-    monkeypatch.setattr(registry, "_plugins_loaded", False)
-    monkeypatch.delitem(sys.modules, "zz_wrapplug", raising=False)
+    _the_one_plugin(monkeypatch, tmp_path, "zz_wrapplug")
     done: dict[str, str] = {}
 
     def importer():
