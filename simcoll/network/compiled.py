@@ -330,7 +330,9 @@ def _import_numpy_support_without_blas() -> None:
     ``sys.modules`` for the length of the import, then the entry is removed: SciPy's BLAS
     imports as usual afterwards. The one effect on other numba code of the process is that
     numba's compiled ``np.correlate`` and ``np.convolve`` then take their inner products
-    in a loop instead of through BLAS (the same results up to rounding).
+    in a loop instead of through BLAS (the same results up to rounding); and another
+    thread that imports SciPy's BLAS during that import (35 - 200 ms, once a process)
+    gets an ImportError.
     """
     if "numba.np.arraymath" in sys.modules or _BLAS in sys.modules:
         return
