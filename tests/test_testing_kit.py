@@ -10,6 +10,7 @@ p ranks and h hosts sends n/h bytes from each rank to each host, so each host re
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -24,12 +25,14 @@ import pytest
 import simcoll as sc
 from simcoll import simulate
 from simcoll.testing import (
+    AlphaBeta,
     alpha_beta_network,
     assert_matches_model,
     assert_time,
     assert_traffic,
     sweep,
 )
+from simcoll.testing.network import RULES
 
 ALPHA, BETA = 1e-6, 1e-11
 N = 1 << 20
@@ -229,9 +232,41 @@ def _pytest_with_ini(tmp_path, ini: str) -> subprocess.CompletedProcess:
         "def test_two(simcoll_reference):\n    pass\n")
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "simcoll.testing.plugin", "-p",
+        [sys.executable, "-m", "pytest", "-p", "_simcoll_pytest", "-p",
          "no:cacheprovider", "-q", "-s", "test_it.py"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_session_that_uses_no_simcoll_fixture_does_not_import_simcoll(tmp_path):
+    """The plugin's module imported all of simcoll (about 0.6 s) in every pytest session
+    of an environment where simcoll is installed; now simcoll loads when the fixture is
+    first asked for, or at start when an option is set (to check it)."""
+    (tmp_path / "test_it.py").write_text(
+        "import sys\n"
+        "def test_before():\n    assert 'simcoll' not in sys.modules\n"
+        "def test_fixture(simcoll_reference):\n    assert 'simcoll' in sys.modules\n"
+        "    print(simcoll_reference)\n")
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "_simcoll_pytest", "-p", "no:cacheprovider",
+         "-q", "-s", "test_it.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "AlphaBeta(alpha=1e-06, beta=1e-11, gamma=2.5e-12)" in run.stdout
+
+
+def test_the_plugin_is_installed_under_its_name_with_the_kits_defaults():
+    from importlib.metadata import entry_points
+
+    import _simcoll_pytest
+
+    (plugin,) = [ep for ep in entry_points(group="pytest11") if ep.name == "simcoll"]
+    assert plugin.value == "_simcoll_pytest"
+    defaults = {f.name: f.default for f in dataclasses.fields(AlphaBeta)}
+    assert {name: float(default) for name, (default, _) in _simcoll_pytest.OPTIONS.items()} \
+        == defaults
+    assert {name: what for name, (_, what) in _simcoll_pytest.OPTIONS.items()} \
+        == {name: what for name, (_, what) in RULES.items()}
 
 
 @pytest.mark.parametrize("ini, accepted", [
@@ -343,7 +378,7 @@ def test_a_toml_table_gives_the_constants_as_numbers(tmp_path):
         "def test_one(net):\n    print(net)\n")
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "simcoll.testing.plugin", "-p",
+        [sys.executable, "-m", "pytest", "-p", "_simcoll_pytest", "-p",
          "no:cacheprovider", "-q", "-s", "test_it.py"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -13,7 +13,8 @@
         assert_time(res, 2 * (p - 1) * 1e-6 + 2 * (p - 1) / p * nbytes * 1e-11)
 
 Failures print expected and simulated values side by side. pytest is needed only by
-``sweep``; the pytest plugin ``simcoll.testing.plugin`` adds a ``simcoll_reference`` fixture.
+``sweep``; the pytest plugin (module ``_simcoll_pytest``, name ``simcoll``) adds a
+``simcoll_reference`` fixture.
 """
 
 from __future__ import annotations

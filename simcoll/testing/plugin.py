@@ -1,19 +1,8 @@
-"""pytest plugin (entry point ``pytest11``): the ``simcoll_reference`` fixture.
+"""The pytest plugin's checks: the ``simcoll_*`` ini options read as an AlphaBeta.
 
-The fixture is the reference network's constants as a
-:class:`~simcoll.testing.AlphaBeta`, set once per project in the pytest configuration::
-
-    [tool.pytest.ini_options]
-    simcoll_alpha = "2e-6"     # seconds per message (>= 0)
-    simcoll_beta = "1e-11"     # seconds per byte (> 0)
-    simcoll_gamma = "0"        # seconds per reduced byte (>= 0; 0: free)
-
-    def test_ring(simcoll_reference):
-        res = simulate(simcoll_reference.network(8), "all_reduce", algorithm="ring", nbytes=1 << 20)
-        simcoll_reference.check(res)  # traffic, lower bound and time against simcoll.cost
-
-The options are read when pytest starts: a value that is not accepted stops the session
-with one ``pytest.UsageError`` naming the option, before any test runs.
+The plugin itself (its options and the ``simcoll_reference`` fixture) is the top-level
+module ``_simcoll_pytest``, which imports this one only when the fixture is used or an
+option is set, so that pytest sessions that use neither do not import simcoll.
 """
 
 from __future__ import annotations
@@ -25,17 +14,7 @@ import pytest
 from simcoll.errors import TopologyError
 from simcoll.testing.network import RULES, AlphaBeta, constant
 
-_DEFAULTS = {f.name: repr(f.default) for f in dataclasses.fields(AlphaBeta)}
 _REFERENCE = pytest.StashKey[AlphaBeta]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    # pytest 9.2 types ini options by a type expression: a TOML table may then give a
-    # number as a number; older pytest reads every value as a string
-    typed = {"type": float | str} if pytest.version_tuple >= (9, 2) else {}
-    for name, default in _DEFAULTS.items():
-        parser.addini(f"simcoll_{name}", f"simcoll_reference fixture: {RULES[name][1]}",
-                      default=default, **typed)  # type: ignore[arg-type]
 
 
 def _option(config: pytest.Config, name: str) -> float:
@@ -55,13 +34,14 @@ def _option(config: pytest.Config, name: str) -> float:
                                 f"{accepted}") from None
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_REFERENCE] = AlphaBeta(**{name: _option(config, name)
-                                            for name in _DEFAULTS})
+def reference(config: pytest.Config) -> AlphaBeta:
+    """The session's constants from its ``simcoll_alpha/beta/gamma`` ini options, read
+    once per session.
 
-
-@pytest.fixture(scope="session")
-def simcoll_reference(pytestconfig: pytest.Config) -> AlphaBeta:
-    """The reference constants (``simcoll_alpha/beta/gamma`` ini options) as AlphaBeta,
-    fixed for the session (so fixtures of any scope can use it)."""
-    return pytestconfig.stash[_REFERENCE]
+    Raises:
+        pytest.UsageError: an option that is not a finite number in its range, naming it.
+    """
+    if _REFERENCE not in config.stash:
+        config.stash[_REFERENCE] = AlphaBeta(**{field.name: _option(config, field.name)
+                                                for field in dataclasses.fields(AlphaBeta)})
+    return config.stash[_REFERENCE]
