@@ -361,6 +361,16 @@ def test_a_directed_link_outside_the_topology_is_refused_by_name(index):
             lookup(index)
 
 
+@pytest.mark.parametrize("direction", [2, -1, True, 1.0, "0", None])
+def test_a_links_rate_takes_only_its_two_directions(direction):
+    """Link.rate(2) and rate(-1) read the back bandwidth as if they were direction 1."""
+    link = sc.topology.Link("a", "b", bandwidth=1e9, latency=0.0, kind="nvlink", back=3e9)
+    assert (link.rate(0), link.rate(np.int64(1))) == (1e9, 3e9)
+    with pytest.raises(sc.TopologyError, match=rf"^direction={direction!r} is not accepted; "
+                                               r"use 0 \(u to v\) or 1 \(v to u\)$"):
+        link.rate(direction)
+
+
 def test_the_topology_docstring_example_runs_as_shown():
     import doctest
 

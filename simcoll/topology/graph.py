@@ -94,8 +94,18 @@ class Link:
     back: float | None = None
 
     def rate(self, direction: int) -> float:
-        """Bytes/s from ``u`` to ``v`` (``direction`` 0) or from ``v`` to ``u`` (1)."""
-        return self.bandwidth if direction == 0 or self.back is None else self.back
+        """Bytes/s from ``u`` to ``v`` (``direction`` 0) or from ``v`` to ``u`` (1).
+
+        Raises:
+            TopologyError: ``direction`` is not 0 or 1.
+        """
+        if isinstance(direction, (int, np.integer)) and not isinstance(direction, bool):
+            if direction == 1:
+                return self.bandwidth if self.back is None else self.back
+            if direction == 0:
+                return self.bandwidth
+        raise TopologyError(f"direction={direction!r} is not accepted; use 0 (u to v) "
+                            "or 1 (v to u)")
 
 
 @dataclass(frozen=True)
