@@ -148,7 +148,9 @@ def _critical(path: CriticalPath, topology: Topology | None, pid: int
 
 def to_chrome(result: RunResult, topology: Topology | None = None,
               path: CriticalPath | None = None) -> dict[str, Any]:
-    """The Chrome trace-event JSON object of a traced result.
+    """The Chrome trace-event JSON object of a traced result. Its ``otherData`` says what
+    ran: the collective, algorithm, bytes and (a rooted collective's) root, or
+    ``program``; the topology's name, the ranks and the time in seconds.
 
     Args:
         result: a result of ``simulate(..., trace=True)``.
@@ -193,7 +195,8 @@ def to_chrome(result: RunResult, topology: Topology | None = None,
                            "tid": tid, "ts": start, "dur": end - start,
                            "args": {"bytes": e.nbytes}})
     what = ({"collective": result.collective, "algorithm": result.algorithm,
-             "nbytes": result.nbytes} if isinstance(result, Result) else {"program": True})
+             "nbytes": result.nbytes, **({} if result.root is None else {"root": result.root})}
+            if isinstance(result, Result) else {"program": True})
     return {"traceEvents": events + counters, "displayTimeUnit": "ns",
             "otherData": {**what, "topology": result.topology, "nranks": result.nranks,
                           "time_s": result.time}}

@@ -1594,6 +1594,29 @@ def test_sweep_a_negative_root_is_named_with_the_smallest_machine_s_ranks(
     assert words in err
 
 
+@pytest.mark.parametrize("root, rank", [("010", 8), ("0x1", 1), ("9", 9)])
+def test_every_command_reads_a_root_as_nccl_tests_does(capsys, tmp_path, monkeypatch,
+                                                        root, rank):
+    """sweep and trace read -r with Python's int(): 010 was 10 (run: 8, as strtol), 0x1
+    was refused and 1_0 was 10."""
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = cli(capsys, "run", "--collective", "broadcast", "--topology",
+                         "switch:12", "-b", "1K", "-e", "1K", "-r", root)
+    assert status == 0 and [line.split()[4] for line in out.splitlines()
+                             if not line.startswith("#")][0] == str(rank)
+    status, out, _ = cli(capsys, "sweep", "--collective", "broadcast", "--algorithms",
+                         "binomial", "--ranks", "12", "--sizes", "1K", "-r", root, "--json")
+    assert status == 0 and [json.loads(line)["root"] for line in out.splitlines()] == [rank]
+    status, out, _ = cli(capsys, "trace", "--collective", "broadcast", "--topology",
+                         "switch:12", "--size", "1K", "-r", root, "--output", "t.json")
+    assert status == 0
+    assert json.loads((tmp_path / "t.json").read_text())["otherData"]["root"] == rank
+    for command in (("sweep", "--collective", "broadcast", "--ranks", "12", "--sizes", "1K"),
+                    ("trace", "--collective", "broadcast", "--size", "1K", "--output", "u")):
+        status, out, err = cli(capsys, *command, "-r", "1_0")
+        assert status == 2 and "'1_0' is not an integer as nccl-tests reads it" in err
+
+
 def test_list_help_names_its_sections(capsys):
     """`simcoll list --help` says what SECTION may be: the three sections list knows."""
     assert main(["list", "--help"]) == 0

@@ -403,7 +403,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                                               if every else ""))
     if every:
         parser.set_defaults(root_text=None)
-    parser.add_argument("-r", "--root", **({"action": _RootOrAll} if every else {"type": int}),
+    parser.add_argument("-r", "--root", **({"action": _RootOrAll} if every
+                                           else {"type": integer_option}),
                         help="root rank (default 0; broadcast, reduce, gather, scatter only)"
                              + ("; all or -1: each rank in turn, as nccl-tests -r -1"
                                 if every else ""))
