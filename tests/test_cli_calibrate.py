@@ -245,7 +245,7 @@ def test_the_command_runs_the_logs_collective(capsys, tmp_path):
     assert " --collective all_gather " in fit["command"]
     times = command_times(capsys, fit["command"], "-b", "64K", "-e", "4M", "-f", "8")
     # the ring all_gather on a switch: p - 1 steps of 2 latencies and size / p at the
-    # rate (the command gives the constants to 6 digits)
+    # rate (the sizes given after the command replace its own)
     bandwidth, latency = fit["values"]["bandwidth"], fit["values"]["latency"]
     assert times == pytest.approx([7 * (2 * latency + s / 8 / bandwidth)
                                    for s in (65536, 524288, 4194304)], rel=1e-5)
@@ -270,9 +270,9 @@ def test_the_command_keeps_the_logs_root_and_type(capsys, tmp_path):
     sizes = [65536 * 4**k for k in range(5)]
     assert times == pytest.approx([3 * (2 * latency + s / bandwidth) for s in sizes],
                                   rel=1e-9)
-    root = json.loads(cli(capsys, *[c.strip("'") for c in command.split()[1:]], "--size",
-                          "64K", "--json")[1])["root"]
-    assert root == 3
+    roots = [json.loads(line)["root"] for line in
+             cli(capsys, *[c.strip("'") for c in command.split()[1:]], "--json")[1].splitlines()]
+    assert roots == [3] * 5
 
 
 @pytest.mark.parametrize("dtype, option", [("bfloat16", " -d bfloat16"),
@@ -358,3 +358,37 @@ def test_max_evaluations_of_exactly_twice_the_sizes_is_accepted(capsys, nccl_log
                          "--algorithm", "nccl", "--free", "launch_overhead=2us:0:100us",
                          "--max-evaluations", "24")
     assert status == 0 and "is not accepted" not in err
+
+
+@pytest.mark.parametrize("loop, caveat", [
+    (("-b", "1K", "-e", "64M", "-f", "4"), None),
+    (("-b", "1M", "-e", "4M", "-i", "1M"), None),
+    # 1K, 3K, 9K, 10K: neither a factor nor a step; the command runs 1K to 10K by 2
+    (("-b", "1K", "-e", "9K", "-f", "3"), "the log's 4 sizes are no series -f or -i steps "
+                                          "through: the command runs 1024 to 10240 bytes "
+                                          "with -f 2"),
+])
+def test_the_command_gives_the_fits_times_at_the_logs_sizes(capsys, tmp_path, loop, caveat):
+    """It printed the constants to 6 digits (3.8e-6 off the fit's times) and no sizes
+    (the default 32M alone)."""
+    log = run_log(capsys, tmp_path / "log.txt", "--topology",
+                  "switch:ranks=4,bandwidth=73.3456789GB/s,latency=1.23456us", *loop)
+    if caveat:   # a size the loop does not make: the log of another run appended
+        extra = run_log(capsys, tmp_path / "more.txt", "--topology",
+                        "switch:ranks=4,bandwidth=73.3456789GB/s,latency=1.23456us",
+                        "--size", "10K").read_text()
+        rows = [line for line in extra.splitlines() if line.strip().startswith("10240")]
+        text = log.read_text().splitlines()
+        last = max(i for i, line in enumerate(text) if line.strip()[:1].isdigit())
+        log.write_text("\n".join(text[:last + 1] + rows + text[last + 1:]) + "\n")
+    status, out, _ = cli(capsys, "calibrate", str(log), "--topology", "switch:4",
+                         "--free", "bandwidth=50GB/s:1GB/s:1000GB/s",
+                         "--free", "latency=1us:0.1us:10us", "--json")
+    assert status == 0
+    fit = json.loads(out)
+    assert [n for n in fit["notes"] if "no series" in n] == ([caveat] if caveat else [])
+    times = command_times(capsys, fit["command"])
+    if caveat:
+        assert len(times) == 4 and fit["sizes"] == [1024, 3072, 9216, 10240]
+    else:
+        assert times == pytest.approx(fit["after"], rel=1e-13, abs=0)

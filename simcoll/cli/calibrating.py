@@ -13,6 +13,7 @@ import numpy as np
 from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibrate
 from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simulate_kwargs
 from simcoll.cli.options import CommandLineError, Once, resolve_dtype
+from simcoll.cli.run import sizes as run_sizes
 from simcoll.collectives import collective as get_collective
 from simcoll.comparison import simulated_dtype, simulated_op
 from simcoll.errors import InvalidInputError, TopologyError
@@ -206,21 +207,42 @@ def _run(args: argparse.Namespace) -> int:
 def _command(fit: Calibration, args: argparse.Namespace, kwargs: dict[str, Any],
              measured: NcclTestsTable) -> tuple[str, list[str]]:
     """The ``simcoll run`` command of the calibrated machine, which simulates what the
-    fit did (the collective, the element type and the root of the log's rows), and a
-    note where the rows have several types or roots (the first row's are named)."""
+    fit did (the log's sizes, collective, element type and root; the fitted constants
+    to every digit, so that it gives the fit's times), and a note where the rows have
+    several types or roots (the first row's are named) or sizes no size loop makes."""
     machine = {k: v for k, v in fit.values.items() if k not in fit.params}
     spec = args.topology
     if machine:
-        spec += ("," if ":" in spec else ":") + ",".join(f"{k}={v:.6g}"
+        spec += ("," if ":" in spec else ":") + ",".join(f"{k}={float(v)!r}"
                                                          for k, v in machine.items())
     params = {**{k: v for k, v in kwargs.items() if k != "network"}, **fit.params}
     collective = measured.collective or "all_reduce"   # read_table refuses None
     run, caveats = _run_options(collective, measured)
-    return (f"simcoll run --topology '{spec}' --collective {collective} --algorithm "
+    loop, uneven = _size_options(sorted({row.size for row in measured.rows}))
+    return (f"simcoll run --topology '{spec}'{loop} --collective {collective} --algorithm "
             f"{args.algorithm}" + run
-            + "".join(f" --param {k}={v:.6g}" if isinstance(v, float) else
+            + "".join(f" --param {k}={float(v)!r}" if isinstance(v, float) else
                       f" --param {k}={v}" for k, v in params.items())
-            + (f" --network {args.network}" if args.network != "flow" else "")), caveats
+            + (f" --network {args.network}" if args.network != "flow" else "")), \
+        caveats + uneven
+
+
+def _size_options(found: list[int]) -> tuple[str, list[str]]:
+    """``simcoll run``'s size loop over the log's sizes ``found`` (sorted, distinct):
+    ``-b -e -f`` where each is a whole multiple of the last, ``-b -e -i`` where they
+    step evenly; else ``-b -e`` and a note that the command runs another set of sizes."""
+    low, high = found[0], found[-1]
+    if len(found) == 1:
+        return f" -b {low} -e {high}", []
+    factor, step = (found[1] // low if low else 0), found[1] - low
+    if factor > 1 and run_sizes(low, high, 0, factor) == found:
+        return f" -b {low} -e {high} -f {factor}", []
+    if run_sizes(low, high, step, 1) == found:
+        return f" -b {low} -e {high} -i {step}", []
+    loop = "-f 2" if low else f"-i {high}"
+    return (f" -b {low} -e {high} {loop}",
+            [f"the log's {len(found)} sizes are no series -f or -i steps through: the "
+             f"command runs {low} to {high} bytes with {loop}"])
 
 
 def _run_options(collective: str, measured: NcclTestsTable) -> tuple[str, list[str]]:
