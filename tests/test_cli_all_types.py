@@ -63,6 +63,11 @@ def test_a_type_named_alone_that_cannot_run_is_still_an_error(capsys):
     status, _, err = run(capsys, "--topology", "dgx_a100:nodes=1", "--algorithm", "nccl",
                          "--size", "1K", "-d", "f8e4m3")
     assert status == 2 and "only on Hopper and newer GPUs" in err
+    # the way to Hopper as the command line takes it (it said pass arch='hopper')
+    assert "--param arch=hopper on the command line" in err
+    status, _, err = run(capsys, "--topology", "dgx_a100:nodes=1", "--algorithm", "nccl",
+                         "--size", "1K", "-d", "f8e4m3", "--param", "arch=hopper")
+    assert status == 0, err
 
 
 def test_op_all_on_a_collective_that_does_not_reduce_is_ignored_as_nccl_tests_does(capsys):

@@ -166,7 +166,8 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
         raise InvalidInputError(
             f"NCCL reduces {x.dtype.name} only on Hopper and newer GPUs (arch="
             f"{machine.arch!r} here; 'FP8 reduction support begins with sm90 capable "
-            f"devices', taskAppend in src/enqueue.cc); pass arch='hopper' or a wider dtype")
+            f"devices', taskAppend in src/enqueue.cc); set the parameter arch to 'hopper' or "
+            f"'blackwell' (--param arch=hopper on the command line), or use a wider dtype")
     choice = choose(machine, collective, _tuner_bytes(collective, x, len(ranks)), algo=algo,
                     proto=proto, channels=channels, tuner=tuner, collnet=collnet,
                     averages=op is ReduceOp.AVG,
