@@ -225,3 +225,25 @@ def test_rates_a_float_step_either_way_from_the_constants_are_the_reference_netw
                          algorithm="ring", nbytes=4096)
         assert_matches_model(typed, alpha=ALPHA, beta=1 / bandwidth, gamma=1 / rate)
     assert 1 / (1 / 33e9) > 33e9 and 1 / (1 / 8e9) < 8e9
+
+
+def test_a_latency_a_float_step_either_way_from_half_alpha_is_the_reference_network():
+    """switch(8, latency=500 * sc.ns) checked with alpha=1 * sc.us was refused as another
+    machine: 500 * 1e-9 is one float step above 1e-6 / 2 (and 2.3e-6 one above
+    4.6 * 1e-6 / 2, as the spec 2.3us is). Two steps off, or a latency truly other, is
+    still refused."""
+    import math
+
+    assert 500 * 1e-9 == math.nextafter(1e-6 / 2, 1.0)
+    assert 2.3e-6 == math.nextafter(4.6 * 1e-6 / 2, 1.0)
+    for latency, alpha in ((500 * 1e-9, 1e-6), (2.3e-6, 4.6 * 1e-6)):
+        res = simulate(sc.topology.switch(8, bandwidth=100e9, latency=latency),
+                       "all_reduce", algorithm="ring", nbytes=1 << 20)
+        assert_matches_model(res, alpha=alpha, beta=1 / 100e9)
+    farther = math.nextafter(math.nextafter(1e-6 / 2, 1.0), 1.0)
+    for latency in (farther, 0.6e-6):
+        res = simulate(sc.topology.switch(8, bandwidth=100e9, latency=latency),
+                       "all_reduce", algorithm="ring", nbytes=1 << 20)
+        with pytest.raises(sc.InvalidInputError, match=r"whose links or constants differ "
+                                                       r"by more than a float step"):
+            assert_matches_model(res, alpha=1e-6, beta=1 / 100e9)

@@ -282,9 +282,9 @@ def _run_root(res: Result, root: Any) -> int | None:
 def _check_reference(res: Result, alpha: float, beta: float, gamma: float) -> None:
     """Refuse a run on another machine than the reference network of these constants
     (by its digest, ``Result.topology_hash``, where the result has one; a bandwidth or
-    reduction rate a float step from 1/beta or 1/gamma is the same machine typed as
-    rates), or on the analytical network model, where messages do not share links as
-    the models say."""
+    reduction rate a float step from 1/beta or 1/gamma, or a latency a step from alpha/2,
+    is the same machine typed in other terms), or on the analytical network model, where
+    messages do not share links as the models say."""
     if res.network == "analytical":
         raise InvalidInputError(
             f"{_what(res)} ran on network='analytical', where every message has its "
@@ -304,7 +304,8 @@ def _check_reference(res: Result, alpha: float, beta: float, gamma: float) -> No
         raise InvalidInputError(
             f"{_what(res)} did not run on the reference network of alpha={alpha:g}, "
             f"beta={beta:g}, gamma={gamma:g} (it ran on {res.topology!r}, whose links or "
-            f"constants differ); run it on alpha_beta_network({res.nranks}, alpha=..., "
+            f"constants differ by more than a float step); run it on "
+            f"alpha_beta_network({res.nranks}, alpha=..., "
             f"beta=..., gamma=...{', servers=...' if _hosts(res) else ''}) and give the "
             f"same constants here (alpha in seconds per message, beta in seconds per "
             f"byte, gamma in seconds per reduced byte)")

@@ -48,23 +48,24 @@ def alpha_beta_network(p: int, *, alpha: float, beta: float, gamma: float = 0.0,
     """
     alpha, beta, gamma = _checked(alpha, beta, gamma)
     reduce_bandwidth = math.inf if gamma == 0 else 1 / gamma
-    return _switch(p, alpha, 1 / beta, reduce_bandwidth, servers)
+    return _switch(p, alpha / 2, 1 / beta, reduce_bandwidth, servers)
 
 
-def _switch(p: int, alpha: float, bandwidth: float, reduce_bandwidth: float,
+def _switch(p: int, latency: float, bandwidth: float, reduce_bandwidth: float,
             servers: int) -> Topology:
     p = integer(p, "p", minimum=1, error=TopologyError, what="GPUs")  # the caller's name
-    return builders.switch(p, bandwidth=bandwidth, latency=alpha / 2, servers=servers,
+    return builders.switch(p, bandwidth=bandwidth, latency=latency, servers=servers,
                            reduce_bandwidth=reduce_bandwidth,
                            server_reduce_bandwidth=reduce_bandwidth)
 
 
 def reference_networks(p: int, *, alpha: float, beta: float, gamma: float = 0.0,
                        servers: int = 0) -> Iterator[Topology]:
-    """:func:`alpha_beta_network`, then the same with its bandwidth and reduction rate
-    each one float step up or down: the machine as built from the rates themselves
+    """:func:`alpha_beta_network`, then the same with its latency, bandwidth and reduction
+    rate each one float step up or down: the machine as built from the rates themselves
     (``switch(p, bandwidth=X, ...)`` checked with ``beta=1/X``: 1 / (1 / X) need not be
-    X again)."""
+    X again), or from a latency in other units (``switch(p, latency=500 * sc.ns)``
+    checked with ``alpha=1 * sc.us``: 500 * 1e-9 is one step above 1e-6 / 2)."""
     alpha, beta, gamma = _checked(alpha, beta, gamma)
     reduce_bandwidth = math.inf if gamma == 0 else 1 / gamma
 
@@ -72,9 +73,10 @@ def reference_networks(p: int, *, alpha: float, beta: float, gamma: float = 0.0,
         return (x,) if math.isinf(x) else (x, math.nextafter(x, 0.0),
                                            math.nextafter(x, math.inf))
 
-    for bandwidth in near(1 / beta):
-        for rate in near(reduce_bandwidth):
-            yield _switch(p, alpha, bandwidth, rate, servers)
+    for latency in near(alpha / 2):
+        for bandwidth in near(1 / beta):
+            for rate in near(reduce_bandwidth):
+                yield _switch(p, latency, bandwidth, rate, servers)
 
 
 @dataclass(frozen=True)
