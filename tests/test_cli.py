@@ -524,7 +524,9 @@ BAD = [
      "is one machine of 4 GPUs; give --ranks 4"),
     (["plot", "points.csv", "--output", "p.png"], "not CSV"),
     (["run", "-c", "-1"], "argument -c/--check: '-1' is not a whole number >= 0"),
-    (["trace", "-c", "2", "--output", "t.json"], "argument -c/--check: invalid choice: 2"),
+    # -c N as run takes it (trace refused 2 as "invalid choice")
+    (["trace", "-c", "-1", "--output", "t.json"],
+     "argument -c/--check: '-1' is not a whole number >= 0"),
     (["run", "--collective", "barrier", "--size", "4K"], "a barrier moves no data; leave out "
                                                         "--size, -b and -e"),
 ]
@@ -1615,6 +1617,13 @@ def test_every_command_reads_a_root_as_nccl_tests_does(capsys, tmp_path, monkeyp
                     ("trace", "--collective", "broadcast", "--size", "1K", "--output", "u")):
         status, out, err = cli(capsys, *command, "-r", "1_0")
         assert status == 2 and "'1_0' is not an integer as nccl-tests reads it" in err
+
+
+def test_trace_takes_check_iterations_as_run_does(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = cli(capsys, "trace", "-c", "0x2", "--size", "4K", "--output", "t.json",
+                         "--json")
+    assert status == 0 and json.loads(out)["correct"] is True
 
 
 def test_list_help_names_its_sections(capsys):

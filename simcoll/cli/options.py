@@ -323,6 +323,18 @@ def integer_option(text: str) -> int:
     return value
 
 
+def whole(text: str) -> int:
+    """A whole number >= 0 as nccl-tests' strtol reads it (decimal, hex after 0x, octal
+    after a leading 0: :func:`integer_option`)."""
+    try:
+        value = integer_option(text)
+    except argparse.ArgumentTypeError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return value
+
+
 def processes(text: str) -> int:
     """``--workers``' value: a whole number of processes, 1 or more.
 

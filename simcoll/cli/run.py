@@ -25,13 +25,13 @@ from simcoll.cli.options import (
     check_output,
     check_root_rank,
     default_algorithm,
-    integer_option,
     parse_bytes,
     plural,
     refuse_overflow,
     resolve_dtype,
     run_kwargs,
     run_settings,
+    whole,
 )
 from simcoll.cli.waiting import still_running
 from simcoll.cli.writing import ctrl_c_held
@@ -83,11 +83,11 @@ def add_parser(sub: Any) -> None:
                    help="largest size (default 32M, or -b where that is larger)")
     p.add_argument("-i", "--stepbytes", type=parse_bytes, default=2**20, metavar="SIZE",
                    help="size increment when -f is 1 (default 1M)")
-    p.add_argument("-f", "--stepfactor", type=_whole, default=1, metavar="N",
+    p.add_argument("-f", "--stepfactor", type=whole, default=1, metavar="N",
                    help="size multiplication factor (default 1, or 0: use -i)")
     p.add_argument("--size", type=parse_bytes, action=Once,
                    help="one size (same as -b SIZE -e SIZE)")
-    p.add_argument("-c", "--check", nargs="?", type=_whole, const=1, default=0,
+    p.add_argument("-c", "--check", nargs="?", type=whole, const=1, default=0,
                    metavar="N",
                    help="data mode: move real arrays and check them with numpy (-c, or "
                         "-c N >= 1: nccl-tests' check iterations, which a simulation "
@@ -100,16 +100,6 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run, topology=None)
 
 
-def _whole(text: str) -> int:
-    """A whole number >= 0 as nccl-tests' strtol reads it (decimal, hex after 0x, octal
-    after a leading 0: :func:`~simcoll.cli.options.integer_option`)."""
-    try:
-        value = integer_option(text)
-    except argparse.ArgumentTypeError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
-    return value
 
 
 def sizes(minbytes: int, maxbytes: int, stepbytes: int, stepfactor: int) -> list[int]:

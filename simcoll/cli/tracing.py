@@ -24,6 +24,7 @@ from simcoll.cli.options import (
     refuse_overflow,
     resolve_dtype,
     run_kwargs,
+    whole,
 )
 from simcoll.collectives import collective as get_collective
 from simcoll.critical_path import critical_path
@@ -49,9 +50,9 @@ def add_parser(sub: Any) -> None:
     add_run_options(p)
     p.add_argument("--size", type=parse_bytes, default=None, action=Once,
                    help=f"nccl-tests' size, as in 'simcoll run' (default 1M); {SIZE_HELP}")
-    p.add_argument("-c", "--check", nargs="?", type=int, const=1, default=0, choices=(0, 1),
-                   metavar="0/1",
-                   help="data mode: move real arrays and check them with numpy")
+    p.add_argument("-c", "--check", nargs="?", type=whole, const=1, default=0, metavar="N",
+                   help="data mode: move real arrays and check them with numpy (-c, or -c N "
+                        ">= 1 as 'simcoll run' takes it; -c 0: off, the default)")
     p.add_argument("--output", required=True, metavar="PATH", action=Once,
                    help="where to write the trace (JSON)")
     p.add_argument("--json", action="store_true",
