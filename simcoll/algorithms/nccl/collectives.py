@@ -45,6 +45,7 @@ from simcoll.algorithms.nccl.nics import (
     gpu_nic,
     nearest_nics,
     nics_of,
+    pxn_proxy,
     rail_entries,
 )
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
@@ -589,7 +590,9 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     which shares nothing, would give parts in parallel the whole bandwidth each). To a
     peer on another node from a GPU with several NICs, the parts' channels take the
     GPU's NICs in turn (``ncclTopoGetLocalNet``: the channel number modulo the NICs a
-    GPU has), so one message per NIC used stands for them.
+    GPU has), so one message per NIC used stands for them; as NCCL's PXN does, those
+    are the NICs of the GPU of the sender's node with the peer's device index, reached
+    over NVLink (:func:`~.nics.pxn_proxy`), so that the message keeps to the peer's rail.
     """
     protocol = _chosen(comm, algo, proto, channels, arch, intra, launch_overhead,
                        step_latency_scale)
@@ -627,17 +630,19 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
 def _p2p_nics(comm: Comm, sender: int, receiver: int, channels: int,
               count: int) -> tuple[tuple[str, ...] | None, ...]:
     """The NICs each message of a send of ``count`` elements from ``sender`` to
-    ``receiver`` passes: where the receiver is on another node and the sender has
-    several nearest NICs, one message per NIC of its own (:func:`~.nics.nics_of`)
-    that its ``channels`` parts reach (``ncclTopoGetLocalNet``: part k on the k-th),
-    entering through the receiver's k-th where it has several too; else one message
-    on the shortest route (None)."""
+    ``receiver`` passes: where the receiver is on another node and the GPU the send
+    leaves through (the sender's PXN proxy, :func:`~.nics.pxn_proxy`) has several
+    nearest NICs, one message per NIC of its own (:func:`~.nics.nics_of`) that the
+    ``channels`` parts reach (``ncclTopoGetLocalNet``: part k on the k-th), entering
+    through the receiver's k-th where it has several too; else one message on the
+    shortest route (None)."""
     if comm.node_of(sender) == comm.node_of(receiver):
         return (None,)
     topology = comm.topology
-    gpu = topology.endpoint_name(comm.address_of(sender))
+    a, b = comm.address_of(sender), comm.address_of(receiver)
+    proxy = pxn_proxy(topology, a, b, comm.world_ranks())
+    gpu = topology.endpoint_name(proxy)
     if len(nearest_nics(topology, gpu)) < 2:
         return (None,)
-    a, b = comm.address_of(sender), comm.address_of(receiver)
-    return tuple(channel_nics(topology, a, b, k)
+    return tuple(channel_nics(topology, proxy, b, k)
                  for k in range(min(channels, len(nics_of(topology, gpu)), max(count, 1))))

@@ -16,6 +16,9 @@ from weakref import WeakKeyDictionary
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology
 
+NVLINK_KINDS = ("nvlink", "nvswitch")
+"""The link kinds NCCL counts as NVLink (its paths ``PATH_NVL`` and better)."""
+
 __all__ = ["kept", "nearest_nics", "nics_of", "gpu_nic", "node_nics", "chain_lanes", "channel_nics",
            "bound_nic", "bound_routes", "rail_entries"]
 
@@ -175,6 +178,24 @@ def channel_nics(topology: Topology, a: int, b: int, choice: int) -> tuple[str, 
             _channel_nic(topology, topology.endpoint_name(b), choice))
     named = tuple(nic for nic in ends if nic is not None)
     return named or None
+
+
+def pxn_proxy(topology: Topology, a: int, b: int, members: tuple[int, ...]) -> int:
+    """The GPU (an address) through whose NICs GPU ``a``'s sends to GPU ``b`` on another
+    node leave: NCCL's PXN (``ncclTopoGetNetDev`` in src/graph/search.cc of 2.30.7,
+    ``NCCL_P2P_PXN_LEVEL`` 2 by default) takes the GPU of ``a``'s node with ``b``'s
+    device index (its place among its node's GPUs), so that the message crosses NVLink
+    and then stays on ``b``'s rail; that GPU where it is one of ``members`` (the
+    communicator's addresses) and ``a`` reaches it over NVLink alone, else ``a``."""
+    nodes = topology.gpu_nodes
+    place = [g for g, node in enumerate(nodes) if node == nodes[b]].index(b)
+    local = [g for g, node in enumerate(nodes) if node == nodes[a]]
+    proxy = local[place] if place < len(local) else a
+    if proxy == a or proxy not in members:
+        return a
+    route = topology.route(a, proxy).links
+    return proxy if all(topology.links[d >> 1].kind in NVLINK_KINDS
+                        for d in route) else a
 
 
 def bound_nic(comm: Comm, peer: int, choice: int) -> tuple[str, ...] | None:

@@ -34,7 +34,7 @@ link speed off the GPU and gives both directions that figure.
 
 from __future__ import annotations
 
-from simcoll.algorithms.nccl.nics import bound_routes, nics_of, node_nics
+from simcoll.algorithms.nccl.nics import NVLINK_KINDS, bound_routes, nics_of, node_nics
 from simcoll.algorithms.nccl.search import (
     INTEL_P2P_OVERHEAD,
     Searched,
@@ -50,9 +50,6 @@ from simcoll.topology.graph import Topology
 
 __all__ = ["NVLINK_KINDS", "nccl_rate", "node_links", "gpu_total_bw", "is_cpu", "ring_graph",
            "incident_links", "node_shape", "distinct_nodes"]
-
-NVLINK_KINDS = ("nvlink", "nvswitch")
-"""Link kinds NCCL sees as NVLink."""
 
 _Hop = list[tuple[int, float, float]]
 """A hop's links as ``(directed link, GB/s, weight)``."""
