@@ -685,3 +685,38 @@ def test_a_link_down_when_a_slice_is_written_but_back_when_it_leaves_is_no_failu
     assert res.time == pytest.approx(healthy.time, rel=1e-12)
     assert healthy.time == pytest.approx((BASE["LL128"] + STEP["LL128"]) * US
                                          + 12000 / RATE["LL128"], rel=1e-12)
+
+
+@pytest.mark.parametrize(("nodes", "collective", "params"), [
+    (1, "all_reduce", {"algo": "nvls"}),
+    (1, "reduce_scatter", {"algo": "nvls"}),
+    (2, "all_reduce", {"algo": "nvls_tree"}),
+    (2, "all_reduce", {"algo": "nvls", "collnet": 1}),        # NVLS with SHARP across nodes
+    (2, "reduce_scatter", {"algo": "nvls", "collnet": 1}),
+])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_nvswitch_sums_16_bit_floats_in_float32(nodes, collective, params, dtype):
+    """NVLink SHARP sums float16 and bfloat16 in float32 and rounds once
+    (``multimem.ld_reduce ... .acc::f32``, NCCL 2.30.7's reduce_kernel.h); the switch
+    summed in the element type, one GPU at a time. On node 0: 2048 on GPU 0 and 1 on the
+    seven others, 2055 in float32, which rounds to 2056 in float16 and to 2048 in
+    bfloat16 (steps of 2 and 16 there); one GPU at a time, 2048 + 1 rounds back to 2048
+    each time in both. 256 and seven 1s: 263, to 264 in bfloat16 (steps of 2 there;
+    one at a time 256 + 1 rounds back to 256), exact in float16. The other node's GPUs
+    hold 0. Then 60000 + 60000 - 60000: inf in float16 one at a time, 60000 in float32.
+    Times are the data-free run's."""
+    kind = np.dtype(pytest.importorskip("ml_dtypes").bfloat16 if dtype == "bfloat16"
+                    else np.float16)
+    topo = sc.topology.dgx_h100(nodes, sharp=params.get("collnet") == 1)
+    p = 8 * nodes
+    for values, expected in (([2048.0] + [1.0] * 7, 2055.0), ([256.0] + [1.0] * 7, 263.0),
+                             ([60000.0, 60000.0, -60000.0], 60000.0)):
+        data = [np.full(2 * p, values[r] if r < len(values) else 0.0).astype(kind)
+                for r in range(p)]
+        res = sc.simulate(topo, collective, algorithm="nccl", data=data, **params)
+        want = np.asarray(expected, dtype=np.float64).astype(kind)
+        for out in res.outputs:
+            np.testing.assert_array_equal(out, np.full(out.shape, want))
+        free = sc.simulate(topo, collective, algorithm="nccl", nbytes=2 * p * kind.itemsize,
+                           dtype=kind, **params)
+        assert (res.time, res.link_bytes) == (free.time, free.link_bytes)

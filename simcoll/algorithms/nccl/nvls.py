@@ -21,28 +21,39 @@ A GPU sends its n/p bytes and receives all p parts, n bytes (a ring: (p-1)/p n e
 
 Channels run side by side on the GPUs and on the switch, and the switch handles slice k
 of every block (reduce_scatter) or every GPU's part (all_gather) before slice k + 1, so
-all GPUs progress together. NCCL models the whole operation's latency as one fixed cost
-(``hwLatencies[NVLINK][NVLS][SIMPLE]``, 25 us), paid once at the start. Slices are NCCL's
-NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB) at every size. NCCL lowers it for smaller
-buffers (``calcCollChunking`` in src/enqueue.cc: 64 KiB below 64 chunks per channel and
-head, 32 KiB below 8, 16 KiB below 2; NVLS-tree 32 KiB to 128 KiB, 64 KiB at most from 4
-nodes); with those chunks the simulation moves further from nccl-tests (one DGX H100, 128
-MiB to 1 GiB: 7.1% to 7.6%; two nodes: 20.3% to 21.5%; eight: 35.0% to 46.0%, sizes up to
-1 GiB), as smaller chunks only fill the pipeline sooner here, where a real chunk also
-costs a step. Device code: ``src/device/reduce_scatter.h``
-and ``all_gather.h`` (NCCL 2.30.7). Across nodes NCCL runs NVLS reduce_scatter and
+all GPUs progress together. The switch sums 16-bit floats (float16, bfloat16) in float32
+and rounds once, as NVLink SHARP's ``multimem.ld_reduce ... .acc::f32`` does
+(src/device/reduce_kernel.h, from NCCL 2.27.3), where a GPU's reduction rounds at every
+step (:func:`switch_reduce`); its reduction time is of the element type's bytes. NCCL
+models the whole operation's latency as one fixed cost
+(``hwLatencies[NVLINK][NVLS][SIMPLE]``, 25 us), paid once at the start. Slices are
+NCCL's NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB) at every size. NCCL lowers it for
+smaller buffers (``calcCollChunking`` in src/enqueue.cc: 64 KiB below 64 chunks per
+channel and head, 32 KiB below 8, 16 KiB below 2; NVLS-tree 32 KiB to 128 KiB, 64 KiB at
+most from 4 nodes); with those chunks the simulation moves further from nccl-tests (one
+DGX H100, 128 MiB to 1 GiB: 7.1% to 7.6%; two nodes: 20.3% to 21.5%; eight: 35.0% to
+46.0%, sizes up to 1 GiB), as smaller chunks only fill the pipeline sooner here, where a
+real chunk also costs a step. Device code: ``src/device/reduce_scatter.h`` and
+``all_gather.h`` (NCCL 2.30.7). Across nodes NCCL runs NVLS reduce_scatter and
 all_gather with InfiniBand SHARP (:mod:`.nvls_sharp`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from simcoll.algorithms.nccl.channels import by_channel, run_channels
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
-from simcoll.buffers import Buffer, VirtualBuffer, join, split
+from simcoll.buffers import Buffer, VirtualBuffer, frozen, join, split
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
+
+_WIDENED = ("float16", "bfloat16")
+"""The element types NVLS's switch sums in float32 (``PtxAcc_for_f16`` and ``_bf16``)."""
 
 __all__ = ["CHUNK_BYTES", "chunks", "served", "switch_of", "gpu_all_reduce", "switch_all_reduce",
            "gpu_reduce_scatter", "switch_reduce_scatter", "gpu_all_gather", "switch_all_gather"]
@@ -96,6 +107,22 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol) -
     return join(slices)
 
 
+def switch_reduce(comm: Comm, gpus: Sequence[int], tag: int, op: ReduceOp) -> Steps:
+    """The switch's reduction of one slice: what each of ``gpus`` pushed on ``tag``,
+    reduced with ``op`` one GPU after another, each reduction at the switch's rate. A
+    sum of 16-bit floats is accumulated in float32 and rounded once (so 2048 and seven
+    1s give 2056 in float16, not 2048; 60000 + 60000 - 60000 gives 60000, not inf)."""
+    total = yield comm.recv(gpus[0], tag=tag)
+    wide = total.astype(np.float32) if type(total) is np.ndarray and op is ReduceOp.SUM \
+        and total.dtype.name in _WIDENED else None
+    for gpu in gpus[1:]:
+        got = yield comm.recv(gpu, tag=tag)
+        total = yield comm.reduce(total, got, op)  # the time, and the result unless wide
+        if wide is not None:
+            wide += got.astype(np.float32)
+    return total if wide is None else frozen(wide.astype(total.dtype))
+
+
 def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp) -> Steps:
     """The switch's side of every channel: reduce each slice over the attached GPUs,
     multicast it back to them."""
@@ -106,9 +133,7 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp)
 
     def channel(c: int) -> Steps:
         for _ in chunks(parts[c]):
-            total = yield comm.recv(gpus[0], tag=c)
-            for gpu in gpus[1:]:
-                total = yield comm.reduce(total, (yield comm.recv(gpu, tag=c)), op)
+            total = yield from switch_reduce(comm, gpus, c, op)
             comm.multicast(total, gpus, tag=c)
         return None
 
@@ -140,9 +165,7 @@ def switch_reduce_scatter(comm: Comm, x: VirtualBuffer, channels: int,
 
     def channel(c: int) -> Steps:
         for _, j, _ in _interleaved(parts[c]):
-            total = yield comm.recv(gpus[0], tag=c)
-            for gpu in gpus[1:]:
-                total = yield comm.reduce(total, (yield comm.recv(gpu, tag=c)), op)
+            total = yield from switch_reduce(comm, gpus, c, op)
             comm.send(total, gpus[j], tag=c)
         return None
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from simcoll.algorithms.nccl.channels import run_channels
 from simcoll.algorithms.nccl.machine import node_layout
-from simcoll.algorithms.nccl.nvls import served, switch_of
+from simcoll.algorithms.nccl.nvls import served, switch_of, switch_reduce
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
 from simcoll.algorithms.nccl.sharp import (
@@ -97,9 +97,7 @@ def switch_reduce_scatter(comm: Comm, plan: Plan, op: ReduceOp) -> Steps:
     def channel(c: int) -> Steps:
         base = 2 * c
         for h, _ in rail_steps(plan[c]):
-            total = yield comm.recv(gpus[0], tag=base + _PUSH)
-            for gpu in gpus[1:]:
-                total = yield comm.reduce(total, (yield comm.recv(gpu, tag=base + _PUSH)), op)
+            total = yield from switch_reduce(comm, gpus, base + _PUSH, op)
             comm.send(total, gpus[h], tag=base + _BACK)
         return None
 

@@ -45,7 +45,7 @@ from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.channels import run_channels
 from simcoll.algorithms.nccl.machine import node_layout, node_order
 from simcoll.algorithms.nccl.nics import bound_nic
-from simcoll.algorithms.nccl.nvls import chunks, served, switch_of
+from simcoll.algorithms.nccl.nvls import chunks, served, switch_of, switch_reduce
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
 from simcoll.algorithms.nccl.sharp import downlink, uplink
@@ -182,10 +182,7 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp)
 
         def reduce_to_owners() -> Steps:
             for b, _ in order:
-                total = yield comm.recv(gpus[0], tag=base + _PUSH)
-                for gpu in gpus[1:]:
-                    total = yield comm.reduce(total, (yield comm.recv(
-                        gpu, tag=base + _PUSH)), op)
+                total = yield from switch_reduce(comm, gpus, base + _PUSH, op)
                 comm.send(total, gpus[b], tag=base + _PUSH)
 
         reducing = comm.start(reduce_to_owners())
