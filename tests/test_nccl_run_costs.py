@@ -188,19 +188,20 @@ def test_calibrate_refuses_a_constant_given_twice_before_simulating(monkeypatch)
 
 def test_more_starts_get_past_a_local_minimum(made_table):
     # With the bandwidth free too, the tuner's channel and protocol choices change with
-    # it, and a fit from 150 GB/s stops in a local minimum (55.7 GB/s, a 14% miss at
-    # 512 KiB); eight starts (seed 0) find the constants the table was made with.
+    # it, and a fit from 150 GB/s stops in a local minimum (the bandwidth found, but a
+    # launch of 15.6 us and a step scale of 1.56 for 12 us and 2.5: a 15% miss); eight
+    # starts (seed 0) find the constants the table was made with.
     pytest.importorskip("scipy")
     free = {"bandwidth": (150 * sc.GB, 10 * sc.GB, 1000 * sc.GB),
             "launch_overhead": (2e-6, 0.0, 100e-6), "step_latency_scale": (1.0, 0.1, 10.0)}
     one = sc.calibrate(_machine, made_table, algorithm="nccl", free=free)
     many = sc.calibrate(_machine, made_table, algorithm="nccl", free=free, starts=8,
-                        max_evaluations=6000)
+                        max_evaluations=12000)   # the eight take some 9,800 (2026-12-06)
     assert max(abs(e) for e in one.error_after) > 0.05
     for name, value in TRUTH.items():
         assert many.values[name] == pytest.approx(value, rel=0.01), name
     assert max(abs(e) for e in many.error_after) < 0.005
-    assert many.evaluations <= 6000
+    assert many.evaluations <= 12000
     assert many.message.startswith("the best of 8 of 8 starts: ")
     assert ".;" not in many.message and not many.message.endswith(".")   # one stop a start
     assert many.initial == one.initial and many.before == one.before
@@ -236,10 +237,14 @@ def test_channels_reducing_at_once_share_the_gpus_rate(channels):
     memory bandwidth. Run one at a time, the channels' equal reductions set them apart,
     and a faster engine made a collective slower (dgx_a100(1) at 4 MiB: 73.4 us with
     free reductions, 54.0 at 680 GB/s, 51.0 at 300). A ring all_reduce of 4 MiB on 8
-    GPUs whose channels each carry one slice per block: every reduce-scatter step
-    reduces a whole block, n / p, at the GPU's rate R, so R adds (p - 1) n / (p R) to
-    the time with free reductions, on any channel count."""
+    GPUs, each channel's block of n / (p c) bytes one chunk: NCCL's Simple cuts it into
+    two slices of half of it where a half is at least 1/32 of a full slice (32 KiB), and
+    the first half's reduction then overlaps the second half's transfer, so R adds
+    (p - 1) n / (2 p R) to the time with free reductions (1 and 4 channels: blocks of
+    512 and 128 KiB); 24 channels' blocks of 21.8 KiB are one slice, which every
+    reduce-scatter step reduces whole: (p - 1) n / (p R)."""
     n, p = 4 << 20, 8
+    slices = 1 if n // p // channels < 2 * (1 << 20) // 32 else 2
 
     def run(rate: float) -> float:
         topo = sc.topology.switch(p, bandwidth=240e9, latency=0.5e-6, reduce_bandwidth=rate)
@@ -249,7 +254,7 @@ def test_channels_reducing_at_once_share_the_gpus_rate(channels):
     free = run(math.inf)
     for rate in (1e13, 1e12, 300e9):
         # 24 channels' parts of a block differ by an element: to 1e-3
-        assert run(rate) - free == pytest.approx((p - 1) * n / p / rate,
+        assert run(rate) - free == pytest.approx((p - 1) * n / p / slices / rate,
                                                  rel=1e-3 if channels == 24 else 1e-9)
 
 
@@ -403,7 +408,7 @@ def _mut_ll_wire(n):
 def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     """NCCL's ring on one Ampere NVLink switch, LL, one channel, by hand: launch 6.6 us +
     steps x max(alpha, 0.6 us) + the ring's wire bytes x beta + what the threads take to
-    write the first slice (at most 32 KiB of data, the part cut into equal slices) of a
+    write the first slice (at most 32 KiB of data: full slices, then the rest) of a
     rank's own data beyond its wire bytes' time at beta (nothing where the wire is
     slower), or where more the data a rank sends at the channel's threads' rate
     (llMaxBws' 87.7 GB/s, one channel), + reductions x gamma."""
@@ -412,7 +417,7 @@ def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
         "reduce_scatter": (p - 1, (p - 1) / p * n, (p - 1) / p * n),
         "all_reduce": (2 * (p - 1), 2 * (p - 1) / p * n, (p - 1) / p * n)}[collective]
     own = n if collective == "all_gather" else n / p
-    first = own / max(1, math.ceil(own / 32768))
+    first = min(own, 32768)
     write = max(0.0, first / 87.7e9 - _mut_ll_wire(int(first)) * beta)
     stepped = steps * max(alpha, 0.6e-6) + _mut_ll_wire(int(volume)) * beta
     # the threads' pace holds their first slice's write already
@@ -425,12 +430,12 @@ def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     (4, 4000, 1e-11),
     (2, 65536, 1e-12),       # all_gather: two 32 KiB slices, the first one's write counts
     (4, 1 << 20, 1e-12),     # 32 slices of a rank's 1 MiB (all_gather), 8 of 256 KiB
-    (4, 40000, 1e-12),       # two slices of 20,000 B (all_gather), one of 10,000 B
+    (4, 40000, 1e-12),       # a slice of 32,768 B and 7,232 (all_gather), one of 10,000 B
 ])
 def test_the_ring_estimate_counts_the_write_of_the_first_slice_only_beyond_its_wire(
         collective, p, nbytes, beta):
-    """The ring estimate's first-slice term, hand-worked: the first of equal slices of
-    at most 32 KiB (not the whole part), and nothing (not a negative time) where its
+    """The ring estimate's first-slice term, hand-worked: the first of full slices of
+    32 KiB and a rest (not the whole part), and nothing (not a negative time) where its
     wire bytes take longer than the threads' write."""
     alpha, gamma = 1e-7, 1e-12
     got = sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=alpha, beta=beta,

@@ -544,13 +544,15 @@ def test_a_channel_that_runs_moves_its_share_of_a_graph_channels_cap():
     """NCCL runs each graph channel twice (``ncclTopoPostset``), so a running channel of
     a ring with LL128 on dgx_h100(2) moves at most half of ``perChMaxRingLL128Bws``' 36.7
     GB/s: 64 MiB on one channel takes 2 (p - 1) / p x n at 18.35 GB/s and the last
-    slice's way to its last rank (its steps' latencies, some 20 us), within 0.5%; a
-    channel at the whole 36.7 GB/s would take half as long."""
+    slice's way to its last rank (its steps' latencies, some 20 us, and as much again
+    where a block's last chunk is smaller than its full ones: 7 slices of 576,000 bytes
+    and 162,304), within 0.6%; a channel at the whole 36.7 GB/s would take half as
+    long."""
     n = 64 << 20
     res = sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl", nbytes=n,
                       algo="ring", proto="LL128", channels=1)
     paced = 2 * 15 / 16 * n / 18.35e9
-    assert paced < res.time < 1.005 * paced
+    assert paced < res.time < 1.006 * paced
     assert channel_rate("LL128", "ring", "hopper", 2, 1, share=0.5) == 18.35e9
 
 

@@ -70,7 +70,10 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
         proto, c = choice.proto, choice.channels
         rate = _rate(searched, proto, c)
         own = (nbytes if collective == "all_gather" else nbytes / p) / c
-        first = own / max(1, math.ceil(own / PROTOCOL[proto].slice_bytes))  # equal slices
+        # the first slice as NCCL's kernel cuts a block (rings.ring_slices): a full one,
+        # or of a block under one chunk about half of it with Simple, all of it else
+        per, halves = PROTOCOL[proto].slice_bytes, 2 if proto == "Simple" else 1
+        first = per if own >= per * halves else min(own, max(own / halves, per / 32))
         paced = volume * nbytes / c / rate
         origin = _write_beyond_wire(PROTOCOL[proto], first, rate, beta)
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,

@@ -32,14 +32,14 @@ from simcoll.algorithms.nccl.constants import net_overhead_us
 from simcoll.algorithms.nccl.machine import node_layout, node_order
 from simcoll.algorithms.nccl.nics import bound_nic
 from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
-from simcoll.buffers import Buffer, join, split, split_counts
+from simcoll.buffers import Buffer, join, split_counts
 from simcoll.comm import Comm
 from simcoll.errors import LinkFailureError
 from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Via
 from simcoll.typing import Steps
 
-__all__ = ["channel_rings", "beyond_route", "Sender", "relay", "pieces", "chunks_then_rest",
+__all__ = ["channel_rings", "beyond_route", "Sender", "relay", "chunks_then_rest", "ring_slices",
            "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
 
 
@@ -173,26 +173,35 @@ def relay(comm: Comm, source: int, tag: Hashable, count: int, downs: list[Sender
     return got
 
 
-def pieces(block: Buffer, protocol: Protocol) -> list[Buffer]:
-    """``block`` cut into slices of at most the protocol's slice size (equal ones)."""
+def chunks_then_rest(block: Buffer, protocol: Protocol, slices_per_chunk: int = 1
+                     ) -> list[Buffer]:
+    """``block`` cut as NCCL's kernels cut a channel's part: full chunks of
+    ``slices_per_chunk`` slices of the protocol's size, then what is left as one last
+    chunk (``for (elemOffset = 0; elemOffset < channelCount; elemOffset += chunkCount)
+    nelem = min(chunkCount, channelCount - elemOffset)`` in src/device/broadcast.h,
+    reduce.h and the trees of all_reduce.h; ``runRing`` in all_reduce.h shrinks only its
+    last loop's chunk; NCCL 2.30.7). Primitives cut a chunk of ``nelem`` elements into
+    at most ``SlicePerChunk`` slices (2 for a ring's Simple, else 1) of
+    ``max(divUp(nelem, 16 * SlicePerChunk) * 16, sliceSize / 32)`` elements
+    (``genericOp`` in src/device/prims_simple.h): a full chunk into full slices, a last
+    one of 2 s elements into two of s, one under 1/16 of a slice whole. A part a few
+    bytes over one chunk so sends a full chunk and a small rest, whose chain cannot
+    overlap the full chunk's; cut into equal halves it would pipeline, and run up to 38%
+    faster than a part of one chunk: a larger message would take less time."""
     per = max(1, protocol.slice_bytes // block.dtype.itemsize)
-    count = -(-block.size // per)
-    return [block] if count <= 1 else list(split(block, count))
+    full, rest = divmod(block.size, per * slices_per_chunk)
+    counts = [per] * (full * slices_per_chunk)
+    if rest:
+        size = max(-(-rest // (16 * slices_per_chunk)) * 16, per // 32)
+        counts += [min(size, rest - k * size) for k in range(-(-rest // size))]
+    return [block] if len(counts) <= 1 else split_counts(block, counts)
 
 
-def chunks_then_rest(block: Buffer, protocol: Protocol) -> list[Buffer]:
-    """``block`` cut as NCCL's broadcast and reduce cut a channel's part: full slices of
-    the protocol's size, then what is left (``for (elemOffset = 0; elemOffset <
-    channelCount; elemOffset += chunkCount) nelem = min(chunkCount, channelCount -
-    elemOffset)`` in src/device/broadcast.h and reduce.h, NCCL 2.29). A part a few bytes
-    over one slice so sends a full slice and a small rest, whose chain cannot overlap the
-    full slice's; cut into equal halves it would pipeline, and run up to 38% faster than
-    a part of one slice."""
-    per = max(1, protocol.slice_bytes // block.dtype.itemsize)
-    full, rest = divmod(block.size, per)
-    if full + (rest > 0) <= 1:
-        return [block]
-    return split_counts(block, [per] * full + ([rest] if rest else []))
+def ring_slices(block: Buffer, protocol: Protocol) -> list[Buffer]:
+    """A ring all-reduce's, reduce-scatter's or all-gather's cut of one rank's ``block``
+    (:func:`chunks_then_rest`): chunks of two slices with Simple (``ALLREDUCE_CHUNKSTEPS``
+    / ``ALLREDUCE_SLICESTEPS``, the same for the other two), of one with LL and LL128."""
+    return chunks_then_rest(block, protocol, 2 if protocol.name == "Simple" else 1)
 
 
 def _neighbours(comm: Comm, ring: list[int]) -> tuple[int, int, int]:
@@ -234,7 +243,7 @@ def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Prot
     i, right, left = _neighbours(comm, ring)
     # Position-block q is rank ring[q-1]'s block: position i ends the reduce-scatter with
     # position-block i + 1, its own rank's block.
-    slices = [pieces(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
+    slices = [ring_slices(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
     out = _sender(comm, right, protocol, intra, tag, ring)
     for piece in slices[i]:
         yield from out.send(piece, origin=True)
@@ -259,7 +268,7 @@ def reduce_scatter(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: 
     """One channel's ring reduce-scatter; returns this rank's block, reduced."""
     p = len(ring)
     i, right, left = _neighbours(comm, ring)
-    slices = [pieces(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
+    slices = [ring_slices(blocks[ring[(q - 1) % p]], protocol) for q in range(p)]
     out = _sender(comm, right, protocol, intra, tag, ring)
     for piece in slices[i]:
         yield from out.send(piece, origin=True)
@@ -283,11 +292,11 @@ def all_gather(comm: Comm, own: Buffer, ring: list[int], protocol: Protocol, int
     got: list[Buffer | None] = [None] * p
     got[comm.rank] = own
     out = _sender(comm, right, protocol, intra, tag, ring)
-    for piece in pieces(own, protocol):
+    for piece in ring_slices(own, protocol):
         yield from out.send(piece, origin=True)
     for s in range(p - 1):
         source = ring[(i - s - 1) % p]
-        parts = pieces(own, protocol)  # every rank's part has this rank's part's size
+        parts = ring_slices(own, protocol)  # every rank's part has this rank's part's size
         for k in range(len(parts)):
             parts[k] = yield comm.recv(left, tag=tag)
             if s < p - 2:

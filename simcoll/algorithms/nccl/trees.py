@@ -41,7 +41,7 @@ from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.machine import node_layout
 from simcoll.algorithms.nccl.nics import bound_nic
 from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
-from simcoll.algorithms.nccl.rings import Sender, pieces, relay
+from simcoll.algorithms.nccl.rings import Sender, chunks_then_rest, relay
 from simcoll.buffers import Buffer, join
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
@@ -107,7 +107,7 @@ def all_reduce(comm: Comm, part: Buffer, channel: int, searched: int, protocol: 
     if up is not None:  # up and down each on half of the channel's threads (see above)
         protocol = dataclasses.replace(protocol, rate=protocol.rate / 2)
     tag = 2 * channel  # up on this tag, down on the next
-    slices = pieces(part, protocol)
+    slices = chunks_then_rest(part, protocol)
     downs = [_sender(comm, b, protocol, intra, tag + 1) for b in below]
     if up is None:
         result = yield from _up(comm, slices, None, sources, downs, protocol, op, intra, tag)
