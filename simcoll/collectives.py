@@ -40,6 +40,7 @@ times the itemsize, with the even collective's factor (p-1)/p.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Union
@@ -288,18 +289,29 @@ ROOT_NAMES: dict[str, str] = {"broadcast": "src", "scatter": "src", "reduce": "d
 (``src``) or goes to (``dst``)."""
 
 
+def suggestion(name: Any, known: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` where ``name`` is close to one of ``known`` (case, ``-``
+    for ``_`` and small slips aside: ``allreduce``, ``All-Reduce``, ``rng``), else ""."""
+    if not isinstance(name, str) or not name.strip():
+        return ""
+    plain = name.strip().lower().replace("-", "_").replace(" ", "_")
+    close = [plain] if plain in known else difflib.get_close_matches(plain, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close and close[0] != name else ""
+
+
 def collective(name: str) -> Collective:
     """The collective called ``name``, or named by one of torch's :data:`ALIASES`.
 
     Raises:
-        UnknownCollectiveError: listing the known collectives and aliases.
+        UnknownCollectiveError: listing the known collectives and aliases, and the
+            closest where one is close.
     """
     try:
         return COLLECTIVES[ALIASES.get(name, name)]
     except (KeyError, TypeError):
         raise UnknownCollectiveError(
-            f"unknown collective {name!r}; known collectives: {', '.join(COLLECTIVES)} "
-            f"(and torch's {', '.join(ALIASES)})"
+            f"unknown collective {name!r}{suggestion(name, [*COLLECTIVES, *ALIASES])}; "
+            f"known collectives: {', '.join(COLLECTIVES)} (and torch's {', '.join(ALIASES)})"
         ) from None
 
 

@@ -653,7 +653,8 @@ def test_a_flow_alone_on_its_links_costs_one_event(sizes, events):
 
 def test_unknown_names_list_the_known_ones_comma_separated():
     with pytest.raises(sc.UnknownCollectiveError,
-                       match=r"^unknown collective 'allreduce'; known collectives: all_reduce, "
+                       match=r"^unknown collective 'allreduce' \(did you mean 'all_reduce'\?\); "
+                             r"known collectives: all_reduce, "
                              r"reduce_scatter, all_gather, broadcast, reduce, all_to_all, "
                              r"gather, scatter, barrier, all_gatherv, reduce_scatterv, "
                              r"all_to_allv \(and torch's all_gather_into_tensor, "

@@ -1089,3 +1089,24 @@ def test_a_plugin_that_looks_up_while_loading_loads_the_others_once(tmp_path, mo
     assert len(failed) == 1, [str(w.message) for w in caught]
     assert len(registry._plugin_failures) == 1
     assert registry._plugins_loaded
+
+
+@pytest.mark.parametrize(("collective", "algorithm", "words"), [
+    ("allreduce", "ring", "unknown collective 'allreduce' (did you mean 'all_reduce'?); "),
+    ("All-Reduce", "ring", "unknown collective 'All-Reduce' (did you mean 'all_reduce'?); "),
+    ("all_reduce", "rng", "unknown algorithm 'rng' for 'all_reduce' (did you mean 'ring'?); "),
+    ("all_reduce", "Ring", "unknown algorithm 'Ring' for 'all_reduce' (did you mean "
+                           "'ring'?); "),
+    # nothing close: no suggestion
+    ("xyz", "ring", "unknown collective 'xyz'; known collectives: "),
+    ("all_reduce", "", "unknown algorithm '' for 'all_reduce'; known algorithms: "),
+])
+def test_a_misspelt_name_is_told_the_closest_known_one(collective, algorithm, words):
+    """The two likeliest slips of the commonest option had no suggestion, where a builder,
+    a dtype or a parameter misspelt had one."""
+    with pytest.raises(sc.InvalidInputError) as caught:
+        sc.simulate(reference_network(2), collective, algorithm=algorithm, nbytes=8)
+    assert str(caught.value).startswith(words)
+    from simcoll.cli import main
+    assert main(["run", "--collective", collective, "--algorithm", algorithm, "--size",
+                 "8", "--topology", "switch:2"]) == 2

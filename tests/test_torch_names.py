@@ -78,7 +78,8 @@ def test_src_and_dst_name_the_root(collective, torch_name, algorithm):
     ({"collective": "all_reduce", "src": 1}, r"src=1 is not accepted: all_reduce has no root"),
     # named as given (it said root=4)
     ({"collective": "scatter", "src": 4}, r"src=4 is not accepted"),
-    ({"collective": "allgather"}, r"unknown collective 'allgather'; known collectives: "
+    ({"collective": "allgather"}, r"unknown collective 'allgather' \(did you mean "
+                                  r"'all_gather'\?\); known collectives: "
                                   r".*all_gather_into_tensor"),
 ])
 def test_bad_spellings_are_refused_before_the_run(kwargs, match):

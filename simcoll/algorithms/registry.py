@@ -29,6 +29,7 @@ from simcoll.algorithms.params import Int, Param, named_arguments
 from simcoll.buffers import Buffer, VirtualBuffer
 from simcoll.checks import flag
 from simcoll.collectives import collective as _collective
+from simcoll.collectives import suggestion
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel
 from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
@@ -589,9 +590,9 @@ def get_algorithm(collective: str, name: str) -> AlgorithmSpec:
     _load_plugins()
     spec = _lookup((collective, name)) if isinstance(name, str) else None
     if spec is None:
-        known = ", ".join(n for _, n in algorithms(collective)) or "none yet"
+        names = [n for _, n in algorithms(collective)]
         failed = "".join(f"; the {failure}" for failure in _plugin_failures)
         raise UnknownAlgorithmError(
-            f"unknown algorithm {name!r} for {collective!r}; known algorithms: {known}"
-            f"{failed}")
+            f"unknown algorithm {name!r} for {collective!r}{suggestion(name, names)}; "
+            f"known algorithms: {', '.join(names) or 'none yet'}{failed}")
     return spec
