@@ -1626,6 +1626,18 @@ def test_trace_takes_check_iterations_as_run_does(capsys, tmp_path, monkeypatch)
     assert status == 0 and json.loads(out)["correct"] is True
 
 
+@pytest.mark.parametrize("suffix", [".txt", ".json", ".jsonl"])
+def test_plot_of_a_run_table_says_to_run_it_with_json(capsys, tmp_path, suffix):
+    """It said only "not valid JSON" of the table 'simcoll run' had just printed."""
+    table = tmp_path / f"run{suffix}"
+    status, out, _ = cli(capsys, "run", "-b", "1K", "-e", "4K", "-f", "4")
+    table.write_text(out)
+    status, _, err = cli(capsys, "plot", str(table), "--output", str(tmp_path / "p.png"))
+    assert status == 2 and f"run{suffix}, line 1: not valid JSON" in err
+    assert err.rstrip().endswith("(a table that 'simcoll run' prints is text: run it with "
+                                 "--json)")
+
+
 def test_list_help_names_its_sections(capsys):
     """`simcoll list --help` says what SECTION may be: the three sections list knows."""
     assert main(["list", "--help"]) == 0

@@ -89,6 +89,16 @@ def _json_error(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg} {column}" if exc.msg.endswith(" at") else f"{exc.msg} at {column}"
 
 
+_NOT_RECORDS = ("; plot reads the JSON records that 'simcoll sweep' and 'simcoll run --json' "
+                "write (a table that 'simcoll run' prints is text: run it with --json)")
+
+
+def _unlike_json(text: str) -> str:
+    """:data:`_NOT_RECORDS` where ``text`` does not even start as JSON does (an
+    nccl-tests or ``simcoll run`` table), else ""."""
+    return "" if text.lstrip().startswith(("{", "[")) else _NOT_RECORDS
+
+
 def _json_list(path: Path, text: str) -> list[tuple[int, Any]]:
     """The numbered items of a .json file's list.
 
@@ -101,7 +111,7 @@ def _json_list(path: Path, text: str) -> list[tuple[int, Any]]:
         lines = (" (a .json file holds one JSON list; name a file of JSON lines .jsonl)"
                  if exc.msg == "Extra data" else "")
         raise CommandLineError(f"{path}, line {exc.lineno}: not valid JSON: "
-                               f"{_json_error(exc)}{lines}") from None
+                               f"{_json_error(exc)}{lines}{_unlike_json(text)}") from None
     if not isinstance(items, list):
         raise CommandLineError(f"{path}: expected a JSON list of records")
     return list(enumerate(items, start=1))
@@ -128,7 +138,7 @@ def _json_lines(path: Path, text: str) -> list[tuple[int, Any]]:
                       f"leaves", file=sys.stderr)
                 break
             raise CommandLineError(f"{path}, line {n}: not valid JSON: {_json_error(exc)}"
-                                   ) from None
+                                   f"{_unlike_json(line)}") from None
     return rows
 
 
