@@ -904,3 +904,21 @@ def test_a_comparison_built_without_settings_reports_every_row():
     bare = dataclasses.replace(found, settings=(), wrong_rows=())
     lines = bare.report().splitlines()
     assert [line.split()[0] for line in lines[2:2 + len(SIZES)]] == [str(s) for s in SIZES]
+
+
+def test_compare_of_a_file_that_is_no_log_names_the_file_and_says_so(capsys, tmp_path):
+    """`simcoll list`'s text given as a log: "line 56: a result row has 19 fields",
+    naming neither the file nor that no nccl-tests table had begun."""
+    from simcoll.cli import main
+
+    assert main(["list"]) == 0
+    listing = tmp_path / "list.txt"
+    listing.write_text(capsys.readouterr().out)
+    for command in (["compare", str(listing), "--topology", "switch:8"],
+                    ["calibrate", str(listing), "--topology", "switch:8", "--free",
+                     "latency=1us:0.1us:10us"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"simcoll {command[0]}: error: {listing}: line ")
+        assert err.rstrip().endswith("(and no nccl-tests column titles came before it: is "
+                                     "this an nccl-tests log?)")

@@ -29,6 +29,7 @@ from simcoll.cli.options import (
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
 from simcoll.comparison import check_simulated, compare
+from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests import NcclTestsTable, count_runs, parse
 from simcoll.network import NETWORKS
 from simcoll.topology.graph import Topology
@@ -74,7 +75,11 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     agree); sets ``args.algorithm`` to the collective's default where none was named."""
     wanted = None if args.collective is None else get_collective(args.collective).name
     text = _read_stdin() if args.log == "-" else _read(args.log)
-    measured = parse(text, collective=wanted, run=_run_number(args.run, count_runs(text)))
+    try:
+        measured = parse(text, collective=wanted, run=_run_number(args.run, count_runs(text)))
+    except InvalidInputError as exc:   # what the log holds: named with the log
+        raise CommandLineError(f"{'standard input' if args.log == '-' else args.log}: "
+                               f"{exc}") from None
     if measured.collective is None:
         raise CommandLineError("the log does not say which collective it measured; name it "
                                "with --collective (e.g. --collective all_reduce)")

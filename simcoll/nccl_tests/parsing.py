@@ -122,6 +122,9 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
     """The run's table: the collective its text names, else ``wanted``, else the one its
     columns give away; every row checked against it."""
     if run.error is not None:
+        if run.titles is None and not run.rows:   # no table began: likely no log at all
+            raise InvalidInputError(f"{run.error} (and no nccl-tests column titles came "
+                                    f"before it: is this an nccl-tests log?)") from None
         raise run.error
     named = _collective_name(run.program, strict=False) if run.program else None
     if wanted is not None and named is not None and wanted != named:
