@@ -60,6 +60,7 @@ from simcoll.nccl_tests import NcclTestsTable
 from simcoll.processes import local_pool
 from simcoll.progress import check_progress, progress_bar
 from simcoll.topology.graph import Topology
+from simcoll.topology.quantities import format_rate, format_time
 
 __all__ = ["Calibration", "calibrate", "LOSSES", "algorithm_constants"]
 
@@ -195,13 +196,23 @@ class Calibration:
         """(simulated - measured) / measured per size, with the fitted constants."""
         return tuple(s / m - 1 for s, m in zip(self.after, self.measured))
 
-    def report(self) -> str:
+    def report(self, kinds: Mapping[str, str] | None = None) -> str:
         """The fitted constants (those not fitted, or on a bound, marked and explained
         in notes), the per-size error (simulated / measured - 1) before and after, and
-        the geometric-mean |time error| before and after with what it is."""
+        the geometric-mean |time error| before and after with what it is. ``kinds``
+        names a constant's kind, ``"rate"`` or ``"time"``, to show it in GB/s or us and
+        the like (others as plain numbers, in bytes/s and seconds where they are)."""
         bound = self.on_bound
+        kinds = kinds or {}
+
+        def written(name: str, value: float, digits: int) -> str:
+            kind = kinds.get(name)
+            return format_rate(value, digits) if kind == "rate" else \
+                format_time(value, digits) if kind == "time" else f"{value:.{digits}g}"
+
         lines = ["constant             initial        fitted"]
-        lines += [(f"{name:<16} {self.initial[name]:>11.4g} {value:>13.6g}"
+        lines += [(f"{name:<16} {written(name, self.initial[name], 4):>11} "
+                   f"{written(name, value, 6):>13}"
                    + ("   not fitted: moved no simulated time" if name in self.not_fitted else
                       f"   on its {bound[name]} bound" if name in bound else ""))
                   for name, value in self.values.items()]

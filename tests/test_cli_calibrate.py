@@ -71,9 +71,12 @@ def test_builder_constants_come_back_and_the_report_prints(capsys, tmp_path):
     lines = out.splitlines()
     assert lines[0].startswith("# simcoll calibrate: all_reduce / ring on switch:ranks=8, "
                                "10 sizes of")
-    fitted = {line.split()[0]: float(line.split()[2]) for line in lines[2:4]}
-    assert fitted["bandwidth"] == pytest.approx(100e9, rel=0.01)
-    assert fitted["latency"] == pytest.approx(1.5e-6, rel=0.01)
+    # in the units the options gave them (they were bare SI numbers: 5e+10, 3e-06)
+    assert lines[2].split()[:2] == ["bandwidth", "30GB/s"]
+    assert lines[3].split()[:2] == ["latency", "4us"]
+    bandwidth, latency = lines[2].split()[2], lines[3].split()[2]
+    assert bandwidth.endswith("GB/s") and float(bandwidth[:-4]) == pytest.approx(100, rel=0.01)
+    assert latency.endswith("us") and float(latency[:-2]) == pytest.approx(1.5, rel=0.01)
     assert lines[-1].startswith("run the calibrated machine with: simcoll run --topology "
                                 "'switch:ranks=8,bandwidth=")
 

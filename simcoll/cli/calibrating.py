@@ -199,7 +199,7 @@ def _run(args: argparse.Namespace) -> int:
     sizes = len(fit.sizes)
     print(f"# simcoll calibrate: {collective} / {args.algorithm} on {args.topology}, "
           f"{sizes} size{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
-    print(fit.report())
+    print(fit.report(kinds))
     print(f"\nrun the calibrated machine with: {command}")
     return 0
 

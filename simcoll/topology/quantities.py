@@ -112,22 +112,24 @@ def parse_number(text: Any) -> float:
     return float(value)
 
 
-def _scaled(value: float, units: list[tuple[float, str]]) -> str:
+def _scaled(value: float, units: list[tuple[float, str]], digits: int) -> str:
     if not math.isfinite(value) or value == 0:
         return f"{value:g}"
     for scale, name in units:
         if abs(value) >= scale * (1 - 1e-12):
-            return f"{value / scale:.12g}{name}"
+            return f"{value / scale:.{digits}g}{name}"
     scale, name = units[-1]
-    return f"{value / scale:.12g}{name}"
+    return f"{value / scale:.{digits}g}{name}"
 
 
-def format_rate(value: float) -> str:
-    """``1e11`` -> ``"100GB/s"``: the largest SI prefix that keeps the number >= 1."""
+def format_rate(value: float, digits: int = 12) -> str:
+    """``1e11`` -> ``"100GB/s"``: the largest SI prefix that keeps the number >= 1, to
+    ``digits`` significant digits."""
     return _scaled(value, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "KB/s"),
-                           (1.0, "B/s")])
+                           (1.0, "B/s")], digits)
 
 
-def format_time(value: float) -> str:
-    """``1e-6`` -> ``"1us"``: the largest unit that keeps the number >= 1."""
-    return _scaled(value, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")])
+def format_time(value: float, digits: int = 12) -> str:
+    """``1e-6`` -> ``"1us"``: the largest unit that keeps the number >= 1, to ``digits``
+    significant digits."""
+    return _scaled(value, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")], digits)
