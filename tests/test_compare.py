@@ -503,9 +503,15 @@ def test_plot_refuses_bad_input_before_drawing(tmp_path):
 
 def test_command_line_plot(capsys, log, tmp_path, monkeypatch):
     out = tmp_path / "compare.png"
-    status, _, err = cli(capsys, "compare", str(log), "--topology", "switch:4",
-                         "--plot", str(out))
+    status, said, err = cli(capsys, "compare", str(log), "--topology", "switch:4",
+                            "--plot", str(out))
     assert status == 0 and not err and out.stat().st_size > 0
+    # it wrote the figure without a word, where plot, trace and sweep say what they wrote
+    assert said.splitlines()[-1] == f"# figure written to {out}"
+    status, said, err = cli(capsys, "compare", str(log), "--topology", "switch:4",
+                            "--plot", str(out), "--json")
+    assert status == 0 and err == f"# figure written to {out}\n"
+    assert json.loads(said)["log"] == str(log)
 
     def refuse(*args, **kwargs):
         raise AssertionError("simulated before the arguments were checked")

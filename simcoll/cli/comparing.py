@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simulate_kwargs
@@ -49,6 +50,10 @@ def _run(args: argparse.Namespace) -> int:
         from simcoll.plot import comparison
 
         comparison(found, save=figure)
+        # after the table (or on standard error, beside the JSON), as plot and trace say it
+        said = f"# figure written to {figure}"
+        if args.json:
+            print(said, file=sys.stderr)
     if args.json:
         print(json.dumps({**found.to_dict(), "spec": args.topology, "log": args.log,
                           "notes": notes}))
@@ -57,4 +62,6 @@ def _run(args: argparse.Namespace) -> int:
     print(f"# simcoll compare: {found.collective} / {args.algorithm} on {args.topology}, "
           f"{sizes} size{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
     print(found.report())
+    if figure is not None:
+        print(said)
     return 0

@@ -78,7 +78,7 @@ def _topologies(width: int) -> list[str]:
         "Topologies (--topology NAME:ARGS, e.g. switch:ranks=8,bandwidth=100GB/s; rates "
         "like 100GB/s or 400Gbps, times like 1us; ranks= stands for n; a default of none "
         "is worked out from the other arguments, as the builder's docstring says; or a "
-        ".json / .yaml / .toml file):", width)
+        "topology file: .json, .yaml, .yml, .toml, or an ASTRA-sim network .yml):", width)
     for name in builders():
         lines.extend(textwrap.wrap(describe(name), width, initial_indent="  ",
                                    subsequent_indent=" " * 6))

@@ -82,10 +82,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "cannot change a simulated time are noted; those that change what nccl-tests "
         "times are taken at their defaults only (and -x 0, which runs as -x -1)", 88))
     group.add_argument("-t", "--nthreads", type=_count, metavar="T",
-                       help="threads per process (ranks = processes x T x G)")
+                       help="threads per process (default 1; ranks = processes x T x G)")
     group.add_argument("-g", "--ngpus", type=_count, metavar="G",
-                       help="GPUs per thread; without --topology the machine is "
-                            "switch:T*G")
+                       help="GPUs per thread (default 1); without --topology the machine "
+                            "is switch:T*G where -t or -g is given, else switch:8")
     for flag in _FLAGS:
         group.add_argument(flag.short, flag.long, type=integer_option, metavar="N",
                            dest=f"nccl_{flag.long[2:]}",

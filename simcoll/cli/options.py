@@ -400,8 +400,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                                  f"default: {DEFAULT_ALGORITHM_TEXT})")
     parser.add_argument("--param", action="append", type=parse_param, default=[],
                         metavar="NAME=VALUE",
-                        help="an algorithm parameter, e.g. chunks=4 or "
-                             "launch_overhead=20us (repeatable)")
+                        help="an algorithm parameter, e.g. chunks=4 (ring) or "
+                             "launch_overhead=20us (nccl) (repeatable)")
     parser.add_argument("-d", "--dtype", "--datatype", default="float",
                         help="element type: int8, uint8, int32, uint32, int64, uint64, half, "
                              "float (default), double, bfloat16, f8e4m3, f8e5m2 (the last "
