@@ -61,8 +61,8 @@ def scaling_figure(out: Path) -> Path:
                           beta=1 / BANDWIDTH, gamma=0.0)
     ax = fig.axes[0]
     ax.set_title(f"{ax.get_title()}\n(links {BANDWIDTH / sc.GB:g} GB/s and "
-                 f"{LATENCY / sc.us:g} us each way; the models' α = {2 * LATENCY / sc.us:g} "
-                 f"us, β = 1 / ({BANDWIDTH / sc.GB:g} GB/s), γ = 0)", fontsize="medium")
+                 f"{LATENCY / sc.us:g} µs each way; the models' α = {2 * LATENCY / sc.us:g} "
+                 f"µs, β = 1 / ({BANDWIDTH / sc.GB:g} GB/s), γ = 0)", fontsize="medium")
     finish(fig, path)
     plt.close(fig)
     return path
@@ -76,7 +76,7 @@ def timeline_figure(out: Path) -> Path:
     fig = sc.plot.timeline(res, critical=True)
     ax = fig.axes[0]
     ax.set_title(f"{ax.get_title()}\n(links {BANDWIDTH / sc.GB:g} GB/s and "
-                 f"{LATENCY / sc.us:g} us each way; reductions at 200 GB/s per GPU)",
+                 f"{LATENCY / sc.us:g} µs each way; reductions at 200 GB/s per GPU)",
                  fontsize="medium")
     finish(fig, path)
     plt.close(fig)

@@ -435,6 +435,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     if model_args is not None:
         handles.append(Line2D([], [], color="0.35", linestyle="--",
                               label="traffic model (dashed)" if y == "bytes_sent"
+                              else "α-β model (dashed)" if model_args[2] == 0
                               else "α-β-γ model (dashed)"))
     for note in _left_out_notes(failures, skipped, y):
         handles.append(Line2D([], [], color="0.45", marker="x", linestyle="none",
