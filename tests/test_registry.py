@@ -189,6 +189,8 @@ def test_unknown_parameters_list_what_is_accepted_for_runs_and_models():
         cost.predict("all_reduce", "naive", p=4, nbytes=8, alpha=1, beta=1, servers=2)
     with pytest.raises(sc.InvalidInputError, match=r"\['hosts'\]"):
         simulate(("all_reduce", "parameter_server"), hosts=1)   # a model parameter only
+    with pytest.raises(sc.InvalidInputError, match=r"^root=-1 is not a rank; use 0\.\.3$"):
+        sc.cost.traffic("scatter", "binomial", p=4, nbytes=16, root=-1)  # said ">= 0" only
     with pytest.raises(sc.InvalidInputError, match="root=4 is not a rank; use 0..3"):
         cost.traffic("broadcast", "binomial", p=4, nbytes=8, root=4)
 

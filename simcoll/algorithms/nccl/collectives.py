@@ -1,4 +1,6 @@
-"""``algorithm="nccl"`` for every collective: NCCL's tuner picks, then the pick runs.
+"""``algorithm="nccl"`` for all_reduce, reduce_scatter, all_gather, broadcast, reduce and
+all_to_all (NCCL's collectives but its p2p gather and scatter): NCCL's tuner picks, then
+the pick runs.
 
 Each registration takes NCCL's overrides as parameters: ``algo`` (NCCL_ALGO: "ring",
 "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain" for all_reduce; "ring",
