@@ -407,7 +407,10 @@ def _mut_ll_wire(n):
 
 def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     """NCCL's ring on one Ampere NVLink switch, LL, one channel, by hand: launch 6.6 us +
-    steps x max(alpha, 0.6 us) + the ring's wire bytes x beta + what the threads take to
+    the steps, each of T = the ring's wire bytes x beta / steps and L = max(alpha,
+    0.6 us), a slice's L hidden behind the next slice's transfer where a block has
+    several (a step max(T, f T + L), f the first slice's share, the last T + L) + what
+    the threads take to
     write the first slice (at most 32 KiB of data: full slices, then the rest) of a
     rank's own data beyond its wire bytes' time at beta (nothing where the wire is
     slower), or where more the data a rank sends at the channel's threads' rate
@@ -419,7 +422,8 @@ def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     own = n if collective == "all_gather" else n / p
     first = min(own, 32768)
     write = max(0.0, first / 87.7e9 - _mut_ll_wire(int(first)) * beta)
-    stepped = steps * max(alpha, 0.6e-6) + _mut_ll_wire(int(volume)) * beta
+    step, latency = _mut_ll_wire(int(volume)) * beta / steps, max(alpha, 0.6e-6)
+    stepped = (steps - 1) * max(step, step * first / own + latency) + step + latency
     # the threads' pace holds their first slice's write already
     return 6.6e-6 + max(stepped + write, volume / 87.7e9) + reduced * gamma
 
@@ -497,3 +501,26 @@ def test_mut2_a_broadcast_chain_is_paced_by_its_roots_threads(p, pieces):
     assert run.params["arch"] == "ampere"
     assert run.time == pytest.approx(hand, rel=1e-9)
     assert model == pytest.approx(hand, rel=1e-9)
+
+
+def test_the_ring_estimate_hides_a_slices_latency_behind_the_next_slices_transfer():
+    """all_reduce of 4 MiB on 6 GPUs of the reference switch (alpha 1 us, 100 GB/s),
+    Simple on the tuner's 10 channels: a channel's block, 4 MiB / 60 = 69,905 bytes, is
+    under one chunk and goes as two halves, so a step's latency (NCCL's 3.4 us for a
+    Simple NVLink step) waits behind the other half's transfer. By hand: launch 8.4 us +
+    10 steps of T = 2 x 5/6 x 4 MiB / 100 GB/s / 10 = 6.99 us each (T > T/2 + 3.4 us)
+    + the last slice's 3.4 us. The estimate counted 10 x (T + 3.4 us), 112.3 us, where
+    the run takes 81.7."""
+    from simcoll.testing import alpha_beta_network
+
+    n, p, beta = 4 << 20, 6, 1 / 100e9
+    step = (2 * (p - 1) * n // p) * beta / 10   # whole wire bytes
+    assert step > step / 2 + 3.4e-6
+    expected = 8.4e-6 + 10 * step + 3.4e-6
+    estimate = sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=1e-6, beta=beta,
+                               proto="Simple")
+    assert estimate == pytest.approx(expected, rel=1e-9)
+    run = sc.simulate(alpha_beta_network(p, alpha=1e-6, beta=beta), "all_reduce",
+                      algorithm="nccl", nbytes=n, proto="Simple")
+    assert run.params["channels"] == 10
+    assert run.time == pytest.approx(expected, rel=1e-6)

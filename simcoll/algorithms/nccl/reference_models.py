@@ -48,13 +48,18 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    algo: str, proto: str, channels: int, arch: str, intra: str,
                    tuner: str, launch_overhead: float = 0.0,
                    step_latency_scale: float = 1.0) -> float:
-    """Launch + the larger of (``steps`` x max(alpha, step latency) + wire bytes x
-    beta + what the threads take to write the first slice of a rank's own data beyond
-    its wire bytes' time, ``rings.Sender.send``'s ``origin``) and (a channel's share of
-    the data at the protocol's rate per channel: its threads' pace, which holds that
-    first write and which the steps' latencies then overlap), + reductions (a step costs
-    NCCL's latency or the link's, whichever is more: see ``rings.Sender``); nothing for
-    one rank or an empty buffer, which NCCL discards."""
+    """Launch + the larger of (the steps + what the threads take to write the first
+    slice of a rank's own data beyond its wire bytes' time, ``rings.Sender.send``'s
+    ``origin``) and (a channel's share of the data at the protocol's rate per channel:
+    its threads' pace, which holds that first write and which the steps' latencies then
+    overlap), + reductions; nothing for one rank or an empty buffer, which NCCL
+    discards. The steps: a step moves every channel's block, T = its wire bytes x beta
+    (the channels share the link), cut into slices as NCCL's kernel cuts it
+    (``rings.ring_slices``), each slice paying L = max(alpha, NCCL's step latency) (see
+    ``rings.Sender``); a slice's latency overlaps the next slice's transfer, so a step
+    takes max(T, f T + L), f the first slice's share of the block, and the last one
+    T + L: (steps - 1) max(T, f T + L) + T + L, which is steps (T + L) for one slice a
+    block."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)   # as the run's tuner sees it
@@ -62,6 +67,7 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
         proto = choose(searched, collective, -(-nbytes // p), algo="p2p", proto=proto,
                        channels=channels, tuner=tuner).proto
         paced = origin = 0.0
+        share = 1.0
     else:
         # the tuner reasons on the whole output of an all_gather, as the run's does
         tuned = nbytes * p if collective == "all_gather" else nbytes
@@ -74,13 +80,16 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
         # or of a block under one chunk about half of it with Simple, all of it else
         per, halves = PROTOCOL[proto].slice_bytes, 2 if proto == "Simple" else 1
         first = per if own >= per * halves else min(own, max(own / halves, per / 32))
+        share = first / own   # of a block, its first slice
         paced = volume * nbytes / c / rate
         origin = _write_beyond_wire(PROTOCOL[proto], first, rate, beta)
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
                                    step_scale=step_latency_scale)
     link = "nvlink" if intra == "auto" else intra
-    stepped = steps * max(alpha, protocol.hop("ring", link)) \
-        + protocol.wire(int(volume * nbytes)) * beta
+    latency = max(alpha, protocol.hop("ring", link))
+    step = protocol.wire(int(volume * nbytes)) * beta / steps if steps else 0.0
+    stepped = (steps - 1) * max(step, step * share + latency) + step + latency \
+        if steps else 0.0
     # the pace already holds the first slice's write
     return protocol.base("ring") + max(stepped + origin, paced) + reduced * nbytes * gamma
 
