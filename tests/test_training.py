@@ -240,3 +240,20 @@ def test_data_parallel_step_refuses_algorithm_params_that_are_not_a_dict():
                                                    "algorithm_params="):
         data_parallel_step(reference_network(2), gradient_bytes=8, forward=0, backward=0,
                            inner_params={})
+
+
+def test_a_bucket_size_in_mib_where_bytes_were_meant_is_refused_before_the_run():
+    """bucket_bytes=25 (PyTorch's bucket_cap_mb=25 typed as bytes) on 1.4 GB made 56
+    million bucket programs and ran out of memory; at most 100,000 buckets run, which
+    1.4 GB reaches at 14,000 bytes a bucket."""
+    topo = sc.topology.switch(4)
+    grads = 1_400_000_000
+    with pytest.raises(sc.InvalidInputError, match=r"^bucket_bytes=25 would cut the "
+                                                   r"1400000000 gradient bytes into 56000000 "
+                                                   r"buckets; at most 100000 are simulated: "
+                                                   r"use bucket_bytes >= 14000 "):
+        data_parallel_step(topo, gradient_bytes=grads, forward=0.1, backward=0.2,
+                           bucket_bytes=25)
+    with pytest.raises(sc.InvalidInputError, match=r"buckets=100001 is not accepted"):
+        sc.simulate(topo, "all_reduce", algorithm="bucketed", nbytes=4 * 100_001,
+                    buckets=100_001)

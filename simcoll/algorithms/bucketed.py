@@ -60,8 +60,13 @@ def _flat_all_reduce() -> list[str]:
     return [name for _, name in algorithms("all_reduce") if name not in _NOT_INNER]
 
 
+MAX_BUCKETS = 100_000
+"""Buckets a run takes at most: each is a program of its own on every GPU (about 0.7 ms
+and 10 KB a bucket), and a bucket size typed in MiB where bytes were meant (25 for
+25 MiB) would cut a model's gradients into tens of millions of them."""
+
 PARAMS = {
-    "buckets": Int(1, minimum=1, at_most_elements=True,
+    "buckets": Int(1, minimum=1, maximum=MAX_BUCKETS, at_most_elements=True,
                    doc="buckets B the buffer is cut into"),
     "compute": Real(0.0, minimum=0.0,
                     doc="seconds of backward compute per GPU, spread over the buckets"),

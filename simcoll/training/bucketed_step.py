@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.bucketed import PARAMS
+from simcoll.algorithms.bucketed import MAX_BUCKETS, PARAMS
 from simcoll.checks import real, size
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
@@ -120,6 +120,12 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
         kwargs["inner_params"] = dict(algorithm_params)
     check_counters(gradient_bytes, check_topology(topology).nranks, name="gradient_bytes")
     buckets = -(-gradient_bytes // bucket_bytes)   # exact: a float quotient rounds
+    if buckets > MAX_BUCKETS:
+        raise InvalidInputError(
+            f"bucket_bytes={bucket_bytes} would cut the {gradient_bytes} gradient bytes "
+            f"into {buckets} buckets; at most {MAX_BUCKETS} are simulated: use bucket_bytes "
+            f">= {-(-gradient_bytes // MAX_BUCKETS)} (bytes: PyTorch's bucket_cap_mb=25 is "
+            f"25 * sc.MiB or '25MiB')")
     if bucket_bytes < dtype.itemsize:
         raise InvalidInputError(f"bucket_bytes={bucket_bytes} would cut the gradients into "
                                 f"{buckets} buckets, more than their "
