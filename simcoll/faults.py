@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,8 +167,20 @@ class _Plan:
         return out
 
     def reduce_bandwidths(self, bandwidths: list[float]) -> list[float]:
-        """Each endpoint's reduction bandwidth with its slow-down applied."""
-        return [bw / self.slow.get(a, 1.0) for a, bw in enumerate(bandwidths)]
+        """Each endpoint's reduction bandwidth with its slow-down applied.
+
+        Raises:
+            InvalidInputError: a factor so small that the rate overflows to infinity
+                (free reductions), naming it.
+        """
+        out = [bw / self.slow.get(a, 1.0) for a, bw in enumerate(bandwidths)]
+        for a, (before, after) in enumerate(zip(bandwidths, out)):
+            if math.isinf(after) and not math.isinf(before):
+                raise InvalidInputError(
+                    f"faults.slow[{a}]={self.slow[a]!r} is not accepted: rank {a}'s "
+                    f"reduction rate, {before:g} bytes/s, divided by it is no finite "
+                    f"number; use a factor >= {before / sys.float_info.max * 1.01:.3g}")
+        return out
 
     def compute_scale(self, endpoints: int) -> list[float] | None:
         """Each endpoint's compute slow-down (None when no GPU is slow)."""

@@ -637,3 +637,17 @@ def test_a_bound_message_whose_device_no_route_reaches_is_not_blamed_on_failures
     assert messages[0] == messages[1]
     assert "no route from 'gpu0' to 'gpu1' through 'z'" in messages[1]
     assert "failed" not in messages[1]
+
+
+def test_a_slow_down_so_small_that_the_reduction_rate_overflows_is_refused():
+    """slow={1: 1e-300} turned rank 1's 1e12 bytes/s into infinity: free reductions, with
+    no word. 1e12 / 1e-300 overflows; 1e12 / 1e-3 does not."""
+    topo = sc.topology.switch(4, reduce_bandwidth=1e12)
+    with pytest.raises(sc.InvalidInputError, match=r"^faults\.slow\[1\]=1e-300 is not "
+                                                   r"accepted: rank 1's reduction rate"):
+        sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                    faults=sc.Faults(slow={1: 1e-300}))
+    fast = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                       faults=sc.Faults(slow={1: 1e-3}))
+    free = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=4096)
+    assert fast.time > free.time   # the other ranks still reduce at 1e12 bytes/s
