@@ -264,6 +264,9 @@ def test_timeline_refusals():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(sc.InvalidInputError, match=f"max_ranks={bad!r}"):
             tr.plot_timeline(res, max_ranks=bad)
+    # a raw AttributeError ('int' object has no attribute ...) from matplotlib's wrapping
+    with pytest.raises(sc.InvalidInputError, match=r"^title=5 is not accepted; give a str"):
+        tr.plot_timeline(res, title=5)
 
 
 @pytest.mark.parametrize("call", [

@@ -123,6 +123,9 @@ def plot_timeline(result: Any, *, ranks: Sequence[int] | None = None, max_ranks:
     if not end > 0:
         raise InvalidInputError("the step took no time (no compute, nothing to move): "
                                 "there is nothing to draw")
+    if title is not None and not isinstance(title, str):
+        raise InvalidInputError(f"title={title!r} is not accepted; give a str, or None for "
+                                f"what ran and how long it took")
     path = checked_save_path(save)
     streams = [s for s in _STREAM_ORDER if any(x.stream == s for x in spans)]
     streams += sorted({x.stream for x in spans} - set(streams))
