@@ -295,7 +295,9 @@ def suggestion(name: Any, known: Sequence[str]) -> str:
     if not isinstance(name, str) or not name.strip():
         return ""
     plain = name.strip().lower().replace("-", "_").replace(" ", "_")
-    close = [plain] if plain in known else difflib.get_close_matches(plain, known, n=1)
+    # 0.85: a slip of a letter or two (rng, allreduce), not another word (recv, dbtree)
+    close = [plain] if plain in known else difflib.get_close_matches(plain, known, n=1,
+                                                                      cutoff=0.85)
     return f" (did you mean {close[0]!r}?)" if close and close[0] != name else ""
 
 

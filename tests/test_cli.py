@@ -1644,3 +1644,12 @@ def test_list_help_names_its_sections(capsys):
     out = capsys.readouterr().out
     assert "SECTION" in out
     assert "list only this section: collectives, algorithms, topologies" in out
+
+
+@pytest.mark.parametrize("text", ["", "\ufeff{broken\n"])
+def test_plot_gives_the_text_table_hint_only_to_text(capsys, tmp_path, text):
+    """An empty file and JSON after a byte-order mark were told to run with --json."""
+    path = tmp_path / "points.jsonl"
+    path.write_text(text, encoding="utf-8")
+    status, _, err = cli(capsys, "plot", str(path), "--output", str(tmp_path / "p.png"))
+    assert status == 2 and "run it with --json" not in err

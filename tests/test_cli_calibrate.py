@@ -395,3 +395,20 @@ def test_the_command_gives_the_fits_times_at_the_logs_sizes(capsys, tmp_path, lo
         assert len(times) == 4 and fit["sizes"] == [1024, 3072, 9216, 10240]
     else:
         assert times == pytest.approx(fit["after"], rel=1e-13, abs=0)
+
+
+def test_a_log_with_a_gap_in_its_sizes_still_gets_its_command(capsys, tmp_path):
+    """-b 8 -e 128M -f 2 with one row gone: building the command ran a loop of 8-byte
+    steps up to 128 MiB, refused as 16,777,216 sizes, and the finished fit was lost."""
+    log = run_log(capsys, tmp_path / "log.txt", "--topology", "switch:4", "-b", "8", "-e",
+                  "128M", "-f", "2")
+    lines = log.read_text().splitlines()
+    rows = [i for i, line in enumerate(lines) if line.strip()[:1].isdigit()]
+    del lines[rows[5]]                               # 256 bytes
+    log.write_text("\n".join(lines) + "\n")
+    status, out, err = cli(capsys, "calibrate", str(log), "--topology", "switch:4",
+                           "--free", "latency=2us:10ns:100us", "--json")
+    assert status == 0, err
+    fit = json.loads(out)
+    assert " -b 8 -e 134217728 -f 2 " in fit["command"]
+    assert any("no series" in note for note in fit["notes"])

@@ -1112,3 +1112,21 @@ def test_a_misspelt_name_is_told_the_closest_known_one(collective, algorithm, wo
     from simcoll.cli import main
     assert main(["run", "--collective", collective, "--algorithm", algorithm, "--size",
                  "8", "--topology", "switch:2"]) == 2
+
+
+@pytest.mark.parametrize("name", ["recv", "reduce_all", "gather_all"])
+def test_another_word_is_not_taken_for_a_slip(name):
+    """recv, reduce_all and gather_all were told "did you mean 'reduce'" or 'gather'."""
+    with pytest.raises(sc.InvalidInputError) as caught:
+        sc.simulate(reference_network(2), name, algorithm="ring", nbytes=8)
+    assert "did you mean" not in str(caught.value)
+    with pytest.raises(sc.InvalidInputError) as caught:
+        sc.simulate(reference_network(2), "all_reduce", algorithm="dbtree", nbytes=8)
+    assert "did you mean" not in str(caught.value)
+
+
+def test_a_root_given_to_a_collective_without_one_is_named_as_such():
+    """root=5 on all_reduce said "not a rank; use 0..3" once the range came first."""
+    for root in (5, -1):
+        with pytest.raises(sc.InvalidInputError, match=r"does not take parameter"):
+            sc.cost.traffic("all_reduce", "ring", p=4, nbytes=16, root=root)

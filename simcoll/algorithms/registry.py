@@ -195,10 +195,10 @@ class AlgorithmSpec:
         specs = {**self.params, **self.cost.machine}
         if _collective(self.collective).rooted:
             specs["root"] = ROOT
-        root = params.get("root", 0)
-        if isinstance(root, (int, np.integer)) and not isinstance(root, bool) \
-                and not 0 <= root < p:   # a rank's range, below 0 too (as simulate says it)
-            raise InvalidInputError(f"root={root} is not a rank; use 0..{p - 1}")
+            root = params.get("root", 0)
+            if isinstance(root, (int, np.integer)) and not isinstance(root, bool) \
+                    and not 0 <= root < p:   # a rank's range, below 0 too (as simulate says)
+                raise InvalidInputError(f"root={root} is not a rank; use 0..{p - 1}")
         given = _normalized(self, params, specs)
         return {**{name: spec.default for name, spec in specs.items()}, **given}
 

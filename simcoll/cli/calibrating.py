@@ -235,9 +235,16 @@ def _size_options(found: list[int]) -> tuple[str, list[str]]:
     if len(found) == 1:
         return f" -b {low} -e {high}", []
     factor, step = (found[1] // low if low else 0), found[1] - low
-    if factor > 1 and run_sizes(low, high, 0, factor) == found:
+
+    def makes(stepbytes: int, stepfactor: int) -> bool:
+        try:
+            return run_sizes(low, high, stepbytes, stepfactor) == found
+        except CommandLineError:   # a loop of more sizes than run takes: not the log's
+            return False
+
+    if factor > 1 and makes(0, factor):
         return f" -b {low} -e {high} -f {factor}", []
-    if run_sizes(low, high, step, 1) == found:
+    if makes(step, 1):
         return f" -b {low} -e {high} -i {step}", []
     loop = "-f 2" if low else f"-i {high}"
     return (f" -b {low} -e {high} {loop}",

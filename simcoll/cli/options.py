@@ -388,7 +388,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
         "dgx_h100:nodes=2, torus:4x4, or a topology file")
     parser.add_argument("--topology", default=default, metavar="SPEC", action=Once,
                         help=f"a builder or preset with its arguments, e.g. {examples} "
-                             f"(.json, .yaml, .toml, or an ASTRA-sim network .yml); "
+                             f"(.json, .yaml, .yml, .toml, or an ASTRA-sim network .yml); "
                              f"'simcoll list' shows every builder (default: {default})")
     parser.add_argument("--collective", default="all_reduce", action=Once,
                         help=f"{', '.join(n for n, c in COLLECTIVES.items() if c.uneven is None)} "

@@ -96,7 +96,8 @@ _NOT_RECORDS = ("; plot reads the JSON records that 'simcoll sweep' and 'simcoll
 def _unlike_json(text: str) -> str:
     """:data:`_NOT_RECORDS` where ``text`` does not even start as JSON does (an
     nccl-tests or ``simcoll run`` table), else ""."""
-    return "" if text.lstrip().startswith(("{", "[")) else _NOT_RECORDS
+    start = text.lstrip("\ufeff \t\r\n")
+    return "" if not start or start.startswith(("{", "[")) else _NOT_RECORDS
 
 
 def _json_list(path: Path, text: str) -> list[tuple[int, Any]]:

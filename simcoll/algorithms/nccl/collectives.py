@@ -607,12 +607,13 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
         comm, algo, "Simple", channels, arch, intra, launch_overhead, step_latency_scale)
     blocks = list(split(x, p))
     size = blocks[r].size  # every rank's block for rank r: equal inputs
+    members = frozenset(comm.world_ranks())   # the GPUs a PXN proxy may be
     sent = []
     for step in range(1, p):
         peer = (r + step) % p
         across = comm.node_of(peer) != comm.node_of(r)
         link, used = ("net", remote) if across else (intra, protocol)
-        nics = _p2p_nics(comm, r, peer, channels, blocks[peer].size)
+        nics = _p2p_nics(comm, r, peer, channels, blocks[peer].size, members)
         for piece, via in zip(split(blocks[peer], len(nics)), nics):
             delay = rings.beyond_route(comm, peer, used.hop("ring", link), via)
             sent.append(comm.send(piece, peer, delay=delay,
@@ -621,7 +622,7 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     for step in range(1, p):
         peer = (r - step) % p
         pieces = []
-        for _ in _p2p_nics(comm, peer, r, channels, size):
+        for _ in _p2p_nics(comm, peer, r, channels, size, members):
             pieces.append((yield comm.recv(peer)))
         got[peer] = pieces[0] if len(pieces) == 1 else join(pieces)
     for event in sent:
@@ -629,8 +630,8 @@ def nccl_all_to_all(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     return join(got)
 
 
-def _p2p_nics(comm: Comm, sender: int, receiver: int, channels: int,
-              count: int) -> tuple[tuple[str, ...] | None, ...]:
+def _p2p_nics(comm: Comm, sender: int, receiver: int, channels: int, count: int,
+              members: frozenset[int]) -> tuple[tuple[str, ...] | None, ...]:
     """The NICs each message of a send of ``count`` elements from ``sender`` to
     ``receiver`` passes: where the receiver is on another node and the GPU the send
     leaves through (the sender's PXN proxy, :func:`~.nics.pxn_proxy`) has several
@@ -642,7 +643,7 @@ def _p2p_nics(comm: Comm, sender: int, receiver: int, channels: int,
         return (None,)
     topology = comm.topology
     a, b = comm.address_of(sender), comm.address_of(receiver)
-    proxy = pxn_proxy(topology, a, b, comm.world_ranks())
+    proxy = pxn_proxy(topology, a, b, members)
     gpu = topology.endpoint_name(proxy)
     if len(nearest_nics(topology, gpu)) < 2:
         return (None,)

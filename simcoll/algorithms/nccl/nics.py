@@ -180,22 +180,39 @@ def channel_nics(topology: Topology, a: int, b: int, choice: int) -> tuple[str, 
     return named or None
 
 
-def pxn_proxy(topology: Topology, a: int, b: int, members: tuple[int, ...]) -> int:
+_NODE_GPUS: WeakKeyDictionary[Topology, tuple[int, dict[Any, Any]]] = WeakKeyDictionary()
+"""Per topology and its generation: each node's GPUs (addresses, in order) and each GPU's
+place among them, for :func:`pxn_proxy`."""
+
+
+def _node_places(topology: Topology) -> dict[Any, Any]:
+    known = kept(_NODE_GPUS, topology)
+    if not known:
+        nodes: dict[int, list[int]] = {}
+        for g, node in enumerate(topology.gpu_nodes):
+            nodes.setdefault(node, []).append(g)
+        known["nodes"] = nodes
+        known["place"] = {g: i for gpus in nodes.values() for i, g in enumerate(gpus)}
+    return known
+
+
+def pxn_proxy(topology: Topology, a: int, b: int, members: frozenset[int]) -> int:
     """The GPU (an address) through whose NICs GPU ``a``'s sends to GPU ``b`` on another
     node leave: NCCL's PXN (``ncclTopoGetNetDev`` in src/graph/search.cc of 2.30.7,
     ``NCCL_P2P_PXN_LEVEL`` 2 by default) takes the GPU of ``a``'s node with ``b``'s
     device index (its place among its node's GPUs), so that the message crosses NVLink
     and then stays on ``b``'s rail; that GPU where it is one of ``members`` (the
     communicator's addresses) and ``a`` reaches it over NVLink alone, else ``a``."""
-    nodes = topology.gpu_nodes
-    place = [g for g, node in enumerate(nodes) if node == nodes[b]].index(b)
-    local = [g for g, node in enumerate(nodes) if node == nodes[a]]
+    known = _node_places(topology)
+    place, local = known["place"][b], known["nodes"][topology.gpu_nodes[a]]
     proxy = local[place] if place < len(local) else a
     if proxy == a or proxy not in members:
         return a
-    route = topology.route(a, proxy).links
-    return proxy if all(topology.links[d >> 1].kind in NVLINK_KINDS
-                        for d in route) else a
+    over_nvlink = known.setdefault("nvlink", {})
+    if (a, proxy) not in over_nvlink:
+        over_nvlink[a, proxy] = all(topology.links[d >> 1].kind in NVLINK_KINDS
+                                    for d in topology.route(a, proxy).links)
+    return proxy if over_nvlink[a, proxy] else a
 
 
 def bound_nic(comm: Comm, peer: int, choice: int) -> tuple[str, ...] | None:
