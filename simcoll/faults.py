@@ -13,8 +13,8 @@
   from a generator seeded with ``seed``, so a run is reproducible. Jitter can shorten a
   run: channels sharing a link (NCCL's) run in lock-step without it, all waiting out
   their latency at once; the smallest jitter breaks that tie and lets one channel's bytes
-  fill another's latency (README, "Faults and stragglers"), so measure jitter's cost
-  against a tiny jitter rather than none.
+  fill another's latency (README, "Faults and stragglers"); how far it moves a run
+  depends on its size and the seed, so compare runs at the jitter expected, over seeds.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def test_builder_constants_come_back_and_the_report_prints(capsys, tmp_path):
     lines = out.splitlines()
     assert lines[0].startswith("# simcoll calibrate: all_reduce / ring on switch:ranks=8, "
                                "10 sizes of")
-    # in the units the options gave them (they were bare SI numbers: 5e+10, 3e-06)
+    # in the units the options gave them (they were bare SI numbers: 3e+10, 4e-06)
     assert lines[2].split()[:2] == ["bandwidth", "30GB/s"]
     assert lines[3].split()[:2] == ["latency", "4us"]
     bandwidth, latency = lines[2].split()[2], lines[3].split()[2]
@@ -367,9 +367,8 @@ def test_max_evaluations_of_exactly_twice_the_sizes_is_accepted(capsys, nccl_log
     (("-b", "1K", "-e", "64M", "-f", "4"), None),
     (("-b", "1M", "-e", "4M", "-i", "1M"), None),
     # 1K, 3K, 9K, 10K: neither a factor nor a step; the command runs 1K to 10K by 2
-    (("-b", "1K", "-e", "9K", "-f", "3"), "the log's 4 sizes are no series -f or -i steps "
-                                          "through: the command runs 1024 to 10240 bytes "
-                                          "with -f 2"),
+    (("-b", "1K", "-e", "9K", "-f", "3"), "no -f or -i loop makes the log's 4 sizes: the "
+                                          "command runs 1024 to 10240 bytes with -f 2"),
 ])
 def test_the_command_gives_the_fits_times_at_the_logs_sizes(capsys, tmp_path, loop, caveat):
     """It printed the constants to 6 digits (3.8e-6 off the fit's times) and no sizes
@@ -389,7 +388,8 @@ def test_the_command_gives_the_fits_times_at_the_logs_sizes(capsys, tmp_path, lo
                          "--free", "latency=1us:0.1us:10us", "--json")
     assert status == 0
     fit = json.loads(out)
-    assert [n for n in fit["notes"] if "no series" in n] == ([caveat] if caveat else [])
+    assert [n for n in fit["notes"] if "no -f or -i loop" in n] == ([caveat] if caveat
+                                                                     else [])
     times = command_times(capsys, fit["command"])
     if caveat:
         assert len(times) == 4 and fit["sizes"] == [1024, 3072, 9216, 10240]
@@ -411,4 +411,4 @@ def test_a_log_with_a_gap_in_its_sizes_still_gets_its_command(capsys, tmp_path):
     assert status == 0, err
     fit = json.loads(out)
     assert " -b 8 -e 134217728 -f 2 " in fit["command"]
-    assert any("no series" in note for note in fit["notes"])
+    assert any("no -f or -i loop" in note for note in fit["notes"])

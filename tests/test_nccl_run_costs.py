@@ -238,13 +238,14 @@ def test_channels_reducing_at_once_share_the_gpus_rate(channels):
     and a faster engine made a collective slower (dgx_a100(1) at 4 MiB: 73.4 us with
     free reductions, 54.0 at 680 GB/s, 51.0 at 300). A ring all_reduce of 4 MiB on 8
     GPUs, each channel's block of n / (p c) bytes one chunk: NCCL's Simple cuts it into
-    two slices of half of it where a half is at least 1/32 of a full slice (32 KiB), and
+    two slices of half of it where a half is at least 1/32 of a full slice (32 KiB; a
+    block of at most 32 KiB stays whole), and
     the first half's reduction then overlaps the second half's transfer, so R adds
     (p - 1) n / (2 p R) to the time with free reductions (1 and 4 channels: blocks of
     512 and 128 KiB); 24 channels' blocks of 21.8 KiB are one slice, which every
     reduce-scatter step reduces whole: (p - 1) n / (p R)."""
     n, p = 4 << 20, 8
-    slices = 1 if n // p // channels < 2 * (1 << 20) // 32 else 2
+    slices = 1 if n // p // channels <= (1 << 20) // 32 else 2   # 32 KiB: 1/32 of a slice
 
     def run(rate: float) -> float:
         topo = sc.topology.switch(p, bandwidth=240e9, latency=0.5e-6, reduce_bandwidth=rate)

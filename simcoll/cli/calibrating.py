@@ -248,8 +248,8 @@ def _size_options(found: list[int]) -> tuple[str, list[str]]:
         return f" -b {low} -e {high} -i {step}", []
     loop = "-f 2" if low else f"-i {high}"
     return (f" -b {low} -e {high} {loop}",
-            [f"the log's {len(found)} sizes are no series -f or -i steps through: the "
-             f"command runs {low} to {high} bytes with {loop}"])
+            [f"no -f or -i loop makes the log's {len(found)} sizes: the command runs "
+             f"{low} to {high} bytes with {loop}"])
 
 
 def _run_options(collective: str, measured: NcclTestsTable) -> tuple[str, list[str]]:

@@ -50,7 +50,8 @@ def _run(args: argparse.Namespace) -> int:
         from simcoll.plot import comparison
 
         comparison(found, save=figure)
-        # after the table (or on standard error, beside the JSON), as plot and trace say it
+        # after the table (or on standard error, beside the JSON): what was written, as
+        # plot, trace and sweep say theirs
         said = f"# figure written to {figure}"
         if args.json:
             print(said, file=sys.stderr)

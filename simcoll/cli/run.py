@@ -100,8 +100,6 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run, topology=None)
 
 
-
-
 def sizes(minbytes: int, maxbytes: int, stepbytes: int, stepfactor: int) -> list[int]:
     """nccl-tests' size loop: from -b while <= -e, times -f if -f > 1, else plus -i
     (-f 0 is -f 1, as nccl-tests multiplies only where the factor is above 1).

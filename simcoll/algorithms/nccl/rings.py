@@ -184,7 +184,8 @@ def chunks_then_rest(block: Buffer, protocol: Protocol, slices_per_chunk: int = 
     at most ``SlicePerChunk`` slices (2 for a ring's Simple, else 1) of
     ``max(divUp(nelem, 16 * SlicePerChunk) * 16, sliceSize / 32)`` elements
     (``genericOp`` in src/device/prims_simple.h): a full chunk into full slices, a last
-    one of 2 s elements into two of s, one under 1/16 of a slice whole. A part a few
+    one of 2 s elements into two of s, one of at most 1/32 of a slice whole, one between
+    1/32 and 1/16 of a slice into 1/32 of a slice and the rest. A part a few
     bytes over one chunk so sends a full chunk and a small rest, whose chain cannot
     overlap the full chunk's; cut into equal halves it would pipeline, and run up to 38%
     faster than a part of one chunk: a larger message would take less time."""
