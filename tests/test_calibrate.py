@@ -730,3 +730,22 @@ def test_a_loss_scale_past_floats_range_is_refused(no_simulation, table):
     with pytest.raises(InvalidInputError, match=r"^loss_scale=10000000\.\.\.0000 \(401 "
                                                 r"digits\) is not accepted; use a finite"):
         sc.calibrate(switch8, table, free=GOOD, loss="soft_l1", loss_scale=10**400)  # noqa: F821
+
+
+def test_mut_the_report_writes_each_constant_in_its_kinds_units(table):
+    """The constants' lines: initial to 4 significant digits, fitted to 6, a rate in
+    GB/s and the like and a time in us where ``kinds`` says so, else plain numbers
+    (50.00123e9 -> 50GB/s or 5e+10; 100.0023456e9 -> 100.002GB/s or 1.00002e+11;
+    1.234567e-6 -> 1.235us or 1.235e-06; 1.0000612e-6 -> 1.00006us or 1.00006e-06)."""
+    cal = sc.calibrate(switch8, table.between(8, 2**20),
+                       free={"bandwidth": (5e10, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)})
+    cal = dataclasses.replace(cal, initial={"bandwidth": 50.00123e9, "latency": 1.234567e-6},
+                              values={"bandwidth": 100.0023456e9, "latency": 1.0000612e-6})
+
+    def constants(text):
+        return {line.split()[0]: line.split()[1:3] for line in text.splitlines()[1:3]}
+
+    assert constants(cal.report({"bandwidth": "rate", "latency": "time"})) == {
+        "bandwidth": ["50GB/s", "100.002GB/s"], "latency": ["1.235us", "1.00006us"]}
+    assert constants(cal.report()) == {"bandwidth": ["5e+10", "1.00002e+11"],
+                                       "latency": ["1.235e-06", "1.00006e-06"]}

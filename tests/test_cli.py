@@ -1653,3 +1653,21 @@ def test_plot_gives_the_text_table_hint_only_to_text(capsys, tmp_path, text):
     path.write_text(text, encoding="utf-8")
     status, _, err = cli(capsys, "plot", str(path), "--output", str(tmp_path / "p.png"))
     assert status == 2 and "run it with --json" not in err
+
+
+@pytest.mark.parametrize(("suffix", "text"), [
+    (".json", '[{"time": 1.0}, {"time": '),          # a list of records, cut off
+    (".json", '\n   {"time": 1.0'),                  # an object after blank space
+    (".json", '\n\n[{"time": 1.0},\n'),
+    (".jsonl", '  {"time": 1.0, \n{"time": 2.0}\n'),  # line 1 broken, indented
+    (".jsonl", '[{"time": 1.0}\n{"time": 2.0}\n'),
+])
+def test_mut_plot_of_broken_json_records_is_not_told_it_is_a_text_table(capsys, tmp_path,
+                                                                         suffix, text):
+    """Text that starts as JSON does ('{' or '[', after blank space) is broken JSON, not a
+    table `simcoll run` printed: the error names the line and says nothing of tables."""
+    path = tmp_path / f"records{suffix}"
+    path.write_text(text)
+    status, _, err = cli(capsys, "plot", str(path), "--output", str(tmp_path / "p.png"))
+    assert status == 2 and "not valid JSON" in err
+    assert "simcoll run' prints is text" not in err

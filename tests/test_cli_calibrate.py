@@ -412,3 +412,52 @@ def test_a_log_with_a_gap_in_its_sizes_still_gets_its_command(capsys, tmp_path):
     fit = json.loads(out)
     assert " -b 8 -e 134217728 -f 2 " in fit["command"]
     assert any("no -f or -i loop" in note for note in fit["notes"])
+
+
+def test_mut_the_command_gives_fitted_algorithm_parameters_to_every_digit(capsys, nccl_log):
+    """Fitted algorithm parameters (--param) are printed as the fit holds them, so the
+    command gives the fit's times to rounding (6 digits moved them by up to ~1e-6)."""
+    status, out, err = cli(capsys, "calibrate", str(nccl_log), "--topology", SWITCH4,
+                           "--algorithm", "nccl", "--free", "launch_overhead=2us:0:100us",
+                           "--free", "step_latency_scale=1:0.1:10", "--json")
+    assert status == 0
+    fit = json.loads(out)
+    words = fit["command"].split()
+    given = dict(words[i + 1].split("=", 1) for i, w in enumerate(words) if w == "--param")
+    assert {k: float(given[k]) for k in fit["params"]} == fit["params"]
+    assert command_times(capsys, fit["command"]) == pytest.approx(fit["after"], rel=1e-13,
+                                                                  abs=0)
+
+
+def test_mut_the_command_of_a_one_size_log_runs_that_size_alone(capsys, tmp_path):
+    """A log of one size (64 KiB): the command runs 64 KiB only (-b and -e both), not
+    64 KiB up to run's default -e of 32M."""
+    log = run_log(capsys, tmp_path / "one.txt", "--topology",
+                  "switch:ranks=4,bandwidth=73.3456789GB/s,latency=1.23456us", "--size", "64K")
+    status, out, _ = cli(capsys, "calibrate", str(log), "--topology", "switch:4",
+                         "--free", "latency=1us:0.1us:10us", "--json")
+    assert status == 0
+    fit = json.loads(out)
+    assert fit["sizes"] == [65536]
+    assert command_times(capsys, fit["command"]) == pytest.approx(fit["after"], rel=1e-13,
+                                                                  abs=0)
+
+
+def test_mut_the_command_loops_over_the_logs_sizes_in_order(capsys, tmp_path):
+    """A log whose rows are not in size order (a 512-byte row appended after 1K, 2K, 4K):
+    its sizes are 512, 1K, 2K, 4K, which -b 512 -e 4096 -f 2 makes, with no caveat."""
+    spec = "switch:ranks=4,bandwidth=73.3456789GB/s,latency=1.23456us"
+    log = run_log(capsys, tmp_path / "log.txt", "--topology", spec, "-b", "1K", "-e", "4K",
+                  "-f", "2")
+    extra = run_log(capsys, tmp_path / "more.txt", "--topology", spec, "--size", "512")
+    rows = [line for line in extra.read_text().splitlines()
+            if line.strip().startswith("512 ")]
+    text = log.read_text().splitlines()
+    last = max(i for i, line in enumerate(text) if line.strip()[:1].isdigit())
+    log.write_text("\n".join(text[:last + 1] + rows + text[last + 1:]) + "\n")
+    status, out, err = cli(capsys, "calibrate", str(log), "--topology", "switch:4",
+                           "--free", "latency=1us:0.1us:10us", "--json")
+    assert status == 0, err
+    fit = json.loads(out)
+    assert " -b 512 -e 4096 -f 2 " in fit["command"]
+    assert not [n for n in fit["notes"] if "no series" in n]

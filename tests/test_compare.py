@@ -928,3 +928,18 @@ def test_compare_of_a_file_that_is_no_log_names_the_file_and_says_so(capsys, tmp
         assert err.startswith(f"simcoll {command[0]}: error: {listing}: line ")
         assert err.rstrip().endswith("(and no nccl-tests column titles came before it: is "
                                      "this an nccl-tests log?)")
+
+
+def test_mut_a_log_on_standard_input_that_is_no_log_is_called_standard_input(capsys,
+                                                                              monkeypatch):
+    """`simcoll list`'s text piped to `compare -`: the error names standard input (as
+    read_table's docstring and the file case say), not the file name '-'."""
+    import sys
+
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    assert main(["compare", "-", "--topology", "switch:8"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("simcoll compare: error: standard input: line ")
+    assert err.rstrip().endswith("is this an nccl-tests log?)")

@@ -651,3 +651,24 @@ def test_a_slow_down_so_small_that_the_reduction_rate_overflows_is_refused():
                        faults=sc.Faults(slow={1: 1e-3}))
     free = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=4096)
     assert fast.time > free.time   # the other ranks still reduce at 1e12 bytes/s
+
+
+def test_mut_the_factor_a_refused_slow_down_suggests_is_accepted():
+    """The refusal names the smallest factor to use: 1e12 / 1.7976931348623157e308 =
+    5.5627e-297, so a factor of 5.56e-297 (the bound to 3 digits) still overflows
+    (1e12 / 5.56e-297 = 1.7986e308 > the largest float), and the suggestion must be above
+    it; the factor suggested, used, runs."""
+    import re
+    from fractions import Fraction
+
+    topo = sc.topology.switch(4, reduce_bandwidth=1e12)
+    with pytest.raises(sc.InvalidInputError) as caught:
+        sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                    faults=sc.Faults(slow={1: 1e-300}))
+    factor = float(re.search(r"use a factor >= (\S+)$", str(caught.value)).group(1))
+    largest = Fraction(1.7976931348623157e308)
+    assert Fraction(10**12) / Fraction(5.56e-297) > largest     # too small a factor
+    assert Fraction(10**12) / Fraction(factor) < largest
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                      faults=sc.Faults(slow={1: factor}))
+    assert res.time > 0

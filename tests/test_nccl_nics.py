@@ -407,3 +407,81 @@ def test_pxn_needs_nvlink_to_the_proxy():
                 topo.add_link(nic, leaves[k], bandwidth=NIC, latency=1e-6, kind="ib")
     res = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=4 * 16384)
     assert sum(b for (u, _), b in res.link_bytes.items() if u == "spine") == 4 * 16384
+
+
+def _mut_rails(gpus_per_node, nics=None, kinds=None):
+    """Nodes of GPUs joined by an NVSwitch (``kinds[g]``: the kind of GPU g's link to it,
+    "nvlink" by default), each GPU g with a PCIe switch of its own holding its ``nics[g]``
+    NICs (2 by default), NIC k of a node on rail k (leaf k), the leaves under one spine;
+    the PCIe switches of a node meet at a host bridge. All links 1 us."""
+    most = max(gpus_per_node)
+    nics = nics or [2] * most
+    kinds = kinds or ["nvlink"] * most
+    firsts = [sum(nics[:g]) for g in range(most)]
+    topo = sc.Topology("mut rails")
+    spine = topo.add_switch("spine")
+    leaves = [topo.add_switch(f"leaf{k}") for k in range(sum(nics))]
+    for leaf in leaves:
+        topo.add_link(leaf, spine, bandwidth=NIC, latency=1e-6, kind="ib")
+    for node, count in enumerate(gpus_per_node):
+        nvswitch = topo.add_switch(f"nvsw{node}")
+        bridge = topo.add_switch(f"bridge{node}")
+        for g in range(count):
+            gpu = topo.add_gpu(node=node)
+            topo.add_link(gpu, nvswitch, bandwidth=100 * GBS, latency=1e-6, kind=kinds[g])
+            pcie = topo.add_switch(f"pcie{node}_{g}")
+            topo.add_link(gpu, pcie, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+            topo.add_link(pcie, bridge, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+            for k in range(firsts[g], firsts[g] + nics[g]):
+                nic = topo.add_nic(f"nic{node}_{k}")
+                topo.add_link(pcie, nic, bandwidth=24 * GBS, latency=1e-6, kind="pcie")
+                topo.add_link(nic, leaves[k], bandwidth=NIC, latency=1e-6, kind="ib")
+    return topo
+
+
+def _mut_spine_bytes(res):
+    return sum(b for (u, _), b in res.link_bytes.items() if u == "spine")
+
+
+def test_mut_pxn_takes_no_gpu_for_a_device_index_the_senders_node_lacks():
+    """Node 0 has 2 GPUs (gpu0, gpu1), node 1 has 3 (gpu2, gpu3, gpu4: device indices 0-2).
+    NCCL's ncclTopoGetNetDev looks up the local rank of the peer's device
+    (ncclTopoDevToRank) and, finding none, keeps the sender's own NIC: a send to gpu4
+    leaves through the sender's own NICs (rails 0-1 or 2-3, not gpu4's 4-5) and crosses
+    the spine. all_to_all of 16 KiB blocks, by hand: gpu1 sends to gpu3 (its own index)
+    and gpu4 (no proxy) on its own PCIe link, and carries gpu0's send to gpu3 (index 1):
+    3 x 16 KiB; gpu0 likewise to gpu2, gpu4 and gpu1's send to gpu2; the spine carries
+    gpu0 -> gpu4 and gpu1 -> gpu4 (node 1's GPUs all have a proxy on node 0)."""
+    res = sc.simulate(_mut_rails([2, 3]), "all_to_all", algorithm="nccl", nbytes=5 * 16384)
+    assert res.link_bytes[("gpu0", "pcie0_0")] == 3 * 16384
+    assert res.link_bytes[("gpu1", "pcie0_1")] == 3 * 16384
+    assert _mut_spine_bytes(res) == 2 * 16384
+
+
+@pytest.mark.parametrize(("kinds", "spine"), [
+    (["nvlink", "nvlink"], 0),
+    (["nvswitch", "nvswitch"], 0),   # an NVSwitch link is NVLink to NCCL (PATH_NVL)
+    # gpu0 -nvlink- nvsw -pcie- gpu1: the path between them is not NVLink on every hop
+    # (NCCL's path type is its worst hop's), so no proxy either way: each of the 4
+    # cross-rail sends (16 KiB) crosses the spine
+    (["nvlink", "pcie"], 4 * 16384),
+    (["pcie", "nvlink"], 4 * 16384),
+])
+def test_mut_pxn_needs_nvlink_on_every_hop_to_the_proxy(kinds, spine):
+    res = sc.simulate(_mut_rails([2, 2], kinds=kinds), "all_to_all", algorithm="nccl",
+                      nbytes=4 * 16384)
+    assert _mut_spine_bytes(res) == spine
+
+
+def test_mut_a_send_through_a_proxy_uses_the_proxys_nics():
+    """GPU 0 of each node has 2 NICs (rails 0-1), GPU 1 has 4 (rails 2-5); all_to_all of
+    16 KiB blocks on 4 channels. gpu0's send to gpu3 (device 1) leaves through its proxy
+    gpu1's 4 NICs, a quarter each (ncclTopoGetLocalNet: channel k on the proxy's k-th
+    NIC), as gpu1's own send to gpu3 does: 2 x 4 KiB on each of rails 2-5. gpu0's own
+    send to gpu2 and gpu1's through gpu0 take rails 0-1, 2 x 8 KiB each. Nothing crosses
+    the spine."""
+    res = sc.simulate(_mut_rails([2, 2], nics=[2, 4]), "all_to_all", algorithm="nccl",
+                      nbytes=4 * 16384, channels=4)
+    out = {k: res.link_bytes[(f"nic0_{k}", f"leaf{k}")] for k in range(6)}
+    assert out == {0: 16384, 1: 16384, 2: 8192, 3: 8192, 4: 8192, 5: 8192}
+    assert _mut_spine_bytes(res) == 0

@@ -525,3 +525,46 @@ def test_the_ring_estimate_hides_a_slices_latency_behind_the_next_slices_transfe
                       algorithm="nccl", nbytes=n, proto="Simple")
     assert run.params["channels"] == 10
     assert run.time == pytest.approx(expected, rel=1e-6)
+
+
+def test_mut_a_reduce_scatter_block_under_one_chunk_goes_as_two_equal_halves():
+    """reduce_scatter of 4.5 MiB on 3 GPUs of the reference switch (alpha 10 us, 100 GB/s,
+    free reductions), ring Simple on 1 channel: a rank's block of 1.5 MiB is under one
+    Simple chunk (2 slices of 1 MiB), so NCCL's genericOp cuts it into two slices of
+    max(ceil(n / 32) 16, 1 MiB / 32) = 0.75 MiB each (not 1 MiB and 0.5 MiB). By hand, T =
+    1.5 MiB x 1e-11 s/B = 15.73 us a step, L = max(alpha, 3.4 us) = 10 us, launch 8.4 us
+    (NCCL's ring Simple base latency): the second rank forwards its first half when both
+    its own halves have left and the first half has come, max(T, T/2 + L), which then
+    takes T/2 more; the last half arrives T/2 + L after the later of that and T + L:
+    8.4 + max(max(T, T/2 + L) + T/2, T + L) + T/2 + L = 51.99 us (a 1 MiB + 0.5 MiB cut:
+    54.61 us)."""
+    from simcoll.testing import alpha_beta_network
+
+    p, block, alpha, beta = 3, 3 << 19, 10e-6, 1e-11
+    T, L = block * beta, max(alpha, 3.4e-6)
+    expected = 8.4e-6 + max(max(T, T / 2 + L) + T / 2, T + L) + T / 2 + L
+    res = sc.simulate(alpha_beta_network(p, alpha=alpha, beta=beta), "reduce_scatter",
+                      algorithm="nccl", nbytes=p * block, algo="ring", proto="Simple",
+                      channels=1)
+    assert res.time == pytest.approx(expected, rel=1e-6)
+
+
+def test_mut_a_block_of_one_full_chunk_hides_every_steps_latency():
+    """all_reduce of 120 MiB on 6 GPUs of the reference switch (alpha 1 us, 100 GB/s), ring
+    Simple on 10 channels: a channel's block is 120 MiB / 60 = 2 MiB, exactly one Simple
+    chunk of two 1 MiB slices; the first slice is half the block, so a step takes
+    max(T, T/2 + L) = T with T = 2 x 5/6 x 120 MiB x 1e-11 / 10 = 209.7 us and L = 3.4 us
+    (NCCL's Simple NVLink step), and the last step T + L: 8.4 us + 10 T + 3.4 us (with the
+    first slice taken as the whole chunk, each of the 9 steps would pay L: 30.6 us more)."""
+    from simcoll.testing import alpha_beta_network
+
+    n, p, beta = 120 << 20, 6, 1e-11
+    step = (2 * (p - 1) * n // p) * beta / 10
+    assert step > step / 2 + 3.4e-6
+    expected = 8.4e-6 + 10 * step + 3.4e-6
+    estimate = sc.cost.predict("all_reduce", "nccl", p=p, nbytes=n, alpha=1e-6, beta=beta,
+                               algo="ring", proto="Simple", channels=10)
+    assert estimate == pytest.approx(expected, rel=1e-9)
+    run = sc.simulate(alpha_beta_network(p, alpha=1e-6, beta=beta), "all_reduce",
+                      algorithm="nccl", nbytes=n, algo="ring", proto="Simple", channels=10)
+    assert run.time == pytest.approx(expected, rel=1e-6)

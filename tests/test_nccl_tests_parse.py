@@ -868,3 +868,23 @@ def test_nccl_shape_takes_an_empty_buffer_and_refuses_a_negative_size():
     assert nccl_shape("all_gather", 4, 0, 4, aligned=True)[1:] == (0, 0)
     with pytest.raises(InvalidInputError, match=r"size=-1 is not accepted"):
         nccl_shape("all_reduce", 2, -1, 4)
+
+
+def test_mut_a_bad_row_after_titleless_rows_is_not_called_no_log():
+    """A table pasted without its column titles whose fourth row has 12 fields: three rows
+    were read, so the text is an nccl-tests table; the error names the row, and does not
+    add the hint for text in which no table began."""
+    rows = ("        1024           256     float     sum      -1"
+            "    28.02    0.04    0.06    N/A\n"
+            "        2048           512     float     sum      -1"
+            "    28.04    0.07    0.13    N/A\n"
+            "        4096          1024     float     sum      -1"
+            "    28.07    0.15    0.26    N/A\n")
+    assert [r.size for r in parse(rows, collective="all_reduce").rows] == [1024, 2048, 4096]
+    bad = ("        8192          2048     float     sum      -1"
+           "    28.07    0.15    0.26    N/A  7 8 9\n")
+    with pytest.raises(InvalidInputError) as caught:
+        parse(rows + bad, collective="all_reduce")
+    message = str(caught.value)
+    assert message.startswith("line 4: ")
+    assert "column titles came before it" not in message

@@ -1130,3 +1130,48 @@ def test_a_root_given_to_a_collective_without_one_is_named_as_such():
     for root in (5, -1):
         with pytest.raises(sc.InvalidInputError, match=r"does not take parameter"):
             sc.cost.traffic("all_reduce", "ring", p=4, nbytes=16, root=root)
+
+
+@pytest.mark.parametrize(("collective", "algorithm", "words"), [
+    # upper case is a slip of case: the docstring of suggestion() sets case aside
+    ("ALL_REDUCE", "ring", "unknown collective 'ALL_REDUCE' (did you mean 'all_reduce'?); "),
+    ("all_reduce", "RING", "unknown algorithm 'RING' for 'all_reduce' (did you mean 'ring'?); "),
+    # MPI's name for broadcast: difflib's ratio of 'bcast' to 'broadcast' is
+    # 2 x 5 / (5 + 9) = 0.714, below the cutoff 0.85 that keeps another word (recv)
+    # from being taken for a slip: no suggestion
+    ("bcast", "ring", "unknown collective 'bcast'; known collectives: "),
+])
+def test_mut_a_misspelt_name_in_capitals_or_mpis_short_form_is_told_the_known_one(
+        collective, algorithm, words):
+    with pytest.raises(sc.InvalidInputError) as caught:
+        sc.simulate(reference_network(2), collective, algorithm=algorithm, nbytes=8)
+    assert str(caught.value).startswith(words)
+
+
+@pytest.mark.parametrize(("root", "p", "message"), [
+    # numpy's integers are ranks as Python's are: -1 is below the range 0..3
+    (np.int64(-1), 4, r"^root=-1 is not a rank; use 0\.\.3$"),
+    (np.int64(4), 4, r"^root=4 is not a rank; use 0\.\.3$"),
+    (4, 4, r"^root=4 is not a rank; use 0\.\.3$"),      # p itself is one past the last rank
+    # a bool is no rank number at all, whatever p is (True is not "rank 1")
+    (True, 1, r"^root=True is not accepted; use an integer >= 0"),
+    (True, 2, r"^root=True is not accepted; use an integer >= 0"),
+])
+def test_mut_a_root_is_checked_as_a_rank_of_range_0_to_p_minus_1(root, p, message):
+    with pytest.raises(InvalidInputError, match=message):
+        cost.traffic("scatter", "binomial", p=p, nbytes=16, root=root)
+
+
+@pytest.mark.parametrize(("collective", "closest"), [
+    # difflib ratios: 'all_to_all_singel' to 'all_to_all_single' 2 x 16 / 34 = 0.94, to
+    # 'all_to_all' 2 x 10 / 27 = 0.74; 'reduce_scatter_tensr' to 'reduce_scatter_tensor'
+    # 2 x 20 / 41 = 0.98, to 'reduce_scatter' 2 x 14 / 34 = 0.82
+    ("all_to_all_singel", "all_to_all_single"),
+    ("reduce_scatter_tensr", "reduce_scatter_tensor"),
+])
+def test_mut_a_misspelt_torch_name_is_told_the_torch_name(collective, closest):
+    """torch's names are known names too: the closest to a slip of one is that name."""
+    with pytest.raises(sc.InvalidInputError) as caught:
+        sc.simulate(reference_network(2), collective, algorithm="ring", nbytes=8)
+    assert str(caught.value).startswith(
+        f"unknown collective {collective!r} (did you mean {closest!r}?); ")

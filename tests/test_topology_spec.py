@@ -418,3 +418,15 @@ def test_a_plain_number_in_a_spec_is_a_float():
     built = sc.topology.dgx_h100(2, oversubscription=2.0)
     assert [(link.u, link.v, link.bandwidth) for link in spec.links] == \
         [(link.u, link.v, link.bandwidth) for link in built.links]
+
+
+def test_mut_rates_and_times_are_written_to_the_digits_asked():
+    """format_rate / format_time round to ``digits`` significant digits, below the smallest
+    unit too, and to 12 by default."""
+    assert format_rate(100.0023456e9, 6) == "100.002GB/s"
+    assert format_time(1.0000612e-6, 6) == "1.00006us"
+    assert format_rate(0.123456, 3) == "0.123B/s"            # under 1 B/s
+    assert format_time(1.23456789e-12, 3) == "0.00123ns"      # under 1 ns
+    # defaults: 12 significant digits (123.4567890123 -> 123.456789012)
+    assert format_rate(123.4567890123e9) == "123.456789012GB/s"
+    assert format_time(123.4567890123e-6) == "123.456789012us"

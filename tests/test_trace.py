@@ -289,3 +289,15 @@ def test_trace_times_are_floats_from_the_first_instant():
                       trace=True)
     assert res.trace[0].start == 0.0
     assert all(type(e.start) is float and type(e.end) is float for e in res.trace)
+
+
+def test_mut_a_root_of_rank_0_is_named_in_the_traces_other_data():
+    """otherData names a rooted run's root: rank 0 too (a falsy root is still a root);
+    an unrooted collective has none."""
+    topo = reference_network(4)
+    for root in (0, 3):
+        res = sc.simulate(topo, "broadcast", algorithm="binomial", nbytes=4096, root=root,
+                          trace=True)
+        assert to_chrome(res)["otherData"]["root"] == root
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096, trace=True)
+    assert "root" not in to_chrome(res)["otherData"]

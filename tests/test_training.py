@@ -257,3 +257,35 @@ def test_a_bucket_size_in_mib_where_bytes_were_meant_is_refused_before_the_run()
     with pytest.raises(sc.InvalidInputError, match=r"buckets=100001 is not accepted"):
         sc.simulate(topo, "all_reduce", algorithm="bucketed", nbytes=4 * 100_001,
                     buckets=100_001)
+
+
+def test_mut_the_bucket_limit_admits_exactly_max_buckets(monkeypatch):
+    """At most MAX_BUCKETS buckets run: exactly that many run, one more is refused. The
+    limit is lowered to 4 so that the run is short: 16 bytes of float32 gradients in
+    4-byte buckets are 4 buckets (accepted); under a limit of 3 they are refused (4 > 3),
+    and the smallest bucket size that fits is ceil(16 / 3) = 6 bytes."""
+    import simcoll.training.bucketed_step as step
+
+    topo = sc.topology.switch(2)
+    monkeypatch.setattr(step, "MAX_BUCKETS", 4)
+    data_parallel_step(topo, gradient_bytes=16, forward=0.0, backward=0.0, bucket_bytes=4)
+    monkeypatch.setattr(step, "MAX_BUCKETS", 3)
+    with pytest.raises(sc.InvalidInputError, match=r"into 4 buckets; at most 3 are "
+                                                   r"simulated: use bucket_bytes >= 6 "):
+        data_parallel_step(topo, gradient_bytes=16, forward=0.0, backward=0.0,
+                           bucket_bytes=4)
+
+
+def test_mut_the_bucket_size_suggested_is_the_smallest_that_fits():
+    """1,400,000,004 gradient bytes (350,000,001 float32): 14,000-byte buckets are
+    ceil(1,400,000,004 / 14,000) = 100,001, one too many; 14,001-byte ones are 99,993. So
+    the suggestion is ceil(1,400,000,004 / 100,000) = 14,001, and 14,000 is refused."""
+    topo = sc.topology.switch(4)
+    grads = 1_400_000_004
+    assert -(-grads // 14_000) == 100_001 and -(-grads // 14_001) <= 100_000
+    with pytest.raises(sc.InvalidInputError, match=r"use bucket_bytes >= 14001 "):
+        data_parallel_step(topo, gradient_bytes=grads, forward=0.1, backward=0.2,
+                           bucket_bytes=25)
+    with pytest.raises(sc.InvalidInputError, match=r"into 100001 buckets; at most 100000"):
+        data_parallel_step(topo, gradient_bytes=grads, forward=0.1, backward=0.2,
+                           bucket_bytes=14_000)
