@@ -655,9 +655,12 @@ def test_flags_of_routes_and_messages_are_booleans():
 
 
 def test_assert_traffic_without_an_expectation_is_a_simcoll_error():
+    # imported here: the pytest plugin no longer imports simcoll.testing in every session
+    from simcoll.testing import assert_traffic
+
     res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="ring", nbytes=64)
     with pytest.raises(sc.InvalidInputError, match="assert_traffic needs sent="):
-        sc.testing.assert_traffic(res)
+        assert_traffic(res)
 
 
 def test_ragged_lists_are_refused_by_name():
