@@ -115,6 +115,23 @@ def simulated_op(redop: str | None) -> ReduceOp | None:
     return None if redop is None else _OPS.get(redop)
 
 
+def check_rows(table: NcclTestsTable, coll: Collective) -> None:
+    """Refuse a row whose type or redop nccl-tests does not print.
+
+    Raises:
+        InvalidInputError: naming the row's size and line, and what is known.
+    """
+    for row in table.rows:
+        if row.type not in ITEMSIZE:
+            raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has type "
+                                    f"{row.type!r}, none nccl-tests prints; known: "
+                                    f"{', '.join(ITEMSIZE)}")
+        if coll.reduces and row.redop not in NO_REDOP and row.redop not in _OPS:
+            raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has redop "
+                                    f"{row.redop!r}, none nccl-tests prints; known: "
+                                    f"{', '.join(_OPS)}")
+
+
 def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> list[SizeRun]:
     """One :class:`SizeRun` per row of ``table`` on ``topology``.
 
@@ -135,16 +152,9 @@ def size_runs(table: NcclTestsTable, coll: Collective, topology: Topology) -> li
             f"NCCL_TESTS_SPLIT; build the machine of one)")
         raise InvalidInputError(f"the table was measured on {table.nranks} ranks{split}, but "
                                 f"the machine has {topology.nranks}")
+    check_rows(table, coll)
     runs = []
     for row in table.rows:
-        if row.type not in ITEMSIZE:
-            raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has type "
-                                    f"{row.type!r}, none nccl-tests prints; known: "
-                                    f"{', '.join(ITEMSIZE)}")
-        if coll.reduces and row.redop not in NO_REDOP and row.redop not in _OPS:
-            raise InvalidInputError(f"the row of size {row.size} (line {row.line}) has redop "
-                                    f"{row.redop!r}, none nccl-tests prints; known: "
-                                    f"{', '.join(_OPS)}")
         dtype = simulated_dtype(row.type)
         nbytes, _, _ = nccl_shape(coll, topology.nranks, row.size, dtype.itemsize)
         root = row.root if coll.rooted and row.root is not None and row.root >= 0 else None

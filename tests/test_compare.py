@@ -943,3 +943,23 @@ def test_mut_a_log_on_standard_input_that_is_no_log_is_called_standard_input(cap
     err = capsys.readouterr().err
     assert err.startswith("simcoll compare: error: standard input: line ")
     assert err.rstrip().endswith("is this an nccl-tests log?)")
+
+
+def test_command_line_names_the_log_of_a_row_with_an_unknown_type_or_redop(capsys, log,
+                                                                             tmp_path):
+    # The row checks ran inside compare() and calibrate(), past where the command names
+    # the log in what it reports: "the row of size 4096 (line 9) ..." of which file?
+    text = log.read_text()
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["4096"])
+    for field, typo in ((2, "flaot"), (3, "xor")):
+        words = row.split()
+        words[field] = typo
+        bad = tmp_path / f"bad_{typo}.txt"
+        bad.write_text(text.replace(row, "  ".join(words)))
+        kind = "type" if field == 2 else "redop"
+        for command in (["compare"], ["calibrate", "--free", "latency=1us:0.1us:10us"]):
+            status, out, err = cli(capsys, *command, str(bad), "--topology",
+                                   "switch:ranks=4,bandwidth=50GB/s,latency=2us")
+            assert status == 2 and not out
+            assert f"error: {bad}: the row of size 4096 (line " in err
+            assert f"has {kind} '{typo}', none nccl-tests prints" in err

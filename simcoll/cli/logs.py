@@ -28,7 +28,7 @@ from simcoll.cli.options import (
 )
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
-from simcoll.comparison import check_simulated, compare
+from simcoll.comparison import check_rows, check_simulated, compare
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests import NcclTestsTable, count_runs, parse
 from simcoll.network import NETWORKS
@@ -77,6 +77,8 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     text = _read_stdin() if args.log == "-" else _read(args.log)
     try:
         measured = parse(text, collective=wanted, run=_run_number(args.run, count_runs(text)))
+        if measured.collective is not None and measured.collective in COLLECTIVES:
+            check_rows(measured, get_collective(measured.collective))
     except InvalidInputError as exc:   # what the log holds: named with the log
         raise CommandLineError(f"{'standard input' if args.log == '-' else args.log}: "
                                f"{exc}") from None
