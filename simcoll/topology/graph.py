@@ -5,8 +5,9 @@ Every link is full duplex: each direction has the link's ``bandwidth`` (bytes/s)
 itself. GPUs are the ranks (0..n-1, in the order they were added); hosts are extra
 endpoints (parameter servers) numbered after the GPUs; switches and NICs only forward.
 A route may pass through any device, GPUs and hosts included: on a ``ring`` or a
-``torus`` a message to a GPU two hops away crosses the GPU between (as NVLink traffic
-is forwarded by a GPU's NVLink ports), and so does a route around a failed link.
+``torus`` a message to a GPU two hops away crosses the GPU between, which forwards it as
+a switch would (on real machines NCCL relays such traffic through the middle GPU's
+memory: its NVB paths), and so may a route around a failed link.
 
 Routes are shortest paths in hops, and deterministic. Where several are equally short,
 ``routing`` chooses: ``"link_order"`` (the default) searches breadth first from the
