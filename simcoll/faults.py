@@ -58,6 +58,12 @@ class LinkFault:
         real(self.factor, "LinkFault factor", what="0 fails the link")
 
 
+def _check_link_fault(fault: Any) -> None:
+    if not isinstance(fault, LinkFault):
+        raise InvalidInputError(f"faults.links holds {fault!r}; give LinkFault(u, v, at=..., "
+                                f"factor=...) items")
+
+
 @dataclass(frozen=True)
 class Faults:
     """What goes wrong in a run; see the module docstring.
@@ -90,9 +96,7 @@ class Faults:
             raise InvalidInputError(f"faults.links={self.links!r} is not accepted; give a "
                                     f"list of LinkFault(u, v, at=..., factor=...)")
         for fault in self.links:
-            if not isinstance(fault, LinkFault):
-                raise InvalidInputError(f"faults.links holds {fault!r}; give LinkFault(u, v, "
-                                        f"at=..., factor=...) items")
+            _check_link_fault(fault)
         for name in ("slow", "late"):
             if not isinstance(getattr(self, name), Mapping):
                 raise InvalidInputError(f"faults.{name}={getattr(self, name)!r} is not "
@@ -116,7 +120,8 @@ class Faults:
         """
         p = topology.nranks
         links = []
-        for fault in self.links:
+        for fault in self.links:   # again: the list may have grown since
+            _check_link_fault(fault)
             try:
                 index = topology.link_index(fault.u, fault.v)
             except Exception as exc:

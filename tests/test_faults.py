@@ -348,6 +348,14 @@ def test_faults_changed_after_they_were_made_are_checked_again_by_the_run():
     with pytest.raises(sc.InvalidInputError, match=r"faults.slow\[1\] = -2.0 is not"):
         sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
                     faults=faults)
+    # a link list grown by something else than a LinkFault failed with "faults.links:
+    # 'tuple' object has no attribute 'u'"
+    faults = sc.Faults(links=[])
+    faults.links.append(("gpu0", "switch", 0))
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^faults.links holds \('gpu0', 'switch', 0\); give LinkFault\("):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring", nbytes=64,
+                    faults=faults)
 
 
 def test_flow_rtt_refuses_a_zero_latency_way_around_a_planned_failure_before_the_run():
