@@ -12,6 +12,8 @@ up and once down the node's chain, and the head's part through its NIC.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from conftest import make_data
@@ -267,6 +269,32 @@ def test_collnet_on_a_generic_fat_tree_sends_each_node_buffer_once_through_its_n
         assert res.link_bytes[(f"nic{node}", leaf)] == res.link_bytes[(leaf, f"nic{node}")] == n
     for leaf in ("leaf0_0", "leaf0_1"):
         assert res.link_bytes[(leaf, "spine")] == res.link_bytes[("spine", leaf)] == n
+
+
+@pytest.mark.parametrize("algo", ["collnet_direct", "collnet_chain"])
+def test_one_gpu_per_node_pays_the_trees_network_step_as_nccls_tuner_counts_it(algo):
+    """tuning.cc: "With ppn=1 latencies are fully exposed, use the Tree network latency"
+    (14 us for Simple, not CollNet's 31 or 30). The tuner predicted 14.3 us and picked
+    CollNet; the run charged the 31 us step and took 35.2 us."""
+    topo = sc.topology.fat_tree(4, 1, sharp=True)   # one GPU and NIC per node, one leaf
+    n = 4096
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo=algo, collnet=1)
+    assert res.params["channels"] == 1
+    # By hand: the GPU's route to its leaf is 1 us (NVSwitch) + 1 us (PCIe) + 1.5 us (IB)
+    # = 3.5 us and its narrowest link the 12.5 GB/s NIC. Up: the 14 us step (longer than
+    # the route's 3.5) and the bytes; the SHARP leaf reduces in no time; down: 3.5 us and
+    # the bytes. Nothing moves inside a node of one GPU.
+    up = Fraction(14, 10**6) + Fraction(n) / Fraction(12_500_000_000)
+    down = Fraction(35, 10**7) + Fraction(n) / Fraction(12_500_000_000)
+    assert res.time == pytest.approx(float(up + down), rel=1e-12)
+    # and what the tuner predicts for it, 14.34 us, is within 30% of the run (2.5x off)
+    machine = describe(topo, tuple(range(4)))
+    assert predict(machine, "all_reduce", n, algo, "Simple", 1) == pytest.approx(
+        res.time, rel=0.3)
+    # two GPUs per node keep CollNet's own network step: 31 us (Direct) or 30 (Chain)
+    two = sc.topology.fat_tree(2, 2, sharp=True)
+    assert sc.simulate(two, "all_reduce", algorithm="nccl", nbytes=n, algo=algo, collnet=1,
+                       channels=1).time > (30 if algo == "collnet_chain" else 31) * US
 
 
 @pytest.mark.parametrize("op, dtype, arch, collnet_runs", [

@@ -9,8 +9,11 @@ protocol only):
   the node's copies on the GPU and sends the sum through its NIC to the SHARP switches,
   which reduce it over the nodes and send it back; the head then sends the result to
   every other GPU of its node. A GPU sends and receives 2 (G - 1) / G n bytes inside its
-  node and n / G through its NIC each way. Latency (``tuning.cc``): 2 (3.7 us + 0.4 us
-  per other local GPU) + 31 us. Here every GPU is a head, through its first NIC where
+  node and n / G through its NIC each way. NCCL's tuner counts a latency (``tuning.cc``)
+  of 2 (3.7 us + 0.4 us per other local GPU) + 31 us, and 14 us (the tree's network
+  step) with one GPU per node; the run pays the steps themselves (3.7 us to the head,
+  the network's 31 or 14, 3.7 us back, each beyond its route's latency), not the 0.4 us
+  per GPU. Here every GPU is a head, through its first NIC where
   it has several (:func:`~.nics.gpu_nic`; NCCL's collnet graph gives each head GPU
   one NIC, the first it finds whose local GPU it is); NCCL makes one head per NIC, which
   moves the same bytes through each NIC where GPUs share one (two heads of n / G each
@@ -21,7 +24,8 @@ protocol only):
   chain (:func:`~.nics.chain_lanes`: with two NICs per GPU, GPU (c mod 2G) // 2 on
   its NIC c mod 2, so the channels use every NIC). Slices are reduced up the chain, the
   head sends the node's sum through that NIC to the SHARP switches and passes what
-  comes back down the chain. Latency: 2 (G - 1) 2.8 us + 30 us.
+  comes back down the chain. Latency: 2 (G - 1) 2.8 us + 30 us (14 us with one GPU per
+  node, as Direct).
 
 CollNet Direct also runs reduce_scatter and all_gather across nodes
 (``src/device/reduce_scatter.h`` and ``all_gather.h``), where NCCL's CollNet plugin
@@ -54,8 +58,8 @@ from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["chunk_bytes", "slices", "direct_all_reduce", "chain_all_reduce", "switch_counts",
-           "direct_reduce_scatter", "direct_all_gather"]
+__all__ = ["chunk_bytes", "slices", "net_step", "direct_all_reduce", "chain_all_reduce",
+           "switch_counts", "direct_reduce_scatter", "direct_all_gather"]
 
 _STEP = 512 * 1024
 """A Simple step: NCCL's 4 MiB buffer over its 8 FIFO slots."""
@@ -100,6 +104,15 @@ def switch_counts(algo: str, parts: list[Buffer], ppn: int, chunk: int,
     return [{heads[c]: len(slices(part, chunk))} for c, part in enumerate(parts)]
 
 
+def net_step(comm: Comm, protocol: Protocol, algo: str) -> float:
+    """NCCL's step latency (s) of CollNet ``algo`` through the network: its own
+    (``hwLatencies``), or the tree's where every node holds one GPU of the communicator
+    (``tuning.cc``: "With ppn=1 latencies are fully exposed, use the Tree network
+    latency"; a ring's steps across nodes pay it there too)."""
+    groups, _, _ = node_layout(comm)
+    return protocol.hop("tree" if len(groups) == comm.size else algo, "net")
+
+
 def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
                       op: ReduceOp, intra: str, chunk: int, leaf: int) -> Steps:
     """One channel of CollNet Direct on a GPU: scatter every block to its head, head
@@ -123,7 +136,7 @@ def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol
 
     def head() -> Steps:
         mine, key = blocks[local], (channel, local)
-        up = sharp.uplink(comm, leaf, protocol.hop("collnet_direct", "net"), protocol, key)
+        up = sharp.uplink(comm, leaf, net_step(comm, protocol, "collnet_direct"), protocol, key)
         downs = [Sender(comm, peers[h], protocol, hop, bcast_tag) for h in others]
         descending = comm.start(sharp.downlink(comm, leaf, key, len(mine), downs))
         for k in range(len(mine)):
@@ -164,7 +177,7 @@ def chain_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
         if pos + 1 < len(chain) else []
     if pos == 0:
         key = (channel, start)
-        up = sharp.uplink(comm, leaf, protocol.hop("collnet_chain", "net"), protocol, key,
+        up = sharp.uplink(comm, leaf, net_step(comm, protocol, "collnet_chain"), protocol, key,
                           choice)
         descending = comm.start(sharp.downlink(comm, leaf, key, len(pieces), downs))
     else:
@@ -204,7 +217,7 @@ def direct_reduce_scatter(comm: Comm, blocks: list[Buffer],
             yield from sender.drain()
 
     def head() -> Steps:
-        up = sharp.uplink(comm, leaf, protocol.hop("collnet_direct", "net"), protocol,
+        up = sharp.uplink(comm, leaf, net_step(comm, protocol, "collnet_direct"), protocol,
                           (channel, local))
         for pieces in chunks.get(local, []):
             total = sharp.gather(blocks, pieces)
@@ -235,7 +248,7 @@ def direct_all_gather(comm: Comm, own: Buffer, chunks: dict[int, list[list[sharp
     steps = sharp.rail_steps(chunks)
     hop = protocol.hop("collnet_direct", intra)
     tag = (channel, "collnet bcast")
-    up = sharp.uplink(comm, leaf, protocol.hop("collnet_direct", "net"), protocol,
+    up = sharp.uplink(comm, leaf, net_step(comm, protocol, "collnet_direct"), protocol,
                       (channel, local))
     for pieces in chunks.get(local, []):
         for r, start, stop in pieces:
