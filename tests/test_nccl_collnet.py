@@ -341,3 +341,47 @@ def test_a_forced_collnet_of_a_product_is_refused_naming_what_sharp_computes():
                                                    r"ring, tree \(SHARP computes sums"):
         sc.simulate(sc.topology.dgx_a100(2, sharp=True), "all_reduce", algorithm="nccl",
                     nbytes=64 * MIB, collnet=1, op="prod", algo="collnet_direct")
+
+
+def test_a_refused_collnet_names_what_is_missing():
+    """The refusal listed every requirement whatever failed ("CollNet needs collnet=1,
+    ... a SHARP fabric ..." with collnet=1 given on one node)."""
+    wide = sc.topology.dgx(2, nvlink_bandwidth=240e9, pcie_bandwidth=24e9,
+                           nic_bandwidth=25e9, gpus_per_node=16, sharp=True)
+    for topo, kwargs, missing in (
+            (sc.topology.dgx_a100(2), {"collnet": 1}, "nodes joined by switches that reduce"),
+            (sc.topology.dgx_a100(1, sharp=True), {"collnet": 1}, "two nodes or more"),
+            (sc.topology.dgx_a100(2, sharp=True), {}, "collnet=1"),
+            (wide, {"collnet": 1}, "at most 8 GPUs per node")):
+        with pytest.raises(sc.InvalidInputError) as refused:
+            sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=MIB,
+                        algo="collnet_direct", **kwargs)
+        said = str(refused.value)
+        assert f"(CollNet needs {missing}" in said and said.count("CollNet needs") == 1
+        # one need at a time here: none of the others is named
+        others = {"collnet=1", "switches that reduce", "two nodes", "8 GPUs"}
+        assert not {word for word in others if word in said} - {
+            word for word in others if word in missing}
+
+
+def test_collnet_direct_needs_an_nvswitch_as_in_nccl():
+    """tuning.cc: ``if (nvsCount == 0 && a == NCCL_ALGO_COLLNET_DIRECT) disable = 1``.
+    Two GPUs per node joined by a direct NVLink (no NVSwitch) ran CollNet Direct."""
+    topo = sc.Topology("two NVLinked pairs on a SHARP leaf")
+    leaf = topo.add_switch("leaf", reduce_bandwidth=float("inf"))
+    for node in range(2):
+        pair = [topo.add_gpu(f"g{node}_{i}", node=node) for i in range(2)]
+        topo.add_link(pair[0], pair[1], bandwidth=100e9, latency=0.5 * US, kind="nvlink")
+        for i in range(2):
+            nic = topo.add_nic(f"n{node}_{i}")
+            topo.add_link(pair[i], nic, bandwidth=24e9, latency=1 * US)
+            topo.add_link(nic, leaf, bandwidth=25e9, latency=1.5 * US)
+    assert candidates(describe(topo, (0, 1, 2, 3)), "all_reduce", 1) == (
+        "ring", "tree", "collnet_chain")
+    with pytest.raises(sc.InvalidInputError, match=r"can run ring, tree, collnet_chain "
+                                                   r"\(CollNet needs an NVSwitch inside a "
+                                                   r"node for Direct\)"):
+        sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=16384, collnet=1,
+                    algo="collnet_direct")
+    # the NVSwitch presets keep it
+    assert "collnet_direct" in candidates(a100(2), "all_reduce", 1)

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
-from simcoll.algorithms.nccl.nics import bound_routes, channel_nics, kept
+from simcoll.algorithms.nccl.nics import NVLINK_KINDS, bound_routes, channel_nics, kept
 from simcoll.algorithms.nccl.node_search import (
     distinct_nodes,
     is_cpu,
@@ -110,6 +110,9 @@ class Machine:
             raises above the ring's speed on any node count
             (:func:`~simcoll.algorithms.nccl.search.tree_intra_speed`; what NCCL's log
             prints), the ring's on one node.
+        nvswitch: the GPUs of every node of two or more meet at a switch over NVLink
+            (NCCL's NVS node), not only over direct GPU-to-GPU NVLinks or PCIe; NCCL runs
+            CollNet Direct only where it finds one (``nvsCount`` in tuning.cc).
     """
 
     nranks: int
@@ -132,6 +135,7 @@ class Machine:
     graph_channel_bw: float = 0.0
     tree_channel_bw: float = 0.0
     tree_graph_bw: float = 0.0
+    nvswitch: bool = True
 
     @property
     def ppn(self) -> float:
@@ -361,4 +365,14 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
                    heads, nic_path, ring.run, ring.graph, ring.speed * 1e9,
-                   (tree if len(groups) == 2 else ring.speed) * 1e9, tree * 1e9)
+                   (tree if len(groups) == 2 else ring.speed) * 1e9, tree * 1e9,
+                   all(_nvlinked_to_switch(topology, groups[j][0]) for j in distinct
+                       if len(groups[j]) > 1))
+
+
+def _nvlinked_to_switch(topology: Topology, rank: int) -> bool:
+    """GPU ``rank`` has an NVLink to a switch (an NVSwitch)."""
+    gpu = topology.gpus[rank]
+    return any(topology.device(other).kind == "switch"
+               and topology.links[topology.link_index(gpu, other)].kind in NVLINK_KINDS
+               for other in topology.neighbors(gpu))

@@ -65,7 +65,7 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     """The algorithms NCCL could run for ``collective`` on this machine. ``collnet`` is
     NCCL_COLLNET_ENABLE: on a SHARP fabric it enables CollNet Direct and Chain and lets
     NVLS run across nodes, which NCCL disables without it (``ncclTopoTuneModel``);
-    CollNet Direct also needs NVSwitch (NVLink here) and at most 8 GPUs per node
+    CollNet Direct also needs NVSwitch (:attr:`Machine.nvswitch`) and at most 8 GPUs per node
     (``NCCL_MAX_DIRECT_ARITY`` + 1), as Chain does in 2.30.7 (2.26.2 runs Chain on any
     node: ``updateCollCostTable`` in its enqueue.cc), which runs all_reduce only. NVLS's
     and CollNet Direct's reduce_scatter and all_gather across nodes need a head per GPU
@@ -101,7 +101,7 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
         if a == "nvls_tree":
             return nvls and machine.nnodes > 1
         if a == "collnet_direct":
-            return collnet_ok and machine.intra == "nvlink"
+            return collnet_ok and machine.intra == "nvlink" and machine.nvswitch
         if a == "collnet_chain":
             return chain_ok and collective == "all_reduce"
         if a == "pat":
@@ -110,6 +110,25 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
         return True
 
     return tuple(a for a in ALGORITHMS[collective] if runs(a))
+
+
+def _collnet_needs(machine: Machine, collnet: int, named: tuple[str, ...],
+                   tuner: str) -> list[str]:
+    """What CollNet needs that is missing here (the heads per GPU of reduce_scatter and
+    all_gather have a hint of their own; Chain's collectives are refused before)."""
+    needs = [] if collnet else ["collnet=1 (NCCL_COLLNET_ENABLE=1)"]
+    if machine.nnodes == 1:
+        needs.append("two nodes or more")
+    elif machine.uneven_nodes:
+        needs.append("nodes of equal GPU counts")
+    elif not machine.sharp:
+        needs.append("nodes joined by switches that reduce, InfiniBand SHARP's: e.g. "
+                     "dgx_a100(2, sharp=True)")
+    if machine.ppn > 8 and ("collnet_direct" in named or tuner != "2.26.2"):
+        needs.append("at most 8 GPUs per node")
+    if "collnet_direct" in named and not (machine.intra == "nvlink" and machine.nvswitch):
+        needs.append("an NVSwitch inside a node for Direct")
+    return ["CollNet needs " + ", ".join(needs)] if needs else []
 
 
 def _nvls_supported(machine: Machine) -> bool:
@@ -278,12 +297,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                                  "or a head's NIC is below its slowest speed, or NCCL has "
                                  "no NVLS for this GPU generation")
             if sharp_ok and any(a.startswith("collnet") for a in named):
-                hints.append("CollNet needs collnet=1, nodes of equal GPU counts joined by "
-                             "a SHARP fabric, at most 8 GPUs per node, and NVLink for "
-                             "Direct" + ("" if collective == "all_reduce" else
-                                         "; for reduce_scatter and all_gather Direct "
-                                         "only, with a head per GPU: NVLS's heads, or "
-                                         "a NIC per GPU"))
+                hints += _collnet_needs(machine, collnet, named, tuner)
             if "pat" in named:
                 pat_needs = (["PAT needs one GPU per node"] if machine.nnodes != machine.nranks
                              else []) + (["NCCL leaves PAT out of reduce_scatter's op=avg"]
