@@ -15,6 +15,7 @@ choice costs is then simulated, message by message.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from simcoll.algorithms.nccl import p2p
@@ -112,7 +113,7 @@ def candidates(machine: Machine, collective: str, collnet: int = 0,
     return tuple(a for a in ALGORITHMS[collective] if runs(a))
 
 
-def _collnet_needs(machine: Machine, collnet: int, named: tuple[str, ...],
+def _collnet_needs(machine: Machine, collnet: int, named: Sequence[str],
                    tuner: str) -> list[str]:
     """What CollNet needs that is missing here (the heads per GPU of reduce_scatter and
     all_gather have a hint of their own; Chain's collectives are refused before)."""
