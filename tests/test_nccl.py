@@ -345,6 +345,30 @@ def test_two_groups_run_nvls_on_one_switch_side_by_side():
         assert res.link_bytes[("nvswitch0", f"gpu{r}")] == 4 * 2**20
 
 
+
+@pytest.mark.parametrize("members", [[0, 1, 3, 2, 8, 9, 10, 11], [15, 3, 7, 11, 2, 10],
+                                     [1, 0, 8, 9], [2, 7, 3, 10, 11]])
+def test_nvls_tree_on_a_group_that_reorders_a_nodes_gpus(members):
+    """The NVSwitch took its GPUs in world order as their local indexes, the GPUs in
+    group order: a group listing a node's GPUs in another order got blocks in the wrong
+    places (every element a right sum, of another index), or on uneven nodes a
+    deadlock. Exact integers: each rank adds its own bit."""
+    topo = sc.topology.dgx_h100(2)
+    x = {r: np.arange(48000, dtype=np.int64) * 65536 + (1 << r) for r in range(16)}
+
+    def program(comm):
+        if comm.rank not in members:
+            return None
+        group = comm.group(members)
+        return (yield group.collective("all_reduce", x[comm.rank], algorithm="nccl",
+                                       algo="nvls_tree"))
+
+    res = sc.run_program(topo, program)
+    expected = np.arange(48000, dtype=np.int64) * 65536 * len(members) + sum(
+        1 << r for r in members)
+    for r in members:
+        np.testing.assert_array_equal(res.outputs[r], expected)
+
 def busbw(topo, nbytes, **params):
     return sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes,
                        **params).busbw / 1e9

@@ -370,3 +370,21 @@ def test_a_product_through_sharp_is_refused_for_that_reason_alone():
                     nbytes=1 << 20, algo="collnet_direct", collnet=1, op="prod")
     assert "never a product" in str(refused.value)
     assert "CollNet needs collnet=1" not in str(refused.value)
+
+
+@pytest.mark.parametrize("machine, algo, floor", [
+    # NVLS: every GPU takes the whole 1 GiB output from the NVSwitch at 370.8 GB/s
+    # (its NIC brings only an eighth of it, 2^27 B at 48 GB/s of PCIe: 2796 us)
+    (lambda: sc.topology.dgx_h100(2, sharp=True), "nvls", 2**30 / 370.8e9),
+    # CollNet Direct: a head takes its rail's two nodes' share through its NIC, 2 x 2^30 /
+    # 16 B at the 24 GB/s of PCIe (its NVLink brings 7 x 2^27 B at 240 GB/s: 3914 us)
+    (lambda: sc.topology.dgx_a100(2, sharp=True), "collnet_direct", 2**27 / 24e9),
+])
+def test_all_gather_through_sharp_relays_while_it_sends(machine, algo, floor):
+    """NCCL's threads send a GPU's own data to the network and relay what SHARP sends
+    back at the same time (all_gather.h). The GPU relayed nothing until its last send
+    had left: 1 GiB took 4168.7 us (NVLS; 1.44 x its link floor) and 6177.6 us (CollNet
+    Direct; 1.10 x)."""
+    res = sc.simulate(machine(), "all_gather", algorithm="nccl", nbytes=2**30 // P,
+                      algo=algo, collnet=1)
+    assert floor <= res.time <= 1.07 * floor

@@ -250,20 +250,18 @@ def direct_all_gather(comm: Comm, own: Buffer, chunks: dict[int, list[list[sharp
     tag = (channel, "collnet bcast")
     up = sharp.uplink(comm, leaf, net_step(comm, protocol, "collnet_direct"), protocol,
                       (channel, local))
-    for pieces in chunks.get(local, []):
-        for r, start, stop in pieces:
-            if r == comm.rank:
-                yield from up.send(own[start:stop])
     downs = [Sender(comm, peers[h], protocol, hop, tag) for h in range(len(peers))
              if h != local]
+    # sending to the network and relaying what comes back run at once, as NCCL's threads
     relaying = comm.start(sharp.downlink(comm, leaf, (channel, local),
                                          len(chunks.get(local, [])), downs))
+    sending = comm.start(sharp.send_own(up, own, chunks.get(local, []), comm.rank))
     received: dict[int, list[Buffer]] = {h: [] for h in range(len(peers))}
     for h, _ in steps:
         if h != local:
             received[h].append((yield comm.recv(peers[h], tag=tag)))
     received[local] = yield relaying
-    yield from up.drain()
+    yield sending
     got: list[tuple[int, int, Buffer]] = []
     for h, k in steps:
         pieces = chunks[h][k]

@@ -45,6 +45,7 @@ from simcoll.algorithms.nccl.sharp import (
     downlink,
     gather,
     rail_steps,
+    send_own,
     uplink,
 )
 from simcoll.buffers import Buffer
@@ -92,7 +93,7 @@ def gpu_reduce_scatter(comm: Comm, blocks: list[Buffer], chunks: dict[int, list[
 def switch_reduce_scatter(comm: Comm, plan: Plan, op: ReduceOp) -> Steps:
     """The NVSwitch's side of every channel: reduce each chunk over the node's GPUs and
     send it to the head of the chunk's rail."""
-    gpus = served(comm)
+    gpus = sorted(served(comm))  # local index h is the h-th GPU of the node by rank
 
     def channel(c: int) -> Steps:
         base = 2 * c
@@ -116,19 +117,18 @@ def gpu_all_gather(comm: Comm, own: Buffer, chunks: dict[int, list[list[Piece]]]
     steps = rail_steps(chunks)
     base = 2 * channel
     up = uplink(comm, leaf, protocol.hop("nvls", "net"), protocol, (channel, local))
-    for pieces in chunks.get(local, []):
-        for r, start, stop in pieces:
-            if r == comm.rank:
-                yield from up.send(own[start:stop])
     to_switch = Sender(comm, switch, protocol, 0.0, base + _PUSH)
+    # NCCL's threads send to the network and relay what comes back at the same time
+    # (all_gather.h, runNvls across nodes: the net-send and the bcast warps)
     relaying = comm.start(downlink(comm, leaf, (channel, local),
                                    len(chunks.get(local, [])), [to_switch]))
+    sending = comm.start(send_own(up, own, chunks.get(local, []), comm.rank))
     got: list[tuple[int, int, Buffer]] = []
     for h, k in steps:
         pieces = chunks[h][k]
         chunk = yield comm.recv(switch, tag=base + _BACK)
         got.extend((r, start, part) for (r, start, _), part in zip(pieces, cut(chunk, pieces)))
-    yield from up.drain()
+    yield sending
     yield relaying
     return got
 
@@ -136,7 +136,7 @@ def gpu_all_gather(comm: Comm, own: Buffer, chunks: dict[int, list[list[Piece]]]
 def switch_all_gather(comm: Comm, plan: Plan) -> Steps:
     """The NVSwitch's side of every channel: multicast every chunk each head pushes to
     every GPU of the node, in :func:`.sharp.rail_steps` order."""
-    gpus = served(comm)
+    gpus = sorted(served(comm))  # local index h is the h-th GPU of the node by rank
 
     def channel(c: int) -> Steps:
         base = 2 * c

@@ -172,7 +172,7 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp)
     """The switch's side of every channel: reduce each slice over its node's GPUs and
     send it to the slice's owner (a head); multicast every finished slice the owners
     send back."""
-    gpus = served(comm)
+    gpus = sorted(served(comm))  # local index b is the b-th GPU of the node by rank
     parts = list(split(x, channels))
     h = heads(comm)
 

@@ -37,8 +37,8 @@ from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Via
 from simcoll.typing import Steps
 
-__all__ = ["Role", "Piece", "Plan", "uplink", "downlink", "rail_plan", "rail_steps", "gather",
-           "cut", "switch_all_reduce", "switch_reduce_scatter", "switch_all_gather"]
+__all__ = ["Role", "Piece", "Plan", "uplink", "downlink", "send_own", "rail_plan", "rail_steps",
+           "gather", "cut", "switch_all_reduce", "switch_reduce_scatter", "switch_all_gather"]
 
 
 class Role(NamedTuple):
@@ -93,6 +93,16 @@ def downlink(comm: Comm, switch: int, key: tuple[int, int], count: int,
 
 Piece = tuple[int, int, int]
 """(rank, start, stop): elements ``start:stop`` of that rank's block."""
+
+
+def send_own(up: Sender, own: Buffer, chunks: list[list[Piece]], rank: int) -> Steps:
+    """Send ``rank``'s pieces of ``chunks`` (cut from its buffer ``own``) through ``up``,
+    then wait until they have left."""
+    for pieces in chunks:
+        for r, start, stop in pieces:
+            if r == rank:
+                yield from up.send(own[start:stop])
+    yield from up.drain()
 
 Plan = list[dict[int, list[list[Piece]]]]
 """``plan[c][h]``: the chunks channel c moves for rail h, in order, each a list of pieces."""
