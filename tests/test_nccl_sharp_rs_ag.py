@@ -132,15 +132,25 @@ def test_a_two_level_sharp_tree_carries_each_slice_once_between_leaf_and_spine()
         assert res.link_bytes[("spine", leaf)] == 4 * m
 
 
-def test_nvls_on_one_channel_is_refused_with_the_reason():
+def test_nvls_runs_on_one_channel_under_either_tuner():
     """NCCL gives NVLS no bandwidth where its NVLS graph has under 2 channels
-    ("NVLS/NVLStree needs at least 2 channels", tuning.cc); simcoll holds the channels
-    NVLS runs on to that rule, and says it is its own."""
-    with pytest.raises(sc.InvalidInputError, match=r"channels=1 .*\(simcoll runs NVLS on 2 "
-                                                   r"channels or more, as NCCL 2.30.7 runs it "
-                                                   r"only where its NVLS graph has 2"):
-        sc.simulate(sc.topology.dgx_h100(N_NODES, sharp=True), "reduce_scatter",
-                    algorithm="nccl", nbytes=1 << 20, algo="nvls", collnet=1, channels=1)
+    ("NVLS/NVLStree needs at least 2 channels", tuning.cc 2.30.7): the graph's heads, not
+    the channels the kernel runs on (NCCL_NVLS_NCHANNELS=1 runs). simcoll refused
+    channels=1 with tuner 2.30.7 and ran it with 2.26.2, whose choice alone differs."""
+    for collnet, topo in ((0, sc.topology.dgx_h100(1)),
+                          (1, sc.topology.dgx_h100(N_NODES, sharp=True))):
+        runs = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20,
+                            algo="nvls", collnet=collnet, channels=1, tuner=tuner)
+                for tuner in ("2.30.7", "2.26.2")]
+        assert [run.params["channels"] for run in runs] == [1, 1]
+        assert runs[0].time == runs[1].time and runs[0].link_bytes == runs[1].link_bytes
+        # one channel moves the same bytes as sixteen: every GPU pushes n into its
+        # NVSwitch and takes n back, and across nodes its eighth of the node's sum too
+        # (from the switch to SHARP and back)
+        sixteen = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20,
+                              algo="nvls", collnet=collnet, channels=16)
+        assert runs[0].link_bytes == sixteen.link_bytes
+        assert runs[0].link_bytes[("gpu0", "nvswitch0")] == (1 << 20) + collnet * (1 << 17)
 
 
 def test_the_tuner_runs_nvls_across_nodes_only_with_collnet():

@@ -130,8 +130,8 @@ def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: 
     (ppn - 1) / ppn), its ``bwInter`` (doubled for NVLS-tree on 2 nodes) and, for
     NVLS-tree, ``perChMaxNVLSTreeBw``; 2.26.2 the lesser of ``bwIntra`` and
     ``bwInter`` (half of it for NVLS-tree beyond 2 nodes). No NVLS where the graph has
-    none, nor (2.30.7) where it has fewer than 2 channels; simcoll holds the ``channels``
-    NVLS would run on to that rule too."""
+    none, nor (2.30.7) where it has fewer than 2 channels; the channels NVLS runs on
+    (``channels``, NCCL_NVLS_NCHANNELS) do not matter to that rule."""
     arch, col = machine.arch, _column(machine)
     if NVLS_EFFICIENCY[arch] == 0:  # no NVLS before Hopper, in either release
         return 0.0
@@ -140,7 +140,7 @@ def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: 
     if tuner == "2.26.2":
         inter = graph.inter if algo == "nvls" or machine.nnodes <= 2 else graph.inter / 2
         return n * min(graph.intra, inter)
-    if n < 2 or channels < 2:
+    if n < 2:
         return 0.0
     intra = graph.intra * NVLS_EFFICIENCY[arch] * (n - 1) / n
     intra *= 2.0 if collective == "all_reduce" else (machine.ppn - 1) / machine.ppn

@@ -332,10 +332,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             few = (f" ({', '.join(algos)} run{'s' if len(algos) == 1 else ''} Simple only, "
                    f"as in NCCL; give proto='Simple' or 'auto')")
         elif all(a.startswith("nvls") for a in algos):
-            if channels == 1:
-                few = (" (simcoll runs NVLS on 2 channels or more, as NCCL 2.30.7 runs it "
-                       "only where its NVLS graph has 2 or more; give channels=2 or more)")
-            elif tuner != "2.26.2" and nvls_graph_of(machine).channels < 2:
+            if tuner != "2.26.2" and nvls_graph_of(machine).channels < 2:
                 few = (" (NCCL's NVLS graph has 1 channel here, one head, and NCCL "
                        "2.30.7 runs NVLS on 2 or more)")
         raise InvalidInputError(f"no NCCL algorithm and protocol can run {collective} with "
