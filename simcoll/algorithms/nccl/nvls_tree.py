@@ -6,7 +6,11 @@ owns block h, and talks to the other nodes over its own rail. Every node has as 
 heads as the smallest node has GPUs (NCCL cuts every rank's NVLS graph to the fewest
 channels any node found, and its channels' first GPUs are the heads: src/graph/connect.cc,
 ``connectNvls``); on nodes of equal size every GPU is a head. The others only push and
-take results back (``headRank == -1`` in src/device/all_reduce.h). Three streams run side
+take results back (``headRank == -1`` in src/device/all_reduce.h). Where GPUs share NICs
+NCCL has fewer heads: its NVLS search makes a head of a GPU with a NIC of its own, one per
+NIC (src/graph/search.cc), so ``dgx_h100(2, nics_per_node=4)`` runs 4 heads there, each
+taking n / 4 from the switch, where simcoll runs 8 of n / 8, two of them through each
+NIC (the same bytes on every NIC; the tuner prices NCCL's 4). Three streams run side
 by side:
 
 1. every GPU pushes all its slices into its node's NVSwitch, which reduces each slice over
