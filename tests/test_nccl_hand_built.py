@@ -379,6 +379,16 @@ def test_pcie_without_p2p_gives_nccl_the_links_rate_whichever_end_comes_first():
     assert_same_nccl_run(topo, mirrored(topo), 16 << 20)
 
 
+@pytest.mark.parametrize("memory_bandwidth", [204.8e9, 40e9, 20e9])
+def test_nccl_reads_a_staged_route_without_its_host_memory_link(memory_bandwidth):
+    """NCCL's topology has no host memory link: the GPUs of pcie_node(p2p=False) reach
+    each other at their Gen4 x16 PCIe rate, 24 GB/s, however slow the memory. The memory
+    link's half of 20 GB/s made the tuner read 10 GB/s (all_to_all of 64 MiB predicted
+    6759 us against 2844)."""
+    topo = sc.topology.pcie_node(8, p2p=False, memory_bandwidth=memory_bandwidth)
+    assert describe(topo, tuple(range(8))).intra_bw == 24e9
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_lopsided_servers_give_nccl_the_same_run_written_either_way(seed):
     """Random servers (``machines.random_nodes``) whose links, one in two, carry a tenth

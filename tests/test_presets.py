@@ -236,6 +236,15 @@ def test_bad_dgx_arguments_are_refused(kwargs, words):
         assert word in str(err.value)
 
 
+@pytest.mark.parametrize("name", [5, "", None])
+def test_dgx_refuses_a_name_that_is_no_string(name):
+    # name=5 built a machine named "5x2", name="" one named "x2"
+    with pytest.raises(sc.TopologyError, match=rf"^name={name!r} is not accepted; give a "
+                                               r"string that is not empty"):
+        sc.topology.dgx(2, nvlink_bandwidth=1e11, pcie_bandwidth=1e10, nic_bandwidth=1e10,
+                        name=name)
+
+
 def test_nvls_off_refuses_a_reduction_rate():
     with pytest.raises(sc.TopologyError,
                        match=r"nvswitch_reduce_bandwidth=1000000000000.0 .*nvls=False"):
@@ -404,6 +413,13 @@ def test_without_peer_to_peer_a_switch_uplink_carries_all_its_gpus_traffic():
     # ("pcie_node(8, genbanana, no p2p)")
     *[(dict(gen=gen, p2p=False, pcie_bandwidth=24e9, host_read_bandwidth=20e9),
        [f"gen={gen!r} is not accepted", "3, 4 or 5"]) for gen in (9, "banana", 2.5, None)],
+    # one PCIe switch and two sockets built a second socket with no GPU under it
+    (dict(gpus=3, sockets=2), ["sockets=2 is not accepted for gpus=3 and gpus_per_switch=4",
+                               "one PCIe switch"]),
+    (dict(gpus=1, sockets=2), ["sockets=2 is not accepted for gpus=1"]),
+    # halving it for the memory link failed midway, naming the link ('cpu0', 'memory0')
+    (dict(memory_bandwidth=3e-308), ["memory_bandwidth=3e-308 is not accepted",
+                                     "half of it each way"]),
 ])
 def test_bad_pcie_node_arguments_are_refused(kwargs, words):
     with pytest.raises(sc.TopologyError) as err:

@@ -77,11 +77,13 @@ def nccl_rate(topology: Topology, d: int) -> float:
 def node_links(topology: Topology, group: list[int]) -> tuple[str, float]:
     """How a node's first two GPUs (``group``: world ranks) reach each other: "nvlink"
     where every link of the route is NVLink, else "pci", and the route's least
-    bandwidth (bytes/s, :func:`nccl_rate`)."""
+    bandwidth (bytes/s, :func:`nccl_rate`) without its host memory links, which NCCL's
+    topology has not (a route staged in host memory, ``pcie_node(p2p=False)``)."""
     route = topology.route(group[0], group[1])
     kinds = {topology.links[d >> 1].kind for d in route.links}
     kind = "nvlink" if kinds <= set(NVLINK_KINDS) else "pci"
-    return kind, min(nccl_rate(topology, d) for d in route.links)
+    return kind, min(nccl_rate(topology, d) for d in route.links
+                     if topology.links[d >> 1].kind != "memory")
 
 
 def gpu_total_bw(topology: Topology, rank: int) -> float:

@@ -143,6 +143,9 @@ def dgx(nodes: Count = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
             ``sharp`` that is not a bool.
     """
     sharp = flag(sharp, "sharp", error=TopologyError)
+    if not isinstance(name, str) or not name:
+        raise TopologyError(f"name={name!r} is not accepted; give a string that is not "
+                            f"empty, e.g. 'dgx' (the topology is named '<name>x<nodes>')")
     nodes = _check_count("nodes", nodes)
     gpus_per_node = _check_count("gpus_per_node", gpus_per_node)
     nics = _nic_layout(gpus_per_node, nics_per_node)

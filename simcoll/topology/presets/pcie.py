@@ -12,7 +12,11 @@ on each of the two links.
 
 With ``p2p=True`` GPUs write into each other's memory through the PCIe switches: GPUs on
 one switch meet there, GPUs on two switches of one socket at the root complex, GPUs of
-two sockets across the inter-socket link.
+two sockets across the inter-socket link. That is NCCL with ``NCCL_P2P_LEVEL=SYS``: by
+default NCCL 2.30.7 uses P2P only between GPUs under one PCIe switch (``PATH_PXB``,
+``ncclTopoCheckP2p`` in src/graph/paths.cc; on AMD hosts of at most two GPUs, across
+the host too) and sends the rest through host memory, its SHM transport, as
+``p2p=False`` stages every pair.
 
 With ``p2p=False`` (no peer-to-peer access: NCCL then uses its SHM transport, staging
 data in host memory) every message between two GPUs is staged through the sender's host
@@ -44,10 +48,15 @@ specifications), and the inter-socket figure NCCL 2.30.7 assumes for AMD CPUs, `
 16.0`` GB/s (src/graph/topo.h): the weight NCCL's path search gives the link, which moves
 more on the machine (55.6 GB/s measured between GPUs of two EPYC 9005 sockets: README,
 the ``rtx5090x8_turin_p2p`` row; pass ``inter_socket_bandwidth`` for a machine's own).
+simcoll's search (``algorithm="nccl"``) reads the link at the rate given, where NCCL reads
+16 GB/s on any AMD host: a faster link given here may let the search find channels that
+NCCL's does not (on that row 4 channels where 16 GB/s gives NCCL's fallback of 2).
 Latencies are round typical values, not measurements.
 """
 
 from __future__ import annotations
+
+import sys
 
 from simcoll.checks import Count, flag, integer, real
 from simcoll.errors import TopologyError
@@ -94,6 +103,11 @@ def pcie_node(gpus: Count = 8, gen: Count = 4, p2p: bool = True, *, gpus_per_swi
     gen = check_gen(gen)  # also where both rates are given and the name alone shows it
     sockets = integer(sockets, "sockets", minimum=1, maximum=2, error=TopologyError,
                       what="CPU sockets (root complexes): 1 or 2")
+    if sockets > -(-gpus // per_switch):
+        raise TopologyError(f"sockets={sockets} is not accepted for gpus={gpus} and "
+                            f"gpus_per_switch={per_switch}: they make one PCIe switch, and "
+                            f"the other socket would hold no GPU; give sockets=1, or fewer "
+                            f"GPUs per switch")
     p2p = flag(p2p, "p2p", error=TopologyError)
     # Its GPUs and PCIe switches (no more than GPUs), a link to each; 2 per socket.
     _check_size(2 * gpus + 2 * sockets, 2 * gpus + 2 * sockets, bound=True, gpus=gpus)
@@ -103,6 +117,11 @@ def pcie_node(gpus: Count = 8, gen: Count = 4, p2p: bool = True, *, gpus_per_swi
                       inter_socket_bandwidth=inter_socket_bandwidth,
                       inter_socket_latency=inter_socket_latency,
                       reduce_bandwidth=reduce_bandwidth)
+    if memory_bandwidth / 2 < sys.float_info.min:
+        raise TopologyError(f"memory_bandwidth={memory_bandwidth!r} is not accepted: its link "
+                            f"carries half of it each way, below the least rate a link "
+                            f"takes ({sys.float_info.min:.3g} bytes/s); give bytes/s such "
+                            f"as 204.8e9")
     bandwidth = pcie_x16_nccl(gen) if pcie_bandwidth is None else pcie_bandwidth
     if p2p and host_read_bandwidth is not None:
         raise TopologyError(f"host_read_bandwidth={host_read_bandwidth!r} is not accepted "
