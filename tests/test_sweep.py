@@ -567,6 +567,16 @@ GOOD = dict(algorithms=["ring"], ranks=[2], sizes=[64])
     (dict(chunks=0), "chunks=0 is not accepted; use an integer >= 1"),
     (dict(chunk=2), r"chunk=2 is taken by none of this sweep's algorithms; their parameters "
                     r"are ring: chunks"),
+    # bucketed's inner_params were checked as a dict only: every point failed on them
+    (dict(algorithms=["bucketed"], inner_params={"chunks": 0}),
+     r"inner_params for inner='ring': chunks=0 is not accepted; use an integer >= 1"),
+    (dict(algorithms=["bucketed", "ring"], inner="nccl", inner_params={"algo": "bogus"}),
+     r"inner_params for inner='nccl': algo='bogus' is not accepted"),
+    (dict(algorithms=["bucketed"], inner_params={"x": 1}),
+     r"inner_params for inner='ring': all_reduce/ring does not take parameter\(s\) \['x'\]"),
+    # written to the save file as NaN, which strict JSON parsers refuse
+    (dict(algorithms=["bucketed"], inner_params={"y": float("inf")}),
+     r"inner_params=\{'y': inf\} is not accepted in a sweep: .*JSON has no NaN or infinity"),
     (dict(until=-1), "until=-1 is not accepted"),
     (dict(max_events=0), "max_events=0 is not accepted"),
     (dict(check="no"), "check='no' is not accepted; use True or False"),
@@ -664,11 +674,16 @@ def test_to_pandas_has_a_row_per_point_with_every_scalar_and_the_error(monkeypat
     frame = got.to_pandas()
     want = expected("all_reduce", ["parameter_server"], [4, 2], [64], servers=3)
     scalars = [k for k, v in want[0].to_dict().items() if not isinstance(v, (list, dict))]
-    assert list(frame.columns) == scalars + ["error"]
+    at = scalars.index("op") + 1   # all_reduce has no root: to_dict leaves it out
+    assert list(frame.columns) == (scalars[:at] + ["root"] + scalars[at:]
+                                   + ["params", "topology_hash", "error"])
     row = frame.iloc[0].to_dict()
     for key in scalars:
         value = want[0].to_dict()[key]
         assert row[key] == value or (value is None and row[key] is None), key
+    assert row["root"] is None
+    assert json.loads(row["params"]) == want[0].to_dict()["params"]
+    assert row["topology_hash"] == want[0].topology_hash
     assert row["error"] is None or row["error"] != row["error"]  # None or NaN
     failed = frame.iloc[1]
     assert failed["error"] == f"{want[1][0]}: {want[1][1]}"
@@ -678,6 +693,24 @@ def test_to_pandas_has_a_row_per_point_with_every_scalar_and_the_error(monkeypat
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ImportError, match=r"simcoll\[pandas\]"):
         got.to_pandas()
+
+
+def test_to_pandas_tells_points_of_other_roots_and_parameters_apart(tmp_path):
+    """Two roots (or two chunk counts) of one machine gave identical rows: to_pandas left
+    out root and the parameters."""
+    pytest.importorskip("pandas")
+    path = tmp_path / "points.jsonl"
+    for root in (1, 3):
+        sweep(sc.topology.switch, "broadcast", algorithms=["binomial"], ranks=[4],
+              sizes=[64], root=root, save=path)
+    for chunks in (1, 2):
+        sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[4],
+              sizes=[64], chunks=chunks, save=path)
+    frame = sc.load_results(path).to_pandas()
+    assert frame["root"].tolist()[:2] == [1, 3]
+    assert [json.loads(p) for p in frame["params"].tolist()[2:]] == [{"chunks": 1},
+                                                                    {"chunks": 2}]
+    assert len(frame.drop_duplicates()) == 4
 
 
 def test_load_results_reads_back_what_the_sweep_returned(tmp_path):

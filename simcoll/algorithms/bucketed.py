@@ -73,7 +73,8 @@ PARAMS = {
                     doc="seconds of backward compute per GPU, spread over the buckets"),
     "inner": Choice("ring", _flat_all_reduce,
                     doc="flat all_reduce algorithm that reduces each bucket"),
-    "inner_params": Keywords(doc="the inner algorithm's parameters for every bucket"),
+    "inner_params": Keywords(doc="the inner algorithm's parameters for every bucket",
+                             algorithm="inner"),
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.algorithms.params import Keywords
 from simcoll.algorithms.registry import AlgorithmSpec, get_algorithm
 from simcoll.checks import flag
 from simcoll.collectives import collective as get_collective
@@ -113,10 +114,12 @@ def _json_param(name: str, value: Any) -> Any:
         raise TypeError(type(v).__name__)
 
     try:
-        return json.loads(json.dumps(value, default=plain))
+        return json.loads(json.dumps(value, default=plain, allow_nan=False))
     except (TypeError, ValueError) as exc:
+        why = ("JSON has no NaN or infinity" if "Out of range float" in str(exc)
+               else str(exc))
         raise InvalidInputError(f"algorithm parameter {name}={value!r} is not accepted in a "
-                                f"sweep: it must be saved as JSON ({exc})") from None
+                                f"sweep: it must be saved as JSON ({why})") from None
 
 
 def _normalized(spec: AlgorithmSpec, params: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +144,23 @@ def _check_params(collective: str, names: list[str], params: dict[str, Any]) -> 
                                     f"algorithms; their parameters are {taken}")
         for spec in takers:
             spec.normalized({key: value})
+    for spec in specs:
+        _check_keywords(spec, spec.normalized({k: v for k, v in params.items()
+                                               if k in spec.params}))
+
+
+def _check_keywords(spec: AlgorithmSpec, params: dict[str, Any]) -> None:
+    """Refuse keywords passed on to another algorithm (bucketed's ``inner_params``) whose
+    names or values that algorithm refuses whatever the machine, as ``simulate`` refuses
+    them before a run."""
+    for name, param in spec.params.items():
+        if isinstance(param, Keywords) and param.algorithm and name in params:
+            inner = params.get(param.algorithm, spec.params[param.algorithm].default)
+            try:
+                get_algorithm(spec.collective, inner).normalized(params[name])
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{name} for {param.algorithm}={inner!r}: "
+                                        f"{exc}") from None
 
 
 def importable_name(obj: Any) -> str | None:

@@ -51,9 +51,10 @@ __all__ = ["FailedPoint", "SweepResults", "IDENTITY", "point_key", "topology_has
 IDENTITY = ("collective", "algorithm", "network", "topology_hash", "nranks", "nbytes",
             "dtype", "op", "root", "params")
 
-# The scalar fields of Result.to_dict, in its order: the columns of to_pandas.
+# The scalar fields of Result.to_dict, in its order: the columns of to_pandas (with root,
+# the parameters as JSON text and the topology's hash, which tell points apart).
 _SCALARS = ("collective", "algorithm", "network", "topology", "nranks", "nbytes", "dtype",
-            "op", "time", "correct", "max_error", "messages", "algbw", "busbw")
+            "op", "root", "time", "correct", "max_error", "messages", "algbw", "busbw")
 _ARRAYS = ("bytes_sent", "bytes_received", "host_bytes_sent", "host_bytes_received")
 _REQUIRED = (*IDENTITY, "topology", "error")
 _RESULT = ("time", "correct", "max_error", *_ARRAYS, "link_bytes", "messages", "rank_times",
@@ -168,7 +169,10 @@ class SweepResults(list["Result | FailedPoint"]):
         return [r for r in self if isinstance(r, FailedPoint)]
 
     def to_pandas(self) -> pandas.DataFrame:
-        """One row per point: every scalar field of ``Result.to_dict`` and ``error``.
+        """One row per point: every scalar field of ``Result.to_dict`` (``root`` None where
+        the collective has none), ``params`` as JSON text (what the algorithm ran with;
+        for a failed point, what was asked), ``topology_hash`` (None for a failed point)
+        and ``error``.
 
         ``error`` is ``None`` for a point that ran and ``"ErrorType: message"`` for one
         that failed (its time, bandwidths and traffic are then missing). ``algbw``,
@@ -181,13 +185,16 @@ class SweepResults(list["Result | FailedPoint"]):
         pd = optional.pandas("SweepResults.to_pandas")
         rows = []
         for item in self:
+            identity = {"params": json.dumps(item.params, sort_keys=True),
+                        "topology_hash": getattr(item, "topology_hash", None)}
             if isinstance(item, Result):
-                summary = {**item.to_dict(), **{k: getattr(item, k) for k in _FLOATS}}
-                rows.append({**{k: summary[k] for k in _SCALARS}, "error": None})
+                summary = {**item.to_dict(), "root": item.root,
+                           **{k: getattr(item, k) for k in _FLOATS}}
+                rows.append({**{k: summary[k] for k in _SCALARS}, **identity, "error": None})
             else:
-                rows.append({**{k: getattr(item, k, None) for k in _SCALARS},
+                rows.append({**{k: getattr(item, k, None) for k in _SCALARS}, **identity,
                              "error": item.error})
-        return pd.DataFrame(rows, columns=[*_SCALARS, "error"])
+        return pd.DataFrame(rows, columns=[*_SCALARS, "params", "topology_hash", "error"])
 
 
 def point_key(record: dict[str, Any]) -> tuple[Any, ...]:
