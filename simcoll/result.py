@@ -134,7 +134,8 @@ class RunResult:
         return cls(**cls._measured(run, outputs))
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (no outputs; link keys as ``"from->to"``)."""
+        """A JSON-ready summary (no outputs; ``link_bytes`` of the links that carried
+        bytes, keyed ``"from->to"``)."""
         return {
             "network": self.network, "topology": self.topology, "nranks": self.nranks,
             "time": self.time,
@@ -216,7 +217,8 @@ class Result(RunResult):
                    splits=splits, requested=requested, root=root)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (no outputs; link keys as ``"from->to"``); a v-collective's
+        """A JSON-ready summary (no outputs; ``link_bytes`` of the links that carried
+        bytes, keyed ``"from->to"``); a v-collective's
         also has ``"splits"`` (lists of elements), a run whose algorithm chose some of
         its parameters ``"requested"``, and a rooted collective's ``"root"``."""
         run = super().to_dict()

@@ -189,6 +189,11 @@ def test_a_constant_that_moves_no_time_at_its_start(capsys, tmp_path):
     fit = json.loads(out)
     assert fit["values"]["nic_bandwidth"] == pytest.approx(40e9, rel=1e-3)
     assert fit["unmoved"] == ["nic_bandwidth"] and fit["on_bound"] == {}
+    # the bounds as --free gave them, and the probed value the further fit started from
+    # (--json left both out: on_bound could not be read against the range)
+    assert fit["bounds"] == {"nic_bandwidth": [1e9, 400e9]}
+    assert list(fit["probed"]) == ["nic_bandwidth"]
+    assert 1e9 <= fit["probed"]["nic_bandwidth"] <= 400e9
     assert any(note.startswith("note: nic_bandwidth moved no simulated time at 5e+10, where "
                                "it started") for note in fit["notes"])
 

@@ -298,8 +298,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     legend says how many of each algorithm's.
 
     Args:
-        records: ``Result`` objects, or dicts as ``Result.to_dict()`` writes them (the lines
-            of a sweep file).
+        records: ``Result`` objects, dicts as ``Result.to_dict()`` writes them, or a sweep
+            file's records (its lines, :attr:`SweepResults.records`).
         x: ``"nranks"`` or ``"nbytes"``.
         y: ``"time"``, ``"busbw"``, ``"algbw"``, or ``"bytes_sent"``: the most bytes
             one endpoint (a GPU rank or a server host) sent, the busiest sender's traffic,
