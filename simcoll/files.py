@@ -39,6 +39,9 @@ def file_path(path: Any, what: str, *, example: str = "out.json") -> Path:
     """
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
         raise InvalidInputError(f"{what}={path!r} is not a file path")
+    if not os.fspath(path):   # Path("") is "."
+        raise InvalidInputError(f"{what}='' is an empty path; give a file path, e.g. "
+                                f"{example!r}")
     resolved = Path(path)
     problem = too_long(resolved)
     if problem:

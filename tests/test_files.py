@@ -26,6 +26,10 @@ def test_output_paths_are_refused_by_name_before_any_work(tmp_path):
     with pytest.raises(sc.InvalidInputError, match=f"^save='{tmp_path}' is a directory; "
                                                    f"give a file path, e.g. '{tmp_path}/a.b'"):
         output_path(tmp_path, "save", example="a.b")
+    # Path("") is ".", which was called a directory
+    with pytest.raises(sc.InvalidInputError, match="^save='' is an empty path; give a file "
+                                                   "path, e.g. 'a.b'$"):
+        output_path("", "save", example="a.b")
     missing = tmp_path / "no" / "x.json"
     with pytest.raises(sc.InvalidInputError, match=f"folder '{tmp_path}/no' does not exist"):
         output_path(missing, "path")
