@@ -78,6 +78,12 @@ _OCI_TUTORIAL = ("https://github.com/oracle-japan/ocitutorials, file tutorials/"
                  "container (rendered at https://oracle-japan.github.io/ocitutorials/"
                  "intermediates/spinup-gpu-cluster/)")
 _ISSUE_309 = "https://github.com/NVIDIA/nccl-tests/issues/309"
+_GALVATRON = ("https://github.com/AFDWang/Hetu-Galvatron, file "
+              "tests/profiler/test_hardware_profile.py (commit 6f77a6c): the nccl-tests "
+              "output its hardware profiler's test reads")
+_GCM = ("https://github.com/facebookresearch/gcm, file "
+        "gcm/tests/health_checks_tests/test_check_nccl.py (commit 54e1b1d): "
+        "sample_single_success_output, the output its NCCL health check's test reads")
 
 TABLES: tuple[PublicTable, ...] = (
     PublicTable(
@@ -102,6 +108,40 @@ TABLES: tuple[PublicTable, ...] = (
             (268435456, 2121.9, 126.50, 221.38), (536870912, 4208.2, 127.58, 223.26),
             (1073741824, 8166.8, 131.48, 230.08), (2147483648, 16232, 132.30, 231.52),
             (4294967296, 32097, 133.81, 234.17), (8589934592, 63929, 134.37, 235.14))),
+    PublicTable(
+        id="a100x8_dgx_galvatron",
+        gpu="NVIDIA A100-SXM4-40GB", gpus_per_node=8, nodes=1,
+        fabric="8 A100 SXM4 40 GB on NVSwitch (NVLink 3); the bus ids (0x07, 0x0f, 0x47, "
+               "0x4e, 0x87, 0x90, 0xb7, 0xbd) are a DGX A100's, which the source does not "
+               "name",
+        nics="", nccl_version=None, env={},
+        source=_GALVATRON, date="2025-01-10 (the commit)",
+        notes="all_reduce_perf -b 1M -e 1G -f 2 -g 8: one process driving the 8 GPUs, as "
+              "a100x8_oci; NCCL chose the algorithm and its version is not printed. 512 "
+              "MiB out-of-place is slow against its in-place time (4651.2 us against "
+              "4517.0).",
+        rows=(
+            (1048576, 78.77, 13.31, 23.29), (2097152, 108.8, 19.28, 33.73),
+            (4194304, 131.1, 31.98, 55.97), (8388608, 183.4, 45.74, 80.04),
+            (16777216, 293.6, 57.14, 99.99), (33554432, 415.7, 80.73, 141.27),
+            (67108864, 657.2, 102.11, 178.69), (134217728, 1256.7, 106.80, 186.91),
+            (268435456, 2338.9, 114.77, 200.85), (536870912, 4651.2, 115.43, 202.00),
+            (1073741824, 8139.9, 131.91, 230.84))),
+    PublicTable(
+        id="a100x8_80g_gcm",
+        gpu="NVIDIA A100-SXM4-80GB", gpus_per_node=8, nodes=1,
+        fabric="8 A100 SXM4 80 GB on NVSwitch (NVLink 3) in one node of a cluster the "
+               "source does not name; the bus ids are printed as 0x00",
+        nics="", nccl_version="2.16.2", env={},
+        source=_GCM, date="2025-12-18 (the commit; the run, on NCCL 2.16.2 with CUDA 11.6, "
+                          "is older)",
+        notes="all_reduce_perf -b 32M -e 1G -f 2 in 8 processes of one GPU each (nThread 1 "
+              "nGpus 1, eight pids); NCCL chose the algorithm. 128 MiB is slower than 64 "
+              "MiB's bandwidth (1149.9 us, in-place 1149.8).",
+        rows=(
+            (33554432, 344.8, 97.32, 170.31), (67108864, 557.4, 120.39, 210.68),
+            (134217728, 1149.9, 116.72, 204.26), (268435456, 2106.1, 127.46, 223.05),
+            (536870912, 4145.6, 129.50, 226.63), (1073741824, 8109.1, 132.41, 231.72))),
     PublicTable(
         id="a100x16_oci_roce",
         gpu="NVIDIA A100-SXM4-40GB", gpus_per_node=8, nodes=2,
