@@ -403,3 +403,50 @@ def test_a_fat_tree_of_several_spines_hashes_its_routes_over_them():
     assert {k: v for k, v in res.link_bytes.items() if "spine" in k[0] + k[1] and v} == \
         expected
     assert len({v for (u, v) in expected if v.startswith("spine")}) == 3   # all used
+
+
+def link_order_reference(topo: sc.Topology, src: str, dst: str) -> tuple[int, ...]:
+    """A breadth-first search from ``src`` through each device's links in the order they
+    were added, afresh for this one destination: the parent a device is first reached
+    from gives the path."""
+    adj = adjacency(topo)
+    parent: dict[str, tuple[str, int]] = {src: (src, -1)}
+    queue = deque([src])
+    while queue and dst not in parent:
+        node = queue.popleft()
+        for nbr, d in adj[node]:
+            if nbr not in parent:
+                parent[nbr] = (node, d)
+                queue.append(nbr)
+    path, node = [], dst
+    while node != src:
+        node, d = parent[node]
+        path.append(d)
+    return tuple(reversed(path))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_link_order_routes_are_a_fresh_search_in_any_order_of_queries(seed):
+    """A source's breadth-first search is kept and resumed for its next destination; the
+    route must be the one a search afresh finds, whatever order the pairs come in, with
+    routes around failed links asked in between, and after the machine grows."""
+    rng = np.random.default_rng(seed)
+    topo = random_graph(seed, "link_order")
+    if topo._is_tree():
+        pytest.skip("a tree is routed by its common ancestor, not searched")
+    for grown in (False, True):
+        if grown:   # a new link drops the kept searches: routes may now be shorter
+            a, b = rng.choice([d.name for d in topo.devices], size=2, replace=False)
+            if frozenset((a, b)) not in {frozenset((lk.u, lk.v)) for lk in topo.links}:
+                topo.add_link(str(a), str(b), bandwidth=GB, latency=0.0)
+        pairs = [(s, t) for s in range(topo.nranks) for t in range(topo.nranks) if s != t]
+        for k in rng.permutation(len(pairs)):
+            s, t = pairs[k]
+            if rng.random() < 0.2:   # a route around a link, searched apart
+                cut = frozenset({int(rng.integers(0, len(topo.links)))})
+                try:
+                    topo.route(s, t, avoid=cut)
+                except NoRouteError:
+                    pass
+            expected = link_order_reference(topo, topo.gpus[s], topo.gpus[t])
+            assert topo.route(s, t).links == expected, (s, t)

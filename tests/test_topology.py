@@ -390,3 +390,15 @@ def test_a_directed_link_index_may_be_a_numpy_integer():
     assert t.directed_link(np.int64(1)) == names[::-1]
     assert t.bandwidth_of(np.int64(1)) == 50e9
     assert t.bandwidth_of(np.int32(0)) == 50e9
+
+
+def test_gpu_nodes_follow_the_gpus_added_after_they_were_read():
+    # the tuple is kept between reads (routes ask for it per message); a GPU added later
+    # must show
+    topo = sc.Topology("grows")
+    topo.add_gpu(node=0)
+    topo.add_gpu(node=0)
+    assert topo.gpu_nodes == (0, 0)
+    topo.add_host()
+    topo.add_gpu(node=2)
+    assert topo.gpu_nodes == (0, 0, 2)

@@ -29,14 +29,16 @@ Routes are computed on first use and cached (up to :data:`ROUTES_KEPT`). On a tr
 ``fully_connected``, ``torus``, ``multi_dim`` of several dimensions, ``fat_tree`` with
 several spines or the multi-node DGX presets) a route is found by climbing to the lowest
 common ancestor in O(depth);
-otherwise by a breadth-first search from the source that stops at the destination
-(``"ecmp"``: one from the destination, whose hop counts are kept per destination).
+otherwise by a breadth-first search from the source that stops at the destination, kept
+and resumed for the source's next destination (``"ecmp"``: one from the destination,
+whose hop counts are kept per destination).
 """
 
 from __future__ import annotations
 
 import math
 import struct
+import threading
 import zlib
 from collections import deque
 from dataclasses import dataclass
@@ -65,6 +67,8 @@ ROUTES_KEPT = 1 << 17
 """Routes a topology (and a run's network) keeps cached at most: past that the cache
 starts over, so that a run through all p^2 pairs (an all-to-all) holds O(1) routes, not
 O(p^2), while rings and trees, which use O(p) pairs, keep every route."""
+_SEARCHING = threading.Lock()
+"""Held while a kept breadth-first search (:meth:`Topology._bfs_path`) is resumed."""
 _ENDPOINT_KINDS = ("gpu", "host")
 
 
@@ -176,6 +180,7 @@ class Topology:
         self._cpu = "unknown"
         self._routing = _checked_routing(routing)
         self._hops_to: dict[int, list[int]] = {}
+        self._searches: dict[int, tuple[list[int], list[int], deque[int]]] = {}
         self._devices: dict[str, Device] = {}
         self._index: dict[str, int] = {}
         self._adjacency: list[list[tuple[int, int]]] = []
@@ -189,6 +194,7 @@ class Topology:
         self._kind_count: dict[str, int] = {}
         self._in_network: list[str] = []
         self._endpoints: list[str] | None = None
+        self._gpu_nodes: tuple[int, ...] | None = None
         self._generation = 0
 
     @property
@@ -336,8 +342,10 @@ class Topology:
     def _invalidate(self) -> None:
         self._generation += 1
         self._endpoints = None
+        self._gpu_nodes = None
         self._routes.clear()
         self._hops_to.clear()
+        self._searches.clear()
         self._tree = None
         self._tree_checked = False
 
@@ -361,7 +369,9 @@ class Topology:
     @property
     def gpu_nodes(self) -> tuple[int, ...]:
         """The node (server) of each rank, in rank order."""
-        return tuple(self._devices[g].node for g in self._gpus)
+        if self._gpu_nodes is None:   # kept until the machine changes: routes ask often
+            self._gpu_nodes = tuple(self._devices[g].node for g in self._gpus)
+        return self._gpu_nodes
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -754,6 +764,39 @@ class Topology:
     def _bfs_path(self, a: int, b: int, avoid: frozenset[int] = frozenset()) -> list[int] | None:
         if a == b:
             return []
+        if avoid:
+            return self._bfs_path_avoiding(a, b, avoid)
+        # Without links to avoid, the breadth-first search from ``a`` is kept and resumed
+        # where it stopped: it discovers devices in the same order as a search that
+        # starts afresh and stops at ``b``, so every path is the same, and all the routes
+        # from one source cost one search in all instead of one each.
+        search = self._searches.get(a)
+        if search is None:
+            if len(self._searches) * len(self._adjacency) >= ROUTES_KEPT * 8:
+                self._searches.clear()
+            parent = [-1] * len(self._adjacency)   # -1: not reached yet
+            parent[a] = a
+            search = self._searches[a] = (parent, [-1] * len(self._adjacency), deque([a]))
+        parent, way_in, queue = search
+        if parent[b] < 0:
+            with _SEARCHING:   # runs in threads sharing a topology resume one at a time
+                adjacency = self._adjacency
+                while queue and parent[b] < 0:
+                    node = queue.popleft()
+                    for nbr, dlink in adjacency[node]:   # the whole node: resuming is exact
+                        if parent[nbr] < 0:
+                            way_in[nbr] = dlink   # before parent, which marks it reached
+                            parent[nbr] = node
+                            queue.append(nbr)
+            if parent[b] < 0:
+                return None
+        path = []
+        while b != a:
+            path.append(way_in[b])
+            b = parent[b]
+        return path[::-1]
+
+    def _bfs_path_avoiding(self, a: int, b: int, avoid: frozenset[int]) -> list[int] | None:
         via: dict[int, tuple[int, int]] = {a: (-1, -1)}
         queue = deque([a])
         while queue:
