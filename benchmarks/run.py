@@ -131,9 +131,11 @@ def contention_case(kind: str, n: int, fast: bool = True) -> dict:
             "messages": res.messages, "events": events[0], "rss": _rss()}
 
 
-def nccl_case(nodes: int, nbytes: int, grouped: bool = True, network: str = "flow") -> dict:
-    """NCCL's all_reduce (16 channels, up to 8 slices in flight per connection) on
-    ``dgx_h100(nodes)``; ``grouped=False`` re-solves every flow, not one per route."""
+def nccl_case(nodes: int, nbytes: int, grouped: bool = True, network: str = "flow",
+              collective: str = "all_reduce") -> dict:
+    """NCCL's all_reduce (16 channels, up to 8 slices in flight per connection), or
+    ``collective``, on ``dgx_h100(nodes)``; ``grouped=False`` re-solves every flow, not
+    one per route."""
     import simcoll as sc
     from simcoll.network import general
 
@@ -142,7 +144,7 @@ def nccl_case(nodes: int, nbytes: int, grouped: bool = True, network: str = "flo
     topo = sc.topology.dgx_h100(nodes)
     events = count_events()
     start = time.perf_counter()
-    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes, network=network)
+    res = sc.simulate(topo, collective, algorithm="nccl", nbytes=nbytes, network=network)
     wall = time.perf_counter() - start
     return {"wall": wall, "messages": res.messages, "events": events[0], "rss": _rss(),
             "time": res.time, "algo": res.params["algo"], "proto": res.params["proto"]}
@@ -419,7 +421,8 @@ def _contention(quick: bool) -> None:
 def _nccl(quick: bool) -> None:
     print("-- 3b. NCCL model on dgx_h100(8), 64 MiB: all_reduce of 64 GPUs, 16 channels, "
           "up to 8 slices in flight per connection (general solver, flows grouped by route; "
-          "then without grouping; then traced, and its critical path)"
+          "then without grouping; then traced, and its critical path); all_to_all of 64 MiB "
+          "on dgx_h100(32)"
           + ("" if quick else "; then 8 GiB, NCCL's choice there"))
     for grouped, env in ((True, None), (False, None)) + (((True, NO_JIT),) if JIT else ()):
         c = in_subprocess("nccl_case", 8, 64 * 2**20, grouped, module="run", env=env)
@@ -438,6 +441,10 @@ def _nccl(quick: bool) -> None:
           f"{c['traced'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], c["untraced"])
     _line("its critical path (sc.critical_path)", f"{c['segments']:,} segments", c["walk"],
           f"{c['walk'] / c['events'] * 1e6:.1f} us/event")
+    # p2p to every peer, cross-rail parts through PXN proxies: 256 x 255 routes
+    c = in_subprocess("nccl_case", 32, 64 * 2**20, True, "flow", "all_to_all", module="run")
+    _line("nccl all_to_all dgx_h100(32), 256 GPUs", f"{c['messages']:,} msgs", c["wall"],
+          f"{c['wall'] / c['messages'] * 1e6:.0f} us/msg", c["rss"], 0, _per_message(c))
     if quick:
         return
     c = in_subprocess("nccl_case", 8, 8 * 2**30, module="run")
