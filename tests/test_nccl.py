@@ -13,6 +13,7 @@ from reference import assert_outputs_match
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.rings import channel_rings
 from simcoll.algorithms.nccl.tune_model import predict
 from simcoll.algorithms.nccl.tuner import choose
 
@@ -343,7 +344,6 @@ def test_two_groups_run_nvls_on_one_switch_side_by_side():
     for r in range(8):
         assert res.link_bytes[(f"gpu{r}", "nvswitch0")] == 4 * 2**20
         assert res.link_bytes[("nvswitch0", f"gpu{r}")] == 4 * 2**20
-
 
 
 @pytest.mark.parametrize("members", [[0, 1, 3, 2, 8, 9, 10, 11], [15, 3, 7, 11, 2, 10],
@@ -797,3 +797,70 @@ def test_a_larger_message_never_takes_less_time_on_one_choice(topo, algo, proto,
                          proto=proto, channels=channels, network="analytical").time
              for n in sizes]
     assert times == sorted(times)
+
+
+# NCCL's LL128 step: DEFAULT_LL128_BUFFSIZE / NCCL_STEPS = 120 x 640 x 8 x 8 / 8 = 614,400
+# bytes of 128-byte lines, each carrying 120 data bytes: 4,800 lines, 576,000 data bytes.
+LL128_STEP_DATA = 614_400 // 128 * 120
+
+
+@pytest.mark.parametrize(("block", "messages", "wire"), [
+    (LL128_STEP_DATA, [LL128_STEP_DATA], 614_400),              # one full step
+    (LL128_STEP_DATA + 1, [1, LL128_STEP_DATA], 614_400 + 128),  # a step and a 1-byte rest
+])
+def test_an_ll128_ring_slice_is_one_step_of_data(block, messages, wire):
+    """A reduce_scatter of 2 ranks, one channel, LL128: each rank sends its peer's block
+    once, cut into slices of one LL128 step of data."""
+    res = sc.simulate(one_link(), "reduce_scatter", algorithm="nccl", nbytes=2 * block,
+                      dtype="uint8", proto="LL128", channels=1, trace=True)
+    sizes = sorted(e.nbytes for e in res.trace if e.kind == "message")
+    assert sizes == sorted(messages * 2)
+    assert res.link_bytes[("gpu0", "gpu1")] == wire
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "broadcast", "reduce_scatter"])
+def test_launch_overhead_delays_a_collective_by_exactly_itself(collective):
+    """``launch_overhead`` adds its seconds to the launch (Protocol.base): the whole run
+    shifts by it, nothing else changes."""
+    runs = [sc.simulate(one_link(), collective, algorithm="nccl", nbytes=4096,
+                        dtype="uint8", proto="Simple", channels=1, launch_overhead=extra)
+            for extra in (0.0, 7e-6)]
+    assert runs[1].time - runs[0].time == pytest.approx(7e-6, rel=1e-9)
+
+
+def test_channel_rings_enter_the_first_node_at_the_channels_gpu():
+    """rings.py's rule (as NCCL's ring search spreads channels over a node's GPUs):
+    channel c enters node 0 at local GPU c mod G and leaves from the GPU before it; the
+    next node is entered on that GPU's rail and walked the other way. Two nodes of two
+    GPUs (ranks 0, 1 | 2, 3), hand-walked."""
+    assert channel_rings([0, 0, 1, 1], 2) == [[0, 1, 3, 2], [1, 0, 2, 3]]
+    assert channel_rings([0, 0, 0, 0], 3) == [[0, 1, 2, 3], [1, 2, 3, 0], [2, 3, 0, 1]]
+
+
+@pytest.mark.parametrize(("slices", "expected_us"), [
+    # 8 slices fit NCCL's FIFO of 8 steps: all leave at once, one after another on the
+    # wire (5.24288 us each at 100 GB/s), the last arriving 100 us after its bytes left.
+    (8, 8.4 + 8 * 5.24288 + 100),
+    # a 9th waits for the first to arrive (5.24288 + 100 us), then crosses in the same.
+    (9, 8.4 + 2 * (5.24288 + 100)),
+])
+def test_a_broadcast_keeps_at_most_8_slices_in_flight(slices, expected_us):
+    """Broadcast slices are one Simple step (512 KiB; BROADCAST_SLICESTEPS = 1) and a
+    connection holds NCCL_STEPS = 8 in flight. A link of 100 us latency (above the 3.4 us
+    NVLink step, which it so replaces) makes the window show."""
+    res = sc.simulate(one_link(latency=100e-6), "broadcast", algorithm="nccl",
+                      nbytes=slices * 512 * 1024, dtype="uint8", proto="Simple", channels=1)
+    assert res.time == pytest.approx(expected_us * 1e-6, rel=1e-9)
+
+
+@pytest.mark.parametrize(("proto", "expected_us"), [
+    # baseLat[TREE] + one step up and one down at hwLat[NVLINK][TREE] (not the ring's
+    # 3.4 / 1.9 us), each above the link's 0.5 us; the bytes (8) take nanoseconds.
+    ("Simple", 8.4 + 2 * 4.0),
+    ("LL128", 14.0 + 2 * 1.25),
+    ("LL", 6.8 + 2 * 0.6),
+])
+def test_a_tree_inside_a_node_pays_the_trees_nvlink_step(proto, expected_us):
+    res = sc.simulate(one_link(), "all_reduce", algorithm="nccl", nbytes=8, dtype="uint8",
+                      algo="tree", proto=proto, channels=1)
+    assert res.time == pytest.approx(expected_us * 1e-6, abs=5e-9)

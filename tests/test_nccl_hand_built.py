@@ -426,3 +426,20 @@ def test_a_tree_on_nodes_of_one_nic_runs_both_trees_of_the_double_binary_tree(ma
     assert [b for _, b in out] == [m, 2 * m, 2 * m, m]
     if machine == "cluster":
         assert 2 * m / bw < res.time < 3 * m / bw
+
+
+def test_a_tree_on_nodes_of_one_nic_keeps_every_channels_chain_at_the_first_gpu():
+    """4 nodes of 2 GPUs and one NIC each: NCCL's search finds one channel (n = 1), and
+    channels c and c + n duplicate its chain, so both channels' chains start at local GPU
+    (c mod n) mod G = 0 (connectTrees, src/graph/connect.cc). The second GPU of a node is
+    then never a head: it sends only its own part up, M / 2 on each of the 2 channels,
+    M in all; a head sends its part down plus the tree's network traffic."""
+    m = 1 << 24
+    topo = sc.topology.cluster(4, 2, inter_bandwidth=12.5e9)
+    assert describe(topo, tuple(range(8))).graph_channels == 1
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=m, algo="tree",
+                      proto="Simple")
+    assert res.params["channels"] == 2
+    for node in range(4):
+        assert res.link_bytes[(f"gpu{2 * node + 1}", f"node{node}")] == m
+        assert res.link_bytes[(f"gpu{2 * node}", f"node{node}")] > m

@@ -11,6 +11,7 @@ import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.node_search import gpu_total_bw, nccl_rate
 from simcoll.algorithms.nccl.protocols import channel_rate
 from simcoll.algorithms.nccl.report import graph_lines
 from simcoll.algorithms.nccl.search import (
@@ -21,6 +22,7 @@ from simcoll.algorithms.nccl.search import (
     fewest,
     nvls_graph,
     one_node_channels,
+    postset,
 )
 from simcoll.algorithms.nccl.tune_model import collnet_graphs_of, max_channels, predict
 from simcoll.topology.graph import Topology
@@ -737,3 +739,53 @@ def test_the_tuner_reads_both_collnet_graphs_of_two_dgx_a100():
     assert direct == HeadsGraph(8, 48.0, 24.0)
     # Chain: the ring graph's 8 channels at 24, raised while 8 x speed x 7/8 fits 240.
     assert chain == HeadsGraph(8, 30.0, 24.0)
+
+
+def test_postset_caps_channels_at_maxchannels_64():
+    """connect.cc ``ncclTopoPostset``: every ring twice, ``std::min(MAXCHANNELS,
+    nChannels * 2)``, CollNet's half again, also capped at MAXCHANNELS = 64
+    (src/include/device.h)."""
+    assert postset(24, 20.0, "ampere", False) == 48
+    assert postset(24, 20.0, "ampere", False, collnet=True) == 64    # 48 + 24 capped
+    assert postset(40, 20.0, "ampere", False) == 64
+
+
+def test_intel_across_sockets_takes_no_p2p_overhead_on_pcie_gen4():
+    """search.cc weighs PCI links by INTEL_P2P_OVERHEAD only on paths through an Intel
+    root complex within one socket (PATH_PHB), not across sockets (PATH_SYS): two-socket
+    PCIe Gen4 servers search alike with Intel and AMD CPUs. (Gen5 has the slack to hide
+    the 6/5; Gen4 does not.)"""
+
+    def machine(cpu):
+        topo = sc.topology.pcie_node(8, gen=4, sockets=2, inter_socket_bandwidth=100e9)
+        topo.cpu = cpu
+        found = describe(topo, tuple(range(8)))
+        return found.channels, found.graph_channels, found.graph_channel_bw
+
+    assert machine("intel") == machine("amd")
+
+
+def test_nccl_reads_a_direct_gpu_link_the_way_it_is_crossed():
+    """Between two GPUs a lopsided NVLink is read in the direction a route crosses it
+    (the way into a GPU from a non-GPU device is the exception, read off the GPU)."""
+    topo = sc.Topology("two gpus")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=100e9, back_bandwidth=40e9, kind="nvlink")
+    forward = topo.route(0, 1).links[0]
+    backward = topo.route(1, 0).links[0]
+    assert nccl_rate(topo, forward) == 100e9
+    assert nccl_rate(topo, backward) == 40e9
+
+
+def test_a_gpus_total_bandwidth_is_the_larger_of_its_nvlinks_and_its_pci_link():
+    """getTotalBw (src/graph/search.cc): ``std::max(pciBw, nvlinkBw)``, the NVLinks
+    summed; not their sum with PCI. A GPU with 2 NVLinks of 50 GB/s and a 24 GB/s PCIe
+    link: 100 GB/s; with 2 of 10 GB/s: 24."""
+    for nvlink, expected in ((50e9, 100e9), (10e9, 24e9)):
+        topo = sc.Topology("gpu")
+        g, x, y = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
+        sw = topo.add_switch()
+        topo.add_link(g, x, bandwidth=nvlink, kind="nvlink")
+        topo.add_link(g, y, bandwidth=nvlink, kind="nvlink")
+        topo.add_link(g, sw, bandwidth=24e9, kind="pcie")
+        assert gpu_total_bw(topo, 0) == expected

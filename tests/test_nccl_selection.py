@@ -9,8 +9,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import simcoll as sc
-from simcoll.algorithms.nccl.machine import describe
-from simcoll.algorithms.nccl.tuner import candidates, choose
+from simcoll.algorithms.nccl.machine import Machine, describe
+from simcoll.algorithms.nccl.tuner import candidates, choose, trim_channels
 from simcoll.algorithms.params import Names
 from simcoll.cli import main
 
@@ -319,3 +319,36 @@ def test_the_cost_model_takes_a_list_with_the_ring_in_it():
     for algo in ("auto", "ring", "ring,tree"):
         assert sc.cost.traffic("all_reduce", "nccl", p=p, nbytes=n, algo=algo).sent.tolist() \
             == [ring] * p
+
+
+# enqueue.cc's channel trimming, ``while (nBytes < nc * nt * threadThreshold && nc >= 2)
+# nc--``, with NCCL's thread counts (NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS
+# 512, 256 for a ring graph of at most PCI_BW = 12 GB/s) and thresholds
+# (NCCL_LL128_THREAD_THRESHOLD 8, NCCL_SIMPLE_THREAD_THRESHOLD 64) written out.
+
+
+@pytest.mark.parametrize(("nbytes", "expected"), [
+    (10 * 640 * 8 - 1, 9),
+    (10 * 640 * 8, 10),
+    (24 * 640 * 8, 24),
+    (1, 1),
+])
+def test_ll128_trims_channels_by_640_threads_of_8_bytes(nbytes, expected):
+    for algo in ("ring", "tree"):
+        assert trim_channels(nbytes, algo, "LL128", 24, 8) == expected
+
+
+@pytest.mark.parametrize(("graph_gbs", "nbytes", "expected"), [
+    (12.0, 2 * 256 * 64, 2),        # at most PCI_BW: 256 threads a channel
+    (12.0, 2 * 256 * 64 - 1, 1),
+    (16.0, 2 * 512 * 64 - 1, 1),    # above PCI_BW: 512 threads a channel
+    (16.0, 2 * 512 * 64, 2),
+])
+def test_slow_rings_run_simple_on_256_threads_up_to_pci_bw(graph_gbs, nbytes, expected):
+    """tuning.cc: ``simpleDefaultThreads = (graphs[RING]->bwIntra * nChannels <= PCI_BW) ?
+    256 : NCCL_SIMPLE_MAX_NTHREADS``; a PCI node of 4 GPUs, one graph channel."""
+    machine = Machine(4, 1, "pci", graph_gbs * 1e9, 0.0, False, "ampere", channels=2,
+                      graph_channels=1, graph_channel_bw=graph_gbs * 1e9,
+                      tree_channel_bw=graph_gbs * 1e9)
+    assert choose(machine, "all_reduce", nbytes, algo="ring", proto="Simple").channels \
+        == expected

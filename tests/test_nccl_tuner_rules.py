@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 import simcoll as sc
-from simcoll.algorithms.nccl.machine import describe
+from simcoll.algorithms.nccl.machine import Machine, describe
 from simcoll.algorithms.nccl.tune_model import collnet_graphs_of, nvls_graph_of, predict
 from simcoll.algorithms.nccl.tuner import candidates, choose
 
@@ -212,3 +212,179 @@ def test_on_a_tie_the_tuner_keeps_nccls_first_pair(monkeypatch):
     assert (chosen.algo, chosen.proto) == ("tree", "LL")
     chosen = tuner.choose(machine, "all_gather", 1 << 20)
     assert (chosen.algo, chosen.proto) == ("ring", "LL")
+
+
+# Machines built field by field, so every input of NCCL's formulas is written here;
+# expected times are NCCL 2.30.7's tuning.cc formulas worked out by hand.
+
+
+US = 1e-6
+GIB = 1 << 30
+
+# One A100 node: 8 GPUs at 240 GB/s of NVLink, NCCL's graph 12 channels x 20 GB/s.
+A100_NODE = Machine(8, 1, "nvlink", 240e9, 0.0, False, "ampere", cpu="amd", channels=24,
+                    graph_channels=12, graph_channel_bw=20e9, tree_channel_bw=20e9)
+# Two nodes of 2 A100 each, one 24 GB/s NIC per GPU, Intel CPUs; 2 graph channels.
+A100_2X2 = Machine(4, 2, "nvlink", 240e9, 48e9, False, "ampere", rails=2, cpu="intel",
+                   channels=4, graph_channels=2, graph_channel_bw=24e9, tree_channel_bw=24e9)
+# Two DGX A100 (8 graph channels x 24 GB/s, trees 30 GB/s on 2 nodes), AMD CPUs.
+A100_2X8 = Machine(16, 2, "nvlink", 240e9, 192e9, False, "ampere", rails=8, cpu="amd",
+                   channels=16, graph_channels=8, graph_channel_bw=24e9,
+                   tree_channel_bw=30e9)
+
+
+@pytest.mark.parametrize(("proto", "latency", "bus"), [
+    # tree latency: baseLat + 2 ((ppn - 1) x hwLat[NVLINK][TREE] + log2i(1) x net)
+    # busBw = min(12 x 20 x 0.92, 12 x perChMaxTreeBw 24.0) = 220.8 GB/s, then
+    ("Simple", 8.4 + 2 * 7 * 4.0, min(12 * 20 * 0.92, 12 * 24.0)),
+    # LL: min(busBw / 3.8, llMaxBw 87.7 of Ampere on one node)
+    ("LL", 6.8 + 2 * 7 * 0.6, min(min(12 * 20 * 0.92, 12 * 24.0) / 3.8, 87.7)),
+    # LL128 on one node: min(busBw x 7/9, 12 x perChMaxTreeLL128Bw 20.0)
+    ("LL128", 14.0 + 2 * 7 * 1.25, min(min(12 * 20 * 0.92, 12 * 24.0) * 7 / 9, 12 * 20.0)),
+])
+def test_one_node_tree_bus_bandwidth_below_its_per_channel_caps(proto, latency, bus):
+    """Where 0.92 x the graph's bandwidth is under perChMaxTreeBw, NCCL's tree keeps 0.92
+    of it; algbw = busBw / 2; no treeCorrectionFactor at 1 GiB (log2(2^30 / 64) = 24 is
+    past the table's 23 entries the tree reads)."""
+    assert predict(A100_NODE, "all_reduce", GIB, "tree", proto, 24) == \
+        pytest.approx((latency + GIB / (1000 * bus * 0.5)) * US, rel=1e-12)
+
+
+def test_tree_ll128_across_nodes_counts_120_of_128():
+    """Across nodes LL128 trees take 120/128 of busBw (7/9 on one node only): two DGX
+    A100, busBw = min(8 x 30 x 0.92, 8 x 23.6) = 188.8, x 120/128 = 177, capped at
+    8 x perChMaxTreeLL128Bw 20 = 160 GB/s. Latency 14 + 2 (7 x 1.25 + 1 x 8.5)."""
+    bus = min(min(8 * 30 * 0.92, 8 * 23.6) * 120 / 128, 8 * 20.0)
+    assert bus == 160.0
+    assert predict(A100_2X8, "all_reduce", GIB, "tree", "LL128", 16) == \
+        pytest.approx((14.0 + 2 * (7 * 1.25 + 8.5) + GIB / (1000 * bus * 0.5)) * US,
+                      rel=1e-12)
+
+
+@pytest.mark.parametrize(("collective", "steps", "inter_steps"), [
+    ("all_reduce", 2 * 3, 2 * 1),      # nInterSteps = 2 (nNodes - 1) for all_reduce
+    ("reduce_scatter", 3, 1),          # nNodes - 1 for the others
+    ("all_gather", 3, 1),
+])
+def test_rings_of_two_gpus_per_node_charge_ring_network_steps(collective, steps,
+                                                               inter_steps):
+    """tuning.cc: a ring's latency across nodes is baseLat + (nsteps - nInterSteps) x
+    max(intraLat, netOverhead) + nInterSteps x hwLat[NET][RING]; the tree's network step
+    only with ppn == 1. LL on 2 x 2 A100, Intel (netOverhead 1 us for LL): intraLat
+    max(0.6, 1.0) = 1.0, interLat 2.7. busBw = min(llMaxBw 39.0, 2 x 24 x 0.5) = 24,
+    algbw = busBw x nRanks / nsteps."""
+    latency = 6.6 + (steps - inter_steps) * 1.0 + inter_steps * 2.7
+    algbw = 24.0 * 4 / steps
+    assert predict(A100_2X2, collective, GIB, "ring", "LL", 4) == \
+        pytest.approx((latency + GIB / (1000 * algbw)) * US, rel=1e-12)
+
+
+def test_p2p_across_nodes_takes_the_lesser_of_nvlink_and_the_network():
+    """The p2p prediction reported for all_to_all: bus = algbw = min(bwIntra, bwInter)
+    across nodes (240 against 192 GB/s on two DGX A100); latency baseLat[RING] +
+    (nRanks - 1) x hwLat[NVLINK][RING] = 8.4 + 15 x 3.4 us for Simple."""
+    assert predict(A100_2X8, "all_to_all", GIB, "p2p", "Simple", 16) == \
+        pytest.approx((8.4 + 15 * 3.4 + GIB / (1000 * 192.0)) * US, rel=1e-12)
+
+
+def test_2_26_2_collnet_direct_gathers_interpolate_the_ratio_by_gpus_per_node():
+    """2.26.2's CollNet Direct reduce_scatter / all_gather: ppn x bwIntra x a ratio from
+    0.95 at one GPU a node to 0.85 at 8, linear in ppn - 1: at 4 GPUs a node 0.95 - 0.1 x
+    3/7. DGX A100 nodes with 4 GPUs each: the Direct graph's bwIntra 48 GB/s (raised to
+    2 x its 24 GB/s NICs), bwInter 24. 2.30.7: ppn x min(48, 0.9 x 24). Latency
+    2 (3.7 + 3 x 0.4) + 31 = 40.8 us."""
+    machine = describe(sc.topology.dgx_a100(2, sharp=True), (0, 1, 2, 3, 8, 9, 10, 11))
+    assert machine.ppn == 4
+    ratio = 0.95 - 0.1 * 3 / 7
+    for collective in ("reduce_scatter", "all_gather"):
+        assert predict(machine, collective, GIB, "collnet_direct", "Simple", 16,
+                       "2.26.2") == pytest.approx(
+            (40.8 + GIB / (1000 * 4 * 48 * ratio)) * US, rel=1e-12)
+        assert predict(machine, collective, GIB, "collnet_direct", "Simple", 16) == \
+            pytest.approx((40.8 + GIB / (1000 * 4 * 0.9 * 24)) * US, rel=1e-12)
+
+
+@pytest.mark.parametrize(("nbytes", "factor"), [
+    (63, 1.0),              # under 64 bytes NCCL reads no treeCorrectionFactor
+    (64, 0.9),              # log2i(64 >> 6) = 0: treeCorrectionFactor[SIMPLE][0] = .9
+    (64 << 22, 0.9),        # log2i = 22 < 23: the last entry the tree reads, .9
+    (64 << 23, 1.0),        # log2i = 23: past the tree's 23 entries, no correction
+])
+def test_tree_size_correction_edges(nbytes, factor):
+    """``if (a == TREE && coll == AllReduce && logSize < 23) bw *= treeCorrectionFactor
+    [p][logSize]`` with ``logSize = log2i(nBytes >> 6)`` for nBytes >= 64. Tree Simple
+    on one A100 node: latency 8.4 + 2 x 7 x 4.0 us, algbw = min(220.8, 288) / 2."""
+    algbw = min(12 * 20 * 0.92, 12 * 24.0) * 0.5 * factor
+    assert predict(A100_NODE, "all_reduce", nbytes, "tree", "Simple", 24) == \
+        pytest.approx((8.4 + 2 * 7 * 4.0 + nbytes / (1000 * algbw)) * US, rel=1e-12)
+
+
+@pytest.mark.parametrize(("nbytes", "plateau"), [
+    (64 * 16 * 16 - 1, 1.0),   # nBytes / (nChannels x nRanks) just under 64
+    (64 * 16 * 16, 1.4),       # exactly 64: the plateau applies (>=), Ampere's 1.4
+])
+def test_ring_plateau_starts_at_exactly_64_bytes_per_channel_and_rank(nbytes, plateau):
+    """tuning.cc: ``if (a == RING && p == SIMPLE && nNodes > 1 && coll == AllReduce &&
+    nBytes / (nChannels * nRanks) >= 64) lat *= minCompCap < 80 ? 1.9 : 1.4``. Two DGX
+    A100 (AMD: netOverhead 3 x 2 us for Simple), 16 channels: latency 8.4 + (30 - 2) x
+    max(3.4, 6.0) + 2 x 14.0 = 204.4 us; busBw 8 x 24, algbw x 16 / 30."""
+    latency = (8.4 + 28 * 6.0 + 2 * 14.0) * plateau
+    assert predict(A100_2X8, "all_reduce", nbytes, "ring", "Simple", 16) == \
+        pytest.approx((latency + nbytes / (1000 * 8 * 24 * 16 / 30)) * US, rel=1e-12)
+
+
+def test_blackwell_with_amd_cpus_corrects_nvls_tree_as_with_intel():
+    """tuning.cc (2.30.7) corrects NVLS-tree on compute capability 10.0+ with x86 CPUs,
+    AMD's as Intel's; ARM's not. At 64 << 12 bytes the factor is .5, so the bandwidth
+    term doubles against ARM's. Latency: hwLat[NVLINK][NVLS_TREE] 25 + 2 x log2i(2) x
+    hwLat[NET][NVLS_TREE] 20.9 us."""
+    nbytes = 64 << 12
+    intel = describe(sc.topology.dgx_h100(2), tuple(range(16)), "blackwell")
+    amd, arm = (dataclasses.replace(intel, cpu=c) for c in ("amd", "arm"))
+    latency = (25 + 2 * 20.9) * US
+    plain = predict(arm, "all_reduce", nbytes, "nvls_tree", "Simple", 32) - latency
+    for machine in (amd, intel):
+        corrected = predict(machine, "all_reduce", nbytes, "nvls_tree", "Simple", 32)
+        assert corrected - latency == pytest.approx(plain / 0.5, rel=1e-9)
+
+
+def test_p2p_latency_is_one_step_to_every_other_peer():
+    """One node of 8 A100: baseLat[RING][SIMPLE] 8.4 + 7 x hwLat[NVLINK][RING] 3.4 us;
+    bus = algbw = bwIntra 240 GB/s."""
+    assert predict(A100_NODE, "all_to_all", GIB, "p2p", "Simple", 24) == \
+        pytest.approx((8.4 + 7 * 3.4 + GIB / (1000 * 240.0)) * US, rel=1e-12)
+
+
+# treeCorrectionFactor of NCCL's tuning.cc (its 23 entries per protocol, LL, LL128, Simple)
+TREE_CORRECTION_NCCL = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9,
+           1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9,
+              .9, .9, .9, 1.0, 1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7,
+               .7, .8, .9, .9),
+}
+# The one-node A100 tree's bus bandwidth and latency by protocol (worked above).
+_TREE_BUS = {"Simple": 220.8, "LL": 220.8 / 3.8, "LL128": 220.8 * 7 / 9}
+_TREE_LAT = {"Simple": 8.4 + 2 * 7 * 4.0, "LL": 6.8 + 2 * 7 * 0.6, "LL128": 14.0 + 2 * 7 * 1.25}
+
+
+@pytest.mark.parametrize("proto", ["LL", "LL128", "Simple"])
+@pytest.mark.parametrize("log_size", range(23))
+def test_tree_correction_factor_at_every_size(proto, log_size):
+    nbytes = 64 << log_size
+    algbw = _TREE_BUS[proto] * 0.5 * TREE_CORRECTION_NCCL[proto][log_size]
+    assert predict(A100_NODE, "all_reduce", nbytes, "tree", proto, 24) == \
+        pytest.approx((_TREE_LAT[proto] + nbytes / (1000 * algbw)) * US, rel=1e-12)
+
+
+def test_hopper_ring_ll128_beyond_two_nodes_caps_at_36_7_per_channel():
+    """perChMaxRingLL128Bws[HOPPER][2] = 36.7: four DGX H100, 8 graph channels x 48 GB/s:
+    min(384 x 0.92, 8 x 36.7) = 293.6 GB/s, algbw x 32 / 62. Latency: 14 + (62 - 6) x
+    max(hwLat[NVLINK][RING][LL128] 1.9, netOverhead 1.0) + 6 x hwLat[NET][RING][LL128] 4.0."""
+    machine = Machine(32, 4, "nvlink", 370.8e9, 384e9, True, "hopper", rails=8,
+                      cpu="intel", channels=16, graph_channels=8, graph_channel_bw=48e9,
+                      tree_channel_bw=48e9)
+    bus = min(8 * 48 * 0.92, 8 * 36.7)
+    assert predict(machine, "all_reduce", GIB, "ring", "LL128", 16) == pytest.approx(
+        (14 + 56 * 1.9 + 6 * 4.0 + GIB / (1000 * bus * 32 / 62)) * US, rel=1e-12)

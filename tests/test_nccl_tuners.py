@@ -14,7 +14,7 @@ import pytest
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import Machine, describe
 from simcoll.algorithms.nccl.support import ALGORITHMS
-from simcoll.algorithms.nccl.tune_model import predict
+from simcoll.algorithms.nccl.tune_model import comm_channels, max_channels, nvls_channels, predict
 from simcoll.algorithms.nccl.tuner import candidates, choose
 from simcoll.cli import main
 
@@ -149,11 +149,13 @@ def test_the_command_line_takes_the_release(capsys):
     assert '"nvls_tree"' in capsys.readouterr().out
 
 
-def _blackwell(nodes: int, nic_gbs: float, ppn: int = 8, smallest: int = 0) -> Machine:
-    """A Blackwell machine with NVLS and one NIC of ``nic_gbs`` GB/s per GPU."""
+def _blackwell(nodes: int, nic_gbs: float, ppn: int = 8, smallest: int = 0,
+               channels: int = 0) -> Machine:
+    """A Blackwell machine with NVLS and one NIC of ``nic_gbs`` GB/s per GPU (and
+    ``channels`` from NCCL's search)."""
     rails = ppn if nodes > 1 else 0
     return Machine(ppn * nodes, nodes, "nvlink", 721.8e9, rails * nic_gbs * 1e9, True,
-                   "blackwell", rails=rails, smallest_node=smallest)
+                   "blackwell", rails=rails, smallest_node=smallest, channels=channels)
 
 
 @pytest.mark.parametrize(("nodes", "nic", "ppn", "expected"), [
@@ -225,3 +227,39 @@ def test_nvls_tree_on_one_head_per_node_is_refused_with_the_reason():
     old = choose(one_nic, "all_reduce", 1 << 30, algo="nvls_tree", tuner="2.26.2")
     assert old.predicted == pytest.approx(
         (25 + 2 * 14 + (1 << 30) / (1000 * 48 * 5 / 6)) * US, rel=1e-12)
+
+
+@pytest.mark.parametrize(("nodes", "nic", "ppn", "expected"), [
+    (2, 48.0, 8, 32),    # 2 nodes, minNetBw >= 48: NVLS_NCHANNELS_SM100 (>= is inclusive)
+    (2, 47.9, 8, 32),    # just below: the SM100 default, also 32
+    (4, 48.0, 8, 24),    # beyond 2 nodes, minNetBw >= 48 (inclusive): 24
+    (4, 47.9, 8, 32),    # just below 48: the default 32
+    (4, 96.0, 8, 24),    # minNetBw >= 96 (inclusive), at most 8 GPUs a node: 24
+    (4, 96.0, 7, 24),    # fewer than 8 GPUs a node: 24
+    (4, 96.0, 9, 32),    # more than 8 GPUs a node: 32
+    (4, 95.9, 9, 24),    # just below 96 with 9 GPUs: the >= 48 rule, 24
+])
+def test_blackwell_nvls_channels_at_ncclNvlsTuning_boundaries(nodes, nic, ppn, expected):
+    """ncclNvlsTreeSm100Tuning (src/transport/nvls.cc, 2.30.7) compares minNetBw with
+    ``>=`` at 48 and 96 GB/s and the fewest GPUs of a node with ``<= 8``."""
+    assert nvls_channels(_blackwell(nodes, nic, ppn)) == expected
+
+
+def test_nvls_across_nodes_runs_no_more_channels_than_the_communicator():
+    """2.30.7's topoGetAlgoInfo caps NVLS across nodes at comm->nChannels; 2.26.2 and
+    NVLS-tree take NVLS's own (32 on 2 Blackwell nodes with 50 GB/s NICs)."""
+    machine = _blackwell(2, 50.0, channels=16)
+    assert max_channels(machine, "nvls") == 16          # min(32, 16)
+    assert max_channels(machine, "nvls", tuner="2.26.2") == 32
+    assert max_channels(machine, "nvls_tree") == 32
+    one_node = _blackwell(1, 0.0, channels=16)
+    assert max_channels(one_node, "nvls") == 24         # one node: NVLS's own, not capped
+
+
+def test_collnet_adds_no_channels_where_every_node_holds_one_gpu():
+    """connect.cc (ncclTopoPostset) adds CollNet's half again only where
+    ``comm->nRanks > comm->nNodes``: with one GPU per node the communicator keeps its
+    search's channels even where CollNet Chain's graph is faster inside a node."""
+    machine = describe(sc.topology.dgx_a100(2, sharp=True), (0, 8))
+    assert machine.ppn == 1 and machine.sharp
+    assert comm_channels(machine, collnet=1) == machine.channels == comm_channels(machine)
