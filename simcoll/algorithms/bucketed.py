@@ -63,8 +63,8 @@ def _flat_all_reduce() -> list[str]:
 MAX_BUCKETS = 100_000
 """Buckets a run takes at most: each is a program of its own on every GPU (about 0.7 ms
 and 10 KB a bucket on 4 GPUs, and some 11 - 19 ms and 70 KB on 32: 100,000 there take
-half an hour and about 7 GB), and a bucket size typed in MiB where bytes were meant (25 for 25 MiB) would cut
-a model's gradients into tens of millions of them."""
+half an hour and about 7 GB), and a bucket size typed in MiB where bytes were meant (25
+for 25 MiB) would cut a model's gradients into tens of millions of them."""
 
 PARAMS = {
     "buckets": Int(1, minimum=1, maximum=MAX_BUCKETS, at_most_elements=True,
