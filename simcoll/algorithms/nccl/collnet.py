@@ -52,14 +52,14 @@ from __future__ import annotations
 from simcoll.algorithms.nccl import sharp
 from simcoll.algorithms.nccl.machine import node_layout
 from simcoll.algorithms.nccl.protocols import Protocol
-from simcoll.algorithms.nccl.rings import Sender, relay
+from simcoll.algorithms.nccl.rings import Sender, net_step, relay
 from simcoll.buffers import Buffer, join, split
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["chunk_bytes", "slices", "net_step", "direct_all_reduce", "chain_all_reduce",
-           "switch_counts", "direct_reduce_scatter", "direct_all_gather"]
+__all__ = ["chunk_bytes", "slices", "direct_all_reduce", "chain_all_reduce", "switch_counts",
+           "direct_reduce_scatter", "direct_all_gather"]
 
 _STEP = 512 * 1024
 """A Simple step: NCCL's 4 MiB buffer over its 8 FIFO slots."""
@@ -102,15 +102,6 @@ def switch_counts(algo: str, parts: list[Buffer], ppn: int, chunk: int,
                  enumerate(split(part, ppn))} for part in parts]
     assert heads is not None
     return [{heads[c]: len(slices(part, chunk))} for c, part in enumerate(parts)]
-
-
-def net_step(comm: Comm, protocol: Protocol, algo: str) -> float:
-    """NCCL's step latency (s) of CollNet ``algo`` through the network: its own
-    (``hwLatencies``), or the tree's where every node holds one GPU of the communicator
-    (``tuning.cc``: "With ppn=1 latencies are fully exposed, use the Tree network
-    latency"; a ring's steps across nodes pay it there too)."""
-    groups, _, _ = node_layout(comm)
-    return protocol.hop("tree" if len(groups) == comm.size else algo, "net")
 
 
 def direct_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,

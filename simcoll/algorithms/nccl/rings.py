@@ -39,8 +39,8 @@ from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Via
 from simcoll.typing import Steps
 
-__all__ = ["channel_rings", "beyond_route", "Sender", "relay", "chunks_then_rest", "ring_slices",
-           "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
+__all__ = ["channel_rings", "beyond_route", "Sender", "relay", "net_step", "chunks_then_rest",
+           "ring_slices", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
 
 
 def channel_rings(nodes: list[int], channels: int,
@@ -228,12 +228,19 @@ def _sender(comm: Comm, right: int, protocol: Protocol, intra: str, tag: int,
         return Sender(comm, right, protocol, step, tag)
     groups, mine, _ = node_layout(comm)
     via = bound_nic(comm, right, tag // len(groups[mine]))
-    # One GPU per node leaves every step's latency exposed: NCCL then charges a ring's
-    # steps the tree's network latency (tuning.cc: "With ppn=1 latencies are fully
-    # exposed"); its broadcast and reduce chains keep the ring's.
-    exposed = ring is not None and len(groups) == comm.size
-    return Sender(comm, right, protocol, protocol.hop("tree" if exposed else "ring", "net"),
-                  tag, via)
+    # NCCL's broadcast and reduce chains keep the ring's network step, one GPU per node
+    # or not
+    step = net_step(comm, protocol, "ring") if ring is not None else protocol.hop("ring", "net")
+    return Sender(comm, right, protocol, step, tag, via)
+
+
+def net_step(comm: Comm, protocol: Protocol, algo: str) -> float:
+    """NCCL's step latency (s) of ``algo`` through the network: its own (``hwLatencies``),
+    or the tree's where every node holds one GPU of the communicator, every step's
+    latency then exposed (``tuning.cc``: "With ppn=1 latencies are fully exposed, use
+    the Tree network latency")."""
+    groups, _, _ = node_layout(comm)
+    return protocol.hop("tree" if len(groups) == comm.size else algo, "net")
 
 
 def all_reduce(comm: Comm, blocks: list[Buffer], ring: list[int], protocol: Protocol,
