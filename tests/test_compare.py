@@ -963,3 +963,19 @@ def test_command_line_names_the_log_of_a_row_with_an_unknown_type_or_redop(capsy
             assert status == 2 and not out
             assert f"error: {bad}: the row of size 4096 (line " in err
             assert f"has {kind} '{typo}', none nccl-tests prints" in err
+
+
+def test_a_row_left_out_by_the_size_bounds_may_hold_anything(capsys, log, tmp_path):
+    """The row checks ran over the whole log before --min-size left rows out, so an odd
+    row below it refused the log (it compared before the checks named the log)."""
+    text = log.read_text()
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["4096"])
+    words = row.split()
+    words[3] = "xor"
+    bad = tmp_path / "odd_small_row.txt"
+    bad.write_text(text.replace(row, "  ".join(words)))
+    status, out, err = cli(capsys, "compare", str(bad), "--topology",
+                           "switch:ranks=4,bandwidth=50GB/s,latency=2us", "--min-size", "64K",
+                           "--json")
+    assert status == 0 and not err
+    assert json.loads(out)["sizes"] == [65536, 1 << 20, 16 << 20]

@@ -385,3 +385,32 @@ def test_collnet_direct_needs_an_nvswitch_as_in_nccl():
                     algo="collnet_direct")
     # the NVSwitch presets keep it
     assert "collnet_direct" in candidates(a100(2), "all_reduce", 1)
+
+
+def test_collnet_direct_is_left_out_on_single_gpu_nodes_without_an_nvswitch():
+    """NCCL counts the NVSwitch nodes of its topology whatever the GPUs per node; four
+    PCIe-only nodes of one GPU under a SHARP switch ran CollNet Direct for all three
+    collectives (only nodes of two GPUs or more were looked at)."""
+    topo = sc.Topology("four PCIe nodes of one GPU")
+    leaf = topo.add_switch("leaf", reduce_bandwidth=1e12)
+    for node in range(4):
+        gpu, nic = topo.add_gpu(node=node), topo.add_nic(f"nic{node}")
+        topo.add_link(gpu, nic, bandwidth=24e9, latency=1 * US, kind="pcie")
+        topo.add_link(nic, leaf, bandwidth=25e9, latency=1 * US, kind="ib")
+    for collective in ("all_reduce", "reduce_scatter", "all_gather"):
+        res = sc.simulate(topo, collective, algorithm="nccl", nbytes=4096, collnet=1)
+        assert res.params["algo"] != "collnet_direct" and res.correct is None
+    assert "collnet_direct" not in candidates(describe(topo, (0, 1, 2, 3)), "all_reduce", 1)
+    # a node's switch over NVLink keeps it, one GPU a node or eight
+    for nodes, per_node in ((4, 1), (2, 4)):
+        machine = describe(sc.topology.fat_tree(nodes, per_node, sharp=True),
+                           tuple(range(nodes * per_node)))
+        assert "collnet_direct" in candidates(machine, "all_reduce", 1)
+
+
+def test_collnet_direct_refused_for_a_forced_pci_intra_says_so():
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"CollNet needs NVLink between a node's GPUs for Direct "
+                             r"\(intra='pci' here\)"):
+        sc.simulate(sc.topology.fat_tree(2, 4, sharp=True), "all_reduce", algorithm="nccl",
+                    nbytes=MIB, algo="collnet_direct", collnet=1, intra="pci")

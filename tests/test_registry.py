@@ -1175,3 +1175,18 @@ def test_mut_a_misspelt_torch_name_is_told_the_torch_name(collective, closest):
         sc.simulate(reference_network(2), collective, algorithm="ring", nbytes=8)
     assert str(caught.value).startswith(
         f"unknown collective {collective!r} (did you mean {closest!r}?); ")
+
+
+def test_keywords_must_name_the_choice_that_picks_their_algorithm():
+    """A sweep reads Keywords(algorithm=...) to check the keywords against the algorithm
+    that parameter names; one naming no parameter crashed the sweep with a KeyError."""
+    def keywords_to_nothing(comm, x, *, op, sub_params, sub=1):
+        return (yield comm.all_reduce(x, algorithm="ring", op=op))
+
+    for specs in ({"sub_params": Keywords(algorithm="sub")},
+                  {"sub_params": Keywords(algorithm="sub"), "sub": Int(1)}):
+        with pytest.raises(sc.RegistrationError,
+                           match=r"sub_params=Keywords\(algorithm='sub'\) names no Choice "
+                                 r"parameter of this algorithm"):
+            sc.register("all_reduce", "test_keywords_to_nothing", params=specs,
+                        cost=NO_FORMULA)(keywords_to_nothing)

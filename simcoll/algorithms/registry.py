@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from simcoll.algorithms.params import Int, Param, named_arguments
+from simcoll.algorithms.params import Choice, Int, Keywords, Param, named_arguments
 from simcoll.buffers import Buffer, VirtualBuffer
 from simcoll.checks import flag
 from simcoll.collectives import collective as _collective
@@ -417,6 +417,12 @@ def _check_specs(what: str, specs: Mapping[str, Param]) -> None:
         except InvalidInputError as exc:
             raise RegistrationError(f"{what}: the default of {pname} is refused by its own spec: "
                             f"{exc}") from None
+        if isinstance(spec, Keywords) and spec.algorithm and not isinstance(
+                specs.get(spec.algorithm), Choice):
+            raise RegistrationError(f"{what}: {pname}=Keywords(algorithm={spec.algorithm!r}) "
+                                    f"names no Choice parameter of this algorithm; name the "
+                                    f"one that chooses the algorithm they go to (of "
+                                    f"{sorted(specs)}), or leave algorithm= out")
 
 
 def _signature(what: str, fn: Callable[..., Any], role: str) -> inspect.Signature:

@@ -75,13 +75,11 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
     agree); sets ``args.algorithm`` to the collective's default where none was named."""
     wanted = None if args.collective is None else get_collective(args.collective).name
     text = _read_stdin() if args.log == "-" else _read(args.log)
+    name = "standard input" if args.log == "-" else args.log
     try:
         measured = parse(text, collective=wanted, run=_run_number(args.run, count_runs(text)))
-        if measured.collective is not None and measured.collective in COLLECTIVES:
-            check_rows(measured, get_collective(measured.collective))
     except InvalidInputError as exc:   # what the log holds: named with the log
-        raise CommandLineError(f"{'standard input' if args.log == '-' else args.log}: "
-                               f"{exc}") from None
+        raise CommandLineError(f"{name}: {exc}") from None
     if measured.collective is None:
         raise CommandLineError("the log does not say which collective it measured; name it "
                                "with --collective (e.g. --collective all_reduce)")
@@ -104,6 +102,11 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
                                f"sizes of 0 bytes, or times printed as 0.00)"
                                if between.rows else
                                f"no size of the log lies{bounds}")
+    try:   # the rows kept: one left out may hold anything
+        check_rows(dataclasses.replace(between, rows=kept),
+                   get_collective(measured.collective))
+    except InvalidInputError as exc:
+        raise CommandLineError(f"{name}: {exc}") from None
     empty = sum(row.size == 0 for row in between.rows)
     instant = len(between.rows) - len(kept) - empty
     notes = ([f"{empty} size(s) of 0 bytes left out"] if empty else []) + (

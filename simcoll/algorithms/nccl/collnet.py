@@ -12,12 +12,12 @@ protocol only):
   node and n / G through its NIC each way. NCCL's tuner counts a latency (``tuning.cc``)
   of 2 (3.7 us + 0.4 us per other local GPU) + 31 us, and 14 us (the tree's network
   step) with one GPU per node; the run pays the steps themselves (3.7 us to the head,
-  the network's 31 or 14, 3.7 us back, each beyond its route's latency), not the 0.4 us
-  per GPU. Here every GPU is a head, through its first NIC where
-  it has several (:func:`~.nics.gpu_nic`; NCCL's collnet graph gives each head GPU
-  one NIC, the first it finds whose local GPU it is); NCCL makes one head per NIC, which
-  moves the same bytes through each NIC where GPUs share one (two heads of n / G each
-  against one of 2 n / G).
+  the network's 31 or 14, 3.7 us back, each where it exceeds its route's latency), not
+  the 0.4 us per GPU. Here every GPU is a head, through its first NIC where it has
+  several (:func:`~.nics.gpu_nic`; NCCL's collnet graph gives each head GPU one NIC, the
+  first it finds whose local GPU it is); NCCL makes one head per NIC, which moves the
+  same bytes through each NIC where GPUs share one (two heads of n / G each against one
+  of 2 n / G).
 * **CollNet Chain**: the node's GPUs form a chain per channel, starting at its head:
   local GPU c mod G with one NIC per GPU; where GPUs have several NICs, or share them,
   channel c takes the c-th NIC NCCL's chain search lists and its local GPU heads the

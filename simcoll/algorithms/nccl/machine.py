@@ -110,9 +110,9 @@ class Machine:
             raises above the ring's speed on any node count
             (:func:`~simcoll.algorithms.nccl.search.tree_intra_speed`; what NCCL's log
             prints), the ring's on one node.
-        nvswitch: the GPUs of every node of two or more meet at a switch over NVLink
-            (NCCL's NVS node), not only over direct GPU-to-GPU NVLinks or PCIe; NCCL runs
-            CollNet Direct only where it finds one (``nvsCount`` in tuning.cc).
+        nvswitch: a GPU of every node has an NVLink to a switch (NCCL's NVS node), a node
+            of one GPU too, not only direct GPU-to-GPU NVLinks or PCIe; NCCL runs CollNet
+            Direct only where it finds one (``nvsCount`` in tuning.cc).
     """
 
     nranks: int
@@ -366,8 +366,7 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
                    heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
                    heads, nic_path, ring.run, ring.graph, ring.speed * 1e9,
                    (tree if len(groups) == 2 else ring.speed) * 1e9, tree * 1e9,
-                   all(_nvlinked_to_switch(topology, groups[j][0]) for j in distinct
-                       if len(groups[j]) > 1))
+                   all(_nvlinked_to_switch(topology, groups[j][0]) for j in distinct))
 
 
 def _nvlinked_to_switch(topology: Topology, rank: int) -> bool:

@@ -127,8 +127,11 @@ def _collnet_needs(machine: Machine, collnet: int, named: Sequence[str],
                      "dgx_a100(2, sharp=True)")
     if machine.ppn > 8 and ("collnet_direct" in named or tuner != "2.26.2"):
         needs.append("at most 8 GPUs per node")
-    if "collnet_direct" in named and not (machine.intra == "nvlink" and machine.nvswitch):
+    if "collnet_direct" in named and not machine.nvswitch:
         needs.append("an NVSwitch inside a node for Direct")
+    elif "collnet_direct" in named and machine.intra != "nvlink":
+        needs.append(f"NVLink between a node's GPUs for Direct (intra={machine.intra!r} "
+                     f"here)")
     return ["CollNet needs " + ", ".join(needs)] if needs else []
 
 
