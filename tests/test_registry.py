@@ -1178,13 +1178,13 @@ def test_mut_a_misspelt_torch_name_is_told_the_torch_name(collective, closest):
 
 
 def test_keywords_must_name_the_choice_that_picks_their_algorithm():
-    """A sweep reads Keywords(algorithm=...) to check the keywords against the algorithm
+    """A sweep reads Keywords(algorithm_param=...) to check the keywords against the algorithm
     that parameter names; one naming no parameter crashed the sweep with a KeyError."""
     def keywords_to_nothing(comm, x, *, op, sub_params, sub=1):
         return (yield comm.all_reduce(x, algorithm="ring", op=op))
 
-    for specs in ({"sub_params": Keywords(algorithm="sub")},
-                  {"sub_params": Keywords(algorithm="sub"), "sub": Int(1)}):
+    for specs in ({"sub_params": Keywords(algorithm_param="sub")},
+                  {"sub_params": Keywords(algorithm_param="sub"), "sub": Int(1)}):
         with pytest.raises(sc.RegistrationError,
                            match=r"sub_params=Keywords\(algorithm='sub'\) names no Choice "
                                  r"parameter of this algorithm"):

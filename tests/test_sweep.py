@@ -563,7 +563,7 @@ GOOD = dict(algorithms=["ring"], ranks=[2], sizes=[64])
     (dict(op="nope"), "unknown reduction op 'nope'"),
     (dict(dtype="nope"), "dtype='nope' is not a numpy dtype"),
     (dict(root=-1), "root=-1"),
-    (dict(chunks=object()), "algorithm parameter chunks=<object"),
+    (dict(chunks=object()), "chunks=<object .* is not accepted; use an integer >= 1"),
     (dict(chunks=0), "chunks=0 is not accepted; use an integer >= 1"),
     (dict(chunk=2), r"chunk=2 is taken by none of this sweep's algorithms; their parameters "
                     r"are ring: chunks"),
@@ -575,8 +575,10 @@ GOOD = dict(algorithms=["ring"], ranks=[2], sizes=[64])
     (dict(algorithms=["bucketed"], inner_params={"x": 1}),
      r"inner_params for inner='ring': all_reduce/ring does not take parameter\(s\) \['x'\]"),
     # written to the save file as NaN, which strict JSON parsers refuse
-    (dict(algorithms=["bucketed"], inner_params={"y": float("inf")}),
-     r"inner_params=\{'y': inf\} is not accepted in a sweep: .*JSON has no NaN or infinity"),
+    (dict(algorithms=["bucketed"], inner_params={"chunks": float("nan")}),
+     r"inner_params for inner='ring': chunks=nan is not accepted"),
+    (dict(algorithms=["bucketed"], compute=float("nan")),
+     r"^compute=nan is not accepted; use a finite number >= 0"),
     (dict(until=-1), "until=-1 is not accepted"),
     (dict(max_events=0), "max_events=0 is not accepted"),
     (dict(check="no"), "check='no' is not accepted; use True or False"),
@@ -706,11 +708,16 @@ def test_to_pandas_tells_points_of_other_roots_and_parameters_apart(tmp_path):
     for chunks in (1, 2):
         sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[4],
               sizes=[64], chunks=chunks, save=path)
+    # NCCL's tuner picks the ring on its own here: what ran is the same, what was asked
+    # is not, and the record tells the points apart by what was asked
+    for params in ({}, {"algo": "ring"}):
+        sweep(sc.topology.switch, "all_reduce", algorithms=["nccl"], ranks=[4], sizes=[64],
+              save=path, **params)
     frame = sc.load_results(path).to_pandas()
     assert frame["root"].tolist()[:2] == [1, 3]
-    assert [json.loads(p) for p in frame["params"].tolist()[2:]] == [{"chunks": 1},
-                                                                    {"chunks": 2}]
-    assert len(frame.drop_duplicates()) == 4
+    assert [json.loads(p) for p in frame["params"].tolist()[2:]] == [
+        {"chunks": 1}, {"chunks": 2}, {}, {"algo": "ring"}]
+    assert len(frame.drop_duplicates()) == 6
 
 
 def test_load_results_reads_back_what_the_sweep_returned(tmp_path):

@@ -74,7 +74,7 @@ PARAMS = {
     "inner": Choice("ring", _flat_all_reduce,
                     doc="flat all_reduce algorithm that reduces each bucket"),
     "inner_params": Keywords(doc="the inner algorithm's parameters for every bucket",
-                             algorithm="inner"),
+                             algorithm_param="inner"),
 }
 
 

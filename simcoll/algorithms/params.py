@@ -381,13 +381,13 @@ class Keywords(Param):
     Attributes:
         default: the keywords used when none are given (an empty dict: none).
         doc: one line saying what the parameter does.
-        algorithm: the parameter that names the algorithm they go to, if any (a sweep
-            checks their names and values against it before any point runs).
+        algorithm_param: the parameter that names the algorithm they go to, if any (a
+            sweep checks their names and values against it before any point runs).
     """
 
     default: dict[str, Any] = field(default_factory=dict)
     doc: str = ""
-    algorithm: str = ""
+    algorithm_param: str = ""
 
     def accepted(self) -> str:
         return "a dict of parameter names to values, or 'name=value;name=value'"

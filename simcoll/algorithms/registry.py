@@ -417,12 +417,13 @@ def _check_specs(what: str, specs: Mapping[str, Param]) -> None:
         except InvalidInputError as exc:
             raise RegistrationError(f"{what}: the default of {pname} is refused by its own spec: "
                             f"{exc}") from None
-        if isinstance(spec, Keywords) and spec.algorithm and not isinstance(
-                specs.get(spec.algorithm), Choice):
-            raise RegistrationError(f"{what}: {pname}=Keywords(algorithm={spec.algorithm!r}) "
-                                    f"names no Choice parameter of this algorithm; name the "
-                                    f"one that chooses the algorithm they go to (of "
-                                    f"{sorted(specs)}), or leave algorithm= out")
+        if isinstance(spec, Keywords) and spec.algorithm_param and not isinstance(
+                specs.get(spec.algorithm_param), Choice):
+            raise RegistrationError(f"{what}: {pname}=Keywords(algorithm_param="
+                                    f"{spec.algorithm_param!r}) names no Choice parameter of "
+                                    f"this algorithm; name the one that chooses the "
+                                    f"algorithm they go to (of {sorted(specs)}), or leave "
+                                    f"algorithm_param= out")
 
 
 def _signature(what: str, fn: Callable[..., Any], role: str) -> inspect.Signature:

@@ -154,12 +154,12 @@ def _check_keywords(spec: AlgorithmSpec, params: dict[str, Any]) -> None:
     names or values that algorithm refuses whatever the machine, as ``simulate`` refuses
     them before a run."""
     for name, param in spec.params.items():
-        if isinstance(param, Keywords) and param.algorithm and name in params:
-            inner = params.get(param.algorithm, spec.params[param.algorithm].default)
+        if isinstance(param, Keywords) and param.algorithm_param and name in params:
+            inner = params.get(param.algorithm_param, spec.params[param.algorithm_param].default)
             try:
                 get_algorithm(spec.collective, inner).normalized(params[name])
             except InvalidInputError as exc:
-                raise InvalidInputError(f"{name} for {param.algorithm}={inner!r}: "
+                raise InvalidInputError(f"{name} for {param.algorithm_param}={inner!r}: "
                                         f"{exc}") from None
 
 
@@ -260,8 +260,8 @@ def make_grid(factory: Callable[[int], Topology], collective: str, *, algorithms
     options = {k: kwargs.pop(k) for k in _RUN_OPTIONS if k in kwargs}
     check_limits(options.get("until", 1.0), options.get("max_events", 1))
     flag(options.get("check", True), "check")
+    _check_params(collective, names, kwargs)   # an algorithm's own refusal says most
     given = {k: _json_param(k, v) for k, v in sorted(kwargs.items())}
-    _check_params(collective, names, kwargs)
     # As each algorithm reads them (simulate's ``requested``): "RING" and "ring" are
     # one point.
     params = {name: _normalized(get_algorithm(collective, name), given) for name in names}

@@ -170,9 +170,9 @@ class SweepResults(list["Result | FailedPoint"]):
 
     def to_pandas(self) -> pandas.DataFrame:
         """One row per point: every scalar field of ``Result.to_dict`` (``root`` None where
-        the collective has none), ``params`` as JSON text (what the algorithm ran with;
-        for a failed point, what was asked), ``topology_hash`` (None for a failed point)
-        and ``error``.
+        the collective has none), ``params`` as JSON text (what the point asked for, as
+        its record holds them), ``topology_hash`` (None for a failed point) and
+        ``error``.
 
         ``error`` is ``None`` for a point that ran and ``"ErrorType: message"`` for one
         that failed (its time, bandwidths and traffic are then missing). ``algbw``,
@@ -185,7 +185,9 @@ class SweepResults(list["Result | FailedPoint"]):
         pd = optional.pandas("SweepResults.to_pandas")
         rows = []
         for item in self:
-            identity = {"params": json.dumps(item.params, sort_keys=True),
+            asked = item.requested if isinstance(item, Result) and item.requested is not None \
+                else item.params   # as the point's record holds them
+            identity = {"params": json.dumps(asked, sort_keys=True),
                         "topology_hash": getattr(item, "topology_hash", None)}
             if isinstance(item, Result):
                 summary = {**item.to_dict(), "root": item.root,

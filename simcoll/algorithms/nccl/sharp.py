@@ -94,18 +94,18 @@ def downlink(comm: Comm, switch: int, key: tuple[int, int], count: int,
 Piece = tuple[int, int, int]
 """(rank, start, stop): elements ``start:stop`` of that rank's block."""
 
+Plan = list[dict[int, list[list[Piece]]]]
+"""``plan[c][h]``: the chunks channel c moves for rail h, in order, each a list of pieces."""
+
 
 def send_own(up: Sender, own: Buffer, chunks: list[list[Piece]], rank: int) -> Steps:
     """Send ``rank``'s pieces of ``chunks`` (cut from its buffer ``own``) through ``up``,
-    then wait until they have left."""
+    then wait until all have arrived."""
     for pieces in chunks:
         for r, start, stop in pieces:
             if r == rank:
                 yield from up.send(own[start:stop])
     yield from up.drain()
-
-Plan = list[dict[int, list[list[Piece]]]]
-"""``plan[c][h]``: the chunks channel c moves for rail h, in order, each a list of pieces."""
 
 
 def rail_plan(sizes: dict[int, int], groups: list[list[int]], channels: int,

@@ -120,8 +120,7 @@ def nvls_searched(machine: Machine) -> bool:
     return NVLS_EFFICIENCY[machine.arch] > 0 and nvls_graph_of(machine).channels > 0
 
 
-def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: int,
-                        tuner: str) -> float:
+def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, tuner: str) -> float:
     """NCCL's bus bandwidth (GB/s) of NVLS or NVLS-tree with Simple: the NVLS graph's
     channels (:func:`nvls_graph_of`; one per head GPU, not the channels NVLS runs on)
     times a channel's bandwidth. 2.30.7 takes for that the least of the channel's
@@ -130,8 +129,8 @@ def _nvls_bus_bandwidth(machine: Machine, collective: str, algo: str, channels: 
     (ppn - 1) / ppn), its ``bwInter`` (doubled for NVLS-tree on 2 nodes) and, for
     NVLS-tree, ``perChMaxNVLSTreeBw``; 2.26.2 the lesser of ``bwIntra`` and
     ``bwInter`` (half of it for NVLS-tree beyond 2 nodes). No NVLS where the graph has
-    none, nor (2.30.7) where it has fewer than 2 channels; the channels NVLS runs on
-    (``channels``, NCCL_NVLS_NCHANNELS) do not matter to that rule."""
+    none, nor (2.30.7) where it has fewer than 2 channels, whatever channels NVLS runs on
+    (NCCL_NVLS_NCHANNELS)."""
     arch, col = machine.arch, _column(machine)
     if NVLS_EFFICIENCY[arch] == 0:  # no NVLS before Hopper, in either release
         return 0.0
@@ -214,7 +213,7 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
     if algo in ("nvls", "nvls_tree"):
         if proto != "Simple" or not machine.nvls:
             return 0.0
-        return _nvls_bus_bandwidth(machine, collective, algo, channels, tuner)
+        return _nvls_bus_bandwidth(machine, collective, algo, tuner)
     if algo == "p2p":
         return bw
     if algo.startswith("collnet"):
