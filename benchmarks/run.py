@@ -133,8 +133,8 @@ def contention_case(kind: str, n: int, fast: bool = True) -> dict:
 
 def nccl_case(nodes: int, nbytes: int, grouped: bool = True, network: str = "flow",
               collective: str = "all_reduce") -> dict:
-    """NCCL's all_reduce (16 channels, up to 8 slices in flight per connection), or
-    ``collective``, on ``dgx_h100(nodes)``; ``grouped=False`` re-solves every flow, not
+    """NCCL's ``collective`` (all_reduce by default: 16 channels, up to 8 slices in flight
+    per connection) on ``dgx_h100(nodes)``; ``grouped=False`` re-solves every flow, not
     one per route."""
     import simcoll as sc
     from simcoll.network import general

@@ -369,6 +369,7 @@ def test_nvls_tree_on_a_group_that_reorders_a_nodes_gpus(members):
     for r in members:
         np.testing.assert_array_equal(res.outputs[r], expected)
 
+
 def busbw(topo, nbytes, **params):
     return sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes,
                        **params).busbw / 1e9

@@ -230,7 +230,7 @@ def test_nvls_tree_on_one_head_per_node_is_refused_with_the_reason():
 
 
 @pytest.mark.parametrize(("nodes", "nic", "ppn", "expected"), [
-    (2, 48.0, 8, 32),    # 2 nodes, minNetBw >= 48: NVLS_NCHANNELS_SM100 (>= is inclusive)
+    (2, 48.0, 8, 32),    # 2 nodes, minNetBw >= 48: NVLS_NCHANNELS_SM100
     (2, 47.9, 8, 32),    # just below: the SM100 default, also 32
     (4, 48.0, 8, 24),    # beyond 2 nodes, minNetBw >= 48 (inclusive): 24
     (4, 47.9, 8, 32),    # just below 48: the default 32

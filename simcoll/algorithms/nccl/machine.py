@@ -110,9 +110,9 @@ class Machine:
             raises above the ring's speed on any node count
             (:func:`~simcoll.algorithms.nccl.search.tree_intra_speed`; what NCCL's log
             prints), the ring's on one node.
-        nvswitch: a GPU of every node has an NVLink to a switch (NCCL's NVS node), a node
-            of one GPU too, not only direct GPU-to-GPU NVLinks or PCIe; NCCL runs CollNet
-            Direct only where it finds one (``nvsCount`` in tuning.cc).
+        nvswitch: the first GPU of every node (of every shape, one GPU too) has an NVLink
+            to a switch (NCCL's NVS node), not only direct GPU-to-GPU NVLinks or PCIe;
+            NCCL runs CollNet Direct only where it finds one (``nvsCount`` in tuning.cc).
     """
 
     nranks: int

@@ -117,7 +117,7 @@ def _collnet_needs(machine: Machine, collnet: int, named: Sequence[str],
                    tuner: str) -> list[str]:
     """What CollNet needs that is missing here (the heads per GPU of reduce_scatter and
     all_gather have a hint of their own; Chain's collectives are refused before)."""
-    needs = [] if collnet else ["collnet=1 (NCCL_COLLNET_ENABLE=1)"]
+    needs = [] if collnet else ["collnet=1, as NCCL_COLLNET_ENABLE=1 asks"]
     if machine.nnodes == 1:
         needs.append("two nodes or more")
     elif machine.uneven_nodes:

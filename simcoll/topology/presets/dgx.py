@@ -122,7 +122,7 @@ def dgx(nodes: Count = 1, *, nvlink_bandwidth: float, pcie_bandwidth: float,
         nvlink_bandwidth: per GPU and direction, to the node's NVSwitch.
         pcie_bandwidth: per PCIe link and direction (GPU-NIC, or via a PCIe switch).
         nic_bandwidth: per NIC port and direction.
-        name: the topology is named ``<name>x<nodes>``.
+        name: a string that is not empty; the topology is named ``<name>x<nodes>``.
         gpus_per_node: GPUs per server.
         nics_per_node: NICs per server (default one per GPU), a multiple or a divisor
             of ``gpus_per_node``; NIC k of every node is on rail k.

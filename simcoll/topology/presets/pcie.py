@@ -13,10 +13,10 @@ on each of the two links.
 With ``p2p=True`` GPUs write into each other's memory through the PCIe switches: GPUs on
 one switch meet there, GPUs on two switches of one socket at the root complex, GPUs of
 two sockets across the inter-socket link. That is NCCL with ``NCCL_P2P_LEVEL=SYS``: by
-default NCCL 2.30.7 uses P2P only between GPUs under one PCIe switch (``PATH_PXB``,
-``ncclTopoCheckP2p`` in src/graph/paths.cc; on AMD hosts of at most two GPUs, across
-the host too) and sends the rest through host memory, its SHM transport, as
-``p2p=False`` stages every pair.
+default NCCL 2.30.7 uses P2P only where the path between two GPUs stays below the CPU
+(``PATH_PXB``, ``ncclTopoCheckP2p`` in src/graph/paths.cc: here under one PCIe switch;
+on AMD hosts of at most two GPUs, across the host too) and sends the rest through host
+memory, its SHM transport, as ``p2p=False`` stages every pair.
 
 With ``p2p=False`` (no peer-to-peer access: NCCL then uses its SHM transport, staging
 data in host memory) every message between two GPUs is staged through the sender's host
@@ -96,14 +96,16 @@ def pcie_node(gpus: Count = 8, gen: Count = 4, p2p: bool = True, *, gpus_per_swi
             link's (:func:`~simcoll.topology.presets.hardware.sm_host_read`).
 
     Raises:
-        TopologyError: a count, generation, rate or latency that is not accepted.
+        TopologyError: a count, generation, rate or latency that is not accepted, or two
+            sockets for GPUs that make one PCIe switch.
     """
     gpus = _check_count("gpus", gpus)
     per_switch = _check_count("gpus_per_switch", gpus_per_switch)
     gen = check_gen(gen)  # also where both rates are given and the name alone shows it
     sockets = integer(sockets, "sockets", minimum=1, maximum=2, error=TopologyError,
                       what="CPU sockets (root complexes): 1 or 2")
-    if sockets > -(-gpus // per_switch):
+    switches = -(-gpus // per_switch)
+    if sockets > switches:
         raise TopologyError(f"sockets={sockets} is not accepted for gpus={gpus} and "
                             f"gpus_per_switch={per_switch}: they make one PCIe switch, and "
                             f"the other socket would hold no GPU; give sockets=1, or fewer "
@@ -140,7 +142,6 @@ def pcie_node(gpus: Count = 8, gen: Count = 4, p2p: bool = True, *, gpus_per_swi
     if sockets == 2:
         topo.add_link(cpus[0], cpus[1], bandwidth=inter_socket_bandwidth,
                       latency=inter_socket_latency, kind="inter_socket")
-    switches = -(-gpus // per_switch)
     for j in range(switches):
         socket = j * sockets // switches
         sw = topo.add_switch(f"pcie{j}")
