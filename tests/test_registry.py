@@ -1186,7 +1186,7 @@ def test_keywords_must_name_the_choice_that_picks_their_algorithm():
     for specs in ({"sub_params": Keywords(algorithm_param="sub")},
                   {"sub_params": Keywords(algorithm_param="sub"), "sub": Int(1)}):
         with pytest.raises(sc.RegistrationError,
-                           match=r"sub_params=Keywords\(algorithm='sub'\) names no Choice "
-                                 r"parameter of this algorithm"):
+                           match=r"sub_params=Keywords\(algorithm_param='sub'\) names no "
+                                 r"Choice parameter of this algorithm"):
             sc.register("all_reduce", "test_keywords_to_nothing", params=specs,
                         cost=NO_FORMULA)(keywords_to_nothing)
