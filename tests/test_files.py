@@ -322,3 +322,18 @@ def test_the_temporary_file_is_read_not_written_to_flush_it(tmp_path, monkeypatc
     monkeypatch.setattr(Path, "open", recording)
     write_atomically(tmp_path / "out.txt", lambda tmp: tmp.write_bytes(b"x"))
     assert modes[-1] == "rb" and not any("+" in mode for mode in modes)   # then flushed
+
+
+def test_an_os_pathlike_of_an_empty_path_is_refused_by_name():
+    """What a path object names is its os.fspath, not its str: one whose __fspath__ is ''
+    is the empty path, refused as the string '' is."""
+    class Empty(os.PathLike):
+        def __fspath__(self):
+            return ""
+
+        def __repr__(self):
+            return "Empty()"
+
+    with pytest.raises(sc.InvalidInputError, match="^save='' is an empty path; give a file "
+                                                   "path, e.g. 'a.b'$"):
+        output_path(Empty(), "save", example="a.b")

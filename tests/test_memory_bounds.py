@@ -572,3 +572,23 @@ def test_the_refusals_before_a_run_read_a_control_groups_limit(monkeypatch):
     assert memory.memory_limit() == (24 * 2**30, "this machine's")
     monkeypatch.setattr(memory, "physical_memory", lambda: None)
     assert memory.memory_limit() is None
+
+
+def test_kept_breadth_first_searches_start_over_past_their_size(monkeypatch):
+    """The searches kept per source hold one list per device each: past ROUTES_KEPT * 8
+    entries in all they start over (as the route cache does), and the routes stay those
+    of a fresh search. With ROUTES_KEPT = 1 on a 3 x 3 torus with a chord (searched:
+    no tree), 9 devices: one search (9 entries) is already 9 >= 8, so at most one is
+    kept."""
+    def machine():
+        topo = sc.topology.torus((3, 3))
+        topo.add_link(topo.gpus[0], topo.gpus[4], bandwidth=1e9)   # a chord: not a tree
+        return topo
+    fresh = {(s, t): machine().route(s, t).links for s in range(9) for t in range(9)
+             if s != t}
+    monkeypatch.setattr(graph, "ROUTES_KEPT", 1)
+    topo = machine()
+    assert not topo._is_tree()
+    for (s, t), links in fresh.items():
+        assert topo.route(s, t).links == links
+        assert len(topo._searches) <= 1

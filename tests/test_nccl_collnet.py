@@ -368,15 +368,7 @@ def test_a_refused_collnet_names_what_is_missing():
 def test_collnet_direct_needs_an_nvswitch_as_in_nccl():
     """tuning.cc: ``if (nvsCount == 0 && a == NCCL_ALGO_COLLNET_DIRECT) disable = 1``.
     Two GPUs per node joined by a direct NVLink (no NVSwitch) ran CollNet Direct."""
-    topo = sc.Topology("two NVLinked pairs on a SHARP leaf")
-    leaf = topo.add_switch("leaf", reduce_bandwidth=float("inf"))
-    for node in range(2):
-        pair = [topo.add_gpu(f"g{node}_{i}", node=node) for i in range(2)]
-        topo.add_link(pair[0], pair[1], bandwidth=100e9, latency=0.5 * US, kind="nvlink")
-        for i in range(2):
-            nic = topo.add_nic(f"n{node}_{i}")
-            topo.add_link(pair[i], nic, bandwidth=24e9, latency=1 * US)
-            topo.add_link(nic, leaf, bandwidth=25e9, latency=1.5 * US)
+    topo = _nvlinked_pairs()
     assert candidates(describe(topo, (0, 1, 2, 3)), "all_reduce", 1) == (
         "ring", "tree", "collnet_chain")
     with pytest.raises(sc.InvalidInputError, match=r"can run ring, tree, collnet_chain "
@@ -415,3 +407,97 @@ def test_collnet_direct_refused_for_a_forced_pci_intra_says_so():
                              r"\(intra='pci' here\)"):
         sc.simulate(sc.topology.fat_tree(2, 4, sharp=True), "all_reduce", algorithm="nccl",
                     nbytes=MIB, algo="collnet_direct", collnet=1, intra="pci")
+
+
+@pytest.mark.parametrize("collective, up_bytes, down_bytes", [
+    ("reduce_scatter", 4096, 1024),   # sends its whole input, gets its reduced block back
+    ("all_gather", 4096, 4 * 4096),   # sends its own block, gets every rank's back
+])
+def test_one_gpu_per_node_gathers_pay_the_trees_network_step(collective, up_bytes, down_bytes):
+    """tuning.cc: "With ppn=1 latencies are fully exposed, use the Tree network latency":
+    CollNet Direct's reduce_scatter and all_gather on one GPU per node take the tree's
+    14 us network step (Simple), not CollNet Direct's 31 us, as its all_reduce does."""
+    topo = sc.topology.fat_tree(4, 1, sharp=True)   # one GPU and NIC per node, one leaf
+    res = sc.simulate(topo, collective, algorithm="nccl", nbytes=4096, algo="collnet_direct",
+                      collnet=1)
+    assert res.params["channels"] == 1
+    # By hand: route GPU -> leaf is 1 us (NVSwitch) + 1 us (PCIe) + 1.5 us (IB) = 3.5 us,
+    # narrowest link the 12.5 GB/s NIC. Up: the 14 us step (longer than the route's
+    # 3.5 us) and the bytes; the SHARP leaf reduces in no time; down: 3.5 us and the bytes.
+    nic = Fraction(12_500_000_000)
+    up = Fraction(14, 10**6) + up_bytes / nic
+    down = Fraction(35, 10**7) + down_bytes / nic
+    assert res.time == pytest.approx(float(up + down), rel=1e-12)
+
+
+def test_a_pcie_switch_is_no_nvswitch_for_collnet_direct():
+    """tuning.cc disables CollNet Direct where ``ncclTopoGetNvsCount`` finds no NVS node;
+    a PCIe switch between a GPU and its NIC is none, even where the node's GPUs meet over
+    a direct NVLink (the route between them all NVLink)."""
+    from simcoll.algorithms.nccl.machine import describe
+    from simcoll.algorithms.nccl.tuner import candidates
+    us = 1e-6
+    topo = sc.Topology("NVLinked pairs whose NICs sit behind a PCIe switch")
+    leaf = topo.add_switch("leaf", reduce_bandwidth=float("inf"))
+    for node in range(2):
+        pair = [topo.add_gpu(f"g{node}_{i}", node=node) for i in range(2)]
+        topo.add_link(pair[0], pair[1], bandwidth=100e9, latency=0.5 * us, kind="nvlink")
+        pci = topo.add_switch(f"pci{node}")
+        for i in range(2):
+            topo.add_link(pair[i], pci, bandwidth=24e9, latency=1 * us, kind="pcie")
+            nic = topo.add_nic(f"n{node}_{i}")
+            topo.add_link(pci, nic, bandwidth=24e9, latency=1 * us, kind="pcie")
+            topo.add_link(nic, leaf, bandwidth=25e9, latency=1.5 * us)
+    machine = describe(topo, (0, 1, 2, 3))
+    assert machine.intra == "nvlink"      # the pair's own route is its NVLink
+    assert not machine.nvswitch
+    assert "collnet_direct" not in candidates(machine, "all_reduce", 1)
+    assert "collnet_chain" in candidates(machine, "all_reduce", 1)
+
+
+def test_chain_on_more_than_8_gpus_per_node_is_refused_by_2_30_7_only():
+    """2.30.7 holds CollNet Chain to at most 8 GPUs a node (NCCL_MAX_DIRECT_ARITY + 1) and
+    says so; 2.26.2 runs Chain on any node (its enqueue.cc ``updateCollCostTable``)."""
+    wide = sc.topology.dgx(2, nvlink_bandwidth=240e9, pcie_bandwidth=24e9,
+                           nic_bandwidth=25e9, gpus_per_node=16, sharp=True)
+    with pytest.raises(sc.InvalidInputError) as refused:
+        sc.simulate(wide, "all_reduce", algorithm="nccl", nbytes=1 << 20,
+                    algo="collnet_chain", collnet=1, tuner="2.30.7")
+    assert "(CollNet needs at most 8 GPUs per node" in str(refused.value)
+    res = sc.simulate(wide, "all_reduce", algorithm="nccl", nbytes=1 << 20,
+                      algo="collnet_chain", collnet=1, tuner="2.26.2")
+    assert res.params["algo"] == "collnet_chain"
+
+
+def _nvlinked_pairs():
+    """Two nodes of two GPUs joined by a direct NVLink (no NVSwitch), a NIC per GPU on
+    one SHARP leaf."""
+    us = 1e-6
+    topo = sc.Topology("two NVLinked pairs on a SHARP leaf")
+    leaf = topo.add_switch("leaf", reduce_bandwidth=float("inf"))
+    for node in range(2):
+        pair = [topo.add_gpu(f"g{node}_{i}", node=node) for i in range(2)]
+        topo.add_link(pair[0], pair[1], bandwidth=100e9, latency=0.5 * us, kind="nvlink")
+        for i in range(2):
+            nic = topo.add_nic(f"n{node}_{i}")
+            topo.add_link(pair[i], nic, bandwidth=24e9, latency=1 * us)
+            topo.add_link(nic, leaf, bandwidth=25e9, latency=1.5 * us)
+    return topo
+
+
+def test_a_refused_chain_does_not_ask_for_direct_s_nvswitch():
+    """Only Direct needs an NVSwitch (tuning.cc's nvsCount rule names
+    NCCL_ALGO_COLLNET_DIRECT alone): Chain refused for want of collnet=1 on a machine
+    without one names collnet=1 and nothing of Direct's."""
+    with pytest.raises(sc.InvalidInputError) as refused:
+        sc.simulate(_nvlinked_pairs(), "all_reduce", algorithm="nccl", nbytes=16384,
+                    algo="collnet_chain")
+    said = str(refused.value)
+    assert "(CollNet needs collnet=1, as NCCL_COLLNET_ENABLE=1 asks)" in said
+    assert "NVSwitch" not in said
+
+
+def test_a_refused_collnet_off_sharp_shows_how_to_build_a_sharp_fabric():
+    with pytest.raises(sc.InvalidInputError, match=r"e\.g\. dgx_a100\(2, sharp=True\)"):
+        sc.simulate(sc.topology.dgx_a100(2), "all_reduce", algorithm="nccl",
+                    nbytes=1 << 20, algo="collnet_direct", collnet=1)

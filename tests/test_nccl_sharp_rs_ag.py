@@ -398,3 +398,36 @@ def test_all_gather_through_sharp_relays_while_it_sends(machine, algo, floor):
     res = sc.simulate(machine(), "all_gather", algorithm="nccl", nbytes=2**30 // P,
                       algo=algo, collnet=1)
     assert floor <= res.time <= 1.07 * floor
+
+
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_nvls_through_sharp_where_the_nvswitch_links_its_gpus_out_of_rank_order(collective):
+    """The NVSwitch's local index h must be the h-th GPU of its node by rank, as the
+    GPUs number themselves, whatever order its links were added in: a machine file that
+    lists gpu1's NVLink before gpu0's must still give every rank its own block. Exact
+    integers: each rank adds its own bit."""
+    d = sc.topology.to_dict(sc.topology.dgx_h100(2, sharp=True))
+    links = d["links"]
+    nv = [i for i, link in enumerate(links) if link["v"] in ("nvswitch0", "nvswitch1")]
+    for a in nv[0:8], nv[8:16]:   # each node's GPU-NVSwitch links, last GPU first
+        picked = [links[i] for i in a]
+        for i, link in zip(a, reversed(picked)):
+            links[i] = link
+    topo = sc.topology.from_dict(d)
+    p, block = 16, 4096
+    x = {r: np.arange(p * block, dtype=np.int64) * 65536 + (1 << r) for r in range(p)}
+    own = {r: np.arange(block, dtype=np.int64) * 65536 + (1 << r) for r in range(p)}
+
+    def program(comm):
+        data = x[comm.rank] if collective == "reduce_scatter" else own[comm.rank]
+        return (yield comm.collective(collective, data, algorithm="nccl", algo="nvls",
+                                      collnet=1))
+
+    res = sc.run_program(topo, program)
+    for r in range(p):
+        if collective == "reduce_scatter":
+            expected = (np.arange(r * block, (r + 1) * block, dtype=np.int64) * 65536 * p
+                        + (1 << p) - 1)
+        else:
+            expected = np.concatenate([own[m] for m in range(p)])
+        np.testing.assert_array_equal(res.outputs[r], expected)

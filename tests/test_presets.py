@@ -596,3 +596,16 @@ def test_each_leaf_spine_link_carries_its_share_of_the_leafs_uplink(spines):
     assert len(up) == 4 * spines
     for link in up:
         assert link.bandwidth == 2 * 50e9 / 2.0 / spines
+
+
+@pytest.mark.parametrize("gpus, per_switch", [(3, 2), (5, 4), (7, 4)])
+def test_pcie_node_takes_two_sockets_where_a_partial_switch_lands_on_the_second(gpus,
+                                                                              per_switch):
+    """ceil(gpus / per_switch) switches: 3 GPUs 2 to a switch make 2 switches, one per
+    socket, so sockets=2 holds a GPU on each (the refusal is for one switch only)."""
+    topo = sc.topology.pcie_node(gpus, gpus_per_switch=per_switch, sockets=2)
+    assert topo.nranks == gpus
+    kinds = [topo.links[d >> 1].kind for d in topo.route(0, gpus - 1).links]
+    assert "inter_socket" in kinds          # the last GPU sits under the other socket
+    with pytest.raises(sc.TopologyError, match="sockets=2 is not accepted"):
+        sc.topology.pcie_node(per_switch, gpus_per_switch=per_switch, sockets=2)

@@ -1041,3 +1041,27 @@ def test_a_point_that_fails_outside_simcolls_errors_is_named(tmp_path, monkeypat
     assert status == 2
     assert "error: out of memory (at the sweep's point all_reduce ring p=4 nbytes=4096 " \
            "chunks=2); use fewer ranks" in err
+
+
+def test_to_pandas_writes_parameters_as_json_with_sorted_keys(tmp_path):
+    """The params column tells points apart by text: it must be one text per set of
+    parameters, whatever the order the algorithm or the asker listed them in (JSON with
+    sorted keys)."""
+    pytest.importorskip("pandas")
+    path = tmp_path / "points.jsonl"
+    sweep(sc.topology.switch, "all_reduce", algorithms=["nccl"], ranks=[4], sizes=[4096],
+          save=path, proto="Simple", algo="ring")   # asked for in that order
+    frame = sc.load_results(path).to_pandas()
+    text = frame["params"].tolist()[0]
+    keys = list(json.loads(text))
+    assert keys == ["algo", "proto"]
+    assert text == json.dumps(json.loads(text), sort_keys=True)
+
+
+def test_a_sweep_of_bucketed_without_inner_params_runs(tmp_path):
+    """inner_params is checked against the inner algorithm only where it is given: a sweep
+    that leaves it out runs (1 bucket on 4 ranks: the inner ring's time alone)."""
+    got = sweep(sc.topology.switch, "all_reduce", algorithms=["bucketed"], ranks=[4],
+                sizes=[4096], buckets=2, inner="ring")
+    assert len(got) == 1 and not got.failed
+    assert got[0].params["buckets"] == 2
