@@ -434,21 +434,7 @@ def test_a_pcie_switch_is_no_nvswitch_for_collnet_direct():
     """tuning.cc disables CollNet Direct where ``ncclTopoGetNvsCount`` finds no NVS node;
     a PCIe switch between a GPU and its NIC is none, even where the node's GPUs meet over
     a direct NVLink (the route between them all NVLink)."""
-    from simcoll.algorithms.nccl.machine import describe
-    from simcoll.algorithms.nccl.tuner import candidates
-    us = 1e-6
-    topo = sc.Topology("NVLinked pairs whose NICs sit behind a PCIe switch")
-    leaf = topo.add_switch("leaf", reduce_bandwidth=float("inf"))
-    for node in range(2):
-        pair = [topo.add_gpu(f"g{node}_{i}", node=node) for i in range(2)]
-        topo.add_link(pair[0], pair[1], bandwidth=100e9, latency=0.5 * us, kind="nvlink")
-        pci = topo.add_switch(f"pci{node}")
-        for i in range(2):
-            topo.add_link(pair[i], pci, bandwidth=24e9, latency=1 * us, kind="pcie")
-            nic = topo.add_nic(f"n{node}_{i}")
-            topo.add_link(pci, nic, bandwidth=24e9, latency=1 * us, kind="pcie")
-            topo.add_link(nic, leaf, bandwidth=25e9, latency=1.5 * us)
-    machine = describe(topo, (0, 1, 2, 3))
+    machine = describe(_nvlinked_pairs(behind_pcie_switch=True), (0, 1, 2, 3))
     assert machine.intra == "nvlink"      # the pair's own route is its NVLink
     assert not machine.nvswitch
     assert "collnet_direct" not in candidates(machine, "all_reduce", 1)
@@ -469,19 +455,23 @@ def test_chain_on_more_than_8_gpus_per_node_is_refused_by_2_30_7_only():
     assert res.params["algo"] == "collnet_chain"
 
 
-def _nvlinked_pairs():
+def _nvlinked_pairs(behind_pcie_switch: bool = False):
     """Two nodes of two GPUs joined by a direct NVLink (no NVSwitch), a NIC per GPU on
-    one SHARP leaf."""
-    us = 1e-6
+    one SHARP leaf, each NIC linked to its GPU or to a PCIe switch both GPUs are on."""
     topo = sc.Topology("two NVLinked pairs on a SHARP leaf")
     leaf = topo.add_switch("leaf", reduce_bandwidth=float("inf"))
     for node in range(2):
         pair = [topo.add_gpu(f"g{node}_{i}", node=node) for i in range(2)]
-        topo.add_link(pair[0], pair[1], bandwidth=100e9, latency=0.5 * us, kind="nvlink")
+        topo.add_link(pair[0], pair[1], bandwidth=100e9, latency=0.5 * US, kind="nvlink")
+        pci = topo.add_switch(f"pci{node}") if behind_pcie_switch else None
         for i in range(2):
             nic = topo.add_nic(f"n{node}_{i}")
-            topo.add_link(pair[i], nic, bandwidth=24e9, latency=1 * us)
-            topo.add_link(nic, leaf, bandwidth=25e9, latency=1.5 * us)
+            if pci is None:
+                topo.add_link(pair[i], nic, bandwidth=24e9, latency=1 * US)
+            else:
+                topo.add_link(pair[i], pci, bandwidth=24e9, latency=1 * US, kind="pcie")
+                topo.add_link(pci, nic, bandwidth=24e9, latency=1 * US, kind="pcie")
+            topo.add_link(nic, leaf, bandwidth=25e9, latency=1.5 * US)
     return topo
 
 
