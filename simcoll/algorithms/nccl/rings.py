@@ -111,33 +111,35 @@ class Sender:
         self.via = via
         self.delay = beyond_route(comm, peer, step, via)
         self.in_flight: deque[Event] = deque()
-        self.free_at = -math.inf
+        self.written_at = -math.inf
 
     def send(self, piece: Buffer, wire_bytes: int | None = None, origin: bool = False
              ) -> Steps:
         """Send ``piece`` once a FIFO slot is free and the channel's threads have moved
-        the slice before it (at the protocol's rate per channel); ``wire_bytes`` puts
+        the slice before it (at the protocol's rate per channel): they take a piece up
+        once both hold; ``wire_bytes`` puts
         that many bytes on the links instead of the protocol's framing of ``piece``.
 
         ``origin``: the piece is this rank's own data, not data it has just received
         (and reduced): the threads write it line by line as its lines cross the links, so
-        it leaves later by what writing it takes (``piece / rate``) beyond what its wire
-        bytes take on the route's narrowest link as links stand now, the first slice of a
+        it leaves later than they take it up (once they have moved the piece before it)
+        by what writing it takes (``piece / rate``) beyond what its own wire bytes take
+        on the route's narrowest link as links stand now, the first slice of a
         connection too. A piece passed on leaves as its last line comes in (the threads
         forward lines as they arrive), so a chain pays the rate once, where its data
         starts."""
         rate = self.protocol.rate
         wire = self.protocol.wire(piece.nbytes) if wire_bytes is None else wire_bytes
+        if len(self.in_flight) >= self.protocol.window:
+            yield self.in_flight.popleft()   # the threads write into a free slot only
         if rate != math.inf:
             now = self.comm.now
-            start = now + max(0.0, piece.nbytes / rate - wire / self._bandwidth()) \
-                if origin else now
-            leave = max(start, self.free_at)
+            begin = max(now, self.written_at)   # the threads take this piece up
+            self.written_at = begin + piece.nbytes / rate
+            leave = begin + max(0.0, piece.nbytes / rate - wire / self._bandwidth()) \
+                if origin else begin
             if leave > now:
                 yield self.comm.sleep(leave - now)
-            self.free_at = leave + piece.nbytes / rate
-        if len(self.in_flight) >= self.protocol.window:
-            yield self.in_flight.popleft()
         self.in_flight.append(self.comm.send(
             piece, self.peer, tag=self.tag, delay=self.delay, wire_bytes=wire, ordered=True,
             via=self.via))
