@@ -1671,3 +1671,20 @@ def test_mut_plot_of_broken_json_records_is_not_told_it_is_a_text_table(capsys, 
     status, _, err = cli(capsys, "plot", str(path), "--output", str(tmp_path / "p.png"))
     assert status == 2 and "not valid JSON" in err
     assert "simcoll run' prints is text" not in err
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_load_results_says_a_run_json_file_is_not_a_sweeps(capsys, tmp_path, suffix):
+    """`simcoll run --json` prints one object per size, nccl-tests' columns and the
+    result; load_results said only that it lacked 'error' (a .jsonl) or was no list."""
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "-b", "1K", "-e", "4K",
+                         "--json")
+    assert status == 0
+    path = tmp_path / f"run{suffix}"
+    path.write_text(out.splitlines()[0] + "\n" if suffix == ".json" else out)
+    where = f"{path} line 1" if suffix == ".jsonl" else str(path)
+    with pytest.raises(sc.InvalidInputError, match=re.escape(
+            f"{where} is a line of `simcoll run --json` (one size's nccl-tests columns and "
+            f"its result), not a simcoll sweep record; load_results reads what "
+            f"sweep(save=...) and `simcoll sweep --output` write")):
+        sc.load_results(path)

@@ -148,6 +148,8 @@ def _read_list(path: Path) -> list[dict[str, Any]]:
                  if "Extra data" in str(exc) else "")
         raise InvalidInputError(f"{path} is not a JSON list of sweep records "
                                 f"({exc}){lines}") from None
+    if isinstance(items, dict):
+        check_record(items, str(path))   # names what it is where it can
     if not isinstance(items, list):
         raise InvalidInputError(f"{path} is not a JSON list of sweep records")
     return [check_record(item, f"{path} record {n}") for n, item in enumerate(items, start=1)]
