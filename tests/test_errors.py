@@ -620,3 +620,15 @@ def test_alike_unmatched_receives_are_counted_each():
                                                        r"message matched: rank 0's recv from "
                                                        r"1 \(tag 0\) x 2; a send missing"):
         sc.run_program(topo, forgets)
+
+
+@pytest.mark.parametrize("add", ["add_gpu", "add_switch", "add_host", "add_nic"])
+def test_a_device_name_holding_the_link_arrow_is_refused(add):
+    """Result.to_dict() writes a link as "from->to": with "a->b" a device name, the link
+    a->b -> c and the link a -> b->c wrote one key."""
+    topo = sc.Topology()
+    with pytest.raises(TopologyError, match=r"device name 'a->b' is not accepted: it holds "
+                       r"'->', which joins a link's two ends"):
+        getattr(topo, add)("a->b")
+    assert topo.devices == ()
+    assert getattr(topo, add)("a-b") == "a-b"

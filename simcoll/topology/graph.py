@@ -238,6 +238,11 @@ class Topology:
                 name = f"{prefix}{count}"
         if not isinstance(name, str) or not name:
             raise TopologyError(f"device name {name!r} is not a non-empty string")
+        if "->" in name:
+            raise TopologyError(f"device name {name!r} is not accepted: it holds '->', "
+                                f"which joins a link's two ends in simcoll's outputs "
+                                f"(Result.to_dict()'s link_bytes, traces); choose one "
+                                f"without it")
         if name in self._devices:
             raise TopologyError(f"device {name!r} already exists in topology {self.name!r}")
         rb = _check_rate(f"reduce_bandwidth of {name!r}", reduce_bandwidth, allow_inf=True)
