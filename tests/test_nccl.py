@@ -31,12 +31,10 @@ def one_link(bandwidth=100e9, latency=0.5e-6):
 # and what one channel's threads move per second on one Ampere node: llMaxBws' 87.7 GB/s
 # for all channels together in LL (here one channel), perChMaxRingLL128Bws' 20 GB/s for
 # LL128 per channel of NCCL's ring graph, which its collectives run on twice over (a
-# channel that runs moves half of it: 10 GB/s), and for Simple the speed of a channel of
-# that graph, whole: on one_link()'s 100 GB/s NCCL's Ampere search tries 40 GB/s (2
-# channels, 80 GB/s), 30 (3, 90) and 20 GB/s (5 channels, which carry the link's 100).
+# channel that runs moves half of it: 10 GB/s), no cap for Simple.
 BASE = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
 STEP = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}
-RATE = {"LL": 87.7e9, "LL128": 10e9, "Simple": 20e9}
+RATE = {"LL": 87.7e9, "LL128": 10e9, "Simple": math.inf}
 
 
 @pytest.mark.parametrize("proto, nbytes, wire", [
@@ -52,8 +50,7 @@ def test_each_protocol_alone_on_one_link(proto, nbytes, wire):
     # is below every step latency here) + the wire bytes at the link's rate or the data at
     # the channel's threads' rate, whichever takes longer: the root's threads write the
     # lines while they cross the link (LL: 2000 B at 100 GB/s, 20 ns, against 1000 B at
-    # 87.7 GB/s, 11.4 ns; LL128: 1200 B at 10 GB/s, 120 ns, against 12.8 ns on the link;
-    # Simple: 1000 B at 20 GB/s, 50 ns, against 10 ns).
+    # 87.7 GB/s, 11.4 ns; LL128: 1200 B at 10 GB/s, 120 ns, against 12.8 ns on the link).
     res = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=nbytes,
                       dtype="uint8", proto=proto, channels=1)
     expected = (BASE[proto] + STEP[proto]) * US + max(wire / 100e9, nbytes / RATE[proto])
@@ -68,13 +65,11 @@ def test_each_protocol_alone_on_one_link(proto, nbytes, wire):
 @pytest.mark.parametrize("proto", ["LL", "LL128", "Simple"])
 def test_a_link_slower_than_the_step_latency_costs_its_own_latency(proto):
     # 5 us of link latency is more than any NVLink step latency: the step then costs the
-    # link's latency alone (NCCL's figure already holds the wire's time), and the 8 bytes
-    # their wire time or their writing, whichever is longer (Simple: 0.4 ns of writing).
+    # link's latency alone (NCCL's figure already holds the wire's time).
     res = sc.simulate(one_link(latency=5e-6), "broadcast", algorithm="nccl", nbytes=8,
                       dtype="uint8", proto=proto, channels=1)
     wire = {"LL": 16, "LL128": 128, "Simple": 8}[proto]
-    assert res.time == pytest.approx(
-        (BASE[proto] + 5.0) * US + max(wire / 100e9, 8 / RATE[proto]), rel=1e-12)
+    assert res.time == pytest.approx((BASE[proto] + 5.0) * US + wire / 100e9, rel=1e-12)
 
 
 def test_the_channel_rate_paces_a_stream_of_slices():
@@ -105,12 +100,9 @@ def three_in_line(bandwidth=100e9, latency=0.5e-6):
 def test_broadcast_and_reduce_send_full_slices_then_the_rest(collective):
     # NCCL's broadcast.h and reduce.h walk a channel's part in full chunks of one 512 KiB
     # Simple step, then the rest: 512 KiB + 4 KiB goes as 512 KiB and 4 KiB, not as two
-    # halves. On a chain of 3 GPUs (links of B = 100 GB/s, a Simple channel's threads
-    # moving R = 20 GB/s: RATE) the root writes S, which arrives at the middle GPU as
-    # written, S / R + a step after the start; the middle GPU's threads pass it on, busy
-    # for S / R, then the rest, which reaches the end one step and r / B later: launch +
-    # 2 steps + 2 S / R + r / B (halves would take launch + 2 steps + (S + r) / R
-    # + (S + r) / 2B).
+    # halves. On a chain of 3 GPUs (links of 100 GB/s) the small rest cannot overlap the
+    # big slice: it leaves the middle GPU once the big one has arrived at the end, so the
+    # run takes launch + 2 steps + (2 S + r) / B (halves would take 1.5 (S + r) / B).
     # A reduction of uint8 at the middle GPU is not free, so only broadcast's time is
     # hand-worked; both must be no faster than a part of one slice (NCCL has no drop).
     S, r = 512 * 1024, 4096
@@ -123,39 +115,55 @@ def test_broadcast_and_reduce_send_full_slices_then_the_rest(collective):
                       proto="Simple", channels=1)
     assert res.time > one.time
     if collective == "broadcast":
-        expected = (BASE["Simple"] + 2 * STEP["Simple"]) * US + 2 * S / RATE["Simple"] \
-            + r / 100e9
+        expected = (BASE["Simple"] + 2 * STEP["Simple"]) * US + (2 * S + r) / 100e9
         assert res.time == pytest.approx(expected, rel=1e-12)
 
 
-def test_a_channels_threads_write_each_piece_of_their_own_data_at_their_rate():
-    """A broadcast of one 512 KiB Simple step and 4 KiB between two GPUs (B = 100 GB/s):
-    the root's threads write the rest once the step is written, so the last byte arrives
-    as they finish, launch + a step + (S + r) / R. (Holding the rest back by the step's
-    writing beyond its wire time, S / R - S / B, gave launch + a step + 2 S / R - S / B
-    + r / B: 21 us more.)"""
-    S, r = 512 * 1024, 4096
+@pytest.mark.parametrize(("slices", "expected_us"), [
+    # LL128 broadcast slices are one step, 576,000 data bytes, which one_link()'s channel
+    # writes in P = 57.6 us at 10 GB/s (RATE), each crossing the link as it is written
+    # and arriving the link's 600 us latency (above the 1.9 us step) later. 8 fit the
+    # FIFO: launch + 8 P + 600 us.
+    (8, 14.0 + 8 * 57.6 + 600),
+    # The 9th is written once the first has arrived and freed its slot (P + 600 us), and
+    # arrives P + 600 us after that. (Written before its slot was free, it left at once
+    # then, arriving its wire time, 614,400 B at 100 GB/s, and 600 us later: 1277.744.)
+    (9, 14.0 + 2 * (57.6 + 600)),
+])
+def test_a_channels_threads_write_a_slice_only_into_a_free_slot(slices, expected_us):
+    res = sc.simulate(one_link(latency=600e-6), "broadcast", algorithm="nccl",
+                      nbytes=slices * 576_000, dtype="uint8", proto="LL128", channels=1)
+    assert res.messages == slices
+    assert res.time == pytest.approx(expected_us * US, rel=1e-12)
+
+
+def test_a_channels_threads_write_each_of_their_own_pieces_at_their_rate():
+    """A broadcast of one LL128 step (S = 576,000 B) and r = 12,000 B between two GPUs:
+    the root's threads write the rest once the step is written, each piece's lines
+    crossing as they are written, so the rest arrives as they finish it: launch + a step
+    + (S + r) / 10 GB/s. (Holding the rest back by the step's writing beyond its wire
+    time, as if it were the step's size, gave 2 S / R - S / B + r / B: 54.3 us more.)"""
+    S, r = 576_000, 12_000
     res = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=S + r,
-                      dtype="uint8", proto="Simple", channels=1, trace=True)
+                      dtype="uint8", proto="LL128", channels=1, trace=True)
     assert sorted(e.nbytes for e in res.trace if e.kind == "message") == [r, S]
-    expected = (BASE["Simple"] + STEP["Simple"]) * US + (S + r) / RATE["Simple"]
+    expected = (BASE["LL128"] + STEP["LL128"]) * US + (S + r) / RATE["LL128"]
     assert res.time == pytest.approx(expected, rel=1e-12)
 
 
-def test_one_simple_ring_channel_moves_no_more_than_its_graph_channels_speed():
-    """NCCL_MAX_NCHANNELS=k on a DGX A100: a Simple ring channel moves what one channel
-    of NCCL's ring graph carries, 20 GB/s (12 channels of 20 GB/s on the node's 240),
-    and k channels k times that up to the links' 240 GB/s: a 1 GiB all_reduce takes
-    2 (7/8) n / min(20 k, 240) GB/s, plus at most the launch, the steps of one block and
-    one slice's writing (60 us), less at most the last 1 MiB slice's writing beyond its
-    wire time (the threads forward lines as they arrive, so a chain pays its rate
-    once). Without the cap 1 channel ran as fast as 24."""
-    n, slice_bytes = 1 << 30, 1 << 20
-    for channels in (1, 2, 4, 12, 24):
-        res = sc.simulate(sc.topology.dgx_a100(1), "all_reduce", algorithm="nccl",
-                          nbytes=n, algo="ring", proto="Simple", channels=channels)
-        floor = 2 * 7 / 8 * n / min(channels * 20e9, 240e9)
-        assert floor - slice_bytes / 20e9 < res.time < 1.01 * floor + 60 * US, channels
+def test_busy_threads_move_a_received_piece_after_their_own():
+    """Ring all_reduce of 2 x 576,000 B on two GPUs, LL128, one channel: each rank's
+    threads write their own block (one slice, P = 57.6 us at 10 GB/s) while the other
+    rank's block comes in; only then can they reduce it and pass the sum on, all of it
+    (its lines are all in): it leaves as they finish it, 2 P after the launch, less its
+    wire time, and arrives one step (1.9 us) after that: launch 14 us + 2 P + 1.9 us.
+    (Passed on at once as it arrived, as idle threads pass lines on, it took 14 + P +
+    2 x 1.9 us + its 6.144 us on the wire.)"""
+    res = sc.simulate(one_link(), "all_reduce", algorithm="nccl", nbytes=2 * 576_000,
+                      dtype="uint8", algo="ring", proto="LL128", channels=1)
+    assert res.messages == 4
+    expected = (BASE["LL128"] + STEP["LL128"]) * US + 2 * 576_000 / RATE["LL128"]
+    assert res.time == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize("nbytes, expected", [
@@ -680,20 +688,21 @@ def test_a_tree_root_passes_a_burst_down_at_the_whole_channel_rate():
     2 ms late (``Faults(late=...)``): the leaf has sent all 8 slices up by then (8 fit in
     flight), so the root finds them all waiting. The root, which reduces and sends down in
     one pass, has all of the channel's threads (NCCL's runTreeSplit; perChMaxTreeLL128Bws'
-    20 GB/s on Ampere halved as NCCL runs each graph channel twice: 10 GB/s), so it sends
-    a slice down every 576,000 / 10 GB/s = 57.6 us, the first as soon as it starts (it
-    passes data on, it does not write its own). Hand-worked: 2 ms + launch 14 us + 7 x 57.6
-    us + one network step of 8.5 us (tree LL128, above the route's latency) + the last
-    slice's 614,400 wire bytes at 300 GB/s. A root at half the channel's rate, as the
-    streams below it have, would take 7 x 57.6 us longer."""
+    20 GB/s on Ampere halved as NCCL runs each graph channel twice: 10 GB/s): its threads,
+    which start with it, move the 8 waiting slices down one after the other, each in
+    576,000 / 10 GB/s = 57.6 us, its lines crossing as they are written. Hand-worked: 2 ms
+    + launch 14 us + 8 x 57.6 us + one network step of 8.5 us (tree LL128, above the
+    route's latency). (Passing the first slice on at once, as if its lines had come in
+    while the root's threads ran, took 55.55 us less: 57.6 us less its wire time.) A root
+    at half the channel's rate, as the streams below it have, would take 8 x 57.6 us
+    longer."""
     topo = sc.topology.cluster(2, 1, inter_bandwidth=1e12)
     slice_bytes, slices, late = 576_000, 8, 2e-3
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=slices * slice_bytes,
                       dtype="uint8", algo="tree", proto="LL128", channels=1,
                       faults=sc.Faults(late={0: late}))
     assert res.params["arch"] == "ampere"
-    expected = late + (14.0 + 8.5) * _MUT_US + (slices - 1) * slice_bytes / 10e9 \
-        + slice_bytes // 120 * 128 / 300e9
+    expected = late + (14.0 + 8.5) * _MUT_US + slices * slice_bytes / 10e9
     assert res.time == pytest.approx(expected, rel=1e-12)
 
 
@@ -878,21 +887,17 @@ def test_channel_rings_enter_the_first_node_at_the_channels_gpu():
 
 
 @pytest.mark.parametrize(("slices", "expected_us"), [
-    # 8 slices fit NCCL's FIFO of 8 steps: the root's threads write them one after the
-    # other (26.2144 us each at 20 GB/s), each crossing the link as it is written, the
-    # last arriving 300 us after it is written.
-    (8, 8.4 + 8 * 26.2144 + 300),
-    # a 9th waits for the first to arrive (26.2144 + 300 us) to be written into its slot,
-    # then crosses in the same time.
-    (9, 8.4 + 2 * (26.2144 + 300)),
+    # 8 slices fit NCCL's FIFO of 8 steps: all leave at once, one after another on the
+    # wire (5.24288 us each at 100 GB/s), the last arriving 100 us after its bytes left.
+    (8, 8.4 + 8 * 5.24288 + 100),
+    # a 9th waits for the first to arrive (5.24288 + 100 us), then crosses in the same.
+    (9, 8.4 + 2 * (5.24288 + 100)),
 ])
 def test_a_broadcast_keeps_at_most_8_slices_in_flight(slices, expected_us):
     """Broadcast slices are one Simple step (512 KiB; BROADCAST_SLICESTEPS = 1) and a
-    connection holds NCCL_STEPS = 8 in flight. A link of 300 us latency (above the 3.4 us
-    NVLink step, which it so replaces, and above 8 slices' writing) makes the window
-    show. (Written before its slot is free, the 9th would arrive its wire time, 5.24288
-    us, after the first, not its writing.)"""
-    res = sc.simulate(one_link(latency=300e-6), "broadcast", algorithm="nccl",
+    connection holds NCCL_STEPS = 8 in flight. A link of 100 us latency (above the 3.4 us
+    NVLink step, which it so replaces) makes the window show."""
+    res = sc.simulate(one_link(latency=100e-6), "broadcast", algorithm="nccl",
                       nbytes=slices * 512 * 1024, dtype="uint8", proto="Simple", channels=1)
     assert res.time == pytest.approx(expected_us * 1e-6, rel=1e-9)
 

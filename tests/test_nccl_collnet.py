@@ -330,10 +330,10 @@ def test_collnet_runs_only_what_sharp_reduces(op, dtype, arch, collnet_runs):
         assert on.params["algo"] == off.params["algo"] == "ring"
         assert (on.params["channels"], off.params["channels"]) == (
             (24, 16) if arch == "ampere" else (16, 16))
-        # the same ring on both, but for what a channel's threads take to write its first
-        # slice of LL128 (at its share of the per-channel cap), which differs with the
-        # channel count by under 0.1%
-        assert on.time == pytest.approx(off.time, rel=1e-3)
+        # the same ring on both, but for what a channel's threads take to write its
+        # slices of LL128 (at its share of the per-channel cap) where the links do not
+        # hide it, which differs with the channel count by under 0.2%
+        assert on.time == pytest.approx(off.time, rel=2e-3)
 
 
 def test_a_forced_collnet_of_a_product_is_refused_naming_what_sharp_computes():

@@ -243,14 +243,12 @@ def test_channels_reducing_at_once_share_the_gpus_rate(channels):
     the first half's reduction then overlaps the second half's transfer, so R adds
     (p - 1) n / (2 p R) to the time with free reductions (1 and 4 channels: blocks of
     512 and 128 KiB); 24 channels' blocks of 21.8 KiB are one slice, which every
-    reduce-scatter step reduces whole: (p - 1) n / (p R). The links' 50 us latency
-    outlasts a slice's writing at a channel's 20 GB/s (256 KiB: 13 us), so each step
-    waits for its data and its reduction, not for the channel's threads."""
+    reduce-scatter step reduces whole: (p - 1) n / (p R)."""
     n, p = 4 << 20, 8
     slices = 1 if n // p // channels <= (1 << 20) // 32 else 2   # 32 KiB: 1/32 of a slice
 
     def run(rate: float) -> float:
-        topo = sc.topology.switch(p, bandwidth=240e9, latency=50e-6, reduce_bandwidth=rate)
+        topo = sc.topology.switch(p, bandwidth=240e9, latency=0.5e-6, reduce_bandwidth=rate)
         return sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="ring",
                            proto="Simple", channels=channels).time
 
@@ -507,17 +505,16 @@ def test_mut2_a_broadcast_chain_is_paced_by_its_roots_threads(p, pieces):
 
 
 def test_the_ring_estimate_hides_a_slices_latency_behind_the_next_slices_transfer():
-    """all_reduce of 3 MiB on 6 GPUs of the reference switch (alpha 1 us, 20 GB/s: NCCL's
-    search gives it one graph channel of 20 GB/s, so a Simple channel's threads keep up
-    with the link), Simple on the tuner's 2 channels: a channel's block, 3 MiB / 12 =
-    256 KiB, is under one chunk and goes as two halves, so a step's latency (NCCL's 3.4
-    us for a Simple NVLink step) waits behind the other half's transfer. By hand: launch
-    8.4 us + 10 steps of T = 2 x 5/6 x 3 MiB / 20 GB/s / 10 = 26.2144 us each (T > T/2
-    + 3.4 us) + the last slice's 3.4 us. The estimate counted 10 x (T + 3.4 us), 304.5
-    us, where the run takes 273.9."""
+    """all_reduce of 4 MiB on 6 GPUs of the reference switch (alpha 1 us, 100 GB/s),
+    Simple on the tuner's 10 channels: a channel's block, 4 MiB / 60 = 69,905 bytes, is
+    under one chunk and goes as two halves, so a step's latency (NCCL's 3.4 us for a
+    Simple NVLink step) waits behind the other half's transfer. By hand: launch 8.4 us +
+    10 steps of T = 2 x 5/6 x 4 MiB / 100 GB/s / 10 = 6.99 us each (T > T/2 + 3.4 us)
+    + the last slice's 3.4 us. The estimate counted 10 x (T + 3.4 us), 112.3 us, where
+    the run takes 81.7."""
     from simcoll.testing import alpha_beta_network
 
-    n, p, beta = 3 << 20, 6, 1 / 20e9
+    n, p, beta = 4 << 20, 6, 1 / 100e9
     step = (2 * (p - 1) * n // p) * beta / 10   # whole wire bytes
     assert step > step / 2 + 3.4e-6
     expected = 8.4e-6 + 10 * step + 3.4e-6
@@ -526,24 +523,24 @@ def test_the_ring_estimate_hides_a_slices_latency_behind_the_next_slices_transfe
     assert estimate == pytest.approx(expected, rel=1e-9)
     run = sc.simulate(alpha_beta_network(p, alpha=1e-6, beta=beta), "all_reduce",
                       algorithm="nccl", nbytes=n, proto="Simple")
-    assert run.params["channels"] == 2
+    assert run.params["channels"] == 10
     assert run.time == pytest.approx(expected, rel=1e-6)
 
 
 def test_mut_a_reduce_scatter_block_under_one_chunk_goes_as_two_equal_halves():
-    """reduce_scatter of 4.5 MiB on 3 GPUs of the reference switch (alpha 10 us, 20 GB/s,
-    which a Simple channel's threads keep up with: NCCL's search gives it one channel of
-    20 GB/s; free reductions), ring Simple on 1 channel: a rank's block of 1.5 MiB is
-    under one Simple chunk (2 slices of 1 MiB), so NCCL's genericOp cuts it into two
-    slices of max(ceil(n / 32) 16, 1 MiB / 32) = 0.75 MiB each (not 1 MiB and 0.5 MiB).
-    By hand, T = 1.5 MiB / 20 GB/s = 78.64 us a step, L = max(alpha, 3.4 us) = 10 us,
-    launch 8.4 us (NCCL's ring Simple base latency): the second rank forwards its first
-    half when both its own halves have left and the first half has come, max(T, T/2 +
-    L), which then takes T/2 more; the last half arrives T/2 + L after the later of that
-    and T + L: 8.4 + max(max(T, T/2 + L) + T/2, T + L) + T/2 + L = 175.69 us."""
+    """reduce_scatter of 4.5 MiB on 3 GPUs of the reference switch (alpha 10 us, 100 GB/s,
+    free reductions), ring Simple on 1 channel: a rank's block of 1.5 MiB is under one
+    Simple chunk (2 slices of 1 MiB), so NCCL's genericOp cuts it into two slices of
+    max(ceil(n / 32) 16, 1 MiB / 32) = 0.75 MiB each (not 1 MiB and 0.5 MiB). By hand, T =
+    1.5 MiB x 1e-11 s/B = 15.73 us a step, L = max(alpha, 3.4 us) = 10 us, launch 8.4 us
+    (NCCL's ring Simple base latency): the second rank forwards its first half when both
+    its own halves have left and the first half has come, max(T, T/2 + L), which then
+    takes T/2 more; the last half arrives T/2 + L after the later of that and T + L:
+    8.4 + max(max(T, T/2 + L) + T/2, T + L) + T/2 + L = 51.99 us (a 1 MiB + 0.5 MiB cut:
+    54.61 us)."""
     from simcoll.testing import alpha_beta_network
 
-    p, block, alpha, beta = 3, 3 << 19, 10e-6, 1 / 20e9
+    p, block, alpha, beta = 3, 3 << 19, 10e-6, 1e-11
     T, L = block * beta, max(alpha, 3.4e-6)
     expected = 8.4e-6 + max(max(T, T / 2 + L) + T / 2, T + L) + T / 2 + L
     res = sc.simulate(alpha_beta_network(p, alpha=alpha, beta=beta), "reduce_scatter",
@@ -553,17 +550,15 @@ def test_mut_a_reduce_scatter_block_under_one_chunk_goes_as_two_equal_halves():
 
 
 def test_mut_a_block_of_one_full_chunk_hides_every_steps_latency():
-    """all_reduce of 120 MiB on 6 GPUs of the reference switch (alpha 1 us, 20 GB/s, which a
-    Simple channel's threads keep up with: NCCL's search gives it one channel of 20
-    GB/s), ring Simple on 10 channels: a channel's block is 120 MiB / 60 = 2 MiB,
-    exactly one Simple chunk of two 1 MiB slices; the first slice is half the block, so
-    a step takes max(T, T/2 + L) = T with T = 2 x 5/6 x 120 MiB / 20 GB/s / 10 = 1048.6
-    us and L = 3.4 us (NCCL's Simple NVLink step), and the last step T + L: 8.4 us + 10 T
-    + 3.4 us (with the first slice taken as the whole chunk, each of the 9 steps would
-    pay L: 30.6 us more)."""
+    """all_reduce of 120 MiB on 6 GPUs of the reference switch (alpha 1 us, 100 GB/s), ring
+    Simple on 10 channels: a channel's block is 120 MiB / 60 = 2 MiB, exactly one Simple
+    chunk of two 1 MiB slices; the first slice is half the block, so a step takes
+    max(T, T/2 + L) = T with T = 2 x 5/6 x 120 MiB x 1e-11 / 10 = 209.7 us and L = 3.4 us
+    (NCCL's Simple NVLink step), and the last step T + L: 8.4 us + 10 T + 3.4 us (with the
+    first slice taken as the whole chunk, each of the 9 steps would pay L: 30.6 us more)."""
     from simcoll.testing import alpha_beta_network
 
-    n, p, beta = 120 << 20, 6, 1 / 20e9
+    n, p, beta = 120 << 20, 6, 1e-11
     step = (2 * (p - 1) * n // p) * beta / 10
     assert step > step / 2 + 3.4e-6
     expected = 8.4e-6 + 10 * step + 3.4e-6

@@ -113,19 +113,16 @@ def test_a_traced_run_gives_the_same_arrivals_and_spans_from_each_send():
 def test_an_nccl_chain_broadcast_pipelines_slice_by_slice():
     """One channel of Simple on switch(8) (240 GB/s, 0.5 us per link): 512 slices of
     512 KiB (one step each, BROADCAST_SLICESTEPS = 1) go down a chain of 7 hops. Each hop
-    costs NCCL's Simple step latency over NVLink, 3.4 us (which holds the route's 1 us).
-    The root's threads write a slice in 512 KiB / 20 GB/s (a channel of NCCL's ring
-    graph there: 12 of 20 GB/s), each arriving at the next GPU as it is written, so the
-    last arrives 3.4 us + 512 writes after the start; each later hop passes a slice on
-    as it comes (its threads keep the root's pace) and adds 3.4 us + one drain, 512 KiB
-    / 240 GB/s: 8.4 us launch + 7 x 3.4 us + 512 writes + 6 drains. Before slices were
-    ordered, the 8 slices a connection has in flight ended together and the chain moved
-    8 at a time."""
+    costs NCCL's Simple step latency over NVLink, 3.4 us (which holds the route's 1 us),
+    and a slice's drain, 512 KiB / 240 GB/s; a connection drains its slices back to back,
+    so the last leaves the root 3.4 us + 512 drains after the start and each later hop
+    adds 3.4 us + one drain: 8.4 us launch + 7 x 3.4 us + (512 + 6) drains. Before
+    slices were ordered, the 8 slices a connection has in flight ended together and
+    the chain moved 8 at a time."""
     topo = sc.topology.switch(8, bandwidth=240e9, latency=0.5e-6)
-    write, drain = 524288 / 20e9, 524288 / 240e9
+    drain = 524288 / 240e9
     for collective in ("broadcast", "reduce"):
         res = sc.simulate(topo, collective, algorithm="nccl", nbytes=1 << 28,
                           proto="Simple", channels=1)
         assert res.messages == 7 * 512
-        assert res.time == pytest.approx(8.4e-6 + 7 * 3.4e-6 + 512 * write + 6 * drain,
-                                         rel=1e-12)
+        assert res.time == pytest.approx(8.4e-6 + 7 * 3.4e-6 + 518 * drain, rel=1e-12)

@@ -201,8 +201,7 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str, intra: 
         else 1.0
     return dataclasses.replace(PROTOCOL[proto],
                                rate=channel_rate(proto, algo, arch, nodes, channels,
-                                                 comm.topology.cpu, share,
-                                                 machine.simple_ring_channel_bw),
+                                                 comm.topology.cpu, share),
                                launch=launch_overhead, step_scale=step_latency_scale)
 
 

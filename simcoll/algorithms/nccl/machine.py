@@ -31,7 +31,6 @@ from simcoll.algorithms.nccl.node_search import (
     node_links,
     ring_graph,
 )
-from simcoll.algorithms.nccl.search import FALLBACK_SPEED
 from simcoll.comm import Comm
 from simcoll.topology.graph import Topology, Via, node_order
 
@@ -142,17 +141,6 @@ class Machine:
     def ppn(self) -> float:
         """Ranks per node."""
         return self.nranks / self.nnodes
-
-    @property
-    def simple_ring_channel_bw(self) -> float:
-        """Bytes/s one channel of a Simple ring moves at most: :attr:`graph_channel_bw`,
-        the speed NCCL's search gives each channel of its ring graph and its tuner counts
-        per channel (what ``NCCL_MAX_NCHANNELS=1`` leaves a ring); unlimited without a
-        graph or where the search fell back to its 0.1 GB/s ring, a figure no link
-        limits."""
-        if self.graph_channel_bw in (0.0, FALLBACK_SPEED * 1e9):
-            return math.inf
-        return self.graph_channel_bw
 
     @property
     def ll128_by_default(self) -> bool:

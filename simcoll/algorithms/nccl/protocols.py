@@ -79,24 +79,18 @@ class Protocol:
 
 
 def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,
-                 channels: int, cpu: str = "unknown", share: float = 1.0,
-                 graph_bw: float = math.inf) -> float:
+                 channels: int, cpu: str = "unknown", share: float = 1.0) -> float:
     """Bytes per second of data one of ``channels`` channels moves at most, from NCCL's
     caps: ``perChMaxRingLL128Bws`` per channel for ring LL128, ``perChMaxTreeBws`` and
     ``perChMaxTreeLL128Bws`` for trees, and ``llMaxBws`` (a cap on all channels
     together, by GPU generation on one node and by ``cpu`` vendor across nodes: see
     :func:`~simcoll.algorithms.nccl.constants.ll_max_bw`) shared by the channels for
-    LL; ``graph_bw`` for Simple rings, the speed of one channel of NCCL's ring graph
-    (:attr:`~.machine.Machine.simple_ring_channel_bw`: its search gives a channel no
-    more than that, and NCCL's tuner counts that per channel as the Simple ring's bus
-    bandwidth); unlimited for NVLS, whose threads keep up with their links.
+    LL; unlimited for Simple rings and NVLS, whose threads keep up with their links.
     The caps are NCCL's bus bandwidths, which a ring moves on every link, so they cap
     the data a channel sends. NCCL's per-channel caps are per channel of its ring graph,
     which its collectives run on ``1 / share`` channels each (twice over, three times
     with CollNet's: :attr:`~.machine.Machine.graph_channels` over
-    :func:`~.tune_model.comm_channels`), so a channel that runs moves ``share`` of a cap.
-    ``graph_bw`` is a channel's own speed, not shared: a channel of the duplicated graph
-    runs the same threads over the same links."""
+    :func:`~.tune_model.comm_channels`), so a channel that runs moves ``share`` of a cap."""
     column = min(nodes, 3) - 1
     if protocol == "LL" and algorithm in ("ring", "tree"):
         return ll_max_bw(arch, nodes, cpu) * 1e9 / channels
@@ -106,8 +100,6 @@ def channel_rate(protocol: str, algorithm: str, arch: str, nodes: int,
         return PER_CHANNEL_MAX_TREE_LL128_BW[arch][column] * 1e9 * share
     if protocol == "Simple" and algorithm == "tree":
         return PER_CHANNEL_MAX_TREE_BW[arch][column] * 1e9 * share
-    if protocol == "Simple" and algorithm == "ring":
-        return graph_bw
     return math.inf
 
 

@@ -98,8 +98,7 @@ def _rate(searched: Machine, proto: str, channels: int) -> float:
     """Bytes per second a channel's threads move (``Protocol.rate``, as a run on the
     reference switch takes it)."""
     share = searched.graph_channels / comm_channels(searched) if searched.channels else 1.0
-    return channel_rate(proto, "ring", searched.arch, 1, channels, searched.cpu, share,
-                        searched.simple_ring_channel_bw)
+    return channel_rate(proto, "ring", searched.arch, 1, channels, searched.cpu, share)
 
 
 def _write_beyond_wire(protocol: Protocol, first: float, rate: float, beta: float) -> float:

@@ -91,7 +91,9 @@ class Sender:
     The channel's threads move at most ``protocol.rate`` bytes per second through the
     connection: a slice leaves once they have moved the one before it. They forward LL
     and LL128 data line by line as it arrives, so a slice is not held back at every hop
-    for its whole size: the rate paces a connection, it does not add to each hop. Where
+    for its whole size: the rate paces a connection, it does not add to each hop (where
+    the threads were still busy when a slice's lines began to come in, they move it
+    once free, and it leaves as they finish it). Where
     a chain's data starts (a rank's own data, ``origin``), the threads write a slice
     line by line while its lines cross the links, so its last byte arrives when the
     slower of the two is done: the slice leaves later by what writing it takes beyond
@@ -111,33 +113,35 @@ class Sender:
         self.via = via
         self.delay = beyond_route(comm, peer, step, via)
         self.in_flight: deque[Event] = deque()
-        self.written_at = -math.inf
+        self.written_at = comm.now   # the threads start with the connection
 
     def send(self, piece: Buffer, wire_bytes: int | None = None, origin: bool = False
              ) -> Steps:
-        """Send ``piece`` once a FIFO slot is free and the channel's threads have moved
-        the slice before it (at the protocol's rate per channel): they take a piece up
-        once both hold; ``wire_bytes`` puts
-        that many bytes on the links instead of the protocol's framing of ``piece``.
+        """Send ``piece`` once a FIFO slot is free (the channel's threads write into a
+        free slot only) and the threads have moved it (at the protocol's rate per
+        channel, one piece after the other); ``wire_bytes`` puts that many bytes on the
+        links instead of the protocol's framing of ``piece``.
 
-        ``origin``: the piece is this rank's own data, not data it has just received
-        (and reduced): the threads write it line by line as its lines cross the links, so
-        it leaves later than they take it up (once they have moved the piece before it)
-        by what writing it takes (``piece / rate``) beyond what its own wire bytes take
-        on the route's narrowest link as links stand now, the first slice of a
-        connection too. A piece passed on leaves as its last line comes in (the threads
-        forward lines as they arrive), so a chain pays the rate once, where its data
-        starts."""
+        The threads take a piece up once they have moved the one before it (the first
+        once the connection is open): ``origin``, this rank's own data, at once; a piece
+        passed on (data just received, and reduced) as its lines come in, over the
+        ``piece / rate`` before its last line arrived now. They write its lines while
+        the lines cross the links, so it leaves later than they take it up by what
+        writing it takes beyond what its wire bytes take on the route's narrowest link
+        as links stand now, and never before it is here: a piece passed on by idle
+        threads leaves as its last line comes in (a chain pays the rate once, where its
+        data starts), and one that waited for busy threads (writing this rank's own
+        slices, or not started yet) leaves as they finish it."""
         rate = self.protocol.rate
         wire = self.protocol.wire(piece.nbytes) if wire_bytes is None else wire_bytes
         if len(self.in_flight) >= self.protocol.window:
-            yield self.in_flight.popleft()   # the threads write into a free slot only
+            yield self.in_flight.popleft()
         if rate != math.inf:
             now = self.comm.now
-            begin = max(now, self.written_at)   # the threads take this piece up
-            self.written_at = begin + piece.nbytes / rate
-            leave = begin + max(0.0, piece.nbytes / rate - wire / self._bandwidth()) \
-                if origin else begin
+            writing = piece.nbytes / rate
+            begin = max(self.written_at, now if origin else now - writing)
+            self.written_at = begin + writing
+            leave = max(now, begin + max(0.0, writing - wire / self._bandwidth()))
             if leave > now:
                 yield self.comm.sleep(leave - now)
         self.in_flight.append(self.comm.send(

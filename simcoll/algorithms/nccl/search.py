@@ -99,11 +99,6 @@ _SLACK = 1e-9
 """Relative slack when comparing bandwidths (NCCL's are floats summed in one order)."""
 
 
-FALLBACK_SPEED = 0.1
-"""GB/s NCCL gives the ring it falls back to where its search finds none (a figure for
-its tuner, not what the links carry)."""
-
-
 class Searched(NamedTuple):
     """What NCCL's ring search gives: the graph's channels (``nChannels``, which its
     tuner counts), the channels its collectives run on (after ``ncclTopoPostset``), and
@@ -170,7 +165,7 @@ def finish(found: tuple[int, float], speeds: Sequence[float], arch: str, across:
     GB/s: 1 channel, run twice."""
     n, speed = found
     if n == 0:
-        return Searched(1, 2, FALLBACK_SPEED)
+        return Searched(1, 2, 0.1)
     n, speed = _dup(n, speed, arch, MAX_RING_CHANNELS)
     speed = _raise(speeds, speed, lambda v: fits(v) >= n)
     return Searched(n, postset(n, speed, arch, across), speed)
