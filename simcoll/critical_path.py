@@ -179,7 +179,9 @@ class CriticalPath:
     def by_link(self, topology: Topology) -> dict[str, float]:
         """Seconds of transfer on the path by the narrowest directed link of each
         message's route over its transfer (:func:`narrowest_link`; ``"gpu0->switch"``),
-        most first."""
+        most first. Narrowest by bandwidth, not by the share other transfers left it:
+        where links are shared (an incast, an all_to_all), the one that set the pace
+        may be another (:func:`simcoll.plot.link_utilization` shows the sharing)."""
         self._check(topology)
         out: dict[str, float] = {}
         for s in self.segments:

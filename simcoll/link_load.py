@@ -18,6 +18,7 @@ Used by the Chrome export's counter tracks and by ``simcoll.plot.link_utilizatio
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,6 +88,13 @@ def link_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
 
     Raises:
         InvalidInputError: the result has no trace, or ran on another topology.
+
+    Warns:
+        UserWarning: where the bytes drawn on a link differ from those the network
+            counted on it (``Result.link_bytes``): a link failed under messages in
+            flight, or before their bytes moved, and each is drawn on the route it was
+            handed to, not on the detour that carried its bytes. The warning names the
+            links, most off first.
     """
     check_ran_on(result, topology)
     spans: dict[int, list[tuple[float, float, float]]] = {}
@@ -108,7 +116,27 @@ def link_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
     for index in sorted(spans):
         s, t, r = (np.array(column, dtype=float) for column in zip(*spans[index]))
         loads.append(LinkLoad(topology.directed_link(index), bandwidths[index], s, t, r))
+    _warn_where_drawn_differs(loads, result.link_bytes)
     return loads
+
+
+def _warn_where_drawn_differs(loads: list[LinkLoad],
+                              counted: dict[tuple[str, str], int]) -> None:
+    """Warn where the drawn bytes of a link are not what the network counted on it."""
+    drawn = {load.link: float(np.sum(load.rates * (load.ends - load.starts)))
+             for load in loads}
+    off = sorted(((abs(drawn.get(link, 0.0) - counted.get(link, 0)), link)
+                  for link in drawn.keys() | {k for k, v in counted.items() if v}
+                  if not np.isclose(drawn.get(link, 0.0), counted.get(link, 0),
+                                    rtol=1e-6, atol=1.0)), reverse=True)
+    if off:
+        shown = ", ".join(f"{u}->{v} ({drawn.get((u, v), 0.0):.0f} drawn, "
+                          f"{counted.get((u, v), 0)} counted)" for _, (u, v) in off[:4])
+        warnings.warn(f"{len(off)} directed link(s) drawn with other bytes than the network "
+                      f"counted on them: {shown}{', ...' if len(off) > 4 else ''}; a link "
+                      f"failed under messages in flight, which are drawn on the route they "
+                      f"were handed to, not on the detour that carried their bytes",
+                      stacklevel=3)
 
 
 def rate_steps(load: LinkLoad) -> tuple[np.ndarray, np.ndarray]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 
 import matplotlib
 import numpy as np
@@ -673,7 +674,7 @@ def test_a_lone_message_fills_each_link_of_its_route_at_its_rate(lone_message):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["gpu0->switch", "switch->gpu1"]
     assert ax.get_xlabel() == "time (µs)"
     assert mesh.norm.vmin == 0 and mesh.norm.vmax == 1
-    assert fig.axes[1].get_ylabel() == "fraction of link bandwidth (square-root scale)"
+    assert fig.axes[1].get_ylabel() == "fraction of bandwidth (sqrt scale)"
     # Three bins of 8/3 us: the transfer fills 1/3 us of the middle one (1/8 of it) and
     # all of the last.
     grid = np.asarray(mesh_of(link_utilization(res, topo, bins=3)).get_array())
@@ -1968,3 +1969,47 @@ def test_bytes_sent_axis_labels_every_power_that_fits_in_eight(octaves, labels):
                 "bytes_sent": [1024 * 2**octaves]}]
     fig = scaling(records, y="bytes_sent")
     assert [float(v) for v in fig.axes[0].yaxis.get_major_locator().locs] == labels
+
+
+def _one_megabyte_from_gpu0_to_gpu1(comm):
+    if comm.rank == 0:
+        yield comm.send(np.zeros(1_000_000, np.uint8), 1)
+    elif comm.rank == 1:
+        yield comm.recv(0)
+
+
+def test_a_link_failed_before_the_bytes_moved_is_named_where_the_drawing_differs():
+    """ring(4), 1 MB from gpu0 to gpu1, whose link fails at 0.5 us, during the
+    message's 1 us latency: every byte takes gpu0 -> gpu3 -> gpu2 -> gpu1 (what the network
+    counts), and the trace keeps the route the message was handed to, so the drawing
+    puts it all on the dead link. The drawing now says so (it said nothing)."""
+    from simcoll.link_load import link_loads
+
+    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
+    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    assert {k: v for k, v in res.link_bytes.items() if v} == {
+        ("gpu0", "gpu3"): 1_000_000, ("gpu3", "gpu2"): 1_000_000, ("gpu2", "gpu1"): 1_000_000}
+    with pytest.warns(UserWarning, match=r"^4 directed link\(s\) drawn with other bytes "
+                      r"than the network counted on them: .*gpu0->gpu1 \(1000000 drawn, 0 "
+                      r"counted\); a link failed under messages in flight"):
+        link_loads(res, topo)
+    with pytest.warns(UserWarning, match="drawn with other bytes"):
+        link_utilization(res, topo)
+    healthy = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [load.name for load in link_loads(healthy, topo)] == ["gpu0->gpu1"]
+
+
+@pytest.mark.parametrize("ranks", [2, 4, 12])
+def test_the_colour_bar_label_fits_the_figure(ranks, tmp_path):
+    """On heatmaps of a few links the colour bar's label ran past the figure's top and
+    bottom (2.6 in high for a 3.2 in label): a saved PNG showed "action of link
+    bandwidth (square-root s"."""
+    topo = sc.topology.switch(ranks)
+    res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=sc.MiB, trace=True)
+    fig = link_utilization(res, topo, save=tmp_path / "links.png")
+    renderer = fig.canvas.get_renderer()
+    label = fig.axes[1].yaxis.label.get_window_extent(renderer)
+    assert 0 <= label.y0 and label.y1 <= fig.bbox.height

@@ -72,8 +72,9 @@ def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, 
     and an approximation under contention. Each row's bytes add up to the link's total
     traffic (``Result.link_bytes``, protocol framing included), except where a message
     was in flight when a link of its route failed: it is drawn on its first route for
-    its whole span, and the detour that carried its remaining bytes is not drawn. Only
-    links that carried bytes
+    its whole span, and the detour that carried its remaining bytes is not drawn (a
+    warning names the links where the drawn bytes differ: :func:`~simcoll.link_load.link_loads`).
+    Only links that carried bytes
     get a row, grouped by link kind where there are several (white lines between the
     groups; a group's first label names its kind, and on large machines every group
     labels every k-th of its rows from its first, k odd, and the y label says so); long
@@ -116,7 +117,7 @@ def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, 
     grid = np.array([binned_bytes(load, edges) / width / load.bandwidth for load in loads])
 
     unit, factor = time_unit(result.time)
-    fig, ax = new_axes(ax, (8.0, min(11.0, max(2.6, 1.5 + 0.18 * len(loads)))))
+    fig, ax = new_axes(ax, (8.0, min(11.0, max(3.0, 1.5 + 0.18 * len(loads)))))
     # A square-root scale: a link at a seventh of its rate (one of 8 flows) stands apart
     # from an idle one, which on a linear viridis share one dark purple.
     from matplotlib.colors import PowerNorm
@@ -144,7 +145,7 @@ def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, 
     # over 1 by more than the rounding of a full link's bins (1.00000001)
     peak = float(grid.max())
     over = peak >= 1.005
-    fig.colorbar(mesh, ax=ax, label="fraction of link bandwidth (square-root scale)",
+    fig.colorbar(mesh, ax=ax, label="fraction of bandwidth (sqrt scale)",
                  extend="max" if over else "neither")
     title = (f"link utilization: {result.collective}/{result.algorithm} on "
              f"{result.topology}, {format_size(result.nbytes)} per rank"
