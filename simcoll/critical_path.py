@@ -27,10 +27,13 @@ first, then its own reductions and compute, then a message it sent; among those,
 with the tag of the message it leads to): each of them is equally critical by time.
 
 A message's transfer is put down to its route's narrowest link (:meth:`CriticalPath.by_link`):
-the one of least bandwidth over the transfer, where link faults (:class:`simcoll.Faults`)
-changed it its bandwidth averaged over the transfer's span (0 while failed). Its average
-rate (:attr:`Segment.rate`) is lower than that link's bandwidth where the link was shared
-or a protocol's rate held the message back. The split of a message at the instant its
+the one that left it the least bandwidth over the transfer: a link's bandwidth (where link
+faults, :class:`simcoll.Faults`, changed it, averaged over the transfer's span, 0 while
+failed) times the message's share of the bytes the link carried over that span
+(:attr:`Segment.shares`, from every traced message at its average rate, as
+:mod:`simcoll.link_load` draws them), so a link shared with other transfers (an incast's
+last hop) counts at what they left it. Its average rate (:attr:`Segment.rate`) is lower
+than that where a protocol's rate held the message back. The split of a message at the instant its
 bytes began to move takes the route's latency as it stood when the message was handed to
 the network. A link that fails under a message moves the bytes it has not yet sent to the
 route around the failed links with no latency of that route
@@ -45,6 +48,8 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
@@ -85,6 +90,9 @@ class Segment:
             the rate of every copy), where the trace has them.
         bandwidths: a transfer's links that link faults changed, with their bandwidth
             averaged over it (``TraceEvent.bandwidths``); others had their nominal one.
+        shares: a transfer's links that other messages crossed during it, with its
+            share of the bytes each carried over the transfer's span (every message at
+            its average rate); it had the others to itself.
     """
 
     kind: str
@@ -99,6 +107,7 @@ class Segment:
     via: Any = None
     links: tuple[int, ...] | None = None
     bandwidths: tuple[tuple[int, float], ...] = ()
+    shares: tuple[tuple[int, float], ...] = ()
 
     @property
     def duration(self) -> float:
@@ -178,10 +187,9 @@ class CriticalPath:
 
     def by_link(self, topology: Topology) -> dict[str, float]:
         """Seconds of transfer on the path by the narrowest directed link of each
-        message's route over its transfer (:func:`narrowest_link`; ``"gpu0->switch"``),
-        most first. Narrowest by bandwidth, not by the share other transfers left it:
-        where links are shared (an incast, an all_to_all), the one that set the pace
-        may be another (:func:`simcoll.plot.link_utilization` shows the sharing)."""
+        message's route over its transfer (:func:`narrowest_link`, which counts the
+        share other transfers left it of a shared link; ``"gpu0->switch"``), most
+        first."""
         self._check(topology)
         out: dict[str, float] = {}
         for s in self.segments:
@@ -262,15 +270,18 @@ _KIND_NOTES = {
 
 
 def narrowest_link(topology: Topology, segment: Segment) -> str:
-    """The directed link of least bandwidth on a message segment's route
-    (``"gpu0->switch"``; the first of several as narrow): for a link that link faults
-    changed, its bandwidth averaged over the transfer (:attr:`Segment.bandwidths`)."""
+    """The directed link that left a message segment the least bandwidth on its route
+    (``"gpu0->switch"``; the first of several as narrow): its bandwidth (for a link
+    that link faults changed, averaged over the transfer: :attr:`Segment.bandwidths`)
+    times the segment's share of the bytes it carried meanwhile
+    (:attr:`Segment.shares`)."""
     if segment.peer is None:
         raise InvalidInputError(f"a {segment.kind} segment crosses no route")
     links = segment.links or topology.route(segment.endpoint, segment.peer,
                                             via=segment.via).links
-    changed = dict(segment.bandwidths)
-    index = min(links, key=lambda d: changed.get(d, topology.bandwidth_of(d)))
+    changed, shares = dict(segment.bandwidths), dict(segment.shares)
+    index = min(links, key=lambda d: changed.get(d, topology.bandwidth_of(d))
+                * shares.get(d, 1.0))
     a, b = topology.directed_link(index)
     return f"{a}->{b}"
 
@@ -362,6 +373,7 @@ def critical_path(result: RunResult) -> CriticalPath:
     """
     trace = traced_events(result)
     index = _Index(trace, result.sleeps or ())
+    carried = _LinkBytes(trace)
     segments: list[Segment] = []
     t = result.time
     # The activity that ended the run: a message before any other, a sleep last (a
@@ -403,7 +415,9 @@ def critical_path(result: RunResult) -> CriticalPath:
                 tree = trace[_first_destination(trace, current)]
                 segments.append(Segment("transfer", e.rank, e.peer, moving, e.end, e.nbytes,
                                         wire, tag=e.tag, via=e.via, links=tree.links,
-                                        bandwidths=tree.bandwidths))
+                                        bandwidths=tree.bandwidths,
+                                        shares=carried.shares(tree.links, moving, e.end,
+                                                              wire)))
             if e.queued:
                 current = _ahead(index, current, moving)
                 ahead = trace[current].end
@@ -421,6 +435,45 @@ def critical_path(result: RunResult) -> CriticalPath:
     segments.reverse()
     return CriticalPath(result.time, tuple(_merged_waits(segments)), result.topology,
                         result.nranks, result.topology_hash)
+
+
+class _LinkBytes:
+    """The bytes every traced message put on each directed link up to any instant, each
+    message at its average rate from when its bytes began to move to its arrival (as
+    :mod:`simcoll.link_load` draws them): a piecewise-linear curve per link."""
+
+    def __init__(self, trace: Sequence[TraceEvent]) -> None:
+        spans: dict[int, list[tuple[float, float, float]]] = {}
+        for e in trace:
+            start = e.start if e.moving is None else e.moving
+            wire = e.nbytes if e.wire_bytes is None else e.wire_bytes
+            if e.kind != "message" or not e.links or wire == 0 or e.end <= start:
+                continue
+            for d in e.links:
+                spans.setdefault(d, []).append((start, e.end, wire / (e.end - start)))
+        self.curves: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for d, rows in spans.items():
+            starts, ends, rates = (np.array(column) for column in zip(*rows))
+            corners = np.concatenate([starts, ends])
+            order = np.argsort(corners, kind="stable")
+            corners = corners[order]
+            slope = np.cumsum(np.concatenate([rates, -rates])[order])
+            self.curves[d] = (corners, np.concatenate(
+                [[0.0], np.cumsum(slope[:-1] * np.diff(corners))]))
+
+    def shares(self, links: tuple[int, ...] | None, start: float, end: float,
+               wire: int) -> tuple[tuple[int, float], ...]:
+        """Of ``links``, those that carried more than ``wire`` bytes from ``start`` to
+        ``end``, with ``wire``'s share of what they carried."""
+        out = []
+        for d in links or ():
+            if d not in self.curves:   # a transfer of no wire bytes
+                continue
+            corners, carried = self.curves[d]
+            total = float(np.interp(end, corners, carried) - np.interp(start, corners, carried))
+            if total > wire * (1 + 1e-9):
+                out.append((d, wire / total))
+        return tuple(out)
 
 
 def _first_destination(trace: Sequence[TraceEvent], i: int) -> int:

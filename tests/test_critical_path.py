@@ -965,3 +965,44 @@ def test_the_summary_counts_one_segment_and_one_message_in_the_singular():
     path = sc.critical_path(sc.run_program(topo, _one_message, trace=True))
     assert [s.kind for s in path.segments] == ["latency", "transfer"]
     assert path.summary().splitlines()[0].endswith(": 2 segments through 1 message")
+
+
+def _star(up: float, down0: float) -> sc.Topology:
+    topo = sc.Topology("star")
+    gpus = [topo.add_gpu() for _ in range(4)]
+    switch = topo.add_switch("sw")
+    for i, gpu in enumerate(gpus):
+        topo.add_link(gpu, switch, bandwidth=up, latency=1e-6,
+                      back_bandwidth=down0 if i == 0 else up)
+    return topo
+
+
+def _incast(comm):
+    if comm.rank == 0:
+        for event in [comm.recv(r) for r in range(1, comm.size)]:
+            yield event
+    else:
+        yield comm.send(np.zeros(1_000_000, np.uint8), 0)
+
+
+@pytest.mark.parametrize("up, down0, time_us, transfer_us", [
+    # 3 MB into gpu0 at once: sw->gpu0 carries 3 MB in 3 MB / down0 (two hops of 1 us
+    # before), each sender's uplink 1 MB of it; a link left each message down0 / 3.
+    (100e9, 100e9, 32.0, 30.0),
+    (200e9, 100e9, 32.0, 30.0),
+    (100e9, 200e9, 17.0, 15.0),   # 200 / 3 = 66.7 GB/s, still below the uplinks' 100
+])
+def test_an_incasts_transfer_is_put_down_to_the_shared_last_hop(up, down0, time_us,
+                                                                 transfer_us):
+    """Three GPUs send 1 MB each to gpu0 at once. The shared sw->gpu0 sets the time
+    (doubling it halves the transfer; doubling the uplinks changes nothing), but by_link
+    named the sender's uplink gpu1->sw, the first of the links of least bandwidth."""
+    topo = _star(up, down0)
+    res = sc.run_program(topo, _incast, trace=True)
+    assert res.time == pytest.approx(time_us * 1e-6, rel=1e-12)
+    path = sc.critical_path(res)
+    [transfer] = [s for s in path.segments if s.kind == "transfer"]
+    sw_gpu0 = topo.route(1, 0).links[1]
+    assert transfer.shares == ((sw_gpu0, pytest.approx(1 / 3, rel=1e-9)),)
+    assert narrowest_link(topo, transfer) == "sw->gpu0"
+    assert path.by_link(topo) == {"sw->gpu0": pytest.approx(transfer_us * 1e-6, rel=1e-9)}
