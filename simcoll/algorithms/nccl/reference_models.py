@@ -142,14 +142,15 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     Each of the c channels (what NCCL's search and tuner give the reference switch) cuts
     its n/c bytes into K pieces of one step (full steps of s bytes, then the rest r:
     :func:`~.rings.chunks_then_rest`), pipelined along the p-1 hops, the c channels'
-    pieces sharing each link: launch + W + (p-1)(T + R) + (K-2) max(T, R, P) +
-    max(T, R, P) of the rest (launch + W + (p-1)(T + R) for one piece), with
-    T = max(alpha, step latency) + wire(s) c beta, R = s c gamma for reduce (0 for
-    broadcast), P = s / rate the pace of a channel's threads (the protocol's rate per
-    channel) and W what they take to write the chain's first piece beyond its wire
-    bytes' time (``rings.Sender.send``'s ``origin``): the chain pipeline's time (the
-    README's ``reduce``/``ring`` row). Nothing for one rank or an empty buffer, which
-    NCCL discards."""
+    pieces sharing each link: launch + W + (p-1)(T + R) + (K-2) I + I of the rest
+    (launch + W + (p-1)(T + R) for one piece), with T = max(alpha, step latency) +
+    wire(s) c beta, R = s c gamma for reduce (0 for broadcast), P = s / rate the pace of
+    a channel's threads (the protocol's rate per channel), I = max(T / window, wire(s) c
+    beta, R, P) the time between two pieces at a hop (a connection has ``window`` pieces
+    in flight, whose hops overlap) and W what the threads take to write the chain's
+    first piece beyond its wire bytes' time (``rings.Sender.send``'s ``origin``): the
+    chain pipeline's time (the README's ``reduce``/``ring`` row). Nothing for one rank
+    or an empty buffer, which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)
@@ -171,11 +172,18 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
                 + protocol.wire(math.ceil(piece)) * c * beta,
                 piece * c * gamma if collective == "reduce" else 0.0, piece / rate)
 
+    def interval(piece: float) -> float:
+        """The time between two pieces at a hop: a piece's hop, reduction or pace,
+        where a connection's window of pieces in flight overlaps their hops."""
+        hop, reduction, pace = stage(piece)
+        wire = protocol.wire(math.ceil(piece)) * c * beta
+        return max(hop / protocol.window, wire, reduction, pace)
+
     hop, reduction, pace = stage(full)
     total = (protocol.base("ring") + _write_beyond_wire(protocol, full, rate, beta)
              + (p - 1) * (hop + reduction))
     if pieces > 1:
-        total += (pieces - 2) * max(hop, reduction, pace) + max(stage(rest))
+        total += (pieces - 2) * interval(full) + interval(rest)
     return total
 
 
