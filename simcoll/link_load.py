@@ -29,7 +29,8 @@ from simcoll.result import RunResult, traced_events
 from simcoll.topology.graph import Topology
 from simcoll.topology.io import topology_hash
 
-__all__ = ["LinkLoad", "link_loads", "rate_steps", "binned_bytes", "check_ran_on"]
+__all__ = ["LinkLoad", "link_loads", "drawn_loads", "drawn_differs", "rate_steps",
+           "binned_bytes", "check_ran_on"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,15 @@ def link_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
             handed to, not on the detour that carried its bytes. The warning names the
             links, most off first.
     """
+    loads = drawn_loads(result, topology)
+    differs = drawn_differs(loads, result.link_bytes)
+    if differs:
+        warnings.warn(differs, stacklevel=2)
+    return loads
+
+
+def drawn_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
+    """:func:`link_loads` without its warning (for callers that give it themselves)."""
     check_ran_on(result, topology)
     spans: dict[int, list[tuple[float, float, float]]] = {}
     for e in result.trace or ():
@@ -116,27 +126,27 @@ def link_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
     for index in sorted(spans):
         s, t, r = (np.array(column, dtype=float) for column in zip(*spans[index]))
         loads.append(LinkLoad(topology.directed_link(index), bandwidths[index], s, t, r))
-    _warn_where_drawn_differs(loads, result.link_bytes)
     return loads
 
 
-def _warn_where_drawn_differs(loads: list[LinkLoad],
-                              counted: dict[tuple[str, str], int]) -> None:
-    """Warn where the drawn bytes of a link are not what the network counted on it."""
+def drawn_differs(loads: list[LinkLoad], counted: dict[tuple[str, str], int]) -> str:
+    """What :func:`link_loads` warns where the bytes drawn on links are not what the
+    network ``counted`` on them (``Result.link_bytes``), most off first; "" where
+    they are."""
     drawn = {load.link: float(np.sum(load.rates * (load.ends - load.starts)))
              for load in loads}
     off = sorted(((abs(drawn.get(link, 0.0) - counted.get(link, 0)), link)
                   for link in drawn.keys() | {k for k, v in counted.items() if v}
                   if not np.isclose(drawn.get(link, 0.0), counted.get(link, 0),
                                     rtol=1e-6, atol=1.0)), reverse=True)
-    if off:
-        shown = ", ".join(f"{u}->{v} ({drawn.get((u, v), 0.0):.0f} drawn, "
-                          f"{counted.get((u, v), 0)} counted)" for _, (u, v) in off[:4])
-        warnings.warn(f"{len(off)} directed link(s) drawn with other bytes than the network "
-                      f"counted on them: {shown}{', ...' if len(off) > 4 else ''}; a link "
-                      f"failed under messages in flight, which are drawn on the route they "
-                      f"were handed to, not on the detour that carried their bytes",
-                      stacklevel=3)
+    if not off:
+        return ""
+    shown = ", ".join(f"{u}->{v} ({drawn.get((u, v), 0.0):.0f} drawn, "
+                      f"{counted.get((u, v), 0)} counted)" for _, (u, v) in off[:4])
+    return (f"{len(off)} directed link(s) drawn with other bytes than the network counted "
+            f"on them: {shown}{', ...' if len(off) > 4 else ''}; a link failed under "
+            f"messages in flight, which are drawn on the route they were handed to, not on "
+            f"the detour that carried their bytes")
 
 
 def rate_steps(load: LinkLoad) -> tuple[np.ndarray, np.ndarray]:

@@ -632,3 +632,22 @@ def test_a_device_name_holding_the_link_arrow_is_refused(add):
         getattr(topo, add)("a->b")
     assert topo.devices == ()
     assert getattr(topo, add)("a-b") == "a-b"
+
+
+@pytest.mark.parametrize("name", ["->", "->b", "a->", "x->y->z"])
+def test_mut20_a_device_name_with_the_arrow_anywhere_is_refused(name):
+    """The rule is "holds '->'": at the start, at the end or alone, "->b" + "->" + "c"
+    would still join two links' keys (a link ("x", "->b") writes "x->->b")."""
+    topo = sc.Topology()
+    with pytest.raises(TopologyError, match=r"it holds '->'"):
+        topo.add_gpu(name)
+    assert topo.devices == ()
+
+
+@pytest.mark.parametrize("name", ["a>b", "a-b", "gpu-0>", ">-", "a- >b"])
+def test_mut20_a_device_name_with_a_dash_or_a_chevron_but_no_arrow_is_accepted(name):
+    """Only the two characters '-' then '>' together join a link's ends ("from->to");
+    each alone, or the two apart or reversed, is a name like any other."""
+    topo = sc.Topology()
+    assert topo.add_gpu(name) == name
+    assert [d.name for d in topo.devices] == [name]

@@ -913,3 +913,23 @@ def test_a_tree_inside_a_node_pays_the_trees_nvlink_step(proto, expected_us):
     res = sc.simulate(one_link(), "all_reduce", algorithm="nccl", nbytes=8, dtype="uint8",
                       algo="tree", proto=proto, channels=1)
     assert res.time == pytest.approx(expected_us * 1e-6, abs=5e-9)
+
+
+def test_a_passed_on_slice_waits_for_its_slot_before_its_lines_are_written():
+    """Three GPUs in a line (100 GB/s; 0.5 us, then 600 us to the last), LL128 broadcast
+    of 9 one-step slices (576,000 B, P = 57.6 us to write at 10 GB/s, 614,400 wire bytes:
+    w = 6.144 us) on one channel. The middle GPU gets slice k at 14 + (k + 1) P + 1.9
+    us and passes it on as its lines come in; slice 0 reaches the end at 14 + P + 1.9 +
+    w + 600 = 679.644 us, and only then is the slot free for slice 8 (in at 534.3 us):
+    its threads write it from 679.644 us, its last line leaving P - w later and arriving
+    w + 600 us after that: 1337.244 us. (Taken as written while its lines came in,
+    before its slot was free, it arrived 51.456 us sooner.)"""
+    topo = sc.Topology("line")
+    a, b, c = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=100e9, latency=0.5e-6, kind="nvlink")
+    topo.add_link(b, c, bandwidth=100e9, latency=600e-6, kind="nvlink")
+    res = sc.simulate(topo, "broadcast", algorithm="nccl", nbytes=9 * 576_000, dtype="uint8",
+                      proto="LL128", channels=1, root=0)
+    first = 14.0 + 57.6 + 1.9 + 6.144 + 600
+    assert first == pytest.approx(679.644)
+    assert res.time == pytest.approx((first + 57.6 + 600) * US, rel=1e-12)

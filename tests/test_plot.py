@@ -2013,3 +2013,122 @@ def test_the_colour_bar_label_fits_the_figure(ranks, tmp_path):
     renderer = fig.canvas.get_renderer()
     label = fig.axes[1].yaxis.label.get_window_extent(renderer)
     assert 0 <= label.y0 and label.y1 <= fig.bbox.height
+
+
+def _mut20_one_and_three_megabytes_from_gpu0(comm):
+    if comm.rank == 0:
+        first = comm.send(np.zeros(1_000_000, np.uint8), 1)
+        second = comm.send(np.zeros(3_000_000, np.uint8), 2)
+        yield first
+        yield second
+    elif comm.rank in (1, 2):
+        yield comm.recv(0)
+
+
+def test_mut20_the_warning_names_the_most_off_links_first():
+    """ring(6), 100 GB/s, 1 us latency; gpu0 sends 1 MB to gpu1 and 3 MB to gpu2 (route
+    gpu0 -> gpu1 -> gpu2), and gpu0->gpu1 fails at 0.5 us, before any byte moved. Hand-worked:
+    the 1 MB goes 0 -> 5 -> 4 -> 3 -> 2 -> 1 and the 3 MB 0 -> 5 -> 4 -> 3 -> 2, so the
+    network counts 4 MB on gpu0->gpu5, gpu5->gpu4, gpu4->gpu3, gpu3->gpu2 and 1 MB on
+    gpu2->gpu1; the drawing keeps the first routes: 4 MB on gpu0->gpu1, 3 MB on gpu1->gpu2.
+    Off by: five links 4 MB, gpu1->gpu2 3 MB, gpu2->gpu1 1 MB: 7 links, and the 4 named
+    (most off first) are four of the five 4 MB ones, then "...". (Least off first named
+    gpu2->gpu1 first; by signed difference, gpu0->gpu1 (+4 MB) then gpu1->gpu2 (+3 MB).)"""
+    import re
+
+    from simcoll.link_load import link_loads
+
+    topo = sc.topology.ring(6, bandwidth=100e9, latency=1e-6)
+    res = sc.run_program(topo, _mut20_one_and_three_megabytes_from_gpu0, trace=True,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    assert {k: v for k, v in res.link_bytes.items() if v} == {
+        ("gpu0", "gpu5"): 4_000_000, ("gpu5", "gpu4"): 4_000_000,
+        ("gpu4", "gpu3"): 4_000_000, ("gpu3", "gpu2"): 4_000_000, ("gpu2", "gpu1"): 1_000_000}
+    with pytest.warns(UserWarning) as record:
+        link_loads(res, topo)
+    (message,) = [str(w.message) for w in record if "drawn with other bytes" in str(w.message)]
+    assert message.startswith("7 directed link(s) drawn with other bytes")
+    shown = re.findall(r"(gpu\d->gpu\d) \((\d+) drawn, (\d+) counted\)", message)
+    assert len(shown) == 4
+    four_mb = {"gpu0->gpu1", "gpu0->gpu5", "gpu5->gpu4", "gpu4->gpu3", "gpu3->gpu2"}
+    assert all(link in four_mb and abs(int(d) - int(c)) == 4_000_000 for link, d, c in shown)
+    assert "counted), ...; a link failed" in message
+
+
+def _mut20_a_large_then_a_small_message(comm):
+    if comm.rank == 0:
+        yield comm.send(np.zeros(100_000_000, np.uint8), 1)
+        yield comm.send(np.zeros(100_000, np.uint8), 1)
+    elif comm.rank == 1:
+        yield comm.recv(0)
+        yield comm.recv(0)
+
+
+def test_mut20_a_link_drawn_a_thousandth_over_its_count_is_named():
+    """ring(4), 100 GB/s, 1 us latency: gpu0 sends gpu1 100 MB (arrives 1 ms + 1 us), then
+    100 kB, whose link fails at 1.0015 ms, during that message's 1 us latency: its bytes
+    all go gpu0 -> gpu3 -> gpu2 -> gpu1. The dead link is drawn with 100,100,000 bytes and
+    counted 100,000,000: off by 1e-3 of its count, far over float rounding, so it is named
+    with the three detour links (a tolerance of 1% hid it)."""
+    from simcoll.link_load import link_loads
+
+    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
+    res = sc.run_program(topo, _mut20_a_large_then_a_small_message, trace=True,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=1.0015e-3)]))
+    assert {k: v for k, v in res.link_bytes.items() if v} == {
+        ("gpu0", "gpu1"): 100_000_000, ("gpu0", "gpu3"): 100_000,
+        ("gpu3", "gpu2"): 100_000, ("gpu2", "gpu1"): 100_000}
+    with pytest.warns(UserWarning, match=r"^4 directed link\(s\) drawn with other bytes") \
+            as record:
+        link_loads(res, topo)
+    assert "gpu0->gpu1 (100100000 drawn, 100000000 counted)" in str(record[0].message)
+
+
+def test_mut20_the_drawing_warning_points_at_the_caller_of_link_loads():
+    """The warning is raised with the line of the user's call to link_loads, not a line
+    of simcoll (stacklevel: _warn_where_drawn_differs -> link_loads -> caller)."""
+    from simcoll.link_load import link_loads
+
+    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
+    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    with pytest.warns(UserWarning, match="drawn with other bytes") as record:
+        link_loads(res, topo)
+    assert record[0].filename == __file__
+
+
+def test_mut20_five_links_off_name_four_then_an_ellipsis():
+    """ring(5), 1 MB from gpu0 to gpu1, whose link fails at 0.5 us, before the bytes move:
+    they go gpu0 -> gpu4 -> gpu3 -> gpu2 -> gpu1. Off: the dead link (1 MB drawn, 0
+    counted) and the four detour links (0 drawn, 1 MB counted): 5 links, one more than
+    the 4 the warning names, so it ends the list with "..."."""
+    import re
+
+    from simcoll.link_load import link_loads
+
+    topo = sc.topology.ring(5, bandwidth=100e9, latency=1e-6)
+    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    assert {k: v for k, v in res.link_bytes.items() if v} == {
+        ("gpu0", "gpu4"): 1_000_000, ("gpu4", "gpu3"): 1_000_000,
+        ("gpu3", "gpu2"): 1_000_000, ("gpu2", "gpu1"): 1_000_000}
+    with pytest.warns(UserWarning, match=r"^5 directed link\(s\) drawn with other bytes") \
+            as record:
+        link_loads(res, topo)
+    message = str(record[0].message)
+    assert len(re.findall(r"gpu\d->gpu\d \(\d+ drawn, \d+ counted\)", message)) == 4
+    assert "counted), ...; a link failed" in message
+
+
+def test_the_drawing_warning_points_at_the_callers_line_from_every_drawing():
+    """link_utilization and to_chrome's counter tracks warn as link_loads does, at the
+    user's line (the warning pointed inside simcoll/plot/links.py)."""
+    from simcoll.trace import to_chrome
+
+    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
+    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    for draw in (lambda: link_utilization(res, topo), lambda: to_chrome(res, topo)):
+        with pytest.warns(UserWarning, match="drawn with other bytes") as record:
+            draw()
+        assert [w.filename for w in record] == [__file__]

@@ -1065,3 +1065,25 @@ def test_a_sweep_of_bucketed_without_inner_params_runs(tmp_path):
                 sizes=[4096], buckets=2, inner="ring")
     assert len(got) == 1 and not got.failed
     assert got[0].params["buckets"] == 2
+
+
+def test_mut20_a_record_with_some_nccl_tests_columns_is_not_called_a_run_line(tmp_path):
+    """A line of `simcoll run --json` has all three of nccl-tests' columns (time_us,
+    algbw_GBps, busbw_GBps); a record holding only time_us (a hand-made table) is told
+    what it lacks, not that it is a run line."""
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps([{"collective": "all_reduce", "time_us": 12.0}]))
+    with pytest.raises(sc.InvalidInputError, match=r"is not a simcoll sweep record: it "
+                       r"lacks \[") as info:
+        load_results(path)
+    assert "simcoll run --json" not in str(info.value)
+
+
+def test_a_json_object_that_is_no_run_line_is_called_no_list(tmp_path):
+    """Only a line of `simcoll run --json` gets its own message; any other object in a
+    .json file is told a list of records is expected (it listed 24 missing keys)."""
+    path = tmp_path / "object.json"
+    path.write_text(json.dumps({"collective": "all_reduce"}))
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^{path} is not a JSON list of sweep records$"):
+        load_results(path)

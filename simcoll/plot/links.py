@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
-from simcoll.link_load import binned_bytes, link_loads
+from simcoll.link_load import binned_bytes, drawn_differs, drawn_loads
 from simcoll.plot.style import (
     checked_save_path,
     finish,
@@ -102,7 +103,10 @@ def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, 
     bins = integer(bins, "bins", minimum=1, maximum=MAX_BINS,
                    what="time bins; a figure shows fewer columns than that")
     path = checked_save_path(save)
-    loads = link_loads(result, topology)
+    loads = drawn_loads(result, topology)
+    differs = drawn_differs(loads, result.link_bytes)
+    if differs:
+        warnings.warn(differs, stacklevel=2)
     # Rows by link kind (NVLink, PCIe, network ...), each kind in the topology's order,
     # so the rows a label stands for are of its kind.
     kinds = [topology.links[topology.link_index(*load.link)].kind for load in loads]

@@ -60,7 +60,7 @@ _REQUIRED = (*IDENTITY, "topology", "error")
 _RESULT = ("time", "correct", "max_error", *_ARRAYS, "link_bytes", "messages", "rank_times",
            "algbw", "busbw")
 # The nccl-tests columns a line of `simcoll run --json` has and a sweep record has not.
-_RUN_ROW = ("time_us", "algbw_GBps", "busbw_GBps")
+RUN_ROW = ("time_us", "algbw_GBps", "busbw_GBps")
 # Result fields that to_dict writes as null where not finite: to_pandas takes the Result's.
 _FLOATS = ("max_error", "algbw", "busbw")
 
@@ -227,7 +227,7 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
     elif not isinstance(error, dict) or not {"type", "message"} <= set(error):
         missing.append("error type and message")
     if missing:
-        if all(k in record for k in _RUN_ROW):
+        if all(k in record for k in RUN_ROW):
             raise InvalidInputError(
                 f"{where} is a line of `simcoll run --json` (one size's nccl-tests columns "
                 f"and its result), not a simcoll sweep record; load_results reads what "

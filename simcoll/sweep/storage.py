@@ -28,7 +28,7 @@ except ImportError:  # Windows: a save file a stopped sweep made empty stays
 
 from simcoll.errors import InvalidInputError
 from simcoll.files import cannot_write, file_path, output_path, sync_folder
-from simcoll.sweep.records import SweepResults, check_record, decode, point_key
+from simcoll.sweep.records import RUN_ROW, SweepResults, check_record, decode, point_key
 
 __all__ = ["ResultFile", "load_results", "check_save_path", "RECORD_START"]
 
@@ -148,8 +148,8 @@ def _read_list(path: Path) -> list[dict[str, Any]]:
                  if "Extra data" in str(exc) else "")
         raise InvalidInputError(f"{path} is not a JSON list of sweep records "
                                 f"({exc}){lines}") from None
-    if isinstance(items, dict):
-        check_record(items, str(path))   # names what it is where it can
+    if isinstance(items, dict) and all(k in items for k in RUN_ROW):
+        check_record(items, str(path))   # says it is a line of `simcoll run --json`
     if not isinstance(items, list):
         raise InvalidInputError(f"{path} is not a JSON list of sweep records")
     return [check_record(item, f"{path} record {n}") for n, item in enumerate(items, start=1)]

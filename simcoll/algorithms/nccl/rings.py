@@ -123,9 +123,10 @@ class Sender:
         links instead of the protocol's framing of ``piece``.
 
         The threads take a piece up once they have moved the one before it (the first
-        once the connection is open): ``origin``, this rank's own data, at once; a piece
-        passed on (data just received, and reduced) as its lines come in, over the
-        ``piece / rate`` before its last line arrived now. They write its lines while
+        once the connection is open) and its slot is free: ``origin``, this rank's own
+        data, at once; a piece passed on (data just received, and reduced) as its lines
+        come in, over the ``piece / rate`` before its last line arrived (when this is
+        called). They write its lines while
         the lines cross the links, so it leaves later than they take it up by what
         writing it takes beyond what its wire bytes take on the route's narrowest link
         as links stand now, and never before it is here: a piece passed on by idle
@@ -134,12 +135,15 @@ class Sender:
         slices, or not started yet) leaves as they finish it."""
         rate = self.protocol.rate
         wire = self.protocol.wire(piece.nbytes) if wire_bytes is None else wire_bytes
+        here, free = self.comm.now, -math.inf
         if len(self.in_flight) >= self.protocol.window:
             yield self.in_flight.popleft()
+            if self.comm.now > here:   # the slot was not free yet: nothing is written
+                free = self.comm.now   # into it before now
         if rate != math.inf:
             now = self.comm.now
             writing = piece.nbytes / rate
-            begin = max(self.written_at, now if origin else now - writing)
+            begin = max(self.written_at, free, here if origin else here - writing)
             self.written_at = begin + writing
             leave = max(now, begin + max(0.0, writing - wire / self._bandwidth()))
             if leave > now:
