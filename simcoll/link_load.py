@@ -29,7 +29,7 @@ from simcoll.result import RunResult, traced_events
 from simcoll.topology.graph import Topology
 from simcoll.topology.io import topology_hash
 
-__all__ = ["LinkLoad", "link_loads", "drawn_loads", "drawn_differs", "rate_steps",
+__all__ = ["LinkLoad", "link_loads", "drawn_loads", "warn_where_drawn_differs", "rate_steps",
            "binned_bytes", "check_ran_on"]
 
 
@@ -98,9 +98,7 @@ def link_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
             links, most off first.
     """
     loads = drawn_loads(result, topology)
-    differs = drawn_differs(loads, result.link_bytes)
-    if differs:
-        warnings.warn(differs, stacklevel=2)
+    warn_where_drawn_differs(loads, result.link_bytes, stacklevel=2)
     return loads
 
 
@@ -129,24 +127,25 @@ def drawn_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
     return loads
 
 
-def drawn_differs(loads: list[LinkLoad], counted: dict[tuple[str, str], int]) -> str:
-    """What :func:`link_loads` warns where the bytes drawn on links are not what the
-    network ``counted`` on them (``Result.link_bytes``), most off first; "" where
-    they are."""
+def warn_where_drawn_differs(loads: list[LinkLoad], counted: dict[tuple[str, str], int],
+                             stacklevel: int) -> None:
+    """Warn where the bytes drawn on links are not what the network ``counted`` on them
+    (``Result.link_bytes``), naming the links most off first; ``stacklevel`` as the
+    caller's own call to :func:`warnings.warn` would take it."""
     drawn = {load.link: float(np.sum(load.rates * (load.ends - load.starts)))
              for load in loads}
     off = sorted(((abs(drawn.get(link, 0.0) - counted.get(link, 0)), link)
                   for link in drawn.keys() | {k for k, v in counted.items() if v}
                   if not np.isclose(drawn.get(link, 0.0), counted.get(link, 0),
                                     rtol=1e-6, atol=1.0)), reverse=True)
-    if not off:
-        return ""
-    shown = ", ".join(f"{u}->{v} ({drawn.get((u, v), 0.0):.0f} drawn, "
-                      f"{counted.get((u, v), 0)} counted)" for _, (u, v) in off[:4])
-    return (f"{len(off)} directed link(s) drawn with other bytes than the network counted "
-            f"on them: {shown}{', ...' if len(off) > 4 else ''}; a link failed under "
-            f"messages in flight, which are drawn on the route they were handed to, not on "
-            f"the detour that carried their bytes")
+    if off:
+        shown = ", ".join(f"{u}->{v} ({drawn.get((u, v), 0.0):.0f} drawn, "
+                          f"{counted.get((u, v), 0)} counted)" for _, (u, v) in off[:4])
+        warnings.warn(f"{len(off)} directed link(s) drawn with other bytes than the network "
+                      f"counted on them: {shown}{', ...' if len(off) > 4 else ''}; a link "
+                      f"failed under messages in flight, which are drawn on the route they "
+                      f"were handed to, not on the detour that carried their bytes",
+                      stacklevel=stacklevel + 1)
 
 
 def rate_steps(load: LinkLoad) -> tuple[np.ndarray, np.ndarray]:

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from simcoll.critical_path import CriticalPath, critical_path, narrowest_link
 from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
-from simcoll.link_load import drawn_differs, drawn_loads, rate_steps
+from simcoll.link_load import drawn_loads, rate_steps, warn_where_drawn_differs
 from simcoll.result import Result, RunResult, traced_events
 from simcoll.runtime import TraceEvent
 from simcoll.topology.graph import Topology
@@ -114,9 +113,7 @@ def _counters(result: RunResult, topology: Topology, pid: int) -> list[dict[str,
         {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "links"}},
         {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}]
     loads = drawn_loads(result, topology)
-    differs = drawn_differs(loads, result.link_bytes)
-    if differs:
-        warnings.warn(differs, stacklevel=3)   # to_chrome's caller
+    warn_where_drawn_differs(loads, result.link_bytes, stacklevel=3)   # to_chrome's caller
     for load in loads:
         times, rates = rate_steps(load)
         if times[0] > 0:

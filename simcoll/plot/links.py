@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
-from simcoll.link_load import binned_bytes, drawn_differs, drawn_loads
+from simcoll.link_load import binned_bytes, drawn_loads, warn_where_drawn_differs
 from simcoll.plot.style import (
     checked_save_path,
     finish,
@@ -104,9 +103,7 @@ def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, 
                    what="time bins; a figure shows fewer columns than that")
     path = checked_save_path(save)
     loads = drawn_loads(result, topology)
-    differs = drawn_differs(loads, result.link_bytes)
-    if differs:
-        warnings.warn(differs, stacklevel=2)
+    warn_where_drawn_differs(loads, result.link_bytes, stacklevel=2)
     # Rows by link kind (NVLink, PCIe, network ...), each kind in the topology's order,
     # so the rows a label stands for are of its kind.
     kinds = [topology.links[topology.link_index(*load.link)].kind for load in loads]
