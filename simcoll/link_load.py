@@ -18,6 +18,8 @@ Used by the Chrome export's counter tracks and by ``simcoll.plot.link_utilizatio
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -98,7 +100,7 @@ def link_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
             links, most off first.
     """
     loads = drawn_loads(result, topology)
-    warn_where_drawn_differs(loads, result.link_bytes, stacklevel=2)
+    warn_where_drawn_differs(loads, result.link_bytes)
     return loads
 
 
@@ -127,11 +129,11 @@ def drawn_loads(result: RunResult, topology: Topology) -> list[LinkLoad]:
     return loads
 
 
-def warn_where_drawn_differs(loads: list[LinkLoad], counted: dict[tuple[str, str], int],
-                             stacklevel: int) -> None:
+def warn_where_drawn_differs(loads: list[LinkLoad],
+                             counted: dict[tuple[str, str], int]) -> None:
     """Warn where the bytes drawn on links are not what the network ``counted`` on them
-    (``Result.link_bytes``), naming the links most off first; ``stacklevel`` as the
-    caller's own call to :func:`warnings.warn` would take it."""
+    (``Result.link_bytes``), naming the links most off first, at the first line outside
+    simcoll that led here."""
     drawn = {load.link: float(np.sum(load.rates * (load.ends - load.starts)))
              for load in loads}
     off = sorted(((abs(drawn.get(link, 0.0) - counted.get(link, 0)), link)
@@ -145,7 +147,19 @@ def warn_where_drawn_differs(loads: list[LinkLoad], counted: dict[tuple[str, str
                       f"counted on them: {shown}{', ...' if len(off) > 4 else ''}; a link "
                       f"failed under messages in flight, which are drawn on the route they "
                       f"were handed to, not on the detour that carried their bytes",
-                      stacklevel=stacklevel + 1)
+                      stacklevel=_outside_simcoll())
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep   # simcoll/
+
+
+def _outside_simcoll() -> int:
+    """The ``stacklevel`` of the first caller outside simcoll, for a warning raised by
+    the function that calls this."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def rate_steps(load: LinkLoad) -> tuple[np.ndarray, np.ndarray]:

@@ -113,7 +113,7 @@ def _counters(result: RunResult, topology: Topology, pid: int) -> list[dict[str,
         {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "links"}},
         {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}]
     loads = drawn_loads(result, topology)
-    warn_where_drawn_differs(loads, result.link_bytes, stacklevel=3)   # to_chrome's caller
+    warn_where_drawn_differs(loads, result.link_bytes)
     for load in loads:
         times, rates = rate_steps(load)
         if times[0] > 0:

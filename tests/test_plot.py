@@ -2086,7 +2086,7 @@ def test_mut20_a_link_drawn_a_thousandth_over_its_count_is_named():
 
 def test_mut20_the_drawing_warning_points_at_the_caller_of_link_loads():
     """The warning is raised with the line of the user's call to link_loads, not a line
-    of simcoll (stacklevel: _warn_where_drawn_differs -> link_loads -> caller)."""
+    of simcoll (stacklevel: warn_where_drawn_differs -> link_loads -> caller)."""
     from simcoll.link_load import link_loads
 
     topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
@@ -2132,3 +2132,16 @@ def test_the_drawing_warning_points_at_the_callers_line_from_every_drawing():
         with pytest.warns(UserWarning, match="drawn with other bytes") as record:
             draw()
         assert [w.filename for w in record] == [__file__]
+
+
+def test_save_chrome_warns_at_the_callers_line(tmp_path):
+    """Through save_chrome (what the CLI and README use) the drawing warning pointed at
+    a line of simcoll/trace.py."""
+    from simcoll.trace import save_chrome
+
+    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
+    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    with pytest.warns(UserWarning, match="drawn with other bytes") as record:
+        save_chrome(res, tmp_path / "trace.json", topo)
+    assert [w.filename for w in record] == [__file__]

@@ -103,7 +103,7 @@ def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, 
                    what="time bins; a figure shows fewer columns than that")
     path = checked_save_path(save)
     loads = drawn_loads(result, topology)
-    warn_where_drawn_differs(loads, result.link_bytes, stacklevel=2)
+    warn_where_drawn_differs(loads, result.link_bytes)
     # Rows by link kind (NVLink, PCIe, network ...), each kind in the topology's order,
     # so the rows a label stands for are of its kind.
     kinds = [topology.links[topology.link_index(*load.link)].kind for load in loads]

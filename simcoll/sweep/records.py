@@ -45,8 +45,8 @@ from simcoll.topology.io import topology_hash
 if TYPE_CHECKING:
     import pandas  # type: ignore[import-untyped]
 
-__all__ = ["FailedPoint", "SweepResults", "IDENTITY", "point_key", "topology_hash",
-           "result_fields", "decode"]
+__all__ = ["FailedPoint", "SweepResults", "IDENTITY", "RUN_ROW", "point_key",
+           "topology_hash", "result_fields", "decode"]
 
 IDENTITY = ("collective", "algorithm", "network", "topology_hash", "nranks", "nbytes",
             "dtype", "op", "root", "params")

@@ -148,9 +148,8 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     a channel's threads (the protocol's rate per channel), I = max(T / window, wire(s) c
     beta, R, P) the time between two pieces at a hop (a connection has ``window`` pieces
     in flight, whose hops overlap) and W what the threads take to write the chain's
-    first piece beyond its wire bytes' time (``rings.Sender.send``'s ``origin``): the
-    chain pipeline's time (the README's ``reduce``/``ring`` row). Nothing for one rank
-    or an empty buffer, which NCCL discards."""
+    first piece beyond its wire bytes' time (``rings.Sender.send``'s ``origin``).
+    Nothing for one rank or an empty buffer, which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)
@@ -173,8 +172,9 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
                 piece * c * gamma if collective == "reduce" else 0.0, piece / rate)
 
     def interval(piece: float) -> float:
-        """The time between two pieces at a hop: a piece's hop, reduction or pace,
-        where a connection's window of pieces in flight overlaps their hops."""
+        """The time between two pieces at a hop: a piece's wire time, reduction or
+        pace, or its hop over the connection's window of pieces in flight, whose hops
+        overlap."""
         hop, reduction, pace = stage(piece)
         wire = protocol.wire(math.ceil(piece)) * c * beta
         return max(hop / protocol.window, wire, reduction, pace)

@@ -117,10 +117,10 @@ class Sender:
 
     def send(self, piece: Buffer, wire_bytes: int | None = None, origin: bool = False
              ) -> Steps:
-        """Send ``piece`` once a FIFO slot is free (the channel's threads write into a
-        free slot only) and the threads have moved it (at the protocol's rate per
-        channel, one piece after the other); ``wire_bytes`` puts that many bytes on the
-        links instead of the protocol's framing of ``piece``.
+        """Send ``piece`` as the channel's threads write it, into a free FIFO slot only,
+        at the protocol's rate per channel, one piece after the other; ``wire_bytes``
+        puts that many bytes on the links instead of the protocol's framing of
+        ``piece``.
 
         The threads take a piece up once they have moved the one before it (the first
         once the connection is open) and its slot is free: ``origin``, this rank's own
@@ -132,7 +132,9 @@ class Sender:
         as links stand now, and never before it is here: a piece passed on by idle
         threads leaves as its last line comes in (a chain pays the rate once, where its
         data starts), and one that waited for busy threads (writing this rank's own
-        slices, or not started yet) leaves as they finish it."""
+        slices, or not started yet) has its last line leave as they finish it. A slot
+        counts as freed late only where the threads waited for it: one that freed while
+        a passed-on piece's lines came in is taken as free all along."""
         rate = self.protocol.rate
         wire = self.protocol.wire(piece.nbytes) if wire_bytes is None else wire_bytes
         here, free = self.comm.now, -math.inf
