@@ -933,3 +933,21 @@ def test_a_passed_on_slice_waits_for_its_slot_before_its_lines_are_written():
     first = 14.0 + 57.6 + 1.9 + 6.144 + 600
     assert first == pytest.approx(679.644)
     assert res.time == pytest.approx((first + 57.6 + 600) * US, rel=1e-12)
+
+
+def test_a_slot_freed_while_a_slices_lines_come_in_is_written_from_then():
+    """As above with 454.6 us to the last GPU: slice 0 reaches it at 14 + 57.6 + 1.9 +
+    6.144 + 454.6 = 534.244 us, while slice 8's lines are coming in to the middle GPU
+    (from 476.7 us, the last at 534.3 us): its threads write it into the slot from
+    534.244 us, and it arrives P + 454.6 us later, 1046.444 us. (Taken as written while
+    its lines came in, because the slot was free by the time the last one came, it
+    arrived at 995.044 us; 0.1 us more latency then cost 51.6 us.)"""
+    topo = sc.Topology("line")
+    a, b, c = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=100e9, latency=0.5e-6, kind="nvlink")
+    topo.add_link(b, c, bandwidth=100e9, latency=454.6e-6, kind="nvlink")
+    res = sc.simulate(topo, "broadcast", algorithm="nccl", nbytes=9 * 576_000, dtype="uint8",
+                      proto="LL128", channels=1, root=0)
+    freed = 14.0 + 57.6 + 1.9 + 6.144 + 454.6
+    assert freed == pytest.approx(534.244)
+    assert res.time == pytest.approx((freed + 57.6 + 454.6) * US, rel=1e-12)

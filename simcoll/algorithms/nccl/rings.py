@@ -113,6 +113,9 @@ class Sender:
         self.via = via
         self.delay = beyond_route(comm, peer, step, via)
         self.in_flight: deque[Event] = deque()
+        # when the slices in flight arrived, oldest first (paced protocols only): a
+        # slot is free from then
+        self.arrivals: deque[float] = deque()
         self.written_at = comm.now   # the threads start with the connection
 
     def send(self, piece: Buffer, wire_bytes: int | None = None, origin: bool = False
@@ -132,16 +135,15 @@ class Sender:
         as links stand now, and never before it is here: a piece passed on by idle
         threads leaves as its last line comes in (a chain pays the rate once, where its
         data starts), and one that waited for busy threads (writing this rank's own
-        slices, or not started yet) has its last line leave as they finish it. A slot
-        counts as freed late only where the threads waited for it: one that freed while
-        a passed-on piece's lines came in is taken as free all along."""
+        slices, or not started yet) has its last line leave as they finish it. A slot is
+        free once the slice in it has arrived."""
         rate = self.protocol.rate
         wire = self.protocol.wire(piece.nbytes) if wire_bytes is None else wire_bytes
         here, free = self.comm.now, -math.inf
         if len(self.in_flight) >= self.protocol.window:
             yield self.in_flight.popleft()
-            if self.comm.now > here:   # the slot was not free yet: nothing is written
-                free = self.comm.now   # into it before now
+            if rate != math.inf:
+                free = self.arrivals.popleft()   # nothing is written into it before
         if rate != math.inf:
             now = self.comm.now
             writing = piece.nbytes / rate
@@ -150,9 +152,14 @@ class Sender:
             leave = max(now, begin + max(0.0, writing - wire / self._bandwidth()))
             if leave > now:
                 yield self.comm.sleep(leave - now)
-        self.in_flight.append(self.comm.send(
-            piece, self.peer, tag=self.tag, delay=self.delay, wire_bytes=wire, ordered=True,
-            via=self.via))
+        sent = self.comm.send(piece, self.peer, tag=self.tag, delay=self.delay,
+                              wire_bytes=wire, ordered=True, via=self.via)
+        if rate != math.inf:
+            sent.callbacks.append(self._arrived)
+        self.in_flight.append(sent)
+
+    def _arrived(self, _: Event) -> None:
+        self.arrivals.append(self.comm.now)
 
     def _bandwidth(self) -> float:
         """The narrowest link of the route to the peer as links stand now; where failed
@@ -169,6 +176,7 @@ class Sender:
         """Wait until every slice sent has arrived."""
         while self.in_flight:
             yield self.in_flight.popleft()
+        self.arrivals.clear()
 
 
 def relay(comm: Comm, source: int, tag: Hashable, count: int, downs: list[Sender]) -> Steps:
