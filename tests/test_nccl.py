@@ -915,6 +915,17 @@ def test_a_tree_inside_a_node_pays_the_trees_nvlink_step(proto, expected_us):
     assert res.time == pytest.approx(expected_us * 1e-6, abs=5e-9)
 
 
+def _nine_ll128_slices_down_a_line(last_latency: float) -> sc.Result:
+    """Broadcast of 9 one-step LL128 slices on one channel from the first of three GPUs
+    in a line (100 GB/s; 0.5 us, then ``last_latency`` to the last)."""
+    topo = sc.Topology("line")
+    a, b, c = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=100e9, latency=0.5e-6, kind="nvlink")
+    topo.add_link(b, c, bandwidth=100e9, latency=last_latency, kind="nvlink")
+    return sc.simulate(topo, "broadcast", algorithm="nccl", nbytes=9 * 576_000,
+                       dtype="uint8", proto="LL128", channels=1, root=0)
+
+
 def test_a_passed_on_slice_waits_for_its_slot_before_its_lines_are_written():
     """Three GPUs in a line (100 GB/s; 0.5 us, then 600 us to the last), LL128 broadcast
     of 9 one-step slices (576,000 B, P = 57.6 us to write at 10 GB/s, 614,400 wire bytes:
@@ -924,12 +935,7 @@ def test_a_passed_on_slice_waits_for_its_slot_before_its_lines_are_written():
     its threads write it from 679.644 us, its last line leaving P - w later and arriving
     w + 600 us after that: 1337.244 us. (Taken as written while its lines came in,
     before its slot was free, it arrived 51.456 us sooner.)"""
-    topo = sc.Topology("line")
-    a, b, c = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
-    topo.add_link(a, b, bandwidth=100e9, latency=0.5e-6, kind="nvlink")
-    topo.add_link(b, c, bandwidth=100e9, latency=600e-6, kind="nvlink")
-    res = sc.simulate(topo, "broadcast", algorithm="nccl", nbytes=9 * 576_000, dtype="uint8",
-                      proto="LL128", channels=1, root=0)
+    res = _nine_ll128_slices_down_a_line(600e-6)
     first = 14.0 + 57.6 + 1.9 + 6.144 + 600
     assert first == pytest.approx(679.644)
     assert res.time == pytest.approx((first + 57.6 + 600) * US, rel=1e-12)
@@ -942,12 +948,7 @@ def test_a_slot_freed_while_a_slices_lines_come_in_is_written_from_then():
     534.244 us, and it arrives P + 454.6 us later, 1046.444 us. (Taken as written while
     its lines came in, because the slot was free by the time the last one came, it
     arrived at 995.044 us; 0.1 us more latency then cost 51.6 us.)"""
-    topo = sc.Topology("line")
-    a, b, c = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
-    topo.add_link(a, b, bandwidth=100e9, latency=0.5e-6, kind="nvlink")
-    topo.add_link(b, c, bandwidth=100e9, latency=454.6e-6, kind="nvlink")
-    res = sc.simulate(topo, "broadcast", algorithm="nccl", nbytes=9 * 576_000, dtype="uint8",
-                      proto="LL128", channels=1, root=0)
+    res = _nine_ll128_slices_down_a_line(454.6e-6)
     freed = 14.0 + 57.6 + 1.9 + 6.144 + 454.6
     assert freed == pytest.approx(534.244)
     assert res.time == pytest.approx((freed + 57.6 + 454.6) * US, rel=1e-12)

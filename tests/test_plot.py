@@ -1978,6 +1978,15 @@ def _one_megabyte_from_gpu0_to_gpu1(comm):
         yield comm.recv(0)
 
 
+def _megabyte_past_a_link_failed_in_its_latency(ranks):
+    """ring(ranks) at 100 GB/s and 1 us a link: 1 MB from gpu0 to gpu1, whose link fails
+    at 0.5 us, during the message's latency, traced; (topology, result)."""
+    topo = sc.topology.ring(ranks, bandwidth=100e9, latency=1e-6)
+    faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)])
+    return topo, sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
+                                faults=faults)
+
+
 def test_a_link_failed_before_the_bytes_moved_is_named_where_the_drawing_differs():
     """ring(4), 1 MB from gpu0 to gpu1, whose link fails at 0.5 us, during the
     message's 1 us latency: every byte takes gpu0 -> gpu3 -> gpu2 -> gpu1 (what the network
@@ -1985,9 +1994,7 @@ def test_a_link_failed_before_the_bytes_moved_is_named_where_the_drawing_differs
     puts it all on the dead link. The drawing now says so (it said nothing)."""
     from simcoll.link_load import link_loads
 
-    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
-    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
-                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    topo, res = _megabyte_past_a_link_failed_in_its_latency(4)
     assert {k: v for k, v in res.link_bytes.items() if v} == {
         ("gpu0", "gpu3"): 1_000_000, ("gpu3", "gpu2"): 1_000_000, ("gpu2", "gpu1"): 1_000_000}
     with pytest.warns(UserWarning, match=r"^4 directed link\(s\) drawn with other bytes "
@@ -2089,9 +2096,7 @@ def test_mut20_the_drawing_warning_points_at_the_caller_of_link_loads():
     of simcoll (stacklevel: warn_where_drawn_differs -> link_loads -> caller)."""
     from simcoll.link_load import link_loads
 
-    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
-    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
-                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    topo, res = _megabyte_past_a_link_failed_in_its_latency(4)
     with pytest.warns(UserWarning, match="drawn with other bytes") as record:
         link_loads(res, topo)
     assert record[0].filename == __file__
@@ -2106,9 +2111,7 @@ def test_mut20_five_links_off_name_four_then_an_ellipsis():
 
     from simcoll.link_load import link_loads
 
-    topo = sc.topology.ring(5, bandwidth=100e9, latency=1e-6)
-    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
-                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    topo, res = _megabyte_past_a_link_failed_in_its_latency(5)
     assert {k: v for k, v in res.link_bytes.items() if v} == {
         ("gpu0", "gpu4"): 1_000_000, ("gpu4", "gpu3"): 1_000_000,
         ("gpu3", "gpu2"): 1_000_000, ("gpu2", "gpu1"): 1_000_000}
@@ -2125,9 +2128,7 @@ def test_the_drawing_warning_points_at_the_callers_line_from_every_drawing():
     user's line (the warning pointed inside simcoll/plot/links.py)."""
     from simcoll.trace import to_chrome
 
-    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
-    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
-                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    topo, res = _megabyte_past_a_link_failed_in_its_latency(4)
     for draw in (lambda: link_utilization(res, topo), lambda: to_chrome(res, topo)):
         with pytest.warns(UserWarning, match="drawn with other bytes") as record:
             draw()
@@ -2139,9 +2140,7 @@ def test_save_chrome_warns_at_the_callers_line(tmp_path):
     a line of simcoll/trace.py."""
     from simcoll.trace import save_chrome
 
-    topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
-    res = sc.run_program(topo, _one_megabyte_from_gpu0_to_gpu1, trace=True,
-                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.5e-6)]))
+    topo, res = _megabyte_past_a_link_failed_in_its_latency(4)
     with pytest.warns(UserWarning, match="drawn with other bytes") as record:
         save_chrome(res, tmp_path / "trace.json", topo)
     assert [w.filename for w in record] == [__file__]
