@@ -36,10 +36,10 @@ last hop) counts at what they left it. Its average rate (:attr:`Segment.rate`) i
 than that where a protocol's rate held the message back. The split of a message at the instant its
 bytes began to move takes the route's latency as it stood when the message was handed to
 the network. A link that fails under a message moves the bytes it has not yet sent to the
-route around the failed links with no latency of that route
-(:func:`simcoll.network.rerouting.change_link`), so its transfer holds only the time those
-bytes took; its links, and so its narrowest link, stay those of the route it was handed
-to, the failed one among them.
+route around the failed links, after the latency that route has beyond the one they left
+(:func:`simcoll.network.rerouting.change_link`): its transfer holds that wait and the time
+those bytes took; its links, and so its narrowest link, stay those of the route it was
+handed to, the failed one among them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 ``simulate(..., faults=Faults(...))`` runs a collective on a machine where
 
 * a link fails or slows down at a given time (``LinkFault``): flows crossing a failed
-  link move to the shortest route around it, and so do messages sent later (or the run
+  link move to the shortest route around it (after the latency it has beyond theirs:
+  :func:`simcoll.network.rerouting.change_link`), and so do messages sent later (or the run
   ends with ``LinkFailureError`` naming the link and the messages that could not go on,
   in flight or sent later); a degraded link is shared at
   its new bandwidth from that instant (network models ``flow`` and ``flow_rtt``);

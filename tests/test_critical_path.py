@@ -691,7 +691,7 @@ def test_the_narrowest_link_is_by_the_bandwidth_a_link_fault_left(factor, at, ti
     assert [r["args"]["narrowest_link"] for r in rows] == [narrowest]
 
 
-def test_a_message_moved_off_a_failed_link_takes_no_latency_of_its_new_route():
+def test_a_message_moved_off_a_failed_link_waits_out_its_new_routes_extra_latency():
     topo = sc.topology.ring(4, bandwidth=100e9, latency=1e-6)
 
     def send(comm):
@@ -703,18 +703,19 @@ def test_a_message_moved_off_a_failed_link_takes_no_latency_of_its_new_route():
     faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=5e-6)])
     res = sc.run_program(topo, send, trace=True, faults=faults)
     # 1 us of latency, then 1e6 B at 100 GB/s; at 5 us the 600 kB left move to
-    # gpu0 -> gpu3 -> gpu2 -> gpu1 (100 GB/s, 3 us of latency not added): 11 us, as
-    # without the failure.
-    assert res.time == pytest.approx(11e-6, rel=1e-12)
+    # gpu0 -> gpu3 -> gpu2 -> gpu1 (100 GB/s), after the 3 - 1 us of latency it adds:
+    # 13 us, as when sent that way from the start.
+    assert res.time == pytest.approx(13e-6, rel=1e-12)
     path = sc.critical_path(res)
     assert [s.kind for s in path.segments] == ["latency", "transfer"]
-    np.testing.assert_allclose([s.end for s in path.segments], [1e-6, 11e-6], rtol=1e-12)
+    np.testing.assert_allclose([s.end for s in path.segments], [1e-6, 13e-6], rtol=1e-12)
     assert path.segments[0].route_latency == pytest.approx(1e-6, rel=1e-12)
     # Its links stay the route it was handed to: gpu0->gpu1, at 100 GB/s for 4 us and 0
-    # for 6 us, (100 x 4 + 0 x 6) / 10 = 40 GB/s over the transfer.
+    # for 8 us, (100 x 4 + 0 x 8) / 12 = 33.3 GB/s over the transfer.
     transfer = path.segments[1]
     assert [topo.directed_link(d) for d in transfer.links] == [("gpu0", "gpu1")]
-    assert dict(transfer.bandwidths)[transfer.links[0]] == pytest.approx(40e9, rel=1e-9)
+    assert dict(transfer.bandwidths)[transfer.links[0]] == pytest.approx(400e9 / 12,
+                                                                         rel=1e-9)
     assert narrowest_link(topo, transfer) == "gpu0->gpu1"
 
 

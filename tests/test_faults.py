@@ -108,7 +108,8 @@ def test_an_empty_message_in_its_latency_phase_is_stopped_by_a_failure_like_any(
     """Two GPUs, one link of 10 us, failing at 5 us: a barrier's empty messages are on
     it, with no way around. They arrived at 10 us as if nothing had failed; they end the
     run naming the link, as a 1-byte message does. On a triangle the third GPU is the
-    way around, and an empty message arrives on time (rerouted bytes pay no latency)."""
+    way around, and an empty message arrives as if sent that way: at 20 us, 10 us after
+    the direct link's 10 us."""
     pair = sc.Topology("pair")
     a, b = pair.add_gpu(), pair.add_gpu()
     pair.add_link(a, b, bandwidth=1e9, latency=10e-6)
@@ -124,7 +125,7 @@ def test_an_empty_message_in_its_latency_phase_is_stopped_by_a_failure_like_any(
         triangle.add_link(u, v, bandwidth=1e9, latency=10e-6)
     res = sc.run_program(triangle, _empty_message_0_to_1, network=network,
                          faults=sc.Faults(links=[sc.LinkFault(x, y, at=5e-6)]))
-    assert res.time == pytest.approx(10e-6, rel=1e-12)
+    assert res.time == pytest.approx(20e-6, rel=1e-12)
 
 
 def _empty_message_0_to_1(comm):
@@ -680,3 +681,74 @@ def test_mut_the_factor_a_refused_slow_down_suggests_is_accepted():
     res = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
                       faults=sc.Faults(slow={1: factor}))
     assert res.time > 0
+
+
+def _one_message(nbytes):
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(np.zeros(nbytes, np.uint8), 1)
+        elif comm.rank == 1:
+            yield comm.recv(0)
+    return program
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("network", ["flow", "flow_rtt"])
+def test_a_message_moved_off_a_failed_link_arrives_as_if_sent_around_it(seed, network):
+    """gpu0 -> gpu1 on a 4-cycle of random bandwidths and latencies, its link failing at
+    a random instant: the bytes not yet across take gpu0 -> gpu3 -> gpu2 -> gpu1 after
+    the latency that route has beyond the direct one (none if it has less), so a
+    message failed in its latency phase arrives as one sent around from the start.
+    Worked out here from the two routes alone."""
+    rng = np.random.default_rng(seed)
+    latency = rng.uniform(0.1e-6, 5e-6, 4) * (rng.random(4) < 0.8)
+    bandwidth = rng.uniform(1e9, 100e9, 4)
+    nbytes = int(rng.choice([0, 1, int(rng.integers(2, 2_000_000))]))
+    topo = sc.Topology("cycle")
+    gpus = [topo.add_gpu() for _ in range(4)]
+    for i in range(4):
+        topo.add_link(gpus[i], gpus[(i + 1) % 4], bandwidth=float(bandwidth[i]),
+                      latency=float(latency[i]) + (network == "flow_rtt") * 1e-7)
+    lat = latency + (network == "flow_rtt") * 1e-7
+    direct_latency, direct_bw = lat[0], bandwidth[0]
+    around_latency, around_bw = lat[1] + lat[2] + lat[3], bandwidth[1:].min()
+    unharmed = direct_latency + nbytes / direct_bw
+    at = float(rng.uniform(0, 1.2 * unharmed))
+    extra = max(around_latency - direct_latency, 0.0)
+    sent = 0.0 if at < direct_latency else (at - direct_latency) * direct_bw
+    if at == 0:  # (unharmed == 0) a fault at 0 holds from the start
+        expected, across = around_latency + nbytes / around_bw, 0
+    elif at >= unharmed or (nbytes and at >= direct_latency and nbytes - sent < 0.5):
+        expected, across = unharmed, nbytes
+    elif at < direct_latency:
+        expected, across = direct_latency + extra + nbytes / around_bw, 0
+    else:
+        expected = at + extra + (nbytes - sent) / around_bw
+        across = nbytes - round(nbytes - sent)
+    res = sc.run_program(topo, _one_message(nbytes), network=network,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=at)]))
+    assert res.time == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    assert res.link_bytes[("gpu0", "gpu1")] == across
+    for hop in [("gpu0", "gpu3"), ("gpu3", "gpu2"), ("gpu2", "gpu1")]:
+        assert res.link_bytes[hop] == nbytes - across, hop
+
+
+@pytest.mark.parametrize("network", ["flow", "flow_rtt"])
+def test_a_message_moved_twice_waits_out_each_new_routes_extra_latency(network):
+    """gpu0 reaches gpu1 directly (1 us), through switch0 (2 hops, 2 us) or through
+    switch1 and switch2 (3 hops, 3 us), every link 1 GB/s. 1 MB leaves at 1 us; the
+    direct link fails at 0.5 ms with 499,000 B across: the 501,000 B left wait 1 us for
+    the route through switch0, and while they wait gpu0 - switch0 fails too (0.5005 ms):
+    one more microsecond, then 0.501 ms of draining: 1.003 ms, as if sent the longest
+    way from the start."""
+    topo = sc.Topology("three ways")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    s0, s1, s2 = topo.add_switch(), topo.add_switch(), topo.add_switch()
+    for u, v in [(a, b), (a, s0), (s0, b), (a, s1), (s1, s2), (s2, b)]:
+        topo.add_link(u, v, bandwidth=1e9, latency=1e-6)
+    faults = sc.Faults(links=[sc.LinkFault(a, b, at=0.5e-3), sc.LinkFault(a, s0, at=0.5005e-3)])
+    res = sc.run_program(topo, _one_message(1_000_000), network=network, faults=faults)
+    assert res.time == pytest.approx(1.003e-3, rel=1e-12)
+    assert res.link_bytes[(a, b)] == 499_000
+    assert res.link_bytes[(a, s0)] == res.link_bytes[(s0, b)] == 0
+    assert res.link_bytes[(a, s1)] == res.link_bytes[(s2, b)] == 501_000

@@ -121,9 +121,10 @@ def test_a_failed_link_moves_a_flow_to_a_route_of_another_weight():
     # gpu0-switch0 fails, through switch1 (3 us) and the same link: its weight drops from
     # 1/1 to 1/3 per us. gpu1 (route latency 1 us) shares the link with it. Both start
     # draining at 1 us at 0.5 GB/s each (equal latencies); at 1 us + 1 ms gpu0's flow moves
-    # (0.5 MB left of 1 MB) and the link splits 1/3 : 1 per us, 0.25 : 0.75 GB/s; gpu1's
-    # 1 MB (0.5 MB left) ends 2/3 ms later, when gpu0's flow has 0.5 - 1/6 = 1/3 MB left,
-    # drained alone at 1 GB/s in 1/3 ms: it arrives at 1 us + 2 ms.
+    # (0.5 MB left of 1 MB) and waits out the 2 us its new route adds, while gpu1's drains
+    # 2,000 B alone at 1 GB/s; then the link splits 1/3 : 1 per us, 0.25 : 0.75 GB/s;
+    # gpu1's 498,000 B left end 0.664 ms later, when gpu0's flow has 500,000 - 166,000 =
+    # 334,000 B left, drained alone at 1 GB/s in 0.334 ms: it arrives at 1 us + 2 ms.
     topo = sc.Topology("detour")
     a, b, d = topo.add_gpu(), topo.add_gpu(), topo.add_gpu()
     s0, s1, s2 = topo.add_switch(), topo.add_switch(), topo.add_switch()
@@ -140,7 +141,8 @@ def test_a_failed_link_moves_a_flow_to_a_route_of_another_weight():
                       dtype=np.uint8, plan=plan, faults=faults, trace=True,
                       network="flow_rtt")
     got = arrivals(res)
-    assert [got[0], got[1]] == pytest.approx([t0 + 2e-3, t0 + 1e-3 + 2e-3 / 3], rel=1e-9)
+    assert [got[0], got[1]] == pytest.approx([t0 + 2e-3, t0 + 1e-3 + 2e-6 + 0.664e-3],
+                                             rel=1e-9)
 
 
 # -- zero latency ----------------------------------------------------------------------

@@ -58,7 +58,7 @@ from heapq import heappop
 from typing import Any
 
 import simpy
-from simpy.events import Event, Timeout
+from simpy.events import NORMAL, Event, Timeout
 
 from simcoll.engine import LATE, cancel, schedule_at
 from simcoll.memory import MEMORY_MASK, check_memory_left
@@ -179,12 +179,15 @@ class FlowNetwork(Network):
                 return
             empty = Flow(links, 0, math.inf, on_arrival, token, src, dst)
             empty.via = via
+            empty.latency = self.route(src, dst, via)[1]
+            empty.start = env._now + latency
             self._empty_in_flight[empty] = None
             self._arrive_after(latency, self._empty_arrived, empty)
             return
         flow = Flow(links, nbytes, bandwidth, on_arrival, token, src, dst)
         flow.via = via
         if self._in_flight is not None:
+            flow.latency = self.route(src, dst, via)[1]
             self._in_flight[flow] = None
         load = self._load
         for d in links:
@@ -206,8 +209,14 @@ class FlowNetwork(Network):
             self._activate(flow)
 
     def _empty_arrived(self, empty: Flow) -> None:
+        if empty.start > self.env._now:  # moved to a route of more latency meanwhile
+            schedule_at(self.env, empty.start, self._empty_moved, empty, NORMAL)
+            return
         del self._empty_in_flight[empty]
         empty.on_arrival(empty.token)
+
+    def _empty_moved(self, event: Event) -> None:
+        self._empty_arrived(event._value)
 
     def _reserve(self, flow: Flow, start: float, delay: float) -> None:
         """Give ``flow`` (alone on its links, drains from ``start`` at its bottleneck) a

@@ -30,7 +30,7 @@ class Flow:
 
     __slots__ = ("links", "remaining", "bottleneck", "rate", "updated", "batch",
                  "on_arrival", "token", "start", "finish", "reserved", "group", "key",
-                 "slot", "src", "dst", "via")
+                 "slot", "src", "dst", "via", "latency")
 
     def __init__(self, links: tuple[int, ...], nbytes: float, bottleneck: float,
                  on_arrival: Arrival, token: Any, src: int, dst: int | tuple[int, ...]):
@@ -58,6 +58,9 @@ class Flow:
         self.key = 0.0
         self.slot = -1
         """Row of the general regime's arrays, or -1 outside it."""
+        self.latency = 0.0
+        """The latency of the route it is on (set only where link faults are planned: a
+        reroute makes it wait out the new route's extra latency)."""
 
 
 class Group:

@@ -28,8 +28,11 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
     comes back at that capacity for messages sent from now on (flows already moved
     around it stay on their routes). A failed one (``factor == 0``) moves each
     of its flows to the shortest route around the failed links, from the failure on:
-    the bytes it has not yet sent cross the new route (and are counted there), with no
-    extra latency; a flow whose last byte is across (less than half a byte left) stays
+    the bytes it has not yet sent cross the new route (and are counted there) as if the
+    message had been sent that way, so they wait out the new route's extra latency (its
+    latency less that of the route left, if more): a message still in its latency phase
+    starts that much later, one draining pauses that long first, an empty one arrives
+    that much later. A flow whose last byte is across (less than half a byte left) stays
     and arrives as it would have, and so does an empty message in its latency phase
     that a route still goes around the link for.
 
@@ -67,7 +70,7 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
             if flow.slot >= 0 and round(net._general.left(flow, now)) == 0:
                 continue  # its last byte is across: it arrives as it would have
             try:
-                moves.append((flow, net._route(flow.src, flow.dst, flow.via)[0]))
+                moves.append((flow, net._route(flow.src, flow.dst, flow.via)))
             except LinkFailureError:  # no route around the failed links
                 lost.append(flow)
             except InvalidInputError as err:  # a route the network refuses (flow_rtt's)
@@ -75,7 +78,8 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
         for empty in net._empty_in_flight:  # in its latency phase: nothing to move
             if directed[0] in empty.links or directed[1] in empty.links:
                 try:
-                    empty.links = net._route(empty.src, empty.dst, empty.via)[0]
+                    empty.links, latency, _ = net._route(empty.src, empty.dst, empty.via)
+                    empty.start += _extra_latency(empty, latency)
                 except LinkFailureError:
                     lost.append(empty)
                 except InvalidInputError as err:
@@ -83,9 +87,9 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
         # Every moved flow leaves its old links before any starts on its new ones: one
         # started first would otherwise share links with one not yet moved (and might
         # group with it, in a regime the move does not undo).
-        lifted = [(flow, links, _lift(net, flow, now)) for flow, links in moves]
-        for flow, links, draining in lifted:
-            _place(net, flow, links, draining)
+        lifted = [(flow, route, _lift(net, flow, now)) for flow, route in moves]
+        for flow, (links, latency, _), draining in lifted:
+            _place(net, flow, links, draining, _extra_latency(flow, latency))
         if lost:
             u, v = net.topology.directed_link(directed[0])
             shown = ", ".join(f"{_describe(net, f)} ({_left(net, f, now):.0f} bytes left)"
@@ -146,8 +150,19 @@ def _lift(net: FlowNetwork, flow: Flow, now: float) -> bool:
     return draining
 
 
-def _place(net: FlowNetwork, flow: Flow, links: tuple[int, ...], draining: bool) -> None:
-    """Send the rest of a lifted ``flow`` along ``links`` from now on."""
+def _extra_latency(flow: Flow, latency: float) -> float:
+    """How much more latency than its route's ``flow`` meets on a new route of
+    ``latency`` (0 if no more), which it is now on."""
+    extra = max(latency - flow.latency, 0.0)
+    flow.latency = latency
+    return extra
+
+
+def _place(net: FlowNetwork, flow: Flow, links: tuple[int, ...], draining: bool,
+           extra: float) -> None:
+    """Send the rest of a lifted ``flow`` along ``links`` from now on, ``extra``
+    seconds later than it would have: a draining flow pauses that long, one in its
+    latency phase (waiting to start) starts that much later."""
     load, counted = net._load, net.link_bytes
     left = round(flow.remaining)
     flow.links = links
@@ -155,5 +170,13 @@ def _place(net: FlowNetwork, flow: Flow, links: tuple[int, ...], draining: bool)
     for d in links:
         load[d] += 1
         counted[d] += left
-    if draining:
-        net._activate(flow)
+    if not extra:
+        if draining:
+            net._activate(flow)
+    elif draining:
+        net._starting.add(flow, extra)
+    else:
+        assert flow.batch is not None
+        when = flow.batch.when
+        net._starting.remove(flow)
+        net._starting.add_at(flow, when + extra)
