@@ -19,7 +19,8 @@ import numpy as np
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.units import parse_size
 
-__all__ = ["Count", "flag", "integer", "real", "size", "text", "shown", "huge", "as_float"]
+__all__ = ["Count", "flag", "integer", "real", "size", "text", "shown", "huge", "as_float",
+           "COUNTER_LIMIT", "largest_input"]
 
 Count: TypeAlias = int | np.integer[Any]
 """A count a user gives (ranks, nodes, GPUs): Python's int or numpy's, as :func:`integer`
@@ -57,12 +58,24 @@ def _in_full(value: Any) -> str:
         if len(digits) > _DIGITS_SHOWN:
             sign = "-" if value < 0 else ""
             return f"{sign}{digits[:8]}...{digits[-4:]} ({len(digits)} digits)"
+    if isinstance(value, np.generic) and value.ndim == 0 and value.dtype.kind in "biuf":
+        return repr(value.item())  # nan, not np.float64(nan)
     return repr(value)
 
 
 def _subject(name: str, value: Any) -> str:
     """``chunks=0`` for a parameter name, ``latency of link ('a', 'b') = -1.0`` otherwise."""
     return f"{name}={shown(value)}" if name.isidentifier() else f"{name} = {shown(value)}"
+
+
+COUNTER_LIMIT = 2**63
+"""Traffic counters are int64 (``Result.bytes_sent``, ...)."""
+
+
+def largest_input(p: int) -> int:
+    """The largest input, in bytes, :func:`simcoll.inputs.check_counters` accepts on
+    ``p`` ranks: the largest n with 2 p^2 n < 2^63."""
+    return (COUNTER_LIMIT - 1) // (2 * p * p)
 
 
 FLOAT_OVERFLOW = 2**1024 - 2**970

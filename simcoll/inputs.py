@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from simcoll.buffers import Buffer, VirtualBuffer, sealed
-from simcoll.checks import integer, real, shown
+from simcoll.checks import COUNTER_LIMIT, integer, largest_input, real, shown
 from simcoll.collectives import Collective, Splits
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
@@ -37,8 +37,6 @@ from simcoll.units import parse_size
 __all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limits",
            "check_counters", "largest_input", "sealing_copies", "COUNTER_LIMIT"]
 
-COUNTER_LIMIT = 2**63
-"""Traffic counters are int64 (``Result.bytes_sent``, ...)."""
 
 
 @dataclass(frozen=True)
@@ -205,12 +203,6 @@ def check_counters(size: int, p: int, largest: bool = False, name: str = "nbytes
                f"use fewer ranks (at most {math.isqrt(COUNTER_LIMIT // 4)} for any bytes)")
         raise InvalidInputError(
             f"{subject} on {p} ranks could overflow the int64 traffic counters; {fix}")
-
-
-def largest_input(p: int) -> int:
-    """The largest input, in bytes, :func:`check_counters` accepts on ``p`` ranks: the
-    largest n with 2 p^2 n < 2^63."""
-    return (COUNTER_LIMIT - 1) // (2 * p * p)
 
 
 def _uneven_inputs(p: int, data: Any, nbytes: Any, dtype: Any, coll: Collective,

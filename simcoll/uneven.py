@@ -13,13 +13,16 @@ from __future__ import annotations
 import math
 import reprlib
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from simcoll.checks import largest_input, shown
 from simcoll.collectives import Collective, Splits
 from simcoll.errors import InvalidInputError
+from simcoll.units import parse_size
 
 __all__ = ["V_COLLECTIVES", "what_it_takes", "check_splits", "check_nbytes",
            "splits_of_arrays", "refuse_sizes_of_even", "as_splits", "abbreviated",
@@ -61,9 +64,11 @@ own bound, checked later on whole inputs, is lower still)."""
 
 def whole_number(value: Any) -> int | None:
     """``value`` as an int if it is a non-negative whole number (an int, a float such as
-    16.0, numpy's, or a 0-d array of one), else None."""
+    16.0, a Fraction of denominator 1, numpy's, or a 0-d array of one), else None."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
+    if isinstance(value, Fraction):
+        return int(value) if value.denominator == 1 and value >= 0 else None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer,
                                                                      float, np.floating)):
         return None
@@ -95,13 +100,20 @@ def _counts(value: Any, name: str, p: int, coll: Collective, unit: str) -> NDArr
         if matrix else [(f"{name}[{i}]", v) for i, v in enumerate(rows)]
     out = []
     for where, v in flat:
-        c = whole_number(v)
+        if isinstance(v, str) and unit == "bytes":
+            try:
+                c: int | None = parse_size(v)
+            except InvalidInputError as err:
+                raise InvalidInputError(f"{where}={v!r} is not accepted: {err}") from None
+        else:
+            c = whole_number(v)
         if c is None:
-            raise InvalidInputError(f"{where}={v!r} is not accepted; {coll.name} takes "
+            raise InvalidInputError(f"{where}={shown(v)} is not accepted; {coll.name} takes "
                                     f"{accepted}")
         if c >= _ENTRY_LIMIT:
-            raise InvalidInputError(f"{where}={v!r} could overflow the int64 traffic "
-                                    f"counters; use entries < {_ENTRY_LIMIT}")
+            raise InvalidInputError(
+                f"{where}={shown(v)} could overflow the int64 traffic counters; a rank's "
+                f"input on {p} ranks must be below {largest_input(p) + 1} bytes")
         out.append(c)
     return np.array(out, dtype=np.int64).reshape((p, p) if matrix else (p,))
 

@@ -40,7 +40,9 @@ _SIZE_UNITS = {
     "k": KB, "kb": KB, "m": MB, "mb": MB, "g": GB, "gb": GB, "t": TB, "tb": TB,
     "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
 }
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?\s*([a-zA-Z]*)\s*$")
+_SIZE_RE = re.compile(r"^\s*([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?\s*([a-zA-Z]*)\s*$",
+                      re.ASCII)
+_NOT_FINITE_RE = re.compile(r"^\s*[+-]?(?:inf(?:inity)?|nan)\s*$", re.IGNORECASE)
 _MAX_EXPONENT = 40
 """The largest power of ten, up or down, a size string may name (1e40 bytes is beyond
 any count)."""
@@ -78,7 +80,7 @@ def parse_size(text: str | int | float) -> int:
     MiB, GiB, TiB) powers of 1024; a bare number is bytes, with an exponent if wanted
     (``"1e6"``). Case is ignored but in the final B: a lowercase b is a bit
     (``"100Mb"`` is what a link rate counts in), and is refused rather than read as
-    bytes. A number (int, float, numpy's) is bytes: a whole one, -0.0 as 0.
+    bytes. A number (int, float, numpy's) is bytes: a whole one, -0.0 (and ``"-0"``) as 0.
 
     Raises:
         InvalidInputError: (a ``ValueError``) the text is not a size, names bits, or names
@@ -105,26 +107,30 @@ def parse_size(text: str | int | float) -> int:
             raise InvalidInputError(f"size {text!r} is negative; sizes are >= 0 bytes")
         return int(number)
     match = _SIZE_RE.match(str(text))
-    if match is not None and len(significant(match.group(1))) > _MAX_DIGITS:
+    if match is None and _NOT_FINITE_RE.match(str(text)):
+        raise InvalidInputError(f"size {text!r} is not a finite number of bytes")
+    if match is not None and len(significant(match.group(2))) > _MAX_DIGITS:
         raise InvalidInputError(f"size {str(text)[:20]!r}... has more than {_MAX_DIGITS} "
                                 f"significant digits: give a whole number of bytes below "
                                 f"10^{_MAX_DIGITS}")
-    if match is not None and match.group(3).endswith("b"):
-        number_text = match.group(1) + (f"e{match.group(2)}" if match.group(2) else "")
-        prefix = match.group(3)[:-1].rstrip("iI").upper()
+    if match is not None and match.group(4).endswith("b"):
+        number_text = match.group(2) + (f"e{match.group(3)}" if match.group(3) else "")
+        prefix = match.group(4)[:-1].rstrip("iI").upper()
         instead = f"{number_text}{prefix}B or {number_text}{prefix}iB" if prefix \
             else f"{number_text}B"
         raise InvalidInputError(f"cannot read size {text!r}: a lowercase b is a bit, and sizes "
                                 f"are bytes; write {instead}")
-    unit = match.group(3).lower() if match else None
+    unit = match.group(4).lower() if match else None
     if match is None or unit not in _SIZE_UNITS:
         raise InvalidInputError(
             f"cannot read size {text!r}; write a number with an optional unit "
             f"(B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. '256MiB' or '1e6'")
-    value = exact_number(match.group(1), match.group(2))
+    value = exact_number(match.group(2), match.group(3))
     if value is None:
         raise InvalidInputError(f"size {text!r} has an exponent beyond +-{_MAX_EXPONENT}; "
                                 f"sizes are whole numbers of bytes")
+    if match.group(1) == "-" and value:
+        raise InvalidInputError(f"size {text!r} is negative; sizes are >= 0 bytes")
     value *= _SIZE_UNITS[unit]
     if value.denominator != 1:
         with decimal.localcontext() as exact:

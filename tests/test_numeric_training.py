@@ -631,8 +631,13 @@ def test_bad_models_and_jobs_are_refused():
         MLP((4, 2), loss="l1")
     with pytest.raises(sc.InvalidInputError, match=r"lr=-1"):
         Adam(lr=-1)
-    with pytest.raises(sc.InvalidInputError, match=r"beta2=1.0"):
-        Adam(beta2=1.0)
+    for name, value in [("beta2", 1.0), ("beta1", -0.5), ("beta2", float("nan")),
+                        ("beta1", "0.9"), ("beta1", True)]:
+        # every refusal gives the range (a negative or NaN one said ">= 0, finite")
+        with pytest.raises(sc.InvalidInputError,
+                           match=rf"^{name}={value!r} is not accepted; use a number in "
+                                 rf"\[0, 1\)$"):
+            Adam(**{name: value})
     with pytest.raises(sc.InvalidInputError, match=r"optimizer="):
         TrainingJob(MODEL, JOB.params, JOB.batches, "adam")
     bad = dict(JOB.params, **{"layer0.bias": np.zeros(3)})

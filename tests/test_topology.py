@@ -81,6 +81,8 @@ def test_parse_size_refuses(text):
     ("1e3", 1000), ("0.3e1KB", 3000), ("5e-1K", 500), ("2.5E+2KiB", 256000),
     # numbers: whole ones, exactly, whatever their type
     (1e16, 10**16), (np.float64(2.0**56), 2**56), (np.int64(5), 5), (-0.0, 0),
+    # a sign: + or a negative zero read as the numbers are
+    ("+5KiB", 5120), ("-0", 0), (" -0.0e3 MB ", 0),
 ])
 def test_parse_size_reads_exactly(text, value):
     got = sc.parse_size(text)
@@ -94,6 +96,12 @@ def test_parse_size_reads_exactly(text, value):
     (1.5, "size 1.5 is not a whole number of bytes"),
     (float("inf"), "size inf is not a finite number of bytes"),
     (float("nan"), "size nan is not a finite number"), (-2.0, "size -2.0 is negative"),
+    # as strings, the same words as the numbers get (they said "cannot read size")
+    ("-1", "size '-1' is negative; sizes are >= 0 bytes"), ("-1KiB", "size '-1KiB' is negative"),
+    ("-1e-3KB", "size '-1e-3KB' is negative"), ("inf", "size 'inf' is not a finite number"),
+    ("-Infinity", "is not a finite number"), ("NaN", "size 'NaN' is not a finite number"),
+    # digits 0-9 only, as on the command line (Arabic-Indic 12 was read as 12)
+    ("\u0661\u0662", "cannot read size"), ("\u0661\u0662KiB", "cannot read size"),
 ])
 def test_parse_size_says_why_it_refuses(text, words):
     with pytest.raises(sc.InvalidInputError, match=re.escape(words)):

@@ -3,6 +3,8 @@ in the testing kit and on the command line; every bad input refused before the r
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from conftest import ALPHA, BETA, GAMMA, reference_network
@@ -35,7 +37,7 @@ BAD = [
     ("reduce_scatterv", dict(nbytes=[8, -4, 8]), r"nbytes\[1\]=-4 is not accepted"),
     ("all_gatherv", dict(nbytes=[8, 4.5, 8]), r"nbytes\[1\]=4.5 is not accepted"),
     ("all_to_allv", dict(nbytes=np.full((3, 3), 8.5)),
-     r"nbytes\[0\]\[0\]=np.float64\(8.5\) is not accepted; all_to_allv takes a p x p "
+     r"nbytes\[0\]\[0\]=8.5 is not accepted; all_to_allv takes a p x p "
      r"matrix of bytes .* non-negative whole numbers"),
     ("all_gatherv", dict(nbytes=[8, float("nan"), 8]), r"nbytes\[1\]=nan is not accepted"),
     ("all_gatherv", dict(nbytes=np.array(16)),
@@ -45,8 +47,8 @@ BAD = [
     ("all_to_allv", dict(nbytes=[np.array(8)] * 3),
      r"nbytes\[0\]=array\(8\) is not a row of 3 entries"),
     ("all_gatherv", dict(nbytes=[8, True, 8]), r"nbytes\[1\]=True is not accepted"),
-    ("all_to_allv", dict(nbytes=[[8, 8, 8], [8, "8", 8], [8, 8, 8]]),
-     r"nbytes\[1\]\[1\]='8' is not accepted"),
+    ("all_to_allv", dict(nbytes=[[8, 8, 8], [8, "8b", 8], [8, 8, 8]]),
+     r"nbytes\[1\]\[1\]='8b' is not accepted: cannot read size '8b': a lowercase b is a bit"),
     ("all_gatherv", dict(nbytes=[8, 6, 8]),
      r"nbytes\[1\]=6 is not a multiple of the item size \(4 bytes\)"),
     ("all_to_allv", dict(nbytes=[[8, 8, 8], [8, 8, 8], [8, 8, 2]], dtype="float64"),
@@ -370,3 +372,43 @@ def test_the_check_finds_one_wrong_element_on_one_rank(coll, splits):
     assert compare(shaped, inputs, outputs, sc.ReduceOp.SUM, 0)[0] is False
     with pytest.raises(sc.InvalidInputError, match="need its splits"):
         sc.COLLECTIVES[coll].reference(inputs, sc.ReduceOp.SUM, 0)
+
+
+def test_a_v_collectives_sizes_may_be_size_strings_and_fractions_as_one_size_may():
+    """nbytes=["4KiB", 8, Fraction(12), 12.0] is 4096, 8, 12, 12 bytes: a ring
+    all_gatherv's rank r sends all but what rank r + 1 gave, n - c_(r+1) of n = 4128."""
+    res = sc.simulate(sc.topology.switch(4), "all_gatherv", algorithm="ring",
+                      nbytes=["4KiB", 8, Fraction(12), 12.0], dtype="float32")
+    assert res.bytes_sent.tolist() == [4128 - 8, 4128 - 12, 4128 - 12, 4128 - 4096]
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[2\]='3x' is not accepted: "
+                                                  r"cannot read size '3x'"):
+        sc.simulate(sc.topology.switch(4), "all_gatherv", algorithm="ring",
+                    nbytes=[4, 8, "3x", 4], dtype="float32")
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[1\]=Fraction\(1, 2\) is not"):
+        sc.simulate(sc.topology.switch(4), "all_gatherv", algorithm="ring",
+                    nbytes=[4, Fraction(1, 2), 4, 4], dtype="uint8")
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[0\]\[1\]=nan is not accepted"):
+        sc.simulate(sc.topology.switch(4), "all_to_allv", algorithm="direct",
+                    nbytes=np.array([[1.0, np.nan, 0, 0]] + [[0.0] * 4] * 3), dtype="uint8")
+
+
+@pytest.mark.parametrize("p", [2, 4, 7])
+def test_an_entry_too_large_for_the_counters_is_told_the_limit_for_its_rank_count(p):
+    """2^62 bytes was told "use entries < 2^62", whatever p; one below that then met a
+    limit 2p^2 times lower. The limit for a rank's input is the largest n with
+    2 p^2 n < 2^63; an entry below it but past the int64 guard is a sum's business."""
+    limit = (2**63 - 1) // (2 * p * p) + 1
+    sizes = [2**62] + [0] * (p - 1)
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^nbytes\[0\]={2**62} could overflow the int64 traffic "
+                             rf"counters; a rank's input on {p} ranks must be below "
+                             rf"{limit} bytes"):
+        sc.simulate(sc.topology.switch(p), "all_gatherv", algorithm="ring", nbytes=sizes,
+                    dtype="uint8")
+    with pytest.raises(sc.InvalidInputError, match=rf"input of {limit} bytes on {p} ranks"
+                                                  rf" could overflow .* use inputs < {limit}"):
+        sc.simulate(sc.topology.switch(p), "all_gatherv", algorithm="ring",
+                    nbytes=[limit] + [0] * (p - 1), dtype="uint8")
+    res = sc.simulate(sc.topology.switch(p), "all_gatherv", algorithm="ring",
+                      nbytes=[limit - 1] + [0] * (p - 1), dtype="uint8", until=1e12)
+    assert res.bytes_received[1] == limit - 1

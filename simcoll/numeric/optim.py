@@ -7,13 +7,14 @@ optimizer state for its own shard only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Union
 
 import numpy as np
 from numpy.typing import NDArray
 
-from simcoll.checks import real
+from simcoll.checks import real, shown
 from simcoll.errors import InvalidInputError
 
 __all__ = ["SGD", "Adam", "AdamState", "Optimizer", "check_optimizer"]
@@ -80,10 +81,14 @@ class Adam:
         object.__setattr__(self, "lr", real(self.lr, "lr", strict=True))
         object.__setattr__(self, "eps", real(self.eps, "eps", strict=True))
         for name in ("beta1", "beta2"):
-            value = real(getattr(self, name), name)
-            if value >= 1.0:
-                raise InvalidInputError(f"{name}={value!r} is not accepted; use a number in "
-                                        f"[0, 1)")
+            given = getattr(self, name)
+            try:
+                value = real(given, name)
+            except InvalidInputError:
+                value = math.nan
+            if not 0.0 <= value < 1.0:
+                raise InvalidInputError(f"{name}={shown(given)} is not accepted; use a "
+                                        f"number in [0, 1)")
             object.__setattr__(self, name, value)
 
     def init(self, param: Array) -> AdamState:

@@ -22,7 +22,7 @@ __all__ = ["parse_rate", "parse_time", "parse_number", "format_rate", "format_ti
 _NUMBER = r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?i:inf(?:inity)?))"
 """A decimal number, or infinity spelt as ``float`` reads it (``inf``, ``INF``,
 ``Infinity``: any case), as JSON's ``Infinity`` is read too."""
-_QUANTITY_RE = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµμ/]*)\s*$")
+_QUANTITY_RE = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµμ/]*)\s*$", re.ASCII)
 _DECIMAL_PREFIXES = {"": 0, "k": 3, "m": 6, "g": 9, "t": 12}
 """Powers of ten: applied to the number as written (``Decimal.scaleb``), so ``0.1us`` is
 the float nearest 1e-7, as the literal ``0.1e-6`` is; a float times or over a power of
