@@ -3,6 +3,8 @@ placements, memory, MFU, the time identity, the timeline, and refusals before th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import matplotlib
 import numpy as np
 import pytest
@@ -637,3 +639,69 @@ def test_the_backward_input_gathers_are_told_apart_from_the_half_s_gather():
     backward = [(s.kind, s.label) for s in spans if s.start >= res.forward_time]
     assert len(forward) == 4 and len(backward) == 6
     assert len(set(forward)) == 4 and len(set(backward)) == 6
+
+
+def test_a_tied_embedding_has_a_copy_on_the_last_stage_all_reduced_with_the_first():
+    """GPT, h = 64, V = 128, s = 16, two blocks on two stages, two replicas: stage 0
+    holds the embedding (V h + s h = 9,216) and a block (12 h^2 + 13 h = 49,984), stage 1
+    a block and its copy of the word embedding (V h = 8,192: Megatron-LM keeps one there).
+    Every GPU sends, in 2-byte elements: two micro-batches of 2 x 16 x 64 activations (or
+    their gradients) to its peer stage, its stage's gradients all-reduced with its other
+    replica (a ring of 2 sends them once) and the copy's gradient all-reduced with its
+    peer stage (once too)."""
+    h, v, s = 64, 128, 16
+    model = tr.gpt(2, h, 4, s, v, batch=8)
+    assert model.tied_embedding == v * h
+    first, last = v * h + s * h + 12 * h * h + 13 * h, 12 * h * h + 13 * h + v * h
+    res = tr.step(model, sc.topology.switch(4), dp=2, pp=2, micro_batches=2)
+    assert res.memory == (tr.zero_memory(first, 2, 0), tr.zero_memory(last, 2, 0))
+    pipeline = 2 * (2 * s * h) * 2
+    stage = [pipeline + 2 * first + 2 * v * h, pipeline + 2 * last + 2 * v * h]
+    # ranks: stage innermost, then replica (tp = 1)
+    np.testing.assert_array_equal(res.run.bytes_sent, stage * 2)
+    tied = [x for x in res.spans if x.label == "tied embedding"]
+    assert sorted(x.rank for x in tied) == [0, 1, 2, 3]
+    assert {(x.stream, x.kind, x.nbytes) for x in tied} == {("dp", "all_reduce", 2 * v * h)}
+    # an untied model of the same layers (tied_embedding=0) holds no copy
+    plain = tr.step(replace(model, tied_embedding=0), sc.topology.switch(4), dp=2, pp=2,
+                    micro_batches=2)
+    assert plain.memory[1] == tr.zero_memory(12 * h * h + 13 * h, 2, 0)
+
+
+def test_the_tied_embeddings_all_reduce_ends_the_step_on_the_reference_network():
+    """One replica, two stages: the first stage's last backward pass ends its compute,
+    then the two stages all-reduce V h / t gradient elements (2 bytes each), a ring of 2,
+    which ends the step exactly that long after (splitting the copy over tp = 2 halves
+    it); the last stage starts it as soon as its own backward passes (their compute and
+    tensor-parallel all-reduces) are done."""
+    model = tr.gpt(2, 64, 4, 16, 128, batch=4)
+    for tp in (1, 2):
+        tied = tr.step(model, reference_network(2 * tp), dp=1, tp=tp, pp=2, micro_batches=2,
+                       gpu=tr.GPU("slow", 1e12))
+        nbytes = 2 * 128 * 64 // tp
+        spans = [x for x in tied.spans if x.label == "tied embedding"]
+        assert len(spans) == 2 * tp and all(x.nbytes == nbytes for x in spans)
+        for rank in range(2 * tp):
+            computed = max(x.end for x in tied.spans
+                           if x.rank == rank and x.stream in ("compute", "tp"))
+            assert [x.start for x in spans if x.rank == rank] == [computed]
+        first_stage = max(x.end for x in tied.spans if x.stream in ("compute", "tp"))
+        assert tied.step_time == pytest.approx(first_stage + ring_time(2, nbytes), rel=1e-12)
+        assert all(x.end == pytest.approx(tied.step_time, rel=1e-12) for x in spans)
+
+
+def test_only_the_collectives_a_step_runs_need_the_algorithm():
+    """No data-parallel all_gather runs with dp = 1 (ZeRO or not), and an untied pure
+    pipeline runs no collective: algorithms without those collectives were refused."""
+    gpu = tr.GPU("g", 1e12)
+    model = tr.gpt(4, 64, 4, 32, 100, batch=8)
+    res = tr.step(model, sc.topology.switch(4), dp=1, tp=4, zero_stage=1, algorithm="tree",
+                  gpu=gpu)
+    assert {x.kind for x in res.spans if x.stream != "compute"} == {"all_reduce"}
+    untied = replace(model, tied_embedding=0)
+    res = tr.step(untied, sc.topology.switch(4), dp=1, pp=4, algorithm="pairwise", gpu=gpu)
+    assert {x.stream for x in res.spans} == {"compute", "pp"}
+    with pytest.raises(sc.UnknownAlgorithmError, match="'pairwise' for 'all_reduce'"):
+        tr.step(model, sc.topology.switch(4), dp=1, pp=4, algorithm="pairwise", gpu=gpu)
+    with pytest.raises(sc.InvalidInputError, match=r"tied_embedding=-1"):
+        replace(model, tied_embedding=-1)

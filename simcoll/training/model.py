@@ -159,6 +159,10 @@ class Model:
             query head); they must divide the heads.
         ffn: f, the MLP's inner width (None: not said, so tensor parallelism does not
             check it).
+        tied_embedding: elements of the word embedding the output layer shares (V h for
+            :func:`gpt`; 0: none shared). A pipeline of more than one stage keeps a copy
+            of it on the last stage, trained as a parameter of its own, whose gradient
+            the first and last stages all-reduce (:func:`simcoll.training.step`).
     """
 
     name: str
@@ -170,6 +174,7 @@ class Model:
     precision: Precision = field(default=MIXED_PRECISION_ADAM)
     kv_heads: int | None = None
     ffn: int | None = None
+    tied_embedding: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.layers, (tuple, list)) or not self.layers:
@@ -193,6 +198,7 @@ class Model:
                                         f"kv_heads={self.kv_heads}")
         if self.ffn is not None:
             integer(self.ffn, "ffn", minimum=1)
+        integer(self.tied_embedding, "tied_embedding", minimum=0, what="elements")
 
     def heads_per_gpu(self, tp: int) -> int:
         """Attention heads each GPU of a tensor-parallel group of ``tp`` holds.
@@ -315,7 +321,8 @@ def _shape(layers: int, hidden: int, heads: int, seq_len: int, vocab: int,
 
 def gpt(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, batch: int = 1, *,
         name: str | None = None, precision: Precision = MIXED_PRECISION_ADAM) -> Model:
-    """A GPT (GPT-2 / Megatron-LM) model: embeddings, ``layers`` blocks, tied logits.
+    """A GPT (GPT-2 / Megatron-LM) model: embeddings, ``layers`` blocks, logits tied to
+    the word embedding (``tied_embedding``: V h).
 
     Parameters 12 l h^2 (1 + 13 / (12 h) + (V + s) / (12 l h)) and forward + backward
     FLOPs 72 B s l h^2 (1 + s / (6h) + V / (12 l h)) (Narayanan et al. 2021; see the
@@ -339,7 +346,8 @@ def gpt(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, batch: i
          *(Layer(f"block{i}", block, fwd, 2 * fwd, block=True, attention_share=attention)
            for i in range(n)),
          Layer("logits", (), logits, 2 * logits)),
-        batch=b, seq_len=s, hidden=h, heads=a, precision=precision, ffn=4 * h)
+        batch=b, seq_len=s, hidden=h, heads=a, precision=precision, ffn=4 * h,
+        tied_embedding=v * h)
 
 
 def llama(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, batch: int = 1,

@@ -39,16 +39,26 @@ DeepSpeed's pipeline engine refuses stages 2 and 3 ("ZeRO-2 and ZeRO-3 are
 incompatible with pipeline parallelism", ``deepspeed/runtime/pipe/engine.py``); this
 model runs them with a pipeline too, a reduce-scatter per micro-batch.
 
+A model whose output layer shares the word embedding (``Model.tied_embedding``, GPT's V h)
+keeps, with more than one stage, a copy of it on the last stage, a parameter of that
+stage (its memory, and its gradient in the stage's data-parallel reduction); once the
+data-parallel reductions are done, each GPU of the first stage and its peer of the last
+all-reduce that weight's gradient, V h / t elements, so both copies take the same step:
+Megatron-LM's ``LanguageModule.setup_embeddings_and_output_layer`` ("maintain
+duplicated embedding weights in post processing stage") and ``_allreduce_word_embedding_grads``
+over the embedding group (``megatron/core/distributed/finalize_model_grads.py``, after
+``finish_grad_sync``; ZeRO stages 1 and 2 all-gather the updated parameters after it).
+
 Simplifications, each small next to what is modelled: embeddings and the output layer
-are split over the tensor-parallel group without their own (small) collectives; the tied
-embedding's gradient all-reduce between the first and last stage is left out; the
-optimizer step is not charged.
+are split over the tensor-parallel group without their own (small) collectives (Megatron
+keeps the position embedding, the layer norms and the row-parallel biases whole on
+every GPU of the group); the optimizer step is not charged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -220,6 +230,7 @@ class _Config:
     sequence_parallel: bool
     recompute: bool
     elements: int
+    tied_embedding: int
     activation_bytes: int
     grad_bytes: int
     param_bytes: int
@@ -247,6 +258,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
     pl, rec, r = cfg.placement, cfg.rec, comm.rank
     d, s, t = pl.coords(r)
     tp_group, dp_reduce, dp_gather = _groups(comm, pl, d, s, t)
+    tied = cfg.tied_embedding if pl.pp > 1 and s in (0, pl.pp - 1) else 0
     layers, seconds = cfg.stages[s], cfg.seconds[s]
     dp, zero = pl.dp, cfg.zero_stage
     # Per layer, this GPU's parameters (its tensor shard), padded to whole DP shards
@@ -344,6 +356,12 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                 sends.append(_send(comm, rec, pl.rank(d, s - 1, t), message,
                                    cfg.activation_bytes, ("grad", j)))
     cfg.in_flight[s] = max(cfg.in_flight.get(s, 0), peak)
+    if tied:
+        embedding = comm.group([pl.rank(d, 0, t), pl.rank(d, pl.pp - 1, t)]).fresh_context()
+        grads = buffer_of(-(-tied // pl.tp), cfg.grad_bytes)
+        last_reduce[:] = [rec.on_stream(
+            comm, r, "dp", "all_reduce", partial(embedding.all_reduce, grads, **cfg.how),
+            after=list(last_reduce), nbytes=grads.nbytes, label="tied embedding")]
     if zero in (1, 2) and dp_gather is not None:
         for k, params in enumerate(shard_params):
             if params:
@@ -400,10 +418,14 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
             f"dp={dp} replicas leaves {model.batch / dp:g} per replica, which does not "
             f"split into {m} equal micro-batches")
     model.heads_per_gpu(tp)
-    collectives = {"all_reduce"} if zero_stage == 0 else {"reduce_scatter", "all_gather"}
+    tied = pp > 1 and model.tied_embedding > 0
+    collectives = set() if dp == 1 else {"all_reduce"} if zero_stage == 0 else \
+        {"reduce_scatter", "all_gather"}
     if tp > 1:
         collectives |= ({"all_gather", "reduce_scatter"} if sequence_parallel
                         else {"all_reduce"} | ({"all_gather"} if pp > 1 else set()))
+    if tied:
+        collectives.add("all_reduce")
     how = check_algorithm(algorithm, sorted(collectives), params,
                           hosts=len(topology.hosts))
     check_world(how, dp == topology.nranks or tp == topology.nranks or dp == tp == 1,
@@ -416,7 +438,10 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
         *(("the tensor-parallel group", tp_runs, [placement.rank(d, s, t) for t in range(tp)])
           for d in range(dp) for s in range(pp) if tp > 1),
         *(("the data-parallel group", dp_runs, [placement.rank(d, s, t) for d in range(dp)])
-          for s in range(pp) for t in range(tp) if dp > 1)])
+          for s in range(pp) for t in range(tp) if dp > 1),
+        *(("the embedding group", ("all_reduce",),
+           [placement.rank(d, 0, t), placement.rank(d, pp - 1, t)])
+          for d in range(dp) for t in range(tp) if tied)])
     if sequence_parallel and model.seq_len % tp:
         raise InvalidInputError(f"sequence parallelism needs tp={tp} to divide "
                                 f"seq_len={model.seq_len}")
@@ -469,6 +494,9 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         model, topology, dp, tp, pp, zero_stage, micro_batches, schedule, order,
         sequence_parallel, algorithm, algorithm_params)
     stages = split_blocks(model, pp, name="pp")
+    if pp > 1 and model.tied_embedding:  # the last stage's copy of the word embedding
+        last = stages[-1][-1]
+        stages[-1][-1] = replace(last, tensors=(*last.tensors, model.tied_embedding))
     sequences = model.batch // (dp * m)
     fraction = sequences / model.batch / tp
     seconds = [per_layer_seconds(layers, gpu, fraction) for layers in stages]
@@ -476,8 +504,8 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     precision = model.precision
     cfg = _Config(placement, stages, seconds, m, schedule, zero_stage, sequence_parallel,
                   recompute, sequences * model.seq_len * model.hidden,
-                  precision.activation_bytes, precision.grad_bytes, precision.param_bytes,
-                  how, Recorder())
+                  model.tied_embedding, precision.activation_bytes, precision.grad_bytes,
+                  precision.param_bytes, how, Recorder())
     run = run_program(topology, _program, cfg, network=network, until=STEP_UNTIL)
     step_time = run.time
     parts = breakdown(cfg.rec.spans, range(topology.nranks), step_time)
