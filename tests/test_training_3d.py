@@ -705,3 +705,36 @@ def test_only_the_collectives_a_step_runs_need_the_algorithm():
         tr.step(model, sc.topology.switch(4), dp=1, pp=4, algorithm="pairwise", gpu=gpu)
     with pytest.raises(sc.InvalidInputError, match=r"tied_embedding=-1"):
         replace(model, tied_embedding=-1)
+
+
+_HUGE = tr.Model("huge", (tr.Layer("a", (2**62,), 1.0, 1.0),), 2, 1, 1, 1)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: tr.data_parallel(_HUGE, sc.topology.switch(2)),
+     r"^huge's largest all-reduce of gradients, 9223372036854775808 bytes, in a collective "
+     r"over 2 GPUs could overflow the int64 traffic counters \(at most 1152921504606846975 "
+     r"bytes\)"),
+    (lambda: tr.zero_step(_HUGE, sc.topology.switch(2), stage=3),
+     r"^huge's largest layer, 9223372036854775808 bytes"),
+    (lambda: tr.zero_step(_HUGE, sc.topology.switch(2), stage=1),
+     r"^huge's largest bucket, 9223372036854775808 bytes"),
+    (lambda: tr.step(_HUGE, sc.topology.switch(2), dp=2),
+     r"^the gradients of huge's layer 'a' \(over tp=1\), 9223372036854775808 bytes"),
+    (lambda: tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**50), sc.topology.switch(2), dp=1,
+                     tp=2),
+     r"^the activations of a micro-batch of 1125899906842624 sequences \(batch=1125899906842"
+     r"624 over dp=1 and micro_batches=1\) in a block's tensor-parallel collectives, "
+     rf"{4 * 2**50 * 32 * 64 * 2} bytes"),
+    (lambda: tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**60), sc.topology.switch(2), dp=1,
+                     pp=2),
+     rf"^batch={2**60} over dp=1 makes a pipeline stage send {2 * 2**60 * 32 * 64 * 2} bytes"),
+])
+def test_steps_past_the_traffic_counters_are_refused_before_the_run(monkeypatch, call, match):
+    """They failed inside the run, as an AlgorithmError naming internal programs, or
+    after it; a collective over p GPUs takes inputs of at most (2^63 - 1) // (2 p^2)
+    bytes, and a GPU's sends must stay below 2^63."""
+    for module in ("data_parallelism", "zero", "parallel3d"):
+        monkeypatch.setattr(f"simcoll.training.{module}.run_program", _never_run)
+    with pytest.raises(sc.InvalidInputError, match=match):
+        call()

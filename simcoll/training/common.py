@@ -11,7 +11,7 @@ import numpy as np
 from simcoll.algorithms.bucketed import refuse_step_model
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.buffers import VirtualBuffer
-from simcoll.checks import integer, real
+from simcoll.checks import integer, largest_input, real, shown
 from simcoll.errors import InvalidInputError
 from simcoll.topology.graph import Topology
 from simcoll.training.model import GPU, Model
@@ -116,6 +116,22 @@ def check_model(model: Any, gpu: Any) -> None:
     if not isinstance(gpu, GPU):
         raise InvalidInputError(f"gpu={gpu!r} is not accepted; give a simcoll.training.GPU "
                                 f"(training.H100, training.A100 or GPU(name, peak_flops))")
+
+
+def check_collective_input(nbytes: int, ranks: int, what: str, fix: str) -> None:
+    """Refuse, before the run, a step whose collective over ``ranks`` GPUs would take an
+    input of ``nbytes`` (``what``: which, in the user's terms; ``fix``: how to mend it)
+    past what the int64 traffic counters hold (:func:`simcoll.inputs.check_counters`),
+    which the collective itself would refuse inside the run.
+
+    Raises:
+        InvalidInputError: naming ``what``, the bytes, the limit and ``fix``.
+    """
+    if ranks > 1 and nbytes > largest_input(ranks):
+        raise InvalidInputError(
+            f"{what}, {shown(nbytes)} bytes, in a collective over {ranks} GPUs could "
+            f"overflow the int64 traffic counters (at most {largest_input(ranks)} bytes); "
+            f"{fix}")
 
 
 def check_algorithm(algorithm: str, collectives: Sequence[str],

@@ -38,6 +38,7 @@ from simcoll.training.common import (
     bucket_limits,
     buffer_of,
     check_algorithm,
+    check_collective_input,
     check_groups,
     check_model,
     ddp_buckets,
@@ -167,6 +168,10 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
                           hosts=len(topology.hosts))
     check_groups(how, topology, [("the GPUs", ["all_reduce"], range(topology.nranks))])
     groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
+    check_collective_input(max((sum(n for _, n in g) for g in groups), default=0)
+                           * model.precision.grad_bytes, topology.nranks,
+                           f"{model.name}'s largest all-reduce of gradients",
+                           "use a smaller model or fewer GPUs")
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]
     itemsize = model.precision.grad_bytes

@@ -64,7 +64,7 @@ from typing import Any
 
 from simpy.events import Event
 
-from simcoll.checks import flag, integer
+from simcoll.checks import COUNTER_LIMIT, flag, integer, shown
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
 from simcoll.inputs import check_topology
@@ -75,6 +75,7 @@ from simcoll.training.common import (
     STEP_UNTIL,
     buffer_of,
     check_algorithm,
+    check_collective_input,
     check_groups,
     check_model,
     check_world,
@@ -448,6 +449,36 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
     return dp, tp, pp, zero_stage, m, tuple(order), how
 
 
+def _check_sizes(model: Model, stages: list[list[Layer]], dp: int, tp: int, m: int,
+                 sequence_parallel: bool) -> None:
+    """Refuse a step whose traffic could pass the int64 counters: a layer's gradients
+    over the data-parallel group, a micro-batch's activations over the tensor-parallel
+    group, or a stage's sends (its m micro-batches' activations and their gradients).
+
+    Raises:
+        InvalidInputError: naming the model's layer or the batch, and what to change.
+    """
+    precision = model.precision
+    layer = max((x for layers in stages for x in layers), key=lambda x: x.params)
+    check_collective_input(
+        padded(-(-layer.params // tp), dp) * max(precision.grad_bytes, precision.param_bytes),
+        dp, f"the gradients of {model.name}'s layer {layer.name!r} (over tp={tp})",
+        "use a smaller model or more tensor-parallel GPUs")
+    sequences = model.batch // (dp * m)
+    check_collective_input(
+        (5 if sequence_parallel else 4) * model.activation_bytes(sequences), tp,
+        f"the activations of a micro-batch of {sequences} sequences (batch={model.batch} "
+        f"over dp={dp} and micro_batches={m}) in a block's tensor-parallel collectives",
+        "use more micro-batches or a smaller batch")
+    sent = 2 * m * (-(-sequences * model.seq_len * model.hidden // tp)) \
+        * precision.activation_bytes
+    if len(stages) > 1 and sent >= COUNTER_LIMIT:
+        raise InvalidInputError(
+            f"batch={model.batch} over dp={dp} makes a pipeline stage send {shown(sent)} "
+            f"bytes of activations and their gradients, which could overflow the int64 "
+            f"traffic counters; use a smaller batch")
+
+
 def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
          zero_stage: int = 0, micro_batches: int = 1, schedule: str = "1f1b",
          sequence_parallel: bool = False, recompute: bool = False, gpu: GPU = H100,
@@ -498,6 +529,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         last = stages[-1][-1]
         stages[-1][-1] = replace(last, tensors=(*last.tensors, model.tied_embedding))
     sequences = model.batch // (dp * m)
+    _check_sizes(model, stages, dp, tp, m, sequence_parallel)
     fraction = sequences / model.batch / tp
     seconds = [per_layer_seconds(layers, gpu, fraction) for layers in stages]
     placement = Placement(dp, tp, pp, order)

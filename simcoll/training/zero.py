@@ -40,6 +40,7 @@ from simcoll.training.common import (
     bucket_limits,
     buffer_of,
     check_algorithm,
+    check_collective_input,
     check_groups,
     check_model,
     ddp_buckets,
@@ -299,11 +300,18 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     n = topology.nranks
     precision = model.precision
     grad_bytes, param_bytes = precision.grad_bytes, precision.param_bytes
+    tensors = [(i, t) for i, layer in enumerate(model.layers) for t in layer.tensors]
+    largest = max(layer.params for layer in model.layers) if stage == 3 else max(
+        (sum(tensors[k][1] for k in bucket) for bucket in ddp_buckets(
+            [t * grad_bytes for _, t in tensors], bucket_cap_mb=bucket_cap_mb,
+            first_bucket_mb=first_bucket_mb)), default=0)
+    check_collective_input(padded(largest, n) * max(grad_bytes, param_bytes), n,
+                           f"{model.name}'s largest {'layer' if stage == 3 else 'bucket'}",
+                           "use a smaller model or fewer GPUs")
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]
     rec = Recorder()
     if stage < 3:
-        tensors = [(i, t) for i, layer in enumerate(model.layers) for t in layer.tensors]
         buckets = []
         for bucket in ddp_buckets([t * grad_bytes for _, t in tensors],
                                   bucket_cap_mb=bucket_cap_mb, first_bucket_mb=first_bucket_mb):
