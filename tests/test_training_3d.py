@@ -705,6 +705,12 @@ def test_only_the_collectives_a_step_runs_need_the_algorithm():
         tr.step(model, sc.topology.switch(4), dp=1, pp=4, algorithm="pairwise", gpu=gpu)
     with pytest.raises(sc.InvalidInputError, match=r"tied_embedding=-1"):
         replace(model, tied_embedding=-1)
+    alone = tr.tensor_parallel_layer(model, sc.topology.switch(4), tp=1, gpu=gpu,
+                                     sequence_parallel=True, algorithm="rabenseifner")
+    assert alone.communication_time == 0
+    with pytest.raises(sc.UnknownAlgorithmError, match="'rabenseifner' for 'all_gather'"):
+        tr.tensor_parallel_layer(model, sc.topology.switch(4), tp=2, gpu=gpu,
+                                 sequence_parallel=True, algorithm="rabenseifner")
 
 
 _HUGE = tr.Model("huge", (tr.Layer("a", (2**62,), 1.0, 1.0),), 2, 1, 1, 1)

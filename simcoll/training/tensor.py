@@ -166,8 +166,9 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     b = integer(sequences, "sequences", minimum=1)
     model.heads_per_gpu(t)
     sequence_parallel = flag(sequence_parallel, "sequence_parallel")
-    how = check_algorithm(algorithm, ["all_gather", "reduce_scatter"] if sequence_parallel
-                          else ["all_reduce"], algorithm_params, hosts=len(topology.hosts))
+    runs = [] if t == 1 else ["all_gather", "reduce_scatter"] if sequence_parallel \
+        else ["all_reduce"]  # one GPU runs no collective
+    how = check_algorithm(algorithm, runs, algorithm_params, hosts=len(topology.hosts))
     block = next((layer for layer in model.layers if layer.block), None)
     if block is None:
         raise InvalidInputError(f"{model.name} has no transformer block to split")
@@ -186,8 +187,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
                                 f"seq_len={model.seq_len}")
     chosen = check_ranks(topology, ranks, t, "tp")
     check_world(how, list(chosen) == list(range(topology.nranks)), f"the group {chosen}")
-    check_groups(how, topology, [("the tensor-parallel group", ["all_gather", "reduce_scatter"]
-                                  if sequence_parallel else ["all_reduce"], chosen)])
+    check_groups(how, topology, [("the tensor-parallel group", runs, chosen)])
     fraction = b / model.batch / t
     times = (gpu.seconds(block.forward_flops * fraction),
              gpu.seconds(block.backward_flops * fraction))
