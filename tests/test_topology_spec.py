@@ -173,6 +173,18 @@ def test_parse_rate_refuses(text):
         parse_rate(text)
 
 
+@pytest.mark.parametrize("text", ["1e-400GB/s", "1e-330", "2e-324B/s", "1e-400Gbps"])
+def test_a_rate_that_is_not_zero_but_rounds_to_zero_is_refused_as_written(text):
+    """It was read as 0.0, and the spec's message said bandwidth=0.0; the least float is
+    about 4.9e-324 (which is read as itself)."""
+    with pytest.raises(ValueError, match=rf"^'{text}' rounds to 0 bytes/s, below the least "
+                                         rf"float; write a rate such as"):
+        parse_rate(text)
+    with pytest.raises(sc.TopologyError, match=rf"bandwidth={text}: '{text}' rounds to 0"):
+        sc.topology.from_spec(f"switch:4,bandwidth={text}")
+    assert parse_rate("4.9e-324B/s") == 5e-324 and parse_rate("0GB/s") == 0.0
+
+
 @pytest.mark.parametrize("text", ["1GB/s", "soon", "1 min", True])
 def test_parse_time_refuses(text):
     with pytest.raises(ValueError, match="time"):

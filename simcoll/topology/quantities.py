@@ -70,22 +70,25 @@ def parse_rate(text: Any) -> float:
     """Bytes per second named by ``text`` (a number is bytes/s already).
 
     Raises:
-        ValueError: ``text`` is not a rate; the message shows accepted forms.
+        ValueError: ``text`` is not a rate, or one that is not 0 but rounds to 0 (a
+            float holds none so small); the message shows accepted forms.
     """
     value, unit = _split(text, _RATE_HELP)
-    if not unit:
-        return float(value)
-    match = _RATE_UNIT_RE.match(unit)
-    if match is None:
+    match = _RATE_UNIT_RE.match(unit) if unit else None
+    if unit and match is None:
         raise ValueError(f"{text!r} has unit {unit!r}, not a rate unit; write {_RATE_HELP}")
-    prefix = (match.group(1) or "").lower()
-    bits = match.group(2) in ("b/s", "bps")
+    prefix = (match.group(1) or "").lower() if match else ""
     exact = Decimal(value)
-    if bits:
+    if match and match.group(2) in ("b/s", "bps"):
         exact = _EXACT.multiply(exact, Decimal("0.125"))
     if prefix in _BINARY_PREFIXES:
-        return float(_EXACT.multiply(exact, _EXACT.power(2, _BINARY_PREFIXES[prefix])))
-    return _times_ten_to(exact, _DECIMAL_PREFIXES[prefix])
+        rate = float(_EXACT.multiply(exact, _EXACT.power(2, _BINARY_PREFIXES[prefix])))
+    else:
+        rate = _times_ten_to(exact, _DECIMAL_PREFIXES[prefix])
+    if rate == 0 and exact:
+        raise ValueError(f"{text!r} rounds to 0 bytes/s, below the least float; write "
+                         f"{_RATE_HELP}")
+    return rate
 
 
 def parse_time(text: Any) -> float:
