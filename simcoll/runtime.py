@@ -44,7 +44,9 @@ class TraceEvent:
     ``queued``, the wait for the message ahead of it on its connection (an ordered
     message, :meth:`simcoll.comm.Comm.send`), whose arrival is ``moving``; after it,
     ``wire_bytes`` crossing the route (the payload, or a protocol's framing of it).
-    ``moving`` is None for reductions and compute spans. ``links``: the directed links
+    ``moving`` is None for reductions and compute spans; a message that a failed link
+    moved to a route of more latency waits that route's extra latency after ``moving``
+    (:func:`simcoll.network.rerouting.change_link`). ``links``: the directed links
     its bytes were handed to, as the network routed it then (around links failed when it
     was sent; if a link fails while it is in flight, its remaining bytes take a detour,
     which ``Result.link_bytes`` counts but ``links`` does not: it keeps the first

@@ -752,3 +752,29 @@ def test_a_message_moved_twice_waits_out_each_new_routes_extra_latency(network):
     assert res.link_bytes[(a, b)] == 499_000
     assert res.link_bytes[(a, s0)] == res.link_bytes[(s0, b)] == 0
     assert res.link_bytes[(a, s1)] == res.link_bytes[(s2, b)] == 501_000
+
+
+@pytest.mark.parametrize("network", ["flow", "flow_rtt"])
+@pytest.mark.parametrize("nbytes, at, expected", [
+    # 1 MB draining from 5 us: moved to the switch (2 us: no wait, nothing given back),
+    # the direct link restored, the switch's link failed: back on the direct link, whose
+    # 5 us it has met already: 1005 us, as unharmed (it was charged 3 us again: 1008)
+    (1_000_000, (100e-6, 200e-6, 300e-6), 1005e-6),
+    # the same in the latency phase: 5 us and 6 us, as unharmed (they gave 8 and 9)
+    (0, (1e-6, 2e-6, 3e-6), 5e-6), (1000, (1e-6, 2e-6, 3e-6), 6e-6),
+])
+def test_a_message_moved_back_to_a_route_it_met_pays_its_latency_once(network, nbytes, at,
+                                                                     expected):
+    """gpu0 - gpu1 directly (5 us) or through switch0 (1 + 1 us), 1 GB/s everywhere: the
+    direct link fails, comes back, and the switch's link fails."""
+    topo = sc.Topology("back")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    s = topo.add_switch()
+    topo.add_link(a, b, bandwidth=1e9, latency=5e-6)
+    topo.add_link(a, s, bandwidth=1e9, latency=1e-6)
+    topo.add_link(s, b, bandwidth=1e9, latency=1e-6)
+    faults = sc.Faults(links=[sc.LinkFault(a, b, at=at[0]),
+                              sc.LinkFault(a, b, at=at[1], factor=1.0),
+                              sc.LinkFault(a, s, at=at[2])])
+    res = sc.run_program(topo, _one_message(nbytes), network=network, faults=faults)
+    assert res.time == pytest.approx(expected, rel=1e-12)

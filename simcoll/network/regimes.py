@@ -59,8 +59,9 @@ class Flow:
         self.slot = -1
         """Row of the general regime's arrays, or -1 outside it."""
         self.latency = 0.0
-        """The latency of the route it is on (set only where link faults are planned: a
-        reroute makes it wait out the new route's extra latency)."""
+        """The most latency it has met: its route's, or a longer one's it was moved to
+        (set only where link faults are planned: a reroute makes it wait out what a new
+        route has beyond it)."""
 
 
 class Group:

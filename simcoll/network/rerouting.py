@@ -29,12 +29,13 @@ def change_link(net: FlowNetwork, index: int, factor: float) -> None:
     around it stay on their routes). A failed one (``factor == 0``) moves each
     of its flows to the shortest route around the failed links, from the failure on:
     the bytes it has not yet sent cross the new route (and are counted there) as if the
-    message had been sent that way, so they wait out the new route's extra latency (its
-    latency less that of the route left, if more): a message still in its latency phase
-    starts that much later, one draining pauses that long first, an empty one arrives
-    that much later. A flow whose last byte is across (less than half a byte left) stays
-    and arrives as it would have, and so does an empty message in its latency phase
-    that a route still goes around the link for.
+    message had been sent that way, so they wait out the new route's extra latency: its
+    latency less the most latency the message has met so far (its first route's, or a
+    longer one it was moved to before), if more. A message still in its latency phase
+    starts that much later (where the new route has more latency, it arrives as one sent
+    that way from the start), one draining pauses that long first, an empty one arrives
+    that much later; a route of less latency gives no time back. A flow whose last byte
+    is across (less than half a byte left) stays and arrives as it would have.
 
     Raises:
         LinkFailureError: no route around the failed links exists for some flows;
@@ -151,10 +152,11 @@ def _lift(net: FlowNetwork, flow: Flow, now: float) -> bool:
 
 
 def _extra_latency(flow: Flow, latency: float) -> float:
-    """How much more latency than its route's ``flow`` meets on a new route of
-    ``latency`` (0 if no more), which it is now on."""
+    """How much more latency than it has met so far ``flow`` meets on a new route of
+    ``latency`` (0 if no more); a route of less latency leaves its timing (and what it
+    has met) as it was, so a move back does not charge the difference again."""
     extra = max(latency - flow.latency, 0.0)
-    flow.latency = latency
+    flow.latency = max(flow.latency, latency)
     return extra
 
 
