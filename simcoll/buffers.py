@@ -10,6 +10,7 @@ replaced with a buffer of another size, so a rank's p chunks cost O(1) memory.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, Union, cast, overload
 
@@ -239,6 +240,10 @@ class VirtualChunks(Sequence[VirtualBuffer]):
     def __iter__(self) -> Iterator[VirtualBuffer]:
         return (self[i] for i in range(self._parts))
 
+    def replaced(self) -> list[VirtualBuffer]:
+        """The chunks put in place of the split's own."""
+        return [] if self._changed is None else list(self._changed.values())
+
     def total(self) -> int:
         """Total element count of all chunks."""
         q = self._small.count
@@ -293,6 +298,11 @@ def repeat(block: Buffer, parts: int) -> Chunks:
 def join(chunks: Sequence[Buffer]) -> Buffer:
     """Concatenate chunks (the inverse of :func:`split`)."""
     if isinstance(chunks, VirtualChunks):
+        others = sorted({str(c.dtype) for c in chunks.replaced() if c.dtype != chunks.dtype})
+        if others:   # as a data-mode join of mixed dtypes is refused
+            raise CommUsageError(f"join takes chunks of one mode and dtype (numpy arrays or "
+                                 f"VirtualBuffers), got VirtualBuffer {chunks.dtype}, "
+                                 f"{', '.join(f'VirtualBuffer {d}' for d in others)}")
         return VirtualBuffer.of(chunks.total(), chunks.dtype)
     if not isinstance(chunks, (list, tuple)) or not chunks:
         raise CommUsageError(f"join takes a non-empty list of chunks, got "
@@ -331,6 +341,10 @@ def frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
+_SEALED: dict[int, weakref.ref[np.ndarray]] = {}
+"""The arrays :func:`sealed` made, by ``id`` (each entry leaves with its array)."""
+
+
 def sealed(array: np.ndarray) -> np.ndarray:
     """A read-only view of the 1-D ``array`` that nobody can make writeable again.
 
@@ -339,11 +353,19 @@ def sealed(array: np.ndarray) -> np.ndarray:
     a read-only memoryview, so numpy refuses that on it and on every view of it. Nothing
     is copied, but an array that is not contiguous, which is copied once.
     """
-    base = array.base
-    if type(base) is memoryview and base.readonly:
-        return array  # sealed already
+    if _is_sealed(memory_owner(array)):
+        return array
     raw = np.ascontiguousarray(array).view(np.uint8)
-    return np.frombuffer(raw.data.toreadonly(), dtype=array.dtype)
+    view = np.frombuffer(raw.data.toreadonly(), dtype=array.dtype)
+    key = id(view)
+    _SEALED[key] = weakref.ref(view, lambda _: _SEALED.pop(key, None))
+    return view
+
+
+def _is_sealed(array: np.ndarray) -> bool:
+    """Whether :func:`sealed` made ``array``."""
+    ref = _SEALED.get(id(array))
+    return ref is not None and ref() is array
 
 
 def snapshot(data: Any, trusted: frozenset[int] = frozenset()) -> Any:
@@ -355,13 +377,17 @@ def snapshot(data: Any, trusted: frozenset[int] = frozenset()) -> Any:
     as they are, without a copy: immutability is what makes them snapshots. An array is
     copied once into a read-only one if it is writeable, or if it is a read-only view of
     memory that something else may still write: an array that owns writeable memory and
-    whose ``id`` is not in ``trusted`` (the run's inputs, which nothing changes).
+    whose ``id`` is not in ``trusted`` (the run's inputs, which nothing changes), or
+    memory held by something other than a numpy array (a memoryview, numpy's own holder
+    behind ``as_strided`` and ``sliding_window_view``), but for what :func:`sealed` made.
     """
     if type(data) is not np.ndarray:
         return data
     if data.flags.writeable:
         return frozen(data.copy())
     base = memory_owner(data)
+    if base.base is not None and not _is_sealed(base):
+        return frozen(data.copy())
     if base is not data and base.flags.writeable and id(base) not in trusted:
         return frozen(data.copy())
     return data

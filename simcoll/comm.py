@@ -22,7 +22,8 @@ from simpy.events import PENDING, Event
 from simcoll import buffers
 from simcoll.buffers import Buffer, Chunks, VirtualBuffer, frozen, snapshot
 from simcoll.checks import as_float, flag, integer, shown
-from simcoll.errors import CommUsageError, TopologyError
+from simcoll.dtypes import is_float
+from simcoll.errors import CommUsageError, InvalidInputError, TopologyError
 from simcoll.ops import ReduceOp
 from simcoll.runtime import Joint, Message, Runtime
 from simcoll.topology.graph import Topology, Via
@@ -36,7 +37,7 @@ def _plain_tag(tag: Any) -> bool:
         type(tag) is tuple and all(_plain_tag(t) for t in tag))
 
 
-def _check_tag(rank: int, tag: Any, name: str = "tag") -> None:
+def _check_tag(who: str, tag: Any, name: str = "tag") -> None:
     """Refuse a tag that is not an int, a str or a tuple of them: one that cannot key a
     message's matching (not hashable), or that would match another (``True`` and ``1.0``
     equal 1) or none (NaN equals nothing).
@@ -45,7 +46,7 @@ def _check_tag(rank: int, tag: Any, name: str = "tag") -> None:
         CommUsageError: naming the rank and the tag.
     """
     if not _plain_tag(tag):
-        raise CommUsageError(f"rank {rank}: {name}={tag!r} cannot be a tag; use an int, a "
+        raise CommUsageError(f"{who}: {name}={tag!r} cannot be a tag; use an int, a "
                              f"str or a tuple of them")
 
 
@@ -190,7 +191,7 @@ class Comm:
         """
         target = self._peer(dst, "dst")
         if type(tag) is not int:
-            _check_tag(self.rank, tag)
+            _check_tag(self._who, tag)
         if via is not None:
             self._check_via(via, via)
         # The default (0.0 and None) skips the call; None, 0 or False do not.
@@ -263,7 +264,7 @@ class Comm:
         """Receive the next message from ``src`` with ``tag``; the event's value is it."""
         source = self._peer(src, "src")
         if type(tag) is not int:
-            _check_tag(self.rank, tag)
+            _check_tag(self._who, tag)
         event = Event(self._env)
         payload = self._rt.post_recv((self._context, source, self._address, tag), event)
         if payload is not PENDING:
@@ -297,12 +298,17 @@ class Comm:
         joint = Joint(self._env, 2)
         rt, address, context = self._rt, self._address, self._context
         if type(tag) is not int or (recv_tag is not None and type(recv_tag) is not int):
-            _check_tag(self.rank, tag)
+            _check_tag(self._who, tag)
             if recv_tag is not None:
-                _check_tag(self.rank, recv_tag, "recv_tag")
+                _check_tag(self._who, recv_tag, "recv_tag")
         recv_key = (context, source, address, tag if recv_tag is None else recv_tag)
+        if type(data) is VirtualBuffer:   # refused before the receive is posted
+            payload, nbytes = data, data.nbytes
+        else:
+            payload = snapshot(data, rt.inputs)
+            nbytes = buffers.nbytes_of(payload)
         if not self._inline:
-            self._post_sendrecv(data, target, tag, recv_key, joint, delay, wire_bytes)
+            self._post_sendrecv(payload, target, tag, recv_key, joint, delay, wire_bytes)
             return joint
         # Runtime.post_recv and Runtime.post_send, inline: every message of a ring or tree
         # comes this way.
@@ -317,11 +323,6 @@ class Comm:
                 message.receiver = joint
         else:
             channel.waiting.append(joint)
-        if type(data) is VirtualBuffer:
-            payload, nbytes = data, data.nbytes
-        else:
-            payload = snapshot(data, rt.inputs)
-            nbytes = buffers.nbytes_of(payload)
         send_key = (context, address, target, tag)
         channel = channels.get(send_key) or rt._new_channel(send_key)
         message = Message(payload, joint, address, target, tag)
@@ -392,7 +393,7 @@ class Comm:
             payload = snapshot(data, self._rt.inputs)
             nbytes = buffers.nbytes_of(payload)
         if type(tag) is not int:
-            _check_tag(self.rank, tag)
+            _check_tag(self._who, tag)
         if ordered is not False and ordered is not True:
             ordered = self._flag("ordered", ordered)
         done = Joint(self._env, len(targets))
@@ -418,11 +419,13 @@ class Comm:
         collective slower.
         """
         if type(op) is not ReduceOp:
-            op = ReduceOp.parse(op) if isinstance(op, str) else self._refuse_op(op)
+            op = self._parse_op(op) if isinstance(op, str) else self._refuse_op(op)
         if type(a) is VirtualBuffer or type(b) is VirtualBuffer:
             if a is not b and (getattr(a, "count", None) != getattr(b, "count", None)
-                               or a.dtype != b.dtype):
-                raise CommUsageError(f"{self._who}: cannot reduce {a!r} with {b!r}")
+                               or getattr(a, "dtype", None) != getattr(b, "dtype", None)):
+                raise CommUsageError(f"{self._who}: cannot reduce {_described(a)} with "
+                                     f"{_described(b)}; give two VirtualBuffers of one "
+                                     f"count and dtype (or two arrays in data mode)")
             out = a
         else:
             if type(a) is not np.ndarray or type(b) is not np.ndarray or a.shape != b.shape \
@@ -430,7 +433,7 @@ class Comm:
                 raise CommUsageError(f"{self._who}: cannot reduce "
                                      f"{_described(a)} with {_described(b)}; give two arrays "
                                      f"of one shape and dtype (as a data-free run must)")
-            if a.dtype.kind not in "iufV":  # strings and bools: no reduction op of theirs
+            if a.dtype.kind not in "iu" and not is_float(a.dtype):  # strings, bools, records
                 raise CommUsageError(f"{self._who}: cannot reduce {a.dtype} arrays; "
                                      f"reduce integers or floats")
             out = frozen(op(a, b))
@@ -445,6 +448,12 @@ class Comm:
         if shared:
             return rt.shared_reduce(self._address, out.nbytes, out)
         return rt.after(rt.reduce_delay(self._address, out.nbytes), out)
+
+    def _parse_op(self, op: str) -> ReduceOp:
+        try:
+            return ReduceOp.parse(op)
+        except InvalidInputError as err:
+            raise CommUsageError(f"{self._who}: {err}") from None
 
     def _refuse_op(self, op: Any) -> NoReturn:
         raise CommUsageError(f"{self._who}: reduce op={op!r} is not accepted; use a "

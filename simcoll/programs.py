@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.buffers import owned
 from simcoll.errors import InvalidInputError
 from simcoll.execution import Execution
 from simcoll.faults import Faults
@@ -65,7 +66,7 @@ def run_program(topology: Topology, program: Callable[..., Any], *args: Any,
     # no numpy warning, which warnings-as-errors would turn into the program's error.
     with np.errstate(over="ignore", invalid="ignore"):
         run.run()
-    return RunResult.of(run, [proc.value for proc in procs])
+    return RunResult.of(run, owned([proc.value for proc in procs]))
 
 
 _OPTIONS = ("network", "trace", "until", "max_events", "faults", "in_network")

@@ -382,6 +382,17 @@ def _first(comm, call):
     (lambda c: c.reduce(np.array(["a"]), np.array(["a"]), "sum"),
      r"cannot reduce <U1 arrays; reduce integers or floats"),
     (lambda c: c.reduce(np.ones(2, bool), np.ones(2, bool), "sum"), r"cannot reduce bool"),
+    # Records and raw bytes reached numpy's ufunc (a UFuncTypeError).
+    (lambda c: c.reduce(np.zeros(2, "f4,i4"), np.zeros(2, "f4,i4"), "sum"),
+     r"rank 0: cannot reduce \[\('f0', '<f4'\), \('f1', '<i4'\)\] arrays; reduce integers "
+     r"or floats"),
+    (lambda c: c.reduce(np.zeros(2, "V8"), np.zeros(2, "V8"), "sum"), r"cannot reduce \|V8"),
+    # A bad name lacked the rank; a VirtualBuffer with an array was shown in full.
+    (lambda c: c.reduce(np.ones(2), np.ones(2), "mean"),
+     r"rank 0: unknown reduction op 'mean' \(did you mean AVG\?\)"),
+    (lambda c: c.reduce(sc.VirtualBuffer(4, np.float32), np.ones(4, np.float32), "sum"),
+     r"rank 0: cannot reduce VirtualBuffer\(4, float32\) with a float32 array of shape "
+     r"\(4,\); give two VirtualBuffers of one count and dtype"),
     # A delay of None (or 0, or False) skipped the check and failed in the engine's sum.
     (lambda c: c.send(np.ones(2), 1, delay=None), r"send\(delay=...\) got None"),
     (lambda c: c.sendrecv(np.ones(2), 1, 1, delay=None), r"send\(delay=...\) got None"),
@@ -845,3 +856,103 @@ def test_a_deadlock_names_two_alike_receives_of_an_endpoint_once_in_its_waiting(
         sc.run_program(topo, program)
     assert "rank 0 waits for recv from 1 (tag 0) and recv from 1 (tag 0)" in str(caught.value)
     assert caught.value.waiting == {0: "recv from 1 (tag 0)"}
+
+
+def _write_after_sending(make_view):
+    """Rank 0 sends a read-only view of its array, then overwrites the array before the
+    message arrives; rank 1 returns what it received."""
+    def program(comm):
+        if comm.rank == 0:
+            x = np.arange(4.0)
+            sent = comm.send(make_view(x), 1)
+            x[:] = -1.0
+            yield sent
+            return None
+        return (yield comm.recv(0))
+    return program
+
+
+@pytest.mark.parametrize("make_view", [
+    lambda x: np.lib.stride_tricks.sliding_window_view(x, 1)[:, 0],
+    lambda x: np.lib.stride_tricks.as_strided(x, writeable=False),
+    lambda x: np.frombuffer(memoryview(x).toreadonly()),
+    lambda x: x[:].view(),
+])
+def test_what_a_read_only_view_of_writeable_memory_sends_is_a_snapshot(make_view):
+    """A read-only view reaching writeable memory through something other than a numpy
+    array (numpy's holder behind as_strided and sliding_window_view, a memoryview) was sent
+    as it was: the write after the send arrived as [-1, -1, -1, -1]."""
+    out = sc.run_program(sc.topology.switch(2), _write_after_sending(make_view)).outputs[1]
+    assert out.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_a_started_collective_holds_a_snapshot_of_a_read_only_view():
+    """sliding_window_view gives a read-only view of x: a started all_reduce summed what x
+    held when it ran (4000 for 1000 written on every rank), not 1 + 2 + 3 + 4 = 10."""
+    def program(comm):
+        x = np.full(8, float(comm.rank + 1))
+        started = comm.all_reduce(np.lib.stride_tricks.sliding_window_view(x, 1)[:, 0])
+        x[:] = 1000.0
+        return (yield started)
+
+    outputs = sc.run_program(sc.topology.switch(4, bandwidth=1e9, latency=1e-6),
+                             program).outputs
+    assert all(out.tolist() == [10.0] * 8 for out in outputs)
+
+
+def test_a_data_free_join_refuses_a_chunk_of_another_dtype_as_data_mode_does():
+    """A float64 chunk put in a float32 data-free split was joined as float32."""
+    chunks = sc.Comm.split_buffer(sc.VirtualBuffer(8, np.float32), 2)
+    chunks[0] = sc.VirtualBuffer(4, np.float64)
+    with pytest.raises(sc.CommUsageError, match=r"join takes chunks of one mode and dtype "
+                                                r"\(numpy arrays or VirtualBuffers\), got "
+                                                r"VirtualBuffer float32, VirtualBuffer float64"):
+        sc.Comm.join(chunks)
+    arrays = sc.Comm.split_buffer(np.zeros(8, np.float32), 2)
+    arrays[0] = np.zeros(4)
+    with pytest.raises(sc.CommUsageError, match=r"got ndarray float32, ndarray float64"):
+        sc.Comm.join(arrays)
+    chunks[0] = sc.VirtualBuffer(4, np.float32)
+    assert sc.Comm.join(chunks) == sc.VirtualBuffer(8, np.float32)
+
+
+def test_a_sendrecv_refused_for_its_payload_posts_no_receive():
+    """The receive was posted before the payload was refused: a retry after catching the
+    error lost the peer's message to it and deadlocked."""
+    def program(comm):
+        peer = 1 - comm.rank
+        if comm.rank == 0:
+            try:
+                yield comm.sendrecv([1.0, 2.0], dst=peer, src=peer)
+            except sc.CommUsageError:
+                pass
+            return (yield comm.sendrecv(np.array([1.0, 2.0]), dst=peer, src=peer))
+        return (yield comm.sendrecv(np.array([5.0]), dst=peer, src=peer))
+
+    outputs = sc.run_program(sc.topology.switch(2), program).outputs
+    assert outputs[0].tolist() == [5.0] and outputs[1].tolist() == [1.0, 2.0]
+
+
+def test_run_programs_outputs_are_writeable_and_each_ranks_own():
+    """A started broadcast's output was one read-only array for every rank."""
+    def program(comm):
+        return (yield comm.broadcast(np.arange(8.0) * (comm.rank + 1), root=0))
+
+    outputs = sc.run_program(sc.topology.switch(4), program).outputs
+    assert all(out.flags.writeable for out in outputs)
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(outputs)
+                   for b in outputs[i + 1:])
+    outputs[1][0] = 99.0
+    assert [out[0] for out in outputs] == [0.0, 99.0, 0.0, 0.0]
+
+
+def test_a_bad_tag_in_a_group_names_the_group_and_the_world_rank():
+    def program(comm):
+        if comm.rank < 2:
+            return None
+        group = comm.group([3, 2])
+        yield group.send(np.ones(1), 1 - group.rank, tag=1.5)
+
+    with pytest.raises(sc.AlgorithmError, match=r"rank 1 of group \[3, 2\] \(world rank 2\): "
+                                                r"tag=1.5 cannot be a tag"):
+        sc.run_program(sc.topology.switch(4), program)
