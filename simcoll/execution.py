@@ -350,8 +350,7 @@ class Execution:
         kinds = Counter((m.src, m.dst, repr(m.tag), context) for context, m in messages)
         running = {address for _, _, address in self.runtime.programs}
         shown = ", ".join(
-            f"{src}->{dst} (tag {tag}"
-            f"{'' if context == 0 else f' in matching context {context}'}"
+            f"{src}->{dst} (tag {tag}{self.runtime.context_named(context)}"
             f"{'' if dst in running else f'; {self.topology.endpoint_name(dst)} runs no program'})"
             f"{f' x {n}' if n > 1 else ''}"
             for (src, dst, tag, context), n in list(kinds.items())[:16])

@@ -523,10 +523,25 @@ class Runtime:
         waits for (``recv from 1 (tag 0)``)."""
         out: dict[Event, tuple[int, str]] = {}
         for (context, src, dst, tag), channel in self.channels.items():
-            where = "" if context == 0 else f" in matching context {context}"
+            where = self.context_named(context)
             for event in channel.waiting:
                 out[event] = (dst, f"recv from {src} (tag {tag!r}){where}")
         return out
+
+    def context_named(self, context: int) -> str:
+        """`` in matching context 2 (group [0, 1])`` as errors name a context (nothing for
+        the world's own, 0): the group that made it, or whose n-th fresh context it is
+        (a started collective's, a training step's stream)."""
+        return "" if context == 0 else f" in matching context {context} ({self._made(context)})"
+
+    def _made(self, context: int) -> str:
+        """What made ``context``: ``group [0, 1]``, ``fresh context 1 of the world``."""
+        if context == 0:
+            return "the world"
+        key = next(key for key, number in self.contexts.items() if number == context)
+        if key[0] == "group":
+            return f"group {list(key[2])}"
+        return f"fresh context {key[2] + 1} of {self._made(key[1])}"
 
     def unclaimed_messages(self) -> list[tuple[int, Message]]:
         """Every message that arrived and was not received, with its matching context."""

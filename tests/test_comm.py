@@ -956,3 +956,18 @@ def test_a_bad_tag_in_a_group_names_the_group_and_the_world_rank():
     with pytest.raises(sc.AlgorithmError, match=r"rank 1 of group \[3, 2\] \(world rank 2\): "
                                                 r"tag=1.5 cannot be a tag"):
         sc.run_program(sc.topology.switch(4), program)
+
+
+def test_a_deadlock_in_groups_names_the_groups_their_contexts_came_from():
+    """Rank 0 made group [0, 1] and rank 1 group [1, 0]: the message named only matching
+    contexts 2 and 4, not the two orders of the members that set them apart."""
+    def program(comm):
+        group = comm.group([0, 1] if comm.rank == 0 else [1, 0])
+        return (yield group.all_reduce(np.ones(4)))
+
+    with pytest.raises(sc.DeadlockError) as info:
+        sc.run_program(sc.topology.switch(2), program)
+    text = str(info.value)
+    assert "recv from 1 (tag 0) in matching context 2 (fresh context 1 of group [0, 1])" in text
+    assert "recv from 0 (tag 0) in matching context 4 (fresh context 1 of group [1, 0])" in text
+    assert "0->1 (tag 0 in matching context 2 (fresh context 1 of group [0, 1]))" in text
