@@ -441,6 +441,11 @@ def test_size_loop():
 BAD = [
     (["run", "--size", "99999999999999999999999"], "above the largest"),
     (["run", "--size", "3x"], "cannot read size '3x'"),
+    # a negative size with a unit was taken for an option: "expected one argument"
+    (["run", "-b", "-1K"], "argument -b/--minbytes: cannot read size '-1K'"),
+    (["run", "--size", "-1M"], "argument --size: cannot read size '-1M'"),
+    (["demo", "--size", "-16M"], "argument --size: cannot read size '-16M'"),
+    (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "-1M"], "'-1M'"),
     (["run", "--bogus"], "simcoll run: error: unrecognized arguments: --bogus (see 'simcoll "
                          "run --help')"),
     (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "-x", "y"],
@@ -1688,3 +1693,55 @@ def test_load_results_says_a_run_json_file_is_not_a_sweeps(capsys, tmp_path, suf
             f"its result), not a simcoll sweep record; load_results reads what "
             f"sweep(save=...) and `simcoll sweep --output` write")):
         sc.load_results(path)
+
+
+def test_a_finished_sweep_keeps_its_partial_file_while_another_sweep_has_it_open(
+        tmp_path, monkeypatch, capsys):
+    """A sweep to the same --output that finished first deleted PATH.partial.jsonl under
+    a sweep still appending to it, whose later points then went to a removed file."""
+    from simcoll.sweep.storage import ResultFile, remove_unless_open
+
+    monkeypatch.chdir(tmp_path)
+    other = sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                     sizes=["1MiB"])
+    store = ResultFile(Path("out.jsonl.partial.jsonl"))   # another sweep, still running
+    store.extend(list(other.records))
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4",
+                         "--sizes", "1M", "--output", "out.jsonl")
+    assert status == 0 and "is kept: another sweep has it open" in err
+    later = sc.sweep(sc.topology.switch, "all_reduce", algorithms=["naive"], ranks=[8],
+                     sizes=["1MiB"])
+    store.extend(list(later.records))
+    store.close()
+    kept = sc.load_results("out.jsonl.partial.jsonl")
+    assert [(r.algorithm, r.nranks) for r in kept] == [("ring", 2), ("ring", 4), ("naive", 8)]
+    # once no sweep has it open, it can go
+    assert remove_unless_open(Path("out.jsonl.partial.jsonl"))
+    assert not Path("out.jsonl.partial.jsonl").exists()
+
+
+def test_plot_keeps_run_lines_that_asked_for_different_parameters(tmp_path, capsys):
+    """Two `simcoll run --json` lines asked for different parameters (NCCL's default and
+    proto=Simple) and got the same choice: plot merged them as one point run again (2 of
+    2 records, titled proto='Simple')."""
+    runs = []
+    for extra in ([], ["--param", "proto=Simple"]):
+        status, out, _ = cli(capsys, "run", "--topology", "dgx_h100:nodes=1", "--algorithm",
+                             "nccl", "-b", "64M", "-e", "128M", "-f", "2", "--json", *extra)
+        assert status == 0
+        runs.extend(out.splitlines())
+    path = tmp_path / "both.jsonl"
+    path.write_text("\n".join(runs) + "\n")
+    chosen = {json.dumps(json.loads(line)["params"], sort_keys=True) for line in runs}
+    assert len(chosen) == 1   # the case: both chose the same
+    status, out, _ = cli(capsys, "plot", str(path), "--output", str(tmp_path / "both.png"))
+    assert status == 0 and out.startswith("4 of 4 records plotted")
+
+
+def test_plot_of_a_barrier_sweep_names_busbw_and_suggests_its_time(tmp_path, capsys):
+    records = tmp_path / "bar.jsonl"
+    assert cli(capsys, "sweep", "--collective", "barrier", "--algorithms", "dissemination",
+               "--ranks", "2,4", "--sizes", "0", "--output", str(records))[0] == 0
+    status, _, err = cli(capsys, "plot", str(records), "--output", str(tmp_path / "b.png"))
+    assert status == 2 and "no record has a positive busbw to plot (a barrier moves no " \
+                           "data: plot its time, y='time' or --y time)" in err

@@ -318,7 +318,8 @@ def test_the_machine_is_told_by_its_hash_before_its_spec():
 def test_points_of_other_roots_and_ops_are_lines_of_their_own():
     """A reduce swept from root 0 and from root 5 (and an all_reduce summing and taking
     the maximum) made one line of the later points, the others dropped as reruns; each
-    is now a line, labelled with what differs from the defaults (root 0, a sum)."""
+    is now a line, labelled with its root or op (the default's too, as another line
+    names one: the root 0 line was labelled as if it had none)."""
     topo = sc.topology.cluster(2, 4)
     runs = [sc.simulate(topo, "reduce", algorithm="binomial", nbytes=1 << 20, root=root)
             for root in (0, 5)]
@@ -326,13 +327,13 @@ def test_points_of_other_roots_and_ops_are_lines_of_their_own():
     for given in (runs, [r.to_dict() for r in runs]):
         fig = scaling(given, x="nbytes")
         drawn = {line.get_label(): list(xy(line)[1]) for line in lines(fig, "simulated")}
-        assert drawn == {"binomial": pytest.approx([runs[0].time * 1e6]),
+        assert drawn == {"binomial (root=0)": pytest.approx([runs[0].time * 1e6]),
                          "binomial (root=5)": pytest.approx([runs[1].time * 1e6])}
     ops = [sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1 << 20, op=op)
            for op in ("sum", "max")]
     fig = scaling(ops, x="nbytes")
     assert sorted(line.get_label() for line in lines(fig, "simulated")) == [
-        "ring", "ring (op=max)"]
+        "ring (op=max)", "ring (op=sum)"]
     fig = scaling(ops[1:], x="nbytes")
     assert "all_reduce/ring (op=max) on cluster(2x4)" in fig.axes[0].get_title()
 
@@ -1916,15 +1917,18 @@ def test_a_result_s_busiest_sender_may_be_a_server_host():
 
 @pytest.mark.parametrize("octaves", [8, 16, 24])
 def test_bytes_sent_axis_labels_at_most_eight_powers_of_two(octaves):
-    """1 KiB to 2^octaves KiB: octaves + 1 powers of 2, every k-th labelled, k the least
-    with ceil((octaves + 1) / k) <= 8 (2, 3, 4): 5, 6 and 7 labels (9 were labelled)."""
+    """1 KiB to 2^octaves KiB: octaves + 1 powers of 2, every k-th labelled down from the
+    top, k the least with ceil(octaves / k) + 1 <= 8 (2, 3, 4): 5, 7 and 7 labels (9
+    were labelled; then the top was left unlabelled)."""
     records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": 2, "nbytes": 1024,
                 "bytes_sent": [1024]},
                {"collective": "all_reduce", "algorithm": "ring", "nranks": 4, "nbytes": 1024,
                 "bytes_sent": [1024 * 2**octaves]}]
     fig = scaling(records, y="bytes_sent")
-    k = math.ceil((octaves + 1) / 8)
-    assert len(fig.axes[0].yaxis.get_major_locator().locs) == math.ceil((octaves + 1) / k) <= 8
+    k = math.ceil(octaves / 7)
+    locs = fig.axes[0].yaxis.get_major_locator().locs
+    assert len(locs) == math.ceil(octaves / k) + 1 <= 8
+    assert max(locs) == 1024 * 2**octaves
 
 
 def test_figures_saved_from_threads_at_once_keep_their_text(tmp_path):
@@ -1957,12 +1961,13 @@ def test_figures_saved_from_threads_at_once_keep_their_text(tmp_path):
 @pytest.mark.parametrize("octaves, labels", [
     # 1 KiB .. 2^7 KiB: 8 powers of 2 (2^10 .. 2^17), at most 8 labels: every one
     (7, [2.0**e for e in range(10, 18)]),
-    # 1 KiB .. 2^15 KiB: 16 powers, every 2nd: 2^10, 2^12, .., 2^24 (8 labels)
-    (15, [2.0**e for e in range(10, 26, 2)]),
+    # 1 KiB .. 2^15 KiB: 16 powers, every 3rd down from the top: 2^10, 2^13, .., 2^25
+    # (every 2nd would need 9 labels to reach the top)
+    (15, [2.0**e for e in range(10, 26, 3)]),
 ])
 def test_bytes_sent_axis_labels_every_power_that_fits_in_eight(octaves, labels):
-    """k is the least step with ceil((octaves + 1) / k) <= 8: 8 powers need no thinning
-    (k = 1), 16 powers every 2nd (k = 2); a step taken one power too wide halves them."""
+    """k is the least step with ceil(octaves / k) + 1 <= 8 labels, the top one among them:
+    8 powers need no thinning (k = 1), 16 powers every 3rd (k = 3)."""
     records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": 2, "nbytes": 1024,
                 "bytes_sent": [1024]},
                {"collective": "all_reduce", "algorithm": "ring", "nranks": 4, "nbytes": 1024,

@@ -62,10 +62,13 @@ def test_data_under_twice_its_lowest_value_is_centred_on_an_axis_twice_as_wide()
     assert [v for v, _ in major] == pytest.approx([3, 4, 5, 6, 7, 8])
 
 
-@pytest.mark.parametrize("lo, hi, decades", [(1, 500, [1, 10, 100]),
+@pytest.mark.parametrize("lo, hi, decades", [(1, 500, [1, 10, 100, 1000]),
                                              (1, 1e6, [1, 10, 100, 1e3, 1e4, 1e5, 1e6])])
 def test_data_over_more_than_10_to_the_2_5_is_labelled_at_every_power_of_ten(lo, hi, decades):
-    _, major, minor = _axis(lo, hi)
+    """From the power of ten at or below the data to the one at or above: 500 was read
+    against a last label of 100."""
+    limits, major, minor = _axis(lo, hi)
+    assert limits == pytest.approx((decades[0], decades[-1]))
     assert [v for v, _ in major] == pytest.approx(decades)
     assert all(text == "" for _, text in minor)
 

@@ -159,7 +159,8 @@ def test_bad_values_are_refused_naming_the_value_and_what_is_accepted(case):
             simulate(pair, **{name: value})
         message = str(info.value)
         digits = str(value)
-        written = repr(value) if type(value) is not int or len(digits.lstrip("-")) <= 30 \
+        plain = value.item() if isinstance(value, np.generic) else value  # shown as a number
+        written = repr(plain) if type(value) is not int or len(digits.lstrip("-")) <= 30 \
             else f"{digits[:9 if value < 0 else 8]}..."   # long numbers are abbreviated
         assert f"{name}={written}" in message, message
         assert words in message, message
@@ -893,7 +894,8 @@ def test_specs_normalize_to_plain_python_values(spec, value, normalized):
 def test_specs_refuse_naming_the_value_and_the_accepted_range(spec, value, accepted):
     with pytest.raises(sc.InvalidInputError) as info:
         spec.normalize("x", value)
-    assert str(info.value) == f"x={value!r} is not accepted; use {accepted}"
+    plain = value.item() if isinstance(value, np.generic) else value  # np.int64(9) as 9
+    assert str(info.value) == f"x={plain!r} is not accepted; use {accepted}"
 
 
 @pytest.mark.parametrize("sent,shown", [([13.5, 13.5, 13.5, 13.5], "13.5"),

@@ -57,7 +57,14 @@ class CommandLineError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line and never exit the interpreter."""
+    """An ArgumentParser whose errors are one line and never exit the interpreter, and
+    which takes a negative number with a unit (``-b -1K``) as an option's value, for the
+    option's own check to refuse (argparse took it for an option and said "expected one
+    argument")."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_WITH_UNIT
 
     def error(self, message: str) -> NoReturn:
         raise CommandLineError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
@@ -75,6 +82,11 @@ class Parser(argparse.ArgumentParser):
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+
+_NEGATIVE_WITH_UNIT = re.compile(r"^-(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?[A-Za-z/]*$")
+"""What :class:`Parser` reads as a value, not an option: a negative number, maybe with an
+exponent and a unit (no option of simcoll's is spelt so)."""
 
 
 def parse_bytes(text: str) -> int:

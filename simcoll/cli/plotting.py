@@ -77,10 +77,15 @@ def _last_of_each_point(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records, each point (a record with every field of a sweep point's identity,
     :data:`~simcoll.sweep.records.IDENTITY`, as sweeps and ``simcoll run --json`` write
     them) kept as last saved, where it was last saved; records without them as they
-    are."""
-    last = {point_key(r): n for n, r in enumerate(records) if set(IDENTITY) <= set(r)}
+    are. A point is what was asked for: a ``simcoll run --json`` line's ``requested``
+    parameters where it has them (its ``params`` are what the algorithm chose, which
+    runs that asked for different ones may share)."""
+    def asked(r: dict[str, Any]) -> tuple[Any, ...]:
+        return point_key({**r, "params": r.get("requested", r["params"])})
+
+    last = {asked(r): n for n, r in enumerate(records) if set(IDENTITY) <= set(r)}
     return [r for n, r in enumerate(records)
-            if not set(IDENTITY) <= set(r) or last[point_key(r)] == n]
+            if not set(IDENTITY) <= set(r) or last[asked(r)] == n]
 
 
 def _json_error(exc: json.JSONDecodeError) -> str:

@@ -36,6 +36,7 @@ from simcoll.sweep import load_results
 from simcoll.sweep.driver import stream
 from simcoll.sweep.grid import make_grid
 from simcoll.sweep.records import point_key
+from simcoll.sweep.storage import remove_unless_open
 from simcoll.topology.catalog import parameters
 from simcoll.topology.graph import Topology
 from simcoll.topology.spec import from_spec, is_file_spec
@@ -355,15 +356,16 @@ def _write_final(out: Path, partial: Path, records: list[dict[str, Any]]) -> Non
 
 
 def _keep_others(partial: Path, records: tuple[dict[str, Any], ...]) -> None:
-    """Delete ``partial``, unless it holds points of another grid than ``records``'
-    (then keep it, saying so)."""
+    """Delete ``partial``, unless it holds points of another grid than ``records``' or
+    another sweep has it open (then keep it, saying so)."""
     ours = {point_key(r) for r in records}
     others = sum(1 for key in _saved(partial) if key not in ours)
     if others:
         print(f"{partial} also holds {plural(others, 'finished point')} of another grid; "
               f"it is kept (sc.load_results reads it)", file=sys.stderr)
-    else:
-        partial.unlink(missing_ok=True)
+    elif not remove_unless_open(partial):
+        print(f"{partial} is kept: another sweep has it open, or it could not be locked "
+              f"(sc.load_results reads it)", file=sys.stderr)
 
 
 def _saved(partial: Path) -> set[tuple[Any, ...]]:

@@ -214,19 +214,32 @@ def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
 def _bytes_axis(ax: Any, lo: float, hi: float) -> None:
     """A log2 y axis of sizes over the powers of 2 from the one at or below ``lo`` to the
     one at or above ``hi`` (one octave at least), and a quarter octave past data that
-    lies on them, labelled in binary units at powers of 2, every k-th octave for at most
-    :data:`_X_TICKS` labels."""
+    lies on them, labelled in binary units at powers of 2, every k-th octave down from the
+    top one (the bottom moved down to a label) for at most :data:`_X_TICKS` labels."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     first, last = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
     last = max(last, first + 1)
-    step = -(-(last - first + 1) // _X_TICKS)   # at most _X_TICKS of the last - first + 1 powers
+    step = -(-(last - first) // (_X_TICKS - 1))   # at most _X_TICKS labels, both ends in
+    first = last - -(-(last - first) // step) * step
     ax.set_yscale("log", base=2)
     ax.set_ylim(min(2.0 ** first, lo / 2 ** 0.25), max(2.0 ** last, hi * 2 ** 0.25))
     ax.yaxis.set_major_locator(FixedLocator([2.0 ** e for e in range(first, last + 1, step)]))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
     ax.yaxis.set_minor_locator(FixedLocator([2.0 ** e for e in range(first, last + 1)]))
     ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _settings_label(text: str, every: set[str]) -> str:
+    """A line's settings as its label gives them: ``root=0`` and ``op=sum``, which
+    :attr:`Point.settings` leaves out, spelt out where another of the lines (``every``
+    line's settings) names a root or an op."""
+    parts = text.split(", ") if text else []
+    if not any(p.startswith("root=") for p in parts) and any("root=" in s for s in every):
+        parts.insert(0, "root=0")
+    if not any(p.startswith("op=") for p in parts) and any("op=" in s for s in every):
+        parts.append("op=sum")
+    return ", ".join(parts)
 
 
 def _shade(colour: tuple, t: float) -> tuple:
@@ -351,7 +364,13 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     points = [p for p in everything if (p.value(y) or 0) > 0 and (p.value(x) or 0) > 0]
     if not points:
         failed = f" ({len(failures)} failed)" if failures else ""
-        raise InvalidInputError(f"no record has a positive {x} and {y} to plot{failed}")
+        zero = [name for name in (x, y) if everything and all(
+            not (p.value(name) or 0) > 0 for p in everything)]
+        said = zero[0] if len(zero) == 1 else f"{x} and {y}"
+        barrier = zero == [y] and all(p.collective == "barrier" for p in everything)
+        hint = " (a barrier moves no data: plot its time, y='time' or --y time)" \
+            if barrier else ""
+        raise InvalidInputError(f"no record has a positive {said} to plot{failed}{hint}")
     skipped = [p for p in everything if not ((p.value(y) or 0) > 0
                                              and (p.value(x) or 0) > 0)]
     groups = _groups(points, x, split)
@@ -380,6 +399,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     own = ax is None
     fig, ax = new_axes(ax, (7.0, 4.2))
     varies = [len({key[i] for key in groups}) > 1 for i in range(len(_KEY))]
+    settings = {key[_KEY.index("settings")] for key in groups}
     by_index = _KEY.index(by)
     slot_of = _slots([key[by_index] for key in groups], by)
     palette = [tuple(matplotlib.colormaps[name](i)) for name, n in _PALETTES
@@ -405,6 +425,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             else:
                 colour = _shade(base, n / (len(keys) - 1))
             fields = dict(zip(_KEY, key))
+            fields["settings"] = _settings_label(fields["settings"], settings)
             parts = [str(fields[by])] + [
                 (_split_text(split, fields[name]) if name == "split" else str(fields[name]))
                 for name, vary in zip(_KEY, varies) if vary and name != by and fields[name]]

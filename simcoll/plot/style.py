@@ -375,7 +375,9 @@ def tick_numbers(lo: float, hi: float) -> Callable[[float], str]:
 def log_y_axis(ax: Any, lo: float, hi: float, label: Callable[[float], str]) -> None:
     """Make ``ax``'s y axis logarithmic over data from ``lo`` to ``hi``: under 10^2.5,
     labelled at the tick series that wastes least height (:func:`_log_ticks`), the
-    other 1-9 multiples of each power of ten unlabelled; over it, at every power of ten.
+    other 1-9 multiples of each power of ten unlabelled; over it, at every power of ten,
+    from the one at or below the data to the one at or above (so the largest value is
+    read against a labelled tick).
     Only major ticks are labelled, each by ``label`` (matplotlib's default would also
     label minor ones, in scientific notation, where the axis spans under a decade or
     two: "4x10^2" beside a plain "100")."""
@@ -386,6 +388,7 @@ def log_y_axis(ax: Any, lo: float, hi: float, label: Callable[[float], str]) -> 
     ax.yaxis.set_minor_formatter(NullFormatter())
     chosen = _log_ticks(lo, hi)
     if chosen is None:
+        ax.set_ylim(10.0 ** math.floor(math.log10(lo)), 10.0 ** math.ceil(math.log10(hi)))
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=99))  # every decade
     else:
         bottom, top, ticks = chosen

@@ -178,8 +178,9 @@ class SweepResults(list["Result | FailedPoint"]):
 
         ``error`` is ``None`` for a point that ran and ``"ErrorType: message"`` for one
         that failed (its time, bandwidths and traffic are then missing). ``algbw``,
-        ``busbw`` and ``max_error`` are the Result's (``inf`` for a zero-time run, as on
-        one rank, where ``to_dict`` and the saved record write ``null``).
+        ``busbw`` and ``max_error`` are the Result's (``algbw`` is ``inf`` for a
+        zero-time run, as on one rank, where ``to_dict`` and the saved record write
+        ``null``; ``busbw`` is 0 there, (p - 1) / p being 0).
 
         Raises:
             ImportError: pandas is not installed (``pip install simcoll[pandas]``).

@@ -30,7 +30,8 @@ from simcoll.errors import InvalidInputError
 from simcoll.files import cannot_write, file_path, output_path, sync_folder
 from simcoll.sweep.records import RUN_ROW, SweepResults, check_record, decode, point_key
 
-__all__ = ["ResultFile", "load_results", "check_save_path", "RECORD_START"]
+__all__ = ["ResultFile", "load_results", "check_save_path", "RECORD_START",
+           "remove_unless_open"]
 
 # Every record's line starts so (its first field is the collective); a truncated line is a
 # prefix of a record, and a file whose partial last line is not one is not a sweep file.
@@ -255,6 +256,26 @@ def _open_shared(path: Path) -> int:
         if os.fstat(fd).st_nlink > 0:
             return fd
         os.close(fd)   # removed by a sweep that had it alone: make it again
+
+
+def remove_unless_open(path: Path) -> bool:
+    """Remove ``path`` (a sweep's file) unless another sweep has it open, as
+    :meth:`ResultFile.close` does: a sweep appending to it would write on into a file
+    removed under it. Return whether it is gone (or was not there); where locks are not
+    available it is kept."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        if not _alone(fd):
+            return False
+        Path(os.path.realpath(path)).unlink(missing_ok=True)  # not a link
+        return True
+    finally:
+        os.close(fd)
 
 
 def _alone(fd: int) -> bool:
