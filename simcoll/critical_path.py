@@ -38,8 +38,8 @@ bytes began to move takes the route's latency as it stood when the message was h
 the network. A link that fails under a message moves the bytes it has not yet sent to the
 route around the failed links, after the latency that route has beyond the one they left
 (:func:`simcoll.network.rerouting.change_link`): its transfer holds that wait and the time
-those bytes took; its links, and so its narrowest link, stay those of the route it was
-handed to, the failed one among them.
+those bytes took (an empty message's latency holds it); its links, and so its narrowest
+link, stay those of the route it was handed to, the failed one among them.
 """
 
 from __future__ import annotations
@@ -409,8 +409,10 @@ def critical_path(result: RunResult) -> CriticalPath:
             segments.append(Segment(e.kind, e.rank, None, e.start, e.end, e.nbytes))
             endpoint, t, tag = e.rank, e.start, None
         else:
-            moving = e.end if e.moving is None else e.moving
             wire = e.nbytes if e.wire_bytes is None else e.wire_bytes
+            # An empty message has no bytes to cross: its time is latency, a detour's
+            # extra latency (a link failed under it) included.
+            moving = e.end if e.moving is None or (wire == 0 and not e.queued) else e.moving
             if moving < e.end:
                 tree = trace[_first_destination(trace, current)]
                 segments.append(Segment("transfer", e.rank, e.peer, moving, e.end, e.nbytes,

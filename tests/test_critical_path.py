@@ -1007,3 +1007,28 @@ def test_an_incasts_transfer_is_put_down_to_the_shared_last_hop(up, down0, time_
     assert transfer.shares == ((sw_gpu0, pytest.approx(1 / 3, rel=1e-9)),)
     assert narrowest_link(topo, transfer) == "sw->gpu0"
     assert path.by_link(topo) == {"sw->gpu0": pytest.approx(transfer_us * 1e-6, rel=1e-9)}
+
+
+def test_an_empty_message_moved_off_a_failed_link_waits_its_detour_as_latency():
+    """A triangle of 10 us links: an empty message from gpu0 to gpu1, whose link fails at
+    5 us, goes round by gpu2 and arrives at 20 us. Its extra 10 us were a 0-byte
+    "transfer" put down to the failed link; they are latency, as the rest of its time."""
+    topo = sc.Topology("triangle")
+    gpus = [topo.add_gpu() for _ in range(3)]
+    for u, v in [(0, 1), (1, 2), (0, 2)]:
+        topo.add_link(gpus[u], gpus[v], bandwidth=1e9, latency=10e-6)
+
+    def send(comm):
+        if comm.rank == 0:
+            yield comm.send(np.zeros(0, np.uint8), 1)
+        elif comm.rank == 1:
+            yield comm.recv(0)
+
+    res = sc.run_program(topo, send, trace=True,
+                         faults=sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=5e-6)]))
+    assert res.time == pytest.approx(20e-6, rel=1e-12)
+    path = sc.critical_path(res)
+    assert [(s.kind, s.start, s.end) for s in path.segments] == [
+        ("latency", 0.0, pytest.approx(20e-6, rel=1e-12))]
+    assert path.segments[0].route_latency == pytest.approx(10e-6, rel=1e-12)
+    assert path.by_link(topo) == {}
