@@ -688,6 +688,7 @@ class Comm:
         contexts = self._rt.contexts
         context = contexts.setdefault(("group", self._context, members, number),
                                       len(contexts) + 1)
+        self._rt.made_context(context, members, self._address)
         return Comm(self._rt, members.index(self._address), members, context)
 
     def snapshot(self, data: Any) -> Any:
@@ -743,6 +744,8 @@ class Comm:
         contexts = self._rt.contexts
         context = contexts.setdefault(("started", self._context, number), len(contexts) + 1)
         members = None if self._members is None else self._members[:self.size]
+        self._rt.made_context(context, tuple(range(self.size)) if members is None else members,
+                              self._address)
         return Comm(self._rt, self.rank, members, context)
 
     def agree(self, what: str, value: Any, show: Callable[[Any], str] = str) -> None:

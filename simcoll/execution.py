@@ -306,8 +306,12 @@ class Execution:
             unclaimed = rt.unclaimed_messages()
             sent = "" if not unclaimed else (
                 f"; arrived and not received: {self._messages(unclaimed)}")
+            absent = rt.absent_from([context for (context, _, _, _), channel
+                                     in rt.channels.items() if channel.waiting]
+                                    + [context for context, _ in unclaimed])
+            never = "".join(f"; {text}" for text in absent)
             raise DeadlockError(f"deadlock in {rt.what} at t={self.env.now:.9g} s: "
-                                f"{shown}{more}{sent}", waiting)
+                                f"{shown}{more}{sent}{never}", waiting)
         unclaimed = rt.unclaimed_messages()
         if unclaimed:
             names: dict[int, str] = {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -174,6 +174,10 @@ class Runtime:
         self._sweep_at = _SWEEP_FROM
         self._arrive = self.arrive
         self.contexts: dict[tuple, int] = {}
+        self.context_members: dict[int, tuple[int, ...]] = {}
+        """Each matching context's members (endpoints), and which of them made it: a
+        deadlock names the members that never did."""
+        self.context_made: dict[int, set[int]] = {}
         self.instant_left = max_instant
         self.stop: RunStop | None = None
         """The limit :meth:`done` raised inside a program, kept: a program that caught
@@ -199,6 +203,26 @@ class Runtime:
         if index is None:
             index = self._indexes[members] = {g: i for i, g in enumerate(members)}
         return index
+
+    def made_context(self, context: int, members: tuple[int, ...], address: int) -> None:
+        """Record that ``address`` made matching context ``context`` of ``members``."""
+        self.context_members[context] = members
+        self.context_made.setdefault(context, set()).add(address)
+
+    def absent_from(self, contexts: Iterable[int]) -> list[str]:
+        """For each of ``contexts`` some member never made: ``rank 3 never made matching
+        context 1 (fresh context 1 of the world)``."""
+        out = []
+        for context in sorted(set(contexts) - {0}):
+            made = self.context_made.get(context, set())
+            missing = [a for a in self.context_members.get(context, ()) if a not in made]
+            if missing:
+                who = ", ".join(str(a) for a in missing)
+                out.append(f"rank{'s' if len(missing) > 1 else ''} {who} never made matching "
+                           f"context {context} ({self._made(context)}): "
+                           f"{'they' if len(missing) > 1 else 'it'} ended or "
+                           f"{'wait' if len(missing) > 1 else 'waits'} elsewhere")
+        return out
 
     def count(self, key: Any) -> int:
         """How many times ``key`` was counted before (0 the first time), then count it."""

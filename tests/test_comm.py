@@ -971,3 +971,28 @@ def test_a_deadlock_in_groups_names_the_groups_their_contexts_came_from():
     assert "recv from 1 (tag 0) in matching context 2 (fresh context 1 of group [0, 1])" in text
     assert "recv from 0 (tag 0) in matching context 4 (fresh context 1 of group [1, 0])" in text
     assert "0->1 (tag 0 in matching context 2 (fresh context 1 of group [0, 1]))" in text
+
+
+def test_a_deadlock_names_the_members_that_never_made_the_context_waited_in():
+    """Rank 3 returns where ranks 0-2 start an all_reduce: the message named the receives
+    left waiting in matching context 1, not that rank 3 never made it."""
+    def program(comm):
+        if comm.rank == 3:
+            return None
+        return (yield comm.all_reduce(np.ones(4)))
+
+    with pytest.raises(sc.DeadlockError, match=r"; rank 3 never made matching context 1 "
+                                               r"\(fresh context 1 of the world\): it ended "
+                                               r"or waits elsewhere$"):
+        sc.run_program(sc.topology.switch(4), program)
+
+    def crossed(comm):
+        group = comm.group([0, 1] if comm.rank == 0 else [1, 0])
+        return (yield group.all_reduce(np.ones(4)))
+
+    with pytest.raises(sc.DeadlockError) as info:
+        sc.run_program(sc.topology.switch(2), crossed)
+    assert str(info.value).endswith(
+        "; rank 1 never made matching context 2 (fresh context 1 of group [0, 1]): it ended "
+        "or waits elsewhere; rank 0 never made matching context 4 (fresh context 1 of group "
+        "[1, 0]): it ended or waits elsewhere")
