@@ -82,9 +82,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-e", "--maxbytes", type=parse_bytes, metavar="SIZE",
                    help="largest size (default 32M, or -b where that is larger)")
     p.add_argument("-i", "--stepbytes", type=parse_bytes, default=2**20, metavar="SIZE",
-                   help="size increment when -f is 1 (default 1M)")
+                   help="size increment when -f is 0 or 1 (default 1M)")
     p.add_argument("-f", "--stepfactor", type=whole, default=1, metavar="N",
-                   help="size multiplication factor (default 1, or 0: use -i)")
+                   help="size multiplication factor (default 1; 0 or 1: add -i instead, as "
+                        "nccl-tests does)")
     p.add_argument("--size", type=parse_bytes, action=Once,
                    help="one size (same as -b SIZE -e SIZE)")
     p.add_argument("-c", "--check", nargs="?", type=whole, const=1, default=0,
