@@ -8,9 +8,9 @@ for even blocks): the rank that owns it receives m bytes in each of the p - 1 st
 the reference network with alpha = 1 us, beta = 1 ns and gamma = 0 to 4 ns per byte,
 1000 runs of random uneven counts (1 to 20000 elements, a third of them fewer than p)
 on 2 to 40 ranks took 0.99-1.00 times the estimate of each algorithm. Without latency
-(alpha = 0) the drift shows: 0.8-3.5 times (reduce-scatter) and 1.0-3.7 times
-(all-to-all), the most for tiny buffers (count < p, most blocks empty), whose steps
-then cost next to nothing.
+(alpha = 0) the drift shows: 0.6-4.0 times (reduce-scatter) and 1.0-4.0 times
+(all-to-all) in a wider sweep of the same ranges, the most for tiny buffers (count < p,
+most blocks empty), whose steps then cost next to nothing.
 
 Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
 MPICH", IJHPCA 19(1), 2005 (reduce-scatter for long messages, all-to-all for long

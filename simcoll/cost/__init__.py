@@ -268,6 +268,11 @@ def traffic(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLik
             **params: Any) -> Traffic:
     """Bytes each rank sends and receives (exact, for elements of ``itemsize`` bytes).
 
+    ``algorithm="nccl"`` with NCCL's own choice (``algo="auto"``, the default) gives its
+    ring's traffic (point-to-point sends for all_to_all): a traffic query has no beta to
+    tune with, so where NCCL's tuner takes its tree for a size (on fast links) the run
+    moves other bytes; pass ``algo="ring"`` to the run and to this query alike.
+
     Raises:
         UnknownAlgorithmError, InvalidInputError: as :func:`predict`, any size whose
             traffic could overflow int64 counters, an ``itemsize`` that is not an
