@@ -114,7 +114,8 @@ def parse_size(text: str | int | float) -> int:
                                 f"significant digits: give a whole number of bytes below "
                                 f"10^{_MAX_DIGITS}")
     if match is not None and match.group(4).endswith("b"):
-        number_text = match.group(2) + (f"e{match.group(3)}" if match.group(3) else "")
+        number_text = match.group(1).lstrip("+") + match.group(2) + (
+            f"e{match.group(3)}" if match.group(3) else "")
         prefix = match.group(4)[:-1].rstrip("iI").upper()
         instead = f"{number_text}{prefix}B or {number_text}{prefix}iB" if prefix \
             else f"{number_text}B"

@@ -28,6 +28,7 @@ from simcoll.cli.options import parse_bytes
 from simcoll.cli.run import sizes
 from simcoll.cli.table import fixed
 from simcoll.cost import CostModel
+from simcoll.sweep.storage import remove_unless_open
 
 NCCL_HEAD = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s"
 """nccl-tests 2.19.6 src/util.cu writeResultHeader, first block of columns."""
@@ -1745,3 +1746,31 @@ def test_plot_of_a_barrier_sweep_names_busbw_and_suggests_its_time(tmp_path, cap
     status, _, err = cli(capsys, "plot", str(records), "--output", str(tmp_path / "b.png"))
     assert status == 2 and "no record has a positive busbw to plot (a barrier moves no " \
                            "data: plot its time, y='time' or --y time)" in err
+
+
+@pytest.mark.parametrize("size", ["-1e3K", "-1.5e3", "-2E+1M"])
+def test_a_negative_size_with_an_exponent_is_refused_as_the_size_it_is(capsys, tmp_path,
+                                                                       monkeypatch, size):
+    """-b -1e3K is read as -b's value and refused by its check (argparse took it for an
+    option and said "expected one argument")."""
+    monkeypatch.chdir(tmp_path)
+    status = main(["run", "-b", size])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert f"argument -b/--minbytes: cannot read size '{size}'" in err
+
+
+def test_removing_a_sweep_file_that_is_not_there_reports_it_gone(tmp_path):
+    """remove_unless_open returns whether the file is gone, "or was not there"."""
+    assert remove_unless_open(tmp_path / "sweep.partial.jsonl") is True
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="symlinks")
+def test_removing_a_sweep_file_through_a_link_removes_the_file_itself(tmp_path):
+    """The file its lock was taken on goes, not the link to it."""
+    target = tmp_path / "real.partial.jsonl"
+    target.write_text("")
+    link = tmp_path / "sweep.partial.jsonl"
+    link.symlink_to(target)
+    assert remove_unless_open(link) is True
+    assert not target.exists()

@@ -778,3 +778,30 @@ def test_a_message_moved_back_to_a_route_it_met_pays_its_latency_once(network, n
                               sc.LinkFault(a, s, at=at[2])])
     res = sc.run_program(topo, _one_message(nbytes), network=network, faults=faults)
     assert res.time == pytest.approx(expected, rel=1e-12)
+
+
+def _delayed_message_0_to_1(nbytes, delay):
+    def program(comm):
+        if comm.rank == 0:
+            yield comm.send(np.zeros(nbytes, np.uint8), 1, delay=delay)
+        elif comm.rank == 1:
+            yield comm.recv(0)
+    return program
+
+
+@pytest.mark.parametrize("network", ["flow", "flow_rtt"])
+@pytest.mark.parametrize("nbytes", [0, 1000])
+def test_a_delayed_message_moved_in_its_latency_phase_arrives_as_if_sent_around(network,
+                                                                                nbytes):
+    """A triangle of 10 us, 1 GB/s links; gpu0 sends gpu1 ``nbytes`` with delay=5 us and
+    the direct link fails at 3 us, in the message's latency phase (10 + 5 us). It arrives
+    as one sent the long way (20 us) from the start: 5 + 20 us, plus 1 us for 1000 B.
+    The extra latency is the routes' difference, 10 us: the send's delay is not latency
+    the message met on its first route (counted so, it waited 5 us too little)."""
+    tri = sc.Topology("triangle")
+    g = [tri.add_gpu() for _ in range(3)]
+    for u, v in [(0, 1), (0, 2), (2, 1)]:
+        tri.add_link(g[u], g[v], bandwidth=1e9, latency=10e-6)
+    res = sc.run_program(tri, _delayed_message_0_to_1(nbytes, 5e-6), network=network,
+                         faults=sc.Faults(links=[sc.LinkFault(g[0], g[1], at=3e-6)]))
+    assert res.time == pytest.approx(5e-6 + 20e-6 + nbytes / 1e9, rel=1e-12)

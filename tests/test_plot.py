@@ -2149,3 +2149,31 @@ def test_save_chrome_warns_at_the_callers_line(tmp_path):
     with pytest.warns(UserWarning, match="drawn with other bytes") as record:
         save_chrome(res, tmp_path / "trace.json", topo)
     assert [w.filename for w in record] == [__file__]
+
+
+matplotlib.use("Agg")
+
+
+
+def test_a_default_roots_label_names_its_root_before_its_op():
+    """A reduce with op=max from root 0 and from root 5: the default root's line spells
+    root=0 where the other line names its root, in the order Point.settings writes them
+    (root, then op), not after the op."""
+    topo = sc.topology.cluster(2, 4)
+    runs = [sc.simulate(topo, "reduce", algorithm="binomial", nbytes=1 << 20, root=root,
+                        op="max") for root in (0, 5)]
+    fig = scaling(runs, x="nbytes")
+    labels = sorted(line.get_label() for line in fig.axes[0].get_lines()
+                    if line.get_gid() == "simulated")
+    plt.close(fig)
+    assert labels == ["binomial (root=0, op=max)", "binomial (root=5, op=max)"]
+
+
+def test_no_barrier_hint_for_other_collectives_without_busbw():
+    """all_reduce on one rank has busbw 0 ((p - 1) / p is 0): the refusal names busbw,
+    and does not call it a barrier."""
+    one = [sc.simulate(sc.topology.switch(1), "all_reduce", algorithm="ring", nbytes=n)
+           for n in (1024, 2048)]
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^no record has a positive busbw to plot$"):
+        scaling(one, x="nbytes", y="busbw")

@@ -10,10 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 import simcoll as sc  # noqa: E402
-from simcoll.plot.style import (
-    log_y_axis,  # noqa: E402
-    tick_numbers,
-)
+from simcoll.plot.style import log_y_axis, tick_numbers  # noqa: E402
 
 
 def _axis(lo, hi):
@@ -125,3 +122,18 @@ def test_tick_numbers_a_mantissa_rounding_to_ten_moves_to_the_next_power():
 
 def test_tick_numbers_zero_reads_as_zero():
     assert tick_numbers(1e-6, 1e6)(0.0) == "0"
+
+
+matplotlib.use("Agg")
+
+
+
+def test_data_over_10_to_the_2_5_from_off_a_decade_starts_at_the_power_below():
+    """3 to 5000: from 10^0, the power of ten below 3, to 10^4, the one above 5000."""
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [3, 5000])
+    log_y_axis(ax, 3, 5000, lambda v: f"{v:g}")
+    fig.canvas.draw()
+    limits = ax.get_ylim()
+    plt.close(fig)
+    assert limits == pytest.approx((1, 1e4))

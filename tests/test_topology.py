@@ -10,6 +10,7 @@ import pytest
 
 import simcoll as sc
 from simcoll.topology.catalog import builders, parameters
+from simcoll.topology.quantities import parse_number, parse_rate, parse_time
 
 
 def route_names(topo, src, dst):
@@ -303,6 +304,7 @@ def test_parse_size_reads_these(text, value):
     ("1e41", "has an exponent beyond"),
     ("1e-7", "is 0.0000001 bytes, not a whole number"),
     ("1e3Mb", "write 1e3MB or 1e3MiB"),
+    ("-1Kb", "write -1KB or -1KiB"),   # the sign kept (it said 1KB)
 ])
 def test_parse_size_refuses_these_saying_why(text, words):
     with pytest.raises(sc.InvalidInputError, match=words):
@@ -410,3 +412,15 @@ def test_gpu_nodes_follow_the_gpus_added_after_they_were_read():
     topo.add_host()
     topo.add_gpu(node=2)
     assert topo.gpu_nodes == (0, 0, 2)
+
+
+@pytest.mark.parametrize("parse, text", [
+    (parse_rate, "\u0661\u0660GB/s"), (parse_rate, "\u0661\u0660"),
+    (parse_rate, "10\u00a0GB/s"), (parse_time, "\u0661\u0660us"),
+    (parse_time, "10\u00a0us"), (parse_number, "\u0661\u0660"),
+])
+def test_rates_and_times_read_ascii_digits_and_spaces_only(parse, text):
+    """Arabic-Indic digits (float and Decimal read them: 10 GB/s) and a no-break space
+    are refused, as parse_size and the command line refuse them."""
+    with pytest.raises(ValueError, match="is not a"):
+        parse(text)

@@ -722,9 +722,9 @@ _HUGE = tr.Model("huge", (tr.Layer("a", (2**62,), 1.0, 1.0),), 2, 1, 1, 1)
      r"over 2 GPUs could overflow the int64 traffic counters \(at most 1152921504606846975 "
      r"bytes\)"),
     (lambda: tr.zero_step(_HUGE, sc.topology.switch(2), stage=3),
-     r"^huge's largest layer, 9223372036854775808 bytes"),
+     r"^huge's largest layer's gradients, 9223372036854775808 bytes"),
     (lambda: tr.zero_step(_HUGE, sc.topology.switch(2), stage=1),
-     r"^huge's largest bucket, 9223372036854775808 bytes"),
+     r"^huge's largest bucket's gradients, 9223372036854775808 bytes"),
     (lambda: tr.step(_HUGE, sc.topology.switch(2), dp=2),
      r"^the gradients of huge's layer 'a' \(over tp=1\), 9223372036854775808 bytes"),
     (lambda: tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**50), sc.topology.switch(2), dp=1,
@@ -744,3 +744,134 @@ def test_steps_past_the_traffic_counters_are_refused_before_the_run(monkeypatch,
         monkeypatch.setattr(f"simcoll.training.{module}.run_program", _never_run)
     with pytest.raises(sc.InvalidInputError, match=match):
         call()
+
+
+
+def test_parameters_wider_than_gradients_are_checked_as_the_shard_each_gpu_gathers(
+        monkeypatch):
+    """4-byte parameters, 2-byte gradients, a layer of 2^58 elements on 2 GPUs (inputs of
+    at most 2^60 - 1 bytes): its gradients are 2^59 bytes and each GPU's gathered shard
+    2^59 too, so the step may run; it was refused for 2^60 bytes "of gradients" (the
+    whole layer at the parameters' 4 bytes, which no collective takes). A layer twice as
+    large is refused for its gradients, 2^60 bytes."""
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _never_run)
+    monkeypatch.setattr("simcoll.training.zero.run_program", _never_run)
+    precision = tr.Precision(param_bytes=4, grad_bytes=2)
+    for elements, refused in ((2**58, False), (2**59, True)):
+        model = tr.Model("big", (tr.Layer("a", (elements,), 1.0, 1.0, block=True),), 2, 1,
+                         1, 1, precision=precision)
+        for call, kwargs in ((tr.step, dict(dp=2, zero_stage=1)), (tr.zero_step, dict(stage=3))):
+            with pytest.raises(sc.InvalidInputError if refused else AssertionError) as info:
+                call(model, sc.topology.switch(2), **kwargs)
+            if refused:
+                text = str(info.value)
+                assert "gradients" in text and f", {2**60} bytes, in a collective" in text
+            else:
+                assert "the step ran" in str(info.value)
+
+
+_G = tr.GPU("g", 1e12)
+
+
+class _Ran(Exception):
+    """The step passed every check before the run."""
+
+
+def _ran(*args, **kwargs):
+    raise _Ran
+
+
+def test_a_tied_embedding_not_divisible_by_tp_is_all_reduced_in_whole_shards():
+    """tied_embedding = 8191 elements over tp = 2: each GPU of the first and last stage
+    holds ceil(8191 / 2) = 4096 of them, 8192 bytes of gradient (not 4095: 8190)."""
+    model = replace(tr.gpt(2, 64, 4, 16, 128, batch=4), tied_embedding=8191)
+    res = tr.step(model, sc.topology.switch(4), dp=1, tp=2, pp=2, micro_batches=2, gpu=_G)
+    tied = [x for x in res.spans if x.label == "tied embedding"]
+    assert sorted((x.rank, x.nbytes) for x in tied) == [(r, 8192) for r in range(4)]
+
+
+def test_the_tied_embeddings_all_reduce_waits_for_the_data_parallel_reductions():
+    """Two replicas of two stages: each GPU all-reduces the tied embedding's gradient
+    once its data-parallel reductions are done (Megatron-LM, after finish_grad_sync)."""
+    model = tr.gpt(2, 64, 4, 16, 128, batch=8)
+    res = tr.step(model, sc.topology.switch(4), dp=2, pp=2, micro_batches=2, gpu=_G)
+    for rank in range(4):
+        tied = [x for x in res.spans if x.rank == rank and x.label == "tied embedding"]
+        reductions = [x.end for x in res.spans if x.rank == rank and x.stream == "dp"
+                      and x.label != "tied embedding"]
+        assert len(tied) == 1 and reductions
+        assert tied[0].start >= max(reductions)
+
+
+def test_three_stages_all_reduce_the_tied_embedding_between_the_first_and_last_only():
+    """pp = 3, one replica: GPUs 0 and 2 all-reduce V h = 128 x 64 elements (16,384 bytes,
+    a ring of 2 sends it once); the middle stage takes no part. Each stage sends two
+    micro-batches of 2 x 16 x 64 activations (4096 bytes) on, and their gradients back:
+    24,576, 16,384 and 24,576 bytes."""
+    model = tr.gpt(3, 64, 4, 16, 128, batch=4)
+    res = tr.step(model, sc.topology.switch(3), dp=1, pp=3, micro_batches=2, gpu=_G)
+    tied = [x for x in res.spans if x.label == "tied embedding"]
+    assert sorted((x.rank, x.nbytes) for x in tied) == [(0, 16384), (2, 16384)]
+    assert res.run.bytes_sent.tolist() == [8192 + 16384, 2 * 8192, 8192 + 16384]
+
+
+def test_an_algorithm_the_embedding_group_cannot_run_is_refused_before_the_run(monkeypatch):
+    """dp = tp = 1, two stages: the embedding group [0, 1] is the only one with a
+    collective; parameter_server with servers=3 cannot run on its 2 GPUs (it failed in
+    the run, as an AlgorithmError naming rank 1's program)."""
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    model = tr.gpt(2, 64, 4, 16, 128, batch=4)
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^the embedding group \[0, 1\] \(all_reduce\): servers=3 is more "
+                             r"than the machine's p=2 ranks"):
+        tr.step(model, sc.topology.switch(2), dp=1, pp=2, algorithm="parameter_server",
+                algorithm_params={"servers": 3}, gpu=_G)
+
+
+def test_sequence_parallel_activations_are_counted_five_times_against_the_counters(
+        monkeypatch):
+    """tp = 2 takes inputs of at most (2^63 - 1) // 8 = 2^60 - 1 bytes. A micro-batch of
+    7 x 2^43 sequences of 32 x 64 two-byte elements is 7 x 2^55 bytes: four of them
+    (without sequence parallelism) are 7 x 2^57 < 2^60, five (with it) 35 x 2^55 > 2^60."""
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    model = tr.gpt(2, 64, 4, 32, 100, batch=7 * 2**43)
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^the activations of a micro-batch of {7 * 2**43} sequences .* "
+                             rf"in a block's tensor-parallel collectives, {35 * 2**55} bytes"):
+        tr.step(model, sc.topology.switch(2), dp=1, tp=2, sequence_parallel=True)
+    with pytest.raises(_Ran):
+        tr.step(model, sc.topology.switch(2), dp=1, tp=2)
+
+
+def test_a_stage_sending_exactly_2_to_the_63_bytes_is_refused(monkeypatch):
+    """2^50 sequences of 32 x 64 two-byte elements, sent on and their gradients back:
+    2 x 2^50 x 2^11 x 2 = 2^63 bytes, one past the int64 counters; a sequence fewer
+    sends 2^63 - 2^13 and runs."""
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^batch={2**50} over dp=1 makes a pipeline stage send "
+                             rf"{2**63} bytes"):
+        tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**50), sc.topology.switch(2), dp=1, pp=2)
+    with pytest.raises(_Ran):
+        tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**50 - 1), sc.topology.switch(2), dp=1,
+                pp=2)
+
+
+def test_one_stage_sends_nothing_so_a_huge_batch_is_not_refused_for_sends(monkeypatch):
+    """pp = 1 (and dp = tp = 1): no pipeline sends and no collective, whatever the batch."""
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    with pytest.raises(_Ran):
+        tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**60), sc.topology.switch(1), dp=1)
+
+
+def test_a_layers_gradients_are_checked_as_tensor_parallelism_splits_them(monkeypatch):
+    """A layer of 2^59 elements, 2 bytes each, over dp = 2 (inputs of at most 2^60 - 1
+    bytes): whole (tp = 1) its 2^60 bytes are refused; split over tp = 2, each GPU's
+    2^59 bytes are not."""
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    model = tr.Model("wide", (tr.Layer("a", (2**59,), 1.0, 1.0),), 2, 1, 2, 2)
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^the gradients of wide's layer 'a' \(over tp=1\), {2**60} bytes"):
+        tr.step(model, sc.topology.switch(2), dp=2)
+    with pytest.raises(_Ran):
+        tr.step(model, sc.topology.switch(4), dp=2, tp=2)

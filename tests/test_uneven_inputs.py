@@ -412,3 +412,30 @@ def test_an_entry_too_large_for_the_counters_is_told_the_limit_for_its_rank_coun
     res = sc.simulate(sc.topology.switch(p), "all_gatherv", algorithm="ring",
                       nbytes=[limit - 1] + [0] * (p - 1), dtype="uint8", until=1e12)
     assert res.bytes_received[1] == limit - 1
+
+
+def test_a_negative_fraction_entry_is_refused_naming_the_entry():
+    """Fraction(-4) is refused as the entry given (a check further on said count=-4)."""
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^nbytes\[1\]=Fraction\(-4, 1\) is not accepted; all_gatherv "
+                             r"takes"):
+        sc.simulate(sc.topology.switch(4), "all_gatherv", algorithm="ring",
+                    nbytes=[4, Fraction(-4), 4, 4], dtype="uint8")
+
+
+@pytest.mark.parametrize("splits", [["2", 2, 2], [2, "2", 2], [2, 2, "2B"]])
+def test_splits_in_elements_take_no_size_strings(splits):
+    """Size strings are bytes: splits=, counted in elements, refuses them."""
+    where = next(i for i, s in enumerate(splits) if isinstance(s, str))
+    data = [np.arange(6, dtype=np.int32) for _ in range(3)]
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^splits\[{where}\]='{splits[where]}' is not accepted; "
+                             rf"reduce_scatterv takes"):
+        sc.simulate(sc.topology.switch(3), "reduce_scatterv", algorithm="ring", data=data,
+                    splits=splits)
+
+
+def test_a_numpy_bool_entry_is_shown_as_a_plain_bool():
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[1\]=True is not accepted"):
+        sc.simulate(sc.topology.switch(4), "all_gatherv", algorithm="ring",
+                    nbytes=[4, np.True_, 4, 4], dtype="uint8")

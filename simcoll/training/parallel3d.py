@@ -450,20 +450,28 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
 
 
 def _check_sizes(model: Model, stages: list[list[Layer]], dp: int, tp: int, m: int,
-                 sequence_parallel: bool) -> None:
+                 sequence_parallel: bool, zero_stage: int) -> None:
     """Refuse a step whose traffic could pass the int64 counters: a layer's gradients
-    over the data-parallel group, a micro-batch's activations over the tensor-parallel
-    group, or a stage's sends (its m micro-batches' activations and their gradients).
+    (and with ZeRO the shard of its parameters gathered) over the data-parallel group, a
+    micro-batch's activations over the tensor-parallel group, or a stage's sends (its m
+    micro-batches' activations and their gradients).
 
     Raises:
         InvalidInputError: naming the model's layer or the batch, and what to change.
     """
     precision = model.precision
     layer = max((x for layers in stages for x in layers), key=lambda x: x.params)
+    shard = -(-layer.params // tp)   # the layer's tensor shard, padded as ZeRO pads it
+    elements = padded(shard, dp) if zero_stage else shard
     check_collective_input(
-        padded(-(-layer.params // tp), dp) * max(precision.grad_bytes, precision.param_bytes),
-        dp, f"the gradients of {model.name}'s layer {layer.name!r} (over tp={tp})",
+        elements * precision.grad_bytes, dp,
+        f"the gradients of {model.name}'s layer {layer.name!r} (over tp={tp})",
         "use a smaller model or more tensor-parallel GPUs")
+    if zero_stage:
+        check_collective_input(
+            elements // dp * precision.param_bytes, dp,
+            f"the parameters of {model.name}'s layer {layer.name!r} each GPU gathers "
+            f"(over tp={tp})", "use a smaller model or more tensor-parallel GPUs")
     sequences = model.batch // (dp * m)
     check_collective_input(
         (5 if sequence_parallel else 4) * model.activation_bytes(sequences), tp,
@@ -529,7 +537,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         last = stages[-1][-1]
         stages[-1][-1] = replace(last, tensors=(*last.tensors, model.tied_embedding))
     sequences = model.batch // (dp * m)
-    _check_sizes(model, stages, dp, tp, m, sequence_parallel)
+    _check_sizes(model, stages, dp, tp, m, sequence_parallel, zero_stage)
     fraction = sequences / model.batch / tp
     seconds = [per_layer_seconds(layers, gpu, fraction) for layers in stages]
     placement = Placement(dp, tp, pp, order)

@@ -305,9 +305,14 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
         (sum(tensors[k][1] for k in bucket) for bucket in ddp_buckets(
             [t * grad_bytes for _, t in tensors], bucket_cap_mb=bucket_cap_mb,
             first_bucket_mb=first_bucket_mb)), default=0)
-    check_collective_input(padded(largest, n) * max(grad_bytes, param_bytes), n,
-                           f"{model.name}'s largest {'layer' if stage == 3 else 'bucket'}",
+    what = f"{model.name}'s largest {'layer' if stage == 3 else 'bucket'}"
+    elements = padded(largest, n) if stage else largest
+    check_collective_input(elements * grad_bytes, n, f"{what}'s gradients",
                            "use a smaller model or fewer GPUs")
+    if stage:
+        check_collective_input(elements // n * param_bytes, n,
+                               f"{what}'s parameters each GPU gathers",
+                               "use a smaller model or fewer GPUs")
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]
     rec = Recorder()
