@@ -32,6 +32,11 @@ class Flow:
                  "on_arrival", "token", "start", "finish", "reserved", "group", "key",
                  "slot", "src", "dst", "via", "latency")
 
+    latency: float
+    """The most latency it has met: its route's, or a longer one's it was moved to. Set
+    only where link faults are planned (``FlowNetwork._launch``), so that every message
+    does not pay for it: a reroute makes it wait out what a new route has beyond it."""
+
     def __init__(self, links: tuple[int, ...], nbytes: float, bottleneck: float,
                  on_arrival: Arrival, token: Any, src: int, dst: int | tuple[int, ...]):
         self.src = src
@@ -58,10 +63,6 @@ class Flow:
         self.key = 0.0
         self.slot = -1
         """Row of the general regime's arrays, or -1 outside it."""
-        self.latency = 0.0
-        """The most latency it has met: its route's, or a longer one's it was moved to
-        (set only where link faults are planned: a reroute makes it wait out what a new
-        route has beyond it)."""
 
 
 class Group:
