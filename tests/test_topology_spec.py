@@ -178,7 +178,7 @@ def test_a_rate_that_is_not_zero_but_rounds_to_zero_is_refused_as_written(text):
     """It was read as 0.0, and the spec's message said bandwidth=0.0; the least float is
     about 4.9e-324 (which is read as itself)."""
     with pytest.raises(ValueError, match=rf"^'{text}' rounds to 0 bytes/s, below the least "
-                                         rf"float; write a rate such as"):
+                                         rf"positive float \(about 4.9e-324\); write a rate"):
         parse_rate(text)
     with pytest.raises(sc.TopologyError, match=rf"bandwidth={text}: '{text}' rounds to 0"):
         sc.topology.from_spec(f"switch:4,bandwidth={text}")

@@ -730,8 +730,8 @@ _HUGE = tr.Model("huge", (tr.Layer("a", (2**62,), 1.0, 1.0),), 2, 1, 1, 1)
     (lambda: tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**50), sc.topology.switch(2), dp=1,
                      tp=2),
      r"^the activations of a micro-batch of 1125899906842624 sequences \(batch=1125899906842"
-     r"624 over dp=1 and micro_batches=1\) in a block's tensor-parallel collectives, "
-     rf"{4 * 2**50 * 32 * 64 * 2} bytes"),
+     r"624 over dp=1 and micro_batches=1\), a block's tensor-parallel collective's input, "
+     rf"{2**50 * 32 * 64 * 2} bytes"),
     (lambda: tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**60), sc.topology.switch(2), dp=1,
                      pp=2),
      rf"^batch={2**60} over dp=1 makes a pipeline stage send {2 * 2**60 * 32 * 64 * 2} bytes"),
@@ -746,7 +746,6 @@ def test_steps_past_the_traffic_counters_are_refused_before_the_run(monkeypatch,
         call()
 
 
-
 def test_parameters_wider_than_gradients_are_checked_as_the_shard_each_gpu_gathers(
         monkeypatch):
     """4-byte parameters, 2-byte gradients, a layer of 2^58 elements on 2 GPUs (inputs of
@@ -754,20 +753,18 @@ def test_parameters_wider_than_gradients_are_checked_as_the_shard_each_gpu_gathe
     2^59 too, so the step may run; it was refused for 2^60 bytes "of gradients" (the
     whole layer at the parameters' 4 bytes, which no collective takes). A layer twice as
     large is refused for its gradients, 2^60 bytes."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _never_run)
-    monkeypatch.setattr("simcoll.training.zero.run_program", _never_run)
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    monkeypatch.setattr("simcoll.training.zero.run_program", _ran)
     precision = tr.Precision(param_bytes=4, grad_bytes=2)
     for elements, refused in ((2**58, False), (2**59, True)):
         model = tr.Model("big", (tr.Layer("a", (elements,), 1.0, 1.0, block=True),), 2, 1,
                          1, 1, precision=precision)
         for call, kwargs in ((tr.step, dict(dp=2, zero_stage=1)), (tr.zero_step, dict(stage=3))):
-            with pytest.raises(sc.InvalidInputError if refused else AssertionError) as info:
+            with pytest.raises(sc.InvalidInputError if refused else _Ran) as info:
                 call(model, sc.topology.switch(2), **kwargs)
             if refused:
                 text = str(info.value)
                 assert "gradients" in text and f", {2**60} bytes, in a collective" in text
-            else:
-                assert "the step ran" in str(info.value)
 
 
 _G = tr.GPU("g", 1e12)
@@ -828,19 +825,53 @@ def test_an_algorithm_the_embedding_group_cannot_run_is_refused_before_the_run(m
                 algorithm_params={"servers": 3}, gpu=_G)
 
 
-def test_sequence_parallel_activations_are_counted_five_times_against_the_counters(
-        monkeypatch):
-    """tp = 2 takes inputs of at most (2^63 - 1) // 8 = 2^60 - 1 bytes. A micro-batch of
-    7 x 2^43 sequences of 32 x 64 two-byte elements is 7 x 2^55 bytes: four of them
-    (without sequence parallelism) are 7 x 2^57 < 2^60, five (with it) 35 x 2^55 > 2^60."""
+@pytest.mark.parametrize("sequence_parallel", [False, True])
+def test_a_micro_batchs_activations_are_checked_as_one_collectives_input(
+        monkeypatch, sequence_parallel):
+    """tp = 2 takes inputs of at most (2^63 - 1) // 8 = 2^60 - 1 bytes; every collective of
+    a block takes a micro-batch's activations (or a share of them). 2^48 sequences of
+    32 x 64 two-byte elements are 2^60 bytes: refused; one sequence fewer runs (it was
+    refused at 4 or 5 times the activations, which no collective takes)."""
     monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
-    model = tr.gpt(2, 64, 4, 32, 100, batch=7 * 2**43)
+    topo = sc.topology.switch(2)
     with pytest.raises(sc.InvalidInputError,
-                       match=rf"^the activations of a micro-batch of {7 * 2**43} sequences .* "
-                             rf"in a block's tensor-parallel collectives, {35 * 2**55} bytes"):
-        tr.step(model, sc.topology.switch(2), dp=1, tp=2, sequence_parallel=True)
+                       match=rf"^the activations of a micro-batch of {2**48} sequences .* "
+                             rf"tensor-parallel collective's input, {2**60} bytes"):
+        tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**48), topo, dp=1, tp=2,
+                sequence_parallel=sequence_parallel)
     with pytest.raises(_Ran):
-        tr.step(model, sc.topology.switch(2), dp=1, tp=2)
+        tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**48 - 1), topo, dp=1, tp=2,
+                sequence_parallel=sequence_parallel)
+
+
+def test_a_tied_embeddings_all_reduce_is_checked_against_the_counters_without_replicas(
+        monkeypatch):
+    """dp = 1, two stages: no data-parallel group, but the first and last stages
+    all-reduce V h / t gradient elements: 2^59 two-byte elements are 2^60 bytes, past
+    (2^63 - 1) // 8 for 2 GPUs (it failed inside the run); over tp = 2, 2^59 bytes run."""
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    model = replace(tr.gpt(2, 64, 4, 16, 128, batch=2), tied_embedding=2**59)
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^the gradient of GPT l=2 h=64's tied word embedding \(over "
+                             rf"tp=1\), {2**60} bytes, in a collective over 2 GPUs"):
+        tr.step(model, sc.topology.switch(2), dp=1, pp=2, gpu=_G)
+    with pytest.raises(_Ran):
+        tr.step(model, sc.topology.switch(4), dp=1, tp=2, pp=2, gpu=_G)
+
+
+def test_collnet_takes_a_tied_embeddings_all_reduce_only_over_the_whole_machine(monkeypatch):
+    """collnet=1 runs collectives over every GPU of the machine: with dp = tp = 1 the only
+    one is the tied embedding's, over the first and last stages, which is the machine
+    only with two stages on two GPUs; pp = 3 was let through and failed in the run."""
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    topo = sc.topology.dgx_h100(1, sharp=True)
+    model = tr.gpt(8, 256, 8, 64, 512, batch=8)
+    with pytest.raises(sc.InvalidInputError, match=r"collnet"):
+        tr.step(model, topo, dp=1, tp=1, pp=8, micro_batches=8, algorithm="nccl",
+                algorithm_params={"collnet": 1}, gpu=_G)
+    with pytest.raises(_Ran):   # untied: no collective at all
+        tr.step(replace(model, tied_embedding=0), topo, dp=1, tp=1, pp=8, micro_batches=8,
+                algorithm="nccl", algorithm_params={"collnet": 1}, gpu=_G)
 
 
 def test_a_stage_sending_exactly_2_to_the_63_bytes_is_refused(monkeypatch):

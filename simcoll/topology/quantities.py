@@ -86,8 +86,8 @@ def parse_rate(text: Any) -> float:
     else:
         rate = _times_ten_to(exact, _DECIMAL_PREFIXES[prefix])
     if rate == 0 and exact:
-        raise ValueError(f"{text!r} rounds to 0 bytes/s, below the least float; write "
-                         f"{_RATE_HELP}")
+        raise ValueError(f"{text!r} rounds to 0 bytes/s, below the least positive float "
+                         f"(about 4.9e-324); write {_RATE_HELP}")
     return rate
 
 

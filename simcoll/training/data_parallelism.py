@@ -155,7 +155,8 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
 
     Raises:
         InvalidInputError: an unknown strategy or all_reduce algorithm (one that needs
-            server hosts included), a parameter it does not take, or bad bucket limits.
+            server hosts included), a parameter it does not take, bad bucket limits, or
+            an all-reduce whose input could overflow the int64 traffic counters.
     """
     topology = check_topology(topology)
     check_model(model, gpu)

@@ -172,7 +172,8 @@ class Step:
         step_time: seconds, the first forward to the last collective.
         compute_time: busy seconds of the compute stream, averaged over the GPUs.
         exposed: per kind (``"tp"``, ``"pp"``, ``"dp"``), seconds the compute stream
-            waited while that kind of communication ran, averaged over the GPUs.
+            waited while that kind of communication ran, averaged over the GPUs (``"dp"``
+            holds the first and last stages' all-reduce of a tied embedding too).
         idle: seconds the compute stream waited with nothing to wait for (the pipeline
             bubble), averaged; ``step_time = compute_time + sum(exposed) + idle``.
         memory: model-state bytes per GPU of each stage (ZeRO over the replicas: with
@@ -429,7 +430,10 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
         collectives.add("all_reduce")
     how = check_algorithm(algorithm, sorted(collectives), params,
                           hosts=len(topology.hosts))
-    check_world(how, dp == topology.nranks or tp == topology.nranks or dp == tp == 1,
+    # With dp = tp = 1 the only collective is a tied embedding's, over the first and last
+    # stages: the whole machine only where they are all of it.
+    check_world(how, dp == topology.nranks or tp == topology.nranks
+                or (dp == tp == 1 and (not tied or pp == topology.nranks == 2)),
                 f"dp={dp}, tp={tp}, pp={pp}")
     placement = Placement(dp, tp, pp, order)
     tp_runs = ("all_gather", "reduce_scatter") if sequence_parallel else \
@@ -470,13 +474,19 @@ def _check_sizes(model: Model, stages: list[list[Layer]], dp: int, tp: int, m: i
     if zero_stage:
         check_collective_input(
             elements // dp * precision.param_bytes, dp,
-            f"the parameters of {model.name}'s layer {layer.name!r} each GPU gathers "
-            f"(over tp={tp})", "use a smaller model or more tensor-parallel GPUs")
+            f"the parameter shard of {model.name}'s layer {layer.name!r} each GPU adds to "
+            f"the all-gather (over tp={tp})",
+            "use a smaller model or more tensor-parallel GPUs")
+    if len(stages) > 1 and model.tied_embedding:
+        check_collective_input(
+            -(-model.tied_embedding // tp) * precision.grad_bytes, 2,
+            f"the gradient of {model.name}'s tied word embedding (over tp={tp})",
+            "use a smaller vocabulary or more tensor-parallel GPUs")
     sequences = model.batch // (dp * m)
     check_collective_input(
-        (5 if sequence_parallel else 4) * model.activation_bytes(sequences), tp,
+        model.activation_bytes(sequences), tp,
         f"the activations of a micro-batch of {sequences} sequences (batch={model.batch} "
-        f"over dp={dp} and micro_batches={m}) in a block's tensor-parallel collectives",
+        f"over dp={dp} and micro_batches={m}), a block's tensor-parallel collective's input",
         "use more micro-batches or a smaller batch")
     sent = 2 * m * (-(-sequences * model.seq_len * model.hidden // tp)) \
         * precision.activation_bytes
@@ -522,8 +532,9 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     Raises:
         InvalidInputError: dp x tp x pp not the GPU count, micro-batches that do not
             divide the batch, more stages than blocks, tp not dividing the heads, the
-            key / value heads or the MLP width, an unknown schedule or algorithm, or a
-            bad order.
+            key / value heads or the MLP width, an unknown schedule or algorithm, a bad
+            order, or a collective's input or a stage's sends that could overflow the
+            int64 traffic counters.
     """
     topology = check_topology(topology)
     check_model(model, gpu)

@@ -287,7 +287,8 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     Raises:
         InvalidInputError: a stage other than 0-3, an algorithm not registered for the
             stage's collectives or a parameter it does not take, bucket limits that are
-            not numbers of MiB > 0 (checked at every stage).
+            not numbers of MiB > 0 (checked at every stage), or a collective whose input
+            could overflow the int64 traffic counters.
     """
     topology = check_topology(topology)
     check_model(model, gpu)
@@ -301,28 +302,28 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     precision = model.precision
     grad_bytes, param_bytes = precision.grad_bytes, precision.param_bytes
     tensors = [(i, t) for i, layer in enumerate(model.layers) for t in layer.tensors]
+    grouped = [] if stage == 3 else ddp_buckets(
+        [t * grad_bytes for _, t in tensors], bucket_cap_mb=bucket_cap_mb,
+        first_bucket_mb=first_bucket_mb)
     largest = max(layer.params for layer in model.layers) if stage == 3 else max(
-        (sum(tensors[k][1] for k in bucket) for bucket in ddp_buckets(
-            [t * grad_bytes for _, t in tensors], bucket_cap_mb=bucket_cap_mb,
-            first_bucket_mb=first_bucket_mb)), default=0)
+        (sum(tensors[k][1] for k in bucket) for bucket in grouped), default=0)
     what = f"{model.name}'s largest {'layer' if stage == 3 else 'bucket'}"
     elements = padded(largest, n) if stage else largest
     check_collective_input(elements * grad_bytes, n, f"{what}'s gradients",
                            "use a smaller model or fewer GPUs")
     if stage:
         check_collective_input(elements // n * param_bytes, n,
-                               f"{what}'s parameters each GPU gathers",
+                               f"{what}'s parameter shard each GPU adds to the all-gather",
                                "use a smaller model or fewer GPUs")
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]
     rec = Recorder()
     if stage < 3:
         buckets = []
-        for bucket in ddp_buckets([t * grad_bytes for _, t in tensors],
-                                  bucket_cap_mb=bucket_cap_mb, first_bucket_mb=first_bucket_mb):
-            elements = sum(tensors[k][1] for k in bucket)
+        for bucket in grouped:
+            size = sum(tensors[k][1] for k in bucket)
             buckets.append((min(tensors[k][0] for k in bucket),
-                            elements if stage == 0 else padded(elements, n)))
+                            size if stage == 0 else padded(size, n)))
         run = run_program(topology, _bucketed, rec, times, names, buckets, stage, how,
                           grad_bytes, param_bytes, network=network, until=STEP_UNTIL)
         # An all-reduce moves 2 Psi (N-1)/N (a reduce-scatter and an all-gather), as

@@ -233,8 +233,8 @@ def _modelled(collective: str, algo: str) -> None:
     if algo != "auto" and ring not in algo.split(","):
         raise InvalidInputError(f"simcoll.cost's model of {collective}/nccl is NCCL's "
                                 f"{ring} on the reference network; algo={algo!r} leaves it "
-                                f"out (a run whose tuner chose it, with algo 'auto', is "
-                                f"checked against the model run with algo={ring!r})")
+                                f"out (to check a run whose tuner chose otherwise, run it "
+                                f"with algo={ring!r})")
 
 
 _ESTIMATE_KEYS = ("algo", "proto", "channels", "arch", "intra", "tuner", "launch_overhead",
