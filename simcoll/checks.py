@@ -58,8 +58,10 @@ def _in_full(value: Any) -> str:
         if len(digits) > _DIGITS_SHOWN:
             sign = "-" if value < 0 else ""
             return f"{sign}{digits[:8]}...{digits[-4:]} ({len(digits)} digits)"
-    if isinstance(value, np.generic) and value.ndim == 0 and value.dtype.kind in "biuf":
-        return repr(value.item())  # nan, not np.float64(nan)
+    if isinstance(value, np.generic) and value.ndim == 0 and value.dtype.kind in "biu":
+        return repr(value.item())  # 9, not np.int64(9)
+    if isinstance(value, np.floating):
+        return str(value)  # nan, 1.1 at the value's own precision (not np.float32(1.1))
     return repr(value)
 
 

@@ -113,9 +113,10 @@ def parse_size(text: str | int | float) -> int:
         raise InvalidInputError(f"size {str(text)[:20]!r}... has more than {_MAX_DIGITS} "
                                 f"significant digits: give a whole number of bytes below "
                                 f"10^{_MAX_DIGITS}")
+    if match is not None and match.group(1) == "-" and significant(match.group(2)) != "0":
+        raise InvalidInputError(f"size {text!r} is negative; sizes are >= 0 bytes")
     if match is not None and match.group(4).endswith("b"):
-        number_text = match.group(1).lstrip("+") + match.group(2) + (
-            f"e{match.group(3)}" if match.group(3) else "")
+        number_text = match.group(2) + (f"e{match.group(3)}" if match.group(3) else "")
         prefix = match.group(4)[:-1].rstrip("iI").upper()
         instead = f"{number_text}{prefix}B or {number_text}{prefix}iB" if prefix \
             else f"{number_text}B"
@@ -130,8 +131,6 @@ def parse_size(text: str | int | float) -> int:
     if value is None:
         raise InvalidInputError(f"size {text!r} has an exponent beyond +-{_MAX_EXPONENT}; "
                                 f"sizes are whole numbers of bytes")
-    if match.group(1) == "-" and value:
-        raise InvalidInputError(f"size {text!r} is negative; sizes are >= 0 bytes")
     value *= _SIZE_UNITS[unit]
     if value.denominator != 1:
         with decimal.localcontext() as exact:

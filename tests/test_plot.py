@@ -2177,3 +2177,19 @@ def test_no_barrier_hint_for_other_collectives_without_busbw():
     with pytest.raises(sc.InvalidInputError,
                        match=r"^no record has a positive busbw to plot$"):
         scaling(one, x="nbytes", y="busbw")
+
+
+
+def test_only_lines_of_rooted_or_reducing_collectives_are_labelled_root_0_or_op_sum():
+    """An all_reduce has no root and a broadcast no op: beside a broadcast from root 1
+    and a max-reduce, they were labelled root=0 and op=sum."""
+    records = []
+    for p in (2, 4):
+        topo = sc.topology.switch(p)
+        records += [sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1024),
+                    sc.simulate(topo, "broadcast", algorithm="binomial", nbytes=1024, root=1),
+                    sc.simulate(topo, "reduce", algorithm="binomial", nbytes=1024, op="max")]
+    fig = scaling(records)
+    assert sorted(line.get_label() for line in lines(fig, "simulated")) == [
+        "binomial (broadcast, root=1)", "binomial (reduce, root=0, op=max)",
+        "ring (all_reduce, op=sum)"]

@@ -304,7 +304,7 @@ def test_parse_size_reads_these(text, value):
     ("1e41", "has an exponent beyond"),
     ("1e-7", "is 0.0000001 bytes, not a whole number"),
     ("1e3Mb", "write 1e3MB or 1e3MiB"),
-    ("-1Kb", "write -1KB or -1KiB"),   # the sign kept (it said 1KB)
+    ("-1Kb", "size '-1Kb' is negative"),   # not told to write -1KB, refused next
 ])
 def test_parse_size_refuses_these_saying_why(text, words):
     with pytest.raises(sc.InvalidInputError, match=words):

@@ -230,14 +230,19 @@ def _bytes_axis(ax: Any, lo: float, hi: float) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _settings_label(text: str, every: set[str]) -> str:
+def _settings_label(text: str, every: set[str], collective: str) -> str:
     """A line's settings as its label gives them: ``root=0`` and ``op=sum``, which
     :attr:`Point.settings` leaves out, spelt out where another of the lines (``every``
-    line's settings) names a root or an op."""
+    line's settings) names a root or an op and this line's collective has one."""
     parts = text.split(", ") if text else []
-    if not any(p.startswith("root=") for p in parts) and any("root=" in s for s in every):
+    named = {p.split("=", 1)[0] for s in every if s for p in s.split(", ")}
+    try:
+        spec = collective_spec(collective)
+    except SimCollError:   # a record of a collective this simcoll does not know
+        return text
+    if spec.rooted and "root" in named and not any(p.startswith("root=") for p in parts):
         parts.insert(0, "root=0")
-    if not any(p.startswith("op=") for p in parts) and any("op=" in s for s in every):
+    if spec.reduces and "op" in named and not any(p.startswith("op=") for p in parts):
         parts.append("op=sum")
     return ", ".join(parts)
 
@@ -425,7 +430,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             else:
                 colour = _shade(base, n / (len(keys) - 1))
             fields = dict(zip(_KEY, key))
-            fields["settings"] = _settings_label(fields["settings"], settings)
+            fields["settings"] = _settings_label(fields["settings"], settings,
+                                                 str(fields["collective"]))
             parts = [str(fields[by])] + [
                 (_split_text(split, fields[name]) if name == "split" else str(fields[name]))
                 for name, vary in zip(_KEY, varies) if vary and name != by and fields[name]]
