@@ -62,7 +62,7 @@ def test_the_hand_computed_traffic_passes(ring, hosts):
 @pytest.mark.parametrize("value, shown", [
     (math.nan, "=nan"), (math.inf, "=inf"), (-math.inf, "=-inf"), (-1.0, "=-1.0"),
     (np.float64(math.nan), r"=nan"), (np.float32(-2.5), r"=-2.5"), (True, "=True"),
-    (np.float32(-1.1), r"=-1.1 "),   # at its own precision, not -1.100000023841858
+    (np.float32(-1.1), r"=-1.1"),   # at its own precision, not -1.100000023841858
     ([math.nan] * 4, r"\[0\] = nan"), ([RING, RING, math.inf, RING], r"\[2\] = inf"),
     (np.array([RING, math.nan, RING, RING]), r"\[1\] = nan"),
     ([RING, RING, RING, -RING], r"\[3\] = -1572864.0"),
