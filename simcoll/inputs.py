@@ -38,7 +38,6 @@ __all__ = ["Inputs", "check_topology", "check_inputs", "check_root", "check_limi
            "check_counters", "largest_input", "sealing_copies", "COUNTER_LIMIT"]
 
 
-
 @dataclass(frozen=True)
 class Inputs:
     """What the ranks start from.

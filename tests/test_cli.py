@@ -1700,7 +1700,7 @@ def test_a_finished_sweep_keeps_its_partial_file_while_another_sweep_has_it_open
         tmp_path, monkeypatch, capsys):
     """A sweep to the same --output that finished first deleted PATH.partial.jsonl under
     a sweep still appending to it, whose later points then went to a removed file."""
-    from simcoll.sweep.storage import ResultFile, remove_unless_open
+    from simcoll.sweep.storage import ResultFile
 
     monkeypatch.chdir(tmp_path)
     other = sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],

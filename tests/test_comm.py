@@ -858,6 +858,11 @@ def test_a_deadlock_names_two_alike_receives_of_an_endpoint_once_in_its_waiting(
     assert caught.value.waiting == {0: "recv from 1 (tag 0)"}
 
 
+def _read_only(view):
+    view.flags.writeable = False
+    return view
+
+
 def _write_after_sending(make_view):
     """Rank 0 sends a read-only view of its array, then overwrites the array before the
     message arrives; rank 1 returns what it received."""
@@ -876,7 +881,7 @@ def _write_after_sending(make_view):
     lambda x: np.lib.stride_tricks.sliding_window_view(x, 1)[:, 0],
     lambda x: np.lib.stride_tricks.as_strided(x, writeable=False),
     lambda x: np.frombuffer(memoryview(x).toreadonly()),
-    lambda x: x[:].view(),
+    lambda x: _read_only(x[:]),   # a read-only view of the writeable array x
 ])
 def test_what_a_read_only_view_of_writeable_memory_sends_is_a_snapshot(make_view):
     """A read-only view reaching writeable memory through something other than a numpy

@@ -2151,10 +2151,6 @@ def test_save_chrome_warns_at_the_callers_line(tmp_path):
     assert [w.filename for w in record] == [__file__]
 
 
-matplotlib.use("Agg")
-
-
-
 def test_a_default_roots_label_names_its_root_before_its_op():
     """A reduce with op=max from root 0 and from root 5: the default root's line spells
     root=0 where the other line names its root, in the order Point.settings writes them

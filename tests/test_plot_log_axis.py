@@ -124,10 +124,6 @@ def test_tick_numbers_zero_reads_as_zero():
     assert tick_numbers(1e-6, 1e6)(0.0) == "0"
 
 
-matplotlib.use("Agg")
-
-
-
 def test_data_over_10_to_the_2_5_from_off_a_decade_starts_at_the_power_below():
     """3 to 5000: from 10^0, the power of ten below 3, to 10^4, the one above 5000."""
     fig, ax = plt.subplots()
