@@ -425,7 +425,7 @@ def test_sizes_are_read_as_nccl_tests_reads_them(text, value):
                                         # ASCII digits only: not Arabic-Indic 3 or 0
                                         ("\u0663", "cannot read size"),
                                         ("1\u0660K", "cannot read size"),
-                                        ("99999999999999999999999", "above"), ("-1", "cannot"),
+                                        ("99999999999999999999999", "above"), ("-1", "is negative"),
                                         ("abc", "cannot"), ("1 parsec", "cannot")])
 def test_bad_sizes(text, word):
     with pytest.raises(Exception, match=word):
@@ -443,9 +443,10 @@ BAD = [
     (["run", "--size", "99999999999999999999999"], "above the largest"),
     (["run", "--size", "3x"], "cannot read size '3x'"),
     # a negative size with a unit was taken for an option: "expected one argument"
-    (["run", "-b", "-1K"], "argument -b/--minbytes: cannot read size '-1K'"),
-    (["run", "--size", "-1M"], "argument --size: cannot read size '-1M'"),
-    (["demo", "--size", "-16M"], "argument --size: cannot read size '-16M'"),
+    (["run", "-b", "-1K"], "argument -b/--minbytes: size '-1K' is negative; sizes are >= 0"),
+    (["run", "--size", "-1M"], "argument --size: size '-1M' is negative"),
+    (["demo", "--size", "-16M"], "argument --size: size '-16M' is negative"),
+    (["run", "--size", "-0x"], "cannot read size '-0x'"),
     (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "-1M"], "'-1M'"),
     (["run", "--bogus"], "simcoll run: error: unrecognized arguments: --bogus (see 'simcoll "
                          "run --help')"),
@@ -1757,7 +1758,7 @@ def test_a_negative_size_with_an_exponent_is_refused_as_the_size_it_is(capsys, t
     status = main(["run", "-b", size])
     err = capsys.readouterr().err
     assert status == 2
-    assert f"argument -b/--minbytes: cannot read size '{size}'" in err
+    assert f"argument -b/--minbytes: size '{size}' is negative; sizes are >= 0 bytes" in err
 
 
 def test_removing_a_sweep_file_that_is_not_there_reports_it_gone(tmp_path):
@@ -1774,3 +1775,12 @@ def test_removing_a_sweep_file_through_a_link_removes_the_file_itself(tmp_path):
     link.symlink_to(target)
     assert remove_unless_open(link) is True
     assert not target.exists()
+
+
+def test_minus_zero_is_a_size_of_zero_as_parse_size_reads_it(capsys):
+    """-b -0 was refused ("cannot read size"), where sc.parse_size('-0') is 0."""
+    from simcoll.cli.options import parse_bytes
+
+    assert parse_bytes("-0") == 0 == sc.parse_size("-0") and parse_bytes("-0.0e3K") == 0
+    status, out, _ = cli(capsys, "run", "-b", "-0", "-e", "0")
+    assert status == 0 and [row[0] for row in table_rows(out)] == ["0"]
