@@ -1925,10 +1925,13 @@ def test_bytes_sent_axis_labels_at_most_eight_powers_of_two(octaves):
                {"collective": "all_reduce", "algorithm": "ring", "nranks": 4, "nbytes": 1024,
                 "bytes_sent": [1024 * 2**octaves]}]
     fig = scaling(records, y="bytes_sent")
-    k = math.ceil(octaves / 7)
-    locs = fig.axes[0].yaxis.get_major_locator().locs
-    assert len(locs) == math.ceil(octaves / k) + 1 <= 8
-    assert max(locs) == 1024 * 2**octaves
+    exponents = [math.log2(v) for v in fig.axes[0].yaxis.get_major_locator().locs]
+    steps = {b - a for a, b in zip(exponents, exponents[1:])}
+    assert len(exponents) <= 8 and len(steps) == 1   # evenly spaced powers of 2
+    (step,) = steps
+    assert exponents[-1] == 10 + octaves and exponents[0] <= 10   # both ends labelled
+    # no smaller step labels both ends within 8 labels
+    assert all(math.ceil(octaves / k) + 1 > 8 for k in range(1, int(step)))
 
 
 def test_figures_saved_from_threads_at_once_keep_their_text(tmp_path):
