@@ -73,6 +73,13 @@ def exact_number(mantissa: str, exponent: str | None) -> Fraction | None:
     return value
 
 
+def _names_a_size(unit: str) -> bool:
+    """Whether ``unit`` is a size's unit, or one in bits (``Kb``): a size once signed."""
+    unit = unit.lower()
+    return unit in _SIZE_UNITS or unit.endswith("b") and unit[:-1].rstrip("i") + "b" \
+        in _SIZE_UNITS
+
+
 def parse_size(text: str | int | float) -> int:
     """Return the number of bytes that ``text`` names, exactly.
 
@@ -113,7 +120,8 @@ def parse_size(text: str | int | float) -> int:
         raise InvalidInputError(f"size {str(text)[:20]!r}... has more than {_MAX_DIGITS} "
                                 f"significant digits: give a whole number of bytes below "
                                 f"10^{_MAX_DIGITS}")
-    if match is not None and match.group(1) == "-" and significant(match.group(2)) != "0":
+    if match is not None and match.group(1) == "-" and significant(match.group(2)) != "0" \
+            and _names_a_size(match.group(4)):
         raise InvalidInputError(f"size {text!r} is negative; sizes are >= 0 bytes")
     if match is not None and match.group(4).endswith("b"):
         number_text = match.group(2) + (f"e{match.group(3)}" if match.group(3) else "")

@@ -2178,7 +2178,6 @@ def test_no_barrier_hint_for_other_collectives_without_busbw():
         scaling(one, x="nbytes", y="busbw")
 
 
-
 def test_only_lines_of_rooted_or_reducing_collectives_are_labelled_root_0_or_op_sum():
     """An all_reduce has no root and a broadcast no op: beside a broadcast from root 1
     and a max-reduce, they were labelled root=0 and op=sum."""

@@ -831,19 +831,20 @@ def test_an_algorithm_the_embedding_group_cannot_run_is_refused_before_the_run(m
 @pytest.mark.parametrize("sequence_parallel", [False, True])
 def test_a_micro_batchs_activations_are_checked_as_one_collectives_input(
         monkeypatch, sequence_parallel):
-    """tp = 2 takes inputs of at most (2^63 - 1) // 8 = 2^60 - 1 bytes; every collective of
-    a block takes a micro-batch's activations (or a share of them). 2^48 sequences of
-    32 x 64 two-byte elements are 2^60 bytes: refused; one sequence fewer runs (it was
-    refused at 4 or 5 times the activations, which no collective takes)."""
+    """tp = 4 takes inputs of at most (2^63 - 1) // 32 = 2^58 - 1 bytes; every collective
+    of a block takes a micro-batch's activations (or a share of them). 2^46 sequences of
+    32 x 64 two-byte elements are 2^58 bytes: refused; one sequence fewer runs (it was
+    refused at 4 or 5 times the activations, which no collective takes), its GPUs
+    sending under 2 x 2 blocks x (4 or 8) collectives x 2^58 < 2^63 bytes."""
     monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
-    topo = sc.topology.switch(2)
+    topo = sc.topology.switch(4)
     with pytest.raises(sc.InvalidInputError,
-                       match=rf"^the activations of a micro-batch of {2**48} sequences .* "
-                             rf"tensor-parallel collective's input, {2**60} bytes"):
-        tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**48), topo, dp=1, tp=2,
+                       match=rf"^the activations of a micro-batch of {2**46} sequences .* "
+                             rf"tensor-parallel collective's input, {2**58} bytes"):
+        tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**46), topo, dp=1, tp=4,
                 sequence_parallel=sequence_parallel)
     with pytest.raises(_Ran):
-        tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**48 - 1), topo, dp=1, tp=2,
+        tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**46 - 1), topo, dp=1, tp=4,
                 sequence_parallel=sequence_parallel)
 
 
@@ -869,7 +870,10 @@ def test_collnet_takes_a_tied_embeddings_all_reduce_only_over_the_whole_machine(
     monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
     topo = sc.topology.dgx_h100(1, sharp=True)
     model = tr.gpt(8, 256, 8, 64, 512, batch=8)
-    with pytest.raises(sc.InvalidInputError, match=r"collnet"):
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"collnet=1 needs collectives over every GPU .* dp=1, tp=1, pp=8 "
+                             r"\(the tied embedding's all-reduce joins only the first and "
+                             r"last stages\) does not"):
         tr.step(model, topo, dp=1, tp=1, pp=8, micro_batches=8, algorithm="nccl",
                 algorithm_params={"collnet": 1}, gpu=_G)
     with pytest.raises(_Ran):   # untied: no collective at all
@@ -909,3 +913,29 @@ def test_a_layers_gradients_are_checked_as_tensor_parallelism_splits_them(monkey
         tr.step(model, sc.topology.switch(2), dp=2)
     with pytest.raises(_Ran):
         tr.step(model, sc.topology.switch(4), dp=2, tp=2)
+
+
+
+@pytest.mark.parametrize("sequence_parallel, recompute, collectives",
+                         [(False, False, 4), (True, False, 8), (True, True, 12)])
+def test_what_a_gpu_sends_in_its_tensor_parallel_collectives_is_checked_before_the_run(
+        monkeypatch, sequence_parallel, recompute, collectives):
+    """Each collective's input may fit while a GPU's sends over the step pass 2^63 (the
+    run then failed after it, naming an internal program): 2 blocks, one micro-batch of
+    a bytes, each collective sending at most 2a: 2 x 2 x collectives x a against 2^63,
+    with a = 2^46 sequences x 32 x 64 x 2 bytes = 2^58: 2^62 runs, 2^63 and more do not."""
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    a = 2**58
+    model = tr.gpt(2, 64, 4, 32, 100, batch=2**46)
+    most = 2 * 2 * collectives * a
+    if most >= 2**63:
+        with pytest.raises(sc.InvalidInputError,
+                           match=rf"^batch={2**46} over dp=1 makes a GPU send up to {most} "
+                                 rf"bytes in its tensor-parallel collectives \(2 blocks x 1 "
+                                 rf"micro-batches x {collectives} collectives\)"):
+            tr.step(model, sc.topology.switch(2), dp=1, tp=2,
+                    sequence_parallel=sequence_parallel, recompute=recompute)
+    else:
+        with pytest.raises(_Ran):
+            tr.step(model, sc.topology.switch(2), dp=1, tp=2,
+                    sequence_parallel=sequence_parallel, recompute=recompute)

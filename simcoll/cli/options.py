@@ -38,9 +38,9 @@ its buffer."""
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?\s*([A-Za-z]*)\s*$",
                       re.ASCII)
-_SIGNED_RE = re.compile(r"^\s*-\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*[A-Za-z]*\s*$",
+_SIGNED_RE = re.compile(r"^\s*([+-])(\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*([A-Za-z]*)\s*$",
                         re.ASCII)
-"""A size written with a minus sign (its digits, to tell -0 from a negative one)."""
+"""A size written with a sign (its digits, to tell -0 from a negative one; its unit)."""
 _BINARY = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
            "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 SIZE_HELP = ("K, M, G, T are powers of 1024, as nccl-tests reads them (8G = 8 GiB = "
@@ -101,11 +101,12 @@ def parse_bytes(text: str) -> int:
             KB, MB, GB or TB (ambiguous), not whole, negative, or above 1 PiB.
     """
     signed = _SIGNED_RE.match(text)
-    if signed is not None:   # as sc.parse_size: -0 is 0, any other signed size negative
-        if significant(signed.group(1)) != "0":
-            raise argparse.ArgumentTypeError(f"size {text!r} is negative; sizes are >= 0 "
-                                             f"bytes")
-    match = _SIZE_RE.match(text if signed is None else text.replace("-", "", 1))
+    # as sc.parse_size: a + read, -0 is 0, any other size of a unit of sizes negative
+    if signed is not None and signed.group(1) == "-" and significant(signed.group(2)) != "0" \
+            and (signed.group(3).lower() in _BINARY or signed.group(3).lower()
+                 in ("kb", "mb", "gb", "tb") or signed.group(3).endswith("b")):
+        raise argparse.ArgumentTypeError(f"size {text!r} is negative; sizes are >= 0 bytes")
+    match = _SIZE_RE.match(text if signed is None else text.replace(signed.group(1), "", 1))
     unit = match.group(3).lower() if match else ""
     number = "" if match is None else \
         match.group(1) + (f"e{match.group(2)}" if match.group(2) else "")

@@ -144,8 +144,9 @@ def _itemsize(itemsize: Any, nbytes: Any) -> int:
     partial = first_partial(nbytes, itemsize)
     if partial is not None:
         raise InvalidInputError(f"nbytes{partial[0]}={partial[1]} is not a multiple of "
-                                f"itemsize={itemsize} (bytes per element; the default is 4, "
-                                f"simulate's float32); give whole elements")
+                                f"itemsize={itemsize} (bytes per element: 4, simulate's "
+                                f"float32, unless itemsize= says otherwise); give whole "
+                                f"elements")
     return itemsize
 
 

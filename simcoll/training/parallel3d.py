@@ -434,7 +434,9 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
     # stages: the whole machine only where they are all of it.
     check_world(how, dp == topology.nranks or tp == topology.nranks
                 or (dp == tp == 1 and (not tied or pp == topology.nranks == 2)),
-                f"dp={dp}, tp={tp}, pp={pp}")
+                f"dp={dp}, tp={tp}, pp={pp}"
+                + (" (the tied embedding's all-reduce joins only the first and last stages)"
+                   if tied and dp == tp == 1 else ""))
     placement = Placement(dp, tp, pp, order)
     tp_runs = ("all_gather", "reduce_scatter") if sequence_parallel else \
         ("all_reduce", *(("all_gather",) if pp > 1 else ()))
@@ -454,11 +456,13 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
 
 
 def _check_sizes(model: Model, stages: list[list[Layer]], dp: int, tp: int, m: int,
-                 sequence_parallel: bool, zero_stage: int) -> None:
+                 sequence_parallel: bool, zero_stage: int, recompute: bool) -> None:
     """Refuse a step whose traffic could pass the int64 counters: a layer's gradients
     (and with ZeRO the shard of its parameters gathered) over the data-parallel group, a
     micro-batch's activations over the tensor-parallel group, or a stage's sends (its m
-    micro-batches' activations and their gradients).
+    micro-batches' activations and their gradients), or what a GPU sends in its stage's
+    tensor-parallel collectives, at most twice their inputs: (2 or, with sequence
+    parallelism, 4) x (2 or, recomputing, 3) per block and micro-batch.
 
     Raises:
         InvalidInputError: naming the model's layer or the batch, and what to change.
@@ -488,6 +492,15 @@ def _check_sizes(model: Model, stages: list[list[Layer]], dp: int, tp: int, m: i
         f"the activations of a micro-batch of {sequences} sequences (batch={model.batch} "
         f"over dp={dp} and micro_batches={m}), a block's tensor-parallel collective's input",
         "use more micro-batches or a smaller batch")
+    blocks = max(sum(x.block for x in layers) for layers in stages)
+    collectives = (4 if sequence_parallel else 2) * (3 if recompute else 2)
+    most = 2 * blocks * m * collectives * model.activation_bytes(sequences)
+    if tp > 1 and most >= COUNTER_LIMIT:
+        raise InvalidInputError(
+            f"batch={model.batch} over dp={dp} makes a GPU send up to {shown(most)} bytes "
+            f"in its tensor-parallel collectives ({blocks} blocks x {m} micro-batches x "
+            f"{collectives} collectives), which could overflow the int64 traffic "
+            f"counters; use a smaller batch or more stages")
     sent = 2 * m * (-(-sequences * model.seq_len * model.hidden // tp)) \
         * precision.activation_bytes
     if len(stages) > 1 and sent >= COUNTER_LIMIT:
@@ -548,7 +561,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         last = stages[-1][-1]
         stages[-1][-1] = replace(last, tensors=(*last.tensors, model.tied_embedding))
     sequences = model.batch // (dp * m)
-    _check_sizes(model, stages, dp, tp, m, sequence_parallel, zero_stage)
+    _check_sizes(model, stages, dp, tp, m, sequence_parallel, zero_stage, recompute)
     fraction = sequences / model.batch / tp
     seconds = [per_layer_seconds(layers, gpu, fraction) for layers in stages]
     placement = Placement(dp, tp, pp, order)

@@ -233,8 +233,8 @@ def _modelled(collective: str, algo: str) -> None:
     if algo != "auto" and ring not in algo.split(","):
         raise InvalidInputError(f"simcoll.cost's model of {collective}/nccl is NCCL's "
                                 f"{ring} on the reference network; algo={algo!r} leaves it "
-                                f"out (to check a run whose tuner chose otherwise, run it "
-                                f"with algo={ring!r})")
+                                f"out (to check a run whose tuner chose another algo, run "
+                                f"it with algo={ring!r})")
 
 
 _ESTIMATE_KEYS = ("algo", "proto", "channels", "arch", "intra", "tuner", "launch_overhead",
