@@ -539,17 +539,28 @@ def test_step_models_refuse_traffic_past_the_counters_before_the_run():
         sc.training.pipeline_step(topo, stages=4, micro_batches=4, forward=1e-3,
                                   backward=2e-3, activation_bytes=2**62)
     model = sc.training.gpt(2, 256, 4, 128, 1000)
-    per_sequence = 4 * 256 * 128 * model.precision.activation_bytes
+    # each collective of the layer takes a sequence's 128 x 256 two-byte activations
+    # times the sequences, within (2^63 - 1) // 32 bytes on 4 ranks (a GPU then sends at
+    # most 2 x 8 such inputs, under 2^63); four times that was refused, for layers
+    # that run
+    per_sequence = 256 * 128 * model.precision.activation_bytes
     most = (2**63 - 1) // 32 // per_sequence
-    with pytest.raises(sc.InvalidInputError, match=rf"use sequences <= {most}$"):
-        sc.training.tensor_parallel_layer(model, topo, tp=4, sequences=most + 1)
-    # with sequence parallelism ten all-gathers and reduce-scatters, each sending half of
-    # what an all-reduce does: five all-reduces' worth
-    most = (2**63 - 1) // 32 // (5 * 256 * 128 * model.precision.activation_bytes)
-    with pytest.raises(sc.InvalidInputError, match=rf"in the layer's collectives on tp=4 "
-                                                   rf"ranks.* use sequences <= {most}$"):
-        sc.training.tensor_parallel_layer(model, topo, tp=4, sequences=most + 1,
-                                          sequence_parallel=True)
+    for sequence_parallel in (False, True):
+        with pytest.raises(sc.InvalidInputError,
+                           match=rf"^sequences={most + 1} make activations .* "
+                                 rf"{(most + 1) * per_sequence} bytes, in a collective over "
+                                 rf"4 GPUs .* use sequences <= {most}$"):
+            sc.training.tensor_parallel_layer(model, topo, tp=4, sequences=most + 1,
+                                              sequence_parallel=sequence_parallel)
+    # on 2 GPUs a collective takes up to (2^63 - 1) // 8 bytes, but 16 of them (sequence
+    # parallelism) would send 2^63 at 2^59: what a GPU sends is refused first
+    most_sent = -(-2**63 // (16 * per_sequence))
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^sequences={most_sent} make a GPU send up to "
+                             rf"{16 * most_sent * per_sequence} bytes .* use sequences < "
+                             rf"{most_sent}$"):
+        sc.training.tensor_parallel_layer(model, sc.topology.switch(2), tp=2,
+                                          sequences=most_sent, sequence_parallel=True)
     sc.training.tensor_parallel_layer(model, topo, tp=4, sequences=1, sequence_parallel=True)
 
 

@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 from simpy.events import Event
 
-from simcoll.checks import flag, integer, shown
+from simcoll.checks import COUNTER_LIMIT, flag, integer, largest_input, shown
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
-from simcoll.inputs import check_topology, largest_input
+from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
 from simcoll.topology.graph import Topology
@@ -43,6 +43,7 @@ from simcoll.training.common import (
     STEP_UNTIL,
     buffer_of,
     check_algorithm,
+    check_collective_input,
     check_groups,
     check_model,
     check_ranks,
@@ -157,8 +158,9 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     Raises:
         InvalidInputError: a model without transformer blocks, bad sizes, ranks or
             algorithm, t not dividing the model's attention heads, key / value heads or
-            MLP width, or (with sequence parallelism) a sequence length not divisible
-            by t.
+            MLP width, (with sequence parallelism) a sequence length not divisible by
+            t, or activations past what the int64 traffic counters hold (one collective's
+            input, or what a GPU sends over the layer).
     """
     topology = check_topology(topology)
     check_model(model, gpu)
@@ -173,15 +175,18 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     if block is None:
         raise InvalidInputError(f"{model.name} has no transformer block to split")
     elements = b * model.seq_len * model.hidden
-    # the layer's collectives: four all-reduces, or with sequence parallelism ten
-    # all-gathers and reduce-scatters, each of whose sends a ring all-reduce's half
-    moved = (5 if sequence_parallel else 4) * model.activation_bytes(b)
-    if t > 1 and moved > largest_input(t):   # one GPU runs no collective
+    # Each of the layer's collectives takes the activations (or a share of them), and
+    # sends at most twice its input: (2, or with sequence parallelism 4) x 2 passes.
+    activations = model.activation_bytes(b)
+    check_collective_input(activations, t, f"sequences={shown(b)} make activations that "
+                           f"each of the layer's tensor-parallel collectives takes",
+                           f"use sequences <= {largest_input(t) // (activations // b)}")
+    most = 2 * (4 if sequence_parallel else 2) * 2 * activations
+    if t > 1 and most >= COUNTER_LIMIT:
         raise InvalidInputError(
-            f"sequences={shown(b)} make {shown(moved)} bytes of activations in the layer's "
-            f"{'collectives' if sequence_parallel else 'four all-reduces'} on tp={t} "
-            f"ranks, which could overflow the int64 traffic counters; use sequences <= "
-            f"{largest_input(t) // (moved // b)}")
+            f"sequences={shown(b)} make a GPU send up to {shown(most)} bytes in the "
+            f"layer's tensor-parallel collectives, which could overflow the int64 traffic "
+            f"counters; use sequences < {-(-COUNTER_LIMIT // (most // b))}")
     if sequence_parallel and model.seq_len % t:  # it splits the sequence, as step() does
         raise InvalidInputError(f"sequence parallelism needs tp={t} to divide "
                                 f"seq_len={model.seq_len}")
