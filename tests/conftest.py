@@ -113,6 +113,15 @@ def make_data(p: int, count: int, dtype, op: sc.ReduceOp = sc.ReduceOp.SUM, seed
     return [rng.integers(-high, high, count).astype(dtype) for _ in range(p)]
 
 
+class RunReached(Exception):
+    """A step passed every check before its run (raised by :func:`run_reached`)."""
+
+
+def run_reached(*args, **kwargs):
+    """A stand-in for a training module's run_program: raises :class:`RunReached`."""
+    raise RunReached
+
+
 def reference_network(p: int, servers: int = 0) -> sc.Topology:
     """The single-port alpha-beta reference network (README, "The network model"), with a
     finite gamma."""

@@ -8,7 +8,7 @@ from dataclasses import replace
 import matplotlib
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, GAMMA, reference_network
+from conftest import ALPHA, BETA, GAMMA, RunReached, reference_network, run_reached
 
 import simcoll as sc
 from simcoll import training as tr
@@ -756,14 +756,14 @@ def test_parameters_wider_than_gradients_are_checked_as_the_shard_each_gpu_gathe
     2^59 too, so the step may run; it was refused for 2^60 bytes "of gradients" (the
     whole layer at the parameters' 4 bytes, which no collective takes). A layer twice as
     large is refused for its gradients, 2^60 bytes."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
-    monkeypatch.setattr("simcoll.training.zero.run_program", _ran)
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", run_reached)
+    monkeypatch.setattr("simcoll.training.zero.run_program", run_reached)
     precision = tr.Precision(param_bytes=4, grad_bytes=2)
     for elements, refused in ((2**58, False), (2**59, True)):
         model = tr.Model("big", (tr.Layer("a", (elements,), 1.0, 1.0, block=True),), 2, 1,
                          1, 1, precision=precision)
         for call, kwargs in ((tr.step, dict(dp=2, zero_stage=1)), (tr.zero_step, dict(stage=3))):
-            with pytest.raises(sc.InvalidInputError if refused else _Ran) as info:
+            with pytest.raises(sc.InvalidInputError if refused else RunReached) as info:
                 call(model, sc.topology.switch(2), **kwargs)
             if refused:
                 text = str(info.value)
@@ -771,14 +771,6 @@ def test_parameters_wider_than_gradients_are_checked_as_the_shard_each_gpu_gathe
 
 
 _G = tr.GPU("g", 1e12)
-
-
-class _Ran(Exception):
-    """The step passed every check before the run."""
-
-
-def _ran(*args, **kwargs):
-    raise _Ran
 
 
 def test_a_tied_embedding_not_divisible_by_tp_is_all_reduced_in_whole_shards():
@@ -819,7 +811,7 @@ def test_an_algorithm_the_embedding_group_cannot_run_is_refused_before_the_run(m
     """dp = tp = 1, two stages: the embedding group [0, 1] is the only one with a
     collective; parameter_server with servers=3 cannot run on its 2 GPUs (it failed in
     the run, as an AlgorithmError naming rank 1's program)."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", run_reached)
     model = tr.gpt(2, 64, 4, 16, 128, batch=4)
     with pytest.raises(sc.InvalidInputError,
                        match=r"^the embedding group \[0, 1\] \(all_reduce\): servers=3 is more "
@@ -836,14 +828,14 @@ def test_a_micro_batchs_activations_are_checked_as_one_collectives_input(
     32 x 64 two-byte elements are 2^58 bytes: refused; one sequence fewer runs (it was
     refused at 4 or 5 times the activations, which no collective takes), its GPUs
     sending under 2 x 2 blocks x (4 or 8) collectives x 2^58 < 2^63 bytes."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", run_reached)
     topo = sc.topology.switch(4)
     with pytest.raises(sc.InvalidInputError,
                        match=rf"^the activations of a micro-batch of {2**46} sequences .* "
                              rf"tensor-parallel collective's input, {2**58} bytes"):
         tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**46), topo, dp=1, tp=4,
                 sequence_parallel=sequence_parallel)
-    with pytest.raises(_Ran):
+    with pytest.raises(RunReached):
         tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**46 - 1), topo, dp=1, tp=4,
                 sequence_parallel=sequence_parallel)
 
@@ -853,13 +845,13 @@ def test_a_tied_embeddings_all_reduce_is_checked_against_the_counters_without_re
     """dp = 1, two stages: no data-parallel group, but the first and last stages
     all-reduce V h / t gradient elements: 2^59 two-byte elements are 2^60 bytes, past
     (2^63 - 1) // 8 for 2 GPUs (it failed inside the run); over tp = 2, 2^59 bytes run."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", run_reached)
     model = replace(tr.gpt(2, 64, 4, 16, 128, batch=2), tied_embedding=2**59)
     with pytest.raises(sc.InvalidInputError,
                        match=rf"^the gradient of GPT l=2 h=64's tied word embedding \(over "
                              rf"tp=1\), {2**60} bytes, in a collective over 2 GPUs"):
         tr.step(model, sc.topology.switch(2), dp=1, pp=2, gpu=_G)
-    with pytest.raises(_Ran):
+    with pytest.raises(RunReached):
         tr.step(model, sc.topology.switch(4), dp=1, tp=2, pp=2, gpu=_G)
 
 
@@ -867,7 +859,7 @@ def test_collnet_takes_a_tied_embeddings_all_reduce_only_over_the_whole_machine(
     """collnet=1 runs collectives over every GPU of the machine: with dp = tp = 1 the only
     one is the tied embedding's, over the first and last stages, which is the machine
     only with two stages on two GPUs; pp = 3 was let through and failed in the run."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", run_reached)
     topo = sc.topology.dgx_h100(1, sharp=True)
     model = tr.gpt(8, 256, 8, 64, 512, batch=8)
     with pytest.raises(sc.InvalidInputError,
@@ -876,7 +868,7 @@ def test_collnet_takes_a_tied_embeddings_all_reduce_only_over_the_whole_machine(
                              r"last stages\) does not"):
         tr.step(model, topo, dp=1, tp=1, pp=8, micro_batches=8, algorithm="nccl",
                 algorithm_params={"collnet": 1}, gpu=_G)
-    with pytest.raises(_Ran):   # untied: no collective at all
+    with pytest.raises(RunReached):   # untied: no collective at all
         tr.step(replace(model, tied_embedding=0), topo, dp=1, tp=1, pp=8, micro_batches=8,
                 algorithm="nccl", algorithm_params={"collnet": 1}, gpu=_G)
 
@@ -885,20 +877,20 @@ def test_a_stage_sending_exactly_2_to_the_63_bytes_is_refused(monkeypatch):
     """2^50 sequences of 32 x 64 two-byte elements, sent on and their gradients back:
     2 x 2^50 x 2^11 x 2 = 2^63 bytes, one past the int64 counters; a sequence fewer
     sends 2^63 - 2^13 and runs."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", run_reached)
     with pytest.raises(sc.InvalidInputError,
                        match=rf"^batch={2**50} over dp=1 makes a pipeline stage send "
                              rf"{2**63} bytes"):
         tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**50), sc.topology.switch(2), dp=1, pp=2)
-    with pytest.raises(_Ran):
+    with pytest.raises(RunReached):
         tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**50 - 1), sc.topology.switch(2), dp=1,
                 pp=2)
 
 
 def test_one_stage_sends_nothing_so_a_huge_batch_is_not_refused_for_sends(monkeypatch):
     """pp = 1 (and dp = tp = 1): no pipeline sends and no collective, whatever the batch."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
-    with pytest.raises(_Ran):
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", run_reached)
+    with pytest.raises(RunReached):
         tr.step(tr.gpt(2, 64, 4, 32, 100, batch=2**60), sc.topology.switch(1), dp=1)
 
 
@@ -906,14 +898,13 @@ def test_a_layers_gradients_are_checked_as_tensor_parallelism_splits_them(monkey
     """A layer of 2^59 elements, 2 bytes each, over dp = 2 (inputs of at most 2^60 - 1
     bytes): whole (tp = 1) its 2^60 bytes are refused; split over tp = 2, each GPU's
     2^59 bytes are not."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", run_reached)
     model = tr.Model("wide", (tr.Layer("a", (2**59,), 1.0, 1.0),), 2, 1, 2, 2)
     with pytest.raises(sc.InvalidInputError,
                        match=rf"^the gradients of wide's layer 'a' \(over tp=1\), {2**60} bytes"):
         tr.step(model, sc.topology.switch(2), dp=2)
-    with pytest.raises(_Ran):
+    with pytest.raises(RunReached):
         tr.step(model, sc.topology.switch(4), dp=2, tp=2)
-
 
 
 @pytest.mark.parametrize("sequence_parallel, recompute, collectives",
@@ -924,7 +915,7 @@ def test_what_a_gpu_sends_in_its_tensor_parallel_collectives_is_checked_before_t
     run then failed after it, naming an internal program): 2 blocks, one micro-batch of
     a bytes, each collective sending at most 2a: 2 x 2 x collectives x a against 2^63,
     with a = 2^46 sequences x 32 x 64 x 2 bytes = 2^58: 2^62 runs, 2^63 and more do not."""
-    monkeypatch.setattr("simcoll.training.parallel3d.run_program", _ran)
+    monkeypatch.setattr("simcoll.training.parallel3d.run_program", run_reached)
     a = 2**58
     model = tr.gpt(2, 64, 4, 32, 100, batch=2**46)
     most = 2 * 2 * collectives * a
@@ -936,6 +927,6 @@ def test_what_a_gpu_sends_in_its_tensor_parallel_collectives_is_checked_before_t
             tr.step(model, sc.topology.switch(2), dp=1, tp=2,
                     sequence_parallel=sequence_parallel, recompute=recompute)
     else:
-        with pytest.raises(_Ran):
+        with pytest.raises(RunReached):
             tr.step(model, sc.topology.switch(2), dp=1, tp=2,
                     sequence_parallel=sequence_parallel, recompute=recompute)

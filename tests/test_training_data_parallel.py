@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, GAMMA, reference_network
+from conftest import ALPHA, BETA, GAMMA, RunReached, reference_network, run_reached
 
 import simcoll as sc
 from simcoll import training as tr
@@ -164,22 +164,14 @@ def test_a_parameter_server_averages_a_step_where_its_servers_are_ranks():
                          gpu=tr.A100, algorithm="parameter_server")
 
 
-class _DataParallelRan(Exception):
-    """The step passed every check before the run."""
-
-
-def _dp_ran(*args, **kwargs):
-    raise _DataParallelRan
-
-
 def test_an_all_reduce_of_exactly_the_largest_input_is_not_refused(monkeypatch):
     """3 GPUs: 2 x 3^2 x n < 2^63 for n up to (2^63 - 1) // 18 = 512409557603043100
     bytes, 256204778801521550 two-byte gradients (accepted); one gradient more is
     refused."""
-    monkeypatch.setattr("simcoll.training.data_parallelism.run_program", _dp_ran)
+    monkeypatch.setattr("simcoll.training.data_parallelism.run_program", run_reached)
     n = 256204778801521550
     edge = tr.Model("edge", (tr.Layer("a", (n,), 1.0, 1.0),), 3, 1, 1, 1)
-    with pytest.raises(_DataParallelRan):
+    with pytest.raises(RunReached):
         tr.data_parallel(edge, sc.topology.switch(3))
     past = tr.Model("past", (tr.Layer("a", (n + 1,), 1.0, 1.0),), 3, 1, 1, 1)
     with pytest.raises(sc.InvalidInputError,

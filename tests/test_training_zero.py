@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import RunReached, run_reached
 
 import simcoll as sc
 from simcoll import training as tr
@@ -373,22 +374,14 @@ def test_the_last_layer_s_backward_gather_is_prefetched_once_its_forward_ends():
     assert z.exposed["all_gather"] == pytest.approx(1e-3, rel=1e-12)
 
 
-class _StepRan(Exception):
-    """The step passed every check before the run."""
-
-
-def _step_ran(*args, **kwargs):
-    raise _StepRan
-
-
 def test_zero_1_checks_its_buckets_not_its_layers_against_the_counters(monkeypatch):
     """One layer of two tensors of 2^58 two-byte elements on 2 GPUs (inputs of at most
     (2^63 - 1) // 8 = 2^60 - 1 bytes): ZeRO-1 reduce-scatters each tensor in a bucket of
     its own (2^59 bytes, over the 25 MB cap), so it runs; ZeRO-3 gathers and
     reduce-scatters the whole layer, 2^60 bytes, and is refused."""
-    monkeypatch.setattr("simcoll.training.zero.run_program", _step_ran)
+    monkeypatch.setattr("simcoll.training.zero.run_program", run_reached)
     model = tr.Model("two", (tr.Layer("a", (2**58, 2**58), 1.0, 1.0),), 2, 1, 1, 1)
-    with pytest.raises(_StepRan):
+    with pytest.raises(RunReached):
         tr.zero_step(model, sc.topology.switch(2), stage=1)
     with pytest.raises(sc.InvalidInputError,
                        match=rf"^two's largest layer's gradients, {2**60} bytes"):
@@ -399,7 +392,7 @@ def test_zero_counts_a_layers_padding_to_whole_shards_against_the_counters(monke
     """3 GPUs take inputs of at most (2^63 - 1) // 18 = 512409557603043100 bytes, which
     256204778801521550 two-byte elements fill exactly; padded to whole shards of 3 (one
     more element) they are 2 bytes past it."""
-    monkeypatch.setattr("simcoll.training.zero.run_program", _step_ran)
+    monkeypatch.setattr("simcoll.training.zero.run_program", run_reached)
     n = 256204778801521550
     assert 2 * n == (2**63 - 1) // 18 and n % 3 == 2
     model = tr.Model("edge", (tr.Layer("a", (n,), 1.0, 1.0),), 3, 1, 1, 1)
