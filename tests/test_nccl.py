@@ -334,19 +334,37 @@ def test_tree_channels_put_one_channel_of_each_tree_on_every_nic(nodes):
                if src.startswith("nic") and dst.startswith("leaf")) == 2 * (nodes - 1) * n
 
 
-def test_nvls_sends_and_receives_n_bytes_per_gpu_and_the_switch_reduces_right():
+@pytest.mark.parametrize("count", [60_000, 60_001, 5])
+def test_nvls_moves_a_gpus_own_block_to_the_switch_and_back_and_the_switch_reduces_right(
+        count):
+    """NCCL's one-node NVLS all_reduce (``oneNode`` in src/device/all_reduce.h) is a
+    reduce_scatter and an all_gather through the switch: each channel's part is cut in
+    one block per GPU, the switch reduces block j and hands it to GPU j (its head), which
+    stores it back to the multicast group. A GPU so pushes its buffer up, takes its own
+    blocks down and hands them back up, and receives every block from the multicast:
+    n + its blocks each way, (p + 1)/p n when they divide evenly. simcoll moved n each
+    way (the blocks' round trip left out)."""
     topo = sc.topology.dgx_h100(1)
-    inputs = make_data(8, 60_000, "float32")
+    inputs = make_data(8, count, "float32")
     # A sum: NVLS does not average (ncclNvlsSupported), test_nccl_selection.py.
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=inputs, algo="nvls",
                       op="sum")
     assert res.correct and res.params["algo"] == "nvls"
     assert_outputs_match(res, inputs, sc.ReduceOp.SUM)
     n = inputs[0].nbytes
-    assert res.bytes_sent.tolist() == [n] * 8 and res.bytes_received.tolist() == [n] * 8
-    for g in range(8):   # each byte crosses each GPU's link once each way
-        assert res.link_bytes[(f"gpu{g}", "nvswitch0")] == n
-        assert res.link_bytes[("nvswitch0", f"gpu{g}")] == n
+    # Channel c's part is np.array_split's c-th of the buffer, GPU g's block of it the
+    # g-th of that part's np.array_split in 8.
+    own = [0] * 8
+    for part in np.array_split(np.arange(count), res.params["channels"]):
+        for g, block in enumerate(np.array_split(part, 8)):
+            own[g] += 4 * len(block)
+    expected = [n + own[g] for g in range(8)]
+    assert res.bytes_sent.tolist() == expected and res.bytes_received.tolist() == expected
+    for g in range(8):
+        assert res.link_bytes[(f"gpu{g}", "nvswitch0")] == n + own[g]
+        assert res.link_bytes[("nvswitch0", f"gpu{g}")] == n + own[g]
+    if count % (8 * res.params["channels"]) == 0:
+        assert expected == [9 * n // 8] * 8
 
 
 @pytest.mark.parametrize("algo", ["auto", "nvls", "ring"])
@@ -375,8 +393,9 @@ def test_started_nccl_collectives_run_as_at_the_top_level(algo):
 def test_two_groups_run_nvls_on_one_switch_side_by_side():
     """Two tensor-parallel groups of 4 GPUs of one DGX H100 start an NVLS all_reduce each
     at once: the NVSwitch runs one program per group, each seeing its group's GPUs by
-    group rank, and every GPU sends its 4 MiB into the switch and gets 4 MiB back (NVLS:
-    n up and n down), the sums being each group's."""
+    group rank, and every GPU sends its 4 MiB into the switch, takes its quarter of the
+    blocks down and hands it back, and gets all 4 MiB from the multicasts: (p + 1)/p n
+    up and down, 5 MiB, the sums being each group's."""
     topo = sc.topology.dgx_h100(1)
     x = [np.full(2**20, r + 1, dtype=np.float32) for r in range(8)]
 
@@ -389,8 +408,37 @@ def test_two_groups_run_nvls_on_one_switch_side_by_side():
     for r in range(8):
         np.testing.assert_array_equal(res.outputs[r], np.full(2**20, 10 if r < 4 else 26))
     for r in range(8):
-        assert res.link_bytes[(f"gpu{r}", "nvswitch0")] == 4 * 2**20
-        assert res.link_bytes[("nvswitch0", f"gpu{r}")] == 4 * 2**20
+        assert res.link_bytes[(f"gpu{r}", "nvswitch0")] == 5 * 2**20
+        assert res.link_bytes[("nvswitch0", f"gpu{r}")] == 5 * 2**20
+
+
+@pytest.mark.parametrize("members", [[3, 0, 2, 1], [5, 7, 6], [7, 0]])
+def test_nvls_on_a_group_of_one_node_in_any_order(members):
+    """A group of some of a DGX H100's GPUs, listed in any order, runs NVLS: every
+    member gets the group's sum, and the members' links carry (p + 1) n bytes up and
+    as many down in all (each pushes n, each block goes down to its owner and back up
+    once, and every member receives n from the multicasts), the others' nothing."""
+    topo = sc.topology.dgx_h100(1)
+    count = 1000
+    x = [np.arange(count, dtype=np.float32) * (r + 1) for r in range(8)]
+
+    def program(comm):
+        if comm.rank not in members:
+            return None
+        out = yield comm.group(members).all_reduce(x[comm.rank], algorithm="nccl",
+                                                   algo="nvls")
+        return out
+
+    res = sc.run_program(topo, program)
+    total = np.sum([x[m] for m in members], axis=0)
+    for m in members:
+        np.testing.assert_array_equal(res.outputs[m], total)
+    n, p = 4 * count, len(members)
+    up = [res.link_bytes[(f"gpu{g}", "nvswitch0")] for g in range(8)]
+    down = [res.link_bytes[("nvswitch0", f"gpu{g}")] for g in range(8)]
+    assert sum(up) == sum(down) == (p + 1) * n
+    assert all(up[g] == down[g] == 0 for g in range(8) if g not in members)
+    assert all(up[g] > n for g in members)
 
 
 @pytest.mark.parametrize("members", [[0, 1, 3, 2, 8, 9, 10, 11], [15, 3, 7, 11, 2, 10],

@@ -1,7 +1,8 @@
 """NVLS reduce_scatter and all_gather (``algorithm="nccl"``, ``algo="nvls"``): results
 against the tests' numpy reference, every GPU's bytes worked out by hand, times worked out
-by hand on a switch that reduces without limit, and NCCL's tuner, which (with NCCL
-2.30.7's constants) never prefers them to a ring on one DGX H100."""
+by hand on a switch that reduces without limit or slowly (all_reduce's too), and NCCL's
+tuner, which (with NCCL 2.30.7's constants) never prefers them to a ring on one DGX
+H100."""
 
 from __future__ import annotations
 
@@ -106,6 +107,28 @@ def test_nvls_reduce_scatter_time_worked_out_by_hand_when_the_switch_reduction_i
     res = sc.simulate(topo, "reduce_scatter", algorithm="nccl", nbytes=n, algo="nvls")
     expected = (25 * US + 16 * piece / bw + (P - 1) * n / reduce_rate + piece / bw
                 + 2 * 0.5 * US)
+    assert res.time == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("reduce_rate", [25e9, 10e9])
+def test_nvls_all_reduce_time_worked_out_by_hand_when_the_switch_reduction_is_slow(
+        reduce_rate):
+    # As the reduce_scatter above until the switch's last reduction: NCCL's fixed 25 us,
+    # the first slices of all 16 channels sharing the up link (16 x 128 KiB / 100 GB/s),
+    # then 7 n bytes reduced at the switch's rate. The last reduced slice then makes
+    # three trips of 128 KiB, each at the link's 100 GB/s after its 0.5 us: down to the
+    # GPU that owns it (NCCL's head), back up (multimem.st), down again in the
+    # multicast; so four latencies in all with the first push's. The switch takes the
+    # channels' reductions in turn, so their last slices are done one reduction
+    # (128 KiB at the switch's rate, 5.2 us or more) apart, longer than a slice's first
+    # two trips and latencies: no two of them share a link.
+    n, bw, piece = 2**24, 100e9, 131072
+    topo = sc.topology.dgx_h100(1, nvlink_bandwidth=bw,
+                                nvswitch_reduce_bandwidth=reduce_rate)
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="nvls")
+    assert (res.params["channels"], res.params["proto"]) == (16, "Simple")
+    expected = (25 * US + 16 * piece / bw + (P - 1) * n / reduce_rate + 3 * piece / bw
+                + 4 * 0.5 * US)
     assert res.time == pytest.approx(expected, rel=1e-9)
 
 

@@ -302,8 +302,6 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
         return None  # NVSwitches only forward for CollNet
     if not nvls.served(comm):  # reduces for SHARP only, next to the GPUs' NVSwitch
         return None
-    if algo == "nvls" and not _across_nodes(comm):
-        return nvls.switch_all_reduce(comm, x, channels, op)
     return nvls_tree.switch_all_reduce(comm, x, channels, op)
 
 
@@ -351,11 +349,8 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
                 leaves[lanes[c][1]]))
         return glue(outs)
     yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
-    if algo == "nvls" and not _across_nodes(comm):
-        outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_reduce(
-            comm, parts[c], c, protocol))
-        return glue(outs)
-    across = None if algo == "nvls_tree" else _leaf(comm)
+    # NVLS on one node is NVLS-tree's three streams with no step across nodes
+    across = None if algo == "nvls_tree" or not _across_nodes(comm) else _leaf(comm)
     outs = yield from run_channels(comm, channels, lambda c: nvls_tree.gpu_all_reduce(
         comm, parts[c], c, protocol, op, across))
     return glue(outs)

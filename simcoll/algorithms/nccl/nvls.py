@@ -1,14 +1,15 @@
 """NVLink SHARP (NVLS), simulated: the NVSwitch reduces and multicasts.
 
-all_reduce: every GPU pushes its buffer into the NVSwitch slice by slice; for each slice
-the switch reduces what every GPU of the node pushed (at its own reduction bandwidth, one
-reduction at a time) and multicasts the result back, each byte crossing each
-switch-to-GPU link once. A GPU so sends n bytes and receives n bytes, whatever the rank
-count, against 2(p-1)/p n each way for a ring; the switch does all the reductions.
-NCCL's kernel is a reduce_scatter and an all_gather through the switch (below), which
-also take each GPU's own 1/p of the buffer to the switch and back: (p+1)/p n each way,
-which this model of all_reduce leaves out (at p = 8, 12.5% more bytes on a GPU's link
-than counted here; the time is set by the switch's reductions where they bound it).
+all_reduce (NCCL's one-node NVLS kernel, ``oneNode`` in src/device/all_reduce.h): a
+reduce_scatter and an all_gather through the switch, run side by side slice by slice
+(:mod:`.nvls_tree`'s three streams with no step across nodes). Each channel's part is cut
+into one block per GPU, its owner (NCCL's head): every GPU pushes every slice into the
+switch, which reduces it over the GPUs (``multimem.ld_reduce``, at the switch's own
+reduction bandwidth, one reduction at a time) and sends it to the slice's owner; the
+owner hands it straight back (``multimem.st``) and the switch multicasts it to every GPU,
+the owner included. A GPU so sends and receives (p+1)/p n bytes (its own block goes to
+the switch and back), whatever the rank count, against 2(p-1)/p n each way for a ring;
+the switch does all the reductions, (p-1) n bytes of output.
 
 reduce_scatter (NCCL reads its block with ``multimem.ld_reduce``, which has the switch
 fetch that block from every GPU and reduce it): every GPU pushes every block, the switch
@@ -20,7 +21,7 @@ included): every GPU pushes its part, the switch multicasts it to every GPU of t
 A GPU sends its n/p bytes and receives all p parts, n bytes (a ring: (p-1)/p n each way).
 
 Channels run side by side on the GPUs and on the switch, and the switch handles slice k
-of every block (reduce_scatter) or every GPU's part (all_gather) before slice k + 1, so
+of every block (all_reduce, reduce_scatter) or every GPU's part (all_gather) before slice k + 1, so
 all GPUs progress together. The switch sums 16-bit floats (float16, bfloat16) in float32
 and rounds once, as NVLink SHARP's ``multimem.ld_reduce ... .acc::f32`` does
 (src/device/reduce_kernel.h, from NCCL 2.27.3), where a GPU's reduction rounds at every
@@ -30,9 +31,10 @@ models the whole operation's latency as one fixed cost
 NCCL's NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB) at every size. NCCL lowers it for
 smaller buffers (``calcCollChunking`` in src/enqueue.cc: 64 KiB below 64 chunks per
 channel and head, 32 KiB below 8, 16 KiB below 2; NVLS-tree 32 KiB to 128 KiB, 64 KiB at
-most from 4 nodes); with those chunks the simulation moves further from nccl-tests (one
-DGX H100, 128 MiB to 1 GiB: 7.1% to 7.6%; two nodes: 20.3% to 21.5%; eight: 35.0% to
-46.0%, sizes up to 1 GiB), as smaller chunks only fill the pipeline sooner here, where a
+most from 4 nodes); with those chunks the simulation moved further from nccl-tests (one
+DGX H100, 128 MiB to 1 GiB: 7.1% to 7.6%, measured before the one-node all_reduce took its
+owners' round trip; two nodes: 20.3% to 21.5%; eight: 35.0% to 46.0%, sizes up to
+1 GiB), as smaller chunks only fill the pipeline sooner here, where a
 real chunk also costs a step. Device code: ``src/device/reduce_scatter.h`` and
 ``all_gather.h`` (NCCL 2.30.7). Across nodes NCCL runs NVLS reduce_scatter and
 all_gather with InfiniBand SHARP (:mod:`.nvls_sharp`).
@@ -55,7 +57,7 @@ from simcoll.typing import Steps
 _WIDENED = ("float16", "bfloat16")
 """The element types NVLS's switch sums in float32 (``PtxAcc_for_f16`` and ``_bf16``)."""
 
-__all__ = ["CHUNK_BYTES", "chunks", "served", "switch_of", "gpu_all_reduce", "switch_all_reduce",
+__all__ = ["CHUNK_BYTES", "chunks", "served", "switch_of", "switch_reduce",
            "gpu_reduce_scatter", "switch_reduce_scatter", "gpu_all_gather", "switch_all_gather"]
 
 CHUNK_BYTES = 128 * 1024
@@ -94,19 +96,6 @@ def _interleaved(parts: list[Buffer]) -> list[tuple[int, int, Buffer]]:
             for j, pieces in enumerate(sliced) if k < len(pieces)]
 
 
-def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol) -> Steps:
-    """One channel on a GPU: push every slice into the switch, take the results back."""
-    switch = switch_of(comm)
-    slices = chunks(part)
-    push = Sender(comm, switch, protocol, 0.0, channel)
-    for piece in slices:
-        yield from push.send(piece)
-    for k in range(len(slices)):
-        slices[k] = yield comm.recv(switch, tag=channel)
-    yield from push.drain()
-    return join(slices)
-
-
 def switch_reduce(comm: Comm, gpus: Sequence[int], tag: int, op: ReduceOp) -> Steps:
     """The switch's reduction of one slice: what each of ``gpus`` pushed on ``tag``,
     reduced with ``op`` one GPU after another, each reduction at the switch's rate. A
@@ -121,24 +110,6 @@ def switch_reduce(comm: Comm, gpus: Sequence[int], tag: int, op: ReduceOp) -> St
         if wide is not None:
             wide += got.astype(np.float32)
     return total if wide is None else frozen(wide.astype(total.dtype))
-
-
-def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp) -> Steps:
-    """The switch's side of every channel: reduce each slice over the attached GPUs,
-    multicast it back to them."""
-    gpus = served(comm)
-    # Every GPU's channel c part of x, as the GPUs cut it (sizes only: what arrives
-    # carries the data).
-    parts = list(split(x, channels))
-
-    def channel(c: int) -> Steps:
-        for _ in chunks(parts[c]):
-            total = yield from switch_reduce(comm, gpus, c, op)
-            comm.multicast(total, gpus, tag=c)
-        return None
-
-    yield from run_channels(comm, channels, channel)
-    return None
 
 
 def gpu_reduce_scatter(comm: Comm, parts: list[Buffer], channel: int,

@@ -1,5 +1,7 @@
-"""NVLS-tree, simulated: NVLink SHARP inside each node, a tree between nodes; and NVLS
-across nodes, where an InfiniBand SHARP switch takes the tree's place.
+"""NVLS-tree, simulated: NVLink SHARP inside each node, a tree between nodes; NVLS
+across nodes, where an InfiniBand SHARP switch takes the tree's place; and NVLS on one
+node, where nothing does (step 2 below is empty: each owner hands its slices straight
+back, as NCCL's one-node NVLS kernel does, ``oneNode`` in src/device/all_reduce.h).
 
 For each channel, every GPU's part is cut into one block per head; local GPU h is head h,
 owns block h, and talks to the other nodes over its own rail. Every node has as many
@@ -21,9 +23,9 @@ by side:
 3. each owner hands every finished slice back to the switch, which multicasts it to every
    GPU of the node.
 
-A GPU sends n and receives n bytes inside its node, as with NVLS, and a head also takes
-its block from the switch and hands it back (n / H each way, H heads) and carries the
-block's tree traffic on its NIC; the switch of a node of G GPUs reduces n x (G - 1)
+A GPU sends n and receives n bytes inside its node, and a head also takes its block from
+the switch and hands it back (n / H each way, H heads) and carries the block's tree
+traffic on its NIC; the switch of a node of G GPUs reduces n x (G - 1)
 bytes. NCCL's NVLS-tree latency is
 ``hwLatencies[NVLINK][NVLS_TREE][SIMPLE]`` (25 us) once, plus a network step per tree
 level. Sources: NCCL 2.30.7 ``src/device/all_reduce.h`` (``runRing``'s NVLS-tree
