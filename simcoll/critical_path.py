@@ -26,20 +26,23 @@ activities ended at one instant the walk takes one of them (an arrival at the en
 first, then its own reductions and compute, then a message it sent; among those, one
 with the tag of the message it leads to): each of them is equally critical by time.
 
-A message's transfer is put down to its route's narrowest link (:meth:`CriticalPath.by_link`):
-the one that left it the least bandwidth over the transfer: a link's bandwidth (where link
-faults, :class:`simcoll.Faults`, changed it, averaged over the transfer's span, 0 while
-failed) times the message's share of the bytes the link carried over that span
-(:attr:`Segment.shares`, from every traced message at its average rate, as
-:mod:`simcoll.link_load` draws them), so a link shared with other transfers (an incast's
-last hop) counts at what they left it. Its average rate (:attr:`Segment.rate`) is lower
-than that where a protocol's rate held the message back. The split of a message at the instant its
-bytes began to move takes the route's latency as it stood when the message was handed to
-the network. A link that fails under a message moves the bytes it has not yet sent to the
-route around the failed links, after the latency that route has beyond the one they left
-(:func:`simcoll.network.rerouting.change_link`): its transfer holds that wait and the time
-those bytes took (an empty message's latency holds it); its links, and so its narrowest
-link, stay those of the route it was handed to, the failed one among them.
+A message's transfer is put down to its route's narrowest link
+(:meth:`CriticalPath.by_link`): the one that left it the least bandwidth over the
+transfer: a link's bandwidth (where link faults, :class:`simcoll.Faults`, changed it,
+averaged over the transfer's span, 0 while failed) times the message's share of the bytes
+the link carried over that span (:attr:`Segment.shares`, from every traced message at its
+average rate, as :mod:`simcoll.link_load` draws them), so a link shared with other
+transfers (an incast's last hop) counts at what they left it; on
+``network="analytical"``, where links are not shared (each message moves at its route's
+least bandwidth), at its whole bandwidth. Its average rate (:attr:`Segment.rate`) is
+lower than that where a protocol's rate held the message back. The split of a message at
+the instant its bytes began to move takes the route's latency as it stood when the
+message was handed to the network. A link that fails under a message moves the bytes it
+has not yet sent to the route around the failed links, after the latency that route has
+beyond the one they left (:func:`simcoll.network.rerouting.change_link`): its transfer
+holds that wait and the time those bytes took (an empty message's latency holds it); its
+links, and so its narrowest link, stay those of the route it was handed to, the failed
+one among them.
 """
 
 from __future__ import annotations
@@ -92,7 +95,8 @@ class Segment:
             averaged over it (``TraceEvent.bandwidths``); others had their nominal one.
         shares: a transfer's links that other messages crossed during it, with its
             share of the bytes each carried over the transfer's span (every message at
-            its average rate); it had the others to itself.
+            its average rate); it had the others to itself (all of them on
+            ``network="analytical"``, which shares no link).
     """
 
     kind: str
@@ -373,7 +377,8 @@ def critical_path(result: RunResult) -> CriticalPath:
     """
     trace = traced_events(result)
     index = _Index(trace, result.sleeps or ())
-    carried = _LinkBytes(trace)
+    # the analytical network shares no link: every message has its route to itself
+    carried = None if result.network == "analytical" else _LinkBytes(trace)
     segments: list[Segment] = []
     t = result.time
     # The activity that ended the run: a message before any other, a sleep last (a
@@ -418,8 +423,8 @@ def critical_path(result: RunResult) -> CriticalPath:
                 segments.append(Segment("transfer", e.rank, e.peer, moving, e.end, e.nbytes,
                                         wire, tag=e.tag, via=e.via, links=tree.links,
                                         bandwidths=tree.bandwidths,
-                                        shares=carried.shares(tree.links, moving, e.end,
-                                                              wire)))
+                                        shares=() if carried is None else carried.shares(
+                                            tree.links, moving, e.end, wire)))
             if e.queued:
                 current = _ahead(index, current, moving)
                 ahead = trace[current].end

@@ -1032,3 +1032,31 @@ def test_an_empty_message_moved_off_a_failed_link_waits_its_detour_as_latency():
         ("latency", 0.0, pytest.approx(20e-6, rel=1e-12))]
     assert path.segments[0].route_latency == pytest.approx(10e-6, rel=1e-12)
     assert path.by_link(topo) == {}
+
+
+def test_on_the_analytical_network_a_transfer_is_put_down_to_its_own_narrowest_link():
+    """The analytical network shares no link: gpu1's 1 MB to gpu0 moves at its route's
+    least bandwidth (its 50 GB/s uplink) while gpu2 and gpu3 also send into gpu0 over
+    sw->gpu0 (80 GB/s), 20 us after two 1 us hops. The path put it down to sw->gpu0 at
+    a third of 80 GB/s (the shares the flow network's sharing would give), a link that
+    did not hold it back."""
+    topo = sc.Topology("uneven star")
+    gpus = [topo.add_gpu(f"gpu{i}") for i in range(4)]
+    switch = topo.add_switch("sw")
+    for gpu, bandwidth in zip(gpus, (80e9, 50e9, 100e9, 100e9)):
+        topo.add_link(gpu, switch, bandwidth=bandwidth, latency=1e-6)
+
+    def program(comm):
+        if comm.rank == 0:
+            for event in [comm.recv(r) for r in (1, 2, 3)]:
+                yield event
+        else:
+            yield comm.send(np.zeros(1_000_000, np.uint8), 0)
+
+    res = sc.run_program(topo, program, trace=True, network="analytical")
+    assert res.time == pytest.approx(2e-6 + 1e6 / 50e9, rel=1e-12)
+    path = sc.critical_path(res)
+    [transfer] = [s for s in path.segments if s.kind == "transfer"]
+    assert transfer.shares == ()
+    assert narrowest_link(topo, transfer) == "gpu1->sw"
+    assert path.by_link(topo) == {"gpu1->sw": pytest.approx(20e-6, rel=1e-9)}
