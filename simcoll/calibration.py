@@ -104,7 +104,11 @@ class Calibration:
         undetermined: how many combinations of the free constants the fitted sizes do
             not pin down (change no simulated time where the fit ended, so other values
             fit as well): the free constants beyond the sizes at least; 0 where all are
-            determined.
+            determined. Two constants whose times add alike at every size (a ring
+            all_reduce's link and reduction bandwidths: n / bandwidth and
+            n / (2 reduce_bandwidth) per step) are one such combination.
+        traded_off: the free constants in those combinations (empty where all are
+            determined): values of them that keep the combination fit as well.
     """
 
     values: Mapping[str, float] = field(hash=False)
@@ -125,6 +129,7 @@ class Calibration:
     undetermined: int = 0
     settings: tuple[Setting, ...] = ()
     left_out_settings: tuple[Setting, ...] = ()
+    traded_off: tuple[str, ...] = ()
 
     @property
     def not_fitted(self) -> tuple[str, ...]:
@@ -165,11 +170,12 @@ class Calibration:
                   f"{self.bounds[k][side == 'upper']:g}: the best fit may lie beyond it"
                   for k, side in self.on_bound.items()]
         if self.undetermined:
-            notes.append(f"note: the sizes fitted ({len(self.sizes)}) do not pin down the "
+            notes.append(f"note: the sizes fitted ({len(set(self.sizes))}) do not pin down the "
                          f"{len(self.values)} free constants: {self.undetermined} "
-                         f"combination(s) of them move no simulated time where the fit "
-                         f"ended, so other values fit as well; fit more sizes, or free "
-                         f"fewer constants")
+                         f"combination(s) of {', '.join(self.traded_off)} move no "
+                         f"simulated time where the fit ended, so other values fit as "
+                         f"well; fit more sizes (ones where they act differently), or "
+                         f"free fewer constants")
         if self.unsimulated:
             notes.append(f"note: {len(self.unsimulated)} trial point(s) could not be "
                          f"simulated within simcoll's run limits (the first at "
@@ -534,14 +540,15 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         if math.isclose(fitted[k], initial[k], rel_tol=1e-12):
             fitted[k] = initial[k]
     after = tried[best.tobytes()]
+    undetermined, traded = _undetermined(min(jacobians, key=lambda c: c[0])[1]
+                                         if jacobians else None, len(shapes), names)
     return Calibration(fitted, initial, machine(fitted), table.sizes,
                        tuple(measured.tolist()), tuple(before.tolist()),
                        tuple(after.tolist()), count[0], message,
                        {k: fitted[k] for k in tuned}, bounds, tuple(unmoved), probed, left_out,
-                       tuple(v for v, _ in unsimulated),
-                       _undetermined(min(jacobians, key=lambda c: c[0])[1]
-                                     if jacobians else None, len(shapes), len(names)),
-                       tuple((r.type, r.redop, r.root) for r in table.rows), left_out_settings)
+                       tuple(v for v, _ in unsimulated), undetermined,
+                       tuple((r.type, r.redop, r.root) for r in table.rows), left_out_settings,
+                       traded)
 
 
 def _named(values: Mapping[str, float]) -> str:
@@ -562,15 +569,33 @@ def _all_unsimulated(unsimulated: list[tuple[dict[str, float], RunLimitError]]
           f"within the limits at", why.running)
 
 
-def _undetermined(jacobian: np.ndarray | None, sizes: int, free: int) -> int:
-    """How many combinations of the free constants the sizes do not pin down: the rank
-    the Jacobian where the best fit ended falls short of its columns that move the time
-    by (constants that move none are reported on their own), or without one, the
-    constants beyond the sizes."""
+_FLAT = 1e-6
+"""A singular value of the fit's Jacobian (log time against the constants on their fit
+scales) below this share of the largest counts as 0: the Jacobian is a finite-difference
+one, whose directions that move no time still show ~1e-8 of the largest."""
+
+
+def _undetermined(jacobian: np.ndarray | None, sizes: int, names: list[str]
+                  ) -> tuple[int, tuple[str, ...]]:
+    """How many combinations of the free constants the sizes do not pin down, and the
+    constants in them: the rank the Jacobian where the best fit ended falls short of its
+    columns that move the time by (constants that move none are reported on their own),
+    at :data:`_FLAT`; or without one, the constants beyond the sizes (all of them
+    named)."""
     if jacobian is None:
-        return max(0, free - sizes)
-    moving = jacobian[:, np.any(jacobian, axis=0)]
-    return int(moving.shape[1] - np.linalg.matrix_rank(moving)) if moving.size else 0
+        short = max(0, len(names) - sizes)
+        return short, tuple(names) if short else ()
+    columns = [i for i in range(len(names)) if np.any(jacobian[:, i])]
+    if not columns:
+        return 0, ()
+    moving = jacobian[:, columns]
+    _, singular, directions = np.linalg.svd(moving)
+    flat = int(moving.shape[1] - np.count_nonzero(singular > _FLAT * singular[0]))
+    if not flat:
+        return 0, ()
+    null = directions[moving.shape[1] - flat:]   # rows spanning the flat directions
+    weight = np.max(np.abs(null), axis=0)
+    return flat, tuple(names[i] for i, w in zip(columns, weight) if w > 1e-3)
 
 
 _HAIR = 1e-9

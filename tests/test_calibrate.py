@@ -539,11 +539,42 @@ def test_fewer_sizes_than_free_constants_are_named():
     cal = sc.calibrate(ring_switch, one, free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 1e12),
                                                "latency": (5 * sc.us, 10 * sc.ns, 1e-4)})
     assert cal.undetermined == 1 and max(abs(e) for e in cal.error_after) < 1e-9
+    assert cal.traded_off == ("bandwidth", "latency")
     assert any(note.startswith("note: the sizes fitted (1) do not pin down the 2 free "
                                "constants") for note in cal.notes)
     both = sc.calibrate(ring_switch, table4(), free={
         "bandwidth": (20 * sc.GB, 1 * sc.GB, 1e12), "latency": (5 * sc.us, 10 * sc.ns, 1e-4)})
     assert both.undetermined == 0
+
+
+def test_two_constants_that_act_alike_at_every_size_are_named_as_traded_off():
+    """A ring all_reduce's p - 1 reducing steps each move n / p over a link and reduce
+    n / p, so the time is (p - 1) n / p (2 / bandwidth + 1 / reduce_bandwidth) plus
+    latencies: every pair on 2 / B + 1 / R = 2 / 40 GB/s fits the table alike. The
+    fit's finite-difference Jacobian still showed ~1e-8 of its largest singular value
+    there, which counted as a determined direction: no note, undetermined 0."""
+    def build(bandwidth: float, reduce_bandwidth: float) -> sc.Topology:
+        return sc.topology.switch(P4, bandwidth=bandwidth, latency=LINK_LATENCY,
+                                  reduce_bandwidth=reduce_bandwidth)
+
+    cal = sc.calibrate(build, table4(), free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 1e12),
+                                              "reduce_bandwidth": (100 * sc.GB, 1 * sc.GB,
+                                                                   1e15)})
+    b, r = cal.values["bandwidth"], cal.values["reduce_bandwidth"]
+    assert 2 / b + 1 / r == pytest.approx(2 / TRUE_BANDWIDTH, rel=1e-6)
+    assert cal.undetermined == 1 and cal.traded_off == ("bandwidth", "reduce_bandwidth")
+    assert ("note: the sizes fitted (3) do not pin down the 2 free constants: 1 "
+            "combination(s) of bandwidth, reduce_bandwidth move no simulated time where "
+            "the fit ended") in " ".join(cal.notes)
+    # another pair on the line gives the table's times as well
+    other = build(60 * sc.GB, 1 / (2 / TRUE_BANDWIDTH - 2 / (60 * sc.GB)))
+    for size in SIZES4:
+        res = sc.simulate(other, "all_reduce", algorithm="ring", nbytes=size)
+        assert res.time == pytest.approx(ring_time(size), rel=1e-9)
+    # one constant alone is determined
+    alone = sc.calibrate(lambda bandwidth: build(bandwidth, 1e15), table4(),
+                         free={"bandwidth": (20 * sc.GB, 1 * sc.GB, 1e12)})
+    assert alone.undetermined == 0 and alone.traded_off == ()
 
 
 def test_a_size_of_eleven_digits_keeps_the_columns():

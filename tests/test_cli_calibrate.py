@@ -330,8 +330,9 @@ def test_one_size_is_one_size(capsys, tmp_path):
     lines = out.splitlines()
     assert lines[0].endswith(f"all_reduce / ring on switch:ranks=8, 1 size of {log}")
     assert ("note: the sizes fitted (1) do not pin down the 2 free constants: 1 "
-            "combination(s) of them move no simulated time where the fit ended, so other "
-            "values fit as well; fit more sizes, or free fewer constants") in lines
+            "combination(s) of bandwidth, latency move no simulated time where the fit "
+            "ended, so other values fit as well; fit more sizes (ones where they act "
+            "differently), or free fewer constants") in lines
 
 
 def test_a_log_of_simcoll_run_with_the_fitted_param_gets_no_note(capsys, nccl_log):

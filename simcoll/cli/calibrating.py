@@ -299,6 +299,7 @@ def _record(fit: Calibration) -> dict[str, Any]:
             "unmoved": list(fit.unmoved),
             "probed": {k: float(v) for k, v in fit.probed.items()}, "on_bound": fit.on_bound,
             "left_out": list(fit.left_out), "undetermined": fit.undetermined,
+            "traded_off": list(fit.traded_off),
             "settings": [list(x) for x in fit.settings],
             "left_out_settings": [list(x) for x in fit.left_out_settings],
             "unsimulated": [dict(point) for point in fit.unsimulated]}
