@@ -888,3 +888,66 @@ def test_mut_a_bad_row_after_titleless_rows_is_not_called_no_log():
     message = str(caught.value)
     assert message.startswith("line 4: ")
     assert "column titles came before it" not in message
+
+
+def _headerless_names(program: str) -> str:
+    """A run of nccl-tests before 2.16.7, whose header names no program."""
+    return nccl_text(program, 8, SIZES[:4], version=False)
+
+
+@pytest.mark.parametrize("program, named, root, prints", [
+    ("reduce", "all_reduce", 0, "-1"),
+    ("all_reduce", "reduce", -1, r"its root, a rank \(0 or more\)"),
+    ("broadcast", "all_gather", 0, "-1"),
+    ("all_gather", "broadcast", -1, r"its root, a rank \(0 or more\)"),
+])
+def test_a_row_whose_root_another_collective_prints_is_refused(program, named, root, prints):
+    """nccl-tests gives ``TimeTest`` root -1 for the collectives without one and a rank
+    for broadcast, reduce, gather and scatter (each rank in turn with ``-r -1``). A reduce
+    log read as all_reduce was fitted as one (its busbw / algbw 1, all_reduce's 1.75 on
+    8 ranks); a broadcast log read as all_gather was told it was measured on 1 rank."""
+    text = _headerless_names(program)
+    with pytest.raises(InvalidInputError, match=rf"line \d+: root {root}, where {named} "
+                                                rf"prints {prints}: .*name the collective "
+                                                rf"it measured"):
+        parse(text, collective=named)
+    assert parse(text, collective=program).collective == program
+
+
+def test_rows_that_move_bytes_are_not_read_as_one_ranks_share():
+    """An all_reduce's rows read as reduce_scatter (both print root -1 and a reduction):
+    size = count x itemsize made them one rank's share on one rank, where a rank-share
+    collective's bus bandwidth, (n - 1) / n of algbw, is 0; these rows' is 1.75 times
+    it. No rank count is taken from them."""
+    text = nccl_text("all_reduce", 8, [1 << 20, 1 << 26], version=False)
+    rows = "\n".join(line for line in text.splitlines()
+                     if line.strip() and not line.startswith("#"))
+    assert parse(rows, collective="reduce_scatter").nranks is None
+    assert parse(rows, collective="all_reduce").nranks == 8
+
+
+def test_a_program_a_log_line_names_gives_way_to_the_collective_given():
+    """A build or listing line naming another nccl-tests program before a run whose
+    header names none: the run was taken for that program, and naming the collective
+    (as the refusal advised) was refused. A header's program still is not overridden."""
+    text = "make: built src/all_gather_perf src/all_reduce_perf\n" + \
+        _headerless_names("all_reduce")
+    with pytest.raises(InvalidInputError, match="where all_gather prints none"):
+        parse(text)
+    assert parse(text, collective="all_reduce").collective == "all_reduce"
+    with pytest.raises(InvalidInputError, match="collective 'all_gather' was given, but the "
+                                                "run starting at line 1 is 'all_reduce'"):
+        parse(nccl_text("all_reduce", 8, SIZES[:4]), collective="all_gather")
+
+
+@pytest.mark.parametrize("prefix", ["node01: ", "gpu-host.example.org: ",
+                                    "2024-05-01T12:00:00.123456789Z ",
+                                    "2024-05-01T12:00:00+02:00 node01: "])
+def test_a_parallel_shells_host_and_a_log_collectors_time_stamp_are_read_past(prefix):
+    """pdsh / clush write each line's host first, ``kubectl logs --timestamps`` a time
+    stamp: the rows were not found ("no result rows found")."""
+    text = nccl_text("all_reduce", 8, SIZES[:4])
+    plain = parse(text)
+    prefixed = parse("".join(prefix + line for line in text.splitlines(keepends=True)))
+    assert prefixed.rows == plain.rows and prefixed.nranks == plain.nranks == 8
+    assert prefixed.collective == "all_reduce"

@@ -202,10 +202,10 @@ def test_rows_without_a_device_list_tell_their_rank_count_by_busbw_over_algbw():
                                                 "the machine has 16"):
         sc.compare(sc.topology.switch(16), table)
     # all_gather, (n - 1) / n: 3.50 / 4.00 = 0.875 is n = 8; reduce_scatter's 0.75, 4
-    def row(size, count, redop, algbw, busbw):
+    def row(size, count, redop, algbw, busbw, root=-1):
         time = f"{size / (algbw * 1e3):.2f}"   # us, as size / algbw
         block = f"{time:>8} {algbw:7.2f} {busbw:7.2f}      0"
-        return f"{size:12d} {count:13d}     float {redop:>7}      -1 {block} {block}\n"
+        return f"{size:12d} {count:13d}     float {redop:>7} {root:7d} {block} {block}\n"
 
     assert parse(row(8 << 20, 1 << 18, "none", 4.0, 3.5),
                  collective="all_gather").nranks == 8
@@ -213,7 +213,7 @@ def test_rows_without_a_device_list_tell_their_rank_count_by_busbw_over_algbw():
                  collective="reduce_scatter").nranks == 4
     for text, collective in ((row(64, 16, "sum", 0.003, 0.005), "all_reduce"),
                              (row(1 << 20, 1 << 18, "sum", 4.0, 9.0), "all_reduce"),
-                             (row(1 << 20, 1 << 18, "none", 4.0, 4.0), "broadcast"),
+                             (row(1 << 20, 1 << 18, "none", 4.0, 4.0, 0), "broadcast"),
                              (row(1 << 20, 1 << 18, "sum", 1.0, 1.97), "all_reduce")):
         assert parse(text, collective=collective).nranks is None, text
 

@@ -128,8 +128,10 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
         raise run.error
     named = _collective_name(run.program, strict=False) if run.program else None
     if wanted is not None and named is not None and wanted != named:
-        raise InvalidInputError(f"collective {wanted!r} was given, but the run starting at "
-                                f"line {run.start} is {named!r}")
+        if run.guessed_at is None:
+            raise InvalidInputError(f"collective {wanted!r} was given, but the run starting "
+                                    f"at line {run.start} is {named!r}")
+        named = None   # a program a log line named: the collective given wins
     ranks, communicators = _first_communicator(run)
     # a device list cut short (pasted logs keep a few lines) names ranks beyond its length
     listed = ranks and sorted(run.ranks) == list(range(len(run.ranks)))
@@ -141,6 +143,7 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
         nranks = _bandwidth_ranks(run.rows, collective)
     for row in run.rows:
         _check_redop(row, collective)
+        _check_root(row, collective)
         _check_size(row, collective, nranks)
     # without column titles, an error column shows in values that are not counts
     error_column = run.layout is not None and run.layout.error_column or any(
@@ -177,13 +180,19 @@ def _first_communicator(run: Run) -> tuple[list[int], int]:
 
 def _implied_ranks(rows: list[NcclTestsRow]) -> int | None:
     """The ranks a rank-share collective's rows give, size / (count x itemsize), where
-    every row with elements gives the same whole number; else None."""
+    every row with elements gives the same whole number; else None. One rank is not
+    taken from rows whose bus bandwidth is above 0 (a rank-share collective's factor,
+    (n - 1) / n, is 0 on one rank): their size is their count, as another collective's
+    is."""
     found = set()
     for row in rows:
         if row.count and row.type in ITEMSIZE:
-            ranks, rest = divmod(row.size, row.count * ITEMSIZE[row.type])
-            found.add(ranks if rest == 0 else 0)
-    return found.pop() if len(found) == 1 and 0 not in found else None
+            whole, rest = divmod(row.size, row.count * ITEMSIZE[row.type])
+            found.add(whole if rest == 0 else 0)
+    ranks = found.pop() if len(found) == 1 and 0 not in found else None
+    moving = any(m is not None and m.busbw > 0 for r in rows for m in (r.out_of_place,
+                                                                        r.in_place))
+    return None if ranks == 1 and moving else ranks
 
 
 _MOST_RANKS = 1 << 24
@@ -247,6 +256,24 @@ def _check_redop(row: NcclTestsRow, collective: str | None) -> None:
             else "none"
         raise InvalidInputError(
             f"line {row.line}: redop {row.redop!r}, where {collective} prints {prints}: the "
+            f"row is another run's (runs without their headers between them?), or the "
+            f"collective is another; split the log, or name the collective it measured")
+
+
+_ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
+_UNROOTED = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "sendrecv",
+                       "hypercube"})
+
+
+def _check_root(row: NcclTestsRow, collective: str | None) -> None:
+    """A rooted collective prints its root, a rank (each in turn with ``-r -1``), the
+    others -1 (the root nccl-tests' ``TimeTest`` is given, src/*.cu)."""
+    if row.root is None or (collective not in _ROOTED and collective not in _UNROOTED):
+        return
+    if (collective in _ROOTED) != (row.root >= 0):
+        prints = "its root, a rank (0 or more)" if collective in _ROOTED else "-1"
+        raise InvalidInputError(
+            f"line {row.line}: root {row.root}, where {collective} prints {prints}: the "
             f"row is another run's (runs without their headers between them?), or the "
             f"collective is another; split the log, or name the collective it measured")
 

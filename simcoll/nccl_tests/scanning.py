@@ -29,6 +29,12 @@ __all__ = ["Run", "split_runs", "version_of"]
 
 _PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?[ \t]?")
 _SRUN = re.compile(r"^\s*\d+: ")
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]")
+"""An RFC 3339 time stamp a log collector writes first (``kubectl logs --timestamps``)."""
+_HOST = re.compile(r"^[A-Za-z][\w.-]*: (?=\s*[#\d])")
+"""A host name a parallel shell writes first (pdsh, clush: ``node01: ``), before a
+header or a row (nccl-tests' own failure lines start with the host too, and are quoted
+whole)."""
 _ROW_START = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)\s+(?:\S+\s+){5}\S")
 _CUT_ROW = re.compile(r"^\s*\d+\s+\d+\s+(?:" + "|".join(ITEMSIZE) + r")(?:\s|$)")
 """The size, count and type a result row starts with (where it has too few fields)."""
@@ -49,8 +55,11 @@ class Run:
     """What has been read of one run so far.
 
     Attributes:
+        guessed_at: the line a program was read from where no header named it (a command
+            line, any log line naming ``*_perf``): a guess a collective the caller names
+            overrides; None where a header named it, or none is known.
         next_program: a program named (on a command line) after this run's rows, which
-            the next run takes.
+            the next run takes (``next_guessed_at``: that line).
         error: the first error in the run's lines, raised when its table is asked for.
     """
 
@@ -70,7 +79,9 @@ class Run:
     simcoll_run: str | None = None
     """What ``simcoll run`` printed its table of: ``ring, network flow, params: none``."""
     finished: bool = False
+    guessed_at: int | None = None
     next_program: str | None = None
+    next_guessed_at: int | None = None
     error: InvalidInputError | None = None
 
 
@@ -112,10 +123,14 @@ class _Scanner:
         self.runs: list[Run] = []
         self.run = Run(start=1)
 
-    def new_run(self, number: int, program: str | None = None) -> None:
+    def new_run(self, number: int, program: str | None = None,
+                guessed_at: int | None = None) -> None:
         """Start the next run at line ``number``."""
-        self.runs.append(self.run)
-        self.run = Run(start=number, program=self.run.next_program or program)
+        done = self.run
+        self.runs.append(done)
+        if done.next_program:
+            program, guessed_at = done.next_program, done.next_guessed_at
+        self.run = Run(start=number, program=program, guessed_at=guessed_at)
 
     def read(self, raw: str, number: int) -> None:
         """One line; an error is kept in its run, whose later lines are skipped."""
@@ -150,14 +165,14 @@ class _Scanner:
                 f"{stripped!r}; the run stopped inside it (killed?): to use the rows "
                 f"before it, keep only the lines before line {number}")
         else:
-            _read_log_line(run, stripped)
+            _read_log_line(run, stripped, number)
 
     def read_result_row(self, line: str, number: int) -> None:
         """A result row: of the run being read, or the first of another (after a footer,
         read as the run before it was)."""
         if self.run.finished:
             done = self.run
-            self.new_run(number, done.program)
+            self.new_run(number, done.program, done.guessed_at)
             self.run.layout = None if done.layout is None else dataclasses.replace(done.layout)
         row = self.row_in_layout(line, number)
         if _restarts(self.run, row):
@@ -210,9 +225,14 @@ def _restarts(run: Run, row: NcclTestsRow) -> bool:
 
 
 def _strip_prefix(raw: str) -> str:
-    """The line without a byte-order mark or an MPI launcher's rank prefix (also where
-    one interrupts it)."""
+    """The line without a byte-order mark, a log collector's time stamp, a parallel
+    shell's host name, or an MPI launcher's rank prefix (also where one interrupts
+    it)."""
     line = raw.rstrip("\r\n").lstrip("\ufeff")
+    for prefix in (_STAMP, _HOST):
+        match = prefix.match(line)
+        if match:
+            line = line[match.end():]
     match = _PREFIX.match(line.lstrip())
     if match:
         return _PREFIX.sub(" ", line.lstrip()[match.end():])
@@ -229,7 +249,7 @@ def _starts_run(stripped: str) -> bool:
 def _read_comment(run: Run, body: str, number: int) -> None:
     """A ``#`` line: header, column titles, or footer."""
     if body.startswith("Collective test starting:"):
-        run.program = body.partition(":")[2].strip()
+        run.program, run.guessed_at = body.partition(":")[2].strip(), None
     elif body.startswith("nccl-tests version"):
         code = _LIBRARY_CODE.search(body)
         if code:
@@ -240,6 +260,7 @@ def _read_comment(run: Run, body: str, number: int) -> None:
         match = _SIMCOLL.match(body)
         if match:
             run.program, run.simcoll_run = match.group(1), match.group(2).strip()
+            run.guessed_at = None
     elif body.startswith("nRanks "):
         fields = body.split()
         if len(fields) > 1 and fields[1].isdigit():
@@ -267,7 +288,7 @@ def _read_comment(run: Run, body: str, number: int) -> None:
             run.finished = True
 
 
-def _read_log_line(run: Run, stripped: str) -> None:
+def _read_log_line(run: Run, stripped: str, number: int) -> None:
     """A line outside the table (a command, a log line): only versions and programs; a
     program named after the run's rows is the next run's (the command that starts it)."""
     version = _VERSION_LINE.search(stripped)
@@ -276,9 +297,9 @@ def _read_log_line(run: Run, stripped: str) -> None:
     program = _PROGRAM.search(stripped)
     if program and program.group(1) in PROGRAMS:
         if run.rows or run.finished:
-            run.next_program = program.group(1)
+            run.next_program, run.next_guessed_at = program.group(1), number
         elif run.program is None:
-            run.program = program.group(1)
+            run.program, run.guessed_at = program.group(1), number
 
 
 def version_of(code: int) -> str:
