@@ -628,3 +628,43 @@ def test_astra_quoted_signed_whole_numbers_are_numbers(tmp_path):
     topo = sc.topology.load(astra(tmp_path, "[ Ring ]", "[ '+4' ]", "[ '200' ]",  # noqa: F821
                                   "[ '5' ]"))
     assert len(topo.gpus) == 4
+
+
+@pytest.mark.parametrize("where", ["device", "kind", "topology"])
+def test_a_name_utf8_cannot_encode_is_refused_when_added(where, tmp_path):
+    """A lone surrogate in a device name, a link's kind or the topology's name was
+    accepted: saving to TOML then raised a raw UnicodeEncodeError and YAML wrote a file
+    load refused. It is refused where it is given, naming it."""
+    bad = "a\ud800"
+    with pytest.raises(sc.TopologyError, match="UTF-8 cannot encode"):
+        topo = sc.Topology(bad if where == "topology" else "t")
+        first = topo.add_gpu(bad if where == "device" else "g0")
+        topo.add_link(first, topo.add_gpu("g1"), bandwidth=1e9,
+                      kind=bad if where == "kind" else "nvlink")
+    fine = sc.Topology("t")
+    fine.add_link(fine.add_gpu("a\u00e9"), fine.add_gpu("g1"), bandwidth=1e9)
+    for suffix in ("toml", "yaml", "json"):
+        sc.topology.save(fine, tmp_path / f"m.{suffix}")
+        assert sc.topology.load(tmp_path / f"m.{suffix}").devices == fine.devices
+
+
+@pytest.mark.parametrize("value", [[4], [4, 4]])
+def test_a_list_is_taken_only_by_a_dims_parameter_of_a_preset_file(value, tmp_path):
+    """``args: {n: [4]}`` built switch(4): every list was joined with 'x', meant for
+    dims. A list for a parameter of another kind is refused, naming it."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"preset": "switch", "args": {"n": value}}))
+    with pytest.raises(sc.TopologyError, match=r"args\.n.*a list \[4.*is not accepted for "
+                                                r"switch's 'n'; give one value"):
+        sc.topology.load(path)
+    path.write_text(json.dumps({"preset": "torus", "args": {"dims": [2, 2]}}))
+    assert sc.topology.load(path).nranks == 4
+
+
+def test_a_second_link_between_a_pair_is_refused_with_what_to_do():
+    topo = sc.Topology("dup")
+    a, b = topo.add_gpu(), topo.add_gpu()
+    topo.add_link(a, b, bandwidth=25e9)
+    with pytest.raises(sc.TopologyError, match="already linked: one link joins a pair .*"
+                                               "one link of their summed bandwidth"):
+        topo.add_link(b, a, bandwidth=25e9)

@@ -27,7 +27,8 @@ its shortest route through every dimension it crosses (ASTRA-sim's congestion-un
 backend charges only the first differing dimension; its collectives send along one
 dimension at a time, where the two agree). A ring of 2 NPUs is one link, as in
 ASTRA-sim, whose congestion-aware ``Ring`` connects the pair twice but keeps one link
-per peer (``Device::links`` is a map: the second replaces the first). With two or more
+per peer (``Device::links`` is a map: in a release build the second replaces the first;
+a build with asserts stops on ``Device::connect``'s ``assert(!connected(id))``). With two or more
 dimensions a GPU's ``node`` is its dimension-0 group (rank // n0), so hierarchical
 algorithms treat dimension 0 as the server. The machine is timed by simcoll's network
 model (by default a message takes its route's summed latency plus its bytes over the

@@ -175,6 +175,7 @@ class Topology:
         if not isinstance(name, str) or not name:
             raise TopologyError(f"topology name {name!r} is not accepted; use a non-empty "
                                 f"string")
+        _check_encodable(f"topology name {name!r}", name)
         self.name = name
         self.spec: str | None = None
         self._cpu = "unknown"
@@ -238,6 +239,7 @@ class Topology:
                 name = f"{prefix}{count}"
         if not isinstance(name, str) or not name:
             raise TopologyError(f"device name {name!r} is not a non-empty string")
+        _check_encodable(f"device name {name!r}", name)
         if "->" in name:
             raise TopologyError(f"device name {name!r} is not accepted: it holds '->', "
                                 f"which joins a link's two ends in simcoll's outputs "
@@ -325,7 +327,9 @@ class Topology:
         if u == v:
             raise TopologyError(f"link ({u!r}, {v!r}) joins a device to itself")
         if frozenset((u, v)) in self._pairs:
-            raise TopologyError(f"devices {u!r} and {v!r} are already linked")
+            raise TopologyError(f"devices {u!r} and {v!r} are already linked: one link joins "
+                                f"a pair (several physical links between them, such as "
+                                f"NVLinks, are one link of their summed bandwidth)")
         bandwidth = _check_rate(f"bandwidth of link ({u!r}, {v!r})", bandwidth, allow_inf=False)
         if back_bandwidth is not None:
             back_bandwidth = _check_rate(f"back_bandwidth of link ({u!r}, {v!r})",
@@ -334,6 +338,7 @@ class Topology:
                        what="seconds") + 0.0  # -0.0 is 0.0: one machine, one hash
         kind = text(kind, f"kind of link ({u!r}, {v!r})", error=TopologyError,
                     what="a label such as 'nvlink', 'pcie' or 'ib'")
+        _check_encodable(f"kind {kind!r} of link ({u!r}, {v!r})", kind)
         link = Link(u, v, bandwidth, latency, kind, back_bandwidth)
         self.spec = None
         index = len(self._links)
@@ -830,3 +835,13 @@ def _checked_routing(routing: Any) -> str:
         raise TopologyError(f"routing={shown(routing)} is not accepted; use one of "
                             f"{', '.join(map(repr, ROUTINGS))}")
     return routing
+
+
+def _check_encodable(what: str, text: str) -> None:
+    """Refuse ``text`` where it cannot be written as UTF-8 (a lone surrogate such as
+    '\\ud800'): topology files and outputs are UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TopologyError(f"{what} is not accepted: it holds a character UTF-8 cannot "
+                            f"encode (a lone surrogate), so no file could hold it") from None

@@ -251,11 +251,16 @@ def _preset(data: dict[str, Any], ctx: Context) -> Topology:
         raise ctx.error(("args",), f"expected a mapping of parameter: value, got {args!r:.60}")
 
     optional = {p.name: p.optional for p in parameters(name)}
+    kinds = {p.name: p.kind for p in parameters(name)}
 
     def text(key: str, value: Any) -> str:
         if isinstance(value, bool):
             return str(value).lower()
         if isinstance(value, (list, tuple)):
+            if kinds.get(key) != "dims":
+                raise ctx.error(("args", key), f"a list {list(value)!r:.60} is not accepted "
+                                               f"for {name}'s {key!r}; give one value (only "
+                                               f"a dims parameter takes a list)")
             return "x".join(str(v) for v in value)
         if value is None and not optional.get(key, True):
             raise ctx.error(("args", key), f"null is not accepted for {name}'s {key!r}, "
