@@ -1136,7 +1136,7 @@ def test_loads_above_one_get_an_arrow_on_the_colour_bar_and_a_note():
     colourbar = fig.axes[1]
     assert mesh_of(fig).colorbar.extend == "max" and colourbar is not fig.axes[0]
     title = fig.axes[0].get_title().replace("\n", " ")
-    assert "loads above 1 (up to 1.25," in title and "drawn as 1: average rates" in title
+    assert "loads above 1 (up to 1.27," in title and "drawn as 1: average rates" in title
     ring = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=sc.MiB, trace=True)
     fig = link_utilization(ring, topo)       # a ring alone on its links: exactly 1 at most
     assert mesh_of(fig).colorbar.extend == "neither"
