@@ -199,9 +199,21 @@ _MOST_RANKS = 1 << 24
 """The most ranks :func:`_bandwidth_ranks` considers."""
 
 
+def _printed_half_step(value: float) -> float:
+    """Half a unit of the last digit nccl-tests prints ``value`` with (its
+    ``getFloatStr``, src/util.cu: six characters, ``%6.2f`` while they hold it, then
+    ``%6.1f``, ``%6.0f``, ``%6.0e``; releases before 2.17 always ``%6.2f``, which this
+    bounds too)."""
+    for digits, below in ((2, 999.995), (1, 9999.95), (0, 999999.5)):
+        if abs(value) < below:
+            return 0.5 * 10.0 ** -digits
+    return 0.5 * 10.0 ** math.floor(math.log10(abs(value)))
+
+
 def _bandwidth_ranks(rows: list[NcclTestsRow], collective: str | None) -> int | None:
     """The rank count the rows' busbw / algbw give, where every row's ratio, as
-    printed to two decimals (each off by up to 0.005), fits nccl-tests' bus bandwidth
+    printed (each off by up to half its last digit: 0.005 below 1000 GB/s, 0.05 from
+    1000, :func:`_printed_half_step`), fits nccl-tests' bus bandwidth
     factor of one rank count alone (all_reduce's 2 (n - 1) / n, all_gather's (n - 1) / n
     ...; ``*GetBw`` in nccl-tests' src/*.cu); else None (a factor that does not depend on
     n, as broadcast's, or rows too small to tell: algbw 0.00)."""
@@ -221,10 +233,13 @@ def _bandwidth_ranks(rows: list[NcclTestsRow], collective: str | None) -> int | 
     low, high, seen = 2, _MOST_RANKS, False
     for row in rows:
         for block in (row.out_of_place, row.in_place):
-            if block is None or block.algbw <= 0.005:
+            if block is None:
                 continue
-            least = (block.busbw - 0.005) / (block.algbw + 0.005) * (1 - 1e-12)
-            most = (block.busbw + 0.005) / (block.algbw - 0.005) * (1 + 1e-12)
+            a, b = _printed_half_step(block.algbw), _printed_half_step(block.busbw)
+            if block.algbw <= a:
+                continue
+            least = (block.busbw - b) / (block.algbw + a) * (1 - 1e-12)
+            most = (block.busbw + b) / (block.algbw - a) * (1 + 1e-12)
             low = max(low, first(least))
             high = min(high, first(math.nextafter(most, math.inf)) - 1)
             seen = True
