@@ -1,19 +1,23 @@
 """Export a traced run (``simulate(..., trace=True)``) as a Chrome / Perfetto trace.
 
-Open the JSON file in https://ui.perfetto.dev (or chrome://tracing). Each rank (and server
-host, and in-network device) is a process row. A message is an async span on its sender,
-from the send to the arrival of its last byte (messages may overlap, so they are async
-spans rather than thread slices; its arguments hold its payload and wire bytes, its tag
-and matching context, which tell apart the messages of collectives run side by side,
+Open the JSON file in https://ui.perfetto.dev (or chrome://tracing). Each rank (and
+server host, and in-network device) is a process row. A message is an async span on its
+sender, from the send to the arrival of its last byte (messages may overlap, so they are
+async spans rather than thread slices; its arguments hold its payload and wire bytes, its
+tag and matching context, which tell apart the messages of collectives run side by side,
 and when its bytes began to move), with a flow arrow to an instant "from <sender>" on the
-receiver at the arrival. Reductions and compute spans sit on threads of their own
-(reductions that overlap, as NCCL's channels' do, on ``reduce 2``, ``reduce 3``, ...). Given
-the topology, a "links" process adds a counter track per directed link: its load in
-bytes/s over time, taking each message at its average rate from when its bytes began
-to move to its arrival (see :mod:`simcoll.link_load`). A "critical path" process,
-listed first, holds the run's critical path segment by segment
-(:mod:`simcoll.critical_path`; given the topology, each transfer names the narrowest
-link of its route). Times are in microseconds, as the format requires.
+receiver at the arrival. A multicast is one span per destination, each holding the whole
+payload: a sender's spans add up to its bytes once per destination, where
+``Result.bytes_sent`` counts a multicast once. A program's sleeps (``comm.sleep``: a
+launch latency, a protocol's pacing) are not drawn on the ranks' rows; where they hold
+the run back they are the critical path's ``wait`` segments. Reductions and compute spans
+sit on threads of their own (reductions that overlap, as NCCL's channels' do, on ``reduce
+2``, ``reduce 3``, ...). Given the topology, a "links" process adds a counter track per
+directed link: its load in bytes/s over time, taking each message at its average rate
+from when its bytes began to move to its arrival (see :mod:`simcoll.link_load`). A
+"critical path" process, listed first, holds the run's critical path segment by segment
+(:mod:`simcoll.critical_path`; given the topology, each transfer names the narrowest link
+of its route). Times are in microseconds, as the format requires.
 
 The arrows are flow events of the format's second version (``bind_id`` with ``flow_out``
 on the send span, ``flow_in`` on the arrival), because the first version's ``s`` / ``f``
