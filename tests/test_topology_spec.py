@@ -185,6 +185,15 @@ def test_a_rate_that_is_not_zero_but_rounds_to_zero_is_refused_as_written(text):
     assert parse_rate("4.9e-324B/s") == 5e-324 and parse_rate("0GB/s") == 0.0
 
 
+def test_a_bad_torus_or_multi_dim_dimension_is_named():
+    with pytest.raises(sc.TopologyError, match=r"torus dimension 2 \(of 3\) = 0 is not "
+                                               r"accepted"):
+        sc.topology.from_spec("torus:4x4x0")
+    with pytest.raises(sc.TopologyError, match="^dimension 1: building block 'Torus' is not "
+                                               "one of Ring, FullyConnected, Switch"):
+        sc.topology.multi_dim(["Ring", "Torus"], [2, 2], [1e9, 1e9], [0, 0])
+
+
 @pytest.mark.parametrize("text", ["1GB/s", "soon", "1 min", True])
 def test_parse_time_refuses(text):
     with pytest.raises(ValueError, match="time"):

@@ -118,7 +118,10 @@ def _dimensions(blocks: Any, npus: Any, bandwidths: Any, latencies: Any
                             f"bandwidths and latencies; got {', '.join(map(str, lengths))}")
     dims = []
     for d, (block, n, bandwidth, latency) in enumerate(zip(*lists.values())):
-        name = _block(block)
+        try:
+            name = _block(block)
+        except TopologyError as exc:
+            raise TopologyError(f"dimension {d}: {exc}") from None
         try:
             n = integer(n, f"npus[{d}]", minimum=1, error=TopologyError, what="NPUs")
             bandwidth = real(bandwidth, f"bandwidths[{d}]", strict=True,

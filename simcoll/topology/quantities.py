@@ -5,7 +5,8 @@ plain number is SI (bytes per second, seconds). Rates: ``B/s`` or ``Bps`` for by
 ``b/s`` or ``bps`` for bits, after an optional prefix ``K``, ``M``, ``G``, ``T`` (powers
 of 1000) or ``Ki``, ``Mi``, ``Gi``, ``Ti`` (powers of 1024), case ignored; so ``GB/s`` is
 10^9 bytes/s and ``Gb/s`` is 10^9 bits/s. Times: ``s``, ``ms``, ``us`` (or ``µs``, with
-the micro sign or the Greek mu), ``ns``.
+the micro sign or the Greek mu), ``ns``. A time below the least positive float
+(``1e-400s``) reads as 0, a valid latency; a rate there is refused, as 0 bytes/s is.
 """
 
 from __future__ import annotations
