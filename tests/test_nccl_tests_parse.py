@@ -755,10 +755,17 @@ def test_a_row_cut_short_is_an_error():
     """A job killed inside a row leaves its first fields."""
     lines = nccl_text("all_reduce", 8, SIZES[:3]).splitlines()
     n = [i for i, line in enumerate(lines) if line.startswith(f"{SIZES[2]:12d}")][0]
-    lines[n] = "  ".join(lines[n].split()[:5])
+    whole = lines[n]
+    lines[n] = "  ".join(whole.split()[:5])
     with pytest.raises(InvalidInputError, match=f"line {n + 1}: a result row cut short "
                                                 f"\\(5 fields\\)"):
         parse("\n".join(lines[:n + 1]))
+    # another process's line inside the row, the rest of the row after it
+    split = lines[:n + 1] + ["node00:1000:1050 [0] NCCL INFO comm 0x1 rank 0 nranks 8",
+                             "  ".join(whole.split()[5:])]
+    with pytest.raises(InvalidInputError, match=r"\(killed\?\), or another process's "
+                                                r"output cut it in two \(join its parts\)"):
+        parse("\n".join(split))
 
 
 def _split_log(groups: list[int], program: str = "all_reduce_perf") -> str:

@@ -162,7 +162,8 @@ class _Scanner:
         elif _CUT_ROW.match(line):
             raise InvalidInputError(
                 f"line {number}: a result row cut short ({len(stripped.split())} fields): "
-                f"{stripped!r}; the run stopped inside it (killed?): to use the rows "
+                f"{stripped!r}; the run stopped inside it (killed?), or another "
+                f"process's output cut it in two (join its parts): to use the rows "
                 f"before it, keep only the lines before line {number}")
         else:
             _read_log_line(run, stripped, number)
