@@ -933,18 +933,47 @@ def test_rows_that_move_bytes_are_not_read_as_one_ranks_share():
     assert parse(rows, collective="all_reduce").nranks == 8
 
 
-def test_a_program_a_log_line_names_gives_way_to_the_collective_given():
-    """A build or listing line naming another nccl-tests program before a run whose
-    header names none: the run was taken for that program, and naming the collective
-    (as the refusal advised) was refused. A header's program still is not overridden."""
-    text = "make: built src/all_gather_perf src/all_reduce_perf\n" + \
-        _headerless_names("all_reduce")
+def test_a_program_a_log_line_only_mentions_gives_way_to_the_collective_given():
+    """A build or listing line naming nccl-tests programs before a run whose header names
+    none (nccl-tests before 2.16.7): the run was taken for the first program named, and
+    naming the collective (as the refusal advised) was refused. A line naming several
+    programs names none; one only mentioning a program guesses it, and a collective
+    given wins. The command that runs a program, and a header, still name it: another
+    collective given is refused (an alltoall run read as all_gather, whose rows look
+    alike, would be silently wrong)."""
+    run = _headerless_names("all_reduce")
+    both = "make: built src/all_gather_perf src/all_reduce_perf\n" + run
+    assert parse(both, collective="all_reduce").collective == "all_reduce"
+    mention = "all_gather_perf built in 3 s\n" + run
     with pytest.raises(InvalidInputError, match="where all_gather prints none"):
-        parse(text)
-    assert parse(text, collective="all_reduce").collective == "all_reduce"
+        parse(mention)
+    assert parse(mention, collective="all_reduce").collective == "all_reduce"
+    for launch in ("$ mpirun -np 8 ./build/all_gather_perf -b 8 -e 128M -f 2",
+                   "srun ./all_gather_perf_mpi"):
+        with pytest.raises(InvalidInputError, match=r"collective 'all_reduce' was given, but "
+                                                    r"the run starting at line 1 is "
+                                                    r"'all_gather' \(line 1 runs it\)"):
+            parse(launch + "\n" + run, collective="all_reduce")
     with pytest.raises(InvalidInputError, match="collective 'all_gather' was given, but the "
-                                                "run starting at line 1 is 'all_reduce'"):
+                                                "run starting at line 1 is 'all_reduce'$"):
         parse(nccl_text("all_reduce", 8, SIZES[:4]), collective="all_gather")
+
+
+@pytest.mark.parametrize("line", ["Nodes: 2 x 8 GPUs, 16 ranks, NCCL 2.18",
+                                  "Warning: 2 of 8 GPUs share a PCIe switch on this node",
+                                  "Result: 1 of 1 runs passed, exit code 0 after 42 s"])
+def test_a_script_s_labelled_line_is_not_read_as_a_host_and_a_row(line):
+    """A parallel shell's host is taken off only before a header or a row: a job
+    script's 'Nodes: 2 x 8 GPUs ...' lost its label and was read as a result row, and
+    the log refused."""
+    text = nccl_text("all_reduce", 8, SIZES[:4])
+    plain = parse(text)
+    for where in (line + "\n" + text, text.replace("# Using devices",
+                                                   line + "\n# Using devices"),
+                  text + line + "\n"):
+        table = parse(where)
+        assert [(r.size, r.out_of_place, r.in_place) for r in table.rows] == \
+            [(r.size, r.out_of_place, r.in_place) for r in plain.rows] and table.nranks == 8
 
 
 @pytest.mark.parametrize("prefix", ["node01: ", "gpu-host.example.org: ",

@@ -129,8 +129,9 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
     named = _collective_name(run.program, strict=False) if run.program else None
     if wanted is not None and named is not None and wanted != named:
         if run.guessed_at is None:
+            where = "" if run.named_at is None else f" (line {run.named_at} runs it)"
             raise InvalidInputError(f"collective {wanted!r} was given, but the run starting "
-                                    f"at line {run.start} is {named!r}")
+                                    f"at line {run.start} is {named!r}{where}")
         named = None   # a program a log line named: the collective given wins
     ranks, communicators = _first_communicator(run)
     # a device list cut short (pasted logs keep a few lines) names ranks beyond its length

@@ -31,16 +31,19 @@ _PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?[ \t]?")
 _SRUN = re.compile(r"^\s*\d+: ")
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]")
 """An RFC 3339 time stamp a log collector writes first (``kubectl logs --timestamps``)."""
-_HOST = re.compile(r"^[A-Za-z][\w.-]*: (?=\s*[#\d])")
-"""A host name a parallel shell writes first (pdsh, clush: ``node01: ``), before a
-header or a row (nccl-tests' own failure lines start with the host too, and are quoted
-whole)."""
+_HOST = re.compile(r"^(?:[A-Za-z][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
+"""A host name (or IPv4 address) a parallel shell writes first (pdsh, clush:
+``node01: ``); taken off only before what nccl-tests prints (:data:`_AFTER_HOST`), so a
+script's ``Nodes: 2 x 8 GPUs`` stays a log line and nccl-tests' own failure lines, which
+start with the host, are quoted whole."""
 _ROW_START = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)\s+(?:\S+\s+){5}\S")
 _CUT_ROW = re.compile(r"^\s*\d+\s+\d+\s+(?:" + "|".join(ITEMSIZE) + r")(?:\s|$)")
 """The size, count and type a result row starts with (where it has too few fields)."""
 _FAILURE = re.compile(r"\bTest (?:(?:NCCL |CUDA )?failure|timeout)\b")
 _FOOTERS = ("Out of bounds values", "Avg bus bandwidth")
 _PROGRAM = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
+_LAUNCH = re.compile(r"\b[a-z_]+?_perf(?:_mpi)?(?:\s+-|\s*$)")
+"""A program run: its name followed by an option, or last on the line."""
 _SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / (.*)$")
 _DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?(?:Pid\s+\d+\s+)?on\s+"
                      r"(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
@@ -55,9 +58,11 @@ class Run:
     """What has been read of one run so far.
 
     Attributes:
-        guessed_at: the line a program was read from where no header named it (a command
-            line, any log line naming ``*_perf``): a guess a collective the caller names
-            overrides; None where a header named it, or none is known.
+        named_at: the line a program was read from where no header named it (before
+            nccl-tests 2.16.7: the command that ran it), else None.
+        guessed_at: that line, where it only mentions the program (``built
+            all_gather_perf``, not ``./all_gather_perf -b 8``): a guess a collective the
+            caller names overrides; else None.
         next_program: a program named (on a command line) after this run's rows, which
             the next run takes (``next_guessed_at``: that line).
         error: the first error in the run's lines, raised when its table is asked for.
@@ -79,8 +84,10 @@ class Run:
     simcoll_run: str | None = None
     """What ``simcoll run`` printed its table of: ``ring, network flow, params: none``."""
     finished: bool = False
+    named_at: int | None = None
     guessed_at: int | None = None
     next_program: str | None = None
+    next_named_at: int | None = None
     next_guessed_at: int | None = None
     error: InvalidInputError | None = None
 
@@ -123,14 +130,16 @@ class _Scanner:
         self.runs: list[Run] = []
         self.run = Run(start=1)
 
-    def new_run(self, number: int, program: str | None = None,
+    def new_run(self, number: int, program: str | None = None, named_at: int | None = None,
                 guessed_at: int | None = None) -> None:
         """Start the next run at line ``number``."""
         done = self.run
         self.runs.append(done)
         if done.next_program:
-            program, guessed_at = done.next_program, done.next_guessed_at
-        self.run = Run(start=number, program=program, guessed_at=guessed_at)
+            program, named_at = done.next_program, done.next_named_at
+            guessed_at = done.next_guessed_at
+        self.run = Run(start=number, program=program, named_at=named_at,
+                       guessed_at=guessed_at)
 
     def read(self, raw: str, number: int) -> None:
         """One line; an error is kept in its run, whose later lines are skipped."""
@@ -173,7 +182,7 @@ class _Scanner:
         read as the run before it was)."""
         if self.run.finished:
             done = self.run
-            self.new_run(number, done.program, done.guessed_at)
+            self.new_run(number, done.program, done.named_at, done.guessed_at)
             self.run.layout = None if done.layout is None else dataclasses.replace(done.layout)
         row = self.row_in_layout(line, number)
         if _restarts(self.run, row):
@@ -225,15 +234,24 @@ def _restarts(run: Run, row: NcclTestsRow) -> bool:
         (row.type, row.redop, row.root) == (last.type, last.redop, last.root)
 
 
+_AFTER_HOST = re.compile(r"^\s*(?:#|\[\d|\d+\s+\d+\s+(?:" + "|".join(ITEMSIZE)
+                         + r")(?:\s|$)|(?:Out of bounds values|Avg bus bandwidth|nThread|"
+                           r"nGpus\(perProc\))\b)")
+"""What nccl-tests prints: a ``#`` line, a row's size, count and type, 1.x's settings
+and footers without their ``#`` (or an MPI launcher's rank prefix before them)."""
+
+
 def _strip_prefix(raw: str) -> str:
     """The line without a byte-order mark, a log collector's time stamp, a parallel
     shell's host name, or an MPI launcher's rank prefix (also where one interrupts
     it)."""
     line = raw.rstrip("\r\n").lstrip("\ufeff")
-    for prefix in (_STAMP, _HOST):
-        match = prefix.match(line)
-        if match:
-            line = line[match.end():]
+    match = _STAMP.match(line)
+    if match:
+        line = line[match.end():]
+    match = _HOST.match(line)
+    if match and _AFTER_HOST.match(line[match.end():]):
+        line = line[match.end():]
     match = _PREFIX.match(line.lstrip())
     if match:
         return _PREFIX.sub(" ", line.lstrip()[match.end():])
@@ -250,7 +268,8 @@ def _starts_run(stripped: str) -> bool:
 def _read_comment(run: Run, body: str, number: int) -> None:
     """A ``#`` line: header, column titles, or footer."""
     if body.startswith("Collective test starting:"):
-        run.program, run.guessed_at = body.partition(":")[2].strip(), None
+        run.program = body.partition(":")[2].strip()
+        run.named_at = run.guessed_at = None
     elif body.startswith("nccl-tests version"):
         code = _LIBRARY_CODE.search(body)
         if code:
@@ -261,7 +280,7 @@ def _read_comment(run: Run, body: str, number: int) -> None:
         match = _SIMCOLL.match(body)
         if match:
             run.program, run.simcoll_run = match.group(1), match.group(2).strip()
-            run.guessed_at = None
+            run.named_at = run.guessed_at = None
     elif body.startswith("nRanks "):
         fields = body.split()
         if len(fields) > 1 and fields[1].isdigit():
@@ -291,16 +310,22 @@ def _read_comment(run: Run, body: str, number: int) -> None:
 
 def _read_log_line(run: Run, stripped: str, number: int) -> None:
     """A line outside the table (a command, a log line): only versions and programs; a
-    program named after the run's rows is the next run's (the command that starts it)."""
+    program named after the run's rows is the next run's (the command that starts it).
+    A line naming several programs (``built all_gather_perf all_reduce_perf``) names
+    none; one naming a program it does not run (no option after it, not last) only
+    guesses it."""
     version = _VERSION_LINE.search(stripped)
     if version:
         run.version = version.group(1)
-    program = _PROGRAM.search(stripped)
-    if program and program.group(1) in PROGRAMS:
-        if run.rows or run.finished:
-            run.next_program, run.next_guessed_at = program.group(1), number
-        elif run.program is None:
-            run.program, run.guessed_at = program.group(1), number
+    names = {m.group(1) for m in _PROGRAM.finditer(stripped)} & set(PROGRAMS)
+    if len(names) != 1:
+        return
+    program = names.pop()
+    guessed = None if _LAUNCH.search(stripped) else number
+    if run.rows or run.finished:
+        run.next_program, run.next_named_at, run.next_guessed_at = program, number, guessed
+    elif run.program is None:
+        run.program, run.named_at, run.guessed_at = program, number, guessed
 
 
 def version_of(code: int) -> str:
