@@ -512,7 +512,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                                     x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
                                     loss=loss, f_scale=loss_scale)
                 messages.append(str(fit.message))
-                jacobians.append((float(fit.cost), np.asarray(fit.jac)))
+                jacobians.append((float(fit.cost),
+                                  _unweighted(fit.jac, fit.fun, loss, loss_scale)))
                 if point is points[0]:
                     stuck = [i for i in range(len(names))
                              if not np.any(np.asarray(fit.jac)[:, i])
@@ -571,8 +572,33 @@ def _all_unsimulated(unsimulated: list[tuple[dict[str, float], RunLimitError]]
 
 _FLAT = 1e-6
 """A singular value of the fit's Jacobian (log time against the constants on their fit
-scales) below this share of the largest counts as 0: the Jacobian is a finite-difference
-one, whose directions that move no time still show ~1e-8 of the largest."""
+scales, without a robust loss's weights: :func:`_unweighted`), each column scaled to
+unit length, below this share of the largest counts as 0: the Jacobian is a
+finite-difference one, whose directions that move no time still show ~1e-8 of the
+largest. The columns' scaling takes out the constants' units (a linear-scale constant's
+column is its range times its effect), so only directions in which the constants act
+alike count."""
+
+
+_ROW_WEIGHTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "linear": np.ones_like,
+    "soft_l1": lambda z: (1 + z) ** -1.5,
+    "huber": lambda z: np.where(z <= 1, 1.0, 0.0),
+    "cauchy": lambda z: (1 - z) / (1 + z) ** 2,
+}
+"""rho'(z) + 2 z rho''(z) of each loss of :data:`_LOSSES`: scipy's ``least_squares``
+returns its Jacobian with row i times the square root of this (at least machine epsilon)
+at z_i (``scale_for_robust_loss_function`` in scipy/optimize/_lsq/common.py), so a row
+a robust loss discounts (huber and cauchy: a size missed by more than ``loss_scale``)
+comes back ~1.5e-8 of itself."""
+
+
+def _unweighted(jacobian: np.ndarray, residuals: np.ndarray, loss: str,
+                scale: float) -> np.ndarray:
+    """The Jacobian of the residuals, from the one scipy returns for ``loss``."""
+    z = (np.asarray(residuals) / scale) ** 2
+    weight = np.sqrt(np.maximum(_ROW_WEIGHTS[loss](z), np.finfo(float).eps))
+    return np.asarray(jacobian) / weight[:, None]
 
 
 def _undetermined(jacobian: np.ndarray | None, sizes: int, names: list[str]
@@ -589,6 +615,7 @@ def _undetermined(jacobian: np.ndarray | None, sizes: int, names: list[str]
     if not columns:
         return 0, ()
     moving = jacobian[:, columns]
+    moving = moving / np.linalg.norm(moving, axis=0, keepdims=True)
     _, singular, directions = np.linalg.svd(moving)
     flat = int(moving.shape[1] - np.count_nonzero(singular > _FLAT * singular[0]))
     if not flat:
