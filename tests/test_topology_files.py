@@ -641,6 +641,11 @@ def test_a_name_utf8_cannot_encode_is_refused_when_added(where, tmp_path):
         first = topo.add_gpu(bad if where == "device" else "g0")
         topo.add_link(first, topo.add_gpu("g1"), bandwidth=1e9,
                       kind=bad if where == "kind" else "nvlink")
+    renamed = sc.topology.switch(2)
+    with pytest.raises(sc.TopologyError, match="UTF-8 cannot encode"):
+        renamed.name = bad
+    with pytest.raises(sc.TopologyError, match="is not accepted; use a non-empty string"):
+        renamed.name = ""
     fine = sc.Topology("t")
     fine.add_link(fine.add_gpu("a\u00e9"), fine.add_gpu("g1"), bandwidth=1e9)
     for suffix in ("toml", "yaml", "json"):
@@ -659,6 +664,10 @@ def test_a_list_is_taken_only_by_a_dims_parameter_of_a_preset_file(value, tmp_pa
         sc.topology.load(path)
     path.write_text(json.dumps({"preset": "torus", "args": {"dims": [2, 2]}}))
     assert sc.topology.load(path).nranks == 4
+    # a misspelled key is told as one, with its list
+    path.write_text(json.dumps({"preset": "torus", "args": {"dim": [2, 2]}}))
+    with pytest.raises(sc.TopologyError, match="did you mean 'dims'"):
+        sc.topology.load(path)
 
 
 def test_a_second_link_between_a_pair_is_refused_with_what_to_do():

@@ -201,10 +201,11 @@ _MOST_RANKS = 1 << 24
 
 
 def _printed_half_step(value: float) -> float:
-    """Half a unit of the last digit nccl-tests prints ``value`` with (its
-    ``getFloatStr``, src/util.cu: six characters, ``%6.2f`` while they hold it, then
-    ``%6.1f``, ``%6.0f``, ``%6.0e``; releases before 2.17 always ``%6.2f``, which this
-    bounds too)."""
+    """At least half a unit of the last digit nccl-tests prints ``value`` with: two
+    decimals below 1000 GB/s, then one, none, an exponent (``getFloatStr`` in
+    src/util.cu, 2.19.6: six characters, ``%6.2f`` while they hold it, then ``%6.1f``,
+    ``%6.0f``, ``%6.0e``; 2.17.3 - 2.19.5 cut digits to fit six characters alike;
+    releases before 2.17.3 always ``%6.2f``, a finer step this bounds)."""
     for digits, below in ((2, 999.995), (1, 9999.95), (0, 999999.5)):
         if abs(value) < below:
             return 0.5 * 10.0 ** -digits

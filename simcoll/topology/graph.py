@@ -172,10 +172,6 @@ class Topology:
     """
 
     def __init__(self, name: str = "custom", *, routing: str = "link_order"):
-        if not isinstance(name, str) or not name:
-            raise TopologyError(f"topology name {name!r} is not accepted; use a non-empty "
-                                f"string")
-        _check_encodable(f"topology name {name!r}", name)
         self.name = name
         self.spec: str | None = None
         self._cpu = "unknown"
@@ -197,6 +193,19 @@ class Topology:
         self._endpoints: list[str] | None = None
         self._gpu_nodes: tuple[int, ...] | None = None
         self._generation = 0
+
+    @property
+    def name(self) -> str:
+        """The machine's name (in results, files and plots)."""
+        return self._name
+
+    @name.setter
+    def name(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise TopologyError(f"topology name {name!r} is not accepted; use a non-empty "
+                                f"string")
+        _check_encodable(f"topology name {name!r}", name)
+        self._name = name
 
     @property
     def cpu(self) -> str:

@@ -257,7 +257,7 @@ def _preset(data: dict[str, Any], ctx: Context) -> Topology:
         if isinstance(value, bool):
             return str(value).lower()
         if isinstance(value, (list, tuple)):
-            if kinds.get(key) != "dims":
+            if key in kinds and kinds[key] != "dims":   # an unknown key: build names it
                 raise ctx.error(("args", key), f"a list {list(value)!r:.60} is not accepted "
                                                f"for {name}'s {key!r}; give one value (only "
                                                f"a dims parameter takes a list)")
