@@ -139,6 +139,26 @@ def node_with_a_reducing_nic(nic_first: bool) -> tuple[sc.Topology, list[str]]:
     return topo, gpus
 
 
+@pytest.mark.parametrize("algo", ["nvls", "nvls_tree"])
+def test_nvls_is_refused_where_one_switch_serves_two_nodes(algo):
+    """Two nodes of 2 GPUs on one reducing switch: the refusal of NVLS said NVLS-tree
+    could run, and NVLS-tree deadlocked (the switch reduced over all four GPUs and sent
+    blocks to node 0's owners only). NCCL's NVLS has one NVLink domain per node; both
+    are refused, saying why, and a ring runs."""
+    topo = sc.Topology("two nodes, one switch")
+    gpus = [topo.add_gpu(node=i // 2) for i in range(4)]
+    switch = topo.add_switch("sw", reduce_bandwidth=1e12)
+    for gpu in gpus:
+        topo.add_link(gpu, switch, bandwidth=100e9, kind="nvlink")
+    assert not _machine(topo).nvls
+    with pytest.raises(sc.InvalidInputError, match="NVLS needs the GPUs of each node on one "
+                                                   "in-network NVSwitch of their own"):
+        sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=4096, algo=algo)
+    data = [np.arange(1024, dtype=np.float32) * (r + 1) for r in range(4)]
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data)
+    assert res.correct and not res.params["algo"].startswith("nvls")
+
+
 @pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
 def test_nvls_inside_a_node_leaves_a_reducing_nic_alone(collective):
     """One node of 4 GPUs on an NVLS switch, a NIC on GPU 0 that can reduce, and a

@@ -57,7 +57,8 @@ class Machine:
             next node, each sharing the links it crosses with the others (0 with one
             node; read on the first node).
         nvls: every GPU has an in-network device (NVLink SHARP) directly linked to it,
-            the same one for the GPUs of a node (:func:`_nvls_switches`).
+            the same one for the GPUs of a node and another for each node
+            (:func:`_nvls_switches`).
         arch: the GPU generation NCCL's constants are indexed by.
         sharp: the nodes are joined through switches that reduce in the network
             (InfiniBand SHARP; see :func:`sharp_groups`), so NVLS and CollNet can run
@@ -357,7 +358,9 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
                       if len(groups) > 1 and heads < len(first) else inter_bw)
     switch_of = _nvls_switches(topology)
     switches = [{switch_of.get(topology.gpus[r]) for r in group} for group in groups]
-    nvls = all(len(found) == 1 and None not in found for found in switches)
+    # one switch per node, serving that node alone (one NVLink domain per node)
+    nvls = all(len(found) == 1 and None not in found for found in switches) and \
+        len(set().union(*switches)) == len(groups)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
     ring, tree = ring_graph(topology, groups, arch, distinct)
