@@ -191,3 +191,55 @@ def test_nvls_all_gather_is_slower_than_the_ring_at_large_sizes_on_8_gpus():
     nvls = sc.simulate(topo, "all_gather", algorithm="nccl", nbytes=2**27, algo="nvls")
     assert ring.time < nvls.time
     assert math.isclose(nvls.time / ring.time, 8 / 7, rel_tol=0.1)
+
+
+def _kernel_cut(count: int, itemsize: int, heads: int = P) -> list[list[tuple[int, int]]]:
+    """(offset, elements) of each head's chunks, as the loop of NCCL's one-node NVLS
+    all_reduce walks a channel's count (src/device/all_reduce.h, oneNode branch, with
+    NCCL_NVLS_CHUNKSIZE's 128 KiB)."""
+    def div_up(a: int, b: int) -> int:
+        return (a + b - 1) // b
+
+    chunk_size = 131072 // itemsize
+    loop_count = heads * chunk_size
+    rem_count = count % loop_count
+    align = 16384 // itemsize
+    last_chunk_size = div_up(div_up(rem_count, heads), align) * align
+    out: list[list[tuple[int, int]]] = [[] for _ in range(heads)]
+    for elem_offset in range(0, count, loop_count):
+        if count - elem_offset < loop_count:
+            chunk_size = last_chunk_size
+        for head in range(heads):
+            chunk_offset = elem_offset + head * chunk_size
+            nelem = min(chunk_size, count - chunk_offset)
+            if nelem > 0:
+                out[head].append((chunk_offset, nelem))
+    return out
+
+
+@pytest.mark.parametrize("count, dtype", [(5, "float32"), (3750, "float32"),
+                                          (262144, "float32"), (262145, "float32"),
+                                          (600_001, "float32"), (1_000_003, "float16"),
+                                          (70_000, "float64")])
+def test_one_node_nvls_cuts_a_channel_as_the_kernel_loops(count, dtype):
+    from simcoll.algorithms.nccl.nvls_tree import one_node_slices
+
+    part = np.zeros(count, dtype)
+    cut = one_node_slices(part, P, 131072)
+    itemsize = np.dtype(dtype).itemsize
+    base = part.__array_interface__["data"][0]
+    got = [[((piece.__array_interface__["data"][0] - base) // itemsize, len(piece))
+            for piece in head] for head in cut]
+    expected = _kernel_cut(count, itemsize)
+    assert got == expected
+    assert sum(n for head in expected for _, n in head) == count
+
+
+def test_nvls_time_does_not_drop_as_the_size_grows():
+    """Equal slices made a block of 128 KiB one slice and one of 128 KiB + 32 B two of
+    64 KiB that overlap: 16 MiB took 120.9 us, 16 MiB + 512 B 107.7 us. Cut as the
+    kernel loops, the rest is a piece of its own."""
+    topo = sc.topology.dgx_h100(1)
+    times = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="nvls").time
+             for n in (16 << 20, (16 << 20) + 512, 17 << 20, 32 << 20, (32 << 20) + 512)]
+    assert times == sorted(times)

@@ -144,13 +144,18 @@ def test_nvls_runs_on_one_channel_under_either_tuner():
                 for tuner in ("2.30.7", "2.26.2")]
         assert [run.params["channels"] for run in runs] == [1, 1]
         assert runs[0].time == runs[1].time and runs[0].link_bytes == runs[1].link_bytes
-        # one channel moves the same bytes as sixteen: every GPU pushes n into its
-        # NVSwitch and takes n back, and its eighth of the node's sum too (from the
-        # switch and back: on one node straight back, across nodes after SHARP)
+        # every GPU pushes n into its NVSwitch and takes n back, and its eighth of the
+        # node's sum too (from the switch and back: on one node straight back, across
+        # nodes after SHARP)
+        assert runs[0].link_bytes[("gpu0", "nvswitch0")] == (1 << 20) + (1 << 17)
         sixteen = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20,
                               algo="nvls", collnet=collnet, channels=16)
-        assert runs[0].link_bytes == sixteen.link_bytes
-        assert runs[0].link_bytes[("gpu0", "nvswitch0")] == (1 << 20) + (1 << 17)
+        if collnet:   # across nodes: as many bytes on 16 channels as on one
+            assert runs[0].link_bytes == sixteen.link_bytes
+        else:   # one node: each channel's 64 KiB in 4 pieces of 16 KiB, for GPUs 0 - 3
+            for g in range(8):
+                assert sixteen.link_bytes[(f"gpu{g}", "nvswitch0")] == \
+                    (1 << 20) + (16 * (1 << 14) if g < 4 else 0)
 
 
 def test_the_tuner_runs_nvls_across_nodes_only_with_collnet():

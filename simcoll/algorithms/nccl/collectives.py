@@ -223,6 +223,12 @@ def _across_nodes(comm: Comm) -> bool:
     return len({comm.node_of(r) for r in range(comm.size)}) > 1
 
 
+def _one_node_chunk(comm: Comm, algo: str) -> int | None:
+    """NVLS on one node: the chunk its kernel's loops cut (:data:`.nvls.CHUNK_BYTES`,
+    :func:`.nvls_tree.one_node_slices`); None for any other algorithm."""
+    return nvls.CHUNK_BYTES if algo == "nvls" and not _across_nodes(comm) else None
+
+
 def _sharp_trees(comm: Comm, choice: int = 0) -> dict[int, SharpTree]:
     """NVLS across nodes and CollNet: the SHARP tree of every local index (owners by
     rank), its owners reaching it through their NIC ``choice``."""
@@ -302,7 +308,8 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
         return None  # NVSwitches only forward for CollNet
     if not nvls.served(comm):  # reduces for SHARP only, next to the GPUs' NVSwitch
         return None
-    return nvls_tree.switch_all_reduce(comm, x, channels, op)
+    return nvls_tree.switch_all_reduce(comm, x, channels, op,
+                                       _one_node_chunk(comm, algo))
 
 
 @_register("all_reduce", model(
@@ -351,8 +358,9 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
     yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
     # NVLS on one node is NVLS-tree's three streams with no step across nodes
     across = None if algo == "nvls_tree" or not _across_nodes(comm) else _leaf(comm)
+    one_node = _one_node_chunk(comm, algo)
     outs = yield from run_channels(comm, channels, lambda c: nvls_tree.gpu_all_reduce(
-        comm, parts[c], c, protocol, op, across))
+        comm, parts[c], c, protocol, op, across, one_node))
     return glue(outs)
 
 

@@ -3,13 +3,16 @@
 all_reduce (NCCL's one-node NVLS kernel, ``oneNode`` in src/device/all_reduce.h): a
 reduce_scatter and an all_gather through the switch, run side by side slice by slice
 (:mod:`.nvls_tree`'s three streams with no step across nodes). Each channel's part is cut
-into one block per GPU, its owner (NCCL's head): every GPU pushes every slice into the
-switch, which reduces it over the GPUs (``multimem.ld_reduce``, at the switch's own
-reduction bandwidth, one reduction at a time) and sends it to the slice's owner; the
-owner hands it straight back (``multimem.st``) and the switch multicasts it to every GPU,
-the owner included. A GPU so sends and receives (p+1)/p n bytes (its own block goes to
-the switch and back), whatever the rank count, against 2(p-1)/p n each way for a ring;
-the switch does all the reductions, (p-1) n bytes of output.
+as the kernel loops (:func:`~.nvls_tree.one_node_slices`): chunks of 128 KiB, one for
+each GPU (its owner, NCCL's head) in turn, the last loop's rest in pieces of a p-th of it
+rounded up to 16 KiB, so that where a channel holds less than p x 16 KiB only its first
+GPUs own any. Every GPU pushes every chunk into the switch, which reduces it over the
+GPUs (``multimem.ld_reduce``, at the switch's own reduction bandwidth, one reduction at
+a time) and sends it to its owner; the owner hands it straight back (``multimem.st``)
+and the switch multicasts it to every GPU, the owner included. A GPU so sends and
+receives n bytes and its own chunks again: (p+1)/p n where they divide evenly, against
+2(p-1)/p n each way for a ring; the switch does all the reductions, (p-1) n bytes of
+output.
 
 reduce_scatter (NCCL reads its block with ``multimem.ld_reduce``, which has the switch
 fetch that block from every GPU and reduce it): every GPU pushes every block, the switch
@@ -21,24 +24,23 @@ included): every GPU pushes its part, the switch multicasts it to every GPU of t
 A GPU sends its n/p bytes and receives all p parts, n bytes (a ring: (p-1)/p n each way).
 
 Channels run side by side on the GPUs and on the switch, and the switch handles slice k
-of every block (all_reduce, reduce_scatter) or every GPU's part (all_gather) before slice k + 1, so
-all GPUs progress together. The switch sums 16-bit floats (float16, bfloat16) in float32
-and rounds once, as NVLink SHARP's ``multimem.ld_reduce ... .acc::f32`` does
+of every block (all_reduce, reduce_scatter) or every GPU's part (all_gather) before slice
+k + 1, so all GPUs progress together. The switch sums 16-bit floats (float16, bfloat16)
+in float32 and rounds once, as NVLink SHARP's ``multimem.ld_reduce ... .acc::f32`` does
 (src/device/reduce_kernel.h, from NCCL 2.27.3), where a GPU's reduction rounds at every
 step (:func:`switch_reduce`); its reduction time is of the element type's bytes. NCCL
 models the whole operation's latency as one fixed cost
-(``hwLatencies[NVLINK][NVLS][SIMPLE]``, 25 us), paid once at the start. Slices are
-NCCL's NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB) at every size. NCCL lowers it for
-smaller buffers (``calcCollChunking`` in src/enqueue.cc: 64 KiB below 64 chunks per
-channel and head, 32 KiB below 8, 16 KiB below 2; NVLS-tree 32 KiB to 128 KiB, 64 KiB at
-most from 4 nodes); with those chunks the simulation moved further from nccl-tests (one
-DGX H100, 128 MiB to 1 GiB: 7.1% to 7.6%, measured before the one-node all_reduce took its
-owners' round trip; two nodes: 20.3% to 21.5%; eight: 35.0% to 46.0%, sizes up to
-1 GiB), as smaller chunks only fill the pipeline sooner here, where a
+(``hwLatencies[NVLINK][NVLS][SIMPLE]``, 25 us), paid once at the start. Slices are NCCL's
+NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB) at every size. NCCL lowers it for smaller
+buffers (``calcCollChunking`` in src/enqueue.cc: 64 KiB below 64 chunks per channel and
+head, 32 KiB below 8, 16 KiB below 2; NVLS-tree 32 KiB to 128 KiB, 64 KiB at most from 4
+nodes); with those chunks the simulation moves further from nccl-tests (one DGX H100:
+``h100x8_exemplar`` 20.7% against 18.3%, 8 - 32 MiB 18 - 20% fast against 2 - 11%, and
+``h100x8_nvls`` 5.0% against 3.9%, 2026-12-07; two nodes: 20.3% to 21.5%; eight: 35.0% to
+46.0%, sizes up to 1 GiB), as smaller chunks only fill the pipeline sooner here, where a
 real chunk also costs a step. Device code: ``src/device/reduce_scatter.h`` and
-``all_gather.h`` (NCCL 2.30.7). Across nodes NCCL runs NVLS reduce_scatter and
-all_gather with InfiniBand SHARP (:mod:`.nvls_sharp`).
-"""
+``all_gather.h`` (NCCL 2.30.7). Across nodes NCCL runs NVLS reduce_scatter and all_gather
+with InfiniBand SHARP (:mod:`.nvls_sharp`). """
 
 from __future__ import annotations
 

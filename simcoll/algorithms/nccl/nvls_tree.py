@@ -55,12 +55,13 @@ from simcoll.algorithms.nccl.nvls import chunks, served, switch_of, switch_reduc
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
 from simcoll.algorithms.nccl.sharp import downlink, uplink
-from simcoll.buffers import Buffer, VirtualBuffer, join, split
+from simcoll.buffers import Buffer, VirtualBuffer, join, split, split_counts
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
 
-__all__ = ["gpu_all_reduce", "switch_all_reduce", "block_slices", "heads"]
+__all__ = ["gpu_all_reduce", "switch_all_reduce", "block_slices", "one_node_slices",
+           "heads"]
 
 _PUSH, _BACK, _UP, _DOWN = 0, 1, 2, 3
 """Tag offsets within a channel's four: GPU -> switch pushes and switch -> owner sends;
@@ -75,6 +76,34 @@ def heads(comm: Comm) -> int:
 def block_slices(part: Buffer, h: int) -> list[list[Buffer]]:
     """``part`` in one block per head (``h`` of them), each in NVLS-sized slices."""
     return [chunks(block) for block in split(part, h)]
+
+
+_LAST_ALIGN = 16384
+"""Bytes NCCL's one-node NVLS kernel rounds its last loop's chunk up to
+(``alignUp(divUp(remCount, nHeads), 16384 / sizeof(T))``, src/device/all_reduce.h)."""
+
+
+def one_node_slices(part: Buffer, h: int, chunk_bytes: int) -> list[list[Buffer]]:
+    """A channel's ``part`` as NCCL's one-node NVLS kernel cuts it among ``h`` heads: loops
+    of h chunks of ``chunk_bytes``, head j taking chunk j of each; the last loop's rest
+    in pieces of its h-th rounded up to 16 KiB, head j taking the j-th (the last heads
+    less, or nothing). Each head's slices in loop order; in offset order they are
+    :func:`_round_robin`'s."""
+    itemsize = part.dtype.itemsize
+    chunk = max(1, chunk_bytes // itemsize)
+    loops, rest = divmod(part.size, h * chunk)
+    counts, owners = [chunk] * (loops * h), list(range(h)) * loops
+    if rest:
+        align = max(1, _LAST_ALIGN // itemsize)
+        share = -(-rest // h)                  # divUp(rest, h)
+        last = -(-share // align) * align      # alignUp(share, align)
+        for j, start in enumerate(range(0, rest, last)):
+            counts.append(min(last, rest - start))
+            owners.append(j)
+    blocks: list[list[Buffer]] = [[] for _ in range(h)]
+    for piece, owner in zip(split_counts(part, counts), owners):
+        blocks[owner].append(piece)
+    return blocks
 
 
 def _round_robin(blocks: list[list[Buffer]]) -> list[tuple[int, int]]:
@@ -130,14 +159,22 @@ def _tree(comm: Comm, count: int, switch: int, groups: list[list[int]], node: in
         yield from sender.drain()
 
 
+def _blocks(part: Buffer, h: int, one_node: int | None) -> list[list[Buffer]]:
+    """The heads' slices: NCCL's one-node cut in chunks of ``one_node`` bytes where
+    given (:func:`one_node_slices`), else :func:`block_slices`."""
+    return block_slices(part, h) if one_node is None else one_node_slices(part, h, one_node)
+
+
 def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
-                   op: ReduceOp, sharp: int | None = None) -> Steps:
+                   op: ReduceOp, sharp: int | None = None,
+                   one_node: int | None = None) -> Steps:
     """One channel on a GPU: push; if this GPU is a head, own one block across the
     nodes (over the tree of nodes, or through SHARP switch ``sharp``); take results
-    back."""
+    back. ``one_node``: NVLS on one node, in chunks of that many bytes (no step across
+    nodes; the slices cut as :func:`one_node_slices`)."""
     switch = switch_of(comm)
     groups, node, local = node_layout(comm)
-    blocks = block_slices(part, min(map(len, groups)))
+    blocks = _blocks(part, min(map(len, groups)), one_node)
     base = 4 * channel
 
     order = _round_robin(blocks)
@@ -171,19 +208,22 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
     yield pushing
     if owning is not None:
         yield owning
+    if one_node is not None:   # the heads' slices interleave: offset order is the order
+        return join([result[b][k] for b, k in order]) if order else part
     return join([join(block) for block in result])
 
 
-def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp) -> Steps:
+def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp,
+                      one_node: int | None = None) -> Steps:
     """The switch's side of every channel: reduce each slice over its node's GPUs and
     send it to the slice's owner (a head); multicast every finished slice the owners
-    send back."""
+    send back (``one_node``: as :func:`gpu_all_reduce`)."""
     gpus = sorted(served(comm))  # local index b is the b-th GPU of the node by rank
     parts = list(split(x, channels))
     h = heads(comm)
 
     def channel(c: int) -> Steps:
-        order = _round_robin(block_slices(parts[c], h))
+        order = _round_robin(_blocks(parts[c], h, one_node))
         base = 4 * c
 
         def reduce_to_owners() -> Steps:
