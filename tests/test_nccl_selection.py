@@ -80,8 +80,9 @@ def test_bad_lists_are_refused_with_what_is_accepted(value, says):
 def test_leaving_ll128_out_picks_the_best_of_the_others():
     # dgx_h100(8) at 4 MiB: NCCL's model picks tree with LL128: bus bandwidth
     # min(8 graph channels x 48 x 0.92, 8 x 36.0) x 120/128 capped at 8 x 29.0 = 232
-    # GB/s, algorithm bandwidth 116 x 0.8 (the tree's correction at 4 MiB), latency 14 +
-    # 2 (7 x 1.25 + 3 x 8.5) = 82.5 us: 82.5 + 45.2 = 127.7 us. Without LL128, NVLS-tree
+    # GB/s, times 0.85 for the plain tree pattern (one NIC per GPU) = 197.2, algorithm
+    # bandwidth 98.6 x 0.8 (the tree's correction at 4 MiB), latency 14 + 2 (7 x 1.25 +
+    # 3 x 8.5) = 82.5 us: 82.5 + 53.2 = 135.7 us. Without LL128, NVLS-tree
     # with Simple has bus bandwidth 8 NVLS graph channels x min(40 x 0.85 x 7/8 x 2, 48,
     # 45.5) = 364 GB/s, algorithm bandwidth 364 x 64 / 126, latency 25 + 2 log2(8) x 20.9
     # = 150.4 us: 150.4 + 22.7 = 173.1 us, ahead of tree with Simple (8.4 + 2 (7 x 4 + 3 x
@@ -91,8 +92,8 @@ def test_leaving_ll128_out_picks_the_best_of_the_others():
     nbytes = 4 * 2**20
     picked = choose(machine, "all_reduce", nbytes)
     assert (picked.algo, picked.proto) == ("tree", "LL128")
-    assert picked.predicted == pytest.approx((82.5 + nbytes / (1000 * 116 * 0.8)) * US,
-                                             rel=1e-9)
+    assert picked.predicted == pytest.approx(
+        (82.5 + nbytes / (1000 * 232 * 0.85 / 2 * 0.8)) * US, rel=1e-9)
     left = choose(machine, "all_reduce", nbytes, proto="LL,Simple")
     assert (left.algo, left.proto) == ("nvls_tree", "Simple")
     assert left.predicted == pytest.approx((150.4 + nbytes * 126 / (64 * 364e3)) * US,

@@ -113,17 +113,21 @@ def test_blackwell_on_x86_corrects_nvls_tree_as_the_tree(log_size):
 
 def test_blackwell_nvls_tree_correction_changes_the_choice():
     """A reference model of 2.30.7's tuner (written from tuning.cc and enqueue.cc apart from
-    simcoll) puts on dgx_h100(2) with arch="blackwell": at 4 MiB the tree with LL128 at
-    89.887 us against NVLS-tree's corrected 93.911; at 16 MiB the ring with LL128 at
-    173.504 us against 175.243. Uncorrected, NVLS-tree (85.8 and 142.7 us) won both."""
+    simcoll) puts on dgx_h100(2) with arch="blackwell": at 16 MiB the ring with LL128 at
+    173.504 us against NVLS-tree's corrected 175.243; uncorrected, NVLS-tree (142.7 us)
+    won. At 4 MiB NVLS-tree's corrected 93.911 us wins: the tree with LL128 took 48.500 us
+    + 41.387 us of bytes (89.887) in that model, which counted the balanced tree pattern;
+    one NIC per GPU gives the plain one (test_the_plain_tree_pattern_...), whose 0.85 of
+    the bus bandwidth makes it 48.500 + 41.387 / 0.85 = 97.190 us."""
     machine = describe(sc.topology.dgx_h100(2), tuple(range(16)), "blackwell")
-    expected = {4 * MIB: ("tree", 89.887), 16 * MIB: ("ring", 173.504)}
-    for nbytes, (algo, predicted) in expected.items():
+    expected = {4 * MIB: ("nvls_tree", "Simple", 32, 93.911),
+                16 * MIB: ("ring", "LL128", 16, 173.504)}
+    for nbytes, (algo, proto, channels, predicted) in expected.items():
         choice = choose(machine, "all_reduce", nbytes)
-        assert (choice.algo, choice.proto, choice.channels) == (algo, "LL128", 16)
+        assert (choice.algo, choice.proto, choice.channels) == (algo, proto, channels)
         assert choice.predicted == pytest.approx(predicted * US, rel=1e-5)
-    assert predict(machine, "all_reduce", 4 * MIB, "nvls_tree", "Simple", 32) == \
-        pytest.approx(93.911 * US, rel=1e-5)
+    assert predict(machine, "all_reduce", 4 * MIB, "tree", "LL128", 16) == \
+        pytest.approx((48.500 + 41.387 / 0.85) * US, rel=1e-5)
 
 
 def test_volta_rings_plateau_at_1_9_times_their_latency():
@@ -388,3 +392,33 @@ def test_hopper_ring_ll128_beyond_two_nodes_caps_at_36_7_per_channel():
     bus = min(8 * 48 * 0.92, 8 * 36.7)
     assert predict(machine, "all_reduce", GIB, "ring", "LL128", 16) == pytest.approx(
         (14 + 56 * 1.9 + 6 * 4.0 + GIB / (1000 * bus * 32 / 62)) * US, rel=1e-12)
+
+
+def test_the_plain_tree_pattern_on_hopper_nodes_with_a_nic_per_gpu():
+    """NCCL's tree search tries the balanced tree first, whose channels have their first
+    two GPUs reach one NIC (search.cc: ``backToNet`` 0, then ``nextBackToNet`` 1, the
+    same NIC) at the nearest path type (PIX); with one NIC per GPU none does, and from
+    Hopper on (``ccMin >= 90``) the search takes the plain tree
+    (``NCCL_TOPO_PATTERN_TREE``) before any farther path, so the tuner counts 0.85 of
+    the tree's bus bandwidth (tuning.cc). Two GPUs per NIC (nics_per_node=4: a PCIe
+    switch holds two GPUs and their NIC) keep the balanced tree; so do Ampere (which
+    raises the path type instead) and one node (no network). On dgx_h100(2) at 512 KiB
+    NCCL 2.26.2's choice then moves from the tree with LL128 to NVLS-tree, as nccl-tests
+    #309's table, measured with 2.26.2, times it (-28% with the tree, -7% with
+    NVLS-tree); 2.30.7's, whose NVLS-tree pays more network latency, stays a tree."""
+    for topo, plain in ((sc.topology.dgx_h100(2), True), (sc.topology.dgx_h100(8), True),
+                        (sc.topology.dgx_h100(2, nics_per_node=4), False),
+                        (sc.topology.dgx_a100(2), False), (sc.topology.dgx_h100(1), False)):
+        assert describe(topo, tuple(range(topo.nranks))).plain_tree is plain, topo.name
+    machine = describe(sc.topology.dgx_h100(2), tuple(range(16)))
+    balanced = dataclasses.replace(machine, plain_tree=False)
+    def moved(m: Machine, proto: str) -> float:   # 1 GiB more, past the size corrections
+        return (predict(m, "all_reduce", 2 << 30, "tree", proto, 16)
+                - predict(m, "all_reduce", 1 << 30, "tree", proto, 16))
+
+    for proto in ("LL", "LL128", "Simple"):
+        assert moved(machine, proto) == pytest.approx(moved(balanced, proto) / 0.85,
+                                                      rel=1e-12)
+    assert [choose(m, "all_reduce", 512 * 1024, tuner=tuner).algo
+            for tuner in ("2.26.2", "2.30.7") for m in (balanced, machine)] == \
+        ["tree", "nvls_tree", "tree", "tree"]

@@ -23,7 +23,13 @@ import math
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
-from simcoll.algorithms.nccl.nics import NVLINK_KINDS, bound_routes, channel_nics, kept
+from simcoll.algorithms.nccl.nics import (
+    NVLINK_KINDS,
+    bound_routes,
+    channel_nics,
+    kept,
+    nearest_nics,
+)
 from simcoll.algorithms.nccl.node_search import (
     distinct_nodes,
     is_cpu,
@@ -74,6 +80,15 @@ class Machine:
             (``maxTreePattern``, src/graph/tuning.cc). NCCL then runs no NVLS either:
             ``ncclNvlsInit`` leaves NVLS off on a node of one GPU, and its NVLS graph,
             which every rank cuts to the fewest channels any rank found, has none.
+        plain_tree: NCCL's tree graph has the plain tree pattern
+            (``NCCL_TOPO_PATTERN_TREE``), so its tuner counts 0.85 of the tree's bus
+            bandwidth (``maxTreePattern``, tuning.cc): on a node of one GPU, and from
+            Hopper on where no two GPUs of a node share a nearest NIC
+            (:func:`~.nics.nearest_nics`). The balanced tree the search tries first has
+            a channel's first two GPUs both reach one NIC (search.cc, ``backToNet``
+            with ``nextBackToNet``) at the nearest path type, which one NIC per GPU
+            never gives; Hopper then tries the simpler tree (``ccMin >= 90``,
+            ``NCCL_TOPO_PATTERN_TREE``) before any farther path, and keeps it.
         uneven_nodes: the nodes hold different numbers of the communicator's GPUs.
             NCCL then gives NVLS as many heads as the fewest GPUs of a node (every
             rank keeps the fewest NVLS channels any node found; init.cc). simcoll runs
@@ -127,6 +142,7 @@ class Machine:
     rails: int = 0
     cpu: str = "unknown"
     lone_gpu_node: bool = False
+    plain_tree: bool = False
     uneven_nodes: bool = False
     heads_inter_bw: float | None = None
     smallest_node: int = 0
@@ -363,13 +379,28 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
         len(set().union(*switches)) == len(groups)
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
+    plain_tree = heads == 1 or (
+        len(groups) > 1 and arch in ("hopper", "blackwell")
+        and not all(_shares_a_nic(topology, groups[j]) for j in distinct))
     ring, tree = ring_graph(topology, groups, arch, distinct)
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
-                   heads == 1, len({len(group) for group in groups}) > 1, heads_inter_bw,
+                   heads == 1, plain_tree, len({len(group) for group in groups}) > 1,
+                   heads_inter_bw,
                    heads, nic_path, ring.run, ring.graph, ring.speed * 1e9,
                    (tree if len(groups) == 2 else ring.speed) * 1e9, tree * 1e9,
                    all(_nvlinked_to_switch(topology, groups[j][0]) for j in distinct))
+
+
+def _shares_a_nic(topology: Topology, ranks: list[int]) -> bool:
+    """Two of the GPUs ``ranks`` (one node's) have a nearest NIC in common."""
+    seen: set[str] = set()
+    for rank in ranks:
+        nics = set(nearest_nics(topology, topology.gpus[rank]))
+        if nics & seen:
+            return True
+        seen |= nics
+    return False
 
 
 def _nvlinked_to_switch(topology: Topology, rank: int) -> bool:

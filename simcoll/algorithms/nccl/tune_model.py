@@ -240,7 +240,7 @@ def _bus_bandwidth(machine: Machine, collective: str, algo: str, proto: str,
         factor = 7.0 / 9.0 if machine.nnodes == 1 else 120.0 / 128.0
         bw = min(bw * factor,
                  channels * PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER[tuner][arch][col])
-    return bw * TREE_PATTERN_FACTOR if machine.lone_gpu_node else bw
+    return bw * TREE_PATTERN_FACTOR if machine.plain_tree else bw
 
 
 def _log2i(n: int) -> int:
