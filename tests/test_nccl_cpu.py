@@ -123,8 +123,8 @@ def test_a_node_with_one_gpu_counts_085_of_the_trees_bus_bandwidth():
     15.13 GB/s, so at 1 GiB its predicted time less its latency (at 8 B) grows by
     1 / 0.85; a ring's does not."""
     cluster = describe(sc.topology.cluster(4, 1), tuple(range(4)))
-    assert cluster.lone_gpu_node and cluster.inter_bw == 25e9
-    plain = dataclasses.replace(cluster, lone_gpu_node=False)
+    assert cluster.lone_gpu_node and cluster.plain_tree and cluster.inter_bw == 25e9
+    plain = dataclasses.replace(cluster, plain_tree=False)
     for algo, factor in (("tree", 1 / 0.85), ("ring", 1.0)):
         def moving(machine, algo=algo):
             return (predict(machine, "all_reduce", 1 << 30, algo, "Simple", 16)
@@ -137,7 +137,9 @@ def test_a_node_with_one_gpu_counts_085_of_the_trees_bus_bandwidth():
     assert not h100(2, "intel").lone_gpu_node
     # Three GPUs of one node and one of the other: the lone one sets the pattern.
     uneven = describe(sc.topology.dgx_h100(2), (0, 1, 2, 8))
-    assert uneven.nnodes == 2 and uneven.lone_gpu_node
+    assert uneven.nnodes == 2 and uneven.lone_gpu_node and uneven.plain_tree
+    # Ampere nodes of several GPUs keep the balanced tree
+    assert not describe(sc.topology.dgx_a100(2), tuple(range(16))).plain_tree
 
 
 @pytest.mark.parametrize("collective", ["broadcast", "reduce"])
