@@ -422,3 +422,67 @@ def test_the_plain_tree_pattern_on_hopper_nodes_with_a_nic_per_gpu():
     assert [choose(m, "all_reduce", 512 * 1024, tuner=tuner).algo
             for tuner in ("2.26.2", "2.30.7") for m in (balanced, machine)] == \
         ["tree", "nvls_tree", "tree", "tree"]
+
+
+def _hopper_nodes(layout: list[str], nodes: int = 2) -> sc.Topology:
+    """Nodes of H100s on an NVSwitch, each GPU on a PCIe switch under the node's CPU:
+    'own' puts a NIC of its own on that switch, 'sw:k' a switch k shared with the GPUs
+    of that label and one NIC, 'far' no NIC; the NICs join one network switch."""
+    topo = sc.Topology("hopper nodes")
+    core = topo.add_switch("core")
+    for n in range(nodes):
+        nvswitch = topo.add_switch(f"nvswitch{n}", reduce_bandwidth=2e12)
+        cpu = topo.add_host(f"cpu{n}")
+        shared: dict[str, str] = {}
+        for i, kind in enumerate(layout):
+            gpu = topo.add_gpu(node=n)
+            topo.add_link(gpu, nvswitch, bandwidth=450e9, kind="nvlink")
+            if kind in shared:
+                topo.add_link(gpu, shared[kind], bandwidth=64e9, kind="pcie")
+                continue
+            pcie = topo.add_switch(f"pcie{n}_{i}")
+            topo.add_link(pcie, cpu, bandwidth=64e9, kind="pcie")
+            topo.add_link(gpu, pcie, bandwidth=64e9, kind="pcie")
+            if kind != "far":
+                nic = topo.add_nic()
+                topo.add_link(nic, pcie, bandwidth=64e9, kind="pcie")
+                topo.add_link(nic, core, bandwidth=50e9, latency=2e-6, kind="ib")
+                if kind.startswith("sw:"):
+                    shared[kind] = pcie
+    return topo
+
+
+@pytest.mark.parametrize("layout, plain", [
+    (["own"] * 8, True),                                  # a NIC per GPU
+    ([f"sw:{i // 2}" for i in range(8)], False),          # two GPUs per NIC
+    (["sw:0", "sw:0"] + ["own"] * 6, True),               # only GPUs 0 and 1 share one
+    (["own"] * 4 + ["far"] * 4, True),   # 4 - 7 reach the NICs through the CPU only
+])
+def test_the_plain_tree_pattern_counts_the_nics_at_the_nodes_best_reach(layout, plain):
+    """The balanced tree must find as many channels as the ring, each with its first two
+    GPUs on one NIC at the node's best path type: a NIC of one GPU's own (GPUs 2 - 7
+    below, or GPUs 0 - 3 where the others reach them only through the CPU) leaves it
+    short, and Hopper takes the plain tree."""
+    topo = _hopper_nodes(layout)
+    assert describe(topo, tuple(range(16)), "hopper").plain_tree is plain
+
+
+def test_nics_out_of_reach_keep_the_balanced_tree():
+    """A node whose GPUs all reach its NIC only far (past the NIC search's reach) gives no
+    GPU a NIC of its own: every GPU meets the NIC alike, the balanced tree's first two
+    GPUs share it, and no 0.85 is counted."""
+    topo = sc.Topology("far NIC")
+    core = topo.add_switch("core")
+    for n in range(2):
+        nvswitch = topo.add_switch(f"nvswitch{n}", reduce_bandwidth=2e12)
+        chain = [topo.add_host(f"cpu{n}_{k}") for k in range(4)]
+        for a, b in zip(chain, chain[1:]):
+            topo.add_link(a, b, bandwidth=64e9, kind="pcie")
+        for _ in range(4):
+            gpu = topo.add_gpu(node=n)
+            topo.add_link(gpu, nvswitch, bandwidth=450e9, kind="nvlink")
+            topo.add_link(gpu, chain[0], bandwidth=64e9, kind="pcie")
+        nic = topo.add_nic()
+        topo.add_link(nic, chain[-1], bandwidth=64e9, kind="pcie")
+        topo.add_link(nic, core, bandwidth=50e9, latency=2e-6, kind="ib")
+    assert not describe(topo, tuple(range(8)), "hopper").plain_tree

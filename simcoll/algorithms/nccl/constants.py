@@ -119,8 +119,8 @@ NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.7
 TREE_PATTERN_FACTOR = 0.85
 """The share of the tree's bus bandwidth NCCL counts where a rank's tree graph has the
 plain tree pattern (``maxTreePattern == NCCL_TOPO_PATTERN_TREE``, tuning.cc of 2.26.2 and
-2.30.7): a node holding a single GPU of the communicator, and from Hopper on nodes with
-no NIC two GPUs share (:attr:`~.machine.Machine.plain_tree`), get it (search.cc)."""
+2.30.7): a node holding a single GPU of the communicator, and from Hopper on nodes where
+a GPU has a NIC of its own (:attr:`~.machine.Machine.plain_tree`), get it (search.cc)."""
 
 NVLINK_BW_PER_LINK = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
 """``SM70/SM80/SM90/SM100_NVLINK_BW`` (src/graph/topo.h, GB/s per link and direction)."""

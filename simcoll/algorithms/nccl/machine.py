@@ -29,6 +29,7 @@ from simcoll.algorithms.nccl.nics import (
     channel_nics,
     kept,
     nearest_nics,
+    nic_reach,
 )
 from simcoll.algorithms.nccl.node_search import (
     distinct_nodes,
@@ -83,12 +84,14 @@ class Machine:
         plain_tree: NCCL's tree graph has the plain tree pattern
             (``NCCL_TOPO_PATTERN_TREE``), so its tuner counts 0.85 of the tree's bus
             bandwidth (``maxTreePattern``, tuning.cc): on a node of one GPU, and from
-            Hopper on where no two GPUs of a node share a nearest NIC
-            (:func:`~.nics.nearest_nics`). The balanced tree the search tries first has
-            a channel's first two GPUs both reach one NIC (search.cc, ``backToNet``
-            with ``nextBackToNet``) at the nearest path type, which one NIC per GPU
-            never gives; Hopper then tries the simpler tree (``ccMin >= 90``,
-            ``NCCL_TOPO_PATTERN_TREE``) before any farther path, and keeps it.
+            Hopper on where a GPU has a nearest NIC (:func:`~.nics.nearest_nics`) no
+            other GPU of its node has. The balanced tree the search tries first has a
+            channel's first two GPUs both reach one NIC (search.cc, ``backToNet`` with
+            ``nextBackToNet``) at the node's best path type, and must find as many
+            channels as the ring; a NIC of one GPU's own gives it fewer, and Hopper
+            then tries the simpler tree (``ccMin >= 90``, ``NCCL_TOPO_PATTERN_TREE``)
+            before any farther path, and keeps it. (Read from the source; an
+            approximation of the search's channel count.)
         uneven_nodes: the nodes hold different numbers of the communicator's GPUs.
             NCCL then gives NVLS as many heads as the fewest GPUs of a node (every
             rank keeps the fewest NVLS channels any node found; init.cc). simcoll runs
@@ -381,7 +384,7 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
         arch = "hopper" if nvls else "ampere"
     plain_tree = heads == 1 or (
         len(groups) > 1 and arch in ("hopper", "blackwell")
-        and not all(_shares_a_nic(topology, groups[j]) for j in distinct))
+        and not all(_balanced_tree(topology, groups[j]) for j in distinct))
     ring, tree = ring_graph(topology, groups, arch, distinct)
     return Machine(len(ranks), len(groups), intra, intra_bw, inter_bw, nvls, arch,
                    sharp_groups(topology, ranks) is not None, rails, topology.cpu,
@@ -392,15 +395,20 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
                    all(_nvlinked_to_switch(topology, groups[j][0]) for j in distinct))
 
 
-def _shares_a_nic(topology: Topology, ranks: list[int]) -> bool:
-    """Two of the GPUs ``ranks`` (one node's) have a nearest NIC in common."""
-    seen: set[str] = set()
-    for rank in ranks:
-        nics = set(nearest_nics(topology, topology.gpus[rank]))
-        if nics & seen:
-            return True
-        seen |= nics
-    return False
+def _balanced_tree(topology: Topology, ranks: list[int]) -> bool:
+    """Whether NCCL's balanced tree finds as many channels as the ring on the node of GPUs
+    ``ranks``: at the node's best reach of a NIC (:func:`~.nics.nic_reach`), every NIC a
+    GPU has nearest is nearest to another GPU too (a channel's first two GPUs share
+    one); or no GPU has one near (all reach the node's NICs farther, alike)."""
+    gpus = [topology.gpus[rank] for rank in ranks]
+    reach = {gpu: nic_reach(topology, gpu) for gpu in gpus}
+    best = min(reach.values())
+    counts: dict[str, int] = {}
+    for gpu in gpus:
+        if reach[gpu] == best:
+            for nic in nearest_nics(topology, gpu):
+                counts[nic] = counts.get(nic, 0) + 1
+    return all(count >= 2 for count in counts.values())
 
 
 def _nvlinked_to_switch(topology: Topology, rank: int) -> bool:

@@ -58,6 +58,14 @@ def nearest_nics(topology: Topology, gpu: str) -> tuple[str, ...]:
     return known[gpu]
 
 
+def nic_reach(topology: Topology, gpu: str) -> int:
+    """How far GPU ``gpu``'s nearest NICs (:func:`nearest_nics`) lie: 0 through PCIe
+    switches only, 1 through a host too, 2 none within reach."""
+    if _nics_within(topology, gpu, ("switch",)):
+        return 0
+    return 1 if nearest_nics(topology, gpu) else 2
+
+
 def _nics_within(topology: Topology, gpu: str, through: tuple[str, ...]) -> tuple[str, ...]:
     """The NICs fewest hops from ``gpu`` that a search crossing only devices of the kinds
     ``through`` reaches within :data:`_NIC_SEARCH_DEPTH` hops."""
