@@ -213,7 +213,10 @@ def _numbers(data: dict[str, Any], key: str, ctx: Context, what: str) -> list[An
 
 
 def from_astra_dict(data: Any, ctx: Context) -> Topology:
-    """The machine an ASTRA-sim network config (already parsed) describes.
+    """The machine an ASTRA-sim network config (already parsed) describes. Block names are
+    read as :func:`multi_dim` reads them (case and underscores ignored), where
+    ASTRA-sim's ``NetworkParser::parse_topology_name`` takes ``Ring``,
+    ``FullyConnected`` and ``Switch`` only.
 
     Raises:
         TopologyError: a missing or unknown key, lists of different lengths, a value
