@@ -795,3 +795,74 @@ def test_mut_the_report_writes_each_constant_in_its_kinds_units(table):
         "bandwidth": ["50GB/s", "100.002GB/s"], "latency": ["1.235us", "1.00006us"]}
     assert constants(cal.report()) == {"bandwidth": ["5e+10", "1.00002e+11"],
                                        "latency": ["1.235e-06", "1.00006e-06"]}
+
+
+@pytest.mark.parametrize("loss", ["linear", "soft_l1", "huber", "cauchy"])
+def test_the_jacobian_is_recovered_from_scipys_robust_loss_weighting(loss):
+    """scipy's least_squares returns its Jacobian with row i times sqrt(max(rho'(z_i) +
+    2 z_i rho''(z_i), eps)), z_i = (f_i / f_scale)^2 (``scale_for_robust_loss_function``,
+    scipy/optimize/_lsq/common.py). For residuals A x - b, linear in x, the true Jacobian
+    is A at every x: _unweighted must give A back from what scipy returned, in rows the
+    loss discounts (z > 1 for huber and cauchy, where the weight is clamped to eps) too.
+    Two outliers and a near miss make rows on both sides of z = 1 for every loss."""
+    np = pytest.importorskip("numpy")
+    least_squares = pytest.importorskip("scipy.optimize").least_squares
+    from simcoll.calibration import _unweighted
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(7, 2))
+    b = a @ np.array([1.0, -2.0])
+    b[[1, 4]] += [3.0, -5.0]
+    b[2] += 0.05
+    fit = least_squares(lambda x: a @ x - b, np.zeros(2), jac=lambda x: a, loss=loss,
+                        f_scale=0.1)
+    z = (fit.fun / 0.1) ** 2
+    assert loss == "linear" or (np.any(z < 1) and np.any(z > 1))
+    if loss != "linear":   # scipy's rows are weighted: not A as returned
+        assert not np.allclose(fit.jac, a)
+    np.testing.assert_allclose(_unweighted(fit.jac, fit.fun, loss, 0.1), a, rtol=1e-9,
+                               atol=1e-12)
+
+
+def test_undetermined_names_only_the_constants_in_a_flat_combination():
+    """Hand-built Jacobians (rows: sizes, columns: constants) and their flat directions:
+    x and 2x act alike (null vector (2, -1)/sqrt 5); a constant moving no time (a zero
+    column) is left out of both the count and the names; c = a + 0.1 b makes all three
+    traded off, b with a weight of only 0.07 in the null vector (1, 0.1, -1)/1.005; and
+    without a Jacobian the constants beyond the sizes, all of them named."""
+    np = pytest.importorskip("numpy")
+    from simcoll.calibration import _undetermined
+
+    x = np.array([1.0, 2.0, 3.0, 5.0])
+    y = np.array([1.0, -1.0, 0.5, 0.0])
+    zero = np.zeros(4)
+    assert _undetermined(np.column_stack([x, y]), 4, ["p", "q"]) == (0, ())
+    assert _undetermined(np.column_stack([x, 2 * x, y]), 4, ["p", "q", "r"]) == \
+        (1, ("p", "q"))
+    assert _undetermined(np.column_stack([zero, y, x, -3 * x]), 4, ["z", "r", "p", "q"]) == \
+        (1, ("p", "q"))
+    assert _undetermined(np.column_stack([x, y, x + 0.1 * y]), 4, ["a", "b", "c"]) == \
+        (1, ("a", "b", "c"))
+    # a real difference of 1e-4 between two columns pins them down; 1e-9 does not
+    w = np.array([1.0, 2.0, 3.0, 5.0 + 1e-4])
+    assert _undetermined(np.column_stack([x, w]), 4, ["p", "q"]) == (0, ())
+    w = np.array([1.0, 2.0, 3.0, 5.0 + 1e-9])
+    assert _undetermined(np.column_stack([x, w]), 4, ["p", "q"]) == (1, ("p", "q"))
+    assert _undetermined(None, 2, ["a", "b", "c"]) == (1, ("a", "b", "c"))
+    assert _undetermined(None, 3, ["a", "b", "c"]) == (0, ())
+    assert _undetermined(np.column_stack([zero, zero]), 4, ["a", "b"]) == (0, ())
+
+
+def test_the_note_counts_distinct_sizes_where_several_types_share_one():
+    """Two rows of one size (float and half, nccl-tests' -d all): one size fitted, so the
+    note says (1), not the row count (2)."""
+    cal = sc.Calibration(values={"bandwidth": 4e10, "latency": 2e-6},
+                         initial={"bandwidth": 2e10, "latency": 5e-6},
+                         topology=sc.topology.switch(4), sizes=(1 << 20, 1 << 20),
+                         measured=(1e-4, 1e-4), before=(2e-4, 2e-4), after=(1e-4, 1e-4),
+                         evaluations=3, message="done", undetermined=1,
+                         settings=(("float", "sum", -1), ("half", "sum", -1)),
+                         traded_off=("bandwidth", "latency"))
+    assert any(note.startswith("note: the sizes fitted (1) do not pin down the 2 free "
+                               "constants: 1 combination(s) of bandwidth, latency")
+               for note in cal.notes)

@@ -463,3 +463,50 @@ def test_a_tree_on_nodes_of_one_nic_keeps_every_channels_chain_at_the_first_gpu(
     for node in range(4):
         assert res.link_bytes[(f"gpu{2 * node + 1}", f"node{node}")] == m
         assert res.link_bytes[(f"gpu{2 * node}", f"node{node}")] > m
+
+
+def nic_sharing_nodes(*nodes: list[list[int]]) -> sc.Topology:
+    """Nodes on one NVSwitch each (200 GB/s per GPU); ``nodes[j][g]`` lists the NICs GPU g
+    of node j reaches through a PCIe switch of its own NIC (two hops: GPU -> switch ->
+    NIC), so GPUs listing one NIC share it as their nearest."""
+    topo = sc.Topology("nic sharing")
+    core = topo.add_switch("core")
+    for node, gpus_nics in enumerate(nodes):
+        nvswitch = topo.add_switch(f"nvswitch{node}", reduce_bandwidth=2e12)
+        count = 1 + max(k for nics in gpus_nics for k in nics)
+        pcie = []
+        for k in range(count):
+            sw, nic = topo.add_switch(f"pcie{node}_{k}"), topo.add_nic(f"nic{node}_{k}")
+            topo.add_link(sw, nic, bandwidth=60e9, latency=1e-7, kind="pcie")
+            topo.add_link(nic, core, bandwidth=50e9, latency=2e-6, kind="ib")
+            pcie.append(sw)
+        for nics in gpus_nics:
+            gpu = topo.add_gpu(node=node)
+            topo.add_link(gpu, nvswitch, bandwidth=200e9, latency=1e-6, kind="nvlink")
+            for k in nics:
+                topo.add_link(gpu, pcie[k], bandwidth=60e9, latency=1e-7, kind="pcie")
+    return topo
+
+
+@pytest.mark.parametrize("nodes, plain", [
+    (([[0], [0]], [[0], [1]]), True),        # node 1 has a NIC per GPU
+    (([[0], [1]], [[0], [0]]), True),
+    (([[0], [0]], [[0], [0]]), False),
+    (([[0], [1]], [[0], [1]]), True),
+    (([[0], [1], [0]], [[0], [1], [0]]), True),    # GPUs 0 and 2 share NIC 0, NIC 1 is GPU 1's
+    (([[0, 2], [1], [0, 1, 2]], [[0, 2], [1], [0, 1, 2]]), False),   # every NIC shared
+    (([[0], [0, 1]], [[0], [0, 1]]), True),        # GPU 1 also near NIC 0; NIC 1 its own
+    (([[0, 1], [1]], [[0, 1], [1]]), True),        # GPU 0 also near NIC 1; NIC 0 its own
+])
+def test_the_plain_tree_pattern_where_any_node_has_no_nic_two_gpus_share(nodes, plain):
+    """NCCL keeps the largest tree pattern any rank found (init.cc: ``maxTreePattern =
+    std::max(maxTreePattern, allGather3Data[i].graphInfo[NCCL_ALGO_TREE].pattern)``, the
+    plain tree, 3, above the balanced one, 1): on Hopper one node where a GPU has a
+    nearest NIC of its own gives the plain tree to all, whichever node it is (the
+    balanced tree, a channel's first two GPUs on one NIC, then finds fewer channels
+    than the ring). A node keeps the balanced tree where every NIC a GPU has nearest is
+    another GPU's too (adjacent or not, one of several)."""
+    topo = nic_sharing_nodes(*nodes)
+    assert describe(topo, tuple(range(topo.nranks)), "hopper").plain_tree is plain
+    # Ampere keeps the balanced tree wherever a node has more than one GPU
+    assert describe(topo, tuple(range(topo.nranks)), "ampere").plain_tree is False

@@ -243,3 +243,47 @@ def test_nvls_time_does_not_drop_as_the_size_grows():
     times = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="nvls").time
              for n in (16 << 20, (16 << 20) + 512, 17 << 20, 32 << 20, (32 << 20) + 512)]
     assert times == sorted(times)
+
+
+@pytest.mark.parametrize("count, dtype", [(32769, "float32"), (8 * 4096 * 3 + 7, "float32"),
+                                          (262144 + 65537, "float32"),
+                                          (8 * 8192 + 1, "float16")])
+def test_one_node_nvls_cut_where_the_rest_is_one_past_heads_times_the_alignment(count, dtype):
+    """The last loop's piece is divUp(rest, 8) rounded up to 16 KiB: with rest = 8 x 4096 + 1
+    floats divUp gives 4097, so the pieces are 8192 floats and only GPUs 0 - 4 own any
+    (4 x 8192 + 1). Rounding rest / 8 down instead gives 4096 and a ninth piece no GPU
+    owns. Expected from the kernel's loop (_kernel_cut, NCCL's oneNode branch)."""
+    from simcoll.algorithms.nccl.nvls_tree import one_node_slices
+
+    part = np.zeros(count, dtype)
+    itemsize = np.dtype(dtype).itemsize
+    base = part.__array_interface__["data"][0]
+    cut = one_node_slices(part, P, 131072)
+    got = [[((piece.__array_interface__["data"][0] - base) // itemsize, len(piece))
+            for piece in head] for head in cut]
+    assert got == _kernel_cut(count, itemsize)
+    if count == 32769:   # by hand: 4 pieces of 8192 and one of 1 element
+        assert [sum(n for _, n in head) for head in got] == [8192] * 4 + [1] + [0] * 3
+
+
+def test_one_node_nvls_cuts_chunks_of_128_kib_when_a_channel_holds_more_than_one_loop():
+    """A channel of 1 MiB + 8 KiB of floats (264192) on 8 GPUs: one loop of 8 chunks of
+    128 KiB (32768 floats each), then the 2048-float rest in one piece of
+    alignUp(divUp(2048, 8), 4096) = 4096 floats, all GPU 0's. So GPU 0 takes 136 KiB per
+    channel down and hands it back, the others 128 KiB: a GPU's link carries n + that
+    each way. A 256 KiB chunk would make the whole channel one last loop, 144 KiB for
+    GPUs 0 - 6 and 24 KiB for GPU 7."""
+    topo = sc.topology.dgx_h100(1)
+    per_channel = 262144 + 2048
+    n = 16 * per_channel * 4
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="nvls")
+    channels = res.params["channels"]
+    own = [0] * P
+    for part in np.array_split(np.arange(n // 4), channels):
+        for g, head in enumerate(_kernel_cut(len(part), 4)):
+            own[g] += 4 * sum(c for _, c in head)
+    if channels == 16:
+        assert own == [16 * 136 * 1024] + [16 * 128 * 1024] * 7
+    for g in range(P):
+        assert res.link_bytes[(f"gpu{g}", "nvswitch0")] == n + own[g]
+        assert res.link_bytes[("nvswitch0", f"gpu{g}")] == n + own[g]

@@ -987,3 +987,124 @@ def test_a_parallel_shells_host_and_a_log_collectors_time_stamp_are_read_past(pr
     prefixed = parse("".join(prefix + line for line in text.splitlines(keepends=True)))
     assert prefixed.rows == plain.rows and prefixed.nranks == plain.nranks == 8
     assert prefixed.collective == "all_reduce"
+
+
+def _rows_with_root(program: str, bw_of: str, root: int, redop: str = "none",
+                    p: int = 8) -> str:
+    """Headerless rows of ``program`` (a rank's share of floats: size = count x 4 x p)
+    printing ``root``; bandwidths as ``bw_of`` prints them."""
+    lines = []
+    for size in (1 << 20, 1 << 24):
+        count = size // 4 // p
+        lines.append(f"{size:12d}  {count:12d}  {'float':>8}  {redop:>6}  {root:6d}"
+                     + block(size, p, bw_of, False, "0") + block(size, p, bw_of, True, "0"))
+    return "\n".join(lines) + "\n"
+
+
+def test_alltoall_prints_root_minus_one_and_gather_and_scatter_a_rank():
+    """nccl-tests' alltoall.cu runs TimeTest with root -1 (no root); gather.cu and
+    scatter.cu with a rank (each in turn with ``-r -1``). A row of the other kind is
+    another run's."""
+    good = _rows_with_root("alltoall", "alltoall", -1)
+    assert parse(good, collective="alltoall").nranks == 8
+    with pytest.raises(InvalidInputError, match=r"root 0, where all_to_all prints -1"):
+        parse(_rows_with_root("alltoall", "alltoall", 0), collective="alltoall")
+    for rooted in ("gather", "scatter"):
+        assert parse(_rows_with_root(rooted, "alltoall", 3),
+                     collective=rooted).collective == rooted
+        with pytest.raises(InvalidInputError, match=rf"root -1, where {rooted} prints its "
+                                                    r"root, a rank \(0 or more\)"):
+            parse(_rows_with_root(rooted, "alltoall", -1), collective=rooted)
+
+
+@pytest.mark.parametrize("prefix", ["2024-05-01 12:00:00 ", "2024-05-01 12:00:00,250 ",
+                                    "10.1.2.3: ", "node01: [1,0]<stdout>: "])
+def test_other_time_stamps_hosts_and_a_rank_prefix_after_a_host_are_read_past(prefix):
+    """RFC 3339 allows a space between date and time (and log collectors write a comma
+    before the fraction); pdsh names a host by its IPv4 address where it has no name;
+    mpirun --tag-output's [job,rank]<stdout>: follows the host where pdsh runs mpirun."""
+    text = nccl_text("all_reduce", 8, SIZES[:4])
+    plain = parse(text)
+    prefixed = parse("".join(prefix + line for line in text.splitlines(keepends=True)))
+    assert prefixed.rows == plain.rows and prefixed.nranks == plain.nranks == 8
+    assert prefixed.collective == "all_reduce"
+
+
+def test_a_hosts_prefix_is_read_past_before_1x_settings_without_their_hash():
+    """nccl-tests 1.x prints its settings line without '#' (``nThread 1 nGpus 8 ...``):
+    after a parallel shell's host it is still the settings line."""
+    text = nccl_text("all_reduce", 8, SIZES[:4]).replace("# nThread", "nThread")
+    plain = parse(text)
+    assert plain.settings
+    prefixed = parse("".join("node01: " + line for line in text.splitlines(keepends=True)))
+    assert prefixed.settings == plain.settings and prefixed.rows == plain.rows
+
+
+def test_a_program_mentioned_after_a_run_only_guesses_the_next_run():
+    """A log line only mentioning a program (``all_gather_perf built in 3 s``) after a
+    run's rows is the next run's guess: a collective given wins there too (it is
+    refused only where a command runs the program or a header names it)."""
+    run = _headerless_names("all_reduce")
+    text = run + "\nall_gather_perf built in 3 s\n" + run
+    tables = parse_all(text, collective="all_reduce")
+    assert [t.collective for t in tables] == ["all_reduce", "all_reduce"]
+    launched = run + "\n$ ./all_gather_perf -b 8 -e 128M\n" + run
+    with pytest.raises(InvalidInputError, match=r"is 'all_gather' \(line \d+ runs it\)"):
+        parse_all(launched, collective="all_reduce")
+
+
+def test_rows_after_a_footer_keep_the_guess_of_the_run_before():
+    """Rows after a run's footer start a run of the same program: one a log line only
+    guessed stays a guess, so the collective given still wins."""
+    run = _headerless_names("all_reduce")
+    rows = "\n".join(line for line in run.splitlines()
+                     if line.strip() and not line.startswith("#"))
+    text = "all_gather_perf built in 3 s\n" + run + "\n" + rows + "\n"
+    tables = parse_all(text, collective="all_reduce")
+    assert len(tables) == 2 and {t.collective for t in tables} == {"all_reduce"}
+
+
+def test_a_program_a_header_named_is_not_replaced_by_a_later_log_line():
+    """The header's ``Collective test starting: all_reduce_perf`` names the run; a log
+    line naming another program before the rows (a usage hint) does not rename it."""
+    text = nccl_text("all_reduce", 8, SIZES[:4]).replace(
+        "# Using devices", "see ./all_gather_perf -h for the options\n# Using devices")
+    assert parse(text).collective == "all_reduce"
+
+
+def test_a_one_rank_all_gather_whose_bus_bandwidth_is_0_is_read_on_one_rank():
+    """On one rank all_gather's size is its count x 4 (a rank's share times 1) and its
+    bus bandwidth (n - 1) / n of algbw is 0.00 (nccl-tests' AllGatherGetBw): the rows
+    give 1 rank. Only rows that move bytes (busbw above 0) are not read as one rank's."""
+    lines = []
+    for size in (1 << 20, 1 << 24):
+        time_us = 20.0 + size / 150e9 * 1e6
+        algbw = size / (time_us * 1e-6) / 1e9
+        blk = f"  {float_str(time_us, 7)}  {float_str(algbw, 6)}  {float_str(0.0, 6)}       0"
+        lines.append(f"{size:12d}  {size // 4:12d}  {'float':>8}  {'none':>6}  {-1:6d}"
+                     + blk + blk)
+    table = parse("\n".join(lines) + "\n", collective="all_gather")
+    assert table.nranks == 1
+
+
+def test_a_line_naming_two_programs_names_neither():
+    """``make: built src/all_gather_perf src/all_reduce_perf`` names no program: a
+    headerless all_reduce run after it stays unnamed (its columns alone do not tell)."""
+    run = _headerless_names("all_reduce")
+    table = parse("make: built src/all_gather_perf src/all_reduce_perf\n" + run)
+    assert table.collective is None and table.nranks == 8
+
+
+@pytest.mark.parametrize("header", ["# Collective test starting: all_reduce_perf",
+                                    "# simcoll 0.9: all_reduce / ring, network flow, "
+                                    "params: none"])
+def test_a_header_naming_the_program_overrides_an_earlier_guess(header):
+    """A log line only mentioning all_gather_perf guesses the program; the run's own
+    header (nccl-tests' or simcoll run's) then names it, and a collective given that
+    differs is refused as for any header-named run (no line to cite)."""
+    text = "all_gather_perf built in 3 s\n" + nccl_text("all_reduce", 8, SIZES[:4]).replace(
+        "# Collective test starting: all_reduce_perf", header)
+    assert parse(text).collective == "all_reduce"
+    with pytest.raises(InvalidInputError, match=r"collective 'all_gather' was given, but the "
+                                                r"run starting at line 1 is 'all_reduce'$"):
+        parse(text, collective="all_gather")

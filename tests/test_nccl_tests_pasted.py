@@ -294,3 +294,21 @@ def test_a_bus_bandwidth_from_1000_gbs_printed_to_one_decimal_still_tells_the_ra
                  f"{_float_str(algbw * 2 * (p - 1) / p, 6)}       0")
         rows.append(f"{size:12d}  {size // 4:12d}     float     sum      -1  {block}  {block}")
     assert parse("\n".join(rows), collective="all_reduce").nranks == p
+
+
+@pytest.mark.parametrize("value", [0.01, 3.5, 999.99, 1000.0, 1234.5, 9999.9, 10000.0,
+                                   54321.0, 999999.0, 1e6, 2e6, 3.4e7])
+def test_the_half_step_is_half_a_unit_of_the_last_digit_printed(value):
+    """_printed_half_step of what nccl-tests prints (``_float_str``, 2.19.6's getFloatStr
+    in six characters) is half a unit of its last digit, read off the printed text: two
+    decimals 0.005, one 0.05, none 0.5, an exponent (2e+06) half its power of ten."""
+    from simcoll.nccl_tests.parsing import _printed_half_step
+
+    text = _float_str(value, 6).strip()
+    if "e" in text:
+        half = 0.5 * 10.0 ** int(text.split("e")[1])
+    elif "." in text:
+        half = 0.5 * 10.0 ** -len(text.split(".")[1])
+    else:
+        half = 0.5
+    assert _printed_half_step(float(text)) == pytest.approx(half, rel=1e-12)

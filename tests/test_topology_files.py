@@ -677,3 +677,14 @@ def test_a_second_link_between_a_pair_is_refused_with_what_to_do():
     with pytest.raises(sc.TopologyError, match="already linked: one link joins a pair .*"
                                                "one link of their summed bandwidth"):
         topo.add_link(b, a, bandwidth=25e9)
+
+
+def test_a_topology_name_is_kept_as_given_when_set_or_assigned(tmp_path):
+    """The name setter checks the name and keeps it as given (spaces and case too)."""
+    topo = sc.Topology(" Rack A ")
+    assert topo.name == " Rack A "
+    topo.name = "  b\u00e9 "
+    assert topo.name == "  b\u00e9 "
+    with pytest.raises(sc.TopologyError, match="is not accepted; use a non-empty string"):
+        topo.name = 3
+    assert topo.name == "  b\u00e9 "
