@@ -1034,57 +1034,44 @@ def test_an_empty_message_moved_off_a_failed_link_waits_its_detour_as_latency():
     assert path.by_link(topo) == {}
 
 
-def test_on_the_analytical_network_a_transfer_is_put_down_to_its_own_narrowest_link():
-    """The analytical network shares no link: gpu1's 1 MB to gpu0 moves at its route's
-    least bandwidth (its 50 GB/s uplink) while gpu2 and gpu3 also send into gpu0 over
-    sw->gpu0 (80 GB/s), 20 us after two 1 us hops. The path put it down to sw->gpu0 at
-    a third of 80 GB/s (the shares the flow network's sharing would give), a link that
-    did not hold it back."""
+def _uneven_incast_star() -> sc.Topology:
+    """gpu0 - gpu3 on a switch, their links at 80, 50, 100 and 100 GB/s, 1 us each."""
     topo = sc.Topology("uneven star")
     gpus = [topo.add_gpu(f"gpu{i}") for i in range(4)]
     switch = topo.add_switch("sw")
     for gpu, bandwidth in zip(gpus, (80e9, 50e9, 100e9, 100e9)):
         topo.add_link(gpu, switch, bandwidth=bandwidth, latency=1e-6)
+    return topo
 
-    def program(comm):
-        if comm.rank == 0:
-            for event in [comm.recv(r) for r in (1, 2, 3)]:
-                yield event
-        else:
-            yield comm.send(np.zeros(1_000_000, np.uint8), 0)
 
-    res = sc.run_program(topo, program, trace=True, network="analytical")
-    assert res.time == pytest.approx(2e-6 + 1e6 / 50e9, rel=1e-12)
+def _megabyte_incast(comm):
+    if comm.rank == 0:
+        for event in [comm.recv(r) for r in (1, 2, 3)]:
+            yield event
+    else:
+        yield comm.send(np.zeros(1_000_000, np.uint8), 0)
+
+
+@pytest.mark.parametrize("network", ["analytical", "flow", "flow_rtt"])
+def test_an_incasts_critical_transfer_is_put_down_to_the_link_that_held_it(network):
+    """gpu1, gpu2 and gpu3 send 1 MB each into gpu0 at once. The analytical network
+    shares no link: gpu1's moves at its route's least bandwidth (its 50 GB/s uplink),
+    20 us after two 1 us hops, and the path put it down to sw->gpu0 at a third of 80 GB/s
+    (the shares a sharing network would give), a link that did not hold it back. On the
+    networks that share links, routes of equal latency give each message a third of
+    sw->gpu0 (max-min and 1 / latency alike: 26.7 GB/s, below gpu1's uplink), all ending
+    at 2 us + 3 MB / 80 GB/s = 39.5 us, and the critical transfer is put down to
+    sw->gpu0 at its third, with shares recorded."""
+    topo = _uneven_incast_star()
+    res = sc.run_program(topo, _megabyte_incast, trace=True, network=network)
     path = sc.critical_path(res)
     [transfer] = [s for s in path.segments if s.kind == "transfer"]
-    assert transfer.shares == ()
-    assert narrowest_link(topo, transfer) == "gpu1->sw"
-    assert path.by_link(topo) == {"gpu1->sw": pytest.approx(20e-6, rel=1e-9)}
-
-
-@pytest.mark.parametrize("network", ["flow", "flow_rtt"])
-def test_on_the_sharing_networks_an_incast_is_put_down_to_the_shared_last_hop(network):
-    """The analytical test's incast on the networks that share links: gpu1, gpu2 and
-    gpu3 each send 1 MB into gpu0 at once over routes of equal latency (2 us), so both
-    max-min and 1 / latency sharing give each a third of sw->gpu0's 80 GB/s (26.7 GB/s,
-    below gpu1's 50 GB/s uplink): all end at 2 us + 3 MB / 80 GB/s = 39.5 us, and the
-    critical transfer is put down to sw->gpu0 at its third, with shares recorded."""
-    topo = sc.Topology("uneven star")
-    gpus = [topo.add_gpu(f"gpu{i}") for i in range(4)]
-    switch = topo.add_switch("sw")
-    for gpu, bandwidth in zip(gpus, (80e9, 50e9, 100e9, 100e9)):
-        topo.add_link(gpu, switch, bandwidth=bandwidth, latency=1e-6)
-
-    def program(comm):
-        if comm.rank == 0:
-            for event in [comm.recv(r) for r in (1, 2, 3)]:
-                yield event
-        else:
-            yield comm.send(np.zeros(1_000_000, np.uint8), 0)
-
-    res = sc.run_program(topo, program, trace=True, network=network)
-    assert res.time == pytest.approx(2e-6 + 3e6 / 80e9, rel=1e-9)
-    path = sc.critical_path(res)
-    [transfer] = [s for s in path.segments if s.kind == "transfer"]
-    assert transfer.shares != ()
-    assert narrowest_link(topo, transfer) == "sw->gpu0"
+    if network == "analytical":
+        assert res.time == pytest.approx(2e-6 + 1e6 / 50e9, rel=1e-12)
+        assert transfer.shares == ()
+        assert narrowest_link(topo, transfer) == "gpu1->sw"
+        assert path.by_link(topo) == {"gpu1->sw": pytest.approx(20e-6, rel=1e-9)}
+    else:
+        assert res.time == pytest.approx(2e-6 + 3e6 / 80e9, rel=1e-9)
+        assert transfer.shares != ()
+        assert narrowest_link(topo, transfer) == "sw->gpu0"
