@@ -105,8 +105,9 @@ class Calibration:
             not pin down (change no simulated time where the fit ended, so other values
             fit as well): the free constants beyond the sizes at least; 0 where all are
             determined. Two constants whose times add alike at every size (a ring
-            all_reduce's link and reduction bandwidths: n / bandwidth and
-            n / (2 reduce_bandwidth) per step) are one such combination.
+            all_reduce's link and reduction bandwidths, which take (p - 1) n / p
+            (2 / bandwidth + 1 / reduce_bandwidth) over the run) are one such
+            combination.
         traded_off: the free constants in those combinations (empty where all are
             determined): values of them that keep the combination fit as well.
     """
@@ -172,7 +173,7 @@ class Calibration:
         if self.undetermined:
             notes.append(f"note: the sizes fitted ({len(set(self.sizes))}) do not pin down the "
                          f"{len(self.values)} free constants: {self.undetermined} "
-                         f"combination(s) of {', '.join(self.traded_off)} move no "
+                         f"combination(s) of {', '.join(self.traded_off) or 'them'} move no "
                          f"simulated time where the fit ended, so other values fit as "
                          f"well; fit more sizes (ones where they act differently), or "
                          f"free fewer constants")

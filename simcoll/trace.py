@@ -7,8 +7,9 @@ async spans rather than thread slices; its arguments hold its payload and wire b
 tag and matching context, which tell apart the messages of collectives run side by side,
 and when its bytes began to move), with a flow arrow to an instant "from <sender>" on the
 receiver at the arrival. A multicast is one span per destination, each holding the whole
-payload: a sender's spans add up to its bytes once per destination, where
-``Result.bytes_sent`` counts a multicast once. A program's sleeps (``comm.sleep``: a
+payload: a sender's spans add up to its bytes once per destination, where the result's
+``bytes_sent`` (``host_bytes_sent`` for a server host or an in-network device) counts a
+multicast once. A program's sleeps (``comm.sleep``: a
 launch latency, a protocol's pacing) are not drawn on the ranks' rows; where they hold
 the run back they are the critical path's ``wait`` segments. Reductions and compute spans
 sit on threads of their own (reductions that overlap, as NCCL's channels' do, on ``reduce

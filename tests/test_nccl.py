@@ -369,8 +369,6 @@ def test_nvls_moves_a_gpus_own_block_to_the_switch_and_back_and_the_switch_reduc
     for g in range(8):
         assert res.link_bytes[(f"gpu{g}", "nvswitch0")] == n + own[g]
         assert res.link_bytes[("nvswitch0", f"gpu{g}")] == n + own[g]
-    if count % (8 * res.params["channels"]) == 0:
-        assert expected == [9 * n // 8] * 8
 
 
 @pytest.mark.parametrize("algo", ["auto", "nvls", "ring"])

@@ -949,7 +949,8 @@ def test_a_program_a_log_line_only_mentions_gives_way_to_the_collective_given():
         parse(mention)
     assert parse(mention, collective="all_reduce").collective == "all_reduce"
     for launch in ("$ mpirun -np 8 ./build/all_gather_perf -b 8 -e 128M -f 2",
-                   "srun ./all_gather_perf_mpi"):
+                   "srun ./all_gather_perf_mpi", "mpirun -np 8 ./all_gather_perf > ag.log",
+                   "./all_gather_perf 2>&1 | tee ag.log", "./all_gather_perf|tee ag.log"):
         with pytest.raises(InvalidInputError, match=r"collective 'all_reduce' was given, but "
                                                     r"the run starting at line 1 is "
                                                     r"'all_gather' \(line 1 runs it\)"):

@@ -186,8 +186,7 @@ def test_a_rate_that_is_not_zero_but_rounds_to_zero_is_refused_as_written(text):
 
 
 def test_a_bad_torus_or_multi_dim_dimension_is_named():
-    with pytest.raises(sc.TopologyError, match=r"torus dimension 2 \(of 3\) = 0 is not "
-                                               r"accepted"):
+    with pytest.raises(sc.TopologyError, match=r"torus dims\[2\] = 0 is not accepted"):
         sc.topology.from_spec("torus:4x4x0")
     with pytest.raises(sc.TopologyError, match="^dimension 1: building block 'Torus' is not "
                                                "one of Ring, FullyConnected, Switch"):

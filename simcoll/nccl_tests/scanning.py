@@ -42,8 +42,9 @@ _CUT_ROW = re.compile(r"^\s*\d+\s+\d+\s+(?:" + "|".join(ITEMSIZE) + r")(?:\s|$)"
 _FAILURE = re.compile(r"\bTest (?:(?:NCCL |CUDA )?failure|timeout)\b")
 _FOOTERS = ("Out of bounds values", "Avg bus bandwidth")
 _PROGRAM = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
-_LAUNCH = re.compile(r"\b[a-z_]+?_perf(?:_mpi)?(?:\s+-|\s*$)")
-"""A program run: its name followed by an option, or last on the line."""
+_LAUNCH = re.compile(r"\b[a-z_]+?_perf(?:_mpi)?(?:\s+-|\s*(?:$|[|<>&;]|\d>))")
+"""A program run: its name followed by an option, a shell's redirection or pipe, or last
+on the line."""
 _SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / (.*)$")
 _DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?(?:Pid\s+\d+\s+)?on\s+"
                      r"(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")

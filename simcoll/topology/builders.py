@@ -145,8 +145,7 @@ def torus(dims: Sequence[int], *, bandwidth: float = 100 * GB, latency: float = 
                             f"dimension as a sequence, e.g. (4,) or (4, 4)")
     if not dims:
         raise TopologyError("torus dims is empty; give at least one dimension, e.g. (4, 4)")
-    dims = tuple(_check_count(f"torus dimension {k} (of {len(dims)})", d)
-                 for k, d in enumerate(dims))
+    dims = tuple(_check_count(f"torus dims[{k}]", d) for k, d in enumerate(dims))
     count = math.prod(dims)
     # a dimension of size d > 2 has a link per GPU, of size 2 one per pair, of size 1 none
     _check_size(count, sum(count if d > 2 else count // 2 if d == 2 else 0 for d in dims),

@@ -76,11 +76,10 @@ class Machine:
             its network overhead per step depend on it.
         lone_gpu_node: some node holds a single GPU of the communicator. NCCL's tree
             search then takes its plain tree pattern (``NCCL_TOPO_PATTERN_TREE``: all
-            network traffic through one GPU; src/graph/search.cc), and its tuner counts
-            0.85 of the tree's bus bandwidth wherever any rank's tree has that pattern
-            (``maxTreePattern``, src/graph/tuning.cc). NCCL then runs no NVLS either:
-            ``ncclNvlsInit`` leaves NVLS off on a node of one GPU, and its NVLS graph,
-            which every rank cuts to the fewest channels any rank found, has none.
+            network traffic through one GPU; src/graph/search.cc; so ``plain_tree``).
+            NCCL then runs no NVLS either: ``ncclNvlsInit`` leaves NVLS off on a node of
+            one GPU, and its NVLS graph, which every rank cuts to the fewest channels any
+            rank found, has none.
         plain_tree: NCCL's tree graph has the plain tree pattern
             (``NCCL_TOPO_PATTERN_TREE``), so its tuner counts 0.85 of the tree's bus
             bandwidth (``maxTreePattern``, tuning.cc): on a node of one GPU, and from

@@ -19,8 +19,9 @@ from simcoll.topology.graph import Topology
 NVLINK_KINDS = ("nvlink", "nvswitch")
 """The link kinds NCCL counts as NVLink (its paths ``PATH_NVL`` and better)."""
 
-__all__ = ["kept", "nearest_nics", "nics_of", "gpu_nic", "node_nics", "chain_lanes", "channel_nics",
-           "bound_nic", "bound_routes", "rail_entries", "pxn_proxy", "NVLINK_KINDS"]
+__all__ = ["kept", "nearest_nics", "nic_reach", "nics_of", "gpu_nic", "node_nics",
+           "chain_lanes", "channel_nics", "bound_nic", "bound_routes", "rail_entries",
+           "pxn_proxy", "NVLINK_KINDS"]
 
 
 def kept(store: WeakKeyDictionary[Topology, tuple[int, dict[Any, Any]]],

@@ -36,8 +36,9 @@ buffers (``calcCollChunking`` in src/enqueue.cc: 64 KiB below 64 chunks per chan
 head, 32 KiB below 8, 16 KiB below 2; NVLS-tree 32 KiB to 128 KiB, 64 KiB at most from 4
 nodes); with those chunks the simulation moves further from nccl-tests (one DGX H100:
 ``h100x8_exemplar`` 20.7% against 18.3%, 8 - 32 MiB 18 - 20% fast against 2 - 11%, and
-``h100x8_nvls`` 5.0% against 3.9%, 2026-12-07; two nodes: 20.3% to 21.5%; eight: 35.0% to
-46.0%, sizes up to 1 GiB), as smaller chunks only fill the pipeline sooner here, where a
+``h100x8_nvls`` 5.0% against 3.9%, 2026-12-07; NVLS-tree, measured earlier with the
+models of the time, sizes up to 1 GiB: two nodes 20.3% to 21.5%, eight 35.0% to 46.0%),
+as smaller chunks only fill the pipeline sooner here, where a
 real chunk also costs a step. Device code: ``src/device/reduce_scatter.h`` and
 ``all_gather.h`` (NCCL 2.30.7). Across nodes NCCL runs NVLS reduce_scatter and all_gather
 with InfiniBand SHARP (:mod:`.nvls_sharp`). """
