@@ -5,14 +5,14 @@ reduce_scatter and an all_gather through the switch, run side by side slice by s
 (:mod:`.nvls_tree`'s three streams with no step across nodes). Each channel's part is cut
 as the kernel loops (:func:`~.nvls_tree.one_node_slices`): chunks of 128 KiB, one for
 each GPU (its owner, NCCL's head) in turn, the last loop's rest in pieces of a p-th of it
-rounded up to 16 KiB, so that where a channel holds less than p x 16 KiB only its first
-GPUs own any. Every GPU pushes every chunk into the switch, which reduces it over the
+rounded up to 16 KiB, so that where that rest is small only the first GPUs own a piece
+of it. Every GPU pushes every chunk into the switch, which reduces it over the
 GPUs (``multimem.ld_reduce``, at the switch's own reduction bandwidth, one reduction at
 a time) and sends it to its owner; the owner hands it straight back (``multimem.st``)
 and the switch multicasts it to every GPU, the owner included. A GPU so sends and
 receives n bytes and its own chunks again: (p+1)/p n where they divide evenly, against
-2(p-1)/p n each way for a ring; the switch does all the reductions, (p-1) n bytes of
-output.
+2(p-1)/p n each way for a ring; the switch does all the reductions, (p-1) n bytes
+reduced.
 
 reduce_scatter (NCCL reads its block with ``multimem.ld_reduce``, which has the switch
 fetch that block from every GPU and reduce it): every GPU pushes every block, the switch
@@ -31,7 +31,8 @@ in float32 and rounds once, as NVLink SHARP's ``multimem.ld_reduce ... .acc::f32
 step (:func:`switch_reduce`); its reduction time is of the element type's bytes. NCCL
 models the whole operation's latency as one fixed cost
 (``hwLatencies[NVLINK][NVLS][SIMPLE]``, 25 us), paid once at the start. Slices are NCCL's
-NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB) at every size. NCCL lowers it for smaller
+NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB) at every size (the one-node all_reduce's
+last loop: pieces of multiples of 16 KiB). NCCL lowers it for smaller
 buffers (``calcCollChunking`` in src/enqueue.cc: 64 KiB below 64 chunks per channel and
 head, 32 KiB below 8, 16 KiB below 2; NVLS-tree 32 KiB to 128 KiB, 64 KiB at most from 4
 nodes); with those chunks the simulation moves further from nccl-tests (one DGX H100:

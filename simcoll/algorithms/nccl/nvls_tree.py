@@ -3,7 +3,8 @@ across nodes, where an InfiniBand SHARP switch takes the tree's place; and NVLS 
 node, where nothing does (step 2 below is empty: each owner hands its slices straight
 back, as NCCL's one-node NVLS kernel does, ``oneNode`` in src/device/all_reduce.h).
 
-For each channel, every GPU's part is cut into one block per head; local GPU h is head h,
+For each channel, every GPU's part is cut into one block per head (on one node as NCCL's
+one-node kernel loops, its chunks interleaved: :func:`one_node_slices`); local GPU h is head h,
 owns block h, and talks to the other nodes over its own rail. Every node has as many
 heads as the smallest node has GPUs (NCCL cuts every rank's NVLS graph to the fewest
 channels any node found, and its channels' first GPUs are the heads: src/graph/connect.cc,
