@@ -33,7 +33,7 @@ _STAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\
 """An RFC 3339 time stamp a log collector writes first (``kubectl logs --timestamps``)."""
 _HOST = re.compile(r"^(?:[A-Za-z][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
 """A host name (or IPv4 address) a parallel shell writes first (pdsh, clush:
-``node01: ``); taken off only before what nccl-tests prints (:data:`_AFTER_HOST`), so a
+``node01: ``); taken off only before what nccl-tests prints (:func:`_printed_by_nccl_tests`), so a
 script's ``Nodes: 2 x 8 GPUs`` stays a log line and nccl-tests' own failure lines, which
 start with the host, are quoted whole."""
 _ROW_START = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)\s+(?:\S+\s+){5}\S")
@@ -235,11 +235,13 @@ def _restarts(run: Run, row: NcclTestsRow) -> bool:
         (row.type, row.redop, row.root) == (last.type, last.redop, last.root)
 
 
-_AFTER_HOST = re.compile(r"^\s*(?:#|\[\d|\d+\s+\d+\s+(?:" + "|".join(ITEMSIZE)
-                         + r")(?:\s|$)|(?:Out of bounds values|Avg bus bandwidth|nThread|"
-                           r"nGpus\(perProc\))\b)")
-"""What nccl-tests prints: a ``#`` line, a row's size, count and type, 1.x's settings
-and footers without their ``#`` (or an MPI launcher's rank prefix before them)."""
+def _printed_by_nccl_tests(text: str) -> bool:
+    """``text`` starts as nccl-tests' lines do: a ``#`` line, a row's size, count and
+    type, 1.x's settings and footers without their ``#``, or an MPI launcher's rank
+    prefix before them."""
+    body = text.lstrip()
+    return (body.startswith(("#", *_FOOTERS)) or bool(_CUT_ROW.match(body))
+            or bool(_SETTINGS.match(body)) or bool(_PREFIX.match(body)))
 
 
 def _strip_prefix(raw: str) -> str:
@@ -251,7 +253,7 @@ def _strip_prefix(raw: str) -> str:
     if match:
         line = line[match.end():]
     match = _HOST.match(line)
-    if match and _AFTER_HOST.match(line[match.end():]):
+    if match and _printed_by_nccl_tests(line[match.end():]):
         line = line[match.end():]
     match = _PREFIX.match(line.lstrip())
     if match:
