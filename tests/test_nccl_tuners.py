@@ -263,3 +263,52 @@ def test_collnet_adds_no_channels_where_every_node_holds_one_gpu():
     machine = describe(sc.topology.dgx_a100(2, sharp=True), (0, 8))
     assert machine.ppn == 1 and machine.sharp
     assert comm_channels(machine, collnet=1) == machine.channels == comm_channels(machine)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(collective="allreduce"), r"collective='allreduce' is not accepted; use one of "
+                                   r"'all_reduce', 'reduce_scatter'"),
+    (dict(nbytes=-5), r"nbytes=-5 is not accepted; use an integer >= 0"),
+    (dict(nbytes=1.5), r"nbytes=1.5 is not accepted"),
+    (dict(proto="LL64"), r"proto='LL64' is not accepted; use 'auto', one of 'LL', 'LL128', "
+                         r"'Simple'"),
+    (dict(algo="ring,"), r"algo='ring,' names '', which is not accepted"),
+    (dict(tuner="2.1"), r"tuner='2.1' is not accepted; use one of '2.30.7', '2.26.2'"),
+    (dict(channels=-1), r"channels=-1 is not accepted; use an integer in 0\.\.64"),
+    (dict(channels=65), r"channels=65 is not accepted"),
+    (dict(collnet=2), r"collnet=2 is not accepted; use an integer in 0\.\.1"),
+    (dict(collective="all_to_all", proto="LL128"), r"proto='LL128' is not accepted; use "
+                                                  r"'auto', one of 'LL', 'Simple'"),
+])
+def test_choose_refuses_what_nccl_would_not_take_by_name(kwargs, match):
+    # raw KeyError / ValueError before; a negative size or channel count was priced
+    args = dict(collective="all_reduce", nbytes=MIB) | kwargs
+    with pytest.raises(sc.InvalidInputError, match=match):
+        choose(h100(1), args.pop("collective"), args.pop("nbytes"), **args)
+
+
+def test_choose_takes_nccl_spellings_of_algorithms_and_protocols():
+    # NCCL_ALGO / NCCL_PROTO spellings: any case, '^' leaving out; the same choice as the
+    # canonical names
+    machine = h100(2)
+    assert choose(machine, "all_reduce", MIB, algo="Ring", proto="^LL,LL128") == \
+        choose(machine, "all_reduce", MIB, algo="ring", proto="Simple")
+    # all_to_all's refusal of a collective algorithm still says why
+    with pytest.raises(sc.InvalidInputError, match=r"algo='ring' cannot run all_to_all: NCCL "
+                                                   r"runs it as point-to-point"):
+        choose(machine, "all_to_all", 4096, algo="ring")
+
+
+@pytest.mark.parametrize("args, match", [
+    (("allreduce", MIB, "ring", "Simple", 8), r"collective='allreduce' is not accepted"),
+    (("broadcast", MIB, "tree", "Simple", 8), r"algo='tree' is not accepted; use one of 'ring'"),
+    (("all_reduce", MIB, "ring", "LL64", 8), r"proto='LL64' is not accepted; use one of "
+                                             r"'LL', 'LL128', 'Simple'"),
+    (("all_reduce", MIB, "ring", "Simple", 0), r"channels=0 is not accepted; use an integer >= 1"),
+    (("all_reduce", -1, "ring", "Simple", 8), r"nbytes=-1 is not accepted"),
+])
+def test_predict_refuses_what_nccl_would_not_price(args, match):
+    with pytest.raises(sc.InvalidInputError, match=match):
+        predict(h100(2), *args)
+    with pytest.raises(sc.InvalidInputError, match=r"tuner='x' is not accepted"):
+        predict(h100(2), "all_reduce", MIB, "ring", "Simple", 8, "x")

@@ -550,6 +550,9 @@ GOOD = dict(algorithms=["ring"], ranks=[2], sizes=[64])
     (dict(algorithms="ring"), "algorithms='ring' is not accepted; give a list"),
     (dict(algorithms=["ring", "nope"]), "unknown algorithm 'nope'"),
     (dict(algorithms=[]), "algorithms is empty"),
+    # a set's order differs between processes (string hashing): results came out shuffled
+    (dict(algorithms={"ring", "tree"}), r"algorithms=\{.*\} is not accepted: a set has no order"),
+    (dict(sizes=frozenset([64])), r"sizes=frozenset\(\{64\}\) is not accepted: a set"),
     (dict(workers=0), "workers=0"),
     (dict(workers=True), "workers=True"),
     (dict(workers=1.5), "workers=1.5"),

@@ -181,7 +181,8 @@ def hierarchical_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, inter: str) 
     module). With the ring across nodes T_inter = 2 (N-1) alpha_2 + 2 (N-1)/N n beta_2'
     + (N-1)/(N G) n gamma, where beta_2' is the time per byte of one node's inter-node
     traffic (on ``cluster``, one uplink shared by the G GPUs: beta_2' =
-    1 / inter_bandwidth). On a single node it is the ring all-reduce:
+    1 / inter_bandwidth), which the cost model's ``beta_inter`` counts per GPU's flow:
+    beta_inter = G beta_2' (see the module). On a single node it is the ring all-reduce:
     2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma. Each rank sends
     2 (G-1)/G n bytes inside its node plus what ``inter`` sends of n/G bytes on N ranks
     (ring: 2 (N-1)/N n/G) for sizes that divide evenly.

@@ -12,7 +12,7 @@ import importlib
 import inspect
 import itertools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +80,10 @@ def _listed(name: str, values: Any) -> list[Any]:
             isinstance(values, np.ndarray) and values.ndim != 1):   # a 0-d array: no list
         raise InvalidInputError(f"{name}={values!r} is not accepted; give a list, e.g. "
                                 f"{name}=[{values!r}]")
+    if isinstance(values, Set):  # its order changes from one Python process to the next
+        raise InvalidInputError(f"{name}={values!r} is not accepted: a set has no order, "
+                                f"and the sweep's results follow the grid's; give a list, "
+                                f"e.g. {name}=sorted(...)")
     listed = list(values)
     if not listed:
         raise InvalidInputError(f"{name} is empty; the sweep grid needs at least one value")

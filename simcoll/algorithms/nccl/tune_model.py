@@ -20,8 +20,10 @@ from simcoll.algorithms.nccl.constants import (
     PER_CHANNEL_MAX_RING_LL128_BW_BY_TUNER,
     PER_CHANNEL_MAX_TREE_BW_BY_TUNER,
     PER_CHANNEL_MAX_TREE_LL128_BW_BY_TUNER,
+    PROTOCOLS,
     TREE_CORRECTION,
     TREE_PATTERN_FACTOR,
+    TUNERS,
     ll_max_bw,
     net_overhead_us,
 )
@@ -35,6 +37,8 @@ from simcoll.algorithms.nccl.search import (
     postset,
     tree_intra_speed,
 )
+from simcoll.algorithms.nccl.support import ALGORITHMS
+from simcoll.algorithms.params import Choice, Int
 
 __all__ = ["comm_channels", "max_channels", "nvls_channels", "nvls_graph_of",
            "nvls_searched", "collnet_graphs_of", "predict"]
@@ -296,7 +300,19 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
             channels: int, tuner: str = NCCL_VERSION) -> float:
     """NCCL's predicted seconds for ``algo`` / ``proto`` on ``channels`` channels, or
     inf where NCCL would not run that pair, by the tuner of NCCL release ``tuner`` (one
-    of :data:`~simcoll.algorithms.nccl.constants.TUNERS`)."""
+    of :data:`~simcoll.algorithms.nccl.constants.TUNERS`).
+
+    Raises:
+        InvalidInputError: a collective, an algorithm that collective does not run, a
+            protocol or a release NCCL does not know, a negative ``nbytes`` or fewer
+            than one channel.
+    """
+    Choice("all_reduce", tuple(ALGORITHMS)).normalize("collective", collective)
+    Choice("ring", ALGORITHMS[collective]).normalize("algo", algo)
+    Choice("Simple", PROTOCOLS).normalize("proto", proto)
+    Int(0, minimum=0).normalize("nbytes", nbytes)
+    Int(1, minimum=1).normalize("channels", channels)
+    Choice(NCCL_VERSION, TUNERS).normalize("tuner", tuner)
     bus = _bus_bandwidth(machine, collective, algo, proto, channels, tuner)
     if bus <= 0:
         return math.inf

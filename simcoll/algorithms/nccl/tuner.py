@@ -28,12 +28,15 @@ from simcoll.algorithms.nccl.constants import (
     PROTOCOLS,
     SLOW_RING_SIMPLE_THREADS,
     THREAD_THRESHOLD,
+    TUNERS,
 )
 from simcoll.algorithms.nccl.machine import Machine
+from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.search import NVLS_ARITY
 from simcoll.algorithms.nccl.support import (
     ALGORITHMS,
     FP8_RING_PENALTY,
+    NAMES,
     NCCL_ORDER,
     SIMPLE_ONLY,
 )
@@ -44,6 +47,8 @@ from simcoll.algorithms.nccl.tune_model import (
     nvls_searched,
     predict,
 )
+from simcoll.algorithms.params import Choice as OneOf
+from simcoll.algorithms.params import Int, Names
 from simcoll.errors import InvalidInputError
 
 __all__ = ["Choice", "candidates", "choose", "trim_channels"]
@@ -211,6 +216,21 @@ def _point_to_point(machine: Machine, nbytes: int, algo: str, proto: str, channe
                           count, tuner))
 
 
+def _checked(collective: str, nbytes: int, algo: str, proto: str, channels: int,
+             tuner: str, collnet: int) -> tuple[str, str]:
+    """``algo`` and ``proto`` in canonical form, after refusing any argument of
+    :func:`choose` NCCL would not take, by name and with what is accepted."""
+    OneOf("all_reduce", tuple(ALGORITHMS)).normalize("collective", collective)
+    Int(0, minimum=0).normalize("nbytes", nbytes)
+    Int(0, minimum=0, maximum=64).normalize("channels", channels)
+    OneOf(NCCL_VERSION, TUNERS).normalize("tuner", tuner)
+    Int(0, minimum=0, maximum=1).normalize("collnet", collnet)
+    p2p_only = collective == "all_to_all"
+    # all_to_all's refusal of a collective algorithm says why (_point_to_point)
+    return (Names("auto", (*NAMES, "p2p") if p2p_only else NAMES).normalize("algo", algo),
+            Names("auto", P2P_PROTOCOLS if p2p_only else PROTOCOLS).normalize("proto", proto))
+
+
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
            proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION,
            collnet: int = 0, averages: bool = False, nvls_ok: bool = True,
@@ -236,9 +256,12 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     protocol it does not leave out).
 
     Raises:
-        InvalidInputError: the named algorithm cannot run here, or none of the named
-            ones can.
+        InvalidInputError: an argument NCCL would not take (a collective, algorithm,
+            protocol or release it does not know, a negative size, a channel count
+            beyond 0 - 64, a ``collnet`` other than 0 or 1); the named algorithm cannot
+            run here, or none of the named ones can.
     """
+    algo, proto = _checked(collective, nbytes, algo, proto, channels, tuner, collnet)
     if collective == "all_to_all" and machine.nranks > 1:
         return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
     algos = candidates(machine, collective, collnet, averages, nvls_ok, sharp_ok, tuner)
