@@ -152,7 +152,9 @@ def test_nvls_is_refused_where_one_switch_serves_two_nodes(algo):
         topo.add_link(gpu, switch, bandwidth=100e9, kind="nvlink")
     assert not _machine(topo).nvls
     with pytest.raises(sc.InvalidInputError, match="NVLS needs the GPUs of each node on one "
-                                                   "in-network NVSwitch of their own"):
+                                                   "in-network NVSwitch of their own; here "
+                                                   "'sw' serves two nodes, those of ranks 0 "
+                                                   "and 2"):
         sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=4096, algo=algo)
     data = [np.arange(1024, dtype=np.float32) * (r + 1) for r in range(4)]
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data)
@@ -510,3 +512,25 @@ def test_the_plain_tree_pattern_where_any_node_has_no_nic_two_gpus_share(nodes, 
     assert describe(topo, tuple(range(topo.nranks)), "hopper").plain_tree is plain
     # Ampere keeps the balanced tree wherever a node has more than one GPU
     assert describe(topo, tuple(range(topo.nranks)), "ampere").plain_tree is False
+
+
+def test_nvls_refusal_names_what_is_missing():
+    """The refusal of NVLS said what NVLS needs but not what the machine lacks: on a
+    hand-built machine the user had to find the GPU or switch. It names it: a GPU linked
+    to no in-network device (a DGX A100's NVSwitches do not reduce), a node split over
+    two reducing switches."""
+    with pytest.raises(sc.InvalidInputError, match=r"here GPU 'gpu0' is linked to no "
+                                                   r"in-network device"):
+        sc.simulate(sc.topology.dgx_a100(1), "all_reduce", algorithm="nccl", nbytes=4096,
+                    algo="nvls")
+    topo = sc.Topology("one node, two switches")
+    gpus = [topo.add_gpu() for _ in range(4)]
+    halves = [topo.add_switch(name, reduce_bandwidth=1e12) for name in ("b", "a")]
+    for i, gpu in enumerate(gpus):
+        topo.add_link(gpu, halves[i // 2], bandwidth=100e9, kind="nvlink")
+    topo.add_link(*halves, bandwidth=100e9)
+    assert _machine(topo).nvls_missing == "the node of rank 0 has its GPUs on 'a' and 'b'"
+    with pytest.raises(sc.InvalidInputError, match=r"here the node of rank 0 has its GPUs "
+                                                   r"on 'a' and 'b'"):
+        sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=4096, algo="nvls")
+    assert _machine(sc.topology.dgx_h100(2)).nvls_missing == ""

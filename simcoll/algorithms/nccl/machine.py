@@ -131,6 +131,8 @@ class Machine:
         nvswitch: the first GPU of every node (of every shape, one GPU too) has an NVLink
             to a switch (NCCL's NVS node), not only direct GPU-to-GPU NVLinks or PCIe;
             NCCL runs CollNet Direct only where it finds one (``nvsCount`` in tuning.cc).
+        nvls_missing: where ``nvls`` is false, why, naming a GPU or device (empty where
+            it is true).
     """
 
     nranks: int
@@ -155,6 +157,7 @@ class Machine:
     tree_channel_bw: float = 0.0
     tree_graph_bw: float = 0.0
     nvswitch: bool = True
+    nvls_missing: str = ""
 
     @property
     def ppn(self) -> float:
@@ -374,11 +377,8 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
     heads = min(map(len, groups))
     heads_inter_bw = (_network_share(topology, first[:heads], groups[1][:heads])[0]
                       if len(groups) > 1 and heads < len(first) else inter_bw)
-    switch_of = _nvls_switches(topology)
-    switches = [{switch_of.get(topology.gpus[r]) for r in group} for group in groups]
-    # one switch per node, serving that node alone (one NVLink domain per node)
-    nvls = all(len(found) == 1 and None not in found for found in switches) and \
-        len(set().union(*switches)) == len(groups)
+    nvls_missing = _nvls_missing(topology, groups)
+    nvls = not nvls_missing
     if arch == "auto":
         arch = "hopper" if nvls else "ampere"
     plain_tree = heads == 1 or (
@@ -391,7 +391,29 @@ def _describe(topology: Topology, ranks: tuple[int, ...], arch: str) -> Machine:
                    heads_inter_bw,
                    heads, nic_path, ring.run, ring.graph, ring.speed * 1e9,
                    (tree if len(groups) == 2 else ring.speed) * 1e9, tree * 1e9,
-                   all(_nvlinked_to_switch(topology, groups[j][0]) for j in distinct))
+                   all(_nvlinked_to_switch(topology, groups[j][0]) for j in distinct),
+                   nvls_missing)
+
+
+def _nvls_missing(topology: Topology, groups: list[list[int]]) -> str:
+    """Why the nodes' GPUs (world ranks, node by node) cannot run NVLS, naming a GPU or
+    device: NVLS needs one in-network device per node, linked to each of its GPUs and
+    to no other node's (one NVLink domain per node); empty where they can."""
+    switch_of = _nvls_switches(topology)
+    served: dict[str, int] = {}
+    for group in groups:
+        names = [topology.gpus[r] for r in group]
+        lone = next((name for name in names if name not in switch_of), None)
+        if lone is not None:
+            return f"GPU {lone!r} is linked to no in-network device"
+        found = sorted({switch_of[name] for name in names})
+        if len(found) > 1:
+            return (f"the node of rank {group[0]} has its GPUs on "
+                    f"{', '.join(map(repr, found[:-1]))} and {found[-1]!r}")
+        other = served.setdefault(found[0], group[0])
+        if other != group[0]:
+            return f"{found[0]!r} serves two nodes, those of ranks {other} and {group[0]}"
+    return ""
 
 
 def _balanced_tree(topology: Topology, ranks: list[int]) -> bool:

@@ -282,7 +282,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
         runnable = tuple(a for a in algos if a in named)
         if not runnable:
             hints = ["NVLS needs the GPUs of each node on one in-network NVSwitch of "
-                     "their own"] \
+                     f"their own; here {machine.nvls_missing}"] \
                 if not machine.nvls and any(a.startswith("nvls") for a in named) else []
             if machine.nvls and machine.nnodes > 1 and "nvls" in named and not (
                     collnet and machine.sharp and not machine.uneven_nodes):
