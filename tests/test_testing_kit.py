@@ -568,3 +568,25 @@ def test_a_sweep_id_cuts_an_address_written_in_hex_letters():
 
     mark = sweep(machine=[Machine()], p=[2])
     assert mark.kwargs["ids"] == ["machine=<Machine object>-p=2"]
+
+
+def test_exact_true_fails_where_the_model_only_estimates():
+    """A ring all-reduce of 1000 B on 6 ranks cuts uneven pieces (1000 = 6 x 166 + 4),
+    whose time the model only estimates: the call held it to the lower bound alone and
+    passed quietly. ``exact=True`` makes that an AssertionError saying so; 6,144 B cuts
+    even pieces, whose time the model gives exactly (2 (p-1) alpha + 2 (p-1)/p n beta),
+    and passes."""
+    net = alpha_beta_network(6, alpha=ALPHA, beta=BETA)
+    uneven = simulate(net, "all_reduce", algorithm="ring", nbytes=1000)
+    assert_matches_model(uneven, alpha=ALPHA, beta=BETA)
+    with pytest.raises(AssertionError, match=r"only estimates its time here .* lower bound "
+                                             r"alone; exact=True asks for an exact model"):
+        assert_matches_model(uneven, alpha=ALPHA, beta=BETA, exact=True)
+    even = simulate(net, "all_reduce", algorithm="ring", nbytes=6144)
+    assert even.time == pytest.approx(10 * ALPHA + 10 / 6 * 6144 * BETA, rel=1e-12)
+    assert_matches_model(even, alpha=ALPHA, beta=BETA, exact=True)
+    with pytest.raises(AssertionError, match=r"only estimates"):   # the fixture's check too
+        AlphaBeta(alpha=ALPHA, beta=BETA, gamma=0.0).check(uneven, exact=True)
+    with pytest.raises(sc.InvalidInputError, match=r"exact='yes' is not accepted; use True "
+                                                   r"or False"):
+        assert_matches_model(even, alpha=ALPHA, beta=BETA, exact="yes")

@@ -312,7 +312,8 @@ def _check_reference(res: Result, alpha: float, beta: float, gamma: float) -> No
 
 
 def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float = 0.0,
-                         rtol: float = 1e-9, root: int | None = None) -> None:
+                         rtol: float = 1e-9, root: int | None = None,
+                         exact: bool = False) -> None:
     """Assert ``res`` agrees with the registered cost model of the algorithm that ran.
 
     Checks that the outputs were correct (data mode), that the traffic equals
@@ -327,9 +328,13 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
         root: the root the models of a rooted collective are asked for: the run's
             (``res.root``) by default, and refused if it differs from it. Collectives
             without a root refuse one, as ``simulate`` does.
+        exact: also require the model's time to be exact for this run, so that a test
+            pinning a formula fails where the model only estimates (and the time would
+            be held to the lower bound alone) instead of passing quietly.
 
     Raises:
-        AssertionError: the first check that fails, values side by side.
+        AssertionError: the first check that fails, values side by side (with
+            ``exact``, a model whose time is an estimate here).
         UnknownAlgorithmError: the algorithm has no cost model.
         InvalidInputError: (before any check) ``res`` not a Result of ``simulate``, or
             one of a run with faults, on the analytical network model, or on another
@@ -346,6 +351,8 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     for name, value in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
         real(value, name)
     rtol = real(rtol, "rtol")
+    if not isinstance(exact, (bool, np.bool_)):
+        raise InvalidInputError(f"exact={exact!r} is not accepted; use True or False")
     root = _run_root(res, root)
     _check_reference(res, alpha, beta, gamma)
     if res.correct is False:
@@ -372,3 +379,7 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
         expected = cost.predict(res.collective, res.algorithm, alpha=alpha, beta=beta,
                                 gamma=gamma, **args, **params)
         _assert_time(res, expected, rtol, 0.0, "simcoll.cost.predict")
+    elif exact:
+        raise AssertionError(f"the model of {_what(res)} only estimates its time here "
+                             f"(simcoll.cost.is_exact is False), so its time was held to "
+                             f"the lower bound alone; exact=True asks for an exact model")

@@ -99,7 +99,8 @@ class AlphaBeta:
         return alpha_beta_network(p, alpha=self.alpha, beta=self.beta, gamma=self.gamma,
                                   servers=servers)
 
-    def check(self, res, *, rtol: float = 1e-9, root: int | None = None) -> None:
+    def check(self, res, *, rtol: float = 1e-9, root: int | None = None,
+              exact: bool = False) -> None:
         """:func:`~simcoll.testing.assert_matches_model` with these constants."""
         assert_matches_model(res, alpha=self.alpha, beta=self.beta, gamma=self.gamma,
-                             rtol=rtol, root=root)
+                             rtol=rtol, root=root, exact=exact)
