@@ -420,6 +420,11 @@ class Comm:
         """
         if type(op) is not ReduceOp:
             op = self._parse_op(op) if isinstance(op, str) else self._refuse_op(op)
+        if shared.__class__ is not bool:   # refused before numpy's work
+            if not isinstance(shared, np.bool_):
+                raise CommUsageError(f"{self._who}: reduce shared={shared!r} is not "
+                                     f"accepted; use True or False")
+            shared = bool(shared)
         if type(a) is VirtualBuffer or type(b) is VirtualBuffer:
             if a is not b and (getattr(a, "count", None) != getattr(b, "count", None)
                                or getattr(a, "dtype", None) != getattr(b, "dtype", None)):
@@ -437,9 +442,6 @@ class Comm:
                 raise CommUsageError(f"{self._who}: cannot reduce {a.dtype} arrays; "
                                      f"reduce integers or floats")
             out = frozen(op(a, b))
-        if shared.__class__ is not bool:
-            raise CommUsageError(f"{self._who}: reduce shared={shared!r} is not "
-                                 f"accepted; use True or False")
         rt = self._rt
         if self._inline and rt.reduce_bandwidth[self._address] == math.inf:
             # A free reduction (the default): what reduce_delay and after come to, without
@@ -709,13 +711,17 @@ class Comm:
         decides what to send from its rank, size and arguments.
 
         Raises:
-            CommUsageError: ``peer`` is not an endpoint of this communicator.
+            CommUsageError: ``peer`` is not an endpoint of this communicator, or is this
+                rank itself (a route to oneself crosses no link).
             LinkFailureError: failed links leave no route to ``peer`` now
                 (:class:`~simcoll.errors.NoRouteError` where the healthy machine has
                 none either).
         """
-        network = self._rt.network
-        return network.route(self._address, self.address_of(peer), via)[2]
+        address = self.address_of(peer)
+        if address == self._address:   # inf, which an algorithm could divide by
+            raise CommUsageError(f"{self._who}: route_bandwidth({peer!r}) names this rank "
+                                 f"itself, whose route crosses no link; give a peer")
+        return self._rt.network.route(self._address, address, via)[2]
 
     def address_of(self, rank: int) -> int:
         """The machine-wide endpoint address of ``rank`` of this communicator (a GPU's

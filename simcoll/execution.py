@@ -232,7 +232,8 @@ class Execution:
                         f"t={stop.now:.9g} s without simulated time passing, with "
                         f"{shown or 'no program'} still running: a loop of operations that take "
                         f"no time (compute(0), empty messages over links without latency, an "
-                        f"event yielded again after it fired)? A "
+                        f"event yielded again after it fired), or a loop that sleeps, sends or "
+                        f"receives without yielding what it gets? A "
                         f"run meant to do that many at one instant needs max_events >= "
                         f"{1000 * rt.max_same_instant} (the limit at one instant is "
                         f"max_events / 1000, at least 10^6 + 64 e^2 for e endpoints: ranks, "
@@ -249,9 +250,19 @@ class Execution:
                          if stop.reason == "time"
                          else f"the event limit max_events={self.max_events} at "
                               f"t={stop.now:.9g} s")
+                waits = rt.waiting_receives()
+                blocked = [f"{label}'s {'; '.join(waits[address])}"
+                           for proc, label, address in rt.programs
+                           if _unreturned(proc) and address in waits]
+                # a program polling for a message that never comes runs into a limit,
+                # not into a deadlock: say what it waited for, as a deadlock does
+                pending = "" if not blocked else (
+                    f" (receives no message matched: {'; '.join(blocked[:16])}"
+                    f"{f' and {len(blocked) - 16} more' if len(blocked) > 16 else ''})")
                 raise RunLimitError(f"{rt.what} reached {limit} with "
-                                    f"{shown or 'no program'} still running; raise the limit "
-                                    f"if the run is meant to be that long", running) from None
+                                    f"{shown or 'no program'} still running{pending}; raise "
+                                    f"the limit if the run is meant to be that long",
+                                    running) from None
         self._raise_if_unfinished()
         if not self.time <= self.until * (1 + 1e-12):  # work not waited for, past it
             # (a computed end may lie an ulp past the instant of its event)

@@ -26,6 +26,7 @@ from simpy.events import PENDING, Event, Timeout
 from simcoll.buffers import memory_owner
 from simcoll.engine import ProgramProcess, RunStop, complete, done_event
 from simcoll.errors import AlgorithmError, LinkFailureError
+from simcoll.memory import CHECK_EVERY, MEMORY_MASK, check_memory_left
 from simcoll.network.base import Network
 from simcoll.topology.graph import MulticastVia, Via
 
@@ -143,6 +144,9 @@ class Runtime:
                  max_same_instant: int = 10**9):
         self.env = env
         self.network = network
+        network.watch = self._watch
+        self._posted = 0
+        """Timed events and receives made by programs (each CHECK_EVERY-th is watched)."""
         self.nranks = nranks
         self.hosts = hosts
         """Number of server hosts (addresses nranks .. nranks + hosts - 1); in-network
@@ -389,6 +393,9 @@ class Runtime:
     def post_recv(self, key: tuple, receiver: Event) -> Any:
         """Bind ``receiver`` to the next message of the channel; return the payload if it
         has already arrived (then ``receiver`` is left untouched), else ``PENDING``."""
+        self._posted += 1
+        if not self._posted & MEMORY_MASK:
+            self._watch()
         channel = self.channels.get(key)
         if channel is None:
             channel = self._new_channel(key)
@@ -509,7 +516,31 @@ class Runtime:
         """An event that fires ``delay`` seconds from now with ``value``."""
         if delay == 0:
             return self.done(value)
+        self._posted += 1
+        if not self._posted & MEMORY_MASK:
+            self._watch()
         return Timeout(self.env, delay, value)
+
+    def _watch(self) -> None:
+        """Every :data:`~simcoll.memory.CHECK_EVERY` messages, and as many timed events
+        and receives: look at the memory left, and count them as made at this instant. A
+        program that sleeps, sends or receives in a loop without yielding never lets time
+        pass, and nothing reaches the event loop that counts events: it stops on the
+        limit at one instant as a loop of work that takes no time does."""
+        check_memory_left()
+        self._count_instant(CHECK_EVERY)
+
+    def _count_instant(self, events: int) -> None:
+        """Count ``events`` at the present instant; stop the run beyond
+        ``max_same_instant`` in a row."""
+        now = self.env._now
+        if now == self._instant_at:
+            self._same_instant += events
+            if self._same_instant > self.max_same_instant:
+                self.stop = RunStop("instant", now)
+                raise self.stop
+        else:
+            self._instant_at, self._same_instant = now, 0
 
     def done(self, value: Any) -> Event:
         """An already-processed event: work that took no time. Such events never reach the
@@ -523,14 +554,7 @@ class Runtime:
         if self.instant_left < 0:
             self.stop = RunStop("events", self.env._now)
             raise self.stop
-        now = self.env._now
-        if now == self._instant_at:
-            self._same_instant += 1
-            if self._same_instant > self.max_same_instant:
-                self.stop = RunStop("instant", now)
-                raise self.stop
-        else:
-            self._instant_at, self._same_instant = now, 0
+        self._count_instant(1)
         return done_event(self.env, value)
 
     # -- end of run ----------------------------------------------------------------------
@@ -546,10 +570,14 @@ class Runtime:
         """Each receive posted that no message matched: its event, its endpoint and what it
         waits for (``recv from 1 (tag 0)``)."""
         out: dict[Event, tuple[int, str]] = {}
+        running = {address for _, _, address in self.programs}
         for (context, src, dst, tag), channel in self.channels.items():
             where = self.context_named(context)
+            # a peer off by one reaches a host or an in-network device, as for messages
+            absent = "" if src in running else \
+                f"; {self.network.topology.endpoint_name(src)} runs no program"
             for event in channel.waiting:
-                out[event] = (dst, f"recv from {src} (tag {tag!r}){where}")
+                out[event] = (dst, f"recv from {src} (tag {tag!r}{absent}){where}")
         return out
 
     def context_named(self, context: int) -> str:

@@ -134,6 +134,21 @@ def test_shared_reductions_share_the_rate_as_they_come_and_go():
                                                 r"True or False"):
         run(refused, topo=topo, data=data)
 
+    def numpy_flag(comm, x, *, op=sc.ReduceOp.SUM):   # as send's ordered= takes it
+        return (yield comm.reduce(x, x, op, shared=np.True_))
+
+    res = run(numpy_flag, topo=topo, data=data, check=False)
+    np.testing.assert_array_equal(res.outputs[0], data[0] * 2)
+
+    def bad_flag_on_a_product_that_overflows(comm, x, *, op=sc.ReduceOp.SUM):
+        big = np.full(4, 3e38, np.float32)
+        with np.errstate(over="raise"):   # numpy's work would fail first
+            yield comm.reduce(big, big, "prod", shared="yes")
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match=r"reduce shared='yes' is not accepted"):
+        run(bad_flag_on_a_product_that_overflows, topo=topo, data=data)
+
 
 
 @pytest.mark.parametrize("jobs", [1, 4])
@@ -1001,3 +1016,29 @@ def test_a_deadlock_names_the_members_that_never_made_the_context_waited_in():
         "; rank 1 never made matching context 2 (fresh context 1 of group [0, 1]): it ended "
         "or waits elsewhere; rank 0 never made matching context 4 (fresh context 1 of group "
         "[1, 0]): it ended or waits elsewhere")
+
+
+def test_route_bandwidth_is_the_narrowest_link_and_refuses_the_rank_itself():
+    """The route from gpu0 to gpu1 crosses gpu0's 4 GB/s link and gpu1's 1 GB/s link to
+    the switch: its narrowest is 1 GB/s, and 4 GB/s only where both ends have 4. A route
+    to the rank itself crosses no link: it returned inf silently (an algorithm that
+    divided by it got 0), where every other call naming a peer refuses the rank itself."""
+    topo = sc.Topology("uneven star")
+    gpus = [topo.add_gpu() for _ in range(3)]
+    topo.add_switch("sw")
+    for gpu, bandwidth in zip(gpus, (4e9, 1e9, 4e9)):
+        topo.add_link(gpu, "sw", bandwidth=bandwidth, latency=1e-6)
+
+    def widths(comm):
+        yield comm.sleep(0)
+        return [comm.route_bandwidth(peer) for peer in range(comm.size) if peer != comm.rank]
+
+    assert sc.run_program(topo, widths).outputs == [[1e9, 4e9], [1e9, 1e9], [4e9, 1e9]]
+
+    def itself(comm):
+        yield comm.sleep(0)
+        return comm.route_bandwidth(comm.rank)
+
+    with pytest.raises(sc.AlgorithmError, match=r"route_bandwidth\(0\) names this rank "
+                                                r"itself, whose route crosses no link"):
+        sc.run_program(topo, itself)

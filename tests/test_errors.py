@@ -263,6 +263,34 @@ def test_a_peer_off_by_one_that_reaches_a_device_is_named_as_such():
                              r"8$"):
         sc.run_program(h100, send_far)
 
+    def recv_from_the_host(comm):   # the other half: a receive from an address past the GPUs
+        if comm.rank == 0:
+            yield comm.recv(comm.size)
+
+    with pytest.raises(sc.DeadlockError,
+                       match=r"rank 0 waits for recv from 3 \(tag 0; server0 runs no "
+                             r"program\)"):
+        sc.run_program(sc.topology.switch(3, servers=1), recv_from_the_host)
+
+
+def test_a_polling_loop_that_runs_into_a_limit_names_the_receive_it_polls():
+    """A program that polls a receive nothing will match, sleeping between looks, is not
+    deadlocked: it runs into the event limit, whose error said only to raise it. It now
+    names the receive, as a deadlock does (100,000 events of 1 us sleeps: t = 0.1 s)."""
+    def poll(comm):
+        if comm.rank == 0:
+            waiting = comm.recv(1, tag=7)
+            while not waiting.triggered:
+                yield comm.sleep(1e-6)
+        else:
+            yield comm.sleep(0)
+
+    with pytest.raises(sc.RunLimitError,
+                       match=r"reached the event limit max_events=100000 at t=0\.09999\d* s "
+                             r"with rank 0 still running \(receives no message matched: "
+                             r"rank 0's recv from 1 \(tag 7\)\); raise the limit"):
+        sc.run_program(sc.topology.switch(2), poll, max_events=10**5)
+
 
 def test_a_deadlock_names_the_message_no_receive_took():
     """A tag that does not match: rank 1 waits for tag 0 while rank 0's message, tag 1,

@@ -383,6 +383,44 @@ def test_a_zero_time_loop_stops_after_a_million_events_at_one_instant():
         run_program(spinning)
 
 
+def _forgot_to_yield_a_sleep(comm: Comm, x=None):
+    if comm.rank == 0:
+        waiting = comm.recv(1)
+        while not waiting.triggered:
+            comm.sleep(1e-6)             # never yielded: time never passes
+        return
+    yield comm.sleep(1e-6)
+    yield comm.send(None, 0)
+
+
+def _forgot_to_yield_a_send(comm: Comm, x=None):
+    while comm.rank == 0:
+        comm.send(None, 1)
+    yield comm.sleep(1.0)
+
+
+def _forgot_to_yield_a_recv(comm: Comm, x=None):
+    while comm.rank == 0:
+        comm.recv(1)
+    yield comm.sleep(1.0)
+
+
+@pytest.mark.parametrize("program", [_forgot_to_yield_a_sleep, _forgot_to_yield_a_send,
+                                     _forgot_to_yield_a_recv])
+def test_a_loop_that_forgot_to_yield_stops_on_the_limit_at_one_instant(program):
+    """A program that sleeps, sends or receives in a loop without yielding never gives
+    the event loop a turn: no limit saw it, and it grew until the machine ran out of
+    memory (3.4 GB in 30 s). What it makes now counts, in batches of CHECK_EVERY (16,384),
+    as events at that instant: it stops on the first batch past the limit at one instant,
+    10^6 + 64 x 2^2 for two endpoints, i.e. at 62 x 16,384 = 1,015,808 events."""
+    limit = 10**6 + 64 * 2**2
+    assert 61 * 16384 <= limit < 62 * 16384
+    with pytest.raises(sc.RunLimitError, match=rf"processed {limit} events in a row at t=0 s "
+                                               rf".*or a loop that sleeps, sends or receives "
+                                               rf"without yielding"):
+        run_program(program)
+
+
 def test_yielding_an_event_that_has_fired_again_and_again_stops_the_run():
     """A program that waits on a handle it keeps, after it fired, resumes at once each
     time without the event loop: it spun forever, past every limit (only Ctrl-C ended

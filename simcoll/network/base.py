@@ -57,6 +57,9 @@ class Network:
         self.messages = 0
         self.jitter: Callable[[], float] | None = None
         """Extra latency drawn for each message (random per-message jitter), if set."""
+        self.watch: Callable[[], None] = check_memory_left
+        """Called every :data:`~simcoll.memory.CHECK_EVERY` messages: looks at the memory
+        left (the runtime adds its count of work made at one instant)."""
         self._capacity = topology.directed_bandwidths()
         self._failed: frozenset[int] = frozenset()
         self._routes: dict[tuple[Any, ...], tuple[tuple[int, ...], float, float]] = {}
@@ -147,7 +150,7 @@ class Network:
             self.received[d] += nbytes
         self.messages += 1
         if not self.messages & MEMORY_MASK:
-            check_memory_left()
+            self.watch()
         for d in links:
             self.link_bytes[d] += nbytes
         latency += delay
@@ -184,7 +187,7 @@ class Network:
         self.received[dst] += nbytes
         self.messages += 1
         if not self.messages & MEMORY_MASK:
-            check_memory_left()
+            self.watch()
         link_bytes = self.link_bytes
         for d in links:
             link_bytes[d] += wire_bytes

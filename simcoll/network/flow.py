@@ -61,7 +61,7 @@ import simpy
 from simpy.events import NORMAL, Event, Timeout
 
 from simcoll.engine import LATE, cancel, schedule_at
-from simcoll.memory import MEMORY_MASK, check_memory_left
+from simcoll.memory import MEMORY_MASK
 from simcoll.network.base import Arrival, Network, handed_out
 from simcoll.network.general import GeneralFlows
 from simcoll.network.maxmin import CROSSOVER
@@ -142,7 +142,7 @@ class FlowNetwork(Network):
         self.received[dst] += nbytes
         self.messages += 1
         if not self.messages & MEMORY_MASK:
-            check_memory_left()
+            self.watch()
         link_bytes, load = self.link_bytes, self._load
         idle = wire > 0 and self.fast
         for d in links:
