@@ -17,6 +17,7 @@ from simcoll.cost import CostModel
 from simcoll.link_load import LinkLoad, binned_bytes
 from simcoll.plot import link_utilization, plot_scaling, scaling, timeline
 from simcoll.plot.records import read_points, topology_templates
+from simcoll.plot.style import wrapped
 from simcoll.trace import to_chrome
 
 matplotlib.use("Agg")
@@ -410,13 +411,61 @@ def test_bad_arguments_are_refused_before_drawing(grid, tmp_path):
                           ({"save": tmp_path / "no" / "a.png"}, "does not exist")]:
         with pytest.raises(sc.InvalidInputError, match=match):
             scaling(grid, **kwargs)
-    with pytest.raises(sc.InvalidInputError, match="no record"):
+    with pytest.raises(sc.InvalidInputError, match="^no records given: nothing to plot$"):
         scaling([])
     with pytest.raises(sc.InvalidInputError, match="'nbytes'"):
         scaling([{"collective": "all_reduce", "algorithm": "ring", "nranks": 2}])
     with pytest.raises(sc.InvalidInputError, match="record 0 is a str"):
         scaling(["ring"])
+    # a raw TypeError; a path read letter by letter ("record 0 is a str")
+    with pytest.raises(sc.InvalidInputError, match=r"records=None is not accepted: give "
+                                                   r"Result objects or dicts"):
+        scaling(None)
+    with pytest.raises(sc.InvalidInputError, match=r"records='points\.jsonl' is not "
+                                                   r"accepted: .*simcoll\.load_results\(path\)"):
+        scaling("points.jsonl")
+    # constants of a model that is not drawn were dropped without a word
+    with pytest.raises(sc.InvalidInputError, match=r"alpha=2e-06, beta=1e-11, gamma=None are "
+                                                   r"the model's constants, which only "
+                                                   r"formula=True draws"):
+        scaling(grid, alpha=2e-6, beta=1e-11)
+    # a damaged record's time was taken as none (drawn as a one-rank point, left out)
+    good = grid[0].to_dict()
+    for value in ("1ms", -1.0, float("nan"), True):
+        with pytest.raises(sc.InvalidInputError, match=rf"record 1 has time={value!r}; "
+                                                       rf"expected a number >= 0"):
+            scaling([good, dict(good, time=value)])
+    with pytest.raises(sc.InvalidInputError, match=r"record 0 has busbw='x'"):
+        scaling([dict(good, busbw="x")])
     assert plt.get_fignums() == before
+
+
+def test_a_formula_legend_entry_only_where_a_model_is_drawn(grid):
+    """Algorithms without a cost model under formula=True: every line said "(no model)"
+    yet the key listed a dashed model and the lines were drawn faded and wide as under
+    one. Now plain lines and no key entry; with a model, both."""
+    renamed = [dict(r.to_dict(), algorithm="mine_" + r.algorithm) for r in grid]
+    ax = scaling(renamed, x="nbytes", formula=True, alpha=1e-6, beta=1e-11, gamma=0).axes[0]
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not any("model (dashed)" in t for t in texts)
+    assert all(line.get_linewidth() == 1.6 for line in ax.lines if line.get_gid() == "simulated")
+    ax = scaling(grid, x="nbytes", formula=True, alpha=1e-6, beta=1e-11, gamma=0).axes[0]
+    assert "α-β model (dashed)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(line.get_gid() == "formula" for line in ax.lines)
+
+
+def test_a_name_longer_than_a_title_line_is_cut_between_its_parts():
+    """textwrap cut a 78-character algorithm name at 55 characters, mid-word ("pipelined_c
+    / hunks"). It is cut after the last "_" that fits (position 55 is inside "chunks"),
+    and the rest shares a line with the words after it; a name without "_" or "/" is cut
+    at the width, and words fill lines as before."""
+    name = "hierarchical_two_level_ring_with_pipelined_chunks_v2_experimental"
+    assert wrapped(f"all_reduce/{name} on switch(4)", 55).split("\n") == [
+        "all_reduce/hierarchical_two_level_ring_with_pipelined_",
+        "chunks_v2_experimental on switch(4)"]
+    assert wrapped("a" * 70, 55).split("\n") == ["a" * 55, "a" * 15]
+    assert wrapped("the quick brown fox jumps over the lazy dog again", 30).split("\n") == [
+        "the quick brown fox jumps over", "the lazy dog again"]
 
 
 def test_save_writes_the_figure_and_a_failed_save_keeps_the_old_file(grid, tmp_path,

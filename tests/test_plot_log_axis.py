@@ -59,13 +59,19 @@ def test_data_under_twice_its_lowest_value_is_centred_on_an_axis_twice_as_wide()
     assert [v for v, _ in major] == pytest.approx([3, 4, 5, 6, 7, 8])
 
 
-@pytest.mark.parametrize("lo, hi, decades", [(1, 500, [1, 10, 100, 1000]),
-                                             (1, 1e6, [1, 10, 100, 1e3, 1e4, 1e5, 1e6])])
-def test_data_over_more_than_10_to_the_2_5_is_labelled_at_every_power_of_ten(lo, hi, decades):
+@pytest.mark.parametrize("lo, hi, decades, ends", [
+    (1, 500, [1, 10, 100, 1000], (1 / 1.15, 1000)),
+    (1, 1e6, [1, 10, 100, 1e3, 1e4, 1e5, 1e6], (1 / 1.15, 1.15e6)),
+    (0.2, 99.99, [0.1, 1, 10, 100], (0.1, 114.9885)),   # a saturated busbw under 100 GB/s
+    (0.03, 80, [0.01, 0.1, 1, 10, 100], (0.01, 100)),   # nothing near an end: the decades
+])
+def test_data_over_more_than_10_to_the_2_5_is_labelled_at_every_power_of_ten(lo, hi, decades,
+                                                                              ends):
     """From the power of ten at or below the data to the one at or above: 500 was read
-    against a last label of 100."""
+    against a last label of 100. Data on a power of ten (1, 10^6) leaves a factor 1.15 to
+    the frame: it ran along it, its markers cut in half."""
     limits, major, minor = _axis(lo, hi)
-    assert limits == pytest.approx((decades[0], decades[-1]))
+    assert limits == pytest.approx(ends)
     assert [v for v, _ in major] == pytest.approx(decades)
     assert all(text == "" for _, text in minor)
 

@@ -364,9 +364,15 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
                 f"and gamma (s per reduced byte, 0 if free); got alpha={alpha!r}, "
                 f"beta={beta!r}, gamma={gamma!r}")
         model_args = cost.check_constants(alpha, beta, gamma)
+    elif any(c is not None for c in (alpha, beta, gamma)):   # for a model not drawn
+        raise InvalidInputError(
+            f"alpha={alpha!r}, beta={beta!r}, gamma={gamma!r} are the model's constants, "
+            f"which only formula=True draws; pass formula=True or leave them out")
     path = checked_save_path(save)
     everything, failures = read_all(records)
     points = [p for p in everything if (p.value(y) or 0) > 0 and (p.value(x) or 0) > 0]
+    if not everything and not failures:
+        raise InvalidInputError("no records given: nothing to plot")
     if not points:
         failed = f" ({len(failures)} failed)" if failures else ""
         zero = [name for name in (x, y) if everything and all(
@@ -414,6 +420,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         members.setdefault(key[by_index], []).append(key)
     ramp = matplotlib.colormaps["viridis"]
     drawn_ys: list[float] = []
+    modelled = False   # whether any line has its model drawn
     for colour_value in sorted(members, key=lambda v: slot_of[v]):
         keys = sorted(members[colour_value], key=_order)
         slot = slot_of[colour_value]
@@ -438,6 +445,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             at = sorted(line)
             ys = [(line[v].value(y) or 0) * factor for v in at]
             drawn_ys.extend(ys)
+            drawn = []
             if model_args is not None:
                 model = [_formula(line[v], y, *model_args) for v in at]
                 drawn = [(v, m * factor) for v, m in zip(at, model) if m is not None]
@@ -452,14 +460,16 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
                                  else f"model at {len(drawn)} of {len(at)} points")
             label = ", ".join(parts[:1]) + (f" ({', '.join(parts[1:])})" if parts[1:]
                                              else "")
-            line_colour = (*colour[:3], 0.45) if model_args else colour
+            # faded and wide under its model's dashes; as plain lines where no model is drawn
+            line_colour = (*colour[:3], 0.45) if drawn else colour
+            modelled = modelled or bool(drawn)
             ax.plot(at, ys, marker=marker, markersize=5.5, color=line_colour,
-                    linewidth=3.0 if model_args else 1.6, markerfacecolor=colour,
+                    linewidth=3.0 if drawn else 1.6, markerfacecolor=colour,
                     markeredgecolor=colour, label=label, gid="simulated")
     _style_axes(ax, x, [float(v) for line in groups.values() for v in line], drawn_ys,
                 y_label, y_text)
     handles, _ = ax.get_legend_handles_labels()
-    if model_args is not None:
+    if model_args is not None and modelled:
         handles.append(Line2D([], [], color="0.35", linestyle="--",
                               label="traffic model (dashed)" if y == "bytes_sent"
                               else "α-β model (dashed)" if model_args[2] == 0

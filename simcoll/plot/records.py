@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any, Union
 
 from simcoll.errors import InvalidInputError
@@ -110,6 +112,15 @@ def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
             or isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
         raise InvalidInputError(f"record {i} has nranks={nranks!r}, nbytes={nbytes!r}; "
                                 f"expected integers >= 1 and >= 0")
+    for key in ("time", "algbw", "busbw"):
+        value = r.get(key)
+        # None where a run has no such figure (one rank's algbw); anything else but a
+        # number >= 0 is a damaged record, not a point with nothing to draw
+        if value is not None and (isinstance(value, bool) or not isinstance(value, Real)
+                                  or not float(value) >= 0):
+            raise InvalidInputError(f"record {i} has {key}={value!r}; expected a number >= 0 "
+                                    f"(seconds, bytes/s) or null, as Result.to_dict() "
+                                    f"writes it")
     return Point(str(r["collective"]), str(r["algorithm"]), str(r.get("topology", "?")),
                  str(r.get("network", "flow")), str(r.get("dtype", "?")), nranks, nbytes,
                  len(r.get("host_bytes_sent") or ()), _number(r.get("time")),
@@ -158,8 +169,16 @@ def read_all(records: Iterable[Record]
     Raises:
         InvalidInputError: a record is neither a Result nor a mapping, or lacks a field.
     """
+    if isinstance(records, (str, bytes, os.PathLike)):
+        raise InvalidInputError(f"records={records!r} is not accepted: give Result objects "
+                                f"or dicts; read a file of them with "
+                                f"simcoll.load_results(path)")
     if isinstance(records, (Result, Mapping)):
         records = [records]
+    elif not isinstance(records, Iterable):
+        raise InvalidInputError(f"records={records!r} is not accepted: give Result objects "
+                                f"or dicts from Result.to_dict() (a list, or a sweep's "
+                                f"results)")
     elif isinstance(records, SweepResults) and len(records.records) == len(records):
         records = records.records
     points: list[Point] = []

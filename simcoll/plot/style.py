@@ -62,9 +62,8 @@ def wrapped(title: str, width: int = 88) -> str:
     """``title`` broken into lines of at most ``width`` characters (each of its own lines
     on its own), so a long machine name does not run past the figure's edges: after a
     ", " or ": " where the phrases fit, else before a " (", else between words; never
-    inside brackets unless a bracketed part alone is too long."""
-    import textwrap
-
+    inside brackets unless a bracketed part alone is too long; a word longer than a line
+    (a long machine or algorithm name) after a ``_`` or ``/`` where it can be."""
     out: list[str] = []
     for line in title.split("\n"):
         current = ""
@@ -76,11 +75,33 @@ def wrapped(title: str, width: int = 88) -> str:
                     continue
                 if current:
                     out.append(current)
-                pieces = textwrap.wrap(part, width) or [""]
+                pieces = _between_words(part, width)
                 out.extend(pieces[:-1])
                 current = pieces[-1]
         out.append(current)
     return "\n".join(out)
+
+
+def _between_words(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, filled word by word; a word
+    longer than a line cut after the last ``_`` or ``/`` that fits (between the parts of
+    a name), else at ``width``, its pieces joined without a space where they share one."""
+    tokens: list[tuple[str, str]] = []   # (separator before it, text)
+    for word in text.split():
+        separator = " "
+        while len(word) > width:
+            cut = max(word.rfind("_", 0, width), word.rfind("/", 0, width)) + 1 or width
+            tokens.append((separator, word[:cut]))
+            word, separator = word[cut:], ""
+        tokens.append((separator, word))
+    lines = [""]
+    for separator, token in tokens:
+        joined = f"{lines[-1]}{separator}{token}" if lines[-1] else token
+        if len(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(token)
+    return lines
 
 
 def _phrases(line: str, marks: str) -> list[str]:
@@ -308,6 +329,9 @@ def lanes(items: Iterable[_Item],
 
 _MIN_SPAN = 2.0
 """The least factor a log y axis spans, so a 1% difference does not fill its height."""
+_PAST_DECADE = 1.15
+"""The least factor between data and the ends of a log y axis labelled at every power of
+ten (a sixteenth of a decade: a marker's radius on a figure of usual height)."""
 _SERIES = ((1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0),
            (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0),
            (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0))
@@ -377,7 +401,9 @@ def log_y_axis(ax: Any, lo: float, hi: float, label: Callable[[float], str]) -> 
     labelled at the tick series that wastes least height (:func:`_log_ticks`), the
     other 1-9 multiples of each power of ten unlabelled; over it, at every power of ten,
     from the one at or below the data to the one at or above (so the largest value is
-    read against a labelled tick).
+    read against a labelled tick), and :data:`_PAST_DECADE` past data that lies within
+    that factor of an end (a saturated bandwidth at 99.99 on an axis ending at 100 ran
+    along the frame, its markers cut in half).
     Only major ticks are labelled, each by ``label`` (matplotlib's default would also
     label minor ones, in scientific notation, where the axis spans under a decade or
     two: "4x10^2" beside a plain "100")."""
@@ -388,7 +414,8 @@ def log_y_axis(ax: Any, lo: float, hi: float, label: Callable[[float], str]) -> 
     ax.yaxis.set_minor_formatter(NullFormatter())
     chosen = _log_ticks(lo, hi)
     if chosen is None:
-        ax.set_ylim(10.0 ** math.floor(math.log10(lo)), 10.0 ** math.ceil(math.log10(hi)))
+        ax.set_ylim(min(10.0 ** math.floor(math.log10(lo)), lo / _PAST_DECADE),
+                    max(10.0 ** math.ceil(math.log10(hi)), hi * _PAST_DECADE))
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=99))  # every decade
     else:
         bottom, top, ticks = chosen
