@@ -106,9 +106,10 @@ def pat_figure(out: Path) -> Path:
     nodes = [2, 4, 8, 16, 32, 64, 128]
     per_rank = 64 * sc.KiB
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    # apart in grayscale too: markers, and a dark and a light grey level
-    colours = {"pat": "#c0504d", "ring": "#1f3f73"}
-    markers = {"pat": "s", "ring": "o"}
+    # as sc.plot.scaling draws them: the ring blue with circles, PAT in the first slot
+    # after its fixed algorithms' (Dark2's first colour, hexagons), not the tree's squares
+    colours = {"pat": matplotlib.colormaps["Dark2"](0), "ring": matplotlib.colormaps["tab10"](0)}
+    markers = {"pat": "h", "ring": "o"}
     chosen = []
     for algo, label in (("pat", "PAT"), ("ring", "ring")):
         simulated, predicted = [], []
