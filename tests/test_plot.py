@@ -910,6 +910,30 @@ def test_timeline_draws_the_critical_path_along_the_bands_it_crosses():
                 if ln.get_gid() == "critical path"]
 
 
+def test_critical_bands_past_max_ranks_are_the_most_visited_ties_to_the_lowest_rank():
+    """A 64-rank ring's critical path spends equal time on most ranks, summed in different
+    orders: float rounding chose ranks 52-63 and a scattered 0, 16, 32, 34 among ties.
+    Bands go to the endpoints with the most path time (equal within 1e-9 of the longest),
+    the lowest addresses among equals: every rank shown has at least any rank hidden, and
+    a rank hidden ties with one shown only from above it."""
+    res = sc.simulate(sc.topology.switch(64), "all_reduce", algorithm="ring", nbytes=sc.MiB,
+                      trace=True)
+    on_path: dict[int, float] = {}
+    for segment in sc.critical_path(res).segments:
+        on_path[segment.endpoint] = on_path.get(segment.endpoint, 0.0) + (
+            segment.end - segment.start)
+    labels = [t.get_text() for t in timeline(res, critical=True).axes[0].get_yticklabels()]
+    shown = [int(text.split()[-1]) for text in labels]
+    hidden = [a for a in on_path if a not in shown]
+    assert len(shown) == 16 and set(shown) <= set(on_path)
+    tol = 1e-9 * max(on_path.values())
+    for a in shown:
+        for b in hidden:
+            assert on_path[a] >= on_path[b] - tol
+            if abs(on_path[a] - on_path[b]) <= tol:
+                assert a < b, (a, b)
+
+
 def test_an_nvswitch_has_a_band_of_its_own_and_the_path_breaks_where_none_is_shown():
     """NVLS: the path runs through the NVSwitch's reductions. Its band was labelled
     "host 0" on a machine without hosts."""

@@ -65,7 +65,10 @@ def _shown(result: RunResult, max_ranks: int, active: set[int],
     if result.nranks + len(others) <= max_ranks:
         return list(range(result.nranks)) + others
     if on_path is not None:
-        most = sorted(on_path, key=lambda a: (-on_path[a], a))[:max_ranks]
+        # equal to 1e-9 of the longest, as sums of the same spans in another order are
+        # (the lowest addresses first among them, not those float rounding favours)
+        unit = max(on_path.values(), default=0.0) * 1e-9 or 1.0
+        most = sorted(on_path, key=lambda a: (-round(on_path[a] / unit), a))[:max_ranks]
         return sorted(most)
     others = others[:max_ranks // 2]
     return list(range(min(result.nranks, max_ranks - len(others)))) + others
