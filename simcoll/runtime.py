@@ -146,7 +146,8 @@ class Runtime:
         self.network = network
         network.watch = self._watch
         self._posted = 0
-        """Timed events and receives made by programs (each CHECK_EVERY-th is watched)."""
+        """Timed events and receives made by programs, counted at one instant by batches of
+        CHECK_EVERY (see :meth:`_watch`)."""
         self.nranks = nranks
         self.hosts = hosts
         """Number of server hosts (addresses nranks .. nranks + hosts - 1); in-network
@@ -395,7 +396,7 @@ class Runtime:
         has already arrived (then ``receiver`` is left untouched), else ``PENDING``."""
         self._posted += 1
         if not self._posted & MEMORY_MASK:
-            self._watch()
+            self._count_instant(CHECK_EVERY)
         channel = self.channels.get(key)
         if channel is None:
             channel = self._new_channel(key)
@@ -518,15 +519,15 @@ class Runtime:
             return self.done(value)
         self._posted += 1
         if not self._posted & MEMORY_MASK:
-            self._watch()
+            self._count_instant(CHECK_EVERY)
         return Timeout(self.env, delay, value)
 
     def _watch(self) -> None:
-        """Every :data:`~simcoll.memory.CHECK_EVERY` messages, and as many timed events
-        and receives: look at the memory left, and count them as made at this instant. A
-        program that sleeps, sends or receives in a loop without yielding never lets time
-        pass, and nothing reaches the event loop that counts events: it stops on the
-        limit at one instant as a loop of work that takes no time does."""
+        """Every :data:`~simcoll.memory.CHECK_EVERY` messages: look at the memory left,
+        and count them as made at this instant, as every as many timed events and
+        receives are. A program that sleeps, sends or receives in a loop without yielding
+        never lets time pass, and nothing reaches the event loop that counts events: it
+        stops on the limit at one instant as a loop of work that takes no time does."""
         check_memory_left()
         self._count_instant(CHECK_EVERY)
 

@@ -11,9 +11,10 @@ iteration counts 1 and 0 (every iteration would take the same time), and a
 ``simcoll`` object naming the collective, algorithm, network, parameters and machine.
 With ``-I 1`` each row has its per-iteration statistics, those of one iteration (as
 nccl-tests' ``tools/analyze_perf_json.py`` reads them). Rows done before a failure or
-Ctrl-C are written with the error in ``errors``; a
-bandwidth of a size simulated in no time (one rank, or links without latency) is null,
-and so is an average over such a size.
+Ctrl-C are written with the error in ``errors``; an
+algbw of a size simulated in no time (one rank) is null, as JSON has no infinity, while
+its busbw is 0 (nccl-tests' bus factor, (p-1)/p for one rank, is 0), and so is the
+average of such rows.
 """
 
 from __future__ import annotations

@@ -136,8 +136,11 @@ def parse_bytes(text: str) -> int:
                                          f"size, 1 PiB (2^50 bytes)")
     value *= _BINARY[unit]
     if value.denominator != 1:
-        raise argparse.ArgumentTypeError(f"size {text!r} is {float(value)} bytes, not a "
-                                         f"whole number of bytes")
+        # exactly: a float rounded 1024 + 1e-19 to "1024.0 bytes, not a whole number"
+        whole = value.numerator // value.denominator
+        raise argparse.ArgumentTypeError(f"size {text!r} is {whole} bytes and "
+                                         f"{value - whole} of a byte, not a whole number "
+                                         f"of bytes")
     return int(value)
 
 
