@@ -466,6 +466,8 @@ BAD = [
     (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "--op", "prd"],
      "--op 'prd' is not accepted (did you mean prod?); use sum, prod, min, max, avg or mulsum"),
     (["run", "--param", "chunks=4_0"], "chunks='4_0' is not accepted"),   # not 40
+    # 10 here and 8 in NCCL_MAX_NCHANNELS=010 or -r 010 (strtol): refused, not guessed
+    (["run", "--param", "chunks=010"], "chunks='010' is not accepted"),
     (["run", "-b", "8", "-e", "4"], "-b 8 is larger than -e 4"),
     (["run", "-b", "8", "-e", "8G", "-i", "1"], "at most 10000"),
     (["run", "-b", "0", "-e", "8", "-f", "2"], "never grow"),
@@ -1277,6 +1279,20 @@ def test_standard_output_closed_or_full_is_said_with_the_status_of_its_kind(caps
     assert main(["run", "--size", "1K"]) == 1
     assert capsys.readouterr().err == (f"simcoll run: error: cannot write standard output: "
                                        f"{os.strerror(errno.ENOSPC)}\n")
+
+    class FullAtOnce(io.StringIO):   # a help longer than the buffer is written through
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    # argparse swallowed the failed write of --help and --version: they exited 0
+    for argv, stdout in ((["--help"], Full()), (["--version"], Full()),
+                         (["run", "--help"], FullAtOnce()), (["--version"], FullAtOnce())):
+        monkeypatch.setattr(sys, "stdout", stdout)
+        assert main(argv) == 1
+        assert capsys.readouterr().err == (f"simcoll: error: cannot write standard output: "
+                                           f"{os.strerror(errno.ENOSPC)}\n")
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert main(["--version"]) == 0 and sys.stdout.getvalue().startswith("simcoll ")
 
 
 @pytest.mark.parametrize("argv, said", [

@@ -408,14 +408,16 @@ def read_value(raw: str) -> Any:
     """A parameter's value written as text (``--param chunks=4``): ``true``/``false``, ``none``,
     an int, a float, a time with its unit (``20us`` -> 2e-05 seconds), else the text (as is
     a number with Python's digit separators, ``4_0``: a typo, left for the parameter's
-    check to refuse, not read as 40)."""
+    check to refuse, not read as 40, and an integer with a leading zero, ``010``, which
+    C's strtol, as NCCL's environment and nccl-tests' options are read, takes for 8)."""
     value = raw.strip()
     lowered = value.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
     if lowered == "none":
         return None
-    if "_" in value:
+    digits = value.lstrip("+-")
+    if "_" in value or digits[:1] == "0" and digits[1:].isdigit() and digits.strip("0"):
         return value
     for kind in (int, float, parse_time):
         try:

@@ -76,6 +76,15 @@ def _interrupted(command: str) -> int:
     return INTERRUPTED
 
 
+def _unwritten(error: OSError) -> int:
+    """The status for ``--help`` or ``--version`` output that could not be written."""
+    if isinstance(error, BrokenPipeError):
+        _quiet_stdout()
+        return CLOSED_PIPE
+    print(f"simcoll: error: cannot write standard output: {error.strerror}", file=sys.stderr)
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status.
 
@@ -90,7 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help and --version print, then exit
-        return exc.code if isinstance(exc.code, int) else 0
+        code = exc.code if isinstance(exc.code, int) else 0
+        try:   # what they printed may still sit in the buffer
+            sys.stdout.flush()
+        except OSError as error:
+            return _unwritten(error)
+        return code
+    except OSError as error:   # --help or --version's own write
+        return _unwritten(error)
     vars(args).pop(GIVEN_ONCE, None)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if sys.stdout is None:  # started with standard output closed (>&-)

@@ -72,6 +72,12 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise CommandLineError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """argparse's, without swallowing a failed write: ``--help`` lost on a full disk
+        exited 0 (:func:`simcoll.cli.main` reports it)."""
+        if message:
+            (file or sys.stderr).write(message)
+
     def parse_known_args(self, args: Iterable[str] | None = None,
                          namespace: Any = None) -> tuple[Any, list[str]]:
         """Parse ``args``, refusing any that no option takes: a subcommand's parser (which
