@@ -508,6 +508,9 @@ BAD = [
     (["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K", "--topology",
       "cluster:2x4"], "write {p} in it"),
     (["sweep", "--algorithms", "ring", "--ranks", "2,x", "--sizes", "1K"], "whole numbers"),
+    # the text differs, the number not: "{p}=2 and {p}=2 both build 2 GPUs"
+    (["sweep", "--algorithms", "ring", "--ranks", "02,4,2", "--sizes", "1K"],
+     "argument --ranks: 2 given twice; give each once"),
     (["sweep", "--algorithms", "ring,naive,ring", "--ranks", "2", "--sizes", "1K"],
      "ring given twice"),
     # The 2-rank point ran, failed and was recorded as failed.

@@ -94,6 +94,10 @@ def _ints(text: str) -> list[int]:
     values = [int(t) for t in names]
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give whole numbers >= 1")
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:   # spelt apart (02 and 2): the text's check let them through
+        raise argparse.ArgumentTypeError(f"{', '.join(map(str, twice))} given twice; give "
+                                         f"each once")
     return values
 
 
