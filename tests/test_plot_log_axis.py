@@ -60,16 +60,17 @@ def test_data_under_twice_its_lowest_value_is_centred_on_an_axis_twice_as_wide()
 
 
 @pytest.mark.parametrize("lo, hi, decades, ends", [
-    (1, 500, [1, 10, 100, 1000], (1 / 1.15, 1000)),
-    (1, 1e6, [1, 10, 100, 1e3, 1e4, 1e5, 1e6], (1 / 1.15, 1.15e6)),
-    (0.2, 99.99, [0.1, 1, 10, 100], (0.1, 114.9885)),   # a saturated busbw under 100 GB/s
-    (0.03, 80, [0.01, 0.1, 1, 10, 100], (0.01, 100)),   # nothing near an end: the decades
+    (1, 500, [1, 10, 100, 1000], (10 ** -0.09, 1000)),               # 3 decades
+    (1, 1e6, [1, 10, 100, 1e3, 1e4, 1e5, 1e6], (10 ** -0.18, 10 ** 6.18)),
+    (0.2, 99.99, [0.1, 1, 10, 100], (0.1, 99.99 * 10 ** 0.09)),   # a saturated busbw
+    (0.03, 70, [0.01, 0.1, 1, 10, 100], (0.01, 100)),   # 70 x 10^0.12 = 92: the decades
 ])
 def test_data_over_more_than_10_to_the_2_5_is_labelled_at_every_power_of_ten(lo, hi, decades,
                                                                               ends):
     """From the power of ten at or below the data to the one at or above: 500 was read
-    against a last label of 100. Data on a power of ten (1, 10^6) leaves a factor 1.15 to
-    the frame: it ran along it, its markers cut in half."""
+    against a last label of 100. Data within 3% of the axis's height of an end leaves that
+    much to the frame, a factor 10^(0.03 d) on d decades: it ran along it, its markers
+    cut in half."""
     limits, major, minor = _axis(lo, hi)
     assert limits == pytest.approx(ends)
     assert [v for v, _ in major] == pytest.approx(decades)

@@ -179,7 +179,11 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
 
 
 def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
-                y_text: Callable[[float], str] | None) -> None:
+                y_text: Callable[[float], str] | None, width: float = _AXES_WIDTH) -> None:
+    """Log axes over the data, x labelled at :data:`_X_TICKS` values at most on an axes
+    of a new figure's width (12 where they are the values themselves), fewer on a
+    narrower one (``width`` inches: a caller's ``ax=``), where rotated size labels ran
+    into each other."""
     from matplotlib.ticker import (
         FixedLocator,
         FuncFormatter,
@@ -188,7 +192,10 @@ def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
 
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_locator(FixedLocator(log2_ticks(xs, _X_TICKS, few=12)))
+    narrow = min(1.0, width / _AXES_WIDTH)
+    most = max(3, round(_X_TICKS * narrow))
+    ax.xaxis.set_major_locator(FixedLocator(log2_ticks(xs, most, few=max(most,
+                                                                         round(12 * narrow)))))
     ax.xaxis.set_minor_locator(FixedLocator(octaves(xs)))  # unlabelled
     ax.xaxis.set_minor_formatter(NullFormatter())
     if len(set(xs)) == 1:   # a lone x in the middle, not at the edge of some range
@@ -466,8 +473,9 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             ax.plot(at, ys, marker=marker, markersize=5.5, color=line_colour,
                     linewidth=3.0 if drawn else 1.6, markerfacecolor=colour,
                     markeredgecolor=colour, label=label, gid="simulated")
+    axes_width = _AXES_WIDTH if own else ax.get_position().width * fig.get_figwidth()
     _style_axes(ax, x, [float(v) for line in groups.values() for v in line], drawn_ys,
-                y_label, y_text)
+                y_label, y_text, axes_width)
     handles, _ = ax.get_legend_handles_labels()
     if model_args is not None and modelled:
         handles.append(Line2D([], [], color="0.35", linestyle="--",
@@ -478,7 +486,6 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         handles.append(Line2D([], [], color="0.45", marker="x", linestyle="none",
                               label=note))
     columns = -(-len(handles) // _LEGEND_ROWS)
-    axes_width = _AXES_WIDTH if own else ax.get_position().width * fig.get_figwidth()
     title = wrapped(_title(groups, varies, split), max(30, int(axes_width * 12)))
     ax.set_title(title, fontsize="medium")
     if place == "right":
