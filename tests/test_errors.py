@@ -679,3 +679,27 @@ def test_mut20_a_device_name_with_a_dash_or_a_chevron_but_no_arrow_is_accepted(n
     topo = sc.Topology()
     assert topo.add_gpu(name) == name
     assert [d.name for d in topo.devices] == [name]
+
+
+def test_a_failed_run_closes_the_programs_it_leaves_suspended(recwarn):
+    """A deadlock left both programs suspended in their receive: their ``finally`` ran
+    whenever garbage collection reached them, outside any run, and one that yields there
+    printed "generator ignored GeneratorExit". The run now closes them as it fails: the
+    cleanup has run when the error arrives, and a yield in it is passed over."""
+    import gc
+
+    cleaned = []
+
+    def stuck(comm):
+        try:
+            yield comm.recv(1 - comm.rank)
+        finally:
+            cleaned.append(comm.rank)
+            yield comm.sleep(1.0)
+
+    with pytest.raises(sc.DeadlockError):
+        sc.run_program(sc.topology.switch(2), stuck)
+    assert sorted(cleaned) == [0, 1]
+    gc.collect()
+    assert sorted(cleaned) == [0, 1]   # not again
+    assert not [w for w in recwarn if "GeneratorExit" in str(w.message)]
