@@ -40,8 +40,11 @@ RATE = {"LL": 87.7e9, "LL128": 10e9, "Simple": math.inf}
 @pytest.mark.parametrize("proto, nbytes, wire", [
     ("LL", 1000, 2000),          # 125 lines of 8 data bytes, 16 bytes each
     ("LL", 1001, 2016),          # a partial line still costs a whole one
-    ("LL128", 1200, 1280),       # 10 lines of 120 data bytes, 128 bytes each
-    ("LL128", 1201, 1408),
+    # a warp writes its 16 lines of 120 data bytes in 128 whole, flags included, however
+    # few bytes are left (prims_ll128.h): 2048 wire bytes per 1920 of data or less
+    ("LL128", 1200, 2048),
+    ("LL128", 1920, 2048),
+    ("LL128", 1921, 4096),
     ("Simple", 1000, 1000),      # data as it is
 ])
 def test_each_protocol_alone_on_one_link(proto, nbytes, wire):
@@ -68,7 +71,7 @@ def test_a_link_slower_than_the_step_latency_costs_its_own_latency(proto):
     # link's latency alone (NCCL's figure already holds the wire's time).
     res = sc.simulate(one_link(latency=5e-6), "broadcast", algorithm="nccl", nbytes=8,
                       dtype="uint8", proto=proto, channels=1)
-    wire = {"LL": 16, "LL128": 128, "Simple": 8}[proto]
+    wire = {"LL": 16, "LL128": 2048, "Simple": 8}[proto]   # LL128: a whole warp's lines
     assert res.time == pytest.approx((BASE[proto] + 5.0) * US + wire / 100e9, rel=1e-12)
 
 
@@ -647,16 +650,16 @@ def test_the_ring_estimate_follows_the_runs_choice_and_its_threads_pace(collecti
 
 def test_a_slowed_link_slows_the_first_slice_its_threads_write():
     """A broadcast of 1,200 bytes of LL128 on one link slowed to 1% (1 GB/s) from the
-    start: the root's threads write the slice at 10 GB/s (120 ns) while its 1,280 wire
-    bytes take 1.28 us on the slowed link, so it arrives 1.28 us after its step, as on a
-    link built at 1 GB/s. The write was set against the healthy link's 12.8 ns, so the
-    slice waited 107 ns more before it left."""
+    start: the root's threads write the slice at 10 GB/s (120 ns) while its 2,048 wire
+    bytes (one warp's lines) take 2.048 us on the slowed link, so it arrives 2.048 us
+    after its step, as on a link built at 1 GB/s. The write was set against the healthy
+    link's 20.48 ns, so the slice waited 99.5 ns more before it left."""
     faults = sc.Faults(links=[sc.LinkFault("gpu0", "gpu1", at=0.0, factor=0.01)])
     slowed = sc.simulate(one_link(), "broadcast", algorithm="nccl", nbytes=1200,
                          dtype="uint8", proto="LL128", channels=1, faults=faults)
     built = sc.simulate(one_link(bandwidth=1e9), "broadcast", algorithm="nccl", nbytes=1200,
                         dtype="uint8", proto="LL128", channels=1)
-    expected = (BASE["LL128"] + STEP["LL128"]) * US + max(1280 / 1e9, 1200 / RATE["LL128"])
+    expected = (BASE["LL128"] + STEP["LL128"]) * US + max(2048 / 1e9, 1200 / RATE["LL128"])
     assert slowed.time == pytest.approx(expected, rel=1e-12)
     assert built.time == pytest.approx(expected, rel=1e-12)
 
@@ -710,17 +713,17 @@ def test_a_rings_first_slice_of_its_own_data_pays_the_threads_write(collective, 
 @pytest.mark.parametrize("root", [0, 1, 2])
 def test_a_chain_pays_the_threads_write_once_where_its_data_starts(collective, root):
     """Three GPUs on a switch, LL128, one channel, 1200 B (one slice): a chain of two
-    hops. Its first rank writes the slice at 10 GB/s while its 1280 wire bytes cross at
-    100 GB/s, so it arrives 120 ns + one step (1.9 us, above the route's 0.5 us) after the
-    launch; the middle rank passes it on (reduces it, for reduce, at an infinite rate) as
-    its last line arrives, so the second hop costs a step and the wire time only.
-    Hand-worked: 14 + 2 x 1.9 us + 120 ns + 12.8 ns. The chain's start not paying the
-    write is 107.2 ns less; the middle rank paying it again, 107.2 ns more."""
+    hops. Its first rank writes the slice at 10 GB/s while its 2048 wire bytes (one warp's
+    lines) cross at 100 GB/s, so it arrives 120 ns + one step (1.9 us, above the route's
+    0.5 us) after the launch; the middle rank passes it on (reduces it, for reduce, at an
+    infinite rate) as its last line arrives, so the second hop costs a step and the wire
+    time only. Hand-worked: 14 + 2 x 1.9 us + 120 ns + 20.48 ns. The chain's start not
+    paying the write is 99.52 ns less; the middle rank paying it again, 99.52 ns more."""
     res = sc.simulate(_mut_switch(), collective, algorithm="nccl", nbytes=1200,
                       dtype="uint8", proto="LL128", channels=1, root=root)
     assert res.params["algo"] == "ring" and res.messages == 2
     expected = (_MUT_LL128_BASE + 2 * _MUT_LL128_STEP) * _MUT_US + 1200 / _MUT_LL128_RATE \
-        + 1280 / 100e9
+        + 2048 / 100e9
     assert res.time == pytest.approx(expected, rel=1e-12)
 
 
@@ -761,14 +764,15 @@ def test_a_tree_root_passes_a_burst_down_at_the_whole_channel_rate():
 
 def test_a_ring_all_reduce_pays_the_write_of_its_own_block_only():
     """Two GPUs on one 100 GB/s link, ring LL128, one channel, 2400 B: each rank sends its
-    own block of 1200 B (written at 10 GB/s while its 1280 wire bytes cross: 120 ns),
-    reduces the block it gets (GPUs that reduce at an infinite rate) and passes the sum
-    on as it arrives (its wire time, 12.8 ns; its write was paid where the chain starts),
-    two steps in all. Hand-worked: launch 14 us + 2 x 1.9 us + 120 ns + 12.8 ns."""
+    own block of 1200 B (written at 10 GB/s while its 2048 wire bytes, one warp's lines,
+    cross: 120 ns), reduces the block it gets (GPUs that reduce at an infinite rate) and
+    passes the sum on as it arrives (its wire time, 20.48 ns; its write was paid where the
+    chain starts), two steps in all. Hand-worked: launch 14 us + 2 x 1.9 us + 120 ns +
+    20.48 ns."""
     res = sc.simulate(_mut_one_link(), "all_reduce", algorithm="nccl", nbytes=2400,
                       dtype="uint8", algo="ring", proto="LL128", channels=1)
     expected = (_MUT_LL128_BASE + 2 * _MUT_LL128_STEP) * _MUT_US + 1200 / _MUT_LL128_RATE \
-        + 1280 / 100e9
+        + 2048 / 100e9
     assert res.time == pytest.approx(expected, rel=1e-12)
 
 
@@ -908,7 +912,8 @@ LL128_STEP_DATA = 614_400 // 128 * 120
 
 @pytest.mark.parametrize(("block", "messages", "wire"), [
     (LL128_STEP_DATA, [LL128_STEP_DATA], 614_400),              # one full step
-    (LL128_STEP_DATA + 1, [1, LL128_STEP_DATA], 614_400 + 128),  # a step and a 1-byte rest
+    # a step and a 1-byte rest, which a warp writes as its 16 whole lines, 2,048 bytes
+    (LL128_STEP_DATA + 1, [1, LL128_STEP_DATA], 614_400 + 2048),
 ])
 def test_an_ll128_ring_slice_is_one_step_of_data(block, messages, wire):
     """A reduce_scatter of 2 ranks, one channel, LL128: each rank sends its peer's block
@@ -957,9 +962,10 @@ def test_a_broadcast_keeps_at_most_8_slices_in_flight(slices, expected_us):
 
 @pytest.mark.parametrize(("proto", "expected_us"), [
     # baseLat[TREE] + one step up and one down at hwLat[NVLINK][TREE] (not the ring's
-    # 3.4 / 1.9 us), each above the link's 0.5 us; the bytes (8) take nanoseconds.
+    # 3.4 / 1.9 us), each above the link's 0.5 us; the bytes (8) take nanoseconds, but
+    # LL128's 8 bytes are a warp's 2,048 on the wire: 20.48 ns at 100 GB/s each way
     ("Simple", 8.4 + 2 * 4.0),
-    ("LL128", 14.0 + 2 * 1.25),
+    ("LL128", 14.0 + 2 * 1.25 + 2 * 2048 / 100e3),
     ("LL", 6.8 + 2 * 0.6),
 ])
 def test_a_tree_inside_a_node_pays_the_trees_nvlink_step(proto, expected_us):

@@ -408,7 +408,8 @@ def _mut_ll_wire(n):
 
 def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     """NCCL's ring on one Ampere NVLink switch, LL, one channel, by hand: launch 6.6 us +
-    the steps, each of T = the ring's wire bytes x beta / steps and L = max(alpha,
+    the steps, each of T = a block's wire bytes x beta (its k slices alike, each in whole
+    lines) and L = max(alpha,
     0.6 us), a slice's L hidden behind the next slice's transfer where a block has
     several (a step max(T, f T + L), f the first slice's share, the last T + L) + what
     the threads take to
@@ -423,7 +424,8 @@ def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     own = n if collective == "all_gather" else n / p
     first = min(own, 32768)
     write = max(0.0, first / 87.7e9 - _mut_ll_wire(int(first)) * beta)
-    step, latency = _mut_ll_wire(int(volume)) * beta / steps, max(alpha, 0.6e-6)
+    k = math.ceil(own / first)
+    step, latency = k * _mut_ll_wire(math.ceil(own / k)) * beta, max(alpha, 0.6e-6)
     stepped = (steps - 1) * max(step, step * first / own + latency) + step + latency
     # the threads' pace holds their first slice's write already
     return 6.6e-6 + max(stepped + write, volume / 87.7e9) + reduced * gamma

@@ -8,11 +8,17 @@
   16-byte line, so the receiver polls the data itself: half the link's bandwidth carries
   data, and a step is cheap. Steps are 64 KiB of lines (32 KiB of data).
 * **LL128** packs 120 data bytes and an 8-byte flag in each 128-byte line: 15/16 of the
-  bandwidth for a latency between the other two. Steps are 614,400 bytes of lines.
+  bandwidth for a latency between the other two. A warp writes 16 lines at a time, all of
+  them, flags included, however few data bytes are left (``WireWordPerSlice`` in
+  ``src/device/prims_ll128.h``, posted as ``divUp(nelem, DataEltPerSlice)`` of them): a
+  message goes as whole 2,048-byte units of 1,920 data bytes. Steps are 614,400 bytes
+  (300 units).
 
 Sources: NCCL 2.30.7 ``src/include/device.h`` (``ncclLLFifoLine``, ``NCCL_LL128_LINESIZE``,
-``NCCL_LL128_DATAELEMS``), ``src/init.cc`` (default buffer sizes), ``src/enqueue.cc``
-(``calcCollChunking``: chunk and slice sizes), ``src/graph/tuning.cc`` (latencies).
+``NCCL_LL128_DATAELEMS``, ``NCCL_LL128_SHMEM_ELEMS_PER_THREAD``), ``src/device/prims_ll.h``
+and ``prims_ll128.h`` (what a send writes and posts), ``src/init.cc`` (default buffer
+sizes), ``src/enqueue.cc`` (``calcCollChunking``: chunk and slice sizes),
+``src/graph/tuning.cc`` (latencies).
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ class Protocol:
 
     Attributes:
         name: "LL", "LL128" or "Simple".
-        line_data, line_bytes: data bytes carried per wire line, and the line's size.
+        line_data, line_bytes: data bytes carried per unit the threads write, and the
+            unit's size on the wire: LL's 16-byte line of 8 data bytes, LL128's warp of
+            16 128-byte lines (2,048 bytes, 1,920 of data), Simple's byte.
         slice_bytes: data bytes a ring moves per message (one slice).
         window: messages a connection may have in flight (FIFO slots per slice).
         rate: data bytes per second one channel's threads can move (inf: the links
@@ -62,7 +70,7 @@ class Protocol:
     step_scale: float = 1.0
 
     def wire(self, nbytes: int) -> int:
-        """Bytes on the wire for ``nbytes`` of data: whole lines, each with its flags."""
+        """Bytes on the wire for ``nbytes`` of data: whole units, each with its flags."""
         if self.line_data == self.line_bytes:
             return nbytes
         return -(-nbytes // self.line_data) * self.line_bytes
@@ -116,10 +124,18 @@ def one_step_slices(protocol: Protocol) -> Protocol:
     return dataclasses.replace(protocol, slice_bytes=step, window=NCCL_STEPS)
 
 
+LL128_WARP_BYTES = 32 * 8 * 8
+"""Bytes an LL128 warp writes at once: 32 threads of ``NCCL_LL128_SHMEM_ELEMS_PER_THREAD``
+(8) 8-byte words, 16 lines of 128 bytes (``WireWordPerSlice``)."""
+LL128_WARP_DATA = LL128_WARP_BYTES // 128 * 120
+"""Data bytes in them: 120 of each 128-byte line (``DataEltPerSlice``)."""
+
+
 PROTOCOL = {
     "Simple": Protocol("Simple", 1, 1, slice_bytes=2 * _step("Simple"), window=NCCL_STEPS // 2),
     "LL": Protocol("LL", 8, 16, slice_bytes=_step("LL") // 2, window=NCCL_STEPS),
-    "LL128": Protocol("LL128", 120, 128, slice_bytes=_step("LL128") // 128 * 120,
+    "LL128": Protocol("LL128", LL128_WARP_DATA, LL128_WARP_BYTES,
+                      slice_bytes=_step("LL128") // LL128_WARP_BYTES * LL128_WARP_DATA,
                       window=NCCL_STEPS),
 }
 """The protocols by name."""

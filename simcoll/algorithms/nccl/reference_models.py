@@ -68,6 +68,7 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                        channels=channels, tuner=tuner).proto
         paced = origin = 0.0
         share = 1.0
+        wire = PROTOCOL[proto].wire(int(volume * nbytes))
     else:
         # the tuner reasons on the whole output of an all_gather, as the run's does
         tuned = nbytes * p if collective == "all_gather" else nbytes
@@ -83,11 +84,17 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
         share = first / own   # of a block, its first slice
         paced = volume * nbytes / c / rate
         origin = _write_beyond_wire(PROTOCOL[proto], first, rate, beta)
+        # each slice framed on its own (an LL128 warp writes 2 KiB however little is
+        # left): a block's k slices, alike; Simple's bytes as they are
+        k = max(1, math.ceil(own / first))
+        framed = PROTOCOL[proto]
+        wire = framed.wire(int(volume * nbytes)) if framed.line_data == framed.line_bytes \
+            else steps * c * k * framed.wire(math.ceil(own / k))
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
                                    step_scale=step_latency_scale)
     link = "nvlink" if intra == "auto" else intra
     latency = max(alpha, protocol.hop("ring", link))
-    step = protocol.wire(int(volume * nbytes)) * beta / steps if steps else 0.0
+    step = wire * beta / steps if steps else 0.0
     stepped = (steps - 1) * max(step, step * share + latency) + step + latency \
         if steps else 0.0
     # the pace already holds the first slice's write
