@@ -78,4 +78,9 @@ def main(names: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", metavar="NOTEBOOK",
+                        help="notebooks of this folder to run (default: every one)")
+    sys.exit(main(parser.parse_args().names))
