@@ -167,6 +167,9 @@ class ProgramProcess(Process):
     """
 
     spin_limit = 10**9
+    resumes = 0
+    """Resumptions of any program so far: what a program makes between two of them at
+    one instant it made without yielding (see ``Runtime._count_posted``)."""
     """The most times in a row the program may yield an event that has fired and that it
     yielded before in that row (the run's ``max_same_instant``, which the runtime sets):
     each resumes it at once, at one instant, without the event loop, so a program
@@ -184,6 +187,7 @@ class ProgramProcess(Process):
         """
         env = self.env
         env._active_proc = self
+        ProgramProcess.resumes += 1
         generator = self._generator
         spins = 0
         yielded: set[int] | None = None   # the processed events yielded in this row, by id

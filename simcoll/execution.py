@@ -213,8 +213,9 @@ class Execution:
         except BaseException:
             for process, _, _ in self.runtime.programs:
                 if process.is_alive:
-                    # a program's own cleanup that fails leaves the run's error standing
-                    with contextlib.suppress(Exception):
+                    # a program's own cleanup that fails (or exits) leaves the run's error
+                    # standing; Ctrl-C still stops it at once
+                    with contextlib.suppress(Exception, SystemExit):
                         process._generator.close()
             raise
 
@@ -246,12 +247,20 @@ class Execution:
                         f"t={stop.now:.9g} s without simulated time passing, with "
                         f"{shown or 'no program'} still running: a loop of operations that take "
                         f"no time (compute(0), empty messages over links without latency, an "
-                        f"event yielded again after it fired), or a loop that sleeps, sends or "
-                        f"receives without yielding what it gets? A "
+                        f"event yielded again after it fired)? A "
                         f"run meant to do that many at one instant needs max_events >= "
                         f"{1000 * rt.max_same_instant} (the limit at one instant is "
                         f"max_events / 1000, at least 10^6 + 64 e^2 for e endpoints: ranks, "
                         f"server hosts and in-network switches)", running) from None
+                if stop.reason == "posted":
+                    raise RunLimitError(
+                        f"{rt.what}: a program made more than {rt.max_same_instant} sleeps, "
+                        f"sends or receives at t={stop.now:.9g} s without yielding to wait "
+                        f"for any, with {shown or 'no program'} still running: a loop that "
+                        f"forgot to yield what comm returns? A program meant to make that "
+                        f"many at once needs max_events >= {1000 * rt.max_same_instant} "
+                        f"(the limit is max_events / 1000, at least 10^6 + 64 e^2 for e "
+                        f"endpoints)", running) from None
                 if not math.isfinite(stop.now):
                     raise RunLimitError(
                         f"{rt.what} reached times past the float range (its next event falls "

@@ -146,8 +146,10 @@ class Runtime:
         self.network = network
         network.watch = self._watch
         self._posted = 0
-        """Timed events and receives made by programs, counted at one instant by batches of
-        CHECK_EVERY (see :meth:`_watch`)."""
+        """Timed events and receives made by programs, counted by batches of CHECK_EVERY
+        (see :meth:`_count_posted`)."""
+        self._posted_at: tuple[int, float] = (-1, -1.0)
+        self._posted_run = 0
         self.nranks = nranks
         self.hosts = hosts
         """Number of server hosts (addresses nranks .. nranks + hosts - 1); in-network
@@ -396,7 +398,7 @@ class Runtime:
         has already arrived (then ``receiver`` is left untouched), else ``PENDING``."""
         self._posted += 1
         if not self._posted & MEMORY_MASK:
-            self._count_instant(CHECK_EVERY)
+            self._count_posted()
         channel = self.channels.get(key)
         if channel is None:
             channel = self._new_channel(key)
@@ -519,17 +521,31 @@ class Runtime:
             return self.done(value)
         self._posted += 1
         if not self._posted & MEMORY_MASK:
-            self._count_instant(CHECK_EVERY)
+            self._count_posted()
         return Timeout(self.env, delay, value)
 
     def _watch(self) -> None:
         """Every :data:`~simcoll.memory.CHECK_EVERY` messages: look at the memory left,
-        and count them as made at this instant, as every as many timed events and
-        receives are. A program that sleeps, sends or receives in a loop without yielding
-        never lets time pass, and nothing reaches the event loop that counts events: it
-        stops on the limit at one instant as a loop of work that takes no time does."""
+        and count them as made (:meth:`_count_posted`)."""
         check_memory_left()
-        self._count_instant(CHECK_EVERY)
+        self._count_posted()
+
+    def _count_posted(self) -> None:
+        """Count :data:`~simcoll.memory.CHECK_EVERY` messages, timed events or receives
+        as made by the program running now: a program that sleeps, sends or receives in a
+        loop without yielding never lets time pass, and nothing reaches the event loop
+        that counts events. More than ``max_same_instant`` of them with no program
+        resumed and no time passed in between stop the run (a program may make as many
+        as that in one go, then wait for them)."""
+        now = self.env._now
+        key = (ProgramProcess.resumes, now)
+        if key == self._posted_at:
+            self._posted_run += CHECK_EVERY
+            if self._posted_run > self.max_same_instant:
+                self.stop = RunStop("posted", now)
+                raise self.stop
+        else:
+            self._posted_at, self._posted_run = key, CHECK_EVERY
 
     def _count_instant(self, events: int) -> None:
         """Count ``events`` at the present instant; stop the run beyond

@@ -703,3 +703,16 @@ def test_a_failed_run_closes_the_programs_it_leaves_suspended(recwarn):
     gc.collect()
     assert sorted(cleaned) == [0, 1]   # not again
     assert not [w for w in recwarn if "GeneratorExit" in str(w.message)]
+
+
+def test_a_cleanup_that_exits_leaves_the_runs_own_error():
+    """A program whose ``finally`` raises SystemExit (sys.exit in cleanup code): closing
+    it as the run fails must not put that in place of the deadlock the run reports."""
+    def exits(comm):
+        try:
+            yield comm.recv(1 - comm.rank)
+        finally:
+            raise SystemExit(3)
+
+    with pytest.raises(sc.DeadlockError, match=r"rank 0 waits for recv from 1"):
+        sc.run_program(sc.topology.switch(2), exits)

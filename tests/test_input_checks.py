@@ -411,14 +411,34 @@ def test_a_loop_that_forgot_to_yield_stops_on_the_limit_at_one_instant(program):
     """A program that sleeps, sends or receives in a loop without yielding never gives
     the event loop a turn: no limit saw it, and it grew until the machine ran out of
     memory (3.4 GB in 30 s). What it makes now counts, in batches of CHECK_EVERY (16,384),
-    as events at that instant: it stops on the first batch past the limit at one instant,
-    10^6 + 64 x 2^2 for two endpoints, i.e. at 62 x 16,384 = 1,015,808 events."""
+    while no program resumes and no time passes: it stops on the first batch past the
+    limit at one instant, 10^6 + 64 x 2^2 for two endpoints, at 62 x 16,384 = 1,015,808."""
     limit = 10**6 + 64 * 2**2
     assert 61 * 16384 <= limit < 62 * 16384
-    with pytest.raises(sc.RunLimitError, match=rf"processed {limit} events in a row at t=0 s "
-                                               rf".*or a loop that sleeps, sends or receives "
-                                               rf"without yielding"):
+    with pytest.raises(sc.RunLimitError, match=rf"a program made more than {limit} sleeps, "
+                                               rf"sends or receives at t=0 s without "
+                                               rf"yielding to wait for any, with rank 0, rank "
+                                               rf"1 still running: a loop that forgot to "
+                                               rf"yield"):
         run_program(program)
+
+
+def test_programs_that_make_many_sends_at_once_then_wait_are_not_a_loop():
+    """Two ranks that each post 300,000 sends and as many receives at t=0 and then wait
+    for them: 1.2 million made at one instant, past the limit there (10^6 + 256), but
+    600,000 by each program between its resumptions. A count over the whole machine
+    stopped this run; counted per program's turn it runs, every message delivered."""
+    n = 300_000
+
+    def many(comm: Comm, x=None):
+        peer = 1 - comm.rank
+        handles = [comm.send(None, peer) for _ in range(n)] + [comm.recv(peer)
+                                                               for _ in range(n)]
+        for handle in handles:
+            yield handle
+
+    res = sc.run_program(switch(2), many)
+    assert res.messages == 2 * n and res.rank_times[0] > 0
 
 
 def test_yielding_an_event_that_has_fired_again_and_again_stops_the_run():

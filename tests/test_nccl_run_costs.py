@@ -592,3 +592,20 @@ def test_the_chain_estimate_overlaps_a_windows_hops(collective):
     assert sc.cost.predict(collective, "nccl", p=2, nbytes=n, alpha=1e-6, beta=1e-11,
                            itemsize=1, proto="LL", channels=1, root=0) == \
         pytest.approx(hand, rel=1e-9)
+
+
+def test_the_ring_estimate_frames_only_the_channels_a_block_reaches():
+    """all_gather of 4 bytes (one float32) on 8 GPUs, ring LL128 forced onto 16 channels:
+    each rank's block is one element, so one channel carries it and the other 15 send
+    nothing. The estimate framed a 2,048-byte LL128 unit on every channel at every step
+    (256.7 us against the run's 27.4). By hand: launch 14 us + 7 steps of max(alpha 1 us,
+    1.9 us NVLink step) + one unit's 2,048 wire bytes at 100 GB/s each, and the root's
+    threads write 4 bytes at 10 GB/s (0.4 ns) in less than the unit's 20.48 ns."""
+    n, p, a, b = 4, 8, 1e-6, 1e-11
+    kw = dict(algo="ring", proto="LL128", channels=16)
+    run = sc.simulate(alpha_beta_network(p, alpha=a, beta=b), "all_gather", algorithm="nccl",
+                      nbytes=n, **kw)
+    hand = 14e-6 + 7 * (1.9e-6 + 2048 * b)
+    assert run.time == pytest.approx(hand, rel=1e-6)
+    assert sc.cost.predict("all_gather", "nccl", p=p, nbytes=n, alpha=a, beta=b,
+                           **kw) == pytest.approx(hand, rel=1e-6)

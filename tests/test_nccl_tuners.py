@@ -312,3 +312,13 @@ def test_predict_refuses_what_nccl_would_not_price(args, match):
         predict(h100(2), *args)
     with pytest.raises(sc.InvalidInputError, match=r"tuner='x' is not accepted"):
         predict(h100(2), "all_reduce", MIB, "ring", "Simple", 8, "x")
+
+
+def test_choose_and_predict_take_numpy_integers_as_python_ones():
+    # the checks took np.int64 and passed it on: NCCL's log2i (int.bit_length) crashed
+    import numpy as np
+
+    machine = h100(1)
+    assert choose(machine, "all_reduce", np.int64(MIB)) == choose(machine, "all_reduce", MIB)
+    assert predict(machine, "all_reduce", np.int64(MIB), "tree", "LL", np.int32(8)) == \
+        predict(machine, "all_reduce", MIB, "tree", "LL", 8)

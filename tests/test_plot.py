@@ -431,12 +431,19 @@ def test_bad_arguments_are_refused_before_drawing(grid, tmp_path):
         scaling(grid, alpha=2e-6, beta=1e-11)
     # a damaged record's time was taken as none (drawn as a one-rank point, left out)
     good = grid[0].to_dict()
-    for value in ("1ms", -1.0, float("nan"), True):
+    for value in ("1ms", -1.0, True):
         with pytest.raises(sc.InvalidInputError, match=rf"record 1 has time={value!r}; "
                                                        rf"expected a number >= 0"):
             scaling([good, dict(good, time=value)])
     with pytest.raises(sc.InvalidInputError, match=r"record 0 has busbw='x'"):
         scaling([dict(good, busbw="x")])
+    # NaN is pandas' null (a one-rank run's algbw through DataFrame.to_dict): none, drawn
+    # as before, with the point left out and said so
+    fig = scaling([good, dict(good, nbytes=2 * good["nbytes"], algbw=float("nan"))],
+                  x="nbytes", y="algbw")
+    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    plt.close(fig)
+    assert any("not drawn" in t for t in texts)
     assert plt.get_fignums() == before
 
 

@@ -553,6 +553,7 @@ GOOD = dict(algorithms=["ring"], ranks=[2], sizes=[64])
     # a set's order differs between processes (string hashing): results came out shuffled
     (dict(algorithms={"ring", "tree"}), r"algorithms=\{.*\} is not accepted: a set has no order"),
     (dict(sizes=frozenset([64])), r"sizes=frozenset\(\{64\}\) is not accepted: a set"),
+    (dict(algorithms={"ring": 1, "nope": 2}.keys()), "unknown algorithm 'nope'"),  # ordered
     (dict(workers=0), "workers=0"),
     (dict(workers=True), "workers=True"),
     (dict(workers=1.5), "workers=1.5"),

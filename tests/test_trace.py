@@ -197,8 +197,9 @@ def test_link_counters_integrate_to_the_bytes_each_link_carried():
 
 
 def test_link_counters_count_what_a_protocol_puts_on_the_wire():
-    """LL writes 8 data bytes in each 16-byte line, LL128 120 in each 128: the counters
-    carried only the payload, half of what an LL ring's links carry."""
+    """LL writes 8 data bytes in each 16-byte line, LL128 120 in each 128 (16 lines a warp:
+    1,920 in 2,048, which the 61,440-byte messages here fill whole): the counters carried
+    only the payload, half of what an LL ring's links carry."""
     topo = sc.topology.dgx_h100(1)
     for proto, wire_per_data in (("LL", 16 / 8), ("LL128", 128 / 120), ("Simple", 1.0)):
         res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=15 * 2**16,

@@ -101,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help and --version print, then exit
         code = exc.code if isinstance(exc.code, int) else 0
         try:   # what they printed may still sit in the buffer
-            sys.stdout.flush()
+            if sys.stdout is not None:   # closed (>&-): argparse wrote to stderr
+                sys.stdout.flush()
         except OSError as error:
             return _unwritten(error)
         return code

@@ -91,13 +91,13 @@ def _ints(text: str) -> list[int]:
     if not all(t.isascii() and t.isdigit() for t in names):
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of whole numbers (digits "
                                          f"0-9), e.g. 2,4,8")
+    padded = [t for t in names if len(t) > 1 and t.startswith("0")]
+    if padded:   # 10 to Python, 8 to C's strtol, as NCCL's variables and -r are read
+        raise argparse.ArgumentTypeError(f"{padded[0]!r} has a leading zero; write the "
+                                         f"number without it")
     values = [int(t) for t in names]
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give whole numbers >= 1")
-    twice = sorted({v for v in values if values.count(v) > 1})
-    if twice:   # spelt apart (02 and 2): the text's check let them through
-        raise argparse.ArgumentTypeError(f"{', '.join(map(str, twice))} given twice; give "
-                                         f"each once")
     return values
 
 

@@ -114,13 +114,14 @@ def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
                                 f"expected integers >= 1 and >= 0")
     for key in ("time", "algbw", "busbw"):
         value = r.get(key)
-        # None where a run has no such figure (one rank's algbw); anything else but a
-        # number >= 0 is a damaged record, not a point with nothing to draw
+        # None where a run has no such figure (one rank's algbw; NaN once pandas read
+        # it); anything else but a number >= 0 is a damaged record, not a point with
+        # nothing to draw
         if value is not None and (isinstance(value, bool) or not isinstance(value, Real)
-                                  or not float(value) >= 0):
+                                  or float(value) < 0):
             raise InvalidInputError(f"record {i} has {key}={value!r}; expected a number >= 0 "
-                                    f"(seconds, bytes/s) or null, as Result.to_dict() "
-                                    f"writes it")
+                                    f"(seconds, bytes/s), or null or NaN for none, as "
+                                    f"Result.to_dict() writes it")
     return Point(str(r["collective"]), str(r["algorithm"]), str(r.get("topology", "?")),
                  str(r.get("network", "flow")), str(r.get("dtype", "?")), nranks, nbytes,
                  len(r.get("host_bytes_sent") or ()), _number(r.get("time")),

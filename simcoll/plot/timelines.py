@@ -65,11 +65,16 @@ def _shown(result: RunResult, max_ranks: int, active: set[int],
     if result.nranks + len(others) <= max_ranks:
         return list(range(result.nranks)) + others
     if on_path is not None:
-        # equal to 1e-9 of the longest, as sums of the same spans in another order are
-        # (the lowest addresses first among them, not those float rounding favours)
-        unit = max(on_path.values(), default=0.0) * 1e-9 or 1.0
-        most = sorted(on_path, key=lambda a: (-round(on_path[a] / unit), a))[:max_ranks]
-        return sorted(most)
+        # times within 1e-9 of the longest of each other are equal, as sums of the same
+        # spans in another order are: the lowest addresses first among them, not those
+        # float rounding favours
+        tolerance = max(on_path.values(), default=0.0) * 1e-9
+        tier, top, tiers = 0, math.inf, {}
+        for address in sorted(on_path, key=lambda a: -on_path[a]):
+            if on_path[address] < top - tolerance:
+                tier, top = tier + 1, on_path[address]
+            tiers[address] = tier
+        return sorted(sorted(on_path, key=lambda a: (tiers[a], a))[:max_ranks])
     others = others[:max_ranks // 2]
     return list(range(min(result.nranks, max_ranks - len(others)))) + others
 

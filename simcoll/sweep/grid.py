@@ -12,7 +12,7 @@ import importlib
 import inspect
 import itertools
 import json
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +80,7 @@ def _listed(name: str, values: Any) -> list[Any]:
             isinstance(values, np.ndarray) and values.ndim != 1):   # a 0-d array: no list
         raise InvalidInputError(f"{name}={values!r} is not accepted; give a list, e.g. "
                                 f"{name}=[{values!r}]")
-    if isinstance(values, Set):  # its order changes from one Python process to the next
+    if isinstance(values, (set, frozenset)):  # its order changes from process to process
         raise InvalidInputError(f"{name}={values!r} is not accepted: a set has no order, "
                                 f"and the sweep's results follow the grid's; give a list, "
                                 f"e.g. {name}=sorted(...)")

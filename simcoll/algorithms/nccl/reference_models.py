@@ -47,7 +47,7 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
                    algo: str, proto: str, channels: int, arch: str, intra: str,
                    tuner: str, launch_overhead: float = 0.0,
-                   step_latency_scale: float = 1.0) -> float:
+                   step_latency_scale: float = 1.0, itemsize: int = 1) -> float:
     """Launch + the larger of (the steps + what the threads take to write the first
     slice of a rank's own data beyond its wire bytes' time, ``rings.Sender.send``'s
     ``origin``) and (a channel's share of the data at the protocol's rate per channel:
@@ -85,11 +85,14 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
         paced = volume * nbytes / c / rate
         origin = _write_beyond_wire(PROTOCOL[proto], first, rate, beta)
         # each slice framed on its own (an LL128 warp writes 2 KiB however little is
-        # left): a block's k slices, alike; Simple's bytes as they are
-        k = max(1, math.ceil(own / first))
+        # left), on the channels a block's elements reach (a channel without one sends
+        # nothing), each part in k slices of one step alike; Simple's bytes as they are
         framed = PROTOCOL[proto]
+        carrying = max(1, min(c, math.ceil(own * c / itemsize)))
+        part = own * c / carrying
+        k = max(1, math.ceil(part / per))
         wire = framed.wire(int(volume * nbytes)) if framed.line_data == framed.line_bytes \
-            else steps * c * k * framed.wire(math.ceil(own / k))
+            else steps * carrying * k * framed.wire(math.ceil(part / k))
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
                                    step_scale=step_latency_scale)
     link = "nvlink" if intra == "auto" else intra
@@ -282,7 +285,7 @@ def model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any) 
         if collective in ("broadcast", "reduce"):
             return _chain_estimate(collective, p, nbytes, alpha, beta, gamma, **options)
         return _ring_estimate(collective, steps(p), volume(p), reduced(p), p, nbytes, alpha,
-                              beta, gamma, **options)
+                              beta, gamma, **options, itemsize=kw.get("itemsize", 1))
     time.__doc__ = (_chain_estimate if collective in ("broadcast", "reduce")
                     else _ring_estimate).__doc__
     moved.__doc__ = traffic.__doc__

@@ -310,8 +310,8 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
     Choice("all_reduce", tuple(ALGORITHMS)).normalize("collective", collective)
     Choice("ring", ALGORITHMS[collective]).normalize("algo", algo)
     Choice("Simple", PROTOCOLS).normalize("proto", proto)
-    Int(0, minimum=0).normalize("nbytes", nbytes)
-    Int(1, minimum=1).normalize("channels", channels)
+    nbytes = Int(0, minimum=0).normalize("nbytes", nbytes)       # numpy's as Python's
+    channels = Int(1, minimum=1).normalize("channels", channels)
     Choice(NCCL_VERSION, TUNERS).normalize("tuner", tuner)
     bus = _bus_bandwidth(machine, collective, algo, proto, channels, tuner)
     if bus <= 0:

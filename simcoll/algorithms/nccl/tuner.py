@@ -217,18 +217,19 @@ def _point_to_point(machine: Machine, nbytes: int, algo: str, proto: str, channe
 
 
 def _checked(collective: str, nbytes: int, algo: str, proto: str, channels: int,
-             tuner: str, collnet: int) -> tuple[str, str]:
-    """``algo`` and ``proto`` in canonical form, after refusing any argument of
-    :func:`choose` NCCL would not take, by name and with what is accepted."""
+             tuner: str, collnet: int) -> tuple[int, str, str, int, int]:
+    """``nbytes``, ``algo``, ``proto``, ``channels`` and ``collnet`` in canonical form
+    (Python ints, NCCL's names), after refusing any argument of :func:`choose` NCCL would
+    not take, by name and with what is accepted."""
     OneOf("all_reduce", tuple(ALGORITHMS)).normalize("collective", collective)
-    Int(0, minimum=0).normalize("nbytes", nbytes)
-    Int(0, minimum=0, maximum=64).normalize("channels", channels)
     OneOf(NCCL_VERSION, TUNERS).normalize("tuner", tuner)
-    Int(0, minimum=0, maximum=1).normalize("collnet", collnet)
     p2p_only = collective == "all_to_all"
     # all_to_all's refusal of a collective algorithm says why (_point_to_point)
-    return (Names("auto", (*NAMES, "p2p") if p2p_only else NAMES).normalize("algo", algo),
-            Names("auto", P2P_PROTOCOLS if p2p_only else PROTOCOLS).normalize("proto", proto))
+    return (Int(0, minimum=0).normalize("nbytes", nbytes),
+            Names("auto", (*NAMES, "p2p") if p2p_only else NAMES).normalize("algo", algo),
+            Names("auto", P2P_PROTOCOLS if p2p_only else PROTOCOLS).normalize("proto", proto),
+            Int(0, minimum=0, maximum=64).normalize("channels", channels),
+            Int(0, minimum=0, maximum=1).normalize("collnet", collnet))
 
 
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
@@ -261,7 +262,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
             beyond 0 - 64, a ``collnet`` other than 0 or 1); the named algorithm cannot
             run here, or none of the named ones can.
     """
-    algo, proto = _checked(collective, nbytes, algo, proto, channels, tuner, collnet)
+    nbytes, algo, proto, channels, collnet = _checked(collective, nbytes, algo, proto,
+                                                      channels, tuner, collnet)
     if collective == "all_to_all" and machine.nranks > 1:
         return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
     algos = candidates(machine, collective, collnet, averages, nvls_ok, sharp_ok, tuner)
