@@ -1808,3 +1808,38 @@ def test_minus_zero_is_a_size_of_zero_as_parse_size_reads_it(capsys):
     assert parse_bytes("-0") == 0 == sc.parse_size("-0") and parse_bytes("-0.0e3K") == 0
     status, out, _ = cli(capsys, "run", "-b", "-0", "-e", "0")
     assert status == 0 and [row[0] for row in table_rows(out)] == ["0"]
+
+
+def test_help_and_version_into_a_closed_pipe_exit_as_sigpipe_silently(capsys, monkeypatch):
+    """``simcoll --help | head -0``: a closed pipe is not a failed write. The status is
+    the shell's for a command SIGPIPE ended, 128 + SIGPIPE (13) = 141, and nothing is
+    said on standard error (as for any other command into a closed pipe), whether the
+    write itself or the final flush finds the pipe closed."""
+    class ClosedOnWrite(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    class ClosedOnFlush(io.StringIO):
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    assert 128 + signal.SIGPIPE == 141
+    for argv, stdout in ((["--help"], ClosedOnWrite()), (["--version"], ClosedOnWrite()),
+                         (["--help"], ClosedOnFlush()), (["--version"], ClosedOnFlush())):
+        monkeypatch.setattr(sys, "stdout", stdout)
+        assert main(argv) == 141
+        assert capsys.readouterr().err == ""
+
+
+def test_param_values_with_a_leading_zero_are_refused_only_where_strtol_reads_octal():
+    """C's strtol (NCCL's environment, nccl-tests' options) reads "010" as 8, and "-010"
+    as -8: left as text for the parameter's check to refuse, whatever the sign. Zeros
+    alone ("0", "00": 0 in octal too) and a decimal fraction ("0.5", "0.25") mean the
+    same in both readings, so they are read as numbers."""
+    from simcoll.algorithms.params import read_value
+
+    assert read_value("010") == "010"
+    assert read_value("-010") == "-010" and read_value("+010") == "+010"
+    assert read_value("0") == 0 and read_value("00") == 0 and read_value("-00") == 0
+    assert read_value("0.5") == 0.5 and read_value("0.25") == 0.25
+    assert read_value("10") == 10 and read_value("-10") == -10

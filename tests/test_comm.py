@@ -1042,3 +1042,36 @@ def test_route_bandwidth_is_the_narrowest_link_and_refuses_the_rank_itself():
     with pytest.raises(sc.AlgorithmError, match=r"route_bandwidth\(0\) names this rank "
                                                 r"itself, whose route crosses no link"):
         sc.run_program(topo, itself)
+
+
+def test_route_bandwidth_on_a_group_reads_group_ranks_and_refuses_its_own():
+    """On a group whose ranks are not the world's ([2, 0]: group rank 0 is gpu2, group
+    rank 1 is gpu0), ``peer`` is a group rank: from gpu2, peer 1 is gpu0, both on 4 GB/s
+    links to the switch, so 4 GB/s; from gpu0, peer 0 is gpu2, 4 GB/s too (the 1 GB/s
+    gpu1 is in neither route). A group rank naming its own GPU (gpu2's peer 0) is
+    refused, whatever its world rank."""
+    topo = sc.Topology("uneven star")
+    gpus = [topo.add_gpu() for _ in range(3)]
+    topo.add_switch("sw")
+    for gpu, bandwidth in zip(gpus, (4e9, 1e9, 4e9)):
+        topo.add_link(gpu, "sw", bandwidth=bandwidth, latency=1e-6)
+
+    def across(comm):
+        yield comm.sleep(0)
+        if comm.rank == 1:
+            return None
+        group = comm.group([2, 0])
+        return group.route_bandwidth(1 - group.rank)
+
+    assert sc.run_program(topo, across).outputs == [4e9, None, 4e9]
+
+    def itself(comm):
+        yield comm.sleep(0)
+        if comm.rank != 2:
+            return None
+        group = comm.group([2])
+        return group.route_bandwidth(0)
+
+    with pytest.raises(sc.AlgorithmError, match=r"route_bandwidth\(0\) names this rank "
+                                                r"itself, whose route crosses no link"):
+        sc.run_program(topo, itself)

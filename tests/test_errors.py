@@ -716,3 +716,41 @@ def test_a_cleanup_that_exits_leaves_the_runs_own_error():
 
     with pytest.raises(sc.DeadlockError, match=r"rank 0 waits for recv from 1"):
         sc.run_program(sc.topology.switch(2), exits)
+
+
+def _poll_right(comm):
+    """Each rank polls a receive from its right neighbour (tag 7) that nothing matches."""
+    waiting = comm.recv((comm.rank + 1) % comm.size, tag=7)
+    while not waiting.triggered:
+        yield comm.sleep(1e-6)
+
+
+@pytest.mark.parametrize("ranks, more", [(16, ""), (17, " and 1 more")])
+def test_a_limit_names_at_most_16_polled_receives_and_counts_the_rest(ranks, more):
+    """Every rank polls a receive nothing matches until the event limit: the error names
+    the first 16 ranks' receives, rank by rank, and says how many more there are (none
+    past 16 on 16 ranks, so no count; 1 more on 17)."""
+    names = "; ".join(f"rank {r}'s recv from {(r + 1) % ranks} \\(tag 7\\)" for r in range(16))
+    with pytest.raises(sc.RunLimitError,
+                       match=rf"still running \(receives no message matched: {names}"
+                             rf"{more}\); raise the limit"):
+        sc.run_program(sc.topology.switch(ranks), _poll_right, max_events=10**5)
+
+
+def test_a_limit_leaves_out_the_receives_of_programs_that_returned():
+    """Rank 1 posts a receive it never yields and returns; rank 0 polls one until the
+    event limit. Only the running rank 0's receive is named: rank 1 waits for nothing,
+    it has ended."""
+    def one_polls(comm):
+        if comm.rank == 0:
+            waiting = comm.recv(1, tag=7)
+            while not waiting.triggered:
+                yield comm.sleep(1e-6)
+        else:
+            comm.recv(0, tag=3)   # left behind
+            yield comm.sleep(0)
+
+    with pytest.raises(sc.RunLimitError) as info:
+        sc.run_program(sc.topology.switch(2), one_polls, max_events=10**5)
+    assert ("with rank 0 still running (receives no message matched: rank 0's recv from 1 "
+            "(tag 7)); raise the limit") in str(info.value)

@@ -846,3 +846,23 @@ def test_the_counter_refusal_names_the_least_size_it_refuses():
     sc.cost.traffic("all_reduce", "ring", p=3, nbytes=most, itemsize=1)
     with pytest.raises(sc.InvalidInputError, match=rf"use nbytes < {most + 1}$"):
         sc.cost.traffic("all_reduce", "ring", p=3, nbytes=most + 1, itemsize=1)
+
+
+def _forgot_to_yield_a_multicast(comm, x=None):
+    if comm.rank == 0:
+        for _ in range(1_100_000):   # bounded: past the limit, short of memory's end
+            comm.multicast(None, [1, 2])
+    yield comm.sleep(1.0)
+
+
+def test_a_multicast_loop_that_forgot_to_yield_stops_on_the_limit_at_one_instant():
+    """Multicasts made in a loop that never yields count as sends do, CHECK_EVERY
+    (16,384) at a time within one turn of a program: on 3 GPUs the limit at one instant is
+    10^6 + 64 x 3^2 = 1,000,576 events, past at the 62nd batch, 1,015,808 multicasts,
+    before the loop's 1,100,000 end (after which its messages were left unreceived)."""
+    limit = 10**6 + 64 * 3**2
+    assert 61 * 16384 <= limit < 62 * 16384 < 1_100_000
+    with pytest.raises(sc.RunLimitError, match=rf"a program made more than {limit} sleeps, "
+                                               rf"sends or receives at t=0 s without "
+                                               rf"yielding"):
+        sc.run_program(sc.topology.switch(3), _forgot_to_yield_a_multicast)

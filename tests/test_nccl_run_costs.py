@@ -609,3 +609,42 @@ def test_the_ring_estimate_frames_only_the_channels_a_block_reaches():
     assert run.time == pytest.approx(hand, rel=1e-6)
     assert sc.cost.predict("all_gather", "nccl", p=p, nbytes=n, alpha=a, beta=b,
                            **kw) == pytest.approx(hand, rel=1e-6)
+
+
+@pytest.mark.parametrize("nbytes, channels, expected_us", [
+    # one channel, a block of 32,769 B: k = ceil(32769 / 32768) = 2 slices of
+    # ceil(32769 / 2) = 16,385 B each, 2,049 lines of 16 B each: 65,568 wire bytes
+    # (not 4,097 lines, 65,552, for the block framed as one; nor 2,048 lines a slice
+    # for 16,384 B rounded down)
+    (32769, 1, 6.6 + 65568e-3 + 0.6),
+    # two channels of 32,769 B each, sharing the one link: 2 x 65,568 wire bytes a step
+    (65538, 2, 6.6 + 2 * 65568e-3 + 0.6),
+])
+def test_the_ring_estimate_frames_each_slice_of_a_block_and_every_channels_block(
+        nbytes, channels, expected_us):
+    """A ring all_gather on 2 GPUs, LL (16-byte lines of 8 data bytes), one step: each
+    channel's block of a rank's data is cut into k slices of at most one LL step of
+    data (32,768 B), alike, each framed in whole lines on its own, and the channels'
+    blocks cross the same link. Hand-worked: launch 6.6 us (Ampere ring LL) + T + L,
+    T = every channel's framed bytes x beta (1 ns/B), L = max(alpha, 0.6 us) = 0.6 us;
+    the threads' write of the first slice (32,768 B at 87.7 GB/s a channel, 0.37 us)
+    hides behind its wire time (65.5 us), and their pace over the data is shorter."""
+    got = sc.cost.predict("all_gather", "nccl", p=2, nbytes=nbytes, itemsize=1, alpha=1e-7,
+                          beta=1e-9, gamma=0.0, algo="ring", proto="LL", channels=channels)
+    assert got == pytest.approx(expected_us * 1e-6, rel=1e-12)
+
+
+@pytest.mark.parametrize("p, nbytes, expected_us", [
+    # 1,000 B to the peer: 125 lines, 2,000 wire bytes at 1 ns/B = 2 us
+    (2, 2000, 6.6 + 2.0 + 0.6),
+    # 3 x 1,000 B to the peers, sent at once: 375 lines, 6,000 wire bytes = 6 us
+    (4, 4000, 6.6 + 6.0 + 0.6),
+])
+def test_the_all_to_all_estimate_puts_ll_lines_on_the_wire(p, nbytes, expected_us):
+    """all_to_all's estimate (NCCL's point-to-point sends, LL: 16-byte lines of 8 data
+    bytes): a rank's (p - 1)/p of the buffer goes out in one step of its framed bytes
+    at beta = 1 ns/B, after launch 6.6 us (ring LL) and one LL NVLink hop, max(alpha,
+    0.6 us). Counting the data bytes alone gave half the transfer (8.2 us for p = 2)."""
+    got = sc.cost.predict("all_to_all", "nccl", p=p, nbytes=nbytes, itemsize=1, alpha=1e-7,
+                          beta=1e-9, gamma=0.0, proto="LL", channels=1)
+    assert got == pytest.approx(expected_us * 1e-6, rel=1e-12)

@@ -322,3 +322,23 @@ def test_choose_and_predict_take_numpy_integers_as_python_ones():
     assert choose(machine, "all_reduce", np.int64(MIB)) == choose(machine, "all_reduce", MIB)
     assert predict(machine, "all_reduce", np.int64(MIB), "tree", "LL", np.int32(8)) == \
         predict(machine, "all_reduce", MIB, "tree", "LL", 8)
+
+
+def test_choose_refuses_what_nccl_would_not_take_where_nothing_is_tuned():
+    """The arguments are refused as given, wherever choose goes next: on one GPU (where
+    nothing is tuned and the choice is at once Simple, no time), and for all_to_all
+    (point-to-point sends, whose sizes are per peer: -5 B is not -80 B to 16 peers).
+    'p2p' is all_to_all's algorithm name alone: to all_reduce it is no algorithm at all,
+    not one that collective does not run."""
+    one_gpu = describe(sc.topology.dgx_h100(1), (0,))
+    node = describe(sc.topology.dgx_h100(2), tuple(range(16)))
+    with pytest.raises(sc.InvalidInputError, match=r"^tuner='2\.1' is not accepted"):
+        choose(one_gpu, "all_reduce", 1 << 20, tuner="2.1")
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes=-5 is not accepted"):
+        choose(one_gpu, "all_reduce", -5)
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes=-5 is not accepted; use an "
+                                                   r"integer >= 0"):
+        choose(node, "all_to_all", -5)
+    with pytest.raises(sc.InvalidInputError, match=r"^algo='p2p' is not accepted; use "
+                                                   r"'auto', one of 'ring', "):
+        choose(node, "all_reduce", 4096, algo="p2p")

@@ -2289,3 +2289,52 @@ def test_a_narrow_caller_axes_labels_fewer_sizes():
     assert 3 <= len(labels) <= round(8 * width / 4.6) < 11
     assert labels[0] == "8 B" and labels[-1] == "8 GiB"
     assert len(scaling(records, x="nbytes", y="busbw").axes[0].get_xticklabels()) == 11
+
+
+def test_a_long_name_is_cut_after_its_last_slash_that_fits():
+    """A 38-character path-like machine name on lines of 30: no "_" in it, so it is cut
+    after its last "/" within the first 30 characters (index 15), and that piece fits
+    after "ring on" (7 + 1 + 16 = 24); the rest, 22 characters, takes a line of its
+    own. Cut at the width instead, "...superpo" / "drailopt" split a word."""
+    assert wrapped("ring on machines/nvidia/dgxh100superpodrailopt", 30).split("\n") == [
+        "ring on machines/nvidia/", "dgxh100superpodrailopt"]
+
+
+def test_a_separator_just_past_the_width_is_not_taken_as_a_cut():
+    """A 35-character word whose only "_" is its 31st character (index 30), on lines of
+    30: no separator lies within the first 30, so it is cut at the width, and the "_"
+    starts the rest. Cutting after that "_" left a 31-character line."""
+    word = "abcdefghijklmnopqrstuvwxyz0123_node"
+    lines = wrapped(f"run on {word}", 30).split("\n")
+    assert lines == ["run on", "abcdefghijklmnopqrstuvwxyz0123", "_node"]
+    assert max(map(len, lines)) <= 30
+
+
+def test_a_very_narrow_caller_axes_still_labels_three_sizes():
+    """An axes 1.2 inches wide (0.8 of a 1.5-inch figure) would get round(8 x 1.2 / 4.6)
+    = 2 labels by the width alone: it keeps at least 3. 11 sizes, 8 B (2^3) to 8 GiB
+    (2^33), 30 octaves: the least step k with 30 // k + 1 <= 3 is 11 (none of 11-14
+    divides 30), so 2^3, 2^14, 2^25, and the last size, 2^33, 8 octaves past 2^25 (more
+    than half a step), its own label. With 2 allowed: k = 16, 2^3, 2^19 and 2^33."""
+    records = [sc.simulate(reference(4), "all_reduce", algorithm="ring", nbytes=8 << k)
+               for k in range(0, 31, 3)]
+    fig = plt.figure(figsize=(1.5, 3))
+    ax = fig.add_axes((0.1, 0.2, 0.8, 0.7))
+    scaling(records, x="nbytes", y="busbw", ax=ax)
+    assert [tick for tick in ax.get_xticks()] == [2.0 ** 3, 2.0 ** 14, 2.0 ** 25, 2.0 ** 33]
+    plt.close(fig)
+
+
+def test_lines_are_faded_only_under_a_model_drawn_over_them(grid):
+    """formula=True draws each line's model dashed over it, the line itself faded to
+    alpha 0.45; where no line has a model (algorithms without one) the lines keep their
+    full colour, alpha 1, as without formula=True."""
+    from matplotlib.colors import to_rgba
+
+    renamed = [dict(r.to_dict(), algorithm="mine_" + r.algorithm) for r in grid]
+    ax = scaling(renamed, x="nbytes", formula=True, alpha=1e-6, beta=1e-11, gamma=0).axes[0]
+    simulated = [line for line in ax.lines if line.get_gid() == "simulated"]
+    assert simulated and all(to_rgba(line.get_color())[3] == 1.0 for line in simulated)
+    ax = scaling(grid, x="nbytes", formula=True, alpha=1e-6, beta=1e-11, gamma=0).axes[0]
+    simulated = [line for line in ax.lines if line.get_gid() == "simulated"]
+    assert simulated and all(to_rgba(line.get_color())[3] == 0.45 for line in simulated)
