@@ -1018,16 +1018,22 @@ def test_a_deadlock_names_the_members_that_never_made_the_context_waited_in():
         "[1, 0]): it ended or waits elsewhere")
 
 
-def test_route_bandwidth_is_the_narrowest_link_and_refuses_the_rank_itself():
-    """The route from gpu0 to gpu1 crosses gpu0's 4 GB/s link and gpu1's 1 GB/s link to
-    the switch: its narrowest is 1 GB/s, and 4 GB/s only where both ends have 4. A route
-    to the rank itself crosses no link: it returned inf silently (an algorithm that
-    divided by it got 0), where every other call naming a peer refuses the rank itself."""
+def _uneven_star() -> sc.Topology:
+    """gpu0, gpu1, gpu2 on one switch by links of 4, 1 and 4 GB/s."""
     topo = sc.Topology("uneven star")
     gpus = [topo.add_gpu() for _ in range(3)]
     topo.add_switch("sw")
     for gpu, bandwidth in zip(gpus, (4e9, 1e9, 4e9)):
         topo.add_link(gpu, "sw", bandwidth=bandwidth, latency=1e-6)
+    return topo
+
+
+def test_route_bandwidth_is_the_narrowest_link_and_refuses_the_rank_itself():
+    """The route from gpu0 to gpu1 crosses gpu0's 4 GB/s link and gpu1's 1 GB/s link to
+    the switch: its narrowest is 1 GB/s, and 4 GB/s only where both ends have 4. A route
+    to the rank itself crosses no link: it returned inf silently (an algorithm that
+    divided by it got 0), where every other call naming a peer refuses the rank itself."""
+    topo = _uneven_star()
 
     def widths(comm):
         yield comm.sleep(0)
@@ -1050,11 +1056,7 @@ def test_route_bandwidth_on_a_group_reads_group_ranks_and_refuses_its_own():
     links to the switch, so 4 GB/s; from gpu0, peer 0 is gpu2, 4 GB/s too (the 1 GB/s
     gpu1 is in neither route). A group rank naming its own GPU (gpu2's peer 0) is
     refused, whatever its world rank."""
-    topo = sc.Topology("uneven star")
-    gpus = [topo.add_gpu() for _ in range(3)]
-    topo.add_switch("sw")
-    for gpu, bandwidth in zip(gpus, (4e9, 1e9, 4e9)):
-        topo.add_link(gpu, "sw", bandwidth=bandwidth, latency=1e-6)
+    topo = _uneven_star()
 
     def across(comm):
         yield comm.sleep(0)
