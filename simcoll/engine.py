@@ -139,10 +139,12 @@ class RunStop(BaseException):
     (work that took no time past a limit), and a program's ``except Exception`` must not
     swallow the run's stop."""
 
-    def __init__(self, reason: str, now: float):
+    def __init__(self, reason: str, now: float, process: Process | None = None):
         super().__init__(reason)
         self.reason = reason
         self.now = now
+        self.process = process
+        """The program running when it was raised inside one (None otherwise)."""
 
 
 class InvalidYield(Exception):
@@ -167,15 +169,15 @@ class ProgramProcess(Process):
     """
 
     spin_limit = 10**9
-    resumes = 0
-    """Resumptions of any program so far: what a program makes between two of them at
-    one instant it made without yielding (see ``Runtime._count_posted``)."""
     """The most times in a row the program may yield an event that has fired and that it
     yielded before in that row (the run's ``max_same_instant``, which the runtime sets):
     each resumes it at once, at one instant, without the event loop, so a program
     waiting again and again on handles it keeps (one, or a polling loop over several)
     stops the run as a loop at one instant does. Different events that have fired (a
     million sends waited on after they all arrived) are work, not a loop."""
+    resumes = 0
+    """Resumptions of any program so far: what a program makes between two of them at
+    one instant it made without yielding (see ``Runtime._count_posted``)."""
 
     def _resume(self, event: Event) -> None:
         """Resume the program with ``event``'s value (or throw its failure into it) and

@@ -248,19 +248,21 @@ class Execution:
                         f"{shown or 'no program'} still running: a loop of operations that take "
                         f"no time (compute(0), empty messages over links without latency, an "
                         f"event yielded again after it fired)? A "
-                        f"run meant to do that many at one instant needs max_events >= "
-                        f"{1000 * rt.max_same_instant} (the limit at one instant is "
+                        f"run meant to do that many at one instant needs max_events above "
+                        f"1000 times as many (the limit at one instant is "
                         f"max_events / 1000, at least 10^6 + 64 e^2 for e endpoints: ranks, "
                         f"server hosts and in-network switches)", running) from None
                 if stop.reason == "posted":
+                    looping = next((label for proc, label, _ in rt.programs
+                                    if proc is stop.process), "a program")
                     raise RunLimitError(
-                        f"{rt.what}: a program made more than {rt.max_same_instant} sleeps, "
-                        f"sends or receives at t={stop.now:.9g} s without yielding to wait "
-                        f"for any, with {shown or 'no program'} still running: a loop that "
-                        f"forgot to yield what comm returns? A program meant to make that "
-                        f"many at once needs max_events >= {1000 * rt.max_same_instant} "
-                        f"(the limit is max_events / 1000, at least 10^6 + 64 e^2 for e "
-                        f"endpoints)", running) from None
+                        f"{rt.what}: {looping} made more than {rt.max_same_instant} sleeps, "
+                        f"computes, reductions, sends or receives at t={stop.now:.9g} s "
+                        f"without yielding to wait for any, with {shown or 'no program'} "
+                        f"still running: a loop that forgot to yield what comm returns? A "
+                        f"program meant to make that many at once needs max_events above "
+                        f"1000 times as many (the limit is max_events / 1000, at least "
+                        f"10^6 + 64 e^2 for e endpoints)", running) from None
                 if not math.isfinite(stop.now):
                     raise RunLimitError(
                         f"{rt.what} reached times past the float range (its next event falls "
@@ -280,7 +282,7 @@ class Execution:
                 # a program polling for a message that never comes runs into a limit,
                 # not into a deadlock: say what it waited for, as a deadlock does
                 pending = "" if not blocked else (
-                    f" (receives no message matched: {'; '.join(blocked[:16])}"
+                    f" (waiting on receives no message matched: {'; '.join(blocked[:16])}"
                     f"{f' and {len(blocked) - 16} more' if len(blocked) > 16 else ''})")
                 raise RunLimitError(f"{rt.what} reached {limit} with "
                                     f"{shown or 'no program'} still running{pending}; raise "

@@ -77,9 +77,8 @@ class RunResult:
     Bytes: ``bytes_sent`` and ``bytes_received`` count payload; ``link_bytes`` counts
     what crossed each link, a protocol's framing included (NCCL's LL puts 16 bytes on
     the wire per 8 of data, LL128 2,048 per 1,920, a warp's 16 lines written whole). A
-    multicast (NVLS, SHARP) counts once
-    for its sender and once for each destination, is one of ``messages``, and has one
-    trace event per destination.
+    multicast (NVLS, SHARP) counts once for its sender and once for each destination, is
+    one of ``messages``, and has one trace event per destination.
     """
 
     network: str

@@ -454,6 +454,9 @@ class Runtime:
         if pool is None:
             pool = self._shared[endpoint] = _SharedPool()
         self._advance(pool, bandwidth)
+        self._posted += 1
+        if not self._posted & MEMORY_MASK:
+            self._count_posted()
         event = Event(self.env)
         pool.jobs.append(_SharedJob(float(nbytes), nbytes, self.env._now, event, value))
         if not pool.planning:
@@ -531,28 +534,28 @@ class Runtime:
         self._count_posted()
 
     def _count_posted(self) -> None:
-        """Count :data:`~simcoll.memory.CHECK_EVERY` messages, timed events or receives
-        as made by the program running now: a program that sleeps, sends or receives in a
-        loop without yielding never lets time pass, and nothing reaches the event loop
-        that counts events. More than ``max_same_instant`` of them with no program
-        resumed and no time passed in between stop the run (a program may make as many
-        as that in one go, then wait for them)."""
+        """Count :data:`~simcoll.memory.CHECK_EVERY` messages, timed events (sleeps,
+        compute, reductions) or receives as made by the program running now: a program
+        that makes them in a loop without yielding never lets time pass, and nothing
+        reaches the event loop that counts events. More than ``max_same_instant`` of them
+        with no program resumed and no time passed in between stop the run (a program
+        may make up to as many in one go, then wait for them)."""
         now = self.env._now
         key = (ProgramProcess.resumes, now)
         if key == self._posted_at:
             self._posted_run += CHECK_EVERY
             if self._posted_run > self.max_same_instant:
-                self.stop = RunStop("posted", now)
+                self.stop = RunStop("posted", now, self.env.active_process)
                 raise self.stop
         else:
             self._posted_at, self._posted_run = key, CHECK_EVERY
 
-    def _count_instant(self, events: int) -> None:
-        """Count ``events`` at the present instant; stop the run beyond
+    def _count_instant(self) -> None:
+        """Count one event at the present instant; stop the run beyond
         ``max_same_instant`` in a row."""
         now = self.env._now
         if now == self._instant_at:
-            self._same_instant += events
+            self._same_instant += 1
             if self._same_instant > self.max_same_instant:
                 self.stop = RunStop("instant", now)
                 raise self.stop
@@ -571,7 +574,7 @@ class Runtime:
         if self.instant_left < 0:
             self.stop = RunStop("events", self.env._now)
             raise self.stop
-        self._count_instant(1)
+        self._count_instant()
         return done_event(self.env, value)
 
     # -- end of run ----------------------------------------------------------------------

@@ -1831,7 +1831,7 @@ def test_help_and_version_into_a_closed_pipe_exit_as_sigpipe_silently(capsys, mo
         assert capsys.readouterr().err == ""
 
 
-def test_param_values_with_a_leading_zero_are_refused_only_where_strtol_reads_octal():
+def test_bare_param_numbers_with_a_leading_zero_are_refused_others_read():
     """C's strtol (NCCL's environment, nccl-tests' options) reads "010" as 8, and "-010"
     as -8: left as text for the parameter's check to refuse, whatever the sign. Zeros
     alone ("0", "00": 0 in octal too) and a decimal fraction ("0.5", "0.25") mean the

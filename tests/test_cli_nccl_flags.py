@@ -426,10 +426,10 @@ def test_parse_bytes_reads_exponents_as_nccl_tests_strtod_does(text, value):
     ("1025T", "above the largest accepted size, 1 PiB"),
     ("1e50", "above the largest accepted size, 1 PiB"),
     ("1e-50", "is not a whole number of bytes"),
-    ("1.5", "is 1 bytes and 1/2 of a byte, not a whole number"),
+    ("1.5", r"is 1 \+ 1/2 bytes, not a whole number"),
     # 1024 x 1e-22 = 1 / (10^22 / 2^10) = 1/9765625000000000000; a float rounded it away:
     # "is 1024.0 bytes, not a whole number of bytes"
-    ("1.0000000000000000000001K", r"is 1024 bytes and 1/9765625000000000000 of a byte"),
+    ("1.0000000000000000000001K", r"is 1024 \+ 1/9765625000000000000 bytes"),
     ("1e3Mb", "write 1e3MiB"),
     ("1e3MB", "write 1e3M or 1e3MiB"),
 ])

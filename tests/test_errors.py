@@ -287,7 +287,7 @@ def test_a_polling_loop_that_runs_into_a_limit_names_the_receive_it_polls():
 
     with pytest.raises(sc.RunLimitError,
                        match=r"reached the event limit max_events=100000 at t=0\.09999\d* s "
-                             r"with rank 0 still running \(receives no message matched: "
+                             r"with rank 0 still running \(waiting on receives no message matched: "
                              r"rank 0's recv from 1 \(tag 7\)\); raise the limit"):
         sc.run_program(sc.topology.switch(2), poll, max_events=10**5)
 
@@ -732,7 +732,7 @@ def test_a_limit_names_at_most_16_polled_receives_and_counts_the_rest(ranks, mor
     past 16 on 16 ranks, so no count; 1 more on 17)."""
     names = "; ".join(f"rank {r}'s recv from {(r + 1) % ranks} \\(tag 7\\)" for r in range(16))
     with pytest.raises(sc.RunLimitError,
-                       match=rf"still running \(receives no message matched: {names}"
+                       match=rf"still running \(waiting on receives no message matched: {names}"
                              rf"{more}\); raise the limit"):
         sc.run_program(sc.topology.switch(ranks), _poll_right, max_events=10**5)
 
@@ -752,5 +752,5 @@ def test_a_limit_leaves_out_the_receives_of_programs_that_returned():
 
     with pytest.raises(sc.RunLimitError) as info:
         sc.run_program(sc.topology.switch(2), one_polls, max_events=10**5)
-    assert ("with rank 0 still running (receives no message matched: rank 0's recv from 1 "
-            "(tag 7)); raise the limit") in str(info.value)
+    assert ("with rank 0 still running (waiting on receives no message matched: rank 0's "
+            "recv from 1 (tag 7)); raise the limit") in str(info.value)

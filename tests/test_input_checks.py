@@ -405,6 +405,13 @@ def _forgot_to_yield_a_recv(comm: Comm, x=None):
     yield comm.sleep(1.0)
 
 
+def _forgot_to_yield_a_shared_reduction(comm: Comm, x=None):
+    x = np.ones(4, np.float32)
+    while comm.rank == 0:
+        comm.reduce(x, x, "sum", shared=True)   # on a GPU of finite reduction rate
+    yield comm.sleep(1.0)
+
+
 @pytest.mark.parametrize("program", [_forgot_to_yield_a_sleep, _forgot_to_yield_a_send,
                                      _forgot_to_yield_a_recv])
 def test_a_loop_that_forgot_to_yield_stops_on_the_limit_at_one_instant(program):
@@ -415,12 +422,22 @@ def test_a_loop_that_forgot_to_yield_stops_on_the_limit_at_one_instant(program):
     limit at one instant, 10^6 + 64 x 2^2 for two endpoints, at 62 x 16,384 = 1,015,808."""
     limit = 10**6 + 64 * 2**2
     assert 61 * 16384 <= limit < 62 * 16384
-    with pytest.raises(sc.RunLimitError, match=rf"a program made more than {limit} sleeps, "
-                                               rf"sends or receives at t=0 s without "
-                                               rf"yielding to wait for any, with rank 0, rank "
-                                               rf"1 still running: a loop that forgot to "
-                                               rf"yield"):
+    with pytest.raises(sc.RunLimitError, match=rf": rank 0 made more than {limit} sleeps, "
+                                               rf"computes, reductions, sends or receives at "
+                                               rf"t=0 s without yielding to wait for any, "
+                                               rf"with rank 0, rank 1 still running: a loop "
+                                               rf"that forgot to yield"):
         run_program(program)
+
+
+def test_a_loop_of_shared_reductions_that_forgot_to_yield_stops_too():
+    """Shared reductions on a GPU of finite rate were not counted: such a loop grew until
+    memory ran out, as the others did."""
+    limit = 10**6 + 64 * 2**2
+    with pytest.raises(sc.RunLimitError, match=rf"rank 0 made more than {limit} sleeps, "
+                                               rf"computes, reductions, sends or receives"):
+        sc.run_program(sc.topology.switch(2, reduce_bandwidth=1e9),
+                       _forgot_to_yield_a_shared_reduction)
 
 
 def test_programs_that_make_many_sends_at_once_then_wait_are_not_a_loop():
@@ -862,7 +879,7 @@ def test_a_multicast_loop_that_forgot_to_yield_stops_on_the_limit_at_one_instant
     before the loop's 1,100,000 end (after which its messages were left unreceived)."""
     limit = 10**6 + 64 * 3**2
     assert 61 * 16384 <= limit < 62 * 16384 < 1_100_000
-    with pytest.raises(sc.RunLimitError, match=rf"a program made more than {limit} sleeps, "
-                                               rf"sends or receives at t=0 s without "
-                                               rf"yielding"):
+    with pytest.raises(sc.RunLimitError, match=rf"rank 0 made more than {limit} sleeps, "
+                                               rf"computes, reductions, sends or receives at "
+                                               rf"t=0 s without yielding"):
         sc.run_program(sc.topology.switch(3), _forgot_to_yield_a_multicast)

@@ -520,7 +520,8 @@ def test_nvls_refusal_names_what_is_missing():
     to no in-network device (a DGX A100's NVSwitches do not reduce), a node split over
     two reducing switches."""
     with pytest.raises(sc.InvalidInputError, match=r"here GPU 'gpu0' is linked to no "
-                                                   r"in-network device"):
+                                                   r"switch that reduces \(in-network "
+                                                   r"device\)"):
         sc.simulate(sc.topology.dgx_a100(1), "all_reduce", algorithm="nccl", nbytes=4096,
                     algo="nvls")
     topo = sc.Topology("one node, two switches")

@@ -408,8 +408,8 @@ def _mut_ll_wire(n):
 
 def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     """NCCL's ring on one Ampere NVLink switch, LL, one channel, by hand: launch 6.6 us +
-    the steps, each of T = a block's wire bytes x beta (its k slices alike, each in whole
-    lines) and L = max(alpha,
+    the steps, each of T = a block's wire bytes x beta (its full slices of 32,768 B and
+    the rest, each in whole lines) and L = max(alpha,
     0.6 us), a slice's L hidden behind the next slice's transfer where a block has
     several (a step max(T, f T + L), f the first slice's share, the last T + L) + what
     the threads take to
@@ -424,8 +424,9 @@ def _mut_ring_ll_estimate(collective, p, n, alpha, beta, gamma):
     own = n if collective == "all_gather" else n / p
     first = min(own, 32768)
     write = max(0.0, first / 87.7e9 - _mut_ll_wire(int(first)) * beta)
-    k = math.ceil(own / first)
-    step, latency = k * _mut_ll_wire(math.ceil(own / k)) * beta, max(alpha, 0.6e-6)
+    full, rest = divmod(own, 32768)   # full slices, then the rest
+    step = (full * _mut_ll_wire(32768) + _mut_ll_wire(math.ceil(rest))) * beta
+    latency = max(alpha, 0.6e-6)
     stepped = (steps - 1) * max(step, step * first / own + latency) + step + latency
     # the threads' pace holds their first slice's write already
     return 6.6e-6 + max(stepped + write, volume / 87.7e9) + reduced * gamma
@@ -599,8 +600,8 @@ def test_the_ring_estimate_frames_only_the_channels_a_block_reaches():
     each rank's block is one element, so one channel carries it and the other 15 send
     nothing. The estimate framed a 2,048-byte LL128 unit on every channel at every step
     (256.7 us against the run's 27.4). By hand: launch 14 us + 7 steps of max(alpha 1 us,
-    1.9 us NVLink step) + one unit's 2,048 wire bytes at 100 GB/s each, and the root's
-    threads write 4 bytes at 10 GB/s (0.4 ns) in less than the unit's 20.48 ns."""
+    1.9 us NVLink step) + one unit's 2,048 wire bytes at 100 GB/s each, and each rank's
+    threads write its 4 bytes at 10 GB/s (0.4 ns) in less than the unit's 20.48 ns."""
     n, p, a, b = 4, 8, 1e-6, 1e-11
     kw = dict(algo="ring", proto="LL128", channels=16)
     run = sc.simulate(alpha_beta_network(p, alpha=a, beta=b), "all_gather", algorithm="nccl",
@@ -612,19 +613,17 @@ def test_the_ring_estimate_frames_only_the_channels_a_block_reaches():
 
 
 @pytest.mark.parametrize("nbytes, channels, expected_us", [
-    # one channel, a block of 32,769 B: k = ceil(32769 / 32768) = 2 slices of
-    # ceil(32769 / 2) = 16,385 B each, 2,049 lines of 16 B each: 65,568 wire bytes
-    # (not 4,097 lines, 65,552, for the block framed as one; nor 2,048 lines a slice
-    # for 16,384 B rounded down)
-    (32769, 1, 6.6 + 65568e-3 + 0.6),
-    # two channels of 32,769 B each, sharing the one link: 2 x 65,568 wire bytes a step
-    (65538, 2, 6.6 + 2 * 65568e-3 + 0.6),
+    # one channel, a block of 32,769 B: a full slice of 32,768 B (4,096 lines of 16 B)
+    # and a rest of 1 B (one whole line), as the run cuts it: 65,552 wire bytes
+    (32769, 1, 6.6 + 65552e-3 + 0.6),
+    # two channels of 32,769 B each, sharing the one link: 2 x 65,552 wire bytes a step
+    (65538, 2, 6.6 + 2 * 65552e-3 + 0.6),
 ])
 def test_the_ring_estimate_frames_each_slice_of_a_block_and_every_channels_block(
         nbytes, channels, expected_us):
     """A ring all_gather on 2 GPUs, LL (16-byte lines of 8 data bytes), one step: each
-    channel's block of a rank's data is cut into k slices of at most one LL step of
-    data (32,768 B), alike, each framed in whole lines on its own, and the channels'
+    channel's block of a rank's data is cut into full slices of one LL step of data
+    (32,768 B) and the rest, each framed in whole lines on its own, and the channels'
     blocks cross the same link. Hand-worked: launch 6.6 us (Ampere ring LL) + T + L,
     T = every channel's framed bytes x beta (1 ns/B), L = max(alpha, 0.6 us) = 0.6 us;
     the threads' write of the first slice (32,768 B at 87.7 GB/s a channel, 0.37 us)
@@ -648,3 +647,19 @@ def test_the_all_to_all_estimate_puts_ll_lines_on_the_wire(p, nbytes, expected_u
     got = sc.cost.predict("all_to_all", "nccl", p=p, nbytes=nbytes, itemsize=1, alpha=1e-7,
                           beta=1e-9, gamma=0.0, proto="LL", channels=1)
     assert got == pytest.approx(expected_us * 1e-6, rel=1e-12)
+
+
+@pytest.mark.parametrize("proto, nbytes, line", [("LL", 32769, (8, 16)),
+                                                 ("LL128", 576001, (1920, 2048))])
+def test_the_runs_wire_bytes_are_full_slices_then_the_rest(proto, nbytes, line):
+    """What the run puts on the link for one channel's block over one step: a full slice
+    (32,768 B for LL, 576,000 B for LL128) and the 1-byte rest, each in whole units (a
+    16-byte line of 8 data bytes; a 2,048-byte warp of 1,920), worked out by hand, which
+    the estimate's framing follows."""
+    data, unit = line
+    slice_bytes = {"LL": 32768, "LL128": 576000}[proto]
+    wire = -(-slice_bytes // data) * unit + unit
+    run = sc.simulate(alpha_beta_network(2, alpha=1e-7, beta=1e-9), "all_gather",
+                      algorithm="nccl", nbytes=nbytes, dtype="uint8", algo="ring",
+                      proto=proto, channels=1)
+    assert max(run.link_bytes.values()) == wire

@@ -304,7 +304,10 @@ def test_choose_takes_nccl_spellings_of_algorithms_and_protocols():
     (("broadcast", MIB, "tree", "Simple", 8), r"algo='tree' is not accepted; use one of 'ring'"),
     (("all_reduce", MIB, "ring", "LL64", 8), r"proto='LL64' is not accepted; use one of "
                                              r"'LL', 'LL128', 'Simple'"),
-    (("all_reduce", MIB, "ring", "Simple", 0), r"channels=0 is not accepted; use an integer >= 1"),
+    (("all_reduce", MIB, "ring", "Simple", 0), r"channels=0 is not accepted; use an integer in "
+                                               r"1\.\.64"),
+    # priced 65 or a million channels, which choose refuses (MAXCHANNELS)
+    (("all_reduce", MIB, "ring", "Simple", 65), r"channels=65 is not accepted"),
     (("all_reduce", -1, "ring", "Simple", 8), r"nbytes=-1 is not accepted"),
 ])
 def test_predict_refuses_what_nccl_would_not_price(args, match):

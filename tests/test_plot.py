@@ -2310,7 +2310,7 @@ def test_a_separator_just_past_the_width_is_not_taken_as_a_cut():
     assert max(map(len, lines)) <= 30
 
 
-def test_a_very_narrow_caller_axes_still_labels_three_sizes():
+def test_a_very_narrow_caller_axes_still_labels_at_least_three_sizes():
     """An axes 1.2 inches wide (0.8 of a 1.5-inch figure) would get round(8 x 1.2 / 4.6)
     = 2 labels by the width alone: it keeps at least 3. 11 sizes, 8 B (2^3) to 8 GiB
     (2^33), 30 octaves: the least step k with 30 // k + 1 <= 3 is 11 (none of 11-14

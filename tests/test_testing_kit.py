@@ -579,8 +579,10 @@ def test_exact_true_fails_where_the_model_only_estimates():
     net = alpha_beta_network(6, alpha=ALPHA, beta=BETA)
     uneven = simulate(net, "all_reduce", algorithm="ring", nbytes=1000)
     assert_matches_model(uneven, alpha=ALPHA, beta=BETA)
-    with pytest.raises(AssertionError, match=r"only estimates its time here .* lower bound "
-                                             r"alone; exact=True asks for an exact model"):
+    with pytest.raises(AssertionError, match=r"only estimates its time here .* without "
+                                             r"exact=True the time would be held to the lower "
+                                             r"bound alone; exact=True asks for an exact "
+                                             r"model"):
         assert_matches_model(uneven, alpha=ALPHA, beta=BETA, exact=True)
     even = simulate(net, "all_reduce", algorithm="ring", nbytes=6144)
     assert even.time == pytest.approx(10 * ALPHA + 10 / 6 * 6144 * BETA, rel=1e-12)

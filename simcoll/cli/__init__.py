@@ -81,7 +81,8 @@ def _unwritten(error: OSError) -> int:
     if isinstance(error, BrokenPipeError):
         _quiet_stdout()
         return CLOSED_PIPE
-    print(f"simcoll: error: cannot write standard output: {error.strerror}", file=sys.stderr)
+    print(f"simcoll: error: cannot write standard output: {error.strerror or error}",
+          file=sys.stderr)
     return 1
 
 

@@ -144,9 +144,8 @@ def parse_bytes(text: str) -> int:
     if value.denominator != 1:
         # exactly: a float rounded 1024 + 1e-19 to "1024.0 bytes, not a whole number"
         whole = value.numerator // value.denominator
-        raise argparse.ArgumentTypeError(f"size {text!r} is {whole} bytes and "
-                                         f"{value - whole} of a byte, not a whole number "
-                                         f"of bytes")
+        raise argparse.ArgumentTypeError(f"size {text!r} is {whole} + {value - whole} "
+                                         f"bytes, not a whole number of bytes")
     return int(value)
 
 

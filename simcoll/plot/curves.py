@@ -338,8 +338,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             at the simulated x values; the legend says where the model does not apply.
         alpha, beta, gamma: the model's seconds per message, seconds per byte and seconds
             per reduced byte (required with ``formula=True`` but for ``y="bytes_sent"``;
-            ``gamma=0`` for free reductions). On ``switch(p, bandwidth=B, latency=L)``:
-            alpha = 2 L, beta = 1/B.
+            ``gamma=0`` for free reductions; refused without ``formula=True``). On
+            ``switch(p, bandwidth=B, latency=L)``: alpha = 2 L, beta = 1/B.
         ax: a matplotlib Axes to draw on (a new figure otherwise).
         legend: ``"right"`` (beside the axes; a new figure widens to hold it),
             ``"inside"`` (the axes' best corner) or ``"none"``; by default ``"right"`` in a
@@ -351,7 +351,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
 
     Raises:
         InvalidInputError: a bad axis, field, legend, ``ax`` or save path,
-            ``formula=True`` without alpha, beta and gamma (each a number >= 0), no
+            ``formula=True`` without alpha, beta and gamma (each a number >= 0), or those
+            given without it; no records, bad ones (see :func:`~.records.read_all`), no
             point that can be drawn, or more than :data:`MAX_LINES` lines.
     """
     split = split if split is not None else ("nbytes" if x == "nranks" else "nranks")

@@ -157,7 +157,9 @@ def read_points(records: Iterable[Record]) -> list[Point]:
     are read from their records, which tell machines of one name apart.
 
     Raises:
-        InvalidInputError: a record is neither a Result nor a mapping, or lacks a field.
+        InvalidInputError: ``records`` is a path or text, or not a collection of them; a
+            record is neither a Result nor a mapping, lacks a field, or has a time,
+            algbw or busbw that is not a number >= 0 (None or NaN: none).
     """
     return read_all(records)[0]
 
@@ -168,7 +170,9 @@ def read_all(records: Iterable[Record]
     failed sweep points as :class:`Failure` objects, so a plot can say what it lacks.
 
     Raises:
-        InvalidInputError: a record is neither a Result nor a mapping, or lacks a field.
+        InvalidInputError: ``records`` is a path or text, or not a collection of them; a
+            record is neither a Result nor a mapping, lacks a field, or has a time,
+            algbw or busbw that is not a number >= 0 (None or NaN: none).
     """
     if isinstance(records, (str, bytes, os.PathLike)):
         raise InvalidInputError(f"records={records!r} is not accepted: give Result objects "

@@ -85,7 +85,8 @@ def wrapped(title: str, width: int = 88) -> str:
 def _between_words(text: str, width: int) -> list[str]:
     """``text`` in lines of at most ``width`` characters, filled word by word; a word
     longer than a line cut after the last ``_`` or ``/`` that fits (between the parts of
-    a name), else at ``width``, its pieces joined without a space where they share one."""
+    a name), else at ``width``; the pieces of a cut word that fall on one line are
+    joined without a space."""
     tokens: list[tuple[str, str]] = []   # (separator before it, text)
     for word in text.split():
         separator = " "

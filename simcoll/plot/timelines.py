@@ -65,9 +65,9 @@ def _shown(result: RunResult, max_ranks: int, active: set[int],
     if result.nranks + len(others) <= max_ranks:
         return list(range(result.nranks)) + others
     if on_path is not None:
-        # times within 1e-9 of the longest of each other are equal, as sums of the same
-        # spans in another order are: the lowest addresses first among them, not those
-        # float rounding favours
+        # path times within 1e-9 x the longest of each other count as equal, as sums of
+        # the same spans in another order are: the lowest addresses first among them,
+        # not those float rounding favours
         tolerance = max(on_path.values(), default=0.0) * 1e-9
         tier, top, tiers = 0, math.inf, {}
         for address in sorted(on_path, key=lambda a: -on_path[a]):

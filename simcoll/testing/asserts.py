@@ -381,5 +381,6 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
         _assert_time(res, expected, rtol, 0.0, "simcoll.cost.predict")
     elif exact:
         raise AssertionError(f"the model of {_what(res)} only estimates its time here "
-                             f"(simcoll.cost.is_exact is False), so its time was held to "
-                             f"the lower bound alone; exact=True asks for an exact model")
+                             f"(simcoll.cost.is_exact is False): without exact=True the time "
+                             f"would be held to the lower bound alone; exact=True asks for "
+                             f"an exact model")

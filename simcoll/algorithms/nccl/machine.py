@@ -405,7 +405,7 @@ def _nvls_missing(topology: Topology, groups: list[list[int]]) -> str:
         names = [topology.gpus[r] for r in group]
         lone = next((name for name in names if name not in switch_of), None)
         if lone is not None:
-            return f"GPU {lone!r} is linked to no in-network device"
+            return f"GPU {lone!r} is linked to no switch that reduces (in-network device)"
         found = sorted({switch_of[name] for name in names})
         if len(found) > 1:
             return (f"the node of rank {group[0]} has its GPUs on "

@@ -46,15 +46,17 @@ __all__ = ["model", "searched_switch", "ring_all_reduce_traffic", "ring_reduce_s
 def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
                    algo: str, proto: str, channels: int, arch: str, intra: str,
-                   tuner: str, launch_overhead: float = 0.0,
-                   step_latency_scale: float = 1.0, itemsize: int = 1) -> float:
+                   tuner: str, itemsize: int, launch_overhead: float = 0.0,
+                   step_latency_scale: float = 1.0) -> float:
     """Launch + the larger of (the steps + what the threads take to write the first
     slice of a rank's own data beyond its wire bytes' time, ``rings.Sender.send``'s
     ``origin``) and (a channel's share of the data at the protocol's rate per channel:
     its threads' pace, which holds that first write and which the steps' latencies then
     overlap), + reductions; nothing for one rank or an empty buffer, which NCCL
     discards. The steps: a step moves every channel's block, T = its wire bytes x beta
-    (the channels share the link), cut into slices as NCCL's kernel cuts it
+    (the channels share the link; each slice in whole units of its protocol, on the
+    channels a block of ``itemsize``-byte elements reaches), cut into slices as NCCL's
+    kernel cuts it
     (``rings.ring_slices``), each slice paying L = max(alpha, NCCL's step latency) (see
     ``rings.Sender``); a slice's latency overlaps the next slice's transfer, so a step
     takes max(T, f T + L), f the first slice's share of the block, and the last one
@@ -68,7 +70,7 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                        channels=channels, tuner=tuner).proto
         paced = origin = 0.0
         share = 1.0
-        wire = PROTOCOL[proto].wire(int(volume * nbytes))
+        wire: float = PROTOCOL[proto].wire(int(volume * nbytes))
     else:
         # the tuner reasons on the whole output of an all_gather, as the run's does
         tuned = nbytes * p if collective == "all_gather" else nbytes
@@ -86,13 +88,13 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
         origin = _write_beyond_wire(PROTOCOL[proto], first, rate, beta)
         # each slice framed on its own (an LL128 warp writes 2 KiB however little is
         # left), on the channels a block's elements reach (a channel without one sends
-        # nothing), each part in k slices of one step alike; Simple's bytes as they are
+        # nothing), each part in full slices of one step, then the rest, as the run cuts
+        # it (rings.chunks_then_rest); Simple's bytes as they are
         framed = PROTOCOL[proto]
         carrying = max(1, min(c, math.ceil(own * c / itemsize)))
-        part = own * c / carrying
-        k = max(1, math.ceil(part / per))
+        full, rest = divmod(own * c / carrying, per)
         wire = framed.wire(int(volume * nbytes)) if framed.line_data == framed.line_bytes \
-            else steps * carrying * k * framed.wire(math.ceil(part / k))
+            else steps * carrying * (full * framed.wire(per) + framed.wire(math.ceil(rest)))
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
                                    step_scale=step_latency_scale)
     link = "nvlink" if intra == "auto" else intra
@@ -285,7 +287,7 @@ def model(collective: str, steps: Any, volume: Any, reduced: Any, traffic: Any) 
         if collective in ("broadcast", "reduce"):
             return _chain_estimate(collective, p, nbytes, alpha, beta, gamma, **options)
         return _ring_estimate(collective, steps(p), volume(p), reduced(p), p, nbytes, alpha,
-                              beta, gamma, **options, itemsize=kw.get("itemsize", 1))
+                              beta, gamma, **options, itemsize=kw["itemsize"])
     time.__doc__ = (_chain_estimate if collective in ("broadcast", "reduce")
                     else _ring_estimate).__doc__
     moved.__doc__ = traffic.__doc__

@@ -14,6 +14,7 @@ from simcoll.algorithms.nccl.constants import (
     ARCHS,
     COLLNET_DIRECT_HOP_US,
     HW_LATENCY_BY_TUNER,
+    MAX_CHANNELS,
     NCCL_VERSION,
     NVLS_EFFICIENCY,
     PER_CHANNEL_MAX_NVLS_TREE_BW,
@@ -304,14 +305,14 @@ def predict(machine: Machine, collective: str, nbytes: int, algo: str, proto: st
 
     Raises:
         InvalidInputError: a collective, an algorithm that collective does not run, a
-            protocol or a release NCCL does not know, a negative ``nbytes`` or fewer
-            than one channel.
+            protocol or a release NCCL does not know, a negative ``nbytes``, or a
+            channel count outside 1 - :data:`~.constants.MAX_CHANNELS` (64).
     """
     Choice("all_reduce", tuple(ALGORITHMS)).normalize("collective", collective)
     Choice("ring", ALGORITHMS[collective]).normalize("algo", algo)
     Choice("Simple", PROTOCOLS).normalize("proto", proto)
     nbytes = Int(0, minimum=0).normalize("nbytes", nbytes)       # numpy's as Python's
-    channels = Int(1, minimum=1).normalize("channels", channels)
+    channels = Int(1, minimum=1, maximum=MAX_CHANNELS).normalize("channels", channels)
     Choice(NCCL_VERSION, TUNERS).normalize("tuner", tuner)
     bus = _bus_bandwidth(machine, collective, algo, proto, channels, tuner)
     if bus <= 0:

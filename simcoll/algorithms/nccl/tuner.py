@@ -22,6 +22,7 @@ from simcoll.algorithms.nccl import p2p
 from simcoll.algorithms.nccl.constants import (
     COLLNET_THREAD_THRESHOLD,
     COLLNET_THREADS,
+    MAX_CHANNELS,
     MAX_THREADS,
     NCCL_VERSION,
     PCI_BW,
@@ -228,7 +229,7 @@ def _checked(collective: str, nbytes: int, algo: str, proto: str, channels: int,
     return (Int(0, minimum=0).normalize("nbytes", nbytes),
             Names("auto", (*NAMES, "p2p") if p2p_only else NAMES).normalize("algo", algo),
             Names("auto", P2P_PROTOCOLS if p2p_only else PROTOCOLS).normalize("proto", proto),
-            Int(0, minimum=0, maximum=64).normalize("channels", channels),
+            Int(0, minimum=0, maximum=MAX_CHANNELS).normalize("channels", channels),
             Int(0, minimum=0, maximum=1).normalize("collnet", collnet))
 
 
