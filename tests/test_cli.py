@@ -467,7 +467,9 @@ BAD = [
      "--op 'prd' is not accepted (did you mean prod?); use sum, prod, min, max, avg or mulsum"),
     (["run", "--param", "chunks=4_0"], "chunks='4_0' is not accepted"),   # not 40
     # 10 here and 8 in NCCL_MAX_NCHANNELS=010 or -r 010 (strtol): refused, not guessed
-    (["run", "--param", "chunks=010"], "chunks='010' is not accepted"),
+    (["run", "--param", "chunks=010"], "--param 'chunks=010': '010' has a leading zero, "
+                                       "which C's strtol"),
+    (["run", "--param", "launch_overhead=-007"], "'-007' has a leading zero"),
     (["run", "-b", "8", "-e", "4"], "-b 8 is larger than -e 4"),
     (["run", "-b", "8", "-e", "8G", "-i", "1"], "at most 10000"),
     (["run", "-b", "0", "-e", "8", "-f", "2"], "never grow"),

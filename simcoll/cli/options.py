@@ -190,6 +190,12 @@ def parse_param(text: str) -> tuple[str, Any]:
     if not eq or not key.strip().isidentifier():
         raise argparse.ArgumentTypeError(f"--param {text!r} is not NAME=VALUE, e.g. "
                                          f"--param chunks=4")
+    digits = raw.strip().lstrip("+-")
+    if digits[:1] == "0" and digits[1:].isdigit() and digits.strip("0"):
+        raise argparse.ArgumentTypeError(f"--param {text!r}: {raw.strip()!r} has a leading "
+                                         f"zero, which C's strtol (NCCL's variables, "
+                                         f"nccl-tests' -r) reads as octal and Python's int() "
+                                         f"as decimal; write the number without it")
     return key.strip(), read_value(raw)
 
 
