@@ -29,7 +29,7 @@ from simcoll.errors import InvalidInputError, RegistrationError
 from simcoll.topology.quantities import parse_time
 
 __all__ = ["Param", "Int", "Real", "Choice", "Names", "Optional", "Value", "Keywords",
-           "named_arguments", "read_value"]
+           "named_arguments", "read_value", "octal_looking"]
 
 
 class Param(ABC):
@@ -404,6 +404,13 @@ class Keywords(Param):
         return {key: v.item() if isinstance(v, np.generic) else v for key, v in value.items()}
 
 
+def octal_looking(text: str) -> bool:
+    """Whether ``text`` is a whole number with a leading zero (``010``, ``-07``; not ``0``
+    or ``00``), which C's strtol reads as octal and Python's int() as decimal."""
+    digits = text.strip().lstrip("+-")
+    return digits[:1] == "0" and digits[1:].isdigit() and bool(digits.strip("0"))
+
+
 def read_value(raw: str) -> Any:
     """A parameter's value written as text (``--param chunks=4``): ``true``/``false``, ``none``,
     an int, a float, a time with its unit (``20us`` -> 2e-05 seconds), else the text (as is
@@ -416,8 +423,7 @@ def read_value(raw: str) -> Any:
         return lowered == "true"
     if lowered == "none":
         return None
-    digits = value.lstrip("+-")
-    if "_" in value or digits[:1] == "0" and digits[1:].isdigit() and digits.strip("0"):
+    if "_" in value or octal_looking(value):
         return value
     for kind in (int, float, parse_time):
         try:

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from simcoll.algorithms.params import read_value
+from simcoll.algorithms.params import octal_looking, read_value
 from simcoll.checks import shown
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
@@ -190,8 +190,7 @@ def parse_param(text: str) -> tuple[str, Any]:
     if not eq or not key.strip().isidentifier():
         raise argparse.ArgumentTypeError(f"--param {text!r} is not NAME=VALUE, e.g. "
                                          f"--param chunks=4")
-    digits = raw.strip().lstrip("+-")
-    if digits[:1] == "0" and digits[1:].isdigit() and digits.strip("0"):
+    if octal_looking(raw):
         raise argparse.ArgumentTypeError(f"--param {text!r}: {raw.strip()!r} has a leading "
                                          f"zero, which C's strtol (NCCL's variables, "
                                          f"nccl-tests' -r) reads as octal and Python's int() "
