@@ -332,8 +332,10 @@ def test_collnet_runs_only_what_sharp_reduces(op, dtype, arch, collnet_runs):
             (24, 16) if arch == "ampere" else (16, 16))
         # the same ring on both, but for what a channel's threads take to write its
         # slices of LL128 (at its share of the per-channel cap) where the links do not
-        # hide it, which differs with the channel count by under 0.2%
-        assert on.time == pytest.approx(off.time, rel=2e-3)
+        # hide it, which differs with the channel count by under 0.2%, and for NCCL's
+        # cut in 16 KiB cells: 16 channels of 256 on 16, 23 of 171 and one of 163 on 24
+        # (0.2% above an even share)
+        assert on.time == pytest.approx(off.time, rel=5e-3)
 
 
 def test_a_forced_collnet_of_a_product_is_refused_naming_what_sharp_computes():

@@ -64,12 +64,13 @@ def test_ring_channels_spread_over_every_nic():
 @pytest.mark.parametrize("channels", [4, 6, 10, 12])
 def test_ring_channels_take_nics_shared_by_gpus_in_turn(channels):
     """Two DGX H100 with 2 NICs a node, GPUs 0-3 on the first, 4-7 on the second: the
-    node's outgoing traffic of a ring all_reduce of n = 64 MiB, 2 x 15/16 n over every
+    node's outgoing traffic of a ring all_reduce of n = 60 MiB, 2 x 15/16 n over every
     crossing, takes both NICs evenly whatever the channel count, as NCCL's channels take
     a node's NICs in turn (12 channels, collnet=1's count there, put 8 on the first NIC
-    and 4 on the second, and ran 33% slower than 8)."""
+    and 4 on the second, and ran 33% slower than 8). NCCL cuts 60 MiB evenly over 4, 6,
+    8, 10 and 12 channels: 3,840 cells of 16 KiB."""
     topo = sc.topology.dgx_h100(2, nics_per_node=2)
-    n = 64 << 20
+    n = 60 << 20
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="ring",
                       proto="Simple", channels=channels)
     even = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="ring",
@@ -85,7 +86,9 @@ def test_ring_channels_take_nics_shared_by_gpus_in_turn(channels):
 def test_tree_channels_spread_over_every_nic_and_reduce_right():
     topo = roce(16)
     rng = np.random.default_rng(7)
-    data = [rng.standard_normal(4096) for _ in range(16)]
+    # 256 KiB of float64: 16 cells of 16 KiB, one on each of the 16 channels (4096
+    # floats, 2 cells, ran on 2 channels)
+    data = [rng.standard_normal(32768) for _ in range(16)]
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data, algo="tree",
                       proto="Simple", channels=16)
     assert res.correct
@@ -256,7 +259,8 @@ def test_pat_channels_take_a_gpus_nics_in_turn(collective, sent):
 @pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
 def test_pat_over_two_nics_computes_what_numpy_does(collective):
     rng = np.random.default_rng(11)
-    data = [rng.standard_normal(3000) for _ in range(4)]
+    # enough for NCCL to cut it over more than one channel (3,000 floats took one)
+    data = [rng.standard_normal(32768) for _ in range(4)]
     res = sc.simulate(shared_nics(2, 1, nodes=4), collective, algorithm="nccl", data=data,
                       algo="pat")
     assert res.correct

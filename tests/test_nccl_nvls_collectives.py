@@ -238,10 +238,14 @@ def test_one_node_nvls_cuts_a_channel_as_the_kernel_loops(count, dtype):
 def test_nvls_time_does_not_drop_as_the_size_grows():
     """Equal slices made a block of 128 KiB one slice and one of 128 KiB + 32 B two of
     64 KiB that overlap: 16 MiB took 120.9 us, 16 MiB + 512 B 107.7 us. Cut as the
-    kernel loops, the rest is a piece of its own."""
+    kernel loops, the rest is a piece of its own. On one channel, so that NCCL's cut
+    over channels (which ends 16 MiB + 512 B's channels on 16 KiB pieces, a shorter
+    drain) stays out of it."""
     topo = sc.topology.dgx_h100(1)
-    times = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="nvls").time
-             for n in (16 << 20, (16 << 20) + 512, 17 << 20, 32 << 20, (32 << 20) + 512)]
+    times = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="nvls",
+                         channels=1).time
+             for n in (1 << 20, (1 << 20) + 512, 17 << 16, 2 << 20, (2 << 20) + 512,
+                       16 << 20, (16 << 20) + 512)]
     assert times == sorted(times)
 
 
@@ -277,13 +281,18 @@ def test_one_node_nvls_cuts_chunks_of_128_kib_when_a_channel_holds_more_than_one
     per_channel = 262144 + 2048
     n = 16 * per_channel * 4
     res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="nvls")
-    channels = res.params["channels"]
+    assert res.params["channels"] == 16
+    # NCCL's cut: 2n / 16 = 2,113,536 bytes of traffic a channel, 65 cells of 16 KiB (64.5
+    # rounded up); 1,032 cells, so 15 channels of 65 cells (266,240 floats: a loop and a
+    # rest of 4,096 floats, one piece, GPU 0's) and one of 57 (233,472 floats: a last
+    # loop alone, pieces of alignUp(29,184, 4,096) = 32,768 floats, GPU 7 the last
+    # 4,096)
     own = [0] * P
-    for part in np.array_split(np.arange(n // 4), channels):
-        for g, head in enumerate(_kernel_cut(len(part), 4)):
+    for part in [266_240] * 15 + [233_472]:
+        for g, head in enumerate(_kernel_cut(part, 4)):
             own[g] += 4 * sum(c for _, c in head)
-    if channels == 16:
-        assert own == [16 * 136 * 1024] + [16 * 128 * 1024] * 7
+    assert own == [(15 * 144 + 128) * 1024] + [16 * 128 * 1024] * 6 + [
+        (15 * 128 + 16) * 1024]
     for g in range(P):
         assert res.link_bytes[(f"gpu{g}", "nvswitch0")] == n + own[g]
         assert res.link_bytes[("nvswitch0", f"gpu{g}")] == n + own[g]

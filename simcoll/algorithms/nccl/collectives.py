@@ -30,7 +30,7 @@ import functools
 from typing import Any
 
 from simcoll.algorithms.nccl import nvls, nvls_sharp, nvls_tree, pat, rings, sharp, trees
-from simcoll.algorithms.nccl.channels import by_channel, glue, run_channels
+from simcoll.algorithms.nccl.channels import by_channel, channel_counts, glue, run_channels
 from simcoll.algorithms.nccl.collnet import (
     chain_all_reduce,
     chunk_bytes,
@@ -61,11 +61,20 @@ from simcoll.algorithms.nccl.reference_models import (
     ring_reduce_scatter_traffic,
 )
 from simcoll.algorithms.nccl.support import ALGORITHMS, NAMES, nvls_reduces, sharp_reduces
-from simcoll.algorithms.nccl.tune_model import comm_channels
+from simcoll.algorithms.nccl.tune_model import comm_channels, max_channels
 from simcoll.algorithms.nccl.tuner import choose
 from simcoll.algorithms.params import Choice, Int, Names, Real
 from simcoll.algorithms.registry import register
-from simcoll.buffers import Buffer, VirtualBuffer, block_bytes, block_counts, join, split
+from simcoll.buffers import (
+    Buffer,
+    VirtualBuffer,
+    block_bytes,
+    block_counts,
+    block_size,
+    join,
+    split,
+    split_counts,
+)
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel
 from simcoll.errors import CommUsageError, InvalidInputError
@@ -205,6 +214,30 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str, intra: 
                                launch=launch_overhead, step_scale=step_latency_scale)
 
 
+def _counts(comm: Comm, collective: str, x: Buffer, *, algo: str, proto: str,
+            channels: int, arch: str, tuner: str, collnet: int = 0) -> list[int]:
+    """Elements of ``x`` on each channel (for reduce_scatter, of a rank's block, its
+    largest where they differ): on those that carry some, as NCCL cuts them in cells
+    (:func:`~.channels.channel_counts`; ``channels`` is the tuner's count, and the
+    communicator's for ``algo`` that of :func:`~.tune_model.max_channels`, or
+    ``channels`` where more); in ``channels`` even parts for CollNet and NVLS across
+    nodes, which NCCL cuts in its kernels, not in cells."""
+    count = block_size(x.size, comm.size, 0) if collective == "reduce_scatter" else x.size
+    if algo.startswith("collnet") or algo == "nvls" and _across_nodes(comm):
+        return [int(n) for n in block_counts(count, channels)]
+    machine = describe(comm.topology, comm.world_ranks(), arch)
+    return channel_counts(collective, count, x.dtype.itemsize, proto, comm.size, channels,
+                          max(channels, max_channels(machine, algo, tuner, collnet)))
+
+
+def _running(protocol: Protocol, channels: int, counts: list[int]) -> Protocol:
+    """``protocol`` on the ``len(counts)`` channels that run: LL's rate is a share of a
+    cap on every channel together (:func:`~.protocols.channel_rate`), shared by those."""
+    if protocol.name != "LL" or len(counts) == channels:
+        return protocol
+    return dataclasses.replace(protocol, rate=protocol.rate * channels / len(counts))
+
+
 def _rings(comm: Comm, channels: int) -> list[list[int]]:
     """Each channel's ring, the channels entering a node at GPUs of its NICs in turn
     (:func:`~.nics.rail_entries`)."""
@@ -308,8 +341,9 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
         return None  # NVSwitches only forward for CollNet
     if not nvls.served(comm):  # reduces for SHARP only, next to the GPUs' NVSwitch
         return None
-    return nvls_tree.switch_all_reduce(comm, x, channels, op,
-                                       _one_node_chunk(comm, algo))
+    per_channel = _counts(comm, "all_reduce", x, algo=algo, proto=proto, channels=channels,
+                          arch=arch, tuner=tuner, collnet=collnet)
+    return nvls_tree.switch_all_reduce(comm, x, per_channel, op, _one_node_chunk(comm, algo))
 
 
 @_register("all_reduce", model(
@@ -329,14 +363,18 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
     yield comm.sleep(protocol.base(algo))
-    blocks = list(split(x, p))
+    counts = _counts(comm, "all_reduce", x, algo=algo, proto=proto, channels=channels,
+                     arch=arch, tuner=tuner, collnet=collnet)
+    protocol, parts = _running(protocol, channels, counts), split_counts(x, counts)
+    channels = len(counts)
     if algo == "ring":
-        block_parts = by_channel(blocks, channels)
+        # channel c takes about counts[c] / p of every rank's block (the last channels
+        # what is left), so a rank moves what it moves on one channel
+        block_parts = by_channel(list(split(x, p)), [-(-n // p) for n in counts])
         ring = _rings(comm, channels)
         outs = yield from run_channels(comm, channels, lambda c: rings.all_reduce(
             comm, block_parts[c], ring[c], protocol, op, intra, c))
         return join([glue([outs[c][b] for c in range(channels)]) for b in range(p)])
-    parts = list(split(x, channels))
     if algo == "tree":
         searched = describe(comm.topology, comm.world_ranks(), arch).graph_channels
         outs = yield from run_channels(comm, channels, lambda c: trees.all_reduce(
@@ -369,7 +407,9 @@ def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, a
                                 launch_overhead: float, step_latency_scale: float,
                                 collnet: int) -> HostProgram | None:
     """The in-network devices' program (:func:`_rail_devices`)."""
-    return _rail_devices(comm, x, op, algo, channels)
+    return _rail_devices(comm, x, op, algo, channels, _counts(
+        comm, "reduce_scatter", x, algo=algo, proto=proto, channels=channels, arch=arch,
+        tuner=tuner, collnet=collnet))
 
 
 def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: str,
@@ -377,23 +417,26 @@ def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: s
                             launch_overhead: float, step_latency_scale: float,
                             collnet: int) -> HostProgram | None:
     """The in-network devices' program (:func:`_rail_devices`)."""
-    return _rail_devices(comm, x, None, algo, channels)
+    return _rail_devices(comm, x, None, algo, channels, _counts(
+        comm, "all_gather", x, algo=algo, proto=proto, channels=channels, arch=arch,
+        tuner=tuner, collnet=collnet))
 
 
 def _rail_devices(comm: Comm, x: VirtualBuffer, op: ReduceOp | None, algo: str,
-                  channels: int) -> HostProgram | None:
+                  channels: int, counts: list[int]) -> HostProgram | None:
     """A reduce_scatter's (with ``op``) or an all_gather's program on an in-network
-    device: the NVSwitch's for NVLS, and across nodes the SHARP switches' for NVLS and
-    CollNet Direct (nothing otherwise, nor on an in-network device that is no GPU's NVLS
-    switch, :func:`~.nvls.served`)."""
+    device: the NVSwitch's for NVLS (on one node over the channels of ``counts``,
+    :func:`_counts`), and across nodes the SHARP switches' for NVLS and CollNet Direct
+    (nothing otherwise, nor on an in-network device that is no GPU's NVLS switch,
+    :func:`~.nvls.served`)."""
     if algo not in ("nvls", "collnet_direct") or comm.size == 1 or x.size == 0:
         return None
     if nvls.served(comm):
         if algo != "nvls":
             return None  # NVSwitches only forward for CollNet
         if not _across_nodes(comm):
-            return nvls.switch_all_gather(comm, x, channels) if op is None else \
-                nvls.switch_reduce_scatter(comm, x, channels, op)
+            return nvls.switch_all_gather(comm, x, counts) if op is None else \
+                nvls.switch_reduce_scatter(comm, x, counts, op)
         plan = _rail_plan(comm, x, algo, channels, reduces=op is not None)
         return nvls_sharp.switch_all_gather(comm, plan) if op is None else \
             nvls_sharp.switch_reduce_scatter(comm, plan, op)
@@ -472,11 +515,14 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
     yield comm.sleep(protocol.base(algo))
-    parts = by_channel(list(split(x, p)), channels)
-    if algo == "pat":
-        chunk = pat.chunk_bytes("reduce_scatter", x.nbytes, channels)
+    counts = _counts(comm, "reduce_scatter", x, algo=algo, proto=proto, channels=channels,
+                     arch=arch, tuner=tuner, collnet=collnet)
+    protocol, channels = _running(protocol, channels, counts), len(counts)
+    parts = by_channel(list(split(x, p)), counts)
+    if algo == "pat":  # each channel's chunk for its own bytes (calcCollChunking)
         outs = yield from run_channels(comm, channels, lambda c: pat.reduce_scatter(
-            comm, parts[c], protocol, op, c, chunk))
+            comm, parts[c], protocol, op, c, pat.chunk_bytes(
+                "reduce_scatter", p * counts[c] * x.dtype.itemsize, 1)))
         return glue(outs)
     if algo == "nvls" and not _across_nodes(comm):
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
@@ -515,11 +561,14 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
     if p == 1 or x.size == 0:  # NCCL discards an empty collective (taskAppend)
         return x
     yield comm.sleep(protocol.base(algo))
-    own = list(split(x, channels))
-    if algo == "pat":
-        chunk = pat.chunk_bytes("all_gather", x.nbytes * p, channels)
+    counts = _counts(comm, "all_gather", x, algo=algo, proto=proto, channels=channels,
+                     arch=arch, tuner=tuner, collnet=collnet)
+    protocol, channels = _running(protocol, channels, counts), len(counts)
+    own = split_counts(x, counts)
+    if algo == "pat":  # each channel's chunk for its own bytes (calcCollChunking)
         outs = yield from run_channels(comm, channels, lambda c: pat.all_gather(
-            comm, own[c], protocol, c, chunk))
+            comm, own[c], protocol, c, pat.chunk_bytes(
+                "all_gather", p * counts[c] * x.dtype.itemsize, 1)))
     elif algo == "nvls" and not _across_nodes(comm):
         yield comm.sleep(protocol.hop(algo, "nvlink"))  # NVLS's one fixed latency
         outs = yield from run_channels(comm, channels, lambda c: nvls.gpu_all_gather(
@@ -552,7 +601,10 @@ def nccl_broadcast(comm: Comm, x: Buffer, *, root: int, algo: str, proto: str,
     if comm.size == 1 or x.size == 0:  # NCCL discards an empty collective
         return x
     yield comm.sleep(protocol.base(algo))
-    parts = list(split(x, channels))
+    counts = _counts(comm, "broadcast", x, algo=algo, proto=proto, channels=channels,
+                     arch=arch, tuner=tuner)
+    protocol, channels = _running(protocol, channels, counts), len(counts)
+    parts = split_counts(x, counts)
     ring = _rings(comm, channels)
     outs = yield from run_channels(comm, channels, lambda c: rings.broadcast(
         comm, parts[c], ring[c], protocol, intra, c, root))
@@ -571,7 +623,10 @@ def nccl_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, root: int, algo: str, pr
     if comm.size == 1 or x.size == 0:  # NCCL discards an empty collective
         return x
     yield comm.sleep(protocol.base(algo))
-    parts = list(split(x, channels))
+    counts = _counts(comm, "reduce", x, algo=algo, proto=proto, channels=channels,
+                     arch=arch, tuner=tuner)
+    protocol, channels = _running(protocol, channels, counts), len(counts)
+    parts = split_counts(x, counts)
     ring = _rings(comm, channels)
     outs = yield from run_channels(comm, channels, lambda c: rings.reduce(
         comm, parts[c], ring[c], protocol, op, intra, c, root))

@@ -53,7 +53,7 @@ import numpy as np
 from simcoll.algorithms.nccl.channels import by_channel, run_channels
 from simcoll.algorithms.nccl.protocols import Protocol
 from simcoll.algorithms.nccl.rings import Sender
-from simcoll.buffers import Buffer, VirtualBuffer, frozen, join, split
+from simcoll.buffers import Buffer, VirtualBuffer, frozen, join, split, split_counts
 from simcoll.comm import Comm
 from simcoll.ops import ReduceOp
 from simcoll.typing import Steps
@@ -131,12 +131,13 @@ def gpu_reduce_scatter(comm: Comm, parts: list[Buffer], channel: int,
     return join(mine)
 
 
-def switch_reduce_scatter(comm: Comm, x: VirtualBuffer, channels: int,
+def switch_reduce_scatter(comm: Comm, x: VirtualBuffer, counts: list[int],
                           op: ReduceOp) -> Steps:
-    """The switch's side of every channel: reduce slice k of block j over the attached
-    GPUs and send it to GPU j, slice by slice."""
+    """The switch's side of every channel, channel c carrying ``counts[c]`` elements of
+    every block: reduce slice k of block j over the attached GPUs and send it to GPU j,
+    slice by slice."""
     gpus = sorted(served(comm))  # block j goes to GPU rank j
-    parts = by_channel(list(split(x, len(gpus))), channels)
+    parts = by_channel(list(split(x, len(gpus))), counts)
 
     def channel(c: int) -> Steps:
         for _, j, _ in _interleaved(parts[c]):
@@ -144,7 +145,7 @@ def switch_reduce_scatter(comm: Comm, x: VirtualBuffer, channels: int,
             comm.send(total, gpus[j], tag=c)
         return None
 
-    yield from run_channels(comm, channels, channel)
+    yield from run_channels(comm, len(counts), channel)
     return None
 
 
@@ -163,16 +164,17 @@ def gpu_all_gather(comm: Comm, own: Buffer, channel: int, protocol: Protocol) ->
     return [join(pieces) for pieces in got]
 
 
-def switch_all_gather(comm: Comm, x: VirtualBuffer, channels: int) -> Steps:
-    """The switch's side of every channel: multicast slice k of every GPU's part to every
-    GPU, slice by slice."""
+def switch_all_gather(comm: Comm, x: VirtualBuffer, counts: list[int]) -> Steps:
+    """The switch's side of every channel, channel c carrying ``counts[c]`` elements of
+    every GPU's buffer: multicast slice k of every GPU's part to every GPU, slice by
+    slice."""
     gpus = sorted(served(comm))
-    part = list(split(x, channels))
+    part = split_counts(x, counts)
 
     def channel(c: int) -> Steps:
         for _, j, _ in _interleaved([part[c]] * len(gpus)):
             comm.multicast((yield comm.recv(gpus[j], tag=c)), gpus, tag=c)
         return None
 
-    yield from run_channels(comm, channels, channel)
+    yield from run_channels(comm, len(counts), channel)
     return None

@@ -214,13 +214,14 @@ def gpu_all_reduce(comm: Comm, part: Buffer, channel: int, protocol: Protocol,
     return join([join(block) for block in result])
 
 
-def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp,
+def switch_all_reduce(comm: Comm, x: VirtualBuffer, counts: list[int], op: ReduceOp,
                       one_node: int | None = None) -> Steps:
-    """The switch's side of every channel: reduce each slice over its node's GPUs and
-    send it to the slice's owner (a head); multicast every finished slice the owners
-    send back (``one_node``: as :func:`gpu_all_reduce`)."""
+    """The switch's side of every channel, channel c carrying ``counts[c]`` elements of
+    ``x``: reduce each slice over its node's GPUs and send it to the slice's owner (a
+    head); multicast every finished slice the owners send back (``one_node``: as
+    :func:`gpu_all_reduce`)."""
     gpus = sorted(served(comm))  # local index b is the b-th GPU of the node by rank
-    parts = list(split(x, channels))
+    parts = split_counts(x, counts)
     h = heads(comm)
 
     def channel(c: int) -> Steps:
@@ -238,5 +239,5 @@ def switch_all_reduce(comm: Comm, x: VirtualBuffer, channels: int, op: ReduceOp,
             comm.multicast(finished, gpus, tag=base + _BACK)
         yield reducing
 
-    yield from run_channels(comm, channels, channel)
+    yield from run_channels(comm, len(counts), channel)
     return None

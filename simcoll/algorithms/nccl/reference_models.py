@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from simcoll.algorithms.nccl.channels import channel_counts
 from simcoll.algorithms.nccl.machine import Machine, describe
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate, one_step_slices
 from simcoll.algorithms.nccl.tune_model import comm_channels
@@ -77,24 +78,28 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
         choice = choose(searched, collective, tuned, algo="ring", proto=proto,
                         channels=channels, tuner=tuner)
         proto, c = choice.proto, choice.channels
-        rate = _rate(searched, proto, c)
-        own = (nbytes if collective == "all_gather" else nbytes / p) / c
+        # NCCL's cut over its channels, in bytes of a block (a channel's share of every
+        # rank's block; an all_reduce's channel cuts its part into p blocks)
+        blocks = [n * itemsize / (p if collective == "all_reduce" else 1)
+                  for n in _channel_counts(searched, collective, p, nbytes, itemsize,
+                                           proto, c)]
+        rate = _rate(searched, proto, c, len(blocks))
+        own = max(blocks)     # the busiest channel's block
         # the first slice as NCCL's kernel cuts a block (rings.ring_slices): a full one,
         # or of a block under one chunk about half of it with Simple, all of it else
         per, halves = PROTOCOL[proto].slice_bytes, 2 if proto == "Simple" else 1
         first = per if own >= per * halves else min(own, max(own / halves, per / 32))
         share = first / own   # of a block, its first slice
-        paced = volume * nbytes / c / rate
+        # the busiest channel's data: of an all_gather a rank's part, else of its input
+        paced = volume * own * (1 if collective == "all_gather" else p) / rate
         origin = _write_beyond_wire(PROTOCOL[proto], first, rate, beta)
         # each slice framed on its own (an LL128 warp writes 2 KiB however little is
-        # left), on the channels a block's elements reach (a channel without one sends
-        # nothing), each part in full slices of one step, then the rest, as the run cuts
-        # it (rings.chunks_then_rest); Simple's bytes as they are
+        # left), each channel's block in full slices of one step, then the rest, as the
+        # run cuts it (rings.chunks_then_rest); Simple's bytes as they are
         framed = PROTOCOL[proto]
-        carrying = max(1, min(c, math.ceil(own * c / itemsize)))
-        full, rest = divmod(own * c / carrying, per)
         wire = framed.wire(int(volume * nbytes)) if framed.line_data == framed.line_bytes \
-            else steps * carrying * (full * framed.wire(per) + framed.wire(math.ceil(rest)))
+            else steps * sum(full * framed.wire(per) + framed.wire(math.ceil(rest))
+                             for full, rest in (divmod(block, per) for block in blocks))
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
                                    step_scale=step_latency_scale)
     link = "nvlink" if intra == "auto" else intra
@@ -106,11 +111,26 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
     return protocol.base("ring") + max(stepped + origin, paced) + reduced * nbytes * gamma
 
 
-def _rate(searched: Machine, proto: str, channels: int) -> float:
+def _rate(searched: Machine, proto: str, channels: int, running: int) -> float:
     """Bytes per second a channel's threads move (``Protocol.rate``, as a run on the
-    reference switch takes it)."""
+    reference switch takes it) where ``running`` of the tuner's ``channels`` carry
+    data (LL's cap on all of them shared by those)."""
     share = searched.graph_channels / comm_channels(searched) if searched.channels else 1.0
-    return channel_rate(proto, "ring", searched.arch, 1, channels, searched.cpu, share)
+    return channel_rate(proto, "ring", searched.arch, 1, running if proto == "LL" else channels,
+                        searched.cpu, share)
+
+
+def _channel_counts(searched: Machine, collective: str, p: int, nbytes: int, itemsize: int,
+                    proto: str, channels: int) -> list[int]:
+    """NCCL's cut of a collective of ``nbytes`` a rank over its channels, as the run
+    makes it (:func:`~.channels.channel_counts`, the communicator's channels those of
+    the reference switch's search): elements per channel that carries some, of a
+    rank's block for reduce_scatter, of its buffer otherwise."""
+    count = nbytes // itemsize
+    if collective == "reduce_scatter":
+        count = -(-count // p)
+    return channel_counts(collective, count, itemsize, proto, p, channels,
+                          max(channels, comm_channels(searched)))
 
 
 def _write_beyond_wire(protocol: Protocol, first: float, rate: float, beta: float) -> float:
@@ -151,17 +171,21 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
                     step_latency_scale: float = 1.0) -> float:
     """NCCL's broadcast or reduce chain on the reference network, an estimate.
 
-    Each of the c channels (what NCCL's search and tuner give the reference switch) cuts
-    its n/c bytes into K pieces of one step (full steps of s bytes, then the rest r:
-    :func:`~.rings.chunks_then_rest`), pipelined along the p-1 hops, the c channels'
-    pieces sharing each link: launch + W + (p-1)(T + R) + (K-2) I + I of the rest
-    (launch + W + (p-1)(T + R) for one piece), with T = max(alpha, step latency) +
-    wire(s) c beta, R = s c gamma for reduce (0 for broadcast), P = s / rate the pace of
-    a channel's threads (the protocol's rate per channel), I = max(T / window, wire(s) c
-    beta, R, P) the time between two pieces at a hop (a connection has ``window`` pieces
-    in flight, whose hops overlap) and W what the threads take to write the chain's
-    first piece beyond its wire bytes' time (``rings.Sender.send``'s ``origin``).
-    Nothing for one rank or an empty buffer, which NCCL discards."""
+    NCCL cuts the n bytes over c channels (:func:`~.channels.channel_counts`, with
+    what NCCL's search and tuner give the reference switch); the largest part, cut into
+    K pieces of one step (full steps of s bytes, then the rest r:
+    :func:`~.rings.chunks_then_rest`), is pipelined along the p-1 hops, the c channels'
+    pieces sharing each link: launch + W + F + (K-2) I + I of the rest, with F the time
+    the channels' first pieces take down the p-1 hops (:func:`_first_pieces`), each hop
+    L = max(alpha, step latency) and then the pieces on it sharing the link fairly (on
+    an even cut c pieces of s bytes: (p-1)(L + wire(s) c beta + R); a smaller one gets
+    ahead and, once ahead by its whole transfer, out of the others' way), R = s c gamma
+    for reduce (0 for broadcast), P = s / rate the pace of a channel's threads (the
+    protocol's rate per channel), I = max((L + wire(s) c beta) / window,
+    wire(s) c beta, R, P) the time between two pieces at a hop (a connection has
+    ``window`` pieces in flight, whose hops overlap) and W what the threads take to write
+    the chain's first piece beyond its wire bytes' time (``rings.Sender.send``'s
+    ``origin``). Nothing for one rank or an empty buffer, which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)
@@ -169,34 +193,90 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
                     channels=channels, tuner=tuner)
     protocol = dataclasses.replace(one_step_slices(PROTOCOL[choice.proto]),
                                    launch=launch_overhead, step_scale=step_latency_scale)
-    c = choice.channels
-    part = nbytes / c
+    # NCCL's cut over its channels (in bytes: a cell holds whole elements)
+    counts = _channel_counts(searched, collective, p, nbytes, 1, choice.proto,
+                             choice.channels)
+    c, part = len(counts), max(counts)
     pieces = max(1, math.ceil(part / protocol.slice_bytes))
-    rate = _rate(searched, choice.proto, c)
+    rate = _rate(searched, choice.proto, choice.channels, c)
     link = "nvlink" if intra == "auto" else intra
     full = min(protocol.slice_bytes, part)              # full steps first, then the rest
     rest = part - (pieces - 1) * full
-
-    def stage(piece: float) -> tuple[float, float, float]:
-        """(T, R, P) of a piece: its hop, its reduction, its threads' pace."""
-        return (max(alpha, protocol.hop("ring", link))
-                + protocol.wire(math.ceil(piece)) * c * beta,
-                piece * c * gamma if collective == "reduce" else 0.0, piece / rate)
+    latency = max(alpha, protocol.hop("ring", link))
+    reduces = collective == "reduce"
 
     def interval(piece: float) -> float:
         """The time between two pieces at a hop: a piece's wire time, reduction or
         pace, or its hop over the connection's window of pieces in flight, whose hops
         overlap."""
-        hop, reduction, pace = stage(piece)
         wire = protocol.wire(math.ceil(piece)) * c * beta
-        return max(hop / protocol.window, wire, reduction, pace)
+        return max((latency + wire) / protocol.window, wire,
+                   piece * c * gamma if reduces else 0.0, piece / rate)
 
-    hop, reduction, pace = stage(full)
-    total = (protocol.base("ring") + _write_beyond_wire(protocol, full, rate, beta)
-             + (p - 1) * (hop + reduction))
+    firsts = [min(protocol.slice_bytes, n) for n in counts]
+    fill = _first_pieces([protocol.wire(math.ceil(s)) * beta for s in firsts], p - 1,
+                         latency, [s * gamma if reduces else 0.0 for s in firsts])
+    total = protocol.base("ring") + _write_beyond_wire(protocol, full, rate, beta) + fill
     if pieces > 1:
         total += (pieces - 2) * interval(full) + interval(rest)
     return total
+
+
+def _first_pieces(wires: list[float], hops: int, latency: float,
+                  reductions: list[float]) -> float:
+    """When the last of pieces that leave the chain's start together, each taking
+    ``wires[i]`` seconds alone on a link and ``reductions[i]`` alone on a GPU's
+    reduction rate, has crossed ``hops`` hops, each hop a ``latency``, then the link
+    shared fairly by the pieces on it (as the flow models share it), then the reduction
+    shared as fairly (a chain's hops use links of their own). Equal pieces stay in step:
+    each hop then takes the latency and all of them. Others go hop by hop while they
+    share links; once no two overlap and none is behind a larger one (which never
+    catches up), each crosses the rest alone."""
+    if len(set(wires)) == 1 and len(set(reductions)) == 1:   # in step all the way
+        return hops * (latency + len(wires) * (wires[0] + reductions[0]))
+    starts = [0.0] * len(wires)
+    for hop in range(hops):
+        ends = _shared_link(_shared_link([s + latency for s in starts], wires), reductions)
+        order = sorted(range(len(wires)), key=lambda i: (starts[i], wires[i]))
+        apart = all(ends[order[k]] <= starts[order[k + 1]] + latency
+                    and wires[order[k]] <= wires[order[k + 1]]
+                    for k in range(len(order) - 1))
+        starts = ends
+        if apart:
+            left = hops - hop - 1
+            starts = [s + left * (latency + w + r)
+                      for s, w, r in zip(starts, wires, reductions)]
+            break
+    return max(starts)
+
+
+def _shared_link(arrivals: list[float], works: list[float]) -> list[float]:
+    """When each of jobs arriving at ``arrivals`` and taking ``works`` seconds alone
+    ends on a link shared fairly among the jobs on it (processor sharing)."""
+    pending = sorted(range(len(works)), key=lambda i: arrivals[i], reverse=True)
+    active: dict[int, float] = {}
+    ends = list(arrivals)   # a job of no work ends as it arrives
+    now = 0.0
+    while pending or active:
+        if not active:
+            now = max(now, arrivals[pending[-1]])
+        while pending and arrivals[pending[-1]] <= now:
+            job = pending.pop()
+            if works[job] > 0:
+                active[job] = works[job]
+        if not active:
+            continue
+        share = len(active)
+        step = min(active.values()) * share
+        if pending:
+            step = min(step, arrivals[pending[-1]] - now)
+        now += step
+        for job in list(active):
+            active[job] -= step / share
+            if active[job] <= 1e-12 * works[job]:
+                ends[job] = now
+                del active[job]
+    return ends
 
 
 def ring_all_reduce_traffic(p: int, nbytes: int, itemsize: int) -> Traffic:

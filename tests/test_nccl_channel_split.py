@@ -1,0 +1,156 @@
+"""NCCL's cut of a collective over its channels, in cells of 32 KiB of traffic.
+
+Expected counts are worked out by hand from ``scheduleCollTasksToPlan`` in NCCL 2.30.7's
+src/enqueue.cc (one collective alone in its plan, so channel 0 comes first and starts
+empty): traffic t bytes per byte of the count (2 for all_reduce, the ranks for
+all_gather and reduce_scatter, 1 else; 4 times that for LL), a channel's share
+T = roundup16(max(32 KiB, count x size x t) // channels), cells of
+C = roundup16(32 KiB / t) bytes, k = ceil(T / (C t)) cells per channel, the last channel
+short by what its last cell is not filled.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import simcoll as sc
+from simcoll.algorithms.nccl.channels import channel_counts
+from simcoll.topology.presets import dgx_a100, dgx_h100
+
+KiB = 1024
+
+
+@pytest.mark.parametrize("case, expected", [
+    # 1 MiB of float32 all_reduce, LL128: t = 2, T = roundup16(2 MiB // 24) = 87,392,
+    # C = 16 KiB (4,096 elements), k = ceil(87,392 / 32,768) = 3: 64 cells make 21
+    # channels of 3 and one of 1.
+    (("all_reduce", 262_144, 4, "LL128", 8, 24, 24), [12_288] * 21 + [4_096]),
+    # The same with LL: t = 8, T = roundup16(8 MiB // 24) = 349,536, C = 4 KiB (1,024
+    # elements), k = ceil(349,536 / 32,768) = 11: 256 cells make 23 channels of 11 and
+    # one of 3.
+    (("all_reduce", 262_144, 4, "LL", 8, 24, 24), [11_264] * 23 + [3_072]),
+    # 12 bytes on 64 channels: one cell, one channel.
+    (("all_reduce", 3, 4, "Simple", 8, 64, 64), [3]),
+    # 718,272 bytes of broadcast, Simple, the tuner's 21 channels of dgx_a100(1): t = 1,
+    # T = roundup16(718,272 // 21 = 34,203) = 34,208, C = 32 KiB, k = 2: 22 cells (the
+    # last 30,144 bytes) make 11 channels, the last short by 2,624 bytes.
+    (("broadcast", 718_272, 1, "Simple", 8, 21, 24), [65_536] * 10 + [62_912]),
+    # A reduce_scatter counts one rank's block: 64 Ki float32 a rank on 8 ranks,
+    # t = 8, T = roundup16(2 MiB // 24) = 87,392, C = 4 KiB, k = 3: 64 cells, 22 channels.
+    (("reduce_scatter", 65_536, 4, "Simple", 8, 24, 24), [3_072] * 21 + [1_024]),
+    # all_gather is counted in bytes: 10,000 float16 (20,000 B) a rank on 4 ranks, t = 4,
+    # T = roundup16(80,000 // 8) = 10,000, C = 8 KiB, k = ceil(10,000 / 32,768) = 1:
+    # 3 cells (the last 3,616 bytes), 3 channels; in elements 4,096, 4,096, 1,808.
+    (("all_gather", 10_000, 2, "Simple", 4, 8, 8), [4_096, 4_096, 1_808]),
+    # 98,306 bytes of broadcast on 3 channels: T = roundup16(32,768) = 32,768, k = 1, so
+    # 4 cells want 4 channels. A communicator of 37 has them (the last holds 2 bytes: one
+    # float16); one of 3 does not: channel 0 keeps its cell, the two others share 3
+    # cells, 1 and 2.
+    (("broadcast", 49_153, 2, "Simple", 8, 3, 37), [16_384] * 3 + [1]),
+    (("broadcast", 49_153, 2, "Simple", 8, 3, 3), [16_384, 16_384, 16_385]),
+    # A communicator of one channel takes everything on it.
+    (("reduce", 1_000_000, 4, "Simple", 8, 1, 1), [1_000_000]),
+])
+def test_hand_worked_counts(case, expected):
+    assert channel_counts(*case) == expected
+
+
+def test_nothing_to_cut_gives_no_channel():
+    assert channel_counts("all_reduce", 0, 4, "Simple", 8, 24, 24) == []
+
+
+@given(st.sampled_from(["all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                        "reduce"]),
+       st.integers(1, 10**9), st.sampled_from([1, 2, 4, 8]),
+       st.sampled_from(["LL", "LL128", "Simple"]), st.integers(2, 72),
+       st.integers(1, 64), st.integers(1, 64))
+def test_counts_cover_the_buffer_in_whole_cells(collective, count, itemsize, proto, nranks,
+                                                channels, comm):
+    counts = channel_counts(collective, count, itemsize, proto, nranks, channels, comm)
+    assert sum(counts) == count and min(counts) > 0
+    # a cell is 32 KiB of traffic: its data, in bytes (NCCL's bytes for all_gather and
+    # broadcast, whose count it takes in bytes)
+    per_byte = {"all_reduce": 2, "all_gather": nranks, "reduce_scatter": nranks}.get(
+        collective, 1) * (4 if proto == "LL" else 1)
+    cell = -(-(-(-32 * KiB // per_byte)) // 16) * 16
+    assert all(n * itemsize % cell == 0 for n in counts[:-1])
+    # never more channels than the communicator, where its count is the tuner's or more
+    if channels <= comm:
+        assert len(counts) <= comm
+    # all channels but the first and the last carry the same
+    assert len(set(counts[1:-1])) <= 1
+
+
+def ring_payload_by_channel(result):
+    """Payload bytes of a ring's messages, by channel (a ring's tag is its channel)."""
+    sent = defaultdict(int)
+    for event in result.trace:
+        if event.kind == "message":
+            sent[event.tag] += event.nbytes
+    return dict(sent)
+
+
+def test_ring_all_reduce_runs_the_channels_nccl_cuts():
+    # 1 MiB of float32 with LL128 on dgx_a100(1)'s 24 channels: 21 channels of 48 KiB
+    # and one of 16 KiB (above). Each element of a channel's part crosses 2 (p - 1) = 14
+    # hops of its ring.
+    res = sc.simulate(dgx_a100(1), "all_reduce", algorithm="nccl", nbytes=1 * sc.MiB,
+                      algo="ring", proto="LL128", channels=24, trace=True)
+    expected = {c: 14 * 48 * KiB for c in range(21)} | {21: 14 * 16 * KiB}
+    assert ring_payload_by_channel(res) == expected
+    assert res.bytes_sent.sum() == 14 * sc.MiB
+
+
+def test_a_tiny_all_reduce_runs_on_one_channel_whatever_the_count():
+    # 3 float32 on 64 channels: one channel, so 2 (p - 1) = 14 messages a rank (a
+    # block a step, empty ones too), where 64 channels sent 64 times as many.
+    res = sc.simulate(dgx_a100(1), "all_reduce", algorithm="nccl", nbytes=12, algo="ring",
+                      channels=64, trace=True)
+    assert res.messages == 8 * 14
+    assert set(ring_payload_by_channel(res)) == {0}
+
+
+def test_broadcast_runs_fewer_larger_parts():
+    res = sc.simulate(dgx_a100(1), "broadcast", algorithm="nccl", nbytes=718_272,
+                      dtype=np.uint8, algo="ring", proto="Simple", channels=21, trace=True)
+    # 11 channels (above), each part crossing the 7 hops of its chain
+    expected = {c: 7 * 65_536 for c in range(10)} | {10: 7 * 62_912}
+    assert ring_payload_by_channel(res) == expected
+
+
+def test_nvls_on_one_node_cuts_its_channels_the_same_on_gpus_and_switch():
+    # 100 KiB of float32 all_reduce, NVLS (Simple, 16 channels): t = 2,
+    # T = roundup16(204,800 // 16) = 12,800, C = 16 KiB, k = 1: 7 cells, 7 channels (the
+    # last 1,024 elements). A GPU pushes its part of channel c on tag 4 c.
+    n = 100 * KiB // 4
+    rng = np.random.default_rng(5)
+    data = [rng.standard_normal(n).astype(np.float32) for _ in range(8)]
+    res = sc.simulate(dgx_h100(1), "all_reduce", algorithm="nccl", data=data, algo="nvls",
+                      channels=16, trace=True)
+    assert res.correct
+    pushed = defaultdict(int)
+    for event in res.trace:
+        if event.kind == "message" and event.rank == 0 and event.tag % 4 == 0:
+            pushed[event.tag // 4] += event.nbytes
+    assert pushed == {c: 16 * KiB for c in range(6)} | {6: 4 * KiB}
+    np.testing.assert_allclose(res.outputs[3], np.sum(np.array(data, dtype=np.float64), 0),
+                               rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_nvls_reduce_scatter_and_all_gather_cut_a_block_the_same(collective):
+    # 8 Ki float32 a rank's block (32 KiB): t = 8, T = roundup16(256 KiB // 16) =
+    # 16,384, C = 4 KiB, k = 1: 8 cells on 8 channels, 1,024 elements each
+    n = 8 * 1024 * (8 if collective == "reduce_scatter" else 1)
+    rng = np.random.default_rng(7)
+    data = [rng.integers(-50, 50, n).astype(np.float32) for _ in range(8)]
+    res = sc.simulate(dgx_h100(1), collective, algorithm="nccl", data=data, algo="nvls",
+                      channels=16, trace=True)
+    assert res.correct
+    tags = {event.tag for event in res.trace if event.kind == "message" and event.rank == 0}
+    assert tags == set(range(8))
