@@ -11,6 +11,7 @@ short by what its last cell is not filled.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -77,7 +78,7 @@ def test_counts_cover_the_buffer_in_whole_cells(collective, count, itemsize, pro
     # broadcast, whose count it takes in bytes)
     per_byte = {"all_reduce": 2, "all_gather": nranks, "reduce_scatter": nranks}.get(
         collective, 1) * (4 if proto == "LL" else 1)
-    cell = -(-(-(-32 * KiB // per_byte)) // 16) * 16
+    cell = math.ceil(math.ceil(32 * KiB / per_byte) / 16) * 16
     assert all(n * itemsize % cell == 0 for n in counts[:-1])
     # never more channels than the communicator, where its count is the tuner's or more
     if channels <= comm:

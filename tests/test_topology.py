@@ -424,3 +424,17 @@ def test_rates_and_times_read_ascii_digits_and_spaces_only(parse, text):
     are refused, as parse_size and the command line refuse them."""
     with pytest.raises(ValueError, match="is not a"):
         parse(text)
+
+
+def test_a_topology_without_links_says_so_where_a_link_index_is_asked():
+    """The accepted range read "<= -1" and "0..-1"."""
+    topology = sc.Topology("one GPU")
+    topology.add_gpu()
+    with pytest.raises(sc.TopologyError, match=r"^avoid=\{0\} is not accepted: this "
+                                               r"topology has no links to avoid$"):
+        topology.route(0, 0, avoid={0})
+    with pytest.raises(sc.TopologyError, match=r"^directed link 0 is not one of this "
+                                               r"topology's: it has no links$"):
+        topology.bandwidth_of(0)
+    route = topology.route(0, 0, avoid=set())
+    assert route.links == () and type(route.latency) is float and route.latency == 0.0

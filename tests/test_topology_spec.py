@@ -173,7 +173,9 @@ def test_parse_rate_refuses(text):
         parse_rate(text)
 
 
-@pytest.mark.parametrize("text", ["1e-400GB/s", "1e-330", "2e-324B/s", "1e-400Gbps"])
+@pytest.mark.parametrize("text", ["1e-400GB/s", "1e-330", "2e-324B/s", "1e-400Gbps",
+                                  # an exponent past decimal's 18 digits was read as 0.0
+                                  "1e-99999999999999999999", "0.5e-99999999999999999999GB/s"])
 def test_a_rate_that_is_not_zero_but_rounds_to_zero_is_refused_as_written(text):
     """It was read as 0.0, and the spec's message said bandwidth=0.0; the least float is
     about 4.9e-324 (which is read as itself)."""
@@ -183,6 +185,20 @@ def test_a_rate_that_is_not_zero_but_rounds_to_zero_is_refused_as_written(text):
     with pytest.raises(sc.TopologyError, match=rf"bandwidth={text}: '{text}' rounds to 0"):
         sc.topology.from_spec(f"switch:4,bandwidth={text}")
     assert parse_rate("4.9e-324B/s") == 5e-324 and parse_rate("0GB/s") == 0.0
+    assert parse_rate("0.0e-99999999999999999999") == 0.0
+
+
+def test_renaming_a_spec_built_topology_forgets_its_spec():
+    """The name is saved and hashed: a kept spec rebuilt a machine of another name and
+    hash than the renamed one it was recorded with."""
+    from simcoll.topology.io import topology_hash
+
+    topology = sc.topology.from_spec("switch:4")
+    topology.name = topology.name   # the same name keeps it
+    assert topology.spec == "switch:n=4"
+    assert topology_hash(sc.topology.from_spec(topology.spec)) == topology_hash(topology)
+    topology.name = "renamed"
+    assert topology.spec is None
 
 
 def test_a_bad_torus_or_multi_dim_dimension_is_named():

@@ -152,8 +152,9 @@ class Topology:
         name: a label, e.g. ``"switch(8)"``.
         spec: what rebuilds this machine with ``simcoll.topology.from_spec`` (a builder
             spec or a file path; set by ``from_spec`` and ``load``), or None. Adding a
-            device or a link, or setting ``cpu`` or ``routing`` to another value, clears
-            it, so it never describes a different machine.
+            device or a link, or setting ``name``, ``cpu`` or ``routing`` to another
+            value, clears it, so it never describes a different machine (the name is in
+            a saved file and in its hash).
         cpu: the servers' CPU vendor, one of :data:`CPU_VENDORS` ("unknown" unless a
             preset or the user sets it). Only NCCL's tuner reads it, as NCCL does: its
             LL bandwidth cap across nodes and its network overhead per step depend on it
@@ -205,6 +206,8 @@ class Topology:
             raise TopologyError(f"topology name {name!r} is not accepted; use a non-empty "
                                 f"string")
         _check_encodable(f"topology name {name!r}", name)
+        if getattr(self, "_name", name) != name:
+            self.spec = None
         self._name = name
 
     @property
@@ -466,6 +469,9 @@ class Topology:
                 isinstance(avoid, np.ndarray) and avoid.ndim != 1):
             raise TopologyError(f"avoid={shown(avoid)} is not accepted; give a set of link "
                                 f"indexes (into links: 0..{len(self.links) - 1})")
+        if avoid and not self.links:
+            raise TopologyError(f"avoid={shown(avoid)} is not accepted: this topology has no "
+                                f"links to avoid")
         return frozenset(integer(i, "an index in avoid", minimum=0,
                                  maximum=len(self.links) - 1, error=TopologyError,
                                  what="a link index") for i in avoid)
@@ -526,6 +532,9 @@ class Topology:
         """``index`` if it is a directed link's index, else a TopologyError naming it."""
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) \
                 or not 0 <= index < 2 * len(self._links):
+            if not self._links:
+                raise TopologyError(f"directed link {index!r} is not one of this "
+                                    f"topology's: it has no links")
             raise TopologyError(f"directed link {index!r} is not one of this topology's: "
                                 f"use 0..{2 * len(self._links) - 1} (link k's directions "
                                 f"are 2k and 2k + 1)")
@@ -651,7 +660,7 @@ class Topology:
                     + f" crosses link {self.directed_link(twice)!r} twice in one direction, "
                     f"which the network models cannot carry (a message crosses a link "
                     f"once); give via devices that do not lead back over it")
-            route = Route(tuple(links), sum(self._links[d >> 1].latency for d in links),
+            route = Route(tuple(links), sum((self._links[d >> 1].latency for d in links), 0.0),
                           min((self.bandwidth_of(d) for d in links), default=math.inf))
             if math.isinf(route.latency):
                 summed = ", ".join(f"{self._links[d >> 1].latency:g}" for d in links)

@@ -52,8 +52,12 @@ def _split(text: Any, what: str) -> tuple[Decimal | float, str]:
         return Decimal(match.group(1)), match.group(2)
     except InvalidOperation:
         # an exponent of 19 digits or more, past decimal's MAX_EMAX (18 digits): as far
-        # past float's range, read as float reads it (0 or infinity)
-        return float(match.group(1)), match.group(2)
+        # past float's range, read as float reads it (0 or infinity), but a number not 0
+        # below the least float is refused by its caller as 1e-400 is
+        value = float(match.group(1))
+        if value == 0 and any(d in "123456789" for d in match.group(1).lower().split("e")[0]):
+            return Decimal((0, (1,), MIN_EMIN)), match.group(2)   # not 0, rounds to 0
+        return value, match.group(2)
 
 
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])

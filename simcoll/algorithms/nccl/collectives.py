@@ -99,7 +99,9 @@ def _params(collective: str) -> dict[str, Any]:
             "auto", P2P_PROTOCOLS, doc="LL or Simple (auto: LL up to 16 KiB per channel "
                                        "of a peer's send, as NCCL's sends and receives)"),
         "channels": Int(0, minimum=0, maximum=64,
-                        doc="channels (0: as NCCL chooses for the size)"
+                        doc="channels of NCCL's tuner (0: as NCCL chooses for the size); "
+                            "NCCL cuts the buffer over them in cells of 32 KiB of "
+                            "traffic, so a small buffer runs on fewer"
                         if collective != "all_to_all" else
                         "channels each peer's send is split over (0: as NCCL does); "
                         "they share one route, so on one NIC the time is the same, but "

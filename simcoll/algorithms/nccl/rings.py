@@ -1,12 +1,15 @@
 """NCCL's rings, simulated: channels, rails, slices, protocols and per-step overheads.
 
-A collective of n bytes runs on k channels at once (``channels=k``). Each rank's buffer is
-cut into blocks, one per rank, and every block into k parts; channel c carries part c of
-every block around its own ring. Rings keep a node's GPUs together; ring c enters node j
-at local GPU (c - j) mod G and leaves from the GPU before it, and the next node's ring
-enters at that same local GPU, so on a rail-optimised machine each node crossing goes
-GPU i -> NIC i -> rail switch i -> NIC i -> GPU i, and the k channels spread over the
-rails (NCCL's ring search does the same: ``src/graph/rings.cc``, ``search.cc``).
+A collective of n bytes runs on the channels NCCL cuts it over at once, at most about the
+tuner's k (``channels=k``; :func:`~.channels.channel_counts`: cells of 32 KiB of traffic,
+so a small collective runs on fewer). Each rank's buffer is cut into blocks, one per
+rank, and every block into one part per channel that carries data, of that channel's
+share; channel c carries part c of every block around its own ring. Rings keep a node's
+GPUs together; ring c enters node j at local GPU (c - j) mod G and leaves from the GPU
+before it, and the next node's ring enters at that same local GPU, so on a
+rail-optimised machine each node crossing goes GPU i -> NIC i -> rail switch i -> NIC i
+-> GPU i, and the channels spread over the rails (NCCL's ring search does the same:
+``src/graph/rings.cc``, ``search.cc``).
 
 On its ring a channel moves each block in slices of the protocol's size, each a message
 whose wire bytes are the protocol's (``Protocol.wire``) and whose latency is the
