@@ -17,8 +17,9 @@ sizes determine: the result names such constants (:attr:`Calibration.unmoved`,
 :attr:`Calibration.on_bound`, :attr:`Calibration.undetermined`) and its report says so.
 A trial point that simcoll cannot simulate within its run limits (a bandwidth so low
 that the largest size runs past the simulated-time limit) counts as the worst fit, and
-the fit goes on. Sizes where nccl-tests found wrong values (``#wrong`` above 0) are left
-out of the fit.
+the fit goes on; where the start is such a point, the constants' zero Jacobian columns
+there are named as that (:attr:`Calibration.past_limits`), not as moving no time.
+Sizes where nccl-tests found wrong values (``#wrong`` above 0) are left out of the fit.
 
 scipy is an optional dependency: ``pip install "simcoll[calibrate]"``.
 """
@@ -36,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.params import Choice, Int, Real
+from simcoll.algorithms.params import Choice, Int, Keywords, Names, Optional, Param, Real
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.checks import huge, shown
 from simcoll.comparison import (
@@ -110,6 +111,15 @@ class Calibration:
             combination.
         traded_off: the free constants in those combinations (empty where all are
             determined): values of them that keep the combination fit as well.
+        past_limits: of :attr:`unmoved`, those whose Jacobian column was zero because
+            the points it came from (where the first fit ended, its start as a rule, and
+            the finite-difference steps from it) could not be simulated within the run
+            limits: not that they move no time, but that no time was simulated there
+            (constants in the wrong unit, say: a bandwidth of 5 bytes/s meant as 5 GB/s).
+        stalled_at: the ``max_evaluations`` the fit ran out of before it took a step:
+            the best point it tried is its start or a finite-difference step from it,
+            so :attr:`values` are the initial constants, not fitted ones; None where it
+            took one.
     """
 
     values: Mapping[str, float] = field(hash=False)
@@ -131,6 +141,8 @@ class Calibration:
     settings: tuple[Setting, ...] = ()
     left_out_settings: tuple[Setting, ...] = ()
     traded_off: tuple[str, ...] = ()
+    past_limits: tuple[str, ...] = ()
+    stalled_at: int | None = None
 
     @property
     def not_fitted(self) -> tuple[str, ...]:
@@ -157,10 +169,25 @@ class Calibration:
         """What the report says below the constants: those not fitted, those on a bound,
         the sizes left out."""
         notes = []
+        if self.stalled_at is not None:
+            per_step = len(self.sizes) * (len(self.values) + 1)
+            notes.append(f"note: the fit stopped at max_evaluations={self.stalled_at} "
+                         f"before it took a step: the values are where it started (or a "
+                         f"finite-difference step from it), not fitted; raise "
+                         f"max_evaluations (each step simulates the {len(self.sizes)} "
+                         f"sizes at {len(self.values) + 1} points, {per_step} simulations: "
+                         f"give many times that)")
         for k in self.unmoved:
-            note = (f"note: {k} moved no simulated time at {self.initial[k]:g}, where it "
-                    f"started (another part of the machine is the bottleneck there, it acts "
-                    f"only past a threshold, or no run uses it)")
+            if k in self.past_limits:
+                note = (f"note: {k} moved no simulated time at {self.initial[k]:g}, where it "
+                        f"started, because the fit could not simulate the sizes there (nor "
+                        f"a step from there) within simcoll's run limits; check the "
+                        f"constants' units and bounds (a bandwidth in bytes/s, 5e+09, not "
+                        f"GB/s, 5; a latency in seconds)")
+            else:
+                note = (f"note: {k} moved no simulated time at {self.initial[k]:g}, where "
+                        f"it started (another part of the machine is the bottleneck there, "
+                        f"it acts only past a threshold, or no run uses it)")
             if k in self.probed:
                 note += (f"; fitted again from {self.probed[k]:.4g}, the best of {PROBES} "
                          f"values probed across its bounds")
@@ -220,7 +247,9 @@ class Calibration:
         lines = ["constant             initial        fitted"]
         lines += [(f"{name:<16} {written(name, self.initial[name], 4):>11} "
                    f"{written(name, value, 6):>13}"
-                   + ("   not fitted: moved no simulated time" if name in self.not_fitted else
+                   + ("   not fitted: not simulated at its start"
+                     if name in self.not_fitted and name in self.past_limits else
+                     "   not fitted: moved no simulated time" if name in self.not_fitted else
                       f"   on its {bound[name]} bound" if name in bound else ""))
                   for name, value in self.values.items()]
         lines += self.notes
@@ -303,7 +332,9 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         they started, and so were not fitted, and those that ended on a bound, named;
         how many combinations of them the sizes could not pin down; the trial points
         simcoll could not simulate within its run limits (each counted as the worst
-        fit: a time of infinity, ``before`` included where it is the initial point).
+        fit: a time of infinity, ``before`` included where it is the initial point), and
+        the constants that moved no time only as their start could not be simulated;
+        whether ``max_evaluations`` ran out before the fit took a step.
 
     Raises:
         InvalidInputError: an empty table, no free constant, too small a
@@ -333,7 +364,10 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     if not table.rows:
         raise InvalidInputError("the table has no rows to calibrate against")
     specs = algorithm_constants(coll.name, algorithm)
-    bounds = _check_free(factory, free, set(specs), build if isinstance(build, str) else None)
+    others = {k: spec for k, spec in get_algorithm(coll.name, algorithm).params.items()
+              if k not in specs}
+    bounds = _check_free(factory, free, set(specs), build if isinstance(build, str) else None,
+                         others, algorithm)
     tuned = [k for k in free if k in specs]
     for k in tuned:   # the algorithm must accept the whole range (names the bad bound)
         for bound in bounds[k]:
@@ -414,7 +448,12 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
     def values_of(x: np.ndarray) -> dict[str, float]:
         return {k: float(s.value(u)) for k, s, u in zip(names, scale, x)}
 
+    first_fit: list[bytes] = []   # the distinct points the first fit asked for, in order
+    recording = [False]
+
     def residuals(x: np.ndarray) -> np.ndarray:
+        if recording[0] and x.tobytes() not in first_fit:
+            first_fit.append(x.tobytes())
         simulated = tried.get(x.tobytes())
         if simulated is None:
             if count[0] + len(shapes) > max_evaluations:
@@ -503,15 +542,19 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
 
         messages = []
         unmoved: list[str] = []    # zero Jacobian columns where the first fit ended, moving no time
+        past_limits: list[str] = []   # of those, the ones zero as nothing was simulated there
+        stalled = False   # the budget ran out in the first fit
         probed: dict[str, float] = {}
         jacobians: list[tuple[float, np.ndarray]] = []   # where each fit ended
         queue = list(points)
         while queue:
             point = queue.pop(0)
             try:
+                recording[0] = point is points[0]
                 fit = least_squares(residuals, point, bounds=(low, high), method="trf",
                                     x_scale=1.0, xtol=1e-12, ftol=1e-12, gtol=1e-12,
                                     loss=loss, f_scale=loss_scale)
+                recording[0] = False
                 messages.append(str(fit.message))
                 jacobians.append((float(fit.cost),
                                   _unweighted(fit.jac, fit.fun, loss, loss_scale)))
@@ -520,15 +563,25 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                              if not np.any(np.asarray(fit.jac)[:, i])
                              and moved_nothing(fit.x, point, i)]
                     unmoved = [names[i] for i in stuck]
+                    # a point past the run limits is the worst fit wherever the constants
+                    # are: its zero columns say nothing of what they move
+                    ended = tried.get(fit.x.tobytes())
+                    if ended is not None and not np.all(np.isfinite(ended)):
+                        past_limits = list(unmoved)
                     again = probe(fit.x, stuck) if stuck else None
                     queue[:0] = [] if again is None else [again]
             except _OutOfEvaluations:  # the budget covers one trial point at least
+                stalled, recording[0] = point is points[0], False
                 messages.append(f"stopped at max_evaluations={max_evaluations} on the best "
                                 f"point tried")
                 break
         key = min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
         if not np.all(np.isfinite(tried[key])):
             raise _all_unsimulated(unsimulated)
+        # the first fit's start (trf moves one on a bound inside by a hair) and its
+        # finite-difference steps, which come before its first step
+        unstepped = {points[0].tobytes(), *first_fit[:1 + len(names)]}
+        stalled_at = max_evaluations if stalled and key in unstepped else None
         best = snap(unwandered(np.frombuffer(key, dtype=points[0].dtype).copy()))
     joined = "; ".join(m.rstrip(".") for m in messages)
     if probed:
@@ -550,7 +603,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                        {k: fitted[k] for k in tuned}, bounds, tuple(unmoved), probed, left_out,
                        tuple(v for v, _ in unsimulated), undetermined,
                        tuple((r.type, r.redop, r.root) for r in table.rows), left_out_settings,
-                       traded)
+                       traded, tuple(past_limits), stalled_at)
 
 
 def _named(values: Mapping[str, float]) -> str:
@@ -690,6 +743,12 @@ class _Scale:
         return value / (self.high - self.low)
 
     def value(self, unit: float) -> float:
+        """The constant at ``unit``: exactly a bound at (or past) its unit, which the
+        scale's rounding would leave a float step inside (1000 as 999.9999999999998)."""
+        if unit <= self.low_unit:
+            return self.low
+        if unit >= self.high_unit:
+            return self.high
         value = math.exp(math.log(self.low) + (unit - 1.0)) if self.log \
             else unit * (self.high - self.low)
         return min(max(value, self.low), self.high)
@@ -764,14 +823,31 @@ def _fixed(spec: str | None) -> set[str]:
     return {part.partition("=")[0].strip() for part in args.split(",") if "=" in part}
 
 
+_ALGORITHM_KINDS: dict[type, str] = {Int: "an int", Choice: "a str", Names: "a str",
+                                     Keywords: "a dict", Optional: "an optional"}
+"""How a message names an algorithm parameter of a spec that is not :class:`Real`."""
+
+
 def _check_free(factory: Factory, free: Mapping[str, tuple[float, float, float]],
-                numeric: set[str], build: str | None = None) -> dict[str, tuple[float, float]]:
+                numeric: set[str], build: str | None = None,
+                others: Mapping[str, Param] | None = None,
+                algorithm: str = "") -> dict[str, tuple[float, float]]:
     """Every free constant is a real-valued parameter of the factory (not fixed in the
     ``build`` spec it came from), or one of the algorithm's ``numeric`` parameters (not
-    both), with sane bounds."""
+    both), with sane bounds; ``others``, the algorithm's other parameters, are named as
+    such where freed."""
     from simcoll.topology.spec import is_file_spec
 
-    if not isinstance(free, Mapping) or not free:
+    if not isinstance(free, Mapping):
+        pairs = isinstance(free, (list, tuple)) and bool(free) and all(
+            isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str)
+            for p in free)
+        raise InvalidInputError(
+            f"free={shown(free)} is {'an' if type(free).__name__[0] in 'aeiou' else 'a'} "
+            f"{type(free).__name__}, not a mapping; give a dict {{name: (initial, low, "
+            f"high)}}, such as {{'bandwidth': (50e9, 1e9, 1e12)}}"
+            + (" (dict(free) makes one of these pairs)" if pairs else ""))
+    if not free:
         raise InvalidInputError("free must name at least one constant to fit, as {name: "
                                 "(initial, low, high)}")
     params: Mapping[str, inspect.Parameter] | None
@@ -786,6 +862,14 @@ def _check_free(factory: Factory, free: Mapping[str, tuple[float, float, float]]
     fixed = set() if file else _fixed(build)
     bounds = {}
     for name, spec in free.items():
+        other = (others or {}).get(name)
+        if other is not None and name not in params and not takes_any:
+            kind = _ALGORITHM_KINDS.get(type(other))
+            raise InvalidInputError(
+                f"calibrate fits real-valued constants; {name} is "
+                + (f"{kind} parameter of the algorithm" if kind else
+                   "a parameter of the algorithm that is not a real number")
+                + f" ({algorithm or 'the algorithm'}'s {name} takes {other.accepted()})")
         if file and name not in numeric:
             raise InvalidInputError(
                 f"free constant {name!r}: with a topology file ({build}) only the "

@@ -158,6 +158,13 @@ GOOD = {"bandwidth": (1e11, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)}
     ({"bandwidth": (1e11, True, 1e12)}, r"is not \(initial, low, high\), three numbers"),
     ({"bandwidth": ("1e11", 1e9, 1e12)}, r"is not \(initial, low, high\), three numbers"),
     ({}, "at least one constant"),
+    # a list of pairs names a constant: its type is what is wrong
+    ([("bandwidth", (1e11, 1e9, 1e12))],
+     r"^free=\[\('bandwidth', \(100000000000\.0, 1000000000\.0, 1000000000000\.0\)\)\] is "
+     r"a list, not a mapping; give a dict \{name: \(initial, low, high\)\}, such as "
+     r"\{'bandwidth': \(50e9, 1e9, 1e12\)\} \(dict\(free\) makes one of these pairs\)$"),
+    ("bandwidth", r"^free='bandwidth' is a str, not a mapping; give a dict \{name: "
+                  r"\(initial, low, high\)\}, such as \{'bandwidth': \(50e9, 1e9, 1e12\)\}$"),
     ({**GOOD, "bandwidth": (1e11, -1.0, 1e12)}, r"free\['bandwidth'\]: the machine cannot be built "
                                         r"at the bound -1: bandwidth=-1.0 is not accepted"),
     ({**GOOD, "latency": (1e-6, -1e-6, 1e-4)}, r"free\['latency'\]: .* bound -1e-06: latency="),
@@ -455,6 +462,12 @@ def _builds_n(n: int, bandwidth: float) -> sc.Topology:
      "calibrate fits real-valued constants; sharp is a bool parameter"),
     (_builds_n, {"n": (8, 2, 16)}, "calibrate fits real-valued constants; n is an int "
                                    "parameter"),
+    # ring's chunks is an Int: refused as such, not as no parameter at all
+    ("switch:ranks=8", {"chunks": (1, 1, 8)},
+     r"^calibrate fits real-valued constants; chunks is an int parameter of the algorithm "
+     r"\(ring's chunks takes an integer >= 1\)$"),
+    (switch8, {"bandwidth": (1e11, 1e9, 1e12), "chunks": (2.0, 1.0, 8.0)},
+     r"^calibrate fits real-valued constants; chunks is an int parameter of the algorithm"),
     ("switch:ranks=8,bandwidth=1GB/s", {"bandwidth": (1e11, 1e9, 1e12)},
      "free constant 'bandwidth' is fixed in 'switch:ranks=8,bandwidth=1GB/s' too"),
     (switch8, {"bandwidth": (math.nan, 1e9, 1e12)},
@@ -866,3 +879,90 @@ def test_the_note_counts_distinct_sizes_where_several_types_share_one():
     assert any(note.startswith("note: the sizes fitted (1) do not pin down the 2 free "
                                "constants: 1 combination(s) of bandwidth, latency")
                for note in cal.notes)
+
+
+def test_an_int_parameter_of_the_algorithm_with_a_topology_file(no_simulation, table, tmp_path):
+    path = tmp_path / "switch8.json"
+    save(switch8(BANDWIDTH, LATENCY), path)
+    with pytest.raises(InvalidInputError, match=r"^calibrate fits real-valued constants; "
+                                                r"chunks is an int parameter of the "
+                                                r"algorithm"):
+        sc.calibrate(str(path), table, free={"chunks": (1, 1, 8)})
+
+
+def test_constants_at_a_start_past_the_run_limits_are_not_said_to_move_no_time():
+    """A bandwidth of 40 bytes/s (40 GB/s meant) runs the 64 MiB size past the
+    simulated-time limit, at the start and every finite-difference step from it: each
+    counts as the worst fit, so both columns of the Jacobian are zero. That is not
+    "another part of the machine is the bottleneck" (latency is the bottleneck at 4 KiB
+    here): the notes say that nothing could be simulated there, and what to check."""
+    cal = sc.calibrate(ring_switch, table4(),
+                       free={"bandwidth": (40.0, 1.0, 1e12),
+                             "latency": (5 * sc.us, 10 * sc.ns, 100 * sc.us)})
+    # probing the bandwidth across its bounds still finds the table's constants
+    assert cal.values["bandwidth"] == pytest.approx(TRUE_BANDWIDTH, rel=1e-6)
+    assert cal.values["latency"] == pytest.approx(LINK_LATENCY, rel=1e-6)
+    assert cal.unmoved == cal.past_limits == ("bandwidth", "latency")
+    notes = cal.notes
+    assert not any("bottleneck" in note for note in notes)
+    assert notes[0].startswith(
+        "note: bandwidth moved no simulated time at 40, where it started, because the fit "
+        "could not simulate the sizes there (nor a step from there) within simcoll's run "
+        "limits; check the constants' units and bounds (a bandwidth in bytes/s, 5e+09, not "
+        "GB/s, 5; a latency in seconds); fitted again from ")
+    assert notes[1] == (
+        "note: latency moved no simulated time at 5e-06, where it started, because the fit "
+        "could not simulate the sizes there (nor a step from there) within simcoll's run "
+        "limits; check the constants' units and bounds (a bandwidth in bytes/s, 5e+09, not "
+        "GB/s, 5; a latency in seconds)")
+
+
+def test_a_constant_not_fitted_past_the_run_limits_says_so_in_the_report():
+    """Where no probed value helps (the builder ignores the bandwidth, a latency of
+    1e5 s puts every size past the limit), the constant's row says why."""
+    cal = sc.calibrate(_ignores_bandwidth, table4(),
+                       free={"bandwidth": (50 * sc.GB, 1 * sc.GB, 400 * sc.GB),
+                             "latency": (1e5, 10 * sc.ns, 2e5)})
+    assert "bandwidth" in cal.not_fitted and "bandwidth" in cal.past_limits
+    row = cal.report().splitlines()[1]
+    assert row.split()[0] == "bandwidth"
+    assert row.endswith("   not fitted: not simulated at its start")
+
+
+@pytest.mark.parametrize("low, high", [(1.0, 1000.0), (3.0, 7.0), (45e9, 100e9), (1e9, 2e10),
+                                       (0.0, 1e5), (-3.0, 7.1)])
+def test_a_bounds_unit_is_the_bound_exactly(low, high):
+    """exp(log(low) + (unit - 1)) left 1000 as 999.9999999999998, 7 as 6.999999999999999
+    and 3 as 3.0000000000000004; a bound is given back as it was given."""
+    from simcoll.calibration import _Scale
+
+    scale = _Scale(low, high)
+    assert scale.value(scale.high_unit) == high and scale.value(scale.low_unit) == low
+
+
+def test_a_constant_on_its_bound_is_reported_as_the_bound():
+    """The table's 40 GB/s lies below the lower bound 45 GB/s: the fit ends on it, and
+    the value is 45 GB/s itself (it was 45000000000.00004)."""
+    cal = sc.calibrate(lambda bandwidth: ring_switch(bandwidth), table4(),
+                       free={"bandwidth": (50 * sc.GB, 45 * sc.GB, 100 * sc.GB)})
+    assert cal.values["bandwidth"] == 45e9 and cal.on_bound == {"bandwidth": "lower"}
+
+
+def test_a_fit_stopped_before_its_first_step_says_so(table):
+    """10 sizes, 2 free constants: the start and its two finite-difference steps take the
+    30 simulations allowed, so no step of the fit can be tried, and the values are the
+    initial ones to a finite-difference step."""
+    free = {"bandwidth": (BANDWIDTH / 3, 1e9, 1e12), "latency": (LATENCY * 2.5, 1e-8, 1e-4)}
+    cal = sc.calibrate(switch8, table, free=free, max_evaluations=30)
+    assert cal.values == pytest.approx({k: v[0] for k, v in free.items()}, rel=1e-6)
+    assert cal.stalled_at == 30 and cal.evaluations == 30
+    assert cal.notes == [
+        "note: the fit stopped at max_evaluations=30 before it took a step: the values are "
+        "where it started (or a finite-difference step from it), not fitted; raise "
+        "max_evaluations (each step simulates the 10 sizes at 3 points, 30 simulations: "
+        "give many times that)"]
+    assert cal.notes[0] in cal.report().splitlines()
+    # a budget that lets it step: the values moved, and no such note
+    moved = sc.calibrate(switch8, table, free=free, max_evaluations=80)
+    assert moved.values["bandwidth"] > 2 * free["bandwidth"][0]
+    assert moved.stalled_at is None and not moved.notes

@@ -467,3 +467,55 @@ def test_mut_the_command_loops_over_the_logs_sizes_in_order(capsys, tmp_path):
     fit = json.loads(out)
     assert " -b 512 -e 4096 -f 2 " in fit["command"]
     assert not [n for n in fit["notes"] if "no series" in n]
+
+
+def test_a_constant_on_its_bound_is_the_bound_in_the_command(capsys, tmp_path):
+    """The log's 40 GB/s lies above the upper bound 20 GB/s: the fit ends on it, and the
+    command runs 20 GB/s itself (it printed bandwidth=19999999999.999973)."""
+    log = run_log(capsys, tmp_path / "ring.txt", "--topology",
+                  "switch:ranks=4,bandwidth=40GB/s,latency=1us", "-b", "4K", "-e", "64M",
+                  "-f", "16")
+    status, out, err = cli(capsys, "calibrate", str(log), "--topology",
+                           "switch:ranks=4,latency=1us", "--free",
+                           "bandwidth=5GB/s:1GB/s:20GB/s", "--json")
+    assert status == 0 and not err
+    fit = json.loads(out)
+    assert fit["values"]["bandwidth"] == 20e9 and fit["on_bound"] == {"bandwidth": "upper"}
+    assert "--topology 'switch:ranks=4,latency=1us,bandwidth=20000000000.0'" in fit["command"]
+    assert fit["stalled_at"] is None and fit["past_limits"] == []
+
+
+def test_a_bandwidth_in_the_wrong_unit_is_named_as_unsimulated(capsys, tmp_path):
+    """--free bandwidth=5:1:1e12 (bytes/s; GB/s meant): the 16 MiB all_reduce sends
+    6 x 4 MiB in turn, 5e6 s at 5 B/s, past the simulated-time limit of 1e6 s, at the
+    start and at its finite-difference step; the note says so rather than blame another
+    part of the machine."""
+    log = run_log(capsys, tmp_path / "ring.txt", "--topology",
+                  "switch:ranks=4,bandwidth=40GB/s,latency=1us", "-b", "4K", "-e", "64M",
+                  "-f", "16")
+    status, out, err = cli(capsys, "calibrate", str(log), "--topology",
+                           "switch:ranks=4,latency=1us", "--free", "bandwidth=5:1:1e12",
+                           "--json")
+    assert status == 0 and not err
+    fit = json.loads(out)
+    assert fit["past_limits"] == ["bandwidth"]
+    assert fit["values"]["bandwidth"] == pytest.approx(40e9, rel=1e-3)
+    [note] = [n for n in fit["notes"] if n.startswith("note: bandwidth moved no")]
+    assert "could not simulate the sizes there" in note and "bottleneck" not in note
+    assert "a bandwidth in bytes/s, 5e+09, not GB/s, 5" in note
+
+
+def test_a_fit_stopped_before_its_first_step_is_noted(capsys, tmp_path):
+    """5 sizes, 1 free constant: 10 simulations run the start and its finite-difference
+    step, and no more."""
+    log = run_log(capsys, tmp_path / "ring.txt", "--topology",
+                  "switch:ranks=4,bandwidth=40GB/s,latency=1us", "-b", "4K", "-e", "64M",
+                  "-f", "8")
+    status, out, err = cli(capsys, "calibrate", str(log), "--topology",
+                           "switch:ranks=4,latency=1us", "--free",
+                           "bandwidth=5GB/s:1GB/s:100GB/s", "--max-evaluations", "10")
+    assert status == 0 and not err
+    assert ("note: the fit stopped at max_evaluations=10 before it took a step: the values "
+            "are where it started (or a finite-difference step from it), not fitted; raise "
+            "max_evaluations (each step simulates the 5 sizes at 2 points, 10 simulations: "
+            "give many times that)") in out.splitlines()

@@ -4,6 +4,7 @@ written here key by key from src/util.cu of nccl-tests 2.19.6 (JSON_FILE_VERSION
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from test_cli import cli
@@ -132,8 +133,8 @@ def test_a_report_whose_sizes_contradict_its_counts_is_refused_naming_the_line()
     doc["results"][1]["count"] = 100
     text = json.dumps(doc, indent=1)
     line = 1 + text[:text.index('"size": 4096')].count("\n")
-    with pytest.raises(sc.InvalidInputError, match=f"line {line}: size 4096 B is not its "
-                                                   f"count 100"):
+    with pytest.raises(sc.InvalidInputError, match=rf"results\[1\] \(line {line}\): size "
+                                                   rf"4096 B is not its count 100"):
         sc.nccl_tests.parse(text)
 
 
@@ -215,3 +216,109 @@ def test_an_average_that_is_not_a_number_is_left_out(key, field):
     table = sc.nccl_tests.parse(json.dumps(doc, indent=2))
     assert table.avg_busbw is None
     assert [r.size for r in table.rows] == [1024, 4096, 16384]
+
+
+# An empty 'results' list: a report of a run that stopped before its first size.
+@pytest.mark.parametrize("doc", [{"results": []},
+                                 {"results": [], "args": ["all_reduce_perf"]},
+                                 {**report(), "results": []}])
+def test_a_report_without_results_is_refused_as_a_log_without_rows(doc):
+    """parse raised IndexError, or (with a program named) returned an empty table;
+    count_runs said 1. A printed log without rows is refused by all three, so is this."""
+    text = json.dumps(doc)
+    for read in (sc.nccl_tests.parse, sc.nccl_tests.parse_all, sc.nccl_tests.count_runs):
+        with pytest.raises(sc.InvalidInputError, match=r"^no result rows found: the JSON "
+                                                       r"report holds no results \('results' "
+                                                       r"is empty"):
+            read(text)
+        with pytest.raises(sc.InvalidInputError, match="^no result rows found"):
+            read("# nThread 1 nGpus 4 minBytes 8 maxBytes 8\n# Avg bus bandwidth : 0\n")
+
+
+def test_a_report_without_results_quotes_its_error():
+    doc = {**report(), "results": [], "errors": ["interrupted after 0 size(s)"]}
+    with pytest.raises(sc.InvalidInputError, match=r"its errors say 'interrupted after 0 "
+                                                   r"size\(s\)'"):
+        sc.nccl_tests.parse(json.dumps(doc))
+
+
+def test_an_alg_bw_that_is_not_size_over_time_is_refused_naming_the_result():
+    """1024 B in 10 + 1.024 us is 1024 / 11.024 / 1e3 = 0.09289 GB/s; 99 GB/s was read."""
+    doc = report()
+    doc["results"][0]["out_of_place"]["alg_bw"] = 99.0
+    with pytest.raises(sc.InvalidInputError, match=(
+            r"^results\[0\]\.out_of_place\.alg_bw: 99 GB/s is not size / time = 1024 B / "
+            r"11\.024 us = 0\.09289 GB/s, to the 6 decimals nccl-tests writes")):
+        sc.nccl_tests.parse(json.dumps(doc))
+    doc = report()
+    doc["results"][2]["in_place"]["alg_bw"] *= 1.001   # 16384 B / 27.384 us, 0.1% fast
+    with pytest.raises(sc.InvalidInputError, match=r"^results\[2\]\.in_place\.alg_bw: "):
+        sc.nccl_tests.parse(json.dumps(doc))
+
+
+def _six_decimals(doc):
+    """The report as nccl-tests writes it: every double with %lf (jsonDouble, util.cu)."""
+    return re.sub(r"(\d+\.\d+(?:e-?\d+)?)", lambda m: f"{float(m[1]):f}", json.dumps(doc))
+
+
+def test_alg_bw_is_checked_to_the_six_decimals_nccl_tests_writes():
+    """8 B in 10.008 us is 0.00079936 GB/s, written 0.000799; 0.000801 is off by more
+    than the rounding of either number (5e-7)."""
+    doc = report(sizes=(8, 1024))
+    doc["results"][0]["count"] = 2
+    text = _six_decimals(doc)
+    assert '"alg_bw": 0.000799,' in text and '"time": 10.008000,' in text
+    assert sc.nccl_tests.parse(text).sizes == (8, 1024)
+    bad = text.replace('"alg_bw": 0.000799,', '"alg_bw": 0.000801,', 1)
+    with pytest.raises(sc.InvalidInputError, match=r"results\[0\]\.out_of_place\.alg_bw: "
+                                                   r"0\.000801 GB/s is not"):
+        sc.nccl_tests.parse(bad)
+
+
+def test_a_cpu_time_is_not_checked_against_alg_bw():
+    """-C 1 reports the CPU time; alg_bw still comes from the GPU's (here half of it)."""
+    doc = report(key="cpu_time")
+    for result in doc["results"]:
+        for place in ("out_of_place", "in_place"):
+            result[place]["cpu_time"] *= 2
+    assert sc.nccl_tests.parse(json.dumps(doc)).cputime
+
+
+def test_only_hypercube_may_print_a_short_alg_bw():
+    """hypercube prints (p - 1) / p of size / time as its algbw; all_gather since 2.10
+    (and so every report, 2.17.3 on) prints it whole."""
+    for program, accepted in (("all_gather_perf", False), ("hypercube_perf", True)):
+        doc = report(program=program, sizes=(4096,))
+        doc["results"][0].update(redop="none", count=256)
+        for place in ("out_of_place", "in_place"):
+            doc["results"][0][place]["alg_bw"] *= (P - 1) / P
+        if accepted:
+            assert sc.nccl_tests.parse(json.dumps(doc)).collective == "hypercube"
+        else:
+            with pytest.raises(sc.InvalidInputError, match=r"results\[0\]\.out_of_place"
+                                                           r"\.alg_bw"):
+                sc.nccl_tests.parse(json.dumps(doc))
+
+
+def test_simcoll_runs_report_passes_the_check(tmp_path, capsys):
+    path = tmp_path / "ag.json"
+    status, _, err = cli(capsys, "run", "--topology", "switch:4", "--collective",
+                         "all_gather", "-b", "1K", "-e", "1M", "-f", "8", "-J", str(path))
+    assert status == 0, err
+    assert sc.nccl_tests.parse(path.read_text()).sizes == (1024, 8192, 65536, 524288)
+
+
+def test_a_compact_reports_row_errors_name_the_result_not_line_1():
+    doc = report(sizes=(1024, 4096))
+    doc["results"][1]["count"] = 100
+    with pytest.raises(sc.InvalidInputError) as info:
+        sc.nccl_tests.parse(json.dumps(doc))
+    assert str(info.value) == ("results[1]: size 4096 B is not its count 100 x 4 B (float) = "
+                               "400 B: a corrupted or hand-edited report; fix or drop the "
+                               "result")
+    doc = report(sizes=(1024, 4096))
+    doc["results"][1]["redop"] = "none"
+    with pytest.raises(sc.InvalidInputError, match=(
+            r"^results\[1\]: redop 'none', where all_reduce prints a reduction \(sum, prod, "
+            r"max, min, avg\): the result is another collective's")):
+        sc.nccl_tests.parse(json.dumps(doc))

@@ -302,4 +302,5 @@ def _record(fit: Calibration) -> dict[str, Any]:
             "traded_off": list(fit.traded_off),
             "settings": [list(x) for x in fit.settings],
             "left_out_settings": [list(x) for x in fit.left_out_settings],
-            "unsimulated": [dict(point) for point in fit.unsimulated]}
+            "unsimulated": [dict(point) for point in fit.unsimulated],
+            "past_limits": list(fit.past_limits), "stalled_at": fit.stalled_at}

@@ -22,9 +22,11 @@ out-of-place one.
 Every row is cross-checked: its size must be its count of elements of its type (times
 the ranks for the collectives whose count is one rank's share, where the header lists
 them all; where it lists none, or a list cut short, the rows give the ranks), and its
-algbw its size over its time, to the rounding of the printed numbers. A
-collective prints ``none`` for redop where it reduces nothing and a reduction (``sum``
-...) where it does: a row that says otherwise is an error naming its line. Where no
+algbw its size over its time, to the rounding of the printed numbers (a JSON report's to
+the 6 decimals nccl-tests writes; not where the time is ``-C 1``'s CPU time, which algbw
+does not come from). A collective prints ``none`` for redop where it reduces nothing and
+a reduction (``sum`` ...) where it does: a row that says otherwise is an error naming its
+line (a JSON report's row: ``results[i]``). Where no
 header comes between two runs (``grep -v '^#'``), a row whose redop changes between
 ``none`` and a reduction, or (without column titles) whose fields give other columns
 (a root where the redop was, a blank redop) or whose size falls below the previous
@@ -47,7 +49,7 @@ The modules:
 * :mod:`~simcoll.nccl_tests.scanning`: a log split into runs, line by line.
 * :mod:`~simcoll.nccl_tests.rows`: the column layouts, and a result row read and checked.
 * :mod:`~simcoll.nccl_tests.json_report`: nccl-tests' JSON report (``-J file``), read as
-  one run.
+  one run (one without results is refused as a log without rows is).
 * :mod:`~simcoll.nccl_tests.parsing`: ``parse``, ``parse_all``, ``count_runs``: each run
   made a table, its rows checked against its collective.
 """

@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from simcoll.errors import InvalidInputError
-from simcoll.nccl_tests.rows import Layout
+from simcoll.nccl_tests.rows import Layout, algbw_fits, may_be_shortened
 from simcoll.nccl_tests.scanning import Run, version_of
 from simcoll.nccl_tests.tables import PROGRAMS, Measurement, NcclTestsRow
 
@@ -51,8 +51,10 @@ def read_json(text: str) -> Run:
     """The run nccl-tests' JSON report ``text`` describes.
 
     Raises:
-        InvalidInputError: text that is not JSON, a document without ``results``, or a
-            field of the wrong kind, naming it.
+        InvalidInputError: text that is not JSON, a document without ``results`` or
+            with no result in it (as a printed log without rows), a field of the wrong
+            kind, or an ``alg_bw`` that is not size / time (to the 6 decimals nccl-tests
+            writes), naming it.
     """
     text = text.lstrip("\ufeff")
     try:
@@ -69,6 +71,15 @@ def read_json(text: str) -> Run:
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise InvalidInputError("a JSON document without a 'results' list: expected "
                                 "nccl-tests' JSON report (-J file)")
+    if not doc["results"]:
+        errors = doc.get("errors")
+        said = [e for e in errors if isinstance(e, str) and e] \
+            if isinstance(errors, list) else []
+        raise InvalidInputError(
+            "no result rows found: the JSON report holds no results ('results' is empty: "
+            "did the run stop before its first size?"
+            + (f" its errors say {said[0]!r:.200}" if said else "")
+            + "); expected nccl-tests' JSON report (-J file) with a result per size")
     run = Run(start=1)
     args, simcoll = doc.get("args"), doc.get("simcoll")
     if isinstance(args, list) and args and isinstance(args[0], str):
@@ -89,9 +100,13 @@ def read_json(text: str) -> Run:
     at = [m.start() for m in re.finditer(r'"size"\s*:', text)]
     lines = [text.count("\n", 0, pos) + 1 for pos in at] \
         if len(at) == len(doc["results"]) else None
+    several = lines is not None and "\n" in text.strip()
+    run.row_names = [f"results[{i}]" + (f" (line {lines[i]})" if several and lines else "")
+                     for i in range(len(doc["results"]))]
     cputime = False
     for index, result in enumerate(doc["results"]):
-        row, cpu = _row(result, index, index + 1 if lines is None else lines[index])
+        row, cpu = _row(result, index, index + 1 if lines is None else lines[index],
+                        shortened=run.program in (None, "hypercube"))
         run.rows.append(row)
         cputime |= cpu
     run.layout = Layout(head=("size", "count", "type", "redop", "root"),
@@ -147,9 +162,19 @@ def _records(text: str) -> bool:
     return isinstance(first, dict) and "nranks" in first
 
 
-def _row(result: Any, index: int, line: int) -> tuple[NcclTestsRow, bool]:
+_ROUNDING = 5e-7
+"""Half a unit of the 6th decimal: nccl-tests writes a report's numbers with ``%lf``
+(``jsonDouble`` in src/util.cu), so its time (us) and alg_bw (GB/s) are each within
+this of the full ones (``simcoll run -J`` writes them to every digit)."""
+
+
+def _row(result: Any, index: int, line: int, *,
+         shortened: bool = True) -> tuple[NcclTestsRow, bool]:
     """results[index] as a row on ``line`` of the text, and whether its times are
-    ``-C 1``'s CPU times."""
+    ``-C 1``'s CPU times. Each block's alg_bw is checked against size / time, to the
+    rounding of the report's numbers (:data:`_ROUNDING`); with ``shortened`` (a report
+    of hypercube, or of a program it does not name), as short as old nccl-tests
+    printed all_gather's (:func:`~simcoll.nccl_tests.rows.algbw_fits`)."""
     where = f"results[{index}]"
     if not isinstance(result, dict):
         raise InvalidInputError(f"{where} is not an object: {result!r:.60}")
@@ -173,16 +198,30 @@ def _row(result: Any, index: int, line: int) -> tuple[NcclTestsRow, bool]:
             continue
         if not isinstance(block, dict):
             raise InvalidInputError(f"{where}.{place} is not an object or null")
-        cputime |= "cpu_time" in block and "time" not in block
-        blocks.append(Measurement(
-            _number(block, "cpu_time" if "cpu_time" in block and "time" not in block
-                    else "time", f"{where}.{place}"),
+        cpu = "cpu_time" in block and "time" not in block
+        cputime |= cpu
+        measurement = Measurement(
+            _number(block, "cpu_time" if cpu else "time", f"{where}.{place}"),
             _bandwidth(block, "alg_bw", f"{where}.{place}"),
             _bandwidth(block, "bus_bw", f"{where}.{place}"),
             None if block.get("nwrong") is None
-            else _number(block, "nwrong", f"{where}.{place}")))
+            else _number(block, "nwrong", f"{where}.{place}"))
+        if not cpu:   # -C 1's CPU time is not what alg_bw comes from
+            _check_algbw(measurement, size, shortened and may_be_shortened(
+                size, count, kind, redop or None), f"{where}.{place}")
+        blocks.append(measurement)
     return NcclTestsRow(size, count, kind, redop or None, root, blocks[0], blocks[1],
                         line), cputime
+
+
+def _check_algbw(block: Measurement, size: int, shortened: bool, where: str) -> None:
+    if algbw_fits(size, block.time_us, _ROUNDING, block.algbw, _ROUNDING, shortened):
+        return
+    implied = size / block.time_us / 1e3 if block.time_us else math.inf
+    raise InvalidInputError(
+        f"{where}.alg_bw: {block.algbw:.6g} GB/s is not size / time = {size} B / "
+        f"{block.time_us:.6g} us = {implied:.4g} GB/s, to the 6 decimals nccl-tests writes "
+        f"(a corrupted or hand-edited report?); fix or drop {where.partition('.')[0]}")
 
 
 def _whole(entry: dict[str, Any], key: str, where: str) -> int:

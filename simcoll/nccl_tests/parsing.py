@@ -43,11 +43,12 @@ def parse(text: str, *, collective: str | None = None,
         The table; its rows in printed order.
 
     Raises:
-        InvalidInputError: no result rows; more than one run without ``run`` (use
-            :func:`parse_all`), or a ``run`` beyond them; a row that does not fit the
-            column layout (or whose time is not a finite number, or whose size or algbw
-            contradicts its count or time), naming its line number and what was
-            expected; a failed run (nccl-tests' ``Test NCCL failure`` / ``Test failure``
+        InvalidInputError: no result rows (a JSON report whose ``results`` is empty
+            included); more than one run without ``run`` (use :func:`parse_all`), or a
+            ``run`` beyond them; a row that does not fit the column layout (or whose time
+            is not a finite number, or whose size or algbw contradicts its count or
+            time), naming its line number (a JSON report's row: ``results[i]``) and what
+            was expected; a failed run (nccl-tests' ``Test NCCL failure`` / ``Test failure``
             lines), quoting the line and naming the last complete row; a ``collective``
             that disagrees with the text, or that does not print the rows' redop.
     """
@@ -82,7 +83,7 @@ def count_runs(text: str) -> int:
 
     Raises:
         InvalidInputError: ``text`` is not a str, or holds no result row (nor a failed
-            run).
+            run), as a JSON report with no results does.
     """
     return len(_runs(text))
 
@@ -142,10 +143,12 @@ def _table(run: Run, wanted: str | None) -> NcclTestsTable:
         nranks = _implied_ranks(run.rows)
     if nranks is None:
         nranks = _bandwidth_ranks(run.rows, collective)
-    for row in run.rows:
-        _check_redop(row, collective)
-        _check_root(row, collective)
-        _check_size(row, collective, nranks)
+    report = run.row_names is not None
+    for index, row in enumerate(run.rows):
+        where = run.row_names[index] if run.row_names else f"line {row.line}"
+        _check_redop(row, collective, where, report)
+        _check_root(row, collective, where, report)
+        _check_size(row, collective, nranks, where, report)
     # without column titles, an error column shows in values that are not counts
     error_column = run.layout is not None and run.layout.error_column or any(
         m is not None and m.wrong is not None and not m.wrong.is_integer()
@@ -264,17 +267,28 @@ def _from_layout(rows: list[NcclTestsRow], nranks: int | None) -> str | None:
     return "broadcast" if whole and all(whole) and nranks != 1 else None
 
 
-def _check_redop(row: NcclTestsRow, collective: str | None) -> None:
+def _another_run(report: bool) -> str:
+    """Why a row does not fit its collective, and what to do: a printed log's row may
+    be another run's; a JSON report holds one run."""
+    if report:
+        return ("the result is another collective's (a report edited by hand?), or the "
+                "collective is another; fix or drop the result, or name the collective "
+                "the report measured")
+    return ("the row is another run's (runs without their headers between them?), or the "
+            "collective is another; split the log, or name the collective it measured")
+
+
+def _check_redop(row: NcclTestsRow, collective: str | None, where: str,
+                 report: bool) -> None:
     """A collective that reduces prints a reduction as its redop, one that does not
-    prints none (or nothing)."""
+    prints none (or nothing). ``where`` names the row in the message (``line 12``,
+    ``results[3]``); ``report``: it is a JSON report's."""
     if collective in _REDUCING and row.redop == "none" or \
             collective in _NOT_REDUCING and row.redop not in NO_REDOP:
         prints = "a reduction (sum, prod, max, min, avg)" if collective in _REDUCING \
             else "none"
-        raise InvalidInputError(
-            f"line {row.line}: redop {row.redop!r}, where {collective} prints {prints}: the "
-            f"row is another run's (runs without their headers between them?), or the "
-            f"collective is another; split the log, or name the collective it measured")
+        raise InvalidInputError(f"{where}: redop {row.redop!r}, where {collective} prints "
+                                f"{prints}: {_another_run(report)}")
 
 
 _ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
@@ -282,24 +296,26 @@ _UNROOTED = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all
                        "hypercube"})
 
 
-def _check_root(row: NcclTestsRow, collective: str | None) -> None:
+def _check_root(row: NcclTestsRow, collective: str | None, where: str,
+                report: bool) -> None:
     """A rooted collective prints its root, a rank (each in turn with ``-r -1``), the
-    others -1 (the root nccl-tests' ``TimeTest`` is given, src/*.cu)."""
+    others -1 (the root nccl-tests' ``TimeTest`` is given, src/*.cu); ``where`` and
+    ``report`` as :func:`_check_redop` takes them."""
     if row.root is None or (collective not in _ROOTED and collective not in _UNROOTED):
         return
     if (collective in _ROOTED) != (row.root >= 0):
         prints = "its root, a rank (0 or more)" if collective in _ROOTED else "-1"
-        raise InvalidInputError(
-            f"line {row.line}: root {row.root}, where {collective} prints {prints}: the "
-            f"row is another run's (runs without their headers between them?), or the "
-            f"collective is another; split the log, or name the collective it measured")
+        raise InvalidInputError(f"{where}: root {row.root}, where {collective} prints "
+                                f"{prints}: {_another_run(report)}")
 
 
-def _check_size(row: NcclTestsRow, collective: str | None, nranks: int | None) -> None:
+def _check_size(row: NcclTestsRow, collective: str | None, nranks: int | None,
+                where: str, report: bool) -> None:
     """The size is the count of elements (times the ranks for a rank's share), or a
     whole multiple of it where the collective or the ranks are unknown; alltoallv's is
     the largest send or receive total of a rank, its count a base the rows do not show
-    (0 with a matrix file), so it is not checked."""
+    (0 with a matrix file), so it is not checked. ``where`` and ``report`` as
+    :func:`_check_redop` takes them."""
     itemsize = ITEMSIZE.get(row.type)
     if itemsize is None or collective == "alltoallv":
         return
@@ -313,8 +329,10 @@ def _check_size(row: NcclTestsRow, collective: str | None, nranks: int | None) -
         fits = row.size % element == 0 if element else row.size == 0
     if not fits:
         ranks = f" x {factor} ranks" if collective in _SHARE and factor else ""
+        cause = "a corrupted or hand-edited report" if report else \
+            "a corrupted row (another process's output inside it?)"
         raise InvalidInputError(
-            f"line {row.line}: size {row.size} B is not its count {row.count} x {itemsize} B "
-            f"({row.type}){ranks} {expected}: a corrupted row (another process's output "
-            f"inside it?){', or a device list cut short' if ranks else ''}; fix or drop "
-            f"the line")
+            f"{where}: size {row.size} B is not its count {row.count} x {itemsize} B "
+            f"({row.type}){ranks} {expected}: {cause}"
+            f"{', or a device list cut short' if ranks else ''}; fix or drop "
+            f"{'the result' if report else 'the line'}")

@@ -3,7 +3,8 @@ number of fields), and a row read in it, every field checked (its algbw against 
 over its time, to the rounding of the printed numbers).
 
 Shared with the sibling modules: ``Layout``, ``layout_from_titles``, ``layout_from_row``,
-``read_row``, and ``read_number`` (which the footer's average bus bandwidth is read with).
+``read_row``, ``read_number`` (which the footer's average bus bandwidth is read with), and
+``algbw_fits`` and ``may_be_shortened`` (which a JSON report's rows are checked with).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests.tables import ITEMSIZE, Measurement, NcclTestsRow
 
 __all__ = ["Layout", "layout_from_titles", "layout_from_row", "read_row", "read_number",
-           "prints_error_column"]
+           "prints_error_column", "algbw_fits", "may_be_shortened"]
 
 _DATE, _CLOCK = re.compile(r"\d{4}-\d\d-\d\d"), re.compile(r"\d\d:\d\d:\d\d")
 _BLOCK = ("time", "algbw", "busbw", "wrong")
@@ -144,17 +145,21 @@ def read_row(layout: Layout, line: str, number: int) -> NcclTestsRow:
     size = _whole(head["size"], number, "size")
     count = _whole(head["count"], number, "count")
     root = _whole(head["root"], number, "root", signed=True) if "root" in head else None
-    itemsize = ITEMSIZE.get(head["type"])
-    # what may be all_gather (no reduction) or reduce_scatter (size a rank's share times
-    # the ranks), whose algbw old nccl-tests printed short (:func:`_check_algbw`)
-    shortened = head.get("redop") in (None, "none") or itemsize is None \
-        or size > count * itemsize
+    shortened = may_be_shortened(size, count, head["type"], head.get("redop"))
     blocks = {name: _measurement(layout, fields[start:start + layout.block_width], size,
                                  number, shortened)
               for name, start in zip(layout.blocks, range(len(layout.head), layout.width,
                                                           layout.block_width))}
     return NcclTestsRow(size, count, head["type"], head.get("redop"), root,
                         blocks.get("out_of_place"), blocks.get("in_place"), number)
+
+
+def may_be_shortened(size: int, count: int, kind: str, redop: str | None) -> bool:
+    """Whether a row may be all_gather's (no reduction) or reduce_scatter's (a size of
+    its count's bytes times the ranks), whose algbw old nccl-tests printed short, (p - 1)
+    / p of size / time, as hypercube still does (:func:`algbw_fits`)."""
+    itemsize = ITEMSIZE.get(kind)
+    return redop in (None, "none") or itemsize is None or size > count * itemsize
 
 
 def prints_error_column(layout: Layout, line: str) -> bool:
@@ -212,21 +217,27 @@ def _half_step(text: str) -> float:
     return 0.5 * 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
 
 
+def algbw_fits(size: int, time_us: float, time_step: float, algbw: float,
+               algbw_step: float, shortened: bool) -> bool:
+    """Whether ``algbw`` (GB/s) is ``size`` / ``time_us``, each number within its
+    rounding step (``time_step`` us, ``algbw_step`` GB/s). nccl-tests before 2.10
+    printed (p - 1) / p of it for all_gather and reduce_scatter, as hypercube still
+    does: where the row may be one of those (``shortened``), half of it is let through;
+    and 0 in any row (a single rank's reduce_scatter, whose size is its count's bytes)."""
+    slowest = size / (time_us + time_step) / 1e3
+    fastest = size / (time_us - time_step) / 1e3 if time_us > time_step else math.inf
+    return algbw - algbw_step <= fastest * (1 + 1e-9) and (
+        algbw == 0
+        or algbw + algbw_step >= slowest / (2 if shortened else 1) * (1 - 1e-9))
+
+
 def _check_algbw(size: int, time_text: str, algbw_text: str, layout: Layout,
                  number: int, shortened: bool) -> None:
-    """algbw is size / time, to the rounding of both printed numbers. nccl-tests before
-    2.10 printed (p - 1) / p of it for all_gather and reduce_scatter, as hypercube still
-    does: where the row may be one of those (``shortened``: no reduction, or a size of
-    more than its count's bytes), half of it is let through; and 0 in any row (a single
-    rank's reduce_scatter, whose size is its count's bytes)."""
+    """algbw is size / time, to the rounding of both printed numbers
+    (:func:`algbw_fits`)."""
     shift = layout.time_shift
     time_us, step = float(time_text) * 10.0 ** shift, _half_step(time_text) * 10.0 ** shift
-    algbw, rounding = float(algbw_text), _half_step(algbw_text)
-    slowest = size / (time_us + step) / 1e3
-    fastest = size / (time_us - step) / 1e3 if time_us > step else math.inf
-    if algbw - rounding <= fastest * (1 + 1e-9) and (
-            algbw == 0
-            or algbw + rounding >= slowest / (2 if shortened else 1) * (1 - 1e-9)):
+    if algbw_fits(size, time_us, step, float(algbw_text), _half_step(algbw_text), shortened):
         return
     implied = size / time_us / 1e3 if time_us else math.inf
     untitled = "" if layout.titled else (

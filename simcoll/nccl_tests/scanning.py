@@ -91,6 +91,9 @@ class Run:
     next_named_at: int | None = None
     next_guessed_at: int | None = None
     error: InvalidInputError | None = None
+    row_names: list[str] | None = None
+    """How messages name each row where not by its line: a JSON report's ``results[i]``
+    (with its line where the report has several)."""
 
 
 def split_runs(text: str) -> list[Run]:
