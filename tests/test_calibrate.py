@@ -13,6 +13,8 @@ import pytest
 
 import simcoll as sc
 import simcoll.comparison
+from simcoll.algorithms.registry import get_algorithm
+from simcoll.calibration import _check_free
 from simcoll.cli import main
 from simcoll.errors import (
     InvalidInputError,
@@ -966,3 +968,33 @@ def test_a_fit_stopped_before_its_first_step_says_so(table):
     moved = sc.calibrate(switch8, table, free=free, max_evaluations=80)
     assert moved.values["bandwidth"] > 2 * free["bandwidth"][0]
     assert moved.stalled_at is None and not moved.notes
+
+
+"""Proposed test for a survivor of the mutation round (see findings.md)."""
+
+
+
+
+pytest.importorskip("scipy")
+
+
+def test_a_factory_taking_any_keyword_may_take_a_name_the_algorithm_has_as_an_int():
+    """Kills A09 (``not takes_any`` dropped from the algorithm-parameter refusal). A
+    builder with ``**options`` can take ``chunks`` as a real-valued machine constant, so
+    freeing it is not refused as ring's int parameter; a builder without ``**`` that
+    lacks it is (as test_constants_that_cannot_be_fitted_are_refused checks)."""
+    others = dict(get_algorithm("all_reduce", "ring").params)
+    assert "chunks" in others
+
+    def any_options(bandwidth, **options):
+        return sc.topology.switch(8, bandwidth=bandwidth)
+
+    def fixed(bandwidth):
+        return sc.topology.switch(8, bandwidth=bandwidth)
+
+    assert _check_free(any_options, {"chunks": (2.0, 1.0, 8.0)}, set(), None, others,
+                       "ring") == {"chunks": (1.0, 8.0)}
+    with pytest.raises(InvalidInputError, match=r"^calibrate fits real-valued constants; "
+                                                r"chunks is an int parameter of the "
+                                                r"algorithm"):
+        _check_free(fixed, {"chunks": (2.0, 1.0, 8.0)}, set(), None, others, "ring")

@@ -181,3 +181,135 @@ def test_the_chain_estimate_follows_unequal_channels(collective, p, nbytes, beta
     # (and both reductions)
     lock_step = (p - 1) * (3.4e-6 + nbytes * (beta + (gamma if collective == "reduce" else 0)))
     assert run.time < lock_step
+
+
+"""Proposed tests for survivors of the channel-split mutation round (see findings.md).
+
+Expected values are worked by hand from ``scheduleCollTasksToPlan`` in NCCL's
+src/enqueue.cc (nChannels = min(task->nMaxChannels, comm->nChannels);
+trafficPerChannel = roundup16(trafficBytes / nChannels); cellSize =
+roundup16(32 KiB / trafficPerByte); cellsPerChannel = min(cells,
+ceil(trafficPerChannel / (cellSize x trafficPerByte))); ncclFuncTrafficPerByte: 2 for
+all_reduce, nRanks for all_gather / reduce_scatter, 1 otherwise).
+"""
+
+
+
+
+
+KiB = 1024
+
+
+def _payload_by_tag(result, rank=None):
+    sent = defaultdict(int)
+    for event in result.trace:
+        if event.kind == "message" and (rank is None or event.rank == rank):
+            sent[event.tag] += event.nbytes
+    return dict(sent)
+
+
+def test_a_tuner_count_above_the_communicators_shares_traffic_over_the_communicators():
+    """Kills C04 (traffic // channels instead of traffic // min(channels, comm)).
+
+    128 KiB of broadcast (bytes), Simple, tuner 4 channels, communicator 2: NCCL's
+    nChannels = min(4, 2) = 2, T = roundup16(131,072 / 2) = 65,536, C = 32 KiB (t = 1),
+    cellsPerChannel = min(4, ceil(65,536 / 32,768)) = 2; 4 cells: lo 2, then 2 more make
+    one mid channel and no hi, which NCCL folds into hi: 2 channels of 64 KiB. Dividing
+    by the tuner's 4 gives T = 32,768, 1 cell a channel, 4 channels wanted, 2 available:
+    channel 0 keeps 1 cell and the last takes 3 ([32,768, 98,304])."""
+    assert channel_counts("broadcast", 131_072, 1, "Simple", 8, 4, 2) == [65_536, 65_536]
+    # and with float32 all_reduce: t = 2, C = 16 KiB, 8 cells of 4,096 elements,
+    # T = roundup16(262,144 / 2) = 131,072 -> 4 cells a channel on each of the 2
+    assert channel_counts("all_reduce", 32_768, 4, "Simple", 8, 8, 2) == [16_384, 16_384]
+
+
+def test_a_reduce_is_cut_at_one_byte_of_traffic_a_byte():
+    """Kills K12 (nccl_reduce's _counts asked as "all_reduce": two bytes of traffic a
+    byte). 20 KiB of uint8 reduce, Simple, 2 channels: t = 1, traffic =
+    max(32 KiB, 20 KiB) = 32 KiB, T = 16 KiB, C = 32 KiB: one cell, one channel, each
+    byte crossing the 7 hops of dgx_a100(1)'s chain. As all_reduce (t = 2: 40 KiB of
+    traffic, C = 16 KiB) it ran on 2 channels of 16 KiB and 4 KiB."""
+    res = sc.simulate(dgx_a100(1), "reduce", algorithm="nccl", nbytes=20 * KiB,
+                      dtype=np.uint8, algo="ring", proto="Simple", channels=2, root=0,
+                      trace=True)
+    assert _payload_by_tag(res) == {0: 7 * 20 * KiB}
+
+
+def test_the_nvls_switch_multicasts_the_gpus_unequal_channel_parts():
+    """Kills N01 (switch_all_gather splitting the buffer evenly over the channels instead
+    of by NCCL's counts). 8 MiB + 4 KiB of float32 all_gather a rank on dgx_h100(1),
+    NVLS on 16 channels: t = 8, C = 4 KiB, T = roundup16(8,392,704 x 8 / 16) = 4,196,352,
+    k = ceil(4,196,352 / 32,768) = 129 cells; 2,049 cells make 15 channels of 129 cells
+    (528,384 B, 5 NVLS chunks of at most 128 KiB) and one of 114 (466,944 B, 4 chunks).
+    An even split gives every channel 524,544 B (5 chunks), so the switch waited for a
+    fifth chunk GPU 0 never sends on channel 15 (DeadlockError)."""
+    nbytes = 8 * 1024 * KiB + 4 * KiB
+    res = sc.simulate(dgx_h100(1), "all_gather", algorithm="nccl", nbytes=nbytes,
+                      algo="nvls", channels=16, trace=True)
+    assert res.params["channels"] == 16
+    pushed = _payload_by_tag(res, rank=0)
+    assert pushed == {c: 129 * 4 * KiB for c in range(15)} | {15: 114 * 4 * KiB}
+
+
+def test_a_ring_all_reduce_on_ranks_not_a_power_of_two_runs_no_empty_channel():
+    """86,019 float32 on 6 GPUs, LL on 24 channels: NCCL cuts 22 channels (11 KiB cells:
+    t = 8). Each channel's share of every rank's block was rounded up, so the first
+    channels took a block whole and channel 21 sent 60 empty messages; each now takes its
+    share of every block, and a rank still moves what the ring's formula says."""
+    topo = sc.topology.cluster(6, 1)
+    n = 86_019
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=4 * n, algo="ring",
+                      proto="LL", channels=24, trace=True)
+    sent = defaultdict(int)
+    for event in res.trace:
+        if event.kind == "message":
+            sent[event.tag] += event.nbytes
+    counts = channel_counts("all_reduce", n, 4, "LL", 6, 24, 24)
+    assert sorted(sent) == list(range(len(counts))) and min(sent.values()) > 0
+    # every element of a channel's part crosses 2 (p - 1) = 10 hops of its ring; a
+    # channel's share of a block is rounded to whole elements (one a block at most)
+    for c, k in enumerate(counts):
+        assert abs(sent[c] - 10 * 4 * k) <= 10 * 4 * 6
+    blocks = [len(b) for b in np.array_split(np.arange(n), 6)]
+    for r in range(6):   # every block but its own and its successor's, twice but those
+        assert res.bytes_sent[r] == 4 * (2 * n - blocks[r] - blocks[(r + 1) % 6])
+
+
+@pytest.mark.parametrize("collective, p, nbytes, kw", [
+    # the last pieces: 294,912 and 231,856 B share the link (526,768 B), not 2 x 294,912
+    ("broadcast", 3, 1_575_344, dict(channels=2)),
+    ("broadcast", 4, 72_504, dict(proto="LL")),
+    ("reduce", 3, 1_575_344, dict(channels=2)),
+])
+def test_the_chain_estimate_counts_every_channels_own_pieces(collective, p, nbytes, kw):
+    """NCCL's cut gives the channels unequal parts; after the first pieces the link
+    carries every channel's own k-th piece, which the estimate priced as the largest
+    part's times the channels (2.3% over the run for the first case)."""
+    from simcoll.testing import alpha_beta_network
+
+    machine = alpha_beta_network(p, alpha=1e-6, beta=1e-10)
+    run = sc.simulate(machine, collective, algorithm="nccl", nbytes=nbytes, root=0, **kw)
+    estimate = sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=1e-6,
+                               beta=1e-10, root=0, **kw)
+    assert estimate == pytest.approx(run.time, rel=1e-9)
+
+
+@pytest.mark.parametrize("collective, p, nbytes, alpha, beta", [
+    ("reduce_scatter", 6, 340_296, 4e-7, 1.28e-10),   # Simple, 2 channels of halves
+    ("all_gather", 5, 55_460, 5.3e-7, 1.29e-10),      # Simple: 32,800 and 22,660 B
+    ("all_reduce", 8, 91_200, 1e-7, 2.94e-11),        # LL, one slice a block
+    ("all_gather", 7, 8_192, 1e-6, 1e-9),             # Simple: 4,688 and 3,504 B
+])
+def test_the_ring_estimate_follows_channels_that_fall_out_of_step(collective, p, nbytes,
+                                                                   alpha, beta):
+    """Unequal channels of a ring fall out of step, one channel's latency then hiding
+    behind another's transfer; the estimate, which took every step in lock-step, was up
+    to 16% over the run (the first case)."""
+    from simcoll.testing import alpha_beta_network
+
+    run = sc.simulate(alpha_beta_network(p, alpha=alpha, beta=beta), collective,
+                      algorithm="nccl", nbytes=nbytes, algo="ring")
+    estimate = sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=alpha,
+                               beta=beta, algo="ring")
+    assert run.params["channels"] == 2
+    assert estimate == pytest.approx(run.time, rel=1e-6)

@@ -466,3 +466,23 @@ def test_mut_rates_and_times_are_written_to_the_digits_asked():
     # defaults: 12 significant digits (123.4567890123 -> 123.456789012)
     assert format_rate(123.4567890123e9) == "123.456789012GB/s"
     assert format_time(123.4567890123e-6) == "123.456789012us"
+
+
+"""Proposed test for a survivor of the mutation round (see findings.md)."""
+
+
+
+
+
+def test_a_zero_with_a_capital_e_exponent_past_18_digits_is_zero():
+    """Kills Q04 (the mantissa's digits found without lowering the text first). The
+    quantity grammar takes 'e' and 'E' alike; 0E-99999999999999999999 is 0 as
+    0e-99999999999999999999 is (float('0E-99999999999999999999') == 0.0 and its
+    mantissa 0 has no non-zero digit); without lower() the whole text, exponent
+    included, was searched for a non-zero digit and the zero refused as a rate that
+    rounds to 0. A non-zero mantissa with 'E' is still refused."""
+    assert float("0E-99999999999999999999") == 0.0
+    assert parse_rate("0E-99999999999999999999GB/s") == 0.0
+    assert parse_rate("0.000E-99999999999999999999") == 0.0
+    with pytest.raises(ValueError, match="rounds to 0 bytes/s"):
+        parse_rate("1E-99999999999999999999GB/s")

@@ -17,7 +17,8 @@ from simcoll.buffers import Buffer, join, split_counts
 from simcoll.comm import Comm
 from simcoll.typing import Steps
 
-__all__ = ["MIN_TRAFFIC_PER_CHANNEL", "channel_counts", "cut", "by_channel", "run_channels"]
+__all__ = ["MIN_TRAFFIC_PER_CHANNEL", "channel_counts", "cut", "by_channel", "in_proportion",
+           "run_channels"]
 
 MIN_TRAFFIC_PER_CHANNEL = 32 << 10
 """Bytes of traffic NCCL gives a channel at least (``MinTrafficPerChannel`` in
@@ -49,13 +50,14 @@ def channel_counts(collective: str, count: int, itemsize: int, proto: str, nrank
     ``count`` x element size x t (t: 2 for all_reduce, ``nranks`` for all_gather and
     reduce_scatter, 1 else; 4 times that for LL, whose 16-byte lines carry 8 bytes of
     data and which NCCL weighs 4 times), at least 32 KiB, is shared by ``channels`` as T
-    per channel (rounded up to 16 bytes). The elements go in cells of 32 KiB of traffic
-    (C = roundup16(32 KiB / t) bytes of data), k = ceil(T / 32 KiB) cells per channel:
-    k on channel 0, k on every next channel, the rest on one more. Where that would
-    take more channels than the communicator has (when ``channels`` exceeds it),
-    channel 0 keeps its k and the others share the rest evenly, the last taking what
-    does not divide. The last channel's part is short by what the last cell is not
-    filled.
+    per channel (rounded up to 16 bytes, so a little more than an even share). The
+    elements go in cells of about 32 KiB of traffic (C = roundup16(32 KiB / t) bytes of
+    data, C t of traffic: 32,784 for an all_gather on 3 ranks), k = ceil(T / (C t))
+    cells per channel: k on channel 0, k on every next channel, the rest on one more.
+    Where that would take more channels than the communicator has (T's rounding can
+    ask one more than ``channels``: 4 cells of 32 KiB on 3 channels want 4), channel 0
+    keeps its k and the others share the rest evenly, the last taking what does not
+    divide. The last channel's part is short by what the last cell is not filled.
 
     So a 12-byte all_reduce runs on one channel whatever the tuner's count, and a 1 MiB
     one of float32 with LL128 on 24 channels on 22 (21 of 48 KiB and one of 16 KiB),
@@ -107,6 +109,21 @@ def cut(block: Buffer, counts: list[int]) -> list[Buffer]:
 def by_channel(blocks: list[Buffer], counts: list[int]) -> list[list[Buffer]]:
     """``[c][b]``: block b's part on channel c, of ``counts[c]`` elements (:func:`cut`)."""
     parts = [cut(block, counts) for block in blocks]
+    return [[parts[b][c] for b in range(len(blocks))] for c in range(len(counts))]
+
+
+def in_proportion(blocks: list[Buffer], counts: list[int]) -> list[list[Buffer]]:
+    """``[c][b]``: block b's part on channel c, in proportion to ``counts[c]`` of their
+    sum (block b's first ``B_b x (counts[0] + ... + counts[c]) // sum`` elements end
+    channel c's part): an all_reduce's channel part of ``counts[c]`` elements cut over
+    the p ranks' blocks, every channel taking a share of every block that is not
+    empty where the channel's share of a block is an element or more."""
+    total = sum(counts)
+    ends = [sum(counts[:c + 1]) for c in range(len(counts))]
+    parts = []
+    for block in blocks:
+        edges = [0] + [len(block) * end // total for end in ends]
+        parts.append(split_counts(block, [b - a for a, b in zip(edges, edges[1:])]))
     return [[parts[b][c] for b in range(len(blocks))] for c in range(len(counts))]
 
 

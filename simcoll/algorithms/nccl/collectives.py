@@ -30,7 +30,13 @@ import functools
 from typing import Any
 
 from simcoll.algorithms.nccl import nvls, nvls_sharp, nvls_tree, pat, rings, sharp, trees
-from simcoll.algorithms.nccl.channels import by_channel, channel_counts, glue, run_channels
+from simcoll.algorithms.nccl.channels import (
+    by_channel,
+    channel_counts,
+    glue,
+    in_proportion,
+    run_channels,
+)
 from simcoll.algorithms.nccl.collnet import (
     chain_all_reduce,
     chunk_bytes,
@@ -370,9 +376,9 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
     protocol, parts = _running(protocol, channels, counts), split_counts(x, counts)
     channels = len(counts)
     if algo == "ring":
-        # channel c takes about counts[c] / p of every rank's block (the last channels
-        # what is left), so a rank moves what it moves on one channel
-        block_parts = by_channel(list(split(x, p)), [-(-n // p) for n in counts])
+        # channel c takes counts[c] / p of every rank's block, rounded, so a rank moves
+        # what it moves on one channel
+        block_parts = in_proportion(list(split(x, p)), counts)
         ring = _rings(comm, channels)
         outs = yield from run_channels(comm, channels, lambda c: rings.all_reduce(
             comm, block_parts[c], ring[c], protocol, op, intra, c))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -32,10 +33,11 @@ import numpy as np
 from simcoll.algorithms.nccl.channels import channel_counts
 from simcoll.algorithms.nccl.machine import Machine, describe
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate, one_step_slices
+from simcoll.algorithms.nccl.rings import ring_slices
 from simcoll.algorithms.nccl.tune_model import comm_channels
 from simcoll.algorithms.nccl.tuner import choose
 from simcoll.algorithms.params import named_arguments
-from simcoll.buffers import block_bytes
+from simcoll.buffers import VirtualBuffer, block_bytes
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic
 from simcoll.errors import InvalidInputError
 from simcoll.topology.builders import switch
@@ -62,7 +64,10 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
     ``rings.Sender``); a slice's latency overlaps the next slice's transfer, so a step
     takes max(T, f T + L), f the first slice's share of the block, and the last one
     T + L: (steps - 1) max(T, f T + L) + T + L, which is steps (T + L) for one slice a
-    block."""
+    block. Where NCCL's cut gives the channels unequal blocks, they fall out of step and
+    one channel's latency overlaps another's transfer: the steps are then followed
+    slice by slice on one link (:func:`_ring_link`) up to
+    :data:`_RING_LINK_MESSAGES` messages."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)   # as the run's tuner sees it
@@ -72,6 +77,7 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
         paced = origin = 0.0
         share = 1.0
         wire: float = PROTOCOL[proto].wire(int(volume * nbytes))
+        sliced: list[list[float]] = []
     else:
         # the tuner reasons on the whole output of an all_gather, as the run's does
         tuned = nbytes * p if collective == "all_gather" else nbytes
@@ -100,6 +106,13 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
         wire = framed.wire(int(volume * nbytes)) if framed.line_data == framed.line_bytes \
             else steps * sum(full * framed.wire(per) + framed.wire(math.ceil(rest))
                              for full, rest in (divmod(block, per) for block in blocks))
+        # where NCCL's cut gives the channels unequal blocks, each channel's slices (as
+        # the run cuts a block, rings.ring_slices) and their time alone on a link
+        uneven = len(set(blocks)) > 1 and steps * len(blocks) * max(
+            1.0, 2 * max(blocks) / per) <= _RING_LINK_MESSAGES
+        sliced = [[framed.wire(piece.nbytes) * beta for piece in ring_slices(
+            VirtualBuffer.of(round(block / itemsize), np.dtype(f"V{itemsize}")), framed)]
+            for block in blocks] if uneven else []
     protocol = dataclasses.replace(PROTOCOL[proto], launch=launch_overhead,
                                    step_scale=step_latency_scale)
     link = "nvlink" if intra == "auto" else intra
@@ -107,8 +120,65 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
     step = wire * beta / steps if steps else 0.0
     stepped = (steps - 1) * max(step, step * share + latency) + step + latency \
         if steps else 0.0
+    if sliced:
+        stepped = _ring_link(sliced, steps, latency, protocol.window)
     # the pace already holds the first slice's write
     return protocol.base("ring") + max(stepped + origin, paced) + reduced * nbytes * gamma
+
+
+_RING_LINK_MESSAGES = 20_000
+"""Messages of a channel's connection, over every channel, up to which the ring's
+estimate follows unequal channels slice by slice (:func:`_ring_link`)."""
+
+
+def _ring_link(sliced: list[list[float]], steps: int, latency: float, window: int) -> float:
+    """When the last slice of a ring's ``steps`` steps has crossed one rank's link,
+    channel c moving a block a step in slices that take ``sliced[c]`` seconds alone on
+    the link. Every rank does the same at once, so one link stands for all: a channel's
+    slice j of step k is handed to the connection once the one of step k - 1 has
+    arrived (from the left, as this rank's own arrives on the right) and a FIFO slot is
+    free (``window`` slices in flight), its bytes move after the ``latency`` and once
+    the slice ahead has arrived (``rings.Sender``), and the channels' slices moving at
+    once share the link fairly."""
+    if not all(math.isfinite(t) for slices in sliced for t in slices) \
+            or not math.isfinite(latency):
+        return math.inf   # constants past a double's range (simcoll.cost names them)
+    counts = [len(slices) for slices in sliced]
+    ends: list[list[float]] = [[] for _ in sliced]
+
+    def start(c: int) -> float:
+        """When channel c's next slice may move."""
+        i, done = len(ends[c]), ends[c]
+        if i == steps * counts[c]:
+            return math.inf
+        handed = done[i - counts[c]] if i >= counts[c] else 0.0
+        if i >= window:
+            handed = max(handed, done[i - window])
+        return max(handed + latency, done[i - 1] if i else 0.0)
+
+    starts = [start(c) for c in range(len(sliced))]
+    moving: dict[int, float] = {}
+    now = 0.0
+    while moving or min(starts) < math.inf:
+        for c, at in enumerate(starts):
+            if c not in moving and at <= now:
+                moving[c] = sliced[c][len(ends[c]) % counts[c]]
+        if not moving:
+            now = min(starts)
+            continue
+        share = len(moving)
+        step = min(moving.values()) * share
+        waiting = [at for c, at in enumerate(starts) if c not in moving]
+        if waiting and min(waiting) - now < step:
+            step = min(waiting) - now
+        now += step
+        for c in list(moving):
+            moving[c] -= step / share
+            if moving[c] <= 1e-12 * sliced[c][len(ends[c]) % counts[c]]:
+                del moving[c]
+                ends[c].append(now)
+                starts[c] = start(c)
+    return max(done[-1] for done in ends if done)
 
 
 def _rate(searched: Machine, proto: str, channels: int, running: int) -> float:
@@ -172,20 +242,22 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     """NCCL's broadcast or reduce chain on the reference network, an estimate.
 
     NCCL cuts the n bytes over c channels (:func:`~.channels.channel_counts`, with
-    what NCCL's search and tuner give the reference switch); the largest part, cut into
-    K pieces of one step (full steps of s bytes, then the rest r:
-    :func:`~.rings.chunks_then_rest`), is pipelined along the p-1 hops, the c channels'
-    pieces sharing each link: launch + W + F + (K-2) I + I of the rest, with F the time
-    the channels' first pieces take down the p-1 hops (:func:`_first_pieces`), each hop
-    L = max(alpha, step latency) and then the pieces on it sharing the link fairly (on
-    an even cut c pieces of s bytes: (p-1)(L + wire(s) c beta + R); a smaller one gets
-    ahead and, once ahead by its whole transfer, out of the others' way), R = s c gamma
-    for reduce (0 for broadcast), P = s / rate the pace of a channel's threads (the
-    protocol's rate per channel), I = max((L + wire(s) c beta) / window,
-    wire(s) c beta, R, P) the time between two pieces at a hop (a connection has
-    ``window`` pieces in flight, whose hops overlap) and W what the threads take to write
-    the chain's first piece beyond its wire bytes' time (``rings.Sender.send``'s
-    ``origin``). Nothing for one rank or an empty buffer, which NCCL discards."""
+    what NCCL's search and tuner give the reference switch), each part into pieces of
+    one step (full steps of s bytes, then the rest: :func:`~.rings.chunks_then_rest`),
+    pipelined along the p-1 hops, the channels' pieces sharing each link: launch + F +
+    I_1 + ... + I_(K-1), K the largest part's pieces. F is when the channels' first
+    pieces have crossed the p-1 hops (:func:`_first_pieces`), each leaving once its
+    threads have written it beyond its wire bytes' time (``rings.Sender.send``'s
+    ``origin``), each hop L = max(alpha, step latency), then the pieces on it sharing
+    the link fairly, then their reductions the GPU's rate (reduce; gamma a byte): on an
+    even cut (p-1)(L + c (wire(s) beta + s gamma)) after the write; a smaller piece gets
+    ahead and, once ahead by its whole transfer, out of the others' way. I_k =
+    max((L + W_k) / window, W_k, R_k, P_k) is the time between pieces k - 1 and k of the
+    largest part at a hop: W_k the wire time of every channel's k-th piece, R_k their
+    reductions (0 for broadcast), P_k the largest part's k-th piece at a channel's
+    pace (the protocol's rate per channel), or a hop over the connection's window of
+    pieces in flight, whose hops overlap. Nothing for one rank or an empty buffer, which
+    NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)
@@ -196,63 +268,68 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     # NCCL's cut over its channels (in bytes: a cell holds whole elements)
     counts = _channel_counts(searched, collective, p, nbytes, 1, choice.proto,
                              choice.channels)
-    c, part = len(counts), max(counts)
-    pieces = max(1, math.ceil(part / protocol.slice_bytes))
-    rate = _rate(searched, choice.proto, choice.channels, c)
+    step = protocol.slice_bytes   # each channel's part: full steps, then the rest
+    parts = [[step] * (n // step) + ([n % step] if n % step else []) for n in counts]
+    rate = _rate(searched, choice.proto, choice.channels, len(counts))
     link = "nvlink" if intra == "auto" else intra
-    full = min(protocol.slice_bytes, part)              # full steps first, then the rest
-    rest = part - (pieces - 1) * full
     latency = max(alpha, protocol.hop("ring", link))
     reduces = collective == "reduce"
 
-    def interval(piece: float) -> float:
-        """The time between two pieces at a hop: a piece's wire time, reduction or
-        pace, or its hop over the connection's window of pieces in flight, whose hops
-        overlap."""
-        wire = protocol.wire(math.ceil(piece)) * c * beta
-        return max((latency + wire) / protocol.window, wire,
-                   piece * c * gamma if reduces else 0.0, piece / rate)
+    def wire(piece: int) -> float:
+        return protocol.wire(piece) * beta
 
-    firsts = [min(protocol.slice_bytes, n) for n in counts]
-    fill = _first_pieces([protocol.wire(math.ceil(s)) * beta for s in firsts], p - 1,
-                         latency, [s * gamma if reduces else 0.0 for s in firsts])
-    total = protocol.base("ring") + _write_beyond_wire(protocol, full, rate, beta) + fill
-    if pieces > 1:
-        total += (pieces - 2) * interval(full) + interval(rest)
-    return total
+    def interval(k: int) -> float:
+        """The time between the largest part's pieces k - 1 and k at a hop: the link's
+        time for every channel's k-th piece, their reductions, a channel's pace, or a
+        hop over the connection's window of pieces in flight, whose hops overlap."""
+        moving = [pieces[k] for pieces in parts if len(pieces) > k]
+        link_time = sum(map(wire, moving))
+        return max((latency + link_time) / protocol.window, link_time,
+                   sum(moving) * gamma if reduces else 0.0, moving[0] / rate)
+
+    firsts = [pieces[0] for pieces in parts]
+    fill = _first_pieces([wire(s) for s in firsts], p - 1, latency,
+                         [s * gamma if reduces else 0.0 for s in firsts],
+                         [_write_beyond_wire(protocol, s, rate, beta) for s in firsts])
+    return protocol.base("ring") + fill + sum(
+        interval(k) for k in range(1, max(map(len, parts))))
 
 
-def _first_pieces(wires: list[float], hops: int, latency: float,
-                  reductions: list[float]) -> float:
-    """When the last of pieces that leave the chain's start together, each taking
-    ``wires[i]`` seconds alone on a link and ``reductions[i]`` alone on a GPU's
+def _first_pieces(wires: list[float], hops: int, latency: float, reductions: list[float],
+                  starts: list[float]) -> float:
+    """When the last of pieces that leave the chain's start at ``starts[i]``, each
+    taking ``wires[i]`` seconds alone on a link and ``reductions[i]`` alone on a GPU's
     reduction rate, has crossed ``hops`` hops, each hop a ``latency``, then the link
     shared fairly by the pieces on it (as the flow models share it), then the reduction
-    shared as fairly (a chain's hops use links of their own). Equal pieces stay in step:
-    each hop then takes the latency and all of them. Others go hop by hop while they
-    share links; once no two overlap and none is behind a larger one (which never
-    catches up), each crosses the rest alone."""
-    if len(set(wires)) == 1 and len(set(reductions)) == 1:   # in step all the way
-        return hops * (latency + len(wires) * (wires[0] + reductions[0]))
-    starts = [0.0] * len(wires)
+    shared as fairly (a chain's hops use links of their own). Identical pieces stay in
+    step: each hop takes the latency and all of them. Pieces that differ go hop by hop
+    while they share links; once no two overlap and none is behind a larger one (which
+    never catches up), each crosses the rest alone, or with those identical to it."""
+    if not all(map(math.isfinite, [*wires, *reductions, *starts, latency])):
+        return math.inf   # constants past a double's range (simcoll.cost names them)
+    kinds = Counter(zip(starts, wires, reductions))
+    alike = list(kinds.values())
+    begin, work, reduce = (list(column) for column in zip(*kinds))
     for hop in range(hops):
-        ends = _shared_link(_shared_link([s + latency for s in starts], wires), reductions)
-        order = sorted(range(len(wires)), key=lambda i: (starts[i], wires[i]))
-        apart = all(ends[order[k]] <= starts[order[k + 1]] + latency
-                    and wires[order[k]] <= wires[order[k + 1]]
+        ends = _shared_link(_shared_link([b + latency for b in begin], work, alike),
+                            reduce, alike)
+        order = sorted(range(len(alike)), key=lambda i: (begin[i], work[i]))
+        apart = all(ends[order[k]] <= begin[order[k + 1]] + latency
+                    and work[order[k]] <= work[order[k + 1]]
                     for k in range(len(order) - 1))
-        starts = ends
+        begin = ends
         if apart:
             left = hops - hop - 1
-            starts = [s + left * (latency + w + r)
-                      for s, w, r in zip(starts, wires, reductions)]
+            begin = [b + left * (latency + n * (w + r))
+                     for b, w, r, n in zip(begin, work, reduce, alike)]
             break
-    return max(starts)
+    return max(begin)
 
 
-def _shared_link(arrivals: list[float], works: list[float]) -> list[float]:
+def _shared_link(arrivals: list[float], works: list[float], alike: list[int]) -> list[float]:
     """When each of jobs arriving at ``arrivals`` and taking ``works`` seconds alone
-    ends on a link shared fairly among the jobs on it (processor sharing)."""
+    ends on a link shared fairly among the jobs on it (processor sharing), job i
+    standing for ``alike[i]`` identical ones."""
     pending = sorted(range(len(works)), key=lambda i: arrivals[i], reverse=True)
     active: dict[int, float] = {}
     ends = list(arrivals)   # a job of no work ends as it arrives
@@ -266,7 +343,7 @@ def _shared_link(arrivals: list[float], works: list[float]) -> list[float]:
                 active[job] = works[job]
         if not active:
             continue
-        share = len(active)
+        share = sum(alike[job] for job in active)
         step = min(active.values()) * share
         if pending:
             step = min(step, arrivals[pending[-1]] - now)
