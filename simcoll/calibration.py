@@ -179,11 +179,11 @@ class Calibration:
                          f"give many times that)")
         for k in self.unmoved:
             if k in self.past_limits:
-                note = (f"note: {k} moved no simulated time at {self.initial[k]:g}, where it "
-                        f"started, because the fit could not simulate the sizes there (nor "
-                        f"a step from there) within simcoll's run limits; check the "
-                        f"constants' units and bounds (a bandwidth in bytes/s, 5e+09, not "
-                        f"GB/s, 5; a latency in seconds)")
+                note = (f"note: {k} was not fitted from its start, {self.initial[k]:g}: the fit "
+                        f"could not simulate the sizes there (nor a step from there) within "
+                        f"simcoll's run limits, so it could not tell what {k} moves; check "
+                        f"the constants' units and bounds (a bandwidth in bytes/s, 5e+09, "
+                        f"not GB/s, 5; a latency in seconds)")
             else:
                 note = (f"note: {k} moved no simulated time at {self.initial[k]:g}, where "
                         f"it started (another part of the machine is the bottleneck there, "
@@ -841,12 +841,12 @@ def _check_free(factory: Factory, free: Mapping[str, tuple[float, float, float]]
     if not isinstance(free, Mapping):
         pairs = isinstance(free, (list, tuple)) and bool(free) and all(
             isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str)
-            for p in free)
+            and isinstance(p[1], (list, tuple)) and len(p[1]) == 3 for p in free)
         raise InvalidInputError(
             f"free={shown(free)} is {'an' if type(free).__name__[0] in 'aeiou' else 'a'} "
             f"{type(free).__name__}, not a mapping; give a dict {{name: (initial, low, "
             f"high)}}, such as {{'bandwidth': (50e9, 1e9, 1e12)}}"
-            + (" (dict(free) makes one of these pairs)" if pairs else ""))
+            + (" (dict(free) makes one from these pairs)" if pairs else ""))
     if not free:
         raise InvalidInputError("free must name at least one constant to fit, as {name: "
                                 "(initial, low, high)}")

@@ -164,7 +164,7 @@ GOOD = {"bandwidth": (1e11, 1e9, 1e12), "latency": (1e-6, 1e-8, 1e-4)}
     ([("bandwidth", (1e11, 1e9, 1e12))],
      r"^free=\[\('bandwidth', \(100000000000\.0, 1000000000\.0, 1000000000000\.0\)\)\] is "
      r"a list, not a mapping; give a dict \{name: \(initial, low, high\)\}, such as "
-     r"\{'bandwidth': \(50e9, 1e9, 1e12\)\} \(dict\(free\) makes one of these pairs\)$"),
+     r"\{'bandwidth': \(50e9, 1e9, 1e12\)\} \(dict\(free\) makes one from these pairs\)$"),
     ("bandwidth", r"^free='bandwidth' is a str, not a mapping; give a dict \{name: "
                   r"\(initial, low, high\)\}, such as \{'bandwidth': \(50e9, 1e9, 1e12\)\}$"),
     ({**GOOD, "bandwidth": (1e11, -1.0, 1e12)}, r"free\['bandwidth'\]: the machine cannot be built "
@@ -908,15 +908,15 @@ def test_constants_at_a_start_past_the_run_limits_are_not_said_to_move_no_time()
     notes = cal.notes
     assert not any("bottleneck" in note for note in notes)
     assert notes[0].startswith(
-        "note: bandwidth moved no simulated time at 40, where it started, because the fit "
-        "could not simulate the sizes there (nor a step from there) within simcoll's run "
-        "limits; check the constants' units and bounds (a bandwidth in bytes/s, 5e+09, not "
-        "GB/s, 5; a latency in seconds); fitted again from ")
+        "note: bandwidth was not fitted from its start, 40: the fit could not simulate the "
+        "sizes there (nor a step from there) within simcoll's run limits, so it could not "
+        "tell what bandwidth moves; check the constants' units and bounds (a bandwidth in "
+        "bytes/s, 5e+09, not GB/s, 5; a latency in seconds); fitted again from ")
     assert notes[1] == (
-        "note: latency moved no simulated time at 5e-06, where it started, because the fit "
-        "could not simulate the sizes there (nor a step from there) within simcoll's run "
-        "limits; check the constants' units and bounds (a bandwidth in bytes/s, 5e+09, not "
-        "GB/s, 5; a latency in seconds)")
+        "note: latency was not fitted from its start, 5e-06: the fit could not simulate the "
+        "sizes there (nor a step from there) within simcoll's run limits, so it could not "
+        "tell what latency moves; check the constants' units and bounds (a bandwidth in "
+        "bytes/s, 5e+09, not GB/s, 5; a latency in seconds)")
 
 
 def test_a_constant_not_fitted_past_the_run_limits_says_so_in_the_report():
@@ -973,13 +973,11 @@ def test_a_fit_stopped_before_its_first_step_says_so(table):
 """Proposed test for a survivor of the mutation round (see findings.md)."""
 
 
-
-
 pytest.importorskip("scipy")
 
 
 def test_a_factory_taking_any_keyword_may_take_a_name_the_algorithm_has_as_an_int():
-    """Kills A09 (``not takes_any`` dropped from the algorithm-parameter refusal). A
+    """Guards against ``not takes_any`` dropped from the algorithm-parameter refusal. A
     builder with ``**options`` can take ``chunks`` as a real-valued machine constant, so
     freeing it is not refused as ring's int parameter; a builder without ``**`` that
     lacks it is (as test_constants_that_cannot_be_fitted_are_refused checks)."""

@@ -500,7 +500,7 @@ def test_a_bandwidth_in_the_wrong_unit_is_named_as_unsimulated(capsys, tmp_path)
     fit = json.loads(out)
     assert fit["past_limits"] == ["bandwidth"]
     assert fit["values"]["bandwidth"] == pytest.approx(40e9, rel=1e-3)
-    [note] = [n for n in fit["notes"] if n.startswith("note: bandwidth moved no")]
+    [note] = [n for n in fit["notes"] if n.startswith("note: bandwidth was not fitted")]
     assert "could not simulate the sizes there" in note and "bottleneck" not in note
     assert "a bandwidth in bytes/s, 5e+09, not GB/s, 5" in note
 

@@ -183,23 +183,6 @@ def test_the_chain_estimate_follows_unequal_channels(collective, p, nbytes, beta
     assert run.time < lock_step
 
 
-"""Proposed tests for survivors of the channel-split mutation round (see findings.md).
-
-Expected values are worked by hand from ``scheduleCollTasksToPlan`` in NCCL's
-src/enqueue.cc (nChannels = min(task->nMaxChannels, comm->nChannels);
-trafficPerChannel = roundup16(trafficBytes / nChannels); cellSize =
-roundup16(32 KiB / trafficPerByte); cellsPerChannel = min(cells,
-ceil(trafficPerChannel / (cellSize x trafficPerByte))); ncclFuncTrafficPerByte: 2 for
-all_reduce, nRanks for all_gather / reduce_scatter, 1 otherwise).
-"""
-
-
-
-
-
-KiB = 1024
-
-
 def _payload_by_tag(result, rank=None):
     sent = defaultdict(int)
     for event in result.trace:
@@ -209,8 +192,7 @@ def _payload_by_tag(result, rank=None):
 
 
 def test_a_tuner_count_above_the_communicators_shares_traffic_over_the_communicators():
-    """Kills C04 (traffic // channels instead of traffic // min(channels, comm)).
-
+    """Guards against traffic // channels instead of traffic // min(channels, comm).
     128 KiB of broadcast (bytes), Simple, tuner 4 channels, communicator 2: NCCL's
     nChannels = min(4, 2) = 2, T = roundup16(131,072 / 2) = 65,536, C = 32 KiB (t = 1),
     cellsPerChannel = min(4, ceil(65,536 / 32,768)) = 2; 4 cells: lo 2, then 2 more make
@@ -224,8 +206,8 @@ def test_a_tuner_count_above_the_communicators_shares_traffic_over_the_communica
 
 
 def test_a_reduce_is_cut_at_one_byte_of_traffic_a_byte():
-    """Kills K12 (nccl_reduce's _counts asked as "all_reduce": two bytes of traffic a
-    byte). 20 KiB of uint8 reduce, Simple, 2 channels: t = 1, traffic =
+    """Guards against nccl_reduce's _counts asked as "all_reduce": two bytes of traffic a
+    byte. 20 KiB of uint8 reduce, Simple, 2 channels: t = 1, traffic =
     max(32 KiB, 20 KiB) = 32 KiB, T = 16 KiB, C = 32 KiB: one cell, one channel, each
     byte crossing the 7 hops of dgx_a100(1)'s chain. As all_reduce (t = 2: 40 KiB of
     traffic, C = 16 KiB) it ran on 2 channels of 16 KiB and 4 KiB."""
@@ -236,8 +218,8 @@ def test_a_reduce_is_cut_at_one_byte_of_traffic_a_byte():
 
 
 def test_the_nvls_switch_multicasts_the_gpus_unequal_channel_parts():
-    """Kills N01 (switch_all_gather splitting the buffer evenly over the channels instead
-    of by NCCL's counts). 8 MiB + 4 KiB of float32 all_gather a rank on dgx_h100(1),
+    """Guards against switch_all_gather splitting the buffer evenly over the channels instead
+    of by NCCL's counts. 8 MiB + 4 KiB of float32 all_gather a rank on dgx_h100(1),
     NVLS on 16 channels: t = 8, C = 4 KiB, T = roundup16(8,392,704 x 8 / 16) = 4,196,352,
     k = ceil(4,196,352 / 32,768) = 129 cells; 2,049 cells make 15 channels of 129 cells
     (528,384 B, 5 NVLS chunks of at most 128 KiB) and one of 114 (466,944 B, 4 chunks).

@@ -211,19 +211,6 @@ def test_pat_on_random_machines_is_right_moves_a_ring_s_bytes_and_waits_its_step
         np.testing.assert_array_equal(res.outputs[r], np.concatenate(own))
 
 
-"""Proposed tests for survivors of the channel-split mutation round (see findings.md).
-
-NCCL's calcCollChunking (src/enqueue.cc) is given, per channel, the channel's global
-bytes: globalBytesPerElement x count, with globalBytesPerElement = elementSize x
-ncclFuncMaxSendRecvCount(func, nRanks, 1) = elementSize x nRanks for all_gather and
-reduce_scatter. For PAT it halves the Simple step (512 KiB) while
-chunk x nChannels(=1) x 32 (all_gather) or 16 (reduce_scatter) > nBytes, down to 64 KiB.
-"""
-
-
-
-
-
 MiB = 1 << 20
 
 
@@ -232,7 +219,7 @@ def _sizes_sent_by(result, rank):
 
 
 def test_pat_reduce_scatter_chunks_a_channel_by_all_ranks_bytes():
-    """Kills K08 (the chunk computed from counts[c] x itemsize, not p x that).
+    """Guards against the chunk computed from counts[c] x itemsize, not p x that.
     16 MiB reduce_scatter on 4 one-GPU nodes, one channel: nBytes = 4 x 4 MiB = 16 MiB,
     512 KiB x 16 = 8 MiB <= 16 MiB, so the chunk stays 512 KiB; rank 0 sends the 3
     other ranks' 4 MiB blocks, 3 x 8 = 24 chunks of 512 KiB. From a rank's 4 MiB alone
@@ -244,7 +231,7 @@ def test_pat_reduce_scatter_chunks_a_channel_by_all_ranks_bytes():
 
 
 def test_pat_all_gather_chunks_a_channel_by_all_ranks_bytes():
-    """Kills K09. 4 MiB a rank all_gather on 4 one-GPU nodes, one channel: nBytes =
+    """4 MiB a rank all_gather on 4 one-GPU nodes, one channel: nBytes =
     4 x 4 MiB = 16 MiB, 512 KiB x 32 = 16 MiB, not above: 512 KiB chunks; rank 0 sends
     3 ranks' 4 MiB, 24 chunks. From 4 MiB alone: 128 KiB chunks (96 messages)."""
     res = sc.simulate(sc.topology.cluster(4, 1), "all_gather", algorithm="nccl",

@@ -456,7 +456,6 @@ def test_the_ring_estimate_counts_the_write_of_the_first_slice_only_beyond_its_w
         _mut_ring_ll_estimate(collective, p, nbytes, alpha, beta, gamma), rel=1e-12)
 
 
-
 _MUT2_US = 1e-6
 # NCCL 2.30.7 (src/graph/tuning.cc), Ampere, one NVLink node: ring LL launch 6.6 us;
 # ring LL128 launch 14.0 us, NVLink step 1.9 us, per-channel rate 10 GB/s (20 halved);
@@ -673,19 +672,6 @@ def test_the_runs_wire_bytes_are_full_slices_then_the_rest(proto, nbytes, line):
     assert max(run.link_bytes.values()) == wire
 
 
-"""Proposed tests for survivors of the channel-split mutation round (see findings.md).
-
-Each expected time is worked by hand from the estimates' documented formulas
-(reference_models._ring_estimate / _chain_estimate docstrings) with NCCL's constants:
-LL's ring launch 6.6 us, LL's cap on all channels of one Ampere node llMaxBw = 87.7 GB/s
-shared by the channels that run, LL's 16-byte lines carrying 8 bytes of data (wire =
-ceil(n / 8) x 16), a step's latency max(alpha, LL's 0.6 us NVLink step) = alpha here.
-Where the run (a different code path) agrees, it is checked too.
-"""
-
-
-
-
 US = 1e-6
 LL_CAP = 87.7e9      # llMaxBws, Ampere, one node (src/graph/tuning.cc)
 
@@ -695,8 +681,8 @@ def _ll_wire(n: int) -> int:
 
 
 def test_the_ring_estimate_shares_lls_cap_among_the_channels_that_run():
-    """Kills R02 (the ring estimate's LL rate shared by the tuner's 64 channels, not the 32
-    that carry data). all_reduce of 128 KiB (uint8) on 2 GPUs, LL forced onto 64
+    """Guards against the ring estimate's LL rate shared by the tuner's 64 channels, not the 32
+    that carry data. all_reduce of 128 KiB (uint8) on 2 GPUs, LL forced onto 64
     channels: t = 8, T = 1 MiB / 64 = 16 KiB, C = 4 KiB, k = 1: 32 cells, 32 channels;
     each channel's part of 4 KiB is 2 blocks of 2 KiB. Rate 87.7 GB/s / 32 a channel.
     Steps: 2 (p - 1) = 2, each T = 32 channels x wire(2 KiB) x beta = 0.131072 us,
@@ -716,8 +702,8 @@ def test_the_ring_estimate_shares_lls_cap_among_the_channels_that_run():
 
 
 def test_the_reduce_scatter_estimate_cuts_the_largest_block():
-    """Kills R08 (a reduce_scatter's block taken as floor(count / p), not the largest,
-    ceil). 3,001 bytes on 3 GPUs, LL, one channel: blocks of 1,001, 1,000, 1,000 bytes;
+    """Guards against a reduce_scatter's block taken as floor(count / p), not the largest,
+    ceil. 3,001 bytes on 3 GPUs, LL, one channel: blocks of 1,001, 1,000, 1,000 bytes;
     the busiest channel moves 1,001-byte blocks: 2 steps of wire(1,001) = 2,016 bytes at
     beta 1e-10 (0.2016 us) + alpha, one slice a block: 6.6 + 2 (1 + 0.2016) = 9.0032 us
     (the write, 1,001 B / 87.7 GB/s, hides under the wire; the pace is far below).
@@ -734,7 +720,7 @@ def test_the_reduce_scatter_estimate_cuts_the_largest_block():
 
 
 def test_the_chain_estimate_writes_the_largest_channels_first_piece():
-    """Kills R10 (the chain's part taken as the smallest channel's). 40 KiB broadcast on 2
+    """Guards against the chain's part taken as the smallest channel's. 40 KiB broadcast on 2
     GPUs, LL on 2 channels: t = 4, C = 8 KiB, T = 160 KiB / 2 = 80 KiB, k = 3: 5 cells,
     channels of 24 KiB and 16 KiB, one piece each. Each leaves once the root's threads
     have written it, at 87.7 GB/s / 2, beyond its wire time: the 24 KiB one after
@@ -758,7 +744,7 @@ def test_the_chain_estimate_writes_the_largest_channels_first_piece():
 
 
 def test_the_chain_estimate_spaces_a_windows_pieces_by_their_whole_hop_over_the_window():
-    """Kills R14 (the window term latency / window instead of (latency + wire) / window).
+    """Guards against the window term latency / window instead of (latency + wire) / window.
     4 MiB from rank 0 to 1, LL on one channel, alpha 5 us, beta 1e-11: 128 pieces of one
     LL step (32 KiB of data, 64 KiB of lines, 0.65536 us on the wire). 8 pieces in
     flight: they follow each other at max((5 + 0.65536) / 8 = 0.70692, 0.65536, the
@@ -777,7 +763,7 @@ def test_the_chain_estimate_spaces_a_windows_pieces_by_their_whole_hop_over_the_
 
 
 def test_first_pieces_of_equal_wires_but_unequal_reductions_share_the_reduction():
-    """Kills R16 (the lock-step shortcut taken on equal wires alone). Two pieces of 1 s
+    """Guards against the lock-step shortcut taken on equal wires alone. Two pieces of 1 s
     on the link, one hop, no latency: both cross the shared link by t = 2; their
     reductions, 0 s and 1 s, then start together, and the second ends at t = 3. The
     shortcut's hops x (latency + 2 x (wire + reductions[0])) says 2."""

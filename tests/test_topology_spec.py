@@ -443,7 +443,6 @@ def test_a_latency_of_minus_zero_is_the_machine_of_zero():
         sc.topology.from_spec("switch:4,latency=0"))
 
 
-
 def test_a_plain_number_in_a_spec_is_a_float():
     """Numbers are read exactly (as Decimals) and must come out as floats: a Decimal
     passed on is refused by a builder ("oversubscription=Decimal('2')")."""
@@ -471,11 +470,8 @@ def test_mut_rates_and_times_are_written_to_the_digits_asked():
 """Proposed test for a survivor of the mutation round (see findings.md)."""
 
 
-
-
-
 def test_a_zero_with_a_capital_e_exponent_past_18_digits_is_zero():
-    """Kills Q04 (the mantissa's digits found without lowering the text first). The
+    """Guards against the mantissa's digits found without lowering the text first. The
     quantity grammar takes 'e' and 'E' alike; 0E-99999999999999999999 is 0 as
     0e-99999999999999999999 is (float('0E-99999999999999999999') == 0.0 and its
     mantissa 0 has no non-zero digit); without lower() the whole text, exponent

@@ -50,12 +50,14 @@ def channel_counts(collective: str, count: int, itemsize: int, proto: str, nrank
     ``count`` x element size x t (t: 2 for all_reduce, ``nranks`` for all_gather and
     reduce_scatter, 1 else; 4 times that for LL, whose 16-byte lines carry 8 bytes of
     data and which NCCL weighs 4 times), at least 32 KiB, is shared by ``channels`` as T
-    per channel (rounded up to 16 bytes, so a little more than an even share). The
+    per channel (the traffic divided by ``channels``, rounded down to a byte, then up to
+    16 bytes: about an even share). The
     elements go in cells of about 32 KiB of traffic (C = roundup16(32 KiB / t) bytes of
     data, C t of traffic: 32,784 for an all_gather on 3 ranks), k = ceil(T / (C t))
     cells per channel: k on channel 0, k on every next channel, the rest on one more.
-    Where that would take more channels than the communicator has (T's rounding can
-    ask one more than ``channels``: 4 cells of 32 KiB on 3 channels want 4), channel 0
+    That can ask one channel more than ``channels`` (a reduce of 98,305 bytes, 3 cells
+    of 32 KiB and one byte, on 3 channels: T = 32,768, one cell a channel, 4 wanted),
+    which runs where the communicator has it. Where it does not, channel 0
     keeps its k and the others share the rest evenly, the last taking what does not
     divide. The last channel's part is short by what the last cell is not filled.
 

@@ -107,7 +107,8 @@ def _params(collective: str) -> dict[str, Any]:
         "channels": Int(0, minimum=0, maximum=64,
                         doc="channels of NCCL's tuner (0: as NCCL chooses for the size); "
                             "NCCL cuts the buffer over them in cells of 32 KiB of "
-                            "traffic, so a small buffer runs on fewer"
+                            "traffic, so a small buffer runs on fewer (and one more "
+                            "may run where the share per channel rounds down)"
                         if collective != "all_to_all" else
                         "channels each peer's send is split over (0: as NCCL does); "
                         "they share one route, so on one NIC the time is the same, but "

@@ -53,13 +53,14 @@ def _ring_estimate(collective: str, steps: int, volume: float, reduced: float,
                    step_latency_scale: float = 1.0) -> float:
     """Launch + the larger of (the steps + what the threads take to write the first
     slice of a rank's own data beyond its wire bytes' time, ``rings.Sender.send``'s
-    ``origin``) and (a channel's share of the data at the protocol's rate per channel:
+    ``origin``) and (the busiest channel's share of the data, NCCL's cut being unequal,
+    at the protocol's rate per channel:
     its threads' pace, which holds that first write and which the steps' latencies then
     overlap), + reductions; nothing for one rank or an empty buffer, which NCCL
     discards. The steps: a step moves every channel's block, T = its wire bytes x beta
     (the channels share the link; each slice in whole units of its protocol, on the
-    channels a block of ``itemsize``-byte elements reaches), cut into slices as NCCL's
-    kernel cuts it
+    channels NCCL's cut gives, :func:`~.channels.channel_counts`), cut into slices as
+    NCCL's kernel cuts it
     (``rings.ring_slices``), each slice paying L = max(alpha, NCCL's step latency) (see
     ``rings.Sender``); a slice's latency overlaps the next slice's transfer, so a step
     takes max(T, f T + L), f the first slice's share of the block, and the last one
@@ -254,7 +255,7 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     ahead and, once ahead by its whole transfer, out of the others' way. I_k =
     max((L + W_k) / window, W_k, R_k, P_k) is the time between pieces k - 1 and k of the
     largest part at a hop: W_k the wire time of every channel's k-th piece, R_k their
-    reductions (0 for broadcast), P_k the largest part's k-th piece at a channel's
+    reductions (0 for broadcast), P_k the largest k-th piece at a channel's
     pace (the protocol's rate per channel), or a hop over the connection's window of
     pieces in flight, whose hops overlap. Nothing for one rank or an empty buffer, which
     NCCL discards."""
@@ -285,7 +286,7 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
         moving = [pieces[k] for pieces in parts if len(pieces) > k]
         link_time = sum(map(wire, moving))
         return max((latency + link_time) / protocol.window, link_time,
-                   sum(moving) * gamma if reduces else 0.0, moving[0] / rate)
+                   sum(moving) * gamma if reduces else 0.0, max(moving) / rate)
 
     firsts = [pieces[0] for pieces in parts]
     fill = _first_pieces([wire(s) for s in firsts], p - 1, latency,

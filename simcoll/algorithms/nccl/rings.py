@@ -1,7 +1,8 @@
 """NCCL's rings, simulated: channels, rails, slices, protocols and per-step overheads.
 
-A collective of n bytes runs on the channels NCCL cuts it over at once, at most about the
-tuner's k (``channels=k``; :func:`~.channels.channel_counts`: cells of 32 KiB of traffic,
+A collective of n bytes runs on the channels NCCL cuts it over at once: the tuner's k
+(``channels=k``) or fewer, or k + 1 where the share per channel rounds down and the
+communicator has another (:func:`~.channels.channel_counts`: cells of 32 KiB of traffic,
 so a small collective runs on fewer). Each rank's buffer is cut into blocks, one per
 rank, and every block into one part per channel that carries data, of that channel's
 share; channel c carries part c of every block around its own ring. Rings keep a node's
