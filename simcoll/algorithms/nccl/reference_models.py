@@ -242,23 +242,27 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
                     step_latency_scale: float = 1.0) -> float:
     """NCCL's broadcast or reduce chain on the reference network, an estimate.
 
-    NCCL cuts the n bytes over c channels (:func:`~.channels.channel_counts`, with
-    what NCCL's search and tuner give the reference switch), each part into pieces of
-    one step (full steps of s bytes, then the rest: :func:`~.rings.chunks_then_rest`),
+    NCCL cuts the n bytes over c channels (:func:`~.channels.channel_counts`, with what
+    NCCL's search and tuner give the reference switch), each part into pieces of one
+    step (full steps of s bytes, then the rest: :func:`~.rings.chunks_then_rest`),
     pipelined along the p-1 hops, the channels' pieces sharing each link: launch + F +
-    I_1 + ... + I_(K-1), K the largest part's pieces. F is when the channels' first
-    pieces have crossed the p-1 hops (:func:`_first_pieces`), each leaving once its
-    threads have written it beyond its wire bytes' time (``rings.Sender.send``'s
-    ``origin``), each hop L = max(alpha, step latency), then the pieces on it sharing
-    the link fairly, then their reductions the GPU's rate (reduce; gamma a byte): on an
-    even cut (p-1)(L + c (wire(s) beta + s gamma)) after the write; a smaller piece gets
-    ahead and, once ahead by its whole transfer, out of the others' way. I_k =
-    max((L + W_k) / window, W_k, R_k, P_k) is the time between pieces k - 1 and k of the
-    largest part at a hop: W_k the wire time of every channel's k-th piece, R_k their
-    reductions (0 for broadcast), P_k the largest k-th piece at a channel's
-    pace (the protocol's rate per channel), or a hop over the connection's window of
-    pieces in flight, whose hops overlap. Nothing for one rank or an empty buffer, which
-    NCCL discards."""
+    I_1 + ... + I_(K-1) for broadcast, K the largest part's pieces. F is when the
+    channels' first pieces have crossed the p-1 hops (:func:`_first_pieces`), each
+    leaving once its threads have written it beyond its wire bytes' time
+    (``rings.Sender.send``'s ``origin``), each hop L = max(alpha, step latency), then
+    the pieces on it sharing the link fairly, then their reductions the GPU's rate
+    (reduce; gamma a byte): on an even cut (p-1)(L + c (wire(s) beta + s gamma)) after
+    the write; a smaller piece gets ahead and, once ahead by its whole transfer, out of
+    the others' way. I_k = max((L + W_k) / window, W_k, R_k, P_k) is the time between
+    pieces k - 1 and k of the largest part at a hop: W_k the wire time of every
+    channel's k-th piece, R_k a GPU's time to reduce them (0 for broadcast; in I_k only
+    where GPUs on the way reduce, from 3 GPUs on), P_k the largest k-th piece at a
+    channel's pace (the protocol's rate per channel), or a hop over the connection's
+    window of pieces in flight, whose hops overlap. A reduce's root reduces the pieces
+    in turn, so a piece's transfer may overlap the reduction of the piece ahead: the
+    first pieces arrive there at A_0 (F without their reductions at the root), piece k
+    at A_k = A_(k-1) + I_k, and is reduced by D_k = max(A_k, D_(k-1)) + R_k (D_0 = F):
+    launch + D_(K-1). Nothing for one rank or an empty buffer, which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)
@@ -279,25 +283,36 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     def wire(piece: int) -> float:
         return protocol.wire(piece) * beta
 
+    def reduction(k: int) -> float:
+        """A GPU's time to reduce every channel's k-th piece (0 for broadcast)."""
+        return sum(pieces[k] for pieces in parts if len(pieces) > k) * gamma if reduces \
+            else 0.0
+
     def interval(k: int) -> float:
         """The time between the largest part's pieces k - 1 and k at a hop: the link's
-        time for every channel's k-th piece, their reductions, a channel's pace, or a
-        hop over the connection's window of pieces in flight, whose hops overlap."""
+        time for every channel's k-th piece, their reductions at a GPU on the way (none
+        on 2 GPUs: the root's queue after), a channel's pace, or a hop over the
+        connection's window of pieces in flight, whose hops overlap."""
         moving = [pieces[k] for pieces in parts if len(pieces) > k]
         link_time = sum(map(wire, moving))
         return max((latency + link_time) / protocol.window, link_time,
-                   sum(moving) * gamma if reduces else 0.0, max(moving) / rate)
+                   reduction(k) if p > 2 else 0.0, max(moving) / rate)
 
     firsts = [pieces[0] for pieces in parts]
-    fill = _first_pieces([wire(s) for s in firsts], p - 1, latency,
-                         [s * gamma if reduces else 0.0 for s in firsts],
-                         [_write_beyond_wire(protocol, s, rate, beta) for s in firsts])
-    return protocol.base("ring") + fill + sum(
-        interval(k) for k in range(1, max(map(len, parts))))
+    first_pieces = functools.partial(
+        _first_pieces, [wire(s) for s in firsts], p - 1, latency,
+        [s * gamma if reduces else 0.0 for s in firsts],
+        [_write_beyond_wire(protocol, s, rate, beta) for s in firsts])
+    reduced = first_pieces()
+    arrived = first_pieces(root_reduces=False) if reduces else reduced
+    for k in range(1, max(map(len, parts))):
+        arrived += interval(k)
+        reduced = max(arrived, reduced) + reduction(k)
+    return protocol.base("ring") + reduced
 
 
 def _first_pieces(wires: list[float], hops: int, latency: float, reductions: list[float],
-                  starts: list[float]) -> float:
+                  starts: list[float], root_reduces: bool = True) -> float:
     """When the last of pieces that leave the chain's start at ``starts[i]``, each
     taking ``wires[i]`` seconds alone on a link and ``reductions[i]`` alone on a GPU's
     reduction rate, has crossed ``hops`` hops, each hop a ``latency``, then the link
@@ -305,15 +320,18 @@ def _first_pieces(wires: list[float], hops: int, latency: float, reductions: lis
     shared as fairly (a chain's hops use links of their own). Identical pieces stay in
     step: each hop takes the latency and all of them. Pieces that differ go hop by hop
     while they share links; once no two overlap and none is behind a larger one (which
-    never catches up), each crosses the rest alone, or with those identical to it."""
+    never catches up), each crosses the rest alone, or with those identical to it.
+    ``root_reduces=False``: when they have arrived at the chain's end, before its
+    reduction."""
     if not all(map(math.isfinite, [*wires, *reductions, *starts, latency])):
         return math.inf   # constants past a double's range (simcoll.cost names them)
     kinds = Counter(zip(starts, wires, reductions))
     alike = list(kinds.values())
     begin, work, reduce = (list(column) for column in zip(*kinds))
     for hop in range(hops):
-        ends = _shared_link(_shared_link([b + latency for b in begin], work, alike),
-                            reduce, alike)
+        ends = _shared_link([b + latency for b in begin], work, alike)
+        if root_reduces or hop < hops - 1:
+            ends = _shared_link(ends, reduce, alike)
         order = sorted(range(len(alike)), key=lambda i: (begin[i], work[i]))
         apart = all(ends[order[k]] <= begin[order[k + 1]] + latency
                     and work[order[k]] <= work[order[k + 1]]
@@ -321,7 +339,8 @@ def _first_pieces(wires: list[float], hops: int, latency: float, reductions: lis
         begin = ends
         if apart:
             left = hops - hop - 1
-            begin = [b + left * (latency + n * (w + r))
+            unreduced = 0 if root_reduces or left == 0 else 1
+            begin = [b + left * (latency + n * (w + r)) - unreduced * n * r
                      for b, w, r, n in zip(begin, work, reduce, alike)]
             break
     return max(begin)
