@@ -200,8 +200,8 @@ def _numbers(data: dict[str, Any], key: str, ctx: Context, what: str) -> list[An
     numbers = []
     for i, v in enumerate(values):
         if isinstance(v, str):
-            # YAML 1.1 (PyYAML) reads 5e1, without a dot, as a string, and a quoted '4'
-            # is one; ASTRA-sim (yaml-cpp's as<int> / as<double>) reads the number written.
+            # a quoted '4' or '5e1' is a string (and a dict or JSON file may hold
+            # one); ASTRA-sim (yaml-cpp's as<int> / as<double>) reads the number written.
             try:
                 v = int(v) if _WHOLE.fullmatch(v) else float(v)
             except ValueError:

@@ -1,4 +1,5 @@
-"""Text formats of topology files: JSON, YAML and TOML, read with safe loaders only.
+"""Text formats of topology files: JSON, YAML and TOML, read with safe loaders only (YAML
+by YAML 1.2's core schema: :func:`_yaml12`).
 
 :func:`read` turns a file into plain data (dicts, lists, strings, numbers) and a
 :class:`Context` that words errors with the file name, the key path and, for YAML, the
@@ -8,8 +9,10 @@ line; :func:`dump` writes plain data back. What the data means is
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +101,96 @@ def _yaml_lines(node: Any, path: Key, out: dict[Key, int], source: str,
             _yaml_lines(item, path + (i,), out, source, walked)
 
 
+_YAML12_SCALARS = [   # (tag, pattern, first characters): YAML 1.2.2 section 10.3.2
+    ("null", r"null|Null|NULL|~|", "~nN"),
+    ("bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    ("int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    ("float", r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"
+              r"|[-+]?(\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN", "-+.0123456789"),
+    ("merge", r"<<", "<"),   # not YAML 1.2's, but files use it, as PyYAML reads it
+]
+
+
+@functools.cache
+def _yaml12() -> tuple[Any, Any, Any]:
+    """A YAML loader (libyaml's parser), the same in pure Python, and a dumper, that read
+    plain scalars as YAML 1.2's core schema does, where PyYAML's safe ones read YAML 1.1.
+
+    YAML 1.1 silently turns what was written into something else: ``latency: 1:20`` is
+    80 (base 60), ``010`` is 8 (octal), ``0b101`` is 5, ``1_000`` is 1000, ``yes``,
+    ``no``, ``on`` and ``off`` are booleans and ``2024-01-01`` is a date. By YAML 1.2's
+    core schema those are strings (a name "yes" stays "yes"; ``1:20`` as a latency is
+    refused as not a time) but ``010`` is 10, ``0o17`` is 15, and ``1e9``, a string to
+    PyYAML (its floats need a dot), is a float. Merge keys (``<<``) still merge. An
+    explicit tag on a YAML 1.1 form (``!!int 0b101``, ``!!bool yes``) is read as PyYAML
+    reads it. The dumper quotes every string that either YAML 1.1 or 1.2 reads as
+    something else (``"yes"``, ``"1e9"``, ``"09"``), so a saved file reads back alike,
+    here and by YAML 1.1 readers.
+    """
+    import yaml
+    from yaml.composer import Composer
+    from yaml.constructor import SafeConstructor
+    from yaml.parser import Parser
+    from yaml.reader import Reader
+    from yaml.resolver import BaseResolver
+    from yaml.scanner import Scanner
+
+    patterns = {tag: re.compile(pattern) for tag, pattern, _ in _YAML12_SCALARS}
+
+    class Resolver12(BaseResolver):
+        pass
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    for tag, pattern, first in _YAML12_SCALARS:
+        for cls in (Resolver12, Dumper):   # the dumper's list is YAML 1.1's, then these
+            cls.add_implicit_resolver(f"tag:yaml.org,2002:{tag}",
+                                      re.compile(f"^(?:{pattern})$"),
+                                      list(first) + ([""] if tag == "null" else []))
+
+    class Constructor12(SafeConstructor):
+        def construct_yaml_int(self, node: Any) -> int:
+            text = self.construct_scalar(node)
+            if isinstance(text, str) and patterns["int"].fullmatch(text):
+                base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+                return int(text[2:] if base != 10 else text, base)
+            return super().construct_yaml_int(node)   # an explicit !!int on 1.1's forms
+
+        def construct_yaml_float(self, node: Any) -> float:
+            text = self.construct_scalar(node)
+            if isinstance(text, str) and patterns["float"].fullmatch(text):
+                # float() reads .inf, -.Inf, .NaN without the dot (the only forms with n)
+                return float(text.replace(".", "", 1) if "n" in text.lower() else text)
+            return super().construct_yaml_float(node)   # an explicit !!float on 1.1's
+
+        yaml_constructors = {**SafeConstructor.yaml_constructors,
+                             "tag:yaml.org,2002:int": construct_yaml_int,
+                             "tag:yaml.org,2002:float": construct_yaml_float}
+
+    class Loader(Reader, Scanner, Parser, Composer, Constructor12, Resolver12):
+        def __init__(self, stream: str) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
+            Composer.__init__(self)
+            Constructor12.__init__(self)
+            Resolver12.__init__(self)
+
+    try:
+        from yaml._yaml import CParser
+    except ImportError:   # PyYAML built without libyaml
+        return None, Loader, Dumper
+
+    class CLoader(CParser, Constructor12, Resolver12):
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            Constructor12.__init__(self)
+            Resolver12.__init__(self)
+
+    return CLoader, Loader, Dumper
+
+
 def _json_object(source: str) -> Any:
     """A ``json.loads`` object hook that refuses a key given twice in one object."""
     def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -125,8 +218,11 @@ def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
         # Parsed once, by libyaml where PyYAML has it: the nodes give the lines, and the
         # data is built from them. The lines are read first: building the data rewrites
         # a mapping with a merge key (<<) in place, the merged keys before its own,
-        # where a key it overrides would read as given twice.
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+        # where a key it overrides would read as given twice. Plain scalars are read
+        # by YAML 1.2's core schema (_yaml12).
+        c_loader, py_loader, _ = _yaml12()
+        libyaml = c_loader is not None and hasattr(yaml, "CSafeLoader")  # libyaml built in
+        loader = (c_loader if libyaml else py_loader)(text)
         try:
             node = loader.get_single_node()
             if node is not None:
@@ -197,7 +293,8 @@ def dump(data: dict[str, Any], path: Path) -> str:
     if kind == "YAML":
         import yaml
 
-        return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
+        return str(yaml.dump(data, Dumper=_yaml12()[2], sort_keys=False,
+                             default_flow_style=None))
     try:
         import tomli_w
     except ImportError:

@@ -1,0 +1,175 @@
+"""YAML topology files are read by YAML 1.2's core schema (yaml.org/spec/1.2.2, section
+10.3.2), not by PyYAML's YAML 1.1 rules: ``1:20`` is not 80, ``010`` is 10, ``yes`` is a
+string, ``1e9`` is a float; and a saved file reads back exactly. Every expected value
+below is worked by hand from the spec's table."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+
+import simcoll as sc
+from simcoll.topology.formats import read
+
+
+@pytest.fixture(params=["libyaml", "python"])
+def parser(request, monkeypatch):
+    """Each test runs with libyaml's parser and with PyYAML's own (as the file tests do)."""
+    if request.param == "python":
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    return request.param
+
+
+def machine(tmp_path, *, name="m", a="g0", b="g1", node="0", bandwidth="100GB/s",
+            latency="1us", file="m.yaml"):
+    """A two-GPU file; the keyword arguments are written as given (plain scalars)."""
+    path = tmp_path / file
+    path.write_text(f"name: {name}\n"
+                    f"devices:\n"
+                    f"  - {{name: {a}, kind: gpu, node: {node}}}\n"
+                    f"  - {{name: {b}, kind: gpu}}\n"
+                    f"links:\n"
+                    f"  - {{u: {a}, v: {b}, bandwidth: {bandwidth}, latency: {latency}}}\n")
+    return path
+
+
+def test_plain_scalars_resolve_by_the_yaml_1_2_core_schema(tmp_path, parser):
+    cases = {   # text: YAML 1.2 core (PyYAML's YAML 1.1 reading in the comment)
+        "sexagesimal": ("1:20", "1:20"),          # 80
+        "octal_looking": ("010", 10),              # 8
+        "octal": ("0o17", 15),                     # the string '0o17'
+        "hex": ("0x1F", 31),
+        "binary": ("0b101", "0b101"),              # 5
+        "underscored": ("1_000", "1_000"),         # 1000
+        "exponent": ("1e9", 1e9),                  # the string '1e9' (1.1 floats need a dot)
+        "exponent_dot": ("1.5e9", 1.5e9),          # a string too (1.1 wants e+9)
+        "signed": ("-2.5E-1", -0.25),
+        "leading_dot": (".5", 0.5),
+        "trailing_dot": ("3.", 3.0),
+        "word_yes": ("yes", "yes"), "word_No": ("No", "No"),         # booleans
+        "word_ON": ("ON", "ON"), "word_off": ("off", "off"),
+        "bool_true": ("true", True), "bool_FALSE": ("FALSE", False),
+        "date": ("2024-01-01", "2024-01-01"),      # datetime.date
+        "equals": ("=", "="),                      # PyYAML cannot construct its 'value' tag
+        "inf": (".inf", math.inf), "minus_inf": ("-.Inf", -math.inf),
+        "plus_inf": ("+.INF", math.inf),
+        "null_null": ("null", None), "tilde": ("~", None), "null_Null": ("Null", None),
+        "empty": ("", None),
+        "quoted": ("'010'", "010"),
+        "tagged_int": ('!!int "010"', 10),         # 8
+        "tagged_str": ("!!str 0x10", "0x10"),
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text("".join(f"{key}: {text}\n" for key, (text, _) in cases.items())
+                    + "nan: .NaN\n")
+    data, ctx = read(path)
+    nan = data.pop("nan")
+    assert isinstance(nan, float) and math.isnan(nan)
+    assert data == {key: value for key, (_, value) in cases.items()}
+    # 10 (int) is not 10.0 (float), nor True 1: the types are the spec's too
+    assert [type(data[k]) for k in ("octal_looking", "exponent", "bool_true", "sexagesimal")] \
+        == [int, float, bool, str]
+    assert ctx.lines[("inf",)] == list(cases).index("inf") + 1   # lines are kept
+
+
+@pytest.mark.parametrize("latency", ["1:20", "1_000", "0b101"])
+def test_yaml_1_1_only_numbers_are_refused_as_times_not_read_as_80_1000_or_5(
+        tmp_path, parser, latency):
+    with pytest.raises(sc.TopologyError,
+                       match=rf"m\.yaml, line 6: links\[0\]\.latency: '{latency}' is not a "
+                             rf"time such as 1us"):
+        sc.topology.load(machine(tmp_path, latency=latency))
+
+
+def test_a_leading_zero_is_decimal_not_octal(tmp_path, parser):
+    topo = sc.topology.load(machine(tmp_path, latency="010", node="010"))
+    assert topo.links[0].latency == 10.0      # seconds; YAML 1.1 read 8
+    assert topo.devices[0].node == 10
+
+
+def test_octal_and_hex_integers_of_yaml_1_2(tmp_path, parser):
+    topo = sc.topology.load(machine(tmp_path, bandwidth="0x10", latency="0o10", node="0o17"))
+    assert (topo.links[0].bandwidth, topo.links[0].latency) == (16.0, 8.0)
+    assert topo.devices[0].node == 15
+
+
+@pytest.mark.parametrize("bandwidth, value", [("1e9", 1e9), ("1E+9", 1e9), ("1.5e9", 1.5e9),
+                                              ("25e-1", 2.5)])
+def test_a_bandwidth_in_exponent_form_is_a_number_and_the_same_machine(tmp_path, parser,
+                                                                       bandwidth, value):
+    path = machine(tmp_path, bandwidth=bandwidth)
+    data, _ = read(path)
+    assert data["links"][0]["bandwidth"] == value
+    assert isinstance(data["links"][0]["bandwidth"], float)   # YAML 1.1 read a string
+    topo = sc.topology.load(path)
+    quoted = sc.topology.load(machine(tmp_path, bandwidth=f"'{bandwidth}'", file="q.yaml"))
+    assert topo.links == quoted.links                 # as simcoll reads the string
+    assert topo.links[0].bandwidth == value
+
+
+@pytest.mark.parametrize("name", ["yes", "No", "ON", "off", "2024-01-01"])
+def test_words_yaml_1_1_reads_as_booleans_or_dates_are_names(tmp_path, parser, name):
+    other = "n0" if name != "off" else "on"
+    topo = sc.topology.load(machine(tmp_path, name=name, a=name, b=other))
+    assert topo.name == name
+    assert [d.name for d in topo.devices] == [name, other]
+    assert (topo.links[0].u, topo.links[0].v) == (name, other)
+
+
+def test_infinite_rates_and_nulls_beside_yaml_1_2_numbers(tmp_path, parser):
+    # .inf and null read alike by YAML 1.1 and 1.2; 010 (node 10, not 8) tells them apart
+    path = tmp_path / "i.yaml"
+    path.write_text("devices:\n"
+                    "  - {name: g0, kind: gpu, reduce_bandwidth: .inf, node: 010}\n"
+                    "  - {name: g1, kind: gpu, reduce_bandwidth: NULL}\n"
+                    "  - {name: g2, kind: gpu, reduce_bandwidth: 1e9}\n"
+                    "links:\n"
+                    "  - {u: g0, v: g1, bandwidth: 1e9, back_bandwidth: ~}\n"
+                    "  - {u: g1, v: g2, bandwidth: 1e9, back_bandwidth: null}\n")
+    topo = sc.topology.load(path)
+    assert [(d.reduce_bandwidth, d.node) for d in topo.devices] == [
+        (math.inf, 10), (math.inf, 0), (1e9, 0)]
+    assert [(link.bandwidth, link.back) for link in topo.links] == [(1e9, None)] * 2
+
+
+def test_merge_keys_still_merge_the_yaml_1_2_values(tmp_path, parser):
+    path = tmp_path / "merge.yaml"
+    path.write_text("devices:\n  - {name: g0, kind: gpu}\n  - {name: g1, kind: gpu}\n"
+                    "  - {name: s, kind: switch}\n"
+                    "links:\n"
+                    "  - &fast {u: g0, v: s, bandwidth: 1e9, latency: 010}\n"
+                    "  - {<<: *fast, u: g1}\n"
+                    "  - {<<: [*fast], u: g0, v: g1, latency: 0o10}\n")
+    topo = sc.topology.load(path)
+    assert [(link.u, link.v, link.bandwidth, link.latency) for link in topo.links] == [
+        ("g0", "s", 1e9, 10.0), ("g1", "s", 1e9, 10.0), ("g0", "g1", 1e9, 8.0)]
+
+
+AWKWARD = ["yes", "on", "Off", "1:20", "010", "09", "0o17", "1_000", "1e9", "1.5e9", "-.inf",
+           "2024-01-01", "=", "~", "null", "True"]
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml"])
+def test_awkward_names_are_quoted_when_saved_and_read_back_exactly(tmp_path, parser, suffix):
+    topo = sc.topology.Topology("1e9")
+    gpus = [topo.add_gpu(name) for name in AWKWARD]
+    hub = topo.add_switch("0x10")
+    for g in gpus:
+        topo.add_link(g, hub, bandwidth=1e9, latency=1e-6)
+    path = tmp_path / f"awkward{suffix}"
+    sc.topology.save(topo, path)
+    again = sc.topology.load(path)
+    assert again.name == "1e9"
+    assert [d.name for d in again.devices] == AWKWARD + ["0x10"]
+    assert again.devices == topo.devices and again.links == topo.links
+    # Every name is quoted: read alike by YAML 1.2 and by YAML 1.1 readers (PyYAML's).
+    text = path.read_text()
+    assert yaml.safe_load(text)["name"] == "1e9"
+    assert [d["name"] for d in yaml.safe_load(text)["devices"]] == AWKWARD + ["0x10"]
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    entries = dict((k.value, v) for k, v in root.value)
+    names = [v for device in entries["devices"].value for k, v in device.value
+             if k.value == "name"] + [entries["name"]]
+    assert [(n.value, n.style) for n in names if n.style not in ("'", '"')] == []
