@@ -19,6 +19,14 @@ others'. The column titles say which layout a table has, and without titles the 
 of fields does. ``simcoll run`` prints one block, titled ``simulated``, read as the
 out-of-place one.
 
+Header lines that lost their ``#`` (a log pasted into a GitHub issue or a markdown page,
+which reads ``# ...`` as a heading and shows the text after it) are read as their ``#``
+forms: ``Using devices``, the ``Rank N [Group N] [Pid N] on HOST device N [..] NAME``
+lines, ``nccl-tests version ...``, ``Collective test starting: ...``, the column titles,
+the footers and ``simcoll run``'s own header. A line is read so only where it matches
+such a header whole (column titles only where they give a layout); any other line,
+a row or a log line, is read as before.
+
 Every row is cross-checked: its size must be its count of elements of its type (times
 the ranks for the collectives whose count is one rank's share, where the header lists
 them all; where it lists none, or a list cut short, the rows give the ranks), and its

@@ -1,7 +1,9 @@
 """Split a log into runs, line by line: launchers' rank prefixes and byte-order marks
 dropped; each run's header (program, ``# nThread ...`` settings, devices, NCCL version),
-column titles, rows and footer gathered; failures kept in their run; a new run started at
-a header after rows, or where rows turn to another run's without one.
+column titles, rows and footer gathered, from their ``#`` lines or from the same lines
+without their ``#`` (a log pasted into markdown, which reads ``# ...`` as a heading:
+:func:`_bare_header`); failures kept in their run; a new run started at a header after
+rows, or where rows turn to another run's without one.
 
 Shared with the sibling modules: ``Run`` (what was read of one run) and ``split_runs``.
 """
@@ -49,8 +51,16 @@ _SIMCOLL = re.compile(r"^simcoll \S+: (\w+) / (.*)$")
 _DEVICE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?(?:Pid\s+\d+\s+)?on\s+"
                      r"(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
 _SETTINGS = re.compile(r"^(?:nThread|nGpus\(perProc\))\s")
-_SETTING = re.compile(r"([A-Za-z][A-Za-z ()]*?)\s*:?\s+(-?\d+)(?:\((\w+)\))?")
+_SETTING = re.compile(r"([A-Za-z][A-Za-z_ ()]*?)\s*:?\s+(-?\d+)(?:\((\w+)\))?")
+"""A setting: its name as printed (``agg iters``, ``single_test``), its value, and the
+step's kind (``2(factor)``)."""
 _VERSION_LINE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_BARE_HEADER = re.compile(r"^(?:Using devices|Collective test (?:starting|concluded): \S+"
+                          r"|nccl-tests version \d+\.\d+\.\d+\b.*|nRanks \d+ minBytes \d+ .*)$")
+"""Header lines nccl-tests (or ``simcoll run``) prints after a ``#``, as they read where it
+was lost (see :func:`_bare_header`); the device, simcoll and column title lines are
+matched on their own patterns."""
+_BLOCK_TITLES = frozenset({"out-of-place", "in-place", "simulated"})
 _LIBRARY_CODE = re.compile(r"nccl-library=(\d+)")
 
 
@@ -170,6 +180,8 @@ class _Scanner:
             _read_comment(run, stripped.lstrip("#").strip(), number)
         elif stripped.startswith(_FOOTERS) or _SETTINGS.match(stripped):   # 1.x: no '#'
             _read_comment(run, stripped, number)
+        elif _bare_header(stripped, number):   # a '#' lost (a log pasted into markdown)
+            _read_comment(run, stripped, number)
         elif _ROW_START.match(line):
             self.read_result_row(line, number)
         elif _CUT_ROW.match(line):
@@ -271,8 +283,27 @@ def _starts_run(stripped: str) -> bool:
             or bool(_SETTINGS.match(body)) or body.startswith("simcoll "))
 
 
+def _bare_header(stripped: str, number: int) -> bool:
+    """Whether ``stripped`` is a header line of nccl-tests (or ``simcoll run``) whose
+    ``#`` was lost, as markdown loses it (it reads ``# ...`` as a heading): only a line
+    that matches a header whole (``Using devices``, a device line as :data:`_DEVICE`
+    reads it, the version, ``Collective test starting: ...``, simcoll's own first
+    lines, the block titles, column titles whose layout reads) is one; any other line,
+    a row's or a log's, is read as it was."""
+    words = stripped.split()
+    if words[:2] in (["size", "count"], ["bytes", "N"]):
+        try:
+            layout_from_titles(words, None, number)
+        except InvalidInputError:
+            return False
+        return True
+    return (bool(_BARE_HEADER.match(stripped) or _DEVICE.match(stripped)
+                 or _SIMCOLL.match(stripped)) or set(words) <= _BLOCK_TITLES)
+
+
 def _read_comment(run: Run, body: str, number: int) -> None:
-    """A ``#`` line: header, column titles, or footer."""
+    """A ``#`` line's text after its ``#`` (or a header line that lost it): header,
+    column titles, or footer."""
     if body.startswith("Collective test starting:"):
         run.program = body.partition(":")[2].strip()
         run.named_at = run.guessed_at = None

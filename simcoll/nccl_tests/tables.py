@@ -131,7 +131,8 @@ class NcclTestsTable:
         devices: the device name of each listed rank, in rank order.
         hosts: the host of each listed rank, in rank order.
         settings: the ``# nThread ...`` line as ``{"nThread": 1, "minBytes": 8, ...,
-            "step": 2, "step_kind": "factor"}``.
+            "step": 2, "step_kind": "factor"}``: each value under its name as printed
+            (``"agg iters"``, ``"single_test"``: a name with an underscore whole).
         nccl_version: ``"2.26.2"`` when the text prints it.
         avg_busbw: the ``# Avg bus bandwidth`` footer in GB/s, if present.
         out_of_bounds: the ``# Out of bounds values`` count, if present.
