@@ -92,8 +92,8 @@ def _rows(table):
 
 
 def test_a_log_without_its_hashes_reads_as_the_log_with_them():
-    """The stripped log lost its devices (nranks None, no devices, no hosts) and its
-    nccl-tests version line (nccl_version None)."""
+    """Its devices, hosts, ranks and nccl-tests version line are read from the lines
+    that lost their '#', as from the '#' lines."""
     hashed, stripped = parse(HASHED), parse(STRIPPED)
     assert _summary(hashed) == _summary(stripped) == EXPECTED
     assert _rows(hashed) == _rows(stripped) == ROWS
@@ -102,8 +102,8 @@ def test_a_log_without_its_hashes_reads_as_the_log_with_them():
 
 
 def test_a_log_of_two_stripped_runs_splits_at_the_second_header():
-    """'Collective test concluded' named the next run's program (read as a command
-    line), and the devices of both were lost."""
+    """'Collective test concluded' ends the first run (it is not read as a command line
+    naming the next run's program), and each run keeps its own devices."""
     second = STRIPPED.replace("all_reduce_perf", "broadcast_perf").replace(
         "sum      -1", "none       0")
     # broadcast's busbw is its algbw
@@ -212,15 +212,28 @@ def test_a_stripped_1_x_log_keeps_its_millisecond_titles_and_devices():
     assert table.error_column and (table.avg_busbw, table.out_of_bounds) == (25.84, 0)
 
 
-def test_a_log_with_some_hashes_lost_reads_as_either_form():
-    """A paste that kept some '#' (inside a code block for part of it), the spaces after
-    the lost ones kept (as in NVIDIA/nccl#583)."""
+def test_a_log_whose_first_lines_lost_their_hashes_reads_as_either_form():
+    """A paste whose code block opens part way: the lines before it lost their '#' (the
+    spaces after it kept, as in NVIDIA/nccl#583), the rest kept theirs."""
     hashed = HASHED.splitlines(keepends=True)
-    mixed = "".join(line if i % 2 else line.replace("#", " ", 1) if line.startswith("#") else line
-                    for i, line in enumerate(hashed))
-    assert mixed.count("\n#") >= 5 and mixed.count("\n   Rank") == 2
+    cut = next(i for i, line in enumerate(hashed) if "Rank  2" in line)
+    mixed = "".join([line.replace("#", " ", 1) for line in hashed[:cut]] + hashed[cut:])
+    assert mixed.count("\n   Rank") == 2 and mixed.count("\n#  Rank") == 2
     table = parse(mixed)
     assert _summary(table) == EXPECTED and _rows(table) == ROWS
+
+
+@pytest.mark.parametrize("stray", [
+    "Rank 4 on nodeC device 0 [GPU-abc] NVIDIA H100 80GB HBM3",    # a rank more
+    "Rank 3 on nodeC device 0 [GPU-abc] starting worker",          # a listed rank's
+    "Using devices",
+])
+def test_a_log_that_kept_its_hashes_reads_no_line_without_one_as_a_header(stray):
+    """A launcher's line shaped like a device line, in a log whose header kept its '#',
+    is a log line: the ranks stay the 4 listed, on their hosts."""
+    for before in ("#  Rank  2", "# Out of bounds"):
+        table = parse(HASHED.replace(before, stray + "\n" + before, 1))
+        assert _summary(table) == EXPECTED and _rows(table) == ROWS
 
 
 # lines that start as a header does but are no header: each left out of what is read

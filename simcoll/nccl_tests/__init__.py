@@ -24,8 +24,10 @@ which reads ``# ...`` as a heading and shows the text after it) are read as thei
 forms: ``Using devices``, the ``Rank N [Group N] [Pid N] on HOST device N [..] NAME``
 lines, ``nccl-tests version ...``, ``Collective test starting: ...``, the column titles,
 the footers and ``simcoll run``'s own header. A line is read so only where it matches
-such a header whole (column titles only where they give a layout); any other line,
-a row or a log line, is read as before.
+such a header whole (column titles only where they give a layout), and only until a
+line that kept its ``#`` (after which the text is no such paste, and a launcher's line
+shaped like a device line stays a log line); any other line, a row or a log line, is
+read as before.
 
 Every row is cross-checked: its size must be its count of elements of its type (times
 the ranks for the collectives whose count is one rank's share, where the header lists

@@ -143,6 +143,9 @@ class _Scanner:
     def __init__(self) -> None:
         self.runs: list[Run] = []
         self.run = Run(start=1)
+        self.hashed = False
+        """Whether a line kept its ``#``: from then on the text is no markdown paste that
+        lost them, and a line without one is no header (a launcher's ``Rank 8 on ...``)."""
 
     def new_run(self, number: int, program: str | None = None, named_at: int | None = None,
                 guessed_at: int | None = None) -> None:
@@ -177,10 +180,11 @@ class _Scanner:
         if _FAILURE.search(stripped):
             raise InvalidInputError(_failure(run, stripped, number))
         if stripped.startswith("#"):
+            self.hashed = True
             _read_comment(run, stripped.lstrip("#").strip(), number)
         elif stripped.startswith(_FOOTERS) or _SETTINGS.match(stripped):   # 1.x: no '#'
             _read_comment(run, stripped, number)
-        elif _bare_header(stripped, number):   # a '#' lost (a log pasted into markdown)
+        elif not self.hashed and _bare_header(stripped, number):   # a '#' lost in markdown
             _read_comment(run, stripped, number)
         elif _ROW_START.match(line):
             self.read_result_row(line, number)
