@@ -206,7 +206,8 @@ def test_preset_files(tmp_path, name, text, direct, spec):
     ("k.toml", "a = " + "[" * 100_000 + "]" * 100_000,
      ["k.toml: nested too deeply to read as TOML"]),
     ("i.yaml", "devices: " + "9" * 5000 + "\n",
-     ["i.yaml: cannot read it as YAML: Exceeds the limit (4300 digits)"]
+     ["i.yaml, line 1: not valid YAML: cannot read '9999", "as int: Exceeds the limit "
+      "(4300 digits)"]
      if hasattr(sys, "get_int_max_str_digits") else ["i.yaml, line 1: devices"]),
 ])
 def test_malformed_files_name_file_key_line_and_expectation(tmp_path, name, text, words):
@@ -307,7 +308,8 @@ def test_astra_quoted_whole_numbers_are_numbers(tmp_path):
      ["npus_count[1]: expected a whole number >= 2 (ASTRA-sim refuses fewer), got 1"]),
     # the value as the file gives it, not as converted ("got 4.0")
     ("topology: [Ring]\nnpus_count: ['4.0']\nbandwidth: [1]\nlatency: [1]\n",
-     ["npus_count[0]: expected a whole number >= 2 (ASTRA-sim refuses fewer), got '4.0'"]),
+     ["npus_count[0]: expected a number (NPUs per dimension), got '4.0': ASTRA-sim "
+      "(yaml-cpp) reads no integer there"]),
     # ASTRA-sim's older JSON format is named as such (it was "unknown key ... devices")
     ('{"topology-name": "Hierarchical", "units-count": [2, 8], "link-bandwidth": [25, 25]}',
      ["topology-name: a key of ASTRA-sim's older JSON network config", "npus_count"]),

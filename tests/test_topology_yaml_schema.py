@@ -173,3 +173,80 @@ def test_awkward_names_are_quoted_when_saved_and_read_back_exactly(tmp_path, par
     names = [v for device in entries["devices"].value for k, v in device.value
              if k.value == "name"] + [entries["name"]]
     assert [(n.value, n.style) for n in names if n.style not in ("'", '"')] == []
+
+
+@pytest.mark.parametrize("name", ["1e9", "09", "0o17", "+.5", "2024"])
+def test_a_topology_name_read_as_a_number_keeps_the_text_written(tmp_path, parser, name):
+    assert sc.topology.load(machine(tmp_path, name=name)).name == name
+
+
+@pytest.mark.parametrize("device, value", [("1e3", "1000.0"), ("09", "9"), ("0o17", "15")])
+def test_a_device_name_read_as_a_number_is_refused_with_the_text_written(tmp_path, parser,
+                                                                         device, value):
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(machine(tmp_path, a=device))
+    assert (f"m.yaml, line 3: devices[0].name: expected a non-empty string, got {value} "
+            f"(YAML 1.2 reads {device} as a number: quote it, '{device}')") in str(info.value)
+
+
+@pytest.mark.parametrize("key, kind", [("010", "int"), ("1e9", "float"), ("yes: 1\n  no", "str"),
+                                       ("true", "bool"), ("null", "null")])
+def test_a_key_that_is_no_string_is_refused_on_its_line(tmp_path, parser, key, kind):
+    """The file's keys are names: a key read as a number (once shown as 10 on line 1, the
+    mapping's line, and free to repeat a key written 10) is refused where it stands."""
+    path = tmp_path / "k.yaml"
+    path.write_text(f"name: k\ndevices: []\nlinks: []\nextra:\n  a: 1\n  {key}: 2\n")
+    if kind == "str":   # yes / no are names (strings) in YAML 1.2: only unknown keys
+        with pytest.raises(sc.TopologyError, match=r"k.yaml, line 4: extra: unknown key"):
+            sc.topology.load(path)
+        return
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(path)
+    assert str(info.value) == (f"{path}, line 6: extra.{key}: a key YAML 1.2 reads as "
+                               f"{kind}, where keys are names; quote it")
+
+
+@pytest.mark.parametrize("value, tag", [("!!int ''", "int"), ("!!float ''", "float"),
+                                        ("!!bool maybe", "bool"), ("!!int abc", "int")])
+def test_a_tagged_value_that_cannot_be_read_names_its_line(tmp_path, parser, value, tag):
+    """An explicit tag on a value it cannot hold raised IndexError or KeyError."""
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(machine(tmp_path, node=value))
+    assert "m.yaml, line 3: not valid YAML: cannot read" in str(info.value)
+    assert f"as {tag}: " in str(info.value)
+
+
+def astra_config(tmp_path, npus, bandwidth="[50, 100]"):
+    path = tmp_path / "net.yml"
+    path.write_text(f"topology: [Ring, Switch]\nnpus_count: {npus}\nbandwidth: {bandwidth}\n"
+                    f"latency: [1, 1]\n")
+    return path
+
+
+@pytest.mark.parametrize("npus, gpus", [
+    ("[010, 2]", 16),     # octal 8, as yaml-cpp's as<int> reads it (YAML 1.2 reads 10)
+    ("['010', 2]", 16),   # quoted: the same text to yaml-cpp
+    ("[0x4, 2]", 8),
+    ("[+3, 2]", 6),
+    ("[4, 2]", 8),
+])
+def test_an_astra_sim_count_is_read_as_yaml_cpp_reads_its_text(tmp_path, parser, npus, gpus):
+    assert len(sc.topology.load(astra_config(tmp_path, npus)).gpus) == gpus
+
+
+@pytest.mark.parametrize("npus", ["[08, 2]", "[0o17, 2]", "[2e0, 2]", "[' 4', 2]"])
+def test_an_astra_sim_count_yaml_cpp_cannot_read_is_refused(tmp_path, parser, npus):
+    text = npus[1:].split(",")[0]
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(astra_config(tmp_path, npus))
+    assert (f"net.yml, line 2: npus_count[0]: expected a number (NPUs per dimension), got "
+            f"{text.strip(chr(39))!r}: ASTRA-sim (yaml-cpp) reads no integer there"
+            ) in str(info.value)
+
+
+def test_an_astra_sim_bandwidth_with_an_underscore_is_refused(tmp_path, parser):
+    """Python's float() reads '1_0' as 10; yaml-cpp's as<double> reads nothing."""
+    with pytest.raises(sc.TopologyError, match=r"bandwidth\[0\]: expected a number .*got "
+                                               r"'1_0': ASTRA-sim \(yaml-cpp\) reads no "
+                                               r"number there"):
+        sc.topology.load(astra_config(tmp_path, "[2, 2]", "['1_0', 100]"))

@@ -67,7 +67,10 @@ _BLOCKS = {"ring": "Ring", "fullyconnected": "FullyConnected", "switch": "Switch
 _KEYS = ("topology", "npus_count", "bandwidth", "latency")
 GB = 2**30
 """ASTRA-sim's gigabyte."""
-_WHOLE = re.compile(r"\s*[+-]?[0-9]+\s*")
+# what yaml-cpp's convert<T>::decode reads whole: no space before (std::noskipws), any
+# after, an int's base from its prefix (std::dec unset)
+_CPP_INT = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)\s*")
+_CPP_REAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*")
 LEGACY_KEYS = ("topology-name", "topologies-per-dim", "units-count", "links-count",
                "link-latency", "link-bandwidth", "dimension-type", "dimensions-count")
 """Keys of ASTRA-sim's older JSON network configs (``"topology-name": "Hierarchical"``),
@@ -197,19 +200,40 @@ def _numbers(data: dict[str, Any], key: str, ctx: Context, what: str) -> list[An
         raise ctx.error((key,), f"expected a non-empty list ({what}), got {values!r:.60}")
     if key == "topology":
         return values
+    whole = key == "npus_count"
     numbers = []
     for i, v in enumerate(values):
-        if isinstance(v, str):
-            # a quoted '4' or '5e1' is a string (and a dict or JSON file may hold
-            # one); ASTRA-sim (yaml-cpp's as<int> / as<double>) reads the number written.
-            try:
-                v = int(v) if _WHOLE.fullmatch(v) else float(v)
-            except ValueError:
-                pass
+        # ASTRA-sim reads the text written (yaml-cpp's as<int> / as<double>): a quoted
+        # '4' or '5e1' too, and a count in the base its prefix says, where YAML 1.2 reads
+        # 010 as 10 (the text YAML read as a number: Context.texts)
+        written = ctx.texts.get((key, i)) if whole else None
+        text = written if written is not None else v if isinstance(v, str) else None
+        if text is not None:
+            v = _as_written(text, whole)
+            if v is None:
+                raise ctx.error((key, i), f"expected a number ({what}), got {text!r}: "
+                                          f"ASTRA-sim (yaml-cpp) reads no "
+                                          f"{'integer' if whole else 'number'} there")
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ctx.error((key, i), f"expected a number ({what}), got {v!r}")
         numbers.append(v)
     return numbers
+
+
+def _as_written(text: str, whole: bool) -> int | float | None:
+    """What yaml-cpp's ``as<int>`` (``whole``) or ``as<double>`` reads ``text`` as, as
+    ASTRA-sim reads its config: an int in the base its prefix says (``0x1F`` is 31,
+    ``010`` octal 8: ``convert<int>::decode`` unsets ``std::dec``), a double in decimal;
+    None where it reads none (``08``, ``0o17``, ``1_000``, ``2e0`` for an int, `` 4``)."""
+    if not whole:
+        return float(text) if _CPP_REAL.fullmatch(text) else None
+    match = _CPP_INT.fullmatch(text)
+    if match is None:
+        return None
+    sign, digits = match.groups()
+    base = 16 if digits[:2] in ("0x", "0X") else 8 if len(digits) > 1 and digits[0] == "0" \
+        else 10
+    return int(sign + digits[2:] if base == 16 else sign + digits, base)
 
 
 def from_astra_dict(data: Any, ctx: Context) -> Topology:

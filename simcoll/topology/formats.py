@@ -39,10 +39,13 @@ class Context:
     Attributes:
         source: the file name (or a label for data not read from a file).
         lines: 1-based line of each key path, where the format tells (YAML).
+        texts: each value YAML read as a number, as written (``1e9``, ``010``), by key
+            path: where a name or a count must be read as written.
     """
 
     source: str
     lines: dict[Key, int] = field(default_factory=dict)
+    texts: dict[Key, str] = field(default_factory=dict)
 
     def place(self, path: Key) -> str:
         """``"machine.yaml, line 7: devices[2].kind"``: the file, line and key of ``path``."""
@@ -70,14 +73,18 @@ def check_suffix(path: Path) -> str:
     return SUFFIXES[suffix]
 
 
-def _yaml_lines(node: Any, path: Key, out: dict[Key, int], source: str,
-                walked: set[int]) -> None:
-    """Each key path's line, from the parser's nodes. A node met again (an alias: YAML
-    lets a few hundred bytes of them name billions of paths) keeps the lines of its
-    first path.
+_TAG = "tag:yaml.org,2002:"
+
+
+def _yaml_lines(node: Any, path: Key, out: dict[Key, int], texts: dict[Key, str],
+                source: str, walked: set[int]) -> None:
+    """Each key path's line, and the text of each value read as a number, from the
+    parser's nodes. A node met again (an alias: YAML lets a few hundred bytes of them
+    name billions of paths) keeps the lines of its first path.
 
     Raises:
-        TopologyError: a key given twice in one mapping (YAML keeps the last one).
+        TopologyError: a key given twice in one mapping (YAML keeps the last one), or a
+            key that is no string (``010:`` is the number 10: the file's keys are names).
     """
     import yaml
 
@@ -90,15 +97,21 @@ def _yaml_lines(node: Any, path: Key, out: dict[Key, int], source: str,
         for key_node, value_node in node.value:
             name = str(key_node.value)
             key = path + (name,)
+            where = f"{source}, line {key_node.start_mark.line + 1}: {_shown(key)}"
+            if key_node.tag not in (_TAG + "str", _TAG + "merge"):
+                raise TopologyError(f"{where}: a key YAML 1.2 reads as "
+                                    f"{key_node.tag.removeprefix(_TAG)}, where keys are "
+                                    f"names; quote it")
             if name in seen:
-                raise TopologyError(f"{source}, line {key_node.start_mark.line + 1}: "
-                                    f"{_shown(key)}: given twice; give each key once")
+                raise TopologyError(f"{where}: given twice; give each key once")
             seen.add(name)
-            _yaml_lines(value_node, key, out, source, walked)
+            _yaml_lines(value_node, key, out, texts, source, walked)
             out[key] = key_node.start_mark.line + 1
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _yaml_lines(item, path + (i,), out, source, walked)
+            _yaml_lines(item, path + (i,), out, texts, source, walked)
+    elif node.tag in (_TAG + "int", _TAG + "float") and not node.style:   # plain: None, ""
+        texts[path] = node.value
 
 
 _YAML12_SCALARS = [   # (tag, pattern, first characters): YAML 1.2.2 section 10.3.2
@@ -129,7 +142,7 @@ def _yaml12() -> tuple[Any, Any, Any]:
     """
     import yaml
     from yaml.composer import Composer
-    from yaml.constructor import SafeConstructor
+    from yaml.constructor import ConstructorError, SafeConstructor
     from yaml.parser import Parser
     from yaml.reader import Reader
     from yaml.resolver import BaseResolver
@@ -163,6 +176,16 @@ def _yaml12() -> tuple[Any, Any, Any]:
                 # float() reads .inf, -.Inf, .NaN without the dot (the only forms with n)
                 return float(text.replace(".", "", 1) if "n" in text.lower() else text)
             return super().construct_yaml_float(node)   # an explicit !!float on 1.1's
+
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            """A value read as its tag says, or an error naming its line (an empty
+            ``!!int ''``, ``!!bool maybe``, an int past Python's digit limit)."""
+            try:
+                return super().construct_object(node, deep)
+            except (ValueError, IndexError, KeyError, OverflowError) as exc:
+                raise ConstructorError(
+                    None, None, f"cannot read {str(node.value)!r:.40} as "
+                    f"{node.tag.removeprefix(_TAG)}: {exc}", node.start_mark) from None
 
         yaml_constructors = {**SafeConstructor.yaml_constructors,
                              "tag:yaml.org,2002:int": construct_yaml_int,
@@ -204,11 +227,12 @@ def _json_object(source: str) -> Any:
     return build
 
 
-def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
+def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int], dict[Key, str]]:
     lines: dict[Key, int] = {}
+    texts: dict[Key, str] = {}
     if kind == "JSON":
         try:
-            return json.loads(text, object_pairs_hook=_json_object(source)), lines
+            return json.loads(text, object_pairs_hook=_json_object(source)), lines, texts
         except json.JSONDecodeError as exc:
             raise TopologyError(f"{source}, line {exc.lineno}: not valid JSON: {exc.msg} "
                                 f"(column {exc.colno})") from None
@@ -226,7 +250,7 @@ def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
         try:
             node = loader.get_single_node()
             if node is not None:
-                _yaml_lines(node, (), lines, source, set())
+                _yaml_lines(node, (), lines, texts, source, set())
             data = None if node is None else loader.construct_document(node)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
@@ -235,13 +259,13 @@ def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int]]:
             raise TopologyError(f"{source}{line}: not valid YAML: {problem}") from None
         finally:
             loader.dispose()
-        return data, lines
+        return data, lines, texts
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[import-not-found]
     try:
-        return tomllib.loads(text), lines
+        return tomllib.loads(text), lines, texts
     except tomllib.TOMLDecodeError as exc:
         raise TopologyError(f"{source}: not valid TOML: {exc}") from None
 
@@ -266,7 +290,7 @@ def read(path: str | os.PathLike) -> tuple[Any, Context]:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise TopologyError(f"cannot read topology file {path}: {reason}") from None
     try:
-        data, lines = _parse(text, kind, str(path))
+        data, lines, texts = _parse(text, kind, str(path))
     except TopologyError:   # the parser's own message, naming the line (a ValueError too)
         raise
     except RecursionError:
@@ -278,7 +302,7 @@ def read(path: str | os.PathLike) -> tuple[Any, Context]:
         raise TopologyError(f"{path} holds nothing (it is empty, or only comments or null); "
                             f"a topology file holds 'devices' and 'links' "
                             f"(or 'preset')")
-    return data, Context(str(path), lines)
+    return data, Context(str(path), lines, texts)
 
 
 def dump(data: dict[str, Any], path: Path) -> str:

@@ -139,7 +139,10 @@ def _field(entry: dict[str, Any], key: str, ctx: Context, path: Key, *, kind: st
     value = entry[key]
     if kind == "name":
         if not isinstance(value, str) or not value:
-            raise ctx.error(where, f"expected a non-empty string, got {value!r}")
+            written = ctx.texts.get(where)
+            hint = "" if written is None else \
+                f" (YAML 1.2 reads {written} as a number: quote it, '{written}')"
+            raise ctx.error(where, f"expected a non-empty string, got {value!r}{hint}")
         return value
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -163,10 +166,11 @@ def _field(entry: dict[str, Any], key: str, ctx: Context, path: Key, *, kind: st
 def _build(data: Any, ctx: Context) -> Topology:
     topo_data = _mapping(data, ctx, (), _TOP_KEYS, "a mapping with 'devices' and 'links'")
     name = topo_data.get("name", "custom")
-    # a number is a name as YAML reads `name: 2024`; null or a list is not
+    # a number is a name, as written (YAML reads `name: 1e9` as a float); null or a list
+    # is not
     if isinstance(name, bool) or not isinstance(name, (str, int, float)) or name == "":
         raise ctx.error(("name",), f"expected a non-empty string, got {name!r:.60}")
-    topo = Topology(name if isinstance(name, str) else str(name))
+    topo = Topology(name if isinstance(name, str) else ctx.texts.get(("name",), str(name)))
     cpu = topo_data.get("cpu", "unknown")
     if cpu not in CPU_VENDORS:
         raise ctx.error(("cpu",), f"expected one of {', '.join(CPU_VENDORS)}, got {cpu!r:.60}")
