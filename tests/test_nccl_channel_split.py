@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import simcoll as sc
 from simcoll.algorithms.nccl.channels import channel_counts
+from simcoll.testing import alpha_beta_network
 from simcoll.topology.presets import dgx_a100, dgx_h100
 
 KiB = 1024
@@ -337,3 +338,67 @@ def test_the_ring_estimate_follows_channels_that_fall_out_of_step(collective, p,
                                beta=beta, algo="ring")
     assert run.params["channels"] == 2
     assert estimate == pytest.approx(run.time, rel=1e-6)
+
+
+# NCCL's ring Simple over NVLink on the reference switch: a base of 8.4 us and a step
+# latency of 3.4 us a hop (above alpha = 1 us); 2 channels, steps of 524,288 B.
+BASE, HOP = 8.4e-6, 3.4e-6
+
+
+@pytest.mark.parametrize("nbytes, gamma, expected", [
+    # 2 channels of 1,048,576 B, two full steps each. Both channels' pieces share the one
+    # link: W = 2 x 524,288 B x 0.1 ns = 104.8576 us a pair of pieces, and the root
+    # reduces a pair in R = 2 x 524,288 B x 0.01 ns = 10.48576 us. The first pair
+    # arrives at 3.4 + 104.8576 = 108.2576 us and is reduced by 118.74336 us; the second
+    # crosses right behind it (W > R), arrives at 213.1152 us and is reduced by
+    # 223.60096 us; plus the base.
+    (2_097_152, 1e-11, BASE + HOP + 2 * 104.8576e-6 + 10.48576e-6),
+    # 2 channels of 750,000 B: a step and a rest of 225,712 B each. The first pair
+    # arrives at 3.4 + 104.8576 us and the root reduces it in 52.4288 us; the second
+    # pair (45.1424 us on the link) arrives before that ends and waits, then is reduced
+    # in 2 x 225,712 B x 0.05 ns = 22.5712 us.
+    (1_500_000, 5e-11, BASE + HOP + 104.8576e-6 + 52.4288e-6 + 22.5712e-6),
+])
+def test_a_reduce_on_two_gpus_pipelines_the_transfer_and_the_roots_reductions(
+        nbytes, gamma, expected):
+    """On 2 GPUs the only reductions are the root's, after the single hop: the second
+    pieces cross the link while the root reduces the first ones, and nothing is
+    reduced before the last hop."""
+    machine = alpha_beta_network(2, alpha=1e-6, beta=1e-10, gamma=gamma)
+    run = sc.simulate(machine, "reduce", algorithm="nccl", nbytes=nbytes, root=0)
+    assert (run.params["channels"], run.params["proto"]) == (2, "Simple")
+    assert run.time == pytest.approx(expected, rel=1e-9)
+    estimate = sc.cost.predict("reduce", "nccl", p=2, nbytes=nbytes, alpha=1e-6,
+                               beta=1e-10, gamma=gamma, root=0)
+    assert estimate == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("p, expected", [
+    # 1,500,000 B: 2 channels, a step (pair: 104.8576 us) and a rest (pair: 45.1424 us)
+    # each; the first pair crosses every hop, the second follows a pair's time behind
+    (2, BASE + HOP + 104.8576e-6 + 45.1424e-6),
+    (3, BASE + 2 * (HOP + 104.8576e-6) + 45.1424e-6),
+])
+def test_a_broadcast_chains_estimate_takes_no_reduction_time(p, expected):
+    """A broadcast reduces nothing: a GPU's reduction rate (gamma) changes neither the
+    run nor its estimate."""
+    for gamma in (0.0, 5e-11):
+        machine = alpha_beta_network(p, alpha=1e-6, beta=1e-10, gamma=gamma)
+        run = sc.simulate(machine, "broadcast", algorithm="nccl", nbytes=1_500_000, root=0)
+        assert run.time == pytest.approx(expected, rel=1e-9)
+        estimate = sc.cost.predict("broadcast", "nccl", p=p, nbytes=1_500_000, alpha=1e-6,
+                                   beta=1e-10, gamma=gamma, root=0)
+        assert estimate == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_reduce_chain_is_paced_by_the_reductions_of_the_gpus_on_the_way():
+    """6 GPUs, LL, links at 1 / 3.46 ps = 289 GB/s and reductions at 1 / 11.56 ps =
+    86.5 GB/s: every GPU on the way reduces each piece before passing it on, so the
+    reductions, not the link, space the pieces along the chain. Without that spacing the
+    estimate fell below the run (0.9995 of it)."""
+    p, nbytes, alpha, beta, gamma = 6, 52_353_552, 1.3e-7, 3.46e-12, 1.156e-11
+    run = sc.simulate(alpha_beta_network(p, alpha=alpha, beta=beta, gamma=gamma), "reduce",
+                      algorithm="nccl", nbytes=nbytes, root=0, proto="LL")
+    estimate = sc.cost.predict("reduce", "nccl", p=p, nbytes=nbytes, alpha=alpha, beta=beta,
+                               gamma=gamma, root=0, proto="LL")
+    assert run.time <= estimate <= 1.01 * run.time

@@ -250,3 +250,61 @@ def test_an_astra_sim_bandwidth_with_an_underscore_is_refused(tmp_path, parser):
                                                r"'1_0': ASTRA-sim \(yaml-cpp\) reads no "
                                                r"number there"):
         sc.topology.load(astra_config(tmp_path, "[2, 2]", "['1_0', 100]"))
+
+
+def _values(tmp_path, cases):
+    path = tmp_path / "v.yaml"
+    path.write_text("".join(f"{key}: {text}\n" for key, (text, _) in cases.items()))
+    data, _ = read(path)
+    return data
+
+
+def test_every_spelling_of_the_core_schemas_booleans(tmp_path, parser):
+    """YAML 1.2's core schema: true, True, TRUE, false, False, FALSE."""
+    cases = {"a": ("true", True), "b": ("True", True), "c": ("TRUE", True),
+             "d": ("false", False), "e": ("False", False), "f": ("FALSE", False),
+             "g": ("tRUE", "tRUE"), "h": ("y", "y")}
+    data = _values(tmp_path, cases)
+    assert data == {key: value for key, (_, value) in cases.items()}
+    assert [type(data[k]) for k in "abcdef"] == [bool] * 6
+
+
+def test_signed_decimal_integers_are_integers(tmp_path, parser):
+    """The core schema's int is [-+]?[0-9]+: a sign is part of an integer, not a float."""
+    cases = {"minus": ("-3", -3), "plus": ("+5", 5), "plus_zero": ("+0", 0),
+             "minus_leading_zero": ("-010", -10)}
+    data = _values(tmp_path, cases)
+    assert data == {key: value for key, (_, value) in cases.items()}
+    assert {key: type(value) for key, value in data.items()} == dict.fromkeys(cases, int)
+
+
+def test_octal_and_hex_digits_outside_their_base_make_a_string(tmp_path, parser):
+    """0o[0-7]+ and 0x[0-9a-fA-F]+: 0o18 and 0x1G are no integers, so strings."""
+    cases = {"octal": ("0o7", 7), "octal_8": ("0o18", "0o18"), "hex": ("0xfF", 255),
+             "hex_g": ("0x1G", "0x1G"), "signed_hex": ("-0x10", "-0x10")}
+    data = _values(tmp_path, cases)
+    assert data == {key: value for key, (_, value) in cases.items()}
+
+
+def test_an_explicit_tag_reads_yaml_1_1_forms(tmp_path, parser):
+    """With an explicit !!int, !!float or !!bool the YAML 1.1 forms still read:
+    0b101 = 5, 1:20 = 1 x 60 + 20 = 80, 1:30 = 90.0, 1_000 = 1000, yes = true."""
+    cases = {"binary": ("!!int 0b101", 5), "base60": ("!!int 1:20", 80),
+             "underscored": ("!!int 1_000", 1000), "float_base60": ("!!float 1:30", 90.0),
+             "word": ("!!bool yes", True)}
+    data = _values(tmp_path, cases)
+    assert data == {key: value for key, (_, value) in cases.items()}
+    assert type(data["float_base60"]) is float
+
+
+@pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False),
+                    reason="PyYAML built without libyaml")
+def test_libyaml_parses_where_pyyaml_has_it_and_pyyaml_itself_where_not(tmp_path, parser):
+    """The two parsers word a flow sequence left open differently: libyaml 'did not find
+    expected', PyYAML's own 'expected ..., but got'."""
+    path = tmp_path / "open.yaml"
+    path.write_text("a: [1, 2\nb: 3\n")
+    wording = {"libyaml": r"did not find expected ',' or '\]'",
+               "python": r"expected ',' or '\]', but got ':'"}[parser]
+    with pytest.raises(sc.TopologyError, match=rf"open\.yaml, line 2: not valid YAML: {wording}"):
+        read(path)
