@@ -420,3 +420,69 @@ def test_simcoll_runs_stripped_broadcast_table_keeps_its_rank_count():
     assert [r.out_of_place for r in table.rows] == [Measurement(4.02, 0.25, 0.25, None),
                                                     Measurement(4.04, 0.51, 0.51, None),
                                                     Measurement(4.08, 1.00, 1.00, None)]
+
+
+# The fixtures are lines as nccl-tests prints them, wider than the code's lines:
+# ruff: noqa: E501
+
+
+# all_reduce_perf on 4 ranks, 2 per host, that kept every '#': times made up,
+# busbw = algbw x 2 (4 - 1) / 4 = 1.5 algbw
+KEPT_HASHES_LOG = """\
+# nccl-tests version 2.19.6 nccl-headers=22703 nccl-library=22703
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   4100 on      nodeA device  0 [0000:07:00] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   4101 on      nodeA device  1 [0000:0f:00] NVIDIA H100 80GB HBM3
+#  Rank  2 Group  0 Pid   5200 on      nodeB device  0 [0000:07:00] NVIDIA H100 80GB HBM3
+#  Rank  3 Group  0 Pid   5201 on      nodeB device  1 [0000:0f:00] NVIDIA H100 80GB HBM3
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+     1048576        262144     float     sum      -1    48.30   21.71   32.56       0    47.82   21.93   32.89       0
+     4194304       1048576     float     sum      -1    95.12   44.09   66.14       0    94.60   44.34   66.51       0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 49.4225
+#
+"""
+LAUNCHER_LINE = "Rank 4 on nodeC device 0 [GPU-abc] NVIDIA H100 80GB HBM3"
+"""A launcher's line shaped like a device line (a fifth rank, on a third host)."""
+
+
+def _ranks_hosts_devices(table):
+    return table.nranks, table.hosts, table.devices
+
+
+def test_a_launcher_line_before_the_device_list_of_a_hashed_log_is_no_header():
+    """From the log's first '#' line on, a line without one is no header: the launcher's
+    line, put before 'Using devices' or right after the version line, adds no rank."""
+    expected = (4, ("nodeA", "nodeA", "nodeB", "nodeB"), ("NVIDIA H100 80GB HBM3",) * 4)
+    for before in ("# Collective test starting", "# Using devices"):
+        text = KEPT_HASHES_LOG.replace(before, LAUNCHER_LINE + "\n" + before, 1)
+        assert _ranks_hosts_devices(parse(text)) == expected
+
+
+def test_a_lone_hash_line_is_a_line_that_kept_its_hash():
+    """A lone '#' (the separator a script prints before the log) is a '#' kept: the
+    launcher's line after it is a log line, so the log's 4 ranks stay 4."""
+    table = parse("#\n" + LAUNCHER_LINE + "\n" + KEPT_HASHES_LOG)
+    assert _ranks_hosts_devices(table) == (
+        4, ("nodeA", "nodeA", "nodeB", "nodeB"), ("NVIDIA H100 80GB HBM3",) * 4)
+
+
+def test_rows_after_the_footer_of_a_hashed_log_read_no_launcher_line_as_a_header():
+    """Rows after the footer are a second run read as the first was; a launcher's line
+    among them is still a log line in a log that kept its '#': the second run reads
+    alike with and without it."""
+    rows = [line for line in KEPT_HASHES_LOG.splitlines(keepends=True)
+            if line.startswith("     ")]
+    plain = KEPT_HASHES_LOG + rows[0] + rows[1]
+    with_launcher = KEPT_HASHES_LOG + rows[0] + LAUNCHER_LINE + "\n" + rows[1]
+    _, second = parse_all(plain)
+    _, second_l = parse_all(with_launcher)
+    assert len(second.rows) == len(second_l.rows) == 2
+    assert _ranks_hosts_devices(second_l) == _ranks_hosts_devices(second)
+    assert "nodeC" not in second_l.hosts

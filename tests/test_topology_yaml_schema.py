@@ -308,3 +308,154 @@ def test_libyaml_parses_where_pyyaml_has_it_and_pyyaml_itself_where_not(tmp_path
                "python": r"expected ',' or '\]', but got ':'"}[parser]
     with pytest.raises(sc.TopologyError, match=rf"open\.yaml, line 2: not valid YAML: {wording}"):
         read(path)
+
+
+GiB_BYTES = 2**30
+"""ASTRA-sim's GB (bandwidths are GB/s with GB = 2^30 bytes)."""
+
+
+@pytest.fixture(params=["libyaml", "python"])
+def yaml_parser_kind(request, monkeypatch):
+    """Each test runs with libyaml's parser and with PyYAML's own."""
+    if request.param == "python":
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    return request.param
+
+
+def _two_gpus(tmp_path, first_name="g0", node="0"):
+    """A two-GPU file whose first device name and node are written as given."""
+    path = tmp_path / "two.yaml"
+    path.write_text(f"name: two\n"
+                    f"devices:\n"
+                    f"  - {{name: {first_name}, kind: gpu, node: {node}}}\n"
+                    f"  - {{name: g1, kind: gpu}}\n"
+                    f"links:\n"
+                    f"  - {{u: g1, v: g1, bandwidth: 100GB/s, latency: 1us}}\n")
+    return path
+
+
+def _ring_switch(tmp_path, npus, bandwidth="[50, 100]"):
+    """An ASTRA-sim config: a ring of npus[0] NPUs in each of npus[1] groups, a switch
+    per dimension-1 group."""
+    path = tmp_path / "rs.yml"
+    path.write_text(f"topology: [Ring, Switch]\nnpus_count: {npus}\n"
+                    f"bandwidth: {bandwidth}\nlatency: [1, 1]\n")
+    return path
+
+
+@pytest.mark.parametrize("written, shown", [("true", "True"), ("FALSE", "False"),
+                                            ("null", "None"), ("~", "None")])
+def test_a_device_name_read_as_a_boolean_or_null_gets_no_number_hint(tmp_path, yaml_parser_kind,
+                                                                     written, shown):
+    """Only a value YAML read as a number is said to be read as one."""
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(_two_gpus(tmp_path, first_name=written))
+    message = str(info.value)
+    assert message.endswith(f"two.yaml, line 3: devices[0].name: expected a non-empty "
+                            f"string, got {shown}")
+    assert "as a number" not in message
+
+
+@pytest.mark.parametrize("written, shown", [("!!float '1e3'", "1000.0"),
+                                            ('!!int "5"', "5")])
+def test_a_quoted_device_name_tagged_as_a_number_is_not_told_to_be_quoted(
+        tmp_path, yaml_parser_kind, written, shown):
+    """A quoted name is a string to YAML 1.2; only its explicit tag makes it a number,
+    so the refusal does not tell to quote what is quoted already."""
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(_two_gpus(tmp_path, first_name=written))
+    message = str(info.value)
+    assert message.endswith(f"devices[0].name: expected a non-empty string, got {shown}")
+    assert "quote it" not in message
+
+
+def test_a_tagged_value_past_a_floats_range_names_its_line(tmp_path, yaml_parser_kind):
+    """YAML 1.1's base 60 under an explicit !!float: 200 fields of 1 make a whole
+    number past 60^199 > 10^353, which no float holds (Python raises OverflowError)."""
+    value = "!!float " + ":".join(["1"] * 200)
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(_two_gpus(tmp_path, node=value))
+    assert "two.yaml, line 3: not valid YAML: cannot read" in str(info.value)
+    assert " as float: " in str(info.value)
+
+
+@pytest.mark.parametrize("npus, gpus", [
+    ("[0X4, 2]", 8),      # an upper-case prefix: hex 4 (a string to YAML 1.2)
+    ("[0xA, 2]", 20),     # an upper-case hex digit: 10
+    ("[0xb, 2]", 22),     # a lower-case one: 11
+    ("['4 ', 2]", 8),     # trailing white space: yaml-cpp reads past it (stream >> ws)
+    ("['4\t', 2]", 8),
+    ("['0', 2]", None),   # a lone 0 is 0 in any base: refused as fewer than 2 NPUs
+])
+def test_an_astra_sim_count_in_more_forms_yaml_cpp_reads(tmp_path, yaml_parser_kind, npus,
+                                                         gpus):
+    """yaml-cpp's as<int> reads a count as C++'s stream does with std::dec unset: the
+    base from its prefix (0x or 0X: hex, any case of digit), white space after it."""
+    path = _ring_switch(tmp_path, npus)
+    if gpus is None:
+        with pytest.raises(sc.TopologyError, match=r"npus_count\[0\]: expected a whole "
+                                                   r"number >= 2"):
+            sc.topology.load(path)
+        return
+    assert len(sc.topology.load(path).gpus) == gpus
+
+
+def test_an_astra_sim_count_with_an_underscore_is_refused(tmp_path, yaml_parser_kind):
+    """yaml-cpp's stream stops at '_' (1_0 is 1 with '_0' left over): no integer."""
+    with pytest.raises(sc.TopologyError) as info:
+        sc.topology.load(_ring_switch(tmp_path, "[1_0, 2]"))
+    assert ("rs.yml, line 2: npus_count[0]: expected a number (NPUs per dimension), got "
+            "'1_0': ASTRA-sim (yaml-cpp) reads no integer there") in str(info.value)
+
+
+def test_a_negative_hex_astra_sim_count_is_negative(tmp_path, yaml_parser_kind):
+    """-0x4 is -4 to C++'s stream (a sign, then the base from the prefix): fewer than
+    2 NPUs, refused; not the 4 NPUs of 0x4."""
+    with pytest.raises(sc.TopologyError, match=r"rs\.yml, line 2: npus_count\[0\]: expected "
+                                               r"a whole number >= 2 \(ASTRA-sim refuses "
+                                               r"fewer\)"):
+        sc.topology.load(_ring_switch(tmp_path, "[-0x4, 2]"))
+
+
+@pytest.mark.parametrize("bandwidth, first", [
+    ("['5e+1', 100]", 50.0),   # a signed exponent
+    ("['5E-1', 100]", 0.5),
+    ("['.5', 100]", 0.5),      # no digit before the point
+    ("['50.', 100]", 50.0),    # none after it
+    ("['50 ', 100]", 50.0),    # white space after
+    ("['50\t', 100]", 50.0),
+])
+def test_a_quoted_astra_sim_bandwidth_is_read_as_yaml_cpp_reads_a_double(
+        tmp_path, yaml_parser_kind, bandwidth, first):
+    """yaml-cpp's as<double> reads a decimal number as C++'s stream does: a signed
+    exponent, a point with digits on either side only, white space after."""
+    topo = sc.topology.load(_ring_switch(tmp_path, "[2, 2]", bandwidth))
+    assert sorted({link.bandwidth for link in topo.links}) == sorted(
+        {first * GiB_BYTES, 100 * GiB_BYTES})
+
+
+def test_a_quoted_astra_sim_bandwidth_with_space_before_is_refused(tmp_path,
+                                                                   yaml_parser_kind):
+    """yaml-cpp reads with std::noskipws: a space before the number reads no double."""
+    with pytest.raises(sc.TopologyError, match=r"bandwidth\[0\]: expected a number .*got "
+                                               r"' 50': ASTRA-sim \(yaml-cpp\) reads no "
+                                               r"number there"):
+        sc.topology.load(_ring_switch(tmp_path, "[2, 2]", "[' 50', 100]"))
+
+
+def test_an_aliased_astra_sim_count_is_read_as_written_at_each_use(tmp_path, parser):
+    """yaml-cpp reads the anchored 010 as octal 8 wherever it is used: 8 x 8 NPUs (the
+    second use read YAML's 10: 80)."""
+    assert len(sc.topology.load(astra_config(tmp_path, "[&n 010, *n]")).gpus) == 64
+
+
+@pytest.mark.parametrize("bandwidth", ["[0x10, 100]", "[0o10, 100]"])
+def test_an_astra_sim_bandwidth_in_hex_or_0o_is_refused(tmp_path, parser, bandwidth):
+    """yaml-cpp's as<double> (libstdc++) reads neither 0x10 nor 0o10, where YAML 1.2
+    reads 16 and 8."""
+    text = bandwidth[1:].split(",")[0]
+    with pytest.raises(sc.TopologyError, match=rf"line 3: bandwidth\[0\]: expected a number "
+                                               rf"\(GB/s per link, GB = 2\^30 bytes\), got "
+                                               rf"'{text}': ASTRA-sim \(yaml-cpp\) reads no "
+                                               rf"number there"):
+        sc.topology.load(astra_config(tmp_path, "[2, 2]", bandwidth))

@@ -204,16 +204,19 @@ def _numbers(data: dict[str, Any], key: str, ctx: Context, what: str) -> list[An
     numbers = []
     for i, v in enumerate(values):
         # ASTRA-sim reads the text written (yaml-cpp's as<int> / as<double>): a quoted
-        # '4' or '5e1' too, and a count in the base its prefix says, where YAML 1.2 reads
-        # 010 as 10 (the text YAML read as a number: Context.texts)
-        written = ctx.texts.get((key, i)) if whole else None
+        # '4' or '5e1' too, a count in the base its prefix says, where YAML 1.2 reads 010
+        # as 10, and no hex double (the text YAML read as a number: Context.texts)
+        written = ctx.texts.get((key, i))
         text = written if written is not None else v if isinstance(v, str) else None
         if text is not None:
-            v = _as_written(text, whole)
-            if v is None:
+            read = _as_written(text, whole)
+            if read is None:
                 raise ctx.error((key, i), f"expected a number ({what}), got {text!r}: "
                                           f"ASTRA-sim (yaml-cpp) reads no "
                                           f"{'integer' if whole else 'number'} there")
+            # a double YAML read keeps its value: decimal, as yaml-cpp reads it, and a
+            # whole number past float's range still shown whole
+            v = read if whole or isinstance(v, str) else v
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ctx.error((key, i), f"expected a number ({what}), got {v!r}")
         numbers.append(v)

@@ -89,6 +89,8 @@ def _yaml_lines(node: Any, path: Key, out: dict[Key, int], texts: dict[Key, str]
     import yaml
 
     out[path] = node.start_mark.line + 1
+    if node.tag in (_TAG + "int", _TAG + "float") and not node.style:   # plain: None, ""
+        texts[path] = node.value   # at each alias of it too: a scalar has one path there
     if id(node) in walked:
         return
     walked.add(id(node))
@@ -110,8 +112,6 @@ def _yaml_lines(node: Any, path: Key, out: dict[Key, int], texts: dict[Key, str]
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _yaml_lines(item, path + (i,), out, texts, source, walked)
-    elif node.tag in (_TAG + "int", _TAG + "float") and not node.style:   # plain: None, ""
-        texts[path] = node.value
 
 
 _YAML12_SCALARS = [   # (tag, pattern, first characters): YAML 1.2.2 section 10.3.2
