@@ -29,6 +29,9 @@ def test_readme_first_lines_give_the_two_commands():
     assert any("pytest" in line for line in head)
     ci = (README.parent / ".ci" / "run").read_text()
     assert 'pip install --quiet -e ".[dev]"' in ci and "python -m pytest" in ci
+    # CI runs the README's test command as it is written there
+    tests = next(line for line in head if "pytest" in line)
+    assert tests.split("&&", 1)[1].split("#", 1)[0].strip() in ci.splitlines()
 
 
 def test_algorithms_from_other_packages_arrive_through_entry_points(monkeypatch, tmp_path):
