@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import numpy as np
@@ -16,6 +17,15 @@ from simcoll.network import NETWORKS, Network
 ALPHA = 1e-6
 BETA = 1 / (100 * sc.GB)
 GAMMA = 1 / (400 * sc.GB)
+
+
+def pytest_configure(config):
+    """The tests that press Ctrl-C on a child process need it to take SIGINT: a test run
+    started as a background job of a shell (``pytest ... &``) inherits SIGINT ignored,
+    which its children (and pytest-xdist's workers) would inherit in turn. Python's own
+    handler here makes them start with the default."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 V_COLLECTIVES = ("all_gatherv", "reduce_scatterv", "all_to_allv")
