@@ -263,13 +263,18 @@ def test_a_line_that_only_starts_like_a_header_is_not_read_as_one(decoy):
 
 def test_a_data_row_is_never_read_as_a_header():
     """A row cut short is still refused as one (not passed over as a header), and a
-    device line repeated after the rows adds no rank and starts no run."""
+    device line after the rows (a launcher's, shaped as one: a fifth rank on a third
+    host, or rank 0 on another device) adds no rank, changes none and starts no run."""
     lines = STRIPPED.splitlines(keepends=True)
     bad = lines[:13] + ["     1048576        262144     float     sum      -1    48.30\n"] + lines[13:]
     with pytest.raises(InvalidInputError, match="line 14: a result row"):
         parse("".join(bad))
-    late = lines[:16] + [lines[5]] + lines[16:]
-    assert _summary(parse("".join(late))) == EXPECTED
+    for device in ("Rank  4 Group  0 Pid   6100 on      nodeC device  0 [0000:07:00] "
+                   "NVIDIA H100 80GB HBM3\n",
+                   "Rank  0 Group  0 Pid   6100 on      nodeC device  0 [0000:07:00] "
+                   "NVIDIA A100-SXM4-40GB\n"):
+        late = lines[:16] + [device] + lines[16:]
+        assert _summary(parse("".join(late))) == EXPECTED
 
 
 # simcoll run's own table, its '#' lost (simcoll run --collective all_reduce

@@ -206,14 +206,30 @@ def test_a_key_that_is_no_string_is_refused_on_its_line(tmp_path, parser, key, k
                                f"{kind}, where keys are names; quote it")
 
 
-@pytest.mark.parametrize("value, tag", [("!!int ''", "int"), ("!!float ''", "float"),
-                                        ("!!bool maybe", "bool"), ("!!int abc", "int")])
-def test_a_tagged_value_that_cannot_be_read_names_its_line(tmp_path, parser, value, tag):
-    """An explicit tag on a value it cannot hold raised IndexError or KeyError."""
+@pytest.mark.parametrize("value, says", [
+    ("!!int ''", "cannot read '' as int"),
+    ("!!float ''", "cannot read '' as float"),
+    ("!!bool maybe", "cannot read 'maybe' as bool"),
+    ("!!int '-'", "cannot read '-' as int"),
+    ("!!timestamp abc", "cannot read 'abc' as timestamp"),
+    ("!!int abc", "cannot read 'abc' as int: invalid literal for int() with base 10: 'abc'"),
+    ("!!int '" + "7" * 50 + "x'", "cannot read '" + "7" * 37 + "...' as int: invalid literal"),
+])
+def test_a_tagged_value_that_cannot_be_read_names_its_line(tmp_path, parser, value, says):
+    """An explicit tag on a value it cannot hold raised IndexError, KeyError or
+    AttributeError (Python's own words, 'string index out of range', say nothing here)."""
     with pytest.raises(sc.TopologyError) as info:
         sc.topology.load(machine(tmp_path, node=value))
-    assert "m.yaml, line 3: not valid YAML: cannot read" in str(info.value)
-    assert f"as {tag}: " in str(info.value)
+    assert f"m.yaml, line 3: not valid YAML: {says}" in str(info.value)
+
+
+@pytest.mark.parametrize("tagged", ["!!float [1]", "!!int {a: 1}"])
+def test_a_number_tag_on_a_list_or_mapping_is_refused_as_yaml(tmp_path, parser, tagged):
+    path = tmp_path / "t.yaml"
+    path.write_text(f"name: t\ndevices: {tagged}\nlinks: []\n")
+    with pytest.raises(sc.TopologyError, match=r"t\.yaml, line 2: not valid YAML: expected a "
+                                               r"scalar node, but found"):
+        sc.topology.load(path)
 
 
 def astra_config(tmp_path, npus, bandwidth="[50, 100]"):
@@ -314,44 +330,15 @@ GiB_BYTES = 2**30
 """ASTRA-sim's GB (bandwidths are GB/s with GB = 2^30 bytes)."""
 
 
-@pytest.fixture(params=["libyaml", "python"])
-def yaml_parser_kind(request, monkeypatch):
-    """Each test runs with libyaml's parser and with PyYAML's own."""
-    if request.param == "python":
-        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
-    return request.param
-
-
-def _two_gpus(tmp_path, first_name="g0", node="0"):
-    """A two-GPU file whose first device name and node are written as given."""
-    path = tmp_path / "two.yaml"
-    path.write_text(f"name: two\n"
-                    f"devices:\n"
-                    f"  - {{name: {first_name}, kind: gpu, node: {node}}}\n"
-                    f"  - {{name: g1, kind: gpu}}\n"
-                    f"links:\n"
-                    f"  - {{u: g1, v: g1, bandwidth: 100GB/s, latency: 1us}}\n")
-    return path
-
-
-def _ring_switch(tmp_path, npus, bandwidth="[50, 100]"):
-    """An ASTRA-sim config: a ring of npus[0] NPUs in each of npus[1] groups, a switch
-    per dimension-1 group."""
-    path = tmp_path / "rs.yml"
-    path.write_text(f"topology: [Ring, Switch]\nnpus_count: {npus}\n"
-                    f"bandwidth: {bandwidth}\nlatency: [1, 1]\n")
-    return path
-
-
 @pytest.mark.parametrize("written, shown", [("true", "True"), ("FALSE", "False"),
                                             ("null", "None"), ("~", "None")])
-def test_a_device_name_read_as_a_boolean_or_null_gets_no_number_hint(tmp_path, yaml_parser_kind,
+def test_a_device_name_read_as_a_boolean_or_null_gets_no_number_hint(tmp_path, parser,
                                                                      written, shown):
     """Only a value YAML read as a number is said to be read as one."""
     with pytest.raises(sc.TopologyError) as info:
-        sc.topology.load(_two_gpus(tmp_path, first_name=written))
+        sc.topology.load(machine(tmp_path, a=written))
     message = str(info.value)
-    assert message.endswith(f"two.yaml, line 3: devices[0].name: expected a non-empty "
+    assert message.endswith(f"m.yaml, line 3: devices[0].name: expected a non-empty "
                             f"string, got {shown}")
     assert "as a number" not in message
 
@@ -359,23 +346,23 @@ def test_a_device_name_read_as_a_boolean_or_null_gets_no_number_hint(tmp_path, y
 @pytest.mark.parametrize("written, shown", [("!!float '1e3'", "1000.0"),
                                             ('!!int "5"', "5")])
 def test_a_quoted_device_name_tagged_as_a_number_is_not_told_to_be_quoted(
-        tmp_path, yaml_parser_kind, written, shown):
+        tmp_path, parser, written, shown):
     """A quoted name is a string to YAML 1.2; only its explicit tag makes it a number,
     so the refusal does not tell to quote what is quoted already."""
     with pytest.raises(sc.TopologyError) as info:
-        sc.topology.load(_two_gpus(tmp_path, first_name=written))
+        sc.topology.load(machine(tmp_path, a=written))
     message = str(info.value)
     assert message.endswith(f"devices[0].name: expected a non-empty string, got {shown}")
     assert "quote it" not in message
 
 
-def test_a_tagged_value_past_a_floats_range_names_its_line(tmp_path, yaml_parser_kind):
+def test_a_tagged_value_past_a_floats_range_names_its_line(tmp_path, parser):
     """YAML 1.1's base 60 under an explicit !!float: 200 fields of 1 make a whole
     number past 60^199 > 10^353, which no float holds (Python raises OverflowError)."""
     value = "!!float " + ":".join(["1"] * 200)
     with pytest.raises(sc.TopologyError) as info:
-        sc.topology.load(_two_gpus(tmp_path, node=value))
-    assert "two.yaml, line 3: not valid YAML: cannot read" in str(info.value)
+        sc.topology.load(machine(tmp_path, node=value))
+    assert "m.yaml, line 3: not valid YAML: cannot read" in str(info.value)
     assert " as float: " in str(info.value)
 
 
@@ -387,11 +374,11 @@ def test_a_tagged_value_past_a_floats_range_names_its_line(tmp_path, yaml_parser
     ("['4\t', 2]", 8),
     ("['0', 2]", None),   # a lone 0 is 0 in any base: refused as fewer than 2 NPUs
 ])
-def test_an_astra_sim_count_in_more_forms_yaml_cpp_reads(tmp_path, yaml_parser_kind, npus,
+def test_an_astra_sim_count_in_more_forms_yaml_cpp_reads(tmp_path, parser, npus,
                                                          gpus):
     """yaml-cpp's as<int> reads a count as C++'s stream does with std::dec unset: the
     base from its prefix (0x or 0X: hex, any case of digit), white space after it."""
-    path = _ring_switch(tmp_path, npus)
+    path = astra_config(tmp_path, npus)
     if gpus is None:
         with pytest.raises(sc.TopologyError, match=r"npus_count\[0\]: expected a whole "
                                                    r"number >= 2"):
@@ -400,21 +387,21 @@ def test_an_astra_sim_count_in_more_forms_yaml_cpp_reads(tmp_path, yaml_parser_k
     assert len(sc.topology.load(path).gpus) == gpus
 
 
-def test_an_astra_sim_count_with_an_underscore_is_refused(tmp_path, yaml_parser_kind):
+def test_an_astra_sim_count_with_an_underscore_is_refused(tmp_path, parser):
     """yaml-cpp's stream stops at '_' (1_0 is 1 with '_0' left over): no integer."""
     with pytest.raises(sc.TopologyError) as info:
-        sc.topology.load(_ring_switch(tmp_path, "[1_0, 2]"))
-    assert ("rs.yml, line 2: npus_count[0]: expected a number (NPUs per dimension), got "
+        sc.topology.load(astra_config(tmp_path, "[1_0, 2]"))
+    assert ("net.yml, line 2: npus_count[0]: expected a number (NPUs per dimension), got "
             "'1_0': ASTRA-sim (yaml-cpp) reads no integer there") in str(info.value)
 
 
-def test_a_negative_hex_astra_sim_count_is_negative(tmp_path, yaml_parser_kind):
+def test_a_negative_hex_astra_sim_count_is_negative(tmp_path, parser):
     """-0x4 is -4 to C++'s stream (a sign, then the base from the prefix): fewer than
     2 NPUs, refused; not the 4 NPUs of 0x4."""
-    with pytest.raises(sc.TopologyError, match=r"rs\.yml, line 2: npus_count\[0\]: expected "
+    with pytest.raises(sc.TopologyError, match=r"net\.yml, line 2: npus_count\[0\]: expected "
                                                r"a whole number >= 2 \(ASTRA-sim refuses "
                                                r"fewer\)"):
-        sc.topology.load(_ring_switch(tmp_path, "[-0x4, 2]"))
+        sc.topology.load(astra_config(tmp_path, "[-0x4, 2]"))
 
 
 @pytest.mark.parametrize("bandwidth, first", [
@@ -426,21 +413,21 @@ def test_a_negative_hex_astra_sim_count_is_negative(tmp_path, yaml_parser_kind):
     ("['50\t', 100]", 50.0),
 ])
 def test_a_quoted_astra_sim_bandwidth_is_read_as_yaml_cpp_reads_a_double(
-        tmp_path, yaml_parser_kind, bandwidth, first):
+        tmp_path, parser, bandwidth, first):
     """yaml-cpp's as<double> reads a decimal number as C++'s stream does: a signed
     exponent, a point with digits on either side only, white space after."""
-    topo = sc.topology.load(_ring_switch(tmp_path, "[2, 2]", bandwidth))
+    topo = sc.topology.load(astra_config(tmp_path, "[2, 2]", bandwidth))
     assert sorted({link.bandwidth for link in topo.links}) == sorted(
         {first * GiB_BYTES, 100 * GiB_BYTES})
 
 
 def test_a_quoted_astra_sim_bandwidth_with_space_before_is_refused(tmp_path,
-                                                                   yaml_parser_kind):
+                                                                   parser):
     """yaml-cpp reads with std::noskipws: a space before the number reads no double."""
     with pytest.raises(sc.TopologyError, match=r"bandwidth\[0\]: expected a number .*got "
                                                r"' 50': ASTRA-sim \(yaml-cpp\) reads no "
                                                r"number there"):
-        sc.topology.load(_ring_switch(tmp_path, "[2, 2]", "[' 50', 100]"))
+        sc.topology.load(astra_config(tmp_path, "[2, 2]", "[' 50', 100]"))
 
 
 def test_an_aliased_astra_sim_count_is_read_as_written_at_each_use(tmp_path, parser):
@@ -459,3 +446,21 @@ def test_an_astra_sim_bandwidth_in_hex_or_0o_is_refused(tmp_path, parser, bandwi
                                                rf"'{text}': ASTRA-sim \(yaml-cpp\) reads no "
                                                rf"number there"):
         sc.topology.load(astra_config(tmp_path, "[2, 2]", bandwidth))
+
+
+@pytest.mark.parametrize("bandwidth, shown", [("[.inf, 100]", "inf"), ("['-.Inf', 100]", "-inf"),
+                                              ("[.NaN, 100]", "nan")])
+def test_an_astra_sim_infinite_or_nan_bandwidth_is_refused_as_not_finite(tmp_path, parser,
+                                                                       bandwidth, shown):
+    """yaml-cpp reads .inf, -.Inf and .NaN (conversion::IsInfinity, IsNaN): the value is
+    refused for what it is, not as unreadable."""
+    with pytest.raises(sc.TopologyError, match=rf"line 3: bandwidth\[0\]: expected a finite "
+                                               rf"number > 0 \(GB/s per link\), got {shown}$"):
+        sc.topology.load(astra_config(tmp_path, "[2, 2]", bandwidth))
+
+
+def test_an_astra_sim_count_below_two_is_shown_as_written(tmp_path, parser):
+    with pytest.raises(sc.TopologyError, match=r"line 2: npus_count\[0\]: expected a whole "
+                                               r"number >= 2 \(ASTRA-sim refuses fewer\), got "
+                                               r"0x1$"):
+        sc.topology.load(astra_config(tmp_path, "[0x1, 2]"))

@@ -184,7 +184,8 @@ class _Scanner:
             _read_comment(run, stripped.lstrip("#").strip(), number)
         elif stripped.startswith(_FOOTERS) or _SETTINGS.match(stripped):   # 1.x: no '#'
             _read_comment(run, stripped, number)
-        elif not self.hashed and _bare_header(stripped, number):   # a '#' lost in markdown
+        elif not self.hashed and _bare_header(stripped, number, listing=not run.rows):
+            # a '#' lost in markdown
             _read_comment(run, stripped, number)
         elif _ROW_START.match(line):
             self.read_result_row(line, number)
@@ -287,13 +288,14 @@ def _starts_run(stripped: str) -> bool:
             or bool(_SETTINGS.match(body)) or body.startswith("simcoll "))
 
 
-def _bare_header(stripped: str, number: int) -> bool:
+def _bare_header(stripped: str, number: int, listing: bool) -> bool:
     """Whether ``stripped`` is a header line of nccl-tests (or ``simcoll run``) whose
     ``#`` was lost, as markdown loses it (it reads ``# ...`` as a heading): only a line
     that matches a header whole (``Using devices``, a device line as :data:`_DEVICE`
-    reads it, the version, ``Collective test starting: ...``, simcoll's own first
-    lines, the block titles, column titles whose layout reads) is one; any other line,
-    a row's or a log's, is read as it was."""
+    reads it while the run is ``listing`` its devices, before its rows, the version,
+    ``Collective test starting: ...``, simcoll's own first lines, the block titles,
+    column titles whose layout reads) is one; any other line, a row's or a log's, is
+    read as it was."""
     words = stripped.split()
     if words[:2] in (["size", "count"], ["bytes", "N"]):
         try:
@@ -301,7 +303,7 @@ def _bare_header(stripped: str, number: int) -> bool:
         except InvalidInputError:
             return False
         return True
-    return (bool(_BARE_HEADER.match(stripped) or _DEVICE.match(stripped)
+    return (bool(_BARE_HEADER.match(stripped) or listing and _DEVICE.match(stripped)
                  or _SIMCOLL.match(stripped)) or set(words) <= _BLOCK_TITLES)
 
 

@@ -70,7 +70,8 @@ GB = 2**30
 # what yaml-cpp's convert<T>::decode reads whole: no space before (std::noskipws), any
 # after, an int's base from its prefix (std::dec unset)
 _CPP_INT = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)\s*")
-_CPP_REAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*")
+_CPP_REAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*"
+                       r"|[+-]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)")   # conversion::IsInfinity
 LEGACY_KEYS = ("topology-name", "topologies-per-dim", "units-count", "links-count",
                "link-latency", "link-bandwidth", "dimension-type", "dimensions-count")
 """Keys of ASTRA-sim's older JSON network configs (``"topology-name": "Hierarchical"``),
@@ -227,9 +228,11 @@ def _as_written(text: str, whole: bool) -> int | float | None:
     """What yaml-cpp's ``as<int>`` (``whole``) or ``as<double>`` reads ``text`` as, as
     ASTRA-sim reads its config: an int in the base its prefix says (``0x1F`` is 31,
     ``010`` octal 8: ``convert<int>::decode`` unsets ``std::dec``), a double in decimal;
-    None where it reads none (``08``, ``0o17``, ``1_000``, ``2e0`` for an int, `` 4``)."""
-    if not whole:
-        return float(text) if _CPP_REAL.fullmatch(text) else None
+    None where it reads none (``08``, ``0o17``, ``1_000``, ``2e0`` for an int, `` 4``); a
+    double's ``.inf`` and ``.nan``, which yaml-cpp reads, are refused later as not finite."""
+    if not whole:   # float() reads inf and nan without YAML's dot
+        return float(text.replace(".", "", 1) if "n" in text.lower() else text) \
+            if _CPP_REAL.fullmatch(text) else None
     match = _CPP_INT.fullmatch(text)
     if match is None:
         return None
@@ -280,9 +283,9 @@ def from_astra_dict(data: Any, ctx: Context) -> Topology:
                                     f"{len(blocks)} dimensions")
     for i, n in enumerate(npus):
         if not isinstance(n, int) or n < 2:  # ASTRA-sim's NetworkParser refuses fewer
+            written = ctx.texts.get(("npus_count", i), repr(data["npus_count"][i]))
             raise ctx.error(("npus_count", i), f"expected a whole number >= 2 (ASTRA-sim "
-                                               f"refuses fewer), got "
-                                               f"{data['npus_count'][i]!r}")
+                                               f"refuses fewer), got {written}")
     for key, values, least, what in (("bandwidth", bandwidth, "> 0", "GB/s per link"),
                                      ("latency", latency, ">= 0", "ns per link")):
         for i, value in enumerate(values):

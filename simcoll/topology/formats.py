@@ -89,7 +89,8 @@ def _yaml_lines(node: Any, path: Key, out: dict[Key, int], texts: dict[Key, str]
     import yaml
 
     out[path] = node.start_mark.line + 1
-    if node.tag in (_TAG + "int", _TAG + "float") and not node.style:   # plain: None, ""
+    if isinstance(node, yaml.ScalarNode) and node.tag in (_TAG + "int", _TAG + "float") \
+            and not node.style:   # plain: None, ""
         texts[path] = node.value   # at each alias of it too: a scalar has one path there
     if id(node) in walked:
         return
@@ -148,7 +149,7 @@ def _yaml12() -> tuple[Any, Any, Any]:
     from yaml.resolver import BaseResolver
     from yaml.scanner import Scanner
 
-    patterns = {tag: re.compile(pattern) for tag, pattern, _ in _YAML12_SCALARS}
+    patterns = {tag: re.compile(f"^(?:{pattern})$") for tag, pattern, _ in _YAML12_SCALARS}
 
     class Resolver12(BaseResolver):
         pass
@@ -156,10 +157,9 @@ def _yaml12() -> tuple[Any, Any, Any]:
     class Dumper(yaml.SafeDumper):
         pass
 
-    for tag, pattern, first in _YAML12_SCALARS:
+    for tag, _, first in _YAML12_SCALARS:
         for cls in (Resolver12, Dumper):   # the dumper's list is YAML 1.1's, then these
-            cls.add_implicit_resolver(f"tag:yaml.org,2002:{tag}",
-                                      re.compile(f"^(?:{pattern})$"),
+            cls.add_implicit_resolver(_TAG + tag, patterns[tag],
                                       list(first) + ([""] if tag == "null" else []))
 
     class Constructor12(SafeConstructor):
@@ -179,17 +179,22 @@ def _yaml12() -> tuple[Any, Any, Any]:
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             """A value read as its tag says, or an error naming its line (an empty
-            ``!!int ''``, ``!!bool maybe``, an int past Python's digit limit)."""
+            ``!!int ''``, ``!!bool maybe``, ``!!timestamp abc``, an int past Python's
+            digit limit, whose message says so)."""
             try:
                 return super().construct_object(node, deep)
-            except (ValueError, IndexError, KeyError, OverflowError) as exc:
-                raise ConstructorError(
-                    None, None, f"cannot read {str(node.value)!r:.40} as "
-                    f"{node.tag.removeprefix(_TAG)}: {exc}", node.start_mark) from None
+            except (ValueError, IndexError, KeyError, OverflowError, AttributeError,
+                    TypeError) as exc:
+                text = str(node.value)
+                shown = repr(text if len(text) <= 40 else text[:37] + "...")
+                why = f": {exc}" if isinstance(exc, (ValueError, OverflowError)) else ""
+                raise ConstructorError(None, None, f"cannot read {shown} as "
+                                       f"{node.tag.removeprefix(_TAG)}{why}",
+                                       node.start_mark) from None
 
         yaml_constructors = {**SafeConstructor.yaml_constructors,
-                             "tag:yaml.org,2002:int": construct_yaml_int,
-                             "tag:yaml.org,2002:float": construct_yaml_float}
+                             _TAG + "int": construct_yaml_int,
+                             _TAG + "float": construct_yaml_float}
 
     class Loader(Reader, Scanner, Parser, Composer, Constructor12, Resolver12):
         def __init__(self, stream: str) -> None:
