@@ -170,8 +170,6 @@ def test_the_chain_estimate_follows_unequal_channels(collective, p, nbytes, beta
     of the larger one's way, so the run takes far less than the 2 x the larger piece a
     hop of lock-step channels (1.8 times the run for 122,280 B on 38 GPUs). The estimate
     follows the pieces hop by hop, sharing each link fairly as the flow model does."""
-    from simcoll.testing import alpha_beta_network
-
     run = sc.simulate(alpha_beta_network(p, alpha=1e-6, beta=beta, gamma=gamma), collective,
                       algorithm="nccl", nbytes=nbytes, root=p // 2)
     assert (run.params["channels"], run.params["proto"]) == (2, "Simple")
@@ -194,8 +192,6 @@ def test_a_reduce_chain_overlaps_a_pieces_transfer_with_the_reduction_ahead():
     reduces the first pieces (R1) while the second cross hop 2 (W2 < R1), then the
     second (R2). The estimate once added max(W2, R2) after the first pieces' last
     reduction: 374.9 us."""
-    from simcoll.testing import alpha_beta_network
-
     p, nbytes, beta, gamma = 3, 1_500_000, 1e-10, 5e-11
     w1, r1 = 2 * 524_288 * beta, 2 * 524_288 * gamma
     w2, r2 = 2 * 225_712 * beta, 2 * 225_712 * gamma
@@ -216,8 +212,6 @@ def test_a_reduce_chain_overlaps_a_pieces_transfer_with_the_reduction_ahead():
 ])
 def test_a_reduce_chains_estimate_queues_the_roots_reductions(p, nbytes, beta, gamma,
                                                               channels):
-    from simcoll.testing import alpha_beta_network
-
     kw = {} if channels is None else {"channels": channels}
     run = sc.simulate(alpha_beta_network(p, alpha=1e-6, beta=beta, gamma=gamma), "reduce",
                       algorithm="nccl", nbytes=nbytes, root=0, **kw)
@@ -310,8 +304,6 @@ def test_the_chain_estimate_counts_every_channels_own_pieces(collective, p, nbyt
     """NCCL's cut gives the channels unequal parts; after the first pieces the link
     carries every channel's own k-th piece, which the estimate priced as the largest
     part's times the channels (2.3% over the run for the first case)."""
-    from simcoll.testing import alpha_beta_network
-
     machine = alpha_beta_network(p, alpha=1e-6, beta=1e-10)
     run = sc.simulate(machine, collective, algorithm="nccl", nbytes=nbytes, root=0, **kw)
     estimate = sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=1e-6,
@@ -330,8 +322,6 @@ def test_the_ring_estimate_follows_channels_that_fall_out_of_step(collective, p,
     """Unequal channels of a ring fall out of step, one channel's latency then hiding
     behind another's transfer; the estimate, which took every step in lock-step, was up
     to 16% over the run (the first case)."""
-    from simcoll.testing import alpha_beta_network
-
     run = sc.simulate(alpha_beta_network(p, alpha=alpha, beta=beta), collective,
                       algorithm="nccl", nbytes=nbytes, algo="ring")
     estimate = sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=alpha,

@@ -427,8 +427,6 @@ def test_simcoll_runs_stripped_broadcast_table_keeps_its_rank_count():
                                                     Measurement(4.08, 1.00, 1.00, None)]
 
 
-# The fixtures are lines as nccl-tests prints them, wider than the code's lines:
-# ruff: noqa: E501
 
 
 # all_reduce_perf on 4 ranks, 2 per host, that kept every '#': times made up,
