@@ -338,50 +338,18 @@ def test_compare_with_nccl_s_choices_names_the_stripped_logs_nccl_release(tmp_pa
     assert "the log ran NCCL 2.27.3" in out + err
 
 
-# all_reduce_perf on 4 ranks, 2 per host, as GitHub shows it: each '#' heading's text
-# without its '#'; times made up, busbw = algbw x 2 (4 - 1) / 4 = 1.5 algbw
-SHORT_STRIPPED = """\
-nccl-tests version 2.19.6 nccl-headers=22703 nccl-library=22703
-Collective test starting: all_reduce_perf
-nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0
-
-Using devices
-Rank  0 Group  0 Pid   4100 on      nodeA device  0 [0000:07:00] NVIDIA H100 80GB HBM3
-Rank  1 Group  0 Pid   4101 on      nodeA device  1 [0000:0f:00] NVIDIA H100 80GB HBM3
-Rank  2 Group  0 Pid   5200 on      nodeB device  0 [0000:07:00] NVIDIA H100 80GB HBM3
-Rank  3 Group  0 Pid   5201 on      nodeB device  1 [0000:0f:00] NVIDIA H100 80GB HBM3
-
-out-of-place                       in-place
-size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
-(B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
-     1048576        262144     float     sum      -1    48.30   21.71   32.56       0    47.82   21.93   32.89       0
-     4194304       1048576     float     sum      -1    95.12   44.09   66.14       0    94.60   44.34   66.51       0
-Out of bounds values : 0 OK
-Avg bus bandwidth    : 49.4225
-
-Collective test concluded: all_reduce_perf
-"""
-# the rows' (size, out-of-place, in-place), read off the text
-SHORT_ROWS = [(1048576, Measurement(48.30, 21.71, 32.56, 0.0), Measurement(47.82, 21.93, 32.89, 0.0)),
-        (4194304, Measurement(95.12, 44.09, 66.14, 0.0), Measurement(94.60, 44.34, 66.51, 0.0))]
-
-
-def _short_rows(table):
-    return [(r.size, r.out_of_place, r.in_place) for r in table.rows]
-
-
 def test_a_concluded_line_without_its_hash_names_no_program_for_the_next_run():
     """'# Collective test concluded: all_reduce_perf' ends the run it names; read without
     its '#' it is the same footer, not a command line naming the next run's program.
     The second run prints no program of its own, so neither run tells it."""
-    second = "".join(line for line in SHORT_STRIPPED.splitlines(keepends=True)
+    second = "".join(line for line in STRIPPED.splitlines(keepends=True)
                       if not line.startswith(("Collective test", "nccl-tests version")))
     hashed = "".join("# " + line if line.startswith("Collective test") else line
-                     for line in (SHORT_STRIPPED + second).splitlines(keepends=True))
-    for text in (SHORT_STRIPPED + second, hashed):
+                     for line in (STRIPPED + second).splitlines(keepends=True))
+    for text in (STRIPPED + second, hashed):
         first, then = parse_all(text)
-        assert first.collective == "all_reduce" and _short_rows(first) == SHORT_ROWS
-        assert then.collective is None and _short_rows(then) == SHORT_ROWS
+        assert first.collective == "all_reduce" and _rows(first) == ROWS
+        assert then.collective is None and _rows(then) == ROWS
 
 
 @pytest.mark.parametrize("decoy", [
@@ -393,11 +361,11 @@ def test_a_log_line_with_header_words_but_not_a_header_whole_changes_nothing(dec
     in-place first), the second set the NCCL release to 2.19.3 (code 21903); neither is
     a header line whole, so the blocks stay out-of-place then in-place, and the release
     stays 2.27.3 (code 22703)."""
-    lines = SHORT_STRIPPED.splitlines(keepends=True)
+    lines = STRIPPED.splitlines(keepends=True)
     for at in (6, 11):
         table = parse("".join(lines[:at] + [decoy + "\n"] + lines[at:]))
         assert table.nccl_version == "2.27.3"
-        assert _short_rows(table) == SHORT_ROWS
+        assert _rows(table) == ROWS
 
 
 # simcoll run --collective broadcast --topology switch:ranks=4 -b 1K -e 4K -f 2, its '#' lost
