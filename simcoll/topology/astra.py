@@ -70,8 +70,9 @@ GB = 2**30
 # what yaml-cpp's convert<T>::decode reads whole: no space before (std::noskipws), any
 # after, an int's base from its prefix (std::dec unset)
 _CPP_INT = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)\s*")
+# (a double's infinities and NaN as yaml-cpp's conversion::IsInfinity / IsNaN read them)
 _CPP_REAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*"
-                       r"|[+-]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)")   # conversion::IsInfinity
+                       r"|[+-]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)")
 LEGACY_KEYS = ("topology-name", "topologies-per-dim", "units-count", "links-count",
                "link-latency", "link-bandwidth", "dimension-type", "dimensions-count")
 """Keys of ASTRA-sim's older JSON network configs (``"topology-name": "Hierarchical"``),
