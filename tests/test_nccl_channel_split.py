@@ -206,6 +206,30 @@ def test_a_reduce_chain_overlaps_a_pieces_transfer_with_the_reduction_ahead():
     assert estimate == pytest.approx(expected, rel=1e-12)
 
 
+def test_a_reduce_chain_reduces_the_smaller_last_piece_while_the_larger_crosses():
+    """2 GPUs, 1,707,092 B at 10 GB/s, reductions at 50 GB/s: 2 channels of 884,736 and
+    822,356 B, each a step of 524,288 B, then rests of 360,448 and 298,068 B. Worked by
+    hand (NCCL's ring Simple base 8.4 us, step 3.4 us): the steps share the link
+    (104.8576 us) and the root reduces them (20.97152 us); the rests then share it, the
+    smaller arriving after 2 x 29.8068 = 59.6136 us, the larger 6.238 us later (its
+    62,380 B more alone); the root reduces the smaller (5.96136 us) as the larger
+    crosses, then the larger (7.20896 us). The estimate once took the rests as one
+    piece arriving with the larger: 195.68 us."""
+    w_steps, r_steps = 2 * 524_288 * 1e-10, 2 * 524_288 * 2e-11
+    small_in = 2 * 298_068 * 1e-10
+    large_in = (360_448 + 298_068) * 1e-10
+    small_done = 3.4e-6 + w_steps + small_in + 298_068 * 2e-11
+    assert 3.4e-6 + w_steps + r_steps < 3.4e-6 + w_steps + small_in   # the steps reduced first
+    expected = 8.4e-6 + max(small_done, 3.4e-6 + w_steps + large_in) + 360_448 * 2e-11
+    run = sc.simulate(alpha_beta_network(2, alpha=1e-6, beta=1e-10, gamma=2e-11), "reduce",
+                      algorithm="nccl", nbytes=1_707_092, root=0)
+    assert (run.params["channels"], run.params["proto"]) == (2, "Simple")
+    assert run.time == pytest.approx(expected, rel=1e-12)
+    estimate = sc.cost.predict("reduce", "nccl", p=2, nbytes=1_707_092, alpha=1e-6,
+                               beta=1e-10, gamma=2e-11, root=0)
+    assert estimate == pytest.approx(expected, rel=1e-12)
+
+
 @pytest.mark.parametrize("p, nbytes, beta, gamma, channels", [
     (5, 10_000_000, 1e-10, 3e-11, None),     # was 1.2% over the run
     (3, 4_295_648, 4.1e-10, 8.4e-11, 3),     # was 2.3% over

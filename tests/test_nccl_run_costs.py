@@ -764,10 +764,13 @@ def test_the_chain_estimate_spaces_a_windows_pieces_by_their_whole_hop_over_the_
 
 def test_first_pieces_of_equal_wires_but_unequal_reductions_share_the_reduction():
     """Guards against the lock-step shortcut taken on equal wires alone. Two pieces of 1 s
-    on the link, one hop, no latency: both cross the shared link by t = 2; their
-    reductions, 0 s and 1 s, then start together, and the second ends at t = 3. The
-    shortcut's hops x (latency + 2 x (wire + reductions[0])) says 2."""
+    on the link, two hops, no latency: both cross the first shared link by t = 2; their
+    reductions there, 0 s and 1 s, start together and end at t = 2 and 3; the first
+    crosses the second link alone by t = 3, the second then by t = 4, where the chain's
+    end has them to reduce (0 s and 1 s, left to the caller). The shortcut's
+    hops x (latency + 2 x wire) + 2 x reductions[0] says both arrive at 4."""
     from simcoll.algorithms.nccl.reference_models import _first_pieces
 
-    assert _first_pieces([1.0, 1.0], 1, 0.0, [0.0, 1.0], [0.0, 0.0]) == pytest.approx(3.0)
-    assert _first_pieces([1.0, 1.0], 1, 0.0, [1.0, 0.0], [0.0, 0.0]) == pytest.approx(3.0)
+    for reductions in ([0.0, 1.0], [1.0, 0.0]):
+        arrivals = _first_pieces([1.0, 1.0], 2, 0.0, reductions, [0.0, 0.0])
+        assert sorted(arrivals) == [pytest.approx((3.0, 0.0)), pytest.approx((4.0, 1.0))]

@@ -245,24 +245,27 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     NCCL cuts the n bytes over c channels (:func:`~.channels.channel_counts`, with what
     NCCL's search and tuner give the reference switch), each part into pieces of one
     step (full steps of s bytes, then the rest: :func:`~.rings.chunks_then_rest`),
-    pipelined along the p-1 hops, the channels' pieces sharing each link: launch + F +
-    I_1 + ... + I_(K-1) for broadcast, K the largest part's pieces. F is when the
-    channels' first pieces have crossed the p-1 hops (:func:`_first_pieces`), each
-    leaving once its threads have written it beyond its wire bytes' time
-    (``rings.Sender.send``'s ``origin``), each hop L = max(alpha, step latency), then
-    the pieces on it sharing the link fairly, then their reductions the GPU's rate
-    (reduce; gamma a byte): on an even cut (p-1)(L + c (wire(s) beta + s gamma)) after
-    the write; a smaller piece gets ahead and, once ahead by its whole transfer, out of
-    the others' way. I_k = max((L + W_k) / window, W_k, R_k, P_k) is the time between
+    pipelined along the p-1 hops, the channels' pieces sharing each link. The channels'
+    first pieces arrive at the chain's end by A_0 (:func:`_first_pieces`), each leaving
+    once its threads have written it beyond its wire bytes' time (``rings.Sender.send``'s
+    ``origin``), each hop L = max(alpha, step latency), then the pieces on it sharing
+    the link fairly, then their reductions the GPU's rate on the way (reduce; gamma a
+    byte): on an even cut (p-1) L + (p-1) c wire(s) beta + (p-2) c s gamma after the
+    write; a smaller piece gets ahead and, once ahead by its whole transfer, out of the
+    others' way. The largest part's k-th piece arrives I_k after its (k-1)-th, at A_k =
+    A_(k-1) + I_k, and the other channels' k-th pieces with it, or before it where they
+    are smaller (the last link shared fairly). I_k = max((L + W_k) / window, W_k, R_k,
+    P_k) is the time between
     pieces k - 1 and k of the largest part at a hop: W_k the wire time of every
     channel's k-th piece, R_k a GPU's time to reduce them (0 for broadcast; in I_k only
     where GPUs on the way reduce, from 3 GPUs on), P_k the largest k-th piece at a
     channel's pace (the protocol's rate per channel), or a hop over the connection's
-    window of pieces in flight, whose hops overlap. A reduce's root reduces the pieces
-    in turn, so a piece's transfer may overlap the reduction of the piece ahead: the
-    first pieces arrive there at A_0 (F without their reductions at the root), piece k
-    at A_k = A_(k-1) + I_k, and is reduced by D_k = max(A_k, D_(k-1)) + R_k (D_0 = F):
-    launch + D_(K-1). Nothing for one rank or an empty buffer, which NCCL discards."""
+    window of pieces in flight, whose hops overlap. The root reduces the pieces as they
+    arrive, one after the other (a piece's transfer overlapping the reduction of the one
+    ahead; the GPU's rate is busy as long as any piece waits, so sharing it fairly ends
+    them all at the same time): launch + when the last is reduced, A_(K-1) for a
+    broadcast, K the largest part's pieces. Nothing for one rank or an empty buffer,
+    which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
     searched = searched_switch(p, beta, arch, intra)
@@ -299,38 +302,48 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
                    reduction(k) if p > 2 else 0.0, max(moving) / rate)
 
     firsts = [pieces[0] for pieces in parts]
-    first_pieces = functools.partial(
-        _first_pieces, [wire(s) for s in firsts], p - 1, latency,
-        [s * gamma if reduces else 0.0 for s in firsts],
-        [_write_beyond_wire(protocol, s, rate, beta) for s in firsts])
-    reduced = first_pieces()
-    arrived = first_pieces(root_reduces=False) if reduces else reduced
+    # (when a piece, or identical pieces, arrive at the root, the root's time to reduce
+    # them)
+    arrivals = _first_pieces([wire(s) for s in firsts], p - 1, latency,
+                             [s * gamma if reduces else 0.0 for s in firsts],
+                             [_write_beyond_wire(protocol, s, rate, beta) for s in firsts])
+    arrived = max(at for at, _ in arrivals)
     for k in range(1, max(map(len, parts))):
         arrived += interval(k)
-        reduced = max(arrived, reduced) + reduction(k)
+        moving = [pieces[k] for pieces in parts if len(pieces) > k]
+        if len(set(moving)) == 1:
+            arrivals.append((arrived, reduction(k)))
+        else:   # the smaller ones end first on the last link, shared fairly
+            ends = _shared_link([0.0] * len(moving), list(map(wire, moving)),
+                                [1] * len(moving))
+            arrivals += [(arrived - max(ends) + end, s * gamma if reduces else 0.0)
+                         for end, s in zip(ends, moving)]
+    reduced = 0.0
+    for at, work in sorted(arrivals):
+        reduced = max(reduced, at) + work
     return protocol.base("ring") + reduced
 
 
 def _first_pieces(wires: list[float], hops: int, latency: float, reductions: list[float],
-                  starts: list[float], root_reduces: bool = True) -> float:
-    """When the last of pieces that leave the chain's start at ``starts[i]``, each
-    taking ``wires[i]`` seconds alone on a link and ``reductions[i]`` alone on a GPU's
-    reduction rate, has crossed ``hops`` hops, each hop a ``latency``, then the link
-    shared fairly by the pieces on it (as the flow models share it), then the reduction
-    shared as fairly (a chain's hops use links of their own). Identical pieces stay in
-    step: each hop takes the latency and all of them. Pieces that differ go hop by hop
-    while they share links; once no two overlap and none is behind a larger one (which
-    never catches up), each crosses the rest alone, or with those identical to it.
-    ``root_reduces=False``: when they have arrived at the chain's end, before its
-    reduction."""
+                  starts: list[float]) -> list[tuple[float, float]]:
+    """When pieces that leave the chain's start at ``starts[i]``, each taking
+    ``wires[i]`` seconds alone on a link and ``reductions[i]`` alone on a GPU's
+    reduction rate, have crossed ``hops`` hops, each hop a ``latency``, then the link
+    shared fairly by the pieces on it (as the flow models share it), then, but at the
+    chain's end, the reduction shared as fairly (a chain's hops use links of their
+    own): for each kind of piece, when it arrives at the end and what reducing those
+    there takes. Identical pieces stay in step: each hop takes the latency and all of
+    them. Pieces that differ go hop by hop while they share links; once no two overlap
+    and none is behind a larger one (which never catches up), each crosses the rest
+    alone, or with those identical to it."""
     if not all(map(math.isfinite, [*wires, *reductions, *starts, latency])):
-        return math.inf   # constants past a double's range (simcoll.cost names them)
+        return [(math.inf, 0.0)]   # constants past a double's range (simcoll.cost names them)
     kinds = Counter(zip(starts, wires, reductions))
     alike = list(kinds.values())
     begin, work, reduce = (list(column) for column in zip(*kinds))
     for hop in range(hops):
         ends = _shared_link([b + latency for b in begin], work, alike)
-        if root_reduces or hop < hops - 1:
+        if hop < hops - 1:
             ends = _shared_link(ends, reduce, alike)
         order = sorted(range(len(alike)), key=lambda i: (begin[i], work[i]))
         apart = all(ends[order[k]] <= begin[order[k + 1]] + latency
@@ -338,12 +351,11 @@ def _first_pieces(wires: list[float], hops: int, latency: float, reductions: lis
                     for k in range(len(order) - 1))
         begin = ends
         if apart:
-            left = hops - hop - 1
-            unreduced = 0 if root_reduces or left == 0 else 1
-            begin = [b + left * (latency + n * (w + r)) - unreduced * n * r
+            left = hops - hop - 1   # each with its reduction, but the last
+            begin = [b + left * (latency + n * w) + max(left - 1, 0) * n * r
                      for b, w, r, n in zip(begin, work, reduce, alike)]
             break
-    return max(begin)
+    return [(b, n * r) for b, r, n in zip(begin, reduce, alike)]
 
 
 def _shared_link(arrivals: list[float], works: list[float], alike: list[int]) -> list[float]:
