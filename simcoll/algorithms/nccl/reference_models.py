@@ -286,41 +286,37 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     def wire(piece: int) -> float:
         return protocol.wire(piece) * beta
 
-    def reduction(k: int) -> float:
-        """A GPU's time to reduce every channel's k-th piece (0 for broadcast)."""
-        return sum(pieces[k] for pieces in parts if len(pieces) > k) * gamma if reduces \
-            else 0.0
+    def reduction(piece: int) -> float:
+        """A GPU's time to reduce ``piece`` bytes (0 for broadcast)."""
+        return piece * gamma if reduces else 0.0
 
-    def interval(k: int) -> float:
-        """The time between the largest part's pieces k - 1 and k at a hop: the link's
-        time for every channel's k-th piece, their reductions at a GPU on the way (none
-        on 2 GPUs: the root's queue after), a channel's pace, or a hop over the
-        connection's window of pieces in flight, whose hops overlap."""
-        moving = [pieces[k] for pieces in parts if len(pieces) > k]
+    def interval(moving: list[int]) -> float:
+        """The time between the largest part's pieces k - 1 and k at a hop, ``moving``
+        every channel's k-th piece: the link's time for them, their reductions at a GPU
+        on the way (none on 2 GPUs: the root's queue after), a channel's pace, or a hop
+        over the connection's window of pieces in flight, whose hops overlap."""
         link_time = sum(map(wire, moving))
         return max((latency + link_time) / protocol.window, link_time,
-                   reduction(k) if p > 2 else 0.0, max(moving) / rate)
+                   reduction(sum(moving)) if p > 2 else 0.0, max(moving) / rate)
 
     firsts = [pieces[0] for pieces in parts]
-    # (when a piece, or identical pieces, arrive at the root, the root's time to reduce
-    # them)
-    arrivals = _first_pieces([wire(s) for s in firsts], p - 1, latency,
-                             [s * gamma if reduces else 0.0 for s in firsts],
-                             [_write_beyond_wire(protocol, s, rate, beta) for s in firsts])
-    arrived = max(at for at, _ in arrivals)
-    for k in range(1, max(map(len, parts))):
-        arrived += interval(k)
-        moving = [pieces[k] for pieces in parts if len(pieces) > k]
-        if len(set(moving)) == 1:
-            arrivals.append((arrived, reduction(k)))
-        else:   # the smaller ones end first on the last link, shared fairly
-            ends = _shared_link([0.0] * len(moving), list(map(wire, moving)),
-                                [1] * len(moving))
-            arrivals += [(arrived - max(ends) + end, s * gamma if reduces else 0.0)
-                         for end, s in zip(ends, moving)]
+    # the root reduces each piece as it arrives, once the one before it is reduced: a
+    # round's pieces all arrive after the round before's (I_k >= W_k)
     reduced = 0.0
-    for at, work in sorted(arrivals):
-        reduced = max(reduced, at) + work
+    for at, work in sorted(_first_pieces(
+            [wire(s) for s in firsts], p - 1, latency, list(map(reduction, firsts)),
+            [_write_beyond_wire(protocol, s, rate, beta) for s in firsts])):
+        reduced, arrived = max(reduced, at) + work, at
+    for k in range(1, max(map(len, parts))):
+        moving = [pieces[k] for pieces in parts if len(pieces) > k]
+        arrived += interval(moving)
+        if moving.count(moving[0]) == len(moving):
+            reduced = max(reduced, arrived) + reduction(sum(moving))
+            continue
+        # pieces that differ share the last link fairly: the smaller arrive first
+        ends = _shared_link([0.0] * len(moving), list(map(wire, moving)), [1] * len(moving))
+        for end, piece in sorted(zip(ends, moving)):
+            reduced = max(reduced, arrived - max(ends) + end) + reduction(piece)
     return protocol.base("ring") + reduced
 
 
