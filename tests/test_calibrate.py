@@ -676,7 +676,6 @@ def test_a_constant_no_time_depends_on_is_not_fitted_wherever_it_starts(server):
 
 pytest.importorskip("scipy")
 
-# Proposed tests (mutation testing of 9e8a9a0: calibrate's _moved_nothing / unwandered).
 # A 4-rank switch whose ring all_reduce takes 2 (p - 1) (2 latencies + size / p / bandwidth).
 _MUT_P, _MUT_LATENCY, _MUT_BANDWIDTH = 4, 2 * sc.us, 40 * sc.GB
 _MUT_SIZES = (4096, 1 << 20, 64 << 20)
@@ -968,9 +967,6 @@ def test_a_fit_stopped_before_its_first_step_says_so(table):
     moved = sc.calibrate(switch8, table, free=free, max_evaluations=80)
     assert moved.values["bandwidth"] > 2 * free["bandwidth"][0]
     assert moved.stalled_at is None and not moved.notes
-
-
-"""Proposed test for a survivor of the mutation round (see findings.md)."""
 
 
 pytest.importorskip("scipy")

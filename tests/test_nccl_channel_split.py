@@ -416,3 +416,36 @@ def test_a_reduce_chain_is_paced_by_the_reductions_of_the_gpus_on_the_way():
     estimate = sc.cost.predict("reduce", "nccl", p=p, nbytes=nbytes, alpha=alpha, beta=beta,
                                gamma=gamma, root=0, proto="LL")
     assert run.time <= estimate <= 1.01 * run.time
+
+
+
+
+
+def test_a_reduce_chains_three_unequal_last_pieces_share_the_last_link_fairly():
+    """2 GPUs, 2,762,216 B at 10 GB/s, reductions at 20 GB/s, 3 channels forced, Simple:
+    channels of 950,272, 950,272 and 861,672 B, each a step of 524,288 B, then rests of
+    425,984, 425,984 and 337,384 B. Worked by hand (NCCL's ring Simple base 8.4 us,
+    step 3.4 us over NVLink, above alpha): the three steps share the link (157.2864 us)
+    and the root reduces them (78.6432 us, done at 239.3296 us); the three rests then
+    share the link, the smallest done after 3 x 33.7384 = 101.2152 us (at 261.9016 us),
+    the two larger ones 2 x 8.86 us later (at 279.6216 us, 118.9352 us in all). The root
+    reduces the smallest (16.8692 us, done at 278.7708 us) before the larger ones
+    arrive, then them (42.5984 us). Were the smallest taken to arrive only by its own
+    8.86 us of extra bytes ahead of the larger ones (as if it had the link alone), its
+    reduction would end after they arrive, 8.0092 us later than the run."""
+    beta, gamma, step, rests = 1e-10, 5e-11, 524_288, (425_984, 425_984, 337_384)
+    steps_in = 3.4e-6 + 3 * step * beta
+    steps_done = steps_in + 3 * step * gamma
+    small_in = steps_in + 3 * rests[2] * beta
+    large_in = steps_in + sum(rests) * beta
+    small_done = max(steps_done, small_in) + rests[2] * gamma
+    assert steps_done < small_in and small_done < large_in
+    expected = 8.4e-6 + large_in + (rests[0] + rests[1]) * gamma
+    assert expected == pytest.approx(330.62e-6, rel=1e-12)
+    run = sc.simulate(alpha_beta_network(2, alpha=1e-6, beta=beta, gamma=gamma), "reduce",
+                      algorithm="nccl", nbytes=2_762_216, root=0, channels=3, proto="Simple")
+    assert (run.params["channels"], run.params["proto"]) == (3, "Simple")
+    assert run.time == pytest.approx(expected, rel=1e-12)
+    estimate = sc.cost.predict("reduce", "nccl", p=2, nbytes=2_762_216, alpha=1e-6,
+                               beta=beta, gamma=gamma, root=0, channels=3, proto="Simple")
+    assert estimate == pytest.approx(expected, rel=1e-12)

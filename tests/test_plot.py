@@ -1775,9 +1775,6 @@ def test_a_timeline_on_a_callers_axes_can_put_its_legend_beside_them_or_leave_it
 
 matplotlib.use("Agg")
 
-# Proposed tests (mutation testing of 11fb544: plot/timelines.py _edges and the legend).
-
-
 def test_a_legend_names_messages_whose_bytes_are_drawn_solid_in_their_full_colour():
     """A ring all_reduce of 1 MiB on switch(4): every message moves bytes, drawn solid
     over its light span, so the legend shows send and receive in their own colours

@@ -467,9 +467,6 @@ def test_mut_rates_and_times_are_written_to_the_digits_asked():
     assert format_time(123.4567890123e-6) == "123.456789012us"
 
 
-"""Proposed test for a survivor of the mutation round (see findings.md)."""
-
-
 def test_a_zero_with_a_capital_e_exponent_past_18_digits_is_zero():
     """Guards against the mantissa's digits found without lowering the text first. The
     quantity grammar takes 'e' and 'E' alike; 0E-99999999999999999999 is 0 as

@@ -262,9 +262,10 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     channel's pace (the protocol's rate per channel), or a hop over the connection's
     window of pieces in flight, whose hops overlap. The root reduces the pieces as they
     arrive, one after the other (a piece's transfer overlapping the reduction of the one
-    ahead; the GPU's rate is busy as long as any piece waits, so sharing it fairly ends
-    them all at the same time): launch + when the last is reduced, A_(K-1) for a
-    broadcast, K the largest part's pieces. Nothing for one rank or an empty buffer,
+    ahead; the GPU's rate is busy as long as any piece waits, so the last one is reduced
+    at the same time whether the root shares its rate fairly or takes the pieces in
+    turn): launch + when the last is reduced, A_(K-1) for a broadcast, K the largest
+    part's pieces. Nothing for one rank or an empty buffer,
     which NCCL discards."""
     if p == 1 or nbytes == 0:
         return 0.0
@@ -310,13 +311,16 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     for k in range(1, max(map(len, parts))):
         moving = [pieces[k] for pieces in parts if len(pieces) > k]
         arrived += interval(moving)
+        if not math.isfinite(arrived):
+            return math.inf   # constants past a double's range (simcoll.cost names them)
         if moving.count(moving[0]) == len(moving):
             reduced = max(reduced, arrived) + reduction(sum(moving))
             continue
         # pieces that differ share the last link fairly: the smaller arrive first
         ends = _shared_link([0.0] * len(moving), list(map(wire, moving)), [1] * len(moving))
+        last = max(ends)
         for end, piece in sorted(zip(ends, moving)):
-            reduced = max(reduced, arrived - max(ends) + end) + reduction(piece)
+            reduced = max(reduced, arrived + (end - last)) + reduction(piece)
     return protocol.base("ring") + reduced
 
 
