@@ -449,3 +449,14 @@ def test_a_reduce_chains_three_unequal_last_pieces_share_the_last_link_fairly():
     estimate = sc.cost.predict("reduce", "nccl", p=2, nbytes=2_762_216, alpha=1e-6,
                                beta=beta, gamma=gamma, root=0, channels=3, proto="Simple")
     assert estimate == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_a_chain_estimate_past_a_doubles_range_is_refused_not_hung(collective):
+    """2 channels of unequal last pieces at 1e304 s a byte: their fair sharing of the last
+    link met inf - inf and never ended; the estimate is infinite, which simcoll.cost
+    refuses by name."""
+    with pytest.raises(sc.InvalidInputError, match=r"the predicted time overflows \(inf\) "
+                                                   r"with alpha=1e-06, beta=1e\+304"):
+        sc.cost.predict(collective, "nccl", p=2, nbytes=1_707_092, alpha=1e-6, beta=1e304,
+                        gamma=0.0, root=0)
