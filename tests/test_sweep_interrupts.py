@@ -333,6 +333,36 @@ def test_ctrl_c_during_simcoll_run_leaves_with_one_line_and_status_130(tmp_path)
     assert (proc.returncode, err) == (130, "simcoll run: interrupted\n")
 
 
+_CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "simcoll")
+
+
+@pytest.mark.skipif(not os.path.exists(_CONSOLE_SCRIPT), reason="simcoll is not installed")
+def test_ctrl_c_while_the_console_script_imports_simcoll_leaves_with_one_line(tmp_path):
+    """Ctrl-C in the first second of a command, while simcoll and numpy import, printed
+    Python's traceback. The installed script, with the import of simcoll.cli stopped as
+    a Ctrl-C would stop it (a site hook raises KeyboardInterrupt there)."""
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
+        import sys
+
+        class CtrlC:
+            def find_spec(self, name, path=None, target=None):
+                if name == "simcoll.cli":
+                    raise KeyboardInterrupt
+                return None
+
+        sys.meta_path.insert(0, CtrlC())
+    """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    done = subprocess.run([_CONSOLE_SCRIPT, "run", "--size", "1K"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "simcoll: interrupted\n")
+    # and without the hook the same script runs the command
+    done = subprocess.run([_CONSOLE_SCRIPT, "run", "--size", "1K"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "1024" in done.stdout, done
+
+
 class _StoppedAtOnce(Executor):
     """Ctrl-C as the first point is handed out."""
 

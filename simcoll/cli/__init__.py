@@ -159,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The ``simcoll`` console script and ``python -m simcoll``: :func:`main`, then exit.
+    """``python -m simcoll``, and the ``simcoll`` console script once ``_simcoll_cli`` has
+    imported simcoll: :func:`main`, then exit.
 
     After Ctrl-C the process leaves at once, once what it saved is saved and its worker
     processes are gone: freeing a large simulation's objects one by one at the
