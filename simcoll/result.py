@@ -137,7 +137,8 @@ class RunResult:
         """A JSON-ready summary (no outputs; ``link_bytes`` of the links that carried
         bytes, keyed ``"from->to"``)."""
         return {
-            "network": self.network, "topology": self.topology, "nranks": self.nranks,
+            "network": self.network, "topology": self.topology,
+            "topology_hash": self.topology_hash, "nranks": self.nranks,
             "time": self.time,
             "bytes_sent": self.bytes_sent.tolist(),
             "bytes_received": self.bytes_received.tolist(),
@@ -230,7 +231,8 @@ class Result(RunResult):
             shape["root"] = self.root
         return {
             "collective": self.collective, "algorithm": self.algorithm,
-            "network": self.network, "topology": self.topology, "nranks": self.nranks,
+            "network": self.network, "topology": self.topology,
+            "topology_hash": self.topology_hash, "nranks": self.nranks,
             "nbytes": self.nbytes, "dtype": self.dtype, "op": self.op,
             "params": dict(self.params), "time": self.time, "correct": self.correct,
             "max_error": None if self.max_error is None else _num(self.max_error),

@@ -378,15 +378,28 @@ def test_sweeps_on_machines_of_one_name_are_refused_not_merged(tmp_path):
     assert fast[0].time != slow[0].time
     with pytest.raises(sc.InvalidInputError, match="different machines of that name"):
         scaling(sc.load_results(tmp_path / "both.jsonl"))
-    with pytest.raises(sc.InvalidInputError, match=r"points at nranks=2 on 'switch\(2\)' "
-                                                   r"took different times"):
-        scaling(list(fast) + list(slow))
+    # the Results, and their to_dict()s (which had no topology hash: the 10 GB/s
+    # machine's points replaced the others, as a rerun's)
+    for given in (list(fast) + list(slow), [r.to_dict() for r in list(fast) + list(slow)]):
+        with pytest.raises(sc.InvalidInputError, match="different machines of that name"):
+            scaling(given)
     # A rerun of the same machine is still one line, of the later run.
     again = sc.simulate(sc.topology.switch(2, bandwidth=100e9), "all_reduce",
                         algorithm="ring", nbytes=1024)
     fig = scaling(list(fast) + [again])
     (line,) = lines(fig, "simulated")
     assert list(xy(line)[1]) == pytest.approx([again.time * 1e6, fast[1].time * 1e6])
+
+
+def test_results_of_one_machine_that_took_different_times_are_refused_not_merged():
+    """Runs of one machine with other faults are not a rerun of each other."""
+    topo = sc.topology.switch(4, bandwidth=10e9, latency=1e-6)
+    runs = [sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1024,
+                        faults=sc.Faults(jitter=jitter, seed=1)) for jitter in (1e-6, 5e-6)]
+    assert runs[0].topology_hash == runs[1].topology_hash and runs[0].time != runs[1].time
+    with pytest.raises(sc.InvalidInputError, match=r"points at nranks=4 on 'switch\(4\)' "
+                                                   r"took different times .* on one machine"):
+        scaling(runs)
 
 
 def test_topology_names_become_templates_where_their_numbers_change():

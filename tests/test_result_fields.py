@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -87,3 +88,19 @@ def test_a_result_s_dict_is_json_ready_with_numpy_inner_parameters():
                       nbytes=4096, buckets=2, inner_params={"chunks": np.int64(2)})
     assert type(res.params["inner_params"]["chunks"]) is int
     assert json.loads(json.dumps(res.to_dict()))["params"]["inner_params"] == {"chunks": 2}
+
+
+def test_to_dict_names_the_machine_by_its_topology_hash():
+    """to_dict() left the hash out, so two machines of one name read as one (a plot of
+    their to_dict()s kept only the later machine's points)."""
+    from simcoll.topology.io import to_dict as topology_dict
+
+    fast, slow = (sc.simulate(sc.topology.switch(2, bandwidth=bw), "all_reduce",
+                              algorithm="ring", nbytes=64) for bw in (100e9, 10e9))
+    assert fast.topology == slow.topology
+    assert fast.to_dict()["topology_hash"] != slow.to_dict()["topology_hash"]
+    # the digest of the whole description, as a sweep's records and `simcoll run --json`
+    # give it: SHA-256 of its canonical JSON, 16 hex digits
+    described = json.dumps(topology_dict(sc.topology.switch(2, bandwidth=100e9)),
+                           sort_keys=True, separators=(",", ":"))
+    assert fast.to_dict()["topology_hash"] == hashlib.sha256(described.encode()).hexdigest()[:16]

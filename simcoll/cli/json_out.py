@@ -12,8 +12,9 @@ iteration counts 1 and 0 (every iteration would take the same time), and a
 With ``-I 1`` each row has its per-iteration statistics, those of one iteration (as
 nccl-tests' ``tools/analyze_perf_json.py`` reads them). Rows done before a failure or
 Ctrl-C are written with the error in ``errors``; an
-algbw of a size simulated in no time (one rank) is null, as JSON has no infinity, while
-its busbw is 0 (nccl-tests' bus factor, (p-1)/p for one rank, is 0), and so is the
+algbw of a size simulated in no time (one rank) is null, as JSON has no infinity, and so
+is the busbw of broadcast and reduce (bus factor 1); the other collectives' busbw is 0
+there (nccl-tests' bus factor, (p-1)/p or 2(p-1)/p, is 0 for one rank), and so is the
 average of such rows.
 """
 

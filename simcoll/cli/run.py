@@ -41,7 +41,6 @@ from simcoll.inputs import check_inputs
 from simcoll.nccl_tests import nccl_shape
 from simcoll.ops import ReduceOp
 from simcoll.simulate import simulate
-from simcoll.sweep.records import topology_hash
 from simcoll.topology.graph import Topology
 from simcoll.topology.spec import from_spec
 
@@ -230,7 +229,6 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
     op = kwargs.get("op", ReduceOp.SUM)
     root = kwargs.get("root", 0)
     type_name = _NCCL_NAMES.get(dtype.name, dtype.name)
-    digest = topology_hash(topo)  # tells machines of one name apart, as a sweep's records
     for nbytes, count, size in shapes:
         data = None
         with still_running(f"{args.collective} of {size} B"):
@@ -246,7 +244,7 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
                         _NCCL_OPS[op.name] if coll.reduces else "none",
                         root if coll.rooted else -1, res.time * 1e6, res.algbw / 1e9,
                         res.busbw / 1e9, wrong)
-        record = {"spec": topo.spec, "topology_hash": digest, "size": size, "count": count,
+        record = {"spec": topo.spec, "size": size, "count": count,
                   "type": type_name, "redop": row.redop,
                   "root": root if coll.rooted else None, "time_us": row.time_us,
                   "algbw_GBps": _finite(row.algbw), "busbw_GBps": _finite(row.busbw),

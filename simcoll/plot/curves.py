@@ -107,9 +107,9 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
 
     Raises:
         InvalidInputError: two points of one line ran on different machines: of different
-            names at one x, or of one name (told apart by the records' topology hash or
-            spec) at one rank count, or, ``Result`` objects (which do not say), two
-            points at one x that took different times.
+            names at one x, or of one name (told apart by the topology hash of a Result
+            or a record, or a record's spec) at one rank count; or two ``Result`` objects
+            at one x on one machine took different times (other faults or settings).
     """
     names = topology_templates(points)
     groups: dict[tuple, dict[int, Point]] = {}
@@ -123,14 +123,6 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
             raise InvalidInputError(
                 f"two {p.collective}/{p.algorithm} points at {x}={at} ran on different "
                 f"topologies ({line[at].topology!r} and {p.topology!r}); plot them apart")
-        if at in line and p.from_result and line[at].from_result \
-                and line[at].time != p.time:
-            raise InvalidInputError(
-                f"two {p.collective}/{p.algorithm} points at {x}={at} on {p.topology!r} "
-                f"took different times ({format_duration(line[at].time or 0.0)} and "
-                f"{format_duration(p.time or 0.0)}): machines of one name, or other "
-                f"settings; pass a sweep's results or records (their topology hash tells "
-                f"machines apart) or plot them apart")
         same = machines.setdefault((key, p.nranks, _kind(p.machine)), p)
         if same.machine != p.machine:
             told = (f"spec={same.spec!r} and spec={p.spec!r}, "
@@ -140,6 +132,13 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
                 f"two {p.collective}/{p.algorithm} lines on {p.topology!r} ran on different "
                 f"machines of that name ({told}{same.machine!r} and {p.machine!r}); plot "
                 f"them apart")
+        if at in line and p.from_result and line[at].from_result \
+                and line[at].time != p.time:
+            raise InvalidInputError(
+                f"two {p.collective}/{p.algorithm} points at {x}={at} on {p.topology!r} "
+                f"took different times ({format_duration(line[at].time or 0.0)} and "
+                f"{format_duration(p.time or 0.0)}) on one machine: runs with other "
+                f"faults or settings; plot them apart")
         line[at] = p
     return groups
 

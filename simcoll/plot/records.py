@@ -42,12 +42,11 @@ class Point:
     """The parameters asked for (``Result.requested`` where known): one line each."""
     machine: str | None = None
     """What tells machines of one name apart, where a record says: ``topology_hash=...``
-    (a sweep's and the command line's), else ``spec=...`` (the command line's before it
-    wrote the hash), else None."""
+    (a Result's, its ``to_dict()``'s, a sweep's and the command line's), else
+    ``spec=...`` (the command line's before it wrote the hash), else None."""
     from_result: bool = False
-    """Read from a ``Result`` object, which does not say which machine of its name it ran
-    on: two of one line at one x are two machines, not a rerun, where their times
-    differ."""
+    """Read from a ``Result`` object: two of one line at one x that took different times
+    ran with other settings (faults, jitter), not as a rerun."""
     spec: str | None = None
     """The topology spec a record gives (the command line's), to name its machine."""
     settings: str = ""
@@ -194,6 +193,7 @@ def read_all(records: Iterable[Record]
                                 r.nranks, r.nbytes, len(r.host_bytes_sent), _number(r.time),
                                 _number(r.algbw), _number(r.busbw),
                                 dict(r.params if r.requested is None else r.requested),
+                                machine=f"topology_hash={r.topology_hash}",
                                 from_result=True, settings=_settings(r.root, r.op),
                                 bytes_sent=_most_sent(r.bytes_sent.tolist(),
                                                       r.host_bytes_sent.tolist())))

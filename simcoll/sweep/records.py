@@ -180,7 +180,8 @@ class SweepResults(list["Result | FailedPoint"]):
         that failed (its time, bandwidths and traffic are then missing). ``algbw``,
         ``busbw`` and ``max_error`` are the Result's (``algbw`` is ``inf`` for a
         zero-time run, as on one rank, where ``to_dict`` and the saved record write
-        ``null``; ``busbw`` is 0 there, (p - 1) / p being 0).
+        ``null``; ``busbw`` is 0 there where the collective's bus factor is (p - 1) / p
+        or 2 (p - 1) / p, and ``inf`` for broadcast and reduce, whose factor is 1).
 
         Raises:
             ImportError: pandas is not installed (``pip install simcoll[pandas]``).
