@@ -253,3 +253,53 @@ def test_a_size_is_refused_with_the_callers_error_class(value, match):
 
     with pytest.raises(sc.TopologyError, match=match):
         size(value, "link_bytes", error=sc.TopologyError)
+
+
+@pytest.mark.parametrize("topology", ["switch(4)", None, 4])
+def test_data_parallel_step_with_data_refuses_what_is_not_a_topology(topology):
+    """With data= it read topology.nranks first: AttributeError: 'str' object has no
+    attribute 'nranks'."""
+    with pytest.raises(sc.InvalidInputError, match="Topology"):
+        tr.data_parallel_step(topology, gradient_bytes=32, forward=0, backward=1e-3,
+                              data=[np.ones(8, np.float32) for _ in range(4)])
+
+
+@pytest.mark.parametrize("sequence_parallel", [False, True])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_model_without_activation_bytes_runs_its_tensor_parallel_layer(tp,
+                                                                        sequence_parallel):
+    """Precision(activation_bytes=0) raised ZeroDivisionError in the text of an
+    overflow hint nothing needed; step() ran the same model."""
+    model = tr.gpt(layers=2, hidden=64, heads=4, seq_len=8, vocab=100, batch=4,
+                   precision=tr.Precision(activation_bytes=0))
+    layer = tr.tensor_parallel_layer(model, SWITCH, tp=tp, gpu=GPU,
+                                     sequence_parallel=sequence_parallel)
+    assert layer.time >= 0 and all(b == 0 for b in layer.run.bytes_sent)
+
+
+@pytest.mark.parametrize("run", [
+    lambda **kw: tr.tensor_parallel_layer(tr.gpt(layers=2, hidden=64, heads=4, seq_len=16,
+                                                 vocab=96, batch=4), SWITCH, tp=1, gpu=GPU,
+                                          **kw),
+    lambda **kw: tr.step(TOY, sc.topology.switch(1), dp=1, gpu=GPU, **kw),
+])
+def test_a_step_that_runs_no_collective_still_refuses_an_unknown_algorithm(run):
+    """tp=1 (or dp = tp = pp = 1) runs no collective, and took any name and any
+    parameters, where tp=2 refused the same typo."""
+    with pytest.raises(sc.UnknownAlgorithmError, match="'nope'"):
+        run(algorithm="nope")
+    with pytest.raises(sc.InvalidInputError, match="'x'"):
+        run(algorithm_params={"x": 1})
+    with pytest.raises(sc.InvalidInputError, match="proto"):
+        run(algorithm="nccl", algorithm_params={"proto": "LL64"})
+    # a name registered only for other collectives than all_reduce is checked on one
+    assert run(algorithm="bruck") is not None
+    assert run(algorithm="ring", algorithm_params={"chunks": 2}) is not None
+
+
+@pytest.mark.parametrize("sizes", [{4, 3}, {4: 1, 3: 2}, iter([4, 3])])
+def test_an_mlp_refuses_unordered_sizes(sizes):
+    """A set or a dict gave the widths in their own iteration order: MLP({4, 3}).sizes
+    was (3, 4)."""
+    with pytest.raises(sc.InvalidInputError, match="in order"):
+        numeric.MLP(sizes)

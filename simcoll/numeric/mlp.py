@@ -9,6 +9,7 @@ batch is the mean of its samples' gradients, which is what makes data parallelis
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,11 +58,13 @@ class MLP:
     loss: str = "mse"
 
     def __post_init__(self) -> None:
-        if isinstance(self.sizes, (str, bytes)) or not hasattr(self.sizes, "__len__") \
+        if not isinstance(self.sizes, (Sequence, np.ndarray)) \
+                or isinstance(self.sizes, (str, bytes)) \
                 or (isinstance(self.sizes, np.ndarray) and self.sizes.ndim != 1) \
                 or len(self.sizes) < 2:
             raise InvalidInputError(f"sizes={self.sizes!r} is not accepted; give the widths "
-                                    f"of every layer boundary, at least (inputs, outputs)")
+                                    f"of every layer boundary in order (a list or tuple), "
+                                    f"at least (inputs, outputs)")
         object.__setattr__(self, "sizes", tuple(
             integer(s, f"sizes[{i}]", minimum=1) for i, s in enumerate(self.sizes)))
         if self.activation not in ACTIVATIONS:

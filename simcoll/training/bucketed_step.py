@@ -103,6 +103,7 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
         raise InvalidInputError(f"algorithm_params={algorithm_params!r} is not accepted; "
                                 f"give a dict of the algorithm's parameters, e.g. "
                                 f"{{'proto': 'LL128'}}")
+    topology = check_topology(topology)
     if "data" in kwargs:
         inputs = check_inputs(topology.nranks, kwargs["data"], None, None,
                               collective("all_reduce"))
@@ -118,7 +119,7 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
         kwargs["nbytes"] = gradient_bytes
     if algorithm_params:
         kwargs["inner_params"] = dict(algorithm_params)
-    check_counters(gradient_bytes, check_topology(topology).nranks, name="gradient_bytes")
+    check_counters(gradient_bytes, topology.nranks, name="gradient_bytes")
     buckets = -(-gradient_bytes // bucket_bytes)   # exact: a float quotient rounds
     if buckets > MAX_BUCKETS:
         raise InvalidInputError(

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from simcoll.algorithms.bucketed import refuse_step_model
-from simcoll.algorithms.registry import get_algorithm
+from simcoll.algorithms.registry import algorithms, get_algorithm
 from simcoll.buffers import VirtualBuffer
 from simcoll.checks import integer, largest_input, real, shown
 from simcoll.errors import InvalidInputError
@@ -138,9 +138,10 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
                     params: Mapping[str, Any] | None = None, *,
                     hosts: int = 0) -> dict[str, Any]:
     """Refuse, before any run, an algorithm that is not registered for every one of
-    ``collectives`` or that runs programs on the machine's ``hosts`` server hosts (a
-    training step starts its collectives on GPU ranks; without hosts a parameter
-    server's servers are ranks), and parameters it does not take; return the keywords
+    ``collectives`` (for one collective where the step runs none) or that runs
+    programs on the machine's ``hosts`` server hosts (a training step starts its
+    collectives on GPU ranks; without hosts a parameter server's servers are ranks),
+    and parameters it does not take; return the keywords
     every collective of the step passes: ``algorithm`` and ``params``, normalized.
 
     Raises:
@@ -154,7 +155,7 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
                                 f"of the algorithm's parameters, e.g. {{'proto': 'Simple'}}")
     given = dict(params or {})
     normalized: dict[str, Any] = {}
-    for collective in collectives:
+    for collective in collectives or [_one_collective_of(algorithm)]:
         spec = get_algorithm(collective, algorithm)
         refuse_step_model(algorithm)
         if spec.host is not None and hosts:
@@ -164,6 +165,14 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
                                     f"without server hosts its servers are ranks)")
         normalized = spec.normalized(given)
     return {"algorithm": algorithm, **normalized}
+
+
+def _one_collective_of(algorithm: str) -> str:
+    """A collective ``algorithm`` is registered for, all_reduce where it is: what a step
+    that runs no collective (one GPU per group) checks the name and its parameters on,
+    as the same step on more GPUs would refuse them."""
+    have = sorted((c != "all_reduce", c) for c, name in algorithms() if name == algorithm)
+    return have[0][1] if have else "all_reduce"  # unknown: all_reduce's names are listed
 
 
 _ANY_COUNT = 2**62

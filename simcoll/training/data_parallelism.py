@@ -151,7 +151,8 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
         algorithm_params: parameters of that algorithm for every collective of the step
             (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
             ``collnet=1`` needs collectives over every GPU of the machine), checked
-            before the run.
+            before the run, but for a value bounded by a buffer's size (a ring's
+            ``chunks``), which each collective checks as it starts.
 
     Raises:
         InvalidInputError: an unknown strategy or all_reduce algorithm (one that needs

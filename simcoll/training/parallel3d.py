@@ -518,7 +518,9 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     """Simulate one training step of ``model`` with ``dp x tp x pp`` parallelism.
 
     ``model.batch`` is the global batch B; each replica runs B / dp sequences in
-    ``micro_batches`` micro-batches of B / (dp m). Everything is checked before the run.
+    ``micro_batches`` micro-batches of B / (dp m). Everything is checked before the run,
+    but for an ``algorithm_params`` value bounded by a buffer's size (a ring's
+    ``chunks``), which each collective checks as it starts.
 
     Args:
         dp, tp, pp: data-parallel replicas, tensor-parallel group size, pipeline stages;
@@ -540,7 +542,8 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         algorithm_params: parameters of that algorithm for every collective of the step
             (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
             ``collnet=1`` needs collectives over every GPU of the machine), checked
-            before the run.
+            before the run, but for a value bounded by a buffer's size (a ring's
+            ``chunks``), which each collective checks as it starts.
 
     Raises:
         InvalidInputError: dp x tp x pp not the GPU count, micro-batches that do not

@@ -153,7 +153,8 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
         algorithm_params: parameters of that algorithm for every collective of the step
             (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
             ``collnet=1`` needs collectives over every GPU of the machine), checked
-            before the run.
+            before the run, but for a value bounded by a buffer's size (a ring's
+            ``chunks``), which each collective checks as it starts.
 
     Raises:
         InvalidInputError: a model without transformer blocks, bad sizes, ranks or
@@ -180,7 +181,7 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     activations = model.activation_bytes(b)
     check_collective_input(activations, t, f"sequences={shown(b)} make activations that "
                            f"each of the layer's tensor-parallel collectives takes",
-                           f"use sequences <= {largest_input(t) // (activations // b)}")
+                           f"use sequences <= {largest_input(t) // max(activations // b, 1)}")
     most = 2 * (4 if sequence_parallel else 2) * 2 * activations
     if t > 1 and most >= COUNTER_LIMIT:
         raise InvalidInputError(

@@ -282,7 +282,8 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
         algorithm_params: parameters of that algorithm for every collective of the step
             (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
             ``collnet=1`` needs collectives over every GPU of the machine), checked
-            before the run.
+            before the run, but for a value bounded by a buffer's size (a ring's
+            ``chunks``), which each collective checks as it starts.
 
     Raises:
         InvalidInputError: a stage other than 0-3, an algorithm not registered for the
