@@ -20,7 +20,7 @@ from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.units import parse_size
 
 __all__ = ["Count", "flag", "integer", "real", "size", "text", "shown", "huge", "as_float",
-           "COUNTER_LIMIT", "largest_input"]
+           "COUNTER_LIMIT", "largest_input", "octal_looking"]
 
 Count: TypeAlias = int | np.integer[Any]
 """A count a user gives (ranks, nodes, GPUs): Python's int or numpy's, as :func:`integer`
@@ -83,6 +83,13 @@ def largest_input(p: int) -> int:
 FLOAT_OVERFLOW = 2**1024 - 2**970
 """The least integer ``float()`` cannot hold: half an ulp above the largest float,
 (2 - 2^-52) x 2^1023, it rounds to 2^1024 (an OverflowError)."""
+
+
+def octal_looking(text: str) -> bool:
+    """Whether ``text`` is a whole number with a leading zero (``010``, ``-07``; not ``0``
+    or ``00``), which C's strtol reads as octal and Python's int() as decimal."""
+    digits = text.strip().lstrip("+-")
+    return digits[:1] == "0" and digits[1:].isdigit() and bool(digits.strip("0"))
 
 
 def huge(value: Any) -> bool:

@@ -438,3 +438,13 @@ def test_a_topology_without_links_says_so_where_a_link_index_is_asked():
         topology.bandwidth_of(0)
     route = topology.route(0, 0, avoid=set())
     assert route.links == () and type(route.latency) is float and route.latency == 0.0
+
+
+@pytest.mark.parametrize("name", [[1], {"a": 1}, {1}])
+def test_a_device_name_no_dict_can_hold_is_unknown(name):
+    """device([1]) and neighbors({...}) raised TypeError: unhashable type."""
+    topo = sc.topology.switch(2)
+    with pytest.raises(sc.TopologyError, match=re.escape(f"unknown device {name!r}")):
+        topo.device(name)
+    with pytest.raises(sc.TopologyError, match=re.escape(f"unknown device {name!r}")):
+        topo.neighbors(name)

@@ -690,3 +690,33 @@ def test_a_topology_name_is_kept_as_given_when_set_or_assigned(tmp_path):
     with pytest.raises(sc.TopologyError, match="is not accepted; use a non-empty string"):
         topo.name = 3
     assert topo.name == "  b\u00e9 "
+
+
+def test_an_astra_config_with_a_key_of_simcolls_own_names_that_key(tmp_path):
+    """A stray devices: key was blamed on a 'name' key load() had added (line 1)."""
+    path = tmp_path / "ring.yml"
+    path.write_text("topology: [Ring]\nnpus_count: [4]\nbandwidth: [100]\nlatency: [500]\n"
+                    "devices: []\n")
+    with pytest.raises(sc.TopologyError, match=r"ring.yml, line 5: devices: unknown key in "
+                                               r"an ASTRA-sim network config"):
+        sc.topology.load(path)
+
+
+@pytest.mark.parametrize("written, match", [
+    ("{a: 1}", r"line 2: args.kind: a dict \{'a': 1\} is not accepted for switch's 'kind'"),
+    ("1e9", r"line 2: args.kind: expected a string for switch's 'kind', got 1000000000.0 "
+            r"\(YAML 1.2 reads 1e9 as a number: quote it, '1e9'\)"),
+    ("100", r"args.kind: expected a string for switch's 'kind', got 100 \(YAML 1.2 reads "
+            r"100 as a number"),
+])
+def test_a_preset_files_text_parameter_refuses_what_is_no_text(tmp_path, written, match):
+    """kind: {a: 1} made links of kind "{'a': 1}", and kind: 1e9 of kind
+    '1000000000.0', where a device list's kind: 1e9 is refused with the same hint."""
+    path = tmp_path / "preset.yaml"
+    path.write_text(f"preset: switch\nargs: {{n: 4, kind: {written}}}\n")
+    with pytest.raises(sc.TopologyError, match=match):
+        sc.topology.load(path)
+    path.write_text("preset: switch\nargs: {n: 4, kind: '1e9', bandwidth: 1e9}\n")
+    topo = sc.topology.load(path)
+    assert {link.kind for link in topo.links} == {"1e9"}
+    assert {link.bandwidth for link in topo.links} == {1e9}

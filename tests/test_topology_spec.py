@@ -479,3 +479,15 @@ def test_a_zero_with_a_capital_e_exponent_past_18_digits_is_zero():
     assert parse_rate("0.000E-99999999999999999999") == 0.0
     with pytest.raises(ValueError, match="rounds to 0 bytes/s"):
         parse_rate("1E-99999999999999999999GB/s")
+
+
+@pytest.mark.parametrize("spec", ["switch:010", "switch:n=010", "torus:4x04", "cluster:2x010",
+                                  "switch:-07"])
+def test_a_spec_refuses_a_whole_number_with_a_leading_zero(spec):
+    """switch:010 built 10 GPUs, where --param chunks=010 is refused and an ASTRA-sim
+    file's 010 is 8 (yaml-cpp reads it as C's strtol does)."""
+    with pytest.raises(sc.TopologyError, match="has a leading zero"):
+        sc.topology.from_spec(spec)
+    # 0 and 00 are zero in every reading: refused as counts, not as written
+    with pytest.raises(sc.TopologyError, match="n = 0 is not accepted"):
+        sc.topology.from_spec("switch:00")

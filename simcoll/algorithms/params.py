@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.checks import as_float, shown
+from simcoll.checks import as_float, octal_looking, shown
 from simcoll.errors import InvalidInputError, RegistrationError
 from simcoll.topology.quantities import parse_time
 
@@ -402,13 +402,6 @@ class Keywords(Param):
             raise self.refusal(name, value)
         # numpy scalars as Python numbers, as every other parameter holds them
         return {key: v.item() if isinstance(v, np.generic) else v for key, v in value.items()}
-
-
-def octal_looking(text: str) -> bool:
-    """Whether ``text`` is a whole number with a leading zero (``010``, ``-07``; not ``0``
-    or ``00``), which C's strtol reads as octal and Python's int() as decimal."""
-    digits = text.strip().lstrip("+-")
-    return digits[:1] == "0" and digits[1:].isdigit() and bool(digits.strip("0"))
 
 
 def read_value(raw: str) -> Any:

@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from simcoll.algorithms.params import octal_looking, read_value
-from simcoll.checks import shown
+from simcoll.algorithms.params import read_value
+from simcoll.checks import octal_looking, shown
 from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import LOW_PRECISION, as_dtype, meant_name

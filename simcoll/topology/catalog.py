@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simcoll.checks import Count
+from simcoll.checks import Count, octal_looking
 from simcoll.errors import TopologyError
 from simcoll.topology.graph import Topology
 from simcoll.topology.quantities import (
@@ -151,6 +151,11 @@ def builder(name: str, *, files: bool = True) -> Callable[..., Topology]:
     return known[name]
 
 
+_LEADING_ZERO = ("{raw!r} has a leading zero, which C's strtol (and an ASTRA-sim "
+                 "file's reader) takes for octal and Python for decimal; write the number "
+                 "without it")
+
+
 def _parse(param: Parameter, raw: str) -> Any:
     """Read one value; ValueError names what was expected."""
     text = raw.strip()
@@ -159,11 +164,15 @@ def _parse(param: Parameter, raw: str) -> Any:
     if param.kind == "int":
         if not re.fullmatch(r"[+-]?[0-9]+", text):
             raise ValueError(f"{raw!r} is not a whole number")
+        if octal_looking(text):
+            raise ValueError(_LEADING_ZERO.format(raw=raw))
         return int(text)
     if param.kind == "dims":
         parts = text.lower().split("x")
         if not all(re.fullmatch(r"[0-9]+", p.strip()) for p in parts):
             raise ValueError(f"{raw!r} is not a list of whole numbers joined by 'x', e.g. 4x4")
+        if any(octal_looking(p) for p in parts):
+            raise ValueError(_LEADING_ZERO.format(raw=raw))
         return tuple(int(p) for p in parts)
     if param.kind == "bool":
         if text.lower() not in ("true", "false", "1", "0", "yes", "no"):

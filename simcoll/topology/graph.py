@@ -446,7 +446,7 @@ class Topology:
         """
         try:
             return self._devices[name]
-        except KeyError:
+        except (KeyError, TypeError):   # TypeError: a name no dict key can be ([1])
             raise TopologyError(f"unknown device {name!r}") from None
 
     def endpoint_name(self, address: int) -> str:

@@ -270,10 +270,29 @@ def _preset(data: dict[str, Any], ctx: Context) -> Topology:
             raise ctx.error(("args", key), f"null is not accepted for {name}'s {key!r}, "
                                            f"which has no 'none'; give a value or leave the "
                                            f"key out for its default")
+        if value is not None and not isinstance(value, (str, int, float)):
+            raise ctx.error(("args", key), f"a {type(value).__name__} {value!r:.60} is not "
+                                           f"accepted for {name}'s {key!r}; give one value")
+        if kinds.get(key) == "str" and not isinstance(value, str) and value is not None:
+            written = ctx.texts.get(("args", key))
+            hint = "quote it" if written is None else \
+                f"YAML 1.2 reads {written} as a number: quote it, '{written}'"
+            raise ctx.error(("args", key), f"expected a string for {name}'s {key!r}, got "
+                                           f"{value!r} ({hint})")
         return "none" if value is None else str(value)
 
     place = ctx.place(("args",) if "args" in data else ("preset",))
     return build(name, {str(k): text(str(k), v) for k, v in args.items()}, place)
+
+
+def _astra_config(data: Any) -> bool:
+    """Whether ``data`` is (meant as) an ASTRA-sim network config: a mapping with
+    ``npus_count``, a list of ``topology`` kinds or a key of the older JSON config."""
+    from simcoll.topology.astra import LEGACY_KEYS
+
+    return isinstance(data, dict) and (
+        "npus_count" in data or isinstance(data.get("topology"), list)
+        or any(key in data for key in LEGACY_KEYS))
 
 
 def from_dict(data: Any, *, source: str = "topology description",
@@ -292,11 +311,9 @@ def from_dict(data: Any, *, source: str = "topology description",
     ctx = context or Context(source)
     if isinstance(data, dict) and "preset" in data:
         return _preset(data, ctx)
-    from simcoll.topology.astra import LEGACY_KEYS, from_astra_dict
+    if _astra_config(data):
+        from simcoll.topology.astra import from_astra_dict
 
-    if isinstance(data, dict) and ("npus_count" in data or isinstance(data.get("topology"),
-                                                                       list)
-                                   or any(key in data for key in LEGACY_KEYS)):
         return from_astra_dict(data, ctx)
     if not isinstance(data, dict):
         raise ctx.error((), f"expected a mapping with 'devices' and 'links' (or 'preset'), "
@@ -334,7 +351,8 @@ def load(path: str | os.PathLike) -> Topology:
             the message names the file, the key or line, and what was expected.
     """
     data, ctx = read(path)
-    if isinstance(data, dict) and "devices" in data and not {"name", "preset"} & set(data):
+    if isinstance(data, dict) and "devices" in data and not {"name", "preset"} & set(data) \
+            and not _astra_config(data):
         data = {"name": Path(path).stem, **data}   # named before its errors name it
     topology = from_dict(data, context=ctx)
     try:
