@@ -49,7 +49,7 @@ from simcoll.comparison import (
     geomean_line,
     measured_times,
     run_sizes,
-    setting_labels,
+    setting_columns,
     size_runs,
     size_width,
     table_collective,
@@ -209,16 +209,16 @@ class Calibration:
                          f"simulated within simcoll's run limits (the first at "
                          f"{_named(self.unsimulated[0])}) and counted as the worst fit")
         if self.left_out:
-            labels = self._labels()[len(self.sizes):]
+            labels = self._columns()[1][len(self.sizes):]
             notes.append(wrong_note(wrong_labels(self.left_out, labels) if any(labels)
                                     else self.left_out, "left out of the fit"))
         return notes
 
-    def _labels(self) -> list[str]:
-        """Each row's type, redop and root, the fitted rows' then those left out
-        (:func:`~simcoll.comparison.setting_labels`)."""
-        return setting_labels(self.settings + self.left_out_settings,
-                              len(self.sizes) + len(self.left_out))
+    def _columns(self) -> tuple[str, list[str]]:
+        """The head and each row's type, redop and root, the fitted rows' then those
+        left out (:func:`~simcoll.comparison.setting_columns`)."""
+        return setting_columns(self.settings + self.left_out_settings,
+                               len(self.sizes) + len(self.left_out))
 
     @property
     def error_before(self) -> tuple[float, ...]:
@@ -255,15 +255,15 @@ class Calibration:
         lines += self.notes
         width = size_width(self.sizes)
         # Where rows differ in type, redop or root (-d all, -o all), each row says its own.
-        shown = self._labels()[:len(self.sizes)]
-        pad = max(len("type redop root"), *map(len, shown)) if any(shown) else 0
-        head = f"  {'type redop root':<{pad}}" if pad else ""
+        settings, labels = self._columns()
+        shown = labels[:len(self.sizes)]
+        head = f"  {settings}" if settings else ""
         lines += ["", f"{'size':>{width}}{head}   measured (us)   before (us)   after (us)   "
                       f"error before   error after"]
         for size, what, m, b, a, eb, ea in zip(self.sizes, shown, self.measured, self.before,
                                                 self.after, self.error_before,
                                                 self.error_after):
-            label = f"  {what:<{pad}}" if pad else ""
+            label = f"  {what}" if settings else ""
             lines.append(f"{size:>{width}d}{label}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  "
                          f"{a * 1e6:>11.2f}  {eb:>+12.1%}  {ea:>+12.1%}")
         lines += [""] + geomean_line(

@@ -397,27 +397,29 @@ class Comparison:
         """The sizes measured and simulated, as text: per size the error simulated /
         measured - 1, then the geometric-mean |time error| and what it is, and the sizes
         with ``#wrong`` above 0."""
-        named = " ".join(k for k in CHOICES if any(k in p for p in self.params))
+        keys = [k for k in CHOICES if any(k in p for p in self.params)]
+        named, choices = aligned(keys, [[str(p.get(k, "-")) for k in keys]
+                                        for p in self.params]) if keys else ("", self.choices)
         width = size_width(self.sizes)
         # Where rows differ in type, redop or root (-d all, -o all), each row says its own.
-        shown = setting_labels(self.settings, len(self.sizes))
-        varied = any(shown)
-        pad = max(len("type redop root"), *map(len, shown)) if varied else 0
-        head = f"{'type redop root':<{pad}}  " if varied else ""
+        settings, shown = setting_columns(self.settings, len(self.sizes))
+        varied = bool(settings)
+        head = f"{settings}  " if varied else ""
         lines = [" " * width + " " * len(head) + "        time (us)                     "
                  "busbw (GB/s)",
                  f"{'size':>{width}}  {head}   measured   simulated     error     measured   "
                  f"simulated  " + named]
         for size, what, m, s, e, bm, bs, chosen in zip(
                 self.sizes, shown, self.measured, self.simulated, self.error,
-                self.measured_busbw, self.simulated_busbw, self.choices):
-            label = f"{what:<{pad}}  " if varied else ""
+                self.measured_busbw, self.simulated_busbw, choices):
+            label = f"{what}  " if varied else ""
             lines.append(f"{size:>{width}d}  {label}{m * 1e6:>11.2f} {s * 1e6:>11.2f}  "
                          f"{e:>+8.1%}  {bm / 1e9:>11.2f} {bs / 1e9:>11.2f}  {chosen}")
         lines = [line.rstrip() for line in lines]
         lines += [""] + geomean_line(
             "geometric-mean |time error|", [self.error], [""],
-            f"over {len(self.sizes)} size{'' if len(self.sizes) == 1 else 's'} "
+            f"over {len(self.sizes)} {'row' if varied else 'size'}"
+            f"{'' if len(self.sizes) == 1 else 's'} "
             f"({self.collective}, {self.algorithm} on "
             f"{self.topology}, {self.place.replace('_', '-')} times)")
         if self.wrong:
@@ -460,21 +462,35 @@ class Comparison:
                 "wrong_rows": list(self.wrong_rows)}
 
 
-def setting_labels(settings: Sequence[Setting], rows: int) -> list[str]:
-    """Each of ``rows`` rows' type, redop and root as a report prints them (``-`` for
-    none), in columns padded to their widest; all ``""`` where the rows agree in them
-    (a report then leaves them out) or ``settings`` does not give one per row."""
+def aligned(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, list[str]]:
+    """``heads`` and each row of words (one per head) in columns as wide as their widest,
+    the head's included, joined by a space: ``("type     redop root", [...])``."""
+    widths = [max(len(head), *(len(row[i]) for row in rows)) for i, head in enumerate(heads)]
+
+    def line(words: Sequence[str]) -> str:
+        return " ".join(w.ljust(width) for w, width in zip(words, widths))
+
+    return line(heads), [line(row) for row in rows]
+
+
+SETTING_HEADS = ("type", "redop", "root")
+
+
+def setting_columns(settings: Sequence[Setting], rows: int) -> tuple[str, list[str]]:
+    """The head (``type redop root``) and each of ``rows`` rows' type, redop and root as
+    a report prints them (``-`` for none), in columns as wide as their widest (the
+    head's words included); ``""`` and all ``""`` where the rows agree in them (a
+    report then leaves them out) or ``settings`` does not give one per row."""
     if len(settings) != rows or len(set(settings)) < 2:
-        return [""] * rows
-    words = [[t, op or "-", "-" if root is None or root < 0 else str(root)]
-             for t, op, root in settings]
-    widths = [max(len(row[i]) for row in words) for i in range(3)]
-    return [" ".join(w.ljust(width) for w, width in zip(row, widths)) for row in words]
+        return "", [""] * rows
+    return aligned(SETTING_HEADS, [
+        [t, op or "-", "-" if root is None or root < 0 else str(root)]
+        for t, op, root in settings])
 
 
 def wrong_labels(sizes: Sequence[int], labels: Sequence[str]) -> list[int | str]:
     """The sizes of the rows whose ``#wrong`` is above 0 as :func:`wrong_note` names
-    them: with their :func:`setting_labels` where those are not empty."""
+    them: with their labels of :func:`setting_columns` where those are not empty."""
     return [f"{size} ({' '.join(label.split())})" if label else size
             for size, label in zip(sizes, labels)]
 

@@ -1845,3 +1845,30 @@ def test_bare_param_numbers_with_a_leading_zero_are_refused_others_read():
     assert read_value("0") == 0 and read_value("00") == 0 and read_value("-00") == 0
     assert read_value("0.5") == 0.5 and read_value("0.25") == 0.25
     assert read_value("10") == 10 and read_value("-10") == -10
+
+
+def test_plot_names_a_bad_record_by_file_and_line_and_takes_no_object_for_a_failure(
+        capsys, tmp_path):
+    """A bad record was 'record 2' (counted from 0, no file), a params of text a raw
+    ValueError, and any object with an "error" key (compare --json's list of errors) a
+    failed point: "holds no records of points that ran", or a legend entry of numbers."""
+    points = tmp_path / "points.jsonl"
+    cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2,4", "--sizes", "1K",
+        "--output", str(points))
+    good = points.read_text()
+    for bad, said in (('"nranks": "8"', "has nranks='8', nbytes=1024; expected integers"),
+                      ('"params": "chunks=2"', "has params='chunks=2'; expected an object of "
+                                               "parameters (or its JSON text)")):
+        line = ('{"collective": "all_reduce", "algorithm": "ring", "nbytes": 1024, '
+                '"nranks": 8, "time": 1e-05, "algbw": 1.0, "busbw": 1.0, ' + bad + "}\n")
+        points.write_text(good + line)
+        status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"))
+        assert (status, err) == (2, f"simcoll plot: error: {points}: record 3 {said}, as "
+                                    f"Result.to_dict() writes it\n"
+                                 if "params" in bad else
+                                 f"simcoll plot: error: {points}: record 3 {said} >= 1 and "
+                                 f">= 0\n")
+    points.write_text(good + json.dumps({"collective": "all_reduce", "error": [0.5, -0.2]})
+                      + "\n")
+    status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"))
+    assert status == 2 and "record 3 lacks algorithm, nranks, nbytes, time, algbw, busbw" in err

@@ -114,7 +114,13 @@ def test_nccl_choices_per_size():
         assert chosen == f"{params['algo']} {params['proto']} {params['channels']}"
     # NCCL runs LL at 8 B (the lowest latency) and Simple at 64 MiB
     assert [p["proto"] for p in found.params] == ["LL", "Simple"]
-    assert "algo proto channels" in found.report()
+    lines = found.report().splitlines()
+    assert lines[1].split()[-3:] == ["algo", "proto", "channels"]
+    # each title over its column ('ring LL 1' was joined by single spaces)
+    for word, at in (("algo", 0), ("proto", 1), ("channels", 2)):
+        column = lines[1].index(f" {word}") + 1
+        assert [line[column:].split()[0] for line in lines[2:4]] == [
+            str(p[("algo", "proto", "channels")[at]]) for p in found.params], word
 
 
 def test_report_and_dict():
@@ -874,10 +880,15 @@ def test_a_table_of_several_types_or_ops_shows_each_rows_own():
             NcclTestsRow(4096, 1024, "float", "max", -1, out, None, 3))
     got = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P))
     lines = got.report().splitlines()
-    assert "type redop root" in lines[1]
+    assert lines[1].split()[:4] == ["size", "type", "redop", "root"]
     assert [line.split()[:4] for line in lines[2:5]] == [
         ["1024", "float", "sum", "-"], ["1024", "half", "sum", "-"],
         ["4096", "float", "max", "-"]]
+    # each title over its column: 'redop' sat over the type's padding, 'root' over redop
+    for word, values in (("type", ("float", "half")), ("redop", ("sum", "max")),
+                         ("root", ("-",))):
+        column = lines[1].index(f" {word}") + 1
+        assert all(line[column:].split()[0] in values for line in lines[2:5]), word
     assert got.to_dict()["settings"] == [["float", "sum", -1], ["half", "sum", -1],
                                          ["float", "max", -1]]
     one = sc.compare(machine(), NcclTestsTable(rows[:1], "all_reduce", P))

@@ -2348,3 +2348,47 @@ def test_lines_are_faded_only_under_a_model_drawn_over_them(grid):
     ax = scaling(grid, x="nbytes", formula=True, alpha=1e-6, beta=1e-11, gamma=0).axes[0]
     simulated = [line for line in ax.lines if line.get_gid() == "simulated"]
     assert simulated and all(to_rgba(line.get_color())[3] == 0.45 for line in simulated)
+
+
+def test_a_line_of_0_bytes_per_rank_says_its_size():
+    """The legend's test of a field's truthiness dropped a size of 0: 'ring' beside
+    'ring (1 MiB per rank)'."""
+    grid = sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 4],
+                    sizes=[0, 1 << 20], progress=False)
+    fig = scaling(grid, y="time")
+    assert sorted(t.get_text() for t in fig.axes[0].get_legend().get_texts()) == [
+        "ring (0 B per rank)", "ring (1 MiB per rank)"]
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("params", "chunks=2", r"record 0 has params='chunks=2'; expected an object"),
+    ("params", [1, 2], r"record 0 has params=\[1, 2\]; expected an object"),
+    ("params", 5, r"record 0 has params=5; expected an object"),
+    ("requested", "x", r"record 0 has requested='x'; expected an object"),
+    ("host_bytes_sent", 5, r"record 0 has host_bytes_sent=5; expected a list"),
+    ("bytes_sent", "x", r"record 0 has bytes_sent='x'; expected a list"),
+])
+def test_a_record_whose_fields_have_the_wrong_type_is_refused_by_name(field, value, match):
+    """dict('chunks=2') and len(5) raised ValueError and TypeError."""
+    record = {"collective": "all_reduce", "algorithm": "ring", "nranks": 8, "nbytes": 1024,
+              "time": 1e-5, "algbw": 1e9, "busbw": 1e9, field: value}
+    with pytest.raises(sc.InvalidInputError, match=match):
+        read_points([record])
+
+
+def test_records_read_back_by_pandas_plot_as_they_ran():
+    """pandas reads a sweep file's "error": null as NaN, which counted as a failure (no
+    point was plotted, "12 failed"), and to_pandas() writes params as JSON text, which
+    dict() could not take."""
+    pd = pytest.importorskip("pandas")
+    grid = sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2, 4],
+                    sizes=[1024, 4096], progress=False, chunks=2)
+    assert [r["error"] for r in grid.records] == [None] * 4
+    frame = pd.DataFrame(grid.records)
+    frame["error"] = frame["error"].astype(float)          # as read_json types a null column
+    for records in (frame.to_dict("records"), grid.to_pandas().to_dict("records")):
+        points = read_points(records)
+        assert sorted((p.nranks, p.nbytes, p.params) for p in points) == [
+            (2, 1024, {"chunks": 2}), (2, 4096, {"chunks": 2}), (4, 1024, {"chunks": 2}),
+            (4, 4096, {"chunks": 2})]
+    assert not [p for p in read_points(frame.to_dict("records")) if p.settings]

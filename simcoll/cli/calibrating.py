@@ -197,8 +197,9 @@ def _run(args: argparse.Namespace) -> int:
                           "notes": notes + fit.notes}))
         return 0
     sizes = len(fit.sizes)
+    unit = "size" if len(set(fit.sizes)) == sizes else "row"   # -d all: a size per type
     print(f"# simcoll calibrate: {collective} / {args.algorithm} on {args.topology}, "
-          f"{sizes} size{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
+          f"{sizes} {unit}{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
     print(fit.report(kinds))
     print(f"\nrun the calibrated machine with: {command}")
     return 0

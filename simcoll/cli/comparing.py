@@ -60,8 +60,9 @@ def _run(args: argparse.Namespace) -> int:
                           "notes": notes}))
         return 0
     sizes = len(found.sizes)
+    unit = "size" if len(set(found.sizes)) == sizes else "row"   # -d all: a size per type
     print(f"# simcoll compare: {found.collective} / {args.algorithm} on {args.topology}, "
-          f"{sizes} size{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
+          f"{sizes} {unit}{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
     print(found.report())
     if figure is not None:
         print(said)

@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 
 from simcoll.cli.options import PICTURES, CommandLineError, Once, check_output
+from simcoll.errors import InvalidInputError
 from simcoll.plot import scaling
+from simcoll.plot.records import failed, from_mapping
 from simcoll.sweep.records import IDENTITY, point_key
 
 __all__ = ["add_parser", "read_records"]
@@ -59,16 +61,20 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     read = _json_list if path.suffix.lower() == ".json" else _json_lines
     records = []
     for n, item in read(path, text):
-        if isinstance(item, dict) and item.get("error"):
+        if isinstance(item, dict) and failed(item):
             records.append(item)
             continue
         missing = [k for k in _NEEDED if not isinstance(item, dict) or k not in item]
         if missing:
             raise CommandLineError(f"{path}: record {n} lacks {', '.join(missing)}; give "
                                    f"the output of 'simcoll sweep' or 'simcoll run --json'")
+        try:
+            from_mapping(f"{path}: record {n}", item)
+        except InvalidInputError as exc:
+            raise CommandLineError(str(exc)) from None
         records.append(item)
     records = _last_of_each_point(records)
-    if all(r.get("error") for r in records):
+    if all(failed(r) for r in records):
         raise CommandLineError(f"{path} holds no records of points that ran")
     return records
 
@@ -153,16 +159,16 @@ def _run(args: argparse.Namespace) -> int:
     records = read_records(Path(args.records))
     x = args.x
     if x is None:
-        ran = [r for r in records if not r.get("error")]
+        ran = [r for r in records if not failed(r)]
         one_count = len({r.get("nranks") for r in ran}) == 1
         x = "nbytes" if one_count and len({r.get("nbytes") for r in ran}) > 1 else "nranks"
     figure = scaling(records, x=x, y=args.y, save=out)
     drawn = sum(int(np.size(line.get_xdata())) for line in figure.axes[0].get_lines()
                 if line.get_gid() == "simulated")
-    failed = sum(1 for r in records if r.get("error"))
-    notes = [f"{failed} failed"] if failed else []
-    if drawn < len(records) - failed:
-        notes.append(f"{len(records) - failed - drawn} left out: a time, size or bandwidth "
+    failures = sum(1 for r in records if failed(r))
+    notes = [f"{failures} failed"] if failures else []
+    if drawn < len(records) - failures:
+        notes.append(f"{len(records) - failures - drawn} left out: a time, size or bandwidth "
                      f"of 0, as on one rank, or a point run again")
     left = f" ({'; '.join(notes)})" if notes else ""
     print(f"{drawn} of {len(records)} records plotted to {out}{left}")

@@ -448,7 +448,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
                                                  str(fields["collective"]))
             parts = [str(fields[by])] + [
                 (_split_text(split, fields[name]) if name == "split" else str(fields[name]))
-                for name, vary in zip(_KEY, varies) if vary and name != by and fields[name]]
+                for name, vary in zip(_KEY, varies)
+                if vary and name != by and fields[name] != ""]   # a size of 0 is one
             at = sorted(line)
             ys = [(line[v].value(y) or 0) * factor for v in at]
             drawn_ys.extend(ys)

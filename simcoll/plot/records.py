@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -76,7 +77,7 @@ def _machine(r: Mapping[str, Any]) -> str | None:
     """``topology_hash=...`` (a digest of the whole machine, which sweeps and the command
     line write), else ``spec=...`` (the command line's older records), or None."""
     for key in ("topology_hash", "spec"):
-        if r.get(key) is not None:
+        if not _none(r.get(key)):
             return f"{key}={r[key]}"
     return None
 
@@ -86,7 +87,7 @@ def _settings(root: Any, op: Any) -> str:
     for those (and where a collective has neither: null, or nccl-tests' root -1 in
     ``simcoll run`` records written before 2026-12-05)."""
     parts = [f"root={root}"] if isinstance(root, int) and root > 0 else []
-    if op not in (None, "SUM"):
+    if not _none(op) and op != "SUM":
         parts.append(f"op={str(op).lower()}")
     return ", ".join(parts)
 
@@ -100,16 +101,66 @@ def _most_sent(*lists: Any) -> int | None:
     return max(counts)
 
 
-def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
+def _none(value: Any) -> bool:
+    """None, or NaN: pandas' null."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def failed(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` is a failed sweep point: its ``error`` is a sweep record's
+    ``{"type": ..., "message": ...}`` or ``to_pandas``' ``"Type: message"`` text (null,
+    NaN, as pandas reads null, and an empty text: it ran)."""
+    error = record.get("error")
+    return (isinstance(error, str) and error != "") or (
+        isinstance(error, Mapping) and isinstance(error.get("type"), str))
+
+
+def _params(where: str, r: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters asked for: ``requested`` where a record has it, else ``params``;
+    an object, or the JSON text of one (``SweepResults.to_pandas`` writes them so)."""
+    key = "params" if _none(r.get("requested")) else "requested"
+    value = r.get(key)
+    if _none(value):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{where} has {key}={r.get(key)!r:.60}; expected an object "
+                                f"of parameters (or its JSON text), as Result.to_dict() "
+                                f"writes it")
+    return dict(value)
+
+
+def _counts(where: str, r: Mapping[str, Any], key: str) -> list[Any]:
+    """A record's per-endpoint byte counts, a list (none where it has none; what they
+    hold is :func:`_most_sent`'s to judge)."""
+    value = r.get(key)
+    if _none(value):
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInputError(f"{where} has {key}={value!r:.60}; expected a list of "
+                                f"bytes per endpoint, as Result.to_dict() writes it")
+    return list(value)
+
+
+def from_mapping(where: str, r: Mapping[str, Any]) -> Point:
+    """The point a record of a run gives (``where`` names it in errors: ``record 3``).
+
+    Raises:
+        InvalidInputError: a field missing or of the wrong type, named with ``where``.
+    """
     for key in _REQUIRED:
         if key not in r:
             raise InvalidInputError(
-                f"record {i} has no {key!r} field; records are Result objects or dicts as "
+                f"{where} has no {key!r} field; records are Result objects or dicts as "
                 f"Result.to_dict() writes them (a sweep file's lines)")
     nranks, nbytes = r["nranks"], r["nbytes"]
     if (isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1
             or isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
-        raise InvalidInputError(f"record {i} has nranks={nranks!r}, nbytes={nbytes!r}; "
+        raise InvalidInputError(f"{where} has nranks={nranks!r}, nbytes={nbytes!r}; "
                                 f"expected integers >= 1 and >= 0")
     for key in ("time", "algbw", "busbw"):
         value = r.get(key)
@@ -118,17 +169,17 @@ def _from_mapping(i: int, r: Mapping[str, Any]) -> Point:
         # nothing to draw
         if value is not None and (isinstance(value, bool) or not isinstance(value, Real)
                                   or float(value) < 0):
-            raise InvalidInputError(f"record {i} has {key}={value!r}; expected a number >= 0 "
+            raise InvalidInputError(f"{where} has {key}={value!r}; expected a number >= 0 "
                                     f"(seconds, bytes/s), or null or NaN for none, as "
                                     f"Result.to_dict() writes it")
+    hosts = _counts(where, r, "host_bytes_sent")
     return Point(str(r["collective"]), str(r["algorithm"]), str(r.get("topology", "?")),
                  str(r.get("network", "flow")), str(r.get("dtype", "?")), nranks, nbytes,
-                 len(r.get("host_bytes_sent") or ()), _number(r.get("time")),
-                 _number(r.get("algbw")), _number(r.get("busbw")),
-                 dict(r.get("requested", r.get("params")) or {}),
-                 _machine(r), spec=None if r.get("spec") is None else str(r["spec"]),
+                 len(hosts), _number(r.get("time")),
+                 _number(r.get("algbw")), _number(r.get("busbw")), _params(where, r),
+                 _machine(r), spec=None if _none(r.get("spec")) else str(r["spec"]),
                  settings=_settings(r.get("root"), r.get("op")),
-                 bytes_sent=_most_sent(r.get("bytes_sent"), r.get("host_bytes_sent")))
+                 bytes_sent=_most_sent(_counts(where, r, "bytes_sent"), hosts))
 
 
 @dataclass(frozen=True)
@@ -198,12 +249,12 @@ def read_all(records: Iterable[Record]
                                 bytes_sent=_most_sent(r.bytes_sent.tolist(),
                                                       r.host_bytes_sent.tolist())))
         elif isinstance(r, Mapping):
-            if r.get("error"):
+            if failed(r):
                 failures.append(Failure(str(r.get("collective", "?")),
                                         str(r.get("algorithm", "?")), r.get("nranks"),
                                         r.get("nbytes"), _error_type(r["error"])))
             else:
-                points.append(_from_mapping(i, r))
+                points.append(from_mapping(f"record {i}", r))
         elif isinstance(r, FailedPoint):
             failures.append(Failure(r.collective, r.algorithm, r.nranks, r.nbytes,
                                     r.error_type))
