@@ -2392,3 +2392,19 @@ def test_records_read_back_by_pandas_plot_as_they_ran():
             (2, 1024, {"chunks": 2}), (2, 4096, {"chunks": 2}), (4, 1024, {"chunks": 2}),
             (4, 4096, {"chunks": 2})]
     assert not [p for p in read_points(frame.to_dict("records")) if p.settings]
+
+
+def test_a_bytes_axis_labels_no_fraction_of_a_byte_and_keeps_markers_off_its_frame():
+    """1 B to 126 GiB: the bottom label moved down to 1/32 B ('0.03125 B'), and the
+    quarter octave left past the top was 0.6% of a 40-octave axis, less than a marker."""
+    top = 63 * 2**31   # a parameter server's 63 x 2 GiB
+    records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": 2, "nbytes": 1,
+                "bytes_sent": [1]},
+               {"collective": "all_reduce", "algorithm": "ring", "nranks": 4, "nbytes": 1,
+                "bytes_sent": [top]}]
+    ax = scaling(records, y="bytes_sent").axes[0]
+    labels = [float(v) for v in ax.yaxis.get_major_locator().locs]
+    assert min(labels) >= 1 and max(labels) >= top
+    bottom, upper = (math.log2(v) for v in ax.get_ylim())
+    span = upper - bottom
+    assert math.log2(top) <= upper - 0.03 * span and bottom + 0.03 * span <= 0

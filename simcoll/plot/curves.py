@@ -17,6 +17,7 @@ from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.plot.records import Failure, Point, Record, read_all, topology_templates
 from simcoll.plot.style import (
+    _MARGIN,
     check_axes,
     checked_save_path,
     finish,
@@ -219,18 +220,25 @@ def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
 
 def _bytes_axis(ax: Any, lo: float, hi: float) -> None:
     """A log2 y axis of sizes over the powers of 2 from the one at or below ``lo`` to the
-    one at or above ``hi`` (one octave at least), and a quarter octave past data that
-    lies on them, labelled in binary units at powers of 2, every k-th octave down from the
-    top one (the bottom moved down to a label) for at most :data:`_X_TICKS` labels."""
+    one at or above ``hi`` (one octave at least), labelled in binary units at powers of
+    2, every k-th octave down from the top one (the bottom moved down to a label, but
+    not below 1 B where no value is) for at most :data:`_X_TICKS` labels; data on or
+    near an end stays a quarter octave, or :data:`~.style._MARGIN` of the axis, inside
+    it, so no marker sits on the frame."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     first, last = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
     last = max(last, first + 1)
     step = -(-(last - first) // (_X_TICKS - 1))   # at most _X_TICKS labels, both ends in
     first = last - -(-(last - first) // step) * step
+    if lo >= 1:   # no fraction of a byte labelled
+        first = max(first, 0)
+    # _MARGIN of the whole axis, its pads included
+    pad = 2.0 ** max(0.25, _MARGIN * (last - first) / (1 - 2 * _MARGIN))
     ax.set_yscale("log", base=2)
-    ax.set_ylim(min(2.0 ** first, lo / 2 ** 0.25), max(2.0 ** last, hi * 2 ** 0.25))
-    ax.yaxis.set_major_locator(FixedLocator([2.0 ** e for e in range(first, last + 1, step)]))
+    ax.set_ylim(min(2.0 ** first, lo / pad), max(2.0 ** last, hi * pad))
+    labelled = reversed(range(last, first - 1, -step))   # down from the top one
+    ax.yaxis.set_major_locator(FixedLocator([2.0 ** e for e in labelled]))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
     ax.yaxis.set_minor_locator(FixedLocator([2.0 ** e for e in range(first, last + 1)]))
     ax.yaxis.set_minor_formatter(NullFormatter())
