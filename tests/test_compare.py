@@ -990,3 +990,38 @@ def test_a_row_left_out_by_the_size_bounds_may_hold_anything(capsys, log, tmp_pa
                            "--json")
     assert status == 0 and not err
     assert json.loads(out)["sizes"] == [65536, 1 << 20, 16 << 20]
+
+
+def test_plot_draws_a_line_per_type_and_op_of_a_table_of_several(tmp_path):
+    """-d all / -o all repeats each size per type and op: drawn as one line it ran
+    1 KiB -> 4 KiB -> 1 KiB ..., with nothing to tell the rows apart; an in-place
+    comparison was labelled as out-of-place."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def measured(time: float) -> Measurement:
+        return Measurement(time, 0.0, 0.0, None)
+
+    rows = tuple(NcclTestsRow(size, size // 4, "float", op, -1, measured(t), measured(t), n)
+                 for n, (size, op, t) in enumerate(
+                     [(1024, "sum", 20.0), (4096, "sum", 30.0), (1024, "max", 40.0),
+                      (4096, "max", 50.0)], 1))
+    found = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P), place="in_place")
+    fig = sc.plot.comparison(found)
+    upper, lower = fig.axes
+    simulated = {line.get_label(): line for line in upper.get_lines()
+                 if line.get_label().startswith("redop")}
+    assert sorted(simulated) == ["redop max", "redop sum"]
+    for line in simulated.values():
+        assert list(line.get_xdata()) == [1024, 4096]
+    ratios = sorted(list(line.get_ydata()) for line in lower.get_lines()
+                    if list(line.get_xdata()) == [1024, 4096])
+    sim = [ring_all_reduce_time(s) for s in (1024, 4096)]
+    assert ratios == sorted([pytest.approx([sim[0] / 40e-6, sim[1] / 50e-6]),
+                             pytest.approx([sim[0] / 20e-6, sim[1] / 30e-6])],
+                            key=lambda a: a.expected[0])
+    assert "measured (nccl-tests, in-place)" in [t.get_text()
+                                                 for t in upper.get_legend().get_texts()]
+    plt.close(fig)

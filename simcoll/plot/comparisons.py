@@ -6,7 +6,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any
 
-from simcoll.comparison import Comparison
+from simcoll.comparison import SETTING_HEADS, Comparison
 from simcoll.errors import InvalidInputError
 from simcoll.plot.style import (
     checked_save_path,
@@ -44,6 +44,41 @@ def _ratio_ticks(low: float, high: float) -> list[float]:
     room = math.log10(high / low) / 8
     return sorted(kept + [end for end in {low, high} - set(kept)
                           if min(abs(math.log10(end / t)) for t in kept) >= room])
+
+
+_LABELLED = 10
+"""The most series (types, ops, roots of a ``-d all`` / ``-o all`` table) the legend
+names one by one; more are one entry."""
+
+
+def _series(found: Comparison) -> list[tuple[str, list[int]]]:
+    """The rows of each type / redop / root of the table, in its order, with their label:
+    what varies between them (``redop prod``, ``type half, redop max``; ``""`` where the
+    rows agree: one series). A ``-d all`` table repeats every size once per type: drawn
+    as one line it zig-zagged between them."""
+    settings = found.settings if len(found.settings) == len(found.sizes) else \
+        [("", "", -1)] * len(found.sizes)
+    varies = [len({s[k] for s in settings}) > 1 for k in range(3)]
+    series: dict[str, list[int]] = {}
+    for i, setting in enumerate(settings):
+        label = ", ".join(f"{name} {value if value is not None else '-'}"
+                          for name, value, vary in zip(SETTING_HEADS, setting, varies) if vary)
+        series.setdefault(label, []).append(i)
+    many = len(series) > _LABELLED
+    return [("_" if many and n else f"{len(series)} types / ops / roots, a colour each"
+             if many else label, rows) for n, (label, rows) in enumerate(series.items())]
+
+
+def _colours(n: int) -> list[Any]:
+    """``n`` colours: simcoll's blue for one series, matplotlib's tab10 for up to ten,
+    else evenly along viridis."""
+    import matplotlib
+
+    if n == 1:
+        return ["#4f81bd"]
+    if n <= 10:
+        return [matplotlib.colormaps["tab10"](i) for i in range(n)]
+    return [matplotlib.colormaps["viridis"](i / (n - 1)) for i in range(n)]
 
 
 def _title_width(ax: Any, fontsize: float) -> int:
@@ -110,16 +145,28 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     sizes, factor = found.sizes, found.busbw_factor
     measured = [n * factor / t / 1e9 for n, t in zip(sizes, found.measured)]
     simulated = [n * factor / t / 1e9 for n, t in zip(sizes, found.simulated)]
-    # Measured points on top, so a simulated marker at the same place cannot hide them.
-    upper.plot(sizes, measured, marker="o", linestyle="", color="black", markersize=3.5,
-               label="measured (nccl-tests)", zorder=3)
-    # Two points mark each size and join them dotted: nothing between them was simulated.
-    few = dict(marker="s", markersize=4, linestyle=":") if len(sizes) < 3 else \
-        dict(linestyle="-")
-    upper.plot(sizes, simulated, color="#4f81bd", linewidth=1.8,
-               label=f'simcoll, algorithm="{found.algorithm}"', **few)
     ratios = [s / m for s, m in zip(found.simulated, found.measured)]
-    lower.plot(sizes, ratios, color="#4f81bd", linewidth=1.8, **few)
+    place = "" if found.place == "out_of_place" else ", in-place"
+    series = _series(found)
+    for (label, rows), colour in zip(series, _colours(len(series))):
+        at = [sizes[i] for i in rows]
+        # Measured points on top, so a simulated marker at the same place cannot hide
+        # them; two sizes are marked and joined dotted: nothing between was simulated.
+        few = dict(marker="s", markersize=4, linestyle=":") if len(at) < 3 else \
+            dict(linestyle="-")
+        upper.plot(at, [measured[i] for i in rows], marker="o", linestyle="",
+                   color="black" if len(series) == 1 else colour, markersize=3.5,
+                   markeredgecolor="black", markeredgewidth=0.5, zorder=3,
+                   label=f"measured (nccl-tests{place})" if len(series) == 1 else "_")
+        upper.plot(at, [simulated[i] for i in rows], color=colour, linewidth=1.8,
+                   label=f'simcoll, algorithm="{found.algorithm}"' if len(series) == 1
+                   else label, **few)
+        lower.plot(at, [ratios[i] for i in rows], color=colour, linewidth=1.8, **few)
+    if len(series) > 1:   # what the dots and lines are, once
+        upper.plot([], [], marker="o", linestyle="", color="gray", markeredgecolor="black",
+                   markeredgewidth=0.5, markersize=3.5, label=f"measured (nccl-tests{place})")
+        upper.plot([], [], color="gray", linewidth=1.8,
+                   label=f'simcoll, algorithm="{found.algorithm}"')
     band = lower.axhspan(0.9, 1.1, facecolor="#9bbb59", alpha=0.6, edgecolor="#4f6228",
                          linewidth=0.6, linestyle=":", label="lower panel: within 10%")
     lower.axhline(1.0, color="black", linewidth=0.6)
