@@ -303,3 +303,39 @@ def test_an_mlp_refuses_unordered_sizes(sizes):
     was (3, 4)."""
     with pytest.raises(sc.InvalidInputError, match="in order"):
         numeric.MLP(sizes)
+
+
+def _smallest_tensor(model: tr.Model) -> int:
+    return min(n for layer in model.layers for n in layer.tensors)
+
+
+_GPT = tr.gpt(layers=2, hidden=64, heads=4, seq_len=8, vocab=100, batch=8)
+_FOUR = sc.topology.switch(4, bandwidth=100 * sc.GB, latency=1 * sc.us)
+
+
+@pytest.mark.parametrize("run, most", [
+    # loop: an all-reduce per tensor, the smallest (a layer norm's 64) bounds chunks
+    (lambda c: tr.data_parallel(_GPT, _FOUR, strategy="loop", algorithm_params=c),
+     _smallest_tensor(_GPT)),
+    # FSDP: each layer all-gathers its 1/4 shard (padded to 4): the smallest layer's
+    (lambda c: tr.zero_step(_GPT, _FOUR, stage=3, algorithm_params=c),
+     min(-(-x.params // 4) for x in _GPT.layers if x.params)),
+    # a block's all-reduce of one sequence's activations, s x h = 8 x 64
+    (lambda c: tr.tensor_parallel_layer(_GPT, _FOUR, tp=2, algorithm_params=c), 8 * 64),
+    # with sequence parallelism the all-gather of a 1/2 shard of them
+    (lambda c: tr.tensor_parallel_layer(_GPT, _FOUR, tp=2, sequence_parallel=True,
+                                        algorithm_params=c), 8 * 64 // 2),
+    # dp = tp = 2: the tensor-parallel all-reduce of B / dp = 4 sequences (4 x 8 x 64 =
+    # 2048) against the data-parallel all-reduce of each layer's 1/2 tensor shard (the
+    # smallest layer, the embedding's 6,912 parameters, gives 3,456)
+    (lambda c: tr.step(_GPT, _FOUR, dp=2, tp=2, algorithm_params=c),
+     min(4 * 8 * 64, min(-(-x.params // 2) for x in _GPT.layers if x.params))),
+])
+def test_a_chunk_count_above_a_steps_smallest_collective_is_refused_before_the_run(run, most):
+    """algorithm_params were checked against 2**62 elements: chunks above a collective's
+    elements passed, and the run failed once that collective started, as an
+    AlgorithmError from inside the program."""
+    assert run({"chunks": most}) is not None
+    with pytest.raises(sc.InvalidInputError, match=f"chunks={most + 1} is more than the "
+                                                   f"{most} elements"):
+        run({"chunks": most + 1})

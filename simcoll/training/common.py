@@ -17,8 +17,8 @@ from simcoll.topology.graph import Topology
 from simcoll.training.model import GPU, Model
 from simcoll.units import MiB
 
-__all__ = ["buffer_of", "bucket_limits", "ddp_buckets", "check_model", "check_ranks", "padded",
-           "check_algorithm", "check_groups", "check_world"]
+__all__ = ["buffer_of", "elements_of", "bucket_limits", "ddp_buckets", "check_model",
+           "check_ranks", "padded", "check_algorithm", "check_groups", "check_world"]
 
 
 def buffer_of(elements: int, itemsize: int) -> VirtualBuffer:
@@ -176,17 +176,26 @@ def _one_collective_of(algorithm: str) -> str:
 
 
 _ANY_COUNT = 2**62
-"""Elements per rank for :func:`check_groups`: a group's shape is checked, not its sizes
-(every collective of a step has its own)."""
+"""Elements per rank for :func:`check_groups` where a collective's sizes are not given:
+its group's shape is checked, not its sizes."""
+
+
+def elements_of(elements: int, itemsize: int) -> int:
+    """The elements of the buffer a step's collective takes for ``elements`` of
+    ``itemsize`` bytes (:func:`buffer_of`'s: bytes where no float type has that size)."""
+    return buffer_of(elements, itemsize).size
 
 
 def check_groups(how: Mapping[str, Any], topology: Topology,
-                 groups: Iterable[tuple[str, Sequence[str], Sequence[int]]]) -> None:
+                 groups: Iterable[tuple[str, Sequence[str], Sequence[int]]],
+                 smallest: Mapping[str, int] | None = None) -> None:
     """Refuse, before the run, an algorithm that cannot run on one of a step's groups of
-    GPUs (``hierarchical`` on a group with more GPUs on one node than another, say), as
-    a run on those ranks would refuse it once started: each ``(what, collectives,
-    ranks)`` is checked for every collective it runs (``how``: what
-    :func:`check_algorithm` returned), one group of each shape (its members' nodes
+    GPUs (``hierarchical`` on a group with more GPUs on one node than another, say), or
+    parameters it refuses for the smallest input a collective of the step takes (a
+    ring's ``chunks`` above its elements), as a run on those ranks would refuse them
+    once started: each ``(what, collectives, ranks)`` is checked for every collective it
+    runs (``how``: what :func:`check_algorithm` returned), on ``smallest[collective]``
+    elements per rank where given, one group of each shape (its members' nodes
     numbered in order of first appearance: GPUs 0-3 of node 0 and 4-7 of node 1 make
     the shape of GPUs 8-11 of node 2 and 12-15 of node 3).
 
@@ -205,8 +214,8 @@ def check_groups(how: Mapping[str, Any], topology: Topology,
                 continue
             seen.add((collective, shape))
             try:
-                get_algorithm(collective, algorithm).check(len(ranks), _ANY_COUNT, 0, shape,
-                                                           params)
+                count = (smallest or {}).get(collective, _ANY_COUNT)
+                get_algorithm(collective, algorithm).check(len(ranks), count, 0, shape, params)
             except InvalidInputError as exc:
                 raise InvalidInputError(f"{what} {list(ranks)} ({collective}): {exc}") from None
 

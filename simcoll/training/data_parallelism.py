@@ -42,6 +42,7 @@ from simcoll.training.common import (
     check_groups,
     check_model,
     ddp_buckets,
+    elements_of,
     step_end,
 )
 from simcoll.training.model import GPU, H100, Model, per_layer_seconds
@@ -151,8 +152,8 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
         algorithm_params: parameters of that algorithm for every collective of the step
             (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
             ``collnet=1`` needs collectives over every GPU of the machine), checked
-            before the run, but for a value bounded by a buffer's size (a ring's
-            ``chunks``), which each collective checks as it starts.
+            before the run (a value a buffer's size bounds, as a ring's ``chunks``,
+            against the smallest input of each collective of the step).
 
     Raises:
         InvalidInputError: an unknown strategy or all_reduce algorithm (one that needs
@@ -168,15 +169,17 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
     bucket_limits(bucket_cap_mb, first_bucket_mb)   # every strategy, as zero_step does
     how = check_algorithm(algorithm, ["all_reduce"], algorithm_params,
                           hosts=len(topology.hosts))
-    check_groups(how, topology, [("the GPUs", ["all_reduce"], range(topology.nranks))])
     groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
+    itemsize = model.precision.grad_bytes
+    check_groups(how, topology, [("the GPUs", ["all_reduce"], range(topology.nranks))],
+                 {"all_reduce": min((elements_of(sum(n for _, n in g), itemsize)
+                                     for g in groups), default=0)})
     check_collective_input(max((sum(n for _, n in g) for g in groups), default=0)
                            * model.precision.grad_bytes, topology.nranks,
                            f"{model.name}'s largest all-reduce of gradients",
                            "use a smaller model or fewer GPUs")
     times = per_layer_seconds(model.layers, gpu, 1.0)
     names = [layer.name for layer in model.layers]
-    itemsize = model.precision.grad_bytes
     rec = Recorder()
     run = run_program(topology, _program, rec, times, names, groups,
                       strategy == "ddp" and overlap, how, itemsize,

@@ -79,6 +79,7 @@ from simcoll.training.common import (
     check_groups,
     check_model,
     check_world,
+    elements_of,
     padded,
 )
 from simcoll.training.model import (
@@ -438,9 +439,7 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
                 + (" (the tied embedding's all-reduce joins only the first and last stages)"
                    if tied and dp == tp == 1 else ""))
     placement = Placement(dp, tp, pp, order)
-    tp_runs = ("all_gather", "reduce_scatter") if sequence_parallel else \
-        ("all_reduce", *(("all_gather",) if pp > 1 else ()))
-    dp_runs = ("all_reduce",) if zero_stage == 0 else ("reduce_scatter", "all_gather")
+    tp_runs, dp_runs = _tp_runs(sequence_parallel, pp), _dp_runs(zero_stage)
     check_groups(how, topology, [
         *(("the tensor-parallel group", tp_runs, [placement.rank(d, s, t) for t in range(tp)])
           for d in range(dp) for s in range(pp) if tp > 1),
@@ -453,6 +452,58 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
         raise InvalidInputError(f"sequence parallelism needs tp={tp} to divide "
                                 f"seq_len={model.seq_len}")
     return dp, tp, pp, zero_stage, m, tuple(order), how
+
+
+def _tp_runs(sequence_parallel: bool, pp: int) -> tuple[str, ...]:
+    """The collectives of a tensor-parallel group: a block's all-reduces (with sequence
+    parallelism all-gathers and reduce-scatters), and across stages the all-gather of
+    what a stage receives."""
+    return ("all_gather", "reduce_scatter") if sequence_parallel else \
+        ("all_reduce", *(("all_gather",) if pp > 1 else ()))
+
+
+def _dp_runs(zero_stage: int) -> tuple[str, ...]:
+    """The collectives of a data-parallel group at ``zero_stage``."""
+    return ("all_reduce",) if zero_stage == 0 else ("reduce_scatter", "all_gather")
+
+
+def _check_inputs(how: Mapping[str, Any], topology: Topology, model: Model,
+                  stages: list[list[Layer]], pl: Placement, zero_stage: int,
+                  sequence_parallel: bool, elements: int) -> None:
+    """Refuse, before the run, parameters an algorithm refuses for the smallest input of
+    a collective of the step (a ring's ``chunks`` above its elements), group by group as
+    :func:`_program` sizes them: a micro-batch's ``elements`` of activations (a 1/tp
+    shard all-gathered) over each tensor-parallel group, each stage's layers' gradient
+    shards (and with ZeRO their parameter shards) over its data-parallel groups, the tied
+    embedding's gradient over the first and last stages.
+
+    Raises:
+        InvalidInputError: naming the group, as :func:`check_groups` does.
+    """
+    dp, tp, pp = pl.dp, pl.tp, pl.pp
+    precision = model.precision
+    if tp > 1:
+        act = precision.activation_bytes
+        check_groups(how, topology, [
+            ("the tensor-parallel group", _tp_runs(sequence_parallel, pp),
+             [pl.rank(d, s, t) for t in range(tp)]) for d in range(dp) for s in range(pp)],
+            {"all_reduce": elements_of(elements, act),
+             "reduce_scatter": elements_of(elements, act),
+             "all_gather": elements_of(elements // tp, act)})
+    for s, layers in enumerate(stages if dp > 1 else []):
+        shards = [-(-x.params // tp) for x in layers if x.params]
+        least = min((padded(x, dp) if zero_stage else x for x in shards), default=0)
+        check_groups(how, topology, [
+            ("the data-parallel group", _dp_runs(zero_stage),
+             [pl.rank(d, s, t) for d in range(dp)]) for t in range(tp)],
+            {"all_reduce": elements_of(least, precision.grad_bytes),
+             "reduce_scatter": elements_of(least, precision.grad_bytes),
+             "all_gather": elements_of(least // dp, precision.param_bytes)})
+    if pp > 1 and model.tied_embedding:
+        check_groups(how, topology, [
+            ("the embedding group", ("all_reduce",), [pl.rank(d, 0, t), pl.rank(d, pp - 1, t)])
+            for d in range(dp) for t in range(tp)],
+            {"all_reduce": elements_of(-(-model.tied_embedding // tp), precision.grad_bytes)})
 
 
 def _check_sizes(model: Model, stages: list[list[Layer]], dp: int, tp: int, m: int,
@@ -518,9 +569,7 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     """Simulate one training step of ``model`` with ``dp x tp x pp`` parallelism.
 
     ``model.batch`` is the global batch B; each replica runs B / dp sequences in
-    ``micro_batches`` micro-batches of B / (dp m). Everything is checked before the run,
-    but for an ``algorithm_params`` value bounded by a buffer's size (a ring's
-    ``chunks``), which each collective checks as it starts.
+    ``micro_batches`` micro-batches of B / (dp m). Everything is checked before the run.
 
     Args:
         dp, tp, pp: data-parallel replicas, tensor-parallel group size, pipeline stages;
@@ -542,8 +591,8 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
         algorithm_params: parameters of that algorithm for every collective of the step
             (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
             ``collnet=1`` needs collectives over every GPU of the machine), checked
-            before the run, but for a value bounded by a buffer's size (a ring's
-            ``chunks``), which each collective checks as it starts.
+            before the run (a value a buffer's size bounds, as a ring's ``chunks``,
+            against the smallest input of each collective of the step).
 
     Raises:
         InvalidInputError: dp x tp x pp not the GPU count, micro-batches that do not
@@ -569,6 +618,8 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     seconds = [per_layer_seconds(layers, gpu, fraction) for layers in stages]
     placement = Placement(dp, tp, pp, order)
     precision = model.precision
+    _check_inputs(how, topology, model, stages, placement, zero_stage, sequence_parallel,
+                  sequences * model.seq_len * model.hidden)
     cfg = _Config(placement, stages, seconds, m, schedule, zero_stage, sequence_parallel,
                   recompute, sequences * model.seq_len * model.hidden,
                   model.tied_embedding, precision.activation_bytes, precision.grad_bytes,

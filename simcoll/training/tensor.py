@@ -48,6 +48,7 @@ from simcoll.training.common import (
     check_model,
     check_ranks,
     check_world,
+    elements_of,
 )
 from simcoll.training.model import GPU, H100, Layer, Model
 from simcoll.training.streams import Recorder, Span
@@ -153,8 +154,8 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
         algorithm_params: parameters of that algorithm for every collective of the step
             (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
             ``collnet=1`` needs collectives over every GPU of the machine), checked
-            before the run, but for a value bounded by a buffer's size (a ring's
-            ``chunks``), which each collective checks as it starts.
+            before the run (a value a buffer's size bounds, as a ring's ``chunks``,
+            against the smallest input of each collective of the step).
 
     Raises:
         InvalidInputError: a model without transformer blocks, bad sizes, ranks or
@@ -193,13 +194,17 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
                                 f"seq_len={model.seq_len}")
     chosen = check_ranks(topology, ranks, t, "tp")
     check_world(how, list(chosen) == list(range(topology.nranks)), f"the group {chosen}")
-    check_groups(how, topology, [("the tensor-parallel group", runs, chosen)])
+    itemsize = model.precision.activation_bytes
+    check_groups(how, topology, [("the tensor-parallel group", runs, chosen)], {
+        "all_reduce": elements_of(elements, itemsize),
+        "reduce_scatter": elements_of(elements, itemsize),
+        "all_gather": elements_of(elements // t, itemsize)})
     fraction = b / model.batch / t
     times = (gpu.seconds(block.forward_flops * fraction),
              gpu.seconds(block.backward_flops * fraction))
     rec, marks = Recorder(), dict[str, float]()
     run = run_program(topology, _program, rec, chosen, block, times, elements,
-                      model.precision.activation_bytes, sequence_parallel, how,
+                      itemsize, sequence_parallel, how,
                       marks, network=network, until=STEP_UNTIL)
     comm_time = sum(s.end - s.start for s in rec.spans if s.stream == "tp") / t
     return TensorParallelLayer(

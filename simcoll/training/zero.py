@@ -44,6 +44,7 @@ from simcoll.training.common import (
     check_groups,
     check_model,
     ddp_buckets,
+    elements_of,
     padded,
     step_end,
 )
@@ -282,8 +283,8 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
         algorithm_params: parameters of that algorithm for every collective of the step
             (e.g. ``{"proto": "Simple"}`` or ``{"collnet": 1}`` with ``algorithm="nccl"``;
             ``collnet=1`` needs collectives over every GPU of the machine), checked
-            before the run, but for a value bounded by a buffer's size (a ring's
-            ``chunks``), which each collective checks as it starts.
+            before the run (a value a buffer's size bounds, as a ring's ``chunks``,
+            against the smallest input of each collective of the step).
 
     Raises:
         InvalidInputError: a stage other than 0-3, an algorithm not registered for the
@@ -298,7 +299,6 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     bucket_limits(bucket_cap_mb, first_bucket_mb)
     collectives = ["all_reduce"] if stage == 0 else ["reduce_scatter", "all_gather"]
     how = check_algorithm(algorithm, collectives, algorithm_params, hosts=len(topology.hosts))
-    check_groups(how, topology, [("the GPUs", collectives, range(topology.nranks))])
     n = topology.nranks
     precision = model.precision
     grad_bytes, param_bytes = precision.grad_bytes, precision.param_bytes
@@ -308,6 +308,15 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
         first_bucket_mb=first_bucket_mb)
     largest = max(layer.params for layer in model.layers) if stage == 3 else max(
         (sum(tensors[k][1] for k in bucket) for bucket in grouped), default=0)
+    # each collective's smallest input, for the parameters a buffer's size bounds
+    inputs = [padded(x.params, n) for x in model.layers if x.params] if stage == 3 else [
+        padded(s, n) if stage else s
+        for s in (sum(tensors[k][1] for k in bucket) for bucket in grouped)]
+    least = min(inputs, default=0)
+    check_groups(how, topology, [("the GPUs", collectives, range(n))], {
+        "all_reduce": elements_of(least, grad_bytes),
+        "reduce_scatter": elements_of(least, grad_bytes),
+        "all_gather": elements_of(least // n, param_bytes)})
     what = f"{model.name}'s largest {'layer' if stage == 3 else 'bucket'}"
     elements = padded(largest, n) if stage else largest
     check_collective_input(elements * grad_bytes, n, f"{what}'s gradients",
