@@ -774,3 +774,25 @@ def test_first_pieces_of_equal_wires_but_unequal_reductions_share_the_reduction(
     for reductions in ([0.0, 1.0], [1.0, 0.0]):
         arrivals = _first_pieces([1.0, 1.0], 2, 0.0, reductions, [0.0, 0.0])
         assert sorted(arrivals) == [pytest.approx((3.0, 0.0)), pytest.approx((4.0, 1.0))]
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_the_chain_estimate_answers_any_size_and_takes_its_even_rounds_at_once(
+        collective, monkeypatch):
+    """It listed every piece: 16 TiB took 37 s and 427 MB, 2^60 B raised MemoryError
+    (as an empty InvalidInputError). Past its first rounds it takes the rounds of a
+    whole step on every channel at once: the same estimate as one by one, to rounding."""
+    from simcoll.algorithms.nccl import reference_models
+
+    kwargs = dict(p=4, alpha=1e-6, beta=1e-10, gamma=2e-12, itemsize=1, proto="LL",
+                  channels=2)
+    nbytes = 1 << 29   # LL: one step of 32 KiB data, 8192 on each of 2 channels
+    at_once = sc.cost.predict(collective, "nccl", nbytes=nbytes, **kwargs)
+    monkeypatch.setattr(reference_models, "_ROUNDS_LOOPED", 1 << 40)
+    one_by_one = sc.cost.predict(collective, "nccl", nbytes=nbytes, **kwargs)
+    assert at_once == pytest.approx(one_by_one, rel=1e-12)
+    monkeypatch.undo()
+    # 2^60 bytes: LL's 16-byte lines of 8 data bytes, 2 wire bytes a byte, at 1e-10 s
+    # on each rank's one link, which the channels share
+    huge = sc.cost.predict(collective, "nccl", nbytes=1 << 60, **kwargs)
+    assert huge == pytest.approx(2 * (1 << 60) * 1e-10, rel=1e-6)

@@ -592,3 +592,20 @@ def test_exact_true_fails_where_the_model_only_estimates():
     with pytest.raises(sc.InvalidInputError, match=r"exact='yes' is not accepted; use True "
                                                    r"or False"):
         assert_matches_model(even, alpha=ALPHA, beta=BETA, exact="yes")
+
+
+def test_assert_time_takes_an_exact_expected_time_as_assert_traffic_does():
+    """A Fraction or a Decimal from exact arithmetic was refused ('use a number >= 0,
+    finite'), where assert_traffic takes them."""
+    p, n = 4, 1 << 20
+    alpha, beta = Fraction(2, 10**6), Fraction(1, 10**10)
+    res = sc.simulate(alpha_beta_network(p, alpha=2e-6, beta=1e-10), "all_reduce",
+                      algorithm="ring", nbytes=n)
+    exact = 2 * (p - 1) * alpha + Fraction(2 * (p - 1), p) * n * beta
+    assert_time(res, exact)
+    assert_time(res, Decimal(exact.numerator) / Decimal(exact.denominator))
+    with pytest.raises(AssertionError, match="differs from the formula"):
+        assert_time(res, exact * Fraction(101, 100))
+    for bad in (Fraction(-1, 3), Fraction(10**400), Decimal("NaN"), Decimal("-1")):
+        with pytest.raises(sc.InvalidInputError, match="expected"):
+            assert_time(res, bad)

@@ -113,7 +113,7 @@ def _rotated(pieces: list[Buffer], at: int) -> list[Buffer]:
 # -- scatter -----------------------------------------------------------------------------
 def _scatter_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float) -> float:
     """L alpha + (p-1)/p n beta (Thakur et al. 2005); exact for every p when the element
-    count divides by p (uneven blocks: 0.999-1.010 times it at alpha = 1 us, beta = 1 ns,
+    count divides by p (uneven blocks: 0.998-1.010 times it at alpha = 1 us, beta = 1 ns,
     2 to 40 ranks; 0.78-3.09 times without latency).
 
     Derivation (ours) for other p: every rank receives once and sends one message at a

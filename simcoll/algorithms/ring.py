@@ -278,8 +278,9 @@ def ring_all_gather(comm: Comm, x: Buffer, *, chunks: int) -> BufferProgram:
 def _reduce_time(p: int, nbytes: int, alpha: float, beta: float, gamma: float, *,
                  chunks: int) -> float:
     """(p-1)(T + R) + (K-1) max(T, R) with T = alpha + n/K beta, R = n/K gamma, p >= 2;
-    exact where K divides the element count, else the mean piece's estimate (1.000-1.010
-    times it at alpha = 1 us, beta = 1 ns, 2 to 40 ranks; up to 1.55 without latency).
+    exact where K divides the element count, else the mean piece's estimate (0.997-1.010
+    times it at alpha = 1 us, beta = 1 ns, 2 to 40 ranks, gamma 0 to 2.5 ns; up to 1.55
+    without latency).
 
     Derivation (ours): the pieces cross p - 1 links and p - 1 reduction engines in the
     same order, each piece taking T on every link and R on every engine: a flow shop of

@@ -6,6 +6,7 @@ failures list the ranks that differ.
 
 from __future__ import annotations
 
+import math
 import reprlib
 from collections.abc import Sequence
 from decimal import Decimal
@@ -65,10 +66,15 @@ def assert_time(res: Result, expected: float, *, rtol: float = 1e-9,
     Raises:
         AssertionError: naming the run, with expected and simulated times side by side.
         InvalidInputError: ``res`` not a Result of ``simulate`` (a failed sweep point, a
-            dict), or an expected time, ``rtol`` or ``atol`` that is not a finite
-            number >= 0.
+            dict), or an expected time (a float, an int, a Fraction or a Decimal),
+            ``rtol`` or ``atol`` that is not a finite number >= 0.
     """
     __tracebackhide__ = True  # pytest shows the caller's line
+    if isinstance(expected, (Fraction, Decimal)):   # exact arithmetic's, as assert_traffic
+        try:
+            expected = float(expected)
+        except OverflowError:
+            expected = math.inf if expected > 0 else -math.inf
     _assert_time(_result(res), real(expected, "expected", what="seconds"), rtol, atol,
                  "the formula")
 

@@ -278,7 +278,13 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     counts = _channel_counts(searched, collective, p, nbytes, 1, choice.proto,
                              choice.channels)
     step = protocol.slice_bytes   # each channel's part: full steps, then the rest
-    parts = [[step] * (n // step) + ([n % step] if n % step else []) for n in counts]
+    full, rest = [n // step for n in counts], [n % step for n in counts]
+    lengths = [f + (r > 0) for f, r in zip(full, rest)]
+
+    def pieces(k: int) -> list[int]:
+        """Every channel's k-th piece, of the channels that have one."""
+        return [step if k < f else r for f, r, n in zip(full, rest, lengths) if n > k]
+
     rate = _rate(searched, choice.proto, choice.channels, len(counts))
     link = "nvlink" if intra == "auto" else intra
     latency = max(alpha, protocol.hop("ring", link))
@@ -300,7 +306,7 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
         return max((latency + link_time) / protocol.window, link_time,
                    reduction(sum(moving)) if p > 2 else 0.0, max(moving) / rate)
 
-    firsts = [pieces[0] for pieces in parts]
+    firsts = pieces(0)
     # the root reduces each piece as it arrives, once the one before it is reduced: a
     # round's pieces all arrive after the round before's (I_k >= W_k)
     reduced = 0.0
@@ -308,8 +314,24 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
             [wire(s) for s in firsts], p - 1, latency, list(map(reduction, firsts)),
             [_write_beyond_wire(protocol, s, rate, beta) for s in firsts])):
         reduced, arrived = max(reduced, at) + work, at
-    for k in range(1, max(map(len, parts))):
-        moving = [pieces[k] for pieces in parts if len(pieces) > k]
+    k, even = 1, min(full)   # rounds before ``even``: a whole step on every channel
+    rounds = max(lengths)
+    while k < rounds:
+        if k == _ROUNDS_LOOPED and even > k:
+            # the rest of the even rounds at once: arrivals I apart, each taking R to
+            # reduce after the one before, so the last is reduced at
+            # max(reduced + m R, A_1 + m R, A_m + R)
+            m, moving = even - k, pieces(k)
+            gap, work = interval(moving), reduction(sum(moving))
+            reduced = max(reduced + m * work, arrived + gap + m * work,
+                          arrived + m * gap + work)
+            arrived += m * gap
+            k = even
+            if not math.isfinite(arrived):
+                return math.inf
+            continue
+        moving = pieces(k)
+        k += 1
         arrived += interval(moving)
         if not math.isfinite(arrived):
             return math.inf   # constants past a double's range (simcoll.cost names them)
@@ -322,6 +344,11 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
         for end, piece in sorted(zip(ends, moving)):
             reduced = max(reduced, arrived + (end - last)) + reduction(piece)
     return protocol.base("ring") + reduced
+
+
+_ROUNDS_LOOPED = 4096
+"""Rounds of a chain estimate taken one by one; the even rounds past them (a whole step
+on every channel) are taken at once, so a query answers in the same time at any size."""
 
 
 def _first_pieces(wires: list[float], hops: int, latency: float, reductions: list[float],
