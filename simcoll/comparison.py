@@ -418,7 +418,8 @@ class Comparison:
         lines = [line.rstrip() for line in lines]
         lines += [""] + geomean_line(
             "geometric-mean |time error|", [self.error], [""],
-            f"over {len(self.sizes)} {'row' if varied else 'size'}"
+            f"over {len(self.sizes)} "
+            f"{'size' if len(set(self.sizes)) == len(self.sizes) else 'row'}"
             f"{'' if len(self.sizes) == 1 else 's'} "
             f"({self.collective}, {self.algorithm} on "
             f"{self.topology}, {self.place.replace('_', '-')} times)")

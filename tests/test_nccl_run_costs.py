@@ -9,6 +9,8 @@ step over NVLink), or are the run without them shifted by the overhead.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -796,3 +798,26 @@ def test_the_chain_estimate_answers_any_size_and_takes_its_even_rounds_at_once(
     # on each rank's one link, which the channels share
     huge = sc.cost.predict(collective, "nccl", nbytes=1 << 60, **kwargs)
     assert huge == pytest.approx(2 * (1 << 60) * 1e-10, rel=1e-6)
+
+
+def test_the_chain_estimate_takes_its_even_rounds_at_once_beside_a_channel_of_one_cell(
+        monkeypatch):
+    """channels=5 below the communicator's count: NCCL's cut adds a channel of one cell,
+    which has no whole step, so the even rounds were taken one by one: 10^18 + 1 bytes
+    never returned (the review's; 343 GB + 1 took 15 s against 0.04 s for 1 byte less)."""
+    from simcoll.algorithms.nccl import reference_models
+
+    kwargs = dict(p=4, alpha=1e-6, beta=1e-11, gamma=1e-12, itemsize=1, proto="LL",
+                  channels=5)
+    nbytes = 5 * 32768 * (1 << 16) + 1
+    at_once = sc.cost.predict("reduce", "nccl", nbytes=nbytes, **kwargs)
+    monkeypatch.setattr(reference_models, "_ROUNDS_LOOPED", 1 << 40)
+    assert at_once == pytest.approx(sc.cost.predict("reduce", "nccl", nbytes=nbytes, **kwargs),
+                                    rel=1e-12)
+    # the hang, in a process of its own: LL's 2 wire bytes a byte at 1e-11 s, the
+    # channels sharing each rank's one link
+    code = ("import simcoll as sc; print(sc.cost.predict('reduce', 'nccl', nbytes=10**18 + 1, "
+            f"**{kwargs!r}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert float(done.stdout) == pytest.approx(2 * 10**18 * 1e-11, rel=1e-9), done.stderr

@@ -2408,3 +2408,17 @@ def test_a_bytes_axis_labels_no_fraction_of_a_byte_and_keeps_markers_off_its_fra
     bottom, upper = (math.log2(v) for v in ax.get_ylim())
     span = upper - bottom
     assert math.log2(top) <= upper - 0.03 * span and bottom + 0.03 * span <= 0
+
+
+def test_records_with_pandas_float_roots_keep_their_roots_apart():
+    """A frame mixing collectives holds root as a float column (1.0): broadcast's roots
+    0 and 1 merged into one line, the later points replacing the earlier."""
+    base = {"collective": "broadcast", "algorithm": "binomial", "nbytes": 1024, "time": 1e-5,
+            "algbw": 1e8, "busbw": 1e8}
+    records = [dict(base, nranks=n, root=float(root)) for root in (0, 1) for n in (2, 4)]
+    records.append(dict(base, collective="all_reduce", algorithm="ring", nranks=2,
+                        root=float("nan")))
+    points = read_points(records)
+    assert sorted((p.collective, p.settings, p.nranks) for p in points) == [
+        ("all_reduce", "", 2), ("broadcast", "", 2), ("broadcast", "", 4),
+        ("broadcast", "root=1", 2), ("broadcast", "root=1", 4)]

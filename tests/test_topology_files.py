@@ -720,3 +720,10 @@ def test_a_preset_files_text_parameter_refuses_what_is_no_text(tmp_path, written
     topo = sc.topology.load(path)
     assert {link.kind for link in topo.links} == {"1e9"}
     assert {link.bandwidth for link in topo.links} == {1e9}
+
+
+def test_a_preset_description_takes_numpy_numbers_as_python_ones():
+    """np.int64(4) and np.float32 were refused as 'a int64 ... is not accepted'."""
+    topo = sc.topology.from_dict({"preset": "switch",
+                                  "args": {"n": np.int64(4), "bandwidth": np.float32(1e9)}})
+    assert topo.nranks == 4 and {link.bandwidth for link in topo.links} == {1e9}

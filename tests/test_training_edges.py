@@ -285,14 +285,15 @@ def test_a_model_without_activation_bytes_runs_its_tensor_parallel_layer(tp,
 ])
 def test_a_step_that_runs_no_collective_still_refuses_an_unknown_algorithm(run):
     """tp=1 (or dp = tp = pp = 1) runs no collective, and took any name and any
-    parameters, where tp=2 refused the same typo."""
+    parameters, where tp=2 refused the same typo: the name must be an algorithm's."""
     with pytest.raises(sc.UnknownAlgorithmError, match="'nope'"):
         run(algorithm="nope")
     with pytest.raises(sc.InvalidInputError, match="'x'"):
         run(algorithm_params={"x": 1})
     with pytest.raises(sc.InvalidInputError, match="proto"):
         run(algorithm="nccl", algorithm_params={"proto": "LL64"})
-    # a name registered only for other collectives than all_reduce is checked on one
+    # an algorithm of other collectives is taken (nothing runs it: as a pure pipeline
+    # takes one, tests/test_training_3d.py), with the parameters it takes there
     assert run(algorithm="bruck") is not None
     assert run(algorithm="ring", algorithm_params={"chunks": 2}) is not None
 
@@ -339,3 +340,14 @@ def test_a_chunk_count_above_a_steps_smallest_collective_is_refused_before_the_r
     with pytest.raises(sc.InvalidInputError, match=f"chunks={most + 1} is more than the "
                                                    f"{most} elements"):
         run({"chunks": most + 1})
+
+
+def test_a_model_without_parameters_takes_parameters_its_collectives_would_take():
+    """No gradient to all-reduce: the pre-run check took the smallest input as 0
+    elements and refused chunks=2, where the run (and tp=1) take it."""
+    empty = tr.Model("empty", (tr.Layer("a", (), 1e9, 2e9),), batch=4, seq_len=1, hidden=1,
+                     heads=1)
+    params = {"chunks": 2}
+    assert tr.data_parallel(empty, _FOUR, gpu=GPU, algorithm_params=params).step_time > 0
+    assert tr.zero_step(empty, _FOUR, stage=3, gpu=GPU, algorithm_params=params).step_time > 0
+    assert tr.step(empty, _FOUR, dp=4, gpu=GPU, algorithm_params=params).step_time > 0

@@ -64,9 +64,8 @@ def _series(found: Comparison) -> list[tuple[str, list[int]]]:
         label = ", ".join(f"{name} {value if value is not None else '-'}"
                           for name, value, vary in zip(SETTING_HEADS, setting, varies) if vary)
         series.setdefault(label, []).append(i)
-    many = len(series) > _LABELLED
-    return [("_" if many and n else f"{len(series)} types / ops / roots, a colour each"
-             if many else label, rows) for n, (label, rows) in enumerate(series.items())]
+    many = len(series) > _LABELLED   # then the legend says so once (comparison)
+    return [("_" if many else label, rows) for label, rows in series.items()]
 
 
 def _colours(n: int) -> list[Any]:
@@ -162,6 +161,9 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
                    label=f'simcoll, algorithm="{found.algorithm}"' if len(series) == 1
                    else label, **few)
         lower.plot(at, [ratios[i] for i in rows], color=colour, linewidth=1.8, **few)
+    if len(series) > _LABELLED:
+        upper.plot([], [], color="gray", linewidth=1.8,
+                   label=f"{len(series)} types / ops / roots, a colour each")
     if len(series) > 1:   # what the dots and lines are, once
         upper.plot([], [], marker="o", linestyle="", color="gray", markeredgecolor="black",
                    markeredgewidth=0.5, markersize=3.5, label=f"measured (nccl-tests{place})")

@@ -86,6 +86,8 @@ def _settings(root: Any, op: Any) -> str:
     """``root=5, op=max`` for a root other than 0 and an op other than a sum; ``""``
     for those (and where a collective has neither: null, or nccl-tests' root -1 in
     ``simcoll run`` records written before 2026-12-05)."""
+    if isinstance(root, float) and root.is_integer():   # pandas' float column of roots
+        root = int(root)
     parts = [f"root={root}"] if isinstance(root, int) and root > 0 else []
     if not _none(op) and op != "SUM":
         parts.append(f"op={str(op).lower()}")

@@ -72,9 +72,12 @@ def assert_time(res: Result, expected: float, *, rtol: float = 1e-9,
     __tracebackhide__ = True  # pytest shows the caller's line
     if isinstance(expected, (Fraction, Decimal)):   # exact arithmetic's, as assert_traffic
         try:
-            expected = float(expected)
-        except OverflowError:
-            expected = math.inf if expected > 0 else -math.inf
+            as_float = float(expected)
+        except (OverflowError, ValueError):   # past a double's range; a signalling NaN
+            as_float = math.nan
+        if not (math.isfinite(as_float) and as_float >= 0):
+            real(expected, "expected", what="seconds")   # refused, named as given
+        expected = as_float
     _assert_time(_result(res), real(expected, "expected", what="seconds"), rtol, atol,
                  "the formula")
 

@@ -44,6 +44,8 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from simcoll.errors import InvalidInputError, TopologyError
 from simcoll.files import output_path, write_atomically
 from simcoll.topology.formats import Context, Key, check_suffix, dump, read
@@ -270,6 +272,8 @@ def _preset(data: dict[str, Any], ctx: Context) -> Topology:
             raise ctx.error(("args", key), f"null is not accepted for {name}'s {key!r}, "
                                            f"which has no 'none'; give a value or leave the "
                                            f"key out for its default")
+        if isinstance(value, np.generic):   # numpy's numbers as Python's
+            value = value.item()
         if value is not None and not isinstance(value, (str, int, float)):
             raise ctx.error(("args", key), f"a {type(value).__name__} {value!r:.60} is not "
                                            f"accepted for {name}'s {key!r}; give one value")

@@ -138,7 +138,8 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
                     params: Mapping[str, Any] | None = None, *,
                     hosts: int = 0) -> dict[str, Any]:
     """Refuse, before any run, an algorithm that is not registered for every one of
-    ``collectives`` (for one collective where the step runs none) or that runs
+    ``collectives`` (where a step runs none, one GPU per group, registered for some
+    collective, with parameters it takes there) or that runs
     programs on the machine's ``hosts`` server hosts (a training step starts its
     collectives on GPU ranks; without hosts a parameter server's servers are ranks),
     and parameters it does not take; return the keywords
@@ -168,9 +169,10 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
 
 
 def _one_collective_of(algorithm: str) -> str:
-    """A collective ``algorithm`` is registered for, all_reduce where it is: what a step
-    that runs no collective (one GPU per group) checks the name and its parameters on,
-    as the same step on more GPUs would refuse them."""
+    """A collective ``algorithm`` is registered for, all_reduce where it is: where a step
+    runs no collective (one GPU per group) the name must still be an algorithm's, with
+    parameters it takes for that collective (an algorithm of other collectives than the
+    step's would run is not refused: nothing runs it)."""
     have = sorted((c != "all_reduce", c) for c, name in algorithms() if name == algorithm)
     return have[0][1] if have else "all_reduce"  # unknown: all_reduce's names are listed
 

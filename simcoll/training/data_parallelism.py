@@ -172,8 +172,8 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
     groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
     itemsize = model.precision.grad_bytes
     check_groups(how, topology, [("the GPUs", ["all_reduce"], range(topology.nranks))],
-                 {"all_reduce": min((elements_of(sum(n for _, n in g), itemsize)
-                                     for g in groups), default=0)})
+                 {"all_reduce": min(elements_of(sum(n for _, n in g), itemsize)
+                                    for g in groups)} if groups else None)
     check_collective_input(max((sum(n for _, n in g) for g in groups), default=0)
                            * model.precision.grad_bytes, topology.nranks,
                            f"{model.name}'s largest all-reduce of gradients",

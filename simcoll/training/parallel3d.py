@@ -492,7 +492,9 @@ def _check_inputs(how: Mapping[str, Any], topology: Topology, model: Model,
              "all_gather": elements_of(elements // tp, act)})
     for s, layers in enumerate(stages if dp > 1 else []):
         shards = [-(-x.params // tp) for x in layers if x.params]
-        least = min((padded(x, dp) if zero_stage else x for x in shards), default=0)
+        if not shards:   # a stage of no parameters runs no data-parallel collective
+            continue
+        least = min(padded(x, dp) if zero_stage else x for x in shards)
         check_groups(how, topology, [
             ("the data-parallel group", _dp_runs(zero_stage),
              [pl.rank(d, s, t) for d in range(dp)]) for t in range(tp)],

@@ -316,7 +316,7 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     check_groups(how, topology, [("the GPUs", collectives, range(n))], {
         "all_reduce": elements_of(least, grad_bytes),
         "reduce_scatter": elements_of(least, grad_bytes),
-        "all_gather": elements_of(least // n, param_bytes)})
+        "all_gather": elements_of(least // n, param_bytes)} if inputs else None)
     what = f"{model.name}'s largest {'layer' if stage == 3 else 'bucket'}"
     elements = padded(largest, n) if stage else largest
     check_collective_input(elements * grad_bytes, n, f"{what}'s gradients",

@@ -314,10 +314,12 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
             [wire(s) for s in firsts], p - 1, latency, list(map(reduction, firsts)),
             [_write_beyond_wire(protocol, s, rate, beta) for s in firsts])):
         reduced, arrived = max(reduced, at) + work, at
-    k, even = 1, min(full)   # rounds before ``even``: a whole step on every channel
-    rounds = max(lengths)
+    k, rounds = 1, max(lengths)
     while k < rounds:
-        if k == _ROUNDS_LOOPED and even > k:
+        # rounds k .. even - 1: a whole step on every channel still moving (a channel of
+        # a cell or two, which NCCL's cut may add, has ended by now)
+        even = min(f for f, n in zip(full, lengths) if n > k) if k == _ROUNDS_LOOPED else 0
+        if even > k:
             # the rest of the even rounds at once: arrivals I apart, each taking R to
             # reduce after the one before, so the last is reduced at
             # max(reduced + m R, A_1 + m R, A_m + R)
