@@ -399,7 +399,8 @@ class Comparison:
         with ``#wrong`` above 0."""
         keys = [k for k in CHOICES if any(k in p for p in self.params)]
         named, choices = aligned(keys, [[str(p.get(k, "-")) for k in keys]
-                                        for p in self.params]) if keys else ("", self.choices)
+                                        for p in self.params]) if keys else ("", [""] * len(
+                                            self.params))
         width = size_width(self.sizes)
         # Where rows differ in type, redop or root (-d all, -o all), each row says its own.
         settings, shown = setting_columns(self.settings, len(self.sizes))
@@ -418,9 +419,7 @@ class Comparison:
         lines = [line.rstrip() for line in lines]
         lines += [""] + geomean_line(
             "geometric-mean |time error|", [self.error], [""],
-            f"over {len(self.sizes)} "
-            f"{'size' if len(set(self.sizes)) == len(self.sizes) else 'row'}"
-            f"{'' if len(self.sizes) == 1 else 's'} "
+            f"over {counted_rows(self.sizes)} "
             f"({self.collective}, {self.algorithm} on "
             f"{self.topology}, {self.place.replace('_', '-')} times)")
         if self.wrong:
@@ -463,6 +462,13 @@ class Comparison:
                 "wrong_rows": list(self.wrong_rows)}
 
 
+def counted_rows(sizes: Sequence[int]) -> str:
+    """``5 sizes``, or ``120 rows`` where a size repeats (nccl-tests' ``-d all``: a row
+    per type)."""
+    unit = "size" if len(set(sizes)) == len(sizes) else "row"
+    return f"{len(sizes)} {unit}{'' if len(sizes) == 1 else 's'}"
+
+
 def aligned(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, list[str]]:
     """``heads`` and each row of words (one per head) in columns as wide as their widest,
     the head's included, joined by a space: ``("type     redop root", [...])``."""
@@ -484,9 +490,13 @@ def setting_columns(settings: Sequence[Setting], rows: int) -> tuple[str, list[s
     report then leaves them out) or ``settings`` does not give one per row."""
     if len(settings) != rows or len(set(settings)) < 2:
         return "", [""] * rows
-    return aligned(SETTING_HEADS, [
-        [t, op or "-", "-" if root is None or root < 0 else str(root)]
-        for t, op, root in settings])
+    return aligned(SETTING_HEADS, [setting_words(s) for s in settings])
+
+
+def setting_words(setting: Setting) -> list[str]:
+    """A row's type, redop and root as reports and plots write them (``-`` for none)."""
+    dtype, op, root = setting
+    return [dtype, op or "-", "-" if root is None or root < 0 else str(root)]
 
 
 def wrong_labels(sizes: Sequence[int], labels: Sequence[str]) -> list[int | str]:

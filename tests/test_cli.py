@@ -1849,7 +1849,7 @@ def test_bare_param_numbers_with_a_leading_zero_are_refused_others_read():
 
 def test_plot_names_a_bad_record_by_file_and_line_and_takes_no_object_for_a_failure(
         capsys, tmp_path):
-    """A bad record was 'record 2' (counted from 0, no file), a params of text a raw
+    """A bad record was 'record 2' (counted from 0, no file: now its line), a params of text a raw
     ValueError, and any object with an "error" key (compare --json's list of errors) a
     failed point: "holds no records of points that ran", or a legend entry of numbers."""
     points = tmp_path / "points.jsonl"
@@ -1863,12 +1863,12 @@ def test_plot_names_a_bad_record_by_file_and_line_and_takes_no_object_for_a_fail
                 '"nranks": 8, "time": 1e-05, "algbw": 1.0, "busbw": 1.0, ' + bad + "}\n")
         points.write_text(good + line)
         status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"))
-        assert (status, err) == (2, f"simcoll plot: error: {points}: record 3 {said}, as "
+        assert (status, err) == (2, f"simcoll plot: error: {points}, line 3: {said}, as "
                                     f"Result.to_dict() writes it\n"
                                  if "params" in bad else
-                                 f"simcoll plot: error: {points}: record 3 {said} >= 1 and "
+                                 f"simcoll plot: error: {points}, line 3: {said} >= 1 and "
                                  f">= 0\n")
     points.write_text(good + json.dumps({"collective": "all_reduce", "error": [0.5, -0.2]})
                       + "\n")
     status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"))
-    assert status == 2 and "record 3 lacks algorithm, nranks, nbytes, time, algbw, busbw" in err
+    assert status == 2 and "line 3: lacks algorithm, nranks, nbytes, time, algbw, busbw" in err

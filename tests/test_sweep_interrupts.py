@@ -535,3 +535,12 @@ def test_without_file_locks_a_stopped_sweep_keeps_the_empty_file_it_made(tmp_pat
     with ResultFile(path) as store:
         store.append(record)
     assert load_results(path).records == (record,)
+
+
+def test_the_console_scripts_interrupted_status_is_the_command_lines():
+    """_simcoll_cli cannot import simcoll.cli's constant (its point is to catch a Ctrl-C
+    before simcoll is in): the two must say the same status, 128 + SIGINT."""
+    import _simcoll_cli
+    from simcoll.cli import INTERRUPTED
+
+    assert _simcoll_cli.INTERRUPTED == INTERRUPTED == 128 + signal.SIGINT

@@ -15,7 +15,7 @@ from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simul
 from simcoll.cli.options import CommandLineError, Once, resolve_dtype
 from simcoll.cli.run import sizes as run_sizes
 from simcoll.collectives import collective as get_collective
-from simcoll.comparison import simulated_dtype, simulated_op
+from simcoll.comparison import counted_rows, simulated_dtype, simulated_op
 from simcoll.errors import InvalidInputError, TopologyError
 from simcoll.nccl_tests import NcclTestsTable
 from simcoll.ops import ReduceOp
@@ -196,10 +196,8 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps({**_record(fit), "command": command,
                           "notes": notes + fit.notes}))
         return 0
-    sizes = len(fit.sizes)
-    unit = "size" if len(set(fit.sizes)) == sizes else "row"   # -d all: a size per type
     print(f"# simcoll calibrate: {collective} / {args.algorithm} on {args.topology}, "
-          f"{sizes} {unit}{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
+          f"{counted_rows(fit.sizes)} of {args.log}" + "".join(f"; {n}" for n in notes))
     print(fit.report(kinds))
     print(f"\nrun the calibrated machine with: {command}")
     return 0

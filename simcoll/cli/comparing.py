@@ -10,7 +10,7 @@ from typing import Any
 
 from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simulate_kwargs
 from simcoll.cli.options import PICTURES, Once, check_output
-from simcoll.comparison import compare
+from simcoll.comparison import compare, counted_rows
 from simcoll.topology.spec import from_spec
 
 __all__ = ["add_parser"]
@@ -59,10 +59,8 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps({**found.to_dict(), "spec": args.topology, "log": args.log,
                           "notes": notes}))
         return 0
-    sizes = len(found.sizes)
-    unit = "size" if len(set(found.sizes)) == sizes else "row"   # -d all: a size per type
     print(f"# simcoll compare: {found.collective} / {args.algorithm} on {args.topology}, "
-          f"{sizes} {unit}{'s' * (sizes != 1)} of {args.log}" + "".join(f"; {n}" for n in notes))
+          f"{counted_rows(found.sizes)} of {args.log}" + "".join(f"; {n}" for n in notes))
     print(found.report())
     if figure is not None:
         print(said)

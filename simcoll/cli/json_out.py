@@ -14,8 +14,8 @@ nccl-tests' ``tools/analyze_perf_json.py`` reads them). Rows done before a failu
 Ctrl-C are written with the error in ``errors``; an
 algbw of a size simulated in no time (one rank) is null, as JSON has no infinity, and so
 is the busbw of broadcast and reduce (bus factor 1); the other collectives' busbw is 0
-there (nccl-tests' bus factor, (p-1)/p or 2(p-1)/p, is 0 for one rank), and so is the
-average of such rows.
+there (nccl-tests' bus factor, (p-1)/p or 2(p-1)/p, is 0 for one rank), and the
+average of such rows is 0 too.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import numpy as np
 from simcoll.cli.options import PICTURES, CommandLineError, Once, check_output
 from simcoll.errors import InvalidInputError
 from simcoll.plot import scaling
-from simcoll.plot.records import failed, from_mapping
+from simcoll.plot.records import from_mapping, is_failed_record
 from simcoll.sweep.records import IDENTITY, point_key
 
 __all__ = ["add_parser", "read_records"]
@@ -58,23 +58,24 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CommandLineError(f"cannot read {path}: {exc}") from None
-    read = _json_list if path.suffix.lower() == ".json" else _json_lines
+    listed = path.suffix.lower() == ".json"
+    read, unit = (_json_list, "item") if listed else (_json_lines, "line")
     records = []
     for n, item in read(path, text):
-        if isinstance(item, dict) and failed(item):
+        if isinstance(item, dict) and is_failed_record(item):
             records.append(item)
             continue
         missing = [k for k in _NEEDED if not isinstance(item, dict) or k not in item]
         if missing:
-            raise CommandLineError(f"{path}: record {n} lacks {', '.join(missing)}; give "
+            raise CommandLineError(f"{path}, {unit} {n}: lacks {', '.join(missing)}; give "
                                    f"the output of 'simcoll sweep' or 'simcoll run --json'")
         try:
-            from_mapping(f"{path}: record {n}", item)
+            from_mapping(f"{path}, {unit} {n}:", item)
         except InvalidInputError as exc:
             raise CommandLineError(str(exc)) from None
         records.append(item)
     records = _last_of_each_point(records)
-    if all(failed(r) for r in records):
+    if all(is_failed_record(r) for r in records):
         raise CommandLineError(f"{path} holds no records of points that ran")
     return records
 
@@ -159,13 +160,13 @@ def _run(args: argparse.Namespace) -> int:
     records = read_records(Path(args.records))
     x = args.x
     if x is None:
-        ran = [r for r in records if not failed(r)]
+        ran = [r for r in records if not is_failed_record(r)]
         one_count = len({r.get("nranks") for r in ran}) == 1
         x = "nbytes" if one_count and len({r.get("nbytes") for r in ran}) > 1 else "nranks"
     figure = scaling(records, x=x, y=args.y, save=out)
     drawn = sum(int(np.size(line.get_xdata())) for line in figure.axes[0].get_lines()
                 if line.get_gid() == "simulated")
-    failures = sum(1 for r in records if failed(r))
+    failures = sum(1 for r in records if is_failed_record(r))
     notes = [f"{failures} failed"] if failures else []
     if drawn < len(records) - failures:
         notes.append(f"{len(records) - failures - drawn} left out: a time, size or bandwidth "

@@ -6,7 +6,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any
 
-from simcoll.comparison import SETTING_HEADS, Comparison
+from simcoll.comparison import SETTING_HEADS, Comparison, setting_words
 from simcoll.errors import InvalidInputError
 from simcoll.plot.style import (
     checked_save_path,
@@ -61,8 +61,9 @@ def _series(found: Comparison) -> list[tuple[str, list[int]]]:
     varies = [len({s[k] for s in settings}) > 1 for k in range(3)]
     series: dict[str, list[int]] = {}
     for i, setting in enumerate(settings):
-        label = ", ".join(f"{name} {value if value is not None else '-'}"
-                          for name, value, vary in zip(SETTING_HEADS, setting, varies) if vary)
+        words = setting_words(setting)
+        label = ", ".join(f"{name} {word}"
+                          for name, word, vary in zip(SETTING_HEADS, words, varies) if vary)
         series.setdefault(label, []).append(i)
     many = len(series) > _LABELLED   # then the legend says so once (comparison)
     return [("_" if many else label, rows) for label, rows in series.items()]
@@ -101,7 +102,8 @@ def _default_title(found: Comparison) -> str:
 def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
                title: str | None = None, save: str | os.PathLike | None = None) -> Figure:
     """Draw busbw against size, measured and simulated, and below it the simulated over
-    the measured time, with a band for 10% either way.
+    the measured time, with a band for 10% either way; a table of several types, ops or
+    roots (nccl-tests' ``-d all`` / ``-o all``) as a line per setting.
 
     Both busbw curves come from the times (size / time x nccl-tests' bus factor), so
     sizes whose printed busbw rounds to 0.00 still show.

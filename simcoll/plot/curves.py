@@ -17,7 +17,7 @@ from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
 from simcoll.plot.records import Failure, Point, Record, read_all, topology_templates
 from simcoll.plot.style import (
-    _MARGIN,
+    LOG_MARGIN,
     check_axes,
     checked_save_path,
     finish,
@@ -222,9 +222,10 @@ def _bytes_axis(ax: Any, lo: float, hi: float) -> None:
     """A log2 y axis of sizes over the powers of 2 from the one at or below ``lo`` to the
     one at or above ``hi`` (one octave at least), labelled in binary units at powers of
     2, every k-th octave down from the top one (the bottom moved down to a label, but
-    not below 1 B where no value is) for at most :data:`_X_TICKS` labels; data on or
-    near an end stays a quarter octave, or :data:`~.style._MARGIN` of the axis, inside
-    it, so no marker sits on the frame."""
+    not below 1 B where no value is, so the smallest may lie below the lowest label)
+    for at most :data:`_X_TICKS` labels; data on or near an end stays a quarter octave,
+    or :data:`~.style.LOG_MARGIN` of the axis, inside it, so no marker sits on the
+    frame."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     first, last = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
@@ -233,8 +234,8 @@ def _bytes_axis(ax: Any, lo: float, hi: float) -> None:
     first = last - -(-(last - first) // step) * step
     if lo >= 1:   # no fraction of a byte labelled
         first = max(first, 0)
-    # _MARGIN of the whole axis, its pads included
-    pad = 2.0 ** max(0.25, _MARGIN * (last - first) / (1 - 2 * _MARGIN))
+    # LOG_MARGIN of the whole axis, its pads included
+    pad = 2.0 ** max(0.25, LOG_MARGIN * (last - first) / (1 - 2 * LOG_MARGIN))
     ax.set_yscale("log", base=2)
     ax.set_ylim(min(2.0 ** first, lo / pad), max(2.0 ** last, hi * pad))
     labelled = reversed(range(last, first - 1, -step))   # down from the top one

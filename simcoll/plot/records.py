@@ -19,7 +19,8 @@ Record = Union[Result, FailedPoint, Mapping[str, Any]]  # noqa: UP007 (a runtime
 """What the plots read: a Result, a sweep's failed point, or a record as a dict
 (``Result.to_dict()``, a saved sweep's line)."""
 
-__all__ = ["Point", "Failure", "Record", "read_points", "read_all", "topology_templates"]
+__all__ = ["Point", "Failure", "Record", "read_points", "read_all", "topology_templates",
+           "from_mapping", "is_failed_record"]
 
 _REQUIRED = ("collective", "algorithm", "nranks", "nbytes")
 
@@ -74,8 +75,9 @@ def _number(v: Any) -> float | None:
 
 
 def _machine(r: Mapping[str, Any]) -> str | None:
-    """``topology_hash=...`` (a digest of the whole machine, which sweeps and the command
-    line write), else ``spec=...`` (the command line's older records), or None."""
+    """``topology_hash=...`` (a digest of the whole machine, which ``Result.to_dict()``,
+    sweeps and the command line write), else ``spec=...`` (the command line's older
+    records), or None."""
     for key in ("topology_hash", "spec"):
         if not _none(r.get(key)):
             return f"{key}={r[key]}"
@@ -108,7 +110,7 @@ def _none(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def failed(record: Mapping[str, Any]) -> bool:
+def is_failed_record(record: Mapping[str, Any]) -> bool:
     """Whether ``record`` is a failed sweep point: its ``error`` is a sweep record's
     ``{"type": ..., "message": ...}`` or ``to_pandas``' ``"Type: message"`` text (null,
     NaN, as pandas reads null, and an empty text: it ran)."""
@@ -251,7 +253,7 @@ def read_all(records: Iterable[Record]
                                 bytes_sent=_most_sent(r.bytes_sent.tolist(),
                                                       r.host_bytes_sent.tolist())))
         elif isinstance(r, Mapping):
-            if failed(r):
+            if is_failed_record(r):
                 failures.append(Failure(str(r.get("collective", "?")),
                                         str(r.get("algorithm", "?")), r.get("nranks"),
                                         r.get("nbytes"), _error_type(r["error"])))

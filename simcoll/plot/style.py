@@ -330,7 +330,7 @@ def lanes(items: Iterable[_Item],
 
 _MIN_SPAN = 2.0
 """The least factor a log y axis spans, so a 1% difference does not fill its height."""
-_MARGIN = 0.03
+LOG_MARGIN = 0.03
 """The least share of a log y axis labelled at every power of ten left between data and
 its ends (7 pixels of a figure's usual 230: a marker's radius)."""
 _SERIES = ((1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0),
@@ -402,7 +402,7 @@ def log_y_axis(ax: Any, lo: float, hi: float, label: Callable[[float], str]) -> 
     labelled at the tick series that wastes least height (:func:`_log_ticks`), the
     other 1-9 multiples of each power of ten unlabelled; over it, at every power of ten,
     from the one at or below the data to the one at or above (so the largest value is
-    read against a labelled tick), and further where data lies within :data:`_MARGIN` of
+    read against a labelled tick), and further where data lies within :data:`LOG_MARGIN` of
     the axis's height of an end (a saturated bandwidth at 99.99 on an axis ending at 100
     ran along the frame, its markers cut in half).
     Only major ticks are labelled, each by ``label`` (matplotlib's default would also
@@ -416,7 +416,7 @@ def log_y_axis(ax: Any, lo: float, hi: float, label: Callable[[float], str]) -> 
     chosen = _log_ticks(lo, hi)
     if chosen is None:
         first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-        pad = 10.0 ** (_MARGIN * (last - first))
+        pad = 10.0 ** (LOG_MARGIN * (last - first))
         ax.set_ylim(min(10.0 ** first, lo / pad), max(10.0 ** last, hi * pad))
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=99))  # every decade
     else:

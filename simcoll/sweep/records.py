@@ -176,9 +176,10 @@ class SweepResults(list["Result | FailedPoint"]):
         its record holds them), ``topology_hash`` (None for a failed point) and
         ``error``.
 
-        ``error`` is missing for a point that ran (None, or NaN where pandas types the
-        column as text: test with ``df.error.isna()``) and ``"ErrorType: message"`` for one
-        that failed (its time, bandwidths and traffic are then missing). ``algbw``,
+        ``error`` is None for a point that ran (NaN where pandas types the column as
+        text, or reads the frame back: ``df.error.isna()`` tells both) and
+        ``"ErrorType: message"`` for one that failed (its time, bandwidths and traffic
+        are then missing). ``algbw``,
         ``busbw`` and ``max_error`` are the Result's (``algbw`` is ``inf`` for a
         zero-time run, as on one rank, where ``to_dict`` and the saved record write
         ``null``; ``busbw`` is 0 there where the collective's bus factor is (p - 1) / p

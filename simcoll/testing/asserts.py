@@ -59,7 +59,7 @@ def _what(res: Result) -> str:
     return f"{res.collective}/{res.algorithm} (p={res.nranks}, {size}{params})"
 
 
-def assert_time(res: Result, expected: float, *, rtol: float = 1e-9,
+def assert_time(res: Result, expected: float | Fraction | Decimal, *, rtol: float = 1e-9,
                 atol: float = 0.0) -> None:
     """Assert ``res.time`` is within ``atol + rtol * |expected|`` of ``expected`` seconds.
 
@@ -70,15 +70,16 @@ def assert_time(res: Result, expected: float, *, rtol: float = 1e-9,
             ``rtol`` or ``atol`` that is not a finite number >= 0.
     """
     __tracebackhide__ = True  # pytest shows the caller's line
+    seconds: float | Fraction | Decimal = expected
     if isinstance(expected, (Fraction, Decimal)):   # exact arithmetic's, as assert_traffic
         try:
-            as_float = float(expected)
+            seconds = float(expected)
         except (OverflowError, ValueError):   # past a double's range; a signalling NaN
-            as_float = math.nan
-        if not (math.isfinite(as_float) and as_float >= 0):
-            real(expected, "expected", what="seconds")   # refused, named as given
-        expected = as_float
-    _assert_time(_result(res), real(expected, "expected", what="seconds"), rtol, atol,
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise InvalidInputError(f"{_subject('expected', expected)} is not accepted; use "
+                                    f"a number >= 0, finite (seconds)")
+    _assert_time(_result(res), real(seconds, "expected", what="seconds"), rtol, atol,
                  "the formula")
 
 

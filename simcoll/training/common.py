@@ -138,12 +138,14 @@ def check_algorithm(algorithm: str, collectives: Sequence[str],
                     params: Mapping[str, Any] | None = None, *,
                     hosts: int = 0) -> dict[str, Any]:
     """Refuse, before any run, an algorithm that is not registered for every one of
-    ``collectives`` (where a step runs none, one GPU per group, registered for some
-    collective, with parameters it takes there) or that runs
-    programs on the machine's ``hosts`` server hosts (a training step starts its
-    collectives on GPU ranks; without hosts a parameter server's servers are ranks),
-    and parameters it does not take; return the keywords
+    ``collectives``, that runs programs on the machine's ``hosts`` server hosts (a
+    training step starts its collectives on GPU ranks; without hosts a parameter
+    server's servers are ranks), or parameters it does not take; return the keywords
     every collective of the step passes: ``algorithm`` and ``params``, normalized.
+
+    A step that runs no collective (one GPU per group) passes no ``collectives``: the
+    name must then be an algorithm's, of any collective, with parameters it takes for
+    one it is registered for (all_reduce where it is).
 
     Raises:
         UnknownAlgorithmError: naming the algorithms registered for that collective.

@@ -422,11 +422,9 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
             f"split into {m} equal micro-batches")
     model.heads_per_gpu(tp)
     tied = pp > 1 and model.tied_embedding > 0
-    collectives = set() if dp == 1 else {"all_reduce"} if zero_stage == 0 else \
-        {"reduce_scatter", "all_gather"}
+    collectives = set(_dp_runs(zero_stage)) if dp > 1 else set()
     if tp > 1:
-        collectives |= ({"all_gather", "reduce_scatter"} if sequence_parallel
-                        else {"all_reduce"} | ({"all_gather"} if pp > 1 else set()))
+        collectives |= set(_tp_runs(sequence_parallel, pp))
     if tied:
         collectives.add("all_reduce")
     how = check_algorithm(algorithm, sorted(collectives), params,
@@ -599,9 +597,10 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
     Raises:
         InvalidInputError: dp x tp x pp not the GPU count, micro-batches that do not
             divide the batch, more stages than blocks, tp not dividing the heads, the
-            key / value heads or the MLP width, an unknown schedule or algorithm, a bad
-            order, or a collective's input or a stage's sends that could overflow the
-            int64 traffic counters.
+            key / value heads or the MLP width, an unknown schedule or algorithm (or a
+            parameter value it refuses for a group's smallest collective: a ring's
+            chunks above its elements), a bad order, or a collective's input or a
+            stage's sends that could overflow the int64 traffic counters.
     """
     topology = check_topology(topology)
     check_model(model, gpu)

@@ -159,10 +159,12 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
 
     Raises:
         InvalidInputError: a model without transformer blocks, bad sizes, ranks or
-            algorithm, t not dividing the model's attention heads, key / value heads or
-            MLP width, (with sequence parallelism) a sequence length not divisible by
-            t, or activations past what the int64 traffic counters hold (one collective's
-            input, or what a GPU sends over the layer).
+            algorithm (or a parameter value it refuses for the layer's collectives: a
+            ring's chunks above their elements), t not dividing the model's attention
+            heads, key / value heads or MLP width, (with sequence parallelism) a
+            sequence length not divisible by t, or activations past what the int64
+            traffic counters hold (one collective's input, or what a GPU sends over the
+            layer).
     """
     topology = check_topology(topology)
     check_model(model, gpu)

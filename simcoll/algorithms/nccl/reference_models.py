@@ -236,6 +236,11 @@ def _described_switch(gpus: int, bandwidth: float, arch: str) -> Machine:
     return describe(switch(gpus, bandwidth=bandwidth), tuple(range(gpus)), arch)
 
 
+_ROUNDS_LOOPED = 4096
+"""Rounds of a chain estimate taken one by one; the even rounds past them (a whole step
+on every channel) are taken at once, so a query answers in the same time at any size."""
+
+
 def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: float,
                     gamma: float, *, algo: str, proto: str, channels: int, arch: str,
                     intra: str, tuner: str, launch_overhead: float = 0.0,
@@ -318,7 +323,7 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
     while k < rounds:
         # rounds k .. even - 1: a whole step on every channel still moving (a channel of
         # a cell or two, which NCCL's cut may add, has ended by now)
-        even = min(f for f, n in zip(full, lengths) if n > k) if k == _ROUNDS_LOOPED else 0
+        even = min(f for f, n in zip(full, lengths) if n > k) if k >= _ROUNDS_LOOPED else 0
         if even > k:
             # the rest of the even rounds at once: arrivals I apart, each taking R to
             # reduce after the one before, so the last is reduced at
@@ -346,11 +351,6 @@ def _chain_estimate(collective: str, p: int, nbytes: int, alpha: float, beta: fl
         for end, piece in sorted(zip(ends, moving)):
             reduced = max(reduced, arrived + (end - last)) + reduction(piece)
     return protocol.base("ring") + reduced
-
-
-_ROUNDS_LOOPED = 4096
-"""Rounds of a chain estimate taken one by one; the even rounds past them (a whole step
-on every channel) are taken at once, so a query answers in the same time at any size."""
 
 
 def _first_pieces(wires: list[float], hops: int, latency: float, reductions: list[float],
