@@ -1872,3 +1872,27 @@ def test_plot_names_a_bad_record_by_file_and_line_and_takes_no_object_for_a_fail
                       + "\n")
     status, _, err = cli(capsys, "plot", str(points), "--output", str(tmp_path / "x.png"))
     assert status == 2 and "line 3: lacks algorithm, nranks, nbytes, time, algbw, busbw" in err
+
+
+def test_plot_chooses_its_default_x_from_the_records_that_ran(capsys, tmp_path, monkeypatch):
+    """A failed sweep point of another rank count does not make the x rank counts: the
+    records that ran have one rank count (8) and three sizes, so x is the size, and
+    all three ran points are drawn (against rank counts they would share one x)."""
+    import simcoll.cli.plotting as plotting
+
+    asked: list[str] = []
+    real = plotting.scaling
+    monkeypatch.setattr(plotting, "scaling",
+                        lambda records, **kw: asked.append(kw["x"]) or real(records, **kw))
+    status, out, _ = cli(capsys, "run", "--topology", "switch:8", "-b", "1K", "-e", "4K",
+                         "-f", "2", "--json")
+    assert status == 0
+    lines = out.splitlines()
+    assert len(lines) == 3
+    failed = {"collective": "all_reduce", "algorithm": "ring", "nranks": 2, "nbytes": 1024,
+              "error": {"type": "AlgorithmError", "message": "no"}}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines + [json.dumps(failed)]) + "\n")
+    status, out, _ = cli(capsys, "plot", str(path), "--output", str(tmp_path / "p.png"))
+    assert status == 0 and asked == ["nbytes"]
+    assert out.startswith("3 of 4 records plotted") and "(1 failed)" in out

@@ -519,3 +519,18 @@ def test_a_fit_stopped_before_its_first_step_is_noted(capsys, tmp_path):
             "are where it started (or a finite-difference step from it), not fitted; raise "
             "max_evaluations (each step simulates the 5 sizes at 2 points, 10 simulations: "
             "give many times that)") in out.splitlines()
+
+
+def test_the_calibrate_command_counts_rows_of_a_table_of_every_type(capsys, tmp_path):
+    """simcoll run -d all prints each of 2 sizes once per type (12 types: 24 rows): the
+    calibrate header says '24 rows', not '24 sizes'; one type's table says '2 sizes'."""
+    for dtype, head in (("all", "24 rows of"), ("float", "2 sizes of")):
+        assert main(["run", "--topology", "switch:4", "-d", dtype, "-b", "1K", "-e", "4K",
+                     "-f", "4"]) == 0
+        log = tmp_path / f"{dtype}.txt"
+        log.write_text(capsys.readouterr().out)
+        assert main(["calibrate", str(log), "--topology", "switch:4", "--free",
+                     "latency=4us:10ns:100us"]) == 0
+        first = capsys.readouterr().out.splitlines()[0]
+        assert first.startswith(f"# simcoll calibrate: all_reduce / ring on switch:4, {head} "
+                                f"{log}")

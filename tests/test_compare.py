@@ -1025,3 +1025,106 @@ def test_plot_draws_a_line_per_type_and_op_of_a_table_of_several(tmp_path):
     assert "measured (nccl-tests, in-place)" in [t.get_text()
                                                  for t in upper.get_legend().get_texts()]
     plt.close(fig)
+
+
+P, BANDWIDTH, LATENCY = 4, 50 * sc.GB, 2 * sc.us
+# nccl-tests -d all: its ten types
+TEN_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float",
+             "double", "bfloat16")
+
+
+def _measured(time_us: float) -> Measurement:
+    return Measurement(time_us, 0.0, 0.0, None)
+
+
+@pytest.fixture
+def plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield plt
+    plt.close("all")
+
+
+def test_a_comparison_of_ten_types_names_each_in_the_legend(plt):
+    """Up to ten series (-d all's ten types) are named one by one, each a tab10 colour;
+    only more are one legend entry."""
+    rows = tuple(NcclTestsRow(4096, 4096 // 4, t, "sum", -1, _measured(20.0 + i), None, i + 1)
+                 for i, t in enumerate(TEN_TYPES))
+    found = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P))
+    fig = sc.plot.comparison(found)
+    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert [t for t in texts if t.startswith("type ")] == [f"type {t}" for t in TEN_TYPES]
+    from matplotlib import colormaps
+    from matplotlib.colors import to_rgba
+
+    simulated = [line for line in fig.axes[0].get_lines()
+                 if line.get_label().startswith("type ")]
+    assert [to_rgba(line.get_color()) for line in simulated] == [
+        to_rgba(colormaps["tab10"](i)) for i in range(10)]
+    plt.close(fig)
+
+
+def test_two_sizes_of_each_op_are_marked_and_joined_dotted(plt):
+    """Four rows, two sizes of each of two ops: each op's line has only two simulated
+    points, so they are marked and joined dotted (nothing between them was simulated),
+    as a one-series table of two sizes is."""
+    rows = tuple(NcclTestsRow(size, size // 4, "float", op, -1, _measured(t), None, n)
+                 for n, (size, op, t) in enumerate(
+                     [(1024, "sum", 20.0), (4096, "sum", 30.0), (1024, "max", 40.0),
+                      (4096, "max", 50.0)], 1))
+    found = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P))
+    fig = sc.plot.comparison(found)
+    upper, lower = fig.axes
+    lines = [line for line in upper.get_lines() if line.get_label().startswith("redop")]
+    lines += [line for line in lower.get_lines() if list(line.get_xdata()) == [1024, 4096]]
+    assert len(lines) == 4
+    assert {(line.get_linestyle(), line.get_marker()) for line in lines} == {(":", "s")}
+    plt.close(fig)
+
+
+def test_the_geometric_mean_of_a_table_of_several_types_counts_rows():
+    """-d all repeats a size per type: the mean is over 3 rows of 2 sizes, not '3
+    sizes'; a table of one type and op counts its sizes."""
+    rows = (NcclTestsRow(1024, 256, "float", "sum", -1, _measured(20.0), None, 1),
+            NcclTestsRow(1024, 512, "half", "sum", -1, _measured(21.0), None, 2),
+            NcclTestsRow(4096, 1024, "float", "max", -1, _measured(30.0), None, 3))
+    report = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P)).report()
+    assert "over 3 rows (all_reduce, ring on switch(4)" in report
+    assert "sizes (" not in report
+    plain = tuple(NcclTestsRow(s, s // 4, "float", "sum", -1, _measured(t), None, n)
+                  for n, (s, t) in enumerate([(1024, 20.0), (4096, 30.0), (16384, 40.0)], 1))
+    report = sc.compare(machine(), NcclTestsTable(plain, "all_reduce", P)).report()
+    assert "over 3 sizes (all_reduce, ring on switch(4)" in report
+
+
+def test_the_compare_command_counts_rows_of_a_table_of_every_type(capsys, tmp_path):
+    """simcoll run -d all prints each of 2 sizes once per type (12 types: 24 rows):
+    the compare header says '24 rows', not '24 sizes'; one type's table says '2 sizes'."""
+    from simcoll.cli import main
+
+    for dtype, head in (("all", "24 rows of"), ("float", "2 sizes of")):
+        assert main(["run", "--topology", "switch:4", "-d", dtype, "-b", "1K", "-e", "4K",
+                     "-f", "4"]) == 0
+        log = tmp_path / f"{dtype}.txt"
+        log.write_text(capsys.readouterr().out)
+        assert main(["compare", str(log), "--topology", "switch:4"]) == 0
+        first = capsys.readouterr().out.splitlines()[0]
+        assert first == f"# simcoll compare: all_reduce / ring on switch:4, {head} {log}"
+
+
+def test_a_one_series_comparison_draws_its_measured_points_black(plt):
+    """One type and op: the measured points are black dots under the simcoll blue line
+    (colours are for telling several series apart)."""
+    from matplotlib.colors import to_rgba
+
+    rows = tuple(NcclTestsRow(s, s // 4, "float", "sum", -1, _measured(t), None, n)
+                 for n, (s, t) in enumerate([(1024, 20.0), (4096, 30.0), (16384, 40.0)], 1))
+    found = sc.compare(machine(), NcclTestsTable(rows, "all_reduce", P))
+    fig = sc.plot.comparison(found)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert to_rgba(lines["measured (nccl-tests)"].get_color()) == to_rgba("black")
+    assert to_rgba(lines['simcoll, algorithm="ring"'].get_color()) == to_rgba("#4f81bd")
+    plt.close(fig)

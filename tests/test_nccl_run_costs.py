@@ -821,3 +821,45 @@ def test_the_chain_estimate_takes_its_even_rounds_at_once_beside_a_channel_of_on
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300)
     assert float(done.stdout) == pytest.approx(2 * 10**18 * 1e-11, rel=1e-9), done.stderr
+
+
+@pytest.mark.parametrize("collective, p, nbytes, gamma, kw", [
+    # 2 GPUs, gamma 1 ns/B: the root reduces a step's pair of pieces (10 x the wire time)
+    # long after it arrives: the backlog term max(reduced + m R, ...) decides the answer
+    ("reduce", 2, 9_400_000, 1e-9, dict(channels=2)),
+    ("reduce", 2, 4_000_000, 1e-9, dict(channels=2, proto="LL")),
+    # 2 GPUs, gamma 0.01 ns/B: the root keeps up: the arrival term A_m + R decides it
+    ("reduce", 2, 9_400_000, 1e-11, dict(channels=2)),
+    # 9,400,000 B over 2 channels of Simple's 524,288 B steps: 4,718,592 B = 9 whole
+    # steps on channel 0, 4,681,408 B = 8 steps and 487,104 B on channel 1
+    ("reduce", 3, 9_400_000, 1e-11, dict(channels=2)),
+    ("broadcast", 3, 9_400_000, 0.0, dict(channels=2)),
+])
+@pytest.mark.parametrize("looped", [1, 2])
+def test_the_chain_estimate_taking_even_rounds_at_once_is_the_simulated_time(
+        collective, p, nbytes, gamma, kw, looped, monkeypatch):
+    """The simulator's run is the reference; the estimate is made to take its even rounds
+    at once from round ``looped`` on (it does so from round 4,096 on at any size)."""
+    from simcoll.algorithms.nccl import reference_models
+
+    machine = alpha_beta_network(p, alpha=1e-6, beta=1e-10, gamma=gamma)
+    run = sc.simulate(machine, collective, algorithm="nccl", nbytes=nbytes, root=0, **kw)
+    monkeypatch.setattr(reference_models, "_ROUNDS_LOOPED", looped)
+    estimate = sc.cost.predict(collective, "nccl", p=p, nbytes=nbytes, alpha=1e-6,
+                               beta=1e-10, gamma=gamma, root=0, **kw)
+    assert estimate == pytest.approx(run.time, rel=1e-9)
+
+
+def test_the_chain_estimate_of_channels_of_unequal_whole_steps_past_4096_rounds(monkeypatch):
+    """Past 4,096 rounds (no monkeypatching of the estimate's own constant): channel 0 of
+    2 gets 5,000 whole 524,288-B steps, channel 1 one step less and a part; the rounds
+    taken at once end where channel 1's steps end. Reference: the same estimate taken
+    round by round (the path the simulator agrees with, above)."""
+    from simcoll.algorithms.nccl import reference_models
+
+    nbytes = 2 * 5000 * 524_288 - 40_000
+    kwargs = dict(p=3, alpha=1e-6, beta=1e-10, gamma=1e-11, root=0, channels=2)
+    at_once = sc.cost.predict("reduce", "nccl", nbytes=nbytes, **kwargs)
+    monkeypatch.setattr(reference_models, "_ROUNDS_LOOPED", 1 << 40)
+    one_by_one = sc.cost.predict("reduce", "nccl", nbytes=nbytes, **kwargs)
+    assert at_once == pytest.approx(one_by_one, rel=1e-12)

@@ -16,7 +16,7 @@ import simcoll as sc
 from simcoll.cost import CostModel
 from simcoll.link_load import LinkLoad, binned_bytes
 from simcoll.plot import link_utilization, plot_scaling, scaling, timeline
-from simcoll.plot.records import read_points, topology_templates
+from simcoll.plot.records import is_failed_record, read_all, read_points, topology_templates
 from simcoll.plot.style import wrapped
 from simcoll.trace import to_chrome
 
@@ -2422,3 +2422,42 @@ def test_records_with_pandas_float_roots_keep_their_roots_apart():
     assert sorted((p.collective, p.settings, p.nranks) for p in points) == [
         ("all_reduce", "", 2), ("broadcast", "", 2), ("broadcast", "", 4),
         ("broadcast", "root=1", 2), ("broadcast", "root=1", 4)]
+
+
+_RAN = {"collective": "all_reduce", "algorithm": "ring", "nranks": 4, "nbytes": 1024,
+        "time": 1e-5, "algbw": 1e8, "busbw": 1.5e8}
+
+
+@pytest.mark.parametrize("error, is_failure", [
+    ({"type": "AlgorithmError", "message": "no"}, True),   # a sweep record's
+    ("AlgorithmError: no", True),                           # to_pandas' text
+    (None, False), (float("nan"), False), ("", False),      # it ran
+    ({}, False), ({"message": "no"}, False), ({"type": 3}, False),  # no error type
+    (["one", "two"], False),                                # compare --json's list
+])
+def test_only_an_error_with_a_type_marks_a_failed_point(error, is_failure):
+    """A failed point is a sweep record's {"type", "message"} or to_pandas' text; an
+    object without a type name (someone else's field) is not one: the point is drawn."""
+    record = {**_RAN, "error": error}
+    assert is_failed_record(record) is is_failure
+    points, failures = read_all([record])
+    assert (len(points), len(failures)) == ((0, 1) if is_failure else (1, 0))
+
+
+def test_nan_fields_of_a_record_read_back_by_pandas_are_nulls():
+    """pandas reads a null of a column that also holds numbers as NaN: a NaN topology
+    hash, spec, op, requested or byte list is none (no machine named, no settings, the
+    params used, no hosts), not the text 'nan' nor a refusal."""
+    nan = float("nan")
+    record = {**_RAN, "error": None, "topology_hash": nan, "spec": nan, "op": nan,
+              "root": nan, "requested": nan, "params": {"chunks": 2},
+              "host_bytes_sent": nan, "bytes_sent": nan}
+    points, failures = read_all([record])
+    assert failures == []
+    (point,) = points
+    assert point.machine is None and point.spec is None and point.settings == ""
+    assert point.params == {"chunks": 2}
+    assert point.hosts == 0 and point.bytes_sent is None
+    # a machine named only by its spec, where the hash is NaN
+    points, _ = read_all([{**record, "spec": "switch:4"}])
+    assert points[0].machine == "spec=switch:4" and points[0].spec == "switch:4"

@@ -104,3 +104,24 @@ def test_to_dict_names_the_machine_by_its_topology_hash():
     described = json.dumps(topology_dict(sc.topology.switch(2, bandwidth=100e9)),
                            sort_keys=True, separators=(",", ":"))
     assert fast.to_dict()["topology_hash"] == hashlib.sha256(described.encode()).hexdigest()[:16]
+
+
+def _nothing(comm):
+    return None
+    yield  # a generator function that sends nothing
+
+
+def test_a_program_runs_dict_names_the_machine_by_its_topology_hash():
+    """RunResult.to_dict() (run_program's) carries the same digest as Result.to_dict():
+    SHA-256 of the topology's canonical JSON, 16 hex digits; two machines of one name
+    get two hashes."""
+    from simcoll.topology.io import to_dict as topology_dict
+
+    fast, slow = (sc.run_program(sc.topology.switch(2, bandwidth=bw), _nothing).to_dict()
+                  for bw in (100e9, 10e9))
+    assert fast["topology"] == slow["topology"]
+    described = json.dumps(topology_dict(sc.topology.switch(2, bandwidth=100e9)),
+                           sort_keys=True, separators=(",", ":"))
+    assert fast["topology_hash"] == hashlib.sha256(described.encode()).hexdigest()[:16]
+    assert fast["topology_hash"] != slow["topology_hash"]
+    assert json.loads(json.dumps(fast))["topology_hash"] == fast["topology_hash"]

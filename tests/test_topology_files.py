@@ -727,3 +727,20 @@ def test_a_preset_description_takes_numpy_numbers_as_python_ones():
     topo = sc.topology.from_dict({"preset": "switch",
                                   "args": {"n": np.int64(4), "bandwidth": np.float32(1e9)}})
     assert topo.nranks == 4 and {link.bandwidth for link in topo.links} == {1e9}
+
+
+def test_an_astra_config_without_npus_count_is_told_by_its_list_of_topology_kinds(tmp_path):
+    """A list of topology kinds marks an ASTRA-sim config without its npus_count: the
+    missing key is named as ASTRA-sim's, not 'topology: unknown key' of simcoll's own
+    format; and with a stray devices: key load() adds no name and blames that key."""
+    path = tmp_path / "ring.yml"
+    path.write_text("topology: [Ring]\nbandwidth: [100]\nlatency: [500]\n")
+    with pytest.raises(sc.TopologyError, match=r"ring.yml, line 1: npus_count: missing \(an "
+                                               r"ASTRA-sim network config"):
+        sc.topology.load(path)
+    with pytest.raises(sc.TopologyError, match=r"npus_count: missing \(an ASTRA-sim"):
+        sc.topology.from_dict({"topology": ["Ring"], "bandwidth": [100], "latency": [500]})
+    path.write_text("topology: [Ring]\nbandwidth: [100]\nlatency: [500]\ndevices: []\n")
+    with pytest.raises(sc.TopologyError, match=r"ring.yml, line 4: devices: unknown key in "
+                                               r"an ASTRA-sim network config"):
+        sc.topology.load(path)

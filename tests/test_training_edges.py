@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import simcoll as sc
+import simcoll.training as tr
 from simcoll import numeric
-from simcoll import training as tr
 from simcoll.checks import shown
 
 GPU = tr.GPU("toy", 1e12)
@@ -351,3 +351,131 @@ def test_a_model_without_parameters_takes_parameters_its_collectives_would_take(
     assert tr.data_parallel(empty, _FOUR, gpu=GPU, algorithm_params=params).step_time > 0
     assert tr.zero_step(empty, _FOUR, stage=3, gpu=GPU, algorithm_params=params).step_time > 0
     assert tr.step(empty, _FOUR, dp=4, gpu=GPU, algorithm_params=params).step_time > 0
+
+
+_THREE = sc.topology.switch(3, bandwidth=100 * sc.GB, latency=1 * sc.us)
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_zero_stage_1_and_2_bound_chunks_by_the_padded_bucket_shard(stage):
+    """ZeRO-1/2 reduce-scatter each bucket padded to a multiple of the GPU count and
+    all-gather its 1/n shard. The toy GPT's 106,880 parameters (embedding 108 x 64 =
+    6,912, two blocks of 49,984) fit in its first 1 MB bucket; on 3 GPUs the padded
+    bucket is 106,881 elements, a shard 35,627 = ceil(106,880 / 3); unpadded it would
+    be 35,626 and a valid chunk count refused."""
+    total = sum(layer.params for layer in _GPT.layers)
+    assert total == 6912 + 2 * 49984 == 106_880
+    most = -(-total // 3)
+    assert most == 35_627
+    assert tr.zero_step(_GPT, _THREE, stage=stage, algorithm_params={"chunks": most}) \
+        is not None
+    with pytest.raises(sc.InvalidInputError, match=f"chunks={most + 1} is more than the "
+                                                   f"{most} elements"):
+        tr.zero_step(_GPT, _THREE, stage=stage, algorithm_params={"chunks": most + 1})
+
+
+_TWO = sc.topology.switch(2, bandwidth=100 * sc.GB, latency=1 * sc.us)
+
+
+@pytest.mark.parametrize("run, most, collective", [
+    # dp = 1, tp = pp = 2, one micro-batch of all 8 sequences: 8 x 8 x 64 = 4,096
+    # elements a block's all-reduce takes; across the stages each tensor-parallel rank
+    # all-gathers its 1/2 shard of them, 2,048
+    (lambda c: tr.step(_GPT, _FOUR, dp=1, tp=2, pp=2, algorithm_params=c), 8 * 8 * 64 // 2,
+     "all_gather"),
+    # dp = 2, tp = 2 with sequence parallelism: B / dp = 4 sequences, 4 x 8 x 64 = 2,048
+    # elements, all-gathered from 1/2 shards of 1,024
+    (lambda c: tr.step(_GPT, _FOUR, dp=2, tp=2, sequence_parallel=True,
+                       algorithm_params=c), 4 * 8 * 64 // 2, "all_gather"),
+    # dp = 1: no data-parallel collective runs, so the layers' 1/2 shards (the
+    # embedding's 6,912 / 2 = 3,456) bound nothing; the tensor-parallel all-reduce of
+    # 8 x 8 x 64 = 4,096 elements does
+    (lambda c: tr.step(_GPT, _TWO, dp=1, tp=2, algorithm_params=c), 8 * 8 * 64,
+     "all_reduce"),
+])
+def test_a_3d_steps_chunk_bound_is_its_smallest_collective_that_runs(run, most, collective):
+    """The bound checked before the run is that of the collectives the step runs: a 1/tp
+    shard all-gathered (across pipeline stages, or with sequence parallelism), and no
+    data-parallel collective at dp = 1."""
+    assert run({"chunks": most}) is not None
+    with pytest.raises(sc.InvalidInputError, match=rf"\({collective}\): chunks={most + 1} is "
+                                                   rf"more than the {most} elements"):
+        run({"chunks": most + 1})
+
+
+def test_a_3d_zero_steps_chunk_bound_is_the_padded_layers_shard():
+    """dp = 3 with ZeRO-1: each layer's gradients are reduce-scattered padded to a
+    multiple of 3 and its parameters all-gathered from 1/3 shards. The smallest layer,
+    the embedding of (101 + 8) x 64 = 6,976 parameters, pads to 6,978: shards of 2,326
+    = ceil(6,976 / 3) (unpadded, 2,325 would refuse a chunk count the run takes)."""
+    model = tr.gpt(layers=2, hidden=64, heads=4, seq_len=8, vocab=101, batch=6)
+    assert min(x.params for x in model.layers if x.params) == (101 + 8) * 64 == 6976
+    most = -(-6976 // 3)
+    assert most == 2326
+    three = sc.topology.switch(3, bandwidth=100 * sc.GB, latency=1 * sc.us)
+
+    def run(c):
+        return tr.step(model, three, dp=3, zero_stage=1, algorithm_params=c)
+
+    assert run({"chunks": most}) is not None
+    with pytest.raises(sc.InvalidInputError, match=rf"\(all_gather\): chunks={most + 1} is "
+                                                   rf"more than the {most} elements"):
+        run({"chunks": most + 1})
+
+
+def test_a_3d_steps_chunk_bound_is_the_ceiling_of_a_layers_tensor_parallel_shard():
+    """dp = tp = 2: each layer's gradients are all-reduced over its data-parallel group
+    as a 1/tp shard, rounded up. An embedding of 6,400 + 513 = 6,913 parameters (a
+    hand-built odd count) gives shards of 3,457 = ceil(6,913 / 2); the tensor-parallel
+    all-reduce of B / dp = 16 sequences, 16 x 8 x 64 = 8,192 elements, bounds less."""
+    import dataclasses
+
+    base = tr.gpt(layers=2, hidden=64, heads=4, seq_len=8, vocab=100, batch=32)
+    emb = base.layers[0]
+    assert emb.tensors == (6400, 512)
+    model = dataclasses.replace(base, layers=(dataclasses.replace(emb, tensors=(6400, 513)),)
+                                + base.layers[1:])
+    most = -(-6913 // 2)
+    assert most == 3457 < 16 * 8 * 64
+
+    def run(c):
+        return tr.step(model, _FOUR, dp=2, tp=2, algorithm_params=c)
+
+    assert run({"chunks": most}) is not None
+    with pytest.raises(sc.InvalidInputError, match=rf"data-parallel group .*\(all_reduce\): "
+                                                   rf"chunks={most + 1} is more than the "
+                                                   rf"{most} elements"):
+        run({"chunks": most + 1})
+
+
+def test_zero_3_bounds_chunks_by_the_padded_smallest_layers_shard():
+    """ZeRO-3 all-gathers each layer's 1/n parameter shard, the layer padded to a
+    multiple of n: the embedding of (101 + 8) x 64 = 6,976 on 3 GPUs pads to 6,978,
+    shards of 2,326 = ceil(6,976 / 3)."""
+    model = tr.gpt(layers=2, hidden=64, heads=4, seq_len=8, vocab=101, batch=6)
+    assert min(x.params for x in model.layers if x.params) == 6976
+    most = -(-6976 // 3)
+    assert most == 2326
+    assert tr.zero_step(model, _THREE, stage=3, algorithm_params={"chunks": most}) is not None
+    with pytest.raises(sc.InvalidInputError, match=f"chunks={most + 1} is more than the "
+                                                   f"{most} elements"):
+        tr.zero_step(model, _THREE, stage=3, algorithm_params={"chunks": most + 1})
+
+
+@pytest.mark.parametrize("run, most, group", [
+    # dp = 1, tp = pp = 2, a batch of 32: the first and last stages all-reduce the tied
+    # embedding's gradient, V h = 100 x 64 = 6,400, as 1/2 shards: 3,200; the stages'
+    # all-gather of 32 x 8 x 64 / 2 = 8,192 elements bounds less
+    (lambda c: tr.step(tr.gpt(layers=2, hidden=64, heads=4, seq_len=8, vocab=100, batch=32),
+                       _FOUR, dp=1, tp=2, pp=2, algorithm_params=c), 100 * 64 // 2,
+     "the embedding group"),
+    # dp = 2, tp = 1: no tensor-parallel collective runs, so a micro-batch's activations
+    # (4 x 8 x 64 = 2,048) bound nothing; the smallest layer's all-reduce, the
+    # embedding's (100 + 8) x 64 = 6,912, does
+    (lambda c: tr.step(_GPT, _TWO, dp=2, algorithm_params=c), 6912, "the data-parallel group"),
+])
+def test_a_3d_steps_chunk_bound_of_the_embedding_and_data_parallel_groups(run, most, group):
+    assert run({"chunks": most}) is not None
+    with pytest.raises(sc.InvalidInputError, match=rf"{group} .*chunks={most + 1} is more "
+                                                   rf"than the {most} elements"):
+        run({"chunks": most + 1})
