@@ -307,12 +307,13 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     grouped = [] if stage == 3 else ddp_buckets(
         [t * grad_bytes for _, t in tensors], bucket_cap_mb=bucket_cap_mb,
         first_bucket_mb=first_bucket_mb)
+    sizes = [sum(tensors[k][1] for k in bucket) for bucket in grouped]   # elements
+    units = [padded(layer.params, n) if layer.params else 0 for layer in model.layers]
     largest = max(layer.params for layer in model.layers) if stage == 3 else max(
-        (sum(tensors[k][1] for k in bucket) for bucket in grouped), default=0)
+        sizes, default=0)
     # each collective's smallest input, for the parameters a buffer's size bounds
-    inputs = [padded(x.params, n) for x in model.layers if x.params] if stage == 3 else [
-        padded(s, n) if stage else s
-        for s in (sum(tensors[k][1] for k in bucket) for bucket in grouped)]
+    inputs = [u for u in units if u] if stage == 3 else [
+        padded(s, n) if stage else s for s in sizes]
     least = min(inputs, default=0)
     check_groups(how, topology, [("the GPUs", collectives, range(n))], {
         "all_reduce": elements_of(least, grad_bytes),
@@ -330,11 +331,8 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     names = [layer.name for layer in model.layers]
     rec = Recorder()
     if stage < 3:
-        buckets = []
-        for bucket in grouped:
-            size = sum(tensors[k][1] for k in bucket)
-            buckets.append((min(tensors[k][0] for k in bucket),
-                            size if stage == 0 else padded(size, n)))
+        buckets = [(min(tensors[k][0] for k in bucket), size if stage == 0 else padded(size, n))
+                   for bucket, size in zip(grouped, sizes)]
         run = run_program(topology, _bucketed, rec, times, names, buckets, stage, how,
                           grad_bytes, param_bytes, network=network, until=STEP_UNTIL)
         # An all-reduce moves 2 Psi (N-1)/N (a reduce-scatter and an all-gather), as
@@ -342,7 +340,6 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
         partitioned = sum(e for _, e in buckets)
         communicated = 2 * partitioned
     else:
-        units = [padded(layer.params, n) if layer.params else 0 for layer in model.layers]
         run = run_program(topology, _sharded, rec, times, names, units, how, grad_bytes,
                           param_bytes, prefetch, network=network, until=STEP_UNTIL)
         partitioned = sum(units)
