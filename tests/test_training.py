@@ -242,6 +242,21 @@ def test_data_parallel_step_refuses_algorithm_params_that_are_not_a_dict():
                            inner_params={})
 
 
+def test_data_parallel_step_checks_algorithm_params_on_its_smallest_bucket_by_their_name():
+    """1026 float32 elements in buckets of at most 256 (1024 B): 5 buckets of 206, 205,
+    205, 205 and 205 elements; a ring's chunks may not pass the smallest's 205, and the
+    refusal names the step's algorithm_params, not the bucketed run's inner_params."""
+    def step(chunks):
+        return data_parallel_step(sc.topology.switch(4), gradient_bytes=4 * 1026,
+                                  bucket_bytes=1024, forward=0, backward=0,
+                                  algorithm="ring", algorithm_params={"chunks": chunks})
+    assert step(205).buckets == 5
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^algorithm_params for algorithm='ring': chunks=206 is more "
+                             r"than the 205 elements"):
+        step(206)
+
+
 def test_a_bucket_size_in_mib_where_bytes_were_meant_is_refused_before_the_run():
     """bucket_bytes=25 (PyTorch's bucket_cap_mb=25 typed as bytes) on 1.4 GB made 56
     million bucket programs and ran out of memory; at most 100,000 buckets run, which

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from simcoll.algorithms.bucketed import MAX_BUCKETS, PARAMS
+from simcoll.algorithms.registry import get_algorithm
 from simcoll.checks import real, size
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
@@ -117,8 +118,6 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
             raise InvalidInputError(f"gradient_bytes={gradient_bytes} is not a whole number "
                                     f"of {dtype} elements ({dtype.itemsize} bytes each)")
         kwargs["nbytes"] = gradient_bytes
-    if algorithm_params:
-        kwargs["inner_params"] = dict(algorithm_params)
     check_counters(gradient_bytes, topology.nranks, name="gradient_bytes")
     buckets = -(-gradient_bytes // bucket_bytes)   # exact: a float quotient rounds
     if buckets > MAX_BUCKETS:
@@ -132,6 +131,9 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
                                 f"{buckets} buckets, more than their "
                                 f"{gradient_bytes // dtype.itemsize} {dtype} elements; use "
                                 f"bucket_bytes >= {dtype.itemsize}")
+    if algorithm_params:
+        kwargs["inner_params"] = _checked_params(topology, inner, dict(algorithm_params),
+                                                 gradient_bytes // dtype.itemsize // buckets)
     res = simulate(topology, "all_reduce", algorithm="bucketed", network=network,
                    buckets=buckets, compute=backward, inner=inner,
                    op=kwargs.pop("op", "avg"), until=kwargs.pop("until", STEP_UNTIL),
@@ -141,6 +143,23 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
     return DataParallelStep(step_time=forward + res.time,
                             exposed_communication=exposed, buckets=buckets,
                             allreduce=res)
+
+
+def _checked_params(topology: Topology, algorithm: str, params: dict[str, Any],
+                   smallest: int) -> dict[str, Any]:
+    """``params`` once ``algorithm`` takes them for the smallest bucket's ``smallest``
+    elements per rank, as the run would check them, named as the step's caller gave them.
+
+    Raises:
+        InvalidInputError: naming ``algorithm_params`` and the reason.
+    """
+    try:
+        get_algorithm("all_reduce", algorithm).check(topology.nranks, smallest,
+                                                     len(topology.hosts),
+                                                     topology.gpu_nodes, params)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"algorithm_params for algorithm={algorithm!r}: {exc}") from None
+    return params
 
 
 _SET_HERE = {"buckets": "bucket_bytes", "compute": "backward", "inner": "algorithm",
