@@ -294,6 +294,19 @@ def test_machines_of_one_name_told_apart_by_their_records_are_refused_on_one_lin
         scaling([record(2, "a2", 1.0), record(4, "a4", 2.0), record(2, "b2", 3.0)])
 
 
+def test_a_result_built_without_a_hash_is_of_no_known_machine():
+    """A Result built by hand (no topology_hash) tells nothing of its machine: it joins
+    a line of hashed points rather than being refused as a machine 'topology_hash=None'
+    against them."""
+    hashed = [sc.simulate(reference(4), "all_reduce", algorithm="ring", nbytes=n)
+              for n in (1024, 4096)]
+    unknown = dataclasses.replace(hashed[0], topology_hash=None)
+    (line,) = lines(scaling([hashed[1], unknown], x="nbytes"), "simulated")
+    sizes, times = xy(line)
+    assert list(sizes) == [1024, 4096]
+    assert times[1] / times[0] == pytest.approx(hashed[1].time / hashed[0].time, rel=1e-12)
+
+
 def test_the_machine_is_told_by_its_hash_before_its_spec():
     """A sweep writes its --topology template as the spec ("switch:8") and simcoll run
     the normalized one ("switch:n=8"): one machine, refused as two. A topology file

@@ -248,7 +248,8 @@ def read_all(records: Iterable[Record]
                                 r.nranks, r.nbytes, len(r.host_bytes_sent), _number(r.time),
                                 _number(r.algbw), _number(r.busbw),
                                 dict(r.params if r.requested is None else r.requested),
-                                machine=f"topology_hash={r.topology_hash}",
+                                machine=None if r.topology_hash is None
+                                else f"topology_hash={r.topology_hash}",
                                 from_result=True, settings=_settings(r.root, r.op),
                                 bytes_sent=_most_sent(r.bytes_sent.tolist(),
                                                       r.host_bytes_sent.tolist())))
