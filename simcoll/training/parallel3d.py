@@ -57,7 +57,7 @@ every GPU of the group); the optimizer step is not charged.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -438,14 +438,9 @@ def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_s
                    if tied and dp == tp == 1 else ""))
     placement = Placement(dp, tp, pp, order)
     tp_runs, dp_runs = _tp_runs(sequence_parallel, pp), _dp_runs(zero_stage)
-    check_groups(how, topology, [
-        *(("the tensor-parallel group", tp_runs, [placement.rank(d, s, t) for t in range(tp)])
-          for d in range(dp) for s in range(pp) if tp > 1),
-        *(("the data-parallel group", dp_runs, [placement.rank(d, s, t) for d in range(dp)])
-          for s in range(pp) for t in range(tp) if dp > 1),
-        *(("the embedding group", ("all_reduce",),
-           [placement.rank(d, 0, t), placement.rank(d, pp - 1, t)])
-          for d in range(dp) for t in range(tp) if tied)])
+    check_groups(how, topology, [*(_tp_groups(placement, tp_runs) if tp > 1 else []),
+                                 *(_dp_groups(placement, dp_runs, range(pp)) if dp > 1 else []),
+                                 *(_embedding_groups(placement) if tied else [])])
     if sequence_parallel and model.seq_len % tp:
         raise InvalidInputError(f"sequence parallelism needs tp={tp} to divide "
                                 f"seq_len={model.seq_len}")
@@ -465,6 +460,28 @@ def _dp_runs(zero_stage: int) -> tuple[str, ...]:
     return ("all_reduce",) if zero_stage == 0 else ("reduce_scatter", "all_gather")
 
 
+_Group = tuple[str, tuple[str, ...], list[int]]
+"""What a group is called, the collectives it runs and its ranks, for :func:`check_groups`."""
+
+
+def _tp_groups(pl: Placement, runs: tuple[str, ...]) -> list[_Group]:
+    """Every tensor-parallel group (one per replica and stage), running ``runs``."""
+    return [("the tensor-parallel group", runs, [pl.rank(d, s, t) for t in range(pl.tp)])
+            for d in range(pl.dp) for s in range(pl.pp)]
+
+
+def _dp_groups(pl: Placement, runs: tuple[str, ...], stages: Iterable[int]) -> list[_Group]:
+    """The data-parallel groups of ``stages`` (one per stage and shard), running ``runs``."""
+    return [("the data-parallel group", runs, [pl.rank(d, s, t) for d in range(pl.dp)])
+            for s in stages for t in range(pl.tp)]
+
+
+def _embedding_groups(pl: Placement) -> list[_Group]:
+    """The tied embedding's groups: a replica's shard on its first and last stages."""
+    return [("the embedding group", ("all_reduce",), [pl.rank(d, 0, t), pl.rank(d, pl.pp - 1, t)])
+            for d in range(pl.dp) for t in range(pl.tp)]
+
+
 def _check_inputs(how: Mapping[str, Any], topology: Topology, model: Model,
                   stages: list[list[Layer]], pl: Placement, zero_stage: int,
                   sequence_parallel: bool, elements: int) -> None:
@@ -482,28 +499,22 @@ def _check_inputs(how: Mapping[str, Any], topology: Topology, model: Model,
     precision = model.precision
     if tp > 1:
         act = precision.activation_bytes
-        check_groups(how, topology, [
-            ("the tensor-parallel group", _tp_runs(sequence_parallel, pp),
-             [pl.rank(d, s, t) for t in range(tp)]) for d in range(dp) for s in range(pp)],
-            {"all_reduce": elements_of(elements, act),
-             "reduce_scatter": elements_of(elements, act),
-             "all_gather": elements_of(elements // tp, act)})
+        check_groups(how, topology, _tp_groups(pl, _tp_runs(sequence_parallel, pp)),
+                     {"all_reduce": elements_of(elements, act),
+                      "reduce_scatter": elements_of(elements, act),
+                      "all_gather": elements_of(elements // tp, act)})
     for s, layers in enumerate(stages if dp > 1 else []):
         shards = [-(-x.params // tp) for x in layers if x.params]
         if not shards:   # a stage of no parameters runs no data-parallel collective
             continue
         least = min(padded(x, dp) if zero_stage else x for x in shards)
-        check_groups(how, topology, [
-            ("the data-parallel group", _dp_runs(zero_stage),
-             [pl.rank(d, s, t) for d in range(dp)]) for t in range(tp)],
-            {"all_reduce": elements_of(least, precision.grad_bytes),
-             "reduce_scatter": elements_of(least, precision.grad_bytes),
-             "all_gather": elements_of(least // dp, precision.param_bytes)})
+        check_groups(how, topology, _dp_groups(pl, _dp_runs(zero_stage), [s]),
+                     {"all_reduce": elements_of(least, precision.grad_bytes),
+                      "reduce_scatter": elements_of(least, precision.grad_bytes),
+                      "all_gather": elements_of(least // dp, precision.param_bytes)})
     if pp > 1 and model.tied_embedding:
-        check_groups(how, topology, [
-            ("the embedding group", ("all_reduce",), [pl.rank(d, 0, t), pl.rank(d, pp - 1, t)])
-            for d in range(dp) for t in range(tp)],
-            {"all_reduce": elements_of(-(-model.tied_embedding // tp), precision.grad_bytes)})
+        shard = elements_of(-(-model.tied_embedding // tp), precision.grad_bytes)
+        check_groups(how, topology, _embedding_groups(pl), {"all_reduce": shard})
 
 
 def _check_sizes(model: Model, stages: list[list[Layer]], dp: int, tp: int, m: int,
