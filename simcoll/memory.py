@@ -73,16 +73,16 @@ def memory_limit() -> tuple[int, str] | None:
     return None if physical is None else (physical, "this machine's")
 
 
-def shortfall(need: int) -> str | None:
-    """Where ``need`` bytes (:func:`data_mode_bytes`) exceed what this process can hold
-    (:func:`memory_limit`), the words saying so (``"needs about 8.0 GiB for its inputs
-    and outputs alone, more than this machine's 4.0 GiB"``), else None."""
+def shortfall(need: int, what: str = "its inputs and outputs alone") -> str | None:
+    """Where ``need`` bytes (:func:`data_mode_bytes`, or the bytes of ``what``) exceed
+    what this process can hold (:func:`memory_limit`), the words saying so (``"needs
+    about 8.0 GiB for its inputs and outputs alone, more than this machine's 4.0 GiB"``),
+    else None."""
     found = memory_limit()
     if found is None or need <= found[0]:
         return None
     needed, has = in_gib(need, found[0])
-    return (f"needs about {needed} GiB for its inputs and outputs alone, more than "
-            f"{found[1]} {has} GiB")
+    return f"needs about {needed} GiB for {what}, more than {found[1]} {has} GiB"
 
 
 def in_gib(need: int, physical: int, digits: int = 1, kind: str = "f") -> tuple[str, str]:

@@ -292,6 +292,22 @@ def test_zero_stages_equal_full_batch(p, stage, algorithms):
                              expected_shard(REF.params[step], layer, p, r))
 
 
+@pytest.mark.parametrize("topology, rs, ag", [
+    (sc.topology.cluster(2, 4), "ring", "bruck"),
+    (sc.topology.switch(6), "nccl", "recursive_doubling"),
+    (sc.topology.ring(5), "recursive_halving", "direct")])
+def test_zero3_gathers_and_reduce_scatters_started_in_other_orders_on_other_ranks(
+        topology, rs, ag):
+    """Stage 3 starts each layer's gather and reduce-scatter as the one before it on
+    its stream ends; where ranks end them at other times (bruck, recursive doubling on 6
+    GPUs, two nodes) a rank may start a gather where another starts a reduce-scatter:
+    the run paired them and failed, and must instead train as one process does."""
+    model = MLP((16, 64, 64, 64, 4))
+    job = job_for(model, batch=120, steps=2)
+    run = zero(topology, job, stage=3, reduce_scatter=rs, all_gather=ag)
+    assert_matches_reference(run, train_reference(job), job)
+
+
 def test_zero3_pads_shards_that_do_not_divide():
     model = MLP((3, 5, 2))                  # layers of 20 and 12 elements
     job = job_for(model, batch=24)
@@ -770,6 +786,29 @@ def test_a_job_takes_exactly_the_models_float64_params_as_read_only_copies():
     mine["layer0.weight"][...] = 0.0   # the caller's array, not the job's
     assert not any(value.flags.writeable for value in job.params.values())
     np.testing.assert_array_equal(job.params["layer0.weight"], JOB.params["layer0.weight"])
+
+
+def test_params_of_keys_that_do_not_sort_together_are_refused_by_name():
+    with pytest.raises(sc.InvalidInputError, match=r"^params must be a dict of layer0.weight, "
+                                                   r"layer0.bias for \(4, 2\); got \[1, "
+                                                   r"'layer0.weight'\]$"):
+        TrainingJob(MLP((4, 2)), {1: np.zeros(2), "layer0.weight": np.zeros((2, 4))},
+                    JOB.batches, Adam())
+
+
+def test_a_model_past_memory_is_refused_before_its_parameters_are_drawn(monkeypatch):
+    """MLP((3, 4, 2)) has 4 x 3 + 4 + 2 x 4 + 2 = 26 float64 parameters, 208 bytes: drawn
+    where 208 bytes are free, refused where 207 are (a model of 10^14 parameters raised
+    numpy's MemoryError, or met the out-of-memory killer)."""
+    from simcoll import memory
+    monkeypatch.setattr(memory, "memory_limit", lambda: (208, "this machine's"))
+    assert sum(v.size for v in MLP((3, 4, 2)).init().values()) == 26
+    monkeypatch.setattr(memory, "memory_limit", lambda: (207, "this machine's"))
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^MLP\(\(3, 4, 2\)\).init\(\) needs about 0.000000194 GiB for "
+                             r"its float64 parameters alone, more than this machine's "
+                             r"0.000000193 GiB; use narrower layers$"):
+        MLP((3, 4, 2)).init()
 
 
 def test_tp_pieces_takes_params_as_a_job_takes_them():

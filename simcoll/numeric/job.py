@@ -70,7 +70,7 @@ def checked_params(model: MLP, params: Any) -> Params:
     error unless they are a dict of exactly ``model``'s parameters, of their shapes, finite."""
     shapes = model.shapes()
     if not isinstance(params, dict) or set(params) != set(shapes):
-        got = sorted(params) if isinstance(params, dict) else type(params).__name__
+        got = sorted(params, key=str) if isinstance(params, dict) else type(params).__name__
         raise InvalidInputError(f"params must be a dict of {', '.join(shapes)} for "
                                 f"{model.sizes}; got {got}")
     out: Params = {}

@@ -9,6 +9,7 @@ batch is the mean of its samples' gradients, which is what makes data parallelis
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from numpy.typing import NDArray
 
 from simcoll.checks import integer
 from simcoll.errors import InvalidInputError
+from simcoll.memory import shortfall
 
 __all__ = ["MLP", "Params", "LayerCache", "ACTIVATIONS", "LOSSES"]
 
@@ -107,10 +109,15 @@ class MLP:
         Returns read-only arrays, so no strategy can change the starting point of another.
 
         Raises:
-            InvalidInputError: a seed that is not an integer >= 0.
+            InvalidInputError: a seed that is not an integer >= 0, or parameters past
+                this process's memory.
         """
         rng = np.random.default_rng(integer(seed, "seed", minimum=0))
         shapes = self.shapes()
+        short = shortfall(8 * sum(math.prod(shape) for shape in shapes.values()),
+                          "its float64 parameters alone")
+        if short is not None:
+            raise InvalidInputError(f"MLP({self.sizes}).init() {short}; use narrower layers")
         params: Params = {}
         for layer in range(self.layers):
             bound = 1.0 / np.sqrt(self.sizes[layer])

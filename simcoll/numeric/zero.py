@@ -181,10 +181,14 @@ def _stage3_rank(comm: Comm, job: TrainingJob, rs_algorithm: str,
     states: dict[int, Any] = {i: optimizer.init(shards[i]) for i in shards}
     records = []
     stream: dict[str, Any] = {}   # the last collective started on each stream
+    # each stream matches its collectives in a context of its own: a rank starts its
+    # next gather and its next reduce-scatter as its own earlier ones end, in an order
+    # other ranks need not share
+    gather_stream, reduce_stream = comm.fresh_context(), comm.fresh_context()
 
     def gather(layer: int) -> Any:
-        stream["gather"] = in_turn(comm, stream.get("gather"), partial(
-            comm.all_gather, shards[layer], algorithm=ag_algorithm))
+        stream["gather"] = in_turn(gather_stream, stream.get("gather"), partial(
+            gather_stream.all_gather, shards[layer], algorithm=ag_algorithm))
         return stream["gather"]
 
     for batch in job.batches:
@@ -209,8 +213,8 @@ def _stage3_rank(comm: Comm, job: TrainingJob, rs_algorithm: str,
             grads, grad_in = yield from backward_layers(comm, model, weights, [layer],
                                                         [caches[layer]], grad, flop_rate)
             scattered[layer] = stream["scatter"] = in_turn(
-                comm, stream.get("scatter"), partial(
-                    comm.reduce_scatter, padded(flatten(list(grads.values())), p),
+                reduce_stream, stream.get("scatter"), partial(
+                    reduce_stream.reduce_scatter, padded(flatten(list(grads.values())), p),
                     algorithm=rs_algorithm))
             if grad_in is not None:
                 grad = grad_in
