@@ -448,3 +448,22 @@ def test_a_device_name_no_dict_can_hold_is_unknown(name):
         topo.device(name)
     with pytest.raises(sc.TopologyError, match=re.escape(f"unknown device {name!r}")):
         topo.neighbors(name)
+
+
+def test_a_route_latency_is_summed_link_by_link_on_every_python():
+    """Python 3.12's sum() compensates its rounding: 1e-6 + 3e-7 + 1e-7 gave 1.4e-06
+    there and 1.3999999999999997e-06 on 3.11, so a run's times differed in the last bit
+    between versions. Routes add their links' latencies one at a time, in route order."""
+    topo = sc.Topology("chain")
+    names = [topo.add_gpu(), topo.add_switch(), topo.add_switch(), topo.add_gpu()]
+    for (u, v), latency in zip(zip(names, names[1:]), [1e-6, 3e-7, 1e-7]):
+        topo.add_link(u, v, bandwidth=1e9, latency=latency)
+    there = 0.0
+    for latency in [1e-6, 3e-7, 1e-7]:
+        there += latency
+    back = 0.0
+    for latency in [1e-7, 3e-7, 1e-6]:
+        back += latency
+    assert there == 1.3999999999999997e-06 and back == 1.4e-06
+    assert topo.route(0, 1).latency == there
+    assert topo.route(1, 0).latency == back

@@ -46,6 +46,7 @@ from simcoll.network import compiled
 from simcoll.network.maxmin import CROSSOVER, TIE, fill, fill_arrays
 from simcoll.network.regimes import Flow
 from simcoll.network.weighted import fill_arrays_weighted, fill_weighted
+from simcoll.sums import sum_in_order
 
 __all__ = ["GROUP_FROM", "GeneralFlows"]
 
@@ -137,7 +138,7 @@ class GeneralFlows:
         if self.weight is not None:
             penalty = self._penalty
             assert penalty is not None
-            self.weight[slot] = 1.0 / sum(penalty[d] for d in links)
+            self.weight[slot] = 1.0 / sum_in_order(penalty[d] for d in links)
         self.flows[slot] = flow
         flow.slot = slot
         self.count += 1

@@ -32,12 +32,13 @@ w added m times), well inside :data:`~simcoll.network.maxmin.TIE`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from simcoll.network.maxmin import TIE, flows_on, incidence, unfrozen_on
+from simcoll.sums import sum_in_order
 
 __all__ = ["REFRESH", "fill_weighted", "fill_arrays_weighted"]
 
@@ -72,7 +73,7 @@ def fill_weighted(routes: Sequence[Sequence[int]], capacity: Mapping[int, float]
     else:
         mass = [w * m for w, m in zip(weights, multiplicity)]
     unfrozen = {d: sum(multiplicity[i] for i in flows) for d, flows in on_link.items()}
-    weight = {d: _total(mass[i] for i in flows) for d, flows in on_link.items()}
+    weight = {d: sum_in_order(mass[i] for i in flows) for d, flows in on_link.items()}
     rates = [-1.0] * len(routes)
     frozen = 0
     while frozen < len(routes):
@@ -96,18 +97,8 @@ def fill_weighted(routes: Sequence[Sequence[int]], capacity: Mapping[int, float]
                         weight[d] = before - w
                         unfrozen[d] -= many
                         if weight[d] < before * REFRESH and unfrozen[d]:
-                            weight[d] = _total(mass[j] for j in on_link[d] if rates[j] < 0)
+                            weight[d] = sum_in_order(mass[j] for j in on_link[d] if rates[j] < 0)
     return rates
-
-
-def _total(values: Iterable[float]) -> float:
-    """The sum left to right. ``sum`` compensates rounding from Python 3.12 on; this does
-    not, so the rates do not depend on the Python version, and the compiled solver
-    (:mod:`simcoll.network.weighted_kernels`) can take the same steps."""
-    total = 0.0
-    for value in values:
-        total += value
-    return total
 
 
 def fill_arrays_weighted(links: NDArray[np.intp], capacity: NDArray[np.float64],

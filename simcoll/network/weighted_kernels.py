@@ -8,7 +8,7 @@ operations in the same order, on the padded rows the general regime keeps (as
 :mod:`simcoll.network.compiled` does for the unweighted solvers):
 
 * the Python solver's sums of weights are taken left to right, as its
-  :func:`~simcoll.network.weighted._total` does;
+  :func:`~simcoll.sums.sum_in_order` does;
 * the sums the numpy solver takes with ``np.bincount`` are taken in element order, and
   the one it takes with ``ndarray.sum`` (a link's weight recomputed) with numpy's
   pairwise summation (:func:`pairwise_sum`; numpy's ``pairwise_sum`` in

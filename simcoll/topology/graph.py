@@ -48,6 +48,7 @@ import numpy as np
 
 from simcoll.checks import flag, integer, real, shown, text
 from simcoll.errors import NoRouteError, TopologyError
+from simcoll.sums import sum_in_order
 
 __all__ = ["Device", "Link", "Route", "Topology", "Via", "MulticastVia", "DEVICE_KINDS",
            "CPU_VENDORS", "ROUTINGS", "node_order"]
@@ -660,7 +661,7 @@ class Topology:
                     + f" crosses link {self.directed_link(twice)!r} twice in one direction, "
                     f"which the network models cannot carry (a message crosses a link "
                     f"once); give via devices that do not lead back over it")
-            route = Route(tuple(links), sum((self._links[d >> 1].latency for d in links), 0.0),
+            route = Route(tuple(links), sum_in_order(self._links[d >> 1].latency for d in links),
                           min((self.bandwidth_of(d) for d in links), default=math.inf))
             if math.isinf(route.latency):
                 summed = ", ".join(f"{self._links[d >> 1].latency:g}" for d in links)
