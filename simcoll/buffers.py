@@ -403,15 +403,30 @@ def memory_owner(array: np.ndarray) -> np.ndarray:
 def owned(outputs: Sequence[Any]) -> list[Any]:
     """The outputs a run hands back: every array writeable and sharing memory with nothing
     else (algorithms pass read-only arrays around without copying them, so one array may
-    be several ranks' output, or a view of an input)."""
+    be several ranks' output, or a view of an input), in an output itself or in the
+    lists, tuples (named ones too) and dicts it holds, which come back as new containers
+    of the same kind (containers of other types come back as they are)."""
     seen: set[int] = set()
-    result = []
-    for out in outputs:
+
+    def own(out: Any, within: frozenset[int]) -> Any:
         if isinstance(out, np.ndarray):
             if out.base is not None or id(out) in seen:
                 out = out.copy()
             else:
                 out.flags.writeable = True
             seen.add(id(out))
-        result.append(out)
-    return result
+            return out
+        if id(out) in within:   # a container that holds itself
+            return out
+        within = within | {id(out)}
+        if type(out) is list:
+            return [own(x, within) for x in out]
+        if type(out) is dict:
+            return {k: own(v, within) for k, v in out.items()}
+        if type(out) is tuple:
+            return tuple(own(x, within) for x in out)
+        if isinstance(out, tuple) and hasattr(out, "_make"):
+            return out._make(own(x, within) for x in out)
+        return out
+
+    return [own(out, frozenset()) for out in outputs]

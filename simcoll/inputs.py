@@ -106,10 +106,12 @@ def _rank_arrays(data: Any, p: int) -> list[np.ndarray]:
         if not isinstance(x, np.ndarray):
             raise InvalidInputError(f"data[{r}] is a {type(x).__name__}, not a numpy array")
         if type(x) is not np.ndarray:  # a masked array's mask would go unread
+            masked = isinstance(x, np.ma.MaskedArray)
             raise InvalidInputError(f"data[{r}] is a {type(x).__name__}, a subclass of numpy's "
                                     f"array whose extras (a mask, ...) the run would not "
-                                    f"read; pass plain arrays (np.asarray(x), or "
-                                    f"x.filled(...) for a masked one)")
+                                    f"read; pass plain arrays: np.asarray(x)"
+                                    + (", or x.filled(...) to set what the masked elements "
+                                       "hold" if masked else ""))
         if x.ndim != 1:
             raise InvalidInputError(f"data[{r}] has shape {x.shape}; pass 1-D arrays "
                                     f"(use x.ravel())")

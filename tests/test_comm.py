@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 from conftest import NO_FORMULA
@@ -964,6 +966,28 @@ def test_run_programs_outputs_are_writeable_and_each_ranks_own():
                    for b in outputs[i + 1:])
     outputs[1][0] = 99.0
     assert [out[0] for out in outputs] == [0.0, 99.0, 0.0, 0.0]
+
+
+def test_arrays_in_the_lists_tuples_and_dicts_a_program_returns_are_its_own_too():
+    """A broadcast's output returned in a tuple, a list, a dict or a named tuple came
+    back as the one read-only array every rank shared; other objects come back as they
+    are, and a list that holds itself is copied once, not walked for ever."""
+    pair = collections.namedtuple("pair", "array number")
+    loop: list = []
+    loop.append(loop)
+
+    def program(comm):
+        b = yield comm.broadcast(np.arange(8.0) * (comm.rank + 1), root=0)
+        return (b, [b, 1.5], {"b": b}, pair(b, 2), loop)
+
+    outputs = sc.run_program(sc.topology.switch(3), program).outputs
+    arrays = [a for out in outputs for a in (out[0], out[1][0], out[2]["b"], out[3].array)]
+    assert len(arrays) == 12 and all(a.flags.writeable for a in arrays)
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
+    for out in outputs:
+        assert type(out) is tuple and type(out[3]) is pair and out[3].number == 2
+        assert out[1][1] == 1.5 and out[4][0] is loop
+        np.testing.assert_array_equal(out[2]["b"], np.arange(8.0))
 
 
 def test_a_bad_tag_in_a_group_names_the_group_and_the_world_rank():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import signal
+import tempfile
 import time
 
 import numpy as np
@@ -61,7 +62,11 @@ def arrays(p=4, n=8, dtype=np.float32):
     (dict(data=[np.ones((2, 4), np.float32)] * 4), r"shape \(2, 4\).*1-D"),
     # The mask went unread: masked elements were summed and the run read correct.
     (dict(data=[np.ma.masked_array(np.ones(8, np.float32), [1] + [0] * 7)] * 4),
-     r"data\[0\] is a MaskedArray, a subclass of numpy's array"),
+     r"data\[0\] is a MaskedArray, a subclass of numpy's array .* pass plain arrays: "
+     r"np.asarray\(x\), or x.filled\(...\) to set what the masked elements hold$"),
+    (dict(data=[np.memmap(tempfile.TemporaryFile(), np.float32, "w+", shape=(8,))] * 4),
+     r"data\[0\] is a memmap, a subclass of numpy's array .* pass plain arrays: "
+     r"np.asarray\(x\)$"),
     (dict(data=np.ones((4, 8))), "list of 4 numpy arrays"),
     (dict(data=[np.array(["a"] * 8)] * 4), "dtype <U1"),
     (dict(nbytes=-8), "nbytes=-8"),
