@@ -61,6 +61,37 @@ def test_nvls_disabled_leaves_nvls_out_of_ncclls_choice(capsys, monkeypatch):
                    "algo=ring,tree,collnet_direct,collnet_chain,pat\n")
 
 
+@pytest.mark.parametrize("value", ["2", "1", " 2 ", "0x2"])
+def test_nvls_enabled_or_auto_leaves_nvls_in(capsys, monkeypatch, value):
+    """NCCL_NVLS_ENABLE is a whole number: 2 (NCCL's default, "use it where the driver
+    has multicast") and 1 ("use it") leave NVLS in, as unset does; 2 was refused."""
+    found, err = records(capsys, monkeypatch, {"NCCL_NVLS_ENABLE": value}, "--size", "1G")
+    assert found[0]["params"]["algo"] == "nvls" and err == ""
+
+
+def test_nvls_enable_read_as_strtoll_reads_it(capsys, monkeypatch):
+    found, err = records(capsys, monkeypatch, {"NCCL_NVLS_ENABLE": "0x0"}, "--size", "1G")
+    assert found[0]["params"]["algo"] == "ring"
+    assert err.startswith("# NCCL_NVLS_ENABLE=0 in the environment: algo=ring,")
+
+
+def test_empty_variables_are_read_as_unset_as_nccl_reads_them(capsys, monkeypatch):
+    """NCCL takes a variable only where it is not empty (ncclLoadParam): an empty
+    NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE or channel count was refused."""
+    plain, _ = records(capsys, monkeypatch, {}, "--size", "1G")
+    found, err = records(capsys, monkeypatch, {"NCCL_NVLS_ENABLE": "", "NCCL_COLLNET_ENABLE": " ",
+                                               "NCCL_MIN_NCHANNELS": "",
+                                               "NCCL_MAX_NCHANNELS": "8"}, "--size", "1G")
+    assert [r["params"] for r in found] == [r["params"] for r in plain]
+    assert err.splitlines() == [
+        "# NCCL_NVLS_ENABLE='' in the environment: empty, read as unset (as NCCL reads it)",
+        "# NCCL_COLLNET_ENABLE=' ' in the environment: empty, read as unset (as NCCL reads it)",
+        "# NCCL_MIN_NCHANNELS='' in the environment: empty, read as unset (as NCCL reads it)",
+        "# NCCL_MAX_NCHANNELS=8: a range of channel counts is not simulated (channels= is "
+        "one count: give NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS the same, or --param "
+        "channels=N)"]
+
+
 def test_one_channel_count_from_the_environment(capsys, monkeypatch):
     found, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": "8",
                                                "NCCL_MAX_NCHANNELS": "8"}, "--size", "64M")
@@ -92,7 +123,9 @@ def test_one_channel_count_from_the_environment(capsys, monkeypatch):
     ({"NCCL_PROTO": "^LL,LL128,Simple"}, "NCCL_PROTO in the environment: "
                                          "proto='^LL,LL128,Simple' leaves out every one"),
     ({"NCCL_NVLS_ENABLE": "no"}, "NCCL_NVLS_ENABLE='no' in the environment is not accepted; "
-                                 "use 0 or 1"),
+                                 "use a whole number (0 leaves NVLS out)"),
+    ({"NCCL_COLLNET_ENABLE": "2"}, "NCCL_COLLNET_ENABLE='2' in the environment is not "
+                                   "accepted; use 0 or 1"),
     ({"NCCL_ALGO": "NVLS", "NCCL_NVLS_ENABLE": "0"},
      r"NCCL_NVLS_ENABLE=0 in the environment leaves none of NCCL_ALGO's algorithms (nvls)"),
     # a bad NCCL_ALGO is named as such beside NCCL_NVLS_ENABLE=0

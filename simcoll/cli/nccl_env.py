@@ -9,9 +9,15 @@ Read, as NCCL 2.30.7 reads them (``src/graph/tuning.cc``, ``src/init.cc``):
   per collective as NCCL's ``parseList`` reads them (``ring;allreduce:tree``: a list for
   every collective, then lists for named ones; an empty value changes nothing); not for
   all_to_all, whose sends and receives NCCL plans without them;
-* ``NCCL_NVLS_ENABLE=0``: NVLS and NVLS-tree left out of ``algo``;
+* ``NCCL_NVLS_ENABLE=0``: NVLS and NVLS-tree left out of ``algo`` (any other whole
+  number leaves them in: 2, NCCL's default, uses them where the machine has NVLS, 1
+  forces them on, which a machine without NVSwitch still cannot run);
 * ``NCCL_COLLNET_ENABLE=1``: ``collnet=1`` (collectives that have it);
 * ``NCCL_MIN_NCHANNELS`` and ``NCCL_MAX_NCHANNELS`` set to one count: ``channels``.
+
+These four are whole numbers as C's ``strtoll`` reads them (``0x10``); set to nothing
+(or blanks) they are read as unset, as NCCL reads them (``ncclLoadParam`` in
+``src/misc/param.cc`` takes only a non-empty value).
 
 A ``--param`` of the same name wins over the environment. Every variable read, left
 aside or not simulated (any other ``NCCL_*``) is named in a ``#`` note, so a table says
@@ -76,6 +82,10 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     named = {name for name, _ in given}
     wanted: dict[str, tuple[str, Any]] = {}   # parameter -> (variable, value)
     notes = []
+    for name in READ[2:]:
+        if name in found and not found[name].strip():
+            notes.append(f"# {name}={found.pop(name)!r} in the environment: empty, read as "
+                         f"unset (as NCCL reads it)")
     for variable, param in (("NCCL_ALGO", "algo"), ("NCCL_PROTO", "proto")):
         if variable not in found:
             continue
@@ -89,11 +99,11 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
                          f"for {spec.collective}")
         else:
             wanted[param] = (variable, _checked(spec, param, variable, listed))
-    if _flag(found, "NCCL_NVLS_ENABLE") is False:
+    if _number(found, "NCCL_NVLS_ENABLE", "a whole number (0 leaves NVLS out)") == 0:
         variable, algo = wanted.get("algo", ("", "auto"))
         wanted["algo"] = (f"{variable} and NCCL_NVLS_ENABLE=0" if variable else
                           "NCCL_NVLS_ENABLE=0", _without_nvls(spec, algo))
-    if _flag(found, "NCCL_COLLNET_ENABLE"):
+    if _number(found, "NCCL_COLLNET_ENABLE", "0 or 1", (0, 1)) == 1:
         wanted["collnet"] = ("NCCL_COLLNET_ENABLE", 1)
     low, high = found.get("NCCL_MIN_NCHANNELS"), found.get("NCCL_MAX_NCHANNELS")
     if (low is not None or high is not None) and spec.collective == "all_to_all":
@@ -204,18 +214,21 @@ def _checked(spec: AlgorithmSpec, param: str, variable: str, listed: str) -> str
     return str(value)
 
 
-def _flag(found: Mapping[str, str], name: str) -> bool | None:
-    """A 0/1 variable's value (None where it is not set).
+def _number(found: Mapping[str, str], name: str, accepted: str,
+            among: tuple[int, ...] | None = None) -> int | None:
+    """A whole-number variable's value as C's ``strtoll`` reads it (None where it is not
+    set), one of ``among`` where given.
 
     Raises:
-        CommandLineError: anything but 0 or 1.
+        CommandLineError: anything else, saying what is ``accepted``.
     """
     if name not in found:
         return None
-    if found[name].strip() not in ("0", "1"):
+    value = c_integer(found[name].strip())
+    if value is None or (among is not None and value not in among):
         raise CommandLineError(f"{name}={found[name]!r} in the environment is not accepted; "
-                               f"use 0 or 1")
-    return found[name].strip() == "1"
+                               f"use {accepted}")
+    return value
 
 
 def _channel_count(variable: str, value: str) -> int:
