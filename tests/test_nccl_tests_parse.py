@@ -234,7 +234,8 @@ def test_old_layout_without_redop_or_root():
     assert row.in_place == sc.nccl_tests.Measurement(21.0, 0.2, 0.15, 0.0)
 
 
-@pytest.mark.parametrize("prefix", ["[0] ", "[1,0]<stdout>:", " 0: ", "[3]"])
+@pytest.mark.parametrize("prefix", ["[0] ", "[1,0]<stdout>:", " 0: ", "[3]",
+                                    "[prterun-node0-4242@1,0]<stdout>: "])
 def test_launcher_prefixes(prefix):
     text = nccl_text("all_reduce", 4, SIZES[:5])
     prefixed = "\n".join(prefix + line if line else line for line in text.splitlines())

@@ -29,7 +29,9 @@ from simcoll.nccl_tests.tables import ITEMSIZE, NO_REDOP, PROGRAMS, NcclTestsRow
 
 __all__ = ["Run", "split_runs", "version_of"]
 
-_PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?[ \t]?")
+_PREFIX = re.compile(r"\[(?:[\w.-]+@)?\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?[ \t]?")
+"""An MPI launcher's rank tag: ``[0] ``, Open MPI 4's ``[1,0]<stdout>:`` and Open MPI 5's
+(PRRTE's) ``[prterun-node0-4242@1,0]<stdout>: ``, its job's name before the ``@``."""
 _SRUN = re.compile(r"^\s*\d+: ")
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]")
 """An RFC 3339 time stamp a log collector writes first (``kubectl logs --timestamps``)."""
