@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 
 import pytest
 
@@ -507,6 +508,32 @@ def test_algbw_short_of_size_over_time_passes_only_where_old_versions_printed_it
     # under half of size / time stays refused for them too
     with pytest.raises(InvalidInputError, match=r"algbw 40.00 GB/s is not size / time"):
         parse(ALGBW_HEAD + gathered.replace("   67.98", "   40.00"))
+
+
+_TITLES = ("#       size         count      type   redop    root     time   algbw   busbw "
+           "#wrong\n")
+
+
+@pytest.mark.parametrize("time, algbw, said", [
+    ("24.03", "1e400", r"algbw 1e400 GB/s is not size / time = 1024 B / 24.03 us"),
+    ("1e-400", "0.04", r"algbw 0.04 GB/s is not size / time = 1024 B / 0 us = inf GB/s")])
+def test_numbers_past_floats_range_are_refused_naming_the_line(time, algbw, said):
+    """An algbw of 1e400 (a half step of 10^400) raised OverflowError, a time of 1e-400
+    (read as 0) ZeroDivisionError."""
+    row = (f"        1024           256     float     sum      -1 {time:>8} {algbw:>7}    0.06"
+           f"       0")
+    with pytest.raises(InvalidInputError, match=rf"^line 2: {said}"):
+        parse(_TITLES + row, collective="all_reduce")
+
+
+def test_an_infinite_algbw_leaves_the_rank_count_untold():
+    """simcoll run prints inf for a time of 0.00 us; with no rank count in the log the
+    rows' busbw / algbw ratio is read for one, which an inf raised OverflowError at."""
+    row = "        1024           256     float     sum      -1     0.00     inf     inf     N/A"
+    table = parse(_TITLES + row, collective="all_reduce")
+    assert table.nranks is None
+    assert table.rows[0].out_of_place == sc.nccl_tests.Measurement(0.0, math.inf, math.inf,
+                                                                    None)
 
 
 def test_an_nccl_log_line_inside_a_row_is_named_as_the_cause():

@@ -209,6 +209,8 @@ def _printed_half_step(value: float) -> float:
     src/util.cu, 2.19.6: six characters, ``%6.2f`` while they hold it, then ``%6.1f``,
     ``%6.0f``, ``%6.0e``; 2.17.3 - 2.19.5 cut digits to fit six characters alike;
     releases before 2.17.3 always ``%6.2f``, a finer step this bounds)."""
+    if not math.isfinite(value):   # inf: simcoll run's algbw of a time printed 0.00
+        return math.inf
     for digits, below in ((2, 999.995), (1, 9999.95), (0, 999999.5)):
         if abs(value) < below:
             return 0.5 * 10.0 ** -digits

@@ -214,7 +214,8 @@ def _measurement(layout: Layout, fields: list[str], size: int, number: int,
 def _half_step(text: str) -> float:
     """Half a unit of the last digit printed: ``10.02`` -> 0.005, ``1.2e+04`` -> 500."""
     mantissa, _, exponent = text.lower().partition("e")
-    return 0.5 * 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
+    # a Decimal's power of ten, which past float's range turns inf or 0 (1e400, 1e-400)
+    return float(Decimal(5).scaleb(int(exponent or 0) - len(mantissa.partition(".")[2]) - 1))
 
 
 def algbw_fits(size: int, time_us: float, time_step: float, algbw: float,
@@ -224,7 +225,8 @@ def algbw_fits(size: int, time_us: float, time_step: float, algbw: float,
     printed (p - 1) / p of it for all_gather and reduce_scatter, as hypercube still
     does: where the row may be one of those (``shortened``), half of it is let through;
     and 0 in any row (a single rank's reduce_scatter, whose size is its count's bytes)."""
-    slowest = size / (time_us + time_step) / 1e3
+    longest = time_us + time_step   # 0 only where a time of 1e-400 us read as 0
+    slowest = size / longest / 1e3 if longest > 0 else math.inf if size else 0.0
     fastest = size / (time_us - time_step) / 1e3 if time_us > time_step else math.inf
     return algbw - algbw_step <= fastest * (1 + 1e-9) and (
         algbw == 0
