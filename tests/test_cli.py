@@ -9,6 +9,7 @@ import errno
 import inspect
 import io
 import json
+import math
 import os
 import re
 import signal
@@ -1896,3 +1897,14 @@ def test_plot_chooses_its_default_x_from_the_records_that_ran(capsys, tmp_path, 
     status, out, _ = cli(capsys, "plot", str(path), "--output", str(tmp_path / "p.png"))
     assert status == 0 and asked == ["nbytes"]
     assert out.startswith("3 of 4 records plotted") and "(1 failed)" in out
+
+
+def test_json_text_writes_what_json_has_no_number_for_as_null():
+    """compare --json and calibrate --json wrote an unsimulated start's times as
+    Infinity, which strict JSON readers refuse."""
+    from simcoll.cli.json_out import json_text
+
+    value = {"a": [math.inf, math.nan, 1.5], "b": (np.float64(-math.inf), "x"), "c": None,
+             "d": {"e": [2, True]}}
+    assert json_text(value) == ('{"a": [null, null, 1.5], "b": [null, "x"], "c": null, '
+                                '"d": {"e": [2, true]}}')

@@ -485,6 +485,10 @@ def test_a_constant_on_its_bound_is_the_bound_in_the_command(capsys, tmp_path):
     assert fit["stalled_at"] is None and fit["past_limits"] == []
 
 
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")
+
+
 def test_a_bandwidth_in_the_wrong_unit_is_named_as_unsimulated(capsys, tmp_path):
     """--free bandwidth=5:1:1e12 (bytes/s; GB/s meant): the 16 MiB all_reduce sends
     6 x 4 MiB in turn, 5e6 s at 5 B/s, past the simulated-time limit of 1e6 s, at the
@@ -497,8 +501,10 @@ def test_a_bandwidth_in_the_wrong_unit_is_named_as_unsimulated(capsys, tmp_path)
                            "switch:ranks=4,latency=1us", "--free", "bandwidth=5:1:1e12",
                            "--json")
     assert status == 0 and not err
-    fit = json.loads(out)
+    fit = json.loads(out, parse_constant=_not_json)
     assert fit["past_limits"] == ["bandwidth"]
+    # the start's unsimulated times and errors are null: JSON has no Infinity
+    assert fit["before"] == fit["error_before"] == [None] * len(fit["sizes"])
     assert fit["values"]["bandwidth"] == pytest.approx(40e9, rel=1e-3)
     [note] = [n for n in fit["notes"] if n.startswith("note: bandwidth was not fitted")]
     assert "could not simulate the sizes there" in note and "bottleneck" not in note

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from typing import Any
 
 import numpy as np
 
 from simcoll.calibration import LOSSES, Calibration, algorithm_constants, calibrate
+from simcoll.cli.json_out import json_text
 from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simulate_kwargs
 from simcoll.cli.options import CommandLineError, Once, resolve_dtype
 from simcoll.cli.run import sizes as run_sizes
@@ -193,8 +193,7 @@ def _run(args: argparse.Namespace) -> int:
     command, caveats = _command(fit, args, kwargs, measured)
     notes += machine_notes(measured, fit.topology) + caveats
     if args.json:
-        print(json.dumps({**_record(fit), "command": command,
-                          "notes": notes + fit.notes}))
+        print(json_text({**_record(fit), "command": command, "notes": notes + fit.notes}))
         return 0
     print(f"# simcoll calibrate: {collective} / {args.algorithm} on {args.topology}, "
           f"{counted_rows(fit.sizes)} of {args.log}" + "".join(f"; {n}" for n in notes))

@@ -4,10 +4,10 @@ measured beside simulated (:func:`simcoll.comparison.compare`)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from simcoll.cli.json_out import json_text
 from simcoll.cli.logs import add_log_arguments, machine_notes, read_table, simulate_kwargs
 from simcoll.cli.options import PICTURES, Once, check_output
 from simcoll.comparison import compare, counted_rows
@@ -56,8 +56,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(said, file=sys.stderr)
     if args.json:
-        print(json.dumps({**found.to_dict(), "spec": args.topology, "log": args.log,
-                          "notes": notes}))
+        print(json_text({**found.to_dict(), "spec": args.topology, "log": args.log,
+                         "notes": notes}))
         return 0
     print(f"# simcoll compare: {found.collective} / {args.algorithm} on {args.topology}, "
           f"{counted_rows(found.sizes)} of {args.log}" + "".join(f"; {n}" for n in notes))

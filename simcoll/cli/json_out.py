@@ -31,7 +31,7 @@ from simcoll.cli import table
 from simcoll.files import write_atomically
 from simcoll.topology.graph import Topology
 
-__all__ = ["Report"]
+__all__ = ["Report", "json_text"]
 
 _FORMAT_VERSION = 3
 
@@ -102,6 +102,21 @@ class Report:
                "errors": errors, "end_time": _now()}
         text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
         write_atomically(self.path, lambda tmp: tmp.write_text(text))
+
+
+def json_text(value: Any) -> str:
+    """``value`` as one line of strict JSON, an infinite or NaN float in it null (JSON
+    has neither; Python's ``json`` would write ``Infinity``, which strict readers
+    refuse)."""
+    def nulled(v: Any) -> Any:
+        if isinstance(v, float):
+            return _finite(v)
+        if isinstance(v, dict):
+            return {k: nulled(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [nulled(x) for x in v]
+        return v
+    return json.dumps(nulled(value), allow_nan=False)
 
 
 def _finite(value: float) -> float | None:
