@@ -191,6 +191,9 @@ class Calibration:
             if k in self.probed:
                 note += (f"; fitted again from {self.probed[k]:.4g}, the best of {PROBES} "
                          f"values probed across its bounds")
+            elif self.probed and k not in self.not_fitted:
+                note += (f"; fitted again from its start, with {', '.join(self.probed)} "
+                         f"from the best value probed")
             if k in self.not_fitted:
                 note += ": not fitted; start it elsewhere or use starts > 1"
             notes.append(note)
@@ -591,9 +594,9 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         message = messages[0] if starts == 1 else \
             f"the best of {len(messages)} of {starts} starts: {joined}"
     fitted = values_of(best)
-    for k in unmoved:   # not fitted: the value given, not its rounding on the fit's scale
-        if math.isclose(fitted[k], initial[k], rel_tol=1e-12):
-            fitted[k] = initial[k]
+    for k in fitted:   # where it started (unmoved, or a fit stopped before its first step):
+        if math.isclose(fitted[k], initial[k], rel_tol=1e-12):   # the value given, not its
+            fitted[k] = initial[k]                               # round trip on the fit's scale
     after = tried[best.tobytes()]
     undetermined, traded = _undetermined(min(jacobians, key=lambda c: c[0])[1]
                                          if jacobians else None, len(shapes), names)
