@@ -97,6 +97,25 @@ def test_tree_channels_spread_over_every_nic_and_reduce_right():
     assert used == list(range(32))
 
 
+@pytest.mark.parametrize("channels", [2, 4, 8])
+def test_tree_channels_take_nics_shared_by_gpus_in_turn(channels):
+    """Two DGX H100 with 2 NICs a node, GPUs 0-3 on the first, 4-7 on the second: the
+    search's 4 tree channels start their chains at GPUs 0, 4, 1 and 5, the next NIC's
+    GPU each, as NCCL's search gives each channel the next NIC (they started at GPUs 0 -
+    3, all behind the first NIC, which carried every byte at twice the time)."""
+    topo = sc.topology.dgx_h100(2, nics_per_node=2)
+    rng = np.random.default_rng(3)
+    data = [rng.standard_normal(1 << 16) for _ in range(16)]
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", data=data, algo="tree",
+                      proto="Simple", channels=channels)
+    assert res.correct
+    np.testing.assert_allclose(res.outputs[11], np.sum(data, axis=0), rtol=0, atol=1e-12)
+    for direction in [lambda a, b: a.startswith("nic") and b.startswith("leaf"),
+                      lambda a, b: a.startswith("leaf") and b.startswith("nic")]:
+        carried = [v for (a, b), v in res.link_bytes.items() if direction(a, b)]
+        assert len(carried) == 4 and min(carried) == max(carried) > 0
+
+
 @pytest.mark.parametrize("algo", ["ring", "tree"])
 def test_started_runs_bind_the_same_nics(algo):
     """Started from rank programs, a collective binds its channels to the NICs a

@@ -9,8 +9,11 @@ the chain and the NIC, channel c on tree 0 and c + n on tree 1 (``connectTrees``
 interior and leaf nodes evens out. Here n is the search's channel count
 (:attr:`~.machine.Machine.graph_channels`: 8 on a DGX, 1 on a node of one NIC): channel
 c works on tree (c div n) mod 2, and inside a node of G GPUs its GPUs form a chain
-starting at local GPU (c mod n) mod G; the chain's head talks to the heads of its parent
-and child nodes, which sit on the same rail. Channels trimmed for small sizes are the
+starting at the ((c mod n) mod G)-th GPU of the node's rail order
+(:func:`~.nics.rail_entries`: local order where every GPU has NICs of its own, else the
+GPUs of the node's NICs in turn, as NCCL's search gives successive channels the next
+NIC); the chain's head talks to the heads of its parent and child nodes, which sit on
+the same rail. Channels trimmed for small sizes are the
 first ones, all on tree 0, as in NCCL. Data goes up (reduced at every GPU from its chain
 successor and, at a head, from its child nodes' heads) and comes down the same way,
 slice by slice: a GPU runs its up and down streams side by side, as NCCL's split tree
@@ -39,7 +42,7 @@ import dataclasses
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.machine import node_layout
-from simcoll.algorithms.nccl.nics import bound_nic
+from simcoll.algorithms.nccl.nics import bound_nic, rail_entries
 from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.algorithms.nccl.rings import Sender, chunks_then_rest, relay
 from simcoll.buffers import Buffer, join
@@ -56,8 +59,9 @@ def _layout(comm: Comm, channel: int, searched: int) -> tuple[int | None, list[i
     its chain predecessor or its node's parent head; its chain successor and, at a head,
     its child nodes' heads. ``searched``: the search's channels, n."""
     groups, mine, _ = node_layout(comm)
-    chains = [g[channel % searched % len(g):] + g[:channel % searched % len(g)]
-              for g in groups]
+    entries = rail_entries(comm.topology, [comm.address_of(r) for r in groups[0]])
+    head = entries[channel % searched % len(entries)]
+    chains = [g[head % len(g):] + g[:head % len(g)] for g in groups]
     chain = chains[mine]
     pos = chain.index(comm.rank)
     below = [chain[pos + 1]] if pos + 1 < len(chain) else []
