@@ -12,7 +12,8 @@ all_to_all), ``proto``
 (the GPU generation NCCL's constants are indexed by; "auto" reads Hopper where GPUs sit
 on an NVLS switch, Ampere otherwise), ``intra`` (the link class between GPUs of a node;
 "auto" reads it from the routes) and ``tuner`` (the NCCL release whose tuner chooses:
-"2.30.7" or "2.26.2"; only the choice depends on it, what runs is the same). Two more
+"2.30.7" or "2.26.2"; only the choice depends on it, what runs is the same but for
+Blackwell's NVLS channels, 32 with 2.26.2 and 24 with 2.30.7). Two more
 are costs of the run that NCCL's model leaves to the machine, which its tuner does not
 see: ``launch_overhead`` (seconds added to each collective's launch, default 0) and
 ``step_latency_scale`` (a factor on NCCL's per-step latencies, default 1); a calibration
@@ -119,7 +120,7 @@ def _params(collective: str) -> dict[str, Any]:
         "intra": Choice("auto", ("auto", "nvlink", "pci"),
                         doc="link class between GPUs of a node (auto: from the routes)"),
         "tuner": Choice(NCCL_VERSION, TUNERS,
-                        doc="NCCL release whose tuner chooses (the run is the same)"),
+                        doc="NCCL release whose tuner chooses"),
         "launch_overhead": Real(0.0, minimum=0.0,
                                 doc="seconds each collective's launch costs beyond NCCL's "
                                     "base latency (what its model leaves out; the tuner "
