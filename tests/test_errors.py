@@ -462,6 +462,25 @@ def test_a_run_limit_names_every_rank_it_stopped_spinning():
     assert info.value.running == [f"rank {r}" for r in range(8)]
 
 
+def test_ranks_spinning_on_instant_work_without_yielding_all_stop():
+    """Two ranks call compute(0) in a loop that forgot to yield it: rank 0 meets the
+    event limit of 1,000 and dies of it; rank 1, run next at the same instant, was
+    then handed an event that never fires at every call and spun for ever (bounded
+    here to 100,000 calls); it stops at its second call."""
+    calls = [0, 0]
+
+    def spin(comm):
+        for _ in range(100_000):
+            calls[comm.rank] += 1
+            comm.compute(0.0)
+        return None
+        yield
+
+    with pytest.raises(sc.RunLimitError, match=r"reached the event limit max_events=1000"):
+        sc.run_program(sc.topology.switch(2), spin, max_events=1000)
+    assert calls == [1001, 2]
+
+
 def test_a_program_that_catches_exceptions_does_not_swallow_the_run_limit():
     """The limit is raised inside the program (compute(0) past max_events): a program's
     ``except Exception`` caught it, and the run came back as a Result with outputs such as
