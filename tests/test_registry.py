@@ -333,6 +333,53 @@ def test_specs_and_model_functions_are_checked_at_registration():
     assert ("all_gather", "test_spec") not in sc.list_algorithms()
 
 
+@pytest.mark.parametrize("resolve, message", [
+    (5, r"resolve 5 is not callable"),
+    (lambda topology: {}, r"resolve '<lambda>' takes \(topology\) positionally but is "
+                          r"called with \(topology, ranks, x\)"),
+    (lambda topology, ranks, x, *, zz: {}, r"resolve '<lambda>' takes \['zz'\], which nobody "
+                                           r"passes; it may take \['k', 'op', 'started'\]")])
+def test_a_resolve_function_is_checked_at_registration(resolve, message):
+    """resolve= was taken as given and failed in simulate with a raw TypeError."""
+    with pytest.raises(TypeError, match=rf"^all_gather/test_resolve_bad: {message}"):
+        sc.register("all_gather", "test_resolve_bad", params={"k": Int(1, minimum=1)},
+                    cost=NO_FORMULA, resolve=resolve)
+    assert ("all_gather", "test_resolve_bad") not in sc.list_algorithms()
+
+
+def _flat_k(comm, x, *, k):
+    return (yield from _flat(comm, x))
+
+
+def _resolve_raising(topology, ranks, x, *, k):
+    raise ValueError(f"no choice for k={k}")
+
+
+@pytest.mark.parametrize("name, resolve, message", [
+    ("test_resolve_none", lambda topology, ranks, x: None,
+     r"its resolve function returned None; it returns a dict of the algorithm's parameters"),
+    ("test_resolve_unknown", lambda topology, ranks, x: {"zz": 1},
+     r"its resolve function returned \{'zz': 1\} \(it takes no \['zz'\]\); it returns"),
+    ("test_resolve_raising", _resolve_raising,
+     r"its resolve function raised ValueError: no choice for k=1"),
+    ("test_resolve_refused", lambda topology, ranks, x, **params: {"k": params["k"] - 1},
+     r"its resolve function chose what the parameters refuse: k=0 is not accepted; use an "
+     r"integer >= 1")])
+def test_what_a_resolve_function_does_wrong_is_named_with_the_algorithm(name, resolve, message):
+    """A resolve function that returned None, a name the algorithm does not take, raised
+    or chose a refused value gave a raw TypeError, its own exception, or a refusal that
+    read as if the caller had passed the value; a right one still chooses."""
+    sc.register("all_gather", name, params={"k": Int(1, minimum=1)}, cost=NO_FORMULA,
+                resolve=resolve)(_flat_k)
+    with pytest.raises(InvalidInputError, match=rf"^all_gather/{name}: {message}"):
+        sc.simulate(reference_network(3), "all_gather", algorithm=name, nbytes=12)
+    sc.register("all_gather", "test_resolve_right", params={"k": Int(1, minimum=1)},
+                cost=NO_FORMULA, resolve=lambda topology, ranks, x, *, k: {"k": k + 2},
+                replace=True)(_flat_k)
+    assert sc.simulate(reference_network(3), "all_gather", algorithm="test_resolve_right",
+                       nbytes=12).params == {"k": 3}
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: Optional(5), r"Optional\(5\) is not accepted; give the spec of the value"),
     (lambda: Int(3, minimum="1"), r"Int\(minimum='1'\) is not accepted; give an integer"),

@@ -71,8 +71,9 @@ class AlgorithmSpec:
         resolve: ``resolve(topology, ranks, x, **params) -> params`` choosing parameter
             values from the machine before a run (NCCL's tuner: algorithm, protocol,
             channels), or None; ``ranks`` are the members' world ranks, ``x`` a
-            VirtualBuffer like each rank's input, ``params`` every parameter (defaults
-            filled in), ``op`` the reduction if it names an ``op`` keyword, and
+            VirtualBuffer like each rank's input, ``params`` the parameters it names as
+            keyword-only arguments (every one, defaults filled in, where it takes
+            ``**kwargs``), ``op`` the reduction if it names an ``op`` keyword, and
             ``started=True`` if it names a ``started`` keyword and the collective was
             started from a rank program (``comm.collective``), where ``in_network``
             programs see the communicator's GPUs by their ranks in it (a group's, not
@@ -154,10 +155,28 @@ class AlgorithmSpec:
         full = self.arguments(params)
         if self.resolve is None:
             return full
-        extra = named_arguments(self.resolve, {
-            **({"op": op} if op is not None else {}), **({"started": True} if started else {})})
-        chosen = self.resolve(topology, ranks, x, **full, **extra)
-        return _normalized(self, {**full, **chosen}, self.params)
+        keywords = named_arguments(self.resolve, {
+            **full, **({"op": op} if op is not None else {}),
+            **({"started": True} if started else {})})
+        try:
+            chosen = self.resolve(topology, ranks, x, **keywords)
+        except InvalidInputError:
+            raise
+        except Exception as exc:
+            raise InvalidInputError(
+                f"{self.collective}/{self.name}: its resolve function raised "
+                f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(chosen, Mapping) or set(chosen) - set(self.params):
+            unknown = "" if not isinstance(chosen, Mapping) else \
+                f" (it takes no {sorted(set(chosen) - set(self.params))})"
+            raise InvalidInputError(
+                f"{self.collective}/{self.name}: its resolve function returned "
+                f"{chosen!r}{unknown}; it returns a dict of the algorithm's parameters")
+        try:
+            return _normalized(self, {**full, **chosen}, self.params)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{self.collective}/{self.name}: its resolve function "
+                                    f"chose what the parameters refuse: {exc}") from None
 
     def normalized(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """``params`` checked against this algorithm's parameters and normalized, before
@@ -290,8 +309,8 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
         RegistrationError: (a ``TypeError`` and a ``ValueError`` too) no cost model,
             params that are not a dict of specs, a program that is not a generator
             function, does not take ``(comm, x)`` or whose keywords differ from the
-            declared parameters, a model or validate function that does not take its
-            positional arguments or names a keyword nobody passes, or a pair already
+            declared parameters, a model, validate or resolve function that does not
+            take its positional arguments or names a keyword nobody passes, or a pair already
             registered otherwise (without ``replace=True``, or by simcoll itself).
     """
     for what, value in (("collective", collective), ("name", name)):
@@ -335,6 +354,9 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
     if validate is not None:
         _check_keywords(what, validate, {*specs, "nodes"}, "validate")
         _check_positional(what, validate, _VALIDATE_ARGUMENTS, "validate")
+    if resolve is not None:
+        _check_keywords(what, resolve, {*specs, "op", "started"}, "resolve")
+        _check_positional(what, resolve, ("topology", "ranks", "x"), "resolve")
     if timeline is not None:
         _check_keywords(what, timeline,
                         {*specs, *(("splits",) if coll.uneven is not None else ())}, "timeline")

@@ -163,14 +163,16 @@ IN_NETWORK_ALGORITHMS = ("nvls", "nvls_tree", "collnet_direct", "collnet_chain")
 
 def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
              *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str,
-             collnet: int = 0, op: ReduceOp | None = None, started: bool = False,
+             op: ReduceOp | None = None, started: bool = False,
              **unseen: float) -> dict[str, Any]:
     """NCCL's tuner's choice. A collective ``started`` from a rank program runs every
     algorithm (its in-network devices' programs start with it,
     :meth:`Comm.start_devices`), but what ``collnet=1`` enables only on the world's GPUs
     in world order: the SHARP switches' programs see GPUs by world rank. The tuner does
     not see the ``unseen`` costs (``launch_overhead``, ``step_latency_scale``), as NCCL's
-    does not: they change what a run costs, not what NCCL picks."""
+    does not: they change what a run costs, not what NCCL picks; ``collnet`` comes among
+    them for the collectives that have it."""
+    collnet = int(unseen.pop("collnet", 0))
     if started and collnet and (ranks != tuple(range(topology.nranks)) or topology.hosts):
         raise InvalidInputError("collnet=1 runs programs on SHARP switches, which see "
                                 "GPUs and devices by world address: start it on the world "
