@@ -441,7 +441,8 @@ class Comm:
             if a.dtype.kind not in "iu" and not is_float(a.dtype):  # strings, bools, records
                 raise CommUsageError(f"{self._who}: cannot reduce {a.dtype} arrays; "
                                      f"reduce integers or floats")
-            out = frozen(op(a, b))
+            out = op(a, b)   # of two 0-d arrays a numpy scalar, which has no flags to set
+            out = frozen(out if type(out) is np.ndarray else np.array(out))
         rt = self._rt
         if self._inline and rt.reduce_bandwidth[self._address] == math.inf:
             # A free reduction (the default): what reduce_delay and after come to, without

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import math
 
 import numpy as np
 import pytest
@@ -81,6 +82,19 @@ def test_reductions_take_nbytes_over_reduce_bandwidth_one_at_a_time():
     topo = sc.topology.switch(1, reduce_bandwidth=1e9)
     res = run(two_reductions, topo=topo, data=[np.zeros(250, np.float32)], check=False)
     np.testing.assert_allclose(res.outputs[0], [1e-6, 2e-6], rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduce_bandwidth", [math.inf, 1e9])
+def test_two_0d_arrays_reduce_to_a_0d_array(reduce_bandwidth):
+    """numpy reduces two 0-d arrays to a scalar, which has no flags: the run failed with
+    numpy's "Cannot set flags on array scalars"."""
+    def program(comm):
+        return (yield comm.reduce(np.array(1.5 * comm.rank), np.array(2.0), "max"))
+
+    topo = sc.topology.switch(3, reduce_bandwidth=reduce_bandwidth)
+    outputs = sc.run_program(topo, program).outputs
+    assert [(type(o), o.shape, float(o)) for o in outputs] == \
+        [(np.ndarray, (), 2.0), (np.ndarray, (), 2.0), (np.ndarray, (), 3.0)]
 
 
 def test_shared_reductions_share_the_rate_as_they_come_and_go():
