@@ -223,6 +223,10 @@ def test_a_program_that_never_ends_stops_at_the_time_limit_naming_it():
                                                r"rank 1 still running") as info:
         run_program(forever, until=100)
     assert info.value.running == ["rank 0", "rank 1"]
+    # a limit :g would write as 1 is named in full
+    with pytest.raises(sc.RunLimitError, match=r"until=0.9999999999999999 s: its next event "
+                                               r"falls at t=1 s"):
+        run_program(forever, until=0.9999999999999999)
 
 
 def test_a_program_spinning_on_instant_events_stops_at_the_event_limit():
