@@ -173,6 +173,8 @@ def rate_steps(load: LinkLoad) -> tuple[np.ndarray, np.ndarray]:
     """
     times = np.unique(np.concatenate([load.starts, load.ends]))
     rates = np.empty(times.size)
+    if not times.size:   # a load of no messages: no steps
+        return times, rates
     # Blocks of times keep the (times x messages) mask near a million cells.
     step = max(1, 1_000_000 // load.rates.size)
     for i in range(0, times.size, step):
@@ -192,6 +194,8 @@ def binned_bytes(load: LinkLoad, edges: np.ndarray) -> np.ndarray:
     their product).
     """
     edges = np.asarray(edges, dtype=float)
+    if not load.rates.size:   # a load of no messages carried nothing
+        return np.zeros(max(edges.size - 1, 0))
     corners = np.concatenate([load.starts, load.ends])
     order = np.argsort(corners, kind="stable")
     corners = corners[order]

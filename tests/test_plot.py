@@ -14,7 +14,7 @@ from conftest import ALPHA, BETA, GAMMA, reference_network, register_probe
 
 import simcoll as sc
 from simcoll.cost import CostModel
-from simcoll.link_load import LinkLoad, binned_bytes
+from simcoll.link_load import LinkLoad, binned_bytes, rate_steps
 from simcoll.plot import link_utilization, plot_scaling, scaling, timeline
 from simcoll.plot.records import is_failed_record, read_all, read_points, topology_templates
 from simcoll.plot.style import wrapped
@@ -698,6 +698,8 @@ def test_a_large_timeline_is_clipped_with_a_note_and_ranks_can_be_chosen():
     ax = timeline(res, topo, max_ranks=3).axes[0]
     assert ax.get_title().endswith(
         "\nshowing ranks 0-1 of 20 and 1 of the 2 other endpoints that took part")
+    # a numpy integer is a number like any other (it was refused)
+    assert timeline(res, topo, max_ranks=np.int64(3)).axes[0].get_title() == ax.get_title()
 
 
 def test_timeline_refuses_bad_input():
@@ -1001,6 +1003,15 @@ def test_binned_bytes_equal_each_message_rate_times_its_overlap_with_each_bin():
         for i in range(26):
             expected[i] += r * max(0.0, min(e, edges[i + 1]) - max(s, edges[i]))
     np.testing.assert_allclose(binned_bytes(load, edges), expected, rtol=1e-12, atol=1e-9)
+
+
+def test_a_load_of_no_messages_has_no_steps_and_carries_nothing():
+    """A LinkLoad built or filtered to no messages raised ZeroDivisionError in rate_steps
+    and numpy's ValueError in binned_bytes."""
+    empty = LinkLoad(("a", "b"), 100.0, np.zeros(0), np.zeros(0), np.zeros(0))
+    times, rates = rate_steps(empty)
+    assert times.size == rates.size == 0
+    assert binned_bytes(empty, np.array([0.0, 1.0, 2.5])).tolist() == [0.0, 0.0]
 
 
 def test_link_utilization_refuses_more_bins_than_a_figure_shows(lone_message):

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from simcoll.checks import flag
+from simcoll.checks import flag, integer
 from simcoll.critical_path import Segment, critical_path
 from simcoll.errors import InvalidInputError
 from simcoll.link_load import check_ran_on
@@ -204,9 +204,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
     place = legend_place(legend, ax is not None)
     if topology is not None:
         check_ran_on(result, topology)
-    if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 1:
-        raise InvalidInputError(f"max_ranks={max_ranks!r} is not accepted; use an integer "
-                                f">= 1")
+    max_ranks = integer(max_ranks, "max_ranks", minimum=1)
     endpoints = result.nranks + len(result.host_bytes_sent)
     chosen = None if ranks is None else _checked_ranks(ranks, endpoints)
     if not result.time > 0:
