@@ -189,8 +189,8 @@ class Runtime:
         self.stop: RunStop | None = None
         """The limit :meth:`done` raised inside a program, kept: a program that caught
         it (a bare ``except:``) and ran on still stops the run."""
-        self._stopped_waiting: set[simpy.Process | None] = set()
-        """The programs :meth:`done` gave a stopped run's event that never fires."""
+        self._given_dead_event: set[simpy.Process] = set()
+        """The programs already handed an event that never fires after the stop."""
         self.max_same_instant = max_same_instant
         self._instant_at = 0.0
         self._same_instant = 0
@@ -569,16 +569,18 @@ class Runtime:
         event loop, so they are counted here: a rank program that spins on them forever
         hits the run's event limit like one that spins on timed events, and more than
         ``max_same_instant`` of them at one instant stop the run as the event loop's
-        would. Once the run is stopped, a program's first call gets an event that never
-        fires (one that caught the stop waits on it, and the run ends with the stop once
-        all do) and any later one the stop again: a program that calls on without
-        yielding, as another spinning at the same instant before the event loop ends the
-        run does, stops too (it spun for ever)."""
+        would. Once the run has stopped, a program's first call returns an event that
+        never fires, so a program that caught the stop waits there until the run ends
+        with it; its next call raises the stop again, so a program that keeps calling
+        without yielding (a second rank spinning at the instant the limit was met) stops
+        too. Programs closed after the run (no program active) only get the event: their
+        cleanup code runs, and the run's own error stands."""
         if self.stop is not None:
             process = self.env.active_process
-            if process in self._stopped_waiting:
-                raise self.stop
-            self._stopped_waiting.add(process)
+            if process is not None:
+                if process in self._given_dead_event:
+                    raise self.stop
+                self._given_dead_event.add(process)
             return Event(self.env)
         self.instant_left -= 1
         if self.instant_left < 0:

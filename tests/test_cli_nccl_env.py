@@ -77,19 +77,24 @@ def test_nvls_enable_read_as_strtoll_reads_it(capsys, monkeypatch):
 
 def test_empty_variables_are_read_as_unset_as_nccl_reads_them(capsys, monkeypatch):
     """NCCL takes a variable only where it is not empty (ncclLoadParam): an empty
-    NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE or channel count was refused."""
+    NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE or channel count was refused. Blanks, which
+    strtoll reads as 0, are refused."""
     plain, _ = records(capsys, monkeypatch, {}, "--size", "1G")
-    found, err = records(capsys, monkeypatch, {"NCCL_NVLS_ENABLE": "", "NCCL_COLLNET_ENABLE": " ",
+    found, err = records(capsys, monkeypatch, {"NCCL_NVLS_ENABLE": "", "NCCL_COLLNET_ENABLE": "",
                                                "NCCL_MIN_NCHANNELS": "",
                                                "NCCL_MAX_NCHANNELS": "8"}, "--size", "1G")
     assert [r["params"] for r in found] == [r["params"] for r in plain]
     assert err.splitlines() == [
         "# NCCL_NVLS_ENABLE='' in the environment: empty, read as unset (as NCCL reads it)",
-        "# NCCL_COLLNET_ENABLE=' ' in the environment: empty, read as unset (as NCCL reads it)",
+        "# NCCL_COLLNET_ENABLE='' in the environment: empty, read as unset (as NCCL reads it)",
         "# NCCL_MIN_NCHANNELS='' in the environment: empty, read as unset (as NCCL reads it)",
         "# NCCL_MAX_NCHANNELS=8: a range of channel counts is not simulated (channels= is "
         "one count: give NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS the same, or --param "
         "channels=N)"]
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "  ")
+    status, out, err = cli(capsys, *H100, "--size", "1M")
+    assert (status, out) == (2, "") and "NCCL_NVLS_ENABLE='  ' in the environment is not " \
+                                        "accepted; use a whole number" in err
 
 
 def test_one_channel_count_from_the_environment(capsys, monkeypatch):

@@ -481,6 +481,34 @@ def test_ranks_spinning_on_instant_work_without_yielding_all_stop():
     assert calls == [1001, 2]
 
 
+def test_programs_closed_after_a_stop_leave_the_runs_error_standing():
+    """After the stop the programs left waiting are closed, with no program active: their
+    cleanup's instant work was all counted as one program calling on, and the second
+    one's raised the engine's stop (a BaseException) out of run_program in place of the
+    RunLimitError."""
+    def cleans_up(comm):
+        if comm.rank == 0:
+            while True:
+                yield comm.compute(0)
+        try:
+            yield comm.recv(0)
+        finally:
+            comm.compute(0)
+
+    def catches_the_stop(comm):
+        try:
+            while True:
+                yield comm.compute(0)
+        except BaseException:
+            pass
+        yield comm.compute(0)
+
+    for program in (cleans_up, catches_the_stop):
+        with pytest.raises(sc.RunLimitError, match=r"reached the event limit max_events=1000 "
+                                                   r"at t=0 s with rank 0, rank 1, rank 2"):
+            sc.run_program(sc.topology.switch(3), program, max_events=1000)
+
+
 def test_a_program_that_catches_exceptions_does_not_swallow_the_run_limit():
     """The limit is raised inside the program (compute(0) past max_events): a program's
     ``except Exception`` caught it, and the run came back as a Result with outputs such as

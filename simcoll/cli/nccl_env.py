@@ -15,9 +15,13 @@ Read, as NCCL 2.30.7 reads them (``src/graph/tuning.cc``, ``src/init.cc``):
 * ``NCCL_COLLNET_ENABLE=1``: ``collnet=1`` (collectives that have it);
 * ``NCCL_MIN_NCHANNELS`` and ``NCCL_MAX_NCHANNELS`` set to one count: ``channels``.
 
-These four are whole numbers as C's ``strtoll`` reads them (``0x10``); set to nothing
-(or blanks) they are read as unset, as NCCL reads them (``ncclLoadParam`` in
-``src/misc/param.cc`` takes only a non-empty value).
+``NCCL_NVLS_ENABLE`` and the channel counts are whole numbers as C's ``strtoll`` reads
+them (``0x10``), ``NCCL_COLLNET_ENABLE`` 0 or 1 (NCCL's ``envConfigOverride`` in
+``src/init.cc`` reads it with ``strtol`` and takes any other value for 0); set to nothing
+(``NCCL_NVLS_ENABLE=``) they are read as unset, as NCCL reads them (``ncclLoadParam`` in
+``src/misc/param.cc`` reads only a non-empty value). A value NCCL would read as
+something other than it says (``no``, ``1.5``, blanks, ``NCCL_COLLNET_ENABLE=2``) is
+refused, naming the variable.
 
 A ``--param`` of the same name wins over the environment. Every variable read, left
 aside or not simulated (any other ``NCCL_*``) is named in a ``#`` note, so a table says
@@ -42,8 +46,11 @@ from simcoll.errors import InvalidInputError
 
 __all__ = ["nccl_environment", "tests_min_bw"]
 
-READ = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE",
-        "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
+_NUMBERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS",
+            "NCCL_MAX_NCHANNELS")
+"""The variables read as whole numbers."""
+
+READ = ("NCCL_ALGO", "NCCL_PROTO", *_NUMBERS)
 """The variables read; other ``NCCL_*`` ones are named as not simulated."""
 
 MIN_BW = "NCCL_TESTS_MIN_BW"
@@ -82,10 +89,11 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     named = {name for name, _ in given}
     wanted: dict[str, tuple[str, Any]] = {}   # parameter -> (variable, value)
     notes = []
-    for name in READ[2:]:
-        if name in found and not found[name].strip():
-            notes.append(f"# {name}={found.pop(name)!r} in the environment: empty, read as "
-                         f"unset (as NCCL reads it)")
+    for name in _NUMBERS:
+        if found.get(name) == "":
+            del found[name]
+            notes.append(f"# {name}='' in the environment: empty, read as unset (as NCCL "
+                         f"reads it)")
     for variable, param in (("NCCL_ALGO", "algo"), ("NCCL_PROTO", "proto")):
         if variable not in found:
             continue
@@ -99,11 +107,14 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
                          f"for {spec.collective}")
         else:
             wanted[param] = (variable, _checked(spec, param, variable, listed))
-    if _number(found, "NCCL_NVLS_ENABLE", "a whole number (0 leaves NVLS out)") == 0:
+    nvls, collnet = found.get("NCCL_NVLS_ENABLE"), found.get("NCCL_COLLNET_ENABLE")
+    if nvls is not None and _integer_variable("NCCL_NVLS_ENABLE", nvls,
+                                              "a whole number (0 leaves NVLS out)") == 0:
         variable, algo = wanted.get("algo", ("", "auto"))
         wanted["algo"] = (f"{variable} and NCCL_NVLS_ENABLE=0" if variable else
                           "NCCL_NVLS_ENABLE=0", _without_nvls(spec, algo))
-    if _number(found, "NCCL_COLLNET_ENABLE", "0 or 1", (0, 1)) == 1:
+    if collnet is not None and _integer_variable("NCCL_COLLNET_ENABLE", collnet, "0 or 1",
+                                                 (0, 1)) == 1:
         wanted["collnet"] = ("NCCL_COLLNET_ENABLE", 1)
     low, high = found.get("NCCL_MIN_NCHANNELS"), found.get("NCCL_MAX_NCHANNELS")
     if (low is not None or high is not None) and spec.collective == "all_to_all":
@@ -214,35 +225,30 @@ def _checked(spec: AlgorithmSpec, param: str, variable: str, listed: str) -> str
     return str(value)
 
 
-def _number(found: Mapping[str, str], name: str, accepted: str,
-            among: tuple[int, ...] | None = None) -> int | None:
-    """A whole-number variable's value as C's ``strtoll`` reads it (None where it is not
-    set), one of ``among`` where given.
+def _integer_variable(variable: str, text: str, accepted: str,
+                      among: tuple[int, ...] | None = None) -> int:
+    """``variable``'s whole number as C's ``strtoll`` reads ``text``, one of ``among``
+    where given.
 
     Raises:
         CommandLineError: anything else, saying what is ``accepted``.
     """
-    if name not in found:
-        return None
-    value = c_integer(found[name].strip())
+    value = c_integer(text)
     if value is None or (among is not None and value not in among):
-        raise CommandLineError(f"{name}={found[name]!r} in the environment is not accepted; "
+        raise CommandLineError(f"{variable}={text!r} in the environment is not accepted; "
                                f"use {accepted}")
     return value
 
 
-def _channel_count(variable: str, value: str) -> int:
+def _channel_count(variable: str, text: str) -> int:
     """A channel count from the environment.
 
     Raises:
         CommandLineError: not a whole number.
     """
-    count = c_integer(value)
-    if count is None:
-        raise CommandLineError(f"{variable}={value!r} in the environment is not accepted; "
-                               f"use a whole number of channels as NCCL reads it (strtoll: "
-                               f"decimal, hex after 0x, octal after a leading 0)")
-    return count
+    return _integer_variable(variable, text, "a whole number of channels as NCCL reads it "
+                                             "(strtoll: decimal, hex after 0x, octal after a "
+                                             "leading 0)")
 
 
 def _without_nvls(spec: AlgorithmSpec, algo: str) -> str:
