@@ -400,33 +400,43 @@ def memory_owner(array: np.ndarray) -> np.ndarray:
     return array
 
 
+NESTED = 64
+"""How deep :func:`owned` walks an output's containers; deeper ones come back as they
+are."""
+
+
 def owned(outputs: Sequence[Any]) -> list[Any]:
-    """The outputs a run hands back: every array writeable and sharing memory with nothing
-    else (algorithms pass read-only arrays around without copying them, so one array may
-    be several ranks' output, or a view of an input), in an output itself or in the
-    lists, tuples (named ones too) and dicts it holds, which come back as new containers
-    of the same kind (containers of other types come back as they are)."""
-    seen: set[int] = set()
+    """The outputs a run hands back: every array writeable and sharing memory with no
+    other rank's output nor an input (algorithms pass read-only arrays around without
+    copying them, so one array may be several ranks' output, or a view of an input), in
+    an output itself or in the lists, tuples (named ones too) and dicts it holds, to
+    :data:`NESTED` levels, which come back as new containers of the same kind (other
+    objects, subclasses of list and dict included, come back as they are). An array or
+    container that a rank's output holds twice comes back as one, copied once."""
+    seen: set[int] = set()   # the arrays handed out so far, every rank's
+    return [_own(out, 0, {}, seen) for out in outputs]
 
-    def own(out: Any, within: frozenset[int]) -> Any:
-        if isinstance(out, np.ndarray):
-            if out.base is not None or id(out) in seen:
-                out = out.copy()
-            else:
-                out.flags.writeable = True
-            seen.add(id(out))
-            return out
-        if id(out) in within:   # a container that holds itself
-            return out
-        within = within | {id(out)}
-        if type(out) is list:
-            return [own(x, within) for x in out]
-        if type(out) is dict:
-            return {k: own(v, within) for k, v in out.items()}
-        if type(out) is tuple:
-            return tuple(own(x, within) for x in out)
-        if isinstance(out, tuple) and hasattr(out, "_make"):
-            return out._make(own(x, within) for x in out)
-        return out
 
-    return [own(out, frozenset()) for out in outputs]
+def _own(x: Any, depth: int, made: dict[int, Any], seen: set[int]) -> Any:
+    """``x`` as :func:`owned` hands it back, ``depth`` containers down; ``made``: what
+    each array and container of this rank's output became, ``seen``: the arrays handed
+    out so far."""
+    if id(x) in made:
+        return made[id(x)]
+    if isinstance(x, np.ndarray):
+        array = x.copy() if x.base is not None or id(x) in seen else x
+        array.flags.writeable = True
+        seen.add(id(array))
+        made[id(x)] = array
+        return array
+    named = isinstance(x, tuple) and hasattr(x, "_make")
+    if depth >= NESTED or not (type(x) in (list, dict, tuple) or named):
+        return x
+    made[id(x)] = x   # inside itself, a container that holds itself stays itself
+    if type(x) is dict:
+        new: Any = {k: _own(v, depth + 1, made, seen) for k, v in x.items()}
+    else:
+        items = [_own(v, depth + 1, made, seen) for v in x]
+        new = items if type(x) is list else x._make(items) if named else tuple(items)
+    made[id(x)] = new
+    return new

@@ -33,7 +33,8 @@ def run_program(topology: Topology, program: Callable[..., Any], *args: Any,
 
     ``program`` is a generator function, written like an algorithm: it yields the events
     ``comm`` returns (``comm.rank`` tells the ranks apart) and what it returns is that
-    rank's entry of ``RunResult.outputs``.
+    rank's entry of ``RunResult.outputs``, its arrays (and those in its lists, tuples and
+    dicts) writeable and its own (:func:`~simcoll.buffers.owned`).
 
     Args:
         network, trace, until, max_events, faults: as for :func:`simcoll.simulate`.

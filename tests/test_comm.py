@@ -995,13 +995,45 @@ def test_arrays_in_the_lists_tuples_and_dicts_a_program_returns_are_its_own_too(
         return (b, [b, 1.5], {"b": b}, pair(b, 2), loop)
 
     outputs = sc.run_program(sc.topology.switch(3), program).outputs
-    arrays = [a for out in outputs for a in (out[0], out[1][0], out[2]["b"], out[3].array)]
-    assert len(arrays) == 12 and all(a.flags.writeable for a in arrays)
+    # a rank's four places hold one array, as the program returned it, its own
+    arrays = [out[0] for out in outputs]
+    for out, array in zip(outputs, arrays):
+        assert out[1][0] is out[2]["b"] is out[3].array is array
+    assert all(a.flags.writeable for a in arrays)
     assert not any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
     for out in outputs:
         assert type(out) is tuple and type(out[3]) is pair and out[3].number == 2
         assert out[1][1] == 1.5 and out[4][0] is loop
         np.testing.assert_array_equal(out[2]["b"], np.arange(8.0))
+
+
+def test_an_array_a_program_returns_many_times_is_copied_once_and_deep_nests_end():
+    """[b] * 500 of a broadcast's b was copied 500 times per rank (1 GiB for 1 MiB), a
+    shared sub-list walked once per path to it (22 levels: 97 s), and outputs nested 500
+    deep raised RecursionError; containers past 64 levels now come back as they are."""
+    def program(comm):
+        b = yield comm.broadcast(np.arange(4.0), root=0)
+        shared = [b]
+        for _ in range(30):
+            shared = [shared, shared]
+        deep: list = [b]
+        for _ in range(500):
+            deep = [deep]
+        return [b] * 500, shared, deep
+
+    outputs = sc.run_program(sc.topology.switch(2), program).outputs
+    first = [out[0][0] for out in outputs]
+    assert all(all(a is first[r] for a in out[0]) for r, out in enumerate(outputs))
+    assert not np.shares_memory(first[0], first[1]) and first[0].flags.writeable
+    level = outputs[1][1]
+    for _ in range(30):
+        assert level[0] is level[1]
+        level = level[0]
+    assert level[0] is first[1]
+    level = outputs[0][2]
+    for _ in range(500):
+        level = level[0]
+    assert not level[0].flags.writeable   # 500 lists down: as the program made it
 
 
 def test_a_bad_tag_in_a_group_names_the_group_and_the_world_rank():
