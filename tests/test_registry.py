@@ -355,29 +355,34 @@ def _resolve_raising(topology, ranks, x, *, k):
     raise ValueError(f"no choice for k={k}")
 
 
-@pytest.mark.parametrize("name, resolve, message", [
-    ("test_resolve_none", lambda topology, ranks, x: None,
+@pytest.mark.parametrize("name, resolve, error, message", [
+    ("test_resolve_none", lambda topology, ranks, x: None, sc.RegistrationError,
      r"its resolve function returned None; it returns a dict of the algorithm's parameters"),
-    ("test_resolve_unknown", lambda topology, ranks, x: {"zz": 1},
+    ("test_resolve_unknown", lambda topology, ranks, x: {"zz": 1}, sc.RegistrationError,
      r"its resolve function returned \{'zz': 1\} \(it takes no \['zz'\]\); it returns"),
-    ("test_resolve_raising", _resolve_raising,
+    ("test_resolve_raising", _resolve_raising, InvalidInputError,
      r"its resolve function raised ValueError: no choice for k=1"),
     ("test_resolve_refused", lambda topology, ranks, x, **params: {"k": params["k"] - 1},
-     r"its resolve function chose what the parameters refuse: k=0 is not accepted; use an "
-     r"integer >= 1")])
-def test_what_a_resolve_function_does_wrong_is_named_with_the_algorithm(name, resolve, message):
+     sc.RegistrationError, r"its resolve function chose what the parameters refuse: k=0 is "
+                           r"not accepted; use an integer >= 1")])
+def test_what_a_resolve_function_does_wrong_is_named_with_the_algorithm(name, resolve, error,
+                                                                        message):
     """A resolve function that returned None, a name the algorithm does not take, raised
     or chose a refused value gave a raw TypeError, its own exception, or a refusal that
-    read as if the caller had passed the value; a right one still chooses."""
+    read as if the caller had passed the value: what it returns wrong is the algorithm's
+    fault (RegistrationError), what it raises is named with it."""
     sc.register("all_gather", name, params={"k": Int(1, minimum=1)}, cost=NO_FORMULA,
                 resolve=resolve)(_flat_k)
-    with pytest.raises(InvalidInputError, match=rf"^all_gather/{name}: {message}"):
+    with pytest.raises(error, match=rf"^all_gather/{name}: {message}"):
         sc.simulate(reference_network(3), "all_gather", algorithm=name, nbytes=12)
+
+
+def test_a_resolve_function_is_passed_what_it_names_and_chooses():
     sc.register("all_gather", "test_resolve_right", params={"k": Int(1, minimum=1)},
                 cost=NO_FORMULA, resolve=lambda topology, ranks, x, *, k: {"k": k + 2},
                 replace=True)(_flat_k)
     assert sc.simulate(reference_network(3), "all_gather", algorithm="test_resolve_right",
-                       nbytes=12).params == {"k": 3}
+                       nbytes=12, k=4).params == {"k": 6}
 
 
 @pytest.mark.parametrize("make, message", [

@@ -32,7 +32,12 @@ from simcoll.collectives import collective as _collective
 from simcoll.collectives import suggestion
 from simcoll.comm import Comm
 from simcoll.cost.model import CostModel
-from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
+from simcoll.errors import (
+    InvalidInputError,
+    RegistrationError,
+    SimCollError,
+    UnknownAlgorithmError,
+)
 from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Topology
 from simcoll.typing import HostProgram, Program, Steps
@@ -134,16 +139,25 @@ class AlgorithmSpec:
         Raises:
             InvalidInputError: it refused them, or raised anything else (named).
         """
-        if self.validate is None:
-            return
+        if self.validate is not None:
+            self._hook_call("validate", self.validate, p, count, hosts,
+                            **named_arguments(self.validate, args))
+
+    def _hook_call(self, role: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``, this algorithm's ``role`` function (validate,
+        resolve).
+
+        Raises:
+            SimCollError: as it raised it.
+            InvalidInputError: it raised anything else, named with the algorithm.
+        """
         try:
-            self.validate(p, count, hosts, **named_arguments(self.validate, args))
-        except InvalidInputError:
+            return fn(*args, **kwargs)
+        except SimCollError:
             raise
         except Exception as exc:
-            raise InvalidInputError(
-                f"{self.collective}/{self.name}: its validate function raised "
-                f"{type(exc).__name__}: {exc}") from exc
+            raise InvalidInputError(f"{self.collective}/{self.name}: its {role} function "
+                                    f"raised {type(exc).__name__}: {exc}") from exc
 
     def resolved(self, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
                  params: Mapping[str, Any], op: ReduceOp | None = None,
@@ -151,31 +165,30 @@ class AlgorithmSpec:
         """Every parameter for a run on ``ranks`` of ``topology``: ``params`` (checked),
         defaults for the others, and the values ``resolve`` chooses from the machine (and
         from the reduction ``op`` and whether the collective was ``started`` from a rank
-        program, for a ``resolve`` that takes those keywords)."""
+        program, for a ``resolve`` that takes those keywords).
+
+        Raises:
+            InvalidInputError: ``params`` refused, or ``resolve`` raised (named).
+            RegistrationError: ``resolve`` returned something other than a dict of the
+                algorithm's parameters, or values they refuse.
+        """
         full = self.arguments(params)
         if self.resolve is None:
             return full
         keywords = named_arguments(self.resolve, {
             **full, **({"op": op} if op is not None else {}),
             **({"started": True} if started else {})})
-        try:
-            chosen = self.resolve(topology, ranks, x, **keywords)
-        except InvalidInputError:
-            raise
-        except Exception as exc:
-            raise InvalidInputError(
-                f"{self.collective}/{self.name}: its resolve function raised "
-                f"{type(exc).__name__}: {exc}") from exc
-        if not isinstance(chosen, Mapping) or set(chosen) - set(self.params):
-            unknown = "" if not isinstance(chosen, Mapping) else \
-                f" (it takes no {sorted(set(chosen) - set(self.params))})"
-            raise InvalidInputError(
-                f"{self.collective}/{self.name}: its resolve function returned "
-                f"{chosen!r}{unknown}; it returns a dict of the algorithm's parameters")
+        chosen = self._hook_call("resolve", self.resolve, topology, ranks, x, **keywords)
+        unknown = set(chosen) - set(self.params) if isinstance(chosen, Mapping) else set()
+        if not isinstance(chosen, Mapping) or unknown:
+            raise RegistrationError(
+                f"{self.collective}/{self.name}: its resolve function returned {chosen!r}"
+                f"{f' (it takes no {sorted(unknown)})' if unknown else ''}; it returns a "
+                f"dict of the algorithm's parameters")
         try:
             return _normalized(self, {**full, **chosen}, self.params)
         except InvalidInputError as exc:
-            raise InvalidInputError(f"{self.collective}/{self.name}: its resolve function "
+            raise RegistrationError(f"{self.collective}/{self.name}: its resolve function "
                                     f"chose what the parameters refuse: {exc}") from None
 
     def normalized(self, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ all_to_all), ``proto``
 on an NVLS switch, Ampere otherwise), ``intra`` (the link class between GPUs of a node;
 "auto" reads it from the routes) and ``tuner`` (the NCCL release whose tuner chooses:
 "2.30.7" or "2.26.2"; only the choice depends on it, what runs is the same but for
-Blackwell's NVLS channels, 32 with 2.26.2 and 24 with 2.30.7). Two more
+Blackwell's NVLS channels: 32 with 2.26.2, 24 or 32 with 2.30.7,
+:func:`~.tune_model.nvls_channels`). Two more
 are costs of the run that NCCL's model leaves to the machine, which its tuner does not
 see: ``launch_overhead`` (seconds added to each collective's launch, default 0) and
 ``step_latency_scale`` (a factor on NCCL's per-step latencies, default 1); a calibration
@@ -164,15 +165,15 @@ IN_NETWORK_ALGORITHMS = ("nvls", "nvls_tree", "collnet_direct", "collnet_chain")
 def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
              *, algo: str, proto: str, channels: int, arch: str, intra: str, tuner: str,
              op: ReduceOp | None = None, started: bool = False,
-             **unseen: float) -> dict[str, Any]:
+             **rest: Any) -> dict[str, Any]:
     """NCCL's tuner's choice. A collective ``started`` from a rank program runs every
     algorithm (its in-network devices' programs start with it,
     :meth:`Comm.start_devices`), but what ``collnet=1`` enables only on the world's GPUs
-    in world order: the SHARP switches' programs see GPUs by world rank. The tuner does
-    not see the ``unseen`` costs (``launch_overhead``, ``step_latency_scale``), as NCCL's
-    does not: they change what a run costs, not what NCCL picks; ``collnet`` comes among
-    them for the collectives that have it."""
-    collnet = int(unseen.pop("collnet", 0))
+    in world order: the SHARP switches' programs see GPUs by world rank. ``rest`` holds
+    the run's costs the tuner does not see (``launch_overhead``, ``step_latency_scale``:
+    they change what a run costs, not what NCCL picks, as in NCCL) and, for the
+    collectives that have it, ``collnet``, read here."""
+    collnet = int(rest.get("collnet", 0))
     if started and collnet and (ranks != tuple(range(topology.nranks)) or topology.hosts):
         raise InvalidInputError("collnet=1 runs programs on SHARP switches, which see "
                                 "GPUs and devices by world address: start it on the world "
