@@ -34,7 +34,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.ops import ReduceOp
 from simcoll.typing import BufferProgram
 
-__all__ = ["bucketed_all_reduce", "refuse_step_model"]
+__all__ = ["bucketed_all_reduce", "check_inner_params", "refuse_step_model"]
 
 _NOT_INNER = ("bucketed", "parameter_server", "hierarchical")
 
@@ -78,13 +78,23 @@ PARAMS = {
 }
 
 
+def check_inner_params(p: int, count: int, hosts: int, nodes: tuple[int, ...], buckets: int,
+                       inner: str, params: dict[str, Any]) -> None:
+    """Refuse ``params`` unless ``inner`` takes them for the smallest of ``buckets``
+    buckets of ``count`` elements in all, ``count // buckets`` elements.
+
+    Raises:
+        InvalidInputError: as the inner algorithm's check says.
+    """
+    get_algorithm("all_reduce", inner).check(p, count // buckets, hosts, nodes, params)
+
+
 def _validate(p: int, count: int, hosts: int, *, nodes: tuple[int, ...], buckets: int,
               inner: str, inner_params: dict[str, Any]) -> None:
     """Refuse inner parameters the inner algorithm does not take, or that it refuses for
-    a bucket (the smallest bucket holds count // buckets elements)."""
+    a bucket (:func:`check_inner_params`)."""
     try:
-        get_algorithm("all_reduce", inner).check(p, count // buckets, hosts, nodes,
-                                                 inner_params)
+        check_inner_params(p, count, hosts, nodes, buckets, inner, inner_params)
     except InvalidInputError as exc:
         raise InvalidInputError(f"inner_params for inner={inner!r}: {exc}") from None
 

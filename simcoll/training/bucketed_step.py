@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simcoll.algorithms.bucketed import MAX_BUCKETS, PARAMS
-from simcoll.algorithms.registry import get_algorithm
+from simcoll.algorithms.bucketed import MAX_BUCKETS, PARAMS, check_inner_params
 from simcoll.checks import real, size
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
@@ -132,8 +131,13 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
                                 f"{gradient_bytes // dtype.itemsize} {dtype} elements; use "
                                 f"bucket_bytes >= {dtype.itemsize}")
     if algorithm_params:
-        kwargs["inner_params"] = _checked_params(topology, inner, dict(algorithm_params),
-                                                 gradient_bytes // dtype.itemsize // buckets)
+        try:   # as the run would, named as the caller gave them
+            check_inner_params(topology.nranks, gradient_bytes // dtype.itemsize,
+                               len(topology.hosts), topology.gpu_nodes, buckets, inner,
+                               dict(algorithm_params))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"algorithm_params for algorithm={inner!r}: {exc}") from None
+        kwargs["inner_params"] = dict(algorithm_params)
     res = simulate(topology, "all_reduce", algorithm="bucketed", network=network,
                    buckets=buckets, compute=backward, inner=inner,
                    op=kwargs.pop("op", "avg"), until=kwargs.pop("until", STEP_UNTIL),
@@ -143,23 +147,6 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
     return DataParallelStep(step_time=forward + res.time,
                             exposed_communication=exposed, buckets=buckets,
                             allreduce=res)
-
-
-def _checked_params(topology: Topology, algorithm: str, params: dict[str, Any],
-                   smallest: int) -> dict[str, Any]:
-    """``params`` once ``algorithm`` takes them for the smallest bucket's ``smallest``
-    elements per rank, as the run would check them, named as the step's caller gave them.
-
-    Raises:
-        InvalidInputError: naming ``algorithm_params`` and the reason.
-    """
-    try:
-        get_algorithm("all_reduce", algorithm).check(topology.nranks, smallest,
-                                                     len(topology.hosts),
-                                                     topology.gpu_nodes, params)
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"algorithm_params for algorithm={algorithm!r}: {exc}") from None
-    return params
 
 
 _SET_HERE = {"buckets": "bucket_bytes", "compute": "backward", "inner": "algorithm",
