@@ -32,6 +32,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
+from simcoll.sums import sum_in_order
 from simcoll.topology.graph import Topology
 from simcoll.training.common import (
     STEP_UNTIL,
@@ -185,7 +186,7 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
     run = run_program(topology, _program, rec, times, names, groups,
                       strategy == "ddp" and overlap, how, itemsize,
                       network=network, until=STEP_UNTIL)
-    compute = sum(f + b for f, b in times)
+    compute = sum_in_order(f + b for f, b in times)
     step = step_end(run.time, compute)
     parts = breakdown(rec.spans, range(topology.nranks), step)
     return DataParallelResult(

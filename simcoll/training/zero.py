@@ -34,6 +34,7 @@ from simcoll.errors import InvalidInputError
 from simcoll.inputs import check_topology
 from simcoll.programs import run_program
 from simcoll.result import RunResult
+from simcoll.sums import sum_in_order
 from simcoll.topology.graph import Topology
 from simcoll.training.common import (
     STEP_UNTIL,
@@ -344,7 +345,7 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
                           param_bytes, prefetch, network=network, until=STEP_UNTIL)
         partitioned = sum(units)
         communicated = 3 * partitioned
-    compute = sum(f + b for f, b in times)
+    compute = sum_in_order(f + b for f, b in times)
     gathered = 0 if stage < 3 or n == 1 else _most_gathered(rec.spans, n, times, units, param_bytes,
                                                    grad_bytes)
     step = step_end(run.time, compute)

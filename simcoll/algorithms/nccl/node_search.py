@@ -46,6 +46,7 @@ from simcoll.algorithms.nccl.search import (
     pci_tree_intra_speed,
     tree_intra_speed,
 )
+from simcoll.sums import sum_in_order
 from simcoll.topology.graph import Topology
 
 __all__ = ["NVLINK_KINDS", "nccl_rate", "node_links", "gpu_total_bw", "is_cpu", "ring_graph",
@@ -94,7 +95,7 @@ def gpu_total_bw(topology: Topology, rank: int) -> float:
     links = [topology.links[topology.link_index(gpu, other)]
              for other in topology.neighbors(gpu)]
     away = [(link.kind, link.rate(0 if link.u == gpu else 1)) for link in links]
-    nvlink = sum(rate for kind, rate in away if kind in NVLINK_KINDS)
+    nvlink = sum_in_order(rate for kind, rate in away if kind in NVLINK_KINDS)
     other = max((rate for kind, rate in away if kind not in NVLINK_KINDS), default=0.0)
     return max(nvlink, other)
 
