@@ -148,8 +148,7 @@ class Calibration:
     def not_fitted(self) -> tuple[str, ...]:
         """The :attr:`unmoved` constants that ended where they started: no fit moved
         them, so their value is the initial one, not a fitted one."""
-        return tuple(k for k in self.unmoved   # to the rounding of the fit's log scale
-                     if math.isclose(self.values[k], self.initial[k], rel_tol=1e-12))
+        return tuple(k for k in self.unmoved if _at_start(self.values[k], self.initial[k]))
 
     @property
     def on_bound(self) -> dict[str, str]:
@@ -192,8 +191,8 @@ class Calibration:
                 note += (f"; fitted again from {self.probed[k]:.4g}, the best of {PROBES} "
                          f"values probed across its bounds")
             elif self.probed and k not in self.not_fitted:
-                note += (f"; fitted again from its start, with {', '.join(self.probed)} "
-                         f"from the best value probed")
+                note += (f"; fitted again from {self.initial[k]:g} once "
+                         f"{', '.join(self.probed)} started from the best value probed")
             if k in self.not_fitted:
                 note += ": not fitted; start it elsewhere or use starts > 1"
             notes.append(note)
@@ -594,9 +593,11 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         message = messages[0] if starts == 1 else \
             f"the best of {len(messages)} of {starts} starts: {joined}"
     fitted = values_of(best)
-    for k in fitted:   # where it started (unmoved, or a fit stopped before its first step):
-        if math.isclose(fitted[k], initial[k], rel_tol=1e-12):   # the value given, not its
-            fitted[k] = initial[k]                               # round trip on the fit's scale
+    # A constant that ended where it started (unmoved, or a fit stopped before its first
+    # step) is the value given, not its round trip through the fit's log scale.
+    for k in fitted:
+        if _at_start(fitted[k], initial[k]):
+            fitted[k] = initial[k]
     after = tried[best.tobytes()]
     undetermined, traded = _undetermined(min(jacobians, key=lambda c: c[0])[1]
                                          if jacobians else None, len(shapes), names)
@@ -607,6 +608,11 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                        tuple(v for v, _ in unsimulated), undetermined,
                        tuple((r.type, r.redop, r.root) for r in table.rows), left_out_settings,
                        traded, tuple(past_limits), stalled_at)
+
+
+def _at_start(value: float, initial: float) -> bool:
+    """Whether a fitted ``value`` is ``initial`` to the rounding of the fit's log scale."""
+    return math.isclose(value, initial, rel_tol=1e-12)
 
 
 def _named(values: Mapping[str, float]) -> str:

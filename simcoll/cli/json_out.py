@@ -31,7 +31,7 @@ from simcoll.cli import table
 from simcoll.files import write_atomically
 from simcoll.topology.graph import Topology
 
-__all__ = ["Report", "json_text"]
+__all__ = ["Report", "finite_or_none", "json_text"]
 
 _FORMAT_VERSION = 3
 
@@ -82,8 +82,8 @@ class Report:
         ``error``: what stopped the run, if anything."""
         results = [{"size": r.size, "count": r.count, "type": r.type, "redop": r.redop,
                     "root": f"{r.root:6d}",
-                    "out_of_place": {"time": r.time_us, "alg_bw": _finite(r.algbw),
-                                     "bus_bw": _finite(r.busbw),
+                    "out_of_place": {"time": r.time_us, "alg_bw": finite_or_none(r.algbw),
+                                     "bus_bw": finite_or_none(r.busbw),
                                      "nwrong": None if r.wrong is None else float(r.wrong)},
                     **({"out_of_place_per_iter": _one_iteration(r.time_us)}
                        if self.per_iter else {}),
@@ -98,7 +98,7 @@ class Report:
             else f"{type(error).__name__} after {len(self.rows)} size(s): {error}"]
         doc = {**self.doc, "results": results,
                "out_of_bounds": {"count": bad, "okay": _boolean(bad == 0)},
-               "average_bus_bandwidth": {"bandwidth": _finite(average), "okay": okay},
+               "average_bus_bandwidth": {"bandwidth": finite_or_none(average), "okay": okay},
                "errors": errors, "end_time": _now()}
         text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
         write_atomically(self.path, lambda tmp: tmp.write_text(text))
@@ -110,7 +110,7 @@ def json_text(value: Any) -> str:
     refuse)."""
     def nulled(v: Any) -> Any:
         if isinstance(v, float):
-            return _finite(v)
+            return finite_or_none(v)
         if isinstance(v, dict):
             return {k: nulled(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
@@ -119,8 +119,9 @@ def json_text(value: Any) -> str:
     return json.dumps(nulled(value), allow_nan=False)
 
 
-def _finite(value: float) -> float | None:
-    """JSON has no infinity: the bandwidth of a size simulated in no time is null."""
+def finite_or_none(value: float) -> float | None:
+    """``value``, or None where it is infinite or NaN (JSON has neither: the bandwidth of
+    a size simulated in no time is null)."""
     return value if math.isfinite(value) else None
 
 

@@ -6,7 +6,6 @@ import argparse
 import csv
 import itertools
 import json
-import math
 import os
 import sys
 import textwrap
@@ -247,14 +246,10 @@ def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
         record = {"spec": topo.spec, "size": size, "count": count,
                   "type": type_name, "redop": row.redop,
                   "root": root if coll.rooted else None, "time_us": row.time_us,
-                  "algbw_GBps": _finite(row.algbw), "busbw_GBps": _finite(row.busbw),
+                  "algbw_GBps": json_out.finite_or_none(row.algbw),
+                  "busbw_GBps": json_out.finite_or_none(row.busbw),
                   "wrong": wrong, **res.to_dict()}
         yield row, record
-
-
-def _finite(value: float) -> float | None:
-    """JSON has no infinity: a zero-time run's bandwidth is null, as Result.to_dict does."""
-    return value if math.isfinite(value) else None
 
 
 def _preamble(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any]) -> list[str]:
