@@ -52,11 +52,11 @@ from simcoll.algorithms.nccl.machine import SharpTree, describe, node_order, sha
 from simcoll.algorithms.nccl.nics import (
     chain_lanes,
     channel_nics,
+    comm_rail_entries,
     gpu_nic,
     nearest_nics,
     nics_of,
     pxn_proxy,
-    rail_entries,
 )
 from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
@@ -253,10 +253,9 @@ def _running(protocol: Protocol, channels: int, counts: list[int]) -> Protocol:
 
 def _rings(comm: Comm, channels: int) -> list[list[int]]:
     """Each channel's ring, the channels entering a node at GPUs of its NICs in turn
-    (:func:`~.nics.rail_entries`)."""
+    (:func:`~.nics.comm_rail_entries`)."""
     nodes = [comm.node_of(r) for r in range(comm.size)]
-    first = [comm.address_of(r) for r in node_order(nodes)[0]]
-    return rings.channel_rings(nodes, channels, rail_entries(comm.topology, first))
+    return rings.channel_rings(nodes, channels, comm_rail_entries(comm))
 
 
 def _register(collective: str, model: CostModel, in_network: Any = None) -> Any:

@@ -14,13 +14,14 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from simcoll.comm import Comm
-from simcoll.topology.graph import Topology
+from simcoll.topology.graph import Topology, node_order
 
 NVLINK_KINDS = ("nvlink", "nvswitch")
 """The link kinds NCCL counts as NVLink (its paths ``PATH_NVL`` and better)."""
 
 __all__ = ["kept", "nearest_nics", "nic_reach", "nics_of", "gpu_nic", "node_nics",
            "chain_lanes", "channel_nics", "bound_nic", "bound_routes", "rail_entries",
+           "comm_rail_entries",
            "pxn_proxy", "NVLINK_KINDS"]
 
 
@@ -243,6 +244,13 @@ def bound_routes(topology: Topology, a: int, b: int) -> list[tuple[int, ...]]:
     ways = len(nics_of(topology, gpu)) if len(nearest_nics(topology, gpu)) > 1 else 1
     return [topology.route(a, b, via=channel_nics(topology, a, b, choice)).links
             for choice in range(ways)]
+
+
+def comm_rail_entries(comm: Comm) -> list[int]:
+    """:func:`rail_entries` of the communicator's first node (in its order of nodes), by
+    which every node's channels take their GPUs."""
+    first = node_order([comm.node_of(r) for r in range(comm.size)])[0]
+    return rail_entries(comm.topology, [comm.address_of(r) for r in first])
 
 
 def rail_entries(topology: Topology, gpus: list[int]) -> list[int]:

@@ -9,9 +9,9 @@ the chain and the NIC, channel c on tree 0 and c + n on tree 1 (``connectTrees``
 interior and leaf nodes evens out. Here n is the search's channel count
 (:attr:`~.machine.Machine.graph_channels`: 8 on a DGX, 1 on a node of one NIC): channel
 c works on tree (c div n) mod 2, and inside a node of G GPUs its GPUs form a chain
-starting at the ((c mod n) mod G)-th GPU of the node's rail order
-(:func:`~.nics.rail_entries`: local order where every GPU has NICs of its own, else the
-GPUs of the node's NICs in turn, as NCCL's search gives successive channels the next
+starting at the ((c mod n) mod G)-th GPU of the first node's rail order, every node
+alike (:func:`~.nics.comm_rail_entries`: local order where every GPU has NICs of its
+own, else the GPUs of the node's NICs in turn, as NCCL's search gives successive channels the next
 NIC); the chain's head talks to the heads of its parent and child nodes, which sit on
 the same rail. Channels trimmed for small sizes are the
 first ones, all on tree 0, as in NCCL. Data goes up (reduced at every GPU from its chain
@@ -42,7 +42,7 @@ import dataclasses
 
 from simcoll.algorithms.double_binary_tree import double_binary_tree
 from simcoll.algorithms.nccl.machine import node_layout
-from simcoll.algorithms.nccl.nics import bound_nic, rail_entries
+from simcoll.algorithms.nccl.nics import bound_nic, comm_rail_entries
 from simcoll.algorithms.nccl.protocols import Protocol, one_step_slices
 from simcoll.algorithms.nccl.rings import Sender, chunks_then_rest, relay
 from simcoll.buffers import Buffer, join
@@ -59,7 +59,7 @@ def _layout(comm: Comm, channel: int, searched: int) -> tuple[int | None, list[i
     its chain predecessor or its node's parent head; its chain successor and, at a head,
     its child nodes' heads. ``searched``: the search's channels, n."""
     groups, mine, _ = node_layout(comm)
-    entries = rail_entries(comm.topology, [comm.address_of(r) for r in groups[0]])
+    entries = comm_rail_entries(comm)
     head = entries[channel % searched % len(entries)]
     chains = [g[head % len(g):] + g[:head % len(g)] for g in groups]
     chain = chains[mine]
