@@ -90,7 +90,7 @@ def _collector_for_runs() -> Iterator[None]:
                 gc.set_threshold(*_Collector.found)
 
 
-def _seconds(value: float) -> str:
+def _exact_g(value: float) -> str:
     """``value`` as ``:g`` writes it where that reads back as ``value`` (``until=1 s``),
     else in full (``0.9999999999999999``, which ``:g`` writes as 1)."""
     text = f"{value:g}"
@@ -277,7 +277,7 @@ class Execution:
                         f"link latencies or bandwidths so extreme that a route's latency or a "
                         f"transfer's time overflowed; give values a run's times can hold",
                         running) from None
-                limit = (f"the simulated-time limit until={_seconds(self.until)} s: its next event "
+                limit = (f"the simulated-time limit until={_exact_g(self.until)} s: its next event "
                          f"falls at t={stop.now:.9g} s,"
                          if stop.reason == "time"
                          else f"the event limit max_events={self.max_events} at "
@@ -299,7 +299,7 @@ class Execution:
         if not self.time <= self.until * (1 + 1e-12):  # work not waited for, past it
             # (a computed end may lie an ulp past the instant of its event)
             raise RunLimitError(
-                f"{rt.what} reached the simulated-time limit until={_seconds(self.until)} s: "
+                f"{rt.what} reached the simulated-time limit until={_exact_g(self.until)} s: "
                 f"compute or a reduction a program started and did not wait for ends at "
                 f"t={self.time:.9g} s; raise the limit if the run is meant to be that long",
                 [])

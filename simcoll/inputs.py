@@ -108,8 +108,8 @@ def _rank_arrays(data: Any, p: int) -> list[np.ndarray]:
         if type(x) is not np.ndarray:  # a masked array's mask would go unread
             masked = isinstance(x, np.ma.MaskedArray)
             raise InvalidInputError(f"data[{r}] is a {type(x).__name__}, a subclass of numpy's "
-                                    f"array whose extras (a mask, ...) the run would not "
-                                    f"read; pass plain arrays: np.asarray(x)"
+                                    f"array whose extras (a mask, a file, ...) the run would "
+                                    f"not keep; pass plain arrays: np.asarray(x)"
                                     + (", or x.filled(...) to set what the masked elements "
                                        "hold" if masked else ""))
         if x.ndim != 1:

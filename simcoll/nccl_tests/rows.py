@@ -225,8 +225,11 @@ def algbw_fits(size: int, time_us: float, time_step: float, algbw: float,
     printed (p - 1) / p of it for all_gather and reduce_scatter, as hypercube still
     does: where the row may be one of those (``shortened``), half of it is let through;
     and 0 in any row (a single rank's reduce_scatter, whose size is its count's bytes)."""
-    longest = time_us + time_step   # 0 only where a time of 1e-400 us read as 0
-    slowest = size / longest / 1e3 if longest > 0 else math.inf if size else 0.0
+    longest = time_us + time_step
+    if longest > 0:
+        slowest = size / longest / 1e3
+    else:   # a time of 1e-400 us, read as 0
+        slowest = math.inf if size else 0.0
     fastest = size / (time_us - time_step) / 1e3 if time_us > time_step else math.inf
     return algbw - algbw_step <= fastest * (1 + 1e-9) and (
         algbw == 0
