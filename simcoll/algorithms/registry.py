@@ -323,8 +323,9 @@ def register(collective: str, name: str, *, cost: CostModel | None = None,
             params that are not a dict of specs, a program that is not a generator
             function, does not take ``(comm, x)`` or whose keywords differ from the
             declared parameters, a model, validate or resolve function that does not
-            take its positional arguments or names a keyword nobody passes, or a pair already
-            registered otherwise (without ``replace=True``, or by simcoll itself).
+            take its positional arguments or names a keyword nobody passes, or a pair
+            already registered otherwise (without ``replace=True``, or by simcoll
+            itself).
     """
     for what, value in (("collective", collective), ("name", name)):
         if not isinstance(value, str) or not value:

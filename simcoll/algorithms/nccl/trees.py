@@ -11,10 +11,10 @@ interior and leaf nodes evens out. Here n is the search's channel count
 c works on tree (c div n) mod 2, and inside a node of G GPUs its GPUs form a chain
 starting at the ((c mod n) mod G)-th GPU of the first node's rail order, every node
 alike (:func:`~.nics.comm_rail_entries`: local order where every GPU has NICs of its
-own, else the GPUs of the node's NICs in turn, as NCCL's search gives successive channels the next
-NIC); the chain's head talks to the heads of its parent and child nodes, which sit on
-the same rail. Channels trimmed for small sizes are the
-first ones, all on tree 0, as in NCCL. Data goes up (reduced at every GPU from its chain
+own, else the GPUs of the node's NICs in turn, as NCCL's search gives successive
+channels the next NIC); the chain's head talks to the heads of its parent and child
+nodes, which sit on the same rail. Channels trimmed for small sizes are the first ones,
+all on tree 0, as in NCCL. Data goes up (reduced at every GPU from its chain
 successor and, at a head, from its child nodes' heads) and comes down the same way,
 slice by slice: a GPU runs its up and down streams side by side, as NCCL's split tree
 kernel does, so a slice can travel down while later ones still travel up. That kernel
