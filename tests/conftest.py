@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 
@@ -130,6 +131,15 @@ class RunReached(Exception):
 def run_reached(*args, **kwargs):
     """A stand-in for a training module's run_program: raises :class:`RunReached`."""
     raise RunReached
+
+
+def compensated_sum(values, start=0):
+    """A sum() that compensates its rounding, as Python 3.12's does for floats (exactly
+    rounded here, math.fsum): 1e-6 + 3e-7 + 1e-7 gives 1.4e-06 and 0.1 + 0.2 + 0.3 gives
+    0.6, where adding left to right gives 1.3999999999999997e-06 and 0.6000000000000001.
+    A test gives it to a module (monkeypatch) to check the module sums in order on any
+    Python."""
+    return math.fsum(values) + start
 
 
 def reference_network(p: int, servers: int = 0) -> sc.Topology:

@@ -14,7 +14,7 @@ import pytest
 import simcoll as sc
 import simcoll.comparison
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.calibration import _check_free
+from simcoll.calibration import Calibration, _check_free
 from simcoll.cli import main
 from simcoll.errors import (
     InvalidInputError,
@@ -1002,3 +1002,66 @@ def test_a_factory_taking_any_keyword_may_take_a_name_the_algorithm_has_as_an_in
                                                 r"chunks is an int parameter of the "
                                                 r"algorithm"):
         _check_free(fixed, {"chunks": (2.0, 1.0, 8.0)}, set(), None, others, "ring")
+
+
+def _calibration(values, initial, unmoved, probed):
+    return Calibration(values=values, initial=initial, topology=sc.topology.switch(4),
+                       sizes=(1024,), measured=(1e-5,), before=(1e-5,), after=(1e-5,),
+                       evaluations=1, message="", unmoved=unmoved, probed=probed)
+
+
+def test_a_constant_not_fitted_is_not_said_to_be_fitted_again():
+    """latency moved nothing at its start and ended there (not fitted), while
+    bandwidth was probed: the re-fit after probing did not move latency, so its note
+    says it was not fitted, and not that it was "fitted again from its start"."""
+    cal = _calibration({"bandwidth": 3e10, "latency": 5e-6},
+                       {"bandwidth": 1e10, "latency": 5e-6}, ("latency",),
+                       {"bandwidth": 2e10})
+    assert cal.not_fitted == ("latency",)
+    [note] = [n for n in cal.notes if n.startswith("note: latency")]
+    assert note == ("note: latency moved no simulated time at 5e-06, where it started "
+                    "(another part of the machine is the bottleneck there, it acts only "
+                    "past a threshold, or no run uses it): not fitted; start it elsewhere "
+                    "or use starts > 1")
+
+
+def test_without_probing_a_constant_that_moved_later_is_not_said_to_be_fitted_again():
+    """No constant was probed: a constant that moved nothing at its start but ended
+    elsewhere (the fit moved it once others had) has the plain note, with no "fitted
+    again from its start, with  from the best value probed" of an empty probe list."""
+    cal = _calibration({"bandwidth": 3e10, "latency": 7e-6},
+                       {"bandwidth": 1e10, "latency": 5e-6}, ("latency",), {})
+    assert cal.not_fitted == ()
+    [note] = [n for n in cal.notes if n.startswith("note: latency")]
+    assert note == ("note: latency moved no simulated time at 5e-06, where it started "
+                    "(another part of the machine is the bottleneck there, it acts only "
+                    "past a threshold, or no run uses it)")
+
+
+def _switch8(bandwidth: float, latency: float) -> sc.Topology:
+    return sc.topology.switch(8, bandwidth=bandwidth, latency=latency)
+
+
+def test_a_constant_the_fit_moved_a_little_is_not_put_back_at_its_start():
+    """A table simcoll run printed at 100 GB/s and 1.5 us, fitted from 100.09 GB/s (0.09%
+    off) with latency fixed: the fit moves bandwidth back towards 100 GB/s, by about
+    0.09%, far more than the printed times' rounding leaves undetermined. Only a value
+    that ended where it started to the log scale's round trip (a relative 1e-12) is
+    put back to the value given; one the fit moved by 1e-3 or less must stay fitted."""
+    import contextlib
+    import io
+
+    from simcoll.cli import main
+    from simcoll.nccl_tests import parse
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["run", "--topology", "switch:ranks=8,bandwidth=100GB/s,latency=1.5us",
+              "-b", "64M", "-e", "1G", "-f", "4"])
+    table = parse(out.getvalue())
+    start = 100.09e9
+    cal = sc.calibrate(lambda bandwidth: _switch8(bandwidth, 1.5e-6), table,
+                       free={"bandwidth": (start, 1e9, 1e12)}, algorithm="ring")
+    assert cal.initial == {"bandwidth": start}
+    assert abs(cal.values["bandwidth"] / 100e9 - 1) < 2e-4
+    assert abs(cal.values["bandwidth"] / start - 1) > 5e-4

@@ -1147,3 +1147,59 @@ def test_route_bandwidth_on_a_group_reads_group_ranks_and_refuses_its_own():
     with pytest.raises(sc.AlgorithmError, match=r"route_bandwidth\(0\) names this rank "
                                                 r"itself, whose route crosses no link"):
         sc.run_program(topo, itself)
+
+
+class Tagged(list):
+    """A list subclass a program might return (one of "other types")."""
+
+
+def test_subclasses_of_list_and_dict_come_back_as_they_are():
+    """owned() rebuilds exactly list, dict, tuple and named tuples; a container of
+    another type, a list or dict subclass included, comes back as the same object (its
+    type, its extra attributes and identity kept), not rebuilt as a plain list or dict."""
+    ordered = collections.OrderedDict(a=1.0)
+    tagged = Tagged([1, 2])
+    tagged.note = "kept"
+    default = collections.defaultdict(int, {"n": 3})
+
+    def program(comm):
+        yield comm.sleep(0.0)
+        return (ordered, tagged, default)
+
+    outputs = sc.run_program(sc.topology.switch(2), program).outputs
+    for out in outputs:
+        assert type(out) is tuple
+        assert out[0] is ordered and type(out[0]) is collections.OrderedDict
+        assert out[1] is tagged and out[1].note == "kept"
+        assert out[2] is default and out[2]["missing"] == 0
+    # plain containers are still rebuilt, as new objects
+    plain = [np.zeros(2)]
+
+    def returns_plain(comm):
+        yield comm.sleep(0.0)
+        return plain
+
+    outs = sc.run_program(sc.topology.switch(2), returns_plain).outputs
+    assert all(type(o) is list and o is not plain for o in outs)
+
+
+def test_one_array_returned_by_every_rank_and_twice_in_one_output_comes_back_apart():
+    """Every rank returns the same module-level array object (no base: not a view), and
+    once more inside a list: owned() hands rank 0 the object itself and every later rank
+    a copy of its own, one per rank (a rank's two places hold one array, as it returned
+    them), so no two ranks' outputs share memory; keeping the objects handed out
+    (``seen``) is what tells a later rank's occurrence apart from the first."""
+    shared = np.arange(4.0)
+
+    def program(comm):
+        yield comm.sleep(0.0)
+        return (shared, [shared])
+
+    outputs = sc.run_program(sc.topology.switch(3), program).outputs
+    arrays = [out[0] for out in outputs]
+    assert all(out[1][0] is out[0] for out in outputs)
+    assert arrays[0] is shared and all(a.flags.writeable for a in arrays)
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(arrays)
+                   for b in arrays[i + 1:])
+    for a in arrays:
+        np.testing.assert_array_equal(a, [0.0, 1.0, 2.0, 3.0])

@@ -508,3 +508,52 @@ def test_mut_a_send_through_a_proxy_uses_the_proxys_nics():
     out = {k: res.link_bytes[(f"nic0_{k}", f"leaf{k}")] for k in range(6)}
     assert out == {0: 16384, 1: 16384, 2: 8192, 3: 8192, 4: 8192, 5: 8192}
     assert _mut_spine_bytes(res) == 0
+
+
+def test_tree_channels_past_the_searched_count_reuse_the_searched_heads():
+    """dgx_h100(2, nics_per_node=2): GPUs 0-3 sit behind a node's first NIC, 4-7 behind
+    its second, so the rail order is 0, 4, 1, 5, 2, 6, 3, 7 and the search finds n = 4
+    tree channels. Channel c's chain starts at rail entry (c mod n) mod 8: channels
+    0-3 at GPUs 0, 4, 1, 5 and channels 4-7 (tree 1) at the same GPUs again, never at
+    GPUs 2, 3, 6, 7. A channel moves nbytes / 8 across the node boundary each way through
+    its head, so each head GPU sends 2 x nbytes / 8 = nbytes / 4 into its PCIe switch
+    and the others send nothing there. (Taking the rail entry by c mod 8 instead of
+    (c mod n) mod 8 starts channels 4-7 at GPUs 2, 6, 3, 7: every GPU sends nbytes / 8,
+    NICs still evenly loaded, which the balance test cannot see.)"""
+    topo = sc.topology.dgx_h100(2, nics_per_node=2)
+    nbytes = 1 << 19
+    res = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=nbytes, algo="tree",
+                      proto="Simple", channels=8)
+    sent = {int(a[3:]): v for (a, b), v in res.link_bytes.items()
+            if a.startswith("gpu") and b.startswith("pcie")}
+    heads = {0, 1, 4, 5}
+    expected = {g: (nbytes // 4 if g % 8 in heads else 0) for g in range(16)}
+    assert sent == expected
+
+
+@pytest.mark.parametrize("nics", [{}, {"nics_per_node": 2}])
+def test_tree_chains_of_a_smaller_node_rotate_within_its_own_gpus(nics):
+    """A group of GPUs 0-7 of one DGX H100 and 8-11 of the other (8 and 4 GPUs):
+    channel c's head is rail entry (c mod n) of node 0's order (0-7; 0, 4, 1, 5, 2, 6,
+    3, 7 where GPUs 0-3 and 4-7 share a NIC), and every rank of every node rotates each
+    node's GPUs by that one head modulo the node's GPU count, so they agree on every
+    chain (a rank reading its own node's rail order, 0-3 on the second node, disagrees
+    with node 0 about which GPU heads node 1). Heads 4-7 rotate the 4-GPU node by 0-3,
+    never a GPU twice: the all_reduce ends with every member holding the exact sum."""
+    topo = sc.topology.dgx_h100(2, **nics)
+    members = list(range(12))
+    count = 1 << 14
+    x = [np.full(count, float(r + 1)) for r in range(16)]
+
+    def program(comm):
+        if comm.rank not in members:
+            return None
+        out = yield comm.group(members).all_reduce(x[comm.rank], algorithm="nccl",
+                                                   algo="tree", proto="Simple",
+                                                   channels=16)
+        return out
+
+    res = sc.run_program(topo, program, max_events=2_000_000)
+    total = float(sum(r + 1 for r in members))   # 78, exact in float64
+    for r in members:
+        np.testing.assert_array_equal(res.outputs[r], np.full(count, total))

@@ -19,6 +19,7 @@ import simcoll as sc
 from simcoll.cli import main
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests import count_runs, parse, parse_all
+from simcoll.nccl_tests.rows import _half_step
 from simcoll.nccl_tests.tables import nccl_shape
 
 BUSBW = {"all_reduce": lambda p: 2 * (p - 1) / p, "all_gather": lambda p: (p - 1) / p,
@@ -1137,3 +1138,58 @@ def test_a_header_naming_the_program_overrides_an_earlier_guess(header):
     with pytest.raises(InvalidInputError, match=r"collective 'all_gather' was given, but the "
                                                 r"run starting at line 1 is 'all_reduce'$"):
         parse(text, collective="all_gather")
+
+
+_TITLES = ("#       size         count      type   redop    root     time   algbw   busbw "
+           "#wrong\n")
+_ROW = "        1024           256     float     sum      -1    24.03    0.04    0.06       0"
+
+
+def test_a_prrte_tag_whose_job_name_holds_a_dotted_host_name_is_taken_off():
+    """PRRTE names a job prterun-<host>-<pid>; a fully qualified host name has dots
+    (prterun-node0.cluster.example-4242). Its tag [job@1,0]<stdout>: is taken off as
+    the dotless one is: the rows read the same as without any tag."""
+    plain = _TITLES + _ROW
+    tag = "[prterun-node0.cluster.example-4242@1,0]<stdout>: "
+    tagged = "\n".join(tag + line for line in plain.splitlines())
+    want = parse(plain, collective="all_reduce")
+    got = parse(tagged, collective="all_reduce")
+    assert got.rows == want.rows and len(got.rows) == 1
+    assert got.rows[0].size == 1024
+
+
+@pytest.mark.parametrize("text, half", [
+    ("10.02", 0.005), ("24.03", 0.005), ("0.5", 0.05), ("7158", 0.5), ("1.2e+04", 500.0),
+    ("1e+02", 50.0), ("1e400", float("inf")), ("1e-400", 0.0)])
+def test_half_a_unit_of_the_last_digit_printed(text, half):
+    """Half a unit of the last printed digit, by hand: two decimals, 0.01 / 2; one, 0.1 /
+    2; none, 1 / 2; 1.2e+04's last digit is worth 10^3, half 500; past float's range
+    inf or 0. (Ten times that let rows through that are off by ten half steps.)"""
+    assert _half_step(text) == half
+
+
+def test_an_algbw_off_by_more_than_its_rounding_is_refused():
+    """1024 B in 24.03 us is 0.04261 GB/s (1024 / 24.03e-6 / 1e9), printed 0.04: a row
+    that printed 0.08 is off by far more than the half steps of its numbers (0.005 us,
+    0.005 GB/s) and is refused; 0.04 is read."""
+    def row(algbw):
+        return (_TITLES + f"        1024           256     float     sum      -1    24.03 "
+                f"{algbw:>7}    0.06       0")
+    assert parse(row("0.04"), collective="all_reduce").rows[0].out_of_place.algbw == 0.04
+    with pytest.raises(InvalidInputError,
+                       match=r"^line 2: algbw 0.08 GB/s is not size / time = 1024 B / 24.03 us"):
+        parse(row("0.08"), collective="all_reduce")
+
+
+def test_an_infinite_algbw_row_does_not_hide_the_rank_count_other_rows_give():
+    """An all_reduce table of two rows: 1 GiB in 7158.28 us, algbw 150.00 and busbw
+    225.00 (ratio 1.5 = 2 (n - 1) / n, n = 4 alone to the printed half steps: 224.995 /
+    150.005 and 225.005 / 149.995 both round n to 4), and simcoll run's row of a time
+    printed 0.00, algbw and busbw inf, which tells nothing of n: the table has 4 ranks.
+    (A half step of 0 for inf made that row's ratio NaN and the count untold.)"""
+    rows = ("  1073741824     268435456     float     sum      -1  7158.28  150.00  225.00"
+            "       0\n"
+            "        1024           256     float     sum      -1     0.00     inf     inf"
+            "     N/A")
+    table = parse(_TITLES + rows, collective="all_reduce")
+    assert table.nranks == 4

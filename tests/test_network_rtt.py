@@ -10,15 +10,18 @@ from unittest import mock
 import machines
 import numpy as np
 import pytest
-from conftest import V_COLLECTIVES, draw_case, register_probe, run_flows
+import simpy
+from conftest import V_COLLECTIVES, compensated_sum, draw_case, register_probe, run_flows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simcoll as sc
+import simcoll.network.general as general
 from simcoll.cli import main
 from simcoll.errors import InvalidInputError
 from simcoll.network import NETWORKS, FlowRttNetwork
 from simcoll.network.maxmin import fill
+from simcoll.network.regimes import Flow
 from simcoll.network.weighted import fill_arrays_weighted, fill_weighted
 
 POSITIVE_LATENCIES = [1e-7, 5e-7, 1e-6, 3e-6]
@@ -419,3 +422,19 @@ def test_a_route_of_exactly_the_smallest_latency_is_weighed():
     res = sc.simulate(topo, "all_to_all", algorithm="direct", nbytes=2000, dtype=np.uint8,
                       network="flow_rtt")
     assert res.time == pytest.approx(1e-6, rel=1e-9)
+
+
+def test_a_flows_weight_is_its_penalties_summed_left_to_right_whatever_sum_does(monkeypatch):
+    """A flow over links of penalties 1e-6, 3e-7 and 1e-7 (flow_rtt's route latencies)
+    weighs 1 / ((1e-6 + 3e-7) + 1e-7) = 1 / 1.3999999999999997e-06, the sum taken link
+    by link. On Python 3.11 sum() adds left to right too, so the module is given a
+    compensating sum() (3.12's behaviour): the weight must not move to 1 / 1.4e-06."""
+    monkeypatch.setattr(general, "sum", compensated_sum, raising=False)
+    regime = general.GeneralFlows(simpy.Environment(), [1.0, 1.0, 1.0], lambda event: None,
+                                  penalty=[1e-6, 3e-7, 1e-7])
+    flow = Flow((0, 1, 2), 100.0, 1.0, None, None, 0, 1)
+    regime.add(flow, 100.0)
+    summed = (1e-6 + 3e-7) + 1e-7
+    assert summed == 1.3999999999999997e-06
+    assert 1.0 / summed != 1.0 / 1.4e-06
+    assert regime.weight[flow.slot] == 1.0 / summed

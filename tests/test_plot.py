@@ -2485,3 +2485,15 @@ def test_nan_fields_of_a_record_read_back_by_pandas_are_nulls():
     # a machine named only by its spec, where the hash is NaN
     points, _ = read_all([{**record, "spec": "switch:4"}])
     assert points[0].machine == "spec=switch:4" and points[0].spec == "switch:4"
+
+
+def test_a_load_of_no_messages_bins_like_any_load_for_fewer_than_two_edges():
+    """binned_bytes gives one bin fewer than its edges: none for one edge or none (a
+    load of one message gives [] there too). A load of no messages must as well: not
+    one bin of 0, nor numpy's "negative dimensions" ValueError for no edges."""
+    one = LinkLoad(("a", "b"), 100.0, np.array([0.0]), np.array([1.0]), np.array([50.0]))
+    empty = LinkLoad(("a", "b"), 100.0, np.zeros(0), np.zeros(0), np.zeros(0))
+    for edges in ([], [0.5]):
+        assert binned_bytes(one, np.array(edges)).tolist() == []
+        assert binned_bytes(empty, np.array(edges)).tolist() == []
+    assert binned_bytes(empty, np.array([0.0, 1.0])).tolist() == [0.0]

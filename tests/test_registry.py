@@ -1244,3 +1244,16 @@ def test_keywords_must_name_the_choice_that_picks_their_algorithm():
                                  r"Choice parameter of this algorithm"):
             sc.register("all_reduce", "test_keywords_to_nothing", params=specs,
                         cost=NO_FORMULA)(keywords_to_nothing)
+
+
+@pytest.mark.parametrize("dtype", ["int16"])
+def test_a_resolve_functions_own_refusal_is_passed_on_as_it_is(dtype):
+    """AlgorithmSpec.resolved wraps what a resolve function raises in an
+    InvalidInputError naming the algorithm ("its resolve function raised ..."), but an
+    InvalidInputError the function raises itself is already a refusal worded for the
+    caller (NCCL's tuner: "NCCL has no int16 elements (ncclDataType_t in nccl.h)"): it
+    comes through as it is, first word first."""
+    with pytest.raises(sc.InvalidInputError, match=rf"^NCCL has no {dtype} elements "
+                                                   r"\(ncclDataType_t in nccl.h\)"):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="nccl", nbytes=64,
+                    dtype=dtype)

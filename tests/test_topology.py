@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from conftest import compensated_sum
 
 import simcoll as sc
 from simcoll.topology.catalog import builders, parameters
@@ -460,8 +460,7 @@ def test_a_route_latency_is_summed_link_by_link_on_every_python(monkeypatch):
     (1e-6 + 3e-7) + 1e-7 = 1.3999999999999997e-06, (1e-7 + 3e-7) + 1e-6 = 1.4e-06."""
     import simcoll.topology.graph as graph
 
-    monkeypatch.setattr(graph, "sum", lambda values, start=0.0: math.fsum([start, *values]),
-                        raising=False)
+    monkeypatch.setattr(graph, "sum", compensated_sum, raising=False)
     topo = sc.Topology("chain")
     names = [topo.add_gpu(), topo.add_switch(), topo.add_switch(), topo.add_gpu()]
     for (u, v), latency in zip(zip(names, names[1:]), [1e-6, 3e-7, 1e-7]):

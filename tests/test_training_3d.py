@@ -11,7 +11,11 @@ import pytest
 from conftest import ALPHA, BETA, GAMMA, RunReached, reference_network, run_reached
 
 import simcoll as sc
+import simcoll.training.parallel3d as parallel3d
 from simcoll import training as tr
+from simcoll.cost import CostModel
+from simcoll.errors import InvalidInputError
+from simcoll.training.model import Precision
 from simcoll.training.streams import Span
 
 matplotlib.use("Agg")
@@ -930,3 +934,155 @@ def test_what_a_gpu_sends_in_its_tensor_parallel_collectives_is_checked_before_t
         with pytest.raises(RunReached):
             tr.step(model, sc.topology.switch(2), dp=1, tp=2,
                     sequence_parallel=sequence_parallel, recompute=recompute)
+
+
+def _no_formula(*args, **kwargs):
+    raise AssertionError("a test-only program has no formula")
+
+
+_NO_FORMULA = CostModel(time=_no_formula, traffic=_no_formula, exact=_no_formula)
+
+
+def _one_node_only(p, count, hosts, *, nodes):
+    """Refuses a group whose GPUs are not all on one node (a shape check, as
+    hierarchical's unequal-nodes check is)."""
+    if len(set(nodes)) > 1:
+        raise InvalidInputError(f"one node only, got nodes {list(nodes)}")
+
+
+def _gather(comm, x):
+    yield comm.sleep(0.0)
+    return x
+
+
+def _reduce(comm, x, *, op):
+    yield comm.sleep(0.0)
+    return x
+
+
+class _Ran(Exception):
+    pass
+
+
+def _stop(*args, **kwargs):
+    raise _Ran
+
+
+@pytest.fixture
+def one_node_algorithm():
+    for collective, program in (("all_reduce", _reduce), ("all_gather", _gather)):
+        sc.register(collective, "test_one_node", cost=_NO_FORMULA, validate=_one_node_only,
+                    replace=True)(program)
+    yield "test_one_node"
+
+
+def test_a_later_stages_tensor_parallel_group_is_checked_too(monkeypatch,
+                                                            one_node_algorithm):
+    """cluster(3, 4): ranks 0-3 on node 0, 4-7 on node 1, 8-11 on node 2. tp = 3 and
+    pp = 4, tp innermost: stage 0's group is ranks 0-2 (node 0 alone), stage 1's ranks
+    3-5 (nodes 0 and 1). An algorithm that runs only inside a node is refused before
+    the run for stage 1's group, not only checked on stage 0's (every stage's groups,
+    one per replica and stage)."""
+    monkeypatch.setattr(parallel3d, "run_program", _stop)
+    model = tr.gpt(4, 48, 3, 16, 126, batch=4)
+    with pytest.raises(InvalidInputError,
+                       match=r"^the tensor-parallel group \[3, 4, 5\] \((all_reduce|"
+                             r"all_gather)\): one node only, got nodes \[0, 1, 1\]"):
+        tr.step(model, sc.topology.cluster(3, 4), dp=1, tp=3, pp=4,
+                algorithm=one_node_algorithm, order=("tp", "dp", "pp"),
+                gpu=tr.GPU("g", 1e12))
+
+
+@pytest.fixture
+def one_node_sharded_algorithm():
+    """all_reduce anywhere; reduce_scatter and all_gather (ZeRO's data-parallel
+    collectives) inside one node only."""
+    sc.register("all_reduce", "test_one_node_zero", cost=_NO_FORMULA, replace=True)(_reduce)
+    for collective, program in (("reduce_scatter", _reduce), ("all_gather", _gather)):
+        sc.register(collective, "test_one_node_zero", cost=_NO_FORMULA,
+                    validate=_one_node_only, replace=True)(program)
+    yield "test_one_node_zero"
+
+
+def test_every_shards_data_parallel_group_is_checked(monkeypatch, one_node_sharded_algorithm):
+    """cluster(2, 3): ranks 0-2 on node 0, 3-5 on node 1. dp = 2, tp = 3, dp innermost
+    (rank = d + 2 t): shard 0's data-parallel group is ranks 0, 1 (node 0), shard 1's
+    ranks 2, 3 (nodes 0 and 1), shard 2's 4, 5. ZeRO stage 1 runs reduce_scatter and
+    all_gather over them, which this algorithm runs inside a node only: refused for
+    shard 1's group before the run, not only checked on shard 0's."""
+    monkeypatch.setattr(parallel3d, "run_program", _stop)
+    model = tr.gpt(4, 48, 3, 16, 126, batch=4)
+    with pytest.raises(InvalidInputError,
+                       match=r"^the data-parallel group \[2, 3\] \((reduce_scatter|"
+                             r"all_gather)\): one node only, got nodes \[0, 1\]"):
+        tr.step(model, sc.topology.cluster(2, 3), dp=2, tp=3, zero_stage=1,
+                algorithm=one_node_sharded_algorithm, order=("dp", "tp", "pp"),
+                gpu=tr.GPU("g", 1e12))
+
+
+def test_a_tied_embedding_that_tp_does_not_divide_is_checked_by_its_shard_of_the_run(
+        monkeypatch):
+    """A tied embedding of 5 elements over tp = 2: the run all-reduces shards of
+    ceil(5 / 2) = 3 elements (buffer_of(-(-5 // 2), ...)) between the first and last
+    stages, so a ring's chunks=3 suits every embedding group and runs, while chunks=4 is
+    refused before the run, naming the embedding group and its 3 elements (checked by a
+    shard of 5 // 2 = 2, chunks=3 was refused although the run could take it)."""
+    monkeypatch.setattr(parallel3d, "run_program", _stop)
+    model = replace(tr.gpt(2, 64, 4, 16, 128, batch=2), tied_embedding=5)
+    with pytest.raises(_Ran):
+        tr.step(model, sc.topology.switch(4), dp=1, tp=2, pp=2, algorithm="ring",
+                algorithm_params={"chunks": 3}, gpu=tr.GPU("g", 1e12))
+    with pytest.raises(InvalidInputError, match=r"^the embedding group \[\d+, \d+\] "
+                                                r"\(all_reduce\): chunks=4 is more than the "
+                                                r"3 elements"):
+        tr.step(model, sc.topology.switch(4), dp=1, tp=2, pp=2, algorithm="ring",
+                algorithm_params={"chunks": 4}, gpu=tr.GPU("g", 1e12))
+
+
+def test_a_tied_embeddings_all_reduce_is_checked_as_a_buffer_of_gradient_bytes(monkeypatch):
+    """Gradients of 3 bytes (no float type has that size: the run's buffer is bytes,
+    3 x 5 = 15 elements for a tied embedding of 5) and parameters of 2: the first and
+    last stages' all-reduce takes 15 elements, so chunks=15 runs and chunks=16 is
+    refused naming them (checked as 5 float16 parameters, chunks=6 was refused)."""
+    monkeypatch.setattr(parallel3d, "run_program", _stop)
+    precision = Precision(param_bytes=2, grad_bytes=3)
+    model = replace(tr.gpt(2, 64, 4, 16, 128, batch=2, precision=precision),
+                    tied_embedding=5)
+    with pytest.raises(_Ran):
+        tr.step(model, sc.topology.switch(2), dp=1, pp=2, algorithm="ring",
+                algorithm_params={"chunks": 15}, gpu=tr.GPU("g", 1e12))
+    with pytest.raises(InvalidInputError, match=r"^the embedding group \[0, 1\] "
+                                                r"\(all_reduce\): chunks=16 is more than the "
+                                                r"15 elements"):
+        tr.step(model, sc.topology.switch(2), dp=1, pp=2, algorithm="ring",
+                algorithm_params={"chunks": 16}, gpu=tr.GPU("g", 1e12))
+
+
+def _pairs_on_one_node(p, count, hosts, *, nodes):
+    """Refuses a group of two GPUs on two nodes; larger groups anywhere."""
+    if p == 2 and nodes[0] != nodes[1]:
+        raise InvalidInputError(f"a pair on one node only, got nodes {list(nodes)}")
+
+
+@pytest.fixture
+def pair_algorithm():
+    sc.register("all_reduce", "test_pairs", cost=_NO_FORMULA, validate=_pairs_on_one_node,
+                replace=True)(_reduce)
+    sc.register("all_gather", "test_pairs", cost=_NO_FORMULA, replace=True)(_gather)
+    yield "test_pairs"
+
+
+def test_every_shards_embedding_group_is_checked(monkeypatch, pair_algorithm):
+    """cluster(2, 3): ranks 0-2 on node 0, 3-5 on node 1. tp = 3, pp = 2, pp innermost
+    (rank = s + 2 t): shard t's tied-embedding group is its first and last stages'
+    GPUs, ranks 2t and 2t + 1: [0, 1] on node 0, [2, 3] across the nodes, [4, 5] on
+    node 1. An algorithm that runs a pair only inside a node is refused for shard 1's
+    group before the run, not only checked on shard 0's (the tensor-parallel groups,
+    of 3 GPUs, pass)."""
+    monkeypatch.setattr(parallel3d, "run_program", _stop)
+    model = tr.gpt(4, 48, 3, 16, 126, batch=4)
+    with pytest.raises(InvalidInputError,
+                       match=r"^the embedding group \[2, 3\] \(all_reduce\): a pair on one "
+                             r"node only, got nodes \[0, 1\]"):
+        tr.step(model, sc.topology.cluster(2, 3), dp=1, tp=3, pp=2,
+                algorithm=pair_algorithm, order=("pp", "tp", "dp"), gpu=tr.GPU("g", 1e12))

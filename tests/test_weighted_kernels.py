@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import compensated_sum
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_maxmin import problems
 from test_route_grouping import padded
 
+import simcoll.network.weighted as weighted
 from simcoll.network import compiled, weighted_kernels
 from simcoll.network.weighted import fill_arrays_weighted, fill_weighted
 
@@ -100,3 +102,35 @@ def test_compiled_weighted_solvers_are_the_pure_ones_bit_for_bit(problem):
     args = _arguments(*problem)
     np.testing.assert_array_equal(rows(*args), python)
     np.testing.assert_array_equal(vectorized(*args), arrays)
+
+
+def test_a_links_weight_is_summed_left_to_right_whatever_sum_does(monkeypatch):
+    """Three flows of weights 0.1, 0.2, 0.3 share one link of capacity 1: each gets its
+    weight over the link's total weight, the total taken left to right as the compiled
+    solver takes it, (0.1 + 0.2) + 0.3 = 0.6000000000000001. On Python 3.11 sum() adds
+    left to right too, so the weighted module is given a compensating sum() (3.12's
+    behaviour): the rates must not move (0.1 / 0.6 would give 0.16666666666666669)."""
+    monkeypatch.setattr(weighted, "sum", compensated_sum, raising=False)
+    weights = [0.1, 0.2, 0.3]
+    total = (0.1 + 0.2) + 0.3
+    assert total == 0.6000000000000001
+    rates = weighted.fill_weighted([[0], [0], [0]], {0: 1.0}, weights)
+    assert rates[:2] == [0.1 / total, 0.2 / total]   # 0.1666...66, 0.333...33
+    assert rates[:2] == [0.16666666666666666, 0.3333333333333333]
+    assert abs(rates[2] - 0.5) <= 2e-16
+
+
+def test_a_links_refreshed_weight_is_summed_left_to_right_whatever_sum_does(monkeypatch):
+    """Flow 0 (weight 1000) crosses link 0 (capacity 10) and link 1 (capacity 1e-3),
+    which freezes it first at 1e-3; link 0's unfrozen weight then falls from 1000.6 to
+    about 0.6, under REFRESH (1e-3) of what it was, and is summed again over flows 1-3
+    (weights 0.1, 0.2, 0.3), left to right: 0.6000000000000001. Their rates are w x
+    (10 - 1e-3) / that sum, worked out here by hand; with the module given a compensating
+    sum() (3.12's behaviour) they must not move (a compensated 0.6 gives
+    1.6665000000000003 for flow 1)."""
+    monkeypatch.setattr(weighted, "sum", compensated_sum, raising=False)
+    weights = [1000.0, 0.1, 0.2, 0.3]
+    rates = weighted.fill_weighted([[0, 1], [0], [0], [0]], {0: 10.0, 1: 1e-3}, weights)
+    level = (10.0 - 1e-3) / ((0.1 + 0.2) + 0.3)
+    assert rates == [1e-3, 0.1 * level, 0.2 * level, 0.3 * level]
+    assert rates[1] == 1.6665
