@@ -8,12 +8,19 @@ from dataclasses import replace
 import matplotlib
 import numpy as np
 import pytest
-from conftest import ALPHA, BETA, GAMMA, RunReached, reference_network, run_reached
+from conftest import (
+    ALPHA,
+    BETA,
+    GAMMA,
+    NO_FORMULA,
+    RunReached,
+    reference_network,
+    run_reached,
+)
 
 import simcoll as sc
 import simcoll.training.parallel3d as parallel3d
 from simcoll import training as tr
-from simcoll.cost import CostModel
 from simcoll.errors import InvalidInputError
 from simcoll.training.model import Precision
 from simcoll.training.streams import Span
@@ -936,13 +943,6 @@ def test_what_a_gpu_sends_in_its_tensor_parallel_collectives_is_checked_before_t
                     sequence_parallel=sequence_parallel, recompute=recompute)
 
 
-def _no_formula(*args, **kwargs):
-    raise AssertionError("a test-only program has no formula")
-
-
-_NO_FORMULA = CostModel(time=_no_formula, traffic=_no_formula, exact=_no_formula)
-
-
 def _one_node_only(p, count, hosts, *, nodes):
     """Refuses a group whose GPUs are not all on one node (a shape check, as
     hierarchical's unequal-nodes check is)."""
@@ -971,7 +971,7 @@ def _stop(*args, **kwargs):
 @pytest.fixture
 def one_node_algorithm():
     for collective, program in (("all_reduce", _reduce), ("all_gather", _gather)):
-        sc.register(collective, "test_one_node", cost=_NO_FORMULA, validate=_one_node_only,
+        sc.register(collective, "test_one_node", cost=NO_FORMULA, validate=_one_node_only,
                     replace=True)(program)
     yield "test_one_node"
 
@@ -997,9 +997,9 @@ def test_a_later_stages_tensor_parallel_group_is_checked_too(monkeypatch,
 def one_node_sharded_algorithm():
     """all_reduce anywhere; reduce_scatter and all_gather (ZeRO's data-parallel
     collectives) inside one node only."""
-    sc.register("all_reduce", "test_one_node_zero", cost=_NO_FORMULA, replace=True)(_reduce)
+    sc.register("all_reduce", "test_one_node_zero", cost=NO_FORMULA, replace=True)(_reduce)
     for collective, program in (("reduce_scatter", _reduce), ("all_gather", _gather)):
-        sc.register(collective, "test_one_node_zero", cost=_NO_FORMULA,
+        sc.register(collective, "test_one_node_zero", cost=NO_FORMULA,
                     validate=_one_node_only, replace=True)(program)
     yield "test_one_node_zero"
 
@@ -1066,9 +1066,9 @@ def _pairs_on_one_node(p, count, hosts, *, nodes):
 
 @pytest.fixture
 def pair_algorithm():
-    sc.register("all_reduce", "test_pairs", cost=_NO_FORMULA, validate=_pairs_on_one_node,
+    sc.register("all_reduce", "test_pairs", cost=NO_FORMULA, validate=_pairs_on_one_node,
                 replace=True)(_reduce)
-    sc.register("all_gather", "test_pairs", cost=_NO_FORMULA, replace=True)(_gather)
+    sc.register("all_gather", "test_pairs", cost=NO_FORMULA, replace=True)(_gather)
     yield "test_pairs"
 
 
