@@ -1140,8 +1140,6 @@ def test_a_header_naming_the_program_overrides_an_earlier_guess(header):
         parse(text, collective="all_gather")
 
 
-_TITLES = ("#       size         count      type   redop    root     time   algbw   busbw "
-           "#wrong\n")
 _ROW = "        1024           256     float     sum      -1    24.03    0.04    0.06       0"
 
 
