@@ -257,6 +257,30 @@ def test_data_parallel_step_checks_algorithm_params_on_its_smallest_bucket_by_th
         step(206)
 
 
+def test_data_parallel_step_refuses_a_choice_the_tuner_cannot_make_before_the_run(monkeypatch):
+    """algo='nvls' on one DGX A100 (no switch that reduces): NCCL's tuner refused it once
+    the first bucket's all-reduce started, an AlgorithmError naming the bucketed run's
+    started program; it is refused before the run, naming algorithm_params. A choice it
+    can make (algo='ring') still runs."""
+    import simcoll.training.bucketed_step as bucketed_step
+
+    def step(params):
+        return data_parallel_step(sc.topology.dgx_a100(1), gradient_bytes=1 << 20,
+                                  bucket_bytes=1 << 18, forward=0, backward=0,
+                                  algorithm="nccl", algorithm_params=params)
+
+    assert step({"algo": "ring"}).allreduce.params["inner_params"] == {"algo": "ring"}
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the step ran")
+
+    monkeypatch.setattr(bucketed_step, "simulate", ran)
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"^algorithm_params for algorithm='nccl': algo='nvls' cannot run "
+                             r"all_reduce on this machine; it can run ring, tree"):
+        step({"algo": "nvls"})
+
+
 def test_a_bucket_size_in_mib_where_bytes_were_meant_is_refused_before_the_run():
     """bucket_bytes=25 (PyTorch's bucket_cap_mb=25 typed as bytes) on 1.4 GB made 56
     million bucket programs and ran out of memory; at most 100,000 buckets run, which

@@ -15,11 +15,14 @@ from typing import Any
 import numpy as np
 
 from simcoll.algorithms.bucketed import MAX_BUCKETS, PARAMS, check_inner_params
+from simcoll.algorithms.registry import get_algorithm
+from simcoll.buffers import VirtualBuffer
 from simcoll.checks import real, size
 from simcoll.collectives import collective
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError
 from simcoll.inputs import check_counters, check_inputs, check_topology
+from simcoll.ops import ReduceOp
 from simcoll.result import Result
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
@@ -130,23 +133,44 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
                                 f"{buckets} buckets, more than their "
                                 f"{gradient_bytes // dtype.itemsize} {dtype} elements; use "
                                 f"bucket_bytes >= {dtype.itemsize}")
+    op = kwargs.pop("op", "avg")
     if algorithm_params:
-        try:   # as the run would, named as the caller gave them
-            check_inner_params(topology.nranks, gradient_bytes // dtype.itemsize,
-                               len(topology.hosts), topology.gpu_nodes, buckets, inner,
-                               dict(algorithm_params))
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"algorithm_params for algorithm={inner!r}: {exc}") from None
+        _check_algorithm_params(topology, inner, dict(algorithm_params), op, buckets,
+                                VirtualBuffer.of(gradient_bytes // dtype.itemsize, dtype))
         kwargs["inner_params"] = dict(algorithm_params)
     res = simulate(topology, "all_reduce", algorithm="bucketed", network=network,
-                   buckets=buckets, compute=backward, inner=inner,
-                   op=kwargs.pop("op", "avg"), until=kwargs.pop("until", STEP_UNTIL),
-                   **kwargs)
+                   buckets=buckets, compute=backward, inner=inner, op=op,
+                   until=kwargs.pop("until", STEP_UNTIL), **kwargs)
     # the run adds the backward pass's B pieces: it may end an ulp before their sum
     exposed = 0.0 if math.isclose(res.time, backward, rel_tol=1e-12) else res.time - backward
     return DataParallelStep(step_time=forward + res.time,
                             exposed_communication=exposed, buckets=buckets,
                             allreduce=res)
+
+
+def _check_algorithm_params(topology: Topology, algorithm: str, params: dict[str, Any],
+                            op: Any, buckets: int, gradients: VirtualBuffer) -> None:
+    """Refuse, before the run, ``params`` that ``algorithm`` refuses for the smallest of
+    ``buckets`` buckets of ``gradients``, or with which its choice of the machine
+    (``resolve``: NCCL's tuner, for ``algo="nvls"`` on a machine without NVLS) fails for
+    a bucket all-reduced with ``op``, as the run would refuse them once started.
+
+    Raises:
+        InvalidInputError: naming ``algorithm_params`` and the reason.
+    """
+    try:
+        check_inner_params(topology.nranks, gradients.count, len(topology.hosts),
+                           topology.gpu_nodes, buckets, algorithm, params)
+        try:
+            combining = ReduceOp.parse(op).combining
+        except InvalidInputError:   # the run refuses the op itself
+            return
+        get_algorithm("all_reduce", algorithm).resolved(
+            topology, tuple(range(topology.nranks)),
+            VirtualBuffer.of(gradients.count // buckets, gradients.dtype), params,
+            op=combining, started=True)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"algorithm_params for algorithm={algorithm!r}: {exc}") from None
 
 
 _SET_HERE = {"buckets": "bucket_bytes", "compute": "backward", "inner": "algorithm",
