@@ -86,7 +86,9 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
         InvalidInputError: non-positive sizes, negative times, ``faults``, an algorithm
             that cannot reduce a bucket, gradients that are not whole elements or that
             ``data`` does not hold, buckets smaller than an element, parameters the
-            algorithm does not take, or a keyword set from the arguments above.
+            algorithm does not take for the smallest bucket or with which it cannot
+            choose on this machine (NCCL's ``algo="nvls"`` without NVLS), or a keyword
+            set from the arguments above.
     """
     for key in sorted(set(kwargs) & set(_SET_HERE)):
         raise InvalidInputError(f"data_parallel_step sets {key}= itself; give "
