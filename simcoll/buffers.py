@@ -335,9 +335,17 @@ def nbytes_of(payload: Any) -> int:
     return int(payload.nbytes)
 
 
+_FROZEN: dict[int, weakref.ref[np.ndarray]] = {}
+"""The arrays :func:`frozen` made read-only, by ``id`` (each entry leaves with its
+array)."""
+
+
 def frozen(array: np.ndarray) -> np.ndarray:
-    """Mark ``array`` read-only and return it."""
+    """Mark ``array``, which the run made, read-only and return it (:func:`owned` hands
+    it back writeable again without a copy)."""
     array.flags.writeable = False
+    key = id(array)
+    _FROZEN[key] = weakref.ref(array, lambda _: _FROZEN.pop(key, None))
     return array
 
 
@@ -364,7 +372,13 @@ def sealed(array: np.ndarray) -> np.ndarray:
 
 def _is_sealed(array: np.ndarray) -> bool:
     """Whether :func:`sealed` made ``array``."""
-    ref = _SEALED.get(id(array))
+    return _made_by(_SEALED, array)
+
+
+def _made_by(made: dict[int, weakref.ref[np.ndarray]], array: np.ndarray) -> bool:
+    """Whether ``array`` is in ``made``, :data:`_SEALED` or :data:`_FROZEN` (an ``id``
+    alone may be a dead array's, taken again)."""
+    ref = made.get(id(array))
     return ref is not None and ref() is array
 
 
@@ -412,7 +426,9 @@ def owned(outputs: Sequence[Any]) -> list[Any]:
     an output itself or in the lists, tuples (named ones too) and dicts it holds, to
     :data:`NESTED` levels, which come back as new containers of the same kind (other
     objects, subclasses of list and dict included, come back as they are). An array or
-    container that a rank's output holds twice comes back as one, copied once."""
+    container that a rank's output holds twice comes back as one, copied once. A
+    read-only array the run did not make (one a program's caller holds) is copied, not
+    made writeable."""
     seen: set[int] = set()   # the arrays handed out so far, every rank's
     return [_own(out, 0, {}, seen) for out in outputs]
 
@@ -424,7 +440,9 @@ def _own(x: Any, depth: int, made: dict[int, Any], seen: set[int]) -> Any:
     if id(x) in made:
         return made[id(x)]
     if isinstance(x, np.ndarray):
-        array = x.copy() if x.base is not None or id(x) in seen else x
+        mine = x.base is None and id(x) not in seen \
+            and (x.flags.writeable or _made_by(_FROZEN, x))
+        array = x if mine else x.copy()
         array.flags.writeable = True
         seen.add(id(array))
         made[id(x)] = array

@@ -1036,6 +1036,28 @@ def test_an_array_a_program_returns_many_times_is_copied_once_and_deep_nests_end
     assert not level[0].flags.writeable   # 500 lists down: as the program made it
 
 
+def test_a_read_only_array_of_the_callers_that_a_program_returns_stays_read_only():
+    """The output walk made any returned array writeable in place, so a constant table
+    the caller had locked could be written through a rank's output; a reduction the
+    run made is still handed back without a copy."""
+    table = np.arange(6.0)
+    table.flags.writeable = False
+    made = {}
+
+    def program(comm):
+        total = yield comm.reduce(np.ones(3), np.ones(3), sc.ReduceOp.SUM)
+        made[comm.rank] = total
+        return table, total
+
+    outputs = sc.run_program(sc.topology.switch(2), program).outputs
+    assert not table.flags.writeable
+    for rank, (copy, total) in enumerate(outputs):
+        assert copy is not table and copy.flags.writeable
+        np.testing.assert_array_equal(copy, np.arange(6.0))
+        assert total is made[rank] and total.flags.writeable
+    assert not np.shares_memory(outputs[0][0], outputs[1][0])
+
+
 def test_a_bad_tag_in_a_group_names_the_group_and_the_world_rank():
     def program(comm):
         if comm.rank < 2:
