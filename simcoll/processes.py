@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
-__all__ = ["local_pool", "new_pool", "terminate"]
+__all__ = ["DIED", "local_pool", "new_pool", "terminate"]
 
 _PARENT_POLL = 0.2  # seconds between a worker's checks that its parent is alive
 
@@ -33,6 +33,10 @@ def _exit_with_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(_PARENT_POLL)
     os._exit(1)
+
+
+DIED = "a worker process ended abruptly (killed, or out of memory)"
+"""What a pool's ``BrokenProcessPool`` means to a user."""
 
 
 def new_pool(workers: int) -> ProcessPoolExecutor:

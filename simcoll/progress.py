@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
+
 from simcoll.errors import InvalidInputError
 
 __all__ = ["check_progress", "progress_bar"]
@@ -17,7 +19,7 @@ def check_progress(progress: Any) -> None:
     Raises:
         InvalidInputError: naming the value and what is accepted.
     """
-    if progress is not None and not isinstance(progress, bool):
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
         raise InvalidInputError(f"progress={progress!r} is not accepted; use True, False or "
                                 f"None (on when stderr is a terminal)")
 
@@ -26,7 +28,7 @@ def shown(progress: bool | None) -> bool:
     """Whether the bar shows: ``progress``, or where it is None, whether standard error
     is a terminal."""
     if progress is not None:
-        return progress
+        return bool(progress)
     isatty = getattr(sys.stderr, "isatty", None)
     return bool(isatty and isatty())
 

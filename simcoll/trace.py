@@ -221,4 +221,4 @@ def save_chrome(result: RunResult, path: str | os.PathLike,
     """
     out = output_path(path, "path", example="trace.json")
     text = json.dumps(to_chrome(result, topology, critical))
-    write_atomically(out, lambda tmp: tmp.write_text(text))
+    write_atomically(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))

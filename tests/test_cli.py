@@ -817,6 +817,24 @@ def _interrupt_third_point(monkeypatch):
     monkeypatch.setattr(sys.modules["simcoll.sweep.workers"], "simulate", simulate)
 
 
+def test_a_worker_that_died_is_one_line_naming_what_it_ran(capsys, monkeypatch):
+    """A worker killed mid-sweep printed BrokenProcessPool's traceback."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    def dies(*args, **kwargs):
+        exc = BrokenProcessPool("A process in the process pool was terminated abruptly")
+        exc.add_note("a worker ended while running one of: all_reduce ring p=2")
+        raise exc
+
+    monkeypatch.setattr(sys.modules["simcoll.sweep.workers"], "simulate", dies)
+    status, _, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",
+                         "--sizes", "1K")
+    assert (status, err) == (1, "simcoll sweep: error: a worker ended while running one "
+                                "of: all_reduce ring p=2; at the sweep's point all_reduce "
+                                "ring p=2 nbytes=1024; use fewer --workers or smaller "
+                                "runs\n")
+
+
 def test_a_sweep_to_standard_output_prints_each_point_as_it_finishes(capsys, monkeypatch):
     """Without --output nothing else keeps the finished points: Ctrl-C at the third
     point leaves the lines of the first two (JSON lines, or CSV rows under their
@@ -1131,6 +1149,21 @@ def test_trace_writes_chrome_json(capsys, tmp_path):
 def run_module(*argv, **kwargs):
     return subprocess.run([sys.executable, "-m", "simcoll", *argv], capture_output=True,
                           text=True, timeout=120, **kwargs)
+
+
+def test_a_sweeps_csv_is_utf8_whatever_the_locale(tmp_path):
+    """The CSV was written in the locale's encoding: in a C locale a machine named
+    'sw–µ2' failed with UnicodeEncodeError once the whole sweep had run."""
+    machine = sc.topology.switch(2)
+    machine.name = "sw\u2013\u00b52"
+    sc.topology.io.save(machine, tmp_path / "m.json")
+    out = tmp_path / "points.csv"
+    env = {**os.environ, "PYTHONUTF8": "0", "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0"}
+    done = run_module("sweep", "--topology", str(tmp_path / "m.json"), "--algorithms",
+                      "ring", "--ranks", "2", "--sizes", "1K", "--output", str(out), env=env)
+    assert done.returncode == 0, done.stderr
+    (row,) = csv.DictReader(io.StringIO(out.read_bytes().decode("utf-8")))
+    assert row["topology"] == "sw\u2013\u00b52"
 
 
 def test_version_and_exit_codes_in_a_real_process():

@@ -432,9 +432,11 @@ def test_progress_bar_of_the_sizes(capsys):
     assert "compare all_reduce" in err and "3/3" in err
     sc.compare(machine(), made_table(), progress=False)
     assert capsys.readouterr().err == ""
+    sc.compare(machine(), made_table(), progress=np.bool_(True))   # as check= takes it
+    assert "3/3" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("progress", ["yes", 1, np.bool_(True)])
+@pytest.mark.parametrize("progress", ["yes", 1, 1.0])
 def test_bad_progress_is_refused_before_simulating(no_simulation, progress):
     with pytest.raises(InvalidInputError, match=f"progress={progress!r} is not accepted"):
         sc.compare(machine(), made_table(), progress=progress)

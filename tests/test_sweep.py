@@ -190,6 +190,36 @@ def test_a_lambda_factory_runs_in_two_workers_like_in_process():
     assert_all_same(two, want)
 
 
+class _DiesInAWorker(sc.Topology):
+    """A machine that ends the worker process that receives it (as the OOM killer
+    would)."""
+
+    def __reduce__(self):
+        return os._exit, (3,)
+
+
+def test_a_worker_that_dies_names_the_points_it_may_have_been_running(tmp_path):
+    """A worker killed mid-sweep raised the pool's bare BrokenProcessPool, naming no
+    point; the point saved before it (if it finished first) stays."""
+    def factory(p):
+        machine = sc.topology.switch(p)
+        if p > 2:
+            machine.__class__ = _DiesInAWorker
+        return machine
+
+    path = tmp_path / "points.jsonl"
+    from concurrent.futures.process import BrokenProcessPool
+    with pytest.raises(BrokenProcessPool) as caught:
+        sweep(factory, "all_reduce", algorithms=["ring"], ranks=[2, 3, 4, 5], sizes=[64],
+              workers=2, save=path)
+    (note,) = caught.value.__notes__
+    running = note.removeprefix("a worker process ended abruptly (killed, or out of "
+                                "memory) while running one of: ").split("; ")
+    assert len(running) == 2 and set(running) <= {
+        f"all_reduce ring p={p} nbytes=64" for p in (2, 3, 4, 5)}, note
+    assert all(r["nranks"] == 2 for r in (records(path) if path.exists() else []))
+
+
 def test_numpy_integers_are_rank_counts_and_sizes():
     got = sweep(sc.topology.switch, "all_gather", algorithms=["ring"],
                 ranks=np.array([2, 4]), sizes=np.array([64, 128]))
@@ -945,7 +975,7 @@ def test_a_size_that_could_overflow_the_counters_is_refused_before_any_point(cal
     with pytest.raises(sc.InvalidInputError) as swept:
         sweep(lambda q: built.append(q) or sc.topology.switch(q), "all_reduce",
               algorithms=["ring"], ranks=ranks, sizes=sizes)
-    assert str(swept.value) == f"sizes value {size}: {direct.value}"
+    assert str(swept.value) == f"sizes value {size} on ranks value {p}: {direct.value}"
     assert built == [] and calls == []
 
 

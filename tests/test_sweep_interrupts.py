@@ -281,6 +281,80 @@ def test_a_sweep_stopped_before_its_first_point_keeps_what_another_saved_meanwhi
     assert not alone.exists()
 
 
+def _two_records():
+    return sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "naive"], ranks=[2],
+                 sizes=[64]).records
+
+
+def test_a_sweep_killed_mid_write_is_not_glued_to_the_records_another_appends(tmp_path):
+    """Sweep B has the file open; sweep A, saving to it too, is killed half way through a
+    record; B's next record was appended to A's cut-off line, a line in the middle that
+    no sweep or load_results would read again."""
+    from simcoll.sweep.storage import ResultFile
+
+    path = tmp_path / "points.jsonl"
+    ring, naive = _two_records()
+    ring_line = json.dumps(ring).encode() + b"\n"
+    second = ResultFile(path)               # B
+    second.append(ring)
+    with open(path, "ab") as killed:        # A's write, cut off by SIGKILL
+        killed.write(ring_line[:40])
+    second.append(naive)
+    second.close()
+    assert path.read_bytes() == ring_line + ring_line[:40] + b"\n" + \
+        json.dumps(naive).encode() + b"\n"
+    with pytest.warns(UserWarning, match="ignored line 2, a truncated record"):
+        assert load_results(path).records == (ring, naive)
+    with pytest.warns(UserWarning, match="ignored line 2"):
+        again = sweep(sc.topology.switch, "all_reduce", algorithms=["ring", "naive"],
+                      ranks=[2], sizes=[64], save=path)
+    assert again.records == (ring, naive)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no file locks: a cut line stays")
+def test_a_truncated_last_line_is_cut_off_only_where_no_other_sweep_has_the_file(tmp_path):
+    """Sweep B opened the file while sweep A was writing its last line and cut that line
+    off (a record A had saved); A's file is now only cut where nobody else has it open,
+    and the line is set apart from what is written after it."""
+    from simcoll.sweep.storage import ResultFile
+
+    path = tmp_path / "points.jsonl"
+    ring, naive = _two_records()
+    ring_line = json.dumps(ring).encode() + b"\n"
+    first = ResultFile(path)                # A
+    with open(path, "ab") as part:          # A, in the middle of its write
+        part.write(ring_line[:40])
+    with pytest.warns(UserWarning, match="truncated last line"):
+        second = ResultFile(path)           # B leaves A's line alone
+    assert path.read_bytes() == ring_line[:40]
+    with open(path, "ab") as rest:          # A's write ends
+        rest.write(ring_line[40:])
+    second.append(naive)
+    first.close()
+    second.close()
+    assert load_results(path).records == (ring, naive)
+    path.write_bytes(ring_line[:40])
+    with pytest.warns(UserWarning, match="truncated last line"):
+        ResultFile(path).close()            # alone: cut off
+    assert path.read_bytes() == b""
+
+
+def test_a_failed_fsync_names_the_save_file(tmp_path, monkeypatch):
+    from simcoll.sweep.storage import ResultFile
+
+    path = tmp_path / "points.jsonl"
+    store = ResultFile(path)
+
+    def failing(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    with pytest.raises(OSError, match=f"cannot write {path}: Input/output error"):
+        store.append(_two_records()[0])
+    monkeypatch.undo()
+    store.close()
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="no file locks: an empty file stays")
 def test_a_sweep_stopped_before_its_first_point_keeps_a_file_another_has_open(tmp_path):
     """Sweep A makes the save file, sweep B opens it and has not saved a point yet, A

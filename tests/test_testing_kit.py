@@ -224,6 +224,24 @@ def test_a_sweep_axis_must_be_a_list_of_values():
         sweep(p=[2], nbytes=None)
     mark = sweep(p=range(2, 4), name=("a",))
     assert mark.args[1] == [(2, "a"), (3, "a")]
+    for axis in ({2, 4}, frozenset([2]), {2: "a"}):
+        with pytest.raises(sc.InvalidInputError, match=r"^sweep axis p=.* is not accepted: "
+                                                       r"a set's order changes"):
+            sweep(p=axis)   # a set's order differed between pytest-xdist's workers
+    with pytest.raises(sc.InvalidInputError, match=r"a pytest.param in an axis holds one"):
+        sweep(p=[pytest.param(2, 4)])
+
+
+def test_a_pytest_param_in_a_sweep_axis_marks_the_combinations_it_is_in():
+    """A pytest.param reached the test as the ParameterSet itself."""
+    skip = pytest.mark.skip(reason="too big")
+    mark = sweep(p=[2, pytest.param(4, marks=skip)], nbytes=[8, 16])
+    assert mark.kwargs["ids"] == ["p=2-nbytes=8", "p=2-nbytes=16", "p=4-nbytes=8",
+                                  "p=4-nbytes=16"]
+    combos = mark.args[1]
+    assert combos[:2] == [(2, 8), (2, 16)]
+    assert [(c.values, list(c.marks)) for c in combos[2:]] == [((4, 8), [skip]),
+                                                               ((4, 16), [skip])]
 
 
 def _pytest_with_ini(tmp_path, ini: str) -> subprocess.CompletedProcess:

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from concurrent.futures import BrokenExecutor
 
 from simcoll.cli import (
     calibrating,
@@ -22,6 +23,7 @@ from simcoll.cli import (
 )
 from simcoll.cli.options import GIVEN_ONCE, CommandLineError, Parser
 from simcoll.errors import InvalidInputError, RunLimitError, SimCollError, TopologyError
+from simcoll.processes import DIED
 
 __all__ = ["main", "entry", "build_parser"]
 
@@ -126,6 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return CLOSED_PIPE
     except KeyboardInterrupt:
         return _interrupted(args.command)
+    except BrokenExecutor as exc:
+        said = "; ".join(getattr(exc, "__notes__", ())) or DIED
+        print(f"simcoll {args.command}: error: {said}; use fewer --workers or smaller "
+              f"runs", file=sys.stderr)
+        return 1
     except MemoryError as exc:
         hint = ("a smaller --size" if args.command == "demo" else
                 "fewer ranks (algorithms that send to every rank at once, such as naive and "

@@ -101,7 +101,7 @@ class Report:
                "average_bus_bandwidth": {"bandwidth": finite_or_none(average), "okay": okay},
                "errors": errors, "end_time": _now()}
         text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
-        write_atomically(self.path, lambda tmp: tmp.write_text(text))
+        write_atomically(self.path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def json_text(value: Any) -> str:

@@ -344,7 +344,7 @@ def _write(out: Path, records: list[dict[str, Any]]) -> None:
     text = {".csv": lambda: _csv(records),
             ".json": lambda: json.dumps(records, indent=1) + "\n",
             ".jsonl": lambda: "".join(json.dumps(r) + "\n" for r in records)}
-    write_atomically(out, lambda tmp: tmp.write_text(text[out.suffix.lower()]()))
+    write_atomically(out, lambda tmp: tmp.write_text(text[out.suffix.lower()](), encoding="utf-8"))
     print(f"{plural(len(records), 'point')} written to {out}", file=sys.stderr)
 
 

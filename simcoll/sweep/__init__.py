@@ -6,6 +6,10 @@
   ``FailedPoint``.
 * :mod:`~simcoll.sweep.storage`: the JSON-lines save file; ``load_results``.
 * :mod:`~simcoll.sweep.driver`: ``sweep`` itself.
+
+``simcoll.sweep`` is the function (``simcoll/__init__.py`` binds it over this package's
+name), so reach these modules with ``from simcoll.sweep.storage import ResultFile`` or
+``sys.modules["simcoll.sweep.storage"]``, not ``import simcoll.sweep.storage as m``.
 """
 
 from __future__ import annotations

@@ -147,8 +147,10 @@ class FailedPoint:
 
 
 class SweepResults(list["Result | FailedPoint"]):
-    """The points of a sweep in grid order: a :class:`Result` for each point that ran, a
-    :class:`FailedPoint` for each that failed. A plain list in every other respect.
+    """The points of a sweep (in grid order; read back by :func:`load_results`, in the
+    order they were saved, which is the order they finished): a :class:`Result` for each
+    point that ran, a :class:`FailedPoint` for each that failed. A plain list in every
+    other respect.
 
     Attributes:
         records: each point's record (see the module docstring), in the same order: what

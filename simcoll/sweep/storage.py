@@ -4,9 +4,11 @@ The records of the points that finished together are written with one ``write`` 
 whole lines and ``fsync``'d before the sweep goes on, so a stopped or killed sweep keeps
 every point it saved. A write that an exception interrupts (Ctrl-C) is cut off again, so
 no part of a line stays. A process killed in the middle of a write leaves a truncated
-last line: reading tolerates it (it is ignored, with a warning) and :class:`ResultFile`
-cuts it off before appending, so it is never glued to the next record. Any other line
-that is not a record is an error: the file is then left as it is.
+line: reading tolerates it (it is ignored, with a warning), :class:`ResultFile` cuts it
+off when it opens a file no other sweep has open, and starts a new line before its own
+records where a file does not end with one (another sweep appending to the same file
+may have been killed meanwhile), so a truncated line is never glued to the next record.
+Any other line that is not a record is an error: the file is then left as it is.
 
 The file holds JSON lines whatever its name, so a save path ending in ``.json`` (which
 ``load_results`` and ``simcoll plot`` read as one JSON list, as ``simcoll sweep --output
@@ -39,30 +41,40 @@ RECORD_START = b'{"collective": '
 
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], int | None]:
-    """The records of ``path``, and the offset of a truncated last line (None if none)."""
+    """The records of ``path``, and the offset of a truncated last line (None if none);
+    a truncated line before the last one (a sweep killed while writing it, before
+    another appended) is ignored with a warning."""
     data = path.read_bytes()
     lines = data.split(b"\n")
     tail = lines.pop()  # what follows the last newline
-    records = [_parse(line, f"{path} line {number}")
-               for number, line in enumerate(lines, start=1) if line.strip()]
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        record = _parse(line, f"{path} line {number}")
+        if record is None:
+            warnings.warn(f"{path}: ignored line {number}, a truncated record left by a "
+                          f"sweep stopped while writing it; that point counts as not run",
+                          stacklevel=3)
+        else:
+            records.append(record)
     if not tail.strip():
         return records, None
-    where = f"{path} line {len(lines) + 1}"
-    try:
-        record = json.loads(tail)
-    except ValueError:
-        if RECORD_START.startswith(tail) or tail.startswith(RECORD_START):
-            return records, len(data) - len(tail)
-        raise InvalidInputError(f"{where} is not a simcoll sweep record; give save= a new "
-                                f"file or one a sweep wrote") from None
-    records.append(check_record(record, where))  # whole, it only lacks its newline
+    record = _parse(tail, f"{path} line {len(lines) + 1}")
+    if record is None:
+        return records, len(data) - len(tail)
+    records.append(record)  # whole, it only lacks its newline
     return records, None
 
 
-def _parse(line: bytes, where: str) -> dict[str, Any]:
+def _parse(line: bytes, where: str) -> dict[str, Any] | None:
+    """The record of ``line``, or None if it is a truncated one (the start of a record,
+    or of its first field)."""
     try:
         record = json.loads(line)
     except ValueError as exc:
+        if RECORD_START.startswith(line) or line.startswith(RECORD_START):
+            return None
         raise InvalidInputError(f"{where} is not a simcoll sweep record ({exc}); give a "
                                 f"file a sweep wrote (or, to save=, a new one)") from None
     return check_record(record, where)
@@ -164,7 +176,8 @@ class ResultFile:
     """
 
     def __init__(self, path: str | os.PathLike[str]):
-        """Check ``path``, read its records and cut off a truncated last line.
+        """Check ``path``, read its records and cut off a truncated last line where no
+        other sweep has the file open (one that has may be writing that line).
 
         Raises:
             InvalidInputError: ``path`` is a directory, its folder does not exist, or it
@@ -172,18 +185,21 @@ class ResultFile:
         """
         self.path = check_save_path(path)
         created = not self.path.exists()
-        records: list[dict[str, Any]] = []
-        if not created:
-            records, cut = _read(self.path)
-            if cut is not None:
-                _warn_truncated(self.path, self.path.stat().st_size, cut)
-                os.truncate(self.path, cut)
-        self.saved = _latest(records)
         self._fd: int | None = _open_shared(self.path)
         self._created = created
-        if not created and not _ends_line(self.path):
-            self._write(b"\n")
-            os.fsync(self._fd)
+        records: list[dict[str, Any]] = []
+        try:
+            if not created:
+                records, cut = _read(self.path)
+                if cut is not None:
+                    _warn_truncated(self.path, self.path.stat().st_size, cut)
+                    if _alone(self._fd):
+                        os.ftruncate(self._fd, cut)
+                        fcntl.flock(self._fd, fcntl.LOCK_SH)   # in use, as before
+        except BaseException:
+            self.close()
+            raise
+        self.saved = _latest(records)
         if created:
             sync_folder(self.path.parent)
 
@@ -200,13 +216,19 @@ class ResultFile:
         self._write(b"".join(json.dumps(record).encode() + b"\n" for record in records))
         self.saved.update({point_key(record): record for record in records})
         assert self._fd is not None
-        os.fsync(self._fd)
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise cannot_write(self.path, exc) from None
 
     def _write(self, data: bytes) -> None:
-        """Append ``data``, all of it or (on any exception, Ctrl-C included) none."""
+        """Append ``data`` on a line of its own, all of it or (on any exception, Ctrl-C
+        included) none."""
         if self._fd is None:
             raise ValueError(f"{self.path} is closed")
         start = os.lseek(self._fd, 0, os.SEEK_END)
+        if start and _byte_at(self._fd, start - 1) != b"\n":
+            data = b"\n" + data   # after a whole last record, or a truncated one
         try:
             view = memoryview(data)
             while view:
@@ -241,7 +263,7 @@ def _open_shared(path: Path) -> int:
     """``path`` opened for appending (made if need be), with a shared lock that tells
     other sweeps it is in use (:func:`_alone`); opened again if the file was removed
     while the lock was awaited."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
     while True:
         try:
             fd = os.open(path, flags, 0o666)
@@ -291,10 +313,8 @@ def _alone(fd: int) -> bool:
     return True
 
 
-def _ends_line(path: Path) -> bool:
-    """Whether ``path`` is empty or ends with a newline."""
-    with path.open("rb") as f:
-        if f.seek(0, os.SEEK_END) == 0:
-            return True
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+def _byte_at(fd: int, offset: int) -> bytes:
+    """The byte at ``offset`` of the file open as ``fd`` (for reading and appending:
+    where it reads does not change where it appends)."""
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, 1)

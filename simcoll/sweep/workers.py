@@ -14,12 +14,12 @@ from __future__ import annotations
 import pickle
 import queue
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import BrokenExecutor, Executor, Future
 from contextlib import contextmanager
 from typing import Any
 
 from simcoll.errors import InvalidInputError, SimCollError, add_note
-from simcoll.processes import new_pool, terminate
+from simcoll.processes import DIED, new_pool, terminate
 from simcoll.simulate import simulate
 from simcoll.sweep.grid import Point
 from simcoll.sweep.records import result_fields
@@ -92,8 +92,11 @@ class Finished:
         return self._batches
 
 
-def _results(finished: queue.SimpleQueue[Future[Record]], total: int) -> Finished:
-    """The records of ``total`` futures that ``finished`` gets as each is done."""
+def _results(finished: queue.SimpleQueue[Future[Record]], total: int,
+             running: Callable[[], str] = str) -> Finished:
+    """The records of ``total`` futures that ``finished`` gets as each is done;
+    ``running`` names the points a local pool's workers were running (for the note on a
+    worker that died)."""
     def taken(first: Future[Record] | None) -> list[Future[Record]]:
         done = [] if first is None else [first]
         while True:
@@ -113,7 +116,11 @@ def _results(finished: queue.SimpleQueue[Future[Record]], total: int) -> Finishe
             left -= len(batch)
             yield ran(batch)
             for future in batch:
-                future.result()  # a point that raised (not a SimCollError) stops the sweep
+                try:  # a point that raised (not a SimCollError) stops the sweep
+                    future.result()
+                except BrokenExecutor as exc:
+                    add_note(exc, f"{DIED}{running()}")
+                    raise
 
     return Finished(batches(), lambda: ran(taken(None)))
 
@@ -136,19 +143,30 @@ def completed(points: Sequence[Point], *, workers: int, executor: Executor | Non
     if not points or (executor is None and workers == 1):
         yield Finished([run_point(point)] for point in points)
         return
-    pool = None
+    pool, size = None, min(workers, len(points))
     if executor is None:
         _check_picklable(points)
-        pool = executor = new_pool(min(workers, len(points)))
+        pool = executor = new_pool(size)
     futures: list[Future[Record]] = []
     # as_completed yields the futures already done when it starts in no particular order;
     # a queue filled by done-callbacks keeps the order in which points finished.
     finished: queue.SimpleQueue[Future[Record]] = queue.SimpleQueue()
+
+    def running() -> str:
+        """The first points not run, in the order they were sent: the pool's workers
+        take them in that order, so these are what they were running."""
+        if pool is None:
+            return ""
+        left = [point_name(point.head) for point, future in zip(points, futures)
+                if not (future.done() and not future.cancelled()
+                        and future.exception() is None)]
+        return f" while running one of: {'; '.join(left[:size])}"
+
     try:
         for point in points:
             futures.append(executor.submit(run_point, point))
             futures[-1].add_done_callback(finished.put)
-        yield _results(finished, len(futures))
+        yield _results(finished, len(futures), running)
     except BaseException:
         if pool is not None:
             # terminate cancels the points not started. Cancelling them here first would

@@ -5,7 +5,8 @@ from __future__ import annotations
 import itertools
 import re
 import reprlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from simcoll.errors import InvalidInputError
@@ -23,11 +24,16 @@ def _label(value: Any) -> str:
 
 
 def _values(name: str, values: Any) -> list[Any]:
-    """An axis's values as a list: any iterable but a string, with at least one value."""
+    """An axis's values as a list: any iterable but a string, a set or a mapping, with at
+    least one value."""
     shown = f"sweep axis {name}={reprlib.repr(values)} is not accepted"
     if isinstance(values, (str, bytes)):
         raise InvalidInputError(f"{shown}: a string is not a list of values; write "
                                 f"{name}=[{values!r}] for one value")
+    if isinstance(values, (AbstractSet, Mapping)):
+        raise InvalidInputError(f"{shown}: a set's order changes from process to process "
+                                f"(pytest-xdist's workers would collect other tests) and "
+                                f"a mapping's values are not its keys; give a list")
     try:
         listed = list(values)
     except TypeError:
@@ -43,20 +49,42 @@ def sweep(**axes: Iterable[Any]) -> Callable:
 
     ``@sweep(p=[2, 4, 8], nbytes=[1 << 10, 1 << 20])`` is
     ``pytest.mark.parametrize`` over the 6 pairs, with ids like ``p=4-nbytes=1024``.
-    Each axis is an iterable of values other than a string (``p=[5]``, not ``p=5`` or
-    ``p="248"``). Decorators stack (the product again). pytest is imported only here, so
-    simcoll itself never needs it.
+    Each axis is an iterable of values other than a string, a set or a mapping
+    (``p=[5]``, not ``p=5``, ``p="248"`` or ``p={2, 4}``). A value may be a
+    ``pytest.param`` of one value: its marks go to every combination it is in. Decorators
+    stack (the product again). pytest is imported only here, so simcoll itself never
+    needs it.
 
     Raises:
         InvalidInputError: (a ``ValueError``, when the test module is imported) no axis,
-            an axis that is a string or not iterable, or an axis without values.
+            an axis that is a string, a set, a mapping or not iterable, an axis without
+            values, or a ``pytest.param`` of other than one value.
     """
     import pytest
 
     if not axes:
         raise InvalidInputError("sweep needs at least one axis, e.g. sweep(p=[2, 4, 8])")
     names = list(axes)
-    values = [_values(name, vals) for name, vals in axes.items()]
-    combos = list(itertools.product(*values))
-    ids = ["-".join(f"{n}={_label(v)}" for n, v in zip(names, combo)) for combo in combos]
+    values = [[_unwrapped(name, v) for v in _values(name, vals)]
+              for name, vals in axes.items()]
+    combos: list[Any] = []
+    ids = []
+    for combo in itertools.product(*values):
+        ids.append("-".join(f"{n}={_label(v)}" for n, (v, _) in zip(names, combo)))
+        given = tuple(v for v, _ in combo)
+        marks = [mark for _, marked in combo for mark in marked]
+        combos.append(pytest.param(*given, marks=marks) if marks else given)
     return pytest.mark.parametrize(names, combos, ids=ids)
+
+
+def _unwrapped(name: str, value: Any) -> tuple[Any, tuple[Any, ...]]:
+    """An axis's value and its marks: a ``pytest.param``'s one value and marks, or the
+    value itself and none."""
+    import pytest
+
+    if not isinstance(value, type(pytest.param(None))):
+        return value, ()
+    if len(value.values) != 1:
+        raise InvalidInputError(f"sweep axis {name} holds {value!r:.100}; a pytest.param "
+                                f"in an axis holds one value")
+    return value.values[0], tuple(value.marks)
