@@ -48,7 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if any(config.getini(f"simcoll_{name}") != default
+    # str(): pytest 9.2 gives a number a TOML or ini file writes as a float
+    if any(str(config.getini(f"simcoll_{name}")) != default
            for name, (default, _) in OPTIONS.items()):
         from simcoll.testing.plugin import reference
 

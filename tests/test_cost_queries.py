@@ -12,6 +12,8 @@ elements on 4 ranks cuts blocks of 2, 1, 1 and 1 elements, so its root sends 3 x
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -348,6 +350,23 @@ def test_lower_bounds_by_value(collective, moved, reduced):
     bound = cost.lower_bound(collective, p=4, nbytes=4096, alpha=A, beta=B, gamma=G)
     assert bound == Bounds(pytest.approx(2 * A, rel=1e-15), pytest.approx(moved * B, rel=1e-15),
                            pytest.approx(reduced * G, rel=1e-15), A)
+
+
+@pytest.mark.parametrize("collective, moved, reduced", [
+    ("all_gather", 2 * 2**1023, 0), ("gather", 2 * 2**1023, 0),
+    ("all_reduce", Fraction(4 * 2**1023, 3), Fraction(2 * 2**1023, 3)),
+    ("reduce", 2**1023, Fraction(2 * 2**1023, 3))], ids=["all_gather", "gather", "all_reduce",
+                                                       "reduce"])
+def test_lower_bounds_of_sizes_near_the_largest_float_are_finite(collective, moved, reduced):
+    """(p - 1) n as a float overflowed: a raw OverflowError for 2^1023 bytes on 3 ranks,
+    whose bounds are finite (2 x 2^1023 x 1e-12 s); the exact product is rounded once."""
+    bound = cost.lower_bound(collective, p=3, nbytes=2**1023, alpha=1e-6, beta=1e-12,
+                             gamma=1e-13)
+    assert bound.bandwidth == float(moved * Fraction(1e-12))
+    assert bound.computation == float(Fraction(reduced) * Fraction(1e-13))
+    with pytest.raises(sc.InvalidInputError, match=r"^a bound overflows a float: about "
+                                                   r"2\^10\d\d bytes at 10000000000.0 s"):
+        cost.lower_bound(collective, p=3, nbytes=2**1023, alpha=1e-6, beta=1e10)
 
 
 def test_lower_bound_names_collectives_as_predict_does():

@@ -272,6 +272,15 @@ def test_a_session_that_uses_no_simcoll_fixture_does_not_import_simcoll(tmp_path
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "AlphaBeta(alpha=1e-06, beta=1e-11, gamma=2.5e-12)" in run.stdout
+    # the defaults written out are not options set (pytest 9.2 reads them as floats,
+    # which were compared with the default texts)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nsimcoll_alpha = 1e-06\n"
+                                         "simcoll_gamma = 2.5e-12\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "_simcoll_pytest", "-p", "no:cacheprovider",
+         "-q", "-s", "test_it.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_the_plugin_is_installed_under_its_name_with_the_kits_defaults():
@@ -628,3 +637,17 @@ def test_assert_time_takes_an_exact_expected_time_as_assert_traffic_does():
                 Decimal("-1"), Decimal("1e400")):
         with pytest.raises(sc.InvalidInputError, match=re.escape(f"expected={bad!r}"[:40])):
             assert_time(res, bad)
+
+
+def test_a_wrong_result_of_no_error_says_a_zero_has_the_wrong_sign():
+    """A moved -0.0 where 0.0 was due is wrong (Result.correct False) with a largest error
+    of 0.0, which the failure quoted as if nothing differed."""
+    res = simulate(alpha_beta_network(2, alpha=ALPHA, beta=BETA), "all_gather",
+                   algorithm="ring", data=[np.zeros(3, np.float32)] * 2)
+    signed = dataclasses.replace(res, correct=False, max_error=0.0)
+    with pytest.raises(AssertionError, match=r"computed a wrong result \(a zero of the wrong "
+                                             r"sign, every value equal but that\)$"):
+        assert_matches_model(signed, alpha=ALPHA, beta=BETA)
+    off = dataclasses.replace(res, correct=False, max_error=0.5)
+    with pytest.raises(AssertionError, match=r"wrong result \(largest error 0\.5\)$"):
+        assert_matches_model(off, alpha=ALPHA, beta=BETA)

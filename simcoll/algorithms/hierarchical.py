@@ -96,6 +96,7 @@ def _traffic(p: int, nbytes: int, itemsize: int, *, inter: str, nodes: int) -> T
     blocks = block_bytes(nbytes, g, itemsize)
     total = int(blocks.sum())
     sent, received = np.zeros(p, np.int64), np.zeros(p, np.int64)
+    inter_traffic: dict[int, Traffic] = {}   # by block size: at most two of them
     for rank in range(p):
         i = rank % g
         # reduce-scatter: all blocks but i out, all but i-1 in; all-gather of the
@@ -103,10 +104,12 @@ def _traffic(p: int, nbytes: int, itemsize: int, *, inter: str, nodes: int) -> T
         sent[rank] = 2 * total - blocks[i] - blocks[(i + 1) % g]
         received[rank] = 2 * total - blocks[(i - 1) % g] - blocks[i]
         if nodes > 1:
-            across = cost.traffic("all_reduce", inter, p=nodes, nbytes=int(blocks[i]),
-                                  itemsize=itemsize)
-            sent[rank] += across.sent[rank // g]
-            received[rank] += across.received[rank // g]
+            block = int(blocks[i])
+            if block not in inter_traffic:
+                inter_traffic[block] = cost.traffic("all_reduce", inter, p=nodes,
+                                                    nbytes=block, itemsize=itemsize)
+            sent[rank] += inter_traffic[block].sent[rank // g]
+            received[rank] += inter_traffic[block].received[rank // g]
     return gpu_traffic(sent, received)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -395,8 +396,9 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
         p, sizes = _sizes(p, nbytes, collective)
         check_root(get_collective(collective), root, p)
         _itemsize(itemsize, sizes)   # the bounds do not depend on it, but sizes must be whole
-        steps, moved, reduced, needed = uneven_bounds(collective, p, sizes, p + hosts)
-        return Bounds(steps * alpha, moved * beta, reduced * gamma, alpha if needed else 0.0)
+        steps, most, reduces, needed = uneven_bounds(collective, p, sizes, p + hosts)
+        return Bounds(steps * alpha, _seconds(most, beta), _seconds(reduces, gamma),
+                      alpha if needed else 0.0)
     assert collective in _BOUNDED, collective   # every collective has bounds
     p, n = _sizes(p, nbytes)
     check_root(get_collective(collective), root, p)
@@ -406,14 +408,30 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
         return Bounds(0.0, 0.0, 0.0, 0.0)
     moved, reduced = _moved_and_reduced(collective, p, n, itemsize)
     if hosts and collective == "all_reduce":
-        moved = n
+        moved = Fraction(n)
     if not moved and collective != "barrier":  # no rank need move a byte: no message
         return Bounds(0.0, 0.0, 0.0, 0.0)
     # a scatter's empty blocks need no message: only the ranks of its non-empty blocks
     # (the root among them, as the bandwidth bound lets it keep one) must hear from it
     reached = min(p, n // itemsize) if collective == "scatter" else p
-    return Bounds((reached - 1).bit_length() * alpha, moved * beta,
-                  reduced / (p + hosts) * gamma, alpha)
+    return Bounds((reached - 1).bit_length() * alpha, _seconds(moved, beta),
+                  _seconds(Fraction(reduced, p + hosts), gamma), alpha)
+
+
+def _seconds(amount: float | Fraction, per_byte: float) -> float:
+    """``amount`` bytes at ``per_byte`` seconds each, rounded once from the exact product
+    (bytes near 2^1023 times a small constant is a finite time, where the float product
+    of the bytes first would overflow).
+
+    Raises:
+        InvalidInputError: a time past the largest float.
+    """
+    try:
+        return float(Fraction(amount) * Fraction(per_byte))
+    except OverflowError:
+        raise InvalidInputError(f"a bound overflows a float: about "
+                                f"2^{int(amount).bit_length() - 1} bytes at {per_byte!r} s "
+                                f"per byte; use smaller sizes or constants") from None
 
 
 _BOUNDED = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all",
@@ -421,19 +439,21 @@ _BOUNDED = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce",
 """The collectives of fixed-size blocks that :func:`lower_bound` bounds."""
 
 
-def _moved_and_reduced(collective: str, p: int, n: int, itemsize: int) -> tuple[float, float]:
+def _moved_and_reduced(collective: str, p: int, n: int, itemsize: int
+                       ) -> tuple[Fraction, int]:
     """(bytes one rank must move one way, bytes the p inputs take to reduce) for p > 1
-    ranks of n bytes each, without server hosts (:func:`lower_bound`)."""
-    share = (p - 1) / p * n
-    reduced = float((p - 1) * n)
-    return {
-        "all_reduce": (2 * share, reduced),
-        "reduce_scatter": (share, reduced),
-        "all_gather": ((p - 1) * n, 0.0),
-        "broadcast": (n, 0.0),
-        "reduce": (n, reduced),
-        "all_to_all": (share, 0.0),
-        "gather": ((p - 1) * n, 0.0),
-        "scatter": (n - largest_block(n, p, itemsize), 0.0),
-        "barrier": (0.0, 0.0),
+    ranks of n bytes each, without server hosts (:func:`lower_bound`), exactly."""
+    share = Fraction((p - 1) * n, p)
+    reduced = (p - 1) * n
+    moved, reduces = {
+        "all_reduce": (2 * share, True),
+        "reduce_scatter": (share, True),
+        "all_gather": (Fraction(reduced), False),
+        "broadcast": (Fraction(n), False),
+        "reduce": (Fraction(n), True),
+        "all_to_all": (share, False),
+        "gather": (Fraction(reduced), False),
+        "scatter": (Fraction(n - largest_block(n, p, itemsize)), False),
+        "barrier": (Fraction(0), False),
     }[collective]
+    return moved, reduced if reduces else 0

@@ -366,8 +366,9 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     root = _run_root(res, root)
     _check_reference(res, alpha, beta, gamma)
     if res.correct is False:
-        raise AssertionError(f"{_what(res)} computed a wrong result "
-                             f"(largest error {res.max_error!r})")
+        differs = ("a zero of the wrong sign, every value equal but that"
+                   if res.max_error == 0 else f"largest error {res.max_error!r}")
+        raise AssertionError(f"{_what(res)} computed a wrong result ({differs})")
     params = _model_params(res)
     if root is not None:
         params["root"] = root
