@@ -608,15 +608,27 @@ def test_data_parallel_buckets_are_counted_exactly():
 
 def test_step_models_refuse_traffic_past_the_counters_before_the_run():
     """They ran, then numpy raised OverflowError building the int64 counters. Bounds by
-    hand: 2 m p activation bytes per counter at most (2^63 / (2 x 4 x 4) = 2^58); four
+    hand: 2 m (p - 1) activation bytes per counter at most (2^63 / (2 x 4 x 3), rounded
+    up, the least refused; one stage sends nothing, and 2 m p refused 2^62 there); four
     collectives of sequences x 256 x 128 elements of 2 bytes on 4 ranks, within
     (2^63 - 1) // 32 bytes."""
     topo = sc.topology.switch(4)
+    least = -(-2**63 // 24)
     with pytest.raises(sc.InvalidInputError, match=rf"activation_bytes={2**62} over 4 "
                                                    rf"micro-batches and 4 stages could "
-                                                   rf"overflow .* < {2**58}$"):
+                                                   rf"overflow .* < {least}$"):
         sc.training.pipeline_step(topo, stages=4, micro_batches=4, forward=1e-3,
                                   backward=2e-3, activation_bytes=2**62)
+    with pytest.raises(sc.InvalidInputError, match=rf"activation_bytes={least} over 4"):
+        sc.training.pipeline_step(topo, stages=4, micro_batches=4, forward=1e-3,
+                                  backward=2e-3, activation_bytes=least)
+    sc.training.pipeline_step(topo, stages=4, micro_batches=4, forward=1e-3,
+                              backward=2e-3, activation_bytes=(least - 1) // 2 * 2,
+                              network="analytical")
+    alone = sc.training.pipeline_step(sc.topology.switch(1), stages=1, micro_batches=1,
+                                      forward=1e-3, backward=2e-3, activation_bytes=2**62,
+                                      activation_memory="1MiB")
+    assert alone.step_time == 3e-3 and alone.activation_memory == (2**20,)
     model = sc.training.gpt(2, 256, 4, 128, 1000)
     # each collective of the layer takes a sequence's 128 x 256 two-byte activations
     # times the sequences, within (2^63 - 1) // 32 bytes on 4 ranks (a GPU then sends at
@@ -832,14 +844,16 @@ def test_route_refuses_a_frozenset_holding_one_past_the_last_link():
 
 
 def test_pipeline_counter_bound_is_exact():
-    # 4 micro-batches, 4 stages: 2 m p = 32 bytes per activation byte; 32 * 2^58 = 2^63
-    topo = sc.topology.switch(4)
-    kwargs = dict(stages=4, micro_batches=4, forward=1e-3, backward=2e-3)
+    # 4 micro-batches, 5 stages: 2 m (p - 1) = 32 bytes per activation byte;
+    # 32 * 2^58 = 2^63
+    topo = sc.topology.switch(5)
+    kwargs = dict(stages=5, micro_batches=4, forward=1e-3, backward=2e-3)
     with pytest.raises(sc.InvalidInputError, match=rf"activation_bytes={2**58} over 4"):
         sc.training.pipeline_step(topo, activation_bytes=2**58, **kwargs)
-    # 3 micro-batches: 2 m p = 24 does not divide 2^63; the fix is ceil(2^63 / 24)
-    ceil = -(-9223372036854775808 // 24)
-    assert ceil == 384307168202282326   # 2^63 / 24 = 384307168202282325.33...
+    # 3 micro-batches, 4 stages: 2 m (p - 1) = 18 does not divide 2^63; the fix is
+    # ceil(2^63 / 18)
+    ceil = -(-9223372036854775808 // 18)
+    assert ceil == 512409557603043101   # 2^63 / 18 = 512409557603043100.44...
     with pytest.raises(sc.InvalidInputError, match=rf"use activation_bytes < {ceil}$"):
         sc.training.pipeline_step(topo, stages=4, micro_batches=3, forward=1e-3,
                                   backward=2e-3, activation_bytes=2**62)

@@ -479,3 +479,13 @@ def test_a_3d_steps_chunk_bound_of_the_embedding_and_data_parallel_groups(run, m
     with pytest.raises(sc.InvalidInputError, match=rf"{group} .*chunks={most + 1} is more "
                                                    rf"than the {most} elements"):
         run({"chunks": most + 1})
+
+
+def test_layers_that_are_not_a_tuple_or_list_are_named_not_called_missing():
+    """A generator of layers was refused as 'has no layers'."""
+    layers = (tr.Layer(name, (8,), 1e6, 2e6) for name in "ab")
+    with pytest.raises(sc.InvalidInputError, match=r"^model 'm': layers=<generator object "
+                                                   r".* is not accepted; give a tuple"):
+        tr.Model("m", layers, batch=1, seq_len=8, hidden=8, heads=1)
+    with pytest.raises(sc.InvalidInputError, match=r"^model 'm' has no layers"):
+        tr.Model("m", (), batch=1, seq_len=8, hidden=8, heads=1)

@@ -198,13 +198,21 @@ def test_a_layer_that_takes_no_time_holds_its_parameters_while_they_are_gathered
     # [1,2], B bwd [2,3]; A forward [1,2]; B's backward at 3 starts its reduce-scatter,
     # which shares the link with A's backward gather from 3 to 5; A backward [5,7], its
     # reduce-scatter [7,8]. Held: A fwd [0,2], B fwd [1,2], B bwd [2,3], A bwd [3,7],
-    # B's gradients [3,5], A's [5,8]: two layers at most, in [1,2) and [3,7).
+    # B's gradients [3,5], A's [5,8]. At 3 B's backward pass holds its parameters, the
+    # gradients it makes and A's, whose gather it started (prefetch) as it began: three
+    # layers, as a B of any time gives; its parameters freed before its gradients
+    # exist gave two.
     layers = (tr.Layer("A", (1_000_000,), 1e9, 2e9), tr.Layer("B", (1_000_000,), 0.0, 0.0))
     model = tr.Model("idle", layers, batch=1, seq_len=8, hidden=8, heads=1)
     z = tr.zero_step(model, sc.topology.switch(2, bandwidth=1e9, latency=0), stage=3,
                      gpu=tr.GPU("unit", peak_flops=1e12))
     assert z.step_time == pytest.approx(8e-3, rel=1e-12)
-    assert z.gathered == 4_000_000
+    assert z.gathered == 6_000_000
+    # without prefetch A's backward gather starts once B's pass has freed B's parameters:
+    # B's parameters and gradients, then B's gradients and A's parameters, 4 MB
+    alone = tr.zero_step(model, sc.topology.switch(2, bandwidth=1e9, latency=0), stage=3,
+                         gpu=tr.GPU("unit", peak_flops=1e12), prefetch=False)
+    assert alone.gathered == 4_000_000
 
 
 def test_a_pass_that_takes_no_time_holds_its_gradients_from_when_it_runs():
@@ -213,15 +221,17 @@ def test_a_pass_that_takes_no_time_holds_its_gradients_from_when_it_runs():
     # A's forward ends), Z bwd [5,7]; A forward [3,4], backward [5,7]; Z's backward runs
     # at 7, when its gather and A's backward are done; reduce-scatters A [7,9], Z [9,13]
     # (behind A's on its stream). Held: Z fwd [0,2] 4 MB, A fwd [2,4] 2, A bwd [4,7] 2,
-    # Z bwd [5,7] 4, A's gradients [5,9] 4, Z's [7,13] 8: most in [7,9), 4 + 8 = 12 MB.
-    # Z's gradients were counted from the start of their reduce-scatter, which gave 10.
+    # Z bwd [5,7] 4, A's gradients [5,9] 4, Z's [7,13] 8: most at 7, where Z's backward
+    # pass holds its parameters with the gradients it makes, 4 + 4 + 8 = 16 MB. Z's
+    # gradients were counted from the start of their reduce-scatter, which gave 10;
+    # its parameters freed before its gradients exist gave 12.
     layers = (tr.Layer("Z", (2_000_000,), 0.0, 0.0), tr.Layer("A", (1_000_000,), 1e9, 2e9))
     model = tr.Model("late", layers, batch=1, seq_len=8, hidden=8, heads=1,
                      precision=tr.Precision(param_bytes=2, grad_bytes=4))
     z = tr.zero_step(model, sc.topology.switch(2, bandwidth=1e9, latency=0), stage=3,
                      gpu=tr.GPU("unit", peak_flops=1e12), prefetch=True)
     assert z.step_time == pytest.approx(13e-3, rel=1e-12)
-    assert z.gathered == 12_000_000
+    assert z.gathered == 16_000_000
 
 
 @pytest.mark.parametrize("prefetch", [False, True])
@@ -229,9 +239,10 @@ def test_a_gpt_embedding_holds_its_gradients_from_its_backward_pass(prefetch):
     # tr.gpt's embedding takes no FLOPs and its backward pass comes last: on a 1 GB/s
     # switch its gradients (fp32) exist from when its gather lets the pass run, while
     # block0's are still being reduce-scattered (the embedding's wait behind them on
-    # that stream), so a GPU holds both layers' gradients at once and nothing else then
-    # (every parameter gathered has been used). Counted from the start of their
-    # reduce-scatter, they missed block0's: 4,760,576 B (6,340,096 with prefetch).
+    # that stream), so a GPU holds both layers' gradients at once, and the embedding's
+    # parameters (fp16), which its backward pass holds until its gradients exist.
+    # Counted from the start of their reduce-scatter, they missed block0's: 4,760,576 B
+    # (6,340,096 with prefetch); the parameters freed first left them out: 6,362,112.
     model = tr.gpt(layers=1, hidden=256, heads=8, seq_len=128, vocab=3000, batch=2,
                    precision=tr.Precision(param_bytes=2, grad_bytes=4))
     embedding, block, _ = model.layers
@@ -239,7 +250,7 @@ def test_a_gpt_embedding_holds_its_gradients_from_its_backward_pass(prefetch):
     z = tr.zero_step(model, sc.topology.switch(4, bandwidth=1e9, latency=1e-6), stage=3,
                      gpu=tr.GPU("g", 1e14), prefetch=prefetch)
     assert embedding.params % 4 == block.params % 4 == 0  # no padding
-    assert z.gathered == (embedding.params + block.params) * 4
+    assert z.gathered == (embedding.params + block.params) * 4 + embedding.params * 2
 
 
 GPU = tr.GPU("unit", peak_flops=1e12)
@@ -283,22 +294,27 @@ def test_gradients_wider_than_parameters_are_held_at_their_own_width():
 
 
 def test_what_is_freed_at_an_instant_goes_before_what_is_taken_then():
-    # ZeroStep.gathered read from spans made by hand (zero._most_gathered), one GPU:
-    # layers A (10 units) and B (1), 1 B each per unit; A takes no time (its passes end
-    # with their gathers), B 1 s each way. Passes: A fwd, B fwd, B bwd, A bwd.
+    # ZeroStep.gathered read from spans made by hand (zero._most_gathered), one GPU, no
+    # prefetch: layers A and B of 1 unit each, parameters 10 B and gradients 1 B per
+    # unit, each pass 1 s. Passes: A fwd, B fwd, B bwd, A bwd; each gather starts as the
+    # pass before it ends.
     from simcoll.training.streams import Span
     from simcoll.training.zero import _most_gathered
 
-    spans = [Span(0, "all_gather", "all_gather", 0, 1),     # A fwd: held [0,1] 10
-             Span(0, "all_gather", "all_gather", 1, 2),     # B fwd: held [1,3] 1
-             Span(0, "compute", "forward", 2, 3),
-             Span(0, "all_gather", "all_gather", 2, 3),     # B bwd: held [2,5] 1
-             Span(0, "compute", "backward", 3, 5),          # B's gradients [3,6] 1
-             Span(0, "reduce_scatter", "reduce_scatter", 5, 6),
-             Span(0, "all_gather", "all_gather", 6, 7),     # A bwd: held [6,7] 10
-             Span(0, "reduce_scatter", "reduce_scatter", 7, 8)]  # A's gradients [7,8] 10
-    # at 6 B's gradients are freed as A's backward gather starts: 10, not 11
-    assert _most_gathered(spans, 1, [(0.0, 0.0), (1.0, 1.0)], [10, 1], 1, 1) == 10
+    spans = [Span(0, "all_gather", "all_gather", 0, 1),     # A fwd: held [0,2] 10
+             Span(0, "compute", "forward", 1, 2),
+             Span(0, "all_gather", "all_gather", 2, 3),     # B fwd: held [2,4] 10
+             Span(0, "compute", "forward", 3, 4),
+             Span(0, "all_gather", "all_gather", 4, 5),     # B bwd: held [4,6] 10
+             Span(0, "compute", "backward", 5, 6),          # B's gradients [5,7] 1
+             Span(0, "reduce_scatter", "reduce_scatter", 6, 7),
+             Span(0, "all_gather", "all_gather", 6, 7),     # A bwd: held [6,8] 10
+             Span(0, "compute", "backward", 7, 8),          # A's gradients [7,9] 1
+             Span(0, "reduce_scatter", "reduce_scatter", 8, 9)]
+    # at 2, 4 and 6 a layer's parameters are freed as the next one's gather starts: 11
+    # (in [5,8)), not 20
+    assert _most_gathered(spans, 1, [(1.0, 1.0), (1.0, 1.0)], [1, 1], 10, 1,
+                          prefetch=False) == 11
 
 
 def test_a_pass_of_no_time_whose_gather_ended_early_runs_when_the_pass_before_it_ends():
@@ -318,7 +334,8 @@ def test_a_pass_of_no_time_whose_gather_ended_early_runs_when_the_pass_before_it
              Span(0, "reduce_scatter", "reduce_scatter", 4, 6),
              Span(0, "compute", "backward", 5, 7),
              Span(0, "reduce_scatter", "reduce_scatter", 7, 8)]
-    assert _most_gathered(spans, 1, [(1.0, 2.0), (0.0, 0.0)], [1, 10], 1, 1) == 21
+    assert _most_gathered(spans, 1, [(1.0, 2.0), (0.0, 0.0)], [1, 10], 1, 1,
+                          prefetch=True) == 21
 
 
 def test_a_backward_pass_of_no_time_waits_for_its_gather_before_its_gradients_exist():
@@ -327,8 +344,9 @@ def test_a_backward_pass_of_no_time_waits_for_its_gather_before_its_gradients_ex
     # [3,4], Z bwd [4,7]; B forward [3,4], backward [4,6]; reduce-scatters B [6,6.5],
     # Z [8,10]. Z's backward runs at 7, when its gather ends (B's backward ended at 6):
     # its gradients exist from 7, not 6. Held: Z fwd [0,2] 10, B fwd [2,4] 1, B bwd
-    # [3,6] 1, B's gradients [4,6.5] 3, Z bwd [4,7] 10, Z's gradients [7,10] 30: most in
-    # [7,8), 30. Z's gradients from 6 would overlap B's: 33.
+    # [3,6] 1, B's gradients [4,6.5] 3, Z bwd [4,7] 10, Z's gradients [7,10] 30: most at
+    # 7, where Z's backward pass holds its parameters and the gradients it makes, 40.
+    # Z's gradients from 6 would overlap B's: 43.
     spans = [Span(0, "all_gather", "all_gather", 0, 2),
              Span(0, "all_gather", "all_gather", 2, 3),
              Span(0, "compute", "forward", 3, 4),
@@ -337,7 +355,8 @@ def test_a_backward_pass_of_no_time_waits_for_its_gather_before_its_gradients_ex
              Span(0, "all_gather", "all_gather", 4, 7),
              Span(0, "reduce_scatter", "reduce_scatter", 6, 6.5),
              Span(0, "reduce_scatter", "reduce_scatter", 8, 10)]
-    assert _most_gathered(spans, 1, [(0.0, 0.0), (1.0, 2.0)], [10, 1], 1, 3) == 30
+    assert _most_gathered(spans, 1, [(0.0, 0.0), (1.0, 2.0)], [10, 1], 1, 3,
+                          prefetch=True) == 40
 
 
 def test_the_last_layer_is_not_gathered_for_its_backward_while_its_forward_holds_it():

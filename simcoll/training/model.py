@@ -177,7 +177,10 @@ class Model:
     tied_embedding: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.layers, (tuple, list)) or not self.layers:
+        if not isinstance(self.layers, (tuple, list)):
+            raise InvalidInputError(f"model {self.name!r}: layers={self.layers!r:.60} is "
+                                    f"not accepted; give a tuple of Layer")
+        if not self.layers:
             raise InvalidInputError(f"model {self.name!r} has no layers; give a tuple of "
                                     f"Layer")
         for i, layer in enumerate(self.layers):

@@ -174,7 +174,9 @@ class Step:
         compute_time: busy seconds of the compute stream, averaged over the GPUs.
         exposed: per kind (``"tp"``, ``"pp"``, ``"dp"``), seconds the compute stream
             waited while that kind of communication ran, averaged over the GPUs (``"dp"``
-            holds the first and last stages' all-reduce of a tied embedding too).
+            holds the first and last stages' all-reduce of a tied embedding too, and
+            ``"tp"`` the all-gather a receiving stage's tensor-parallel group runs on
+            what the stage before it sent, 1/t from each GPU).
         idle: seconds the compute stream waited with nothing to wait for (the pipeline
             bubble), averaged; ``step_time = compute_time + sum(exposed) + idle``.
         memory: model-state bytes per GPU of each stage (ZeRO over the replicas: with

@@ -191,7 +191,7 @@ def _per_stage(value: float | Sequence[float], stages: int, name: str) -> list[f
 def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
                   forward: float | Sequence[float], backward: float | Sequence[float],
                   activation_bytes: int | str, schedule: str = "1f1b",
-                  activation_memory: float | None = None,
+                  activation_memory: float | str | None = None,
                   ranks: Sequence[int] | None = None, itemsize: int = 2,
                   network: str = "flow") -> PipelineStep:
     """Simulate one pipeline-parallel step.
@@ -205,8 +205,8 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
             the next (its gradient travels back with the same size), or a size such as
             ``"16MiB"``.
         schedule: ``"gpipe"`` or ``"1f1b"``.
-        activation_memory: bytes a stage keeps per micro-batch in flight (default
-            ``activation_bytes``).
+        activation_memory: bytes a stage keeps per micro-batch in flight, or a size
+            such as ``"1GiB"`` (default ``activation_bytes``).
         ranks: the GPU of each stage (default 0..p-1).
         itemsize: bytes per element of the activations.
 
@@ -224,14 +224,16 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
         raise InvalidInputError(f"activation_bytes={nbytes} is not a whole number of "
                                 f"{itemsize}-byte elements")
     # each of the m micro-batches crosses each of the p - 1 stage boundaries twice
-    # (activations forward, gradients back): no counter passes 2 m p bytes per byte
-    if 2 * m * p * nbytes >= COUNTER_LIMIT:
+    # (activations forward, gradients back): no counter passes 2 m (p - 1) bytes per byte
+    crossings = 2 * m * (p - 1)
+    if crossings and crossings * nbytes >= COUNTER_LIMIT:
         raise InvalidInputError(f"activation_bytes={shown(nbytes)} over {m} micro-batches "
                                 f"and {p} stages could overflow the int64 traffic "
                                 f"counters; use activation_bytes < "
-                                f"{-(-COUNTER_LIMIT // (2 * m * p))}")
-    kept = nbytes if activation_memory is None else real(activation_memory,
-                                                         "activation_memory", what="bytes")
+                                f"{-(-COUNTER_LIMIT // crossings)}")
+    kept = nbytes if activation_memory is None else (
+        size(activation_memory, "activation_memory") if isinstance(activation_memory, str)
+        else real(activation_memory, "activation_memory", what="bytes"))
     chosen = check_ranks(topology, ranks, p, "stages")
     stage = _Stage(Recorder(), chosen, _per_stage(forward, p, "forward"),
                    _per_stage(backward, p, "backward"), nbytes, itemsize)

@@ -131,7 +131,9 @@ def _rank_breakdown(spans: Sequence[Span], step: float) -> tuple[
         lo, hi = index[min(max(s.start, 0.0), step)], index[min(max(s.end, 0.0), step)]
         if lo == hi:
             continue
-        row = active.setdefault(s.stream, [0] * (len(points) + 1))
+        if s.stream not in active:   # not setdefault: its default would be built per span
+            active[s.stream] = [0] * (len(points) + 1)
+        row = active[s.stream]
         row[lo] += 1
         row[hi] -= 1
     running = {name: 0 for name in active}

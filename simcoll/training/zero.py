@@ -139,11 +139,12 @@ class ZeroStep:
             (FSDP frees them then), its gradients from the start of its backward pass to
             the end of their reduce-scatter (a pass that takes no time, such as an
             embedding's, runs once the pass before it has ended and its parameters are
-            there); with ``prefetch``, the next layer's are gathered while this one
-            computes (a layer's backward copy once its forward one is freed). 0 for
-            stages 0-2, which keep whole
-            parameters and gradients in ``memory``, and on one GPU, whose shards are
-            the whole layers (FSDP then shards nothing).
+            there, and holds its parameters until the gradients it makes exist, as one
+            that takes time does); with ``prefetch``, the next layer's are gathered
+            while this one computes (a layer's backward copy once its forward one is
+            freed). 0 for stages 0-2, which keep whole parameters and gradients in
+            ``memory``, and on one GPU, whose shards are the whole layers (FSDP then
+            shards nothing).
         breakdown, run, spans: where the time went, the simulation, every span.
     """
 
@@ -346,8 +347,8 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
         partitioned = sum(units)
         communicated = 3 * partitioned
     compute = sum_in_order(f + b for f, b in times)
-    gathered = 0 if stage < 3 or n == 1 else _most_gathered(rec.spans, n, times, units, param_bytes,
-                                                   grad_bytes)
+    gathered = 0 if stage < 3 or n == 1 else _most_gathered(
+        rec.spans, n, times, units, param_bytes, grad_bytes, prefetch=prefetch)
     step = step_end(run.time, compute)
     parts = breakdown(rec.spans, range(n), step)
     return ZeroStep(stage=stage, step_time=step, compute_time=compute,
@@ -360,7 +361,8 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
 
 
 def _most_gathered(spans: list[Span], n: int, times: list[tuple[float, float]],
-                   units: list[int], param_bytes: int, grad_bytes: int) -> int:
+                   units: list[int], param_bytes: int, grad_bytes: int, *,
+                   prefetch: bool) -> int:
     """The most bytes of whole layers any GPU held at once (see ``ZeroStep.gathered``).
 
     Each stream runs in order, so a rank's spans of each kind pair with the passes that
@@ -371,12 +373,13 @@ def _most_gathered(spans: list[Span], n: int, times: list[tuple[float, float]],
     end of the pass before it and the end of its all-gather."""
     layers = len(times)
     passes = [(0, i) for i in range(layers)] + [(1, i) for i in reversed(range(layers))]
+    needs = [j for j, (_, i) in enumerate(passes) if units[i]]
+    started = {k: _gather_started(k, needs, passes, prefetch) for k in needs}
     most = 0
     for rank in range(n):
         mine = [s for s in spans if s.rank == rank]
         timed = [j for j, (b, i) in enumerate(passes) if times[i][b] > 0]
         computed = dict(zip(timed, (s for s in mine if s.stream == "compute")))
-        needs = [j for j, (_, i) in enumerate(passes) if units[i]]
         gathers = dict(zip(needs, (s for s in mine if s.kind == "all_gather")))
         reduced = dict(zip([j for j in needs if passes[j][0] == 1],
                            (s for s in mine if s.kind == "reduce_scatter")))
@@ -389,15 +392,35 @@ def _most_gathered(spans: list[Span], n: int, times: list[tuple[float, float]],
                 reached = ran[-1][1] if ran else 0.0
                 instant = max(reached, gathers[j].end) if j in gathers else reached
                 ran.append((instant, instant))
+        # (instant, order, bytes): at one instant what is freed goes first (order -1),
+        # but the parameters of pass j that takes no time, which go as it ends (order
+        # 2 j + 1): after the gradients it made and the gathers the program started by
+        # then (order 2 x the pass that started them), before those it started later
         changes = []
         for j, gather in gathers.items():
             held = units[passes[j][1]] * param_bytes
-            changes += [(gather.start, held), (ran[j][1], -held)]
+            instant = ran[j][0] == ran[j][1]
+            changes += [(gather.start, 2 * started[j], held),
+                        (ran[j][1], 2 * j + 1 if instant else -1, -held)]
         for j, reduce in reduced.items():
             held = units[passes[j][1]] * grad_bytes
-            changes += [(ran[j][0], held), (reduce.end, -held)]
+            changes += [(ran[j][0], 2 * j, held), (reduce.end, -1, -held)]
         total = 0
-        for _, change in sorted(changes):  # at one instant, what is freed goes first
+        for _, _, change in sorted(changes):
             total += change
             most = max(most, total)
     return most
+
+
+def _gather_started(k: int, needs: list[int], passes: list[tuple[int, int]],
+                    prefetch: bool) -> int:
+    """The pass at whose start :func:`_sharded` starts pass ``k``'s all-gather: ``k``
+    itself, or with ``prefetch`` the pass of the gather before it (the first pass for
+    the first gather), or the one after that where both are one layer's (its backward
+    copy waits for its forward one to go)."""
+    if not prefetch:
+        return k
+    before = [j for j in needs if j < k]
+    if not before:
+        return 0
+    return min(k, before[-1] + (passes[before[-1]][1] == passes[k][1]))
