@@ -381,6 +381,27 @@ def test_the_parameters_nccl_chose_follow_the_table(capsys):
     assert "# parameters" not in out
 
 
+def test_the_parameters_nccl_chose_name_the_part_of_each_row(capsys):
+    """With -o all each size came once per reduction, with nothing telling which line
+    was which op's."""
+    argv = ["run", "--topology", "dgx_h100:nodes=2", "--algorithm", "nccl", "-b", "1M",
+            "-e", "16M", "-f", "16", "-o", "all"]
+    status, out, _ = cli(capsys, *argv)
+    assert status == 0
+    lines = out.splitlines()
+    start = lines.index("# parameters the algorithm chose (in --json's params):")
+    assert lines[start + 2].split()[1:] == ["size", "(B)", "redop", "algo", "proto"]
+    got = [line.split()[1:] for line in lines[start + 3:start + 13]]
+    ops = ("sum", "prod", "max", "min", "avg")
+    want = []
+    for op in ops:
+        for size in (1 << 20, 16 << 20):
+            params = sc.simulate(sc.topology.dgx_h100(2), "all_reduce", algorithm="nccl",
+                                 nbytes=size, op=op).params
+            want.append([str(size), op, params["algo"], params["proto"]])
+    assert got == want
+
+
 def test_a_parameter_in_seconds_takes_a_unit(capsys):
     # 20us is 2e-05 seconds: the JSON of the run says so, and its time is the plain run's
     # plus 20 us (NCCL's launch plus the overhead, before the same steps).
@@ -1164,6 +1185,27 @@ def test_a_sweeps_csv_is_utf8_whatever_the_locale(tmp_path):
     assert done.returncode == 0, done.stderr
     (row,) = csv.DictReader(io.StringIO(out.read_bytes().decode("utf-8")))
     assert row["topology"] == "sw\u2013\u00b52"
+
+
+@pytest.mark.parametrize("alias, name", [("reduce_scatter_tensor", "reduce_scatter"),
+                                         ("all_gather_into_tensor", "all_gather"),
+                                         ("all_to_all_single", "all_to_all")])
+def test_a_table_run_under_torchs_name_is_read_back_as_the_collective(capsys, tmp_path,
+                                                                      alias, name):
+    """The table's head and -J report named the torch alias, so compare --collective
+    refused simcoll's own table and parse(...).collective was the alias."""
+    report = tmp_path / "r.json"
+    status, out, _ = cli(capsys, "run", "--topology", "switch:4", "--collective", alias,
+                         "-b", "1K", "-e", "4K", "-f", "2", "-J", str(report))
+    assert status == 0 and out.startswith(f"# simcoll {sc.__version__}: {name} / ")
+    assert json.loads(report.read_text())["simcoll"]["collective"] == name
+    for given in (None, name, alias):
+        assert sc.nccl_tests.parse(out, collective=given).collective == name
+        assert sc.nccl_tests.parse(out.replace(f": {name} / ", f": {alias} / "),
+                                   collective=given).collective == name   # older tables
+    status, compared, err = cli(capsys, "compare", str(report), "--topology", "switch:4",
+                                "--collective", name)
+    assert status == 0, err
 
 
 def test_version_and_exit_codes_in_a_real_process():

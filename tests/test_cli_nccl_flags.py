@@ -151,6 +151,37 @@ def test_json_report_keeps_the_rows_done_when_the_run_is_interrupted(tmp_path, c
     assert doc["errors"] == ["interrupted after 2 size(s)"]
 
 
+def test_rows_of_every_root_done_before_ctrl_c_are_printed_and_reported(tmp_path, capsys,
+                                                                       monkeypatch):
+    """-r all simulates each root's first row before the table's head; Ctrl-C among
+    them left no row on standard output and no -J report."""
+    import simcoll.cli.run as run_module
+
+    calls = []
+    real = run_module.simulate
+
+    def stop_at_the_third(*args, **kwargs):
+        calls.append(kwargs["root"])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "simulate", stop_at_the_third)
+    path = tmp_path / "r.json"
+    status, out, err = cli(capsys, "run", "--topology", "switch:4", "--collective",
+                           "broadcast", "-b", "1K", "-e", "1K", "-r", "all", "-J", str(path))
+    assert status == 130 and "interrupted" in err
+    rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
+    assert [(int(r[0]), int(r[4])) for r in rows] == [(1024, 0), (1024, 1)]
+    doc = json.loads(path.read_text())
+    assert [(r["size"], int(r["root"])) for r in doc["results"]] == [(1024, 0), (1024, 1)]
+    assert doc["errors"] == ["interrupted after 2 size(s)"]
+    for root, r in enumerate(doc["results"]):
+        direct = sc.simulate(sc.topology.switch(4), "broadcast", algorithm="binomial",
+                             nbytes=1024, root=root, dtype="float32")
+        assert r["out_of_place"]["time"] == pytest.approx(direct.time * 1e6, rel=1e-6)
+
+
 def test_json_report_of_a_run_in_no_time_has_null_bandwidths(tmp_path, capsys):
     path = tmp_path / "r.json"
     # one GPU: an all_reduce moves nothing and takes no time

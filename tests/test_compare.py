@@ -958,6 +958,19 @@ def test_mut_a_log_on_standard_input_that_is_no_log_is_called_standard_input(cap
     assert err.rstrip().endswith("is this an nccl-tests log?)")
 
 
+@pytest.mark.parametrize("command", [["compare", "-", "--topology", "switch:8"],
+                                     ["calibrate", "-", "--topology", "switch:8", "--free",
+                                      "bandwidth=100GB/s:1GB/s:1TB/s"]])
+def test_a_closed_standard_input_is_one_line(capsys, monkeypatch, command):
+    """A process started without standard input (<&-) raised AttributeError reading it."""
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", None)
+    assert main(command) == 2
+    assert capsys.readouterr().err == (f"simcoll {command[0]}: error: standard input is "
+                                       f"closed; give the log as a file, or pipe it in\n")
+
+
 def test_command_line_names_the_log_of_a_row_with_an_unknown_type_or_redop(capsys, log,
                                                                              tmp_path):
     # The row checks ran inside compare() and calibrate(), past where the command names

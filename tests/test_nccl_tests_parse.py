@@ -906,6 +906,25 @@ def test_nccl_shape_takes_an_empty_buffer_and_refuses_a_negative_size():
         nccl_shape("all_reduce", 2, -1, 4)
 
 
+@pytest.mark.parametrize("p", [1, 2, 3, 8])
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+@pytest.mark.parametrize("name", ["all_gather", "gather", "reduce_scatter", "scatter",
+                                  "all_to_all"])
+def test_nccl_shape_rounds_blocks_to_16_bytes_on_one_rank_too(name, itemsize, p):
+    """nccl-tests (all_gather.cu and its siblings) rounds a block down to 16 bytes on any
+    rank count: base = (count / nranks) & -(16 / eltSize); all_gather and gather were
+    left unrounded on one rank (1001 float bytes: 1000, not 992)."""
+    for size in (1001, 4096, 100_003):
+        count = size // itemsize
+        base = (count // p) & -(16 // itemsize) if 16 % itemsize == 0 else count // p
+        columns = (base * p, base * p * itemsize)   # count, size: the whole buffer's
+        got = nccl_shape(name, p, size, itemsize, aligned=True)
+        if name in ("all_gather", "gather"):
+            assert got == (base * itemsize, base, columns[1])
+        else:
+            assert got == (columns[1], base, columns[1])
+
+
 def test_mut_a_bad_row_after_titleless_rows_is_not_called_no_log():
     """A table pasted without its column titles whose fourth row has 12 fields: three rows
     were read, so the text is an nccl-tests table; the error names the row, and does not

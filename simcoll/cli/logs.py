@@ -225,7 +225,14 @@ def _read(path: str) -> str:
 
 
 def _read_stdin() -> str:
-    """Standard input's bytes decoded as a file's (its text where it has no bytes)."""
+    """Standard input's bytes decoded as a file's (its text where it has no bytes).
+
+    Raises:
+        CommandLineError: standard input is closed (the process started without one).
+    """
+    if sys.stdin is None:
+        raise CommandLineError("standard input is closed; give the log as a file, or "
+                               "pipe it in")
     buffer = getattr(sys.stdin, "buffer", None)
     return sys.stdin.read() if buffer is None else _decode(buffer.read(), "standard input")
 

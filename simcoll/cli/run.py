@@ -175,20 +175,22 @@ EVERY = ("dtype", "op", "root")
 """The options that take ``all``."""
 
 
+Rows = Iterator[tuple[table.Row, dict[str, Any]]]
+
+
 def _parts(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
-           requested: list[int]) -> tuple[list[Iterator[tuple[table.Row, dict[str, Any]]]],
-                                          list[str]]:
-    """Each (type, op, root) part's rows, every size checked and its first row simulated
-    before any is printed; with ``-d all``, ``-o all`` or ``-r all``, the notes on the
-    parts this run cannot simulate (an element type that needs ml_dtypes, one the
-    algorithm or NCCL refuses), which are left out as nccl-tests leaves out the types its
-    NCCL lacks.
+           requested: list[int], parts: list[tuple[tuple[table.Row, dict[str, Any]], Rows]],
+           skipped: list[str]) -> None:
+    """Fill ``parts`` with each (type, op, root) part's first row and the rest of its
+    rows, every size checked and the first row simulated before any is printed (a stop
+    meanwhile leaves those done in ``parts``); with ``-d all``, ``-o all`` or ``-r all``,
+    ``skipped`` with the notes on the parts this run cannot simulate (an element type
+    that needs ml_dtypes, one the algorithm or NCCL refuses), which are left out as
+    nccl-tests leaves out the types its NCCL lacks.
 
     Raises:
         CommandLineError: a part that cannot run where it was named alone.
     """
-    parts: list[Iterator[tuple[table.Row, dict[str, Any]]]] = []
-    skipped: list[str] = []
     for dtype, op, root in _settings(args, topo.nranks):
         settings = argparse.Namespace(**{**vars(args), "dtype": dtype, "op": op, "root": root})
         rows = _rows(settings, topo, {**kwargs, **run_kwargs(settings)}, requested)
@@ -200,11 +202,10 @@ def _parts(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
             what = " ".join(str(v) for v in (dtype, op, root) if v is not None)
             skipped.append(f"# left out: {what}: {exc}")
             continue
-        parts.append(itertools.chain([first], rows))
+        parts.append((first, rows))
     if not parts:
         raise CommandLineError("nothing -d / -o / -r name can run here:\n"
                                + "\n".join(skipped))
-    return parts, skipped
 
 
 def _rows(args: argparse.Namespace, topo: Topology, kwargs: dict[str, Any],
@@ -294,7 +295,8 @@ def chosen(records: list[dict[str, Any]], given: set[str],
            defaults: Mapping[str, Any]) -> list[str]:
     """The parameters a run chose itself (``algorithm="nccl"``'s algo, proto, channels,
     arch, intra), as ``#`` lines after the table: those equal at every size (wrapped at 88
-    columns), then one row per size for those that vary. Neither the ``given`` ones nor
+    columns), then one row per size for those that vary, with its type, redop and root
+    where ``-d all``, ``-o all`` or ``-r all`` ran several. Neither the ``given`` ones nor
     those left at their ``defaults`` at every size are listed (``--json`` has them all);
     nothing when nothing else is left.
     """
@@ -312,12 +314,18 @@ def chosen(records: list[dict[str, Any]], given: set[str],
                                initial_indent="#   at every size: ",
                                subsequent_indent="#     ", break_long_words=False)
     if varying:
-        widths = [max(len(k), *(len(str(p[k])) for p in picked)) for k in varying]
+        # the table's columns that tell the parts of -d / -o / -r all apart
+        parts = [k for k in ("type", "redop", "root")
+                 if len({str(r[k]).strip() for r in records}) > 1]
+        columns = [*parts, *varying]
+        shown = [{**{k: str(r[k]).strip() for k in parts}, **p}
+                 for r, p in zip(records, picked)]
+        widths = [max(len(k), *(len(str(p[k])) for p in shown)) for k in columns]
         lines.append(f"# {'size (B)':>12}  " + "  ".join(
-            f"{k:>{w}}" for k, w in zip(varying, widths)))
-        for record, p in zip(records, picked):
+            f"{k:>{w}}" for k, w in zip(columns, widths)))
+        for record, p in zip(records, shown):
             lines.append(f"# {record['size']:12d}  " + "  ".join(
-                f"{p[k]!s:>{w}}" for k, w in zip(varying, widths)))
+                f"{p[k]!s:>{w}}" for k, w in zip(columns, widths)))
     lines.append("#")
     return lines
 
@@ -357,6 +365,9 @@ def run(args: argparse.Namespace) -> int:
             raise
         raise CommandLineError(f"-t {args.nthreads or 1} -g {args.ngpus or 1} (without "
                                f"--topology: {shaped}): {exc}") from None
+    # torch's names as the collective's own, which the table's head and -J report give
+    # (a log parse and compare read back)
+    args.collective = get_collective(args.collective).name
     notes = nccl_flags.notes(args, topo.nranks) + _not_applying(args)
     # -o all and -r all refused where one op or root would be (no reduction, no root)
     run_kwargs(argparse.Namespace(**{**vars(args), "op": "sum" if args.op == "all" else args.op,
@@ -375,22 +386,38 @@ def run(args: argparse.Namespace) -> int:
                      f"passes from {0.9 * min_bw:g} GB/s (0.9 times it, as nccl-tests checks)")
     kwargs = run_kwargs(argparse.Namespace(**{**vars(args), "op": None, "root": None}))
     requested = _requested(args)
-    parts, skipped = _parts(args, topo, kwargs, requested)
-    if args.op == "all":
-        skipped.append(_MULSUM_LEFT_OUT)
+    parts: list[tuple[tuple[table.Row, dict[str, Any]], Rows]] = []
+    skipped: list[str] = []
     report = None if report_path is None else _report(report_path, args, topo, kwargs,
                                                       min_bw)
     done: list[table.Row] = [] if report is None else report.rows
     records: list[dict[str, Any]] = []
     writer = csv.writer(sys.stdout, lineterminator="\n") if args.csv else None
-    if writer is not None:
-        writer.writerow(_CSV_FIELDS)
-    elif not args.json:
-        print("\n".join(_preamble(args, topo, kwargs) + notes + skipped + table.header()))
-    if (notes or skipped) and (args.csv or args.json):
-        print("\n".join(notes + skipped), file=sys.stderr)
+
+    def begin() -> None:
+        """The table's head (or the CSV's), and the notes."""
+        if args.op == "all":
+            skipped.append(_MULSUM_LEFT_OUT)
+        if writer is not None:
+            writer.writerow(_CSV_FIELDS)
+        elif not args.json:
+            print("\n".join(_preamble(args, topo, kwargs) + notes + skipped
+                            + table.header()))
+        if (notes or skipped) and (args.csv or args.json):
+            print("\n".join(notes + skipped), file=sys.stderr)
+
     try:
-        _print_rows(args, parts, done, records, topo, writer)
+        try:
+            _parts(args, topo, kwargs, requested, parts, skipped)
+        except BaseException:
+            if parts:   # stopped among the parts' first rows: those done are kept
+                begin()
+                _print_rows(args, [iter([first]) for first, _ in parts], done, records,
+                            topo, writer)
+            raise
+        begin()
+        _print_rows(args, [itertools.chain([first], rest) for first, rest in parts], done,
+                    records, topo, writer)
     except BaseException as exc:
         if report is not None and done:
             report.write(exc)
@@ -422,7 +449,7 @@ def _report(path: Path, args: argparse.Namespace, topo: Topology,
                            min_bw=min_bw)
 
 
-def _print_rows(args: argparse.Namespace, parts: list[Iterator[tuple[table.Row, dict[str, Any]]]],
+def _print_rows(args: argparse.Namespace, parts: list[Rows],
                 done: list[table.Row], records: list[dict[str, Any]], topo: Topology,
                 writer: Any) -> None:
     """Simulate and print each row (the table's, a CSV line or a JSON record) as it is

@@ -9,7 +9,7 @@ import math
 import re
 
 from simcoll.checks import integer, shown
-from simcoll.collectives import COLLECTIVES
+from simcoll.collectives import ALIASES, COLLECTIVES
 from simcoll.errors import InvalidInputError
 from simcoll.nccl_tests.json_report import looks_like_json, read_json
 from simcoll.nccl_tests.scanning import Run, split_runs
@@ -105,7 +105,8 @@ def _wanted(collective: str | None) -> str | None:
 
 
 def _collective_name(name: str, *, strict: bool = True) -> str:
-    """simcoll's name for a program (``alltoall_perf_mpi``) or collective name.
+    """simcoll's name for a program (``alltoall_perf_mpi``) or collective name (torch's
+    too: ``reduce_scatter_tensor``, which older simcoll tables name).
 
     Raises:
         InvalidInputError: with ``strict``, a name that is neither.
@@ -113,6 +114,8 @@ def _collective_name(name: str, *, strict: bool = True) -> str:
     stem = re.sub(r"_perf(?:_mpi)?$", "", name.strip())
     if stem in PROGRAMS:
         return PROGRAMS[stem]
+    if stem in ALIASES:
+        return ALIASES[stem]
     if stem in PROGRAMS.values() or not strict:
         return stem
     raise InvalidInputError(f"collective {name!r} is not an nccl-tests program or a "

@@ -257,7 +257,7 @@ def nccl_shape(coll: Collective | str, p: int, size: int, itemsize: int,
     per = count // p
     if aligned and 16 % itemsize == 0:
         per &= ~(16 // itemsize - 1)
-    if coll.size_factor(p) != 1:
+    if coll.size_factor(2) != 1:   # the output p inputs long (on one rank, too)
         return per * itemsize, per, per * p * itemsize
     if coll.name in _SPLIT:
         return per * p * itemsize, per, per * p * itemsize
