@@ -2348,14 +2348,16 @@ def test_a_very_narrow_caller_axes_still_labels_at_least_three_sizes():
     """An axes 1.2 inches wide (0.8 of a 1.5-inch figure) would get round(8 x 1.2 / 4.6)
     = 2 labels by the width alone: it keeps at least 3. 11 sizes, 8 B (2^3) to 8 GiB
     (2^33), 30 octaves: the least step k with 30 // k + 1 <= 3 is 11 (none of 11-14
-    divides 30), so 2^3, 2^14, 2^25, and the last size, 2^33, 8 octaves past 2^25 (more
-    than half a step), its own label. With 2 allowed: k = 16, 2^3, 2^19 and 2^33."""
+    divides 30), 2^3, 2^14, 2^25, but the last size, 2^33, 8 octaves past 2^25 (more than
+    half a step), takes a label of its own: 4, one past the 3 allowed. k = 12 gives 2^3,
+    2^15, 2^27 and 2^33 (6 octaves, not less than half of 12); k = 13 gives 2^3, 2^16,
+    2^29, with 2^29 dropped for 2^33, 4 octaves away: 3 labels."""
     records = [sc.simulate(reference(4), "all_reduce", algorithm="ring", nbytes=8 << k)
                for k in range(0, 31, 3)]
     fig = plt.figure(figsize=(1.5, 3))
     ax = fig.add_axes((0.1, 0.2, 0.8, 0.7))
     scaling(records, x="nbytes", y="busbw", ax=ax)
-    assert [tick for tick in ax.get_xticks()] == [2.0 ** 3, 2.0 ** 14, 2.0 ** 25, 2.0 ** 33]
+    assert [tick for tick in ax.get_xticks()] == [2.0 ** 3, 2.0 ** 16, 2.0 ** 33]
     plt.close(fig)
 
 
@@ -2497,3 +2499,69 @@ def test_a_load_of_no_messages_bins_like_any_load_for_fewer_than_two_edges():
         assert binned_bytes(one, np.array(edges)).tolist() == []
         assert binned_bytes(empty, np.array(edges)).tolist() == []
     assert binned_bytes(empty, np.array([0.0, 1.0])).tolist() == [0.0]
+
+
+def test_a_comparison_title_that_is_not_text_is_refused_before_drawing():
+    """title=5 raised AttributeError from the title's wrapping, once a figure was made."""
+    found = _found([1 << 20, 1 << 22], [2e-4, 5e-4])
+    before = plt.get_fignums()
+    for title in (5, ["a"], b"x"):
+        with pytest.raises(sc.InvalidInputError, match=r"^title=.* is not accepted; give a "
+                                                       r"str, or None"):
+            sc.plot.comparison(found, title=title)
+    assert plt.get_fignums() == before
+
+
+@pytest.mark.parametrize("start", [1, 3, 1000, 4097])
+@pytest.mark.parametrize("octaves", [2, 9, 17, 24, 30])
+@pytest.mark.parametrize("most", [3, 5, 8])
+def test_log2_ticks_never_label_more_than_asked_and_label_both_ends(start, octaves, most):
+    """An end that is not a power of 2 got a label of its own after the step had been
+    chosen for the powers alone: 9 labels for 25 sizes of 1000 x 2^k, 8 asked for."""
+    from simcoll.plot.style import log2_ticks
+
+    values = [start * 2**k for k in range(octaves + 1)]
+    ticks = log2_ticks(values, most)
+    assert len(ticks) <= most
+    assert ticks[0] == values[0] and ticks[-1] == values[-1] and ticks == sorted(ticks)
+    if len(values) > most:   # else the values themselves
+        inner = ticks[1:-1]
+        assert all(math.log2(t) == int(math.log2(t)) for t in inner)   # powers of 2
+
+
+def test_a_dollar_sign_in_a_name_is_drawn_as_it_is():
+    """'sw$^$x' as a machine's name raised matplotlib's mathtext error when the figure was
+    saved; 'a$b$c' was drawn as math."""
+    import io
+
+    records = [dict(r.to_dict(), topology="sw$^$x", algorithm="a$b$c")
+               for r in (sc.simulate(reference(p), "all_reduce", algorithm="ring",
+                                     nbytes=1 << 20) for p in (2, 4))]
+    fig = scaling(records)
+    fig.savefig(io.BytesIO(), format="png")
+    ax = fig.axes[0]
+    assert "sw\\$^\\$x" in ax.get_title()
+    assert [t.get_text() for t in ax.get_legend().get_texts()][0].startswith("a\\$b\\$c")
+    plt.close(fig)
+
+
+def test_a_barrier_timeline_title_says_no_bytes_per_rank():
+    res = sc.simulate(reference(4), "barrier", algorithm="dissemination", trace=True)
+    fig = timeline(res)
+    title = fig.axes[0].get_title()
+    assert title.startswith("barrier/dissemination on ") and "per rank" not in title
+    plt.close(fig)
+    res = sc.simulate(reference(4), "all_reduce", algorithm="ring", nbytes=0, trace=True)
+    fig = timeline(res)
+    assert ", 0 B per rank: " in fig.axes[0].get_title()
+    plt.close(fig)
+
+
+def test_numpy_integers_in_a_dict_record_are_rank_counts_and_sizes():
+    """nranks=np.int64(4) was refused as 'expected integers >= 1'."""
+    res = sc.simulate(reference(4), "all_reduce", algorithm="ring", nbytes=1 << 20)
+    record = dict(res.to_dict(), nranks=np.int64(4), nbytes=np.uint32(1 << 20))
+    fig = scaling([record, res.to_dict()], x="nbytes")
+    line = fig.axes[0].lines[0]
+    assert list(line.get_xdata()) == [1 << 20] and list(line.get_ydata()) == [res.time * 1e6]
+    plt.close(fig)

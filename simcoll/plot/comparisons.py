@@ -120,11 +120,15 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
         The matplotlib Figure.
 
     Raises:
-        InvalidInputError: ``found`` is not a Comparison, or a bad save path.
+        InvalidInputError: ``found`` is not a Comparison, a ``title`` that is not a str,
+            or a bad save path.
     """
     if not isinstance(found, Comparison):
         raise InvalidInputError(f"found={found!r} is not a Comparison; pass what "
                                 f"sc.compare returned")
+    if title is not None and not isinstance(title, str):
+        raise InvalidInputError(f"title={title!r:.60} is not accepted; give a str, or None "
+                                f"for what was compared")
     path = checked_save_path(save)
     if axes is None:
         import matplotlib.pyplot as plt

@@ -25,6 +25,7 @@ from simcoll.plot.style import (
     format_size,
     format_time_tick,
     legend_place,
+    literal,
     log2_ticks,
     log_y_axis,
     new_axes,
@@ -328,7 +329,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     2, with both its ends labelled where the data spans less than 10^2.5 (beyond, every
     power of ten is). Points that cannot sit on log axes (time, size or
     bandwidth 0 or missing, as for one rank) and failed sweep points are left out, and the
-    legend says how many of each algorithm's.
+    legend says how many: the failed ones per algorithm, the others per reason, with the
+    algorithms they belong to.
 
     Args:
         records: ``Result`` objects, dicts as ``Result.to_dict()`` writes them, or a sweep
@@ -482,7 +484,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             modelled = modelled or bool(drawn)
             ax.plot(at, ys, marker=marker, markersize=5.5, color=line_colour,
                     linewidth=3.0 if drawn else 1.6, markerfacecolor=colour,
-                    markeredgecolor=colour, label=label, gid="simulated")
+                    markeredgecolor=colour, label=literal(label), gid="simulated")
     axes_width = _AXES_WIDTH if own else ax.get_position().width * fig.get_figwidth()
     _style_axes(ax, x, [float(v) for line in groups.values() for v in line], drawn_ys,
                 y_label, y_text, axes_width)

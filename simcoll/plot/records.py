@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any, Union
 
+import numpy as np
+
 from simcoll.errors import InvalidInputError
 from simcoll.result import Result
 from simcoll.sweep.records import FailedPoint, SweepResults
@@ -161,7 +163,8 @@ def from_mapping(where: str, r: Mapping[str, Any]) -> Point:
             raise InvalidInputError(
                 f"{where} has no {key!r} field; records are Result objects or dicts as "
                 f"Result.to_dict() writes them (a sweep file's lines)")
-    nranks, nbytes = r["nranks"], r["nbytes"]
+    nranks, nbytes = (int(v) if isinstance(v, np.integer) else v
+                      for v in (r["nranks"], r["nbytes"]))
     if (isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1
             or isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
         raise InvalidInputError(f"{where} has nranks={nranks!r}, nbytes={nbytes!r}; "

@@ -63,7 +63,8 @@ def wrapped(title: str, width: int = 88) -> str:
     on its own), so a long machine name does not run past the figure's edges: after a
     ", " or ": " where the phrases fit, else before a " (", else between words; never
     inside brackets unless a bracketed part alone is too long; a word longer than a line
-    (a long machine or algorithm name) after a ``_`` or ``/`` where it can be."""
+    (a long machine or algorithm name) after a ``_`` or ``/`` where it can be; its
+    ``$`` signs drawn as they are (:func:`literal`)."""
     out: list[str] = []
     for line in title.split("\n"):
         current = ""
@@ -79,7 +80,16 @@ def wrapped(title: str, width: int = 88) -> str:
                 out.extend(pieces[:-1])
                 current = pieces[-1]
         out.append(current)
-    return "\n".join(out)
+    return literal("\n".join(out))
+
+
+def literal(text: str) -> str:
+    """``text`` as matplotlib draws it letter for letter: a ``$`` in a machine's,
+    algorithm's or parameter's name would start mathtext (garbled, or an error when the
+    figure is drawn) where matplotlib parses math, as it does by default."""
+    import matplotlib
+
+    return text.replace("$", r"\$") if matplotlib.rcParams["text.parse_math"] else text
 
 
 def _between_words(text: str, width: int) -> list[str]:
@@ -195,10 +205,20 @@ def log2_ticks(values: list[float], most: int, few: int | None = None) -> list[f
         return [float(v) for v in distinct[::step]]
     fits = [k for k in range(1, last - first + 1) if (last - first) // k + 1 <= most]
     landing = [k for k in fits[:4] if (last - first) % k == 0]
-    step = (landing or fits)[0]
-    ticks = [2.0**j for j in range(first, last + 1, step)]
-    # ends that are not powers of 2 (or are off the steps) get their own labels, with
-    # the power of 2 nearest to them dropped when closer than half a step
+    # the steps in order of preference, and longer ones where the ends' own labels
+    # would make more than ``most``
+    for step in [*landing, *(k for k in fits if k not in landing),
+                 *range(last - first + 1, last - first + 3)]:
+        ticks = _with_ends([2.0**j for j in range(first, last + 1, step)], distinct, step)
+        if len(ticks) <= most:
+            return ticks
+    return [float(distinct[0]), float(distinct[-1])]
+
+
+def _with_ends(ticks: list[float], distinct: list[float], step: int) -> list[float]:
+    """``ticks`` with the ends of ``distinct`` that are not powers of 2 (or are off the
+    steps) as labels of their own, the power of 2 nearest to each dropped when closer
+    than half a step."""
     for end, near in ((distinct[0], 0), (distinct[-1], -1)):
         if float(end) not in ticks:
             if abs(math.log2(ticks[near]) - math.log2(end)) < step / 2 and len(ticks) > 1:

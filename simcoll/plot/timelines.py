@@ -332,8 +332,10 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   frameon=False, fontsize="small")
     if isinstance(result, Result):
-        title = (f"{result.collective}/{result.algorithm} on {result.topology}, "
-                 f"{format_size(result.nbytes)} per rank: {format_duration(result.time)}")
+        per_rank = "" if result.collective == "barrier" else \
+            f", {format_size(result.nbytes)} per rank"   # a barrier moves no data
+        title = (f"{result.collective}/{result.algorithm} on {result.topology}{per_rank}: "
+                 f"{format_duration(result.time)}")
     else:
         title = f"a program on {result.topology}: {format_duration(result.time)}"
     others = sum(1 for a in active if a >= result.nranks)
