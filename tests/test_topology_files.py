@@ -744,3 +744,40 @@ def test_an_astra_config_without_npus_count_is_told_by_its_list_of_topology_kind
     with pytest.raises(sc.TopologyError, match=r"ring.yml, line 4: devices: unknown key in "
                                                r"an ASTRA-sim network config"):
         sc.topology.load(path)
+
+
+def test_a_machine_load_would_refuse_is_not_saved(tmp_path):
+    """save wrote a machine with an unlinked GPU, which load then refused."""
+    half = sc.Topology("half built")
+    a, b, c = half.add_gpu(), half.add_gpu(), half.add_gpu()
+    half.add_link(a, b, bandwidth=1e9)
+    path = tmp_path / "half.yaml"
+    with pytest.raises(sc.TopologyError, match=r"^not saved, as load\(\) would refuse it: "
+                                               r"topology 'half built' is not connected"):
+        sc.topology.save(half, path)
+    assert not path.exists()
+    half.add_link(b, c, bandwidth=1e9)
+    sc.topology.save(half, path)
+    assert sc.topology.to_dict(sc.topology.load(path)) == sc.topology.to_dict(half)
+
+
+def test_a_numpy_integer_node_is_read_as_every_count_is():
+    """A device's node of np.int64(1) was refused; add_gpu takes it."""
+    machine = sc.topology.from_dict(
+        {"devices": [{"name": "g0", "kind": "gpu", "node": np.int64(1)},
+                     {"name": "g1", "kind": "gpu", "node": np.uint8(0)}],
+         "links": [{"u": "g0", "v": "g1", "bandwidth": 1e9}]})
+    assert machine.gpu_nodes == (1, 0) and type(machine.gpu_nodes[0]) is int
+    with pytest.raises(sc.TopologyError, match=r"node: expected a whole number >= 0, got "
+                                               r"np.True_"):
+        sc.topology.from_dict({"devices": [{"name": "g0", "kind": "gpu",
+                                            "node": np.bool_(True)}], "links": []})
+
+
+def test_link_index_finds_each_link_of_a_large_switch():
+    machine = sc.topology.switch(300)
+    names = [link.u if link.u != "switch" else link.v for link in machine.links]
+    assert [machine.link_index("switch", name) for name in names] == list(range(300))
+    assert [machine.link_index(name, "switch") for name in names] == list(range(300))
+    with pytest.raises(sc.TopologyError, match=r"no link between 'gpu0' and 'gpu1'"):
+        machine.link_index("gpu0", "gpu1")

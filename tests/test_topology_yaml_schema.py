@@ -464,3 +464,13 @@ def test_an_astra_sim_count_below_two_is_shown_as_written(tmp_path, parser):
                                                r"number >= 2 \(ASTRA-sim refuses fewer\), got "
                                                r"0x1$"):
         sc.topology.load(astra_config(tmp_path, "[0x1, 2]"))
+
+
+def test_a_list_key_is_named_by_its_kind_not_by_its_nodes(tmp_path):
+    """A flow-sequence key was named by PyYAML's node repr ([ScalarNode(tag=...), ...])."""
+    path = tmp_path / "key.yaml"
+    path.write_text("devices:\n  - {name: g0, kind: gpu}\nlinks: []\n? [a, b]\n: c\n")
+    with pytest.raises(sc.TopologyError) as caught:
+        sc.topology.load(path)
+    assert str(caught.value) == (f"{path}, line 4: a seq key: a key YAML 1.2 reads as seq, "
+                                 f"where keys are names; quote it")

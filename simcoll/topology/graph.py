@@ -184,7 +184,7 @@ class Topology:
         self._index: dict[str, int] = {}
         self._adjacency: list[list[tuple[int, int]]] = []
         self._links: list[Link] = []
-        self._pairs: set[frozenset[str]] = set()
+        self._pairs: dict[frozenset[str], int] = {}   # a link's two ends: its index
         self._gpus: list[str] = []
         self._hosts: list[str] = []
         self._routes: dict[tuple[Any, ...], Route] = {}
@@ -356,7 +356,7 @@ class Topology:
         self.spec = None
         index = len(self._links)
         self._links.append(link)
-        self._pairs.add(frozenset((u, v)))
+        self._pairs[frozenset((u, v))] = index
         self._adjacency[self._index[u]].append((self._index[v], 2 * index))
         self._adjacency[self._index[v]].append((self._index[u], 2 * index + 1))
         self._invalidate()
@@ -501,9 +501,9 @@ class Topology:
             TopologyError: no such link.
         """
         self._check_ends(u, v)
-        for i, link in enumerate(self._links):
-            if {link.u, link.v} == {u, v}:
-                return i
+        index = self._pairs.get(frozenset((u, v)))
+        if index is not None:
+            return index
         ends = [link.v if link.u == u else link.u for link in self._links if u in (link.u, link.v)]
         raise TopologyError(f"topology {self.name!r} has no link between {u!r} and {v!r}; "
                             f"{u!r} links to {_listed(ends)}")

@@ -146,10 +146,11 @@ def _field(entry: dict[str, Any], key: str, ctx: Context, path: Key, *, kind: st
                 f" (YAML 1.2 reads {written} as a number: quote it, '{written}')"
             raise ctx.error(where, f"expected a non-empty string, got {value!r}{hint}")
         return value
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if kind == "int":   # numpy's integers too, as every count simcoll takes
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+                or value < 0:
             raise ctx.error(where, f"expected a whole number >= 0, got {value!r}")
-        return value
+        return int(value)
     if value is None and kind == "rate":
         # JSON has no infinity: a rate saved as null is infinite where infinity is the
         # field's default (a reduce_bandwidth), null stands for the default where that is
@@ -330,11 +331,17 @@ def save(topology: Topology, path: str | os.PathLike) -> None:
     names (via a temporary file, then renamed).
 
     Raises:
-        TopologyError: an unknown extension, or .toml without the optional tomli_w.
+        TopologyError: an unknown extension, .toml without the optional tomli_w, or a
+            machine that cannot run (no GPU, not connected, a staging device it lacks),
+            which :func:`load` would refuse.
         InvalidInputError: not a Topology, or a path that is not a file path, a
             directory, or in a folder that does not exist.
     """
     data = to_dict(topology)
+    try:
+        topology.validate()
+    except TopologyError as exc:
+        raise TopologyError(f"not saved, as load() would refuse it: {exc}") from None
     path = output_path(path, "path", example="machine.yaml")
     check_suffix(path)
     text = dump(data if path.suffix.lower() == ".json" else _compact(data), path)
