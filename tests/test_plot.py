@@ -2565,3 +2565,21 @@ def test_numpy_integers_in_a_dict_record_are_rank_counts_and_sizes():
     line = fig.axes[0].lines[0]
     assert list(line.get_xdata()) == [1 << 20] and list(line.get_ydata()) == [res.time * 1e6]
     plt.close(fig)
+
+
+def test_a_v_collectives_model_line_takes_its_sizes_per_rank():
+    """formula=True on all_gatherv passed the record's one nbytes to its model, which
+    refused it: every line said 'no model'. The ring's model with p equal blocks of s
+    bytes, by hand: (p - 1)(alpha + s beta), exact on the reference switch."""
+    s = 1 << 16
+    runs = [sc.simulate(reference(p), "all_gatherv", algorithm="ring", nbytes=[s] * p)
+            for p in (2, 4, 8)]
+    for records in (runs, [r.to_dict() for r in runs]):
+        fig = scaling(records, formula=True, alpha=ALPHA, beta=BETA, gamma=0)
+        ax = fig.axes[0]
+        assert "no model" not in " ".join(t.get_text() for t in ax.get_legend().get_texts())
+        (model,) = [line for line in ax.lines if line.get_gid() == "formula"]
+        want = [(p - 1) * (ALPHA + s * BETA) * 1e6 for p in (2, 4, 8)]
+        np.testing.assert_allclose(model.get_ydata(), want, rtol=1e-12)
+        np.testing.assert_allclose(want, [r.time * 1e6 for r in runs], rtol=1e-12)
+        plt.close(fig)

@@ -157,17 +157,21 @@ def _itemsize(dtype: str) -> int:
 def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float | None:
     """The cost model's value of ``y`` at ``p``, or None where it does not apply."""
     params = dict(p.params)
+    itemsize = _itemsize(p.dtype)
+    # a v-collective's model takes its sizes in bytes, per rank or per pair
+    nbytes: Any = p.nbytes if p.splits is None else [
+        [int(c) * itemsize for c in row] if isinstance(row, (list, tuple)) else
+        int(row) * itemsize for row in p.splits]
     try:
         if "hosts" in get_algorithm(p.collective, p.algorithm).cost.machine:
             params["hosts"] = p.hosts
         if y == "bytes_sent":
-            moved = cost.traffic(p.collective, p.algorithm, p=p.nranks, nbytes=p.nbytes,
-                                 itemsize=_itemsize(p.dtype), **params)
+            moved = cost.traffic(p.collective, p.algorithm, p=p.nranks, nbytes=nbytes,
+                                 itemsize=itemsize, **params)
             most = max([*moved.sent.tolist(), *moved.host_sent.tolist()], default=0)
             return float(most) if most > 0 else None
-        t = cost.predict(p.collective, p.algorithm, p=p.nranks, nbytes=p.nbytes,
-                         alpha=alpha, beta=beta, gamma=gamma,
-                         itemsize=_itemsize(p.dtype), **params)
+        t = cost.predict(p.collective, p.algorithm, p=p.nranks, nbytes=nbytes,
+                         alpha=alpha, beta=beta, gamma=gamma, itemsize=itemsize, **params)
     except (SimCollError, TypeError):
         return None
     if not t > 0 or not math.isfinite(t):

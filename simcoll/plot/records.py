@@ -59,6 +59,9 @@ class Point:
     bytes_sent: int | None = None
     """The most bytes one endpoint sent (a GPU rank's ``bytes_sent`` or a server host's
     ``host_bytes_sent``), where the record lists them."""
+    splits: Any = None
+    """A v-collective's sizes in elements (``Result.splits``: p counts, or all_to_allv's
+    p x p), where the record gives them: what its cost model takes."""
 
     def value(self, name: str) -> float | None:
         """``nranks``, ``nbytes``, ``time``, ``algbw``, ``busbw`` or ``bytes_sent``."""
@@ -186,7 +189,8 @@ def from_mapping(where: str, r: Mapping[str, Any]) -> Point:
                  _number(r.get("algbw")), _number(r.get("busbw")), _params(where, r),
                  _machine(r), spec=None if _none(r.get("spec")) else str(r["spec"]),
                  settings=_settings(r.get("root"), r.get("op")),
-                 bytes_sent=_most_sent(_counts(where, r, "bytes_sent"), hosts))
+                 bytes_sent=_most_sent(_counts(where, r, "bytes_sent"), hosts),
+                 splits=r.get("splits"))
 
 
 @dataclass(frozen=True)
@@ -255,7 +259,8 @@ def read_all(records: Iterable[Record]
                                 else f"topology_hash={r.topology_hash}",
                                 from_result=True, settings=_settings(r.root, r.op),
                                 bytes_sent=_most_sent(r.bytes_sent.tolist(),
-                                                      r.host_bytes_sent.tolist())))
+                                                      r.host_bytes_sent.tolist()),
+                                splits=r.splits))
         elif isinstance(r, Mapping):
             if is_failed_record(r):
                 failures.append(Failure(str(r.get("collective", "?")),
