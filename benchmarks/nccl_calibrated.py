@@ -42,6 +42,7 @@ from nccl_tests_compare import (  # noqa: E402
     machine,
     run_params,
     selected_tables,
+    size_argument,
 )
 
 import simcoll as sc  # noqa: E402
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", help="comma-separated table ids (default: all): "
                                          + ", ".join(t.id for t in TABLES))
-    parser.add_argument("--max-size", type=sc.parse_size, default=256 * 2**20,
+    parser.add_argument("--max-size", type=size_argument, default=256 * 2**20,
                         help="fit and check sizes up to this (default: 256 MiB)")
     parser.add_argument("--starts", type=int, default=1,
                         help="fits per table, from the initial costs and from random "

@@ -87,6 +87,15 @@ compute capability 12.0, which NCCL 2.30.7 indexes as Blackwell (``compCapIndex`
 src/graph/tuning.cc: 10.0 and above)."""
 
 
+def size_argument(text: str) -> int:
+    """A size such as ``1GiB`` for argparse, refused with simcoll's own message (argparse
+    says only "invalid parse_size value" where a type raises another error)."""
+    try:
+        return sc.parse_size(text)
+    except sc.SimCollError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def machine(public: PublicTable) -> tuple[sc.Topology, str, list[str]]:
     """The preset for the table's GPUs and node count, the call that built it, and notes
     on what differs from the published machine."""
@@ -292,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--network", default="flow", help="network model (default: flow)")
     parser.add_argument("--tables", help="comma-separated table ids (default: all): "
                                          + ", ".join(t.id for t in TABLES))
-    parser.add_argument("--max-size", type=sc.parse_size, default=math.inf,
+    parser.add_argument("--max-size", type=size_argument, default=math.inf,
                         help="simulate only sizes up to this (e.g. 1GiB; default: all)")
     parser.add_argument("--proto", help="NCCL protocols for every size, as NCCL_PROTO: "
                                         "LL, LL128, Simple, several separated by commas, "

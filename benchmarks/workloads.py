@@ -118,8 +118,8 @@ def build_case(n: int) -> dict:
 
 def simgrid(kind: str, n: int) -> dict | None:
     """The same case through SimGrid's Python API (``simgrid_cases.py``), or None if no
-    interpreter here has SimGrid's bindings."""
-    if shutil.which(SIMGRID_PYTHON) is None:
+    interpreter here has SimGrid's bindings (asked once, by its ``version`` case)."""
+    if shutil.which(SIMGRID_PYTHON) is None or (kind != "version" and not _bindings()):
         return None
     script = Path(__file__).resolve().parent / "simgrid_cases.py"
     done = subprocess.run([SIMGRID_PYTHON, str(script), kind, str(n)], capture_output=True,
@@ -129,6 +129,12 @@ def simgrid(kind: str, n: int) -> dict | None:
             _failed("SimGrid's Python API", kind, n, done.stderr)
         return None
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@functools.cache
+def _bindings() -> bool:
+    """Whether SIMGRID_PYTHON imports SimGrid's bindings."""
+    return simgrid("version", 0) is not None
 
 
 def _failed(engine: str, kind: str, n: int, stderr: str) -> None:

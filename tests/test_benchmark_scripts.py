@@ -32,6 +32,8 @@ def test_run_py_refuses_or_helps_before_any_case(argv):
     (["--proto", "LL129"], "proto='LL129' is not accepted"),
     (["--param", "bogus=1"], "does not take parameter(s) ['bogus']"),
     (["--tables="], "unknown table ids ['']"),
+    # argparse said "invalid parse_size value: '12XB'"
+    (["--max-size", "12XB"], "argument --max-size: cannot read size '12XB'; write a number"),
 ])
 def test_nccl_tests_compare_refuses_options_before_the_first_table(capsys, argv, message):
     with pytest.raises(SystemExit) as ended:
