@@ -443,6 +443,7 @@ def _own(x: Any, depth: int, made: dict[int, Any], seen: set[int]) -> Any:
         mine = x.base is None and id(x) not in seen \
             and (x.flags.writeable or _made_by(_FROZEN, x))
         array = x if mine else x.copy()
+        _FROZEN.pop(id(array), None)   # the caller's now: one it locks stays locked
         array.flags.writeable = True
         seen.add(id(array))
         made[id(x)] = array

@@ -1058,6 +1058,25 @@ def test_a_read_only_array_of_the_callers_that_a_program_returns_stays_read_only
     assert not np.shares_memory(outputs[0][0], outputs[1][0])
 
 
+def test_a_runs_output_the_caller_locked_is_copied_by_a_later_run_that_returns_it():
+    """An array a run made stayed known as the run's after it was handed out: locked by
+    the caller and returned by a later program, it came back writeable and uncopied."""
+    def reduced(comm):
+        return (yield comm.reduce(np.ones(3), np.ones(3), sc.ReduceOp.SUM))
+
+    first = sc.run_program(sc.topology.switch(2), reduced).outputs[0]
+    first.flags.writeable = False
+
+    def returns(comm, x):
+        yield comm.sleep(0.0)
+        return x
+
+    again = sc.run_program(sc.topology.switch(2), returns, first).outputs[0]
+    assert again is not first and not first.flags.writeable and again.flags.writeable
+    again[0] = 99.0
+    assert first.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_a_bad_tag_in_a_group_names_the_group_and_the_world_rank():
     def program(comm):
         if comm.rank < 2:

@@ -2583,3 +2583,15 @@ def test_a_v_collectives_model_line_takes_its_sizes_per_rank():
         np.testing.assert_allclose(model.get_ydata(), want, rtol=1e-12)
         np.testing.assert_allclose(want, [r.time * 1e6 for r in runs], rtol=1e-12)
         plt.close(fig)
+
+
+@pytest.mark.parametrize("splits", [["a", "b"], [2.5, 3], 5, [None, 1]])
+def test_a_records_sizes_that_are_not_counts_leave_its_line_without_a_model(splits):
+    """splits that are not whole element counts raised a raw TypeError or ValueError from
+    formula=True's model, or were rounded down."""
+    runs = [sc.simulate(reference(p), "all_gatherv", algorithm="ring", nbytes=[1 << 16] * p)
+            for p in (2, 4)]
+    fig = scaling([dict(r.to_dict(), splits=splits) for r in runs], formula=True,
+                  alpha=ALPHA, beta=BETA, gamma=0)
+    assert fig.axes[0].get_legend().get_texts()[0].get_text() == "ring (no model)"
+    plt.close(fig)

@@ -339,6 +339,31 @@ def test_a_truncated_last_line_is_cut_off_only_where_no_other_sweep_has_the_file
     assert path.read_bytes() == b""
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="no file locks")
+def test_a_sweep_that_left_a_truncated_line_alone_still_holds_the_file(tmp_path):
+    """Sweep A, opening a file another sweep B had open and a killed one had left a
+    truncated line in, tried for an exclusive lock to cut it; Linux dropped A's shared
+    lock on the failed try, so once B had closed, a third sweep's remove_unless_open saw
+    nobody and removed the file A went on saving to."""
+    from simcoll.sweep.storage import ResultFile, remove_unless_open
+
+    path = tmp_path / "points.jsonl"
+    ring, naive = _two_records()
+    second = ResultFile(path)               # B
+    second.append(ring)
+    with open(path, "ab") as killed:
+        killed.write(json.dumps(ring).encode()[:30])
+    with pytest.warns(UserWarning, match="truncated last line"):
+        first = ResultFile(path)            # A: not alone, leaves the line
+    second.close()
+    assert not remove_unless_open(path) and path.exists()
+    first.append(naive)
+    first.close()
+    with pytest.warns(UserWarning, match="ignored line 2"):
+        assert load_results(path).records == (ring, naive)
+    assert remove_unless_open(path) and not path.exists()
+
+
 def test_a_failed_fsync_names_the_save_file(tmp_path, monkeypatch):
     from simcoll.sweep.storage import ResultFile
 

@@ -224,6 +224,8 @@ def test_a_sweep_axis_must_be_a_list_of_values():
         sweep(p=[2], nbytes=None)
     mark = sweep(p=range(2, 4), name=("a",))
     assert mark.args[1] == [(2, "a"), (3, "a")]
+    # a dict's keys keep their order: not refused as a set is
+    assert sweep(p={2: "a", 4: "b"}.keys()).args[1] == [(2,), (4,)]
     for axis in ({2, 4}, frozenset([2]), {2: "a"}):
         with pytest.raises(sc.InvalidInputError, match=r"^sweep axis p=.* is not accepted: "
                                                        r"a set's order changes"):
@@ -240,6 +242,8 @@ def test_a_pytest_param_in_a_sweep_axis_marks_the_combinations_it_is_in():
                                   "p=4-nbytes=16"]
     combos = mark.args[1]
     assert combos[:2] == [(2, 8), (2, 16)]
+    named = sweep(p=[pytest.param(4, id="four")], nbytes=[8])
+    assert named.kwargs["ids"] == ["p=four-nbytes=8"]   # the id was dropped
     assert [(c.values, list(c.marks)) for c in combos[2:]] == [((4, 8), [skip]),
                                                                ((4, 16), [skip])]
 

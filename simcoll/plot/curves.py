@@ -158,11 +158,12 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
     """The cost model's value of ``y`` at ``p``, or None where it does not apply."""
     params = dict(p.params)
     itemsize = _itemsize(p.dtype)
-    # a v-collective's model takes its sizes in bytes, per rank or per pair
-    nbytes: Any = p.nbytes if p.splits is None else [
-        [int(c) * itemsize for c in row] if isinstance(row, (list, tuple)) else
-        int(row) * itemsize for row in p.splits]
     try:
+        # a v-collective's model takes its sizes in bytes, per rank or per pair (a
+        # record's that are not whole numbers of elements it refuses)
+        nbytes: Any = p.nbytes if p.splits is None else [
+            [c * itemsize for c in row] if isinstance(row, (list, tuple)) else
+            row * itemsize for row in p.splits]
         if "hosts" in get_algorithm(p.collective, p.algorithm).cost.machine:
             params["hosts"] = p.hosts
         if y == "bytes_sent":
@@ -172,7 +173,7 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
             return float(most) if most > 0 else None
         t = cost.predict(p.collective, p.algorithm, p=p.nranks, nbytes=nbytes,
                          alpha=alpha, beta=beta, gamma=gamma, itemsize=itemsize, **params)
-    except (SimCollError, TypeError):
+    except (SimCollError, TypeError, ValueError):
         return None
     if not t > 0 or not math.isfinite(t):
         return None

@@ -54,7 +54,8 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], int | None]:
         record = _parse(line, f"{path} line {number}")
         if record is None:
             warnings.warn(f"{path}: ignored line {number}, a truncated record left by a "
-                          f"sweep stopped while writing it; that point counts as not run",
+                          f"sweep stopped while writing it (with any record an older "
+                          f"simcoll appended to it); its points count as not run",
                           stacklevel=3)
         else:
             records.append(record)
@@ -195,7 +196,7 @@ class ResultFile:
                     _warn_truncated(self.path, self.path.stat().st_size, cut)
                     if _alone(self._fd):
                         os.ftruncate(self._fd, cut)
-                        fcntl.flock(self._fd, fcntl.LOCK_SH)   # in use, as before
+                    _shared_again(self._fd)
         except BaseException:
             self.close()
             raise
@@ -259,6 +260,23 @@ class ResultFile:
         self.close()
 
 
+def _shared_again(fd: int) -> None:
+    """Take ``fd``'s shared lock again after :func:`_alone` (whose exclusive one it
+    turns into the shared one; where that failed, ``fd`` held none), so that other
+    sweeps see the file in use. Another sweep alone with the file in the moment between
+    may have removed it: the records are then written to a file no longer in the
+    folder, which is said."""
+    if fcntl is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        return
+    if os.fstat(fd).st_nlink == 0:
+        raise InvalidInputError("the save file was removed by another sweep while this one "
+                                "opened it; run again")
+
+
 def _open_shared(path: Path) -> int:
     """``path`` opened for appending (made if need be), with a shared lock that tells
     other sweeps it is in use (:func:`_alone`); opened again if the file was removed
@@ -302,8 +320,10 @@ def remove_unless_open(path: Path) -> bool:
 
 def _alone(fd: int) -> bool:
     """Whether no other sweep has the file of ``fd`` open (an exclusive lock is to be
-    had; kept until the file is closed). Where locks are not available (Windows, a file
-    system without them): not known, so False."""
+    had; kept until the file is closed, or :func:`_shared_again`). Where locks are not
+    available (Windows, a file system without them): not known, so False. Linux drops
+    ``fd``'s shared lock before it tries for the exclusive one, and does not give it
+    back where that fails: an ``fd`` that stays open takes it again."""
     if fcntl is None:
         return False
     try:

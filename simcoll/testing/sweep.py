@@ -6,7 +6,6 @@ import itertools
 import re
 import reprlib
 from collections.abc import Callable, Iterable, Mapping
-from collections.abc import Set as AbstractSet
 from typing import Any
 
 from simcoll.errors import InvalidInputError
@@ -30,7 +29,7 @@ def _values(name: str, values: Any) -> list[Any]:
     if isinstance(values, (str, bytes)):
         raise InvalidInputError(f"{shown}: a string is not a list of values; write "
                                 f"{name}=[{values!r}] for one value")
-    if isinstance(values, (AbstractSet, Mapping)):
+    if isinstance(values, (set, frozenset, Mapping)):
         raise InvalidInputError(f"{shown}: a set's order changes from process to process "
                                 f"(pytest-xdist's workers would collect other tests) and "
                                 f"a mapping's values are not its keys; give a list")
@@ -51,7 +50,8 @@ def sweep(**axes: Iterable[Any]) -> Callable:
     ``pytest.mark.parametrize`` over the 6 pairs, with ids like ``p=4-nbytes=1024``.
     Each axis is an iterable of values other than a string, a set or a mapping
     (``p=[5]``, not ``p=5``, ``p="248"`` or ``p={2, 4}``). A value may be a
-    ``pytest.param`` of one value: its marks go to every combination it is in. Decorators
+    ``pytest.param`` of one value: its marks go to every combination it is in, its ``id``
+    stands for the value in their ids. Decorators
     stack (the product again). pytest is imported only here, so simcoll itself never
     needs it.
 
@@ -70,21 +70,23 @@ def sweep(**axes: Iterable[Any]) -> Callable:
     combos: list[Any] = []
     ids = []
     for combo in itertools.product(*values):
-        ids.append("-".join(f"{n}={_label(v)}" for n, (v, _) in zip(names, combo)))
-        given = tuple(v for v, _ in combo)
-        marks = [mark for _, marked in combo for mark in marked]
+        ids.append("-".join(f"{n}={_label(v) if shown is None else shown}"
+                            for n, (v, _, shown) in zip(names, combo)))
+        given = tuple(v for v, _, _ in combo)
+        marks = [mark for _, marked, _ in combo for mark in marked]
         combos.append(pytest.param(*given, marks=marks) if marks else given)
     return pytest.mark.parametrize(names, combos, ids=ids)
 
 
-def _unwrapped(name: str, value: Any) -> tuple[Any, tuple[Any, ...]]:
-    """An axis's value and its marks: a ``pytest.param``'s one value and marks, or the
-    value itself and none."""
+def _unwrapped(name: str, value: Any) -> tuple[Any, tuple[Any, ...], str | None]:
+    """An axis's value, its marks and its id: a ``pytest.param``'s one value, marks and
+    id, or the value itself, none and None."""
     import pytest
 
     if not isinstance(value, type(pytest.param(None))):
-        return value, ()
+        return value, (), None
     if len(value.values) != 1:
         raise InvalidInputError(f"sweep axis {name} holds {value!r:.100}; a pytest.param "
                                 f"in an axis holds one value")
-    return value.values[0], tuple(value.marks)
+    return value.values[0], tuple(value.marks), \
+        value.id if isinstance(value.id, str) else None
