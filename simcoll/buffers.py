@@ -342,7 +342,7 @@ array)."""
 
 def frozen(array: np.ndarray) -> np.ndarray:
     """Mark ``array``, which the run made, read-only and return it (:func:`owned` hands
-    it back writeable again without a copy)."""
+    it back writeable, uncopied unless it is a view or handed out twice)."""
     array.flags.writeable = False
     key = id(array)
     _FROZEN[key] = weakref.ref(array, lambda _: _FROZEN.pop(key, None))
@@ -376,8 +376,8 @@ def _is_sealed(array: np.ndarray) -> bool:
 
 
 def _made_by(made: dict[int, weakref.ref[np.ndarray]], array: np.ndarray) -> bool:
-    """Whether ``array`` is in ``made``, :data:`_SEALED` or :data:`_FROZEN` (an ``id``
-    alone may be a dead array's, taken again)."""
+    """Whether ``array`` is in ``made`` (:data:`_SEALED` or :data:`_FROZEN`), by
+    identity: an ``id`` alone may be a dead array's, taken again."""
     ref = made.get(id(array))
     return ref is not None and ref() is array
 

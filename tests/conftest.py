@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import signal
 import sys
 
@@ -167,3 +168,11 @@ def run_flows(topo: sc.Topology, flows, network: str | type[Network] = "flow") -
         env.timeout(t0).callbacks.append(starter(i, src, dst, nbytes))
     env.run()
     return [arrived[i] for i in range(len(flows))]
+
+
+class DiesInAWorker(sc.Topology):
+    """A machine that ends the worker process that receives it, as the OOM killer would
+    (a sweep's pool sends each point's machine to a worker)."""
+
+    def __reduce__(self):
+        return os._exit, (3,)

@@ -1203,7 +1203,7 @@ def test_a_table_run_under_torchs_name_is_read_back_as_the_collective(capsys, tm
         assert sc.nccl_tests.parse(out, collective=given).collective == name
         assert sc.nccl_tests.parse(out.replace(f": {name} / ", f": {alias} / "),
                                    collective=given).collective == name   # older tables
-    status, compared, err = cli(capsys, "compare", str(report), "--topology", "switch:4",
+    status, _, err = cli(capsys, "compare", str(report), "--topology", "switch:4",
                                 "--collective", name)
     assert status == 0, err
 
@@ -1983,3 +1983,35 @@ def test_json_text_writes_what_json_has_no_number_for_as_null():
              "d": {"e": [2, True]}}
     assert json_text(value) == ('{"a": [null, null, 1.5], "b": [null, "x"], "c": null, '
                                 '"d": {"e": [2, true]}}')
+
+
+def test_the_parameters_nccl_chose_name_each_rows_root_in_aligned_columns(capsys):
+    """-r all ran each size once per root with nothing telling which row was which
+    root's (only the type and redop columns were added); and the columns' widths were
+    taken from the first row only, so a later wider value (Simple after LL) pushed its
+    row out of line."""
+    status, out, _ = cli(capsys, "run", "--topology", "dgx_h100", "--collective",
+                         "broadcast", "--algorithm", "nccl", "-b", "64K", "-e", "2M",
+                         "-f", "32", "-r", "all")
+    assert status == 0
+    lines = out.splitlines()
+    start = lines.index("# parameters the algorithm chose (in --json's params):")
+    head = lines[start + 2]
+    assert head.split()[1:4] == ["size", "(B)", "root"]
+    varying = head.split()[4:]
+    rows = lines[start + 3:start + 3 + 16]
+    want = []
+    for root in range(8):
+        for size in (64 << 10, 2 << 20):
+            params = sc.simulate(sc.topology.dgx_h100(), "broadcast", algorithm="nccl",
+                                 nbytes=size, root=root).params
+            want.append([str(size), str(root), *(str(params[k]) for k in varying)])
+    assert [row.split()[1:] for row in rows] == want
+    assert lines[start + 3 + 16] == "#"
+    # right-aligned columns: every row as long as the head, each value ending where its
+    # column's name does
+    assert {len(row) for row in rows} == {len(head)}
+    ends = [head.index(name) + len(name) for name in ("root", *varying)]
+    for row in rows:
+        assert [row[end - 1] != " " and (end == len(row) or row[end] == " ")
+                for end in ends] == [True] * len(ends), row

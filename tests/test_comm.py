@@ -1244,3 +1244,23 @@ def test_one_array_returned_by_every_rank_and_twice_in_one_output_comes_back_apa
                    for b in arrays[i + 1:])
     for a in arrays:
         np.testing.assert_array_equal(a, [0.0, 1.0, 2.0, 3.0])
+
+
+def test_views_every_rank_returns_of_one_writeable_array_come_back_apart():
+    """A writeable view (base not None) is copied: the ranks' outputs share memory with
+    no other rank's. Handing a view back as it was (only its not having been handed out
+    yet checked) left rank 0's and rank 1's outputs, and the array they view, one
+    memory."""
+    table = np.arange(8.0)
+
+    def program(comm):
+        yield from ()
+        return table[2 * comm.rank:2 * comm.rank + 4]
+
+    outputs = sc.run_program(sc.topology.switch(2), program).outputs
+    np.testing.assert_array_equal(outputs[0], [0.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(outputs[1], [2.0, 3.0, 4.0, 5.0])
+    assert not np.shares_memory(outputs[0], outputs[1])
+    assert not any(np.shares_memory(out, table) for out in outputs)
+    outputs[0][2] = -1.0
+    assert outputs[1][0] == 2.0 and table[2] == 2.0

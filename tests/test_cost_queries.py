@@ -379,3 +379,52 @@ def test_lower_bound_names_collectives_as_predict_does():
     torch = cost.lower_bound("all_gather_into_tensor", p=4, nbytes=64, alpha=1.0, beta=0.5)
     # an all_gather's rank receives (p-1) n bytes: 3 x 64 x 0.5 = 96; 2 rounds of alpha
     assert (torch.bandwidth, torch.latency) == (96.0, 2.0)
+
+
+G_LOW = 1e-11   # gamma well below beta (1e-9), as on real machines
+
+
+def _times(amount, per_byte):
+    """``amount`` bytes at ``per_byte`` s each, the exact product rounded once."""
+    return float(Fraction(amount) * Fraction(per_byte))
+
+
+def test_a_v_collectives_computation_bound_is_priced_at_gamma_not_beta():
+    """The uneven branch priced the reduced bytes at beta (1e-9) instead of gamma
+    (1e-11): 100 times the bound. reduce_scatterv of blocks 1024, 2048, 0, 4096 bytes
+    on 4 ranks: (p - 1) n / p = 3 x 7168 / 4 = 5376 bytes to reduce per rank; the most
+    one rank moves one way is n - 0 = 7168 bytes (rank 2 sends every other block)."""
+    bound = cost.lower_bound("reduce_scatterv", p=4, nbytes=[1024, 2048, 0, 4096],
+                             alpha=A, beta=B, gamma=G_LOW)
+    assert bound.computation == _times(5376, G_LOW)
+    assert bound.bandwidth == _times(7168, B)
+    assert bound.latency == 2 * A   # ceil(log2 4)
+
+
+def test_server_hosts_bounds_of_an_all_reduce_by_value():
+    """With h server hosts an all_reduce's ranks need only send their n bytes once and
+    hear the n reduced ones back (n, not 2 (p-1)/p n), and the (p - 1) n reduced bytes
+    are shared by p + h engines. A mutant that halved the moved bytes, or shared the
+    reduction among the p ranks only, passed. p = 4, h = 2, n = 4096: 4096 bytes one way;
+    3 x 4096 / 6 = 2048 bytes to reduce."""
+    bound = cost.lower_bound("all_reduce", p=4, nbytes=4096, alpha=A, beta=B, gamma=G_LOW,
+                             hosts=2)
+    assert bound.bandwidth == _times(4096, B)
+    assert bound.computation == _times(2048, G_LOW)
+    # without hosts: 2 x 3/4 x 4096 = 6144 bytes; 3 x 4096 / 4 = 3072 reduced
+    plain = cost.lower_bound("all_reduce", p=4, nbytes=4096, alpha=A, beta=B, gamma=G_LOW)
+    assert plain.bandwidth == _times(6144, B)
+    assert plain.computation == _times(3072, G_LOW)
+
+
+@pytest.mark.parametrize("collective, power", [
+    ("all_gather", 1024),   # (p - 1) n = 2 x 2^1023 = 2^1024 bytes
+    ("broadcast", 1023),    # n = 2^1023 bytes
+])
+def test_an_overflowing_bound_names_its_bytes_power_of_two_exactly(collective, power):
+    """The message's exponent was only matched as 2^10dd: one more (bit_length, not
+    bit_length - 1) passed."""
+    with pytest.raises(sc.InvalidInputError,
+                       match=rf"^a bound overflows a float: about 2\^{power} bytes at "
+                             rf"10000000000\.0 s per byte"):
+        cost.lower_bound(collective, p=3, nbytes=2**1023, alpha=A, beta=1e10)

@@ -917,12 +917,12 @@ def test_nccl_shape_rounds_blocks_to_16_bytes_on_one_rank_too(name, itemsize, p)
     for size in (1001, 4096, 100_003):
         count = size // itemsize
         base = (count // p) & -(16 // itemsize) if 16 % itemsize == 0 else count // p
-        columns = (base * p, base * p * itemsize)   # count, size: the whole buffer's
+        whole = base * p * itemsize   # the size column: the whole buffer's
         got = nccl_shape(name, p, size, itemsize, aligned=True)
         if name in ("all_gather", "gather"):
-            assert got == (base * itemsize, base, columns[1])
+            assert got == (base * itemsize, base, whole)
         else:
-            assert got == (columns[1], base, columns[1])
+            assert got == (whole, base, whole)
 
 
 def test_mut_a_bad_row_after_titleless_rows_is_not_called_no_log():

@@ -17,7 +17,7 @@ from simcoll.cost import CostModel
 from simcoll.link_load import LinkLoad, binned_bytes, rate_steps
 from simcoll.plot import link_utilization, plot_scaling, scaling, timeline
 from simcoll.plot.records import is_failed_record, read_all, read_points, topology_templates
-from simcoll.plot.style import wrapped
+from simcoll.plot.style import log2_ticks, wrapped
 from simcoll.trace import to_chrome
 
 matplotlib.use("Agg")
@@ -2514,7 +2514,7 @@ def test_a_comparison_title_that_is_not_text_is_refused_before_drawing():
 
 @pytest.mark.parametrize("start", [1, 3, 1000, 4097])
 @pytest.mark.parametrize("octaves", [2, 9, 17, 24, 30])
-@pytest.mark.parametrize("most", [3, 5, 8])
+@pytest.mark.parametrize("most", [2, 3, 5, 8])
 def test_log2_ticks_never_label_more_than_asked_and_label_both_ends(start, octaves, most):
     """An end that is not a power of 2 got a label of its own after the step had been
     chosen for the powers alone: 9 labels for 25 sizes of 1000 x 2^k, 8 asked for."""
@@ -2536,12 +2536,13 @@ def test_a_dollar_sign_in_a_name_is_drawn_as_it_is():
 
     records = [dict(r.to_dict(), topology="sw$^$x", algorithm="a$b$c")
                for r in (sc.simulate(reference(p), "all_reduce", algorithm="ring",
-                                     nbytes=1 << 20) for p in (2, 4))]
-    fig = scaling(records)
+                                     nbytes=1 << 20) for p in (1, 2, 4))]
+    fig = scaling(records)   # one rank: a legend note naming the algorithm, escaped too
     fig.savefig(io.BytesIO(), format="png")
     ax = fig.axes[0]
     assert "sw\\$^\\$x" in ax.get_title()
-    assert [t.get_text() for t in ax.get_legend().get_texts()][0].startswith("a\\$b\\$c")
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts[0].startswith("a\\$b\\$c") and texts[-1].endswith("(a\\$b\\$c)")
     plt.close(fig)
 
 
@@ -2585,13 +2586,83 @@ def test_a_v_collectives_model_line_takes_its_sizes_per_rank():
         plt.close(fig)
 
 
-@pytest.mark.parametrize("splits", [["a", "b"], [2.5, 3], 5, [None, 1]])
-def test_a_records_sizes_that_are_not_counts_leave_its_line_without_a_model(splits):
-    """splits that are not whole element counts raised a raw TypeError or ValueError from
+@pytest.mark.parametrize("splits", [["a", "b"], [2.5, 3], 5, [None, 1], [True, 1], [[1, 2]],
+                                    [1, 2, 3]])
+def test_a_records_sizes_that_are_not_counts_are_refused_naming_the_record(splits):
+    """splits that are not element counts raised a raw TypeError or ValueError from
     formula=True's model, or were rounded down."""
     runs = [sc.simulate(reference(p), "all_gatherv", algorithm="ring", nbytes=[1 << 16] * p)
             for p in (2, 4)]
-    fig = scaling([dict(r.to_dict(), splits=splits) for r in runs], formula=True,
-                  alpha=ALPHA, beta=BETA, gamma=0)
-    assert fig.axes[0].get_legend().get_texts()[0].get_text() == "ring (no model)"
-    plt.close(fig)
+    with pytest.raises(sc.InvalidInputError, match=r"^record 0 has splits=.*; expected 2 "
+                                                   r"element counts \(all_to_allv: 2 lists"):
+        scaling([dict(r.to_dict(), splits=splits) for r in runs], formula=True,
+                alpha=ALPHA, beta=BETA, gamma=0)
+
+
+def _model_ys(fig):
+    """The model's values, every formula line's (one per size per rank), in order."""
+    return sorted(float(y) for line in fig.axes[0].lines if line.get_gid() == "formula"
+                  for y in line.get_ydata())
+
+
+def test_a_v_collectives_traffic_model_takes_its_sizes_per_rank():
+    """y="bytes_sent" with formula=True gave cost.traffic the record's one nbytes where a
+    v-collective's model takes its sizes per rank (the time model was fixed, the traffic
+    model not): the line was left out. A ring all_gatherv of p blocks of s bytes sends
+    (p - 1) s from every rank."""
+    s = 1 << 16
+    runs = [sc.simulate(reference(p), "all_gatherv", algorithm="ring", nbytes=[s] * p)
+            for p in (2, 4, 8)]
+    for records in (runs, [r.to_dict() for r in runs]):
+        fig = scaling(records, y="bytes_sent", formula=True)
+        assert _model_ys(fig) == [float((p - 1) * s) for p in (2, 4, 8)]
+        plt.close(fig)
+
+
+def test_an_all_to_allvs_model_takes_its_p_by_p_sizes_in_bytes():
+    """all_to_allv's splits are a p x p table of element counts: each row's counts were
+    passed as bytes, without the itemsize (4 for float32), so the model's line sat 4
+    times too low. Each rank sends c float32 elements to every other: (p - 1) x 4 c
+    bytes."""
+    c = 1 << 12
+    runs = [sc.simulate(reference(p), "all_to_allv", algorithm="direct",
+                        nbytes=[[4 * c] * p for _ in range(p)]) for p in (2, 4, 8)]
+    for records in (runs, [r.to_dict() for r in runs]):
+        fig = scaling(records, y="bytes_sent", formula=True)
+        want = [float((p - 1) * 4 * c) for p in (2, 4, 8)]
+        assert _model_ys(fig) == want
+        np.testing.assert_array_equal(want, [float(r.bytes_sent.max()) for r in runs])
+        plt.close(fig)
+
+
+def test_log2_ticks_by_hand():
+    """Worked by hand (first = 2^ceil(log2 v0), last = 2^floor(log2 v-1), k octaves a
+    step, an end's own label drops the power of 2 within half a step of it):
+
+    * 1..128, at most 3: k = 3 gives 1, 8, 64; 128 is 1 octave from 64, under 3/2: 64
+      goes, [1, 8, 128]. Judging "half a step" as half an octave kept 64 (4 labels) and
+      went on to k = 4: [1, 16, 128].
+    * 11, 16, 32, 51, at most 3: k = 1 gives 16, 32 and both ends (neither within half
+      an octave): 4. k = 2, a step past the last octave, gives 16 and the ends: [11, 16,
+      51]. Leaving out the steps past the span fell back to the two ends.
+    * 1, 2 at most 1: no step gives fewer than the two ends, which are labelled.
+    """
+    assert log2_ticks([2.0**j for j in range(8)], 3) == [1.0, 8.0, 128.0]
+    assert log2_ticks([11.0, 16.0, 32.0, 51.0], 3) == [11.0, 16.0, 51.0]
+    assert log2_ticks([1.0, 2.0], 1) == [1.0, 2.0]
+    assert log2_ticks([1.0, 2.0, 4.0], 1) == [1.0, 4.0]
+
+
+def test_a_dollar_sign_stays_single_where_matplotlib_parses_no_math():
+    """With text.parse_math off, matplotlib draws a $ as it is, so escaping it drew a
+    backslash before it."""
+    records = [dict(r.to_dict(), topology="sw$x", algorithm="a$b")
+               for r in (sc.simulate(reference(p), "all_reduce", algorithm="ring",
+                                     nbytes=1 << 20) for p in (2, 4))]
+    with matplotlib.rc_context({"text.parse_math": False}):
+        fig = scaling(records)
+        ax = fig.axes[0]
+        assert "sw$x" in ax.get_title() and "\\$" not in ax.get_title()
+        label = ax.get_legend().get_texts()[0].get_text()
+        assert label.startswith("a$b") and "\\" not in label
+        plt.close(fig)

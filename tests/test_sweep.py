@@ -23,6 +23,7 @@ from concurrent.futures import Executor, Future
 
 import numpy as np
 import pytest
+from conftest import DiesInAWorker
 
 import simcoll as sc
 from simcoll.sweep import FailedPoint, SweepResults, load_results, sweep, workers
@@ -190,21 +191,13 @@ def test_a_lambda_factory_runs_in_two_workers_like_in_process():
     assert_all_same(two, want)
 
 
-class _DiesInAWorker(sc.Topology):
-    """A machine that ends the worker process that receives it (as the OOM killer
-    would)."""
-
-    def __reduce__(self):
-        return os._exit, (3,)
-
-
 def test_a_worker_that_dies_names_the_points_it_may_have_been_running(tmp_path):
     """A worker killed mid-sweep raised the pool's bare BrokenProcessPool, naming no
     point; the point saved before it (if it finished first) stays."""
     def factory(p):
         machine = sc.topology.switch(p)
         if p > 2:
-            machine.__class__ = _DiesInAWorker
+            machine.__class__ = DiesInAWorker
         return machine
 
     path = tmp_path / "points.jsonl"
@@ -218,6 +211,24 @@ def test_a_worker_that_dies_names_the_points_it_may_have_been_running(tmp_path):
     assert len(running) == 2 and set(running) <= {
         f"all_reduce ring p={p} nbytes=64" for p in (2, 3, 4, 5)}, note
     assert all(r["nranks"] == 2 for r in (records(path) if path.exists() else []))
+
+
+def test_a_worker_that_dies_while_the_points_are_sent_names_them_too():
+    """With thousands of points the pool broke while they were still being sent, and
+    submit's BrokenProcessPool came out with no note."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    def factory(p):
+        machine = sc.topology.switch(p)
+        machine.__class__ = DiesInAWorker
+        return machine
+
+    with pytest.raises(BrokenProcessPool) as caught:
+        sweep(factory, "all_reduce", algorithms=["ring"], ranks=[2],
+              sizes=range(4, 4 * 4001, 4), workers=2)
+    (note,) = caught.value.__notes__
+    assert note.startswith("a worker process ended abruptly (killed, or out of memory) "
+                           "while running one of: all_reduce ring p=2 nbytes=4; "), note
 
 
 def test_numpy_integers_are_rank_counts_and_sizes():
@@ -975,7 +986,7 @@ def test_a_size_that_could_overflow_the_counters_is_refused_before_any_point(cal
     with pytest.raises(sc.InvalidInputError) as swept:
         sweep(lambda q: built.append(q) or sc.topology.switch(q), "all_reduce",
               algorithms=["ring"], ranks=ranks, sizes=sizes)
-    assert str(swept.value) == f"sizes value {size} on ranks value {p}: {direct.value}"
+    assert str(swept.value) == f"sizes value {size}: {direct.value}"
     assert built == [] and calls == []
 
 

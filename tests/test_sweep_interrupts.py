@@ -20,12 +20,18 @@ import sys
 import textwrap
 import time
 import warnings
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
 import pytest
+from conftest import DiesInAWorker
 
 import simcoll as sc
 from simcoll.sweep import load_results, sweep
+
+try:
+    import fcntl
+except ImportError:   # Windows: the tests that take file locks are skipped there
+    fcntl = None
 
 LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"),
                            reason="POSIX signals, /proc")
@@ -643,3 +649,103 @@ def test_the_console_scripts_interrupted_status_is_the_command_lines():
     from simcoll.cli import INTERRUPTED
 
     assert _simcoll_cli.INTERRUPTED == INTERRUPTED == 128 + signal.SIGINT
+
+
+
+
+def _ring_record():
+    return _two_records()[0]
+
+
+def _can_lock(path, how):
+    """Whether a new open of ``path`` gets lock ``how`` at once (flock locks are per open
+    file, so this process's other opens count as other sweeps)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("cut", [b'{"coll', b"{"])
+def test_a_last_line_cut_inside_the_first_fields_name_is_a_truncated_record(tmp_path, cut):
+    """A record cut off before its first field's name ended ('{"coll', a prefix of
+    '{"collective": ') was only recognized as truncated when it ran past that name: the
+    file could no longer be read or resumed."""
+    from simcoll.sweep.storage import ResultFile
+
+    ring, naive = _two_records()
+    line = json.dumps(ring).encode() + b"\n"
+    path = tmp_path / "points.jsonl"
+    path.write_bytes(line + cut)
+    with pytest.warns(UserWarning, match="truncated last line"):
+        assert load_results(path).records == (ring,)
+    path.write_bytes(line + cut + b"\n" + json.dumps(naive).encode() + b"\n")  # middle
+    with pytest.warns(UserWarning, match="ignored line 2, a truncated record"):
+        assert load_results(path).records == (ring, naive)
+    path.write_bytes(line + cut)
+    with pytest.warns(UserWarning, match="truncated last line"):
+        ResultFile(path).close()
+    assert path.read_bytes() == line
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="flock semantics")
+def test_a_sweep_that_cut_a_truncated_line_still_lets_other_sweeps_open_the_file(tmp_path):
+    """Cutting the line takes the exclusive lock (no other sweep may be writing it); the
+    file is then held shared again, as any open save file is. Without going back to the
+    shared lock another sweep saving to the file waited for this one to end."""
+    from simcoll.sweep.storage import ResultFile
+
+    line = json.dumps(_ring_record()).encode() + b"\n"
+    path = tmp_path / "points.jsonl"
+    path.write_bytes(line + line[:30])
+    with pytest.warns(UserWarning, match="truncated last line"):
+        first = ResultFile(path)
+    try:
+        assert path.read_bytes() == line
+        assert _can_lock(path, fcntl.LOCK_SH)        # another sweep may open it
+        assert not _can_lock(path, fcntl.LOCK_EX)    # but sees it in use
+    finally:
+        first.close()
+    assert _can_lock(path, fcntl.LOCK_EX)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="flock semantics")
+def test_a_save_file_that_is_refused_is_not_left_open(tmp_path):
+    """A file holding a line that is no record is refused after it was opened (and
+    locked shared); only an OSError closed it again, so the refusal left the descriptor
+    open and the file marked in use: a later sweep saw another one holding it."""
+    from simcoll.sweep.storage import ResultFile
+
+    path = tmp_path / "points.jsonl"
+    path.write_bytes(b"not a record\n")
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(sc.InvalidInputError, match="is not a simcoll sweep record"):
+        ResultFile(path)
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert _can_lock(path, fcntl.LOCK_EX)
+
+
+def test_a_worker_of_the_callers_executor_that_dies_names_no_points(tmp_path):
+    """The points a worker was running are named only for a pool the sweep made (which
+    takes them in the order sent); a caller's executor may run them in any order, so the
+    note says only that a worker died."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from simcoll.processes import DIED
+
+    def factory(p):
+        machine = sc.topology.switch(p)
+        if p > 2:
+            machine.__class__ = DiesInAWorker
+        return machine
+
+    with ProcessPoolExecutor(2) as executor, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(BrokenProcessPool) as caught:
+            sweep(factory, "all_reduce", algorithms=["ring"], ranks=[2, 3, 4, 5],
+                  sizes=[64], executor=executor)
+    assert caught.value.__notes__ == [DIED]

@@ -472,5 +472,5 @@ def test_a_list_key_is_named_by_its_kind_not_by_its_nodes(tmp_path):
     path.write_text("devices:\n  - {name: g0, kind: gpu}\nlinks: []\n? [a, b]\n: c\n")
     with pytest.raises(sc.TopologyError) as caught:
         sc.topology.load(path)
-    assert str(caught.value) == (f"{path}, line 4: a seq key: a key YAML 1.2 reads as seq, "
+    assert str(caught.value) == (f"{path}, line 4: a list: a key YAML 1.2 reads as seq, "
                                  f"where keys are names; quote it")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import simcoll as sc
-import simcoll.training as tr
 from simcoll import numeric
+from simcoll import training as tr
 from simcoll.checks import shown
 
 GPU = tr.GPU("toy", 1e12)
@@ -489,3 +489,32 @@ def test_layers_that_are_not_a_tuple_or_list_are_named_not_called_missing():
         tr.Model("m", layers, batch=1, seq_len=8, hidden=8, heads=1)
     with pytest.raises(sc.InvalidInputError, match=r"^model 'm' has no layers"):
         tr.Model("m", (), batch=1, seq_len=8, hidden=8, heads=1)
+
+
+def test_a_string_of_layers_is_named_not_read_letter_by_letter():
+    """A str is iterable and not empty, like a generator: it must be refused as what it
+    is, not taken apart into 'layers' that are letters."""
+    with pytest.raises(sc.InvalidInputError, match=r"^model 'm': layers='ab' is not "
+                                                   r"accepted; give a tuple or list of "
+                                                   r"Layer"):
+        tr.Model("m", "ab", batch=1, seq_len=8, hidden=8, heads=1)
+
+
+def test_a_backward_gather_that_waits_for_its_forward_copy_is_counted_after_it_goes():
+    """ZeRO-3 with prefetch: a layer's backward gather starts once its forward copy is
+    freed, so it counts as started by the pass after the one before it. Counting it as
+    started by the forward pass put it before that pass's free at their common instant.
+
+    One layer E, 2 x 10^6 parameters in 4 B, gradients in 2 B, no forward FLOPs, 10^9
+    backward FLOPs at 10^12 FLOP/s (1 ms), two GPUs on a 1 GB/s switch, no latency: the
+    forward gather [0, 4 ms] (4 MB in), the forward pass runs at 4 ms and frees E's 8 MB;
+    the backward gather [4, 8], the backward pass [8, 9] holds E's 8 MB and the 4 MB of
+    gradients it makes (reduce-scattered [9, 11]): 12 MB at most. Counting the backward
+    gather first at 4 ms gave 16 MB."""
+    model = tr.Model("e", (tr.Layer("E", (2_000_000,), 0.0, 1e9),), batch=1, seq_len=8,
+                     hidden=8, heads=1,
+                     precision=tr.Precision(param_bytes=4, grad_bytes=2))
+    z = tr.zero_step(model, sc.topology.switch(2, bandwidth=1e9, latency=0), stage=3,
+                     gpu=tr.GPU("unit", peak_flops=1e12), prefetch=True)
+    assert z.step_time == pytest.approx(11e-3, rel=1e-12)
+    assert z.gathered == 12_000_000

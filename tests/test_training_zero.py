@@ -312,7 +312,7 @@ def test_what_is_freed_at_an_instant_goes_before_what_is_taken_then():
              Span(0, "compute", "backward", 7, 8),          # A's gradients [7,9] 1
              Span(0, "reduce_scatter", "reduce_scatter", 8, 9)]
     # at 2, 4 and 6 a layer's parameters are freed as the next one's gather starts: 11
-    # (in [5,8)), not 20
+    # (in [5,8)), not 21 (at 6: B's parameters and gradients with A's parameters)
     assert _most_gathered(spans, 1, [(1.0, 1.0), (1.0, 1.0)], [1, 1], 10, 1,
                           prefetch=False) == 11
 

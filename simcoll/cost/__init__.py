@@ -396,8 +396,8 @@ def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: fl
         p, sizes = _sizes(p, nbytes, collective)
         check_root(get_collective(collective), root, p)
         _itemsize(itemsize, sizes)   # the bounds do not depend on it, but sizes must be whole
-        steps, most, reduces, needed = uneven_bounds(collective, p, sizes, p + hosts)
-        return Bounds(steps * alpha, _seconds(most, beta), _seconds(reduces, gamma),
+        steps, most, reduced, needed = uneven_bounds(collective, p, sizes, p + hosts)
+        return Bounds(steps * alpha, _seconds(most, beta), _seconds(reduced, gamma),
                       alpha if needed else 0.0)
     assert collective in _BOUNDED, collective   # every collective has bounds
     p, n = _sizes(p, nbytes)

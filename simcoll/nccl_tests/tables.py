@@ -257,7 +257,9 @@ def nccl_shape(coll: Collective | str, p: int, size: int, itemsize: int,
     per = count // p
     if aligned and 16 % itemsize == 0:
         per &= ~(16 // itemsize - 1)
-    if coll.size_factor(2) != 1:   # the output p inputs long (on one rank, too)
+    # all_gather, gather: the output is p blocks (asked at p = 2, so that one rank's
+    # block is rounded too, as nccl-tests rounds it)
+    if coll.size_factor(2) != 1:
         return per * itemsize, per, per * p * itemsize
     if coll.name in _SPLIT:
         return per * p * itemsize, per, per * p * itemsize

@@ -159,8 +159,7 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
     params = dict(p.params)
     itemsize = _itemsize(p.dtype)
     try:
-        # a v-collective's model takes its sizes in bytes, per rank or per pair (a
-        # record's that are not whole numbers of elements it refuses)
+        # a v-collective's model takes its sizes in bytes, per rank or per pair
         nbytes: Any = p.nbytes if p.splits is None else [
             [c * itemsize for c in row] if isinstance(row, (list, tuple)) else
             row * itemsize for row in p.splits]
@@ -173,7 +172,7 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
             return float(most) if most > 0 else None
         t = cost.predict(p.collective, p.algorithm, p=p.nranks, nbytes=nbytes,
                          alpha=alpha, beta=beta, gamma=gamma, itemsize=itemsize, **params)
-    except (SimCollError, TypeError, ValueError):
+    except (SimCollError, TypeError):
         return None
     if not t > 0 or not math.isfinite(t):
         return None
@@ -501,7 +500,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
                               else "α-β-γ model (dashed)"))
     for note in _left_out_notes(failures, skipped, y):
         handles.append(Line2D([], [], color="0.45", marker="x", linestyle="none",
-                              label=note))
+                              label=literal(note)))
     columns = -(-len(handles) // _LEGEND_ROWS)
     title = wrapped(_title(groups, varies, split), max(30, int(axes_width * 12)))
     ax.set_title(title, fontsize="medium")

@@ -190,7 +190,31 @@ def from_mapping(where: str, r: Mapping[str, Any]) -> Point:
                  _machine(r), spec=None if _none(r.get("spec")) else str(r["spec"]),
                  settings=_settings(r.get("root"), r.get("op")),
                  bytes_sent=_most_sent(_counts(where, r, "bytes_sent"), hosts),
-                 splits=r.get("splits"))
+                 splits=_splits(where, r.get("splits"), nranks))
+
+
+def _splits(where: str, splits: Any, p: int) -> Any:
+    """A record's ``splits`` (a v-collective's sizes in elements: p counts, or p lists of
+    p), as given, or None where it has none.
+
+    Raises:
+        InvalidInputError: anything else, naming the record.
+    """
+    if splits is None:
+        return None
+
+    def count(c: Any) -> bool:
+        return isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)) \
+            and bool(c >= 0)
+
+    rows = splits if isinstance(splits, list) and len(splits) == p else None
+    if rows is not None and (all(count(c) for c in rows) or all(
+            isinstance(row, list) and len(row) == p and all(count(c) for c in row)
+            for row in rows)):
+        return splits
+    raise InvalidInputError(f"{where} has splits={splits!r:.60}; expected {p} element "
+                            f"counts (all_to_allv: {p} lists of {p}), as Result.to_dict() "
+                            f"writes them")
 
 
 @dataclass(frozen=True)

@@ -193,8 +193,10 @@ def log2_ticks(values: list[float], most: int, few: int | None = None) -> list[f
     """The labelled values of a log2 axis (sizes, rank counts): the values themselves
     where there are at most ``few`` (default ``most``); else powers of 2 every k octaves
     from the first value's (k the least that gives at most ``most``, one that lands on
-    the last value's octave preferred), so that both ends of the data are labelled; the
-    values themselves, thinned, where no two powers of 2 fall among them."""
+    the last value's octave preferred, and longer where the ends' own labels would make
+    more than ``most``), so that both ends of the data are labelled (the two ends alone
+    where no step gives at most ``most``, as for ``most`` 1); the values themselves,
+    thinned, where no two powers of 2 fall among them."""
     distinct = sorted(set(values))
     if len(distinct) <= (most if few is None else few):
         return [float(v) for v in distinct]
@@ -205,14 +207,13 @@ def log2_ticks(values: list[float], most: int, few: int | None = None) -> list[f
         return [float(v) for v in distinct[::step]]
     fits = [k for k in range(1, last - first + 1) if (last - first) // k + 1 <= most]
     landing = [k for k in fits[:4] if (last - first) % k == 0]
-    # the steps in order of preference, and longer ones where the ends' own labels
-    # would make more than ``most``
-    for step in [*landing, *(k for k in fits if k not in landing),
-                 *range(last - first + 1, last - first + 3)]:
+    # the steps in order of preference, then one past the span (a power of 2 and the
+    # two ends) where even the span's own step leaves more than ``most`` with the ends
+    for step in [*landing, *(k for k in fits if k not in landing), last - first + 1]:
         ticks = _with_ends([2.0**j for j in range(first, last + 1, step)], distinct, step)
         if len(ticks) <= most:
             return ticks
-    return [float(distinct[0]), float(distinct[-1])]
+    return [float(distinct[0]), float(distinct[-1])]   # most < 3: the two ends alone
 
 
 def _with_ends(ticks: list[float], distinct: list[float], step: int) -> list[float]:

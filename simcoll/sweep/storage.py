@@ -131,7 +131,8 @@ def load_results(path: str | os.PathLike[str]) -> SweepResults:
     Raises:
         InvalidInputError: the path is a directory, does not exist, or holds a line that
             is not a sweep record or a field of the wrong type, named by line and field (a
-            truncated last line is ignored with a warning).
+            truncated line, the last or one a sweep was killed writing before another
+            appended, is ignored with a warning).
     """
     resolved = file_path(path, "path", example="sweep.jsonl")
     if not resolved.is_file():
@@ -181,8 +182,9 @@ class ResultFile:
         other sweep has the file open (one that has may be writing that line).
 
         Raises:
-            InvalidInputError: ``path`` is a directory, its folder does not exist, or it
-                holds a line that is not a sweep record.
+            InvalidInputError: ``path`` is a directory, its folder does not exist, it
+                holds a line that is not a sweep record, or another sweep removed it
+                while this one opened it.
         """
         self.path = check_save_path(path)
         created = not self.path.exists()
@@ -196,7 +198,7 @@ class ResultFile:
                     _warn_truncated(self.path, self.path.stat().st_size, cut)
                     if _alone(self._fd):
                         os.ftruncate(self._fd, cut)
-                    _shared_again(self._fd)
+                    _shared_again(self._fd, self.path)
         except BaseException:
             self.close()
             raise
@@ -260,7 +262,7 @@ class ResultFile:
         self.close()
 
 
-def _shared_again(fd: int) -> None:
+def _shared_again(fd: int, path: Path) -> None:
     """Take ``fd``'s shared lock again after :func:`_alone` (whose exclusive one it
     turns into the shared one; where that failed, ``fd`` held none), so that other
     sweeps see the file in use. Another sweep alone with the file in the moment between
@@ -273,8 +275,8 @@ def _shared_again(fd: int) -> None:
     except OSError:
         return
     if os.fstat(fd).st_nlink == 0:
-        raise InvalidInputError("the save file was removed by another sweep while this one "
-                                "opened it; run again")
+        raise InvalidInputError(f"{path} was removed by another sweep while this one "
+                                f"opened it; run again")
 
 
 def _open_shared(path: Path) -> int:

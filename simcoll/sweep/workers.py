@@ -14,7 +14,8 @@ from __future__ import annotations
 import pickle
 import queue
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import BrokenExecutor, Executor, Future
+from concurrent.futures import Executor, Future
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any
 
@@ -92,11 +93,8 @@ class Finished:
         return self._batches
 
 
-def _results(finished: queue.SimpleQueue[Future[Record]], total: int,
-             running: Callable[[], str] = str) -> Finished:
-    """The records of ``total`` futures that ``finished`` gets as each is done;
-    ``running`` names the points a local pool's workers were running (for the note on a
-    worker that died)."""
+def _results(finished: queue.SimpleQueue[Future[Record]], total: int) -> Finished:
+    """The records of ``total`` futures that ``finished`` gets as each is done."""
     def taken(first: Future[Record] | None) -> list[Future[Record]]:
         done = [] if first is None else [first]
         while True:
@@ -116,11 +114,7 @@ def _results(finished: queue.SimpleQueue[Future[Record]], total: int,
             left -= len(batch)
             yield ran(batch)
             for future in batch:
-                try:  # a point that raised (not a SimCollError) stops the sweep
-                    future.result()
-                except BrokenExecutor as exc:
-                    add_note(exc, f"{DIED}{running()}")
-                    raise
+                future.result()  # a point that raised (not a SimCollError) stops the sweep
 
     return Finished(batches(), lambda: ran(taken(None)))
 
@@ -155,19 +149,22 @@ def completed(points: Sequence[Point], *, workers: int, executor: Executor | Non
     def running() -> str:
         """The first points not run, in the order they were sent: the pool's workers
         take them in that order, so these are what they were running."""
-        if pool is None:
-            return ""
         left = [point_name(point.head) for point, future in zip(points, futures)
                 if not (future.done() and not future.cancelled()
                         and future.exception() is None)]
-        return f" while running one of: {'; '.join(left[:size])}"
+        return f" while running one of: {'; '.join(left[:size])}" if left else ""
 
     try:
         for point in points:
             futures.append(executor.submit(run_point, point))
             futures[-1].add_done_callback(finished.put)
-        yield _results(finished, len(futures), running)
-    except BaseException:
+        yield _results(finished, len(futures))
+    except BaseException as exc:
+        # a worker process died (the OOM killer, say), while the points were sent or as
+        # their records were taken: which points it may have run is known for this
+        # sweep's own pool only
+        if isinstance(exc, BrokenProcessPool):
+            add_note(exc, DIED + (running() if pool is not None else ""))
         if pool is not None:
             # terminate cancels the points not started. Cancelling them here first would
             # race with the pool's thread, which fails every pending point once a worker

@@ -366,7 +366,8 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     root = _run_root(res, root)
     _check_reference(res, alpha, beta, gamma)
     if res.correct is False:
-        differs = ("a zero of the wrong sign, every value equal but that"
+        differs = ("no difference float64 shows: a zero of the wrong sign, or long "
+                   "double values closer than float64 resolves"
                    if res.max_error == 0 else f"largest error {res.max_error!r}")
         raise AssertionError(f"{_what(res)} computed a wrong result ({differs})")
     params = _model_params(res)

@@ -29,10 +29,13 @@ def _values(name: str, values: Any) -> list[Any]:
     if isinstance(values, (str, bytes)):
         raise InvalidInputError(f"{shown}: a string is not a list of values; write "
                                 f"{name}=[{values!r}] for one value")
-    if isinstance(values, (set, frozenset, Mapping)):
-        raise InvalidInputError(f"{shown}: a set's order changes from process to process "
-                                f"(pytest-xdist's workers would collect other tests) and "
-                                f"a mapping's values are not its keys; give a list")
+    if isinstance(values, (set, frozenset)):
+        raise InvalidInputError(f"{shown}: a set's order may differ between processes "
+                                f"(pytest-xdist's workers would collect other tests); give "
+                                f"a list, e.g. sorted(...)")
+    if isinstance(values, Mapping):
+        raise InvalidInputError(f"{shown}: a mapping iterates over its keys; give list(d) "
+                                f"or list(d.values())")
     try:
         listed = list(values)
     except TypeError:
@@ -49,7 +52,8 @@ def sweep(**axes: Iterable[Any]) -> Callable:
     ``@sweep(p=[2, 4, 8], nbytes=[1 << 10, 1 << 20])`` is
     ``pytest.mark.parametrize`` over the 6 pairs, with ids like ``p=4-nbytes=1024``.
     Each axis is an iterable of values other than a string, a set or a mapping
-    (``p=[5]``, not ``p=5``, ``p="248"`` or ``p={2, 4}``). A value may be a
+    (``p=[5]``, not ``p=5``, ``p="248"`` or ``p={2, 4}``; a dict's ``.keys()`` is
+    taken). A value may be a
     ``pytest.param`` of one value: its marks go to every combination it is in, its ``id``
     stands for the value in their ids. Decorators
     stack (the product again). pytest is imported only here, so simcoll itself never

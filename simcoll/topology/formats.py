@@ -99,7 +99,8 @@ def _yaml_lines(node: Any, path: Key, out: dict[Key, int], texts: dict[Key, str]
         seen: set[str] = set()
         for key_node, value_node in node.value:
             name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else \
-                f"a {key_node.tag.removeprefix(_TAG)} key"   # not its nodes' repr
+                {"seq": "a list", "map": "a mapping"}.get(
+                    key_node.tag.removeprefix(_TAG), "a key")   # not its nodes' repr
             key = path + (name,)
             where = f"{source}, line {key_node.start_mark.line + 1}: {_shown(key)}"
             if key_node.tag not in (_TAG + "str", _TAG + "merge"):

@@ -337,7 +337,7 @@ def save(topology: Topology, path: str | os.PathLike) -> None:
         InvalidInputError: not a Topology, or a path that is not a file path, a
             directory, or in a folder that does not exist.
     """
-    data = to_dict(topology)
+    data = to_dict(topology)   # refuses what is not a Topology
     try:
         topology.validate()
     except TopologyError as exc:

@@ -179,7 +179,7 @@ class Model:
     def __post_init__(self) -> None:
         if not isinstance(self.layers, (tuple, list)):
             raise InvalidInputError(f"model {self.name!r}: layers={self.layers!r:.60} is "
-                                    f"not accepted; give a tuple of Layer")
+                                    f"not accepted; give a tuple or list of Layer")
         if not self.layers:
             raise InvalidInputError(f"model {self.name!r} has no layers; give a tuple of "
                                     f"Layer")
