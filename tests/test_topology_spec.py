@@ -491,3 +491,24 @@ def test_a_spec_refuses_a_whole_number_with_a_leading_zero(spec):
     # 0 and 00 are zero in every reading: refused as counts, not as written
     with pytest.raises(sc.TopologyError, match="n = 0 is not accepted"):
         sc.topology.from_spec("switch:00")
+
+
+def test_every_listed_default_rate_and_time_reads_back_as_itself():
+    """`simcoll list topologies` wrote defaults to 12 digits: dgx_a100's reduce_bandwidth
+    (2039 GB/s / 3) as 679.666666667GB/s, which builds a machine 3e-13 off."""
+    from simcoll.topology.catalog import format_value
+    from simcoll.topology.quantities import parse_rate, parse_time
+
+    read = {"rate": parse_rate, "time": parse_time}
+    checked = 0
+    for name in builders():
+        for param in parameters(name):
+            if param.kind in read and isinstance(param.default, float) \
+                    and math.isfinite(param.default):
+                assert read[param.kind](format_value(param, param.default)) == param.default, \
+                    (name, param.name)
+                checked += 1
+    assert checked > 20
+    a100 = {p.name: p for p in parameters("dgx_a100")}["reduce_bandwidth"]
+    assert format_value(a100, 2039e9 / 3) == "679.6666666666666GB/s"
+    assert format_value(a100, 100e9) == "100GB/s"   # as few digits as read back

@@ -120,18 +120,28 @@ def describe(name: str) -> str:
 
 
 def format_value(param: Parameter, value: Any) -> str:
-    """``value`` written as a spec would write it (units for rates and times)."""
+    """``value`` written as a spec would write it (units for rates and times, in the
+    fewest digits, 12 at least, that read back as the value itself)."""
     if value is None:
         return "none"
     if param.kind == "rate":
-        return format_rate(value)
+        return _read_back(value, format_rate, parse_rate)
     if param.kind == "time":
-        return format_time(value)
+        return _read_back(value, format_time, parse_time)
     if param.kind == "dims":
         return "x".join(str(v) for v in value)
     if param.kind == "bool":
         return "true" if value else "false"
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _read_back(value: float, write: Callable[[float, int], str],
+               read: Callable[[str], float]) -> str:
+    """``value`` written by ``write`` in the fewest significant digits from 12 that
+    ``read`` gives back as ``value`` (17 always do): a default such as 2039 GB/s / 3
+    listed as 679.666666667GB/s built another machine."""
+    return next((text for text in (write(value, digits) for digits in range(12, 17))
+                 if read(text) == value), write(value, 17))
 
 
 def builder(name: str, *, files: bool = True) -> Callable[..., Topology]:
