@@ -13,9 +13,11 @@ from typing import Any, Union
 
 import numpy as np
 
+from simcoll.collectives import collective
 from simcoll.errors import InvalidInputError
 from simcoll.result import Result
 from simcoll.sweep.records import FailedPoint, SweepResults
+from simcoll.uneven import check_splits
 
 Record = Union[Result, FailedPoint, Mapping[str, Any]]  # noqa: UP007 (a runtime alias on 3.10)
 """What the plots read: a Result, a sweep's failed point, or a record as a dict
@@ -190,31 +192,25 @@ def from_mapping(where: str, r: Mapping[str, Any]) -> Point:
                  _machine(r), spec=None if _none(r.get("spec")) else str(r["spec"]),
                  settings=_settings(r.get("root"), r.get("op")),
                  bytes_sent=_most_sent(_counts(where, r, "bytes_sent"), hosts),
-                 splits=_splits(where, r.get("splits"), nranks))
+                 splits=_splits(where, r.get("splits"), str(r["collective"]), nranks))
 
 
-def _splits(where: str, splits: Any, p: int) -> Any:
-    """A record's ``splits`` (a v-collective's sizes in elements: p counts, or p lists of
-    p), as given, or None where it has none.
+def _splits(where: str, splits: Any, name: str, p: int) -> Any:
+    """A record's ``splits`` (the v-collective ``name``'s sizes in elements: p counts, or
+    p lists of p) as :func:`~simcoll.uneven.check_splits` reads them, or None where it
+    has none.
 
     Raises:
         InvalidInputError: anything else, naming the record.
     """
     if splits is None:
         return None
-
-    def count(c: Any) -> bool:
-        return isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)) \
-            and bool(c >= 0)
-
-    rows = splits if isinstance(splits, list) and len(splits) == p else None
-    if rows is not None and (all(count(c) for c in rows) or all(
-            isinstance(row, list) and len(row) == p and all(count(c) for c in row)
-            for row in rows)):
-        return splits
-    raise InvalidInputError(f"{where} has splits={splits!r:.60}; expected {p} element "
-                            f"counts (all_to_allv: {p} lists of {p}), as Result.to_dict() "
-                            f"writes them")
+    try:
+        return check_splits(collective(name), splits, p)
+    except InvalidInputError:
+        raise InvalidInputError(f"{where} has splits={splits!r:.60}; expected {p} element "
+                                f"counts (all_to_allv: {p} lists of {p}), as "
+                                f"Result.to_dict() writes them") from None
 
 
 @dataclass(frozen=True)
