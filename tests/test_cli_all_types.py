@@ -91,3 +91,14 @@ def test_every_root_in_turn(capsys):
     status, _, err = run(capsys, "--topology", "switch:4", "--collective", "broadcast",
                          "-r", "first")
     assert status == 2 and "'first' is not a rank (an integer) or all" in err
+
+
+def test_op_all_is_read_in_any_case_as_every_reduction_name_is(capsys):
+    # -o SUM ran as sum, but -o ALL was refused as an unknown reduction
+    status, out, err = run(capsys, "--topology", "switch:4", "--size", "1K", "-o", "ALL")
+    assert status == 0, err
+    assert [r.redop for r in sc.nccl_tests.parse(out).rows] == ["sum", "prod", "max", "min",
+                                                               "avg"]
+    status, out, err = run(capsys, "--topology", "switch:4", "--size", "1K", "-o", "Max")
+    assert status == 0, err
+    assert [r.redop for r in sc.nccl_tests.parse(out).rows] == ["max"]

@@ -409,6 +409,12 @@ def _root_or_all(text: str) -> int | str:
     return "all" if value == -1 else value
 
 
+def _op_or_all(text: str) -> str:
+    """``-o``'s value where ``all`` is taken: ``all`` in any case, as every reduction's
+    name is read (``-o SUM`` is ``-o sum``); anything else as typed, checked later."""
+    return "all" if text.lower() == "all" else text
+
+
 def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                     every: bool = False) -> None:
     """The options that say what to simulate (topology, collective, algorithm, ...);
@@ -443,7 +449,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, sweep: bool = False,
                              + ("; all: each of those in turn, as nccl-tests -d all (those "
                                 "that cannot run here are left out, saying why)"
                                 if every else ""))
-    parser.add_argument("-o", "--op", help="reduction: sum (default), prod, min, max, avg "
+    parser.add_argument("-o", "--op", type=_op_or_all if every else str,
+                        help="reduction: sum (default), prod, min, max, avg "
                                            "(mulsum runs as avg; reducing collectives only)"
                                            + ("; all: each in turn, as nccl-tests -o all"
                                               if every else ""))
