@@ -628,6 +628,12 @@ def wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op
     """How many elements of the outputs :func:`compare` finds wrong: by the rounding
     bound, or exactly; an output of the wrong type, dtype or shape counts every element
     it should have had."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _wrong_elements(coll, inputs, outputs, op, root)
+
+
+def _wrong_elements(coll: Collective, inputs: list[np.ndarray], outputs: list, op: ReduceOp,
+                    root: int) -> int:
     refs = coll.reference(inputs, op, root)
     rounded = coll.reduces and is_float(inputs[0].dtype) and op not in (ReduceOp.MIN,
                                                                           ReduceOp.MAX)

@@ -340,11 +340,13 @@ def root_argument(coll: Collective, root: Any, src: Any = None, dst: Any = None)
     return next(iter(given.values()), None)
 
 
-def check_output(value: Any, expected: int | None, dtype: np.dtype, who: str) -> None:
+def check_output(value: Any, expected: int | None, dtype: np.dtype, who: str,
+                 data: bool = False) -> None:
     """Refuse what ``who`` (a rank of an algorithm) returned where it is not its output: a
     buffer (an array in data mode, a ``VirtualBuffer`` without data) of ``expected``
     elements of ``dtype`` (``None``: an output the collective leaves undefined, such as a
-    gather's non-roots, which may be anything).
+    gather's non-roots, which may be anything); with ``data`` (a run of arrays), a
+    ``VirtualBuffer`` is refused too: it holds no values to check.
 
     Raises:
         AlgorithmError: naming ``who``, what it returned and what was expected.
@@ -357,9 +359,10 @@ def check_output(value: Any, expected: int | None, dtype: np.dtype, who: str) ->
         got = f"{'an' if value.dtype.name.startswith('i') else 'a'} {value.dtype} " \
               f"array of shape {value.shape}"
     elif isinstance(value, VirtualBuffer):
-        if value.count == expected and value.dtype == dtype:
+        if value.count == expected and value.dtype == dtype and not data:
             return
-        got = f"{value.count} {value.dtype} elements"
+        got = f"{value.count} {value.dtype} elements" + (
+            " of a VirtualBuffer, which holds no data, in a run of arrays" if data else "")
     else:
         got = "None" if value is None else f"a {type(value).__name__}"
     raise AlgorithmError(f"{who} returned {got}; its output is {expected} {dtype} elements "

@@ -123,8 +123,12 @@ class Comm:
     @property
     def _who(self) -> str:
         """This rank as an error names it: ``rank 2``, or in a group ``rank 0 of group
-        [2, 3] (world rank 2)``, whose numbers the message then uses."""
+        [2, 3] (world rank 2)``, whose numbers the message then uses; a server host or an
+        in-network device by its name and the number peers give it (``host server0
+        (rank 4)``)."""
         if self._members is None:
+            if self._address >= self._rt.nranks:
+                return f"{self._endpoint} (rank {self.rank})"
             return f"rank {self.rank}"
         return (f"rank {self.rank} of group {list(self._members[:self.size])} (world rank "
                 f"{self._address})")
@@ -408,7 +412,9 @@ class Comm:
 
         Takes ``nbytes / reduce_bandwidth`` of this GPU's reduction engine, one reduction
         at a time (the gamma term). The inputs are left unchanged; the result is read-only.
-        ``op`` is a :class:`ReduceOp` or its name.
+        ``op`` is a :class:`ReduceOp` or its name; ``avg`` adds, as NCCL's ``ncclAvg``
+        combines buffers: the scaling by 1/p is done once, by whoever started the
+        collective (:meth:`ReduceOp.combining`), not by each reduction.
 
         ``shared=True`` runs it on threads of its own beside this GPU's other shared
         reductions, each at an even share of the reduction rate while it runs (k at

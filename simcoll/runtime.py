@@ -134,6 +134,16 @@ class Channel:
         self.waiting: deque[Event] = deque()
 
 
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, or where that raises (an exception class of the algorithm's with a
+    broken ``__str__``) a line saying so, so that the error naming the rank still comes
+    out."""
+    try:
+        return str(exc)
+    except Exception as broken:
+        return f"(its message could not be shown: str() raised {type(broken).__name__})"
+
+
 class Runtime:
     """Everything the communicators of one run share."""
 
@@ -268,8 +278,8 @@ class Runtime:
         event.defused = True
         if isinstance(exc, LinkFailureError) or not isinstance(exc, Exception):
             raise exc  # a link failure is the machine's; the run's stop a BaseException
-        raise AlgorithmError(f"{label} raised {type(exc).__name__} in {self.what}: {exc}"
-                             ) from exc
+        raise AlgorithmError(f"{label} raised {type(exc).__name__} in {self.what}: "
+                             f"{_message(exc)}") from exc
 
     # -- messages ------------------------------------------------------------------------
     def _new_channel(self, key: tuple) -> Channel:

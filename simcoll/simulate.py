@@ -198,7 +198,7 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
     if check:   # what the programs (or ``outputs``) returned, data-free runs' too
         reference = coll if inputs.splits is None else coll.shaped(inputs.splits)
         _check_returned(reference, values, inputs.count, inputs.dtype, the_root or 0,
-                        run.runtime.what)
+                        run.runtime.what, inputs.arrays is not None)
     if inputs.arrays is None:
         return result(None, None, None)
 
@@ -254,7 +254,7 @@ def _refuse_slices_that_cannot_fit(nbytes: int) -> None:
 
 
 def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: np.dtype,
-                    root: int, what: str) -> None:
+                    root: int, what: str, data: bool) -> None:
     """Refuse what a rank program returned where it is not the rank's output
     (:func:`~simcoll.collectives.check_output`).
 
@@ -264,7 +264,7 @@ def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: 
     p = len(values)
     for rank, value in enumerate(values):
         check_output(value, coll.out_count(p, count, rank, root), dtype,
-                     f"rank {rank} in {what}")
+                     f"rank {rank} in {what}", data)
 
 
 def _run_programs(run: Execution, spec: AlgorithmSpec, buffers: Sequence[Any],

@@ -178,16 +178,17 @@ def start_collective(comm: Comm, collective: str, x: Any, algorithm: str,
     reference = coll if shape is None else coll.shaped(shape)
     expected = reference.out_count(comm.size, 0 if x is None else int(x.size), comm.rank,
                                    kwargs.get("root", 0))
-    program = _checked(program, expected, _dtype(x), f"{comm._who} in {coll.name}/{algorithm}")
+    program = _checked(program, expected, _dtype(x), f"{comm._who} in {coll.name}/{algorithm}",
+                       isinstance(x, np.ndarray))
     return comm.start(program, name=f"{coll.name}/{algorithm}")
 
 
 def _checked(program: Generator[Event, Any, Any], expected: int | None, dtype: Any,
-             who: str) -> Generator[Event, Any, Any]:
+             who: str, data: bool) -> Generator[Event, Any, Any]:
     """The program, what it returns checked to be the rank's output, as ``simulate``
     checks a top-level run's (:func:`~simcoll.collectives.check_output`)."""
     out = yield from program
-    check_output(out, expected, dtype, who)
+    check_output(out, expected, dtype, who, data)
     return out
 
 

@@ -5,6 +5,7 @@ outputs are caught wherever they hide, right ones pass, on cases worked out here
 from __future__ import annotations
 
 import time
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -1044,3 +1045,15 @@ def test_an_fp8_sum_that_may_saturate_keeps_both_roundings_in_its_allowance():
         out = np.array([value], dtype=dt)
         assert float(out[0]) == value
         assert compare(coll, inputs, [out] * 2, ReduceOp.SUM, 0)[0] is right, value
+
+
+def test_wrong_elements_counts_a_correct_sum_with_an_infinity_as_right_without_a_warning():
+    # inf - inf in the rounding bound warned (an error under -W error) where compare is quiet
+    inputs = [np.array([np.inf, 1.0], np.float32), np.array([1.0, 2.0], np.float32)]
+    outputs = [np.array([np.inf, 3.0], np.float32)] * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        all_reduce = COLLECTIVES["all_reduce"]
+        assert check.wrong_elements(all_reduce, inputs, outputs, ReduceOp.SUM, 0) == 0
+        assert check.wrong_elements(all_reduce, inputs, [np.array([np.inf, 4.0], np.float32)] * 2,
+                                    ReduceOp.SUM, 0) == 2

@@ -810,3 +810,57 @@ def test_a_limit_leaves_out_the_receives_of_programs_that_returned():
         sc.run_program(sc.topology.switch(2), one_polls, max_events=10**5)
     assert ("with rank 0 still running (waiting on receives no message matched: rank 0's "
             "recv from 1 (tag 7)); raise the limit") in str(info.value)
+
+
+def test_a_virtual_buffer_returned_in_a_run_of_arrays_is_refused_naming_the_rank():
+    @sc.register("all_reduce", "test_returns_virtual", cost=NO_FORMULA)
+    def program(comm, x, *, op):
+        yield comm.sleep(0.0)
+        return sc.VirtualBuffer.of(x.size, x.dtype)
+
+    data = [np.ones(8, np.float32)] * 2
+    with pytest.raises(sc.AlgorithmError, match="rank 0 in all_reduce/test_returns_virtual "
+                                                "returned 8 float32 elements of a "
+                                                "VirtualBuffer, which holds no data"):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_returns_virtual",
+                    data=data)
+    # without data it is the output
+    assert sc.simulate(sc.topology.switch(2), "all_reduce",
+                       algorithm="test_returns_virtual", nbytes=32).correct is None
+
+    def started(comm, arrays):
+        return (yield comm.all_reduce(arrays[comm.rank], algorithm="test_returns_virtual"))
+
+    with pytest.raises(sc.AlgorithmError, match="VirtualBuffer, which holds no data"):
+        sc.run_program(sc.topology.switch(2), started, data)
+
+
+def test_an_exception_whose_message_cannot_be_shown_still_comes_out_naming_the_rank():
+    class Broken(Exception):
+        def __str__(self):
+            raise RuntimeError("no message")
+
+    @sc.register("all_reduce", "test_broken_message", cost=NO_FORMULA)
+    def program(comm, x, *, op):
+        yield comm.sleep(0.0)
+        raise Broken
+
+    with pytest.raises(sc.AlgorithmError, match=r"rank \d raised Broken .*could not be shown"):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_broken_message",
+                    nbytes=8)
+
+
+def test_a_host_programs_error_names_the_host_not_a_rank():
+    topo = sc.topology.switch(4, servers=1)
+
+    def host(comm, *, op):
+        yield comm.send(None, dst=comm.size + 5)
+
+    @sc.register("all_reduce", "test_bad_host", host=host, cost=NO_FORMULA)
+    def program(comm, x, *, op):
+        yield comm.sleep(0.0)
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match=r"host server0 \(rank 4\): dst=9 is out of "
+                                                r"range"):
+        sc.simulate(topo, "all_reduce", algorithm="test_bad_host", nbytes=16)

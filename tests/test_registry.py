@@ -1257,3 +1257,116 @@ def test_a_resolve_functions_own_refusal_is_passed_on_as_it_is(dtype):
                                                    r"\(ncclDataType_t in nccl.h\)"):
         sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="nccl", nbytes=64,
                     dtype=dtype)
+
+
+def _quiet_model():
+    return CostModel(time=lambda p, nbytes, alpha, beta, gamma: 0.0,
+                     traffic=lambda p, nbytes, itemsize: gpu_traffic([0] * p, [0] * p))
+
+
+def test_a_default_reaches_programs_and_models_normalized_as_a_given_value_would():
+    # a float32 default kept float32 arithmetic in the program and the model: the same
+    # value gave other times as a default than given
+    seen = []
+
+    def time(p, nbytes, alpha, beta, gamma, *, scale):
+        return scale * (alpha + nbytes * beta)
+
+    @sc.register("all_reduce", "test_float32_default",
+                 params={"scale": Real(np.float32(0.1), minimum=0.0), "k": Int(np.int64(3))},
+                 cost=CostModel(time=time, traffic=lambda p, nbytes, itemsize:
+                                gpu_traffic([0] * p, [0] * p)))
+    def program(comm, x, *, op, scale, k):
+        seen.append((type(scale), type(k)))
+        yield comm.sleep(scale * 1e-6)
+        return x
+
+    kw = {"p": 2, "nbytes": 1000, "alpha": 1e-6, "beta": 1e-9}
+    by_hand = float(np.float32(0.1)) * (1e-6 + 1000 * 1e-9)   # in float64
+    assert cost.predict("all_reduce", "test_float32_default", **kw) == by_hand
+    assert cost.predict("all_reduce", "test_float32_default", scale=np.float32(0.1),
+                        **kw) == by_hand
+    res = sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_float32_default",
+                      nbytes=8)
+    assert res.time == float(np.float32(0.1)) * 1e-6
+    assert set(seen) == {(float, int)}
+
+
+def test_a_program_that_changes_a_mutable_default_changes_neither_the_registry_nor_later_runs():
+    runs = []
+
+    @sc.register("all_reduce", "test_mutable_default",
+                 params={"opts": Keywords(), "sched": algorithms_package.Value([1, 2])},
+                 cost=_quiet_model())
+    def program(comm, x, *, op, opts, sched):
+        if comm.rank == 0:
+            runs.append((dict(opts), list(sched)))
+        opts.setdefault("first", comm.rank)
+        sched.append(comm.rank)
+        yield comm.sleep(0.0)
+        return x
+
+    for _ in range(2):
+        sc.simulate(sc.topology.switch(3), "all_reduce", algorithm="test_mutable_default",
+                    nbytes=12)
+    assert runs == [({}, [1, 2]), ({}, [1, 2])]
+    assert registry.get_algorithm("all_reduce", "test_mutable_default").defaults == {
+        "opts": {}, "sched": [1, 2]}
+
+
+def test_a_default_that_a_choice_of_a_function_does_not_name_is_refused_at_the_run():
+    @sc.register("all_reduce", "test_choice_default",
+                 params={"c": Choice("zz", lambda: ["a", "b"])}, cost=_quiet_model())
+    def program(comm, x, *, op, c):
+        yield comm.sleep(0.0)
+        return x
+
+    with pytest.raises(InvalidInputError, match="c='zz' is not accepted; use one of 'a', 'b'"):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_choice_default",
+                    nbytes=8)
+    assert sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_choice_default",
+                       nbytes=8, c="b").params == {"c": "b"}
+
+
+def test_a_validate_that_returns_a_verdict_instead_of_raising_is_refused():
+    @sc.register("all_reduce", "test_validate_returns", cost=_quiet_model(),
+                 validate=lambda p, count, hosts: p % 2 == 0)
+    def program(comm, x, *, op):
+        yield comm.sleep(0.0)
+        return x
+
+    for p in (2, 3):   # even True is refused: the False of p=3 went through unseen
+        with pytest.raises(sc.RegistrationError, match=f"validate function returned "
+                                                       f"{p % 2 == 0}"):
+            sc.simulate(sc.topology.switch(p), "all_reduce",
+                        algorithm="test_validate_returns", nbytes=8 * p)
+        with pytest.raises(sc.RegistrationError, match="returned"):
+            cost.predict("all_reduce", "test_validate_returns", p=p, nbytes=8, alpha=1e-6,
+                         beta=1e-9)
+
+
+def test_a_partial_program_is_refused_with_a_registration_error_not_an_attribute_error():
+    import functools
+
+    def scaled(comm, x, *, op, factor):
+        yield comm.sleep(factor * 1e-6)
+        return x
+
+    with pytest.raises(sc.RegistrationError, match="functools.partial"):
+        sc.register("all_reduce", "test_partial_program",
+                    cost=_quiet_model())(functools.partial(scaled, factor=2))
+
+
+def test_a_traffic_model_of_two_dimensional_arrays_is_refused_by_cost_traffic():
+    sc.register("all_reduce", "test_traffic_2d", cost=CostModel(
+        time=lambda p, nbytes, alpha, beta, gamma: 0.0,
+        traffic=lambda p, nbytes, itemsize: gpu_traffic(np.full((p, 1), nbytes),
+                                                        np.full((p, 1), nbytes))))(
+        _returns_input)
+    with pytest.raises(sc.RegistrationError, match=r"shape \(2, 1\).*one number per rank"):
+        cost.traffic("all_reduce", "test_traffic_2d", p=2, nbytes=4096)
+
+
+def _returns_input(comm, x, *, op):
+    yield comm.sleep(0.0)
+    return x

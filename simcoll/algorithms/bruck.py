@@ -77,7 +77,7 @@ def _all_to_all_time(p: int, nbytes: int, alpha: float, beta: float, gamma: floa
     """Sum over steps at distance d of alpha + c_d n/p beta, c_d the slots with bit d set.
 
     Exact when count is divisible by p; with uneven blocks a step's messages differ in
-    size between ranks and n/p is an estimate of the block size: 1.000-1.016 times it on
+    size between ranks and n/p is an estimate of the block size: 1.000-1.023 times it on
     the reference network with alpha = 1 us (beta = 1 ns, gamma 0 to 4 ns, 2 to 40
     ranks, 1 to 20000 elements), up to 15 times without latency (one element on 38
     ranks: its block crosses whole, not as n/p bytes).

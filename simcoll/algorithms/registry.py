@@ -13,6 +13,7 @@ load, and a lookup of an unknown algorithm names the plugins that failed.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 import re
@@ -108,8 +109,18 @@ class AlgorithmSpec:
 
     @property
     def defaults(self) -> dict[str, Any]:
-        """Every parameter's default."""
+        """Every parameter's default, as registered."""
         return {name: spec.default for name, spec in self.params.items()}
+
+    def run_defaults(self, given: Mapping[str, Any] = {}) -> dict[str, Any]:  # noqa: B006
+        """The default of every parameter not ``given`` as a run or a cost query takes it
+        (:func:`_fresh_defaults`).
+
+        Raises:
+            InvalidInputError: a default its own spec refuses now (a ``Choice`` whose
+                choices, given as a function, do not name it).
+        """
+        return _fresh_defaults(self.params, given)
 
     def check(self, p: int, count: int, hosts: int, nodes: tuple[int, ...],
               params: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,7 +135,8 @@ class AlgorithmSpec:
         given = _normalized(self, params, self.params)
         for name, value in given.items():
             self.params[name].check_size(name, value, count)
-        self.run_validate(p, count, hosts, {**self.defaults, **given, "nodes": nodes})
+        self.run_validate(p, count, hosts, {**self.run_defaults(given), **given,
+                                            "nodes": nodes})
         return given
 
     @property
@@ -138,10 +150,17 @@ class AlgorithmSpec:
 
         Raises:
             InvalidInputError: it refused them, or raised anything else (named).
+            RegistrationError: it returned something: a validate refuses by raising
+                InvalidInputError, so a ``False`` it returned would pass unseen.
         """
         if self.validate is not None:
-            self._hook_call("validate", self.validate, p, count, hosts,
-                            **named_arguments(self.validate, args))
+            verdict = self._hook_call("validate", self.validate, p, count, hosts,
+                                      **named_arguments(self.validate, args))
+            if verdict is not None:
+                raise RegistrationError(
+                    f"{self.collective}/{self.name}: its validate function returned "
+                    f"{verdict!r}; a validate returns nothing and refuses what it does not "
+                    f"accept by raising sc.InvalidInputError, naming the value")
 
     def _hook_call(self, role: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``, this algorithm's ``role`` function (validate,
@@ -202,7 +221,7 @@ class AlgorithmSpec:
 
     def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The rank program's parameter keywords: every default, updated by ``params``."""
-        return {**self.defaults, **params}
+        return {**self.run_defaults(params), **params}
 
     def program(self, comm: Comm, x: Buffer, **kwargs: Any) -> Steps:
         """This rank's program, for running it inside another one (``op``, ``root``,
@@ -232,7 +251,29 @@ class AlgorithmSpec:
                     and not 0 <= root < p:   # a rank's range, below 0 too (as simulate says)
                 raise InvalidInputError(f"root={root} is not a rank; use 0..{p - 1}")
         given = _normalized(self, params, specs)
-        return {**{name: spec.default for name, spec in specs.items()}, **given}
+        return {**_fresh_defaults(specs, given), **given}
+
+
+def _fresh_defaults(specs: Mapping[str, Param], given: Mapping[str, Any]
+                    ) -> dict[str, Any]:
+    """Each spec's default but those ``given``, normalized as a value given for it is (an
+    ``int`` for a numpy integer, a ``float`` for a float32, whose arithmetic would round
+    otherwise than a given one's), and where it is a list, dict, set or array a copy of its
+    own, so that a program or model that changes it changes neither the registered
+    default nor a later run's.
+
+    Raises:
+        InvalidInputError: a default its spec refuses now (a ``Choice`` whose choices,
+            given as a function, do not name it).
+    """
+    fresh = {}
+    for name, spec in specs.items():
+        if name in given:
+            continue
+        value = spec.normalize(name, spec.default)
+        fresh[name] = copy.deepcopy(value) if isinstance(
+            value, (list, dict, set, np.ndarray)) else value
+    return fresh
 
 
 def _normalized(spec: AlgorithmSpec, params: Mapping[str, Any],
@@ -416,12 +457,18 @@ def _check_free(entry: AlgorithmSpec, replace: bool) -> None:
             raise RegistrationError(f"{taken} by simcoll itself, which replace=True does not "
                                     f"replace; register yours under another name")
     elif changed and not replace:
-        origin = ".".join(part for part in (old.fn.__module__, old.fn.__qualname__) if part)
+        origin = ".".join(part for part in (old.fn.__module__, _name(old.fn)) if part)
         which = ("with another " + ", ".join(changed) if old.fn is entry.fn
                  else f"(by {origin})")
         raise RegistrationError(f"{taken} {which}; pass replace=True to register() to "
                                 f"replace it (a notebook cell run again), or choose "
                                 f"another name")
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    """A function's name in a message: its qualified name, or for a callable without one
+    (a ``functools.partial``) its repr."""
+    return getattr(fn, "__qualname__", None) or repr(fn)
 
 
 def _reimported(old: Callable[..., Any], new: Callable[..., Any]) -> bool:
@@ -556,11 +603,11 @@ def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
             hints.append("declare each parameter in params= and take it as a keyword-only "
                          "argument")
         raise RegistrationError(
-            f"{what}: {fn.__name__} takes keyword-only {sorted(named)} but is passed "
+            f"{what}: {_name(fn)} takes keyword-only {sorted(named)} but is passed "
             f"{sorted(keywords)}; " + "; ".join(hints))
     defaulted = sorted(n for n in specs if named[n].default is not inspect.Parameter.empty)
     if defaulted:
-        raise RegistrationError(f"{what}: {fn.__name__} gives {defaulted} a default; declare "
+        raise RegistrationError(f"{what}: {_name(fn)} gives {defaulted} a default; declare "
                         f"defaults once, in params=")
 
 

@@ -295,6 +295,11 @@ def traffic(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLik
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
                                 f"returned {moved!r}; return a simcoll.cost.Traffic "
                                 f"(simcoll.cost.gpu_traffic(sent, received))")
+    shapes = [np.shape(counts) for counts in (moved.sent, moved.received)]
+    if any(len(shape) != 1 for shape in shapes):
+        raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
+                                f"gave bytes sent of shape {shapes[0]} and received of shape "
+                                f"{shapes[1]}; give one number per rank (1-D arrays of p)")
     lengths = (len(moved.sent), len(moved.received))
     if lengths != (p, p):
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
