@@ -144,6 +144,10 @@ class Faults:
                 for r, t in self.late.items()}
         jitter = real(self.jitter, "faults.jitter", what="seconds")
         seed = integer(self.seed, "faults.seed", minimum=0)
+        # a slow-down of 1 and a lateness of 0 change nothing: left out, as jitter 0 is (a
+        # sweep's baseline of slow={r: f} at f = 1 is the healthy run)
+        slow = {rank: factor for rank, factor in slow.items() if factor != 1.0}
+        late = {rank: seconds for rank, seconds in late.items() if seconds != 0.0}
         # By instant, faults of one instant in the order given, each applied in turn (a
         # failure then a restore at one instant moves the messages in flight all the same).
         return _Plan(sorted(links, key=lambda fault: fault[0]), slow, late, jitter, seed)

@@ -491,14 +491,16 @@ class Runtime:
     def _plan(self, endpoint: int) -> None:
         """Finish the jobs that are done and time the next to end (an earlier timing no
         longer holds once jobs come or go: its version is passed over). A job is done
-        when what is left of it would not move the clock: late in a long run the clock's
-        rounding leaves a few bytes that no timer can take."""
+        when what is left of it would not move the clock (late in a long run the clock's
+        rounding leaves a few bytes that no timer can take), or is below what the float
+        sums of its shares may have left over, 1e-12 of its bytes (equal jobs asked
+        together end together): a job with more left, when another joins, goes on."""
         pool = self._shared[endpoint]
         pool.planning = False
         bandwidth = self.reduce_bandwidth[endpoint]
         self._advance(pool, bandwidth)
         now, sharing = self.env._now, len(pool.jobs)
-        finished = [job for job in pool.jobs if job.left <= 1e-9 * job.nbytes
+        finished = [job for job in pool.jobs if job.left <= 1e-12 * job.nbytes
                     or now + job.left * sharing / bandwidth <= now]
         if finished:
             pool.jobs = [job for job in pool.jobs if job not in finished]

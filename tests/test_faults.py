@@ -395,10 +395,15 @@ def test_a_result_says_what_faults_it_ran_under_and_the_model_check_refuses_it()
     with pytest.raises(sc.InvalidInputError, match=r"^this run had faults \(.*'slow'.*\), "
                                                    r"which the cost model does not describe"):
         assert_matches_model(res, alpha=1e-6, beta=1e-9)
-    for healthy in (None, sc.Faults()):
+    # a slow-down of 1 and a lateness of 0 change nothing: a sweep's baseline of
+    # slow={r: f} at f = 1 was refused as a run with faults
+    for healthy in (None, sc.Faults(), sc.Faults(slow={0: 1.0}, late={2: 0.0})):
         run = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096, faults=healthy)
         assert run.faults is None and "faults" not in run.to_dict()
         assert_matches_model(run, alpha=1e-6, beta=1e-9)
+    partly = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                         faults=sc.Faults(slow={0: 1.0, 1: 2.0}, late={2: 0.0}))
+    assert partly.faults == {"slow": {"1": 2.0}}
 
 
 def test_link_faults_need_the_flow_model():
