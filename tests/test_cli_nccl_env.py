@@ -97,25 +97,29 @@ def test_empty_variables_are_read_as_unset_as_nccl_reads_them(capsys, monkeypatc
                                         "accepted; use a whole number" in err
 
 
+RING = ("--param", "algo=ring")
+
+
 def test_one_channel_count_from_the_environment(capsys, monkeypatch):
     found, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": "8",
-                                               "NCCL_MAX_NCHANNELS": "8"}, "--size", "64M")
+                                               "NCCL_MAX_NCHANNELS": "8"}, "--size", "64M", *RING)
     assert found[0]["params"]["channels"] == 8
     assert err == "# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS in the environment: channels=8\n"
     # NCCL reads them with strtoll(value, NULL, 0): 8, ' 0x8' and '010' are one count
     # (compared as text, a range); ' 08' is 0 to NCCL (octal), which is refused
     for low, high in (("8", " 0x8"), ("010", "8")):
         spelt, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": low,
-                                                   "NCCL_MAX_NCHANNELS": high}, "--size", "64M")
+                                                   "NCCL_MAX_NCHANNELS": high},
+                             "--size", "64M", *RING)
         assert spelt == found and "channels=8" in err
     monkeypatch.setenv("NCCL_MAX_NCHANNELS", " 08")
-    status, _, err = cli(capsys, *H100, "--size", "64M")
+    status, _, err = cli(capsys, *H100, "--size", "64M", *RING)
     assert status == 2 and "NCCL_MAX_NCHANNELS=' 08' in the environment is not accepted" in err
     monkeypatch.delenv("NCCL_MIN_NCHANNELS")
     monkeypatch.delenv("NCCL_MAX_NCHANNELS")
-    chosen, _ = records(capsys, monkeypatch, {}, "--size", "64M")
+    chosen, _ = records(capsys, monkeypatch, {}, "--size", "64M", *RING)
     assert chosen[0]["params"]["channels"] != 8
-    found, err = records(capsys, monkeypatch, {"NCCL_MAX_NCHANNELS": "16"}, "--size", "64M")
+    found, err = records(capsys, monkeypatch, {"NCCL_MAX_NCHANNELS": "16"}, "--size", "64M", *RING)
     assert found == chosen   # a range is not simulated: NCCL's own count, and a note
     # the variable not set is not named ("NCCL_MIN_NCHANNELS=None" before)
     assert err.startswith("# NCCL_MAX_NCHANNELS=16: a range of channel counts is not "
@@ -140,6 +144,12 @@ def test_one_channel_count_from_the_environment(capsys, monkeypatch):
      "NCCL_MIN_NCHANNELS='x' in the environment is not accepted; use a whole number"),
     ({"NCCL_MIN_NCHANNELS": "8", "NCCL_MAX_NCHANNELS": "8x"},
      "NCCL_MAX_NCHANNELS='8x' in the environment is not accepted; use a whole number"),
+    # NCCL reads a maximum of 0 as 1 channel; 0 was channels=0, NCCL's own count
+    ({"NCCL_MIN_NCHANNELS": "0", "NCCL_MAX_NCHANNELS": "0"},
+     "NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS='0' in the environment: NCCL reads a "
+     "maximum below 1 as 1 channel"),
+    ({"NCCL_NVLS_NCHANNELS": "4x"},
+     "NCCL_NVLS_NCHANNELS='4x' in the environment is not accepted; use a whole number"),
 ])
 def test_values_nccl_would_refuse_are_refused_naming_the_variable(capsys, monkeypatch, env,
                                                                   said):
@@ -357,3 +367,33 @@ def test_nccl_tests_min_bw_note_gives_the_passing_average(capsys, monkeypatch):
                     "--size", "1M")
     assert "# NCCL_TESTS_MIN_BW=100 in the environment: the average busbw passes from 90 " \
            "GB/s (0.9 times it, as nccl-tests checks)" in out
+
+
+def test_channel_counts_leave_nvls_on_its_own_count_which_nccl_nvls_nchannels_sets(
+        capsys, monkeypatch):
+    """NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS bound the communicator's channels
+    (comm->nChannels); NVLS on one node and NVLS-tree run on comm->nvlsChannels (16 on
+    Hopper, NCCL_NVLS_NCHANNELS), NVLS across nodes on no more than the communicator's
+    (topoGetAlgoInfo, src/enqueue.cc 2.30.7). The pair ran NVLS on their count."""
+    own, _ = records(capsys, monkeypatch, {}, "--size", "64M")
+    assert (own[0]["params"]["algo"], own[0]["params"]["channels"]) == ("nvls", 16)
+    pinned, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": "4",
+                                                "NCCL_MAX_NCHANNELS": "4"}, "--size", "64M")
+    assert "channels=4" in err
+    assert pinned[0]["params"]["channels"] == 16
+    assert pinned[0]["time"] == own[0]["time"]
+    monkeypatch.delenv("NCCL_MIN_NCHANNELS")
+    monkeypatch.delenv("NCCL_MAX_NCHANNELS")
+    fewer, err = records(capsys, monkeypatch, {"NCCL_NVLS_NCHANNELS": "4"}, "--size", "64M")
+    assert err == "# NCCL_NVLS_NCHANNELS in the environment: nvls_channels=4\n"
+    assert (fewer[0]["params"]["algo"], fewer[0]["params"]["channels"]) == ("nvls", 4)
+    assert fewer[0]["time"] != own[0]["time"]
+    # 0 or less: NCCL's own count (init.cc: "NCCL will decide the default value")
+    for text in ("0", "-3"):
+        same, err = records(capsys, monkeypatch, {"NCCL_NVLS_NCHANNELS": text}, "--size",
+                            "64M")
+        assert same[0]["params"]["channels"] == 16 and "nvls_channels=0" in err
+    monkeypatch.setenv("NCCL_NVLS_NCHANNELS", "4")
+    status, out, err = cli(capsys, "run", "--topology", "dgx_h100:nodes=1", "--algorithm",
+                           "nccl", "--collective", "broadcast", "--size", "1M")
+    assert status == 0 and "# NCCL_NVLS_NCHANNELS does not apply to broadcast" in out + err

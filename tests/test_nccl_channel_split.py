@@ -288,7 +288,7 @@ def test_the_nvls_switch_multicasts_the_gpus_unequal_channel_parts():
     fifth chunk GPU 0 never sends on channel 15 (DeadlockError)."""
     nbytes = 8 * 1024 * KiB + 4 * KiB
     res = sc.simulate(dgx_h100(1), "all_gather", algorithm="nccl", nbytes=nbytes,
-                      algo="nvls", channels=16, trace=True)
+                      algo="nvls", nvls_channels=16, trace=True)
     assert res.params["channels"] == 16
     pushed = _payload_by_tag(res, rank=0)
     assert pushed == {c: 129 * 4 * KiB for c in range(15)} | {15: 114 * 4 * KiB}

@@ -243,7 +243,7 @@ def test_nvls_time_does_not_drop_as_the_size_grows():
     drain) stays out of it."""
     topo = sc.topology.dgx_h100(1)
     times = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=n, algo="nvls",
-                         channels=1).time
+                         nvls_channels=1).time
              for n in (1 << 20, (1 << 20) + 512, 17 << 16, 2 << 20, (2 << 20) + 512,
                        16 << 20, (16 << 20) + 512)]
     assert times == sorted(times)

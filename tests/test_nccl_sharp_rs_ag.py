@@ -140,7 +140,7 @@ def test_nvls_runs_on_one_channel_under_either_tuner():
     for collnet, topo in ((0, sc.topology.dgx_h100(1)),
                           (1, sc.topology.dgx_h100(N_NODES, sharp=True))):
         runs = [sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20,
-                            algo="nvls", collnet=collnet, channels=1, tuner=tuner)
+                            algo="nvls", collnet=collnet, nvls_channels=1, tuner=tuner)
                 for tuner in ("2.30.7", "2.26.2")]
         assert [run.params["channels"] for run in runs] == [1, 1]
         assert runs[0].time == runs[1].time and runs[0].link_bytes == runs[1].link_bytes
@@ -149,7 +149,7 @@ def test_nvls_runs_on_one_channel_under_either_tuner():
         # nodes after SHARP)
         assert runs[0].link_bytes[("gpu0", "nvswitch0")] == (1 << 20) + (1 << 17)
         sixteen = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20,
-                              algo="nvls", collnet=collnet, channels=16)
+                              algo="nvls", collnet=collnet, nvls_channels=16)
         if collnet:   # across nodes: as many bytes on 16 channels as on one
             assert runs[0].link_bytes == sixteen.link_bytes
         else:   # one node: each channel's 64 KiB in 4 pieces of 16 KiB, for GPUs 0 - 3

@@ -486,3 +486,38 @@ def test_nics_out_of_reach_keep_the_balanced_tree():
         topo.add_link(nic, chain[-1], bandwidth=64e9, kind="pcie")
         topo.add_link(nic, core, bandwidth=50e9, latency=2e-6, kind="ib")
     assert not describe(topo, tuple(range(8)), "hopper").plain_tree
+
+
+def test_the_communicators_channel_count_leaves_nvls_alone_but_across_nodes():
+    """channels= is NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS: the communicator's count.
+    NCCL 2.30.7 runs NVLS on one node and NVLS-tree on comm->nvlsChannels (16 on Hopper,
+    nvls_channels= as NCCL_NVLS_NCHANNELS), NVLS across nodes on min(nvlsChannels,
+    nChannels) (topoGetAlgoInfo, src/enqueue.cc); rings keep the count given."""
+    one, two = describe(sc.topology.dgx_h100(1), tuple(range(8))), \
+        describe(sc.topology.dgx_h100(2, sharp=True), tuple(range(16)))
+    size = 256 << 20
+    assert choose(one, "all_reduce", size, algo="nvls", channels=4).channels == 16
+    assert choose(one, "all_reduce", size, algo="nvls", channels=4,
+                  nvls_channels=8).channels == 8
+    assert choose(one, "all_reduce", size, algo="ring", channels=4,
+                  nvls_channels=8).channels == 4
+    assert choose(two, "all_reduce", size, algo="nvls_tree", channels=4).channels == 16
+    assert choose(two, "all_reduce", size, algo="nvls", collnet=1, channels=4).channels == 4
+    assert choose(two, "all_reduce", size, algo="nvls", collnet=1,
+                  channels=32).channels == 16
+    assert choose(two, "all_reduce", size, algo="nvls", collnet=1, channels=32,
+                  nvls_channels=24).channels == 24
+    # 2.26.2 takes NVLS's own count across nodes too
+    assert choose(two, "all_reduce", size, algo="nvls", collnet=1, channels=4,
+                  tuner="2.26.2").channels == 16
+    with pytest.raises(sc.InvalidInputError, match="nvls_channels=65 is not accepted"):
+        choose(one, "all_reduce", size, nvls_channels=65)
+    # a run: the pair's count leaves one node's NVLS as it was
+    topo = sc.topology.dgx_h100(1)
+    own = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size, algo="nvls")
+    pinned = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size, algo="nvls",
+                         channels=4)
+    fewer = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=size, algo="nvls",
+                        nvls_channels=4)
+    assert (pinned.time, pinned.params["channels"]) == (own.time, 16)
+    assert fewer.params["channels"] == 4 and fewer.time != own.time

@@ -128,7 +128,8 @@ def test_the_tuner_only_chooses_what_runs():
     old = sc.simulate(h, "all_reduce", algorithm="nccl", nbytes=MIB, tuner="2.26.2")
     assert old.params == {"algo": "nvls_tree", "proto": "Simple", "channels": 16,
                           "arch": "hopper", "intra": "nvlink", "tuner": "2.26.2",
-                          "launch_overhead": 0.0, "step_latency_scale": 1.0, "collnet": 0}
+                          "launch_overhead": 0.0, "step_latency_scale": 1.0, "collnet": 0,
+                          "nvls_channels": 0}
     forced = sc.simulate(h, "all_reduce", algorithm="nccl", nbytes=MIB, algo="nvls_tree",
                          proto="Simple")
     assert forced.params["tuner"] == "2.30.7"

@@ -13,7 +13,11 @@ Read, as NCCL 2.30.7 reads them (``src/graph/tuning.cc``, ``src/init.cc``):
   number leaves them in: 2, NCCL's default, uses them where the machine has NVLS, 1
   forces them on, which a machine without NVSwitch still cannot run);
 * ``NCCL_COLLNET_ENABLE=1``: ``collnet=1`` (collectives that have it);
-* ``NCCL_MIN_NCHANNELS`` and ``NCCL_MAX_NCHANNELS`` set to one count: ``channels``.
+* ``NCCL_MIN_NCHANNELS`` and ``NCCL_MAX_NCHANNELS`` set to one count: ``channels`` (the
+  communicator's channels, which NVLS and NVLS-tree do not run on: NVLS across nodes
+  runs on no more; a count below 1 is refused, as NCCL reads a maximum below 1 as 1);
+* ``NCCL_NVLS_NCHANNELS``: ``nvls_channels``, the channels of NVLS and NVLS-tree (0 or
+  less: NCCL's own count, as NCCL reads it).
 
 ``NCCL_NVLS_ENABLE`` and the channel counts are whole numbers as C's ``strtoll`` reads
 them (``0x10``), ``NCCL_COLLNET_ENABLE`` 0 or 1 (NCCL's ``envConfigOverride`` in
@@ -47,7 +51,7 @@ from simcoll.errors import InvalidInputError
 __all__ = ["nccl_environment", "tests_min_bw"]
 
 _NUMBERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS",
-            "NCCL_MAX_NCHANNELS")
+            "NCCL_MAX_NCHANNELS", "NCCL_NVLS_NCHANNELS")
 """The variables read as whole numbers."""
 
 READ = ("NCCL_ALGO", "NCCL_PROTO", *_NUMBERS)
@@ -124,7 +128,13 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     elif low is not None or high is not None:
         if low is not None and high is not None and _channel_count(
                 "NCCL_MIN_NCHANNELS", low) == _channel_count("NCCL_MAX_NCHANNELS", high):
-            wanted["channels"] = ("NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS", low)
+            if _channel_count("NCCL_MAX_NCHANNELS", high) < 1:
+                raise CommandLineError(f"NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS={high!r} in "
+                                       f"the environment: NCCL reads a maximum below 1 as 1 "
+                                       f"channel (ncclMaxNchannels in src/graph/connect.cc); "
+                                       f"give 1 or more")
+            wanted["channels"] = ("NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS",
+                                  _channel_count("NCCL_MAX_NCHANNELS", high))
         else:
             counts = " ".join(f"{name}={value}" for name, value in
                              (("NCCL_MIN_NCHANNELS", low), ("NCCL_MAX_NCHANNELS", high))
@@ -132,14 +142,17 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
             notes.append(f"# {counts}: a range of channel counts is not simulated "
                          f"(channels= is one count: give NCCL_MIN_NCHANNELS and "
                          f"NCCL_MAX_NCHANNELS the same, or --param channels=N)")
+    nvls_count = found.get("NCCL_NVLS_NCHANNELS")
+    if nvls_count is not None:   # NCCL takes 0 or less for its own count (init.cc)
+        wanted["nvls_channels"] = ("NCCL_NVLS_NCHANNELS",
+                                   max(_channel_count("NCCL_NVLS_NCHANNELS", nvls_count), 0))
     pairs = []
     for param, (variable, value) in wanted.items():
         if param not in spec.params:
             notes.append(f"# {variable} does not apply to {spec.collective}")
             continue
         try:
-            checked = spec.params[param].normalize(param, value if param != "channels"
-                                                   else _channel_count(variable, value))
+            checked = spec.params[param].normalize(param, value)
         except InvalidInputError as exc:
             raise CommandLineError(f"{variable} in the environment: {exc}") from None
         if param in named:

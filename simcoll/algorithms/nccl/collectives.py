@@ -8,7 +8,9 @@ Each registration takes NCCL's overrides as parameters: ``algo`` (NCCL_ALGO: "ri
 all_to_all), ``proto``
 (NCCL_PROTO: "LL", "LL128", "Simple"), each one name, several separated by commas or
 ``^`` and those to leave out, as NCCL reads them
-(:class:`~simcoll.algorithms.params.Names`), ``channels`` (0: as NCCL would), ``arch``
+(:class:`~simcoll.algorithms.params.Names`), ``channels`` (NCCL_MIN_NCHANNELS =
+NCCL_MAX_NCHANNELS, the communicator's; 0: as NCCL would), for the collectives NVLS runs
+``nvls_channels`` (NCCL_NVLS_NCHANNELS; 0: NCCL's), ``arch``
 (the GPU generation NCCL's constants are indexed by; "auto" reads Hopper where GPUs sit
 on an NVLS switch, Ampere otherwise), ``intra`` (the link class between GPUs of a node;
 "auto" reads it from the routes) and ``tuner`` (the NCCL release whose tuner chooses:
@@ -132,7 +134,12 @@ def _params(collective: str) -> dict[str, Any]:
         **({"collnet": Int(0, minimum=0, maximum=1,
                            doc="NCCL_COLLNET_ENABLE: 1 enables CollNet over the "
                                "fabric's SHARP switches (NVLS across nodes and CollNet "
-                               "Direct; for all_reduce also CollNet Chain)")}
+                               "Direct; for all_reduce also CollNet Chain)"),
+            "nvls_channels": Int(0, minimum=0, maximum=64,
+                                 doc="NCCL_NVLS_NCHANNELS: the channels NVLS and NVLS-tree "
+                                     "run on (0: NCCL's, 16 on Hopper), which channels= "
+                                     "leaves alone but for NVLS across nodes, on no more "
+                                     "than channels")}
            if collective in _COLLNET else {}),
     }
 
@@ -172,7 +179,7 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
     in world order: the SHARP switches' programs see GPUs by world rank. ``rest`` holds
     the run's costs the tuner does not see (``launch_overhead``, ``step_latency_scale``:
     they change what a run costs, not what NCCL picks, as in NCCL) and, for the
-    collectives that have it, ``collnet``, read here."""
+    collectives that have them, ``collnet`` and ``nvls_channels``, read here."""
     collnet = int(rest.get("collnet", 0))
     if started and collnet and (ranks != tuple(range(topology.nranks)) or topology.hosts):
         raise InvalidInputError("collnet=1 runs programs on SHARP switches, which see "
@@ -200,7 +207,7 @@ def _resolve(collective: str, topology: Topology, ranks: tuple[int, ...], x: Vir
                                          x.dtype.name),
                     sharp_ok=sharp_reduces(collective, None if op is None else op.name,
                                            x.dtype.name, machine.arch),
-                    fp8=x.dtype.name in _FP8)
+                    fp8=x.dtype.name in _FP8, nvls_channels=int(rest.get("nvls_channels", 0)))
     return {"algo": choice.algo, "proto": choice.proto, "channels": choice.channels,
             "arch": machine.arch, "intra": machine.intra,
             "tuner": tuner, **({"collnet": collnet} if collective in _COLLNET else {})}
@@ -228,19 +235,21 @@ def _chosen(comm: Comm, algo: str, proto: str, channels: int, arch: str, intra: 
 
 
 def _counts(comm: Comm, collective: str, x: Buffer, *, algo: str, proto: str,
-            channels: int, arch: str, tuner: str, collnet: int = 0) -> list[int]:
+            channels: int, arch: str, tuner: str, collnet: int = 0,
+            nvls_channels: int = 0) -> list[int]:
     """Elements of ``x`` on each channel (for reduce_scatter, of a rank's block, its
     largest where they differ): on those that carry some, as NCCL cuts them in cells
     (:func:`~.channels.channel_counts`; ``channels`` is the tuner's count, and the
-    communicator's for ``algo`` that of :func:`~.tune_model.max_channels`, or
-    ``channels`` where more); in ``channels`` even parts for CollNet and NVLS across
-    nodes, which NCCL cuts in its kernels, not in cells."""
+    communicator's for ``algo`` that of :func:`~.tune_model.max_channels`, with NVLS's
+    ``nvls_channels`` where given, or ``channels`` where more); in ``channels`` even parts
+    for CollNet and NVLS across nodes, which NCCL cuts in its kernels, not in cells."""
     count = block_size(x.size, comm.size, 0) if collective == "reduce_scatter" else x.size
     if algo.startswith("collnet") or algo == "nvls" and _across_nodes(comm):
         return [int(n) for n in block_counts(count, channels)]
     machine = describe(comm.topology, comm.world_ranks(), arch)
     return channel_counts(collective, count, x.dtype.itemsize, proto, comm.size, channels,
-                          max(channels, max_channels(machine, algo, tuner, collnet)))
+                          max(channels, max_channels(machine, algo, tuner, collnet,
+                                                     nvls=nvls_channels)))
 
 
 def _running(protocol: Protocol, channels: int, counts: list[int]) -> Protocol:
@@ -327,7 +336,7 @@ def _ppn(comm: Comm) -> int:
 def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto: str,
                 channels: int, arch: str, intra: str, tuner: str, launch_overhead: float,
                 step_latency_scale: float,
-                collnet: int) -> HostProgram | None:
+                collnet: int, nvls_channels: int) -> HostProgram | None:
     """The in-network devices' program: the NVSwitches' for NVLS and NVLS-tree, the
     SHARP switches' for NVLS across nodes and CollNet (nothing otherwise)."""
     if algo not in IN_NETWORK_ALGORITHMS or comm.size == 1 or x.size == 0:
@@ -354,7 +363,7 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
     if not nvls.served(comm):  # reduces for SHARP only, next to the GPUs' NVSwitch
         return None
     per_channel = _counts(comm, "all_reduce", x, algo=algo, proto=proto, channels=channels,
-                          arch=arch, tuner=tuner, collnet=collnet)
+                          arch=arch, tuner=tuner, collnet=collnet, nvls_channels=nvls_channels)
     return nvls_tree.switch_all_reduce(comm, x, per_channel, op, _one_node_chunk(comm, algo))
 
 
@@ -364,7 +373,7 @@ def _in_network(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str, proto:
 def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
                     channels: int, arch: str, intra: str, tuner: str, launch_overhead: float,
                     step_latency_scale: float,
-                    collnet: int) -> BufferProgram:
+                    collnet: int, nvls_channels: int) -> BufferProgram:
     """NCCL's all_reduce: a ring (2(p-1) steps per channel), a double binary tree across
     nodes with a chain inside each (up, then down), NVLS on the NVSwitch, NVLS-tree, and
     with ``collnet=1`` NVLS across nodes, CollNet Direct or CollNet Chain through SHARP
@@ -376,7 +385,7 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
         return x
     yield comm.sleep(protocol.base(algo))
     counts = _counts(comm, "all_reduce", x, algo=algo, proto=proto, channels=channels,
-                     arch=arch, tuner=tuner, collnet=collnet)
+                     arch=arch, tuner=tuner, collnet=collnet, nvls_channels=nvls_channels)
     protocol, parts = _running(protocol, channels, counts), split_counts(x, counts)
     channels = len(counts)
     if algo == "ring":
@@ -417,21 +426,21 @@ def nccl_all_reduce(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: st
 def _nvls_switch_reduce_scatter(comm: Comm, x: VirtualBuffer, *, op: ReduceOp, algo: str,
                                 proto: str, channels: int, arch: str, intra: str, tuner: str,
                                 launch_overhead: float, step_latency_scale: float,
-                                collnet: int) -> HostProgram | None:
+                                collnet: int, nvls_channels: int) -> HostProgram | None:
     """The in-network devices' program (:func:`_rail_devices`)."""
     return _rail_devices(comm, x, op, algo, channels, _counts(
         comm, "reduce_scatter", x, algo=algo, proto=proto, channels=channels, arch=arch,
-        tuner=tuner, collnet=collnet))
+        tuner=tuner, collnet=collnet, nvls_channels=nvls_channels))
 
 
 def _nvls_switch_all_gather(comm: Comm, x: VirtualBuffer, *, algo: str, proto: str,
                             channels: int, arch: str, intra: str, tuner: str,
                             launch_overhead: float, step_latency_scale: float,
-                            collnet: int) -> HostProgram | None:
+                            collnet: int, nvls_channels: int) -> HostProgram | None:
     """The in-network devices' program (:func:`_rail_devices`)."""
     return _rail_devices(comm, x, None, algo, channels, _counts(
         comm, "all_gather", x, algo=algo, proto=proto, channels=channels, arch=arch,
-        tuner=tuner, collnet=collnet))
+        tuner=tuner, collnet=collnet, nvls_channels=nvls_channels))
 
 
 def _rail_devices(comm: Comm, x: VirtualBuffer, op: ReduceOp | None, algo: str,
@@ -517,7 +526,7 @@ def _gpu_groups(comm: Comm) -> list[list[int]]:
 def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto: str,
                         channels: int, arch: str, intra: str, tuner: str, launch_overhead: float,
                         step_latency_scale: float,
-                        collnet: int) -> BufferProgram:
+                        collnet: int, nvls_channels: int) -> BufferProgram:
     """NCCL's reduce_scatter: a ring (p-1 steps per channel), NVLS on the NVSwitch (with
     ``collnet=1`` across nodes too, through SHARP), CollNet Direct through SHARP
     (``collnet=1``), or PAT with one GPU per node (aggregated binomial trees)."""
@@ -528,7 +537,7 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
         return x
     yield comm.sleep(protocol.base(algo))
     counts = _counts(comm, "reduce_scatter", x, algo=algo, proto=proto, channels=channels,
-                     arch=arch, tuner=tuner, collnet=collnet)
+                     arch=arch, tuner=tuner, collnet=collnet, nvls_channels=nvls_channels)
     protocol, channels = _running(protocol, channels, counts), len(counts)
     parts = by_channel(list(split(x, p)), counts)
     if algo == "pat":  # each channel's chunk for its own bytes (calcCollChunking)
@@ -563,7 +572,8 @@ def nccl_reduce_scatter(comm: Comm, x: Buffer, *, op: ReduceOp, algo: str, proto
     in_network=_nvls_switch_all_gather)
 def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: int,
                     arch: str, intra: str, tuner: str, launch_overhead: float,
-                    step_latency_scale: float, collnet: int) -> BufferProgram:
+                    step_latency_scale: float, collnet: int,
+                    nvls_channels: int) -> BufferProgram:
     """NCCL's all_gather: a ring (p-1 steps per channel), NVLS on the NVSwitch (with
     ``collnet=1`` across nodes too, through SHARP), CollNet Direct through SHARP
     (``collnet=1``), or PAT with one GPU per node (aggregated binomial trees)."""
@@ -574,7 +584,7 @@ def nccl_all_gather(comm: Comm, x: Buffer, *, algo: str, proto: str, channels: i
         return x
     yield comm.sleep(protocol.base(algo))
     counts = _counts(comm, "all_gather", x, algo=algo, proto=proto, channels=channels,
-                     arch=arch, tuner=tuner, collnet=collnet)
+                     arch=arch, tuner=tuner, collnet=collnet, nvls_channels=nvls_channels)
     protocol, channels = _running(protocol, channels, counts), len(counts)
     own = split_counts(x, counts)
     if algo == "pat":  # each channel's chunk for its own bytes (calcCollChunking)

@@ -65,17 +65,20 @@ def comm_channels(machine: Machine, collnet: int = 0) -> int:
 
 
 def max_channels(machine: Machine, algo: str, tuner: str = NCCL_VERSION,
-                 collnet: int = 0) -> int:
+                 collnet: int = 0, *, comm: int = 0, nvls: int = 0) -> int:
     """The channels NCCL runs ``algo`` on before it trims them for small sizes: for
-    rings, trees, PAT and CollNet the communicator's (:func:`comm_channels`); for NVLS
-    and NVLS-tree what :func:`nvls_channels` gives, but for NVLS across nodes no more
-    than the communicator's (2.30.7's ``topoGetAlgoInfo``, src/enqueue.cc; 2.26.2 takes
-    NVLS's own there too)."""
+    rings, trees, PAT and CollNet the communicator's (:func:`comm_channels`, or ``comm``
+    where given: NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS); for NVLS and NVLS-tree
+    what :func:`nvls_channels` gives (or ``nvls``: NCCL_NVLS_NCHANNELS), which the
+    communicator's count leaves alone, but for NVLS across nodes no more than the
+    communicator's (2.30.7's ``topoGetAlgoInfo``, src/enqueue.cc; 2.26.2 takes NVLS's own
+    there too)."""
+    communicator = comm or comm_channels(machine, collnet)
     if algo == "nvls" and machine.nnodes > 1 and tuner != "2.26.2":
-        return min(nvls_channels(machine, tuner), comm_channels(machine, collnet))
+        return min(nvls or nvls_channels(machine, tuner), communicator)
     if algo in ("nvls", "nvls_tree"):
-        return nvls_channels(machine, tuner)
-    return comm_channels(machine, collnet)
+        return nvls or nvls_channels(machine, tuner)
+    return communicator
 
 
 def nvls_channels(machine: Machine, tuner: str = NCCL_VERSION) -> int:

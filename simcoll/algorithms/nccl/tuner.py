@@ -236,10 +236,13 @@ def _checked(collective: str, nbytes: int, algo: str, proto: str, channels: int,
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
            proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION,
            collnet: int = 0, averages: bool = False, nvls_ok: bool = True,
-           sharp_ok: bool = True, fp8: bool = False) -> Choice:
+           sharp_ok: bool = True, fp8: bool = False, nvls_channels: int = 0) -> Choice:
     """The pair NCCL predicts fastest (``channels`` fixes the count at every size, where
     NCCL trims even the count NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS fix for small
-    buffers: :func:`trim_channels`), by the tuner of NCCL release ``tuner``, with
+    buffers: :func:`trim_channels`; as those variables, it leaves NVLS and NVLS-tree on
+    their own count, ``nvls_channels`` or NCCL's, but for NVLS across nodes, which runs on
+    no more channels than the communicator has: :func:`~.tune_model.max_channels`), by
+    the tuner of NCCL release ``tuner``, with
     NCCL_COLLNET_ENABLE set to ``collnet``, for a reduction that ``averages`` or not and
     that NVLS computes or not (``nvls_ok``) and SHARP does or not (``sharp_ok``; see
     :func:`candidates`), of FP8 elements or
@@ -265,6 +268,8 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     """
     nbytes, algo, proto, channels, collnet = _checked(collective, nbytes, algo, proto,
                                                       channels, tuner, collnet)
+    nvls_channels = Int(0, minimum=0, maximum=MAX_CHANNELS).normalize("nvls_channels",
+                                                                       nvls_channels)
     if collective == "all_to_all" and machine.nranks > 1:
         return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
     algos = candidates(machine, collective, collnet, averages, nvls_ok, sharp_ok, tuner)
@@ -349,7 +354,9 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     # pair (enqueue.cc): on a tie the earlier one, a tree before a ring.
     for a in sorted(algos, key=lambda name: NCCL_ORDER.index(name)):
         for pr in sorted(protos, key=PROTOCOLS.index):
-            nc = channels or max_channels(machine, a, tuner, collnet)
+            nc = max_channels(machine, a, tuner, collnet, comm=channels, nvls=nvls_channels) \
+                if a in ("nvls", "nvls_tree") else channels or max_channels(machine, a, tuner,
+                                                                            collnet)
             t = predict(machine, collective, nbytes, a, pr, nc, tuner)
             if fp8 and a == "ring" and machine.nranks > 8:
                 t *= FP8_RING_PENALTY
