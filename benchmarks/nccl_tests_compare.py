@@ -246,12 +246,14 @@ def nccl_model(topo: sc.Topology, size: int, ran: dict[str, Any],
                channels: int = 0) -> float:
     """NCCL's own predicted time (us) for what ran: its tuner's cost model, latency plus
     size over bandwidth, for the algorithm and protocol the run took, on the channels the
-    tuner reasons on: ``channels`` where the run fixed them (NCCL_MIN_NCHANNELS and
-    NCCL_MAX_NCHANNELS), else the communicator's, before NCCL trims them for a small
-    buffer (``ran["channels"]``: the tuner's bandwidths and its ring "plateau" test read
-    the communicator's count)."""
+    tuner reasons on before NCCL trims them for a small buffer (``ran["channels"]``: the
+    tuner's bandwidths and its ring "plateau" test read the communicator's count): the
+    communicator's, or ``channels`` where the run fixed them (NCCL_MIN_NCHANNELS and
+    NCCL_MAX_NCHANNELS), and NVLS's own count for NVLS and NVLS-tree
+    (:func:`~simcoll.algorithms.nccl.tune_model.max_channels`)."""
     machine = describe(topo, tuple(range(topo.nranks)), ran["arch"])
-    tuned = channels or max_channels(machine, ran["algo"], ran["tuner"], ran["collnet"])
+    tuned = max_channels(machine, ran["algo"], ran["tuner"], ran["collnet"], comm=channels,
+                         nvls=ran.get("nvls_channels", 0))
     return predict(machine, "all_reduce", size, ran["algo"], ran["proto"], tuned,
                    ran["tuner"]) * 1e6
 

@@ -340,7 +340,7 @@ def root_argument(coll: Collective, root: Any, src: Any = None, dst: Any = None)
     return next(iter(given.values()), None)
 
 
-def check_output(value: Any, expected: int | None, dtype: np.dtype, who: str,
+def check_output(value: Any, expected: int | None, dtype: np.dtype, who: str, *,
                  data: bool = False) -> None:
     """Refuse what ``who`` (a rank of an algorithm) returned where it is not its output: a
     buffer (an array in data mode, a ``VirtualBuffer`` without data) of ``expected``

@@ -490,11 +490,13 @@ class Runtime:
 
     def _plan(self, endpoint: int) -> None:
         """Finish the jobs that are done and time the next to end (an earlier timing no
-        longer holds once jobs come or go: its version is passed over). A job is done
-        when what is left of it would not move the clock (late in a long run the clock's
-        rounding leaves a few bytes that no timer can take), or is below what the float
-        sums of its shares may have left over, 1e-12 of its bytes (equal jobs asked
-        together end together): a job with more left, when another joins, goes on."""
+        longer holds once jobs come or go: its version is passed over).
+
+        A job is done when what is left of it would not move the clock: late in a long
+        run the clock's rounding leaves a few bytes that no timer can take. It is done
+        too when under 1e-12 of its bytes are left, what the float sums of its shares may
+        leave over; a job joined that close to its end so ends up to 1e-12 of its time
+        early (1 ns for a job of 1000 s)."""
         pool = self._shared[endpoint]
         pool.planning = False
         bandwidth = self.reduce_bandwidth[endpoint]

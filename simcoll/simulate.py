@@ -264,7 +264,7 @@ def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: 
     p = len(values)
     for rank, value in enumerate(values):
         check_output(value, coll.out_count(p, count, rank, root), dtype,
-                     f"rank {rank} in {what}", data)
+                     f"rank {rank} in {what}", data=data)
 
 
 def _run_programs(run: Execution, spec: AlgorithmSpec, buffers: Sequence[Any],

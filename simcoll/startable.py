@@ -188,7 +188,7 @@ def _checked(program: Generator[Event, Any, Any], expected: int | None, dtype: A
     """The program, what it returns checked to be the rank's output, as ``simulate``
     checks a top-level run's (:func:`~simcoll.collectives.check_output`)."""
     out = yield from program
-    check_output(out, expected, dtype, who, data)
+    check_output(out, expected, dtype, who, data=data)
     return out
 
 

@@ -210,6 +210,7 @@ def test_a_long_shared_reduction_joined_near_its_end_goes_on_with_its_share():
     assert ends["A"] == pytest.approx(1000 + 5e-7, rel=1e-14)
     assert ends["B"] == pytest.approx(1000 + 1e-6, rel=1e-14)
 
+
 def test_compute_is_fifo_and_separate_from_reductions():
     def work(comm, x, *, op=sc.ReduceOp.SUM):
         a = comm.compute(2e-6)

@@ -50,10 +50,14 @@ def simulate_where_it_acts(pair, name, **params):
     NCCL's ``collnet`` acts only across nodes joined by SHARP switches, and on two such
     DGX H100 nodes the tuner picks NVLS across them at 1 MiB (all_gather: of output);
     ``step_latency_scale`` where NCCL's step latency outweighs the links' (0.1 us each,
-    under NCCL's 0.6 us for a step with LL over NVLink)."""
+    under NCCL's 0.6 us for a step with LL over NVLink); ``nvls_channels`` where NVLS
+    runs, on one DGX H100 node."""
     if pair[1] == "nccl" and name == "step_latency_scale":
         return sc.simulate(sc.topology.switch(P, latency=0.1 * sc.us), pair[0],
                            algorithm="nccl", nbytes=4 * COUNT, **params)
+    if pair[1] == "nccl" and name == "nvls_channels":
+        return sc.simulate(sc.topology.dgx_h100(1), pair[0], algorithm="nccl", algo="nvls",
+                           nbytes=1 << 20, **params)
     if pair[1] == "nccl" and name == "collnet":
         return sc.simulate(sc.topology.dgx_h100(2, sharp=True), pair[0], algorithm="nccl",
                            nbytes=(1 << 20) // (16 if pair[0] == "all_gather" else 1),
@@ -1260,8 +1264,16 @@ def test_a_resolve_functions_own_refusal_is_passed_on_as_it_is(dtype):
 
 
 def _quiet_model():
-    return CostModel(time=lambda p, nbytes, alpha, beta, gamma: 0.0,
-                     traffic=lambda p, nbytes, itemsize: gpu_traffic([0] * p, [0] * p))
+    return CostModel(time=lambda p, nbytes, alpha, beta, gamma: 0.0, traffic=_no_traffic)
+
+
+def _no_traffic(p, nbytes, itemsize):
+    return gpu_traffic([0] * p, [0] * p)
+
+
+def _returns_input(comm, x, *, op):
+    yield comm.sleep(0.0)
+    return x
 
 
 def test_a_default_reaches_programs_and_models_normalized_as_a_given_value_would():
@@ -1274,8 +1286,7 @@ def test_a_default_reaches_programs_and_models_normalized_as_a_given_value_would
 
     @sc.register("all_reduce", "test_float32_default",
                  params={"scale": Real(np.float32(0.1), minimum=0.0), "k": Int(np.int64(3))},
-                 cost=CostModel(time=time, traffic=lambda p, nbytes, itemsize:
-                                gpu_traffic([0] * p, [0] * p)))
+                 cost=CostModel(time=time, traffic=_no_traffic))
     def program(comm, x, *, op, scale, k):
         seen.append((type(scale), type(k)))
         yield comm.sleep(scale * 1e-6)
@@ -1293,6 +1304,8 @@ def test_a_default_reaches_programs_and_models_normalized_as_a_given_value_would
 
 
 def test_a_program_that_changes_a_mutable_default_changes_neither_the_registry_nor_later_runs():
+    """Each run gets the list and dict defaults copied one level deep (what they hold is
+    shared, as between ranks: a started collective's ranks agree on them)."""
     runs = []
 
     @sc.register("all_reduce", "test_mutable_default",
@@ -1314,6 +1327,33 @@ def test_a_program_that_changes_a_mutable_default_changes_neither_the_registry_n
         "opts": {}, "sched": [1, 2]}
 
 
+def test_defaults_holding_objects_that_compare_by_identity_or_cannot_be_copied_still_run():
+    """A deep copy per rank made a started collective's ranks disagree on a default of
+    objects without ``__eq__``, and one holding a lock raised TypeError."""
+    import threading
+
+    class Stage:
+        pass
+
+    @sc.register("all_reduce", "test_object_defaults",
+                 params={"stages": algorithms_package.Value([Stage(), Stage()]),
+                         "guards": algorithms_package.Value({"lock": threading.Lock()})},
+                 cost=_quiet_model())
+    def program(comm, x, *, op, stages, guards):
+        yield comm.sleep(0.0)
+        return x
+
+    def started(comm):
+        return (yield comm.all_reduce(sc.VirtualBuffer.of(4, np.float32),
+                                      algorithm="test_object_defaults"))
+
+    assert sc.run_program(sc.topology.switch(2), started).outputs[0].count == 4
+    assert sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_object_defaults",
+                       nbytes=16).time == 0.0
+    assert cost.predict("all_reduce", "test_object_defaults", p=2, nbytes=16, alpha=1e-6,
+                        beta=1e-9) == 0.0
+
+
 def test_a_default_that_a_choice_of_a_function_does_not_name_is_refused_at_the_run():
     @sc.register("all_reduce", "test_choice_default",
                  params={"c": Choice("zz", lambda: ["a", "b"])}, cost=_quiet_model())
@@ -1321,7 +1361,10 @@ def test_a_default_that_a_choice_of_a_function_does_not_name_is_refused_at_the_r
         yield comm.sleep(0.0)
         return x
 
-    with pytest.raises(InvalidInputError, match="c='zz' is not accepted; use one of 'a', 'b'"):
+    with pytest.raises(sc.RegistrationError, match=r"test_choice_default: the default of c, "
+                                                   r"'zz', is refused by its own spec now "
+                                                   r"\(c='zz' is not accepted; use one of 'a', "
+                                                   r"'b'\)"):
         sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_choice_default",
                     nbytes=8)
     assert sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_choice_default",
@@ -1345,7 +1388,7 @@ def test_a_validate_that_returns_a_verdict_instead_of_raising_is_refused():
                          beta=1e-9)
 
 
-def test_a_partial_program_is_refused_with_a_registration_error_not_an_attribute_error():
+def test_a_partial_that_binds_a_parameter_is_refused_naming_the_partial():
     import functools
 
     def scaled(comm, x, *, op, factor):
@@ -1363,10 +1406,6 @@ def test_a_traffic_model_of_two_dimensional_arrays_is_refused_by_cost_traffic():
         traffic=lambda p, nbytes, itemsize: gpu_traffic(np.full((p, 1), nbytes),
                                                         np.full((p, 1), nbytes))))(
         _returns_input)
-    with pytest.raises(sc.RegistrationError, match=r"shape \(2, 1\).*one number per rank"):
+    with pytest.raises(sc.RegistrationError, match=r"sent of shape \(2, 1\), received of "
+                                                   r"shape \(2, 1\).*one number per rank"):
         cost.traffic("all_reduce", "test_traffic_2d", p=2, nbytes=4096)
-
-
-def _returns_input(comm, x, *, op):
-    yield comm.sleep(0.0)
-    return x

@@ -112,15 +112,15 @@ class AlgorithmSpec:
         """Every parameter's default, as registered."""
         return {name: spec.default for name, spec in self.params.items()}
 
-    def run_defaults(self, given: Mapping[str, Any] = {}) -> dict[str, Any]:  # noqa: B006
-        """The default of every parameter not ``given`` as a run or a cost query takes it
-        (:func:`_fresh_defaults`).
+    def run_defaults(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The default of every parameter not ``given``, as a run or a cost query takes
+        it (:func:`_fresh_defaults`).
 
         Raises:
-            InvalidInputError: a default its own spec refuses now (a ``Choice`` whose
+            RegistrationError: a default its own spec refuses now (a ``Choice`` whose
                 choices, given as a function, do not name it).
         """
-        return _fresh_defaults(self.params, given)
+        return _fresh_defaults(f"{self.collective}/{self.name}", self.params, given)
 
     def check(self, p: int, count: int, hosts: int, nodes: tuple[int, ...],
               params: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,6 +131,8 @@ class AlgorithmSpec:
 
         Raises:
             InvalidInputError: naming the value and what is accepted.
+            RegistrationError: a default its own spec refuses now, or a ``validate``
+                that returned something (:meth:`run_validate`).
         """
         given = _normalized(self, params, self.params)
         for name, value in given.items():
@@ -220,7 +222,11 @@ class AlgorithmSpec:
         return _normalized(self, params, self.params)
 
     def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The rank program's parameter keywords: every default, updated by ``params``."""
+        """The rank program's parameter keywords: every default, updated by ``params``.
+
+        Raises:
+            RegistrationError: a default its own spec refuses now (:meth:`run_defaults`).
+        """
         return {**self.run_defaults(params), **params}
 
     def program(self, comm: Comm, x: Buffer, **kwargs: Any) -> Steps:
@@ -251,28 +257,34 @@ class AlgorithmSpec:
                     and not 0 <= root < p:   # a rank's range, below 0 too (as simulate says)
                 raise InvalidInputError(f"root={root} is not a rank; use 0..{p - 1}")
         given = _normalized(self, params, specs)
-        return {**_fresh_defaults(specs, given), **given}
+        return {**_fresh_defaults(f"{self.collective}/{self.name}", specs, given), **given}
 
 
-def _fresh_defaults(specs: Mapping[str, Param], given: Mapping[str, Any]
+def _fresh_defaults(what: str, specs: Mapping[str, Param], given: Mapping[str, Any]
                     ) -> dict[str, Any]:
-    """Each spec's default but those ``given``, normalized as a value given for it is (an
-    ``int`` for a numpy integer, a ``float`` for a float32, whose arithmetic would round
-    otherwise than a given one's), and where it is a list, dict, set or array a copy of its
-    own, so that a program or model that changes it changes neither the registered
-    default nor a later run's.
+    """The default of each spec not ``given``, as algorithm ``what``'s run takes it.
+
+    A default is normalized as a value given for it is: an ``int`` for a numpy integer, a
+    ``float`` for a float32 (whose arithmetic would round otherwise). A list, dict or set
+    is copied one level deep, so that a program or model that adds to it or removes from
+    it does not change the registered default or a later run's; the values inside are
+    shared, as they are between ranks.
 
     Raises:
-        InvalidInputError: a default its spec refuses now (a ``Choice`` whose choices,
+        RegistrationError: a default its spec refuses now (a ``Choice`` whose choices,
             given as a function, do not name it).
     """
     fresh = {}
     for name, spec in specs.items():
         if name in given:
             continue
-        value = spec.normalize(name, spec.default)
-        fresh[name] = copy.deepcopy(value) if isinstance(
-            value, (list, dict, set, np.ndarray)) else value
+        try:
+            value = spec.normalize(name, spec.default)
+        except InvalidInputError as exc:
+            raise RegistrationError(f"{what}: the default of {name}, {spec.default!r}, is "
+                                    f"refused by its own spec now ({exc}); give {name}= or "
+                                    f"register a default it accepts") from None
+        fresh[name] = copy.copy(value) if isinstance(value, (list, dict, set)) else value
     return fresh
 
 
@@ -457,7 +469,7 @@ def _check_free(entry: AlgorithmSpec, replace: bool) -> None:
             raise RegistrationError(f"{taken} by simcoll itself, which replace=True does not "
                                     f"replace; register yours under another name")
     elif changed and not replace:
-        origin = ".".join(part for part in (old.fn.__module__, _name(old.fn)) if part)
+        origin = _name(old.fn)
         which = ("with another " + ", ".join(changed) if old.fn is entry.fn
                  else f"(by {origin})")
         raise RegistrationError(f"{taken} {which}; pass replace=True to register() to "
@@ -465,10 +477,19 @@ def _check_free(entry: AlgorithmSpec, replace: bool) -> None:
                                 f"another name")
 
 
+def _short_name(fn: Callable[..., Any]) -> str:
+    """A function's own name in a message, or for a callable without one (a
+    ``functools.partial``) its repr."""
+    return getattr(fn, "__name__", None) or repr(fn)
+
+
 def _name(fn: Callable[..., Any]) -> str:
-    """A function's name in a message: its qualified name, or for a callable without one
-    (a ``functools.partial``) its repr."""
-    return getattr(fn, "__qualname__", None) or repr(fn)
+    """A function's name in a message: ``module.qualified_name``, or for a callable
+    without a qualified name (a ``functools.partial``) its repr."""
+    qualified = getattr(fn, "__qualname__", None)
+    if qualified is None:
+        return repr(fn)
+    return ".".join(part for part in (getattr(fn, "__module__", None), qualified) if part)
 
 
 def _reimported(old: Callable[..., Any], new: Callable[..., Any]) -> bool:
@@ -603,11 +624,11 @@ def _check_program(what: str, fn: Callable[..., Any], keywords: set[str],
             hints.append("declare each parameter in params= and take it as a keyword-only "
                          "argument")
         raise RegistrationError(
-            f"{what}: {_name(fn)} takes keyword-only {sorted(named)} but is passed "
+            f"{what}: {_short_name(fn)} takes keyword-only {sorted(named)} but is passed "
             f"{sorted(keywords)}; " + "; ".join(hints))
     defaulted = sorted(n for n in specs if named[n].default is not inspect.Parameter.empty)
     if defaulted:
-        raise RegistrationError(f"{what}: {_name(fn)} gives {defaulted} a default; declare "
+        raise RegistrationError(f"{what}: {_short_name(fn)} gives {defaulted} a default; declare "
                         f"defaults once, in params=")
 
 

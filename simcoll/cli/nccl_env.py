@@ -13,9 +13,9 @@ Read, as NCCL 2.30.7 reads them (``src/graph/tuning.cc``, ``src/init.cc``):
   number leaves them in: 2, NCCL's default, uses them where the machine has NVLS, 1
   forces them on, which a machine without NVSwitch still cannot run);
 * ``NCCL_COLLNET_ENABLE=1``: ``collnet=1`` (collectives that have it);
-* ``NCCL_MIN_NCHANNELS`` and ``NCCL_MAX_NCHANNELS`` set to one count: ``channels`` (the
-  communicator's channels, which NVLS and NVLS-tree do not run on: NVLS across nodes
-  runs on no more; a count below 1 is refused, as NCCL reads a maximum below 1 as 1);
+* ``NCCL_MIN_NCHANNELS`` and ``NCCL_MAX_NCHANNELS`` set to one count: ``channels``, the
+  communicator's channels. NVLS on one node and NVLS-tree keep their own count; NVLS
+  across nodes runs on at most this one. A count below 1 is refused: NCCL would run 1;
 * ``NCCL_NVLS_NCHANNELS``: ``nvls_channels``, the channels of NVLS and NVLS-tree (0 or
   less: NCCL's own count, as NCCL reads it).
 
@@ -120,32 +120,7 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     if collnet is not None and _integer_variable("NCCL_COLLNET_ENABLE", collnet, "0 or 1",
                                                  (0, 1)) == 1:
         wanted["collnet"] = ("NCCL_COLLNET_ENABLE", 1)
-    low, high = found.get("NCCL_MIN_NCHANNELS"), found.get("NCCL_MAX_NCHANNELS")
-    if (low is not None or high is not None) and spec.collective == "all_to_all":
-        notes.append("# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS in the environment set the "
-                     "communicator's channels, from which NCCL works out each peer's: not "
-                     "applied to all_to_all (its channels= is a send's parts)")
-    elif low is not None or high is not None:
-        if low is not None and high is not None and _channel_count(
-                "NCCL_MIN_NCHANNELS", low) == _channel_count("NCCL_MAX_NCHANNELS", high):
-            if _channel_count("NCCL_MAX_NCHANNELS", high) < 1:
-                raise CommandLineError(f"NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS={high!r} in "
-                                       f"the environment: NCCL reads a maximum below 1 as 1 "
-                                       f"channel (ncclMaxNchannels in src/graph/connect.cc); "
-                                       f"give 1 or more")
-            wanted["channels"] = ("NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS",
-                                  _channel_count("NCCL_MAX_NCHANNELS", high))
-        else:
-            counts = " ".join(f"{name}={value}" for name, value in
-                             (("NCCL_MIN_NCHANNELS", low), ("NCCL_MAX_NCHANNELS", high))
-                             if value is not None)
-            notes.append(f"# {counts}: a range of channel counts is not simulated "
-                         f"(channels= is one count: give NCCL_MIN_NCHANNELS and "
-                         f"NCCL_MAX_NCHANNELS the same, or --param channels=N)")
-    nvls_count = found.get("NCCL_NVLS_NCHANNELS")
-    if nvls_count is not None:   # NCCL takes 0 or less for its own count (init.cc)
-        wanted["nvls_channels"] = ("NCCL_NVLS_NCHANNELS",
-                                   max(_channel_count("NCCL_NVLS_NCHANNELS", nvls_count), 0))
+    _channel_variables(found, spec.collective, wanted, notes)
     pairs = []
     for param, (variable, value) in wanted.items():
         if param not in spec.params:
@@ -251,6 +226,42 @@ def _integer_variable(variable: str, text: str, accepted: str,
         raise CommandLineError(f"{variable}={text!r} in the environment is not accepted; "
                                f"use {accepted}")
     return value
+
+
+def _channel_variables(found: Mapping[str, str], collective: str,
+                       wanted: dict[str, tuple[str, Any]], notes: list[str]) -> None:
+    """Add to ``wanted`` what NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (``channels``) and
+    NCCL_NVLS_NCHANNELS (``nvls_channels``; 0 or less: NCCL's own count, init.cc) set,
+    and to ``notes`` why one is not applied.
+
+    Raises:
+        CommandLineError: a count that is not a whole number, or the pair set below 1,
+            which NCCL runs as 1 channel (ncclMaxNchannels in src/graph/connect.cc).
+    """
+    texts = {name: found.get(name) for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")}
+    counts = {name: _channel_count(name, text) for name, text in texts.items()
+              if text is not None}
+    if counts and collective == "all_to_all":
+        notes.append("# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS in the environment set the "
+                     "communicator's channels, from which NCCL works out each peer's: not "
+                     "applied to all_to_all (its channels= is a send's parts)")
+    elif len(counts) == 2 and len(set(counts.values())) == 1:
+        count = counts["NCCL_MAX_NCHANNELS"]
+        if count < 1:
+            said = " ".join(f"{name}={text!r}" for name, text in texts.items())
+            raise CommandLineError(f"{said} in the environment: NCCL runs a maximum below 1 "
+                                   f"as 1 channel (ncclMaxNchannels in "
+                                   f"src/graph/connect.cc), not {count}; give 1 or more")
+        wanted["channels"] = ("NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS", count)
+    elif counts:
+        said = " ".join(f"{name}={texts[name]}" for name in counts)
+        notes.append(f"# {said}: a range of channel counts is not simulated "
+                     f"(channels= is one count: give NCCL_MIN_NCHANNELS and "
+                     f"NCCL_MAX_NCHANNELS the same, or --param channels=N)")
+    nvls = found.get("NCCL_NVLS_NCHANNELS")
+    if nvls is not None:
+        wanted["nvls_channels"] = ("NCCL_NVLS_NCHANNELS",
+                                   max(_channel_count("NCCL_NVLS_NCHANNELS", nvls), 0))
 
 
 def _channel_count(variable: str, text: str) -> int:

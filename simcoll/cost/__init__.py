@@ -282,7 +282,8 @@ def traffic(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLik
             and, as ``simulate`` refuses them, bytes for a barrier or a given number of
             pieces (``chunks``, ``buckets``) above the elements of a rank's buffer.
         RegistrationError: the registered model returned something that is not a
-            :class:`Traffic`.
+            :class:`Traffic`, or one whose counts are not one number per rank (1-D
+            arrays of p GPU counts, and of host counts 1-D too).
     """
     spec = _entry(collective, algorithm)
     p, nbytes = _sizes(p, nbytes, spec.collective)
@@ -295,11 +296,13 @@ def traffic(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLik
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
                                 f"returned {moved!r}; return a simcoll.cost.Traffic "
                                 f"(simcoll.cost.gpu_traffic(sent, received))")
-    shapes = [np.shape(counts) for counts in (moved.sent, moved.received)]
-    if any(len(shape) != 1 for shape in shapes):
+    shapes = {name: np.shape(getattr(moved, name))
+              for name in ("sent", "received", "host_sent", "host_received")}
+    if any(len(shape) != 1 for shape in shapes.values()):
+        said = ", ".join(f"{name} of shape {shape}" for name, shape in shapes.items())
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
-                                f"gave bytes sent of shape {shapes[0]} and received of shape "
-                                f"{shapes[1]}; give one number per rank (1-D arrays of p)")
+                                f"gave bytes {said}; give one number per rank (1-D arrays "
+                                f"of p, and of the hosts)")
     lengths = (len(moved.sent), len(moved.received))
     if lengths != (p, p):
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "

@@ -9,8 +9,8 @@ all_to_all), ``proto``
 (NCCL_PROTO: "LL", "LL128", "Simple"), each one name, several separated by commas or
 ``^`` and those to leave out, as NCCL reads them
 (:class:`~simcoll.algorithms.params.Names`), ``channels`` (NCCL_MIN_NCHANNELS =
-NCCL_MAX_NCHANNELS, the communicator's; 0: as NCCL would), for the collectives NVLS runs
-``nvls_channels`` (NCCL_NVLS_NCHANNELS; 0: NCCL's), ``arch``
+NCCL_MAX_NCHANNELS, the communicator's; 0: as NCCL would), ``nvls_channels`` (all_reduce,
+reduce_scatter and all_gather; NCCL_NVLS_NCHANNELS; 0: NCCL's count), ``arch``
 (the GPU generation NCCL's constants are indexed by; "auto" reads Hopper where GPUs sit
 on an NVLS switch, Ampere otherwise), ``intra`` (the link class between GPUs of a node;
 "auto" reads it from the routes) and ``tuner`` (the NCCL release whose tuner chooses:
@@ -49,7 +49,13 @@ from simcoll.algorithms.nccl.collnet import (
     direct_reduce_scatter,
     switch_counts,
 )
-from simcoll.algorithms.nccl.constants import ARCHS, NCCL_VERSION, PROTOCOLS, TUNERS
+from simcoll.algorithms.nccl.constants import (
+    ARCHS,
+    MAX_CHANNELS,
+    NCCL_VERSION,
+    PROTOCOLS,
+    TUNERS,
+)
 from simcoll.algorithms.nccl.machine import SharpTree, describe, node_order, sharp_groups
 from simcoll.algorithms.nccl.nics import (
     chain_lanes,
@@ -108,7 +114,7 @@ def _params(collective: str) -> dict[str, Any]:
         if collective != "all_to_all" else Names(
             "auto", P2P_PROTOCOLS, doc="LL or Simple (auto: LL up to 16 KiB per channel "
                                        "of a peer's send, as NCCL's sends and receives)"),
-        "channels": Int(0, minimum=0, maximum=64,
+        "channels": Int(0, minimum=0, maximum=MAX_CHANNELS,
                         doc="channels of NCCL's tuner (0: as NCCL chooses for the size); "
                             "NCCL cuts the buffer over them in cells of 32 KiB of "
                             "traffic, so a small buffer runs on fewer (and one more "
@@ -135,11 +141,11 @@ def _params(collective: str) -> dict[str, Any]:
                            doc="NCCL_COLLNET_ENABLE: 1 enables CollNet over the "
                                "fabric's SHARP switches (NVLS across nodes and CollNet "
                                "Direct; for all_reduce also CollNet Chain)"),
-            "nvls_channels": Int(0, minimum=0, maximum=64,
+            "nvls_channels": Int(0, minimum=0, maximum=MAX_CHANNELS,
                                  doc="NCCL_NVLS_NCHANNELS: the channels NVLS and NVLS-tree "
-                                     "run on (0: NCCL's, 16 on Hopper), which channels= "
-                                     "leaves alone but for NVLS across nodes, on no more "
-                                     "than channels")}
+                                     "run on (0: NCCL's count, 16 on Hopper); channels= "
+                                     "does not change it, but NVLS across nodes runs on at "
+                                     "most channels= channels")}
            if collective in _COLLNET else {}),
     }
 
@@ -239,10 +245,10 @@ def _counts(comm: Comm, collective: str, x: Buffer, *, algo: str, proto: str,
             nvls_channels: int = 0) -> list[int]:
     """Elements of ``x`` on each channel (for reduce_scatter, of a rank's block, its
     largest where they differ): on those that carry some, as NCCL cuts them in cells
-    (:func:`~.channels.channel_counts`; ``channels`` is the tuner's count, and the
-    communicator's for ``algo`` that of :func:`~.tune_model.max_channels`, with NVLS's
-    ``nvls_channels`` where given, or ``channels`` where more); in ``channels`` even parts
-    for CollNet and NVLS across nodes, which NCCL cuts in its kernels, not in cells."""
+    (:func:`~.channels.channel_counts`) over the larger of ``channels`` (the tuner's
+    count) and :func:`~.tune_model.max_channels` (with ``nvls_channels`` for NVLS and
+    NVLS-tree); in ``channels`` even parts for CollNet and NVLS
+    across nodes, which NCCL cuts in its kernels, not in cells."""
     count = block_size(x.size, comm.size, 0) if collective == "reduce_scatter" else x.size
     if algo.startswith("collnet") or algo == "nvls" and _across_nodes(comm):
         return [int(n) for n in block_counts(count, channels)]

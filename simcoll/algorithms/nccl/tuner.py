@@ -218,8 +218,10 @@ def _point_to_point(machine: Machine, nbytes: int, algo: str, proto: str, channe
 
 
 def _checked(collective: str, nbytes: int, algo: str, proto: str, channels: int,
-             tuner: str, collnet: int) -> tuple[int, str, str, int, int]:
-    """``nbytes``, ``algo``, ``proto``, ``channels`` and ``collnet`` in canonical form
+             tuner: str, collnet: int, nvls_channels: int
+             ) -> tuple[int, str, str, int, int, int]:
+    """``nbytes``, ``algo``, ``proto``, ``channels``, ``collnet`` and ``nvls_channels`` in
+    canonical form
     (Python ints, NCCL's names), after refusing any argument of :func:`choose` NCCL would
     not take, by name and with what is accepted."""
     OneOf("all_reduce", tuple(ALGORITHMS)).normalize("collective", collective)
@@ -230,19 +232,21 @@ def _checked(collective: str, nbytes: int, algo: str, proto: str, channels: int,
             Names("auto", (*NAMES, "p2p") if p2p_only else NAMES).normalize("algo", algo),
             Names("auto", P2P_PROTOCOLS if p2p_only else PROTOCOLS).normalize("proto", proto),
             Int(0, minimum=0, maximum=MAX_CHANNELS).normalize("channels", channels),
-            Int(0, minimum=0, maximum=1).normalize("collnet", collnet))
+            Int(0, minimum=0, maximum=1).normalize("collnet", collnet),
+            Int(0, minimum=0, maximum=MAX_CHANNELS).normalize("nvls_channels", nvls_channels))
 
 
 def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto",
            proto: str = "auto", channels: int = 0, tuner: str = NCCL_VERSION,
            collnet: int = 0, averages: bool = False, nvls_ok: bool = True,
            sharp_ok: bool = True, fp8: bool = False, nvls_channels: int = 0) -> Choice:
-    """The pair NCCL predicts fastest (``channels`` fixes the count at every size, where
-    NCCL trims even the count NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS fix for small
-    buffers: :func:`trim_channels`; as those variables, it leaves NVLS and NVLS-tree on
-    their own count, ``nvls_channels`` or NCCL's, but for NVLS across nodes, which runs on
-    no more channels than the communicator has: :func:`~.tune_model.max_channels`), by
-    the tuner of NCCL release ``tuner``, with
+    """The pair NCCL predicts fastest, by the tuner of NCCL release ``tuner``.
+
+    ``channels`` is the communicator's count, as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS
+    set it; it fixes the count of rings, trees, PAT and CollNet at every size, where NCCL
+    still trims it for small buffers (:func:`trim_channels`). NVLS and NVLS-tree run on
+    ``nvls_channels`` (0: NCCL's count); NVLS across nodes on at most ``channels``
+    (:func:`~.tune_model.max_channels`). The tuner reasons with
     NCCL_COLLNET_ENABLE set to ``collnet``, for a reduction that ``averages`` or not and
     that NVLS computes or not (``nvls_ok``) and SHARP does or not (``sharp_ok``; see
     :func:`candidates`), of FP8 elements or
@@ -262,14 +266,13 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
 
     Raises:
         InvalidInputError: an argument NCCL would not take (a collective, algorithm,
-            protocol or release it does not know, a negative size, a channel count
-            beyond 0 - 64, a ``collnet`` other than 0 or 1); the named algorithm cannot
+            protocol or release it does not know, a negative size, a ``channels`` or
+            ``nvls_channels`` beyond 0 - 64, a ``collnet`` other than 0 or 1); the named
+            algorithm cannot
             run here, or none of the named ones can.
     """
-    nbytes, algo, proto, channels, collnet = _checked(collective, nbytes, algo, proto,
-                                                      channels, tuner, collnet)
-    nvls_channels = Int(0, minimum=0, maximum=MAX_CHANNELS).normalize("nvls_channels",
-                                                                       nvls_channels)
+    nbytes, algo, proto, channels, collnet, nvls_channels = _checked(
+        collective, nbytes, algo, proto, channels, tuner, collnet, nvls_channels)
     if collective == "all_to_all" and machine.nranks > 1:
         return _point_to_point(machine, nbytes, algo, proto, channels, tuner)
     algos = candidates(machine, collective, collnet, averages, nvls_ok, sharp_ok, tuner)
@@ -354,9 +357,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
     # pair (enqueue.cc): on a tie the earlier one, a tree before a ring.
     for a in sorted(algos, key=lambda name: NCCL_ORDER.index(name)):
         for pr in sorted(protos, key=PROTOCOLS.index):
-            nc = max_channels(machine, a, tuner, collnet, comm=channels, nvls=nvls_channels) \
-                if a in ("nvls", "nvls_tree") else channels or max_channels(machine, a, tuner,
-                                                                            collnet)
+            nc = max_channels(machine, a, tuner, collnet, comm=channels, nvls=nvls_channels)
             t = predict(machine, collective, nbytes, a, pr, nc, tuner)
             if fp8 and a == "ring" and machine.nranks > 8:
                 t *= FP8_RING_PENALTY
