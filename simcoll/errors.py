@@ -8,7 +8,7 @@ __all__ = [
     "SimCollError", "TopologyError", "UnknownAlgorithmError", "UnknownCollectiveError",
     "UnknownNetworkError", "InvalidInputError", "DeadlockError", "UnmatchedMessageError",
     "AlgorithmError", "CommUsageError", "RunLimitError", "LinkFailureError",
-    "RegistrationError", "NoRouteError", "add_note",
+    "RegistrationError", "NoRouteError", "add_note", "message_of",
 ]
 
 
@@ -130,3 +130,13 @@ def add_note(exc: BaseException, note: str) -> None:
         notes.append(note)
     else:
         exc.__notes__ = [note]  # type: ignore[attr-defined]
+
+
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``, or where that raises (an exception class of an algorithm's with a
+    broken ``__str__``) a line saying so, so that the error naming the algorithm still
+    comes out."""
+    try:
+        return str(exc)
+    except Exception as broken:
+        return f"(its message could not be shown: str() raised {type(broken).__name__})"

@@ -25,7 +25,7 @@ from simpy.events import PENDING, Event, Timeout
 
 from simcoll.buffers import memory_owner
 from simcoll.engine import ProgramProcess, RunStop, complete, done_event
-from simcoll.errors import AlgorithmError, LinkFailureError
+from simcoll.errors import AlgorithmError, LinkFailureError, message_of
 from simcoll.memory import CHECK_EVERY, MEMORY_MASK, check_memory_left
 from simcoll.network.base import Network
 from simcoll.topology.graph import MulticastVia, Via
@@ -132,16 +132,6 @@ class Channel:
     def __init__(self) -> None:
         self.unclaimed: deque[Message] = deque()
         self.waiting: deque[Event] = deque()
-
-
-def _message(exc: BaseException) -> str:
-    """``str(exc)``, or where that raises (an exception class of the algorithm's with a
-    broken ``__str__``) a line saying so, so that the error naming the rank still comes
-    out."""
-    try:
-        return str(exc)
-    except Exception as broken:
-        return f"(its message could not be shown: str() raised {type(broken).__name__})"
 
 
 class Runtime:
@@ -279,7 +269,7 @@ class Runtime:
         if isinstance(exc, LinkFailureError) or not isinstance(exc, Exception):
             raise exc  # a link failure is the machine's; the run's stop a BaseException
         raise AlgorithmError(f"{label} raised {type(exc).__name__} in {self.what}: "
-                             f"{_message(exc)}") from exc
+                             f"{message_of(exc)}") from exc
 
     # -- messages ------------------------------------------------------------------------
     def _new_channel(self, key: tuple) -> Channel:

@@ -395,3 +395,18 @@ def test_channel_counts_leave_nvls_on_its_own_count_which_nccl_nvls_nchannels_se
     status, out, err = cli(capsys, "run", "--topology", "dgx_h100:nodes=1", "--algorithm",
                            "nccl", "--collective", "broadcast", "--size", "1M")
     assert status == 0 and "# NCCL_NVLS_NCHANNELS does not apply to broadcast" in out + err
+
+
+def test_the_footer_names_the_channels_nvls_ran_on_where_the_variables_set_others(
+        capsys, monkeypatch):
+    """The pair given as the communicator's count left the footer silent on channels:
+    a given parameter was never listed, though NVLS ran on its own 16."""
+    monkeypatch.setenv("NCCL_MIN_NCHANNELS", "4")
+    monkeypatch.setenv("NCCL_MAX_NCHANNELS", "4")
+    status, out, _ = cli(capsys, *H100, "--size", "64M")
+    assert status == 0
+    assert "#   at every size: algo=nvls proto=Simple arch=hopper intra=nvlink channels=16" \
+        in out.splitlines()
+    # a ring runs the count given: not listed as chosen
+    status, out, _ = cli(capsys, *H100, "--size", "64M", *RING)
+    assert status == 0 and "channels=" not in out.split("parameters the algorithm chose")[-1]

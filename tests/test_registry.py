@@ -1409,3 +1409,38 @@ def test_a_traffic_model_of_two_dimensional_arrays_is_refused_by_cost_traffic():
     with pytest.raises(sc.RegistrationError, match=r"sent of shape \(2, 1\), received of "
                                                    r"shape \(2, 1\).*one number per rank"):
         cost.traffic("all_reduce", "test_traffic_2d", p=2, nbytes=4096)
+
+
+def test_hooks_and_models_that_raise_an_exception_whose_message_raises_are_named():
+    class Broken(Exception):
+        def __str__(self):
+            raise RuntimeError("no message")
+
+    def refuse(p, count, hosts):
+        raise Broken
+
+    def time(p, nbytes, alpha, beta, gamma):
+        raise Broken
+
+    sc.register("all_reduce", "test_broken_validate", cost=_quiet_model(),
+                validate=refuse)(_returns_input)
+    sc.register("all_reduce", "test_broken_model", cost=CostModel(
+        time=time, traffic=_no_traffic))(_returns_input)
+    with pytest.raises(InvalidInputError, match=r"test_broken_validate: its validate "
+                                                r"function raised Broken: \(its message "
+                                                r"could not be shown"):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_broken_validate",
+                    nbytes=8)
+    with pytest.raises(InvalidInputError, match=r"test_broken_model: its cost model's time "
+                                                r"raised Broken: \(its message could not"):
+        cost.predict("all_reduce", "test_broken_model", p=2, nbytes=8, alpha=1e-6, beta=1e-9)
+
+
+def test_a_ragged_traffic_of_the_model_is_refused_by_cost_traffic():
+    from simcoll.cost import Traffic
+    sc.register("all_reduce", "test_traffic_ragged", cost=CostModel(
+        time=lambda p, nbytes, alpha, beta, gamma: 0.0,
+        traffic=lambda p, nbytes, itemsize: Traffic([[1, 2], [3]], [0, 0], [], [])))(
+        _returns_input)
+    with pytest.raises(sc.RegistrationError, match=r"sent of shape ragged"):
+        cost.traffic("all_reduce", "test_traffic_ragged", p=2, nbytes=8)

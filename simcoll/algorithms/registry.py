@@ -38,6 +38,7 @@ from simcoll.errors import (
     RegistrationError,
     SimCollError,
     UnknownAlgorithmError,
+    message_of,
 )
 from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Topology
@@ -178,7 +179,8 @@ class AlgorithmSpec:
             raise
         except Exception as exc:
             raise InvalidInputError(f"{self.collective}/{self.name}: its {role} function "
-                                    f"raised {type(exc).__name__}: {exc}") from exc
+                                    f"raised {type(exc).__name__}: {message_of(exc)}"
+                                    ) from exc
 
     def resolved(self, topology: Topology, ranks: tuple[int, ...], x: VirtualBuffer,
                  params: Mapping[str, Any], op: ReduceOp | None = None,

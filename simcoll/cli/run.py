@@ -291,16 +291,18 @@ def _not_applying(args: argparse.Namespace) -> list[str]:
     return lines
 
 
-def chosen(records: list[dict[str, Any]], given: set[str],
+def chosen(records: list[dict[str, Any]], given: Mapping[str, Any],
            defaults: Mapping[str, Any]) -> list[str]:
     """The parameters a run chose itself (``algorithm="nccl"``'s algo, proto, channels,
     arch, intra), as ``#`` lines after the table: those equal at every size (wrapped at 88
     columns), then one row per size for those that vary, with its type, redop and root
-    where ``-d all``, ``-o all`` or ``-r all`` ran several. Neither the ``given`` ones nor
-    those left at their ``defaults`` at every size are listed (``--json`` has them all);
-    nothing when nothing else is left.
+    where ``-d all``, ``-o all`` or ``-r all`` ran several. Neither those that ran as
+    ``given`` (normalized) at every size nor those left at their ``defaults`` at every
+    size are listed (``--json`` has them all): a given ``channels`` that NVLS did not run
+    on is; nothing when nothing else is left.
     """
-    picked = [{k: v for k, v in r["params"].items() if k not in given} for r in records]
+    kept = {k for k, v in given.items() if all(r["params"].get(k) == v for r in records)}
+    picked = [{k: v for k, v in r["params"].items() if k not in kept} for r in records]
     names = [k for k in picked[0] if all(k in p for p in picked)
              and any(k not in defaults or p[k] != defaults[k] for p in picked)] \
         if picked else []
@@ -425,9 +427,9 @@ def run(args: argparse.Namespace) -> int:
     if report is not None:
         report.write()
     if not args.csv and not args.json:
+        spec = get_algorithm(args.collective, args.algorithm)
         print("\n".join(table.footer(done, min_bw)
-                        + chosen(records, {k for k, _ in args.param},
-                                 get_algorithm(args.collective, args.algorithm).defaults)
+                        + chosen(records, spec.normalized(dict(args.param)), spec.defaults)
                         + nccl_graphs(topo, records)))
     failed = min_bw is not None and table.fails_min_bw(table.average_busbw(done), min_bw)
     if min_bw is not None and (args.csv or args.json):   # the verdict the footer carries

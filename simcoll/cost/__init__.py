@@ -32,7 +32,12 @@ from simcoll.checks import size as checked_size
 from simcoll.collectives import collective as get_collective
 from simcoll.cost.model import CostModel, Traffic, gpu_traffic, largest_block
 from simcoll.cost.uneven import uneven_bounds
-from simcoll.errors import InvalidInputError, RegistrationError, UnknownAlgorithmError
+from simcoll.errors import (
+    InvalidInputError,
+    RegistrationError,
+    UnknownAlgorithmError,
+    message_of,
+)
 from simcoll.inputs import check_counters, check_root
 from simcoll.memory import memory_limit
 from simcoll.uneven import as_splits, check_nbytes, first_partial, whole_number
@@ -296,7 +301,7 @@ def traffic(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLik
         raise RegistrationError(f"{spec.collective}/{algorithm}: its cost model's traffic "
                                 f"returned {moved!r}; return a simcoll.cost.Traffic "
                                 f"(simcoll.cost.gpu_traffic(sent, received))")
-    shapes = {name: np.shape(getattr(moved, name))
+    shapes = {name: _shape(getattr(moved, name))
               for name in ("sent", "received", "host_sent", "host_received")}
     if any(len(shape) != 1 for shape in shapes.values()):
         said = ", ".join(f"{name} of shape {shape}" for name, shape in shapes.items())
@@ -332,6 +337,15 @@ def is_exact(collective: str, algorithm: str, *, p: Count, nbytes: int | ArrayLi
     return bool(exact)
 
 
+def _shape(counts: Any) -> tuple[int, ...] | str:
+    """The shape of a model's byte counts, or ``"ragged"`` for rows of unequal lengths
+    (which numpy refuses to shape)."""
+    try:
+        return np.shape(counts)
+    except ValueError:
+        return "ragged"
+
+
 def _ask(spec: AlgorithmSpec, role: str, positional: tuple[Any, ...],
          args: dict[str, Any]) -> Any:
     """What the function ``role`` (time, traffic or exact) of ``spec``'s cost model
@@ -353,7 +367,7 @@ def _ask(spec: AlgorithmSpec, role: str, positional: tuple[Any, ...],
                                 f"gave {exc}") from exc
     except Exception as exc:
         raise InvalidInputError(f"{spec.collective}/{spec.name}: its cost model's {role} "
-                                f"raised {type(exc).__name__}: {exc}") from exc
+                                f"raised {type(exc).__name__}: {message_of(exc)}") from exc
 
 
 def lower_bound(collective: str, *, p: Count, nbytes: int | ArrayLike, alpha: float, beta: float,

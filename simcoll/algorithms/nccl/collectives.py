@@ -115,10 +115,13 @@ def _params(collective: str) -> dict[str, Any]:
             "auto", P2P_PROTOCOLS, doc="LL or Simple (auto: LL up to 16 KiB per channel "
                                        "of a peer's send, as NCCL's sends and receives)"),
         "channels": Int(0, minimum=0, maximum=MAX_CHANNELS,
-                        doc="channels of NCCL's tuner (0: as NCCL chooses for the size); "
-                            "NCCL cuts the buffer over them in cells of 32 KiB of "
-                            "traffic, so a small buffer runs on fewer (and one more "
-                            "may run where the share per channel rounds down)"
+                        doc="the communicator's channels, as NCCL_MIN_NCHANNELS = "
+                            "NCCL_MAX_NCHANNELS (0: as NCCL chooses for the size); NCCL "
+                            "cuts the buffer over them in cells of 32 KiB of traffic, so "
+                            "a small buffer runs on fewer (and one more may run where the "
+                            "share per channel rounds down); NVLS on one node and "
+                            "NVLS-tree run on nvls_channels instead, NVLS across nodes on "
+                            "at most this many"
                         if collective != "all_to_all" else
                         "channels each peer's send is split over (0: as NCCL does); "
                         "they share one route, so on one NIC the time is the same, but "
@@ -145,7 +148,9 @@ def _params(collective: str) -> dict[str, Any]:
                                  doc="NCCL_NVLS_NCHANNELS: the channels NVLS and NVLS-tree "
                                      "run on (0: NCCL's count, 16 on Hopper); channels= "
                                      "does not change it, but NVLS across nodes runs on at "
-                                     "most channels= channels")}
+                                     "most channels= channels. A channel has no rate of "
+                                     "its own here, so fewer do not run slower as they "
+                                     "would on a GPU")}
            if collective in _COLLNET else {}),
     }
 
