@@ -1057,3 +1057,17 @@ def test_wrong_elements_counts_a_correct_sum_with_an_infinity_as_right_without_a
         assert check.wrong_elements(all_reduce, inputs, outputs, ReduceOp.SUM, 0) == 0
         assert check.wrong_elements(all_reduce, inputs, [np.array([np.inf, 4.0], np.float32)] * 2,
                                     ReduceOp.SUM, 0) == 2
+
+
+@pytest.mark.parametrize("dtype, big", [("float32", 3e38), ("float16", 60000.0),
+                                        ("float64", 1.7e308)])
+def test_wrong_elements_is_quiet_where_a_sum_overflows(dtype, big):
+    """big + big overflows the dtype (3e38 > float32's 3.4e38 / 2, 60000 > float16's
+    65504 / 2, 1.7e308 > float64's 1.8e308 / 2): no overflow warning; an infinite output is
+    right (0 wrong); as the inf - inf case."""
+    inputs = [np.array([big, 1.0], dtype), np.array([big, 2.0], dtype)]
+    outputs = [np.array([np.inf, 3.0], dtype)] * 2
+    with warnings.catch_warnings(), np.errstate(all="warn"):
+        warnings.simplefilter("error")
+        assert check.wrong_elements(COLLECTIVES["all_reduce"], inputs, outputs,
+                                    ReduceOp.SUM, 0) == 0

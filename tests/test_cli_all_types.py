@@ -102,3 +102,24 @@ def test_op_all_is_read_in_any_case_as_every_reduction_name_is(capsys):
     status, out, err = run(capsys, "--topology", "switch:4", "--size", "1K", "-o", "Max")
     assert status == 0, err
     assert [r.redop for r in sc.nccl_tests.parse(out).rows] == ["max"]
+
+
+def _err(capsys, *argv):
+    status = main(list(argv))
+    return status, capsys.readouterr().err
+
+
+def test_run_names_an_unknown_reduction_as_typed(capsys):
+    """_op_or_all reads only 'all' in any case; anything else goes on as typed, and the
+    refusal quotes it so: 'FOO', not 'foo'."""
+    status, err = _err(capsys, "run", "--topology", "switch:4", "--collective", "all_reduce",
+                       "--algorithm", "ring", "--size", "1K", "-o", "FOO")
+    assert status == 2 and "--op 'FOO' is not accepted" in err
+
+
+def test_sweep_which_has_no_all_refuses_ALL_as_typed(capsys):
+    """Only `run` takes -o all (every=True); sweep reads -o as typed: 'ALL' is refused
+    under its own spelling."""
+    status, err = _err(capsys, "sweep", "--topology", "switch", "--ranks", "4", "--sizes",
+                       "1K", "--collective", "all_reduce", "--algorithm", "ring", "-o", "ALL")
+    assert status == 2 and "--op 'ALL' is not accepted" in err

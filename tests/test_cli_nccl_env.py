@@ -410,3 +410,18 @@ def test_the_footer_names_the_channels_nvls_ran_on_where_the_variables_set_other
     # a ring runs the count given: not listed as chosen
     status, out, _ = cli(capsys, *H100, "--size", "64M", *RING)
     assert status == 0 and "channels=" not in out.split("parameters the algorithm chose")[-1]
+
+
+def test_one_channel_from_the_pair_is_taken_as_channels_1(capsys, monkeypatch):
+    """NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = 1 is a valid count (ncclMaxNchannels
+    refuses only below 1): a ring on channels=1, not an error."""
+    found, err = records(capsys, monkeypatch, {"NCCL_MIN_NCHANNELS": "1",
+                                               "NCCL_MAX_NCHANNELS": "1"},
+                         "--size", "64M", "--param", "algo=ring")
+    assert found[0]["params"]["channels"] == 1 and "channels=1" in err
+
+
+def test_nvls_nchannels_is_read_as_strtoll_reads_it(capsys, monkeypatch):
+    """NCCL reads NCCL_NVLS_NCHANNELS with strtoll(value, NULL, 0): '0x4' is 4 channels."""
+    found, err = records(capsys, monkeypatch, {"NCCL_NVLS_NCHANNELS": "0x4"}, "--size", "64M")
+    assert found[0]["params"]["channels"] == 4 and "nvls_channels=4" in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -1291,3 +1292,39 @@ def test_views_every_rank_returns_of_one_writeable_array_come_back_apart():
     assert not any(np.shares_memory(out, table) for out in outputs)
     outputs[0][2] = -1.0
     assert outputs[1][0] == 2.0 and table[2] == 2.0
+
+
+def _ends(n_bytes, starts, bandwidth):
+    def job(comm, at, n, out, i):
+        yield comm.sleep(at)
+        x = sc.VirtualBuffer.of(n, np.uint8)
+        yield comm.reduce(x, x, "sum", shared=True)
+        out[i] = comm.now
+
+    def program(comm):
+        out = {}
+        handles = [comm.start(job(comm, s, n, out, i))
+                   for i, (n, s) in enumerate(zip(n_bytes, starts))]
+        for h in handles:
+            yield h
+        return out
+
+    return sc.run_program(sc.topology.switch(1, reduce_bandwidth=bandwidth),
+                          program).outputs[0]
+
+
+@pytest.mark.parametrize("n", [1000007, 1000000003])
+def test_equal_shared_reductions_asked_together_end_together_at_the_exact_time(n):
+    """7 equal jobs of n bytes from 0 at 3e9 B/s share the rate evenly: all end at
+    7n / 3e9 s, the exact quotient rounded once (Fraction), not an ulp off."""
+    ends = _ends([n] * 7, [0.0] * 7, 3e9)
+    assert set(ends.values()) == {float(Fraction(7 * n, 3 * 10**9))}
+
+
+def test_a_long_shared_reduction_with_50_bytes_left_when_another_joins_goes_on():
+    """A: 10^12 bytes at 10^9 B/s; B: 1000 bytes from 1000 s - 50 ns, when A has 50 bytes
+    left (5e-11 of it, above 1e-12). Processor sharing by hand: A ends 100 ns later, at
+    1000 s + 50 ns; B has 50 bytes done then, 950 alone: 1000 s + 1 us."""
+    ends = _ends([10**12, 1000], [0.0, 1000 - 5e-8], 1e9)
+    assert ends[0] == pytest.approx(1000 + 5e-8, rel=1e-14)
+    assert ends[1] == pytest.approx(1000 + 1e-6, rel=1e-14)

@@ -296,3 +296,38 @@ def test_one_node_nvls_cuts_chunks_of_128_kib_when_a_channel_holds_more_than_one
     for g in range(P):
         assert res.link_bytes[(f"gpu{g}", "nvswitch0")] == n + own[g]
         assert res.link_bytes[("nvswitch0", f"gpu{g}")] == n + own[g]
+
+
+def _channels_used(result, tags_per_channel):
+    return len({e.tag // tags_per_channel for e in result.trace if e.kind == "message"})
+
+
+def test_nvls_all_reduce_stays_on_its_nvls_channels_when_the_cells_ask_one_more():
+    """NVLS on one node with nvlsChannels=5, 81,922 bytes of float16 (hand-worked, as
+    scheduleCollTasksToPlan cuts): traffic 2 x 81,922 = 163,844, /5 -> 32,768 a channel =
+    one 16 KiB cell each; 5 cells + 2 bytes ask a 6th channel, which the communicator's 5
+    NVLS channels do not have: the run is on 5 channels (NVLS tags: 4 a channel)."""
+    r = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl", nbytes=81922,
+                    dtype="float16", algo="nvls", nvls_channels=5, trace=True)
+    assert _channels_used(r, 4) == 5
+
+
+def test_nvls_all_gather_stays_on_its_nvls_channels_when_the_cells_ask_one_more():
+    """NVLS all_gather on one node, nvlsChannels=9, 36,865-byte blocks of 8 ranks
+    (hand-worked): traffic 8 x 36,865 = 294,920, /9 -> 32,768 = one 4 KiB cell a channel;
+    9 cells + 1 byte ask a 10th channel that nvlsChannels=9 does not give: 9 channels."""
+    r = sc.simulate(sc.topology.dgx_h100(1), "all_gather", algorithm="nccl", nbytes=36865,
+                    dtype="int8", algo="nvls", nvls_channels=9, trace=True)
+    assert _channels_used(r, 1) == 9
+
+
+def test_nvls_channels_takes_nccls_maxchannels_64_and_refuses_65():
+    """NCCL_NVLS_NCHANNELS is bounded by NCCL's MAXCHANNELS = 64 (src/include/device.h),
+    the bound choose() applies too."""
+    topo = sc.topology.dgx_h100(1)
+    r = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20, algo="nvls",
+                    nvls_channels=48)
+    assert r.params["nvls_channels"] == 48
+    with pytest.raises(sc.InvalidInputError):
+        sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=1 << 20, algo="nvls",
+                    nvls_channels=65)

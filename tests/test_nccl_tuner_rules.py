@@ -12,7 +12,13 @@ import pytest
 
 import simcoll as sc
 from simcoll.algorithms.nccl.machine import Machine, describe
-from simcoll.algorithms.nccl.tune_model import collnet_graphs_of, nvls_graph_of, predict
+from simcoll.algorithms.nccl.tune_model import (
+    collnet_graphs_of,
+    comm_channels,
+    max_channels,
+    nvls_graph_of,
+    predict,
+)
 from simcoll.algorithms.nccl.tuner import candidates, choose
 
 US = 1e-6
@@ -521,3 +527,25 @@ def test_the_communicators_channel_count_leaves_nvls_alone_but_across_nodes():
                         nvls_channels=4)
     assert (pinned.time, pinned.params["channels"]) == (own.time, 16)
     assert fewer.params["channels"] == 4 and fewer.time != own.time
+
+
+def _two_nodes():
+    return describe(sc.topology.dgx_h100(2, sharp=True), tuple(range(16)))
+
+
+def test_nvls_across_nodes_caps_a_given_nvls_count_at_the_communicators():
+    """NVLS across nodes runs on min(nvlsChannels, nChannels) (topoGetAlgoInfo, enqueue.cc
+    2.30.7) even where NCCL_NVLS_NCHANNELS sets nvlsChannels: min(8, 4) = 4."""
+    two = _two_nodes()
+    assert max_channels(two, "nvls", comm=4, nvls=8) == 4
+    assert choose(two, "all_reduce", 256 << 20, algo="nvls", collnet=1, channels=4,
+                  nvls_channels=8).channels == 4
+
+
+def test_a_given_communicator_count_is_what_rings_and_trees_run_on():
+    """max_channels' documented ``comm`` (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS):
+    rings and trees run on comm->nChannels, the count given (3, not the searched 16)."""
+    two = _two_nodes()
+    assert comm_channels(two) != 3
+    assert max_channels(two, "ring", comm=3) == 3
+    assert max_channels(two, "tree", comm=3) == 3

@@ -7,6 +7,7 @@ refusals that name the value and the accepted range, before any run starts.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import math
@@ -1444,3 +1445,124 @@ def test_a_ragged_traffic_of_the_model_is_refused_by_cost_traffic():
         _returns_input)
     with pytest.raises(sc.RegistrationError, match=r"sent of shape ragged"):
         cost.traffic("all_reduce", "test_traffic_ragged", p=2, nbytes=8)
+
+
+def test_validate_sees_defaults_normalized_as_the_program_does():
+    """check() passes validate the run's defaults (run_defaults): an Int default given as
+    np.int64(3) reaches validate as a plain int 3, as it reaches the program."""
+    seen = []
+
+    def validate(p, count, hosts, *, k):
+        seen.append(type(k))
+
+    @sc.register("all_reduce", "test_mut_validate_default", params={"k": Int(np.int64(3))},
+                 validate=validate, cost=_quiet_model())
+    def program(comm, x, *, op, k):
+        yield comm.sleep(0.0)
+        return x
+
+    sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_mut_validate_default",
+                nbytes=8)
+    assert seen and set(seen) == {int}
+
+
+@pytest.mark.parametrize("default, change, name", [
+    ({"a": 1}, lambda v: v.__setitem__("b", 2), "dct"),
+    ({1, 2}, lambda v: v.add(3), "st"),
+])
+def test_each_mutable_kind_of_default_is_a_runs_own_copy(default, change, name):
+    """_fresh_defaults copies dict and set defaults (lists: above): a program that changes
+    one leaves the next run's (and the registry's) as registered."""
+    seen = []
+    algo = f"test_mut_copy_{name}"
+
+    @sc.register("all_reduce", algo, params={"v": algorithms_package.Value(default)},
+                 cost=_quiet_model())
+    def program(comm, x, *, op, v):
+        if comm.rank == 0:
+            seen.append(repr(v))
+            change(v)
+        yield comm.sleep(0.0)
+        return x
+
+    for _ in range(2):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=algo, nbytes=8)
+    assert seen[0] == seen[1] == repr(default)
+
+
+def test_an_array_default_is_handed_out_read_only_and_the_registry_keeps_it():
+    """An array default is a read-only view: a program's write into it is refused (it
+    changed the registered default and every later run), and nothing is copied."""
+    default = np.array([1, 2])
+
+    @sc.register("all_reduce", "test_mut_array_default",
+                 params={"v": algorithms_package.Value(default)}, cost=_quiet_model())
+    def program(comm, x, *, op, v):
+        assert np.shares_memory(v, default)
+        v[0] = 99
+        yield comm.sleep(0.0)
+        return x
+
+    with pytest.raises(sc.AlgorithmError, match="read-only"):
+        sc.simulate(sc.topology.switch(2), "all_reduce", algorithm="test_mut_array_default",
+                    nbytes=8)
+    assert default.tolist() == [1, 2] and default.flags.writeable
+
+
+def test_a_taken_name_is_refused_naming_the_first_functions_qualified_name():
+    """The message names the registered function by __qualname__ (outer.<locals>.prog),
+    which tells nested functions apart, not by __name__ alone."""
+    def outer():
+        def prog(comm, x, *, op):
+            yield comm.sleep(0.0)
+            return x
+        return prog
+
+    def other(comm, x, *, op):
+        yield comm.sleep(0.0)
+        return x
+
+    sc.register("all_reduce", "test_mut_qualname", cost=_quiet_model())(outer())
+    with pytest.raises(sc.RegistrationError, match=r"\(by \S*outer\.<locals>\.prog\)"):
+        sc.register("all_reduce", "test_mut_qualname", cost=_quiet_model())(other)
+
+
+def _takes_k(comm, x, *, op, k):
+    yield comm.sleep(0.0)
+    return x
+
+
+def test_a_taken_name_held_by_a_partial_is_refused_with_a_registration_error():
+    """A functools.partial has no __qualname__: the refusal names it by its repr instead
+    of raising AttributeError."""
+    sc.register("all_reduce", "test_mut_partial_taken", params={"k": Int(1)},
+                cost=_quiet_model())(functools.partial(_takes_k))
+
+    def other(comm, x, *, op, k):
+        yield comm.sleep(0.0)
+        return x
+
+    with pytest.raises(sc.RegistrationError, match=r"by [\w.]*functools\.partial"):
+        sc.register("all_reduce", "test_mut_partial_taken", params={"k": Int(1)},
+                    cost=_quiet_model())(other)
+
+
+def test_a_partial_that_binds_a_declared_parameter_is_refused_naming_it_by_repr():
+    """A partial binding a parameter declared in params= gives it a default: refused as a
+    RegistrationError naming the partial by its repr (it has no __name__)."""
+    with pytest.raises(sc.RegistrationError, match=r"functools\.partial.* gives \['k'\] a "
+                                                   r"default"):
+        sc.register("all_reduce", "test_mut_partial_default", params={"k": Int(1)},
+                    cost=_quiet_model())(functools.partial(_takes_k, k=2))
+
+
+def test_a_traffic_model_with_only_its_received_bytes_two_dimensional_is_refused():
+    """One number per rank each way: sent of shape (2,) with received of shape (2, 1) (p=2)
+    is refused too, though both have length p."""
+    sc.register("all_reduce", "test_mut_traffic_recv_2d", cost=CostModel(
+        time=lambda p, nbytes, alpha, beta, gamma: 0.0,
+        traffic=lambda p, nbytes, itemsize: gpu_traffic(np.full(p, nbytes),
+                                                        np.full((p, 1), nbytes))))(
+        _returns_input)
+    with pytest.raises(sc.RegistrationError, match=r"received of shape \(2, 1\)"):
+        cost.traffic("all_reduce", "test_mut_traffic_recv_2d", p=2, nbytes=4096)

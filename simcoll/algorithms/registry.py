@@ -270,7 +270,8 @@ def _fresh_defaults(what: str, specs: Mapping[str, Param], given: Mapping[str, A
     ``float`` for a float32 (whose arithmetic would round otherwise). A list, dict or set
     is copied one level deep, so that a program or model that adds to it or removes from
     it does not change the registered default or a later run's; the values inside are
-    shared, as they are between ranks.
+    shared, as they are between ranks. An array is handed out as a read-only view, which
+    copies nothing and refuses writes.
 
     Raises:
         RegistrationError: a default its spec refuses now (a ``Choice`` whose choices,
@@ -286,7 +287,12 @@ def _fresh_defaults(what: str, specs: Mapping[str, Param], given: Mapping[str, A
             raise RegistrationError(f"{what}: the default of {name}, {spec.default!r}, is "
                                     f"refused by its own spec now ({exc}); give {name}= or "
                                     f"register a default it accepts") from None
-        fresh[name] = copy.copy(value) if isinstance(value, (list, dict, set)) else value
+        if isinstance(value, (list, dict, set)):
+            value = copy.copy(value)
+        elif isinstance(value, np.ndarray) and value.flags.writeable:
+            value = value.view()
+            value.flags.writeable = False
+        fresh[name] = value
     return fresh
 
 
