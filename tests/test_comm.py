@@ -186,30 +186,33 @@ def test_a_shared_reduction_late_in_a_long_run_still_ends(start, jobs):
     assert res.outputs[0] == pytest.approx(start + jobs * 65536 / 1e12, rel=1e-15)
 
 
+def _ends(n_bytes, starts, bandwidth):
+    def job(comm, at, n, out, i):
+        yield comm.sleep(at)
+        x = sc.VirtualBuffer.of(n, np.uint8)
+        yield comm.reduce(x, x, "sum", shared=True)
+        out[i] = comm.now
+
+    def program(comm):
+        out = {}
+        handles = [comm.start(job(comm, s, n, out, i))
+                   for i, (n, s) in enumerate(zip(n_bytes, starts))]
+        for h in handles:
+            yield h
+        return out
+
+    return sc.run_program(sc.topology.switch(1, reduce_bandwidth=bandwidth),
+                          program).outputs[0]
+
+
 def test_a_long_shared_reduction_joined_near_its_end_goes_on_with_its_share():
     """A: 10^12 bytes at 10^9 B/s, from 0; B: 1000 bytes, from 1000 s - 0.5 us, when A
     has 500 bytes left. Shared by two, A ends 1 us later, at 1000 s + 0.5 us, and B alone
     0.5 us after it (processor sharing by hand). A was taken as done on B's arrival
     (less than 1e-9 of its bytes left), so both ended early."""
-    join = 1000 - 5e-7
-
-    def job(comm, at, n, out, name):
-        yield comm.sleep(at)
-        x = sc.VirtualBuffer.of(n, np.uint8)
-        yield comm.reduce(x, x, "sum", shared=True)
-        out[name] = comm.now
-
-    def program(comm):
-        out = {}
-        first = comm.start(job(comm, 0.0, 10**12, out, "A"))
-        second = comm.start(job(comm, join, 1000, out, "B"))
-        yield first
-        yield second
-        return out
-
-    ends = sc.run_program(sc.topology.switch(1, reduce_bandwidth=1e9), program).outputs[0]
-    assert ends["A"] == pytest.approx(1000 + 5e-7, rel=1e-14)
-    assert ends["B"] == pytest.approx(1000 + 1e-6, rel=1e-14)
+    ends = _ends([10**12, 1000], [0.0, 1000 - 5e-7], 1e9)
+    assert ends[0] == pytest.approx(1000 + 5e-7, rel=1e-14)
+    assert ends[1] == pytest.approx(1000 + 1e-6, rel=1e-14)
 
 
 def test_compute_is_fifo_and_separate_from_reductions():
@@ -1292,25 +1295,6 @@ def test_views_every_rank_returns_of_one_writeable_array_come_back_apart():
     assert not any(np.shares_memory(out, table) for out in outputs)
     outputs[0][2] = -1.0
     assert outputs[1][0] == 2.0 and table[2] == 2.0
-
-
-def _ends(n_bytes, starts, bandwidth):
-    def job(comm, at, n, out, i):
-        yield comm.sleep(at)
-        x = sc.VirtualBuffer.of(n, np.uint8)
-        yield comm.reduce(x, x, "sum", shared=True)
-        out[i] = comm.now
-
-    def program(comm):
-        out = {}
-        handles = [comm.start(job(comm, s, n, out, i))
-                   for i, (n, s) in enumerate(zip(n_bytes, starts))]
-        for h in handles:
-            yield h
-        return out
-
-    return sc.run_program(sc.topology.switch(1, reduce_bandwidth=bandwidth),
-                          program).outputs[0]
 
 
 @pytest.mark.parametrize("n", [1000007, 1000000003])

@@ -301,8 +301,10 @@ def chosen(records: list[dict[str, Any]], given: Mapping[str, Any],
     size are listed (``--json`` has them all): a given ``channels`` that NVLS did not run
     on is; nothing when nothing else is left.
     """
-    kept = {k for k, v in given.items() if all(r["params"].get(k) == v for r in records)}
-    picked = [{k: v for k, v in r["params"].items() if k not in kept} for r in records]
+    ran_as_given = {k for k, v in given.items()
+                    if all(r["params"].get(k) == v for r in records)}
+    picked = [{k: v for k, v in r["params"].items() if k not in ran_as_given}
+              for r in records]
     names = [k for k in picked[0] if all(k in p for p in picked)
              and any(k not in defaults or p[k] != defaults[k] for p in picked)] \
         if picked else []
