@@ -108,8 +108,14 @@ def test_data_moves_right_with_either_protocol():
 
 def test_refusals_name_what_is_accepted():
     topo = sc.topology.dgx_h100(1)
-    with pytest.raises(sc.InvalidInputError, match="proto='LL128'.*'LL', 'Simple'"):
+    with pytest.raises(sc.InvalidInputError, match="proto='LL128' cannot run all_to_all: "
+                                                   "NCCL's sends and receives run LL or "
+                                                   "Simple, never LL128"):
         sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=MiB, proto="LL128")
+    # as NCCL_PROTO, LL128 can be left out or listed with others (refused before)
+    for proto, runs in (("^LL128", "Simple"), ("LL128,LL", "LL"), ("^Simple", "LL")):
+        res = sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=MiB, proto=proto)
+        assert res.params["proto"] == runs, proto
     with pytest.raises(sc.InvalidInputError, match="algo='ring'"):
         sc.simulate(topo, "all_to_all", algorithm="nccl", nbytes=MiB, algo="ring")
     with pytest.raises(sc.InvalidInputError, match="never LL128"):

@@ -278,8 +278,9 @@ def test_collnet_adds_no_channels_where_every_node_holds_one_gpu():
     (dict(channels=-1), r"channels=-1 is not accepted; use an integer in 0\.\.64"),
     (dict(channels=65), r"channels=65 is not accepted"),
     (dict(collnet=2), r"collnet=2 is not accepted; use an integer in 0\.\.1"),
-    (dict(collective="all_to_all", proto="LL128"), r"proto='LL128' is not accepted; use "
-                                                  r"'auto', one of 'LL', 'Simple'"),
+    (dict(collective="all_to_all", proto="LL128"), r"proto='LL128' cannot run all_to_all: "
+                                                  r"NCCL's sends and receives run LL or "
+                                                  r"Simple, never LL128"),
 ])
 def test_choose_refuses_what_nccl_would_not_take_by_name(kwargs, match):
     # raw KeyError / ValueError before; a negative size or channel count was priced
@@ -294,6 +295,12 @@ def test_choose_takes_nccl_spellings_of_algorithms_and_protocols():
     machine = h100(2)
     assert choose(machine, "all_reduce", MIB, algo="Ring", proto="^LL,LL128") == \
         choose(machine, "all_reduce", MIB, algo="ring", proto="Simple")
+    # NCCL_PROTO=^LL128, a common setting, leaves LL and Simple to an all_to_all's sends
+    # (refused as naming LL128 before); naming LL128 among others passes it over
+    assert choose(machine, "all_to_all", 4096, proto="^LL128") == \
+        choose(machine, "all_to_all", 4096)
+    assert choose(machine, "all_to_all", 4096, proto="LL128,Simple") == \
+        choose(machine, "all_to_all", 4096, proto="Simple")
     # all_to_all's refusal of a collective algorithm still says why
     with pytest.raises(sc.InvalidInputError, match=r"algo='ring' cannot run all_to_all: NCCL "
                                                    r"runs it as point-to-point"):

@@ -66,7 +66,6 @@ from simcoll.algorithms.nccl.nics import (
     nics_of,
     pxn_proxy,
 )
-from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.protocols import PROTOCOL, Protocol, channel_rate
 from simcoll.algorithms.nccl.reference_models import (
     chain_traffic,
@@ -112,8 +111,9 @@ def _params(collective: str) -> dict[str, Any]:
         "proto": Names("auto", PROTOCOLS,
                        doc="NCCL protocols, as NCCL_PROTO (auto: NCCL's tuner picks)")
         if collective != "all_to_all" else Names(
-            "auto", P2P_PROTOCOLS, doc="LL or Simple (auto: LL up to 16 KiB per channel "
-                                       "of a peer's send, as NCCL's sends and receives)"),
+            "auto", PROTOCOLS, doc="LL or Simple, as NCCL_PROTO (NCCL's sends and receives "
+                                   "pass LL128 over; auto: LL up to 16 KiB per channel of "
+                                   "a peer's send)"),
         "channels": Int(0, minimum=0, maximum=MAX_CHANNELS,
                         doc="the communicator's channels, as NCCL_MIN_NCHANNELS = "
                             "NCCL_MAX_NCHANNELS (0: as NCCL chooses for the size); NCCL "

@@ -32,7 +32,6 @@ from simcoll.algorithms.nccl.constants import (
     TUNERS,
 )
 from simcoll.algorithms.nccl.machine import Machine
-from simcoll.algorithms.nccl.p2p import P2P_PROTOCOLS
 from simcoll.algorithms.nccl.search import NVLS_ARITY
 from simcoll.algorithms.nccl.support import (
     ALGORITHMS,
@@ -230,7 +229,7 @@ def _checked(collective: str, nbytes: int, algo: str, proto: str, channels: int,
     # all_to_all's refusal of a collective algorithm says why (_point_to_point)
     return (Int(0, minimum=0).normalize("nbytes", nbytes),
             Names("auto", (*NAMES, "p2p") if p2p_only else NAMES).normalize("algo", algo),
-            Names("auto", P2P_PROTOCOLS if p2p_only else PROTOCOLS).normalize("proto", proto),
+            Names("auto", PROTOCOLS).normalize("proto", proto),
             Int(0, minimum=0, maximum=MAX_CHANNELS).normalize("channels", channels),
             Int(0, minimum=0, maximum=1).normalize("collnet", collnet),
             Int(0, minimum=0, maximum=MAX_CHANNELS).normalize("nvls_channels", nvls_channels))
