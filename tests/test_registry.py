@@ -1372,6 +1372,39 @@ def test_a_default_that_a_choice_of_a_function_does_not_name_is_refused_at_the_r
                        nbytes=8, c="b").params == {"c": "b"}
 
 
+def _no_names():
+    raise KeyError("the registry is not loaded")
+
+
+@pytest.mark.parametrize("case, choices, match", [
+    (1, _no_names, r"Choice's choices function _no_names raised KeyError: "
+                r"'the registry is not loaded'"),
+    (2, lambda: [1, 2], r"returned \[1, 2\]; it must return a non-empty tuple, list or set "
+                     r"of strings"),
+    (3, lambda: 5, r"returned 5; it must"),
+    (4, lambda: (), r"returned \(\); it must"),
+])
+def test_a_choice_of_a_function_that_fails_is_named_at_the_run(case, choices, match):
+    # raw KeyError / TypeError before, or "use one of " and no name
+    name = f"test_choice_fails_{case}"
+
+    @sc.register("all_reduce", name, params={"c": Choice("a", choices)},
+                 cost=_quiet_model())
+    def program(comm, x, *, op, c):
+        yield comm.sleep(0.0)
+        return x
+
+    for given in ({}, {"c": "a"}):
+        with pytest.raises(sc.RegistrationError, match=match):
+            sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=name, nbytes=8,
+                        **given)
+
+
+def test_a_choice_of_a_function_returning_one_string_is_not_read_letter_by_letter():
+    with pytest.raises(sc.RegistrationError, match=r"returned 'ab'; it must return"):
+        Choice("a", lambda: "ab").normalize("c", "a")
+
+
 def test_a_validate_that_returns_a_verdict_instead_of_raising_is_refused():
     @sc.register("all_reduce", "test_validate_returns", cost=_quiet_model(),
                  validate=lambda p, count, hosts: p % 2 == 0)

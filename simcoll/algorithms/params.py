@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from simcoll.checks import as_float, octal_looking, shown
-from simcoll.errors import InvalidInputError, RegistrationError
+from simcoll.errors import InvalidInputError, RegistrationError, message_of
 from simcoll.topology.quantities import parse_time
 
 __all__ = ["Param", "Int", "Real", "Choice", "Names", "Optional", "Value", "Keywords",
@@ -228,8 +228,29 @@ class Choice(Param):
                                         "one name")
 
     def options(self) -> tuple[str, ...]:
-        """The accepted names, now."""
-        return self.choices if isinstance(self.choices, tuple) else tuple(self.choices())
+        """The accepted names, now.
+
+        Raises:
+            RegistrationError: ``choices`` is a function that raises, or returns something
+                other than a non-empty collection of names.
+        """
+        if isinstance(self.choices, tuple):
+            return self.choices
+        function = getattr(self.choices, "__qualname__", repr(self.choices))
+        try:
+            listed = self.choices()
+        except Exception as exc:
+            raise RegistrationError(f"Choice's choices function {function} raised "
+                                    f"{type(exc).__name__}: {message_of(exc)}") from exc
+        try:
+            names = _names("Choice", listed)
+        except RegistrationError:
+            names = ()
+        if not names:
+            raise RegistrationError(f"Choice's choices function {function} returned "
+                                    f"{shown(listed)}; it must return a non-empty tuple, "
+                                    f"list or set of strings")
+        return names
 
     def accepted(self) -> str:
         return "one of " + ", ".join(repr(c) for c in self.options())
