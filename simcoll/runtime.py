@@ -24,7 +24,7 @@ import simpy
 from simpy.events import PENDING, Event, Timeout
 
 from simcoll.buffers import memory_owner
-from simcoll.engine import ProgramProcess, RunStop, complete, done_event
+from simcoll.engine import AT_ONCE, ProgramProcess, RunStop, complete, done_event
 from simcoll.errors import AlgorithmError, LinkFailureError, message_of
 from simcoll.memory import CHECK_EVERY, MEMORY_MASK, check_memory_left
 from simcoll.network.base import Network
@@ -249,9 +249,10 @@ class Runtime:
               address: int) -> ProgramProcess:
         """Run ``program`` as a process of its own, on endpoint ``address``.
 
-        An exception inside it ends the run with an :class:`AlgorithmError` naming
-        ``label``; KeyboardInterrupt, SystemExit and MemoryError leave at once as
-        themselves (:class:`~simcoll.engine.ProgramProcess`), and a run limit and a
+        An exception inside it (GeneratorExit and a program's own BaseException too) ends
+        the run with an :class:`AlgorithmError` naming ``label``; KeyboardInterrupt,
+        SystemExit and MemoryError leave at once as themselves
+        (:class:`~simcoll.engine.ProgramProcess`), and a run limit and a
         :class:`LinkFailureError` (a message with no route around failed links) pass
         through as themselves.
         """
@@ -266,8 +267,8 @@ class Runtime:
             return
         exc = cast(BaseException, event.value)
         event.defused = True
-        if isinstance(exc, LinkFailureError) or not isinstance(exc, Exception):
-            raise exc  # a link failure is the machine's; the run's stop a BaseException
+        if isinstance(exc, (LinkFailureError, RunStop, *AT_ONCE)):
+            raise exc  # a link failure is the machine's, a run limit or Ctrl-C the run's
         raise AlgorithmError(f"{label} raised {type(exc).__name__} in {self.what}: "
                              f"{message_of(exc)}") from exc
 

@@ -509,6 +509,25 @@ def test_programs_closed_after_a_stop_leave_the_runs_error_standing():
             sc.run_program(sc.topology.switch(3), program, max_events=1000)
 
 
+class _OwnSignal(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("raised", [GeneratorExit("closed by hand"), _OwnSignal("stop")])
+def test_a_base_exception_of_a_program_is_named_as_the_ranks(raised):
+    """GeneratorExit and a program's own BaseException came out of the run as themselves,
+    naming neither the rank nor the program (Ctrl-C's and the engine's stop still do)."""
+    def program(comm):
+        yield comm.sleep(1e-6)
+        if comm.rank == 1:
+            raise raised
+
+    with pytest.raises(sc.AlgorithmError, match=f"rank 1 raised {type(raised).__name__} in "
+                                                f"program: {raised}") as caught:
+        sc.run_program(sc.topology.switch(2), program)
+    assert caught.value.__cause__ is raised
+
+
 def test_a_program_that_catches_exceptions_does_not_swallow_the_run_limit():
     """The limit is raised inside the program (compute(0) past max_events): a program's
     ``except Exception`` caught it, and the run came back as a Result with outputs such as
