@@ -42,6 +42,9 @@ def file_path(path: Any, what: str, *, example: str = "out.json") -> Path:
     if not os.fspath(path):   # Path("") is "."
         raise InvalidInputError(f"{what}='' is an empty path; give a file path, e.g. "
                                 f"{example!r}")
+    if "\0" in os.fsdecode(path):
+        raise InvalidInputError(f"{what}={str(path)!r} holds a NUL character, which no file "
+                                f"name can")
     resolved = Path(path)
     problem = too_long(resolved)
     if problem:

@@ -30,6 +30,12 @@ def test_output_paths_are_refused_by_name_before_any_work(tmp_path):
     with pytest.raises(sc.InvalidInputError, match="^save='' is an empty path; give a file "
                                                    "path, e.g. 'a.b'$"):
         output_path("", "save", example="a.b")
+    # a raw ValueError (embedded null byte) from the probe's open before
+    with pytest.raises(sc.InvalidInputError, match=r"^save='a\\x00\.json' holds a NUL "
+                                                   r"character, which no file name can$"):
+        output_path("a\0.json", "save")
+    with pytest.raises(sc.InvalidInputError, match="holds a NUL character"):
+        sc.topology.save(sc.topology.switch(2), tmp_path / "a\0.yaml")
     missing = tmp_path / "no" / "x.json"
     with pytest.raises(sc.InvalidInputError, match=f"folder '{tmp_path}/no' does not exist"):
         output_path(missing, "path")

@@ -227,6 +227,19 @@ def test_missing_and_unreadable_files(tmp_path):
         sc.topology.load(tmp_path / "bin.json")
 
 
+@pytest.mark.parametrize("read", [sc.topology.load, sc.topology.from_spec,
+                                  sc.topology.from_astra_sim])
+def test_a_path_no_file_can_have_is_named(tmp_path, read):
+    # a raw OSError (name too long, from is_dir) or ValueError (embedded null byte) before
+    long = str(tmp_path / ("x" * 300)) + ".yaml"
+    with pytest.raises(sc.TopologyError, match=r"^cannot read topology file '.{60}\.\.\.': "
+                                               r"File name too long$"):
+        read(long)
+    with pytest.raises(sc.TopologyError, match=r"^cannot read topology file 'a\\x00\.yml': "
+                                               r"embedded null byte$"):
+        read("a\0.yml")
+
+
 def astra(tmp_path, blocks, npus, bandwidth, latency, name="net.yml"):
     return write(tmp_path, name, f"topology: {blocks}\nnpus_count: {npus}\n"
                                  f"bandwidth: {bandwidth}  # GB/s\nlatency: {latency}  # ns\n")

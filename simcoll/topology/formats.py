@@ -277,6 +277,15 @@ def _parse(text: str, kind: str, source: str) -> tuple[Any, dict[Key, int], dict
         raise TopologyError(f"{source}: not valid TOML: {exc}") from None
 
 
+def _file_named(path: Path) -> str:
+    """``path`` for a message: as it is, or quoted (and cut to 60 characters) where it
+    holds what a terminal would not show or is too long to read."""
+    text = str(path)
+    if text.isprintable() and len(text) <= 100:
+        return text
+    return repr(text if len(text) <= 100 else text[:60] + "...")
+
+
 def read(path: str | os.PathLike) -> tuple[Any, Context]:
     """The plain data in a topology file, chosen by its extension, and its Context.
 
@@ -288,14 +297,18 @@ def read(path: str | os.PathLike) -> tuple[Any, Context]:
         raise TopologyError(f"a topology file is named by a path; got {type(path).__name__} "
                             f"{path!r:.60}")
     path = Path(path)
-    if path.is_dir():
-        raise TopologyError(f"cannot read topology file {path}: Is a directory")
+    try:
+        if path.is_dir():
+            raise TopologyError(f"cannot read topology file {path}: Is a directory")
+    except OSError as exc:   # a name the system cannot take (too long)
+        raise TopologyError(f"cannot read topology file {_file_named(path)}: "
+                            f"{exc.strerror or exc}") from None
     kind = check_suffix(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark, as editors write
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:   # ValueError: a NUL byte
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise TopologyError(f"cannot read topology file {path}: {reason}") from None
+        raise TopologyError(f"cannot read topology file {_file_named(path)}: {reason}") from None
     try:
         data, lines, texts = _parse(text, kind, str(path))
     except TopologyError:   # the parser's own message, naming the line (a ValueError too)

@@ -13,8 +13,11 @@ PCIe switch serves one GPU); it is non-blocking and carries no other traffic in 
 models, so each GPU-NIC pair is drawn as its own path (with routes
 by hop count, a shared switch would also send both GPUs through the first NIC). With
 ``nics_per_node = k x gpus`` each GPU has a PCIe switch (``pcie<node>_<gpu>``) with its k
-NICs below it, so its own x16 link bounds what it sends (NCCL binds each channel to one
-of them, so its channels use all k); with ``gpus = k x nics`` k GPUs
+NICs below it, so its own x16 link bounds what NCCL sends (NCCL binds each channel to one
+of them, so its channels use all k); every other algorithm sends a GPU's traffic to
+another node through the first of its NICs (one route per pair of ranks), so one NIC
+bounds it (12.5 GB/s a GPU with 16 x 100G NICs, half of what 8 x 200G give it); with
+``gpus = k x nics`` k GPUs
 share one PCIe switch and its NIC. ``pcie_latency`` is GPU to NIC (split evenly over the
 two links where a PCIe switch sits between).
 
