@@ -56,6 +56,8 @@ class RunResult:
         bytes_sent, bytes_received: payload bytes per GPU rank (int64 arrays).
         host_bytes_sent, host_bytes_received: the same for the endpoints past the GPUs:
             server hosts, then in-network devices (empty if none).
+        hosts: how many of those endpoints are server hosts (the first ``hosts``); the
+            others are in-network devices (an NVSwitch's NVLS, a SHARP switch).
         link_bytes: ``{(from_device, to_device): bytes}`` for every directed link.
         messages: number of point-to-point messages.
         rank_times: simulated time at which each rank's program returned.
@@ -90,6 +92,7 @@ class RunResult:
     bytes_received: np.ndarray = field(repr=False)
     host_bytes_sent: np.ndarray = field(repr=False)
     host_bytes_received: np.ndarray = field(repr=False)
+    hosts: int
     link_bytes: dict[tuple[str, str], int] = field(repr=False)
     messages: int
     rank_times: np.ndarray = field(repr=False)
@@ -123,7 +126,7 @@ class RunResult:
             network=network.name, topology=topology.name, nranks=p, time=float(run.time),
             outputs=outputs, bytes_sent=sent[:p], bytes_received=received[:p],
             host_bytes_sent=sent[p:], host_bytes_received=received[p:],
-            link_bytes={topology.directed_link(d): b
+            hosts=len(topology.hosts), link_bytes={topology.directed_link(d): b
                         for d, b in enumerate(network.link_bytes)},
             messages=network.messages, rank_times=run.rank_times, trace=run.trace,
             sleeps=run.sleeps, faults=run.faults, topology_hash=topology_hash(topology))
@@ -144,6 +147,7 @@ class RunResult:
             "bytes_received": self.bytes_received.tolist(),
             "host_bytes_sent": self.host_bytes_sent.tolist(),
             "host_bytes_received": self.host_bytes_received.tolist(),
+            "hosts": self.hosts,
             "link_bytes": {f"{u}->{v}": b for (u, v), b in self.link_bytes.items() if b},
             "messages": self.messages, "rank_times": self.rank_times.tolist(),
             **({} if self.faults is None else {"faults": self.faults}),

@@ -405,14 +405,39 @@ def test_sweeps_on_machines_of_one_name_are_refused_not_merged(tmp_path):
 
 
 def test_results_of_one_machine_that_took_different_times_are_refused_not_merged():
-    """Runs of one machine with other faults are not a rerun of each other."""
+    """Runs of one machine that say nothing else apart are not a rerun of each other."""
     topo = sc.topology.switch(4, bandwidth=10e9, latency=1e-6)
-    runs = [sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1024,
-                        faults=sc.Faults(jitter=jitter, seed=1)) for jitter in (1e-6, 5e-6)]
-    assert runs[0].topology_hash == runs[1].topology_hash and runs[0].time != runs[1].time
+    run = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=1024)
+    runs = [run, dataclasses.replace(run, time=2 * run.time)]
     with pytest.raises(sc.InvalidInputError, match=r"points at nranks=4 on 'switch\(4\)' "
                                                    r"took different times .* on one machine"):
         scaling(runs)
+
+
+@pytest.mark.parametrize("as_dicts", [False, True])
+def test_runs_with_other_faults_are_lines_of_their_own_named_by_them(as_dicts):
+    """A record's faults were not read: Result objects of other faults were refused as
+    taking different times, and their to_dict()s silently replaced each other's points
+    (the healthy line showed the faulted times, under the plain algorithm's name)."""
+    ranks = (2, 4, 8)
+    faults = {"healthy": None, "late": sc.Faults(late={0: 50e-6}),
+              "slow": sc.Faults(slow={1: 2.0}, jitter=1e-7, seed=3),
+              "link": sc.Faults(links=[sc.LinkFault("gpu1", "switch", at=1e-6, factor=0.5)])}
+    runs = {name: [sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring",
+                               nbytes=sc.MiB, faults=fault) for p in ranks]
+            for name, fault in faults.items()}
+    records = [r.to_dict() if as_dicts else r for line in runs.values() for r in line]
+    fig = scaling(records, x="nranks", y="time", legend="right")
+    drawn = {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].get_lines()}
+    # the labels, by hand from what each run was given
+    names = {"healthy": "ring", "late": "ring (faults: late rank 0 +5e-05 s)",
+             "slow": "ring (faults: slow rank 1 x2.0, jitter 1e-07 (seed 3))",
+             "link": "ring (faults: link gpu1->switch x0.5 at 1e-06 s)"}
+    assert set(drawn) == set(names.values())
+    for name, label in names.items():
+        assert drawn[label] == pytest.approx([r.time * 1e6 for r in runs[name]], rel=1e-12)
+    # four lines of other times: the faults changed every run
+    assert len({tuple(times) for times in drawn.values()}) == 4
 
 
 def test_topology_names_become_templates_where_their_numbers_change():
@@ -1932,7 +1957,7 @@ def test_scaling_plots_the_busiest_sender_s_bytes_and_the_traffic_model():
     assert model == drawn
     ticks = tick_texts(fig, "y")
     assert "64 MiB" in ticks and "512 MiB" in ticks and all(t.endswith("iB") for t in ticks)
-    assert fig.axes[0].get_ylabel() == "bytes sent by the busiest endpoint"
+    assert fig.axes[0].get_ylabel() == "bytes sent by the busiest GPU or host"
     legend = fig.axes[0].get_legend()
     assert "traffic model (dashed)" in [text.get_text() for text in legend.get_texts()]
     # the traffic model reads no alpha, beta or gamma: none need be given for it
@@ -2029,6 +2054,47 @@ def test_a_result_s_busiest_sender_may_be_a_server_host():
     assert res.bytes_sent.tolist() == [m] * 4
     (point,) = read_points([res])
     assert point.bytes_sent == 4 * m // 2
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_an_in_network_device_is_neither_a_server_host_nor_the_busiest_sender(as_dict):
+    """dgx_h100(1) has no server host and one NVSwitch that reduces in the network. The
+    plot took every endpoint past the GPUs as a server host: the parameter server's model
+    was drawn for a server host that does not exist (8 MiB sent, where rank 0 sends the
+    sum to the 7 others, 7 MiB), and NVLS's bytes_sent was the switch's multicast (32 MiB
+    at 16 MiB, where the busiest GPU sends (p+1)/p of it, 18 MiB)."""
+    topo = sc.topology.dgx_h100(1)
+    ps = sc.simulate(topo, "all_reduce", algorithm="parameter_server", nbytes=MIB)
+    nvls = sc.simulate(topo, "all_reduce", algorithm="nccl", nbytes=16 * MIB, algo="nvls")
+    assert (ps.hosts, ps.host_bytes_sent.size) == (0, 1)
+    assert nvls.to_dict()["hosts"] == 0 and nvls.host_bytes_sent[0] == 32 * MIB
+    records = [r.to_dict() if as_dict else r for r in (ps, nvls)]
+    drawn = {line.get_label(): xy(line)[1]
+             for line in scaling(records, y="bytes_sent", formula=True).axes[0].get_lines()}
+    assert drawn == {"parameter_server (1 MiB per rank)": [7 * MIB], "_formula": [7 * MIB],
+                     "nccl (algo='nvls', 16 MiB per rank, no model)": [9 * 16 * MIB // 8]}
+    # the time model too: 2 (alpha + 7 M beta) with the server on rank 0, not a host's
+    alpha, beta = 2e-6, 1e-11
+    (model,) = lines(scaling([records[0]], y="time", formula=True, alpha=alpha, beta=beta,
+                             gamma=0), "formula")
+    assert xy(model)[1] == pytest.approx([2 * (alpha + 7 * MIB * beta) * 1e6], rel=1e-12)
+
+
+def test_an_all_gatherv_model_s_bandwidth_counts_its_whole_output():
+    """all_gatherv's S is its whole output (simulate's algbw); the model line divided
+    its time into one rank's input, p times too little. Direct all_gatherv of 4 KiB a
+    rank on switch(p): t = 2 L + (p-1) 4096 B / B, by hand."""
+    bandwidth, latency, n = 100e9, 1e-6, 4096
+    runs = [sc.simulate(sc.topology.switch(p, bandwidth=bandwidth, latency=latency),
+                        "all_gatherv", algorithm="direct", nbytes=[n] * p) for p in (2, 4, 8)]
+    fig = scaling(runs, y="busbw", formula=True, alpha=2 * latency, beta=1 / bandwidth,
+                  gamma=0)
+    by_hand = [p * n / (2 * latency + (p - 1) * n / bandwidth) * (p - 1) / p / 1e9
+               for p in (2, 4, 8)]
+    (model,) = lines(fig, "formula")
+    (simulated,) = lines(fig, "simulated")
+    assert xy(model)[1] == pytest.approx(by_hand, rel=1e-12)
+    assert xy(simulated)[1] == pytest.approx(by_hand, rel=1e-12)
 
 
 @pytest.mark.parametrize("octaves", [8, 16, 24])

@@ -149,6 +149,31 @@ def test_a_resolving_algorithm_keeps_what_it_chose(tmp_path):
     assert [r.params for r in load_results(path)] == [{}, {}]
 
 
+def test_a_record_says_which_endpoints_are_server_hosts(tmp_path):
+    """dgx_h100(1) has one endpoint past its GPUs, an NVSwitch that reduces in the
+    network, and no server host; switch(4, servers=2) two server hosts. The records now
+    say so (``hosts``), as the Result does; one written before reads every such endpoint
+    as a server host, and a count beyond them is refused by name."""
+    path = tmp_path / "points.jsonl"
+    got = sweep(_one_dgx_h100, "all_reduce", algorithms=["nccl"], ranks=[8],
+                sizes=["64MiB"], save=path)
+    servers = sweep(lambda p: sc.topology.switch(p, servers=2), "all_reduce",
+                    algorithms=["parameter_server"], ranks=[4], sizes=[64])
+    assert [r.hosts for r in got] == [0] and [r.hosts for r in servers] == [2]
+    assert [r.host_bytes_sent.size for r in got] == [1]
+    assert [r.hosts for r in load_results(path)] == [0]
+    (saved,) = records(path)
+    assert saved["hosts"] == 0
+    del saved["hosts"]
+    path.write_text(json.dumps(saved) + "\n")
+    assert [r.hosts for r in load_results(path)] == [1]
+    saved["hosts"] = 2
+    path.write_text(json.dumps(saved) + "\n")
+    with pytest.raises(sc.InvalidInputError, match=r"its hosts=2 is more than the 1 "
+                                                   r"endpoints of host_bytes_sent"):
+        load_results(path)
+
+
 def test_parameters_are_recorded_as_the_algorithm_reads_them(tmp_path):
     """NCCL_ALGO-style spellings ("RING", "simple", "^LL128") were recorded as given, so
     a swept point's ``requested`` differed from simulate's, and a resumed sweep spelling

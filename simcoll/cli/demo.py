@@ -70,9 +70,9 @@ def _table(results: Sequence[Result]) -> str:
             f"{r.algbw / 1e9:>12.2f}{r.busbw / 1e9:>12.2f}  {r.correct}")
     rows += ["", "max sent/GPU, max recv/GPU: payload bytes of the busiest GPU."]
     rows += [f"The server host of {r.algorithm} on {r.topology} sent "
-             f"{format_bytes(r.host_bytes_sent.sum())} and received "
-             f"{format_bytes(r.host_bytes_received.sum())}."
-             for r in results if r.host_bytes_sent.size]
+             f"{format_bytes(r.host_bytes_sent[:r.hosts].sum())} and received "
+             f"{format_bytes(r.host_bytes_received[:r.hosts].sum())}."
+             for r in results if r.hosts]
     return "\n".join(rows)
 
 

@@ -179,7 +179,10 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
     if y == "time":
         return t
     spec = collective_spec(p.collective)
-    algbw = p.nbytes * spec.size_factor(p.nranks) / t
+    # a v-collective's S, as simulate's: all_gatherv's is its whole output
+    size = p.nbytes * spec.size_factor(p.nranks) if p.splits is None or spec.uneven is None \
+        else spec.uneven.algbw_count(p.splits) * itemsize
+    algbw = size / t
     return algbw if y == "algbw" else algbw * spec.busbw_factor(p.nranks)
 
 
@@ -341,7 +344,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             file's records (its lines, :attr:`SweepResults.records`).
         x: ``"nranks"`` or ``"nbytes"``.
         y: ``"time"``, ``"busbw"``, ``"algbw"``, or ``"bytes_sent"``: the most bytes
-            one endpoint (a GPU rank or a server host) sent, the busiest sender's traffic,
+            one GPU rank or server host sent (an in-network device's multicast is not
+            counted, as no cost model counts it), the busiest sender's traffic,
             on a log2 axis labelled in binary units (with ``formula=True`` the traffic
             model's, ``simcoll.cost.traffic``, which needs no alpha, beta or gamma).
         by: the field that picks a line's colour: ``"algorithm"``, ``"collective"``,
@@ -426,7 +430,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             unit, factor = time_unit(max(times))
             y_label = f"time ({unit})"
     elif y == "bytes_sent":
-        factor, y_label, y_text = 1.0, "bytes sent by the busiest endpoint", format_size
+        factor, y_label, y_text = 1.0, "bytes sent by the busiest GPU or host", format_size
     else:
         factor, y_label = 1e-9, f"{y} (GB/s)"
     own = ax is None

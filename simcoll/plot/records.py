@@ -59,8 +59,9 @@ class Point:
     """A root other than 0 and an op other than a sum, as ``root=5, op=max``: points that
     differ in them are different lines."""
     bytes_sent: int | None = None
-    """The most bytes one endpoint sent (a GPU rank's ``bytes_sent`` or a server host's
-    ``host_bytes_sent``), where the record lists them."""
+    """The most bytes one GPU rank or server host sent (``bytes_sent``, the server hosts'
+    ``host_bytes_sent``; not an in-network device's, which no cost model counts), where the
+    record lists them."""
     splits: Any = None
     """A v-collective's sizes in elements (``Result.splits``: p counts, or all_to_allv's
     p x p), where the record gives them: what its cost model takes."""
@@ -91,20 +92,40 @@ def _machine(r: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _settings(root: Any, op: Any) -> str:
-    """``root=5, op=max`` for a root other than 0 and an op other than a sum; ``""``
-    for those (and where a collective has neither: null, or nccl-tests' root -1 in
-    ``simcoll run`` records written before 2026-12-05)."""
+def _settings(root: Any, op: Any, faults: Any = None) -> str:
+    """``root=5, op=max`` for a root other than 0 and an op other than a sum, then the
+    run's faults (:func:`_faults_text`); ``""`` for none of those (and where a collective
+    has neither root nor op: null, or nccl-tests' root -1 in ``simcoll run`` records
+    written before 2026-12-05)."""
     if isinstance(root, float) and root.is_integer():   # pandas' float column of roots
         root = int(root)
     parts = [f"root={root}"] if isinstance(root, int) and root > 0 else []
     if not _none(op) and op != "SUM":
         parts.append(f"op={str(op).lower()}")
+    if isinstance(faults, Mapping) and faults:
+        parts.append(_faults_text(faults))
     return ", ".join(parts)
 
 
+def _faults_text(faults: Mapping[str, Any]) -> str:
+    """A run's faults as ``Result.faults`` holds them, in words a legend can show and
+    exact enough to tell runs apart: ``faults: late rank 0 +5e-05 s, slow rank 1 x2.0``."""
+    words = []
+    for change in faults.get("links") or ():
+        link = "->".join(str(end) for end in change.get("link", ()))
+        factor = change.get("factor")
+        words.append(f"link {link} {'failed' if factor == 0 else f'x{factor}'} at "
+                     f"{change.get('at')} s")
+    for kind, how in (("slow", "x"), ("late", "+")):
+        for rank, value in (faults.get(kind) or {}).items():
+            words.append(f"{kind} rank {rank} {how}{value}{' s' if kind == 'late' else ''}")
+    if faults.get("jitter"):
+        words.append(f"jitter {faults['jitter']} (seed {faults.get('seed')})")
+    return "faults: " + ", ".join(words)
+
+
 def _most_sent(*lists: Any) -> int | None:
-    """The largest count of the lists (a record's ``bytes_sent`` and
+    """The largest count of the lists (a record's ``bytes_sent`` and its server hosts'
     ``host_bytes_sent``), or None where no list of whole numbers is given."""
     counts = [v for values in lists if isinstance(values, (list, tuple)) for v in values]
     if not counts or not all(isinstance(v, int) and not isinstance(v, bool) for v in counts):
@@ -184,15 +205,36 @@ def from_mapping(where: str, r: Mapping[str, Any]) -> Point:
             raise InvalidInputError(f"{where} has {key}={value!r}; expected a number >= 0 "
                                     f"(seconds, bytes/s), or null or NaN for none, as "
                                     f"Result.to_dict() writes it")
-    hosts = _counts(where, r, "host_bytes_sent")
+    endpoints = _counts(where, r, "host_bytes_sent")
+    hosts = _server_hosts(where, r.get("hosts"), len(endpoints))
     return Point(str(r["collective"]), str(r["algorithm"]), str(r.get("topology", "?")),
                  str(r.get("network", "flow")), str(r.get("dtype", "?")), nranks, nbytes,
-                 len(hosts), _number(r.get("time")),
+                 hosts, _number(r.get("time")),
                  _number(r.get("algbw")), _number(r.get("busbw")), _params(where, r),
                  _machine(r), spec=None if _none(r.get("spec")) else str(r["spec"]),
-                 settings=_settings(r.get("root"), r.get("op")),
-                 bytes_sent=_most_sent(_counts(where, r, "bytes_sent"), hosts),
+                 settings=_settings(r.get("root"), r.get("op"), r.get("faults")),
+                 bytes_sent=_most_sent(_counts(where, r, "bytes_sent"), endpoints[:hosts]),
                  splits=_splits(where, r.get("splits"), str(r["collective"]), nranks))
+
+
+def _server_hosts(where: str, hosts: Any, endpoints: int) -> int:
+    """A record's count of server hosts (``Result.hosts``); where it has none (written
+    before 2026-12-07), all ``endpoints`` past its GPUs.
+
+    Raises:
+        InvalidInputError: not a whole number in 0..endpoints, naming ``where``.
+    """
+    if _none(hosts):
+        return endpoints
+    if isinstance(hosts, float) and hosts.is_integer():   # pandas' float column
+        hosts = int(hosts)
+    if isinstance(hosts, np.integer):
+        hosts = int(hosts)
+    if isinstance(hosts, bool) or not isinstance(hosts, int) or not 0 <= hosts <= endpoints:
+        raise InvalidInputError(f"{where} has hosts={hosts!r:.60}; expected an integer in "
+                                f"0..{endpoints} (the endpoints of its host_bytes_sent), as "
+                                f"Result.to_dict() writes it")
+    return hosts
 
 
 def _splits(where: str, splits: Any, name: str, p: int) -> Any:
@@ -272,14 +314,15 @@ def read_all(records: Iterable[Record]
     for i, r in enumerate(records):
         if isinstance(r, Result):
             points.append(Point(r.collective, r.algorithm, r.topology, r.network, r.dtype,
-                                r.nranks, r.nbytes, len(r.host_bytes_sent), _number(r.time),
+                                r.nranks, r.nbytes, r.hosts, _number(r.time),
                                 _number(r.algbw), _number(r.busbw),
                                 dict(r.params if r.requested is None else r.requested),
                                 machine=None if r.topology_hash is None
                                 else f"topology_hash={r.topology_hash}",
-                                from_result=True, settings=_settings(r.root, r.op),
+                                from_result=True,
+                                settings=_settings(r.root, r.op, r.faults),
                                 bytes_sent=_most_sent(r.bytes_sent.tolist(),
-                                                      r.host_bytes_sent.tolist()),
+                                                      r.host_bytes_sent[:r.hosts].tolist()),
                                 splits=r.splits))
         elif isinstance(r, Mapping):
             if is_failed_record(r):

@@ -17,7 +17,8 @@ list of ``[from, to, bytes]`` over every directed link, idle ones included, and
 ``chosen``, the run's ``Result.params`` (the parameters asked for, with what the
 algorithm chose for the others: NCCL's algorithm, protocol and channels), so that a
 record decodes to a :class:`Result` equal to the one simulated. Records written before
-``chosen`` existed decode with the parameters asked for.
+``chosen`` existed decode with the parameters asked for, and those written before
+``hosts`` (2026-12-07) with every endpoint past the GPUs taken as a server host.
 
 The identity of a point (:func:`point_key`) is its collective, algorithm, network,
 topology hash, nranks, nbytes, dtype, op, root and params: two runs that agree on these
@@ -54,11 +55,14 @@ IDENTITY = ("collective", "algorithm", "network", "topology_hash", "nranks", "nb
 # The scalar fields of Result.to_dict, in its order: the columns of to_pandas (with root,
 # the parameters as JSON text and the topology's hash, which tell points apart).
 _SCALARS = ("collective", "algorithm", "network", "topology", "nranks", "nbytes", "dtype",
-            "op", "root", "time", "correct", "max_error", "messages", "algbw", "busbw")
+            "op", "root", "time", "correct", "max_error", "hosts", "messages", "algbw",
+            "busbw")
 _ARRAYS = ("bytes_sent", "bytes_received", "host_bytes_sent", "host_bytes_received")
 _REQUIRED = (*IDENTITY, "topology", "error")
 _RESULT = ("time", "correct", "max_error", *_ARRAYS, "link_bytes", "messages", "rank_times",
            "algbw", "busbw")
+# Written since 2026-12-07; a record without it is read as having no in-network device.
+_RESULT_SINCE = ("hosts",)
 # The nccl-tests columns a line of `simcoll run --json` has and a sweep record has not.
 RUN_ROW = ("time_us", "algbw_GBps", "busbw_GBps")
 # Result fields that to_dict writes as null where not finite: to_pandas takes the Result's.
@@ -111,6 +115,7 @@ _TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "rank_times": (_list_of(_number), "a list of numbers"),
     "link_bytes": (_list_of(_link), "a list of [from, to, bytes]"),
     "messages": (_integer, "an integer >= 0"),
+    "hosts": (_integer, "an integer >= 0"),
 }
 
 
@@ -218,7 +223,8 @@ def result_fields(result: Result) -> dict[str, Any]:
     """The record fields of a simulated point (see the module docstring)."""
     summary = result.to_dict()
     links = [[u, v, int(b)] for (u, v), b in result.link_bytes.items()]
-    return {**{k: links if k == "link_bytes" else summary[k] for k in _RESULT},
+    return {**{k: links if k == "link_bytes" else summary[k]
+               for k in (*_RESULT, *_RESULT_SINCE)},
             "chosen": summary["params"]}
 
 
@@ -245,6 +251,10 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
             raise InvalidInputError(f"{where} is not a simcoll sweep record: its {key} is "
                                     f"{reprlib.repr(record[key])}, not {what}")
     if error is None:
+        if record.get("hosts", 0) > len(record["host_bytes_sent"]):
+            raise InvalidInputError(
+                f"{where} is not a simcoll sweep record: its hosts={record['hosts']} is more "
+                f"than the {len(record['host_bytes_sent'])} endpoints of host_bytes_sent")
         for key in ("bytes_sent", "bytes_received", "rank_times"):
             if len(record[key]) != record["nranks"]:
                 raise InvalidInputError(
@@ -278,6 +288,7 @@ def decode(record: dict[str, Any]) -> Result | FailedPoint:
         bytes_received=np.array(record["bytes_received"], dtype=np.int64),
         host_bytes_sent=np.array(record["host_bytes_sent"], dtype=np.int64),
         host_bytes_received=np.array(record["host_bytes_received"], dtype=np.int64),
+        hosts=record.get("hosts", len(record["host_bytes_sent"])),
         link_bytes={(u, v): b for u, v, b in record["link_bytes"]},
         messages=record["messages"],
         rank_times=np.array(record["rank_times"], dtype=np.float64),

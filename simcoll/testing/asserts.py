@@ -266,8 +266,8 @@ def _model_params(res: Result) -> dict[str, Any]:
 
 
 def _hosts(res: Result) -> int:
-    """The server hosts of the run's network (one byte count each)."""
-    return int(res.host_bytes_sent.size)
+    """The server hosts of the run's network (in-network devices are not hosts)."""
+    return res.hosts
 
 
 def _run_root(res: Result, root: Any) -> int | None:
