@@ -124,3 +124,34 @@ def test_an_algorithm_a_group_refuses_is_refused_before_the_run():
     # the same groups on nodes of equal GPUs run
     assert tr.step(model, sc.topology.cluster(3, 4), dp=6, pp=2, micro_batches=4,
                    algorithm="hierarchical").step_time > 0
+
+
+def _never_run(*args, **kwargs):
+    raise AssertionError("the step was simulated before its algorithm_params were refused")
+
+
+def test_a_choice_nccl_cannot_make_on_a_group_is_refused_before_the_run(monkeypatch):
+    """algo='nvls' where NVLS cannot run (no in-network NVSwitch on a DGX A100; across
+    the nodes of two DGX H100 without collnet) was refused by data_parallel_step only:
+    the other steps failed inside the run with an AlgorithmError, a 3D step on two DGX
+    H100 after its whole tensor-parallel work (118 s of wall time)."""
+    for module in ("data_parallelism", "zero", "tensor", "parallel3d"):
+        monkeypatch.setattr(f"simcoll.training.{module}.run_program", _never_run)
+    a100, h100 = sc.topology.dgx_a100(1), sc.topology.dgx_h100(2)
+    nvls = {"algorithm": "nccl", "algorithm_params": {"algo": "nvls"}}
+    no_nvls = r"algo='nvls' cannot run {} on this machine; it can run ring"
+    for run, where in (
+            (lambda: tr.data_parallel(SMALL, a100, **nvls),
+             r"the GPUs \[0, 1, 2, 3, 4, 5, 6, 7\] \(all_reduce\): "
+             + no_nvls.format("all_reduce")),
+            (lambda: tr.zero_step(SMALL, a100, stage=3, **nvls),
+             r"the GPUs \[0, 1, 2, 3, 4, 5, 6, 7\] \(reduce_scatter\): "
+             + no_nvls.format("reduce_scatter")),
+            (lambda: tr.tensor_parallel_layer(SMALL, a100, tp=4, **nvls),
+             r"the tensor-parallel group \[0, 1, 2, 3\] \(all_reduce\): "
+             + no_nvls.format("all_reduce")),
+            (lambda: tr.step(SMALL.with_batch(2), h100, dp=2, tp=8, **nvls),
+             r"the data-parallel group \[0, 8\] \(all_reduce\): "
+             + no_nvls.format("all_reduce") + r".*NVLS across nodes needs collnet=1")):
+        with pytest.raises(sc.InvalidInputError, match=where):
+            run()

@@ -213,3 +213,34 @@ def test_split_blocks_names_a_stage_count_that_is_no_count_as_told():
         tr.split_blocks(model, 0, name="pp")
     with pytest.raises(sc.InvalidInputError, match=r"^stages=0 is not accepted"):
         tr.split_blocks(model, 0)
+
+
+def test_numpy_numbers_are_kept_as_python_numbers():
+    """Model, Precision, Layer and GPU checked numpy numbers and kept them: int32 shapes
+    wrapped (b s h = 128 x 4096 x 8192 = 2^32 became 0 elements: no tensor-parallel bytes,
+    no activations, a 283 GB step that 'fits'), and a float32 peak made float32 times."""
+    import numpy as np
+
+    hidden, seq, heads, batch = 8192, 4096, 64, 128
+    block = tr.Layer("b", (np.int32(12 * hidden * hidden),), np.float32(1e15),
+                     np.float32(2e15), block=True, attention_share=np.float32(0.5))
+    model = tr.Model("x", (block, block), batch=np.int32(batch), seq_len=np.int32(seq),
+                     hidden=np.int32(hidden), heads=np.int32(heads),
+                     precision=tr.Precision(*(np.int32(b) for b in (2, 2, 12, 2))),
+                     kv_heads=np.int64(8), ffn=np.int32(4 * hidden),
+                     tied_embedding=np.uint8(0))
+    gpu = tr.GPU("g", np.float32(989e12), efficiency=np.float64(0.5),
+                 memory=np.float32(80e9))
+    for value in (model.batch, model.seq_len, model.hidden, model.heads, model.kv_heads,
+                  model.ffn, model.tied_embedding, *block.tensors,
+                  *(getattr(model.precision, f) for f in ("param_bytes", "grad_bytes",
+                                                          "optimizer_bytes",
+                                                          "activation_bytes"))):
+        assert type(value) is int
+    for value in (block.forward_flops, block.backward_flops, block.attention_share,
+                  gpu.peak_flops, gpu.efficiency, gpu.memory):
+        assert type(value) is float
+    # by hand (Korthikanti et al. 2022, no recomputation): s b h (34 + 5 a s / h) bytes
+    assert model.block_activation_memory(batch) == \
+        seq * batch * hidden * (34 + 5 * heads * seq / hidden)
+    assert model.activation_bytes(batch) == batch * seq * hidden * 2

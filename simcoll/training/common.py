@@ -12,12 +12,14 @@ from simcoll.algorithms.bucketed import refuse_step_model
 from simcoll.algorithms.registry import algorithms, get_algorithm
 from simcoll.buffers import VirtualBuffer
 from simcoll.checks import integer, largest_input, real, shown
+from simcoll.collectives import collective as collective_spec
 from simcoll.errors import InvalidInputError
+from simcoll.ops import ReduceOp
 from simcoll.topology.graph import Topology
 from simcoll.training.model import GPU, Model
 from simcoll.units import MiB
 
-__all__ = ["buffer_of", "elements_of", "bucket_limits", "ddp_buckets", "check_model",
+__all__ = ["buffer_of", "bucket_limits", "ddp_buckets", "check_model",
            "check_ranks", "padded", "check_algorithm", "check_groups", "check_world"]
 
 
@@ -184,24 +186,21 @@ _ANY_COUNT = 2**62
 its group's shape is checked, not its sizes."""
 
 
-def elements_of(elements: int, itemsize: int) -> int:
-    """The elements of the buffer a step's collective takes for ``elements`` of
-    ``itemsize`` bytes (:func:`buffer_of`'s: bytes where no float type has that size)."""
-    return buffer_of(elements, itemsize).size
-
-
 def check_groups(how: Mapping[str, Any], topology: Topology,
                  groups: Iterable[tuple[str, Sequence[str], Sequence[int]]],
-                 smallest: Mapping[str, int] | None = None) -> None:
+                 smallest: Mapping[str, VirtualBuffer] | None = None) -> None:
     """Refuse, before the run, an algorithm that cannot run on one of a step's groups of
     GPUs (``hierarchical`` on a group with more GPUs on one node than another, say), or
     parameters it refuses for the smallest input a collective of the step takes (a
-    ring's ``chunks`` above its elements), as a run on those ranks would refuse them
-    once started: each ``(what, collectives, ranks)`` is checked for every collective it
-    runs (``how``: what :func:`check_algorithm` returned), on ``smallest[collective]``
-    elements per rank where given, one group of each shape (its members' nodes
+    ring's ``chunks`` above its elements), or with which its choice of the machine fails
+    (``resolve``: NCCL's tuner, for ``algo="nvls"`` on a group NVLS cannot reach), as a
+    run on those ranks would refuse them once started: each ``(what, collectives,
+    ranks)`` is checked for every collective it runs (``how``: what
+    :func:`check_algorithm` returned), on the buffer ``smallest[collective]`` where given
+    (a sum where the collective reduces), one group of each shape (its members' nodes
     numbered in order of first appearance: GPUs 0-3 of node 0 and 4-7 of node 1 make
-    the shape of GPUs 8-11 of node 2 and 12-15 of node 3).
+    the shape of GPUs 8-11 of node 2 and 12-15 of node 3) and, for the machine's
+    choice, each group's first of a shape.
 
     Raises:
         InvalidInputError: naming the group (``what`` and its ranks) and the reason.
@@ -217,9 +216,15 @@ def check_groups(how: Mapping[str, Any], topology: Topology,
             if (collective, shape) in seen:
                 continue
             seen.add((collective, shape))
+            buffer = (smallest or {}).get(collective)
+            spec = get_algorithm(collective, algorithm)
             try:
-                count = (smallest or {}).get(collective, _ANY_COUNT)
-                get_algorithm(collective, algorithm).check(len(ranks), count, 0, shape, params)
+                spec.check(len(ranks), _ANY_COUNT if buffer is None else buffer.count, 0,
+                           shape, params)
+                if buffer is not None and spec.resolve is not None:
+                    spec.resolved(topology, tuple(ranks), buffer, params,
+                                  ReduceOp.SUM if collective_spec(collective).reduces
+                                  else None, started=True)
             except InvalidInputError as exc:
                 raise InvalidInputError(f"{what} {list(ranks)} ({collective}): {exc}") from None
 

@@ -43,7 +43,6 @@ from simcoll.training.common import (
     check_groups,
     check_model,
     ddp_buckets,
-    elements_of,
     step_end,
 )
 from simcoll.training.model import GPU, H100, Model, per_layer_seconds
@@ -173,9 +172,10 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
                           hosts=len(topology.hosts))
     groups = _groups(model, strategy, bucket_cap_mb, first_bucket_mb)
     itemsize = model.precision.grad_bytes
+    smallest = min((buffer_of(sum(n for _, n in g), itemsize) for g in groups),
+                   key=lambda buffer: buffer.count, default=None)
     check_groups(how, topology, [("the GPUs", ["all_reduce"], range(topology.nranks))],
-                 {"all_reduce": min(elements_of(sum(n for _, n in g), itemsize)
-                                    for g in groups)} if groups else None)
+                 None if smallest is None else {"all_reduce": smallest})
     check_collective_input(max((sum(n for _, n in g) for g in groups), default=0)
                            * model.precision.grad_bytes, topology.nranks,
                            f"{model.name}'s largest all-reduce of gradients",

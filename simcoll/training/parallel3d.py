@@ -79,7 +79,6 @@ from simcoll.training.common import (
     check_groups,
     check_model,
     check_world,
-    elements_of,
     padded,
 )
 from simcoll.training.model import (
@@ -502,20 +501,20 @@ def _check_inputs(how: Mapping[str, Any], topology: Topology, model: Model,
     if tp > 1:
         act = precision.activation_bytes
         check_groups(how, topology, _tp_groups(pl, _tp_runs(sequence_parallel, pp)),
-                     {"all_reduce": elements_of(elements, act),
-                      "reduce_scatter": elements_of(elements, act),
-                      "all_gather": elements_of(elements // tp, act)})
+                     {"all_reduce": buffer_of(elements, act),
+                      "reduce_scatter": buffer_of(elements, act),
+                      "all_gather": buffer_of(elements // tp, act)})
     for s, layers in enumerate(stages if dp > 1 else []):
         shards = [-(-x.params // tp) for x in layers if x.params]
         if not shards:   # a stage of no parameters runs no data-parallel collective
             continue
         least = min(padded(x, dp) if zero_stage else x for x in shards)
         check_groups(how, topology, _dp_groups(pl, _dp_runs(zero_stage), [s]),
-                     {"all_reduce": elements_of(least, precision.grad_bytes),
-                      "reduce_scatter": elements_of(least, precision.grad_bytes),
-                      "all_gather": elements_of(least // dp, precision.param_bytes)})
+                     {"all_reduce": buffer_of(least, precision.grad_bytes),
+                      "reduce_scatter": buffer_of(least, precision.grad_bytes),
+                      "all_gather": buffer_of(least // dp, precision.param_bytes)})
     if pp > 1 and model.tied_embedding:
-        shard = elements_of(-(-model.tied_embedding // tp), precision.grad_bytes)
+        shard = buffer_of(-(-model.tied_embedding // tp), precision.grad_bytes)
         check_groups(how, topology, _embedding_groups(pl), {"all_reduce": shard})
 
 

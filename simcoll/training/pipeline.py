@@ -46,7 +46,8 @@ class PipelineStep:
 
     Attributes:
         schedule, stages, micro_batches: what ran.
-        step_time: seconds until the last stage's last backward and message.
+        step_time: seconds until the last backward of any stage (stage 0's, the last to
+            finish) and every message.
         bubble_fraction: 1 - (busy GPU time) / (stages x step_time), measured from the
             simulated timeline.
         peak_in_flight: per stage, the most micro-batches whose forward had started and

@@ -48,7 +48,6 @@ from simcoll.training.common import (
     check_model,
     check_ranks,
     check_world,
-    elements_of,
 )
 from simcoll.training.model import GPU, H100, Layer, Model
 from simcoll.training.streams import Recorder, Span
@@ -198,9 +197,9 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     check_world(how, list(chosen) == list(range(topology.nranks)), f"the group {chosen}")
     itemsize = model.precision.activation_bytes
     check_groups(how, topology, [("the tensor-parallel group", runs, chosen)], {
-        "all_reduce": elements_of(elements, itemsize),
-        "reduce_scatter": elements_of(elements, itemsize),
-        "all_gather": elements_of(elements // t, itemsize)})
+        "all_reduce": buffer_of(elements, itemsize),
+        "reduce_scatter": buffer_of(elements, itemsize),
+        "all_gather": buffer_of(elements // t, itemsize)})
     fraction = b / model.batch / t
     times = (gpu.seconds(block.forward_flops * fraction),
              gpu.seconds(block.backward_flops * fraction))

@@ -45,7 +45,6 @@ from simcoll.training.common import (
     check_groups,
     check_model,
     ddp_buckets,
-    elements_of,
     padded,
     step_end,
 )
@@ -318,9 +317,9 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
         padded(s, n) if stage else s for s in sizes]
     least = min(inputs, default=0)
     check_groups(how, topology, [("the GPUs", collectives, range(n))], {
-        "all_reduce": elements_of(least, grad_bytes),
-        "reduce_scatter": elements_of(least, grad_bytes),
-        "all_gather": elements_of(least // n, param_bytes)} if inputs else None)
+        "all_reduce": buffer_of(least, grad_bytes),
+        "reduce_scatter": buffer_of(least, grad_bytes),
+        "all_gather": buffer_of(least // n, param_bytes)} if inputs else None)
     what = f"{model.name}'s largest {'layer' if stage == 3 else 'bucket'}"
     elements = padded(largest, n) if stage else largest
     check_collective_input(elements * grad_bytes, n, f"{what}'s gradients",
