@@ -2732,3 +2732,23 @@ def test_a_dollar_sign_stays_single_where_matplotlib_parses_no_math():
         label = ax.get_legend().get_texts()[0].get_text()
         assert label.startswith("a$b") and "\\" not in label
         plt.close(fig)
+
+
+def test_sizes_given_in_decimal_units_are_labelled_in_them():
+    """1 kB to 100 MB per rank were labelled 1000 B, 9.766 KiB ... 95.37 MiB; sizes that
+    are whole KiB keep binary labels, and so does an axis whose ticks are powers of 2."""
+    decimal = [10**k for k in range(3, 9)]
+    records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": p,
+                "nbytes": n, "time": 1e-6 * n ** 0.5 * p} for n in decimal for p in (2, 4)]
+    fig = scaling(records, x="nbytes", y="time")
+    assert tick_texts(fig, "x") == ["1 kB", "10 kB", "100 kB", "1 MB", "10 MB", "100 MB"]
+    labels = [line.get_label() for line in scaling(records, x="nranks", y="time").axes[0]
+              .get_lines()]
+    assert labels == [f"ring ({text} per rank)" for text in
+                      ("1 kB", "10 kB", "100 kB", "1 MB", "10 MB", "100 MB")]
+    binary = [{**r, "nbytes": r["nbytes"] // 1000 * 1024} for r in records]
+    assert tick_texts(scaling(binary, x="nbytes", y="time"), "x") == [
+        "1 KiB", "10 KiB", "100 KiB", "1000 KiB", "9.766 MiB", "97.66 MiB"]
+    # 1000 B and 1 MiB: not all whole kB, so binary
+    mixed = [{**records[0], "nbytes": 1000}, {**records[0], "nbytes": 2**20}]
+    assert tick_texts(scaling(mixed, x="nbytes", y="time"), "x") == ["1000 B", "1 MiB"]

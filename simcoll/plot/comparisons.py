@@ -11,10 +11,10 @@ from simcoll.errors import InvalidInputError
 from simcoll.plot.style import (
     checked_save_path,
     finish,
-    format_size,
     log2_ticks,
     log_y_axis,
     octaves,
+    size_writer,
     tick_numbers,
     wrapped,
 )
@@ -199,7 +199,8 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     lower.set_yticks(ratio_ticks, [f"{t:g}" for t in ratio_ticks])
     lower.minorticks_off()
     ticks = log2_ticks(list(sizes), _SIZE_TICKS)
-    lower.set_xticks(ticks, [format_size(t) for t in ticks])
+    written = size_writer(sizes)
+    lower.set_xticks(ticks, [written(t) for t in ticks])
     minor = octaves(sizes)
     lower.set_xticks(minor, [""] * len(minor), minor=True)  # every octave, unlabelled
     upper.tick_params(labelbottom=False)

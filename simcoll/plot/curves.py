@@ -30,6 +30,7 @@ from simcoll.plot.style import (
     log_y_axis,
     new_axes,
     octaves,
+    size_writer,
     tick_numbers,
     time_unit,
     wrapped,
@@ -90,8 +91,8 @@ _KEY = ("collective", "algorithm", "params", "settings", "topology", "network", 
         "split")
 
 
-def _split_text(split: str, value: int) -> str:
-    return f"{format_size(value)} per rank" if split == "nbytes" else f"{value} ranks"
+def _split_text(split: str, value: int, sizes: Callable[[float], str]) -> str:
+    return f"{sizes(value)} per rank" if split == "nbytes" else f"{value} ranks"
 
 
 def _params_text(params: dict[str, Any]) -> str:
@@ -187,11 +188,12 @@ def _formula(p: Point, y: str, alpha: float, beta: float, gamma: float) -> float
 
 
 def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
-                y_text: Callable[[float], str] | None, width: float = _AXES_WIDTH) -> None:
+                y_text: Callable[[float], str] | None, width: float = _AXES_WIDTH,
+                sizes: Callable[[float], str] = format_size) -> None:
     """Log axes over the data, x labelled at :data:`_X_TICKS` values at most on an axes
     of a new figure's width (12 where they are the values themselves), fewer on a
     narrower one (``width`` inches: a caller's ``ax=``), where rotated size labels ran
-    into each other."""
+    into each other; sizes written by ``sizes`` (:func:`~.style.size_writer`)."""
     from matplotlib.ticker import (
         FixedLocator,
         FuncFormatter,
@@ -209,7 +211,7 @@ def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
     if len(set(xs)) == 1:   # a lone x in the middle, not at the edge of some range
         ax.set_xlim(xs[0] / 2, xs[0] * 2)
     if x == "nbytes":
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(v)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: sizes(v)))
         ax.set_xlabel("size per rank")
         for label in ax.get_xticklabels():
             label.set_rotation(30)
@@ -411,6 +413,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     skipped = [p for p in everything if not ((p.value(y) or 0) > 0
                                              and (p.value(x) or 0) > 0)]
     groups = _groups(points, x, split)
+    sizes = size_writer(p.nbytes for p in points)
     if len(groups) > MAX_LINES:
         raise InvalidInputError(
             f"the records make {len(groups)} lines (one per {by} and {split} and what "
@@ -466,7 +469,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             fields["settings"] = _settings_label(fields["settings"], settings,
                                                  str(fields["collective"]))
             parts = [str(fields[by])] + [
-                (_split_text(split, fields[name]) if name == "split" else str(fields[name]))
+                (_split_text(split, fields[name], sizes) if name == "split"
+                 else str(fields[name]))
                 for name, vary in zip(_KEY, varies)
                 if vary and name != by and fields[name] != ""]   # a size of 0 is one
             at = sorted(line)
@@ -495,7 +499,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
                     markeredgecolor=colour, label=literal(label), gid="simulated")
     axes_width = _AXES_WIDTH if own else ax.get_position().width * fig.get_figwidth()
     _style_axes(ax, x, [float(v) for line in groups.values() for v in line], drawn_ys,
-                y_label, y_text, axes_width)
+                y_label, y_text, axes_width, sizes)
     handles, _ = ax.get_legend_handles_labels()
     if model_args is not None and modelled:
         handles.append(Line2D([], [], color="0.35", linestyle="--",
@@ -506,7 +510,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         handles.append(Line2D([], [], color="0.45", marker="x", linestyle="none",
                               label=literal(note)))
     columns = -(-len(handles) // _LEGEND_ROWS)
-    title = wrapped(_title(groups, varies, split), max(30, int(axes_width * 12)))
+    title = wrapped(_title(groups, varies, split, sizes), max(30, int(axes_width * 12)))
     ax.set_title(title, fontsize="medium")
     if place == "right":
         box = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0),
@@ -524,9 +528,10 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     return finish(fig, path)
 
 
-def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str) -> str:
-    """What every line shares: collective/algorithm (parameters) on topology, split value,
-    network and dtype where not the defaults."""
+def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str,
+           sizes: Callable[[float], str] = format_size) -> str:
+    """What every line shares: collective/algorithm (parameters) on topology, split value
+    (a size written by ``sizes``), network and dtype where not the defaults."""
     first = dict(zip(_KEY, next(iter(groups))))
     fixed = {name: first[name] for name, vary in zip(_KEY, varies) if not vary}
     what = "/".join(str(fixed[name]) for name in ("collective", "algorithm")
@@ -536,7 +541,7 @@ def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str
         what = f"{what} ({shared})" if what else shared
     topology = str(fixed.get("topology") or "")
     head = " on ".join(part for part in (what, topology) if part)
-    tail = [_split_text(split, fixed["split"])] if "split" in fixed else []
+    tail = [_split_text(split, fixed["split"], sizes)] if "split" in fixed else []
     if split == "nranks" and topology.endswith(f"({fixed.get('split')})"):
         tail = []   # "switch(8)" says 8 ranks already
     if split == "nbytes" and fixed.get("collective") == "barrier":

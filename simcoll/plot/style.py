@@ -13,14 +13,15 @@ from typing import Any, TypeVar
 from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 
-__all__ = ["lanes", "log2_ticks", "octaves", "format_size", "time_unit", "format_duration",
-           "format_time_tick",
+__all__ = ["lanes", "log2_ticks", "octaves", "format_size", "size_writer", "time_unit",
+           "format_duration", "format_time_tick",
            "wrapped", "check_axes",
            "named_bands", "integer_list", "RULED_BANDS", "OUTLINED_BAR", "NARROW_EDGE",
            "checked_save_path",
            "new_axes", "finish", "log_y_axis", "LEGEND_PLACES", "legend_place"]
 
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_DECIMAL_UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
 _TIME_UNITS = ((1.0, "s", 1.0), (1e-3, "ms", 1e3), (1e-6, "µs", 1e6), (0.0, "ns", 1e9))
 
 
@@ -33,15 +34,30 @@ def _digits(value: float, significant: int) -> str:
     return f"{rounded:.{significant}g}"
 
 
-def format_size(nbytes: float) -> str:
-    """A size in binary units: ``8 B``, ``1 KiB``, ``1.5 MiB``, ``64 MiB``, ``1 GiB``.
+def format_size(nbytes: float, *, decimal: bool = False) -> str:
+    """A size in binary units: ``8 B``, ``1 KiB``, ``1.5 MiB``, ``64 MiB``, ``1 GiB``
+    (``decimal``: ``10 kB``, ``1 MB``).
 
     Rounded first, then given its unit, so 1023.99 B reads ``1 KiB``, not ``1024 B``."""
+    base, units = (1000, _DECIMAL_UNITS) if decimal else (1024, _SIZE_UNITS)
     value, unit = float(nbytes), 0
-    while unit < len(_SIZE_UNITS) - 1 and abs(float(f"{value:.4g}")) >= 1024:
-        value /= 1024
+    while unit < len(units) - 1 and abs(float(f"{value:.4g}")) >= base:
+        value /= base
         unit += 1
-    return f"{_digits(value, 4)} {_SIZE_UNITS[unit]}"
+    return f"{_digits(value, 4)} {units[unit]}"
+
+
+def size_writer(sizes: Iterable[float]) -> Callable[[float], str]:
+    """How to write ``sizes`` and ticks among them: each of ``sizes`` in decimal units
+    (``10 kB``, ``100 MB``) where every one of 1000 B or more is a whole number of kB and
+    one at least is no whole number of KiB (sizes given as ``1e4`` or ``"10KB"``, which
+    read ``9.766 KiB`` in binary units); else everything as :func:`format_size`."""
+    values = {float(size) for size in sizes}
+    large = [value for value in values if value >= 1000]
+    if not large or any(value % 1000 for value in large) or \
+            not any(value % 1024 for value in large):
+        return format_size
+    return lambda value: format_size(value, decimal=float(value) in values)
 
 
 def time_unit(largest: float) -> tuple[str, float]:
