@@ -786,21 +786,18 @@ def _factory(build: Factory | str) -> Factory:
                                 f"builder name such as 'dgx_a100:nodes=2', not "
                                 f"{type(build).__name__}")
     from simcoll.topology.catalog import builders, parameters
-    from simcoll.topology.spec import from_spec, is_file_spec
+    from simcoll.topology.spec import from_spec, is_file_spec, with_arguments
 
     if is_file_spec(build):
         loaded = from_spec(build)
         return lambda: loaded
-    name, _, args = build.partition(":")
-    name = name.strip()
+    name = build.partition(":")[0].strip()
     known = builders()
     if name not in known:
         raise InvalidInputError(f"unknown builder {name!r}; known: {', '.join(sorted(known))}")
-    fixed = args.strip()
 
     def factory(**values: float) -> Topology:
-        given = ",".join(f"{k}={float(v)!r}" for k, v in values.items())
-        return from_spec(f"{name}:{fixed}{',' if fixed and given else ''}{given}")
+        return from_spec(with_arguments(build, values))
 
     factory.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY,

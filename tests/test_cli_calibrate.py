@@ -13,6 +13,7 @@ import pytest
 import simcoll as sc
 from simcoll.cli import main
 from simcoll.topology.io import save
+from simcoll.topology.spec import with_arguments
 
 pytest.importorskip("scipy")
 
@@ -335,6 +336,18 @@ def test_one_size_is_one_size(capsys, tmp_path):
             "differently), or free fewer constants") in lines
 
 
+def test_in_place_times_a_log_without_them_is_named_with_the_log(capsys, tmp_path):
+    """simcoll run's log has one block of columns; --in-place said which row has none
+    but not of which log (every other error of a log is prefixed with its name)."""
+    log = run_log(capsys, tmp_path / "sim.log", "--topology", "switch:ranks=8",
+                  "--size", "1K")
+    status, _, err = cli(capsys, "calibrate", str(log), "--topology", "switch:ranks=8",
+                         "--free", "bandwidth=30GB/s:1GB/s:1TB/s", "--in-place")
+    assert status == 2
+    assert err.startswith(f"simcoll calibrate: error: {log}: the row of size 1024 (line ")
+    assert "has no in-place block" in err
+
+
 def test_a_log_of_simcoll_run_with_the_fitted_param_gets_no_note(capsys, nccl_log):
     # the log ran --param launch_overhead=12us step_latency_scale=2.5; fitting both, the
     # note once asked for the same --param, which --free then refused
@@ -401,6 +414,37 @@ def test_the_command_gives_the_fits_times_at_the_logs_sizes(capsys, tmp_path, lo
         assert len(times) == 4 and fit["sizes"] == [1024, 3072, 9216, 10240]
     else:
         assert times == pytest.approx(fit["after"], rel=1e-13, abs=0)
+
+
+@pytest.mark.parametrize("spec", ["switch:ranks=4,", "switch:4 , ", "switch:4"])
+def test_a_spec_ending_in_a_comma_or_a_colon_calibrates_as_it_runs(capsys, tmp_path, spec):
+    """`switch:ranks=4,` runs and compares, but calibrate glued its constants on as text:
+    'switch:ranks=4,,bandwidth=...' was refused before the fit (and 'dgx_h100:' printed
+    the command 'dgx_h100:,nvlink_bandwidth=...', which does not run)."""
+    log = run_log(capsys, tmp_path / "log.txt", "--topology",
+                  "switch:ranks=4,bandwidth=73.3456789GB/s,latency=1.23456us",
+                  "-b", "1K", "-e", "64M", "-f", "4")
+    status, out, err = cli(capsys, "calibrate", str(log), "--topology", spec, "--free",
+                           "bandwidth=50GB/s:1GB/s:1000GB/s", "--free",
+                           "latency=1us:0.1us:10us", "--json")
+    assert status == 0, err
+    fit = json.loads(out)
+    assert ",," not in fit["command"] and ":," not in fit["command"]
+    assert fit["values"]["bandwidth"] == pytest.approx(73.3456789e9, rel=1e-3)
+    assert command_times(capsys, fit["command"]) == pytest.approx(fit["after"], rel=1e-13,
+                                                                  abs=0)
+
+
+def test_with_arguments_keeps_a_spec_s_own_and_adds_every_digit():
+    assert with_arguments("switch:8", {"bandwidth": 2e10}) == \
+        "switch:8,bandwidth=20000000000.0"
+    assert with_arguments(" switch : ranks=8 , ", {"latency": 1 / 3}) == \
+        "switch:ranks=8,latency=0.3333333333333333"
+    assert with_arguments("dgx_h100:", {"nvlink_bandwidth": 1.5}) == \
+        "dgx_h100:nvlink_bandwidth=1.5"
+    assert with_arguments("dgx_h100:", {}) == "dgx_h100"
+    # two trailing commas stay an empty argument, which from_spec refuses as it did
+    assert with_arguments("switch:8,,", {"latency": 1.0}) == "switch:8,,latency=1.0"
 
 
 def test_a_log_with_a_gap_in_its_sizes_still_gets_its_command(capsys, tmp_path):

@@ -21,7 +21,7 @@ from simcoll.nccl_tests import NcclTestsTable
 from simcoll.ops import ReduceOp
 from simcoll.topology.catalog import parameters
 from simcoll.topology.quantities import parse_number, parse_rate, parse_time
-from simcoll.topology.spec import from_spec, is_file_spec
+from simcoll.topology.spec import from_spec, is_file_spec, with_arguments
 
 __all__ = ["add_parser", "free_values", "parse_free"]
 
@@ -209,10 +209,7 @@ def _command(fit: Calibration, args: argparse.Namespace, kwargs: dict[str, Any],
     to every digit, so that it gives the fit's times), and a note where the rows have
     several types or roots (the first row's are named) or sizes no size loop makes."""
     machine = {k: v for k, v in fit.values.items() if k not in fit.params}
-    spec = args.topology
-    if machine:
-        spec += ("," if ":" in spec else ":") + ",".join(f"{k}={float(v)!r}"
-                                                         for k, v in machine.items())
+    spec = with_arguments(args.topology, machine) if machine else args.topology
     params = {**{k: v for k, v in kwargs.items() if k != "network"}, **fit.params}
     collective = measured.collective or "all_reduce"   # read_table refuses None
     run, caveats = _run_options(collective, measured)

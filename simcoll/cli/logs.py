@@ -91,8 +91,11 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
         args.algorithm = default_algorithm(measured.collective)
     place = "in_place" if args.in_place else "out_of_place"
     between = measured.between(args.min_size, args.max_size)
-    kept = tuple(row for row in between.rows
-                 if row.size > 0 and row.measurement(place).time_us > 0)
+    try:   # a row without the block asked for (--in-place of a one-block log)
+        kept = tuple(row for row in between.rows
+                     if row.size > 0 and row.measurement(place).time_us > 0)
+    except InvalidInputError as exc:
+        raise CommandLineError(f"{name}: {exc}") from None
     if not kept:
         bounds = "" if not args.min_size and args.max_size is None else (
             f" between --min-size {args.min_size} and --max-size "

@@ -33,7 +33,21 @@ from simcoll.topology.catalog import (
 )
 from simcoll.topology.graph import Topology
 
-__all__ = ["from_spec", "is_file_spec"]
+__all__ = ["from_spec", "is_file_spec", "with_arguments"]
+
+
+def with_arguments(spec: str, values: dict[str, float]) -> str:
+    """The builder spec ``spec`` with ``values`` added as ``key=value`` arguments after
+    its own (a float's every digit): ``switch:8`` and ``{"bandwidth": 2e10}`` give
+    ``switch:8,bandwidth=20000000000.0``; a trailing comma or a bare colon, which
+    :func:`from_spec` takes, is not kept as an empty argument."""
+    name, _, args = spec.partition(":")
+    kept = args.strip()
+    if kept.endswith(",") and kept[:-1].strip():
+        kept = kept[:-1].strip()   # one trailing comma, as _split_args drops it
+    given = ",".join(f"{key}={float(value)!r}" for key, value in values.items())
+    joined = ",".join(part for part in (kept, given) if part)
+    return f"{name.strip()}:{joined}" if joined else name.strip()
 
 
 def _split_args(name: str, params: tuple[Parameter, ...], args: str,
