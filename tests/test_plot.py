@@ -2752,3 +2752,21 @@ def test_sizes_given_in_decimal_units_are_labelled_in_them():
     # 1000 B and 1 MiB: not all whole kB, so binary
     mixed = [{**records[0], "nbytes": 1000}, {**records[0], "nbytes": 2**20}]
     assert tick_texts(scaling(mixed, x="nbytes", y="time"), "x") == ["1000 B", "1 MiB"]
+
+
+def test_a_line_breaks_where_a_sweep_point_of_it_failed():
+    """recursive_doubling ran out of time at p = 3 and 5: its line was drawn straight
+    from 2 to 4 (and 4 to 8), reading as values there; now it has a gap at each. A
+    failure of another algorithm or size does not break it, nor one beyond its ends."""
+    failed = {"collective": "all_reduce", "algorithm": "recursive_doubling", "nbytes": 64,
+              "error": {"type": "RunLimitError", "message": "past until"}}
+    ran = [{"collective": "all_reduce", "algorithm": "recursive_doubling", "nranks": p,
+            "nbytes": 64, "time": 1e-6 * p} for p in (2, 4, 8)]
+    records = [*ran, {**failed, "nranks": 3}, {**failed, "nranks": 5},
+               {**failed, "nranks": 16}, {**failed, "nranks": 6, "algorithm": "ring"},
+               {**failed, "nranks": 7, "nbytes": 128}]
+    (line,) = lines(scaling(records, x="nranks", y="time"), "simulated")
+    xs, ys = xy(line)
+    assert xs == [2, 3, 4, 5, 8]
+    assert [math.isnan(v) for v in ys] == [False, True, False, True, False]
+    assert [v for v in ys if not math.isnan(v)] == pytest.approx([2, 4, 8])

@@ -294,6 +294,19 @@ def _order(key: tuple) -> tuple:
     return (key[-1], tuple(str(v) for v in key[:-1]))
 
 
+def _broken(at: list[int], ys: list[float], failures: list[Failure],
+            fields: dict[str, Any], x: str, split: str) -> tuple[list[float], list[float]]:
+    """A line's points with a gap (NaN, where matplotlib breaks a line) at every x
+    between its first and last point where a sweep point of its collective, algorithm
+    and ``split`` value failed, so no segment reads as a value there."""
+    failed = {getattr(f, x) for f in failures
+              if (f.collective, f.algorithm, getattr(f, split)) ==
+              (fields["collective"], fields["algorithm"], fields["split"])}
+    gaps = [v for v in failed if isinstance(v, int) and at[0] < v < at[-1] and v not in at]
+    points = sorted([*zip(map(float, at), ys), *((float(v), math.nan) for v in gaps)])
+    return [p[0] for p in points], [p[1] for p in points]
+
+
 def _left_out_notes(failures: list[Failure], skipped: list[Point], y: str) -> list[str]:
     """Legend notes for the points a figure lacks: failed sweep points, and points with
     nothing to draw on log axes, per algorithm."""
@@ -494,7 +507,8 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             # faded and wide under its model's dashes; as plain lines where no model is drawn
             line_colour = (*colour[:3], 0.45) if drawn else colour
             modelled = modelled or bool(drawn)
-            ax.plot(at, ys, marker=marker, markersize=5.5, color=line_colour,
+            ax.plot(*_broken(at, ys, failures, fields, x, split), marker=marker,
+                    markersize=5.5, color=line_colour,
                     linewidth=3.0 if drawn else 1.6, markerfacecolor=colour,
                     markeredgecolor=colour, label=literal(label), gid="simulated")
     axes_width = _AXES_WIDTH if own else ax.get_position().width * fig.get_figwidth()
