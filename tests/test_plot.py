@@ -2770,3 +2770,32 @@ def test_a_line_breaks_where_a_sweep_point_of_it_failed():
     assert xs == [2, 3, 4, 5, 8]
     assert [math.isnan(v) for v in ys] == [False, True, False, True, False]
     assert [v for v in ys if not math.isnan(v)] == pytest.approx([2, 4, 8])
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_v_collective_points_of_other_splits_are_not_one_line(as_dict):
+    """Balanced and one-hot-expert all_to_allv of one mean size (32 MiB a rank): a record
+    replaced the other as a rerun (the balanced 295.6 us gone), Results were refused as
+    'runs with other faults'; at two sizes the two workloads were joined into one line."""
+    p, hidden = 8, 4096
+    balanced = np.full((p, p), 512)
+    skewed = np.full((p, p), 384)
+    skewed[:, 0] = 4096 - 7 * 384
+    topo = sc.topology.switch(p, bandwidth=100 * sc.GB, latency=1 * sc.us)
+
+    def run(tokens):
+        res = sc.simulate(topo, "all_to_allv", algorithm="direct", nbytes=tokens * hidden * 2,
+                          dtype="float16")
+        return res.to_dict() if as_dict else res
+
+    with pytest.raises(sc.InvalidInputError, match=r"two all_to_allv/direct points at "
+                                                   r"nbytes=33554432 on 'switch\(8\)' have "
+                                                   r"other sizes per rank \(splits\)"):
+        scaling([run(balanced), run(skewed)], x="nbytes")
+    with pytest.raises(sc.InvalidInputError, match=r"at nbytes=16777216 and 33554432 split "
+                                                   r"their sizes in other proportions"):
+        scaling([run(balanced // 2), run(skewed)], x="nbytes")
+    # one workload scaled in size is one line; across rank counts the splits differ
+    (line,) = lines(scaling([run(balanced // 2), run(balanced), run(balanced * 2)],
+                            x="nbytes"), "simulated")
+    assert xy(line)[0] == [2**24, 2**25, 2**26]

@@ -7,6 +7,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from simcoll import cost
@@ -112,7 +113,8 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
         InvalidInputError: two points of one line ran on different machines: of different
             names at one x, or of one name (told apart by the topology hash of a Result
             or a record, or a record's spec) at one rank count; or two ``Result`` objects
-            at one x on one machine took different times (other faults or settings).
+            at one x on one machine took different times (other faults or settings); or
+            v-collective points of other splits (:func:`_check_splits`).
     """
     names = topology_templates(points)
     groups: dict[tuple, dict[int, Point]] = {}
@@ -135,6 +137,7 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
                 f"two {p.collective}/{p.algorithm} lines on {p.topology!r} ran on different "
                 f"machines of that name ({told}{same.machine!r} and {p.machine!r}); plot "
                 f"them apart")
+        _check_splits(line, p, x, at)
         if at in line and p.from_result and line[at].from_result \
                 and line[at].time != p.time:
             raise InvalidInputError(
@@ -144,6 +147,41 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
                 f"faults or settings; plot them apart")
         line[at] = p
     return groups
+
+
+def _proportions(splits: Any) -> tuple[Fraction, ...]:
+    """A v-collective's sizes as shares of their sum (rows of all_to_allv's matrix one
+    after the other): what stays the same when a workload is scaled in size."""
+    flat = [int(c) for row in splits for c in (row if isinstance(row, (list, tuple))
+                                                 else [row])]
+    total = sum(flat)
+    return tuple(Fraction(c, total) if total else Fraction(0) for c in flat)
+
+
+def _check_splits(line: dict[int, Point], p: Point, x: str, at: int) -> None:
+    """Refuse a v-collective's point that would share a line with one of other splits:
+    at one x (a record replaced the other as a rerun; Results were called runs of other
+    faults), or, along sizes, of other proportions (two workloads drawn as one).
+
+    Raises:
+        InvalidInputError: naming the line and the two x values.
+    """
+    if p.splits is None:
+        return
+    other = line.get(at)
+    if other is not None and other.splits is not None and other.splits != p.splits:
+        raise InvalidInputError(
+            f"two {p.collective}/{p.algorithm} points at {x}={at} on {p.topology!r} have "
+            f"other sizes per rank (splits); plot them apart")
+    if x != "nbytes":
+        return
+    # the line's points so far share their proportions: one of them stands for all
+    v, q = next(((v, q) for v, q in line.items() if q.splits is not None), (None, None))
+    if q is not None and _proportions(q.splits) != _proportions(p.splits):
+        raise InvalidInputError(
+                f"{p.collective}/{p.algorithm} points on {p.topology!r} at nbytes={v} and "
+                f"{at} split their sizes in other proportions: two workloads, not one "
+                f"scaled; plot them apart")
 
 
 def _itemsize(dtype: str) -> int:
@@ -386,7 +424,9 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
         InvalidInputError: a bad axis, field, legend, ``ax`` or save path,
             ``formula=True`` without alpha, beta and gamma (each a number >= 0), or those
             given without it; no records, bad ones (see :func:`~.records.read_all`), no
-            point that can be drawn, or more than :data:`MAX_LINES` lines.
+            point that can be drawn, or more than :data:`MAX_LINES` lines; points of one
+            line that ran on other machines, or took other times on one, or (of a
+            v-collective) other splits at one x or, along sizes, in other proportions.
     """
     split = split if split is not None else ("nbytes" if x == "nranks" else "nranks")
     if x not in _XS or y not in _YS or split not in _XS or split == x or by not in _BYS:
