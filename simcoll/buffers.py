@@ -10,6 +10,7 @@ replaced with a buffer of another size, so a rank's p chunks cost O(1) memory.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, Union, cast, overload
@@ -188,6 +189,19 @@ class VirtualChunks(Sequence[VirtualBuffer]):
         """The element type of every chunk."""
         return self._dtype
 
+    def _position(self, index: Any) -> int:
+        """``index`` as a list reads it (an integer, negative from the end; 1.5 refused
+        as a list refuses it: it was a key of its own, which join then counted)."""
+        try:
+            index = operator.index(index)
+        except TypeError:
+            raise TypeError(f"chunk indices must be integers or slices, not "
+                            f"{type(index).__name__}") from None
+        i = index + self._parts if index < 0 else index
+        if not 0 <= i < self._parts:
+            raise IndexError(f"chunk index {index} out of range for {self._parts} chunks")
+        return i
+
     def _default(self, i: int) -> VirtualBuffer:
         return self._big if i < self._nbig else self._small
 
@@ -200,9 +214,7 @@ class VirtualChunks(Sequence[VirtualBuffer]):
     def __getitem__(self, index: int | slice) -> VirtualBuffer | list[VirtualBuffer]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._parts))]
-        i = index + self._parts if index < 0 else index
-        if not 0 <= i < self._parts:
-            raise IndexError(f"chunk index {index} out of range for {self._parts} chunks")
+        i = self._position(index)
         if self._changed is not None and i in self._changed:
             return self._changed[i]
         return self._big if i < self._nbig else self._small
@@ -224,9 +236,7 @@ class VirtualChunks(Sequence[VirtualBuffer]):
             for i, chunk in zip(indices, values):
                 self[i] = chunk
             return
-        i = index + self._parts if index < 0 else index
-        if not 0 <= i < self._parts:
-            raise IndexError(f"chunk index {index} out of range for {self._parts} chunks")
+        i = self._position(index)
         if not isinstance(value, VirtualBuffer):
             raise TypeError(f"data-free chunks hold VirtualBuffers, not {type(value).__name__}")
         if value is self._default(i):
@@ -309,6 +319,9 @@ def join(chunks: Sequence[Buffer]) -> Buffer:
                              f"{type(chunks).__name__} {chunks!r:.60}")
     first = chunks[0]
     kind = type(first) if type(first) in (np.ndarray, VirtualBuffer) else None
+    if kind is np.ndarray and any(c.ndim == 0 for c in chunks if type(c) is np.ndarray):
+        raise CommUsageError("join takes chunks of one or more dimensions, got a 0-d "
+                             "array (a scalar); give arrays, e.g. np.atleast_1d(x)")
     if kind is None or any(type(c) is not kind or c.dtype != first.dtype for c in chunks):
         kinds = sorted({" ".join([type(c).__name__, str(getattr(c, "dtype", ""))]).strip()
                         for c in chunks})
@@ -316,7 +329,11 @@ def join(chunks: Sequence[Buffer]) -> Buffer:
                              f"VirtualBuffers), got {', '.join(kinds)}")
     if kind is VirtualBuffer:
         return VirtualBuffer.of(sum(len(c) for c in chunks), first.dtype)
-    return np.concatenate(cast("Sequence[np.ndarray]", chunks))
+    arrays = cast("Sequence[np.ndarray]", chunks)
+    if len({a.shape[1:] for a in arrays}) > 1:
+        raise CommUsageError(f"join takes chunks of one shape past their first axis, got "
+                             f"shapes {', '.join(sorted({str(a.shape) for a in arrays}))}")
+    return np.concatenate(arrays)
 
 
 def nbytes_of(payload: Any) -> int:
@@ -332,6 +349,10 @@ def nbytes_of(payload: Any) -> int:
         raise CommUsageError(
             f"cannot send a {type(payload).__name__}; send a numpy array (np.asarray(x) "
             f"for a subclass), a VirtualBuffer, or None (an empty message)")
+    if payload.dtype.hasobject:   # a copy would share the objects, and they have no size
+        raise CommUsageError(f"cannot send an array of dtype {payload.dtype}: its elements "
+                             f"are Python objects, which a snapshot cannot copy and no "
+                             f"wire carries; send numbers")
     return int(payload.nbytes)
 
 

@@ -611,11 +611,15 @@ class Comm:
         (``pieces[k] = yield comm.recv(...)``).
 
         Raises:
-            CommUsageError: ``parts`` is not an integer >= 1.
+            CommUsageError: ``x`` is no buffer or a 0-d array, or ``parts`` is not an
+                integer >= 1.
         """
         if not isinstance(x, (np.ndarray, VirtualBuffer)):
             raise CommUsageError(f"split_buffer of {_described(x)}: give a numpy array or a "
                                  f"VirtualBuffer")
+        if isinstance(x, np.ndarray) and x.ndim == 0:
+            raise CommUsageError(f"split_buffer of a 0-d array ({x!r:.40}): give an array "
+                                 f"of one or more dimensions, cut along its first")
         return buffers.split(x, integer(parts, "parts", minimum=1, maximum=2**62,
                                         error=CommUsageError))
 
@@ -625,7 +629,8 @@ class Comm:
         dtype and one mode (arrays or VirtualBuffers).
 
         Raises:
-            CommUsageError: no chunk, or chunks of several dtypes or modes.
+            CommUsageError: no chunk, a 0-d one, or chunks of several dtypes, modes or
+                shapes past their first axis.
         """
         out = buffers.join(chunks)
         return frozen(out) if type(out) is np.ndarray else out

@@ -97,6 +97,13 @@ def _exact_g(value: float) -> str:
     return text if float(text) == value else repr(float(value))
 
 
+def _past(instant: float, limit: float) -> str:
+    """``instant`` (after ``limit``) to 9 digits, or in full where those would read as
+    the limit or before it (1.0000000000000007 past until=1, not "t=1 s")."""
+    text = f"{instant:.9g}"
+    return text if float(text) > limit else repr(float(instant))
+
+
 def same_instant_limit(max_events: int, endpoints: int) -> int:
     """How many events in a row a run may process at one simulated instant before it is
     taken for a loop of operations that take no time: max_events / 1000, at least
@@ -278,7 +285,7 @@ class Execution:
                         f"transfer's time overflowed; give values a run's times can hold",
                         running) from None
                 limit = (f"the simulated-time limit until={_exact_g(self.until)} s: its next event "
-                         f"falls at t={stop.now:.9g} s,"
+                         f"falls at t={_past(stop.now, self.until)} s,"
                          if stop.reason == "time"
                          else f"the event limit max_events={self.max_events} at "
                               f"t={stop.now:.9g} s")

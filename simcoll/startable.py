@@ -18,7 +18,7 @@ import numpy as np
 from simpy.events import Event
 
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.buffers import VirtualBuffer, sealed
+from simcoll.buffers import VirtualBuffer, frozen, sealed
 from simcoll.checks import integer
 from simcoll.collectives import Collective, Splits, check_output, root_argument
 from simcoll.collectives import collective as get_collective
@@ -48,7 +48,8 @@ def _finished(program: Generator[Event, Any, Any], op: ReduceOp,
               p: int) -> Generator[Event, Any, Any]:
     """The program, its output finished by ``op`` (an integer AVG's sum divided by p)."""
     out = yield from program
-    return op.finish(out, p) if isinstance(out, np.ndarray) else out
+    # read-only, as every started collective's output (an integer AVG's is a new array)
+    return frozen(op.finish(out, p)) if isinstance(out, np.ndarray) else out
 
 
 def _shape(comm: Comm, coll: Collective, x: Any, splits: Any) -> Splits | None:

@@ -12,6 +12,7 @@ from conftest import NO_FORMULA
 
 import simcoll as sc
 from simcoll.buffers import sealed
+from simcoll.comm import Comm
 
 
 def run(fn, p=2, topo=None, **kwargs):
@@ -1312,3 +1313,76 @@ def test_a_long_shared_reduction_with_50_bytes_left_when_another_joins_goes_on()
     ends = _ends([10**12, 1000], [0.0, 1000 - 5e-8], 1e9)
     assert ends[0] == pytest.approx(1000 + 5e-8, rel=1e-14)
     assert ends[1] == pytest.approx(1000 + 1e-6, rel=1e-14)
+
+
+def test_a_data_free_chunk_index_is_read_as_a_list_reads_it():
+    """pieces[1.5] = chunk was stored under its own key in data-free mode (join then
+    counted 14 elements of 10 + 4) where data mode refuses it; an integer of any kind
+    and a negative one from the end are taken as a list takes them."""
+    whole = sc.VirtualBuffer(10, np.float32)
+    for mode in (whole, np.zeros(10, np.float32)):
+        pieces = Comm.split_buffer(mode, 4)
+        with pytest.raises(TypeError, match="indices must be integers or slices, not float"):
+            pieces[1.5] = pieces[0]
+    seven = sc.VirtualBuffer(7, np.float32)
+    for index, sizes in ((np.int64(2), [3, 3, 7, 2]), (-1, [3, 3, 2, 7]), (True, [3, 7, 2, 2])):
+        pieces = Comm.split_buffer(whole, 4)
+        pieces[index] = seven
+        assert [len(c) for c in pieces] == sizes
+        assert Comm.join(pieces).count == sum(sizes)
+        assert pieces[index] is seven
+
+
+def test_an_integer_average_started_in_a_program_is_read_only():
+    """An integer AVG's output is a new array (the sum divided by p): it was writeable,
+    where every other started collective's is read-only."""
+    def program(comm):
+        outs = []
+        for dtype, op in (("int32", "avg"), ("float32", "avg"), ("int32", "sum")):
+            out = yield comm.all_reduce(np.arange(4, dtype=dtype), op=op)
+            outs.append(out.flags.writeable)
+        return outs
+
+    topo = sc.topology.switch(4, bandwidth=1e9, latency=0.5e-6)
+    assert sc.run_program(topo, program).outputs == [[False] * 3] * 4
+
+
+def test_arrays_of_python_objects_are_not_sent():
+    """A send of an object array copied the references only: the sender's later change to
+    a list in it reached the receiver, and 8 bytes a pointer were counted."""
+    def program(comm):
+        if comm.rank == 0:
+            box = np.empty(1, dtype=object)
+            box[0] = [1, 2]
+            yield comm.send(box, 1)
+        else:
+            yield comm.recv(0)
+
+    with pytest.raises(sc.AlgorithmError, match=r"rank 0 raised CommUsageError in program: "
+                                                r"cannot send an array of dtype object"):
+        sc.run_program(sc.topology.switch(2), program)
+
+
+def test_split_and_join_name_arrays_they_cannot_cut_or_glue():
+    with pytest.raises(sc.CommUsageError, match=r"split_buffer of a 0-d array"):
+        Comm.split_buffer(np.array(5.0), 2)
+    with pytest.raises(sc.CommUsageError, match=r"join takes chunks of one or more "
+                                                r"dimensions, got a 0-d array"):
+        Comm.join([np.array(1.0), np.array(2.0)])
+    with pytest.raises(sc.CommUsageError, match=r"one shape past their first axis, got "
+                                                r"shapes \(2, 2\), \(2,\)"):
+        Comm.join([np.ones(2), np.ones((2, 2))])
+    glued = Comm.join([np.ones((2, 3)), np.zeros((1, 3))])
+    assert glued.shape == (3, 3) and glued.sum() == 6
+
+
+def test_the_time_limit_s_next_event_is_never_written_as_the_limit():
+    """1000 sleeps of 1 ms end at 1.0000000000000007 s, which 9 digits wrote as 't=1 s',
+    the limit itself."""
+    def loop(comm):
+        while True:
+            yield comm.sleep(1e-3)
+
+    with pytest.raises(sc.RunLimitError, match=r"until=1 s: its next event falls at "
+                                               r"t=1\.0000000000000007 s"):
+        sc.run_program(sc.topology.switch(2), loop, until=1.0)
