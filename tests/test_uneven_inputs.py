@@ -345,7 +345,7 @@ def test_command_line_and_sweep_refuse_v_collectives(capsys):
                  sizes=[64])
     assert main(["list"]) == 0
     listed = capsys.readouterr().out
-    assert "all_to_allv     sizes per rank, Python only" in listed
+    assert "all_to_allv     sizes per pair, Python only" in listed
     assert "alpha + beta max_r max(sent_r, received_r)" in listed
 
 

@@ -121,9 +121,10 @@ def _pairwise_time(p: int, nbytes: Bytes, alpha: float, beta: float, gamma: floa
     Exact when every round's messages have one size (the even all_to_all's
     (p-1)(alpha + n/p beta) among them): the ranks then move in lockstep. Otherwise an
     estimate, neither a lower nor an upper bound: ranks that skip empty rounds run ahead
-    and later rounds collide at a receiver (random matrices on the reference network
+    and later rounds collide at a receiver (random dense matrices on the reference network
     took 0.42-1.79 times it; a mixture-of-experts pattern of hot experts, about 3 MB a
-    rank on 10 ranks at alpha = 1 us, 1.82 times).
+    rank on 10 ranks at alpha = 1 us, 1.82 times; a sparse one can take as little as
+    1/(p-1) of it, its one-message rounds overlapping).
     """
     largest = _rounds(nbytes).max(axis=1, initial=0)
     return float(np.sum(np.where(largest > 0, alpha + largest * beta, 0.0)))

@@ -51,14 +51,16 @@ def _collectives() -> list[str]:
     for name, coll in COLLECTIVES.items():
         flags = [f for f, on in (("reduces", coll.reduces), ("root", coll.rooted)) if on]
         flags += [f"also {alias}" for alias, target in ALIASES.items() if target == name]
-        flags += ["sizes per rank, Python only"] if coll.uneven is not None else []
+        flags += [f"sizes per {'pair' if coll.uneven.matrix else 'rank'}, Python only"] \
+            if coll.uneven is not None else []
         lines.append(f"  {name:<15} {', '.join(flags)}".rstrip())
     return lines
 
 
 def _algorithms(width: int) -> list[str]:
     lines = ["Algorithms (time on the alpha-beta reference network: p ranks, n bytes per "
-             "rank (for a v-collective, the sum of its blocks); --param NAME=VALUE sets a "
+             "rank (for a v-collective, the sum of its blocks; all_to_allv's formulas read "
+             "each rank's sent_r and received_r); --param NAME=VALUE sets a "
              "parameter):"]
     current = None
     for collective, name in algorithms():
