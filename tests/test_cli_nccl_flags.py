@@ -45,6 +45,10 @@ def test_a_real_command_line_with_g_runs_one_process_of_t_times_g_ranks(capsys):
     assert "# nRanks 8 " in out and "# -t 1 -g 8: 1 process of 8 ranks" in out
     _, out, _ = rows_of(capsys, *SMALL, "-t", "3", "-g", "2")
     assert "# nRanks 6 " in out and "topology switch:n=6" in out
+    # the usual `mpirun -np 8 all_reduce_perf -g 1`: one rank here, and the note says why
+    _, out, _ = rows_of(capsys, *SMALL, "-g", "1")
+    assert ("# -t 1 -g 1: 1 process of 1 rank, the machine's 1; under mpirun nccl-tests "
+            "runs one such process per MPI rank: give --topology the whole machine") in out
 
 
 def test_g_on_a_machine_counts_its_processes_and_refuses_what_does_not_divide(capsys):
@@ -108,6 +112,9 @@ def test_json_report_holds_the_run_and_reads_back_at_full_precision(tmp_path, ca
                            str(path)]
     assert [d["hostname"] for d in doc["config"]["devices"]] == ["node0", "node0", "node1",
                                                                  "node1"]
+    # each GPU's index on its node, as nccl-tests' CUDA device (it was the global rank)
+    assert [(d["rank"], d["device"]) for d in doc["config"]["devices"]] == [
+        (0, 0), (1, 1), (2, 0), (3, 1)]
     table = sc.nccl_tests.parse(path.read_text())
     assert table.collective == "all_reduce" and table.nranks == 4
     assert table.simcoll_run == "ring, network flow, params: none"
@@ -127,6 +134,28 @@ def test_json_report_is_refused_before_the_run_where_it_cannot_be_written(tmp_pa
                         (tmp_path / "none" / "r.json", "does not exist")):
         status, out, err = cli(capsys, "run", *SMALL, "-J", str(name))
         assert status == 2 and out == "" and words in err
+
+
+@pytest.mark.parametrize("command", [
+    ("run", "-b", "1K", "-e", "1K", "-J"), ("trace", "--size", "1K", "--output"),
+    ("sweep", "--ranks", "4", "--sizes", "1K", "--algorithms", "ring", "--output")])
+def test_an_output_is_never_the_topology_file_the_command_reads(tmp_path, capsys, command):
+    """`-J m.json` (or trace's, sweep's --output) with `--topology m.json` replaced the
+    machine file with the report, for good."""
+    machine = tmp_path / "m.json"
+    sc.topology.save(sc.topology.switch(4), machine)
+    kept = machine.read_bytes()
+    for named in (machine, tmp_path / "." / "m.json"):
+        status, out, err = cli(capsys, command[0], "--topology", str(machine), *command[1:],
+                               str(named))
+        assert status == 2 and out == ""
+        assert err == (f"simcoll {command[0]}: error: {command[-1]} {named}: it is the "
+                       f"topology file --topology reads, which writing would replace; "
+                       f"write elsewhere\n")
+        assert machine.read_bytes() == kept
+    status, _, _ = cli(capsys, command[0], "--topology", str(machine), *command[1:],
+                       str(tmp_path / "other.json"))
+    assert status == 0 and machine.read_bytes() == kept
 
 
 def test_json_report_keeps_the_rows_done_when_the_run_is_interrupted(tmp_path, capsys,

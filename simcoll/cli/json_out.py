@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,19 @@ def _boolean(value: bool) -> str:
     """A flag as nccl-tests writes one: the string "true" or "false" (``jsonBool``), not
     JSON's literal, so that tools comparing with "true" read it."""
     return "true" if value else "false"
+
+
+def _devices(topo: Topology) -> list[dict[str, Any]]:
+    """nccl-tests' ``devices`` of the report: each rank on ``node<n>``, with ``device`` its
+    GPU's index among the GPUs of that node (the CUDA ordinal writeDeviceReport in
+    nccl-tests' ``src/util.cu`` writes; it was the global rank)."""
+    seen: Counter[int] = Counter()
+    devices = []
+    for rank, (gpu, node) in enumerate(zip(topo.gpus, topo.gpu_nodes)):
+        devices.append({"rank": rank, "group": 0, "pid": 0, "hostname": f"node{node}",
+                        "device": seen[node], "device_hex": "", "device_info": gpu})
+        seen[node] += 1
+    return devices
 
 
 class Report:
@@ -71,11 +85,7 @@ class Report:
                        "blocking_collectives": _boolean(False),
                        "per_iter_timing": _boolean(per_iter), "per_iter_skip": 0,
                        "parallel_init": _boolean(False),
-                       "devices": [{"rank": r, "group": 0, "pid": 0,
-                                    "hostname": f"node{node}", "device": r,
-                                    "device_hex": "", "device_info": gpu}
-                                   for r, (gpu, node) in enumerate(zip(topo.gpus,
-                                                                       topo.gpu_nodes))]}}
+                       "devices": _devices(topo)}}
 
     def write(self, error: BaseException | None = None) -> None:
         """Write the report of the rows done (atomically: a file is whole or absent);

@@ -130,7 +130,9 @@ def notes(args: argparse.Namespace, nranks: int) -> list[str]:
                 f"nccl-tests runs processes x T x G ranks")
         lines.append(f"# -t {args.nthreads or 1} -g {args.ngpus or 1}: "
                      f"{nranks // per_process} process{'es' * (nranks != per_process)} of "
-                     f"{per_process} ranks, the machine's {nranks}")
+                     f"{per_process} rank{'s' * (per_process != 1)}, the machine's {nranks}"
+                     + ("; under mpirun nccl-tests runs one such process per MPI rank: "
+                        "give --topology the whole machine" if nranks == 1 else ""))
     ignored = []
     for flag in _FLAGS:
         value = getattr(args, f"nccl_{flag.long[2:]}")

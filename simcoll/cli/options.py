@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import inspect
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -26,6 +27,7 @@ from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
 from simcoll.simulate import simulate
 from simcoll.topology.graph import Topology
+from simcoll.topology.spec import is_file_spec
 from simcoll.units import exact_number, significant
 
 __all__ = ["CommandLineError", "Parser", "parse_bytes", "parse_param", "add_run_options",
@@ -202,9 +204,11 @@ PICTURES = (".png", ".svg", ".pdf")
 """The picture files the command line writes."""
 
 
-def check_output(path: str, suffixes: tuple[str, ...], option: str = "--output") -> Path:
-    """``path`` as a Path, refused before any work if its folder is missing or its
-    extension is not one of ``suffixes``.
+def check_output(path: str, suffixes: tuple[str, ...], option: str = "--output", *,
+                 topology: str | None = None) -> Path:
+    """``path`` as a Path, refused before any work if its folder is missing, its
+    extension is not one of ``suffixes``, or it is the topology file ``topology`` (the
+    command's ``--topology``) names, which writing would replace.
 
     Raises:
         CommandLineError: naming the option, the path and what is accepted (or that its
@@ -213,6 +217,9 @@ def check_output(path: str, suffixes: tuple[str, ...], option: str = "--output")
     out = Path(path)
     if out.suffix.lower() not in suffixes:
         raise CommandLineError(f"{option} {path}: use a file ending in {', '.join(suffixes)}")
+    if topology is not None and _same_file(out, topology):
+        raise CommandLineError(f"{option} {path}: it is the topology file --topology reads, "
+                               f"which writing would replace; write elsewhere")
     problem = no_folder(out) or too_long(out)
     if problem:
         raise CommandLineError(f"{option} {path}: {problem}")
@@ -222,6 +229,20 @@ def check_output(path: str, suffixes: tuple[str, ...], option: str = "--output")
     if problem:
         raise CommandLineError(f"{option} {path}: {problem}")
     return out
+
+
+def _same_file(out: Path, spec: str) -> bool:
+    """Whether the topology ``spec`` names the file ``out`` (by its path, or as one file
+    under two names)."""
+    if not is_file_spec(spec):
+        return False
+    given = Path(spec)
+    try:
+        if given.resolve() == out.resolve():
+            return True
+        return given.exists() and out.exists() and os.path.samefile(given, out)
+    except (OSError, ValueError):
+        return False
 
 
 def resolve_dtype(name: str) -> np.dtype:

@@ -361,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
     if args.topology is None:  # --topology "" is given, and refused as from_spec refuses it
         args.topology = shaped or "switch:8"
     report_path = None if args.output_file is None else check_output(
-        args.output_file, (".json",), "-J")
+        args.output_file, (".json",), "-J", topology=args.topology)
     try:
         topo = from_spec(args.topology)
     except TopologyError as exc:

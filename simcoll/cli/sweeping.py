@@ -283,7 +283,8 @@ def _run(args: argparse.Namespace) -> int:
                                f"root below {min(values)}")
     for size in args.sizes:
         refuse_overflow("--sizes", size, size, max(values))
-    out = None if args.output is None else check_output(args.output, _FORMATS)
+    out = None if args.output is None else check_output(args.output, _FORMATS,
+                                                        topology=spec)
     partial = None if out is None else sibling(out, suffix=".partial.jsonl")
     factory = functools.partial(_topology_of_ranks, spec, tuple(values.items()))
     axes = {"algorithms": args.algorithms, "ranks": list(values), "sizes": args.sizes}

@@ -63,7 +63,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    out = check_output(args.output, (".json",))
+    out = check_output(args.output, (".json",), topology=args.topology)
     topo = from_spec(args.topology)
     run_kwargs(args, TRACE_OPTIONS)   # the options checked before NCCL's environment is read
     check_root_rank(args, topo)
