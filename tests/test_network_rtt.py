@@ -438,3 +438,29 @@ def test_a_flows_weight_is_its_penalties_summed_left_to_right_whatever_sum_does(
     assert summed == 1.3999999999999997e-06
     assert 1.0 / summed != 1.0 / 1.4e-06
     assert regime.weight[flow.slot] == 1.0 / summed
+
+
+def test_a_multicast_tree_of_zero_latency_is_named_as_the_multicast_s():
+    """Under routing="ecmp" a multicast's tree leg can cross only links of no latency
+    where the unicast route between the same GPUs (which the build checks) has some: the
+    send refuses it, and named it "the route gpu1->gpu0", which t.route(1, 0) is not."""
+    topo = sc.Topology("e", routing="ecmp")
+    g0, g1 = topo.add_gpu(), topo.add_gpu()
+    l0, l1, l2 = topo.add_switch(), topo.add_switch(), topo.add_switch()
+    s3, s4 = topo.add_switch(), topo.add_switch()
+    for u, v, latency in [(l0, s3, 1e-6), (l0, s4, 0.0), (l1, s3, 0.0), (l1, s4, 0.0),
+                          (l2, s3, 0.0), (l2, s4, 0.0), (g0, l0, 0.0), (g1, l1, 0.0)]:
+        topo.add_link(u, v, bandwidth=1e9, latency=latency)
+    assert topo.route(1, 0).latency == 1e-6 and topo.route(1, 0, multicast=True).latency == 0
+
+    def program(comm):
+        if comm.rank == 1:
+            yield comm.multicast(np.zeros(1000, dtype=np.uint8), [0])
+        else:
+            yield comm.recv(1)
+
+    with pytest.raises(sc.AlgorithmError, match=r"rank 1 raised InvalidInputError in "
+                                                r"program: network 'flow_rtt' weighs each "
+                                                r"flow by 1 / its route's latency, and the "
+                                                r"multicast tree gpu1->gpu0 has latency 0"):
+        sc.run_program(topo, program, network="flow_rtt")

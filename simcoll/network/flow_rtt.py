@@ -33,8 +33,10 @@ https://simgrid.org/doc/latest/Models.html. What differs from SimGrid:
   those links a latency, or use ``network="flow"``. (It checks the routes between the
   endpoints that links of zero latency join, the only ones that can be of zero latency,
   and again as each planned link failure would leave them. A route a program picks
-  with ``via=`` is known only when its message is sent: that send raises the error,
-  which the run reports as the rank's :class:`~simcoll.errors.AlgorithmError`.)
+  with ``via=``, and under ``routing="ecmp"`` a multicast's tree, whose legs may differ
+  from those unicast routes, is known only when its message is sent: that send raises
+  the error, which the run reports as the rank's
+  :class:`~simcoll.errors.AlgorithmError`.)
 * A multicast's weight is the inverse of the summed latency of every link of its tree.
 * After a link fault moves a flow to another route, its weight follows the new route.
 
@@ -168,7 +170,8 @@ class FlowRttNetwork(FlowNetwork):
                 f"of at least {SMALLEST_LATENCY:g} s")
             raise InvalidInputError(
                 f"network 'flow_rtt' weighs each flow by 1 / its route's latency, and the "
-                f"route {topo.endpoint_name(src)}->"
+                f"{'multicast tree' if isinstance(dst, tuple) else 'route'} "
+                f"{topo.endpoint_name(src)}->"
                 f"{'+'.join(topo.endpoint_name(d) for d in dsts)} has latency {said} (links "
                 f"{shown}); give these links a latency {least}, or use network='flow'")
         return entry
