@@ -2459,6 +2459,11 @@ def test_a_line_of_0_bytes_per_rank_says_its_size():
     ("requested", "x", r"record 0 has requested='x'; expected an object"),
     ("host_bytes_sent", 5, r"record 0 has host_bytes_sent=5; expected a list"),
     ("bytes_sent", "x", r"record 0 has bytes_sent='x'; expected a list"),
+    ("hosts", 1, r"record 0 has hosts=1; expected an integer in 0\.\.0 \(the endpoints of "
+                 r"its host_bytes_sent\)"),
+    ("hosts", -1, r"record 0 has hosts=-1; expected an integer in 0\.\.0"),
+    ("hosts", 0.5, r"record 0 has hosts=0\.5; expected an integer"),
+    ("hosts", True, r"record 0 has hosts=True; expected an integer"),
 ])
 def test_a_record_whose_fields_have_the_wrong_type_is_refused_by_name(field, value, match):
     """dict('chunks=2') and len(5) raised ValueError and TypeError."""
