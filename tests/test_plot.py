@@ -2804,3 +2804,48 @@ def test_v_collective_points_of_other_splits_are_not_one_line(as_dict):
     (line,) = lines(scaling([run(balanced // 2), run(balanced), run(balanced * 2)],
                             x="nbytes"), "simulated")
     assert xy(line)[0] == [2**24, 2**25, 2**26]
+
+
+def test_a_failure_breaks_only_its_own_line():
+    """A torus(p) point failed at p = 3: the switch(p) line of the same algorithm broke
+    there too; so did lines of other params, networks and element types."""
+    def ran(fields):
+        return [{"collective": "all_reduce", "algorithm": "ring", "nranks": p,
+                 "nbytes": 64, "time": 1e-6 * p, "topology": f"switch({p})",
+                 "network": "flow", "dtype": "float32", "params": {}, **fields(p)}
+                for p in (2, 4)]
+
+    failed = {"collective": "all_reduce", "algorithm": "ring", "nranks": 3, "nbytes": 64,
+              "topology": "torus(3)", "network": "flow", "dtype": "float32",
+              "params": {}, "error": {"type": "RunLimitError", "message": "past until"}}
+    records = [*ran(lambda p: {}), *ran(lambda p: {"topology": f"torus({p})"}),
+               *ran(lambda p: {"params": {"chunks": 2}}),
+               *ran(lambda p: {"network": "analytical"}),
+               *ran(lambda p: {"dtype": "float16"}), failed]
+    fig = scaling(records, x="nranks", y="time", by="topology", legend="right")
+    broken = {line.get_label(): any(math.isnan(v) for v in xy(line)[1])
+              for line in lines(fig, "simulated")}
+    assert [label for label, gap in broken.items() if gap] == ["torus(p) (flow, float32)"]
+    assert len(broken) == 5
+
+
+def test_a_faulted_line_s_label_names_its_settings_before_its_faults():
+    """op=sum was written after the faults, as one of them: 'ring (faults: late rank 0
+    +1e-06 s, op=sum)'."""
+    topo = sc.topology.switch(4)
+    runs = [sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=MIB, op="max"),
+            sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=MIB,
+                        faults=sc.Faults(late={0: 1e-6}))]
+    labels = [line.get_label() for line in lines(scaling(runs, x="nranks"), "simulated")]
+    assert sorted(labels) == ["ring (op=max)", "ring (op=sum, faults: late rank 0 +1e-06 s)"]
+
+
+def test_many_decimal_sizes_are_labelled_at_sizes_of_their_own():
+    """21 sizes 1-2-5 from 1 kB to 5 GB: the ends were labelled in kB and GB and the
+    powers of 2 between them in KiB and MiB ('1 kB', '8 KiB', ..., '256 MiB', '1 GB');
+    now at most 8 of the sizes themselves, a decade apart where the sizes allow it."""
+    sizes = [m * 10**e for e in range(3, 10) for m in (1, 2, 5)]
+    records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": 4, "nbytes": n,
+                "time": 1e-6 * (i + 1)} for i, n in enumerate(sizes)]
+    assert tick_texts(scaling(records, x="nbytes", y="time"), "x") == [
+        "1 kB", "10 kB", "100 kB", "1 MB", "10 MB", "100 MB", "5 GB"]

@@ -11,9 +11,9 @@ from simcoll.errors import InvalidInputError
 from simcoll.plot.style import (
     checked_save_path,
     finish,
-    log2_ticks,
     log_y_axis,
     octaves,
+    size_ticks,
     size_writer,
     tick_numbers,
     wrapped,
@@ -198,7 +198,7 @@ def comparison(found: Comparison, *, axes: tuple[Any, Any] | None = None,
     ratio_ticks = _ratio_ticks(low, high)
     lower.set_yticks(ratio_ticks, [f"{t:g}" for t in ratio_ticks])
     lower.minorticks_off()
-    ticks = log2_ticks(list(sizes), _SIZE_TICKS)
+    ticks = size_ticks(list(sizes), _SIZE_TICKS)
     written = size_writer(sizes)
     lower.set_xticks(ticks, [written(t) for t in ticks])
     minor = octaves(sizes)

@@ -16,7 +16,14 @@ from simcoll.checks import flag
 from simcoll.collectives import collective as collective_spec
 from simcoll.dtypes import as_dtype
 from simcoll.errors import InvalidInputError, SimCollError
-from simcoll.plot.records import Failure, Point, Record, read_all, topology_templates
+from simcoll.plot.records import (
+    Failure,
+    Point,
+    Record,
+    params_text,
+    read_all,
+    topology_templates,
+)
 from simcoll.plot.style import (
     LOG_MARGIN,
     check_axes,
@@ -31,6 +38,7 @@ from simcoll.plot.style import (
     log_y_axis,
     new_axes,
     octaves,
+    size_ticks,
     size_writer,
     tick_numbers,
     time_unit,
@@ -88,16 +96,13 @@ def _slots(values: list[Any], by: str) -> dict[Any, int]:
 
 
 # The fields that tell groups apart, in the order labels list them.
-_KEY = ("collective", "algorithm", "params", "settings", "topology", "network", "dtype",
+_KEY = ("collective", "algorithm", "params", "settings", "faults", "topology", "network",
+        "dtype",
         "split")
 
 
 def _split_text(split: str, value: int, sizes: Callable[[float], str]) -> str:
     return f"{sizes(value)} per rank" if split == "nbytes" else f"{value} ranks"
-
-
-def _params_text(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in sorted(params.items()))
 
 
 def _kind(machine: str | None) -> str | None:
@@ -113,14 +118,16 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
         InvalidInputError: two points of one line ran on different machines: of different
             names at one x, or of one name (told apart by the topology hash of a Result
             or a record, or a record's spec) at one rank count; or two ``Result`` objects
-            at one x on one machine took different times (other faults or settings); or
-            v-collective points of other splits (:func:`_check_splits`).
+            at one x on one machine took different times (they differ in what their
+            fields do not show); or v-collective points of other splits
+            (:func:`_check_splits`).
     """
     names = topology_templates(points)
     groups: dict[tuple, dict[int, Point]] = {}
     machines: dict[tuple, Point] = {}
     for p, topology in zip(points, names):
-        key = (p.collective, p.algorithm, _params_text(p.params), p.settings, topology,
+        key = (p.collective, p.algorithm, params_text(p.params), p.settings, p.faults,
+               topology,
                p.network, p.dtype, getattr(p, split))
         line = groups.setdefault(key, {})
         at = getattr(p, x)
@@ -143,8 +150,9 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
             raise InvalidInputError(
                 f"two {p.collective}/{p.algorithm} points at {x}={at} on {p.topology!r} "
                 f"took different times ({format_duration(line[at].time or 0.0)} and "
-                f"{format_duration(p.time or 0.0)}) on one machine: runs with other "
-                f"faults or settings; plot them apart")
+                f"{format_duration(p.time or 0.0)}) on one machine: runs that differ in "
+                f"something their results do not show (an algorithm registered again); "
+                f"plot them apart")
         line[at] = p
     return groups
 
@@ -242,8 +250,9 @@ def _style_axes(ax: Any, x: str, xs: list[float], ys: list[float], y_label: str,
     ax.set_yscale("log")
     narrow = min(1.0, width / _AXES_WIDTH)
     most = max(3, round(_X_TICKS * narrow))
-    ax.xaxis.set_major_locator(FixedLocator(log2_ticks(xs, most, few=max(most,
-                                                                         round(12 * narrow)))))
+    few = max(most, round(12 * narrow))
+    ax.xaxis.set_major_locator(FixedLocator(
+        size_ticks(xs, most, few) if x == "nbytes" else log2_ticks(xs, most, few)))
     ax.xaxis.set_minor_locator(FixedLocator(octaves(xs)))  # unlabelled
     ax.xaxis.set_minor_formatter(NullFormatter())
     if len(set(xs)) == 1:   # a lone x in the middle, not at the edge of some range
@@ -332,14 +341,17 @@ def _order(key: tuple) -> tuple:
     return (key[-1], tuple(str(v) for v in key[:-1]))
 
 
-def _broken(at: list[int], ys: list[float], failures: list[Failure],
-            fields: dict[str, Any], x: str, split: str) -> tuple[list[float], list[float]]:
-    """A line's points with a gap (NaN, where matplotlib breaks a line) at every x
-    between its first and last point where a sweep point of its collective, algorithm
-    and ``split`` value failed, so no segment reads as a value there."""
+def _broken(line: dict[int, Point], ys: list[float], failures: list[Failure],
+            x: str, split: str) -> tuple[list[float], list[float]]:
+    """A line's points (``ys`` at its sorted x) with a gap (NaN, where matplotlib breaks a
+    line) at every x between its first and last point where a sweep point of that line
+    (:meth:`Failure.of_line`, at its ``split`` value) failed, so no segment reads as a
+    value there."""
+    at = sorted(line)
+    point = line[at[0]]
+    params = params_text(point.params)
     failed = {getattr(f, x) for f in failures
-              if (f.collective, f.algorithm, getattr(f, split)) ==
-              (fields["collective"], fields["algorithm"], fields["split"])}
+              if getattr(f, split) == getattr(point, split) and f.of_line(point, params)}
     gaps = [v for v in failed if isinstance(v, int) and at[0] < v < at[-1] and v not in at]
     points = sorted([*zip(map(float, at), ys), *((float(v), math.nan) for v in gaps)])
     return [p[0] for p in points], [p[1] for p in points]
@@ -547,7 +559,7 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
             # faded and wide under its model's dashes; as plain lines where no model is drawn
             line_colour = (*colour[:3], 0.45) if drawn else colour
             modelled = modelled or bool(drawn)
-            ax.plot(*_broken(at, ys, failures, fields, x, split), marker=marker,
+            ax.plot(*_broken(line, ys, failures, x, split), marker=marker,
                     markersize=5.5, color=line_colour,
                     linewidth=3.0 if drawn else 1.6, markerfacecolor=colour,
                     markeredgecolor=colour, label=literal(label), gid="simulated")
@@ -590,7 +602,8 @@ def _title(groups: dict[tuple, dict[int, Point]], varies: list[bool], split: str
     fixed = {name: first[name] for name, vary in zip(_KEY, varies) if not vary}
     what = "/".join(str(fixed[name]) for name in ("collective", "algorithm")
                     if name in fixed)
-    shared = ", ".join(str(fixed[name]) for name in ("params", "settings") if fixed.get(name))
+    shared = ", ".join(str(fixed[name]) for name in ("params", "settings", "faults")
+                       if fixed.get(name))
     if shared:
         what = f"{what} ({shared})" if what else shared
     topology = str(fixed.get("topology") or "")

@@ -52,12 +52,16 @@ class Point:
     ``spec=...`` (the command line's before it wrote the hash), else None."""
     from_result: bool = False
     """Read from a ``Result`` object: two of one line at one x that took different times
-    ran with other settings (faults, jitter), not as a rerun."""
+    differ in something their fields do not show (an algorithm registered again), and
+    are not a rerun."""
     spec: str | None = None
     """The topology spec a record gives (the command line's), to name its machine."""
     settings: str = ""
     """A root other than 0 and an op other than a sum, as ``root=5, op=max``: points that
     differ in them are different lines."""
+    faults: str = ""
+    """The run's faults in words (``faults: late rank 0 +5e-05 s``), ``""`` for a healthy
+    machine: points that differ in them are different lines."""
     bytes_sent: int | None = None
     """The most bytes one GPU rank or server host sent (``bytes_sent``, the server hosts'
     ``host_bytes_sent``; not an in-network device's, which no cost model counts), where the
@@ -92,24 +96,24 @@ def _machine(r: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _settings(root: Any, op: Any, faults: Any = None) -> str:
-    """``root=5, op=max`` for a root other than 0 and an op other than a sum, then the
-    run's faults (:func:`_faults_text`); ``""`` for none of those (and where a collective
-    has neither root nor op: null, or nccl-tests' root -1 in ``simcoll run`` records
-    written before 2026-12-05)."""
+def _settings(root: Any, op: Any) -> str:
+    """``root=5, op=max`` for a root other than 0 and an op other than a sum; ``""``
+    for those (and where a collective has neither: null, or nccl-tests' root -1 in
+    ``simcoll run`` records written before 2026-12-05)."""
     if isinstance(root, float) and root.is_integer():   # pandas' float column of roots
         root = int(root)
     parts = [f"root={root}"] if isinstance(root, int) and root > 0 else []
     if not _none(op) and op != "SUM":
         parts.append(f"op={str(op).lower()}")
-    if isinstance(faults, Mapping) and faults:
-        parts.append(_faults_text(faults))
     return ", ".join(parts)
 
 
-def _faults_text(faults: Mapping[str, Any]) -> str:
+def _faults_text(faults: Any) -> str:
     """A run's faults as ``Result.faults`` holds them, in words a legend can show and
-    exact enough to tell runs apart: ``faults: late rank 0 +5e-05 s, slow rank 1 x2.0``."""
+    exact enough to tell runs apart (``faults: late rank 0 +5e-05 s, slow rank 1 x2.0``);
+    ``""`` for none."""
+    if not isinstance(faults, Mapping) or not faults:
+        return ""
     words = []
     for change in faults.get("links") or ():
         link = "->".join(str(end) for end in change.get("link", ()))
@@ -212,7 +216,8 @@ def from_mapping(where: str, r: Mapping[str, Any]) -> Point:
                  hosts, _number(r.get("time")),
                  _number(r.get("algbw")), _number(r.get("busbw")), _params(where, r),
                  _machine(r), spec=None if _none(r.get("spec")) else str(r["spec"]),
-                 settings=_settings(r.get("root"), r.get("op"), r.get("faults")),
+                 settings=_settings(r.get("root"), r.get("op")),
+                 faults=_faults_text(r.get("faults")),
                  bytes_sent=_most_sent(_counts(where, r, "bytes_sent"), endpoints[:hosts]),
                  splits=_splits(where, r.get("splits"), str(r["collective"]), nranks))
 
@@ -264,6 +269,34 @@ class Failure:
     nranks: Any
     nbytes: Any
     error_type: str
+    topology: str | None = None
+    """The machine's name, where the failure says (None where its factory failed)."""
+    network: str | None = None
+    dtype: str | None = None
+    params: dict[str, Any] | None = None
+    """The parameters asked for, where the failure says."""
+
+    def of_line(self, point: Point, params: str) -> bool:
+        """Whether this failure is of the line that ``point`` is on (its parameters
+        written as ``params``): the same collective, algorithm, network, element type
+        and parameters, on a machine of the same family of names (``switch(3)`` among
+        ``switch(2)``, ``switch(4)``), where the failure says them."""
+        return ((self.collective, self.algorithm) == (point.collective, point.algorithm)
+                and self.network in (None, point.network)
+                and self.dtype in (None, point.dtype)
+                and (self.params is None or params_text(self.params) == params)
+                and (self.topology is None
+                     or _family(self.topology) == _family(point.topology)))
+
+
+def _family(topology: str) -> tuple[str, ...]:
+    """A topology name without its numbers: ``switch(3)`` and ``switch(8)`` are one."""
+    return tuple(re.split(r"(\d+)", topology)[0::2])
+
+
+def params_text(params: dict[str, Any]) -> str:
+    """Parameters as a line's key writes them."""
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(params.items()))
 
 
 def _error_type(error: Any) -> str:
@@ -320,20 +353,26 @@ def read_all(records: Iterable[Record]
                                 machine=None if r.topology_hash is None
                                 else f"topology_hash={r.topology_hash}",
                                 from_result=True,
-                                settings=_settings(r.root, r.op, r.faults),
+                                settings=_settings(r.root, r.op),
+                                faults=_faults_text(r.faults),
                                 bytes_sent=_most_sent(r.bytes_sent.tolist(),
                                                       r.host_bytes_sent[:r.hosts].tolist()),
                                 splits=r.splits))
         elif isinstance(r, Mapping):
             if is_failed_record(r):
-                failures.append(Failure(str(r.get("collective", "?")),
-                                        str(r.get("algorithm", "?")), r.get("nranks"),
-                                        r.get("nbytes"), _error_type(r["error"])))
+                said = {k: None if _none(r.get(k)) else str(r[k])
+                        for k in ("topology", "network", "dtype")}
+                failures.append(Failure(
+                    str(r.get("collective", "?")), str(r.get("algorithm", "?")),
+                    r.get("nranks"), r.get("nbytes"), _error_type(r["error"]), **said,
+                    params=_params(f"record {i}", r) if "params" in r or "requested" in r
+                    else None))
             else:
                 points.append(from_mapping(f"record {i}", r))
         elif isinstance(r, FailedPoint):
             failures.append(Failure(r.collective, r.algorithm, r.nranks, r.nbytes,
-                                    r.error_type))
+                                    r.error_type, r.topology, r.network, r.dtype,
+                                    dict(r.params)))
         else:
             raise InvalidInputError(f"record {i} is a {type(r).__name__}; records are "
                                     f"Result objects or dicts from Result.to_dict()")
@@ -356,7 +395,7 @@ def topology_templates(points: list[Point]) -> list[str]:
     So ``switch(2)``, ``switch(4)``, ... all read ``switch(p)``, and ``dgx_a100x1``,
     ``dgx_a100x2`` read ``dgx_a100x{1,2}``; a name that never changes stays as it is.
     """
-    parts = [re.split(r"(\d+)", p.topology) for p in points]
+    parts = [re.split(r"(\d+)", p.topology) for p in points]   # _family's split
     families: dict[tuple[str, ...], list[int]] = {}
     for i, tokens in enumerate(parts):
         families.setdefault(tuple(tokens[0::2]), []).append(i)

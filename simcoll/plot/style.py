@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 from simcoll.errors import InvalidInputError
 from simcoll.files import output_path, write_atomically
 
-__all__ = ["lanes", "log2_ticks", "octaves", "format_size", "size_writer", "time_unit",
+__all__ = ["lanes", "log2_ticks", "octaves", "format_size", "size_writer", "size_ticks",
+           "decimal_sizes", "time_unit",
            "format_duration", "format_time_tick",
            "wrapped", "check_axes",
            "named_bands", "integer_list", "RULED_BANDS", "OUTLINED_BAR", "NARROW_EDGE",
@@ -47,17 +48,46 @@ def format_size(nbytes: float, *, decimal: bool = False) -> str:
     return f"{_digits(value, 4)} {units[unit]}"
 
 
+def decimal_sizes(sizes: Iterable[float]) -> bool:
+    """Whether ``sizes`` were given in decimal units: every one of 1000 B or more is a
+    whole number of kB, and one at least is no whole number of KiB (``1e4``, ``"10KB"``,
+    which read ``9.766 KiB`` in binary units)."""
+    large = [float(size) for size in sizes if size >= 1000]
+    return bool(large) and not any(v % 1000 for v in large) and any(v % 1024 for v in large)
+
+
 def size_writer(sizes: Iterable[float]) -> Callable[[float], str]:
     """How to write ``sizes`` and ticks among them: each of ``sizes`` in decimal units
-    (``10 kB``, ``100 MB``) where every one of 1000 B or more is a whole number of kB and
-    one at least is no whole number of KiB (sizes given as ``1e4`` or ``"10KB"``, which
-    read ``9.766 KiB`` in binary units); else everything as :func:`format_size`."""
+    (``10 kB``, ``100 MB``) where they are :func:`decimal_sizes` (an axis of them should
+    then be labelled at them: :func:`size_ticks`); else everything as
+    :func:`format_size`."""
     values = {float(size) for size in sizes}
-    large = [value for value in values if value >= 1000]
-    if not large or any(value % 1000 for value in large) or \
-            not any(value % 1024 for value in large):
+    if not decimal_sizes(values):
         return format_size
     return lambda value: format_size(value, decimal=float(value) in values)
+
+
+def size_ticks(sizes: Iterable[float], most: int, few: int | None = None) -> list[float]:
+    """The labelled sizes of a log2 axis: :func:`log2_ticks`, or where the sizes are
+    :func:`decimal_sizes`, the sizes themselves where there are at most ``few`` (default
+    ``most``), else at most ``most`` of them spread evenly on the log axis from the first
+    to the last, so every label is in one unit system (powers of 2 among decimal sizes
+    read ``8 KiB`` beside ``1 kB``)."""
+    distinct = sorted({float(size) for size in sizes})
+    if not decimal_sizes(distinct):
+        return log2_ticks(distinct, most, few)
+    if len(distinct) <= (most if few is None else few):
+        return distinct
+    gap = math.log(distinct[-1] / distinct[0]) / max(1, most - 1)
+    picked = [distinct[0]]
+    for size in distinct[1:]:
+        if math.log(size / picked[-1]) >= gap * (1 - 1e-9):
+            picked.append(size)
+    if picked[-1] != distinct[-1]:   # the last, in place of a label too near it
+        if len(picked) > 1:
+            picked.pop()
+        picked.append(distinct[-1])
+    return picked
 
 
 def time_unit(largest: float) -> tuple[str, float]:
