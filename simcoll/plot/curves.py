@@ -7,7 +7,6 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from simcoll import cost
@@ -157,13 +156,14 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
     return groups
 
 
-def _proportions(splits: Any) -> tuple[Fraction, ...]:
-    """A v-collective's sizes as shares of their sum (rows of all_to_allv's matrix one
-    after the other): what stays the same when a workload is scaled in size."""
+def _proportions(splits: Any) -> tuple[int, ...]:
+    """A v-collective's sizes (rows of all_to_allv's matrix one after the other) divided
+    by their greatest common divisor: what stays the same when a workload is scaled in
+    size."""
     flat = [int(c) for row in splits for c in (row if isinstance(row, (list, tuple))
                                                  else [row])]
-    total = sum(flat)
-    return tuple(Fraction(c, total) if total else Fraction(0) for c in flat)
+    divisor = math.gcd(*flat) or 1
+    return tuple(c // divisor for c in flat)
 
 
 def _check_splits(line: dict[int, Point], p: Point, x: str, at: int) -> None:

@@ -158,7 +158,8 @@ def data_parallel(model: Model, topology: Topology, *, strategy: str = "ddp",
     Raises:
         InvalidInputError: an unknown strategy or all_reduce algorithm (one that needs
             server hosts included), a parameter it does not take (or a value it refuses
-            for the step's smallest all-reduce: a ring's chunks), bad bucket limits, or
+            for the step's smallest all-reduce: a ring's chunks; or a choice of the
+            machine it cannot make: NCCL's algo='nvls' without NVLS), bad bucket limits, or
             an all-reduce whose input could overflow the int64 traffic counters.
     """
     topology = check_topology(topology)

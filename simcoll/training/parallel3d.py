@@ -611,7 +611,8 @@ def step(model: Model, topology: Topology, *, dp: int, tp: int = 1, pp: int = 1,
             divide the batch, more stages than blocks, tp not dividing the heads, the
             key / value heads or the MLP width, an unknown schedule or algorithm (or a
             parameter value it refuses for a group's smallest collective: a ring's
-            chunks above its elements), a bad order, or a collective's input or a
+            chunks above its elements; or a choice of a group's machine it cannot make:
+            NCCL's algo='nvls' across nodes), a bad order, or a collective's input or a
             stage's sends that could overflow the int64 traffic counters.
     """
     topology = check_topology(topology)

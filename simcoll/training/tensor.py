@@ -159,7 +159,8 @@ def tensor_parallel_layer(model: Model, topology: Topology, *, tp: int, sequence
     Raises:
         InvalidInputError: a model without transformer blocks, bad sizes, ranks or
             algorithm (or a parameter value it refuses for the layer's collectives: a
-            ring's chunks above their elements), t not dividing the model's attention
+            ring's chunks above their elements; or a choice of the machine it cannot
+            make: NCCL's algo='nvls' without NVLS), t not dividing the model's attention
             heads, key / value heads or MLP width, (with sequence parallelism) a
             sequence length not divisible by t, or activations past what the int64
             traffic counters hold (one collective's input, or what a GPU sends over the

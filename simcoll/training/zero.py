@@ -290,7 +290,8 @@ def zero_step(model: Model, topology: Topology, *, stage: int, gpu: GPU = H100,
     Raises:
         InvalidInputError: a stage other than 0-3, an algorithm not registered for the
             stage's collectives or a parameter it does not take (or a value it refuses
-            for the step's smallest collective: a ring's chunks), bucket limits that are
+            for the step's smallest collective: a ring's chunks; or a choice of the
+            machine it cannot make: NCCL's algo='nvls' without NVLS), bucket limits that are
             not numbers of MiB > 0 (checked at every stage), or a collective whose input
             could overflow the int64 traffic counters.
     """
