@@ -46,10 +46,14 @@ def file_path(path: Any, what: str, *, example: str = "out.json") -> Path:
         raise InvalidInputError(f"{what}={str(path)!r} holds a NUL character, which no file "
                                 f"name can")
     resolved = Path(path)
-    problem = too_long(resolved)
-    if problem:
-        raise InvalidInputError(f"{what}={str(path)!r}: {problem}")
-    if resolved.is_dir():
+    try:   # a folder's name, or the whole path, the system cannot take raises here
+        problem = too_long(resolved)
+        if problem:
+            raise InvalidInputError(f"{what}={str(path)!r}: {problem}")
+        directory = resolved.is_dir()
+    except OSError as exc:
+        raise InvalidInputError(f"{what}={str(path)!r}: {exc.strerror or exc}") from None
+    if directory:
         raise InvalidInputError(f"{what}={str(path)!r} is a directory; give a file path, "
                                 f"e.g. {str(resolved / example)!r}")
     return resolved

@@ -83,11 +83,12 @@ def _whole_array(value: Any, shape: tuple[int, ...]) -> NDArray[np.int64] | None
     int64, checked at once (entry by entry a 1024 x 1024 matrix took seconds); None for
     anything else, which :func:`_counts` checks entry by entry, naming the first bad
     one."""
-    if not isinstance(value, np.ndarray) or value.shape != shape:
+    if type(value) is not np.ndarray or value.shape != shape:   # a masked array, a matrix
         return None
     if value.dtype.kind in "iu":
         fine = (value >= 0) & (value < _ENTRY_LIMIT)
     elif value.dtype.kind == "f":
+        value = value.astype(np.float64)   # 2^62 is past float16's range
         with np.errstate(invalid="ignore"):
             fine = np.isfinite(value) & (value >= 0) & (value < _ENTRY_LIMIT) \
                 & (value == np.floor(value))

@@ -36,6 +36,13 @@ def test_output_paths_are_refused_by_name_before_any_work(tmp_path):
         output_path("a\0.json", "save")
     with pytest.raises(sc.InvalidInputError, match="holds a NUL character"):
         sc.topology.save(sc.topology.switch(2), tmp_path / "a\0.yaml")
+    # a folder's name or the whole path too long for the system: a raw OSError before
+    for too_long in (tmp_path / ("a" * 300) / "x.json",
+                     tmp_path.joinpath(*["d" * 200] * 30, "x.json")):
+        with pytest.raises(sc.InvalidInputError, match=r"x\.json': File name too long$"):
+            output_path(too_long, "save")
+        with pytest.raises(sc.InvalidInputError, match=r"File name too long$"):
+            sc.load_results(too_long)
     missing = tmp_path / "no" / "x.json"
     with pytest.raises(sc.InvalidInputError, match=f"folder '{tmp_path}/no' does not exist"):
         output_path(missing, "path")

@@ -672,3 +672,16 @@ def test_a_pytest_param_in_a_later_axis_marks_its_combinations_too():
     assert combos[0] == (2, 8)
     assert [(c.values, list(c.marks)) for c in combos[1:]] == [
         ((2, 16), [skip]), ((4, 8), [slow]), ((4, 16), [slow, skip])]
+
+
+def test_assert_traffic_knows_an_nvswitch_is_no_server_host():
+    """An NVLS run on dgx_h100(1) has no server host; host_sent= was held against the
+    NVSwitch's multicast ('1 of 1 hosts differ') where it is refused for want of hosts."""
+    res = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="nccl",
+                      nbytes=64 * 2**20, algo="nvls")
+    assert res.hosts == 0 and res.host_bytes_sent.size == 1
+    with pytest.raises(sc.InvalidInputError, match=r"host_sent=0 is not accepted: the run "
+                                                   r"has no server hosts"):
+        sc.testing.assert_traffic(res, host_sent=0)
+    # and the GPUs' own traffic is held as before: (p + 1) / p of the buffer each
+    sc.testing.assert_traffic(res, sent=9 * 64 * 2**20 // 8)

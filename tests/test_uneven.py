@@ -5,6 +5,8 @@ the time invariant on random machines. Bad input: tests/test_uneven_inputs.py.""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import ALPHA, BETA, GAMMA, V_COLLECTIVES, make_data, reference_network
@@ -401,6 +403,18 @@ def test_a_numpy_array_of_sizes_is_checked_at_once_as_a_list_is():
         sizes[1, 0] = bad
         with pytest.raises(sc.InvalidInputError, match=rf"^nbytes\[1\]\[0\]={said}"):
             check_nbytes(coll, sizes, 2)
+    # a masked array or a matrix is read entry by entry, as before; float16 sizes are
+    # compared in float64 (2^62 is past float16's range: a RuntimeWarning)
+    masked = np.ma.masked_array([[0, 4], [8, 12]], mask=[[0, 1], [0, 0]])
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[0\]\[1\]=masked is not"):
+        check_nbytes(coll, masked, 2)
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[0\]=\[\[0, 4\]\] is not a "
+                                                   r"row of 2 entries"):
+        check_nbytes(coll, np.matrix([[0, 4], [8, 12]]), 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_nbytes(coll, np.array([[0, 4], [8, 12]], np.float16), 2).tolist() == \
+            [[0, 4], [8, 12]]
     # direct all_to_allv on the reference network: alpha + beta x the most a rank sends,
     # 2 x 8 B to its two peers
     assert cost.predict("all_to_allv", "direct", p=3, nbytes=np.full((3, 3), 8), alpha=1e-6,

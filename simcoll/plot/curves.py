@@ -9,6 +9,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from simcoll import cost
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.checks import flag
@@ -156,14 +158,19 @@ def _groups(points: list[Point], x: str, split: str) -> dict[tuple, dict[int, Po
     return groups
 
 
-def _proportions(splits: Any) -> tuple[int, ...]:
-    """A v-collective's sizes (rows of all_to_allv's matrix one after the other) divided
-    by their greatest common divisor: what stays the same when a workload is scaled in
-    size."""
-    flat = [int(c) for row in splits for c in (row if isinstance(row, (list, tuple))
-                                                 else [row])]
-    divisor = math.gcd(*flat) or 1
-    return tuple(c // divisor for c in flat)
+def _same_proportions(one: Any, other: Any) -> bool:
+    """Whether two v-collectives' sizes (rows of all_to_allv's matrix one after the
+    other) are one workload at two sizes: each entry's share of its total the same, to
+    one element of the smaller total (shards cut by ``np.array_split``, 334/333/333
+    against 667/667/666, are one workload)."""
+    a, b = (np.asarray(splits, dtype=np.float64).ravel() for splits in (one, other))
+    total_a, total_b = float(a.sum()), float(b.sum())
+    if a.shape != b.shape:
+        return False
+    if min(total_a, total_b) == 0:
+        return total_a == total_b
+    return bool(np.all(np.abs(a / total_a - b / total_b)
+                       <= (1 + 1e-9) / min(total_a, total_b)))
 
 
 def _check_splits(line: dict[int, Point], p: Point, x: str, at: int) -> None:
@@ -185,7 +192,7 @@ def _check_splits(line: dict[int, Point], p: Point, x: str, at: int) -> None:
         return
     # the line's points so far share their proportions: one of them stands for all
     v, q = next(((v, q) for v, q in line.items() if q.splits is not None), (None, None))
-    if q is not None and _proportions(q.splits) != _proportions(p.splits):
+    if q is not None and not _same_proportions(q.splits, p.splits):
         raise InvalidInputError(
                 f"{p.collective}/{p.algorithm} points on {p.topology!r} at nbytes={v} and "
                 f"{at} split their sizes in other proportions: two workloads, not one "
@@ -389,10 +396,11 @@ def scaling(records: Iterable[Record], *, x: str = "nranks",
     """Plot ``y`` against ``x`` on log axes, one line per group of comparable points.
 
     Points join into one line only when everything but ``x`` is the same: collective,
-    algorithm and its parameters, root and op, topology (up to the numbers that scale
-    with ``x``),
-    network, dtype, and the ``split`` value (the size when ``x="nranks"``). Bandwidths are
-    in GB/s (10^9 bytes/s), times in s, ms or µs as the data suits, sizes in binary units.
+    algorithm and its parameters, root and op, the run's faults, topology (up to the
+    numbers that scale with ``x``), network, dtype, and the ``split`` value (the size when
+    ``x="nranks"``). Bandwidths are in GB/s (10^9 bytes/s), times in s, ms or µs as the
+    data suits, sizes in binary units (in decimal ones where they were given so: 1 kB,
+    10 MB; :func:`~.style.size_writer`).
     The title names what all lines share, e.g. "all_reduce/ring on switch(p), 64 MiB per
     rank" (with the parameters, a network other than flow and a dtype other than float32).
     Each ``by`` value keeps a colour and marker; its lines at several sizes (or parameter

@@ -13,8 +13,8 @@ from simcoll.link_load import binned_bytes, drawn_loads, warn_where_drawn_differ
 from simcoll.plot.style import (
     checked_save_path,
     finish,
-    format_size,
     new_axes,
+    size_writer,
     time_unit,
     wrapped,
 )
@@ -149,7 +149,7 @@ def link_utilization(result: RunResult, topology: Topology, *, bins: int = 100, 
     fig.colorbar(mesh, ax=ax, label="fraction of bandwidth (sqrt scale)",
                  extend="max" if over else "neither")
     title = (f"link utilization: {result.collective}/{result.algorithm} on "
-             f"{result.topology}, {format_size(result.nbytes)} per rank"
+             f"{result.topology}, {size_writer([result.nbytes])(result.nbytes)} per rank"
              if isinstance(result, Result) else
              f"link utilization: a program on {result.topology}")
     if over:

@@ -210,7 +210,8 @@ def from_mapping(where: str, r: Mapping[str, Any]) -> Point:
                                     f"(seconds, bytes/s), or null or NaN for none, as "
                                     f"Result.to_dict() writes it")
     endpoints = _counts(where, r, "host_bytes_sent")
-    hosts = _server_hosts(where, r.get("hosts"), len(endpoints))
+    hosts = _server_hosts(where, r.get("hosts"),
+                          len(endpoints) if "host_bytes_sent" in r else None)
     return Point(str(r["collective"]), str(r["algorithm"]), str(r.get("topology", "?")),
                  str(r.get("network", "flow")), str(r.get("dtype", "?")), nranks, nbytes,
                  hosts, _number(r.get("time")),
@@ -222,22 +223,26 @@ def from_mapping(where: str, r: Mapping[str, Any]) -> Point:
                  splits=_splits(where, r.get("splits"), str(r["collective"]), nranks))
 
 
-def _server_hosts(where: str, hosts: Any, endpoints: int) -> int:
+def _server_hosts(where: str, hosts: Any, endpoints: int | None) -> int:
     """A record's count of server hosts (``Result.hosts``); where it has none (written
-    before 2026-12-07), all ``endpoints`` past its GPUs.
+    before 2026-12-07), all ``endpoints`` past its GPUs (``None`` where the record lists
+    none: a ``to_pandas`` row, whose hosts may then be any count).
 
     Raises:
         InvalidInputError: not a whole number in 0..endpoints, naming ``where``.
     """
     if _none(hosts):
-        return endpoints
+        return endpoints or 0
     if isinstance(hosts, float) and hosts.is_integer():   # pandas' float column
         hosts = int(hosts)
     if isinstance(hosts, np.integer):
         hosts = int(hosts)
-    if isinstance(hosts, bool) or not isinstance(hosts, int) or not 0 <= hosts <= endpoints:
-        raise InvalidInputError(f"{where} has hosts={hosts!r:.60}; expected an integer in "
-                                f"0..{endpoints} (the endpoints of its host_bytes_sent), as "
+    most = endpoints if endpoints is not None else hosts
+    if isinstance(hosts, bool) or not isinstance(hosts, int) or not 0 <= hosts <= most:
+        bound = f"0..{endpoints} (the endpoints of its host_bytes_sent)" \
+            if endpoints is not None else ">= 0"
+        raise InvalidInputError(f"{where} has hosts={hosts!r:.60}; expected an integer "
+                                f"{'in ' if endpoints is not None else ''}{bound}, as "
                                 f"Result.to_dict() writes it")
     return hosts
 

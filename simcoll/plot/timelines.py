@@ -19,12 +19,12 @@ from simcoll.plot.style import (
     checked_save_path,
     finish,
     format_duration,
-    format_size,
     integer_list,
     lanes,
     legend_place,
     named_bands,
     new_axes,
+    size_writer,
     time_unit,
     wrapped,
 )
@@ -333,7 +333,7 @@ def timeline(result: RunResult, topology: Topology | None = None, *,
                   frameon=False, fontsize="small")
     if isinstance(result, Result):
         per_rank = "" if result.collective == "barrier" else \
-            f", {format_size(result.nbytes)} per rank"   # a barrier moves no data
+            f", {size_writer([result.nbytes])(result.nbytes)} per rank"   # barrier: no data
         title = (f"{result.collective}/{result.algorithm} on {result.topology}{per_rank}: "
                  f"{format_duration(result.time)}")
     else:

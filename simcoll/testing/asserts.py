@@ -237,16 +237,18 @@ def assert_traffic(res: Result, *, sent: Expected | None = None,
                      for arg, value, got in (
                          ("sent", sent, res.bytes_sent),
                          ("received", received, res.bytes_received),
-                         ("host_sent", host_sent, res.host_bytes_sent),
-                         ("host_received", host_received, res.host_bytes_received)))
+                         ("host_sent", host_sent, res.host_bytes_sent[:res.hosts]),
+                         ("host_received", host_received,
+                          res.host_bytes_received[:res.hosts])))
     _assert_traffic(res, expected, rtol, "the formula")
 
 
 def _assert_traffic(res: Result, expected: tuple, rtol: float, source: str) -> None:
     __tracebackhide__ = True
     rtol = real(rtol, "rtol")
-    simulated = (res.bytes_sent, res.bytes_received, res.host_bytes_sent,
-                 res.host_bytes_received)
+    # server hosts only: an in-network device's traffic is no host's (nor any model's)
+    simulated = (res.bytes_sent, res.bytes_received, res.host_bytes_sent[:res.hosts],
+                 res.host_bytes_received[:res.hosts])
     names = ("bytes_sent", "bytes_received", "host_bytes_sent", "host_bytes_received")
     lines = []
     for name, got, want in zip(names, simulated, expected):
@@ -261,13 +263,8 @@ def _model_params(res: Result) -> dict[str, Any]:
     """The run's algorithm parameters, plus ``hosts`` for models of host algorithms."""
     params = dict(res.params)
     if "hosts" in get_algorithm(res.collective, res.algorithm).cost.machine:
-        params["hosts"] = _hosts(res)
+        params["hosts"] = res.hosts
     return params
-
-
-def _hosts(res: Result) -> int:
-    """The server hosts of the run's network (in-network devices are not hosts)."""
-    return res.hosts
 
 
 def _run_root(res: Result, root: Any) -> int | None:
@@ -307,7 +304,7 @@ def _check_reference(res: Result, alpha: float, beta: float, gamma: float) -> No
     try:
         found = any(topology_hash(reference) == res.topology_hash
                     for reference in reference_networks(res.nranks, alpha=alpha, beta=beta,
-                                                        gamma=gamma, servers=_hosts(res)))
+                                                        gamma=gamma, servers=res.hosts))
     except TopologyError as exc:
         raise InvalidInputError(str(exc)) from None
     if not found:
@@ -316,7 +313,7 @@ def _check_reference(res: Result, alpha: float, beta: float, gamma: float) -> No
             f"beta={beta:g}, gamma={gamma:g} (it ran on {res.topology!r}, whose links or "
             f"constants differ by more than a float step); run it on "
             f"alpha_beta_network({res.nranks}, alpha=..., "
-            f"beta=..., gamma=...{', servers=...' if _hosts(res) else ''}) and give the "
+            f"beta=..., gamma=...{', servers=...' if res.hosts else ''}) and give the "
             f"same constants here (alpha in seconds per message, beta in seconds per "
             f"byte, gamma in seconds per reduced byte)")
 
@@ -382,7 +379,7 @@ def assert_matches_model(res: Result, *, alpha: float, beta: float, gamma: float
     hosts = [h if h.size else 0 for h in (t.host_sent, t.host_received)]
     _assert_traffic(res, (t.sent, t.received, *hosts), 0.0, "simcoll.cost.traffic")
     bound = cost.lower_bound(res.collective, alpha=alpha, beta=beta, gamma=gamma,
-                             hosts=_hosts(res), **args).total
+                             hosts=res.hosts, **args).total
     if res.time < bound * (1 - rtol):
         raise AssertionError(f"time of {_what(res)} beats the lower bound:\n"
                              f"  lower bound {bound:.12g} s\n"
