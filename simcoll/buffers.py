@@ -217,7 +217,7 @@ class VirtualChunks(Sequence[VirtualBuffer]):
         i = self._position(index)
         if self._changed is not None and i in self._changed:
             return self._changed[i]
-        return self._big if i < self._nbig else self._small
+        return self._default(i)
 
     @overload
     def __setitem__(self, index: int, value: Buffer) -> None: ...

@@ -2793,7 +2793,7 @@ def test_v_collective_points_of_other_splits_are_not_one_line(as_dict):
 
     with pytest.raises(sc.InvalidInputError, match=r"two all_to_allv/direct points at "
                                                    r"nbytes=33554432 on 'switch\(8\)' have "
-                                                   r"other sizes per rank \(splits\)"):
+                                                   r"other splits"):
         scaling([run(balanced), run(skewed)], x="nbytes")
     with pytest.raises(sc.InvalidInputError, match=r"at nbytes=16777216 and 33554432 split "
                                                    r"their sizes in other proportions"):

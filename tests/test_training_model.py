@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 import simcoll as sc
@@ -219,8 +220,6 @@ def test_numpy_numbers_are_kept_as_python_numbers():
     """Model, Precision, Layer and GPU checked numpy numbers and kept them: int32 shapes
     wrapped (b s h = 128 x 4096 x 8192 = 2^32 became 0 elements: no tensor-parallel bytes,
     no activations, a 283 GB step that 'fits'), and a float32 peak made float32 times."""
-    import numpy as np
-
     hidden, seq, heads, batch = 8192, 4096, 64, 128
     block = tr.Layer("b", (np.int32(12 * hidden * hidden),), np.float32(1e15),
                      np.float32(2e15), block=True, attention_share=np.float32(0.5))

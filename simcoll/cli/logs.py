@@ -95,7 +95,9 @@ def read_table(args: argparse.Namespace) -> tuple[NcclTestsTable, list[str]]:
         kept = tuple(row for row in between.rows
                      if row.size > 0 and row.measurement(place).time_us > 0)
     except InvalidInputError as exc:
-        raise CommandLineError(f"{name}: {exc}") from None
+        hint = "; leave out --in-place (this log has out-of-place times only)" \
+            if args.in_place else ""
+        raise CommandLineError(f"{name}: {exc}{hint}") from None
     if not kept:
         bounds = "" if not args.min_size and args.max_size is None else (
             f" between --min-size {args.min_size} and --max-size "

@@ -187,7 +187,7 @@ def _check_splits(line: dict[int, Point], p: Point, x: str, at: int) -> None:
     if other is not None and other.splits is not None and other.splits != p.splits:
         raise InvalidInputError(
             f"two {p.collective}/{p.algorithm} points at {x}={at} on {p.topology!r} have "
-            f"other sizes per rank (splits); plot them apart")
+            f"other splits; plot them apart")
     if x != "nbytes":
         return
     # the line's points so far share their proportions: one of them stands for all

@@ -38,12 +38,6 @@ __all__ = ["GPU", "A100", "H100", "Precision", "MIXED_PRECISION_ADAM", "Layer", 
            "per_layer_seconds"]
 
 
-def _keep(instance: object, name: str, value: object) -> None:
-    """Store a checked field's value on a frozen dataclass as the check gave it (a Python
-    int or float, where numpy's fixed-width types wrapped or rounded the arithmetic)."""
-    object.__setattr__(instance, name, value)
-
-
 @dataclass(frozen=True)
 class GPU:
     """A GPU's arithmetic rate and memory.
@@ -64,13 +58,13 @@ class GPU:
 
     def __post_init__(self) -> None:
         # kept as Python floats: a numpy float32 peak gave float32 step times
-        _keep(self, "peak_flops", real(self.peak_flops, "peak_flops", strict=True,
-                                       what="FLOP/s"))
+        peak = real(self.peak_flops, "peak_flops", strict=True, what="FLOP/s")
+        object.__setattr__(self, "peak_flops", peak)
         if self.memory is not None:
-            _keep(self, "memory", real(self.memory, "memory", strict=True,
-                                       what="bytes of device memory"))
+            memory = real(self.memory, "memory", strict=True, what="bytes of device memory")
+            object.__setattr__(self, "memory", memory)
         eff = real(self.efficiency, "efficiency", strict=True, what="fraction of the peak")
-        _keep(self, "efficiency", eff)
+        object.__setattr__(self, "efficiency", eff)
         if eff > 1:
             raise InvalidInputError(f"efficiency={eff!r} is not accepted; use a fraction "
                                     f"of the peak in (0, 1]")
@@ -105,7 +99,8 @@ class Precision:
 
     def __post_init__(self) -> None:
         for name in ("param_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes"):
-            _keep(self, name, integer(getattr(self, name), name, minimum=0, what="bytes"))
+            value = integer(getattr(self, name), name, minimum=0, what="bytes")
+            object.__setattr__(self, name, value)
 
 
 #: Mixed-precision Adam as in ZeRO: fp16 parameters and gradients, K = 12.
@@ -144,8 +139,8 @@ class Layer:
             for i, t in enumerate(self.tensors)))
         object.__setattr__(self, "block", flag(self.block, "block"))
         for name in ("forward_flops", "backward_flops"):
-            _keep(self, name, real(getattr(self, name), name, what="FLOPs"))
-        _keep(self, "attention_share", real(self.attention_share, "attention_share"))
+            object.__setattr__(self, name, real(getattr(self, name), name, what="FLOPs"))
+        object.__setattr__(self, "attention_share", real(self.attention_share, "attention_share"))
         if not 0 <= self.attention_share <= 1:
             raise InvalidInputError(f"attention_share={self.attention_share!r} is not "
                                     f"accepted; use a fraction in [0, 1]")
@@ -204,17 +199,17 @@ class Model:
                                     f"simcoll.training.Precision")
         # kept as Python ints: numpy int32 shapes wrapped (b s h = 2^32 became 0 bytes)
         for name in ("batch", "seq_len", "hidden", "heads"):
-            _keep(self, name, integer(getattr(self, name), name, minimum=1))
+            object.__setattr__(self, name, integer(getattr(self, name), name, minimum=1))
         _check_head_split(self.hidden, self.heads)
         if self.kv_heads is not None:
-            _keep(self, "kv_heads", integer(self.kv_heads, "kv_heads", minimum=1))
+            object.__setattr__(self, "kv_heads", integer(self.kv_heads, "kv_heads", minimum=1))
             if self.heads % self.kv_heads:
                 raise InvalidInputError(f"heads={self.heads} is not a multiple of "
                                         f"kv_heads={self.kv_heads}")
         if self.ffn is not None:
-            _keep(self, "ffn", integer(self.ffn, "ffn", minimum=1))
-        _keep(self, "tied_embedding", integer(self.tied_embedding, "tied_embedding",
-                                              minimum=0, what="elements"))
+            object.__setattr__(self, "ffn", integer(self.ffn, "ffn", minimum=1))
+        tied = integer(self.tied_embedding, "tied_embedding", minimum=0, what="elements")
+        object.__setattr__(self, "tied_embedding", tied)
 
     def heads_per_gpu(self, tp: int) -> int:
         """Attention heads each GPU of a tensor-parallel group of ``tp`` holds.
