@@ -190,8 +190,8 @@ class VirtualChunks(Sequence[VirtualBuffer]):
         return self._dtype
 
     def _position(self, index: Any) -> int:
-        """``index`` as a list reads it (an integer, negative from the end; 1.5 refused
-        as a list refuses it: it was a key of its own, which join then counted)."""
+        """``index`` as a list reads it: an integer, negative from the end (1.5 refused,
+        as data mode's list refuses it)."""
         try:
             index = operator.index(index)
         except TypeError:

@@ -79,9 +79,9 @@ def whole_number(value: Any) -> int | None:
 
 
 def _whole_array(value: Any, shape: tuple[int, ...]) -> NDArray[np.int64] | None:
-    """A numpy array of ``shape`` whose every entry is a whole number in 0..2^62, as
-    int64, checked at once (entry by entry a 1024 x 1024 matrix took seconds); None for
-    anything else, which :func:`_counts` checks entry by entry, naming the first bad
+    """A plain numpy array of ``shape`` whose every entry is a whole number in 0..2^62,
+    as int64, checked at once (a p x p matrix is a million entries at p = 1024); None
+    for anything else, which :func:`_counts` checks entry by entry, naming the first bad
     one."""
     if type(value) is not np.ndarray or value.shape != shape:   # a masked array, a matrix
         return None

@@ -1395,7 +1395,8 @@ def test_a_choice_of_a_function_that_fails_is_named_at_the_run(case, choices, ma
         return x
 
     for given in ({}, {"c": "a"}):
-        with pytest.raises(sc.RegistrationError, match=match):
+        with pytest.raises(sc.RegistrationError, match=rf"^all_reduce/{name}: parameter 'c': "
+                                                       rf"Choice's choices function .*{match}"):
             sc.simulate(sc.topology.switch(2), "all_reduce", algorithm=name, nbytes=8,
                         **given)
 

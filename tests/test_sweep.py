@@ -169,8 +169,8 @@ def test_a_record_says_which_endpoints_are_server_hosts(tmp_path):
     assert [r.hosts for r in load_results(path)] == [1]
     saved["hosts"] = 2
     path.write_text(json.dumps(saved) + "\n")
-    with pytest.raises(sc.InvalidInputError, match=r"its hosts=2 is more than the 1 "
-                                                   r"endpoints of host_bytes_sent"):
+    with pytest.raises(sc.InvalidInputError, match=r"its hosts=2 is more than "
+                                                   r"host_bytes_sent's 1 endpoint\(s\)"):
         load_results(path)
 
 

@@ -287,6 +287,8 @@ def _fresh_defaults(what: str, specs: Mapping[str, Param], given: Mapping[str, A
             raise RegistrationError(f"{what}: the default of {name}, {spec.default!r}, is "
                                     f"refused by its own spec now ({exc}); give {name}= or "
                                     f"register a default it accepts") from None
+        except RegistrationError as exc:   # the spec's own fault (a Choice's function)
+            raise RegistrationError(f"{what}: parameter {name!r}: {message_of(exc)}") from exc
         if isinstance(value, (list, dict, set)):
             value = copy.copy(value)
         elif isinstance(value, np.ndarray) and value.flags.writeable:
@@ -304,7 +306,14 @@ def _normalized(spec: AlgorithmSpec, params: Mapping[str, Any],
                              for name, s in specs.items())
         raise InvalidInputError(f"{spec.collective}/{spec.name} does not take parameter(s) "
                                 f"{unknown}; it accepts {accepted or 'none'}")
-    return {name: specs[name].normalize(name, value) for name, value in params.items()}
+    normalized = {}
+    for name, value in params.items():
+        try:
+            normalized[name] = specs[name].normalize(name, value)
+        except RegistrationError as exc:   # the spec's own fault (a Choice's function)
+            raise RegistrationError(f"{spec.collective}/{spec.name}: parameter {name!r}: "
+                                    f"{message_of(exc)}") from exc
+    return normalized
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")

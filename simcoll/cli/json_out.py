@@ -50,7 +50,7 @@ def _boolean(value: bool) -> str:
 def _devices(topo: Topology) -> list[dict[str, Any]]:
     """nccl-tests' ``devices`` of the report: each rank on ``node<n>``, with ``device`` its
     GPU's index among the GPUs of that node (the CUDA ordinal writeDeviceReport in
-    nccl-tests' ``src/util.cu`` writes; it was the global rank)."""
+    nccl-tests' ``src/util.cu`` writes)."""
     seen: Counter[int] = Counter()
     devices = []
     for rank, (gpu, node) in enumerate(zip(topo.gpus, topo.gpu_nodes)):

@@ -175,8 +175,8 @@ def _same_proportions(one: Any, other: Any) -> bool:
 
 def _check_splits(line: dict[int, Point], p: Point, x: str, at: int) -> None:
     """Refuse a v-collective's point that would share a line with one of other splits:
-    at one x (a record replaced the other as a rerun; Results were called runs of other
-    faults), or, along sizes, of other proportions (two workloads drawn as one).
+    at one x (not a rerun of it), or, along sizes, of other proportions (two workloads
+    drawn as one).
 
     Raises:
         InvalidInputError: naming the line and the two x values.

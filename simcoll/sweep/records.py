@@ -254,7 +254,7 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
         if record.get("hosts", 0) > len(record["host_bytes_sent"]):
             raise InvalidInputError(
                 f"{where} is not a simcoll sweep record: its hosts={record['hosts']} is more "
-                f"than the {len(record['host_bytes_sent'])} endpoints of host_bytes_sent")
+                f"than host_bytes_sent's {len(record['host_bytes_sent'])} endpoint(s)")
         for key in ("bytes_sent", "bytes_received", "rank_times"):
             if len(record[key]) != record["nranks"]:
                 raise InvalidInputError(
