@@ -1377,7 +1377,7 @@ def _no_names():
 
 
 @pytest.mark.parametrize("case, choices, match", [
-    (1, _no_names, r"Choice's choices function _no_names raised KeyError: "
+    (1, _no_names, r"_no_names raised KeyError: "
                 r"'the registry is not loaded'"),
     (2, lambda: [1, 2], r"returned \[1, 2\]; it must return a non-empty tuple, list or set "
                      r"of strings"),
