@@ -408,9 +408,12 @@ def test_a_numpy_array_of_sizes_is_checked_at_once_as_a_list_is():
     masked = np.ma.masked_array([[0, 4], [8, 12]], mask=[[0, 1], [0, 0]])
     with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[0\]\[1\]=masked is not"):
         check_nbytes(coll, masked, 2)
+    with warnings.catch_warnings():   # numpy's own advice against np.matrix
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        matrix = np.matrix([[0, 4], [8, 12]])
     with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[0\]=\[\[0, 4\]\] is not a "
                                                    r"row of 2 entries"):
-        check_nbytes(coll, np.matrix([[0, 4], [8, 12]]), 2)
+        check_nbytes(coll, matrix, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert check_nbytes(coll, np.array([[0, 4], [8, 12]], np.float16), 2).tolist() == \
