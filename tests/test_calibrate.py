@@ -1065,3 +1065,13 @@ def test_a_constant_the_fit_moved_a_little_is_not_put_back_at_its_start():
     assert cal.initial == {"bandwidth": start}
     assert abs(cal.values["bandwidth"] / 100e9 - 1) < 2e-4
     assert abs(cal.values["bandwidth"] / start - 1) > 5e-4
+
+
+def test_a_builder_spec_with_spaces_around_its_name_is_calibrated(table):
+    """from_spec reads ' switch : ranks=8' as switch:ranks=8; calibrate looked the name up
+    unstripped (' switch ') and refused it as an unknown builder."""
+    free = {"bandwidth": (BANDWIDTH * 2, 1e9, 1e12), "latency": (LATENCY / 3, 1e-8, 1e-4)}
+    cal = sc.calibrate(" switch : ranks=8", table, free=free)
+    assert cal.values["bandwidth"] == pytest.approx(BANDWIDTH, rel=0.01)
+    assert cal.values["latency"] == pytest.approx(LATENCY, rel=0.01)
+    assert cal.topology.nranks == 8

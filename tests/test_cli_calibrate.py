@@ -584,3 +584,16 @@ def test_the_calibrate_command_counts_rows_of_a_table_of_every_type(capsys, tmp_
         first = capsys.readouterr().out.splitlines()[0]
         assert first.startswith(f"# simcoll calibrate: all_reduce / ring on switch:4, {head} "
                                 f"{log}")
+
+
+def test_with_arguments_keeps_a_lone_comma_and_writes_every_value_as_a_float():
+    # "switch:," is refused by from_spec (an empty argument): it stays refused with
+    # values added, not turned into a spec that runs
+    with pytest.raises(sc.TopologyError, match="an argument between two commas is empty"):
+        sc.topology.from_spec("switch:,")
+    assert with_arguments("switch:,", {"latency": 1.0}) == "switch:,,latency=1.0"
+    assert with_arguments("dgx_h100: , ", {"nvlink_bandwidth": 1.5}) == \
+        "dgx_h100:,,nvlink_bandwidth=1.5"
+    # a whole number is written as the float it is: 20 -> 20.0
+    assert with_arguments("switch:8", {"bandwidth": 20, "latency": 0}) == \
+        "switch:8,bandwidth=20.0,latency=0.0"

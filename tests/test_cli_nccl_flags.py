@@ -636,3 +636,29 @@ def test_json_report_config_flags_are_jsonbool_strings(tmp_path, capsys):
     assert config["blocking_collectives"] == "false"
     assert config["parallel_init"] == "false"
     assert config["per_iter_timing"] == "false"
+
+
+def test_g_1_on_a_whole_machine_gets_no_mpirun_note(capsys):
+    """-g 1 with --topology switch:8 runs 8 processes of one rank: the machine is already
+    whole, so the note that under mpirun --topology must be the whole machine is not
+    given (it is for a machine of one rank only)."""
+    _, out, _ = rows_of(capsys, "--topology", "switch:8", *SMALL, "-g", "1")
+    assert "# -t 1 -g 1: 8 processes of 1 rank, the machine's 8" in out.splitlines()
+    assert "mpirun" not in out
+
+
+def test_an_output_that_is_the_topology_file_under_another_name_is_refused(tmp_path,
+                                                                            capsys):
+    """A hard link is the topology file under a second name: refused as the file itself
+    is (one file under two names, which no comparison of the paths finds)."""
+    machine = tmp_path / "m.json"
+    sc.topology.save(sc.topology.switch(4), machine)
+    other = tmp_path / "other_name.json"
+    os.link(machine, other)
+    kept = machine.read_bytes()
+    status, out, err = cli(capsys, "run", "--topology", str(machine), "-b", "1K", "-e", "1K",
+                           "-J", str(other))
+    assert status == 2 and out == ""
+    assert err == (f"simcoll run: error: -J {other}: it is the topology file --topology "
+                   f"reads, which writing would replace; write elsewhere\n")
+    assert machine.read_bytes() == kept

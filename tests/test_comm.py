@@ -1386,3 +1386,39 @@ def test_the_time_limit_s_next_event_is_never_written_as_the_limit():
     with pytest.raises(sc.RunLimitError, match=r"until=1 s: its next event falls at "
                                                r"t=1\.0000000000000007 s"):
         sc.run_program(sc.topology.switch(2), loop, until=1.0)
+
+
+def test_a_data_free_chunk_index_past_the_end_is_refused_as_a_list_refuses_it():
+    """10 elements in 4 chunks (3, 3, 2, 2): index 4 and -5 are out of range, read or
+    written, as for a list of 4; nothing is stored under them."""
+    pieces = Comm.split_buffer(sc.VirtualBuffer(10, np.float32), 4)
+    for index in (4, -5):
+        with pytest.raises(IndexError, match=f"^chunk index {index} out of range for 4 "
+                                             f"chunks$"):
+            pieces[index]
+        with pytest.raises(IndexError, match=f"^chunk index {index} out of range for 4 "
+                                             f"chunks$"):
+            pieces[index] = sc.VirtualBuffer(7, np.float32)
+    assert [len(c) for c in pieces] == [3, 3, 2, 2]
+    assert Comm.join(pieces).count == 10
+
+
+def test_join_names_a_0_d_array_among_arrays_of_one_dimension():
+    """One 0-d chunk among 1-d ones is named as a lone one is (numpy's own ValueError,
+    'zero-dimensional arrays cannot be concatenated', came out where it is not first)."""
+    for chunks in ([np.ones(2), np.array(1.0)], [np.array(1.0), np.ones(2)]):
+        with pytest.raises(sc.CommUsageError, match=r"join takes chunks of one or more "
+                                                    r"dimensions, got a 0-d array"):
+            Comm.join(chunks)
+
+
+def test_an_integer_average_started_in_a_program_is_the_sum_divided_by_p():
+    """Rank r gives (r + 1) x [0, 1, 2, 3]: the sum is 10 x [0, 1, 2, 3] and the average
+    over 4 ranks [0, 2.5, 5, 7.5], which int32 holds as [0, 2, 5, 7]."""
+    def program(comm):
+        out = yield comm.all_reduce(np.arange(4, dtype=np.int32) * (comm.rank + 1),
+                                    op="avg")
+        return out.dtype.name, out.tolist()
+
+    topo = sc.topology.switch(4, bandwidth=1e9, latency=0.5e-6)
+    assert sc.run_program(topo, program).outputs == [("int32", [0, 2, 5, 7])] * 4

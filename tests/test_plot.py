@@ -2884,3 +2884,133 @@ def test_titles_of_one_run_write_its_size_as_the_scaling_plot_does():
     assert "1 MB per rank" in scaling([res]).axes[0].get_title()
     assert "1 MB per rank" in timeline(res).axes[0].get_title()
     assert "1 MB per rank" in link_utilization(res, sc.topology.switch(2)).axes[0].get_title()
+
+
+def test_1000_b_is_1_kb_and_sizes_whole_in_both_units_stay_binary():
+    """1000 B (whole kB, no whole KiB) reads 1 kB beside 100 B; 128000 B and 256000 B are
+    whole kB and whole KiB too (125 and 250 KiB): nothing says they were given in kB."""
+    def labels(sizes):
+        records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": p,
+                    "nbytes": n, "time": 1e-6 * p} for n in sizes for p in (2, 4)]
+        return {line.get_label()
+                for line in lines(scaling(records, x="nranks", y="time"), "simulated")}
+
+    assert labels([100, 1000]) == {"ring (100 B per rank)", "ring (1 kB per rank)"}
+    assert labels([128000, 256000]) == {"ring (125 KiB per rank)", "ring (250 KiB per rank)"}
+
+
+def test_more_decimal_sizes_than_labels_are_labelled_a_log_step_apart():
+    """1 to 20 kB in steps of 1 kB: 20 sizes, more than the 12 labelled one by one, so
+    at most 8 labels, a label at least (20)^(1/7) = 1.534 times the one before from
+    1 kB: 2, 4, 7, 11 and 17 kB, the last (17) given up for the end, 20 kB. 1-2-5 sizes
+    from 1 kB to 10 GB: the 8 decades are exactly (10^7)^(1/7) = 10 apart, and each is labelled."""
+    def ticks(sizes):
+        records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": 4,
+                    "nbytes": n, "time": 1e-6 * (i + 1)} for i, n in enumerate(sizes)]
+        return tick_texts(scaling(records, x="nbytes", y="time"), "x")
+
+    assert ticks([1000 * k for k in range(1, 21)]) == ["1 kB", "2 kB", "4 kB", "7 kB",
+                                                        "11 kB", "20 kB"]
+    # up to 12 sizes on a figure's own axes are each labelled: 1 to 10 kB
+    assert ticks([1000 * k for k in range(1, 11)]) == [f"{k} kB" for k in range(1, 11)]
+    assert ticks([m * 10**e for e in range(3, 10) for m in (1, 2, 5)] + [10**10]) == [
+        "1 kB", "10 kB", "100 kB", "1 MB", "10 MB", "100 MB", "1 GB", "10 GB"]
+
+
+def test_a_comparison_of_decimal_sizes_is_labelled_at_them_in_decimal_units():
+    """1 kB to 100 MB, one a decade: each size labelled. 1-2-5 sizes from 1 kB to 10 MB
+    (13, more than the 7 labels): a label at least (10^4)^(1/6) = 4.64 times the one
+    before from 1 kB: 5, 50 and 500 kB, and 5 MB given up for the end, 10 MB."""
+    def ticks(sizes):
+        fig = sc.plot.comparison(_found(sizes, [20e-6 + s / 40e9 for s in sizes]))
+        fig.canvas.draw()
+        return [t.get_text() for t in fig.axes[1].get_xticklabels()]
+
+    assert ticks([10**k for k in range(3, 9)]) == ["1 kB", "10 kB", "100 kB", "1 MB",
+                                                   "10 MB", "100 MB"]
+    assert ticks([m * 10**e for e in range(3, 7) for m in (1, 2, 5)] + [10**7]) == [
+        "1 kB", "5 kB", "50 kB", "500 kB", "10 MB"]
+
+
+def test_a_title_writes_its_decimal_size_and_the_faults_every_line_shares():
+    records = [{"collective": "all_reduce", "algorithm": "ring", "nranks": p,
+                "nbytes": 10**6, "time": 1e-6 * p} for p in (2, 4)]
+    title = scaling(records, x="nranks", y="time").axes[0].get_title().replace("\n", " ")
+    assert "1 MB per rank" in title and "iB" not in title
+    runs = [sc.simulate(sc.topology.switch(p), "all_reduce", algorithm="ring", nbytes=MIB,
+                        faults=sc.Faults(late={0: 50e-6})) for p in (2, 4)]
+    title = scaling(runs, x="nranks", y="time").axes[0].get_title().replace("\n", " ")
+    assert "all_reduce/ring (faults: late rank 0 +5e-05 s)" in title
+
+
+def test_a_failed_link_is_named_failed_in_a_line_s_label():
+    def ran(k, fields):
+        return [{"collective": "all_reduce", "algorithm": "ring", "nranks": p, "nbytes": 64,
+                 "time": 1e-6 * p * k, **fields} for p in (2, 4)]
+
+    failed = {"links": [{"link": ["gpu1", "switch"], "at": 1e-06, "factor": 0.0}]}
+    slow = {"links": [{"link": ["gpu1", "switch"], "at": 1e-06, "factor": 0.5}]}
+    records = [*ran(1, {}), *ran(2, {"faults": failed}), *ran(3, {"faults": slow})]
+    labels = {line.get_label()
+              for line in lines(scaling(records, x="nranks", y="time"), "simulated")}
+    assert labels == {"ring", "ring (faults: link gpu1->switch failed at 1e-06 s)",
+                      "ring (faults: link gpu1->switch x0.5 at 1e-06 s)"}
+
+
+@pytest.mark.parametrize("hosts", [2.0, np.int64(2), 2])
+def test_a_record_s_hosts_as_pandas_or_numpy_writes_it_is_read_as_the_count(hosts):
+    """Two server hosts and one in-network device: the busiest GPU or host sent 128 B,
+    the device's 4096 B are not counted."""
+    record = {"collective": "all_reduce", "algorithm": "parameter_server", "nranks": 4,
+              "nbytes": 64, "time": 1e-6, "bytes_sent": [64, 64, 64, 64],
+              "host_bytes_sent": [128, 96, 4096], "hosts": hosts}
+    (point,), _ = read_all([record])
+    assert point.hosts == 2 and type(point.hosts) is int and point.bytes_sent == 128
+
+
+def _first_and_gaps(fig):
+    """Each simulated line's first time (us) -> whether it has a gap (NaN)."""
+    found = {}
+    for line in lines(fig, "simulated"):
+        ys = xy(line)[1]
+        drawn = [y for y in ys if not math.isnan(y)]
+        found[round(drawn[0], 6)] = len(drawn) != len(ys)
+    return found
+
+
+def _ring_line(k, fields):
+    return [{"collective": "all_reduce", "algorithm": "ring", "nranks": p, "nbytes": 64,
+             "time": 1e-6 * p * k, "topology": f"switch({p})", "network": "flow",
+             "dtype": "float32", "params": {}, **fields} for p in (2, 4)]
+
+
+def test_a_failure_on_the_lines_machine_breaks_no_line_of_other_params_network_or_dtype():
+    """A switch(3) point of ring with no params, on the flow network, in float32, failed:
+    only that line (2 and 4 us) breaks at p = 3, not those of chunks=2 (4, 8 us), the
+    analytical network (6, 12 us) or float16 (10, 20 us)."""
+    failed = {"collective": "all_reduce", "algorithm": "ring", "nranks": 3, "nbytes": 64,
+              "topology": "switch(3)", "network": "flow", "dtype": "float32",
+              "params": {}, "error": {"type": "RunLimitError", "message": "past until"}}
+    records = [*_ring_line(1, {}), *_ring_line(2, {"params": {"chunks": 2}}),
+               *_ring_line(3, {"network": "analytical"}),
+               *_ring_line(5, {"dtype": "float16"}), failed]
+    fig = scaling(records, x="nranks", y="time", by="topology", legend="right")
+    assert _first_and_gaps(fig) == {2.0: True, 4.0: False, 6.0: False, 10.0: False}
+
+
+def test_a_failed_point_s_params_keep_it_to_its_own_line():
+    """Failures of ring with chunks=2 at p = 3, as a sweep's FailedPoint and as a record
+    that names its params as requested: the chunks=2 line (4, 8 us) breaks, the line of
+    no params (2, 4 us) does not."""
+    from simcoll.sweep import FailedPoint
+
+    as_point = FailedPoint("all_reduce", "ring", "flow", "switch(3)", 3, 64, "float32",
+                           "SUM", None, {"chunks": 2}, "RunLimitError", "past until")
+    as_record = {"collective": "all_reduce", "algorithm": "ring", "nranks": 3, "nbytes": 64,
+                 "topology": "switch(3)", "network": "flow", "dtype": "float32",
+                 "requested": {"chunks": 2},
+                 "error": {"type": "RunLimitError", "message": "past until"}}
+    for failed in (as_point, as_record):
+        records = [*_ring_line(1, {}), *_ring_line(2, {"params": {"chunks": 2}}), failed]
+        fig = scaling(records, x="nranks", y="time", legend="right")
+        assert _first_and_gaps(fig) == {2.0: False, 4.0: True}

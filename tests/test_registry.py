@@ -1600,3 +1600,14 @@ def test_a_traffic_model_with_only_its_received_bytes_two_dimensional_is_refused
         _returns_input)
     with pytest.raises(sc.RegistrationError, match=r"received of shape \(2, 1\)"):
         cost.traffic("all_reduce", "test_mut_traffic_recv_2d", p=2, nbytes=4096)
+
+
+def test_a_choice_function_returning_a_set_lists_its_names_sorted():
+    """A set returned by a choices function is read as a set given to Choice is: its
+    names in sorted order (the set's own order varies from run to run)."""
+    names = {"hotel", "delta", "alpha", "echo", "charlie", "bravo", "golf", "foxtrot"}
+    choice = Choice("alpha", lambda: set(names))
+    assert choice.options() == ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot",
+                                "golf", "hotel")
+    assert choice.accepted() == ("one of 'alpha', 'bravo', 'charlie', 'delta', 'echo', "
+                                 "'foxtrot', 'golf', 'hotel'")

@@ -1158,3 +1158,17 @@ def test_a_json_object_that_is_no_run_line_is_called_no_list(tmp_path):
     with pytest.raises(sc.InvalidInputError,
                        match=rf"^{path} is not a JSON list of sweep records$"):
         load_results(path)
+
+
+def test_a_record_s_hosts_that_is_no_count_is_refused_by_name(tmp_path):
+    path = tmp_path / "points.jsonl"
+    sweep(lambda p: sc.topology.switch(p, servers=2), "all_reduce",
+          algorithms=["parameter_server"], ranks=[4], sizes=[64], save=path)
+    (saved,) = records(path)
+    assert saved["hosts"] == 2 and len(saved["host_bytes_sent"]) == 2
+    for bad, shown in ((-1, "-1"), ("2", "'2'")):
+        saved["hosts"] = bad
+        path.write_text(json.dumps(saved) + "\n")
+        with pytest.raises(sc.InvalidInputError, match=f"its hosts is {shown}, not an "
+                                                       f"integer >= 0"):
+            load_results(path)

@@ -685,3 +685,16 @@ def test_assert_traffic_knows_an_nvswitch_is_no_server_host():
         sc.testing.assert_traffic(res, host_sent=0)
     # and the GPUs' own traffic is held as before: (p + 1) / p of the buffer each
     sc.testing.assert_traffic(res, sent=9 * 64 * 2**20 // 8)
+
+
+def test_an_in_network_switch_is_not_taken_for_a_server_host():
+    """dgx_h100(1) has one endpoint past its GPUs, an NVSwitch that reduces in the
+    network, and no server host: the refusal of its machine points to a reference
+    network without servers=."""
+    res = sc.simulate(sc.topology.dgx_h100(1), "all_reduce", algorithm="ring",
+                      nbytes=2**20)
+    assert (res.hosts, res.host_bytes_sent.size) == (0, 1)
+    with pytest.raises(sc.InvalidInputError, match=r"run it on alpha_beta_network\(8, "
+                                                   r"alpha=\.\.\., beta=\.\.\., "
+                                                   r"gamma=\.\.\.\) and give"):
+        assert_matches_model(res, alpha=1e-6, beta=1e-11)

@@ -794,3 +794,13 @@ def test_link_index_finds_each_link_of_a_large_switch():
     assert [machine.link_index(name, "switch") for name in names] == list(range(300))
     with pytest.raises(sc.TopologyError, match=r"no link between 'gpu0' and 'gpu1'"):
         machine.link_index("gpu0", "gpu1")
+
+
+@pytest.mark.parametrize("read", [sc.topology.load, sc.topology.from_spec,
+                                  sc.topology.from_astra_sim])
+def test_a_short_path_with_a_nul_byte_is_named_whole(read):
+    # quoted for the NUL, and whole: 20 characters are far from the 100 that are cut
+    with pytest.raises(sc.TopologyError, match=r"^cannot read topology file "
+                                               r"'machines\\x00file\.yaml': embedded null "
+                                               r"byte$"):
+        read("machines\0file.yaml")

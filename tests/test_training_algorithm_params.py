@@ -155,3 +155,19 @@ def test_a_choice_nccl_cannot_make_on_a_group_is_refused_before_the_run(monkeypa
              + no_nvls.format("all_reduce") + r".*NVLS across nodes needs collnet=1")):
         with pytest.raises(sc.InvalidInputError, match=where):
             run()
+
+
+def test_a_choice_nccl_cannot_make_on_a_step_s_element_type_is_refused_before_the_run(
+        monkeypatch):
+    """Gradients of one byte are all-reduced as 8-bit elements (no float type has that
+    size), which NVLS's switches never sum: algo='nvls' on a DGX H100 is refused before
+    the run, as the run's sum would refuse it (checked with no reduction, it passed)."""
+    monkeypatch.setattr("simcoll.training.data_parallelism.run_program", _never_run)
+    model = tr.gpt(3, 64, 8, 16, 128, batch=2,
+                   precision=tr.Precision(param_bytes=2, grad_bytes=1))
+    with pytest.raises(sc.InvalidInputError, match=r"^the GPUs \[0, 1, 2, 3, 4, 5, 6, 7\] "
+                                                   r"\(all_reduce\): algo='nvls' cannot run "
+                                                   r"all_reduce on this machine; .*never an "
+                                                   r"average, a product or 8-bit elements"):
+        tr.data_parallel(model, sc.topology.dgx_h100(1), algorithm="nccl",
+                         algorithm_params={"algo": "nvls"})

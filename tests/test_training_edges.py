@@ -518,3 +518,18 @@ def test_a_backward_gather_that_waits_for_its_forward_copy_is_counted_after_it_g
                      gpu=tr.GPU("unit", peak_flops=1e12), prefetch=True)
     assert z.step_time == pytest.approx(11e-3, rel=1e-12)
     assert z.gathered == 12_000_000
+
+
+@pytest.mark.parametrize("param_bytes, grad_bytes, elements", [(2, 3, 1728), (3, 2, 5184)])
+def test_fsdp_s_all_gather_bound_on_chunks_is_its_parameters_elements(param_bytes,
+                                                                        grad_bytes, elements):
+    """FSDP over 4 GPUs all-gathers each layer's 1/4 shard of parameters: the smallest
+    layer, the embedding's 6,912 parameters, gives 1,728, as float16 (2 bytes) 1,728
+    elements, and of 3 bytes (no float type has that size) 3 x 1,728 = 5,184 byte
+    elements. The bound is the parameters' buffer, not one of gradient bytes."""
+    model = tr.gpt(layers=2, hidden=64, heads=4, seq_len=8, vocab=100, batch=8,
+                   precision=tr.Precision(param_bytes=param_bytes, grad_bytes=grad_bytes))
+    with pytest.raises(sc.InvalidInputError, match=rf"^the GPUs \[0, 1, 2, 3\] \(all_gather\): "
+                                                   rf"chunks={elements + 1} is more than the "
+                                                   rf"{elements} elements"):
+        tr.zero_step(model, _FOUR, stage=3, algorithm_params={"chunks": elements + 1})

@@ -422,3 +422,25 @@ def test_a_numpy_array_of_sizes_is_checked_at_once_as_a_list_is():
     # 2 x 8 B to its two peers
     assert cost.predict("all_to_allv", "direct", p=3, nbytes=np.full((3, 3), 8), alpha=1e-6,
                         beta=1e-9) == pytest.approx(1e-6 + 16e-9, rel=1e-12)
+
+
+def test_a_numpy_array_of_sizes_is_refused_where_the_same_list_is():
+    """An array checked at once refuses what a list refuses, naming the entry: a negative
+    integer, 2^62 (the first size past the int64 counters' limit), and booleans."""
+    from simcoll.uneven import check_nbytes
+
+    coll = sc.COLLECTIVES["all_to_allv"]
+    for bad, said in ((-8, "-8 is not accepted"),
+                      (2**62, "4611686018427387904 could overflow the int64")):
+        for dtype in (np.int64, np.float64):
+            sizes = np.array([[0, 4], [8, 12]], dtype=dtype)
+            sizes[1, 0] = bad
+            shown = said if dtype is np.int64 else said.replace(str(bad), repr(float(bad)))
+            with pytest.raises(sc.InvalidInputError,
+                               match=rf"^nbytes\[1\]\[0\]={shown.replace('+', '[+]')}"):
+                check_nbytes(coll, sizes, 2)
+    with pytest.raises(sc.InvalidInputError, match=r"^nbytes\[0\]\[0\]=True is not accepted"):
+        check_nbytes(coll, np.array([[True, False], [False, True]]), 2)
+    # 2^62 - 1 is the largest size an entry may have
+    sizes = np.array([[0, 4], [2**62 - 1, 12]], dtype=np.int64)
+    assert check_nbytes(coll, sizes, 2).tolist() == [[0, 4], [2**62 - 1, 12]]
