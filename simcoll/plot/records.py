@@ -17,7 +17,7 @@ from simcoll.collectives import collective
 from simcoll.errors import InvalidInputError
 from simcoll.result import Result
 from simcoll.sweep.records import FailedPoint, SweepResults
-from simcoll.uneven import check_splits
+from simcoll.uneven import check_splits, whole_number
 
 Record = Union[Result, FailedPoint, Mapping[str, Any]]  # noqa: UP007 (a runtime alias on 3.10)
 """What the plots read: a Result, a sweep's failed point, or a record as a dict
@@ -233,18 +233,13 @@ def _server_hosts(where: str, hosts: Any, endpoints: int | None) -> int:
     """
     if _none(hosts):
         return endpoints or 0
-    if isinstance(hosts, float) and hosts.is_integer():   # pandas' float column
-        hosts = int(hosts)
-    if isinstance(hosts, np.integer):
-        hosts = int(hosts)
-    most = endpoints if endpoints is not None else hosts
-    if isinstance(hosts, bool) or not isinstance(hosts, int) or not 0 <= hosts <= most:
-        bound = f"0..{endpoints} (the endpoints of its host_bytes_sent)" \
+    count = whole_number(hosts)   # pandas' float column and numpy's integers too
+    if count is None or (endpoints is not None and count > endpoints):
+        bound = f"in 0..{endpoints} (the endpoints of its host_bytes_sent)" \
             if endpoints is not None else ">= 0"
         raise InvalidInputError(f"{where} has hosts={hosts!r:.60}; expected an integer "
-                                f"{'in ' if endpoints is not None else ''}{bound}, as "
-                                f"Result.to_dict() writes it")
-    return hosts
+                                f"{bound}, as Result.to_dict() writes it")
+    return count
 
 
 def _splits(where: str, splits: Any, name: str, p: int) -> Any:
