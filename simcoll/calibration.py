@@ -26,12 +26,13 @@ scipy is an optional dependency: ``pip install "simcoll[calibrate]"``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,7 @@ from simcoll.comparison import (
     wrong_labels,
     wrong_note,
 )
-from simcoll.errors import InvalidInputError, RunLimitError, SimCollError
+from simcoll.errors import InvalidInputError, RunLimitError, SimCollError, add_note
 from simcoll.nccl_tests import NcclTestsTable
 from simcoll.processes import local_pool
 from simcoll.progress import check_progress, progress_bar
@@ -467,7 +468,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         return _cost(tried[x.tobytes()], measured, loss, loss_scale)
 
     with progress_bar(progress, total=None, desc="calibrate", unit="sim") as bar, \
-            local_pool(min(workers, len(shapes))) as pool:
+            local_pool(min(workers, len(shapes))) as pool, \
+            _best_on_interrupt(tried, measured, loss, loss_scale, values_of):
         before = times(initial)
         low, high = [f.low_unit for f in scale], [f.high_unit for f in scale]
         rng = np.random.default_rng(seed)
@@ -613,6 +615,26 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
 def _at_start(value: float, initial: float) -> bool:
     """Whether a fitted ``value`` is ``initial`` to the rounding of the fit's log scale."""
     return math.isclose(value, initial, rel_tol=1e-12)
+
+
+@contextlib.contextmanager
+def _best_on_interrupt(tried: Mapping[bytes, np.ndarray], measured: np.ndarray, loss: str,
+                       loss_scale: float, values_of: Callable[[np.ndarray], dict[str, float]]
+                       ) -> Iterator[None]:
+    """Run the fit; on Ctrl-C, note on the KeyboardInterrupt the best point simulated so
+    far (least cost, as the fit's end is chosen), its constants and time error, so that an
+    interrupted calibration still tells what it found."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        simulated = [k for k, times in tried.items() if np.all(np.isfinite(times))]
+        if simulated:
+            key = min(simulated, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
+            error = geomean_error((tried[key] / measured - 1).tolist())
+            add_note(exc, f"the best point simulated before the interrupt: "
+                          f"{_named(values_of(np.frombuffer(key)))} ({error:.1%} "
+                          f"geometric-mean time error over {len(measured)} sizes)")
+        raise
 
 
 def _named(values: Mapping[str, float]) -> str:

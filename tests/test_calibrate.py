@@ -12,6 +12,7 @@ import sys
 import pytest
 
 import simcoll as sc
+import simcoll.calibration
 import simcoll.comparison
 from simcoll.algorithms.registry import get_algorithm
 from simcoll.calibration import Calibration, _check_free
@@ -1075,3 +1076,49 @@ def test_a_builder_spec_with_spaces_around_its_name_is_calibrated(table):
     assert cal.values["bandwidth"] == pytest.approx(BANDWIDTH, rel=0.01)
     assert cal.values["latency"] == pytest.approx(LATENCY, rel=0.01)
     assert cal.topology.nranks == 8
+
+
+def test_an_interrupted_fit_notes_its_best_point_so_far(table, monkeypatch):
+    """Ctrl-C in the fit's fourth trial: the KeyboardInterrupt carries the best of the
+    three points simulated (least squared log error, worked out here from what each
+    simulation returned), so a long calibration stopped by hand still tells what it
+    found."""
+    built: list[tuple[float, float]] = []
+    simulated: list[tuple[tuple[float, float], list[float]]] = []
+    run_sizes = simcoll.calibration.run_sizes
+
+    def builder(bandwidth: float, latency: float) -> sc.Topology:
+        built.append((bandwidth, latency))
+        return switch8(bandwidth, latency)
+
+    def interrupted_on_the_fourth(*args, **kwargs):
+        if len(simulated) == 3:
+            raise KeyboardInterrupt
+        timed = run_sizes(*args, **kwargs)
+        simulated.append((built[-1], [t for t, _ in timed]))
+        return timed
+
+    monkeypatch.setattr(simcoll.calibration, "run_sizes", interrupted_on_the_fourth)
+    free = {"bandwidth": (BANDWIDTH / 3, 1e9, 1e12), "latency": (LATENCY * 2.5, 1e-8, 1e-4)}
+    with pytest.raises(KeyboardInterrupt) as caught:
+        sc.calibrate(builder, table, free=free, algorithm="ring")
+    measured = [r.out_of_place.time for r in table.rows]
+
+    def squares(times: list[float]) -> float:
+        return sum(math.log(t / m) ** 2 for t, m in zip(times, measured))
+
+    (bandwidth, latency), times = min(simulated, key=lambda s: squares(s[1]))
+    error = math.exp(sum(abs(math.log(t / m)) for t, m in zip(times, measured))
+                     / len(measured)) - 1
+    assert caught.value.__notes__ == [
+        f"the best point simulated before the interrupt: bandwidth={bandwidth:.4g}, "
+        f"latency={latency:.4g} ({error:.1%} geometric-mean time error over 10 sizes)"]
+
+
+def test_an_interrupt_before_any_simulation_adds_no_note(table, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(simcoll.calibration, "run_sizes", interrupted)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        sc.calibrate(switch8, table, free=GOOD, algorithm="ring")
+    assert not getattr(caught.value, "__notes__", [])

@@ -11,6 +11,7 @@ import json
 import pytest
 
 import simcoll as sc
+import simcoll.calibration
 from simcoll.cli import main
 from simcoll.topology.io import save
 from simcoll.topology.spec import with_arguments
@@ -597,3 +598,30 @@ def test_with_arguments_keeps_a_lone_comma_and_writes_every_value_as_a_float():
     # a whole number is written as the float it is: 20 -> 20.0
     assert with_arguments("switch:8", {"bandwidth": 20, "latency": 0}) == \
         "switch:8,bandwidth=20.0,latency=0.0"
+
+
+def test_an_interrupted_calibration_prints_its_best_point_so_far(capsys, tmp_path,
+                                                                 monkeypatch):
+    log = tmp_path / "ring.txt"
+    status, out, _ = cli(capsys, "run", "--topology",
+                         "switch:ranks=8,bandwidth=100GB/s,latency=1.5us", "-b", "8", "-e",
+                         "1M", "-f", "8")
+    log.write_text(out)
+    run_sizes, runs = simcoll.calibration.run_sizes, []
+
+    def interrupted_on_the_third(*args, **kwargs):
+        if len(runs) == 2:
+            raise KeyboardInterrupt
+        runs.append(run_sizes(*args, **kwargs))
+        return runs[-1]
+
+    monkeypatch.setattr(simcoll.calibration, "run_sizes", interrupted_on_the_third)
+    status, out, err = cli(capsys, "calibrate", str(log), "--topology", "switch:ranks=8",
+                           "--free", "bandwidth=30GB/s:1GB/s:1TB/s",
+                           "--free", "latency=4us:10ns:100us")
+    lines = err.splitlines()
+    assert status == 130 and not out and len(lines) == 2
+    assert lines[0] == "simcoll calibrate: interrupted"
+    assert lines[1].startswith("simcoll calibrate: the best point simulated before the "
+                               "interrupt: bandwidth=")
+    assert lines[1].endswith("geometric-mean time error over 6 sizes)")

@@ -62,8 +62,9 @@ def _quiet_stdout() -> None:
         pass
 
 
-def _interrupted(command: str) -> int:
-    """Say that ``command`` was interrupted; a second Ctrl-C meanwhile ends the process as
+def _interrupted(command: str, interrupt: KeyboardInterrupt) -> int:
+    """Say that ``command`` was interrupted, with what ``interrupt``'s notes tell (an
+    interrupted calibration's best point so far); a second Ctrl-C meanwhile ends the process as
     the signal does, without a traceback (the first one's work, saving what was asked and
     stopping workers, is done by now). The caller's handler is back on return."""
     try:
@@ -72,6 +73,8 @@ def _interrupted(command: str) -> int:
         previous = None
     try:
         print(f"simcoll {command}: interrupted", file=sys.stderr)
+        for note in getattr(interrupt, "__notes__", ()):
+            print(f"simcoll {command}: {note}", file=sys.stderr)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
@@ -126,8 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _quiet_stdout()
         return CLOSED_PIPE
-    except KeyboardInterrupt:
-        return _interrupted(args.command)
+    except KeyboardInterrupt as interrupt:
+        return _interrupted(args.command, interrupt)
     except BrokenExecutor as exc:
         said = "; ".join(getattr(exc, "__notes__", ())) or DIED
         print(f"simcoll {args.command}: error: {said}; use fewer --workers or smaller "
