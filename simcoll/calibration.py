@@ -270,7 +270,7 @@ class Calibration:
             lines.append(f"{size:>{width}d}{label}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  "
                          f"{a * 1e6:>11.2f}  {eb:>+12.1%}  {ea:>+12.1%}")
         lines += [""] + geomean_line(
-            "geometric-mean |time error|", [self.error_before, self.error_after],
+            "geometric-mean |time error|", self.measured, [self.before, self.after],
             ["before", "after"], f"({self.evaluations} simulations; {self.message})")
         return "\n".join(lines)
 
@@ -442,7 +442,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         except RunLimitError as err:   # the worst fit: the fit goes on
             unsimulated.append((values, err))
             return np.full(len(shapes), math.inf)
-        error = geomean_error((simulated / measured - 1).tolist())
+        error = geomean_error(simulated.tolist(), measured.tolist())
         if error < smallest[0]:
             smallest[0] = error
             bar.set_postfix({"smallest error": f"{error:.1%}"}, refresh=False)
@@ -630,7 +630,7 @@ def _best_on_interrupt(tried: Mapping[bytes, np.ndarray], measured: np.ndarray, 
         simulated = [k for k, times in tried.items() if np.all(np.isfinite(times))]
         if simulated:
             key = min(simulated, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
-            error = geomean_error((tried[key] / measured - 1).tolist())
+            error = geomean_error(tried[key].tolist(), measured.tolist())
             add_note(exc, f"the best point simulated before the interrupt: "
                           f"{_named(values_of(np.frombuffer(key)))} ({error:.1%} "
                           f"geometric-mean time error over {len(measured)} sizes)")

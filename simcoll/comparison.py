@@ -45,13 +45,20 @@ CHOICES = ("algo", "proto", "channels")
 """The parameters that say what an algorithm chose for a size (NCCL's), where it has them."""
 
 
-def geomean_error(errors: Sequence[float]) -> float:
-    """The geometric-mean |time error|: exp(mean |ln(1 + e)|) - 1 over relative errors
-    e = simulated / measured - 1, i.e. the geometric mean of the factors by which the
-    simulated and measured times differ (the larger over the smaller), less 1. A time off
-    by a factor of 2 counts as 100% whether it is twice (e = +100%) or half (e = -50%) the
-    measured one."""
-    return math.exp(sum(abs(math.log1p(e)) for e in errors) / len(errors)) - 1
+def geomean_error(simulated: Sequence[float], measured: Sequence[float]) -> float:
+    """The geometric-mean |time error|: exp(mean |ln(simulated / measured)|) - 1 over the
+    sizes' times, i.e. the geometric mean of the factors by which the simulated and
+    measured times differ (the larger over the smaller), less 1. A time off by a factor of
+    2 counts as 100% whether it is twice (error +100%) or half (-50%) the measured one.
+    Taken from the times' logarithms, not from their relative errors (which round to
+    -100% where a time is below 1e-16 of the other); ``inf`` where one time is 0 and the
+    other not, or the factor is past a float's range."""
+    logs = [abs(math.log(s) - math.log(m)) if s and m else 0.0 if s == m else math.inf
+            for s, m in zip(simulated, measured, strict=True)]
+    try:
+        return math.exp(sum(logs) / len(logs)) - 1
+    except OverflowError:
+        return math.inf
 
 
 def size_width(sizes: Sequence[int]) -> int:
@@ -59,11 +66,12 @@ def size_width(sizes: Sequence[int]) -> int:
     return max([10, *(len(str(size)) for size in sizes)])
 
 
-def geomean_line(label: str, errors: Sequence[Sequence[float]], words: Sequence[str],
+def geomean_line(label: str, measured: Sequence[float],
+                 simulated: Sequence[Sequence[float]], words: Sequence[str],
                  tail: str) -> list[str]:
-    """The report lines that print :func:`geomean_error` (of each list of ``errors``,
-    named by ``words``) and say what it is."""
-    found = [geomean_error(e) for e in errors]
+    """The report lines that print :func:`geomean_error` (of each list of ``simulated``
+    times against ``measured``, named by ``words``) and say what it is."""
+    found = [geomean_error(s, measured) for s in simulated]
     shown = ", ".join(f"{g:.1%}{' ' + w if w else ''}" for g, w in zip(found, words))
     factors = ", ".join(f"{1 + g:.3f}{' ' + w if w else ''}" for g, w in zip(found, words))
     return [f"{label}: {shown} {tail}",
@@ -379,7 +387,7 @@ class Comparison:
         """The geometric-mean |time error|, exp(mean |ln(simulated / measured)|) - 1 over
         the sizes: the factor by which the times differ on average, less 1 (see
         :func:`geomean_error`)."""
-        return geomean_error(self.error)
+        return geomean_error(self.simulated, self.measured)
 
     @property
     def simulated_busbw(self) -> tuple[float, ...]:
@@ -418,7 +426,7 @@ class Comparison:
                          f"{e:>+8.1%}  {bm / 1e9:>11.2f} {bs / 1e9:>11.2f}  {chosen}")
         lines = [line.rstrip() for line in lines]
         lines += [""] + geomean_line(
-            "geometric-mean |time error|", [self.error], [""],
+            "geometric-mean |time error|", self.measured, [self.simulated], [""],
             f"over {counted_rows(self.sizes)} "
             f"({self.collective}, {self.algorithm} on "
             f"{self.topology}, {self.place.replace('_', '-')} times)")

@@ -12,6 +12,7 @@ import codecs
 import dataclasses
 import io
 import json
+import math
 
 import numpy as np
 import pytest
@@ -71,6 +72,19 @@ def test_every_field_against_the_hand_worked_ring():
     assert found.simulated_busbw == pytest.approx(
         [s / ring_all_reduce_time(s) * 2 * (P - 1) / P for s in SIZES], rel=1e-12)
     assert found.params == ({}, {}, {}) and found.choices == ("", "", "")
+
+
+def test_a_machine_a_billion_billion_times_too_fast_is_reported():
+    """Simulated times 1e-22 of the measured ones: each size's factor worked out from
+    the times by hand, its geometric mean printed, not a math domain error."""
+    fast = sc.topology.switch(P, bandwidth=1e30, latency=0)
+    found = sc.compare(fast, made_table())
+    factors = [m / s for s, m in zip(found.simulated, found.measured)]
+    assert min(factors) > 1e16
+    geomean = math.prod(factors) ** (1 / len(factors)) - 1
+    assert found.geomean_error == pytest.approx(geomean, rel=1e-9)
+    assert f"{found.geomean_error:.1%}" in found.report()
+    assert json.loads(json.dumps(found.to_dict()))["geomean_error"] == found.geomean_error
 
 
 def test_in_place_times_and_another_collective():
@@ -209,9 +223,17 @@ def test_bad_input_is_refused_before_simulating(no_simulation):
 
 
 def test_geomean_error_by_hand():
-    assert simcoll.comparison.geomean_error([1.0, -0.5]) == pytest.approx(1.0)   # x2, x1/2
-    assert simcoll.comparison.geomean_error([0.0]) == 0.0
-    assert simcoll.comparison.geomean_error([0.21, 0.0]) == pytest.approx(0.1)   # sqrt(1.21)
+    geomean_error = simcoll.comparison.geomean_error
+    assert geomean_error([2.0, 1.0], [1.0, 2.0]) == pytest.approx(1.0)   # x2, x1/2
+    assert geomean_error([3e-6], [3e-6]) == 0.0
+    assert geomean_error([1.21, 5.0], [1.0, 5.0]) == pytest.approx(0.1)   # sqrt(1.21)
+    # a time 1e-20 of the other: its relative error rounds to -1, its factor is 1e20
+    assert geomean_error([1e-25, 1.0], [1e-5, 1.0]) == pytest.approx(1e10, rel=1e-9)
+    # factors past a float's range, and a time of 0 against one that is not
+    assert geomean_error([1e-300], [1e300]) == math.inf
+    assert geomean_error([0.0, 1.0], [1e-6, 1.0]) == math.inf
+    with pytest.raises(ValueError):
+        geomean_error([1.0, 2.0], [1.0])
 
 
 def cli(capsys, *argv):
