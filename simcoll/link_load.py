@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcoll.checks import shown
 from simcoll.errors import InvalidInputError
 from simcoll.inputs import check_topology
 from simcoll.result import RunResult, traced_events
@@ -192,8 +193,18 @@ def binned_bytes(load: LinkLoad, edges: np.ndarray) -> np.ndarray:
     time are piecewise linear in it, with a corner at every start and end: the curve is
     summed at the corners and read at the edges (memory in messages plus bins, not
     their product).
+
+    Raises:
+        InvalidInputError: ``edges`` not a 1-D array of finite, increasing times.
     """
-    edges = np.asarray(edges, dtype=float)
+    given = edges
+    try:
+        edges = np.asarray(edges, dtype=float)
+    except (TypeError, ValueError):
+        edges = np.array([np.nan])
+    if edges.ndim != 1 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
+        raise InvalidInputError(f"binned_bytes: edges must be finite times in increasing "
+                                f"order, in one row; got {shown(given)}")
     if not load.rates.size:   # a load of no messages carried nothing
         return np.zeros(max(edges.size - 1, 0))
     corners = np.concatenate([load.starts, load.ends])

@@ -1030,6 +1030,16 @@ def test_binned_bytes_equal_each_message_rate_times_its_overlap_with_each_bin():
     np.testing.assert_allclose(binned_bytes(load, edges), expected, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("edges", [np.array([1.0, 0.0]), [0.0, 0.0], [0.0, np.nan],
+                                   [-np.inf, 1.0], "abc", [[0.0, 1.0]], [0, "x"]])
+def test_binned_bytes_refuses_edges_that_make_no_bins(edges):
+    """Descending edges gave negative bytes, NaN ones NaN, a string numpy's ValueError."""
+    load = LinkLoad(("a", "b"), 100.0, np.array([0.0]), np.array([1.0]), np.array([5.0]))
+    with pytest.raises(sc.InvalidInputError, match="binned_bytes: edges must be finite times "
+                                                "in increasing order, in one row; got "):
+        binned_bytes(load, edges)
+
+
 def test_a_load_of_no_messages_has_no_steps_and_carries_nothing():
     """A LinkLoad built or filtered to no messages raised ZeroDivisionError in rate_steps
     and numpy's ValueError in binned_bytes."""
