@@ -87,6 +87,21 @@ def test_every_writer_refuses_a_directory_or_a_missing_folder(tmp_path, write):
     assert list(folder.iterdir()) == []
 
 
+@pytest.mark.parametrize("write", [
+    lambda path: save_chrome(_traced(), path),
+    lambda path: sc.topology.save(sc.topology.switch(2), path),
+    lambda path: sc.sweep(sc.topology.switch, "all_reduce", algorithms=["ring"], ranks=[2],
+                          sizes=[1024], save=path),
+])
+def test_a_path_ending_in_a_separator_is_refused_as_a_folders(tmp_path, write):
+    """'runs/' (no such folder yet) was written as a file named 'runs', where open()
+    refuses it."""
+    with pytest.raises(sc.InvalidInputError, match="ends in a separator, as a folder's "
+                                                   "name does; give a file path, e.g. "):
+        write(f"{tmp_path / 'runs.json'}/")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("command", [["trace", "--topology", "switch:2", "--size", "1K"],
                                      ["sweep", "--algorithms", "ring", "--ranks", "2",
                                       "--sizes", "1K"]])
