@@ -103,8 +103,9 @@ def _apart(a: int, b: int, unit: int, digits: int, kind: str = "f") -> tuple[str
 
 
 def nccl_slice_bytes(nbytes: int) -> int:
-    """The bytes a data-free ``algorithm="nccl"`` run of ``nbytes`` per rank holds in
-    slices, about :data:`NCCL_SLICE_BYTES_PER_MIB` per MiB."""
+    """The bytes a data-free ``algorithm="nccl"`` run whose ranks' larger buffer (their
+    input, or all_gather's output) is ``nbytes`` holds in slices, about
+    :data:`NCCL_SLICE_BYTES_PER_MIB` per MiB."""
     return nbytes * NCCL_SLICE_BYTES_PER_MIB // 2**20
 
 

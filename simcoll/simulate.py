@@ -74,8 +74,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             (data-free mode: sizes only; memory grows with the messages in flight, about
             3 KB each, p^2 of them at once for algorithms that send to every rank at
             once, such as naive all_reduce and direct all_to_all, and for NCCL's rings
-            about 500 B per MiB of a rank's buffer, as a ring's first step sends a
-            block's slices before the next rank takes them, refused before the run
+            about 500 B per MiB of a rank's larger buffer (all_gather's output), as a
+            ring's first step sends a block's slices before the next rank takes them,
+            refused before the run
             where that exceeds this machine's memory; any run stops with a MemoryError
             where the machine's memory runs low, :mod:`simcoll.memory`). For the
             v-collectives,
@@ -147,7 +148,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         _refuse_what_cannot_fit(coll, p, inputs, the_root or 0)
         inputs = inputs.for_algorithm()
     elif spec.name == "nccl":
-        _refuse_slices_that_cannot_fit(inputs.count * inputs.dtype.itemsize)
+        _refuse_slices_that_cannot_fit(inputs.count * inputs.dtype.itemsize, max(
+            inputs.count, coll.out_count(p, inputs.count, 0, the_root or 0) or 0)
+            * inputs.dtype.itemsize)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
     shape = VirtualBuffer.of(inputs.count, inputs.dtype)
     requested = dict(params)
@@ -236,21 +239,24 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
             f"time and traffic) or smaller arrays")
 
 
-def _refuse_slices_that_cannot_fit(nbytes: int) -> None:
-    """Refuse a data-free ``algorithm="nccl"`` run whose slices (:mod:`simcoll.memory`)
-    exceed what this process can hold (:func:`~simcoll.memory.memory_limit`), before a
-    simulation that would end in a MemoryError.
+def _refuse_slices_that_cannot_fit(nbytes: int, buffer: int) -> None:
+    """Refuse a data-free ``algorithm="nccl"`` run of ``nbytes`` per rank whose slices
+    (:mod:`simcoll.memory`) of a rank's larger buffer, ``buffer`` bytes (all_gather's
+    output, p x ``nbytes``), exceed what this process can hold
+    (:func:`~simcoll.memory.memory_limit`), before a simulation that would end in a
+    MemoryError.
 
     Raises:
         InvalidInputError: naming the size, the estimate and the memory.
     """
-    need, found = nccl_slice_bytes(nbytes), memory_limit()
+    need, found = nccl_slice_bytes(buffer), memory_limit()
     if found is not None and need > found[0]:
         needed, has = in_gib(need, found[0], 3, "g")
+        output = "" if buffer == nbytes else f" (its output, {buffer} B)"
         raise InvalidInputError(
-            f"nbytes={nbytes}: NCCL's algorithms cut each rank's buffer into slices, about "
-            f"{needed} GiB of them here ({NCCL_SLICE_BYTES_PER_MIB} B per MiB), more than "
-            f"{found[1]} {has} GiB; simulate a smaller size")
+            f"nbytes={nbytes}: NCCL's algorithms cut each rank's buffer{output} into "
+            f"slices, about {needed} GiB of them here ({NCCL_SLICE_BYTES_PER_MIB} B per "
+            f"MiB), more than {found[1]} {has} GiB; simulate a smaller size")
 
 
 def _check_returned(coll: Collective, values: Sequence[Any], count: int, dtype: np.dtype,

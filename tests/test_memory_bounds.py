@@ -208,6 +208,22 @@ def test_nccl_slices_that_cannot_fit_are_refused_before_the_run(monkeypatch, col
     assert res.time > 0
 
 
+def test_all_gathers_slices_are_of_its_output(monkeypatch):
+    """all_gather's ring moves every rank's p x nbytes output: 128 GiB in on 8 ranks is
+    1 TiB out, 2^20 x 500 B = 0.488 GiB of slices (measured: 27.0 MB for 8 GiB in, 8.3 x
+    all_reduce's 3.3 MB for 8 GiB), more than a machine of 0.25 GiB; the estimate of the
+    input alone, 0.061 GiB, let it run into a MemoryError."""
+    machine_of(monkeypatch, 2**28)
+    ran = []
+    monkeypatch.setattr(Execution, "run", lambda self: ran.append(self))
+    with pytest.raises(sc.InvalidInputError, match=(
+            r"^nbytes=137438953472: NCCL's algorithms cut each rank's buffer \(its output, "
+            r"1099511627776 B\) into slices, about 0\.488 GiB of them here \(500 B per MiB\), "
+            r"more than this machine's 0\.25 GiB; simulate a smaller size$")):
+        sc.simulate(sc.topology.switch(8), "all_gather", algorithm="nccl", nbytes=2**37)
+    assert ran == []
+
+
 def test_nccl_slices_that_just_fit_are_not_refused(monkeypatch):
     # 1 GiB per rank holds 2^10 x 500 B = 512,000 B of slices: a machine of exactly that
     # is not exceeded ("refused where that exceeds this machine's memory")
