@@ -76,11 +76,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             once, such as naive all_reduce and direct all_to_all, and for NCCL's rings
             about 500 B per MiB of a rank's larger buffer (all_gather's output), as a
             ring's first step sends a block's slices before the next rank takes them,
-            refused before the run
-            where that exceeds this machine's memory; any run stops with a MemoryError
-            where the machine's memory runs low, :mod:`simcoll.memory`). For the
-            v-collectives,
-            bytes per rank (all_gatherv: each rank's input; reduce_scatterv: each rank's
+            refused before the run where that exceeds this machine's memory; any run
+            stops with a MemoryError where the machine's memory runs low,
+            :mod:`simcoll.memory`). For the v-collectives, bytes per rank (all_gatherv: each rank's input; reduce_scatterv: each rank's
             output block, the input being their sum) or a p x p matrix of bytes per pair
             (all_to_allv: ``nbytes[i][j]`` from rank i to rank j).
         splits: the v-collectives' sizes in elements with ``data=``: p counts
