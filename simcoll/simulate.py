@@ -9,6 +9,7 @@ programs and runs past their limits.
 from __future__ import annotations
 
 import inspect
+import mmap
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,8 +79,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
             ring's first step sends a block's slices before the next rank takes them,
             refused before the run where that exceeds this machine's memory; any run
             stops with a MemoryError where the machine's memory runs low,
-            :mod:`simcoll.memory`). For the v-collectives, bytes per rank (all_gatherv: each rank's input; reduce_scatterv: each rank's
-            output block, the input being their sum) or a p x p matrix of bytes per pair
+            :mod:`simcoll.memory`). For the v-collectives, bytes per rank (all_gatherv:
+            each rank's input; reduce_scatterv: each rank's output block, the input
+            being their sum) or a p x p matrix of bytes per pair
             (all_to_allv: ``nbytes[i][j]`` from rank i to rank j).
         splits: the v-collectives' sizes in elements with ``data=``: p counts
             (reduce_scatterv: the output blocks; all_gatherv: optional, the arrays'
@@ -218,7 +220,9 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
 
 def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int) -> None:
     """Refuse a data-mode run whose inputs (each array once, however many ranks it is
-    given to, and the contiguous copy sealing makes of one that is not) and outputs
+    given to, and the contiguous copy sealing makes of one that is not; of an array
+    viewing a file's memory map, such as ``np.load(..., mmap_mode="r")``'s, only the
+    part viewed, which is all the run reads in) and outputs
     alone exceed this machine's memory (:mod:`simcoll.memory`),
     before a simulation that would end in a MemoryError.
 
@@ -226,7 +230,13 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
         InvalidInputError: naming the estimate and the memory.
     """
     assert inputs.arrays is not None
-    held = {id(owner): owner.nbytes for owner in map(memory_owner, inputs.arrays)}
+    held: dict[int, int] = {}
+    for array in inputs.arrays:
+        owner = memory_owner(array)
+        if _maps_a_file(owner):
+            held[id(array)] = array.nbytes   # only the part it views is read in
+        else:
+            held[id(owner)] = owner.nbytes
     problem = shortfall(data_mode_bytes(coll, p, inputs.count, inputs.dtype.itemsize, root,
                                         inputs.splits, sum(held.values())
                                         + sealing_copies(inputs.arrays)))
@@ -235,6 +245,15 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
             f"data= moves real arrays: {coll.name} on {p} ranks of {inputs.count} "
             f"{inputs.dtype} elements each {problem}; pass nbytes= (data-free mode, same "
             f"time and traffic) or smaller arrays")
+
+
+def _maps_a_file(owner: np.ndarray) -> bool:
+    """Whether ``owner`` (an array at the end of its chain of bases) views a file's memory
+    map: an ``np.memmap`` (``np.load``'s ``mmap_mode=``), or an array over an
+    ``mmap.mmap`` (``np.frombuffer(mapped)`` holds it through a memoryview)."""
+    base = owner.base
+    return isinstance(owner, np.memmap) or isinstance(
+        base.obj if isinstance(base, memoryview) else base, mmap.mmap)
 
 
 def _refuse_slices_that_cannot_fit(nbytes: int, buffer: int) -> None:

@@ -5,6 +5,7 @@ arrays that cannot fit in the machine's memory are refused before the run."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 
@@ -158,6 +159,33 @@ def test_an_array_given_to_every_rank_counts_once(monkeypatch):
     x = np.ones(3 * 2**17, np.float32)
     res = sc.simulate(sc.topology.switch(32), "all_reduce", algorithm="ring", data=[x] * 32)
     assert res.correct is True
+
+
+def test_rows_of_a_memory_mapped_file_count_only_their_bytes(monkeypatch, tmp_path):
+    """Four 4 KiB rows of a 64 MiB .npy file opened with mmap_mode="r", passed as
+    np.asarray (as the refusal of a memmap subclass says): a run of 16 KiB in and 16 KiB
+    out. The whole file was counted (needs about 0.1 GiB, on a machine of 32 MiB)."""
+    np.lib.format.open_memmap(tmp_path / "big.npy", mode="w+", dtype=np.float32,
+                              shape=(2**14, 2**10)).flush()
+    rows = np.load(tmp_path / "big.npy", mmap_mode="r")
+    machine_of(monkeypatch, 2**25)
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
+                      data=[np.asarray(rows[i]) for i in range(4)])
+    assert res.correct is True
+    # a file mapping of numpy's own (np.frombuffer of an mmap) too
+    with open(tmp_path / "big.npy", "rb") as file:
+        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        whole = np.frombuffer(mapped, dtype=np.float32)
+        res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
+                          data=[whole[i * 1024:(i + 1) * 1024] for i in range(4)])
+        assert res.correct is True
+        del whole
+        mapped.close()
+    # the same rows of an array in memory count its whole 64 MiB: refused
+    held = np.zeros((2**14, 2**10), dtype=np.float32)
+    with pytest.raises(sc.InvalidInputError, match=r"needs about 0\.1 GiB"):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
+                    data=[held[i] for i in range(4)])
 
 
 def test_a_view_that_is_not_contiguous_is_counted_and_copied_after_the_check(monkeypatch):
