@@ -437,16 +437,21 @@ class Comparison:
         return "\n".join(lines)
 
     def to_pandas(self) -> Any:
-        """One DataFrame row per size: ``size``, ``measured`` and ``simulated`` (seconds),
-        ``error``, ``measured_busbw`` and ``simulated_busbw`` (bytes per second), and the
+        """One DataFrame row per row of the table: ``size`` (then ``type``, ``redop`` and
+        ``root`` where the rows' settings differ, as in a table of ``-d all``, which holds
+        a size once per type), ``measured`` and ``simulated`` (seconds), ``error``,
+        ``measured_busbw`` and ``simulated_busbw`` (bytes per second), and the
         algorithm's choices (``algo``, ``proto``, ``channels``) where it has them.
 
         Raises:
             ImportError: pandas is missing (``pip install "simcoll[pandas]"``).
         """
         pd = optional.pandas("Comparison.to_pandas")
-        columns: dict[str, Any] = {
-            "size": list(self.sizes), "measured": list(self.measured),
+        columns: dict[str, Any] = {"size": list(self.sizes)}
+        if setting_columns(self.settings, len(self.sizes))[0]:
+            columns.update(zip(SETTING_HEADS, map(list, zip(*self.settings))))
+        columns |= {
+            "measured": list(self.measured),
             "simulated": list(self.simulated), "error": list(self.error),
             "measured_busbw": list(self.measured_busbw),
             "simulated_busbw": list(self.simulated_busbw)}

@@ -917,6 +917,12 @@ def test_a_table_of_several_types_or_ops_shows_each_rows_own():
                                          ["float", "max", -1]]
     one = sc.compare(machine(), NcclTestsTable(rows[:1], "all_reduce", P))
     assert "type redop root" not in one.report()  # one setting: nothing to tell apart
+    pytest.importorskip("pandas")
+    frame = got.to_pandas()   # had no column to tell the two rows of 1024 apart
+    assert list(frame.columns)[:4] == ["size", "type", "redop", "root"]
+    assert frame[["size", "type", "redop", "root"]].values.tolist() == [
+        [1024, "float", "sum", -1], [1024, "half", "sum", -1], [4096, "float", "max", -1]]
+    assert "type" not in one.to_pandas().columns
 
 
 def test_a_wrong_row_of_a_table_of_several_types_is_named_with_its_type():

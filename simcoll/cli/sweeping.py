@@ -7,6 +7,7 @@ import csv
 import functools
 import io
 import json
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -272,6 +273,11 @@ def _run(args: argparse.Namespace) -> int:
                                    f"{dtype} elements ({dtype.itemsize} bytes each)")
     for algorithm in args.algorithms:
         get_algorithm(args.collective, algorithm)
+    unread = sorted(name for name in os.environ if name.startswith("NCCL_"))
+    if unread:
+        print(f"simcoll sweep: note: {', '.join(unread)} in the environment: not read by a "
+              f"sweep (give NCCL's choices with --param, such as --param proto=Simple)",
+              file=sys.stderr)
     values = _machines(spec, args.ranks)
     if kwargs.get("root", 0) < 0:
         raise CommandLineError(f"--root {kwargs['root']} is not a rank; give a root from 0 "
