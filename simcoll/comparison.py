@@ -30,7 +30,7 @@ from simcoll.checks import integer, shown
 from simcoll.collectives import Collective
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import as_dtype
-from simcoll.errors import InvalidInputError, SimCollError
+from simcoll.errors import InvalidInputError, SimCollError, message_of
 from simcoll.nccl_tests import ITEMSIZE, NcclTestsTable, nccl_shape
 from simcoll.nccl_tests.tables import NO_REDOP
 from simcoll.ops import ReduceOp
@@ -326,9 +326,12 @@ def run_sizes(topology: Topology, coll: Collective, runs: Sequence[SizeRun], alg
             done.append(result)
             if bar is not None:
                 bar.update()
-    except SimCollError:   # a size that cannot run: the others queued need not either
+    except SimCollError as exc:   # a size that cannot run: the others queued need not either
         for future in futures:
             future.cancel()
+        if len(exc.args) == 1:
+            failed = runs[len(done)]
+            exc.args = (f"at size {failed.nbytes} B ({failed.dtype}): {message_of(exc)}",)
         raise
     return done
 
@@ -560,6 +563,8 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
             the one the table names, or
             (with workers) a machine or parameters that do not pickle; all before the
             first simulation.
+        SimCollError: a size's run failed (a :class:`~simcoll.errors.RunLimitError`
+            past ``until=``, say), its message beginning with the size and type.
     """
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology={topology!r} is not a Topology; build one with "

@@ -87,6 +87,18 @@ def test_a_machine_a_billion_billion_times_too_fast_is_reported():
     assert json.loads(json.dumps(found.to_dict()))["geomean_error"] == found.geomean_error
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_size_past_the_run_limit_is_named(workers):
+    """until=1 ms: the ring takes 6 (2 alpha + S / 4 / B) = 2.04 ms at 64 MiB, 55 us at
+    1 MiB, so the largest size alone stops; the error named no size."""
+    assert ring_all_reduce_time(64 << 20) > 1e-3 > ring_all_reduce_time(1 << 20)
+    with pytest.raises(sc.RunLimitError, match=r"^at size 67108864 B \(float32\): "
+                                               r"all_reduce/ring reached the simulated-time "
+                                               r"limit until=0\.001 s") as caught:
+        sc.compare(machine(), made_table(), until=1e-3, workers=workers)
+    assert caught.value.running == ["rank 0", "rank 1", "rank 2", "rank 3"]
+
+
 def test_in_place_times_and_another_collective():
     found = sc.compare(machine(), made_table(), place="in_place")
     assert found.place == "in_place"
