@@ -432,7 +432,7 @@ def test_runs_with_other_faults_are_lines_of_their_own_named_by_them(as_dicts):
     # the labels, by hand from what each run was given
     names = {"healthy": "ring", "late": "ring (faults: late rank 0 +5e-05 s)",
              "slow": "ring (faults: slow rank 1 x2.0, jitter 1e-07 (seed 3))",
-             "link": "ring (faults: link gpu1->switch x0.5 at 1e-06 s)"}
+             "link": "ring (faults: link gpu1<->switch x0.5 at 1e-06 s)"}
     assert set(drawn) == set(names.values())
     for name, label in names.items():
         assert drawn[label] == pytest.approx([r.time * 1e6 for r in runs[name]], rel=1e-12)
@@ -2963,8 +2963,8 @@ def test_a_failed_link_is_named_failed_in_a_line_s_label():
     records = [*ran(1, {}), *ran(2, {"faults": failed}), *ran(3, {"faults": slow})]
     labels = {line.get_label()
               for line in lines(scaling(records, x="nranks", y="time"), "simulated")}
-    assert labels == {"ring", "ring (faults: link gpu1->switch failed at 1e-06 s)",
-                      "ring (faults: link gpu1->switch x0.5 at 1e-06 s)"}
+    assert labels == {"ring", "ring (faults: link gpu1<->switch failed at 1e-06 s)",
+                      "ring (faults: link gpu1<->switch x0.5 at 1e-06 s)"}
 
 
 @pytest.mark.parametrize("hosts", [2.0, np.int64(2), 2])

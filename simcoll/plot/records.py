@@ -116,7 +116,7 @@ def _faults_text(faults: Any) -> str:
         return ""
     words = []
     for change in faults.get("links") or ():
-        link = "->".join(str(end) for end in change.get("link", ()))
+        link = "<->".join(str(end) for end in change.get("link", ()))   # either way round
         factor = change.get("factor")
         words.append(f"link {link} {'failed' if factor == 0 else f'x{factor}'} at "
                      f"{change.get('at')} s")
