@@ -76,11 +76,12 @@ def _nodes(node_of: Callable[[int], int], size: int) -> list[list[int]]:
 
 def _validate(p: int, count: int, hosts: int, *, nodes: tuple[int, ...]) -> None:
     """Refuse nodes of unequal size."""
-    sizes = sorted({len(m) for m in _nodes(lambda r: nodes[r], p)})
-    if len(sizes) > 1:
+    sizes = [len(m) for m in _nodes(lambda r: nodes[r], p)]
+    if len(set(sizes)) > 1:
         raise InvalidInputError(
             f"hierarchical all_reduce needs the same number of GPUs on every node, got "
-            f"{sizes}; give every node as many GPUs, or use a flat algorithm")
+            f"{sizes} (its nodes in order of their lowest rank); give every node as many "
+            f"GPUs, or use a flat algorithm")
 
 
 def _gpus_per_node(p: int, nodes: int) -> int:
