@@ -15,7 +15,8 @@ source through each device's links in the order they were added, so ties fall to
 links added first and routes crowd onto some of the equal ways (a leaf-spine built by
 hand sends every flow between leaves through its first spine); ``"ecmp"`` takes, at
 every device, one of the links that lead on a shortest path, chosen by a hash of the
-route's two ends (a leg's, past ``via`` or staging devices) and that device (CRC-32),
+route's two ends (a leg's, past ``via`` or staging devices) and that device (CRC-32 of
+their positions: the order the devices were added in, which saving and loading keep),
 as equal-cost multi-path switches hash a flow's addresses, so routes spread over the
 equal ways (and, as on real fabrics, two can still meet on one). A multicast's routes
 are cut from one tree per source (``Topology.route(..., multicast=True)``), as a
