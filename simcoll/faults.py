@@ -150,7 +150,15 @@ class Faults:
         late = {rank: seconds for rank, seconds in late.items() if seconds != 0.0}
         # By instant, faults of one instant in the order given, each applied in turn (a
         # failure then a restore at one instant moves the messages in flight all the same).
-        return _Plan(sorted(links, key=lambda fault: fault[0]), slow, late, jitter, seed)
+        # A factor of 1 on a link at its nominal rate changes nothing: left out too (a
+        # restore after a failure or slow-down stays).
+        factors = [1.0] * len(topology.links)
+        planned = []
+        for at, index, factor in sorted(links, key=lambda fault: fault[0]):
+            if factor != 1.0 or factors[index] != 1.0:
+                planned.append((at, index, factor))
+                factors[index] = factor
+        return _Plan(planned, slow, late, jitter, seed)
 
 
 @dataclass(frozen=True)

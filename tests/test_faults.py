@@ -406,6 +406,35 @@ def test_a_result_says_what_faults_it_ran_under_and_the_model_check_refuses_it()
     assert partly.faults == {"slow": {"1": 2.0}}
 
 
+def test_a_link_set_to_its_own_rate_is_no_fault_and_a_restore_is():
+    """LinkFault(factor=1) on a link at its nominal rate changes nothing: it was recorded
+    as a fault (refused by assert_matches_model, a line of its own in plots, refused by
+    the analytical model), where slow=1 and late=0 are left out. A restore after a
+    slow-down stays; a second one, with the link already back, does not."""
+    from simcoll.testing import alpha_beta_network, assert_matches_model
+
+    topo = alpha_beta_network(4, alpha=1e-6, beta=1e-9)
+    healthy = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096)
+    for network in ("flow", "flow_rtt", "analytical"):
+        same = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096,
+                           network=network, faults=sc.Faults(links=[
+                               sc.LinkFault("gpu0", "switch", at=at, factor=1.0)
+                               for at in (0.0, 1e-6, 10.0)]))
+        assert same.faults is None and "faults" not in same.to_dict()
+        assert (same.time, same.link_bytes) == (healthy.time, healthy.link_bytes)
+        if network != "analytical":   # which the model check refuses, faults or not
+            assert_matches_model(same, alpha=1e-6, beta=1e-9)
+    restored = sc.simulate(topo, "all_reduce", algorithm="ring", nbytes=4096, faults=sc.Faults(
+        links=[sc.LinkFault("switch", "gpu1", at=3e-6, factor=1.0),
+               sc.LinkFault("gpu1", "switch", at=1e-6, factor=0.5),
+               sc.LinkFault("switch", "gpu1", at=2e-6, factor=1.0),
+               sc.LinkFault("gpu0", "switch", at=2e-6, factor=1.0)]))
+    assert restored.faults == {"links": [
+        {"link": ["gpu1", "switch"], "at": 1e-6, "factor": 0.5},
+        {"link": ["gpu1", "switch"], "at": 2e-6, "factor": 1.0}]}
+    assert restored.time > healthy.time
+
+
 def test_link_faults_need_the_flow_model():
     with pytest.raises(sc.InvalidInputError, match=r"'analytical' network model does not "
                                                    r"model link faults; use network='flow' or "
