@@ -67,7 +67,9 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
             of equal element counts where B divides the count (else the first buckets
             hold one element more, and may pass ``bucket_bytes`` by that element, as
             DDP's buckets pass their cap by a tensor).
-        algorithm: the flat all_reduce algorithm for each bucket.
+        algorithm: the flat all_reduce algorithm for each bucket (not
+            ``parameter_server`` nor ``hierarchical``, which :func:`data_parallel` runs,
+            the first on a machine without server hosts).
         network: network model.
         algorithm_params: that algorithm's parameters for every bucket (e.g.
             ``{"proto": "LL128"}`` with ``algorithm="nccl"``).
