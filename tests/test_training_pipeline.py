@@ -49,6 +49,70 @@ def test_gpipe_step_time_with_communication(p, m):
     assert res.bubble_fraction > (p - 1) / (m + p - 1)
 
 
+def _two_stages_in_order(schedule, m, forward, backward, c):
+    """Two stages whose transfers (c seconds each, one link each way) run one at a time in
+    the order sent: each stage's passes in its schedule's order (GPipe: every forward,
+    then every backward from the last; 1F1B: stage 0 one forward ahead), each waiting for
+    its input to arrive; a step ends with its last pass."""
+    orders = [[("F", j) for j in range(m)] + [("B", j) for j in reversed(range(m))]] * 2
+    if schedule == "1f1b":
+        orders = [[("F", 0)] + [x for j in range(m - 1) for x in (("F", j + 1), ("B", j))]
+                  + [("B", m - 1)], [x for j in range(m) for x in (("F", j), ("B", j))]]
+    arrived, link_free, free = {}, [0.0, 0.0], [0.0, 0.0]
+    done = {0: 0, 1: 0}
+    while any(done[s] < 2 * m for s in (0, 1)):
+        for s in (0, 1):
+            while done[s] < 2 * m:
+                kind, j = orders[s][done[s]]
+                needs = None if (s, kind) in ((0, "F"), (1, "B")) else \
+                    ("act" if kind == "F" else "grad", j)
+                if needs is not None and needs not in arrived:
+                    break
+                start = max(free[s], arrived.get(needs, 0.0))
+                free[s] = start + (forward if kind == "F" else backward)[s]
+                if (s, kind) in ((0, "F"), (1, "B")):   # sent on: in order on its link
+                    link_free[s] = max(link_free[s], free[s]) + c
+                    arrived[("act" if s == 0 else "grad", j)] = link_free[s]
+                done[s] += 1
+    return max(free)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+@pytest.mark.parametrize(("m", "forward", "backward", "nbytes"), [
+    (2, (1e-3, 2e-3), (3e-3, 3e-3), 3_000_000), (5, (1e-3, 1e-3), (2e-3, 1e-3), 4_000_000),
+    (4, (2e-3, 1e-3), (1e-3, 3e-3), 500_000), (7, (0.5e-3, 0.7e-3), (1e-3, 1.4e-3), 9_000_000)])
+def test_a_stages_sends_to_one_peer_run_in_order(schedule, m, forward, backward, nbytes):
+    """Transfers longer than the compute between them: activation j+1's send started
+    beside activation j's and took half the link, so j arrived late (2 stages, 2
+    micro-batches, 3 MB at 1 GB/s: 22 ms where sends in order, as on the pair's NCCL
+    stream, take 21). Against a schedule worked out here with one transfer at a time."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0)
+    res = tr.pipeline_step(topo, stages=2, micro_batches=m, forward=list(forward),
+                           backward=list(backward), activation_bytes=nbytes,
+                           schedule=schedule)
+    expected = _two_stages_in_order(schedule, m, forward, backward, nbytes / 1e9)
+    assert res.step_time == pytest.approx(expected, rel=1e-12)
+    for rank in (0, 1):
+        sends = sorted((s.start, s.end) for s in res.spans if s.kind == "send"
+                       and s.rank == rank)
+        assert all(b[0] >= a[1] for a, b in zip(sends, sends[1:]))
+        assert all(end - start == pytest.approx(nbytes / 1e9) for start, end in sends)
+
+
+def test_the_3d_steps_pipeline_sends_run_in_order_too():
+    """tr.step with pp=2, two blocks of 2 and 4 ms forward (6 ms backward each) on one
+    micro-batch's 3 MB of activations at 1 GB/s, two micro-batches: the hand schedule of
+    test_a_stages_sends_to_one_peer_run_in_order's first case, 21 ms (22 before)."""
+    layers = (tr.Layer("b0", (8,), 2e-3 * 1e12, 6e-3 * 1e12, block=True),
+              tr.Layer("b1", (8,), 4e-3 * 1e12, 6e-3 * 1e12, block=True))
+    model = tr.Model("x", layers, batch=2, seq_len=1, hidden=1_500_000, heads=1)
+    step = tr.step(model, sc.topology.switch(2, bandwidth=1e9, latency=0), dp=1, pp=2,
+                   micro_batches=2, schedule="gpipe", gpu=tr.GPU("g", 1e12))
+    assert step.step_time == pytest.approx(
+        _two_stages_in_order("gpipe", 2, (1e-3, 2e-3), (3e-3, 3e-3), 3e-3), rel=1e-12)
+    assert step.step_time == pytest.approx(21e-3, rel=1e-12)
+
+
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
 def test_communication_only_adds_to_the_bubble(schedule):
     for bandwidth in (1e9, 1e10, 1e11):

@@ -89,7 +89,12 @@ from simcoll.training.model import (
     per_layer_seconds,
     split_blocks,
 )
-from simcoll.training.pipeline import SCHEDULES, micro_batch_count, schedule_of
+from simcoll.training.pipeline import (
+    SCHEDULES,
+    micro_batch_count,
+    schedule_of,
+    send_in_order,
+)
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 from simcoll.training.tensor import block_pass
 from simcoll.training.zero import ZeroMemory, kept_memory
@@ -288,7 +293,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                                       f"mb{tag[1]} gather")
     last_reduce: list[Event] = []
     last_gather: list[Event] = []
-    sends: list[Event] = []
+    sent: dict[int, Event] = {}   # the last send to each peer of the next or last stage
     order = schedule_of(cfg.schedule, pl.pp, s, cfg.micro_batches)
     final_backward = max(k for k, (kind, _) in enumerate(order) if kind == "B")
     live = peak = 0
@@ -346,8 +351,9 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
             peak = max(peak, live)
             yield from run_pass("forward", j, False)
             if s < pl.pp - 1:
-                sends.append(_send(comm, rec, pl.rank(d, s + 1, t), message,
-                                   cfg.activation_bytes, ("act", j)))
+                send_in_order(comm, rec, pl.rank(d, s + 1, t),
+                              buffer_of(message, cfg.activation_bytes), ("act", j),
+                              f"activation mb{j}", sent)
         else:
             if s < pl.pp - 1:
                 yield from received(("grad", j))
@@ -357,8 +363,9 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
             yield from run_pass("backward", j, zero >= 2 or k == final_backward)
             live -= 1
             if s > 0:
-                sends.append(_send(comm, rec, pl.rank(d, s - 1, t), message,
-                                   cfg.activation_bytes, ("grad", j)))
+                send_in_order(comm, rec, pl.rank(d, s - 1, t),
+                              buffer_of(message, cfg.activation_bytes), ("grad", j),
+                              f"gradient mb{j}", sent)
     cfg.in_flight[s] = max(cfg.in_flight.get(s, 0), peak)
     if tied:
         embedding = comm.group([pl.rank(d, 0, t), pl.rank(d, pl.pp - 1, t)]).fresh_context()
@@ -377,21 +384,9 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                     label=layers[k].name)]
     # SimPy sends each event's value into the generator, which a plain
     # iterator cannot take, so no `yield from` over a sequence here.
-    for event in (*sends, *last_reduce, *last_gather):
+    for event in (*sent.values(), *last_reduce, *last_gather):
         yield event
     return comm.now
-
-
-def _send(comm: Comm, rec: Recorder, peer: int, elements: int, itemsize: int,
-          tag: tuple[str, int]) -> Event:
-    def transfer() -> Generator[Event, Any, None]:
-        buf = buffer_of(elements, itemsize)
-        start = comm.now
-        yield comm.send(buf, peer, tag=tag)
-        label = f"{'activation' if tag[0] == 'act' else 'gradient'} mb{tag[1]}"
-        rec.spans.append(Span(comm.rank, "pp", "send", start, comm.now, buf.nbytes, label))
-        rec.spans.append(Span(peer, "pp", "recv", start, comm.now, buf.nbytes, label))
-    return comm.start(transfer())
 
 
 def _checked(model: Model, topology: Topology, dp: int, tp: int, pp: int, zero_stage: int,

@@ -128,18 +128,26 @@ class _Stage:
         self.message_bytes, self.itemsize = message_bytes, itemsize
         self.in_flight: dict[int, int] = {}
 
-    def send(self, comm: Comm, rank: int, peer: int, tag: tuple[str, int],
-             label: str) -> Event:
-        """Send one activation (or its gradient) to ``peer``; record it on both GPUs."""
-        buf = buffer_of(self.message_bytes // self.itemsize, self.itemsize)
-        return comm.start(self._transfer(comm, rank, peer, buf, tag, label))
 
-    def _transfer(self, comm: Comm, rank: int, peer: int, buf: Any, tag: tuple[str, int],
-                  label: str) -> Generator[Event, Any, None]:
+
+def send_in_order(comm: Comm, rec: Recorder, peer: int, buf: Any, tag: tuple[str, int],
+                  label: str, sent: dict[int, Event]) -> None:
+    """Send one activation (or its gradient) to ``peer`` once the stage's previous send
+    to it, ``sent[peer]``, is done, and record it on both GPUs: a stage's sends to one
+    peer run one at a time, in the order issued, as on the stream of the pair's NCCL
+    communicator (a send started beside the previous one would take half the link and
+    delay it). ``sent[peer]`` becomes this send's event."""
+    previous = sent.get(peer)
+
+    def transfer() -> Generator[Event, Any, None]:
+        if previous is not None:
+            yield previous
         start = comm.now
         yield comm.send(buf, peer, tag=tag)
-        self.rec.spans.append(Span(rank, "pp", "send", start, comm.now, buf.nbytes, label))
-        self.rec.spans.append(Span(peer, "pp", "recv", start, comm.now, buf.nbytes, label))
+        rec.spans.append(Span(comm.rank, "pp", "send", start, comm.now, buf.nbytes, label))
+        rec.spans.append(Span(peer, "pp", "recv", start, comm.now, buf.nbytes, label))
+
+    sent[peer] = comm.start(transfer())
 
 
 def _program(comm: Comm, stage: _Stage, schedule: str,
@@ -149,7 +157,8 @@ def _program(comm: Comm, stage: _Stage, schedule: str,
         return 0.0
     s, p = stage.ranks.index(r), len(stage.ranks)
     rec = stage.rec
-    sends: list[Event] = []
+    sent: dict[int, Event] = {}   # the last send to each peer
+    message = stage.message_bytes // stage.itemsize
     live = peak = 0
     for pass_name, j in schedule_of(schedule, p, s, micro_batches):
         if pass_name == "F":
@@ -159,20 +168,22 @@ def _program(comm: Comm, stage: _Stage, schedule: str,
             peak = max(peak, live)
             yield rec.compute(comm, r, stage.forward[s], "forward", f"micro-batch {j}")
             if s < p - 1:
-                sends.append(stage.send(comm, r, stage.ranks[s + 1], ("act", j),
-                                        f"activation {j}"))
+                send_in_order(comm, rec, stage.ranks[s + 1],
+                              buffer_of(message, stage.itemsize), ("act", j),
+                              f"activation {j}", sent)
         else:
             if s < p - 1:
                 yield comm.recv(stage.ranks[s + 1], tag=("grad", j))
             yield rec.compute(comm, r, stage.backward[s], "backward", f"micro-batch {j}")
             live -= 1
             if s > 0:
-                sends.append(stage.send(comm, r, stage.ranks[s - 1], ("grad", j),
-                                        f"gradient {j}"))
+                send_in_order(comm, rec, stage.ranks[s - 1],
+                              buffer_of(message, stage.itemsize), ("grad", j),
+                              f"gradient {j}", sent)
     stage.in_flight[s] = peak
     # SimPy sends each event's value into the generator, which a plain
     # iterator cannot take, so no `yield from` over a sequence here.
-    for event in sends:
+    for event in sent.values():
         yield event
     return comm.now
 
