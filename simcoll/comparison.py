@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from simcoll import optional
+from simcoll.algorithms.registry import get_algorithm
 from simcoll.checks import integer, shown
 from simcoll.collectives import Collective
 from simcoll.collectives import collective as get_collective
@@ -573,6 +574,7 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
     coll = table_collective(table, collective)
     runs = size_runs(table, coll, topology)
     times = measured_times(table, place)
+    get_algorithm(coll.name, algorithm)   # an unknown one named as such, not at a size
     check_progress(progress)
     workers = check_workers(workers)
     if workers > 1:
