@@ -387,6 +387,21 @@ def test_a_product_through_sharp_is_refused_for_that_reason_alone():
     assert "CollNet needs collnet=1" not in str(refused.value)
 
 
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_a_forced_collnet_without_sharp_switches_says_so_whatever_the_op(op):
+    """On nodes joined by plain switches a product's refusal gave only SHARP's ops (and
+    "NCCL then runs as without collnet", where the forced run is refused): changing the
+    op to a sum was refused again, for the reason not given."""
+    with pytest.raises(sc.InvalidInputError) as refused:
+        sc.simulate(sc.topology.cluster(4, 1), "all_reduce", algorithm="nccl", nbytes=4096,
+                    op=op, algo="collnet_direct", collnet=1)
+    said = str(refused.value)
+    assert "(CollNet needs nodes joined by switches that reduce, InfiniBand SHARP's: e.g. " \
+           "dgx_a100(2, sharp=True))" in said
+    assert ("never a product" in said) == (op == "prod")
+    assert "without collnet" not in said
+
+
 @pytest.mark.parametrize("machine, algo, floor", [
     # NVLS: every GPU takes the whole 1 GiB output from the NVSwitch at 370.8 GB/s
     # (its NIC brings only an eighth of it, 2^27 B at 48 GB/s of PCIe: 2796 us)

@@ -304,7 +304,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                 hints.append("SHARP computes sums, averages, min and max of 16-bit, "
                              "32-bit and 64-bit floats and 32-bit and 64-bit integers "
                              "(bfloat16 and 8-bit integers on Hopper's SHARP v3 fabrics "
-                             "only), never a product; NCCL then runs as without collnet")
+                             "only), never a product")
             gathers = collective in ("reduce_scatter", "all_gather")
             if gathers and "nvls" in named and machine.nvls:
                 if tuner == "2.26.2" and (machine.nnodes > 1 or machine.nranks > NVLS_ARITY):
@@ -334,7 +334,7 @@ def choose(machine: Machine, collective: str, nbytes: int, *, algo: str = "auto"
                     hints.append("NCCL's NVLS search finds no channel here: a GPU's NVLink "
                                  "or a head's NIC is below its slowest speed, or NCCL has "
                                  "no NVLS for this GPU generation")
-            if sharp_ok and any(a.startswith("collnet") for a in named):
+            if any(a.startswith("collnet") for a in named):
                 hints += _collnet_needs(machine, collnet, named, tuner)
             if "pat" in named:
                 pat_needs = (["PAT needs one GPU per node"] if machine.nnodes != machine.nranks
