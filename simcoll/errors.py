@@ -107,7 +107,9 @@ class LinkFailureError(SimCollError):
         link: the failed link's ``(u, v)`` device names.
         lost: ``(src, dst)`` endpoint addresses of the messages that could not go on
             (``dst`` a tuple of them for a multicast in flight; a multicast sent while
-            the link was down is routed per destination, and names the one cut off).
+            the link was down is routed per destination, and names the one cut off);
+            ordered sends still queued behind one of them, not yet in the network, are
+            not listed.
     """
 
     def __init__(self, message: str, link: tuple[str, str],
