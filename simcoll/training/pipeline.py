@@ -223,8 +223,9 @@ def pipeline_step(topology: Topology, *, stages: int, micro_batches: int,
         itemsize: bytes per element of the activations.
 
     Raises:
-        InvalidInputError: an unknown schedule, sizes below 1, bad times or ranks, or
-            ``activation_bytes`` not a whole number of elements.
+        InvalidInputError: an unknown schedule, stages or micro-batches below 1, bad
+            times or ranks, or ``activation_bytes`` negative or not a whole number of
+            elements (0 is taken: transfers that cost their latency alone).
     """
     topology = check_topology(topology)
     check_schedule(schedule)
