@@ -302,15 +302,21 @@ def test_sweep_names_its_own_options_for_the_runs_arguments(capsys, param, says)
 
 def test_sweep_says_it_does_not_read_nccls_variables(capsys, monkeypatch):
     """run and trace apply NCCL_ALGO / NCCL_PROTO; a sweep ran the tuner's own choice
-    (LL where the variables asked for Simple) without a word."""
+    (LL where the variables asked for Simple) without a word; sweeps of other algorithms
+    say nothing of them."""
+    for name in [n for n in os.environ if n.startswith("NCCL_")]:
+        monkeypatch.delenv(name)
     monkeypatch.setenv("NCCL_PROTO", "Simple")
     monkeypatch.setenv("NCCL_ALGO", "Ring")
     status, out, err = cli(capsys, "sweep", "--algorithms", "nccl", "--ranks", "2",
                            "--sizes", "1K", "--json")
     assert status == 0 and json.loads(out)["chosen"]["proto"] == "LL"
     assert err == ("simcoll sweep: note: NCCL_ALGO, NCCL_PROTO in the environment: not "
-                   "read by a sweep (give NCCL's choices with --param, such as --param "
+                   "read by a sweep (give nccl's choices with --param, such as --param "
                    "proto=Simple)\n")
+    status, out, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "2",
+                           "--sizes", "1K", "--json")
+    assert status == 0 and err == ""
 
 
 def test_nccls_graphs_follow_the_table_as_its_log_prints_them(capsys):

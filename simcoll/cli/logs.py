@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simcoll.algorithms.nccl.constants import NCCL_VERSION, TUNERS
+from simcoll.cli.nccl_env import nccl_variables
 from simcoll.cli.options import (
     DEFAULT_ALGORITHM_TEXT,
     LOG_OPTIONS,
@@ -202,7 +203,7 @@ def simulate_kwargs(args: argparse.Namespace,
     if measured.simcoll_run is not None:
         notes += _simcoll_run_note(measured.simcoll_run, args)
     notes += _timing_notes(measured.settings)
-    unread = sorted(name for name in os.environ if name.startswith("NCCL_"))
+    unread = nccl_variables(os.environ)
     if unread:
         notes.append(f"{', '.join(unread)} in the environment: not read here (the log's run "
                      f"had its own; give its choices with --param, such as proto=Simple)")

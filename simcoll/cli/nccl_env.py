@@ -48,7 +48,7 @@ from simcoll.algorithms.registry import AlgorithmSpec
 from simcoll.cli.options import CommandLineError, c_integer
 from simcoll.errors import InvalidInputError
 
-__all__ = ["nccl_environment", "tests_min_bw"]
+__all__ = ["nccl_environment", "nccl_variables", "tests_min_bw"]
 
 _NUMBERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS",
             "NCCL_MAX_NCHANNELS", "NCCL_NVLS_NCHANNELS")
@@ -69,6 +69,11 @@ NCCL_FUNCTIONS = {"broadcast": "Broadcast", "reduce": "Reduce", "all_gather": "A
 """``ncclFuncStr`` (src/init.cc): the prefixes of NCCL_ALGO and NCCL_PROTO's lists."""
 
 
+def nccl_variables(environ: Mapping[str, str]) -> list[str]:
+    """The names of the ``NCCL_*`` variables in ``environ``, sorted."""
+    return sorted(name for name in environ if name.startswith("NCCL_"))
+
+
 def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
                      given: Sequence[tuple[str, Any]], *, checks_min_bw: bool = False
                      ) -> tuple[list[tuple[str, Any]], list[str]]:
@@ -80,8 +85,8 @@ def nccl_environment(environ: Mapping[str, str], spec: AlgorithmSpec,
     Raises:
         CommandLineError: a value NCCL would not take, naming the variable.
     """
-    found = {name: environ[name] for name in sorted(environ)
-             if name.startswith("NCCL_") and not (checks_min_bw and name == MIN_BW)}
+    found = {name: environ[name] for name in nccl_variables(environ)
+             if not (checks_min_bw and name == MIN_BW)}
     if not found:
         return [], []
     if spec.name != "nccl":

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from simcoll.algorithms.registry import get_algorithm
+from simcoll.cli.nccl_env import nccl_variables
 from simcoll.cli.options import (
     SIZE_HELP,
     SWEEP_OPTIONS,
@@ -273,11 +274,6 @@ def _run(args: argparse.Namespace) -> int:
                                    f"{dtype} elements ({dtype.itemsize} bytes each)")
     for algorithm in args.algorithms:
         get_algorithm(args.collective, algorithm)
-    unread = sorted(name for name in os.environ if name.startswith("NCCL_"))
-    if unread:
-        print(f"simcoll sweep: note: {', '.join(unread)} in the environment: not read by a "
-              f"sweep (give NCCL's choices with --param, such as --param proto=Simple)",
-              file=sys.stderr)
     values = _machines(spec, args.ranks)
     if kwargs.get("root", 0) < 0:
         raise CommandLineError(f"--root {kwargs['root']} is not a rank; give a root from 0 "
@@ -291,6 +287,11 @@ def _run(args: argparse.Namespace) -> int:
         refuse_overflow("--sizes", size, size, max(values))
     out = None if args.output is None else check_output(args.output, _FORMATS,
                                                         topology=spec)
+    unread = nccl_variables(os.environ)
+    if unread and "nccl" in args.algorithms:
+        print(f"simcoll sweep: note: {', '.join(unread)} in the environment: not read by a "
+              f"sweep (give nccl's choices with --param, such as --param proto=Simple)",
+              file=sys.stderr)
     partial = None if out is None else sibling(out, suffix=".partial.jsonl")
     factory = functools.partial(_topology_of_ranks, spec, tuple(values.items()))
     axes = {"algorithms": args.algorithms, "ranks": list(values), "sizes": args.sizes}
