@@ -270,7 +270,7 @@ class Calibration:
             lines.append(f"{size:>{width}d}{label}  {m * 1e6:>14.2f}  {b * 1e6:>12.2f}  "
                          f"{a * 1e6:>11.2f}  {eb:>+12.1%}  {ea:>+12.1%}")
         lines += [""] + geomean_line(
-            "geometric-mean |time error|", self.measured, [self.before, self.after],
+            "geometric-mean |time error|", [self.before, self.after], self.measured,
             ["before", "after"], f"({self.evaluations} simulations; {self.message})")
         return "\n".join(lines)
 
@@ -360,6 +360,8 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
         RunLimitError: no trial point could be simulated within simcoll's run limits
             (naming the first and last tried).
         ImportError: scipy is missing (``pip install "simcoll[calibrate]"``).
+        KeyboardInterrupt: Ctrl-C, at once; it carries a note naming the best point
+            simulated so far, its constants and geometric-mean error, where there is one.
     """
     factory = _factory(build)
     check_row_arguments(simulate_kwargs)
@@ -579,7 +581,7 @@ def calibrate(build: Factory | str, table: NcclTestsTable, *,
                 messages.append(f"stopped at max_evaluations={max_evaluations} on the best "
                                 f"point tried")
                 break
-        key = min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
+        key = _best_tried(tried, measured, loss, loss_scale)
         if not np.all(np.isfinite(tried[key])):
             raise _all_unsimulated(unsimulated)
         # the first fit's start (trf moves one on a bound inside by a hair) and its
@@ -621,20 +623,28 @@ def _at_start(value: float, initial: float) -> bool:
 def _best_on_interrupt(tried: Mapping[bytes, np.ndarray], measured: np.ndarray, loss: str,
                        loss_scale: float, values_of: Callable[[np.ndarray], dict[str, float]]
                        ) -> Iterator[None]:
-    """Run the fit; on Ctrl-C, note on the KeyboardInterrupt the best point simulated so
-    far (least cost, as the fit's end is chosen), its constants and time error, so that an
-    interrupted calibration still tells what it found."""
+    """Run the fit, noting on a Ctrl-C the best point simulated so far.
+
+    The KeyboardInterrupt gets a note with the point of least cost (as the fit's end is
+    chosen) where one was simulated within the run limits: its constants and time error,
+    so that an interrupted calibration still tells what it found."""
     try:
         yield
     except KeyboardInterrupt as exc:
-        simulated = [k for k, times in tried.items() if np.all(np.isfinite(times))]
-        if simulated:
-            key = min(simulated, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
+        key = _best_tried(tried, measured, loss, loss_scale) if tried else None
+        if key is not None and np.all(np.isfinite(tried[key])):
             error = geomean_error(tried[key].tolist(), measured.tolist())
             add_note(exc, f"the best point simulated before the interrupt: "
-                          f"{_named(values_of(np.frombuffer(key)))} ({error:.1%} "
-                          f"geometric-mean time error over {len(measured)} sizes)")
+                          f"{_named(values_of(np.frombuffer(key, dtype=np.float64)))} "
+                          f"({error:.1%} geometric-mean time error over {len(measured)} "
+                          f"sizes)")
         raise
+
+
+def _best_tried(tried: Mapping[bytes, np.ndarray], measured: np.ndarray, loss: str,
+                loss_scale: float) -> bytes:
+    """The key of the point of ``tried`` whose times fit ``measured`` at least cost."""
+    return min(tried, key=lambda k: _cost(tried[k], measured, loss, loss_scale))
 
 
 def _named(values: Mapping[str, float]) -> str:

@@ -53,13 +53,25 @@ def geomean_error(simulated: Sequence[float], measured: Sequence[float]) -> floa
     2 counts as 100% whether it is twice (error +100%) or half (-50%) the measured one.
     Taken from the times' logarithms, not from their relative errors (which round to
     -100% where a time is below 1e-16 of the other); ``inf`` where one time is 0 and the
-    other not, or the factor is past a float's range."""
-    logs = [abs(math.log(s) - math.log(m)) if s and m else 0.0 if s == m else math.inf
-            for s, m in zip(simulated, measured, strict=True)]
+    other not, or the factor is past a float's range.
+
+    Raises:
+        ValueError: no times, or not as many simulated as measured.
+    """
+    logs = [_log_factor(s, m) for s, m in zip(simulated, measured, strict=True)]
+    if not logs:
+        raise ValueError("geomean_error needs one time or more")
     try:
         return math.exp(sum(logs) / len(logs)) - 1
     except OverflowError:
         return math.inf
+
+
+def _log_factor(simulated: float, measured: float) -> float:
+    """|ln(simulated / measured)|: 0 where both are 0, ``inf`` where one is."""
+    if simulated and measured:
+        return abs(math.log(simulated) - math.log(measured))
+    return 0.0 if simulated == measured else math.inf
 
 
 def size_width(sizes: Sequence[int]) -> int:
@@ -67,12 +79,11 @@ def size_width(sizes: Sequence[int]) -> int:
     return max([10, *(len(str(size)) for size in sizes)])
 
 
-def geomean_line(label: str, measured: Sequence[float],
-                 simulated: Sequence[Sequence[float]], words: Sequence[str],
-                 tail: str) -> list[str]:
-    """The report lines that print :func:`geomean_error` (of each list of ``simulated``
+def geomean_line(label: str, simulated_series: Sequence[Sequence[float]],
+                 measured: Sequence[float], words: Sequence[str], tail: str) -> list[str]:
+    """The report lines that print :func:`geomean_error` (of each series of simulated
     times against ``measured``, named by ``words``) and say what it is."""
-    found = [geomean_error(s, measured) for s in simulated]
+    found = [geomean_error(s, measured) for s in simulated_series]
     shown = ", ".join(f"{g:.1%}{' ' + w if w else ''}" for g, w in zip(found, words))
     factors = ", ".join(f"{1 + g:.3f}{' ' + w if w else ''}" for g, w in zip(found, words))
     return [f"{label}: {shown} {tail}",
@@ -330,7 +341,8 @@ def run_sizes(topology: Topology, coll: Collective, runs: Sequence[SizeRun], alg
     except SimCollError as exc:   # a size that cannot run: the others queued need not either
         for future in futures:
             future.cancel()
-        if len(exc.args) == 1:
+        if len(exc.args) == 1:   # in the message, which the command line prints and a
+            # worker's pickle keeps (str(self)); not in a note, which neither does
             failed = runs[len(done)]
             exc.args = (f"at size {failed.nbytes} B ({failed.dtype}): {message_of(exc)}",)
         raise
@@ -430,7 +442,7 @@ class Comparison:
                          f"{e:>+8.1%}  {bm / 1e9:>11.2f} {bs / 1e9:>11.2f}  {chosen}")
         lines = [line.rstrip() for line in lines]
         lines += [""] + geomean_line(
-            "geometric-mean |time error|", self.measured, [self.simulated], [""],
+            "geometric-mean |time error|", [self.simulated], self.measured, [""],
             f"over {counted_rows(self.sizes)} "
             f"({self.collective}, {self.algorithm} on "
             f"{self.topology}, {self.place.replace('_', '-')} times)")
@@ -452,7 +464,7 @@ class Comparison:
         """
         pd = optional.pandas("Comparison.to_pandas")
         columns: dict[str, Any] = {"size": list(self.sizes)}
-        if setting_columns(self.settings, len(self.sizes))[0]:
+        if settings_differ(self.settings, len(self.sizes)):
             columns.update(zip(SETTING_HEADS, map(list, zip(*self.settings))))
         columns |= {
             "measured": list(self.measured),
@@ -505,9 +517,15 @@ def setting_columns(settings: Sequence[Setting], rows: int) -> tuple[str, list[s
     a report prints them (``-`` for none), in columns as wide as their widest (the
     head's words included); ``""`` and all ``""`` where the rows agree in them (a
     report then leaves them out) or ``settings`` does not give one per row."""
-    if len(settings) != rows or len(set(settings)) < 2:
+    if not settings_differ(settings, rows):
         return "", [""] * rows
     return aligned(SETTING_HEADS, [setting_words(s) for s in settings])
+
+
+def settings_differ(settings: Sequence[Setting], rows: int) -> bool:
+    """Whether ``settings`` gives each of ``rows`` rows its own and they differ (a table
+    of ``-d all`` or ``-o all``), so that a report or a DataFrame must tell them apart."""
+    return len(settings) == rows and len(set(settings)) > 1
 
 
 def setting_words(setting: Setting) -> list[str]:
@@ -564,6 +582,8 @@ def compare(topology: Topology, table: NcclTestsTable, *, collective: str | None
             the one the table names, or
             (with workers) a machine or parameters that do not pickle; all before the
             first simulation.
+        UnknownAlgorithmError: ``algorithm`` is not registered for the collective,
+            before the first simulation.
         SimCollError: a size's run failed (a :class:`~simcoll.errors.RunLimitError`
             past ``until=``, say), its message beginning with the size and type.
     """

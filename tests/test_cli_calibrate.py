@@ -606,6 +606,7 @@ def test_an_interrupted_calibration_prints_its_best_point_so_far(capsys, tmp_pat
     status, out, _ = cli(capsys, "run", "--topology",
                          "switch:ranks=8,bandwidth=100GB/s,latency=1.5us", "-b", "8", "-e",
                          "1M", "-f", "8")
+    assert status == 0
     log.write_text(out)
     run_sizes, runs = simcoll.calibration.run_sizes, []
 

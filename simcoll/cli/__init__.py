@@ -63,10 +63,12 @@ def _quiet_stdout() -> None:
 
 
 def _interrupted(command: str, interrupt: KeyboardInterrupt) -> int:
-    """Say that ``command`` was interrupted, with what ``interrupt``'s notes tell (an
-    interrupted calibration's best point so far); a second Ctrl-C meanwhile ends the process as
-    the signal does, without a traceback (the first one's work, saving what was asked and
-    stopping workers, is done by now). The caller's handler is back on return."""
+    """Say that ``command`` was interrupted, and what ``interrupt``'s notes tell.
+
+    The notes give an interrupted calibration's best point so far. A second Ctrl-C
+    meanwhile ends the process as the signal does, without a traceback (the first one's
+    work, saving what was asked and stopping workers, is done by now). The caller's
+    handler is back on return."""
     try:
         previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
     except ValueError:  # not the main thread: nothing to change
