@@ -9,7 +9,6 @@ programs and runs past their limits.
 from __future__ import annotations
 
 import inspect
-import mmap
 from collections.abc import Sequence
 from typing import Any
 
@@ -148,9 +147,10 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
         _refuse_what_cannot_fit(coll, p, inputs, the_root or 0)
         inputs = inputs.for_algorithm()
     elif spec.name == "nccl":
-        _refuse_slices_that_cannot_fit(inputs.count * inputs.dtype.itemsize, max(
-            inputs.count, coll.out_count(p, inputs.count, 0, the_root or 0) or 0)
-            * inputs.dtype.itemsize)
+        at = the_root or 0   # a rooted collective's largest output is its root's
+        largest = max(inputs.count, coll.out_count(p, inputs.count, at, at) or 0)
+        _refuse_slices_that_cannot_fit(inputs.count * inputs.dtype.itemsize,
+                                       largest * inputs.dtype.itemsize)
     params = spec.check(p, inputs.count, len(topology.hosts), topology.gpu_nodes, params)
     shape = VirtualBuffer.of(inputs.count, inputs.dtype)
     requested = dict(params)
@@ -221,10 +221,10 @@ def simulate(topology: Topology, collective: str, *, algorithm: str,
 def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int) -> None:
     """Refuse a data-mode run whose inputs (each array once, however many ranks it is
     given to, and the contiguous copy sealing makes of one that is not; of an array
-    viewing a file's memory map, such as ``np.load(..., mmap_mode="r")``'s, only the
-    part viewed, which is all the run reads in) and outputs
-    alone exceed this machine's memory (:mod:`simcoll.memory`),
-    before a simulation that would end in a MemoryError.
+    viewing a file's memory map, an ``np.memmap`` such as ``np.load(..., mmap_mode="r")``
+    gives, only the part viewed, which is all the run reads in) and outputs alone exceed
+    this machine's memory (:mod:`simcoll.memory`), before a simulation that would end in
+    a MemoryError.
 
     Raises:
         InvalidInputError: naming the estimate and the memory.
@@ -233,7 +233,7 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
     held: dict[int, int] = {}
     for array in inputs.arrays:
         owner = memory_owner(array)
-        if _maps_a_file(owner):
+        if isinstance(owner, np.memmap):   # a file's mapping, np.load's mmap_mode=
             held[id(array)] = array.nbytes   # only the part it views is read in
         else:
             held[id(owner)] = owner.nbytes
@@ -247,18 +247,9 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
             f"time and traffic) or smaller arrays")
 
 
-def _maps_a_file(owner: np.ndarray) -> bool:
-    """Whether ``owner`` (an array at the end of its chain of bases) views a file's memory
-    map: an ``np.memmap`` (``np.load``'s ``mmap_mode=``), or an array over an
-    ``mmap.mmap`` (``np.frombuffer(mapped)`` holds it through a memoryview)."""
-    base = owner.base
-    return isinstance(owner, np.memmap) or isinstance(
-        base.obj if isinstance(base, memoryview) else base, mmap.mmap)
-
-
-def _refuse_slices_that_cannot_fit(nbytes: int, buffer: int) -> None:
+def _refuse_slices_that_cannot_fit(nbytes: int, buffer_bytes: int) -> None:
     """Refuse a data-free ``algorithm="nccl"`` run of ``nbytes`` per rank whose slices
-    (:mod:`simcoll.memory`) of a rank's larger buffer, ``buffer`` bytes (all_gather's
+    (:mod:`simcoll.memory`) of a rank's larger buffer, ``buffer_bytes`` (all_gather's
     output, p x ``nbytes``), exceed what this process can hold
     (:func:`~simcoll.memory.memory_limit`), before a simulation that would end in a
     MemoryError.
@@ -266,10 +257,10 @@ def _refuse_slices_that_cannot_fit(nbytes: int, buffer: int) -> None:
     Raises:
         InvalidInputError: naming the size, the estimate and the memory.
     """
-    need, found = nccl_slice_bytes(buffer), memory_limit()
+    need, found = nccl_slice_bytes(buffer_bytes), memory_limit()
     if found is not None and need > found[0]:
         needed, has = in_gib(need, found[0], 3, "g")
-        output = "" if buffer == nbytes else f" (its output, {buffer} B)"
+        output = "" if buffer_bytes == nbytes else f" (its output, {buffer_bytes} B)"
         raise InvalidInputError(
             f"nbytes={nbytes}: NCCL's algorithms cut each rank's buffer{output} into "
             f"slices, about {needed} GiB of them here ({NCCL_SLICE_BYTES_PER_MIB} B per "

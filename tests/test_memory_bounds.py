@@ -5,7 +5,6 @@ arrays that cannot fit in the machine's memory are refused before the run."""
 
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 
@@ -172,15 +171,6 @@ def test_rows_of_a_memory_mapped_file_count_only_their_bytes(monkeypatch, tmp_pa
     res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
                       data=[np.asarray(rows[i]) for i in range(4)])
     assert res.correct is True
-    # a file mapping of numpy's own (np.frombuffer of an mmap) too
-    with open(tmp_path / "big.npy", "rb") as file:
-        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        whole = np.frombuffer(mapped, dtype=np.float32)
-        res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
-                          data=[whole[i * 1024:(i + 1) * 1024] for i in range(4)])
-        assert res.correct is True
-        del whole
-        mapped.close()
     # the same rows of an array in memory count its whole 64 MiB: refused
     held = np.zeros((2**14, 2**10), dtype=np.float32)
     with pytest.raises(sc.InvalidInputError, match=r"needs about 0\.1 GiB"):
