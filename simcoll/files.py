@@ -56,7 +56,8 @@ def file_path(path: Any, what: str, *, example: str = "out.json") -> Path:
     if directory:
         raise InvalidInputError(f"{what}={str(path)!r} is a directory; give a file path, "
                                 f"e.g. {str(resolved / example)!r}")
-    if os.fsdecode(path).endswith(tuple({os.sep, os.altsep or os.sep})):
+    # Path("runs/") has lost the slash: the text given says it names a folder
+    if os.fsdecode(path).endswith((os.sep, os.altsep) if os.altsep else (os.sep,)):
         raise InvalidInputError(f"{what}={str(path)!r} ends in a separator, as a folder's "
                                 f"name does; give a file path, e.g. "
                                 f"{str(resolved / example)!r}")

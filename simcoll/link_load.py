@@ -195,16 +195,19 @@ def binned_bytes(load: LinkLoad, edges: np.ndarray) -> np.ndarray:
     their product).
 
     Raises:
-        InvalidInputError: ``edges`` not a 1-D array of finite, increasing times.
+        InvalidInputError: ``edges`` not a 1-D array of finite, increasing times (one
+            edge or none make no bins).
     """
-    given = edges
+    refused = InvalidInputError(f"binned_bytes: edges must be finite times in increasing "
+                                f"order, in one row; got {shown(edges)}")
+    if isinstance(edges, str) or np.asarray(edges).dtype == bool:
+        raise refused
     try:
         edges = np.asarray(edges, dtype=float)
     except (TypeError, ValueError):
-        edges = np.array([np.nan])
+        raise refused from None
     if edges.ndim != 1 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
-        raise InvalidInputError(f"binned_bytes: edges must be finite times in increasing "
-                                f"order, in one row; got {shown(given)}")
+        raise refused
     if not load.rates.size:   # a load of no messages carried nothing
         return np.zeros(max(edges.size - 1, 0))
     corners = np.concatenate([load.starts, load.ends])
