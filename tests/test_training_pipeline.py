@@ -100,8 +100,9 @@ def test_a_stages_sends_to_one_peer_run_in_order(schedule, m, forward, backward,
 
 
 def test_the_3d_steps_pipeline_sends_run_in_order_too():
-    """tr.step with pp=2, two blocks of 2 and 4 ms forward (6 ms backward each) on one
-    micro-batch's 3 MB of activations at 1 GB/s, two micro-batches: the hand schedule of
+    """tr.step with pp=2 of two blocks of 2e9 and 4e9 forward FLOPs (6e9 backward each)
+    for the batch of 2 on a GPU of 1e12 FLOP/s: per micro-batch 1 and 2 ms forward, 3 ms
+    backward, 3 MB of activations at 1 GB/s, two micro-batches: the hand schedule of
     test_a_stages_sends_to_one_peer_run_in_order's first case, 21 ms (22 before)."""
     layers = (tr.Layer("b0", (8,), 2e-3 * 1e12, 6e-3 * 1e12, block=True),
               tr.Layer("b1", (8,), 4e-3 * 1e12, 6e-3 * 1e12, block=True))

@@ -293,7 +293,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
                                       f"mb{tag[1]} gather")
     last_reduce: list[Event] = []
     last_gather: list[Event] = []
-    sent: dict[int, Event] = {}   # the last send to each peer of the next or last stage
+    sent: dict[int, Event] = {}   # the last send to the next stage's and the previous one's
     order = schedule_of(cfg.schedule, pl.pp, s, cfg.micro_batches)
     final_backward = max(k for k, (kind, _) in enumerate(order) if kind == "B")
     live = peak = 0
@@ -353,7 +353,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
             if s < pl.pp - 1:
                 send_in_order(comm, rec, pl.rank(d, s + 1, t),
                               buffer_of(message, cfg.activation_bytes), ("act", j),
-                              f"activation mb{j}", sent)
+                              label=f"activation mb{j}", sent=sent)
         else:
             if s < pl.pp - 1:
                 yield from received(("grad", j))
@@ -365,7 +365,7 @@ def _program(comm: Comm, cfg: _Config) -> Generator[Event, Any, float]:
             if s > 0:
                 send_in_order(comm, rec, pl.rank(d, s - 1, t),
                               buffer_of(message, cfg.activation_bytes), ("grad", j),
-                              f"gradient mb{j}", sent)
+                              label=f"gradient mb{j}", sent=sent)
     cfg.in_flight[s] = max(cfg.in_flight.get(s, 0), peak)
     if tied:
         embedding = comm.group([pl.rank(d, 0, t), pl.rank(d, pl.pp - 1, t)]).fresh_context()

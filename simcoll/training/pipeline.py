@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from simpy.events import Event
 
+from simcoll.buffers import VirtualBuffer
 from simcoll.checks import integer, real, shown, size
 from simcoll.comm import Comm
 from simcoll.errors import InvalidInputError
@@ -35,7 +36,8 @@ from simcoll.topology.graph import Topology
 from simcoll.training.common import STEP_UNTIL, buffer_of, check_ranks
 from simcoll.training.streams import Breakdown, Recorder, Span, breakdown
 
-__all__ = ["PipelineStep", "pipeline_step", "schedule_of", "SCHEDULES", "micro_batch_count"]
+__all__ = ["PipelineStep", "pipeline_step", "schedule_of", "SCHEDULES", "micro_batch_count",
+           "send_in_order"]
 
 SCHEDULES = ("gpipe", "1f1b")
 
@@ -129,9 +131,8 @@ class _Stage:
         self.in_flight: dict[int, int] = {}
 
 
-
-def send_in_order(comm: Comm, rec: Recorder, peer: int, buf: Any, tag: tuple[str, int],
-                  label: str, sent: dict[int, Event]) -> None:
+def send_in_order(comm: Comm, rec: Recorder, peer: int, buf: VirtualBuffer,
+                  tag: tuple[str, int], *, label: str, sent: dict[int, Event]) -> None:
     """Send one activation (or its gradient) to ``peer`` once the stage's previous send
     to it, ``sent[peer]``, is done, and record it on both GPUs: a stage's sends to one
     peer run one at a time, in the order issued, as on the stream of the pair's NCCL
@@ -170,7 +171,7 @@ def _program(comm: Comm, stage: _Stage, schedule: str,
             if s < p - 1:
                 send_in_order(comm, rec, stage.ranks[s + 1],
                               buffer_of(message, stage.itemsize), ("act", j),
-                              f"activation {j}", sent)
+                              label=f"activation {j}", sent=sent)
         else:
             if s < p - 1:
                 yield comm.recv(stage.ranks[s + 1], tag=("grad", j))
@@ -179,7 +180,7 @@ def _program(comm: Comm, stage: _Stage, schedule: str,
             if s > 0:
                 send_in_order(comm, rec, stage.ranks[s - 1],
                               buffer_of(message, stage.itemsize), ("grad", j),
-                              f"gradient {j}", sent)
+                              label=f"gradient {j}", sent=sent)
     stage.in_flight[s] = peak
     # SimPy sends each event's value into the generator, which a plain
     # iterator cannot take, so no `yield from` over a sequence here.
