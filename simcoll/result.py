@@ -68,9 +68,10 @@ class RunResult:
         sleeps: with ``trace=True``, every sleep a program took (``comm.sleep``: a
             launch latency, a protocol's pacing), as trace events of kind "sleep" in the
             order they began, which the critical path reads; else None.
-        faults: the faults the run was given (``faults=``: failed or slowed links, slow
-            or late GPUs, jitter), JSON-ready and in ``to_dict``; None for a healthy
-            machine. A cost model describes a healthy one.
+        faults: the faults of ``faults=`` that changed the machine (failed or slowed
+            links, slow or late GPUs, jitter; not a slow-down of 1, a lateness of 0 nor a
+            link set to its nominal rate), JSON-ready and in ``to_dict``; None for a
+            healthy machine. A cost model describes a healthy one.
         topology_hash: a digest of the machine's full description
             (:func:`simcoll.topology.io.topology_hash`), by which the trace's readers
             (link loads, the critical path) know the topology the run took; None where

@@ -120,8 +120,8 @@ def test_uneven_nodes_and_unknown_inter_algorithms_are_refused():
     for node in (1, 1, 1, 0, 0):
         topo.add_link(topo.add_gpu(node=node), sw, bandwidth=1e9)
     with pytest.raises(sc.InvalidInputError, match=r"same number of GPUs on every node, "
-                                                   r"got \[3, 2\] \(its nodes in order "
-                                                   r"of their lowest rank\)"):
+                                                   r"got \[3, 2\] GPUs on the nodes, in "
+                                                   r"order of their lowest rank;"):
         sc.simulate(topo, "all_reduce", algorithm="hierarchical", nbytes=64)
     with pytest.raises(sc.InvalidInputError, match="inter='parameter_server'"):
         sc.simulate(machine(2, 2), "all_reduce", algorithm="hierarchical", nbytes=64,

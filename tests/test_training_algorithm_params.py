@@ -109,8 +109,8 @@ def test_an_algorithm_a_group_refuses_is_refused_before_the_run():
     with pytest.raises(sc.InvalidInputError,
                        match=r"the data-parallel group \[0, 1, 2, 3, 4, 5\] \(all_reduce\): "
                              r"hierarchical all_reduce needs the same number of GPUs on "
-                             r"every node, got \[4, 2\] \(its nodes in order of their "
-                             r"lowest rank\)"):
+                             r"every node, got \[4, 2\] GPUs on the nodes, in order of "
+                             r"their lowest rank;"):
         tr.step(model, sc.topology.cluster(3, 4), dp=6, pp=2, micro_batches=4,
                 order=("dp", "pp", "tp"), algorithm="hierarchical")
     with pytest.raises(sc.InvalidInputError,

@@ -72,8 +72,8 @@ PARAMS = {
     "compute": Real(0.0, minimum=0.0,
                     doc="seconds of backward compute per GPU, spread over the buckets"),
     "inner": Choice("ring", _flat_all_reduce,
-                    doc="flat all_reduce algorithm that reduces each bucket (not "
-                        "parameter_server nor hierarchical, which runs others)"),
+                    doc="all_reduce algorithm that reduces each bucket: any but "
+                        + ", ".join(_NOT_INNER) + ", which are not flat"),
     "inner_params": Keywords(doc="the inner algorithm's parameters for every bucket",
                              algorithm_param="inner"),
 }

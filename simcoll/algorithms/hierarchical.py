@@ -80,8 +80,8 @@ def _validate(p: int, count: int, hosts: int, *, nodes: tuple[int, ...]) -> None
     if len(set(sizes)) > 1:
         raise InvalidInputError(
             f"hierarchical all_reduce needs the same number of GPUs on every node, got "
-            f"{sizes} (its nodes in order of their lowest rank); give every node as many "
-            f"GPUs, or use a flat algorithm")
+            f"{sizes} GPUs on the nodes, in order of their lowest rank; give every node as "
+            f"many GPUs, or use a flat algorithm")
 
 
 def _gpus_per_node(p: int, nodes: int) -> int:

@@ -68,8 +68,9 @@ def data_parallel_step(topology: Topology, *, gradient_bytes: int | str, forward
             hold one element more, and may pass ``bucket_bytes`` by that element, as
             DDP's buckets pass their cap by a tensor).
         algorithm: the flat all_reduce algorithm for each bucket (not
-            ``parameter_server`` nor ``hierarchical``, which :func:`data_parallel` runs,
-            the first on a machine without server hosts).
+            ``parameter_server`` nor ``hierarchical``; :func:`data_parallel` runs
+            ``hierarchical``, and ``parameter_server`` where the machine has no server
+            hosts).
         network: network model.
         algorithm_params: that algorithm's parameters for every bucket (e.g.
             ``{"proto": "LL128"}`` with ``algorithm="nccl"``).
