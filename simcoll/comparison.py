@@ -341,8 +341,10 @@ def run_sizes(topology: Topology, coll: Collective, runs: Sequence[SizeRun], alg
     except SimCollError as exc:   # a size that cannot run: the others queued need not either
         for future in futures:
             future.cancel()
-        if len(exc.args) == 1:   # in the message, which the command line prints and a
-            # worker's pickle keeps (str(self)); not in a note, which neither does
+        if len(exc.args) == 1 and not isinstance(exc, InvalidInputError):
+            # a run's failure at a size (a run limit), not a refusal of its arguments:
+            # the size goes in the message, which the command line prints and a
+            # worker's pickle keeps (str(self)), not in a note, which neither does
             failed = runs[len(done)]
             exc.args = (f"at size {failed.nbytes} B ({failed.dtype}): {message_of(exc)}",)
         raise

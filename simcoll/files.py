@@ -23,8 +23,8 @@ from typing import Any
 
 from simcoll.errors import InvalidInputError
 
-__all__ = ["file_path", "output_path", "no_folder", "too_long", "unwritable", "write_atomically",
-           "sibling", "cannot_write", "sync_folder"]
+__all__ = ["file_path", "output_path", "names_a_folder", "no_folder", "too_long",
+           "unwritable", "write_atomically", "sibling", "cannot_write", "sync_folder"]
 
 
 def file_path(path: Any, what: str, *, example: str = "out.json") -> Path:
@@ -56,12 +56,26 @@ def file_path(path: Any, what: str, *, example: str = "out.json") -> Path:
     if directory:
         raise InvalidInputError(f"{what}={str(path)!r} is a directory; give a file path, "
                                 f"e.g. {str(resolved / example)!r}")
-    # Path("runs/") has lost the slash: the text given says it names a folder
-    if os.fsdecode(path).endswith((os.sep, os.altsep) if os.altsep else (os.sep,)):
-        raise InvalidInputError(f"{what}={str(path)!r} ends in a separator, as a folder's "
-                                f"name does; give a file path, e.g. "
+    problem = names_a_folder(path)
+    if problem:
+        raise InvalidInputError(f"{what}={str(path)!r} {problem}; give a file path, e.g. "
                                 f"{str(resolved / example)!r}")
     return resolved
+
+
+def names_a_folder(path: str | os.PathLike) -> str | None:
+    """Why the text of ``path`` names a folder (it ends in a separator, ``.`` or ``..``,
+    which ``Path`` drops or a file name cannot be), or None."""
+    text = os.fsdecode(path)
+    separators = (os.sep, os.altsep) if os.altsep else (os.sep,)
+    if text.endswith(separators):
+        return "ends in a separator, as a folder's name does"
+    last = text
+    for separator in separators:
+        last = last.rpartition(separator)[2]
+    if last in (".", ".."):
+        return f"ends in {last!r}, which names a folder"
+    return None
 
 
 def output_path(path: Any, what: str, *, example: str = "out.json") -> Path:

@@ -196,16 +196,17 @@ def binned_bytes(load: LinkLoad, edges: np.ndarray) -> np.ndarray:
 
     Raises:
         InvalidInputError: ``edges`` not a 1-D array of finite, increasing times (one
-            edge or none make no bins).
+            edge or none are taken: they make no bins).
     """
     refused = InvalidInputError(f"binned_bytes: edges must be finite times in increasing "
                                 f"order, in one row; got {shown(edges)}")
-    if isinstance(edges, str) or np.asarray(edges).dtype == bool:
-        raise refused
     try:
-        edges = np.asarray(edges, dtype=float)
-    except (TypeError, ValueError):
+        given = np.asarray(edges)
+    except (TypeError, ValueError):   # ragged rows
         raise refused from None
+    if given.dtype.kind not in "iuf":   # not numbers: strings, booleans, objects
+        raise refused
+    edges = given.astype(float)
     if edges.ndim != 1 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
         raise refused
     if not load.rates.size:   # a load of no messages carried nothing

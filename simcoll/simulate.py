@@ -230,13 +230,15 @@ def _refuse_what_cannot_fit(coll: Collective, p: int, inputs: Inputs, root: int)
         InvalidInputError: naming the estimate and the memory.
     """
     assert inputs.arrays is not None
-    held: dict[int, int] = {}
+    held: dict[tuple[int, ...], int] = {}
     for array in inputs.arrays:
         owner = memory_owner(array)
         if isinstance(owner, np.memmap):   # a file's mapping, np.load's mmap_mode=
-            held[id(array)] = array.nbytes   # only the part it views is read in
+            # only the part it views is read in, once however many views show it
+            start = array.__array_interface__["data"][0]
+            held[(id(owner), start, array.nbytes)] = array.nbytes
         else:
-            held[id(owner)] = owner.nbytes
+            held[(id(owner),)] = owner.nbytes
     problem = shortfall(data_mode_bytes(coll, p, inputs.count, inputs.dtype.itemsize, root,
                                         inputs.splits, sum(held.values())
                                         + sealing_copies(inputs.arrays)))

@@ -308,6 +308,7 @@ def test_sweep_says_it_does_not_read_nccls_variables(capsys, monkeypatch):
         monkeypatch.delenv(name)
     monkeypatch.setenv("NCCL_PROTO", "Simple")
     monkeypatch.setenv("NCCL_ALGO", "Ring")
+    monkeypatch.setenv("NCCL_TESTS_MIN_BW", "1")   # nccl-tests', not one of nccl's choices
     status, out, err = cli(capsys, "sweep", "--algorithms", "nccl", "--ranks", "2",
                            "--sizes", "1K", "--json")
     assert status == 0 and json.loads(out)["chosen"]["proto"] == "LL"

@@ -99,6 +99,11 @@ def test_a_size_past_the_run_limit_is_named(workers):
                                                r"limit until=0\.001 s") as caught:
         sc.compare(machine(), made_table(), until=1e-3, workers=workers)
     assert caught.value.running == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    # a refusal of the arguments is no size's: not put down to the first
+    for kwargs in ({"network": "nope"}, {"chunks": 0}):
+        with pytest.raises(sc.InvalidInputError) as refused:
+            sc.compare(machine(), made_table(), workers=workers, **kwargs)
+        assert not str(refused.value).startswith("at size")
 
 
 def test_in_place_times_and_another_collective():

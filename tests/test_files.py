@@ -4,6 +4,7 @@ written whole or not at all, and no temporary file left behind."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -99,6 +100,24 @@ def test_a_path_ending_in_a_separator_is_refused_as_a_folders(tmp_path, write):
     with pytest.raises(sc.InvalidInputError, match="ends in a separator, as a folder's "
                                                    "name does; give a file path, e.g. "):
         write(f"{tmp_path / 'runs.json'}/")
+    for last in (".", ".."):
+        with pytest.raises(sc.InvalidInputError, match=f"ends in '{re.escape(last)}', which "
+                                                       f"names a folder; give a file path"):
+            write(f"{tmp_path / 'runs.json'}/{last}")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("path", ["runs.csv/", "runs.csv/.", "a/.."])
+def test_the_command_line_refuses_an_output_that_names_a_folder(capsys, tmp_path,
+                                                                 monkeypatch, path):
+    """simcoll sweep --output runs.csv/ wrote a file runs.csv and exited 0."""
+    monkeypatch.chdir(tmp_path)
+    status = main(["sweep", "--algorithms", "ring", "--ranks", "2", "--sizes", "1K",
+                   "--output", path])
+    err = capsys.readouterr().err
+    assert status == 2 and err.startswith(f"simcoll sweep: error: --output {path}: ends in ")
+    assert err.endswith(("names a folder; give a file path\n",
+                         "as a folder's name does; give a file path\n"))
     assert list(tmp_path.iterdir()) == []
 
 

@@ -171,6 +171,15 @@ def test_rows_of_a_memory_mapped_file_count_only_their_bytes(monkeypatch, tmp_pa
     res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
                       data=[np.asarray(rows[i]) for i in range(4)])
     assert res.correct is True
+    # one row given to every rank through views of its own counts once: 4 KiB in and
+    # 16 KiB out fit in 32 MiB, and 8 MiB rows (8 MiB in, 32 MiB out) do not
+    res = sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
+                      data=[np.asarray(rows[7]) for _ in range(4)])
+    assert res.correct is True
+    big = rows.reshape(-1)[:2**21]   # 8 MiB of float32
+    with pytest.raises(sc.InvalidInputError, match=r"needs about 0\.04 GiB"):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
+                    data=[np.asarray(big) for _ in range(4)])
     # the same rows of an array in memory count its whole 64 MiB: refused
     held = np.zeros((2**14, 2**10), dtype=np.float32)
     with pytest.raises(sc.InvalidInputError, match=r"needs about 0\.1 GiB"):

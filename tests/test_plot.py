@@ -1032,7 +1032,7 @@ def test_binned_bytes_equal_each_message_rate_times_its_overlap_with_each_bin():
 
 @pytest.mark.parametrize("edges", [np.array([1.0, 0.0]), [0.0, 0.0], [0.0, np.nan],
                                    [-np.inf, 1.0], "abc", [[0.0, 1.0]], [0, "x"],
-                                   [False, True]])
+                                   [False, True], [[0.0, 1.0], [2.0]], ["0", "1"]])
 def test_binned_bytes_refuses_edges_that_make_no_bins(edges):
     """Descending edges gave negative bytes, NaN ones NaN, a string numpy's ValueError."""
     load = LinkLoad(("a", "b"), 100.0, np.array([0.0]), np.array([1.0]), np.array([5.0]))

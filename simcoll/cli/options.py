@@ -21,7 +21,7 @@ from simcoll.collectives import COLLECTIVES
 from simcoll.collectives import collective as get_collective
 from simcoll.dtypes import LOW_PRECISION, as_dtype, meant_name
 from simcoll.errors import InvalidInputError
-from simcoll.files import no_folder, too_long, unwritable
+from simcoll.files import names_a_folder, no_folder, too_long, unwritable
 from simcoll.inputs import largest_input
 from simcoll.network import NETWORKS
 from simcoll.ops import ReduceOp
@@ -215,6 +215,9 @@ def check_output(path: str, suffixes: tuple[str, ...], option: str = "--output",
             folder takes no file).
     """
     out = Path(path)
+    problem = names_a_folder(path)
+    if problem:
+        raise CommandLineError(f"{option} {path}: {problem}; give a file path")
     if out.suffix.lower() not in suffixes:
         raise CommandLineError(f"{option} {path}: use a file ending in {', '.join(suffixes)}")
     if topology is not None and _same_file(out, topology):

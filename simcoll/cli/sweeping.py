@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from simcoll.algorithms.registry import get_algorithm
-from simcoll.cli.nccl_env import nccl_variables
+from simcoll.cli.nccl_env import MIN_BW, nccl_variables
 from simcoll.cli.options import (
     SIZE_HELP,
     SWEEP_OPTIONS,
@@ -287,7 +287,7 @@ def _run(args: argparse.Namespace) -> int:
         refuse_overflow("--sizes", size, size, max(values))
     out = None if args.output is None else check_output(args.output, _FORMATS,
                                                         topology=spec)
-    unread = nccl_variables(os.environ)
+    unread = [name for name in nccl_variables(os.environ) if name != MIN_BW]
     if unread and "nccl" in args.algorithms:
         print(f"simcoll sweep: note: {', '.join(unread)} in the environment: not read by a "
               f"sweep (give nccl's choices with --param, such as --param proto=Simple)",
