@@ -425,3 +425,35 @@ def test_nvls_nchannels_is_read_as_strtoll_reads_it(capsys, monkeypatch):
     """NCCL reads NCCL_NVLS_NCHANNELS with strtoll(value, NULL, 0): '0x4' is 4 channels."""
     found, err = records(capsys, monkeypatch, {"NCCL_NVLS_NCHANNELS": "0x4"}, "--size", "64M")
     assert found[0]["params"]["channels"] == 4 and "nvls_channels=4" in err
+
+
+
+def test_sweep_notes_the_nccl_variables_it_does_not_read(capsys, monkeypatch):
+    monkeypatch.setenv("NCCL_PROTO", "Simple")   # set before NCCL_ALGO: named after it
+    monkeypatch.setenv("NCCL_ALGO", "Ring")
+    status, out, err = cli(capsys, "sweep", "--algorithms", "nccl,ring", "--ranks", "4",
+                           "--sizes", "4K")
+    assert status == 0, err
+    assert err.splitlines() == [
+        "simcoll sweep: note: NCCL_ALGO, NCCL_PROTO in the environment: not read by a "
+        "sweep (give nccl's choices with --param, such as --param proto=Simple)"]
+    assert "NCCL_" not in out
+
+
+def test_sweep_without_nccl_says_nothing_of_nccl_variables(capsys, monkeypatch):
+    monkeypatch.setenv("NCCL_PROTO", "Simple")
+    status, out, err = cli(capsys, "sweep", "--algorithms", "ring", "--ranks", "4",
+                           "--sizes", "4K")
+    assert status == 0, err
+    assert "NCCL_" not in err and "NCCL_" not in out
+
+
+def test_run_names_the_nccl_variables_it_does_not_read_sorted(capsys, monkeypatch):
+    """Set out of order, NCCL_SOCKET_IFNAME before NCCL_DEBUG: the note names them in
+    alphabetical order."""
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "eth0")
+    monkeypatch.setenv("NCCL_DEBUG", "INFO")
+    status, out, err = cli(capsys, *H100, "-b", "8", "-e", "8")
+    assert status == 0, err
+    assert "# NCCL_DEBUG, NCCL_SOCKET_IFNAME in the environment: not simulated" \
+        in out.splitlines()

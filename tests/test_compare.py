@@ -1195,3 +1195,19 @@ def test_a_one_series_comparison_draws_its_measured_points_black(plt):
     assert to_rgba(lines["measured (nccl-tests)"].get_color()) == to_rgba("black")
     assert to_rgba(lines['simcoll, algorithm="ring"'].get_color()) == to_rgba("#4f81bd")
     plt.close(fig)
+
+
+
+def test_geomean_error_of_two_zero_times_is_a_factor_of_one():
+    geomean_error = simcoll.comparison.geomean_error
+    assert geomean_error([0.0], [0.0]) == 0.0
+    # logs 0 (0 against 0) and ln 4: exp(ln 4 / 2) - 1 = 2 - 1
+    assert geomean_error([0.0, 4.0], [0.0, 1.0]) == pytest.approx(1.0)
+
+
+def test_settings_not_one_per_row_are_left_out():
+    """Two differing settings for three rows: not each row's own, so no columns."""
+    settings = (("float32", "sum", None), ("int32", "sum", None))
+    assert simcoll.comparison.setting_columns(settings, 3) == ("", ["", "", ""])
+    found = dataclasses.replace(sc.compare(machine(), made_table()), settings=settings)
+    assert "redop" not in found.report()

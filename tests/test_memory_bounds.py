@@ -627,3 +627,18 @@ def test_kept_breadth_first_searches_start_over_past_their_size(monkeypatch):
     for (s, t), links in fresh.items():
         assert topo.route(s, t).links == links
         assert len(topo._searches) <= 1
+
+
+
+def test_each_row_of_one_memory_mapped_file_counts_its_bytes(monkeypatch, tmp_path):
+    """Four 2 MiB rows of one 32 MiB .npy file, all_reduced on 4 ranks: 8 MiB in and
+    4 x 2 MiB out, 16 MiB (0.02 GiB), more than a machine of 12 MiB. Counted once for
+    the mapping they share, the rows would make 10 MiB, which fits."""
+    np.lib.format.open_memmap(tmp_path / "rows.npy", mode="w+", dtype=np.float32,
+                              shape=(16, 2**19)).flush()
+    rows = np.load(tmp_path / "rows.npy", mmap_mode="r")
+    machine_of(monkeypatch, 12 * 2**20)
+    with pytest.raises(sc.InvalidInputError,
+                       match=r"needs about 0\.02 GiB .* machine's 0\.01 GiB"):
+        sc.simulate(sc.topology.switch(4), "all_reduce", algorithm="ring",
+                    data=[np.asarray(rows[i]) for i in range(4)])

@@ -200,3 +200,69 @@ def test_refusals(kwargs, match):
     args.update(kwargs)
     with pytest.raises(sc.InvalidInputError, match=match):
         tr.pipeline_step(FREE, **args)
+
+
+
+def _two_block_step_of_short_last_backward():
+    """Blocks of 2e9 and 4e9 forward FLOPs, 6e9 and 2e9 backward, for the batch of 2 on
+    a GPU of 1e12 FLOP/s: per micro-batch 1 and 2 ms forward, 3 and 1 ms backward, 3 MB
+    of activations at 1 GB/s (3 ms a transfer), two micro-batches, gpipe."""
+    layers = (tr.Layer("b0", (8,), 2e-3 * 1e12, 6e-3 * 1e12, block=True),
+              tr.Layer("b1", (8,), 4e-3 * 1e12, 2e-3 * 1e12, block=True))
+    model = tr.Model("x", layers, batch=2, seq_len=1, hidden=1_500_000, heads=1)
+    return tr.step(model, sc.topology.switch(2, bandwidth=1e9, latency=0), dp=1, pp=2,
+                   micro_batches=2, schedule="gpipe", gpu=tr.GPU("g", 1e12))
+
+
+def test_the_3d_steps_gradient_sends_run_in_order():
+    """By hand: activations sent 1-4 and 4-7 ms; stage 1 forwards 4-6 and 7-9, backwards
+    9-10 and 10-11, its gradients sent 10-13 and 13-16 (one at a time); stage 0
+    backwards 13-16 and 16-19: 19 ms. A second gradient send beside the first shares the
+    link from 11 ms: the gradients arrive at 15 and 17 ms, and the step takes 21."""
+    step = _two_block_step_of_short_last_backward()
+    assert step.step_time == pytest.approx(19e-3, rel=1e-12)
+    sends = sorted((s.start, s.end) for s in step.spans if s.kind == "send" and s.rank == 1)
+    assert [t for span in sends for t in span] == pytest.approx([10e-3, 13e-3, 13e-3, 16e-3],
+                                                                 rel=1e-12)
+
+
+def test_the_3d_steps_pipeline_spans_name_their_micro_batch_on_both_gpus():
+    step = _two_block_step_of_short_last_backward()
+    assert sorted({(s.rank, s.kind, s.label) for s in step.spans if s.stream == "pp"}) == [
+        (0, "recv", "gradient mb0"), (0, "recv", "gradient mb1"),
+        (0, "send", "activation mb0"), (0, "send", "activation mb1"),
+        (1, "recv", "activation mb0"), (1, "recv", "activation mb1"),
+        (1, "send", "gradient mb0"), (1, "send", "gradient mb1")]
+
+
+def test_a_pipeline_steps_send_is_on_the_senders_gpu_and_its_recv_on_the_peers():
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0)
+    res = tr.pipeline_step(topo, stages=2, micro_batches=2, forward=[1e-3, 2e-3],
+                           backward=[3e-3, 3e-3], activation_bytes=3_000_000)
+    assert sorted({(s.rank, s.kind, s.label) for s in res.spans
+                   if s.kind in ("send", "recv")}) == [
+        (0, "recv", "gradient 0"), (0, "recv", "gradient 1"),
+        (0, "send", "activation 0"), (0, "send", "activation 1"),
+        (1, "recv", "activation 0"), (1, "recv", "activation 1"),
+        (1, "send", "gradient 0"), (1, "send", "gradient 1")]
+
+
+def test_a_stage_ends_when_its_last_send_is_done():
+    """Two stages, two micro-batches, 1f1b: 1 and 2 ms forward, 3 ms backward, 3 MB at
+    1 GB/s (3 ms a transfer). By hand: activations sent 1-4 and 4-7 ms; stage 1 runs
+    F0 4-6, B0 6-9, F1 9-11, B1 11-14, and sends its gradients 9-12 and 14-17: its GPU is
+    done at 17 ms, not 14; stage 0 runs B0 12-15 and B1 17-20."""
+    topo = sc.topology.switch(2, bandwidth=1e9, latency=0)
+    res = tr.pipeline_step(topo, stages=2, micro_batches=2, forward=[1e-3, 2e-3],
+                           backward=[3e-3, 3e-3], activation_bytes=3_000_000,
+                           schedule="1f1b")
+    assert [float(res.run.rank_times[r]) for r in (0, 1)] == pytest.approx([20e-3, 17e-3],
+                                                                          rel=1e-12)
+
+
+def test_the_3d_steps_stage_ends_when_its_last_send_is_done():
+    """The step of test_the_3d_steps_gradient_sends_run_in_order: stage 1's last gradient
+    is sent 13-16 ms, after its backwards (done at 11): its GPU is done at 16 ms."""
+    step = _two_block_step_of_short_last_backward()
+    assert [float(step.run.rank_times[r]) for r in (0, 1)] == pytest.approx([19e-3, 16e-3],
+                                                                           rel=1e-12)
