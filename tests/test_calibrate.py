@@ -1127,7 +1127,6 @@ def test_an_interrupt_before_any_simulation_adds_no_note(table, monkeypatch):
     assert not getattr(caught.value, "__notes__", [])
 
 
-
 def test_an_interrupt_after_only_unsimulated_points_adds_no_note(table, monkeypatch):
     """Every point tried ran past the run limits (times of inf): there is no best point
     to name, so the interrupt carries no note (not one of an infinite error)."""

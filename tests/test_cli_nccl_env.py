@@ -427,7 +427,6 @@ def test_nvls_nchannels_is_read_as_strtoll_reads_it(capsys, monkeypatch):
     assert found[0]["params"]["channels"] == 4 and "nvls_channels=4" in err
 
 
-
 def test_sweep_notes_the_nccl_variables_it_does_not_read(capsys, monkeypatch):
     monkeypatch.setenv("NCCL_PROTO", "Simple")   # set before NCCL_ALGO: named after it
     monkeypatch.setenv("NCCL_ALGO", "Ring")

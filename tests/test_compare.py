@@ -1197,7 +1197,6 @@ def test_a_one_series_comparison_draws_its_measured_points_black(plt):
     plt.close(fig)
 
 
-
 def test_geomean_error_of_two_zero_times_is_a_factor_of_one():
     geomean_error = simcoll.comparison.geomean_error
     assert geomean_error([0.0], [0.0]) == 0.0

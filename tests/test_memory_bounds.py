@@ -629,7 +629,6 @@ def test_kept_breadth_first_searches_start_over_past_their_size(monkeypatch):
         assert len(topo._searches) <= 1
 
 
-
 def test_each_row_of_one_memory_mapped_file_counts_its_bytes(monkeypatch, tmp_path):
     """Four 2 MiB rows of one 32 MiB .npy file, all_reduced on 4 ranks: 8 MiB in and
     4 x 2 MiB out, 16 MiB (0.02 GiB), more than a machine of 12 MiB. Counted once for

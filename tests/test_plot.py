@@ -3027,7 +3027,6 @@ def test_a_failed_point_s_params_keep_it_to_its_own_line():
         assert _first_and_gaps(fig) == {2.0: False, 4.0: True}
 
 
-
 @pytest.mark.parametrize("edges", [[1j, 2j], {"a": 1.0}, [0.0, object()]])
 def test_binned_bytes_refuses_edges_that_are_not_real_numbers(edges):
     load = LinkLoad(("a", "b"), 100.0, np.array([0.0]), np.array([1.0]), np.array([5.0]))

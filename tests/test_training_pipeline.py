@@ -202,7 +202,6 @@ def test_refusals(kwargs, match):
         tr.pipeline_step(FREE, **args)
 
 
-
 def _two_block_step_of_short_last_backward():
     """Blocks of 2e9 and 4e9 forward FLOPs, 6e9 and 2e9 backward, for the batch of 2 on
     a GPU of 1e12 FLOP/s: per micro-batch 1 and 2 ms forward, 3 and 1 ms backward, 3 MB
